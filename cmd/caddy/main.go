@@ -1,0 +1,15 @@
+// Command caddy is Caddy with the tollgate plugin, as xcaddy would generate
+// it from xcaddy.json; it lets a machine without xcaddy build the gateway.
+package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	// plug in Caddy modules here
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/tollgate-dev/caddy-tollgate"
+)
+
+func main() {
+	caddycmd.Main()
+}

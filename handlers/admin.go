@@ -1,0 +1,403 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Admin serves the administrative routes (management key) and GET /key,
+// over the tollgate store. It must run after Auth, which attaches the
+// caller's identity; requests for other routes go to the next handler.
+type Admin struct {
+	gw     Gateway
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Admin) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.tollgate_admin",
+		New: func() caddy.Module { return new(Admin) },
+	}
+}
+
+// Provision finds the tollgate app.
+func (a *Admin) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	gw, err := loadGateway(ctx)
+	a.gw = gw
+	return err
+}
+
+// keysPageSize is the key list page size (SPEC.md 8.3).
+const keysPageSize = 100
+
+// adminRequest carries what every administrative route needs.
+type adminRequest struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	id     *Identity
+	store  *storage.Store
+	limits FreeModelLimits
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	kind, sub, ok := classifyRoute(r.URL.Path)
+	if !ok || (kind != routeManagement && kind != routeAnyKey) {
+		return next.ServeHTTP(w, r)
+	}
+	id, ok := IdentityFrom(r)
+	if !ok {
+		// Auth is missing from the route: refuse rather than serve unauthenticated.
+		a.logger.Error("tollgate_admin reached without tollgate_auth before it", zap.String("path", r.URL.Path))
+		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
+		return nil
+	}
+	store, err := a.gw.Store()
+	if err != nil {
+		a.logger.Error("store unavailable", zap.Error(err))
+		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
+		return nil
+	}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits()}
+	var apiErr *APIError
+	switch seg := strings.Split(strings.TrimPrefix(sub, "/"), "/"); {
+	case sub == "/key":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.currentKey})
+	case sub == "/keys":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.listKeys, "POST": ar.createKey})
+	case len(seg) == 2 && seg[0] == "keys":
+		hash := seg[1]
+		apiErr = methods(r, map[string]func() *APIError{
+			"GET":    func() *APIError { return ar.getKey(hash) },
+			"PATCH":  func() *APIError { return ar.updateKey(hash) },
+			"DELETE": func() *APIError { return ar.deleteKey(hash) },
+		})
+	case sub == "/organization/settings":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.orgSettings, "PATCH": ar.updateOrgSettings})
+	case sub == "/credits":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.credits})
+	default:
+		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
+	}
+	if apiErr != nil {
+		if apiErr.Status >= 500 {
+			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))
+		}
+		WriteError(w, apiErr)
+	}
+	return nil
+}
+
+// methods dispatches on the request method; others get 405.
+func methods(r *http.Request, byMethod map[string]func() *APIError) *APIError {
+	if h, ok := byMethod[r.Method]; ok {
+		return h()
+	}
+	allowed := make([]string, 0, len(byMethod))
+	for m := range byMethod {
+		allowed = append(allowed, m)
+	}
+	e := newError(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
+	e.Header = http.Header{"Allow": {strings.Join(allowed, ", ")}}
+	return e
+}
+
+// storeError maps store errors to API errors.
+func storeError(err error, what string) *APIError {
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return NotFound(what + " not found")
+	case errors.Is(err, storage.ErrInvalid):
+		return BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+	}
+	return newError(http.StatusInternalServerError, "Internal Server Error")
+}
+
+func (ar *adminRequest) object() (*fields, *APIError) {
+	b, apiErr := readBody(ar.w, ar.r, maxAdminBody)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return parseObject(b)
+}
+
+// ownKey returns one of the caller's account's keys; another account's key
+// is reported as missing, not as forbidden, so hashes cannot be probed.
+func (ar *adminRequest) ownKey(hash string) (storage.APIKey, *APIError) {
+	k, ok := ar.store.APIKey(hash)
+	if !ok || k.AccountID != ar.id.AccountID {
+		return storage.APIKey{}, NotFound("API key not found")
+	}
+	return k, nil
+}
+
+func (ar *adminRequest) listKeys() *APIError {
+	q := ar.r.URL.Query()
+	f := storage.KeyFilter{AccountID: ar.id.AccountID, Limit: keysPageSize}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return BadRequest("offset: expected a non-negative integer")
+		}
+		f.Offset = n
+	}
+	switch v := q.Get("include_disabled"); v {
+	case "", "false":
+	case "true":
+		f.IncludeDisabled = true
+	default:
+		return BadRequest("include_disabled: expected true or false")
+	}
+	f.WorkspaceID = ar.id.Account.DefaultWorkspaceID
+	if v := q.Get("workspace_id"); v != "" {
+		if v != ar.id.Account.DefaultWorkspaceID {
+			return NotFound("Workspace not found")
+		}
+		f.WorkspaceID = v
+	}
+	t := now()
+	keys := ar.store.ListAPIKeys(f)
+	out := make([]keyView, len(keys))
+	for i, k := range keys {
+		out[i] = newKeyView(k, t)
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out})
+	return nil
+}
+
+func (ar *adminRequest) createKey() *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	n := storage.NewAPIKey{AccountID: ar.id.AccountID}
+	name, ok := f.String("name")
+	if f.err == nil && (!ok || strings.TrimSpace(name) == "") {
+		return BadRequest("name: required non-empty string")
+	}
+	n.Name = name
+	n.Limit, _ = f.NullableAmount("limit")
+	n.LimitReset = ar.limitReset(f)
+	n.IncludeBYOKInLimit, _ = f.Bool("include_byok_in_limit")
+	n.ExpiresAt, _ = f.NullableTime("expires_at", true)
+	n.CreatorUserID, _ = f.NullableString("creator_user_id")
+	n.WorkspaceID, _ = f.String("workspace_id")
+	if ext, ok := f.get("external"); ok && ext.Type != gjson.Null {
+		user := ext.Get("user")
+		if !ext.IsObject() || user.Type != gjson.String {
+			return BadRequest("external.user: expected a string")
+		}
+		n.ExternalUser = &user.Str
+	}
+	if f.err != nil {
+		return f.err
+	}
+	if n.Limit != nil && *n.Limit < 0 {
+		return BadRequest("limit: must not be negative")
+	}
+	if n.CreatorUserID != nil && *n.CreatorUserID == "" {
+		return BadRequest("creator_user_id: must not be empty")
+	}
+	if n.ExpiresAt != nil && !n.ExpiresAt.After(now()) {
+		return BadRequest("expires_at: must be in the future")
+	}
+	k, secret, err := ar.store.CreateAPIKey(n)
+	if errors.Is(err, storage.ErrNotFound) {
+		return NotFound("Workspace not found")
+	}
+	if err != nil {
+		return storeError(err, "Account")
+	}
+	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newKeyView(k, now()), "key": secret})
+	return nil
+}
+
+// limitReset reads limit_reset: daily, weekly, monthly or null.
+func (ar *adminRequest) limitReset(f *fields) storage.Interval {
+	s, ok := f.NullableString("limit_reset")
+	if !ok || s == nil {
+		return storage.IntervalNone
+	}
+	iv, valid := storage.ParseInterval(*s)
+	if !valid && f.err == nil {
+		f.err = BadRequest("limit_reset: expected daily, weekly, monthly or null")
+	}
+	return iv
+}
+
+func (ar *adminRequest) getKey(hash string) *APIError {
+	k, apiErr := ar.ownKey(hash)
+	if apiErr != nil {
+		return apiErr
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newKeyView(k, now())})
+	return nil
+}
+
+func (ar *adminRequest) updateKey(hash string) *APIError {
+	if _, apiErr := ar.ownKey(hash); apiErr != nil {
+		return apiErr
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	name, hasName := f.String("name")
+	disabled, hasDisabled := f.Bool("disabled")
+	incl, hasIncl := f.Bool("include_byok_in_limit")
+	limit, hasLimit := f.NullableAmount("limit")
+	_, hasReset := f.get("limit_reset")
+	reset := ar.limitReset(f)
+	if f.err != nil {
+		return f.err
+	}
+	if hasName && strings.TrimSpace(name) == "" {
+		return BadRequest("name: must not be empty")
+	}
+	if hasLimit && limit != nil && *limit < 0 {
+		return BadRequest("limit: must not be negative")
+	}
+	k, err := ar.store.UpdateAPIKey(hash, func(k *storage.APIKey) error {
+		if hasName {
+			k.Name = name
+		}
+		if hasDisabled {
+			k.Disabled = disabled
+		}
+		if hasIncl {
+			k.IncludeBYOKInLimit = incl
+		}
+		if hasLimit {
+			k.Limit = limit
+		}
+		if hasReset {
+			k.LimitReset = reset
+		}
+		return nil
+	})
+	if err != nil {
+		return storeError(err, "API key")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newKeyView(k, now())})
+	return nil
+}
+
+func (ar *adminRequest) deleteKey(hash string) *APIError {
+	if _, apiErr := ar.ownKey(hash); apiErr != nil {
+		return apiErr
+	}
+	if err := ar.store.DeleteAPIKey(hash); err != nil {
+		return storeError(err, "API key")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	return nil
+}
+
+// currentKey answers GET /key for the calling key.
+func (ar *adminRequest) currentKey() *APIError {
+	t := now()
+	acct, ok := ar.store.Account(ar.id.AccountID)
+	if !ok {
+		return NotFound("Account not found")
+	}
+	daily := ar.limits.DailyLimit(acct)
+	used := acct.FreeModelRequestsToday(t)
+	v := currentKeyView{
+		IsFreeTier:             acct.Purchases == 0,
+		FreeModelDailyRequests: freeModelDailyView{Used: used, Limit: daily, Remaining: max(daily-used, 0)},
+		RateLimit:              rateLimitView{Requests: -1, Interval: "10s", Note: "This field is deprecated and safe to ignore."},
+		AllowedDataRegions:     []string{"global"},
+	}
+	if acct.Kind == storage.AccountOrganization {
+		v.OrganizationID = &acct.ID
+	}
+	if ar.id.Management {
+		m := ar.id.MgmtKey
+		v.Label, v.IsManagementKey, v.IsProvisioningKey = m.Label, true, true
+		v.CreatorUserID, v.ExpiresAt = m.CreatorUserID, apiTimePtr(m.ExpiresAt)
+	} else {
+		k, ok := ar.store.APIKey(ar.id.Hash)
+		if !ok {
+			return newError(http.StatusUnauthorized, msgInvalidKey)
+		}
+		v.Label, v.Limit, v.LimitRemaining, v.LimitReset = k.Label, k.Limit, k.LimitRemaining(t), intervalPtr(k.LimitReset)
+		v.IncludeBYOKInLimit, v.counterView = k.IncludeBYOKInLimit, countersAt(k, t)
+		v.CreatorUserID, v.ExpiresAt, v.WorkspaceID = k.CreatorUserID, apiTimePtr(k.ExpiresAt), &k.WorkspaceID
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": v})
+	return nil
+}
+
+// orgAccount returns the caller's account if it is an organization: a
+// personal account's management key gets 404 (SPEC.md 4.3 rule 2).
+func (ar *adminRequest) orgAccount() (storage.Account, *APIError) {
+	acct, ok := ar.store.Account(ar.id.AccountID)
+	if !ok || acct.Kind != storage.AccountOrganization {
+		return storage.Account{}, NotFound("Organization not found: this management key belongs to a personal account")
+	}
+	return acct, nil
+}
+
+func (ar *adminRequest) orgSettings() *APIError {
+	acct, apiErr := ar.orgAccount()
+	if apiErr != nil {
+		return apiErr
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": orgSettingsView{ID: acct.ID, IsFilteredModelCatalogEnabled: acct.FilteredModelCatalog}})
+	return nil
+}
+
+func (ar *adminRequest) updateOrgSettings() *APIError {
+	if _, apiErr := ar.orgAccount(); apiErr != nil {
+		return apiErr
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	enabled, ok := f.Bool("is_filtered_model_catalog_enabled")
+	if f.err != nil {
+		return f.err
+	}
+	if !ok {
+		return BadRequest("is_filtered_model_catalog_enabled: required boolean")
+	}
+	acct, err := ar.store.UpdateAccount(ar.id.AccountID, func(a *storage.Account) error {
+		a.FilteredModelCatalog = enabled
+		return nil
+	})
+	if err != nil {
+		return storeError(err, "Organization")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": orgSettingsView{ID: acct.ID, IsFilteredModelCatalogEnabled: acct.FilteredModelCatalog}})
+	return nil
+}
+
+func (ar *adminRequest) credits() *APIError {
+	acct, ok := ar.store.Account(ar.id.AccountID)
+	if !ok {
+		return NotFound("Account not found")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]storage.Amount{
+		"total_credits": acct.CreditsPurchased,
+		"total_usage":   acct.Usage,
+	}})
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Admin)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Admin)(nil)
+)

@@ -1,0 +1,183 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// now is the handlers' clock; tests replace it to cross UTC boundaries.
+var now = time.Now
+
+// Auth authenticates the bearer key of every request under /api/v1 and
+// decides whether that kind of key may call the route: regular keys call
+// inference routes, management keys the administrative ones. It answers 401
+// and 403 itself with the spec's JSON body, and 404 for paths under /api/v1
+// that the gateway does not serve, so that they never reach a provider.
+//
+// On success the caller's identity is attached to the request for the
+// handlers after it, and exposed as placeholders for logs:
+// {tollgate.key.hash}, {tollgate.key.kind}, {tollgate.account.id},
+// {tollgate.workspace.id}; {http.auth.user.id} is the key hash, as with
+// Caddy's own authentication. The client's Authorization header is removed,
+// so that it can never be forwarded upstream.
+type Auth struct {
+	gw     Gateway
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Auth) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.tollgate_auth",
+		New: func() caddy.Module { return new(Auth) },
+	}
+}
+
+// Provision finds the tollgate app.
+func (a *Auth) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	gw, err := loadGateway(ctx)
+	a.gw = gw
+	return err
+}
+
+// Identity is the authenticated caller of a request.
+type Identity struct {
+	storage.Principal
+	Account storage.Account
+}
+
+type identityKey struct{}
+
+// IdentityFrom returns the identity Auth attached to the request, if any.
+func IdentityFrom(r *http.Request) (*Identity, bool) {
+	id, ok := r.Context().Value(identityKey{}).(*Identity)
+	return id, ok
+}
+
+// Messages of the 401 and 403 answers.
+const (
+	msgMissingAuth    = "Missing Authentication header"
+	msgInvalidKey     = "Invalid API key"
+	msgDisabledKey    = "API key is disabled"
+	msgExpiredKey     = "API key expired"
+	msgManagementOnly = "Only management keys can perform this operation"
+	msgNoInference    = "Management keys cannot call inference routes; use a regular API key"
+)
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	kind, _, ok := classifyRoute(r.URL.Path)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	if kind == routeUnknown {
+		WriteError(w, NotFound("Not found: "+r.Method+" "+r.URL.Path))
+		return nil
+	}
+	secret, present := bearer(r)
+	if !present {
+		if kind == routePublic {
+			return next.ServeHTTP(w, r)
+		}
+		WriteError(w, newError(http.StatusUnauthorized, msgMissingAuth))
+		return nil
+	}
+	id, apiErr := a.identify(secret, kind)
+	if apiErr != nil {
+		WriteError(w, apiErr)
+		return nil
+	}
+	r.Header.Del("Authorization")
+	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+	a.annotate(r, id)
+	return next.ServeHTTP(w, r)
+}
+
+// identify resolves the key and checks that it may call a route of kind.
+func (a *Auth) identify(secret string, kind routeKind) (*Identity, *APIError) {
+	store, err := a.gw.Store()
+	if err != nil {
+		a.logger.Error("store unavailable", zap.Error(err))
+		return nil, newError(http.StatusInternalServerError, "Internal Server Error")
+	}
+	p, err := store.Authenticate(secret)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, newError(http.StatusUnauthorized, msgInvalidKey)
+	}
+	if err != nil {
+		return nil, newError(http.StatusInternalServerError, "Internal Server Error")
+	}
+	acct, ok := store.Account(p.AccountID)
+	if !ok {
+		return nil, newError(http.StatusUnauthorized, msgInvalidKey)
+	}
+	t := now()
+	if p.Management {
+		if p.MgmtKey.Expired(t) {
+			return nil, newError(http.StatusUnauthorized, msgExpiredKey)
+		}
+		if kind == routeInference {
+			return nil, newError(http.StatusForbidden, msgNoInference)
+		}
+	} else {
+		if p.Key.Disabled {
+			return nil, newError(http.StatusUnauthorized, msgDisabledKey)
+		}
+		if p.Key.Expired(t) {
+			return nil, newError(http.StatusUnauthorized, msgExpiredKey)
+		}
+		if kind == routeManagement {
+			return nil, newError(http.StatusForbidden, msgManagementOnly)
+		}
+	}
+	return &Identity{Principal: p, Account: acct}, nil
+}
+
+// annotate exposes the identity to logs and later handlers as placeholders.
+func (a *Auth) annotate(r *http.Request, id *Identity) {
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if !ok {
+		return
+	}
+	kindName := "regular"
+	workspace := id.Key.WorkspaceID
+	if id.Management {
+		kindName = "management"
+		workspace = ""
+	}
+	repl.Set("http.auth.user.id", id.Hash)
+	repl.Set("tollgate.key.hash", id.Hash)
+	repl.Set("tollgate.key.kind", kindName)
+	repl.Set("tollgate.account.id", id.AccountID)
+	repl.Set("tollgate.workspace.id", workspace)
+}
+
+// bearer extracts the key from "Authorization: Bearer <key>".
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	scheme, token, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Auth)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Auth)(nil)
+)

@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"fmt"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// AppName is the Caddy app that owns the gateway's state.
+const AppName = "tollgate"
+
+// Gateway is what the handler modules need from the tollgate app: the shared
+// store and the operator's settings.
+type Gateway interface {
+	// Store returns the open store, opening it on first use.
+	Store() (*storage.Store, error)
+	// Brand is the prefix of limit_source values and server tool types.
+	Brand() string
+	// FreeModelLimits are the caps on ":free" models, defaults filled in.
+	FreeModelLimits() FreeModelLimits
+}
+
+// loadGateway fetches the tollgate app from the Caddy context.
+func loadGateway(ctx caddy.Context) (Gateway, error) {
+	app, err := ctx.App(AppName)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s app: %v", AppName, err)
+	}
+	gw, ok := app.(Gateway)
+	if !ok {
+		return nil, fmt.Errorf("app %s is %T, not a tollgate gateway", AppName, app)
+	}
+	return gw, nil
+}

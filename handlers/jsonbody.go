@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// maxAdminBody bounds administrative request bodies.
+const maxAdminBody = 1 << 20
+
+// readBody reads a request body up to limit bytes: 413 past it.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *APIError) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, newError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+	}
+	if err != nil {
+		return nil, BadRequest("Could not read request body")
+	}
+	return b, nil
+}
+
+// fields reads typed fields from a JSON object and remembers the first type
+// error, so that a handler can read every field and then check once.
+type fields struct {
+	root gjson.Result
+	err  *APIError
+}
+
+// parseObject checks that b is a JSON object. An empty body reads as {}.
+func parseObject(b []byte) (*fields, *APIError) {
+	if len(b) == 0 {
+		return &fields{root: gjson.Parse("{}")}, nil
+	}
+	if !gjson.ValidBytes(b) {
+		return nil, BadRequest("Request body is not valid JSON")
+	}
+	root := gjson.ParseBytes(b)
+	if !root.IsObject() {
+		return nil, BadRequest("Request body must be a JSON object")
+	}
+	return &fields{root: root}, nil
+}
+
+func (f *fields) fail(name, want string) {
+	if f.err == nil {
+		f.err = BadRequest(fmt.Sprintf("%s: expected %s", name, want))
+	}
+}
+
+// get returns the field and whether it is present (null counts as present).
+func (f *fields) get(name string) (gjson.Result, bool) {
+	v := f.root.Get(gjson.Escape(name))
+	return v, v.Exists()
+}
+
+// String reads a string field.
+func (f *fields) String(name string) (string, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return "", false
+	}
+	if v.Type != gjson.String {
+		f.fail(name, "a string")
+		return "", false
+	}
+	return v.Str, true
+}
+
+// NullableString reads a string-or-null field; a present null yields nil, true.
+func (f *fields) NullableString(name string) (*string, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if v.Type != gjson.String {
+		f.fail(name, "a string or null")
+		return nil, false
+	}
+	s := v.Str
+	return &s, true
+}
+
+// Bool reads a boolean field.
+func (f *fields) Bool(name string) (bool, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return false, false
+	}
+	if !v.IsBool() {
+		f.fail(name, "a boolean")
+		return false, false
+	}
+	return v.Bool(), true
+}
+
+// NullableAmount reads a number-or-null credit amount exactly from its JSON
+// text; a present null yields nil, true.
+func (f *fields) NullableAmount(name string) (*storage.Amount, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if v.Type != gjson.Number {
+		f.fail(name, "a number or null")
+		return nil, false
+	}
+	a, err := storage.ParseAmount(v.Raw)
+	if err != nil {
+		f.fail(name, "a number within range")
+		return nil, false
+	}
+	return &a, true
+}
+
+// NullableTime reads an RFC 3339 timestamp or null. With utcOnly, offsets
+// other than Z are refused.
+func (f *fields) NullableTime(name string, utcOnly bool) (*time.Time, bool) {
+	s, ok := f.NullableString(name)
+	if !ok || s == nil {
+		return nil, ok
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		f.fail(name, "an ISO 8601 timestamp such as 2027-12-31T23:59:59Z")
+		return nil, false
+	}
+	if _, off := t.Zone(); utcOnly && off != 0 || utcOnly && (*s)[len(*s)-1] != 'Z' && (*s)[len(*s)-1] != 'z' {
+		f.fail(name, "a UTC timestamp ending in Z")
+		return nil, false
+	}
+	return &t, true
+}

@@ -1,0 +1,140 @@
+package storage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// NewAccount describes an account to create.
+type NewAccount struct {
+	Name            string
+	Kind            AccountKind
+	Billing         Billing // default prepaid
+	RateLimitExempt bool
+}
+
+// CreateAccount creates an account with its default workspace.
+func (s *Store) CreateAccount(na NewAccount) (Account, error) {
+	if strings.TrimSpace(na.Name) == "" {
+		return Account{}, fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	if na.Kind != AccountPersonal && na.Kind != AccountOrganization {
+		return Account{}, fmt.Errorf("%w: type must be %q or %q", ErrInvalid, AccountPersonal, AccountOrganization)
+	}
+	if na.Billing == "" {
+		na.Billing = BillingPrepaid
+	}
+	t := now().UTC()
+	a := Account{
+		Name:               na.Name,
+		Kind:               na.Kind,
+		Billing:            na.Billing,
+		RateLimitExempt:    na.RateLimitExempt,
+		DefaultWorkspaceID: newUUID(),
+		CreatedAt:          t,
+		UpdatedAt:          t,
+	}
+	if na.Kind == AccountOrganization {
+		a.ID = newID("org_")
+	} else {
+		a.ID = newID("user_")
+		a.OwnerUserID = a.ID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.write(map[string]any{prefixAccount + a.ID: a}); err != nil {
+		return Account{}, err
+	}
+	s.accounts[a.ID] = &a
+	return a, nil
+}
+
+// Account returns the account with the given id.
+func (s *Store) Account(id string) (Account, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.accounts[id]
+	if !ok {
+		return Account{}, false
+	}
+	return *a, true
+}
+
+// Accounts lists all accounts, oldest first.
+func (s *Store) Accounts() []Account {
+	s.mu.RLock()
+	out := make([]Account, 0, len(s.accounts))
+	for _, a := range s.accounts {
+		out = append(out, *a)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].CreatedAt.Before(out[j].CreatedAt)
+	})
+	return out
+}
+
+// UpdateAccount applies fn to a copy of the account and persists the result.
+// fn may return an error to abort without writing.
+func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.accounts[id]
+	if !ok {
+		return Account{}, ErrNotFound
+	}
+	a := *cur
+	if err := fn(&a); err != nil {
+		return Account{}, err
+	}
+	a.ID = cur.ID // identity is not editable
+	a.UpdatedAt = now().UTC()
+	if err := s.write(map[string]any{prefixAccount + a.ID: a}); err != nil {
+		return Account{}, err
+	}
+	s.accounts[id] = &a
+	return a, nil
+}
+
+// RecordPurchase adds a credit purchase to an account, atomically with the
+// account's purchased total.
+func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Purchase, Account, error) {
+	if amount <= 0 {
+		return Purchase{}, Account{}, fmt.Errorf("%w: amount must be positive", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.accounts[accountID]
+	if !ok {
+		return Purchase{}, Account{}, ErrNotFound
+	}
+	t := now().UTC()
+	p := Purchase{ID: newID("pur_"), AccountID: accountID, Amount: amount, Note: note, CreatedAt: t}
+	a := *cur
+	a.CreditsPurchased += amount
+	a.Purchases++
+	a.UpdatedAt = t
+	err := s.write(map[string]any{
+		prefixAccount + a.ID:                    a,
+		prefixPurchase + accountID + "/" + p.ID: p,
+	})
+	if err != nil {
+		return Purchase{}, Account{}, err
+	}
+	s.accounts[a.ID] = &a
+	s.purchases[accountID] = append(s.purchases[accountID], p)
+	return p, a, nil
+}
+
+// Purchases lists an account's credit purchases, oldest first.
+func (s *Store) Purchases(accountID string) []Purchase {
+	s.mu.RLock()
+	out := append([]Purchase(nil), s.purchases[accountID]...)
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out
+}

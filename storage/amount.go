@@ -1,0 +1,103 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// Amount is a quantity of credits in nano-credits (1e-9). Integer arithmetic
+// keeps totals exact over any number of charges; float64 only appears at the
+// JSON boundary.
+type Amount int64
+
+// AmountScale is the number of Amount units in one credit.
+const AmountScale = 1_000_000_000
+
+const amountDecimals = 9
+
+// ErrAmountSyntax is returned for a string that is not a plain decimal number.
+var ErrAmountSyntax = errors.New("not a decimal number")
+
+// ErrAmountRange is returned for a value outside what an Amount can hold.
+var ErrAmountRange = errors.New("amount out of range")
+
+// ParseAmount parses a decimal string such as "12.5", "-0.000001" or "1e-3"
+// into an Amount, rounding half away from zero below one nano-credit.
+func ParseAmount(s string) (Amount, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, ErrAmountSyntax
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || strings.ContainsAny(s, "/xXpP") || strings.EqualFold(s, "inf") || strings.EqualFold(s, "nan") {
+		return 0, ErrAmountSyntax
+	}
+	r.Mul(r, new(big.Rat).SetInt64(AmountScale))
+	// round half away from zero
+	num, den := r.Num(), r.Denom()
+	q, m := new(big.Int).QuoRem(num, den, new(big.Int))
+	m.Abs(m).Mul(m, big.NewInt(2))
+	if m.Cmp(den) >= 0 {
+		if num.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	if !q.IsInt64() {
+		return 0, ErrAmountRange
+	}
+	return Amount(q.Int64()), nil
+}
+
+// AmountFromFloat converts a float64 credit value, rounding to the nearest
+// nano-credit. It is meant for values already parsed by a JSON reader.
+func AmountFromFloat(f float64) (Amount, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/AmountScale {
+		return 0, ErrAmountRange
+	}
+	return ParseAmount(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// String renders the exact decimal value with no trailing zeros ("0", "12.5").
+func (a Amount) String() string {
+	neg := a < 0
+	u := uint64(a)
+	if neg {
+		u = uint64(-a)
+	}
+	intPart := u / AmountScale
+	frac := u % AmountScale
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	b.WriteString(strconv.FormatUint(intPart, 10))
+	if frac != 0 {
+		fs := fmt.Sprintf("%0*d", amountDecimals, frac)
+		b.WriteByte('.')
+		b.WriteString(strings.TrimRight(fs, "0"))
+	}
+	return b.String()
+}
+
+// Float64 returns the value in credits, for APIs that speak JSON numbers.
+func (a Amount) Float64() float64 { return float64(a) / AmountScale }
+
+// MarshalJSON writes the exact decimal value as a JSON number.
+func (a Amount) MarshalJSON() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalJSON reads a JSON number or a decimal string.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := ParseAmount(s)
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}

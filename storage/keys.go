@@ -1,0 +1,245 @@
+package storage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// NewManagementKey describes a management key to create.
+type NewManagementKey struct {
+	AccountID     string
+	Name          string
+	ExpiresAt     *time.Time // fixed at creation
+	CreatorUserID *string
+}
+
+// CreateManagementKey creates a management key and returns it with the key
+// string, which is never stored and cannot be retrieved again.
+func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, error) {
+	if strings.TrimSpace(n.Name) == "" {
+		return ManagementKey{}, "", fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	t := now().UTC()
+	if n.ExpiresAt != nil && !n.ExpiresAt.After(t) {
+		return ManagementKey{}, "", fmt.Errorf("%w: expires_at must be in the future", ErrInvalid)
+	}
+	secret, hash, label := newSecret(ManagementKeyPrefix)
+	k := ManagementKey{
+		Hash: hash, AccountID: n.AccountID, Name: n.Name, Label: label,
+		CreatorUserID: n.CreatorUserID, CreatedAt: t, ExpiresAt: utcPtr(n.ExpiresAt),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.accounts[n.AccountID]; !ok {
+		return ManagementKey{}, "", ErrNotFound
+	}
+	if err := s.write(map[string]any{prefixMgmtKey + hash: k}); err != nil {
+		return ManagementKey{}, "", err
+	}
+	s.mgmtKeys[hash] = &k
+	return k, secret, nil
+}
+
+// ManagementKeys lists an account's management keys, newest first; with an
+// empty accountID it lists every account's.
+func (s *Store) ManagementKeys(accountID string) []ManagementKey {
+	s.mu.RLock()
+	var out []ManagementKey
+	for _, k := range s.mgmtKeys {
+		if accountID == "" || k.AccountID == accountID {
+			out = append(out, *k)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out
+}
+
+// DeleteManagementKey revokes a management key; it stops working at once.
+func (s *Store) DeleteManagementKey(hash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mgmtKeys[hash]; !ok {
+		return ErrNotFound
+	}
+	if err := s.write(map[string]any{prefixMgmtKey + hash: nil}); err != nil {
+		return err
+	}
+	delete(s.mgmtKeys, hash)
+	return nil
+}
+
+// NewAPIKey describes a regular API key to create.
+type NewAPIKey struct {
+	AccountID          string
+	WorkspaceID        string // default: the account's default workspace
+	Name               string
+	Limit              *Amount
+	LimitReset         Interval
+	IncludeBYOKInLimit bool
+	ExpiresAt          *time.Time
+	CreatorUserID      *string
+	ExternalUser       *string
+}
+
+// CreateAPIKey creates a regular key and returns it with the key string,
+// which is never stored and cannot be retrieved again.
+func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
+	if strings.TrimSpace(n.Name) == "" {
+		return APIKey{}, "", fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	t := now().UTC()
+	if n.ExpiresAt != nil && !n.ExpiresAt.After(t) {
+		return APIKey{}, "", fmt.Errorf("%w: expires_at must be in the future", ErrInvalid)
+	}
+	secret, hash, label := newSecret(APIKeyPrefix)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	acct, ok := s.accounts[n.AccountID]
+	if !ok {
+		return APIKey{}, "", ErrNotFound
+	}
+	if n.WorkspaceID == "" {
+		n.WorkspaceID = acct.DefaultWorkspaceID
+	}
+	if n.WorkspaceID != acct.DefaultWorkspaceID {
+		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
+	}
+	creator := n.CreatorUserID
+	if creator == nil && acct.OwnerUserID != "" {
+		owner := acct.OwnerUserID
+		creator = &owner
+	}
+	k := APIKey{
+		Hash: hash, AccountID: n.AccountID, WorkspaceID: n.WorkspaceID,
+		Name: n.Name, Label: label, Limit: n.Limit, LimitReset: n.LimitReset,
+		IncludeBYOKInLimit: n.IncludeBYOKInLimit, CreatorUserID: creator,
+		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
+		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.seq + 1,
+	}
+	if err := s.write(map[string]any{prefixAPIKey + hash: k}); err != nil {
+		return APIKey{}, "", err
+	}
+	s.seq++
+	s.keys[hash] = &k
+	return k, secret, nil
+}
+
+// APIKey returns the regular key with the given hash.
+func (s *Store) APIKey(hash string) (APIKey, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k, ok := s.keys[hash]
+	if !ok {
+		return APIKey{}, false
+	}
+	return *k, true
+}
+
+// KeyFilter selects keys for ListAPIKeys.
+type KeyFilter struct {
+	AccountID       string
+	WorkspaceID     string // empty: every workspace
+	IncludeDisabled bool
+	Offset, Limit   int
+}
+
+// ListAPIKeys returns one page of an account's keys, most recent first.
+func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
+	s.mu.RLock()
+	var all []APIKey
+	for _, k := range s.keys {
+		if k.AccountID != f.AccountID || (f.WorkspaceID != "" && k.WorkspaceID != f.WorkspaceID) {
+			continue
+		}
+		if k.Disabled && !f.IncludeDisabled {
+			continue
+		}
+		all = append(all, *k)
+	}
+	s.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
+	if f.Offset >= len(all) {
+		return []APIKey{}
+	}
+	all = all[f.Offset:]
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all
+}
+
+// UpdateAPIKey applies fn to a copy of the key and persists the result; fn
+// may return an error to abort without writing. Identity, ownership and
+// counters cannot be changed through it.
+func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.keys[hash]
+	if !ok {
+		return APIKey{}, ErrNotFound
+	}
+	k := *cur
+	if err := fn(&k); err != nil {
+		return APIKey{}, err
+	}
+	k.Hash, k.AccountID, k.Label, k.CreatedAt, k.Seq = cur.Hash, cur.AccountID, cur.Label, cur.CreatedAt, cur.Seq
+	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
+	k.UpdatedAt = now().UTC()
+	if err := s.write(map[string]any{prefixAPIKey + hash: k}); err != nil {
+		return APIKey{}, err
+	}
+	s.keys[hash] = &k
+	return k, nil
+}
+
+// DeleteAPIKey removes a regular key; it stops working at once.
+func (s *Store) DeleteAPIKey(hash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.keys[hash]; !ok {
+		return ErrNotFound
+	}
+	if err := s.write(map[string]any{prefixAPIKey + hash: nil}); err != nil {
+		return err
+	}
+	delete(s.keys, hash)
+	return nil
+}
+
+// Principal is the authenticated caller behind a key string.
+type Principal struct {
+	Management bool
+	Hash       string
+	AccountID  string
+	// Key is the regular key's record (zero for management keys).
+	Key APIKey
+	// MgmtKey is the management key's record (zero for regular keys).
+	MgmtKey ManagementKey
+}
+
+// Authenticate resolves a key string from memory, with no disk access. It
+// returns ErrNotFound for an unknown key; disabled and expired keys are
+// returned so that the caller can say why they are refused.
+func (s *Store) Authenticate(secret string) (Principal, error) {
+	hash := HashSecret(secret)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if k, ok := s.keys[hash]; ok {
+		return Principal{Hash: hash, AccountID: k.AccountID, Key: *k}, nil
+	}
+	if m, ok := s.mgmtKeys[hash]; ok {
+		return Principal{Management: true, Hash: hash, AccountID: m.AccountID, MgmtKey: *m}, nil
+	}
+	return Principal{}, ErrNotFound
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,191 @@
+package storage
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// AccountKind distinguishes a personal account from an organization.
+type AccountKind string
+
+const (
+	AccountPersonal     AccountKind = "personal"
+	AccountOrganization AccountKind = "organization"
+)
+
+// Billing says how an account pays; only prepaid accounts are subject to the
+// in-flight budget.
+type Billing string
+
+const (
+	BillingPrepaid      Billing = "prepaid"
+	BillingEnterprise   Billing = "enterprise"
+	BillingSubscription Billing = "subscription"
+	BillingInvoiced     Billing = "invoiced"
+)
+
+// ParseBilling accepts the billing names above.
+func ParseBilling(s string) (Billing, bool) {
+	switch b := Billing(s); b {
+	case BillingPrepaid, BillingEnterprise, BillingSubscription, BillingInvoiced:
+		return b, true
+	}
+	return "", false
+}
+
+// Account is a customer of the gateway: a person or an organization. Keys,
+// credits and settings all hang off an account.
+type Account struct {
+	ID      string      `json:"id"`
+	Name    string      `json:"name"`
+	Kind    AccountKind `json:"kind"`
+	Billing Billing     `json:"billing"`
+	// OwnerUserID is the user that owns a personal account; it is reported as
+	// the creator of that account's keys.
+	OwnerUserID        string `json:"owner_user_id,omitempty"`
+	DefaultWorkspaceID string `json:"default_workspace_id"`
+	CreditsPurchased   Amount `json:"credits_purchased"`
+	Purchases          int    `json:"purchases"`
+	Usage              Amount `json:"usage"`
+	BYOKUsage          Amount `json:"byok_usage"`
+	// RateLimitExempt lifts the free-model request caps.
+	RateLimitExempt bool `json:"rate_limit_exempt"`
+	// FilteredModelCatalog is the organization setting
+	// is_filtered_model_catalog_enabled.
+	FilteredModelCatalog bool `json:"filtered_model_catalog"`
+	// FreeModelRequests counts today's free-model requests (UTC day).
+	FreeModelRequests Windowed  `json:"free_model_requests"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// Balance is what the account can still spend.
+func (a Account) Balance() Amount { return a.CreditsPurchased - a.Usage }
+
+// FreeModelRequestsToday returns the free-model requests counted in now's UTC day.
+func (a Account) FreeModelRequestsToday(now time.Time) int64 {
+	return int64(a.FreeModelRequests.At(IntervalDaily, now))
+}
+
+// Purchase is one credit purchase recorded by the operator.
+type Purchase struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	Amount    Amount    `json:"amount"`
+	Note      string    `json:"note,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ManagementKey may call the administrative routes of its account only.
+type ManagementKey struct {
+	Hash          string     `json:"hash"`
+	AccountID     string     `json:"account_id"`
+	Name          string     `json:"name"`
+	Label         string     `json:"label"`
+	CreatorUserID *string    `json:"creator_user_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+}
+
+// Expired reports whether the key's fixed expiration has passed at now.
+func (k ManagementKey) Expired(now time.Time) bool {
+	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
+}
+
+// APIKey is a regular key that calls inference routes.
+type APIKey struct {
+	Hash               string     `json:"hash"`
+	AccountID          string     `json:"account_id"`
+	WorkspaceID        string     `json:"workspace_id"`
+	Name               string     `json:"name"`
+	Label              string     `json:"label"`
+	Disabled           bool       `json:"disabled"`
+	Limit              *Amount    `json:"limit"`
+	LimitReset         Interval   `json:"limit_reset"`
+	IncludeBYOKInLimit bool       `json:"include_byok_in_limit"`
+	CreatorUserID      *string    `json:"creator_user_id"`
+	ExternalUser       *string    `json:"external_user"`
+	CreatedAt          time.Time  `json:"created_at"`
+	UpdatedAt          time.Time  `json:"updated_at"`
+	ExpiresAt          *time.Time `json:"expires_at"`
+	// Seq orders keys of an account by creation even within one clock tick.
+	Seq       uint64        `json:"seq"`
+	Usage     UsageCounters `json:"usage"`
+	BYOKUsage UsageCounters `json:"byok_usage"`
+}
+
+// Expired reports whether the key's expiration has passed at now.
+func (k APIKey) Expired(now time.Time) bool {
+	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
+}
+
+// CapUsage is the spending that counts against the key's cap at now: the
+// current reset period's usage, plus BYOK usage when the key includes it.
+func (k APIKey) CapUsage(now time.Time) Amount {
+	used := k.Usage.In(k.LimitReset, now)
+	if k.IncludeBYOKInLimit {
+		used += k.BYOKUsage.In(k.LimitReset, now)
+	}
+	return used
+}
+
+// LimitRemaining is what is left under the cap at now, never below zero; nil
+// means unlimited.
+func (k APIKey) LimitRemaining(now time.Time) *Amount {
+	if k.Limit == nil {
+		return nil
+	}
+	rem := *k.Limit - k.CapUsage(now)
+	if rem < 0 {
+		rem = 0
+	}
+	return &rem
+}
+
+// Key string prefixes make a leaked key recognizable to secret scanners.
+const (
+	APIKeyPrefix        = "sk-tg-v1-"
+	ManagementKeyPrefix = "sk-tg-mgmt-v1-"
+)
+
+// newSecret returns a fresh key string (256 random bits) with its public hash
+// and masked label.
+func newSecret(prefix string) (secret, hash, label string) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never happens on supported platforms
+	}
+	body := hex.EncodeToString(b[:])
+	secret = prefix + body
+	return secret, HashSecret(secret), prefix + body[:3] + "..." + body[len(body)-3:]
+}
+
+// HashSecret is the SHA-256 digest of a key string in hex: the only form in
+// which keys are stored, and the public `hash` identifier.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// newID returns a random identifier with a type prefix, e.g. "org_5f0c...".
+func newID(prefix string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// newUUID returns a random RFC 4122 version 4 UUID.
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
