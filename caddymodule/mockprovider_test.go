@@ -1,0 +1,60 @@
+package caddymodule
+
+import (
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
+)
+
+func TestParseMockProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		input      string
+		wantErr    bool
+		latency    time.Duration
+		chunkDelay time.Duration
+	}{
+		{name: "bare", input: `tollgate_mock_provider`},
+		{name: "empty block", input: "tollgate_mock_provider {\n}"},
+		{
+			name:       "both",
+			input:      "tollgate_mock_provider {\n\tlatency 20ms\n\tchunk_delay 5ms\n}",
+			latency:    20 * time.Millisecond,
+			chunkDelay: 5 * time.Millisecond,
+		},
+		{name: "caddy duration units", input: "tollgate_mock_provider {\n\tlatency 1d\n}", latency: 24 * time.Hour},
+		{name: "unknown subdirective", input: "tollgate_mock_provider {\n\tjitter 5ms\n}", wantErr: true},
+		{name: "missing value", input: "tollgate_mock_provider {\n\tlatency\n}", wantErr: true},
+		{name: "extra value", input: "tollgate_mock_provider {\n\tlatency 1s 2s\n}", wantErr: true},
+		{name: "bad duration", input: "tollgate_mock_provider {\n\tchunk_delay soon\n}", wantErr: true},
+		{name: "negative", input: "tollgate_mock_provider {\n\tlatency -1s\n}", wantErr: true},
+		{name: "inline argument", input: `tollgate_mock_provider 20ms`, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser(tc.input)}
+			got, err := parseMockProvider(h)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got %+v", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := got.(*handlers.MockProvider)
+			if !ok {
+				t.Fatalf("got %T, want *handlers.MockProvider", got)
+			}
+			if m.Latency != caddy.Duration(tc.latency) || m.ChunkDelay != caddy.Duration(tc.chunkDelay) {
+				t.Errorf("latency %v, chunk_delay %v; want %v, %v",
+					time.Duration(m.Latency), time.Duration(m.ChunkDelay), tc.latency, tc.chunkDelay)
+			}
+		})
+	}
+}

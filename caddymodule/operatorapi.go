@@ -1,0 +1,580 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+func init() {
+	caddy.RegisterModule(new(OperatorAPI))
+}
+
+// OperatorAPI is the operator's interface to the gateway, served under
+// /tollgate/ on Caddy's admin endpoint: accounts, credit purchases and
+// management keys. It relies on the admin endpoint's own access controls
+// (local socket or remote-admin mTLS) instead of keys of its own.
+//
+// Caddy builds admin routers outside any config, so the running tollgate app
+// is looked up on each request rather than at provisioning.
+type OperatorAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (*OperatorAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.tollgate",
+		New: func() caddy.Module { return new(OperatorAPI) },
+	}
+}
+
+// Routes returns the /tollgate/ routes. The admin mux matches patterns
+// ending in a slash as prefixes, so the handler routes the rest itself.
+func (o *OperatorAPI) Routes() []caddy.AdminRoute {
+	h := caddy.AdminHandlerFunc(o.serveHTTP)
+	return []caddy.AdminRoute{
+		{Pattern: "/tollgate/accounts", Handler: h},
+		{Pattern: "/tollgate/accounts/", Handler: h},
+		{Pattern: "/tollgate/management-keys", Handler: h},
+		{Pattern: "/tollgate/management-keys/", Handler: h},
+	}
+}
+
+// maxOperatorBody bounds request bodies; the largest legitimate one is a
+// few hundred bytes.
+const maxOperatorBody = 1 << 20
+
+// serveHTTP writes every answer itself, errors included, so that they have
+// the gateway's error shape rather than caddy.APIError's; it always returns
+// nil.
+func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
+	app := current.Load()
+	if app == nil {
+		handlers.WriteError(w, &handlers.APIError{Status: http.StatusServiceUnavailable, Message: "tollgate app is not running"})
+		return nil
+	}
+	store, err := app.Store()
+	if err != nil {
+		handlers.WriteError(w, &handlers.APIError{Status: http.StatusServiceUnavailable, Message: "tollgate database unavailable: " + err.Error()})
+		return nil
+	}
+	c := &operatorCall{w: w, r: r, store: store, log: caddy.Log().Named("tollgate.operator")}
+	status, body, apiErr := c.route()
+	if apiErr != nil {
+		handlers.WriteError(w, apiErr)
+		return nil
+	}
+	writeOperatorJSON(w, status, body)
+	return nil
+}
+
+// operatorCall is one request to the operator API.
+type operatorCall struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	store *storage.Store
+	log   *zap.Logger
+}
+
+// operatorFunc answers a request with a status and a body to encode.
+type operatorFunc func() (int, any, *handlers.APIError)
+
+func (c *operatorCall) route() (int, any, *handlers.APIError) {
+	path := strings.TrimSuffix(strings.TrimPrefix(c.r.URL.Path, "/tollgate/"), "/")
+	seg := strings.Split(path, "/")
+	if slices.Contains(seg, "") {
+		return 0, nil, handlers.NotFound("no such route: " + c.r.URL.Path)
+	}
+	switch {
+	case len(seg) == 1 && seg[0] == "accounts":
+		return c.byMethod(map[string]operatorFunc{
+			http.MethodGet:  c.listAccounts,
+			http.MethodPost: c.createAccount,
+		})
+	case len(seg) >= 2 && len(seg) <= 3 && seg[0] == "accounts":
+		acct, ok := c.store.Account(seg[1])
+		if !ok {
+			return 0, nil, accountNotFound(seg[1])
+		}
+		if len(seg) == 2 {
+			return c.byMethod(map[string]operatorFunc{
+				http.MethodGet:   func() (int, any, *handlers.APIError) { return http.StatusOK, dataOf(newOperatorAccount(acct)), nil },
+				http.MethodPatch: func() (int, any, *handlers.APIError) { return c.updateAccount(acct.ID) },
+			})
+		}
+		switch seg[2] {
+		case "credits":
+			return c.byMethod(map[string]operatorFunc{
+				http.MethodGet:  func() (int, any, *handlers.APIError) { return c.listPurchases(acct) },
+				http.MethodPost: func() (int, any, *handlers.APIError) { return c.addCredits(acct.ID) },
+			})
+		case "management-keys":
+			return c.byMethod(map[string]operatorFunc{
+				http.MethodGet:  func() (int, any, *handlers.APIError) { return c.listMgmtKeys(acct.ID) },
+				http.MethodPost: func() (int, any, *handlers.APIError) { return c.createMgmtKey(acct.ID) },
+			})
+		}
+	case len(seg) == 1 && seg[0] == "management-keys":
+		return c.byMethod(map[string]operatorFunc{
+			http.MethodGet: func() (int, any, *handlers.APIError) { return c.listMgmtKeys("") },
+		})
+	case len(seg) == 2 && seg[0] == "management-keys":
+		return c.byMethod(map[string]operatorFunc{
+			http.MethodDelete: func() (int, any, *handlers.APIError) { return c.revokeMgmtKey(seg[1]) },
+		})
+	}
+	return 0, nil, handlers.NotFound("no such route: " + c.r.URL.Path)
+}
+
+// byMethod runs the function registered for the request's method, or
+// answers 405 with the allowed methods.
+func (c *operatorCall) byMethod(fns map[string]operatorFunc) (int, any, *handlers.APIError) {
+	if fn, ok := fns[c.r.Method]; ok {
+		return fn()
+	}
+	allowed := strings.Join(slices.Sorted(maps.Keys(fns)), ", ")
+	return 0, nil, &handlers.APIError{
+		Status:  http.StatusMethodNotAllowed,
+		Message: fmt.Sprintf("method %s not allowed; use %s", c.r.Method, allowed),
+		Header:  http.Header{"Allow": {allowed}},
+	}
+}
+
+func (c *operatorCall) listAccounts() (int, any, *handlers.APIError) {
+	accts := c.store.Accounts()
+	out := make([]operatorAccount, len(accts))
+	for i, a := range accts {
+		out[i] = newOperatorAccount(a)
+	}
+	return http.StatusOK, dataOf(out), nil
+}
+
+func (c *operatorCall) createAccount() (int, any, *handlers.APIError) {
+	body, e := c.readBody("name", "type", "billing", "rate_limit_exempt")
+	if e != nil {
+		return 0, nil, e
+	}
+	name, ok, e := stringField(body, "name")
+	if e != nil {
+		return 0, nil, e
+	}
+	if !ok || strings.TrimSpace(name) == "" {
+		return 0, nil, handlers.BadRequest("name: must be a non-empty string")
+	}
+	kind, _, e := stringField(body, "type")
+	if e != nil {
+		return 0, nil, e
+	}
+	if k := storage.AccountKind(kind); k != storage.AccountPersonal && k != storage.AccountOrganization {
+		return 0, nil, handlers.BadRequest(fmt.Sprintf("type: must be %q or %q", storage.AccountPersonal, storage.AccountOrganization))
+	}
+	na := storage.NewAccount{Name: name, Kind: storage.AccountKind(kind)}
+	if na.Billing, _, e = billingField(body); e != nil {
+		return 0, nil, e
+	}
+	if na.RateLimitExempt, _, e = boolField(body, "rate_limit_exempt"); e != nil {
+		return 0, nil, e
+	}
+	a, err := c.store.CreateAccount(na)
+	if err != nil {
+		return 0, nil, c.storeError(err)
+	}
+	c.log.Info("account created",
+		zap.String("account_id", a.ID),
+		zap.String("type", string(a.Kind)),
+		zap.String("billing", string(a.Billing)))
+	return http.StatusCreated, dataOf(newOperatorAccount(a)), nil
+}
+
+func (c *operatorCall) updateAccount(id string) (int, any, *handlers.APIError) {
+	body, e := c.readBody("name", "billing", "rate_limit_exempt")
+	if e != nil {
+		return 0, nil, e
+	}
+	name, hasName, e := stringField(body, "name")
+	if e != nil {
+		return 0, nil, e
+	}
+	if hasName && strings.TrimSpace(name) == "" {
+		return 0, nil, handlers.BadRequest("name: must be a non-empty string")
+	}
+	billing, hasBilling, e := billingField(body)
+	if e != nil {
+		return 0, nil, e
+	}
+	exempt, hasExempt, e := boolField(body, "rate_limit_exempt")
+	if e != nil {
+		return 0, nil, e
+	}
+	a, err := c.store.UpdateAccount(id, func(a *storage.Account) error {
+		if hasName {
+			a.Name = name
+		}
+		if hasBilling {
+			a.Billing = billing
+		}
+		if hasExempt {
+			a.RateLimitExempt = exempt
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, c.storeError(err)
+	}
+	c.log.Info("account updated", zap.String("account_id", a.ID))
+	return http.StatusOK, dataOf(newOperatorAccount(a)), nil
+}
+
+func (c *operatorCall) addCredits(id string) (int, any, *handlers.APIError) {
+	body, e := c.readBody("amount", "note")
+	if e != nil {
+		return 0, nil, e
+	}
+	// The amount is parsed from its JSON text, never through float64, so
+	// that "0.1" is exactly 100000000 nano-credits.
+	var text string
+	switch v := body.Get("amount"); v.Type {
+	case gjson.Number:
+		text = v.Raw
+	case gjson.String:
+		text = v.Str
+	}
+	amount, err := storage.ParseAmount(text)
+	if errors.Is(err, storage.ErrAmountRange) {
+		return 0, nil, handlers.BadRequest("amount: out of range")
+	}
+	if err != nil || amount <= 0 {
+		return 0, nil, handlers.BadRequest("amount: must be a positive number")
+	}
+	note, _, e := stringField(body, "note")
+	if e != nil {
+		return 0, nil, e
+	}
+	p, a, err := c.store.RecordPurchase(id, amount, note)
+	if err != nil {
+		return 0, nil, c.storeError(err)
+	}
+	c.log.Info("credits added",
+		zap.String("account_id", a.ID),
+		zap.String("purchase_id", p.ID),
+		zap.Stringer("amount", p.Amount))
+	return http.StatusCreated, struct {
+		Data    operatorPurchase `json:"data"`
+		Account operatorAccount  `json:"account"`
+	}{newOperatorPurchase(p), newOperatorAccount(a)}, nil
+}
+
+func (c *operatorCall) listPurchases(a storage.Account) (int, any, *handlers.APIError) {
+	ps := c.store.Purchases(a.ID)
+	out := make([]operatorPurchase, len(ps))
+	for i, p := range ps {
+		out[i] = newOperatorPurchase(p)
+	}
+	return http.StatusOK, struct {
+		Data         []operatorPurchase `json:"data"`
+		TotalCredits storage.Amount     `json:"total_credits"`
+		TotalUsage   storage.Amount     `json:"total_usage"`
+	}{out, a.CreditsPurchased, a.Usage}, nil
+}
+
+func (c *operatorCall) createMgmtKey(id string) (int, any, *handlers.APIError) {
+	body, e := c.readBody("name", "expires_at", "expires_in", "creator_user_id")
+	if e != nil {
+		return 0, nil, e
+	}
+	name, ok, e := stringField(body, "name")
+	if e != nil {
+		return 0, nil, e
+	}
+	if !ok || strings.TrimSpace(name) == "" {
+		return 0, nil, handlers.BadRequest("name: must be a non-empty string")
+	}
+	nk := storage.NewManagementKey{AccountID: id, Name: name}
+
+	at, hasAt, e := stringField(body, "expires_at")
+	if e != nil {
+		return 0, nil, e
+	}
+	in, hasIn, e := stringField(body, "expires_in")
+	if e != nil {
+		return 0, nil, e
+	}
+	now := time.Now()
+	switch {
+	case hasAt && hasIn:
+		return 0, nil, handlers.BadRequest("expires_in: cannot be combined with expires_at")
+	case hasAt:
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return 0, nil, handlers.BadRequest("expires_at: must be an RFC 3339 timestamp such as 2030-01-02T15:04:05Z")
+		}
+		if !t.After(now) {
+			return 0, nil, handlers.BadRequest("expires_at: must be in the future")
+		}
+		nk.ExpiresAt = &t
+	case hasIn:
+		d, err := time.ParseDuration(in)
+		if err != nil {
+			return 0, nil, handlers.BadRequest(`expires_in: must be a duration such as "720h"`)
+		}
+		if d <= 0 {
+			return 0, nil, handlers.BadRequest("expires_in: must be positive")
+		}
+		t := now.Add(d)
+		nk.ExpiresAt = &t
+	}
+
+	creator, hasCreator, e := stringField(body, "creator_user_id")
+	if e != nil {
+		return 0, nil, e
+	}
+	if hasCreator {
+		if creator == "" {
+			return 0, nil, handlers.BadRequest("creator_user_id: must be a non-empty string")
+		}
+		nk.CreatorUserID = &creator
+	}
+
+	k, secret, err := c.store.CreateManagementKey(nk)
+	if err != nil {
+		return 0, nil, c.storeError(err)
+	}
+	// Only the hash is logged: the key string exists nowhere but in this
+	// response.
+	c.log.Info("management key created",
+		zap.String("account_id", k.AccountID),
+		zap.String("hash", k.Hash))
+	return http.StatusCreated, struct {
+		Data operatorMgmtKey `json:"data"`
+		Key  string          `json:"key"`
+	}{newOperatorMgmtKey(k, now), secret}, nil
+}
+
+func (c *operatorCall) listMgmtKeys(accountID string) (int, any, *handlers.APIError) {
+	keys := c.store.ManagementKeys(accountID)
+	now := time.Now()
+	out := make([]operatorMgmtKey, len(keys))
+	for i, k := range keys {
+		out[i] = newOperatorMgmtKey(k, now)
+	}
+	return http.StatusOK, dataOf(out), nil
+}
+
+func (c *operatorCall) revokeMgmtKey(hash string) (int, any, *handlers.APIError) {
+	if err := c.store.DeleteManagementKey(hash); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return 0, nil, handlers.NotFound("management key " + hash + " not found")
+		}
+		return 0, nil, c.storeError(err)
+	}
+	c.log.Info("management key revoked", zap.String("hash", hash))
+	return http.StatusOK, map[string]bool{"deleted": true}, nil
+}
+
+// readBody reads the request body as a JSON object whose keys are all among
+// allowed: a misspelled optional field would otherwise be silently ignored.
+// An empty body counts as {}, so that missing fields are named.
+func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIError) {
+	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, maxOperatorBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return gjson.Result{}, &handlers.APIError{Status: http.StatusRequestEntityTooLarge, Message: "request body too large"}
+		}
+		return gjson.Result{}, handlers.BadRequest("reading request body: " + err.Error())
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = []byte("{}")
+	}
+	if !gjson.ValidBytes(b) {
+		return gjson.Result{}, handlers.BadRequest("request body is not valid JSON")
+	}
+	body := gjson.ParseBytes(b)
+	if !body.IsObject() {
+		return gjson.Result{}, handlers.BadRequest("request body must be a JSON object")
+	}
+	var e *handlers.APIError
+	body.ForEach(func(k, _ gjson.Result) bool {
+		if !slices.Contains(allowed, k.Str) {
+			e = handlers.BadRequest(k.Str + ": unknown field")
+		}
+		return e == nil
+	})
+	return body, e
+}
+
+// storeError maps a store error to a response; unexpected ones are logged
+// and answered with a generic 500.
+func (c *operatorCall) storeError(err error) *handlers.APIError {
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return handlers.NotFound(err.Error())
+	case errors.Is(err, storage.ErrInvalid):
+		return handlers.BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+	}
+	c.log.Error("store operation failed", zap.String("path", c.r.URL.Path), zap.Error(err))
+	return &handlers.APIError{Status: http.StatusInternalServerError, Message: "Internal Server Error"}
+}
+
+// stringField returns an optional string field; null counts as absent.
+func stringField(body gjson.Result, field string) (string, bool, *handlers.APIError) {
+	v := body.Get(field)
+	switch v.Type {
+	case gjson.Null:
+		return "", false, nil
+	case gjson.String:
+		return v.Str, true, nil
+	}
+	return "", false, handlers.BadRequest(field + ": must be a string")
+}
+
+// boolField returns an optional boolean field; null counts as absent.
+func boolField(body gjson.Result, field string) (bool, bool, *handlers.APIError) {
+	v := body.Get(field)
+	switch v.Type {
+	case gjson.Null:
+		return false, false, nil
+	case gjson.True, gjson.False:
+		return v.Bool(), true, nil
+	}
+	return false, false, handlers.BadRequest(field + ": must be a boolean")
+}
+
+// billingField returns the optional billing field.
+func billingField(body gjson.Result) (storage.Billing, bool, *handlers.APIError) {
+	s, ok, e := stringField(body, "billing")
+	if e != nil || !ok {
+		return "", false, e
+	}
+	b, valid := storage.ParseBilling(s)
+	if !valid {
+		return "", false, handlers.BadRequest(fmt.Sprintf("billing: must be one of %q, %q, %q or %q",
+			storage.BillingPrepaid, storage.BillingEnterprise, storage.BillingSubscription, storage.BillingInvoiced))
+	}
+	return b, true, nil
+}
+
+func accountNotFound(id string) *handlers.APIError {
+	return handlers.NotFound("account " + id + " not found")
+}
+
+// dataOf wraps a response in the {"data": ...} envelope.
+func dataOf(v any) any {
+	return struct {
+		Data any `json:"data"`
+	}{v}
+}
+
+func writeOperatorJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(v); err != nil {
+		handlers.WriteError(w, &handlers.APIError{Status: http.StatusInternalServerError, Message: "Internal Server Error"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store") // responses may carry a key string
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// operatorAccount is the operator's view of an account. Amounts are exact
+// decimal JSON numbers.
+type operatorAccount struct {
+	ID                            string         `json:"id"`
+	Name                          string         `json:"name"`
+	Type                          string         `json:"type"`
+	Billing                       string         `json:"billing"`
+	DefaultWorkspaceID            string         `json:"default_workspace_id"`
+	TotalCredits                  storage.Amount `json:"total_credits"`
+	TotalUsage                    storage.Amount `json:"total_usage"`
+	Balance                       storage.Amount `json:"balance"`
+	RateLimitExempt               bool           `json:"rate_limit_exempt"`
+	IsFilteredModelCatalogEnabled bool           `json:"is_filtered_model_catalog_enabled"`
+	CreatedAt                     time.Time      `json:"created_at"`
+	UpdatedAt                     time.Time      `json:"updated_at"`
+}
+
+func newOperatorAccount(a storage.Account) operatorAccount {
+	return operatorAccount{
+		ID:                            a.ID,
+		Name:                          a.Name,
+		Type:                          string(a.Kind),
+		Billing:                       string(a.Billing),
+		DefaultWorkspaceID:            a.DefaultWorkspaceID,
+		TotalCredits:                  a.CreditsPurchased,
+		TotalUsage:                    a.Usage,
+		Balance:                       a.Balance(),
+		RateLimitExempt:               a.RateLimitExempt,
+		IsFilteredModelCatalogEnabled: a.FilteredModelCatalog,
+		CreatedAt:                     a.CreatedAt.UTC(),
+		UpdatedAt:                     a.UpdatedAt.UTC(),
+	}
+}
+
+// operatorPurchase is the operator's view of a credit purchase.
+type operatorPurchase struct {
+	ID        string         `json:"id"`
+	AccountID string         `json:"account_id"`
+	Amount    storage.Amount `json:"amount"`
+	Note      string         `json:"note"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+func newOperatorPurchase(p storage.Purchase) operatorPurchase {
+	return operatorPurchase{
+		ID:        p.ID,
+		AccountID: p.AccountID,
+		Amount:    p.Amount,
+		Note:      p.Note,
+		CreatedAt: p.CreatedAt.UTC(),
+	}
+}
+
+// operatorMgmtKey is the operator's view of a management key; it never
+// holds the key string.
+type operatorMgmtKey struct {
+	Hash          string     `json:"hash"`
+	AccountID     string     `json:"account_id"`
+	Name          string     `json:"name"`
+	Label         string     `json:"label"`
+	CreatorUserID *string    `json:"creator_user_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+	Expired       bool       `json:"expired"`
+}
+
+func newOperatorMgmtKey(k storage.ManagementKey, now time.Time) operatorMgmtKey {
+	v := operatorMgmtKey{
+		Hash:          k.Hash,
+		AccountID:     k.AccountID,
+		Name:          k.Name,
+		Label:         k.Label,
+		CreatorUserID: k.CreatorUserID,
+		CreatedAt:     k.CreatedAt.UTC(),
+		Expired:       k.Expired(now),
+	}
+	if k.ExpiresAt != nil {
+		t := k.ExpiresAt.UTC()
+		v.ExpiresAt = &t
+	}
+	return v
+}
+
+// Interface guards
+var (
+	_ caddy.Module      = (*OperatorAPI)(nil)
+	_ caddy.AdminRouter = (*OperatorAPI)(nil)
+)

@@ -1,0 +1,578 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+)
+
+// mockServer serves m on a real listener, so that flushing and aborted
+// connections behave as they do behind Caddy. Paths m does not own answer
+// 418 from the next handler.
+func mockServer(t *testing.T, m *MockProvider) *httptest.Server {
+	t.Helper()
+	if err := m.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		w.WriteHeader(http.StatusTeapot)
+		return nil
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := m.ServeHTTP(w, r, next); err != nil {
+			t.Errorf("ServeHTTP: %v", err)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type mockResult struct {
+	status int
+	header http.Header
+	body   string
+	err    error // error reading the body
+}
+
+func mockDo(t *testing.T, srv *httptest.Server, method, path, body string, header ...string) mockResult {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return mockResult{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+}
+
+func mockPost(t *testing.T, srv *httptest.Server, path, body string, header ...string) mockResult {
+	t.Helper()
+	return mockDo(t, srv, http.MethodPost, path, body, header...)
+}
+
+type mockEvent struct {
+	event string // the event: line, if any
+	data  string
+}
+
+// mockParseSSE splits a stream into events and fails on malformed lines.
+func mockParseSSE(t *testing.T, body string) []mockEvent {
+	t.Helper()
+	var events []mockEvent
+	var cur mockEvent
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.data == "" {
+				t.Fatalf("event without data: %+v", cur)
+			}
+			events = append(events, cur)
+			cur = mockEvent{}
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		default:
+			t.Fatalf("unexpected SSE line %q", line)
+		}
+	}
+	if cur != (mockEvent{}) {
+		events = append(events, cur) // an unterminated event of a cut stream
+	}
+	return events
+}
+
+const mockChatBody = `{"model":"m1","messages":[
+	{"role":"system","content":"You are terse."},
+	{"role":"user","content":[{"type":"text","text":"Say hello"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"to the world"}]}
+]%s}`
+
+// Usage of mockChatBody: prompt (3+4)+(5+4), completion
+// "Mock answer from m1: Say hello to the world".
+const (
+	mockChatText       = "Mock answer from m1: Say hello to the world"
+	mockChatPrompt     = 16
+	mockChatCompletion = 9
+)
+
+func mockChat(extra string) string {
+	return strings.Replace(mockChatBody, "%s", extra, 1)
+}
+
+func TestMockChatCompletion(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	for _, path := range []string{"/v1/chat/completions", "/api/v1/chat/completions/"} {
+		res := mockPost(t, srv, path, mockChat(""))
+		if res.status != http.StatusOK || res.err != nil {
+			t.Fatalf("%s: %d %v %s", path, res.status, res.err, res.body)
+		}
+		j := gjson.Parse(res.body)
+		if !strings.HasPrefix(j.Get("id").Str, "chatcmpl-") || j.Get("object").Str != "chat.completion" ||
+			j.Get("model").Str != "m1" || j.Get("created").Int() == 0 {
+			t.Errorf("bad envelope: %s", res.body)
+		}
+		if got := j.Get("choices.#").Int(); got != 1 {
+			t.Fatalf("%d choices", got)
+		}
+		c := j.Get("choices.0")
+		if c.Get("message.role").Str != "assistant" || c.Get("message.content").Str != mockChatText ||
+			c.Get("finish_reason").Str != "stop" || c.Get("index").Int() != 0 {
+			t.Errorf("bad choice: %s", c.Raw)
+		}
+		checkChatUsage(t, j.Get("usage"), mockChatPrompt, mockChatCompletion)
+	}
+}
+
+func checkChatUsage(t *testing.T, u gjson.Result, prompt, completion int64) {
+	t.Helper()
+	if u.Get("prompt_tokens").Int() != prompt || u.Get("completion_tokens").Int() != completion ||
+		u.Get("total_tokens").Int() != prompt+completion {
+		t.Errorf("usage %s, want prompt %d completion %d", u.Raw, prompt, completion)
+	}
+}
+
+// readChatStream checks a complete chat stream and returns its text, finish
+// reason and usage.
+func readChatStream(t *testing.T, res mockResult) (text, finish string, usage gjson.Result) {
+	t.Helper()
+	if res.status != http.StatusOK || res.err != nil {
+		t.Fatalf("%d %v %s", res.status, res.err, res.body)
+	}
+	if ct := res.header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	events := mockParseSSE(t, res.body)
+	if len(events) < 4 || events[len(events)-1].data != "[DONE]" {
+		t.Fatalf("stream does not end with [DONE]: %+v", events)
+	}
+	events = events[:len(events)-1]
+	var b strings.Builder
+	for i, ev := range events {
+		if ev.event != "" {
+			t.Errorf("chat events have no event: line, got %q", ev.event)
+		}
+		j := gjson.Parse(ev.data)
+		if j.Get("object").Str != "chat.completion.chunk" || j.Get("model").Str != "m1" {
+			t.Errorf("bad chunk %s", ev.data)
+		}
+		switch {
+		case i == 0:
+			if j.Get("choices.0.delta.role").Str != "assistant" {
+				t.Errorf("first chunk has no role: %s", ev.data)
+			}
+		case i == len(events)-1:
+			if j.Get("choices.#").Int() != 0 {
+				t.Errorf("usage chunk has choices: %s", ev.data)
+			}
+			usage = j.Get("usage")
+		case i == len(events)-2:
+			finish = j.Get("choices.0.finish_reason").Str
+		default:
+			if j.Get("choices.0.finish_reason").Type != gjson.Null {
+				t.Errorf("content chunk with finish_reason: %s", ev.data)
+			}
+			b.WriteString(j.Get("choices.0.delta.content").Str)
+		}
+	}
+	return b.String(), finish, usage
+}
+
+func TestMockChatStream(t *testing.T) {
+	srv := mockServer(t, &MockProvider{ChunkDelay: caddy.Duration(time.Millisecond)})
+	plain := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat("")).body).Get("usage")
+	// Usage ends the stream whether or not the client asked for it.
+	for _, extra := range []string{`,"stream":true`, `,"stream":true,"stream_options":{"include_usage":true}`} {
+		text, finish, usage := readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(extra)))
+		if text != mockChatText || finish != "stop" {
+			t.Errorf("text %q finish %q", text, finish)
+		}
+		if usage.Raw != plain.Raw {
+			t.Errorf("stream usage %s, plain usage %s", usage.Raw, plain.Raw)
+		}
+	}
+}
+
+func TestMockChatMaxTokens(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	for _, extra := range []string{`,"max_tokens":3`, `,"max_completion_tokens":3,"max_tokens":50`} {
+		j := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat(extra)).body)
+		if got := j.Get("choices.0.message.content").Str; got != "Mock answer from" {
+			t.Errorf("%s: content %q", extra, got)
+		}
+		if got := j.Get("choices.0.finish_reason").Str; got != "length" {
+			t.Errorf("%s: finish_reason %q", extra, got)
+		}
+		checkChatUsage(t, j.Get("usage"), mockChatPrompt, 3)
+
+		text, finish, usage := readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(extra+`,"stream":true`)))
+		if text != "Mock answer from" || finish != "length" {
+			t.Errorf("%s stream: text %q finish %q", extra, text, finish)
+		}
+		checkChatUsage(t, usage, mockChatPrompt, 3)
+	}
+	// A limit above the answer's length changes nothing.
+	j := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat(`,"max_tokens":9`)).body)
+	if j.Get("choices.0.finish_reason").Str != "stop" || j.Get("choices.0.message.content").Str != mockChatText {
+		t.Errorf("max_tokens at the answer's length: %s", j.Raw)
+	}
+}
+
+func TestMockChatEchoCap(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	long := strings.Repeat("w ", 1000)
+	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"`+long+`"}]}`)
+	j := gjson.Parse(res.body)
+	checkChatUsage(t, j.Get("usage"), 1004, 4+mockEchoWords)
+
+	// No user text still gets an answer.
+	j = gjson.Parse(mockPost(t, srv, "/v1/chat/completions", `{"model":"m","messages":[]}`).body)
+	if j.Get("choices.0.message.content").Str != "Mock answer from m: "+mockNoUserText {
+		t.Errorf("empty prompt: %s", j.Raw)
+	}
+	checkChatUsage(t, j.Get("usage"), 0, 7)
+}
+
+const mockResponsesBody = `{"model":"m1","instructions":"Be brief.","input":[
+	{"role":"developer","content":"Use plain words."},
+	{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]},
+	{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer here"}]},
+	{"role":"user","content":"Say hello to the world"}
+]%s}`
+
+// Usage of mockResponsesBody: instructions (2+4), messages (3+4) (2+4) (3+4)
+// (5+4).
+const (
+	mockRespPrompt     = 35
+	mockRespCompletion = 9
+)
+
+func mockResponses(extra string) string {
+	return strings.Replace(mockResponsesBody, "%s", extra, 1)
+}
+
+func checkResponse(t *testing.T, j gjson.Result, status, text string, input, output int64) {
+	t.Helper()
+	if !strings.HasPrefix(j.Get("id").Str, "resp_") || j.Get("object").Str != "response" ||
+		j.Get("model").Str != "m1" || j.Get("created_at").Int() == 0 || j.Get("status").Str != status {
+		t.Errorf("bad envelope: %s", j.Raw)
+	}
+	for field, want := range map[string]string{
+		"error": "null", "metadata": "{}", "parallel_tool_calls": "true", "tool_choice": `"auto"`,
+		"tools": "[]", "temperature": "null", "top_p": "null", "instructions": `"Be brief."`,
+	} {
+		if got := j.Get(field).Raw; got != want {
+			t.Errorf("%s = %s, want %s", field, got, want)
+		}
+	}
+	if j.Get("output.#").Int() != 1 {
+		t.Fatalf("output: %s", j.Get("output").Raw)
+	}
+	item := j.Get("output.0")
+	if item.Get("type").Str != "message" || !strings.HasPrefix(item.Get("id").Str, "msg_") ||
+		item.Get("role").Str != "assistant" || item.Get("status").Str != status ||
+		item.Get("content.0.type").Str != "output_text" || item.Get("content.0.text").Str != text ||
+		item.Get("content.0.annotations").Raw != "[]" {
+		t.Errorf("bad output item: %s", item.Raw)
+	}
+	u := j.Get("usage")
+	if u.Get("input_tokens").Int() != input || u.Get("output_tokens").Int() != output ||
+		u.Get("total_tokens").Int() != input+output {
+		t.Errorf("usage %s, want input %d output %d", u.Raw, input, output)
+	}
+}
+
+func TestMockResponses(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	res := mockPost(t, srv, "/v1/responses", mockResponses(""))
+	if res.status != http.StatusOK || res.err != nil {
+		t.Fatalf("%d %v %s", res.status, res.err, res.body)
+	}
+	j := gjson.Parse(res.body)
+	checkResponse(t, j, "completed", mockChatText, mockRespPrompt, mockRespCompletion)
+	if j.Get("incomplete_details").Type != gjson.Null || j.Get("max_output_tokens").Type != gjson.Null {
+		t.Errorf("uncapped response: %s", res.body)
+	}
+
+	// A plain string input is one user message.
+	res = mockPost(t, srv, "/api/v1/responses", `{"model":"m1","input":"hi there"}`)
+	u := gjson.Get(res.body, "usage")
+	if gjson.Get(res.body, "output.0.content.0.text").Str != "Mock answer from m1: hi there" ||
+		u.Get("input_tokens").Int() != 6 || u.Get("output_tokens").Int() != 6 {
+		t.Errorf("string input: %s", res.body)
+	}
+}
+
+// readResponsesStream checks a complete Responses stream and returns the
+// text of its deltas and its final event.
+func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
+	t.Helper()
+	if res.status != http.StatusOK || res.err != nil {
+		t.Fatalf("%d %v %s", res.status, res.err, res.body)
+	}
+	events := mockParseSSE(t, res.body)
+	if len(events) < 2 || events[len(events)-1].data != "[DONE]" {
+		t.Fatalf("stream does not end with [DONE]: %+v", events)
+	}
+	events = events[:len(events)-1]
+	var types []string
+	var b strings.Builder
+	var itemID string
+	for i, ev := range events {
+		j := gjson.Parse(ev.data)
+		typ := j.Get("type").Str
+		if typ != ev.event {
+			t.Errorf("event: %q carries type %q", ev.event, typ)
+		}
+		if got := j.Get("sequence_number"); got.Type != gjson.Number || got.Int() != int64(i) {
+			t.Errorf("event %d has sequence_number %s", i, got.Raw)
+		}
+		switch typ {
+		case "response.output_item.added":
+			itemID = j.Get("item.id").Str
+		case "response.output_text.delta":
+			if j.Get("item_id").Str != itemID || j.Get("output_index").Raw != "0" || j.Get("content_index").Raw != "0" {
+				t.Errorf("bad delta: %s", ev.data)
+			}
+			b.WriteString(j.Get("delta").Str)
+		}
+		if len(types) == 0 || types[len(types)-1] != typ {
+			types = append(types, typ)
+		}
+	}
+	want := "response.created response.in_progress response.output_item.added response.content_part.added " +
+		"response.output_text.delta response.output_text.done response.content_part.done response.output_item.done"
+	if got := strings.Join(types[:len(types)-1], " "); got != want {
+		t.Errorf("events:\n%s\nwant\n%s", got, want)
+	}
+	final := gjson.Parse(events[len(events)-1].data)
+	if final.Get("response.output.0.id").Str != itemID {
+		t.Errorf("final item id differs from the streamed one: %s", final.Raw)
+	}
+	return b.String(), final
+}
+
+func TestMockResponsesStream(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	plain := gjson.Parse(mockPost(t, srv, "/v1/responses", mockResponses("")).body)
+	text, final := readResponsesStream(t, mockPost(t, srv, "/v1/responses", mockResponses(`,"stream":true`)))
+	if text != mockChatText || final.Get("type").Str != "response.completed" {
+		t.Errorf("text %q, final %s", text, final.Raw)
+	}
+	checkResponse(t, final.Get("response"), "completed", mockChatText, mockRespPrompt, mockRespCompletion)
+	if final.Get("response.usage").Raw != plain.Get("usage").Raw {
+		t.Errorf("stream usage %s, plain usage %s", final.Get("response.usage").Raw, plain.Get("usage").Raw)
+	}
+}
+
+func TestMockResponsesMaxOutputTokens(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	check := func(j gjson.Result) {
+		t.Helper()
+		checkResponse(t, j, "incomplete", "Mock answer", mockRespPrompt, 2)
+		if j.Get("incomplete_details.reason").Str != "max_output_tokens" || j.Get("max_output_tokens").Int() != 2 {
+			t.Errorf("capped response: %s", j.Raw)
+		}
+	}
+	check(gjson.Parse(mockPost(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2`)).body))
+
+	text, final := readResponsesStream(t, mockPost(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2,"stream":true`)))
+	if text != "Mock answer" || final.Get("type").Str != "response.incomplete" {
+		t.Errorf("text %q, final %s", text, final.Raw)
+	}
+	check(final.Get("response"))
+}
+
+func TestMockInjectedErrors(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	for _, tc := range []struct {
+		model  string
+		status int
+		typ    string
+	}{
+		{"x-error-429", http.StatusTooManyRequests, "rate_limit_error"},
+		{"x-error-500", http.StatusInternalServerError, "server_error"},
+		{"error-502", http.StatusBadGateway, "server_error"},
+	} {
+		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
+			for _, stream := range []string{"false", "true"} {
+				res := mockPost(t, srv, path, `{"model":"`+tc.model+`","stream":`+stream+`,"messages":[],"input":"hi"}`)
+				if res.status != tc.status || gjson.Get(res.body, "error.type").Str != tc.typ ||
+					gjson.Get(res.body, "error.message").Str == "" {
+					t.Errorf("%s %s stream=%s: %d %s", tc.model, path, stream, res.status, res.body)
+				}
+				if tc.status == http.StatusTooManyRequests {
+					if res.header.Get("Retry-After") != "1" || gjson.Get(res.body, "error.code").Str != "rate_limit_exceeded" {
+						t.Errorf("429: %v %s", res.header, res.body)
+					}
+				}
+			}
+		}
+	}
+
+	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"m-error-garbage","messages":[]}`)
+	if res.status != http.StatusOK || res.err != nil || gjson.Valid(res.body) {
+		t.Errorf("garbage: %d %v %q", res.status, res.err, res.body)
+	}
+}
+
+func TestMockStreamBreak(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
+		// Streamed: a few chunks, then the connection is cut.
+		res := mockPost(t, srv, path, `{"model":"m-stream-break","stream":true,"input":"one two three four five",
+			"messages":[{"role":"user","content":"one two three four five"}]}`)
+		if res.status != http.StatusOK || !errors.Is(res.err, io.ErrUnexpectedEOF) {
+			t.Errorf("%s: status %d, read error %v, want unexpected EOF", path, res.status, res.err)
+		}
+		var deltas int
+		for _, ev := range mockParseSSE(t, res.body) {
+			j := gjson.Parse(ev.data)
+			if ev.data == "[DONE]" || j.Get("usage.total_tokens").Exists() || j.Get("response.usage.total_tokens").Exists() {
+				t.Errorf("%s: a cut stream must not finish: %s", path, ev.data)
+			}
+			if j.Get("choices.0.delta.content").Str != "" || j.Get("type").Str == "response.output_text.delta" {
+				deltas++
+			}
+		}
+		if deltas != mockBreakAfter {
+			t.Errorf("%s: %d text chunks before the break, want %d", path, deltas, mockBreakAfter)
+		}
+
+		// Plain: half a JSON body.
+		res = mockPost(t, srv, path, `{"model":"m-stream-break","input":"hi","messages":[]}`)
+		if !errors.Is(res.err, io.ErrUnexpectedEOF) || gjson.Valid(res.body) {
+			t.Errorf("%s plain: read error %v, body %q", path, res.err, res.body)
+		}
+	}
+}
+
+func TestMockLatency(t *testing.T) {
+	srv := mockServer(t, &MockProvider{Latency: caddy.Duration(80 * time.Millisecond)})
+	body := mockChat("")
+	for _, tc := range []struct {
+		header string
+		min    time.Duration
+	}{
+		{"", 80 * time.Millisecond},
+		{"150ms", 150 * time.Millisecond},
+	} {
+		start := time.Now()
+		res := mockPost(t, srv, "/v1/chat/completions", body, mockLatencyHeader, tc.header)
+		if d := time.Since(start); res.status != http.StatusOK || d < tc.min {
+			t.Errorf("X-Mock-Latency %q: status %d after %v, want at least %v", tc.header, res.status, d, tc.min)
+		}
+	}
+	// Zero overrides the configured latency.
+	start := time.Now()
+	mockPost(t, srv, "/v1/chat/completions", body, mockLatencyHeader, "0s")
+	if d := time.Since(start); d >= 80*time.Millisecond {
+		t.Errorf("X-Mock-Latency 0s took %v", d)
+	}
+	for _, bad := range []string{"soon", "-1s"} {
+		if res := mockPost(t, srv, "/v1/chat/completions", body, mockLatencyHeader, bad); res.status != http.StatusBadRequest {
+			t.Errorf("X-Mock-Latency %q: %d %s", bad, res.status, res.body)
+		}
+	}
+}
+
+func TestMockSlowRespectsCancellation(t *testing.T) {
+	m := &MockProvider{}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m-slow","messages":[]}`))
+	w := httptest.NewRecorder()
+	start := time.Now()
+	if err := m.ServeHTTP(w, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a cancelled slow request took %v", d)
+	}
+	if w.Body.Len() != 0 {
+		t.Errorf("a cancelled request got an answer: %q", w.Body.String())
+	}
+
+	// Without cancellation, slow delays the answer.
+	srv := mockServer(t, m)
+	client := srv.Client()
+	client.Timeout = 300 * time.Millisecond
+	resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m-slow","messages":[]}`))
+	if err == nil {
+		resp.Body.Close()
+		t.Errorf("slow model answered within 300ms: %d", resp.StatusCode)
+	}
+}
+
+func TestMockChunkDelay(t *testing.T) {
+	srv := mockServer(t, &MockProvider{ChunkDelay: caddy.Duration(20 * time.Millisecond)})
+	start := time.Now()
+	readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(`,"stream":true`)))
+	if d, want := time.Since(start), time.Duration(mockChatCompletion-1)*20*time.Millisecond; d < want {
+		t.Errorf("stream took %v, want at least %v", d, want)
+	}
+}
+
+func TestMockBadRequests(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
+		for _, body := range []string{`{"model":`, ``, `[1,2]`, `{"messages":[]}`, `{"model":""}`, `{"model":5}`} {
+			res := mockPost(t, srv, path, body)
+			if res.status != http.StatusBadRequest || gjson.Get(res.body, "error.code").Int() != http.StatusBadRequest ||
+				gjson.Get(res.body, "error.message").Str == "" {
+				t.Errorf("%s %q: %d %s", path, body, res.status, res.body)
+			}
+		}
+		res := mockDo(t, srv, http.MethodGet, path, "")
+		if res.status != http.StatusMethodNotAllowed || res.header.Get("Allow") != http.MethodPost {
+			t.Errorf("GET %s: %d %v", path, res.status, res.header)
+		}
+	}
+	if res := mockPost(t, srv, "/v1/models", `{}`); res.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST models: %d", res.status)
+	}
+}
+
+func TestMockModelsAndNext(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	res := mockDo(t, srv, http.MethodGet, "/v1/models", "")
+	j := gjson.Parse(res.body)
+	if res.status != http.StatusOK || j.Get("object").Str != "list" || j.Get("data.#").Int() != int64(len(mockModels)) ||
+		j.Get("data.0.id").Str != "tollgate-mock" || j.Get("data.0.object").Str != "model" ||
+		j.Get("data.0.owned_by").Str != "tollgate-mock" || j.Get("data.0.created").Int() == 0 {
+		t.Errorf("models: %d %s", res.status, res.body)
+	}
+	for _, path := range []string{"/", "/v1/embeddings", "/v1/responses/resp_1"} {
+		if res := mockPost(t, srv, path, `{"model":"m"}`); res.status != http.StatusTeapot {
+			t.Errorf("%s: %d, want the next handler", path, res.status)
+		}
+	}
+}
+
+func TestMockProvisionRejectsNegativeDelays(t *testing.T) {
+	for _, m := range []*MockProvider{{Latency: -1}, {ChunkDelay: -1}} {
+		if err := m.Provision(caddy.Context{}); err == nil {
+			t.Errorf("%+v: no error", *m)
+		}
+	}
+}
