@@ -1,0 +1,317 @@
+// Package integration runs the gateway in a real Caddy: in-process through
+// caddytest (one Caddy per test binary, so every caddytest test lives in this
+// package), or the built binary as a subprocess where a test must kill or
+// restart it. Everything listens on loopback only.
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/tidwall/gjson"
+
+	_ "github.com/tollgate-dev/caddy-tollgate"
+)
+
+// Ports of the in-process Caddy (caddytest's admin is localhost:2999).
+const (
+	gatewayAddr = "127.0.0.1:9480"
+	mockAddr    = "127.0.0.1:9481"
+	adminAddr   = "localhost:2999"
+)
+
+// caddyBinary is the gateway built from cmd/caddy, for subprocess tests.
+var caddyBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tollgate-bin")
+	if err != nil {
+		panic(err)
+	}
+	caddyBinary = filepath.Join(dir, "caddy")
+	build := exec.Command("go", "build", "-o", caddyBinary, "../cmd/caddy")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building cmd/caddy:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gatewayCaddyfile is the test gateway: the example's shape on test ports.
+func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string {
+	return fmt.Sprintf(`{
+	admin %s
+	skip_install_trust
+	tollgate {
+		data_dir %s
+		brand service
+	}
+}
+
+http://%s {
+	bind 127.0.0.1
+	tollgate_auth
+	tollgate_admin
+	tollgate_router
+	reverse_proxy /api/v1/* %s {
+		rewrite {tollgate.upstream.uri}
+		flush_interval -1
+	}
+}
+
+http://%s {
+	bind 127.0.0.1
+	tollgate_mock_provider {
+		latency %s
+	}
+}
+`, admin, dataDir, portOnly(gateway), mock, portOnly(mock), mockLatency)
+}
+
+// portOnly turns 127.0.0.1:9480 into :9480, so that the site matches any
+// Host (reverse_proxy passes the client's Host through).
+func portOnly(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return ":" + port
+}
+
+// startInProcess loads a fresh gateway config with its own data directory
+// into the test binary's Caddy and returns the data directory.
+func startInProcess(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	tester := caddytest.NewTester(t)
+	tester.InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms"), "caddyfile")
+	// Unload the gateway (closing its database) before the data directory
+	// is removed; cleanups run last-registered first.
+	t.Cleanup(func() {
+		res, err := http.Post("http://"+adminAddr+"/load", "application/json",
+			strings.NewReader(`{"admin":{"listen":"`+adminAddr+`"}}`))
+		if err != nil {
+			t.Errorf("unloading config: %v", err)
+			return
+		}
+		res.Body.Close()
+	})
+	return dir
+}
+
+// client talks to a gateway and its admin endpoint.
+type client struct {
+	t       *testing.T
+	gateway string // http://host:port
+	admin   string // http://host:port
+	http    *http.Client
+}
+
+func newClient(t *testing.T, gateway, admin string) *client {
+	return &client{t: t, gateway: "http://" + gateway, admin: "http://" + admin,
+		http: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// response is a decoded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	JSON   gjson.Result
+}
+
+func (c *client) do(method, url, key string, body any) response {
+	c.t.Helper()
+	r, err := c.try(method, url, key, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do without failing the test, for use off the test goroutine.
+func (c *client) try(method, url, key string, body any) (response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		return response{}, fmt.Errorf("unsupported body type %T", body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: reading body: %w", method, url, err)
+	}
+	return response{Status: res.StatusCode, Header: res.Header, Body: b, JSON: gjson.ParseBytes(b)}, nil
+}
+
+// api calls a gateway route under /api/v1.
+func (c *client) api(method, path, key string, body any) response {
+	c.t.Helper()
+	return c.do(method, c.gateway+"/api/v1"+path, key, body)
+}
+
+// operator calls the operator API on Caddy's admin endpoint.
+func (c *client) operator(method, path string, body any) response {
+	c.t.Helper()
+	return c.do(method, c.admin+"/tollgate"+path, "", body)
+}
+
+// expect fails the test unless the response has the status.
+func (r response) expect(t *testing.T, status int) response {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.Status, status, r.Body)
+	}
+	return r
+}
+
+// expectError checks the spec's error shape, status and message.
+func (r response) expectError(t *testing.T, status int, message string) response {
+	t.Helper()
+	r.expect(t, status)
+	if got := r.JSON.Get("error.code").Int(); got != int64(status) {
+		t.Fatalf("error.code %d, want %d; body: %s", got, status, r.Body)
+	}
+	if message != "" && !strings.Contains(r.JSON.Get("error.message").String(), message) {
+		t.Fatalf("error.message %q does not contain %q", r.JSON.Get("error.message").String(), message)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("error Content-Type %q", ct)
+	}
+	return r
+}
+
+// tenant is an account with credits and a management key.
+type tenant struct {
+	AccountID string
+	MgmtKey   string
+}
+
+// newTenant creates an account through the operator API.
+func (c *client) newTenant(kind string, credits string) tenant {
+	c.t.Helper()
+	acct := c.operator("POST", "/accounts", fmt.Sprintf(`{"name":"test %s","type":%q}`, kind, kind)).expect(c.t, 201)
+	id := acct.JSON.Get("data.id").String()
+	if credits != "" {
+		c.operator("POST", "/accounts/"+id+"/credits", fmt.Sprintf(`{"amount":%q}`, credits)).expect(c.t, 201)
+	}
+	mk := c.operator("POST", "/accounts/"+id+"/management-keys", `{"name":"ops"}`).expect(c.t, 201)
+	return tenant{AccountID: id, MgmtKey: mk.JSON.Get("key").String()}
+}
+
+// newKey creates a regular key and returns its string and hash.
+func (c *client) newKey(mgmt, body string) (key, hash string) {
+	c.t.Helper()
+	r := c.api("POST", "/keys", mgmt, body).expect(c.t, 201)
+	return r.JSON.Get("key").String(), r.JSON.Get("data.hash").String()
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// process is the gateway binary running as a subprocess.
+type process struct {
+	cmd                  *exec.Cmd
+	gateway, admin, mock string
+	dataDir, config      string
+	log                  *bytes.Buffer
+}
+
+// startProcess runs the built gateway on fresh loopback ports over dataDir
+// and waits until it serves.
+func startProcess(t *testing.T, dataDir string) *process {
+	t.Helper()
+	p := &process{gateway: freePort(t), admin: freePort(t), mock: freePort(t), dataDir: dataDir, log: new(bytes.Buffer)}
+	p.config = filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := gatewayCaddyfile(p.admin, dataDir, p.gateway, p.mock, "1ms")
+	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.start(t)
+	return p
+}
+
+func (p *process) start(t *testing.T) {
+	t.Helper()
+	p.cmd = exec.Command(caddyBinary, "run", "--config", p.config, "--adapter", "caddyfile")
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.kill() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get("http://" + p.gateway + "/api/v1/key")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusUnauthorized {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("gateway did not start; log:\n%s", p.log)
+}
+
+// kill stops the process at once, as a crash would (SIGKILL).
+func (p *process) kill() {
+	if p.cmd != nil && p.cmd.Process != nil && p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
+
+// doWithType sends a raw body with the given Content-Type.
+func (c *client) doWithType(method, url, contentType, body string) response {
+	c.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{Status: res.StatusCode, Header: res.Header, Body: b, JSON: gjson.ParseBytes(b)}
+}
