@@ -276,7 +276,7 @@ func TestOperatorManagementKeys(t *testing.T) {
 		t.Errorf("data holds the key string: %s", data.Raw)
 	}
 	exp, err := time.Parse(time.RFC3339, data.Get("expires_at").Str)
-	if err != nil || exp.Sub(time.Now()) < 719*time.Hour || data.Get("expired").Bool() {
+	if err != nil || time.Until(exp) < 719*time.Hour || data.Get("expired").Bool() {
 		t.Errorf("expiry: %s", data.Raw)
 	}
 	if data.Get("account_id").Str != acct || data.Get("name").Str != "ci" || data.Get("creator_user_id").Str != "user_1" ||

@@ -6,8 +6,9 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// apiTime renders timestamps as ISO 8601 with a Z offset, as the public API does.
-func apiTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+// apiTime renders timestamps as ISO 8601 in UTC with up to millisecond
+// precision, so a time a JavaScript client sent comes back unchanged.
+func apiTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.999Z07:00") }
 
 func apiTimePtr(t *time.Time) *string {
 	if t == nil {
