@@ -42,12 +42,10 @@ func (s *Store) CreateAccount(na NewAccount) (Account, error) {
 		a.OwnerUserID = a.ID
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.write(map[string]any{prefixAccount + a.ID: a}); err != nil {
-		return Account{}, err
-	}
 	s.accounts[a.ID] = &a
-	return a, nil
+	b := s.markDirty(prefixAccount + a.ID)
+	s.mu.Unlock()
+	return a, b.wait()
 }
 
 // Account returns the account with the given id.
@@ -82,22 +80,24 @@ func (s *Store) Accounts() []Account {
 // fn may return an error to abort without writing.
 func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	cur, ok := s.accounts[id]
 	if !ok {
+		s.mu.Unlock()
 		return Account{}, ErrNotFound
 	}
 	a := *cur
 	if err := fn(&a); err != nil {
+		s.mu.Unlock()
 		return Account{}, err
 	}
-	a.ID = cur.ID // identity is not editable
+	// Identity and money are not editable here.
+	a.ID, a.CreditsPurchased, a.Purchases, a.Usage, a.BYOKUsage = cur.ID, cur.CreditsPurchased, cur.Purchases, cur.Usage, cur.BYOKUsage
+	a.FreeModelRequests = cur.FreeModelRequests
 	a.UpdatedAt = now().UTC()
-	if err := s.write(map[string]any{prefixAccount + a.ID: a}); err != nil {
-		return Account{}, err
-	}
 	s.accounts[id] = &a
-	return a, nil
+	b := s.markDirty(prefixAccount + a.ID)
+	s.mu.Unlock()
+	return a, b.wait()
 }
 
 // RecordPurchase adds a credit purchase to an account, atomically with the
@@ -107,9 +107,9 @@ func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Pu
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount must be positive", ErrInvalid)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	cur, ok := s.accounts[accountID]
 	if !ok {
+		s.mu.Unlock()
 		return Purchase{}, Account{}, ErrNotFound
 	}
 	t := now().UTC()
@@ -118,16 +118,12 @@ func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Pu
 	a.CreditsPurchased += amount
 	a.Purchases++
 	a.UpdatedAt = t
-	err := s.write(map[string]any{
-		prefixAccount + a.ID:                    a,
-		prefixPurchase + accountID + "/" + p.ID: p,
-	})
-	if err != nil {
-		return Purchase{}, Account{}, err
-	}
 	s.accounts[a.ID] = &a
 	s.purchases[accountID] = append(s.purchases[accountID], p)
-	return p, a, nil
+	s.markDirty(prefixAccount + a.ID)
+	b := s.appendRecord(prefixPurchase+accountID+"/"+p.ID, p)
+	s.mu.Unlock()
+	return p, a, b.wait()
 }
 
 // Purchases lists an account's credit purchases, oldest first.

@@ -31,14 +31,16 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 		CreatorUserID: n.CreatorUserID, CreatedAt: t, ExpiresAt: utcPtr(n.ExpiresAt),
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.accounts[n.AccountID]; !ok {
+		s.mu.Unlock()
 		return ManagementKey{}, "", ErrNotFound
 	}
-	if err := s.write(map[string]any{prefixMgmtKey + hash: k}); err != nil {
+	s.mgmtKeys[hash] = &k
+	b := s.markDirty(prefixMgmtKey + hash)
+	s.mu.Unlock()
+	if err := b.wait(); err != nil {
 		return ManagementKey{}, "", err
 	}
-	s.mgmtKeys[hash] = &k
 	return k, secret, nil
 }
 
@@ -60,15 +62,14 @@ func (s *Store) ManagementKeys(accountID string) []ManagementKey {
 // DeleteManagementKey revokes a management key; it stops working at once.
 func (s *Store) DeleteManagementKey(hash string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.mgmtKeys[hash]; !ok {
+		s.mu.Unlock()
 		return ErrNotFound
 	}
-	if err := s.write(map[string]any{prefixMgmtKey + hash: nil}); err != nil {
-		return err
-	}
 	delete(s.mgmtKeys, hash)
-	return nil
+	b := s.markDirty(prefixMgmtKey + hash)
+	s.mu.Unlock()
+	return b.wait()
 }
 
 // NewAPIKey describes a regular API key to create.
@@ -96,15 +97,16 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	}
 	secret, hash, label := newSecret(APIKeyPrefix)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	acct, ok := s.accounts[n.AccountID]
 	if !ok {
+		s.mu.Unlock()
 		return APIKey{}, "", ErrNotFound
 	}
 	if n.WorkspaceID == "" {
 		n.WorkspaceID = acct.DefaultWorkspaceID
 	}
 	if n.WorkspaceID != acct.DefaultWorkspaceID {
+		s.mu.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
 	creator := n.CreatorUserID
@@ -119,11 +121,13 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
 		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.seq + 1,
 	}
-	if err := s.write(map[string]any{prefixAPIKey + hash: k}); err != nil {
-		return APIKey{}, "", err
-	}
 	s.seq++
 	s.keys[hash] = &k
+	b := s.markDirty(prefixAPIKey + hash)
+	s.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return APIKey{}, "", err
+	}
 	return k, secret, nil
 }
 
@@ -176,37 +180,36 @@ func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
 // counters cannot be changed through it.
 func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	cur, ok := s.keys[hash]
 	if !ok {
+		s.mu.Unlock()
 		return APIKey{}, ErrNotFound
 	}
 	k := *cur
 	if err := fn(&k); err != nil {
+		s.mu.Unlock()
 		return APIKey{}, err
 	}
 	k.Hash, k.AccountID, k.Label, k.CreatedAt, k.Seq = cur.Hash, cur.AccountID, cur.Label, cur.CreatedAt, cur.Seq
 	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
 	k.UpdatedAt = now().UTC()
-	if err := s.write(map[string]any{prefixAPIKey + hash: k}); err != nil {
-		return APIKey{}, err
-	}
 	s.keys[hash] = &k
-	return k, nil
+	b := s.markDirty(prefixAPIKey + hash)
+	s.mu.Unlock()
+	return k, b.wait()
 }
 
 // DeleteAPIKey removes a regular key; it stops working at once.
 func (s *Store) DeleteAPIKey(hash string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.keys[hash]; !ok {
+		s.mu.Unlock()
 		return ErrNotFound
 	}
-	if err := s.write(map[string]any{prefixAPIKey + hash: nil}); err != nil {
-		return err
-	}
 	delete(s.keys, hash)
-	return nil
+	b := s.markDirty(prefixAPIKey + hash)
+	s.mu.Unlock()
+	return b.wait()
 }
 
 // Principal is the authenticated caller behind a key string.

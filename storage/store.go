@@ -32,13 +32,16 @@ type Options struct {
 	GCInterval time.Duration
 	// InMemory keeps everything in RAM (tests and benchmarks only).
 	InMemory bool
-	Logger   *zap.Logger
+	// SyncWrites fsyncs every group commit, so that acknowledged writes
+	// survive a power loss, not only a process crash.
+	SyncWrites bool
+	Logger     *zap.Logger
 }
 
 // Store is the gateway's persistent state. All methods are safe for
-// concurrent use. Writes commit to Badger first and are published to the
-// in-memory index only after the commit succeeded, so readers never see a
-// state that is not durable.
+// concurrent use. Memory is the truth for reads; every method that changes
+// state returns only once the change is durable (group-committed, see
+// flush.go), so a caller never acknowledges what a crash would lose.
 type Store struct {
 	db  *badger.DB
 	log *zap.Logger
@@ -49,6 +52,16 @@ type Store struct {
 	mgmtKeys  map[string]*ManagementKey // by hash
 	purchases map[string][]Purchase     // by account id
 	seq       uint64
+	ledger    ledger
+
+	// group commit (flush.go)
+	dirty     map[string]struct{}
+	appends   []kv
+	open      *batch
+	wake      chan struct{}
+	stopFlush chan struct{}
+	flushDone chan struct{}
+	closing   bool
 
 	stopGC chan struct{}
 	gcDone chan struct{}
@@ -60,6 +73,8 @@ const (
 	prefixPurchase = "p/"
 	prefixMgmtKey  = "m/"
 	prefixAPIKey   = "k/"
+	// Generation records are append-only and not loaded into memory.
+	prefixGeneration = "g/"
 )
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
@@ -73,7 +88,8 @@ func Open(opts Options) (*Store, error) {
 		WithNumVersionsToKeep(1).
 		WithMemTableSize(16 << 20).
 		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20)
+		WithIndexCacheSize(8 << 20).
+		WithSyncWrites(opts.SyncWrites)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
 	}
@@ -88,6 +104,12 @@ func Open(opts Options) (*Store, error) {
 		keys:      map[string]*APIKey{},
 		mgmtKeys:  map[string]*ManagementKey{},
 		purchases: map[string][]Purchase{},
+		ledger:    newLedger(),
+		dirty:     map[string]struct{}{},
+		open:      &batch{done: make(chan struct{})},
+		wake:      make(chan struct{}, 1),
+		stopFlush: make(chan struct{}),
+		flushDone: make(chan struct{}),
 		stopGC:    make(chan struct{}),
 		gcDone:    make(chan struct{}),
 	}
@@ -95,6 +117,7 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	go s.flushLoop()
 	if opts.GCInterval > 0 && !opts.InMemory {
 		go s.gcLoop(opts.GCInterval)
 	} else {
@@ -103,57 +126,70 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close stops background work and closes the database.
+// Close commits what is pending, stops background work and closes the
+// database.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	close(s.stopFlush)
+	<-s.flushDone
 	close(s.stopGC)
 	<-s.gcDone
 	return s.db.Close()
 }
 
-// load reads every record into the in-memory index (the warm-up).
+// load reads accounts, purchases and keys into the in-memory index (the
+// warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			k := string(item.Key())
-			err := item.Value(func(v []byte) error {
-				switch {
-				case hasPrefix(k, prefixAccount):
-					var a Account
-					if err := json.Unmarshal(v, &a); err != nil {
-						return err
-					}
-					s.accounts[a.ID] = &a
-				case hasPrefix(k, prefixPurchase):
-					var p Purchase
-					if err := json.Unmarshal(v, &p); err != nil {
-						return err
-					}
-					s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
-				case hasPrefix(k, prefixMgmtKey):
-					var m ManagementKey
-					if err := json.Unmarshal(v, &m); err != nil {
-						return err
-					}
-					s.mgmtKeys[m.Hash] = &m
-				case hasPrefix(k, prefixAPIKey):
-					var ak APIKey
-					if err := json.Unmarshal(v, &ak); err != nil {
-						return err
-					}
-					s.keys[ak.Hash] = &ak
-					s.seq = max(s.seq, ak.Seq)
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey} {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = []byte(prefix)
+			it := txn.NewIterator(opts)
+			for it.Rewind(); it.Valid(); it.Next() {
+				item := it.Item()
+				if err := item.Value(func(v []byte) error { return s.loadRecord(prefix, v) }); err != nil {
+					it.Close()
+					return fmt.Errorf("loading record %q: %w", item.Key(), err)
 				}
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("loading record %q: %w", k, err)
 			}
+			it.Close()
 		}
 		return nil
 	})
+}
+
+// loadRecord decodes one record of the given type into memory.
+func (s *Store) loadRecord(prefix string, v []byte) error {
+	switch prefix {
+	case prefixAccount:
+		var a Account
+		if err := json.Unmarshal(v, &a); err != nil {
+			return err
+		}
+		s.accounts[a.ID] = &a
+	case prefixPurchase:
+		var p Purchase
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
+	case prefixMgmtKey:
+		var m ManagementKey
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		s.mgmtKeys[m.Hash] = &m
+	case prefixAPIKey:
+		var k APIKey
+		if err := json.Unmarshal(v, &k); err != nil {
+			return err
+		}
+		s.keys[k.Hash] = &k
+		s.seq = max(s.seq, k.Seq)
+	}
+	return nil
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
@@ -172,28 +208,6 @@ func (s *Store) gcLoop(every time.Duration) {
 			}
 		}
 	}
-}
-
-// write commits the given records in one transaction.
-func (s *Store) write(recs map[string]any) error {
-	return s.db.Update(func(txn *badger.Txn) error {
-		for k, v := range recs {
-			if v == nil {
-				if err := txn.Delete([]byte(k)); err != nil {
-					return err
-				}
-				continue
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				return err
-			}
-			if err := txn.Set([]byte(k), b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // badgerLogger routes Badger's log lines into zap.

@@ -1,0 +1,186 @@
+package billing
+
+import (
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// InFlightPolicy configures the in-flight spending budget (SPEC.md 8.2).
+type InFlightPolicy struct {
+	// Fraction of the balance that may be held at once, in parts per million.
+	FractionPPM int64
+	// Ceiling bounds the budget whatever the balance.
+	Ceiling storage.Amount
+	// PerRequestCap bounds one request's estimate, and is the estimate of a
+	// request that does not set max_tokens.
+	PerRequestCap storage.Amount
+	// SettlementWindow is how long a finished request's actual cost stays
+	// held before it is released.
+	SettlementWindow time.Duration
+	// BalanceThreshold: accounts at or above it are not subject to the budget.
+	BalanceThreshold storage.Amount
+	// EstablishedUsage: accounts whose all-time usage reached it have an
+	// established spending history and are not subject to the budget; zero
+	// applies the budget to every account below the threshold.
+	EstablishedUsage storage.Amount
+}
+
+// Budget is the in-flight budget of an account with this balance.
+func (p InFlightPolicy) Budget(balance storage.Amount) storage.Amount {
+	if balance <= 0 {
+		return 0
+	}
+	b := storage.Amount(mulDiv(int64(balance), p.FractionPPM, 1_000_000))
+	return min(b, p.Ceiling)
+}
+
+// mulDiv computes a*b/c without overflow for non-negative inputs.
+func mulDiv(a, b, c int64) int64 {
+	var f femto
+	f = f.add(Price(a), b)
+	q, _ := divFemto(f, uint64(c))
+	return int64(q)
+}
+
+func divFemto(f femto, c uint64) (uint64, uint64) {
+	if f.hi >= c {
+		return 1<<63 - 1, 0
+	}
+	return divide(f.hi, f.lo, c)
+}
+
+// Estimate is what admission holds for a request.
+type Estimate struct {
+	// Hold is the amount reserved against the balance and the key cap: an
+	// upper bound of the request's cost.
+	Hold storage.Amount
+	// InFlight is the amount counted against the in-flight budget; zero when
+	// the budget does not apply to the request.
+	InFlight storage.Amount
+}
+
+// RequestFacts are what admission knows about a request before it runs.
+type RequestFacts struct {
+	Pricing     Pricing
+	InputTokens int64 // estimated
+	MaxTokens   int64 // 0: not set by the client
+	// ContextLength bounds output when MaxTokens is unset (0: unknown).
+	ContextLength int64
+	Free          bool // a ":free" model
+	BYOK          bool // served by the caller's own provider key
+}
+
+// EstimateRequest computes the hold of a request. Balance and key caps hold
+// the token cost for the input plus max_tokens (or, unset, the rest of the
+// context window, bounded by the per-request cap) plus the request fee; the
+// in-flight budget holds the token estimate bounded by the per-request cap,
+// or the cap itself when max_tokens is unset.
+//
+// BYOK requests hold too, for keys that count BYOK usage against their cap,
+// but never count against the in-flight budget; free models hold nothing.
+func EstimateRequest(f RequestFacts, p InFlightPolicy) Estimate {
+	if f.Free {
+		return Estimate{}
+	}
+	var e Estimate
+	if f.MaxTokens > 0 {
+		tokens := TokenCost(f.Pricing, f.InputTokens, f.MaxTokens)
+		e.InFlight = min(tokens, p.PerRequestCap)
+		e.Hold = tokens + Cost(Pricing{Request: f.Pricing.Request}, Usage{})
+	} else {
+		e.InFlight = p.PerRequestCap
+		out := f.ContextLength - f.InputTokens
+		tokens := p.PerRequestCap
+		if out > 0 {
+			tokens = min(TokenCost(f.Pricing, f.InputTokens, out), p.PerRequestCap)
+		}
+		e.Hold = tokens + Cost(Pricing{Request: f.Pricing.Request}, Usage{})
+	}
+	if !f.Pricing.HasTokenPrice() || f.BYOK {
+		e.InFlight = 0
+	}
+	return e
+}
+
+// AccountFacts are an account's figures at admission.
+type AccountFacts struct {
+	Balance      storage.Amount // purchased - charged
+	Held         storage.Amount // holds of running requests
+	InFlightHeld storage.Amount // in-flight holds plus settling costs
+	Usage        storage.Amount // all-time charged (spending history)
+	Prepaid      bool
+	NextRelease  time.Duration // until the earliest settling cost is released; 0: none
+}
+
+// KeyFacts are a key's figures at admission.
+type KeyFacts struct {
+	Limit       *storage.Amount
+	CapUsage    storage.Amount // usage counted against the cap this period
+	Held        storage.Amount // holds of the key's running requests
+	LimitResets bool
+	IncludeBYOK bool // BYOK usage counts against the cap
+}
+
+// Rejection says why admission refused a request.
+type Rejection struct {
+	// Source is the limit_source suffix: "credits", "key_limit",
+	// "in_flight_budget".
+	Source string
+	// Reason is the metadata reason, when the spec names one.
+	Reason     string
+	Message    string
+	RemedyHint string
+	RetryAfter time.Duration // zero: no Retry-After header
+}
+
+// Admit decides whether a request with estimate e may start, in the order a
+// client can act on: the key's cap, the account balance, then the in-flight
+// budget. It returns nil to admit.
+//
+// A prepaid account's zero or negative balance refuses every request that
+// spends credits, free models included (SPEC.md 7); BYOK requests spend none,
+// and enterprise, subscription and invoiced accounts are billed after use.
+func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlightPolicy) *Rejection {
+	capped := key.Limit != nil && (!f.BYOK || key.IncludeBYOK)
+	if capped && (key.CapUsage >= *key.Limit || key.CapUsage+key.Held+e.Hold > *key.Limit) {
+		hint := "Raise the key's limit"
+		if key.LimitResets {
+			hint += " or wait for its limit_reset"
+		}
+		return &Rejection{Source: "key_limit", Message: "This API key's credit limit is exhausted",
+			RemedyHint: hint + "."}
+	}
+	if f.BYOK {
+		return nil
+	}
+	if !acct.Prepaid {
+		// Enterprise, subscription and invoiced accounts are billed after use.
+		return nil
+	}
+	available := acct.Balance - acct.Held
+	if acct.Balance <= 0 || available < e.Hold {
+		return &Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request",
+			RemedyHint: "Add credits to the account, or lower max_tokens."}
+	}
+	if e.InFlight == 0 || acct.Balance >= p.BalanceThreshold ||
+		(p.EstablishedUsage > 0 && acct.Usage >= p.EstablishedUsage) {
+		return nil
+	}
+	budget := p.Budget(acct.Balance)
+	if e.InFlight > budget {
+		return &Rejection{Source: "credits", Reason: "weight_exceeds_budget",
+			Message:    "This request's estimated cost exceeds the whole in-flight budget",
+			RemedyHint: "Lower max_tokens or the prompt size, or add credits."}
+	}
+	if acct.InFlightHeld+e.InFlight > budget {
+		retry := acct.NextRelease
+		if retry <= 0 {
+			retry = time.Second
+		}
+		return &Rejection{Source: "in_flight_budget", Reason: "in_flight_budget_exhausted",
+			Message:    "Running and recently completed requests fill the in-flight budget",
+			RemedyHint: "Wait for Retry-After and retry.", RetryAfter: retry}
+	}
+	return nil
+}

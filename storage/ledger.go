@@ -1,0 +1,310 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// ledger is the in-memory state of running requests: what they hold against
+// balances, key caps and the in-flight budget. It is not persisted: after a
+// restart nothing is running, so nothing is held.
+type ledger struct {
+	accountHeld map[string]Amount
+	keyHeld     map[string]Amount
+	inFlight    map[string]*inFlightState
+}
+
+// inFlightState is one account's use of its in-flight budget.
+type inFlightState struct {
+	running  Amount     // in-flight holds of running requests
+	settling []settling // finished requests' costs, until their window ends
+}
+
+type settling struct {
+	until  time.Time
+	amount Amount
+}
+
+func newLedger() ledger {
+	return ledger{
+		accountHeld: map[string]Amount{},
+		keyHeld:     map[string]Amount{},
+		inFlight:    map[string]*inFlightState{},
+	}
+}
+
+// state returns the account's in-flight state with expired settlements
+// released.
+func (l *ledger) state(accountID string, t time.Time) *inFlightState {
+	st, ok := l.inFlight[accountID]
+	if !ok {
+		st = &inFlightState{}
+		l.inFlight[accountID] = st
+	}
+	kept := st.settling[:0]
+	for _, e := range st.settling {
+		if e.until.After(t) {
+			kept = append(kept, e)
+		}
+	}
+	st.settling = kept
+	if st.running == 0 && len(st.settling) == 0 {
+		delete(l.inFlight, accountID)
+		return &inFlightState{}
+	}
+	return st
+}
+
+func (st *inFlightState) held() Amount {
+	total := st.running
+	for _, e := range st.settling {
+		total += e.amount
+	}
+	return total
+}
+
+// nextRelease is the time until the first settling cost is released.
+func (st *inFlightState) nextRelease(t time.Time) time.Duration {
+	var next time.Duration
+	for _, e := range st.settling {
+		if d := e.until.Sub(t); next == 0 || d < next {
+			next = d
+		}
+	}
+	return next
+}
+
+func (l *ledger) add(m map[string]Amount, k string, d Amount) {
+	if v := m[k] + d; v != 0 {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
+}
+
+// LedgerView is what an admission decision sees, all taken at one instant.
+type LedgerView struct {
+	Now          time.Time
+	Account      Account
+	Key          APIKey // zero when the request has no key
+	AccountHeld  Amount // holds of the account's running requests
+	KeyHeld      Amount // holds of the key's running requests
+	InFlightHeld Amount // in-flight holds plus settling costs
+	NextRelease  time.Duration
+}
+
+// Holds are the amounts a request reserves at admission.
+type Holds struct {
+	Hold     Amount // against the balance and the key cap
+	InFlight Amount // against the in-flight budget
+}
+
+// Reservation is an admitted request's holds, until Settle or Release.
+type Reservation struct {
+	AccountID string
+	KeyHash   string
+	Holds
+	done bool
+}
+
+// ErrSettled is returned when a reservation is settled or released twice.
+var ErrSettled = errors.New("reservation already settled")
+
+// Reserve runs decide on the account's and key's current figures and, if it
+// returns nil, places the holds, atomically: concurrent requests cannot
+// both fit in the same room.
+func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	acct, ok := s.accounts[accountID]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	t := now()
+	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld[accountID]}
+	if keyHash != "" {
+		if k, ok := s.keys[keyHash]; ok {
+			v.Key = *k
+		}
+		v.KeyHeld = s.ledger.keyHeld[keyHash]
+	}
+	st := s.ledger.state(accountID, t)
+	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
+	if err := decide(v); err != nil {
+		return nil, err
+	}
+	s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
+	if keyHash != "" {
+		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
+	}
+	if h.InFlight > 0 {
+		st.running += h.InFlight
+		s.ledger.inFlight[accountID] = st
+	}
+	return &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}, nil
+}
+
+// release drops the reservation's holds. Callers hold s.mu.
+func (s *Store) release(res *Reservation) {
+	s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
+	if res.KeyHash != "" {
+		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
+	}
+	if res.InFlight > 0 {
+		st := s.ledger.state(res.AccountID, now())
+		st.running -= res.InFlight
+		if st.running != 0 || len(st.settling) != 0 {
+			s.ledger.inFlight[res.AccountID] = st
+		} else {
+			delete(s.ledger.inFlight, res.AccountID)
+		}
+	}
+}
+
+// Release drops a reservation without a charge: the request failed before
+// it cost anything.
+func (s *Store) Release(res *Reservation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res.done {
+		return ErrSettled
+	}
+	res.done = true
+	s.release(res)
+	return nil
+}
+
+// Charge is the settled outcome of a request.
+type Charge struct {
+	Cost Amount
+	// BYOK charges land in the byok_usage counters and spend no credits.
+	BYOK bool
+	// SettlementWindow keeps the cost in the in-flight budget this long,
+	// for requests that counted against it.
+	SettlementWindow time.Duration
+	Generation       *Generation
+}
+
+// Settle turns a reservation into a charge, exactly once: it releases the
+// holds, adds the cost to the account's and key's counters, keeps the cost
+// in the in-flight budget for the settlement window, and appends the
+// generation record. It returns once all of that is durable.
+func (s *Store) Settle(res *Reservation, c Charge) error {
+	s.mu.Lock()
+	if res.done {
+		s.mu.Unlock()
+		return ErrSettled
+	}
+	res.done = true
+	s.release(res)
+	t := now()
+	if acct, ok := s.accounts[res.AccountID]; ok && c.Cost != 0 {
+		a := *acct
+		if c.BYOK {
+			a.BYOKUsage += c.Cost
+		} else {
+			a.Usage += c.Cost
+		}
+		s.accounts[a.ID] = &a
+		s.markDirty(prefixAccount + a.ID)
+	}
+	if key, ok := s.keys[res.KeyHash]; ok && c.Cost != 0 {
+		k := *key
+		if c.BYOK {
+			k.BYOKUsage = k.BYOKUsage.Add(t, c.Cost)
+		} else {
+			k.Usage = k.Usage.Add(t, c.Cost)
+		}
+		s.keys[k.Hash] = &k
+		s.markDirty(prefixAPIKey + k.Hash)
+	}
+	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
+		st := s.ledger.state(res.AccountID, t)
+		st.settling = append(st.settling, settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
+		s.ledger.inFlight[res.AccountID] = st
+	}
+	var b *batch
+	if c.Generation != nil {
+		b = s.appendRecord(prefixGeneration+c.Generation.ID, *c.Generation)
+	} else {
+		b = s.pending()
+	}
+	s.mu.Unlock()
+	return b.wait()
+}
+
+// Generation is the record of one inference request.
+type Generation struct {
+	ID               string    `json:"id"`
+	AccountID        string    `json:"account_id"`
+	KeyHash          string    `json:"key_hash"`
+	WorkspaceID      string    `json:"workspace_id,omitempty"`
+	Model            string    `json:"model"`
+	Provider         string    `json:"provider"`
+	UpstreamModel    string    `json:"upstream_model,omitempty"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	SearchResults    int64     `json:"search_results,omitempty"`
+	Cost             Amount    `json:"cost"`
+	BYOK             bool      `json:"byok,omitempty"`
+	Status           string    `json:"status"` // completed, incomplete, aborted, error
+	Streamed         bool      `json:"streamed"`
+	FinishReason     string    `json:"finish_reason,omitempty"`
+	UsageEstimated   bool      `json:"usage_estimated,omitempty"`
+	LatencyMS        int64     `json:"latency_ms"`
+	User             string    `json:"user,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// NewGenerationID returns an id that sorts by creation time.
+func NewGenerationID(t time.Time) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return fmt.Sprintf("gen-%013d-%s", t.UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// Generation reads a stored generation record (from disk: it is not a hot
+// path).
+func (s *Store) Generation(id string) (Generation, error) {
+	var g Generation
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixGeneration + id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, &g) })
+	})
+	return g, err
+}
+
+// Generations calls fn for each stored generation in creation order, until
+// fn returns false.
+func (s *Store) Generations(fn func(Generation) bool) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte(prefixGeneration)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var g Generation
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &g) }); err != nil {
+				return err
+			}
+			if !fn(g) {
+				return nil
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var errRefused = errors.New("refused")
+
+// capDecide admits while the key's cap covers usage, holds and the new hold.
+func capDecide(hold Amount) func(LedgerView) error {
+	return func(v LedgerView) error {
+		if v.Key.Limit != nil && v.Key.CapUsage(v.Now)+v.KeyHeld+hold > *v.Key.Limit {
+			return errRefused
+		}
+		return nil
+	}
+}
+
+func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	limit := Amount(10 * AmountScale)
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
+
+	hold := Amount(AmountScale) // each request may cost up to 1 credit
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+			if err != nil {
+				refused.Add(1)
+				return
+			}
+			admitted.Add(1)
+			time.Sleep(time.Millisecond)
+			// Actual costs vary below the hold.
+			if err := s.Settle(res, Charge{Cost: hold - Amount(i)}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if admitted.Load() > 10 || admitted.Load() == 0 {
+		t.Fatalf("admitted %d of 200 against a cap of 10", admitted.Load())
+	}
+	got, _ := s.APIKey(k.Hash)
+	if got.Usage.Total > limit {
+		t.Fatalf("usage %s over the cap %s", got.Usage.Total, limit)
+	}
+	acct, _ := s.Account(a.ID)
+	if acct.Usage != got.Usage.Total {
+		t.Fatalf("account usage %s != key usage %s", acct.Usage, got.Usage.Total)
+	}
+	// Holds are all released: a request that fits is admitted.
+	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1}, capDecide(1)); err != nil && got.Usage.Total < limit {
+		t.Fatalf("phantom refusal after all holds were released: %v", err)
+	}
+}
+
+func TestSettleOnceAndDurable(t *testing.T) {
+	dir := t.TempDir()
+	s := openTemp(t, dir)
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountPersonal})
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 100, InFlight: 100}, func(LedgerView) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := &Generation{ID: NewGenerationID(time.Now()), AccountID: a.ID, KeyHash: k.Hash, Cost: 42, Status: "completed"}
+	if err := s.Settle(res, Charge{Cost: 42, Generation: gen, SettlementWindow: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(res, Charge{Cost: 42}); !errors.Is(err, ErrSettled) {
+		t.Fatalf("second settle: %v", err)
+	}
+	if err := s.Release(res); !errors.Is(err, ErrSettled) {
+		t.Fatalf("release after settle: %v", err)
+	}
+	// The settled cost stays in the in-flight budget for its window.
+	var seen LedgerView
+	_, _ = s.Reserve(a.ID, k.Hash, Holds{}, func(v LedgerView) error { seen = v; return errRefused })
+	if seen.InFlightHeld != 42 || seen.AccountHeld != 0 || seen.KeyHeld != 0 || seen.NextRelease <= 0 {
+		t.Fatalf("after settle: %+v", seen)
+	}
+	// BYOK charges land in their own counters.
+	res, _ = s.Reserve(a.ID, k.Hash, Holds{Hold: 5}, func(LedgerView) error { return nil })
+	if err := s.Settle(res, Charge{Cost: 5, BYOK: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTemp(t, dir)
+	defer s.Close()
+	acct, _ := s.Account(a.ID)
+	key, _ := s.APIKey(k.Hash)
+	if acct.Usage != 42 || acct.BYOKUsage != 5 || key.Usage.Total != 42 || key.BYOKUsage.Total != 5 {
+		t.Fatalf("after reopen: account %+v key %+v", acct, key)
+	}
+	g, err := s.Generation(gen.ID)
+	if err != nil || g.Cost != 42 || g.KeyHash != k.Hash {
+		t.Fatalf("generation: %+v %v", g, err)
+	}
+	var n int
+	_ = s.Generations(func(Generation) bool { n++; return true })
+	if n != 1 {
+		t.Fatalf("%d generations", n)
+	}
+}
+
+func TestSettlementWindowExpires(t *testing.T) {
+	s, _ := Open(Options{InMemory: true})
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountPersonal})
+	base := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	now = func() time.Time { return base }
+	defer func() { now = time.Now }()
+	res, _ := s.Reserve(a.ID, "", Holds{Hold: 10, InFlight: 10}, func(LedgerView) error { return nil })
+	_ = s.Settle(res, Charge{Cost: 7, SettlementWindow: 10 * time.Second})
+	view := func() LedgerView {
+		var v LedgerView
+		_, _ = s.Reserve(a.ID, "", Holds{}, func(lv LedgerView) error { v = lv; return errRefused })
+		return v
+	}
+	if v := view(); v.InFlightHeld != 7 || v.NextRelease != 10*time.Second {
+		t.Fatalf("in window: %+v", v)
+	}
+	now = func() time.Time { return base.Add(10 * time.Second) }
+	if v := view(); v.InFlightHeld != 0 {
+		t.Fatalf("after window: %+v", v)
+	}
+	// A released reservation charges nothing.
+	res, _ = s.Reserve(a.ID, "", Holds{Hold: 10, InFlight: 10}, func(LedgerView) error { return nil })
+	_ = s.Release(res)
+	acct, _ := s.Account(a.ID)
+	if v := view(); v.InFlightHeld != 0 || v.AccountHeld != 0 || acct.Usage != 7 {
+		t.Fatalf("after release: %+v usage %s", v, acct.Usage)
+	}
+}
