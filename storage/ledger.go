@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -22,8 +24,12 @@ type ledger struct {
 
 // inFlightState is one account's use of its in-flight budget.
 type inFlightState struct {
-	running  Amount     // in-flight holds of running requests
-	settling []settling // finished requests' costs, until their window ends
+	running Amount // in-flight holds of running requests
+	// settling[head:] holds finished requests' costs until their window
+	// ends, ordered by expiry; settled is their sum.
+	settling []settling
+	head     int
+	settled  Amount
 }
 
 type settling struct {
@@ -40,44 +46,44 @@ func newLedger() ledger {
 }
 
 // state returns the account's in-flight state with expired settlements
-// released.
+// released; the state is registered only once something is added to it.
 func (l *ledger) state(accountID string, t time.Time) *inFlightState {
 	st, ok := l.inFlight[accountID]
 	if !ok {
-		st = &inFlightState{}
-		l.inFlight[accountID] = st
-	}
-	kept := st.settling[:0]
-	for _, e := range st.settling {
-		if e.until.After(t) {
-			kept = append(kept, e)
-		}
-	}
-	st.settling = kept
-	if st.running == 0 && len(st.settling) == 0 {
-		delete(l.inFlight, accountID)
 		return &inFlightState{}
+	}
+	for st.head < len(st.settling) && !st.settling[st.head].until.After(t) {
+		st.settled -= st.settling[st.head].amount
+		st.head++
+	}
+	// Compact once the released prefix dominates: amortized O(1).
+	if st.head > 64 && st.head*2 > len(st.settling) {
+		st.settling = append(st.settling[:0], st.settling[st.head:]...)
+		st.head = 0
+	}
+	if st.running == 0 && st.head == len(st.settling) {
+		delete(l.inFlight, accountID)
 	}
 	return st
 }
 
-func (st *inFlightState) held() Amount {
-	total := st.running
-	for _, e := range st.settling {
-		total += e.amount
-	}
-	return total
+// settle keeps a finished request's cost until the window ends. Windows are
+// usually equal, so this appends; a changed window inserts in order.
+func (st *inFlightState) settle(e settling) {
+	live := st.settling[st.head:]
+	i := st.head + sort.Search(len(live), func(i int) bool { return live[i].until.After(e.until) })
+	st.settling = slices.Insert(st.settling, i, e)
+	st.settled += e.amount
 }
+
+func (st *inFlightState) held() Amount { return st.running + st.settled }
 
 // nextRelease is the time until the first settling cost is released.
 func (st *inFlightState) nextRelease(t time.Time) time.Duration {
-	var next time.Duration
-	for _, e := range st.settling {
-		if d := e.until.Sub(t); next == 0 || d < next {
-			next = d
-		}
+	if st.head == len(st.settling) {
+		return 0
 	}
-	return next
+	return st.settling[st.head].until.Sub(t)
 }
 
 func (l *ledger) add(m map[string]Amount, k string, d Amount) {
@@ -159,7 +165,7 @@ func (s *Store) release(res *Reservation) {
 	if res.InFlight > 0 {
 		st := s.ledger.state(res.AccountID, now())
 		st.running -= res.InFlight
-		if st.running != 0 || len(st.settling) != 0 {
+		if st.running != 0 || st.head != len(st.settling) {
 			s.ledger.inFlight[res.AccountID] = st
 		} else {
 			delete(s.ledger.inFlight, res.AccountID)
@@ -226,7 +232,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 	}
 	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
 		st := s.ledger.state(res.AccountID, t)
-		st.settling = append(st.settling, settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
+		st.settle(settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
 		s.ledger.inFlight[res.AccountID] = st
 	}
 	var b *batch

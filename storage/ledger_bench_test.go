@@ -1,0 +1,73 @@
+package storage
+
+import (
+	"testing"
+	"time"
+)
+
+func benchStore(b *testing.B, dir string) (*Store, Account, APIKey) {
+	b.Helper()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, _ := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+	_, _, _ = s.RecordPurchase(a.ID, 1_000_000*AmountScale, "")
+	limit := Amount(1_000_000 * AmountScale)
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
+	return s, a, k
+}
+
+func admitAll(LedgerView) error { return nil }
+
+// BenchmarkReserve is the admission hold alone: memory only.
+func BenchmarkReserve(b *testing.B) {
+	s, a, k := benchStore(b, b.TempDir())
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = s.Release(res)
+	}
+}
+
+// BenchmarkReserveSettleParallel is admission plus a durable charge with a
+// generation record, from many goroutines as under load: the group commit
+// shares disk round trips between them.
+func BenchmarkReserveSettleParallel(b *testing.B) {
+	s, a, k := benchStore(b, b.TempDir())
+	defer s.Close()
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t := time.Now()
+			gen := &Generation{ID: NewGenerationID(t), AccountID: a.ID, KeyHash: k.Hash, Model: "m", Provider: "p",
+				PromptTokens: 100, CompletionTokens: 50, Cost: 900, Status: "completed", CreatedAt: t}
+			if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Second, Generation: gen}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkAuthenticate is the per-request key lookup.
+func BenchmarkAuthenticate(b *testing.B) {
+	s, _ := Open(Options{InMemory: true})
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+	_, secret, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Authenticate(secret); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
