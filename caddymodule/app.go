@@ -1,8 +1,10 @@
 package caddymodule
 
 import (
+	"encoding/base64"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -32,8 +36,24 @@ type App struct {
 	GCInterval caddy.Duration `json:"gc_interval,omitempty"`
 	// FreeModel sets the request caps on ":free" models.
 	FreeModel handlers.FreeModelLimits `json:"free_model,omitempty"`
+	// InFlight configures the in-flight spending budget (SPEC.md 8.2).
+	InFlight *InFlightConfig `json:"in_flight,omitempty"`
+	// ModelsFile is a JSON models list in the public format whose models
+	// may carry a "tollgate": {"providers": [...]} extension; read at
+	// every config load.
+	ModelsFile string `json:"models_file,omitempty"`
+	// Models are the catalog's models after those of ModelsFile.
+	Models []ModelConfig `json:"models,omitempty"`
+	// BYOKKey is the key that encrypts BYOK provider keys at rest: 32
+	// bytes in standard base64, usually {env.TOLLGATE_BYOK_KEY}. Unset (or
+	// a placeholder that expands to nothing): BYOK is off.
+	BYOKKey string `json:"byok_encryption_key,omitempty"`
 
 	logger *zap.Logger
+
+	catalog  *catalog.Catalog
+	inFlight billing.InFlightPolicy
+	sealer   *storage.Sealer
 
 	mu    sync.Mutex
 	dir   string // absolute DataDir: the pool key
@@ -57,8 +77,9 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision sets defaults. It does not open the database, so that
-// `caddy validate` works while a server holds the directory lock.
+// Provision sets defaults and builds the model catalog. It does not open
+// the database, so that `caddy validate` works while a server holds the
+// directory lock.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	if a.BrandName == "" {
@@ -68,6 +89,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.GCInterval = caddy.Duration(5 * time.Minute)
 	}
 	a.FreeModel = a.FreeModel.WithDefaults()
+	a.inFlight = a.InFlight.policy()
 	dir := a.DataDir
 	if dir == "" {
 		dir = filepath.Join(caddy.AppDataDir(), "tollgate")
@@ -78,7 +100,31 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("data_dir: %v", err)
 	}
 	a.dir = dir
-	return nil
+	if a.sealer, err = a.byokSealer(repl); err != nil {
+		return err
+	}
+	a.catalog, err = a.loadCatalog()
+	return err
+}
+
+// byokSealer builds the BYOK sealer from byok_encryption_key; nil when it
+// is unset. The key never appears in errors or logs.
+func (a *App) byokSealer(repl *caddy.Replacer) (*storage.Sealer, error) {
+	if a.BYOKKey == "" {
+		return nil, nil
+	}
+	v := strings.TrimSpace(repl.ReplaceAll(a.BYOKKey, ""))
+	if v == "" && a.logger != nil {
+		a.logger.Warn("byok_encryption_key expands to nothing: BYOK is off")
+	}
+	if v == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(key) != storage.SealerKeySize {
+		return nil, fmt.Errorf("byok_encryption_key: expected %d bytes in standard base64 (e.g. `openssl rand -base64 32`)", storage.SealerKeySize)
+	}
+	return storage.NewSealer(key)
 }
 
 // Validate checks the settings.
@@ -88,7 +134,7 @@ func (a *App) Validate() error {
 			return fmt.Errorf("brand %q: only lowercase letters, digits, '-' and '_' are allowed", a.BrandName)
 		}
 	}
-	return nil
+	return a.InFlight.validate()
 }
 
 // Start opens the database, so that a broken data_dir fails the config load.
@@ -148,8 +194,58 @@ func (a *App) Store() (*storage.Store, error) {
 // FreeModelLimits are the caps on ":free" models.
 func (a *App) FreeModelLimits() handlers.FreeModelLimits { return a.FreeModel }
 
+// Catalog is the operator's model catalog.
+func (a *App) Catalog() *catalog.Catalog { return a.catalog }
+
+// InFlightPolicy configures the in-flight spending budget.
+func (a *App) InFlightPolicy() billing.InFlightPolicy { return a.inFlight }
+
 // Brand is the prefix of limit_source values and server tool types.
 func (a *App) Brand() string { return a.BrandName }
+
+// BYOKSealer seals and opens BYOK provider keys; nil when BYOK is off.
+func (a *App) BYOKSealer() *storage.Sealer { return a.sealer }
+
+// validate checks the configured values; unset fields take the defaults.
+func (c *InFlightConfig) validate() error {
+	if c == nil {
+		return nil
+	}
+	if err := checkInFlightField("fraction", c.Fraction); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, s string }{
+		{"ceiling", c.Ceiling}, {"per_request_cap", c.PerRequestCap},
+		{"balance_threshold", c.BalanceThreshold}, {"established_usage", c.EstablishedUsage},
+	} {
+		if err := checkInFlightField(f.name, f.s); err != nil {
+			return err
+		}
+	}
+	if c.SettlementWindow < 0 {
+		return fmt.Errorf("in_flight: settlement_window: must not be negative")
+	}
+	return nil
+}
+
+// checkInFlightField checks one decimal option of in_flight; "" is unset.
+func checkInFlightField(name, s string) error {
+	if s == "" {
+		return nil
+	}
+	a, err := storage.ParseAmount(s)
+	if name == "fraction" {
+		// policy() keeps millionths: a finer fraction would silently round.
+		if err != nil || a <= 0 || a > storage.AmountScale || a%1000 != 0 {
+			return fmt.Errorf("in_flight: fraction: expected a decimal in (0, 1] with at most 6 decimal places, got %q", s)
+		}
+		return nil
+	}
+	if err != nil || a < 0 {
+		return fmt.Errorf("in_flight: %s: expected a non-negative decimal amount, got %q", name, s)
+	}
+	return nil
+}
 
 type storeCloser struct{ *storage.Store }
 

@@ -17,12 +17,13 @@ import (
 
 // The directives are registered from this one init so that their order is
 // the order of the request path: authenticate, serve the admin routes,
-// prepare the inference request, then reverse_proxy. Each
+// route the inference request, hold and meter its cost, then reverse_proxy. Each
 // "before reverse_proxy" lands right in front of it, after the earlier ones.
 func init() {
 	caddy.RegisterModule(new(handlers.Auth))
 	caddy.RegisterModule(new(handlers.Admin))
 	caddy.RegisterModule(new(handlers.Router))
+	caddy.RegisterModule(new(handlers.Meter))
 	caddy.RegisterModule(new(handlers.MockProvider))
 
 	httpcaddyfile.RegisterGlobalOption("tollgate", parseGlobalOption)
@@ -34,6 +35,7 @@ func init() {
 		{"tollgate_auth", parseAuth},
 		{"tollgate_admin", parseAdmin},
 		{"tollgate_router", parseRouter},
+		{"tollgate_meter", parseMeter},
 		{"tollgate_mock_provider", parseMockProvider},
 	} {
 		httpcaddyfile.RegisterHandlerDirective(d.name, d.parse)
@@ -52,6 +54,32 @@ func init() {
 //			per_day        <n>
 //			per_day_paid   <n>
 //			paid_threshold <credits>
+//		}
+//		in_flight {
+//			fraction          <0..1>
+//			ceiling           <credits>
+//			per_request_cap   <credits>
+//			settlement_window <duration>
+//			balance_threshold <credits>
+//			established_usage <credits>
+//		}
+//		models_file <path>
+//		byok_encryption_key <base64 32-byte key or {env.VAR}>
+//		model <id> {
+//			name                  <name>
+//			context_length        <tokens>
+//			max_completion_tokens <tokens>
+//			pricing {
+//				prompt     <credits per token>
+//				completion <credits per token>
+//				request    <credits per request>
+//				web_search <credits per result>
+//			}
+//			provider <name> <base_url> {
+//				model   <upstream model id>
+//				api_key <key or {env.VAR}>
+//				style   openai
+//			}
 //		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
@@ -96,6 +124,26 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 					return nil, err
 				}
 			}
+		case "in_flight":
+			cfg, err := parseInFlight(d)
+			if err != nil {
+				return nil, err
+			}
+			app.InFlight = cfg
+		case "models_file":
+			if !d.AllArgs(&app.ModelsFile) {
+				return nil, d.ArgErr()
+			}
+		case "byok_encryption_key":
+			if !d.AllArgs(&app.BYOKKey) {
+				return nil, d.ArgErr()
+			}
+		case "model":
+			m, err := parseModel(d)
+			if err != nil {
+				return nil, err
+			}
+			app.Models = append(app.Models, m)
 		default:
 			return nil, d.Errf("unrecognized tollgate option %q", d.Val())
 		}
@@ -106,14 +154,192 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 	}, nil
 }
 
-// parseAuth parses `tollgate_auth`, which takes no arguments.
+// parseInFlight parses the in_flight block; values are checked as the
+// app's Validate does, so that errors point at the line.
+func parseInFlight(d *caddyfile.Dispenser) (*InFlightConfig, error) {
+	cfg := new(InFlightConfig)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		var dst *string
+		switch opt {
+		case "fraction":
+			dst = &cfg.Fraction
+		case "ceiling":
+			dst = &cfg.Ceiling
+		case "per_request_cap":
+			dst = &cfg.PerRequestCap
+		case "balance_threshold":
+			dst = &cfg.BalanceThreshold
+		case "established_usage":
+			dst = &cfg.EstablishedUsage
+		case "settlement_window":
+			dur, err := durationArg(d)
+			if err != nil {
+				return nil, err
+			}
+			cfg.SettlementWindow = dur
+			continue
+		default:
+			return nil, d.Errf("unrecognized in_flight option %q", opt)
+		}
+		if !d.AllArgs(dst) {
+			return nil, d.ArgErr()
+		}
+		if err := checkInFlightField(opt, *dst); err != nil {
+			return nil, d.Err(err.Error())
+		}
+	}
+	return cfg, nil
+}
+
+// parseModel parses one `model <id> { ... }` block of the tollgate option.
+func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
+	var m ModelConfig
+	if !d.NextArg() {
+		return m, d.ArgErr()
+	}
+	m.ID = d.Val()
+	if d.NextArg() {
+		return m, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "name":
+			if !d.AllArgs(&m.Name) {
+				return m, d.ArgErr()
+			}
+		case "context_length":
+			n, err := positiveIntArg(d)
+			if err != nil {
+				return m, err
+			}
+			m.ContextLength = n
+		case "max_completion_tokens":
+			n, err := positiveIntArg(d)
+			if err != nil {
+				return m, err
+			}
+			m.MaxCompletionTokens = n
+		case "pricing":
+			if d.NextArg() {
+				return m, d.ArgErr()
+			}
+			for inner := d.Nesting(); d.NextBlock(inner); {
+				var dst *string
+				switch d.Val() {
+				case "prompt":
+					dst = &m.Pricing.Prompt
+				case "completion":
+					dst = &m.Pricing.Completion
+				case "request":
+					dst = &m.Pricing.Request
+				case "web_search":
+					dst = &m.Pricing.WebSearch
+				default:
+					return m, d.Errf("unrecognized pricing option %q", d.Val())
+				}
+				if !d.AllArgs(dst) {
+					return m, d.ArgErr()
+				}
+			}
+		case "provider":
+			var p ProviderConfig
+			if !d.Args(&p.Name, &p.BaseURL) || d.NextArg() {
+				return m, d.ArgErr()
+			}
+			for inner := d.Nesting(); d.NextBlock(inner); {
+				var dst *string
+				switch d.Val() {
+				case "model":
+					dst = &p.Model
+				case "api_key":
+					dst = &p.APIKey
+				case "style":
+					dst = &p.Style
+				default:
+					return m, d.Errf("unrecognized provider option %q", d.Val())
+				}
+				if !d.AllArgs(dst) {
+					return m, d.ArgErr()
+				}
+			}
+			m.Providers = append(m.Providers, p)
+		default:
+			return m, d.Errf("unrecognized model option %q", d.Val())
+		}
+	}
+	return m, nil
+}
+
+// parseAuth parses:
+//
+//	tollgate_auth {
+//		per_ip  <requests> <window> [<burst>]
+//		per_key <requests> <window> [<burst>]
+//	}
 func parseAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	return new(handlers.Auth), noArgs(h)
+	a := new(handlers.Auth)
+	h.Next()
+	if h.NextArg() {
+		return nil, h.ArgErr()
+	}
+	for h.NextBlock(0) {
+		var dst **handlers.RateCeiling
+		switch h.Val() {
+		case "per_ip":
+			dst = &a.PerIP
+		case "per_key":
+			dst = &a.PerKey
+		default:
+			return nil, h.Errf("unrecognized subdirective %q", h.Val())
+		}
+		c, err := rateCeilingArgs(h.Dispenser)
+		if err != nil {
+			return nil, err
+		}
+		*dst = c
+	}
+	return a, nil
+}
+
+// rateCeilingArgs reads `<requests> <window> [<burst>]`.
+func rateCeilingArgs(d *caddyfile.Dispenser) (*handlers.RateCeiling, error) {
+	name := d.Val()
+	args := d.RemainingArgs()
+	if len(args) < 2 || len(args) > 3 {
+		return nil, d.Errf("%s: expected <requests> <window> [<burst>]", name)
+	}
+	n, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || n <= 0 {
+		return nil, d.Errf("%s: requests must be a positive integer, got %q", name, args[0])
+	}
+	win, err := caddy.ParseDuration(args[1])
+	if err != nil || win <= 0 {
+		return nil, d.Errf("%s: invalid window %q", name, args[1])
+	}
+	c := &handlers.RateCeiling{Requests: n, Window: caddy.Duration(win)}
+	if len(args) == 3 {
+		b, err := strconv.Atoi(args[2])
+		if err != nil || b <= 0 {
+			return nil, d.Errf("%s: burst must be a positive integer, got %q", name, args[2])
+		}
+		c.Burst = b
+	}
+	return c, nil
 }
 
 // parseAdmin parses `tollgate_admin`, which takes no arguments.
 func parseAdmin(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	return new(handlers.Admin), noArgs(h)
+}
+
+// parseMeter parses `tollgate_meter`, which takes no arguments; its limits
+// are the tollgate app's in_flight options and each key's cap.
+func parseMeter(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	return new(handlers.Meter), noArgs(h)
 }
 
 // parseRouter parses:

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -87,6 +88,8 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = methods(r, map[string]func() *APIError{"GET": ar.orgSettings, "PATCH": ar.updateOrgSettings})
 	case sub == "/credits":
 		apiErr = methods(r, map[string]func() *APIError{"GET": ar.credits})
+	case seg[0] == "byok":
+		apiErr = ar.serveBYOK(a.gw, seg[1:])
 	default:
 		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
@@ -108,6 +111,7 @@ func methods(r *http.Request, byMethod map[string]func() *APIError) *APIError {
 	for m := range byMethod {
 		allowed = append(allowed, m)
 	}
+	sort.Strings(allowed)
 	e := newError(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
 	e.Header = http.Header{"Allow": {strings.Join(allowed, ", ")}}
 	return e

@@ -29,9 +29,19 @@ var now = time.Now
 // {tollgate.workspace.id}; {http.auth.user.id} is the key hash, as with
 // Caddy's own authentication. The client's Authorization header is removed,
 // so that it can never be forwarded upstream.
+//
+// PerIP and PerKey are the abuse ceilings in front of everything (the
+// spec's DDoS layer): a client IP (as Caddy resolves it, honouring
+// trusted_proxies) is limited before its key is even looked up, a key
+// after. Both answer the platform's 429.
 type Auth struct {
+	PerIP  *RateCeiling `json:"per_ip,omitempty"`
+	PerKey *RateCeiling `json:"per_key,omitempty"`
+
 	gw     Gateway
 	logger *zap.Logger
+	byIP   *ceilings
+	byKey  *ceilings
 }
 
 // CaddyModule returns the Caddy module information.
@@ -45,6 +55,7 @@ func (*Auth) CaddyModule() caddy.ModuleInfo {
 // Provision finds the tollgate app.
 func (a *Auth) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.byIP, a.byKey = newCeilings(a.PerIP), newCeilings(a.PerKey)
 	gw, err := loadGateway(ctx)
 	a.gw = gw
 	return err
@@ -84,9 +95,17 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		WriteError(w, NotFound("Not found: "+r.Method+" "+r.URL.Path))
 		return nil
 	}
+	if a.byIP != nil {
+		ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+		if apiErr := a.ceiling(a.byIP, ip, "per_ip"); apiErr != nil {
+			WriteError(w, apiErr)
+			return nil
+		}
+	}
 	secret, present := bearer(r)
 	if !present {
 		if kind == routePublic {
+			r.Header.Del("Authorization") // a malformed header must not reach the provider either
 			return next.ServeHTTP(w, r)
 		}
 		WriteError(w, newError(http.StatusUnauthorized, msgMissingAuth))
@@ -96,6 +115,12 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if apiErr != nil {
 		WriteError(w, apiErr)
 		return nil
+	}
+	if a.byKey != nil {
+		if apiErr := a.ceiling(a.byKey, id.Hash, "per_key"); apiErr != nil {
+			WriteError(w, apiErr)
+			return nil
+		}
 	}
 	r.Header.Del("Authorization")
 	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
@@ -141,6 +166,16 @@ func (a *Auth) identify(secret string, kind routeKind) (*Identity, *APIError) {
 		}
 	}
 	return &Identity{Principal: p, Account: acct}, nil
+}
+
+// ceiling takes a token from the named bucket or answers 429.
+func (a *Auth) ceiling(c *ceilings, name, scope string) *APIError {
+	t := now()
+	ok, next := c.allow(name, t)
+	if ok {
+		return nil
+	}
+	return rateLimitError(&RateLimited{Limit: int64(c.burst), Reset: next, Scope: "abuse_" + scope}, t)
 }
 
 // annotate exposes the identity to logs and later handlers as placeholders.

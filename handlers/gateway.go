@@ -5,6 +5,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -20,6 +22,13 @@ type Gateway interface {
 	Brand() string
 	// FreeModelLimits are the caps on ":free" models, defaults filled in.
 	FreeModelLimits() FreeModelLimits
+	// Catalog is the operator's model catalog.
+	Catalog() *catalog.Catalog
+	// InFlightPolicy configures the in-flight spending budget.
+	InFlightPolicy() billing.InFlightPolicy
+	// BYOKSealer seals and opens BYOK provider keys; nil when the operator
+	// configured no byok_encryption_key (BYOK is then off).
+	BYOKSealer() *storage.Sealer
 }
 
 // loadGateway fetches the tollgate app from the Caddy context.

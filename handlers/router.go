@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,19 +12,43 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// Router prepares inference requests for reverse_proxy: it checks the JSON
+// Router prepares inference requests for reverse_proxy. It checks the JSON
 // body with a 400 that names the wrong field, so that malformed requests
-// never reach a provider, asks the upstream for an identity-encoded answer
-// so that the gateway can read usage from it, and sets the placeholder
-// {tollgate.upstream.uri}: the request's path below /api/v1 under the
-// upstream's base path, with the query, for reverse_proxy's rewrite.
+// never reach a provider; finds the model in the catalog and picks its
+// provider; and asks for an identity-encoded answer so that the gateway can
+// read usage from it. It serves the model lists (GET /models and
+// GET /models/user) itself.
+//
+// For reverse_proxy it sets the request's Host and the provider's
+// Authorization, and the placeholders
+//
+//	{tollgate.upstream.dial}    the provider's host:port
+//	{tollgate.upstream.uri}     path below /api/v1 under the provider's base path, with the query
+//	{tollgate.upstream.host}    the provider's Host
+//	{tollgate.upstream.scheme}  http or https
+//	{tollgate.model}            the public model id
+//	{tollgate.provider}         the provider's name
+//
+// and attaches the *Route for the handlers after it (RouteFrom). Other
+// requests under /api/v1 (GET /generation, ...) only get
+// {tollgate.upstream.uri}, under UpstreamBasePath.
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// UpstreamBasePath is the upstream's API root. Default "/v1".
+	// UpstreamBasePath is the upstream API root of requests that are not
+	// routed by model. Default "/v1".
 	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
+
+	gw     Gateway
+	logger *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -33,8 +59,8 @@ func (*Router) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision sets defaults.
-func (rt *Router) Provision(caddy.Context) error {
+// Provision sets defaults and finds the tollgate app.
+func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MaxBodyBytes == 0 {
 		rt.MaxBodyBytes = 16 << 20
 	}
@@ -42,7 +68,25 @@ func (rt *Router) Provision(caddy.Context) error {
 		rt.UpstreamBasePath = "/v1"
 	}
 	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
+	// A zero Context (unit tests of the body checks) holds no apps; such a
+	// router has an empty catalog.
+	if rt.gw == nil && ctx.Context != nil {
+		gw, err := loadGateway(ctx)
+		if err != nil {
+			return err
+		}
+		rt.gw = gw
+		rt.logger = ctx.Logger()
+	}
 	return nil
+}
+
+// catalog is the current catalog; nil (empty) without a gateway.
+func (rt *Router) catalog() *catalog.Catalog {
+	if rt.gw == nil {
+		return nil
+	}
+	return rt.gw.Catalog()
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -51,29 +95,211 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if !ok || (kind != routeInference && kind != routePublic) {
 		return next.ServeHTTP(w, r)
 	}
-	uri := rt.UpstreamBasePath + sub
-	if r.URL.RawQuery != "" {
-		uri += "?" + r.URL.RawQuery
-	}
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("tollgate.upstream.uri", uri)
-	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if r.Method != http.MethodPost {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			switch sub {
+			case "/models":
+				rt.serveModels(w, r, false)
+				return nil
+			case "/models/user":
+				rt.serveModels(w, r, true)
+				return nil
+			}
+		}
+		if repl != nil {
+			repl.Set("tollgate.upstream.uri", withQuery(rt.UpstreamBasePath+sub, r))
+		}
 		return next.ServeHTTP(w, r)
 	}
 	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
 		apiErr = validateInference(sub, body)
 	}
+	var route *Route
+	var upstreamKey string
+	if apiErr == nil {
+		id, _ := IdentityFrom(r)
+		route, body, upstreamKey, apiErr = rt.route(sub, body, id)
+	}
 	if apiErr != nil {
 		WriteError(w, apiErr)
 		return nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
+	p := route.Provider
+	if repl != nil {
+		repl.Set("tollgate.upstream.dial", p.Dial)
+		repl.Set("tollgate.upstream.uri", withQuery(p.BasePath+sub, r))
+		repl.Set("tollgate.upstream.host", p.Host)
+		repl.Set("tollgate.upstream.scheme", p.Scheme)
+		repl.Set("tollgate.model", route.Model.ID)
+		repl.Set("tollgate.provider", p.Name)
+	}
+	r = r.WithContext(context.WithValue(r.Context(), routeKey{}, route))
+	// The header map is shared with the request Caddy logs: copy it before
+	// adding the provider's key (the operator's, or the account's own).
+	r.Header = r.Header.Clone()
+	r.Header.Set("Authorization", "Bearer "+upstreamKey)
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	r.Header.Del("Accept-Encoding")
+	r.Host = p.Host
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	return next.ServeHTTP(w, r)
+}
+
+// withQuery appends the request's query to an upstream path.
+func withQuery(path string, r *http.Request) string {
+	if r.URL.RawQuery != "" {
+		return path + "?" + r.URL.RawQuery
+	}
+	return path
+}
+
+// route finds the request's model in the catalog and picks its provider;
+// body is returned with the provider's model id written in, with the key to
+// call the provider with. The body was checked by validateInference.
+func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, []byte, string, *APIError) {
+	root := gjson.ParseBytes(body)
+	if name, dup := duplicateKey(root); dup {
+		// Parsers disagree on which copy wins: the gateway could price one
+		// model while the provider serves another.
+		return nil, nil, "", BadRequest(name + ": duplicate field")
+	}
+	modelID := root.Get("model").Str
+	if modelID == "" { // validateInference allows `models` (fallbacks) alone
+		first := root.Get("models.0")
+		if first.Type != gjson.String || first.Str == "" {
+			return nil, nil, "", BadRequest("models: expected an array of model ids")
+		}
+		modelID = first.Str
+	}
+	m, ok := rt.catalog().Lookup(modelID)
+	if !ok {
+		return nil, nil, "", BadRequest(fmt.Sprintf("model: unknown model %q", modelID))
+	}
+	p, upstreamKey, byok := rt.pickProvider(m, id)
+	if p == nil {
+		return nil, nil, "", newError(http.StatusServiceUnavailable, "No provider is available for model "+modelID)
+	}
+	if root.Get("model").Str != p.Model {
+		var err error
+		if body, err = sjson.SetBytes(body, "model", p.Model); err != nil {
+			return nil, nil, "", BadRequest("Request body is not valid JSON")
+		}
+	}
+	route := &Route{
+		Model:       m,
+		Provider:    p,
+		Kind:        "other",
+		Stream:      root.Get("stream").Bool(),
+		InputTokens: billing.EstimateTokens(len(body)),
+		BYOK:        byok,
+		User:        root.Get("user").Str,
+	}
+	switch sub {
+	case "/chat/completions":
+		route.Kind = "chat"
+	case "/responses":
+		route.Kind = "responses"
+	}
+	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
+		if v := root.Get(name); v.Type == gjson.Number {
+			route.MaxTokens = v.Int()
+			break
+		}
+	}
+	return route, body, upstreamKey, nil
+}
+
+// duplicateKey finds a key that appears twice in the top-level object.
+func duplicateKey(root gjson.Result) (string, bool) {
+	seen := make(map[string]bool, 16)
+	var dup string
+	found := false
+	root.ForEach(func(k, _ gjson.Result) bool {
+		if seen[k.Str] {
+			dup, found = k.Str, true
+			return false
+		}
+		seen[k.Str] = true
+		return true
+	})
+	return dup, found
+}
+
+// pickProvider chooses the provider of m for the caller and the key to
+// call it with. A provider for which the caller's account holds an enabled
+// BYOK credential comes first (in catalog order) and is called with the
+// account's own key, byok true; otherwise the first provider with the
+// operator's key. A provider without an operator key is usable only
+// through BYOK.
+func (rt *Router) pickProvider(m *catalog.Model, id *Identity) (p *catalog.Provider, key string, byok bool) {
+	if p, key, ok := rt.byokProvider(m, id); ok {
+		return p, key, true
+	}
+	if p := usableProvider(m, id); p != nil {
+		return p, p.APIKey, false
+	}
+	return nil, "", false
+}
+
+// byokProvider is the first provider of m with an address for which the
+// caller's account holds a credential that admits this request, with the
+// credential's key opened. Memory only; nothing when BYOK is off.
+func (rt *Router) byokProvider(m *catalog.Model, id *Identity) (*catalog.Provider, string, bool) {
+	if rt.gw == nil || id == nil || id.Management {
+		return nil, "", false
+	}
+	sealer := rt.gw.BYOKSealer()
+	if sealer == nil {
+		return nil, "", false
+	}
+	store, err := rt.gw.Store()
+	if err != nil {
+		return nil, "", false
+	}
+	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
+	if id.Key.CreatorUserID != nil {
+		use.UserID = *id.Key.CreatorUserID
+	}
+	for _, p := range m.Providers {
+		if p.Dial == "" {
+			continue
+		}
+		c, ok := store.BYOKForRequest(id.AccountID, p.Name, use)
+		if !ok {
+			continue
+		}
+		key, err := c.Open(sealer)
+		if err != nil {
+			// Sealed under another byok_encryption_key, or damaged.
+			rt.log().Error("BYOK credential cannot be opened; not using it",
+				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
+			continue
+		}
+		return p, key, true
+	}
+	return nil, "", false
+}
+
+func (rt *Router) log() *zap.Logger {
+	if rt.logger == nil {
+		return zap.NewNop()
+	}
+	return rt.logger
+}
+
+// usableProvider is the first provider of m that the gateway can call with
+// the operator's key: one with an address and an api_key. (Providers the
+// caller reaches through BYOK are found by Router.byokProvider.)
+func usableProvider(m *catalog.Model, _ *Identity) *catalog.Provider {
+	for _, p := range m.Providers {
+		if p.Dial != "" && p.APIKey != "" {
+			return p
+		}
+	}
+	return nil
 }
 
 // validateInference checks the fields every inference route shares and the

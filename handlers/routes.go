@@ -42,12 +42,12 @@ func classifyRoute(path string) (kind routeKind, sub string, ok bool) {
 	switch {
 	case sub == "/key":
 		return routeAnyKey, sub, true
+	case matchesGroup(sub, managementRoutes): // before inference: /generation/feedback
+		return routeManagement, sub, true
 	case matchesGroup(sub, inferenceRoutes):
 		return routeInference, sub, true
 	case sub == "/models" || strings.HasPrefix(sub, "/models/"):
 		return routePublic, sub, true
-	case matchesGroup(sub, managementRoutes):
-		return routeManagement, sub, true
 	}
 	return routeUnknown, sub, true
 }

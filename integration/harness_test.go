@@ -51,6 +51,8 @@ func TestMain(m *testing.M) {
 }
 
 // gatewayCaddyfile is the test gateway: the example's shape on test ports.
+// Its catalog serves tollgate-mock (paid), tollgate-mock:free and
+// mock/echo (paid, the same prices) from the mock provider.
 func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string {
 	return fmt.Sprintf(`{
 	admin %s
@@ -58,24 +60,55 @@ func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string 
 	tollgate {
 		data_dir %s
 		brand service
+		byok_encryption_key dG9sbGdhdGUtaW50ZWdyYXRpb24tdGVzdC1rZXktMzI=
+		model tollgate-mock {
+			context_length 8192
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+			provider mock http://%[4]s/v1 {
+				api_key mock
+			}
+		}
+		model tollgate-mock:free {
+			pricing {
+				prompt 0
+				completion 0
+			}
+			provider mock http://%[4]s/v1 {
+				model tollgate-mock
+				api_key mock
+			}
+		}
+		model mock/echo {
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+			provider mock http://%[4]s/v1 {
+				api_key mock
+			}
+		}
 	}
 }
 
-http://%s {
+http://%[3]s {
 	bind 127.0.0.1
 	tollgate_auth
 	tollgate_admin
 	tollgate_router
-	reverse_proxy /api/v1/* %s {
+	tollgate_meter
+	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
 		rewrite {tollgate.upstream.uri}
 		flush_interval -1
 	}
 }
 
-http://%s {
+http://%[5]s {
 	bind 127.0.0.1
 	tollgate_mock_provider {
-		latency %s
+		latency %[6]s
 	}
 }
 `, admin, dataDir, portOnly(gateway), mock, portOnly(mock), mockLatency)
@@ -118,8 +151,10 @@ type client struct {
 }
 
 func newClient(t *testing.T, gateway, admin string) *client {
+	// A transport of its own: idle connections of an earlier test's server
+	// would fail the first POST after a config reload.
 	return &client{t: t, gateway: "http://" + gateway, admin: "http://" + admin,
-		http: &http.Client{Timeout: 30 * time.Second}}
+		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 }
 
 // response is a decoded answer.
@@ -282,13 +317,25 @@ func (p *process) start(t *testing.T) {
 		res, err := http.Get("http://" + p.gateway + "/api/v1/key")
 		if err == nil {
 			res.Body.Close()
-			if res.StatusCode == http.StatusUnauthorized {
+			// Caddy starts its apps in map order: the gateway may serve
+			// before the tollgate app (and its operator API) is up.
+			if res.StatusCode == http.StatusUnauthorized && operatorUp(p.admin) {
 				return
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("gateway did not start; log:\n%s", p.log)
+}
+
+// operatorUp reports whether the operator API on admin answers.
+func operatorUp(admin string) bool {
+	res, err := http.Get("http://" + admin + "/tollgate/accounts")
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
 }
 
 // kill stops the process at once, as a crash would (SIGKILL).

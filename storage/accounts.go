@@ -92,7 +92,7 @@ func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, erro
 	}
 	// Identity and money are not editable here.
 	a.ID, a.CreditsPurchased, a.Purchases, a.Usage, a.BYOKUsage = cur.ID, cur.CreditsPurchased, cur.Purchases, cur.Usage, cur.BYOKUsage
-	a.FreeModelRequests = cur.FreeModelRequests
+	a.FreeModelRequests, a.FreeModelMinute = cur.FreeModelRequests, cur.FreeModelMinute
 	a.UpdatedAt = now().UTC()
 	s.accounts[id] = &a
 	b := s.markDirty(prefixAccount + a.ID)

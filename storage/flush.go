@@ -157,6 +157,8 @@ func (s *Store) snapshot(key string) any {
 		if m, ok := s.mgmtKeys[key[len(prefixMgmtKey):]]; ok {
 			return *m
 		}
+	case hasPrefix(key, prefixBYOK):
+		return s.byokSnapshot(key)
 	}
 	return nil
 }

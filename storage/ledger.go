@@ -109,6 +109,12 @@ type LedgerView struct {
 type Holds struct {
 	Hold     Amount // against the balance and the key cap
 	InFlight Amount // against the in-flight budget
+	// CountFree counts the request against the account's free-model
+	// request windows when it is admitted.
+	CountFree bool
+	// KeyOnly holds against the key's cap but not the account's balance:
+	// the request spends the caller's own provider credits (BYOK).
+	KeyOnly bool
 }
 
 // Reservation is an admitted request's holds, until Settle or Release.
@@ -145,7 +151,9 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if err := decide(v); err != nil {
 		return nil, err
 	}
-	s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
+	if !h.KeyOnly {
+		s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
+	}
 	if keyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
 	}
@@ -153,12 +161,22 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		st.running += h.InFlight
 		s.ledger.inFlight[accountID] = st
 	}
+	if h.CountFree {
+		// Not waited for: a count lost in a crash only favours the client.
+		a := *acct
+		a.FreeModelRequests = a.FreeModelRequests.Add(IntervalDaily, t, 1)
+		a.FreeModelMinute = a.FreeModelMinute.Add(IntervalMinute, t, 1)
+		s.accounts[a.ID] = &a
+		s.markDirty(prefixAccount + a.ID)
+	}
 	return &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}, nil
 }
 
 // release drops the reservation's holds. Callers hold s.mu.
 func (s *Store) release(res *Reservation) {
-	s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
+	if !res.KeyOnly {
+		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
+	}
 	if res.KeyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
 	}

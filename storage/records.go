@@ -55,8 +55,10 @@ type Account struct {
 	// FilteredModelCatalog is the organization setting
 	// is_filtered_model_catalog_enabled.
 	FilteredModelCatalog bool `json:"filtered_model_catalog"`
-	// FreeModelRequests counts today's free-model requests (UTC day).
+	// FreeModelRequests counts today's free-model requests (UTC day);
+	// FreeModelMinute the current UTC minute's. Both survive restarts.
 	FreeModelRequests Windowed  `json:"free_model_requests"`
+	FreeModelMinute   Windowed  `json:"free_model_minute"`
 	CreatedAt         time.Time `json:"created_at"`
 	UpdatedAt         time.Time `json:"updated_at"`
 }
@@ -67,6 +69,12 @@ func (a Account) Balance() Amount { return a.CreditsPurchased - a.Usage }
 // FreeModelRequestsToday returns the free-model requests counted in now's UTC day.
 func (a Account) FreeModelRequestsToday(now time.Time) int64 {
 	return int64(a.FreeModelRequests.At(IntervalDaily, now))
+}
+
+// FreeModelRequestsThisMinute returns the free-model requests counted in
+// now's UTC minute.
+func (a Account) FreeModelRequestsThisMinute(now time.Time) int64 {
+	return int64(a.FreeModelMinute.At(IntervalMinute, now))
 }
 
 // Purchase is one credit purchase recorded by the operator.

@@ -54,6 +54,8 @@ type Store struct {
 	seq       uint64
 	ledger    ledger
 
+	byok map[string]map[string]*Credential // BYOK credentials by account id, then id
+
 	// group commit (flush.go)
 	dirty     map[string]struct{}
 	appends   []kv
@@ -73,6 +75,7 @@ const (
 	prefixPurchase = "p/"
 	prefixMgmtKey  = "m/"
 	prefixAPIKey   = "k/"
+	prefixBYOK     = "b/" // b/<account id>/<credential id>
 	// Generation records are append-only and not loaded into memory.
 	prefixGeneration = "g/"
 )
@@ -104,6 +107,7 @@ func Open(opts Options) (*Store, error) {
 		keys:      map[string]*APIKey{},
 		mgmtKeys:  map[string]*ManagementKey{},
 		purchases: map[string][]Purchase{},
+		byok:      map[string]map[string]*Credential{},
 		ledger:    newLedger(),
 		dirty:     map[string]struct{}{},
 		open:      &batch{done: make(chan struct{})},
@@ -143,7 +147,7 @@ func (s *Store) Close() error {
 // warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey} {
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
@@ -188,6 +192,8 @@ func (s *Store) loadRecord(prefix string, v []byte) error {
 		}
 		s.keys[k.Hash] = &k
 		s.seq = max(s.seq, k.Seq)
+	case prefixBYOK:
+		return s.loadBYOK(v)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ const (
 	IntervalDaily   Interval = "daily"
 	IntervalWeekly  Interval = "weekly"
 	IntervalMonthly Interval = "monthly"
+	// IntervalMinute is for request-rate windows; keys cannot reset by it.
+	IntervalMinute Interval = "minute"
 )
 
 // ParseInterval accepts the reset names of the public API.
@@ -28,6 +30,8 @@ func PeriodID(iv Interval, t time.Time) int64 {
 	t = t.UTC()
 	days := floorDiv(t.Unix(), 86400)
 	switch iv {
+	case IntervalMinute:
+		return floorDiv(t.Unix(), 60)
 	case IntervalDaily:
 		return days
 	case IntervalWeekly:
@@ -45,6 +49,8 @@ func PeriodEnd(iv Interval, t time.Time) time.Time {
 	t = t.UTC()
 	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 	switch iv {
+	case IntervalMinute:
+		return t.Truncate(time.Minute).Add(time.Minute)
 	case IntervalDaily:
 		return day.AddDate(0, 0, 1)
 	case IntervalWeekly:

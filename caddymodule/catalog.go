@@ -1,0 +1,492 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// ModelConfig is one model of the catalog as written in the app's config.
+type ModelConfig struct {
+	// ID is the public model id clients send, e.g. "openai/gpt-4o".
+	ID string `json:"id"`
+	// Name is the display name. Default: the id.
+	Name string `json:"name,omitempty"`
+	// ContextLength is the context window in tokens; 0: unknown (null).
+	ContextLength int64 `json:"context_length,omitempty"`
+	// MaxCompletionTokens bounds one answer; 0: unknown (null).
+	MaxCompletionTokens int64 `json:"max_completion_tokens,omitempty"`
+	// Pricing is what a request costs, in credits.
+	Pricing PricingConfig `json:"pricing"`
+	// Providers serve the model; the first usable one is chosen.
+	Providers []ProviderConfig `json:"providers,omitempty"`
+}
+
+// ProviderConfig is one upstream endpoint of a model, in the app's config
+// and in the "tollgate" extension of models_file.
+type ProviderConfig struct {
+	// Name identifies the provider ("openai", "mock").
+	Name string `json:"name"`
+	// BaseURL is the provider's API root, e.g. https://api.openai.com/v1.
+	BaseURL string `json:"base_url"`
+	// Model is the provider's id for the model. Default: the model's id.
+	Model string `json:"model,omitempty"`
+	// APIKey is the operator's key, usually a placeholder such as
+	// {env.OPENAI_API_KEY}, expanded at provision time.
+	APIKey string `json:"api_key,omitempty"`
+	// Style is the provider's API dialect; only "openai", the default.
+	Style string `json:"style,omitempty"`
+}
+
+// provider copies the config into the catalog's form, which Provision
+// then completes; the config keeps its placeholders.
+func (pc ProviderConfig) provider() *catalog.Provider {
+	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style}
+}
+
+// PricingConfig holds prices as exact decimal strings. Prompt and
+// completion are required ("0" for free), so that a forgotten price can
+// never make a model free.
+type PricingConfig struct {
+	Prompt     string `json:"prompt,omitempty"`     // per input token
+	Completion string `json:"completion,omitempty"` // per output token
+	Request    string `json:"request,omitempty"`    // per request; default 0
+	WebSearch  string `json:"web_search,omitempty"` // per search result; default 0
+}
+
+// defaultCreated is the `created` time of models that do not set one: a
+// fixed instant (2024-01-01T00:00:00Z), so that the public list does not
+// change on every config reload.
+const defaultCreated = 1704067200
+
+// defaultSupportedParameters are what an OpenAI-style provider accepts and
+// the gateway forwards untouched.
+var defaultSupportedParameters = []string{"max_tokens", "temperature", "top_p", "stop", "tools", "tool_choice"}
+
+// loadCatalog builds the catalog: the models of models_file first, then
+// the configured ones. Placeholders in base_url and api_key are expanded
+// here; keys never appear in errors or logs.
+func (a *App) loadCatalog() (*catalog.Catalog, error) {
+	repl := caddy.NewReplacer()
+	var models []*catalog.Model
+	if a.ModelsFile != "" {
+		path := repl.ReplaceAll(a.ModelsFile, "")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("models_file: %v", err)
+		}
+		models, err = parseModelsFile(data)
+		if err != nil {
+			return nil, fmt.Errorf("models_file %s: %v", path, err)
+		}
+	}
+	for i := range a.Models {
+		m, err := a.Models[i].model()
+		if err != nil {
+			return nil, err
+		}
+		models = append(models, m)
+	}
+	seen := make(map[string]bool, len(models))
+	for _, m := range models {
+		if seen[m.ID] {
+			return nil, fmt.Errorf("model %q: duplicate id", m.ID)
+		}
+		seen[m.ID] = true
+		for _, p := range m.Providers {
+			if err := provisionProvider(p, m.ID, repl); err != nil {
+				return nil, fmt.Errorf("model %q: provider %q: %v", m.ID, p.Name, err)
+			}
+			if p.APIKey == "" && a.logger != nil {
+				a.logger.Warn("provider has no api_key: the model cannot be served with the operator's key",
+					zap.String("model", m.ID), zap.String("provider", p.Name))
+			}
+		}
+	}
+	return catalog.New(models), nil
+}
+
+// model converts a configured model and builds its public object.
+func (mc *ModelConfig) model() (*catalog.Model, error) {
+	if mc.ID == "" {
+		return nil, errors.New("model: id is required")
+	}
+	fail := func(field string, err error) error { return fmt.Errorf("model %q: %s: %v", mc.ID, field, err) }
+	if mc.ContextLength < 0 {
+		return nil, fail("context_length", errors.New("must not be negative"))
+	}
+	if mc.MaxCompletionTokens < 0 {
+		return nil, fail("max_completion_tokens", errors.New("must not be negative"))
+	}
+	m := &catalog.Model{ID: mc.ID, Name: mc.Name, ContextLength: mc.ContextLength, MaxCompletionTokens: mc.MaxCompletionTokens}
+	if m.Name == "" {
+		m.Name = m.ID
+	}
+	for _, f := range []struct {
+		name, s  string
+		required bool
+		dst      *billing.Price
+	}{
+		{"pricing.prompt", mc.Pricing.Prompt, true, &m.Pricing.Prompt},
+		{"pricing.completion", mc.Pricing.Completion, true, &m.Pricing.Completion},
+		{"pricing.request", mc.Pricing.Request, false, &m.Pricing.Request},
+		{"pricing.web_search", mc.Pricing.WebSearch, false, &m.Pricing.WebSearch},
+	} {
+		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
+			return nil, fail(f.name, err)
+		}
+	}
+	for _, pc := range mc.Providers {
+		m.Providers = append(m.Providers, pc.provider())
+	}
+	pub, err := marshal(newPublicModel(m))
+	if err != nil {
+		return nil, fail("public object", err)
+	}
+	m.Public = pub
+	return m, nil
+}
+
+func parsePriceField(s string, required bool, dst *billing.Price) error {
+	if s == "" {
+		if required {
+			return errors.New(`required (use "0" for free)`)
+		}
+		return nil
+	}
+	p, err := billing.ParsePrice(s)
+	if err != nil {
+		return fmt.Errorf("%q: %v", s, err)
+	}
+	*dst = p
+	return nil
+}
+
+// publicModel is a model in the public models-list format, with every
+// field the public SDKs require.
+type publicModel struct {
+	ID                  string             `json:"id"`
+	CanonicalSlug       string             `json:"canonical_slug"`
+	Name                string             `json:"name"`
+	Created             int64              `json:"created"`
+	Description         string             `json:"description"`
+	ContextLength       *int64             `json:"context_length"`
+	Architecture        publicArchitecture `json:"architecture"`
+	Pricing             publicPricing      `json:"pricing"`
+	TopProvider         publicTopProvider  `json:"top_provider"`
+	PerRequestLimits    *struct{}          `json:"per_request_limits"`
+	SupportedParameters []string           `json:"supported_parameters"`
+	SupportedVoices     []string           `json:"supported_voices"`
+	DefaultParameters   *struct{}          `json:"default_parameters"`
+	KnowledgeCutoff     *string            `json:"knowledge_cutoff"`
+	ExpirationDate      *string            `json:"expiration_date"`
+	Links               publicLinks        `json:"links"`
+}
+
+type publicArchitecture struct {
+	Modality         string   `json:"modality"`
+	InputModalities  []string `json:"input_modalities"`
+	OutputModalities []string `json:"output_modalities"`
+	Tokenizer        string   `json:"tokenizer"`
+	InstructType     *string  `json:"instruct_type"`
+}
+
+type publicPricing struct {
+	Prompt     billing.Price `json:"prompt"`
+	Completion billing.Price `json:"completion"`
+	Request    billing.Price `json:"request"`
+	WebSearch  billing.Price `json:"web_search"`
+}
+
+type publicTopProvider struct {
+	ContextLength       *int64 `json:"context_length"`
+	IsModerated         bool   `json:"is_moderated"`
+	MaxCompletionTokens *int64 `json:"max_completion_tokens"`
+}
+
+type publicLinks struct {
+	Details string `json:"details"`
+}
+
+func newPublicModel(m *catalog.Model) publicModel {
+	return publicModel{
+		ID:            m.ID,
+		CanonicalSlug: m.ID,
+		Name:          m.Name,
+		Created:       defaultCreated,
+		ContextLength: nullIfZero(m.ContextLength),
+		Architecture: publicArchitecture{
+			Modality:         "text->text",
+			InputModalities:  []string{"text"},
+			OutputModalities: []string{"text"},
+			Tokenizer:        "Other",
+		},
+		Pricing: publicPricing{
+			Prompt:     m.Pricing.Prompt,
+			Completion: m.Pricing.Completion,
+			Request:    m.Pricing.Request,
+			WebSearch:  m.Pricing.WebSearch,
+		},
+		TopProvider: publicTopProvider{
+			ContextLength:       nullIfZero(m.ContextLength),
+			MaxCompletionTokens: nullIfZero(m.MaxCompletionTokens),
+		},
+		SupportedParameters: defaultSupportedParameters,
+		Links:               publicLinks{Details: detailsLink(m.ID)},
+	}
+}
+
+func nullIfZero(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func detailsLink(id string) string { return "/api/v1/models/" + id + "/endpoints" }
+
+// parseModelsFile reads a models list in the public format,
+// {"data":[model, ...]}, where a model may carry the gateway's own
+// "tollgate": {"providers": [...]}. The public fields are kept as written,
+// missing required ones are filled in, and "tollgate" is removed.
+func parseModelsFile(data []byte) ([]*catalog.Model, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, errors.New("not valid JSON")
+	}
+	list := gjson.GetBytes(data, "data")
+	if !list.IsArray() {
+		return nil, errors.New(`expected {"data": [models...]}`)
+	}
+	var models []*catalog.Model
+	var err error
+	list.ForEach(func(key, v gjson.Result) bool {
+		var m *catalog.Model
+		if m, err = parseFileModel(int(key.Int()), v); err == nil {
+			models = append(models, m)
+		}
+		return err == nil
+	})
+	return models, err
+}
+
+func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
+	if !v.IsObject() {
+		return nil, fmt.Errorf("data[%d]: expected a model object", index)
+	}
+	id := v.Get("id")
+	if id.Type != gjson.String || id.Str == "" {
+		return nil, fmt.Errorf("data[%d]: id: expected a non-empty string", index)
+	}
+	fail := func(field, want string) error { return fmt.Errorf("model %q: %s: expected %s", id.Str, field, want) }
+	for _, obj := range []string{"architecture", "pricing", "top_provider", "links", "tollgate"} {
+		if f := v.Get(obj); f.Exists() && !f.IsObject() {
+			return nil, fail(obj, "an object")
+		}
+	}
+	m := &catalog.Model{ID: id.Str}
+
+	// The gateway's extension, strictly: a misspelt field must not go
+	// unnoticed.
+	if ext := v.Get("tollgate"); ext.Exists() {
+		dec := json.NewDecoder(strings.NewReader(ext.Raw))
+		dec.DisallowUnknownFields()
+		var cfg struct {
+			Providers []ProviderConfig `json:"providers"`
+		}
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
+		}
+		for _, pc := range cfg.Providers {
+			m.Providers = append(m.Providers, pc.provider())
+		}
+	}
+	raw, err := sjson.Delete(v.Raw, "tollgate")
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %v", id.Str, err)
+	}
+
+	ctxLen := gjson.Get(raw, "context_length")
+	ctxRaw := "null"
+	if ctxLen.Exists() {
+		ctxRaw = ctxLen.Raw
+	}
+	for _, d := range []struct{ path, raw string }{
+		{"canonical_slug", mustJSON(id.Str)},
+		{"name", mustJSON(id.Str)},
+		{"created", fmt.Sprint(defaultCreated)},
+		{"description", `""`},
+		{"context_length", "null"},
+		{"architecture.modality", `"text->text"`},
+		{"architecture.input_modalities", `["text"]`},
+		{"architecture.output_modalities", `["text"]`},
+		{"top_provider.context_length", ctxRaw},
+		{"top_provider.is_moderated", "false"},
+		{"top_provider.max_completion_tokens", "null"},
+		{"per_request_limits", "null"},
+		{"supported_parameters", mustJSON(defaultSupportedParameters)},
+		{"supported_voices", "null"},
+		{"default_parameters", "null"},
+		{"links.details", mustJSON(detailsLink(id.Str))},
+	} {
+		if !gjson.Get(raw, d.path).Exists() {
+			if raw, err = sjson.SetRaw(raw, d.path, d.raw); err != nil {
+				return nil, fmt.Errorf("model %q: %s: %v", id.Str, d.path, err)
+			}
+		}
+	}
+
+	pub := gjson.Parse(raw)
+	for _, c := range []struct {
+		path, want string
+		ok         func(gjson.Result) bool
+	}{
+		{"canonical_slug", "a string", isString},
+		{"name", "a string", isString},
+		{"created", "an integer", isInt},
+		{"description", "a string", isString},
+		{"context_length", "an integer or null", nullOr(isInt)},
+		{"architecture.modality", "a string or null", nullOr(isString)},
+		{"architecture.input_modalities", "an array of strings", isStrings},
+		{"architecture.output_modalities", "an array of strings", isStrings},
+		{"pricing.prompt", "a decimal string", isString},
+		{"pricing.completion", "a decimal string", isString},
+		{"top_provider.context_length", "an integer or null", nullOr(isInt)},
+		{"top_provider.is_moderated", "a boolean", gjson.Result.IsBool},
+		{"top_provider.max_completion_tokens", "an integer or null", nullOr(isInt)},
+		{"per_request_limits", "an object or null", nullOr(gjson.Result.IsObject)},
+		{"supported_parameters", "an array of strings", isStrings},
+		{"supported_voices", "an array of strings or null", nullOr(isStrings)},
+		{"default_parameters", "an object or null", nullOr(gjson.Result.IsObject)},
+		{"links.details", "a string", isString},
+	} {
+		if !c.ok(pub.Get(c.path)) {
+			return nil, fail(c.path, c.want)
+		}
+	}
+
+	m.Name = pub.Get("name").Str
+	m.ContextLength = pub.Get("context_length").Int()
+	m.MaxCompletionTokens = pub.Get("top_provider.max_completion_tokens").Int()
+	if m.ContextLength < 0 {
+		return nil, fail("context_length", "a non-negative integer")
+	}
+	if m.MaxCompletionTokens < 0 {
+		return nil, fail("top_provider.max_completion_tokens", "a non-negative integer")
+	}
+	for _, f := range []struct {
+		name     string
+		required bool
+		dst      *billing.Price
+	}{
+		{"prompt", true, &m.Pricing.Prompt},
+		{"completion", true, &m.Pricing.Completion},
+		{"request", false, &m.Pricing.Request},
+		{"web_search", false, &m.Pricing.WebSearch},
+	} {
+		p := pub.Get("pricing." + f.name)
+		if p.Exists() && p.Type != gjson.String {
+			return nil, fail("pricing."+f.name, "a decimal string")
+		}
+		if err := parsePriceField(p.Str, f.required, f.dst); err != nil {
+			return nil, fmt.Errorf("model %q: pricing.%s: %v", id.Str, f.name, err)
+		}
+	}
+
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(raw)); err != nil {
+		return nil, fmt.Errorf("model %q: %v", id.Str, err)
+	}
+	m.Public = compact.Bytes()
+	return m, nil
+}
+
+func isString(v gjson.Result) bool { return v.Type == gjson.String }
+
+func isInt(v gjson.Result) bool {
+	return v.Type == gjson.Number && v.Float() == float64(v.Int())
+}
+
+func isStrings(v gjson.Result) bool {
+	if !v.IsArray() {
+		return false
+	}
+	for _, e := range v.Array() {
+		if e.Type != gjson.String {
+			return false
+		}
+	}
+	return true
+}
+
+func nullOr(ok func(gjson.Result) bool) func(gjson.Result) bool {
+	return func(v gjson.Result) bool { return v.Type == gjson.Null || ok(v) }
+}
+
+func mustJSON(v any) string {
+	b, err := marshal(v)
+	if err != nil {
+		panic(err) // only called on strings and string slices
+	}
+	return string(b)
+}
+
+// marshal is json.Marshal without HTML escaping, so that "text->text"
+// reads as written.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// provisionProvider checks a provider, expands the placeholders of its
+// base_url and api_key, and derives what reverse_proxy needs from the URL.
+func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer) error {
+	if p.Name == "" {
+		return errors.New("name: required")
+	}
+	if p.Model == "" {
+		p.Model = modelID
+	}
+	switch p.Style {
+	case "":
+		p.Style = "openai"
+	case "openai":
+	default:
+		return fmt.Errorf("style: unsupported %q (only \"openai\")", p.Style)
+	}
+	configured := p.BaseURL // as written: the expanded form may hold secrets
+	p.APIKey = repl.ReplaceKnown(p.APIKey, "")
+	p.BaseURL = repl.ReplaceKnown(p.BaseURL, "")
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("base_url: expected an http or https URL with a host and no query, got %q", configured)
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	p.Scheme = u.Scheme
+	p.Dial = net.JoinHostPort(u.Hostname(), port)
+	p.Host = u.Host
+	// No trailing slash: the router appends paths that start with one.
+	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
+	return nil
+}

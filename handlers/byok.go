@@ -1,0 +1,394 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// BYOK (bring your own key) credentials: an account's own provider keys,
+// managed under /api/v1/byok with a management key. The provider key is
+// write-only: it is sealed at rest with the app's byok_encryption_key,
+// never returned (only a masked label) and never logged. The router calls a
+// provider with the account's own key when the account holds an enabled
+// credential for it, and the meter then charges the byok_usage counters.
+
+// Paging of GET /byok.
+const (
+	byokDefaultLimit = 50
+	byokMaxLimit     = 100
+)
+
+// Bounds of the write fields (public schema).
+const (
+	byokMaxName     = 255
+	byokMaxKey      = 8192
+	byokMaxListItem = 100
+)
+
+// msgBYOKOff answers every BYOK route when the operator set no key.
+const msgBYOKOff = "BYOK is not configured on this gateway: the operator must set byok_encryption_key"
+
+var keyHashPattern = regexp.MustCompile(`^[a-f0-9]{64}$`)
+
+// byokView is a BYOK credential as the public schema has it.
+type byokView struct {
+	ID                  string   `json:"id"`
+	Provider            string   `json:"provider"`
+	WorkspaceID         *string  `json:"workspace_id"`
+	Name                *string  `json:"name"`
+	Label               string   `json:"label"`
+	Disabled            bool     `json:"disabled"`
+	IsFallback          bool     `json:"is_fallback"`
+	IsBYOKOnly          bool     `json:"is_byok_only"`
+	IsRequired          bool     `json:"is_required"`
+	DeclaredZDR         *bool    `json:"declared_zdr"`
+	AllowedModels       []string `json:"allowed_models"`
+	AllowedAPIKeyHashes []string `json:"allowed_api_key_hashes"`
+	AllowedUserIDs      []string `json:"allowed_user_ids"`
+	SortOrder           int      `json:"sort_order"`
+	CreatedAt           string   `json:"created_at"`
+	UpdatedAt           string   `json:"updated_at"`
+}
+
+func newBYOKView(c storage.Credential) byokView {
+	v := byokView{
+		ID: c.ID, Provider: c.Provider, Name: c.Name, Label: c.Label, Disabled: c.Disabled,
+		IsFallback: c.IsFallback, IsBYOKOnly: c.IsBYOKOnly, IsRequired: c.IsRequired, DeclaredZDR: c.DeclaredZDR,
+		AllowedModels: c.AllowedModels, AllowedAPIKeyHashes: c.AllowedAPIKeyHashes, AllowedUserIDs: c.AllowedUserIDs,
+		SortOrder: c.SortOrder, CreatedAt: apiTime(c.CreatedAt), UpdatedAt: apiTime(c.UpdatedAt),
+	}
+	if c.WorkspaceID != "" {
+		ws := c.WorkspaceID
+		v.WorkspaceID = &ws
+	}
+	return v
+}
+
+// byokRequest is one request to the BYOK routes.
+type byokRequest struct {
+	*adminRequest
+	sealer  *storage.Sealer
+	catalog *catalog.Catalog
+}
+
+// serveBYOK dispatches /byok (ids empty) and /byok/{id} (one id).
+func (ar *adminRequest) serveBYOK(gw Gateway, ids []string) *APIError {
+	br := &byokRequest{adminRequest: ar, sealer: gw.BYOKSealer(), catalog: gw.Catalog()}
+	guard := func(h func() *APIError) func() *APIError {
+		return func() *APIError {
+			if br.sealer == nil {
+				return BadRequest(msgBYOKOff)
+			}
+			return h()
+		}
+	}
+	switch {
+	case len(ids) == 0:
+		return methods(ar.r, map[string]func() *APIError{"GET": guard(br.list), "POST": guard(br.create)})
+	case len(ids) == 1 && ids[0] != "":
+		id := ids[0]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":    guard(func() *APIError { return br.get(id) }),
+			"PATCH":  guard(func() *APIError { return br.update(id) }),
+			"DELETE": guard(func() *APIError { return br.delete(id) }),
+		})
+	}
+	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+// own returns one of the caller's account's credentials; another
+// account's is reported as missing, so that ids cannot be probed.
+func (br *byokRequest) own(id string) (storage.Credential, *APIError) {
+	c, ok := br.store.BYOK(br.id.AccountID, id)
+	if !ok {
+		return storage.Credential{}, NotFound("BYOK credential not found")
+	}
+	return c, nil
+}
+
+func (br *byokRequest) list() *APIError {
+	q := br.r.URL.Query()
+	offset, apiErr := intParam(q.Get("offset"), "offset", 0, 0, -1)
+	if apiErr != nil {
+		return apiErr
+	}
+	limit, apiErr := intParam(q.Get("limit"), "limit", byokDefaultLimit, 1, byokMaxLimit)
+	if apiErr != nil {
+		return apiErr
+	}
+	f := storage.BYOKFilter{AccountID: br.id.AccountID, WorkspaceID: br.id.Account.DefaultWorkspaceID,
+		Provider: q.Get("provider"), Offset: offset, Limit: limit}
+	if v := q.Get("workspace_id"); v != "" {
+		if v != br.id.Account.DefaultWorkspaceID {
+			return NotFound("Workspace not found")
+		}
+		f.WorkspaceID = v
+	}
+	creds, total := br.store.ListBYOK(f)
+	out := make([]byokView, len(creds))
+	for i, c := range creds {
+		out[i] = newBYOKView(c)
+	}
+	writeJSON(br.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
+	return nil
+}
+
+func (br *byokRequest) create() *APIError {
+	f, apiErr := br.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	provider, ok := f.String("provider")
+	if f.err == nil && (!ok || provider == "") {
+		return BadRequest("provider: required string")
+	}
+	secret, hasKey := br.secret(f)
+	if f.err == nil && !hasKey {
+		return BadRequest("key: required non-empty string")
+	}
+	n := storage.NewBYOK{AccountID: br.id.AccountID, Provider: provider, Secret: secret}
+	n.WorkspaceID, _ = f.String("workspace_id")
+	n.Name, _ = br.name(f)
+	n.Disabled, _ = f.Bool("disabled")
+	n.IsFallback, _ = f.Bool("is_fallback")
+	n.IsBYOKOnly, _ = f.Bool("is_byok_only")
+	n.IsRequired, _ = f.Bool("is_required")
+	n.DeclaredZDR, _ = nullableBool(f, "declared_zdr")
+	n.AllowedAPIKeyHashes, _ = stringList(f, "allowed_api_key_hashes", 1, keyHashPattern, "a key hash (64 lowercase hex digits)")
+	n.AllowedModels, _ = stringList(f, "allowed_models", 0, nil, "")
+	n.AllowedUserIDs, _ = stringList(f, "allowed_user_ids", 0, nil, "")
+	if f.err != nil {
+		return f.err
+	}
+	if apiErr := br.checkProvider(provider); apiErr != nil {
+		return apiErr
+	}
+	c, err := br.store.CreateBYOK(n, br.sealer)
+	if errors.Is(err, storage.ErrNotFound) {
+		return NotFound("Workspace not found")
+	}
+	if err != nil {
+		return storeError(err, "Account")
+	}
+	writeJSON(br.w, http.StatusCreated, map[string]any{"data": newBYOKView(c)})
+	return nil
+}
+
+func (br *byokRequest) get(id string) *APIError {
+	c, apiErr := br.own(id)
+	if apiErr != nil {
+		return apiErr
+	}
+	writeJSON(br.w, http.StatusOK, map[string]any{"data": newBYOKView(c)})
+	return nil
+}
+
+func (br *byokRequest) update(id string) *APIError {
+	if _, apiErr := br.own(id); apiErr != nil {
+		return apiErr
+	}
+	f, apiErr := br.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	secret, hasKey := br.secret(f)
+	name, hasName := br.name(f)
+	disabled, hasDisabled := f.Bool("disabled")
+	fallback, hasFallback := f.Bool("is_fallback")
+	byokOnly, hasBYOKOnly := f.Bool("is_byok_only")
+	required, hasRequired := f.Bool("is_required")
+	zdr, hasZDR := nullableBool(f, "declared_zdr")
+	hashes, hasHashes := stringList(f, "allowed_api_key_hashes", 1, keyHashPattern, "a key hash (64 lowercase hex digits)")
+	models, hasModels := stringList(f, "allowed_models", 0, nil, "")
+	users, hasUsers := stringList(f, "allowed_user_ids", 0, nil, "")
+	if f.err != nil {
+		return f.err
+	}
+	c, err := br.store.UpdateBYOK(br.id.AccountID, id, func(c *storage.Credential) error {
+		if hasKey {
+			c.SetSecret(br.sealer, secret)
+		}
+		if hasName {
+			c.Name = name
+		}
+		if hasDisabled {
+			c.Disabled = disabled
+		}
+		if hasFallback {
+			c.IsFallback = fallback
+		}
+		if hasBYOKOnly {
+			c.IsBYOKOnly = byokOnly
+		}
+		if hasRequired {
+			c.IsRequired = required
+		}
+		if hasZDR {
+			c.DeclaredZDR = zdr
+		}
+		if hasHashes {
+			c.AllowedAPIKeyHashes = hashes
+		}
+		if hasModels {
+			c.AllowedModels = models
+		}
+		if hasUsers {
+			c.AllowedUserIDs = users
+		}
+		return nil
+	})
+	if err != nil {
+		return storeError(err, "BYOK credential")
+	}
+	writeJSON(br.w, http.StatusOK, map[string]any{"data": newBYOKView(c)})
+	return nil
+}
+
+func (br *byokRequest) delete(id string) *APIError {
+	if _, apiErr := br.own(id); apiErr != nil {
+		return apiErr
+	}
+	if err := br.store.DeleteBYOK(br.id.AccountID, id); err != nil {
+		return storeError(err, "BYOK credential")
+	}
+	writeJSON(br.w, http.StatusOK, map[string]any{"deleted": true})
+	return nil
+}
+
+// secret reads the write-only `key`: a non-empty header-safe string
+// (printable ASCII, no spaces inside), surrounding whitespace trimmed. Its
+// value never appears in an error.
+func (br *byokRequest) secret(f *fields) (string, bool) {
+	s, ok := f.String("key")
+	if !ok || f.err != nil {
+		return "", false
+	}
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		f.fail("key", "a non-empty string")
+		return "", false
+	case len(s) > byokMaxKey:
+		f.fail("key", "at most 8192 characters")
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			f.fail("key", "printable ASCII characters without spaces")
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// name reads the nullable `name`, at most 255 characters.
+func (br *byokRequest) name(f *fields) (*string, bool) {
+	n, ok := f.NullableString("name")
+	if ok && n != nil && utf8.RuneCountInString(*n) > byokMaxName {
+		f.fail("name", "at most 255 characters")
+		return nil, false
+	}
+	return n, ok
+}
+
+// checkProvider accepts the providers of the operator's catalog.
+func (br *byokRequest) checkProvider(name string) *APIError {
+	names := catalogProviders(br.catalog)
+	for _, n := range names {
+		if n == name {
+			return nil
+		}
+	}
+	if len(names) == 0 {
+		return BadRequest("provider: unknown provider " + quote(name) + "; this gateway has no providers")
+	}
+	return BadRequest("provider: unknown provider " + quote(name) + "; expected one of: " + strings.Join(names, ", "))
+}
+
+// catalogProviders is the sorted set of provider names in the catalog.
+func catalogProviders(c *catalog.Catalog) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range c.Models() {
+		for _, p := range m.Providers {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				names = append(names, p.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+}
+
+// nullableBool reads a boolean-or-null field; a present null yields nil, true.
+func nullableBool(f *fields, name string) (*bool, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if !v.IsBool() {
+		f.fail(name, "a boolean or null")
+		return nil, false
+	}
+	b := v.Bool()
+	return &b, true
+}
+
+// stringList reads an array-of-strings-or-null field with between minItems
+// and 100 entries; a present null yields nil, true. pattern, when set,
+// constrains each entry (described by what).
+func stringList(f *fields, name string, minItems int, pattern *regexp.Regexp, what string) ([]string, bool) {
+	v, ok := f.get(name)
+	if !ok || f.err != nil {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	want := "an array of strings or null"
+	if minItems > 0 {
+		want = "null or an array of 1 to 100 strings"
+	}
+	if !v.IsArray() {
+		f.fail(name, want)
+		return nil, false
+	}
+	items := v.Array()
+	if len(items) < minItems || len(items) > byokMaxListItem {
+		f.fail(name, want)
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if it.Type != gjson.String || it.Str == "" {
+			f.fail(name, "non-empty strings")
+			return nil, false
+		}
+		if pattern != nil && !pattern.MatchString(it.Str) {
+			f.fail(name, "entries that are "+what)
+			return nil, false
+		}
+		out = append(out, it.Str)
+	}
+	return out, true
+}

@@ -1,0 +1,392 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// byokFields is every field of the public BYOK credential schema (the
+// SDK's strict schema), plus updated_at.
+var byokFields = []string{
+	"allowed_api_key_hashes", "allowed_models", "allowed_user_ids", "created_at", "declared_zdr",
+	"disabled", "id", "is_byok_only", "is_fallback", "is_required", "label", "name", "provider",
+	"sort_order", "updated_at", "workspace_id",
+}
+
+func byokSealer(t *testing.T, fill byte) *storage.Sealer {
+	t.Helper()
+	s, err := storage.NewSealer(bytes.Repeat([]byte{fill}, storage.SealerKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// byokFixture is a chain with BYOK on, the routed catalog, and two
+// accounts each with a management and a regular key.
+type byokFixture struct {
+	c                  *chain
+	acct, other        storage.Account
+	mgmt, otherMgmt    string
+	regular, otherReg  string
+	regHash, otherHash string
+}
+
+func newBYOKFixture(t *testing.T) *byokFixture {
+	t.Helper()
+	c := newChain(t)
+	c.gw.catalog = routedCatalog()
+	c.gw.sealer = byokSealer(t, 9)
+	c.router.gw = c.gw
+	f := &byokFixture{c: c, acct: c.gw.account(t, storage.AccountOrganization), other: c.gw.account(t, storage.AccountOrganization)}
+	_, f.mgmt = c.gw.mgmtKey(t, f.acct, nil)
+	_, f.otherMgmt = c.gw.mgmtKey(t, f.other, nil)
+	k, regular := c.gw.apiKey(t, f.acct, storage.NewAPIKey{})
+	o, otherReg := c.gw.apiKey(t, f.other, storage.NewAPIKey{})
+	f.regular, f.otherReg, f.regHash, f.otherHash = regular, otherReg, k.Hash, o.Hash
+	return f
+}
+
+func (f *byokFixture) create(t *testing.T, mgmt, body string) response {
+	t.Helper()
+	return f.c.do(t, "POST", "/api/v1/byok", mgmt, body).must(t, http.StatusCreated)
+}
+
+// noSecret fails when a response carries a provider key.
+func noSecret(t *testing.T, r response, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(r.body, s) {
+			t.Fatalf("response carries the provider key: %s", r.body)
+		}
+	}
+	if r.json.Get("data.key").Exists() || r.json.Get("key").Exists() || r.json.Get("data.sealed").Exists() {
+		t.Fatalf("response has a key field: %s", r.body)
+	}
+}
+
+func TestBYOKNotConfigured(t *testing.T) {
+	f := newBYOKFixture(t)
+	f.c.gw.sealer = nil
+	for _, rq := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/byok", ""},
+		{"POST", "/api/v1/byok", `{"provider":"openai","key":"sk-x"}`},
+		{"GET", "/api/v1/byok/abc", ""},
+		{"PATCH", "/api/v1/byok/abc", `{}`},
+		{"DELETE", "/api/v1/byok/abc", ""},
+	} {
+		f.c.do(t, rq.method, rq.path, f.mgmt, rq.body).wantError(t, 400, msgBYOKOff)
+	}
+	// method errors still come first; a regular key is still 403
+	f.c.do(t, "PUT", "/api/v1/byok", f.mgmt, "").must(t, 405)
+	f.c.do(t, "GET", "/api/v1/byok", f.regular, "").wantError(t, 403, msgManagementOnly)
+	// no BYOK routing: the operator's key is used
+	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
+	if got := f.c.got.header.Get("Authorization"); got != "Bearer sk-openai" {
+		t.Fatalf("Authorization = %q", got)
+	}
+}
+
+func TestBYOKCreateGetListPatchDelete(t *testing.T) {
+	f := newBYOKFixture(t)
+	const secret = "sk-proj-OWN-openai-key-0123456789"
+	r := f.create(t, f.mgmt, `{"provider":"openai","key":"  `+secret+`\n","name":"Prod OpenAI"}`)
+	noSecret(t, r, secret, "OWN-openai")
+	d := r.json.Get("data")
+	if got := objectKeys(d); !slices.Equal(got, byokFields) {
+		t.Fatalf("fields = %v\nwant     %v", got, byokFields)
+	}
+	id := d.Get("id").String()
+	if len(id) != 36 || strings.Count(id, "-") != 4 {
+		t.Errorf("id %q is not a UUID", id)
+	}
+	wantRaw(t, d, map[string]string{
+		"provider": `"openai"`, "name": `"Prod OpenAI"`, "label": `"sk-...6789"`, "disabled": "false",
+		"is_fallback": "false", "is_byok_only": "false", "is_required": "false", "declared_zdr": "null",
+		"allowed_models": "null", "allowed_api_key_hashes": "null", "allowed_user_ids": "null", "sort_order": "0",
+		"workspace_id": strconv.Quote(f.acct.DefaultWorkspaceID),
+	})
+	if !strings.HasSuffix(d.Get("created_at").String(), "Z") {
+		t.Errorf("created_at = %s", d.Get("created_at").Raw)
+	}
+
+	// every optional field
+	r = f.create(t, f.mgmt, `{"provider":"openai","key":"second-openai-key","name":null,"disabled":true,
+		"is_fallback":true,"is_byok_only":true,"is_required":true,"declared_zdr":true,
+		"allowed_models":["paid"],"allowed_api_key_hashes":["`+f.regHash+`"],"allowed_user_ids":["u1"],
+		"workspace_id":"`+f.acct.DefaultWorkspaceID+`"}`)
+	id2 := r.json.Get("data.id").String()
+	wantRaw(t, r.json.Get("data"), map[string]string{
+		"name": "null", "disabled": "true", "is_fallback": "true", "is_byok_only": "true", "is_required": "true",
+		"declared_zdr": "true", "allowed_models": `["paid"]`, "allowed_api_key_hashes": `["` + f.regHash + `"]`,
+		"allowed_user_ids": `["u1"]`, "sort_order": "1", "label": `"sec...-key"`,
+	})
+	r = f.create(t, f.mgmt, `{"provider":"mock","key":"mock-own-key"}`)
+	id3 := r.json.Get("data.id").String()
+
+	g := f.c.do(t, "GET", "/api/v1/byok/"+id, f.mgmt, "").must(t, 200)
+	noSecret(t, g, secret)
+	if g.json.Get("data.id").String() != id || !slices.Equal(objectKeys(g.json.Get("data")), byokFields) {
+		t.Fatalf("get: %s", g.body)
+	}
+
+	l := f.c.do(t, "GET", "/api/v1/byok", f.mgmt, "").must(t, 200)
+	noSecret(t, l, secret)
+	if got := objectKeys(l.json); !slices.Equal(got, []string{"data", "total_count"}) {
+		t.Fatalf("list fields %v", got)
+	}
+	var ids []string
+	for _, v := range l.json.Get("data").Array() {
+		ids = append(ids, v.Get("id").String())
+	}
+	if !slices.Equal(ids, []string{id3, id2, id}) || l.json.Get("total_count").Int() != 3 {
+		t.Fatalf("list = %v total %d", ids, l.json.Get("total_count").Int())
+	}
+	l = f.c.do(t, "GET", "/api/v1/byok?offset=1&limit=1", f.mgmt, "").must(t, 200)
+	if n := l.json.Get("data.#").Int(); n != 1 || l.json.Get("data.0.id").String() != id2 || l.json.Get("total_count").Int() != 3 {
+		t.Fatalf("page: %s", l.body)
+	}
+	l = f.c.do(t, "GET", "/api/v1/byok?provider=openai&workspace_id="+f.acct.DefaultWorkspaceID, f.mgmt, "").must(t, 200)
+	if l.json.Get("total_count").Int() != 2 || l.json.Get("data.#").Int() != 2 {
+		t.Fatalf("provider filter: %s", l.body)
+	}
+	l = f.c.do(t, "GET", "/api/v1/byok?offset=10", f.mgmt, "").must(t, 200)
+	if l.json.Get("data").Raw != "[]" || l.json.Get("total_count").Int() != 3 {
+		t.Fatalf("past the end: %s", l.body)
+	}
+
+	// patch: rename, disable, rotate the key, clear an allowlist
+	const rotated = "rotated-openai-key-ABCDEFGH"
+	p := f.c.do(t, "PATCH", "/api/v1/byok/"+id2, f.mgmt,
+		`{"name":"renamed","disabled":false,"key":"`+rotated+`","allowed_api_key_hashes":null,"declared_zdr":null,"is_fallback":false}`).must(t, 200)
+	noSecret(t, p, rotated)
+	wantRaw(t, p.json.Get("data"), map[string]string{
+		"id": strconv.Quote(id2), "name": `"renamed"`, "disabled": "false", "label": `"rot...EFGH"`,
+		"allowed_api_key_hashes": "null", "declared_zdr": "null", "is_fallback": "false",
+		"allowed_models": `["paid"]`, "sort_order": "1", "provider": `"openai"`,
+	})
+	cred, _ := f.c.gw.store.BYOK(f.acct.ID, id2)
+	if plain, err := cred.Open(f.c.gw.sealer); err != nil || plain != rotated {
+		t.Fatalf("rotated key = %q, %v", plain, err)
+	}
+	// an empty patch changes nothing but is allowed
+	f.c.do(t, "PATCH", "/api/v1/byok/"+id2, f.mgmt, `{}`).must(t, 200)
+
+	del := f.c.do(t, "DELETE", "/api/v1/byok/"+id3, f.mgmt, "").must(t, 200)
+	if del.body != "{\"deleted\":true}\n" {
+		t.Fatalf("delete body %q", del.body)
+	}
+	f.c.do(t, "GET", "/api/v1/byok/"+id3, f.mgmt, "").wantError(t, 404, "BYOK credential not found")
+	f.c.do(t, "DELETE", "/api/v1/byok/"+id3, f.mgmt, "").wantError(t, 404, "BYOK credential not found")
+	f.c.do(t, "GET", "/api/v1/byok/"+id+"/x", f.mgmt, "").wantError(t, 404, "Not found: GET /api/v1/byok/"+id+"/x")
+	if f.c.got != nil {
+		t.Fatal("a BYOK route reached the upstream")
+	}
+}
+
+func TestBYOKValidation(t *testing.T) {
+	f := newBYOKFixture(t)
+	tests := []struct{ body, message string }{
+		{``, "provider: required string"},
+		{`{"key":"k"}`, "provider: required string"},
+		{`{"provider":"","key":"k"}`, "provider: required string"},
+		{`{"provider":5,"key":"k"}`, "provider: expected a string"},
+		{`{"provider":"anthropic","key":"k"}`, `provider: unknown provider "anthropic"; expected one of: byok-only, fallback, first, mock, openai`},
+		{`{"provider":"openai"}`, "key: required non-empty string"},
+		{`{"provider":"openai","key":""}`, "key: expected a non-empty string"},
+		{`{"provider":"openai","key":"   "}`, "key: expected a non-empty string"},
+		{`{"provider":"openai","key":7}`, "key: expected a string"},
+		{`{"provider":"openai","key":"a b"}`, "key: expected printable ASCII characters without spaces"},
+		{`{"provider":"openai","key":"a\r\nX-Evil: 1"}`, "key: expected printable ASCII characters without spaces"},
+		{`{"provider":"openai","key":"` + strings.Repeat("k", 8193) + `"}`, "key: expected at most 8192 characters"},
+		{`{"provider":"openai","key":"k","name":5}`, "name: expected a string or null"},
+		{`{"provider":"openai","key":"k","name":"` + strings.Repeat("n", 256) + `"}`, "name: expected at most 255 characters"},
+		{`{"provider":"openai","key":"k","disabled":"yes"}`, "disabled: expected a boolean"},
+		{`{"provider":"openai","key":"k","is_fallback":1}`, "is_fallback: expected a boolean"},
+		{`{"provider":"openai","key":"k","declared_zdr":"x"}`, "declared_zdr: expected a boolean or null"},
+		{`{"provider":"openai","key":"k","allowed_api_key_hashes":[]}`, "allowed_api_key_hashes: expected null or an array of 1 to 100 strings"},
+		{`{"provider":"openai","key":"k","allowed_api_key_hashes":["abc"]}`, "allowed_api_key_hashes: expected entries that are a key hash (64 lowercase hex digits)"},
+		{`{"provider":"openai","key":"k","allowed_api_key_hashes":["` + f.otherHash + `"]}`, `allowed_api_key_hashes: "` + f.otherHash + `" is not an API key of this account`},
+		{`{"provider":"openai","key":"k","allowed_models":"paid"}`, "allowed_models: expected an array of strings or null"},
+		{`{"provider":"openai","key":"k","allowed_models":[1]}`, "allowed_models: expected non-empty strings"},
+		{`{"provider":"openai","key":"k","allowed_user_ids":[""]}`, "allowed_user_ids: expected non-empty strings"},
+		{`{"provider":"openai","key":"k","workspace_id":1}`, "workspace_id: expected a string"},
+		{`[]`, "Request body must be a JSON object"},
+	}
+	for _, tt := range tests {
+		r := f.c.do(t, "POST", "/api/v1/byok", f.mgmt, tt.body)
+		r.wantError(t, 400, tt.message)
+		if strings.Contains(tt.body, `"a b"`) && strings.Contains(r.body, "a b") {
+			t.Errorf("error echoes the key: %s", r.body)
+		}
+	}
+	f.c.do(t, "POST", "/api/v1/byok", f.mgmt, `{"provider":"openai","key":"k","workspace_id":"`+f.other.DefaultWorkspaceID+`"}`).
+		wantError(t, 404, "Workspace not found")
+
+	id := f.create(t, f.mgmt, `{"provider":"openai","key":"k-1"}`).json.Get("data.id").String()
+	for _, tt := range []struct{ body, message string }{
+		{`{"key":""}`, "key: expected a non-empty string"},
+		{`{"name":false}`, "name: expected a string or null"},
+		{`{"disabled":null}`, "disabled: expected a boolean"},
+		{`{"allowed_api_key_hashes":[]}`, "allowed_api_key_hashes: expected null or an array of 1 to 100 strings"},
+		{`{"allowed_api_key_hashes":["` + f.otherHash + `"]}`, `allowed_api_key_hashes: "` + f.otherHash + `" is not an API key of this account`},
+	} {
+		f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, tt.body).wantError(t, 400, tt.message)
+	}
+	for _, q := range []struct{ query, message string }{
+		{"limit=0", "limit: expected an integer from 1 to 100"},
+		{"limit=101", "limit: expected an integer from 1 to 100"},
+		{"limit=x", "limit: expected an integer from 1 to 100"},
+		{"offset=-1", "offset: expected a non-negative integer"},
+	} {
+		f.c.do(t, "GET", "/api/v1/byok?"+q.query, f.mgmt, "").wantError(t, 400, q.message)
+	}
+	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+f.other.DefaultWorkspaceID, f.mgmt, "").wantError(t, 404, "Workspace not found")
+	f.c.do(t, "POST", "/api/v1/byok", f.regular, `{"provider":"openai","key":"k"}`).wantError(t, 403, msgManagementOnly)
+	f.c.do(t, "GET", "/api/v1/byok", "", "").wantError(t, 401, msgMissingAuth)
+}
+
+func TestBYOKCrossAccount(t *testing.T) {
+	f := newBYOKFixture(t)
+	const secret = "account-A-own-openai-key"
+	id := f.create(t, f.mgmt, `{"provider":"openai","key":"`+secret+`"}`).json.Get("data.id").String()
+	for _, m := range []string{"GET", "PATCH", "DELETE"} {
+		f.c.do(t, m, "/api/v1/byok/"+id, f.otherMgmt, `{"disabled":true}`).wantError(t, 404, "BYOK credential not found")
+	}
+	l := f.c.do(t, "GET", "/api/v1/byok", f.otherMgmt, "").must(t, 200)
+	if l.body != "{\"data\":[],\"total_count\":0}\n" {
+		t.Fatalf("other account's list: %s", l.body)
+	}
+	// the credential is untouched and only its own account's requests use it
+	if c, ok := f.c.gw.store.BYOK(f.acct.ID, id); !ok || c.Disabled {
+		t.Fatalf("credential after foreign PATCH: %+v %v", c, ok)
+	}
+	f.c.do(t, "POST", "/api/v1/chat/completions", f.otherReg, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
+	if got := f.c.got.header.Get("Authorization"); got != "Bearer sk-openai" {
+		t.Fatalf("other account's request used %q", got)
+	}
+	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
+	if got := f.c.got.header.Get("Authorization"); got != "Bearer "+secret {
+		t.Fatalf("own account's request used %q", got)
+	}
+}
+
+func TestRouterPrefersBYOK(t *testing.T) {
+	f := newBYOKFixture(t)
+	var got *routed
+	up := routeRecorder(t, &got)
+	h := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return f.c.auth.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			return f.c.router.ServeHTTP(w, r, up)
+		}))
+	})
+	chat := func(model, key string) (response, *http.Request) {
+		t.Helper()
+		got = nil
+		r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"`+model+`","messages":[]}`, "Authorization", "Bearer "+key)
+		return serve(t, h, r, repl), r
+	}
+	// without credentials: the operator's keys; a keyless provider is unusable
+	chat("second", f.regular)
+	if got.route.Provider.Name != "fallback" || got.auth != "Bearer key-2" || got.route.BYOK {
+		t.Fatalf("no BYOK: provider %s auth %q byok %v", got.route.Provider.Name, got.auth, got.route.BYOK)
+	}
+	res, _ := chat("keyless", f.regular)
+	res.wantError(t, 503, "No provider is available for model keyless")
+
+	// a credential for the first provider (no operator key) wins over the
+	// operator's key of a later provider
+	f.create(t, f.mgmt, `{"provider":"first","key":"own-first-key"}`)
+	res, r := chat("second", f.regular)
+	res.must(t, http.StatusTeapot)
+	if got.route.Provider.Name != "first" || got.auth != "Bearer own-first-key" || !got.route.BYOK || got.host != "one.test" {
+		t.Fatalf("BYOK: provider %s auth %q byok %v host %s", got.route.Provider.Name, got.auth, got.route.BYOK, got.host)
+	}
+	if r.Header.Get("Authorization") != "" {
+		t.Error("the account's key leaked into the logged request's headers")
+	}
+	if v, _ := res.repl.Get("tollgate.provider"); v != "first" {
+		t.Errorf("tollgate.provider = %v", v)
+	}
+	// a BYOK-only provider becomes usable
+	f.create(t, f.mgmt, `{"provider":"byok-only","key":"own-byok-only-key"}`)
+	chat("keyless", f.regular)
+	if got == nil || got.auth != "Bearer own-byok-only-key" || !got.route.BYOK {
+		t.Fatalf("keyless via BYOK: %+v", got)
+	}
+	// preferred over the operator's key of the same provider
+	id := f.create(t, f.mgmt, `{"provider":"openai","key":"own-openai-key"}`).json.Get("data.id").String()
+	chat("paid", f.regular)
+	if got.auth != "Bearer own-openai-key" || !got.route.BYOK || string(got.body) != `{"model":"gpt-x-2025","messages":[]}` {
+		t.Fatalf("paid via BYOK: auth %q body %s", got.auth, got.body)
+	}
+	// a disabled credential is not used
+	f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, `{"disabled":true}`).must(t, 200)
+	chat("paid", f.regular)
+	if got.auth != "Bearer sk-openai" || got.route.BYOK {
+		t.Fatalf("disabled credential: auth %q byok %v", got.auth, got.route.BYOK)
+	}
+	// an allowlist restricts which keys and models use a credential
+	f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, `{"disabled":false,"allowed_models":["mock"]}`).must(t, 200)
+	chat("paid", f.regular)
+	if got.route.BYOK {
+		t.Fatal("allowed_models ignored")
+	}
+	f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, `{"allowed_models":null,"allowed_api_key_hashes":["`+f.regHash+`"]}`).must(t, 200)
+	chat("paid", f.regular)
+	if !got.route.BYOK || got.auth != "Bearer own-openai-key" {
+		t.Fatal("allowed_api_key_hashes refused the allowed key")
+	}
+	_, second := f.c.gw.apiKey(t, f.acct, storage.NewAPIKey{Name: "second"})
+	chat("paid", second)
+	if got.route.BYOK {
+		t.Fatal("allowed_api_key_hashes admitted another key")
+	}
+}
+
+func TestRouterBYOKUnopenable(t *testing.T) {
+	f := newBYOKFixture(t)
+	core, logs := observer.New(zap.DebugLevel)
+	f.c.router.logger = zap.New(core)
+	const secret = "sealed-under-the-old-key"
+	f.create(t, f.mgmt, `{"provider":"openai","key":"`+secret+`"}`)
+	// the operator changed byok_encryption_key: the credential cannot be
+	// opened, and the operator's key serves the request
+	f.c.gw.sealer = byokSealer(t, 10)
+	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
+	if got := f.c.got.header.Get("Authorization"); got != "Bearer sk-openai" {
+		t.Fatalf("Authorization = %q", got)
+	}
+	if logs.Len() != 1 {
+		t.Fatalf("%d log entries", logs.Len())
+	}
+	for _, e := range logs.All() {
+		line := e.Message
+		for k, v := range e.ContextMap() {
+			line += " " + k + "=" + toString(v)
+		}
+		if strings.Contains(line, secret) {
+			t.Fatalf("log carries the key: %s", line)
+		}
+	}
+}
+
+func toString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	if e, ok := v.(error); ok {
+		return e.Error()
+	}
+	return ""
+}

@@ -1,0 +1,86 @@
+// Package catalog is the operator's model catalog: the models the gateway
+// offers, their prices and the provider endpoints that serve them.
+package catalog
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+)
+
+// Provider is one upstream endpoint that serves a model.
+type Provider struct {
+	// Name identifies the provider ("openai", "mock"); BYOK credentials
+	// match on it.
+	Name string `json:"name"`
+	// BaseURL is the provider's API root, e.g. https://api.openai.com/v1.
+	BaseURL string `json:"base_url"`
+	// Model is the provider's id for the model, written into the request.
+	Model string `json:"model"`
+	// APIKey is the operator's key for the provider; may be empty when only
+	// BYOK credentials are used. Placeholders such as {env.OPENAI_API_KEY}
+	// are expanded at provision time and never logged.
+	APIKey string `json:"api_key,omitempty"`
+	// Style is the provider's API dialect; only "openai" for now.
+	Style string `json:"style,omitempty"`
+
+	// Derived from BaseURL at provision time.
+	Scheme   string `json:"-"` // "http" or "https"
+	Dial     string `json:"-"` // host:port for reverse_proxy
+	Host     string `json:"-"` // Host header value
+	BasePath string `json:"-"` // path prefix without trailing slash, e.g. "/v1"
+}
+
+// Model is one entry of the catalog.
+type Model struct {
+	ID                  string          `json:"id"`
+	Name                string          `json:"name"`
+	ContextLength       int64           `json:"context_length"`
+	MaxCompletionTokens int64           `json:"max_completion_tokens,omitempty"`
+	Pricing             billing.Pricing `json:"-"`
+	Providers           []*Provider     `json:"providers"`
+	// Public is the model's object in the public models-list format, with
+	// every field the public schema requires, as served by GET /models.
+	Public json.RawMessage `json:"-"`
+}
+
+// IsFree reports whether the model id names a free variant.
+func (m *Model) IsFree() bool { return strings.HasSuffix(m.ID, ":free") }
+
+// Catalog is an immutable set of models, in the operator's order.
+type Catalog struct {
+	models []*Model
+	byID   map[string]*Model
+}
+
+// New builds a catalog; later duplicates of an id are an error for the
+// caller to report, so New keeps the first.
+func New(models []*Model) *Catalog {
+	c := &Catalog{byID: make(map[string]*Model, len(models))}
+	for _, m := range models {
+		if _, dup := c.byID[m.ID]; dup {
+			continue
+		}
+		c.models = append(c.models, m)
+		c.byID[m.ID] = m
+	}
+	return c
+}
+
+// Lookup finds a model by id.
+func (c *Catalog) Lookup(id string) (*Model, bool) {
+	if c == nil {
+		return nil, false
+	}
+	m, ok := c.byID[id]
+	return m, ok
+}
+
+// Models returns the models in catalog order; callers must not modify it.
+func (c *Catalog) Models() []*Model {
+	if c == nil {
+		return nil
+	}
+	return c.models
+}

@@ -1,0 +1,283 @@
+package handlers
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Meter enforces the credit limits of SPEC.md 8.2 before a request reaches a
+// provider and charges it after: it holds the request's estimated cost
+// against the balance, the key's cap and the in-flight budget (402 when it
+// does not fit), reads the upstream's usage from the answer as it passes
+// through, and turns the hold into the exact charge, durably, before the
+// client sees the end of the answer.
+//
+// Charging rule when the upstream reports no usage (a stream the client
+// aborts, or that breaks): the prompt is charged at the admission estimate
+// (one token per three bytes of request body) and the completion at one
+// token per four bytes of text delivered to the client. A request that
+// fails before any answer reaches the client is not charged.
+type Meter struct {
+	gw     Gateway
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Meter) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.tollgate_meter",
+		New: func() caddy.Module { return new(Meter) },
+	}
+}
+
+// Provision finds the tollgate app.
+func (m *Meter) Provision(ctx caddy.Context) error {
+	m.logger = ctx.Logger()
+	gw, err := loadGateway(ctx)
+	m.gw = gw
+	return err
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	route, ok := RouteFrom(r)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	id, ok := IdentityFrom(r)
+	if !ok || id.Management {
+		m.logger.Error("tollgate_meter reached without an authenticated regular key")
+		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
+		return nil
+	}
+	store, err := m.gw.Store()
+	if err != nil {
+		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
+		return nil
+	}
+	policy := m.gw.InFlightPolicy()
+	facts := billing.RequestFacts{
+		Pricing:       route.Model.Pricing,
+		InputTokens:   route.InputTokens,
+		MaxTokens:     route.MaxTokens,
+		ContextLength: route.Model.ContextLength,
+		Free:          route.Model.IsFree(),
+		BYOK:          route.BYOK,
+	}
+	est := billing.EstimateRequest(facts, policy)
+	// Free-model requests count against the account's request caps, unless
+	// the account is exempt or the request uses the caller's own key.
+	countFree := facts.Free && !route.BYOK && !id.Account.RateLimitExempt
+	limits := m.gw.FreeModelLimits()
+	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: route.BYOK},
+		func(v storage.LedgerView) error {
+			if countFree {
+				if rl := limits.Check(v.Account, v.Now); rl != nil {
+					return rl
+				}
+			}
+			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+				return rejection{rej}
+			}
+			return nil
+		})
+	var rej rejection
+	if errors.As(err, &rej) {
+		WriteError(w, m.creditError(rej.Rejection))
+		return nil
+	}
+	var rl *RateLimited
+	if errors.As(err, &rl) {
+		WriteError(w, rateLimitError(rl, now()))
+		return nil
+	}
+	if err != nil {
+		WriteError(w, newError(http.StatusUnauthorized, msgInvalidKey))
+		return nil
+	}
+
+	start := now()
+	genID := storage.NewGenerationID(start)
+	mw := newMeterWriter(w, route.Kind)
+	mw.genID = genID
+	proxyErr := proxy(next, mw, r)
+	return m.settle(store, res, route, id, mw, proxyErr, r, genID, start, policy)
+}
+
+// settle charges what the request consumed and sends what was held back.
+func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Route, id *Identity,
+	mw *meterWriter, proxyErr error, r *http.Request, genID string, start time.Time, policy billing.InFlightPolicy) error {
+	clientGone := mw.clientGone || r.Context().Err() != nil
+
+	// Nothing usable came back: charge nothing, answer with our own error.
+	switch {
+	case mw.mode == modeUndecided || mw.mode == modeError || (mw.mode == modeJSON && !mw.readJSONUsage()):
+		_ = store.Release(res)
+		if clientGone {
+			return nil
+		}
+		WriteError(mw.ResponseWriter, upstreamError(mw, route, proxyErr))
+		return nil
+	}
+
+	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
+	estimated := !mw.usage.ok
+	if estimated && mw.deliveredTxt == 0 && !mw.sawDone {
+		// The stream ended before any answer reached the client: a failed
+		// request, not charged.
+		_ = store.Release(res)
+		if !clientGone {
+			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended before any output")
+		}
+		return nil
+	}
+	if estimated {
+		usage = billing.Usage{PromptTokens: route.InputTokens, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
+	}
+	cost := billing.Cost(route.Model.Pricing, usage)
+	status := "completed"
+	switch {
+	case clientGone:
+		status = "aborted"
+	case mw.mode == modeStream && !mw.sawDone:
+		status = "error"
+	case mw.finish == "length" || mw.finish == "incomplete":
+		status = "incomplete"
+	}
+	gen := &storage.Generation{
+		ID: genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
+		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
+		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, Cost: cost, BYOK: route.BYOK,
+		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
+		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
+	}
+	err := store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, SettlementWindow: policy.SettlementWindow, Generation: gen})
+	if err != nil {
+		// The flusher keeps retrying; the client must not see a finished
+		// answer whose charge is not yet safe.
+		m.logger.Error("charge not durable", zap.String("generation", genID), zap.Error(err))
+		if mw.mode == modeJSON && !clientGone {
+			WriteError(mw.ResponseWriter, newError(http.StatusInternalServerError, "Internal Server Error"))
+		}
+		return nil
+	}
+	if clientGone {
+		return nil
+	}
+	if mw.mode == modeStream {
+		_ = mw.sendTail(cost.String())
+		if !mw.sawDone {
+			// 200 was sent long ago: the error is an event (SPEC.md 6.4).
+			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly")
+		}
+		return nil
+	}
+	_ = mw.sendJSON(cost.String(), genID)
+	return nil
+}
+
+// proxy calls reverse_proxy. When copying the answer fails (the upstream
+// cut it, or the client left), reverse_proxy aborts the handler with
+// panic(http.ErrAbortHandler); the meter must still settle what was
+// delivered and release the holds, so that abort becomes an error here.
+func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			err = http.ErrAbortHandler
+		}
+	}()
+	return next.ServeHTTP(w, r)
+}
+
+// rejection carries an admission refusal through Store.Reserve.
+type rejection struct{ *billing.Rejection }
+
+func (r rejection) Error() string { return r.Message }
+
+// creditError is the 402 of SPEC.md 7.1.
+func (m *Meter) creditError(rej *billing.Rejection) *APIError {
+	md := map[string]any{
+		"limit_source": m.gw.Brand() + "_" + rej.Source,
+		"remedy_hint":  rej.RemedyHint,
+	}
+	if rej.Reason != "" {
+		md["reason"] = rej.Reason
+	}
+	e := &APIError{Status: http.StatusPaymentRequired, Message: rej.Message, Metadata: md}
+	if rej.RetryAfter > 0 {
+		secs := int64(math.Ceil(rej.RetryAfter.Seconds()))
+		e.Header = http.Header{"Retry-After": {strconv.FormatInt(max(secs, 1), 10)}}
+	}
+	return e
+}
+
+// upstreamError turns a failed upstream exchange into the gateway's error.
+func upstreamError(mw *meterWriter, route *Route, proxyErr error) *APIError {
+	md := map[string]any{"provider_name": route.Provider.Name}
+	switch {
+	case mw.mode == modeError:
+		msg := http.StatusText(mw.status)
+		if body := mw.buf.Bytes(); len(body) > 0 {
+			if s := gjson.GetBytes(body, "error.message").Str; s != "" {
+				msg = s
+			}
+			md["raw"] = truncate(string(body), 2000)
+		}
+		return &APIError{Status: mw.status, Message: msg, Metadata: md}
+	case mw.mode == modeJSON:
+		return &APIError{Status: http.StatusBadGateway, Message: "Provider returned an invalid response", Metadata: md}
+	}
+	var he caddyhttp.HandlerError
+	if errors.As(proxyErr, &he) && he.StatusCode == http.StatusGatewayTimeout {
+		return &APIError{Status: http.StatusRequestTimeout, Message: "Provider timed out", Metadata: md}
+	}
+	return &APIError{Status: http.StatusBadGateway, Message: "Provider is unavailable", Metadata: md}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func accountFacts(v storage.LedgerView) billing.AccountFacts {
+	return billing.AccountFacts{
+		Balance:      v.Account.Balance(),
+		Held:         v.AccountHeld,
+		InFlightHeld: v.InFlightHeld,
+		Usage:        v.Account.Usage,
+		Prepaid:      v.Account.Billing == storage.BillingPrepaid,
+		NextRelease:  v.NextRelease,
+	}
+}
+
+func keyFacts(v storage.LedgerView) billing.KeyFacts {
+	return billing.KeyFacts{
+		Limit:       v.Key.Limit,
+		CapUsage:    v.Key.CapUsage(v.Now),
+		Held:        v.KeyHeld,
+		LimitResets: v.Key.LimitReset != storage.IntervalNone,
+		IncludeBYOK: v.Key.IncludeBYOKInLimit,
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Meter)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Meter)(nil)
+)

@@ -1,0 +1,329 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// meterWriter sits between reverse_proxy and the client and reads usage
+// from the upstream's answer without holding it back:
+//
+//   - Server-sent events pass through event by event as the upstream
+//     flushes them, except the events that report usage and what follows
+//     them ([DONE]); those few bytes wait until the charge is durable, so
+//     that a client never sees an answer whose charge a crash could lose,
+//     and they carry the charged cost (usage.cost).
+//   - A JSON answer is small and useless until complete: it is buffered,
+//     its usage read, the charge made durable, usage.cost added, and only
+//     then sent.
+//   - An upstream error status is buffered too, so that the gateway can
+//     answer with its own error shape and charge nothing.
+type meterWriter struct {
+	caddyhttp.ResponseWriterWrapper
+	kind  string // "chat", "responses", "other"
+	genID string // sent as X-Generation-Id with answers that are charged
+
+	mode   writerMode
+	status int
+	buf    bytes.Buffer // buffer modes: the body; stream mode: a partial event
+	tail   [][]byte     // stream mode: held events, in order
+
+	// What the client has been sent or will be sent.
+	usage        usageSeen
+	deliveredTxt int   // bytes of generated text forwarded to the client
+	sawDone      bool  // [DONE] or a terminal response event arrived
+	lastSeq      int64 // Responses events: the last sequence_number seen
+	finish       string
+	clientGone   bool
+}
+
+type writerMode int
+
+const (
+	modeUndecided writerMode = iota
+	modeStream               // text/event-stream
+	modeJSON                 // 2xx, buffered
+	modeError                // upstream status >= 400, buffered
+)
+
+// maxBufferedBody bounds a buffered answer; larger ones pass through.
+const maxBufferedBody = 32 << 20
+
+// usageSeen is the usage the upstream reported.
+type usageSeen struct {
+	ok         bool
+	prompt     int64
+	completion int64
+}
+
+func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
+	return &meterWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, kind: kind}
+}
+
+// WriteHeader decides how the body is handled; only streams are sent now.
+func (mw *meterWriter) WriteHeader(status int) {
+	if mw.mode != modeUndecided {
+		return
+	}
+	mw.status = status
+	// The provider's own rate-limit headers are not the platform's: only
+	// the gateway's 429 carries X-RateLimit-* (SPEC.md 7.2).
+	for k := range mw.Header() {
+		if strings.HasPrefix(k, "X-Ratelimit-") {
+			mw.Header().Del(k)
+		}
+	}
+	switch {
+	case status >= 400:
+		mw.mode = modeError
+	case strings.HasPrefix(mw.Header().Get("Content-Type"), "text/event-stream"):
+		mw.mode = modeStream
+		mw.Header().Del("Content-Length")
+		if mw.genID != "" {
+			mw.Header().Set("X-Generation-Id", mw.genID)
+		}
+		mw.ResponseWriter.WriteHeader(status)
+	default:
+		mw.mode = modeJSON
+	}
+}
+
+// Write implements io.Writer.
+func (mw *meterWriter) Write(p []byte) (int, error) {
+	if mw.mode == modeUndecided {
+		mw.WriteHeader(http.StatusOK)
+	}
+	if mw.mode != modeStream {
+		if mw.buf.Len()+len(p) > maxBufferedBody {
+			return 0, errBodyTooLarge
+		}
+		return mw.buf.Write(p)
+	}
+	mw.buf.Write(p)
+	for {
+		ev, rest, ok := cutEvent(mw.buf.Bytes())
+		if !ok {
+			break
+		}
+		if err := mw.event(ev); err != nil {
+			return 0, err
+		}
+		// Keep the partial remainder at the start of the buffer.
+		n := copy(mw.buf.Bytes(), rest)
+		mw.buf.Truncate(n)
+	}
+	return len(p), nil
+}
+
+var errBodyTooLarge = &APIError{Status: http.StatusBadGateway, Message: "Upstream answer is too large"}
+
+// ReadFrom makes sure every byte goes through Write (the embedded wrapper
+// would hand the reader straight to the client's connection).
+func (mw *meterWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{mw}, r)
+}
+
+type writerOnly struct{ io.Writer }
+
+// FlushError passes flushes straight through for streams; buffered answers
+// are not sent before they are complete.
+func (mw *meterWriter) FlushError() error {
+	if mw.mode != modeStream {
+		return nil
+	}
+	return http.NewResponseController(mw.ResponseWriter).Flush()
+}
+
+// cutEvent splits off the first complete SSE event (ending in a blank line,
+// with LF or CRLF line ends).
+func cutEvent(b []byte) (ev, rest []byte, ok bool) {
+	i, n := bytes.Index(b, []byte("\n\n")), 2
+	if j := bytes.Index(b, []byte("\r\n\r\n")); j >= 0 && (i < 0 || j < i) {
+		i, n = j, 4
+	}
+	if i < 0 {
+		return nil, b, false
+	}
+	return b[:i+n], b[i+n:], true
+}
+
+// eventData returns the payload of an event's data line.
+func eventData(ev []byte) []byte {
+	for len(ev) > 0 {
+		line := ev
+		if i := bytes.IndexByte(ev, '\n'); i >= 0 {
+			line, ev = ev[:i], ev[i+1:]
+		} else {
+			ev = nil
+		}
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			return bytes.TrimSpace(d)
+		}
+	}
+	return nil
+}
+
+// event handles one complete event: read what it says, then forward or hold.
+func (mw *meterWriter) event(ev []byte) error {
+	hold := len(mw.tail) > 0 // keep order once holding started
+	data := eventData(ev)
+	switch {
+	case data == nil:
+	case bytes.Equal(data, []byte("[DONE]")):
+		mw.sawDone, hold = true, true
+	case mw.kind == "responses":
+		res := gjson.GetManyBytes(data, "type", "sequence_number", "delta")
+		typ := res[0].Str
+		mw.lastSeq = max(mw.lastSeq, res[1].Int())
+		switch typ {
+		case "response.output_text.delta":
+			mw.deliveredTxt += len(res[2].Str)
+		case "response.completed", "response.incomplete", "response.failed":
+			u := gjson.GetBytes(data, "response.usage")
+			if u.IsObject() {
+				mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
+			}
+			mw.finish = strings.TrimPrefix(typ, "response.")
+			mw.sawDone, hold = true, true
+		}
+	default:
+		res := gjson.GetManyBytes(data, "usage", "choices.0.delta.content", "choices.0.finish_reason")
+		mw.deliveredTxt += len(res[1].Str)
+		if res[2].Str != "" {
+			mw.finish = res[2].Str
+		}
+		if res[0].IsObject() {
+			mw.usage = usageSeen{ok: true, prompt: res[0].Get("prompt_tokens").Int(), completion: res[0].Get("completion_tokens").Int()}
+			hold = true
+		}
+	}
+	if hold {
+		mw.tail = append(mw.tail, bytes.Clone(ev))
+		return nil
+	}
+	if _, err := mw.ResponseWriter.Write(ev); err != nil {
+		mw.clientGone = true
+		return err
+	}
+	return nil
+}
+
+// readJSONUsage reads usage and the generated text's size from a buffered
+// JSON answer; ok is false when the body is not a JSON object.
+func (mw *meterWriter) readJSONUsage() (ok bool) {
+	body := mw.buf.Bytes()
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		return false
+	}
+	if mw.kind == "responses" {
+		u := gjson.GetBytes(body, "usage")
+		if u.IsObject() {
+			mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
+		}
+		gjson.GetBytes(body, "output.#.content.#.text").ForEach(func(_, v gjson.Result) bool {
+			v.ForEach(func(_, t gjson.Result) bool { mw.deliveredTxt += len(t.Str); return true })
+			return true
+		})
+		mw.finish = gjson.GetBytes(body, "status").Str
+		return true
+	}
+	u := gjson.GetBytes(body, "usage")
+	if u.IsObject() {
+		mw.usage = usageSeen{ok: true, prompt: u.Get("prompt_tokens").Int(), completion: u.Get("completion_tokens").Int()}
+	}
+	mw.deliveredTxt += len(gjson.GetBytes(body, "choices.0.message.content").Str)
+	mw.finish = gjson.GetBytes(body, "choices.0.finish_reason").Str
+	return true
+}
+
+// sendJSON writes the buffered answer with usage.cost added.
+func (mw *meterWriter) sendJSON(cost string, genID string) error {
+	body := mw.buf.Bytes()
+	path := "usage.cost"
+	if out, err := sjson.SetRawBytes(body, path, []byte(cost)); err == nil && gjson.GetBytes(body, "usage").IsObject() {
+		body = out
+	}
+	h := mw.Header()
+	h.Set("X-Generation-Id", genID)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	mw.ResponseWriter.WriteHeader(mw.status)
+	_, err := mw.ResponseWriter.Write(body)
+	return err
+}
+
+// sendTail writes the held events, with usage.cost added to the one that
+// reports usage, and flushes.
+func (mw *meterWriter) sendTail(cost string) error {
+	for _, ev := range mw.tail {
+		if data := eventData(ev); data != nil && !bytes.Equal(data, []byte("[DONE]")) {
+			path := "usage"
+			if mw.kind == "responses" {
+				path = "response.usage"
+			}
+			if gjson.GetBytes(data, path).IsObject() {
+				if out, err := sjson.SetRawBytes(data, path+".cost", []byte(cost)); err == nil {
+					ev = replaceData(ev, data, out)
+				}
+			}
+		}
+		if _, err := mw.ResponseWriter.Write(ev); err != nil {
+			mw.clientGone = true
+			return err
+		}
+	}
+	mw.tail = nil
+	return http.NewResponseController(mw.ResponseWriter).Flush()
+}
+
+// replaceData returns ev with its data payload old replaced by new.
+func replaceData(ev, old, new []byte) []byte {
+	i := bytes.Index(ev, old)
+	if i < 0 {
+		return ev
+	}
+	out := make([]byte, 0, len(ev)-len(old)+len(new))
+	out = append(out, ev[:i]...)
+	out = append(out, new...)
+	return append(out, ev[i+len(old):]...)
+}
+
+// sendStreamError ends a stream whose upstream failed after the status was
+// sent: a chat completion chunk with error and finish_reason "error", or a
+// Responses "response.failed" event, then [DONE].
+func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error {
+	created := now().Unix()
+	var ev []byte
+	if mw.kind == "responses" {
+		body, _ := json.Marshal(map[string]any{
+			"type":            "response.failed",
+			"sequence_number": mw.lastSeq + 1,
+			"response": map[string]any{
+				"id": mw.genID, "object": "response", "created_at": created, "model": route.Model.ID,
+				"status": "failed", "output": []any{},
+				"error": map[string]any{"code": "server_error", "message": msg},
+			},
+		})
+		ev = append(append([]byte("event: response.failed\ndata: "), body...), "\n\n"...)
+	} else {
+		body, _ := json.Marshal(map[string]any{
+			"id": mw.genID, "object": "chat.completion.chunk", "created": created,
+			"model": route.Model.ID, "provider": route.Provider.Name,
+			"error":   map[string]any{"code": code, "message": msg},
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": ""}, "finish_reason": "error"}},
+		})
+		ev = append(append([]byte("data: "), body...), "\n\n"...)
+	}
+	ev = append(ev, "data: [DONE]\n\n"...)
+	if _, err := mw.ResponseWriter.Write(ev); err != nil {
+		return err
+	}
+	return http.NewResponseController(mw.ResponseWriter).Flush()
+}

@@ -1,0 +1,417 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// writeLog is the client's side of a meterWriter: it records every call that
+// reaches it, in order.
+type writeLog struct {
+	rec     *httptest.ResponseRecorder
+	status  int      // 0 until WriteHeader
+	writes  []string // one entry per Write
+	flushes int
+}
+
+func newWriteLog() *writeLog { return &writeLog{rec: httptest.NewRecorder()} }
+
+func (l *writeLog) Header() http.Header { return l.rec.Header() }
+
+func (l *writeLog) WriteHeader(status int) {
+	if l.status == 0 {
+		l.status = status
+	}
+	l.rec.WriteHeader(status)
+}
+
+func (l *writeLog) Write(p []byte) (int, error) {
+	if l.status == 0 {
+		l.status = http.StatusOK
+	}
+	l.writes = append(l.writes, string(p))
+	return l.rec.Write(p)
+}
+
+func (l *writeLog) Flush() { l.flushes++ }
+
+func (l *writeLog) body() string { return strings.Join(l.writes, "") }
+
+// streamWriter is a meterWriter on a log, with an event-stream answer begun.
+func streamWriter(t *testing.T, kind string) (*meterWriter, *writeLog) {
+	t.Helper()
+	log := newWriteLog()
+	mw := newMeterWriter(log, kind)
+	mw.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	mw.Header().Set("Content-Length", "999")
+	mw.WriteHeader(http.StatusOK)
+	if mw.mode != modeStream || log.status != http.StatusOK {
+		t.Fatalf("mode %d, client status %d: the stream's header must be sent at once", mw.mode, log.status)
+	}
+	if cl := log.Header().Get("Content-Length"); cl != "" {
+		t.Errorf("Content-Length = %q on a stream", cl)
+	}
+	return mw, log
+}
+
+func mustWrite(t *testing.T, mw *meterWriter, s string) {
+	t.Helper()
+	n, err := mw.Write([]byte(s))
+	if err != nil || n != len(s) {
+		t.Fatalf("Write(%q) = %d, %v", s, n, err)
+	}
+}
+
+// chunk is a chat-completion stream event carrying content.
+func chunk(content string) string {
+	return `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":` +
+		strconv.Quote(content) + `}}]}` + "\n\n"
+}
+
+func TestMeterWriterStreamPassesEventByEvent(t *testing.T) {
+	mw, log := streamWriter(t, "chat")
+	role := `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+	e1, e2, e3 := chunk("Hello"), chunk(", wörld"), chunk("!")
+	comment := ": keep-alive\n\n"
+	finish := `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}` + "\n\n"
+	usage := `data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16}}` + "\n\n"
+	done := "data: [DONE]\n\n"
+
+	var want []string
+	step := func(write string, forwarded ...string) {
+		t.Helper()
+		mustWrite(t, mw, write)
+		want = append(want, forwarded...)
+		if strings.Join(log.writes, "|") != strings.Join(want, "|") {
+			t.Fatalf("after Write(%q) the client has\n%q\nwant\n%q", write, log.writes, want)
+		}
+	}
+	step(role, role)
+	step(e1, e1)
+	// an event split across writes is forwarded once complete, whole
+	step(e2[:10])
+	step(e2[10 : len(e2)-1])
+	step(e2[len(e2)-1:], e2)
+	// two events in one write are forwarded as two events
+	step(e3+comment, e3, comment)
+	// an event and the start of the next
+	step(finish+usage[:20], finish)
+	// the usage event and everything after it wait for the charge
+	step(usage[20:])
+	step(chunk("late"))
+	step(done)
+	if mw.deliveredTxt != len("Hello, wörld!late") {
+		t.Errorf("deliveredTxt = %d, want %d", mw.deliveredTxt, len("Hello, wörld!late"))
+	}
+	if !mw.usage.ok || mw.usage.prompt != 12 || mw.usage.completion != 4 || !mw.sawDone || mw.finish != "stop" {
+		t.Errorf("usage %+v sawDone %v finish %q", mw.usage, mw.sawDone, mw.finish)
+	}
+	flushes := log.flushes
+	if err := mw.sendTail("0.000032"); err != nil {
+		t.Fatal(err)
+	}
+	usageWithCost := `data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16,"cost":0.000032}}` + "\n\n"
+	want = append(want, usageWithCost, chunk("late"), done)
+	if strings.Join(log.writes, "|") != strings.Join(want, "|") {
+		t.Errorf("client got\n%q\nwant\n%q", log.writes, want)
+	}
+	if log.flushes != flushes+1 {
+		t.Errorf("sendTail flushed %d times", log.flushes-flushes)
+	}
+	if len(mw.tail) != 0 {
+		t.Errorf("tail kept %d events", len(mw.tail))
+	}
+}
+
+func TestMeterWriterStreamEventLines(t *testing.T) {
+	// event: and id: lines before data:, data: without a space, CR-free
+	mw, log := streamWriter(t, "chat")
+	ev := "event: message\nid: 7\ndata:" + `{"choices":[{"delta":{"content":"abc"}}]}` + "\n\n"
+	mustWrite(t, mw, ev)
+	if log.body() != ev || mw.deliveredTxt != 3 {
+		t.Errorf("client got %q, delivered %d", log.body(), mw.deliveredTxt)
+	}
+	u := "event: message\ndata: " + `{"choices":[{"delta":{"content":"de"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}` + "\n\n"
+	mustWrite(t, mw, u)
+	if log.body() != ev || mw.deliveredTxt != 5 || mw.finish != "length" {
+		t.Errorf("usage event forwarded early: %q (delivered %d, finish %q)", log.body(), mw.deliveredTxt, mw.finish)
+	}
+	if err := mw.sendTail("1.5"); err != nil {
+		t.Fatal(err)
+	}
+	wantTail := "event: message\ndata: " + `{"choices":[{"delta":{"content":"de"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"cost":1.5}}` + "\n\n"
+	if log.body() != ev+wantTail {
+		t.Errorf("client got %q", log.body())
+	}
+	if mw.sawDone {
+		t.Error("sawDone without [DONE]")
+	}
+}
+
+func TestMeterWriterResponsesStream(t *testing.T) {
+	mw, log := streamWriter(t, "responses")
+	created := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n"
+	added := "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"type\":\"message\"}}\n\n"
+	d1 := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi \"}\n\n"
+	d2 := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"there\"}\n\n"
+	completed := "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":9,\"output_tokens\":2,\"total_tokens\":11}}}\n\n"
+	done := "data: [DONE]\n\n"
+	for _, ev := range []string{created, added, d1, d2} {
+		mustWrite(t, mw, ev)
+	}
+	if log.body() != created+added+d1+d2 {
+		t.Fatalf("client got %q", log.body())
+	}
+	mustWrite(t, mw, completed+done)
+	if log.body() != created+added+d1+d2 {
+		t.Errorf("terminal event forwarded before the charge: %q", log.body())
+	}
+	if mw.deliveredTxt != len("Hi there") || !mw.usage.ok || mw.usage.prompt != 9 || mw.usage.completion != 2 ||
+		!mw.sawDone || mw.finish != "completed" {
+		t.Errorf("delivered %d usage %+v sawDone %v finish %q", mw.deliveredTxt, mw.usage, mw.sawDone, mw.finish)
+	}
+	if err := mw.sendTail("0.000013"); err != nil {
+		t.Fatal(err)
+	}
+	wantCompleted := "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":9,\"output_tokens\":2,\"total_tokens\":11,\"cost\":0.000013}}}\n\n"
+	if got := strings.TrimPrefix(log.body(), created+added+d1+d2); got != wantCompleted+done {
+		t.Errorf("tail = %q\nwant %q", got, wantCompleted+done)
+	}
+
+	// an incomplete response is terminal too
+	mw, _ = streamWriter(t, "responses")
+	mustWrite(t, mw, "data: {\"type\":\"response.incomplete\",\"response\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":5}}}\n\n")
+	if !mw.sawDone || mw.finish != "incomplete" || mw.usage.completion != 5 || len(mw.tail) != 1 {
+		t.Errorf("incomplete: sawDone %v finish %q usage %+v tail %d", mw.sawDone, mw.finish, mw.usage, len(mw.tail))
+	}
+}
+
+func TestMeterWriterFlush(t *testing.T) {
+	// a stream's flushes reach the client
+	mw, log := streamWriter(t, "chat")
+	mustWrite(t, mw, chunk("a"))
+	if err := http.NewResponseController(mw).Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if log.flushes != 1 {
+		t.Errorf("stream flushes = %d, want 1", log.flushes)
+	}
+
+	// buffered answers send nothing, not even the header, before the end
+	for _, tt := range []struct {
+		name   string
+		status int
+		ct     string
+	}{
+		{"undecided", 0, ""},
+		{"json", http.StatusOK, "application/json"},
+		{"error", http.StatusInternalServerError, "text/event-stream"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			log := newWriteLog()
+			mw := newMeterWriter(log, "chat")
+			if tt.ct != "" {
+				mw.Header().Set("Content-Type", tt.ct)
+			}
+			if tt.status != 0 {
+				mw.WriteHeader(tt.status)
+				mustWrite(t, mw, `{"choices":[]`)
+			}
+			if err := mw.FlushError(); err != nil {
+				t.Fatal(err)
+			}
+			if err := http.NewResponseController(mw).Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if log.flushes != 0 || log.status != 0 || len(log.writes) != 0 {
+				t.Errorf("client saw flushes %d status %d writes %q", log.flushes, log.status, log.writes)
+			}
+		})
+	}
+}
+
+func TestMeterWriterReadFrom(t *testing.T) {
+	// reverse_proxy may copy with ReadFrom: the events still go through
+	// Write, one small read at a time
+	mw, log := streamWriter(t, "chat")
+	e1, e2 := chunk("one"), chunk("two")
+	usage := `data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\n"
+	n, err := mw.ReadFrom(iotest.OneByteReader(strings.NewReader(e1 + e2 + usage + "data: [DONE]\n\n")))
+	if err != nil || n != int64(len(e1+e2+usage)+len("data: [DONE]\n\n")) {
+		t.Fatalf("ReadFrom = %d, %v", n, err)
+	}
+	if strings.Join(log.writes, "|") != e1+"|"+e2 {
+		t.Errorf("client got %q", log.writes)
+	}
+	if mw.deliveredTxt != 6 || !mw.usage.ok || !mw.sawDone || len(mw.tail) != 2 {
+		t.Errorf("delivered %d usage %+v sawDone %v tail %d", mw.deliveredTxt, mw.usage, mw.sawDone, len(mw.tail))
+	}
+
+	// and a JSON answer read with ReadFrom is buffered
+	log = newWriteLog()
+	mw = newMeterWriter(log, "chat")
+	mw.Header().Set("Content-Type", "application/json")
+	body := `{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`
+	if _, err := mw.ReadFrom(strings.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	if mw.mode != modeJSON || mw.buf.String() != body || log.status != 0 || len(log.writes) != 0 {
+		t.Errorf("mode %d buf %q, client status %d writes %q", mw.mode, mw.buf.String(), log.status, log.writes)
+	}
+}
+
+func TestMeterWriterJSON(t *testing.T) {
+	body := `{"id":"chatcmpl-1","object":"chat.completion","model":"m-upstream",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}`
+	log := newWriteLog()
+	mw := newMeterWriter(log, "chat")
+	mw.Header().Set("Content-Type", "application/json")
+	mw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	mw.Header().Set("X-Generation-Id", "gen-early")
+	mw.WriteHeader(http.StatusOK)
+	mustWrite(t, mw, body[:30])
+	mustWrite(t, mw, body[30:])
+	if log.status != 0 || len(log.writes) != 0 {
+		t.Fatalf("JSON sent before the charge: status %d writes %q", log.status, log.writes)
+	}
+	if !mw.readJSONUsage() {
+		t.Fatal("readJSONUsage = false")
+	}
+	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 3 || mw.deliveredTxt != len("Hello there") || mw.finish != "stop" {
+		t.Errorf("usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
+	}
+	if err := mw.sendJSON("0.000016", "gen-1"); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(body, `"total_tokens":13}`, `"total_tokens":13,"cost":0.000016}`, 1)
+	if log.body() != want || len(log.writes) != 1 {
+		t.Errorf("client got %q\nwant %q", log.writes, want)
+	}
+	h := log.Header()
+	if log.status != http.StatusOK || h.Get("Content-Length") != strconv.Itoa(len(want)) ||
+		h.Get("X-Generation-Id") != "gen-1" || h.Get("Content-Type") != "application/json" {
+		t.Errorf("status %d headers %v", log.status, h)
+	}
+
+	// Responses JSON: usage at the top level, text in output[].content[]
+	rbody := `{"id":"resp_1","object":"response","status":"incomplete","output":[{"type":"message","content":[{"type":"output_text","text":"ab"},{"type":"output_text","text":"cde"}]},{"type":"message","content":[{"type":"output_text","text":"f"}]}],` +
+		`"usage":{"input_tokens":4,"output_tokens":2}}`
+	log = newWriteLog()
+	mw = newMeterWriter(log, "responses")
+	mustWrite(t, mw, rbody) // no WriteHeader: 200
+	if !mw.readJSONUsage() || mw.usage.prompt != 4 || mw.usage.completion != 2 || mw.deliveredTxt != 6 || mw.finish != "incomplete" {
+		t.Errorf("responses: usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
+	}
+	if err := mw.sendJSON("0", "gen-2"); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(rbody, `"output_tokens":2}`, `"output_tokens":2,"cost":0}`, 1); log.body() != want || log.status != 200 {
+		t.Errorf("responses: %d %q", log.status, log.body())
+	}
+
+	// without usage the answer is sent as it came
+	plain := `{"choices":[{"message":{"content":"hey"}}]}`
+	log = newWriteLog()
+	mw = newMeterWriter(log, "chat")
+	mustWrite(t, mw, plain)
+	if !mw.readJSONUsage() || mw.usage.ok || mw.deliveredTxt != 3 {
+		t.Errorf("no usage: usage %+v delivered %d", mw.usage, mw.deliveredTxt)
+	}
+	if err := mw.sendJSON("0.1", "gen-3"); err != nil {
+		t.Fatal(err)
+	}
+	if log.body() != plain || log.Header().Get("Content-Length") != strconv.Itoa(len(plain)) {
+		t.Errorf("no usage: %q %v", log.body(), log.Header())
+	}
+
+	// not a JSON object
+	for _, bad := range []string{`<html>bad gateway</html>`, `[1,2]`, `{"usage":`, ``} {
+		mw = newMeterWriter(newWriteLog(), "chat")
+		mw.WriteHeader(http.StatusOK)
+		if bad != "" {
+			mustWrite(t, mw, bad)
+		}
+		if mw.readJSONUsage() {
+			t.Errorf("readJSONUsage(%q) = true", bad)
+		}
+	}
+}
+
+func TestMeterWriterErrorStatusBuffered(t *testing.T) {
+	for _, status := range []int{400, 429, 500, 503} {
+		log := newWriteLog()
+		mw := newMeterWriter(log, "chat")
+		// even an error that says it is a stream is held
+		mw.Header().Set("Content-Type", "text/event-stream")
+		mw.WriteHeader(status)
+		mw.WriteHeader(http.StatusOK) // later calls change nothing
+		mustWrite(t, mw, `{"error":{"message":"upstream `)
+		mustWrite(t, mw, `says no"}}`)
+		if mw.mode != modeError || mw.status != status || mw.buf.String() != `{"error":{"message":"upstream says no"}}` {
+			t.Errorf("%d: mode %d status %d buf %q", status, mw.mode, mw.status, mw.buf.String())
+		}
+		if log.status != 0 || len(log.writes) != 0 {
+			t.Errorf("%d: error forwarded: status %d writes %q", status, log.status, log.writes)
+		}
+	}
+}
+
+func TestMeterWriterBufferBound(t *testing.T) {
+	mw := newMeterWriter(newWriteLog(), "chat")
+	mw.WriteHeader(http.StatusOK)
+	big := bytes.Repeat([]byte("a"), maxBufferedBody)
+	if n, err := mw.Write(big); err != nil || n != len(big) {
+		t.Fatalf("Write at the bound = %d, %v", n, err)
+	}
+	if n, err := mw.Write([]byte("b")); err != errBodyTooLarge || n != 0 {
+		t.Errorf("Write over the bound = %d, %v", n, err)
+	}
+}
+
+func TestMeterWriterClientGone(t *testing.T) {
+	log := &failingWriter{writeLog: newWriteLog()}
+	mw := newMeterWriter(log, "chat")
+	mw.Header().Set("Content-Type", "text/event-stream")
+	mw.WriteHeader(http.StatusOK)
+	if _, err := mw.Write([]byte(chunk("x"))); err == nil {
+		t.Error("Write to a gone client succeeded")
+	}
+	if !mw.clientGone {
+		t.Error("clientGone not set")
+	}
+}
+
+// failingWriter fails every body write, as a closed connection does.
+type failingWriter struct{ *writeLog }
+
+func (f *failingWriter) Write([]byte) (int, error) { return 0, http.ErrHandlerTimeout }
+
+func TestMeterWriterCRLFStream(t *testing.T) {
+	// Servers built on sse-starlette end lines with CRLF.
+	mw, log := streamWriter(t, "chat")
+	e1 := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\r\n\r\n"
+	usage := "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}\r\n\r\n"
+	done := "data: [DONE]\r\n\r\n"
+	mustWrite(t, mw, e1[:7])
+	mustWrite(t, mw, e1[7:]+usage[:5])
+	if log.body() != e1 || mw.deliveredTxt != 2 {
+		t.Fatalf("client got %q, delivered %d", log.body(), mw.deliveredTxt)
+	}
+	mustWrite(t, mw, usage[5:]+done)
+	if log.body() != e1 || !mw.usage.ok || !mw.sawDone {
+		t.Fatalf("client got %q, usage %+v, sawDone %v", log.body(), mw.usage, mw.sawDone)
+	}
+	if err := mw.sendTail("0.000004"); err != nil {
+		t.Fatal(err)
+	}
+	want := e1 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1,\"cost\":0.000004}}\r\n\r\n" + done
+	if log.body() != want {
+		t.Errorf("client got %q\nwant %q", log.body(), want)
+	}
+}

@@ -1,0 +1,106 @@
+package handlers
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// maxModelsLimit is the largest page of the model lists.
+const maxModelsLimit = 1000
+
+// serveModels answers GET /models (the public catalog) and, with perUser,
+// GET /models/user (the models the calling key can use). With both offset
+// and limit omitted the whole list is returned; otherwise one page and a
+// link to the next.
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, perUser bool) {
+	q := r.URL.Query()
+	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
+	if paged {
+		var apiErr *APIError
+		if offset, apiErr = intParam(q.Get("offset"), "offset", 0, 0, -1); apiErr == nil {
+			limit, apiErr = intParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
+		}
+		if apiErr != nil {
+			WriteError(w, apiErr)
+			return
+		}
+	}
+
+	id, _ := IdentityFrom(r)
+	var models []*catalog.Model
+	if perUser || filtersCatalog(id) {
+		models = modelsFor(rt.catalog(), id)
+	} else {
+		models = rt.catalog().Models()
+	}
+
+	total, next := len(models), "null"
+	if paged {
+		end := min(offset+limit, total)
+		models = models[min(offset, total):end]
+		if end < total {
+			path := APIPrefix + "/models"
+			if perUser {
+				path += "/user"
+			}
+			next = strconv.Quote(path + "?offset=" + strconv.Itoa(end) + "&limit=" + strconv.Itoa(limit))
+		}
+	}
+	// Written by hand: the public objects are already JSON, and
+	// encoding/json would re-escape them.
+	var b bytes.Buffer
+	b.WriteString(`{"data":[`)
+	for i, m := range models {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(m.Public)
+	}
+	fmt.Fprintf(&b, `],"total_count":%d,"links":{"next":%s}}`+"\n", total, next)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}
+
+// intParam parses an integer query parameter within [lo, hi] (hi < 0: no
+// upper bound); "" is the default.
+func intParam(s, name string, def, lo, hi int) (int, *APIError) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || hi >= 0 && n > hi {
+		if hi < 0 {
+			return 0, BadRequest(name + ": expected a non-negative integer")
+		}
+		return 0, BadRequest(name + ": expected an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi))
+	}
+	return n, nil
+}
+
+// filtersCatalog reports whether GET /models answers for the caller as
+// GET /models/user does: for a regular key of an organization that enabled
+// is_filtered_model_catalog_enabled (SPEC.md 4.3).
+func filtersCatalog(id *Identity) bool {
+	return id != nil && !id.Management &&
+		id.Account.Kind == storage.AccountOrganization && id.Account.FilteredModelCatalog
+}
+
+// modelsFor is the per-user catalog: the models the caller can use, in
+// catalog order. For now that is every model with a usable provider;
+// workspace guardrails and provider preferences will narrow it here.
+func modelsFor(c *catalog.Catalog, id *Identity) []*catalog.Model {
+	var out []*catalog.Model
+	for _, m := range c.Models() {
+		if usableProvider(m, id) != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,269 @@
+package handlers
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// testProvider is a provisioned provider as caddymodule derives it.
+func testProvider(name, scheme, host, dial, basePath, model, key string) *catalog.Provider {
+	return &catalog.Provider{Name: name, BaseURL: scheme + "://" + host + basePath, Model: model, APIKey: key, Style: "openai",
+		Scheme: scheme, Dial: dial, Host: host, BasePath: basePath}
+}
+
+// testModel is a catalog model whose public object is the shape the
+// tollgate app builds for a configured model.
+func testModel(id string, prompt billing.Price, providers ...*catalog.Provider) *catalog.Model {
+	pub := map[string]any{
+		"id": id, "canonical_slug": id, "name": id, "created": 1704067200, "description": "",
+		"context_length": 8192,
+		"architecture": map[string]any{"modality": "text->text", "input_modalities": []string{"text"},
+			"output_modalities": []string{"text"}, "tokenizer": "Other", "instruct_type": nil},
+		"pricing":              map[string]string{"prompt": prompt.String(), "completion": "0", "request": "0", "web_search": "0"},
+		"top_provider":         map[string]any{"context_length": 8192, "is_moderated": false, "max_completion_tokens": nil},
+		"per_request_limits":   nil,
+		"supported_parameters": []string{"max_tokens", "temperature"},
+		"supported_voices":     nil,
+		"default_parameters":   nil,
+		"links":                map[string]string{"details": "/api/v1/models/" + id + "/endpoints"},
+	}
+	b, err := json.Marshal(pub)
+	if err != nil {
+		panic(err)
+	}
+	return &catalog.Model{ID: id, Name: id, ContextLength: 8192, Pricing: billing.Pricing{Prompt: prompt},
+		Providers: providers, Public: b}
+}
+
+// routedCatalog: "paid" on an https provider under another id, "mock" on
+// a plain-http provider under its own id, "keyless" and "bare" with no
+// usable provider, "second" whose first provider has no key.
+func routedCatalog() *catalog.Catalog {
+	return catalog.New([]*catalog.Model{
+		testModel("paid", 1000, testProvider("openai", "https", "api.openai.test", "api.openai.test:443", "/v1", "gpt-x-2025", "sk-openai")),
+		testModel("mock", 0, testProvider("mock", "http", "127.0.0.1:8081", "127.0.0.1:8081", "/v1", "mock", "mock-key")),
+		testModel("keyless", 0, testProvider("byok-only", "https", "byok.test", "byok.test:443", "", "keyless", "")),
+		testModel("bare", 0),
+		testModel("second", 0,
+			testProvider("first", "https", "one.test", "one.test:443", "/v1", "second", ""),
+			testProvider("fallback", "http", "two.test:8000", "two.test:8000", "", "second-up", "key-2")),
+	})
+}
+
+// routed is what the handler after the router saw.
+type routed struct {
+	host, auth, contentLength string
+	body                      []byte
+	length                    int64
+	route                     *Route
+	hasRoute                  bool
+}
+
+// routeRecorder records the request the router passed on; 418.
+func routeRecorder(t *testing.T, got **routed) caddyhttp.Handler {
+	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("reading body: %v", err)
+		}
+		rec := &routed{host: r.Host, auth: r.Header.Get("Authorization"), contentLength: r.Header.Get("Content-Length"),
+			body: body, length: r.ContentLength}
+		rec.route, rec.hasRoute = RouteFrom(r)
+		*got = rec
+		w.WriteHeader(http.StatusTeapot)
+		return nil
+	})
+}
+
+// newRoutingRouter is a provisioned Router over a gateway with cat.
+func newRoutingRouter(t *testing.T, cat *catalog.Catalog) *Router {
+	t.Helper()
+	gw := newFakeGateway(t)
+	gw.catalog = cat
+	rt := &Router{gw: gw}
+	if err := rt.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func TestRouterUnknownModel(t *testing.T) {
+	rt := newRoutingRouter(t, routedCatalog())
+	for _, body := range []string{
+		`{"model":"nope","messages":[]}`,
+		`{"models":["nope","paid"],"messages":[]}`,
+	} {
+		var got *routed
+		r, repl := newRequest("POST", "/api/v1/chat/completions", body)
+		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 400, `model: unknown model "nope"`)
+		if got != nil {
+			t.Error("unknown model reached the upstream")
+		}
+		if _, ok := repl.Get("tollgate.upstream.dial"); ok {
+			t.Error("dial placeholder set for a refused request")
+		}
+	}
+	// a router outside a Caddy config has an empty catalog
+	c := routerOnly(t, new(Router))
+	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`)
+	c.doRouter(t, r, repl).wantError(t, 400, `model: unknown model "paid"`)
+}
+
+func TestRouterNoProvider(t *testing.T) {
+	rt := newRoutingRouter(t, routedCatalog())
+	for _, id := range []string{"keyless", "bare"} {
+		var got *routed
+		r, repl := newRequest("POST", "/api/v1/responses", `{"model":"`+id+`","input":"hi"}`)
+		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 503, "No provider is available for model "+id)
+		if got != nil {
+			t.Errorf("%s reached the upstream", id)
+		}
+	}
+}
+
+func TestRouterRefusesBeforeRouting(t *testing.T) {
+	rt := newRoutingRouter(t, routedCatalog())
+	tests := []struct{ body, message string }{
+		{`{"model":"nope"}`, "messages: expected an array of messages"},
+		{`{"model":"paid","messages":[],"model":"mock"}`, "model: duplicate field"},
+		{`{"model":"paid","messages":[],"stream":false,"stream":true}`, "stream: duplicate field"},
+		{`{"models":[1],"messages":[]}`, "models: expected an array of model ids"},
+		{`{"models":[],"messages":[]}`, "models: expected an array of model ids"},
+	}
+	for _, tt := range tests {
+		var got *routed
+		r, repl := newRequest("POST", "/api/v1/chat/completions", tt.body)
+		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 400, tt.message)
+		if got != nil {
+			t.Errorf("%s reached the upstream", tt.body)
+		}
+	}
+}
+
+func TestRouterRoutes(t *testing.T) {
+	tests := []struct {
+		name, target, body string
+		wantBody           string // "" for unchanged
+		dial, uri, host    string
+		scheme, provider   string
+		model              string
+		key                string
+		kind               string
+		stream             bool
+		maxTokens          int64
+		user               string
+	}{
+		{
+			name: "rewritten model", target: "/api/v1/chat/completions",
+			body:     "{\n  \"model\" : \"paid\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
+			wantBody: "{\n  \"model\" : \"gpt-x-2025\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
+			dial:     "api.openai.test:443", uri: "/v1/chat/completions", host: "api.openai.test", scheme: "https",
+			provider: "openai", model: "paid", key: "sk-openai", kind: "chat", stream: true, maxTokens: 50, user: "u-1",
+		},
+		{
+			name: "same model untouched", target: "/api/v1/responses/?trace=1&x=a%20b",
+			body: "{ \"input\" : \"hi\", \"model\":\"mock\" ,\"max_output_tokens\": 7 , \"stream\":false}",
+			dial: "127.0.0.1:8081", uri: "/v1/responses?trace=1&x=a%20b", host: "127.0.0.1:8081", scheme: "http",
+			provider: "mock", model: "mock", key: "mock-key", kind: "responses", maxTokens: 7,
+		},
+		{
+			name: "first usable provider", target: "/api/v1/completions",
+			body:     `{"model":"second","prompt":"x","max_completion_tokens":9,"max_tokens":null}`,
+			wantBody: `{"model":"second-up","prompt":"x","max_completion_tokens":9,"max_tokens":null}`,
+			dial:     "two.test:8000", uri: "/completions", host: "two.test:8000", scheme: "http",
+			provider: "fallback", model: "second", key: "key-2", kind: "other", maxTokens: 9,
+		},
+		{
+			name: "fallback list without model", target: "/api/v1/chat/completions",
+			body:     `{"models":["paid","mock"],"messages":[]}`,
+			wantBody: `{"models":["paid","mock"],"messages":[],"model":"gpt-x-2025"}`,
+			dial:     "api.openai.test:443", uri: "/v1/chat/completions", host: "api.openai.test", scheme: "https",
+			provider: "openai", model: "paid", key: "sk-openai", kind: "chat",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := newRoutingRouter(t, routedCatalog())
+			var got *routed
+			r, repl := newRequest("POST", tt.target, tt.body, "Accept-Encoding", "gzip", "Host", "gateway.test")
+			r.Host = "gateway.test"
+			serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).must(t, http.StatusTeapot)
+			want := tt.wantBody
+			if want == "" {
+				want = tt.body
+			}
+			if string(got.body) != want {
+				t.Errorf("body = %q\nwant   %q", got.body, want)
+			}
+			if got.length != int64(len(want)) || got.contentLength != strconv.Itoa(len(want)) {
+				t.Errorf("length %d / %q, want %d", got.length, got.contentLength, len(want))
+			}
+			if got.host != tt.host || got.auth != "Bearer "+tt.key {
+				t.Errorf("Host %q Authorization %q", got.host, got.auth)
+			}
+			for name, want := range map[string]string{
+				"tollgate.upstream.dial": tt.dial, "tollgate.upstream.uri": tt.uri, "tollgate.upstream.host": tt.host,
+				"tollgate.upstream.scheme": tt.scheme, "tollgate.model": tt.model, "tollgate.provider": tt.provider,
+			} {
+				if v, _ := repl.Get(name); v != want {
+					t.Errorf("%s = %v, want %q", name, v, want)
+				}
+			}
+			rte := got.route
+			if !got.hasRoute || rte.Model.ID != tt.model || rte.Provider.Name != tt.provider || rte.Kind != tt.kind ||
+				rte.Stream != tt.stream || rte.MaxTokens != tt.maxTokens || rte.User != tt.user || rte.BYOK ||
+				rte.InputTokens != billing.EstimateTokens(len(want)) {
+				t.Errorf("route = %+v", rte)
+			}
+		})
+	}
+}
+
+func TestRouterNonPostKeepsBasePath(t *testing.T) {
+	rt := newRoutingRouter(t, routedCatalog())
+	var got *routed
+	r, repl := newRequest("GET", "/api/v1/generation?id=gen-1", "")
+	serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).must(t, http.StatusTeapot)
+	if v, _ := repl.Get("tollgate.upstream.uri"); v != "/v1/generation?id=gen-1" {
+		t.Errorf("uri = %v", v)
+	}
+	if _, ok := repl.Get("tollgate.upstream.dial"); ok || got.hasRoute {
+		t.Error("a GET was routed to a provider")
+	}
+}
+
+func TestRouterInChainUsesProviderKey(t *testing.T) {
+	f := newAuthFixture(t)
+	f.c.gw.catalog = routedCatalog()
+	f.c.router.gw = f.c.gw
+	var got *routed
+	up := routeRecorder(t, &got)
+	h := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return f.c.auth.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			return f.c.router.ServeHTTP(w, r, up)
+		}))
+	})
+	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`, "Authorization", "Bearer "+f.regular)
+	serve(t, h, r, repl).must(t, http.StatusTeapot)
+	if got.auth != "Bearer sk-openai" {
+		t.Errorf("Authorization = %q, want the provider's key", got.auth)
+	}
+	if r.Header.Get("Authorization") != "" {
+		t.Errorf("the provider's key leaked into the logged request's headers")
+	}
+	if v, _ := repl.Get("tollgate.key.hash"); v != f.regHash {
+		t.Errorf("key hash = %v", v)
+	}
+	// the refusal comes after authentication: a management key is 403
+	r, repl = newRequest("POST", "/api/v1/chat/completions", `{"model":"nope","messages":[]}`, "Authorization", "Bearer "+f.mgmt)
+	serve(t, h, r, repl).wantError(t, 403, msgNoInference)
+}

@@ -1,0 +1,342 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+func TestValidateInference(t *testing.T) {
+	tests := []struct {
+		sub  string
+		body string
+		want string // "" for valid
+	}{
+		{"/chat/completions", `{"model":"m","messages":[]}`, ""},
+		{"/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":1}`, ""},
+		{"/chat/completions", `{"models":["a","b"],"messages":[]}`, ""},
+		{"/chat/completions", `{"model":"","models":["a"],"messages":[]}`, ""},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":null,"max_completion_tokens":5,"stream":false}`, ""},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":2.0}`, ""},
+		{"/chat/completions", ``, "model: required string"},
+		{"/chat/completions", `{}`, "model: required string"},
+		{"/chat/completions", `{"model":""}`, "model: required string"},
+		{"/chat/completions", `{"model":null,"messages":[]}`, "model: expected a string"},
+		{"/chat/completions", `{"model":5,"messages":[]}`, "model: expected a string"},
+		{"/chat/completions", `{"models":"a","messages":[]}`, "model: required string"},
+		{"/chat/completions", `{"model":"m"}`, "messages: expected an array of messages"},
+		{"/chat/completions", `{"model":"m","messages":"hi"}`, "messages: expected an array of messages"},
+		{"/chat/completions", `{"model":"m","messages":{}}`, "messages: expected an array of messages"},
+		{"/chat/completions", `{"model":"m","messages":[],"stream":"true"}`, "stream: expected a boolean"},
+		{"/chat/completions", `{"model":"m","messages":[],"stream":1}`, "stream: expected a boolean"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":0}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":-3}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":1.5}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":"10"}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_completion_tokens":0}`, "max_completion_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":true}`, "max_tokens: expected a positive integer"},
+		// the first wrong field is reported
+		{"/chat/completions", `{"model":1,"stream":"x","max_tokens":0}`, "model: expected a string"},
+		{"/chat/completions", `{"model":"m","stream":"x","max_tokens":0}`, "stream: expected a boolean"},
+		{"/chat/completions", `[]`, "Request body must be a JSON object"},
+		{"/chat/completions", `null`, "Request body must be a JSON object"},
+		{"/chat/completions", `{"model":"m",}`, "Request body is not valid JSON"},
+		{"/chat/completions", `{"model":"m"}x`, "Request body is not valid JSON"},
+
+		{"/responses", `{"model":"m","input":"hi"}`, ""},
+		{"/responses", `{"model":"m","input":[{"role":"user","content":"hi"}]}`, ""},
+		{"/responses", `{"model":"m"}`, ""},
+		{"/responses", `{"model":"m","input":5}`, "input: expected a string or an array of input items"},
+		{"/responses", `{"model":"m","input":{"role":"user"}}`, "input: expected a string or an array of input items"},
+		{"/responses", `{"model":"m","input":null}`, "input: expected a string or an array of input items"},
+		{"/responses", `{"model":"m","input":"x","max_output_tokens":0}`, "max_output_tokens: expected a positive integer"},
+		{"/responses", `{"input":"x"}`, "model: required string"},
+
+		// routes without their own input check still need a model
+		{"/completions", `{"model":"m","prompt":"x"}`, ""},
+		{"/completions", `{"prompt":"x"}`, "model: required string"},
+		{"/embeddings", `{"model":"m","input":5}`, ""},
+		{"/embeddings", `{"input":"x"}`, "model: required string"},
+		{"/messages", `{"model":"m","messages":"not checked here","max_tokens":0}`, "max_tokens: expected a positive integer"},
+		{"/messages", `{"model":"m","max_tokens":1024}`, ""},
+	}
+	for _, tt := range tests {
+		got := validateInference(tt.sub, []byte(tt.body))
+		switch {
+		case tt.want == "" && got != nil:
+			t.Errorf("%s %s: unexpected error %v", tt.sub, tt.body, got)
+		case tt.want != "" && got == nil:
+			t.Errorf("%s %s: no error, want %q", tt.sub, tt.body, tt.want)
+		case tt.want != "" && (got.Status != http.StatusBadRequest || got.Message != tt.want):
+			t.Errorf("%s %s: error %d %q, want 400 %q", tt.sub, tt.body, got.Status, got.Message, tt.want)
+		}
+	}
+}
+
+// routerOnly is a Router, provisioned, in front of the recording upstream.
+func routerOnly(t *testing.T, rt *Router) *chain {
+	t.Helper()
+	if err := rt.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	return &chain{router: rt}
+}
+
+func (c *chain) doRouter(t *testing.T, r *http.Request, repl *caddy.Replacer) response {
+	t.Helper()
+	c.got = nil
+	return serve(t, handlerOf(c.router, c.upstream(t)), r, repl)
+}
+
+func TestRouterDefaults(t *testing.T) {
+	rt := new(Router)
+	if err := rt.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	if rt.MaxBodyBytes != 16<<20 || rt.UpstreamBasePath != "/v1" {
+		t.Errorf("defaults = %d %q", rt.MaxBodyBytes, rt.UpstreamBasePath)
+	}
+	rt = &Router{MaxBodyBytes: 10, UpstreamBasePath: "/openai/v1/"}
+	if err := rt.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	if rt.MaxBodyBytes != 10 || rt.UpstreamBasePath != "/openai/v1" {
+		t.Errorf("set = %d %q", rt.MaxBodyBytes, rt.UpstreamBasePath)
+	}
+}
+
+// routerWithCatalog is a Router, provisioned over a gateway whose catalog is
+// cat, in front of the recording upstream.
+func routerWithCatalog(t *testing.T, rt *Router, cat *catalog.Catalog) *chain {
+	t.Helper()
+	gw := newFakeGateway(t)
+	gw.catalog = cat
+	rt.gw = gw
+	if err := rt.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	return &chain{gw: gw, router: rt}
+}
+
+func TestRouterForwardsBody(t *testing.T) {
+	// odd spacing, escapes and non-ASCII must arrive untouched; only the
+	// model becomes the provider's id
+	body := "{\n  \"model\" : \"m\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\\"x\\\" 日本\"}] ,\"extra\":{\"k\":[1,2.50,null]}\n}\n"
+	want := strings.Replace(body, `"model" : "m"`, `"model" : "`+testUpstreamModel+`"`, 1)
+	tests := []struct {
+		name     string
+		provider string // the provider's base path
+		base     string // the router's UpstreamBasePath: not used for routed requests
+		target   string
+		uri      string
+	}{
+		{"chat", "/v1", "", "/api/v1/chat/completions", "/v1/chat/completions"},
+		{"trailing slash", "/v1", "", "/api/v1/chat/completions/", "/v1/chat/completions"},
+		{"query kept", "/v1", "", "/api/v1/chat/completions?a=1&b=x%20y&a=2", "/v1/chat/completions?a=1&b=x%20y&a=2"},
+		{"custom base", "/openai/v1", "/other/v1/", "/api/v1/chat/completions?x=1", "/openai/v1/chat/completions?x=1"},
+		{"root base", "", "/", "/api/v1/chat/completions", "/chat/completions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := routerWithCatalog(t, &Router{UpstreamBasePath: tt.base}, testCatalog(tt.provider))
+			r, repl := newRequest("POST", tt.target, body,
+				"Accept-Encoding", "gzip, br", "Content-Type", "application/json", "Content-Length", "3")
+			r.ContentLength = -1 // as for a chunked request
+			c.doRouter(t, r, repl).must(t, http.StatusTeapot)
+			got := c.got
+			if got == nil {
+				t.Fatal("upstream not reached")
+			}
+			if string(got.body) != want {
+				t.Errorf("body = %q\nwant %q", got.body, want)
+			}
+			if got.contentLength != int64(len(want)) {
+				t.Errorf("ContentLength = %d, want %d", got.contentLength, len(want))
+			}
+			if cl := got.header.Get("Content-Length"); cl != strconv.Itoa(len(want)) {
+				t.Errorf("Content-Length header = %q, want %d", cl, len(want))
+			}
+			if _, ok := got.header["Accept-Encoding"]; ok {
+				t.Errorf("Accept-Encoding = %q, want removed", got.header.Get("Accept-Encoding"))
+			}
+			if ct := got.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if auth := got.header.Get("Authorization"); auth != "Bearer "+testUpstreamKey {
+				t.Errorf("Authorization = %q, want the provider's key", auth)
+			}
+			if got.host != testUpstreamHost {
+				t.Errorf("Host = %q, want %q", got.host, testUpstreamHost)
+			}
+			if got.route == nil || got.route.Model.ID != "m" || got.route.Provider.Name != testUpstreamName || got.route.Kind != "chat" {
+				t.Errorf("route = %+v", got.route)
+			}
+			for name, want := range map[string]string{
+				"tollgate.upstream.uri": tt.uri, "tollgate.upstream.dial": testUpstreamHost, "tollgate.upstream.host": testUpstreamHost,
+				"tollgate.upstream.scheme": "http", "tollgate.model": "m", "tollgate.provider": testUpstreamName,
+			} {
+				if v, _ := repl.Get(name); v != want {
+					t.Errorf("%s = %v, want %q", name, v, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRouterPassesUntouched(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   string
+		uri    any // nil when the placeholder must stay unset
+	}{
+		{"GET model endpoints", "GET", "/api/v1/models/openai/gpt-4o/endpoints", "", "/v1/models/openai/gpt-4o/endpoints"},
+		{"GET generation", "GET", "/api/v1/generation?id=gen-1", "", "/v1/generation?id=gen-1"},
+		{"invalid body on GET is not checked", "GET", "/api/v1/chat/completions", "not json", "/v1/chat/completions"},
+		{"DELETE response", "DELETE", "/api/v1/responses/resp_1", "", "/v1/responses/resp_1"},
+		{"management route", "POST", "/api/v1/keys", `not json`, nil},
+		{"current key", "GET", "/api/v1/key", "", nil},
+		{"unknown api route", "POST", "/api/v1/unknown", "x", nil},
+		{"outside the api", "POST", "/v1/chat/completions", "x", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := routerWithCatalog(t, new(Router), testCatalog("/v1"))
+			r, repl := newRequest(tt.method, tt.target, tt.body, "Accept-Encoding", "gzip")
+			c.doRouter(t, r, repl).must(t, http.StatusTeapot)
+			got := c.got
+			if got == nil {
+				t.Fatal("upstream not reached")
+			}
+			if string(got.body) != tt.body {
+				t.Errorf("body = %q", got.body)
+			}
+			if ae := got.header.Get("Accept-Encoding"); ae != "gzip" {
+				t.Errorf("Accept-Encoding = %q, want kept", ae)
+			}
+			if auth := got.header.Get("Authorization"); auth != "" || got.route != nil {
+				t.Errorf("unrouted request got Authorization %q, route %+v", auth, got.route)
+			}
+			v, ok := repl.Get("tollgate.upstream.uri")
+			if tt.uri == nil && ok || tt.uri != nil && v != tt.uri {
+				t.Errorf("tollgate.upstream.uri = %v (set %v), want %v", v, ok, tt.uri)
+			}
+			if v, ok := repl.Get("tollgate.upstream.dial"); ok {
+				t.Errorf("tollgate.upstream.dial = %v on an unrouted request", v)
+			}
+		})
+	}
+}
+
+func TestRouterAnswersModels(t *testing.T) {
+	cat := testCatalog("/v1")
+	want := `{"data":[` + string(cat.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
+	for _, target := range []string{"/api/v1/models?supported_parameters=tools", "/api/v1/models/", "/api/v1/models/user"} {
+		t.Run(target, func(t *testing.T) {
+			c := routerWithCatalog(t, new(Router), cat)
+			r, repl := newRequest("GET", target, "", "Accept-Encoding", "gzip")
+			res := c.doRouter(t, r, repl).must(t, http.StatusOK)
+			if res.body != want {
+				t.Errorf("body = %s\nwant %s", res.body, want)
+			}
+			if ct := res.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if res.json.Get("data.0.id").Str != "m" || res.json.Get("data.0.pricing.completion").Str != "0.000002" {
+				t.Errorf("model = %s", res.json.Get("data.0").Raw)
+			}
+			if c.got != nil {
+				t.Error("the model list reached the upstream")
+			}
+			if v, ok := repl.Get("tollgate.upstream.uri"); ok {
+				t.Errorf("tollgate.upstream.uri = %v, want unset", v)
+			}
+		})
+	}
+}
+
+func TestRouterRefuses(t *testing.T) {
+	valid := `{"model":"m","messages":[]}`
+	tests := []struct {
+		name    string
+		max     int64
+		target  string
+		body    string
+		status  int
+		message string
+	}{
+		{"bad field", 0, "/api/v1/chat/completions", `{"model":"m","messages":[],"max_tokens":0}`, 400, "max_tokens: expected a positive integer"},
+		{"not json", 0, "/api/v1/responses", `{`, 400, "Request body is not valid JSON"},
+		{"public route POST is checked too", 0, "/api/v1/models", `[]`, 400, "Request body must be a JSON object"},
+		{"unknown model", 0, "/api/v1/chat/completions", `{"model":"x","messages":[]}`, 400, `model: unknown model "x"`},
+		{"one byte over", int64(len(valid)) - 1, "/api/v1/chat/completions", valid, 413, "Request body is larger than " + strconv.Itoa(len(valid)-1) + " bytes"},
+		{"far over", 64, "/api/v1/chat/completions", `{"model":"m","messages":[],"x":"` + strings.Repeat("a", 1000) + `"}`, 413, "Request body is larger than 64 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := routerWithCatalog(t, &Router{MaxBodyBytes: tt.max}, testCatalog("/v1"))
+			r, repl := newRequest("POST", tt.target, tt.body)
+			c.doRouter(t, r, repl).wantError(t, tt.status, tt.message)
+			if c.got != nil {
+				t.Error("refused request reached the upstream")
+			}
+		})
+	}
+
+	// exactly at the limit passes (the limit is on the client's body, not
+	// on the body with the provider's model id)
+	c := routerWithCatalog(t, &Router{MaxBodyBytes: int64(len(valid))}, testCatalog("/v1"))
+	r, repl := newRequest("POST", "/api/v1/chat/completions", valid)
+	c.doRouter(t, r, repl).must(t, http.StatusTeapot)
+	if c.got == nil || string(c.got.body) != `{"model":"`+testUpstreamModel+`","messages":[]}` {
+		t.Errorf("body at the limit not forwarded: %+v", c.got)
+	}
+}
+
+func TestRouterInChain(t *testing.T) {
+	f := newAuthFixture(t)
+	// a refused key never has its body read or checked
+	res := f.c.do(t, "POST", "/api/v1/chat/completions", "", `{`)
+	res.wantError(t, 401, msgMissingAuth)
+
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	res = f.c.do(t, "POST", "/api/v1/chat/completions?debug=1", f.regular, body, "Accept-Encoding", "gzip")
+	res.must(t, http.StatusTeapot)
+	got := f.c.got
+	// the client's key is replaced by the provider's
+	wantBody := `{"model":"` + testUpstreamModel + `","messages":[{"role":"user","content":"hi"}]}`
+	if string(got.body) != wantBody || got.header.Get("Authorization") != "Bearer "+testUpstreamKey || got.header.Get("Accept-Encoding") != "" {
+		t.Errorf("upstream got body %q, headers %v", got.body, got.header)
+	}
+	if got.route == nil || got.route.Model.ID != "m" || got.route.Provider.Model != testUpstreamModel {
+		t.Errorf("route = %+v", got.route)
+	}
+	if v, _ := res.repl.Get("tollgate.upstream.uri"); v != "/v1/chat/completions?debug=1" {
+		t.Errorf("tollgate.upstream.uri = %v", v)
+	}
+	if got.identity == nil || got.identity.Hash != f.regHash {
+		t.Errorf("identity = %+v", got.identity)
+	}
+
+	res = f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"messages":[]}`)
+	res.wantError(t, 400, "model: required string")
+}
+
+// errReader fails every read.
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+func TestRouterUnreadableBody(t *testing.T) {
+	c := routerOnly(t, new(Router))
+	r, repl := newRequest("POST", "/api/v1/chat/completions", "")
+	r.Body = io.NopCloser(errReader{})
+	c.doRouter(t, r, repl).wantError(t, 400, "Could not read request body")
+}

@@ -1,0 +1,112 @@
+// Lists the gateway's model catalog through the public @openrouter/sdk,
+// whose zod schemas refuse any missing field or wrong type. Driven by
+// ../sdk_models_test.go.
+//
+//   TOLLGATE_BASE_URL=http://127.0.0.1:9480/api/v1 TOLLGATE_API_KEY=... TOLLGATE_MGMT_KEY=... node models.mjs
+import assert from "node:assert/strict";
+import { OpenRouter } from "@openrouter/sdk";
+import * as errors from "@openrouter/sdk/models/errors";
+
+const serverURL = process.env.TOLLGATE_BASE_URL;
+const apiKey = process.env.TOLLGATE_API_KEY;
+const mgmtKey = process.env.TOLLGATE_MGMT_KEY;
+if (!serverURL || !apiKey || !mgmtKey) {
+  console.error("TOLLGATE_BASE_URL, TOLLGATE_API_KEY and TOLLGATE_MGMT_KEY must be set");
+  process.exit(2);
+}
+
+const client = (key) =>
+  new OpenRouter({ apiKey: key, serverURL, retryConfig: { strategy: "none" } });
+const anonymous = client(undefined);
+
+const wantIDs = ["tollgate-mock", "tollgate-mock:free", "mock/echo"];
+let passed = 0;
+
+async function step(name, fn) {
+  try {
+    await fn();
+  } catch (err) {
+    console.log(`FAIL ${name}: ${err?.name ?? "Error"}: ${err?.message ?? err}`);
+    if (err?.statusCode !== undefined) console.log(`  status: ${err.statusCode}`);
+    if (err?.rawValue !== undefined) console.log(`  rawValue: ${JSON.stringify(err.rawValue)}`);
+    if (err?.cause !== undefined) console.log(`  cause: ${err.cause?.message ?? err.cause}`);
+    if (err?.body !== undefined) console.log(`  body: ${err.body}`);
+    console.log(`sdk: ${passed} passed, 1 failed`);
+    process.exit(1);
+  }
+  passed++;
+  console.log(`ok   ${name}`);
+}
+
+// Checks one parsed model of the gateway's catalog.
+function checkModel(m) {
+  assert.equal(typeof m.id, "string");
+  assert.equal(m.canonicalSlug, m.id);
+  assert.equal(typeof m.name, "string");
+  assert.ok(Number.isInteger(m.created), `created ${m.created}`);
+  assert.deepEqual(m.architecture.inputModalities, ["text"]);
+  assert.deepEqual(m.architecture.outputModalities, ["text"]);
+  assert.equal(typeof m.pricing.prompt, "string");
+  assert.equal(typeof m.pricing.completion, "string");
+  assert.equal(m.topProvider.isModerated, false);
+  assert.ok(Array.isArray(m.supportedParameters));
+  assert.equal(m.links.details, `/api/v1/models/${m.id}/endpoints`);
+}
+
+await step("models.list without a key", async () => {
+  const page = await anonymous.models.list();
+  const res = page.result;
+  assert.deepEqual(res.data.map((m) => m.id), wantIDs);
+  assert.equal(res.totalCount, 3);
+  assert.equal(res.links.next, null);
+  res.data.forEach(checkModel);
+  const paid = res.data[0];
+  assert.equal(paid.pricing.prompt, "0.000001");
+  assert.equal(paid.pricing.completion, "0.000002");
+  assert.equal(paid.contextLength, 8192);
+  const free = res.data[1];
+  assert.equal(free.pricing.prompt, "0");
+  assert.equal(free.pricing.completion, "0");
+});
+
+await step("models.list pages through the catalog", async () => {
+  const ids = [];
+  let pages = 0;
+  for await (const page of await anonymous.models.list({ limit: 2 })) {
+    pages++;
+    assert.equal(page.result.totalCount, 3);
+    ids.push(...page.result.data.map((m) => m.id));
+  }
+  assert.deepEqual(ids, wantIDs);
+  assert.equal(pages, 2);
+});
+
+await step("models.listForUser", async () => {
+  const page = await anonymous.models.listForUser({ bearer: apiKey });
+  assert.deepEqual(page.result.data.map((m) => m.id), wantIDs);
+  page.result.data.forEach(checkModel);
+});
+
+await step("models.listForUser with a management key is 403", async () => {
+  let err;
+  try {
+    await anonymous.models.listForUser({ bearer: mgmtKey });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof errors.ForbiddenResponseError, `${err?.name}: ${err?.message}`);
+  assert.equal(err.statusCode, 403);
+});
+
+await step("models.list with a bad limit is 400", async () => {
+  let err;
+  try {
+    await anonymous.models.list({ limit: 5000 });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof errors.BadRequestResponseError, `${err?.name}: ${err?.message}`);
+  assert.equal(err.statusCode, 400);
+});
+
+console.log(`sdk: ${passed} passed, 0 failed`);

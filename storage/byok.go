@@ -1,0 +1,353 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Credential is a BYOK (bring your own key) provider credential: an
+// account's own key for an upstream provider. The key itself is kept only
+// sealed (see Sealer), bound to the record id; Label is a masked snippet of
+// it for display.
+//
+// The allowlists restrict who may use the credential; nil means no
+// restriction. Slices of a Credential returned by the store are shared and
+// must not be modified.
+type Credential struct {
+	ID        string `json:"id"`
+	AccountID string `json:"account_id"`
+	// WorkspaceID is the workspace the credential is scoped to; "" is
+	// global (every workspace of the account).
+	WorkspaceID         string    `json:"workspace_id"`
+	Provider            string    `json:"provider"`
+	Name                *string   `json:"name"`
+	Label               string    `json:"label"`
+	Disabled            bool      `json:"disabled"`
+	IsFallback          bool      `json:"is_fallback"`
+	IsBYOKOnly          bool      `json:"is_byok_only"`
+	IsRequired          bool      `json:"is_required"`
+	DeclaredZDR         *bool     `json:"declared_zdr"`
+	AllowedModels       []string  `json:"allowed_models"`
+	AllowedAPIKeyHashes []string  `json:"allowed_api_key_hashes"`
+	AllowedUserIDs      []string  `json:"allowed_user_ids"`
+	SortOrder           int       `json:"sort_order"`
+	CreatedAt           time.Time `json:"created_at"`
+	UpdatedAt           time.Time `json:"updated_at"`
+	// Seq orders credentials by creation even within one clock tick.
+	Seq uint64 `json:"seq"`
+	// Sealed is the provider key, sealed with the record id as additional
+	// data.
+	Sealed []byte `json:"sealed"`
+}
+
+// SetSecret seals a new provider key into the credential and regenerates
+// its label. The credential's ID must be set.
+func (c *Credential) SetSecret(sealer *Sealer, secret string) {
+	c.Sealed = sealer.Seal([]byte(secret), []byte(c.ID))
+	c.Label = maskSecret(secret)
+}
+
+// Open returns the credential's provider key in plaintext. Callers keep it
+// only as long as the request that needs it.
+func (c Credential) Open(sealer *Sealer) (string, error) {
+	if sealer == nil {
+		return "", ErrUnseal
+	}
+	b, err := sealer.Open(c.Sealed, []byte(c.ID))
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+func (c Credential) clone() Credential {
+	c.AllowedModels = slices.Clone(c.AllowedModels)
+	c.AllowedAPIKeyHashes = slices.Clone(c.AllowedAPIKeyHashes)
+	c.AllowedUserIDs = slices.Clone(c.AllowedUserIDs)
+	c.Sealed = slices.Clone(c.Sealed)
+	if c.Name != nil {
+		n := *c.Name
+		c.Name = &n
+	}
+	if c.DeclaredZDR != nil {
+		z := *c.DeclaredZDR
+		c.DeclaredZDR = &z
+	}
+	return c
+}
+
+// maskSecret is the public label of a provider key: a few characters of
+// each end of a long key, fewer of a short one, so that the label never
+// gives away a meaningful part of the key.
+func maskSecret(secret string) string {
+	r := []rune(secret)
+	switch n := len(r); {
+	case n >= 16:
+		return string(r[:3]) + "..." + string(r[n-4:])
+	case n >= 8:
+		return "..." + string(r[n-2:])
+	}
+	return "..."
+}
+
+// NewBYOK describes a BYOK credential to create.
+type NewBYOK struct {
+	AccountID   string
+	WorkspaceID string // default: the account's default workspace
+	Provider    string
+	Name        *string
+	// Secret is the provider key; it is sealed before it is stored.
+	Secret                                             string
+	Disabled, IsFallback, IsBYOKOnly, IsRequired       bool
+	DeclaredZDR                                        *bool
+	AllowedModels, AllowedAPIKeyHashes, AllowedUserIDs []string
+}
+
+// byokKey is the record's database key.
+func byokKey(accountID, id string) string { return prefixBYOK + accountID + "/" + id }
+
+// CreateBYOK creates a credential, sealing its secret with sealer.
+func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
+	if sealer == nil {
+		return Credential{}, fmt.Errorf("%w: BYOK is not configured", ErrInvalid)
+	}
+	if n.Secret == "" {
+		return Credential{}, fmt.Errorf("%w: key is required", ErrInvalid)
+	}
+	if strings.TrimSpace(n.Provider) == "" {
+		return Credential{}, fmt.Errorf("%w: provider is required", ErrInvalid)
+	}
+	t := now().UTC()
+	c := Credential{
+		ID: newUUID(), AccountID: n.AccountID, Provider: n.Provider, Name: n.Name,
+		Disabled: n.Disabled, IsFallback: n.IsFallback, IsBYOKOnly: n.IsBYOKOnly, IsRequired: n.IsRequired,
+		DeclaredZDR: n.DeclaredZDR, AllowedModels: n.AllowedModels, AllowedAPIKeyHashes: n.AllowedAPIKeyHashes,
+		AllowedUserIDs: n.AllowedUserIDs, CreatedAt: t, UpdatedAt: t,
+	}
+	c = c.clone()
+	c.SetSecret(sealer, n.Secret)
+	s.mu.Lock()
+	acct, ok := s.accounts[n.AccountID]
+	if !ok {
+		s.mu.Unlock()
+		return Credential{}, ErrNotFound
+	}
+	if n.WorkspaceID == "" {
+		n.WorkspaceID = acct.DefaultWorkspaceID
+	}
+	if n.WorkspaceID != acct.DefaultWorkspaceID {
+		s.mu.Unlock()
+		return Credential{}, fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
+	}
+	c.WorkspaceID = n.WorkspaceID
+	if err := s.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
+		s.mu.Unlock()
+		return Credential{}, err
+	}
+	for _, o := range s.byok[n.AccountID] {
+		if o.Provider == c.Provider {
+			c.SortOrder = max(c.SortOrder, o.SortOrder+1)
+		}
+	}
+	s.seq++
+	c.Seq = s.seq
+	if s.byok[n.AccountID] == nil {
+		s.byok[n.AccountID] = map[string]*Credential{}
+	}
+	s.byok[n.AccountID][c.ID] = &c
+	b := s.markDirty(byokKey(n.AccountID, c.ID))
+	s.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return Credential{}, err
+	}
+	return c, nil
+}
+
+// checkKeyHashes checks that every hash is a regular key of the account.
+// Callers hold s.mu.
+func (s *Store) checkKeyHashes(accountID string, hashes []string) error {
+	for _, h := range hashes {
+		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
+			return fmt.Errorf("%w: allowed_api_key_hashes: %q is not an API key of this account", ErrInvalid, h)
+		}
+	}
+	return nil
+}
+
+// BYOK returns one of an account's credentials; another account's
+// credential is not found.
+func (s *Store) BYOK(accountID, id string) (Credential, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.byok[accountID][id]
+	if !ok {
+		return Credential{}, false
+	}
+	return *c, true
+}
+
+// BYOKFilter selects credentials for ListBYOK.
+type BYOKFilter struct {
+	AccountID     string
+	WorkspaceID   string // empty: every workspace
+	Provider      string // empty: every provider
+	Offset, Limit int    // Limit 0: no limit
+}
+
+// ListBYOK returns one page of an account's credentials, most recent
+// first, and how many match the filter in all.
+func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
+	s.mu.RLock()
+	var all []Credential
+	for _, c := range s.byok[f.AccountID] {
+		if (f.WorkspaceID != "" && c.WorkspaceID != "" && c.WorkspaceID != f.WorkspaceID) ||
+			(f.Provider != "" && c.Provider != f.Provider) {
+			continue
+		}
+		all = append(all, *c)
+	}
+	s.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
+	total := len(all)
+	if f.Offset >= len(all) {
+		return []Credential{}, total
+	}
+	all = all[f.Offset:]
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, total
+}
+
+// UpdateBYOK applies fn to a copy of the credential and persists the
+// result; fn may return an error to abort without writing, and may rotate
+// the secret with SetSecret. Identity, ownership, provider, workspace and
+// position cannot be changed through it.
+func (s *Store) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Credential, error) {
+	s.mu.Lock()
+	cur, ok := s.byok[accountID][id]
+	if !ok {
+		s.mu.Unlock()
+		return Credential{}, ErrNotFound
+	}
+	c := cur.clone()
+	if err := fn(&c); err != nil {
+		s.mu.Unlock()
+		return Credential{}, err
+	}
+	c.ID, c.AccountID, c.WorkspaceID, c.Provider = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Provider
+	c.SortOrder, c.CreatedAt, c.Seq = cur.SortOrder, cur.CreatedAt, cur.Seq
+	if !slices.Equal(c.AllowedAPIKeyHashes, cur.AllowedAPIKeyHashes) {
+		if err := s.checkKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
+			s.mu.Unlock()
+			return Credential{}, err
+		}
+	}
+	c.UpdatedAt = now().UTC()
+	s.byok[accountID][id] = &c
+	b := s.markDirty(byokKey(accountID, id))
+	s.mu.Unlock()
+	return c, b.wait()
+}
+
+// DeleteBYOK removes a credential and its sealed key; it stops being used
+// at once.
+func (s *Store) DeleteBYOK(accountID, id string) error {
+	s.mu.Lock()
+	if _, ok := s.byok[accountID][id]; !ok {
+		s.mu.Unlock()
+		return ErrNotFound
+	}
+	delete(s.byok[accountID], id)
+	if len(s.byok[accountID]) == 0 {
+		delete(s.byok, accountID)
+	}
+	b := s.markDirty(byokKey(accountID, id))
+	s.mu.Unlock()
+	return b.wait()
+}
+
+// BYOKUse is the request a credential would serve. An empty field is
+// unknown: a credential whose allowlist restricts it does not match.
+type BYOKUse struct {
+	WorkspaceID string // the calling key's workspace; "" matches any
+	KeyHash     string
+	Model       string // public model id
+	UserID      string // the calling key's creator
+}
+
+// BYOKFor returns the enabled credential of the account for the provider
+// that is tried first, among those with no allowlist restriction. Memory
+// only, for the request path.
+func (s *Store) BYOKFor(accountID, provider string) (Credential, bool) {
+	return s.BYOKForRequest(accountID, provider, BYOKUse{})
+}
+
+// BYOKForRequest is BYOKFor for a request: credentials whose allowlists
+// exclude use are skipped. Non-fallback credentials come before fallback
+// ones, then by sort_order, then oldest first.
+func (s *Store) BYOKForRequest(accountID, provider string, use BYOKUse) (Credential, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var best *Credential
+	for _, c := range s.byok[accountID] {
+		if c.Provider != provider || c.Disabled || !c.allows(use) {
+			continue
+		}
+		if best == nil || c.triedBefore(best) {
+			best = c
+		}
+	}
+	if best == nil {
+		return Credential{}, false
+	}
+	return *best, true
+}
+
+func (c *Credential) triedBefore(o *Credential) bool {
+	if c.IsFallback != o.IsFallback {
+		return !c.IsFallback
+	}
+	if c.SortOrder != o.SortOrder {
+		return c.SortOrder < o.SortOrder
+	}
+	return c.Seq < o.Seq
+}
+
+func (c *Credential) allows(u BYOKUse) bool {
+	if c.WorkspaceID != "" && u.WorkspaceID != "" && c.WorkspaceID != u.WorkspaceID {
+		return false
+	}
+	in := func(list []string, v string) bool { return list == nil || (v != "" && slices.Contains(list, v)) }
+	return in(c.AllowedAPIKeyHashes, u.KeyHash) && in(c.AllowedModels, u.Model) && in(c.AllowedUserIDs, u.UserID)
+}
+
+// loadBYOK decodes one credential record at warm-up.
+func (s *Store) loadBYOK(v []byte) error {
+	var c Credential
+	if err := json.Unmarshal(v, &c); err != nil {
+		return err
+	}
+	if s.byok[c.AccountID] == nil {
+		s.byok[c.AccountID] = map[string]*Credential{}
+	}
+	s.byok[c.AccountID][c.ID] = &c
+	s.seq = max(s.seq, c.Seq)
+	return nil
+}
+
+// byokSnapshot is snapshot for a credential key. Callers hold s.mu.
+func (s *Store) byokSnapshot(key string) any {
+	accountID, id, ok := strings.Cut(key[len(prefixBYOK):], "/")
+	if !ok {
+		return nil
+	}
+	if c, ok := s.byok[accountID][id]; ok {
+		return *c
+	}
+	return nil
+}
