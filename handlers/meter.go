@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -67,20 +68,12 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil
 	}
 	policy := m.gw.InFlightPolicy()
-	facts := billing.RequestFacts{
-		Pricing:       route.Model.Pricing,
-		InputTokens:   route.InputTokens,
-		MaxTokens:     route.MaxTokens,
-		ContextLength: route.Model.ContextLength,
-		Free:          route.Model.IsFree(),
-		BYOK:          route.BYOK,
-	}
-	est := billing.EstimateRequest(facts, policy)
+	facts, est := estimateAttempts(route, policy)
 	// Free-model requests count against the account's request caps, unless
 	// the account is exempt or the request uses the caller's own key.
-	countFree := facts.Free && !route.BYOK && !id.Account.RateLimitExempt
+	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
-	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: route.BYOK},
+	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK},
 		func(v storage.LedgerView) error {
 			if countFree {
 				if rl := limits.Check(v.Account, v.Now); rl != nil {
@@ -109,25 +102,73 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 
 	start := now()
 	genID := storage.NewGenerationID(start)
-	mw := newMeterWriter(w, route.Kind)
-	mw.genID = genID
-	proxyErr := proxy(next, mw, r)
-	return m.settle(store, res, route, id, mw, proxyErr, r, genID, start, policy)
+	header := w.Header().Clone()
+	var failed []failure
+	for i := 0; ; i++ {
+		if i > 0 {
+			// A failed attempt's answer headers must not leak into the next.
+			clear(w.Header())
+			maps.Copy(w.Header(), header)
+			if err := route.apply(r, i); err != nil {
+				break
+			}
+		}
+		mw := newMeterWriter(w, route.Kind)
+		mw.genID = genID
+		proxyErr := proxy(next, mw, r)
+		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {
+			failed = append(failed, mw.failure(route, proxyErr))
+			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
+				zap.String("model", route.Model.ID), zap.Int("status", failed[len(failed)-1].status))
+			continue
+		}
+		return m.settle(store, res, route, id, mw, proxyErr, r, genID, start, policy, failed)
+	}
+	_ = store.Release(res)
+	WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
+	return nil
+}
+
+// estimateAttempts holds for the costliest endpoint the request may end up
+// on, since a fallback can serve it; the request is BYOK for the limits only
+// when every attempt is.
+func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.RequestFacts, billing.Estimate) {
+	var facts billing.RequestFacts
+	var est billing.Estimate
+	allBYOK := true
+	for i, a := range route.Attempts {
+		f := billing.RequestFacts{
+			Pricing:       a.Model.Pricing,
+			InputTokens:   route.InputTokens,
+			MaxTokens:     route.MaxTokens,
+			ContextLength: a.Model.ContextLength,
+			Free:          a.Model.IsFree(),
+			BYOK:          a.BYOK,
+		}
+		e := billing.EstimateRequest(f, policy)
+		if i == 0 {
+			facts = f
+		}
+		est.Hold, est.InFlight = max(est.Hold, e.Hold), max(est.InFlight, e.InFlight)
+		allBYOK = allBYOK && a.BYOK
+	}
+	facts.BYOK = allBYOK
+	return facts, est
 }
 
 // settle charges what the request consumed and sends what was held back.
 func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Route, id *Identity,
-	mw *meterWriter, proxyErr error, r *http.Request, genID string, start time.Time, policy billing.InFlightPolicy) error {
+	mw *meterWriter, proxyErr error, r *http.Request, genID string, start time.Time, policy billing.InFlightPolicy, failed []failure) error {
 	clientGone := mw.clientGone || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
 	switch {
-	case mw.mode == modeUndecided || mw.mode == modeError || (mw.mode == modeJSON && !mw.readJSONUsage()):
+	case mw.mode == modeUndecided || mw.mode == modeError || (mw.mode == modeJSON && !mw.usableJSON()):
 		_ = store.Release(res)
 		if clientGone {
 			return nil
 		}
-		WriteError(mw.ResponseWriter, upstreamError(mw, route, proxyErr))
+		WriteError(mw.ResponseWriter, upstreamError(append(failed, mw.failure(route, proxyErr))))
 		return nil
 	}
 
@@ -225,27 +266,93 @@ func (m *Meter) creditError(rej *billing.Rejection) *APIError {
 	return e
 }
 
-// upstreamError turns a failed upstream exchange into the gateway's error.
-func upstreamError(mw *meterWriter, route *Route, proxyErr error) *APIError {
-	md := map[string]any{"provider_name": route.Provider.Name}
-	switch {
-	case mw.mode == modeError:
-		msg := http.StatusText(mw.status)
+// failure is one attempt that got no usable answer.
+type failure struct {
+	status   int    // the provider's status, or the gateway's for transport errors
+	provider string // provider name
+	code     any    // the provider's own error code, when it gave one
+	message  string
+	raw      string
+	retry    time.Duration // the provider's Retry-After; 0: none
+}
+
+// retryable reports whether an attempt failed before anything reached the
+// client in a way another provider may not: rate limited, a server error,
+// a timeout, no connection or an invalid answer.
+func (mw *meterWriter) retryable(proxyErr error) bool {
+	switch mw.mode {
+	case modeUndecided:
+		return proxyErr != nil
+	case modeError:
+		return mw.status == http.StatusTooManyRequests || mw.status == http.StatusRequestTimeout || mw.status >= 500
+	case modeJSON:
+		return !mw.usableJSON()
+	}
+	return false
+}
+
+// failure describes a failed attempt.
+func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
+	f := failure{provider: route.Provider.Name}
+	switch mw.mode {
+	case modeError:
+		f.status, f.message = mw.status, http.StatusText(mw.status)
 		if body := mw.buf.Bytes(); len(body) > 0 {
-			if s := gjson.GetBytes(body, "error.message").Str; s != "" {
-				msg = s
+			if m := gjson.GetBytes(body, "error.message").Str; m != "" {
+				f.message = m
 			}
-			md["raw"] = truncate(string(body), 2000)
+			if c := gjson.GetManyBytes(body, "error.code", "error.type"); c[0].Exists() && c[0].Type != gjson.Null {
+				f.code = c[0].Value()
+			} else if c[1].Str != "" {
+				f.code = c[1].Str
+			}
+			f.raw = truncate(string(body), 2000)
 		}
-		return &APIError{Status: mw.status, Message: msg, Metadata: md}
-	case mw.mode == modeJSON:
-		return &APIError{Status: http.StatusBadGateway, Message: "Provider returned an invalid response", Metadata: md}
+		if f.code == nil {
+			f.code = mw.status
+		}
+		if secs, err := strconv.Atoi(mw.Header().Get("Retry-After")); err == nil && secs >= 0 {
+			f.retry = time.Duration(max(secs, 1)) * time.Second
+		}
+	case modeJSON:
+		f.status, f.message = http.StatusBadGateway, "Provider returned an invalid response"
+	default:
+		f.status, f.message = http.StatusBadGateway, "Provider is unavailable"
+		var he caddyhttp.HandlerError
+		if errors.As(proxyErr, &he) && he.StatusCode == http.StatusGatewayTimeout {
+			f.status, f.message = http.StatusRequestTimeout, "Provider timed out"
+		}
 	}
-	var he caddyhttp.HandlerError
-	if errors.As(proxyErr, &he) && he.StatusCode == http.StatusGatewayTimeout {
-		return &APIError{Status: http.StatusRequestTimeout, Message: "Provider timed out", Metadata: md}
+	return f
+}
+
+// upstreamError is the client's answer when every attempt failed (SPEC.md
+// 7.2): the last attempt's error; a provider's 429 carries its own code
+// and, when every attempted provider gave a retry hint, Retry-After.
+func upstreamError(failed []failure) *APIError {
+	last := failed[len(failed)-1]
+	md := map[string]any{"provider_name": last.provider}
+	if last.raw != "" {
+		md["raw"] = last.raw
 	}
-	return &APIError{Status: http.StatusBadGateway, Message: "Provider is unavailable", Metadata: md}
+	e := &APIError{Status: last.status, Message: last.message, Metadata: md}
+	if last.status != http.StatusTooManyRequests {
+		return e
+	}
+	e.Message = "Rate limit exceeded"
+	md["error_type"] = "rate_limit_exceeded"
+	md["provider_code"] = last.code
+	hint := time.Duration(0)
+	for _, f := range failed {
+		if f.retry == 0 {
+			return e
+		}
+		if hint == 0 || f.retry < hint {
+			hint = f.retry
+		}
+	}
+	e.Header = http.Header{"Retry-After": {strconv.Itoa(int(hint.Seconds()))}}
+	return e
 }
 
 func truncate(s string, n int) string {

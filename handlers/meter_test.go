@@ -339,6 +339,31 @@ func errorBody(status int, message string, metadata map[string]any) string {
 	return string(b) + "\n"
 }
 
+// A provider's 429 is the spec's rate-limit error with the provider's own
+// code (SPEC.md 7.2), and Retry-After when the provider gave one.
+func TestMeterProviderRateLimit(t *testing.T) {
+	f := newMeterFixture(t, "1", storage.NewAPIKey{})
+	f.provider = func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Retry-After", "7")
+		w.Header().Set("X-Ratelimit-Remaining", "0")
+		w.WriteHeader(429)
+		_, _ = w.Write([]byte(`{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`))
+		return nil
+	}
+	res := f.do(t, "/api/v1/chat/completions", chatBody)
+	want := errorBody(429, "Rate limit exceeded", map[string]any{
+		"provider_name": testUpstreamName, "error_type": "rate_limit_exceeded", "provider_code": "rate_limit_exceeded",
+		"raw": `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`,
+	})
+	if res.status != 429 || res.body != want {
+		t.Fatalf("got %d %s\nwant %s", res.status, res.body, want)
+	}
+	if res.header.Get("Retry-After") != "7" || res.header.Get("X-Ratelimit-Remaining") != "" {
+		t.Fatalf("headers %v", res.header)
+	}
+	f.wantCharged(t, 0)
+}
+
 func TestMeterUpstreamFailures(t *testing.T) {
 	upErr := `{"error":{"message":"boom","type":"server_error"}}`
 	tests := []struct {
@@ -349,7 +374,6 @@ func TestMeterUpstreamFailures(t *testing.T) {
 		raw      string // metadata.raw; "" for none
 	}{
 		{"upstream 500", answerJSON(500, upErr), 500, "boom", upErr},
-		{"upstream 429", answerJSON(429, `{"error":{"code":429,"message":"slow down"}}`), 429, "slow down", `{"error":{"code":429,"message":"slow down"}}`},
 		{"upstream 503 without body", func(w http.ResponseWriter, _ *http.Request) error {
 			w.WriteHeader(503)
 			return nil

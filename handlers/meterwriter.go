@@ -43,6 +43,8 @@ type meterWriter struct {
 	lastSeq      int64 // Responses events: the last sequence_number seen
 	finish       string
 	clientGone   bool
+	jsonChecked  bool // usableJSON ran
+	jsonOK       bool
 }
 
 type writerMode int
@@ -214,6 +216,15 @@ func (mw *meterWriter) event(ev []byte) error {
 		return err
 	}
 	return nil
+}
+
+// usableJSON reads the buffered JSON answer once and reports whether it is
+// a JSON object.
+func (mw *meterWriter) usableJSON() bool {
+	if !mw.jsonChecked {
+		mw.jsonChecked, mw.jsonOK = true, mw.readJSONUsage()
+	}
+	return mw.jsonOK
 }
 
 // readJSONUsage reads usage and the generated text's size from a buffered

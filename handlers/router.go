@@ -1,12 +1,9 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -117,34 +114,26 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		apiErr = validateInference(sub, body)
 	}
 	var route *Route
-	var upstreamKey string
 	if apiErr == nil {
 		id, _ := IdentityFrom(r)
-		route, body, upstreamKey, apiErr = rt.route(sub, body, id)
+		route, apiErr = rt.route(sub, body, id)
 	}
 	if apiErr != nil {
 		WriteError(w, apiErr)
 		return nil
 	}
-	p := route.Provider
-	if repl != nil {
-		repl.Set("tollgate.upstream.dial", p.Dial)
-		repl.Set("tollgate.upstream.uri", withQuery(p.BasePath+sub, r))
-		repl.Set("tollgate.upstream.host", p.Host)
-		repl.Set("tollgate.upstream.scheme", p.Scheme)
-		repl.Set("tollgate.model", route.Model.ID)
-		repl.Set("tollgate.provider", p.Name)
-	}
+	route.uri = withQuery(sub, r)
 	r = r.WithContext(context.WithValue(r.Context(), routeKey{}, route))
 	// The header map is shared with the request Caddy logs: copy it before
 	// adding the provider's key (the operator's, or the account's own).
 	r.Header = r.Header.Clone()
-	r.Header.Set("Authorization", "Bearer "+upstreamKey)
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	r.Header.Del("Accept-Encoding")
-	r.Host = p.Host
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
+	if err := route.apply(r, 0); err != nil {
+		WriteError(w, BadRequest("Request body is not valid JSON"))
+		return nil
+	}
+	// Estimated on the body as the first provider receives it.
+	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
 	return next.ServeHTTP(w, r)
 }
 
@@ -156,46 +145,61 @@ func withQuery(path string, r *http.Request) string {
 	return path
 }
 
-// route finds the request's model in the catalog and picks its provider;
-// body is returned with the provider's model id written in, with the key to
-// call the provider with. The body was checked by validateInference.
-func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, []byte, string, *APIError) {
+// gatewayFields are request fields for the gateway only: they select
+// models and providers and are not sent upstream.
+var gatewayFields = []string{"models", "provider", "route"}
+
+// route finds the request's model (and its `models` fallbacks) in the
+// catalog and lists the provider endpoints to try, filtered by the
+// request's `provider` preferences. The body was checked by
+// validateInference.
+func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, *APIError) {
 	root := gjson.ParseBytes(body)
 	if name, dup := duplicateKey(root); dup {
 		// Parsers disagree on which copy wins: the gateway could price one
 		// model while the provider serves another.
-		return nil, nil, "", BadRequest(name + ": duplicate field")
+		return nil, BadRequest(name + ": duplicate field")
 	}
-	modelID := root.Get("model").Str
-	if modelID == "" { // validateInference allows `models` (fallbacks) alone
-		first := root.Get("models.0")
-		if first.Type != gjson.String || first.Str == "" {
-			return nil, nil, "", BadRequest("models: expected an array of model ids")
+	ids, apiErr := requestedModels(root)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	prefs, apiErr := parseProviderPrefs(root.Get("provider"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	var attempts []Attempt
+	available := false
+	for n, modelID := range ids {
+		m, ok := rt.catalog().Lookup(modelID)
+		if !ok {
+			field := "model"
+			if n > 0 || root.Get("model").Str == "" {
+				field = "models"
+			}
+			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", field, modelID))
 		}
-		modelID = first.Str
+		candidates := rt.candidates(m, id)
+		available = available || len(candidates) > 0
+		attempts = append(attempts, prefs.filter(candidates)...)
 	}
-	m, ok := rt.catalog().Lookup(modelID)
-	if !ok {
-		return nil, nil, "", BadRequest(fmt.Sprintf("model: unknown model %q", modelID))
+	if len(attempts) == 0 {
+		if available {
+			return nil, newError(http.StatusServiceUnavailable, "No provider satisfies the request's provider preferences")
+		}
+		return nil, newError(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	p, upstreamKey, byok := rt.pickProvider(m, id)
-	if p == nil {
-		return nil, nil, "", newError(http.StatusServiceUnavailable, "No provider is available for model "+modelID)
-	}
-	if root.Get("model").Str != p.Model {
-		var err error
-		if body, err = sjson.SetBytes(body, "model", p.Model); err != nil {
-			return nil, nil, "", BadRequest("Request body is not valid JSON")
+	for _, f := range gatewayFields {
+		if root.Get(f).Exists() {
+			body, _ = sjson.DeleteBytes(body, f)
 		}
 	}
 	route := &Route{
-		Model:       m,
-		Provider:    p,
+		Attempts:    attempts,
 		Kind:        "other",
 		Stream:      root.Get("stream").Bool(),
-		InputTokens: billing.EstimateTokens(len(body)),
-		BYOK:        byok,
 		User:        root.Get("user").Str,
+		body:        body,
 	}
 	switch sub {
 	case "/chat/completions":
@@ -209,7 +213,60 @@ func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, []byte, 
 			break
 		}
 	}
-	return route, body, upstreamKey, nil
+	return route, nil
+}
+
+// requestedModels is `model` followed by the `models` fallbacks, without
+// repeats; `models` alone names the primary first.
+func requestedModels(root gjson.Result) ([]string, *APIError) {
+	var ids []string
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if m := root.Get("model").Str; m != "" {
+		add(m)
+	}
+	if ms := root.Get("models"); ms.Exists() {
+		if !ms.IsArray() {
+			return nil, BadRequest("models: expected an array of model ids")
+		}
+		for _, v := range ms.Array() {
+			if v.Type != gjson.String || v.Str == "" {
+				return nil, BadRequest("models: expected an array of model ids")
+			}
+			add(v.Str)
+		}
+	}
+	if len(ids) == 0 {
+		if root.Get("models").Exists() {
+			return nil, BadRequest("models: expected an array of model ids")
+		}
+		return nil, BadRequest("model: required string")
+	}
+	return ids, nil
+}
+
+// candidates are the endpoints of m the caller can use, in order: those the
+// account holds a BYOK credential for (called with its own key), then
+// those with the operator's key. A provider without an operator key is
+// usable only through BYOK.
+func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
+	var out []Attempt
+	byok := map[*catalog.Provider]bool{}
+	for _, a := range rt.byokAttempts(m, id) {
+		byok[a.Provider] = true
+		out = append(out, a)
+	}
+	for _, p := range m.Providers {
+		if !byok[p] && p.Dial != "" && p.APIKey != "" {
+			out = append(out, Attempt{Model: m, Provider: p, Key: p.APIKey})
+		}
+	}
+	return out
 }
 
 // duplicateKey finds a key that appears twice in the top-level object.
@@ -228,41 +285,26 @@ func duplicateKey(root gjson.Result) (string, bool) {
 	return dup, found
 }
 
-// pickProvider chooses the provider of m for the caller and the key to
-// call it with. A provider for which the caller's account holds an enabled
-// BYOK credential comes first (in catalog order) and is called with the
-// account's own key, byok true; otherwise the first provider with the
-// operator's key. A provider without an operator key is usable only
-// through BYOK.
-func (rt *Router) pickProvider(m *catalog.Model, id *Identity) (p *catalog.Provider, key string, byok bool) {
-	if p, key, ok := rt.byokProvider(m, id); ok {
-		return p, key, true
-	}
-	if p := usableProvider(m, id); p != nil {
-		return p, p.APIKey, false
-	}
-	return nil, "", false
-}
-
-// byokProvider is the first provider of m with an address for which the
+// byokAttempts are the providers of m with an address for which the
 // caller's account holds a credential that admits this request, with the
 // credential's key opened. Memory only; nothing when BYOK is off.
-func (rt *Router) byokProvider(m *catalog.Model, id *Identity) (*catalog.Provider, string, bool) {
+func (rt *Router) byokAttempts(m *catalog.Model, id *Identity) []Attempt {
 	if rt.gw == nil || id == nil || id.Management {
-		return nil, "", false
+		return nil
 	}
 	sealer := rt.gw.BYOKSealer()
 	if sealer == nil {
-		return nil, "", false
+		return nil
 	}
 	store, err := rt.gw.Store()
 	if err != nil {
-		return nil, "", false
+		return nil
 	}
 	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
 	if id.Key.CreatorUserID != nil {
 		use.UserID = *id.Key.CreatorUserID
 	}
+	var out []Attempt
 	for _, p := range m.Providers {
 		if p.Dial == "" {
 			continue
@@ -278,9 +320,9 @@ func (rt *Router) byokProvider(m *catalog.Model, id *Identity) (*catalog.Provide
 				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
 			continue
 		}
-		return p, key, true
+		out = append(out, Attempt{Model: m, Provider: p, Key: key, BYOK: true})
 	}
-	return nil, "", false
+	return out
 }
 
 func (rt *Router) log() *zap.Logger {

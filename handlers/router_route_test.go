@@ -98,13 +98,14 @@ func newRoutingRouter(t *testing.T, cat *catalog.Catalog) *Router {
 
 func TestRouterUnknownModel(t *testing.T) {
 	rt := newRoutingRouter(t, routedCatalog())
-	for _, body := range []string{
-		`{"model":"nope","messages":[]}`,
-		`{"models":["nope","paid"],"messages":[]}`,
+	for body, msg := range map[string]string{
+		`{"model":"nope","messages":[]}`:                   `model: unknown model "nope"`,
+		`{"models":["nope","paid"],"messages":[]}`:         `models: unknown model "nope"`,
+		`{"model":"paid","models":["nope"],"messages":[]}`: `models: unknown model "nope"`,
 	} {
 		var got *routed
 		r, repl := newRequest("POST", "/api/v1/chat/completions", body)
-		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 400, `model: unknown model "nope"`)
+		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 400, msg)
 		if got != nil {
 			t.Error("unknown model reached the upstream")
 		}
@@ -184,8 +185,9 @@ func TestRouterRoutes(t *testing.T) {
 		},
 		{
 			name: "fallback list without model", target: "/api/v1/chat/completions",
-			body:     `{"models":["paid","mock"],"messages":[]}`,
-			wantBody: `{"models":["paid","mock"],"messages":[],"model":"gpt-x-2025"}`,
+			body: `{"models":["paid","mock"],"messages":[]}`,
+			// The gateway's own fields are not sent upstream.
+			wantBody: `{"messages":[],"model":"gpt-x-2025"}`,
 			dial:     "api.openai.test:443", uri: "/v1/chat/completions", host: "api.openai.test", scheme: "https",
 			provider: "openai", model: "paid", key: "sk-openai", kind: "chat",
 		},
