@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# Tollgate end-to-end benchmark: bare Caddy reverse_proxy (A) against the
+# full tollgate chain (B) in front of the same mock upstream, interleaved
+# A B A B ..., on loopback. See bench/README.md for how to read the output.
+#
+#   bench/run.sh                         # report only
+#   BENCH_MIN_RATIO=0.85 bench/run.sh    # exit 1 if throughput(B)/throughput(A) < 0.85
+set -euo pipefail
+
+# ---- settings (environment) -------------------------------------------------
+DURATION=${BENCH_DURATION:-10}          # seconds per measured run
+ROUNDS=${BENCH_ROUNDS:-3}               # A+B pairs
+WARMUP=${BENCH_WARMUP:-3}               # seconds of unmeasured load per config first
+CONNECTIONS=${BENCH_CONNECTIONS:-32}    # wrk connections
+THREADS=${BENCH_THREADS:-1}             # wrk threads
+MIN_RATIO=${BENCH_MIN_RATIO:-}          # empty: report only
+RATIO_METRIC=${BENCH_RATIO_METRIC:-throughput}  # what BENCH_MIN_RATIO checks: throughput or cpu
+MAX_CPU_DELTA=${BENCH_MAX_CPU_DELTA_US:-}  # empty: report only
+GATEWAY_CPUS=${BENCH_GATEWAY_CPUS:-0}   # taskset list for the gateway under test
+CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}     # taskset list for wrk and the upstream
+CADDY=${BENCH_CADDY:-}                  # a prebuilt binary; empty: build ./cmd/caddy
+KEEP=${BENCH_KEEP:-}                    # non-empty: keep the work directory
+DATA_DIR=${BENCH_DATA_DIR:-}            # Badger directory of B; empty: in the work dir
+PROFILE=${BENCH_PROFILE:-}              # a directory: save CPU profiles of the last round there
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tollgate-bench.XXXXXX")
+PIDS=()
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "bench: $*"; exit 2; }
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	if [[ -n $KEEP ]]; then
+		log "bench: work directory kept: $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+[[ $RATIO_METRIC == throughput || $RATIO_METRIC == cpu ]] || die "BENCH_RATIO_METRIC must be throughput or cpu"
+trap 'exit 130' INT TERM
+
+# ---- tools ------------------------------------------------------------------
+if ! command -v wrk >/dev/null; then
+	log "bench: installing wrk"
+	SUDO=; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+	$SUDO apt-get install -y wrk >/dev/null 2>&1 ||
+		{ $SUDO apt-get update >/dev/null && $SUDO apt-get install -y wrk >/dev/null; } ||
+		die "could not install wrk (apt-get install -y wrk)"
+fi
+command -v curl >/dev/null || die "curl is required"
+if command -v jq >/dev/null; then
+	json() { jq -r "$1"; }
+elif command -v python3 >/dev/null; then
+	json() { python3 -c 'import json,sys
+v=json.load(sys.stdin)
+for k in sys.argv[1].lstrip(".").split("."): v=v[k]
+print(v)' "$1"; }
+else
+	die "jq or python3 is required"
+fi
+
+PIN_GW=() PIN_CLIENT=()
+NCPU=$(nproc)
+if command -v taskset >/dev/null && ((NCPU >= 2)); then
+	PIN_GW=(taskset -c "$GATEWAY_CPUS")
+	PIN_CLIENT=(taskset -c "$CLIENT_CPUS")
+	PINNING="gateway on CPU $GATEWAY_CPUS; wrk and upstream on CPU $CLIENT_CPUS"
+else
+	PINNING="none (taskset missing or a single CPU): expect noisier numbers"
+fi
+
+if [[ -z $CADDY ]]; then
+	log "bench: building cmd/caddy"
+	CADDY=$WORK/caddy
+	(cd "$ROOT" && go build -o "$CADDY" ./cmd/caddy) || die "build failed"
+fi
+
+# ---- ports and configs ------------------------------------------------------
+used_ports=" "
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		[[ $used_ports == *" $p "* ]] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			used_ports+="$p "
+			echo "$p"
+			return
+		fi
+	done
+}
+UP=$(free_port) UP_ADMIN=$(free_port)
+A=$(free_port) A_ADMIN=$(free_port)
+B=$(free_port) B_ADMIN=$(free_port)
+[[ -z $DATA_DIR ]] && DATA_DIR=$WORK/data
+
+globals() { # admin port
+	printf '\tadmin 127.0.0.1:%s\n\tpersist_config off\n\tskip_install_trust\n\tauto_https off\n' "$1"
+}
+
+# The upstream: the mock provider, no artificial latency, so that the run is
+# CPU-bound. Same process for A and B.
+cat >"$WORK/upstream.caddyfile" <<EOF
+{
+$(globals "$UP_ADMIN")
+}
+http://:$UP {
+	bind 127.0.0.1
+	tollgate_mock_provider {
+		latency 0ms
+	}
+}
+EOF
+
+# A: bare reverse_proxy, with the same matcher and flush setting as B so that
+# the difference is only what tollgate adds.
+cat >"$WORK/bare.caddyfile" <<EOF
+{
+$(globals "$A_ADMIN")
+}
+http://:$A {
+	bind 127.0.0.1
+	reverse_proxy /api/v1/* 127.0.0.1:$UP {
+		flush_interval -1
+	}
+}
+EOF
+
+# B: the full chain of Caddyfile.example, durable metering on disk.
+cat >"$WORK/chain.caddyfile" <<EOF
+{
+$(globals "$B_ADMIN")
+	tollgate {
+		data_dir $DATA_DIR
+		brand service
+		model tollgate-mock {
+			context_length 8192
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+			provider mock http://127.0.0.1:$UP/v1 {
+				api_key mock
+			}
+		}
+	}
+}
+http://:$B {
+	bind 127.0.0.1
+	tollgate_auth
+	tollgate_admin
+	tollgate_router
+	tollgate_meter
+	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
+		rewrite {tollgate.upstream.uri}
+		flush_interval -1
+	}
+}
+EOF
+
+start_caddy() { # name config pin...
+	local name=$1 config=$2
+	shift 2
+	mkdir -p "$WORK/home-$name"
+	HOME=$WORK/home-$name XDG_DATA_HOME=$WORK/home-$name XDG_CONFIG_HOME=$WORK/home-$name \
+		"$@" "$CADDY" run --config "$config" --adapter caddyfile >"$WORK/$name.log" 2>&1 &
+	LAST_PID=$!
+	PIDS+=("$LAST_PID")
+}
+
+wait_http() { # url name
+	local i
+	for i in $(seq 1 200); do
+		if curl -s -o /dev/null --max-time 1 "$1"; then return 0; fi
+		sleep 0.05
+	done
+	die "$2 did not start; log: $(tail -20 "$WORK/$2.log")"
+}
+
+start_caddy upstream "$WORK/upstream.caddyfile" "${PIN_CLIENT[@]}"
+UP_PID=$LAST_PID
+start_caddy bare "$WORK/bare.caddyfile" "${PIN_GW[@]}"
+A_PID=$LAST_PID
+start_caddy chain "$WORK/chain.caddyfile" "${PIN_GW[@]}"
+B_PID=$LAST_PID
+wait_http "http://127.0.0.1:$UP/" upstream
+wait_http "http://127.0.0.1:$A/" bare
+wait_http "http://127.0.0.1:$B/" chain
+
+# ---- tenant: account, credits, management key, API key ----------------------
+op() { # method path body
+	curl -sS -f -X "$1" "http://127.0.0.1:$B_ADMIN/tollgate$2" -H 'Content-Type: application/json' -d "$3"
+}
+ACCOUNT=$(op POST /accounts '{"name":"bench","type":"organization"}' | json .data.id)
+op POST "/accounts/$ACCOUNT/credits" '{"amount":"1000000"}' >/dev/null
+MGMT=$(op POST "/accounts/$ACCOUNT/management-keys" '{"name":"bench"}' | json .key)
+KEY=$(curl -sS -f "http://127.0.0.1:$B/api/v1/keys" -H "Authorization: Bearer $MGMT" \
+	-H 'Content-Type: application/json' -d '{"name":"bench"}' | json .key)
+[[ $KEY == sk-* ]] || die "could not create an API key"
+
+BODY='{"model":"tollgate-mock","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write one sentence about the sea, please."}],"max_tokens":256}'
+cat >"$WORK/post.lua" <<EOF
+wrk.method = "POST"
+wrk.body = [[$BODY]]
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $KEY"
+EOF
+
+check() { # port name
+	local out
+	out=$(curl -sS -w '\n%{http_code}' "http://127.0.0.1:$1/api/v1/chat/completions" \
+		-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d "$BODY")
+	[[ ${out##*$'\n'} == 200 ]] || die "$2: a chat completion failed: $out"
+	echo "${out%$'\n'*}"
+}
+check "$A" bare >/dev/null || exit 2
+ANSWER=$(check "$B" chain) || exit 2
+[[ $ANSWER == *'"cost":'* ]] || die "chain: the answer carries no usage.cost: $ANSWER"
+
+# ---- measurement --------------------------------------------------------------
+TCK=$(getconf CLK_TCK)
+cpu_ticks() { # pid -> utime+stime of the whole process, in clock ticks
+	local s
+	s=$(<"/proc/$1/stat")
+	s=${s##*) }
+	awk '{print $12 + $13}' <<<"$s"
+}
+
+# run_wrk port seconds -> "requests seconds non2xx socket_errors"
+run_wrk() {
+	local out reqs secs non2xx errs
+	out=$(timeout $(($2 + 30)) "${PIN_CLIENT[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${2}s" \
+		-s "$WORK/post.lua" "http://127.0.0.1:$1/api/v1/chat/completions") || die "wrk failed: $out"
+	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+	secs=$(awk '/requests in/ {sub(/s,$/, "", $4); print $4}' <<<"$out")
+	non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+	errs=$(awk '/Socket errors/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' <<<"$out")
+	echo "$reqs $secs ${non2xx:-0} ${errs:-0}"
+}
+
+log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s A + ${DURATION}s B) after ${WARMUP}s warm-up each"
+run_wrk "$A" "$WARMUP" >/dev/null || exit 2
+run_wrk "$B" "$WARMUP" >/dev/null || exit 2
+
+RESULTS=$WORK/results
+: >"$RESULTS"
+printf '%-6s %5s %10s %9s %11s %8s %13s\n' config round req/s requests "gw µs/req" "gw util" "upstream µs/req"
+for round in $(seq 1 "$ROUNDS"); do
+	for cfg in A B; do
+		if [[ $cfg == A ]]; then port=$A pid=$A_PID; else port=$B pid=$B_PID; fi
+		prof=
+		if [[ -n $PROFILE && $round == "$ROUNDS" ]]; then
+			if [[ $cfg == A ]]; then admin=$A_ADMIN name=bare; else admin=$B_ADMIN name=chain; fi
+			mkdir -p "$PROFILE"
+			curl -sS -o "$PROFILE/$name.pprof" \
+				"http://127.0.0.1:$admin/debug/pprof/profile?seconds=$((DURATION > 2 ? DURATION - 1 : 1))" &
+			prof=$!
+		fi
+		g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
+		res=$(run_wrk "$port" "$DURATION") || exit 2
+		[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
+		read -r reqs secs non2xx errs <<<"$res"
+		g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID") t1=$(date +%s.%N)
+		((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
+		((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
+		awk -v c="$cfg" -v r="$round" -v n="$reqs" -v s="$secs" -v g="$((g1 - g0))" -v u="$((u1 - u0))" \
+			-v tck="$TCK" -v t0="$t0" -v t1="$t1" -v out="$RESULTS" 'BEGIN {
+			rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / (t1 - t0) * 100
+			printf "%-6s %5d %10.0f %9d %11.1f %7.0f%% %13.1f\n", c, r, rps, n, gus, util, uus
+			printf "%s %d %f %f %f %f\n", c, r, rps, gus, uus, util >> out
+		}'
+	done
+done
+
+# Pairwise (B_i vs A_i, measured back to back) then the median over rounds,
+# which is robust to a noisy neighbour hitting one round.
+awk -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" '
+function median(a, n,   i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+}
+$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6 }
+$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6 }
+END {
+	n = 0
+	for (r in ra) if (r in rb) {
+		n++; ratio[n] = rb[r] / ra[r]; eff[n] = ca[r] / cb[r]; delta[n] = cb[r] - ca[r]; a[n] = ca[r]; b[n] = cb[r]
+		util[2*n-1] = ua[r]; util[2*n] = ub[r]
+		lo = (n == 1 || ratio[n] < lo) ? ratio[n] : lo; hi = (n == 1 || ratio[n] > hi) ? ratio[n] : hi
+	}
+	if (n == 0) { print "no complete rounds"; exit 2 }
+	mr = median(ratio, n); me = median(eff, n); md = median(delta, n); ma = median(a, n); mb = median(b, n)
+	mu = median(util, 2*n)
+	printf "\nthroughput(B)/throughput(A):   %.3f  (median of %d rounds; range %.3f-%.3f)\n", mr, n, lo, hi
+	printf "CPU-bound ratio A µs / B µs:   %.3f  (the throughput ratio on a saturated gateway core)\n", me
+	printf "gateway CPU per request:       A %.1f µs, B %.1f µs, B-A %+.1f µs (medians)\n", ma, mb, md
+	if (mu < 90) printf "note: the gateway core was only %.0f%% busy (median): the client core or other load limited throughput, so trust the CPU numbers over req/s\n", mu
+	fail = 0
+	gate = metric == "cpu" ? me : mr
+	if (min != "" && gate < min + 0) { printf "FAIL: %s ratio %.3f below BENCH_MIN_RATIO=%s\n", metric, gate, min; fail = 1 }
+	if (maxd != "" && md > maxd + 0) { printf "FAIL: B-A %.1f µs above BENCH_MAX_CPU_DELTA_US=%s\n", md, maxd; fail = 1 }
+	exit fail
+}' "$RESULTS"
