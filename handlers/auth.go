@@ -64,15 +64,40 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 // Identity is the authenticated caller of a request.
 type Identity struct {
 	storage.Principal
-	Account storage.Account
+	// Account is the store's snapshot of the caller's account as of
+	// authentication; it must not be modified.
+	Account *storage.Account
 }
 
 type identityKey struct{}
 
 // IdentityFrom returns the identity Auth attached to the request, if any.
 func IdentityFrom(r *http.Request) (*Identity, bool) {
-	id, ok := r.Context().Value(identityKey{}).(*Identity)
+	id, ok := attached(r, identityVar, identityKey{}).(*Identity)
 	return id, ok
+}
+
+// identityVar is where Auth keeps the identity among Caddy's request vars.
+const identityVar = "tollgate.identity"
+
+// attach hands a value to the handlers after this one: in Caddy's request
+// vars when there are some (no request copy), else in a derived context.
+func attach(r *http.Request, varName string, ctxKey, v any) *http.Request {
+	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		vars[varName] = v
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), ctxKey, v))
+}
+
+// attached reads what attach stored.
+func attached(r *http.Request, varName string, ctxKey any) any {
+	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		if v, ok := vars[varName]; ok {
+			return v
+		}
+	}
+	return r.Context().Value(ctxKey)
 }
 
 // Messages of the 401 and 403 answers.
@@ -123,7 +148,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 	}
 	r.Header.Del("Authorization")
-	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+	r = attach(r, identityVar, identityKey{}, id)
 	a.annotate(r, id)
 	return next.ServeHTTP(w, r)
 }
@@ -142,7 +167,7 @@ func (a *Auth) identify(secret string, kind routeKind) (*Identity, *APIError) {
 	if err != nil {
 		return nil, newError(http.StatusInternalServerError, "Internal Server Error")
 	}
-	acct, ok := store.Account(p.AccountID)
+	acct, ok := store.AccountSnapshot(p.AccountID)
 	if !ok {
 		return nil, newError(http.StatusUnauthorized, msgInvalidKey)
 	}
@@ -191,10 +216,21 @@ func (a *Auth) annotate(r *http.Request, id *Identity) {
 		workspace = ""
 	}
 	repl.Set("http.auth.user.id", id.Hash)
-	repl.Set("tollgate.key.hash", id.Hash)
-	repl.Set("tollgate.key.kind", kindName)
-	repl.Set("tollgate.account.id", id.AccountID)
-	repl.Set("tollgate.workspace.id", workspace)
+	// The rest resolve on lookup: most requests never read them, and
+	// setting each would grow the replacer's map on every request.
+	repl.Map(func(key string) (any, bool) {
+		switch key {
+		case "tollgate.key.hash":
+			return id.Hash, true
+		case "tollgate.key.kind":
+			return kindName, true
+		case "tollgate.account.id":
+			return id.AccountID, true
+		case "tollgate.workspace.id":
+			return workspace, true
+		}
+		return nil, false
+	})
 }
 
 // bearer extracts the key from "Authorization: Bearer <key>".

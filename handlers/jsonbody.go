@@ -17,7 +17,26 @@ const maxAdminBody = 1 << 20
 
 // readBody reads a request body up to limit bytes: 413 past it.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *APIError) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// Sized from Content-Length; the extra byte detects a longer body.
+		b = make([]byte, 0, n+1)
+		for err == nil && len(b) < cap(b) {
+			var m int
+			m, err = body.Read(b[len(b):cap(b)])
+			b = b[:len(b)+m]
+		}
+		if errors.Is(err, io.EOF) {
+			err = nil
+		} else if err == nil {
+			rest, rerr := io.ReadAll(body)
+			b, err = append(b, rest...), rerr
+		}
+	} else {
+		b, err = io.ReadAll(body)
+	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, newError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
@@ -33,6 +52,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *API
 type fields struct {
 	root gjson.Result
 	err  *APIError
+	// index holds the top-level fields, built in one pass on first use;
+	// dup is the first key that appeared twice.
+	index map[string]gjson.Result
+	dup   string
 }
 
 // parseObject checks that b is a JSON object. An empty body reads as {}.
@@ -57,9 +80,26 @@ func (f *fields) fail(name, want string) {
 }
 
 // get returns the field and whether it is present (null counts as present).
+// As with encoding/json, the last of repeated keys wins.
 func (f *fields) get(name string) (gjson.Result, bool) {
-	v := f.root.Get(gjson.Escape(name))
-	return v, v.Exists()
+	if f.index == nil {
+		f.index = make(map[string]gjson.Result, 16)
+		f.root.ForEach(func(k, v gjson.Result) bool {
+			if _, seen := f.index[k.Str]; seen && f.dup == "" {
+				f.dup = k.Str
+			}
+			f.index[k.Str] = v
+			return true
+		})
+	}
+	v, ok := f.index[name]
+	return v, ok
+}
+
+// duplicate returns a top-level key that appears more than once.
+func (f *fields) duplicate() (string, bool) {
+	f.get("")
+	return f.dup, f.dup != ""
 }
 
 // String reads a string field.

@@ -168,7 +168,11 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		if clientGone {
 			return nil
 		}
-		WriteError(mw.ResponseWriter, upstreamError(append(failed, mw.failure(route, proxyErr))))
+		failed = append(failed, mw.failure(route, proxyErr))
+		// The provider's own hint is not ours to pass on: upstreamError
+		// sets Retry-After only when every attempt gave one.
+		mw.Header().Del("Retry-After")
+		WriteError(mw.ResponseWriter, upstreamError(failed))
 		return nil
 	}
 

@@ -45,6 +45,7 @@ type meterWriter struct {
 	clientGone   bool
 	jsonChecked  bool // usableJSON ran
 	jsonOK       bool
+	usageJSON    gjson.Result // the JSON answer's usage object
 }
 
 type writerMode int
@@ -173,6 +174,13 @@ func eventData(ev []byte) []byte {
 	return nil
 }
 
+var (
+	finishKey    = []byte(`"finish_reason"`)
+	finishNull   = []byte(`"finish_reason":null`)
+	finishNullSp = []byte(`"finish_reason": null`)
+	usageKey     = []byte(`"usage"`)
+)
+
 // event handles one complete event: read what it says, then forward or hold.
 func (mw *meterWriter) event(ev []byte) error {
 	hold := len(mw.tail) > 0 // keep order once holding started
@@ -197,14 +205,20 @@ func (mw *meterWriter) event(ev []byte) error {
 			mw.sawDone, hold = true, true
 		}
 	default:
-		res := gjson.GetManyBytes(data, "usage", "choices.0.delta.content", "choices.0.finish_reason")
-		mw.deliveredTxt += len(res[1].Str)
-		if res[2].Str != "" {
-			mw.finish = res[2].Str
+		// One scan for the text; the rarer fields only when their bytes
+		// say they are there (most chunks carry "finish_reason":null and
+		// no usage).
+		mw.deliveredTxt += len(gjson.GetBytes(data, "choices.0.delta.content").Str)
+		if bytes.Contains(data, finishKey) && !bytes.Contains(data, finishNull) && !bytes.Contains(data, finishNullSp) {
+			if f := gjson.GetBytes(data, "choices.0.finish_reason").Str; f != "" {
+				mw.finish = f
+			}
 		}
-		if res[0].IsObject() {
-			mw.usage = usageSeen{ok: true, prompt: res[0].Get("prompt_tokens").Int(), completion: res[0].Get("completion_tokens").Int()}
-			hold = true
+		if bytes.Contains(data, usageKey) {
+			if u := gjson.GetBytes(data, "usage"); u.IsObject() {
+				mw.usage = usageSeen{ok: true, prompt: u.Get("prompt_tokens").Int(), completion: u.Get("completion_tokens").Int()}
+				hold = true
+			}
 		}
 	}
 	if hold {
@@ -227,40 +241,75 @@ func (mw *meterWriter) usableJSON() bool {
 	return mw.jsonOK
 }
 
-// readJSONUsage reads usage and the generated text's size from a buffered
-// JSON answer; ok is false when the body is not a JSON object.
+// readJSONUsage reads usage and the finish from a buffered JSON answer; ok
+// is false when the body is not a JSON object. An answer that reports usage
+// is taken as well-formed; only one without usage is validated in full and
+// searched for its text, which is then the basis of the charge.
 func (mw *meterWriter) readJSONUsage() (ok bool) {
 	body := mw.buf.Bytes()
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+	finishPath, in, out := "choices.0.finish_reason", "prompt_tokens", "completion_tokens"
+	if mw.kind == "responses" {
+		finishPath, in, out = "status", "input_tokens", "output_tokens"
+	}
+	u := gjson.GetBytes(body, "usage")
+	if u.IsObject() {
+		mw.usageJSON = u
+		mw.usage = usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
+		mw.finish = gjson.GetBytes(body, finishPath).Str
+		return true
+	}
+	if !gjson.ValidBytes(body) || body[firstNonSpace(body)] != '{' {
 		return false
 	}
+	mw.finish = gjson.GetBytes(body, finishPath).Str
 	if mw.kind == "responses" {
-		u := gjson.GetBytes(body, "usage")
-		if u.IsObject() {
-			mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
-		}
 		gjson.GetBytes(body, "output.#.content.#.text").ForEach(func(_, v gjson.Result) bool {
 			v.ForEach(func(_, t gjson.Result) bool { mw.deliveredTxt += len(t.Str); return true })
 			return true
 		})
-		mw.finish = gjson.GetBytes(body, "status").Str
-		return true
+	} else {
+		mw.deliveredTxt += len(gjson.GetBytes(body, "choices.0.message.content").Str)
 	}
-	u := gjson.GetBytes(body, "usage")
-	if u.IsObject() {
-		mw.usage = usageSeen{ok: true, prompt: u.Get("prompt_tokens").Int(), completion: u.Get("completion_tokens").Int()}
-	}
-	mw.deliveredTxt += len(gjson.GetBytes(body, "choices.0.message.content").Str)
-	mw.finish = gjson.GetBytes(body, "choices.0.finish_reason").Str
 	return true
+}
+
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return 0
+}
+
+// withCost returns doc with "cost": cost added to its usage object u (a
+// result of a gjson lookup on doc), splicing bytes rather than rewriting
+// the document.
+func withCost(doc []byte, u gjson.Result, path, cost string) []byte {
+	end := u.Index + len(u.Raw) - 1
+	if u.Index <= 0 || end >= len(doc) || doc[end] != '}' || u.Get("cost").Exists() {
+		out, err := sjson.SetRawBytes(doc, path+".cost", []byte(cost))
+		if err != nil {
+			return doc
+		}
+		return out
+	}
+	sep := ","
+	if len(bytes.TrimSpace(doc[u.Index+1:end])) == 0 {
+		sep = ""
+	}
+	out := make([]byte, 0, len(doc)+len(sep)+len(cost)+8)
+	out = append(out, doc[:end]...)
+	out = append(out, sep+`"cost":`...)
+	out = append(out, cost...)
+	return append(out, doc[end:]...)
 }
 
 // sendJSON writes the buffered answer with usage.cost added.
 func (mw *meterWriter) sendJSON(cost string, genID string) error {
 	body := mw.buf.Bytes()
-	path := "usage.cost"
-	if out, err := sjson.SetRawBytes(body, path, []byte(cost)); err == nil && gjson.GetBytes(body, "usage").IsObject() {
-		body = out
+	if mw.usageJSON.IsObject() {
+		body = withCost(body, mw.usageJSON, "usage", cost)
 	}
 	h := mw.Header()
 	h.Set("X-Generation-Id", genID)
@@ -279,10 +328,8 @@ func (mw *meterWriter) sendTail(cost string) error {
 			if mw.kind == "responses" {
 				path = "response.usage"
 			}
-			if gjson.GetBytes(data, path).IsObject() {
-				if out, err := sjson.SetRawBytes(data, path+".cost", []byte(cost)); err == nil {
-					ev = replaceData(ev, data, out)
-				}
+			if u := gjson.GetBytes(data, path); u.IsObject() {
+				ev = replaceData(ev, data, withCost(data, u, path, cost))
 			}
 		}
 		if _, err := mw.ResponseWriter.Write(ev); err != nil {

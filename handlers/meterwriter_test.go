@@ -283,7 +283,8 @@ func TestMeterWriterJSON(t *testing.T) {
 	if !mw.readJSONUsage() {
 		t.Fatal("readJSONUsage = false")
 	}
-	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 3 || mw.deliveredTxt != len("Hello there") || mw.finish != "stop" {
+	// With usage reported, the text is not read: usage is the charge's basis.
+	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 3 || mw.deliveredTxt != 0 || mw.finish != "stop" {
 		t.Errorf("usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
 	}
 	if err := mw.sendJSON("0.000016", "gen-1"); err != nil {
@@ -305,8 +306,14 @@ func TestMeterWriterJSON(t *testing.T) {
 	log = newWriteLog()
 	mw = newMeterWriter(log, "responses")
 	mustWrite(t, mw, rbody) // no WriteHeader: 200
-	if !mw.readJSONUsage() || mw.usage.prompt != 4 || mw.usage.completion != 2 || mw.deliveredTxt != 6 || mw.finish != "incomplete" {
+	if !mw.readJSONUsage() || mw.usage.prompt != 4 || mw.usage.completion != 2 || mw.deliveredTxt != 0 || mw.finish != "incomplete" {
 		t.Errorf("responses: usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
+	}
+	// Without usage, the output text is what the charge is estimated from.
+	noUsage := newMeterWriter(newWriteLog(), "responses")
+	mustWrite(t, noUsage, rbody[:strings.LastIndex(rbody, `,"usage"`)]+"}")
+	if !noUsage.readJSONUsage() || noUsage.usage.ok || noUsage.deliveredTxt != 6 || noUsage.finish != "incomplete" {
+		t.Errorf("responses without usage: %+v delivered %d finish %q", noUsage.usage, noUsage.deliveredTxt, noUsage.finish)
 	}
 	if err := mw.sendJSON("0", "gen-2"); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, perUser bo
 	id, _ := IdentityFrom(r)
 	var models []*catalog.Model
 	if perUser || filtersCatalog(id) {
-		models = modelsFor(rt.catalog(), id)
+		models = rt.modelsFor(id)
 	} else {
 		models = rt.catalog().Models()
 	}
@@ -93,12 +93,13 @@ func filtersCatalog(id *Identity) bool {
 }
 
 // modelsFor is the per-user catalog: the models the caller can use, in
-// catalog order. For now that is every model with a usable provider;
-// workspace guardrails and provider preferences will narrow it here.
-func modelsFor(c *catalog.Catalog, id *Identity) []*catalog.Model {
+// catalog order: those with a provider the gateway can call with the
+// operator's key or with one of the account's BYOK credentials.
+// Workspace guardrails and provider preferences will narrow it here.
+func (rt *Router) modelsFor(id *Identity) []*catalog.Model {
 	var out []*catalog.Model
-	for _, m := range c.Models() {
-		if usableProvider(m, id) != nil {
+	for _, m := range rt.catalog().Models() {
+		if usableProvider(m, id) != nil || rt.reachableByBYOK(m, id) {
 			out = append(out, m)
 		}
 	}

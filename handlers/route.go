@@ -2,11 +2,11 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -49,8 +49,32 @@ type routeKey struct{}
 
 // RouteFrom returns the route the router attached to the request.
 func RouteFrom(r *http.Request) (*Route, bool) {
-	rt, ok := r.Context().Value(routeKey{}).(*Route)
+	rt, ok := attached(r, routeVar, routeKey{}).(*Route)
 	return rt, ok
+}
+
+// routeVar is where the router keeps the route among Caddy's request vars.
+const routeVar = "tollgate.route"
+
+// placeholder resolves the route's placeholders on lookup, for the current
+// attempt.
+func (rt *Route) placeholder(key string) (any, bool) {
+	p := rt.Provider
+	switch key {
+	case "tollgate.upstream.dial":
+		return p.Dial, true
+	case "tollgate.upstream.uri":
+		return p.BasePath + rt.uri, true
+	case "tollgate.upstream.host":
+		return p.Host, true
+	case "tollgate.upstream.scheme":
+		return p.Scheme, true
+	case "tollgate.model":
+		return rt.Model.ID, true
+	case "tollgate.provider":
+		return p.Name, true
+	}
+	return nil, false
 }
 
 // apply points r at attempt i: the body (replayed from the start) carries
@@ -59,21 +83,9 @@ func RouteFrom(r *http.Request) (*Route, bool) {
 func (rt *Route) apply(r *http.Request, i int) error {
 	a := rt.Attempts[i]
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
-	body := rt.body
-	if model := a.Provider.Model; model != "" && gjson.GetBytes(body, "model").Str != model {
-		var err error
-		if body, err = sjson.SetBytes(body, "model", model); err != nil {
-			return err
-		}
-	}
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		p := a.Provider
-		repl.Set("tollgate.upstream.dial", p.Dial)
-		repl.Set("tollgate.upstream.uri", p.BasePath+rt.uri)
-		repl.Set("tollgate.upstream.host", p.Host)
-		repl.Set("tollgate.upstream.scheme", p.Scheme)
-		repl.Set("tollgate.model", a.Model.ID)
-		repl.Set("tollgate.provider", p.Name)
+	body, err := withModel(rt.body, a.Provider.Model)
+	if err != nil {
+		return err
 	}
 	r.Header.Set("Authorization", "Bearer "+a.Key)
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -81,4 +93,28 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return nil
+}
+
+// withModel returns body with its top-level "model" set to model: spliced
+// in place of the old value when there is one, so the rest of the body
+// stays byte for byte.
+func withModel(body []byte, model string) ([]byte, error) {
+	if model == "" {
+		return body, nil
+	}
+	old := gjson.GetBytes(body, "model")
+	if old.Type == gjson.String && old.Str == model {
+		return body, nil
+	}
+	if old.Type != gjson.String || old.Index <= 0 {
+		return sjson.SetBytes(body, "model", model)
+	}
+	quoted, err := json.Marshal(model)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)-len(old.Raw)+len(quoted))
+	out = append(out, body[:old.Index]...)
+	out = append(out, quoted...)
+	return append(out, body[old.Index+len(old.Raw):]...), nil
 }

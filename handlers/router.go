@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -110,24 +109,29 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
+	var f *fields
 	if apiErr == nil {
-		apiErr = validateInference(sub, body)
+		f, apiErr = validateInference(sub, body)
 	}
 	var route *Route
 	if apiErr == nil {
 		id, _ := IdentityFrom(r)
-		route, apiErr = rt.route(sub, body, id)
+		route, apiErr = rt.route(sub, body, f, id)
 	}
 	if apiErr != nil {
 		WriteError(w, apiErr)
 		return nil
 	}
 	route.uri = withQuery(sub, r)
-	r = r.WithContext(context.WithValue(r.Context(), routeKey{}, route))
+	r = attach(r, routeVar, routeKey{}, route)
 	// The header map is shared with the request Caddy logs: copy it before
-	// adding the provider's key (the operator's, or the account's own).
+	// adding the provider's key (the operator's, or the account's own BYOK
+	// secret, which must never reach a log, even with log_credentials).
 	r.Header = r.Header.Clone()
 	r.Header.Del("Accept-Encoding")
+	if repl != nil {
+		repl.Map(route.placeholder)
+	}
 	if err := route.apply(r, 0); err != nil {
 		WriteError(w, BadRequest("Request body is not valid JSON"))
 		return nil
@@ -153,18 +157,18 @@ var gatewayFields = []string{"models", "provider", "route"}
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
 // validateInference.
-func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, *APIError) {
-	root := gjson.ParseBytes(body)
-	if name, dup := duplicateKey(root); dup {
+func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Route, *APIError) {
+	field := func(name string) gjson.Result { v, _ := f.get(name); return v }
+	if name, dup := f.duplicate(); dup {
 		// Parsers disagree on which copy wins: the gateway could price one
 		// model while the provider serves another.
 		return nil, BadRequest(name + ": duplicate field")
 	}
-	ids, apiErr := requestedModels(root)
+	ids, apiErr := requestedModels(field("model"), field("models"))
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	prefs, apiErr := parseProviderPrefs(root.Get("provider"))
+	prefs, apiErr := parseProviderPrefs(field("provider"))
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -173,11 +177,11 @@ func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, *APIErro
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		if !ok {
-			field := "model"
-			if n > 0 || root.Get("model").Str == "" {
-				field = "models"
+			name := "model"
+			if n > 0 || field("model").Str == "" {
+				name = "models"
 			}
-			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", field, modelID))
+			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
 		candidates := rt.candidates(m, id)
 		available = available || len(candidates) > 0
@@ -189,17 +193,17 @@ func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, *APIErro
 		}
 		return nil, newError(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	for _, f := range gatewayFields {
-		if root.Get(f).Exists() {
-			body, _ = sjson.DeleteBytes(body, f)
+	for _, name := range gatewayFields {
+		if _, ok := f.get(name); ok {
+			body, _ = sjson.DeleteBytes(body, name)
 		}
 	}
 	route := &Route{
-		Attempts:    attempts,
-		Kind:        "other",
-		Stream:      root.Get("stream").Bool(),
-		User:        root.Get("user").Str,
-		body:        body,
+		Attempts: attempts,
+		Kind:     "other",
+		Stream:   field("stream").Bool(),
+		User:     field("user").Str,
+		body:     body,
 	}
 	switch sub {
 	case "/chat/completions":
@@ -208,7 +212,7 @@ func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, *APIErro
 		route.Kind = "responses"
 	}
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if v := root.Get(name); v.Type == gjson.Number {
+		if v := field(name); v.Type == gjson.Number {
 			route.MaxTokens = v.Int()
 			break
 		}
@@ -218,7 +222,7 @@ func (rt *Router) route(sub string, body []byte, id *Identity) (*Route, *APIErro
 
 // requestedModels is `model` followed by the `models` fallbacks, without
 // repeats; `models` alone names the primary first.
-func requestedModels(root gjson.Result) ([]string, *APIError) {
+func requestedModels(model, models gjson.Result) ([]string, *APIError) {
 	var ids []string
 	seen := map[string]bool{}
 	add := func(id string) {
@@ -227,10 +231,10 @@ func requestedModels(root gjson.Result) ([]string, *APIError) {
 			ids = append(ids, id)
 		}
 	}
-	if m := root.Get("model").Str; m != "" {
+	if m := model.Str; m != "" {
 		add(m)
 	}
-	if ms := root.Get("models"); ms.Exists() {
+	if ms := models; ms.Exists() {
 		if !ms.IsArray() {
 			return nil, BadRequest("models: expected an array of model ids")
 		}
@@ -242,7 +246,7 @@ func requestedModels(root gjson.Result) ([]string, *APIError) {
 		}
 	}
 	if len(ids) == 0 {
-		if root.Get("models").Exists() {
+		if models.Exists() {
 			return nil, BadRequest("models: expected an array of model ids")
 		}
 		return nil, BadRequest("model: required string")
@@ -267,22 +271,6 @@ func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
 		}
 	}
 	return out
-}
-
-// duplicateKey finds a key that appears twice in the top-level object.
-func duplicateKey(root gjson.Result) (string, bool) {
-	seen := make(map[string]bool, 16)
-	var dup string
-	found := false
-	root.ForEach(func(k, _ gjson.Result) bool {
-		if seen[k.Str] {
-			dup, found = k.Str, true
-			return false
-		}
-		seen[k.Str] = true
-		return true
-	})
-	return dup, found
 }
 
 // byokAttempts are the providers of m with an address for which the
@@ -332,6 +320,28 @@ func (rt *Router) log() *zap.Logger {
 	return rt.logger
 }
 
+// reachableByBYOK reports whether the caller's account holds a credential
+// admitting this caller for some provider of m (without opening it).
+func (rt *Router) reachableByBYOK(m *catalog.Model, id *Identity) bool {
+	if rt.gw == nil || id == nil || id.Management || rt.gw.BYOKSealer() == nil {
+		return false
+	}
+	store, err := rt.gw.Store()
+	if err != nil {
+		return false
+	}
+	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
+	if id.Key.CreatorUserID != nil {
+		use.UserID = *id.Key.CreatorUserID
+	}
+	for _, p := range m.Providers {
+		if _, ok := store.BYOKForRequest(id.AccountID, p.Name, use); ok && p.Dial != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // usableProvider is the first provider of m that the gateway can call with
 // the operator's key: one with an address and an api_key. (Providers the
 // caller reaches through BYOK are found by Router.byokProvider.)
@@ -346,15 +356,15 @@ func usableProvider(m *catalog.Model, _ *Identity) *catalog.Provider {
 
 // validateInference checks the fields every inference route shares and the
 // route's own input field.
-func validateInference(sub string, body []byte) *APIError {
+func validateInference(sub string, body []byte) (*fields, *APIError) {
 	f, apiErr := parseObject(body)
 	if apiErr != nil {
-		return apiErr
+		return nil, apiErr
 	}
 	model, ok := f.String("model")
 	if f.err == nil && (!ok || model == "") {
 		if v, present := f.get("models"); !present || !v.IsArray() {
-			return BadRequest("model: required string")
+			return nil, BadRequest("model: required string")
 		}
 	}
 	f.Bool("stream")
@@ -373,7 +383,7 @@ func validateInference(sub string, body []byte) *APIError {
 			f.fail("input", "a string or an array of input items")
 		}
 	}
-	return f.err
+	return f, f.err
 }
 
 // Interface guards

@@ -67,7 +67,7 @@ func TestValidateInference(t *testing.T) {
 		{"/messages", `{"model":"m","max_tokens":1024}`, ""},
 	}
 	for _, tt := range tests {
-		got := validateInference(tt.sub, []byte(tt.body))
+		_, got := validateInference(tt.sub, []byte(tt.body))
 		switch {
 		case tt.want == "" && got != nil:
 			t.Errorf("%s %s: unexpected error %v", tt.sub, tt.body, got)

@@ -59,6 +59,16 @@ func (s *Store) Account(id string) (Account, bool) {
 	return *a, true
 }
 
+// AccountSnapshot returns the account's current record without copying it;
+// the record is never modified (changes publish a new one), and callers
+// must not modify it.
+func (s *Store) AccountSnapshot(id string) (*Account, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.accounts[id]
+	return a, ok
+}
+
 // Accounts lists all accounts, oldest first.
 func (s *Store) Accounts() []Account {
 	s.mu.RLock()

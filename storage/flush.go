@@ -167,6 +167,15 @@ func isAppend(key string) bool {
 	return hasPrefix(key, prefixPurchase) || hasPrefix(key, prefixGeneration)
 }
 
+// encode marshals a record; a type with its own encoder is called directly,
+// since encoding/json would re-validate and compact its output.
+func encode(v any) ([]byte, error) {
+	if m, ok := v.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(v)
+}
+
 // commit writes one batch in one transaction, splitting only when Badger
 // says the transaction is too big (then each part is still a consistent
 // prefix of the snapshot's records, and the flusher never reports success
@@ -180,7 +189,7 @@ func (s *Store) commit(writes []kv) error {
 			err = txn.Delete([]byte(w.key))
 		} else {
 			var b []byte
-			b, err = json.Marshal(w.val)
+			b, err = encode(w.val)
 			if err == nil {
 				err = txn.Set([]byte(w.key), b)
 			}
@@ -193,7 +202,7 @@ func (s *Store) commit(writes []kv) error {
 			if w.val == nil {
 				err = txn.Delete([]byte(w.key))
 			} else {
-				b, _ := json.Marshal(w.val)
+				b, _ := encode(w.val)
 				err = txn.Set([]byte(w.key), b)
 			}
 		}

@@ -213,15 +213,25 @@ func (s *Store) DeleteAPIKey(hash string) error {
 }
 
 // Principal is the authenticated caller behind a key string.
+//
+// Key and MgmtKey point at the store's snapshots, which are never modified
+// (every change publishes a new record), so no copy is made per request;
+// callers must not modify them.
 type Principal struct {
 	Management bool
 	Hash       string
 	AccountID  string
-	// Key is the regular key's record (zero for management keys).
-	Key APIKey
-	// MgmtKey is the management key's record (zero for regular keys).
-	MgmtKey ManagementKey
+	// Key is the regular key's record (an empty record for management keys).
+	Key *APIKey
+	// MgmtKey is the management key's record (empty for regular keys).
+	MgmtKey *ManagementKey
 }
+
+// Shared empty records, so that a principal's other kind reads as zero.
+var (
+	noAPIKey        = &APIKey{}
+	noManagementKey = &ManagementKey{}
+)
 
 // Authenticate resolves a key string from memory, with no disk access. It
 // returns ErrNotFound for an unknown key; disabled and expired keys are
@@ -231,12 +241,12 @@ func (s *Store) Authenticate(secret string) (Principal, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if k, ok := s.keys[hash]; ok {
-		return Principal{Hash: hash, AccountID: k.AccountID, Key: *k}, nil
+		return Principal{Hash: hash, AccountID: k.AccountID, Key: k, MgmtKey: noManagementKey}, nil
 	}
 	if m, ok := s.mgmtKeys[hash]; ok {
-		return Principal{Management: true, Hash: hash, AccountID: m.AccountID, MgmtKey: *m}, nil
+		return Principal{Management: true, Hash: hash, AccountID: m.AccountID, Key: noAPIKey, MgmtKey: m}, nil
 	}
-	return Principal{}, ErrNotFound
+	return Principal{Key: noAPIKey, MgmtKey: noManagementKey}, ErrNotFound
 }
 
 func utcPtr(t *time.Time) *time.Time {

@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// MarshalJSON encodes a generation record without reflection: one is
+// written per request inside the group commit, where encoding/json was the
+// largest cost. The output is what encoding/json would produce for the
+// struct tags (checked by TestGenerationJSONMatchesEncodingJSON).
+func (g Generation) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 384)
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, g.ID)
+	b = append(b, `,"account_id":`...)
+	b = appendJSONString(b, g.AccountID)
+	b = append(b, `,"key_hash":`...)
+	b = appendJSONString(b, g.KeyHash)
+	if g.WorkspaceID != "" {
+		b = append(b, `,"workspace_id":`...)
+		b = appendJSONString(b, g.WorkspaceID)
+	}
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, g.Model)
+	b = append(b, `,"provider":`...)
+	b = appendJSONString(b, g.Provider)
+	if g.UpstreamModel != "" {
+		b = append(b, `,"upstream_model":`...)
+		b = appendJSONString(b, g.UpstreamModel)
+	}
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, g.PromptTokens, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, g.CompletionTokens, 10)
+	if g.SearchResults != 0 {
+		b = append(b, `,"search_results":`...)
+		b = strconv.AppendInt(b, g.SearchResults, 10)
+	}
+	b = append(b, `,"cost":`...)
+	b = append(b, g.Cost.String()...)
+	if g.BYOK {
+		b = append(b, `,"byok":true`...)
+	}
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, g.Status)
+	b = append(b, `,"streamed":`...)
+	b = strconv.AppendBool(b, g.Streamed)
+	if g.FinishReason != "" {
+		b = append(b, `,"finish_reason":`...)
+		b = appendJSONString(b, g.FinishReason)
+	}
+	if g.UsageEstimated {
+		b = append(b, `,"usage_estimated":true`...)
+	}
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendInt(b, g.LatencyMS, 10)
+	if g.User != "" {
+		b = append(b, `,"user":`...)
+		b = appendJSONString(b, g.User)
+	}
+	b = append(b, `,"created_at":"`...)
+	b = g.CreatedAt.AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}`...), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string the way encoding/json does:
+// quotes, backslashes and control characters escaped, <, > and & escaped
+// for HTML safety, invalid UTF-8 replaced by U+FFFD, U+2028/2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
