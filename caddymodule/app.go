@@ -34,6 +34,11 @@ type App struct {
 	// GCInterval is how often Badger's value log is garbage-collected.
 	// Default: 5m.
 	GCInterval caddy.Duration `json:"gc_interval,omitempty"`
+	// SyncWrites fsyncs every group commit. Without it an acknowledged
+	// change survives a crash of the process (kill -9), the database's log
+	// being in the kernel's page cache; with it, a power loss too, at the
+	// cost of one fsync per commit (shared by concurrent requests).
+	SyncWrites bool `json:"sync_writes,omitempty"`
 	// FreeModel sets the request caps on ":free" models.
 	FreeModel handlers.FreeModelLimits `json:"free_model,omitempty"`
 	// InFlight configures the in-flight spending budget (SPEC.md 8.2).
@@ -176,6 +181,7 @@ func (a *App) Store() (*storage.Store, error) {
 		s, err := storage.Open(storage.Options{
 			Dir:        a.dir,
 			GCInterval: time.Duration(a.GCInterval),
+			SyncWrites: a.SyncWrites,
 			Logger:     a.logger.Named("badger"),
 		})
 		if err != nil {

@@ -98,6 +98,20 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 			if !d.AllArgs(&app.BrandName) {
 				return nil, d.ArgErr()
 			}
+		case "sync_writes":
+			app.SyncWrites = true
+			if d.NextArg() {
+				switch d.Val() {
+				case "on":
+				case "off":
+					app.SyncWrites = false
+				default:
+					return nil, d.Errf("sync_writes: expected on or off, got %q", d.Val())
+				}
+			}
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
 		case "gc_interval":
 			dur, err := durationArg(d)
 			if err != nil {
