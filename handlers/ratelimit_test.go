@@ -1,0 +1,94 @@
+package handlers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// countRequests records n free-model requests at t, as admission does.
+func countRequests(a storage.Account, t time.Time, n int) storage.Account {
+	for range n {
+		a.FreeModelRequests = a.FreeModelRequests.Add(storage.IntervalDaily, t, 1)
+		a.FreeModelMinute = a.FreeModelMinute.Add(storage.IntervalMinute, t, 1)
+	}
+	return a
+}
+
+func TestFreeModelCheck(t *testing.T) {
+	l := FreeModelLimits{PerMinute: 3, PerDay: 5, PerDayPaid: 8}.WithDefaults()
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	t0 := at("2026-11-21T23:58:10Z")
+
+	var a storage.Account
+	a = countRequests(a, t0, 3)
+	rl := l.Check(a, t0)
+	if rl == nil || rl.Scope != "free_model_per_minute" || rl.Limit != 3 || !rl.Reset.Equal(at("2026-11-21T23:59:00Z")) {
+		t.Fatalf("per-minute cap: %+v", rl)
+	}
+	// The next minute admits again, until the day's cap.
+	t1 := at("2026-11-21T23:59:00Z")
+	if rl := l.Check(a, t1); rl != nil {
+		t.Fatalf("next minute refused: %+v", rl)
+	}
+	a = countRequests(a, t1, 2)
+	rl = l.Check(a, t1.Add(30*time.Second))
+	if rl == nil || rl.Scope != "free_model_per_day" || rl.Limit != 5 || !rl.Reset.Equal(at("2026-11-22T00:00:00Z")) {
+		t.Fatalf("per-day cap: %+v", rl)
+	}
+	// UTC midnight resets the day.
+	if rl := l.Check(a, at("2026-11-22T00:00:00Z")); rl != nil {
+		t.Fatalf("after midnight: %+v", rl)
+	}
+	// The paid tier starts at the threshold (9 credits by default).
+	a.CreditsPurchased = 9 * storage.AmountScale
+	if rl := l.Check(a, t1.Add(30*time.Second)); rl != nil {
+		t.Fatalf("paid tier refused at 5 requests: %+v", rl)
+	}
+	a.CreditsPurchased = 9*storage.AmountScale - 1
+	if rl := l.Check(a, t1.Add(30*time.Second)); rl == nil {
+		t.Fatal("just below the threshold must stay on the lower tier")
+	}
+}
+
+func TestRateLimitErrorShape(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+	e := rateLimitError(&RateLimited{Limit: 20, Reset: now.Add(30 * time.Second), Scope: "free_model_per_minute"}, now)
+	if e.Status != 429 || e.Message != "Rate limit exceeded" || e.Metadata["error_type"] != "rate_limit_exceeded" {
+		t.Fatalf("%+v", e)
+	}
+	for k, want := range map[string]string{
+		"X-Ratelimit-Limit": "20", "X-Ratelimit-Remaining": "0",
+		"X-Ratelimit-Reset": "1795262460000", // 2026-11-21T12:01:00Z in epoch ms
+		"Retry-After":       "30",
+	} {
+		if got := e.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+}
+
+func TestCeilingsRefillAndEvict(t *testing.T) {
+	c := newCeilings(&RateCeiling{Requests: 2, Window: 60_000_000_000})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 2 {
+		if ok, _ := c.allow("ip", t0); !ok {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	ok, next := c.allow("ip", t0)
+	if ok || !next.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("third: %v %v", ok, next)
+	}
+	if ok, _ := c.allow("other", t0); !ok {
+		t.Fatal("buckets are per name")
+	}
+	if ok, _ := c.allow("ip", t0.Add(30*time.Second)); !ok {
+		t.Fatal("no refill after 30s")
+	}
+	c.allow("late", t0.Add(time.Hour))
+	if _, ok := c.buckets["ip"]; ok {
+		t.Fatal("idle bucket kept")
+	}
+}
