@@ -1,0 +1,67 @@
+package engines
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// SearXNG searches a SearXNG instance through its search API, following the
+// SearXNG documentation "Search API" (https://docs.searxng.org/dev/search_api.html):
+//
+//	GET {base}/search?q=<text site:a -site:b>&format=json
+//
+// answered by {"query", "number_of_results", "results": [{"url", "title",
+// "content", "publishedDate", "engine", ...}, ...], ...}. The instance must
+// have "json" among its search.formats (otherwise it answers 403). SearXNG
+// has no result-count or domain parameters: domain filters go into the query
+// as site: / -site: operators, which SearXNG passes to its engines, and both
+// filters and the result cap are enforced client-side. SearXNG itself has no
+// API keys; for an instance behind an authenticating proxy, Config.APIKey is
+// sent as a bearer token, or as the Basic auth password when Config.Username
+// is set. Config.BaseURL is required.
+type SearXNG struct {
+	c        client
+	username string
+}
+
+// NewSearXNG returns the SearXNG engine.
+func NewSearXNG(cfg Config) *SearXNG {
+	return &SearXNG{c: newClient(NameSearXNG, "", cfg), username: cfg.Username}
+}
+
+// Name returns NameSearXNG.
+func (s *SearXNG) Name() string { return NameSearXNG }
+
+// Search runs q on SearXNG.
+func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
+	q, err := s.c.normalizeQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	params := url.Values{}
+	params.Set("q", withSiteOperators(q.Text, q.IncludeDomains, q.ExcludeDomains))
+	params.Set("format", "json")
+	auth := s.c.bearer()
+	if s.username != "" {
+		auth = func(r *http.Request) { r.SetBasicAuth(s.username, s.c.apiKey) }
+	}
+	data, err := s.c.do(ctx, http.MethodGet, "/search", params, nil, auth)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	gjson.GetBytes(data, "results").ForEach(func(_, r gjson.Result) bool {
+		results = append(results, Result{
+			Title:         r.Get("title").String(),
+			URL:           r.Get("url").String(),
+			Snippet:       strings.TrimSpace(r.Get("content").String()),
+			PublishedDate: r.Get("publishedDate").String(),
+		})
+		return true
+	})
+	return finish(results, q), nil
+}
