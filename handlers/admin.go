@@ -273,21 +273,11 @@ func (ar *adminRequest) updateKey(hash string) *APIError {
 		return BadRequest("limit: must not be negative")
 	}
 	k, err := ar.store.UpdateAPIKey(hash, func(k *storage.APIKey) error {
-		if hasName {
-			k.Name = name
-		}
-		if hasDisabled {
-			k.Disabled = disabled
-		}
-		if hasIncl {
-			k.IncludeBYOKInLimit = incl
-		}
-		if hasLimit {
-			k.Limit = limit
-		}
-		if hasReset {
-			k.LimitReset = reset
-		}
+		setIf(&k.Name, name, hasName)
+		setIf(&k.Disabled, disabled, hasDisabled)
+		setIf(&k.IncludeBYOKInLimit, incl, hasIncl)
+		setIf(&k.Limit, limit, hasLimit)
+		setIf(&k.LimitReset, reset, hasReset)
 		return nil
 	})
 	if err != nil {

@@ -217,33 +217,15 @@ func (br *byokRequest) update(id string) *APIError {
 		if hasKey {
 			c.SetSecret(br.sealer, secret)
 		}
-		if hasName {
-			c.Name = name
-		}
-		if hasDisabled {
-			c.Disabled = disabled
-		}
-		if hasFallback {
-			c.IsFallback = fallback
-		}
-		if hasBYOKOnly {
-			c.IsBYOKOnly = byokOnly
-		}
-		if hasRequired {
-			c.IsRequired = required
-		}
-		if hasZDR {
-			c.DeclaredZDR = zdr
-		}
-		if hasHashes {
-			c.AllowedAPIKeyHashes = hashes
-		}
-		if hasModels {
-			c.AllowedModels = models
-		}
-		if hasUsers {
-			c.AllowedUserIDs = users
-		}
+		setIf(&c.Name, name, hasName)
+		setIf(&c.Disabled, disabled, hasDisabled)
+		setIf(&c.IsFallback, fallback, hasFallback)
+		setIf(&c.IsBYOKOnly, byokOnly, hasBYOKOnly)
+		setIf(&c.IsRequired, required, hasRequired)
+		setIf(&c.DeclaredZDR, zdr, hasZDR)
+		setIf(&c.AllowedAPIKeyHashes, hashes, hasHashes)
+		setIf(&c.AllowedModels, models, hasModels)
+		setIf(&c.AllowedUserIDs, users, hasUsers)
 		return nil
 	})
 	if err != nil {

@@ -185,3 +185,11 @@ func (f *fields) NullableTime(name string, utcOnly bool) (*time.Time, bool) {
 	}
 	return &t, true
 }
+
+// setIf assigns v to *dst when the field was present in the request: the
+// partial-update rule of every PATCH route.
+func setIf[T any](dst *T, v T, present bool) {
+	if present {
+		*dst = v
+	}
+}
