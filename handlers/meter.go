@@ -102,7 +102,10 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 
 	start := now()
 	genID := storage.NewGenerationID(start)
-	header := w.Header().Clone()
+	var header http.Header // restored before each fallback attempt
+	if len(route.Attempts) > 1 {
+		header = w.Header().Clone()
+	}
 	var failed []failure
 	for i := 0; ; i++ {
 		if i > 0 {

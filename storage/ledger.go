@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -292,7 +292,15 @@ func NewGenerationID(t time.Time) string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("crypto/rand failed: " + err.Error())
 	}
-	return fmt.Sprintf("gen-%013d-%s", t.UnixMilli(), hex.EncodeToString(b[:]))
+	id := make([]byte, 0, 30)
+	id = append(id, "gen-"...)
+	ms := strconv.AppendInt(nil, t.UnixMilli(), 10)
+	for range 13 - len(ms) {
+		id = append(id, '0')
+	}
+	id = append(id, ms...)
+	id = append(id, '-')
+	return string(hex.AppendEncode(id, b[:]))
 }
 
 // Generation reads a stored generation record (from disk: it is not a hot

@@ -148,3 +148,11 @@ func TestSettlementWindowExpires(t *testing.T) {
 		t.Fatalf("after release: %+v usage %s", v, acct.Usage)
 	}
 }
+
+func TestGenerationIDsSortByTime(t *testing.T) {
+	a := NewGenerationID(time.UnixMilli(999))
+	b := NewGenerationID(time.UnixMilli(1795300000000))
+	if len(a) != len("gen-0000000000999-")+12 || a[:18] != "gen-0000000000999-" || !(a < b) {
+		t.Fatalf("ids %q %q", a, b)
+	}
+}
