@@ -5,49 +5,12 @@
 //   TOLLGATE_BASE_URL=http://127.0.0.1:9480/api/v1 TOLLGATE_MGMT_KEY=... \
 //   TOLLGATE_API_KEY=... TOLLGATE_KEY_HASH=... node byok.mjs
 import assert from "node:assert/strict";
-import { OpenRouter } from "@openrouter/sdk";
+import { client, done, expectError, requireEnv, step } from "./harness.mjs";
 import * as errors from "@openrouter/sdk/models/errors";
 
-const serverURL = process.env.TOLLGATE_BASE_URL;
-const mgmtKey = process.env.TOLLGATE_MGMT_KEY;
-const apiKey = process.env.TOLLGATE_API_KEY;
-const keyHash = process.env.TOLLGATE_KEY_HASH;
-if (!serverURL || !mgmtKey || !apiKey || !keyHash) {
-  console.error("TOLLGATE_BASE_URL, TOLLGATE_MGMT_KEY, TOLLGATE_API_KEY and TOLLGATE_KEY_HASH must be set");
-  process.exit(2);
-}
-
-const client = (key) =>
-  new OpenRouter({ apiKey: key, serverURL, retryConfig: { strategy: "none" } });
+const [mgmtKey, apiKey, keyHash] = requireEnv("TOLLGATE_BASE_URL", "TOLLGATE_MGMT_KEY", "TOLLGATE_API_KEY", "TOLLGATE_KEY_HASH").slice(1);
 const mgmt = client(mgmtKey);
 const regular = client(apiKey);
-
-let passed = 0;
-
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    console.log(`FAIL ${name}: ${err?.name ?? "Error"}: ${err?.message ?? err}`);
-    if (err?.statusCode !== undefined) console.log(`  status: ${err.statusCode}`);
-    if (err?.rawValue !== undefined) console.log(`  rawValue: ${JSON.stringify(err.rawValue)}`);
-    if (err?.cause !== undefined) console.log(`  cause: ${err.cause?.message ?? err.cause}`);
-    if (err?.body !== undefined) console.log(`  body: ${err.body}`);
-    console.log(`sdk: ${passed} passed, 1 failed`);
-    process.exit(1);
-  }
-  passed++;
-  console.log(`ok   ${name}`);
-}
-
-async function expectError(fn) {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  assert.fail("expected an error, got a result");
-}
 
 const secret = "sk-sdk-own-mock-key-0123456789";
 const rotated = "sk-sdk-rotated-mock-key-ABCDEFGH";
@@ -194,4 +157,4 @@ await step("byok.update unknown is 404", async () => {
   assert.equal(err.statusCode, 404);
 });
 
-console.log(`sdk: ${passed} passed, 0 failed`);
+done();

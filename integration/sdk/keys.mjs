@@ -4,47 +4,11 @@
 //
 //   TOLLGATE_BASE_URL=http://127.0.0.1:9480/api/v1 TOLLGATE_MGMT_KEY=... node keys.mjs
 import assert from "node:assert/strict";
-import { OpenRouter } from "@openrouter/sdk";
+import { client, done, expectError, requireEnv, step } from "./harness.mjs";
 import * as errors from "@openrouter/sdk/models/errors";
 
-const serverURL = process.env.TOLLGATE_BASE_URL;
-const mgmtKey = process.env.TOLLGATE_MGMT_KEY;
-if (!serverURL || !mgmtKey) {
-  console.error("TOLLGATE_BASE_URL and TOLLGATE_MGMT_KEY must be set");
-  process.exit(2);
-}
-
-const client = (apiKey) =>
-  new OpenRouter({ apiKey, serverURL, retryConfig: { strategy: "none" } });
+const [mgmtKey] = requireEnv("TOLLGATE_BASE_URL", "TOLLGATE_MGMT_KEY").slice(1);
 const mgmt = client(mgmtKey);
-
-let passed = 0;
-
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    console.log(`FAIL ${name}: ${err?.name ?? "Error"}: ${err?.message ?? err}`);
-    if (err?.statusCode !== undefined) console.log(`  status: ${err.statusCode}`);
-    if (err?.rawValue !== undefined) console.log(`  rawValue: ${JSON.stringify(err.rawValue)}`);
-    if (err?.cause !== undefined) console.log(`  cause: ${err.cause?.message ?? err.cause}`);
-    if (err?.body !== undefined) console.log(`  body: ${err.body}`);
-    console.log(`sdk: ${passed} passed, 1 failed`);
-    process.exit(1);
-  }
-  passed++;
-  console.log(`ok   ${name}`);
-}
-
-// expectError runs fn and returns the error it must throw.
-async function expectError(fn) {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  assert.fail("expected an error, got a result");
-}
 
 // Asserts the usage fields of a fresh key: all numbers, all zero.
 function zeroUsage(rec) {
@@ -203,4 +167,4 @@ await step("apiKeys.getCurrentKeyMetadata with the deleted key is 401", async ()
   assert.equal(err.statusCode, 401);
 });
 
-console.log(`sdk: ${passed} passed, 0 failed`);
+done();

@@ -4,40 +4,13 @@
 //
 //   TOLLGATE_BASE_URL=http://127.0.0.1:9480/api/v1 TOLLGATE_API_KEY=... TOLLGATE_MGMT_KEY=... node models.mjs
 import assert from "node:assert/strict";
-import { OpenRouter } from "@openrouter/sdk";
+import { client, done, requireEnv, step } from "./harness.mjs";
 import * as errors from "@openrouter/sdk/models/errors";
 
-const serverURL = process.env.TOLLGATE_BASE_URL;
-const apiKey = process.env.TOLLGATE_API_KEY;
-const mgmtKey = process.env.TOLLGATE_MGMT_KEY;
-if (!serverURL || !apiKey || !mgmtKey) {
-  console.error("TOLLGATE_BASE_URL, TOLLGATE_API_KEY and TOLLGATE_MGMT_KEY must be set");
-  process.exit(2);
-}
-
-const client = (key) =>
-  new OpenRouter({ apiKey: key, serverURL, retryConfig: { strategy: "none" } });
+const [apiKey, mgmtKey] = requireEnv("TOLLGATE_BASE_URL", "TOLLGATE_API_KEY", "TOLLGATE_MGMT_KEY").slice(1);
 const anonymous = client(undefined);
 
 const wantIDs = ["tollgate-mock", "tollgate-mock:free", "mock/echo"];
-let passed = 0;
-
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    console.log(`FAIL ${name}: ${err?.name ?? "Error"}: ${err?.message ?? err}`);
-    if (err?.statusCode !== undefined) console.log(`  status: ${err.statusCode}`);
-    if (err?.rawValue !== undefined) console.log(`  rawValue: ${JSON.stringify(err.rawValue)}`);
-    if (err?.cause !== undefined) console.log(`  cause: ${err.cause?.message ?? err.cause}`);
-    if (err?.body !== undefined) console.log(`  body: ${err.body}`);
-    console.log(`sdk: ${passed} passed, 1 failed`);
-    process.exit(1);
-  }
-  passed++;
-  console.log(`ok   ${name}`);
-}
-
 // Checks one parsed model of the gateway's catalog.
 function checkModel(m) {
   assert.equal(typeof m.id, "string");
@@ -109,4 +82,4 @@ await step("models.list with a bad limit is 400", async () => {
   assert.equal(err.statusCode, 400);
 });
 
-console.log(`sdk: ${passed} passed, 0 failed`);
+done();
