@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
@@ -99,7 +100,7 @@ func filtersCatalog(id *Identity) bool {
 func (rt *Router) modelsFor(id *Identity) []*catalog.Model {
 	var out []*catalog.Model
 	for _, m := range rt.catalog().Models() {
-		if usableProvider(m, id) != nil || rt.reachableByBYOK(m, id) {
+		if slices.ContainsFunc(m.Providers, operatorUsable) || rt.reachableByBYOK(m, id) {
 			out = append(out, m)
 		}
 	}

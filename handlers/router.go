@@ -266,50 +266,57 @@ func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
 		out = append(out, a)
 	}
 	for _, p := range m.Providers {
-		if !byok[p] && p.Dial != "" && p.APIKey != "" {
+		if !byok[p] && operatorUsable(p) {
 			out = append(out, Attempt{Model: m, Provider: p, Key: p.APIKey})
 		}
 	}
 	return out
 }
 
-// byokAttempts are the providers of m with an address for which the
-// caller's account holds a credential that admits this request, with the
-// credential's key opened. Memory only; nothing when BYOK is off.
-func (rt *Router) byokAttempts(m *catalog.Model, id *Identity) []Attempt {
+// byokCredentials calls fn for each provider of m with an address for which
+// the caller's account holds a credential that admits this request, until
+// fn returns false. Memory only; nothing when BYOK is off.
+func (rt *Router) byokCredentials(m *catalog.Model, id *Identity, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
 	if rt.gw == nil || id == nil || id.Management {
-		return nil
+		return
 	}
 	sealer := rt.gw.BYOKSealer()
 	if sealer == nil {
-		return nil
+		return
 	}
 	store, err := rt.gw.Store()
 	if err != nil {
-		return nil
+		return
 	}
 	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
 	if id.Key.CreatorUserID != nil {
 		use.UserID = *id.Key.CreatorUserID
 	}
-	var out []Attempt
 	for _, p := range m.Providers {
 		if p.Dial == "" {
 			continue
 		}
-		c, ok := store.BYOKForRequest(id.AccountID, p.Name, use)
-		if !ok {
-			continue
+		if c, ok := store.BYOKForRequest(id.AccountID, p.Name, use); ok && !fn(p, c, sealer) {
+			return
 		}
+	}
+}
+
+// byokAttempts are the providers of m the caller reaches with its account's
+// own keys, the keys opened.
+func (rt *Router) byokAttempts(m *catalog.Model, id *Identity) []Attempt {
+	var out []Attempt
+	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
 		key, err := c.Open(sealer)
 		if err != nil {
 			// Sealed under another byok_encryption_key, or damaged.
 			rt.log().Error("BYOK credential cannot be opened; not using it",
 				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
-			continue
+			return true
 		}
 		out = append(out, Attempt{Model: m, Provider: p, Key: key, BYOK: true})
-	}
+		return true
+	})
 	return out
 }
 
@@ -323,36 +330,18 @@ func (rt *Router) log() *zap.Logger {
 // reachableByBYOK reports whether the caller's account holds a credential
 // admitting this caller for some provider of m (without opening it).
 func (rt *Router) reachableByBYOK(m *catalog.Model, id *Identity) bool {
-	if rt.gw == nil || id == nil || id.Management || rt.gw.BYOKSealer() == nil {
+	found := false
+	rt.byokCredentials(m, id, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
+		found = true
 		return false
-	}
-	store, err := rt.gw.Store()
-	if err != nil {
-		return false
-	}
-	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
-	if id.Key.CreatorUserID != nil {
-		use.UserID = *id.Key.CreatorUserID
-	}
-	for _, p := range m.Providers {
-		if _, ok := store.BYOKForRequest(id.AccountID, p.Name, use); ok && p.Dial != "" {
-			return true
-		}
-	}
-	return false
+	})
+	return found
 }
 
-// usableProvider is the first provider of m that the gateway can call with
-// the operator's key: one with an address and an api_key. (Providers the
-// caller reaches through BYOK are found by Router.byokProvider.)
-func usableProvider(m *catalog.Model, _ *Identity) *catalog.Provider {
-	for _, p := range m.Providers {
-		if p.Dial != "" && p.APIKey != "" {
-			return p
-		}
-	}
-	return nil
-}
+// operatorUsable reports whether the gateway can call p with the operator's
+// key: it has an address and an api_key. (Providers the caller reaches
+// through BYOK are found by Router.byokCredentials.)
+func operatorUsable(p *catalog.Provider) bool { return p.Dial != "" && p.APIKey != "" }
 
 // validateInference checks the fields every inference route shares and the
 // route's own input field.
