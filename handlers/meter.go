@@ -102,16 +102,14 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 
 	start := now()
 	genID := storage.NewGenerationID(start)
-	var header http.Header // restored before each fallback attempt
-	if len(route.Attempts) > 1 {
-		header = w.Header().Clone()
-	}
+	// The response headers before any provider answered: a failed attempt's
+	// headers must leak neither into the next attempt nor into the
+	// gateway's own error.
+	header := w.Header().Clone()
 	var failed []failure
 	for i := 0; ; i++ {
 		if i > 0 {
-			// A failed attempt's answer headers must not leak into the next.
-			clear(w.Header())
-			maps.Copy(w.Header(), header)
+			resetHeader(w, header)
 			if err := route.apply(r, i); err != nil {
 				break
 			}
@@ -125,11 +123,17 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 				zap.String("model", route.Model.ID), zap.Int("status", failed[len(failed)-1].status))
 			continue
 		}
-		return m.settle(store, res, route, id, mw, proxyErr, r, genID, start, policy, failed)
+		return m.settle(store, res, route, id, mw, proxyErr, r, genID, start, policy, failed, header)
 	}
 	_ = store.Release(res)
 	WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
 	return nil
+}
+
+// resetHeader puts the response headers back to a snapshot.
+func resetHeader(w http.ResponseWriter, snapshot http.Header) {
+	clear(w.Header())
+	maps.Copy(w.Header(), snapshot)
 }
 
 // estimateAttempts holds for the costliest endpoint the request may end up
@@ -161,7 +165,7 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 
 // settle charges what the request consumed and sends what was held back.
 func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Route, id *Identity,
-	mw *meterWriter, proxyErr error, r *http.Request, genID string, start time.Time, policy billing.InFlightPolicy, failed []failure) error {
+	mw *meterWriter, proxyErr error, r *http.Request, genID string, start time.Time, policy billing.InFlightPolicy, failed []failure, header http.Header) error {
 	clientGone := mw.clientGone || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
@@ -172,9 +176,9 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 			return nil
 		}
 		failed = append(failed, mw.failure(route, proxyErr))
-		// The provider's own hint is not ours to pass on: upstreamError
-		// sets Retry-After only when every attempt gave one.
-		mw.Header().Del("Retry-After")
+		// The provider's headers are not ours to pass on (upstreamError sets
+		// Retry-After only when every attempt gave one).
+		resetHeader(mw, header)
 		WriteError(mw.ResponseWriter, upstreamError(failed))
 		return nil
 	}
