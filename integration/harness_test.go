@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +24,36 @@ import (
 	_ "github.com/tollgate-dev/caddy-tollgate"
 )
 
-// Ports of the in-process Caddy (caddytest's admin is localhost:2999).
-const (
+// Ports of the in-process Caddy: the gateway on 9480, the mock provider on
+// 9481 and caddytest's admin on 2999 by default. TOLLGATE_TEST_PORT_BASE
+// moves all three (gateway at the base, mock at base+1, admin at base+2) so
+// that two checkouts can run their tests on one machine at the same time.
+var (
 	gatewayAddr = "127.0.0.1:9480"
 	mockAddr    = "127.0.0.1:9481"
 	adminAddr   = "localhost:2999"
+	adminPort   = 2999
 )
+
+func init() {
+	v := os.Getenv("TOLLGATE_TEST_PORT_BASE")
+	if v == "" {
+		return
+	}
+	base, err := strconv.Atoi(v)
+	if err != nil || base < 1024 || base > 65000 {
+		panic("TOLLGATE_TEST_PORT_BASE: want a port number between 1024 and 65000, got " + v)
+	}
+	gatewayAddr = fmt.Sprintf("127.0.0.1:%d", base)
+	mockAddr = fmt.Sprintf("127.0.0.1:%d", base+1)
+	adminPort = base + 2
+	adminAddr = fmt.Sprintf("localhost:%d", adminPort)
+}
+
+// newTester is caddytest.NewTester on this package's admin port.
+func newTester(t *testing.T) *caddytest.Tester {
+	return caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort})
+}
 
 // caddyBinary is the gateway built from cmd/caddy, for subprocess tests.
 var caddyBinary string
@@ -126,7 +151,7 @@ func portOnly(addr string) string {
 func startInProcess(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	tester := caddytest.NewTester(t)
+	tester := newTester(t)
 	tester.InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms"), "caddyfile")
 	// Unload the gateway (closing its database) before the data directory
 	// is removed; cleanups run last-registered first.

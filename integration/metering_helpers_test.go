@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -67,7 +66,7 @@ func creditAmount(t *testing.T, v gjson.Result) storage.Amount {
 func startInProcessWith(t *testing.T, edit func(cfg string) string) string {
 	t.Helper()
 	dir := t.TempDir()
-	tester := caddytest.NewTester(t)
+	tester := newTester(t)
 	tester.InitServer(edit(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms")), "caddyfile")
 	t.Cleanup(func() {
 		res, err := http.Post("http://"+adminAddr+"/load", "application/json",
