@@ -260,7 +260,13 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		b = s.pending()
 	}
 	s.mu.Unlock()
-	return b.wait()
+	if err := b.wait(); err != nil {
+		return err
+	}
+	if c.Generation != nil {
+		s.genSubs.publish(*c.Generation)
+	}
+	return nil
 }
 
 // Generation is the record of one inference request.

@@ -56,6 +56,8 @@ type Store struct {
 
 	byok map[string]map[string]*Credential // BYOK credentials by account id, then id
 
+	genSubs generationSubscribers // SubscribeGenerations
+
 	// group commit (flush.go)
 	dirty     map[string]struct{}
 	appends   []kv
