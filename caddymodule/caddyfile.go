@@ -79,6 +79,7 @@ func init() {
 //				model   <upstream model id>
 //				api_key <key or {env.VAR}>
 //				style   openai
+//				api     chat|responses
 //			}
 //		}
 //	}
@@ -273,6 +274,8 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &p.APIKey
 				case "style":
 					dst = &p.Style
+				case "api":
+					dst = &p.API
 				default:
 					return m, d.Errf("unrecognized provider option %q", d.Val())
 				}

@@ -49,12 +49,17 @@ type ProviderConfig struct {
 	APIKey string `json:"api_key,omitempty"`
 	// Style is the provider's API dialect; only "openai", the default.
 	Style string `json:"style,omitempty"`
+	// API is the generation API the provider speaks: "responses" (the
+	// default: Chat Completions and Responses, each passed through) or
+	// "chat" (Chat Completions only: the gateway translates Responses
+	// requests and answers).
+	API string `json:"api,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
 // then completes; the config keeps its placeholders.
 func (pc ProviderConfig) provider() *catalog.Provider {
-	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style}
+	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API}
 }
 
 // PricingConfig holds prices as exact decimal strings. Prompt and
@@ -470,6 +475,11 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	case "openai":
 	default:
 		return fmt.Errorf("style: unsupported %q (only \"openai\")", p.Style)
+	}
+	switch p.API {
+	case "", catalog.APIResponses, catalog.APIChat:
+	default:
+		return fmt.Errorf("api: unsupported %q (\"chat\" or \"responses\")", p.API)
 	}
 	configured := p.BaseURL // as written: the expanded form may hold secrets
 	p.APIKey = repl.ReplaceKnown(p.APIKey, "")

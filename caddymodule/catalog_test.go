@@ -71,7 +71,9 @@ func TestCatalogFromCaddyfile(t *testing.T) {
 				api_key {env.TOLLGATE_TEST_OPENAI_KEY}
 				style openai
 			}
-			provider backup http://10.0.0.2:8000
+			provider backup http://10.0.0.2:8000 {
+				api chat
+			}
 		}
 		model local:free {
 			pricing {
@@ -95,7 +97,7 @@ func TestCatalogFromCaddyfile(t *testing.T) {
 	wantProviders := []catalog.Provider{
 		{Name: "openai", BaseURL: "https://api.openai.com/v1/", Model: "gpt-4o-2024-08-06", APIKey: "sk-test-123", Style: "openai",
 			Scheme: "https", Dial: "api.openai.com:443", Host: "api.openai.com", BasePath: "/v1"},
-		{Name: "backup", BaseURL: "http://10.0.0.2:8000", Model: "openai/gpt-4o", Style: "openai",
+		{Name: "backup", BaseURL: "http://10.0.0.2:8000", Model: "openai/gpt-4o", Style: "openai", API: "chat",
 			Scheme: "http", Dial: "10.0.0.2:8000", Host: "10.0.0.2:8000", BasePath: ""},
 	}
 	if len(m.Providers) != len(wantProviders) {
@@ -254,6 +256,7 @@ func TestCatalogErrors(t *testing.T) {
 		{"duplicate of file", []ModelConfig{{ID: "f", Pricing: ok}}, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"}}]}`, `model "f": duplicate id`},
 		{"provider no name", prov(ProviderConfig{BaseURL: "http://x"}), "", `model "m": provider "": name: required`},
 		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "anthropic"}), "", `model "m": provider "p": style: unsupported "anthropic"`},
+		{"bad api", prov(ProviderConfig{Name: "p", BaseURL: "http://x", API: "completions"}), "", `model "m": provider "p": api: unsupported "completions"`},
 		{"no base_url", prov(ProviderConfig{Name: "p"}), "", `model "m": provider "p": base_url:`},
 		{"ftp base_url", prov(ProviderConfig{Name: "p", BaseURL: "ftp://x/v1"}), "", `model "m": provider "p": base_url: expected an http or https URL`},
 		{"no host", prov(ProviderConfig{Name: "p", BaseURL: "https:///v1"}), "", `model "m": provider "p": base_url:`},

@@ -24,6 +24,9 @@ type Provider struct {
 	APIKey string `json:"api_key,omitempty"`
 	// Style is the provider's API dialect; only "openai" for now.
 	Style string `json:"style,omitempty"`
+	// API is the generation API the provider speaks: APIResponses (or
+	// empty: both APIs, passed through) or APIChat (Chat Completions only).
+	API string `json:"api,omitempty"`
 
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
@@ -31,6 +34,19 @@ type Provider struct {
 	Host     string `json:"-"` // Host header value
 	BasePath string `json:"-"` // path prefix without trailing slash, e.g. "/v1"
 }
+
+// Provider APIs.
+const (
+	// APIResponses: the provider speaks Chat Completions and Responses;
+	// both routes pass through.
+	APIResponses = "responses"
+	// APIChat: the provider speaks only Chat Completions; the gateway
+	// serves /responses by translating the request and the answer.
+	APIChat = "chat"
+)
+
+// ChatOnly reports whether Responses requests must be translated for p.
+func (p *Provider) ChatOnly() bool { return p.API == APIChat }
 
 // Model is one entry of the catalog.
 type Model struct {
