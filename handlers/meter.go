@@ -116,7 +116,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		}
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = genID
-		proxyErr := proxy(next, mw, r)
+		proxyErr := proxyAttempt(next, mw, r, route, genID)
 		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {
 			failed = append(failed, mw.failure(route, proxyErr))
 			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
@@ -253,6 +253,19 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err 
 		}
 	}()
 	return next.ServeHTTP(w, r)
+}
+
+// proxyAttempt calls reverse_proxy for the current attempt; a Responses
+// request to a chat-only provider has its answer translated below the
+// meter's writer, which then meters a Responses answer.
+func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
+	if !route.translate {
+		return proxy(next, mw, r)
+	}
+	cw := newChatToResponses(mw, route.echo, genID, route.Provider.Model)
+	err := proxy(next, cw, r)
+	cw.finish(err)
+	return err
 }
 
 // rejection carries an admission refusal through Store.Reserve.

@@ -166,6 +166,9 @@ func newMockAnswer(q *mockRequest) *mockAnswer {
 	// Fields again so that a model name with spaces is still counted by the
 	// one-token-per-word rule.
 	words := strings.Fields("Mock answer from " + q.model + ": " + strings.Join(echo, " "))
+	if mockCites(q.model) {
+		words = append(words, mockCiteWords()...)
+	}
 	a := &mockAnswer{words: words, prompt: q.prompt}
 	if q.limit > 0 && int64(len(words)) > q.limit {
 		a.words, a.truncated = words[:q.limit], true
@@ -484,8 +487,9 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role        string  `json:"role,omitempty"`
+	Content     *string `json:"content,omitempty"`
+	Annotations []any   `json:"annotations,omitempty"`
 }
 
 type chatUsage struct {
@@ -505,7 +509,7 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 	if !q.stream {
 		c := base
 		c.Object = "chat.completion"
-		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text())}, FinishReason: &finish}}
+		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text()), Annotations: a.chatAnnotations()}, FinishReason: &finish}}
 		c.Usage = usage
 		if brk {
 			writeBrokenJSON(w, c)
@@ -528,6 +532,9 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 	})
 	if !ok {
 		return
+	}
+	if anns := a.chatAnnotations(); anns != nil {
+		s.send("", chunk(chatChoice{Delta: &chatMessage{Annotations: anns}}))
 	}
 	s.send("", chunk(chatChoice{Delta: &chatMessage{}, FinishReason: &finish}))
 	// Usage always ends the stream, as if stream_options.include_usage were
@@ -607,6 +614,9 @@ type responseEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Logprobs       []any           `json:"logprobs,omitempty"`
+	// response.output_text.annotation.added
+	AnnotationIndex *int `json:"annotation_index,omitempty"`
+	Annotation      any  `json:"annotation,omitempty"`
 }
 
 func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
@@ -619,7 +629,7 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 		incomplete = &incompleteDetails{Reason: "max_output_tokens"}
 	}
 	usage := &responseUsage{InputTokens: a.prompt, OutputTokens: a.completion(), TotalTokens: a.total()}
-	part := outputText{Type: "output_text", Text: a.text(), Annotations: []any{}}
+	part := outputText{Type: "output_text", Text: a.text(), Annotations: a.responsesAnnotations()}
 	item := responseItem{Type: "message", ID: newID("msg_"), Status: status, Role: "assistant", Content: []outputText{part}}
 	resp := responseObject{
 		ID:                newID("resp_"),
@@ -669,6 +679,10 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 	})
 	if !ok {
 		return
+	}
+	for i, ann := range part.Annotations {
+		send(responseEvent{Type: "response.output_text.annotation.added", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero,
+			AnnotationIndex: &i, Annotation: ann})
 	}
 	send(responseEvent{Type: "response.output_text.done", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero,
 		Text: &part.Text, Logprobs: []any{}})

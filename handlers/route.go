@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -35,6 +37,13 @@ type Route struct {
 
 	body []byte // as the client sent it, less the gateway's own fields
 	uri  string // path below the provider's base path, with the query
+
+	// A Responses request for providers that speak only Chat Completions
+	// (catalog.APIChat): the translated body, the fields the answer
+	// repeats, and whether the current attempt is translated.
+	chatBody  []byte
+	echo      *responsesEcho
+	translate bool
 }
 
 // Attempt is one provider endpoint for one model.
@@ -64,6 +73,9 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	case "tollgate.upstream.dial":
 		return p.Dial, true
 	case "tollgate.upstream.uri":
+		if rt.translate {
+			return p.BasePath + "/chat/completions" + strings.TrimPrefix(rt.uri, "/responses"), true
+		}
 		return p.BasePath + rt.uri, true
 	case "tollgate.upstream.host":
 		return p.Host, true
@@ -83,7 +95,12 @@ func (rt *Route) placeholder(key string) (any, bool) {
 func (rt *Route) apply(r *http.Request, i int) error {
 	a := rt.Attempts[i]
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
-	body, err := withModel(rt.body, a.Provider.Model)
+	body := rt.body
+	rt.translate = rt.Kind == "responses" && a.Provider.ChatOnly()
+	if rt.translate {
+		body = rt.chatBody
+	}
+	body, err := withModel(body, a.Provider.Model)
 	if err != nil {
 		return err
 	}
@@ -92,6 +109,26 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	r.Host = a.Provider.Host
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
+	return nil
+}
+
+// translateFor prepares a Responses request for the chat-only providers
+// among its attempts. A request that has no chat form is served only by
+// providers that speak Responses: the chat-only ones are dropped, and
+// none left is the translation's 400.
+func (rt *Route) translateFor() *APIError {
+	if rt.Kind != "responses" || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
+		return nil
+	}
+	chat, err := responsesToChat(rt.body)
+	if err == nil {
+		rt.chatBody, rt.echo = chat, newResponsesEcho(rt.body)
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() })
+	if len(rt.Attempts) == 0 {
+		return BadRequest(err.Error())
+	}
 	return nil
 }
 

@@ -217,6 +217,9 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 			break
 		}
 	}
+	if apiErr := route.translateFor(); apiErr != nil {
+		return nil, apiErr
+	}
 	return route, nil
 }
 

@@ -1,0 +1,464 @@
+package handlers
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(t *testing.T, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got invalid JSON %s: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("want invalid JSON %s: %v", want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestResponsesToChat(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"string input", `{"model":"m","input":"Hi","max_output_tokens":50,"temperature":0.5,"top_p":1,"store":true}`,
+			`{"model":"m","messages":[{"role":"user","content":"Hi"}],"max_tokens":50,"temperature":0.5,"top_p":1}`},
+		{"stream asks for usage", `{"model":"m","input":"Hi","stream":true}`,
+			`{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"include_usage":true}}`},
+		{"instructions and message items", `{"model":"m","instructions":"Be brief.","input":[
+			{"role":"developer","content":"Plain words."},
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"Où est "},{"type":"input_text","text":"le café?"}]},
+			{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"See [Café](https://x.test).",
+				"annotations":[{"type":"url_citation","url":"https://x.test","title":"Café","start_index":4,"end_index":26}]}]},
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"And this?"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"}]}
+		]}`,
+			`{"model":"m","messages":[
+				{"role":"system","content":"Be brief."},
+				{"role":"system","content":"Plain words."},
+				{"role":"user","content":[{"type":"text","text":"Où est "},{"type":"text","text":"le café?"}]},
+				{"role":"assistant","content":"See [Café](https://x.test)."},
+				{"role":"user","content":[{"type":"text","text":"And this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"low"}}]}
+			]}`},
+		{"function tools and calls", `{"model":"m","input":[
+			{"role":"user","content":"Weather in Paris and Rome?"},
+			{"type":"function_call","call_id":"call_1","name":"weather","arguments":"{\"city\":\"Paris\"}"},
+			{"type":"function_call","call_id":"call_2","name":"weather","arguments":"{\"city\":\"Rome\"}"},
+			{"type":"function_call_output","call_id":"call_1","output":"18C"},
+			{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"21C"}]},
+			{"type":"reasoning","id":"rs_1","summary":[]}
+		],
+		"tools":[{"type":"function","name":"weather","description":"Weather","parameters":{"type":"object"},"strict":true},{"type":"service:web_search","parameters":{"max_results":3}}],
+		"tool_choice":{"type":"function","name":"weather"},"parallel_tool_calls":false}`,
+			`{"model":"m","messages":[
+				{"role":"user","content":"Weather in Paris and Rome?"},
+				{"role":"assistant","content":null,"tool_calls":[
+					{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},
+					{"id":"call_2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Rome\"}"}}]},
+				{"role":"tool","tool_call_id":"call_1","content":"18C"},
+				{"role":"tool","tool_call_id":"call_2","content":"21C"}
+			],
+			"parallel_tool_calls":false,
+			"tools":[{"type":"function","function":{"name":"weather","description":"Weather","parameters":{"type":"object"},"strict":true}},{"type":"service:web_search","parameters":{"max_results":3}}],
+			"tool_choice":{"type":"function","function":{"name":"weather"}}}`},
+		{"json schema format", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"r","schema":{"type":"object"},"strict":true}},"reasoning":{"effort":"low"},"tool_choice":"required"}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"}],"reasoning_effort":"low","tool_choice":"required",
+			  "response_format":{"type":"json_schema","json_schema":{"name":"r","schema":{"type":"object"},"strict":true}}}`},
+		{"json object and text formats", `{"model":"m","input":"x","text":{"format":{"type":"json_object"}}}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := responsesToChat([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			jsonEqual(t, got, tt.want)
+		})
+	}
+}
+
+func TestResponsesToChatErrors(t *testing.T) {
+	tests := []struct{ in, field string }{
+		{`{"model":"m","input":"x","previous_response_id":"resp_1"}`, "previous_response_id:"},
+		{`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`, `input[0].type: "item_reference"`},
+		{`{"model":"m","input":["x"]}`, "input[0]:"},
+		{`{"model":"m","input":[{"role":"robot","content":"x"}]}`, "input[0].role:"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_audio"}]}]}`, `input[0].content[0].type: "input_audio"`},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}]}`, "input[0].content[0].image_url:"},
+		{`{"model":"m","input":[{"type":"function_call","name":"f"}]}`, "input[0]: a function_call needs call_id"},
+		{`{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id:"},
+		{`{"model":"m","input":"x","tools":[{"type":"function"}]}`, "tools[0].name:"},
+		{`{"model":"m","input":"x","text":{"format":{"type":"yaml"}}}`, "text.format.type:"},
+		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema"}}}`, "text.format.name:"},
+		{`{"model":"m","input":[{"role":"system","content":[{"type":"input_image","image_url":"x"}]}]}`, "input[0].content: only user messages"},
+	}
+	for _, tt := range tests {
+		_, err := responsesToChat([]byte(tt.in))
+		if err == nil || !strings.HasPrefix(err.Error(), tt.field) {
+			t.Errorf("%s: error %v, want one starting %q", tt.in, err, tt.field)
+		}
+	}
+}
+
+// translate runs a chat answer through chatToResponses into a recorder, one
+// Write per element of parts.
+func translate(t *testing.T, contentType string, status int, parts ...string) (*httptest.ResponseRecorder, *chatToResponses) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	cw := newChatToResponses(rec, newResponsesEcho([]byte(`{"instructions":"Be brief.","max_output_tokens":100,"metadata":{"k":"v"}}`)), "gen-1", "m-up")
+	cw.Header().Set("Content-Type", contentType)
+	cw.Header().Set("Content-Length", "999")
+	cw.WriteHeader(status)
+	for _, p := range parts {
+		if _, err := cw.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cw.finish(nil)
+	return rec, cw
+}
+
+func TestChatToResponsesJSON(t *testing.T) {
+	chat := `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m-up-2024",
+		"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Voilà [Café](https://x.test) ✓",
+			"annotations":[{"type":"url_citation","url_citation":{"url":"https://x.test","title":"Café","content":"Le café","start_index":6,"end_index":28}}],
+			"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Nice\"}"}}]}}],
+		"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`
+	rec, _ := translate(t, "application/json", http.StatusOK, chat[:40], chat[40:])
+	if rec.Header().Get("Content-Length") != "" {
+		t.Errorf("Content-Length %q kept for a converted body", rec.Header().Get("Content-Length"))
+	}
+	j := gjson.Parse(rec.Body.String())
+	if j.Get("id").Str != "gen-1" || j.Get("object").Str != "response" || j.Get("created_at").Int() != 1700000000 ||
+		j.Get("model").Str != "m-up-2024" || j.Get("status").Str != "completed" || j.Get("instructions").Str != "Be brief." ||
+		j.Get("max_output_tokens").Int() != 100 || j.Get("metadata.k").Str != "v" || j.Get("tools").Raw != "[]" {
+		t.Errorf("envelope: %s", j.Raw)
+	}
+	msg := j.Get("output.0")
+	if msg.Get("type").Str != "message" || msg.Get("role").Str != "assistant" || msg.Get("status").Str != "completed" ||
+		!strings.HasPrefix(msg.Get("id").Str, "msg_") || msg.Get("content.0.type").Str != "output_text" ||
+		msg.Get("content.0.text").Str != "Voilà [Café](https://x.test) ✓" {
+		t.Errorf("message item: %s", msg.Raw)
+	}
+	jsonEqual(t, []byte(msg.Get("content.0.annotations").Raw),
+		`[{"type":"url_citation","url":"https://x.test","title":"Café","content":"Le café","start_index":6,"end_index":28}]`)
+	jsonEqual(t, []byte(j.Get("output.1").Raw),
+		`{"type":"function_call","id":"fc_9","call_id":"call_9","name":"weather","arguments":"{\"city\":\"Nice\"}","status":"completed"}`)
+	jsonEqual(t, []byte(j.Get("usage").Raw),
+		`{"input_tokens":12,"input_tokens_details":{"cached_tokens":4},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":19}`)
+
+	// Cut by max tokens: incomplete.
+	rec, _ = translate(t, "application/json", http.StatusOK,
+		`{"choices":[{"finish_reason":"length","message":{"role":"assistant","content":"Half"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	j = gjson.Parse(rec.Body.String())
+	if j.Get("status").Str != "incomplete" || j.Get("incomplete_details.reason").Str != "max_output_tokens" ||
+		j.Get("output.0.status").Str != "incomplete" || j.Get("usage.total_tokens").Int() != 2 || j.Get("completed_at").Type != gjson.Null {
+		t.Errorf("length: %s", j.Raw)
+	}
+}
+
+func TestChatToResponsesPassesFailuresThrough(t *testing.T) {
+	for _, tt := range []struct {
+		ct     string
+		status int
+		body   string
+	}{
+		{"application/json", http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`},
+		{"application/json", http.StatusOK, `<html>not json`},
+		{"application/json", http.StatusOK, `{"id":"x","object":"list"}`},
+		{"application/json", http.StatusOK, `{"choices":[{"message":{"content":"cut`},
+	} {
+		rec, _ := translate(t, tt.ct, tt.status, tt.body)
+		if rec.Code != tt.status || rec.Body.String() != tt.body {
+			t.Errorf("%d %q became %d %q", tt.status, tt.body, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// chatStream is a chat completion stream: multi-byte text, an annotation,
+// a tool call, a finish chunk, a usage chunk and [DONE].
+var chatStream = []string{
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"content":"Grüße "},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"content":"aus [Köln](https://k.test) 🎉"},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"annotations":[{"type":"url_citation","url_citation":{"url":"https://k.test","title":"Köln","start_index":10,"end_index":32}}]},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_5","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":null}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1700000001,"model":"m-up","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`,
+	`[DONE]`,
+}
+
+func sse(data ...string) []string {
+	out := make([]string, len(data))
+	for i, d := range data {
+		out[i] = "data: " + d + "\n\n"
+	}
+	return out
+}
+
+// checkTranslatedStream checks a converted stream and returns its event
+// types and final event.
+func checkTranslatedStream(t *testing.T, body string) ([]string, gjson.Result) {
+	t.Helper()
+	events := mockParseSSE(t, body)
+	if len(events) == 0 || events[len(events)-1].data != "[DONE]" {
+		t.Fatalf("stream does not end with [DONE]: %s", body)
+	}
+	events = events[:len(events)-1]
+	var types []string
+	for i, ev := range events {
+		j := gjson.Parse(ev.data)
+		if j.Get("type").Str != ev.event {
+			t.Errorf("event: %q carries type %q", ev.event, j.Get("type").Str)
+		}
+		if j.Get("sequence_number").Raw != itoa(i) {
+			t.Errorf("event %d has sequence_number %s", i, j.Get("sequence_number").Raw)
+		}
+		types = append(types, ev.event)
+	}
+	return types, gjson.Parse(events[len(events)-1].data)
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestChatToResponsesStream(t *testing.T) {
+	// Event by event: each chunk's events are written before the next chunk
+	// arrives.
+	rec := httptest.NewRecorder()
+	cw := newChatToResponses(rec, newResponsesEcho(nil), "gen-2", "m-up")
+	cw.Header().Set("Content-Type", "text/event-stream")
+	cw.WriteHeader(http.StatusOK)
+	for i, ev := range sse(chatStream...) {
+		if _, err := cw.Write([]byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.FlushError(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && !strings.Contains(rec.Body.String(), `"delta":"Grüße "`) {
+			t.Fatalf("first delta not forwarded at once: %s", rec.Body.String())
+		}
+	}
+	cw.finish(nil)
+	if !rec.Flushed {
+		t.Error("stream never flushed")
+	}
+	types, final := checkTranslatedStream(t, rec.Body.String())
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
+		"response.output_text.annotation.added",
+		"response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.function_call_arguments.done", "response.output_item.done", "response.completed"}
+	if !reflect.DeepEqual(types, want) {
+		t.Errorf("events\n%v\nwant\n%v", types, want)
+	}
+	r := final.Get("response")
+	text := "Grüße aus [Köln](https://k.test) 🎉"
+	if r.Get("id").Str != "gen-2" || r.Get("status").Str != "completed" || r.Get("created_at").Int() != 1700000001 ||
+		r.Get("output.0.content.0.text").Str != text || r.Get("output.1.arguments").Str != `{"a":1}` ||
+		r.Get("output.1.call_id").Str != "call_5" || r.Get("usage.input_tokens").Int() != 9 ||
+		r.Get("usage.output_tokens").Int() != 5 || r.Get("usage.total_tokens").Int() != 14 {
+		t.Errorf("final: %s", r.Raw)
+	}
+	ann := r.Get("output.0.content.0.annotations.0")
+	jsonEqual(t, []byte(ann.Raw), `{"type":"url_citation","url":"https://k.test","title":"Köln","start_index":10,"end_index":32}`)
+	// The indices are the upstream's (code points here): the span is the link.
+	runes := []rune(text)
+	if got := string(runes[ann.Get("start_index").Int():ann.Get("end_index").Int()]); got != "[Köln](https://k.test)" {
+		t.Errorf("cited span %q", got)
+	}
+
+	// Byte by byte, cutting through multi-byte characters: the same text.
+	whole := strings.Join(sse(chatStream...), "")
+	parts := make([]string, 0, len(whole))
+	for i := range len(whole) {
+		parts = append(parts, whole[i:i+1])
+	}
+	rec2, _ := translate(t, "text/event-stream", http.StatusOK, parts...)
+	types2, final2 := checkTranslatedStream(t, rec2.Body.String())
+	if !reflect.DeepEqual(types2, want) || final2.Get("response.output.0.content.0.text").Str != text ||
+		!utf8.ValidString(rec2.Body.String()) {
+		t.Errorf("byte-wise stream: %v %s", types2, final2.Raw)
+	}
+}
+
+func TestChatToResponsesStreamEnds(t *testing.T) {
+	// Cut by max tokens.
+	rec, _ := translate(t, "text/event-stream", http.StatusOK, sse(
+		`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+		`[DONE]`)...)
+	_, final := checkTranslatedStream(t, rec.Body.String())
+	if final.Get("type").Str != "response.incomplete" || final.Get("response.incomplete_details.reason").Str != "max_output_tokens" {
+		t.Errorf("length: %s", final.Raw)
+	}
+
+	// An error chunk: an error event, then response.failed; nothing after.
+	rec, _ = translate(t, "text/event-stream", http.StatusOK, sse(
+		`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`,
+		`{"error":{"code":502,"message":"upstream fell over"},"choices":[{"delta":{"content":""},"finish_reason":"error"}]}`,
+		`{"choices":[{"delta":{"content":"late"}}]}`,
+		`[DONE]`)...)
+	types, final := checkTranslatedStream(t, rec.Body.String())
+	if n := len(types); n < 2 || types[n-2] != "error" || types[n-1] != "response.failed" ||
+		final.Get("response.status").Str != "failed" || final.Get("response.error.message").Str != "upstream fell over" ||
+		strings.Contains(rec.Body.String(), "late") {
+		t.Errorf("error chunk: %v %s", types, rec.Body.String())
+	}
+	events := mockParseSSE(t, rec.Body.String())
+	if e := gjson.Parse(events[len(events)-3].data); e.Get("code").Int() != 502 || e.Get("message").Str != "upstream fell over" {
+		t.Errorf("error event: %s", e.Raw)
+	}
+
+	// Finished without [DONE]: completed once the proxy returned cleanly.
+	rec, _ = translate(t, "text/event-stream", http.StatusOK, sse(
+		`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"stop"}]}`)...)
+	if _, final = checkTranslatedStream(t, rec.Body.String()); final.Get("type").Str != "response.completed" {
+		t.Errorf("no [DONE]: %s", rec.Body.String())
+	}
+
+	// Cut mid-answer: left open, for the meter's response.failed.
+	rec = httptest.NewRecorder()
+	cw := newChatToResponses(rec, nil, "g", "m")
+	cw.Header().Set("Content-Type", "text/event-stream")
+	for _, ev := range sse(`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`) {
+		_, _ = cw.Write([]byte(ev))
+	}
+	cw.finish(http.ErrAbortHandler)
+	if strings.Contains(rec.Body.String(), "response.completed") || strings.Contains(rec.Body.String(), "[DONE]") {
+		t.Errorf("a cut stream was completed: %s", rec.Body.String())
+	}
+}
+
+// TestChatTranslationMatchesNative sends the same Responses request to the
+// mock's Responses API and, translated, to its Chat Completions API: the
+// answers agree on text, annotations (the citing model) and usage, plain
+// and streamed.
+func TestChatTranslationMatchesNative(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	body := strings.Replace(mockResponsesBody, `"model":"m1"`, `"model":"m1-cite"`, 1)
+	for _, stream := range []bool{false, true} {
+		req := strings.Replace(body, "%s", map[bool]string{false: "", true: `,"stream":true`}[stream], 1)
+		native := mockPost(t, srv, "/v1/responses", req)
+		chatBody, err := responsesToChat([]byte(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat := mockPost(t, srv, "/v1/chat/completions", string(chatBody))
+		if native.status != 200 || chat.status != 200 {
+			t.Fatalf("%d %s / %d %s", native.status, native.body, chat.status, chat.body)
+		}
+		rec, _ := translate(t, chat.header.Get("Content-Type"), chat.status, chat.body)
+		got, want := gjson.Parse(rec.Body.String()), gjson.Parse(native.body)
+		if stream {
+			var nt, tt []string
+			nt, want = checkTranslatedStream(t, native.body)
+			tt, got = checkTranslatedStream(t, rec.Body.String())
+			if !reflect.DeepEqual(nt, tt) {
+				t.Errorf("event types differ:\nnative     %v\ntranslated %v", nt, tt)
+			}
+			got, want = got.Get("response"), want.Get("response")
+		}
+		for _, path := range []string{"status", "output.0.type", "output.0.role", "output.0.status",
+			"output.0.content.0.text", "output.0.content.0.annotations", "usage", "instructions"} {
+			if g, w := got.Get(path), want.Get(path); g.Raw != w.Raw && !jsonSame(g.Raw, w.Raw) {
+				t.Errorf("stream=%v %s: translated %s, native %s", stream, path, g.Raw, w.Raw)
+			}
+		}
+		if n := got.Get("output.0.content.0.annotations.#").Int(); n != 2 {
+			t.Errorf("stream=%v: %d annotations", stream, n)
+		}
+	}
+}
+
+func jsonSame(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
+}
+
+func TestMockCitations(t *testing.T) {
+	srv := mockServer(t, &MockProvider{})
+	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"cite","messages":[{"role":"user","content":"q"}]}`)
+	msg := gjson.Get(res.body, "choices.0.message")
+	text := []rune(msg.Get("content").Str)
+	anns := msg.Get("annotations").Array()
+	if len(anns) != len(mockSources) {
+		t.Fatalf("annotations: %s", msg.Raw)
+	}
+	for i, a := range anns {
+		c := a.Get("url_citation")
+		s := mockSources[i]
+		want := "[" + s.title + "](" + s.url + ")"
+		if a.Get("type").Str != "url_citation" || c.Get("url").Str != s.url || c.Get("title").Str != s.title ||
+			string(text[c.Get("start_index").Int():c.Get("end_index").Int()]) != want {
+			t.Errorf("annotation %d: %s over %q", i, a.Raw, string(text))
+		}
+	}
+	// Cut by max_tokens before the second link: only the first is cited.
+	res = mockPost(t, srv, "/v1/responses", `{"model":"cite","input":"q","max_output_tokens":8}`)
+	if n := gjson.Get(res.body, "output.0.content.0.annotations.#").Int(); n != 1 {
+		t.Errorf("truncated answer: %s", res.body)
+	}
+}
+
+func TestRouteTranslatesPerAttempt(t *testing.T) {
+	chatOnly := testProvider("chatty", "http", "chat.test", "chat.test:80", "/v1", "c-model", "k1")
+	chatOnly.API = "chat"
+	native := testProvider("native", "https", "resp.test", "resp.test:443", "/api", "r-model", "k2")
+	m := testModel("m", 0, chatOnly, native)
+	newRoute := func(body string, attempts ...Attempt) *Route {
+		return &Route{Kind: "responses", Attempts: attempts, body: []byte(body), uri: "/responses?x=1"}
+	}
+	a1, a2 := Attempt{Model: m, Provider: chatOnly, Key: "k1"}, Attempt{Model: m, Provider: native, Key: "k2"}
+
+	rt := newRoute(`{"model":"m","input":"Hi","max_output_tokens":5}`, a1, a2)
+	if err := rt.translateFor(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodPost, "/api/v1/responses?x=1", nil)
+	for i, want := range []struct{ uri, body string }{
+		{"/v1/chat/completions?x=1", `{"model":"c-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":5}`},
+		{"/api/responses?x=1", `{"model":"r-model","input":"Hi","max_output_tokens":5}`},
+	} {
+		if err := rt.apply(r, i); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(r.Body)
+		uri, _ := rt.placeholder("tollgate.upstream.uri")
+		if uri != want.uri || rt.translate != (i == 0) || r.ContentLength != int64(len(body)) {
+			t.Errorf("attempt %d: uri %v translate %v length %d", i, uri, rt.translate, r.ContentLength)
+		}
+		jsonEqual(t, body, want.body)
+	}
+
+	// No chat form: only providers that speak Responses serve it.
+	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1, a2)
+	if err := rt.translateFor(); err != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider != native {
+		t.Errorf("mixed providers: %v %v", err, rt.Attempts)
+	}
+	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1)
+	if err := rt.translateFor(); err == nil || err.Status != http.StatusBadRequest || !strings.HasPrefix(err.Message, "previous_response_id:") {
+		t.Errorf("chat-only providers: %v", err)
+	}
+	// Chat completions requests are never translated.
+	rt = newRoute(`{"model":"m","messages":[]}`, a1)
+	rt.Kind = "chat"
+	if err := rt.translateFor(); err != nil || rt.chatBody != nil {
+		t.Errorf("chat request: %v %s", err, rt.chatBody)
+	}
+}
