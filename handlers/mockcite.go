@@ -68,21 +68,36 @@ func mockCitations(text string) []mockCitation {
 	return out
 }
 
+// mockURLCitation is a url_citation: flat in Responses, and the inner
+// object of the chat form (which has no type).
+type mockURLCitation struct {
+	Type       string `json:"type,omitempty"`
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	StartIndex int    `json:"start_index"`
+	EndIndex   int    `json:"end_index"`
+	Content    string `json:"content"`
+}
+
+type mockChatCitation struct {
+	Type        string          `json:"type"`
+	URLCitation mockURLCitation `json:"url_citation"`
+}
+
+func (c mockCitation) flat() mockURLCitation {
+	return mockURLCitation{URL: c.source.url, Title: c.source.title, StartIndex: c.start, EndIndex: c.end, Content: c.source.content}
+}
+
 // chat is the Chat Completions form.
-func (c mockCitation) chat() map[string]any {
-	return map[string]any{"type": "url_citation", "url_citation": c.flat(false)}
+func (c mockCitation) chat() any {
+	return mockChatCitation{Type: "url_citation", URLCitation: c.flat()}
 }
 
 // responses is the Responses form.
-func (c mockCitation) responses() map[string]any { return c.flat(true) }
-
-func (c mockCitation) flat(typed bool) map[string]any {
-	m := map[string]any{"url": c.source.url, "title": c.source.title, "content": c.source.content,
-		"start_index": c.start, "end_index": c.end}
-	if typed {
-		m["type"] = "url_citation"
-	}
-	return m
+func (c mockCitation) responses() any {
+	f := c.flat()
+	f.Type = "url_citation"
+	return f
 }
 
 // chatAnnotations are the answer's annotations in the chat form; nil

@@ -1,0 +1,404 @@
+package integration
+
+// The Responses route served by providers that speak only Chat Completions
+// (provider option `api chat`): the request and the answer are translated
+// per attempt, streamed answers event by event, and metering sees the
+// Responses answer exactly as from a provider that speaks Responses.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// pathRecorder stands in front of the mock provider and records the path
+// and body of every POST reaching it.
+type pathRecorder struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []upstreamCall
+}
+
+type upstreamCall struct {
+	path string
+	body []byte
+}
+
+func newPathRecorder(t *testing.T, target string) *pathRecorder {
+	t.Helper()
+	u, err := url.Parse("http://" + target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pathRecorder{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			p.mu.Lock()
+			p.calls = append(p.calls, upstreamCall{path: r.URL.Path, body: b})
+			p.mu.Unlock()
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// takeCalls returns the calls recorded since the last take.
+func (p *pathRecorder) takeCalls() []upstreamCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls
+	p.calls = nil
+	return c
+}
+
+// take returns the calls recorded since the last take, as "path model".
+func (p *pathRecorder) take() []string {
+	var out []string
+	for _, c := range p.takeCalls() {
+		out = append(out, c.path+" "+gjson.GetBytes(c.body, "model").Str)
+	}
+	return out
+}
+
+func (p *pathRecorder) addr() string { return strings.TrimPrefix(p.srv.URL, "http://") }
+
+// apiModel is a catalog model whose providers each name their API.
+func apiModel(id string, providers ...[4]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n", id)
+	for _, p := range providers { // name, base URL, upstream model, api
+		fmt.Fprintf(&b, "\t\t\tprovider %s %s {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key mock\n\t\t\t\tapi %s\n\t\t\t}\n", p[0], p[1], p[2], p[3])
+	}
+	b.WriteString("\t\t}\n")
+	return b.String()
+}
+
+// responsesInput is a conversation with an earlier assistant answer that
+// carries its id, status and annotations.
+const responsesInput = `"instructions":"Answer briefly.","input":[
+	{"type":"message","role":"developer","content":[{"type":"input_text","text":"Cite sources."}]},
+	{"type":"message","role":"user","content":[{"type":"input_text","text":"Où est le café?"}]},
+	{"type":"message","id":"msg_prev","status":"completed","role":"assistant","content":[{"type":"output_text",
+		"text":"See [Café](https://example.com/caf%C3%A9).","annotations":[{"type":"url_citation","url":"https://example.com/caf%C3%A9","title":"Café","start_index":4,"end_index":40}]}]},
+	{"type":"message","role":"user","content":[{"type":"input_text","text":"Und die Quellen, bitte?"}]}]`
+
+// checkCitations checks the answer's annotations: the mock's two sources,
+// each pointing (in code points) exactly at its markdown link.
+func checkCitations(t *testing.T, what string, part gjson.Result) {
+	t.Helper()
+	text := []rune(part.Get("text").Str)
+	anns := part.Get("annotations").Array()
+	if len(anns) != 2 {
+		t.Fatalf("%s: %d annotations: %s", what, len(anns), part.Raw)
+	}
+	for _, a := range anns {
+		s, e := a.Get("start_index").Int(), a.Get("end_index").Int()
+		if a.Get("type").Str != "url_citation" || s < 0 || e > int64(len(text)) || s >= e {
+			t.Fatalf("%s: annotation %s over %d characters", what, a.Raw, len(text))
+		}
+		want := "[" + a.Get("title").Str + "](" + a.Get("url").Str + ")"
+		if got := string(text[s:e]); got != want {
+			t.Fatalf("%s: annotation spans %q, want %q", what, got, want)
+		}
+	}
+}
+
+// checkResponseObject checks the Responses object fields SPEC.md 2.4 and
+// the SDKs require, and returns its output_text part.
+func checkResponseObject(t *testing.T, what string, r gjson.Result, status string) gjson.Result {
+	t.Helper()
+	for _, f := range []string{"id", "created_at", "model", "output", "usage", "status", "tools", "tool_choice",
+		"parallel_tool_calls", "metadata", "error", "incomplete_details", "instructions", "max_output_tokens", "temperature", "top_p"} {
+		if !r.Get(f).Exists() {
+			t.Fatalf("%s: no %s: %s", what, f, r.Raw)
+		}
+	}
+	u := r.Get("usage")
+	if r.Get("object").Str != "response" || r.Get("status").Str != status ||
+		u.Get("total_tokens").Int() != u.Get("input_tokens").Int()+u.Get("output_tokens").Int() || u.Get("output_tokens").Int() == 0 ||
+		!u.Get("input_tokens_details.cached_tokens").Exists() || !u.Get("output_tokens_details.reasoning_tokens").Exists() {
+		t.Fatalf("%s: response object: %s", what, r.Raw)
+	}
+	item := r.Get("output.0")
+	if item.Get("type").Str != "message" || item.Get("role").Str != "assistant" || item.Get("id").Str == "" ||
+		item.Get("status").Str != status || item.Get("content.0.type").Str != "output_text" {
+		t.Fatalf("%s: output item: %s", what, item.Raw)
+	}
+	return item.Get("content.0")
+}
+
+// costOf is the exact cost of a Responses usage at the test prices, and
+// checks usage.cost against it.
+func costOf(t *testing.T, what string, u gjson.Result) storage.Amount {
+	t.Helper()
+	want := tokenCost(u.Get("input_tokens").Int(), u.Get("output_tokens").Int())
+	if got := creditAmount(t, u.Get("cost")); got != want || want == 0 {
+		t.Fatalf("%s: usage.cost %s, want %s", what, got, want)
+	}
+	return want
+}
+
+// streamedResponse reads a Responses stream: its events in order (without
+// [DONE]) with their arrival times, after checking sequence numbers and
+// the final [DONE].
+type timedEvent struct {
+	ev  sseEvent
+	at  time.Time
+	doc gjson.Result
+}
+
+func readResponsesEvents(t *testing.T, c *client, key, body string) []timedEvent {
+	t.Helper()
+	res, err := c.send("/responses", key, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("stream: %d %s", res.StatusCode, b)
+	}
+	r := newEventReader(res.Body)
+	var out []timedEvent
+	done := false
+	for {
+		ev, err := r()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading stream: %v", err)
+		}
+		if done {
+			t.Fatalf("event after [DONE]: %+v", ev)
+		}
+		if ev.Data == "[DONE]" {
+			done = true
+			continue
+		}
+		doc := gjson.Parse(ev.Data)
+		if got := doc.Get("sequence_number"); got.Type != gjson.Number || got.Int() != int64(len(out)) {
+			t.Fatalf("event %d (%s) has sequence_number %s", len(out), doc.Get("type").Str, got.Raw)
+		}
+		if ev.Event != "" && ev.Event != doc.Get("type").Str {
+			t.Fatalf("event: %s carries type %s", ev.Event, doc.Get("type").Str)
+		}
+		out = append(out, timedEvent{ev: ev, at: time.Now(), doc: doc})
+	}
+	if !done {
+		t.Fatal("stream did not end with data: [DONE]")
+	}
+	return out
+}
+
+func newEventReader(body io.Reader) func() (sseEvent, error) {
+	r := bufio.NewReader(body)
+	return func() (sseEvent, error) { return readEvent(r) }
+}
+
+// eventTypes lists the types, collapsing repeats of one type in a row.
+func eventTypes(evs []timedEvent) string {
+	var types []string
+	for _, e := range evs {
+		typ := e.doc.Get("type").Str
+		if len(types) == 0 || types[len(types)-1] != typ {
+			types = append(types, typ)
+		}
+	}
+	return strings.Join(types, " ")
+}
+
+const fullEventList = "response.created response.in_progress response.output_item.added response.content_part.added " +
+	"response.output_text.delta response.output_text.annotation.added response.output_text.done response.content_part.done " +
+	"response.output_item.done response.completed"
+
+func TestResponsesTranslated(t *testing.T) {
+	rec := newPathRecorder(t, mockAddr)
+	via := "http://" + rec.addr() + "/v1"
+	startInProcessWith(t, chain(withChunkDelay(t, "40ms"), withModels(t,
+		apiModel("rt/chat", [4]string{"chatty", via, "tollgate-mock-cite", "chat"}),
+		apiModel("rt/native", [4]string{"native", via, "tollgate-mock-cite", "responses"}),
+		apiModel("rt/fallback",
+			[4]string{"down", via, "x-error-500", "chat"},
+			[4]string{"limited", via, "y-error-429", "chat"},
+			[4]string{"chatty", via, "tollgate-mock-cite", "chat"}),
+		apiModel("rt/tonative",
+			[4]string{"down", via, "x-error-502", "chat"},
+			[4]string{"native", via, "tollgate-mock-cite", "responses"}),
+		apiModel("rt/break", [4]string{"chatty", via, "rt-stream-break", "chat"}),
+	)))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"responses","limit":5}`)
+
+	plain := func(model string) string { return `{"model":"` + model + `",` + responsesInput + `}` }
+	streamed := func(model string) string { return `{"model":"` + model + `","stream":true,` + responsesInput + `}` }
+
+	var nativePlain gjson.Result
+	t.Run("plain", func(t *testing.T) {
+		rec.take()
+		before := c.snapshot(key, org.MgmtKey)
+		r := c.mustPost("/responses", key, plain("rt/native"), nil).expect(t, 200)
+		nativePlain = r.JSON
+		if got := rec.take(); strings.Join(got, ",") != "/v1/responses tollgate-mock-cite" {
+			t.Fatalf("native upstream calls %v", got)
+		}
+		mid := c.snapshot(key, org.MgmtKey)
+		expectCharged(t, before, mid, costOf(t, "native", r.JSON.Get("usage")), "native")
+		checkCitations(t, "native", checkResponseObject(t, "native", r.JSON, "completed"))
+
+		r = c.mustPost("/responses", key, plain("rt/chat"), nil).expect(t, 200)
+		calls := rec.takeCalls()
+		if len(calls) != 1 || calls[0].path != "/v1/chat/completions" {
+			t.Fatalf("translated upstream calls %v", calls)
+		}
+		up := gjson.ParseBytes(calls[0].body)
+		if !up.Get("messages").IsArray() || up.Get("input").Exists() || up.Get("instructions").Exists() ||
+			up.Get("messages.0.content").Str != "Answer briefly." || up.Get("messages.3.role").Str != "assistant" ||
+			up.Get("messages.3.content").Str != "See [Café](https://example.com/caf%C3%A9)." {
+			t.Fatalf("chat request upstream: %s", calls[0].body)
+		}
+		part := checkResponseObject(t, "translated", r.JSON, "completed")
+		checkCitations(t, "translated", part)
+		if g := r.Header.Get("X-Generation-Id"); g == "" || r.JSON.Get("id").Str != g {
+			t.Fatalf("response id %q, generation %q", r.JSON.Get("id").Str, g)
+		}
+		// The same conversation gives the same answer and tokens either way.
+		for _, path := range []string{"output.0.content.0.text", "output.0.content.0.annotations", "usage.input_tokens", "usage.output_tokens", "instructions"} {
+			if g, n := r.JSON.Get(path).Raw, nativePlain.Get(path).Raw; g != n {
+				t.Fatalf("%s: translated %s, native %s", path, g, n)
+			}
+		}
+		expectCharged(t, mid, c.snapshot(key, org.MgmtKey), costOf(t, "translated", r.JSON.Get("usage")), "translated")
+	})
+
+	t.Run("streamed", func(t *testing.T) {
+		for _, model := range []string{"rt/chat", "rt/native"} {
+			rec.take()
+			before := c.snapshot(key, org.MgmtKey)
+			evs := readResponsesEvents(t, c, key, streamed(model))
+			wantPath := map[string]string{"rt/chat": "/v1/chat/completions", "rt/native": "/v1/responses"}[model]
+			if got := rec.take(); strings.Join(got, ",") != wantPath+" tollgate-mock-cite" {
+				t.Fatalf("%s: upstream calls %v", model, got)
+			}
+			if got := eventTypes(evs); got != fullEventList {
+				t.Fatalf("%s: events\n%s\nwant\n%s", model, got, fullEventList)
+			}
+			var text strings.Builder
+			var firstDelta time.Time
+			var deltas int
+			var added []string
+			for _, e := range evs {
+				switch e.doc.Get("type").Str {
+				case "response.output_item.added":
+					if e.doc.Get("item.type").Str != "message" {
+						t.Fatalf("%s: item %s", model, e.ev.Data)
+					}
+				case "response.output_text.delta":
+					if deltas == 0 {
+						firstDelta = e.at
+					}
+					deltas++
+					text.WriteString(e.doc.Get("delta").Str)
+				case "response.output_text.annotation.added":
+					added = append(added, e.doc.Get("annotation").Raw)
+				}
+			}
+			final := evs[len(evs)-1].doc.Get("response")
+			part := checkResponseObject(t, model, final, "completed")
+			checkCitations(t, model, part)
+			if text.String() != part.Get("text").Str || "["+strings.Join(added, ",")+"]" != part.Get("annotations").Raw {
+				t.Fatalf("%s: deltas %q and annotation events %v differ from the final %s", model, text.String(), added, part.Raw)
+			}
+			// Not buffered: the mock waits 40ms between chunks, and the
+			// first delta reached the client long before the end.
+			if gap := evs[len(evs)-1].at.Sub(firstDelta); gap < time.Duration(deltas-1)*40*time.Millisecond/2 {
+				t.Fatalf("%s: first delta only %v before the end (%d deltas): buffered?", model, gap, deltas)
+			}
+			// Streamed and plain give the same final answer.
+			for _, path := range []string{"output.0.content.0.text", "output.0.content.0.annotations", "usage.input_tokens", "usage.output_tokens"} {
+				if g, n := final.Get(path).Raw, nativePlain.Get(path).Raw; g != n {
+					t.Fatalf("%s: %s streamed %s, plain %s", model, path, g, n)
+				}
+			}
+			expectCharged(t, before, c.snapshot(key, org.MgmtKey), costOf(t, model, final.Get("usage")), model+" streamed")
+		}
+	})
+
+	t.Run("fallback", func(t *testing.T) {
+		for _, tc := range []struct {
+			model string
+			want  []string
+		}{
+			{"rt/fallback", []string{"/v1/chat/completions x-error-500", "/v1/chat/completions y-error-429", "/v1/chat/completions tollgate-mock-cite"}},
+			{"rt/tonative", []string{"/v1/chat/completions x-error-502", "/v1/responses tollgate-mock-cite"}},
+		} {
+			rec.take()
+			before := c.snapshot(key, org.MgmtKey)
+			r := c.mustPost("/responses", key, plain(tc.model), nil).expect(t, 200)
+			if got := rec.take(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("%s: upstream calls %v, want %v", tc.model, got, tc.want)
+			}
+			checkCitations(t, tc.model, checkResponseObject(t, tc.model, r.JSON, "completed"))
+			expectCharged(t, before, c.snapshot(key, org.MgmtKey), costOf(t, tc.model, r.JSON.Get("usage")), tc.model)
+
+			before = c.snapshot(key, org.MgmtKey)
+			evs := readResponsesEvents(t, c, key, streamed(tc.model))
+			if got := rec.take(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("%s streamed: upstream calls %v, want %v", tc.model, got, tc.want)
+			}
+			if got := eventTypes(evs); got != fullEventList {
+				t.Fatalf("%s streamed: events %s", tc.model, got)
+			}
+			final := evs[len(evs)-1].doc.Get("response")
+			expectCharged(t, before, c.snapshot(key, org.MgmtKey), costOf(t, tc.model, final.Get("usage")), tc.model+" streamed")
+		}
+	})
+
+	t.Run("stream broken mid-answer", func(t *testing.T) {
+		before := c.snapshot(key, org.MgmtKey)
+		rec.take()
+		evs := readResponsesEvents(t, c, key, `{"model":"rt/break","stream":true,"input":"tell me more"}`)
+		calls := rec.takeCalls()
+		if len(calls) != 1 || calls[0].path != "/v1/chat/completions" {
+			t.Fatalf("upstream calls %v", calls)
+		}
+		var text strings.Builder
+		for _, e := range evs {
+			text.WriteString(e.doc.Get("delta").Str)
+		}
+		last := evs[len(evs)-1].doc
+		if last.Get("type").Str != "response.failed" || last.Get("response.status").Str != "failed" || text.Len() == 0 {
+			t.Fatalf("broken stream ends with %s", last.Raw)
+		}
+		// Charged by the abort rule: the prompt estimate (of the body the
+		// provider received) and the text sent.
+		want := tokenCost(promptEstimate(string(calls[0].body)), textEstimate(text.Len()))
+		expectCharged(t, before, c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 50*time.Millisecond), want, "broken stream")
+	})
+
+	t.Run("no chat form", func(t *testing.T) {
+		r := c.mustPost("/responses", key, `{"model":"rt/chat","input":"x","previous_response_id":"resp_1"}`, nil)
+		r.expectError(t, 400, "previous_response_id: not supported by this model's provider; send the conversation in input")
+		r = c.mustPost("/responses", key, `{"model":"rt/chat","input":[{"type":"item_reference","id":"x"}]}`, nil)
+		r.expectError(t, 400, `input[0].type: "item_reference" is not supported by this model's provider`)
+	})
+}
