@@ -566,6 +566,10 @@ type responseObject struct {
 	Tools             []any              `json:"tools"`
 	TopP              *float64           `json:"top_p"`
 	Usage             *responseUsage     `json:"usage"`
+	// Required (nullable) by @openrouter/sdk's schema.
+	CompletedAt      *int64   `json:"completed_at"`
+	PresencePenalty  *float64 `json:"presence_penalty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty"`
 }
 
 type incompleteDetails struct {
@@ -613,7 +617,7 @@ type responseEvent struct {
 	Part           *outputText     `json:"part,omitempty"`
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
-	Logprobs       []any           `json:"logprobs,omitempty"`
+	Logprobs       *[]any          `json:"logprobs,omitempty"` // set (to []) on text events: the SDKs require it
 	// response.output_text.annotation.added
 	AnnotationIndex *int `json:"annotation_index,omitempty"`
 	Annotation      any  `json:"annotation,omitempty"`
@@ -647,6 +651,9 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 		Tools:             []any{},
 		Usage:             usage,
 	}
+	if status == "completed" {
+		resp.CompletedAt = new(time.Now().Unix())
+	}
 
 	if !q.stream {
 		if brk {
@@ -666,7 +673,7 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 	}
 	zero := 0
 	pending := resp
-	pending.Status, pending.IncompleteDetails, pending.Output, pending.Usage = "in_progress", nil, []responseItem{}, nil
+	pending.Status, pending.IncompleteDetails, pending.Output, pending.Usage, pending.CompletedAt = "in_progress", nil, []responseItem{}, nil, nil
 	send(responseEvent{Type: "response.created", Response: &pending})
 	send(responseEvent{Type: "response.in_progress", Response: &pending})
 	send(responseEvent{Type: "response.output_item.added", OutputIndex: &zero,
@@ -675,7 +682,7 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 		Part: &outputText{Type: "output_text", Annotations: []any{}}})
 	ok := streamDeltas(ctx, s, a, time.Duration(m.ChunkDelay), brk, func(d string) {
 		send(responseEvent{Type: "response.output_text.delta", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero,
-			Delta: &d, Logprobs: []any{}})
+			Delta: &d, Logprobs: &[]any{}})
 	})
 	if !ok {
 		return
@@ -685,7 +692,7 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 			AnnotationIndex: &i, Annotation: ann})
 	}
 	send(responseEvent{Type: "response.output_text.done", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero,
-		Text: &part.Text, Logprobs: []any{}})
+		Text: &part.Text, Logprobs: &[]any{}})
 	send(responseEvent{Type: "response.content_part.done", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero, Part: &part})
 	send(responseEvent{Type: "response.output_item.done", OutputIndex: &zero, Item: &item})
 	send(responseEvent{Type: final, Response: &resp})

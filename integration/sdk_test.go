@@ -42,11 +42,13 @@ func TestOpenRouterSDK(t *testing.T) {
 	}
 }
 
-// ensureSDKModules installs the locked SDK when node_modules is missing.
+// ensureSDKModules installs the locked SDKs when node_modules lacks one.
 func ensureSDKModules(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "@openrouter", "sdk")); err == nil {
-		return
+		if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "openai")); err == nil {
+			return
+		}
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {

@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestResponsesSDK runs the public openai SDK (responses.create,
+// responses.stream) and @openrouter/sdk (responses.send), plain and
+// streamed, against the Responses route for a model served by a chat-only
+// provider (translated) and one passed through to a provider that speaks
+// Responses, with annotations in the conversation and in the answers.
+func TestResponsesSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: TestResponsesSDK needs Node.js (20+) and npm to run the SDK compatibility script")
+	}
+	ensureSDKModules(t)
+
+	via := "http://" + mockAddr + "/v1"
+	startInProcessWith(t, withModels(t,
+		apiModel("rt/chat", [4]string{"chatty", via, "tollgate-mock-cite", "chat"}),
+		apiModel("rt/native", [4]string{"native", via, "tollgate-mock-cite", "responses"}),
+	))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"sdk-responses"}`)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "responses.mjs")
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(),
+		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+		"TOLLGATE_API_KEY="+key,
+		"TOLLGATE_MODELS=rt/chat,rt/native",
+	)
+	if err := runLogged(t, cmd); err != nil {
+		t.Fatalf("node responses.mjs: %v", err)
+	}
+}
