@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -393,6 +394,109 @@ func TestResponsesTranslated(t *testing.T) {
 		// provider received) and the text sent.
 		want := tokenCost(promptEstimate(string(calls[0].body)), textEstimate(text.Len()))
 		expectCharged(t, before, c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 50*time.Millisecond), want, "broken stream")
+	})
+
+	// Concurrent translated requests: every answer's usage.cost is charged
+	// once, nothing else; a key cap that fits two holds is never exceeded.
+	t.Run("concurrent", func(t *testing.T) {
+		type result struct {
+			status int
+			cost   storage.Amount
+			err    error
+		}
+		run := func(key string, bodies []string) []result {
+			out := make([]result, len(bodies))
+			var wg sync.WaitGroup
+			for i, body := range bodies {
+				wg.Go(func() {
+					res, err := c.send("/responses", key, body, nil)
+					if err != nil {
+						out[i].err = err
+						return
+					}
+					defer res.Body.Close()
+					out[i].status = res.StatusCode
+					var usage gjson.Result
+					if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+						evs, err := readStream(res.Body)
+						if err != nil || len(evs) < 2 || evs[len(evs)-1].Data != "[DONE]" {
+							out[i].err = fmt.Errorf("stream: %v, %d events", err, len(evs))
+							return
+						}
+						last := gjson.Parse(evs[len(evs)-2].Data)
+						if last.Get("type").Str != "response.completed" {
+							out[i].err = fmt.Errorf("stream ends with %s", last.Raw)
+							return
+						}
+						usage = last.Get("response.usage")
+					} else {
+						b, _ := io.ReadAll(res.Body)
+						usage = gjson.GetBytes(b, "usage")
+					}
+					if res.StatusCode == 200 {
+						a, err := storage.ParseAmount(usage.Get("cost").Raw)
+						if err != nil || a != tokenCost(usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int()) {
+							out[i].err = fmt.Errorf("usage %s: %v", usage.Raw, err)
+						}
+						out[i].cost = a
+					}
+				})
+			}
+			wg.Wait()
+			return out
+		}
+
+		var bodies []string
+		for i := range 16 {
+			switch i % 4 {
+			case 0:
+				bodies = append(bodies, plain("rt/chat"))
+			case 1:
+				bodies = append(bodies, streamed("rt/chat"))
+			case 2:
+				bodies = append(bodies, plain("rt/fallback"))
+			default:
+				bodies = append(bodies, streamed("rt/tonative"))
+			}
+		}
+		before := c.snapshot(key, org.MgmtKey)
+		var sum storage.Amount
+		for i, r := range run(key, bodies) {
+			if r.err != nil || r.status != 200 {
+				t.Fatalf("request %d: %d %v", i, r.status, r.err)
+			}
+			sum += r.cost
+		}
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), sum, "concurrent translated requests")
+
+		// Holds of max_output_tokens 1000 (2,000,000 nano-credits plus the
+		// prompt) against a cap of 0.005: at most two streams (of about 45
+		// chunks, 40ms apart) at once; the others are refused with 402.
+		capped, _ := c.newKey(org.MgmtKey, `{"name":"capped","limit":0.005}`)
+		capBefore := c.snapshot(capped, org.MgmtKey)
+		body := `{"model":"rt/chat","stream":true,"max_output_tokens":1000,"input":"` + longPrompt(40) + `"}`
+		results := run(capped, slices.Repeat([]string{body}, 8))
+		sum = 0
+		ok, refused := 0, 0
+		for i, r := range results {
+			switch {
+			case r.err != nil:
+				t.Fatalf("capped request %d: %v", i, r.err)
+			case r.status == 200:
+				ok++
+				sum += r.cost
+			case r.status == 402:
+				refused++
+			default:
+				t.Fatalf("capped request %d: status %d", i, r.status)
+			}
+		}
+		after := c.snapshot(capped, org.MgmtKey)
+		expectCharged(t, capBefore, after, sum, "capped translated requests")
+		t.Logf("capped: %d served, %d refused, usage %s", ok, refused, after.usage)
+		if ok < 1 || refused < 1 || after.usage > 5_000_000 {
+			t.Fatalf("capped: %d served, %d refused, usage %s", ok, refused, after.usage)
+		}
 	})
 
 	t.Run("no chat form", func(t *testing.T) {
