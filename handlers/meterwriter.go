@@ -363,11 +363,7 @@ func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error
 		body, _ := json.Marshal(map[string]any{
 			"type":            "response.failed",
 			"sequence_number": mw.lastSeq + 1,
-			"response": map[string]any{
-				"id": mw.genID, "object": "response", "created_at": created, "model": route.Model.ID,
-				"status": "failed", "output": []any{},
-				"error": map[string]any{"code": "server_error", "message": msg},
-			},
+			"response":        failedResponse(route, mw.genID, created, msg),
 		})
 		ev = append(append([]byte("event: response.failed\ndata: "), body...), "\n\n"...)
 	} else {

@@ -495,6 +495,19 @@ func (cw *chatToResponses) responseObject(created int64, status string, incomple
 	return obj
 }
 
+// failedResponse is the Responses object of a response.failed event the
+// gateway sends itself when a stream breaks, with every field the SDKs'
+// schemas require.
+func failedResponse(route *Route, id string, created int64, msg string) *translatedResponse {
+	cw := &chatToResponses{echo: route.echo, id: id, model: route.Model.ID}
+	if cw.echo == nil {
+		cw.echo = newResponsesEcho(route.body)
+	}
+	obj := cw.responseObject(created, "failed", nil, []any{}, gjson.Result{})
+	obj.Error = map[string]any{"code": "server_error", "message": msg}
+	return obj
+}
+
 func messageItem(id, status, text string, anns []json.RawMessage) map[string]any {
 	return map[string]any{
 		"type": "message", "id": id, "status": status, "role": "assistant",

@@ -164,4 +164,33 @@ for (const model of models.split(",")) {
   });
 }
 
+// A provider stream that breaks mid-answer (the gateway already sent 200)
+// ends with response.failed, which both SDKs parse.
+const breakModel = process.env.TOLLGATE_BREAK_MODEL;
+if (breakModel) {
+  await step(`${breakModel}: @openrouter/sdk responses.send stream, broken`, async () => {
+    const stream = await openrouter.responses.send({ responsesRequest: { model: breakModel, input: "tell me more", stream: true } });
+    let text = "";
+    let last;
+    let seq = 0;
+    for await (const ev of stream) {
+      assert.equal(ev.sequenceNumber, seq++);
+      if (ev.type === "response.output_text.delta") text += ev.delta;
+      last = ev;
+    }
+    assert.ok(text.length > 0, "some text before the break");
+    assert.equal(last.type, "response.failed");
+    assert.equal(last.response.status, "failed");
+    assert.ok(last.response.error?.message, "error message");
+  });
+
+  await step(`${breakModel}: openai responses.create stream, broken`, async () => {
+    const stream = await openai.responses.create({ model: breakModel, input: "tell me more", stream: true });
+    let last;
+    for await (const ev of stream) last = ev;
+    assert.equal(last.type, "response.failed");
+    assert.equal(last.response.status, "failed");
+  });
+}
+
 done();
