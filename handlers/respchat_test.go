@@ -462,3 +462,60 @@ func TestRouteTranslatesPerAttempt(t *testing.T) {
 		t.Errorf("chat request: %v %s", err, rt.chatBody)
 	}
 }
+
+// FuzzResponsesToChat: any body translates or fails with an error, and a
+// translation is a JSON object with messages.
+func FuzzResponsesToChat(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","input":"Hi","stream":true,"max_output_tokens":5}`,
+		mockResponsesBody,
+		`{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"text":"x"}]}]}`,
+		`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"},{"type":"input_file","file_id":"f"}]}],"tools":[{"type":"function","name":"f"},{"type":"x"}],"tool_choice":{"type":"function","name":"f"},"text":{"format":{"type":"json_schema","name":"n"}}}`,
+		`[]`, `{"input":7}`, `{"input":[null,{"role":1}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := responsesToChat(body)
+		if err != nil {
+			return
+		}
+		if j := gjson.ParseBytes(out); !j.IsObject() || !j.Get("messages").Exists() {
+			t.Fatalf("translation %s of %s", out, body)
+		}
+	})
+}
+
+// FuzzChatToResponsesStream: any chat stream, cut anywhere, converts
+// without panicking, and every event it writes is numbered in order.
+func FuzzChatToResponsesStream(f *testing.F) {
+	f.Add(strings.Join(sse(chatStream...), ""), 7)
+	f.Add("data: {\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n", 3)
+	f.Add("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1},{\"index\":2,\"function\":{\"arguments\":\"{\"}}]}}]}\n\n", 1)
+	f.Fuzz(func(t *testing.T, stream string, cut int) {
+		rec := httptest.NewRecorder()
+		cw := newChatToResponses(rec, nil, "g", "m")
+		cw.Header().Set("Content-Type", "text/event-stream")
+		if cut < 0 || cut > len(stream) {
+			cut = len(stream) / 2
+		}
+		_, _ = cw.Write([]byte(stream[:cut]))
+		_, _ = cw.Write([]byte(stream[cut:]))
+		cw.finish(nil)
+		seq := int64(0)
+		for ev := range strings.SplitSeq(rec.Body.String(), "\n\n") {
+			i := strings.Index(ev, "data: ")
+			if i < 0 {
+				continue
+			}
+			data := ev[i+len("data: "):]
+			if data == "[DONE]" {
+				continue
+			}
+			if got := gjson.Get(data, "sequence_number").Int(); got != seq {
+				t.Fatalf("sequence_number %d, want %d in %s", got, seq, rec.Body.String())
+			}
+			seq++
+		}
+	})
+}

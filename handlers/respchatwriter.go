@@ -39,8 +39,9 @@ type chatToResponses struct {
 	id    string // the response id: the gateway's generation id
 	model string // the provider's model id, until the answer names one
 
-	mode writerMode
-	buf  bytes.Buffer // JSON mode: the body; stream mode: a partial event
+	mode   writerMode
+	status int          // the provider's status
+	buf    bytes.Buffer // JSON mode: the body; stream mode: a partial event
 
 	// Stream state.
 	seq          int64
@@ -83,6 +84,7 @@ func (cw *chatToResponses) WriteHeader(status int) {
 	if cw.mode != modeUndecided {
 		return
 	}
+	cw.status = status
 	switch {
 	case status >= 400:
 		cw.mode = modeError
@@ -158,6 +160,7 @@ func (cw *chatToResponses) finish(proxyErr error) {
 	if out, ok := cw.convertJSON(body); ok {
 		body = out
 	}
+	cw.ResponseWriter.WriteHeader(cw.status)
 	_, _ = cw.ResponseWriter.Write(body)
 }
 
