@@ -41,6 +41,7 @@ type meterWriter struct {
 	deliveredTxt int   // bytes of generated text forwarded to the client
 	sawDone      bool  // [DONE] or a terminal response event arrived
 	lastSeq      int64 // Responses events: the last sequence_number seen
+	seqSeen      bool  // a Responses event carried a sequence_number
 	finish       string
 	clientGone   bool
 	jsonChecked  bool // usableJSON ran
@@ -192,7 +193,9 @@ func (mw *meterWriter) event(ev []byte) error {
 	case mw.kind == "responses":
 		res := gjson.GetManyBytes(data, "type", "sequence_number", "delta")
 		typ := res[0].Str
-		mw.lastSeq = max(mw.lastSeq, res[1].Int())
+		if res[1].Exists() {
+			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, res[1].Int()), true
+		}
 		switch typ {
 		case "response.output_text.delta":
 			mw.deliveredTxt += len(res[2].Str)
@@ -360,9 +363,14 @@ func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error
 	created := now().Unix()
 	var ev []byte
 	if mw.kind == "responses" {
+		// Numbered after the events sent.
+		next := int64(0)
+		if mw.seqSeen {
+			next = mw.lastSeq + 1
+		}
 		body, _ := json.Marshal(map[string]any{
 			"type":            "response.failed",
-			"sequence_number": mw.lastSeq + 1,
+			"sequence_number": next,
 			"response":        failedResponse(route, mw.genID, created, msg),
 		})
 		ev = append(append([]byte("event: response.failed\ndata: "), body...), "\n\n"...)

@@ -320,7 +320,7 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 		t.Errorf("error chunk: %v %s", types, rec.Body.String())
 	}
 	events := mockParseSSE(t, rec.Body.String())
-	if e := gjson.Parse(events[len(events)-3].data); e.Get("code").Int() != 502 || e.Get("message").Str != "upstream fell over" {
+	if e := gjson.Parse(events[len(events)-3].data); e.Get("code").Raw != `"502"` || e.Get("message").Str != "upstream fell over" {
 		t.Errorf("error event: %s", e.Raw)
 	}
 
@@ -518,4 +518,40 @@ func FuzzChatToResponsesStream(f *testing.F) {
 			seq++
 		}
 	})
+}
+
+// The gateway's own response.failed is numbered after the events sent (0
+// when none was) and carries the full Responses object.
+func TestMeterResponsesStreamErrorEvent(t *testing.T) {
+	route := &Route{Model: testModel("m", 0), Provider: testProvider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
+		body: []byte(`{"model":"m","input":"x","instructions":"Be brief.","max_output_tokens":9}`)}
+	for _, tt := range []struct {
+		before string
+		seq    int64
+	}{
+		{"", 0},
+		{"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n" +
+			"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1}\n\n", 2},
+	} {
+		rec := httptest.NewRecorder()
+		mw := newMeterWriter(rec, "responses")
+		mw.genID = "gen-x"
+		mw.Header().Set("Content-Type", "text/event-stream")
+		mw.WriteHeader(http.StatusOK)
+		if _, err := mw.Write([]byte(tt.before)); err != nil {
+			t.Fatal(err)
+		}
+		if err := mw.sendStreamError(route, http.StatusBadGateway, "broke"); err != nil {
+			t.Fatal(err)
+		}
+		events := mockParseSSE(t, rec.Body.String())
+		failed := gjson.Parse(events[len(events)-2].data)
+		r := failed.Get("response")
+		if failed.Get("type").Str != "response.failed" || failed.Get("sequence_number").Int() != tt.seq ||
+			r.Get("id").Str != "gen-x" || r.Get("status").Str != "failed" || r.Get("error.message").Str != "broke" ||
+			r.Get("instructions").Str != "Be brief." || r.Get("max_output_tokens").Int() != 9 || r.Get("tools").Raw != "[]" ||
+			!r.Get("parallel_tool_calls").Exists() || events[len(events)-1].data != "[DONE]" {
+			t.Errorf("after %q: %s", tt.before, rec.Body.String())
+		}
+	}
 }

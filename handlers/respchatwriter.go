@@ -352,9 +352,11 @@ func (cw *chatToResponses) complete() {
 // fail ends the stream after an error chunk: an error event, then
 // response.failed (with the usage, if the provider reported it).
 func (cw *chatToResponses) fail(e gjson.Result) {
-	code := e.Get("code").Value()
-	if code == nil {
-		code = "server_error"
+	// The event's code is a string (the schema's); a chat error's code
+	// may be a number.
+	code := "server_error"
+	if c := e.Get("code"); c.Type == gjson.String || c.Type == gjson.Number {
+		code = c.String()
 	}
 	msg := e.Get("message").Str
 	if msg == "" {
