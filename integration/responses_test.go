@@ -506,3 +506,60 @@ func TestResponsesTranslated(t *testing.T) {
 		r.expectError(t, 400, `input[0].type: "item_reference" is not supported by this model's provider`)
 	})
 }
+
+// errorChunkUpstream is a chat-only provider whose stream sends some text,
+// then an error chunk (as OpenRouter-style providers report a failure after
+// 200), then [DONE].
+func errorChunkUpstream(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.Error(w, "only chat completions here", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, d := range []string{
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Bonjour "},"finish_reason":null}]}`,
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","choices":[{"index":0,"delta":{"content":"à tous"},"finish_reason":null}]}`,
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","error":{"code":502,"message":"upstream model crashed"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", d)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestResponsesTranslatedUpstreamErrorChunk(t *testing.T) {
+	up := errorChunkUpstream(t)
+	startInProcessWith(t, withModels(t, apiModel("rt/err", [4]string{"erring", "http://" + up + "/v1", "err-up", "chat"})))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"errors"}`)
+
+	before := c.snapshot(key, org.MgmtKey)
+	body := `{"model":"rt/err","stream":true,"input":"Salut"}`
+	evs := readResponsesEvents(t, c, key, body)
+	var text strings.Builder
+	for _, e := range evs {
+		text.WriteString(e.doc.Get("delta").Str)
+	}
+	n := len(evs)
+	if text.String() != "Bonjour à tous" || n < 2 || evs[n-2].doc.Get("type").Str != "error" || evs[n-1].doc.Get("type").Str != "response.failed" {
+		t.Fatalf("events %s, text %q", eventTypes(evs), text.String())
+	}
+	if e := evs[n-2].doc; e.Get("code").Str != "502" || e.Get("message").Str != "upstream model crashed" || !e.Get("param").Exists() {
+		t.Fatalf("error event %s", e.Raw)
+	}
+	if r := evs[n-1].doc.Get("response"); r.Get("status").Str != "failed" || r.Get("error.message").Str != "upstream model crashed" {
+		t.Fatalf("response.failed %s", r.Raw)
+	}
+	// No usage came: the text sent is charged by the abort rule, on the
+	// prompt estimate of the translated body.
+	chat := `{"model":"err-up","messages":[{"role":"user","content":"Salut"}],"stream":true,"stream_options":{"include_usage":true}}`
+	want := tokenCost(promptEstimate(chat), textEstimate(len("Bonjour à tous")))
+	expectCharged(t, before, c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 50*time.Millisecond), want, "error chunk")
+}
