@@ -507,35 +507,65 @@ func TestResponsesTranslated(t *testing.T) {
 	})
 }
 
-// errorChunkUpstream is a chat-only provider whose stream sends some text,
-// then an error chunk (as OpenRouter-style providers report a failure after
-// 200), then [DONE].
-func errorChunkUpstream(t *testing.T) string {
+// scriptedChatUpstream is a chat-only provider with fixed answers by
+// model: "err-up" streams some text, then an error chunk (as
+// OpenRouter-style providers report a failure after 200), then [DONE];
+// "tool-up" calls the function weather({"city":"Köln"}), plain or streamed.
+func scriptedChatUpstream(t *testing.T) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
 		if r.URL.Path != "/v1/chat/completions" {
 			http.Error(w, "only chat completions here", http.StatusNotFound)
 			return
 		}
+		model, stream := gjson.GetBytes(body, "model").Str, gjson.GetBytes(body, "stream").Bool()
+		var chunks []string
+		switch {
+		case model == "err-up":
+			chunks = []string{
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Bonjour "},"finish_reason":null}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","choices":[{"index":0,"delta":{"content":"à tous"},"finish_reason":null}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","error":{"code":502,"message":"upstream model crashed"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
+				`[DONE]`,
+			}
+		case model == "tool-up" && !stream:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"tool-up","choices":[{"index":0,"finish_reason":"tool_calls",`+
+				`"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Köln\"}"}}]}}],`+
+				`"usage":{"prompt_tokens":20,"completion_tokens":8,"total_tokens":28}}`)
+			return
+		case model == "tool-up":
+			chunks = []string{
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"tool-up","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather","arguments":""}}]},"finish_reason":null}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"tool-up","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]},"finish_reason":null}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"tool-up","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Köln\"}"}}]},"finish_reason":null}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"tool-up","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"tool-up","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":8,"total_tokens":28}}`,
+				`[DONE]`,
+			}
+		default:
+			http.Error(w, "unknown model", http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		for _, d := range []string{
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Bonjour "},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","choices":[{"index":0,"delta":{"content":"à tous"},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"err-up","error":{"code":502,"message":"upstream model crashed"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
-			`[DONE]`,
-		} {
+		for _, d := range chunks {
 			fmt.Fprintf(w, "data: %s\n\n", d)
 			w.(http.Flusher).Flush()
 		}
 	}))
 	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return "http://" + strings.TrimPrefix(srv.URL, "http://") + "/v1"
 }
 
-func TestResponsesTranslatedUpstreamErrorChunk(t *testing.T) {
-	up := errorChunkUpstream(t)
-	startInProcessWith(t, withModels(t, apiModel("rt/err", [4]string{"erring", "http://" + up + "/v1", "err-up", "chat"})))
+// A chat provider's error chunk mid-stream, and function calls, through
+// the translation.
+func TestResponsesTranslatedErrorsAndTools(t *testing.T) {
+	up := scriptedChatUpstream(t)
+	startInProcessWith(t, withModels(t,
+		apiModel("rt/err", [4]string{"erring", up, "err-up", "chat"}),
+		apiModel("rt/tool", [4]string{"tooling", up, "tool-up", "chat"})))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"errors"}`)
@@ -562,4 +592,23 @@ func TestResponsesTranslatedUpstreamErrorChunk(t *testing.T) {
 	chat := `{"model":"err-up","messages":[{"role":"user","content":"Salut"}],"stream":true,"stream_options":{"include_usage":true}}`
 	want := tokenCost(promptEstimate(chat), textEstimate(len("Bonjour à tous")))
 	expectCharged(t, before, c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 50*time.Millisecond), want, "error chunk")
+
+	// A function call, plain and streamed, charged at the reported usage.
+	tools := `"tools":[{"type":"function","name":"weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	before = c.snapshot(key, org.MgmtKey)
+	r := c.mustPost("/responses", key, `{"model":"rt/tool","input":"Wetter in Köln?",`+tools+`}`, nil).expect(t, 200)
+	call := r.JSON.Get("output.0")
+	if call.Get("type").Str != "function_call" || call.Get("call_id").Str != "call_1" || call.Get("name").Str != "weather" ||
+		call.Get("arguments").Str != `{"city":"Köln"}` || r.JSON.Get("output.#").Int() != 1 || r.JSON.Get("status").Str != "completed" {
+		t.Fatalf("function call answer %s", r.Body)
+	}
+	expectCharged(t, before, c.snapshot(key, org.MgmtKey), costOf(t, "tool", r.JSON.Get("usage")), "tool call")
+	evs = readResponsesEvents(t, c, key, `{"model":"rt/tool","stream":true,"input":"Wetter in Köln?",`+tools+`}`)
+	want2 := "response.created response.in_progress response.output_item.added response.function_call_arguments.delta " +
+		"response.function_call_arguments.done response.output_item.done response.completed"
+	final := evs[len(evs)-1].doc.Get("response.output.0")
+	if got := eventTypes(evs); got != want2 || final.Get("type").Str != "function_call" || final.Get("call_id").Str != "call_1" ||
+		final.Get("name").Str != "weather" || final.Get("arguments").Str != `{"city":"Köln"}` || final.Get("status").Str != "completed" {
+		t.Fatalf("streamed function call: %s; %s", got, final.Raw)
+	}
 }

@@ -193,4 +193,40 @@ if (breakModel) {
   });
 }
 
+// A function call answered by a chat-only provider, translated.
+const toolModel = process.env.TOLLGATE_TOOL_MODEL;
+if (toolModel) {
+  const tools = [{ type: "function", name: "weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false }];
+  const checkCall = (item) => {
+    assert.equal(item.type, "function_call");
+    assert.equal(item.name, "weather");
+    assert.equal(item.arguments, '{"city":"Köln"}');
+    assert.equal(item.call_id ?? item.callId, "call_1");
+  };
+
+  await step(`${toolModel}: openai responses.create function call`, async () => {
+    const res = await openai.responses.create({ model: toolModel, input: "Wetter in Köln?", tools });
+    assert.equal(res.output.length, 1);
+    checkCall(res.output[0]);
+  });
+
+  await step(`${toolModel}: openai responses.stream function call`, async () => {
+    const stream = openai.responses.stream({ model: toolModel, input: "Wetter in Köln?", tools });
+    let args = "";
+    stream.on("response.function_call_arguments.delta", (ev) => { args += ev.delta; });
+    const res = await stream.finalResponse();
+    assert.equal(args, '{"city":"Köln"}');
+    checkCall(res.output[0]);
+  });
+
+  await step(`${toolModel}: @openrouter/sdk responses.send function call, plain and streamed`, async () => {
+    const res = await openrouter.responses.send({ responsesRequest: { model: toolModel, input: "Wetter in Köln?", tools } });
+    checkCall(res.output[0]);
+    const stream = await openrouter.responses.send({ responsesRequest: { model: toolModel, input: "Wetter in Köln?", tools, stream: true } });
+    let final;
+    for await (const ev of stream) if (ev.type === "response.completed") final = ev.response;
+    checkCall(final.output[0]);
+  });
+}
+
 done();
