@@ -332,6 +332,13 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 		t.Errorf("no [DONE]: %s", rec.Body.String())
 	}
 
+	// [DONE] alone: an empty, completed response.
+	rec, _ = translate(t, "text/event-stream", http.StatusOK, sse(`[DONE]`)...)
+	if types, final = checkTranslatedStream(t, rec.Body.String()); strings.Join(types, " ") != "response.created response.in_progress response.completed" ||
+		final.Get("response.output").Raw != "[]" || final.Get("response.id").Str != "gen-1" {
+		t.Errorf("empty stream: %v %s", types, final.Raw)
+	}
+
 	// Cut mid-answer: left open, for the meter's response.failed.
 	rec = httptest.NewRecorder()
 	cw := newChatToResponses(rec, nil, "g", "m")

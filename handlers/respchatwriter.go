@@ -193,7 +193,9 @@ func (cw *chatToResponses) convertJSON(body []byte) ([]byte, bool) {
 		output = append(output, messageItem(newID("msg_"), status, text, anns))
 	}
 	for _, tc := range calls {
-		output = append(output, functionCallItem(tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").Str, "completed"))
+		callID := tc.Get("id").Str
+		output = append(output, functionCallItem("fc_"+strings.TrimPrefix(callID, "call_"), callID,
+			tc.Get("function.name").Str, tc.Get("function.arguments").Str, "completed"))
 	}
 	created := c.Get("created").Int()
 	if created == 0 {
@@ -232,17 +234,7 @@ func (cw *chatToResponses) chunk(data []byte) {
 	}
 	c := gjson.ParseBytes(data)
 	if !cw.started {
-		if m := c.Get("model").Str; m != "" {
-			cw.model = m
-		}
-		cw.created = c.Get("created").Int()
-		if cw.created == 0 {
-			cw.created = now().Unix()
-		}
-		cw.started = true
-		pending := cw.responseObject(cw.created, "in_progress", nil, []any{}, gjson.Result{})
-		cw.send(map[string]any{"type": "response.created", "response": pending})
-		cw.send(map[string]any{"type": "response.in_progress", "response": pending})
+		cw.start(c)
 	}
 	if e := c.Get("error"); e.Exists() && e.Type != gjson.Null {
 		cw.fail(e)
@@ -277,6 +269,22 @@ func (cw *chatToResponses) chunk(data []byte) {
 	}
 }
 
+// start sends response.created and response.in_progress, dated by the
+// first chunk.
+func (cw *chatToResponses) start(first gjson.Result) {
+	if m := first.Get("model").Str; m != "" {
+		cw.model = m
+	}
+	cw.created = first.Get("created").Int()
+	if cw.created == 0 {
+		cw.created = now().Unix()
+	}
+	cw.started = true
+	pending := cw.responseObject(cw.created, "in_progress", nil, []any{}, gjson.Result{})
+	cw.send(map[string]any{"type": "response.created", "response": pending})
+	cw.send(map[string]any{"type": "response.in_progress", "response": pending})
+}
+
 // message starts the message item on first use.
 func (cw *chatToResponses) message() *streamMessage {
 	if cw.msg != nil {
@@ -302,7 +310,7 @@ func (cw *chatToResponses) toolCallDelta(tc gjson.Result) {
 		cw.callIdx[idx] = call
 		cw.calls = append(cw.calls, call)
 		cw.send(map[string]any{"type": "response.output_item.added", "output_index": call.index,
-			"item": functionCallItem(call.callID, call.name, "", "in_progress", call.id)})
+			"item": functionCallItem(call.id, call.callID, call.name, "", "in_progress")})
 	}
 	if a := tc.Get("function.arguments").Str; a != "" {
 		call.args.WriteString(a)
@@ -315,7 +323,7 @@ func (cw *chatToResponses) toolCallDelta(tc gjson.Result) {
 func (cw *chatToResponses) complete() {
 	if !cw.started {
 		// [DONE] without any chunk: nothing was generated.
-		cw.chunk([]byte(`{}`))
+		cw.start(gjson.Result{})
 	}
 	status, incomplete := responseStatus(cw.finishReason)
 	output := make([]any, cw.nextIndex)
@@ -334,7 +342,7 @@ func (cw *chatToResponses) complete() {
 		args := call.args.String()
 		cw.send(map[string]any{"type": "response.function_call_arguments.done", "item_id": call.id,
 			"output_index": call.index, "name": call.name, "arguments": args})
-		item := functionCallItem(call.callID, call.name, args, "completed", call.id)
+		item := functionCallItem(call.id, call.callID, call.name, args, "completed")
 		cw.send(map[string]any{"type": "response.output_item.done", "output_index": call.index, "item": item})
 		output[call.index] = item
 	}
@@ -520,14 +528,9 @@ func messageItem(id, status, text string, anns []json.RawMessage) map[string]any
 	}
 }
 
-// functionCallItem is a function_call output item; id defaults to one
-// derived from the call id.
-func functionCallItem(callID, name, args, status string, id ...string) map[string]any {
-	itemID := "fc_" + strings.TrimPrefix(callID, "call_")
-	if len(id) > 0 {
-		itemID = id[0]
-	}
-	return map[string]any{"type": "function_call", "id": itemID, "call_id": callID, "name": name, "arguments": args, "status": status}
+// functionCallItem is a function_call output item.
+func functionCallItem(id, callID, name, args, status string) map[string]any {
+	return map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": name, "arguments": args, "status": status}
 }
 
 func nonNil(anns []json.RawMessage) []json.RawMessage {
