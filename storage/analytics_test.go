@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"testing"
+	"time"
+)
+
+// settleGen settles one request of cost with a generation record.
+func settleGen(t *testing.T, s *Store, acct, key string, g Generation, cost Amount) Generation {
+	t.Helper()
+	res, err := s.Reserve(acct, key, Holds{Hold: 1}, func(LedgerView) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.ID, g.AccountID, g.KeyHash, g.Cost = NewGenerationID(g.CreatedAt), acct, key, cost
+	if err := s.Settle(res, Charge{Cost: cost, BYOK: g.BYOK, Generation: &g}); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func totals(s *Store, acct string) (sum Sums, cells int) {
+	s.ScanUsage(acct, time.Unix(0, 0), time.Now().Add(time.Hour), func(c *Cell) { sum.add(c.Sums); cells++ })
+	return
+}
+
+func TestAnalyticsRollupSurvivesReopenWithoutDoubleCounting(t *testing.T) {
+	dir := t.TempDir()
+	s := openTemp(t, dir)
+	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	other, _ := s.CreateAccount(NewAccount{Name: "B", Kind: AccountOrganization})
+	key, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	okey, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: other.ID, Name: "k"})
+	t0 := time.Now().UTC().Add(-3 * time.Hour)
+	g1 := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 3, CompletionTokens: 4, Status: "completed", User: "alice", LatencyMS: 10, CreatedAt: t0}, 1500)
+	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 5, CompletionTokens: 6, Status: "completed", User: "alice", LatencyMS: 30, CreatedAt: t0.Add(time.Minute)}, 2500)
+	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m2", Provider: "q", PromptTokens: 1, CompletionTokens: 1, Status: "completed", BYOK: true, CreatedAt: t0.Add(2 * time.Hour)}, 700)
+	settleGen(t, s, other.ID, okey.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 9, CompletionTokens: 9, Status: "completed", User: "alice", CreatedAt: t0}, 9999)
+	if _, err := s.AddFeedback(g1, "latency", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddFeedback(g1, "nonsense", nil); err == nil {
+		t.Fatal("unknown category accepted")
+	}
+	want := Sums{Requests: 3, PromptTokens: 9, CompletionTokens: 11, Usage: 4000, BYOKUsage: 700, LatencyMS: 40, Feedback: 1}
+	check := func(s *Store, when string) {
+		t.Helper()
+		got, cells := totals(s, acct.ID)
+		if got != want || cells != 2 {
+			t.Fatalf("%s: totals %+v in %d cells, want %+v in 2", when, got, cells, want)
+		}
+		if u := s.EndUserUsage(acct.ID, "alice"); u.Requests != 2 || u.Usage != 4000 || u.Feedback != 1 {
+			t.Fatalf("%s: alice's usage %+v", when, u)
+		}
+		if vals := s.UsageDimValues(acct.ID, DimModel); len(vals) != 2 || vals[0] != "m1" || vals[1] != "m2" {
+			t.Fatalf("%s: models %v", when, vals)
+		}
+		// End users seen in requests are created on first use, per account.
+		if u, ok := s.EndUser(acct.ID, "alice"); !ok || !u.Active {
+			t.Fatalf("%s: alice not auto-created: %+v %v", when, u, ok)
+		}
+		if n := len(s.ListEndUsers(other.ID)); n != 1 {
+			t.Fatalf("%s: other account has %d end users, want 1", when, n)
+		}
+	}
+	check(s, "live")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTemp(t, dir)
+	defer s.Close()
+	check(s, "reopened")
+	// Partial time ranges select whole hours.
+	var n int64
+	s.ScanUsage(acct.ID, t0.Add(time.Hour), time.Now().Add(time.Hour), func(c *Cell) { n += c.Sums.Requests })
+	if n != 1 {
+		t.Fatalf("from t0+1h: %d requests, want 1", n)
+	}
+}
+
+func TestEndUsersLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	s := openTemp(t, dir)
+	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	name := "Bob"
+	if _, err := s.CreateEndUser(acct.ID, "bob", &name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateEndUser(acct.ID, "bob", nil); err != ErrExists {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := s.CreateEndUser(acct.ID, "", nil); err == nil {
+		t.Fatal("empty user accepted")
+	}
+	if _, err := s.CreateEndUser("acct-missing", "x", nil); err != ErrNotFound {
+		t.Fatalf("missing account: %v", err)
+	}
+	if s.EndUserDeactivated(acct.ID, "bob") || s.EndUserDeactivated(acct.ID, "unknown") {
+		t.Fatal("active or unknown user reported deactivated")
+	}
+	u, err := s.SetEndUserActive(acct.ID, "bob", false)
+	if err != nil || u.Active || u.DeactivatedAt == nil {
+		t.Fatalf("deactivate: %+v %v", u, err)
+	}
+	if _, err := s.SetEndUserActive(acct.ID, "nobody", false); err != ErrNotFound {
+		t.Fatalf("missing user: %v", err)
+	}
+	s.Close()
+	s = openTemp(t, dir)
+	defer s.Close()
+	if !s.EndUserDeactivated(acct.ID, "bob") {
+		t.Fatal("deactivation lost on reopen")
+	}
+	u, _ = s.SetEndUserActive(acct.ID, "bob", true)
+	if !u.Active || u.DeactivatedAt != nil || *u.Name != "Bob" || s.EndUserDeactivated(acct.ID, "bob") {
+		t.Fatalf("reactivate: %+v", u)
+	}
+}
