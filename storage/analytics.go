@@ -52,9 +52,9 @@ func (s *Sums) add(o Sums) {
 
 // cellKey identifies a rollup cell; strings are interned per account.
 type cellKey struct {
-	hour                                     int32 // hours since the Unix epoch, UTC
+	hour                                      int32 // hours since the Unix epoch, UTC
 	key, model, provider, user, workspace, st uint32
-	byok                                     bool
+	byok                                      bool
 }
 
 type cell struct {
