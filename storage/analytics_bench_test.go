@@ -12,9 +12,9 @@ import (
 const benchRecords = 1_000_000
 
 var (
-	benchOnce  sync.Once
+	benchOnce   sync.Once
 	rollupStore *Store
-	benchWant  Sums
+	benchWant   Sums
 )
 
 // benchAnalyticsStore is a store whose rollup holds 1,000,000 synthetic
