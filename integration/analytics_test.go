@@ -1,9 +1,13 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -245,4 +249,46 @@ func TestAnalyticsEqualChargedGenerations(t *testing.T) {
 	c.api("POST", "/end-users", org.MgmtKey, `{"user":""}`).expectError(t, 400, "user")
 	c.api("GET", "/end-users/nobody", org.MgmtKey, nil).expectError(t, 404, "End user not found")
 	c.api("GET", "/end-users/carol", other.MgmtKey, nil).expectError(t, 404, "End user not found")
+}
+
+// TestOpenRouterSDKAnalytics runs every analytics.* method and
+// generations.submitFeedback of the public SDK.
+func TestOpenRouterSDKAnalytics(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: TestOpenRouterSDKAnalytics needs Node.js (18+) and npm to run the @openrouter/sdk compatibility script")
+	}
+	ensureSDKModules(t)
+
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, hash := c.newKey(org.MgmtKey, `{"name":"sdk-analytics"}`)
+	var total figures
+	var genID string
+	for i, user := range []string{"alice", "bob", ""} {
+		ch, r, err := chatAs(c, key, "tollgate-mock", user, fmt.Sprintf("sdk analytics request %d", i))
+		if err != nil || r.Status != 200 {
+			t.Fatalf("request %d: %v %d %s", i, err, r.Status, r.Body)
+		}
+		total.add(ch)
+		genID = ch.id
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "analytics.mjs")
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(),
+		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
+		"TOLLGATE_API_KEY="+key,
+		"TOLLGATE_KEY_HASH="+hash,
+		"TOLLGATE_GENERATION_ID="+genID,
+		"TOLLGATE_REQUESTS="+fmt.Sprint(total.requests),
+		"TOLLGATE_USAGE="+total.cost.String(),
+	)
+	if err := runLogged(t, cmd); err != nil {
+		t.Fatalf("node analytics.mjs: %v", err)
+	}
 }
