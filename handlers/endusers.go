@@ -217,9 +217,7 @@ func (rt *Router) checkEndUser(r *http.Request, route *Route) *APIError {
 		return newError(http.StatusInternalServerError, "Internal Server Error")
 	}
 	if store.EndUserDeactivated(id.AccountID, route.User) {
-		e := newError(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
-		e.Metadata = map[string]any{"user": route.User}
-		return e
+		return newError(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
 	}
 	return nil
 }

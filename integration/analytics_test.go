@@ -71,7 +71,7 @@ func sumRows(t *testing.T, rows []gjson.Result, usageField string) figures {
 // usage and /credits all equal the sums of the charged generations; then
 // feedback, and a deactivated end user's refusal without a charge.
 func TestAnalyticsEqualChargedGenerations(t *testing.T) {
-	startInProcess(t)
+	dir := startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	// Balances above the in-flight budget's threshold: concurrent requests
 	// are then held only against the balance.
@@ -237,13 +237,36 @@ func TestAnalyticsEqualChargedGenerations(t *testing.T) {
 		t.Fatalf("other account's alice: %v %d %s", err, r.Status, r.Body)
 	}
 	c.api("PATCH", "/end-users/alice", org.MgmtKey, `{"is_active":true,"name":"Alice"}`).expect(t, 200)
-	if _, r, err := chatAs(c, k1, "tollgate-mock", "alice", "back again"); err != nil || r.Status != 200 {
+	back, r, err := chatAs(c, k1, "tollgate-mock", "alice", "back again")
+	if err != nil || r.Status != 200 {
 		t.Fatalf("reactivated alice: %v %d %s", err, r.Status, r.Body)
 	}
+	record("alice", h1, "tollgate-mock", back)
 	a := c.api("GET", "/end-users/alice", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
-	if a.Get("name").String() != "Alice" || a.Get("requests").Int() != byUser["alice"].requests+1 {
+	if a.Get("name").String() != "Alice" || a.Get("requests").Int() != byUser["alice"].requests {
 		t.Fatalf("alice %s", a.Raw)
 	}
+
+	// The rollup belongs to the store, which config reloads share: nothing
+	// is counted twice or lost.
+	cfg := gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "2ms")
+	for range 2 {
+		c.doWithType("POST", c.admin+"/load", "text/caddyfile", cfg).expect(t, 200)
+	}
+	if got := sumRows(t, c.api("GET", "/activity", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array(), "usage"); got != total {
+		t.Fatalf("activity after reloads %+v, want %+v", got, total)
+	}
+	for i := range 2 {
+		ch, r, err := chatAs(c, k1, "tollgate-mock", "", fmt.Sprint("after the reloads ", i))
+		if err != nil || r.Status != 200 {
+			t.Fatalf("after the reloads: %v %d %s", err, r.Status, r.Body)
+		}
+		record("", h1, "tollgate-mock", ch)
+	}
+	if got := sumRows(t, c.api("GET", "/activity", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array(), "usage"); got != total {
+		t.Fatalf("activity after reloads and requests %+v, want %+v", got, total)
+	}
+
 	c.api("POST", "/end-users", org.MgmtKey, `{"user":"carol"}`).expect(t, 201)
 	c.api("POST", "/end-users", org.MgmtKey, `{"user":"carol"}`).expectError(t, 409, "exists")
 	c.api("POST", "/end-users", org.MgmtKey, `{"user":""}`).expectError(t, 400, "user")
