@@ -1,9 +1,14 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/tidwall/gjson"
 )
 
 // The analytics rollup keeps, per account, one cell of sums per UTC hour and
@@ -206,9 +211,14 @@ func (c *Cell) Dim(name string) string {
 	return ""
 }
 
+// scanChunk is how many cells ScanUsage reads per hold of the account's
+// lock, so that a long query never stalls the settlements that add to it.
+const scanChunk = 8192
+
 // ScanUsage calls fn for every rollup cell of the account whose hour starts
-// in [from, to) (UTC, truncated to the hour). fn must not call back into the
-// store's analytics. The cell passed to fn is reused between calls.
+// in [from, to) (UTC; a partial last hour is included). fn must not call
+// back into the store's analytics. The cell passed to fn is reused between
+// calls. Cells added while the scan runs may or may not be seen.
 func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
@@ -216,22 +226,27 @@ func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) 
 	}
 	lo, hi := hourOf(from), hourOf(to)
 	if to.Unix()%3600 != 0 {
-		hi++ // a partial last hour is included
+		hi++
 	}
 	a.mu.RLock()
-	defer a.mu.RUnlock()
+	n := len(a.cells)
+	a.mu.RUnlock()
 	var c Cell
-	for i := range a.cells {
-		x := &a.cells[i]
-		if x.k.hour < lo || x.k.hour >= hi {
-			continue
+	for start := 0; start < n; start += scanChunk {
+		a.mu.RLock()
+		for i := start; i < min(start+scanChunk, n); i++ {
+			x := &a.cells[i]
+			if x.k.hour < lo || x.k.hour >= hi {
+				continue
+			}
+			c = Cell{
+				Hour: time.Unix(int64(x.k.hour)*3600, 0).UTC(), Model: a.strs[x.k.model], Provider: a.strs[x.k.provider],
+				APIKey: a.strs[x.k.key], EndUser: a.strs[x.k.user], Workspace: a.strs[x.k.workspace],
+				Status: a.strs[x.k.st], BYOK: x.k.byok, Sums: x.s,
+			}
+			fn(&c)
 		}
-		c = Cell{
-			Hour: time.Unix(int64(x.k.hour)*3600, 0).UTC(), Model: a.strs[x.k.model], Provider: a.strs[x.k.provider],
-			APIKey: a.strs[x.k.key], EndUser: a.strs[x.k.user], Workspace: a.strs[x.k.workspace],
-			Status: a.strs[x.k.st], BYOK: x.k.byok, Sums: x.s,
-		}
-		fn(&c)
+		a.mu.RUnlock()
 	}
 }
 
@@ -266,10 +281,20 @@ func (s *Store) UsageDimValues(accountID, dim string) []string {
 // before any write can happen, then subscribes it to new generations.
 func (s *Store) buildAnalytics() error {
 	s.analytics = newRollup()
-	if err := s.Generations(func(g Generation) bool {
-		s.analytics.addGeneration(g)
-		s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
-		return true
+	if err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte(prefixGeneration)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var g Generation
+			if err := it.Item().Value(func(v []byte) error { return decodeGenerationSums(v, &g) }); err != nil {
+				return fmt.Errorf("generation %q: %w", it.Item().Key(), err)
+			}
+			s.analytics.addGeneration(g)
+			s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -285,4 +310,50 @@ func (s *Store) buildAnalytics() error {
 		}
 	})
 	return nil
+}
+
+// decodeGenerationSums decodes what the rollup needs of a stored generation
+// record in one pass, several times faster than encoding/json over the
+// whole record: the rollup is rebuilt from every record at startup.
+func decodeGenerationSums(v []byte, g *Generation) error {
+	if !gjson.ValidBytes(v) {
+		return errors.New("invalid JSON")
+	}
+	var err error
+	gjson.ParseBytes(v).ForEach(func(k, x gjson.Result) bool {
+		switch k.Str {
+		case "account_id":
+			g.AccountID = x.Str
+		case "key_hash":
+			g.KeyHash = x.Str
+		case "workspace_id":
+			g.WorkspaceID = x.Str
+		case "model":
+			g.Model = x.Str
+		case "provider":
+			g.Provider = x.Str
+		case "prompt_tokens":
+			g.PromptTokens = x.Int()
+		case "completion_tokens":
+			g.CompletionTokens = x.Int()
+		case "cost":
+			if g.Cost, err = ParseAmount(x.Raw); err != nil {
+				err = fmt.Errorf("cost: %w", err)
+			}
+		case "byok":
+			g.BYOK = x.Bool()
+		case "status":
+			g.Status = x.Str
+		case "latency_ms":
+			g.LatencyMS = x.Int()
+		case "user":
+			g.User = x.Str
+		case "created_at":
+			if g.CreatedAt, err = time.Parse(time.RFC3339Nano, x.Str); err != nil {
+				err = fmt.Errorf("created_at: %w", err)
+			}
+		}
+		return err == nil
+	})
+	return err
 }

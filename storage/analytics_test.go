@@ -116,3 +116,21 @@ func TestEndUsersLifecycle(t *testing.T) {
 		t.Fatalf("reactivate: %+v", u)
 	}
 }
+
+func TestDecodeGenerationSumsMatchesJSON(t *testing.T) {
+	g := Generation{ID: "gen-1", AccountID: "a", KeyHash: "k", WorkspaceID: "w", Model: "m\"x", Provider: "p",
+		PromptTokens: 12, CompletionTokens: 34, Cost: 56789, BYOK: true, Status: "completed", LatencyMS: 78,
+		User: "u\u00e9", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	b, _ := g.MarshalJSON()
+	var got Generation
+	if err := decodeGenerationSums(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	got.ID = g.ID
+	if got != g {
+		t.Fatalf("decoded %+v, want %+v", got, g)
+	}
+	if err := decodeGenerationSums([]byte(`{"cost":"x"}`), &got); err == nil {
+		t.Fatal("bad cost accepted")
+	}
+}
