@@ -315,3 +315,74 @@ func TestOpenRouterSDKAnalytics(t *testing.T) {
 		t.Fatalf("node analytics.mjs: %v", err)
 	}
 }
+
+// Killing the process and starting it again rebuilds the analytics from
+// the stored generations: the same figures, feedback counted once, end
+// users (auto-created ones too) and their deactivation kept.
+func TestRestartRebuildsAnalytics(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newTenant("organization", "200")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"restart"}`)
+	var (
+		mu    sync.Mutex
+		total figures
+		last  charged
+		wg    sync.WaitGroup
+	)
+	errs := make(chan error, 12)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch, r, err := chatAs(c, key, "tollgate-mock", []string{"alice", "bob"}[i%2], fmt.Sprint("before the crash ", i))
+			if err == nil && r.Status != 200 {
+				err = fmt.Errorf("status %d: %s", r.Status, r.Body)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			total.add(ch)
+			last = ch
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	c.api("POST", "/generation/feedback", org.MgmtKey, `{"generation_id":"`+last.id+`","category":"formatting"}`).expect(t, 200)
+	c.api("DELETE", "/end-users/bob", org.MgmtKey, nil).expect(t, 200)
+
+	check := func(when string) {
+		t.Helper()
+		if got := sumRows(t, c.api("GET", "/activity", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array(), "usage"); got != total {
+			t.Fatalf("%s: activity %+v, want %+v", when, got, total)
+		}
+		if got := creditAmount(t, c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data.total_usage")); got != total.cost {
+			t.Fatalf("%s: total_usage %s, want %s", when, got, total.cost)
+		}
+		fb := c.api("POST", "/analytics/query", org.MgmtKey, `{"metrics":["feedback_count","request_count"]}`).expect(t, 200).JSON.Get("data.data.0")
+		if fb.Get("feedback_count").Int() != 1 || fb.Get("request_count").Int() != total.requests {
+			t.Fatalf("%s: analytics %s", when, fb.Raw)
+		}
+		c.api("GET", "/end-users/alice", org.MgmtKey, nil).expect(t, 200)
+		if c.api("GET", "/end-users/bob", org.MgmtKey, nil).expect(t, 200).JSON.Get("data.is_active").Bool() {
+			t.Fatalf("%s: bob is active again", when)
+		}
+		_, r, err := chatAs(c, key, "tollgate-mock", "bob", "refused")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.expectError(t, 403, "deactivated")
+	}
+	check("before the crash")
+	p.kill()
+	p.start(t)
+	c = newClient(t, p.gateway, p.admin)
+	check("after the restart")
+}
