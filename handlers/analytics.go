@@ -81,14 +81,8 @@ func (ar *adminRequest) activity() *APIError {
 		uq.Filters = append(uq.Filters, storage.UsageFilter{Dim: storage.DimAPIKey, Values: []string{v}})
 	}
 	if v := q.Get("user_id"); v != "" {
-		// The org member's keys: those they created.
-		var hashes []string
-		for _, k := range ar.store.ListAPIKeys(storage.KeyFilter{AccountID: ar.id.AccountID, IncludeDisabled: true}) {
-			if k.CreatorUserID != nil && *k.CreatorUserID == v {
-				hashes = append(hashes, k.Hash)
-			}
-		}
-		uq.Filters = append(uq.Filters, storage.UsageFilter{Dim: storage.DimAPIKey, Values: hashes})
+		// The org member's requests: those through the keys they created.
+		uq.Filters = append(uq.Filters, storage.UsageFilter{Dim: storage.DimUser, Values: []string{v}})
 	}
 	byWorkspace := false
 	switch v := q.Get("group_by"); v {
@@ -192,7 +186,7 @@ var analyticsMetrics = []analyticsMetric{
 var analyticsDimensions = []labelled{
 	{storage.DimModel, "Model"}, {storage.DimProvider, "Provider"}, {storage.DimAPIKey, "API Key"},
 	{storage.DimEndUser, "End User"}, {storage.DimWorkspace, "Workspace"}, {storage.DimStatus, "Status"},
-	{storage.DimBYOK, "BYOK"},
+	{storage.DimBYOK, "BYOK"}, {storage.DimUser, "User (key creator)"},
 }
 
 var analyticsGranularities = []labelled{

@@ -18,7 +18,7 @@ func TestParseAnalyticsQueryErrors(t *testing.T) {
 		`{"metrics":["usage",3]}`: "metrics[1]: unknown metric 3; see GET /analytics/meta",
 		`{"metrics":["usage"],"dimensions":["model","provider","status"]}`:                                      "dimensions: at most 2 dimensions",
 		`{"metrics":["usage"],"dimensions":["model","model"]}`:                                                  `dimensions[1]: "model" is repeated`,
-		`{"metrics":["usage"],"dimensions":["country"]}`:                                                        `dimensions[0]: unknown dimension "country"; expected one of model, provider, api_key_id, end_user, workspace, status, byok`,
+		`{"metrics":["usage"],"dimensions":["country"]}`:                                                        `dimensions[0]: unknown dimension "country"; expected one of model, provider, api_key_id, end_user, workspace, status, byok, user`,
 		`{"metrics":["usage"],"granularity":"minute"}`:                                                          "granularity: expected one of hour, day, week, month (the data's resolution is one hour)",
 		`{"metrics":["usage"],"time_range":{"start":"2026-01-02T00:00:00Z"}}`:                                   "time_range.end: required RFC 3339 date-time",
 		`{"metrics":["usage"],"time_range":{"start":"2026-01-02T00:00:00Z","end":"2026-01-01T00:00:00Z"}}`:      "time_range: start must be before end",

@@ -28,6 +28,9 @@ const (
 	DimWorkspace = "workspace"
 	DimStatus    = "status"
 	DimBYOK      = "byok"
+	// DimUser is the org member who created the request's API key
+	// (resolved at query time, not stored in cells).
+	DimUser = "user"
 )
 
 // Dims lists the rollup dimensions in a fixed order.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -132,5 +133,68 @@ func TestDecodeGenerationSumsMatchesJSON(t *testing.T) {
 	}
 	if err := decodeGenerationSums([]byte(`{"cost":"x"}`), &got); err == nil {
 		t.Fatal("bad cost accepted")
+	}
+}
+
+func TestQueryUsage(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	creator := "user_1"
+	k1, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k1", CreatorUserID: &creator})
+	k2, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k2"})
+	// Sunday 2026-03-01 23:30 and Monday 2026-03-02 00:30 UTC.
+	sun := time.Date(2026, 3, 1, 23, 30, 0, 0, time.UTC)
+	mon := sun.Add(time.Hour)
+	settleGen(t, s, acct.ID, k1.Hash, Generation{Model: "m1", Provider: "p", Status: "completed", User: "alice", CreatedAt: sun}, 100)
+	settleGen(t, s, acct.ID, k1.Hash, Generation{Model: "m2", Provider: "p", Status: "completed", CreatedAt: mon}, 200)
+	settleGen(t, s, acct.ID, k2.Hash, Generation{Model: "m1", Provider: "q", Status: "completed", BYOK: true, User: "bob", CreatedAt: mon}, 400)
+	all := func(q UsageQuery) map[string]Amount {
+		t.Helper()
+		if q.From.IsZero() {
+			q.From, q.To = sun.AddDate(0, 0, -1), mon.AddDate(0, 0, 1)
+		}
+		rows, err := s.QueryUsage(acct.ID, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Amount{}
+		for _, r := range rows {
+			k := r.Bucket.Format("01-02")
+			if r.Bucket.IsZero() {
+				k = "-"
+			}
+			for _, d := range r.Dims {
+				k += "|" + d
+			}
+			out[k] += r.Sums.Usage + r.Sums.BYOKUsage
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		q    UsageQuery
+		want map[string]Amount
+	}{
+		"weeks start on Monday": {UsageQuery{Granularity: GranularityWeek}, map[string]Amount{"02-23": 100, "03-02": 600}},
+		"days":                  {UsageQuery{Granularity: GranularityDay, GroupBy: []string{DimModel}}, map[string]Amount{"03-01|m1": 100, "03-02|m2": 200, "03-02|m1": 400}},
+		"in":                    {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice", "zed"}}}}, map[string]Amount{"-|alice": 100}},
+		"in with unset":         {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, IncludeUnset: true}}}, map[string]Amount{"-|alice": 100, "-|": 200}},
+		"not_in":                {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, Negate: true}}}, map[string]Amount{"-|bob": 400}},
+		"byok":                  {UsageQuery{GroupBy: []string{DimBYOK}, Filters: []UsageFilter{{Dim: DimBYOK, Values: []string{"false"}}}}, map[string]Amount{"-|false": 300}},
+		"key creator":           {UsageQuery{GroupBy: []string{DimUser, DimProvider}}, map[string]Amount{"-|user_1|p": 300, "-||q": 400}},
+		"key creator filter":    {UsageQuery{Filters: []UsageFilter{{Dim: DimUser, Values: []string{"user_1"}}}}, map[string]Amount{"-": 300}},
+		"unknown value":         {UsageQuery{Filters: []UsageFilter{{Dim: DimModel, Values: []string{"nope"}}}}, map[string]Amount{}},
+		"whole hours":           {UsageQuery{From: mon.Add(-10 * time.Minute), To: mon.Add(-5 * time.Minute)}, map[string]Amount{"-": 600}},
+		"range excludes":        {UsageQuery{From: sun.Add(-48 * time.Hour), To: sun.Add(-30 * time.Minute)}, map[string]Amount{}},
+	} {
+		if got := all(tc.q); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+	if _, err := s.QueryUsage(acct.ID, UsageQuery{GroupBy: []string{"country"}}); err == nil {
+		t.Error("unknown dimension accepted")
+	}
+	if rows, _ := s.QueryUsage("nobody", UsageQuery{}); len(rows) != 0 {
+		t.Error("rows for an unknown account")
 	}
 }
