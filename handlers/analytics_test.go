@@ -119,6 +119,13 @@ func TestEndUserRoutesAndDeactivation(t *testing.T) {
 		t.Fatalf("reactivated: %s", p.Raw)
 	}
 	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, body).must(t, 418)
+
+	// Ids with a slash are addressed escaped.
+	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"team/a b"}`).must(t, 201)
+	if got := c.do(t, "GET", "/api/v1/end-users/team%2Fa%20b", f.orgMgmt, "").must(t, 200).json.Get("data.user").String(); got != "team/a b" {
+		t.Fatalf("escaped id read %q", got)
+	}
+	c.do(t, "GET", "/api/v1/end-users/team/a", f.orgMgmt, "").wantError(t, 404, "Not found: GET /api/v1/end-users/team/a")
 }
 
 func TestFeedbackValidation(t *testing.T) {

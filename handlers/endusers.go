@@ -52,11 +52,13 @@ func (ar *adminRequest) endUserView(u storage.EndUser) endUserView {
 // serveEndUsers dispatches /end-users and /end-users/{user}; rest is the
 // path below /end-users.
 func (ar *adminRequest) serveEndUsers(rest []string) *APIError {
-	switch len(rest) {
-	case 0:
+	if len(rest) == 0 {
 		return methods(ar.r, map[string]func() *APIError{"GET": ar.listEndUsers, "POST": ar.createEndUser})
-	case 1:
-		user, err := url.PathUnescape(rest[0])
+	}
+	// The id is one escaped path segment: end-user ids may hold "/" (%2F).
+	escaped, _ := strings.CutPrefix(strings.TrimSuffix(ar.r.URL.EscapedPath(), "/"), APIPrefix+"/end-users/")
+	if !strings.Contains(escaped, "/") {
+		user, err := url.PathUnescape(escaped)
 		if err != nil || user == "" {
 			return NotFound("End user not found")
 		}
