@@ -120,6 +120,10 @@ func TestEndUserRoutesAndDeactivation(t *testing.T) {
 	}
 	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, body).must(t, 418)
 
+	long := `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":"` + strings.Repeat("é", 257) + `"}`
+	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, long).wantError(t, 400, "user: at most 256 characters")
+	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, strings.Replace(long, "é", "", 1)).must(t, 418)
+
 	// Ids with a slash are addressed escaped.
 	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"team/a b"}`).must(t, 201)
 	if got := c.do(t, "GET", "/api/v1/end-users/team%2Fa%20b", f.orgMgmt, "").must(t, 200).json.Get("data.user").String(); got != "team/a b" {

@@ -136,7 +136,7 @@ func (ar *adminRequest) createEndUser() *APIError {
 		return BadRequest("user: required string")
 	}
 	if err := storage.ValidEndUser(v.Str); err != nil {
-		return BadRequest("user: expected a string of 1 to 256 bytes")
+		return BadRequest("user: expected a string of 1 to 256 characters")
 	}
 	name, _ := endUserName(f)
 	if f.err != nil {
@@ -205,10 +205,14 @@ func (ar *adminRequest) deactivateEndUser(user string) *APIError {
 }
 
 // checkEndUser refuses, with 403, a request whose `user` names an end user
-// its account deactivated: a memory lookup, before any hold or upstream call.
+// its account deactivated: a memory lookup, before any hold or upstream
+// call. A `user` longer than the public API allows gets 400.
 func (rt *Router) checkEndUser(r *http.Request, route *Route) *APIError {
 	if route.User == "" || rt.gw == nil {
 		return nil
+	}
+	if storage.ValidEndUser(route.User) != nil {
+		return BadRequest("user: at most 256 characters")
 	}
 	id, ok := IdentityFrom(r)
 	if !ok {

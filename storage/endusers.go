@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // EndUser is one of an account's own users, named by the `user` field of
@@ -21,8 +22,11 @@ type EndUser struct {
 	DeactivatedAt *time.Time `json:"deactivated_at"`
 }
 
-// MaxEndUserLength bounds an end-user id, as the public API bounds `user`.
+// MaxEndUserLength bounds an end-user id (characters), as the public API
+// bounds `user`.
 const MaxEndUserLength = 256
+
+func endUserTooLong(user string) bool { return utf8.RuneCountInString(user) > MaxEndUserLength }
 
 // prefixEndUser keys end users: e/<account id>/<user>.
 const prefixEndUser = "e/"
@@ -31,8 +35,8 @@ func endUserKey(accountID, user string) string { return prefixEndUser + accountI
 
 // ValidEndUser checks an end-user id.
 func ValidEndUser(user string) error {
-	if user == "" || len(user) > MaxEndUserLength {
-		return fmt.Errorf("%w: user: expected a string of 1 to %d bytes", ErrInvalid, MaxEndUserLength)
+	if user == "" || endUserTooLong(user) {
+		return fmt.Errorf("%w: user: expected a string of 1 to %d characters", ErrInvalid, MaxEndUserLength)
 	}
 	return nil
 }
@@ -52,7 +56,7 @@ func (s *Store) EndUserDeactivated(accountID, user string) bool {
 // ensureEndUser records an end user on first use, without waiting for the
 // write (it rides the next group commit). Callers hold s.mu (or run in Open).
 func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
-	if user == "" || len(user) > MaxEndUserLength {
+	if user == "" || endUserTooLong(user) {
 		return
 	}
 	m := s.endUsers[accountID]
