@@ -90,6 +90,16 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = methods(r, map[string]func() *APIError{"GET": ar.credits})
 	case seg[0] == "byok":
 		apiErr = ar.serveBYOK(a.gw, seg[1:])
+	case seg[0] == "end-users":
+		apiErr = ar.serveEndUsers(seg[1:])
+	case sub == "/generation/feedback":
+		apiErr = methods(r, map[string]func() *APIError{"POST": ar.submitFeedback})
+	case sub == "/activity":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.activity})
+	case sub == "/analytics/meta":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.analyticsMeta})
+	case sub == "/analytics/query":
+		apiErr = methods(r, map[string]func() *APIError{"POST": ar.queryAnalytics})
 	default:
 		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}

@@ -489,7 +489,7 @@ func TestAdminUnservedManagementRoutes(t *testing.T) {
 	f := newAdminFixture(t)
 	for _, tt := range []struct{ method, path string }{
 		{"GET", "/api/v1/workspaces"},
-		{"POST", "/api/v1/generation/feedback"},
+		{"POST", "/api/v1/generation/feedback/extra"},
 		{"GET", "/api/v1/keys/a/b"},
 		{"GET", "/api/v1/organization"},
 		{"GET", "/api/v1/credits/coinbase"},

@@ -118,6 +118,9 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		id, _ := IdentityFrom(r)
 		route, apiErr = rt.route(sub, body, f, id)
 	}
+	if apiErr == nil {
+		apiErr = rt.checkEndUser(r, route)
+	}
 	if apiErr != nil {
 		WriteError(w, apiErr)
 		return nil

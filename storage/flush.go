@@ -159,12 +159,14 @@ func (s *Store) snapshot(key string) any {
 		}
 	case hasPrefix(key, prefixBYOK):
 		return s.byokSnapshot(key)
+	case hasPrefix(key, prefixEndUser):
+		return s.endUserSnapshot(key)
 	}
 	return nil
 }
 
 func isAppend(key string) bool {
-	return hasPrefix(key, prefixPurchase) || hasPrefix(key, prefixGeneration)
+	return hasPrefix(key, prefixPurchase) || hasPrefix(key, prefixGeneration) || hasPrefix(key, prefixFeedback)
 }
 
 // encode marshals a record; a type with its own encoder is called directly,

@@ -58,6 +58,9 @@ type Store struct {
 
 	genSubs generationSubscribers // SubscribeGenerations
 
+	endUsers  map[string]map[string]*EndUser // by account id, then user (endusers.go)
+	analytics *rollup                        // usage rollup (analytics.go)
+
 	// group commit (flush.go)
 	dirty     map[string]struct{}
 	appends   []kv
@@ -110,6 +113,7 @@ func Open(opts Options) (*Store, error) {
 		mgmtKeys:  map[string]*ManagementKey{},
 		purchases: map[string][]Purchase{},
 		byok:      map[string]map[string]*Credential{},
+		endUsers:  map[string]map[string]*EndUser{},
 		ledger:    newLedger(),
 		dirty:     map[string]struct{}{},
 		open:      &batch{done: make(chan struct{})},
@@ -122,6 +126,10 @@ func Open(opts Options) (*Store, error) {
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	if err := s.buildAnalytics(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
 	go s.flushLoop()
 	if opts.GCInterval > 0 && !opts.InMemory {
@@ -149,7 +157,7 @@ func (s *Store) Close() error {
 // warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK} {
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
@@ -196,6 +204,8 @@ func (s *Store) loadRecord(prefix string, v []byte) error {
 		s.seq = max(s.seq, k.Seq)
 	case prefixBYOK:
 		return s.loadBYOK(v)
+	case prefixEndUser:
+		return s.loadEndUser(v)
 	}
 	return nil
 }

@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// End users are the account's own users, named by the `user` field of
+// inference requests: GET, POST /end-users; GET, PATCH, DELETE
+// /end-users/{user}. An end user is created on the first request that names
+// it (or by POST); DELETE deactivates it, and the requests of a deactivated
+// end user are refused with 403 by the router until PATCH reactivates it.
+
+// endUsersPageSize is the default and maximum page of GET /end-users.
+const (
+	endUsersDefaultPage = 100
+	endUsersMaxPage     = 1000
+)
+
+// endUserView is an end user with its usage totals.
+type endUserView struct {
+	User             string         `json:"user"`
+	Name             *string        `json:"name"`
+	IsActive         bool           `json:"is_active"`
+	Usage            storage.Amount `json:"usage"`
+	BYOKUsage        storage.Amount `json:"byok_usage"`
+	Requests         int64          `json:"requests"`
+	PromptTokens     int64          `json:"prompt_tokens"`
+	CompletionTokens int64          `json:"completion_tokens"`
+	CreatedAt        string         `json:"created_at"`
+	UpdatedAt        string         `json:"updated_at"`
+	DeactivatedAt    *string        `json:"deactivated_at"`
+}
+
+func (ar *adminRequest) endUserView(u storage.EndUser) endUserView {
+	s := ar.store.EndUserUsage(u.AccountID, u.User)
+	return endUserView{
+		User: u.User, Name: u.Name, IsActive: u.Active,
+		Usage: s.Usage, BYOKUsage: s.BYOKUsage, Requests: s.Requests,
+		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens,
+		CreatedAt: apiTime(u.CreatedAt), UpdatedAt: apiTime(u.UpdatedAt), DeactivatedAt: apiTimePtr(u.DeactivatedAt),
+	}
+}
+
+// serveEndUsers dispatches /end-users and /end-users/{user}; rest is the
+// path below /end-users.
+func (ar *adminRequest) serveEndUsers(rest []string) *APIError {
+	if len(rest) == 0 {
+		return methods(ar.r, map[string]func() *APIError{"GET": ar.listEndUsers, "POST": ar.createEndUser})
+	}
+	// The id is one escaped path segment: end-user ids may hold "/" (%2F).
+	escaped, _ := strings.CutPrefix(strings.TrimSuffix(ar.r.URL.EscapedPath(), "/"), APIPrefix+"/end-users/")
+	if !strings.Contains(escaped, "/") {
+		user, err := url.PathUnescape(escaped)
+		if err != nil || user == "" {
+			return NotFound("End user not found")
+		}
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":    func() *APIError { return ar.getEndUser(user) },
+			"PATCH":  func() *APIError { return ar.updateEndUser(user) },
+			"DELETE": func() *APIError { return ar.deactivateEndUser(user) },
+		})
+	}
+	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+func (ar *adminRequest) listEndUsers() *APIError {
+	q := ar.r.URL.Query()
+	offset, limit := 0, endUsersDefaultPage
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return BadRequest("offset: expected a non-negative integer")
+		}
+		offset = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > endUsersMaxPage {
+			return BadRequest("limit: expected an integer from 1 to 1000")
+		}
+		limit = n
+	}
+	var active *bool
+	switch v := q.Get("is_active"); v {
+	case "":
+	case "true", "false":
+		b := v == "true"
+		active = &b
+	default:
+		return BadRequest("is_active: expected true or false")
+	}
+	all := ar.store.ListEndUsers(ar.id.AccountID)
+	if active != nil {
+		kept := all[:0]
+		for _, u := range all {
+			if u.Active == *active {
+				kept = append(kept, u)
+			}
+		}
+		all = kept
+	}
+	total := len(all)
+	page := all[min(offset, total):min(offset+limit, total)]
+	out := make([]endUserView, len(page))
+	for i, u := range page {
+		out[i] = ar.endUserView(u)
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
+	return nil
+}
+
+// endUserName reads the optional `name` (string or null).
+func endUserName(f *fields) (*string, bool) {
+	name, ok := f.NullableString("name")
+	if ok && name != nil && (strings.TrimSpace(*name) == "" || len(*name) > 256) && f.err == nil {
+		f.err = BadRequest("name: expected a non-empty string of at most 256 bytes, or null")
+	}
+	return name, ok
+}
+
+func (ar *adminRequest) createEndUser() *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	v, ok := f.get("user")
+	if !ok || v.Type != gjson.String {
+		return BadRequest("user: required string")
+	}
+	if err := storage.ValidEndUser(v.Str); err != nil {
+		return BadRequest("user: expected a string of 1 to 256 characters")
+	}
+	name, _ := endUserName(f)
+	if f.err != nil {
+		return f.err
+	}
+	u, err := ar.store.CreateEndUser(ar.id.AccountID, v.Str, name)
+	if errors.Is(err, storage.ErrExists) {
+		return newError(http.StatusConflict, "End user "+strconv.Quote(v.Str)+" already exists")
+	}
+	if err != nil {
+		return storeError(err, "Account")
+	}
+	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": ar.endUserView(u)})
+	return nil
+}
+
+func (ar *adminRequest) getEndUser(user string) *APIError {
+	u, ok := ar.store.EndUser(ar.id.AccountID, user)
+	if !ok {
+		return NotFound("End user not found")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
+	return nil
+}
+
+func (ar *adminRequest) updateEndUser(user string) *APIError {
+	if _, ok := ar.store.EndUser(ar.id.AccountID, user); !ok {
+		return NotFound("End user not found")
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	name, hasName := endUserName(f)
+	active, hasActive := f.Bool("is_active")
+	if f.err != nil {
+		return f.err
+	}
+	u, err := ar.store.UpdateEndUser(ar.id.AccountID, user, func(u *storage.EndUser) error {
+		setIf(&u.Name, name, hasName)
+		if hasActive && active != u.Active {
+			u.Active = active
+			if active {
+				u.DeactivatedAt = nil
+			} else {
+				t := now().UTC()
+				u.DeactivatedAt = &t
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return storeError(err, "End user")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
+	return nil
+}
+
+func (ar *adminRequest) deactivateEndUser(user string) *APIError {
+	u, err := ar.store.SetEndUserActive(ar.id.AccountID, user, false)
+	if err != nil {
+		return storeError(err, "End user")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
+	return nil
+}
+
+// checkEndUser refuses, with 403, a request whose `user` names an end user
+// its account deactivated: a memory lookup, before any hold or upstream
+// call. A `user` longer than the public API allows gets 400.
+func (rt *Router) checkEndUser(r *http.Request, route *Route) *APIError {
+	if route.User == "" || rt.gw == nil {
+		return nil
+	}
+	if storage.ValidEndUser(route.User) != nil {
+		return BadRequest("user: at most 256 characters")
+	}
+	id, ok := IdentityFrom(r)
+	if !ok {
+		return nil
+	}
+	store, err := rt.gw.Store()
+	if err != nil {
+		return newError(http.StatusInternalServerError, "Internal Server Error")
+	}
+	if store.EndUserDeactivated(id.AccountID, route.User) {
+		return newError(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
+	}
+	return nil
+}

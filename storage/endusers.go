@@ -1,0 +1,195 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// EndUser is one of an account's own users, named by the `user` field of
+// inference requests. End users are created on first use (or explicitly);
+// a deactivated end user's requests are refused.
+type EndUser struct {
+	AccountID     string     `json:"account_id"`
+	User          string     `json:"user"`
+	Name          *string    `json:"name"`
+	Active        bool       `json:"active"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	DeactivatedAt *time.Time `json:"deactivated_at"`
+}
+
+// MaxEndUserLength bounds an end-user id (characters), as the public API
+// bounds `user`.
+const MaxEndUserLength = 256
+
+func endUserTooLong(user string) bool { return utf8.RuneCountInString(user) > MaxEndUserLength }
+
+// prefixEndUser keys end users: e/<account id>/<user>.
+const prefixEndUser = "e/"
+
+func endUserKey(accountID, user string) string { return prefixEndUser + accountID + "/" + user }
+
+// ValidEndUser checks an end-user id.
+func ValidEndUser(user string) error {
+	if user == "" || endUserTooLong(user) {
+		return fmt.Errorf("%w: user: expected a string of 1 to %d characters", ErrInvalid, MaxEndUserLength)
+	}
+	return nil
+}
+
+// ErrExists is returned when creating a record that already exists.
+var ErrExists = fmt.Errorf("already exists")
+
+// EndUserDeactivated reports whether the account deactivated this end user:
+// a memory lookup for the request path. Unknown end users are active.
+func (s *Store) EndUserDeactivated(accountID, user string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.endUsers[accountID][user]
+	return ok && !u.Active
+}
+
+// ensureEndUser records an end user on first use, without waiting for the
+// write (it rides the next group commit). Callers hold s.mu (or run in Open).
+func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
+	if user == "" || endUserTooLong(user) {
+		return
+	}
+	m := s.endUsers[accountID]
+	if _, ok := m[user]; ok {
+		return
+	}
+	if m == nil {
+		m = map[string]*EndUser{}
+		s.endUsers[accountID] = m
+	}
+	t = t.UTC()
+	m[user] = &EndUser{AccountID: accountID, User: user, Active: true, CreatedAt: t, UpdatedAt: t}
+	s.markDirty(endUserKey(accountID, user))
+}
+
+// hasEndUser reports whether the end user is known.
+func (s *Store) hasEndUser(accountID, user string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.endUsers[accountID][user]
+	return ok
+}
+
+// CreateEndUser registers an end user; ErrExists if it is known already.
+func (s *Store) CreateEndUser(accountID, user string, name *string) (EndUser, error) {
+	if err := ValidEndUser(user); err != nil {
+		return EndUser{}, err
+	}
+	s.mu.Lock()
+	if _, ok := s.accounts[accountID]; !ok {
+		s.mu.Unlock()
+		return EndUser{}, ErrNotFound
+	}
+	if _, ok := s.endUsers[accountID][user]; ok {
+		s.mu.Unlock()
+		return EndUser{}, ErrExists
+	}
+	s.ensureEndUser(accountID, user, now())
+	u := s.endUsers[accountID][user]
+	u.Name = name
+	out := *u
+	b := s.markDirty(endUserKey(accountID, user))
+	s.mu.Unlock()
+	return out, b.wait()
+}
+
+// EndUser returns one end user.
+func (s *Store) EndUser(accountID, user string) (EndUser, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.endUsers[accountID][user]
+	if !ok {
+		return EndUser{}, false
+	}
+	return *u, true
+}
+
+// ListEndUsers returns an account's end users ordered by creation, then id.
+func (s *Store) ListEndUsers(accountID string) []EndUser {
+	s.mu.RLock()
+	out := make([]EndUser, 0, len(s.endUsers[accountID]))
+	for _, u := range s.endUsers[accountID] {
+		out = append(out, *u)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].User < out[j].User
+	})
+	return out
+}
+
+// UpdateEndUser applies fn to a copy of the end user and stores it.
+func (s *Store) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
+	s.mu.Lock()
+	cur, ok := s.endUsers[accountID][user]
+	if !ok {
+		s.mu.Unlock()
+		return EndUser{}, ErrNotFound
+	}
+	u := *cur
+	if err := fn(&u); err != nil {
+		s.mu.Unlock()
+		return EndUser{}, err
+	}
+	u.UpdatedAt = now().UTC()
+	s.endUsers[accountID][user] = &u
+	b := s.markDirty(endUserKey(accountID, user))
+	s.mu.Unlock()
+	return u, b.wait()
+}
+
+// SetEndUserActive activates or deactivates an end user.
+func (s *Store) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
+	return s.UpdateEndUser(accountID, user, func(u *EndUser) error {
+		if u.Active == active {
+			return nil
+		}
+		u.Active = active
+		if active {
+			u.DeactivatedAt = nil
+		} else {
+			t := now().UTC()
+			u.DeactivatedAt = &t
+		}
+		return nil
+	})
+}
+
+// endUserSnapshot returns the record behind an end-user key. Callers hold s.mu.
+func (s *Store) endUserSnapshot(key string) any {
+	accountID, user, ok := strings.Cut(key[len(prefixEndUser):], "/")
+	if !ok {
+		return nil
+	}
+	if u, ok := s.endUsers[accountID][user]; ok {
+		return *u
+	}
+	return nil
+}
+
+func (s *Store) loadEndUser(v []byte) error {
+	var u EndUser
+	if err := json.Unmarshal(v, &u); err != nil {
+		return err
+	}
+	m := s.endUsers[u.AccountID]
+	if m == nil {
+		m = map[string]*EndUser{}
+		s.endUsers[u.AccountID] = m
+	}
+	m[u.User] = &u
+	return nil
+}

@@ -1,0 +1,74 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// FeedbackCategories are the categories of generation feedback.
+var FeedbackCategories = []string{"latency", "incoherence", "incorrect_response", "formatting", "billing", "api_error", "other"}
+
+// MaxFeedbackComment bounds a feedback comment (characters).
+const MaxFeedbackComment = 1000
+
+// Feedback is an account's structured feedback on one of its generations.
+// It carries the generation's dimensions, so that the analytics rollup
+// counts it on the generation's cell without reading the generation again.
+type Feedback struct {
+	ID           string    `json:"id"`
+	AccountID    string    `json:"account_id"`
+	GenerationID string    `json:"generation_id"`
+	Category     string    `json:"category"`
+	Comment      *string   `json:"comment"`
+	CreatedAt    time.Time `json:"created_at"`
+	Generation   genDims   `json:"generation"`
+}
+
+// prefixFeedback keys feedback records, append-only: f/<generation id>/<feedback id>.
+const prefixFeedback = "f/"
+
+// AddFeedback stores feedback on g, a generation of the caller's account,
+// and returns once it is durable.
+func (s *Store) AddFeedback(g Generation, category string, comment *string) (Feedback, error) {
+	valid := false
+	for _, c := range FeedbackCategories {
+		valid = valid || c == category
+	}
+	if !valid {
+		return Feedback{}, fmt.Errorf("%w: category: unknown category %q", ErrInvalid, category)
+	}
+	t := now().UTC()
+	f := Feedback{
+		ID: newID("fb_"), AccountID: g.AccountID, GenerationID: g.ID, Category: category,
+		Comment: comment, CreatedAt: t, Generation: dimsOf(&g),
+	}
+	s.mu.Lock()
+	b := s.appendRecord(prefixFeedback+g.ID+"/"+f.ID, f)
+	s.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return Feedback{}, err
+	}
+	s.analytics.addFeedback(f)
+	return f, nil
+}
+
+// loadFeedback counts the stored feedback into the rollup (at Open).
+func (s *Store) loadFeedback() error {
+	return s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte(prefixFeedback)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var f Feedback
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &f) }); err != nil {
+				return fmt.Errorf("loading feedback %q: %w", it.Item().Key(), err)
+			}
+			s.analytics.addFeedback(f)
+		}
+		return nil
+	})
+}
