@@ -159,6 +159,10 @@ func (s *Store) snapshot(key string) any {
 		}
 	case hasPrefix(key, prefixBYOK):
 		return s.byokSnapshot(key)
+	case hasPrefix(key, prefixDestination):
+		return s.destinationSnapshot(key)
+	case hasPrefix(key, prefixPrivateEndpoint):
+		return s.privateEndpointSnapshot(key)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type Store struct {
 
 	byok map[string]map[string]*Credential // BYOK credentials by account id, then id
 
+	destinations map[string]map[string]*Destination     // observability destinations by account id, then id
+	endpoints    map[string]map[string]*PrivateEndpoint // private endpoints by account id, then id
+
 	genSubs generationSubscribers // SubscribeGenerations
 
 	// group commit (flush.go)
@@ -78,6 +81,10 @@ const (
 	prefixMgmtKey  = "m/"
 	prefixAPIKey   = "k/"
 	prefixBYOK     = "b/" // b/<account id>/<credential id>
+	// o/<account id>/<destination id>: observability destinations
+	prefixDestination = "o/"
+	// e/<account id>/<endpoint id>: private endpoints
+	prefixPrivateEndpoint = "e/"
 	// Generation records are append-only and not loaded into memory.
 	prefixGeneration = "g/"
 )
@@ -103,21 +110,23 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
 	}
 	s := &Store{
-		db:        db,
-		log:       log,
-		accounts:  map[string]*Account{},
-		keys:      map[string]*APIKey{},
-		mgmtKeys:  map[string]*ManagementKey{},
-		purchases: map[string][]Purchase{},
-		byok:      map[string]map[string]*Credential{},
-		ledger:    newLedger(),
-		dirty:     map[string]struct{}{},
-		open:      &batch{done: make(chan struct{})},
-		wake:      make(chan struct{}, 1),
-		stopFlush: make(chan struct{}),
-		flushDone: make(chan struct{}),
-		stopGC:    make(chan struct{}),
-		gcDone:    make(chan struct{}),
+		db:           db,
+		log:          log,
+		accounts:     map[string]*Account{},
+		keys:         map[string]*APIKey{},
+		mgmtKeys:     map[string]*ManagementKey{},
+		purchases:    map[string][]Purchase{},
+		byok:         map[string]map[string]*Credential{},
+		destinations: map[string]map[string]*Destination{},
+		endpoints:    map[string]map[string]*PrivateEndpoint{},
+		ledger:       newLedger(),
+		dirty:        map[string]struct{}{},
+		open:         &batch{done: make(chan struct{})},
+		wake:         make(chan struct{}, 1),
+		stopFlush:    make(chan struct{}),
+		flushDone:    make(chan struct{}),
+		stopGC:       make(chan struct{}),
+		gcDone:       make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
 		_ = db.Close()
@@ -149,7 +158,7 @@ func (s *Store) Close() error {
 // warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK} {
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixDestination, prefixPrivateEndpoint} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
@@ -196,6 +205,10 @@ func (s *Store) loadRecord(prefix string, v []byte) error {
 		s.seq = max(s.seq, k.Seq)
 	case prefixBYOK:
 		return s.loadBYOK(v)
+	case prefixDestination:
+		return s.loadDestination(v)
+	case prefixPrivateEndpoint:
+		return s.loadPrivateEndpoint(v)
 	}
 	return nil
 }
