@@ -90,6 +90,8 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = methods(r, map[string]func() *APIError{"GET": ar.credits})
 	case seg[0] == "byok":
 		apiErr = ar.serveBYOK(a.gw, seg[1:])
+	case seg[0] == "observability":
+		apiErr = ar.serveObservability(a.gw, seg[1:])
 	default:
 		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
