@@ -92,6 +92,8 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = ar.serveBYOK(a.gw, seg[1:])
 	case seg[0] == "observability":
 		apiErr = ar.serveObservability(a.gw, seg[1:])
+	case seg[0] == "private-endpoints":
+		apiErr = ar.servePrivateEndpoints(a.gw, seg[1:])
 	default:
 		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
