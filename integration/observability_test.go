@@ -422,3 +422,38 @@ func TestOpenRouterSDKObservability(t *testing.T) {
 		t.Fatalf("node observability.mjs: %v", err)
 	}
 }
+
+// TestObservabilityExportSurvivesReload: records queued for a failing
+// webhook before a config reload, and those made after it, all arrive
+// once the webhook recovers, each exactly once (one exporter per database
+// across reloads).
+func TestObservabilityExportSurvivesReload(t *testing.T) {
+	dir := startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"reload"}`)
+	sink := newWebhookSink(t, "reload-secret-0123456789", 1<<30)
+	c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"webhook","name":"hook",
+		"config":{"url":"`+sink.srv.URL+`/hook","secret":"reload-secret-0123456789"}}`).expect(t, 201)
+
+	var ids []string
+	for i := 0; i < 3; i++ {
+		id, _ := chatOnce(t, c, key, "tollgate-mock", "before the reload")
+		ids = append(ids, id)
+	}
+	time.Sleep(300 * time.Millisecond) // refused at least once
+	// A changed config (the mock's latency), same data directory.
+	newTester(t).InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "2ms"), "caddyfile")
+	for i := 0; i < 2; i++ {
+		id, _ := chatOnce(t, c, key, "tollgate-mock", "after the reload")
+		ids = append(ids, id)
+	}
+	sink.mu.Lock()
+	sink.failures = 0
+	sink.mu.Unlock()
+	waitIDs(t, func() []string { return sink.ids("/hook") }, ids, "webhook across a reload")
+	time.Sleep(300 * time.Millisecond)
+	if got := sink.ids("/hook"); !sameSet(got, ids) {
+		t.Fatalf("after settling: %v, want %v", got, ids)
+	}
+}
