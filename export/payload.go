@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -133,6 +135,12 @@ func sendWebhook(ctx context.Context, hc *http.Client, c Config, delivery string
 	req.Header.Set(SignatureHeader, Sign(secret, body))
 	res, err := hc.Do(req)
 	if err != nil {
+		// Not the *url.Error itself: a webhook URL may hold a token, and
+		// errors are logged.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return fmt.Errorf("webhook %s failed: %w", ue.Op, ue.Err)
+		}
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
