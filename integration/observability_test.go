@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-dev/caddy-tollgate/export"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // webhookSink is a webhook receiver that fails its first `failures`
@@ -151,11 +152,16 @@ func TestObservabilityWebhookExport(t *testing.T) {
 
 	var ids []string
 	costs := map[string]string{}
+	var charged storage.Amount
+	before := c.snapshot(key, org.MgmtKey)
 	for i := 0; i < 3; i++ {
 		id, r := chatOnce(t, c, key, "tollgate-mock", "export me please")
 		ids = append(ids, id)
 		costs[id] = r.JSON.Get("usage.cost").Raw
+		charged += creditAmount(t, r.JSON.Get("usage.cost"))
 	}
+	// the failing destination did not hold up or lose a charge
+	expectCharged(t, before, c.snapshot(key, org.MgmtKey), charged, "requests exported to a failing webhook")
 	waitIDs(t, func() []string { return sink.ids("/hook") }, ids, "webhook")
 	if sink.attempts < 4 {
 		t.Errorf("%d delivery attempts; the 3 failures were not retried", sink.attempts)
@@ -456,4 +462,50 @@ func TestObservabilityExportSurvivesReload(t *testing.T) {
 	if got := sink.ids("/hook"); !sameSet(got, ids) {
 		t.Fatalf("after settling: %v, want %v", got, ids)
 	}
+}
+
+// TestObservabilityLangfuseExport: a langfuse destination sends OTLP/HTTP
+// traces to its baseUrl's OTLP path with Basic auth of its key pair.
+func TestObservabilityLangfuseExport(t *testing.T) {
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"langfuse"}`)
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if r.URL.Path != "/api/public/otel/v1/traces" || !ok || user != "pk-lf-public-key" || pass != "sk-lf-secret-key-0123456789" {
+			t.Errorf("langfuse request %s, basic auth %q %q %v", r.URL.Path, user, pass, ok)
+			w.WriteHeader(401)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("decoding OTLP: %v", err)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					for _, kv := range sp.Attributes {
+						if kv.Key == "gen_ai.response.id" {
+							got = append(got, kv.Value.GetStringValue())
+						}
+					}
+				}
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"langfuse","name":"lf",
+		"config":{"baseUrl":"`+srv.URL+`","publicKey":"pk-lf-public-key","secretKey":"sk-lf-secret-key-0123456789"}}`).expect(t, 201)
+	id, _ := chatOnce(t, c, key, "tollgate-mock", "to langfuse")
+	waitIDs(t, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), got...) }, []string{id}, "langfuse")
 }

@@ -198,6 +198,25 @@ func TestPrivateEndpointRoutingAndPricing(t *testing.T) {
 	}
 	expectCharged(t, before, c.snapshot(key, org.MgmtKey), sum, "concurrent private endpoint requests")
 
+	// a stream through the private endpoint, charged at its prices
+	before = c.snapshot(key, org.MgmtKey)
+	res, err := c.send("/chat/completions", key, strings.Replace(body, `"messages"`, `"stream":true,"messages"`, 1), nil)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, res)
+	}
+	evs, err := readStream(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := parseStream(t, evs)
+	pt, ct = st.usage.Get("prompt_tokens").Int(), st.usage.Get("completion_tokens").Int()
+	want = storage.Amount(pt)*pePrompt + storage.Amount(ct)*peCompletion + peRequest
+	if got := creditAmount(t, st.usage.Get("cost")); got != want || !st.done {
+		t.Fatalf("stream usage.cost %s, want %s (done %v)", got, want, st.done)
+	}
+	expectCharged(t, before, c.snapshot(key, org.MgmtKey), want, "streamed private endpoint request")
+
 	// another account does not see it
 	c.api("POST", "/chat/completions", otherKey, body).expectError(t, 400, `unknown model "acme/private"`)
 
