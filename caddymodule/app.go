@@ -61,10 +61,11 @@ type App struct {
 	inFlight billing.InFlightPolicy
 	sealer   *storage.Sealer
 
-	mu       sync.Mutex
-	dir      string // absolute DataDir: the pool key
-	store    *storage.Store
-	exporter *export.Exporter // observability export (export.go)
+	mu    sync.Mutex
+	dir   string // absolute DataDir: the pool key
+	store *storage.Store
+
+	exporter *export.Exporter // observability export (export.go), under mu
 }
 
 // stores shares one open database per directory across config reloads:
