@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/export"
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
@@ -63,6 +64,8 @@ type App struct {
 	mu    sync.Mutex
 	dir   string // absolute DataDir: the pool key
 	store *storage.Store
+
+	exporter *export.Exporter // observability export (export.go), under mu
 }
 
 // stores shares one open database per directory across config reloads:
@@ -144,7 +147,14 @@ func (a *App) Validate() error {
 
 // Start opens the database, so that a broken data_dir fails the config load.
 func (a *App) Start() error {
-	if _, err := a.Store(); err != nil {
+	store, err := a.Store()
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	err = a.startExporter(store)
+	a.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	current.Store(a)
@@ -162,6 +172,9 @@ func (a *App) Stop() error {
 func (a *App) Cleanup() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.stopExporter(); err != nil {
+		return err
+	}
 	if a.store == nil {
 		return nil
 	}

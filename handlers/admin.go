@@ -100,6 +100,10 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = methods(r, map[string]func() *APIError{"GET": ar.analyticsMeta})
 	case sub == "/analytics/query":
 		apiErr = methods(r, map[string]func() *APIError{"POST": ar.queryAnalytics})
+	case seg[0] == "observability":
+		apiErr = ar.serveObservability(a.gw, seg[1:])
+	case seg[0] == "private-endpoints":
+		apiErr = ar.servePrivateEndpoints(a.gw, seg[1:])
 	default:
 		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}

@@ -179,14 +179,19 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 	available := false
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
-		if !ok {
+		// The account's own enabled private endpoints serve the id first,
+		// also one the catalog does not have (privateendpoints.go).
+		candidates := rt.privateAttempts(modelID, m, id)
+		if !ok && len(candidates) == 0 {
 			name := "model"
 			if n > 0 || field("model").Str == "" {
 				name = "models"
 			}
 			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
-		candidates := rt.candidates(m, id)
+		if ok {
+			candidates = append(candidates, rt.candidates(m, id)...)
+		}
 		available = available || len(candidates) > 0
 		attempts = append(attempts, prefs.filter(candidates)...)
 	}

@@ -161,6 +161,10 @@ func (s *Store) snapshot(key string) any {
 		return s.byokSnapshot(key)
 	case hasPrefix(key, prefixEndUser):
 		return s.endUserSnapshot(key)
+	case hasPrefix(key, prefixDestination):
+		return s.destinationSnapshot(key)
+	case hasPrefix(key, prefixPrivateEndpoint):
+		return s.privateEndpointSnapshot(key)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type Store struct {
 
 	byok map[string]map[string]*Credential // BYOK credentials by account id, then id
 
+	destinations map[string]map[string]*Destination     // observability destinations by account id, then id
+	endpoints    map[string]map[string]*PrivateEndpoint // private endpoints by account id, then id
+
 	genSubs generationSubscribers // SubscribeGenerations
 
 	endUsers  map[string]map[string]*EndUser // by account id, then user (endusers.go)
@@ -81,6 +84,10 @@ const (
 	prefixMgmtKey  = "m/"
 	prefixAPIKey   = "k/"
 	prefixBYOK     = "b/" // b/<account id>/<credential id>
+	// o/<account id>/<destination id>: observability destinations
+	prefixDestination = "o/"
+	// pe/<account id>/<endpoint id>: private endpoints
+	prefixPrivateEndpoint = "pe/"
 	// Generation records are append-only and not loaded into memory.
 	prefixGeneration = "g/"
 )
@@ -123,6 +130,8 @@ func Open(opts Options) (*Store, error) {
 		stopGC:    make(chan struct{}),
 		gcDone:    make(chan struct{}),
 	}
+	s.destinations = map[string]map[string]*Destination{}
+	s.endpoints = map[string]map[string]*PrivateEndpoint{}
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -157,7 +166,8 @@ func (s *Store) Close() error {
 // warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser} {
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser,
+			prefixDestination, prefixPrivateEndpoint} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
@@ -206,6 +216,10 @@ func (s *Store) loadRecord(prefix string, v []byte) error {
 		return s.loadBYOK(v)
 	case prefixEndUser:
 		return s.loadEndUser(v)
+	case prefixDestination:
+		return s.loadDestination(v)
+	case prefixPrivateEndpoint:
+		return s.loadPrivateEndpoint(v)
 	}
 	return nil
 }

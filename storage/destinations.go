@@ -1,0 +1,255 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Destination is an observability destination: where an account's
+// generation records are exported (see the export package). Config is the
+// public form of the destination's settings, secrets masked; Sealed holds
+// the whole settings object, sealed with the record id as additional data,
+// and is opened only by the exporter.
+type Destination struct {
+	ID          string  `json:"id"`
+	AccountID   string  `json:"account_id"`
+	WorkspaceID string  `json:"workspace_id"`
+	Type        string  `json:"type"`
+	Name        *string `json:"name"`
+	Enabled     bool    `json:"enabled"`
+	// APIKeyHashes restricts the export to these keys' requests; nil: all.
+	APIKeyHashes            []string `json:"api_key_hashes"`
+	BroadcastCost           bool     `json:"broadcast_generation_cost"`
+	BroadcastIdentity       bool     `json:"broadcast_generation_identity"`
+	BroadcastRequestContext bool     `json:"broadcast_generation_request_context"`
+	PrivacyMode             bool     `json:"privacy_mode"`
+	// FilterRules is the public filter_rules object; nil is null.
+	FilterRules  json.RawMessage `json:"filter_rules"`
+	SamplingRate float64         `json:"sampling_rate"`
+	Regions      []string        `json:"regions"`
+	// Config is the public (masked) configuration object.
+	Config    json.RawMessage `json:"config"`
+	Sealed    []byte          `json:"sealed"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	// Seq orders destinations by creation; Version counts updates, so that
+	// a consumer can cache what it derives from one version.
+	Seq     uint64 `json:"seq"`
+	Version uint64 `json:"version"`
+}
+
+// MaxDestinationsPerType bounds an account's destinations of one type.
+const MaxDestinationsPerType = 5
+
+// ErrConflict is returned when a change conflicts with the current state.
+var ErrConflict = errors.New("conflict")
+
+func (d Destination) clone() Destination {
+	d.APIKeyHashes = slices.Clone(d.APIKeyHashes)
+	d.Regions = slices.Clone(d.Regions)
+	d.FilterRules = slices.Clone(d.FilterRules)
+	d.Config = slices.Clone(d.Config)
+	d.Sealed = slices.Clone(d.Sealed)
+	if d.Name != nil {
+		n := *d.Name
+		d.Name = &n
+	}
+	return d
+}
+
+// OpenConfig returns the destination's full settings object (secrets
+// included).
+func (d Destination) OpenConfig(sealer *Sealer) ([]byte, error) {
+	if sealer == nil {
+		return nil, ErrUnseal
+	}
+	return sealer.Open(d.Sealed, []byte(d.ID))
+}
+
+// SealConfig seals the full settings object into the destination, whose ID
+// must be set.
+func (d *Destination) SealConfig(sealer *Sealer, full []byte) {
+	d.Sealed = sealer.Seal(full, []byte(d.ID))
+}
+
+func destinationKey(accountID, id string) string { return prefixDestination + accountID + "/" + id }
+
+// CreateDestination stores a new destination. d.ID is assigned when empty
+// (the caller may set it first to seal the config); the workspace defaults
+// to the account's default workspace. At most MaxDestinationsPerType per
+// type and account: ErrConflict past it.
+func (s *Store) CreateDestination(d Destination) (Destination, error) {
+	if d.ID == "" {
+		d.ID = newUUID()
+	}
+	t := now().UTC()
+	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
+	s.mu.Lock()
+	acct, ok := s.accounts[d.AccountID]
+	if !ok {
+		s.mu.Unlock()
+		return Destination{}, fmt.Errorf("%w: account", ErrNotFound)
+	}
+	if d.WorkspaceID == "" {
+		d.WorkspaceID = acct.DefaultWorkspaceID
+	} else if d.WorkspaceID != acct.DefaultWorkspaceID {
+		s.mu.Unlock()
+		return Destination{}, fmt.Errorf("%w: workspace", ErrNotFound)
+	}
+	if err := s.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
+		s.mu.Unlock()
+		return Destination{}, fmt.Errorf("%w: api_key_hashes%s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": allowed_api_key_hashes"))
+	}
+	n := 0
+	for _, o := range s.destinations[d.AccountID] {
+		if o.Type == d.Type {
+			n++
+		}
+	}
+	if n >= MaxDestinationsPerType {
+		s.mu.Unlock()
+		return Destination{}, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
+	}
+	s.seq++
+	d.Seq = s.seq
+	if s.destinations[d.AccountID] == nil {
+		s.destinations[d.AccountID] = map[string]*Destination{}
+	}
+	c := d.clone()
+	s.destinations[d.AccountID][d.ID] = &c
+	b := s.markDirty(destinationKey(d.AccountID, d.ID))
+	s.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return Destination{}, err
+	}
+	return d, nil
+}
+
+// Destination returns one of an account's destinations.
+func (s *Store) Destination(accountID, id string) (Destination, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.destinations[accountID][id]
+	if !ok {
+		return Destination{}, false
+	}
+	return d.clone(), true
+}
+
+// ListDestinations returns one page of an account's destinations in a
+// workspace, most recent first, and how many there are in all.
+func (s *Store) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
+	s.mu.RLock()
+	var all []Destination
+	for _, d := range s.destinations[accountID] {
+		if workspaceID == "" || d.WorkspaceID == workspaceID {
+			all = append(all, d.clone())
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
+	total := len(all)
+	if offset >= len(all) {
+		return []Destination{}, total
+	}
+	all = all[offset:]
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	return all, total
+}
+
+// DestinationsFor returns the account's enabled destinations. Memory only:
+// the exporter calls it for every generation.
+func (s *Store) DestinationsFor(accountID string) []Destination {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.destinations[accountID]
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]Destination, 0, len(m))
+	for _, d := range m {
+		if d.Enabled {
+			out = append(out, *d) // shared slices: read-only for callers
+		}
+	}
+	return out
+}
+
+// UpdateDestination applies fn to a copy of the destination and persists
+// the result; identity, account, workspace, type and creation cannot
+// change.
+func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
+	s.mu.Lock()
+	cur, ok := s.destinations[accountID][id]
+	if !ok {
+		s.mu.Unlock()
+		return Destination{}, ErrNotFound
+	}
+	d := cur.clone()
+	if err := fn(&d); err != nil {
+		s.mu.Unlock()
+		return Destination{}, err
+	}
+	d.ID, d.AccountID, d.WorkspaceID, d.Type = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Type
+	d.CreatedAt, d.Seq, d.Version = cur.CreatedAt, cur.Seq, cur.Version+1
+	if !slices.Equal(d.APIKeyHashes, cur.APIKeyHashes) {
+		if err := s.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
+			s.mu.Unlock()
+			return Destination{}, fmt.Errorf("%w: api_key_hashes%s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": allowed_api_key_hashes"))
+		}
+	}
+	d.UpdatedAt = now().UTC()
+	c := d.clone()
+	s.destinations[accountID][id] = &c
+	b := s.markDirty(destinationKey(accountID, id))
+	s.mu.Unlock()
+	return d, b.wait()
+}
+
+// DeleteDestination removes a destination; its export stops at once.
+func (s *Store) DeleteDestination(accountID, id string) error {
+	s.mu.Lock()
+	if _, ok := s.destinations[accountID][id]; !ok {
+		s.mu.Unlock()
+		return ErrNotFound
+	}
+	delete(s.destinations[accountID], id)
+	if len(s.destinations[accountID]) == 0 {
+		delete(s.destinations, accountID)
+	}
+	b := s.markDirty(destinationKey(accountID, id))
+	s.mu.Unlock()
+	return b.wait()
+}
+
+func (s *Store) loadDestination(v []byte) error {
+	var d Destination
+	if err := json.Unmarshal(v, &d); err != nil {
+		return err
+	}
+	if s.destinations[d.AccountID] == nil {
+		s.destinations[d.AccountID] = map[string]*Destination{}
+	}
+	s.destinations[d.AccountID][d.ID] = &d
+	s.seq = max(s.seq, d.Seq)
+	return nil
+}
+
+// destinationSnapshot is snapshot for a destination key. Callers hold s.mu.
+func (s *Store) destinationSnapshot(key string) any {
+	accountID, id, ok := strings.Cut(key[len(prefixDestination):], "/")
+	if !ok {
+		return nil
+	}
+	if d, ok := s.destinations[accountID][id]; ok {
+		return d.clone()
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// EndpointStatus is a private endpoint's state.
+type EndpointStatus string
+
+// The private endpoint lifecycle: a draft is edited and validated (a real
+// probe of the endpoint); a validated endpoint is activated (enabled) and
+// then routes the account's requests for its model until disabled.
+const (
+	EndpointDraft     EndpointStatus = "draft"
+	EndpointValidated EndpointStatus = "validated"
+	EndpointEnabled   EndpointStatus = "enabled"
+	EndpointDisabled  EndpointStatus = "disabled"
+)
+
+// EndpointPricing is what a private endpoint charges, as exact decimal
+// strings of credits (per token, per token, per request).
+type EndpointPricing struct {
+	Prompt     string `json:"prompt"`
+	Completion string `json:"completion"`
+	Request    string `json:"request"`
+}
+
+// EndpointValidation is the outcome of the last probe.
+type EndpointValidation struct {
+	Succeeded bool      `json:"succeeded"`
+	Error     string    `json:"error,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// PrivateEndpoint is an account's own model deployment, used as a provider
+// for the account's requests for Model.
+type PrivateEndpoint struct {
+	ID          string `json:"id"`
+	AccountID   string `json:"account_id"`
+	WorkspaceID string `json:"workspace_id"`
+	Name        string `json:"name"`
+	// Model is the public model id that the endpoint serves.
+	Model string `json:"model"`
+	// BaseURL is the endpoint's OpenAI-compatible API root.
+	BaseURL string `json:"base_url"`
+	// UpstreamModel is the endpoint's own id for the model.
+	UpstreamModel string              `json:"upstream_model"`
+	Status        EndpointStatus      `json:"status"`
+	Pricing       EndpointPricing     `json:"pricing"`
+	Validation    *EndpointValidation `json:"validation"`
+	// Label is a masked snippet of the endpoint's API key ("" when none);
+	// Sealed is the key, sealed with the record id as additional data.
+	Label     string    `json:"label"`
+	Sealed    []byte    `json:"sealed"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Seq       uint64    `json:"seq"`
+}
+
+func (e PrivateEndpoint) clone() PrivateEndpoint {
+	e.Sealed = slices.Clone(e.Sealed)
+	if e.Validation != nil {
+		v := *e.Validation
+		e.Validation = &v
+	}
+	return e
+}
+
+// SetSecret seals the endpoint's API key; "" removes it. The ID must be
+// set.
+func (e *PrivateEndpoint) SetSecret(sealer *Sealer, secret string) {
+	if secret == "" {
+		e.Sealed, e.Label = nil, ""
+		return
+	}
+	e.Sealed = sealer.Seal([]byte(secret), []byte(e.ID))
+	e.Label = maskSecret(secret)
+}
+
+// OpenSecret returns the endpoint's API key ("" when it has none).
+func (e PrivateEndpoint) OpenSecret(sealer *Sealer) (string, error) {
+	if len(e.Sealed) == 0 {
+		return "", nil
+	}
+	if sealer == nil {
+		return "", ErrUnseal
+	}
+	b, err := sealer.Open(e.Sealed, []byte(e.ID))
+	return string(b), err
+}
+
+func privateEndpointKey(accountID, id string) string {
+	return prefixPrivateEndpoint + accountID + "/" + id
+}
+
+// NewEndpointID returns a fresh private endpoint id, for callers that seal
+// a secret before CreatePrivateEndpoint.
+func NewEndpointID() string { return newUUID() }
+
+// CreatePrivateEndpoint stores a new endpoint as a draft; e.ID is assigned
+// when empty.
+func (s *Store) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error) {
+	if e.ID == "" {
+		e.ID = newUUID()
+	}
+	t := now().UTC()
+	e.CreatedAt, e.UpdatedAt, e.Status, e.Validation = t, t, EndpointDraft, nil
+	s.mu.Lock()
+	acct, ok := s.accounts[e.AccountID]
+	if !ok {
+		s.mu.Unlock()
+		return PrivateEndpoint{}, fmt.Errorf("%w: account", ErrNotFound)
+	}
+	if e.WorkspaceID == "" {
+		e.WorkspaceID = acct.DefaultWorkspaceID
+	} else if e.WorkspaceID != acct.DefaultWorkspaceID {
+		s.mu.Unlock()
+		return PrivateEndpoint{}, fmt.Errorf("%w: workspace", ErrNotFound)
+	}
+	s.seq++
+	e.Seq = s.seq
+	if s.endpoints[e.AccountID] == nil {
+		s.endpoints[e.AccountID] = map[string]*PrivateEndpoint{}
+	}
+	c := e.clone()
+	s.endpoints[e.AccountID][e.ID] = &c
+	b := s.markDirty(privateEndpointKey(e.AccountID, e.ID))
+	s.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return PrivateEndpoint{}, err
+	}
+	return e, nil
+}
+
+// PrivateEndpoint returns one of an account's endpoints.
+func (s *Store) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.endpoints[accountID][id]
+	if !ok {
+		return PrivateEndpoint{}, false
+	}
+	return e.clone(), true
+}
+
+// ListPrivateEndpoints returns one page of an account's endpoints, most
+// recent first, and how many there are in all.
+func (s *Store) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
+	s.mu.RLock()
+	var all []PrivateEndpoint
+	for _, e := range s.endpoints[accountID] {
+		all = append(all, e.clone())
+	}
+	s.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
+	total := len(all)
+	if offset >= len(all) {
+		return []PrivateEndpoint{}, total
+	}
+	all = all[offset:]
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	return all, total
+}
+
+// EnabledEndpointsFor returns the account's enabled endpoints for a public
+// model id, oldest first. Memory only, for the request path.
+func (s *Store) EnabledEndpointsFor(accountID, model string) []PrivateEndpoint {
+	s.mu.RLock()
+	var out []PrivateEndpoint
+	for _, e := range s.endpoints[accountID] {
+		if e.Status == EndpointEnabled && e.Model == model {
+			out = append(out, *e) // Sealed shared: read-only for callers
+		}
+	}
+	s.mu.RUnlock()
+	if len(out) > 1 {
+		sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	}
+	return out
+}
+
+// StateError is a refused lifecycle transition: the endpoint is in Status.
+type StateError struct {
+	Action string
+	Status EndpointStatus
+	Want   []EndpointStatus
+}
+
+func (e *StateError) Error() string {
+	want := make([]string, len(e.Want))
+	for i, w := range e.Want {
+		want[i] = string(w)
+	}
+	return fmt.Sprintf("cannot %s a private endpoint in state %q; only a %s endpoint can be", e.Action, e.Status, strings.Join(want, " or "))
+}
+
+// UpdatePrivateEndpoint applies fn to a copy of the endpoint when its
+// status is one of from (any status when from is empty), and persists the
+// result; a wrong status gives a *StateError naming the current one.
+// Identity, ownership and creation cannot change.
+func (s *Store) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
+	s.mu.Lock()
+	cur, ok := s.endpoints[accountID][id]
+	if !ok {
+		s.mu.Unlock()
+		return PrivateEndpoint{}, ErrNotFound
+	}
+	if len(from) > 0 && !slices.Contains(from, cur.Status) {
+		s.mu.Unlock()
+		return PrivateEndpoint{}, &StateError{Action: action, Status: cur.Status, Want: from}
+	}
+	e := cur.clone()
+	if err := fn(&e); err != nil {
+		s.mu.Unlock()
+		return PrivateEndpoint{}, err
+	}
+	e.ID, e.AccountID, e.WorkspaceID, e.CreatedAt, e.Seq = cur.ID, cur.AccountID, cur.WorkspaceID, cur.CreatedAt, cur.Seq
+	e.UpdatedAt = now().UTC()
+	c := e.clone()
+	s.endpoints[accountID][id] = &c
+	b := s.markDirty(privateEndpointKey(accountID, id))
+	s.mu.Unlock()
+	return e, b.wait()
+}
+
+// DeletePrivateEndpoint removes an endpoint; it stops routing at once.
+func (s *Store) DeletePrivateEndpoint(accountID, id string) error {
+	s.mu.Lock()
+	if _, ok := s.endpoints[accountID][id]; !ok {
+		s.mu.Unlock()
+		return ErrNotFound
+	}
+	delete(s.endpoints[accountID], id)
+	if len(s.endpoints[accountID]) == 0 {
+		delete(s.endpoints, accountID)
+	}
+	b := s.markDirty(privateEndpointKey(accountID, id))
+	s.mu.Unlock()
+	return b.wait()
+}
+
+func (s *Store) loadPrivateEndpoint(v []byte) error {
+	var e PrivateEndpoint
+	if err := json.Unmarshal(v, &e); err != nil {
+		return err
+	}
+	if s.endpoints[e.AccountID] == nil {
+		s.endpoints[e.AccountID] = map[string]*PrivateEndpoint{}
+	}
+	s.endpoints[e.AccountID][e.ID] = &e
+	s.seq = max(s.seq, e.Seq)
+	return nil
+}
+
+// privateEndpointSnapshot is snapshot for an endpoint key. Callers hold s.mu.
+func (s *Store) privateEndpointSnapshot(key string) any {
+	accountID, id, ok := strings.Cut(key[len(prefixPrivateEndpoint):], "/")
+	if !ok {
+		return nil
+	}
+	if e, ok := s.endpoints[accountID][id]; ok {
+		return e.clone()
+	}
+	return nil
+}
