@@ -22,6 +22,7 @@ import (
 func init() {
 	caddy.RegisterModule(new(handlers.Auth))
 	caddy.RegisterModule(new(handlers.Admin))
+	caddy.RegisterModule(new(handlers.WebSearch))
 	caddy.RegisterModule(new(handlers.Router))
 	caddy.RegisterModule(new(handlers.Meter))
 	caddy.RegisterModule(new(handlers.MockProvider))
@@ -34,6 +35,7 @@ func init() {
 	}{
 		{"tollgate_auth", parseAuth},
 		{"tollgate_admin", parseAdmin},
+		{"tollgate_websearch", parseWebSearch},
 		{"tollgate_router", parseRouter},
 		{"tollgate_meter", parseMeter},
 		{"tollgate_mock_provider", parseMockProvider},
@@ -62,6 +64,18 @@ func init() {
 //			settlement_window <duration>
 //			balance_threshold <credits>
 //			established_usage <credits>
+//		}
+//		web_search {
+//			default_engine <name>
+//			native_price   <credits per result>
+//			engine <exa|firecrawl|parallel|searxng> {
+//				base_url         <url>
+//				api_key          <key or {env.VAR}>
+//				username         <user>
+//				price_per_result <credits>
+//				max_results      <1..25>
+//				timeout          <duration>
+//			}
 //		}
 //		models_file <path>
 //		byok_encryption_key <base64 32-byte key or {env.VAR}>
@@ -152,6 +166,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 			if !d.AllArgs(&app.BYOKKey) {
 				return nil, d.ArgErr()
 			}
+		case "web_search":
+			cfg, err := parseWebSearchOption(d)
+			if err != nil {
+				return nil, err
+			}
+			app.WebSearch = cfg
 		case "model":
 			m, err := parseModel(d)
 			if err != nil {

@@ -69,6 +69,11 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	policy := m.gw.InFlightPolicy()
 	facts, est := estimateAttempts(route, policy)
+	search := searchPlanFrom(r)
+	if search != nil {
+		// The worst case of the search charge is held too.
+		est.Hold += search.holdExtra(route)
+	}
 	// Free-model requests count against the account's request caps, unless
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
@@ -98,6 +103,15 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		WriteError(w, newError(http.StatusUnauthorized, msgInvalidKey))
 		return nil
+	}
+
+	if search != nil {
+		// Only an admitted request searches, once, before any attempt.
+		if apiErr := search.run(r, route); apiErr != nil {
+			_ = store.Release(res)
+			WriteError(w, apiErr)
+			return nil
+		}
 	}
 
 	start := now()
@@ -197,7 +211,11 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	if estimated {
 		usage = billing.Usage{PromptTokens: route.InputTokens, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
 	}
-	cost := billing.Cost(route.Model.Pricing, usage)
+	pricing := route.Model.Pricing
+	if search := searchPlanFrom(r); search != nil {
+		search.charge(&pricing, &usage, mw.usageRaw)
+	}
+	cost := billing.Cost(pricing, usage)
 	status := "completed"
 	switch {
 	case clientGone:

@@ -134,6 +134,8 @@ type mockRequest struct {
 	// Responses only, echoed back on the response object.
 	instructions    *string
 	maxOutputTokens *int64
+	// search is the request's web search, answered with cited sources.
+	search mockSearch
 }
 
 // mockAnswer is the generated text, split into stream chunks.
@@ -166,6 +168,7 @@ func newMockAnswer(q *mockRequest) *mockAnswer {
 	// Fields again so that a model name with spaces is still counted by the
 	// one-token-per-word rule.
 	words := strings.Fields("Mock answer from " + q.model + ": " + strings.Join(echo, " "))
+	words = append(words, q.search.citeWords()...)
 	a := &mockAnswer{words: words, prompt: q.prompt}
 	if q.limit > 0 && int64(len(words)) > q.limit {
 		a.words, a.truncated = words[:q.limit], true
@@ -272,6 +275,7 @@ func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
 		return nil
 	}
 	parse(body, q)
+	parseMockSearch(body, q)
 
 	if strings.Contains(q.model, "slow") {
 		latency += mockSlowDelay
@@ -473,6 +477,8 @@ type chatCompletion struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *chatUsage   `json:"usage,omitempty"`
+	// Citations is the X vendor's list of cited URLs.
+	Citations []string `json:"citations,omitempty"`
 }
 
 type chatChoice struct {
@@ -484,14 +490,18 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role        string  `json:"role,omitempty"`
+	Content     *string `json:"content,omitempty"`
+	Annotations []any   `json:"annotations,omitempty"`
 }
 
 type chatUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens     int                `json:"prompt_tokens"`
+	CompletionTokens int                `json:"completion_tokens"`
+	TotalTokens      int                `json:"total_tokens"`
+	ServerToolUse    *mockServerToolUse `json:"server_tool_use,omitempty"`
+	XSearchUsage     *mockXUsage        `json:"x_search_usage,omitempty"`
+	NumSourcesUsed   int                `json:"num_sources_used,omitempty"`
 }
 
 func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
@@ -500,13 +510,19 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 		finish = "length"
 	}
 	usage := &chatUsage{PromptTokens: a.prompt, CompletionTokens: a.completion(), TotalTokens: a.total()}
+	usage.ServerToolUse, usage.XSearchUsage, usage.NumSourcesUsed = q.search.usageExtras()
 	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.model}
+	var anns []any
+	if q.search.annotates(false) {
+		anns = chatAnnotationsOf(a.text())
+	}
 
 	if !q.stream {
 		c := base
 		c.Object = "chat.completion"
-		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text())}, FinishReason: &finish}}
+		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text()), Annotations: anns}, FinishReason: &finish}}
 		c.Usage = usage
+		c.Citations = q.search.citations()
 		if brk {
 			writeBrokenJSON(w, c)
 			return
@@ -529,12 +545,16 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 	if !ok {
 		return
 	}
+	if len(anns) > 0 {
+		s.send("", chunk(chatChoice{Delta: &chatMessage{Annotations: anns}}))
+	}
 	s.send("", chunk(chatChoice{Delta: &chatMessage{}, FinishReason: &finish}))
 	// Usage always ends the stream, as if stream_options.include_usage were
 	// set, so that the gateway can always meter streams.
 	final := base
 	final.Choices = []chatChoice{}
 	final.Usage = usage
+	final.Citations = q.search.citations()
 	s.send("", final)
 	s.raw("", []byte("[DONE]"))
 }
@@ -590,7 +610,9 @@ type responseUsage struct {
 	OutputTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
-	TotalTokens int `json:"total_tokens"`
+	TotalTokens   int                `json:"total_tokens"`
+	ServerToolUse *mockServerToolUse `json:"server_tool_use,omitempty"`
+	XSearchUsage  *mockXUsage        `json:"x_search_usage,omitempty"`
 }
 
 // responseEvent is every Responses streaming event; each type fills the
@@ -607,6 +629,9 @@ type responseEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Logprobs       []any           `json:"logprobs,omitempty"`
+	// annotation events
+	AnnotationIndex *int `json:"annotation_index,omitempty"`
+	Annotation      any  `json:"annotation,omitempty"`
 }
 
 func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
@@ -619,7 +644,11 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 		incomplete = &incompleteDetails{Reason: "max_output_tokens"}
 	}
 	usage := &responseUsage{InputTokens: a.prompt, OutputTokens: a.completion(), TotalTokens: a.total()}
+	usage.ServerToolUse, usage.XSearchUsage, _ = q.search.usageExtras()
 	part := outputText{Type: "output_text", Text: a.text(), Annotations: []any{}}
+	if q.search.annotates(true) {
+		part.Annotations = responsesAnnotationsOf(part.Text)
+	}
 	item := responseItem{Type: "message", ID: newID("msg_"), Status: status, Role: "assistant", Content: []outputText{part}}
 	resp := responseObject{
 		ID:                newID("resp_"),
@@ -669,6 +698,10 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 	})
 	if !ok {
 		return
+	}
+	for i, ann := range part.Annotations {
+		send(responseEvent{Type: "response.output_text.annotation.added", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero,
+			AnnotationIndex: &i, Annotation: ann})
 	}
 	send(responseEvent{Type: "response.output_text.done", ItemID: item.ID, OutputIndex: &zero, ContentIndex: &zero,
 		Text: &part.Text, Logprobs: []any{}})
