@@ -146,6 +146,10 @@ func setBody(r *http.Request, body []byte) {
 // prepare normalizes the body and plans the search; plan is nil when the
 // request asks for none (out is then body).
 func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []string, *APIError) {
+	if !mentionsSearch(body) {
+		// The router answers for bodies that are not JSON objects.
+		return body, nil, nil, nil
+	}
 	out, spec, deprecated, ferr := websearch.NormalizeWith(body, ws.gw.Brand(), websearch.Options{Limits: ws.settings.limits})
 	if ferr != nil {
 		return nil, nil, nil, BadRequest(ferr.Error())
@@ -199,6 +203,20 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 		return nil, nil, nil, BadRequest(field + ": web search needs a user message (or search_prompt) to search for")
 	}
 	return out, plan, deprecated, nil
+}
+
+// searchMarkers are the bytes every form of web search request contains.
+var searchMarkers = [][]byte{[]byte("web_search"), []byte(`"plugins"`), []byte(":online"), []byte("x_search_filter")}
+
+// mentionsSearch is a quick test that lets requests without web search
+// skip the JSON rewrite.
+func mentionsSearch(body []byte) bool {
+	for _, m := range searchMarkers {
+		if bytes.Contains(body, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // removeServerTool drops the server tool Normalize put last in tools, and
