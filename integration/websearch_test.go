@@ -532,3 +532,54 @@ func TestWebSearchAdmissionAndFailures(t *testing.T) {
 		expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), 0, "failed search")
 	})
 }
+
+// TestWebSearchConcurrentCharges sends concurrent search requests on a key
+// whose limit fits only a few holds: the key never overspends, every answer
+// that got through is charged exactly its usage.cost, and only admitted
+// requests searched.
+func TestWebSearchConcurrentCharges(t *testing.T) {
+	e := startWebSearch(t)
+	key, _ := e.c.newKey(e.org.MgmtKey, `{"name":"concurrent","limit":0.1}`)
+	before := e.c.snapshot(key, e.org.MgmtKey)
+	e.search.Reset()
+	const n = 24
+	type result struct {
+		r   response
+		err error
+	}
+	results := make(chan result, n)
+	for i := range n {
+		go func() {
+			body := fmt.Sprintf(`{"model":"ws/plain:online","max_tokens":20,"messages":[{"role":"user","content":"query %d"}]}`, i)
+			r, err := e.c.post("/chat/completions", key, body, nil)
+			results <- result{r, err}
+		}()
+	}
+	var charged storage.Amount
+	ok := 0
+	for range n {
+		res := <-results
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		switch res.r.Status {
+		case 200:
+			ok++
+			charged += amountOf(t, res.r.JSON.Get("usage.cost"))
+		case 402:
+		default:
+			t.Fatalf("status %d: %s", res.r.Status, res.r.Body)
+		}
+	}
+	after := e.c.snapshot(key, e.org.MgmtKey)
+	if ok == 0 || ok == n {
+		t.Fatalf("%d of %d admitted; the limit should admit some", ok, n)
+	}
+	if after.usage > *after.limit {
+		t.Fatalf("key usage %s exceeds its limit %s", after.usage, *after.limit)
+	}
+	expectCharged(t, before, after, charged, "concurrent search requests")
+	if got := len(e.search.Requests()); got != ok {
+		t.Fatalf("%d searches for %d admitted requests", got, ok)
+	}
+}
