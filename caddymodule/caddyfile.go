@@ -93,6 +93,7 @@ func init() {
 //				model   <upstream model id>
 //				api_key <key or {env.VAR}>
 //				style   openai
+//				search_family <openai|anthropic|x|none>
 //			}
 //		}
 //	}
@@ -293,6 +294,8 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &p.APIKey
 				case "style":
 					dst = &p.Style
+				case "search_family":
+					dst = &p.SearchFamily
 				default:
 					return m, d.Errf("unrecognized provider option %q", d.Val())
 				}

@@ -49,12 +49,15 @@ type ProviderConfig struct {
 	APIKey string `json:"api_key,omitempty"`
 	// Style is the provider's API dialect; only "openai", the default.
 	Style string `json:"style,omitempty"`
+	// SearchFamily overrides the native web search family the model id's
+	// vendor implies: openai, anthropic, x, or none.
+	SearchFamily string `json:"search_family,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
 // then completes; the config keeps its placeholders.
 func (pc ProviderConfig) provider() *catalog.Provider {
-	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style}
+	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, SearchFamily: pc.SearchFamily}
 }
 
 // PricingConfig holds prices as exact decimal strings. Prompt and
@@ -470,6 +473,11 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	case "openai":
 	default:
 		return fmt.Errorf("style: unsupported %q (only \"openai\")", p.Style)
+	}
+	switch p.SearchFamily {
+	case "", "openai", "anthropic", "x", "none":
+	default:
+		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
 	}
 	configured := p.BaseURL // as written: the expanded form may hold secrets
 	p.APIKey = repl.ReplaceKnown(p.APIKey, "")

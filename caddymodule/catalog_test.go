@@ -254,6 +254,7 @@ func TestCatalogErrors(t *testing.T) {
 		{"duplicate of file", []ModelConfig{{ID: "f", Pricing: ok}}, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"}}]}`, `model "f": duplicate id`},
 		{"provider no name", prov(ProviderConfig{BaseURL: "http://x"}), "", `model "m": provider "": name: required`},
 		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "anthropic"}), "", `model "m": provider "p": style: unsupported "anthropic"`},
+		{"bad search_family", prov(ProviderConfig{Name: "p", BaseURL: "http://x", SearchFamily: "google"}), "", `model "m": provider "p": search_family: expected openai, anthropic, x or none`},
 		{"no base_url", prov(ProviderConfig{Name: "p"}), "", `model "m": provider "p": base_url:`},
 		{"ftp base_url", prov(ProviderConfig{Name: "p", BaseURL: "ftp://x/v1"}), "", `model "m": provider "p": base_url: expected an http or https URL`},
 		{"no host", prov(ProviderConfig{Name: "p", BaseURL: "https:///v1"}), "", `model "m": provider "p": base_url:`},

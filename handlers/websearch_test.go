@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -353,5 +354,26 @@ func TestMockParsesInjectedSources(t *testing.T) {
 	anns := websearch.Annotate(text, got)
 	if len(anns) != 2 || anns[0].URL != src[0].URL || anns[1].URL != src[1].URL {
 		t.Fatalf("mock answer %q cites %+v", text, anns)
+	}
+}
+
+func TestWebSearchFamilyFromCatalog(t *testing.T) {
+	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {}}})
+	claude := testUpstream("/v1")
+	claude.SearchFamily = "anthropic"
+	plainOpenAI := testUpstream("/v1")
+	plainOpenAI.SearchFamily = "none"
+	ws.gw = &fakeGateway{brand: "service", catalog: catalog.New([]*catalog.Model{
+		pricedModel("acme/claude-proxy", testPricing, claude),
+		pricedModel("openai/self-hosted", testPricing, plainOpenAI),
+	})}
+	const msgs = `"messages":[{"role":"user","content":"q"}]`
+	out, plan, _, apiErr := ws.prepare([]byte(`{"model":"acme/claude-proxy:online",`+msgs+`}`), "chat")
+	if apiErr != nil || plan.engine != "native" || plan.family != "anthropic" || gjson.GetBytes(out, "tools.0.type").Str != "web_search_20250305" {
+		t.Fatalf("search_family anthropic: %v %+v %s", apiErr, plan, out)
+	}
+	_, plan, _, apiErr = ws.prepare([]byte(`{"model":"openai/self-hosted:online",`+msgs+`}`), "chat")
+	if apiErr != nil || plan.engine != "exa" || plan.family != "" {
+		t.Fatalf("search_family none: %v %+v", apiErr, plan)
 	}
 }

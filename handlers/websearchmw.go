@@ -158,7 +158,7 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 		return body, nil, nil, nil
 	}
 	model := gjson.GetBytes(out, "model").Str
-	plan := &searchPlan{spec: spec, family: searchFamily(model), kind: kind}
+	plan := &searchPlan{spec: spec, family: ws.family(model), kind: kind}
 	switch e := spec.Engine; {
 	case e == "native":
 		if plan.family == "" {
@@ -203,6 +203,21 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 		return nil, nil, nil, BadRequest(field + ": web search needs a user message (or search_prompt) to search for")
 	}
 	return out, plan, deprecated, nil
+}
+
+// family is the native search family of model: its first provider's
+// search_family when set, else the id's vendor prefix.
+func (ws *WebSearch) family(model string) string {
+	if m, ok := ws.gw.Catalog().Lookup(model); ok && len(m.Providers) > 0 {
+		switch f := m.Providers[0].SearchFamily; f {
+		case "none":
+			return ""
+		case "":
+		default:
+			return f
+		}
+	}
+	return searchFamily(model)
 }
 
 // searchMarkers are the bytes every form of web search request contains.

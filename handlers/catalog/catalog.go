@@ -24,6 +24,9 @@ type Provider struct {
 	APIKey string `json:"api_key,omitempty"`
 	// Style is the provider's API dialect; only "openai" for now.
 	Style string `json:"style,omitempty"`
+	// SearchFamily, when set, overrides the native web search family of
+	// the model id's vendor: "openai", "anthropic", "x" or "none".
+	SearchFamily string `json:"search_family,omitempty"`
 
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
