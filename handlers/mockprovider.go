@@ -80,6 +80,9 @@ const (
 	mockNoUserText = "(no user message)"
 )
 
+// mockFingerprint is the mock's system_fingerprint.
+const mockFingerprint = "fp_tollgate_mock"
+
 // mockModels are listed by GET .../models; any other name works as well.
 var mockModels = []string{
 	"tollgate-mock",
@@ -477,6 +480,8 @@ type chatCompletion struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *chatUsage   `json:"usage,omitempty"`
+	// SystemFingerprint is set as OpenAI does (the public SDK requires it).
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 	// Citations is the X vendor's list of cited URLs.
 	Citations []string `json:"citations,omitempty"`
 }
@@ -511,7 +516,7 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 	}
 	usage := &chatUsage{PromptTokens: a.prompt, CompletionTokens: a.completion(), TotalTokens: a.total()}
 	usage.ServerToolUse, usage.XSearchUsage, usage.NumSourcesUsed = q.search.usageExtras()
-	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.model}
+	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.model, SystemFingerprint: mockFingerprint}
 	var anns []any
 	if q.search.annotates(false) {
 		anns = chatAnnotationsOf(a.text())

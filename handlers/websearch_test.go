@@ -231,7 +231,7 @@ func TestCiteWriterChat(t *testing.T) {
 	if anns[0].Get("url_citation.content").Str != "first" || anns[2].Get("url_citation.url").Str != "https://a.example/1" {
 		t.Errorf("annotations %s", gjson.GetBytes(body, "choices.0.message.annotations").Raw)
 	}
-	if gjson.GetBytes(body, "usage.server_tool_use.web_search_results").Int() != 2 {
+	if gjson.GetBytes(body, "usage.server_tool_use_details.web_search_results").Int() != 2 {
 		t.Errorf("usage %s", gjson.GetBytes(body, "usage").Raw)
 	}
 
@@ -256,7 +256,7 @@ func TestCiteWriterChat(t *testing.T) {
 	if !jsonSame(string(gotJSON), gjson.GetBytes(body, "choices.0.message.annotations").Raw) {
 		t.Fatalf("streamed %s\nplain %s", gotJSON, gjson.GetBytes(body, "choices.0.message.annotations").Raw)
 	}
-	if !strings.Contains(rec.Body.String(), `"server_tool_use":{"web_search_requests":1`) || !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
+	if !strings.Contains(rec.Body.String(), `"server_tool_use_details":{"web_search_requests":1`) || !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
 		t.Fatalf("stream tail %s", rec.Body.String())
 	}
 }
@@ -322,7 +322,7 @@ func TestCiteWriterResponsesStream(t *testing.T) {
 			}
 			added = append(added, j.Get("annotation").Raw)
 		}
-		if j.Get("type").Str == "response.completed" && j.Get("response.usage.server_tool_use.web_search_results").Int() != 1 {
+		if j.Get("type").Str == "response.completed" && j.Get("response.usage.server_tool_use_details.web_search_results").Int() != 1 {
 			t.Fatalf("usage %s", d)
 		}
 	}

@@ -400,7 +400,7 @@ func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upst
 	p.charged = true
 }
 
-// serverToolUse is the usage.server_tool_use object of the answer.
+// serverToolUse is the usage.server_tool_use_details object of the answer (the public ServerToolUseDetails, plus the result and X item counts).
 func (p *searchPlan) serverToolUse() string {
 	s := `{"web_search_requests":1,"web_search_results":` + strconv.FormatInt(p.results, 10)
 	if p.spec.XSearch != nil {

@@ -29,7 +29,7 @@ import (
 //     response.completed carry the part's whole list.
 //
 // Error answers pass through untouched, as do annotations a provider's
-// native search made itself (OpenAI-style providers). usage.server_tool_use
+// native search made itself (OpenAI-style providers). usage.server_tool_use_details
 // reports the search once the meter has charged it.
 type citeWriter struct {
 	caddyhttp.ResponseWriterWrapper
@@ -206,12 +206,12 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	return cw.withUsage(out, "usage")
 }
 
-// withUsage adds usage.server_tool_use once the search was charged.
+// withUsage adds usage.server_tool_use_details once the search was charged.
 func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
 	if !cw.plan.charged || !gjson.GetBytes(doc, path).IsObject() {
 		return doc
 	}
-	out, err := sjson.SetRawBytes(doc, path+".server_tool_use", []byte(cw.plan.serverToolUse()))
+	out, err := sjson.SetRawBytes(doc, path+".server_tool_use_details", []byte(cw.plan.serverToolUse()))
 	if err != nil {
 		return doc
 	}

@@ -2,11 +2,15 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -209,7 +213,7 @@ func TestWebSearchEnginesThroughCaddy(t *testing.T) {
 					t.Fatalf("cited %s", u)
 				}
 			}
-			if n := r.JSON.Get("usage.server_tool_use.web_search_results").Int(); n != 3 {
+			if n := r.JSON.Get("usage.server_tool_use_details.web_search_results").Int(); n != 3 {
 				t.Fatalf("web_search_results %d", n)
 			}
 		})
@@ -290,7 +294,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 		if got, _ := json.Marshal(streamed); !jsonEqual(string(got), plain.Raw) {
 			t.Fatalf("streamed annotations %s\nplain %s", got, plain.Raw)
 		}
-		if s := parseStream(t, evs); s.usage.Get("server_tool_use.web_search_results").Int() != 3 {
+		if s := parseStream(t, evs); s.usage.Get("server_tool_use_details.web_search_results").Int() != 3 {
 			t.Fatalf("stream usage %s", s.usage.Raw)
 		}
 	})
@@ -341,7 +345,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 				finals[typ] = d.Get("item.content.0.annotations").Raw
 			case "response.completed":
 				finals[typ] = d.Get("response.output.0.content.0.annotations").Raw
-				if d.Get("response.usage.server_tool_use.web_search_results").Int() != 3 {
+				if d.Get("response.usage.server_tool_use_details.web_search_results").Int() != 3 {
 					t.Fatalf("completed usage %s", d.Get("response.usage").Raw)
 				}
 			}
@@ -423,7 +427,7 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 			gjson.GetBytes(up[0], "tools.1.excluded_x_handles.0").Str != "spam" || !gjson.GetBytes(up[0], "tools.1.enable_image_understanding").Bool() {
 			t.Fatalf("upstream %s", up[0])
 		}
-		u := r.JSON.Get("usage.server_tool_use")
+		u := r.JSON.Get("usage.server_tool_use_details")
 		if u.Get("x_search_posts").Int() != 3 || u.Get("x_search_profiles").Int() != 1 {
 			t.Fatalf("usage %s", r.JSON.Get("usage").Raw)
 		}
@@ -581,5 +585,25 @@ func TestWebSearchConcurrentCharges(t *testing.T) {
 	expectCharged(t, before, after, charged, "concurrent search requests")
 	if got := len(e.search.Requests()); got != ok {
 		t.Fatalf("%d searches for %d admitted requests", got, ok)
+	}
+}
+
+// TestWebSearchSDK runs integration/sdk/websearch.mjs: the public
+// @openrouter/sdk parses chat completions with web search, plain and
+// streamed, and sees the search in usage.
+func TestWebSearchSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: TestWebSearchSDK needs Node.js to run the @openrouter/sdk script")
+	}
+	ensureSDKModules(t)
+	e := startWebSearch(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "websearch.mjs")
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(), "TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1", "TOLLGATE_API_KEY="+e.key)
+	if err := runLogged(t, cmd); err != nil {
+		t.Fatalf("node websearch.mjs: %v", err)
 	}
 }
