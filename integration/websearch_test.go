@@ -384,6 +384,11 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 			t.Fatalf("upstream %s", up[0])
 		}
 		checkSpans(t, r.JSON.Get("choices.0.message.content").Str, r.JSON.Get("choices.0.message.annotations").Array(), "url_citation")
+		// The provider's own annotations pass through a stream too.
+		streamed := streamedChatAnnotations(t, e, `{"stream":true,"model":"openai/gpt-ws",`+msgs+`,"tools":[{"type":"service:web_search","parameters":{"search_context_size":"low"}}]}`)
+		if !jsonEqual(streamed, r.JSON.Get("choices.0.message.annotations").Raw) {
+			t.Fatalf("streamed %s, plain %s", streamed, r.JSON.Get("choices.0.message.annotations").Raw)
+		}
 	})
 	t.Run("openai responses", func(t *testing.T) {
 		r, up, _ := e.post(t, "/responses", `{"model":"openai/gpt-ws","input":"weather in Zürich","tools":[{"type":"service:web_search","parameters":{"allowed_domains":["meteo.example"]}}]}`)
@@ -419,6 +424,10 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 				t.Fatalf("citation %d %s not annotated: %s", i, u.Str, r.Body)
 			}
 		}
+		streamed := streamedChatAnnotations(t, e, `{"stream":true,"model":"x-ai/grok-ws",`+msgs+`,"tools":[{"type":"service:web_search","parameters":{"max_results":4}}]}`)
+		if !jsonEqual(streamed, r.JSON.Get("choices.0.message.annotations").Raw) {
+			t.Fatalf("streamed %s, plain %s", streamed, r.JSON.Get("choices.0.message.annotations").Raw)
+		}
 	})
 	t.Run("x responses with x_search", func(t *testing.T) {
 		r, up, _ := e.post(t, "/responses", `{"model":"x-ai/grok-ws","input":"news","tools":[{"type":"service:web_search","parameters":{"x_search":{"excluded_x_handles":["spam"],"enable_image_understanding":true}}}]}`)
@@ -432,6 +441,29 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 			t.Fatalf("usage %s", r.JSON.Get("usage").Raw)
 		}
 	})
+}
+
+// streamedChatAnnotations streams a chat request and returns the
+// annotations of its deltas as one JSON array.
+func streamedChatAnnotations(t *testing.T, e *webSearchEnv, body string) string {
+	t.Helper()
+	res, err := e.c.send("/chat/completions", e.key, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := readStream(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []json.RawMessage{}
+	for _, ev := range evs {
+		for _, a := range gjson.Get(ev.Data, "choices.0.delta.annotations").Array() {
+			all = append(all, json.RawMessage(a.Raw))
+		}
+	}
+	b, _ := json.Marshal(all)
+	return string(b)
 }
 
 // amountOf parses a usage.cost.
