@@ -3,16 +3,22 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 func normalized(t *testing.T, body string) ([]byte, *websearch.Spec) {
@@ -375,5 +381,52 @@ func TestWebSearchFamilyFromCatalog(t *testing.T) {
 	_, plan, _, apiErr = ws.prepare([]byte(`{"model":"openai/self-hosted:online",`+msgs+`}`), "chat")
 	if apiErr != nil || plan.engine != "exa" || plan.family != "" {
 		t.Fatalf("search_family none: %v %+v", apiErr, plan)
+	}
+}
+
+// TestMeterChargesSearchOnce runs Auth → WebSearch → Router → Meter with
+// the exa engine on the engines' test double: the search runs once, after
+// admission, its results reach the provider, and the charge (tokens plus
+// results at the engine's price) lands once with the generation record.
+func TestMeterChargesSearchOnce(t *testing.T) {
+	ts := engines.StartTestServer()
+	defer ts.Close()
+	f := newMeterFixture(t, "10", storage.NewAPIKey{Name: "k"})
+	s, err := (&WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}}}).Build(caddy.NewReplacer(), ts.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &WebSearch{gw: f.gw, settings: s, MaxBodyBytes: 1 << 20}
+	router := &Router{gw: f.gw}
+	if err := router.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	f.provider = func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "application/json")
+		_, err := io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"see [a](https://x.example/1)"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`)
+		return err
+	}
+	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		f.calls.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		f.bodies = append(f.bodies, string(body))
+		return f.provider(w, r)
+	})
+	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(router, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
+	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
+	res := serve(t, h, r, repl)
+	res.must(t, 200)
+	if n := len(ts.Requests()); n != 1 || f.calls.Load() != 1 || !strings.Contains(f.bodies[0], "A web search was run on") {
+		t.Fatalf("%d searches, %d calls, bodies %q", n, f.calls.Load(), f.bodies)
+	}
+	// 100 × 0.000001 + 10 × 0.000002 + 5 results × 0.003
+	want := storage.Amount(100_000 + 20_000 + 15_000_000)
+	f.wantCharged(t, want)
+	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
+	if err != nil || g.SearchResults != 5 || g.Cost != want {
+		t.Fatalf("generation %+v %v", g, err)
+	}
+	if res.header.Get("Deprecation") != "true" || gjson.Get(res.body, "usage.server_tool_use_details.web_search_results").Int() != 5 {
+		t.Fatalf("answer %s %v", res.body, res.header)
 	}
 }
