@@ -430,3 +430,21 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 		t.Fatalf("answer %s %v", res.body, res.header)
 	}
 }
+
+// TestWebSearchLargeBodyPassesOn checks that a body above MaxBodyBytes
+// reaches the next handler whole and untouched.
+func TestWebSearchLargeBodyPassesOn(t *testing.T) {
+	ws := testWebSearch(t, nil)
+	ws.MaxBodyBytes = 16
+	body := `{"model":"m:online","messages":[]}`
+	var got string
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		b, err := io.ReadAll(r.Body)
+		got = string(b)
+		return err
+	})
+	r, _ := newRequest("POST", "/api/v1/chat/completions", body)
+	if err := ws.ServeHTTP(httptest.NewRecorder(), r, next); err != nil || got != body {
+		t.Fatalf("next got %q, %v", got, err)
+	}
+}

@@ -30,7 +30,8 @@ import (
 // (searchPlan.run), once per request whatever the fallbacks. The answer
 // passes through a writer that adds the url_citation annotations.
 type WebSearch struct {
-	// MaxBodyBytes bounds the bodies read; default 16 MiB.
+	// MaxBodyBytes bounds the bodies rewritten; larger ones pass on
+	// untouched to the router, which enforces its own limit. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 
 	gw       Gateway
@@ -103,10 +104,12 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	if !ok || kind != routeInference || r.Method != http.MethodPost || (sub != "/chat/completions" && sub != "/responses") {
 		return next.ServeHTTP(w, r)
 	}
-	body, apiErr := readBody(w, r, ws.MaxBodyBytes)
-	if apiErr != nil {
-		WriteError(w, apiErr)
-		return nil
+	// Bodies larger than MaxBodyBytes (or unreadable) go on untouched: the
+	// router's own limit and checks answer them.
+	body, err := io.ReadAll(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
+	if err != nil || int64(len(body)) > ws.MaxBodyBytes {
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		return next.ServeHTTP(w, r)
 	}
 	apiKind := "chat"
 	if sub == "/responses" {
@@ -122,16 +125,24 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		return next.ServeHTTP(w, r)
 	}
 	if len(deprecated) > 0 {
-		// RFC 9745: the resource uses a deprecated form; Link-free boolean
-		// form as most clients check presence only.
+		// The request used a deprecated form (SPEC.md 9.2); clients check
+		// the header's presence.
 		w.Header().Set("Deprecation", "true")
 	}
 	r = attach(r, searchPlanVar, searchPlanKey{}, plan)
 	cw := newCiteWriter(w, plan)
-	err := next.ServeHTTP(cw, r)
+	err = next.ServeHTTP(cw, r)
 	cw.finish()
 	return err
 }
+
+// readCloser reads from r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
 
 // setBody replaces the request body.
 func setBody(r *http.Request, body []byte) {
