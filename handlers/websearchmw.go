@@ -106,7 +106,12 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	// Bodies larger than MaxBodyBytes (or unreadable) go on untouched: the
 	// router's own limit and checks answer them.
-	body, err := io.ReadAll(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= ws.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
+	body := buf.Bytes()
 	if err != nil || int64(len(body)) > ws.MaxBodyBytes {
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		return next.ServeHTTP(w, r)
