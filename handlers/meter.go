@@ -70,15 +70,20 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	policy := m.gw.InFlightPolicy()
 	facts, est := estimateAttempts(route, policy)
 	search := searchPlanFrom(r)
+	var searchCredits storage.Amount // a BYOK request's search, held against the balance
 	if search != nil {
 		// The worst case of the search charge is held too.
-		est.Hold += search.holdExtra(route)
+		extra, credits := search.holdExtra(route)
+		est.Hold += extra
+		if facts.BYOK {
+			searchCredits = credits
+		}
 	}
 	// Free-model requests count against the account's request caps, unless
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
-	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK},
+	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits},
 		func(v storage.LedgerView) error {
 			if countFree {
 				if rl := limits.Check(v.Account, v.Now); rl != nil {
@@ -86,6 +91,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 				}
 			}
 			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+				return rejection{rej}
+			}
+			if rej := admitSearchCredits(searchCredits, accountFacts(v)); rej != nil {
 				return rejection{rej}
 			}
 			return nil
@@ -212,8 +220,11 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		usage = billing.Usage{PromptTokens: route.InputTokens, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
 	}
 	pricing := route.Model.Pricing
+	var credits storage.Amount // a BYOK request's part paid in credits
 	if search := searchPlanFrom(r); search != nil {
-		search.charge(&pricing, &usage, mw.usageRaw)
+		if c := search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
+			credits = c
+		}
 	}
 	cost := billing.Cost(pricing, usage)
 	status := "completed"
@@ -232,7 +243,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
 	}
-	err := store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, SettlementWindow: policy.SettlementWindow, Generation: gen})
+	err := store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: policy.SettlementWindow, Generation: gen})
 	if err != nil {
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.

@@ -320,22 +320,39 @@ func mustAmount(s string) storage.Amount {
 
 // holdExtra is the worst-case cost the search adds on the costliest
 // attempt: max_results results, the injected prompt tokens, and for X
-// search max_results posts and profiles.
-func (p *searchPlan) holdExtra(route *Route) storage.Amount {
-	var worst storage.Amount
+// search max_results posts and profiles. credits is the part a BYOK
+// request still pays in credits: a gateway-side engine's results, which
+// the platform pays for (native searches bill the caller's own key).
+func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
 	for _, a := range route.Attempts {
 		price := a.Model.Pricing.WebSearch
 		if price == 0 {
 			price = p.price
 		}
-		c := billing.Cost(billing.Pricing{WebSearch: price}, billing.Usage{SearchResults: int64(p.spec.MaxResults)})
-		c += billing.TokenCost(a.Model.Pricing, p.injectedTokens(), 0)
-		worst = max(worst, c)
+		results := billing.Cost(billing.Pricing{WebSearch: price}, billing.Usage{SearchResults: int64(p.spec.MaxResults)})
+		hold = max(hold, results+billing.TokenCost(a.Model.Pricing, p.injectedTokens(), 0))
+		if p.engine != "native" {
+			credits = max(credits, results)
+		}
 	}
 	if p.spec.XSearch != nil {
-		worst += storage.Amount(p.spec.MaxResults) * (xPostPrice + xProfilePrice)
+		hold += storage.Amount(p.spec.MaxResults) * (xPostPrice + xProfilePrice)
 	}
-	return worst
+	return hold, credits
+}
+
+// admitSearchCredits refuses a BYOK request whose gateway-side search the
+// prepaid account's balance cannot cover: the rest of the request spends
+// the caller's own provider credits, the search the platform's.
+func admitSearchCredits(credits storage.Amount, acct billing.AccountFacts) *billing.Rejection {
+	if credits == 0 || !acct.Prepaid {
+		return nil
+	}
+	if acct.Balance <= 0 || acct.Balance-acct.Held < credits {
+		return &billing.Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request's web search",
+			RemedyHint: "Add credits to the account, or lower max_results."}
+	}
+	return nil
 }
 
 // run performs a gateway-side search after admission and hands the
@@ -396,8 +413,10 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 }
 
 // charge adds the search to the request's pricing and usage; upstreamUsage
-// is the provider's usage object (for the X search counters).
-func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) {
+// is the provider's usage object (for the X search counters). It returns
+// the cost of a gateway-side engine's results, which a BYOK request pays
+// in credits.
+func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits storage.Amount) {
 	if pricing.WebSearch == 0 {
 		pricing.WebSearch = p.price
 	}
@@ -414,9 +433,15 @@ func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upst
 		usage.Extra += storage.Amount(p.xPosts)*xPostPrice + storage.Amount(p.xProfil)*xProfilePrice
 	}
 	p.charged = true
+	if p.engine == "native" {
+		return 0
+	}
+	return billing.Cost(billing.Pricing{WebSearch: pricing.WebSearch}, billing.Usage{SearchResults: p.results})
 }
 
-// serverToolUse is the usage.server_tool_use_details object of the answer (the public ServerToolUseDetails, plus the result and X item counts).
+// serverToolUse is the usage.server_tool_use_details object of the
+// answer: the public ServerToolUseDetails, plus the result and X item
+// counts.
 func (p *searchPlan) serverToolUse() string {
 	s := `{"web_search_requests":1,"web_search_results":` + strconv.FormatInt(p.results, 10)
 	if p.spec.XSearch != nil {

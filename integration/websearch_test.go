@@ -639,3 +639,39 @@ func TestWebSearchSDK(t *testing.T) {
 		t.Fatalf("node websearch.mjs: %v", err)
 	}
 }
+
+// TestWebSearchBYOKPaysSearchInCredits: with the account's own provider
+// key, the tokens land in byok_usage but a gateway-side search is the
+// platform's cost, paid in credits; an account without credits cannot
+// search that way.
+func TestWebSearchBYOKPaysSearchInCredits(t *testing.T) {
+	e := startWebSearch(t)
+	e.c.api("POST", "/byok", e.org.MgmtKey, `{"provider":"p","key":"sk-own-key-0123456789"}`).expect(t, 201)
+	byokUsage := func(key string) storage.Amount {
+		return amountOf(t, e.c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.byok_usage"))
+	}
+	before, byokBefore := e.c.snapshot(e.key, e.org.MgmtKey), byokUsage(e.key)
+	r, _, _ := e.post(t, "/chat/completions", `{"model":"ws/plain","messages":[{"role":"user","content":"own key"}],"plugins":[{"id":"web","engine":"searxng","max_results":4}]}`)
+	r.expect(t, 200)
+	u := r.JSON.Get("usage")
+	tokens := tokenCost(u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int())
+	const search = 16_000_000 // 4 results at 0.004
+	if got := amountOf(t, u.Get("cost")); got != tokens+search {
+		t.Fatalf("usage.cost %s, want %s", got, tokens+search)
+	}
+	expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), search, "BYOK search")
+	if got := byokUsage(e.key) - byokBefore; got != tokens {
+		t.Fatalf("byok_usage rose by %s, want the tokens' %s", got, tokens)
+	}
+
+	broke := e.c.newTenant("organization", "")
+	key, _ := e.c.newKey(broke.MgmtKey, `{"name":"broke"}`)
+	e.c.api("POST", "/byok", broke.MgmtKey, `{"provider":"p","key":"sk-own-key-9876543210"}`).expect(t, 201)
+	e.c.mustPost("/chat/completions", key, `{"model":"ws/plain","messages":[{"role":"user","content":"own key"}]}`, nil).expect(t, 200)
+	e.search.Reset()
+	r = e.c.mustPost("/chat/completions", key, `{"model":"ws/plain:online","messages":[{"role":"user","content":"own key"}]}`, nil)
+	expect402(t, r, "service_credits", "", false)
+	if n := len(e.search.Requests()); n != 0 {
+		t.Fatalf("a refused request ran %d searches", n)
+	}
+}
