@@ -90,10 +90,10 @@ func init() {
 //				web_search <credits per result>
 //			}
 //			provider <name> <base_url> {
+//				search_family <openai|anthropic|x|none>
 //				model   <upstream model id>
 //				api_key <key or {env.VAR}>
 //				style   openai
-//				search_family <openai|anthropic|x|none>
 //			}
 //		}
 //	}
@@ -288,14 +288,14 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			for inner := d.Nesting(); d.NextBlock(inner); {
 				var dst *string
 				switch d.Val() {
+				case "search_family":
+					dst = &p.SearchFamily
 				case "model":
 					dst = &p.Model
 				case "api_key":
 					dst = &p.APIKey
 				case "style":
 					dst = &p.Style
-				case "search_family":
-					dst = &p.SearchFamily
 				default:
 					return m, d.Errf("unrecognized provider option %q", d.Val())
 				}

@@ -44,14 +44,14 @@ type ProviderConfig struct {
 	BaseURL string `json:"base_url"`
 	// Model is the provider's id for the model. Default: the model's id.
 	Model string `json:"model,omitempty"`
+	// SearchFamily overrides the native web search family the model id's
+	// vendor implies: openai, anthropic, x, or none.
+	SearchFamily string `json:"search_family,omitempty"`
 	// APIKey is the operator's key, usually a placeholder such as
 	// {env.OPENAI_API_KEY}, expanded at provision time.
 	APIKey string `json:"api_key,omitempty"`
 	// Style is the provider's API dialect; only "openai", the default.
 	Style string `json:"style,omitempty"`
-	// SearchFamily overrides the native web search family the model id's
-	// vendor implies: openai, anthropic, x, or none.
-	SearchFamily string `json:"search_family,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
@@ -474,11 +474,6 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	default:
 		return fmt.Errorf("style: unsupported %q (only \"openai\")", p.Style)
 	}
-	switch p.SearchFamily {
-	case "", "openai", "anthropic", "x", "none":
-	default:
-		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
-	}
 	configured := p.BaseURL // as written: the expanded form may hold secrets
 	p.APIKey = repl.ReplaceKnown(p.APIKey, "")
 	p.BaseURL = repl.ReplaceKnown(p.BaseURL, "")
@@ -496,5 +491,10 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	p.Host = u.Host
 	// No trailing slash: the router appends paths that start with one.
 	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
+	switch p.SearchFamily {
+	case "", "openai", "anthropic", "x", "none":
+	default:
+		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
+	}
 	return nil
 }

@@ -259,7 +259,7 @@ func TestCiteWriterChat(t *testing.T) {
 		}
 	}
 	gotJSON, _ := json.Marshal(got)
-	if !jsonSame(string(gotJSON), gjson.GetBytes(body, "choices.0.message.annotations").Raw) {
+	if !equalJSONDoc(string(gotJSON), gjson.GetBytes(body, "choices.0.message.annotations").Raw) {
 		t.Fatalf("streamed %s\nplain %s", gotJSON, gjson.GetBytes(body, "choices.0.message.annotations").Raw)
 	}
 	if !strings.Contains(rec.Body.String(), `"server_tool_use_details":{"web_search_requests":1`) || !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
@@ -317,7 +317,7 @@ func TestCiteWriterResponsesStream(t *testing.T) {
 		for _, p := range []string{"annotations", "part.annotations", "item.content.0.annotations", "response.output.0.content.0.annotations"} {
 			if v := j.Get(p); v.Exists() {
 				finals++
-				if !jsonSame(v.Raw, want) {
+				if !equalJSONDoc(v.Raw, want) {
 					t.Fatalf("%s: %s", j.Get("type").Str, v.Raw)
 				}
 			}
@@ -332,12 +332,12 @@ func TestCiteWriterResponsesStream(t *testing.T) {
 			t.Fatalf("usage %s", d)
 		}
 	}
-	if finals != 4 || !jsonSame("["+strings.Join(added, ",")+"]", want) {
+	if finals != 4 || !equalJSONDoc("["+strings.Join(added, ",")+"]", want) {
 		t.Fatalf("finals %d, added %v", finals, added)
 	}
 }
 
-func jsonSame(a, b string) bool {
+func equalJSONDoc(a, b string) bool {
 	var x, y any
 	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
 		return false

@@ -291,7 +291,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 		if sb.String() != text {
 			t.Fatalf("streamed text %q, plain %q", sb.String(), text)
 		}
-		if got, _ := json.Marshal(streamed); !jsonEqual(string(got), plain.Raw) {
+		if got, _ := json.Marshal(streamed); !equalJSONText(string(got), plain.Raw) {
 			t.Fatalf("streamed annotations %s\nplain %s", got, plain.Raw)
 		}
 		if s := parseStream(t, evs); s.usage.Get("server_tool_use_details.web_search_results").Int() != 3 {
@@ -350,21 +350,21 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 				}
 			}
 		}
-		if got := "[" + strings.Join(added, ",") + "]"; !jsonEqual(got, plain.Raw) {
+		if got := "[" + strings.Join(added, ",") + "]"; !equalJSONText(got, plain.Raw) {
 			t.Fatalf("annotation.added %s\nplain %s", got, plain.Raw)
 		}
 		if len(finals) != 4 {
 			t.Fatalf("final events %v", finals)
 		}
 		for typ, v := range finals {
-			if !jsonEqual(v, plain.Raw) {
+			if !equalJSONText(v, plain.Raw) {
 				t.Fatalf("%s annotations %s\nplain %s", typ, v, plain.Raw)
 			}
 		}
 	})
 }
 
-func jsonEqual(a, b string) bool {
+func equalJSONText(a, b string) bool {
 	var x, y any
 	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
 		return false
@@ -386,7 +386,7 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 		checkSpans(t, r.JSON.Get("choices.0.message.content").Str, r.JSON.Get("choices.0.message.annotations").Array(), "url_citation")
 		// The provider's own annotations pass through a stream too.
 		streamed := streamedChatAnnotations(t, e, `{"stream":true,"model":"openai/gpt-ws",`+msgs+`,"tools":[{"type":"service:web_search","parameters":{"search_context_size":"low"}}]}`)
-		if !jsonEqual(streamed, r.JSON.Get("choices.0.message.annotations").Raw) {
+		if !equalJSONText(streamed, r.JSON.Get("choices.0.message.annotations").Raw) {
 			t.Fatalf("streamed %s, plain %s", streamed, r.JSON.Get("choices.0.message.annotations").Raw)
 		}
 	})
@@ -425,7 +425,7 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 			}
 		}
 		streamed := streamedChatAnnotations(t, e, `{"stream":true,"model":"x-ai/grok-ws",`+msgs+`,"tools":[{"type":"service:web_search","parameters":{"max_results":4}}]}`)
-		if !jsonEqual(streamed, r.JSON.Get("choices.0.message.annotations").Raw) {
+		if !equalJSONText(streamed, r.JSON.Get("choices.0.message.annotations").Raw) {
 			t.Fatalf("streamed %s, plain %s", streamed, r.JSON.Get("choices.0.message.annotations").Raw)
 		}
 	})
