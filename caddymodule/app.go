@@ -54,12 +54,15 @@ type App struct {
 	// bytes in standard base64, usually {env.TOLLGATE_BYOK_KEY}. Unset (or
 	// a placeholder that expands to nothing): BYOK is off.
 	BYOKKey string `json:"byok_encryption_key,omitempty"`
+	// WebSearch configures the gateway-side search engines.
+	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
 
 	logger *zap.Logger
 
 	catalog  *catalog.Catalog
 	inFlight billing.InFlightPolicy
 	sealer   *storage.Sealer
+	search   *handlers.WebSearchSettings
 
 	mu    sync.Mutex
 	dir   string // absolute DataDir: the pool key
@@ -109,6 +112,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.dir = dir
 	if a.sealer, err = a.byokSealer(repl); err != nil {
+		return err
+	}
+	if a.search, err = a.WebSearch.Build(repl, nil); err != nil {
 		return err
 	}
 	a.catalog, err = a.loadCatalog()
@@ -222,6 +228,9 @@ func (a *App) InFlightPolicy() billing.InFlightPolicy { return a.inFlight }
 // Brand is the prefix of limit_source values and server tool types.
 func (a *App) Brand() string { return a.BrandName }
 
+// WebSearchSettings is the provisioned web search setup.
+func (a *App) WebSearchSettings() *handlers.WebSearchSettings { return a.search }
+
 // BYOKSealer seals and opens BYOK provider keys; nil when BYOK is off.
 func (a *App) BYOKSealer() *storage.Sealer { return a.sealer }
 
@@ -278,3 +287,5 @@ var (
 	_ caddy.CleanerUpper = (*App)(nil)
 	_ handlers.Gateway   = (*App)(nil)
 )
+
+var _ handlers.WebSearchProvider = (*App)(nil)

@@ -22,6 +22,7 @@ import (
 func init() {
 	caddy.RegisterModule(new(handlers.Auth))
 	caddy.RegisterModule(new(handlers.Admin))
+	caddy.RegisterModule(new(handlers.WebSearch))
 	caddy.RegisterModule(new(handlers.Router))
 	caddy.RegisterModule(new(handlers.Meter))
 	caddy.RegisterModule(new(handlers.MockProvider))
@@ -34,6 +35,7 @@ func init() {
 	}{
 		{"tollgate_auth", parseAuth},
 		{"tollgate_admin", parseAdmin},
+		{"tollgate_websearch", parseWebSearch},
 		{"tollgate_router", parseRouter},
 		{"tollgate_meter", parseMeter},
 		{"tollgate_mock_provider", parseMockProvider},
@@ -63,6 +65,18 @@ func init() {
 //			balance_threshold <credits>
 //			established_usage <credits>
 //		}
+//		web_search {
+//			default_engine <name>
+//			native_price   <credits per result>
+//			engine <exa|firecrawl|parallel|searxng> {
+//				base_url         <url>
+//				api_key          <key or {env.VAR}>
+//				username         <user>
+//				price_per_result <credits>
+//				max_results      <1..25>
+//				timeout          <duration>
+//			}
+//		}
 //		models_file <path>
 //		byok_encryption_key <base64 32-byte key or {env.VAR}>
 //		model <id> {
@@ -76,6 +90,7 @@ func init() {
 //				web_search <credits per result>
 //			}
 //			provider <name> <base_url> {
+//				search_family <openai|anthropic|x|none>
 //				model   <upstream model id>
 //				api_key <key or {env.VAR}>
 //				style   openai
@@ -153,6 +168,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 			if !d.AllArgs(&app.BYOKKey) {
 				return nil, d.ArgErr()
 			}
+		case "web_search":
+			cfg, err := parseWebSearchOption(d)
+			if err != nil {
+				return nil, err
+			}
+			app.WebSearch = cfg
 		case "model":
 			m, err := parseModel(d)
 			if err != nil {
@@ -268,6 +289,8 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			for inner := d.Nesting(); d.NextBlock(inner); {
 				var dst *string
 				switch d.Val() {
+				case "search_family":
+					dst = &p.SearchFamily
 				case "model":
 					dst = &p.Model
 				case "api_key":

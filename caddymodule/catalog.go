@@ -44,6 +44,9 @@ type ProviderConfig struct {
 	BaseURL string `json:"base_url"`
 	// Model is the provider's id for the model. Default: the model's id.
 	Model string `json:"model,omitempty"`
+	// SearchFamily overrides the native web search family the model id's
+	// vendor implies: openai, anthropic, x, or none.
+	SearchFamily string `json:"search_family,omitempty"`
 	// APIKey is the operator's key, usually a placeholder such as
 	// {env.OPENAI_API_KEY}, expanded at provision time.
 	APIKey string `json:"api_key,omitempty"`
@@ -59,7 +62,7 @@ type ProviderConfig struct {
 // provider copies the config into the catalog's form, which Provision
 // then completes; the config keeps its placeholders.
 func (pc ProviderConfig) provider() *catalog.Provider {
-	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API}
+	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API, SearchFamily: pc.SearchFamily}
 }
 
 // PricingConfig holds prices as exact decimal strings. Prompt and
@@ -498,5 +501,10 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	p.Host = u.Host
 	// No trailing slash: the router appends paths that start with one.
 	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
+	switch p.SearchFamily {
+	case "", "openai", "anthropic", "x", "none":
+	default:
+		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
+	}
 	return nil
 }

@@ -69,11 +69,21 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	policy := m.gw.InFlightPolicy()
 	facts, est := estimateAttempts(route, policy)
+	search := searchPlanFrom(r)
+	var searchCredits storage.Amount // a BYOK request's search, held against the balance
+	if search != nil {
+		// The worst case of the search charge is held too.
+		extra, credits := search.holdExtra(route)
+		est.Hold += extra
+		if facts.BYOK {
+			searchCredits = credits
+		}
+	}
 	// Free-model requests count against the account's request caps, unless
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
-	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK},
+	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits},
 		func(v storage.LedgerView) error {
 			if countFree {
 				if rl := limits.Check(v.Account, v.Now); rl != nil {
@@ -81,6 +91,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 				}
 			}
 			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+				return rejection{rej}
+			}
+			if rej := admitSearchCredits(searchCredits, accountFacts(v)); rej != nil {
 				return rejection{rej}
 			}
 			return nil
@@ -98,6 +111,15 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		WriteError(w, newError(http.StatusUnauthorized, msgInvalidKey))
 		return nil
+	}
+
+	if search != nil {
+		// Only an admitted request searches, once, before any attempt.
+		if apiErr := search.run(r, route); apiErr != nil {
+			_ = store.Release(res)
+			WriteError(w, apiErr)
+			return nil
+		}
 	}
 
 	start := now()
@@ -197,7 +219,14 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	if estimated {
 		usage = billing.Usage{PromptTokens: route.InputTokens, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
 	}
-	cost := billing.Cost(route.Model.Pricing, usage)
+	pricing := route.Model.Pricing
+	var credits storage.Amount // a BYOK request's part paid in credits
+	if search := searchPlanFrom(r); search != nil {
+		if c := search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
+			credits = c
+		}
+	}
+	cost := billing.Cost(pricing, usage)
 	status := "completed"
 	switch {
 	case clientGone:
@@ -210,11 +239,11 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	gen := &storage.Generation{
 		ID: genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
-		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, Cost: cost, BYOK: route.BYOK,
+		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK,
 		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
 	}
-	err := store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, SettlementWindow: policy.SettlementWindow, Generation: gen})
+	err := store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: policy.SettlementWindow, Generation: gen})
 	if err != nil {
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.

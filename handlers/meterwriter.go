@@ -47,6 +47,7 @@ type meterWriter struct {
 	jsonChecked  bool // usableJSON ran
 	jsonOK       bool
 	usageJSON    gjson.Result // the JSON answer's usage object
+	usageRaw     string       // the upstream's usage object, as sent
 }
 
 type writerMode int
@@ -203,6 +204,7 @@ func (mw *meterWriter) event(ev []byte) error {
 			u := gjson.GetBytes(data, "response.usage")
 			if u.IsObject() {
 				mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
+				mw.usageRaw = u.Raw
 			}
 			mw.finish = strings.TrimPrefix(typ, "response.")
 			mw.sawDone, hold = true, true
@@ -220,6 +222,7 @@ func (mw *meterWriter) event(ev []byte) error {
 		if bytes.Contains(data, usageKey) {
 			if u := gjson.GetBytes(data, "usage"); u.IsObject() {
 				mw.usage = usageSeen{ok: true, prompt: u.Get("prompt_tokens").Int(), completion: u.Get("completion_tokens").Int()}
+				mw.usageRaw = u.Raw
 				hold = true
 			}
 		}
@@ -257,6 +260,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	u := gjson.GetBytes(body, "usage")
 	if u.IsObject() {
 		mw.usageJSON = u
+		mw.usageRaw = u.Raw
 		mw.usage = usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
 		mw.finish = gjson.GetBytes(body, finishPath).Str
 		return true

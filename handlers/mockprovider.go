@@ -80,6 +80,9 @@ const (
 	mockNoUserText = "(no user message)"
 )
 
+// mockFingerprint is the mock's system_fingerprint.
+const mockFingerprint = "fp_tollgate_mock"
+
 // mockModels are listed by GET .../models; any other name works as well.
 var mockModels = []string{
 	"tollgate-mock",
@@ -134,6 +137,8 @@ type mockRequest struct {
 	// Responses only, echoed back on the response object.
 	instructions    *string
 	maxOutputTokens *int64
+	// search is the request's web search, answered with cited sources.
+	search mockSearch
 }
 
 // mockAnswer is the generated text, split into stream chunks.
@@ -169,6 +174,7 @@ func newMockAnswer(q *mockRequest) *mockAnswer {
 	if mockCites(q.model) {
 		words = append(words, mockCiteWords()...)
 	}
+	words = append(words, q.search.citeWords()...)
 	a := &mockAnswer{words: words, prompt: q.prompt}
 	if q.limit > 0 && int64(len(words)) > q.limit {
 		a.words, a.truncated = words[:q.limit], true
@@ -275,6 +281,7 @@ func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
 		return nil
 	}
 	parse(body, q)
+	parseMockSearch(body, q)
 
 	if strings.Contains(q.model, "slow") {
 		latency += mockSlowDelay
@@ -476,6 +483,10 @@ type chatCompletion struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *chatUsage   `json:"usage,omitempty"`
+	// SystemFingerprint is set as OpenAI does (the public SDK requires it).
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+	// Citations is the X vendor's list of cited URLs.
+	Citations []string `json:"citations,omitempty"`
 }
 
 type chatChoice struct {
@@ -493,9 +504,12 @@ type chatMessage struct {
 }
 
 type chatUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens     int                `json:"prompt_tokens"`
+	CompletionTokens int                `json:"completion_tokens"`
+	TotalTokens      int                `json:"total_tokens"`
+	ServerToolUse    *mockServerToolUse `json:"server_tool_use,omitempty"`
+	XSearchUsage     *mockXUsage        `json:"x_search_usage,omitempty"`
+	NumSourcesUsed   int                `json:"num_sources_used,omitempty"`
 }
 
 func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
@@ -504,13 +518,20 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 		finish = "length"
 	}
 	usage := &chatUsage{PromptTokens: a.prompt, CompletionTokens: a.completion(), TotalTokens: a.total()}
-	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.model}
+	usage.ServerToolUse, usage.XSearchUsage, usage.NumSourcesUsed = q.search.usageExtras()
+	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.model, SystemFingerprint: mockFingerprint}
+	// The citing model's own annotations, else those of a native search.
+	anns := a.chatAnnotations()
+	if anns == nil && q.search.annotates(false) {
+		anns = chatAnnotationsOf(a.text())
+	}
 
 	if !q.stream {
 		c := base
 		c.Object = "chat.completion"
-		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text()), Annotations: a.chatAnnotations()}, FinishReason: &finish}}
+		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text()), Annotations: anns}, FinishReason: &finish}}
 		c.Usage = usage
+		c.Citations = q.search.citations()
 		if brk {
 			writeBrokenJSON(w, c)
 			return
@@ -533,7 +554,7 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 	if !ok {
 		return
 	}
-	if anns := a.chatAnnotations(); anns != nil {
+	if len(anns) > 0 {
 		s.send("", chunk(chatChoice{Delta: &chatMessage{Annotations: anns}}))
 	}
 	s.send("", chunk(chatChoice{Delta: &chatMessage{}, FinishReason: &finish}))
@@ -542,6 +563,7 @@ func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *
 	final := base
 	final.Choices = []chatChoice{}
 	final.Usage = usage
+	final.Citations = q.search.citations()
 	s.send("", final)
 	s.raw("", []byte("[DONE]"))
 }
@@ -601,7 +623,9 @@ type responseUsage struct {
 	OutputTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
-	TotalTokens int `json:"total_tokens"`
+	TotalTokens   int                `json:"total_tokens"`
+	ServerToolUse *mockServerToolUse `json:"server_tool_use,omitempty"`
+	XSearchUsage  *mockXUsage        `json:"x_search_usage,omitempty"`
 }
 
 // responseEvent is every Responses streaming event; each type fills the
@@ -633,7 +657,11 @@ func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter
 		incomplete = &incompleteDetails{Reason: "max_output_tokens"}
 	}
 	usage := &responseUsage{InputTokens: a.prompt, OutputTokens: a.completion(), TotalTokens: a.total()}
+	usage.ServerToolUse, usage.XSearchUsage, _ = q.search.usageExtras()
 	part := outputText{Type: "output_text", Text: a.text(), Annotations: a.responsesAnnotations()}
+	if len(part.Annotations) == 0 && q.search.annotates(true) {
+		part.Annotations = responsesAnnotationsOf(part.Text)
+	}
 	item := responseItem{Type: "message", ID: newID("msg_"), Status: status, Role: "assistant", Content: []outputText{part}}
 	resp := responseObject{
 		ID:                newID("resp_"),

@@ -115,6 +115,10 @@ type Holds struct {
 	// KeyOnly holds against the key's cap but not the account's balance:
 	// the request spends the caller's own provider credits (BYOK).
 	KeyOnly bool
+	// Credits is held against the account's balance even with KeyOnly:
+	// what a BYOK request costs the platform itself (a gateway-side web
+	// search).
+	Credits Amount
 }
 
 // Reservation is an admitted request's holds, until Settle or Release.
@@ -153,6 +157,8 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	}
 	if !h.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
+	} else if h.Credits > 0 {
+		s.ledger.add(s.ledger.accountHeld, accountID, h.Credits)
 	}
 	if keyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
@@ -176,6 +182,8 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 func (s *Store) release(res *Reservation) {
 	if !res.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
+	} else if res.Credits > 0 {
+		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Credits)
 	}
 	if res.KeyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
@@ -207,8 +215,12 @@ func (s *Store) Release(res *Reservation) error {
 // Charge is the settled outcome of a request.
 type Charge struct {
 	Cost Amount
-	// BYOK charges land in the byok_usage counters and spend no credits.
+	// BYOK charges land in the byok_usage counters and spend no credits,
+	// but for Credits.
 	BYOK bool
+	// Credits is the part of a BYOK charge that the platform bills in
+	// credits (a gateway-side web search); at most Cost.
+	Credits Amount
 	// SettlementWindow keeps the cost in the in-flight budget this long,
 	// for requests that counted against it.
 	SettlementWindow time.Duration
@@ -228,22 +240,25 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 	res.done = true
 	s.release(res)
 	t := now()
+	credits, byok := c.Cost, Amount(0)
+	if c.BYOK {
+		credits = min(max(c.Credits, 0), c.Cost)
+		byok = c.Cost - credits
+	}
 	if acct, ok := s.accounts[res.AccountID]; ok && c.Cost != 0 {
 		a := *acct
-		if c.BYOK {
-			a.BYOKUsage += c.Cost
-		} else {
-			a.Usage += c.Cost
-		}
+		a.BYOKUsage += byok
+		a.Usage += credits
 		s.accounts[a.ID] = &a
 		s.markDirty(prefixAccount + a.ID)
 	}
 	if key, ok := s.keys[res.KeyHash]; ok && c.Cost != 0 {
 		k := *key
 		if c.BYOK {
-			k.BYOKUsage = k.BYOKUsage.Add(t, c.Cost)
-		} else {
-			k.Usage = k.Usage.Add(t, c.Cost)
+			k.BYOKUsage = k.BYOKUsage.Add(t, byok)
+		}
+		if !c.BYOK || credits != 0 {
+			k.Usage = k.Usage.Add(t, credits)
 		}
 		s.keys[k.Hash] = &k
 		s.markDirty(prefixAPIKey + k.Hash)

@@ -18,6 +18,9 @@ type Provider struct {
 	BaseURL string `json:"base_url"`
 	// Model is the provider's id for the model, written into the request.
 	Model string `json:"model"`
+	// SearchFamily, when set, overrides the native web search family of
+	// the model id's vendor: "openai", "anthropic", "x" or "none".
+	SearchFamily string `json:"search_family,omitempty"`
 	// APIKey is the operator's key for the provider; may be empty when only
 	// BYOK credentials are used. Placeholders such as {env.OPENAI_API_KEY}
 	// are expanded at provision time and never logged.

@@ -1,0 +1,471 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+func normalized(t *testing.T, body string) ([]byte, *websearch.Spec) {
+	t.Helper()
+	out, spec, _, ferr := websearch.Normalize([]byte(body), "service")
+	if ferr != nil || spec == nil {
+		t.Fatalf("normalize %s: %v", body, ferr)
+	}
+	return removeServerTool(out), spec
+}
+
+func TestNativeTranslatePerFamily(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"q"}]`
+	for _, tc := range []struct {
+		name, family, kind, body string
+		want                     map[string]string // gjson path -> raw JSON
+		absent                   []string
+		err                      string
+	}{
+		{name: "openai chat", family: "openai", kind: "chat",
+			body:   `{"model":"openai/m",` + msgs + `,"tools":[{"type":"service:web_search","parameters":{"search_context_size":"high","user_location":{"type":"approximate","country":"CH"}}}]}`,
+			want:   map[string]string{"web_search_options": `{"search_context_size":"high","user_location":{"type":"approximate","country":"CH"}}`},
+			absent: []string{"tools"}},
+		{name: "openai chat domains", family: "openai", kind: "chat",
+			body: `{"model":"openai/m",` + msgs + `,"plugins":[{"id":"web","include_domains":["a.example"]}]}`, err: "allowed_domains"},
+		{name: "openai excluded", family: "openai", kind: "responses",
+			body: `{"model":"openai/m","input":"q","plugins":[{"id":"web","exclude_domains":["a.example"]}]}`, err: "excluded_domains"},
+		{name: "openai responses", family: "openai", kind: "responses",
+			body: `{"model":"openai/m","input":"q","tools":[{"type":"function","name":"f"},{"type":"service:web_search","parameters":{"allowed_domains":["*.example.org"]}}]}`,
+			want: map[string]string{"tools": `[{"type":"function","name":"f"},{"type":"web_search","filters":{"allowed_domains":["*.example.org"]}}]`}},
+		{name: "anthropic allowed", family: "anthropic", kind: "chat",
+			body: `{"model":"anthropic/m",` + msgs + `,"tools":[{"type":"service:web_search","parameters":{"allowed_domains":["a.example"],"max_uses":3}}]}`,
+			want: map[string]string{"tools": `[{"type":"web_search_20250305","name":"web_search","max_uses":3,"allowed_domains":["a.example"]}]`}},
+		{name: "anthropic blocked", family: "anthropic", kind: "responses",
+			body: `{"model":"anthropic/m","input":"q","plugins":[{"id":"web","exclude_domains":["b.example"]}]}`,
+			want: map[string]string{"tools": `[{"type":"web_search_20250305","name":"web_search","max_uses":1,"blocked_domains":["b.example"]}]`}},
+		{name: "anthropic both", family: "anthropic", kind: "chat",
+			body: `{"model":"anthropic/m",` + msgs + `,"plugins":[{"id":"web","include_domains":["a.example"],"exclude_domains":["b.example"]}]}`, err: "excluded_domains"},
+		{name: "x chat web only", family: "x", kind: "chat",
+			body:   `{"model":"x-ai/grok",` + msgs + `,"plugins":[{"id":"web","max_results":7,"exclude_domains":["b.example"]}]}`,
+			want:   map[string]string{"search_parameters": `{"mode":"on","return_citations":true,"max_search_results":7,"sources":[{"type":"web","excluded_websites":["b.example"]}]}`},
+			absent: []string{"tools"}},
+		{name: "x chat with x search", family: "x", kind: "chat",
+			body: `{"model":"x-ai/grok",` + msgs + `,"x_search_filter":{"allowed_x_handles":["a"],"from_date":"2026-01-01","to_date":"2026-02-01","enable_video_understanding":true}}`,
+			want: map[string]string{"search_parameters": `{"mode":"on","return_citations":true,"max_search_results":5,"sources":[{"type":"web"},{"type":"x","included_x_handles":["a"],"enable_video_understanding":true}],"from_date":"2026-01-01","to_date":"2026-02-01"}`}},
+		{name: "x responses", family: "x", kind: "responses",
+			body: `{"model":"x-ai/grok","input":"q","tools":[{"type":"service:web_search","parameters":{"allowed_domains":["a.example"],"x_search":{"excluded_x_handles":["s"],"enable_image_understanding":true}}}]}`,
+			want: map[string]string{"tools": `[{"type":"web_search","filters":{"allowed_domains":["a.example"]}},{"type":"x_search","excluded_x_handles":["s"],"enable_image_understanding":true}]`}},
+		{name: "x responses without x search", family: "x", kind: "responses",
+			body: `{"model":"x-ai/grok","input":"q","tools":[{"type":"service:web_search"}]}`,
+			want: map[string]string{"tools": `[{"type":"web_search"}]`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, spec := normalized(t, tc.body)
+			out, apiErr := nativeTranslate(body, tc.kind, tc.family, spec)
+			if tc.err != "" {
+				if apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, tc.err) {
+					t.Fatalf("error %v, want 400 naming %s", apiErr, tc.err)
+				}
+				return
+			}
+			if apiErr != nil {
+				t.Fatal(apiErr)
+			}
+			for path, raw := range tc.want {
+				if got := gjson.GetBytes(out, path).Raw; got != raw {
+					t.Errorf("%s = %s, want %s", path, got, raw)
+				}
+			}
+			for _, path := range tc.absent {
+				if gjson.GetBytes(out, path).Exists() {
+					t.Errorf("%s present: %s", path, out)
+				}
+			}
+			if bytes.Contains(out, []byte("service:web_search")) {
+				t.Errorf("server tool left: %s", out)
+			}
+		})
+	}
+}
+
+func TestSearchFamily(t *testing.T) {
+	for model, want := range map[string]string{
+		"openai/gpt-4o": "openai", "anthropic/claude": "anthropic", "x-ai/grok-4": "x",
+		"meta/llama": "", "gpt-4o": "", "": "",
+	} {
+		if got := searchFamily(model); got != want {
+			t.Errorf("searchFamily(%q) = %q, want %q", model, got, want)
+		}
+	}
+}
+
+func testWebSearch(t *testing.T, cfg *WebSearchConfig) *WebSearch {
+	t.Helper()
+	s, err := cfg.Build(caddy.NewReplacer(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &WebSearch{gw: &fakeGateway{brand: "service"}, settings: s}
+}
+
+func TestWebSearchPrepareEngineChoice(t *testing.T) {
+	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{
+		"exa": {BaseURL: "http://127.0.0.1:1"}, "firecrawl": {MaxResults: 10},
+	}})
+	const msgs = `"messages":[{"role":"user","content":"what is new"}]`
+	for _, tc := range []struct {
+		body, engine, err string
+	}{
+		{`{"model":"meta/llama:online",` + msgs + `}`, "exa", ""},
+		{`{"model":"openai/gpt:online",` + msgs + `}`, "native", ""},
+		{`{"model":"openai/gpt",` + msgs + `,"plugins":[{"id":"web","engine":"exa"}]}`, "exa", ""},
+		{`{"model":"meta/llama",` + msgs + `,"plugins":[{"id":"web","engine":"native"}]}`, "", "engine: native"},
+		{`{"model":"meta/llama",` + msgs + `,"plugins":[{"id":"web","engine":"parallel"}]}`, "", "engine: \"parallel\" is not configured"},
+		{`{"model":"meta/llama",` + msgs + `,"plugins":[{"id":"web","engine":"firecrawl","max_results":11}]}`, "", "plugins[0].max_results"},
+		{`{"model":"x-ai/grok",` + msgs + `,"plugins":[{"id":"web","engine":"exa","x_search":{}}]}`, "", "x_search"},
+		{`{"model":"meta/llama","messages":[{"role":"system","content":"s"}],"plugins":[{"id":"web"}]}`, "", "messages"},
+		{`{"model":"meta/llama","messages":[{"role":"system","content":"s"}],"plugins":[{"id":"web","search_prompt":"find it"}]}`, "exa", ""},
+	} {
+		_, plan, _, apiErr := ws.prepare([]byte(tc.body), "chat")
+		switch {
+		case tc.err != "":
+			if apiErr == nil || apiErr.Status != 400 || !strings.Contains(apiErr.Message, tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.body, apiErr, tc.err)
+			}
+		case apiErr != nil:
+			t.Errorf("%s: %v", tc.body, apiErr)
+		case plan.engine != tc.engine:
+			t.Errorf("%s: engine %q, want %q", tc.body, plan.engine, tc.engine)
+		}
+	}
+	// Without a default engine a model without native search cannot search.
+	bare := testWebSearch(t, nil)
+	if _, _, _, apiErr := bare.prepare([]byte(`{"model":"meta/llama:online",`+msgs+`}`), "chat"); apiErr == nil || !strings.HasPrefix(apiErr.Message, "engine:") {
+		t.Fatalf("no engine: %v", apiErr)
+	}
+	// A body without any form is left alone, even when it is not JSON.
+	for _, b := range []string{`{"model":"m",` + msgs + `}`, `not json`} {
+		out, plan, _, apiErr := ws.prepare([]byte(b), "chat")
+		if plan != nil || apiErr != nil || string(out) != b {
+			t.Fatalf("%s: rewritten", b)
+		}
+	}
+}
+
+func TestWebSearchConfigBuild(t *testing.T) {
+	for _, tc := range []struct {
+		cfg WebSearchConfig
+		err string
+	}{
+		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"bing": {}}}, `engine "bing"`},
+		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"searxng": {}}}, "base_url is required"},
+		{WebSearchConfig{DefaultEngine: "exa"}, "default_engine"},
+		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"exa": {PricePerResult: "-1"}}}, "price_per_result"},
+		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"exa": {MaxResults: 26}}}, "max_results"},
+		{WebSearchConfig{NativePrice: "x"}, "native_price"},
+	} {
+		if _, err := tc.cfg.Build(caddy.NewReplacer(), nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.err)
+		}
+	}
+	s, err := (&WebSearchConfig{Engines: map[string]*SearchEngineConfig{"exa": {PricePerResult: "0.01", MaxResults: 8}}}).Build(caddy.NewReplacer(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.engines["exa"].price != mustPrice("0.01") || s.nativePrice != mustPrice("0.004") || s.limits.MaxResultsByEngine["exa"] != 8 || s.limits.MaxResultsByEngine["firecrawl"] != 20 {
+		t.Fatalf("settings %+v", s)
+	}
+}
+
+// citeRun writes chunks through a citeWriter over a recorder.
+func citeRun(t *testing.T, plan *searchPlan, contentType string, status int, chunks ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	cw := newCiteWriter(rec, plan)
+	cw.Header().Set("Content-Type", contentType)
+	cw.WriteHeader(status)
+	for _, c := range chunks {
+		if _, err := cw.Write([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cw.finish()
+	return rec
+}
+
+// splitEvery cuts s into pieces of n bytes (splitting UTF-8 sequences too).
+func splitEvery(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+func TestCiteWriterChat(t *testing.T) {
+	sources := []websearch.Source{{Title: "Ä", URL: "https://a.example/1", Snippet: "first"}, {Title: "B", URL: "https://b.example/2"}}
+	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat", sources: sources, charged: true, results: 2}
+	text := "Zürich 🎉 see [Ä](https://a.example/1) and [B](https://b.example/2) or [1]."
+	plain, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}}},
+		"usage": map[string]any{"prompt_tokens": 1}})
+	rec := citeRun(t, plan, "application/json", 200, string(plain))
+	body := rec.Body.Bytes()
+	anns := gjson.GetBytes(body, "choices.0.message.annotations").Array()
+	if len(anns) != 3 || rec.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Fatalf("annotated %s", body)
+	}
+	runes := []rune(text)
+	for i, want := range []string{"[Ä](https://a.example/1)", "[B](https://b.example/2)", "[1]"} {
+		a := anns[i].Get("url_citation")
+		if got := string(runes[a.Get("start_index").Int():a.Get("end_index").Int()]); got != want {
+			t.Errorf("span %d %q, want %q", i, got, want)
+		}
+	}
+	if anns[0].Get("url_citation.content").Str != "first" || anns[2].Get("url_citation.url").Str != "https://a.example/1" {
+		t.Errorf("annotations %s", gjson.GetBytes(body, "choices.0.message.annotations").Raw)
+	}
+	if gjson.GetBytes(body, "usage.server_tool_use_details.web_search_results").Int() != 2 {
+		t.Errorf("usage %s", gjson.GetBytes(body, "usage").Raw)
+	}
+
+	// Streamed word by word, cut into 3-byte writes: the same annotations,
+	// on the deltas.
+	var stream strings.Builder
+	for _, w := range strings.SplitAfter(text, " ") {
+		ev, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": w}, "finish_reason": nil}}})
+		stream.WriteString("data: " + string(ev) + "\n\n")
+	}
+	stream.WriteString(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
+	stream.WriteString(`data: {"choices":[],"usage":{"prompt_tokens":1}}` + "\n\ndata: [DONE]\n\n")
+	rec = citeRun(t, plan, "text/event-stream", 200, splitEvery(stream.String(), 3)...)
+	var got []any
+	for ev := range strings.SplitSeq(rec.Body.String(), "\n\n") {
+		d := strings.TrimPrefix(ev, "data: ")
+		for _, a := range gjson.Get(d, "choices.0.delta.annotations").Array() {
+			got = append(got, a.Value())
+		}
+	}
+	gotJSON, _ := json.Marshal(got)
+	if !equalJSONDoc(string(gotJSON), gjson.GetBytes(body, "choices.0.message.annotations").Raw) {
+		t.Fatalf("streamed %s\nplain %s", gotJSON, gjson.GetBytes(body, "choices.0.message.annotations").Raw)
+	}
+	if !strings.Contains(rec.Body.String(), `"server_tool_use_details":{"web_search_requests":1`) || !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
+		t.Fatalf("stream tail %s", rec.Body.String())
+	}
+}
+
+func TestCiteWriterPassesErrorsThrough(t *testing.T) {
+	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat"}
+	const e = `{"error":{"code":402,"message":"[x](https://a.example)"}}`
+	rec := citeRun(t, plan, "application/json", 402, e)
+	if rec.Code != 402 || rec.Body.String() != e {
+		t.Fatalf("error rewritten: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestCiteWriterResponsesStream(t *testing.T) {
+	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "responses", charged: true, results: 1}
+	text := "é [one](https://a.example/1) ü [two](https://b.example/2)"
+	var s strings.Builder
+	seq := 0
+	ev := func(typ string, fields string) {
+		s.WriteString("event: " + typ + "\ndata: {\"type\":\"" + typ + "\",\"sequence_number\":" + strconv.Itoa(seq) + fields + "}\n\n")
+		seq++
+	}
+	loc := `,"item_id":"msg_1","output_index":0,"content_index":0`
+	ev("response.created", `,"response":{}`)
+	for _, w := range strings.SplitAfter(text, " ") {
+		d, _ := json.Marshal(w)
+		ev("response.output_text.delta", loc+`,"delta":`+string(d))
+	}
+	tj, _ := json.Marshal(text)
+	ev("response.output_text.done", loc+`,"text":`+string(tj))
+	ev("response.content_part.done", loc+`,"part":{"type":"output_text","text":`+string(tj)+`,"annotations":[]}`)
+	ev("response.output_item.done", `,"output_index":0,"item":{"type":"message","content":[{"type":"output_text","text":`+string(tj)+`,"annotations":[]}]}`)
+	ev("response.completed", `,"response":{"output":[{"type":"message","content":[{"type":"output_text","text":`+string(tj)+`,"annotations":[]}]}],"usage":{"input_tokens":1}}`)
+	s.WriteString("data: [DONE]\n\n")
+	rec := citeRun(t, plan, "text/event-stream", 200, splitEvery(s.String(), 7)...)
+
+	want := `[{"type":"url_citation","url":"https://a.example/1","title":"one","start_index":2,"end_index":28},` +
+		`{"type":"url_citation","url":"https://b.example/2","title":"two","start_index":31,"end_index":57}]`
+	last := int64(-1)
+	var added []string
+	finals := 0
+	for raw := range strings.SplitSeq(strings.TrimSuffix(rec.Body.String(), "\n\n"), "\n\n") {
+		_, d, _ := strings.Cut(raw, "data: ")
+		if d == "[DONE]" {
+			continue
+		}
+		j := gjson.Parse(d)
+		if n := j.Get("sequence_number").Int(); n != last+1 {
+			t.Fatalf("sequence_number %d after %d", n, last)
+		}
+		last++
+		for _, p := range []string{"annotations", "part.annotations", "item.content.0.annotations", "response.output.0.content.0.annotations"} {
+			if v := j.Get(p); v.Exists() {
+				finals++
+				if !equalJSONDoc(v.Raw, want) {
+					t.Fatalf("%s: %s", j.Get("type").Str, v.Raw)
+				}
+			}
+		}
+		if j.Get("type").Str == "response.output_text.annotation.added" {
+			if j.Get("annotation_index").Int() != int64(len(added)) || j.Get("item_id").Str != "msg_1" {
+				t.Fatalf("event %s", d)
+			}
+			added = append(added, j.Get("annotation").Raw)
+		}
+		if j.Get("type").Str == "response.completed" && j.Get("response.usage.server_tool_use_details.web_search_results").Int() != 1 {
+			t.Fatalf("usage %s", d)
+		}
+	}
+	if finals != 4 || !equalJSONDoc("["+strings.Join(added, ",")+"]", want) {
+		t.Fatalf("finals %d, added %v", finals, added)
+	}
+}
+
+func equalJSONDoc(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+func TestMockParsesInjectedSources(t *testing.T) {
+	src := []websearch.Source{{Title: "Tïtle [x]", URL: "https://a.example/1", Snippet: "s"}, {Title: "Two", URL: "https://b.example/2", PublishedDate: "2026-01-01"}}
+	msg := websearch.SystemMessage(src, now(), "q")
+	got := parseInjected(msg)
+	if len(got) != 2 || got[0].Title != "Tïtle (x)" || got[0].URL != src[0].URL || got[1].URL != src[1].URL {
+		t.Fatalf("parsed %+v", got)
+	}
+	q := &mockRequest{model: "m", lastUser: "hi"}
+	q.search.sources = got
+	text := newMockAnswer(q).text()
+	anns := websearch.Annotate(text, got)
+	if len(anns) != 2 || anns[0].URL != src[0].URL || anns[1].URL != src[1].URL {
+		t.Fatalf("mock answer %q cites %+v", text, anns)
+	}
+}
+
+func TestWebSearchFamilyFromCatalog(t *testing.T) {
+	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {}}})
+	claude := testUpstream("/v1")
+	claude.SearchFamily = "anthropic"
+	plainOpenAI := testUpstream("/v1")
+	plainOpenAI.SearchFamily = "none"
+	ws.gw = &fakeGateway{brand: "service", catalog: catalog.New([]*catalog.Model{
+		pricedModel("acme/claude-proxy", testPricing, claude),
+		pricedModel("openai/self-hosted", testPricing, plainOpenAI),
+	})}
+	const msgs = `"messages":[{"role":"user","content":"q"}]`
+	out, plan, _, apiErr := ws.prepare([]byte(`{"model":"acme/claude-proxy:online",`+msgs+`}`), "chat")
+	if apiErr != nil || plan.engine != "native" || plan.family != "anthropic" || gjson.GetBytes(out, "tools.0.type").Str != "web_search_20250305" {
+		t.Fatalf("search_family anthropic: %v %+v %s", apiErr, plan, out)
+	}
+	_, plan, _, apiErr = ws.prepare([]byte(`{"model":"openai/self-hosted:online",`+msgs+`}`), "chat")
+	if apiErr != nil || plan.engine != "exa" || plan.family != "" {
+		t.Fatalf("search_family none: %v %+v", apiErr, plan)
+	}
+}
+
+// TestMeterChargesSearchOnce runs Auth → WebSearch → Router → Meter with
+// the exa engine on the engines' test double: the search runs once, after
+// admission, its results reach the provider, and the charge (tokens plus
+// results at the engine's price) lands once with the generation record.
+func TestMeterChargesSearchOnce(t *testing.T) {
+	ts := engines.StartTestServer()
+	defer ts.Close()
+	f := newMeterFixture(t, "10", storage.NewAPIKey{Name: "k"})
+	s, err := (&WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}}}).Build(caddy.NewReplacer(), ts.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &WebSearch{gw: f.gw, settings: s, MaxBodyBytes: 1 << 20}
+	router := &Router{gw: f.gw}
+	if err := router.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	f.provider = func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "application/json")
+		_, err := io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"see [a](https://x.example/1)"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`)
+		return err
+	}
+	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		f.calls.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		f.bodies = append(f.bodies, string(body))
+		return f.provider(w, r)
+	})
+	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(router, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
+	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
+	res := serve(t, h, r, repl)
+	res.must(t, 200)
+	if n := len(ts.Requests()); n != 1 || f.calls.Load() != 1 || !strings.Contains(f.bodies[0], "A web search was run on") {
+		t.Fatalf("%d searches, %d calls, bodies %q", n, f.calls.Load(), f.bodies)
+	}
+	// 100 × 0.000001 + 10 × 0.000002 + 5 results × 0.003
+	want := storage.Amount(100_000 + 20_000 + 15_000_000)
+	f.wantCharged(t, want)
+	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
+	if err != nil || g.SearchResults != 5 || g.Cost != want {
+		t.Fatalf("generation %+v %v", g, err)
+	}
+	if res.header.Get("Deprecation") != "true" || gjson.Get(res.body, "usage.server_tool_use_details.web_search_results").Int() != 5 {
+		t.Fatalf("answer %s %v", res.body, res.header)
+	}
+}
+
+// TestWebSearchLargeBodyPassesOn checks that a body above MaxBodyBytes
+// reaches the next handler whole and untouched.
+func TestWebSearchLargeBodyPassesOn(t *testing.T) {
+	ws := testWebSearch(t, nil)
+	ws.MaxBodyBytes = 16
+	body := `{"model":"m:online","messages":[]}`
+	var got string
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		b, err := io.ReadAll(r.Body)
+		got = string(b)
+		return err
+	})
+	r, _ := newRequest("POST", "/api/v1/chat/completions", body)
+	if err := ws.ServeHTTP(httptest.NewRecorder(), r, next); err != nil || got != body {
+		t.Fatalf("next got %q, %v", got, err)
+	}
+}
+
+// BenchmarkWebSearchPassThrough is the middleware's cost on a request
+// without web search: one body read and a byte scan, no JSON rewrite and
+// no response writer.
+func BenchmarkWebSearchPassThrough(b *testing.B) {
+	s, err := (*WebSearchConfig)(nil).Build(nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := &WebSearch{gw: &fakeGateway{brand: "service"}, settings: s, MaxBodyBytes: 16 << 20}
+	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello world ", 100) + `"}],"max_tokens":100}`
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		r, _ := newRequest("POST", "/api/v1/chat/completions", body)
+		if err := ws.ServeHTTP(w, r, next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

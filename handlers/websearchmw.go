@@ -1,0 +1,480 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// WebSearch turns every form of web search request (SPEC.md 4.4 and 9) into
+// one plan before the request is routed: it validates the parameters (400
+// naming the field), removes the server tool, the deprecated plugin, the
+// ":online" suffix and x_search_filter from the body, picks the engine, and
+// for a native engine writes the provider family's own search tool into the
+// body. A gateway-side engine runs later, after admission, from the meter
+// (searchPlan.run), once per request whatever the fallbacks. The answer
+// passes through a writer that adds the url_citation annotations.
+type WebSearch struct {
+	// MaxBodyBytes bounds the bodies rewritten; larger ones pass on
+	// untouched to the router, which enforces its own limit. Default 16 MiB.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+
+	gw       Gateway
+	settings *WebSearchSettings
+	logger   *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*WebSearch) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.tollgate_websearch",
+		New: func() caddy.Module { return new(WebSearch) },
+	}
+}
+
+// Provision finds the tollgate app and its web search settings.
+func (ws *WebSearch) Provision(ctx caddy.Context) error {
+	if ws.MaxBodyBytes == 0 {
+		ws.MaxBodyBytes = 16 << 20
+	}
+	ws.logger = ctx.Logger()
+	gw, err := loadGateway(ctx)
+	if err != nil {
+		return err
+	}
+	ws.gw = gw
+	if p, ok := gw.(WebSearchProvider); ok {
+		ws.settings = p.WebSearchSettings()
+	}
+	if ws.settings == nil {
+		ws.settings, _ = (*WebSearchConfig)(nil).Build(nil, nil)
+	}
+	return nil
+}
+
+// searchPlan is one request's web search, shared by the middleware, the
+// meter and the citation writer (all in the request's goroutine).
+type searchPlan struct {
+	spec   *websearch.Spec
+	engine string // "native" or a gateway-side engine name
+	family string // provider family of the model: openai, anthropic, x, ""
+	kind   string // chat or responses
+	query  string
+
+	eng   engines.Engine
+	price billing.Price // per result when the model sets none
+
+	// After run: the results handed to the model.
+	ran     bool
+	sources []websearch.Source
+	// After settle: what was charged.
+	charged         bool
+	results         int64
+	xPosts, xProfil int64
+}
+
+const searchPlanVar = "tollgate.websearch"
+
+type searchPlanKey struct{}
+
+// searchPlanFrom returns the request's search plan; nil without search.
+func searchPlanFrom(r *http.Request) *searchPlan {
+	p, _ := attached(r, searchPlanVar, searchPlanKey{}).(*searchPlan)
+	return p
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	kind, sub, ok := classifyRoute(r.URL.Path)
+	if !ok || kind != routeInference || r.Method != http.MethodPost || (sub != "/chat/completions" && sub != "/responses") {
+		return next.ServeHTTP(w, r)
+	}
+	// Bodies larger than MaxBodyBytes (or unreadable) go on untouched: the
+	// router's own limit and checks answer them.
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= ws.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
+	body := buf.Bytes()
+	if err != nil || int64(len(body)) > ws.MaxBodyBytes {
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		return next.ServeHTTP(w, r)
+	}
+	apiKind := "chat"
+	if sub == "/responses" {
+		apiKind = "responses"
+	}
+	out, plan, deprecated, apiErr := ws.prepare(body, apiKind)
+	if apiErr != nil {
+		WriteError(w, apiErr)
+		return nil
+	}
+	setBody(r, out)
+	if plan == nil {
+		return next.ServeHTTP(w, r)
+	}
+	if len(deprecated) > 0 {
+		// The request used a deprecated form (SPEC.md 9.2); clients check
+		// the header's presence.
+		w.Header().Set("Deprecation", "true")
+	}
+	r = attach(r, searchPlanVar, searchPlanKey{}, plan)
+	cw := newCiteWriter(w, plan)
+	err = next.ServeHTTP(cw, r)
+	cw.finish()
+	return err
+}
+
+// readCloser reads from r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
+
+// setBody replaces the request body.
+func setBody(r *http.Request, body []byte) {
+	r.Body = http.NoBody
+	if len(body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+}
+
+// prepare normalizes the body and plans the search; plan is nil when the
+// request asks for none (out is then body).
+func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []string, *APIError) {
+	if !mentionsSearch(body) {
+		// The router answers for bodies that are not JSON objects.
+		return body, nil, nil, nil
+	}
+	out, spec, deprecated, ferr := websearch.NormalizeWith(body, ws.gw.Brand(), websearch.Options{Limits: ws.settings.limits})
+	if ferr != nil {
+		return nil, nil, nil, BadRequest(ferr.Error())
+	}
+	if spec == nil {
+		return body, nil, nil, nil
+	}
+	model := gjson.GetBytes(out, "model").Str
+	plan := &searchPlan{spec: spec, family: ws.family(model), kind: kind}
+	switch e := spec.Engine; {
+	case e == "native":
+		if plan.family == "" {
+			return nil, nil, nil, BadRequest("engine: native web search is not available for model " + strconv.Quote(model))
+		}
+		plan.engine = e
+	case e != "":
+		if _, ok := ws.settings.engines[e]; !ok {
+			return nil, nil, nil, BadRequest("engine: " + strconv.Quote(e) + " is not configured on this gateway")
+		}
+		plan.engine = e
+	case plan.family != "":
+		plan.engine = "native"
+	case ws.settings.defaultEngine != "":
+		plan.engine = ws.settings.defaultEngine
+	default:
+		return nil, nil, nil, BadRequest("engine: no web search engine is available for model " + strconv.Quote(model) + " on this gateway")
+	}
+	if spec.XSearch != nil && plan.engine != "native" {
+		return nil, nil, nil, BadRequest("x_search: requires the native engine")
+	}
+	out = removeServerTool(out)
+	if plan.engine == "native" {
+		plan.price = ws.settings.nativePrice
+		var apiErr *APIError
+		if out, apiErr = nativeTranslate(out, kind, plan.family, spec); apiErr != nil {
+			return nil, nil, nil, apiErr
+		}
+		return out, plan, deprecated, nil
+	}
+	se := ws.settings.engines[plan.engine]
+	plan.eng, plan.price = se.engine, se.price
+	plan.query = spec.SearchPrompt
+	if plan.query == "" {
+		plan.query = lastUserText(out, kind)
+	}
+	if strings.TrimSpace(plan.query) == "" {
+		field := "messages"
+		if kind == "responses" {
+			field = "input"
+		}
+		return nil, nil, nil, BadRequest(field + ": web search needs a user message (or search_prompt) to search for")
+	}
+	return out, plan, deprecated, nil
+}
+
+// family is the native search family of model: its first provider's
+// search_family when set, else the id's vendor prefix.
+func (ws *WebSearch) family(model string) string {
+	if m, ok := ws.gw.Catalog().Lookup(model); ok && len(m.Providers) > 0 {
+		switch f := m.Providers[0].SearchFamily; f {
+		case "none":
+			return ""
+		case "":
+		default:
+			return f
+		}
+	}
+	return searchFamily(model)
+}
+
+// searchMarkers are the bytes every form of web search request contains.
+var searchMarkers = [][]byte{[]byte("web_search"), []byte(`"plugins"`), []byte(":online"), []byte("x_search_filter")}
+
+// mentionsSearch is a quick test that lets requests without web search
+// skip the JSON rewrite.
+func mentionsSearch(body []byte) bool {
+	for _, m := range searchMarkers {
+		if bytes.Contains(body, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// removeServerTool drops the server tool Normalize put last in tools, and
+// tools itself when nothing else is left.
+func removeServerTool(body []byte) []byte {
+	n := gjson.GetBytes(body, "tools.#").Int()
+	if n <= 1 {
+		out, _ := sjson.DeleteBytes(body, "tools")
+		return out
+	}
+	out, _ := sjson.DeleteBytes(body, "tools."+strconv.FormatInt(n-1, 10))
+	return out
+}
+
+// lastUserText is the text of the last user message (chat) or input item
+// (Responses).
+func lastUserText(body []byte, kind string) string {
+	if kind == "responses" {
+		in := gjson.GetBytes(body, "input")
+		if in.Type == gjson.String {
+			return in.Str
+		}
+		text := ""
+		for _, it := range in.Array() {
+			if it.Get("role").Str == "user" {
+				text = contentText(it.Get("content"))
+			}
+		}
+		return strings.TrimSpace(text)
+	}
+	text := ""
+	for _, m := range gjson.GetBytes(body, "messages").Array() {
+		if m.Get("role").Str == "user" {
+			text = contentText(m.Get("content"))
+		}
+	}
+	return strings.TrimSpace(text)
+}
+
+// Bounds of the text one result adds to the prompt, so that the hold can
+// cover the injected tokens.
+const (
+	maxSnippetRunes = 1000
+	maxTitleRunes   = 200
+	maxURLBytes     = 2048
+	// per result: title, URL, date, snippet (up to 4 bytes a rune) and labels
+	maxResultBytes   = 4*(maxSnippetRunes+maxTitleRunes) + maxURLBytes + 64
+	searchHeaderSize = 1024
+)
+
+// injectedTokens bounds the prompt tokens the search results add.
+func (p *searchPlan) injectedTokens() int64 {
+	if p.engine == "native" {
+		return 0
+	}
+	n := searchHeaderSize + 2*len(p.query) + (p.spec.MaxResults+1)*maxResultBytes
+	return billing.EstimateTokens(n)
+}
+
+// xItemPrices are the prices of X search items fetched.
+var xPostPrice, xProfilePrice = mustAmount(XSearchPostPrice), mustAmount(XSearchProfilePrice)
+
+func mustAmount(s string) storage.Amount {
+	a, err := storage.ParseAmount(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// holdExtra is the worst-case cost the search adds on the costliest
+// attempt: max_results results, the injected prompt tokens, and for X
+// search max_results posts and profiles. credits is the part a BYOK
+// request still pays in credits: a gateway-side engine's results, which
+// the platform pays for (native searches bill the caller's own key).
+func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
+	for _, a := range route.Attempts {
+		price := a.Model.Pricing.WebSearch
+		if price == 0 {
+			price = p.price
+		}
+		results := billing.Cost(billing.Pricing{WebSearch: price}, billing.Usage{SearchResults: int64(p.spec.MaxResults)})
+		hold = max(hold, results+billing.TokenCost(a.Model.Pricing, p.injectedTokens(), 0))
+		if p.engine != "native" {
+			credits = max(credits, results)
+		}
+	}
+	if p.spec.XSearch != nil {
+		hold += storage.Amount(p.spec.MaxResults) * (xPostPrice + xProfilePrice)
+	}
+	return hold, credits
+}
+
+// admitSearchCredits refuses a BYOK request whose gateway-side search the
+// prepaid account's balance cannot cover: the rest of the request spends
+// the caller's own provider credits, the search the platform's.
+func admitSearchCredits(credits storage.Amount, acct billing.AccountFacts) *billing.Rejection {
+	if credits == 0 || !acct.Prepaid {
+		return nil
+	}
+	if acct.Balance <= 0 || acct.Balance-acct.Held < credits {
+		return &billing.Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request's web search",
+			RemedyHint: "Add credits to the account, or lower max_results."}
+	}
+	return nil
+}
+
+// run performs a gateway-side search after admission and hands the
+// results to the model by rewriting the route's body (every fallback
+// attempt replays it). Native searches have nothing to do here. The
+// returned error is the client's answer: nothing is charged.
+func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
+	if p.engine == "native" || p.ran {
+		return nil
+	}
+	p.ran = true
+	results, err := p.eng.Search(r.Context(), engines.Query{
+		Text: p.query, MaxResults: p.spec.MaxResults,
+		IncludeDomains: p.spec.IncludeDomains, ExcludeDomains: p.spec.ExcludeDomains,
+	})
+	if err != nil {
+		if r.Context().Err() != nil {
+			return newError(499, "Client closed the request")
+		}
+		status, msg := http.StatusBadGateway, "Web search failed"
+		var ee *engines.Error
+		if errors.As(err, &ee) {
+			msg = "Web search engine " + ee.Engine + " failed"
+			if ee.StatusCode != 0 {
+				msg += " with HTTP " + strconv.Itoa(ee.StatusCode)
+			}
+			if ee.Timeout() {
+				msg = "Web search engine " + ee.Engine + " timed out"
+			}
+		}
+		return &APIError{Status: status, Message: msg, Metadata: map[string]any{"engine": p.engine}}
+	}
+	p.sources = make([]websearch.Source, len(results))
+	for i, res := range results {
+		p.sources[i] = websearch.Source{
+			Title:         cutRunes(res.Title, maxTitleRunes),
+			URL:           cutBytes(res.URL, maxURLBytes),
+			Snippet:       cutRunes(res.Snippet, maxSnippetRunes),
+			PublishedDate: cutRunes(res.PublishedDate, 40),
+		}
+	}
+	msg := websearch.SystemMessage(p.sources, now(), p.query)
+	body, ferr := websearch.Insert(route.body, msg)
+	if ferr != nil {
+		return BadRequest(ferr.Error())
+	}
+	route.body = body
+	// A chat-only provider gets the translated chat body (respchat.go):
+	// the results go into it too.
+	if route.chatBody != nil {
+		cb, ferr := websearch.InsertIntoMessages(route.chatBody, msg)
+		if ferr != nil {
+			return BadRequest(ferr.Error())
+		}
+		route.chatBody = cb
+	}
+	for i, a := range route.Attempts {
+		if a.Provider == route.Provider && a.Model == route.Model {
+			if err := route.apply(r, i); err != nil {
+				return BadRequest("Request body is not valid JSON")
+			}
+			break
+		}
+	}
+	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	return nil
+}
+
+// charge adds the search to the request's pricing and usage; upstreamUsage
+// is the provider's usage object (for the X search counters). It returns
+// the cost of a gateway-side engine's results, which a BYOK request pays
+// in credits.
+func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits storage.Amount) {
+	if pricing.WebSearch == 0 {
+		pricing.WebSearch = p.price
+	}
+	p.results = int64(len(p.sources))
+	if p.engine == "native" {
+		// Providers do not report a result count: a native search is billed
+		// as the max_results results it may return.
+		p.results = int64(p.spec.MaxResults)
+	}
+	usage.SearchResults = p.results
+	if p.spec.XSearch != nil && upstreamUsage != "" {
+		c := gjson.GetMany(upstreamUsage, "x_search_usage.posts_fetched", "x_search_usage.profiles_fetched")
+		p.xPosts, p.xProfil = max(c[0].Int(), 0), max(c[1].Int(), 0)
+		usage.Extra += storage.Amount(p.xPosts)*xPostPrice + storage.Amount(p.xProfil)*xProfilePrice
+	}
+	p.charged = true
+	if p.engine == "native" {
+		return 0
+	}
+	return billing.Cost(billing.Pricing{WebSearch: pricing.WebSearch}, billing.Usage{SearchResults: p.results})
+}
+
+// serverToolUse is the usage.server_tool_use_details object of the
+// answer: the public ServerToolUseDetails, plus the result and X item
+// counts.
+func (p *searchPlan) serverToolUse() string {
+	s := `{"web_search_requests":1,"web_search_results":` + strconv.FormatInt(p.results, 10)
+	if p.spec.XSearch != nil {
+		s += `,"x_search_posts":` + strconv.FormatInt(p.xPosts, 10) + `,"x_search_profiles":` + strconv.FormatInt(p.xProfil, 10)
+	}
+	return s + "}"
+}
+
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
+
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*WebSearch)(nil)
+	_ caddyhttp.MiddlewareHandler = (*WebSearch)(nil)
+)

@@ -1,0 +1,354 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+)
+
+// citeWriter adds url_citation annotations to the client-facing answer of
+// a web search request (chat completions or Responses, whatever dialect
+// the provider spoke below it):
+//
+//   - a JSON answer is held until complete (the meter sends it in one
+//     piece) and every output text gets its annotations;
+//   - a stream passes through event by event: each text delta is fed to a
+//     websearch.Streamer and the annotations it completes go out at once,
+//     as choices[].delta.annotations (chat) or as
+//     response.output_text.annotation.added events (Responses), whose
+//     sequence numbers shift every later event; the done events and
+//     response.completed carry the part's whole list.
+//
+// Error answers pass through untouched, as do annotations a provider's
+// native search made itself (OpenAI-style providers). usage.server_tool_use_details
+// reports the search once the meter has charged it.
+type citeWriter struct {
+	caddyhttp.ResponseWriterWrapper
+	plan    *searchPlan
+	passAnn bool // the provider annotates its own answer
+
+	mode   writerMode
+	status int
+	buf    bytes.Buffer
+
+	chat   map[int64]*websearch.Streamer
+	parts  map[[2]int64]*partState
+	order  [][2]int64
+	offset int64 // events added so far (Responses)
+}
+
+type partState struct {
+	itemID   string
+	streamer *websearch.Streamer
+	anns     []websearch.Annotation
+	flushed  bool
+}
+
+func newCiteWriter(w http.ResponseWriter, plan *searchPlan) *citeWriter {
+	return &citeWriter{
+		ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
+		plan:                  plan,
+		passAnn:               plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses"),
+		chat:                  map[int64]*websearch.Streamer{},
+		parts:                 map[[2]int64]*partState{},
+	}
+}
+
+// WriteHeader picks the mode: errors pass through, streams are rewritten
+// per event, JSON answers are held.
+func (cw *citeWriter) WriteHeader(status int) {
+	if cw.mode != modeUndecided {
+		return
+	}
+	cw.status = status
+	switch {
+	case status < 200 || status >= 300:
+		cw.mode = modeError
+		cw.ResponseWriter.WriteHeader(status)
+	case strings.HasPrefix(cw.Header().Get("Content-Type"), "text/event-stream"):
+		cw.mode = modeStream
+		cw.Header().Del("Content-Length")
+		cw.ResponseWriter.WriteHeader(status)
+	default:
+		cw.mode = modeJSON
+	}
+}
+
+// Write implements io.Writer.
+func (cw *citeWriter) Write(p []byte) (int, error) {
+	if cw.mode == modeUndecided {
+		cw.WriteHeader(http.StatusOK)
+	}
+	switch cw.mode {
+	case modeJSON:
+		return cw.buf.Write(p)
+	case modeStream:
+		cw.buf.Write(p)
+		for {
+			ev, rest, ok := cutEvent(cw.buf.Bytes())
+			if !ok {
+				break
+			}
+			out := cw.event(ev)
+			n := copy(cw.buf.Bytes(), rest)
+			cw.buf.Truncate(n)
+			if _, err := cw.ResponseWriter.Write(out); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	}
+	return cw.ResponseWriter.Write(p)
+}
+
+// ReadFrom makes every byte go through Write.
+func (cw *citeWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{cw}, r)
+}
+
+// FlushError flushes streams and errors; a held JSON answer waits.
+func (cw *citeWriter) FlushError() error {
+	if cw.mode == modeJSON {
+		return nil
+	}
+	return http.NewResponseController(cw.ResponseWriter).Flush()
+}
+
+// finish sends a held JSON answer, annotated; the handler chain is done.
+func (cw *citeWriter) finish() {
+	switch cw.mode {
+	case modeJSON:
+		body := cw.annotateJSON(cw.buf.Bytes())
+		cw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		cw.ResponseWriter.WriteHeader(cw.status)
+		_, _ = cw.ResponseWriter.Write(body)
+	case modeStream:
+		if cw.buf.Len() > 0 {
+			_, _ = cw.ResponseWriter.Write(cw.buf.Bytes())
+		}
+	}
+	cw.buf.Reset()
+}
+
+// chatAnnotations renders annotations in the chat completions form.
+func chatAnnotations(anns []websearch.Annotation) string {
+	type inner struct {
+		URL        string `json:"url"`
+		Title      string `json:"title"`
+		Content    string `json:"content,omitempty"`
+		StartIndex int    `json:"start_index"`
+		EndIndex   int    `json:"end_index"`
+	}
+	type outer struct {
+		Type        string `json:"type"`
+		URLCitation inner  `json:"url_citation"`
+	}
+	out := make([]outer, len(anns))
+	for i, a := range anns {
+		out[i] = outer{Type: "url_citation", URLCitation: inner{a.URL, a.Title, a.Content, a.StartIndex, a.EndIndex}}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// responsesAnnotations renders annotations in the Responses form.
+func responsesAnnotations(anns []websearch.Annotation) string {
+	if anns == nil {
+		anns = []websearch.Annotation{}
+	}
+	b, _ := json.Marshal(anns)
+	return string(b)
+}
+
+// annotateJSON adds the annotations and the search usage to a complete
+// answer.
+func (cw *citeWriter) annotateJSON(body []byte) []byte {
+	if !gjson.ValidBytes(body) {
+		return body
+	}
+	out := body
+	if cw.plan.kind == "chat" {
+		if !cw.passAnn {
+			n := gjson.GetBytes(body, "choices.#").Int()
+			for i := range n {
+				p := "choices." + strconv.FormatInt(i, 10) + ".message"
+				text := gjson.GetBytes(out, p+".content").Str
+				out, _ = sjson.SetRawBytes(out, p+".annotations", []byte(chatAnnotations(websearch.Annotate(text, cw.plan.sources))))
+			}
+		}
+		return cw.withUsage(out, "usage")
+	}
+	if !cw.passAnn {
+		gjson.GetBytes(body, "output").ForEach(func(oi, item gjson.Result) bool {
+			if item.Get("type").Str != "message" {
+				return true
+			}
+			item.Get("content").ForEach(func(ci, part gjson.Result) bool {
+				if part.Get("type").Str == "output_text" {
+					p := "output." + oi.String() + ".content." + ci.String() + ".annotations"
+					anns := websearch.Annotate(part.Get("text").Str, cw.plan.sources)
+					out, _ = sjson.SetRawBytes(out, p, []byte(responsesAnnotations(anns)))
+				}
+				return true
+			})
+			return true
+		})
+	}
+	return cw.withUsage(out, "usage")
+}
+
+// withUsage adds usage.server_tool_use_details once the search was charged.
+func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
+	if !cw.plan.charged || !gjson.GetBytes(doc, path).IsObject() {
+		return doc
+	}
+	out, err := sjson.SetRawBytes(doc, path+".server_tool_use_details", []byte(cw.plan.serverToolUse()))
+	if err != nil {
+		return doc
+	}
+	return out
+}
+
+// event rewrites one stream event; the result may hold several events.
+func (cw *citeWriter) event(ev []byte) []byte {
+	data := eventData(ev)
+	if data == nil || bytes.Equal(data, []byte("[DONE]")) || !gjson.ValidBytes(data) {
+		return ev
+	}
+	if cw.plan.kind == "chat" {
+		return cw.chatEvent(ev, data)
+	}
+	return cw.responsesEvent(ev, data)
+}
+
+func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
+	out := data
+	if !cw.passAnn {
+		gjson.GetBytes(data, "choices").ForEach(func(k, c gjson.Result) bool {
+			idx := c.Get("index").Int()
+			s := cw.chat[idx]
+			if s == nil {
+				s = websearch.NewStreamer(cw.plan.sources)
+				cw.chat[idx] = s
+			}
+			var anns []websearch.Annotation
+			if t := c.Get("delta.content"); t.Type == gjson.String && t.Str != "" {
+				anns = s.Feed(t.Str)
+			}
+			if f := c.Get("finish_reason"); f.Exists() && f.Type != gjson.Null {
+				anns = append(anns, s.Flush()...)
+				delete(cw.chat, idx)
+			}
+			if len(anns) > 0 {
+				out, _ = sjson.SetRawBytes(out, "choices."+k.String()+".delta.annotations", []byte(chatAnnotations(anns)))
+			}
+			return true
+		})
+	}
+	if gjson.GetBytes(out, "usage").IsObject() {
+		out = cw.withUsage(out, "usage")
+	}
+	if bytes.Equal(out, data) {
+		return ev
+	}
+	return replaceData(ev, data, out)
+}
+
+func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
+	res := gjson.GetManyBytes(data, "type", "sequence_number", "output_index", "content_index", "item_id")
+	typ, seq := res[0].Str, res[1]
+	key := [2]int64{res[2].Int(), res[3].Int()}
+	var pre, post []websearch.Annotation // annotation events before / after this one
+	out := data
+	st := cw.parts[key]
+	if !cw.passAnn {
+		switch typ {
+		case "response.output_text.delta":
+			if st == nil {
+				st = &partState{itemID: res[4].Str, streamer: websearch.NewStreamer(cw.plan.sources)}
+				cw.parts[key] = st
+				cw.order = append(cw.order, key)
+			}
+			post = st.streamer.Feed(gjson.GetBytes(data, "delta").Str)
+		case "response.output_text.done":
+			if st == nil {
+				st = &partState{itemID: res[4].Str, streamer: websearch.NewStreamer(cw.plan.sources)}
+				st.streamer.Feed(gjson.GetBytes(data, "text").Str)
+				cw.parts[key] = st
+				cw.order = append(cw.order, key)
+			}
+			if !st.flushed {
+				st.flushed = true
+				pre = st.streamer.Flush()
+			}
+		}
+	}
+	var b []byte
+	emit := func(anns []websearch.Annotation, after bool) {
+		for _, a := range anns {
+			if after {
+				cw.offset++
+			}
+			ann, _ := json.Marshal(a)
+			e := `{"type":"response.output_text.annotation.added"}`
+			e, _ = sjson.Set(e, "item_id", st.itemID)
+			e, _ = sjson.Set(e, "output_index", key[0])
+			e, _ = sjson.Set(e, "content_index", key[1])
+			e, _ = sjson.Set(e, "annotation_index", len(st.anns))
+			e, _ = sjson.SetRaw(e, "annotation", string(ann))
+			e, _ = sjson.Set(e, "sequence_number", seq.Int()+cw.offset)
+			if !after {
+				cw.offset++
+			}
+			st.anns = append(st.anns, a)
+			b = append(b, "event: response.output_text.annotation.added\ndata: "...)
+			b = append(b, e...)
+			b = append(b, "\n\n"...)
+		}
+	}
+	emit(pre, false)
+	if !cw.passAnn {
+		switch typ {
+		case "response.output_text.done":
+			out, _ = sjson.SetRawBytes(out, "annotations", []byte(responsesAnnotations(st.anns)))
+		case "response.content_part.done":
+			if st != nil && gjson.GetBytes(out, "part.type").Str == "output_text" {
+				out, _ = sjson.SetRawBytes(out, "part.annotations", []byte(responsesAnnotations(st.anns)))
+			}
+		case "response.output_item.done":
+			for _, k := range cw.order {
+				if k[0] == key[0] && gjson.GetBytes(out, "item.content."+strconv.FormatInt(k[1], 10)+".type").Str == "output_text" {
+					out, _ = sjson.SetRawBytes(out, "item.content."+strconv.FormatInt(k[1], 10)+".annotations", []byte(responsesAnnotations(cw.parts[k].anns)))
+				}
+			}
+		case "response.completed", "response.incomplete":
+			for _, k := range cw.order {
+				p := "response.output." + strconv.FormatInt(k[0], 10) + ".content." + strconv.FormatInt(k[1], 10)
+				if gjson.GetBytes(out, p+".type").Str == "output_text" {
+					out, _ = sjson.SetRawBytes(out, p+".annotations", []byte(responsesAnnotations(cw.parts[k].anns)))
+				}
+			}
+		}
+	}
+	if typ == "response.completed" || typ == "response.incomplete" {
+		out = cw.withUsage(out, "response.usage")
+	}
+	if seq.Exists() && cw.offset > 0 {
+		out, _ = sjson.SetBytes(out, "sequence_number", seq.Int()+cw.offset)
+	}
+	if !bytes.Equal(out, data) {
+		ev = replaceData(ev, data, out)
+	}
+	b = append(b, ev...)
+	emit(post, true)
+	return b
+}
