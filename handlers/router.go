@@ -174,6 +174,7 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 	}
 	var attempts []Attempt
 	available := false
+	rules := rt.rulesFor(id)
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		if !ok {
@@ -183,7 +184,13 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 			}
 			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
-		candidates := rt.candidates(m, id)
+		if apiErr := checkModel(rules, m); apiErr != nil {
+			return nil, apiErr
+		}
+		candidates, apiErr := allowedAttempts(rules, rt.candidates(m, id))
+		if apiErr != nil {
+			return nil, apiErr
+		}
 		available = available || len(candidates) > 0
 		attempts = append(attempts, prefs.filter(candidates)...)
 	}

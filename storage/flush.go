@@ -159,6 +159,12 @@ func (s *Store) snapshot(key string) any {
 		}
 	case hasPrefix(key, prefixBYOK):
 		return s.byokSnapshot(key)
+	case hasPrefix(key, prefixMember):
+		return s.memberSnapshot(key)
+	case hasPrefix(key, prefixWorkspace):
+		return s.workspaceSnapshot(key)
+	case hasPrefix(key, prefixGuardrail):
+		return s.guardrailSnapshot(key)
 	}
 	return nil
 }

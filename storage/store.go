@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -18,6 +19,12 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid")
+	// ErrConflict: the change contradicts the current state (a duplicate,
+	// or a workspace that still holds keys).
+	ErrConflict = errors.New("conflict")
+	// ErrForbidden: the change is never allowed (the default workspace
+	// cannot be deleted).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // now is the store's clock; tests replace it to cross UTC boundaries.
@@ -56,6 +63,16 @@ type Store struct {
 
 	byok map[string]map[string]*Credential // BYOK credentials by account id, then id
 
+	// Organizations' members, workspaces and guardrails, by account id,
+	// then id (members.go, workspaces.go, guardrails.go).
+	members    map[string]map[string]*Member
+	workspaces map[string]map[string]*Workspace
+	guardrails map[string]map[string]*Guardrail
+	// rules caches each key's effective rules (rules.go); rulesGen
+	// invalidates them.
+	rules    sync.Map
+	rulesGen atomic.Uint64
+
 	genSubs generationSubscribers // SubscribeGenerations
 
 	// group commit (flush.go)
@@ -78,6 +95,7 @@ const (
 	prefixMgmtKey  = "m/"
 	prefixAPIKey   = "k/"
 	prefixBYOK     = "b/" // b/<account id>/<credential id>
+	// prefixMember, prefixWorkspace and prefixGuardrail are in their files.
 	// Generation records are append-only and not loaded into memory.
 	prefixGeneration = "g/"
 )
@@ -103,26 +121,30 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
 	}
 	s := &Store{
-		db:        db,
-		log:       log,
-		accounts:  map[string]*Account{},
-		keys:      map[string]*APIKey{},
-		mgmtKeys:  map[string]*ManagementKey{},
-		purchases: map[string][]Purchase{},
-		byok:      map[string]map[string]*Credential{},
-		ledger:    newLedger(),
-		dirty:     map[string]struct{}{},
-		open:      &batch{done: make(chan struct{})},
-		wake:      make(chan struct{}, 1),
-		stopFlush: make(chan struct{}),
-		flushDone: make(chan struct{}),
-		stopGC:    make(chan struct{}),
-		gcDone:    make(chan struct{}),
+		db:         db,
+		log:        log,
+		accounts:   map[string]*Account{},
+		keys:       map[string]*APIKey{},
+		mgmtKeys:   map[string]*ManagementKey{},
+		purchases:  map[string][]Purchase{},
+		byok:       map[string]map[string]*Credential{},
+		members:    map[string]map[string]*Member{},
+		workspaces: map[string]map[string]*Workspace{},
+		guardrails: map[string]map[string]*Guardrail{},
+		ledger:     newLedger(),
+		dirty:      map[string]struct{}{},
+		open:       &batch{done: make(chan struct{})},
+		wake:       make(chan struct{}, 1),
+		stopFlush:  make(chan struct{}),
+		flushDone:  make(chan struct{}),
+		stopGC:     make(chan struct{}),
+		gcDone:     make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	s.ensureDefaultWorkspaces()
 	go s.flushLoop()
 	if opts.GCInterval > 0 && !opts.InMemory {
 		go s.gcLoop(opts.GCInterval)
@@ -149,7 +171,7 @@ func (s *Store) Close() error {
 // warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK} {
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixMember, prefixWorkspace, prefixGuardrail} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
@@ -196,6 +218,12 @@ func (s *Store) loadRecord(prefix string, v []byte) error {
 		s.seq = max(s.seq, k.Seq)
 	case prefixBYOK:
 		return s.loadBYOK(v)
+	case prefixMember:
+		return s.loadMember(v)
+	case prefixWorkspace:
+		return s.loadWorkspace(v)
+	case prefixGuardrail:
+		return s.loadGuardrail(v)
 	}
 	return nil
 }
