@@ -475,3 +475,16 @@ func (s *Store) guardrailSnapshot(key string) any {
 	}
 	return nil
 }
+
+// dropKeyAssignments removes a deleted key from its guardrail. Callers hold
+// s.mu.
+func (s *Store) dropKeyAssignments(accountID, hash string) {
+	for id, g := range s.guardrails[accountID] {
+		if _, in := g.Keys[hash]; in {
+			c := g.clone()
+			delete(c.Keys, hash)
+			s.putGuardrail(c)
+			s.markDirty(guardrailKey(accountID, id))
+		}
+	}
+}

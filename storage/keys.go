@@ -211,11 +211,13 @@ func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error
 // DeleteAPIKey removes a regular key; it stops working at once.
 func (s *Store) DeleteAPIKey(hash string) error {
 	s.mu.Lock()
-	if _, ok := s.keys[hash]; !ok {
+	k, ok := s.keys[hash]
+	if !ok {
 		s.mu.Unlock()
 		return ErrNotFound
 	}
 	delete(s.keys, hash)
+	s.dropKeyAssignments(k.AccountID, hash)
 	s.rulesChanged()
 	b := s.markDirty(prefixAPIKey + hash)
 	s.mu.Unlock()

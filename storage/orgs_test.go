@@ -265,6 +265,13 @@ func TestEffectiveRulesCachedAndInvalidated(t *testing.T) {
 	if r2 := s.EffectiveRules(k.Hash); len(r2.Guardrails) != 2 {
 		t.Fatalf("after delete: %+v", r2)
 	}
+	// Deleting the key deletes its assignment.
+	if err := s.DeleteAPIKey(k.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.Guardrail(acct.ID, g2.ID); len(g.Keys) != 0 {
+		t.Fatalf("assignment of a deleted key: %+v", g.Keys)
+	}
 }
 
 // Workspace and member holds are placed and released with the key's, and
