@@ -253,6 +253,37 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 	budget := hold*fit + hold/2
 	c.api("PUT", "/workspaces/capped/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, budget)).expect(t, 200)
 
+	ok, charged := burst(t, c, []string{k1, k2}, n, body, "service_workspace_budget")
+	if ok != fit {
+		t.Fatalf("%d requests passed, want exactly %d (the budget holds %d)", ok, fit, fit)
+	}
+	var usage storage.Amount
+	for _, h := range []string{h1, h2} {
+		usage += creditAmount(t, c.api("GET", "/keys/"+h+"?workspace_id=capped", org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_daily"))
+	}
+	if usage != charged {
+		t.Fatalf("keys' usage %s, sum of answers %s", usage, charged)
+	}
+	if charged > budget {
+		t.Fatalf("workspace spent %s, over its budget %s", charged, budget)
+	}
+	// Once the budget is exhausted, nothing more passes; deleting it lifts it.
+	c.api("PUT", "/workspaces/capped/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, charged)).expect(t, 200)
+	expect402(t, c.mustPost("/chat/completions", k1, body, nil), "service_workspace_budget", "", false)
+	c.api("DELETE", "/workspaces/capped/budgets/daily", org.Mgmt, nil).expect(t, 200)
+	c.mustPost("/chat/completions", k1, body, nil).expect(t, 200)
+	// Keys of other workspaces never counted against it.
+	other, _ := c.newKey(org.Mgmt, `{"name":"default"}`)
+	c.api("PUT", "/workspaces/capped/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, charged)).expect(t, 200)
+	c.mustPost("/chat/completions", other, body, nil).expect(t, 200)
+}
+
+// burst sends n requests at once, spread over keys, each slow enough that
+// none finishes before all are admitted; it returns how many passed and the
+// sum of their charges, and checks that every refusal is a 402 with
+// limit_source source.
+func burst(t *testing.T, c *client, keys []string, n int, body, source string) (int, storage.Amount) {
+	t.Helper()
 	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
 	slow := map[string]string{"X-Mock-Latency": "1500ms"}
@@ -261,10 +292,7 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 	var ready, done sync.WaitGroup
 	release := make(chan struct{})
 	for i := range n {
-		key := k1
-		if i%2 == 1 {
-			key = k2
-		}
+		key := keys[i%len(keys)]
 		ready.Add(1)
 		done.Go(func() {
 			ready.Done()
@@ -288,32 +316,43 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 			charged += creditAmount(t, r.JSON.Get("usage.cost"))
 		case 402:
 			refused++
-			expect402(t, r, "service_workspace_budget", "", false)
+			expect402(t, r, source, "", false)
 		default:
 			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
 		}
 	}
 	t.Logf("%d passed, %d refused", ok, refused)
+	return ok, charged
+}
+
+// A member guardrail's budget is the member's total across its keys: 60
+// concurrent requests of two of its keys, and exactly the ones that fit
+// pass; a key of another member is not limited by it.
+func TestGuardrailMemberBudgetConcurrent(t *testing.T) {
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newOrg("1000")
+	k1, h1 := c.newKey(org.Mgmt, `{"name":"one","creator_user_id":"`+org.Member+`"}`)
+	k2, h2 := c.newKey(org.Mgmt, `{"name":"two","creator_user_id":"`+org.Member+`"}`)
+	const n, fit = 60, 8
+	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"one of many concurrent requests"}]}`
+	hold := holdOf(body, 20)
+	limit := hold*fit + hold/2
+	g := c.api("POST", "/guardrails", org.Mgmt, fmt.Sprintf(`{"name":"Per member","limit_usd":%s,"reset_interval":"monthly"}`, limit)).
+		expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+
+	ok, charged := burst(t, c, []string{k1, k2}, n, body, "service_guardrail_budget")
 	if ok != fit {
-		t.Fatalf("%d requests passed, want exactly %d (the budget holds %d)", ok, fit, fit)
+		t.Fatalf("%d requests passed, want exactly %d", ok, fit)
 	}
 	var usage storage.Amount
 	for _, h := range []string{h1, h2} {
-		usage += creditAmount(t, c.api("GET", "/keys/"+h+"?workspace_id=capped", org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_daily"))
+		usage += creditAmount(t, c.api("GET", "/keys/"+h, org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_monthly"))
 	}
-	if usage != charged {
-		t.Fatalf("keys' usage %s, sum of answers %s", usage, charged)
+	if usage != charged || charged > limit {
+		t.Fatalf("keys' usage %s, sum of answers %s, limit %s", usage, charged, limit)
 	}
-	if charged > budget {
-		t.Fatalf("workspace spent %s, over its budget %s", charged, budget)
-	}
-	// Once the budget is exhausted, nothing more passes; deleting it lifts it.
-	c.api("PUT", "/workspaces/capped/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, charged)).expect(t, 200)
-	expect402(t, c.mustPost("/chat/completions", k1, body, nil), "service_workspace_budget", "", false)
-	c.api("DELETE", "/workspaces/capped/budgets/daily", org.Mgmt, nil).expect(t, 200)
-	c.mustPost("/chat/completions", k1, body, nil).expect(t, 200)
-	// Keys of other workspaces never counted against it.
-	other, _ := c.newKey(org.Mgmt, `{"name":"default"}`)
-	c.api("PUT", "/workspaces/capped/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, charged)).expect(t, 200)
-	c.mustPost("/chat/completions", other, body, nil).expect(t, 200)
+	admins, _ := c.newKey(org.Mgmt, `{"name":"admin's","creator_user_id":"`+org.Admin+`"}`)
+	c.mustPost("/chat/completions", admins, body, nil).expect(t, 200)
 }
