@@ -356,3 +356,30 @@ func TestGuardrailMemberBudgetConcurrent(t *testing.T) {
 	admins, _ := c.newKey(org.Mgmt, `{"name":"admin's","creator_user_id":"`+org.Admin+`"}`)
 	c.mustPost("/chat/completions", admins, body, nil).expect(t, 200)
 }
+
+// BYOK requests spend no credits: workspace budgets and guardrail limits
+// count them only with include_byok_in_budgets.
+func TestBudgetsIncludeBYOK(t *testing.T) {
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newOrg("10")
+	c.api("POST", "/byok", org.Mgmt, `{"provider":"mock","key":"own-mock-key-for-budgets"}`).expect(t, 201)
+	key, hash := c.newKey(org.Mgmt, `{"name":"byok"}`)
+	first := c.mustPost("/chat/completions", key, guardBody, nil).expect(t, 200)
+	if byok := c.api("GET", "/keys/"+hash, org.Mgmt, nil).expect(t, 200).JSON.Get("data.byok_usage").Float(); byok <= 0 {
+		t.Fatalf("the request did not go through BYOK: %s", first.Body)
+	}
+
+	// A zero workspace budget: BYOK traffic passes until BYOK counts.
+	c.api("PUT", "/workspaces/default/budgets/monthly", org.Mgmt, `{"limit_usd":0}`).expect(t, 200)
+	c.mustPost("/chat/completions", key, guardBody, nil).expect(t, 200)
+	c.api("PUT", "/workspaces/default/budgets/monthly", org.Mgmt, `{"limit_usd":0,"include_byok_in_budgets":true}`).expect(t, 200)
+	expect402(t, c.mustPost("/chat/completions", key, guardBody, nil), "service_workspace_budget", "", false)
+	c.api("DELETE", "/workspaces/default/budgets/monthly", org.Mgmt, nil).expect(t, 200)
+
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Zero","limit_usd":0,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+	c.mustPost("/chat/completions", key, guardBody, nil).expect(t, 200)
+	c.api("PATCH", "/guardrails/"+g, org.Mgmt, `{"include_byok_in_budgets":true}`).expect(t, 200)
+	expect402(t, c.mustPost("/chat/completions", key, guardBody, nil), "service_guardrail_budget", "", false)
+}
