@@ -37,14 +37,16 @@ func pageOf(n, offset, limit int) (lo, hi int) {
 }
 
 // orgStoreError maps the store's errors of the organization routes: a
-// conflict is 409, a forbidden change 403, the rest as storeError.
+// conflict (a duplicate slug, a workspace or member that still has keys) is
+// 400, the status the public API lists for these routes; a forbidden change
+// is 403; the rest as storeError.
 func orgStoreError(err error, what string) *APIError {
 	msg := func(sentinel error) string {
 		return strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
 	}
 	switch {
 	case errors.Is(err, storage.ErrConflict):
-		return newError(http.StatusConflict, msg(storage.ErrConflict))
+		return BadRequest(msg(storage.ErrConflict))
 	case errors.Is(err, storage.ErrForbidden):
 		return newError(http.StatusForbidden, msg(storage.ErrForbidden))
 	case errors.Is(err, storage.ErrNotFound) && err != storage.ErrNotFound:

@@ -128,12 +128,12 @@ func TestWorkspaceKeysMembersAndDeletes(t *testing.T) {
 
 	// A member with keys in the workspace stays.
 	c.api("POST", "/workspaces/research/members/remove", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).
-		expectError(t, 409, "still has API keys")
+		expectError(t, 400, "still has API keys")
 	// Refusals of deletes.
 	c.api("DELETE", "/workspaces/"+def, org.Mgmt, nil).expectError(t, 403, "default workspace cannot be deleted")
-	c.api("DELETE", "/workspaces/research", org.Mgmt, nil).expectError(t, 409, "still holds 2 API key(s)")
+	c.api("DELETE", "/workspaces/research", org.Mgmt, nil).expectError(t, 400, "still holds 2 API key(s)")
 	c.api("DELETE", "/keys/"+bySlug, org.Mgmt, nil).expect(t, 200)
-	c.api("DELETE", "/workspaces/research", org.Mgmt, nil).expectError(t, 409, "still holds 1 API key(s)")
+	c.api("DELETE", "/workspaces/research", org.Mgmt, nil).expectError(t, 400, "still holds 1 API key(s)")
 	c.api("POST", "/workspaces/research/members/remove", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
 	c.api("DELETE", "/keys/"+byID, org.Mgmt, nil).expect(t, 200)
 	c.api("DELETE", "/workspaces/research", org.Mgmt, nil).expect(t, 200)

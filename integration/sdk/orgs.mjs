@@ -54,7 +54,7 @@ await step("workspaces.create", async () => {
 
 await step("workspaces.create duplicate slug is refused", async () => {
   const err = await expectError(() => mgmt.workspaces.create({ createWorkspaceRequest: { name: "again", slug } }));
-  assert.equal(err.statusCode, 409);
+  assert.equal(err.statusCode, 400);
 });
 
 await step("workspaces.get by id and by slug", async () => {
