@@ -383,3 +383,41 @@ func TestBudgetsIncludeBYOK(t *testing.T) {
 	c.api("PATCH", "/guardrails/"+g, org.Mgmt, `{"include_byok_in_budgets":true}`).expect(t, 200)
 	expect402(t, c.mustPost("/chat/completions", key, guardBody, nil), "service_guardrail_budget", "", false)
 }
+
+// Killing the process keeps members, workspaces, budgets, guardrails, their
+// assignments and the workspace's spending: after the restart they are
+// enforced as before.
+func TestRestartKeepsWorkspacesAndGuardrails(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newOrg("10")
+	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Kept","slug":"kept"}`).expect(t, 201)
+	c.api("POST", "/workspaces/kept/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	key, hash := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"kept","creator_user_id":"`+org.Member+`"}`)
+	spent := creditAmount(t, c.mustPost("/chat/completions", key, guardBody, nil).expect(t, 200).JSON.Get("usage.cost"))
+	// The budget is what was spent: the next request no longer fits.
+	c.api("PUT", "/workspaces/kept/budgets/weekly", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, spent)).expect(t, 200)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Echo only","allowed_models":["mock/echo"]}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+
+	p.kill()
+	p.start(t)
+	c = newClient(t, p.gateway, p.admin)
+
+	if n := c.api("GET", "/organization/members", org.Mgmt, nil).expect(t, 200).JSON.Get("total_count").Int(); n != 2 {
+		t.Fatalf("%d members after restart", n)
+	}
+	ms := c.api("GET", "/workspaces/kept/members", org.Mgmt, nil).expect(t, 200).JSON
+	if ms.Get("total_count").Int() != 1 || ms.Get("data.0.user_id").Str != org.Member {
+		t.Fatalf("workspace members after restart: %s", ms.Raw)
+	}
+	c.mustPost("/chat/completions", key, guardBody, nil).expectError(t, 403, `guardrail "Echo only"`)
+	echo := `{"model":"mock/echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	expect402(t, c.mustPost("/chat/completions", key, echo, nil), "service_workspace_budget", "", false)
+	c.api("DELETE", "/workspaces/kept/budgets/weekly", org.Mgmt, nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, echo, nil).expect(t, 200)
+	if a := c.api("GET", "/guardrails/assignments/keys", org.Mgmt, nil).expect(t, 200).JSON; a.Get("data.0.key_hash").Str != hash {
+		t.Fatalf("assignments after restart: %s", a.Raw)
+	}
+}
