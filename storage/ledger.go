@@ -42,13 +42,13 @@ type settling struct {
 }
 
 func newLedger() ledger {
-	return ledger{
-		accountHeld:   map[string]Amount{},
-		keyHeld:       map[string]Amount{},
-		inFlight:      map[string]*inFlightState{},
-		workspaceHeld: map[string]Amount{},
-		memberHeld:    map[string]Amount{},
+	l := ledger{
+		accountHeld: map[string]Amount{},
+		keyHeld:     map[string]Amount{},
+		inFlight:    map[string]*inFlightState{},
 	}
+	l.workspaceHeld, l.memberHeld = map[string]Amount{}, map[string]Amount{}
+	return l
 }
 
 // state returns the account's in-flight state with expired settlements

@@ -121,25 +121,25 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
 	}
 	s := &Store{
-		db:         db,
-		log:        log,
-		accounts:   map[string]*Account{},
-		keys:       map[string]*APIKey{},
-		mgmtKeys:   map[string]*ManagementKey{},
-		purchases:  map[string][]Purchase{},
-		byok:       map[string]map[string]*Credential{},
-		members:    map[string]map[string]*Member{},
-		workspaces: map[string]map[string]*Workspace{},
-		guardrails: map[string]map[string]*Guardrail{},
-		ledger:     newLedger(),
-		dirty:      map[string]struct{}{},
-		open:       &batch{done: make(chan struct{})},
-		wake:       make(chan struct{}, 1),
-		stopFlush:  make(chan struct{}),
-		flushDone:  make(chan struct{}),
-		stopGC:     make(chan struct{}),
-		gcDone:     make(chan struct{}),
+		db:        db,
+		log:       log,
+		accounts:  map[string]*Account{},
+		keys:      map[string]*APIKey{},
+		mgmtKeys:  map[string]*ManagementKey{},
+		purchases: map[string][]Purchase{},
+		byok:      map[string]map[string]*Credential{},
+		ledger:    newLedger(),
+		dirty:     map[string]struct{}{},
+		open:      &batch{done: make(chan struct{})},
+		wake:      make(chan struct{}, 1),
+		stopFlush: make(chan struct{}),
+		flushDone: make(chan struct{}),
+		stopGC:    make(chan struct{}),
+		gcDone:    make(chan struct{}),
 	}
+	s.members = map[string]map[string]*Member{}
+	s.workspaces = map[string]map[string]*Workspace{}
+	s.guardrails = map[string]map[string]*Guardrail{}
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, err
