@@ -138,8 +138,10 @@ type Reservation struct {
 	KeyHash   string
 	Holds
 	done bool
-	// scope keys ("<account id>/<id>") of the key's workspace and member.
+	// scope keys ("<account id>/<id>") of the key's workspace and member,
+	// and whether the workspace holds this reservation.
 	workspace, member string
+	workspaceHeld     bool
 }
 
 // ErrSettled is returned when a reservation is settled or released twice.
@@ -185,7 +187,10 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if keyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
 	}
-	if wsKey != "" {
+	// A BYOK request holds against its workspace only when the workspace
+	// counts BYOK spending; the charge lands in the counters either way.
+	holdWS := wsKey != "" && (!h.KeyOnly || v.Workspace.IncludeBYOKInBudgets)
+	if holdWS {
 		s.ledger.add(s.ledger.workspaceHeld, wsKey, h.Hold)
 	}
 	if memberKey != "" {
@@ -203,7 +208,8 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		s.accounts[a.ID] = &a
 		s.markDirty(prefixAccount + a.ID)
 	}
-	return &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey}, nil
+	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHeld: holdWS}
+	return res, nil
 }
 
 // release drops the reservation's holds. Callers hold s.mu.
@@ -214,7 +220,7 @@ func (s *Store) release(res *Reservation) {
 	if res.KeyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
 	}
-	if res.workspace != "" {
+	if res.workspaceHeld {
 		s.ledger.add(s.ledger.workspaceHeld, res.workspace, -res.Hold)
 	}
 	if res.member != "" {

@@ -303,7 +303,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 			if i%2 == 1 {
 				k = k2
 			}
-			if res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1, KeyOnly: true}, decide(1)); err == nil {
+			if res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1}, decide(1)); err == nil {
 				mu.Lock()
 				admitted = append(admitted, res)
 				mu.Unlock()
@@ -335,4 +335,41 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 	if w.Usage.Total != 4 || m.Usage.Total != 4 {
 		t.Fatalf("workspace usage %s, member usage %s", w.Usage.Total, m.Usage.Total)
 	}
+
+	// A BYOK request holds against the workspace only when it counts BYOK.
+	byok, err := s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true}, func(LedgerView) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 0 || v.MemberHeld != 7 {
+		t.Fatalf("BYOK holds: workspace %s, member %s", v.WorkspaceHeld, v.MemberHeld)
+	}
+	if err := s.Settle(byok, Charge{Cost: 3, BYOK: true}); err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	if _, _, err := s.SetWorkspaceBudget(acct.ID, ws.ID, BudgetDaily, 100, &on); err != nil {
+		t.Fatal(err)
+	}
+	byok, _ = s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true}, func(LedgerView) error { return nil })
+	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 7 || v.Workspace.BudgetUsage(BudgetDaily, v.Now) != 4+3 {
+		t.Fatalf("BYOK counted: held %s, usage %s", v.WorkspaceHeld, v.Workspace.BudgetUsage(BudgetDaily, v.Now))
+	}
+	if err := s.Release(byok); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 0 || v.MemberHeld != 0 {
+		t.Fatal("holds left")
+	}
+}
+
+// view returns what an admission decision would see.
+func (s *Store) view(t *testing.T, accountID, keyHash string) LedgerView {
+	t.Helper()
+	var v LedgerView
+	errSeen := errors.New("seen")
+	if _, err := s.Reserve(accountID, keyHash, Holds{}, func(lv LedgerView) error { v = lv; return errSeen }); err != errSeen {
+		t.Fatal(err)
+	}
+	return v
 }
