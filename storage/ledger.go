@@ -410,7 +410,7 @@ func (s *Store) chargeScopes(res *Reservation, c Charge, t time.Time) {
 				w.Usage = w.Usage.Add(t, c.Cost)
 			}
 			s.workspaces[accountID][id] = &w
-			s.markDirty(workspaceKey(accountID, id))
+			s.markDirty(prefixWorkspaceUsage + accountID + "/" + id)
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
@@ -422,7 +422,7 @@ func (s *Store) chargeScopes(res *Reservation, c Charge, t time.Time) {
 				m.Usage = m.Usage.Add(t, c.Cost)
 			}
 			s.members[accountID][id] = &m
-			s.markDirty(memberKey(accountID, id))
+			s.markDirty(prefixMemberUsage + accountID + "/" + id)
 		}
 	}
 }

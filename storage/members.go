@@ -41,9 +41,10 @@ type Member struct {
 	Role      MemberRole `json:"role"`
 	Active    bool       `json:"active"`
 	// Usage is the spending of every key the member created: guardrail
-	// budgets assigned to the member cap it.
-	Usage     UsageCounters `json:"usage"`
-	BYOKUsage UsageCounters `json:"byok_usage"`
+	// budgets assigned to the member cap it (persisted in its own record,
+	// scopeusage.go).
+	Usage     UsageCounters `json:"-"`
+	BYOKUsage UsageCounters `json:"-"`
 	CreatedAt time.Time     `json:"created_at"`
 	UpdatedAt time.Time     `json:"updated_at"`
 }

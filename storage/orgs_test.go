@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
+	"time"
 )
 
 func newOrgStore(t *testing.T, dir string) (*Store, Account, Member, Member) {
@@ -372,4 +374,52 @@ func (s *Store) view(t *testing.T, accountID, keyHash string) LedgerView {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Workspace and member counters persist in their own records.
+func TestScopeUsagePersists(t *testing.T) {
+	dir := t.TempDir()
+	s, acct, _, member := newOrgStore(t, dir)
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", CreatorUserID: &member.ID})
+	for _, c := range []Charge{{Cost: 5 * AmountScale / 4}, {Cost: 7, BYOK: true}} {
+		res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1, KeyOnly: c.BYOK}, func(LedgerView) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Settle(res, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := s.Workspace(acct.ID, "default")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTemp(t, dir)
+	defer s.Close()
+	w, _ := s.Workspace(acct.ID, "default")
+	m, _ := s.Member(acct.ID, member.ID)
+	if w.Usage != before.Usage || w.Usage.Total != 5*AmountScale/4 || w.BYOKUsage.Total != 7 {
+		t.Fatalf("workspace counters after reopen: %+v %+v", w.Usage, w.BYOKUsage)
+	}
+	if m.Usage != w.Usage || m.BYOKUsage != w.BYOKUsage {
+		t.Fatalf("member counters after reopen: %+v %+v", m.Usage, m.BYOKUsage)
+	}
+}
+
+func TestScopeUsageJSONMatchesEncodingJSON(t *testing.T) {
+	type plain scopeUsage
+	u := scopeUsage{Usage: UsageCounters{}.Add(time.Now(), 123456789), BYOKUsage: UsageCounters{Total: -5}}
+	got, _ := u.MarshalJSON()
+	want, _ := json.Marshal(plain(u))
+	if string(got) != string(want) {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestAppendAmount(t *testing.T) {
+	for _, a := range []Amount{0, 1, -1, AmountScale, -AmountScale, 1234567891, 5 * AmountScale / 4, 10, 100000000, -999999999} {
+		if got := string(appendAmount(nil, a)); got != a.String() {
+			t.Errorf("appendAmount(%d) = %s, want %s", int64(a), got, a.String())
+		}
+	}
 }

@@ -171,13 +171,19 @@ func (s *Store) Close() error {
 // warm-up). Generation records stay on disk.
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixMember, prefixWorkspace, prefixGuardrail} {
+		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixMember, prefixWorkspace, prefixGuardrail,
+			prefixWorkspaceUsage, prefixMemberUsage} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
-				if err := item.Value(func(v []byte) error { return s.loadRecord(prefix, v) }); err != nil {
+				load := func(v []byte) error { return s.loadRecord(prefix, v) }
+				if prefix == prefixWorkspaceUsage || prefix == prefixMemberUsage {
+					key := item.KeyCopy(nil)
+					load = func(v []byte) error { return s.loadUsage(prefix, key, v) }
+				}
+				if err := item.Value(load); err != nil {
 					it.Close()
 					return fmt.Errorf("loading record %q: %w", item.Key(), err)
 				}

@@ -40,9 +40,10 @@ type Workspace struct {
 	// Members by user id (explicit memberships; the default workspace's
 	// are implicit).
 	Members map[string]*WorkspaceMember `json:"members,omitempty"`
-	// Usage is the spending of every key of the workspace.
-	Usage     UsageCounters `json:"usage"`
-	BYOKUsage UsageCounters `json:"byok_usage"`
+	// Usage is the spending of every key of the workspace (persisted in
+	// its own record, scopeusage.go).
+	Usage     UsageCounters `json:"-"`
+	BYOKUsage UsageCounters `json:"-"`
 }
 
 // WorkspaceMember is a member's membership in a workspace.
@@ -340,6 +341,7 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
 	}
 	delete(s.workspaces[accountID], w.ID)
+	s.markDirty(prefixWorkspaceUsage + accountID + "/" + w.ID)
 	b := s.markDirty(workspaceKey(accountID, w.ID))
 	for id, g := range s.guardrails[accountID] {
 		if g.WorkspaceID == w.ID {
