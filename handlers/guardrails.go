@@ -146,29 +146,37 @@ func (ar *adminRequest) listGuardrails() *APIError {
 func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault bool) *APIError {
 	name, hasName := f.String("name")
 	desc, hasDesc := f.NullableString("description")
-	strs := map[string]*[]string{
-		"allowed_models": &g.AllowedModels, "allowed_providers": &g.AllowedProviders,
-		"ignored_models": &g.IgnoredModels, "ignored_providers": &g.IgnoredProviders,
-		"allowed_data_regions": &g.AllowedDataRegions,
+	// In the order of the public schema, so that the first bad field is
+	// the one reported.
+	for _, x := range []struct {
+		field string
+		dst   *[]string
+	}{
+		{"allowed_data_regions", &g.AllowedDataRegions}, {"allowed_models", &g.AllowedModels},
+		{"allowed_providers", &g.AllowedProviders}, {"ignored_models", &g.IgnoredModels},
+		{"ignored_providers", &g.IgnoredProviders},
+	} {
+		v, ok := f.NullableStrings(x.field)
+		setIf(x.dst, v, ok)
 	}
-	for field, dst := range strs {
-		v, ok := f.NullableStrings(field)
-		setIf(dst, v, ok)
+	for _, x := range []struct {
+		field string
+		dst   *json.RawMessage
+	}{{"content_filter_builtins", &g.ContentFilterBuiltins}, {"content_filters", &g.ContentFilters}} {
+		v, ok := f.NullableRaw(x.field)
+		setIf(x.dst, v, ok)
 	}
-	raws := map[string]*json.RawMessage{"content_filters": &g.ContentFilters, "content_filter_builtins": &g.ContentFilterBuiltins}
-	for field, dst := range raws {
-		v, ok := f.NullableRaw(field)
-		setIf(dst, v, ok)
-	}
-	bools := map[string]**bool{
-		"enable_free_model_publication": &g.EnableFreeModelPublication, "enable_free_model_training": &g.EnableFreeModelTraining,
-		"enable_paid_model_training": &g.EnablePaidModelTraining, "enforce_zdr": &g.EnforceZDR,
-		"enforce_zdr_anthropic": &g.EnforceZDRAnthropic, "enforce_zdr_google": &g.EnforceZDRGoogle,
-		"enforce_zdr_openai": &g.EnforceZDROpenAI, "enforce_zdr_other": &g.EnforceZDROther, "enforce_zdr_xai": &g.EnforceZDRXAI,
-	}
-	for field, dst := range bools {
-		v, ok := f.NullableBool(field)
-		setIf(dst, v, ok)
+	for _, x := range []struct {
+		field string
+		dst   **bool
+	}{
+		{"enable_free_model_publication", &g.EnableFreeModelPublication}, {"enable_free_model_training", &g.EnableFreeModelTraining},
+		{"enable_paid_model_training", &g.EnablePaidModelTraining}, {"enforce_zdr", &g.EnforceZDR},
+		{"enforce_zdr_anthropic", &g.EnforceZDRAnthropic}, {"enforce_zdr_google", &g.EnforceZDRGoogle},
+		{"enforce_zdr_openai", &g.EnforceZDROpenAI}, {"enforce_zdr_other", &g.EnforceZDROther}, {"enforce_zdr_xai", &g.EnforceZDRXAI},
+	} {
+		v, ok := f.NullableBool(x.field)
+		setIf(x.dst, v, ok)
 	}
 	incl, hasIncl := f.Bool("include_byok_in_budgets")
 	limit, hasLimit := f.NullableAmount("limit_usd")
