@@ -104,6 +104,12 @@ func (c *operatorCall) route() (int, any, *handlers.APIError) {
 			http.MethodGet:  c.listAccounts,
 			http.MethodPost: c.createAccount,
 		})
+	case len(seg) >= 3 && len(seg) <= 4 && seg[0] == "accounts" && seg[2] == "members":
+		acct, ok := c.store.Account(seg[1])
+		if !ok {
+			return 0, nil, accountNotFound(seg[1])
+		}
+		return c.routeMembers(acct, seg[3:])
 	case len(seg) >= 2 && len(seg) <= 3 && seg[0] == "accounts":
 		acct, ok := c.store.Account(seg[1])
 		if !ok {
@@ -423,6 +429,10 @@ func (c *operatorCall) storeError(err error) *handlers.APIError {
 		return handlers.NotFound(err.Error())
 	case errors.Is(err, storage.ErrInvalid):
 		return handlers.BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+	case errors.Is(err, storage.ErrForbidden):
+		return &handlers.APIError{Status: http.StatusForbidden, Message: strings.TrimPrefix(err.Error(), storage.ErrForbidden.Error()+": ")}
+	case errors.Is(err, storage.ErrConflict):
+		return &handlers.APIError{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": ")}
 	}
 	c.log.Error("store operation failed", zap.String("path", c.r.URL.Path), zap.Error(err))
 	return &handlers.APIError{Status: http.StatusInternalServerError, Message: "Internal Server Error"}

@@ -265,7 +265,17 @@ func TestOperatorManagementKeys(t *testing.T) {
 	other := createOperatorAccount(t, h, `{"name":"B","type":"personal"}`).Get("id").Str
 	path := "/tollgate/accounts/" + acct + "/management-keys"
 
-	created := operatorDo(t, h, http.MethodPost, path, `{"name":"ci","expires_in":"720h","creator_user_id":"user_1"}`).
+	// Only organization admins create management keys (SPEC.md 5.4): once
+	// the organization has members, the creator must be named and an admin.
+	members := "/tollgate/accounts/" + acct + "/members"
+	admin := operatorDo(t, h, http.MethodPost, members, `{"email":"ada@example.com","role":"admin"}`).must(t, http.StatusCreated).get("data.id").Str
+	plain := operatorDo(t, h, http.MethodPost, members, `{"email":"bob@example.com","first_name":"Bob"}`).must(t, http.StatusCreated).get("data.id").Str
+	operatorDo(t, h, http.MethodPost, path, `{"name":"ci","creator_user_id":"`+plain+`"}`).must(t, http.StatusForbidden)
+	operatorDo(t, h, http.MethodPost, path, `{"name":"ci","creator_user_id":"user_unknown"}`).must(t, http.StatusForbidden)
+	operatorDo(t, h, http.MethodPost, path, `{"name":"ci"}`).must(t, http.StatusBadRequest)
+	operatorDo(t, h, http.MethodPost, members, `{"email":"ADA@example.com"}`).must(t, http.StatusConflict)
+
+	created := operatorDo(t, h, http.MethodPost, path, `{"name":"ci","expires_in":"720h","creator_user_id":"`+admin+`"}`).
 		must(t, http.StatusCreated)
 	key := created.get("key").Str
 	data := created.get("data")
@@ -279,7 +289,7 @@ func TestOperatorManagementKeys(t *testing.T) {
 	if err != nil || time.Until(exp) < 719*time.Hour || data.Get("expired").Bool() {
 		t.Errorf("expiry: %s", data.Raw)
 	}
-	if data.Get("account_id").Str != acct || data.Get("name").Str != "ci" || data.Get("creator_user_id").Str != "user_1" ||
+	if data.Get("account_id").Str != acct || data.Get("name").Str != "ci" || data.Get("creator_user_id").Str != admin ||
 		data.Get("label").Str == "" || data.Get("created_at").Str == "" {
 		t.Errorf("fields: %s", data.Raw)
 	}
@@ -289,7 +299,7 @@ func TestOperatorManagementKeys(t *testing.T) {
 	}
 
 	at := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
-	second := operatorDo(t, h, http.MethodPost, path, `{"name":"fixed","expires_at":"`+at.Format(time.RFC3339)+`"}`).
+	second := operatorDo(t, h, http.MethodPost, path, `{"name":"fixed","creator_user_id":"`+admin+`","expires_at":"`+at.Format(time.RFC3339)+`"}`).
 		must(t, http.StatusCreated)
 	if got := second.get("data.expires_at").Str; got != at.Format(time.RFC3339) {
 		t.Errorf("expires_at %q, want %q", got, at.Format(time.RFC3339))
@@ -394,8 +404,17 @@ func TestOperatorCommand(t *testing.T) {
 	if got := run("credits", "list", "--account", id).Get("data.0.note").Str; got != "wire" {
 		t.Errorf("credits list: note %q", got)
 	}
-	created := run("mgmt-key", "create", "--account", id, "--name", "ci", "--expires-in", "1h", "--creator-user-id", "user_x")
-	if !strings.HasPrefix(created.Get("key").Str, storage.ManagementKeyPrefix) || created.Get("data.creator_user_id").Str != "user_x" {
+	// Only organization admins create management keys (SPEC.md 5.4).
+	admin := run("member", "create", "--account", id, "--email", "ada@example.com", "--role", "admin").Get("data")
+	if admin.Get("role").Str != "admin" || admin.Get("email").Str != "ada@example.com" {
+		t.Errorf("member create: %s", admin.Raw)
+	}
+	if n := len(run("member", "list", "--account", id).Get("data").Array()); n != 1 {
+		t.Errorf("member list: %d members", n)
+	}
+	adminID := admin.Get("id").Str
+	created := run("mgmt-key", "create", "--account", id, "--name", "ci", "--expires-in", "1h", "--creator-user-id", adminID)
+	if !strings.HasPrefix(created.Get("key").Str, storage.ManagementKeyPrefix) || created.Get("data.creator_user_id").Str != adminID {
 		t.Errorf("mgmt-key create: %s", created.Raw)
 	}
 	if n := len(run("mgmt-key", "list", "--account", id).Get("data").Array()); n != 1 {

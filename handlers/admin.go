@@ -104,6 +104,12 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = ar.serveObservability(a.gw, seg[1:])
 	case seg[0] == "private-endpoints":
 		apiErr = ar.servePrivateEndpoints(a.gw, seg[1:])
+	case seg[0] == "workspaces":
+		apiErr = ar.serveWorkspaces(seg[1:])
+	case seg[0] == "guardrails":
+		apiErr = ar.serveGuardrails(seg[1:])
+	case sub == "/organization/members":
+		apiErr = methods(r, map[string]func() *APIError{"GET": ar.listMembers})
 	default:
 		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
@@ -179,10 +185,11 @@ func (ar *adminRequest) listKeys() *APIError {
 	}
 	f.WorkspaceID = ar.id.Account.DefaultWorkspaceID
 	if v := q.Get("workspace_id"); v != "" {
-		if v != ar.id.Account.DefaultWorkspaceID {
-			return NotFound("Workspace not found")
+		w, apiErr := ar.workspace(v)
+		if apiErr != nil {
+			return apiErr
 		}
-		f.WorkspaceID = v
+		f.WorkspaceID = w.ID
 	}
 	t := now()
 	keys := ar.store.ListAPIKeys(f)

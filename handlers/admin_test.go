@@ -488,7 +488,7 @@ func TestAdminMethodNotAllowed(t *testing.T) {
 func TestAdminUnservedManagementRoutes(t *testing.T) {
 	f := newAdminFixture(t)
 	for _, tt := range []struct{ method, path string }{
-		{"GET", "/api/v1/workspaces"},
+		{"GET", "/api/v1/private-endpoints/x/y/z"},
 		{"POST", "/api/v1/generation/feedback/extra"},
 		{"GET", "/api/v1/keys/a/b"},
 		{"GET", "/api/v1/organization"},

@@ -51,12 +51,14 @@ func endpointID(model, provider string) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// workspaceFilter checks a workspace_id against the caller's account.
-func (ar *adminRequest) workspaceFilter(v string) *APIError {
-	if v != ar.id.Account.DefaultWorkspaceID {
-		return NotFound("Workspace not found")
+// workspaceFilter resolves a workspace_id (an id or a slug) among the
+// caller's account's workspaces.
+func (ar *adminRequest) workspaceFilter(v string) (string, *APIError) {
+	w, ok := ar.store.Workspace(ar.id.AccountID, v)
+	if !ok {
+		return "", NotFound("Workspace not found")
 	}
-	return nil
+	return w.ID, nil
 }
 
 func (ar *adminRequest) activity() *APIError {
@@ -94,10 +96,11 @@ func (ar *adminRequest) activity() *APIError {
 		return BadRequest("group_by: expected workspace")
 	}
 	if v := q.Get("workspace_id"); v != "" {
-		if apiErr := ar.workspaceFilter(v); apiErr != nil {
+		ws, apiErr := ar.workspaceFilter(v)
+		if apiErr != nil {
 			return apiErr
 		}
-		uq.Filters = append(uq.Filters, storage.UsageFilter{Dim: storage.DimWorkspace, Values: []string{v}})
+		uq.Filters = append(uq.Filters, storage.UsageFilter{Dim: storage.DimWorkspace, Values: []string{ws}})
 	}
 	rows, err := ar.store.QueryUsage(ar.id.AccountID, uq)
 	if err != nil {

@@ -83,12 +83,16 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
+	rules := store.EffectiveRules(id.Hash)
 	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits},
 		func(v storage.LedgerView) error {
 			if countFree {
 				if rl := limits.Check(v.Account, v.Now); rl != nil {
 					return rl
 				}
+			}
+			if rej := admitScopes(v, rules, est.Hold, facts.BYOK); rej != nil {
+				return rejection{rej}
 			}
 			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
 				return rejection{rej}

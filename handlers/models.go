@@ -96,13 +96,19 @@ func filtersCatalog(id *Identity) bool {
 // modelsFor is the per-user catalog: the models the caller can use, in
 // catalog order: those with a provider the gateway can call with the
 // operator's key or with one of the account's BYOK credentials.
-// Workspace guardrails and provider preferences will narrow it here.
+// The caller's guardrails narrow it (guardrailcheck.go): a model they do
+// not admit, or whose usable providers they all exclude, is left out.
 func (rt *Router) modelsFor(id *Identity) []*catalog.Model {
 	var out []*catalog.Model
+	rules := rt.rulesFor(id)
 	for _, m := range rt.catalog().Models() {
-		if slices.ContainsFunc(m.Providers, operatorUsable) || rt.reachableByBYOK(m, id) {
-			out = append(out, m)
+		if !slices.ContainsFunc(m.Providers, operatorUsable) && !rt.reachableByBYOK(m, id) {
+			continue
 		}
+		if rules != nil && len(rules.Guardrails) > 0 && !admitsModel(rules, m, rt.usableBy(m, id)) {
+			continue
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -177,6 +177,7 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 	}
 	var attempts []Attempt
 	available := false
+	rules := rt.rulesFor(id)
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		// The account's own enabled private endpoints serve the id first,
@@ -189,8 +190,15 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 			}
 			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
+		if apiErr := checkModel(rules, modelID); apiErr != nil {
+			return nil, apiErr
+		}
 		if ok {
 			candidates = append(candidates, rt.candidates(m, id)...)
+		}
+		candidates, apiErr := allowedAttempts(rules, candidates)
+		if apiErr != nil {
+			return nil, apiErr
 		}
 		available = available || len(candidates) > 0
 		attempts = append(attempts, prefs.filter(candidates)...)

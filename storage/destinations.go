@@ -2,7 +2,6 @@ package storage
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -45,9 +44,6 @@ type Destination struct {
 
 // MaxDestinationsPerType bounds an account's destinations of one type.
 const MaxDestinationsPerType = 5
-
-// ErrConflict is returned when a change conflicts with the current state.
-var ErrConflict = errors.New("conflict")
 
 func (d Destination) clone() Destination {
 	d.APIKeyHashes = slices.Clone(d.APIKeyHashes)

@@ -165,6 +165,14 @@ func (s *Store) snapshot(key string) any {
 		return s.destinationSnapshot(key)
 	case hasPrefix(key, prefixPrivateEndpoint):
 		return s.privateEndpointSnapshot(key)
+	case hasPrefix(key, prefixMember):
+		return s.memberSnapshot(key)
+	case hasPrefix(key, prefixWorkspace):
+		return s.workspaceSnapshot(key)
+	case hasPrefix(key, prefixGuardrail):
+		return s.guardrailSnapshot(key)
+	case hasPrefix(key, prefixWorkspaceUsage), hasPrefix(key, prefixMemberUsage):
+		return s.usageSnapshot(key)
 	}
 	return nil
 }

@@ -31,9 +31,14 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 		CreatorUserID: n.CreatorUserID, CreatedAt: t, ExpiresAt: utcPtr(n.ExpiresAt),
 	}
 	s.mu.Lock()
-	if _, ok := s.accounts[n.AccountID]; !ok {
+	acct, ok := s.accounts[n.AccountID]
+	if !ok {
 		s.mu.Unlock()
 		return ManagementKey{}, "", ErrNotFound
+	}
+	if err := s.checkMgmtKeyCreator(acct, n.CreatorUserID); err != nil {
+		s.mu.Unlock()
+		return ManagementKey{}, "", err
 	}
 	s.mgmtKeys[hash] = &k
 	b := s.markDirty(prefixMgmtKey + hash)
@@ -105,10 +110,12 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	if n.WorkspaceID == "" {
 		n.WorkspaceID = acct.DefaultWorkspaceID
 	}
-	if n.WorkspaceID != acct.DefaultWorkspaceID {
+	ws, ok := s.resolveWorkspace(n.AccountID, n.WorkspaceID)
+	if !ok {
 		s.mu.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
+	n.WorkspaceID = ws.ID
 	creator := n.CreatorUserID
 	if creator == nil && acct.OwnerUserID != "" {
 		owner := acct.OwnerUserID
@@ -123,6 +130,7 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	}
 	s.seq++
 	s.keys[hash] = &k
+	s.rulesChanged()
 	b := s.markDirty(prefixAPIKey + hash)
 	s.mu.Unlock()
 	if err := b.wait(); err != nil {
@@ -194,6 +202,7 @@ func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error
 	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
 	k.UpdatedAt = now().UTC()
 	s.keys[hash] = &k
+	s.rulesChanged()
 	b := s.markDirty(prefixAPIKey + hash)
 	s.mu.Unlock()
 	return k, b.wait()
@@ -202,11 +211,14 @@ func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error
 // DeleteAPIKey removes a regular key; it stops working at once.
 func (s *Store) DeleteAPIKey(hash string) error {
 	s.mu.Lock()
-	if _, ok := s.keys[hash]; !ok {
+	k, ok := s.keys[hash]
+	if !ok {
 		s.mu.Unlock()
 		return ErrNotFound
 	}
 	delete(s.keys, hash)
+	s.dropKeyAssignments(k.AccountID, hash)
+	s.rulesChanged()
 	b := s.markDirty(prefixAPIKey + hash)
 	s.mu.Unlock()
 	return b.wait()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -20,6 +21,9 @@ type ledger struct {
 	accountHeld map[string]Amount
 	keyHeld     map[string]Amount
 	inFlight    map[string]*inFlightState
+	// workspaceHeld and memberHeld are by "<account id>/<id>".
+	workspaceHeld map[string]Amount
+	memberHeld    map[string]Amount
 }
 
 // inFlightState is one account's use of its in-flight budget.
@@ -38,11 +42,13 @@ type settling struct {
 }
 
 func newLedger() ledger {
-	return ledger{
+	l := ledger{
 		accountHeld: map[string]Amount{},
 		keyHeld:     map[string]Amount{},
 		inFlight:    map[string]*inFlightState{},
 	}
+	l.workspaceHeld, l.memberHeld = map[string]Amount{}, map[string]Amount{}
+	return l
 }
 
 // state returns the account's in-flight state with expired settlements
@@ -103,6 +109,15 @@ type LedgerView struct {
 	KeyHeld      Amount // holds of the key's running requests
 	InFlightHeld Amount // in-flight holds plus settling costs
 	NextRelease  time.Duration
+	// Workspace is the key's workspace (nil without a key); WorkspaceHeld
+	// the holds of its running requests. Both are read-only snapshots.
+	Workspace     *Workspace
+	WorkspaceHeld Amount
+	// Member is the key's member (its creator_user_id, when a member of
+	// the organization), nil otherwise; MemberHeld the holds of the
+	// member's running requests.
+	Member     *Member
+	MemberHeld Amount
 }
 
 // Holds are the amounts a request reserves at admission.
@@ -127,6 +142,10 @@ type Reservation struct {
 	KeyHash   string
 	Holds
 	done bool
+	// scope keys ("<account id>/<id>") of the key's workspace and member,
+	// and whether the workspace holds this reservation.
+	workspace, member string
+	workspaceHeld     bool
 }
 
 // ErrSettled is returned when a reservation is settled or released twice.
@@ -144,9 +163,20 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	}
 	t := now()
 	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld[accountID]}
+	var wsKey, memberKey string
 	if keyHash != "" {
 		if k, ok := s.keys[keyHash]; ok {
 			v.Key = *k
+			if ws, ok := s.workspaces[accountID][k.WorkspaceID]; ok {
+				wsKey = accountID + "/" + ws.ID
+				v.Workspace, v.WorkspaceHeld = ws, s.ledger.workspaceHeld[wsKey]
+			}
+			if k.CreatorUserID != nil {
+				if m, ok := s.members[accountID][*k.CreatorUserID]; ok {
+					memberKey = accountID + "/" + m.ID
+					v.Member, v.MemberHeld = m, s.ledger.memberHeld[memberKey]
+				}
+			}
 		}
 		v.KeyHeld = s.ledger.keyHeld[keyHash]
 	}
@@ -163,6 +193,15 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if keyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
 	}
+	// A BYOK request holds against its workspace only when the workspace
+	// counts BYOK spending; the charge lands in the counters either way.
+	holdWS := wsKey != "" && (!h.KeyOnly || v.Workspace.IncludeBYOKInBudgets)
+	if holdWS {
+		s.ledger.add(s.ledger.workspaceHeld, wsKey, h.Hold)
+	}
+	if memberKey != "" {
+		s.ledger.add(s.ledger.memberHeld, memberKey, h.Hold)
+	}
 	if h.InFlight > 0 {
 		st.running += h.InFlight
 		s.ledger.inFlight[accountID] = st
@@ -175,7 +214,8 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		s.accounts[a.ID] = &a
 		s.markDirty(prefixAccount + a.ID)
 	}
-	return &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}, nil
+	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHeld: holdWS}
+	return res, nil
 }
 
 // release drops the reservation's holds. Callers hold s.mu.
@@ -187,6 +227,12 @@ func (s *Store) release(res *Reservation) {
 	}
 	if res.KeyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
+	}
+	if res.workspaceHeld {
+		s.ledger.add(s.ledger.workspaceHeld, res.workspace, -res.Hold)
+	}
+	if res.member != "" {
+		s.ledger.add(s.ledger.memberHeld, res.member, -res.Hold)
 	}
 	if res.InFlight > 0 {
 		st := s.ledger.state(res.AccountID, now())
@@ -262,6 +308,9 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		}
 		s.keys[k.Hash] = &k
 		s.markDirty(prefixAPIKey + k.Hash)
+	}
+	if c.Cost != 0 {
+		s.chargeScopes(res, c, t)
 	}
 	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
 		st := s.ledger.state(res.AccountID, t)
@@ -360,4 +409,35 @@ func (s *Store) Generations(fn func(Generation) bool) error {
 		}
 		return nil
 	})
+}
+
+// chargeScopes adds a charge to the counters of the key's workspace and
+// member, which workspace budgets and member guardrails cap. The records
+// are replaced, not edited, and these counters do not change any key's
+// rules, so the rules cache stays valid. Callers hold s.mu.
+func (s *Store) chargeScopes(res *Reservation, c Charge, t time.Time) {
+	if accountID, id, ok := strings.Cut(res.workspace, "/"); ok {
+		if ws, ok := s.workspaces[accountID][id]; ok {
+			w := *ws
+			if c.BYOK {
+				w.BYOKUsage = w.BYOKUsage.Add(t, c.Cost)
+			} else {
+				w.Usage = w.Usage.Add(t, c.Cost)
+			}
+			s.workspaces[accountID][id] = &w
+			s.markDirty(prefixWorkspaceUsage + accountID + "/" + id)
+		}
+	}
+	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
+		if mem, ok := s.members[accountID][id]; ok {
+			m := *mem
+			if c.BYOK {
+				m.BYOKUsage = m.BYOKUsage.Add(t, c.Cost)
+			} else {
+				m.Usage = m.Usage.Add(t, c.Cost)
+			}
+			s.members[accountID][id] = &m
+			s.markDirty(prefixMemberUsage + accountID + "/" + id)
+		}
+	}
 }

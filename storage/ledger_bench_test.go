@@ -71,3 +71,25 @@ func BenchmarkAuthenticate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEffectiveRules is the hot-path lookup of a key's guardrails: a
+// cached entry costs no lock and no allocation.
+func BenchmarkEffectiveRules(b *testing.B) {
+	s, acct, key := benchStore(b, b.TempDir())
+	g, err := s.CreateGuardrail(acct.ID, func(g *Guardrail) error { g.Name, g.AllowedModels = "g", []string{"m"}; return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
+		b.Fatal(err)
+	}
+	s.EffectiveRules(key.Hash)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if r := s.EffectiveRules(key.Hash); r.ModelBlocker("m") != nil {
+				b.Fatal("blocked")
+			}
+		}
+	})
+}

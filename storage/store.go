@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -18,6 +19,12 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid")
+	// ErrConflict: the change contradicts the current state (a duplicate,
+	// or a workspace that still holds keys).
+	ErrConflict = errors.New("conflict")
+	// ErrForbidden: the change is never allowed (the default workspace
+	// cannot be deleted).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // now is the store's clock; tests replace it to cross UTC boundaries.
@@ -58,6 +65,15 @@ type Store struct {
 
 	destinations map[string]map[string]*Destination     // observability destinations by account id, then id
 	endpoints    map[string]map[string]*PrivateEndpoint // private endpoints by account id, then id
+	// Organizations' members, workspaces and guardrails, by account id,
+	// then id (members.go, workspaces.go, guardrails.go).
+	members    map[string]map[string]*Member
+	workspaces map[string]map[string]*Workspace
+	guardrails map[string]map[string]*Guardrail
+	// rules caches each key's effective rules (rules.go); rulesGen
+	// invalidates them.
+	rules    sync.Map
+	rulesGen atomic.Uint64
 
 	genSubs generationSubscribers // SubscribeGenerations
 
@@ -88,6 +104,7 @@ const (
 	prefixDestination = "o/"
 	// pe/<account id>/<endpoint id>: private endpoints
 	prefixPrivateEndpoint = "pe/"
+	// prefixMember, prefixWorkspace and prefixGuardrail are in their files.
 	// Generation records are append-only and not loaded into memory.
 	prefixGeneration = "g/"
 )
@@ -132,10 +149,14 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.destinations = map[string]map[string]*Destination{}
 	s.endpoints = map[string]map[string]*PrivateEndpoint{}
+	s.members = map[string]map[string]*Member{}
+	s.workspaces = map[string]map[string]*Workspace{}
+	s.guardrails = map[string]map[string]*Guardrail{}
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	s.ensureDefaultWorkspaces()
 	if err := s.buildAnalytics(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
@@ -167,13 +188,19 @@ func (s *Store) Close() error {
 func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
 		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser,
-			prefixDestination, prefixPrivateEndpoint} {
+			prefixDestination, prefixPrivateEndpoint, prefixMember, prefixWorkspace, prefixGuardrail,
+			prefixWorkspaceUsage, prefixMemberUsage} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
-				if err := item.Value(func(v []byte) error { return s.loadRecord(prefix, v) }); err != nil {
+				load := func(v []byte) error { return s.loadRecord(prefix, v) }
+				if prefix == prefixWorkspaceUsage || prefix == prefixMemberUsage {
+					key := item.KeyCopy(nil)
+					load = func(v []byte) error { return s.loadUsage(prefix, key, v) }
+				}
+				if err := item.Value(load); err != nil {
 					it.Close()
 					return fmt.Errorf("loading record %q: %w", item.Key(), err)
 				}
@@ -220,6 +247,12 @@ func (s *Store) loadRecord(prefix string, v []byte) error {
 		return s.loadDestination(v)
 	case prefixPrivateEndpoint:
 		return s.loadPrivateEndpoint(v)
+	case prefixMember:
+		return s.loadMember(v)
+	case prefixWorkspace:
+		return s.loadWorkspace(v)
+	case prefixGuardrail:
+		return s.loadGuardrail(v)
 	}
 	return nil
 }

@@ -1,0 +1,162 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Enforcement of guardrails and workspace budgets on the request path, all
+// from memory: the key's effective rules come from the store's cache
+// (storage.Store.EffectiveRules), and the budgets' figures from the ledger
+// view that Store.Reserve takes under its lock.
+
+// rulesFor returns the caller's effective guardrails; nil (no rule) for
+// management keys, anonymous callers or without a store.
+func (rt *Router) rulesFor(id *Identity) *storage.Rules {
+	if rt.gw == nil || id == nil || id.Management || id.Hash == "" {
+		return nil
+	}
+	store, err := rt.gw.Store()
+	if err != nil {
+		return nil
+	}
+	return store.EffectiveRules(id.Hash)
+}
+
+// guardrailBlocked is the 403 of a guardrail that refuses a request.
+func guardrailBlocked(g *storage.Guardrail, what string) *APIError {
+	return &APIError{Status: http.StatusForbidden,
+		Message:  what + " is not allowed by guardrail " + strconv.Quote(g.Name),
+		Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name}}
+}
+
+// checkModel refuses a model that a guardrail does not admit.
+func checkModel(rules *storage.Rules, modelID string) *APIError {
+	if g := rules.ModelBlocker(modelID); g != nil {
+		return guardrailBlocked(g, "Model "+strconv.Quote(modelID))
+	}
+	return nil
+}
+
+// allowedAttempts keeps the attempts whose provider every guardrail admits;
+// when none is left it returns the 403 of the guardrail that removed the
+// last. The slice is filtered in place.
+func allowedAttempts(rules *storage.Rules, attempts []Attempt) ([]Attempt, *APIError) {
+	if rules == nil || len(rules.Guardrails) == 0 || len(attempts) == 0 {
+		return attempts, nil
+	}
+	var blocker *storage.Guardrail
+	var blockedName string
+	out := attempts[:0]
+	for _, a := range attempts {
+		if g := rules.ProviderBlocker(a.Provider.Name); g != nil {
+			blocker, blockedName = g, a.Provider.Name
+			continue
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, guardrailBlocked(blocker, "Provider "+strconv.Quote(blockedName))
+	}
+	return out, nil
+}
+
+// admitsModel reports whether the rules let the caller use m through one
+// of the providers it can reach (for the model lists).
+func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Provider) bool) bool {
+	if rules == nil {
+		return true
+	}
+	if rules.ModelBlocker(m.ID) != nil {
+		return false
+	}
+	for _, p := range m.Providers {
+		if usable(p) && rules.ProviderBlocker(p.Name) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// admitScopes checks the budgets of the key's guardrails and workspace,
+// in the order of the public API's budget scopes: the workspace default
+// guardrail (against the member's total, then the key's), member
+// guardrails, the key's guardrail, then the workspace budgets. byok says
+// whether the request spends the caller's own provider credits.
+func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount, byok bool) *billing.Rejection {
+	if rules != nil {
+		for _, a := range rules.Guardrails {
+			g := a.Guardrail
+			if g.Limit == nil || (byok && !g.IncludeBYOKInBudgets) {
+				continue
+			}
+			perMember := a.Scope == storage.ScopeMember || a.Scope == storage.ScopeWorkspaceDefault
+			if perMember && v.Member != nil {
+				used := v.Member.Usage.In(g.ResetInterval, v.Now)
+				if g.IncludeBYOKInBudgets {
+					used += v.Member.BYOKUsage.In(g.ResetInterval, v.Now)
+				}
+				if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.MemberHeld, "member")); rej != nil {
+					return rej
+				}
+			}
+			if a.Scope == storage.ScopeMember {
+				continue
+			}
+			used := v.Key.Usage.In(g.ResetInterval, v.Now)
+			if g.IncludeBYOKInBudgets {
+				used += v.Key.BYOKUsage.In(g.ResetInterval, v.Now)
+			}
+			if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.KeyHeld, "API key")); rej != nil {
+				return rej
+			}
+		}
+	}
+	if ws := v.Workspace; ws != nil && (!byok || ws.IncludeBYOKInBudgets) {
+		for _, iv := range []storage.BudgetInterval{storage.BudgetDaily, storage.BudgetWeekly, storage.BudgetMonthly, storage.BudgetLifetime} {
+			b, ok := ws.Budgets[iv]
+			if !ok {
+				continue
+			}
+			rej := billing.AdmitBudget(hold, billing.Budget{
+				Source: "workspace_budget", Limit: b.Limit, Used: ws.BudgetUsage(iv, v.Now), Held: v.WorkspaceHeld,
+				Message: "Workspace " + strconv.Quote(ws.Slug) + " has reached its " + string(iv) + " budget",
+				Hint:    "Raise the workspace's " + string(iv) + " budget" + resetHint(iv != storage.BudgetLifetime),
+			})
+			if rej != nil {
+				return rej
+			}
+		}
+	}
+	return nil
+}
+
+func guardrailBudget(g *storage.Guardrail, used, held storage.Amount, per string) billing.Budget {
+	return billing.Budget{
+		Source: "guardrail_budget", Limit: *g.Limit, Used: used, Held: held,
+		Message: "Guardrail " + strconv.Quote(g.Name) + " budget is exhausted for this " + per,
+		Hint:    "Raise the guardrail's limit_usd, or unassign it" + resetHint(true),
+	}
+}
+
+func resetHint(resets bool) string {
+	if resets {
+		return ", or wait for the interval to reset."
+	}
+	return "."
+}
+
+// usableBy returns whether the caller reaches a provider of m: with the
+// operator's key, or through one of its account's BYOK credentials.
+func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) bool {
+	byok := map[*catalog.Provider]bool{}
+	rt.byokCredentials(m, id, func(p *catalog.Provider, _ storage.Credential, _ *storage.Sealer) bool {
+		byok[p] = true
+		return true
+	})
+	return func(p *catalog.Provider) bool { return operatorUsable(p) || byok[p] }
+}

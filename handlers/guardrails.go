@@ -1,0 +1,376 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Guardrails restrict the keys and members they are assigned to:
+// /api/v1/guardrails and below, with a management key. Enforcement is in
+// guardrailcheck.go (router: models and providers; meter: budgets).
+
+// guardrailView is a guardrail as the public schema has it.
+type guardrailView struct {
+	ID                         string          `json:"id"`
+	Name                       string          `json:"name"`
+	Description                *string         `json:"description"`
+	WorkspaceID                string          `json:"workspace_id"`
+	AllowedModels              []string        `json:"allowed_models"`
+	AllowedProviders           []string        `json:"allowed_providers"`
+	IgnoredModels              []string        `json:"ignored_models"`
+	IgnoredProviders           []string        `json:"ignored_providers"`
+	AllowedDataRegions         []string        `json:"allowed_data_regions"`
+	ContentFilters             json.RawMessage `json:"content_filters"`
+	ContentFilterBuiltins      json.RawMessage `json:"content_filter_builtins"`
+	EnableFreeModelPublication *bool           `json:"enable_free_model_publication"`
+	EnableFreeModelTraining    *bool           `json:"enable_free_model_training"`
+	EnablePaidModelTraining    *bool           `json:"enable_paid_model_training"`
+	EnforceZDR                 *bool           `json:"enforce_zdr"`
+	EnforceZDRAnthropic        *bool           `json:"enforce_zdr_anthropic"`
+	EnforceZDRGoogle           *bool           `json:"enforce_zdr_google"`
+	EnforceZDROpenAI           *bool           `json:"enforce_zdr_openai"`
+	EnforceZDROther            *bool           `json:"enforce_zdr_other"`
+	EnforceZDRXAI              *bool           `json:"enforce_zdr_xai"`
+	IncludeBYOKInBudgets       bool            `json:"include_byok_in_budgets"`
+	LimitUSD                   *storage.Amount `json:"limit_usd"`
+	ResetInterval              *string         `json:"reset_interval"`
+	CreatedAt                  string          `json:"created_at"`
+	UpdatedAt                  *string         `json:"updated_at"`
+}
+
+func rawOrNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage("null")
+	}
+	return r
+}
+
+func newGuardrailView(g storage.Guardrail) guardrailView {
+	return guardrailView{
+		ID: g.ID, Name: g.Name, Description: g.Description, WorkspaceID: g.WorkspaceID,
+		AllowedModels: g.AllowedModels, AllowedProviders: g.AllowedProviders,
+		IgnoredModels: g.IgnoredModels, IgnoredProviders: g.IgnoredProviders,
+		AllowedDataRegions: g.AllowedDataRegions,
+		ContentFilters:     rawOrNull(g.ContentFilters), ContentFilterBuiltins: rawOrNull(g.ContentFilterBuiltins),
+		EnableFreeModelPublication: g.EnableFreeModelPublication, EnableFreeModelTraining: g.EnableFreeModelTraining,
+		EnablePaidModelTraining: g.EnablePaidModelTraining, EnforceZDR: g.EnforceZDR,
+		EnforceZDRAnthropic: g.EnforceZDRAnthropic, EnforceZDRGoogle: g.EnforceZDRGoogle,
+		EnforceZDROpenAI: g.EnforceZDROpenAI, EnforceZDROther: g.EnforceZDROther, EnforceZDRXAI: g.EnforceZDRXAI,
+		IncludeBYOKInBudgets: g.IncludeBYOKInBudgets, LimitUSD: g.Limit, ResetInterval: intervalPtr(g.ResetInterval),
+		CreatedAt: apiTime(g.CreatedAt), UpdatedAt: apiTimePtr(g.UpdatedAt),
+	}
+}
+
+type keyAssignmentView struct {
+	ID          string  `json:"id"`
+	GuardrailID string  `json:"guardrail_id"`
+	KeyHash     string  `json:"key_hash"`
+	KeyLabel    string  `json:"key_label"`
+	KeyName     string  `json:"key_name"`
+	AssignedBy  *string `json:"assigned_by"`
+	CreatedAt   string  `json:"created_at"`
+}
+
+type memberAssignmentView struct {
+	ID             string  `json:"id"`
+	GuardrailID    string  `json:"guardrail_id"`
+	OrganizationID string  `json:"organization_id"`
+	UserID         string  `json:"user_id"`
+	AssignedBy     *string `json:"assigned_by"`
+	CreatedAt      string  `json:"created_at"`
+}
+
+// serveGuardrails dispatches /guardrails and below (seg without "guardrails").
+func (ar *adminRequest) serveGuardrails(seg []string) *APIError {
+	switch {
+	case len(seg) == 0:
+		return methods(ar.r, map[string]func() *APIError{"GET": ar.listGuardrails, "POST": ar.createGuardrail})
+	case len(seg) == 2 && seg[0] == "assignments" && seg[1] == "keys":
+		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listKeyAssignments("") }})
+	case len(seg) == 2 && seg[0] == "assignments" && seg[1] == "members":
+		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listMemberAssignments("") }})
+	case len(seg) == 1:
+		id := seg[0]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":    func() *APIError { return ar.getGuardrail(id) },
+			"PATCH":  func() *APIError { return ar.updateGuardrail(id) },
+			"DELETE": func() *APIError { return ar.deleteGuardrail(id) },
+		})
+	case len(seg) == 3 && seg[1] == "assignments" && seg[2] == "keys":
+		id := seg[0]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":  func() *APIError { return ar.listKeyAssignments(id) },
+			"POST": func() *APIError { return ar.assign(id, "key_hashes", ar.store.AssignKeys) },
+		})
+	case len(seg) == 4 && seg[1] == "assignments" && seg[2] == "keys" && seg[3] == "remove":
+		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(seg[0], "key_hashes", ar.store.UnassignKeys) }})
+	case len(seg) == 3 && seg[1] == "assignments" && seg[2] == "members":
+		id := seg[0]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":  func() *APIError { return ar.listMemberAssignments(id) },
+			"POST": func() *APIError { return ar.assign(id, "member_user_ids", ar.store.AssignMembers) },
+		})
+	case len(seg) == 4 && seg[1] == "assignments" && seg[2] == "members" && seg[3] == "remove":
+		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(seg[0], "member_user_ids", ar.store.UnassignMembers) }})
+	}
+	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+func (ar *adminRequest) listGuardrails() *APIError {
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	wsID := ar.id.Account.DefaultWorkspaceID
+	if v := ar.r.URL.Query().Get("workspace_id"); v != "" {
+		w, apiErr := ar.workspace(v)
+		if apiErr != nil {
+			return apiErr
+		}
+		wsID = w.ID
+	}
+	all := ar.store.Guardrails(ar.id.AccountID, wsID)
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]guardrailView, 0, hi-lo)
+	for _, g := range all[lo:hi] {
+		out = append(out, newGuardrailView(g))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+// guardrailSettings reads the writable fields of a guardrail into g.
+func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault bool) *APIError {
+	name, hasName := f.String("name")
+	desc, hasDesc := f.NullableString("description")
+	// In the order of the public schema, so that the first bad field is
+	// the one reported.
+	for _, x := range []struct {
+		field string
+		dst   *[]string
+	}{
+		{"allowed_data_regions", &g.AllowedDataRegions}, {"allowed_models", &g.AllowedModels},
+		{"allowed_providers", &g.AllowedProviders}, {"ignored_models", &g.IgnoredModels},
+		{"ignored_providers", &g.IgnoredProviders},
+	} {
+		v, ok := f.NullableStrings(x.field)
+		setIf(x.dst, v, ok)
+	}
+	for _, x := range []struct {
+		field string
+		dst   *json.RawMessage
+	}{{"content_filter_builtins", &g.ContentFilterBuiltins}, {"content_filters", &g.ContentFilters}} {
+		v, ok := f.NullableRaw(x.field)
+		setIf(x.dst, v, ok)
+	}
+	for _, x := range []struct {
+		field string
+		dst   **bool
+	}{
+		{"enable_free_model_publication", &g.EnableFreeModelPublication}, {"enable_free_model_training", &g.EnableFreeModelTraining},
+		{"enable_paid_model_training", &g.EnablePaidModelTraining}, {"enforce_zdr", &g.EnforceZDR},
+		{"enforce_zdr_anthropic", &g.EnforceZDRAnthropic}, {"enforce_zdr_google", &g.EnforceZDRGoogle},
+		{"enforce_zdr_openai", &g.EnforceZDROpenAI}, {"enforce_zdr_other", &g.EnforceZDROther}, {"enforce_zdr_xai", &g.EnforceZDRXAI},
+	} {
+		v, ok := f.NullableBool(x.field)
+		setIf(x.dst, v, ok)
+	}
+	incl, hasIncl := f.Bool("include_byok_in_budgets")
+	limit, hasLimit := f.NullableAmount("limit_usd")
+	reset, hasReset := f.NullableString("reset_interval")
+	if f.err != nil {
+		return f.err
+	}
+	if v, ok := f.get("allowed_data_regions"); ok && v.IsArray() {
+		for _, r := range g.AllowedDataRegions {
+			if r != "global" && r != "europe" && r != "us" {
+				return BadRequest("allowed_data_regions: expected global, europe or us")
+			}
+		}
+	}
+	if create && (!hasName || strings.TrimSpace(name) == "") {
+		return BadRequest("name: required non-empty string")
+	}
+	if workspaceDefault && hasName && name != g.Name {
+		return BadRequest("name: a workspace default guardrail's name is derived from its workspace and cannot be changed")
+	}
+	if hasLimit && limit != nil && *limit < 0 {
+		return BadRequest("limit_usd: must not be negative")
+	}
+	iv := storage.IntervalNone
+	if hasReset && reset != nil {
+		var ok bool
+		if iv, ok = storage.ParseInterval(*reset); !ok {
+			return BadRequest("reset_interval: expected daily, weekly, monthly or null")
+		}
+	}
+	setIf(&g.Name, name, hasName)
+	setIf(&g.Description, desc, hasDesc)
+	setIf(&g.IncludeBYOKInBudgets, incl, hasIncl)
+	setIf(&g.Limit, limit, hasLimit)
+	setIf(&g.ResetInterval, iv, hasReset)
+	if g.Limit != nil && g.ResetInterval == storage.IntervalNone {
+		return BadRequest("reset_interval: required with limit_usd (daily, weekly or monthly)")
+	}
+	return nil
+}
+
+func (ar *adminRequest) createGuardrail() *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	wsRef, hasWS := f.String("workspace_id")
+	if f.err != nil {
+		return f.err
+	}
+	wsID := ""
+	if hasWS {
+		w, apiErr := ar.workspace(wsRef)
+		if apiErr != nil {
+			return BadRequest("workspace_id: no such workspace")
+		}
+		wsID = w.ID
+	}
+	var set *APIError
+	g, err := ar.store.CreateGuardrail(ar.id.AccountID, func(g *storage.Guardrail) error {
+		g.WorkspaceID = wsID
+		if set = guardrailSettings(f, g, true, false); set != nil {
+			return storage.ErrInvalid
+		}
+		return nil
+	})
+	if set != nil {
+		return set
+	}
+	if err != nil {
+		return orgStoreError(err, "Guardrail")
+	}
+	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newGuardrailView(g)})
+	return nil
+}
+
+func (ar *adminRequest) getGuardrail(id string) *APIError {
+	g, ok := ar.store.Guardrail(ar.id.AccountID, id)
+	if !ok {
+		return NotFound("Guardrail not found")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newGuardrailView(g)})
+	return nil
+}
+
+func (ar *adminRequest) updateGuardrail(id string) *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	var set *APIError
+	g, _, err := ar.store.UpdateGuardrail(ar.id.AccountID, id, func(g *storage.Guardrail, workspaceDefault bool) error {
+		if set = guardrailSettings(f, g, false, workspaceDefault); set != nil {
+			return storage.ErrInvalid
+		}
+		return nil
+	})
+	if set != nil {
+		return set
+	}
+	if err != nil {
+		return orgStoreError(err, "Guardrail")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newGuardrailView(g)})
+	return nil
+}
+
+func (ar *adminRequest) deleteGuardrail(id string) *APIError {
+	if err := ar.store.DeleteGuardrail(ar.id.AccountID, id); err != nil {
+		return orgStoreError(err, "Guardrail")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	return nil
+}
+
+func (ar *adminRequest) ownGuardrail(id string) *APIError {
+	if _, ok := ar.store.Guardrail(ar.id.AccountID, id); !ok {
+		return NotFound("Guardrail not found")
+	}
+	return nil
+}
+
+func (ar *adminRequest) listKeyAssignments(id string) *APIError {
+	if id != "" {
+		if apiErr := ar.ownGuardrail(id); apiErr != nil {
+			return apiErr
+		}
+	}
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	all := ar.store.KeyAssignments(ar.id.AccountID, id)
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]keyAssignmentView, 0, hi-lo)
+	for _, a := range all[lo:hi] {
+		out = append(out, keyAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, KeyHash: a.Key.Hash,
+			KeyLabel: a.Key.Label, KeyName: a.Key.Name, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)})
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+func (ar *adminRequest) listMemberAssignments(id string) *APIError {
+	if id != "" {
+		if apiErr := ar.ownGuardrail(id); apiErr != nil {
+			return apiErr
+		}
+	}
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	all := ar.store.MemberAssignments(ar.id.AccountID, id)
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]memberAssignmentView, 0, hi-lo)
+	for _, a := range all[lo:hi] {
+		out = append(out, memberAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, OrganizationID: ar.id.AccountID,
+			UserID: a.UserID, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)})
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+func (ar *adminRequest) assign(id, field string, fn func(accountID, id string, ids []string, by *string) (int, error)) *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	ids := f.Strings(field)
+	if f.err != nil {
+		return f.err
+	}
+	n, err := fn(ar.id.AccountID, id, ids, ar.creatorOf())
+	if err != nil {
+		return orgStoreError(err, "Guardrail")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"assigned_count": n})
+	return nil
+}
+
+func (ar *adminRequest) unassign(id, field string, fn func(accountID, id string, ids []string) (int, error)) *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	ids := f.Strings(field)
+	if f.err != nil {
+		return f.err
+	}
+	n, err := fn(ar.id.AccountID, id, ids)
+	if err != nil {
+		return orgStoreError(err, "Guardrail")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"unassigned_count": n})
+	return nil
+}

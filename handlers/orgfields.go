@@ -1,0 +1,176 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Helpers shared by the workspace, member and guardrail routes.
+
+// Paging of the organization lists (workspaces, members, guardrails,
+// assignments): offset from 0, limit 1-100, default 50.
+const (
+	orgDefaultLimit = 50
+	orgMaxLimit     = 100
+)
+
+// page reads offset and limit.
+func (ar *adminRequest) page() (offset, limit int, apiErr *APIError) {
+	q := ar.r.URL.Query()
+	if offset, apiErr = intParam(q.Get("offset"), "offset", 0, 0, -1); apiErr != nil {
+		return 0, 0, apiErr
+	}
+	limit, apiErr = intParam(q.Get("limit"), "limit", orgDefaultLimit, 1, orgMaxLimit)
+	return offset, limit, apiErr
+}
+
+// pageOf returns the [offset, offset+limit) window of n items.
+func pageOf(n, offset, limit int) (lo, hi int) {
+	lo = min(offset, n)
+	return lo, min(lo+limit, n)
+}
+
+// orgStoreError maps the store's errors of the organization routes: a
+// conflict (a duplicate slug, a workspace or member that still has keys) is
+// 400, the status the public API lists for these routes; a forbidden change
+// is 403; the rest as storeError.
+func orgStoreError(err error, what string) *APIError {
+	msg := func(sentinel error) string {
+		return strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	}
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return BadRequest(msg(storage.ErrConflict))
+	case errors.Is(err, storage.ErrForbidden):
+		return newError(http.StatusForbidden, msg(storage.ErrForbidden))
+	case errors.Is(err, storage.ErrNotFound) && err != storage.ErrNotFound:
+		return NotFound(msg(storage.ErrNotFound))
+	}
+	return storeError(err, what)
+}
+
+// NullableStrings reads an array of strings or null (nil, true).
+func (f *fields) NullableStrings(name string) ([]string, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if !v.IsArray() {
+		f.fail(name, "an array of strings or null")
+		return nil, false
+	}
+	out := []string{}
+	for _, e := range v.Array() {
+		if e.Type != gjson.String {
+			f.fail(name, "an array of strings or null")
+			return nil, false
+		}
+		out = append(out, e.Str)
+	}
+	return out, true
+}
+
+// Strings reads a required non-empty array of non-empty strings.
+func (f *fields) Strings(name string) []string {
+	v, ok := f.get(name)
+	if !ok || !v.IsArray() || len(v.Array()) == 0 {
+		f.fail(name, "a non-empty array of strings")
+		return nil
+	}
+	var out []string
+	for _, e := range v.Array() {
+		if e.Type != gjson.String || e.Str == "" {
+			f.fail(name, "a non-empty array of strings")
+			return nil
+		}
+		out = append(out, e.Str)
+	}
+	return out
+}
+
+// NullableInts reads an array of integers or null.
+func (f *fields) NullableInts(name string) ([]int64, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if !v.IsArray() {
+		f.fail(name, "an array of integers or null")
+		return nil, false
+	}
+	out := []int64{}
+	for _, e := range v.Array() {
+		if e.Type != gjson.Number || e.Float() != float64(e.Int()) {
+			f.fail(name, "an array of integers or null")
+			return nil, false
+		}
+		out = append(out, e.Int())
+	}
+	return out, true
+}
+
+// Number reads a number field.
+func (f *fields) Number(name string) (float64, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return 0, false
+	}
+	if v.Type != gjson.Number {
+		f.fail(name, "a number")
+		return 0, false
+	}
+	return v.Float(), true
+}
+
+// NullableBool reads a boolean or null.
+func (f *fields) NullableBool(name string) (*bool, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if !v.IsBool() {
+		f.fail(name, "a boolean or null")
+		return nil, false
+	}
+	b := v.Bool()
+	return &b, true
+}
+
+// NullableRaw reads a JSON array field as it was sent, or null.
+func (f *fields) NullableRaw(name string) (json.RawMessage, bool) {
+	v, ok := f.get(name)
+	if !ok {
+		return nil, false
+	}
+	if v.Type == gjson.Null {
+		return nil, true
+	}
+	if !v.IsArray() {
+		f.fail(name, "an array or null")
+		return nil, false
+	}
+	return json.RawMessage(v.Raw), true
+}
+
+// creatorOf is the user behind the calling management key, if known.
+func (ar *adminRequest) creatorOf() *string {
+	if ar.id.Management && ar.id.MgmtKey != nil {
+		return ar.id.MgmtKey.CreatorUserID
+	}
+	return nil
+}

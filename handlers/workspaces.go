@@ -1,0 +1,393 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Workspaces divide an account's keys: /api/v1/workspaces and below, with a
+// management key. {id} (or {workspace_ref}) is a workspace's id or slug.
+
+// workspaceView is a workspace as the public schema has it.
+type workspaceView struct {
+	ID                              string   `json:"id"`
+	Name                            string   `json:"name"`
+	Slug                            string   `json:"slug"`
+	Description                     *string  `json:"description"`
+	CreatedBy                       *string  `json:"created_by"`
+	DefaultGuardrailID              string   `json:"default_guardrail_id"`
+	DefaultImageModel               *string  `json:"default_image_model"`
+	DefaultProviderSort             *string  `json:"default_provider_sort"`
+	DefaultTextModel                *string  `json:"default_text_model"`
+	DisabledServerTools             []string `json:"disabled_server_tools"`
+	IncludeBYOKInBudgets            bool     `json:"include_byok_in_budgets"`
+	IOLoggingAPIKeyIDs              []int64  `json:"io_logging_api_key_ids"`
+	IOLoggingSamplingRate           float64  `json:"io_logging_sampling_rate"`
+	IsDataDiscountLoggingEnabled    bool     `json:"is_data_discount_logging_enabled"`
+	IsObservabilityBroadcastEnabled bool     `json:"is_observability_broadcast_enabled"`
+	IsObservabilityIOLoggingEnabled bool     `json:"is_observability_io_logging_enabled"`
+	CreatedAt                       string   `json:"created_at"`
+	UpdatedAt                       *string  `json:"updated_at"`
+}
+
+func newWorkspaceView(w storage.Workspace) workspaceView {
+	return workspaceView{
+		ID: w.ID, Name: w.Name, Slug: w.Slug, Description: w.Description, CreatedBy: w.CreatedBy,
+		DefaultGuardrailID: w.DefaultGuardrailID, DefaultImageModel: w.DefaultImageModel,
+		DefaultProviderSort: w.DefaultProviderSort, DefaultTextModel: w.DefaultTextModel,
+		DisabledServerTools: w.DisabledServerTools, IncludeBYOKInBudgets: w.IncludeBYOKInBudgets,
+		IOLoggingAPIKeyIDs: w.IOLoggingAPIKeyIDs, IOLoggingSamplingRate: w.IOLoggingSamplingRate,
+		IsDataDiscountLoggingEnabled:    w.IsDataDiscountLoggingEnabled,
+		IsObservabilityBroadcastEnabled: w.IsObservabilityBroadcastEnabled,
+		IsObservabilityIOLoggingEnabled: w.IsObservabilityIOLoggingEnabled,
+		CreatedAt:                       apiTime(w.CreatedAt), UpdatedAt: apiTimePtr(w.UpdatedAt),
+	}
+}
+
+// workspaceMemberView is a workspace membership.
+type workspaceMemberView struct {
+	ID          string `json:"id"`
+	UserID      string `json:"user_id"`
+	WorkspaceID string `json:"workspace_id"`
+	Role        string `json:"role"`
+	CreatedAt   string `json:"created_at"`
+}
+
+func newWorkspaceMemberView(wsID string, m storage.WorkspaceMember) workspaceMemberView {
+	return workspaceMemberView{ID: storage.MembershipID(wsID, m.UserID), UserID: m.UserID, WorkspaceID: wsID,
+		Role: string(m.Role), CreatedAt: apiTime(m.CreatedAt)}
+}
+
+// budgetView is a workspace budget.
+type budgetView struct {
+	ID            string         `json:"id"`
+	WorkspaceID   string         `json:"workspace_id"`
+	LimitUSD      storage.Amount `json:"limit_usd"`
+	ResetInterval *string        `json:"reset_interval"`
+	CreatedAt     string         `json:"created_at"`
+	UpdatedAt     string         `json:"updated_at"`
+}
+
+func newBudgetView(wsID string, b storage.WorkspaceBudget) budgetView {
+	return budgetView{ID: b.ID, WorkspaceID: wsID, LimitUSD: b.Limit, ResetInterval: intervalPtr(b.Interval.Interval()),
+		CreatedAt: apiTime(b.CreatedAt), UpdatedAt: apiTime(b.UpdatedAt)}
+}
+
+// serveWorkspaces dispatches /workspaces and below (seg without "workspaces").
+func (ar *adminRequest) serveWorkspaces(seg []string) *APIError {
+	switch {
+	case len(seg) == 0:
+		return methods(ar.r, map[string]func() *APIError{"GET": ar.listWorkspaces, "POST": ar.createWorkspace})
+	case len(seg) == 1:
+		ref := seg[0]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":    func() *APIError { return ar.getWorkspace(ref) },
+			"PATCH":  func() *APIError { return ar.updateWorkspace(ref) },
+			"DELETE": func() *APIError { return ar.deleteWorkspace(ref) },
+		})
+	case len(seg) == 2 && seg[1] == "members":
+		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listWorkspaceMembers(seg[0]) }})
+	case len(seg) == 3 && seg[1] == "members" && seg[2] == "add":
+		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.addWorkspaceMembers(seg[0]) }})
+	case len(seg) == 3 && seg[1] == "members" && seg[2] == "remove":
+		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.removeWorkspaceMembers(seg[0]) }})
+	case len(seg) == 2 && seg[1] == "budgets":
+		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listBudgets(seg[0]) }})
+	case len(seg) == 3 && seg[1] == "budgets":
+		ref, iv := seg[0], seg[2]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":    func() *APIError { return ar.getBudget(ref, iv) },
+			"PUT":    func() *APIError { return ar.setBudget(ref, iv) },
+			"DELETE": func() *APIError { return ar.deleteBudget(ref, iv) },
+		})
+	}
+	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+func (ar *adminRequest) workspace(ref string) (storage.Workspace, *APIError) {
+	w, ok := ar.store.Workspace(ar.id.AccountID, ref)
+	if !ok {
+		return storage.Workspace{}, NotFound("Workspace not found")
+	}
+	return w, nil
+}
+
+func (ar *adminRequest) listWorkspaces() *APIError {
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	all := ar.store.Workspaces(ar.id.AccountID)
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]workspaceView, 0, hi-lo)
+	for _, w := range all[lo:hi] {
+		out = append(out, newWorkspaceView(w))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+// workspaceSettings reads the writable fields of a workspace into w.
+// create requires name and slug.
+func workspaceSettings(f *fields, w *storage.Workspace, create bool) *APIError {
+	name, hasName := f.String("name")
+	slug, hasSlug := f.String("slug")
+	desc, hasDesc := f.NullableString("description")
+	img, hasImg := f.NullableString("default_image_model")
+	sort, hasSort := f.NullableString("default_provider_sort")
+	text, hasText := f.NullableString("default_text_model")
+	tools, hasTools := f.NullableStrings("disabled_server_tools")
+	ids, hasIDs := f.NullableInts("io_logging_api_key_ids")
+	rate, hasRate := f.Number("io_logging_sampling_rate")
+	dd, hasDD := f.Bool("is_data_discount_logging_enabled")
+	ob, hasOB := f.Bool("is_observability_broadcast_enabled")
+	oio, hasOIO := f.Bool("is_observability_io_logging_enabled")
+	if f.err != nil {
+		return f.err
+	}
+	if create && (!hasName || strings.TrimSpace(name) == "") {
+		return BadRequest("name: required non-empty string")
+	}
+	if create && !hasSlug {
+		return BadRequest("slug: required string")
+	}
+	if hasRate && (rate < 0 || rate > 1) {
+		return BadRequest("io_logging_sampling_rate: expected a number from 0 to 1")
+	}
+	setIf(&w.Name, name, hasName)
+	setIf(&w.Slug, slug, hasSlug)
+	setIf(&w.Description, desc, hasDesc)
+	setIf(&w.DefaultImageModel, img, hasImg)
+	setIf(&w.DefaultProviderSort, sort, hasSort)
+	setIf(&w.DefaultTextModel, text, hasText)
+	setIf(&w.DisabledServerTools, tools, hasTools)
+	setIf(&w.IOLoggingAPIKeyIDs, ids, hasIDs)
+	setIf(&w.IOLoggingSamplingRate, rate, hasRate)
+	setIf(&w.IsDataDiscountLoggingEnabled, dd, hasDD)
+	setIf(&w.IsObservabilityBroadcastEnabled, ob, hasOB)
+	setIf(&w.IsObservabilityIOLoggingEnabled, oio, hasOIO)
+	return nil
+}
+
+func (ar *adminRequest) createWorkspace() *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	var w storage.Workspace
+	if apiErr := workspaceSettings(f, &w, true); apiErr != nil {
+		return apiErr
+	}
+	w, err := ar.store.CreateWorkspace(ar.id.AccountID, func(n *storage.Workspace) {
+		id, guardrail, created := n.ID, n.DefaultGuardrailID, n.CreatedAt
+		budgets, members := n.Budgets, n.Members
+		*n = w
+		n.ID, n.AccountID, n.DefaultGuardrailID, n.CreatedAt = id, ar.id.AccountID, guardrail, created
+		n.Budgets, n.Members, n.CreatedBy = budgets, members, ar.creatorOf()
+		if _, set := f.get("io_logging_sampling_rate"); !set {
+			n.IOLoggingSamplingRate = 1
+		}
+		if _, set := f.get("is_data_discount_logging_enabled"); !set {
+			n.IsDataDiscountLoggingEnabled = true
+		}
+	})
+	if err != nil {
+		return orgStoreError(err, "Account")
+	}
+	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newWorkspaceView(w)})
+	return nil
+}
+
+func (ar *adminRequest) getWorkspace(ref string) *APIError {
+	w, apiErr := ar.workspace(ref)
+	if apiErr != nil {
+		return apiErr
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newWorkspaceView(w)})
+	return nil
+}
+
+func (ar *adminRequest) updateWorkspace(ref string) *APIError {
+	if _, apiErr := ar.workspace(ref); apiErr != nil {
+		return apiErr
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	var upd *APIError
+	w, err := ar.store.UpdateWorkspace(ar.id.AccountID, ref, func(w *storage.Workspace) error {
+		if upd = workspaceSettings(f, w, false); upd != nil {
+			return storage.ErrInvalid
+		}
+		return nil
+	})
+	if upd != nil {
+		return upd
+	}
+	if err != nil {
+		return orgStoreError(err, "Workspace")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newWorkspaceView(w)})
+	return nil
+}
+
+func (ar *adminRequest) deleteWorkspace(ref string) *APIError {
+	if err := ar.store.DeleteWorkspace(ar.id.AccountID, ref); err != nil {
+		return orgStoreError(err, "Workspace")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	return nil
+}
+
+func (ar *adminRequest) listWorkspaceMembers(ref string) *APIError {
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	all, w, err := ar.store.WorkspaceMembers(ar.id.AccountID, ref)
+	if err != nil {
+		return NotFound("Workspace not found")
+	}
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]workspaceMemberView, 0, hi-lo)
+	for _, m := range all[lo:hi] {
+		out = append(out, newWorkspaceMemberView(w.ID, m))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+func (ar *adminRequest) userIDs() ([]string, *APIError) {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	ids := f.Strings("user_ids")
+	return ids, f.err
+}
+
+func (ar *adminRequest) addWorkspaceMembers(ref string) *APIError {
+	w, apiErr := ar.workspace(ref)
+	if apiErr != nil {
+		return apiErr
+	}
+	ids, apiErr := ar.userIDs()
+	if apiErr != nil {
+		return apiErr
+	}
+	added, err := ar.store.AddWorkspaceMembers(ar.id.AccountID, w.ID, ids)
+	if err != nil {
+		return orgStoreError(err, "Workspace")
+	}
+	out := make([]workspaceMemberView, 0, len(added))
+	for _, m := range added {
+		out = append(out, newWorkspaceMemberView(w.ID, m))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"added_count": len(added), "data": out})
+	return nil
+}
+
+func (ar *adminRequest) removeWorkspaceMembers(ref string) *APIError {
+	w, apiErr := ar.workspace(ref)
+	if apiErr != nil {
+		return apiErr
+	}
+	ids, apiErr := ar.userIDs()
+	if apiErr != nil {
+		return apiErr
+	}
+	n, err := ar.store.RemoveWorkspaceMembers(ar.id.AccountID, w.ID, ids)
+	if err != nil {
+		return orgStoreError(err, "Workspace")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"removed_count": n})
+	return nil
+}
+
+func (ar *adminRequest) listBudgets(ref string) *APIError {
+	w, apiErr := ar.workspace(ref)
+	if apiErr != nil {
+		return apiErr
+	}
+	out := []budgetView{}
+	for _, b := range w.SortedBudgets() {
+		out = append(out, newBudgetView(w.ID, b))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "include_byok_in_budgets": w.IncludeBYOKInBudgets})
+	return nil
+}
+
+func budgetInterval(s string) (storage.BudgetInterval, *APIError) {
+	iv, ok := storage.ParseBudgetInterval(s)
+	if !ok {
+		return "", BadRequest("interval: expected daily, weekly, monthly or lifetime")
+	}
+	return iv, nil
+}
+
+func (ar *adminRequest) getBudget(ref, interval string) *APIError {
+	iv, apiErr := budgetInterval(interval)
+	if apiErr != nil {
+		return apiErr
+	}
+	w, apiErr := ar.workspace(ref)
+	if apiErr != nil {
+		return apiErr
+	}
+	b, ok := w.Budgets[iv]
+	if !ok {
+		return NotFound("No " + string(iv) + " budget is set for this workspace")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newBudgetView(w.ID, *b), "include_byok_in_budgets": w.IncludeBYOKInBudgets})
+	return nil
+}
+
+func (ar *adminRequest) setBudget(ref, interval string) *APIError {
+	iv, apiErr := budgetInterval(interval)
+	if apiErr != nil {
+		return apiErr
+	}
+	if _, apiErr := ar.workspace(ref); apiErr != nil {
+		return apiErr
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	limit, hasLimit := f.NullableAmount("limit_usd")
+	incl, hasIncl := f.Bool("include_byok_in_budgets")
+	if f.err != nil {
+		return f.err
+	}
+	if !hasLimit || limit == nil {
+		return BadRequest("limit_usd: required number")
+	}
+	var inclPtr *bool
+	if hasIncl {
+		inclPtr = &incl
+	}
+	w, b, err := ar.store.SetWorkspaceBudget(ar.id.AccountID, ref, iv, *limit, inclPtr)
+	if err != nil {
+		return orgStoreError(err, "Workspace")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newBudgetView(w.ID, b), "include_byok_in_budgets": w.IncludeBYOKInBudgets})
+	return nil
+}
+
+func (ar *adminRequest) deleteBudget(ref, interval string) *APIError {
+	iv, apiErr := budgetInterval(interval)
+	if apiErr != nil {
+		return apiErr
+	}
+	if _, apiErr := ar.workspace(ref); apiErr != nil {
+		return apiErr
+	}
+	if err := ar.store.DeleteWorkspaceBudget(ar.id.AccountID, ref, iv); err != nil {
+		return orgStoreError(err, "Workspace budget")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	return nil
+}

@@ -1,0 +1,490 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Guardrail restricts the keys and members it is assigned to: the models
+// and providers they may use, a spending limit per key or per member, and
+// data-policy flags (stored and reported; the gateway routes to no provider
+// that could violate them only through the allow and ignore lists).
+//
+// Each workspace has a default guardrail (Workspace.DefaultGuardrailID)
+// that applies to all of the workspace's traffic; it does not exist until
+// it is first updated.
+type Guardrail struct {
+	ID          string  `json:"id"`
+	AccountID   string  `json:"account_id"`
+	WorkspaceID string  `json:"workspace_id"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	// IsWorkspaceDefault marks the workspace's default guardrail.
+	IsWorkspaceDefault bool `json:"is_workspace_default,omitempty"`
+
+	AllowedModels      []string `json:"allowed_models"`
+	AllowedProviders   []string `json:"allowed_providers"`
+	IgnoredModels      []string `json:"ignored_models"`
+	IgnoredProviders   []string `json:"ignored_providers"`
+	AllowedDataRegions []string `json:"allowed_data_regions"`
+	// Content filters are kept as the client sent them.
+	ContentFilters        json.RawMessage `json:"content_filters,omitempty"`
+	ContentFilterBuiltins json.RawMessage `json:"content_filter_builtins,omitempty"`
+
+	EnableFreeModelPublication *bool `json:"enable_free_model_publication"`
+	EnableFreeModelTraining    *bool `json:"enable_free_model_training"`
+	EnablePaidModelTraining    *bool `json:"enable_paid_model_training"`
+	EnforceZDR                 *bool `json:"enforce_zdr"`
+	EnforceZDRAnthropic        *bool `json:"enforce_zdr_anthropic"`
+	EnforceZDRGoogle           *bool `json:"enforce_zdr_google"`
+	EnforceZDROpenAI           *bool `json:"enforce_zdr_openai"`
+	EnforceZDROther            *bool `json:"enforce_zdr_other"`
+	EnforceZDRXAI              *bool `json:"enforce_zdr_xai"`
+
+	IncludeBYOKInBudgets bool     `json:"include_byok_in_budgets"`
+	Limit                *Amount  `json:"limit"`
+	ResetInterval        Interval `json:"reset_interval"`
+
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt *time.Time `json:"updated_at"`
+
+	// Keys and Members are the assignments, by key hash and user id.
+	Keys    map[string]*Assignment `json:"keys,omitempty"`
+	Members map[string]*Assignment `json:"members,omitempty"`
+}
+
+// Assignment is one key's or member's assignment to a guardrail.
+type Assignment struct {
+	ID         string    `json:"id"`
+	AssignedBy *string   `json:"assigned_by"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// AllowsModel reports whether the guardrail admits the model id: listed in
+// allowed_models (or no list), and not in ignored_models.
+func (g *Guardrail) AllowsModel(id string) bool {
+	if len(g.AllowedModels) > 0 && !containsFold(g.AllowedModels, id) {
+		return false
+	}
+	return !containsFold(g.IgnoredModels, id)
+}
+
+// AllowsProvider reports whether the guardrail admits the provider name.
+func (g *Guardrail) AllowsProvider(name string) bool {
+	if len(g.AllowedProviders) > 0 && !containsFold(g.AllowedProviders, name) {
+		return false
+	}
+	return !containsFold(g.IgnoredProviders, name)
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Guardrail) clone() *Guardrail {
+	c := *g
+	c.Keys = maps.Clone(g.Keys)
+	c.Members = maps.Clone(g.Members)
+	if c.Keys == nil {
+		c.Keys = map[string]*Assignment{}
+	}
+	if c.Members == nil {
+		c.Members = map[string]*Assignment{}
+	}
+	return &c
+}
+
+const prefixGuardrail = "r/" // r/<account id>/<guardrail id>
+
+func guardrailKey(accountID, id string) string { return prefixGuardrail + accountID + "/" + id }
+
+// putGuardrail publishes a guardrail record. Callers hold s.mu.
+func (s *Store) putGuardrail(g *Guardrail) {
+	if s.guardrails[g.AccountID] == nil {
+		s.guardrails[g.AccountID] = map[string]*Guardrail{}
+	}
+	s.guardrails[g.AccountID][g.ID] = g
+	s.rulesChanged()
+}
+
+// deleteGuardrailLocked removes a guardrail. Callers hold s.mu.
+func (s *Store) deleteGuardrailLocked(accountID, id string) {
+	delete(s.guardrails[accountID], id)
+	s.markDirty(guardrailKey(accountID, id))
+	s.rulesChanged()
+}
+
+// checkGuardrail validates a guardrail's settings.
+func checkGuardrail(g *Guardrail) error {
+	g.Name = strings.TrimSpace(g.Name)
+	if g.Name == "" {
+		return fmt.Errorf("%w: name: required non-empty string", ErrInvalid)
+	}
+	if g.Limit != nil && *g.Limit < 0 {
+		return fmt.Errorf("%w: limit_usd: must not be negative", ErrInvalid)
+	}
+	if g.Limit != nil && g.ResetInterval == IntervalNone {
+		return fmt.Errorf("%w: reset_interval: required with limit_usd (daily, weekly or monthly)", ErrInvalid)
+	}
+	return nil
+}
+
+// CreateGuardrail creates a guardrail in a workspace (default: the
+// account's default workspace); fn fills in its settings.
+func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Guardrail, error) {
+	t := now().UTC()
+	g := &Guardrail{ID: newUUID(), AccountID: accountID, CreatedAt: t,
+		Keys: map[string]*Assignment{}, Members: map[string]*Assignment{}}
+	if err := fn(g); err != nil {
+		return Guardrail{}, err
+	}
+	if err := checkGuardrail(g); err != nil {
+		return Guardrail{}, err
+	}
+	s.mu.Lock()
+	a, ok := s.accounts[accountID]
+	if !ok {
+		s.mu.Unlock()
+		return Guardrail{}, ErrNotFound
+	}
+	if g.WorkspaceID == "" {
+		g.WorkspaceID = a.DefaultWorkspaceID
+	}
+	if _, ok := s.workspaces[accountID][g.WorkspaceID]; !ok {
+		s.mu.Unlock()
+		return Guardrail{}, fmt.Errorf("%w: workspace_id: workspace %s not found", ErrNotFound, g.WorkspaceID)
+	}
+	s.putGuardrail(g)
+	b := s.markDirty(guardrailKey(accountID, g.ID))
+	s.mu.Unlock()
+	return *g, b.wait()
+}
+
+// Guardrail returns a guardrail by id.
+func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g, ok := s.guardrails[accountID][id]
+	if !ok {
+		return Guardrail{}, false
+	}
+	return *g, true
+}
+
+// Guardrails lists the guardrails of a workspace (empty: every workspace),
+// oldest first.
+func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
+	s.mu.RLock()
+	var out []Guardrail
+	for _, g := range s.guardrails[accountID] {
+		if workspaceID == "" || g.WorkspaceID == workspaceID {
+			out = append(out, *g)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].CreatedAt.Before(out[j].CreatedAt)
+	})
+	return out
+}
+
+// UpdateGuardrail applies fn to a copy of the guardrail. Updating a
+// workspace's unconfigured default guardrail creates it (created reports
+// that); its name is derived from the workspace.
+func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, workspaceDefault bool) error) (g Guardrail, created bool, err error) {
+	s.mu.Lock()
+	cur, ok := s.guardrails[accountID][id]
+	var next *Guardrail
+	if ok {
+		next = cur.clone()
+	} else {
+		ws := s.workspaceByDefaultGuardrail(accountID, id)
+		if ws == nil {
+			s.mu.Unlock()
+			return Guardrail{}, false, ErrNotFound
+		}
+		next = &Guardrail{ID: id, AccountID: accountID, WorkspaceID: ws.ID, IsWorkspaceDefault: true,
+			Name: ws.Name + " default guardrail", CreatedAt: now().UTC(),
+			Keys: map[string]*Assignment{}, Members: map[string]*Assignment{}}
+		created = true
+	}
+	if err := fn(next, next.IsWorkspaceDefault); err != nil {
+		s.mu.Unlock()
+		return Guardrail{}, false, err
+	}
+	if cur != nil {
+		next.ID, next.AccountID, next.WorkspaceID, next.CreatedAt = cur.ID, cur.AccountID, cur.WorkspaceID, cur.CreatedAt
+		next.IsWorkspaceDefault, next.Keys, next.Members = cur.IsWorkspaceDefault, cur.Keys, cur.Members
+	}
+	if err := checkGuardrail(next); err != nil {
+		s.mu.Unlock()
+		return Guardrail{}, false, err
+	}
+	t := now().UTC()
+	next.UpdatedAt = &t
+	s.putGuardrail(next)
+	b := s.markDirty(guardrailKey(accountID, id))
+	s.mu.Unlock()
+	return *next, created, b.wait()
+}
+
+// workspaceByDefaultGuardrail finds the workspace whose default guardrail
+// id is id. Callers hold s.mu.
+func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
+	for _, w := range s.workspaces[accountID] {
+		if w.DefaultGuardrailID == id {
+			return w
+		}
+	}
+	return nil
+}
+
+// DeleteGuardrail deletes a guardrail and its assignments.
+func (s *Store) DeleteGuardrail(accountID, id string) error {
+	s.mu.Lock()
+	if _, ok := s.guardrails[accountID][id]; !ok {
+		s.mu.Unlock()
+		return ErrNotFound
+	}
+	s.deleteGuardrailLocked(accountID, id)
+	b := s.pending()
+	s.mu.Unlock()
+	return b.wait()
+}
+
+// AssignKeys assigns keys of the account to a guardrail. A key holds at
+// most one guardrail: assigning replaces its previous one. It returns how
+// many keys were newly assigned here.
+func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
+	s.mu.Lock()
+	cur, err := s.assignable(accountID, id)
+	if err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	for _, h := range hashes {
+		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
+			s.mu.Unlock()
+			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
+		}
+	}
+	g := cur.clone()
+	t := now().UTC()
+	n := 0
+	for _, h := range hashes {
+		if _, in := g.Keys[h]; in {
+			continue
+		}
+		// A key holds one guardrail: take it off any other.
+		for oid, o := range s.guardrails[accountID] {
+			if _, in := o.Keys[h]; in && oid != id {
+				oc := o.clone()
+				delete(oc.Keys, h)
+				s.putGuardrail(oc)
+				s.markDirty(guardrailKey(accountID, oid))
+			}
+		}
+		g.Keys[h] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
+		n++
+	}
+	s.putGuardrail(g)
+	b := s.markDirty(guardrailKey(accountID, id))
+	s.mu.Unlock()
+	return n, b.wait()
+}
+
+// assignable returns a guardrail that takes assignments. Callers hold s.mu.
+func (s *Store) assignable(accountID, id string) (*Guardrail, error) {
+	g, ok := s.guardrails[accountID][id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if g.IsWorkspaceDefault {
+		return nil, fmt.Errorf("%w: a workspace's default guardrail applies to all of its traffic and takes no assignments", ErrInvalid)
+	}
+	return g, nil
+}
+
+// UnassignKeys removes keys from a guardrail and returns how many were
+// assigned.
+func (s *Store) UnassignKeys(accountID, id string, hashes []string) (int, error) {
+	return s.unassign(accountID, id, hashes, func(g *Guardrail) map[string]*Assignment { return g.Keys })
+}
+
+// AssignMembers assigns organization members to a guardrail and returns
+// how many were newly assigned.
+func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
+	s.mu.Lock()
+	cur, err := s.assignable(accountID, id)
+	if err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	for _, u := range userIDs {
+		if m, ok := s.members[accountID][u]; !ok || !m.Active {
+			s.mu.Unlock()
+			return 0, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
+		}
+	}
+	g := cur.clone()
+	t := now().UTC()
+	n := 0
+	for _, u := range userIDs {
+		if _, in := g.Members[u]; !in {
+			g.Members[u] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
+			n++
+		}
+	}
+	s.putGuardrail(g)
+	b := s.markDirty(guardrailKey(accountID, id))
+	s.mu.Unlock()
+	return n, b.wait()
+}
+
+// UnassignMembers removes members from a guardrail and returns how many
+// were assigned.
+func (s *Store) UnassignMembers(accountID, id string, userIDs []string) (int, error) {
+	return s.unassign(accountID, id, userIDs, func(g *Guardrail) map[string]*Assignment { return g.Members })
+}
+
+func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail) map[string]*Assignment) (int, error) {
+	s.mu.Lock()
+	cur, ok := s.guardrails[accountID][id]
+	if !ok {
+		s.mu.Unlock()
+		return 0, ErrNotFound
+	}
+	g := cur.clone()
+	n := 0
+	for _, x := range ids {
+		if _, in := of(g)[x]; in {
+			delete(of(g), x)
+			n++
+		}
+	}
+	if n == 0 {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	s.putGuardrail(g)
+	b := s.markDirty(guardrailKey(accountID, id))
+	s.mu.Unlock()
+	return n, b.wait()
+}
+
+// KeyAssignment is a key's assignment with its guardrail and key.
+type KeyAssignment struct {
+	Assignment
+	GuardrailID string
+	Key         APIKey
+}
+
+// MemberAssignment is a member's assignment with its guardrail.
+type MemberAssignment struct {
+	Assignment
+	GuardrailID string
+	UserID      string
+}
+
+// KeyAssignments lists the key assignments of a guardrail (empty id: of
+// every guardrail of the account), oldest first.
+func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
+	s.mu.RLock()
+	var out []KeyAssignment
+	for gid, g := range s.guardrails[accountID] {
+		if id != "" && gid != id {
+			continue
+		}
+		for h, a := range g.Keys {
+			if k, ok := s.keys[h]; ok {
+				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: *k})
+			}
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].CreatedAt.Before(out[j].CreatedAt)
+	})
+	return out
+}
+
+// MemberAssignments lists the member assignments of a guardrail (empty id:
+// of every guardrail of the account), oldest first.
+func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
+	s.mu.RLock()
+	var out []MemberAssignment
+	for gid, g := range s.guardrails[accountID] {
+		if id != "" && gid != id {
+			continue
+		}
+		for u, a := range g.Members {
+			out = append(out, MemberAssignment{Assignment: *a, GuardrailID: gid, UserID: u})
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].CreatedAt.Before(out[j].CreatedAt)
+	})
+	return out
+}
+
+func (s *Store) loadGuardrail(v []byte) error {
+	var g Guardrail
+	if err := json.Unmarshal(v, &g); err != nil {
+		return err
+	}
+	if g.Keys == nil {
+		g.Keys = map[string]*Assignment{}
+	}
+	if g.Members == nil {
+		g.Members = map[string]*Assignment{}
+	}
+	if s.guardrails[g.AccountID] == nil {
+		s.guardrails[g.AccountID] = map[string]*Guardrail{}
+	}
+	s.guardrails[g.AccountID][g.ID] = &g
+	return nil
+}
+
+// guardrailSnapshot is snapshot for a guardrail key. Callers hold s.mu.
+func (s *Store) guardrailSnapshot(key string) any {
+	accountID, id, ok := strings.Cut(key[len(prefixGuardrail):], "/")
+	if !ok {
+		return nil
+	}
+	if g, ok := s.guardrails[accountID][id]; ok {
+		return *g
+	}
+	return nil
+}
+
+// dropKeyAssignments removes a deleted key from its guardrail. Callers hold
+// s.mu.
+func (s *Store) dropKeyAssignments(accountID, hash string) {
+	for id, g := range s.guardrails[accountID] {
+		if _, in := g.Keys[hash]; in {
+			c := g.clone()
+			delete(c.Keys, hash)
+			s.putGuardrail(c)
+			s.markDirty(guardrailKey(accountID, id))
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"sort"
+	"strings"
+	"time"
+)
+
+// MemberRole is a member's role in its organization, and a workspace
+// member's role in its workspace.
+type MemberRole string
+
+const (
+	RoleAdmin  MemberRole = "admin"
+	RoleMember MemberRole = "member"
+)
+
+// ParseMemberRole accepts admin and member.
+func ParseMemberRole(s string) (MemberRole, bool) {
+	switch r := MemberRole(s); r {
+	case RoleAdmin, RoleMember:
+		return r, true
+	}
+	return "", false
+}
+
+// Member is a user of an organization. Members are managed by the operator
+// (and by an identity provider through SCIM): created, updated and
+// deactivated by email; a deactivated member keeps its id (keys and
+// assignments still name it) but is no longer listed and cannot be added
+// to workspaces.
+type Member struct {
+	ID        string     `json:"id"` // user id, "user_..."
+	AccountID string     `json:"account_id"`
+	Email     string     `json:"email"`
+	FirstName *string    `json:"first_name"`
+	LastName  *string    `json:"last_name"`
+	Role      MemberRole `json:"role"`
+	Active    bool       `json:"active"`
+	// Usage is the spending of every key the member created: guardrail
+	// budgets assigned to the member cap it (persisted in its own record,
+	// scopeusage.go).
+	Usage     UsageCounters `json:"-"`
+	BYOKUsage UsageCounters `json:"-"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+}
+
+// NewMember describes a member to create.
+type NewMember struct {
+	AccountID string
+	Email     string
+	FirstName *string
+	LastName  *string
+	Role      MemberRole // default member
+}
+
+const prefixMember = "u/" // u/<account id>/<user id>
+
+func memberKey(accountID, id string) string { return prefixMember + accountID + "/" + id }
+
+func normalizeEmail(e string) (string, error) {
+	e = strings.TrimSpace(e)
+	addr, err := mail.ParseAddress(e)
+	if err != nil || addr.Address != e {
+		return "", fmt.Errorf("%w: email: expected an address such as ada@example.com", ErrInvalid)
+	}
+	return strings.ToLower(e), nil
+}
+
+// CreateMember adds a member to an organization. Emails are unique per
+// organization (case-insensitive); re-creating a deactivated member's
+// email reactivates it with the new fields.
+func (s *Store) CreateMember(n NewMember) (Member, error) {
+	email, err := normalizeEmail(n.Email)
+	if err != nil {
+		return Member{}, err
+	}
+	if n.Role == "" {
+		n.Role = RoleMember
+	}
+	if _, ok := ParseMemberRole(string(n.Role)); !ok {
+		return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
+	}
+	s.mu.Lock()
+	acct, ok := s.accounts[n.AccountID]
+	if !ok {
+		s.mu.Unlock()
+		return Member{}, ErrNotFound
+	}
+	if acct.Kind != AccountOrganization {
+		s.mu.Unlock()
+		return Member{}, fmt.Errorf("%w: only organizations have members", ErrInvalid)
+	}
+	t := now().UTC()
+	m := Member{ID: newID("user_"), AccountID: n.AccountID, CreatedAt: t}
+	if cur := s.memberByEmail(n.AccountID, email); cur != nil {
+		if cur.Active {
+			s.mu.Unlock()
+			return Member{}, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
+		}
+		m = *cur
+	}
+	m.Email, m.FirstName, m.LastName, m.Role, m.Active, m.UpdatedAt = email, n.FirstName, n.LastName, n.Role, true, t
+	s.putMember(&m)
+	b := s.markDirty(memberKey(m.AccountID, m.ID))
+	s.mu.Unlock()
+	return m, b.wait()
+}
+
+// memberByEmail finds a member by normalized email. Callers hold s.mu.
+func (s *Store) memberByEmail(accountID, email string) *Member {
+	for _, m := range s.members[accountID] {
+		if m.Email == email {
+			return m
+		}
+	}
+	return nil
+}
+
+// putMember publishes a member record. Callers hold s.mu.
+func (s *Store) putMember(m *Member) {
+	if s.members[m.AccountID] == nil {
+		s.members[m.AccountID] = map[string]*Member{}
+	}
+	s.members[m.AccountID][m.ID] = m
+	s.rulesChanged()
+}
+
+// Member returns an organization's member by user id.
+func (s *Store) Member(accountID, id string) (Member, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.members[accountID][id]
+	if !ok {
+		return Member{}, false
+	}
+	return *m, true
+}
+
+// MemberByEmail returns an organization's member by email.
+func (s *Store) MemberByEmail(accountID, email string) (Member, bool) {
+	e, err := normalizeEmail(email)
+	if err != nil {
+		return Member{}, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if m := s.memberByEmail(accountID, e); m != nil {
+		return *m, true
+	}
+	return Member{}, false
+}
+
+// Members lists an organization's active members, oldest first.
+func (s *Store) Members(accountID string) []Member {
+	s.mu.RLock()
+	out := make([]Member, 0, len(s.members[accountID]))
+	for _, m := range s.members[accountID] {
+		if m.Active {
+			out = append(out, *m)
+		}
+	}
+	s.mu.RUnlock()
+	sortMembers(out)
+	return out
+}
+
+func sortMembers(ms []Member) {
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].CreatedAt.Equal(ms[j].CreatedAt) {
+			return ms[i].ID < ms[j].ID
+		}
+		return ms[i].CreatedAt.Before(ms[j].CreatedAt)
+	})
+}
+
+// MemberUpdate is a partial update of a member; nil fields are kept.
+type MemberUpdate struct {
+	Email     *string
+	FirstName **string
+	LastName  **string
+	Role      *MemberRole
+	Active    *bool
+}
+
+// UpdateMember changes a member. A role change does not rewrite the
+// member's existing workspace roles; deactivating removes the member from
+// every workspace.
+func (s *Store) UpdateMember(accountID, id string, u MemberUpdate) (Member, error) {
+	if u.Email != nil {
+		e, err := normalizeEmail(*u.Email)
+		if err != nil {
+			return Member{}, err
+		}
+		u.Email = &e
+	}
+	if u.Role != nil {
+		if _, ok := ParseMemberRole(string(*u.Role)); !ok {
+			return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
+		}
+	}
+	s.mu.Lock()
+	cur, ok := s.members[accountID][id]
+	if !ok {
+		s.mu.Unlock()
+		return Member{}, ErrNotFound
+	}
+	m := *cur
+	if u.Email != nil && *u.Email != m.Email {
+		if other := s.memberByEmail(accountID, *u.Email); other != nil {
+			s.mu.Unlock()
+			return Member{}, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, *u.Email)
+		}
+		m.Email = *u.Email
+	}
+	if u.FirstName != nil {
+		m.FirstName = *u.FirstName
+	}
+	if u.LastName != nil {
+		m.LastName = *u.LastName
+	}
+	if u.Role != nil {
+		m.Role = *u.Role
+	}
+	if u.Active != nil {
+		m.Active = *u.Active
+	}
+	m.UpdatedAt = now().UTC()
+	s.putMember(&m)
+	b := s.markDirty(memberKey(accountID, id))
+	if !m.Active {
+		for _, ws := range s.workspaces[accountID] {
+			if _, in := ws.Members[id]; in {
+				w := ws.clone()
+				delete(w.Members, id)
+				s.putWorkspace(w)
+				s.markDirty(workspaceKey(accountID, w.ID))
+			}
+		}
+	}
+	s.mu.Unlock()
+	return m, b.wait()
+}
+
+// DeactivateMember marks a member inactive (SCIM deprovisioning).
+func (s *Store) DeactivateMember(accountID, id string) (Member, error) {
+	f := false
+	return s.UpdateMember(accountID, id, MemberUpdate{Active: &f})
+}
+
+// IsOrgAdmin reports whether userID is an active admin of the organization.
+func (s *Store) IsOrgAdmin(accountID, userID string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.members[accountID][userID]
+	return ok && m.Active && m.Role == RoleAdmin
+}
+
+func (s *Store) loadMember(v []byte) error {
+	var m Member
+	if err := json.Unmarshal(v, &m); err != nil {
+		return err
+	}
+	if s.members[m.AccountID] == nil {
+		s.members[m.AccountID] = map[string]*Member{}
+	}
+	s.members[m.AccountID][m.ID] = &m
+	return nil
+}
+
+// memberSnapshot is snapshot for a member key. Callers hold s.mu.
+func (s *Store) memberSnapshot(key string) any {
+	accountID, id, ok := strings.Cut(key[len(prefixMember):], "/")
+	if !ok {
+		return nil
+	}
+	if m, ok := s.members[accountID][id]; ok {
+		return *m
+	}
+	return nil
+}
+
+// checkMgmtKeyCreator enforces that only organization admins create
+// management keys (SPEC.md 5.4): in an organization, a key created for a
+// user must be created for an active admin; once the organization has
+// members, every new key must name its creator. An organization without
+// members yet is bootstrapped by the operator alone. Callers hold s.mu.
+func (s *Store) checkMgmtKeyCreator(acct *Account, creator *string) error {
+	if acct.Kind != AccountOrganization {
+		return nil
+	}
+	if creator == nil {
+		for _, m := range s.members[acct.ID] {
+			if m.Active {
+				return fmt.Errorf("%w: creator_user_id: required once the organization has members (an organization admin's user id)", ErrInvalid)
+			}
+		}
+		return nil
+	}
+	m, ok := s.members[acct.ID][*creator]
+	if !ok || !m.Active || m.Role != RoleAdmin {
+		return fmt.Errorf("%w: only organization admins can create management keys; %s is not an admin of this organization", ErrForbidden, *creator)
+	}
+	return nil
+}

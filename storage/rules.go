@@ -1,0 +1,129 @@
+package storage
+
+// A key's effective rules are the guardrails that apply to it, in the order
+// enforcement checks them: its workspace's default guardrail, the
+// guardrails assigned to its member (the key's creator_user_id, when that
+// user is a member of the organization), then the guardrail assigned to the
+// key itself. Every one of them must admit a request: a model or provider
+// is usable only if each allows it, and each budget is enforced on its own.
+//
+// They are computed once per key and cached in memory; any change to a
+// guardrail, an assignment, a member, a workspace or a key bumps a
+// generation number, which invalidates every cached entry at once. A
+// lookup of a cached entry takes no lock and allocates nothing.
+
+// GuardrailScope says why a guardrail applies to a key.
+type GuardrailScope string
+
+const (
+	ScopeWorkspaceDefault GuardrailScope = "workspace_default"
+	ScopeMember           GuardrailScope = "member"
+	ScopeAPIKey           GuardrailScope = "api_key"
+)
+
+// AppliedGuardrail is a guardrail that applies to a key, and why.
+type AppliedGuardrail struct {
+	Scope     GuardrailScope
+	Guardrail *Guardrail // the store's snapshot; never modified
+}
+
+// Rules are a key's effective guardrails.
+type Rules struct {
+	gen        uint64
+	Guardrails []AppliedGuardrail
+	// MemberID is the key's member (empty when the key has none).
+	MemberID string
+}
+
+// ModelBlocker returns the first guardrail that does not admit the model,
+// or nil.
+func (r *Rules) ModelBlocker(model string) *Guardrail {
+	if r == nil {
+		return nil
+	}
+	for _, a := range r.Guardrails {
+		if !a.Guardrail.AllowsModel(model) {
+			return a.Guardrail
+		}
+	}
+	return nil
+}
+
+// ProviderBlocker returns the first guardrail that does not admit the
+// provider, or nil.
+func (r *Rules) ProviderBlocker(provider string) *Guardrail {
+	if r == nil {
+		return nil
+	}
+	for _, a := range r.Guardrails {
+		if !a.Guardrail.AllowsProvider(provider) {
+			return a.Guardrail
+		}
+	}
+	return nil
+}
+
+// rulesChanged invalidates every cached Rules. Callers hold s.mu (write).
+func (s *Store) rulesChanged() { s.rulesGen.Add(1) }
+
+// EffectiveRules returns the key's effective rules from memory.
+func (s *Store) EffectiveRules(keyHash string) *Rules {
+	if v, ok := s.rules.Load(keyHash); ok {
+		if r := v.(*Rules); r.gen == s.rulesGen.Load() {
+			return r
+		}
+	}
+	s.mu.RLock()
+	r := s.computeRules(keyHash)
+	s.mu.RUnlock()
+	s.rules.Store(keyHash, r)
+	return r
+}
+
+// computeRules builds a key's rules. Callers hold s.mu; the generation is
+// stable meanwhile, since it changes only under the write lock.
+func (s *Store) computeRules(keyHash string) *Rules {
+	r := &Rules{gen: s.rulesGen.Load()}
+	k, ok := s.keys[keyHash]
+	if !ok {
+		return r
+	}
+	gs := s.guardrails[k.AccountID]
+	if ws, ok := s.workspaces[k.AccountID][k.WorkspaceID]; ok {
+		if g, ok := gs[ws.DefaultGuardrailID]; ok {
+			r.Guardrails = append(r.Guardrails, AppliedGuardrail{ScopeWorkspaceDefault, g})
+		}
+	}
+	if k.CreatorUserID != nil {
+		if m, ok := s.members[k.AccountID][*k.CreatorUserID]; ok {
+			r.MemberID = m.ID
+			for _, g := range sortedGuardrails(gs) {
+				if _, in := g.Members[m.ID]; in {
+					r.Guardrails = append(r.Guardrails, AppliedGuardrail{ScopeMember, g})
+				}
+			}
+		}
+	}
+	for _, g := range sortedGuardrails(gs) {
+		if _, in := g.Keys[keyHash]; in {
+			r.Guardrails = append(r.Guardrails, AppliedGuardrail{ScopeAPIKey, g})
+		}
+	}
+	return r
+}
+
+// sortedGuardrails orders guardrails by creation, so that the first
+// blocker reported is stable.
+func sortedGuardrails(gs map[string]*Guardrail) []*Guardrail {
+	out := make([]*Guardrail, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, g)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && (out[j].CreatedAt.Before(out[j-1].CreatedAt) ||
+			out[j].CreatedAt.Equal(out[j-1].CreatedAt) && out[j].ID < out[j-1].ID); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
