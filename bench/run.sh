@@ -158,6 +158,7 @@ http://:$B {
 	bind 127.0.0.1
 	tollgate_auth
 	tollgate_admin
+	tollgate_websearch
 	tollgate_router
 	tollgate_meter
 	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
