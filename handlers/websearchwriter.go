@@ -34,7 +34,8 @@ import (
 type citeWriter struct {
 	caddyhttp.ResponseWriterWrapper
 	plan    *searchPlan
-	passAnn bool // the provider annotates its own answer
+	req     *http.Request // for the route's attempt that answered
+	passAnn bool          // the provider annotates its own answer
 
 	mode   writerMode
 	status int
@@ -70,6 +71,13 @@ func (cw *citeWriter) WriteHeader(status int) {
 		return
 	}
 	cw.status = status
+	if cw.req != nil {
+		if rt, ok := RouteFrom(cw.req); ok && rt.translate {
+			// A chat-only provider answered a Responses request: it
+			// annotates its own answer as in chat completions.
+			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
+		}
+	}
 	switch {
 	case status < 200 || status >= 300:
 		cw.mode = modeError
