@@ -8,11 +8,15 @@ package integration
 // charged exactly in usage and in the account's balance.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -22,7 +26,7 @@ import (
 
 // startWebSearchResponses is startWebSearch plus models whose only
 // provider speaks Chat Completions (`api chat`), one per search family.
-func startWebSearchResponses(t *testing.T) *webSearchEnv {
+func startWebSearchResponses(t *testing.T, edits ...func(string) string) *webSearchEnv {
 	t.Helper()
 	return startWebSearchWith(t, func(via string) string {
 		m := func(id, upstream string) string {
@@ -30,7 +34,7 @@ func startWebSearchResponses(t *testing.T) *webSearchEnv {
 				"\t\t\tprovider p %s {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key k\n\t\t\t\tapi chat\n\t\t\t}\n\t\t}\n", id, via, upstream)
 		}
 		return m("ws/chat", "tollgate-mock") + m("openai/gpt-chat", "gpt-ws") + m("anthropic/claude-chat", "claude-ws") + m("x-ai/grok-chat", "grok-ws")
-	})
+	}, edits...)
 }
 
 // messagePart is the output_text part of a Responses object's message item.
@@ -289,4 +293,36 @@ func TestWebSearchResponsesNativeChatForm(t *testing.T) {
 			t.Fatalf("upstream %s", u.Raw)
 		}
 	})
+}
+
+// TestWebSearchResponsesSDK runs integration/sdk/websearch_responses.mjs:
+// the public openai SDK (responses.create, plain and streamed, and
+// responses.stream) and @openrouter/sdk (responses.send, plain and
+// streamed) parse Responses answers with web search citations, for a
+// gateway-side engine (the web plugin and the openrouter:web_search server
+// tool; the gateway's brand is "openrouter" here, as the SDK's tool type
+// is fixed) and for native searches of each family, on providers that
+// speak Responses and on chat-only providers behind the translation.
+func TestWebSearchResponsesSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: TestWebSearchResponsesSDK needs Node.js to run the SDK script")
+	}
+	ensureSDKModules(t)
+	e := startWebSearchResponses(t, func(c string) string {
+		return replaceOnce(t, c, "\t\tbrand service\n", "\t\tbrand openrouter\n")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "websearch_responses.mjs")
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(),
+		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+		"TOLLGATE_API_KEY="+e.key,
+		"TOLLGATE_ENGINE_MODELS=ws/chat,ws/plain",
+		"TOLLGATE_NATIVE_MODELS=openai/gpt-chat,openai/gpt-ws,anthropic/claude-chat,anthropic/claude-ws,x-ai/grok-chat,x-ai/grok-ws",
+	)
+	if err := runLogged(t, cmd); err != nil {
+		t.Fatalf("node websearch_responses.mjs: %v", err)
+	}
 }

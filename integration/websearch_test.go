@@ -37,7 +37,7 @@ func startWebSearch(t *testing.T) *webSearchEnv {
 
 // startWebSearchWith is startWebSearch with more catalog models, given
 // the recording proxy's base URL.
-func startWebSearchWith(t *testing.T, models func(via string) string) *webSearchEnv {
+func startWebSearchWith(t *testing.T, models func(via string) string, edits ...func(string) string) *webSearchEnv {
 	t.Helper()
 	ts := engines.StartTestServer()
 	t.Cleanup(ts.Close)
@@ -71,14 +71,14 @@ func startWebSearchWith(t *testing.T, models func(via string) string) *webSearch
 	if models != nil {
 		cfg += models(via)
 	}
-	startInProcessWith(t, chain(
+	startInProcessWith(t, chain(append([]func(string) string{
 		func(c string) string {
 			return replaceOnce(t, c, "\t\tmodel tollgate-mock:free {\n", cfg+"\t\tmodel tollgate-mock:free {\n")
 		},
 		func(c string) string {
 			return replaceOnce(t, c, "\ttollgate_admin\n", "\ttollgate_admin\n\ttollgate_websearch\n")
 		},
-	))
+	}, edits...)...))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"websearch"}`)
