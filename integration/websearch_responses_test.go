@@ -33,7 +33,9 @@ func startWebSearchResponses(t *testing.T, edits ...func(string) string) *webSea
 			return fmt.Sprintf("\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
 				"\t\t\tprovider p %s {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key k\n\t\t\t\tapi chat\n\t\t\t}\n\t\t}\n", id, via, upstream)
 		}
-		return m("ws/chat", "tollgate-mock") + m("openai/gpt-chat", "gpt-ws") + m("anthropic/claude-chat", "claude-ws") + m("x-ai/grok-chat", "grok-ws")
+		return m("ws/chat", "tollgate-mock") + m("ws/cite-chat", "tollgate-mock-cite") +
+			fmt.Sprintf("\t\tmodel ws/cite {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+				"\t\t\tprovider p %s {\n\t\t\t\tmodel tollgate-mock-cite\n\t\t\t\tapi_key k\n\t\t\t}\n\t\t}\n", via) + m("openai/gpt-chat", "gpt-ws") + m("anthropic/claude-chat", "claude-ws") + m("x-ai/grok-chat", "grok-ws")
 	}, edits...)
 }
 
@@ -125,6 +127,11 @@ var webSearchResponsesCases = []struct {
 	// A gateway-side engine (the engines' test double): 3 results at 0.004.
 	{"exa translated", "ws/chat", `"plugins":[{"id":"web","engine":"exa","max_results":3}]`, true, true, 3, 3, 12_000_000},
 	{"exa pass-through", "ws/plain", `"tools":[{"type":"service:web_search","parameters":{"engine":"exa","max_results":3}}]`, false, false, 3, 3, 12_000_000},
+	// A provider that annotates its own answer (the mock's citing model)
+	// under a gateway engine: the gateway's annotations replace its own,
+	// streamed as plain, none twice (3 results and the model's 2 links).
+	{"exa translated, provider cites", "ws/cite-chat", `"plugins":[{"id":"web","engine":"exa","max_results":3}]`, true, true, 3, 5, 12_000_000},
+	{"exa pass-through, provider cites", "ws/cite", `"plugins":[{"id":"web","engine":"exa","max_results":3}]`, false, true, 3, 5, 12_000_000},
 	// Native searches are billed as max_results (5) results at 0.004.
 	{"openai translated", "openai/gpt-chat", `"tools":[{"type":"service:web_search"}]`, true, false, 5, 2, 20_000_000},
 	{"openai pass-through", "openai/gpt-ws", `"tools":[{"type":"service:web_search"}]`, false, false, 5, 2, 20_000_000},
@@ -324,5 +331,24 @@ func TestWebSearchResponsesSDK(t *testing.T) {
 	)
 	if err := runLogged(t, cmd); err != nil {
 		t.Fatalf("node websearch_responses.mjs: %v", err)
+	}
+}
+
+// TestWebSearchChatProviderAnnotationsReplaced: on chat completions too, a
+// provider's own annotations under a gateway engine give way to the
+// gateway's, streamed as plain, none twice.
+func TestWebSearchChatProviderAnnotationsReplaced(t *testing.T) {
+	e := startWebSearchResponses(t)
+	body := `{"model":"ws/cite","messages":[{"role":"user","content":"Größte Stadt? 🎉"}],"plugins":[{"id":"web","engine":"exa","max_results":3}]}`
+	r, _, _ := e.post(t, "/chat/completions", body)
+	r.expect(t, 200)
+	plain := r.JSON.Get("choices.0.message.annotations")
+	if n := len(plain.Array()); n != 5 {
+		t.Fatalf("%d annotations: %s", n, plain.Raw)
+	}
+	checkSpans(t, r.JSON.Get("choices.0.message.content").Str, plain.Array(), "url_citation")
+	streamed := streamedChatAnnotations(t, e, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1))
+	if !equalJSONText(streamed, plain.Raw) {
+		t.Fatalf("streamed %s\nplain %s", streamed, plain.Raw)
 	}
 }
