@@ -352,3 +352,67 @@ func TestWebSearchChatProviderAnnotationsReplaced(t *testing.T) {
 		t.Fatalf("streamed %s\nplain %s", streamed, plain.Raw)
 	}
 }
+
+// TestWebSearchResponsesFallbackAcrossAPIs: a model whose providers speak
+// different APIs gets each attempt's form of the native search, and the
+// answer is annotated as the provider that answered needs; a search chat
+// cannot express leaves the request to the provider that speaks
+// Responses.
+func TestWebSearchResponsesFallbackAcrossAPIs(t *testing.T) {
+	e := startWebSearchWith(t, func(via string) string {
+		dead := "http://" + freePort(t) + "/v1"
+		m := func(id string, providers ...[3]string) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n", id)
+			for _, p := range providers { // name, base URL, api
+				fmt.Fprintf(&b, "\t\t\tprovider %s %s {\n\t\t\t\tmodel grok-ws\n\t\t\t\tapi_key k\n\t\t\t\tapi %s\n\t\t\t}\n", p[0], p[1], p[2])
+			}
+			return b.String() + "\t\t}\n"
+		}
+		return m("x-ai/grok-to-responses", [3]string{"down", dead, "chat"}, [3]string{"up", via, "responses"}) +
+			m("x-ai/grok-to-chat", [3]string{"down", dead, "responses"}, [3]string{"up", via, "chat"}) +
+			m("openai/gpt-mixed", [3]string{"chatty", via, "chat"}, [3]string{"native", via, "responses"})
+	})
+	tool := `"tools":[{"type":"service:web_search","parameters":{"x_search":{}}}]`
+	for _, tc := range []struct{ model, form string }{
+		{"x-ai/grok-to-responses", "input"},
+		{"x-ai/grok-to-chat", "messages"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			body := `{"model":"` + tc.model + `","input":"Zürich 🎉",` + tool + `}`
+			r, up, _ := e.post(t, "/responses", body)
+			r.expect(t, 200)
+			if len(up) != 1 || !gjson.GetBytes(up[0], tc.form).Exists() {
+				t.Fatalf("upstream %q", up)
+			}
+			if tc.form == "messages" && (!gjson.GetBytes(up[0], `search_parameters.sources.#(type=="x")`).Exists() || gjson.GetBytes(up[0], "tools").Exists()) {
+				t.Fatalf("chat upstream %s", up[0])
+			}
+			if tc.form == "input" && !gjson.GetBytes(up[0], `tools.#(type=="x_search")`).Exists() {
+				t.Fatalf("responses upstream %s", up[0])
+			}
+			part := messagePart(t, "plain", r.JSON)
+			checkExactSpans(t, "plain", part.Get("text").Str, part.Get("annotations"), 2)
+			if u := r.JSON.Get("usage.server_tool_use_details"); u.Get("x_search_posts").Int() != 3 || u.Get("x_search_profiles").Int() != 1 {
+				t.Fatalf("usage %s", r.JSON.Get("usage").Raw)
+			}
+			_, evs := responsesStream(t, e, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1))
+			var added []string
+			for _, d := range evs {
+				if d.Get("type").Str == "response.output_text.annotation.added" {
+					added = append(added, d.Get("annotation").Raw)
+				}
+			}
+			if got := "[" + strings.Join(added, ",") + "]"; !equalJSONText(got, part.Get("annotations").Raw) {
+				t.Fatalf("streamed %s\nplain %s", got, part.Get("annotations").Raw)
+			}
+		})
+	}
+	t.Run("no chat form", func(t *testing.T) {
+		r, up, _ := e.post(t, "/responses", `{"model":"openai/gpt-mixed","input":"weather","tools":[{"type":"service:web_search","parameters":{"allowed_domains":["meteo.example"]}}]}`)
+		r.expect(t, 200)
+		if len(up) != 1 || gjson.GetBytes(up[0], "messages").Exists() || gjson.GetBytes(up[0], `tools.0.filters.allowed_domains.0`).Str != "meteo.example" {
+			t.Fatalf("upstream %q", up)
+		}
+	})
+}
