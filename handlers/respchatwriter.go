@@ -471,6 +471,9 @@ type respUsage struct {
 		ReasoningTokens int64 `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
 	TotalTokens int64 `json:"total_tokens"`
+	// XSearchUsage is the X vendor's count of items its X search fetched,
+	// which the gateway charges.
+	XSearchUsage json.RawMessage `json:"x_search_usage,omitempty"`
 }
 
 // responseObject builds the Responses object; u is the chat usage, if any.
@@ -503,6 +506,9 @@ func (cw *chatToResponses) responseObject(created int64, status string, incomple
 		}
 		ru.InputTokensDetails.CachedTokens = u.Get("prompt_tokens_details.cached_tokens").Int()
 		ru.OutputTokensDetails.ReasoningTokens = u.Get("completion_tokens_details.reasoning_tokens").Int()
+		if x := u.Get("x_search_usage"); x.IsObject() {
+			ru.XSearchUsage = json.RawMessage(x.Raw)
+		}
 		obj.Usage = ru
 	}
 	return obj

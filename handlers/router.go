@@ -119,6 +119,9 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		route, apiErr = rt.route(sub, body, f, id)
 	}
 	if apiErr == nil {
+		apiErr = route.chatSearch(searchPlanFrom(r))
+	}
+	if apiErr == nil {
 		apiErr = rt.checkEndUser(r, route)
 	}
 	if apiErr != nil {

@@ -291,6 +291,8 @@ func TestCiteWriterResponsesStream(t *testing.T) {
 		d, _ := json.Marshal(w)
 		ev("response.output_text.delta", loc+`,"delta":`+string(d))
 	}
+	// The provider's own annotation: replaced by the gateway's.
+	ev("response.output_text.annotation.added", loc+`,"annotation_index":0,"annotation":{"type":"url_citation","url":"https://p.example","title":"p","start_index":0,"end_index":1}`)
 	tj, _ := json.Marshal(text)
 	ev("response.output_text.done", loc+`,"text":`+string(tj))
 	ev("response.content_part.done", loc+`,"part":{"type":"output_text","text":`+string(tj)+`,"annotations":[]}`)

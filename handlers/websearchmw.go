@@ -79,6 +79,10 @@ type searchPlan struct {
 	eng   engines.Engine
 	price billing.Price // per result when the model sets none
 
+	// nativeTools is how many tools the native translation appended to a
+	// Responses body (its chat-only attempts get the chat form instead).
+	nativeTools int64
+
 	// After run: the results handed to the model.
 	ran     bool
 	sources []websearch.Source
@@ -136,6 +140,7 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	r = attach(r, searchPlanVar, searchPlanKey{}, plan)
 	cw := newCiteWriter(w, plan)
+	cw.req = r
 	err = next.ServeHTTP(cw, r)
 	cw.finish()
 	return err
@@ -200,9 +205,11 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	if plan.engine == "native" {
 		plan.price = ws.settings.nativePrice
 		var apiErr *APIError
+		n := gjson.GetBytes(out, "tools.#").Int()
 		if out, apiErr = nativeTranslate(out, kind, plan.family, spec); apiErr != nil {
 			return nil, nil, nil, apiErr
 		}
+		plan.nativeTools = gjson.GetBytes(out, "tools.#").Int() - n
 		return out, plan, deprecated, nil
 	}
 	se := ws.settings.engines[plan.engine]

@@ -29,12 +29,15 @@ import (
 //     response.completed carry the part's whole list.
 //
 // Error answers pass through untouched, as do annotations a provider's
-// native search made itself (OpenAI-style providers). usage.server_tool_use_details
-// reports the search once the meter has charged it.
+// native search made itself (OpenAI-style providers); otherwise the
+// gateway's annotations replace any the provider sent, streamed or not.
+// usage.server_tool_use_details reports the search once the meter has
+// charged it.
 type citeWriter struct {
 	caddyhttp.ResponseWriterWrapper
 	plan    *searchPlan
-	passAnn bool // the provider annotates its own answer
+	req     *http.Request // for the route's attempt that answered
+	passAnn bool          // the provider annotates its own answer
 
 	mode   writerMode
 	status int
@@ -70,6 +73,13 @@ func (cw *citeWriter) WriteHeader(status int) {
 		return
 	}
 	cw.status = status
+	if cw.req != nil {
+		if rt, ok := RouteFrom(cw.req); ok && rt.translate {
+			// A chat-only provider answered a Responses request: it
+			// annotates its own answer as in chat completions.
+			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
+		}
+	}
 	switch {
 	case status < 200 || status >= 300:
 		cw.mode = modeError
@@ -248,8 +258,12 @@ func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
 				anns = append(anns, s.Flush()...)
 				delete(cw.chat, idx)
 			}
-			if len(anns) > 0 {
+			switch {
+			case len(anns) > 0:
 				out, _ = sjson.SetRawBytes(out, "choices."+k.String()+".delta.annotations", []byte(chatAnnotations(anns)))
+			case c.Get("delta.annotations").Exists():
+				// The gateway's annotations replace a provider's own.
+				out, _ = sjson.DeleteBytes(out, "choices."+k.String()+".delta.annotations")
 			}
 			return true
 		})
@@ -270,6 +284,12 @@ func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
 	var pre, post []websearch.Annotation // annotation events before / after this one
 	out := data
 	st := cw.parts[key]
+	if !cw.passAnn && typ == "response.output_text.annotation.added" {
+		// The gateway's annotations replace a provider's own (as in the
+		// final lists): its events go, and the later numbers close up.
+		cw.offset--
+		return nil
+	}
 	if !cw.passAnn {
 		switch typ {
 		case "response.output_text.delta":
@@ -342,7 +362,7 @@ func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
 	if typ == "response.completed" || typ == "response.incomplete" {
 		out = cw.withUsage(out, "response.usage")
 	}
-	if seq.Exists() && cw.offset > 0 {
+	if seq.Exists() && cw.offset != 0 {
 		out, _ = sjson.SetBytes(out, "sequence_number", seq.Int()+cw.offset)
 	}
 	if !bytes.Equal(out, data) {

@@ -32,6 +32,13 @@ type webSearchEnv struct {
 
 func startWebSearch(t *testing.T) *webSearchEnv {
 	t.Helper()
+	return startWebSearchWith(t, nil)
+}
+
+// startWebSearchWith is startWebSearch with more catalog models, given
+// the recording proxy's base URL.
+func startWebSearchWith(t *testing.T, models func(via string) string, edits ...func(string) string) *webSearchEnv {
+	t.Helper()
 	ts := engines.StartTestServer()
 	t.Cleanup(ts.Close)
 	rec := newRecordingProxy(t, mockAddr, nil)
@@ -61,14 +68,17 @@ func startWebSearch(t *testing.T) *webSearchEnv {
 			"\t\t\tprovider down %s {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key k\n\t\t\t}\n"+
 			"\t\t\tprovider bad %s {\n\t\t\t\tmodel x-error-500\n\t\t\t\tapi_key k\n\t\t\t}\n"+
 			"\t\t\tprovider good %s {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key k\n\t\t\t}\n\t\t}\n", dead, via, via)
-	startInProcessWith(t, chain(
+	if models != nil {
+		cfg += models(via)
+	}
+	startInProcessWith(t, chain(append([]func(string) string{
 		func(c string) string {
 			return replaceOnce(t, c, "\t\tmodel tollgate-mock:free {\n", cfg+"\t\tmodel tollgate-mock:free {\n")
 		},
 		func(c string) string {
 			return replaceOnce(t, c, "\ttollgate_admin\n", "\ttollgate_admin\n\ttollgate_websearch\n")
 		},
-	))
+	}, edits...)...))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"websearch"}`)

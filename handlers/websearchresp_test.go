@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+)
+
+// nativeResponsesRoute is a Responses request with a function tool and the
+// family's native search written by the middleware, routed to attempts
+// with the given APIs.
+func nativeResponsesRoute(t *testing.T, family string, spec *websearch.Spec, apis ...string) (*Route, *searchPlan) {
+	t.Helper()
+	body := []byte(`{"model":"m","input":"Zürich?","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`)
+	out, apiErr := nativeTranslate(body, "responses", family, spec)
+	if apiErr != nil {
+		t.Fatal(apiErr.Message)
+	}
+	plan := &searchPlan{spec: spec, engine: "native", family: family, kind: "responses",
+		nativeTools: gjson.GetBytes(out, "tools.#").Int() - 1}
+	rt := &Route{Kind: "responses", body: out}
+	for _, api := range apis {
+		rt.Attempts = append(rt.Attempts, Attempt{Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: api, API: api}})
+	}
+	if apiErr := rt.translateFor(); apiErr != nil {
+		t.Fatal(apiErr.Message)
+	}
+	return rt, plan
+}
+
+func TestChatSearchNativeChatForm(t *testing.T) {
+	for _, tc := range []struct {
+		family string
+		spec   *websearch.Spec
+		check  string // gjson path that must exist in the chat body
+		tools  int64  // tools left in the chat body
+	}{
+		{"openai", &websearch.Spec{MaxResults: 5}, "web_search_options", 1},
+		{"anthropic", &websearch.Spec{MaxResults: 5, ExcludeDomains: []string{"spam.example"}}, `tools.#(type=="web_search_20250305").blocked_domains`, 2},
+		{"x", &websearch.Spec{MaxResults: 3}, `search_parameters.sources.#(type=="web")`, 1},
+		{"x", &websearch.Spec{MaxResults: 3, XSearch: &websearch.XSearch{AllowedXHandles: []string{"a"}}}, `search_parameters.sources.#(type=="x").included_x_handles`, 1},
+	} {
+		rt, plan := nativeResponsesRoute(t, tc.family, tc.spec, catalog.APIChat, "")
+		if apiErr := rt.chatSearch(plan); apiErr != nil {
+			t.Fatalf("%s: %s", tc.family, apiErr.Message)
+		}
+		chat := gjson.ParseBytes(rt.chatBody)
+		if !chat.Get(tc.check).Exists() || chat.Get("tools.#").Int() != tc.tools || chat.Get("tools.0.function.name").Str != "f" {
+			t.Fatalf("%s: chat body %s", tc.family, rt.chatBody)
+		}
+		for _, tool := range chat.Get("tools").Array() {
+			if typ := tool.Get("type").Str; typ == "web_search" || typ == "x_search" {
+				t.Fatalf("%s: Responses tool left in %s", tc.family, rt.chatBody)
+			}
+		}
+		// The Responses body is untouched for the attempts that speak it.
+		if !gjson.GetBytes(rt.body, `tools.#(type=="web_search")`).Exists() && tc.family != "anthropic" {
+			t.Fatalf("%s: Responses body %s", tc.family, rt.body)
+		}
+		if len(rt.Attempts) != 2 {
+			t.Fatalf("%s: %d attempts", tc.family, len(rt.Attempts))
+		}
+	}
+}
+
+func TestChatSearchWithoutChatForm(t *testing.T) {
+	spec := &websearch.Spec{MaxResults: 5, IncludeDomains: []string{"meteo.example"}}
+	// A provider that speaks Responses serves the request alone.
+	rt, plan := nativeResponsesRoute(t, "openai", spec, catalog.APIChat, "")
+	if apiErr := rt.chatSearch(plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.chatBody != nil {
+		t.Fatalf("attempts %v, error %v", rt.Attempts, apiErr)
+	}
+	// None: 400 naming the field.
+	rt, plan = nativeResponsesRoute(t, "openai", spec, catalog.APIChat)
+	if apiErr := rt.chatSearch(plan); apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, "allowed_domains:") {
+		t.Fatalf("error %v", apiErr)
+	}
+	// Gateway engines and chat requests are left alone.
+	rt, plan = nativeResponsesRoute(t, "openai", &websearch.Spec{MaxResults: 5}, catalog.APIChat)
+	chat := rt.chatBody
+	plan.engine = "exa"
+	if apiErr := rt.chatSearch(plan); apiErr != nil || string(rt.chatBody) != string(chat) {
+		t.Fatalf("gateway engine: %s", rt.chatBody)
+	}
+	if apiErr := rt.chatSearch(nil); apiErr != nil {
+		t.Fatal(apiErr.Message)
+	}
+}
+
+// The X vendor's item counts survive the translation of its chat usage,
+// so that X search is charged on a translated request too.
+func TestChatToResponsesKeepsXSearchUsage(t *testing.T) {
+	cw := newChatToResponses(nil, nil, "gen-1", "grok")
+	out, ok := cw.convertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":3,"completion_tokens":2,"x_search_usage":{"posts_fetched":3,"profiles_fetched":1}}}`))
+	if !ok || gjson.GetBytes(out, "usage.x_search_usage.posts_fetched").Int() != 3 || gjson.GetBytes(out, "usage.x_search_usage.profiles_fetched").Int() != 1 {
+		t.Fatalf("%s", out)
+	}
+	out, _ = cw.convertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
+	if gjson.GetBytes(out, "usage.x_search_usage").Exists() {
+		t.Fatalf("%s", out)
+	}
+}
