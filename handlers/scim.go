@@ -152,11 +152,11 @@ func (ar *adminRequest) createSCIMMapping() *APIError {
 	if f.err != nil {
 		return f.err
 	}
-	m, err := ar.store.CreateSCIMGroupMapping(ar.id.AccountID, group, ws, role)
+	m, added, err := ar.store.CreateSCIMGroupMapping(ar.id.AccountID, group, ws, role)
 	if err != nil {
 		return scimStoreError(err, "SCIM group")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newSCIMMappingView(m)})
+	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newSCIMMappingView(m), "added_memberships": added})
 	return nil
 }
 

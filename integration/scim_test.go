@@ -164,17 +164,30 @@ func TestSCIMProvisioningAndSync(t *testing.T) {
 	wsOps := c.api("POST", "/workspaces", org.Mgmt, `{"name":"Ops","slug":"ops"}`).expect(t, 201).JSON.Get("data.id").Str
 	c.api("POST", "/workspaces/eng/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
 	m1 := c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"member"}`, eng, wsEng)).expect(t, 201)
-	c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"member"}`, eng, wsEng)).expectError(t, 409, "already mapped")
+	if m1.JSON.Get("added_memberships").Int() != 2 {
+		t.Fatalf("mapping create %s", m1.Body)
+	}
+	// The mapping applies at once; the same mapping again returns it and
+	// re-applies it; another role for it is a conflict.
+	want := map[string]string{bob: "member", cat: "member", org.Member: "member"}
+	if got := workspaceMembers(t, c, org.Mgmt, wsEng); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("eng members %v, want %v", got, want)
+	}
+	again := c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":"eng","role":"member"}`, eng)).expect(t, 201)
+	if again.JSON.Get("data.id").Str != m1.JSON.Get("data.id").Str || again.JSON.Get("added_memberships").Int() != 0 {
+		t.Fatalf("same mapping again %s", again.Body)
+	}
+	c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"admin"}`, eng, wsEng)).expectError(t, 409, "already mapped")
 	c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"owner"}`, eng, wsEng)).expectError(t, 400, "role")
 	c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"member"}`, "00000000-0000-4000-8000-000000000000", wsEng)).expectError(t, 404, "")
 	c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"admin"}`, ops, wsOps)).expect(t, 201)
 	mapping := m1.JSON.Get("data.id").Str
 
 	j := runSync(t, c, org.Mgmt)
-	if j.Get("synced_groups").Int() != 2 || j.Get("deleted_groups").Int() != 0 || j.Get("added_memberships").Int() != 2 {
+	if j.Get("synced_groups").Int() != 2 || j.Get("deleted_groups").Int() != 0 || j.Get("added_memberships").Int() != 0 ||
+		j.Get("removed_memberships").Int() != 0 || j.Get("updated_memberships").Int() != 0 {
 		t.Fatalf("first sync %s", j.Raw)
 	}
-	want := map[string]string{bob: "member", cat: "member", org.Member: "member"}
 	if got := workspaceMembers(t, c, org.Mgmt, wsEng); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("eng members %v, want %v", got, want)
 	}

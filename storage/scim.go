@@ -486,25 +486,31 @@ func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) 
 }
 
 // CreateSCIMGroupMapping maps a group to a workspace (id or slug) with a
-// role. The group and the workspace must exist; the default workspace
-// (whose members are all of the organization's) cannot be mapped; a group
-// maps to a workspace at most once.
-func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
+// role, and applies it at once: the group's active members who are not in
+// the workspace join it with the role (memberships granted by the mapping).
+// The group and the workspace must exist; the default workspace (whose
+// members are all of the organization's) cannot be mapped. Creating a
+// mapping that exists with the same role returns it and re-applies it;
+// with another role it is a conflict. It returns the mapping and how many
+// memberships it added.
+func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, int, error) {
 	if _, ok := ParseMemberRole(string(role)); !ok {
-		return SCIMGroupMapping{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
+		return SCIMGroupMapping{}, 0, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
 	s.mu.Lock()
 	m, err := s.createMappingLocked(accountID, groupID, workspaceRef, role)
 	if err != nil {
 		s.mu.Unlock()
-		return SCIMGroupMapping{}, err
+		return SCIMGroupMapping{}, 0, err
 	}
 	b := s.markDirty(scimKey("m", accountID, m.ID))
+	added := s.applyMappingLocked(accountID, m)
 	s.mu.Unlock()
-	return m, b.wait()
+	return m, added, b.wait()
 }
 
-// createMappingLocked checks and stores a new mapping. Callers hold s.mu.
+// createMappingLocked checks and stores a new mapping, or returns the
+// existing one of the same role. Callers hold s.mu.
 func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
 	if _, ok := s.scim.groups[accountID][groupID]; !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: scim_group_id: no SCIM group %s", ErrNotFound, groupID)
@@ -518,13 +524,62 @@ func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, rol
 	}
 	for _, m := range s.scim.mappings[accountID] {
 		if m.GroupID == groupID && m.WorkspaceID == w.ID {
-			return SCIMGroupMapping{}, fmt.Errorf("%w: group %s is already mapped to workspace %s (mapping %s)", ErrConflict, groupID, w.ID, m.ID)
+			if m.Role == role {
+				return *m, nil
+			}
+			return SCIMGroupMapping{}, fmt.Errorf("%w: group %s is already mapped to workspace %s with role %s (mapping %s); update that mapping instead", ErrConflict, groupID, w.ID, m.Role, m.ID)
 		}
 	}
 	t := now().UTC()
 	m := &SCIMGroupMapping{ID: newUUID(), AccountID: accountID, GroupID: groupID, WorkspaceID: w.ID, Role: role, CreatedAt: t, UpdatedAt: t}
 	put(s.scim.mappings, accountID, m.ID, m)
 	return *m, nil
+}
+
+// applyMappingLocked adds the mapping's group members missing from its
+// workspace (granted by it) and records it as a source of the memberships
+// it already granted. It never removes nor changes a role: sync jobs
+// reconcile. Callers hold s.mu.
+func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
+	g, ok := s.scim.groups[accountID][m.GroupID]
+	if !ok {
+		return 0
+	}
+	grants := s.scimGrantsOf(accountID)
+	touched := map[string]*Workspace{}
+	w := s.touchWorkspace(accountID, m.WorkspaceID, touched)
+	if w == nil {
+		return 0
+	}
+	added := 0
+	t := now().UTC()
+	for _, uid := range g.MemberIDs() {
+		if mem, ok := s.members[accountID][uid]; !ok || !mem.Active {
+			continue
+		}
+		k := m.WorkspaceID + "/" + uid
+		if _, in := w.Members[uid]; !in {
+			w.Members[uid] = &WorkspaceMember{UserID: uid, Role: m.Role, CreatedAt: t}
+			grants.Grants[k] = []string{m.ID}
+			added++
+		} else if src, granted := grants.Grants[k]; granted && !slicesContains(src, m.ID) {
+			grants.Grants[k] = append(append([]string(nil), src...), m.ID)
+		}
+	}
+	if added > 0 {
+		s.publishTouched(touched)
+	}
+	s.markDirty(scimKey("s", accountID))
+	return added
+}
+
+func slicesContains(ids []string, id string) bool {
+	for _, i := range ids {
+		if i == id {
+			return true
+		}
+	}
+	return false
 }
 
 // UpdateSCIMGroupMapping changes a mapping's role; memberships follow at
