@@ -232,6 +232,7 @@ func (ar *adminRequest) createSCIMSyncJob() *APIError {
 	}
 	store, accountID := ar.store, ar.id.AccountID
 	go func() { _, _ = store.RunSCIMSyncJob(accountID, j.ID) }()
+	ar.w.Header().Set("Location", APIPrefix+"/scim/sync-jobs/"+j.ID)
 	writeJSON(ar.w, http.StatusAccepted, map[string]any{"data": newSCIMSyncJobView(j)})
 	return nil
 }
