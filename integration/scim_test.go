@@ -354,3 +354,49 @@ func TestSCIMSDK(t *testing.T) {
 		t.Fatalf("node scim.mjs: %v", err)
 	}
 }
+
+// The operator issues the SCIM token with the CLI; everything the identity
+// provider pushed, the mappings, the sync job's outcome and the memberships
+// survive kill -9.
+func TestSCIMCLIAndRestart(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	acct := cli(t, p, "account", "create", "--name", "Acme", "--type", "organization").Get("data.id").Str
+	mgmt := cli(t, p, "mgmt-key", "create", "--account", acct, "--name", "ops").Get("key").Str
+	rotated := cli(t, p, "scim-token", "rotate", "--account", acct)
+	token := rotated.Get("token").Str
+	if !strings.HasPrefix(token, "sk-tg-scim-v1-") || rotated.Get("scim_base_path").Str != "/scim/v2" {
+		t.Fatalf("scim-token rotate: %s", rotated.Raw)
+	}
+	if shown := cli(t, p, "scim-token", "show", "--account", acct); strings.Contains(shown.Raw, token[14:]) || shown.Get("data.label").Str == "" {
+		t.Fatalf("scim-token show: %s", shown.Raw)
+	}
+
+	c := newClient(t, p.gateway, p.admin)
+	idp := scimClient{c: c, token: token}
+	ann := idp.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ann@example.com","externalId":"e-ann"}`).expect(t, 201).JSON.Get("id").Str
+	grp := idp.do("POST", "/Groups", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"Eng","members":[{"value":%q}]}`, ann)).expect(t, 201).JSON.Get("id").Str
+	ws := c.api("POST", "/workspaces", mgmt, `{"name":"Eng","slug":"eng"}`).expect(t, 201).JSON.Get("data.id").Str
+	mapping := c.api("POST", "/scim/group-mappings", mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"admin"}`, grp, ws)).expect(t, 201).JSON.Get("data.id").Str
+	job := runSync(t, c, mgmt)
+
+	p.kill()
+	p.start(t)
+
+	if got := workspaceMembers(t, c, mgmt, ws); fmt.Sprint(got) != fmt.Sprint(map[string]string{ann: "admin"}) {
+		t.Fatalf("members after restart %v", got)
+	}
+	u := idp.do("GET", "/Users/"+ann, "").expect(t, 200)
+	if u.JSON.Get("externalId").Str != "e-ann" {
+		t.Fatalf("user after restart %s", u.Body)
+	}
+	if g := idp.do("GET", "/Groups/"+grp, "").expect(t, 200); g.JSON.Get("members.0.value").Str != ann {
+		t.Fatalf("group after restart %s", g.Body)
+	}
+	c.api("GET", "/scim/group-mappings/"+mapping, mgmt, nil).expect(t, 200)
+	again := c.api("GET", "/scim/sync-jobs/"+job.Get("id").Str, mgmt, nil).expect(t, 200).JSON.Get("data")
+	if again.Raw != job.Raw {
+		t.Fatalf("job after restart %s, before %s", again.Raw, job.Raw)
+	}
+	cli(t, p, "scim-token", "revoke", "--account", acct)
+	expectSCIMError(t, idp.do("GET", "/Users", ""), 401)
+}
