@@ -257,11 +257,6 @@ func (scimUsers) Create(r *http.Request, a scim.ResourceAttributes) (scim.Resour
 	if err != nil {
 		return scim.Resource{}, err
 	}
-	for _, u := range c.store.SCIMUsers(c.accountID) {
-		if strings.EqualFold(u.UserName, in.UserName) {
-			return scim.Resource{}, scimError(storage.ErrConflict, "")
-		}
-	}
 	u, err := c.store.ProvisionSCIMUser(c.accountID, in)
 	if err != nil {
 		return scim.Resource{}, scimError(err, "")

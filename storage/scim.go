@@ -277,54 +277,119 @@ type SCIMUserInput struct {
 }
 
 // ProvisionSCIMUser creates a member (or reactivates a deactivated one with
-// the same email) from the identity provider, role member. An active
-// member with the same email is a conflict.
+// the same email) from the identity provider, role member, with its SCIM
+// attributes, in one commit. A userName or email already used by another
+// shown user is a conflict.
 func (s *Store) ProvisionSCIMUser(accountID string, in SCIMUserInput) (SCIMUserRecord, error) {
-	if strings.TrimSpace(in.UserName) == "" {
-		return SCIMUserRecord{}, fmt.Errorf("%w: userName: required", ErrInvalid)
-	}
-	m, err := s.CreateMember(NewMember{AccountID: accountID, Email: in.Email, FirstName: in.FirstName, LastName: in.LastName})
-	if err != nil {
-		return SCIMUserRecord{}, err
-	}
-	return s.ReplaceSCIMUser(accountID, m.ID, in)
+	return s.putSCIMUser(accountID, "", in)
 }
 
-// ReplaceSCIMUser sets a provisioned member's attributes. Deactivating
-// removes the member from every workspace (UpdateMember).
+// ReplaceSCIMUser sets a member's attributes from the identity provider,
+// in one commit. Deactivating removes the member from every workspace, as
+// UpdateMember does.
 func (s *Store) ReplaceSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
-	if strings.TrimSpace(in.UserName) == "" {
+	return s.putSCIMUser(accountID, id, in)
+}
+
+// putSCIMUser creates (id "") or replaces a SCIM user and its member.
+func (s *Store) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
+	in.UserName = strings.TrimSpace(in.UserName)
+	if in.UserName == "" {
 		return SCIMUserRecord{}, fmt.Errorf("%w: userName: required", ErrInvalid)
 	}
-	first, last := in.FirstName, in.LastName
-	m, err := s.UpdateMember(accountID, id, MemberUpdate{Email: &in.Email, FirstName: &first, LastName: &last, Active: &in.Active})
+	email, err := normalizeEmail(in.Email)
+	if err != nil {
+		return SCIMUserRecord{}, fmt.Errorf("%w: emails: a member needs an email address (the primary email, or a userName that is one)", ErrInvalid)
+	}
+	s.mu.Lock()
+	r, b, err := s.putSCIMUserLocked(accountID, id, email, in)
+	s.mu.Unlock()
 	if err != nil {
 		return SCIMUserRecord{}, err
 	}
-	s.mu.Lock()
-	t := now().UTC()
-	u := &SCIMUser{AccountID: accountID, UserID: id, UserName: in.UserName, ExternalID: in.ExternalID, CreatedAt: t, UpdatedAt: t}
-	if cur, ok := s.scim.users[accountID][id]; ok {
-		u.CreatedAt = cur.CreatedAt
-	}
-	put(s.scim.users, accountID, id, u)
-	b := s.markDirty(scimKey("u", accountID, id))
-	m = *s.members[accountID][id]
-	r := s.scimUserRecord(&m)
-	s.mu.Unlock()
 	return r, b.wait()
 }
 
-// DeleteSCIMUser deprovisions a member: it is deactivated (its id stays on
-// its keys), removed from every group, and no longer shown by the SCIM
-// service.
-func (s *Store) DeleteSCIMUser(accountID, id string) error {
-	if _, err := s.DeactivateMember(accountID, id); err != nil {
-		return err
+// putSCIMUserLocked is putSCIMUser's change. Callers hold s.mu.
+func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *batch, error) {
+	acct, ok := s.accounts[accountID]
+	if !ok || acct.Kind != AccountOrganization {
+		return SCIMUserRecord{}, nil, ErrNotFound
 	}
+	t := now().UTC()
+	var m Member
+	if id == "" {
+		m = Member{ID: newID("user_"), AccountID: accountID, Role: RoleMember, CreatedAt: t}
+		if cur := s.memberByEmail(accountID, email); cur != nil {
+			if cur.Active {
+				return SCIMUserRecord{}, nil, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
+			}
+			m = *cur // a deactivated member comes back
+		}
+	} else {
+		cur, ok := s.members[accountID][id]
+		if !ok {
+			return SCIMUserRecord{}, nil, ErrNotFound
+		}
+		m = *cur
+		if other := s.memberByEmail(accountID, email); other != nil && other.ID != id {
+			return SCIMUserRecord{}, nil, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
+		}
+	}
+	for _, o := range s.members[accountID] {
+		if o.ID == m.ID {
+			continue
+		}
+		if _, provisioned := s.scim.users[accountID][o.ID]; (o.Active || provisioned) && strings.EqualFold(s.scimUserRecord(o).UserName, in.UserName) {
+			return SCIMUserRecord{}, nil, fmt.Errorf("%w: userName %s is already in use", ErrConflict, in.UserName)
+		}
+	}
+	m.Email, m.FirstName, m.LastName, m.Active, m.UpdatedAt = email, in.FirstName, in.LastName, in.Active, t
+	s.putMember(&m)
+	b := s.markDirty(memberKey(accountID, m.ID))
+	if !m.Active {
+		for _, ws := range s.workspaces[accountID] {
+			if _, in := ws.Members[m.ID]; in {
+				w := ws.clone()
+				delete(w.Members, m.ID)
+				s.putWorkspace(w)
+				s.markDirty(workspaceKey(accountID, w.ID))
+			}
+		}
+	}
+	u := &SCIMUser{AccountID: accountID, UserID: m.ID, UserName: in.UserName, ExternalID: in.ExternalID, CreatedAt: t, UpdatedAt: t}
+	if cur, ok := s.scim.users[accountID][m.ID]; ok {
+		u.CreatedAt = cur.CreatedAt
+	}
+	put(s.scim.users, accountID, m.ID, u)
+	s.markDirty(scimKey("u", accountID, m.ID))
+	return s.scimUserRecord(&m), b, nil
+}
+
+// DeleteSCIMUser deprovisions a member in one commit: it is deactivated
+// (its id stays on its keys; out of every workspace), removed from every
+// group, and no longer shown by the SCIM service.
+func (s *Store) DeleteSCIMUser(accountID, id string) error {
 	s.mu.Lock()
+	cur, ok := s.members[accountID][id]
+	if !ok {
+		s.mu.Unlock()
+		return ErrNotFound
+	}
+	m := *cur
+	m.Active, m.UpdatedAt = false, now().UTC()
+	s.putMember(&m)
+	b := s.markDirty(memberKey(accountID, id))
+	for _, ws := range s.workspaces[accountID] {
+		if _, in := ws.Members[id]; in {
+			w := ws.clone()
+			delete(w.Members, id)
+			s.putWorkspace(w)
+			s.markDirty(workspaceKey(accountID, w.ID))
+		}
+	}
 	delete(s.scim.users[accountID], id)
-	b := s.markDirty(scimKey("u", accountID, id))
+	s.markDirty(scimKey("u", accountID, id))
 	for gid, g := range s.scim.groups[accountID] {
 		if g.Members[id] {
 			c := g.clone()

@@ -122,6 +122,27 @@ func TestSCIMSyncRules(t *testing.T) {
 	if _, err := s.ProvisionSCIMUser(a, SCIMUserInput{UserName: "x", Email: "bob@example.com", Active: true}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("duplicate user: %v", err)
 	}
+	if _, err := s.ProvisionSCIMUser(a, SCIMUserInput{UserName: "BOB@example.com", Email: "other@example.com", Active: true}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("duplicate userName: %v", err)
+	}
+	if _, err := s.ProvisionSCIMUser(a, SCIMUserInput{UserName: "eve", Active: true}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("no email: %v", err)
+	}
+	// A deprovisioned user is hidden; provisioning its email again brings
+	// the same member back.
+	eve := user("eve@example.com")
+	if err := s.DeleteSCIMUser(a, eve); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.SCIMUser(a, eve); ok {
+		t.Fatal("a deleted SCIM user is still shown")
+	}
+	if m, _ := s.Member(a, eve); m.Active {
+		t.Fatal("a deleted SCIM user is still active")
+	}
+	if again := user("eve@example.com"); again != eve {
+		t.Fatalf("reprovisioned %s, want %s", again, eve)
+	}
 	eng, err := s.CreateSCIMGroup(a, "Engineering", nil, []string{bob, cat, manual.ID})
 	if err != nil {
 		t.Fatal(err)
