@@ -135,3 +135,48 @@ func TestSCIMServiceAuth(t *testing.T) {
 		t.Fatalf("bad filter: %d", res.StatusCode)
 	}
 }
+
+// The payloads Okta and Microsoft Entra send when they provision a user.
+func TestSCIMIdPPayloads(t *testing.T) {
+	gw := newFakeGateway(t)
+	acct, _ := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	token, _, _ := gw.store.RotateSCIMToken(acct.ID)
+	srv, err := newSCIMServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) (int, gjson.Result) {
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+token)
+		r.Header.Set("Content-Type", "application/scim+json")
+		w := httptest.NewRecorder()
+		serveSCIMService(srv, gw.store, w, r)
+		b, _ := io.ReadAll(w.Result().Body)
+		return w.Result().StatusCode, gjson.ParseBytes(b)
+	}
+	okta := `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ann@example.com",
+		"name":{"givenName":"Ann","familyName":"Lee"},"emails":[{"primary":true,"value":"ann@example.com","type":"work"}],
+		"displayName":"Ann Lee","locale":"en-US","externalId":"00u1","groups":[],"password":"x-Secret-1","active":true}`
+	if st, body := call("POST", "/scim/v2/Users", okta); st != 201 || body.Get("name.givenName").Str != "Ann" || body.Get("password").Exists() {
+		t.Fatalf("okta create: %d %s", st, body.Raw)
+	}
+	entra := `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User","urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"],
+		"externalId":"e-1","userName":"Ben@Example.com","active":true,"displayName":"Ben Roe",
+		"emails":[{"primary":true,"type":"work","value":"ben@example.com"}],"meta":{"resourceType":"User"},
+		"name":{"formatted":"Ben Roe","familyName":"Roe","givenName":"Ben"},
+		"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"department":"R&D"}}`
+	st, body := call("POST", "/scim/v2/Users", entra)
+	if st != 201 {
+		t.Fatalf("entra create: %d %s", st, body.Raw)
+	}
+	id := body.Get("id").Str
+	// Entra's deprovisioning PATCH.
+	st, body = call("PATCH", "/scim/v2/Users/"+id, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations":[{"op":"Replace","path":"active","value":"False"}]}`)
+	if st != 200 || body.Get("active").Bool() {
+		t.Fatalf("entra deactivate: %d %s", st, body.Raw)
+	}
+	if m, _ := gw.store.Member(acct.ID, id); m.Active {
+		t.Fatal("member still active")
+	}
+}
