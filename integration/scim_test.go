@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -399,4 +400,95 @@ func TestSCIMCLIAndRestart(t *testing.T) {
 	}
 	cli(t, p, "scim-token", "revoke", "--account", acct)
 	expectSCIMError(t, idp.do("GET", "/Users", ""), 401)
+}
+
+// Concurrent group changes from the identity provider and concurrent sync
+// jobs through a real Caddy: every job's counts are exact, so the
+// memberships they report adding and removing add up to the final
+// membership, which equals the final group.
+func TestSCIMConcurrentSyncJobs(t *testing.T) {
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org, idp := newSCIMOrg(t, c)
+	var users []string
+	for i := range 24 {
+		users = append(users, idp.do("POST", "/Users", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"u%d@example.com"}`, i)).
+			expect(t, 201).JSON.Get("id").Str)
+	}
+	// Every third user starts in the group and leaves it; the others join.
+	var initial []string
+	for i, u := range users {
+		if i%3 == 0 {
+			initial = append(initial, fmt.Sprintf(`{"value":%q}`, u))
+		}
+	}
+	grp := idp.do("POST", "/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"G","members":[`+strings.Join(initial, ",")+`]}`).
+		expect(t, 201).JSON.Get("id").Str
+	ws := c.api("POST", "/workspaces", org.Mgmt, `{"name":"W","slug":"w"}`).expect(t, 201).JSON.Get("data.id").Str
+	net := c.api("POST", "/scim/group-mappings", org.Mgmt, fmt.Sprintf(`{"scim_group_id":%q,"workspace_id":%q,"role":"member"}`, grp, ws)).
+		expect(t, 201).JSON.Get("added_memberships").Int()
+
+	errs := make(chan error, 2*len(users))
+	jobs := make(chan string, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			op := fmt.Sprintf(`{"op":"add","path":"members","value":[{"value":%q}]}`, u)
+			if i%3 == 0 {
+				op = fmt.Sprintf(`{"op":"remove","path":"members[value eq \"%s\"]"}`, u)
+			}
+			r, err := c.try("PATCH", c.gateway+"/scim/v2/Groups/"+grp, idp.token,
+				`{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[`+op+`]}`)
+			if err == nil && r.Status != 200 {
+				err = fmt.Errorf("PATCH group: %d %s", r.Status, r.Body)
+			}
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			r, err := c.try("POST", c.gateway+"/api/v1/scim/sync-jobs", org.Mgmt, nil)
+			if err == nil && r.Status != 202 {
+				err = fmt.Errorf("POST sync-jobs: %d %s", r.Status, r.Body)
+			}
+			if err == nil {
+				jobs <- r.JSON.Get("data.id").Str
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(jobs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := range jobs {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			j := c.api("GET", "/scim/sync-jobs/"+id, org.Mgmt, nil).expect(t, 200).JSON.Get("data")
+			if j.Get("status").Str == "succeeded" {
+				net += j.Get("added_memberships").Int() - j.Get("removed_memberships").Int()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s", j.Raw)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	j := runSync(t, c, org.Mgmt)
+	net += j.Get("added_memberships").Int() - j.Get("removed_memberships").Int()
+	got := workspaceMembers(t, c, org.Mgmt, ws)
+	if len(got) != 16 || net != 16 {
+		t.Fatalf("members %d, net added by jobs %d; want 16", len(got), net)
+	}
+	for i, u := range users {
+		if _, in := got[u]; in != (i%3 != 0) {
+			t.Fatalf("user %d membership %v", i, in)
+		}
+	}
 }
