@@ -127,6 +127,8 @@ func (c *operatorCall) route() (int, any, *handlers.APIError) {
 				http.MethodGet:  func() (int, any, *handlers.APIError) { return c.listPurchases(acct) },
 				http.MethodPost: func() (int, any, *handlers.APIError) { return c.addCredits(acct.ID) },
 			})
+		case "scim-token":
+			return c.routeSCIMToken(acct)
 		case "management-keys":
 			return c.byMethod(map[string]operatorFunc{
 				http.MethodGet:  func() (int, any, *handlers.APIError) { return c.listMgmtKeys(acct.ID) },

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	scimerrors "github.com/elimity-com/scim/errors"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
@@ -21,6 +22,7 @@ import (
 type Admin struct {
 	gw     Gateway
 	logger *zap.Logger
+	scim   http.Handler // the SCIM 2.0 service under SCIMPrefix (scimserver.go)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -36,6 +38,11 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	gw, err := loadGateway(ctx)
 	a.gw = gw
+	if err != nil {
+		return err
+	}
+	srv, err := newSCIMServer()
+	a.scim = srv
 	return err
 }
 
@@ -53,6 +60,9 @@ type adminRequest struct {
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.URL.Path == SCIMPrefix || strings.HasPrefix(r.URL.Path, SCIMPrefix+"/") {
+		return a.serveSCIMService(w, r)
+	}
 	kind, sub, ok := classifyRoute(r.URL.Path)
 	if !ok || (kind != routeManagement && kind != routeAnyKey) {
 		return next.ServeHTTP(w, r)
@@ -108,6 +118,8 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		apiErr = ar.serveWorkspaces(seg[1:])
 	case seg[0] == "guardrails":
 		apiErr = ar.serveGuardrails(seg[1:])
+	case seg[0] == "scim":
+		apiErr = ar.serveSCIM(seg[1:])
 	case sub == "/organization/members":
 		apiErr = methods(r, map[string]func() *APIError{"GET": ar.listMembers})
 	default:
@@ -119,6 +131,18 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		}
 		WriteError(w, apiErr)
 	}
+	return nil
+}
+
+// serveSCIMService serves the SCIM 2.0 service (scimserver.go).
+func (a *Admin) serveSCIMService(w http.ResponseWriter, r *http.Request) error {
+	store, err := a.gw.Store()
+	if err != nil {
+		a.logger.Error("store unavailable", zap.Error(err))
+		writeSCIMError(w, scimerrors.ScimErrorInternal)
+		return nil
+	}
+	serveSCIMService(a.scim, store, w, r)
 	return nil
 }
 

@@ -171,6 +171,8 @@ func (s *Store) snapshot(key string) any {
 		return s.workspaceSnapshot(key)
 	case hasPrefix(key, prefixGuardrail):
 		return s.guardrailSnapshot(key)
+	case hasPrefix(key, prefixSCIM):
+		return s.scimSnapshot(key)
 	case hasPrefix(key, prefixWorkspaceUsage), hasPrefix(key, prefixMemberUsage):
 		return s.usageSnapshot(key)
 	}

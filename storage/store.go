@@ -79,6 +79,7 @@ type Store struct {
 
 	endUsers  map[string]map[string]*EndUser // by account id, then user (endusers.go)
 	analytics *rollup                        // usage rollup (analytics.go)
+	scim      *scimState                     // SCIM tokens, users, groups, mappings, sync jobs (scim.go)
 
 	// group commit (flush.go)
 	dirty     map[string]struct{}
@@ -152,6 +153,7 @@ func Open(opts Options) (*Store, error) {
 	s.members = map[string]map[string]*Member{}
 	s.workspaces = map[string]map[string]*Workspace{}
 	s.guardrails = map[string]map[string]*Guardrail{}
+	s.scim = newSCIMState()
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -189,7 +191,7 @@ func (s *Store) load() error {
 	return s.db.View(func(txn *badger.Txn) error {
 		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser,
 			prefixDestination, prefixPrivateEndpoint, prefixMember, prefixWorkspace, prefixGuardrail,
-			prefixWorkspaceUsage, prefixMemberUsage} {
+			prefixWorkspaceUsage, prefixMemberUsage, prefixSCIM} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte(prefix)
 			it := txn.NewIterator(opts)
@@ -199,6 +201,10 @@ func (s *Store) load() error {
 				if prefix == prefixWorkspaceUsage || prefix == prefixMemberUsage {
 					key := item.KeyCopy(nil)
 					load = func(v []byte) error { return s.loadUsage(prefix, key, v) }
+				}
+				if prefix == prefixSCIM {
+					key := string(item.KeyCopy(nil))
+					load = func(v []byte) error { return s.loadSCIM(key, v) }
 				}
 				if err := item.Value(load); err != nil {
 					it.Close()

@@ -1,0 +1,81 @@
+package caddymodule
+
+import (
+	"net/http"
+	"time"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// An organization's SCIM token on the operator API:
+//
+//	POST   /tollgate/accounts/{id}/scim-token   issues (or rotates) it; the token is shown once
+//	GET    /tollgate/accounts/{id}/scim-token   its label and creation time
+//	DELETE /tollgate/accounts/{id}/scim-token   revokes it
+//
+// The identity provider calls the SCIM 2.0 service at
+// <gateway>/scim/v2 with it as a bearer token. Only its SHA-256 digest is
+// stored.
+
+type operatorSCIMToken struct {
+	AccountID string    `json:"account_id"`
+	Label     string    `json:"label"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func newOperatorSCIMToken(t storage.SCIMToken) operatorSCIMToken {
+	return operatorSCIMToken{AccountID: t.AccountID, Label: t.Label, CreatedAt: t.CreatedAt}
+}
+
+func (c *operatorCall) routeSCIMToken(acct storage.Account) (int, any, *handlers.APIError) {
+	return c.byMethod(map[string]operatorFunc{
+		http.MethodPost: func() (int, any, *handlers.APIError) {
+			secret, t, err := c.store.RotateSCIMToken(acct.ID)
+			if err != nil {
+				return 0, nil, c.storeError(err)
+			}
+			return http.StatusCreated, map[string]any{"data": newOperatorSCIMToken(t), "token": secret,
+				"scim_base_path": handlers.SCIMPrefix}, nil
+		},
+		http.MethodGet: func() (int, any, *handlers.APIError) {
+			t, ok := c.store.SCIMTokenInfo(acct.ID)
+			if !ok {
+				return 0, nil, handlers.NotFound("account " + acct.ID + " has no SCIM token")
+			}
+			return http.StatusOK, dataOf(newOperatorSCIMToken(t)), nil
+		},
+		http.MethodDelete: func() (int, any, *handlers.APIError) {
+			if err := c.store.RevokeSCIMToken(acct.ID); err != nil {
+				return 0, nil, c.storeError(err)
+			}
+			return http.StatusOK, map[string]any{"deleted": true}, nil
+		},
+	})
+}
+
+// scimTokenCommand is `caddy tollgate scim-token`.
+func scimTokenCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "scim-token", Short: "Issues, rotates, shows and revokes an organization's SCIM token"}
+	sub := func(use, short, method string) *cobra.Command {
+		c := &cobra.Command{
+			Use: use + " --account <id>", Short: short, Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				fl := caddycmd.Flags{FlagSet: c.Flags()}
+				return operatorRequest(c, method, accountPath(fl.String("account"))+"/scim-token", nil)
+			},
+		}
+		c.Flags().String("account", "", "Organization account ID (required)")
+		mustMarkRequired(c, "account")
+		return c
+	}
+	cmd.AddCommand(
+		sub("rotate", "Issues a new SCIM token (replacing the previous one); shown once", http.MethodPost),
+		sub("show", "Shows the SCIM token's label and creation time", http.MethodGet),
+		sub("revoke", "Revokes the SCIM token", http.MethodDelete),
+	)
+	return cmd
+}

@@ -1,0 +1,247 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// The SCIM management routes (management key), under /api/v1/scim:
+//
+//	GET, POST          /scim/group-mappings
+//	GET, PATCH, DELETE /scim/group-mappings/{id}   (DELETE requires keep_members)
+//	GET                /scim/groups
+//	POST               /scim/sync-jobs              (202; the job runs asynchronously)
+//	GET                /scim/sync-jobs/{id}
+//
+// The SCIM 2.0 service itself, which the identity provider calls, is
+// scimserver.go.
+
+type scimGroupView struct {
+	ID             string  `json:"id"`
+	OrganizationID string  `json:"organization_id"`
+	ExternalID     *string `json:"external_id"`
+	DisplayName    string  `json:"display_name"`
+	MemberCount    int     `json:"member_count"`
+	CreatedAt      string  `json:"created_at"`
+	UpdatedAt      string  `json:"updated_at"`
+}
+
+func newSCIMGroupView(g storage.SCIMGroup) scimGroupView {
+	return scimGroupView{ID: g.ID, OrganizationID: g.AccountID, ExternalID: g.ExternalID, DisplayName: g.DisplayName,
+		MemberCount: len(g.Members), CreatedAt: apiTime(g.CreatedAt), UpdatedAt: apiTime(g.UpdatedAt)}
+}
+
+type scimMappingView struct {
+	ID             string `json:"id"`
+	OrganizationID string `json:"organization_id"`
+	SCIMGroupID    string `json:"scim_group_id"`
+	WorkspaceID    string `json:"workspace_id"`
+	Role           string `json:"role"`
+	CreatedAt      string `json:"created_at"`
+	UpdatedAt      string `json:"updated_at"`
+}
+
+func newSCIMMappingView(m storage.SCIMGroupMapping) scimMappingView {
+	return scimMappingView{ID: m.ID, OrganizationID: m.AccountID, SCIMGroupID: m.GroupID, WorkspaceID: m.WorkspaceID,
+		Role: string(m.Role), CreatedAt: apiTime(m.CreatedAt), UpdatedAt: apiTime(m.UpdatedAt)}
+}
+
+type scimSyncJobView struct {
+	ID                 string  `json:"id"`
+	Status             string  `json:"status"`
+	ErrorMessage       *string `json:"error_message"`
+	SyncedGroups       *int    `json:"synced_groups"`
+	DeletedGroups      *int    `json:"deleted_groups"`
+	AddedMemberships   *int    `json:"added_memberships"`
+	UpdatedMemberships *int    `json:"updated_memberships"`
+	RemovedMemberships *int    `json:"removed_memberships"`
+	KeptMemberships    *int    `json:"kept_memberships"`
+	CreatedAt          string  `json:"created_at"`
+	StartedAt          *string `json:"started_at"`
+	FinishedAt         *string `json:"finished_at"`
+}
+
+func newSCIMSyncJobView(j storage.SCIMSyncJob) scimSyncJobView {
+	return scimSyncJobView{ID: j.ID, Status: j.Status, ErrorMessage: j.ErrorMessage, SyncedGroups: j.SyncedGroups,
+		DeletedGroups: j.DeletedGroups, AddedMemberships: j.Added, UpdatedMemberships: j.Updated,
+		RemovedMemberships: j.Removed, KeptMemberships: j.Kept, CreatedAt: apiTime(j.CreatedAt),
+		StartedAt: apiTimePtr(j.StartedAt), FinishedAt: apiTimePtr(j.FinishedAt)}
+}
+
+// serveSCIM dispatches /scim and below (seg without "scim").
+func (ar *adminRequest) serveSCIM(seg []string) *APIError {
+	if _, apiErr := ar.orgAccount(); apiErr != nil {
+		return apiErr
+	}
+	switch {
+	case len(seg) == 1 && seg[0] == "group-mappings":
+		return methods(ar.r, map[string]func() *APIError{"GET": ar.listSCIMMappings, "POST": ar.createSCIMMapping})
+	case len(seg) == 2 && seg[0] == "group-mappings":
+		id := seg[1]
+		return methods(ar.r, map[string]func() *APIError{
+			"GET":    func() *APIError { return ar.getSCIMMapping(id) },
+			"PATCH":  func() *APIError { return ar.updateSCIMMapping(id) },
+			"DELETE": func() *APIError { return ar.deleteSCIMMapping(id) },
+		})
+	case len(seg) == 1 && seg[0] == "groups":
+		return methods(ar.r, map[string]func() *APIError{"GET": ar.listSCIMGroups})
+	case len(seg) == 1 && seg[0] == "sync-jobs":
+		return methods(ar.r, map[string]func() *APIError{"POST": ar.createSCIMSyncJob})
+	case len(seg) == 2 && seg[0] == "sync-jobs":
+		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.getSCIMSyncJob(seg[1]) }})
+	}
+	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+// scimStoreError maps store errors of the SCIM routes: a duplicate mapping
+// is 409, as the reference has it.
+func scimStoreError(err error, what string) *APIError {
+	if errors.Is(err, storage.ErrConflict) {
+		return newError(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
+	}
+	return orgStoreError(err, what)
+}
+
+func (ar *adminRequest) listSCIMMappings() *APIError {
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	all := ar.store.SCIMGroupMappings(ar.id.AccountID)
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]scimMappingView, 0, hi-lo)
+	for _, m := range all[lo:hi] {
+		out = append(out, newSCIMMappingView(m))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+func roleOf(f *fields) (storage.MemberRole, bool) {
+	s, ok := f.String("role")
+	if !ok {
+		if f.err == nil {
+			f.fail("role", "admin or member")
+		}
+		return "", false
+	}
+	r, valid := storage.ParseMemberRole(s)
+	if !valid {
+		f.fail("role", "admin or member")
+	}
+	return r, valid
+}
+
+func (ar *adminRequest) createSCIMMapping() *APIError {
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	group, ok := f.String("scim_group_id")
+	if !ok && f.err == nil {
+		return BadRequest("scim_group_id: required string")
+	}
+	ws, ok := f.String("workspace_id")
+	if !ok && f.err == nil {
+		return BadRequest("workspace_id: required string")
+	}
+	role, _ := roleOf(f)
+	if f.err != nil {
+		return f.err
+	}
+	m, added, err := ar.store.CreateSCIMGroupMapping(ar.id.AccountID, group, ws, role)
+	if err != nil {
+		return scimStoreError(err, "SCIM group")
+	}
+	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newSCIMMappingView(m), "added_memberships": added})
+	return nil
+}
+
+func (ar *adminRequest) getSCIMMapping(id string) *APIError {
+	m, ok := ar.store.SCIMGroupMapping(ar.id.AccountID, id)
+	if !ok {
+		return NotFound("SCIM group mapping not found")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMMappingView(m)})
+	return nil
+}
+
+func (ar *adminRequest) updateSCIMMapping(id string) *APIError {
+	if _, ok := ar.store.SCIMGroupMapping(ar.id.AccountID, id); !ok {
+		return NotFound("SCIM group mapping not found")
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	role, _ := roleOf(f)
+	if f.err != nil {
+		return f.err
+	}
+	m, err := ar.store.UpdateSCIMGroupMapping(ar.id.AccountID, id, role)
+	if err != nil {
+		return scimStoreError(err, "SCIM group mapping")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMMappingView(m)})
+	return nil
+}
+
+func (ar *adminRequest) deleteSCIMMapping(id string) *APIError {
+	var keep bool
+	switch v := ar.r.URL.Query().Get("keep_members"); v {
+	case "true":
+		keep = true
+	case "false":
+	case "":
+		return BadRequest("keep_members: required (true keeps the members this mapping granted as manually managed, false removes them)")
+	default:
+		return BadRequest("keep_members: expected true or false")
+	}
+	removed, err := ar.store.DeleteSCIMGroupMapping(ar.id.AccountID, id, keep)
+	if err != nil {
+		return scimStoreError(err, "SCIM group mapping")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true, "removed_memberships": removed})
+	return nil
+}
+
+func (ar *adminRequest) listSCIMGroups() *APIError {
+	offset, limit, apiErr := ar.page()
+	if apiErr != nil {
+		return apiErr
+	}
+	all := ar.store.SCIMGroups(ar.id.AccountID)
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]scimGroupView, 0, hi-lo)
+	for _, g := range all[lo:hi] {
+		out = append(out, newSCIMGroupView(g))
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	return nil
+}
+
+// createSCIMSyncJob queues a job, answers 202 with it, and runs it in the
+// background; GET /scim/sync-jobs/{id} reports its outcome.
+func (ar *adminRequest) createSCIMSyncJob() *APIError {
+	j, err := ar.store.CreateSCIMSyncJob(ar.id.AccountID)
+	if err != nil {
+		return storeError(err, "Organization")
+	}
+	store, accountID := ar.store, ar.id.AccountID
+	go func() { _, _ = store.RunSCIMSyncJob(accountID, j.ID) }()
+	ar.w.Header().Set("Location", APIPrefix+"/scim/sync-jobs/"+j.ID)
+	writeJSON(ar.w, http.StatusAccepted, map[string]any{"data": newSCIMSyncJobView(j)})
+	return nil
+}
+
+func (ar *adminRequest) getSCIMSyncJob(id string) *APIError {
+	j, ok := ar.store.SCIMSyncJob(ar.id.AccountID, id)
+	if !ok {
+		return NotFound("SCIM sync job not found")
+	}
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMSyncJobView(j)})
+	return nil
+}

@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/elimity-com/scim"
+	filter "github.com/scim2/filter-parser/v2"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+func scimPath(t *testing.T, p string) *filter.Path {
+	t.Helper()
+	path, err := filter.ParsePath([]byte(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &path
+}
+
+func TestPatchGroupMembers(t *testing.T) {
+	g := &storage.SCIMGroup{DisplayName: "G", Members: map[string]bool{"a": true, "b": true}}
+	steps := []struct {
+		op    scim.PatchOperation
+		want  string
+		fails bool
+	}{
+		{op: scim.PatchOperation{Op: "add", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "c"}}}, want: "a b c"},
+		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, `members[value eq "a"]`)}, want: "b c"},
+		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "b"}}}, want: "c"},
+		{op: scim.PatchOperation{Op: "replace", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "d"}, map[string]any{"value": "e"}}}, want: "d e"},
+		{op: scim.PatchOperation{Op: "replace", Value: map[string]any{"displayName": "H", "members": []any{map[string]any{"value": "f"}}}}, want: "f"},
+		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, `members[display eq "x"]`)}, want: "f", fails: true},
+		{op: scim.PatchOperation{Op: "add", Path: scimPath(t, "members"), Value: []any{map[string]any{"display": "no value"}}}, want: "f", fails: true},
+		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, "members")}, want: ""},
+	}
+	for i, st := range steps {
+		err := patchGroup(g, st.op)
+		if (err != nil) != st.fails {
+			t.Fatalf("step %d: error %v", i, err)
+		}
+		if got := strings.Join(g.MemberIDs(), " "); got != st.want {
+			t.Fatalf("step %d: members %q, want %q", i, got, st.want)
+		}
+	}
+	if g.DisplayName != "H" {
+		t.Fatalf("displayName %q", g.DisplayName)
+	}
+}
+
+func TestPatchUserAndInput(t *testing.T) {
+	a := scim.ResourceAttributes{"userName": "bob@example.com", "active": true,
+		"emails": []any{map[string]any{"value": "bob@example.com", "primary": true}}}
+	for _, op := range []scim.PatchOperation{
+		{Op: "replace", Value: map[string]any{"active": false, "name.givenName": "Bob"}},
+		{Op: "replace", Path: scimPath(t, `emails[type eq "work"].value`), Value: "robert@example.com"},
+		{Op: "add", Path: scimPath(t, "name.familyName"), Value: "Stone"},
+		{Op: "replace", Path: scimPath(t, "externalId"), Value: "ext-1"},
+	} {
+		if err := patchUser(a, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := userInput(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Active || in.Email != "robert@example.com" || *in.FirstName != "Bob" || *in.LastName != "Stone" || *in.ExternalID != "ext-1" {
+		t.Fatalf("input %+v", in)
+	}
+	if _, err := userInput(scim.ResourceAttributes{"userName": "x", "active": "maybe"}); err == nil {
+		t.Fatal("a non-boolean active is accepted")
+	}
+	if in, _ := userInput(scim.ResourceAttributes{"userName": "ann@example.com", "active": "False"}); in.Active || in.Email != "ann@example.com" {
+		t.Fatalf("string boolean and userName as email: %+v", in)
+	}
+	if err := patchUser(a, scim.PatchOperation{Op: "remove", Path: scimPath(t, "emails")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := userInput(a); err != nil {
+		t.Fatal(err) // falls back to userName, an address
+	}
+}
+
+// The SCIM service answers a SCIM 401 without a valid token, and serves
+// the organization of a valid one.
+func TestSCIMServiceAuth(t *testing.T) {
+	gw := newFakeGateway(t)
+	acct, err := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := gw.store.RotateSCIMToken(acct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := newSCIMServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(tok, method, path, body string) (*http.Response, gjson.Result) {
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		w := httptest.NewRecorder()
+		serveSCIMService(srv, gw.store, w, r)
+		b, _ := io.ReadAll(w.Result().Body)
+		return w.Result(), gjson.ParseBytes(b)
+	}
+	for _, tok := range []string{"", "nope", storage.SCIMTokenPrefix + strings.Repeat("a", 64)} {
+		res, body := call(tok, "GET", "/scim/v2/Users", "")
+		if res.StatusCode != 401 || body.Get("status").Str != "401" || res.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("token %q: %d %s", tok, res.StatusCode, body.Raw)
+		}
+	}
+	res, body := call(token, "POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ann@example.com"}`)
+	if res.StatusCode != 201 || body.Get("emails.0.value").Str != "ann@example.com" {
+		t.Fatalf("create: %d %s", res.StatusCode, body.Raw)
+	}
+	if m, ok := gw.store.MemberByEmail(acct.ID, "ann@example.com"); !ok || m.ID != body.Get("id").Str || m.Role != storage.RoleMember {
+		t.Fatalf("member %+v", m)
+	}
+	res, body = call(token, "GET", `/scim/v2/Users?filter=userName+eq+%22ann@example.com%22`, "")
+	if res.StatusCode != 200 || body.Get("totalResults").Int() != 1 {
+		t.Fatalf("filter: %d %s", res.StatusCode, body.Raw)
+	}
+	res, _ = call(token, "GET", `/scim/v2/Users?filter=userName+eq`, "")
+	if res.StatusCode != 400 {
+		t.Fatalf("bad filter: %d", res.StatusCode)
+	}
+}
+
+// The payloads Okta and Microsoft Entra send when they provision a user.
+func TestSCIMIdPPayloads(t *testing.T) {
+	gw := newFakeGateway(t)
+	acct, _ := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	token, _, _ := gw.store.RotateSCIMToken(acct.ID)
+	srv, err := newSCIMServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) (int, gjson.Result) {
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+token)
+		r.Header.Set("Content-Type", "application/scim+json")
+		w := httptest.NewRecorder()
+		serveSCIMService(srv, gw.store, w, r)
+		b, _ := io.ReadAll(w.Result().Body)
+		return w.Result().StatusCode, gjson.ParseBytes(b)
+	}
+	okta := `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ann@example.com",
+		"name":{"givenName":"Ann","familyName":"Lee"},"emails":[{"primary":true,"value":"ann@example.com","type":"work"}],
+		"displayName":"Ann Lee","locale":"en-US","externalId":"00u1","groups":[],"password":"x-Secret-1","active":true}`
+	if st, body := call("POST", "/scim/v2/Users", okta); st != 201 || body.Get("name.givenName").Str != "Ann" || body.Get("password").Exists() {
+		t.Fatalf("okta create: %d %s", st, body.Raw)
+	}
+	entra := `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User","urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"],
+		"externalId":"e-1","userName":"Ben@Example.com","active":true,"displayName":"Ben Roe",
+		"emails":[{"primary":true,"type":"work","value":"ben@example.com"}],"meta":{"resourceType":"User"},
+		"name":{"formatted":"Ben Roe","familyName":"Roe","givenName":"Ben"},
+		"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"department":"R&D"}}`
+	st, body := call("POST", "/scim/v2/Users", entra)
+	if st != 201 {
+		t.Fatalf("entra create: %d %s", st, body.Raw)
+	}
+	id := body.Get("id").Str
+	// Entra's deprovisioning PATCH.
+	st, body = call("PATCH", "/scim/v2/Users/"+id, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations":[{"op":"Replace","path":"active","value":"False"}]}`)
+	if st != 200 || body.Get("active").Bool() {
+		t.Fatalf("entra deactivate: %d %s", st, body.Raw)
+	}
+	if m, _ := gw.store.Member(acct.ID, id); m.Active {
+		t.Fatal("member still active")
+	}
+}

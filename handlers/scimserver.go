@@ -1,0 +1,631 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	stderrors "errors"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/elimity-com/scim"
+	scimerrors "github.com/elimity-com/scim/errors"
+	"github.com/elimity-com/scim/optional"
+	"github.com/elimity-com/scim/schema"
+	filter "github.com/scim2/filter-parser/v2"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// SCIMPrefix is where the SCIM 2.0 service (RFC 7643/7644) for the
+// organizations' identity providers is served, on the gateway's site:
+// /scim/v2/Users, /scim/v2/Groups, /scim/v2/ServiceProviderConfig,
+// /scim/v2/Schemas and /scim/v2/ResourceTypes. The bearer token is the
+// organization's SCIM token (issued by the operator); requests without a
+// valid one get a SCIM 401.
+//
+// SCIM Users are the organization's members: userName and the primary
+// email set the member's email (a userName that is an address serves when
+// no email is given), name.givenName/familyName its first and last name,
+// active false deactivates it (removed from every workspace, as for any
+// deactivated member); DELETE deactivates it too and hides it from the
+// service. SCIM Groups are stored as identity-provider groups with their
+// members; group mappings and sync jobs (scim.go) turn them into workspace
+// memberships.
+const SCIMPrefix = "/scim/v2"
+
+// maxSCIMBody bounds a SCIM request body.
+const maxSCIMBody = 1 << 20
+
+func init() {
+	// Microsoft Entra sends booleans as "True"/"False" strings.
+	schema.SetAllowStringValues(true)
+}
+
+type scimCtxKey struct{}
+
+// scimCaller is the organization a SCIM request acts for.
+type scimCaller struct {
+	store     *storage.Store
+	accountID string
+}
+
+func scimCallerOf(r *http.Request) scimCaller {
+	c, _ := r.Context().Value(scimCtxKey{}).(scimCaller)
+	return c
+}
+
+// newSCIMServer builds the SCIM service; its resource handlers find the
+// store and the organization in the request's context.
+func newSCIMServer() (scim.Server, error) {
+	return scim.NewServer(&scim.ServerArgs{
+		ServiceProviderConfig: &scim.ServiceProviderConfig{
+			AuthenticationSchemes: []scim.AuthenticationScheme{{
+				Type: scim.AuthenticationTypeOauthBearerToken, Name: "OAuth Bearer Token",
+				Description: "The organization's SCIM token, issued by the gateway's operator", Primary: true,
+			}},
+			MaxResults: 100, SupportFiltering: true, SupportPatch: true,
+		},
+		ResourceTypes: []scim.ResourceType{
+			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users",
+				Description: optional.NewString("Organization members"), Schema: schema.CoreUserSchema(), Handler: scimUsers{}},
+			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups",
+				Description: optional.NewString("Identity-provider groups"), Schema: schema.CoreGroupSchema(), Handler: scimGroups{}},
+		},
+	})
+}
+
+// serveSCIMService authenticates the SCIM token and hands the request to
+// the SCIM server.
+func serveSCIMService(srv http.Handler, store *storage.Store, w http.ResponseWriter, r *http.Request) {
+	token, ok := bearer(r)
+	var acct storage.Account
+	if ok {
+		acct, ok = store.SCIMAccount(token)
+	}
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="scim"`)
+		writeSCIMError(w, scimerrors.ScimError{Status: http.StatusUnauthorized,
+			Detail: "A valid SCIM bearer token of the organization is required"})
+		return
+	}
+	r2 := r.WithContext(context.WithValue(r.Context(), scimCtxKey{}, scimCaller{store: store, accountID: acct.ID}))
+	u := *r.URL
+	u.Path = strings.TrimPrefix(r.URL.Path, "/scim")
+	u.RawPath = ""
+	r2.URL = &u
+	r2.Header.Del("Authorization")
+	r2.Body = http.MaxBytesReader(w, r.Body, maxSCIMBody)
+	srv.ServeHTTP(w, r2)
+}
+
+func writeSCIMError(w http.ResponseWriter, e scimerrors.ScimError) {
+	b, _ := json.Marshal(e)
+	w.Header().Set("Content-Type", "application/scim+json")
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(b)
+}
+
+// scimError maps a store error to a SCIM error.
+func scimError(err error, id string) error {
+	msg := err.Error()
+	for _, s := range []error{storage.ErrInvalid, storage.ErrConflict, storage.ErrNotFound} {
+		msg = strings.TrimPrefix(msg, s.Error()+": ")
+	}
+	switch {
+	case stderrors.Is(err, storage.ErrInvalid):
+		e := scimerrors.ScimErrorInvalidValue
+		e.Detail = msg
+		return e
+	case stderrors.Is(err, storage.ErrConflict):
+		e := scimerrors.ScimErrorUniqueness
+		e.Detail = msg
+		return e
+	case stderrors.Is(err, storage.ErrNotFound):
+		if err == storage.ErrNotFound {
+			return scimerrors.ScimErrorResourceNotFound(id)
+		}
+		e := scimerrors.ScimErrorInvalidValue
+		e.Detail = msg
+		return e
+	}
+	return scimerrors.ScimErrorInternal
+}
+
+func invalidValue(detail string) error {
+	e := scimerrors.ScimErrorInvalidValue
+	e.Detail = detail
+	return e
+}
+
+// page applies startIndex/count and the filter to resources.
+func scimPage(params scim.ListRequestParams, all []scim.Resource) scim.Page {
+	matched := make([]scim.Resource, 0, len(all))
+	for _, res := range all {
+		if params.FilterValidator != nil {
+			attrs := map[string]any{}
+			for k, v := range res.Attributes {
+				attrs[k] = v
+			}
+			attrs["id"] = res.ID
+			if res.ExternalID.Present() {
+				attrs["externalId"] = res.ExternalID.Value()
+			}
+			if params.FilterValidator.PassesFilter(attrs) != nil {
+				continue
+			}
+		}
+		matched = append(matched, res)
+	}
+	lo := min(params.StartIndex-1, len(matched))
+	hi := min(lo+params.Count, len(matched))
+	return scim.Page{TotalResults: len(matched), Resources: matched[lo:hi]}
+}
+
+// --- Users ---
+
+type scimUsers struct{}
+
+func userResource(u storage.SCIMUserRecord) scim.Resource {
+	name := map[string]any{}
+	var parts []string
+	if u.FirstName != nil {
+		name["givenName"] = *u.FirstName
+		parts = append(parts, *u.FirstName)
+	}
+	if u.LastName != nil {
+		name["familyName"] = *u.LastName
+		parts = append(parts, *u.LastName)
+	}
+	attrs := scim.ResourceAttributes{
+		"userName": u.UserName,
+		"active":   u.Active,
+		"emails":   []any{map[string]any{"value": u.Email, "primary": true, "type": "work"}},
+	}
+	if len(name) > 0 {
+		attrs["name"] = name
+		attrs["displayName"] = strings.Join(parts, " ")
+	}
+	res := scim.Resource{ID: u.ID, Attributes: attrs}
+	if u.ExternalID != nil {
+		res.ExternalID = optional.NewString(*u.ExternalID)
+	}
+	created, updated := u.CreatedAt, u.UpdatedAt
+	res.Meta = scim.Meta{Created: &created, LastModified: &updated}
+	return res
+}
+
+// userInput reads a user's attributes as the store takes them.
+func userInput(a scim.ResourceAttributes) (storage.SCIMUserInput, error) {
+	in := storage.SCIMUserInput{Active: true}
+	in.UserName, _ = a["userName"].(string)
+	if in.UserName == "" {
+		return in, invalidValue("userName: required")
+	}
+	if ext, ok := a["externalId"].(string); ok {
+		in.ExternalID = &ext
+	}
+	if name, ok := a["name"].(map[string]any); ok {
+		if g, ok := name["givenName"].(string); ok {
+			in.FirstName = &g
+		}
+		if f, ok := name["familyName"].(string); ok {
+			in.LastName = &f
+		}
+	}
+	if emails, ok := a["emails"].([]any); ok {
+		for _, e := range emails {
+			m, _ := e.(map[string]any)
+			v, _ := m["value"].(string)
+			if v == "" {
+				continue
+			}
+			if p, _ := m["primary"].(bool); p || in.Email == "" {
+				in.Email = v
+			}
+		}
+	}
+	if in.Email == "" {
+		in.Email = in.UserName
+	}
+	if active, ok := boolValue(a["active"]); ok {
+		in.Active = active
+	} else if a["active"] != nil {
+		return in, invalidValue("active: expected a boolean")
+	}
+	return in, nil
+}
+
+func boolValue(v any) (bool, bool) {
+	switch b := v.(type) {
+	case bool:
+		return b, true
+	case string:
+		switch strings.ToLower(b) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+func (scimUsers) Create(r *http.Request, a scim.ResourceAttributes) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	in, err := userInput(a)
+	if err != nil {
+		return scim.Resource{}, err
+	}
+	u, err := c.store.ProvisionSCIMUser(c.accountID, in)
+	if err != nil {
+		return scim.Resource{}, scimError(err, "")
+	}
+	return userResource(u), nil
+}
+
+func (scimUsers) Get(r *http.Request, id string) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	u, ok := c.store.SCIMUser(c.accountID, id)
+	if !ok {
+		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+	}
+	return userResource(u), nil
+}
+
+func (scimUsers) GetAll(r *http.Request, params scim.ListRequestParams) (scim.Page, error) {
+	c := scimCallerOf(r)
+	users := c.store.SCIMUsers(c.accountID)
+	all := make([]scim.Resource, len(users))
+	for i, u := range users {
+		all[i] = userResource(u)
+	}
+	return scimPage(params, all), nil
+}
+
+func (scimUsers) Replace(r *http.Request, id string, a scim.ResourceAttributes) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	if _, ok := c.store.SCIMUser(c.accountID, id); !ok {
+		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+	}
+	in, err := userInput(a)
+	if err != nil {
+		return scim.Resource{}, err
+	}
+	u, err := c.store.ReplaceSCIMUser(c.accountID, id, in)
+	if err != nil {
+		return scim.Resource{}, scimError(err, id)
+	}
+	return userResource(u), nil
+}
+
+func (scimUsers) Delete(r *http.Request, id string) error {
+	c := scimCallerOf(r)
+	if _, ok := c.store.SCIMUser(c.accountID, id); !ok {
+		return scimerrors.ScimErrorResourceNotFound(id)
+	}
+	if err := c.store.DeleteSCIMUser(c.accountID, id); err != nil {
+		return scimError(err, id)
+	}
+	return nil
+}
+
+// Patch applies the operations to the user's current attributes and
+// replaces it with the result.
+func (h scimUsers) Patch(r *http.Request, id string, ops []scim.PatchOperation) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	u, ok := c.store.SCIMUser(c.accountID, id)
+	if !ok {
+		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+	}
+	res := userResource(u)
+	a := res.Attributes
+	if res.ExternalID.Present() {
+		a["externalId"] = res.ExternalID.Value()
+	}
+	for _, op := range ops {
+		if err := patchUser(a, op); err != nil {
+			return scim.Resource{}, err
+		}
+	}
+	return h.Replace(r, id, a)
+}
+
+func patchUser(a scim.ResourceAttributes, op scim.PatchOperation) error {
+	if op.Path == nil {
+		m, ok := op.Value.(map[string]any)
+		if !ok || op.Op == scim.PatchOperationRemove {
+			return invalidValue("an operation without a path needs an object value")
+		}
+		for k, v := range m {
+			if err := patchUser(a, scim.PatchOperation{Op: op.Op, Path: pathOf(k), Value: v}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	name := op.Path.AttributePath.AttributeName
+	sub := op.Path.AttributePath.SubAttributeName()
+	if sub == "" {
+		sub = op.Path.SubAttributeName()
+	}
+	switch {
+	case name == "emails" && op.Path.ValueExpression != nil || name == "emails" && sub == "value":
+		if op.Op == scim.PatchOperationRemove {
+			return invalidValue("emails: a member's email cannot be removed")
+		}
+		v, ok := op.Value.(string)
+		if !ok {
+			return invalidValue("emails.value: expected a string")
+		}
+		a["emails"] = []any{map[string]any{"value": v, "primary": true}}
+	case sub != "":
+		parent, _ := a[name].(map[string]any)
+		if parent == nil {
+			parent = map[string]any{}
+		}
+		if op.Op == scim.PatchOperationRemove {
+			delete(parent, sub)
+		} else {
+			parent[sub] = op.Value
+		}
+		a[name] = parent
+	case op.Op == scim.PatchOperationRemove:
+		delete(a, name)
+	case name == "name":
+		m, ok := op.Value.(map[string]any)
+		if !ok {
+			return invalidValue("name: expected an object")
+		}
+		parent, _ := a["name"].(map[string]any)
+		if parent == nil || op.Op == scim.PatchOperationReplace {
+			parent = map[string]any{}
+		}
+		for k, v := range m {
+			parent[k] = v
+		}
+		a["name"] = parent
+	default:
+		a[name] = op.Value
+	}
+	return nil
+}
+
+// pathOf turns an attribute name (possibly "name.givenName") into a path.
+func pathOf(k string) *filter.Path {
+	name, sub, ok := strings.Cut(k, ".")
+	p := &filter.Path{AttributePath: filter.AttributePath{AttributeName: name}}
+	if ok {
+		p.AttributePath.SubAttribute = &sub
+	}
+	return p
+}
+
+// --- Groups ---
+
+type scimGroups struct{}
+
+func groupResource(g storage.SCIMGroup, users map[string]storage.SCIMUserRecord) scim.Resource {
+	members := make([]any, 0, len(g.Members))
+	for _, id := range g.MemberIDs() {
+		m := map[string]any{"value": id, "$ref": "Users/" + id, "type": "User"}
+		if u, ok := users[id]; ok {
+			m["display"] = u.UserName
+		}
+		members = append(members, m)
+	}
+	res := scim.Resource{ID: g.ID, Attributes: scim.ResourceAttributes{"displayName": g.DisplayName, "members": members}}
+	if g.ExternalID != nil {
+		res.ExternalID = optional.NewString(*g.ExternalID)
+	}
+	created, updated := g.CreatedAt, g.UpdatedAt
+	res.Meta = scim.Meta{Created: &created, LastModified: &updated}
+	return res
+}
+
+func (c scimCaller) usersByID() map[string]storage.SCIMUserRecord {
+	out := map[string]storage.SCIMUserRecord{}
+	for _, u := range c.store.SCIMUsers(c.accountID) {
+		out[u.ID] = u
+	}
+	return out
+}
+
+// memberValues reads the "value" of each entry of a members array.
+func memberValues(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		if m, isMap := v.(map[string]any); isMap {
+			list = []any{m}
+		} else {
+			return nil, invalidValue("members: expected an array of {value}")
+		}
+	}
+	var out []string
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		id, _ := m["value"].(string)
+		if id == "" {
+			return nil, invalidValue("members: every member needs a value (a user id)")
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func (scimGroups) Create(r *http.Request, a scim.ResourceAttributes) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	name, _ := a["displayName"].(string)
+	members, err := memberValues(a["members"])
+	if err != nil {
+		return scim.Resource{}, err
+	}
+	var ext *string
+	if e, ok := a["externalId"].(string); ok {
+		ext = &e
+	}
+	g, err := c.store.CreateSCIMGroup(c.accountID, name, ext, members)
+	if err != nil {
+		return scim.Resource{}, scimError(err, "")
+	}
+	return groupResource(g, c.usersByID()), nil
+}
+
+func (scimGroups) Get(r *http.Request, id string) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	g, ok := c.store.SCIMGroup(c.accountID, id)
+	if !ok {
+		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+	}
+	return groupResource(g, c.usersByID()), nil
+}
+
+func (scimGroups) GetAll(r *http.Request, params scim.ListRequestParams) (scim.Page, error) {
+	c := scimCallerOf(r)
+	users := c.usersByID()
+	groups := c.store.SCIMGroups(c.accountID)
+	all := make([]scim.Resource, len(groups))
+	for i, g := range groups {
+		all[i] = groupResource(g, users)
+	}
+	return scimPage(params, all), nil
+}
+
+func (scimGroups) Replace(r *http.Request, id string, a scim.ResourceAttributes) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	members, err := memberValues(a["members"])
+	if err != nil {
+		return scim.Resource{}, err
+	}
+	name, _ := a["displayName"].(string)
+	g, err := c.store.UpdateSCIMGroup(c.accountID, id, func(g *storage.SCIMGroup) error {
+		g.DisplayName = name
+		g.ExternalID = nil
+		if e, ok := a["externalId"].(string); ok {
+			g.ExternalID = &e
+		}
+		g.Members = map[string]bool{}
+		for _, m := range members {
+			g.Members[m] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return scim.Resource{}, scimError(err, id)
+	}
+	return groupResource(g, c.usersByID()), nil
+}
+
+func (scimGroups) Delete(r *http.Request, id string) error {
+	c := scimCallerOf(r)
+	if err := c.store.DeleteSCIMGroup(c.accountID, id); err != nil {
+		return scimError(err, id)
+	}
+	return nil
+}
+
+func (scimGroups) Patch(r *http.Request, id string, ops []scim.PatchOperation) (scim.Resource, error) {
+	c := scimCallerOf(r)
+	var opErr error
+	g, err := c.store.UpdateSCIMGroup(c.accountID, id, func(g *storage.SCIMGroup) error {
+		for _, op := range ops {
+			if opErr = patchGroup(g, op); opErr != nil {
+				return storage.ErrInvalid
+			}
+		}
+		return nil
+	})
+	if opErr != nil {
+		return scim.Resource{}, opErr
+	}
+	if err != nil {
+		return scim.Resource{}, scimError(err, id)
+	}
+	return groupResource(g, c.usersByID()), nil
+}
+
+func patchGroup(g *storage.SCIMGroup, op scim.PatchOperation) error {
+	if op.Path == nil {
+		m, ok := op.Value.(map[string]any)
+		if !ok || op.Op == scim.PatchOperationRemove {
+			return invalidValue("an operation without a path needs an object value")
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := patchGroup(g, scim.PatchOperation{Op: op.Op, Path: pathOf(k), Value: m[k]}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch op.Path.AttributePath.AttributeName {
+	case "displayName":
+		s, ok := op.Value.(string)
+		if !ok || op.Op == scim.PatchOperationRemove {
+			return invalidValue("displayName: expected a string")
+		}
+		g.DisplayName = s
+	case "externalId":
+		if s, ok := op.Value.(string); ok && op.Op != scim.PatchOperationRemove {
+			g.ExternalID = &s
+		} else {
+			g.ExternalID = nil
+		}
+	case "members":
+		return patchMembers(g, op)
+	default:
+		e := scimerrors.ScimErrorNoTarget
+		e.Detail = "unsupported path " + op.Path.String()
+		return e
+	}
+	return nil
+}
+
+func patchMembers(g *storage.SCIMGroup, op scim.PatchOperation) error {
+	// members[value eq "id"]: the member named by the filter.
+	if op.Path.ValueExpression != nil {
+		e, ok := op.Path.ValueExpression.(*filter.AttributeExpression)
+		id, isStr := "", false
+		if ok {
+			id, isStr = e.CompareValue.(string)
+		}
+		if !ok || e.AttributePath.AttributeName != "value" || e.Operator != filter.EQ || !isStr {
+			return invalidValue(`members: only the filter members[value eq "<user id>"] is supported`)
+		}
+		if op.Op != scim.PatchOperationRemove {
+			return invalidValue("members[...]: only remove takes a filter")
+		}
+		delete(g.Members, id)
+		return nil
+	}
+	ids, err := memberValues(op.Value)
+	if err != nil {
+		return err
+	}
+	switch op.Op {
+	case scim.PatchOperationAdd:
+		for _, id := range ids {
+			g.Members[id] = true
+		}
+	case scim.PatchOperationReplace:
+		g.Members = map[string]bool{}
+		for _, id := range ids {
+			g.Members[id] = true
+		}
+	case scim.PatchOperationRemove:
+		if op.Value == nil {
+			g.Members = map[string]bool{}
+		}
+		for _, id := range ids {
+			delete(g.Members, id)
+		}
+	}
+	return nil
+}
