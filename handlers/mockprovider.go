@@ -15,6 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 )
 
 // MockProvider is an OpenAI-compatible upstream served by Caddy itself, for
@@ -24,6 +26,9 @@ import (
 //	POST .../chat/completions  Chat Completions, plain or streamed
 //	POST .../responses         Responses API, plain or streamed
 //	GET  .../models            a fixed model list
+//	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
+//	                           SearXNG search APIs (engines.Handler), so
+//	                           web search works offline
 //
 // and passes every other path to the next handler.
 //
@@ -117,6 +122,11 @@ func (m *MockProvider) Provision(caddy.Context) error {
 func (m *MockProvider) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
+	case strings.HasPrefix(path, mockSearchPrefix+"/"):
+		// Offline search engines (engines.Handler), e.g. SearXNG at
+		// <mock>/search-api/search.
+		http.StripPrefix(mockSearchPrefix, mockSearchAPI).ServeHTTP(w, r)
+		return nil
 	case strings.HasSuffix(path, "/chat/completions"):
 		return m.serveGeneration(w, r, parseChatRequest, m.writeChat)
 	case strings.HasSuffix(path, "/responses"):
@@ -126,6 +136,12 @@ func (m *MockProvider) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	return next.ServeHTTP(w, r)
 }
+
+// mockSearchPrefix is where the mock serves stand-ins of the search
+// engines' APIs (engines.Handler).
+const mockSearchPrefix = "/search-api"
+
+var mockSearchAPI = engines.Handler()
 
 // mockRequest is what the mock needs from a generation request.
 type mockRequest struct {

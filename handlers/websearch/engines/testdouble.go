@@ -49,6 +49,7 @@ type TestServer struct {
 	ignoreFilters bool
 	extra         int
 	hosts         []string
+	noRecord      bool // Handler: a long-lived stand-in keeps no history
 }
 
 // RecordedRequest is one request the TestServer received.
@@ -91,6 +92,15 @@ func StartTestServer() *TestServer {
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL
 	return s
+}
+
+// Handler returns the same four search APIs as an http.Handler that keeps
+// no request history, for a long-running offline stand-in (the mock
+// provider serves it, so that Caddyfile.example's web search works without
+// a search contract). Paths are those of TestServer.
+func Handler() http.Handler {
+	s := &TestServer{forced: map[string]int{}, noRecord: true}
+	return http.HandlerFunc(s.serveHTTP)
 }
 
 // Close shuts the server down.
@@ -193,7 +203,9 @@ type testKnobs struct {
 func (s *TestServer) record(rec RecordedRequest) testKnobs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, rec)
+	if !s.noRecord {
+		s.requests = append(s.requests, rec)
+	}
 	k := testKnobs{
 		apiKey:        s.apiKey,
 		delay:         s.delay,
