@@ -105,14 +105,13 @@ func (g *Guardrail) clone() *Guardrail {
 
 const prefixGuardrail = "r/" // r/<account id>/<guardrail id>
 
-func guardrailKey(accountID, id string) string { return prefixGuardrail + accountID + "/" + id }
+func guardrailKey(accountID, id string) string { return recordKey(prefixGuardrail, accountID, id) }
+
+func (g Guardrail) recordIDs() (accountID, id string) { return g.AccountID, g.ID }
 
 // putGuardrail publishes a guardrail record. Callers hold s.mu.
 func (s *Store) putGuardrail(g *Guardrail) {
-	if s.guardrails[g.AccountID] == nil {
-		s.guardrails[g.AccountID] = map[string]*Guardrail{}
-	}
-	s.guardrails[g.AccountID][g.ID] = g
+	s.guardrails.put(g)
 	s.rulesChanged()
 }
 
@@ -447,8 +446,8 @@ func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
 }
 
 func (s *Store) loadGuardrail(v []byte) error {
-	var g Guardrail
-	if err := json.Unmarshal(v, &g); err != nil {
+	g, err := s.guardrails.load(v)
+	if err != nil {
 		return err
 	}
 	if g.Keys == nil {
@@ -457,24 +456,11 @@ func (s *Store) loadGuardrail(v []byte) error {
 	if g.Members == nil {
 		g.Members = map[string]*Assignment{}
 	}
-	if s.guardrails[g.AccountID] == nil {
-		s.guardrails[g.AccountID] = map[string]*Guardrail{}
-	}
-	s.guardrails[g.AccountID][g.ID] = &g
 	return nil
 }
 
 // guardrailSnapshot is snapshot for a guardrail key. Callers hold s.mu.
-func (s *Store) guardrailSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixGuardrail):], "/")
-	if !ok {
-		return nil
-	}
-	if g, ok := s.guardrails[accountID][id]; ok {
-		return *g
-	}
-	return nil
-}
+func (s *Store) guardrailSnapshot(key string) any { return s.guardrails.snapshot(prefixGuardrail, key) }
 
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
 // s.mu.

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/mail"
 	"sort"
@@ -60,7 +59,9 @@ type NewMember struct {
 
 const prefixMember = "u/" // u/<account id>/<user id>
 
-func memberKey(accountID, id string) string { return prefixMember + accountID + "/" + id }
+func memberKey(accountID, id string) string { return recordKey(prefixMember, accountID, id) }
+
+func (m Member) recordIDs() (accountID, id string) { return m.AccountID, m.ID }
 
 func normalizeEmail(e string) (string, error) {
 	e = strings.TrimSpace(e)
@@ -123,10 +124,7 @@ func (s *Store) memberByEmail(accountID, email string) *Member {
 
 // putMember publishes a member record. Callers hold s.mu.
 func (s *Store) putMember(m *Member) {
-	if s.members[m.AccountID] == nil {
-		s.members[m.AccountID] = map[string]*Member{}
-	}
-	s.members[m.AccountID][m.ID] = m
+	s.members.put(m)
 	s.rulesChanged()
 }
 
@@ -261,28 +259,12 @@ func (s *Store) IsOrgAdmin(accountID, userID string) bool {
 }
 
 func (s *Store) loadMember(v []byte) error {
-	var m Member
-	if err := json.Unmarshal(v, &m); err != nil {
-		return err
-	}
-	if s.members[m.AccountID] == nil {
-		s.members[m.AccountID] = map[string]*Member{}
-	}
-	s.members[m.AccountID][m.ID] = &m
-	return nil
+	_, err := s.members.load(v)
+	return err
 }
 
 // memberSnapshot is snapshot for a member key. Callers hold s.mu.
-func (s *Store) memberSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixMember):], "/")
-	if !ok {
-		return nil
-	}
-	if m, ok := s.members[accountID][id]; ok {
-		return *m
-	}
-	return nil
-}
+func (s *Store) memberSnapshot(key string) any { return s.members.snapshot(prefixMember, key) }
 
 // checkMgmtKeyCreator enforces that only organization admins create
 // management keys (SPEC.md 5.4): in an organization, a key created for a

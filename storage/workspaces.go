@@ -3,7 +3,6 @@ package storage
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -141,16 +140,15 @@ func (w *Workspace) clone() *Workspace {
 
 const prefixWorkspace = "w/" // w/<account id>/<workspace id>
 
-func workspaceKey(accountID, id string) string { return prefixWorkspace + accountID + "/" + id }
+func workspaceKey(accountID, id string) string { return recordKey(prefixWorkspace, accountID, id) }
+
+func (w Workspace) recordIDs() (accountID, id string) { return w.AccountID, w.ID }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // putWorkspace publishes a workspace record. Callers hold s.mu.
 func (s *Store) putWorkspace(w *Workspace) {
-	if s.workspaces[w.AccountID] == nil {
-		s.workspaces[w.AccountID] = map[string]*Workspace{}
-	}
-	s.workspaces[w.AccountID][w.ID] = w
+	s.workspaces.put(w)
 	s.rulesChanged()
 }
 
@@ -561,8 +559,8 @@ func (s *Store) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
 }
 
 func (s *Store) loadWorkspace(v []byte) error {
-	var w Workspace
-	if err := json.Unmarshal(v, &w); err != nil {
+	w, err := s.workspaces.load(v)
+	if err != nil {
 		return err
 	}
 	if w.Budgets == nil {
@@ -571,21 +569,8 @@ func (s *Store) loadWorkspace(v []byte) error {
 	if w.Members == nil {
 		w.Members = map[string]*WorkspaceMember{}
 	}
-	if s.workspaces[w.AccountID] == nil {
-		s.workspaces[w.AccountID] = map[string]*Workspace{}
-	}
-	s.workspaces[w.AccountID][w.ID] = &w
 	return nil
 }
 
 // workspaceSnapshot is snapshot for a workspace key. Callers hold s.mu.
-func (s *Store) workspaceSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixWorkspace):], "/")
-	if !ok {
-		return nil
-	}
-	if w, ok := s.workspaces[accountID][id]; ok {
-		return *w
-	}
-	return nil
-}
+func (s *Store) workspaceSnapshot(key string) any { return s.workspaces.snapshot(prefixWorkspace, key) }
