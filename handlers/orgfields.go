@@ -13,8 +13,9 @@ import (
 
 // Helpers shared by the workspace, member and guardrail routes.
 
-// Paging of the organization lists (workspaces, members, guardrails,
-// assignments): offset from 0, limit 1-100, default 50.
+// Paging of the management lists (workspaces, members, guardrails,
+// assignments, BYOK credentials, observability destinations, private
+// endpoints): offset from 0, limit 1-100, default 50.
 const (
 	orgDefaultLimit = 50
 	orgMaxLimit     = 100
@@ -55,8 +56,10 @@ func orgStoreError(err error, what string) *APIError {
 	return storeError(err, what)
 }
 
-// NullableStrings reads an array of strings or null (nil, true).
-func (f *fields) NullableStrings(name string) ([]string, bool) {
+// nullableArray reads an array field or null (nil, true); elem converts
+// one entry, false when it is not of the kind want describes ("an array of
+// strings or null"). An empty array is non-nil.
+func nullableArray[T any](f *fields, name, want string, elem func(gjson.Result) (T, bool)) ([]T, bool) {
 	v, ok := f.get(name)
 	if !ok {
 		return nil, false
@@ -65,18 +68,26 @@ func (f *fields) NullableStrings(name string) ([]string, bool) {
 		return nil, true
 	}
 	if !v.IsArray() {
-		f.fail(name, "an array of strings or null")
+		f.fail(name, want)
 		return nil, false
 	}
-	out := []string{}
+	out := []T{}
 	for _, e := range v.Array() {
-		if e.Type != gjson.String {
-			f.fail(name, "an array of strings or null")
+		x, ok := elem(e)
+		if !ok {
+			f.fail(name, want)
 			return nil, false
 		}
-		out = append(out, e.Str)
+		out = append(out, x)
 	}
 	return out, true
+}
+
+// NullableStrings reads an array of strings or null (nil, true).
+func (f *fields) NullableStrings(name string) ([]string, bool) {
+	return nullableArray(f, name, "an array of strings or null", func(e gjson.Result) (string, bool) {
+		return e.Str, e.Type == gjson.String
+	})
 }
 
 // Strings reads a required non-empty array of non-empty strings.
@@ -99,26 +110,9 @@ func (f *fields) Strings(name string) []string {
 
 // NullableInts reads an array of integers or null.
 func (f *fields) NullableInts(name string) ([]int64, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsArray() {
-		f.fail(name, "an array of integers or null")
-		return nil, false
-	}
-	out := []int64{}
-	for _, e := range v.Array() {
-		if e.Type != gjson.Number || e.Float() != float64(e.Int()) {
-			f.fail(name, "an array of integers or null")
-			return nil, false
-		}
-		out = append(out, e.Int())
-	}
-	return out, true
+	return nullableArray(f, name, "an array of integers or null", func(e gjson.Result) (int64, bool) {
+		return e.Int(), e.Type == gjson.Number && e.Float() == float64(e.Int())
+	})
 }
 
 // Number reads a number field.

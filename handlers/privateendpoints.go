@@ -94,43 +94,32 @@ type endpointRequest struct {
 // servePrivateEndpoints dispatches /private-endpoints[/{id}[/{action}]].
 func (ar *adminRequest) servePrivateEndpoints(gw Gateway, rest []string) *APIError {
 	er := &endpointRequest{adminRequest: ar, sealer: gw.BYOKSealer()}
-	guard := func(h func() *APIError) func() *APIError {
-		return func() *APIError {
-			if er.sealer == nil {
-				return BadRequest(msgPrivateEndpointsOff)
-			}
-			return h()
-		}
+	routes := sealedCollection{sealer: er.sealer, off: msgPrivateEndpointsOff,
+		list: er.list, create: er.create, get: er.get, update: er.update, remove: er.delete}
+	transition := func(action string, from, to storage.EndpointStatus) func(id string) *APIError {
+		return func(id string) *APIError { return er.transition(id, action, from, to) }
 	}
 	switch {
 	case len(rest) == 0:
-		return methods(ar.r, map[string]func() *APIError{"GET": guard(er.list), "POST": guard(er.create)})
+		return routes.serveCollection(ar.r)
 	case len(rest) == 1 && rest[0] != "":
-		id := rest[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    guard(func() *APIError { return er.get(id) }),
-			"PATCH":  guard(func() *APIError { return er.update(id) }),
-			"DELETE": guard(func() *APIError { return er.delete(id) }),
-		})
+		return routes.serveItem(ar.r, rest[0])
 	case len(rest) == 2 && rest[0] != "":
 		id := rest[0]
+		on := func(method string, h func(id string) *APIError) *APIError {
+			return methods(ar.r, map[string]func() *APIError{method: routes.guardID(h, id)})
+		}
 		switch rest[1] {
 		case "validate":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError { return er.validate(id) })})
+			return on("POST", er.validate)
 		case "activate":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError {
-				return er.transition(id, "activate", storage.EndpointValidated, storage.EndpointEnabled)
-			})})
+			return on("POST", transition("activate", storage.EndpointValidated, storage.EndpointEnabled))
 		case "disable":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError {
-				return er.transition(id, "disable", storage.EndpointEnabled, storage.EndpointDisabled)
-			})})
+			return on("POST", transition("disable", storage.EndpointEnabled, storage.EndpointDisabled))
 		case "enable":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError {
-				return er.transition(id, "enable", storage.EndpointDisabled, storage.EndpointEnabled)
-			})})
+			return on("POST", transition("enable", storage.EndpointDisabled, storage.EndpointEnabled))
 		case "pricing":
-			return methods(ar.r, map[string]func() *APIError{"PUT": guard(func() *APIError { return er.setPricing(id) })})
+			return on("PUT", er.setPricing)
 		}
 	}
 	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
@@ -181,12 +170,7 @@ func pastTense(action string) string {
 }
 
 func (er *endpointRequest) list() *APIError {
-	q := er.r.URL.Query()
-	offset, apiErr := intParam(q.Get("offset"), "offset", 0, 0, -1)
-	if apiErr != nil {
-		return apiErr
-	}
-	limit, apiErr := intParam(q.Get("limit"), "limit", 50, 1, 100)
+	offset, limit, apiErr := er.page()
 	if apiErr != nil {
 		return apiErr
 	}
