@@ -133,12 +133,7 @@ func (ar *adminRequest) listGuardrails() *APIError {
 		wsID = w.ID
 	}
 	all := ar.store.Guardrails(ar.id.AccountID, wsID)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]guardrailView, 0, hi-lo)
-	for _, g := range all[lo:hi] {
-		out = append(out, newGuardrailView(g))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, newGuardrailView)
 	return nil
 }
 
@@ -299,45 +294,40 @@ func (ar *adminRequest) ownGuardrail(id string) *APIError {
 	return nil
 }
 
-func (ar *adminRequest) listKeyAssignments(id string) *APIError {
+// assignmentsPage checks the guardrail of an assignment list (id "": the
+// assignments of every guardrail) and reads the page.
+func (ar *adminRequest) assignmentsPage(id string) (offset, limit int, apiErr *APIError) {
 	if id != "" {
 		if apiErr := ar.ownGuardrail(id); apiErr != nil {
-			return apiErr
+			return 0, 0, apiErr
 		}
 	}
-	offset, limit, apiErr := ar.page()
+	return ar.page()
+}
+
+func (ar *adminRequest) listKeyAssignments(id string) *APIError {
+	offset, limit, apiErr := ar.assignmentsPage(id)
 	if apiErr != nil {
 		return apiErr
 	}
 	all := ar.store.KeyAssignments(ar.id.AccountID, id)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]keyAssignmentView, 0, hi-lo)
-	for _, a := range all[lo:hi] {
-		out = append(out, keyAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, KeyHash: a.Key.Hash,
-			KeyLabel: a.Key.Label, KeyName: a.Key.Name, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)})
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, func(a storage.KeyAssignment) keyAssignmentView {
+		return keyAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, KeyHash: a.Key.Hash,
+			KeyLabel: a.Key.Label, KeyName: a.Key.Name, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)}
+	})
 	return nil
 }
 
 func (ar *adminRequest) listMemberAssignments(id string) *APIError {
-	if id != "" {
-		if apiErr := ar.ownGuardrail(id); apiErr != nil {
-			return apiErr
-		}
-	}
-	offset, limit, apiErr := ar.page()
+	offset, limit, apiErr := ar.assignmentsPage(id)
 	if apiErr != nil {
 		return apiErr
 	}
 	all := ar.store.MemberAssignments(ar.id.AccountID, id)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]memberAssignmentView, 0, hi-lo)
-	for _, a := range all[lo:hi] {
-		out = append(out, memberAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, OrganizationID: ar.id.AccountID,
-			UserID: a.UserID, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)})
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, func(a storage.MemberAssignment) memberAssignmentView {
+		return memberAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, OrganizationID: ar.id.AccountID,
+			UserID: a.UserID, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)}
+	})
 	return nil
 }
 

@@ -37,6 +37,17 @@ func pageOf(n, offset, limit int) (lo, hi int) {
 	return lo, min(lo+limit, n)
 }
 
+// writePage answers a list route: the [offset, offset+limit) window of all,
+// each item as view shows it, and how many there are in all.
+func writePage[T, V any](w http.ResponseWriter, all []T, offset, limit int, view func(T) V) {
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]V, 0, hi-lo)
+	for _, x := range all[lo:hi] {
+		out = append(out, view(x))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+}
+
 // orgStoreError maps the store's errors of the organization routes: a
 // conflict (a duplicate slug, a workspace or member that still has keys) is
 // 400, the status the public API lists for these routes; a forbidden change

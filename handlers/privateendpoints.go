@@ -346,7 +346,7 @@ func (er *endpointRequest) update(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, "update", []storage.EndpointStatus{storage.EndpointDraft},
+	return er.change(id, "update", []storage.EndpointStatus{storage.EndpointDraft},
 		func(e *storage.PrivateEndpoint) error {
 			setIf(&e.Name, ef.name, ef.hasName)
 			setIf(&e.Model, ef.model, ef.hasModel)
@@ -364,11 +364,6 @@ func (er *endpointRequest) update(id string) *APIError {
 			}
 			return nil
 		})
-	if err != nil {
-		return endpointError(err)
-	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
 }
 
 func (er *endpointRequest) delete(id string) *APIError {
@@ -387,13 +382,8 @@ func (er *endpointRequest) transition(id, action string, from, to storage.Endpoi
 	if _, apiErr := er.own(id); apiErr != nil {
 		return apiErr
 	}
-	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, action, []storage.EndpointStatus{from},
+	return er.change(id, action, []storage.EndpointStatus{from},
 		func(e *storage.PrivateEndpoint) error { e.Status = to; return nil })
-	if err != nil {
-		return endpointError(err)
-	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
 }
 
 func (er *endpointRequest) setPricing(id string) *APIError {
@@ -408,8 +398,13 @@ func (er *endpointRequest) setPricing(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, "reprice", nil,
-		func(e *storage.PrivateEndpoint) error { e.Pricing = p; return nil })
+	return er.change(id, "reprice", nil, func(e *storage.PrivateEndpoint) error { e.Pricing = p; return nil })
+}
+
+// change applies fn to the endpoint when its status is one of from (any
+// when from is empty) and answers with the endpoint.
+func (er *endpointRequest) change(id, action string, from []storage.EndpointStatus, fn func(*storage.PrivateEndpoint) error) *APIError {
+	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, action, from, fn)
 	if err != nil {
 		return endpointError(err)
 	}
