@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // accountRecord is a record kept per account: it names the account it
@@ -87,6 +88,19 @@ func newestFirstPage[T any](all []T, seq func(*T) uint64, offset, limit int) ([]
 		all = all[:limit]
 	}
 	return all, total
+}
+
+// sortOldestFirst sorts records by creation time, then by id (what key
+// returns), so that records created in one clock tick keep a stable order.
+func sortOldestFirst[T any](rs []T, key func(*T) (created time.Time, id string)) {
+	sort.Slice(rs, func(i, j int) bool {
+		ti, idi := key(&rs[i])
+		tj, idj := key(&rs[j])
+		if ti.Equal(tj) {
+			return idi < idj
+		}
+		return ti.Before(tj)
+	})
 }
 
 // publishRecord publishes a new or changed record, marks it dirty and

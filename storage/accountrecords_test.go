@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -193,5 +194,22 @@ func TestDeleteRecordPrunesAndPersists(t *testing.T) {
 	defer s.Close()
 	if _, ok := s.Destination(acct.ID, d.ID); ok {
 		t.Fatal("deleted destination came back after reopen")
+	}
+}
+
+func TestSortOldestFirst(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type rec struct {
+		at time.Time
+		id string
+	}
+	rs := []rec{{t0.Add(time.Second), "a"}, {t0, "c"}, {t0, "b"}, {t0.Add(-time.Second), "z"}}
+	sortOldestFirst(rs, func(r *rec) (time.Time, string) { return r.at, r.id })
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.id)
+	}
+	if !reflect.DeepEqual(got, []string{"z", "b", "c", "a"}) {
+		t.Fatalf("order %v", got)
 	}
 }

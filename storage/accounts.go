@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // NewAccount describes an account to create.
@@ -79,12 +80,7 @@ func (s *Store) Accounts() []Account {
 		out = append(out, *a)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *Account) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"sort"
 	"time"
 	"unicode/utf8"
 )
@@ -117,12 +116,7 @@ func (s *Store) ListEndUsers(accountID string) []EndUser {
 		out = append(out, *u)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].User < out[j].User
-	})
+	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out
 }
 

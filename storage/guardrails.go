@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 	"time"
 )
@@ -190,12 +189,7 @@ func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -413,12 +407,7 @@ func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *KeyAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -436,12 +425,7 @@ func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *MemberAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 

@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"net/mail"
-	"sort"
 	"strings"
 	"time"
 )
@@ -168,12 +167,7 @@ func (s *Store) Members(accountID string) []Member {
 }
 
 func sortMembers(ms []Member) {
-	sort.Slice(ms, func(i, j int) bool {
-		if ms[i].CreatedAt.Equal(ms[j].CreatedAt) {
-			return ms[i].ID < ms[j].ID
-		}
-		return ms[i].CreatedAt.Before(ms[j].CreatedAt)
-	})
+	sortOldestFirst(ms, func(r *Member) (time.Time, string) { return r.CreatedAt, r.ID })
 }
 
 // MemberUpdate is a partial update of a member; nil fields are kept.

@@ -431,12 +431,7 @@ func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Work
 			out = append(out, *m)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].UserID < out[j].UserID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *WorkspaceMember) (time.Time, string) { return r.CreatedAt, r.UserID })
 	return out, *w, nil
 }
 
