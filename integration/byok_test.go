@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -111,28 +107,16 @@ func TestBYOKChargesBYOKUsage(t *testing.T) {
 
 // TestOpenRouterSDKBYOK runs every byok.* method of the public SDK.
 func TestOpenRouterSDKBYOK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestOpenRouterSDKBYOK needs Node.js (18+) and npm to run the @openrouter/sdk compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"sdk-byok"}`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "byok.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "byok.mjs",
 		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
 		"TOLLGATE_API_KEY="+key,
 		"TOLLGATE_KEY_HASH="+hash,
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node byok.mjs: %v", err)
-	}
 }

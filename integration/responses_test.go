@@ -7,13 +7,10 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -40,24 +37,12 @@ type upstreamCall struct {
 
 func newPathRecorder(t *testing.T, target string) *pathRecorder {
 	t.Helper()
-	u, err := url.Parse("http://" + target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &pathRecorder{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			p.mu.Lock()
-			p.calls = append(p.calls, upstreamCall{path: r.URL.Path, body: b})
-			p.mu.Unlock()
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
+	p.srv = startTap(t, target, func(path string, body []byte) {
+		p.mu.Lock()
+		p.calls = append(p.calls, upstreamCall{path: path, body: body})
+		p.mu.Unlock()
+	}, nil)
 	return p
 }
 

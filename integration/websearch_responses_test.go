@@ -8,15 +8,11 @@ package integration
 // charged exactly in usage and in the account's balance.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -311,27 +307,15 @@ func TestWebSearchResponsesNativeChatForm(t *testing.T) {
 // is fixed) and for native searches of each family, on providers that
 // speak Responses and on chat-only providers behind the translation.
 func TestWebSearchResponsesSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestWebSearchResponsesSDK needs Node.js to run the SDK script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 	e := startWebSearchResponses(t, func(c string) string {
 		return replaceOnce(t, c, "\t\tbrand service\n", "\t\tbrand openrouter\n")
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "websearch_responses.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "websearch_responses.mjs",
 		"TOLLGATE_API_KEY="+e.key,
 		"TOLLGATE_ENGINE_MODELS=ws/chat,ws/plain",
 		"TOLLGATE_NATIVE_MODELS=openai/gpt-chat,openai/gpt-ws,anthropic/claude-chat,anthropic/claude-ws,x-ai/grok-chat,x-ai/grok-ws",
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node websearch_responses.mjs: %v", err)
-	}
 }
 
 // TestWebSearchChatProviderAnnotationsReplaced: on chat completions too, a

@@ -2,15 +2,11 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -634,20 +630,9 @@ func TestWebSearchConcurrentCharges(t *testing.T) {
 // @openrouter/sdk parses chat completions with web search, plain and
 // streamed, and sees the search in usage.
 func TestWebSearchSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestWebSearchSDK needs Node.js to run the @openrouter/sdk script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 	e := startWebSearch(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "websearch.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(), "TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1", "TOLLGATE_API_KEY="+e.key)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node websearch.mjs: %v", err)
-	}
+	runSDKScript(t, node, "websearch.mjs", "TOLLGATE_API_KEY="+e.key)
 }
 
 // TestWebSearchBYOKPaysSearchInCredits: with the account's own provider
