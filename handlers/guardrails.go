@@ -238,13 +238,19 @@ func (ar *adminRequest) createGuardrail() *APIError {
 		}
 		return nil
 	})
+	return ar.answerGuardrail(http.StatusCreated, g, set, err)
+}
+
+// answerGuardrail answers a guardrail write: a refused setting first, then
+// the store's error, else the guardrail with status.
+func (ar *adminRequest) answerGuardrail(status int, g storage.Guardrail, set *APIError, err error) *APIError {
 	if set != nil {
 		return set
 	}
 	if err != nil {
 		return orgStoreError(err, "Guardrail")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newGuardrailView(g)})
+	writeJSON(ar.w, status, map[string]any{"data": newGuardrailView(g)})
 	return nil
 }
 
@@ -269,14 +275,7 @@ func (ar *adminRequest) updateGuardrail(id string) *APIError {
 		}
 		return nil
 	})
-	if set != nil {
-		return set
-	}
-	if err != nil {
-		return orgStoreError(err, "Guardrail")
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newGuardrailView(g)})
-	return nil
+	return ar.answerGuardrail(http.StatusOK, g, set, err)
 }
 
 func (ar *adminRequest) deleteGuardrail(id string) *APIError {

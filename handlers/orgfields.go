@@ -67,31 +67,44 @@ func orgStoreError(err error, what string) *APIError {
 	return storeError(err, what)
 }
 
+// nullableField reads a field that may be null: absent is (zero, false),
+// null (zero, true), anything else what conv makes of it; when conv
+// refuses it (false), the field fails with want ("a boolean or null").
+func nullableField[T any](f *fields, name, want string, conv func(gjson.Result) (T, bool)) (T, bool) {
+	var zero T
+	v, ok := f.get(name)
+	if !ok {
+		return zero, false
+	}
+	if v.Type == gjson.Null {
+		return zero, true
+	}
+	x, ok := conv(v)
+	if !ok {
+		f.fail(name, want)
+		return zero, false
+	}
+	return x, true
+}
+
 // nullableArray reads an array field or null (nil, true); elem converts
 // one entry, false when it is not of the kind want describes ("an array of
 // strings or null"). An empty array is non-nil.
 func nullableArray[T any](f *fields, name, want string, elem func(gjson.Result) (T, bool)) ([]T, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsArray() {
-		f.fail(name, want)
-		return nil, false
-	}
-	out := []T{}
-	for _, e := range v.Array() {
-		x, ok := elem(e)
-		if !ok {
-			f.fail(name, want)
+	return nullableField(f, name, want, func(v gjson.Result) ([]T, bool) {
+		if !v.IsArray() {
 			return nil, false
 		}
-		out = append(out, x)
-	}
-	return out, true
+		out := []T{}
+		for _, e := range v.Array() {
+			x, ok := elem(e)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, x)
+		}
+		return out, true
+	})
 }
 
 // NullableStrings reads an array of strings or null (nil, true).
@@ -141,35 +154,17 @@ func (f *fields) Number(name string) (float64, bool) {
 
 // NullableBool reads a boolean or null.
 func (f *fields) NullableBool(name string) (*bool, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsBool() {
-		f.fail(name, "a boolean or null")
-		return nil, false
-	}
-	b := v.Bool()
-	return &b, true
+	return nullableField(f, name, "a boolean or null", func(v gjson.Result) (*bool, bool) {
+		b := v.Bool()
+		return &b, v.IsBool()
+	})
 }
 
 // NullableRaw reads a JSON array field as it was sent, or null.
 func (f *fields) NullableRaw(name string) (json.RawMessage, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsArray() {
-		f.fail(name, "an array or null")
-		return nil, false
-	}
-	return json.RawMessage(v.Raw), true
+	return nullableField(f, name, "an array or null", func(v gjson.Result) (json.RawMessage, bool) {
+		return json.RawMessage(v.Raw), v.IsArray()
+	})
 }
 
 // creatorOf is the user behind the calling management key, if known.

@@ -116,3 +116,26 @@ func TestWritePage(t *testing.T) {
 		}
 	}
 }
+
+func TestNullableField(t *testing.T) {
+	f := mustParse(t, `{"t":true,"n":null,"s":"x","a":[1, 2]}`)
+	if b, ok := f.NullableBool("t"); !ok || b == nil || !*b {
+		t.Fatalf("t: %v %v", b, ok)
+	}
+	if b, ok := f.NullableBool("n"); !ok || b != nil {
+		t.Fatalf("n: %v %v", b, ok)
+	}
+	if b, ok := f.NullableBool("missing"); ok || b != nil || f.err != nil {
+		t.Fatalf("missing: %v %v %v", b, ok, f.err)
+	}
+	if raw, ok := f.NullableRaw("a"); !ok || string(raw) != "[1, 2]" {
+		t.Fatalf("a: %s %v", raw, ok)
+	}
+	if _, ok := f.NullableBool("s"); ok || errMessage(f.err) != "s: expected a boolean or null" {
+		t.Fatalf("s: %v %q", ok, errMessage(f.err))
+	}
+	f = mustParse(t, `{"s":"x"}`)
+	if _, ok := f.NullableRaw("s"); ok || errMessage(f.err) != "s: expected an array or null" {
+		t.Fatalf("raw s: %v %q", ok, errMessage(f.err))
+	}
+}
