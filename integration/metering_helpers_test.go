@@ -206,6 +206,23 @@ func readEvent(r *bufio.Reader) (sseEvent, error) {
 	}
 }
 
+// streamOf sends a streaming request and reads its whole event stream,
+// failing the test on a transport or stream error; the status is not
+// checked.
+func (c *client) streamOf(t *testing.T, path, key, body string) []sseEvent {
+	t.Helper()
+	res, err := c.send(path, key, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	evs, err := readStream(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
 // readStream reads events until the stream ends; err is nil at a clean end.
 func readStream(body io.Reader) ([]sseEvent, error) {
 	r := bufio.NewReader(body)

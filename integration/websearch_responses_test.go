@@ -9,7 +9,6 @@ package integration
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,41 +71,20 @@ func checkExactSpans(t *testing.T, what, text string, anns gjson.Result, n int) 
 // stream ends with data: [DONE].
 func responsesStream(t *testing.T, e *webSearchEnv, body string) (http.Header, []gjson.Result) {
 	t.Helper()
-	res, err := e.c.send("/responses", e.key, body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := openResponsesStream(t, e.c, e.key, body)
 	defer res.Body.Close()
-	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("stream: %d %s", res.StatusCode, b)
-	}
 	evs, err := readStream(res.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []gjson.Result
-	done := false
+	seq := responsesSequence{t: t}
 	for _, ev := range evs {
-		if done {
-			t.Fatalf("event after [DONE]: %s", ev.Data)
+		if d, ok := seq.next(ev); ok {
+			out = append(out, d)
 		}
-		if ev.Data == "[DONE]" {
-			done = true
-			continue
-		}
-		d := gjson.Parse(ev.Data)
-		if seq := d.Get("sequence_number"); seq.Type != gjson.Number || seq.Int() != int64(len(out)) {
-			t.Fatalf("event %d (%s) has sequence_number %s", len(out), d.Get("type").Str, seq.Raw)
-		}
-		if ev.Event != "" && ev.Event != d.Get("type").Str {
-			t.Fatalf("event: %s carries type %s", ev.Event, d.Get("type").Str)
-		}
-		out = append(out, d)
 	}
-	if !done {
-		t.Fatal("stream did not end with data: [DONE]")
-	}
+	seq.end()
 	return res.Header, out
 }
 

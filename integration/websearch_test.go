@@ -277,15 +277,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 		plain := r.JSON.Get("choices.0.message.annotations")
 		checkSpans(t, text, plain.Array(), "url_citation")
 
-		res, err := e.c.send("/chat/completions", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := readStream(res.Body)
-		res.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := e.c.streamOf(t, "/chat/completions", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1))
 		var streamed []json.RawMessage
 		var sb strings.Builder
 		for _, ev := range evs {
@@ -315,15 +307,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 		plain := part.Get("annotations")
 		checkSpans(t, part.Get("text").Str, plain.Array(), "")
 
-		res, err := e.c.send("/responses", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := readStream(res.Body)
-		res.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := e.c.streamOf(t, "/responses", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1))
 		var added []string
 		lastSeq := int64(-1)
 		finals := map[string]string{}
@@ -453,15 +437,7 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 // annotations of its deltas as one JSON array.
 func streamedChatAnnotations(t *testing.T, e *webSearchEnv, body string) string {
 	t.Helper()
-	res, err := e.c.send("/chat/completions", e.key, body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := readStream(res.Body)
-	res.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := e.c.streamOf(t, "/chat/completions", e.key, body)
 	all := []json.RawMessage{}
 	for _, ev := range evs {
 		for _, a := range gjson.Get(ev.Data, "choices.0.delta.annotations").Array() {
@@ -503,15 +479,7 @@ func TestWebSearchCharges(t *testing.T) {
 				var usage gjson.Result
 				if stream {
 					body = strings.Replace(body, `"model"`, `"stream":true,"model"`, 1)
-					res, err := e.c.send("/chat/completions", e.key, body, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					evs, err := readStream(res.Body)
-					res.Body.Close()
-					if err != nil {
-						t.Fatal(err)
-					}
+					evs := e.c.streamOf(t, "/chat/completions", e.key, body)
 					usage = parseStream(t, evs).usage
 				} else {
 					r, _, _ := e.post(t, "/chat/completions", body)
