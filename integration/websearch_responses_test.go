@@ -131,7 +131,7 @@ func TestWebSearchResponsesStreamedEqualPlain(t *testing.T) {
 			checkUsage := func(what string, u gjson.Result) storage.Amount {
 				t.Helper()
 				want := tokenCost(u.Get("input_tokens").Int(), u.Get("output_tokens").Int()) + tc.cost
-				if got := amountOf(t, u.Get("cost")); got != want {
+				if got := creditAmount(t, u.Get("cost")); got != want {
 					t.Fatalf("%s: usage.cost %s, want %s (usage %s)", what, got, want, u.Raw)
 				}
 				d := u.Get("server_tool_use_details")

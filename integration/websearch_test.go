@@ -448,16 +448,6 @@ func streamedChatAnnotations(t *testing.T, e *webSearchEnv, body string) string 
 	return string(b)
 }
 
-// amountOf parses a usage.cost.
-func amountOf(t *testing.T, v gjson.Result) storage.Amount {
-	t.Helper()
-	a, err := storage.ParseAmount(v.Raw)
-	if err != nil {
-		t.Fatalf("cost %q: %v", v.Raw, err)
-	}
-	return a
-}
-
 func TestWebSearchCharges(t *testing.T) {
 	e := startWebSearch(t)
 	const msgs = `"messages":[{"role":"user","content":"price check"}]`
@@ -486,7 +476,7 @@ func TestWebSearchCharges(t *testing.T) {
 					usage = r.expect(t, 200).JSON.Get("usage")
 				}
 				want := tokenCost(usage.Get("prompt_tokens").Int(), usage.Get("completion_tokens").Int()) + tc.search
-				if got := amountOf(t, usage.Get("cost")); got != want {
+				if got := creditAmount(t, usage.Get("cost")); got != want {
 					t.Fatalf("usage.cost %s, want %s (usage %s)", got, want, usage.Raw)
 				}
 				expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), want, tc.name)
@@ -575,7 +565,7 @@ func TestWebSearchConcurrentCharges(t *testing.T) {
 		switch res.r.Status {
 		case 200:
 			ok++
-			charged += amountOf(t, res.r.JSON.Get("usage.cost"))
+			charged += creditAmount(t, res.r.JSON.Get("usage.cost"))
 		case 402:
 		default:
 			t.Fatalf("status %d: %s", res.r.Status, res.r.Body)
@@ -611,7 +601,7 @@ func TestWebSearchBYOKPaysSearchInCredits(t *testing.T) {
 	e := startWebSearch(t)
 	e.c.api("POST", "/byok", e.org.MgmtKey, `{"provider":"p","key":"sk-own-key-0123456789"}`).expect(t, 201)
 	byokUsage := func(key string) storage.Amount {
-		return amountOf(t, e.c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.byok_usage"))
+		return creditAmount(t, e.c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.byok_usage"))
 	}
 	before, byokBefore := e.c.snapshot(e.key, e.org.MgmtKey), byokUsage(e.key)
 	r, _, _ := e.post(t, "/chat/completions", `{"model":"ws/plain","messages":[{"role":"user","content":"own key"}],"plugins":[{"id":"web","engine":"searxng","max_results":4}]}`)
@@ -619,7 +609,7 @@ func TestWebSearchBYOKPaysSearchInCredits(t *testing.T) {
 	u := r.JSON.Get("usage")
 	tokens := tokenCost(u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int())
 	const search = 16_000_000 // 4 results at 0.004
-	if got := amountOf(t, u.Get("cost")); got != tokens+search {
+	if got := creditAmount(t, u.Get("cost")); got != tokens+search {
 		t.Fatalf("usage.cost %s, want %s", got, tokens+search)
 	}
 	expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), search, "BYOK search")
