@@ -278,18 +278,35 @@ func (r response) expectError(t *testing.T, status int, message string) response
 type tenant struct {
 	AccountID string
 	MgmtKey   string
+	// Account is the account record as the operator API created it.
+	Account gjson.Result
 }
 
-// newTenant creates an account through the operator API.
+// newTenant creates a prepaid account of the kind (user or organization)
+// through the operator API, with credits bought when not "".
 func (c *client) newTenant(kind string, credits string) tenant {
 	c.t.Helper()
-	acct := c.operator("POST", "/accounts", fmt.Sprintf(`{"name":"test %s","type":%q}`, kind, kind)).expect(c.t, 201)
+	return c.newAccount(fmt.Sprintf(`{"name":"test %s","type":%q}`, kind, kind), credits)
+}
+
+// newInvoicedTenant creates an invoiced organization (billed after use,
+// no credits bought).
+func (c *client) newInvoicedTenant() tenant {
+	c.t.Helper()
+	return c.newAccount(`{"name":"invoiced","type":"organization","billing":"invoiced"}`, "")
+}
+
+// newAccount creates the account body describes through the operator API,
+// buys credits when not "" and gives it a management key.
+func (c *client) newAccount(body, credits string) tenant {
+	c.t.Helper()
+	acct := c.operator("POST", "/accounts", body).expect(c.t, 201)
 	id := acct.JSON.Get("data.id").String()
 	if credits != "" {
 		c.operator("POST", "/accounts/"+id+"/credits", fmt.Sprintf(`{"amount":%q}`, credits)).expect(c.t, 201)
 	}
 	mk := c.operator("POST", "/accounts/"+id+"/management-keys", `{"name":"ops"}`).expect(c.t, 201)
-	return tenant{AccountID: id, MgmtKey: mk.JSON.Get("key").String()}
+	return tenant{AccountID: id, MgmtKey: mk.JSON.Get("key").String(), Account: acct.JSON.Get("data")}
 }
 
 // newKey creates a regular key and returns its string and hash.
