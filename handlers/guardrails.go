@@ -99,24 +99,40 @@ func (ar *adminRequest) serveGuardrails(seg []string) *APIError {
 			"PATCH":  func() *APIError { return ar.updateGuardrail(id) },
 			"DELETE": func() *APIError { return ar.deleteGuardrail(id) },
 		})
-	case len(seg) == 3 && seg[1] == "assignments" && seg[2] == "keys":
-		id := seg[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":  func() *APIError { return ar.listKeyAssignments(id) },
-			"POST": func() *APIError { return ar.assign(id, "key_hashes", ar.store.AssignKeys) },
-		})
-	case len(seg) == 4 && seg[1] == "assignments" && seg[2] == "keys" && seg[3] == "remove":
-		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(seg[0], "key_hashes", ar.store.UnassignKeys) }})
-	case len(seg) == 3 && seg[1] == "assignments" && seg[2] == "members":
-		id := seg[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":  func() *APIError { return ar.listMemberAssignments(id) },
-			"POST": func() *APIError { return ar.assign(id, "member_user_ids", ar.store.AssignMembers) },
-		})
-	case len(seg) == 4 && seg[1] == "assignments" && seg[2] == "members" && seg[3] == "remove":
-		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(seg[0], "member_user_ids", ar.store.UnassignMembers) }})
+	case (len(seg) == 3 || (len(seg) == 4 && seg[3] == "remove")) && seg[1] == "assignments":
+		if a, ok := ar.assignmentRoutes(seg[2]); ok {
+			id := seg[0]
+			if len(seg) == 4 {
+				return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(id, a.field, a.unassign) }})
+			}
+			return methods(ar.r, map[string]func() *APIError{
+				"GET":  func() *APIError { return a.list(id) },
+				"POST": func() *APIError { return ar.assign(id, a.field, a.assign) },
+			})
+		}
 	}
 	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+// assignmentKind is what differs between a guardrail's key and member
+// assignments: the body field naming them, and the store's operations.
+type assignmentKind struct {
+	field    string
+	list     func(id string) *APIError
+	assign   func(accountID, id string, ids []string, by *string) (int, error)
+	unassign func(accountID, id string, ids []string) (int, error)
+}
+
+// assignmentRoutes returns the assignments of a kind ("keys" or
+// "members").
+func (ar *adminRequest) assignmentRoutes(kind string) (assignmentKind, bool) {
+	switch kind {
+	case "keys":
+		return assignmentKind{"key_hashes", ar.listKeyAssignments, ar.store.AssignKeys, ar.store.UnassignKeys}, true
+	case "members":
+		return assignmentKind{"member_user_ids", ar.listMemberAssignments, ar.store.AssignMembers, ar.store.UnassignMembers}, true
+	}
+	return assignmentKind{}, false
 }
 
 func (ar *adminRequest) listGuardrails() *APIError {

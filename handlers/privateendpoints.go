@@ -321,8 +321,7 @@ func (er *endpointRequest) create() *APIError {
 	if err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusCreated, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusCreated, e)
 }
 
 func (er *endpointRequest) get(id string) *APIError {
@@ -330,8 +329,7 @@ func (er *endpointRequest) get(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusOK, e)
 }
 
 func (er *endpointRequest) update(id string) *APIError {
@@ -401,6 +399,12 @@ func (er *endpointRequest) setPricing(id string) *APIError {
 	return er.change(id, "reprice", nil, func(e *storage.PrivateEndpoint) error { e.Pricing = p; return nil })
 }
 
+// answer writes the endpoint with status.
+func (er *endpointRequest) answer(status int, e storage.PrivateEndpoint) *APIError {
+	writeJSON(er.w, status, map[string]any{"data": newPrivateEndpointView(e)})
+	return nil
+}
+
 // change applies fn to the endpoint when its status is one of from (any
 // when from is empty) and answers with the endpoint.
 func (er *endpointRequest) change(id, action string, from []storage.EndpointStatus, fn func(*storage.PrivateEndpoint) error) *APIError {
@@ -408,8 +412,7 @@ func (er *endpointRequest) change(id, action string, from []storage.EndpointStat
 	if err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusOK, e)
 }
 
 // validate probes a draft with a minimal chat completion and records the
@@ -448,8 +451,7 @@ func (er *endpointRequest) validate(id string) *APIError {
 	if err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusOK, e)
 }
 
 // probeEndpoint sends a one-token chat completion to the endpoint and
