@@ -103,12 +103,18 @@ func sortOldestFirst[T any](rs []T, key func(*T) (created time.Time, id string))
 	})
 }
 
-// publishRecord publishes a new or changed record, marks it dirty and
-// waits until it is durable. Callers hold s.mu; it releases it.
-func publishRecord[T accountRecord](s *Store, r accountRecords[T], prefix string, v *T) error {
+// putDirty publishes a new or changed record and marks it dirty; the
+// batch it returns is durable once the record is. Callers hold s.mu.
+func putDirty[T accountRecord](s *Store, r accountRecords[T], prefix string, v *T) *batch {
 	r.put(v)
 	accountID, id := (*v).recordIDs()
-	b := s.markDirty(recordKey(prefix, accountID, id))
+	return s.markDirty(recordKey(prefix, accountID, id))
+}
+
+// publishRecord is putDirty, then releases s.mu and waits until the record
+// is durable. Callers hold s.mu.
+func publishRecord[T accountRecord](s *Store, r accountRecords[T], prefix string, v *T) error {
+	b := putDirty(s, r, prefix, v)
 	s.mu.Unlock()
 	return b.wait()
 }

@@ -45,7 +45,6 @@ func (s *Store) CreateAccount(na NewAccount) (Account, error) {
 	s.mu.Lock()
 	s.accounts[a.ID] = &a
 	s.putWorkspace(defaultWorkspace(&a))
-	s.markDirty(workspaceKey(a.ID, a.DefaultWorkspaceID))
 	b := s.markDirty(prefixAccount + a.ID)
 	s.mu.Unlock()
 	return a, b.wait()

@@ -109,9 +109,9 @@ func guardrailKey(accountID, id string) string { return recordKey(prefixGuardrai
 func (g Guardrail) recordIDs() (accountID, id string) { return g.AccountID, g.ID }
 
 // putGuardrail publishes a guardrail record. Callers hold s.mu.
-func (s *Store) putGuardrail(g *Guardrail) {
-	s.guardrails.put(g)
+func (s *Store) putGuardrail(g *Guardrail) *batch {
 	s.rulesChanged()
+	return putDirty(s, s.guardrails, prefixGuardrail, g)
 }
 
 // deleteGuardrailLocked removes a guardrail. Callers hold s.mu.
@@ -161,8 +161,7 @@ func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Gu
 		s.mu.Unlock()
 		return Guardrail{}, fmt.Errorf("%w: workspace_id: workspace %s not found", ErrNotFound, g.WorkspaceID)
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, g.ID))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return *g, b.wait()
 }
@@ -227,8 +226,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 	}
 	t := now().UTC()
 	next.UpdatedAt = &t
-	s.putGuardrail(next)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(next)
 	s.mu.Unlock()
 	return *next, created, b.wait()
 }
@@ -286,14 +284,12 @@ func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (i
 				oc := o.clone()
 				delete(oc.Keys, h)
 				s.putGuardrail(oc)
-				s.markDirty(guardrailKey(accountID, oid))
 			}
 		}
 		g.Keys[h] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
 		n++
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -340,8 +336,7 @@ func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string
 			n++
 		}
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -371,8 +366,7 @@ func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail)
 		s.mu.Unlock()
 		return 0, nil
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -449,12 +443,11 @@ func (s *Store) guardrailSnapshot(key string) any { return s.guardrails.snapshot
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
 // s.mu.
 func (s *Store) dropKeyAssignments(accountID, hash string) {
-	for id, g := range s.guardrails[accountID] {
+	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
 			c := g.clone()
 			delete(c.Keys, hash)
 			s.putGuardrail(c)
-			s.markDirty(guardrailKey(accountID, id))
 		}
 	}
 }

@@ -146,10 +146,11 @@ func (w Workspace) recordIDs() (accountID, id string) { return w.AccountID, w.ID
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
-// putWorkspace publishes a workspace record. Callers hold s.mu.
-func (s *Store) putWorkspace(w *Workspace) {
-	s.workspaces.put(w)
+// putWorkspace publishes a workspace record and marks it dirty. Callers
+// hold s.mu.
+func (s *Store) putWorkspace(w *Workspace) *batch {
 	s.rulesChanged()
+	return putDirty(s, s.workspaces, prefixWorkspace, w)
 }
 
 // defaultWorkspace builds the record of an account's default workspace.
@@ -174,7 +175,6 @@ func (s *Store) ensureDefaultWorkspaces() {
 		}
 		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok {
 			s.putWorkspace(defaultWorkspace(a))
-			s.markDirty(workspaceKey(a.ID, a.DefaultWorkspaceID))
 		}
 	}
 	for _, k := range s.keys {
@@ -275,8 +275,7 @@ func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspac
 		s.mu.Unlock()
 		return Workspace{}, err
 	}
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return *w, b.wait()
 }
@@ -308,8 +307,7 @@ func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error
 	}
 	t := now().UTC()
 	w.UpdatedAt = &t
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return *w, b.wait()
 }
@@ -505,8 +503,7 @@ func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) 
 		s.mu.Unlock()
 		return 0, nil
 	}
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -532,8 +529,7 @@ func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn fu
 	for _, u := range userIDs {
 		fn(w, s.members[accountID][u], t)
 	}
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return *w, b.wait()
 }
