@@ -21,12 +21,6 @@ import (
 // provider with the account's own key when the account holds an enabled
 // credential for it, and the meter then charges the byok_usage counters.
 
-// Paging of GET /byok.
-const (
-	byokDefaultLimit = 50
-	byokMaxLimit     = 100
-)
-
 // Bounds of the write fields (public schema).
 const (
 	byokMaxName     = 255
@@ -83,24 +77,13 @@ type byokRequest struct {
 // serveBYOK dispatches /byok (ids empty) and /byok/{id} (one id).
 func (ar *adminRequest) serveBYOK(gw Gateway, ids []string) *APIError {
 	br := &byokRequest{adminRequest: ar, sealer: gw.BYOKSealer(), catalog: gw.Catalog()}
-	guard := func(h func() *APIError) func() *APIError {
-		return func() *APIError {
-			if br.sealer == nil {
-				return BadRequest(msgBYOKOff)
-			}
-			return h()
-		}
-	}
+	routes := sealedCollection{sealer: br.sealer, off: msgBYOKOff,
+		list: br.list, create: br.create, get: br.get, update: br.update, remove: br.delete}
 	switch {
 	case len(ids) == 0:
-		return methods(ar.r, map[string]func() *APIError{"GET": guard(br.list), "POST": guard(br.create)})
+		return routes.serveCollection(ar.r)
 	case len(ids) == 1 && ids[0] != "":
-		id := ids[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    guard(func() *APIError { return br.get(id) }),
-			"PATCH":  guard(func() *APIError { return br.update(id) }),
-			"DELETE": guard(func() *APIError { return br.delete(id) }),
-		})
+		return routes.serveItem(ar.r, ids[0])
 	}
 	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
 }
@@ -116,15 +99,11 @@ func (br *byokRequest) own(id string) (storage.Credential, *APIError) {
 }
 
 func (br *byokRequest) list() *APIError {
+	offset, limit, apiErr := br.page()
+	if apiErr != nil {
+		return apiErr
+	}
 	q := br.r.URL.Query()
-	offset, apiErr := intParam(q.Get("offset"), "offset", 0, 0, -1)
-	if apiErr != nil {
-		return apiErr
-	}
-	limit, apiErr := intParam(q.Get("limit"), "limit", byokDefaultLimit, 1, byokMaxLimit)
-	if apiErr != nil {
-		return apiErr
-	}
 	f := storage.BYOKFilter{AccountID: br.id.AccountID, WorkspaceID: br.id.Account.DefaultWorkspaceID,
 		Provider: q.Get("provider"), Offset: offset, Limit: limit}
 	if v := q.Get("workspace_id"); v != "" {
@@ -162,7 +141,7 @@ func (br *byokRequest) create() *APIError {
 	n.IsFallback, _ = f.Bool("is_fallback")
 	n.IsBYOKOnly, _ = f.Bool("is_byok_only")
 	n.IsRequired, _ = f.Bool("is_required")
-	n.DeclaredZDR, _ = nullableBool(f, "declared_zdr")
+	n.DeclaredZDR, _ = f.NullableBool("declared_zdr")
 	n.AllowedAPIKeyHashes, _ = stringList(f, "allowed_api_key_hashes", 1, keyHashPattern, "a key hash (64 lowercase hex digits)")
 	n.AllowedModels, _ = stringList(f, "allowed_models", 0, nil, "")
 	n.AllowedUserIDs, _ = stringList(f, "allowed_user_ids", 0, nil, "")
@@ -206,7 +185,7 @@ func (br *byokRequest) update(id string) *APIError {
 	fallback, hasFallback := f.Bool("is_fallback")
 	byokOnly, hasBYOKOnly := f.Bool("is_byok_only")
 	required, hasRequired := f.Bool("is_required")
-	zdr, hasZDR := nullableBool(f, "declared_zdr")
+	zdr, hasZDR := f.NullableBool("declared_zdr")
 	hashes, hasHashes := stringList(f, "allowed_api_key_hashes", 1, keyHashPattern, "a key hash (64 lowercase hex digits)")
 	models, hasModels := stringList(f, "allowed_models", 0, nil, "")
 	users, hasUsers := stringList(f, "allowed_user_ids", 0, nil, "")
@@ -317,23 +296,6 @@ func quote(s string) string {
 		s = s[:64] + "..."
 	}
 	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-}
-
-// nullableBool reads a boolean-or-null field; a present null yields nil, true.
-func nullableBool(f *fields, name string) (*bool, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsBool() {
-		f.fail(name, "a boolean or null")
-		return nil, false
-	}
-	b := v.Bool()
-	return &b, true
 }
 
 // stringList reads an array-of-strings-or-null field with between minItems

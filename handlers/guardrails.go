@@ -99,24 +99,40 @@ func (ar *adminRequest) serveGuardrails(seg []string) *APIError {
 			"PATCH":  func() *APIError { return ar.updateGuardrail(id) },
 			"DELETE": func() *APIError { return ar.deleteGuardrail(id) },
 		})
-	case len(seg) == 3 && seg[1] == "assignments" && seg[2] == "keys":
-		id := seg[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":  func() *APIError { return ar.listKeyAssignments(id) },
-			"POST": func() *APIError { return ar.assign(id, "key_hashes", ar.store.AssignKeys) },
-		})
-	case len(seg) == 4 && seg[1] == "assignments" && seg[2] == "keys" && seg[3] == "remove":
-		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(seg[0], "key_hashes", ar.store.UnassignKeys) }})
-	case len(seg) == 3 && seg[1] == "assignments" && seg[2] == "members":
-		id := seg[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":  func() *APIError { return ar.listMemberAssignments(id) },
-			"POST": func() *APIError { return ar.assign(id, "member_user_ids", ar.store.AssignMembers) },
-		})
-	case len(seg) == 4 && seg[1] == "assignments" && seg[2] == "members" && seg[3] == "remove":
-		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(seg[0], "member_user_ids", ar.store.UnassignMembers) }})
+	case (len(seg) == 3 || (len(seg) == 4 && seg[3] == "remove")) && seg[1] == "assignments":
+		if a, ok := ar.assignmentRoutes(seg[2]); ok {
+			id := seg[0]
+			if len(seg) == 4 {
+				return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(id, a.field, a.unassign) }})
+			}
+			return methods(ar.r, map[string]func() *APIError{
+				"GET":  func() *APIError { return a.list(id) },
+				"POST": func() *APIError { return ar.assign(id, a.field, a.assign) },
+			})
+		}
 	}
 	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+// assignmentKind is what differs between a guardrail's key and member
+// assignments: the body field naming them, and the store's operations.
+type assignmentKind struct {
+	field    string
+	list     func(id string) *APIError
+	assign   func(accountID, id string, ids []string, by *string) (int, error)
+	unassign func(accountID, id string, ids []string) (int, error)
+}
+
+// assignmentRoutes returns the assignments of a kind ("keys" or
+// "members").
+func (ar *adminRequest) assignmentRoutes(kind string) (assignmentKind, bool) {
+	switch kind {
+	case "keys":
+		return assignmentKind{"key_hashes", ar.listKeyAssignments, ar.store.AssignKeys, ar.store.UnassignKeys}, true
+	case "members":
+		return assignmentKind{"member_user_ids", ar.listMemberAssignments, ar.store.AssignMembers, ar.store.UnassignMembers}, true
+	}
+	return assignmentKind{}, false
 }
 
 func (ar *adminRequest) listGuardrails() *APIError {
@@ -133,12 +149,7 @@ func (ar *adminRequest) listGuardrails() *APIError {
 		wsID = w.ID
 	}
 	all := ar.store.Guardrails(ar.id.AccountID, wsID)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]guardrailView, 0, hi-lo)
-	for _, g := range all[lo:hi] {
-		out = append(out, newGuardrailView(g))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, newGuardrailView)
 	return nil
 }
 
@@ -243,13 +254,19 @@ func (ar *adminRequest) createGuardrail() *APIError {
 		}
 		return nil
 	})
+	return ar.answerGuardrail(http.StatusCreated, g, set, err)
+}
+
+// answerGuardrail answers a guardrail write: a refused setting first, then
+// the store's error, else the guardrail with status.
+func (ar *adminRequest) answerGuardrail(status int, g storage.Guardrail, set *APIError, err error) *APIError {
 	if set != nil {
 		return set
 	}
 	if err != nil {
 		return orgStoreError(err, "Guardrail")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newGuardrailView(g)})
+	writeJSON(ar.w, status, map[string]any{"data": newGuardrailView(g)})
 	return nil
 }
 
@@ -274,14 +291,7 @@ func (ar *adminRequest) updateGuardrail(id string) *APIError {
 		}
 		return nil
 	})
-	if set != nil {
-		return set
-	}
-	if err != nil {
-		return orgStoreError(err, "Guardrail")
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newGuardrailView(g)})
-	return nil
+	return ar.answerGuardrail(http.StatusOK, g, set, err)
 }
 
 func (ar *adminRequest) deleteGuardrail(id string) *APIError {
@@ -299,45 +309,40 @@ func (ar *adminRequest) ownGuardrail(id string) *APIError {
 	return nil
 }
 
-func (ar *adminRequest) listKeyAssignments(id string) *APIError {
+// assignmentsPage checks the guardrail of an assignment list (id "": the
+// assignments of every guardrail) and reads the page.
+func (ar *adminRequest) assignmentsPage(id string) (offset, limit int, apiErr *APIError) {
 	if id != "" {
 		if apiErr := ar.ownGuardrail(id); apiErr != nil {
-			return apiErr
+			return 0, 0, apiErr
 		}
 	}
-	offset, limit, apiErr := ar.page()
+	return ar.page()
+}
+
+func (ar *adminRequest) listKeyAssignments(id string) *APIError {
+	offset, limit, apiErr := ar.assignmentsPage(id)
 	if apiErr != nil {
 		return apiErr
 	}
 	all := ar.store.KeyAssignments(ar.id.AccountID, id)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]keyAssignmentView, 0, hi-lo)
-	for _, a := range all[lo:hi] {
-		out = append(out, keyAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, KeyHash: a.Key.Hash,
-			KeyLabel: a.Key.Label, KeyName: a.Key.Name, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)})
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, func(a storage.KeyAssignment) keyAssignmentView {
+		return keyAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, KeyHash: a.Key.Hash,
+			KeyLabel: a.Key.Label, KeyName: a.Key.Name, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)}
+	})
 	return nil
 }
 
 func (ar *adminRequest) listMemberAssignments(id string) *APIError {
-	if id != "" {
-		if apiErr := ar.ownGuardrail(id); apiErr != nil {
-			return apiErr
-		}
-	}
-	offset, limit, apiErr := ar.page()
+	offset, limit, apiErr := ar.assignmentsPage(id)
 	if apiErr != nil {
 		return apiErr
 	}
 	all := ar.store.MemberAssignments(ar.id.AccountID, id)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]memberAssignmentView, 0, hi-lo)
-	for _, a := range all[lo:hi] {
-		out = append(out, memberAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, OrganizationID: ar.id.AccountID,
-			UserID: a.UserID, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)})
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, func(a storage.MemberAssignment) memberAssignmentView {
+		return memberAssignmentView{ID: a.ID, GuardrailID: a.GuardrailID, OrganizationID: ar.id.AccountID,
+			UserID: a.UserID, AssignedBy: a.AssignedBy, CreatedAt: apiTime(a.CreatedAt)}
+	})
 	return nil
 }
 

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"net/http"
-
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -34,11 +32,6 @@ func (ar *adminRequest) listMembers() *APIError {
 		return apiErr
 	}
 	all := ar.store.Members(ar.id.AccountID)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]any, 0, hi-lo)
-	for _, m := range all[lo:hi] {
-		out = append(out, NewMemberView(m))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, NewMemberView)
 	return nil
 }

@@ -69,24 +69,13 @@ type destinationRequest struct {
 // serveObservability dispatches /observability/destinations[/{id}].
 func (ar *adminRequest) serveObservability(gw Gateway, rest []string) *APIError {
 	dr := &destinationRequest{adminRequest: ar, sealer: gw.BYOKSealer()}
-	guard := func(h func() *APIError) func() *APIError {
-		return func() *APIError {
-			if dr.sealer == nil {
-				return BadRequest(msgObservabilityOff)
-			}
-			return h()
-		}
-	}
+	routes := sealedCollection{sealer: dr.sealer, off: msgObservabilityOff,
+		list: dr.list, create: dr.create, get: dr.get, update: dr.update, remove: dr.delete}
 	switch {
 	case len(rest) == 1 && rest[0] == "destinations":
-		return methods(ar.r, map[string]func() *APIError{"GET": guard(dr.list), "POST": guard(dr.create)})
+		return routes.serveCollection(ar.r)
 	case len(rest) == 2 && rest[0] == "destinations" && rest[1] != "":
-		id := rest[1]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    guard(func() *APIError { return dr.get(id) }),
-			"PATCH":  guard(func() *APIError { return dr.update(id) }),
-			"DELETE": guard(func() *APIError { return dr.delete(id) }),
-		})
+		return routes.serveItem(ar.r, rest[1])
 	}
 	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
 }
@@ -100,15 +89,11 @@ func (dr *destinationRequest) own(id string) (storage.Destination, *APIError) {
 }
 
 func (dr *destinationRequest) list() *APIError {
+	offset, limit, apiErr := dr.page()
+	if apiErr != nil {
+		return apiErr
+	}
 	q := dr.r.URL.Query()
-	offset, apiErr := intParam(q.Get("offset"), "offset", 0, 0, -1)
-	if apiErr != nil {
-		return apiErr
-	}
-	limit, apiErr := intParam(q.Get("limit"), "limit", 50, 1, 100)
-	if apiErr != nil {
-		return apiErr
-	}
 	ws := dr.id.Account.DefaultWorkspaceID
 	if v := q.Get("workspace_id"); v != "" {
 		if v != ws {

@@ -13,8 +13,9 @@ import (
 
 // Helpers shared by the workspace, member and guardrail routes.
 
-// Paging of the organization lists (workspaces, members, guardrails,
-// assignments): offset from 0, limit 1-100, default 50.
+// Paging of the management lists (workspaces, members, guardrails,
+// assignments, BYOK credentials, observability destinations, private
+// endpoints): offset from 0, limit 1-100, default 50.
 const (
 	orgDefaultLimit = 50
 	orgMaxLimit     = 100
@@ -36,6 +37,17 @@ func pageOf(n, offset, limit int) (lo, hi int) {
 	return lo, min(lo+limit, n)
 }
 
+// writePage answers a list route: the [offset, offset+limit) window of all,
+// each item as view shows it, and how many there are in all.
+func writePage[T, V any](w http.ResponseWriter, all []T, offset, limit int, view func(T) V) {
+	lo, hi := pageOf(len(all), offset, limit)
+	out := make([]V, 0, hi-lo)
+	for _, x := range all[lo:hi] {
+		out = append(out, view(x))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+}
+
 // orgStoreError maps the store's errors of the organization routes: a
 // conflict (a duplicate slug, a workspace or member that still has keys) is
 // 400, the status the public API lists for these routes; a forbidden change
@@ -55,28 +67,51 @@ func orgStoreError(err error, what string) *APIError {
 	return storeError(err, what)
 }
 
-// NullableStrings reads an array of strings or null (nil, true).
-func (f *fields) NullableStrings(name string) ([]string, bool) {
+// nullableField reads a field that may be null: absent is (zero, false),
+// null (zero, true), anything else what conv makes of it; when conv
+// refuses it (false), the field fails with want ("a boolean or null").
+func nullableField[T any](f *fields, name, want string, conv func(gjson.Result) (T, bool)) (T, bool) {
+	var zero T
 	v, ok := f.get(name)
 	if !ok {
-		return nil, false
+		return zero, false
 	}
 	if v.Type == gjson.Null {
-		return nil, true
+		return zero, true
 	}
-	if !v.IsArray() {
-		f.fail(name, "an array of strings or null")
-		return nil, false
+	x, ok := conv(v)
+	if !ok {
+		f.fail(name, want)
+		return zero, false
 	}
-	out := []string{}
-	for _, e := range v.Array() {
-		if e.Type != gjson.String {
-			f.fail(name, "an array of strings or null")
+	return x, true
+}
+
+// nullableArray reads an array field or null (nil, true); elem converts
+// one entry, false when it is not of the kind want describes ("an array of
+// strings or null"). An empty array is non-nil.
+func nullableArray[T any](f *fields, name, want string, elem func(gjson.Result) (T, bool)) ([]T, bool) {
+	return nullableField(f, name, want, func(v gjson.Result) ([]T, bool) {
+		if !v.IsArray() {
 			return nil, false
 		}
-		out = append(out, e.Str)
-	}
-	return out, true
+		out := []T{}
+		for _, e := range v.Array() {
+			x, ok := elem(e)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, x)
+		}
+		return out, true
+	})
+}
+
+// NullableStrings reads an array of strings or null (nil, true).
+func (f *fields) NullableStrings(name string) ([]string, bool) {
+	return nullableArray(f, name, "an array of strings or null", func(e gjson.Result) (string, bool) {
+		return e.Str, e.Type == gjson.String
+	})
 }
 
 // Strings reads a required non-empty array of non-empty strings.
@@ -99,26 +134,9 @@ func (f *fields) Strings(name string) []string {
 
 // NullableInts reads an array of integers or null.
 func (f *fields) NullableInts(name string) ([]int64, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsArray() {
-		f.fail(name, "an array of integers or null")
-		return nil, false
-	}
-	out := []int64{}
-	for _, e := range v.Array() {
-		if e.Type != gjson.Number || e.Float() != float64(e.Int()) {
-			f.fail(name, "an array of integers or null")
-			return nil, false
-		}
-		out = append(out, e.Int())
-	}
-	return out, true
+	return nullableArray(f, name, "an array of integers or null", func(e gjson.Result) (int64, bool) {
+		return e.Int(), e.Type == gjson.Number && e.Float() == float64(e.Int())
+	})
 }
 
 // Number reads a number field.
@@ -136,35 +154,17 @@ func (f *fields) Number(name string) (float64, bool) {
 
 // NullableBool reads a boolean or null.
 func (f *fields) NullableBool(name string) (*bool, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsBool() {
-		f.fail(name, "a boolean or null")
-		return nil, false
-	}
-	b := v.Bool()
-	return &b, true
+	return nullableField(f, name, "a boolean or null", func(v gjson.Result) (*bool, bool) {
+		b := v.Bool()
+		return &b, v.IsBool()
+	})
 }
 
 // NullableRaw reads a JSON array field as it was sent, or null.
 func (f *fields) NullableRaw(name string) (json.RawMessage, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return nil, false
-	}
-	if v.Type == gjson.Null {
-		return nil, true
-	}
-	if !v.IsArray() {
-		f.fail(name, "an array or null")
-		return nil, false
-	}
-	return json.RawMessage(v.Raw), true
+	return nullableField(f, name, "an array or null", func(v gjson.Result) (json.RawMessage, bool) {
+		return json.RawMessage(v.Raw), v.IsArray()
+	})
 }
 
 // creatorOf is the user behind the calling management key, if known.

@@ -64,6 +64,13 @@ func TestGuardrailRoutesValidate(t *testing.T) {
 	do("POST", "/guardrails/"+id+"/assignments/keys", `{"key_hashes":[]}`).wantError(t, 400, "key_hashes: expected a non-empty array of strings")
 	do("GET", "/guardrails/"+id+"/assignments/keys?offset=-1", "").wantError(t, 400, "offset: expected a non-negative integer")
 	do("GET", "/guardrails/nope/assignments/members", "").wantError(t, 404, "Guardrail not found")
+	do("POST", "/guardrails/"+id+"/assignments/members/remove", `{"member_user_ids":["user_x"]}`).must(t, 200)
+	do("POST", "/guardrails/"+id+"/assignments/keys/remove", `{"key_hashes":"x"}`).wantError(t, 400, "key_hashes: expected a non-empty array of strings")
+	gp := "/guardrails/" + id + "/assignments/"
+	do("GET", gp+"keys/remove", "").wantError(t, 405, "Method GET is not allowed on /api/v1"+gp+"keys/remove")
+	do("DELETE", gp+"members", "").wantError(t, 405, "Method DELETE is not allowed on /api/v1"+gp+"members")
+	do("GET", gp+"teams", "").wantError(t, 404, "Not found: GET /api/v1"+gp+"teams")
+	do("POST", gp+"keys/undo", "").wantError(t, 404, "Not found: POST /api/v1"+gp+"keys/undo")
 	// Another account's management key sees none of it.
 	f.c.do(t, "GET", "/api/v1/guardrails/"+id, f.persMgmt, "").wantError(t, 404, "Guardrail not found")
 	if gs := f.c.gw.store.Guardrails(f.org.ID, ""); len(gs) != 1 || gs[0].Keys == nil {

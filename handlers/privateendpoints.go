@@ -94,43 +94,32 @@ type endpointRequest struct {
 // servePrivateEndpoints dispatches /private-endpoints[/{id}[/{action}]].
 func (ar *adminRequest) servePrivateEndpoints(gw Gateway, rest []string) *APIError {
 	er := &endpointRequest{adminRequest: ar, sealer: gw.BYOKSealer()}
-	guard := func(h func() *APIError) func() *APIError {
-		return func() *APIError {
-			if er.sealer == nil {
-				return BadRequest(msgPrivateEndpointsOff)
-			}
-			return h()
-		}
+	routes := sealedCollection{sealer: er.sealer, off: msgPrivateEndpointsOff,
+		list: er.list, create: er.create, get: er.get, update: er.update, remove: er.delete}
+	transition := func(action string, from, to storage.EndpointStatus) func(id string) *APIError {
+		return func(id string) *APIError { return er.transition(id, action, from, to) }
 	}
 	switch {
 	case len(rest) == 0:
-		return methods(ar.r, map[string]func() *APIError{"GET": guard(er.list), "POST": guard(er.create)})
+		return routes.serveCollection(ar.r)
 	case len(rest) == 1 && rest[0] != "":
-		id := rest[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    guard(func() *APIError { return er.get(id) }),
-			"PATCH":  guard(func() *APIError { return er.update(id) }),
-			"DELETE": guard(func() *APIError { return er.delete(id) }),
-		})
+		return routes.serveItem(ar.r, rest[0])
 	case len(rest) == 2 && rest[0] != "":
 		id := rest[0]
+		on := func(method string, h func(id string) *APIError) *APIError {
+			return methods(ar.r, map[string]func() *APIError{method: routes.guardID(h, id)})
+		}
 		switch rest[1] {
 		case "validate":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError { return er.validate(id) })})
+			return on("POST", er.validate)
 		case "activate":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError {
-				return er.transition(id, "activate", storage.EndpointValidated, storage.EndpointEnabled)
-			})})
+			return on("POST", transition("activate", storage.EndpointValidated, storage.EndpointEnabled))
 		case "disable":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError {
-				return er.transition(id, "disable", storage.EndpointEnabled, storage.EndpointDisabled)
-			})})
+			return on("POST", transition("disable", storage.EndpointEnabled, storage.EndpointDisabled))
 		case "enable":
-			return methods(ar.r, map[string]func() *APIError{"POST": guard(func() *APIError {
-				return er.transition(id, "enable", storage.EndpointDisabled, storage.EndpointEnabled)
-			})})
+			return on("POST", transition("enable", storage.EndpointDisabled, storage.EndpointEnabled))
 		case "pricing":
-			return methods(ar.r, map[string]func() *APIError{"PUT": guard(func() *APIError { return er.setPricing(id) })})
+			return on("PUT", er.setPricing)
 		}
 	}
 	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
@@ -181,12 +170,7 @@ func pastTense(action string) string {
 }
 
 func (er *endpointRequest) list() *APIError {
-	q := er.r.URL.Query()
-	offset, apiErr := intParam(q.Get("offset"), "offset", 0, 0, -1)
-	if apiErr != nil {
-		return apiErr
-	}
-	limit, apiErr := intParam(q.Get("limit"), "limit", 50, 1, 100)
+	offset, limit, apiErr := er.page()
 	if apiErr != nil {
 		return apiErr
 	}
@@ -337,8 +321,7 @@ func (er *endpointRequest) create() *APIError {
 	if err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusCreated, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusCreated, e)
 }
 
 func (er *endpointRequest) get(id string) *APIError {
@@ -346,8 +329,7 @@ func (er *endpointRequest) get(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusOK, e)
 }
 
 func (er *endpointRequest) update(id string) *APIError {
@@ -362,7 +344,7 @@ func (er *endpointRequest) update(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, "update", []storage.EndpointStatus{storage.EndpointDraft},
+	return er.change(id, "update", []storage.EndpointStatus{storage.EndpointDraft},
 		func(e *storage.PrivateEndpoint) error {
 			setIf(&e.Name, ef.name, ef.hasName)
 			setIf(&e.Model, ef.model, ef.hasModel)
@@ -380,11 +362,6 @@ func (er *endpointRequest) update(id string) *APIError {
 			}
 			return nil
 		})
-	if err != nil {
-		return endpointError(err)
-	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
 }
 
 func (er *endpointRequest) delete(id string) *APIError {
@@ -403,13 +380,8 @@ func (er *endpointRequest) transition(id, action string, from, to storage.Endpoi
 	if _, apiErr := er.own(id); apiErr != nil {
 		return apiErr
 	}
-	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, action, []storage.EndpointStatus{from},
+	return er.change(id, action, []storage.EndpointStatus{from},
 		func(e *storage.PrivateEndpoint) error { e.Status = to; return nil })
-	if err != nil {
-		return endpointError(err)
-	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
 }
 
 func (er *endpointRequest) setPricing(id string) *APIError {
@@ -424,13 +396,23 @@ func (er *endpointRequest) setPricing(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, "reprice", nil,
-		func(e *storage.PrivateEndpoint) error { e.Pricing = p; return nil })
+	return er.change(id, "reprice", nil, func(e *storage.PrivateEndpoint) error { e.Pricing = p; return nil })
+}
+
+// answer writes the endpoint with status.
+func (er *endpointRequest) answer(status int, e storage.PrivateEndpoint) *APIError {
+	writeJSON(er.w, status, map[string]any{"data": newPrivateEndpointView(e)})
+	return nil
+}
+
+// change applies fn to the endpoint when its status is one of from (any
+// when from is empty) and answers with the endpoint.
+func (er *endpointRequest) change(id, action string, from []storage.EndpointStatus, fn func(*storage.PrivateEndpoint) error) *APIError {
+	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, action, from, fn)
 	if err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusOK, e)
 }
 
 // validate probes a draft with a minimal chat completion and records the
@@ -469,8 +451,7 @@ func (er *endpointRequest) validate(id string) *APIError {
 	if err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": newPrivateEndpointView(e)})
-	return nil
+	return er.answer(http.StatusOK, e)
 }
 
 // probeEndpoint sends a one-token chat completion to the endpoint and

@@ -120,12 +120,7 @@ func (ar *adminRequest) listWorkspaces() *APIError {
 		return apiErr
 	}
 	all := ar.store.Workspaces(ar.id.AccountID)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]workspaceView, 0, hi-lo)
-	for _, w := range all[lo:hi] {
-		out = append(out, newWorkspaceView(w))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, newWorkspaceView)
 	return nil
 }
 
@@ -251,30 +246,29 @@ func (ar *adminRequest) listWorkspaceMembers(ref string) *APIError {
 	if err != nil {
 		return NotFound("Workspace not found")
 	}
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]workspaceMemberView, 0, hi-lo)
-	for _, m := range all[lo:hi] {
-		out = append(out, newWorkspaceMemberView(w.ID, m))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, all, offset, limit, func(m storage.WorkspaceMember) workspaceMemberView {
+		return newWorkspaceMemberView(w.ID, m)
+	})
 	return nil
 }
 
-func (ar *adminRequest) userIDs() ([]string, *APIError) {
+// workspaceUserIDs finds the workspace of a membership change and reads
+// the body's user_ids.
+func (ar *adminRequest) workspaceUserIDs(ref string) (storage.Workspace, []string, *APIError) {
+	w, apiErr := ar.workspace(ref)
+	if apiErr != nil {
+		return storage.Workspace{}, nil, apiErr
+	}
 	f, apiErr := ar.object()
 	if apiErr != nil {
-		return nil, apiErr
+		return storage.Workspace{}, nil, apiErr
 	}
 	ids := f.Strings("user_ids")
-	return ids, f.err
+	return w, ids, f.err
 }
 
 func (ar *adminRequest) addWorkspaceMembers(ref string) *APIError {
-	w, apiErr := ar.workspace(ref)
-	if apiErr != nil {
-		return apiErr
-	}
-	ids, apiErr := ar.userIDs()
+	w, ids, apiErr := ar.workspaceUserIDs(ref)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -291,11 +285,7 @@ func (ar *adminRequest) addWorkspaceMembers(ref string) *APIError {
 }
 
 func (ar *adminRequest) removeWorkspaceMembers(ref string) *APIError {
-	w, apiErr := ar.workspace(ref)
-	if apiErr != nil {
-		return apiErr
-	}
-	ids, apiErr := ar.userIDs()
+	w, ids, apiErr := ar.workspaceUserIDs(ref)
 	if apiErr != nil {
 		return apiErr
 	}

@@ -1,13 +1,9 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -286,11 +282,7 @@ func TestAnalyticsEqualChargedGenerations(t *testing.T) {
 // TestOpenRouterSDKAnalytics runs every analytics.* method and
 // generations.submitFeedback of the public SDK.
 func TestOpenRouterSDKAnalytics(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestOpenRouterSDKAnalytics needs Node.js (18+) and npm to run the @openrouter/sdk compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
@@ -307,12 +299,7 @@ func TestOpenRouterSDKAnalytics(t *testing.T) {
 		genID = ch.id
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "analytics.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "analytics.mjs",
 		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
 		"TOLLGATE_API_KEY="+key,
 		"TOLLGATE_KEY_HASH="+hash,
@@ -320,9 +307,6 @@ func TestOpenRouterSDKAnalytics(t *testing.T) {
 		"TOLLGATE_REQUESTS="+fmt.Sprint(total.requests),
 		"TOLLGATE_USAGE="+total.cost.String(),
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node analytics.mjs: %v", err)
-	}
 }
 
 // Killing the process and starting it again rebuilds the analytics from

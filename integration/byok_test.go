@@ -1,30 +1,11 @@
 package integration
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
-
-// byokAmount reads a JSON number as an exact credit amount.
-func byokAmount(t *testing.T, v gjson.Result) storage.Amount {
-	t.Helper()
-	if v.Type != gjson.Number {
-		t.Fatalf("not a number: %s", v.Raw)
-	}
-	a, err := storage.ParseAmount(v.Raw)
-	if err != nil {
-		t.Fatalf("amount %s: %v", v.Raw, err)
-	}
-	return a
-}
 
 // TestBYOKChargesBYOKUsage: with the account's own key for the provider, a
 // request is served with that key and its exact cost lands in the key's
@@ -38,12 +19,12 @@ func TestBYOKChargesBYOKUsage(t *testing.T) {
 
 	// a request on the operator's key: usage
 	first := c.api("POST", "/chat/completions", key, chatBody).expect(t, 200)
-	paid := byokAmount(t, first.JSON.Get("usage.cost"))
+	paid := creditAmount(t, first.JSON.Get("usage.cost"))
 	if paid <= 0 {
 		t.Fatalf("paid request cost %s", paid)
 	}
 	credits := c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
-	usageBefore := byokAmount(t, credits.Get("total_usage"))
+	usageBefore := creditAmount(t, credits.Get("total_usage"))
 	if usageBefore != paid {
 		t.Fatalf("total_usage %s, want %s", usageBefore, paid)
 	}
@@ -59,25 +40,25 @@ func TestBYOKChargesBYOKUsage(t *testing.T) {
 	id := cred.JSON.Get("data.id").String()
 
 	chat := c.api("POST", "/chat/completions", key, chatBody).expect(t, 200)
-	cost := byokAmount(t, chat.JSON.Get("usage.cost"))
+	cost := creditAmount(t, chat.JSON.Get("usage.cost"))
 	if cost <= 0 {
 		t.Fatalf("BYOK request cost %s", cost)
 	}
 	k := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
-	if got := byokAmount(t, k.Get("byok_usage")); got != cost {
+	if got := creditAmount(t, k.Get("byok_usage")); got != cost {
 		t.Errorf("byok_usage %s, want exactly %s", got, cost)
 	}
-	if got := byokAmount(t, k.Get("byok_usage_daily")); got != cost {
+	if got := creditAmount(t, k.Get("byok_usage_daily")); got != cost {
 		t.Errorf("byok_usage_daily %s, want %s", got, cost)
 	}
-	if got := byokAmount(t, k.Get("usage")); got != paid {
+	if got := creditAmount(t, k.Get("usage")); got != paid {
 		t.Errorf("usage %s, want %s (unchanged)", got, paid)
 	}
 	credits = c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
-	if got := byokAmount(t, credits.Get("total_usage")); got != usageBefore {
+	if got := creditAmount(t, credits.Get("total_usage")); got != usageBefore {
 		t.Errorf("total_usage %s after a BYOK request, want %s", got, usageBefore)
 	}
-	if got := byokAmount(t, credits.Get("total_credits")); got != 10*storage.AmountScale {
+	if got := creditAmount(t, credits.Get("total_credits")); got != 10*storage.AmountScale {
 		t.Errorf("total_credits %s", got)
 	}
 
@@ -93,7 +74,7 @@ func TestBYOKChargesBYOKUsage(t *testing.T) {
 	c.api("POST", "/byok", other.MgmtKey, `{"provider":"mock","key":"other-own-key-987654"}`).expect(t, 201)
 	ochat := c.api("POST", "/chat/completions", okey, chatBody).expect(t, 200)
 	ok := c.api("GET", "/keys/"+ohash, other.MgmtKey, nil).expect(t, 200).JSON.Get("data")
-	if got, want := byokAmount(t, ok.Get("byok_usage")), byokAmount(t, ochat.JSON.Get("usage.cost")); got != want || byokAmount(t, ok.Get("usage")) != 0 {
+	if got, want := creditAmount(t, ok.Get("byok_usage")), creditAmount(t, ochat.JSON.Get("usage.cost")); got != want || creditAmount(t, ok.Get("usage")) != 0 {
 		t.Errorf("no-credit account: byok_usage %s (want %s), usage %s", got, want, ok.Get("usage").Raw)
 	}
 
@@ -101,38 +82,26 @@ func TestBYOKChargesBYOKUsage(t *testing.T) {
 	c.api("DELETE", "/byok/"+id, org.MgmtKey, nil).expect(t, 200)
 	c.api("POST", "/chat/completions", key, chatBody).expect(t, 200)
 	k = c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
-	if got := byokAmount(t, k.Get("byok_usage")); got != cost {
+	if got := creditAmount(t, k.Get("byok_usage")); got != cost {
 		t.Errorf("byok_usage %s after deleting the credential, want %s", got, cost)
 	}
-	if got := byokAmount(t, k.Get("usage")); got <= paid {
+	if got := creditAmount(t, k.Get("usage")); got <= paid {
 		t.Errorf("usage %s did not grow on the operator's key", got)
 	}
 }
 
 // TestOpenRouterSDKBYOK runs every byok.* method of the public SDK.
 func TestOpenRouterSDKBYOK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestOpenRouterSDKBYOK needs Node.js (18+) and npm to run the @openrouter/sdk compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"sdk-byok"}`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "byok.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "byok.mjs",
 		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
 		"TOLLGATE_API_KEY="+key,
 		"TOLLGATE_KEY_HASH="+hash,
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node byok.mjs: %v", err)
-	}
 }

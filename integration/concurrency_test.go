@@ -2,10 +2,7 @@ package integration
 
 import (
 	"fmt"
-	"net/http"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -28,27 +25,7 @@ func TestConcurrencyKeyLimit(t *testing.T) {
 	limit := hold*fit + hold/2 // 10.5 holds
 	key, _ := c.newKey(org.MgmtKey, fmt.Sprintf(`{"name":"crowded","limit":%s}`, limit))
 
-	// A client of its own, with a connection per request.
-	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
-	slow := map[string]string{"X-Mock-Latency": "1500ms"}
-	results := make([]response, n)
-	errs := make([]error, n)
-	var ready, done sync.WaitGroup
-	release := make(chan struct{})
-	for i := range n {
-		ready.Add(1)
-		done.Go(func() {
-			ready.Done()
-			<-release
-			results[i], errs[i] = hc.post("/chat/completions", key, body, slow)
-		})
-	}
-	ready.Wait()
-	start := time.Now()
-	close(release)
-	done.Wait()
-	elapsed := time.Since(start)
+	results, errs, elapsed := postAtOnce(t, c, n, func(int) string { return key }, body)
 
 	var ok, limited int
 	var charged storage.Amount

@@ -7,11 +7,8 @@ package integration
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -34,30 +31,17 @@ type recordingProxy struct {
 
 func newRecordingProxy(t *testing.T, target string, extra http.Header) *recordingProxy {
 	t.Helper()
-	u, err := url.Parse("http://" + target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &recordingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	rp.ModifyResponse = func(res *http.Response) error {
+	p.srv = startTap(t, target, func(_ string, body []byte) {
+		p.mu.Lock()
+		p.bodies = append(p.bodies, body)
+		p.mu.Unlock()
+	}, func(res *http.Response) error {
 		for k, vs := range extra {
 			res.Header[k] = vs
 		}
 		return nil
-	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			p.mu.Lock()
-			p.bodies = append(p.bodies, b)
-			p.mu.Unlock()
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
+	})
 	return p
 }
 

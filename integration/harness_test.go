@@ -10,11 +10,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,18 +278,35 @@ func (r response) expectError(t *testing.T, status int, message string) response
 type tenant struct {
 	AccountID string
 	MgmtKey   string
+	// Account is the account record as the operator API created it.
+	Account gjson.Result
 }
 
-// newTenant creates an account through the operator API.
+// newTenant creates a prepaid account of the kind (user or organization)
+// through the operator API, with credits bought when not "".
 func (c *client) newTenant(kind string, credits string) tenant {
 	c.t.Helper()
-	acct := c.operator("POST", "/accounts", fmt.Sprintf(`{"name":"test %s","type":%q}`, kind, kind)).expect(c.t, 201)
+	return c.newAccount(fmt.Sprintf(`{"name":"test %s","type":%q}`, kind, kind), credits)
+}
+
+// newInvoicedTenant creates an invoiced organization (billed after use,
+// no credits bought).
+func (c *client) newInvoicedTenant() tenant {
+	c.t.Helper()
+	return c.newAccount(`{"name":"invoiced","type":"organization","billing":"invoiced"}`, "")
+}
+
+// newAccount creates the account body describes through the operator API,
+// buys credits when not "" and gives it a management key.
+func (c *client) newAccount(body, credits string) tenant {
+	c.t.Helper()
+	acct := c.operator("POST", "/accounts", body).expect(c.t, 201)
 	id := acct.JSON.Get("data.id").String()
 	if credits != "" {
 		c.operator("POST", "/accounts/"+id+"/credits", fmt.Sprintf(`{"amount":%q}`, credits)).expect(c.t, 201)
 	}
 	mk := c.operator("POST", "/accounts/"+id+"/management-keys", `{"name":"ops"}`).expect(c.t, 201)
-	return tenant{AccountID: id, MgmtKey: mk.JSON.Get("key").String()}
+	return tenant{AccountID: id, MgmtKey: mk.JSON.Get("key").String(), Account: acct.JSON.Get("data")}
 }
 
 // newKey creates a regular key and returns its string and hash.
@@ -386,4 +407,59 @@ func (c *client) doWithType(method, url, contentType, body string) response {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return response{Status: res.StatusCode, Header: res.Header, Body: b, JSON: gjson.ParseBytes(b)}
+}
+
+// postAtOnce sends n chat completions with body, request i with the key
+// keyOf(i), from a client of its own with a connection per request, all
+// released at the same instant and each held 1.5 s by the mock (so none
+// finishes before all are admitted). It returns each response or error and
+// how long the burst took from the release.
+func postAtOnce(t *testing.T, c *client, n int, keyOf func(i int) string, body string) ([]response, []error, time.Duration) {
+	t.Helper()
+	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
+		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
+	slow := map[string]string{"X-Mock-Latency": "1500ms"}
+	results := make([]response, n)
+	errs := make([]error, n)
+	var ready, done sync.WaitGroup
+	release := make(chan struct{})
+	for i := range n {
+		key := keyOf(i)
+		ready.Add(1)
+		done.Go(func() {
+			ready.Done()
+			<-release
+			results[i], errs[i] = hc.post("/chat/completions", key, body, slow)
+		})
+	}
+	ready.Wait()
+	start := time.Now()
+	close(release)
+	done.Wait()
+	return results, errs, time.Since(start)
+}
+
+// startTap starts a reverse proxy in front of the upstream at target
+// (host:port) that passes each POST's path and body to onPost before
+// forwarding it; modify, when not nil, edits the upstream's responses.
+// Streams pass through unbuffered.
+func startTap(t *testing.T, target string, onPost func(path string, body []byte), modify func(*http.Response) error) *httptest.Server {
+	t.Helper()
+	u, err := url.Parse("http://" + target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.ModifyResponse = modify
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			onPost(r.URL.Path, b)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -184,12 +184,11 @@ func TestLimits402(t *testing.T) {
 
 	t.Run("invoiced account", func(t *testing.T) {
 		c := newClient(t, gatewayAddr, adminAddr)
-		acct := c.operator("POST", "/accounts", `{"name":"invoiced","type":"organization","billing":"invoiced"}`).expect(t, 201)
-		if b := acct.JSON.Get("data.billing").Str; b != "invoiced" {
+		inv := c.newInvoicedTenant()
+		if b := inv.Account.Get("billing").Str; b != "invoiced" {
 			t.Fatalf("billing %q", b)
 		}
-		id := acct.JSON.Get("data.id").Str
-		mk := c.operator("POST", "/accounts/"+id+"/management-keys", `{"name":"ops"}`).expect(t, 201).JSON.Get("key").Str
+		id, mk := inv.AccountID, inv.MgmtKey
 		key, _ := c.newKey(mk, `{"name":"billed later"}`)
 		before := c.snapshot(key, mk)
 		if before.totalCredits != 0 {

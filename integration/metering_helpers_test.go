@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,20 +115,8 @@ type countingProxy struct {
 
 func newCountingProxy(t *testing.T, target string) *countingProxy {
 	t.Helper()
-	u, err := url.Parse("http://" + target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &countingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			p.calls.Add(1)
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
+	p.srv = startTap(t, target, func(string, []byte) { p.calls.Add(1) }, nil)
 	return p
 }
 
@@ -218,6 +204,23 @@ func readEvent(r *bufio.Reader) (sseEvent, error) {
 			ev.Data = strings.TrimSpace(v)
 		}
 	}
+}
+
+// streamOf sends a streaming request and reads its whole event stream,
+// failing the test on a transport or stream error; the status is not
+// checked.
+func (c *client) streamOf(t *testing.T, path, key, body string) []sseEvent {
+	t.Helper()
+	res, err := c.send(path, key, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	evs, err := readStream(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
 
 // readStream reads events until the stream ends; err is nil at a clean end.

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -402,31 +399,19 @@ func TestObservabilityDestinationsAPI(t *testing.T) {
 // TestOpenRouterSDKObservability runs every observability.* method of the
 // public SDK with its strict response validation.
 func TestOpenRouterSDKObservability(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestOpenRouterSDKObservability needs Node.js (18+) and npm to run the @openrouter/sdk compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"sdk-observability"}`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "observability.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "observability.mjs",
 		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
 		"TOLLGATE_API_KEY="+key,
 		"TOLLGATE_KEY_HASH="+hash,
 		"TOLLGATE_HOOK_URL=http://127.0.0.1:1/hook",
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node observability.mjs: %v", err)
-	}
 }
 
 // TestObservabilityExportSurvivesReload: records queued for a failing

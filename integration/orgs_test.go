@@ -1,14 +1,8 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -43,30 +37,18 @@ func (c *client) newOrg(credits string) orgFixture {
 // organization.listMembers method of @openrouter/sdk (strict zod schemas,
 // no retries) against the gateway.
 func TestOrgSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestOrgSDK needs Node.js and npm to run the @openrouter/sdk compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newOrg("10")
 	_, hash := c.newKey(org.Mgmt, `{"name":"sdk key","creator_user_id":"`+org.Admin+`"}`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "orgs.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "orgs.mjs",
 		"TOLLGATE_MGMT_KEY="+org.Mgmt,
 		"TOLLGATE_ADMIN_USER="+org.Admin,
 		"TOLLGATE_MEMBER_USER="+org.Member,
 		"TOLLGATE_KEY_HASH="+hash,
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node orgs.mjs: %v", err)
-	}
 }
 
 // Keys live in workspaces: created in one by id or slug, listed by
@@ -284,25 +266,7 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 // limit_source source.
 func burst(t *testing.T, c *client, keys []string, n int, body, source string) (int, storage.Amount) {
 	t.Helper()
-	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
-	slow := map[string]string{"X-Mock-Latency": "1500ms"}
-	results := make([]response, n)
-	errs := make([]error, n)
-	var ready, done sync.WaitGroup
-	release := make(chan struct{})
-	for i := range n {
-		key := keys[i%len(keys)]
-		ready.Add(1)
-		done.Go(func() {
-			ready.Done()
-			<-release
-			results[i], errs[i] = hc.post("/chat/completions", key, body, slow)
-		})
-	}
-	ready.Wait()
-	close(release)
-	done.Wait()
+	results, errs, _ := postAtOnce(t, c, n, func(i int) string { return keys[i%len(keys)] }, body)
 
 	var ok, refused int
 	var charged storage.Amount

@@ -284,9 +284,7 @@ func TestFreeModelPerDay(t *testing.T) {
 
 	t.Run("no purchase", func(t *testing.T) {
 		// An invoiced account buys nothing but may spend: the free tier.
-		acct := c.operator("POST", "/accounts", `{"name":"invoiced","type":"organization","billing":"invoiced"}`).expect(t, 201)
-		id := acct.JSON.Get("data.id").Str
-		mk := c.operator("POST", "/accounts/"+id+"/management-keys", `{"name":"ops"}`).expect(t, 201).JSON.Get("key").Str
+		mk := c.newInvoicedTenant().MgmtKey
 		key, _ := c.newKey(mk, `{"name":"invoiced"}`)
 		expectDaily(t, c.freeDaily(key), 0, 5, true, "no purchase")
 		use(t, key, 2, 0, 5, true)

@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"testing"
-	"time"
 )
 
 // TestResponsesSDK runs the public openai SDK (responses.create,
@@ -15,11 +11,7 @@ import (
 // Responses, with annotations in the conversation and in the answers; a
 // stream that breaks mid-answer; a function call through the translation.
 func TestResponsesSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestResponsesSDK needs Node.js (20+) and npm to run the SDK compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 
 	via := "http://" + mockAddr + "/v1"
 	startInProcessWith(t, withModels(t,
@@ -32,18 +24,10 @@ func TestResponsesSDK(t *testing.T) {
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"sdk-responses"}`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "responses.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "responses.mjs",
 		"TOLLGATE_API_KEY="+key,
 		"TOLLGATE_MODELS=rt/chat,rt/native",
 		"TOLLGATE_BREAK_MODEL=rt/break",
 		"TOLLGATE_TOOL_MODEL=rt/tool",
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node responses.mjs: %v", err)
-	}
 }

@@ -7,13 +7,10 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -40,24 +37,12 @@ type upstreamCall struct {
 
 func newPathRecorder(t *testing.T, target string) *pathRecorder {
 	t.Helper()
-	u, err := url.Parse("http://" + target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &pathRecorder{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			p.mu.Lock()
-			p.calls = append(p.calls, upstreamCall{path: r.URL.Path, body: b})
-			p.mu.Unlock()
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
+	p.srv = startTap(t, target, func(path string, body []byte) {
+		p.mu.Lock()
+		p.calls = append(p.calls, upstreamCall{path: path, body: body})
+		p.mu.Unlock()
+	}, nil)
 	return p
 }
 
@@ -168,18 +153,11 @@ type timedEvent struct {
 
 func readResponsesEvents(t *testing.T, c *client, key, body string) []timedEvent {
 	t.Helper()
-	res, err := c.send("/responses", key, body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := openResponsesStream(t, c, key, body)
 	defer res.Body.Close()
-	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("stream: %d %s", res.StatusCode, b)
-	}
 	r := newEventReader(res.Body)
 	var out []timedEvent
-	done := false
+	seq := responsesSequence{t: t}
 	for {
 		ev, err := r()
 		if err == io.EOF {
@@ -188,26 +166,66 @@ func readResponsesEvents(t *testing.T, c *client, key, body string) []timedEvent
 		if err != nil {
 			t.Fatalf("reading stream: %v", err)
 		}
-		if done {
-			t.Fatalf("event after [DONE]: %+v", ev)
+		if doc, ok := seq.next(ev); ok {
+			out = append(out, timedEvent{ev: ev, at: time.Now(), doc: doc})
 		}
-		if ev.Data == "[DONE]" {
-			done = true
-			continue
-		}
-		doc := gjson.Parse(ev.Data)
-		if got := doc.Get("sequence_number"); got.Type != gjson.Number || got.Int() != int64(len(out)) {
-			t.Fatalf("event %d (%s) has sequence_number %s", len(out), doc.Get("type").Str, got.Raw)
-		}
-		if ev.Event != "" && ev.Event != doc.Get("type").Str {
-			t.Fatalf("event: %s carries type %s", ev.Event, doc.Get("type").Str)
-		}
-		out = append(out, timedEvent{ev: ev, at: time.Now(), doc: doc})
 	}
-	if !done {
-		t.Fatal("stream did not end with data: [DONE]")
-	}
+	seq.end()
 	return out
+}
+
+// openResponsesStream sends a streaming Responses request and checks that
+// it is answered 200 with an event stream; the caller closes the body.
+func openResponsesStream(t *testing.T, c *client, key, body string) *http.Response {
+	t.Helper()
+	res, err := c.send("/responses", key, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		t.Fatalf("stream: %d %s", res.StatusCode, b)
+	}
+	return res
+}
+
+// responsesSequence checks a Responses stream event by event.
+type responsesSequence struct {
+	t    *testing.T
+	n    int
+	done bool
+}
+
+// next checks ev: nothing comes after data: [DONE], sequence_number counts
+// up from 0, and an SSE event name is the event's type. It returns the
+// parsed event, and false for [DONE].
+func (s *responsesSequence) next(ev sseEvent) (gjson.Result, bool) {
+	s.t.Helper()
+	if s.done {
+		s.t.Fatalf("event after [DONE]: %s", ev.Data)
+	}
+	if ev.Data == "[DONE]" {
+		s.done = true
+		return gjson.Result{}, false
+	}
+	d := gjson.Parse(ev.Data)
+	if seq := d.Get("sequence_number"); seq.Type != gjson.Number || seq.Int() != int64(s.n) {
+		s.t.Fatalf("event %d (%s) has sequence_number %s", s.n, d.Get("type").Str, seq.Raw)
+	}
+	if ev.Event != "" && ev.Event != d.Get("type").Str {
+		s.t.Fatalf("event: %s carries type %s", ev.Event, d.Get("type").Str)
+	}
+	s.n++
+	return d, true
+}
+
+// end checks that the stream ended with data: [DONE].
+func (s *responsesSequence) end() {
+	s.t.Helper()
+	if !s.done {
+		s.t.Fatal("stream did not end with data: [DONE]")
+	}
 }
 
 func newEventReader(body io.Reader) func() (sseEvent, error) {

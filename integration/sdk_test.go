@@ -19,26 +19,40 @@ const sdkDir = "sdk"
 // TestOpenRouterSDK drives the key-management API through the public
 // @openrouter/sdk, whose zod schemas validate every response strictly.
 func TestOpenRouterSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestOpenRouterSDK needs Node.js (18+) and npm to run the @openrouter/sdk compatibility script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 
+	runSDKScript(t, node, "keys.mjs", "TOLLGATE_MGMT_KEY="+org.MgmtKey)
+}
+
+// requireNode returns the node binary, with the SDK modules installed; a
+// test that runs an SDK script fails (it is not skipped) without Node.js.
+func requireNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: " + t.Name() + " needs Node.js (18+; 20+ for the Responses scripts) and npm to run the SDK compatibility script")
+	}
+	ensureSDKModules(t)
+	return node
+}
+
+// runSDKScript runs a script of integration/sdk against the in-process
+// gateway (TOLLGATE_BASE_URL) with env (NAME=value) added, logging its
+// output, and fails the test when the script fails or takes more than 3
+// minutes.
+func runSDKScript(t *testing.T, node, script string, env ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "keys.mjs")
+	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
-		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
-	)
+	cmd.Env = append(append(os.Environ(), "TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1"), env...)
 	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node keys.mjs: %v", err)
+		t.Fatalf("node %s: %v", script, err)
 	}
 }
 

@@ -8,15 +8,10 @@ package integration
 // charged exactly in usage and in the account's balance.
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -76,41 +71,20 @@ func checkExactSpans(t *testing.T, what, text string, anns gjson.Result, n int) 
 // stream ends with data: [DONE].
 func responsesStream(t *testing.T, e *webSearchEnv, body string) (http.Header, []gjson.Result) {
 	t.Helper()
-	res, err := e.c.send("/responses", e.key, body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := openResponsesStream(t, e.c, e.key, body)
 	defer res.Body.Close()
-	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("stream: %d %s", res.StatusCode, b)
-	}
 	evs, err := readStream(res.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []gjson.Result
-	done := false
+	seq := responsesSequence{t: t}
 	for _, ev := range evs {
-		if done {
-			t.Fatalf("event after [DONE]: %s", ev.Data)
+		if d, ok := seq.next(ev); ok {
+			out = append(out, d)
 		}
-		if ev.Data == "[DONE]" {
-			done = true
-			continue
-		}
-		d := gjson.Parse(ev.Data)
-		if seq := d.Get("sequence_number"); seq.Type != gjson.Number || seq.Int() != int64(len(out)) {
-			t.Fatalf("event %d (%s) has sequence_number %s", len(out), d.Get("type").Str, seq.Raw)
-		}
-		if ev.Event != "" && ev.Event != d.Get("type").Str {
-			t.Fatalf("event: %s carries type %s", ev.Event, d.Get("type").Str)
-		}
-		out = append(out, d)
 	}
-	if !done {
-		t.Fatal("stream did not end with data: [DONE]")
-	}
+	seq.end()
 	return res.Header, out
 }
 
@@ -157,7 +131,7 @@ func TestWebSearchResponsesStreamedEqualPlain(t *testing.T) {
 			checkUsage := func(what string, u gjson.Result) storage.Amount {
 				t.Helper()
 				want := tokenCost(u.Get("input_tokens").Int(), u.Get("output_tokens").Int()) + tc.cost
-				if got := amountOf(t, u.Get("cost")); got != want {
+				if got := creditAmount(t, u.Get("cost")); got != want {
 					t.Fatalf("%s: usage.cost %s, want %s (usage %s)", what, got, want, u.Raw)
 				}
 				d := u.Get("server_tool_use_details")
@@ -311,27 +285,15 @@ func TestWebSearchResponsesNativeChatForm(t *testing.T) {
 // is fixed) and for native searches of each family, on providers that
 // speak Responses and on chat-only providers behind the translation.
 func TestWebSearchResponsesSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestWebSearchResponsesSDK needs Node.js to run the SDK script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 	e := startWebSearchResponses(t, func(c string) string {
 		return replaceOnce(t, c, "\t\tbrand service\n", "\t\tbrand openrouter\n")
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "websearch_responses.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1",
+	runSDKScript(t, node, "websearch_responses.mjs",
 		"TOLLGATE_API_KEY="+e.key,
 		"TOLLGATE_ENGINE_MODELS=ws/chat,ws/plain",
 		"TOLLGATE_NATIVE_MODELS=openai/gpt-chat,openai/gpt-ws,anthropic/claude-chat,anthropic/claude-ws,x-ai/grok-chat,x-ai/grok-ws",
 	)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node websearch_responses.mjs: %v", err)
-	}
 }
 
 // TestWebSearchChatProviderAnnotationsReplaced: on chat completions too, a

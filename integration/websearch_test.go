@@ -2,15 +2,11 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -281,15 +277,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 		plain := r.JSON.Get("choices.0.message.annotations")
 		checkSpans(t, text, plain.Array(), "url_citation")
 
-		res, err := e.c.send("/chat/completions", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := readStream(res.Body)
-		res.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := e.c.streamOf(t, "/chat/completions", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1))
 		var streamed []json.RawMessage
 		var sb strings.Builder
 		for _, ev := range evs {
@@ -319,15 +307,7 @@ func TestWebSearchCitationsStreamedEqualPlain(t *testing.T) {
 		plain := part.Get("annotations")
 		checkSpans(t, part.Get("text").Str, plain.Array(), "")
 
-		res, err := e.c.send("/responses", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := readStream(res.Body)
-		res.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := e.c.streamOf(t, "/responses", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1))
 		var added []string
 		lastSeq := int64(-1)
 		finals := map[string]string{}
@@ -457,15 +437,7 @@ func TestWebSearchNativeFamilies(t *testing.T) {
 // annotations of its deltas as one JSON array.
 func streamedChatAnnotations(t *testing.T, e *webSearchEnv, body string) string {
 	t.Helper()
-	res, err := e.c.send("/chat/completions", e.key, body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := readStream(res.Body)
-	res.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := e.c.streamOf(t, "/chat/completions", e.key, body)
 	all := []json.RawMessage{}
 	for _, ev := range evs {
 		for _, a := range gjson.Get(ev.Data, "choices.0.delta.annotations").Array() {
@@ -474,16 +446,6 @@ func streamedChatAnnotations(t *testing.T, e *webSearchEnv, body string) string 
 	}
 	b, _ := json.Marshal(all)
 	return string(b)
-}
-
-// amountOf parses a usage.cost.
-func amountOf(t *testing.T, v gjson.Result) storage.Amount {
-	t.Helper()
-	a, err := storage.ParseAmount(v.Raw)
-	if err != nil {
-		t.Fatalf("cost %q: %v", v.Raw, err)
-	}
-	return a
 }
 
 func TestWebSearchCharges(t *testing.T) {
@@ -507,22 +469,14 @@ func TestWebSearchCharges(t *testing.T) {
 				var usage gjson.Result
 				if stream {
 					body = strings.Replace(body, `"model"`, `"stream":true,"model"`, 1)
-					res, err := e.c.send("/chat/completions", e.key, body, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					evs, err := readStream(res.Body)
-					res.Body.Close()
-					if err != nil {
-						t.Fatal(err)
-					}
+					evs := e.c.streamOf(t, "/chat/completions", e.key, body)
 					usage = parseStream(t, evs).usage
 				} else {
 					r, _, _ := e.post(t, "/chat/completions", body)
 					usage = r.expect(t, 200).JSON.Get("usage")
 				}
 				want := tokenCost(usage.Get("prompt_tokens").Int(), usage.Get("completion_tokens").Int()) + tc.search
-				if got := amountOf(t, usage.Get("cost")); got != want {
+				if got := creditAmount(t, usage.Get("cost")); got != want {
 					t.Fatalf("usage.cost %s, want %s (usage %s)", got, want, usage.Raw)
 				}
 				expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), want, tc.name)
@@ -611,7 +565,7 @@ func TestWebSearchConcurrentCharges(t *testing.T) {
 		switch res.r.Status {
 		case 200:
 			ok++
-			charged += amountOf(t, res.r.JSON.Get("usage.cost"))
+			charged += creditAmount(t, res.r.JSON.Get("usage.cost"))
 		case 402:
 		default:
 			t.Fatalf("status %d: %s", res.r.Status, res.r.Body)
@@ -634,20 +588,9 @@ func TestWebSearchConcurrentCharges(t *testing.T) {
 // @openrouter/sdk parses chat completions with web search, plain and
 // streamed, and sees the search in usage.
 func TestWebSearchSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: TestWebSearchSDK needs Node.js to run the @openrouter/sdk script")
-	}
-	ensureSDKModules(t)
+	node := requireNode(t)
 	e := startWebSearch(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "websearch.mjs")
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(), "TOLLGATE_BASE_URL=http://"+gatewayAddr+"/api/v1", "TOLLGATE_API_KEY="+e.key)
-	if err := runLogged(t, cmd); err != nil {
-		t.Fatalf("node websearch.mjs: %v", err)
-	}
+	runSDKScript(t, node, "websearch.mjs", "TOLLGATE_API_KEY="+e.key)
 }
 
 // TestWebSearchBYOKPaysSearchInCredits: with the account's own provider
@@ -658,7 +601,7 @@ func TestWebSearchBYOKPaysSearchInCredits(t *testing.T) {
 	e := startWebSearch(t)
 	e.c.api("POST", "/byok", e.org.MgmtKey, `{"provider":"p","key":"sk-own-key-0123456789"}`).expect(t, 201)
 	byokUsage := func(key string) storage.Amount {
-		return amountOf(t, e.c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.byok_usage"))
+		return creditAmount(t, e.c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.byok_usage"))
 	}
 	before, byokBefore := e.c.snapshot(e.key, e.org.MgmtKey), byokUsage(e.key)
 	r, _, _ := e.post(t, "/chat/completions", `{"model":"ws/plain","messages":[{"role":"user","content":"own key"}],"plugins":[{"id":"web","engine":"searxng","max_results":4}]}`)
@@ -666,7 +609,7 @@ func TestWebSearchBYOKPaysSearchInCredits(t *testing.T) {
 	u := r.JSON.Get("usage")
 	tokens := tokenCost(u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int())
 	const search = 16_000_000 // 4 results at 0.004
-	if got := amountOf(t, u.Get("cost")); got != tokens+search {
+	if got := creditAmount(t, u.Get("cost")); got != tokens+search {
 		t.Fatalf("usage.cost %s, want %s", got, tokens+search)
 	}
 	expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), search, "BYOK search")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // NewAccount describes an account to create.
@@ -44,7 +45,6 @@ func (s *Store) CreateAccount(na NewAccount) (Account, error) {
 	s.mu.Lock()
 	s.accounts[a.ID] = &a
 	s.putWorkspace(defaultWorkspace(&a))
-	s.markDirty(workspaceKey(a.ID, a.DefaultWorkspaceID))
 	b := s.markDirty(prefixAccount + a.ID)
 	s.mu.Unlock()
 	return a, b.wait()
@@ -79,12 +79,7 @@ func (s *Store) Accounts() []Account {
 		out = append(out, *a)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *Account) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 

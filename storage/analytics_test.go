@@ -32,7 +32,7 @@ func TestAnalyticsRollupSurvivesReopenWithoutDoubleCounting(t *testing.T) {
 	other, _ := s.CreateAccount(NewAccount{Name: "B", Kind: AccountOrganization})
 	key, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
 	okey, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: other.ID, Name: "k"})
-	t0 := time.Now().UTC().Add(-3 * time.Hour)
+	t0 := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour) // t0 and t0+1m in one hour cell
 	g1 := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 3, CompletionTokens: 4, Status: "completed", User: "alice", LatencyMS: 10, CreatedAt: t0}, 1500)
 	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 5, CompletionTokens: 6, Status: "completed", User: "alice", LatencyMS: 30, CreatedAt: t0.Add(time.Minute)}, 2500)
 	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m2", Provider: "q", PromptTokens: 1, CompletionTokens: 1, Status: "completed", BYOK: true, CreatedAt: t0.Add(2 * time.Hour)}, 700)

@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -107,8 +105,7 @@ type NewBYOK struct {
 	AllowedModels, AllowedAPIKeyHashes, AllowedUserIDs []string
 }
 
-// byokKey is the record's database key.
-func byokKey(accountID, id string) string { return prefixBYOK + accountID + "/" + id }
+func (c Credential) recordIDs() (accountID, id string) { return c.AccountID, c.ID }
 
 // CreateBYOK creates a credential, sealing its secret with sealer.
 func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
@@ -155,13 +152,7 @@ func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
 	}
 	s.seq++
 	c.Seq = s.seq
-	if s.byok[n.AccountID] == nil {
-		s.byok[n.AccountID] = map[string]*Credential{}
-	}
-	s.byok[n.AccountID][c.ID] = &c
-	b := s.markDirty(byokKey(n.AccountID, c.ID))
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	if err := publishRecord(s, s.byok, prefixBYOK, &c); err != nil {
 		return Credential{}, err
 	}
 	return c, nil
@@ -211,16 +202,7 @@ func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
 		all = append(all, *c)
 	}
 	s.mu.RUnlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
-	total := len(all)
-	if f.Offset >= len(all) {
-		return []Credential{}, total
-	}
-	all = all[f.Offset:]
-	if f.Limit > 0 && len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
-	return all, total
+	return newestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
 }
 
 // UpdateBYOK applies fn to a copy of the credential and persists the
@@ -228,47 +210,27 @@ func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
 // the secret with SetSecret. Identity, ownership, provider, workspace and
 // position cannot be changed through it.
 func (s *Store) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Credential, error) {
-	s.mu.Lock()
-	cur, ok := s.byok[accountID][id]
-	if !ok {
-		s.mu.Unlock()
-		return Credential{}, ErrNotFound
-	}
-	c := cur.clone()
-	if err := fn(&c); err != nil {
-		s.mu.Unlock()
-		return Credential{}, err
-	}
-	c.ID, c.AccountID, c.WorkspaceID, c.Provider = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Provider
-	c.SortOrder, c.CreatedAt, c.Seq = cur.SortOrder, cur.CreatedAt, cur.Seq
-	if !slices.Equal(c.AllowedAPIKeyHashes, cur.AllowedAPIKeyHashes) {
-		if err := s.checkKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
-			s.mu.Unlock()
-			return Credential{}, err
+	return updateRecord(s, s.byok, prefixBYOK, accountID, id, func(cur *Credential) (*Credential, error) {
+		c := cur.clone()
+		if err := fn(&c); err != nil {
+			return nil, err
 		}
-	}
-	c.UpdatedAt = now().UTC()
-	s.byok[accountID][id] = &c
-	b := s.markDirty(byokKey(accountID, id))
-	s.mu.Unlock()
-	return c, b.wait()
+		c.ID, c.AccountID, c.WorkspaceID, c.Provider = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Provider
+		c.SortOrder, c.CreatedAt, c.Seq = cur.SortOrder, cur.CreatedAt, cur.Seq
+		if !slices.Equal(c.AllowedAPIKeyHashes, cur.AllowedAPIKeyHashes) {
+			if err := s.checkKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
+				return nil, err
+			}
+		}
+		c.UpdatedAt = now().UTC()
+		return &c, nil
+	})
 }
 
 // DeleteBYOK removes a credential and its sealed key; it stops being used
 // at once.
 func (s *Store) DeleteBYOK(accountID, id string) error {
-	s.mu.Lock()
-	if _, ok := s.byok[accountID][id]; !ok {
-		s.mu.Unlock()
-		return ErrNotFound
-	}
-	delete(s.byok[accountID], id)
-	if len(s.byok[accountID]) == 0 {
-		delete(s.byok, accountID)
-	}
-	b := s.markDirty(byokKey(accountID, id))
-	s.mu.Unlock()
-	return b.wait()
+	return deleteRecord(s, s.byok, prefixBYOK, accountID, id)
 }
 
 // BYOKUse is the request a credential would serve. An empty field is
@@ -328,26 +290,13 @@ func (c *Credential) allows(u BYOKUse) bool {
 
 // loadBYOK decodes one credential record at warm-up.
 func (s *Store) loadBYOK(v []byte) error {
-	var c Credential
-	if err := json.Unmarshal(v, &c); err != nil {
+	c, err := s.byok.load(v)
+	if err != nil {
 		return err
 	}
-	if s.byok[c.AccountID] == nil {
-		s.byok[c.AccountID] = map[string]*Credential{}
-	}
-	s.byok[c.AccountID][c.ID] = &c
 	s.seq = max(s.seq, c.Seq)
 	return nil
 }
 
 // byokSnapshot is snapshot for a credential key. Callers hold s.mu.
-func (s *Store) byokSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixBYOK):], "/")
-	if !ok {
-		return nil
-	}
-	if c, ok := s.byok[accountID][id]; ok {
-		return *c
-	}
-	return nil
-}
+func (s *Store) byokSnapshot(key string) any { return s.byok.snapshot(prefixBYOK, key) }

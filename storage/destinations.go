@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -73,7 +72,7 @@ func (d *Destination) SealConfig(sealer *Sealer, full []byte) {
 	d.Sealed = sealer.Seal(full, []byte(d.ID))
 }
 
-func destinationKey(accountID, id string) string { return prefixDestination + accountID + "/" + id }
+func (d Destination) recordIDs() (accountID, id string) { return d.AccountID, d.ID }
 
 // CreateDestination stores a new destination. d.ID is assigned when empty
 // (the caller may set it first to seal the config); the workspace defaults
@@ -86,20 +85,15 @@ func (s *Store) CreateDestination(d Destination) (Destination, error) {
 	t := now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
 	s.mu.Lock()
-	acct, ok := s.accounts[d.AccountID]
-	if !ok {
+	ws, err := s.accountWorkspace(d.AccountID, d.WorkspaceID)
+	if err != nil {
 		s.mu.Unlock()
-		return Destination{}, fmt.Errorf("%w: account", ErrNotFound)
+		return Destination{}, err
 	}
-	if d.WorkspaceID == "" {
-		d.WorkspaceID = acct.DefaultWorkspaceID
-	} else if d.WorkspaceID != acct.DefaultWorkspaceID {
-		s.mu.Unlock()
-		return Destination{}, fmt.Errorf("%w: workspace", ErrNotFound)
-	}
+	d.WorkspaceID = ws
 	if err := s.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
 		s.mu.Unlock()
-		return Destination{}, fmt.Errorf("%w: api_key_hashes%s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": allowed_api_key_hashes"))
+		return Destination{}, destinationKeyHashesError(err)
 	}
 	n := 0
 	for _, o := range s.destinations[d.AccountID] {
@@ -113,17 +107,16 @@ func (s *Store) CreateDestination(d Destination) (Destination, error) {
 	}
 	s.seq++
 	d.Seq = s.seq
-	if s.destinations[d.AccountID] == nil {
-		s.destinations[d.AccountID] = map[string]*Destination{}
-	}
 	c := d.clone()
-	s.destinations[d.AccountID][d.ID] = &c
-	b := s.markDirty(destinationKey(d.AccountID, d.ID))
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	if err := publishRecord(s, s.destinations, prefixDestination, &c); err != nil {
 		return Destination{}, err
 	}
 	return d, nil
+}
+
+// destinationKeyHashesError names api_key_hashes in checkKeyHashes' error.
+func destinationKeyHashesError(err error) error {
+	return fmt.Errorf("%w: api_key_hashes%s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": allowed_api_key_hashes"))
 }
 
 // Destination returns one of an account's destinations.
@@ -148,16 +141,7 @@ func (s *Store) ListDestinations(accountID, workspaceID string, offset, limit in
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
-	total := len(all)
-	if offset >= len(all) {
-		return []Destination{}, total
-	}
-	all = all[offset:]
-	if limit > 0 && len(all) > limit {
-		all = all[:limit]
-	}
-	return all, total
+	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }
 
 // DestinationsFor returns the account's enabled destinations. Memory only:
@@ -182,70 +166,39 @@ func (s *Store) DestinationsFor(accountID string) []Destination {
 // the result; identity, account, workspace, type and creation cannot
 // change.
 func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
-	s.mu.Lock()
-	cur, ok := s.destinations[accountID][id]
-	if !ok {
-		s.mu.Unlock()
-		return Destination{}, ErrNotFound
-	}
-	d := cur.clone()
-	if err := fn(&d); err != nil {
-		s.mu.Unlock()
-		return Destination{}, err
-	}
-	d.ID, d.AccountID, d.WorkspaceID, d.Type = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Type
-	d.CreatedAt, d.Seq, d.Version = cur.CreatedAt, cur.Seq, cur.Version+1
-	if !slices.Equal(d.APIKeyHashes, cur.APIKeyHashes) {
-		if err := s.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
-			s.mu.Unlock()
-			return Destination{}, fmt.Errorf("%w: api_key_hashes%s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": allowed_api_key_hashes"))
+	d, err := updateRecord(s, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
+		d := cur.clone()
+		if err := fn(&d); err != nil {
+			return nil, err
 		}
-	}
-	d.UpdatedAt = now().UTC()
-	c := d.clone()
-	s.destinations[accountID][id] = &c
-	b := s.markDirty(destinationKey(accountID, id))
-	s.mu.Unlock()
-	return d, b.wait()
+		d.ID, d.AccountID, d.WorkspaceID, d.Type = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Type
+		d.CreatedAt, d.Seq, d.Version = cur.CreatedAt, cur.Seq, cur.Version+1
+		if !slices.Equal(d.APIKeyHashes, cur.APIKeyHashes) {
+			if err := s.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
+				return nil, destinationKeyHashesError(err)
+			}
+		}
+		d.UpdatedAt = now().UTC()
+		return &d, nil
+	})
+	return d.clone(), err
 }
 
 // DeleteDestination removes a destination; its export stops at once.
 func (s *Store) DeleteDestination(accountID, id string) error {
-	s.mu.Lock()
-	if _, ok := s.destinations[accountID][id]; !ok {
-		s.mu.Unlock()
-		return ErrNotFound
-	}
-	delete(s.destinations[accountID], id)
-	if len(s.destinations[accountID]) == 0 {
-		delete(s.destinations, accountID)
-	}
-	b := s.markDirty(destinationKey(accountID, id))
-	s.mu.Unlock()
-	return b.wait()
+	return deleteRecord(s, s.destinations, prefixDestination, accountID, id)
 }
 
 func (s *Store) loadDestination(v []byte) error {
-	var d Destination
-	if err := json.Unmarshal(v, &d); err != nil {
+	d, err := s.destinations.load(v)
+	if err != nil {
 		return err
 	}
-	if s.destinations[d.AccountID] == nil {
-		s.destinations[d.AccountID] = map[string]*Destination{}
-	}
-	s.destinations[d.AccountID][d.ID] = &d
 	s.seq = max(s.seq, d.Seq)
 	return nil
 }
 
 // destinationSnapshot is snapshot for a destination key. Callers hold s.mu.
 func (s *Store) destinationSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixDestination):], "/")
-	if !ok {
-		return nil
-	}
-	if d, ok := s.destinations[accountID][id]; ok {
-		return d.clone()
-	}
-	return nil
+	return s.destinations.snapshot(prefixDestination, key)
 }

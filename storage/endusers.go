@@ -1,10 +1,7 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -31,7 +28,9 @@ func endUserTooLong(user string) bool { return utf8.RuneCountInString(user) > Ma
 // prefixEndUser keys end users: e/<account id>/<user>.
 const prefixEndUser = "e/"
 
-func endUserKey(accountID, user string) string { return prefixEndUser + accountID + "/" + user }
+func endUserKey(accountID, user string) string { return recordKey(prefixEndUser, accountID, user) }
+
+func (u EndUser) recordIDs() (accountID, id string) { return u.AccountID, u.User }
 
 // ValidEndUser checks an end-user id.
 func ValidEndUser(user string) error {
@@ -59,16 +58,11 @@ func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
 	if user == "" || endUserTooLong(user) {
 		return
 	}
-	m := s.endUsers[accountID]
-	if _, ok := m[user]; ok {
+	if _, ok := s.endUsers[accountID][user]; ok {
 		return
 	}
-	if m == nil {
-		m = map[string]*EndUser{}
-		s.endUsers[accountID] = m
-	}
 	t = t.UTC()
-	m[user] = &EndUser{AccountID: accountID, User: user, Active: true, CreatedAt: t, UpdatedAt: t}
+	s.endUsers.put(&EndUser{AccountID: accountID, User: user, Active: true, CreatedAt: t, UpdatedAt: t})
 	s.markDirty(endUserKey(accountID, user))
 }
 
@@ -122,33 +116,20 @@ func (s *Store) ListEndUsers(accountID string) []EndUser {
 		out = append(out, *u)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].User < out[j].User
-	})
+	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out
 }
 
 // UpdateEndUser applies fn to a copy of the end user and stores it.
 func (s *Store) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
-	s.mu.Lock()
-	cur, ok := s.endUsers[accountID][user]
-	if !ok {
-		s.mu.Unlock()
-		return EndUser{}, ErrNotFound
-	}
-	u := *cur
-	if err := fn(&u); err != nil {
-		s.mu.Unlock()
-		return EndUser{}, err
-	}
-	u.UpdatedAt = now().UTC()
-	s.endUsers[accountID][user] = &u
-	b := s.markDirty(endUserKey(accountID, user))
-	s.mu.Unlock()
-	return u, b.wait()
+	return updateRecord(s, s.endUsers, prefixEndUser, accountID, user, func(cur *EndUser) (*EndUser, error) {
+		u := *cur
+		if err := fn(&u); err != nil {
+			return nil, err
+		}
+		u.UpdatedAt = now().UTC()
+		return &u, nil
+	})
 }
 
 // SetEndUserActive activates or deactivates an end user.
@@ -169,27 +150,9 @@ func (s *Store) SetEndUserActive(accountID, user string, active bool) (EndUser, 
 }
 
 // endUserSnapshot returns the record behind an end-user key. Callers hold s.mu.
-func (s *Store) endUserSnapshot(key string) any {
-	accountID, user, ok := strings.Cut(key[len(prefixEndUser):], "/")
-	if !ok {
-		return nil
-	}
-	if u, ok := s.endUsers[accountID][user]; ok {
-		return *u
-	}
-	return nil
-}
+func (s *Store) endUserSnapshot(key string) any { return s.endUsers.snapshot(prefixEndUser, key) }
 
 func (s *Store) loadEndUser(v []byte) error {
-	var u EndUser
-	if err := json.Unmarshal(v, &u); err != nil {
-		return err
-	}
-	m := s.endUsers[u.AccountID]
-	if m == nil {
-		m = map[string]*EndUser{}
-		s.endUsers[u.AccountID] = m
-	}
-	m[u.User] = &u
-	return nil
+	_, err := s.endUsers.load(v)
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 	"time"
 )
@@ -105,15 +104,14 @@ func (g *Guardrail) clone() *Guardrail {
 
 const prefixGuardrail = "r/" // r/<account id>/<guardrail id>
 
-func guardrailKey(accountID, id string) string { return prefixGuardrail + accountID + "/" + id }
+func guardrailKey(accountID, id string) string { return recordKey(prefixGuardrail, accountID, id) }
+
+func (g Guardrail) recordIDs() (accountID, id string) { return g.AccountID, g.ID }
 
 // putGuardrail publishes a guardrail record. Callers hold s.mu.
-func (s *Store) putGuardrail(g *Guardrail) {
-	if s.guardrails[g.AccountID] == nil {
-		s.guardrails[g.AccountID] = map[string]*Guardrail{}
-	}
-	s.guardrails[g.AccountID][g.ID] = g
+func (s *Store) putGuardrail(g *Guardrail) *batch {
 	s.rulesChanged()
+	return putDirty(s, s.guardrails, prefixGuardrail, g)
 }
 
 // deleteGuardrailLocked removes a guardrail. Callers hold s.mu.
@@ -163,8 +161,7 @@ func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Gu
 		s.mu.Unlock()
 		return Guardrail{}, fmt.Errorf("%w: workspace_id: workspace %s not found", ErrNotFound, g.WorkspaceID)
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, g.ID))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return *g, b.wait()
 }
@@ -191,12 +188,7 @@ func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -234,8 +226,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 	}
 	t := now().UTC()
 	next.UpdatedAt = &t
-	s.putGuardrail(next)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(next)
 	s.mu.Unlock()
 	return *next, created, b.wait()
 }
@@ -293,14 +284,12 @@ func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (i
 				oc := o.clone()
 				delete(oc.Keys, h)
 				s.putGuardrail(oc)
-				s.markDirty(guardrailKey(accountID, oid))
 			}
 		}
 		g.Keys[h] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
 		n++
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -347,8 +336,7 @@ func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string
 			n++
 		}
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -378,8 +366,7 @@ func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail)
 		s.mu.Unlock()
 		return 0, nil
 	}
-	s.putGuardrail(g)
-	b := s.markDirty(guardrailKey(accountID, id))
+	b := s.putGuardrail(g)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -414,12 +401,7 @@ func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *KeyAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -437,18 +419,13 @@ func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *MemberAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
 func (s *Store) loadGuardrail(v []byte) error {
-	var g Guardrail
-	if err := json.Unmarshal(v, &g); err != nil {
+	g, err := s.guardrails.load(v)
+	if err != nil {
 		return err
 	}
 	if g.Keys == nil {
@@ -457,34 +434,20 @@ func (s *Store) loadGuardrail(v []byte) error {
 	if g.Members == nil {
 		g.Members = map[string]*Assignment{}
 	}
-	if s.guardrails[g.AccountID] == nil {
-		s.guardrails[g.AccountID] = map[string]*Guardrail{}
-	}
-	s.guardrails[g.AccountID][g.ID] = &g
 	return nil
 }
 
 // guardrailSnapshot is snapshot for a guardrail key. Callers hold s.mu.
-func (s *Store) guardrailSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixGuardrail):], "/")
-	if !ok {
-		return nil
-	}
-	if g, ok := s.guardrails[accountID][id]; ok {
-		return *g
-	}
-	return nil
-}
+func (s *Store) guardrailSnapshot(key string) any { return s.guardrails.snapshot(prefixGuardrail, key) }
 
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
 // s.mu.
 func (s *Store) dropKeyAssignments(accountID, hash string) {
-	for id, g := range s.guardrails[accountID] {
+	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
 			c := g.clone()
 			delete(c.Keys, hash)
 			s.putGuardrail(c)
-			s.markDirty(guardrailKey(accountID, id))
 		}
 	}
 }

@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/mail"
-	"sort"
 	"strings"
 	"time"
 )
@@ -60,7 +58,9 @@ type NewMember struct {
 
 const prefixMember = "u/" // u/<account id>/<user id>
 
-func memberKey(accountID, id string) string { return prefixMember + accountID + "/" + id }
+func memberKey(accountID, id string) string { return recordKey(prefixMember, accountID, id) }
+
+func (m Member) recordIDs() (accountID, id string) { return m.AccountID, m.ID }
 
 func normalizeEmail(e string) (string, error) {
 	e = strings.TrimSpace(e)
@@ -123,10 +123,7 @@ func (s *Store) memberByEmail(accountID, email string) *Member {
 
 // putMember publishes a member record. Callers hold s.mu.
 func (s *Store) putMember(m *Member) {
-	if s.members[m.AccountID] == nil {
-		s.members[m.AccountID] = map[string]*Member{}
-	}
-	s.members[m.AccountID][m.ID] = m
+	s.members.put(m)
 	s.rulesChanged()
 }
 
@@ -170,12 +167,7 @@ func (s *Store) Members(accountID string) []Member {
 }
 
 func sortMembers(ms []Member) {
-	sort.Slice(ms, func(i, j int) bool {
-		if ms[i].CreatedAt.Equal(ms[j].CreatedAt) {
-			return ms[i].ID < ms[j].ID
-		}
-		return ms[i].CreatedAt.Before(ms[j].CreatedAt)
-	})
+	sortOldestFirst(ms, func(r *Member) (time.Time, string) { return r.CreatedAt, r.ID })
 }
 
 // MemberUpdate is a partial update of a member; nil fields are kept.
@@ -261,28 +253,12 @@ func (s *Store) IsOrgAdmin(accountID, userID string) bool {
 }
 
 func (s *Store) loadMember(v []byte) error {
-	var m Member
-	if err := json.Unmarshal(v, &m); err != nil {
-		return err
-	}
-	if s.members[m.AccountID] == nil {
-		s.members[m.AccountID] = map[string]*Member{}
-	}
-	s.members[m.AccountID][m.ID] = &m
-	return nil
+	_, err := s.members.load(v)
+	return err
 }
 
 // memberSnapshot is snapshot for a member key. Callers hold s.mu.
-func (s *Store) memberSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixMember):], "/")
-	if !ok {
-		return nil
-	}
-	if m, ok := s.members[accountID][id]; ok {
-		return *m
-	}
-	return nil
-}
+func (s *Store) memberSnapshot(key string) any { return s.members.snapshot(prefixMember, key) }
 
 // checkMgmtKeyCreator enforces that only organization admins create
 // management keys (SPEC.md 5.4): in an organization, a key created for a

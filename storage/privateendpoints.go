@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -94,9 +93,7 @@ func (e PrivateEndpoint) OpenSecret(sealer *Sealer) (string, error) {
 	return string(b), err
 }
 
-func privateEndpointKey(accountID, id string) string {
-	return prefixPrivateEndpoint + accountID + "/" + id
-}
+func (e PrivateEndpoint) recordIDs() (accountID, id string) { return e.AccountID, e.ID }
 
 // NewEndpointID returns a fresh private endpoint id, for callers that seal
 // a secret before CreatePrivateEndpoint.
@@ -111,27 +108,16 @@ func (s *Store) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error
 	t := now().UTC()
 	e.CreatedAt, e.UpdatedAt, e.Status, e.Validation = t, t, EndpointDraft, nil
 	s.mu.Lock()
-	acct, ok := s.accounts[e.AccountID]
-	if !ok {
+	ws, err := s.accountWorkspace(e.AccountID, e.WorkspaceID)
+	if err != nil {
 		s.mu.Unlock()
-		return PrivateEndpoint{}, fmt.Errorf("%w: account", ErrNotFound)
+		return PrivateEndpoint{}, err
 	}
-	if e.WorkspaceID == "" {
-		e.WorkspaceID = acct.DefaultWorkspaceID
-	} else if e.WorkspaceID != acct.DefaultWorkspaceID {
-		s.mu.Unlock()
-		return PrivateEndpoint{}, fmt.Errorf("%w: workspace", ErrNotFound)
-	}
+	e.WorkspaceID = ws
 	s.seq++
 	e.Seq = s.seq
-	if s.endpoints[e.AccountID] == nil {
-		s.endpoints[e.AccountID] = map[string]*PrivateEndpoint{}
-	}
 	c := e.clone()
-	s.endpoints[e.AccountID][e.ID] = &c
-	b := s.markDirty(privateEndpointKey(e.AccountID, e.ID))
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	if err := publishRecord(s, s.endpoints, prefixPrivateEndpoint, &c); err != nil {
 		return PrivateEndpoint{}, err
 	}
 	return e, nil
@@ -157,16 +143,7 @@ func (s *Store) ListPrivateEndpoints(accountID string, offset, limit int) ([]Pri
 		all = append(all, e.clone())
 	}
 	s.mu.RUnlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
-	total := len(all)
-	if offset >= len(all) {
-		return []PrivateEndpoint{}, total
-	}
-	all = all[offset:]
-	if limit > 0 && len(all) > limit {
-		all = all[:limit]
-	}
-	return all, total
+	return newestFirstPage(all, func(e *PrivateEndpoint) uint64 { return e.Seq }, offset, limit)
 }
 
 // EnabledEndpointsFor returns the account's enabled endpoints for a public
@@ -206,67 +183,36 @@ func (e *StateError) Error() string {
 // result; a wrong status gives a *StateError naming the current one.
 // Identity, ownership and creation cannot change.
 func (s *Store) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
-	s.mu.Lock()
-	cur, ok := s.endpoints[accountID][id]
-	if !ok {
-		s.mu.Unlock()
-		return PrivateEndpoint{}, ErrNotFound
-	}
-	if len(from) > 0 && !slices.Contains(from, cur.Status) {
-		s.mu.Unlock()
-		return PrivateEndpoint{}, &StateError{Action: action, Status: cur.Status, Want: from}
-	}
-	e := cur.clone()
-	if err := fn(&e); err != nil {
-		s.mu.Unlock()
-		return PrivateEndpoint{}, err
-	}
-	e.ID, e.AccountID, e.WorkspaceID, e.CreatedAt, e.Seq = cur.ID, cur.AccountID, cur.WorkspaceID, cur.CreatedAt, cur.Seq
-	e.UpdatedAt = now().UTC()
-	c := e.clone()
-	s.endpoints[accountID][id] = &c
-	b := s.markDirty(privateEndpointKey(accountID, id))
-	s.mu.Unlock()
-	return e, b.wait()
+	e, err := updateRecord(s, s.endpoints, prefixPrivateEndpoint, accountID, id, func(cur *PrivateEndpoint) (*PrivateEndpoint, error) {
+		if len(from) > 0 && !slices.Contains(from, cur.Status) {
+			return nil, &StateError{Action: action, Status: cur.Status, Want: from}
+		}
+		e := cur.clone()
+		if err := fn(&e); err != nil {
+			return nil, err
+		}
+		e.ID, e.AccountID, e.WorkspaceID, e.CreatedAt, e.Seq = cur.ID, cur.AccountID, cur.WorkspaceID, cur.CreatedAt, cur.Seq
+		e.UpdatedAt = now().UTC()
+		return &e, nil
+	})
+	return e.clone(), err
 }
 
 // DeletePrivateEndpoint removes an endpoint; it stops routing at once.
 func (s *Store) DeletePrivateEndpoint(accountID, id string) error {
-	s.mu.Lock()
-	if _, ok := s.endpoints[accountID][id]; !ok {
-		s.mu.Unlock()
-		return ErrNotFound
-	}
-	delete(s.endpoints[accountID], id)
-	if len(s.endpoints[accountID]) == 0 {
-		delete(s.endpoints, accountID)
-	}
-	b := s.markDirty(privateEndpointKey(accountID, id))
-	s.mu.Unlock()
-	return b.wait()
+	return deleteRecord(s, s.endpoints, prefixPrivateEndpoint, accountID, id)
 }
 
 func (s *Store) loadPrivateEndpoint(v []byte) error {
-	var e PrivateEndpoint
-	if err := json.Unmarshal(v, &e); err != nil {
+	e, err := s.endpoints.load(v)
+	if err != nil {
 		return err
 	}
-	if s.endpoints[e.AccountID] == nil {
-		s.endpoints[e.AccountID] = map[string]*PrivateEndpoint{}
-	}
-	s.endpoints[e.AccountID][e.ID] = &e
 	s.seq = max(s.seq, e.Seq)
 	return nil
 }
 
 // privateEndpointSnapshot is snapshot for an endpoint key. Callers hold s.mu.
 func (s *Store) privateEndpointSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixPrivateEndpoint):], "/")
-	if !ok {
-		return nil
-	}
-	if e, ok := s.endpoints[accountID][id]; ok {
-		return e.clone()
-	}
-	return nil
+	return s.endpoints.snapshot(prefixPrivateEndpoint, key)
 }

@@ -61,15 +61,15 @@ type Store struct {
 	seq       uint64
 	ledger    ledger
 
-	byok map[string]map[string]*Credential // BYOK credentials by account id, then id
+	byok accountRecords[Credential] // BYOK credentials by account id, then id
 
-	destinations map[string]map[string]*Destination     // observability destinations by account id, then id
-	endpoints    map[string]map[string]*PrivateEndpoint // private endpoints by account id, then id
+	destinations accountRecords[Destination]     // observability destinations by account id, then id
+	endpoints    accountRecords[PrivateEndpoint] // private endpoints by account id, then id
 	// Organizations' members, workspaces and guardrails, by account id,
 	// then id (members.go, workspaces.go, guardrails.go).
-	members    map[string]map[string]*Member
-	workspaces map[string]map[string]*Workspace
-	guardrails map[string]map[string]*Guardrail
+	members    accountRecords[Member]
+	workspaces accountRecords[Workspace]
+	guardrails accountRecords[Guardrail]
 	// rules caches each key's effective rules (rules.go); rulesGen
 	// invalidates them.
 	rules    sync.Map
@@ -77,9 +77,9 @@ type Store struct {
 
 	genSubs generationSubscribers // SubscribeGenerations
 
-	endUsers  map[string]map[string]*EndUser // by account id, then user (endusers.go)
-	analytics *rollup                        // usage rollup (analytics.go)
-	scim      *scimState                     // SCIM tokens, users, groups, mappings, sync jobs (scim.go)
+	endUsers  accountRecords[EndUser] // by account id, then user (endusers.go)
+	analytics *rollup                 // usage rollup (analytics.go)
+	scim      *scimState              // SCIM tokens, users, groups, mappings, sync jobs (scim.go)
 
 	// group commit (flush.go)
 	dirty     map[string]struct{}

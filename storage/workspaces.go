@@ -3,7 +3,6 @@ package storage
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -141,17 +140,17 @@ func (w *Workspace) clone() *Workspace {
 
 const prefixWorkspace = "w/" // w/<account id>/<workspace id>
 
-func workspaceKey(accountID, id string) string { return prefixWorkspace + accountID + "/" + id }
+func workspaceKey(accountID, id string) string { return recordKey(prefixWorkspace, accountID, id) }
+
+func (w Workspace) recordIDs() (accountID, id string) { return w.AccountID, w.ID }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
-// putWorkspace publishes a workspace record. Callers hold s.mu.
-func (s *Store) putWorkspace(w *Workspace) {
-	if s.workspaces[w.AccountID] == nil {
-		s.workspaces[w.AccountID] = map[string]*Workspace{}
-	}
-	s.workspaces[w.AccountID][w.ID] = w
+// putWorkspace publishes a workspace record and marks it dirty. Callers
+// hold s.mu.
+func (s *Store) putWorkspace(w *Workspace) *batch {
 	s.rulesChanged()
+	return putDirty(s, s.workspaces, prefixWorkspace, w)
 }
 
 // defaultWorkspace builds the record of an account's default workspace.
@@ -176,7 +175,6 @@ func (s *Store) ensureDefaultWorkspaces() {
 		}
 		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok {
 			s.putWorkspace(defaultWorkspace(a))
-			s.markDirty(workspaceKey(a.ID, a.DefaultWorkspaceID))
 		}
 	}
 	for _, k := range s.keys {
@@ -277,8 +275,7 @@ func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspac
 		s.mu.Unlock()
 		return Workspace{}, err
 	}
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return *w, b.wait()
 }
@@ -310,8 +307,7 @@ func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error
 	}
 	t := now().UTC()
 	w.UpdatedAt = &t
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return *w, b.wait()
 }
@@ -433,12 +429,7 @@ func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Work
 			out = append(out, *m)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].UserID < out[j].UserID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(r *WorkspaceMember) (time.Time, string) { return r.CreatedAt, r.UserID })
 	return out, *w, nil
 }
 
@@ -512,8 +503,7 @@ func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) 
 		s.mu.Unlock()
 		return 0, nil
 	}
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return n, b.wait()
 }
@@ -539,8 +529,7 @@ func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn fu
 	for _, u := range userIDs {
 		fn(w, s.members[accountID][u], t)
 	}
-	s.putWorkspace(w)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	b := s.putWorkspace(w)
 	s.mu.Unlock()
 	return *w, b.wait()
 }
@@ -561,8 +550,8 @@ func (s *Store) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
 }
 
 func (s *Store) loadWorkspace(v []byte) error {
-	var w Workspace
-	if err := json.Unmarshal(v, &w); err != nil {
+	w, err := s.workspaces.load(v)
+	if err != nil {
 		return err
 	}
 	if w.Budgets == nil {
@@ -571,21 +560,8 @@ func (s *Store) loadWorkspace(v []byte) error {
 	if w.Members == nil {
 		w.Members = map[string]*WorkspaceMember{}
 	}
-	if s.workspaces[w.AccountID] == nil {
-		s.workspaces[w.AccountID] = map[string]*Workspace{}
-	}
-	s.workspaces[w.AccountID][w.ID] = &w
 	return nil
 }
 
 // workspaceSnapshot is snapshot for a workspace key. Callers hold s.mu.
-func (s *Store) workspaceSnapshot(key string) any {
-	accountID, id, ok := strings.Cut(key[len(prefixWorkspace):], "/")
-	if !ok {
-		return nil
-	}
-	if w, ok := s.workspaces[accountID][id]; ok {
-		return *w
-	}
-	return nil
-}
+func (s *Store) workspaceSnapshot(key string) any { return s.workspaces.snapshot(prefixWorkspace, key) }

@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+func TestSealedCollectionRoutes(t *testing.T) {
+	sealer, err := storage.NewSealer(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var called string
+	record := func(name string) func() *APIError {
+		return func() *APIError { called = name; return nil }
+	}
+	recordID := func(name string) func(string) *APIError {
+		return func(id string) *APIError { called = name + " " + id; return nil }
+	}
+	c := sealedCollection{sealer: sealer, off: "off",
+		list: record("list"), create: record("create"),
+		get: recordID("get"), update: recordID("update"), remove: recordID("remove")}
+	for _, tc := range []struct {
+		method, want string
+		item         bool
+	}{
+		{"GET", "list", false}, {"POST", "create", false},
+		{"GET", "get x1", true}, {"PATCH", "update x1", true}, {"DELETE", "remove x1", true},
+	} {
+		called = ""
+		r := httptest.NewRequest(tc.method, "/c", nil)
+		var apiErr *APIError
+		if tc.item {
+			apiErr = c.serveItem(r, "x1")
+		} else {
+			apiErr = c.serveCollection(r)
+		}
+		if apiErr != nil || called != tc.want {
+			t.Errorf("%s item=%v: called %q, err %v; want %q", tc.method, tc.item, called, apiErr, tc.want)
+		}
+	}
+	called = ""
+	apiErr := c.serveCollection(httptest.NewRequest("DELETE", "/c", nil))
+	if apiErr == nil || apiErr.Status != http.StatusMethodNotAllowed || apiErr.Header.Get("Allow") != "GET, POST" || called != "" {
+		t.Fatalf("DELETE on the collection: %v %v, called %q", apiErr, apiErr.Header, called)
+	}
+	apiErr = c.serveItem(httptest.NewRequest("POST", "/c/x1", nil), "x1")
+	if apiErr == nil || apiErr.Header.Get("Allow") != "DELETE, GET, PATCH" {
+		t.Fatalf("POST on an item: %v", apiErr)
+	}
+
+	c.sealer = nil
+	for _, m := range []string{"GET", "POST"} {
+		if apiErr := c.serveCollection(httptest.NewRequest(m, "/c", nil)); apiErr == nil || apiErr.Status != 400 || apiErr.Message != "off" || called != "" {
+			t.Fatalf("%s without a sealer: %v, called %q", m, apiErr, called)
+		}
+	}
+	for _, m := range []string{"GET", "PATCH", "DELETE"} {
+		if apiErr := c.serveItem(httptest.NewRequest(m, "/c/x", nil), "x"); apiErr == nil || apiErr.Message != "off" || called != "" {
+			t.Fatalf("%s item without a sealer: %v, called %q", m, apiErr, called)
+		}
+	}
+}
+
+func TestNullableArray(t *testing.T) {
+	str := func(e gjson.Result) (string, bool) { return e.Str, e.Type == gjson.String }
+	for _, tc := range []struct {
+		body    string
+		want    []string
+		present bool
+		err     string
+	}{
+		{`{}`, nil, false, ""},
+		{`{"a":null}`, nil, true, ""},
+		{`{"a":[]}`, []string{}, true, ""},
+		{`{"a":["x","y"]}`, []string{"x", "y"}, true, ""},
+		{`{"a":"x"}`, nil, false, "a: expected strings or null"},
+		{`{"a":["x",1]}`, nil, false, "a: expected strings or null"},
+	} {
+		f := mustParse(t, tc.body)
+		got, present := nullableArray(f, "a", "strings or null", str)
+		if !reflect.DeepEqual(got, tc.want) || (got == nil) != (tc.want == nil) || present != tc.present || errMessage(f.err) != tc.err {
+			t.Errorf("%s: %#v %v %q, want %#v %v %q", tc.body, got, present, errMessage(f.err), tc.want, tc.present, tc.err)
+		}
+	}
+	f := mustParse(t, `{"n":[1,2.5]}`)
+	if _, ok := f.NullableInts("n"); ok || errMessage(f.err) != "n: expected an array of integers or null" {
+		t.Fatalf("NullableInts with a fraction: %q", errMessage(f.err))
+	}
+	f = mustParse(t, `{"n":[1,-2]}`)
+	if got, ok := f.NullableInts("n"); !ok || !reflect.DeepEqual(got, []int64{1, -2}) {
+		t.Fatalf("NullableInts: %v %v", got, ok)
+	}
+}
+
+func TestWritePage(t *testing.T) {
+	for _, tc := range []struct {
+		offset, limit int
+		want          string
+	}{
+		{0, 2, `{"data":["1","2"],"total_count":3}`},
+		{2, 2, `{"data":["3"],"total_count":3}`},
+		{5, 2, `{"data":[],"total_count":3}`},
+	} {
+		w := httptest.NewRecorder()
+		writePage(w, []int{1, 2, 3}, tc.offset, tc.limit, func(n int) string { return string(rune('0' + n)) })
+		if got := strings.TrimSpace(w.Body.String()); got != tc.want || w.Code != http.StatusOK {
+			t.Errorf("offset %d limit %d: %d %s, want %s", tc.offset, tc.limit, w.Code, got, tc.want)
+		}
+	}
+}
+
+func TestNullableField(t *testing.T) {
+	f := mustParse(t, `{"t":true,"n":null,"s":"x","a":[1, 2]}`)
+	if b, ok := f.NullableBool("t"); !ok || b == nil || !*b {
+		t.Fatalf("t: %v %v", b, ok)
+	}
+	if b, ok := f.NullableBool("n"); !ok || b != nil {
+		t.Fatalf("n: %v %v", b, ok)
+	}
+	if b, ok := f.NullableBool("missing"); ok || b != nil || f.err != nil {
+		t.Fatalf("missing: %v %v %v", b, ok, f.err)
+	}
+	if raw, ok := f.NullableRaw("a"); !ok || string(raw) != "[1, 2]" {
+		t.Fatalf("a: %s %v", raw, ok)
+	}
+	if _, ok := f.NullableBool("s"); ok || errMessage(f.err) != "s: expected a boolean or null" {
+		t.Fatalf("s: %v %q", ok, errMessage(f.err))
+	}
+	f = mustParse(t, `{"s":"x"}`)
+	if _, ok := f.NullableRaw("s"); ok || errMessage(f.err) != "s: expected an array or null" {
+		t.Fatalf("raw s: %v %q", ok, errMessage(f.err))
+	}
+}
