@@ -97,7 +97,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
 				return rejection{rej}
 			}
-			if rej := admitSearchCredits(searchCredits, accountFacts(v)); rej != nil {
+			if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
 				return rejection{rej}
 			}
 			return nil
