@@ -2,10 +2,14 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -114,4 +118,195 @@ func TestBYOKSearchCreditsUnderLimits(t *testing.T) {
 		admitted(key)
 		refused(key, "service_guardrail_budget")
 	})
+}
+
+// startSeams is the web search gateway plus chat-only models for the
+// Responses translation and a model whose streams break.
+func startSeams(t *testing.T) *webSearchEnv {
+	t.Helper()
+	return startWebSearchWith(t, func(via string) string {
+		m := func(id, upstream, api string) string {
+			return fmt.Sprintf("\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+				"\t\t\tprovider p %s {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key k\n%s\t\t\t}\n\t\t}\n", id, via, upstream, api)
+		}
+		return m("ws/chat", "tollgate-mock", "\t\t\t\tapi chat\n") + m("ws/broken", "tollgate-mock-stream-break", "")
+	})
+}
+
+// seamsBodies are requests with a gateway-side search (exa, 2 results) of
+// every kind: chat plain and streamed, Responses translated for a
+// chat-only provider plain and streamed, a fallback over a dead and a
+// failing provider, and a stream that breaks after some text.
+var seamsBodies = []string{
+	`{"model":"ws/plain","max_tokens":20,"messages":[{"role":"user","content":"seams chat"}],"plugins":[{"id":"web","max_results":2}]}`,
+	`{"model":"ws/plain","stream":true,"max_tokens":20,"messages":[{"role":"user","content":"seams chat stream"}],"plugins":[{"id":"web","max_results":2}]}`,
+	`{"model":"ws/chat","max_output_tokens":20,"input":"seams responses","tools":[{"type":"service:web_search","parameters":{"max_results":2}}]}`,
+	`{"model":"ws/chat","stream":true,"max_output_tokens":20,"input":"seams responses stream","tools":[{"type":"service:web_search","parameters":{"max_results":2}}]}`,
+	`{"model":"ws/fallback","max_tokens":20,"messages":[{"role":"user","content":"seams fallback"}],"plugins":[{"id":"web","max_results":2}]}`,
+	`{"model":"ws/broken","stream":true,"max_tokens":20,"messages":[{"role":"user","content":"seams broken stream"}],"plugins":[{"id":"web","max_results":2}]}`,
+}
+
+// seamsPost sends one of seamsBodies and returns the status, the charged
+// cost of an admitted request and the error body of a refused one.
+func seamsPost(t *testing.T, hc *client, key string, i int) (int, storage.Amount, response) {
+	body := seamsBodies[i%len(seamsBodies)]
+	path := "/chat/completions"
+	if strings.Contains(body, `"input"`) {
+		path = "/responses"
+	}
+	hdr := map[string]string{"X-Mock-Latency": "1s"}
+	if !strings.Contains(body, `"stream":true`) {
+		r, err := hc.post(path, key, body, hdr)
+		if err != nil {
+			t.Errorf("request %d: %v", i, err)
+			return 0, 0, r
+		}
+		if r.Status != 200 {
+			return r.Status, 0, r
+		}
+		return 200, creditAmount(t, r.JSON.Get("usage.cost")), r
+	}
+	res, err := hc.send(path, key, body, hdr)
+	if err != nil {
+		t.Errorf("request %d: %v", i, err)
+		return 0, 0, response{}
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, 0, response{Status: res.StatusCode, Header: res.Header, Body: b, JSON: gjson.ParseBytes(b)}
+	}
+	evs, err := readStream(res.Body)
+	if err != nil {
+		t.Errorf("request %d: %v", i, err)
+		return 0, 0, response{}
+	}
+	if strings.Contains(body, "ws/broken") {
+		// The error event, then [DONE]; the cost of a stream without usage
+		// is not sent (the caller knows it from a lone request).
+		if len(evs) < 2 || evs[len(evs)-1].Data != "[DONE]" || gjson.Get(evs[len(evs)-2].Data, "error.code").Int() != 502 {
+			t.Errorf("request %d: broken stream without its error event: %q", i, evs)
+		}
+		return 200, -1, response{}
+	}
+	var u gjson.Result
+	for _, ev := range evs {
+		d := gjson.Parse(ev.Data)
+		if x := d.Get("usage"); x.IsObject() {
+			u = x
+		}
+		if x := d.Get("response.usage"); x.IsObject() {
+			u = x
+		}
+	}
+	if evs[len(evs)-1].Data != "[DONE]" && !strings.Contains(path, "responses") || !u.Get("cost").Exists() {
+		t.Errorf("request %d (%s): stream without usage.cost or [DONE]", i, body)
+		return 200, 0, response{}
+	}
+	return 200, creditAmount(t, u.Get("cost")), response{}
+}
+
+// Everything at once: a key in a non-default workspace with a daily
+// workspace budget, its member under a guardrail with a spending limit, a
+// key cap, and gateway-side web search on every kind of request (chat and
+// translated Responses, streamed and not, a fallback, a broken stream), 96
+// at once. The workspace budget binds: it is never passed; every admitted
+// request is charged exactly once (the sum of the answers' costs is the
+// key's usage, the account's usage, the workspace's and the member's);
+// refused requests are 402 service_workspace_budget and search nothing.
+func TestMoneyAllLimitsAtOnce(t *testing.T) {
+	e := startSeams(t)
+	c := e.c
+	org := c.newOrg("10")
+	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
+	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	key, _ := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	const budget storage.Amount = 150_000_000 // 0.15
+	c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, budget)).expect(t, 200)
+
+	// A broken stream alone: what it costs (its answer cannot say).
+	pre := c.snapshot(key, org.Mgmt)
+	if st, cost, _ := seamsPost(t, c, key, 5); st != 200 || cost != -1 {
+		t.Fatalf("broken stream: %d", st)
+	}
+	before := c.snapshot(key, org.Mgmt)
+	brokenCost := before.usage - pre.usage
+	if brokenCost <= 0 {
+		t.Fatalf("broken stream charged %s", brokenCost)
+	}
+	e.search.Reset()
+	const n = 96
+	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
+		http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
+	status := make([]int, n)
+	costs := make([]storage.Amount, n)
+	refusals := make([]response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			status[i], costs[i], refusals[i] = seamsPost(t, hc, key, i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	ok := 0
+	var charged storage.Amount
+	for i := range n {
+		switch status[i] {
+		case 200:
+			ok++
+			if costs[i] == -1 {
+				costs[i] = brokenCost
+			}
+			if costs[i] <= 0 {
+				t.Fatalf("request %d admitted but charged %s", i, costs[i])
+			}
+			charged += costs[i]
+		case 402:
+			expect402(t, refusals[i], "service_workspace_budget", "", false)
+		default:
+			t.Fatalf("request %d: status %d: %s", i, status[i], refusals[i].Body)
+		}
+	}
+	t.Logf("%d admitted, %s charged", ok, charged)
+	if ok == 0 || ok == n {
+		t.Fatalf("%d of %d admitted: the budget should bind", ok, n)
+	}
+	if got := len(e.search.Requests()); got != ok {
+		t.Fatalf("%d searches for %d admitted requests", got, ok)
+	}
+	after := c.snapshot(key, org.Mgmt)
+	expectCharged(t, before, after, charged, "all limits at once")
+	// The workspace's and the member's only key.
+	charged = after.usage
+	if charged > budget {
+		t.Fatalf("workspace spent %s over its budget %s", charged, budget)
+	}
+
+	// The workspace's and the member's counters are exactly what was
+	// charged: a probe fits only when the limit leaves exactly its hold.
+	probe := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"probe"}]}`
+	hold := holdOf(probe, 20)
+	setWS := func(limit storage.Amount) {
+		c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, limit)).expect(t, 200)
+	}
+	setWS(charged + hold - 1)
+	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_workspace_budget", "", false)
+	setWS(charged + hold)
+	charged += creditAmount(t, c.mustPost("/chat/completions", key, probe, nil).expect(t, 200).JSON.Get("usage.cost"))
+	c.api("DELETE", "/workspaces/team/budgets/daily", org.Mgmt, nil).expect(t, 200)
+	setG := func(limit storage.Amount) {
+		c.api("PATCH", "/guardrails/"+g, org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, limit)).expect(t, 200)
+	}
+	setG(charged + hold - 1)
+	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_guardrail_budget", "", false)
+	setG(charged + hold)
+	c.mustPost("/chat/completions", key, probe, nil).expect(t, 200)
 }
