@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -122,15 +123,16 @@ func TestBYOKSearchCreditsUnderLimits(t *testing.T) {
 
 // startSeams is the web search gateway plus chat-only models for the
 // Responses translation and a model whose streams break.
-func startSeams(t *testing.T) *webSearchEnv {
+func startSeams(t *testing.T, edits ...func(string) string) *webSearchEnv {
 	t.Helper()
 	return startWebSearchWith(t, func(via string) string {
 		m := func(id, upstream, api string) string {
 			return fmt.Sprintf("\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
 				"\t\t\tprovider p %s {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key k\n%s\t\t\t}\n\t\t}\n", id, via, upstream, api)
 		}
-		return m("ws/chat", "tollgate-mock", "\t\t\t\tapi chat\n") + m("ws/broken", "tollgate-mock-stream-break", "")
-	})
+		return m("ws/chat", "tollgate-mock", "\t\t\t\tapi chat\n") + m("ws/broken", "tollgate-mock-stream-break", "") +
+			m("ws/down", "tollgate-mock-error-500", "")
+	}, edits...)
 }
 
 // seamsBodies are requests with a gateway-side search (exa, 2 results) of
@@ -309,4 +311,107 @@ func TestMoneyAllLimitsAtOnce(t *testing.T) {
 	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_guardrail_budget", "", false)
 	setG(charged + hold)
 	c.mustPost("/chat/completions", key, probe, nil).expect(t, 200)
+}
+
+// Every failure path releases its holds at every level: after an engine
+// failure, an upstream error, a client that leaves mid-stream, a
+// guardrail's 403, a deactivated end user's 403 and the Responses
+// translation's 400, a request still fits when the key's limit, the
+// workspace budget and the member guardrail's limit leave exactly its hold.
+func TestFailuresReleaseEveryHold(t *testing.T) {
+	e := startSeams(t, withChunkDelay(t, "30ms"))
+	c := e.c
+	org := c.newOrg("10")
+	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
+	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	key, hash := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	kg := c.api("POST", "/guardrails", org.Mgmt, `{"name":"No fallback","ignored_models":["ws/fallback"]}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+kg+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+
+	probe := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"probe"}]}`
+	hold := holdOf(probe, 20)
+	// limits puts every limit at the key's usage (the workspace's and the
+	// member's: their only key) plus room.
+	limits := func(room storage.Amount) {
+		t.Helper()
+		l := c.snapshot(key, org.Mgmt).usage + room
+		c.api("PATCH", "/keys/"+hash, org.Mgmt, fmt.Sprintf(`{"limit":%s}`, l)).expect(t, 200)
+		c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, l)).expect(t, 200)
+		c.api("PATCH", "/guardrails/"+g, org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, l)).expect(t, 200)
+	}
+	fits := func(what string) {
+		t.Helper()
+		limits(hold - 1)
+		if r := c.mustPost("/chat/completions", key, probe, nil); r.Status != 402 {
+			t.Fatalf("after %s: a probe passed limits one short of its hold: %d %s", what, r.Status, r.Body)
+		}
+		limits(hold)
+		if r := c.mustPost("/chat/completions", key, probe, nil); r.Status != 200 {
+			t.Fatalf("after %s: a hold was left behind: %d %s", what, r.Status, r.Body)
+		}
+		c.api("PATCH", "/keys/"+hash, org.Mgmt, `{"limit":5}`).expect(t, 200)
+		c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, `{"limit_usd":5}`).expect(t, 200)
+		c.api("PATCH", "/guardrails/"+g, org.Mgmt, `{"limit_usd":5}`).expect(t, 200)
+	}
+	fits("nothing")
+
+	search := `,"plugins":[{"id":"web","max_results":2}]`
+	e.search.ForceStatus("exa", http.StatusInternalServerError)
+	c.mustPost("/chat/completions", key, `{"model":"ws/plain","max_tokens":20,"messages":[{"role":"user","content":"engine down"}]`+search+`}`, nil).
+		expectError(t, 502, "exa")
+	e.search.ForceStatus("exa", 0)
+	fits("an engine failure")
+
+	if r := c.mustPost("/chat/completions", key, `{"model":"ws/down","max_tokens":20,"messages":[{"role":"user","content":"provider down"}]`+search+`}`, nil); r.Status < 500 || !r.JSON.Get("error.message").Exists() {
+		t.Fatalf("upstream error: %d %s", r.Status, r.Body)
+	}
+	fits("an upstream error")
+
+	for _, abort := range []struct{ path, body string }{
+		{"/chat/completions", `{"model":"ws/plain","stream":true,"max_tokens":20,"messages":[{"role":"user","content":"leaving early"}]` + search + `}`},
+		{"/responses", `{"model":"ws/chat","stream":true,"max_output_tokens":20,"input":"leaving early","tools":[{"type":"service:web_search"}]}`},
+	} {
+		before := c.snapshot(key, org.Mgmt)
+		res, err := c.send(abort.path, key, abort.body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(res.Body)
+		for range 3 {
+			if _, err := readEvent(br); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res.Body.Close()
+		c.waitUsage(key, org.Mgmt, before, 10*time.Second, 200*time.Millisecond)
+		fits("a client abort mid-stream on " + abort.path)
+	}
+
+	// The client leaves while the engine searches: nothing is charged.
+	e.search.SetDelay(500 * time.Millisecond)
+	before := c.snapshot(key, org.Mgmt)
+	short := &client{t: t, gateway: c.gateway, admin: c.admin, http: &http.Client{Timeout: 150 * time.Millisecond}}
+	if _, err := short.post("/chat/completions", key, `{"model":"ws/plain","max_tokens":20,"messages":[{"role":"user","content":"searching"}]`+search+`}`, nil); err == nil {
+		t.Fatal("the request did not time out")
+	}
+	time.Sleep(700 * time.Millisecond)
+	e.search.SetDelay(0)
+	expectCharged(t, before, c.snapshot(key, org.Mgmt), 0, "abort during the search")
+	fits("a client abort during the search")
+
+	c.mustPost("/chat/completions", key, `{"model":"ws/fallback","max_tokens":20,"messages":[{"role":"user","content":"blocked"}]`+search+`}`, nil).
+		expectError(t, 403, "guardrail")
+	fits("a guardrail's 403")
+
+	c.mustPost("/chat/completions", key, `{"model":"tollgate-mock","max_tokens":5,"user":"bob","messages":[{"role":"user","content":"hi"}]}`, nil).expect(t, 200)
+	c.api("DELETE", "/end-users/bob", org.Mgmt, nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, `{"model":"ws/plain","max_tokens":20,"user":"bob","messages":[{"role":"user","content":"gone"}]`+search+`}`, nil).
+		expectError(t, 403, "deactivated")
+	fits("an end user's 403")
+
+	c.mustPost("/responses", key, `{"model":"ws/chat","max_output_tokens":20,"input":"x","previous_response_id":"resp_1","tools":[{"type":"service:web_search"}]}`, nil).
+		expectError(t, 400, "previous_response_id")
+	fits("the translation's 400")
 }
