@@ -415,3 +415,52 @@ func TestFailuresReleaseEveryHold(t *testing.T) {
 		expectError(t, 400, "previous_response_id")
 	fits("the translation's 400")
 }
+
+// A SIGKILL right after concurrent charges keeps the workspace's and the
+// member's counters: after the restart the workspace budget and the
+// member guardrail refuse a request one nano-credit short of its hold and
+// admit it with exactly its hold.
+func TestRestartKeepsScopeCounters(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newOrg("10")
+	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
+	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	key, _ := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`"}`)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":5,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, `{"limit_usd":5}`).expect(t, 200)
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"model":"tollgate-mock","max_tokens":%d,"messages":[{"role":"user","content":"before the crash"}]}`, 5+i)
+			if r, err := c.post("/chat/completions", key, body, nil); err != nil || r.Status != 200 {
+				t.Errorf("request %d: %v %d %s", i, err, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	spent := c.snapshot(key, org.Mgmt).usage
+	p.kill()
+	p.start(t)
+	c = newClient(t, p.gateway, p.admin)
+	if got := c.snapshot(key, org.Mgmt).usage; got != spent || spent == 0 {
+		t.Fatalf("key usage %s after the restart, %s before", got, spent)
+	}
+	probe := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"probe"}]}`
+	hold := holdOf(probe, 20)
+	setWS := func(l storage.Amount) {
+		c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, l)).expect(t, 200)
+	}
+	setG := func(l storage.Amount) {
+		c.api("PATCH", "/guardrails/"+g, org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, l)).expect(t, 200)
+	}
+	setWS(spent + hold - 1)
+	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_workspace_budget", "", false)
+	setWS(5)
+	setG(spent + hold - 1)
+	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_guardrail_budget", "", false)
+	setG(spent + hold)
+	setWS(spent + hold)
+	c.mustPost("/chat/completions", key, probe, nil).expect(t, 200)
+}
