@@ -464,3 +464,32 @@ func TestRestartKeepsScopeCounters(t *testing.T) {
 	setWS(spent + hold)
 	c.mustPost("/chat/completions", key, probe, nil).expect(t, 200)
 }
+
+// Analytics split a BYOK generation's cost as the counters do: its
+// gateway-side search, paid in credits, is usage; the tokens, paid with
+// the caller's own provider key, are byok_usage.
+func TestAnalyticsSplitBYOKSearchCredits(t *testing.T) {
+	e := startWebSearch(t)
+	c := e.c
+	c.api("POST", "/byok", e.org.MgmtKey, `{"provider":"p","key":"sk-own-key-for-analytics-0123"}`).expect(t, 201)
+	before := c.snapshot(e.key, e.org.MgmtKey)
+	r := c.mustPost("/chat/completions", e.key, byokSearch, nil).expect(t, 200)
+	cost := creditAmount(t, r.JSON.Get("usage.cost"))
+	expectCharged(t, before, c.snapshot(e.key, e.org.MgmtKey), byokSearchCredits, "BYOK search")
+	var row gjson.Result
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rows := c.api("POST", "/analytics/query", e.org.MgmtKey, `{"metrics":["usage","byok_usage","request_count"]}`).expect(t, 200).JSON.Get("data.data").Array()
+		if len(rows) == 1 && rows[0].Get("request_count").Int() == 1 {
+			row = rows[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("analytics rows %v", rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if u, b := creditAmount(t, row.Get("usage")), creditAmount(t, row.Get("byok_usage")); u != byokSearchCredits || b != cost-byokSearchCredits {
+		t.Fatalf("analytics usage %s byok_usage %s, want %s and %s", u, b, byokSearchCredits, cost-byokSearchCredits)
+	}
+}
