@@ -493,3 +493,60 @@ func TestAnalyticsSplitBYOKSearchCredits(t *testing.T) {
 		t.Fatalf("analytics usage %s byok_usage %s, want %s and %s", u, b, byokSearchCredits, cost-byokSearchCredits)
 	}
 }
+
+// The same mix of requests against a small prepaid balance: the balance
+// binds, is never overspent, and every admitted request is charged once.
+func TestMoneyBalanceBindsAllKinds(t *testing.T) {
+	e := startSeams(t)
+	c := e.c
+	org := c.newTenant("organization", "0.1")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"k"}`)
+	pre := c.snapshot(key, org.MgmtKey)
+	if st, cost, _ := seamsPost(t, c, key, 5); st != 200 || cost != -1 {
+		t.Fatalf("broken stream: %d", st)
+	}
+	before := c.snapshot(key, org.MgmtKey)
+	brokenCost := before.usage - pre.usage
+	e.search.Reset()
+	const n = 60
+	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
+		http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
+	status := make([]int, n)
+	costs := make([]storage.Amount, n)
+	refusals := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { status[i], costs[i], refusals[i] = seamsPost(t, hc, key, i) })
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	ok := 0
+	var charged storage.Amount
+	for i := range n {
+		switch status[i] {
+		case 200:
+			ok++
+			if costs[i] == -1 {
+				costs[i] = brokenCost
+			}
+			charged += costs[i]
+		case 402:
+			expect402(t, refusals[i], "service_credits", "", false)
+		default:
+			t.Fatalf("request %d: status %d: %s", i, status[i], refusals[i].Body)
+		}
+	}
+	if ok == 0 || ok == n {
+		t.Fatalf("%d of %d admitted: the balance should bind", ok, n)
+	}
+	if got := len(e.search.Requests()); got != ok {
+		t.Fatalf("%d searches for %d admitted requests", got, ok)
+	}
+	after := c.snapshot(key, org.MgmtKey)
+	expectCharged(t, before, after, charged, "balance burst")
+	if after.totalUsage > after.totalCredits {
+		t.Fatalf("balance overspent: usage %s of credits %s", after.totalUsage, after.totalCredits)
+	}
+}
