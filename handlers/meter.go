@@ -54,7 +54,7 @@ func (m *Meter) Provision(ctx caddy.Context) error {
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	route, ok := RouteFrom(r)
 	if !ok {
-		return next.ServeHTTP(w, r)
+		return passThrough(next, w, r, m.logger)
 	}
 	id, ok := IdentityFrom(r)
 	if !ok || id.Management {
