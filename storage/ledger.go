@@ -338,30 +338,29 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 	return nil
 }
 
-// Generation is the record of one inference request.
+// Generation is the record of one inference request. Credits is the part
+// of a BYOK generation's Cost paid in credits (a gateway-side web search).
 type Generation struct {
-	ID               string `json:"id"`
-	AccountID        string `json:"account_id"`
-	KeyHash          string `json:"key_hash"`
-	WorkspaceID      string `json:"workspace_id,omitempty"`
-	Model            string `json:"model"`
-	Provider         string `json:"provider"`
-	UpstreamModel    string `json:"upstream_model,omitempty"`
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
-	SearchResults    int64  `json:"search_results,omitempty"`
-	Cost             Amount `json:"cost"`
-	BYOK             bool   `json:"byok,omitempty"`
-	// Credits is the part of a BYOK generation's cost paid in credits (a
-	// gateway-side web search); the rest is BYOK usage.
-	Credits        Amount    `json:"credits,omitempty"`
-	Status         string    `json:"status"` // completed, incomplete, aborted, error
-	Streamed       bool      `json:"streamed"`
-	FinishReason   string    `json:"finish_reason,omitempty"`
-	UsageEstimated bool      `json:"usage_estimated,omitempty"`
-	LatencyMS      int64     `json:"latency_ms"`
-	User           string    `json:"user,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
+	ID               string    `json:"id"`
+	AccountID        string    `json:"account_id"`
+	KeyHash          string    `json:"key_hash"`
+	WorkspaceID      string    `json:"workspace_id,omitempty"`
+	Model            string    `json:"model"`
+	Provider         string    `json:"provider"`
+	UpstreamModel    string    `json:"upstream_model,omitempty"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	SearchResults    int64     `json:"search_results,omitempty"`
+	Cost             Amount    `json:"cost"`
+	BYOK             bool      `json:"byok,omitempty"`
+	Credits          Amount    `json:"credits,omitempty"`
+	Status           string    `json:"status"` // completed, incomplete, aborted, error
+	Streamed         bool      `json:"streamed"`
+	FinishReason     string    `json:"finish_reason,omitempty"`
+	UsageEstimated   bool      `json:"usage_estimated,omitempty"`
+	LatencyMS        int64     `json:"latency_ms"`
+	User             string    `json:"user,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
 }
 
 // NewGenerationID returns an id that sorts by creation time.
