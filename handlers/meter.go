@@ -54,7 +54,7 @@ func (m *Meter) Provision(ctx caddy.Context) error {
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	route, ok := RouteFrom(r)
 	if !ok {
-		return next.ServeHTTP(w, r)
+		return passThrough(next, w, r, m.logger)
 	}
 	id, ok := IdentityFrom(r)
 	if !ok || id.Management {
@@ -97,7 +97,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
 				return rejection{rej}
 			}
-			if rej := admitSearchCredits(searchCredits, accountFacts(v)); rej != nil {
+			if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
 				return rejection{rej}
 			}
 			return nil
@@ -243,7 +243,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	gen := &storage.Generation{
 		ID: genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
-		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK,
+		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
 	}

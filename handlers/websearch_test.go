@@ -267,6 +267,23 @@ func TestCiteWriterChat(t *testing.T) {
 	}
 }
 
+// Several events in one write pass through intact, whether the writer
+// rewrote them or not (the meter writes a broken stream's error event and
+// [DONE] at once; providers batch events too).
+func TestCiteWriterSeveralEventsInOneWrite(t *testing.T) {
+	for _, kind := range []string{"chat", "responses"} {
+		plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: kind}
+		const errEv = `data: {"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"message":"Provider stream ended unexpectedly"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}` + "\n\n"
+		partial := `data: {"choices":[{"index":0,"delta":{"content":"cut`
+		for _, writes := range [][]string{{errEv + "data: [DONE]\n\n"}, {errEv + errEv + "data: [DONE]\n\n" + partial}} {
+			rec := citeRun(t, plan, "text/event-stream", 200, writes...)
+			if want := strings.Join(writes, ""); rec.Body.String() != want {
+				t.Fatalf("%s: stream\n%q\nwant\n%q", kind, rec.Body.String(), want)
+			}
+		}
+	}
+}
+
 func TestCiteWriterPassesErrorsThrough(t *testing.T) {
 	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat"}
 	const e = `{"error":{"code":402,"message":"[x](https://a.example)"}}`

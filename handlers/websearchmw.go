@@ -348,11 +348,25 @@ func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
 	return hold, credits
 }
 
-// admitSearchCredits refuses a BYOK request whose gateway-side search the
-// prepaid account's balance cannot cover: the rest of the request spends
-// the caller's own provider credits, the search the platform's.
-func admitSearchCredits(credits storage.Amount, acct billing.AccountFacts) *billing.Rejection {
-	if credits == 0 || !acct.Prepaid {
+// admitSearchCredits refuses a BYOK request whose gateway-side search does
+// not fit: the rest of the request spends the caller's own provider
+// credits, the search the platform's, which the key's limit, the guardrail
+// and workspace budgets that do not count BYOK spending (those that do
+// judged the whole hold already) and the prepaid balance all cap.
+func admitSearchCredits(credits storage.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
+	if credits <= 0 {
+		return nil
+	}
+	key := keyFacts(v)
+	key.IncludeBYOK = true // the credits count against the cap whatever the key's setting
+	if rej := billing.Admit(billing.Estimate{Hold: credits}, billing.RequestFacts{BYOK: true}, billing.AccountFacts{}, key, billing.InFlightPolicy{}); rej != nil {
+		return rej
+	}
+	if rej := admitScopes(v, rules, credits, false); rej != nil {
+		return rej
+	}
+	acct := accountFacts(v)
+	if !acct.Prepaid {
 		return nil
 	}
 	if acct.Balance <= 0 || acct.Balance-acct.Held < credits {

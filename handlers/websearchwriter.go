@@ -108,12 +108,13 @@ func (cw *citeWriter) Write(p []byte) (int, error) {
 			if !ok {
 				break
 			}
-			out := cw.event(ev)
-			n := copy(cw.buf.Bytes(), rest)
-			cw.buf.Truncate(n)
-			if _, err := cw.ResponseWriter.Write(out); err != nil {
+			// out may be ev itself, in the buffer: send it before the
+			// remainder moves to the buffer's start over it.
+			if _, err := cw.ResponseWriter.Write(cw.event(ev)); err != nil {
 				return 0, err
 			}
+			n := copy(cw.buf.Bytes(), rest)
+			cw.buf.Truncate(n)
 		}
 		return len(p), nil
 	}

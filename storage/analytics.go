@@ -163,7 +163,9 @@ func (a *acctRollup) addCell(d genDims, s Sums) {
 func (r *rollup) addGeneration(g Generation) {
 	s := Sums{Requests: 1, PromptTokens: g.PromptTokens, CompletionTokens: g.CompletionTokens, LatencyMS: g.LatencyMS}
 	if g.BYOK {
-		s.BYOKUsage = g.Cost
+		// As Settle splits the charge.
+		s.Usage = min(max(g.Credits, 0), g.Cost)
+		s.BYOKUsage = g.Cost - s.Usage
 	} else {
 		s.Usage = g.Cost
 	}
@@ -345,6 +347,10 @@ func decodeGenerationSums(v []byte, g *Generation) error {
 			}
 		case "byok":
 			g.BYOK = x.Bool()
+		case "credits":
+			if g.Credits, err = ParseAmount(x.Raw); err != nil {
+				err = fmt.Errorf("credits: %w", err)
+			}
 		case "status":
 			g.Status = x.Str
 		case "latency_ms":

@@ -43,6 +43,10 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 	if g.BYOK {
 		b = append(b, `,"byok":true`...)
 	}
+	if g.Credits != 0 {
+		b = append(b, `,"credits":`...)
+		b = append(b, g.Credits.String()...)
+	}
 	b = append(b, `,"status":`...)
 	b = appendJSONString(b, g.Status)
 	b = append(b, `,"streamed":`...)

@@ -143,9 +143,9 @@ type Reservation struct {
 	Holds
 	done bool
 	// scope keys ("<account id>/<id>") of the key's workspace and member,
-	// and whether the workspace holds this reservation.
+	// and what the workspace holds for this reservation.
 	workspace, member string
-	workspaceHeld     bool
+	workspaceHold     Amount
 }
 
 // ErrSettled is returned when a reservation is settled or released twice.
@@ -193,11 +193,16 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if keyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
 	}
-	// A BYOK request holds against its workspace only when the workspace
-	// counts BYOK spending; the charge lands in the counters either way.
-	holdWS := wsKey != "" && (!h.KeyOnly || v.Workspace.IncludeBYOKInBudgets)
-	if holdWS {
-		s.ledger.add(s.ledger.workspaceHeld, wsKey, h.Hold)
+	// A BYOK request holds all of its hold against its workspace only when
+	// the workspace counts BYOK spending, else only its Credits; the charge
+	// lands in the counters either way.
+	var wsHold Amount
+	if wsKey != "" {
+		wsHold = h.Hold
+		if h.KeyOnly && !v.Workspace.IncludeBYOKInBudgets {
+			wsHold = max(h.Credits, 0)
+		}
+		s.ledger.add(s.ledger.workspaceHeld, wsKey, wsHold)
 	}
 	if memberKey != "" {
 		s.ledger.add(s.ledger.memberHeld, memberKey, h.Hold)
@@ -214,7 +219,7 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		s.accounts[a.ID] = &a
 		s.markDirty(prefixAccount + a.ID)
 	}
-	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHeld: holdWS}
+	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHold: wsHold}
 	return res, nil
 }
 
@@ -228,8 +233,8 @@ func (s *Store) release(res *Reservation) {
 	if res.KeyHash != "" {
 		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
 	}
-	if res.workspaceHeld {
-		s.ledger.add(s.ledger.workspaceHeld, res.workspace, -res.Hold)
+	if res.workspace != "" {
+		s.ledger.add(s.ledger.workspaceHeld, res.workspace, -res.workspaceHold)
 	}
 	if res.member != "" {
 		s.ledger.add(s.ledger.memberHeld, res.member, -res.Hold)
@@ -310,7 +315,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		s.markDirty(prefixAPIKey + k.Hash)
 	}
 	if c.Cost != 0 {
-		s.chargeScopes(res, c, t)
+		s.chargeScopes(res, credits, byok, t)
 	}
 	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
 		st := s.ledger.state(res.AccountID, t)
@@ -333,7 +338,8 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 	return nil
 }
 
-// Generation is the record of one inference request.
+// Generation is the record of one inference request. Credits is the part
+// of a BYOK generation's Cost paid in credits (a gateway-side web search).
 type Generation struct {
 	ID               string    `json:"id"`
 	AccountID        string    `json:"account_id"`
@@ -347,6 +353,7 @@ type Generation struct {
 	SearchResults    int64     `json:"search_results,omitempty"`
 	Cost             Amount    `json:"cost"`
 	BYOK             bool      `json:"byok,omitempty"`
+	Credits          Amount    `json:"credits,omitempty"`
 	Status           string    `json:"status"` // completed, incomplete, aborted, error
 	Streamed         bool      `json:"streamed"`
 	FinishReason     string    `json:"finish_reason,omitempty"`
@@ -412,18 +419,24 @@ func (s *Store) Generations(fn func(Generation) bool) error {
 }
 
 // chargeScopes adds a charge to the counters of the key's workspace and
-// member, which workspace budgets and member guardrails cap. The records
-// are replaced, not edited, and these counters do not change any key's
-// rules, so the rules cache stays valid. Callers hold s.mu.
-func (s *Store) chargeScopes(res *Reservation, c Charge, t time.Time) {
+// member, which workspace budgets and member guardrails cap, split like the
+// account's and key's: the part paid in credits to Usage, the caller's own
+// provider spending to BYOKUsage. The records are replaced, not edited,
+// and these counters do not change any key's rules, so the rules cache
+// stays valid. Callers hold s.mu.
+func (s *Store) chargeScopes(res *Reservation, credits, byok Amount, t time.Time) {
+	add := func(usage, byokUsage *UsageCounters) {
+		if credits != 0 {
+			*usage = usage.Add(t, credits)
+		}
+		if byok != 0 {
+			*byokUsage = byokUsage.Add(t, byok)
+		}
+	}
 	if accountID, id, ok := strings.Cut(res.workspace, "/"); ok {
 		if ws, ok := s.workspaces[accountID][id]; ok {
 			w := *ws
-			if c.BYOK {
-				w.BYOKUsage = w.BYOKUsage.Add(t, c.Cost)
-			} else {
-				w.Usage = w.Usage.Add(t, c.Cost)
-			}
+			add(&w.Usage, &w.BYOKUsage)
 			s.workspaces[accountID][id] = &w
 			s.markDirty(prefixWorkspaceUsage + accountID + "/" + id)
 		}
@@ -431,11 +444,7 @@ func (s *Store) chargeScopes(res *Reservation, c Charge, t time.Time) {
 	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
 		if mem, ok := s.members[accountID][id]; ok {
 			m := *mem
-			if c.BYOK {
-				m.BYOKUsage = m.BYOKUsage.Add(t, c.Cost)
-			} else {
-				m.Usage = m.Usage.Add(t, c.Cost)
-			}
+			add(&m.Usage, &m.BYOKUsage)
 			s.members[accountID][id] = &m
 			s.markDirty(prefixMemberUsage + accountID + "/" + id)
 		}

@@ -363,6 +363,29 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 0 || v.MemberHeld != 0 {
 		t.Fatal("holds left")
 	}
+
+	// A BYOK request's Credits (a gateway-side search) are credits: held
+	// against a workspace that does not count BYOK, and charged to the
+	// workspace's and member's Usage, the rest to their BYOKUsage.
+	off := false
+	if _, _, err := s.SetWorkspaceBudget(acct.ID, ws.ID, BudgetDaily, 100, &off); err != nil {
+		t.Fatal(err)
+	}
+	byok, _ = s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true, Credits: 2}, func(LedgerView) error { return nil })
+	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 2 || v.MemberHeld != 7 {
+		t.Fatalf("BYOK credit holds: workspace %s, member %s", v.WorkspaceHeld, v.MemberHeld)
+	}
+	if err := s.Settle(byok, Charge{Cost: 5, BYOK: true, Credits: 2}); err != nil {
+		t.Fatal(err)
+	}
+	v := s.view(t, acct.ID, k1.Hash)
+	if v.WorkspaceHeld != 0 || v.MemberHeld != 0 {
+		t.Fatal("holds left")
+	}
+	if v.Workspace.Usage.Total != 4+2 || v.Workspace.BYOKUsage.Total != 3+3 || v.Member.Usage.Total != 4+2 || v.Member.BYOKUsage.Total != 3+3 {
+		t.Fatalf("workspace usage %s byok %s, member usage %s byok %s",
+			v.Workspace.Usage.Total, v.Workspace.BYOKUsage.Total, v.Member.Usage.Total, v.Member.BYOKUsage.Total)
+	}
 }
 
 // view returns what an admission decision would see.
