@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"regexp"
 	"sort"
@@ -18,8 +17,15 @@ import (
 // managed under /api/v1/byok with a management key. The provider key is
 // write-only: it is sealed at rest with the app's byok_encryption_key,
 // never returned (only a masked label) and never logged. The router calls a
-// provider with the account's own key when the account holds an enabled
-// credential for it, and the meter then charges the byok_usage counters.
+// provider with the account's own key when the calling key's workspace
+// holds an enabled credential for it, and the meter then charges the
+// byok_usage counters.
+//
+// A credential belongs to one workspace of the account: created in the one
+// workspace_id names (id or slug; omitted: the default workspace), listed
+// per workspace (omitted: the default workspace) and used only by the API
+// keys of that workspace. An unknown workspace is a 400, as the public
+// schema has no 404 on these routes.
 
 // Bounds of the write fields (public schema).
 const (
@@ -107,10 +113,11 @@ func (br *byokRequest) list() *APIError {
 	f := storage.BYOKFilter{AccountID: br.id.AccountID, WorkspaceID: br.id.Account.DefaultWorkspaceID,
 		Provider: q.Get("provider"), Offset: offset, Limit: limit}
 	if v := q.Get("workspace_id"); v != "" {
-		if v != br.id.Account.DefaultWorkspaceID {
-			return NotFound("Workspace not found")
+		w, ok := br.store.Workspace(br.id.AccountID, v)
+		if !ok {
+			return BadRequest("workspace_id: " + quote(v) + " is not a workspace of this account")
 		}
-		f.WorkspaceID = v
+		f.WorkspaceID = w.ID
 	}
 	creds, total := br.store.ListBYOK(f)
 	out := make([]byokView, len(creds))
@@ -152,9 +159,6 @@ func (br *byokRequest) create() *APIError {
 		return apiErr
 	}
 	c, err := br.store.CreateBYOK(n, br.sealer)
-	if errors.Is(err, storage.ErrNotFound) {
-		return NotFound("Workspace not found")
-	}
 	if err != nil {
 		return storeError(err, "Account")
 	}

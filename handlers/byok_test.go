@@ -231,7 +231,9 @@ func TestBYOKValidation(t *testing.T) {
 		}
 	}
 	f.c.do(t, "POST", "/api/v1/byok", f.mgmt, `{"provider":"openai","key":"k","workspace_id":"`+f.other.DefaultWorkspaceID+`"}`).
-		wantError(t, 404, "Workspace not found")
+		wantError(t, 400, `workspace_id: "`+f.other.DefaultWorkspaceID+`" is not a workspace of this account`)
+	f.c.do(t, "POST", "/api/v1/byok", f.mgmt, `{"provider":"openai","key":"k","workspace_id":"no-such-slug"}`).
+		wantError(t, 400, `workspace_id: "no-such-slug" is not a workspace of this account`)
 
 	id := f.create(t, f.mgmt, `{"provider":"openai","key":"k-1"}`).json.Get("data.id").String()
 	for _, tt := range []struct{ body, message string }{
@@ -251,7 +253,8 @@ func TestBYOKValidation(t *testing.T) {
 	} {
 		f.c.do(t, "GET", "/api/v1/byok?"+q.query, f.mgmt, "").wantError(t, 400, q.message)
 	}
-	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+f.other.DefaultWorkspaceID, f.mgmt, "").wantError(t, 404, "Workspace not found")
+	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+f.other.DefaultWorkspaceID, f.mgmt, "").
+		wantError(t, 400, `workspace_id: "`+f.other.DefaultWorkspaceID+`" is not a workspace of this account`)
 	f.c.do(t, "POST", "/api/v1/byok", f.regular, `{"provider":"openai","key":"k"}`).wantError(t, 403, msgManagementOnly)
 	f.c.do(t, "GET", "/api/v1/byok", "", "").wantError(t, 401, msgMissingAuth)
 }

@@ -18,8 +18,11 @@ import (
 type Credential struct {
 	ID        string `json:"id"`
 	AccountID string `json:"account_id"`
-	// WorkspaceID is the workspace the credential is scoped to; "" is
-	// global (every workspace of the account).
+	// WorkspaceID is the workspace the credential is scoped to: only keys
+	// of that workspace use it. "" is global (every workspace of the
+	// account); the API creates no global credential, and one stored
+	// before workspaces held credentials is moved to the account's default
+	// workspace when the store opens (see ensureDefaultWorkspaces).
 	WorkspaceID         string    `json:"workspace_id"`
 	Provider            string    `json:"provider"`
 	Name                *string   `json:"name"`
@@ -95,7 +98,7 @@ func maskSecret(secret string) string {
 // NewBYOK describes a BYOK credential to create.
 type NewBYOK struct {
 	AccountID   string
-	WorkspaceID string // default: the account's default workspace
+	WorkspaceID string // id or slug; default: the account's default workspace
 	Provider    string
 	Name        *string
 	// Secret is the provider key; it is sealed before it is stored.
@@ -107,7 +110,8 @@ type NewBYOK struct {
 
 func (c Credential) recordIDs() (accountID, id string) { return c.AccountID, c.ID }
 
-// CreateBYOK creates a credential, sealing its secret with sealer.
+// CreateBYOK creates a credential in a workspace of the account, sealing
+// its secret with sealer; ErrInvalid names an unknown workspace.
 func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
 	if sealer == nil {
 		return Credential{}, fmt.Errorf("%w: BYOK is not configured", ErrInvalid)
@@ -136,17 +140,18 @@ func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
 	if n.WorkspaceID == "" {
 		n.WorkspaceID = acct.DefaultWorkspaceID
 	}
-	if n.WorkspaceID != acct.DefaultWorkspaceID {
+	ws, ok := s.resolveWorkspace(n.AccountID, n.WorkspaceID)
+	if !ok {
 		s.mu.Unlock()
-		return Credential{}, fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
+		return Credential{}, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
 	}
-	c.WorkspaceID = n.WorkspaceID
+	c.WorkspaceID = ws.ID
 	if err := s.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
 		s.mu.Unlock()
 		return Credential{}, err
 	}
 	for _, o := range s.byok[n.AccountID] {
-		if o.Provider == c.Provider {
+		if o.Provider == c.Provider && o.WorkspaceID == c.WorkspaceID {
 			c.SortOrder = max(c.SortOrder, o.SortOrder+1)
 		}
 	}
@@ -184,7 +189,7 @@ func (s *Store) BYOK(accountID, id string) (Credential, bool) {
 // BYOKFilter selects credentials for ListBYOK.
 type BYOKFilter struct {
 	AccountID     string
-	WorkspaceID   string // empty: every workspace
+	WorkspaceID   string // a workspace id; empty: every workspace
 	Provider      string // empty: every provider
 	Offset, Limit int    // Limit 0: no limit
 }
@@ -195,7 +200,7 @@ func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
 	s.mu.RLock()
 	var all []Credential
 	for _, c := range s.byok[f.AccountID] {
-		if (f.WorkspaceID != "" && c.WorkspaceID != "" && c.WorkspaceID != f.WorkspaceID) ||
+		if (f.WorkspaceID != "" && c.WorkspaceID != f.WorkspaceID) ||
 			(f.Provider != "" && c.Provider != f.Provider) {
 			continue
 		}
@@ -236,17 +241,25 @@ func (s *Store) DeleteBYOK(accountID, id string) error {
 // BYOKUse is the request a credential would serve. An empty field is
 // unknown: a credential whose allowlist restricts it does not match.
 type BYOKUse struct {
-	WorkspaceID string // the calling key's workspace; "" matches any
+	// WorkspaceID is the calling key's workspace: only its credentials
+	// (and global ones) serve the request.
+	WorkspaceID string
 	KeyHash     string
 	Model       string // public model id
 	UserID      string // the calling key's creator
 }
 
-// BYOKFor returns the enabled credential of the account for the provider
-// that is tried first, among those with no allowlist restriction. Memory
-// only, for the request path.
+// BYOKFor returns the enabled credential of the account's default
+// workspace for the provider that is tried first, among those with no
+// allowlist restriction. Memory only.
 func (s *Store) BYOKFor(accountID, provider string) (Credential, bool) {
-	return s.BYOKForRequest(accountID, provider, BYOKUse{})
+	s.mu.RLock()
+	var ws string
+	if a, ok := s.accounts[accountID]; ok {
+		ws = a.DefaultWorkspaceID
+	}
+	s.mu.RUnlock()
+	return s.BYOKForRequest(accountID, provider, BYOKUse{WorkspaceID: ws})
 }
 
 // BYOKForRequest is BYOKFor for a request: credentials whose allowlists
@@ -281,7 +294,7 @@ func (c *Credential) triedBefore(o *Credential) bool {
 }
 
 func (c *Credential) allows(u BYOKUse) bool {
-	if c.WorkspaceID != "" && u.WorkspaceID != "" && c.WorkspaceID != u.WorkspaceID {
+	if c.WorkspaceID != "" && c.WorkspaceID != u.WorkspaceID {
 		return false
 	}
 	in := func(list []string, v string) bool { return list == nil || (v != "" && slices.Contains(list, v)) }

@@ -84,7 +84,7 @@ func TestBYOKCRUD(t *testing.T) {
 	if err != nil || c2.SortOrder != 1 || c2.Label != "...k2" {
 		t.Fatalf("second credential: %+v %v", c2, err)
 	}
-	if _, err := s.CreateBYOK(NewBYOK{AccountID: acct.ID, Provider: "mock", Secret: "x", WorkspaceID: other.DefaultWorkspaceID}, sealer); !errors.Is(err, ErrNotFound) {
+	if _, err := s.CreateBYOK(NewBYOK{AccountID: acct.ID, Provider: "mock", Secret: "x", WorkspaceID: other.DefaultWorkspaceID}, sealer); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("foreign workspace: %v", err)
 	}
 	if _, err := s.CreateBYOK(NewBYOK{AccountID: acct.ID, Provider: "mock", Secret: "x"}, nil); !errors.Is(err, ErrInvalid) {
@@ -121,10 +121,10 @@ func TestBYOKCRUD(t *testing.T) {
 	if got, _ := s.BYOKFor(acct.ID, "mock"); got.ID != fb.ID {
 		t.Fatalf("restricted credential matched an unknown use: %+v", got)
 	}
-	if got, _ := s.BYOKForRequest(acct.ID, "mock", BYOKUse{Model: "m1"}); got.ID != restricted.ID {
+	if got, _ := s.BYOKForRequest(acct.ID, "mock", BYOKUse{WorkspaceID: acct.DefaultWorkspaceID, Model: "m1"}); got.ID != restricted.ID {
 		t.Fatalf("non-fallback not preferred: %+v", got)
 	}
-	if got, _ := s.BYOKForRequest(acct.ID, "mock", BYOKUse{Model: "m2"}); got.ID != fb.ID {
+	if got, _ := s.BYOKForRequest(acct.ID, "mock", BYOKUse{WorkspaceID: acct.DefaultWorkspaceID, Model: "m2"}); got.ID != fb.ID {
 		t.Fatalf("allowlist ignored: %+v", got)
 	}
 

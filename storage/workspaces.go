@@ -187,6 +187,20 @@ func (s *Store) ensureDefaultWorkspaces() {
 			}
 		}
 	}
+	// BYOK credentials stored before they belonged to a workspace.
+	for accountID, creds := range s.byok {
+		a, ok := s.accounts[accountID]
+		if !ok {
+			continue
+		}
+		for _, cr := range creds {
+			if cr.WorkspaceID == "" {
+				c := cr.clone()
+				c.WorkspaceID = a.DefaultWorkspaceID
+				putDirty(s, s.byok, prefixBYOK, &c)
+			}
+		}
+	}
 }
 
 // resolveWorkspace finds a workspace by id or slug. Callers hold s.mu.
@@ -314,7 +328,7 @@ func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error
 
 // DeleteWorkspace deletes a workspace with its budgets and guardrails. The
 // default workspace cannot be deleted, nor one that still holds API keys
-// (ErrConflict names the rule).
+// or BYOK credentials (ErrConflict names the rule).
 func (s *Store) DeleteWorkspace(accountID, ref string) error {
 	s.mu.Lock()
 	w, ok := s.resolveWorkspace(accountID, ref)
@@ -335,6 +349,15 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 	if n > 0 {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
+	}
+	for _, c := range s.byok[accountID] {
+		if c.WorkspaceID == w.ID {
+			n++
+		}
+	}
+	if n > 0 {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: workspace %q still holds %d BYOK credential(s); delete them first", ErrConflict, w.Slug, n)
 	}
 	delete(s.workspaces[accountID], w.ID)
 	s.markDirty(prefixWorkspaceUsage + accountID + "/" + w.ID)
