@@ -98,10 +98,14 @@ func TestOpenRouterSDKBYOK(t *testing.T) {
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"sdk-byok"}`)
+	def := c.api("GET", "/workspaces/default", org.MgmtKey, nil).expect(t, 200).JSON.Get("data.id").Str
+	ws := c.api("POST", "/workspaces", org.MgmtKey, `{"name":"Research","slug":"research"}`).expect(t, 201).JSON.Get("data.id").Str
 
 	runSDKScript(t, node, "byok.mjs",
 		"TOLLGATE_MGMT_KEY="+org.MgmtKey,
 		"TOLLGATE_API_KEY="+key,
 		"TOLLGATE_KEY_HASH="+hash,
+		"TOLLGATE_DEFAULT_WORKSPACE_ID="+def,
+		"TOLLGATE_WORKSPACE_ID="+ws,
 	)
 }

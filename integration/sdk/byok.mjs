@@ -3,12 +3,17 @@
 // of the wrong type or a missing one fails here. Driven by ../byok_test.go.
 //
 //   TOLLGATE_BASE_URL=http://127.0.0.1:9480/api/v1 TOLLGATE_MGMT_KEY=... \
-//   TOLLGATE_API_KEY=... TOLLGATE_KEY_HASH=... node byok.mjs
+//   TOLLGATE_API_KEY=... TOLLGATE_KEY_HASH=... \
+//   TOLLGATE_DEFAULT_WORKSPACE_ID=... TOLLGATE_WORKSPACE_ID=... node byok.mjs
+//
+// TOLLGATE_WORKSPACE_ID is a second workspace of the account (slug
+// "research"), holding no credential at the start.
 import assert from "node:assert/strict";
 import { client, done, expectError, requireEnv, step } from "./harness.mjs";
 import * as errors from "@openrouter/sdk/models/errors";
 
-const [mgmtKey, apiKey, keyHash] = requireEnv("TOLLGATE_BASE_URL", "TOLLGATE_MGMT_KEY", "TOLLGATE_API_KEY", "TOLLGATE_KEY_HASH").slice(1);
+const [mgmtKey, apiKey, keyHash, defaultWS, workspaceID] = requireEnv("TOLLGATE_BASE_URL", "TOLLGATE_MGMT_KEY",
+  "TOLLGATE_API_KEY", "TOLLGATE_KEY_HASH", "TOLLGATE_DEFAULT_WORKSPACE_ID", "TOLLGATE_WORKSPACE_ID").slice(1);
 const mgmt = client(mgmtKey);
 const regular = client(apiKey);
 
@@ -46,7 +51,7 @@ await step("byok.create", async () => {
   assert.equal(d.allowedApiKeyHashes, null);
   assert.equal(d.allowedUserIds, null);
   assert.equal(d.sortOrder, 0);
-  assert.equal(typeof d.workspaceId, "string");
+  assert.equal(d.workspaceId, defaultWS);
   assert.ok(!Number.isNaN(Date.parse(d.createdAt)), "createdAt parses");
 });
 
@@ -110,6 +115,54 @@ await step("byok.list pages", async () => {
     seen.push(...page.result.data.map((c) => c.id));
   }
   assert.deepEqual(seen, [id2, id]);
+});
+
+let wsCred;
+await step("byok.create in another workspace", async () => {
+  const res = await mgmt.byok.create({
+    createBYOKKeyRequest: { provider: "mock", key: "research-sdk-key-0001", workspaceId: workspaceID },
+  });
+  wsCred = res.data.id;
+  assert.equal(res.data.workspaceId, workspaceID);
+  // sort_order counts within the workspace
+  assert.equal(res.data.sortOrder, 0);
+  assert.equal(res.data.label, "res...0001");
+});
+
+await step("byok.create by workspace slug", async () => {
+  const res = await mgmt.byok.create({
+    createBYOKKeyRequest: { provider: "mock", key: "research-sdk-key-0002", workspaceId: "research" },
+  });
+  assert.equal(res.data.workspaceId, workspaceID);
+  assert.equal(res.data.sortOrder, 1);
+  assert.equal((await mgmt.byok.delete({ id: res.data.id })).deleted, true);
+});
+
+await step("byok.list per workspace", async () => {
+  const ws = await mgmt.byok.list({ workspaceId: workspaceID });
+  assert.equal(ws.result.totalCount, 1);
+  assert.deepEqual(ws.result.data.map((c) => [c.id, c.workspaceId]), [[wsCred, workspaceID]]);
+  const def = await mgmt.byok.list();
+  assert.deepEqual(def.result.data.map((c) => c.id), [id2, id]);
+  const explicit = await mgmt.byok.list({ workspaceId: defaultWS });
+  assert.deepEqual(explicit.result.data.map((c) => c.id), [id2, id]);
+  assert.ok(explicit.result.data.every((c) => c.workspaceId === defaultWS));
+});
+
+await step("byok.get in another workspace", async () => {
+  const res = await mgmt.byok.get({ id: wsCred });
+  assert.equal(res.data.workspaceId, workspaceID);
+});
+
+await step("byok unknown workspace is 400", async () => {
+  const unknown = "00000000-0000-4000-8000-000000000000";
+  let err = await expectError(() =>
+    mgmt.byok.create({ createBYOKKeyRequest: { provider: "mock", key: "k-unknown-ws", workspaceId: unknown } }));
+  assert.ok(err instanceof errors.BadRequestResponseError, `got ${err?.name}`);
+  assert.match(err.message, /workspace_id/);
+  err = await expectError(() => mgmt.byok.list({ workspaceId: unknown }));
+  assert.ok(err instanceof errors.BadRequestResponseError, `got ${err?.name}`);
+  assert.match(err.message, /workspace_id/);
 });
 
 await step("byok.update", async () => {
