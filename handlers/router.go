@@ -277,7 +277,8 @@ func requestedModels(model, models gjson.Result) ([]string, *APIError) {
 }
 
 // candidates are the endpoints of m the caller can use, in order: those the
-// account holds a BYOK credential for (called with its own key), then
+// calling key's workspace holds a BYOK credential for (called with that
+// credential), then
 // those with the operator's key. A provider without an operator key is
 // usable only through BYOK.
 func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
@@ -296,8 +297,9 @@ func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
 }
 
 // byokCredentials calls fn for each provider of m with an address for which
-// the caller's account holds a credential that admits this request, until
-// fn returns false. Memory only; nothing when BYOK is off.
+// the calling key's workspace holds a credential that admits this request
+// (another workspace's credentials never serve it), until fn returns
+// false. Memory only; nothing when BYOK is off.
 func (rt *Router) byokCredentials(m *catalog.Model, id *Identity, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
 	if rt.gw == nil || id == nil || id.Management {
 		return
@@ -324,8 +326,8 @@ func (rt *Router) byokCredentials(m *catalog.Model, id *Identity, fn func(*catal
 	}
 }
 
-// byokAttempts are the providers of m the caller reaches with its account's
-// own keys, the keys opened.
+// byokAttempts are the providers of m the caller reaches with its
+// workspace's own keys, the keys opened.
 func (rt *Router) byokAttempts(m *catalog.Model, id *Identity) []Attempt {
 	var out []Attempt
 	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
@@ -349,7 +351,7 @@ func (rt *Router) log() *zap.Logger {
 	return rt.logger
 }
 
-// reachableByBYOK reports whether the caller's account holds a credential
+// reachableByBYOK reports whether the caller's workspace holds a credential
 // admitting this caller for some provider of m (without opening it).
 func (rt *Router) reachableByBYOK(m *catalog.Model, id *Identity) bool {
 	found := false
