@@ -393,3 +393,51 @@ func toString(v any) string {
 	}
 	return ""
 }
+
+// Credentials in another workspace: created by id or slug, listed per
+// workspace (the default one when workspace_id is omitted).
+func TestBYOKWorkspaces(t *testing.T) {
+	f := newBYOKFixture(t)
+	ws, err := f.c.gw.store.CreateWorkspace(f.acct.ID, func(w *storage.Workspace) { w.Name, w.Slug = "Research", "research" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := f.create(t, f.mgmt, `{"provider":"openai","key":"default-ws-key-1"}`).json.Get("data")
+	bySlug := f.create(t, f.mgmt, `{"provider":"openai","key":"research-key-1","workspace_id":"research"}`).json.Get("data")
+	byID := f.create(t, f.mgmt, `{"provider":"openai","key":"research-key-2","workspace_id":"`+ws.ID+`"}`).json.Get("data")
+	wantRaw(t, def, map[string]string{"workspace_id": strconv.Quote(f.acct.DefaultWorkspaceID), "sort_order": "0"})
+	wantRaw(t, bySlug, map[string]string{"workspace_id": strconv.Quote(ws.ID), "sort_order": "0"})
+	wantRaw(t, byID, map[string]string{"workspace_id": strconv.Quote(ws.ID), "sort_order": "1"})
+	wantRaw(t, f.c.do(t, "GET", "/api/v1/byok/"+bySlug.Get("id").Str, f.mgmt, "").must(t, 200).json.Get("data"),
+		map[string]string{"workspace_id": strconv.Quote(ws.ID)})
+
+	ids := func(query string) []string {
+		t.Helper()
+		l := f.c.do(t, "GET", "/api/v1/byok"+query, f.mgmt, "").must(t, 200).json
+		var out []string
+		for _, c := range l.Get("data").Array() {
+			out = append(out, c.Get("id").Str)
+		}
+		if int(l.Get("total_count").Int()) != len(out) {
+			t.Fatalf("%s: total_count %d for %d entries", query, l.Get("total_count").Int(), len(out))
+		}
+		return out
+	}
+	research := []string{byID.Get("id").Str, bySlug.Get("id").Str}
+	for query, want := range map[string][]string{
+		"": {def.Get("id").Str},
+		"?workspace_id=" + f.acct.DefaultWorkspaceID: {def.Get("id").Str},
+		"?workspace_id=research":                     research,
+		"?workspace_id=" + ws.ID:                     research,
+		"?workspace_id=" + ws.ID + "&provider=mock":  nil,
+	} {
+		if got := ids(query); !slices.Equal(got, want) {
+			t.Errorf("GET /byok%s = %v, want %v", query, got, want)
+		}
+	}
+	// the other account's management key cannot reach the workspace
+	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+ws.ID, f.otherMgmt, "").
+		wantError(t, 400, `workspace_id: "`+ws.ID+`" is not a workspace of this account`)
+	f.c.do(t, "POST", "/api/v1/byok", f.otherMgmt, `{"provider":"openai","key":"k-1","workspace_id":"research"}`).
+		wantError(t, 400, `workspace_id: "research" is not a workspace of this account`)
+}

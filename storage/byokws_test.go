@@ -125,6 +125,10 @@ func TestBYOKOldFormatLoadsIntoDefaultWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scoped, err := s.CreateBYOK(NewBYOK{AccountID: acct.ID, WorkspaceID: "other", Provider: "mock", Secret: "other-ws-key-0001"}, sealer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +161,12 @@ func TestBYOKOldFormatLoadsIntoDefaultWorkspace(t *testing.T) {
 	if plain, err := c.Open(sealer); err != nil || plain != "sk-old-format-key-0001" {
 		t.Fatalf("Open = %q %v", plain, err)
 	}
-	if got, ok := s.BYOKForRequest(acct.ID, "mock", BYOKUse{WorkspaceID: ws.ID}); ok {
-		t.Fatalf("another workspace's request used the old credential %+v", got)
+	// a credential stored with its workspace keeps it
+	if got, ok := s.BYOK(acct.ID, scoped.ID); !ok || got.WorkspaceID != ws.ID {
+		t.Fatalf("scoped credential after reopen: %+v %v", got, ok)
+	}
+	if got, ok := s.BYOKForRequest(acct.ID, "mock", BYOKUse{WorkspaceID: ws.ID}); !ok || got.ID != scoped.ID {
+		t.Fatalf("the other workspace's request used %+v %v", got, ok)
 	}
 	if got, ok := s.BYOKForRequest(acct.ID, "mock", BYOKUse{WorkspaceID: acct.DefaultWorkspaceID}); !ok || got.ID != id {
 		t.Fatalf("default workspace request: %+v %v", got, ok)
