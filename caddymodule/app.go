@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/export"
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
@@ -56,6 +57,8 @@ type App struct {
 	BYOKKey string `json:"byok_encryption_key,omitempty"`
 	// WebSearch configures the gateway-side search engines.
 	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
+	// CustomerEgress is the policy of URLs that customers supply (egress.go).
+	CustomerEgress *EgressConfig `json:"customer_egress,omitempty"`
 
 	logger *zap.Logger
 
@@ -63,6 +66,7 @@ type App struct {
 	inFlight billing.InFlightPolicy
 	sealer   *storage.Sealer
 	search   *handlers.WebSearchSettings
+	egress   *egress.Policy
 
 	mu    sync.Mutex
 	dir   string // absolute DataDir: the pool key
@@ -112,6 +116,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.dir = dir
 	if a.sealer, err = a.byokSealer(repl); err != nil {
+		return err
+	}
+	if a.egress, err = a.CustomerEgress.policy(); err != nil {
 		return err
 	}
 	if a.search, err = a.WebSearch.Build(repl, nil); err != nil {

@@ -79,6 +79,9 @@ func init() {
 //		}
 //		models_file <path>
 //		byok_encryption_key <base64 32-byte key or {env.VAR}>
+//		customer_egress {
+//			allow <cidr or ip>...
+//		}
 //		model <id> {
 //			name                  <name>
 //			context_length        <tokens>
@@ -174,6 +177,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 				return nil, err
 			}
 			app.WebSearch = cfg
+		case "customer_egress":
+			cfg, err := parseEgress(d)
+			if err != nil {
+				return nil, err
+			}
+			app.CustomerEgress = cfg
 		case "model":
 			m, err := parseModel(d)
 			if err != nil {

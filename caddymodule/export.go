@@ -24,6 +24,7 @@ func (a *App) startExporter(store *storage.Store) error {
 	}
 	a.exporter = val.(*export.Exporter)
 	a.exporter.SetSealer(a.sealer)
+	a.exporter.SetEgress(a.egress)
 	return nil
 }
 

@@ -216,3 +216,20 @@ func otlpTarget(typ string, c Config) (endpoint string, headers map[string]strin
 	}
 	return endpoint, headers
 }
+
+// URLField names the field of a prepared config that holds the URL the
+// exporter connects to, and its value ("" when the type has none).
+func URLField(typ string, c Config) (name, value string) {
+	switch typ {
+	case "webhook":
+		name = "url"
+	case "otel-collector":
+		name = "endpoint"
+	case "langfuse", "grafana":
+		name = "baseUrl"
+	default:
+		return "", ""
+	}
+	value, _ = c[name].(string)
+	return name, value
+}

@@ -25,6 +25,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -38,7 +39,8 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait between retries of a
 	// failed batch. Defaults 200ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
-	// HTTPClient sends webhooks. Default: a client with a 10s timeout.
+	// HTTPClient sends webhooks and OTLP traces. Default: a client with a
+	// 10s timeout whose connections follow the egress policy (SetEgress).
 	HTTPClient *http.Client
 }
 
@@ -48,6 +50,7 @@ type Exporter struct {
 	opts   Options
 	log    *zap.Logger
 	sealer atomic.Pointer[storage.Sealer]
+	egress atomic.Pointer[egress.Policy]
 	cancel func()
 
 	mu      sync.Mutex
@@ -77,10 +80,12 @@ func New(store *storage.Store, opts Options) *Exporter {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
-	}
 	e := &Exporter{store: store, opts: opts, log: opts.Logger, workers: map[string]*worker{}, stop: make(chan struct{})}
+	if e.opts.HTTPClient == nil {
+		// Destinations are customer-supplied URLs: every connection is
+		// checked against the current policy when it is dialed.
+		e.opts.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: egress.Transport(e.egress.Load)}
+	}
 	e.cancel = store.SubscribeGenerations(e.enqueue)
 	return e
 }
@@ -88,6 +93,11 @@ func New(store *storage.Store, opts Options) *Exporter {
 // SetSealer sets the key that opens destination configs (the app's
 // byok_encryption_key; the latest config load's wins).
 func (e *Exporter) SetSealer(s *storage.Sealer) { e.sealer.Store(s) }
+
+// SetEgress sets the policy of destination connections (the app's
+// customer_egress; the latest config load's wins, also for connections of
+// destinations stored earlier). Nil: public addresses only.
+func (e *Exporter) SetEgress(p *egress.Policy) { e.egress.Store(p) }
 
 // Dropped counts records dropped because a destination's queue was full.
 func (e *Exporter) Dropped() uint64 { return e.dropped.Load() }
@@ -325,7 +335,7 @@ func (w *worker) send(d storage.Destination, recs []Record, delivery string) err
 			w.otlp.shutdown()
 			w.otlp = nil
 		}
-		o, err := newOTLPExporter(d.Type, c, d.Version)
+		o, err := newOTLPExporter(d.Type, c, d.Version, w.e.opts.HTTPClient)
 		if err != nil {
 			return err
 		}

@@ -161,12 +161,13 @@ type otlpExporter struct {
 	exp     *otlptrace.Exporter
 }
 
-func newOTLPExporter(typ string, c Config, version uint64) (*otlpExporter, error) {
+func newOTLPExporter(typ string, c Config, version uint64, hc *http.Client) (*otlpExporter, error) {
 	endpoint, headers := otlpTarget(typ, c)
 	client := otlptracehttp.NewClient(
 		otlptracehttp.WithEndpointURL(endpoint),
 		otlptracehttp.WithHeaders(headers),
-		otlptracehttp.WithTimeout(10*time.Second),
+		// The exporter's client: its timeout, and its dialer's egress check.
+		otlptracehttp.WithHTTPClient(hc),
 		// The worker retries with its own backoff, so that a batch is
 		// retried until the destination is back, not for a fixed time.
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -29,6 +30,10 @@ type Gateway interface {
 	// BYOKSealer seals and opens BYOK provider keys; nil when the operator
 	// configured no byok_encryption_key (BYOK is then off).
 	BYOKSealer() *storage.Sealer
+	// EgressPolicy says which addresses customer-supplied URLs (private
+	// endpoints, observability destinations) may reach; nil: public
+	// unicast addresses only.
+	EgressPolicy() *egress.Policy
 }
 
 // loadGateway fetches the tollgate app from the Caddy context.

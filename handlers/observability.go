@@ -64,11 +64,12 @@ func newDestinationView(d storage.Destination) destinationView {
 type destinationRequest struct {
 	*adminRequest
 	sealer *storage.Sealer
+	gw     Gateway
 }
 
 // serveObservability dispatches /observability/destinations[/{id}].
 func (ar *adminRequest) serveObservability(gw Gateway, rest []string) *APIError {
-	dr := &destinationRequest{adminRequest: ar, sealer: gw.BYOKSealer()}
+	dr := &destinationRequest{adminRequest: ar, sealer: gw.BYOKSealer(), gw: gw}
 	routes := sealedCollection{sealer: dr.sealer, off: msgObservabilityOff,
 		list: dr.list, create: dr.create, get: dr.get, update: dr.update, remove: dr.delete}
 	switch {
@@ -233,6 +234,11 @@ func (dr *destinationRequest) sealConfig(d *storage.Destination, raw json.RawMes
 	full, generated, err := export.PrepareConfig(d.Type, raw, prev)
 	if err != nil {
 		return nil, BadRequest(err.Error())
+	}
+	if name, u := export.URLField(d.Type, full); u != "" {
+		if apiErr := checkEgressURL(dr.r.Context(), dr.gw, "config."+name, u); apiErr != nil {
+			return nil, apiErr
+		}
 	}
 	b, _ := json.Marshal(full)
 	d.SealConfig(dr.sealer, b)

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -89,11 +90,12 @@ func newPrivateEndpointView(e storage.PrivateEndpoint) privateEndpointView {
 type endpointRequest struct {
 	*adminRequest
 	sealer *storage.Sealer
+	gw     Gateway
 }
 
 // servePrivateEndpoints dispatches /private-endpoints[/{id}[/{action}]].
 func (ar *adminRequest) servePrivateEndpoints(gw Gateway, rest []string) *APIError {
-	er := &endpointRequest{adminRequest: ar, sealer: gw.BYOKSealer()}
+	er := &endpointRequest{adminRequest: ar, sealer: gw.BYOKSealer(), gw: gw}
 	routes := sealedCollection{sealer: er.sealer, off: msgPrivateEndpointsOff,
 		list: er.list, create: er.create, get: er.get, update: er.update, remove: er.delete}
 	transition := func(action string, from, to storage.EndpointStatus) func(id string) *APIError {
@@ -285,6 +287,9 @@ func (er *endpointRequest) create() *APIError {
 		return apiErr
 	}
 	ef, apiErr := readEndpointFields(f)
+	if apiErr == nil && ef.hasBase {
+		apiErr = checkEgressURL(er.r.Context(), er.gw, "base_url", ef.baseURL)
+	}
 	if apiErr != nil {
 		return apiErr
 	}
@@ -341,6 +346,9 @@ func (er *endpointRequest) update(id string) *APIError {
 		return apiErr
 	}
 	ef, apiErr := readEndpointFields(f)
+	if apiErr == nil && ef.hasBase {
+		apiErr = checkEgressURL(er.r.Context(), er.gw, "base_url", ef.baseURL)
+	}
 	if apiErr != nil {
 		return apiErr
 	}
@@ -430,7 +438,7 @@ func (er *endpointRequest) validate(id string) *APIError {
 	if err != nil {
 		return newError(http.StatusInternalServerError, "The endpoint's API key cannot be opened with this gateway's byok_encryption_key")
 	}
-	probeErr := probeEndpoint(er.r.Context(), cur, key)
+	probeErr := probeEndpoint(er.r.Context(), cur, key, er.gw.EgressPolicy())
 	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, "validate", []storage.EndpointStatus{storage.EndpointDraft},
 		func(e *storage.PrivateEndpoint) error {
 			if !e.UpdatedAt.Equal(cur.UpdatedAt) {
@@ -456,7 +464,7 @@ func (er *endpointRequest) validate(id string) *APIError {
 
 // probeEndpoint sends a one-token chat completion to the endpoint and
 // checks that it answers 2xx with a chat completion object.
-func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string) error {
+func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string, pol *egress.Policy) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{
@@ -472,7 +480,10 @@ func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string) e
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// The connection is checked against the egress policy when dialed,
+	// whatever the URL's name resolved to when it was stored.
+	client := egressClient(pol)
+	defer client.CloseIdleConnections()
 	res, err := client.Do(req)
 	if err != nil {
 		var ne net.Error
@@ -501,20 +512,25 @@ func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string) e
 
 // privateAttempts are the caller's account's enabled private endpoints for
 // modelID, as attempts priced by each endpoint's pricing; catalogModel,
-// when the catalog has the id, lends its context length. Memory only.
-func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, id *Identity) []Attempt {
+// when the catalog has the id, lends its context length. Memory only,
+// except for the lookup of an endpoint's host when its cached addresses
+// expired (egress.CacheTTL): an endpoint whose host the customer_egress
+// policy refuses is skipped, and the first refusal returned, for the
+// caller to answer when no other provider serves the request.
+func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, id *Identity) ([]Attempt, *APIError) {
 	if rt.gw == nil || id == nil || id.Management {
-		return nil
+		return nil, nil
 	}
 	sealer := rt.gw.BYOKSealer()
 	store, err := rt.gw.Store()
 	if sealer == nil || err != nil {
-		return nil
+		return nil, nil
 	}
 	eps := store.EnabledEndpointsFor(id.AccountID, modelID)
 	if len(eps) == 0 {
-		return nil
+		return nil, nil
 	}
+	var refusal *APIError
 	var out []Attempt
 	for _, e := range eps {
 		key, err := e.OpenSecret(sealer)
@@ -522,6 +538,14 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, i
 		if err != nil || perr != nil {
 			rt.log().Error("private endpoint cannot be used; skipping it",
 				zap.String("endpoint", e.ID), zap.Error(errors.Join(err, perr)))
+			continue
+		}
+		if apiErr := pinEgress(rt.gw.EgressPolicy(), p, e.ID); apiErr != nil {
+			rt.log().Warn("private endpoint refused by the egress policy; skipping it",
+				zap.String("endpoint", e.ID), zap.String("error", apiErr.Message))
+			if refusal == nil {
+				refusal = apiErr
+			}
 			continue
 		}
 		p.Name, p.Model, p.APIKey = privateProviderPrefix+e.ID, e.UpstreamModel, key
@@ -534,5 +558,5 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, i
 		m.Pricing.Request, _ = billing.ParsePrice(e.Pricing.Request)
 		out = append(out, Attempt{Model: m, Provider: p, Key: key})
 	}
-	return out
+	return out, refusal
 }

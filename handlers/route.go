@@ -81,6 +81,8 @@ func (rt *Route) placeholder(key string) (any, bool) {
 		return p.Host, true
 	case "tollgate.upstream.scheme":
 		return p.Scheme, true
+	case "tollgate.upstream.server_name":
+		return serverName(p.Host), true
 	case "tollgate.model":
 		return rt.Model.ID, true
 	case "tollgate.provider":

@@ -30,6 +30,8 @@ import (
 //	{tollgate.upstream.uri}     path below /api/v1 under the provider's base path, with the query
 //	{tollgate.upstream.host}    the provider's Host
 //	{tollgate.upstream.scheme}  http or https
+//	{tollgate.upstream.server_name} the provider's host name, for TLS (tls_server_name):
+//	                                a private endpoint's dial address is its checked IP
 //	{tollgate.model}            the public model id
 //	{tollgate.provider}         the provider's name
 //
@@ -179,13 +181,20 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 		return nil, apiErr
 	}
 	var attempts []Attempt
+	var refusal *APIError // a private endpoint the egress policy refused
 	available := false
 	rules := rt.rulesFor(id)
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have (privateendpoints.go).
-		candidates := rt.privateAttempts(modelID, m, id)
+		candidates, refused := rt.privateAttempts(modelID, m, id)
+		if refusal == nil {
+			refusal = refused
+		}
+		if !ok && len(candidates) == 0 && refused != nil {
+			return nil, refused
+		}
 		if !ok && len(candidates) == 0 {
 			name := "model"
 			if n > 0 || field("model").Str == "" {
@@ -207,6 +216,9 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 		attempts = append(attempts, prefs.filter(candidates)...)
 	}
 	if len(attempts) == 0 {
+		if refusal != nil {
+			return nil, refusal
+		}
 		if available {
 			return nil, newError(http.StatusServiceUnavailable, "No provider satisfies the request's provider preferences")
 		}

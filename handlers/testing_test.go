@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -31,6 +33,7 @@ type fakeGateway struct {
 	catalog  *catalog.Catalog
 	inFlight billing.InFlightPolicy
 	sealer   *storage.Sealer
+	egress   *egress.Policy
 }
 
 func (g *fakeGateway) Store() (*storage.Store, error)         { return g.store, nil }
@@ -39,6 +42,7 @@ func (g *fakeGateway) FreeModelLimits() FreeModelLimits       { return g.limits 
 func (g *fakeGateway) Catalog() *catalog.Catalog              { return g.catalog }
 func (g *fakeGateway) InFlightPolicy() billing.InFlightPolicy { return g.inFlight }
 func (g *fakeGateway) BYOKSealer() *storage.Sealer            { return g.sealer }
+func (g *fakeGateway) EgressPolicy() *egress.Policy           { return g.egress }
 
 var _ Gateway = (*fakeGateway)(nil)
 
@@ -53,7 +57,9 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 			t.Errorf("closing store: %v", err)
 		}
 	})
-	return &fakeGateway{store: s, brand: "service", limits: FreeModelLimits{}.WithDefaults(), catalog: testCatalog("/v1")}
+	// Fixture upstreams are httptest servers on loopback.
+	loopback := egress.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")})
+	return &fakeGateway{store: s, brand: "service", limits: FreeModelLimits{}.WithDefaults(), catalog: testCatalog("/v1"), egress: loopback}
 }
 
 // The fixture catalog: model "m", priced per token, served by provider

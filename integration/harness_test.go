@@ -90,6 +90,10 @@ func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string 
 		data_dir %s
 		brand service
 		byok_encryption_key dG9sbGdhdGUtaW50ZWdyYXRpb24tdGVzdC1rZXktMzI=
+		# Private endpoints and destinations of the tests are on loopback.
+		customer_egress {
+			allow 127.0.0.1/32
+		}
 		model tollgate-mock {
 			context_length 8192
 			pricing {

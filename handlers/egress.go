@@ -1,0 +1,72 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// Customer-supplied URLs (private endpoints, observability destinations)
+// follow the app's customer_egress policy (package egress): checked when
+// stored (a 400 naming the field), and when connected to: the probe and
+// the exporter dial through egress.Transport, and the router resolves a
+// private endpoint's host itself and gives reverse_proxy the checked
+// address (pinEgress), so that a later answer of the name's DNS cannot
+// redirect the request.
+
+// resolveTimeout bounds the router's lookup of a private endpoint's host
+// when its cached addresses expired (egress.CacheTTL).
+var resolveTimeout = 5 * time.Second
+
+// checkEgressURL is the store-time check of a customer URL; field names
+// it in the 400.
+func checkEgressURL(ctx context.Context, gw Gateway, field, raw string) *APIError {
+	if err := gw.EgressPolicy().Check(ctx, raw); err != nil {
+		return BadRequest(field + ": " + err.Error())
+	}
+	return nil
+}
+
+// pinEgress resolves the provider's host under the policy and points its
+// dial address at the checked IP (Host and the TLS server name stay the
+// URL's host). A refusal is a 403 naming the policy; a name that does not
+// resolve, a 502.
+func pinEgress(pol *egress.Policy, p *catalog.Provider, endpointID string) *APIError {
+	host, port, err := net.SplitHostPort(p.Dial)
+	if err != nil {
+		return newError(http.StatusBadGateway, "Private endpoint "+endpointID+" has an invalid address")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	ip, err := pol.Resolve(ctx, host)
+	switch {
+	case errors.Is(err, egress.ErrRefused):
+		return newError(http.StatusForbidden, "Private endpoint "+endpointID+" is "+err.Error())
+	case err != nil:
+		return newError(http.StatusBadGateway, "Private endpoint "+endpointID+" is unreachable: "+err.Error())
+	}
+	p.Dial = net.JoinHostPort(ip.String(), port)
+	return nil
+}
+
+// egressClient is an HTTP client for one probe of a customer URL.
+func egressClient(pol *egress.Policy) *http.Client {
+	return &http.Client{
+		Transport:     egress.Transport(func() *egress.Policy { return pol }),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// serverName is the TLS server name of a Host header value.
+func serverName(host string) string {
+	if u, err := url.Parse("//" + host); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return host
+}
