@@ -50,8 +50,11 @@ type Exporter struct {
 	opts   Options
 	log    *zap.Logger
 	sealer atomic.Pointer[storage.Sealer]
-	egress atomic.Pointer[egress.Policy]
-	cancel func()
+	// client sends deliveries: opts.HTTPClient, or one per egress policy
+	// (SetEgress) when ownClient.
+	client    atomic.Pointer[http.Client]
+	ownClient bool
+	cancel    func()
 
 	mu      sync.Mutex
 	workers map[string]*worker
@@ -82,9 +85,10 @@ func New(store *storage.Store, opts Options) *Exporter {
 	}
 	e := &Exporter{store: store, opts: opts, log: opts.Logger, workers: map[string]*worker{}, stop: make(chan struct{})}
 	if e.opts.HTTPClient == nil {
-		// Destinations are customer-supplied URLs: every connection is
-		// checked against the current policy when it is dialed.
-		e.opts.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: egress.Transport(e.egress.Load)}
+		e.ownClient = true
+		e.client.Store(egressClient(nil))
+	} else {
+		e.client.Store(e.opts.HTTPClient)
 	}
 	e.cancel = store.SubscribeGenerations(e.enqueue)
 	return e
@@ -97,7 +101,20 @@ func (e *Exporter) SetSealer(s *storage.Sealer) { e.sealer.Store(s) }
 // SetEgress sets the policy of destination connections (the app's
 // customer_egress; the latest config load's wins, also for connections of
 // destinations stored earlier). Nil: public addresses only.
-func (e *Exporter) SetEgress(p *egress.Policy) { e.egress.Store(p) }
+func (e *Exporter) SetEgress(p *egress.Policy) {
+	if e.ownClient {
+		// A new client, so that no connection dialed under the previous
+		// policy is reused; the old one's idle connections are closed
+		// (those in use close when idle, after IdleConnTimeout).
+		e.client.Swap(egressClient(p)).CloseIdleConnections()
+	}
+}
+
+// egressClient is a delivery client whose connections are checked against
+// p when dialed: destinations are customer-supplied URLs.
+func egressClient(p *egress.Policy) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: egress.Transport(func() *egress.Policy { return p })}
+}
 
 // Dropped counts records dropped because a destination's queue was full.
 func (e *Exporter) Dropped() uint64 { return e.dropped.Load() }
@@ -328,14 +345,15 @@ func (w *worker) send(d storage.Destination, recs []Record, delivery string) err
 		}
 	}()
 	if d.Type == "webhook" {
-		return sendWebhook(ctx, w.e.opts.HTTPClient, c, delivery, WebhookBody(recs, flags))
+		return sendWebhook(ctx, w.e.client.Load(), c, delivery, WebhookBody(recs, flags))
 	}
-	if w.otlp == nil || w.otlp.version != d.Version {
+	hc := w.e.client.Load()
+	if w.otlp == nil || w.otlp.version != d.Version || w.otlp.hc != hc {
 		if w.otlp != nil {
 			w.otlp.shutdown()
 			w.otlp = nil
 		}
-		o, err := newOTLPExporter(d.Type, c, d.Version, w.e.opts.HTTPClient)
+		o, err := newOTLPExporter(d.Type, c, d.Version, hc)
 		if err != nil {
 			return err
 		}

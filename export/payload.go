@@ -158,6 +158,7 @@ func sendWebhook(ctx context.Context, hc *http.Client, c Config, delivery string
 // one version of a destination.
 type otlpExporter struct {
 	version uint64
+	hc      *http.Client // the client it sends with
 	exp     *otlptrace.Exporter
 }
 
@@ -176,7 +177,7 @@ func newOTLPExporter(typ string, c Config, version uint64, hc *http.Client) (*ot
 	if err != nil {
 		return nil, err
 	}
-	return &otlpExporter{version: version, exp: exp}, nil
+	return &otlpExporter{version: version, hc: hc, exp: exp}, nil
 }
 
 func (o *otlpExporter) shutdown() {
