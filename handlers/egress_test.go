@@ -1,0 +1,73 @@
+package handlers
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// TestPrivateAttemptsPinCheckedAddress: the router dials a private
+// endpoint at the address it checked (a name resolved under the policy),
+// keeping its Host and TLS server name; a disallowed address is skipped
+// with a 403 naming the policy.
+func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
+	gw := newFakeGateway(t)
+	gw.sealer = byokSealer(t, 3)
+	rt := &Router{gw: gw}
+	acct, err := gw.store.CreateAccount(storage.NewAccount{Name: "A", Kind: storage.AccountOrganization})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(model, base string) string {
+		e, err := gw.store.CreatePrivateEndpoint(storage.PrivateEndpoint{ID: storage.NewEndpointID(), AccountID: acct.ID,
+			Name: model, Model: model, UpstreamModel: model, BaseURL: base,
+			Pricing: storage.EndpointPricing{Prompt: "0", Completion: "0", Request: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gw.store.UpdatePrivateEndpoint(acct.ID, e.ID, "activate", nil, func(e *storage.PrivateEndpoint) error {
+			e.Status = storage.EndpointEnabled
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return e.ID
+	}
+	add("acme/local", "https://localhost:8443/v1")
+	meta := add("acme/meta", "http://169.254.169.254/v1")
+	id := &Identity{Principal: storage.Principal{AccountID: acct.ID}}
+
+	atts, refusal := rt.privateAttempts("acme/local", nil, id)
+	if refusal != nil || len(atts) != 1 {
+		t.Fatalf("loopback allowed: %v, %d attempts", refusal, len(atts))
+	}
+	p := atts[0].Provider
+	if p.Dial != "127.0.0.1:8443" || p.Host != "localhost:8443" || p.Scheme != "https" {
+		t.Fatalf("provider dial %q host %q scheme %q", p.Dial, p.Host, p.Scheme)
+	}
+	route := &Route{Provider: p, Model: atts[0].Model}
+	if v, _ := route.placeholder("tollgate.upstream.server_name"); v != "localhost" {
+		t.Fatalf("server_name %v", v)
+	}
+
+	_, refusal = rt.privateAttempts("acme/meta", nil, id)
+	if refusal == nil || refusal.Status != http.StatusForbidden ||
+		!strings.Contains(refusal.Message, "Private endpoint "+meta+" is refused by the gateway's customer_egress policy: 169.254.169.254") {
+		t.Fatalf("metadata address: %+v", refusal)
+	}
+
+	// The default policy refuses loopback too, and the request is answered
+	// with the refusal when no other provider serves the model.
+	gw.egress = egress.New(nil)
+	if atts, refusal := rt.privateAttempts("acme/local", nil, id); len(atts) != 0 || refusal == nil || refusal.Status != http.StatusForbidden {
+		t.Fatalf("default policy: %d attempts, %+v", len(atts), refusal)
+	}
+	gw.egress = egress.New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	if _, refusal := rt.privateAttempts("acme/local", nil, id); refusal == nil {
+		t.Fatal("an allow list without loopback accepted localhost")
+	}
+}
