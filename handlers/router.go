@@ -26,14 +26,13 @@ import (
 // For reverse_proxy it sets the request's Host and the provider's
 // Authorization, and the placeholders
 //
-//	{tollgate.upstream.dial}    the provider's host:port
-//	{tollgate.upstream.uri}     path below /api/v1 under the provider's base path, with the query
-//	{tollgate.upstream.host}    the provider's Host
-//	{tollgate.upstream.scheme}  http or https
-//	{tollgate.upstream.server_name} the provider's host name, for TLS (tls_server_name):
-//	                                a private endpoint's dial address is its checked IP
-//	{tollgate.model}            the public model id
-//	{tollgate.provider}         the provider's name
+//	{tollgate.upstream.dial}         the provider's host:port (a private endpoint's checked IP:port)
+//	{tollgate.upstream.uri}          path below /api/v1 under the provider's base path, with the query
+//	{tollgate.upstream.host}         the provider's Host
+//	{tollgate.upstream.scheme}       http or https
+//	{tollgate.upstream.server_name}  the provider's host name, for tls_server_name
+//	{tollgate.model}                 the public model id
+//	{tollgate.provider}              the provider's name
 //
 // and attaches the *Route for the handlers after it (RouteFrom). Other
 // requests under /api/v1 (GET /generation, ...) only get
