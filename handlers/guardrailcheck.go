@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
@@ -49,20 +50,48 @@ func allowedAttempts(rules *storage.Rules, attempts []Attempt) ([]Attempt, *APIE
 	if rules == nil || len(rules.Guardrails) == 0 || len(attempts) == 0 {
 		return attempts, nil
 	}
-	var blocker *storage.Guardrail
-	var blockedName string
+	var blocked *APIError
 	out := attempts[:0]
 	for _, a := range attempts {
 		if g := rules.ProviderBlocker(a.Provider.Name); g != nil {
-			blocker, blockedName = g, a.Provider.Name
+			blocked = guardrailBlocked(g, "Provider "+strconv.Quote(a.Provider.Name))
+			continue
+		}
+		if g, why := rules.DataPolicyBlocker(endpointOf(a.Model, a.Provider)); g != nil {
+			blocked = dataPolicyBlocked(g, a.Provider.Name, why)
 			continue
 		}
 		out = append(out, a)
 	}
 	if len(out) == 0 {
-		return nil, guardrailBlocked(blocker, "Provider "+strconv.Quote(blockedName))
+		return nil, blocked
 	}
 	return out, nil
+}
+
+// dataPolicyBlocked is the 403 of a guardrail whose data policy a provider
+// does not meet.
+func dataPolicyBlocked(g *storage.Guardrail, provider, why string) *APIError {
+	return &APIError{Status: http.StatusForbidden,
+		Message:  "Provider " + strconv.Quote(provider) + " does not meet guardrail " + strconv.Quote(g.Name) + ": " + why,
+		Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name}}
+}
+
+// endpointOf states the catalog's data-policy facts of provider p serving
+// m for the guardrails' decision. A private endpoint is the account's own
+// deployment and meets every data policy; a BYOK attempt is judged by the
+// provider's catalog facts like the operator's.
+func endpointOf(m *catalog.Model, p *catalog.Provider) storage.Endpoint {
+	dp := p.DataPolicy
+	return storage.Endpoint{
+		Model:     m.ID,
+		Free:      m.IsFree() || m.Pricing.IsFree(),
+		ZDR:       dp.ZDR,
+		Trains:    !dp.NoDataCollection,
+		Publishes: !dp.NoPublication,
+		Region:    dp.Region,
+		Own:       strings.HasPrefix(p.Name, privateProviderPrefix),
+	}
 }
 
 // admitsModel reports whether the rules let the caller use m through one
@@ -75,12 +104,14 @@ func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Pr
 		return false
 	}
 	for _, p := range m.Providers {
-		if usable(p) && rules.ProviderBlocker(p.Name) == nil {
+		if usable(p) && rules.ProviderBlocker(p.Name) == nil && blockerOf(rules.DataPolicyBlocker(endpointOf(m, p))) == nil {
 			return true
 		}
 	}
 	return false
 }
+
+func blockerOf(g *storage.Guardrail, _ string) *storage.Guardrail { return g }
 
 // admitScopes checks the budgets of the key's guardrails and workspace,
 // in the order of the public API's budget scopes: the workspace default
