@@ -137,3 +137,33 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	c.mustPost("/chat/completions", other, body("acme/split"), nil).expect(t, 200)
 	calls(3, 5, "other member")
 }
+
+// A private endpoint is the account's own deployment: it meets every data
+// policy, so a key whose guardrails require ZDR and a region still reaches
+// it, while the catalog's providers of the same model are refused.
+func TestGuardrailDataPoliciesPrivateEndpoint(t *testing.T) {
+	var ownCalls atomic.Int64
+	own := startTap(t, mockAddr, func(string, []byte) { ownCalls.Add(1) }, nil)
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newOrg("10")
+	key, hash := c.newKey(org.Mgmt, `{"name":"guarded","creator_user_id":"`+org.Member+`"}`)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Strict","enforce_zdr":true,"allowed_data_regions":["europe"]}`).
+		expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+	body := `{"model":"tollgate-mock","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
+	c.mustPost("/chat/completions", key, body, nil).
+		expectError(t, 403, `Provider "mock" does not meet guardrail "Strict": zero data retention required`)
+
+	id := c.api("POST", peBase, org.Mgmt, `{"name":"own","model":"tollgate-mock","base_url":"http://`+own.Listener.Addr().String()+`/v1",
+		"upstream_model":"tollgate-mock","api_key":"sk-own-deployment-key-0123456789"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", peBase+"/"+id+"/validate", org.Mgmt, nil).expect(t, 200)
+	c.api("POST", peBase+"/"+id+"/activate", org.Mgmt, nil).expect(t, 200)
+	before := ownCalls.Load()
+	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
+	if n := ownCalls.Load() - before; n != 1 {
+		t.Fatalf("the private endpoint got %d calls, want 1", n)
+	}
+	c.api("POST", peBase+"/"+id+"/disable", org.Mgmt, nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, body, nil).expectError(t, 403, `guardrail "Strict"`)
+}
