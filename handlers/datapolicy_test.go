@@ -58,11 +58,11 @@ func TestAllowedAttemptsDataPolicy(t *testing.T) {
 	}
 
 	// The model lists follow the same decision.
-	all := func(*catalog.Provider) bool { return true }
+	all := func(*catalog.Provider) (bool, *bool) { return true, nil }
 	if !admitsModel(rules, m, all) {
 		t.Error("model with an admitted provider hidden")
 	}
-	if admitsModel(rules, m, func(p *catalog.Provider) bool { return p != eu }) {
+	if admitsModel(rules, m, func(p *catalog.Provider) (bool, *bool) { return p != eu, nil }) {
 		t.Error("model listed though its only usable providers violate a data policy")
 	}
 	g.EnablePaidModelTraining = nil
@@ -82,8 +82,45 @@ func TestEndpointOfFreeness(t *testing.T) {
 		{&catalog.Model{ID: "a/b"}, true}, // nothing priced
 		{&catalog.Model{ID: "a/b", Pricing: billing.Pricing{Completion: 1}}, false},
 	} {
-		if e := endpointOf(tt.m, p); e.Free != tt.free || !e.Trains || !e.Publishes || e.ZDR || e.Own {
+		if e := endpointOf(tt.m, p, nil); e.Free != tt.free || !e.Trains || !e.Publishes || e.ZDR || e.Own {
 			t.Errorf("%s: %+v", tt.m.ID, e)
 		}
+	}
+}
+
+// A BYOK credential's declared_zdr overrides the provider's ZDR fact for
+// the attempts it serves: true meets a ZDR requirement on a retaining
+// provider, false fails it on a ZDR one, null keeps the catalog's fact.
+func TestAllowedAttemptsBYOKDeclaredZDR(t *testing.T) {
+	yes, no := true, false
+	plain := &catalog.Provider{Name: "plain"}
+	zdr := &catalog.Provider{Name: "zdr", DataPolicy: catalog.DataPolicy{ZDR: true, NoDataCollection: true, NoPublication: true}}
+	m := &catalog.Model{ID: "openai/gpt", Pricing: billing.Pricing{Prompt: 1}, Providers: []*catalog.Provider{plain, zdr}}
+	g := &storage.Guardrail{ID: "g", Name: "ZDR", EnforceZDROpenAI: &yes}
+	rules := &storage.Rules{Guardrails: []storage.AppliedGuardrail{{Scope: storage.ScopeAPIKey, Guardrail: g}}}
+	for _, tt := range []struct {
+		name string
+		a    Attempt
+		kept bool
+	}{
+		{"byok declared zdr on a retaining provider", Attempt{Model: m, Provider: plain, BYOK: true, DeclaredZDR: &yes}, true},
+		{"byok declared non-zdr on a zdr provider", Attempt{Model: m, Provider: zdr, BYOK: true, DeclaredZDR: &no}, false},
+		{"byok null: the provider's fact", Attempt{Model: m, Provider: zdr, BYOK: true}, true},
+		{"byok null on a retaining provider", Attempt{Model: m, Provider: plain, BYOK: true}, false},
+		{"operator's key: no declaration applies", Attempt{Model: m, Provider: plain, DeclaredZDR: &yes}, false},
+	} {
+		out, apiErr := allowedAttempts(rules, []Attempt{tt.a})
+		if kept := len(out) == 1; kept != tt.kept {
+			t.Errorf("%s: kept %v (%v), want %v", tt.name, kept, apiErr, tt.kept)
+		}
+	}
+	byokOn := func(want *catalog.Provider, declared *bool) func(*catalog.Provider) (bool, *bool) {
+		return func(p *catalog.Provider) (bool, *bool) { return p == want, declared }
+	}
+	if !admitsModel(rules, m, byokOn(plain, &yes)) {
+		t.Error("model hidden though a ZDR-declared credential reaches it")
+	}
+	if admitsModel(rules, m, byokOn(zdr, &no)) {
+		t.Error("model listed though its only reachable provider is declared non-ZDR")
 	}
 }

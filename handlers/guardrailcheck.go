@@ -57,7 +57,7 @@ func allowedAttempts(rules *storage.Rules, attempts []Attempt) ([]Attempt, *APIE
 			blocked = guardrailBlocked(g, "Provider "+strconv.Quote(a.Provider.Name))
 			continue
 		}
-		if g, why := rules.DataPolicyBlocker(endpointOf(a.Model, a.Provider)); g != nil {
+		if g, why := rules.DataPolicyBlocker(attemptEndpoint(a)); g != nil {
 			blocked = dataPolicyBlocked(g, a.Provider.Name, why)
 			continue
 		}
@@ -79,11 +79,12 @@ func dataPolicyBlocked(g *storage.Guardrail, provider, why string) *APIError {
 
 // endpointOf states the catalog's data-policy facts of provider p serving
 // m for the guardrails' decision. A private endpoint is the account's own
-// deployment and meets every data policy; a BYOK attempt is judged by the
-// provider's catalog facts like the operator's.
-func endpointOf(m *catalog.Model, p *catalog.Provider) storage.Endpoint {
+// deployment and meets every data policy. declaredZDR is a BYOK
+// credential's declared_zdr: true makes the endpoint ZDR, false makes it
+// not ZDR, nil keeps the provider's facts.
+func endpointOf(m *catalog.Model, p *catalog.Provider, declaredZDR *bool) storage.Endpoint {
 	dp := p.DataPolicy
-	return storage.Endpoint{
+	e := storage.Endpoint{
 		Model:     m.ID,
 		Free:      m.IsFree() || m.Pricing.IsFree(),
 		ZDR:       dp.ZDR,
@@ -92,11 +93,24 @@ func endpointOf(m *catalog.Model, p *catalog.Provider) storage.Endpoint {
 		Region:    dp.Region,
 		Own:       strings.HasPrefix(p.Name, privateProviderPrefix),
 	}
+	if declaredZDR != nil {
+		e.ZDR = *declaredZDR
+	}
+	return e
+}
+
+func attemptEndpoint(a Attempt) storage.Endpoint {
+	var declared *bool
+	if a.BYOK {
+		declared = a.DeclaredZDR
+	}
+	return endpointOf(a.Model, a.Provider, declared)
 }
 
 // admitsModel reports whether the rules let the caller use m through one
-// of the providers it can reach (for the model lists).
-func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Provider) bool) bool {
+// of the providers it can reach (for the model lists); usable also
+// returns the declared_zdr of the BYOK credential that reaches a provider.
+func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Provider) (bool, *bool)) bool {
 	if rules == nil {
 		return true
 	}
@@ -104,7 +118,8 @@ func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Pr
 		return false
 	}
 	for _, p := range m.Providers {
-		if usable(p) && rules.ProviderBlocker(p.Name) == nil && blockerOf(rules.DataPolicyBlocker(endpointOf(m, p))) == nil {
+		ok, declaredZDR := usable(p)
+		if ok && rules.ProviderBlocker(p.Name) == nil && blockerOf(rules.DataPolicyBlocker(endpointOf(m, p, declaredZDR))) == nil {
 			return true
 		}
 	}
@@ -181,13 +196,19 @@ func resetHint(resets bool) string {
 	return "."
 }
 
-// usableBy returns whether the caller reaches a provider of m: with the
-// operator's key, or through one of its account's BYOK credentials.
-func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) bool {
-	byok := map[*catalog.Provider]bool{}
-	rt.byokCredentials(m, id, func(p *catalog.Provider, _ storage.Credential, _ *storage.Sealer) bool {
-		byok[p] = true
+// usableBy returns whether the caller reaches a provider of m: through one
+// of its workspace's BYOK credentials (which then serves it, with its
+// declared_zdr), or with the operator's key.
+func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) (bool, *bool) {
+	byok := map[*catalog.Provider]*storage.Credential{}
+	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
+		byok[p] = &c
 		return true
 	})
-	return func(p *catalog.Provider) bool { return operatorUsable(p) || byok[p] }
+	return func(p *catalog.Provider) (bool, *bool) {
+		if c, ok := byok[p]; ok {
+			return true, c.DeclaredZDR
+		}
+		return operatorUsable(p), nil
+	}
 }

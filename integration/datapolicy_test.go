@@ -167,3 +167,58 @@ func TestGuardrailDataPoliciesPrivateEndpoint(t *testing.T) {
 	c.api("POST", peBase+"/"+id+"/disable", org.Mgmt, nil).expect(t, 200)
 	c.mustPost("/chat/completions", key, body, nil).expectError(t, 403, `guardrail "Strict"`)
 }
+
+// A BYOK credential's declared_zdr decides ZDR requirements for the
+// requests it serves: true lets a ZDR-only key use a provider the catalog
+// does not state as ZDR, false keeps it off that provider, null defers to
+// the catalog.
+func TestGuardrailDataPoliciesBYOKDeclaredZDR(t *testing.T) {
+	var retainCalls, zdrCalls atomic.Int64
+	retain := startTap(t, mockAddr, func(string, []byte) { retainCalls.Add(1) }, nil)
+	zdr := startTap(t, mockAddr, func(string, []byte) { zdrCalls.Add(1) }, nil)
+	startInProcessWith(t, withDataPolicyModels(t, retain.Listener.Addr().String(), zdr.Listener.Addr().String()))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newOrg("10")
+	key, hash := c.newKey(org.Mgmt, `{"name":"guarded","creator_user_id":"`+org.Member+`"}`)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"ZDR only","enforce_zdr":true}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+	body := func(model string) string {
+		return `{"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
+	}
+	calls := func(wantRetain, wantZDR int64, when string) {
+		t.Helper()
+		if r, z := retainCalls.Load(), zdrCalls.Load(); r != wantRetain || z != wantZDR {
+			t.Fatalf("%s: upstream calls retain=%d zdr=%d, want %d and %d", when, r, z, wantRetain, wantZDR)
+		}
+	}
+	listed := func(id string) bool {
+		t.Helper()
+		for _, m := range c.api("GET", "/models/user", key, nil).expect(t, 200).JSON.Get("data").Array() {
+			if m.Get("id").Str == id {
+				return true
+			}
+		}
+		return false
+	}
+
+	cred := c.api("POST", "/byok", org.Mgmt, `{"provider":"retain","key":"sk-own-retain-key-0123456789","declared_zdr":true}`).
+		expect(t, 201).JSON.Get("data.id").Str
+	r := c.mustPost("/chat/completions", key, body("acme/retained"), nil).expect(t, 200)
+	calls(1, 0, "declared ZDR")
+	if !listed("acme/retained") {
+		t.Errorf("/models/user hides acme/retained though a ZDR-declared credential serves it: %s", r.Body)
+	}
+
+	c.api("PATCH", "/byok/"+cred, org.Mgmt, `{"declared_zdr":false}`).expect(t, 200)
+	c.mustPost("/chat/completions", key, body("acme/retained"), nil).
+		expectError(t, 403, `Provider "retain" does not meet guardrail "ZDR only": zero data retention required`)
+	c.mustPost("/chat/completions", key, body("acme/split"), nil).expect(t, 200)
+	calls(1, 1, "declared non-ZDR: the operator's ZDR provider serves")
+	if listed("acme/retained") {
+		t.Error("/models/user lists acme/retained with the credential declared non-ZDR")
+	}
+
+	c.api("PATCH", "/byok/"+cred, org.Mgmt, `{"declared_zdr":null}`).expect(t, 200)
+	c.mustPost("/chat/completions", key, body("acme/retained"), nil).expectError(t, 403, "zero data retention required")
+	calls(1, 1, "null: the catalog decides")
+}
