@@ -98,6 +98,10 @@ func init() {
 //				api_key <key or {env.VAR}>
 //				style   openai
 //				api     chat|responses
+//				zdr
+//				data_collection allow|deny
+//				publication     allow|deny
+//				region          global|europe|us
 //			}
 //		}
 //	}
@@ -308,12 +312,27 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &p.Style
 				case "api":
 					dst = &p.API
+				case "zdr":
+					if d.NextArg() {
+						return m, d.ArgErr()
+					}
+					p.ZDR = true
+					continue
+				case "data_collection":
+					dst = &p.DataCollection
+				case "publication":
+					dst = &p.Publication
+				case "region":
+					dst = &p.Region
 				default:
 					return m, d.Errf("unrecognized provider option %q", d.Val())
 				}
 				if !d.AllArgs(dst) {
 					return m, d.ArgErr()
 				}
+			}
+			if _, err := p.dataPolicy(); err != nil {
+				return m, d.Errf("provider %q: %v", p.Name, err)
 			}
 			m.Providers = append(m.Providers, p)
 		default:

@@ -57,12 +57,64 @@ type ProviderConfig struct {
 	// "chat" (Chat Completions only: the gateway translates Responses
 	// requests and answers).
 	API string `json:"api,omitempty"`
+
+	// Data-policy facts, which guardrails' data-policy fields are decided
+	// from. The defaults assume the least, so that a provider the operator
+	// says nothing about meets no data-policy requirement.
+
+	// ZDR: the provider retains no prompt or answer (zero data retention),
+	// hence neither collects nor publishes them.
+	ZDR bool `json:"zdr,omitempty"`
+	// DataCollection: "allow" (the default: the provider may train on or
+	// retain prompts) or "deny".
+	DataCollection string `json:"data_collection,omitempty"`
+	// Publication: "allow" (the default: the provider may publish
+	// prompts) or "deny".
+	Publication string `json:"publication,omitempty"`
+	// Region is where the provider processes requests: "global" (the
+	// default), "europe" or "us".
+	Region string `json:"region,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
 // then completes; the config keeps its placeholders.
-func (pc ProviderConfig) provider() *catalog.Provider {
-	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API, SearchFamily: pc.SearchFamily}
+func (pc ProviderConfig) provider() (*catalog.Provider, error) {
+	dp, err := pc.dataPolicy()
+	if err != nil {
+		return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
+	}
+	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
+		SearchFamily: pc.SearchFamily, DataPolicy: dp}, nil
+}
+
+// dataPolicy checks and converts the provider's data-policy facts.
+func (pc ProviderConfig) dataPolicy() (catalog.DataPolicy, error) {
+	dp := catalog.DataPolicy{ZDR: pc.ZDR}
+	for _, f := range []struct {
+		name, v string
+		deny    *bool
+	}{{"data_collection", pc.DataCollection, &dp.NoDataCollection}, {"publication", pc.Publication, &dp.NoPublication}} {
+		switch f.v {
+		case "", "allow":
+			if pc.ZDR && f.v == "allow" {
+				return dp, fmt.Errorf("%s: allow contradicts zdr (zero data retention)", f.name)
+			}
+		case "deny":
+			*f.deny = true
+		default:
+			return dp, fmt.Errorf("%s: expected allow or deny, got %q", f.name, f.v)
+		}
+	}
+	if pc.ZDR {
+		dp.NoDataCollection, dp.NoPublication = true, true
+	}
+	switch pc.Region {
+	case "", "global", "europe", "us":
+		dp.Region = pc.Region
+	default:
+		return dp, fmt.Errorf("region: expected global, europe or us, got %q", pc.Region)
+	}
+	return dp, nil
 }
 
 // PricingConfig holds prices as exact decimal strings. Prompt and
@@ -158,7 +210,11 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		}
 	}
 	for _, pc := range mc.Providers {
-		m.Providers = append(m.Providers, pc.provider())
+		p, err := pc.provider()
+		if err != nil {
+			return nil, fmt.Errorf("model %q: %v", mc.ID, err)
+		}
+		m.Providers = append(m.Providers, p)
 	}
 	pub, err := marshal(newPublicModel(m))
 	if err != nil {
@@ -318,7 +374,11 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 			return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
 		}
 		for _, pc := range cfg.Providers {
-			m.Providers = append(m.Providers, pc.provider())
+			p, err := pc.provider()
+			if err != nil {
+				return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
+			}
+			m.Providers = append(m.Providers, p)
 		}
 	}
 	raw, err := sjson.Delete(v.Raw, "tollgate")

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
@@ -49,25 +50,67 @@ func allowedAttempts(rules *storage.Rules, attempts []Attempt) ([]Attempt, *APIE
 	if rules == nil || len(rules.Guardrails) == 0 || len(attempts) == 0 {
 		return attempts, nil
 	}
-	var blocker *storage.Guardrail
-	var blockedName string
+	var blocked *APIError
 	out := attempts[:0]
 	for _, a := range attempts {
 		if g := rules.ProviderBlocker(a.Provider.Name); g != nil {
-			blocker, blockedName = g, a.Provider.Name
+			blocked = guardrailBlocked(g, "Provider "+strconv.Quote(a.Provider.Name))
+			continue
+		}
+		if g, why := rules.DataPolicyBlocker(attemptEndpoint(a)); g != nil {
+			blocked = dataPolicyBlocked(g, a.Provider.Name, why)
 			continue
 		}
 		out = append(out, a)
 	}
 	if len(out) == 0 {
-		return nil, guardrailBlocked(blocker, "Provider "+strconv.Quote(blockedName))
+		return nil, blocked
 	}
 	return out, nil
 }
 
+// dataPolicyBlocked is the 403 of a guardrail whose data policy a provider
+// does not meet.
+func dataPolicyBlocked(g *storage.Guardrail, provider, why string) *APIError {
+	return &APIError{Status: http.StatusForbidden,
+		Message:  "Provider " + strconv.Quote(provider) + " does not meet guardrail " + strconv.Quote(g.Name) + ": " + why,
+		Metadata: map[string]any{"guardrail_id": g.ID, "guardrail_name": g.Name}}
+}
+
+// endpointOf states the catalog's data-policy facts of provider p serving
+// m for the guardrails' decision. A private endpoint is the account's own
+// deployment and meets every data policy. declaredZDR is a BYOK
+// credential's declared_zdr: true makes the endpoint ZDR, false makes it
+// not ZDR, nil keeps the provider's facts.
+func endpointOf(m *catalog.Model, p *catalog.Provider, declaredZDR *bool) storage.Endpoint {
+	dp := p.DataPolicy
+	e := storage.Endpoint{
+		Model:     m.ID,
+		Free:      m.IsFree() || m.Pricing.IsFree(),
+		ZDR:       dp.ZDR,
+		Trains:    !dp.NoDataCollection,
+		Publishes: !dp.NoPublication,
+		Region:    dp.Region,
+		Own:       strings.HasPrefix(p.Name, privateProviderPrefix),
+	}
+	if declaredZDR != nil {
+		e.ZDR = *declaredZDR
+	}
+	return e
+}
+
+func attemptEndpoint(a Attempt) storage.Endpoint {
+	var declared *bool
+	if a.BYOK {
+		declared = a.DeclaredZDR
+	}
+	return endpointOf(a.Model, a.Provider, declared)
+}
+
 // admitsModel reports whether the rules let the caller use m through one
-// of the providers it can reach (for the model lists).
-func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Provider) bool) bool {
+// of the providers it can reach (for the model lists); usable also
+// returns the declared_zdr of the BYOK credential that reaches a provider.
+func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Provider) (bool, *bool)) bool {
 	if rules == nil {
 		return true
 	}
@@ -75,12 +118,15 @@ func admitsModel(rules *storage.Rules, m *catalog.Model, usable func(*catalog.Pr
 		return false
 	}
 	for _, p := range m.Providers {
-		if usable(p) && rules.ProviderBlocker(p.Name) == nil {
+		ok, declaredZDR := usable(p)
+		if ok && rules.ProviderBlocker(p.Name) == nil && blockerOf(rules.DataPolicyBlocker(endpointOf(m, p, declaredZDR))) == nil {
 			return true
 		}
 	}
 	return false
 }
+
+func blockerOf(g *storage.Guardrail, _ string) *storage.Guardrail { return g }
 
 // admitScopes checks the budgets of the key's guardrails and workspace,
 // in the order of the public API's budget scopes: the workspace default
@@ -150,13 +196,19 @@ func resetHint(resets bool) string {
 	return "."
 }
 
-// usableBy returns whether the caller reaches a provider of m: with the
-// operator's key, or through one of its account's BYOK credentials.
-func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) bool {
-	byok := map[*catalog.Provider]bool{}
-	rt.byokCredentials(m, id, func(p *catalog.Provider, _ storage.Credential, _ *storage.Sealer) bool {
-		byok[p] = true
+// usableBy returns whether the caller reaches a provider of m: through one
+// of its workspace's BYOK credentials (which then serves it, with its
+// declared_zdr), or with the operator's key.
+func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) (bool, *bool) {
+	byok := map[*catalog.Provider]*storage.Credential{}
+	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
+		byok[p] = &c
 		return true
 	})
-	return func(p *catalog.Provider) bool { return operatorUsable(p) || byok[p] }
+	return func(p *catalog.Provider) (bool, *bool) {
+		if c, ok := byok[p]; ok {
+			return true, c.DeclaredZDR
+		}
+		return operatorUsable(p), nil
+	}
 }

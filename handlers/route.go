@@ -52,6 +52,9 @@ type Attempt struct {
 	Provider *catalog.Provider
 	Key      string // the provider key to call it with
 	BYOK     bool
+	// DeclaredZDR is the BYOK credential's declared_zdr (nil: the
+	// provider's catalog facts decide ZDR guardrails).
+	DeclaredZDR *bool
 }
 
 type routeKey struct{}

@@ -349,7 +349,7 @@ func (rt *Router) byokAttempts(m *catalog.Model, id *Identity) []Attempt {
 				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
 			return true
 		}
-		out = append(out, Attempt{Model: m, Provider: p, Key: key, BYOK: true})
+		out = append(out, Attempt{Model: m, Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
 		return true
 	})
 	return out

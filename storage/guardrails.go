@@ -10,8 +10,8 @@ import (
 
 // Guardrail restricts the keys and members it is assigned to: the models
 // and providers they may use, a spending limit per key or per member, and
-// data-policy flags (stored and reported; the gateway routes to no provider
-// that could violate them only through the allow and ignore lists).
+// data policies, decided against the catalog's facts about each provider
+// (datapolicy.go).
 //
 // Each workspace has a default guardrail (Workspace.DefaultGuardrailID)
 // that applies to all of the workspace's traffic; it does not exist until

@@ -31,11 +31,31 @@ type Provider struct {
 	// empty: both APIs, passed through) or APIChat (Chat Completions only).
 	API string `json:"api,omitempty"`
 
+	// Data-policy facts, as the operator states them; guardrails'
+	// data-policy fields are decided from them. The defaults assume the
+	// least: no zero data retention, prompts may be collected (trained
+	// on or retained) and published, region global.
+	DataPolicy DataPolicy `json:"data_policy,omitzero"`
+
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
 	Dial     string `json:"-"` // host:port for reverse_proxy
 	Host     string `json:"-"` // Host header value
 	BasePath string `json:"-"` // path prefix without trailing slash, e.g. "/v1"
+}
+
+// DataPolicy is what a provider does with the prompts it receives.
+type DataPolicy struct {
+	// ZDR: zero data retention; implies no collection and no publication.
+	ZDR bool `json:"zdr,omitempty"`
+	// NoDataCollection: the provider neither trains on nor retains
+	// prompts ("data_collection deny").
+	NoDataCollection bool `json:"no_data_collection,omitempty"`
+	// NoPublication: the provider does not publish prompts
+	// ("publication deny").
+	NoPublication bool `json:"no_publication,omitempty"`
+	// Region: "global" (or empty), "europe" or "us".
+	Region string `json:"region,omitempty"`
 }
 
 // Provider APIs.
