@@ -109,6 +109,9 @@ func TestEgressTightenedByReload(t *testing.T) {
 
 	// Tightened: the same data directory without the allow entry.
 	newTester(t).InitServer(withoutEgressAllow(t)(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms")), "caddyfile")
+	// A reload closes idle keep-alive connections from the server's side; a
+	// request sent on one at that moment would read EOF.
+	c.http.CloseIdleConnections()
 
 	v := c.api("POST", peBase+"/"+draft+"/validate", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
 	if v.Get("status").Str != "draft" || !strings.Contains(v.Get("last_validation.error").Str, "customer_egress policy") {
@@ -145,6 +148,7 @@ func TestEgressTightenedByReload(t *testing.T) {
 
 	// Allowed again: the held record arrives, once; routing works again.
 	newTester(t).InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms"), "caddyfile")
+	c.http.CloseIdleConnections()
 	waitIDs(t, func() []string { return sink.ids("/hook") }, []string{r.Header.Get("X-Generation-Id"), first, held}, "export after re-allowing")
 	c.api("POST", "/chat/completions", key, body).expect(t, 200)
 }

@@ -435,6 +435,7 @@ func TestObservabilityExportSurvivesReload(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // refused at least once
 	// A changed config (the mock's latency), same data directory.
 	newTester(t).InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "2ms"), "caddyfile")
+	c.http.CloseIdleConnections() // the reload closed them server-side
 	for i := 0; i < 2; i++ {
 		id, _ := chatOnce(t, c, key, "tollgate-mock", "after the reload")
 		ids = append(ids, id)
