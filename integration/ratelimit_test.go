@@ -320,9 +320,9 @@ func TestFreeModelCountersSurviveRestart(t *testing.T) {
 	c := newClient(t, p.gateway, p.admin)
 	tn := c.newTenant("organization", "5")
 	key, _ := c.newKey(tn.MgmtKey, `{"name":"restart"}`)
+	minute := utcMinute() // before the first request: both must fall in it
 	c.mustPost("/chat/completions", key, freeChat, nil).expect(t, 200)
 	c.mustPost("/chat/completions", key, freeChat, nil).expect(t, 200)
-	minute := utcMinute()
 	expectDaily(t, c.freeDaily(key), 2, 2, false, "before the restart")
 
 	p.kill()
