@@ -144,6 +144,16 @@ func put[T any](m map[string]map[string]*T, accountID, id string, v *T) {
 	m[accountID][id] = v
 }
 
+// get returns a copy of m[accountID][id]. Callers hold s.mu.
+func get[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
+	v, ok := m[accountID][id]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return *v, true
+}
+
 // SCIMTokenPrefix starts every SCIM token.
 const SCIMTokenPrefix = "sk-tg-scim-v1-"
 
@@ -348,14 +358,7 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 	s.putMember(&m)
 	b := s.markDirty(memberKey(accountID, m.ID))
 	if !m.Active {
-		for _, ws := range s.workspaces[accountID] {
-			if _, in := ws.Members[m.ID]; in {
-				w := ws.clone()
-				delete(w.Members, m.ID)
-				s.putWorkspace(w)
-				s.markDirty(workspaceKey(accountID, w.ID))
-			}
-		}
+		s.leaveWorkspacesLocked(accountID, m.ID)
 	}
 	u := &SCIMUser{AccountID: accountID, UserID: m.ID, UserName: in.UserName, ExternalID: in.ExternalID, CreatedAt: t, UpdatedAt: t}
 	if cur, ok := s.scim.users[accountID][m.ID]; ok {
@@ -364,6 +367,19 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 	put(s.scim.users, accountID, m.ID, u)
 	s.markDirty(scimKey("u", accountID, m.ID))
 	return s.scimUserRecord(&m), b, nil
+}
+
+// leaveWorkspacesLocked removes a member from every workspace of its
+// account. Callers hold s.mu.
+func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
+	for _, ws := range s.workspaces[accountID] {
+		if _, in := ws.Members[userID]; in {
+			w := ws.clone()
+			delete(w.Members, userID)
+			s.putWorkspace(w)
+			s.markDirty(workspaceKey(accountID, w.ID))
+		}
+	}
 }
 
 // DeleteSCIMUser deprovisions a member in one commit: it is deactivated
@@ -380,14 +396,7 @@ func (s *Store) DeleteSCIMUser(accountID, id string) error {
 	m.Active, m.UpdatedAt = false, now().UTC()
 	s.putMember(&m)
 	b := s.markDirty(memberKey(accountID, id))
-	for _, ws := range s.workspaces[accountID] {
-		if _, in := ws.Members[id]; in {
-			w := ws.clone()
-			delete(w.Members, id)
-			s.putWorkspace(w)
-			s.markDirty(workspaceKey(accountID, w.ID))
-		}
-	}
+	s.leaveWorkspacesLocked(accountID, id)
 	delete(s.scim.users[accountID], id)
 	s.markDirty(scimKey("u", accountID, id))
 	for gid, g := range s.scim.groups[accountID] {
@@ -421,12 +430,7 @@ func (s *Store) SCIMGroups(accountID string) []SCIMGroup {
 		out = append(out, *g.clone())
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(g *SCIMGroup) (time.Time, string) { return g.CreatedAt, g.ID })
 	return out
 }
 
@@ -530,12 +534,7 @@ func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
 		out = append(out, *m)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].CreatedAt.Before(out[j].CreatedAt)
-	})
+	sortOldestFirst(out, func(m *SCIMGroupMapping) (time.Time, string) { return m.CreatedAt, m.ID })
 	return out
 }
 
@@ -543,11 +542,7 @@ func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
 func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m, ok := s.scim.mappings[accountID][id]
-	if !ok {
-		return SCIMGroupMapping{}, false
-	}
-	return *m, true
+	return get(s.scim.mappings, accountID, id)
 }
 
 // CreateSCIMGroupMapping maps a group to a workspace (id or slug) with a
@@ -559,8 +554,8 @@ func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) 
 // with another role it is a conflict. It returns the mapping and how many
 // memberships it added.
 func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, int, error) {
-	if _, ok := ParseMemberRole(string(role)); !ok {
-		return SCIMGroupMapping{}, 0, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
+	if err := checkMappingRole(role); err != nil {
+		return SCIMGroupMapping{}, 0, err
 	}
 	s.mu.Lock()
 	m, err := s.createMappingLocked(accountID, groupID, workspaceRef, role)
@@ -572,6 +567,14 @@ func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, 
 	added := s.applyMappingLocked(accountID, m)
 	s.mu.Unlock()
 	return m, added, b.wait()
+}
+
+// checkMappingRole validates a mapping's role.
+func checkMappingRole(role MemberRole) error {
+	if _, ok := ParseMemberRole(string(role)); !ok {
+		return fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
+	}
+	return nil
 }
 
 // createMappingLocked checks and stores a new mapping, or returns the
@@ -650,8 +653,8 @@ func slicesContains(ids []string, id string) bool {
 // UpdateSCIMGroupMapping changes a mapping's role; memberships follow at
 // the next sync job.
 func (s *Store) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (SCIMGroupMapping, error) {
-	if _, ok := ParseMemberRole(string(role)); !ok {
-		return SCIMGroupMapping{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
+	if err := checkMappingRole(role); err != nil {
+		return SCIMGroupMapping{}, err
 	}
 	s.mu.Lock()
 	cur, ok := s.scim.mappings[accountID][id]
@@ -779,11 +782,7 @@ func (s *Store) publishTouched(touched map[string]*Workspace) {
 func (s *Store) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	j, ok := s.scim.jobs[accountID][id]
-	if !ok {
-		return SCIMSyncJob{}, false
-	}
-	return *j, true
+	return get(s.scim.jobs, accountID, id)
 }
 
 // loadSCIM decodes one SCIM record.
