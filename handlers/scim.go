@@ -110,13 +110,7 @@ func (ar *adminRequest) listSCIMMappings() *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	all := ar.store.SCIMGroupMappings(ar.id.AccountID)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]scimMappingView, 0, hi-lo)
-	for _, m := range all[lo:hi] {
-		out = append(out, newSCIMMappingView(m))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, ar.store.SCIMGroupMappings(ar.id.AccountID), offset, limit, newSCIMMappingView)
 	return nil
 }
 
@@ -213,13 +207,7 @@ func (ar *adminRequest) listSCIMGroups() *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	all := ar.store.SCIMGroups(ar.id.AccountID)
-	lo, hi := pageOf(len(all), offset, limit)
-	out := make([]scimGroupView, 0, hi-lo)
-	for _, g := range all[lo:hi] {
-		out = append(out, newSCIMGroupView(g))
-	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": len(all)})
+	writePage(ar.w, ar.store.SCIMGroups(ar.id.AccountID), offset, limit, newSCIMGroupView)
 	return nil
 }
 
