@@ -208,38 +208,31 @@ func seamsPost(t *testing.T, hc *client, key string, i int) (int, storage.Amount
 	return 200, creditAmount(t, u.Get("cost")), response{}
 }
 
-// Everything at once: a key in a non-default workspace with a daily
-// workspace budget, its member under a guardrail with a spending limit, a
-// key cap, and gateway-side web search on every kind of request (chat and
-// translated Responses, streamed and not, a fallback, a broken stream), 96
-// at once. The workspace budget binds: it is never passed; every admitted
-// request is charged exactly once (the sum of the answers' costs is the
-// key's usage, the account's usage, the workspace's and the member's);
-// refused requests are 402 service_workspace_budget and search nothing.
-func TestMoneyAllLimitsAtOnce(t *testing.T) {
-	e := startSeams(t)
-	c := e.c
-	org := c.newOrg("10")
-	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
-	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
-	key, _ := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
-	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
-	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
-	const budget storage.Amount = 150_000_000 // 0.15
-	c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, budget)).expect(t, 200)
-
-	// A broken stream alone: what it costs (its answer cannot say).
-	pre := c.snapshot(key, org.Mgmt)
+// seamsBrokenCost sends a broken stream alone and returns the snapshot
+// after it and what it cost (its answer cannot say).
+func seamsBrokenCost(t *testing.T, c *client, key, mgmt string) (usageSnapshot, storage.Amount) {
+	t.Helper()
+	pre := c.snapshot(key, mgmt)
 	if st, cost, _ := seamsPost(t, c, key, 5); st != 200 || cost != -1 {
 		t.Fatalf("broken stream: %d", st)
 	}
-	before := c.snapshot(key, org.Mgmt)
-	brokenCost := before.usage - pre.usage
+	after := c.snapshot(key, mgmt)
+	brokenCost := after.usage - pre.usage
 	if brokenCost <= 0 {
 		t.Fatalf("broken stream charged %s", brokenCost)
 	}
+	return after, brokenCost
+}
+
+// seamsBurst sends n of seamsBodies at once on a pool of n connections
+// and returns what the admitted ones were charged (a broken stream costs
+// brokenCost). Each is admitted with a cost or refused with a 402 of
+// code; limit (what binds, for messages) admits some but not all; every
+// admitted request searched once and no refused one did.
+func seamsBurst(t *testing.T, e *webSearchEnv, key string, n int, brokenCost storage.Amount, code, limit string) storage.Amount {
+	t.Helper()
+	c := e.c
 	e.search.Reset()
-	const n = 96
 	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
 		http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
 	status := make([]int, n)
@@ -272,18 +265,43 @@ func TestMoneyAllLimitsAtOnce(t *testing.T) {
 			}
 			charged += costs[i]
 		case 402:
-			expect402(t, refusals[i], "service_workspace_budget", "", false)
+			expect402(t, refusals[i], code, "", false)
 		default:
 			t.Fatalf("request %d: status %d: %s", i, status[i], refusals[i].Body)
 		}
 	}
 	t.Logf("%d admitted, %s charged", ok, charged)
 	if ok == 0 || ok == n {
-		t.Fatalf("%d of %d admitted: the budget should bind", ok, n)
+		t.Fatalf("%d of %d admitted: %s should bind", ok, n, limit)
 	}
 	if got := len(e.search.Requests()); got != ok {
 		t.Fatalf("%d searches for %d admitted requests", got, ok)
 	}
+	return charged
+}
+
+// Everything at once: a key in a non-default workspace with a daily
+// workspace budget, its member under a guardrail with a spending limit, a
+// key cap, and gateway-side web search on every kind of request (chat and
+// translated Responses, streamed and not, a fallback, a broken stream), 96
+// at once. The workspace budget binds: it is never passed; every admitted
+// request is charged exactly once (the sum of the answers' costs is the
+// key's usage, the account's usage, the workspace's and the member's);
+// refused requests are 402 service_workspace_budget and search nothing.
+func TestMoneyAllLimitsAtOnce(t *testing.T) {
+	e := startSeams(t)
+	c := e.c
+	org := c.newOrg("10")
+	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
+	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	key, _ := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	const budget storage.Amount = 150_000_000 // 0.15
+	c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, budget)).expect(t, 200)
+
+	before, brokenCost := seamsBrokenCost(t, c, key, org.Mgmt)
+	charged := seamsBurst(t, e, key, 96, brokenCost, "service_workspace_budget", "the budget")
 	after := c.snapshot(key, org.Mgmt)
 	expectCharged(t, before, after, charged, "all limits at once")
 	// The workspace's and the member's only key.
@@ -501,49 +519,8 @@ func TestMoneyBalanceBindsAllKinds(t *testing.T) {
 	c := e.c
 	org := c.newTenant("organization", "0.1")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"k"}`)
-	pre := c.snapshot(key, org.MgmtKey)
-	if st, cost, _ := seamsPost(t, c, key, 5); st != 200 || cost != -1 {
-		t.Fatalf("broken stream: %d", st)
-	}
-	before := c.snapshot(key, org.MgmtKey)
-	brokenCost := before.usage - pre.usage
-	e.search.Reset()
-	const n = 60
-	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
-		http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
-	status := make([]int, n)
-	costs := make([]storage.Amount, n)
-	refusals := make([]response, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { status[i], costs[i], refusals[i] = seamsPost(t, hc, key, i) })
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	ok := 0
-	var charged storage.Amount
-	for i := range n {
-		switch status[i] {
-		case 200:
-			ok++
-			if costs[i] == -1 {
-				costs[i] = brokenCost
-			}
-			charged += costs[i]
-		case 402:
-			expect402(t, refusals[i], "service_credits", "", false)
-		default:
-			t.Fatalf("request %d: status %d: %s", i, status[i], refusals[i].Body)
-		}
-	}
-	if ok == 0 || ok == n {
-		t.Fatalf("%d of %d admitted: the balance should bind", ok, n)
-	}
-	if got := len(e.search.Requests()); got != ok {
-		t.Fatalf("%d searches for %d admitted requests", got, ok)
-	}
+	before, brokenCost := seamsBrokenCost(t, c, key, org.MgmtKey)
+	charged := seamsBurst(t, e, key, 60, brokenCost, "service_credits", "the balance")
 	after := c.snapshot(key, org.MgmtKey)
 	expectCharged(t, before, after, charged, "balance burst")
 	if after.totalUsage > after.totalCredits {
