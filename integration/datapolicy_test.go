@@ -24,13 +24,10 @@ func withDataPolicyModels(t *testing.T, retain, zdr string) func(string) string 
 	}
 }
 
-// Guardrails' data policies through Caddy: a guardrail requiring zero data
-// retention narrows a model to its ZDR provider (the other upstream gets
-// no call), refuses a model with no ZDR provider with a 403 naming the
-// guardrail and the policy, and hides it from /models/user; assignment and
-// guardrail changes apply to the next request; policies of several
-// guardrails combine (each must admit).
-func TestGuardrailDataPolicies(t *testing.T) {
+// startDataPolicy starts Caddy with the data-policy models behind two
+// counting upstreams and returns a client, an organization with 10 credits,
+// a key of its member and a check of how many calls each upstream got.
+func startDataPolicy(t *testing.T) (*client, orgFixture, string, string, func(wantRetain, wantZDR int64, when string)) {
 	var retainCalls, zdrCalls atomic.Int64
 	retain := startTap(t, mockAddr, func(string, []byte) { retainCalls.Add(1) }, nil)
 	zdr := startTap(t, mockAddr, func(string, []byte) { zdrCalls.Add(1) }, nil)
@@ -38,15 +35,28 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newOrg("10")
 	key, hash := c.newKey(org.Mgmt, `{"name":"guarded","creator_user_id":"`+org.Member+`"}`)
-	body := func(model string) string {
-		return `{"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
-	}
 	calls := func(wantRetain, wantZDR int64, when string) {
 		t.Helper()
 		if r, z := retainCalls.Load(), zdrCalls.Load(); r != wantRetain || z != wantZDR {
 			t.Fatalf("%s: upstream calls retain=%d zdr=%d, want %d and %d", when, r, z, wantRetain, wantZDR)
 		}
 	}
+	return c, org, key, hash, calls
+}
+
+// dataPolicyBody is a small chat request for model.
+func dataPolicyBody(model string) string {
+	return `{"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
+}
+
+// Guardrails' data policies through Caddy: a guardrail requiring zero data
+// retention narrows a model to its ZDR provider (the other upstream gets
+// no call), refuses a model with no ZDR provider with a 403 naming the
+// guardrail and the policy, and hides it from /models/user; assignment and
+// guardrail changes apply to the next request; policies of several
+// guardrails combine (each must admit).
+func TestGuardrailDataPolicies(t *testing.T) {
+	c, org, key, hash, calls := startDataPolicy(t)
 	models := func() []string {
 		t.Helper()
 		var ids []string
@@ -57,7 +67,7 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	}
 
 	// No guardrail: the first provider serves.
-	c.mustPost("/chat/completions", key, body("acme/split"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).expect(t, 200)
 	calls(1, 0, "unguarded")
 	if got := models(); !slices.Contains(got, "acme/retained") || !slices.Contains(got, "tollgate-mock") {
 		t.Fatalf("/models/user %v", got)
@@ -66,7 +76,7 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	// ZDR for models of "other" authors (acme/*, tollgate-mock).
 	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"ZDR only","enforce_zdr_other":true}`).expect(t, 201).JSON.Get("data.id").Str
 	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
-	r := c.mustPost("/chat/completions", key, body("acme/split"), nil).expect(t, 200)
+	r := c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).expect(t, 200)
 	calls(1, 1, "ZDR required")
 	if r.JSON.Get("choices.0.message.content").Str == "" {
 		t.Errorf("answer: %s", r.Body)
@@ -75,12 +85,12 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	c.streamOf(t, "/chat/completions", key, `{"model":"acme/split","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
 	calls(1, 2, "ZDR required, streaming")
 
-	r = c.mustPost("/chat/completions", key, body("acme/retained"), nil)
+	r = c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil)
 	r.expectError(t, 403, `Provider "retain" does not meet guardrail "ZDR only": zero data retention required`)
 	if r.JSON.Get("error.metadata.guardrail_id").Str != g {
 		t.Errorf("metadata: %s", r.Body)
 	}
-	c.mustPost("/chat/completions", key, body("tollgate-mock"), nil).
+	c.mustPost("/chat/completions", key, dataPolicyBody("tollgate-mock"), nil).
 		expectError(t, 403, `Provider "mock" does not meet guardrail "ZDR only": zero data retention required`)
 	c.mustPost("/responses", key, `{"model":"acme/retained","input":"hi"}`, nil).expectError(t, 403, `guardrail "ZDR only"`)
 	calls(1, 2, "refused requests")
@@ -91,15 +101,15 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	// A per-author field overrides nothing for another author: enforcing
 	// ZDR for OpenAI models only lifts the requirement here.
 	c.api("PATCH", "/guardrails/"+g, org.Mgmt, `{"enforce_zdr_other":null,"enforce_zdr_openai":true}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/retained"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).expect(t, 200)
 	calls(2, 2, "ZDR for openai only")
 	// The deprecated enforce_zdr applies where the per-author field is null.
 	c.api("PATCH", "/guardrails/"+g, org.Mgmt, `{"enforce_zdr":true}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/retained"), nil).expectError(t, 403, "zero data retention required")
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).expectError(t, 403, "zero data retention required")
 
 	// Unassigning takes effect on the next request.
 	c.api("POST", "/guardrails/"+g+"/assignments/keys/remove", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/retained"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).expect(t, 200)
 	calls(3, 2, "unassigned")
 
 	// Two guardrails combine: the member's forbids paid training (the
@@ -107,26 +117,26 @@ func TestGuardrailDataPolicies(t *testing.T) {
 	// default allows only the us region, which "zdr" (europe) is not in.
 	noTrain := c.api("POST", "/guardrails", org.Mgmt, `{"name":"No training","enable_paid_model_training":false}`).expect(t, 201).JSON.Get("data.id").Str
 	c.api("POST", "/guardrails/"+noTrain+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/split"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).expect(t, 200)
 	calls(3, 3, "paid training forbidden")
-	c.mustPost("/chat/completions", key, body("acme/retained"), nil).
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).
 		expectError(t, 403, `Provider "retain" does not meet guardrail "No training": paid endpoints that train on request data are not allowed`)
 	// The free model's endpoint is free: the paid-training rule does not
 	// apply to it, the free-training one does.
-	c.mustPost("/chat/completions", key, body("tollgate-mock:free"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("tollgate-mock:free"), nil).expect(t, 200)
 	c.api("PATCH", "/guardrails/"+noTrain, org.Mgmt, `{"enable_free_model_training":false}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("tollgate-mock:free"), nil).
+	c.mustPost("/chat/completions", key, dataPolicyBody("tollgate-mock:free"), nil).
 		expectError(t, 403, `guardrail "No training": free endpoints that train on request data are not allowed`)
 
 	wsGuard := c.api("GET", "/workspaces/default", org.Mgmt, nil).expect(t, 200).JSON.Get("data.default_guardrail_id").Str
 	c.api("PATCH", "/guardrails/"+wsGuard, org.Mgmt, `{"allowed_data_regions":["us"]}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/split"), nil).
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).
 		expectError(t, 403, "data region europe is not in allowed_data_regions (us)")
 	if got := models(); len(got) != 0 {
 		t.Errorf("/models/user %v, want none", got)
 	}
 	c.api("PATCH", "/guardrails/"+wsGuard, org.Mgmt, `{"allowed_data_regions":["europe","us"]}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/split"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).expect(t, 200)
 	calls(3, 4, "europe allowed")
 	if got := models(); !slices.Equal(got, []string{"acme/split"}) {
 		t.Errorf("/models/user %v, want [acme/split]", got)
@@ -134,7 +144,7 @@ func TestGuardrailDataPolicies(t *testing.T) {
 
 	// Another member's key obeys only the workspace's guardrail.
 	other, _ := c.newKey(org.Mgmt, `{"name":"admin's","creator_user_id":"`+org.Admin+`"}`)
-	c.mustPost("/chat/completions", other, body("acme/split"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", other, dataPolicyBody("acme/split"), nil).expect(t, 200)
 	calls(3, 5, "other member")
 }
 
@@ -173,24 +183,9 @@ func TestGuardrailDataPoliciesPrivateEndpoint(t *testing.T) {
 // does not state as ZDR, false keeps it off that provider, null defers to
 // the catalog.
 func TestGuardrailDataPoliciesBYOKDeclaredZDR(t *testing.T) {
-	var retainCalls, zdrCalls atomic.Int64
-	retain := startTap(t, mockAddr, func(string, []byte) { retainCalls.Add(1) }, nil)
-	zdr := startTap(t, mockAddr, func(string, []byte) { zdrCalls.Add(1) }, nil)
-	startInProcessWith(t, withDataPolicyModels(t, retain.Listener.Addr().String(), zdr.Listener.Addr().String()))
-	c := newClient(t, gatewayAddr, adminAddr)
-	org := c.newOrg("10")
-	key, hash := c.newKey(org.Mgmt, `{"name":"guarded","creator_user_id":"`+org.Member+`"}`)
+	c, org, key, hash, calls := startDataPolicy(t)
 	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"ZDR only","enforce_zdr":true}`).expect(t, 201).JSON.Get("data.id").Str
 	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
-	body := func(model string) string {
-		return `{"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
-	}
-	calls := func(wantRetain, wantZDR int64, when string) {
-		t.Helper()
-		if r, z := retainCalls.Load(), zdrCalls.Load(); r != wantRetain || z != wantZDR {
-			t.Fatalf("%s: upstream calls retain=%d zdr=%d, want %d and %d", when, r, z, wantRetain, wantZDR)
-		}
-	}
 	listed := func(id string) bool {
 		t.Helper()
 		for _, m := range c.api("GET", "/models/user", key, nil).expect(t, 200).JSON.Get("data").Array() {
@@ -203,22 +198,22 @@ func TestGuardrailDataPoliciesBYOKDeclaredZDR(t *testing.T) {
 
 	cred := c.api("POST", "/byok", org.Mgmt, `{"provider":"retain","key":"sk-own-retain-key-0123456789","declared_zdr":true}`).
 		expect(t, 201).JSON.Get("data.id").Str
-	r := c.mustPost("/chat/completions", key, body("acme/retained"), nil).expect(t, 200)
+	r := c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).expect(t, 200)
 	calls(1, 0, "declared ZDR")
 	if !listed("acme/retained") {
 		t.Errorf("/models/user hides acme/retained though a ZDR-declared credential serves it: %s", r.Body)
 	}
 
 	c.api("PATCH", "/byok/"+cred, org.Mgmt, `{"declared_zdr":false}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/retained"), nil).
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).
 		expectError(t, 403, `Provider "retain" does not meet guardrail "ZDR only": zero data retention required`)
-	c.mustPost("/chat/completions", key, body("acme/split"), nil).expect(t, 200)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).expect(t, 200)
 	calls(1, 1, "declared non-ZDR: the operator's ZDR provider serves")
 	if listed("acme/retained") {
 		t.Error("/models/user lists acme/retained with the credential declared non-ZDR")
 	}
 
 	c.api("PATCH", "/byok/"+cred, org.Mgmt, `{"declared_zdr":null}`).expect(t, 200)
-	c.mustPost("/chat/completions", key, body("acme/retained"), nil).expectError(t, 403, "zero data retention required")
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).expectError(t, 403, "zero data retention required")
 	calls(1, 1, "null: the catalog decides")
 }
