@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -24,22 +22,17 @@ type authRecorder struct {
 
 func newAuthRecorder(t *testing.T, target string) *authRecorder {
 	t.Helper()
-	u, err := url.Parse("http://" + target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
 	a := &authRecorder{got: map[string]int{}}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
+	// The request a response answers is the one sent upstream, with the
+	// Authorization header the gateway set.
+	a.srv = startTap(t, target, func(string, []byte) {}, func(res *http.Response) error {
+		if res.Request.Method == http.MethodPost {
 			a.mu.Lock()
-			a.got[r.Header.Get("Authorization")]++
+			a.got[res.Request.Header.Get("Authorization")]++
 			a.mu.Unlock()
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(a.srv.Close)
+		return nil
+	})
 	return a
 }
 
