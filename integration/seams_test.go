@@ -280,6 +280,21 @@ func seamsBurst(t *testing.T, e *webSearchEnv, key string, n int, brokenCost sto
 	return charged
 }
 
+// seamsTeam makes an organization with 10 credits whose member is in a
+// workspace "team" and under a guardrail "Member cap" (3 a day), and a key
+// of that member in that workspace with a limit of 5. It returns the key,
+// its hash and the guardrail's id.
+func seamsTeam(t *testing.T, c *client) (org orgFixture, key, hash, guardrail string) {
+	t.Helper()
+	org = c.newOrg("10")
+	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
+	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	key, hash = c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
+	guardrail = c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+guardrail+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	return org, key, hash, guardrail
+}
+
 // Everything at once: a key in a non-default workspace with a daily
 // workspace budget, its member under a guardrail with a spending limit, a
 // key cap, and gateway-side web search on every kind of request (chat and
@@ -291,12 +306,7 @@ func seamsBurst(t *testing.T, e *webSearchEnv, key string, n int, brokenCost sto
 func TestMoneyAllLimitsAtOnce(t *testing.T) {
 	e := startSeams(t)
 	c := e.c
-	org := c.newOrg("10")
-	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
-	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
-	key, _ := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
-	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
-	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	org, key, _, g := seamsTeam(t, c)
 	const budget storage.Amount = 150_000_000 // 0.15
 	c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, budget)).expect(t, 200)
 
@@ -339,12 +349,7 @@ func TestMoneyAllLimitsAtOnce(t *testing.T) {
 func TestFailuresReleaseEveryHold(t *testing.T) {
 	e := startSeams(t, withChunkDelay(t, "30ms"))
 	c := e.c
-	org := c.newOrg("10")
-	c.api("POST", "/workspaces", org.Mgmt, `{"name":"Team","slug":"team"}`).expect(t, 201)
-	c.api("POST", "/workspaces/team/members/add", org.Mgmt, `{"user_ids":["`+org.Member+`"]}`).expect(t, 200)
-	key, hash := c.newKey(org.Mgmt, `{"name":"k","workspace_id":"team","creator_user_id":"`+org.Member+`","limit":5}`)
-	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Member cap","limit_usd":3,"reset_interval":"daily"}`).expect(t, 201).JSON.Get("data.id").Str
-	c.api("POST", "/guardrails/"+g+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	org, key, hash, g := seamsTeam(t, c)
 	kg := c.api("POST", "/guardrails", org.Mgmt, `{"name":"No fallback","ignored_models":["ws/fallback"]}`).expect(t, 201).JSON.Get("data.id").Str
 	c.api("POST", "/guardrails/"+kg+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
 
