@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/elimity-com/scim"
 	scimerrors "github.com/elimity-com/scim/errors"
@@ -186,11 +187,16 @@ func userResource(u storage.SCIMUserRecord) scim.Resource {
 		attrs["name"] = name
 		attrs["displayName"] = strings.Join(parts, " ")
 	}
-	res := scim.Resource{ID: u.ID, Attributes: attrs}
-	if u.ExternalID != nil {
-		res.ExternalID = optional.NewString(*u.ExternalID)
+	return scimResource(u.ID, attrs, u.ExternalID, u.CreatedAt, u.UpdatedAt)
+}
+
+// scimResource is a SCIM resource with its externalId (when set) and its
+// creation and modification times.
+func scimResource(id string, attrs scim.ResourceAttributes, externalID *string, created, updated time.Time) scim.Resource {
+	res := scim.Resource{ID: id, Attributes: attrs}
+	if externalID != nil {
+		res.ExternalID = optional.NewString(*externalID)
 	}
-	created, updated := u.CreatedAt, u.UpdatedAt
 	res.Meta = scim.Meta{Created: &created, LastModified: &updated}
 	return res
 }
@@ -414,13 +420,8 @@ func groupResource(g storage.SCIMGroup, users map[string]storage.SCIMUserRecord)
 		}
 		members = append(members, m)
 	}
-	res := scim.Resource{ID: g.ID, Attributes: scim.ResourceAttributes{"displayName": g.DisplayName, "members": members}}
-	if g.ExternalID != nil {
-		res.ExternalID = optional.NewString(*g.ExternalID)
-	}
-	created, updated := g.CreatedAt, g.UpdatedAt
-	res.Meta = scim.Meta{Created: &created, LastModified: &updated}
-	return res
+	attrs := scim.ResourceAttributes{"displayName": g.DisplayName, "members": members}
+	return scimResource(g.ID, attrs, g.ExternalID, g.CreatedAt, g.UpdatedAt)
 }
 
 func (c scimCaller) usersByID() map[string]storage.SCIMUserRecord {
