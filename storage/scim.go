@@ -790,59 +790,51 @@ func (s *Store) loadSCIM(key string, v []byte) error {
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	switch kind {
 	case "t":
-		var t SCIMToken
-		if err := json.Unmarshal(v, &t); err != nil {
-			return err
-		}
-		s.scim.tokens[t.AccountID] = &t
-		s.scim.byHash[t.Hash] = t.AccountID
+		return decodeInto(v, func(t *SCIMToken) {
+			s.scim.tokens[t.AccountID] = t
+			s.scim.byHash[t.Hash] = t.AccountID
+		})
 	case "u":
-		var u SCIMUser
-		if err := json.Unmarshal(v, &u); err != nil {
-			return err
-		}
-		put(s.scim.users, u.AccountID, u.UserID, &u)
+		return decodeInto(v, func(u *SCIMUser) { put(s.scim.users, u.AccountID, u.UserID, u) })
 	case "g":
-		var g SCIMGroup
-		if err := json.Unmarshal(v, &g); err != nil {
-			return err
-		}
-		if g.Members == nil {
-			g.Members = map[string]bool{}
-		}
-		put(s.scim.groups, g.AccountID, g.ID, &g)
+		return decodeInto(v, func(g *SCIMGroup) {
+			if g.Members == nil {
+				g.Members = map[string]bool{}
+			}
+			put(s.scim.groups, g.AccountID, g.ID, g)
+		})
 	case "m":
-		var m SCIMGroupMapping
-		if err := json.Unmarshal(v, &m); err != nil {
-			return err
-		}
-		put(s.scim.mappings, m.AccountID, m.ID, &m)
+		return decodeInto(v, func(m *SCIMGroupMapping) { put(s.scim.mappings, m.AccountID, m.ID, m) })
 	case "j":
-		var j SCIMSyncJob
-		if err := json.Unmarshal(v, &j); err != nil {
-			return err
-		}
-		if j.Status == SyncQueued || j.Status == SyncRunning {
-			// Its changes and its outcome commit together: an unfinished
-			// job at load changed nothing.
-			msg := "interrupted by a restart before it finished; nothing was applied, run a new sync job"
-			t := now().UTC()
-			j.Status, j.ErrorMessage, j.FinishedAt = SyncFailed, &msg, &t
-			s.markDirty(key)
-		}
-		put(s.scim.jobs, j.AccountID, j.ID, &j)
+		return decodeInto(v, func(j *SCIMSyncJob) {
+			if j.Status == SyncQueued || j.Status == SyncRunning {
+				// Its changes and its outcome commit together: an
+				// unfinished job at load changed nothing.
+				msg := "interrupted by a restart before it finished; nothing was applied, run a new sync job"
+				t := now().UTC()
+				j.Status, j.ErrorMessage, j.FinishedAt = SyncFailed, &msg, &t
+				s.markDirty(key)
+			}
+			put(s.scim.jobs, j.AccountID, j.ID, j)
+		})
 	case "s":
-		var g scimGrants
-		if err := json.Unmarshal(v, &g); err != nil {
-			return err
-		}
-		if g.Grants == nil {
-			g.Grants = map[string][]string{}
-		}
-		s.scim.grants[g.AccountID] = &g
-	default:
-		return fmt.Errorf("unknown SCIM record %q (%s)", key, rest)
+		return decodeInto(v, func(g *scimGrants) {
+			if g.Grants == nil {
+				g.Grants = map[string][]string{}
+			}
+			s.scim.grants[g.AccountID] = g
+		})
 	}
+	return fmt.Errorf("unknown SCIM record %q (%s)", key, rest)
+}
+
+// decodeInto decodes a stored JSON record and hands it to keep.
+func decodeInto[T any](v []byte, keep func(*T)) error {
+	r := new(T)
+	if err := json.Unmarshal(v, r); err != nil {
+		return err
+	}
+	keep(r)
 	return nil
 }
 
