@@ -145,7 +145,7 @@ func put[T any](m map[string]map[string]*T, accountID, id string, v *T) {
 }
 
 // get returns a copy of m[accountID][id]. Callers hold s.mu.
-func get[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
+func copyOf[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
 	v, ok := m[accountID][id]
 	if !ok {
 		var zero T
@@ -542,7 +542,7 @@ func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
 func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return get(s.scim.mappings, accountID, id)
+	return copyOf(s.scim.mappings, accountID, id)
 }
 
 // CreateSCIMGroupMapping maps a group to a workspace (id or slug) with a
@@ -782,7 +782,7 @@ func (s *Store) publishTouched(touched map[string]*Workspace) {
 func (s *Store) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return get(s.scim.jobs, accountID, id)
+	return copyOf(s.scim.jobs, accountID, id)
 }
 
 // loadSCIM decodes one SCIM record.
