@@ -144,7 +144,7 @@ func put[T any](m map[string]map[string]*T, accountID, id string, v *T) {
 	m[accountID][id] = v
 }
 
-// get returns a copy of m[accountID][id]. Callers hold s.mu.
+// copyOf returns a copy of m[accountID][id]. Callers hold s.mu.
 func copyOf[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
 	v, ok := m[accountID][id]
 	if !ok {
