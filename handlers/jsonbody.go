@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,25 @@ import (
 // maxAdminBody bounds administrative request bodies.
 const maxAdminBody = 1 << 20
 
-// readBody reads a request body up to limit bytes: 413 past it.
+// bufferedBody is a request body an earlier handler already read into
+// memory (setBody).
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+// readBody reads a request body up to limit bytes: 413 past it. A body
+// still unread in memory is taken as it is.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *APIError) {
+	if bb, ok := r.Body.(*bufferedBody); ok && bb.Len() == len(bb.b) {
+		if int64(len(bb.b)) > limit {
+			return nil, newError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+		}
+		bb.Reset(nil) // read: as if consumed
+		return bb.b, nil
+	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	var b []byte
 	var err error

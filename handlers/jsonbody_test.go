@@ -236,3 +236,30 @@ func TestWriteError(t *testing.T) {
 		t.Errorf("Error() = %q", got)
 	}
 }
+
+// A body an earlier handler set from memory is taken without a copy, still
+// bounded by the limit; once partly read it is read like any other.
+func TestReadBodyTakesBufferedBody(t *testing.T) {
+	body := []byte(`{"model":"m"}`)
+	r := httptest.NewRequest("POST", "/", nil)
+	setBody(r, body)
+	got, apiErr := readBody(httptest.NewRecorder(), r, 1<<10)
+	if apiErr != nil || &got[0] != &body[0] {
+		t.Fatalf("readBody = %q %v, want the same bytes, not a copy", got, apiErr)
+	}
+	if n, _ := r.Body.Read(make([]byte, 1)); n != 0 {
+		t.Fatal("a taken body still reads")
+	}
+
+	setBody(r, body)
+	if _, apiErr := readBody(httptest.NewRecorder(), r, 4); apiErr == nil || apiErr.Status != 413 {
+		t.Fatalf("over the limit: %v, want 413", apiErr)
+	}
+
+	setBody(r, body)
+	r.Body.Read(make([]byte, 2))
+	got, apiErr = readBody(httptest.NewRecorder(), r, 1<<10)
+	if apiErr != nil || string(got) != `model":"m"}` {
+		t.Fatalf("partly read: %q %v", got, apiErr)
+	}
+}

@@ -154,11 +154,12 @@ type readCloser struct {
 
 func (rc readCloser) Close() error { return rc.c.Close() }
 
-// setBody replaces the request body.
+// setBody replaces the request body with bytes already in memory, which
+// readBody then takes as they are instead of copying them again.
 func setBody(r *http.Request, body []byte) {
 	r.Body = http.NoBody
 	if len(body) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
 	}
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
