@@ -281,15 +281,25 @@ func readPricing(v gjson.Result, prefix string, required bool) (storage.Endpoint
 	return p, nil
 }
 
+// endpointFields reads the body's endpoint fields and checks a base_url
+// against the customer egress policy.
+func (er *endpointRequest) endpointFields(f *fields) (*endpointFields, *APIError) {
+	ef, apiErr := readEndpointFields(f)
+	if apiErr == nil && ef.hasBase {
+		apiErr = checkEgressURL(er.r.Context(), er.gw, "base_url", ef.baseURL)
+	}
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return ef, nil
+}
+
 func (er *endpointRequest) create() *APIError {
 	f, apiErr := er.object()
 	if apiErr != nil {
 		return apiErr
 	}
-	ef, apiErr := readEndpointFields(f)
-	if apiErr == nil && ef.hasBase {
-		apiErr = checkEgressURL(er.r.Context(), er.gw, "base_url", ef.baseURL)
-	}
+	ef, apiErr := er.endpointFields(f)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -345,10 +355,7 @@ func (er *endpointRequest) update(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	ef, apiErr := readEndpointFields(f)
-	if apiErr == nil && ef.hasBase {
-		apiErr = checkEgressURL(er.r.Context(), er.gw, "base_url", ef.baseURL)
-	}
+	ef, apiErr := er.endpointFields(f)
 	if apiErr != nil {
 		return apiErr
 	}
