@@ -158,21 +158,7 @@ func portOnly(addr string) string {
 // into the test binary's Caddy and returns the data directory.
 func startInProcess(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	tester := newTester(t)
-	tester.InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms"), "caddyfile")
-	// Unload the gateway (closing its database) before the data directory
-	// is removed; cleanups run last-registered first.
-	t.Cleanup(func() {
-		res, err := http.Post("http://"+adminAddr+"/load", "application/json",
-			strings.NewReader(`{"admin":{"listen":"`+adminAddr+`"}}`))
-		if err != nil {
-			t.Errorf("unloading config: %v", err)
-			return
-		}
-		res.Body.Close()
-	})
-	return dir
+	return startInProcessWith(t, func(cfg string) string { return cfg })
 }
 
 // client talks to a gateway and its admin endpoint.

@@ -66,6 +66,8 @@ func startInProcessWith(t *testing.T, edit func(cfg string) string) string {
 	dir := t.TempDir()
 	tester := newTester(t)
 	tester.InitServer(edit(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms")), "caddyfile")
+	// Unload the gateway (closing its database) before the data directory
+	// is removed; cleanups run last-registered first.
 	t.Cleanup(func() {
 		res, err := http.Post("http://"+adminAddr+"/load", "application/json",
 			strings.NewReader(`{"admin":{"listen":"`+adminAddr+`"}}`))
