@@ -175,12 +175,9 @@ func (c *operatorCall) createAccount() (int, any, *handlers.APIError) {
 	if e != nil {
 		return 0, nil, e
 	}
-	name, ok, e := stringField(body, "name")
+	name, e := requiredString(body, "name")
 	if e != nil {
 		return 0, nil, e
-	}
-	if !ok || strings.TrimSpace(name) == "" {
-		return 0, nil, handlers.BadRequest("name: must be a non-empty string")
 	}
 	kind, _, e := stringField(body, "type")
 	if e != nil {
@@ -303,12 +300,9 @@ func (c *operatorCall) createMgmtKey(id string) (int, any, *handlers.APIError) {
 	if e != nil {
 		return 0, nil, e
 	}
-	name, ok, e := stringField(body, "name")
+	name, e := requiredString(body, "name")
 	if e != nil {
 		return 0, nil, e
-	}
-	if !ok || strings.TrimSpace(name) == "" {
-		return 0, nil, handlers.BadRequest("name: must be a non-empty string")
 	}
 	nk := storage.NewManagementKey{AccountID: id, Name: name}
 
@@ -450,6 +444,19 @@ func stringField(body gjson.Result, field string) (string, bool, *handlers.APIEr
 		return v.Str, true, nil
 	}
 	return "", false, handlers.BadRequest(field + ": must be a string")
+}
+
+// requiredString returns a field that must be a string with more than
+// white space.
+func requiredString(body gjson.Result, field string) (string, *handlers.APIError) {
+	v, ok, e := stringField(body, field)
+	if e != nil {
+		return "", e
+	}
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", handlers.BadRequest(field + ": must be a non-empty string")
+	}
+	return v, nil
 }
 
 // boolField returns an optional boolean field; null counts as absent.
