@@ -633,7 +633,7 @@ func TestAdminCurrentKeyRegular(t *testing.T) {
 		"expires_at":                `"2099-05-06T07:08:09Z"`,
 		"organization_id":           `"` + f.org.ID + `"`,
 		"workspace_id":              `"` + f.org.DefaultWorkspaceID + `"`,
-		"allowed_data_regions":      `["global"]`,
+		"allowed_data_regions":      `["global","europe","us"]`,
 	})
 	for _, c := range counterFields {
 		if raw := data.Get(c).Raw; raw != "0" {
@@ -684,6 +684,8 @@ func TestAdminCurrentKeyManagement(t *testing.T) {
 				"expires_at":          tt.exp,
 				"organization_id":     tt.org,
 				"workspace_id":        `null`,
+				// no guardrail applies to a management key
+				"allowed_data_regions": `["global","europe","us"]`,
 			}
 			if tt.label != "" {
 				want["label"] = `"` + tt.label + `"`
