@@ -356,11 +356,11 @@ func (ar *adminRequest) currentKey() *APIError {
 		IsFreeTier:             acct.Purchases == 0,
 		FreeModelDailyRequests: freeModelDailyView{Used: used, Limit: daily, Remaining: max(daily-used, 0)},
 		RateLimit:              rateLimitView{Requests: -1, Interval: "10s", Note: "This field is deprecated and safe to ignore."},
-		AllowedDataRegions:     []string{"global"},
 	}
 	if acct.Kind == storage.AccountOrganization {
 		v.OrganizationID = &acct.ID
 	}
+	var rules *storage.Rules // none for a management key: it does no inference
 	if ar.id.Management {
 		m := ar.id.MgmtKey
 		v.Label, v.IsManagementKey, v.IsProvisioningKey = m.Label, true, true
@@ -373,7 +373,9 @@ func (ar *adminRequest) currentKey() *APIError {
 		v.Label, v.Limit, v.LimitRemaining, v.LimitReset = k.Label, k.Limit, k.LimitRemaining(t), intervalPtr(k.LimitReset)
 		v.IncludeBYOKInLimit, v.counterView = k.IncludeBYOKInLimit, countersAt(k, t)
 		v.CreatorUserID, v.ExpiresAt, v.WorkspaceID = k.CreatorUserID, apiTimePtr(k.ExpiresAt), &k.WorkspaceID
+		rules = ar.store.EffectiveRules(k.Hash)
 	}
+	v.AllowedDataRegions = rules.AllowedDataRegions()
 	writeJSON(ar.w, http.StatusOK, map[string]any{"data": v})
 	return nil
 }

@@ -633,7 +633,7 @@ func TestAdminCurrentKeyRegular(t *testing.T) {
 		"expires_at":                `"2099-05-06T07:08:09Z"`,
 		"organization_id":           `"` + f.org.ID + `"`,
 		"workspace_id":              `"` + f.org.DefaultWorkspaceID + `"`,
-		"allowed_data_regions":      `["global"]`,
+		"allowed_data_regions":      `["global","europe","us"]`,
 	})
 	for _, c := range counterFields {
 		if raw := data.Get(c).Raw; raw != "0" {
@@ -684,6 +684,8 @@ func TestAdminCurrentKeyManagement(t *testing.T) {
 				"expires_at":          tt.exp,
 				"organization_id":     tt.org,
 				"workspace_id":        `null`,
+				// no guardrail applies to a management key
+				"allowed_data_regions": `["global","europe","us"]`,
 			}
 			if tt.label != "" {
 				want["label"] = `"` + tt.label + `"`
@@ -730,11 +732,11 @@ func TestAdminCurrentKeyFreeModelTier(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			at := time.Date(2031, 3, 4, 12, 0, 0, 0, time.UTC)
-			setNow(t, at)
-			used, remaining := tt.used, tt.remaining
-			if !seedFreeRequests(t, c.gw.store, acct.ID, at, tt.used) {
-				used, remaining = 0, tt.limit
+			day, used := countFreeRequests(t, c.gw.store, acct.ID, tt.used)
+			setNow(t, day.Add(12*time.Hour))
+			remaining := tt.remaining
+			if used != tt.used { // a UTC midnight passed while counting
+				remaining = max(tt.limit-used, 0)
 			}
 			want := fmt.Sprintf(`{"used":%d,"limit":%d,"remaining":%d}`, used, tt.limit, remaining)
 			for _, key := range []string{secret, mgmt} {
@@ -748,46 +750,55 @@ func TestAdminCurrentKeyFreeModelTier(t *testing.T) {
 	}
 }
 
-// seedFreeRequests sets the account's free-model request count for at's UTC
-// day, and reports whether the store took it: the store has no method to
-// count free-model requests yet, and UpdateAccount may keep the counter.
-func seedFreeRequests(t *testing.T, s *storage.Store, accountID string, at time.Time, n int64) bool {
+// countFreeRequests counts n free-model requests for the account as the meter
+// does (a reservation that counts one, then released), and returns the start
+// of the UTC day the store counted them in and how many that day holds: n, or
+// fewer when a UTC midnight passed while counting. The store's clock is the
+// real one, so callers compute their expectations from what it returns.
+func countFreeRequests(t *testing.T, s *storage.Store, accountID string, n int64) (day time.Time, counted int64) {
 	t.Helper()
 	if n == 0 {
-		return true
+		return time.Now().UTC().Truncate(24 * time.Hour), 0
 	}
-	a, err := s.UpdateAccount(accountID, func(a *storage.Account) error {
-		a.FreeModelRequests = storage.Windowed{Period: storage.PeriodID(storage.IntervalDaily, at), Value: storage.Amount(n)}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for range n {
+		res, err := s.Reserve(accountID, "", storage.Holds{CountFree: true}, func(storage.LedgerView) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(res); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if a.FreeModelRequestsToday(at) != n {
-		t.Logf("cannot seed %d free-model requests: the store keeps the counter", n)
-		return false
+	a, ok := s.Account(accountID)
+	if !ok {
+		t.Fatalf("account %s is gone", accountID)
 	}
-	return true
+	day = time.Unix(a.FreeModelRequests.Period*86400, 0).UTC()
+	counted = a.FreeModelRequestsToday(day)
+	if counted < 1 || counted > n {
+		t.Fatalf("counted %d free-model requests, want %d", counted, n)
+	}
+	return day, counted
 }
 
 func TestAdminCurrentKeyFreeModelDayRollover(t *testing.T) {
 	c := newChain(t)
 	acct := c.gw.account(t, storage.AccountPersonal)
 	_, secret := c.gw.apiKey(t, acct, storage.NewAPIKey{})
-	lastInstant := time.Date(2031, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
-	if !seedFreeRequests(t, c.gw.store, acct.ID, lastInstant, 7) {
-		t.Skip("no way to record free-model requests in the store")
-	}
+	day, used := countFreeRequests(t, c.gw.store, acct.ID, 7)
+	lastInstant := day.AddDate(0, 0, 1).Add(-time.Nanosecond)
+	counted := fmt.Sprintf(`{"used":%d,"limit":50,"remaining":%d}`, used, 50-used)
+	const none = `{"used":0,"limit":50,"remaining":50}`
 	tests := []struct {
 		name string
 		at   time.Time
 		want string
 	}{
-		{"start of the day", time.Date(2031, 12, 31, 0, 0, 0, 0, time.UTC), `{"used":7,"limit":50,"remaining":43}`},
-		{"last instant of the day", lastInstant, `{"used":7,"limit":50,"remaining":43}`},
-		{"UTC midnight", lastInstant.Add(time.Nanosecond), `{"used":0,"limit":50,"remaining":50}`},
-		{"same instant in another zone", lastInstant.In(time.FixedZone("UTC+5", 5*3600)), `{"used":7,"limit":50,"remaining":43}`},
-		{"day before", time.Date(2031, 12, 30, 23, 59, 59, 0, time.UTC), `{"used":0,"limit":50,"remaining":50}`},
+		{"start of the day", day, counted},
+		{"last instant of the day", lastInstant, counted},
+		{"UTC midnight", lastInstant.Add(time.Nanosecond), none},
+		{"same instant in another zone", lastInstant.In(time.FixedZone("UTC+5", 5*3600)), counted},
+		{"day before", day.Add(-time.Second), none},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -818,15 +829,26 @@ func TestAdminLimitRemainingDailyReset(t *testing.T) {
 	acct := c.gw.account(t, storage.AccountOrganization)
 	_, mgmt := c.gw.mgmtKey(t, acct, nil)
 	limit := storage.Amount(5 * storage.AmountScale)
-	k, secret := c.gw.apiKey(t, acct, storage.NewAPIKey{Limit: &limit, LimitReset: storage.IntervalDaily, IncludeBYOKInLimit: true})
-	charge(t, c.gw.store, acct.ID, k.Hash, 1_250_000_000, false)
-	charge(t, c.gw.store, acct.ID, k.Hash, 500_000_000, true)
-
-	// the store records charges at its own clock: find the UTC day it used
-	stored, _ := c.gw.store.APIKey(k.Hash)
-	day := time.Unix(stored.Usage.Daily.Period*86400, 0).UTC()
-	if stored.BYOKUsage.Daily.Period != stored.Usage.Daily.Period {
-		t.Skip("the charges straddled UTC midnight")
+	// The store records charges at its own clock: find the UTC day it
+	// used. If a UTC midnight fell between the two charges, a fresh key
+	// is charged again; the next midnight is a day away.
+	var (
+		k      storage.APIKey
+		secret string
+		day    time.Time
+	)
+	for attempt := 1; ; attempt++ {
+		k, secret = c.gw.apiKey(t, acct, storage.NewAPIKey{Limit: &limit, LimitReset: storage.IntervalDaily, IncludeBYOKInLimit: true})
+		charge(t, c.gw.store, acct.ID, k.Hash, 1_250_000_000, false)
+		charge(t, c.gw.store, acct.ID, k.Hash, 500_000_000, true)
+		stored, _ := c.gw.store.APIKey(k.Hash)
+		if stored.BYOKUsage.Daily.Period == stored.Usage.Daily.Period {
+			day = time.Unix(stored.Usage.Daily.Period*86400, 0).UTC()
+			break
+		}
+		if attempt == 2 {
+			t.Fatalf("charges in different UTC days twice: %+v", stored)
+		}
 	}
 	next := day.AddDate(0, 0, 1)
 	sameWeek := storage.PeriodID(storage.IntervalWeekly, day) == storage.PeriodID(storage.IntervalWeekly, next)

@@ -217,3 +217,58 @@ func TestGuardrailDataPoliciesBYOKDeclaredZDR(t *testing.T) {
 	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).expectError(t, 403, "zero data retention required")
 	calls(1, 1, "null: the catalog decides")
 }
+
+// GET /key reports in allowed_data_regions the regions whose providers the
+// key's effective guardrails (workspace default, member's, key's) all
+// admit: every region when none restricts them, [] when their lists do not
+// overlap. Routing agrees with what it reports: "zdr" runs in europe,
+// "retain" states no region (global).
+func TestCurrentKeyAllowedDataRegions(t *testing.T) {
+	c, org, key, hash, calls := startDataPolicy(t)
+	regions := func(t *testing.T, key, want string) {
+		t.Helper()
+		got := c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.allowed_data_regions")
+		if !got.IsArray() || got.Raw != want {
+			t.Fatalf("allowed_data_regions %s, want %s", got.Raw, want)
+		}
+	}
+	const every = `["global","europe","us"]`
+	other, _ := c.newKey(org.Mgmt, `{"name":"admin's","creator_user_id":"`+org.Admin+`"}`)
+
+	regions(t, key, every)
+	regions(t, org.Mgmt, every)
+
+	// The key's guardrail: its list, in the API's order.
+	g := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Not us","allowed_data_regions":["europe","global"]}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+	regions(t, key, `["global","europe"]`)
+	regions(t, other, every)
+
+	// The member's guardrail narrows it to europe: only "zdr" serves.
+	m := c.api("POST", "/guardrails", org.Mgmt, `{"name":"Not global","allowed_data_regions":["us","europe"]}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+m+"/assignments/members", org.Mgmt, `{"member_user_ids":["`+org.Member+`"]}`).expect(t, 200)
+	regions(t, key, `["europe"]`)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).expect(t, 200)
+	calls(0, 1, "europe only")
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/retained"), nil).
+		expectError(t, 403, `guardrail "Not global": data region global is not in allowed_data_regions (us, europe)`)
+
+	// The workspace default allows only us: nothing is left for the key,
+	// and routing refuses europe too.
+	ws := c.api("GET", "/workspaces/default", org.Mgmt, nil).expect(t, 200).JSON.Get("data.default_guardrail_id").Str
+	c.api("PATCH", "/guardrails/"+ws, org.Mgmt, `{"allowed_data_regions":["us"]}`).expect(t, 200)
+	regions(t, key, `[]`)
+	regions(t, other, `["us"]`)
+	c.mustPost("/chat/completions", key, dataPolicyBody("acme/split"), nil).
+		expectError(t, 403, "data region europe is not in allowed_data_regions (us)")
+	calls(0, 1, "no region left")
+
+	// Changes apply to the next GET /key: unassigning the key's guardrail
+	// and clearing the workspace's list leave the member's.
+	c.api("POST", "/guardrails/"+g+"/assignments/keys/remove", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+	regions(t, key, `["us"]`)
+	c.api("PATCH", "/guardrails/"+ws, org.Mgmt, `{"allowed_data_regions":null}`).expect(t, 200)
+	regions(t, key, `["europe","us"]`)
+	regions(t, other, every)
+	regions(t, org.Mgmt, every)
+}

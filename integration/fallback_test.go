@@ -290,12 +290,9 @@ func TestFallback(t *testing.T) {
 		if r.JSON.Get("error.metadata.provider_code").Str != "rate_limit_exceeded" {
 			t.Fatalf("provider 429 metadata: %s", r.Body)
 		}
+		// m2's own Retry-After header must not leak through either.
 		if ra := r.Header.Get("Retry-After"); ra != "" {
-			// Known gateway bug: upstreamError leaves Retry-After out, but
-			// the last attempt's own Retry-After header, copied into the
-			// response by reverse_proxy, is still there (handlers/meter.go
-			// settle -> WriteError on the same header map).
-			t.Skipf("GATEWAY BUG: Retry-After %q although provider m1 (500) gave no retry hint", ra)
+			t.Fatalf("Retry-After %q although provider m1 (500) gave no retry hint", ra)
 		}
 	})
 

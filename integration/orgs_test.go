@@ -35,19 +35,21 @@ func (c *client) newOrg(credits string) orgFixture {
 
 // TestOrgSDK runs every workspaces.*, guardrails.* and
 // organization.listMembers method of @openrouter/sdk (strict zod schemas,
-// no retries) against the gateway.
+// no retries) against the gateway, and GET /key of a key through its
+// guardrails.
 func TestOrgSDK(t *testing.T) {
 	node := requireNode(t)
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newOrg("10")
-	_, hash := c.newKey(org.Mgmt, `{"name":"sdk key","creator_user_id":"`+org.Admin+`"}`)
+	key, hash := c.newKey(org.Mgmt, `{"name":"sdk key","creator_user_id":"`+org.Admin+`"}`)
 
 	runSDKScript(t, node, "orgs.mjs",
 		"TOLLGATE_MGMT_KEY="+org.Mgmt,
 		"TOLLGATE_ADMIN_USER="+org.Admin,
 		"TOLLGATE_MEMBER_USER="+org.Member,
 		"TOLLGATE_KEY_HASH="+hash,
+		"TOLLGATE_KEY="+key,
 	)
 }
 

@@ -94,7 +94,7 @@ func TestFilteredModelCatalog(t *testing.T) {
 		// ...so its per-user catalog should list it.
 		u := c.api("GET", "/models/user", key, nil).expect(t, 200)
 		if got := modelIDs(u.JSON); got != publicIDs {
-			t.Skipf("NOT SUPPORTED: GET /models/user omits own/only, which the key can call through BYOK (got %s); handlers/models.go modelsFor ignores BYOK credentials", got)
+			t.Fatalf("GET /models/user omits own/only, which the key can call through BYOK: %s", got)
 		}
 		expect(t, key, u, "/models/user", "BYOK model, setting on")
 		c.mustPost("/chat/completions", otherKey, chatBody("own/only", ""), nil).expectError(t, 503, "No provider is available for model own/only")

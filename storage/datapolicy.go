@@ -86,13 +86,49 @@ func (g *Guardrail) DataPolicyViolation(e Endpoint) string {
 		return "paid endpoints that train on request data are not allowed"
 	case !zdr && e.Publishes && e.Free && isFalse(g.EnableFreeModelPublication):
 		return "free endpoints that publish prompts are not allowed"
-	case len(g.AllowedDataRegions) > 0 && !containsFold(g.AllowedDataRegions, region):
+	case !g.AllowsRegion(region):
 		return "data region " + region + " is not in allowed_data_regions (" + strings.Join(g.AllowedDataRegions, ", ") + ")"
 	}
 	return ""
 }
 
 func isFalse(b *bool) bool { return b != nil && !*b }
+
+// DataRegions are the regions a provider can be stated to run in, in the
+// order the public API lists them.
+var DataRegions = [...]string{"global", "europe", "us"}
+
+// AllowsRegion reports whether the guardrail admits providers in region:
+// an empty allowed_data_regions admits every region.
+func (g *Guardrail) AllowsRegion(region string) bool {
+	return len(g.AllowedDataRegions) == 0 || containsFold(g.AllowedDataRegions, region)
+}
+
+// AllowedDataRegions returns the regions whose providers every guardrail
+// admits, in the order of DataRegions: all of them when none restricts
+// regions, none when their lists do not overlap. It is what GET /key
+// reports, from the same test that removes providers from the candidates.
+func (r *Rules) AllowedDataRegions() []string {
+	out := make([]string, 0, len(DataRegions))
+	for _, region := range DataRegions {
+		if r.admitsRegion(region) {
+			out = append(out, region)
+		}
+	}
+	return out
+}
+
+func (r *Rules) admitsRegion(region string) bool {
+	if r == nil {
+		return true
+	}
+	for _, a := range r.Guardrails {
+		if !a.Guardrail.AllowsRegion(region) {
+			return false
+		}
+	}
+	return true
+}
 
 // DataPolicyBlocker returns the first guardrail whose data policy the
 // endpoint does not meet, and the policy; nil when every guardrail admits

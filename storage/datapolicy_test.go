@@ -78,3 +78,40 @@ func TestDataPolicyBlockerEveryGuardrailMustAdmit(t *testing.T) {
 		t.Error("nil rules block")
 	}
 }
+
+func TestRulesAllowedDataRegions(t *testing.T) {
+	guardrail := func(regions ...string) AppliedGuardrail {
+		return AppliedGuardrail{ScopeAPIKey, &Guardrail{AllowedDataRegions: regions}}
+	}
+	tests := []struct {
+		name string
+		r    *Rules
+		want string
+	}{
+		{"no rules", nil, "global,europe,us"},
+		{"no guardrail", &Rules{}, "global,europe,us"},
+		{"a guardrail without regions", &Rules{Guardrails: []AppliedGuardrail{guardrail()}}, "global,europe,us"},
+		{"one list, in the API's order", &Rules{Guardrails: []AppliedGuardrail{guardrail("us", "global")}}, "global,us"},
+		{"letter case as the router compares", &Rules{Guardrails: []AppliedGuardrail{guardrail("EUROPE")}}, "europe"},
+		{"intersection", &Rules{Guardrails: []AppliedGuardrail{guardrail("europe", "us"), guardrail(), guardrail("us", "global")}}, "us"},
+		{"disjoint lists admit none", &Rules{Guardrails: []AppliedGuardrail{guardrail("europe"), guardrail("us")}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.r.AllowedDataRegions()
+			if got == nil {
+				t.Fatal("nil, want a list")
+			}
+			if strings.Join(got, ",") != tt.want {
+				t.Errorf("AllowedDataRegions() = %v, want %s", got, tt.want)
+			}
+			// The router's decision agrees for every region.
+			for _, region := range DataRegions {
+				g, _ := tt.r.DataPolicyBlocker(Endpoint{Model: "m", ZDR: true, Region: region})
+				if admitted := strings.Contains(","+tt.want+",", ","+region+","); admitted != (g == nil) {
+					t.Errorf("region %s: reported %v, router admits %v", region, admitted, g == nil)
+				}
+			}
+		})
+	}
+}

@@ -140,7 +140,7 @@ await step("apiKeys.getCurrentKeyMetadata", async () => {
   assert.equal(d.freeModelDailyRequests.used, 0);
   assert.equal(d.freeModelDailyRequests.remaining, d.freeModelDailyRequests.limit);
   assert.ok(Number.isInteger(d.rateLimit.requests));
-  assert.ok(Array.isArray(d.allowedDataRegions));
+  assert.deepEqual(d.allowedDataRegions, ["global", "europe", "us"], "no guardrail restricts the key's regions");
 });
 
 await step("apiKeys.list with a regular key is 403", async () => {

@@ -1,17 +1,27 @@
 // Runs every workspaces.*, guardrails.* and organization.listMembers method
 // of the public @openrouter/sdk against the gateway; the SDK validates each
 // response with its zod schemas, so a missing field or a wrong status fails
-// here. Driven by ../orgs_test.go.
+// here. apiKeys.getCurrentKeyMetadata with the admin's key follows its
+// guardrails' allowedDataRegions. Driven by ../orgs_test.go.
 //
 //   TOLLGATE_BASE_URL=http://127.0.0.1:9480/api/v1 TOLLGATE_MGMT_KEY=... \
-//   TOLLGATE_ADMIN_USER=user_... TOLLGATE_MEMBER_USER=user_... TOLLGATE_KEY_HASH=... node orgs.mjs
+//   TOLLGATE_ADMIN_USER=user_... TOLLGATE_MEMBER_USER=user_... TOLLGATE_KEY_HASH=... \
+//   TOLLGATE_KEY=... node orgs.mjs
 import assert from "node:assert/strict";
 import { client, done, expectError, requireEnv, step } from "./harness.mjs";
 
-const [mgmtKey, adminUser, memberUser, keyHash] = requireEnv(
-  "TOLLGATE_BASE_URL", "TOLLGATE_MGMT_KEY", "TOLLGATE_ADMIN_USER", "TOLLGATE_MEMBER_USER", "TOLLGATE_KEY_HASH",
+const [mgmtKey, adminUser, memberUser, keyHash, key] = requireEnv(
+  "TOLLGATE_BASE_URL", "TOLLGATE_MGMT_KEY", "TOLLGATE_ADMIN_USER", "TOLLGATE_MEMBER_USER", "TOLLGATE_KEY_HASH", "TOLLGATE_KEY",
 ).slice(1);
 const mgmt = client(mgmtKey);
+const every = ["global", "europe", "us"];
+
+// keyRegions checks the allowedDataRegions that GET /key reports for the
+// admin's key (hash keyHash).
+async function keyRegions(want, why) {
+  const res = await client(key).apiKeys.getCurrentKeyMetadata();
+  assert.deepEqual(res.data.allowedDataRegions, want, why);
+}
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const slug = `sdk-${Date.now()}`;
 let ws, defaultWS, guardrail;
@@ -214,8 +224,10 @@ await step("guardrails.list", async () => {
 });
 
 await step("guardrails.bulkAssignKeys", async () => {
+  await keyRegions(every, "no guardrail applies yet");
   const res = await mgmt.guardrails.bulkAssignKeys({ id: guardrail.id, bulkAssignKeysRequest: { keyHashes: [keyHash] } });
   assert.equal(res.assignedCount, 1);
+  await keyRegions(["global"], "the key's guardrail");
 });
 
 await step("guardrails.listGuardrailKeyAssignments", async () => {
@@ -265,6 +277,7 @@ await step("guardrails.bulkUnassignKeys", async () => {
   assert.equal(res.unassignedCount, 1);
   const left = await mgmt.guardrails.listKeyAssignments();
   assert.equal(left.result.totalCount, 0);
+  await keyRegions(["global"], "still assigned to the key's member (its creator)");
 });
 
 await step("guardrails.delete", async () => {
@@ -272,6 +285,7 @@ await step("guardrails.delete", async () => {
   assert.equal(res.deleted, true);
   const err = await expectError(() => mgmt.guardrails.get({ id: guardrail.id }));
   assert.equal(err.statusCode, 404);
+  await keyRegions(every, "the guardrail is gone");
 });
 
 await step("workspaces.delete refuses the default workspace", async () => {
