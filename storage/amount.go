@@ -43,6 +43,16 @@ func SumAmounts(xs ...Amount) (Amount, bool) {
 	return s, true
 }
 
+// SpendingSum adds two spending figures (credits and BYOK) that are
+// compared with a limit: a sum beyond MaxAmount is beyond every limit, so
+// it reads as MaxAmount. It is never stored.
+func SpendingSum(a, b Amount) Amount {
+	if s, ok := AddAmounts(a, b); ok {
+		return s
+	}
+	return MaxAmount
+}
+
 // MulAmount returns a*n for a non-negative count n, and false when the
 // product does not fit an Amount.
 func MulAmount(a Amount, n int64) (Amount, bool) {
