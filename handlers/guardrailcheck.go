@@ -144,7 +144,7 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount
 			if perMember && v.Member != nil {
 				used := v.Member.Usage.In(g.ResetInterval, v.Now)
 				if g.IncludeBYOKInBudgets {
-					used += v.Member.BYOKUsage.In(g.ResetInterval, v.Now)
+					used = storage.SpendingSum(used, v.Member.BYOKUsage.In(g.ResetInterval, v.Now))
 				}
 				if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.MemberHeld, "member")); rej != nil {
 					return rej
@@ -155,7 +155,7 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount
 			}
 			used := v.Key.Usage.In(g.ResetInterval, v.Now)
 			if g.IncludeBYOKInBudgets {
-				used += v.Key.BYOKUsage.In(g.ResetInterval, v.Now)
+				used = storage.SpendingSum(used, v.Key.BYOKUsage.In(g.ResetInterval, v.Now))
 			}
 			if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.KeyHeld, "API key")); rej != nil {
 				return rej

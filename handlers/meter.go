@@ -68,16 +68,22 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil
 	}
 	policy := m.gw.InFlightPolicy()
-	facts, est := estimateAttempts(route, policy)
+	facts, est, err := estimateAttempts(route, policy)
 	search := searchPlanFrom(r)
 	var searchCredits storage.Amount // a BYOK request's search, held against the balance
-	if search != nil {
+	if search != nil && err == nil {
 		// The worst case of the search charge is held too.
-		extra, credits := search.holdExtra(route)
-		est.Hold += extra
+		var extra, credits storage.Amount
+		if extra, credits, err = search.holdExtra(route); err == nil {
+			est.Hold, err = addCost(est.Hold, extra)
+		}
 		if facts.BYOK {
 			searchCredits = credits
 		}
+	}
+	if err != nil {
+		WriteError(w, costRangeError(route))
+		return nil
 	}
 	// Free-model requests count against the account's request caps, unless
 	// the account is exempt or the request uses the caller's own key.
@@ -110,6 +116,10 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	var rl *RateLimited
 	if errors.As(err, &rl) {
 		WriteError(w, rateLimitError(rl, now()))
+		return nil
+	}
+	if errors.Is(err, storage.ErrAmountRange) {
+		WriteError(w, costRangeError(route))
 		return nil
 	}
 	if err != nil {
@@ -164,8 +174,8 @@ func resetHeader(w http.ResponseWriter, snapshot http.Header) {
 
 // estimateAttempts holds for the costliest endpoint the request may end up
 // on, since a fallback can serve it; the request is BYOK for the limits only
-// when every attempt is.
-func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.RequestFacts, billing.Estimate) {
+// when every attempt is. A hold beyond any Amount is billing.ErrCostRange.
+func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.RequestFacts, billing.Estimate, error) {
 	var facts billing.RequestFacts
 	var est billing.Estimate
 	allBYOK := true
@@ -178,7 +188,10 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 			Free:          a.Model.IsFree(),
 			BYOK:          a.BYOK,
 		}
-		e := billing.EstimateRequest(f, policy)
+		e, err := billing.EstimateRequest(f, policy)
+		if err != nil {
+			return facts, est, err
+		}
 		if i == 0 {
 			facts = f
 		}
@@ -186,7 +199,30 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 		allBYOK = allBYOK && a.BYOK
 	}
 	facts.BYOK = allBYOK
-	return facts, est
+	return facts, est, nil
+}
+
+// addCost adds two costs, refusing a sum beyond any Amount.
+func addCost(a, b storage.Amount) (storage.Amount, error) {
+	s, ok := storage.AddAmounts(a, b)
+	if !ok {
+		return 0, billing.ErrCostRange
+	}
+	return s, nil
+}
+
+// costRangeError answers a request whose worst-case cost cannot be priced:
+// the client's max_tokens (or, without it, its prompt) is too large at the
+// model's prices. Refused before anything is held or called.
+func costRangeError(route *Route) *APIError {
+	field := route.MaxTokensField
+	if field == "" {
+		field = "messages"
+		if route.Kind == "responses" {
+			field = "input"
+		}
+	}
+	return BadRequest(field + ": the request's cost at the model's prices is beyond " + storage.MaxAmount.String() + " credits")
 }
 
 // settle charges what the request consumed and sends what was held back.
@@ -225,12 +261,25 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	}
 	pricing := route.Model.Pricing
 	var credits storage.Amount // a BYOK request's part paid in credits
+	var err error
 	if search := searchPlanFrom(r); search != nil {
-		if c := search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
+		var c storage.Amount
+		if c, err = search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
 			credits = c
 		}
 	}
-	cost := billing.Cost(pricing, usage)
+	var cost storage.Amount
+	if err == nil {
+		cost, err = billing.Cost(pricing, usage)
+	}
+	if err != nil {
+		// Only a provider reporting usage beyond any price gets here (the
+		// worst case admission held is within range): rather than wrap or
+		// saturate, the request is charged what admission held for it.
+		m.logger.Error("provider usage beyond any cost; charging the hold", zap.String("generation", genID),
+			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
+		cost, credits = res.Hold, res.Credits
+	}
 	status := "completed"
 	switch {
 	case clientGone:
@@ -247,7 +296,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
 	}
-	err := store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: policy.SettlementWindow, Generation: gen})
+	err = store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: policy.SettlementWindow, Generation: gen})
 	if err != nil {
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.
@@ -425,6 +474,7 @@ func accountFacts(v storage.LedgerView) billing.AccountFacts {
 		Held:         v.AccountHeld,
 		InFlightHeld: v.InFlightHeld,
 		Usage:        v.Account.Usage,
+		BYOKUsage:    v.Account.BYOKUsage,
 		Prepaid:      v.Account.Billing == storage.BillingPrepaid,
 		NextRelease:  v.NextRelease,
 	}

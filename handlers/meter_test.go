@@ -142,10 +142,23 @@ func (f *meterFixture) generations(t *testing.T) int {
 
 // estimate is admission's estimate for body as the client sends it.
 func (f *meterFixture) estimate(body string, maxTokens int64) billing.Estimate {
-	return billing.EstimateRequest(billing.RequestFacts{
+	e, err := billing.EstimateRequest(billing.RequestFacts{
 		Pricing: testPricing, InputTokens: billing.EstimateTokens(len(forUpstream(body))),
 		MaxTokens: maxTokens, ContextLength: 8192,
 	}, f.gw.inFlight)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// testCost prices usage at the test prices, which never overflow.
+func testCost(u billing.Usage) storage.Amount {
+	c, err := billing.Cost(testPricing, u)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 func chatAnswer(content, finish string, prompt, completion int64) string {
@@ -192,7 +205,7 @@ func TestMeterChargesJSON(t *testing.T) {
 	f.provider = answerJSON(http.StatusOK, answer)
 	res := f.do(t, "/api/v1/chat/completions", chatBody).must(t, http.StatusOK)
 
-	cost := billing.Cost(testPricing, billing.Usage{PromptTokens: 20, CompletionTokens: 7})
+	cost := testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 7})
 	if cost != 34_000 { // 20 × 0.000001 + 7 × 0.000002
 		t.Fatalf("billing.Cost = %s", cost)
 	}
@@ -230,7 +243,7 @@ func TestMeterChargesJSON(t *testing.T) {
 	// a second request adds up exactly
 	f.provider = answerJSON(http.StatusOK, chatAnswer("x", "length", 3, 100))
 	res = f.do(t, "/api/v1/chat/completions", chatBody).must(t, http.StatusOK)
-	cost2 := billing.Cost(testPricing, billing.Usage{PromptTokens: 3, CompletionTokens: 100})
+	cost2 := testCost(billing.Usage{PromptTokens: 3, CompletionTokens: 100})
 	if res.json.Get("usage.cost").Raw != cost2.String() {
 		t.Errorf("usage.cost = %s, want %s", res.json.Get("usage.cost").Raw, cost2)
 	}
@@ -246,7 +259,7 @@ func TestMeterChargesJSONWithoutUsage(t *testing.T) {
 	f.provider = answerJSON(http.StatusOK, `{"choices":[{"message":{"content":"abcdefghi"},"finish_reason":"stop"}]}`)
 	res := f.do(t, "/api/v1/chat/completions", chatBody).must(t, http.StatusOK)
 	usage := billing.Usage{PromptTokens: billing.EstimateTokens(len(forUpstream(chatBody))), CompletionTokens: 3}
-	cost := billing.Cost(testPricing, usage)
+	cost := testCost(usage)
 	f.wantCharged(t, cost)
 	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
 	if err != nil || !g.UsageEstimated || g.PromptTokens != usage.PromptTokens || g.CompletionTokens != 3 || g.Cost != cost {
@@ -266,7 +279,7 @@ func TestMeterChargesStream(t *testing.T) {
 	}
 	f.provider = answerSSE(events...)
 	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).must(t, http.StatusOK)
-	cost := billing.Cost(testPricing, billing.Usage{PromptTokens: 11, CompletionTokens: 2})
+	cost := testCost(billing.Usage{PromptTokens: 11, CompletionTokens: 2})
 	want := strings.Join(events[:4], "") +
 		`data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":2,"total_tokens":13,"cost":` + cost.String() + "}}\n\n" +
 		"data: [DONE]\n\n"
@@ -296,7 +309,7 @@ func TestMeterChargesResponsesStream(t *testing.T) {
 	}
 	f.provider = answerSSE(events...)
 	res := f.do(t, "/api/v1/responses", `{"model":"m","input":"hi","stream":true}`).must(t, http.StatusOK)
-	cost := billing.Cost(testPricing, billing.Usage{PromptTokens: 5, CompletionTokens: 4})
+	cost := testCost(billing.Usage{PromptTokens: 5, CompletionTokens: 4})
 	want := strings.Join(events[:3], "") + "event: response.completed\ndata: " +
 		strings.Replace(completed, `"total_tokens":9}`, `"total_tokens":9,"cost":`+cost.String()+"}", 1) + "\n\n" + "data: [DONE]\n\n"
 	if res.body != want {
@@ -479,7 +492,7 @@ func TestMeterKeyLimit(t *testing.T) {
 		f.calls.Store(0)
 		res := f.do(t, "/api/v1/chat/completions", chatBody)
 		f.want402(t, res, msgKeyLimit, keyLimitMeta("Raise the key's limit."))
-		f.wantCharged(t, billing.Cost(testPricing, billing.Usage{PromptTokens: 20, CompletionTokens: 7}))
+		f.wantCharged(t, testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 7}))
 	})
 }
 
@@ -498,7 +511,7 @@ func TestMeterBalance(t *testing.T) {
 			f := newMeterFixture(t, "0.001", storage.NewAPIKey{})
 			f.provider = answerJSON(200, chatAnswer("long", "stop", 1000, 1000))
 			f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[],"max_tokens":1}`).must(t, 200)
-			cost := billing.Cost(testPricing, billing.Usage{PromptTokens: 1000, CompletionTokens: 1000})
+			cost := testCost(billing.Usage{PromptTokens: 1000, CompletionTokens: 1000})
 			f.wantCharged(t, cost)
 			if a, _ := f.store().Account(f.acct.ID); a.Balance() != 1_000_000-cost || a.Balance() >= 0 {
 				t.Fatalf("balance %s", a.Balance())
@@ -592,7 +605,7 @@ func TestMeterInFlightBudget(t *testing.T) {
 	if r := <-first; r.status != 200 {
 		t.Fatalf("first request: %d %s", r.status, r.body)
 	}
-	cost := billing.Cost(testPricing, billing.Usage{PromptTokens: 10, CompletionTokens: 50})
+	cost := testCost(billing.Usage{PromptTokens: 10, CompletionTokens: 50})
 	f.wantCharged(t, cost)
 
 	// with nothing running, the settling cost still fills the budget until
@@ -660,7 +673,7 @@ func TestMeterClientAbort(t *testing.T) {
 			if usage.CompletionTokens != 6 {
 				t.Fatalf("completion estimate %d", usage.CompletionTokens)
 			}
-			cost := billing.Cost(testPricing, usage)
+			cost := testCost(usage)
 			f.wantCharged(t, cost)
 			g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
 			if err != nil || g.Status != "aborted" || !g.Streamed || !g.UsageEstimated ||
@@ -728,7 +741,7 @@ func TestMeterConcurrentKeyLimit(t *testing.T) {
 			t.Errorf("admitted request: %d %s", r.status, r.body)
 		}
 	}
-	cost := billing.Cost(testPricing, billing.Usage{PromptTokens: 20, CompletionTokens: 90})
+	cost := testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 90})
 	f.wantCharged(t, fit*cost)
 	if k, _ := f.store().APIKey(f.keyHash); k.Usage.Total > limit {
 		t.Errorf("usage %s above the cap %s", k.Usage.Total, limit)

@@ -30,6 +30,8 @@ type Route struct {
 	Kind      string
 	Stream    bool
 	MaxTokens int64 // max_tokens, max_completion_tokens or max_output_tokens; 0: unset
+	// MaxTokensField is the name of the field MaxTokens came from.
+	MaxTokensField string
 	// InputTokens is the admission estimate of the prompt's tokens.
 	InputTokens int64
 	// User is the request's end-user id (the body's `user` field), if any.

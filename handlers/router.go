@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -241,11 +242,15 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 	case "/responses":
 		route.Kind = "responses"
 	}
-	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if v := field(name); v.Type == gjson.Number {
-			route.MaxTokens = v.Int()
-			break
+	// With several of the fields, the provider reads one of them: the hold
+	// and the limit take the largest.
+	for _, name := range maxTokensFields {
+		if n, ok := tokenCount(field(name)); ok && n > route.MaxTokens {
+			route.MaxTokens, route.MaxTokensField = n, name
 		}
+	}
+	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
+		return nil, apiErr
 	}
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr
@@ -392,9 +397,11 @@ func validateInference(sub string, body []byte) (*fields, *APIError) {
 		}
 	}
 	f.Bool("stream")
-	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if v, ok := f.get(name); ok && v.Type != gjson.Null && (v.Type != gjson.Number || v.Int() < 1 || v.Float() != float64(v.Int())) {
-			f.fail(name, "a positive integer")
+	for _, name := range maxTokensFields {
+		if v, ok := f.get(name); ok && v.Type != gjson.Null {
+			if _, ok := tokenCount(v); !ok {
+				f.fail(name, "a positive integer")
+			}
 		}
 	}
 	switch sub {
@@ -408,6 +415,77 @@ func validateInference(sub string, body []byte) (*fields, *APIError) {
 		}
 	}
 	return f, f.err
+}
+
+// maxTokensFields bound a request's output, by route and API generation.
+var maxTokensFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
+
+// tokenCount reads a token count from its JSON text exactly: a positive
+// integer that fits an int64, also when written 1e3 or 100.0. gjson's Int
+// saturates and its Float rounds, so the text is parsed here instead.
+func tokenCount(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+		return n, n >= 1
+	}
+	return exactInteger(v.Raw)
+}
+
+// exactInteger reads a JSON number with a fraction or an exponent, such as
+// 1.5e3, as a positive int64, refusing any value that is not one.
+func exactInteger(raw string) (int64, bool) {
+	mantissa, exp, _ := strings.Cut(strings.ToLower(raw), "e")
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	shift := 0
+	if exp != "" {
+		e, err := strconv.Atoi(exp)
+		if err != nil || e > 100 || e < -100 {
+			return 0, false // far beyond an int64, or below 1
+		}
+		shift = e
+	}
+	digits := strings.TrimLeft(whole+frac, "0")
+	shift -= len(frac)
+	for strings.HasSuffix(digits, "0") {
+		digits, shift = digits[:len(digits)-1], shift+1
+	}
+	if digits == "" || shift < 0 || len(digits)+shift > 19 || strings.HasPrefix(raw, "-") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", shift), 10, 64)
+	return n, err == nil
+}
+
+// outputLimit is the most tokens one answer of m may have: its
+// max_completion_tokens, else its context window; 0 when unknown.
+func outputLimit(m *catalog.Model) int64 {
+	if m.MaxCompletionTokens > 0 {
+		return m.MaxCompletionTokens
+	}
+	return m.ContextLength
+}
+
+// withinOutputLimit keeps the attempts whose model can give maxTokens
+// tokens, as the provider would refuse the others; a `models` fallback
+// then serves the request. With none left, the request gets the 400 the
+// first model's provider would give, naming the field.
+func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Attempt, *APIError) {
+	if maxTokens == 0 {
+		return attempts, nil
+	}
+	out := attempts[:0:0]
+	for _, a := range attempts {
+		if limit := outputLimit(a.Model); limit == 0 || maxTokens <= limit {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		m := attempts[0].Model
+		return nil, BadRequest(fmt.Sprintf("%s: must be at most %d for model %s", field, outputLimit(m), m.ID))
+	}
+	return out, nil
 }
 
 // Interface guards

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
@@ -268,4 +269,66 @@ func TestRouterInChainUsesProviderKey(t *testing.T) {
 	// the refusal comes after authentication: a management key is 403
 	r, repl = newRequest("POST", "/api/v1/chat/completions", `{"model":"nope","messages":[]}`, "Authorization", "Bearer "+f.mgmt)
 	serve(t, h, r, repl).wantError(t, 403, msgNoInference)
+}
+
+func TestTokenCountIsExact(t *testing.T) {
+	for raw, want := range map[string]int64{
+		"1": 1, "9223372036854775807": 1<<63 - 1, "1e3": 1000, "100.0": 100, "9007199254740992": 1 << 53,
+		"9007199254740993.0": 9007199254740993, "1.5e3": 1500, "12300e-2": 123, "0.5e1": 5,
+		"0": 0, "0.0": 0, "-1": 0, "-1e3": 0, "1.5": 0, "1.25e1": 0, "9223372036854775808": 0, "9223372036854775808.0": 0, "1e19": 0,
+		"1e999999999": 0, "1e-999999999": 0, "1.0000000000000001": 0, `"5"`: 0, "null": 0,
+	} {
+		n, ok := tokenCount(gjson.Parse(raw))
+		if ok != (want != 0) || n != want && ok {
+			t.Errorf("tokenCount(%s) = %d, %v; want %d", raw, n, ok, want)
+		}
+	}
+}
+
+// limitedCatalog: "short" answers at most 100 tokens, "window" has only a
+// 1,000-token context window, "long" answers up to 100,000 tokens.
+func limitedCatalog() *catalog.Catalog {
+	short := testModel("short", 0, testProvider("p1", "http", "one.test", "one.test:80", "", "short", "k1"))
+	short.MaxCompletionTokens = 100
+	window := testModel("window", 0, testProvider("p2", "http", "two.test", "two.test:80", "", "window", "k2"))
+	window.ContextLength = 1000
+	long := testModel("long", 0, testProvider("p3", "http", "three.test", "three.test:80", "", "long", "k3"))
+	long.MaxCompletionTokens = 100_000
+	return catalog.New([]*catalog.Model{short, window, long})
+}
+
+// A max-tokens field above the model's output limit gets the provider's
+// 400, naming the field; a fallback model that can answer serves it.
+func TestRouterOutputLimit(t *testing.T) {
+	rt := newRoutingRouter(t, limitedCatalog())
+	for _, tt := range []struct {
+		target, body string
+		status       int
+		want         string // error message, or the model that serves it
+	}{
+		{"/api/v1/chat/completions", `{"model":"short","messages":[],"max_tokens":100}`, 418, "short"},
+		{"/api/v1/chat/completions", `{"model":"short","messages":[],"max_tokens":101}`, 400, "max_tokens: must be at most 100 for model short"},
+		{"/api/v1/chat/completions", `{"model":"short","messages":[],"max_tokens":5,"max_completion_tokens":9007199254740991}`, 400,
+			"max_completion_tokens: must be at most 100 for model short"},
+		{"/api/v1/chat/completions", `{"model":"window","messages":[],"max_completion_tokens":1001}`, 400, "max_completion_tokens: must be at most 1000 for model window"},
+		{"/api/v1/responses", `{"model":"window","input":"x","max_output_tokens":9007199254740991}`, 400, "max_output_tokens: must be at most 1000 for model window"},
+		{"/api/v1/responses", `{"model":"window","input":"x","max_output_tokens":1000}`, 418, "window"},
+		{"/api/v1/chat/completions", `{"models":["short","window","long"],"messages":[],"max_tokens":5000}`, 418, "long"},
+		{"/api/v1/chat/completions", `{"models":["short","window"],"messages":[],"max_tokens":5000}`, 400, "max_tokens: must be at most 100 for model short"},
+	} {
+		var got *routed
+		r, repl := newRequest("POST", tt.target, tt.body)
+		res := serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl)
+		if tt.status == 400 {
+			res.wantError(t, 400, tt.want)
+			if got != nil {
+				t.Errorf("%s reached the upstream", tt.body)
+			}
+			continue
+		}
+		res.must(t, tt.status)
+		if got == nil || got.route.Model.ID != tt.want || len(got.route.Attempts) != 1 {
+			t.Errorf("%s: routed %+v", tt.body, got)
+		}
+	}
 }

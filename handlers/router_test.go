@@ -41,6 +41,14 @@ func TestValidateInference(t *testing.T) {
 		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":"10"}`, "max_tokens: expected a positive integer"},
 		{"/chat/completions", `{"model":"m","messages":[],"max_completion_tokens":0}`, "max_completion_tokens: expected a positive integer"},
 		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":true}`, "max_tokens: expected a positive integer"},
+		// Parsed exactly from the text: gjson's Int saturates the first.
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":9223372036854775808}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":1e300}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_completion_tokens":9223372036854775807.5}`, "max_completion_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":-0}`, "max_tokens: expected a positive integer"},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":9223372036854775807}`, ""},
+		{"/chat/completions", `{"model":"m","messages":[],"max_tokens":1e3}`, ""},
+		{"/responses", `{"model":"m","input":"x","max_output_tokens":18446744073709551616}`, "max_output_tokens: expected a positive integer"},
 		// the first wrong field is reported
 		{"/chat/completions", `{"model":1,"stream":"x","max_tokens":0}`, "model: expected a string"},
 		{"/chat/completions", `{"model":"m","stream":"x","max_tokens":0}`, "stream: expected a boolean"},

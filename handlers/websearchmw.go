@@ -331,22 +331,49 @@ func mustAmount(s string) storage.Amount {
 // search max_results posts and profiles. credits is the part a BYOK
 // request still pays in credits: a gateway-side engine's results, which
 // the platform pays for (native searches bill the caller's own key).
-func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
+func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount, err error) {
 	for _, a := range route.Attempts {
 		price := a.Model.Pricing.WebSearch
 		if price == 0 {
 			price = p.price
 		}
-		results := billing.Cost(billing.Pricing{WebSearch: price}, billing.Usage{SearchResults: int64(p.spec.MaxResults)})
-		hold = max(hold, results+billing.TokenCost(a.Model.Pricing, p.injectedTokens(), 0))
+		results, err := billing.Cost(billing.Pricing{WebSearch: price}, billing.Usage{SearchResults: int64(p.spec.MaxResults)})
+		if err != nil {
+			return 0, 0, err
+		}
+		injected, err := billing.TokenCost(a.Model.Pricing, p.injectedTokens(), 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		h, err := addCost(results, injected)
+		if err != nil {
+			return 0, 0, err
+		}
+		hold = max(hold, h)
 		if p.engine != "native" {
 			credits = max(credits, results)
 		}
 	}
 	if p.spec.XSearch != nil {
-		hold += storage.Amount(p.spec.MaxResults) * (xPostPrice + xProfilePrice)
+		x, err := xItemsCost(int64(p.spec.MaxResults), int64(p.spec.MaxResults))
+		if err != nil {
+			return 0, 0, err
+		}
+		if hold, err = addCost(hold, x); err != nil {
+			return 0, 0, err
+		}
 	}
-	return hold, credits
+	return hold, credits, nil
+}
+
+// xItemsCost prices X search posts and profiles fetched.
+func xItemsCost(posts, profiles int64) (storage.Amount, error) {
+	a, ok1 := storage.MulAmount(xPostPrice, posts)
+	b, ok2 := storage.MulAmount(xProfilePrice, profiles)
+	if !ok1 || !ok2 {
+		return 0, billing.ErrCostRange
+	}
+	return addCost(a, b)
 }
 
 // admitSearchCredits refuses a BYOK request whose gateway-side search does
@@ -370,7 +397,7 @@ func admitSearchCredits(credits storage.Amount, v storage.LedgerView, rules *sto
 	if !acct.Prepaid {
 		return nil
 	}
-	if acct.Balance <= 0 || acct.Balance-acct.Held < credits {
+	if available, ok := storage.AddAmounts(acct.Balance, -acct.Held); acct.Balance <= 0 || !ok || available < credits {
 		return &billing.Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request's web search",
 			RemedyHint: "Add credits to the account, or lower max_results."}
 	}
@@ -447,7 +474,9 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 // is the provider's usage object (for the X search counters). It returns
 // the cost of a gateway-side engine's results, which a BYOK request pays
 // in credits.
-func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits storage.Amount) {
+//
+// Provider-reported X counts too large to price are billing.ErrCostRange.
+func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits storage.Amount, err error) {
 	if pricing.WebSearch == 0 {
 		pricing.WebSearch = p.price
 	}
@@ -461,11 +490,17 @@ func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upst
 	if p.spec.XSearch != nil && upstreamUsage != "" {
 		c := gjson.GetMany(upstreamUsage, "x_search_usage.posts_fetched", "x_search_usage.profiles_fetched")
 		p.xPosts, p.xProfil = max(c[0].Int(), 0), max(c[1].Int(), 0)
-		usage.Extra += storage.Amount(p.xPosts)*xPostPrice + storage.Amount(p.xProfil)*xProfilePrice
+		x, err := xItemsCost(p.xPosts, p.xProfil)
+		if err == nil {
+			usage.Extra, err = addCost(usage.Extra, x)
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
 	p.charged = true
 	if p.engine == "native" {
-		return 0
+		return 0, nil
 	}
 	return billing.Cost(billing.Pricing{WebSearch: pricing.WebSearch}, billing.Usage{SearchResults: p.results})
 }

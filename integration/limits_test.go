@@ -126,9 +126,9 @@ func TestLimits402(t *testing.T) {
 		// Balance 0.1: the in-flight budget is 0.05 credits.
 		tn := c.newTenant("organization", "0.1")
 		key, _ := c.newKey(tn.MgmtKey, `{"name":"small"}`)
-		// max_tokens 40000: a hold of 0.08 fits the balance but not the
-		// whole budget.
-		big := chatBody("tollgate-mock", `,"max_tokens":40000`)
+		// max_tokens 40000 (on mock/echo: the same prices, no output
+		// limit): a hold of 0.08 fits the balance but not the whole budget.
+		big := chatBody("mock/echo", `,"max_tokens":40000`)
 		if h := holdOf(big, 40000); h <= 50_000_000 || h > 100_000_000 {
 			t.Fatalf("test setup: hold %s", h)
 		}
@@ -166,7 +166,7 @@ func TestLimits402(t *testing.T) {
 		// Both run at the provider: the budget is full, though the balance
 		// covers many more requests.
 		refused(t, c, proxy, tn, key, "/chat/completions", body, "service_in_flight_budget", "in_flight_budget_exhausted", true)
-		refused(t, c, proxy, tn, key, "/chat/completions", chatBody("tollgate-mock", `,"stream":true,"max_tokens":100000`),
+		refused(t, c, proxy, tn, key, "/chat/completions", chatBody("mock/echo", `,"stream":true,"max_tokens":100000`),
 			"service_in_flight_budget", "in_flight_budget_exhausted", true)
 		// A free model is not held by the budget.
 		c.mustPost("/chat/completions", key, chatBody("tollgate-mock:free", ""), nil).expect(t, 200)
@@ -203,7 +203,7 @@ func TestLimits402(t *testing.T) {
 		after := c.snapshot(key, mk)
 		expectCharged(t, before, after, cost, "invoiced")
 		c.mustPost("/chat/completions", key, chatBody("tollgate-mock:free", ""), nil).expect(t, 200)
-		c.mustPost("/chat/completions", key, chatBody("tollgate-mock", `,"max_tokens":40000`), nil).expect(t, 200)
+		c.mustPost("/chat/completions", key, chatBody("mock/echo", `,"max_tokens":40000`), nil).expect(t, 200)
 		// The operator sees the negative balance.
 		bal := c.operator("GET", "/accounts/"+id, nil).expect(t, 200).JSON.Get("data.balance")
 		if creditAmount(t, bal) >= 0 {

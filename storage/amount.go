@@ -19,6 +19,52 @@ const AmountScale = 1_000_000_000
 
 const amountDecimals = 9
 
+// MaxAmount is the largest Amount, 9,223,372,036.854775807 credits: no
+// balance, total, cap, hold or charge goes beyond it.
+const MaxAmount Amount = math.MaxInt64
+
+// AddAmounts returns a+b, and false when the sum does not fit an Amount:
+// money never wraps.
+func AddAmounts(a, b Amount) (Amount, bool) {
+	s := a + b
+	return s, (s > a) == (b > 0)
+}
+
+// SumAmounts adds its arguments, and reports false when a partial sum does
+// not fit an Amount.
+func SumAmounts(xs ...Amount) (Amount, bool) {
+	var s Amount
+	for _, x := range xs {
+		var ok bool
+		if s, ok = AddAmounts(s, x); !ok {
+			return 0, false
+		}
+	}
+	return s, true
+}
+
+// SpendingSum adds two spending figures (credits and BYOK) that are
+// compared with a limit: a sum beyond MaxAmount is beyond every limit, so
+// it reads as MaxAmount. It is never stored.
+func SpendingSum(a, b Amount) Amount {
+	if s, ok := AddAmounts(a, b); ok {
+		return s
+	}
+	return MaxAmount
+}
+
+// MulAmount returns a*n for a non-negative count n, and false when the
+// product does not fit an Amount.
+func MulAmount(a Amount, n int64) (Amount, bool) {
+	if a == 0 || n == 0 {
+		return 0, true
+	}
+	if n < 0 || a < 0 || a > MaxAmount/Amount(n) {
+		return 0, false
+	}
+	return a * Amount(n), true
+}
+
 // ErrAmountSyntax is returned for a string that is not a plain decimal number.
 var ErrAmountSyntax = errors.New("not a decimal number")
 

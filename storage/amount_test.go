@@ -64,3 +64,44 @@ func TestAmountFromFloat(t *testing.T) {
 		t.Fatalf("AmountFromFloat(0.1) = %d, %v", a, err)
 	}
 }
+
+func TestAddAmountsRefusesOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		a, b Amount
+		ok   bool
+	}{
+		{1, 2, true},
+		{MaxAmount, 0, true},
+		{MaxAmount, 1, false},
+		{MaxAmount - 1, 1, true},
+		{-MaxAmount - 1, -1, false},
+		{-5, 3, true},
+		{MaxAmount, -MaxAmount, true},
+		{5_000_000_000 * AmountScale, 5_000_000_000 * AmountScale, false},
+	} {
+		s, ok := AddAmounts(tc.a, tc.b)
+		if ok != tc.ok || ok && s != tc.a+tc.b {
+			t.Errorf("AddAmounts(%d, %d) = %d, %v", tc.a, tc.b, s, ok)
+		}
+	}
+	if _, ok := SumAmounts(MaxAmount/2, MaxAmount/2, 2); ok {
+		t.Error("SumAmounts overflowed silently")
+	}
+	if s, ok := SumAmounts(MaxAmount/2, MaxAmount/2, 1); !ok || s != MaxAmount {
+		t.Errorf("SumAmounts to the maximum = %d, %v", s, ok)
+	}
+}
+
+func TestMulAmountRefusesOverflow(t *testing.T) {
+	if p, ok := MulAmount(3, 4); !ok || p != 12 {
+		t.Errorf("MulAmount(3, 4) = %d, %v", p, ok)
+	}
+	if p, ok := MulAmount(MaxAmount, 1); !ok || p != MaxAmount {
+		t.Errorf("MulAmount(max, 1) = %d, %v", p, ok)
+	}
+	for _, tc := range [][2]int64{{1 << 32, 1 << 31}, {2, -1}, {-2, 1}, {int64(MaxAmount), 2}} {
+		if _, ok := MulAmount(Amount(tc[0]), tc[1]); ok {
+			t.Errorf("MulAmount(%d, %d) did not refuse", tc[0], tc[1])
+		}
+	}
+}

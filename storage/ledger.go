@@ -185,6 +185,9 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if err := decide(v); err != nil {
 		return nil, err
 	}
+	if !holdsFit(v, st, h) {
+		return nil, ErrAmountRange
+	}
 	if !h.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
 	} else if h.Credits > 0 {
@@ -221,6 +224,22 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	}
 	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHold: wsHold}
 	return res, nil
+}
+
+// holdsFit reports whether adding h to every sum it lands in (the
+// account's, key's, workspace's and member's holds, the in-flight budget)
+// stays within MaxAmount; holds never wrap. A caller's decide usually
+// refuses long before, but a key without a cap on an account billed after
+// use has no other bound.
+func holdsFit(v LedgerView, st *inFlightState, h Holds) bool {
+	hold := max(h.Hold, h.Credits)
+	for _, held := range []Amount{v.AccountHeld, v.KeyHeld, v.WorkspaceHeld, v.MemberHeld} {
+		if _, ok := AddAmounts(held, hold); !ok {
+			return false
+		}
+	}
+	_, ok := SumAmounts(st.held(), h.InFlight)
+	return ok
 }
 
 // release drops the reservation's holds. Callers hold s.mu.
@@ -291,6 +310,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 	res.done = true
 	s.release(res)
 	t := now()
+	c = c.within(s.accounts[res.AccountID])
 	credits, byok := c.Cost, Amount(0)
 	if c.BYOK {
 		credits = min(max(c.Credits, 0), c.Cost)
@@ -336,6 +356,30 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		s.genSubs.publish(*c.Generation)
 	}
 	return nil
+}
+
+// within bounds the charge by what the account's counters can still take.
+// Admission holds only requests whose hold fits in them, so only a cost
+// above its hold on an account that has charged about MaxAmount in all gets
+// here; the counters then stop at MaxAmount instead of wrapping. Every
+// other counter a charge lands in (key, workspace, member, in-flight) is at
+// most the account's all-time charges.
+func (c Charge) within(acct *Account) Charge {
+	if acct == nil || c.Cost <= 0 {
+		return c
+	}
+	room := MaxAmount - max(acct.Usage, 0)
+	room -= min(max(acct.BYOKUsage, 0), room)
+	if c.Cost <= room {
+		return c
+	}
+	c.Cost, c.Credits = room, min(c.Credits, room)
+	if c.Generation != nil {
+		g := *c.Generation
+		g.Cost, g.Credits = c.Cost, c.Credits
+		c.Generation = &g
+	}
+	return c
 }
 
 // Generation is the record of one inference request. Credits is the part

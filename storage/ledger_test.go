@@ -156,3 +156,53 @@ func TestGenerationIDsSortByTime(t *testing.T) {
 		t.Fatalf("ids %q %q", a, b)
 	}
 }
+
+// Holds never wrap: a hold that does not fit beside those already placed is
+// refused, even where decide admits everything (an uncapped key).
+func TestReserveRefusesOverflowingHolds(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+	admit := func(LedgerView) error { return nil }
+	first, err := s.Reserve(a.ID, k.Hash, Holds{Hold: MaxAmount - 1}, admit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 2}, admit); !errors.Is(err, ErrAmountRange) {
+		t.Fatalf("overflowing hold: %v", err)
+	}
+	if _, err := s.Reserve(a.ID, "", Holds{InFlight: 1, Hold: 1}, admit); err != nil {
+		t.Fatalf("a hold that fits: %v", err)
+	}
+	if err := s.Release(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 2}, admit); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+}
+
+// A charge the account's counters cannot take stops them at MaxAmount: it
+// never wraps to a negative usage (a credit).
+func TestSettleNeverWrapsCounters(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+	admit := func(LedgerView) error { return nil }
+	for _, cost := range []Amount{MaxAmount - 10, 100} {
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1}, admit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Settle(res, Charge{Cost: cost}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acct, _ := s.Account(a.ID)
+	key, _ := s.APIKey(k.Hash)
+	if acct.Usage != MaxAmount || key.Usage.Total != MaxAmount || key.Usage.Daily.Value != MaxAmount {
+		t.Fatalf("usage %s, key %s", acct.Usage, key.Usage.Total)
+	}
+}

@@ -134,7 +134,7 @@ func (k APIKey) Expired(now time.Time) bool {
 func (k APIKey) CapUsage(now time.Time) Amount {
 	used := k.Usage.In(k.LimitReset, now)
 	if k.IncludeBYOKInLimit {
-		used += k.BYOKUsage.In(k.LimitReset, now)
+		used = SpendingSum(used, k.BYOKUsage.In(k.LimitReset, now))
 	}
 	return used
 }

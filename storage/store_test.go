@@ -158,3 +158,29 @@ func TestCreateValidation(t *testing.T) {
 		t.Fatal("zero purchase accepted")
 	}
 }
+
+// Each purchase fits an Amount, but their total must too: the second of two
+// 5,000,000,000-credit purchases is refused and changes nothing.
+func TestPurchaseTotalOverflowRefused(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	a, err := s.CreateAccount(NewAccount{Name: "x", Kind: AccountPersonal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := Amount(5_000_000_000 * AmountScale)
+	if _, _, err := s.RecordPurchase(a.ID, big, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.RecordPurchase(a.ID, big, ""); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("overflowing purchase: %v", err)
+	}
+	got, _ := s.Account(a.ID)
+	if got.CreditsPurchased != big || got.Purchases != 1 || len(s.Purchases(a.ID)) != 1 {
+		t.Fatalf("total %s after %d purchases (%d listed)", got.CreditsPurchased, got.Purchases, len(s.Purchases(a.ID)))
+	}
+	// Up to the maximum exactly is fine.
+	if _, acct, err := s.RecordPurchase(a.ID, MaxAmount-big, ""); err != nil || acct.CreditsPurchased != MaxAmount {
+		t.Fatalf("purchase up to the maximum: %v, %s", err, acct.CreditsPurchased)
+	}
+}

@@ -108,7 +108,7 @@ type WorkspaceBudget struct {
 func (w *Workspace) BudgetUsage(iv BudgetInterval, now time.Time) Amount {
 	used := w.Usage.In(iv.Interval(), now)
 	if w.IncludeBYOKInBudgets {
-		used += w.BYOKUsage.In(iv.Interval(), now)
+		used = SpendingSum(used, w.BYOKUsage.In(iv.Interval(), now))
 	}
 	return used
 }

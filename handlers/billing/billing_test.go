@@ -47,22 +47,22 @@ func TestParsePrice(t *testing.T) {
 
 func TestCostExact(t *testing.T) {
 	p := Pricing{Prompt: price(t, "0.000003"), Completion: price(t, "0.000015"), Request: price(t, "0.0001")}
-	got := Cost(p, Usage{PromptTokens: 1234, CompletionTokens: 567})
+	got := mustCost(t, p, Usage{PromptTokens: 1234, CompletionTokens: 567})
 	// 1234*3e-6 + 567*15e-6 + 1e-4 = 0.003702 + 0.008505 + 0.0001 = 0.012307
 	if got.String() != "0.012307" {
 		t.Fatalf("cost = %s", got)
 	}
 	// Sub-nano prices round once per request, half up.
 	tiny := Pricing{Prompt: price(t, "0.0000000015")}
-	if c := Cost(tiny, Usage{PromptTokens: 1}); c != 2 {
+	if c := mustCost(t, tiny, Usage{PromptTokens: 1}); c != 2 {
 		t.Fatalf("1.5 nano rounds to %d", c)
 	}
-	if c := Cost(tiny, Usage{PromptTokens: 3}); c != 5 { // 4.5 -> 5
+	if c := mustCost(t, tiny, Usage{PromptTokens: 3}); c != 5 { // 4.5 -> 5
 		t.Fatalf("4.5 nano rounds to %d", c)
 	}
 	// Web search results and extra charges add exactly.
 	ws := Pricing{WebSearch: price(t, "0.004")}
-	if c := Cost(ws, Usage{SearchResults: 5, Extra: 10}); c != 20_000_010 {
+	if c := mustCost(t, ws, Usage{SearchResults: 5, Extra: 10}); c != 20_000_010 {
 		t.Fatalf("web search cost %d", c)
 	}
 }
@@ -70,29 +70,93 @@ func TestCostExact(t *testing.T) {
 // 10,000 charges add up to exactly 10,000 times one charge: no float drift.
 func TestTotalsDoNotDrift(t *testing.T) {
 	p := Pricing{Prompt: price(t, "0.0000001"), Completion: price(t, "0.0000003")}
-	one := Cost(p, Usage{PromptTokens: 7, CompletionTokens: 3})
+	one := mustCost(t, p, Usage{PromptTokens: 7, CompletionTokens: 3})
 	var total storage.Amount
 	for range 10_000 {
-		total += Cost(p, Usage{PromptTokens: 7, CompletionTokens: 3})
+		total += mustCost(t, p, Usage{PromptTokens: 7, CompletionTokens: 3})
 	}
 	if total != one*10_000 || total.String() != "0.016" {
 		t.Fatalf("total %s, one %s", total, one)
 	}
 }
 
-func TestHugeQuantitiesSaturate(t *testing.T) {
+func TestHugeQuantitiesAreRefused(t *testing.T) {
 	p := Pricing{Completion: Price(1 << 62)}
-	if c := Cost(p, Usage{CompletionTokens: 1 << 62}); c != storage.Amount(1<<63-1) {
-		t.Fatalf("overflow not saturated: %d", c)
+	if c, err := Cost(p, Usage{CompletionTokens: 1 << 62}); err != ErrCostRange {
+		t.Fatalf("overflow priced at %d, %v", c, err)
+	}
+	// The case: 9007199254740991 tokens at 0.000002 is 18 billion
+	// credits, beyond any Amount; the estimate used to wrap negative.
+	p = Pricing{Prompt: price(t, "0.000001"), Completion: price(t, "0.000002")}
+	if c, err := TokenCost(p, 10, 9007199254740991); err != ErrCostRange {
+		t.Fatalf("TokenCost = %d, %v", c, err)
+	}
+	if e, err := EstimateRequest(RequestFacts{Pricing: p, InputTokens: 10, MaxTokens: 9007199254740991}, policy); err != ErrCostRange {
+		t.Fatalf("EstimateRequest = %+v, %v", e, err)
+	}
+	if c, err := TokenCost(p, 0, 1<<63-1); err != ErrCostRange {
+		t.Fatalf("TokenCost(max int64) = %d, %v", c, err)
+	}
+	// An extra charge that would overflow the sum.
+	if c, err := Cost(Pricing{Request: price(t, "1")}, Usage{Extra: storage.MaxAmount}); err != ErrCostRange {
+		t.Fatalf("Cost with a huge extra = %d, %v", c, err)
+	}
+	// Exactly the largest Amount still prices.
+	if c, err := Cost(Pricing{Completion: Price(femtoPerNano)}, Usage{CompletionTokens: int64(storage.MaxAmount)}); err != nil || c != storage.MaxAmount {
+		t.Fatalf("largest cost = %d, %v", c, err)
+	}
+	// Without max_tokens the context window's cost only bounds the
+	// per-request cap, so an unpriceable window holds the cap.
+	e, err := EstimateRequest(RequestFacts{Pricing: Pricing{Completion: Price(1 << 62)}, ContextLength: 1 << 62}, policy)
+	if err != nil || e.Hold != policy.PerRequestCap {
+		t.Fatalf("window estimate = %+v, %v", e, err)
+	}
+}
+
+func TestAdmitRefusesOverflowingSums(t *testing.T) {
+	limit := storage.MaxAmount
+	huge := Estimate{Hold: storage.MaxAmount / 2}
+	f := RequestFacts{Pricing: Pricing{Prompt: 1}}
+	// Key cap: usage + held + hold beyond any Amount is beyond the cap.
+	key := KeyFacts{Limit: &limit, CapUsage: storage.MaxAmount / 2, Held: 2}
+	if rej := Admit(huge, f, AccountFacts{}, key, policy); rej == nil || rej.Source != "key_limit" {
+		t.Fatalf("key cap overflow admitted: %+v", rej)
+	}
+	// Account totals, for an account billed after use too.
+	acct := AccountFacts{Usage: storage.MaxAmount / 2, BYOKUsage: 1, Held: 1}
+	if rej := Admit(huge, f, acct, KeyFacts{}, policy); rej == nil || rej.Source != "credits" {
+		t.Fatalf("usage overflow admitted: %+v", rej)
+	}
+	// A budget with room for exactly the hold admits; one more does not.
+	b := Budget{Source: "workspace_budget", Limit: storage.MaxAmount, Used: storage.MaxAmount - 5, Held: 2}
+	if rej := AdmitBudget(3, b); rej != nil {
+		t.Fatalf("exact fit refused: %+v", rej)
+	}
+	if rej := AdmitBudget(storage.MaxAmount, b); rej == nil {
+		t.Fatal("budget overflow admitted")
+	}
+}
+
+func TestBudgetBeyondAnyAmountIsTheCeiling(t *testing.T) {
+	p := policy
+	p.FractionPPM = 4_000_000 // 4 times the balance
+	if got := p.Budget(storage.MaxAmount / 2); got != p.Ceiling {
+		t.Fatalf("budget = %d", got)
+	}
+	if _, ok := mulDiv(int64(storage.MaxAmount), 2, 1); ok {
+		t.Fatal("mulDiv overflow not reported")
+	}
+	if q, ok := mulDiv(int64(storage.MaxAmount), 3, 3); !ok || q != int64(storage.MaxAmount) {
+		t.Fatalf("mulDiv = %d, %v", q, ok)
 	}
 }
 
 func TestTokenCostRoundsUp(t *testing.T) {
 	p := Pricing{Prompt: price(t, "0.0000000011")}
-	if c := TokenCost(p, 1, 0); c != 2 { // 1.1 nano -> 2
+	if c := mustTokenCost(t, p, 1, 0); c != 2 { // 1.1 nano -> 2
 		t.Fatalf("TokenCost = %d", c)
 	}
-	if c := TokenCost(p, 10, 0); c != 11 {
+	if c := mustTokenCost(t, p, 10, 0); c != 11 {
 		t.Fatalf("TokenCost exact = %d", c)
 	}
 }
@@ -126,26 +190,26 @@ func TestBudget(t *testing.T) {
 func TestEstimateRequest(t *testing.T) {
 	p := Pricing{Prompt: price(t, "0.001"), Completion: price(t, "0.002"), Request: price(t, "0.01")}
 	// With max_tokens: tokens cost, capped for in-flight; hold adds the fee.
-	e := EstimateRequest(RequestFacts{Pricing: p, InputTokens: 100, MaxTokens: 50}, policy)
+	e := mustEstimate(t, RequestFacts{Pricing: p, InputTokens: 100, MaxTokens: 50}, policy)
 	if e.Hold != credits("0.21") || e.InFlight != credits("0.2") {
 		t.Fatalf("with max_tokens: %+v", e)
 	}
-	e = EstimateRequest(RequestFacts{Pricing: p, InputTokens: 100, MaxTokens: 5000}, policy)
+	e = mustEstimate(t, RequestFacts{Pricing: p, InputTokens: 100, MaxTokens: 5000}, policy)
 	if e.InFlight != credits("2") || e.Hold != credits("10.11") {
 		t.Fatalf("capped in-flight: %+v", e)
 	}
 	// Without max_tokens: the per-request cap is the in-flight estimate.
-	e = EstimateRequest(RequestFacts{Pricing: p, InputTokens: 100, ContextLength: 200}, policy)
+	e = mustEstimate(t, RequestFacts{Pricing: p, InputTokens: 100, ContextLength: 200}, policy)
 	if e.InFlight != credits("2") || e.Hold != credits("0.31") {
 		t.Fatalf("unset max_tokens: %+v", e)
 	}
-	if e := EstimateRequest(RequestFacts{Pricing: p, Free: true, MaxTokens: 5}, policy); e != (Estimate{}) {
+	if e := mustEstimate(t, RequestFacts{Pricing: p, Free: true, MaxTokens: 5}, policy); e != (Estimate{}) {
 		t.Fatalf("free: %+v", e)
 	}
-	if e := EstimateRequest(RequestFacts{Pricing: p, BYOK: true, MaxTokens: 5, InputTokens: 1}, policy); e.InFlight != 0 || e.Hold == 0 {
+	if e := mustEstimate(t, RequestFacts{Pricing: p, BYOK: true, MaxTokens: 5, InputTokens: 1}, policy); e.InFlight != 0 || e.Hold == 0 {
 		t.Fatalf("byok holds for key caps but not in flight: %+v", e)
 	}
-	if e := EstimateRequest(RequestFacts{Pricing: Pricing{Request: price(t, "0.5")}, MaxTokens: 5}, policy); e.InFlight != 0 || e.Hold != credits("0.5") {
+	if e := mustEstimate(t, RequestFacts{Pricing: Pricing{Request: price(t, "0.5")}, MaxTokens: 5}, policy); e.InFlight != 0 || e.Hold != credits("0.5") {
 		t.Fatalf("no token price: %+v", e)
 	}
 }
@@ -212,4 +276,31 @@ func TestAdmit(t *testing.T) {
 		AccountFacts{Balance: credits("4"), Usage: credits("25"), Prepaid: true}, KeyFacts{}, p); rej != nil {
 		t.Fatalf("established account refused: %+v", rej)
 	}
+}
+
+func mustCost(t *testing.T, p Pricing, u Usage) storage.Amount {
+	t.Helper()
+	c, err := Cost(p, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustTokenCost(t *testing.T, p Pricing, in, out int64) storage.Amount {
+	t.Helper()
+	c, err := TokenCost(p, in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustEstimate(t *testing.T, f RequestFacts, p InFlightPolicy) Estimate {
+	t.Helper()
+	e, err := EstimateRequest(f, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -19,7 +19,7 @@ type Budget struct {
 // with the running requests' holds, or when the budget is already spent.
 // It returns nil to admit.
 func AdmitBudget(hold storage.Amount, b Budget) *Rejection {
-	if b.Used >= b.Limit || b.Used+b.Held+hold > b.Limit {
+	if !fits(b.Limit, b.Used, b.Held, hold) {
 		return &Rejection{Source: b.Source, Message: b.Message, RemedyHint: b.Hint}
 	}
 	return nil

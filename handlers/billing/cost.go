@@ -1,6 +1,10 @@
 package billing
 
-import "github.com/tollgate-dev/caddy-tollgate/storage"
+import (
+	"errors"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
 
 // Pricing is what a model's endpoint charges.
 type Pricing struct {
@@ -28,29 +32,47 @@ type Usage struct {
 	Extra storage.Amount
 }
 
+// ErrCostRange is returned for a cost beyond storage.MaxAmount: the token
+// counts or prices are too large to price, and nothing is rounded down or
+// wrapped to make them fit.
+var ErrCostRange = errors.New("cost out of range")
+
 // Cost prices a request exactly: tokens × prices + the per-request fee +
 // search results, rounded once to the nano-credit.
-func Cost(p Pricing, u Usage) storage.Amount {
+func Cost(p Pricing, u Usage) (storage.Amount, error) {
 	var f femto
 	f = f.add(p.Prompt, u.PromptTokens)
 	f = f.add(p.Completion, u.CompletionTokens)
 	f = f.add(p.Request, 1)
 	f = f.add(p.WebSearch, u.SearchResults)
-	return f.amount() + u.Extra
+	a, ok := f.amount()
+	if ok {
+		a, ok = storage.AddAmounts(a, u.Extra)
+	}
+	if !ok {
+		return 0, ErrCostRange
+	}
+	return a, nil
 }
 
 // TokenCost prices input and output tokens only, rounded up so that an
 // estimate is never below the exact cost.
-func TokenCost(p Pricing, in, out int64) storage.Amount {
+func TokenCost(p Pricing, in, out int64) (storage.Amount, error) {
 	var f femto
 	f = f.add(p.Prompt, in)
 	f = f.add(p.Completion, out)
-	a := f.amount()
+	a, ok := f.amount()
+	if !ok {
+		return 0, ErrCostRange
+	}
 	// amount() rounds half up; make the estimate a ceiling.
 	if back := (femto{}).add(Price(femtoPerNano), int64(a)); less(back, f) {
+		if a == storage.MaxAmount {
+			return 0, ErrCostRange
+		}
 		a++
 	}
-	return a
+	return a, nil
 }
 
 func less(a, b femto) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }

@@ -31,23 +31,28 @@ func (p InFlightPolicy) Budget(balance storage.Amount) storage.Amount {
 	if balance <= 0 {
 		return 0
 	}
-	b := storage.Amount(mulDiv(int64(balance), p.FractionPPM, 1_000_000))
-	return min(b, p.Ceiling)
+	b, ok := mulDiv(int64(balance), p.FractionPPM, 1_000_000)
+	if !ok {
+		// The fraction of the balance is beyond any Amount, so beyond the
+		// ceiling too.
+		return p.Ceiling
+	}
+	return min(storage.Amount(b), p.Ceiling)
 }
 
-// mulDiv computes a*b/c without overflow for non-negative inputs.
-func mulDiv(a, b, c int64) int64 {
+// mulDiv computes a*b/c exactly for non-negative inputs and a positive c,
+// and reports false when the quotient does not fit an int64.
+func mulDiv(a, b, c int64) (int64, bool) {
 	var f femto
 	f = f.add(Price(a), b)
-	q, _ := divFemto(f, uint64(c))
-	return int64(q)
-}
-
-func divFemto(f femto, c uint64) (uint64, uint64) {
-	if f.hi >= c {
-		return 1<<63 - 1, 0
+	if f.hi >= uint64(c) {
+		return 0, false
 	}
-	return divide(f.hi, f.lo, c)
+	q, _ := divide(f.hi, f.lo, uint64(c))
+	if q > 1<<63-1 {
+		return 0, false
+	}
+	return int64(q), true
 }
 
 // Estimate is what admission holds for a request.
@@ -79,28 +84,41 @@ type RequestFacts struct {
 //
 // BYOK requests hold too, for keys that count BYOK usage against their cap,
 // but never count against the in-flight budget; free models hold nothing.
-func EstimateRequest(f RequestFacts, p InFlightPolicy) Estimate {
+// A hold beyond storage.MaxAmount is ErrCostRange, never saturated.
+func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 	if f.Free {
-		return Estimate{}
+		return Estimate{}, nil
 	}
 	var e Estimate
+	fee, err := Cost(Pricing{Request: f.Pricing.Request}, Usage{})
+	if err != nil {
+		return Estimate{}, err
+	}
+	var tokens storage.Amount
 	if f.MaxTokens > 0 {
-		tokens := TokenCost(f.Pricing, f.InputTokens, f.MaxTokens)
+		// Refused when out of range: the client asked for the tokens.
+		if tokens, err = TokenCost(f.Pricing, f.InputTokens, f.MaxTokens); err != nil {
+			return Estimate{}, err
+		}
 		e.InFlight = min(tokens, p.PerRequestCap)
-		e.Hold = tokens + Cost(Pricing{Request: f.Pricing.Request}, Usage{})
 	} else {
 		e.InFlight = p.PerRequestCap
-		out := f.ContextLength - f.InputTokens
-		tokens := p.PerRequestCap
-		if out > 0 {
-			tokens = min(TokenCost(f.Pricing, f.InputTokens, out), p.PerRequestCap)
+		tokens = p.PerRequestCap
+		if out := f.ContextLength - f.InputTokens; out > 0 {
+			// A cost beyond any Amount is beyond the cap too.
+			if c, err := TokenCost(f.Pricing, f.InputTokens, out); err == nil {
+				tokens = min(c, tokens)
+			}
 		}
-		e.Hold = tokens + Cost(Pricing{Request: f.Pricing.Request}, Usage{})
+	}
+	var ok bool
+	if e.Hold, ok = storage.AddAmounts(tokens, fee); !ok {
+		return Estimate{}, ErrCostRange
 	}
 	if !f.Pricing.HasTokenPrice() || f.BYOK {
 		e.InFlight = 0
 	}
-	return e
+	return e, nil
 }
 
 // AccountFacts are an account's figures at admission.
@@ -109,6 +127,7 @@ type AccountFacts struct {
 	Held         storage.Amount // holds of running requests
 	InFlightHeld storage.Amount // in-flight holds plus settling costs
 	Usage        storage.Amount // all-time charged (spending history)
+	BYOKUsage    storage.Amount // all-time BYOK charges, not paid in credits
 	Prepaid      bool
 	NextRelease  time.Duration // until the earliest settling cost is released; 0: none
 }
@@ -143,13 +162,19 @@ type Rejection struct {
 // and enterprise, subscription and invoiced accounts are billed after use.
 func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlightPolicy) *Rejection {
 	capped := key.Limit != nil && (!f.BYOK || key.IncludeBYOK)
-	if capped && (key.CapUsage >= *key.Limit || key.CapUsage+key.Held+e.Hold > *key.Limit) {
+	if capped && !fits(*key.Limit, key.CapUsage, key.Held, e.Hold) {
 		hint := "Raise the key's limit"
 		if key.LimitResets {
 			hint += " or wait for its limit_reset"
 		}
 		return &Rejection{Source: "key_limit", Message: "This API key's credit limit is exhausted",
 			RemedyHint: hint + "."}
+	}
+	// Every counter a charge lands in (key, workspace, member) is at most
+	// the account's all-time charges, so this keeps them all in range.
+	if _, ok := storage.SumAmounts(acct.Usage, acct.BYOKUsage, acct.Held, e.Hold); !ok {
+		return &Rejection{Source: "credits", Message: "This request's hold would take the account's usage beyond " + storage.MaxAmount.String() + " credits",
+			RemedyHint: "Lower max_tokens."}
 	}
 	if f.BYOK {
 		return nil
@@ -158,8 +183,8 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 		// Enterprise, subscription and invoiced accounts are billed after use.
 		return nil
 	}
-	available := acct.Balance - acct.Held
-	if acct.Balance <= 0 || available < e.Hold {
+	available, ok := storage.AddAmounts(acct.Balance, -acct.Held)
+	if acct.Balance <= 0 || !ok || available < e.Hold {
 		return &Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request",
 			RemedyHint: "Add credits to the account, or lower max_tokens."}
 	}
@@ -173,7 +198,7 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 			Message:    "This request's estimated cost exceeds the whole in-flight budget",
 			RemedyHint: "Lower max_tokens or the prompt size, or add credits."}
 	}
-	if acct.InFlightHeld+e.InFlight > budget {
+	if !fits(budget, acct.InFlightHeld, e.InFlight) {
 		retry := acct.NextRelease
 		if retry <= 0 {
 			retry = time.Second
@@ -183,4 +208,20 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 			RemedyHint: "Wait for Retry-After and retry.", RetryAfter: retry}
 	}
 	return nil
+}
+
+// fits reports whether the amounts add up to at most limit; a sum beyond
+// storage.MaxAmount is beyond any limit. An exhausted limit fits nothing.
+func fits(limit, used storage.Amount, more ...storage.Amount) bool {
+	if used >= limit {
+		return false
+	}
+	sum := used
+	for _, m := range more {
+		var ok bool
+		if sum, ok = storage.AddAmounts(sum, m); !ok {
+			return false
+		}
+	}
+	return sum <= limit
 }

@@ -49,7 +49,8 @@ func (p Price) String() string {
 // MarshalJSON writes the price as a decimal string, the public format.
 func (p Price) MarshalJSON() ([]byte, error) { return []byte(`"` + p.String() + `"`), nil }
 
-// femto is an exact 128-bit sum of price × quantity terms.
+// femto is an exact 128-bit sum of price × quantity terms. Each term is
+// below 2^126, so the few terms of a request's cost cannot overflow it.
 type femto struct{ hi, lo uint64 }
 
 func (f femto) add(p Price, n int64) femto {
@@ -62,18 +63,18 @@ func (f femto) add(p Price, n int64) femto {
 	return femto{hi, lo}
 }
 
-// amount rounds to the nearest nano-credit, half up, saturating at the
-// largest Amount.
-func (f femto) amount() storage.Amount {
+// amount rounds to the nearest nano-credit, half up, and reports false when
+// the result does not fit an Amount.
+func (f femto) amount() (storage.Amount, bool) {
 	if f.hi >= femtoPerNano {
-		return storage.Amount(1<<63 - 1)
+		return 0, false
 	}
 	q, r := bits.Div64(f.hi, f.lo, femtoPerNano)
 	if r*2 >= femtoPerNano {
 		q++
 	}
-	if q > 1<<63-1 {
-		return storage.Amount(1<<63 - 1)
+	if q > uint64(storage.MaxAmount) {
+		return 0, false
 	}
-	return storage.Amount(q)
+	return storage.Amount(q), true
 }
