@@ -401,9 +401,9 @@ func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIE
 	if len(bytes.TrimSpace(b)) == 0 {
 		b = []byte("{}")
 	}
-	// Checked without recursion (depth, UTF-8, repeated keys) before gjson
-	// reads it.
-	if err := jsoncheck.Check(b, nil); err != nil {
+	// Checked without recursion (depth, UTF-8, repeated keys, control
+	// characters) before gjson reads it.
+	if err := jsoncheck.CheckText(b, nil); err != nil {
 		return gjson.Result{}, operatorBodyError(err)
 	}
 	body := gjson.ParseBytes(b)
@@ -425,12 +425,10 @@ func operatorBodyError(err *jsoncheck.Error) *handlers.APIError {
 	switch {
 	case err.Kind == jsoncheck.TooDeep:
 		return handlers.BadRequest(fmt.Sprintf("request body nests deeper than %d levels", jsoncheck.MaxDepth))
-	case err.Kind == jsoncheck.InvalidUTF8 && err.Path == "":
-		return handlers.BadRequest("request body holds a string that is not valid UTF-8")
-	case err.Kind == jsoncheck.Duplicate || err.Kind == jsoncheck.InvalidUTF8:
-		return handlers.BadRequest(err.Error())
+	case err.Kind == jsoncheck.Syntax:
+		return handlers.BadRequest("request body is not valid JSON")
 	}
-	return handlers.BadRequest("request body is not valid JSON")
+	return handlers.BadRequest(err.Error())
 }
 
 // storeError maps a store error to a response; unexpected ones are logged
@@ -457,6 +455,9 @@ func stringField(body gjson.Result, field string) (string, bool, *handlers.APIEr
 	case gjson.Null:
 		return "", false, nil
 	case gjson.String:
+		if e := handlers.CheckTextField(field, v); e != nil {
+			return "", false, e
+		}
 		return v.Str, true, nil
 	}
 	return "", false, handlers.BadRequest(field + ": must be a string")

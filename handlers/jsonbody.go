@@ -82,12 +82,22 @@ type fields struct {
 // jsoncheck (depth, UTF-8, no repeated key at any depth), without
 // recursion. An empty body reads as {}.
 func parseObject(b []byte) (*fields, *APIError) {
+	return parseWith(b, jsoncheck.Check)
+}
+
+// parseText is parseObject for administrative bodies, whose strings are
+// all names, ids and descriptions (jsoncheck.CheckText).
+func parseText(b []byte) (*fields, *APIError) {
+	return parseWith(b, jsoncheck.CheckText)
+}
+
+func parseWith(b []byte, check func([]byte, *[]jsoncheck.Member) *jsoncheck.Error) (*fields, *APIError) {
 	if len(b) == 0 {
 		return &fields{root: gjson.Parse("{}")}, nil
 	}
 	f := new(fields)
 	f.members = f.small[:0]
-	if err := jsoncheck.Check(b, &f.members); err != nil {
+	if err := check(b, &f.members); err != nil {
 		return nil, bodyError(err)
 	}
 	f.raw = string(b)
@@ -103,17 +113,19 @@ func bodyError(err *jsoncheck.Error) *APIError {
 	switch {
 	case err.Kind == jsoncheck.TooDeep:
 		return BadRequest(fmt.Sprintf("Request body nests deeper than %d levels", jsoncheck.MaxDepth))
-	case err.Kind == jsoncheck.InvalidUTF8 && err.Path == "":
-		return BadRequest("Request body holds a string that is not valid UTF-8")
-	case err.Kind == jsoncheck.Duplicate || err.Kind == jsoncheck.InvalidUTF8:
-		return BadRequest(err.Error())
+	case err.Kind == jsoncheck.Syntax:
+		return BadRequest("Request body is not valid JSON")
 	}
-	return BadRequest("Request body is not valid JSON")
+	return BadRequest(err.Error())
 }
 
 func (f *fields) fail(name, want string) {
+	f.failWith(BadRequest(fmt.Sprintf("%s: expected %s", name, want)))
+}
+
+func (f *fields) failWith(e *APIError) {
 	if f.err == nil {
-		f.err = BadRequest(fmt.Sprintf("%s: expected %s", name, want))
+		f.err = e
 	}
 }
 
@@ -142,6 +154,10 @@ func (f *fields) String(name string) (string, bool) {
 		f.fail(name, "a string")
 		return "", false
 	}
+	if e := CheckTextField(name, v); e != nil {
+		f.failWith(e)
+		return "", false
+	}
 	return v.Str, true
 }
 
@@ -156,6 +172,10 @@ func (f *fields) NullableString(name string) (*string, bool) {
 	}
 	if v.Type != gjson.String {
 		f.fail(name, "a string or null")
+		return nil, false
+	}
+	if e := CheckTextField(name, v); e != nil {
+		f.failWith(e)
 		return nil, false
 	}
 	s := v.Str

@@ -45,7 +45,7 @@ func TestParseObject(t *testing.T) {
 		{`{"a":1,"a":2}`, "a: duplicate field"},
 		{`{"a":{"b":[{"c":1,"c":1}]}}`, "a.b[0].c: duplicate field"},
 		{"{\"name\":\"\xff\"}", "name: not valid UTF-8"},
-		{"{\"\xff\":1}", "Request body holds a string that is not valid UTF-8"},
+		{"{\"\xff\":1}", "field name: not valid UTF-8"},
 		{strings.Repeat(`{"a":`, 128) + "1" + strings.Repeat("}", 128), ""},
 		{strings.Repeat(`{"a":`, 129) + "1" + strings.Repeat("}", 129), "Request body nests deeper than 128 levels"},
 		{`{"a":` + strings.Repeat("[", 8<<20), "Request body nests deeper than 128 levels"},

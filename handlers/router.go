@@ -387,6 +387,9 @@ func validateInference(sub string, body []byte) (*fields, *APIError) {
 		}
 	}
 	f.Bool("stream")
+	// The end-user id is addressed by path later (/end-users/{user}):
+	// bounded, without control characters or unpaired surrogates.
+	f.String("user")
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
 		if v, ok := f.get(name); ok && v.Type != gjson.Null && (v.Type != gjson.Number || v.Int() < 1 || v.Float() != float64(v.Int())) {
 			f.fail(name, "a positive integer")

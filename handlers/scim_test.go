@@ -200,6 +200,8 @@ func TestSCIMHostileBodies(t *testing.T) {
 		{user + `,"userName":"bob@example.com"}`, 400, "userName: duplicate field"},
 		{user + `,"x":` + strings.Repeat("[", 1<<19) + `}`, 400, "Request body nests deeper than 128 levels"},
 		{user + ",\"displayName\":\"\xff\"}", 400, "displayName: not valid UTF-8"},
+		{user + `,"displayName":"a\u0000"}`, 400, "displayName: control characters are not allowed"},
+		{user + `,"displayName":"\ud800"}`, 400, "displayName: unpaired UTF-16 surrogate"},
 		{user + `,"displayName":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "Request body is larger than 1048576 bytes"},
 	}
 	for _, tt := range tests {

@@ -108,8 +108,9 @@ func serveSCIMService(srv http.Handler, store *storage.Store, w http.ResponseWri
 }
 
 // readSCIMBody reads a request body up to maxSCIMBody and checks it with
-// jsoncheck, because the SCIM library decodes it with encoding/json, which
-// recurses up to 10,000 levels and lets the last of repeated keys win.
+// jsoncheck (CheckText: its strings are names and ids), because the SCIM
+// library decodes it with encoding/json, which recurses up to 10,000
+// levels and lets the last of repeated keys win.
 func readSCIMBody(w http.ResponseWriter, r *http.Request) ([]byte, *scimerrors.ScimError) {
 	b, apiErr := readBody(w, r, maxSCIMBody)
 	if apiErr != nil {
@@ -118,7 +119,7 @@ func readSCIMBody(w http.ResponseWriter, r *http.Request) ([]byte, *scimerrors.S
 	if len(bytes.TrimSpace(b)) == 0 {
 		return b, nil // the library answers for a missing body
 	}
-	if err := jsoncheck.Check(b, nil); err != nil {
+	if err := jsoncheck.CheckText(b, nil); err != nil {
 		e := scimerrors.ScimErrorInvalidSyntax
 		e.Detail = bodyError(err).Message
 		return nil, &e

@@ -41,30 +41,52 @@ const (
 	TooDeep                     // more than MaxDepth levels
 	Duplicate                   // an object repeats a key
 	InvalidUTF8                 // a string is not valid UTF-8
+	Control                     // CheckText: a control character other than tab, CR, LF
+	Surrogate                   // CheckText: an unpaired UTF-16 surrogate escape (\ud800)
+	TooLong                     // CheckText: a string longer than MaxTextLen
 )
+
+// MaxTextLen bounds every string of a CheckText body, in bytes as written
+// in the JSON text.
+const MaxTextLen = 16384
 
 // Error describes the first problem found.
 type Error struct {
 	Kind Kind
 	// Path is where: the repeated key for Duplicate
-	// (`messages[0].role`), the string's place for InvalidUTF8; ""
-	// at the top level.
+	// (`messages[0].role`), the string's place otherwise; for a key
+	// (Key), the place of its object. "" is the top level.
 	Path string
+	Key  bool
 }
 
 func (e *Error) Error() string {
+	var reason string
 	switch e.Kind {
 	case TooDeep:
 		return "JSON nests deeper than " + strconv.Itoa(MaxDepth) + " levels"
 	case Duplicate:
 		return e.Path + ": duplicate field"
 	case InvalidUTF8:
-		if e.Path == "" {
-			return "JSON string is not valid UTF-8"
-		}
-		return e.Path + ": not valid UTF-8"
+		reason = "not valid UTF-8"
+	case Control:
+		reason = "control characters are not allowed"
+	case Surrogate:
+		reason = "unpaired UTF-16 surrogate"
+	case TooLong:
+		reason = "longer than " + strconv.Itoa(MaxTextLen) + " bytes"
+	default:
+		return "not valid JSON"
 	}
-	return "not valid JSON"
+	switch {
+	case e.Key && e.Path == "":
+		return "field name: " + reason
+	case e.Key:
+		return "field name in " + e.Path + ": " + reason
+	case e.Path == "":
+		return "JSON string: " + reason
+	}
+	return e.Path + ": " + reason
 }
 
 // Member is one key and value of the top-level object, as offsets into
@@ -78,8 +100,12 @@ type Member struct {
 // Check checks a request body. When members is not nil and the text is an
 // object, the top-level members are appended to *members in order.
 func Check(b []byte, members *[]Member) *Error {
-	c := checkers.Get().(*checker)
-	c.b, c.strict, c.members = b, true, members
+	return checkers.Get().(*checker).check(b, members, false)
+}
+
+// check runs a pooled checker and puts it back.
+func (c *checker) check(b []byte, members *[]Member, text bool) *Error {
+	c.b, c.strict, c.text, c.members = b, true, text, members
 	err := c.run()
 	c.b, c.members, c.depth = nil, nil, 0
 	if cap(c.keys) <= maxPooledKeys && cap(c.scratch) <= maxPooledKeys {
@@ -94,6 +120,14 @@ func Check(b []byte, members *[]Member) *Error {
 var checkers = sync.Pool{New: func() any { return new(checker) }}
 
 const maxPooledKeys = 1024
+
+// CheckText is Check for administrative bodies, whose strings are names,
+// ids and descriptions: it also refuses control characters other than
+// tab, CR and LF (escaped or not, C1 included), unpaired surrogate escapes,
+// which no UTF-8 text can hold, and strings longer than MaxTextLen.
+func CheckText(b []byte, members *[]Member) *Error {
+	return checkers.Get().(*checker).check(b, members, true)
+}
 
 // Valid reports whether b is one JSON value nested at most MaxDepth deep:
 // gjson.ValidBytes without its recursion.
@@ -120,6 +154,7 @@ type frame struct {
 type checker struct {
 	b       []byte
 	strict  bool // UTF-8 and duplicate keys
+	text    bool // CheckText's rules
 	members *[]Member
 
 	stack   [MaxDepth]frame
@@ -251,7 +286,7 @@ func (c *checker) key(i int) (int, *Error) {
 		}
 		if n := len(c.keys) - int(f.keys); n < linearKeys {
 			for _, prev := range c.keys[f.keys:] {
-				if bytes.Equal(c.text(prev), c.text(k)) {
+				if bytes.Equal(c.keyText(prev), c.keyText(k)) {
 					return i, c.duplicate(k)
 				}
 			}
@@ -274,9 +309,9 @@ func (c *checker) closeObject(f *frame) *Error {
 	}
 	keys := c.keys[f.keys:]
 	if len(keys) > linearKeys {
-		slices.SortFunc(keys, func(x, y key) int { return bytes.Compare(c.text(x), c.text(y)) })
+		slices.SortFunc(keys, func(x, y key) int { return bytes.Compare(c.keyText(x), c.keyText(y)) })
 		for j := 1; j < len(keys); j++ {
-			if bytes.Equal(c.text(keys[j-1]), c.text(keys[j])) {
+			if bytes.Equal(c.keyText(keys[j-1]), c.keyText(keys[j])) {
 				return c.duplicate(keys[j])
 			}
 		}
@@ -288,7 +323,7 @@ func (c *checker) closeObject(f *frame) *Error {
 	return nil
 }
 
-func (c *checker) text(k key) []byte {
+func (c *checker) keyText(k key) []byte {
 	if k.decoded {
 		return c.scratch[k.start:k.end]
 	}
@@ -315,7 +350,7 @@ func (c *checker) path(n int) string {
 		if sb.Len() > 0 {
 			sb.WriteByte('.')
 		}
-		k := c.text(f.cur)
+		k := c.keyText(f.cur)
 		if !f.cur.decoded && bytes.IndexByte(k, '\\') >= 0 {
 			k = appendUnescaped(nil, k)
 		}
@@ -331,10 +366,14 @@ func (c *checker) path(n int) string {
 // after the closing quote.
 func (c *checker) str(i int, isKey bool) (int, *Error) {
 	b := c.b
+	start := i
 	for i++; i < len(b); {
 		ch := b[i]
 		switch {
 		case ch == '"':
+			if c.text && i-start-1 > MaxTextLen {
+				return i, c.textError(TooLong, isKey)
+			}
 			return i + 1, nil
 		case ch < ' ':
 			return i, &Error{Kind: Syntax}
@@ -344,22 +383,40 @@ func (c *checker) str(i int, isKey bool) (int, *Error) {
 				return i, &Error{Kind: Syntax}
 			}
 			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case '"', '\\', '/', 'n', 'r', 't':
+				i++
+			case 'b', 'f':
+				if c.text {
+					return i, c.textError(Control, isKey)
+				}
 				i++
 			case 'u':
 				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
 					return i, &Error{Kind: Syntax}
 				}
-				i += 5
+				n := 4
+				if c.text {
+					var kind Kind
+					if n, kind = textEscape(b[i+1:]); kind != 0 {
+						return i, c.textError(kind, isKey)
+					}
+				}
+				i += 1 + n
 			default:
 				return i, &Error{Kind: Syntax}
 			}
 		case ch < utf8.RuneSelf:
+			if ch == 0x7f && c.text {
+				return i, c.textError(Control, isKey)
+			}
 			i++
 		default:
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n == 1 && c.strict {
-				return i, c.invalidUTF8(isKey)
+				return i, c.textError(InvalidUTF8, isKey)
+			}
+			if c.text && IsControl(r) {
+				return i, c.textError(Control, isKey)
 			}
 			i += n
 		}
@@ -367,12 +424,40 @@ func (c *checker) str(i int, isKey bool) (int, *Error) {
 	return i, &Error{Kind: Syntax}
 }
 
-func (c *checker) invalidUTF8(isKey bool) *Error {
+// textEscape checks the \u escape whose four hex digits start b under
+// CheckText's rules: it returns how many bytes of b the escape takes (a
+// surrogate pair takes 10) or what is wrong.
+func textEscape(b []byte) (int, Kind) {
+	r := hex4(b)
+	switch {
+	case IsControl(r):
+		return 0, Control
+	case r >= 0xdc00 && r < 0xe000:
+		return 0, Surrogate
+	case r >= 0xd800 && r < 0xdc00:
+		if len(b) < 10 || b[4] != '\\' || b[5] != 'u' || !isHex(b[6]) || !isHex(b[7]) || !isHex(b[8]) || !isHex(b[9]) {
+			return 0, Surrogate
+		}
+		if r2 := hex4(b[6:]); r2 < 0xdc00 || r2 >= 0xe000 {
+			return 0, Surrogate
+		}
+		return 10, 0
+	}
+	return 4, 0
+}
+
+// IsControl reports whether r is a control character other than tab, LF
+// and CR: C0, DEL or C1.
+func IsControl(r rune) bool {
+	return r < ' ' && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f
+}
+
+func (c *checker) textError(kind Kind, isKey bool) *Error {
 	n := c.depth
 	if isKey {
 		n-- // the key's own text cannot name it
 	}
-	return &Error{Kind: InvalidUTF8, Path: c.path(n)}
+	return &Error{Kind: kind, Path: c.path(n), Key: isKey}
 }
 
 func literal(b []byte, i int, lit string) (int, *Error) {

@@ -55,8 +55,9 @@ func TestCheck(t *testing.T) {
 		{many(40, true), Duplicate, "o.kxxx: duplicate field"},
 		{"{\"a\":\"\xff\"}", InvalidUTF8, "a: not valid UTF-8"},
 		{"{\"a\":[\"ok\",\"\xed\xa0\x80\"]}", InvalidUTF8, "a[1]: not valid UTF-8"},
-		{"{\"\xc3\":1}", InvalidUTF8, "JSON string is not valid UTF-8"},
-		{"\"\xc3\"", InvalidUTF8, "JSON string is not valid UTF-8"},
+		{"{\"\xc3\":1}", InvalidUTF8, "field name: not valid UTF-8"},
+		{"{\"a\":{\"\xc3\":1}}", InvalidUTF8, "field name in a: not valid UTF-8"},
+		{"\"\xc3\"", InvalidUTF8, "JSON string: not valid UTF-8"},
 		{``, Syntax, "not valid JSON"},
 		{` `, Syntax, "not valid JSON"},
 		{`{`, Syntax, "not valid JSON"},
@@ -98,6 +99,42 @@ func TestCheck(t *testing.T) {
 		wantValid := tt.kind == 0 || tt.kind == Duplicate || tt.kind == InvalidUTF8
 		if got := Valid([]byte(tt.in)); got != wantValid {
 			t.Errorf("Valid(%.60q) = %v, want %v", tt.in, got, wantValid)
+		}
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	tests := []struct{ in, msg string }{
+		{`{"name":"Ann \u00e9 \ud83d\ude00","d":"a\nb\tc\r"}`, ""},
+		{"{\"name\":\"\xe2\x82\xac\"}", ""},
+		{`{"name":"a\u0000"}`, "name: control characters are not allowed"},
+		{`{"name":"a\u001f"}`, "name: control characters are not allowed"},
+		{`{"name":"a\u007f"}`, "name: control characters are not allowed"},
+		{`{"name":"a\u0085"}`, "name: control characters are not allowed"},
+		{"{\"name\":\"a\x7f\"}", "name: control characters are not allowed"},
+		{"{\"name\":\"a\xc2\x85\"}", "name: control characters are not allowed"},
+		{`{"name":"a\b"}`, "name: control characters are not allowed"},
+		{`{"l":["ok","\f"]}`, "l[1]: control characters are not allowed"},
+		{`{"name":"\ud800"}`, "name: unpaired UTF-16 surrogate"},
+		{`{"name":"\ud800x"}`, "name: unpaired UTF-16 surrogate"},
+		{`{"name":"\ud800\u0041"}`, "name: unpaired UTF-16 surrogate"},
+		{`{"name":"\udc00"}`, "name: unpaired UTF-16 surrogate"},
+		{`{"name":"\ude00\ud83d"}`, "name: unpaired UTF-16 surrogate"},
+		{`{"a\u0000":1}`, "field name: control characters are not allowed"},
+		{`{"name":"` + strings.Repeat("a", MaxTextLen) + `"}`, ""},
+		{`{"name":"` + strings.Repeat("a", MaxTextLen+1) + `"}`, "name: longer than 16384 bytes"},
+		{`{"` + strings.Repeat("a", MaxTextLen+1) + `":1}`, "field name: longer than 16384 bytes"},
+	}
+	for _, tt := range tests {
+		var msg string
+		if err := CheckText([]byte(tt.in), nil); err != nil {
+			msg = err.Error()
+		}
+		if msg != tt.msg {
+			t.Errorf("CheckText(%.60q) = %q, want %q", tt.in, msg, tt.msg)
+		}
+		if err := Check([]byte(tt.in), nil); err != nil {
+			t.Errorf("Check(%.60q) = %v; the text rules are CheckText's", tt.in, err)
 		}
 	}
 }

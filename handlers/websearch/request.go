@@ -187,13 +187,10 @@ func checkError(err *jsoncheck.Error) *FieldError {
 		return &FieldError{Message: fmt.Sprintf("request body nests deeper than %d levels", jsoncheck.MaxDepth)}
 	case jsoncheck.Duplicate:
 		return &FieldError{err.Path, "duplicate field"}
-	case jsoncheck.InvalidUTF8:
-		if err.Path == "" {
-			return &FieldError{Message: "request body holds a string that is not valid UTF-8"}
-		}
-		return &FieldError{err.Path, "not valid UTF-8"}
+	case jsoncheck.Syntax:
+		return &FieldError{Message: "request body is not valid JSON"}
 	}
-	return &FieldError{Message: "request body is not valid JSON"}
+	return &FieldError{Message: err.Error()}
 }
 
 // partial is what one form contributes; nil pointers mean "not set".
