@@ -198,6 +198,9 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("gjson.ValidBytes(%q) = %v", b, !json.Valid(b))
 		}
 		err := Check(b, nil)
+		if CheckText(b, nil) == nil && err != nil {
+			t.Fatalf("CheckText(%q) accepts what Check refuses: %v", b, err)
+		}
 		if !valid {
 			if err == nil {
 				t.Fatalf("Check(%q) accepts an invalid text", b)
