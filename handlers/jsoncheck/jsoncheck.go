@@ -132,8 +132,12 @@ func CheckText(b []byte, members *[]Member) *Error {
 // Valid reports whether b is one JSON value nested at most MaxDepth deep:
 // gjson.ValidBytes without its recursion.
 func Valid(b []byte) bool {
-	c := checker{b: b}
-	return c.run() == nil
+	c := checkers.Get().(*checker)
+	c.b, c.strict, c.text = b, false, false
+	ok := c.run() == nil
+	c.b, c.depth = nil, 0
+	checkers.Put(c)
+	return ok
 }
 
 // key is a key of an open object: a span of the text, or of scratch when
@@ -369,6 +373,10 @@ func (c *checker) str(i int, isKey bool) (int, *Error) {
 	start := i
 	for i++; i < len(b); {
 		ch := b[i]
+		if plain[ch] {
+			i++
+			continue
+		}
 		switch {
 		case ch == '"':
 			if c.text && i-start-1 > MaxTextLen {
@@ -459,6 +467,15 @@ func (c *checker) textError(kind Kind, isKey bool) *Error {
 	}
 	return &Error{Kind: kind, Path: c.path(n), Key: isKey}
 }
+
+// plain marks the bytes a string may hold as they are: ASCII but the
+// quote, the backslash, C0 and DEL.
+var plain = func() (t [256]bool) {
+	for ch := ' '; ch < 0x7f; ch++ {
+		t[ch] = ch != '"' && ch != '\\'
+	}
+	return t
+}()
 
 func literal(b []byte, i int, lit string) (int, *Error) {
 	if !bytes.HasPrefix(b[i:], []byte(lit)) {
