@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 )
 
 // ModelConfig is one model of the catalog as written in the app's config.
@@ -327,7 +328,7 @@ func detailsLink(id string) string { return "/api/v1/models/" + id + "/endpoints
 // "tollgate": {"providers": [...]}. The public fields are kept as written,
 // missing required ones are filled in, and "tollgate" is removed.
 func parseModelsFile(data []byte) ([]*catalog.Model, error) {
-	if !gjson.ValidBytes(data) {
+	if !jsoncheck.Valid(data) {
 		return nil, errors.New("not valid JSON")
 	}
 	list := gjson.GetBytes(data, "data")

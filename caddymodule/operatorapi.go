@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -400,8 +401,10 @@ func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIE
 	if len(bytes.TrimSpace(b)) == 0 {
 		b = []byte("{}")
 	}
-	if !gjson.ValidBytes(b) {
-		return gjson.Result{}, handlers.BadRequest("request body is not valid JSON")
+	// Checked without recursion (depth, UTF-8, repeated keys, control
+	// characters) before gjson reads it.
+	if err := jsoncheck.CheckText(b, nil); err != nil {
+		return gjson.Result{}, operatorBodyError(err)
 	}
 	body := gjson.ParseBytes(b)
 	if !body.IsObject() {
@@ -415,6 +418,17 @@ func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIE
 		return e == nil
 	})
 	return body, e
+}
+
+// operatorBodyError is the 400 for a body jsoncheck refused.
+func operatorBodyError(err *jsoncheck.Error) *handlers.APIError {
+	switch {
+	case err.Kind == jsoncheck.TooDeep:
+		return handlers.BadRequest(fmt.Sprintf("request body nests deeper than %d levels", jsoncheck.MaxDepth))
+	case err.Kind == jsoncheck.Syntax:
+		return handlers.BadRequest("request body is not valid JSON")
+	}
+	return handlers.BadRequest(err.Error())
 }
 
 // storeError maps a store error to a response; unexpected ones are logged
@@ -441,6 +455,9 @@ func stringField(body gjson.Result, field string) (string, bool, *handlers.APIEr
 	case gjson.Null:
 		return "", false, nil
 	case gjson.String:
+		if e := handlers.CheckTextField(field, v); e != nil {
+			return "", false, e
+		}
 		return v.Str, true, nil
 	}
 	return "", false, handlers.BadRequest(field + ": must be a string")

@@ -78,6 +78,9 @@ func nullableString(body gjson.Result, field string) (*string, bool, *handlers.A
 		}
 		return nil, false, nil
 	case gjson.String:
+		if e := handlers.CheckTextField(field, v); e != nil {
+			return nil, false, e
+		}
 		s := v.Str
 		return &s, true, nil
 	}

@@ -177,7 +177,7 @@ func (ar *adminRequest) object() (*fields, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	return parseObject(b)
+	return parseText(b)
 }
 
 // ownKey returns one of the caller's account's keys; another account's key

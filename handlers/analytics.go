@@ -268,7 +268,7 @@ type analyticsQuery struct {
 }
 
 func parseAnalyticsQuery(b []byte, t time.Time) (*analyticsQuery, *APIError) {
-	f, apiErr := parseObject(b)
+	f, apiErr := parseText(b)
 	if apiErr != nil {
 		return nil, apiErr
 	}

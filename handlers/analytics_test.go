@@ -90,7 +90,9 @@ func TestEndUserRoutesAndDeactivation(t *testing.T) {
 	c := f.c
 	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u1","name":"One"}`).must(t, 201)
 	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u1"}`).wantError(t, 409, `End user "u1" already exists`)
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":5}`).wantError(t, 400, "user: required string")
+	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":5}`).wantError(t, 400, "user: expected a string")
+	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u\u0000"}`).wantError(t, 400, "user: control characters are not allowed")
+	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"\ud800"}`).wantError(t, 400, "user: unpaired UTF-16 surrogate")
 	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u2","name":""}`).wantError(t, 400, "name: expected a non-empty string of at most 256 bytes, or null")
 	c.do(t, "GET", "/api/v1/end-users?limit=0", f.orgMgmt, "").wantError(t, 400, "limit: expected an integer from 1 to 1000")
 	c.do(t, "PUT", "/api/v1/end-users/u1", f.orgMgmt, "").must(t, 405)
@@ -121,7 +123,13 @@ func TestEndUserRoutesAndDeactivation(t *testing.T) {
 	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, body).must(t, 418)
 
 	long := `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":"` + strings.Repeat("é", 257) + `"}`
-	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, long).wantError(t, 400, "user: at most 256 characters")
+	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, long).wantError(t, 400, "user: expected at most 256 characters")
+	for _, user := range []string{`"a\u0000"`, `"a\nb"`, `"\udfff"`, `5`} {
+		bad := `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":` + user + `}`
+		if r := c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, bad); r.status != 400 || !strings.Contains(r.body, `"user: `) {
+			t.Errorf("user %s: %d %s", user, r.status, r.body)
+		}
+	}
 	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, strings.Replace(long, "é", "", 1)).must(t, 418)
 
 	// Ids with a slash are addressed escaped.
@@ -145,7 +153,7 @@ func TestFeedbackValidation(t *testing.T) {
 		c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, body).wantError(t, 400, want)
 	}
 	long := `{"generation_id":"g","category":"other","comment":"` + strings.Repeat("é", 1001) + `"}`
-	c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, long).wantError(t, 400, "comment: at most 1000 characters")
+	c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, long).wantError(t, 400, "comment: expected at most 1000 characters")
 	c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, `{"generation_id":"gen-x","category":"other"}`).wantError(t, 404, "Generation not found")
 	c.do(t, "GET", "/api/v1/generation/feedback", f.orgMgmt, "").must(t, 405)
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -131,20 +129,23 @@ func (ar *adminRequest) createEndUser() *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	v, ok := f.get("user")
-	if !ok || v.Type != gjson.String {
+	user, ok := f.String("user")
+	if f.err != nil {
+		return f.err
+	}
+	if !ok {
 		return BadRequest("user: required string")
 	}
-	if err := storage.ValidEndUser(v.Str); err != nil {
+	if err := storage.ValidEndUser(user); err != nil {
 		return BadRequest("user: expected a string of 1 to 256 characters")
 	}
 	name, _ := endUserName(f)
 	if f.err != nil {
 		return f.err
 	}
-	u, err := ar.store.CreateEndUser(ar.id.AccountID, v.Str, name)
+	u, err := ar.store.CreateEndUser(ar.id.AccountID, user, name)
 	if errors.Is(err, storage.ErrExists) {
-		return newError(http.StatusConflict, "End user "+strconv.Quote(v.Str)+" already exists")
+		return newError(http.StatusConflict, "End user "+strconv.Quote(user)+" already exists")
 	}
 	if err != nil {
 		return storeError(err, "Account")
@@ -212,7 +213,7 @@ func (rt *Router) checkEndUser(r *http.Request, route *Route) *APIError {
 		return nil
 	}
 	if storage.ValidEndUser(route.User) != nil {
-		return BadRequest("user: at most 256 characters")
+		return BadRequest("user: expected at most 256 characters")
 	}
 	id, ok := IdentityFrom(r)
 	if !ok {

@@ -42,7 +42,7 @@ func (ar *adminRequest) submitFeedback() *APIError {
 		return f.err
 	}
 	if comment != nil && utf8.RuneCountInString(*comment) > storage.MaxFeedbackComment {
-		return BadRequest("comment: at most 1000 characters")
+		return BadRequest("comment: expected at most 1000 characters")
 	}
 	if len(id.Str) > maxGenerationID {
 		return NotFound("Generation not found")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -70,54 +71,77 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *API
 type fields struct {
 	root gjson.Result
 	err  *APIError
-	// index holds the top-level fields, built in one pass on first use;
-	// dup is the first key that appeared twice.
-	index map[string]gjson.Result
-	dup   string
+	// raw is the body as root reads it; members are its top-level
+	// members, found by the check that parseObject made.
+	raw     string
+	members []jsoncheck.Member
+	small   [16]jsoncheck.Member // members' first backing array
 }
 
-// parseObject checks that b is a JSON object. An empty body reads as {}.
+// parseObject checks that b is a JSON object within the bounds of
+// jsoncheck (depth, UTF-8, no repeated key at any depth), without
+// recursion. An empty body reads as {}.
 func parseObject(b []byte) (*fields, *APIError) {
+	return parseWith(b, jsoncheck.Check)
+}
+
+// parseText is parseObject for administrative bodies, whose strings are
+// all names, ids and descriptions (jsoncheck.CheckText).
+func parseText(b []byte) (*fields, *APIError) {
+	return parseWith(b, jsoncheck.CheckText)
+}
+
+func parseWith(b []byte, check func([]byte, *[]jsoncheck.Member) *jsoncheck.Error) (*fields, *APIError) {
 	if len(b) == 0 {
 		return &fields{root: gjson.Parse("{}")}, nil
 	}
-	if !gjson.ValidBytes(b) {
-		return nil, BadRequest("Request body is not valid JSON")
+	f := new(fields)
+	f.members = f.small[:0]
+	if err := check(b, &f.members); err != nil {
+		return nil, bodyError(err)
 	}
-	root := gjson.ParseBytes(b)
-	if !root.IsObject() {
+	f.raw = string(b)
+	f.root = gjson.Parse(f.raw)
+	if !f.root.IsObject() {
 		return nil, BadRequest("Request body must be a JSON object")
 	}
-	return &fields{root: root}, nil
+	return f, nil
+}
+
+// bodyError is the 400 for a body jsoncheck refused.
+func bodyError(err *jsoncheck.Error) *APIError {
+	switch {
+	case err.Kind == jsoncheck.TooDeep:
+		return BadRequest(fmt.Sprintf("Request body nests deeper than %d levels", jsoncheck.MaxDepth))
+	case err.Kind == jsoncheck.Syntax:
+		return BadRequest("Request body is not valid JSON")
+	}
+	return BadRequest(err.Error())
 }
 
 func (f *fields) fail(name, want string) {
+	f.failWith(BadRequest(fmt.Sprintf("%s: expected %s", name, want)))
+}
+
+func (f *fields) failWith(e *APIError) {
 	if f.err == nil {
-		f.err = BadRequest(fmt.Sprintf("%s: expected %s", name, want))
+		f.err = e
 	}
 }
 
-// get returns the field and whether it is present (null counts as present).
-// As with encoding/json, the last of repeated keys wins.
+// get returns the field and whether it is present (null counts as
+// present). Objects are small: a linear search beats building a map.
 func (f *fields) get(name string) (gjson.Result, bool) {
-	if f.index == nil {
-		f.index = make(map[string]gjson.Result, 16)
-		f.root.ForEach(func(k, v gjson.Result) bool {
-			if _, seen := f.index[k.Str]; seen && f.dup == "" {
-				f.dup = k.Str
-			}
-			f.index[k.Str] = v
-			return true
-		})
+	for _, m := range f.members {
+		k := f.raw[m.KeyStart:m.KeyEnd]
+		if m.Escaped {
+			k = gjson.Parse(f.raw[m.KeyStart-1 : m.KeyEnd+1]).Str
+		}
+		if k == name {
+			return gjson.Parse(f.raw[m.ValueStart:m.ValueEnd]), true
+		}
 	}
-	v, ok := f.index[name]
-	return v, ok
-}
-
-// duplicate returns a top-level key that appears more than once.
-func (f *fields) duplicate() (string, bool) {
-	f.get("")
-	return f.dup, f.dup != ""
+	return gjson.Result{}, false
 }
 
 // String reads a string field.
@@ -128,6 +152,10 @@ func (f *fields) String(name string) (string, bool) {
 	}
 	if v.Type != gjson.String {
 		f.fail(name, "a string")
+		return "", false
+	}
+	if e := CheckTextField(name, v); e != nil {
+		f.failWith(e)
 		return "", false
 	}
 	return v.Str, true
@@ -144,6 +172,10 @@ func (f *fields) NullableString(name string) (*string, bool) {
 	}
 	if v.Type != gjson.String {
 		f.fail(name, "a string or null")
+		return nil, false
+	}
+	if e := CheckTextField(name, v); e != nil {
+		f.failWith(e)
 		return nil, false
 	}
 	s := v.Str

@@ -41,6 +41,15 @@ func TestParseObject(t *testing.T) {
 		{`{"a":1,}`, "Request body is not valid JSON"},
 		{`{'a':1}`, "Request body is not valid JSON"},
 		{" ", "Request body is not valid JSON"},
+		{`{"a":NaN}`, "Request body is not valid JSON"},
+		{`{"a":1,"a":2}`, "a: duplicate field"},
+		{`{"a":{"b":[{"c":1,"c":1}]}}`, "a.b[0].c: duplicate field"},
+		{"{\"name\":\"\xff\"}", "name: not valid UTF-8"},
+		{"{\"\xff\":1}", "field name: not valid UTF-8"},
+		{strings.Repeat(`{"a":`, 128) + "1" + strings.Repeat("}", 128), ""},
+		{strings.Repeat(`{"a":`, 129) + "1" + strings.Repeat("}", 129), "Request body nests deeper than 128 levels"},
+		{`{"a":` + strings.Repeat("[", 8<<20), "Request body nests deeper than 128 levels"},
+		{`{"n":1e308,"z":-0,"big":123456789012345678901234567890}`, ""},
 	}
 	for _, tt := range tests {
 		_, apiErr := parseObject([]byte(tt.body))
@@ -137,6 +146,23 @@ func TestFieldsNullableTime(t *testing.T) {
 		if s != tt.want {
 			t.Errorf("%s utc=%v: time %q, want %q", body, tt.utcOnly, s, tt.want)
 		}
+	}
+}
+
+// TestFieldsGet: members are found by their decoded key, the value as
+// gjson reads it.
+func TestFieldsGet(t *testing.T) {
+	f := mustParse(t, ` { "a" : "x" , "\u0062":[1, 2], "c\"":{"d":1}, "n":null } `)
+	for name, want := range map[string]string{"a": `"x"`, "b": `[1, 2]`, `c"`: `{"d":1}`, "n": "null"} {
+		if v, ok := f.get(name); !ok || v.Raw != want {
+			t.Errorf("get(%q) = %q %v, want %q", name, v.Raw, ok, want)
+		}
+	}
+	if v, ok := f.get("\\u0062"); ok {
+		t.Errorf("get of the raw key = %q", v.Raw)
+	}
+	if _, ok := f.get("d"); ok {
+		t.Error("a nested key is not a field")
 	}
 }
 

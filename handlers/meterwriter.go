@@ -11,6 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 )
 
 // meterWriter sits between reverse_proxy and the client and reads usage
@@ -265,7 +267,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		mw.finish = gjson.GetBytes(body, finishPath).Str
 		return true
 	}
-	if !gjson.ValidBytes(body) || body[firstNonSpace(body)] != '{' {
+	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
 		return false
 	}
 	mw.finish = gjson.GetBytes(body, finishPath).Str

@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 )
 
@@ -339,7 +340,7 @@ func readMockBody(w http.ResponseWriter, r *http.Request) ([]byte, *APIError) {
 			return nil, BadRequest("reading request body: " + err.Error())
 		}
 	}
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+	if !jsoncheck.Valid(body) || !gjson.ParseBytes(body).IsObject() {
 		return nil, BadRequest("request body must be a JSON object")
 	}
 	return body, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -511,7 +512,7 @@ func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string, p
 		}
 		return fmt.Errorf("the endpoint answered %d: %s", res.StatusCode, msg)
 	}
-	if !gjson.ValidBytes(b) || !gjson.GetBytes(b, "choices").IsArray() {
+	if !jsoncheck.Valid(b) || !gjson.GetBytes(b, "choices").IsArray() {
 		return errors.New("the endpoint's answer is not a chat completion (no choices array)")
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 )
 
 // chatToResponses is the answer side of a translated Responses request: it
@@ -166,7 +168,7 @@ func (cw *chatToResponses) finish(proxyErr error) {
 
 // convertJSON turns a chat completion into a Responses object.
 func (cw *chatToResponses) convertJSON(body []byte) ([]byte, bool) {
-	if !gjson.ValidBytes(body) {
+	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
 	c := gjson.ParseBytes(body)

@@ -167,11 +167,6 @@ var gatewayFields = []string{"models", "provider", "route"}
 // validateInference.
 func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Route, *APIError) {
 	field := func(name string) gjson.Result { v, _ := f.get(name); return v }
-	if name, dup := f.duplicate(); dup {
-		// Parsers disagree on which copy wins: the gateway could price one
-		// model while the provider serves another.
-		return nil, BadRequest(name + ": duplicate field")
-	}
 	ids, apiErr := requestedModels(field("model"), field("models"))
 	if apiErr != nil {
 		return nil, apiErr
@@ -397,6 +392,9 @@ func validateInference(sub string, body []byte) (*fields, *APIError) {
 		}
 	}
 	f.Bool("stream")
+	// The end-user id is addressed by path later (/end-users/{user}):
+	// bounded, without control characters or unpaired surrogates.
+	f.String("user")
 	for _, name := range maxTokensFields {
 		if v, ok := f.get(name); ok && v.Type != gjson.Null {
 			if _, ok := tokenCount(v); !ok {

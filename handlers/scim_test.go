@@ -180,3 +180,41 @@ func TestSCIMIdPPayloads(t *testing.T) {
 		t.Fatal("member still active")
 	}
 }
+
+// TestSCIMHostileBodies: bodies are checked (size, depth, repeated keys,
+// UTF-8) before the SCIM library decodes them; nothing is provisioned.
+func TestSCIMHostileBodies(t *testing.T) {
+	gw := newFakeGateway(t)
+	acct, _ := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	token, _, _ := gw.store.RotateSCIMToken(acct.ID)
+	srv, err := newSCIMServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user = `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ann@example.com"`
+	tests := []struct {
+		body   string
+		status int
+		detail string
+	}{
+		{user + `,"userName":"bob@example.com"}`, 400, "userName: duplicate field"},
+		{user + `,"x":` + strings.Repeat("[", 1<<19) + `}`, 400, "Request body nests deeper than 128 levels"},
+		{user + ",\"displayName\":\"\xff\"}", 400, "displayName: not valid UTF-8"},
+		{user + `,"displayName":"a\u0000"}`, 400, "displayName: control characters are not allowed"},
+		{user + `,"displayName":"\ud800"}`, 400, "displayName: unpaired UTF-16 surrogate"},
+		{user + `,"displayName":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "Request body is larger than 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("POST", "/scim/v2/Users", strings.NewReader(tt.body))
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		serveSCIMService(srv, gw.store, w, r)
+		body := gjson.Parse(w.Body.String())
+		if w.Code != tt.status || body.Get("detail").Str != tt.detail {
+			t.Errorf("%.40s: %d %.200s, want %d %q", tt.body, w.Code, w.Body.String(), tt.status, tt.detail)
+		}
+	}
+	if ms := gw.store.Members(acct.ID); len(ms) != 0 {
+		t.Errorf("members %+v", ms)
+	}
+}

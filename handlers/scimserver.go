@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	stderrors "errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/elimity-com/scim/schema"
 	filter "github.com/scim2/filter-parser/v2"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -96,8 +98,33 @@ func serveSCIMService(srv http.Handler, store *storage.Store, w http.ResponseWri
 	u.RawPath = ""
 	r2.URL = &u
 	r2.Header.Del("Authorization")
-	r2.Body = http.MaxBytesReader(w, r.Body, maxSCIMBody)
+	body, e := readSCIMBody(w, r)
+	if e != nil {
+		writeSCIMError(w, *e)
+		return
+	}
+	r2.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
 	srv.ServeHTTP(w, r2)
+}
+
+// readSCIMBody reads a request body up to maxSCIMBody and checks it with
+// jsoncheck (CheckText: its strings are names and ids), because the SCIM
+// library decodes it with encoding/json, which recurses up to 10,000
+// levels and lets the last of repeated keys win.
+func readSCIMBody(w http.ResponseWriter, r *http.Request) ([]byte, *scimerrors.ScimError) {
+	b, apiErr := readBody(w, r, maxSCIMBody)
+	if apiErr != nil {
+		return nil, &scimerrors.ScimError{Status: apiErr.Status, Detail: apiErr.Message}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return b, nil // the library answers for a missing body
+	}
+	if err := jsoncheck.CheckText(b, nil); err != nil {
+		e := scimerrors.ScimErrorInvalidSyntax
+		e.Detail = bodyError(err).Message
+		return nil, &e
+	}
+	return b, nil
 }
 
 func writeSCIMError(w http.ResponseWriter, e scimerrors.ScimError) {

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -183,7 +184,7 @@ func responsesAnnotations(anns []websearch.Annotation) string {
 // annotateJSON adds the annotations and the search usage to a complete
 // answer.
 func (cw *citeWriter) annotateJSON(body []byte) []byte {
-	if !gjson.ValidBytes(body) {
+	if !jsoncheck.Valid(body) {
 		return body
 	}
 	out := body
@@ -232,7 +233,7 @@ func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
 // event rewrites one stream event; the result may hold several events.
 func (cw *citeWriter) event(ev []byte) []byte {
 	data := eventData(ev)
-	if data == nil || bytes.Equal(data, []byte("[DONE]")) || !gjson.ValidBytes(data) {
+	if data == nil || bytes.Equal(data, []byte("[DONE]")) || !jsoncheck.Valid(data) {
 		return ev
 	}
 	if cw.plan.kind == "chat" {

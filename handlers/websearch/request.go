@@ -21,6 +21,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 )
 
 // Values of the deprecated slice returned by Normalize, one per deprecated
@@ -178,6 +180,19 @@ type normalizer struct {
 	toolType string
 }
 
+// checkError is the FieldError for a body jsoncheck refused.
+func checkError(err *jsoncheck.Error) *FieldError {
+	switch err.Kind {
+	case jsoncheck.TooDeep:
+		return &FieldError{Message: fmt.Sprintf("request body nests deeper than %d levels", jsoncheck.MaxDepth)}
+	case jsoncheck.Duplicate:
+		return &FieldError{err.Path, "duplicate field"}
+	case jsoncheck.Syntax:
+		return &FieldError{Message: "request body is not valid JSON"}
+	}
+	return &FieldError{Message: err.Error()}
+}
+
 // partial is what one form contributes; nil pointers mean "not set".
 type partial struct {
 	engine       *string
@@ -193,8 +208,9 @@ type partial struct {
 }
 
 func (n *normalizer) run(body []byte) ([]byte, *Spec, []string, *FieldError) {
-	if !gjson.ValidBytes(body) {
-		return body, nil, nil, &FieldError{Message: "request body is not valid JSON"}
+	// Checked without recursion before gjson reads it (jsoncheck).
+	if err := jsoncheck.Check(body, nil); err != nil {
+		return body, nil, nil, checkError(err)
 	}
 	root := gjson.ParseBytes(body)
 	if !root.IsObject() {

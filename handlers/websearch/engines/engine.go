@@ -36,6 +36,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 )
 
 // Engine names, as used by New and returned by Engine.Name.
@@ -262,7 +264,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	if len(data) > maxResponseBytes {
 		return nil, c.errorf(0, nil, "response larger than %d bytes", maxResponseBytes)
 	}
-	if !gjson.ValidBytes(data) {
+	if !jsoncheck.Valid(data) {
 		return nil, c.errorf(0, nil, "response is not valid JSON")
 	}
 	return data, nil
@@ -273,7 +275,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 // {"message":"..."}, {"detail":"..."}, plain text).
 func errorMessage(status int, body []byte) string {
 	msg := ""
-	if gjson.ValidBytes(body) {
+	if jsoncheck.Valid(body) {
 		for _, path := range []string{"error.message", "error", "message", "detail", "error.detail"} {
 			if r := gjson.GetBytes(body, path); r.Type == gjson.String && strings.TrimSpace(r.Str) != "" {
 				msg = r.Str

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 )
 
 // TestServer is a local stand-in for all four search APIs, for tests. Point
@@ -384,7 +386,7 @@ func testValidate(rec RecordedRequest, r *http.Request, body []byte) string {
 		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 			return "Content-Type must be application/json"
 		}
-		if !gjson.ValidBytes(body) {
+		if !jsoncheck.Valid(body) {
 			return "body is not valid JSON"
 		}
 	}
