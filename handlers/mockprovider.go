@@ -46,6 +46,7 @@ import (
 // The request's model name injects faults (substring match, so they combine
 // with any prefix, as in "gpt-4o-slow-error-500"):
 //
+//	error-400      400 invalid_request_error, as for a request the provider refuses
 //	error-429      429 rate_limit_error with Retry-After: 1
 //	error-500      500 server_error
 //	error-502      502 bad gateway
@@ -93,6 +94,7 @@ var mockModels = []string{
 	"tollgate-mock",
 	"tollgate-mock-slow",
 	"tollgate-mock-stream-break",
+	"tollgate-mock-error-400",
 	"tollgate-mock-error-429",
 	"tollgate-mock-error-500",
 	"tollgate-mock-error-502",
@@ -360,6 +362,9 @@ func writeInjectedError(w http.ResponseWriter, model string) bool {
 	var status int
 	var e openAIError
 	switch {
+	case strings.Contains(model, "error-400"):
+		status = http.StatusBadRequest
+		e.Error.Message, e.Error.Type, e.Error.Code = "Invalid request", "invalid_request_error", "invalid_value"
 	case strings.Contains(model, "error-429"):
 		status = http.StatusTooManyRequests
 		e.Error.Message, e.Error.Type, e.Error.Code = "Rate limit exceeded", "rate_limit_error", "rate_limit_exceeded"

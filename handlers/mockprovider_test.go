@@ -410,6 +410,7 @@ func TestMockInjectedErrors(t *testing.T) {
 		status int
 		typ    string
 	}{
+		{"x-error-400", http.StatusBadRequest, "invalid_request_error"},
 		{"x-error-429", http.StatusTooManyRequests, "rate_limit_error"},
 		{"x-error-500", http.StatusInternalServerError, "server_error"},
 		{"error-502", http.StatusBadGateway, "server_error"},
