@@ -30,8 +30,11 @@ type Route struct {
 	Kind      string
 	Stream    bool
 	MaxTokens int64 // max_tokens, max_completion_tokens or max_output_tokens; 0: unset
-	// InputTokens is the admission estimate of the prompt's tokens.
+	// InputTokens is the prompt's tokens charged when the provider reports
+	// no usage: one per three bytes of the body the provider received.
 	InputTokens int64
+	// prompt bounds the prompt's tokens for admission (promptbound.go).
+	prompt promptBound
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 
