@@ -97,3 +97,23 @@ func TestPromptBoundContextWindow(t *testing.T) {
 		t.Errorf("unknown context: %d", got)
 	}
 }
+
+// BenchmarkPromptBound bounds a 200-message, ~400 KB chat body with text
+// and image parts: the walk of the messages the router adds to parsing.
+func BenchmarkPromptBound(b *testing.B) {
+	msg := `{"role":"user","content":[{"type":"text","text":` + jsonString(strings.Repeat("dense text ", 180)) +
+		`},{"type":"image_url","image_url":{"url":"https://example.com/i.png"}}]}`
+	body := []byte(`{"model":"m","messages":[` + strings.TrimSuffix(strings.Repeat(msg+",", 200), ",") + `]}`)
+	f, apiErr := parseObject(body)
+	if apiErr != nil {
+		b.Fatal(apiErr)
+	}
+	f.get("messages")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := boundPrompt(f, len(body), DefaultMediaPartTokens); p.tokens < int64(len(body)) {
+			b.Fatal(p)
+		}
+	}
+}
