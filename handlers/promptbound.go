@@ -55,10 +55,15 @@ type promptBound struct {
 // fields.
 func boundPrompt(f *fields, bodyBytes int, mediaPartTokens int64) promptBound {
 	b := promptBound{tokens: int64(bodyBytes) + promptOverheadTokens}
-	for _, name := range []string{"previous_response_id", "conversation", "prompt"} {
+	for _, name := range []string{"previous_response_id", "conversation"} {
 		if v, ok := f.get(name); ok && v.Type != gjson.Null {
 			b.unbounded = true
 		}
+	}
+	// A Responses stored prompt by id; the text prompt of /completions (a
+	// string, or token ids) is in the body.
+	if v, ok := f.get("prompt"); ok && v.IsObject() {
+		b.unbounded = true
 	}
 	for _, name := range []string{"tools", "functions", "response_format"} {
 		if v, ok := f.get(name); ok && v.Type != gjson.Null {

@@ -66,6 +66,9 @@ func TestPromptBoundParts(t *testing.T) {
 		{`{"input":[{"type":"input_file","file_url":"https://x/a.pdf"}]}`, 0, false, true},
 		{`{"input":"hi","previous_response_id":"resp_1"}`, 0, false, true},
 		{`{"input":"hi","previous_response_id":null}`, 0, false, false},
+		{`{"input":"hi","prompt":{"id":"pmpt_1"}}`, 0, false, true},
+		{`{"prompt":"Once upon a time"}`, 0, false, false},
+		{`{"prompt":[1, 2, 3]}`, 0, false, false},
 	} {
 		b := boundOf(t, tc.body)
 		want := int64(len(tc.body)) + promptOverheadTokens + tc.media*1000
