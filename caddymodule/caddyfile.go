@@ -415,6 +415,7 @@ func parseMeter(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //	tollgate_router {
 //		max_body_bytes     <n>
 //		upstream_base_path <path>
+//		media_part_tokens  <n>
 //	}
 func parseRouter(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	rt := new(handlers.Router)
@@ -430,6 +431,12 @@ func parseRouter(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 				return nil, err
 			}
 			rt.MaxBodyBytes = n
+		case "media_part_tokens":
+			n, err := positiveIntArg(h.Dispenser)
+			if err != nil {
+				return nil, err
+			}
+			rt.MediaPartTokens = n
 		case "upstream_base_path":
 			if !h.AllArgs(&rt.UpstreamBasePath) {
 				return nil, h.ArgErr()

@@ -11,8 +11,9 @@ import (
 // parseMockProvider sets up the mock upstream from Caddyfile tokens:
 //
 //	tollgate_mock_provider {
-//	    latency     <duration>
-//	    chunk_delay <duration>
+//	    latency       <duration>
+//	    chunk_delay   <duration>
+//	    prompt_tokens words|bytes
 //	}
 //
 // The block is optional.
@@ -25,6 +26,14 @@ func parseMockProvider(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, err
 	for h.NextBlock(0) {
 		var dst *caddy.Duration
 		switch h.Val() {
+		case "prompt_tokens":
+			if !h.AllArgs(&m.PromptTokens) {
+				return nil, h.ArgErr()
+			}
+			if m.PromptTokens != "words" && m.PromptTokens != "bytes" {
+				return nil, h.Errf(`prompt_tokens must be "words" or "bytes": %q`, m.PromptTokens)
+			}
+			continue
 		case "latency":
 			dst = &m.Latency
 		case "chunk_delay":

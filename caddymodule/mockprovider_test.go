@@ -34,6 +34,8 @@ func TestParseMockProvider(t *testing.T) {
 		{name: "bad duration", input: "tollgate_mock_provider {\n\tchunk_delay soon\n}", wantErr: true},
 		{name: "negative", input: "tollgate_mock_provider {\n\tlatency -1s\n}", wantErr: true},
 		{name: "inline argument", input: `tollgate_mock_provider 20ms`, wantErr: true},
+		{name: "prompt tokens", input: "tollgate_mock_provider {\n\tprompt_tokens bytes\n}"},
+		{name: "prompt tokens unknown", input: "tollgate_mock_provider {\n\tprompt_tokens runes\n}", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser(tc.input)}

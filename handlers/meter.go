@@ -24,9 +24,12 @@ import (
 // through, and turns the hold into the exact charge, durably, before the
 // client sees the end of the answer.
 //
+// The hold bounds the prompt's tokens from above (promptbound.go), so that
+// with max_tokens set no cap is ever exceeded.
+//
 // Charging rule when the upstream reports no usage (a stream the client
-// aborts, or that breaks): the prompt is charged at the admission estimate
-// (one token per three bytes of request body) and the completion at one
+// aborts, or that breaks): the prompt is charged at one token per three
+// bytes of request body (at most the hold) and the completion at one
 // token per four bytes of text delivered to the client. A request that
 // fails before any answer reaches the client is not charged.
 type Meter struct {
@@ -182,7 +185,7 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 	for i, a := range route.Attempts {
 		f := billing.RequestFacts{
 			Pricing:       a.Model.Pricing,
-			InputTokens:   route.InputTokens,
+			InputTokens:   route.prompt.tokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			ContextLength: a.Model.ContextLength,
 			Free:          a.Model.IsFree(),
@@ -257,7 +260,11 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		return nil
 	}
 	if estimated {
-		usage = billing.Usage{PromptTokens: route.InputTokens, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
+		prompt := route.InputTokens
+		if c := route.Model.ContextLength; c > 0 {
+			prompt = min(prompt, c) // as the hold: no prompt exceeds the context window
+		}
+		usage = billing.Usage{PromptTokens: prompt, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
 	}
 	pricing := route.Model.Pricing
 	var credits storage.Amount // a BYOK request's part paid in credits

@@ -140,10 +140,12 @@ func (f *meterFixture) generations(t *testing.T) int {
 	return n
 }
 
-// estimate is admission's estimate for body as the client sends it.
+// estimate is admission's estimate for body as the client sends it (no
+// gateway fields, no media parts): a token per byte plus the per-request
+// overhead.
 func (f *meterFixture) estimate(body string, maxTokens int64) billing.Estimate {
 	e, err := billing.EstimateRequest(billing.RequestFacts{
-		Pricing: testPricing, InputTokens: billing.EstimateTokens(len(forUpstream(body))),
+		Pricing: testPricing, InputTokens: int64(len(body)) + promptOverheadTokens,
 		MaxTokens: maxTokens, ContextLength: 8192,
 	}, f.gw.inFlight)
 	if err != nil {
@@ -571,9 +573,12 @@ func blockingProvider(entered chan<- struct{}, release <-chan struct{}, answer s
 
 func TestMeterInFlightBudget(t *testing.T) {
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})
-	f.gw.inFlight = budgetPolicy(300_000) // balance 1: the ceiling binds
+	// balance 1: the ceiling binds; one request fits, two do not, and the
+	// first's settling cost leaves no room for another
+	const ceiling = 400_000
+	f.gw.inFlight = budgetPolicy(ceiling)
 	est := f.estimate(chatBody, 100)
-	if est.InFlight > 300_000 || 2*est.InFlight <= 300_000 {
+	if est.InFlight > ceiling || 2*est.InFlight <= ceiling {
 		t.Fatalf("estimate %+v: want one request to fit and two not", est)
 	}
 	entered, release := make(chan struct{}, 1), make(chan struct{})
@@ -610,7 +615,7 @@ func TestMeterInFlightBudget(t *testing.T) {
 
 	// with nothing running, the settling cost still fills the budget until
 	// its window ends
-	if cost+est.InFlight <= 300_000 {
+	if cost+est.InFlight <= ceiling {
 		t.Fatalf("cost %s does not fill the budget", cost)
 	}
 	res = f.do(t, "/api/v1/chat/completions", chatBody)
@@ -625,7 +630,7 @@ func TestMeterInFlightBudget(t *testing.T) {
 	}
 	// a request the budget has room for still runs
 	small := `{"model":"m","messages":[],"max_tokens":1}`
-	if e := f.estimate(small, 1); cost+e.InFlight > 300_000 {
+	if e := f.estimate(small, 1); cost+e.InFlight > ceiling {
 		t.Fatalf("small estimate %+v", e)
 	}
 	f.provider = answerJSON(200, chatAnswer("x", "stop", 1, 1))

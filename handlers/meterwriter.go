@@ -75,9 +75,19 @@ func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
 	return &meterWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, kind: kind}
 }
 
+// interim reports whether status is an informational response that a
+// final one follows (1xx but 101). reverse_proxy passes a provider's
+// interim responses on (its 100 Continue to a forwarded
+// Expect: 100-continue, 103 Early Hints); they are not the answer, and
+// net/http already sent the client its own 100 Continue when the gateway
+// read the body, so the writers that meter or rewrite answers drop them.
+func interim(status int) bool {
+	return status >= 100 && status < 200 && status != http.StatusSwitchingProtocols
+}
+
 // WriteHeader decides how the body is handled; only streams are sent now.
 func (mw *meterWriter) WriteHeader(status int) {
-	if mw.mode != modeUndecided {
+	if mw.mode != modeUndecided || interim(status) {
 		return
 	}
 	mw.status = status

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
 // writeLog is the client's side of a meterWriter: it records every call that
@@ -420,5 +422,36 @@ func TestMeterWriterCRLFStream(t *testing.T) {
 	want := e1 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1,\"cost\":0.000004}}\r\n\r\n" + done
 	if log.body() != want {
 		t.Errorf("client got %q\nwant %q", log.body(), want)
+	}
+}
+
+// TestWritersIgnoreInterimResponses: a provider's 100 Continue or 103 Early
+// Hints (which reverse_proxy passes on) fixes no writer's mode; the final
+// status that follows does.
+func TestWritersIgnoreInterimResponses(t *testing.T) {
+	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat"}
+	for _, final := range []int{http.StatusOK, http.StatusBadRequest} {
+		for _, ct := range []string{"text/event-stream", "application/json"} {
+			mw := newMeterWriter(newWriteLog(), "chat")
+			cw := newChatToResponses(newWriteLog(), newResponsesEcho([]byte(`{}`)), "gen", "m")
+			sw := newCiteWriter(newWriteLog(), plan)
+			for _, w := range []http.ResponseWriter{mw, cw, sw} {
+				w.Header().Set("Content-Type", ct)
+				w.WriteHeader(http.StatusContinue)
+				w.WriteHeader(http.StatusEarlyHints)
+				w.WriteHeader(final)
+			}
+			want := modeJSON
+			switch {
+			case final >= 400:
+				want = modeError
+			case ct == "text/event-stream":
+				want = modeStream
+			}
+			if mw.mode != want || mw.status != final || cw.mode != want || cw.status != final || sw.mode != want || sw.status != final {
+				t.Errorf("%d %s: meter %d/%d, responses %d/%d, cite %d/%d; want mode %d",
+					final, ct, mw.mode, mw.status, cw.mode, cw.status, sw.mode, sw.status, want)
+			}
+		}
 	}
 }

@@ -41,12 +41,16 @@ import (
 // Tokens are counted as one token per whitespace-separated word of text.
 // Completion tokens are the words of the answer. Prompt tokens are the words
 // of every input message (Responses: instructions count as one message) plus
-// 4 per message. Streamed and plain answers to the same request report the
+// 4 per message. With PromptTokens "bytes" the prompt is counted as the
+// worst a byte-level tokenizer can do instead: a token per UTF-8 byte of
+// every text and name, 4 per message, 3 to prime the answer, and
+// DefaultMediaPartTokens per image or audio part. Streamed and plain answers to the same request report the
 // same usage; streamed chat completions always end with a usage chunk.
 //
 // The request's model name injects faults (substring match, so they combine
 // with any prefix, as in "gpt-4o-slow-error-500"):
 //
+//	error-400      400 invalid_request_error, as for a request the provider refuses
 //	error-429      429 rate_limit_error with Retry-After: 1
 //	error-500      500 server_error
 //	error-502      502 bad gateway
@@ -62,6 +66,9 @@ type MockProvider struct {
 	Latency caddy.Duration `json:"latency,omitempty"`
 	// ChunkDelay is the delay between two streamed text chunks. Default: 0.
 	ChunkDelay caddy.Duration `json:"chunk_delay,omitempty"`
+	// PromptTokens is how prompt tokens are counted: "words" (default) or
+	// "bytes", the adversarial count of dense text.
+	PromptTokens string `json:"prompt_tokens,omitempty"`
 }
 
 const (
@@ -71,6 +78,9 @@ const (
 	// mockMessageOverhead is the prompt tokens charged per message on top of
 	// its words, like the role and separators of real chat templates.
 	mockMessageOverhead = 4
+	// mockPrimingTokens is what a template adds to prime the answer,
+	// counted with PromptTokens "bytes".
+	mockPrimingTokens = 3
 	// mockBreakAfter is how many text chunks stream-break sends before it
 	// cuts the connection.
 	mockBreakAfter = 3
@@ -94,6 +104,7 @@ var mockModels = []string{
 	"tollgate-mock",
 	"tollgate-mock-slow",
 	"tollgate-mock-stream-break",
+	"tollgate-mock-error-400",
 	"tollgate-mock-error-429",
 	"tollgate-mock-error-500",
 	"tollgate-mock-error-502",
@@ -115,6 +126,9 @@ func (m *MockProvider) Provision(caddy.Context) error {
 	}
 	if m.ChunkDelay < 0 {
 		return fmt.Errorf("chunk_delay must not be negative: %v", time.Duration(m.ChunkDelay))
+	}
+	if m.PromptTokens != "" && m.PromptTokens != "words" && m.PromptTokens != "bytes" {
+		return fmt.Errorf(`prompt_tokens must be "words" or "bytes": %q`, m.PromptTokens)
 	}
 	return nil
 }
@@ -150,6 +164,7 @@ type mockRequest struct {
 	stream   bool
 	limit    int64 // max completion tokens; 0 is unlimited
 	prompt   int   // prompt tokens
+	bytes    bool  // count prompt tokens as bytes (MockProvider.PromptTokens)
 	lastUser string
 	// Responses only, echoed back on the response object.
 	instructions    *string
@@ -238,10 +253,49 @@ func parseChatRequest(body []byte, q *mockRequest) {
 	}
 	for _, msg := range gjson.GetBytes(body, "messages").Array() {
 		text := contentText(msg.Get("content"))
-		q.prompt += countWords(text) + mockMessageOverhead
+		q.prompt += q.messageTokens(text, msg)
 		if msg.Get("role").Str == "user" {
 			q.lastUser = text
 		}
+	}
+	q.prime()
+}
+
+// messageTokens counts a message of the text, or of msg's content and
+// name when counting bytes.
+func (q *mockRequest) messageTokens(text string, msg gjson.Result) int {
+	if !q.bytes {
+		return countWords(text) + mockMessageOverhead
+	}
+	n := len(msg.Get("name").Str) + mockMessageOverhead
+	content := msg.Get("content")
+	if !content.IsArray() {
+		return n + len(content.Str)
+	}
+	for _, part := range content.Array() {
+		switch part.Get("type").Str {
+		case "image_url", "input_image", "input_audio":
+			n += DefaultMediaPartTokens
+		default:
+			n += len(part.Get("text").Str)
+		}
+	}
+	return n
+}
+
+// textTokens counts a text standing as a message (instructions, a string
+// input).
+func (q *mockRequest) textTokens(text string) int {
+	if q.bytes {
+		return len(text) + mockMessageOverhead
+	}
+	return countWords(text) + mockMessageOverhead
+}
+
+// prime adds the tokens that prime the answer, when counting bytes.
+func (q *mockRequest) prime() {
+	if q.bytes {
+		q.prompt += mockPrimingTokens
 	}
 }
 
@@ -249,13 +303,14 @@ func parseResponsesRequest(body []byte, q *mockRequest) {
 	if n := positiveInt(body, "max_output_tokens"); n > 0 {
 		q.limit, q.maxOutputTokens = n, &n
 	}
+	q.prime()
 	if ins := gjson.GetBytes(body, "instructions"); ins.Type == gjson.String {
 		q.instructions = &ins.Str
-		q.prompt += countWords(ins.Str) + mockMessageOverhead
+		q.prompt += q.textTokens(ins.Str)
 	}
 	input := gjson.GetBytes(body, "input")
 	if input.Type == gjson.String {
-		q.prompt += countWords(input.Str) + mockMessageOverhead
+		q.prompt += q.textTokens(input.Str)
 		q.lastUser = input.Str
 		return
 	}
@@ -263,7 +318,7 @@ func parseResponsesRequest(body []byte, q *mockRequest) {
 	// the per-message overhead.
 	for _, item := range input.Array() {
 		text := contentText(item.Get("content"))
-		q.prompt += countWords(text) + mockMessageOverhead
+		q.prompt += q.messageTokens(text, item)
 		if item.Get("role").Str == "user" {
 			q.lastUser = text
 		}
@@ -292,6 +347,7 @@ func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
 	q := &mockRequest{
 		model:  gjson.GetBytes(body, "model").Str,
 		stream: gjson.GetBytes(body, "stream").Bool(),
+		bytes:  m.PromptTokens == "bytes",
 	}
 	if q.model == "" {
 		WriteError(w, BadRequest("model is required"))
@@ -361,6 +417,9 @@ func writeInjectedError(w http.ResponseWriter, model string) bool {
 	var status int
 	var e openAIError
 	switch {
+	case strings.Contains(model, "error-400"):
+		status = http.StatusBadRequest
+		e.Error.Message, e.Error.Type, e.Error.Code = "Invalid request", "invalid_request_error", "invalid_value"
 	case strings.Contains(model, "error-429"):
 		status = http.StatusTooManyRequests
 		e.Error.Message, e.Error.Type, e.Error.Code = "Rate limit exceeded", "rate_limit_error", "rate_limit_exceeded"

@@ -410,6 +410,7 @@ func TestMockInjectedErrors(t *testing.T) {
 		status int
 		typ    string
 	}{
+		{"x-error-400", http.StatusBadRequest, "invalid_request_error"},
 		{"x-error-429", http.StatusTooManyRequests, "rate_limit_error"},
 		{"x-error-500", http.StatusInternalServerError, "server_error"},
 		{"error-502", http.StatusBadGateway, "server_error"},
@@ -574,5 +575,48 @@ func TestMockProvisionRejectsNegativeDelays(t *testing.T) {
 		if err := m.Provision(caddy.Context{}); err == nil {
 			t.Errorf("%+v: no error", *m)
 		}
+	}
+}
+
+// TestMockPromptTokensBytes: the adversarial count is a token per byte of
+// text and name, 4 a message, 3 for the answer, DefaultMediaPartTokens an
+// image, the same plain and streamed, chat and Responses.
+func TestMockPromptTokensBytes(t *testing.T) {
+	srv := mockServer(t, &MockProvider{PromptTokens: "bytes"})
+	for _, tc := range []struct {
+		path, body string
+		want       int64
+	}{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a a a"},{"role":"user","name":"bob","content":"漢字🎉"}]}`,
+			5 + 4 + 3 + 10 + 4 + 3},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"12345"},{"type":"image_url","image_url":{"url":"https://x/i.png"}}]}]}`,
+			5 + DefaultMediaPartTokens + 4 + 3},
+		{"/v1/responses", `{"model":"m","instructions":"be","input":"x y"}`, 2 + 4 + 3 + 4 + 3},
+		{"/v1/responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"ab"}]}]}`, 2 + 4 + 3},
+	} {
+		for _, stream := range []string{"false", "true"} {
+			body := strings.Replace(tc.body, `{"model":"m"`, `{"model":"m","stream":`+stream, 1)
+			res := mockPost(t, srv, tc.path, body)
+			var usage gjson.Result
+			if stream == "false" {
+				usage = gjson.Get(res.body, "usage")
+			} else {
+				for _, ev := range mockParseSSE(t, res.body) {
+					if u := gjson.Get(ev.data, "usage"); u.IsObject() {
+						usage = u
+					}
+					if u := gjson.Get(ev.data, "response.usage"); u.IsObject() {
+						usage = u
+					}
+				}
+			}
+			got := usage.Get("prompt_tokens").Int() + usage.Get("input_tokens").Int()
+			if got != tc.want {
+				t.Errorf("%s stream=%s: prompt tokens %d, want %d (%s)", body, stream, got, tc.want, usage.Raw)
+			}
+		}
+	}
+	if err := (&MockProvider{PromptTokens: "runes"}).Provision(caddy.Context{}); err == nil {
+		t.Error("prompt_tokens runes accepted")
 	}
 }

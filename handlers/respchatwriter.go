@@ -83,7 +83,7 @@ func newChatToResponses(w http.ResponseWriter, echo *responsesEcho, id, model st
 
 // WriteHeader picks the conversion by status and content type.
 func (cw *chatToResponses) WriteHeader(status int) {
-	if cw.mode != modeUndecided {
+	if cw.mode != modeUndecided || interim(status) {
 		return
 	}
 	cw.status = status

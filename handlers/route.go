@@ -32,8 +32,11 @@ type Route struct {
 	MaxTokens int64 // max_tokens, max_completion_tokens or max_output_tokens; 0: unset
 	// MaxTokensField is the name of the field MaxTokens came from.
 	MaxTokensField string
-	// InputTokens is the admission estimate of the prompt's tokens.
+	// InputTokens is the prompt's tokens charged when the provider reports
+	// no usage: one per three bytes of the body the provider received.
 	InputTokens int64
+	// prompt bounds the prompt's tokens for admission (promptbound.go).
+	prompt promptBound
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 

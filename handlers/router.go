@@ -44,6 +44,10 @@ type Router struct {
 	// UpstreamBasePath is the upstream API root of requests that are not
 	// routed by model. Default "/v1".
 	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
+	// MediaPartTokens bounds the prompt tokens of one image or audio part
+	// in the admission estimate (promptbound.go). Default
+	// DefaultMediaPartTokens.
+	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
 
 	gw     Gateway
 	logger *zap.Logger
@@ -64,6 +68,12 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	}
 	if rt.UpstreamBasePath == "" {
 		rt.UpstreamBasePath = "/v1"
+	}
+	if rt.MediaPartTokens == 0 {
+		rt.MediaPartTokens = DefaultMediaPartTokens
+	}
+	if rt.MediaPartTokens < 0 {
+		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
 	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
 	// A zero Context (unit tests of the body checks) holds no apps; such a
@@ -146,6 +156,9 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	// Estimated on the body as the first provider receives it.
 	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	// Bounded on the longest body any provider receives: the model id
+	// spliced in per attempt is no prompt text.
+	route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 	return next.ServeHTTP(w, r)
 }
 

@@ -311,8 +311,8 @@ func (p *searchPlan) injectedTokens() int64 {
 	if p.engine == "native" {
 		return 0
 	}
-	n := searchHeaderSize + 2*len(p.query) + (p.spec.MaxResults+1)*maxResultBytes
-	return billing.EstimateTokens(n)
+	// A token per byte, as the prompt's bound (promptbound.go).
+	return int64(searchHeaderSize + 2*len(p.query) + (p.spec.MaxResults+1)*maxResultBytes)
 }
 
 // xItemPrices are the prices of X search items fetched.

@@ -70,7 +70,7 @@ func newCiteWriter(w http.ResponseWriter, plan *searchPlan) *citeWriter {
 // WriteHeader picks the mode: errors pass through, streams are rewritten
 // per event, JSON answers are held.
 func (cw *citeWriter) WriteHeader(status int) {
-	if cw.mode != modeUndecided {
+	if cw.mode != modeUndecided || interim(status) {
 		return
 	}
 	cw.status = status

@@ -91,7 +91,9 @@ func TestLimits402(t *testing.T) {
 			t.Fatal("the counting proxy did not see the admitted request")
 		}
 		refused(t, c, proxy, org, key, "/chat/completions", paid, "service_key_limit", "", false)
-		refused(t, c, proxy, org, key, "/responses", `{"model":"tollgate-mock","max_output_tokens":20,"input":"what will this cost"}`,
+		// (max_output_tokens 40: with 20, this shorter body's hold would
+		// fit in what the first request's cost left of the limit.)
+		refused(t, c, proxy, org, key, "/responses", `{"model":"tollgate-mock","max_output_tokens":40,"input":"what will this cost"}`,
 			"service_key_limit", "", false)
 		// A key whose limit is below any request's hold.
 		tiny, _ := c.newKey(org.MgmtKey, `{"name":"tiny","limit":0.000001}`)

@@ -32,18 +32,23 @@ func tokenCost(prompt, completion int64) storage.Amount {
 	return storage.Amount(prompt)*promptPrice + storage.Amount(completion)*completionPrice
 }
 
-// promptEstimate is the gateway's admission estimate of a body's prompt
-// tokens: one token per three bytes, rounded up.
+// promptEstimate is the prompt tokens charged when the provider reports no
+// usage: one token per three bytes of body, rounded up.
 func promptEstimate(body string) int64 { return int64(len(body)+2) / 3 }
+
+// promptBound is the gateway's admission estimate of the prompt tokens of a
+// body without media parts, tools or gateway fields: a token per byte,
+// plus 64 for the request.
+func promptBound(body string) int64 { return int64(len(body)) + 64 }
 
 // textEstimate is the abort rule's completion estimate: one token per four
 // bytes of delivered text, rounded up.
 func textEstimate(n int) int64 { return int64(n+3) / 4 }
 
 // holdOf is what admission holds for a request with max_tokens set: the
-// prompt estimate and max_tokens at the token prices.
+// prompt bound and max_tokens at the token prices.
 func holdOf(body string, maxTokens int64) storage.Amount {
-	return tokenCost(promptEstimate(body), maxTokens)
+	return tokenCost(promptBound(body), maxTokens)
 }
 
 // creditAmount parses a JSON number holding credits exactly.

@@ -196,7 +196,7 @@ func TestGuardrailEnforcement(t *testing.T) {
 	// included.
 	spent := c.api("GET", "/keys/"+hash, org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_daily")
 	// Room for one hold, not for a second after one request is charged.
-	limit := creditAmount(t, spent) + holdOf(guardBody, 5) + holdOf(guardBody, 5)/10
+	limit := creditAmount(t, spent) + holdOf(guardBody, 5) + 1
 	budget := c.api("POST", "/guardrails", org.Mgmt, fmt.Sprintf(`{"name":"Tight","limit_usd":%s,"reset_interval":"daily"}`, limit)).
 		expect(t, 201).JSON.Get("data.id").Str
 	c.api("POST", "/guardrails/"+budget+"/assignments/keys", org.Mgmt, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)

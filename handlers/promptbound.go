@@ -1,0 +1,163 @@
+package handlers
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// The admission estimate of a request's prompt tokens is an upper bound, so
+// that a hold covers the real cost and a cap is never exceeded:
+//
+//   - Text: one token per byte of the request body. A byte-level BPE
+//     tokenizer (OpenAI's, Llama 3's, Qwen's...) never makes more tokens
+//     than the UTF-8 bytes of the text, and the body holds every byte of
+//     text plus JSON syntax; escapes only lengthen it.
+//   - Chat templates: the JSON of a message is at least 28 bytes
+//     ({"role":"user","content":""}), more than the 3 to 5 tokens a template
+//     wraps a message in, and a "name" adds 10 bytes for its 1 extra token;
+//     promptOverheadTokens covers what a template adds once per request
+//     (the reply's priming, a default system header).
+//   - Tools and structured output: providers add a fixed preamble (for
+//     example Anthropic's 346-token tool-use system prompt):
+//     toolsOverheadTokens when the request has tools or a response_format.
+//   - Images and audio: a short URL can cost thousands of tokens; each such
+//     part adds the router's media_part_tokens (DefaultMediaPartTokens).
+//   - Content the body does not hold (a file or video part, a part of a
+//     type the gateway does not know, an item_reference, a
+//     previous_response_id, conversation or stored prompt): only the
+//     model's context window bounds it.
+//
+// Whatever the parts, the prompt never exceeds the model's context_length
+// when the catalog states it, so the estimate is at most that.
+const (
+	promptOverheadTokens = 64
+	toolsOverheadTokens  = 512
+	// DefaultMediaPartTokens bounds the prompt tokens of one image or audio
+	// part: above OpenAI's high-detail tiles (at most 1,445), its patch
+	// models (at most 3,779), Claude's (about 1,600) and Gemini's
+	// (258 a tile, 1,120 at high resolution). gpt-4o-mini bills up to
+	// 48,169 and Qwen-VL up to 16,384 for one image: raise media_part_tokens
+	// for such models.
+	DefaultMediaPartTokens = 8192
+)
+
+// promptBound is the admission estimate of a request's prompt tokens.
+type promptBound struct {
+	tokens int64
+	// unbounded: the prompt holds content the body does not (a file by
+	// reference, a previous response...); only the context window bounds it.
+	unbounded bool
+}
+
+// boundPrompt bounds the prompt of a request whose largest body (as any of
+// its providers receives it) is bodyBytes long; f holds its top-level
+// fields.
+func boundPrompt(f *fields, bodyBytes int, mediaPartTokens int64) promptBound {
+	b := promptBound{tokens: int64(bodyBytes) + promptOverheadTokens}
+	for _, name := range []string{"previous_response_id", "conversation"} {
+		if v, ok := f.get(name); ok && v.Type != gjson.Null {
+			b.unbounded = true
+		}
+	}
+	// A Responses stored prompt by id; the text prompt of /completions (a
+	// string, or token ids) is in the body.
+	if v, ok := f.get("prompt"); ok && v.IsObject() {
+		b.unbounded = true
+	}
+	for _, name := range []string{"tools", "functions", "response_format"} {
+		if v, ok := f.get(name); ok && v.Type != gjson.Null {
+			b.tokens += toolsOverheadTokens
+			break
+		}
+	}
+	var parts partCount
+	if v, ok := f.get("messages"); ok {
+		parts.items(v)
+	}
+	if v, ok := f.get("input"); ok {
+		parts.items(v)
+	}
+	b.tokens += parts.media * mediaPartTokens
+	b.unbounded = b.unbounded || parts.unbounded
+	return b
+}
+
+// tokensFor is the estimate on model m: at most its context window.
+func (b promptBound) tokensFor(m *catalog.Model) int64 {
+	if c := m.ContextLength; c > 0 && (b.unbounded || b.tokens > c) {
+		return c
+	}
+	return b.tokens
+}
+
+// partCount counts the parts of a prompt whose tokens its bytes do not
+// bound.
+type partCount struct {
+	media     int64
+	unbounded bool
+}
+
+// items counts the parts of chat messages or Responses input items,
+// reading each item's keys in one pass.
+func (c *partCount) items(list gjson.Result) {
+	if !list.IsArray() {
+		return
+	}
+	list.ForEach(func(_, item gjson.Result) bool {
+		var typ string
+		item.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				typ = v.Str
+			case "content", "output": // a message's parts, a tool output's
+				c.parts(v)
+			case "audio":
+				// A chat assistant message's earlier audio answer, by id.
+				c.unbounded = c.unbounded || v.Type != gjson.Null
+			}
+			return true
+		})
+		c.item(typ)
+		return true
+	})
+}
+
+// item counts a Responses input item of the type by what it carries
+// itself (its parts are counted apart).
+func (c *partCount) item(typ string) {
+	switch typ {
+	case "", "message", "function_call", "function_call_output", "reasoning",
+		"custom_tool_call", "custom_tool_call_output":
+		// Text and JSON in the body, or parts counted apart.
+	case "computer_call_output":
+		c.media++ // a screenshot
+	default:
+		// item_reference and the records of hosted tools: content the
+		// body does not hold.
+		c.unbounded = true
+	}
+}
+
+// parts counts the parts of one message content or tool output.
+func (c *partCount) parts(content gjson.Result) {
+	if !content.IsArray() {
+		return
+	}
+	content.ForEach(func(_, part gjson.Result) bool {
+		c.part(part.Get("type").Str)
+		return true
+	})
+}
+
+// part counts one content part of the type.
+func (c *partCount) part(typ string) {
+	switch typ {
+	case "text", "input_text", "output_text", "refusal", "summary_text", "reasoning_text":
+	case "image_url", "input_image", "image", "input_audio", "audio":
+		c.media++
+	default:
+		// file, input_file, video_url and types the gateway does not know.
+		c.unbounded = true
+	}
+}
