@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -70,7 +71,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	policy := m.gw.InFlightPolicy()
 	facts, est := estimateAttempts(route, policy)
 	search := searchPlanFrom(r)
-	var searchCredits storage.Amount // a BYOK request's search, held against the balance
+	var searchCredits money.Amount // a BYOK request's search, held against the balance
 	if search != nil {
 		// The worst case of the search charge is held too.
 		extra, credits := search.holdExtra(route)
@@ -224,7 +225,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		usage = billing.Usage{PromptTokens: route.InputTokens, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
 	}
 	pricing := route.Model.Pricing
-	var credits storage.Amount // a BYOK request's part paid in credits
+	var credits money.Amount // a BYOK request's part paid in credits
 	if search := searchPlanFrom(r); search != nil {
 		if c := search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
 			credits = c
@@ -435,7 +436,7 @@ func keyFacts(v storage.LedgerView) billing.KeyFacts {
 		Limit:       v.Key.Limit,
 		CapUsage:    v.Key.CapUsage(v.Now),
 		Held:        v.KeyHeld,
-		LimitResets: v.Key.LimitReset != storage.IntervalNone,
+		LimitResets: v.Key.LimitReset != money.IntervalNone,
 		IncludeBYOK: v.Key.IncludeBYOKInLimit,
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -318,8 +319,8 @@ func (p *searchPlan) injectedTokens() int64 {
 // xItemPrices are the prices of X search items fetched.
 var xPostPrice, xProfilePrice = mustAmount(XSearchPostPrice), mustAmount(XSearchProfilePrice)
 
-func mustAmount(s string) storage.Amount {
-	a, err := storage.ParseAmount(s)
+func mustAmount(s string) money.Amount {
+	a, err := money.ParseAmount(s)
 	if err != nil {
 		panic(err)
 	}
@@ -331,7 +332,7 @@ func mustAmount(s string) storage.Amount {
 // search max_results posts and profiles. credits is the part a BYOK
 // request still pays in credits: a gateway-side engine's results, which
 // the platform pays for (native searches bill the caller's own key).
-func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
+func (p *searchPlan) holdExtra(route *Route) (hold, credits money.Amount) {
 	for _, a := range route.Attempts {
 		price := a.Model.Pricing.WebSearch
 		if price == 0 {
@@ -344,7 +345,7 @@ func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
 		}
 	}
 	if p.spec.XSearch != nil {
-		hold += storage.Amount(p.spec.MaxResults) * (xPostPrice + xProfilePrice)
+		hold += money.Amount(p.spec.MaxResults) * (xPostPrice + xProfilePrice)
 	}
 	return hold, credits
 }
@@ -354,7 +355,7 @@ func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount) {
 // credits, the search the platform's, which the key's limit, the guardrail
 // and workspace budgets that do not count BYOK spending (those that do
 // judged the whole hold already) and the prepaid balance all cap.
-func admitSearchCredits(credits storage.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
+func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
 	if credits <= 0 {
 		return nil
 	}
@@ -447,7 +448,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 // is the provider's usage object (for the X search counters). It returns
 // the cost of a gateway-side engine's results, which a BYOK request pays
 // in credits.
-func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits storage.Amount) {
+func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits money.Amount) {
 	if pricing.WebSearch == 0 {
 		pricing.WebSearch = p.price
 	}
@@ -461,7 +462,7 @@ func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upst
 	if p.spec.XSearch != nil && upstreamUsage != "" {
 		c := gjson.GetMany(upstreamUsage, "x_search_usage.posts_fetched", "x_search_usage.profiles_fetched")
 		p.xPosts, p.xProfil = max(c[0].Int(), 0), max(c[1].Int(), 0)
-		usage.Extra += storage.Amount(p.xPosts)*xPostPrice + storage.Amount(p.xProfil)*xProfilePrice
+		usage.Extra += money.Amount(p.xPosts)*xPostPrice + money.Amount(p.xProfil)*xProfilePrice
 	}
 	p.charged = true
 	if p.engine == "native" {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // NewAccount describes an account to create.
@@ -110,7 +112,7 @@ func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, erro
 // RecordPurchase adds a credit purchase to an account, atomically with the
 // account's purchased total; a purchase that would take the total beyond
 // MaxAmount is refused, never wrapped.
-func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Purchase, Account, error) {
+func (s *Store) RecordPurchase(accountID string, amount money.Amount, note string) (Purchase, Account, error) {
 	if amount <= 0 {
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount must be positive", ErrInvalid)
 	}
@@ -120,11 +122,11 @@ func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Pu
 		s.mu.Unlock()
 		return Purchase{}, Account{}, ErrNotFound
 	}
-	total, ok := AddAmounts(cur.CreditsPurchased, amount)
+	total, ok := money.AddAmounts(cur.CreditsPurchased, amount)
 	if !ok {
 		s.mu.Unlock()
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount: the account's total_credits (%s) plus this purchase would exceed %s",
-			ErrInvalid, cur.CreditsPurchased, MaxAmount)
+			ErrInvalid, cur.CreditsPurchased, money.MaxAmount)
 	}
 	t := now().UTC()
 	p := Purchase{ID: newID("pur_"), AccountID: accountID, Amount: amount, Note: note, CreatedAt: t}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // The analytics rollup keeps, per account, one cell of sums per UTC hour and
@@ -42,8 +44,8 @@ type Sums struct {
 	Requests         int64
 	PromptTokens     int64
 	CompletionTokens int64
-	Usage            Amount
-	BYOKUsage        Amount
+	Usage            money.Amount
+	BYOKUsage        money.Amount
 	LatencyMS        int64 // sum over requests
 	Feedback         int64 // feedback records on these generations
 }
@@ -342,13 +344,13 @@ func decodeGenerationSums(v []byte, g *Generation) error {
 		case "completion_tokens":
 			g.CompletionTokens = x.Int()
 		case "cost":
-			if g.Cost, err = ParseAmount(x.Raw); err != nil {
+			if g.Cost, err = money.ParseAmount(x.Raw); err != nil {
 				err = fmt.Errorf("cost: %w", err)
 			}
 		case "byok":
 			g.BYOK = x.Bool()
 		case "credits":
-			if g.Credits, err = ParseAmount(x.Raw); err != nil {
+			if g.Credits, err = money.ParseAmount(x.Raw); err != nil {
 				err = fmt.Errorf("credits: %w", err)
 			}
 		case "status":

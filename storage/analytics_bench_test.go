@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // benchRecords is the size of the synthetic generation history.
@@ -33,7 +35,7 @@ func benchAnalyticsStore(b *testing.B) *Store {
 				ID: fmt.Sprint(i), AccountID: "acct", KeyHash: fmt.Sprintf("key%02d", rng.IntN(50)),
 				Model: fmt.Sprintf("vendor/model-%02d", rng.IntN(20)), Provider: fmt.Sprintf("provider-%d", rng.IntN(5)),
 				User: fmt.Sprintf("user-%04d", rng.IntN(5000)), WorkspaceID: "ws", Status: "completed",
-				PromptTokens: rng.Int64N(2000), CompletionTokens: rng.Int64N(1000), Cost: Amount(rng.Int64N(1_000_000)),
+				PromptTokens: rng.Int64N(2000), CompletionTokens: rng.Int64N(1000), Cost: money.Amount(rng.Int64N(1_000_000)),
 				LatencyMS: rng.Int64N(3000), CreatedAt: end.Add(-time.Duration(rng.Int64N(int64(30 * 24 * time.Hour)))),
 			}
 			s.analytics.addGeneration(g)
@@ -104,7 +106,7 @@ func BenchmarkAnalyticsRebuild1M(b *testing.B) {
 			ID: NewGenerationID(t), AccountID: "acct", KeyHash: fmt.Sprintf("key%02d", rng.IntN(50)),
 			Model: fmt.Sprintf("vendor/model-%02d", rng.IntN(20)), Provider: fmt.Sprintf("provider-%d", rng.IntN(5)),
 			User: fmt.Sprintf("user-%04d", i%5000), Status: "completed", PromptTokens: 10, CompletionTokens: 20,
-			Cost: Amount(rng.Int64N(1_000_000)), CreatedAt: t,
+			Cost: money.Amount(rng.Int64N(1_000_000)), CreatedAt: t,
 		}
 		v, _ := g.MarshalJSON()
 		if err := wb.Set([]byte(prefixGeneration+g.ID), v); err != nil {

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Guardrail restricts the keys and members it is assigned to: the models
@@ -44,9 +46,9 @@ type Guardrail struct {
 	EnforceZDROther            *bool `json:"enforce_zdr_other"`
 	EnforceZDRXAI              *bool `json:"enforce_zdr_xai"`
 
-	IncludeBYOKInBudgets bool     `json:"include_byok_in_budgets"`
-	Limit                *Amount  `json:"limit"`
-	ResetInterval        Interval `json:"reset_interval"`
+	IncludeBYOKInBudgets bool           `json:"include_byok_in_budgets"`
+	Limit                *money.Amount  `json:"limit"`
+	ResetInterval        money.Interval `json:"reset_interval"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt *time.Time `json:"updated_at"`
@@ -130,7 +132,7 @@ func checkGuardrail(g *Guardrail) error {
 	if g.Limit != nil && *g.Limit < 0 {
 		return fmt.Errorf("%w: limit_usd: must not be negative", ErrInvalid)
 	}
-	if g.Limit != nil && g.ResetInterval == IntervalNone {
+	if g.Limit != nil && g.ResetInterval == money.IntervalNone {
 		return fmt.Errorf("%w: reset_interval: required with limit_usd (daily, weekly or monthly)", ErrInvalid)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // NewManagementKey describes a management key to create.
@@ -82,8 +84,8 @@ type NewAPIKey struct {
 	AccountID          string
 	WorkspaceID        string // default: the account's default workspace
 	Name               string
-	Limit              *Amount
-	LimitReset         Interval
+	Limit              *money.Amount
+	LimitReset         money.Interval
 	IncludeBYOKInLimit bool
 	ExpiresAt          *time.Time
 	CreatorUserID      *string

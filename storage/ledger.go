@@ -12,42 +12,44 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // ledger is the in-memory state of running requests: what they hold against
 // balances, key caps and the in-flight budget. It is not persisted: after a
 // restart nothing is running, so nothing is held.
 type ledger struct {
-	accountHeld map[string]Amount
-	keyHeld     map[string]Amount
+	accountHeld map[string]money.Amount
+	keyHeld     map[string]money.Amount
 	inFlight    map[string]*inFlightState
 	// workspaceHeld and memberHeld are by "<account id>/<id>".
-	workspaceHeld map[string]Amount
-	memberHeld    map[string]Amount
+	workspaceHeld map[string]money.Amount
+	memberHeld    map[string]money.Amount
 }
 
 // inFlightState is one account's use of its in-flight budget.
 type inFlightState struct {
-	running Amount // in-flight holds of running requests
+	running money.Amount // in-flight holds of running requests
 	// settling[head:] holds finished requests' costs until their window
 	// ends, ordered by expiry; settled is their sum.
 	settling []settling
 	head     int
-	settled  Amount
+	settled  money.Amount
 }
 
 type settling struct {
 	until  time.Time
-	amount Amount
+	amount money.Amount
 }
 
 func newLedger() ledger {
 	l := ledger{
-		accountHeld: map[string]Amount{},
-		keyHeld:     map[string]Amount{},
+		accountHeld: map[string]money.Amount{},
+		keyHeld:     map[string]money.Amount{},
 		inFlight:    map[string]*inFlightState{},
 	}
-	l.workspaceHeld, l.memberHeld = map[string]Amount{}, map[string]Amount{}
+	l.workspaceHeld, l.memberHeld = map[string]money.Amount{}, map[string]money.Amount{}
 	return l
 }
 
@@ -82,7 +84,7 @@ func (st *inFlightState) settle(e settling) {
 	st.settled += e.amount
 }
 
-func (st *inFlightState) held() Amount { return st.running + st.settled }
+func (st *inFlightState) held() money.Amount { return st.running + st.settled }
 
 // nextRelease is the time until the first settling cost is released.
 func (st *inFlightState) nextRelease(t time.Time) time.Duration {
@@ -92,7 +94,7 @@ func (st *inFlightState) nextRelease(t time.Time) time.Duration {
 	return st.settling[st.head].until.Sub(t)
 }
 
-func (l *ledger) add(m map[string]Amount, k string, d Amount) {
+func (l *ledger) add(m map[string]money.Amount, k string, d money.Amount) {
 	if v := m[k] + d; v != 0 {
 		m[k] = v
 	} else {
@@ -104,26 +106,26 @@ func (l *ledger) add(m map[string]Amount, k string, d Amount) {
 type LedgerView struct {
 	Now          time.Time
 	Account      Account
-	Key          APIKey // zero when the request has no key
-	AccountHeld  Amount // holds of the account's running requests
-	KeyHeld      Amount // holds of the key's running requests
-	InFlightHeld Amount // in-flight holds plus settling costs
+	Key          APIKey       // zero when the request has no key
+	AccountHeld  money.Amount // holds of the account's running requests
+	KeyHeld      money.Amount // holds of the key's running requests
+	InFlightHeld money.Amount // in-flight holds plus settling costs
 	NextRelease  time.Duration
 	// Workspace is the key's workspace (nil without a key); WorkspaceHeld
 	// the holds of its running requests. Both are read-only snapshots.
 	Workspace     *Workspace
-	WorkspaceHeld Amount
+	WorkspaceHeld money.Amount
 	// Member is the key's member (its creator_user_id, when a member of
 	// the organization), nil otherwise; MemberHeld the holds of the
 	// member's running requests.
 	Member     *Member
-	MemberHeld Amount
+	MemberHeld money.Amount
 }
 
 // Holds are the amounts a request reserves at admission.
 type Holds struct {
-	Hold     Amount // against the balance and the key cap
-	InFlight Amount // against the in-flight budget
+	Hold     money.Amount // against the balance and the key cap
+	InFlight money.Amount // against the in-flight budget
 	// CountFree counts the request against the account's free-model
 	// request windows when it is admitted.
 	CountFree bool
@@ -133,7 +135,7 @@ type Holds struct {
 	// Credits is held against the account's balance even with KeyOnly:
 	// what a BYOK request costs the platform itself (a gateway-side web
 	// search).
-	Credits Amount
+	Credits money.Amount
 }
 
 // Reservation is an admitted request's holds, until Settle or Release.
@@ -145,7 +147,7 @@ type Reservation struct {
 	// scope keys ("<account id>/<id>") of the key's workspace and member,
 	// and what the workspace holds for this reservation.
 	workspace, member string
-	workspaceHold     Amount
+	workspaceHold     money.Amount
 }
 
 // ErrSettled is returned when a reservation is settled or released twice.
@@ -196,7 +198,7 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	// A BYOK request holds all of its hold against its workspace only when
 	// the workspace counts BYOK spending, else only its Credits; the charge
 	// lands in the counters either way.
-	var wsHold Amount
+	var wsHold money.Amount
 	if wsKey != "" {
 		wsHold = h.Hold
 		if h.KeyOnly && !v.Workspace.IncludeBYOKInBudgets {
@@ -214,8 +216,8 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if h.CountFree {
 		// Not waited for: a count lost in a crash only favours the client.
 		a := *acct
-		a.FreeModelRequests = a.FreeModelRequests.Add(IntervalDaily, t, 1)
-		a.FreeModelMinute = a.FreeModelMinute.Add(IntervalMinute, t, 1)
+		a.FreeModelRequests = a.FreeModelRequests.Add(money.IntervalDaily, t, 1)
+		a.FreeModelMinute = a.FreeModelMinute.Add(money.IntervalMinute, t, 1)
 		s.accounts[a.ID] = &a
 		s.markDirty(prefixAccount + a.ID)
 	}
@@ -265,13 +267,13 @@ func (s *Store) Release(res *Reservation) error {
 
 // Charge is the settled outcome of a request.
 type Charge struct {
-	Cost Amount
+	Cost money.Amount
 	// BYOK charges land in the byok_usage counters and spend no credits,
 	// but for Credits.
 	BYOK bool
 	// Credits is the part of a BYOK charge that the platform bills in
 	// credits (a gateway-side web search); at most Cost.
-	Credits Amount
+	Credits money.Amount
 	// SettlementWindow keeps the cost in the in-flight budget this long,
 	// for requests that counted against it.
 	SettlementWindow time.Duration
@@ -291,7 +293,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 	res.done = true
 	s.release(res)
 	t := now()
-	credits, byok := c.Cost, Amount(0)
+	credits, byok := c.Cost, money.Amount(0)
 	if c.BYOK {
 		credits = min(max(c.Credits, 0), c.Cost)
 		byok = c.Cost - credits
@@ -341,26 +343,26 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 // Generation is the record of one inference request. Credits is the part
 // of a BYOK generation's Cost paid in credits (a gateway-side web search).
 type Generation struct {
-	ID               string    `json:"id"`
-	AccountID        string    `json:"account_id"`
-	KeyHash          string    `json:"key_hash"`
-	WorkspaceID      string    `json:"workspace_id,omitempty"`
-	Model            string    `json:"model"`
-	Provider         string    `json:"provider"`
-	UpstreamModel    string    `json:"upstream_model,omitempty"`
-	PromptTokens     int64     `json:"prompt_tokens"`
-	CompletionTokens int64     `json:"completion_tokens"`
-	SearchResults    int64     `json:"search_results,omitempty"`
-	Cost             Amount    `json:"cost"`
-	BYOK             bool      `json:"byok,omitempty"`
-	Credits          Amount    `json:"credits,omitempty"`
-	Status           string    `json:"status"` // completed, incomplete, aborted, error
-	Streamed         bool      `json:"streamed"`
-	FinishReason     string    `json:"finish_reason,omitempty"`
-	UsageEstimated   bool      `json:"usage_estimated,omitempty"`
-	LatencyMS        int64     `json:"latency_ms"`
-	User             string    `json:"user,omitempty"`
-	CreatedAt        time.Time `json:"created_at"`
+	ID               string       `json:"id"`
+	AccountID        string       `json:"account_id"`
+	KeyHash          string       `json:"key_hash"`
+	WorkspaceID      string       `json:"workspace_id,omitempty"`
+	Model            string       `json:"model"`
+	Provider         string       `json:"provider"`
+	UpstreamModel    string       `json:"upstream_model,omitempty"`
+	PromptTokens     int64        `json:"prompt_tokens"`
+	CompletionTokens int64        `json:"completion_tokens"`
+	SearchResults    int64        `json:"search_results,omitempty"`
+	Cost             money.Amount `json:"cost"`
+	BYOK             bool         `json:"byok,omitempty"`
+	Credits          money.Amount `json:"credits,omitempty"`
+	Status           string       `json:"status"` // completed, incomplete, aborted, error
+	Streamed         bool         `json:"streamed"`
+	FinishReason     string       `json:"finish_reason,omitempty"`
+	UsageEstimated   bool         `json:"usage_estimated,omitempty"`
+	LatencyMS        int64        `json:"latency_ms"`
+	User             string       `json:"user,omitempty"`
+	CreatedAt        time.Time    `json:"created_at"`
 }
 
 // NewGenerationID returns an id that sorts by creation time.
@@ -424,8 +426,8 @@ func (s *Store) Generations(fn func(Generation) bool) error {
 // provider spending to BYOKUsage. The records are replaced, not edited,
 // and these counters do not change any key's rules, so the rules cache
 // stays valid. Callers hold s.mu.
-func (s *Store) chargeScopes(res *Reservation, credits, byok Amount, t time.Time) {
-	add := func(usage, byokUsage *UsageCounters) {
+func (s *Store) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
+	add := func(usage, byokUsage *money.UsageCounters) {
 		if credits != 0 {
 			*usage = usage.Add(t, credits)
 		}

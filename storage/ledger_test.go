@@ -6,12 +6,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 var errRefused = errors.New("refused")
 
 // capDecide admits while the key's cap covers usage, holds and the new hold.
-func capDecide(hold Amount) func(LedgerView) error {
+func capDecide(hold money.Amount) func(LedgerView) error {
 	return func(v LedgerView) error {
 		if v.Key.Limit != nil && v.Key.CapUsage(v.Now)+v.KeyHeld+hold > *v.Key.Limit {
 			return errRefused
@@ -24,10 +26,10 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 	s := openTemp(t, t.TempDir())
 	defer s.Close()
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
-	limit := Amount(10 * AmountScale)
+	limit := money.Amount(10 * money.AmountScale)
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
 
-	hold := Amount(AmountScale) // each request may cost up to 1 credit
+	hold := money.Amount(money.AmountScale) // each request may cost up to 1 credit
 	var admitted, refused atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -44,7 +46,7 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 			admitted.Add(1)
 			time.Sleep(time.Millisecond)
 			// Actual costs vary below the hold.
-			if err := s.Settle(res, Charge{Cost: hold - Amount(i)}); err != nil {
+			if err := s.Settle(res, Charge{Cost: hold - money.Amount(i)}); err != nil {
 				t.Error(err)
 			}
 		}()

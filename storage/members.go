@@ -5,6 +5,8 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // MemberRole is a member's role in its organization, and a workspace
@@ -41,10 +43,10 @@ type Member struct {
 	// Usage is the spending of every key the member created: guardrail
 	// budgets assigned to the member cap it (persisted in its own record,
 	// scopeusage.go).
-	Usage     UsageCounters `json:"-"`
-	BYOKUsage UsageCounters `json:"-"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
+	Usage     money.UsageCounters `json:"-"`
+	BYOKUsage money.UsageCounters `json:"-"`
+	CreatedAt time.Time           `json:"created_at"`
+	UpdatedAt time.Time           `json:"updated_at"`
 }
 
 // NewMember describes a member to create.

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Workspace divides an account's keys. Every account has a default
@@ -41,8 +43,8 @@ type Workspace struct {
 	Members map[string]*WorkspaceMember `json:"members,omitempty"`
 	// Usage is the spending of every key of the workspace (persisted in
 	// its own record, scopeusage.go).
-	Usage     UsageCounters `json:"-"`
-	BYOKUsage UsageCounters `json:"-"`
+	Usage     money.UsageCounters `json:"-"`
+	BYOKUsage money.UsageCounters `json:"-"`
 }
 
 // WorkspaceMember is a member's membership in a workspace.
@@ -87,25 +89,25 @@ func ParseBudgetInterval(s string) (BudgetInterval, bool) {
 }
 
 // Interval is the usage window of the budget (IntervalNone: all time).
-func (b BudgetInterval) Interval() Interval {
+func (b BudgetInterval) Interval() money.Interval {
 	if b == BudgetLifetime {
-		return IntervalNone
+		return money.IntervalNone
 	}
-	return Interval(b)
+	return money.Interval(b)
 }
 
 // WorkspaceBudget caps a workspace's pooled spending over an interval.
 type WorkspaceBudget struct {
 	ID        string         `json:"id"`
 	Interval  BudgetInterval `json:"interval"`
-	Limit     Amount         `json:"limit"`
+	Limit     money.Amount   `json:"limit"`
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
 }
 
 // BudgetUsage is the workspace's spending that counts against budgets of
 // the interval at now.
-func (w *Workspace) BudgetUsage(iv BudgetInterval, now time.Time) Amount {
+func (w *Workspace) BudgetUsage(iv BudgetInterval, now time.Time) money.Amount {
 	used := w.Usage.In(iv.Interval(), now)
 	if w.IncludeBYOKInBudgets {
 		used += w.BYOKUsage.In(iv.Interval(), now)
@@ -375,7 +377,7 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 // SetWorkspaceBudget creates or updates the budget of an interval; a
 // non-nil includeBYOK sets the workspace-wide include_byok_in_budgets.
 // Limits must strictly decrease as the interval narrows.
-func (s *Store) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, limit Amount, includeBYOK *bool) (Workspace, WorkspaceBudget, error) {
+func (s *Store) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, limit money.Amount, includeBYOK *bool) (Workspace, WorkspaceBudget, error) {
 	if limit < 0 {
 		return Workspace{}, WorkspaceBudget{}, fmt.Errorf("%w: limit_usd: must not be negative", ErrInvalid)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func price(t *testing.T, s string) Price {
@@ -71,7 +71,7 @@ func TestCostExact(t *testing.T) {
 func TestTotalsDoNotDrift(t *testing.T) {
 	p := Pricing{Prompt: price(t, "0.0000001"), Completion: price(t, "0.0000003")}
 	one := Cost(p, Usage{PromptTokens: 7, CompletionTokens: 3})
-	var total storage.Amount
+	var total money.Amount
 	for range 10_000 {
 		total += Cost(p, Usage{PromptTokens: 7, CompletionTokens: 3})
 	}
@@ -82,7 +82,7 @@ func TestTotalsDoNotDrift(t *testing.T) {
 
 func TestHugeQuantitiesSaturate(t *testing.T) {
 	p := Pricing{Completion: Price(1 << 62)}
-	if c := Cost(p, Usage{CompletionTokens: 1 << 62}); c != storage.Amount(1<<63-1) {
+	if c := Cost(p, Usage{CompletionTokens: 1 << 62}); c != money.Amount(1<<63-1) {
 		t.Fatalf("overflow not saturated: %d", c)
 	}
 }
@@ -99,14 +99,14 @@ func TestTokenCostRoundsUp(t *testing.T) {
 
 var policy = InFlightPolicy{
 	FractionPPM:      500_000,
-	Ceiling:          50 * storage.AmountScale,
-	PerRequestCap:    2 * storage.AmountScale,
+	Ceiling:          50 * money.AmountScale,
+	PerRequestCap:    2 * money.AmountScale,
 	SettlementWindow: 10 * time.Second,
-	BalanceThreshold: 100 * storage.AmountScale,
+	BalanceThreshold: 100 * money.AmountScale,
 }
 
-func credits(s string) storage.Amount {
-	a, err := storage.ParseAmount(s)
+func credits(s string) money.Amount {
+	a, err := money.ParseAmount(s)
 	if err != nil {
 		panic(err)
 	}

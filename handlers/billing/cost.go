@@ -1,6 +1,6 @@
 package billing
 
-import "github.com/tollgate-dev/caddy-tollgate/storage"
+import "github.com/tollgate-dev/caddy-tollgate/money"
 
 // Pricing is what a model's endpoint charges.
 type Pricing struct {
@@ -25,12 +25,12 @@ type Usage struct {
 	CompletionTokens int64
 	SearchResults    int64
 	// Extra is a charge computed elsewhere (X search items), added as is.
-	Extra storage.Amount
+	Extra money.Amount
 }
 
 // Cost prices a request exactly: tokens × prices + the per-request fee +
 // search results, rounded once to the nano-credit.
-func Cost(p Pricing, u Usage) storage.Amount {
+func Cost(p Pricing, u Usage) money.Amount {
 	var f femto
 	f = f.add(p.Prompt, u.PromptTokens)
 	f = f.add(p.Completion, u.CompletionTokens)
@@ -41,7 +41,7 @@ func Cost(p Pricing, u Usage) storage.Amount {
 
 // TokenCost prices input and output tokens only, rounded up so that an
 // estimate is never below the exact cost.
-func TokenCost(p Pricing, in, out int64) storage.Amount {
+func TokenCost(p Pricing, in, out int64) money.Amount {
 	var f femto
 	f = f.add(p.Prompt, in)
 	f = f.add(p.Completion, out)

@@ -3,7 +3,7 @@ package billing
 import (
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // InFlightPolicy configures the in-flight spending budget (SPEC.md 8.2).
@@ -11,27 +11,27 @@ type InFlightPolicy struct {
 	// Fraction of the balance that may be held at once, in parts per million.
 	FractionPPM int64
 	// Ceiling bounds the budget whatever the balance.
-	Ceiling storage.Amount
+	Ceiling money.Amount
 	// PerRequestCap bounds one request's estimate, and is the estimate of a
 	// request that does not set max_tokens.
-	PerRequestCap storage.Amount
+	PerRequestCap money.Amount
 	// SettlementWindow is how long a finished request's actual cost stays
 	// held before it is released.
 	SettlementWindow time.Duration
 	// BalanceThreshold: accounts at or above it are not subject to the budget.
-	BalanceThreshold storage.Amount
+	BalanceThreshold money.Amount
 	// EstablishedUsage: accounts whose all-time usage reached it have an
 	// established spending history and are not subject to the budget; zero
 	// applies the budget to every account below the threshold.
-	EstablishedUsage storage.Amount
+	EstablishedUsage money.Amount
 }
 
 // Budget is the in-flight budget of an account with this balance.
-func (p InFlightPolicy) Budget(balance storage.Amount) storage.Amount {
+func (p InFlightPolicy) Budget(balance money.Amount) money.Amount {
 	if balance <= 0 {
 		return 0
 	}
-	b := storage.Amount(mulDiv(int64(balance), p.FractionPPM, 1_000_000))
+	b := money.Amount(mulDiv(int64(balance), p.FractionPPM, 1_000_000))
 	return min(b, p.Ceiling)
 }
 
@@ -54,10 +54,10 @@ func divFemto(f femto, c uint64) (uint64, uint64) {
 type Estimate struct {
 	// Hold is the amount reserved against the balance and the key cap: an
 	// upper bound of the request's cost.
-	Hold storage.Amount
+	Hold money.Amount
 	// InFlight is the amount counted against the in-flight budget; zero when
 	// the budget does not apply to the request.
-	InFlight storage.Amount
+	InFlight money.Amount
 }
 
 // RequestFacts are what admission knows about a request before it runs.
@@ -105,19 +105,19 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) Estimate {
 
 // AccountFacts are an account's figures at admission.
 type AccountFacts struct {
-	Balance      storage.Amount // purchased - charged
-	Held         storage.Amount // holds of running requests
-	InFlightHeld storage.Amount // in-flight holds plus settling costs
-	Usage        storage.Amount // all-time charged (spending history)
+	Balance      money.Amount // purchased - charged
+	Held         money.Amount // holds of running requests
+	InFlightHeld money.Amount // in-flight holds plus settling costs
+	Usage        money.Amount // all-time charged (spending history)
 	Prepaid      bool
 	NextRelease  time.Duration // until the earliest settling cost is released; 0: none
 }
 
 // KeyFacts are a key's figures at admission.
 type KeyFacts struct {
-	Limit       *storage.Amount
-	CapUsage    storage.Amount // usage counted against the cap this period
-	Held        storage.Amount // holds of the key's running requests
+	Limit       *money.Amount
+	CapUsage    money.Amount // usage counted against the cap this period
+	Held        money.Amount // holds of the key's running requests
 	LimitResets bool
 	IncludeBYOK bool // BYOK usage counts against the cap
 }

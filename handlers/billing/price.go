@@ -9,14 +9,14 @@ import (
 	"math/bits"
 	"strings"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Price is a price per unit (token, request, search result) in femto-credits
 // (1e-15), fine enough for any per-token price quoted as a decimal string.
 type Price int64
 
-// femtoPerNano converts Price units to storage.Amount units.
+// femtoPerNano converts Price units to money.Amount units.
 const femtoPerNano = 1_000_000
 
 const priceScale = 1_000_000_000_000_000
@@ -64,16 +64,16 @@ func (f femto) add(p Price, n int64) femto {
 
 // amount rounds to the nearest nano-credit, half up, saturating at the
 // largest Amount.
-func (f femto) amount() storage.Amount {
+func (f femto) amount() money.Amount {
 	if f.hi >= femtoPerNano {
-		return storage.Amount(1<<63 - 1)
+		return money.Amount(1<<63 - 1)
 	}
 	q, r := bits.Div64(f.hi, f.lo, femtoPerNano)
 	if r*2 >= femtoPerNano {
 		q++
 	}
 	if q > 1<<63-1 {
-		return storage.Amount(1<<63 - 1)
+		return money.Amount(1<<63 - 1)
 	}
-	return storage.Amount(q)
+	return money.Amount(q)
 }
