@@ -44,18 +44,18 @@ func (s *Store) CreateAccount(na NewAccount) (Account, error) {
 		a.ID = newID("user_")
 		a.OwnerUserID = a.ID
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	s.accounts[a.ID] = &a
 	s.putWorkspace(defaultWorkspace(&a))
-	b := s.markDirty(prefixAccount + a.ID)
-	s.mu.Unlock()
-	return a, b.wait()
+	b := s.k.MarkDirty(prefixAccount + a.ID)
+	s.k.Unlock()
+	return a, b.Wait()
 }
 
 // Account returns the account with the given id.
 func (s *Store) Account(id string) (Account, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	a, ok := s.accounts[id]
 	if !ok {
 		return Account{}, false
@@ -67,20 +67,20 @@ func (s *Store) Account(id string) (Account, bool) {
 // the record is never modified (changes publish a new one), and callers
 // must not modify it.
 func (s *Store) AccountSnapshot(id string) (*Account, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	a, ok := s.accounts[id]
 	return a, ok
 }
 
 // Accounts lists all accounts, oldest first.
 func (s *Store) Accounts() []Account {
-	s.mu.RLock()
+	s.k.RLock()
 	out := make([]Account, 0, len(s.accounts))
 	for _, a := range s.accounts {
 		out = append(out, *a)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *Account) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
@@ -88,15 +88,15 @@ func (s *Store) Accounts() []Account {
 // UpdateAccount applies fn to a copy of the account and persists the result.
 // fn may return an error to abort without writing.
 func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.accounts[id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Account{}, ErrNotFound
 	}
 	a := *cur
 	if err := fn(&a); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Account{}, err
 	}
 	// Identity and money are not editable here.
@@ -104,9 +104,9 @@ func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, erro
 	a.FreeModelRequests, a.FreeModelMinute = cur.FreeModelRequests, cur.FreeModelMinute
 	a.UpdatedAt = now().UTC()
 	s.accounts[id] = &a
-	b := s.markDirty(prefixAccount + a.ID)
-	s.mu.Unlock()
-	return a, b.wait()
+	b := s.k.MarkDirty(prefixAccount + a.ID)
+	s.k.Unlock()
+	return a, b.Wait()
 }
 
 // RecordPurchase adds a credit purchase to an account, atomically with the
@@ -116,15 +116,15 @@ func (s *Store) RecordPurchase(accountID string, amount money.Amount, note strin
 	if amount <= 0 {
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount must be positive", ErrInvalid)
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.accounts[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Purchase{}, Account{}, ErrNotFound
 	}
 	total, ok := money.AddAmounts(cur.CreditsPurchased, amount)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount: the account's total_credits (%s) plus this purchase would exceed %s",
 			ErrInvalid, cur.CreditsPurchased, money.MaxAmount)
 	}
@@ -136,17 +136,31 @@ func (s *Store) RecordPurchase(accountID string, amount money.Amount, note strin
 	a.UpdatedAt = t
 	s.accounts[a.ID] = &a
 	s.purchases[accountID] = append(s.purchases[accountID], p)
-	s.markDirty(prefixAccount + a.ID)
-	b := s.appendRecord(prefixPurchase+accountID+"/"+p.ID, p)
-	s.mu.Unlock()
-	return p, a, b.wait()
+	s.k.MarkDirty(prefixAccount + a.ID)
+	b := s.k.Append(prefixPurchase+accountID+"/"+p.ID, p)
+	s.k.Unlock()
+	return p, a, b.Wait()
 }
 
 // Purchases lists an account's credit purchases, oldest first.
 func (s *Store) Purchases(accountID string) []Purchase {
-	s.mu.RLock()
+	s.k.RLock()
 	out := append([]Purchase(nil), s.purchases[accountID]...)
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
+}
+
+// accountWorkspace resolves the workspace of a new record of an account
+// that has only its default workspace: "" is the default, any other id
+// must be it. Callers hold s.k.
+func (s *Store) accountWorkspace(accountID, workspaceID string) (string, error) {
+	acct, ok := s.accounts[accountID]
+	if !ok {
+		return "", fmt.Errorf("%w: account", ErrNotFound)
+	}
+	if workspaceID != "" && workspaceID != acct.DefaultWorkspaceID {
+		return "", fmt.Errorf("%w: workspace", ErrNotFound)
+	}
+	return acct.DefaultWorkspaceID, nil
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -288,20 +287,14 @@ func (s *Store) UsageDimValues(accountID, dim string) []string {
 // before any write can happen, then subscribes it to new generations.
 func (s *Store) buildAnalytics() error {
 	s.analytics = newRollup()
-	if err := s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixGeneration)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var g Generation
-			if err := it.Item().Value(func(v []byte) error { return decodeGenerationSums(v, &g) }); err != nil {
-				return fmt.Errorf("generation %q: %w", it.Item().Key(), err)
-			}
-			s.analytics.addGeneration(g)
-			s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+	if err := s.k.Scan(prefixGeneration, func(key, v []byte) (bool, error) {
+		var g Generation
+		if err := decodeGenerationSums(v, &g); err != nil {
+			return false, fmt.Errorf("generation %q: %w", key, err)
 		}
-		return nil
+		s.analytics.addGeneration(g)
+		s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+		return true, nil
 	}); err != nil {
 		return err
 	}
@@ -311,9 +304,9 @@ func (s *Store) buildAnalytics() error {
 	s.SubscribeGenerations(func(g Generation) {
 		s.analytics.addGeneration(g)
 		if g.User != "" && !s.hasEndUser(g.AccountID, g.User) {
-			s.mu.Lock()
+			s.k.Lock()
 			s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
-			s.mu.Unlock()
+			s.k.Unlock()
 		}
 	})
 	return nil

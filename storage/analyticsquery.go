@@ -67,8 +67,8 @@ type groupKey struct {
 // KeyCreators maps an account's key hashes to the org member who created
 // each (the `user` dimension).
 func (s *Store) KeyCreators(accountID string) map[string]string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	out := map[string]string{}
 	for _, k := range s.keys {
 		if k.AccountID == accountID && k.CreatorUserID != nil {

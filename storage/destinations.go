@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Destination is an observability destination: where an account's
@@ -72,7 +74,7 @@ func (d *Destination) SealConfig(sealer *Sealer, full []byte) {
 	d.Sealed = sealer.Seal(full, []byte(d.ID))
 }
 
-func (d Destination) recordIDs() (accountID, id string) { return d.AccountID, d.ID }
+func (d Destination) RecordIDs() (accountID, id string) { return d.AccountID, d.ID }
 
 // CreateDestination stores a new destination. d.ID is assigned when empty
 // (the caller may set it first to seal the config); the workspace defaults
@@ -84,15 +86,15 @@ func (s *Store) CreateDestination(d Destination) (Destination, error) {
 	}
 	t := now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
-	s.mu.Lock()
+	s.k.Lock()
 	ws, err := s.accountWorkspace(d.AccountID, d.WorkspaceID)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Destination{}, err
 	}
 	d.WorkspaceID = ws
 	if err := s.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Destination{}, destinationKeyHashesError(err)
 	}
 	n := 0
@@ -102,13 +104,12 @@ func (s *Store) CreateDestination(d Destination) (Destination, error) {
 		}
 	}
 	if n >= MaxDestinationsPerType {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Destination{}, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
 	}
-	s.seq++
-	d.Seq = s.seq
+	d.Seq = s.k.NextSeq()
 	c := d.clone()
-	if err := publishRecord(s, s.destinations, prefixDestination, &c); err != nil {
+	if err := kernel.Publish(s.k, s.destinations, prefixDestination, &c); err != nil {
 		return Destination{}, err
 	}
 	return d, nil
@@ -121,8 +122,8 @@ func destinationKeyHashesError(err error) error {
 
 // Destination returns one of an account's destinations.
 func (s *Store) Destination(accountID, id string) (Destination, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	d, ok := s.destinations[accountID][id]
 	if !ok {
 		return Destination{}, false
@@ -133,22 +134,22 @@ func (s *Store) Destination(accountID, id string) (Destination, bool) {
 // ListDestinations returns one page of an account's destinations in a
 // workspace, most recent first, and how many there are in all.
 func (s *Store) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
-	s.mu.RLock()
+	s.k.RLock()
 	var all []Destination
 	for _, d := range s.destinations[accountID] {
 		if workspaceID == "" || d.WorkspaceID == workspaceID {
 			all = append(all, d.clone())
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }
 
 // DestinationsFor returns the account's enabled destinations. Memory only:
 // the exporter calls it for every generation.
 func (s *Store) DestinationsFor(accountID string) []Destination {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	m := s.destinations[accountID]
 	if len(m) == 0 {
 		return nil
@@ -166,7 +167,7 @@ func (s *Store) DestinationsFor(accountID string) []Destination {
 // the result; identity, account, workspace, type and creation cannot
 // change.
 func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
-	d, err := updateRecord(s, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
+	d, err := kernel.Update(s.k, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
 		d := cur.clone()
 		if err := fn(&d); err != nil {
 			return nil, err
@@ -186,19 +187,5 @@ func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) er
 
 // DeleteDestination removes a destination; its export stops at once.
 func (s *Store) DeleteDestination(accountID, id string) error {
-	return deleteRecord(s, s.destinations, prefixDestination, accountID, id)
-}
-
-func (s *Store) loadDestination(v []byte) error {
-	d, err := s.destinations.load(v)
-	if err != nil {
-		return err
-	}
-	s.seq = max(s.seq, d.Seq)
-	return nil
-}
-
-// destinationSnapshot is snapshot for a destination key. Callers hold s.mu.
-func (s *Store) destinationSnapshot(key string) any {
-	return s.destinations.snapshot(prefixDestination, key)
+	return kernel.Delete(s.k, s.destinations, prefixDestination, accountID, id)
 }

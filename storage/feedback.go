@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // FeedbackCategories are the categories of generation feedback.
@@ -45,10 +43,10 @@ func (s *Store) AddFeedback(g Generation, category string, comment *string) (Fee
 		ID: newID("fb_"), AccountID: g.AccountID, GenerationID: g.ID, Category: category,
 		Comment: comment, CreatedAt: t, Generation: dimsOf(&g),
 	}
-	s.mu.Lock()
-	b := s.appendRecord(prefixFeedback+g.ID+"/"+f.ID, f)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.k.Lock()
+	b := s.k.Append(prefixFeedback+g.ID+"/"+f.ID, f)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return Feedback{}, err
 	}
 	s.analytics.addFeedback(f)
@@ -57,18 +55,12 @@ func (s *Store) AddFeedback(g Generation, category string, comment *string) (Fee
 
 // loadFeedback counts the stored feedback into the rollup (at Open).
 func (s *Store) loadFeedback() error {
-	return s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixFeedback)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var f Feedback
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &f) }); err != nil {
-				return fmt.Errorf("loading feedback %q: %w", it.Item().Key(), err)
-			}
-			s.analytics.addFeedback(f)
+	return s.k.Scan(prefixFeedback, func(key, v []byte) (bool, error) {
+		var f Feedback
+		if err := json.Unmarshal(v, &f); err != nil {
+			return false, fmt.Errorf("loading feedback %q: %w", key, err)
 		}
-		return nil
+		s.analytics.addFeedback(f)
+		return true, nil
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Guardrail restricts the keys and members it is assigned to: the models
@@ -106,20 +107,22 @@ func (g *Guardrail) clone() *Guardrail {
 
 const prefixGuardrail = "r/" // r/<account id>/<guardrail id>
 
-func guardrailKey(accountID, id string) string { return recordKey(prefixGuardrail, accountID, id) }
-
-func (g Guardrail) recordIDs() (accountID, id string) { return g.AccountID, g.ID }
-
-// putGuardrail publishes a guardrail record. Callers hold s.mu.
-func (s *Store) putGuardrail(g *Guardrail) *batch {
-	s.rulesChanged()
-	return putDirty(s, s.guardrails, prefixGuardrail, g)
+func guardrailKey(accountID, id string) string {
+	return kernel.RecordKey(prefixGuardrail, accountID, id)
 }
 
-// deleteGuardrailLocked removes a guardrail. Callers hold s.mu.
+func (g Guardrail) RecordIDs() (accountID, id string) { return g.AccountID, g.ID }
+
+// putGuardrail publishes a guardrail record. Callers hold s.k.
+func (s *Store) putGuardrail(g *Guardrail) *kernel.Batch {
+	s.rulesChanged()
+	return kernel.PutDirty(s.k, s.guardrails, prefixGuardrail, g)
+}
+
+// deleteGuardrailLocked removes a guardrail. Callers hold s.k.
 func (s *Store) deleteGuardrailLocked(accountID, id string) {
 	delete(s.guardrails[accountID], id)
-	s.markDirty(guardrailKey(accountID, id))
+	s.k.MarkDirty(guardrailKey(accountID, id))
 	s.rulesChanged()
 }
 
@@ -150,28 +153,28 @@ func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Gu
 	if err := checkGuardrail(g); err != nil {
 		return Guardrail{}, err
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	a, ok := s.accounts[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, ErrNotFound
 	}
 	if g.WorkspaceID == "" {
 		g.WorkspaceID = a.DefaultWorkspaceID
 	}
 	if _, ok := s.workspaces[accountID][g.WorkspaceID]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, fmt.Errorf("%w: workspace_id: workspace %s not found", ErrNotFound, g.WorkspaceID)
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return *g, b.wait()
+	s.k.Unlock()
+	return *g, b.Wait()
 }
 
 // Guardrail returns a guardrail by id.
 func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	g, ok := s.guardrails[accountID][id]
 	if !ok {
 		return Guardrail{}, false
@@ -182,14 +185,14 @@ func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
 // Guardrails lists the guardrails of a workspace (empty: every workspace),
 // oldest first.
 func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
-	s.mu.RLock()
+	s.k.RLock()
 	var out []Guardrail
 	for _, g := range s.guardrails[accountID] {
 		if workspaceID == "" || g.WorkspaceID == workspaceID {
 			out = append(out, *g)
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
@@ -198,7 +201,7 @@ func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
 // workspace's unconfigured default guardrail creates it (created reports
 // that); its name is derived from the workspace.
 func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, workspaceDefault bool) error) (g Guardrail, created bool, err error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.guardrails[accountID][id]
 	var next *Guardrail
 	if ok {
@@ -206,7 +209,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 	} else {
 		ws := s.workspaceByDefaultGuardrail(accountID, id)
 		if ws == nil {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return Guardrail{}, false, ErrNotFound
 		}
 		next = &Guardrail{ID: id, AccountID: accountID, WorkspaceID: ws.ID, IsWorkspaceDefault: true,
@@ -215,7 +218,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 		created = true
 	}
 	if err := fn(next, next.IsWorkspaceDefault); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, false, err
 	}
 	if cur != nil {
@@ -223,18 +226,18 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 		next.IsWorkspaceDefault, next.Keys, next.Members = cur.IsWorkspaceDefault, cur.Keys, cur.Members
 	}
 	if err := checkGuardrail(next); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, false, err
 	}
 	t := now().UTC()
 	next.UpdatedAt = &t
 	b := s.putGuardrail(next)
-	s.mu.Unlock()
-	return *next, created, b.wait()
+	s.k.Unlock()
+	return *next, created, b.Wait()
 }
 
 // workspaceByDefaultGuardrail finds the workspace whose default guardrail
-// id is id. Callers hold s.mu.
+// id is id. Callers hold s.k.
 func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 	for _, w := range s.workspaces[accountID] {
 		if w.DefaultGuardrailID == id {
@@ -246,30 +249,30 @@ func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 
 // DeleteGuardrail deletes a guardrail and its assignments.
 func (s *Store) DeleteGuardrail(accountID, id string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	if _, ok := s.guardrails[accountID][id]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	s.deleteGuardrailLocked(accountID, id)
-	b := s.pending()
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.Pending()
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // AssignKeys assigns keys of the account to a guardrail. A key holds at
 // most one guardrail: assigning replaces its previous one. It returns how
 // many keys were newly assigned here.
 func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, err
 	}
 	for _, h := range hashes {
 		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
 		}
 	}
@@ -292,11 +295,11 @@ func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (i
 		n++
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
-// assignable returns a guardrail that takes assignments. Callers hold s.mu.
+// assignable returns a guardrail that takes assignments. Callers hold s.k.
 func (s *Store) assignable(accountID, id string) (*Guardrail, error) {
 	g, ok := s.guardrails[accountID][id]
 	if !ok {
@@ -317,15 +320,15 @@ func (s *Store) UnassignKeys(accountID, id string, hashes []string) (int, error)
 // AssignMembers assigns organization members to a guardrail and returns
 // how many were newly assigned.
 func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, err
 	}
 	for _, u := range userIDs {
 		if m, ok := s.members[accountID][u]; !ok || !m.Active {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return 0, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
 		}
 	}
@@ -339,8 +342,8 @@ func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string
 		}
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
 // UnassignMembers removes members from a guardrail and returns how many
@@ -350,10 +353,10 @@ func (s *Store) UnassignMembers(accountID, id string, userIDs []string) (int, er
 }
 
 func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail) map[string]*Assignment) (int, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.guardrails[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, ErrNotFound
 	}
 	g := cur.clone()
@@ -365,12 +368,12 @@ func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail)
 		}
 	}
 	if n == 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, nil
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
 // KeyAssignment is a key's assignment with its guardrail and key.
@@ -390,7 +393,7 @@ type MemberAssignment struct {
 // KeyAssignments lists the key assignments of a guardrail (empty id: of
 // every guardrail of the account), oldest first.
 func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
-	s.mu.RLock()
+	s.k.RLock()
 	var out []KeyAssignment
 	for gid, g := range s.guardrails[accountID] {
 		if id != "" && gid != id {
@@ -402,7 +405,7 @@ func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
 			}
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *KeyAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
@@ -410,7 +413,7 @@ func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
 // MemberAssignments lists the member assignments of a guardrail (empty id:
 // of every guardrail of the account), oldest first.
 func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
-	s.mu.RLock()
+	s.k.RLock()
 	var out []MemberAssignment
 	for gid, g := range s.guardrails[accountID] {
 		if id != "" && gid != id {
@@ -420,30 +423,13 @@ func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
 			out = append(out, MemberAssignment{Assignment: *a, GuardrailID: gid, UserID: u})
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *MemberAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
-func (s *Store) loadGuardrail(v []byte) error {
-	g, err := s.guardrails.load(v)
-	if err != nil {
-		return err
-	}
-	if g.Keys == nil {
-		g.Keys = map[string]*Assignment{}
-	}
-	if g.Members == nil {
-		g.Members = map[string]*Assignment{}
-	}
-	return nil
-}
-
-// guardrailSnapshot is snapshot for a guardrail key. Callers hold s.mu.
-func (s *Store) guardrailSnapshot(key string) any { return s.guardrails.snapshot(prefixGuardrail, key) }
-
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
-// s.mu.
+// s.k.
 func (s *Store) dropKeyAssignments(accountID, hash string) {
 	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
@@ -451,5 +437,15 @@ func (s *Store) dropKeyAssignments(accountID, hash string) {
 			delete(c.Keys, hash)
 			s.putGuardrail(c)
 		}
+	}
+}
+
+// initMaps gives a loaded guardrail the maps that JSON leaves nil.
+func (g *Guardrail) initMaps() {
+	if g.Keys == nil {
+		g.Keys = map[string]*Assignment{}
+	}
+	if g.Members == nil {
+		g.Members = map[string]*Assignment{}
 	}
 }

@@ -32,20 +32,20 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 		Hash: hash, AccountID: n.AccountID, Name: n.Name, Label: label,
 		CreatorUserID: n.CreatorUserID, CreatedAt: t, ExpiresAt: utcPtr(n.ExpiresAt),
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	acct, ok := s.accounts[n.AccountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ManagementKey{}, "", ErrNotFound
 	}
 	if err := s.checkMgmtKeyCreator(acct, n.CreatorUserID); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ManagementKey{}, "", err
 	}
 	s.mgmtKeys[hash] = &k
-	b := s.markDirty(prefixMgmtKey + hash)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	b := s.k.MarkDirty(prefixMgmtKey + hash)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return ManagementKey{}, "", err
 	}
 	return k, secret, nil
@@ -54,29 +54,29 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 // ManagementKeys lists an account's management keys, newest first; with an
 // empty accountID it lists every account's.
 func (s *Store) ManagementKeys(accountID string) []ManagementKey {
-	s.mu.RLock()
+	s.k.RLock()
 	var out []ManagementKey
 	for _, k := range s.mgmtKeys {
 		if accountID == "" || k.AccountID == accountID {
 			out = append(out, *k)
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out
 }
 
 // DeleteManagementKey revokes a management key; it stops working at once.
 func (s *Store) DeleteManagementKey(hash string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	if _, ok := s.mgmtKeys[hash]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.mgmtKeys, hash)
-	b := s.markDirty(prefixMgmtKey + hash)
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(prefixMgmtKey + hash)
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // NewAPIKey describes a regular API key to create.
@@ -103,10 +103,10 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		return APIKey{}, "", fmt.Errorf("%w: expires_at must be in the future", ErrInvalid)
 	}
 	secret, hash, label := newSecret(APIKeyPrefix)
-	s.mu.Lock()
+	s.k.Lock()
 	acct, ok := s.accounts[n.AccountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, "", ErrNotFound
 	}
 	if n.WorkspaceID == "" {
@@ -114,7 +114,7 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	}
 	ws, ok := s.resolveWorkspace(n.AccountID, n.WorkspaceID)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
 	n.WorkspaceID = ws.ID
@@ -128,14 +128,13 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		Name: n.Name, Label: label, Limit: n.Limit, LimitReset: n.LimitReset,
 		IncludeBYOKInLimit: n.IncludeBYOKInLimit, CreatorUserID: creator,
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
-		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.seq + 1,
+		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(),
 	}
-	s.seq++
 	s.keys[hash] = &k
 	s.rulesChanged()
-	b := s.markDirty(prefixAPIKey + hash)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	b := s.k.MarkDirty(prefixAPIKey + hash)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return APIKey{}, "", err
 	}
 	return k, secret, nil
@@ -143,8 +142,8 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 
 // APIKey returns the regular key with the given hash.
 func (s *Store) APIKey(hash string) (APIKey, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	k, ok := s.keys[hash]
 	if !ok {
 		return APIKey{}, false
@@ -162,7 +161,7 @@ type KeyFilter struct {
 
 // ListAPIKeys returns one page of an account's keys, most recent first.
 func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
-	s.mu.RLock()
+	s.k.RLock()
 	var all []APIKey
 	for _, k := range s.keys {
 		if k.AccountID != f.AccountID || (f.WorkspaceID != "" && k.WorkspaceID != f.WorkspaceID) {
@@ -173,7 +172,7 @@ func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
 		}
 		all = append(all, *k)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
 	if f.Offset >= len(all) {
 		return []APIKey{}
@@ -189,15 +188,15 @@ func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
 // may return an error to abort without writing. Identity, ownership and
 // counters cannot be changed through it.
 func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.keys[hash]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, ErrNotFound
 	}
 	k := *cur
 	if err := fn(&k); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, err
 	}
 	k.Hash, k.AccountID, k.Label, k.CreatedAt, k.Seq = cur.Hash, cur.AccountID, cur.Label, cur.CreatedAt, cur.Seq
@@ -205,25 +204,25 @@ func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error
 	k.UpdatedAt = now().UTC()
 	s.keys[hash] = &k
 	s.rulesChanged()
-	b := s.markDirty(prefixAPIKey + hash)
-	s.mu.Unlock()
-	return k, b.wait()
+	b := s.k.MarkDirty(prefixAPIKey + hash)
+	s.k.Unlock()
+	return k, b.Wait()
 }
 
 // DeleteAPIKey removes a regular key; it stops working at once.
 func (s *Store) DeleteAPIKey(hash string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	k, ok := s.keys[hash]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.keys, hash)
 	s.dropKeyAssignments(k.AccountID, hash)
 	s.rulesChanged()
-	b := s.markDirty(prefixAPIKey + hash)
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(prefixAPIKey + hash)
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // Principal is the authenticated caller behind a key string.
@@ -252,8 +251,8 @@ var (
 // returned so that the caller can say why they are refused.
 func (s *Store) Authenticate(secret string) (Principal, error) {
 	hash := HashSecret(secret)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	if k, ok := s.keys[hash]; ok {
 		return Principal{Hash: hash, AccountID: k.AccountID, Key: k, MgmtKey: noManagementKey}, nil
 	}

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // ledger is the in-memory state of running requests: what they hold against
@@ -157,8 +156,8 @@ var ErrSettled = errors.New("reservation already settled")
 // returns nil, places the holds, atomically: concurrent requests cannot
 // both fit in the same room.
 func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.k.Lock()
+	defer s.k.Unlock()
 	acct, ok := s.accounts[accountID]
 	if !ok {
 		return nil, ErrNotFound
@@ -219,13 +218,13 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		a.FreeModelRequests = a.FreeModelRequests.Add(money.IntervalDaily, t, 1)
 		a.FreeModelMinute = a.FreeModelMinute.Add(money.IntervalMinute, t, 1)
 		s.accounts[a.ID] = &a
-		s.markDirty(prefixAccount + a.ID)
+		s.k.MarkDirty(prefixAccount + a.ID)
 	}
 	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHold: wsHold}
 	return res, nil
 }
 
-// release drops the reservation's holds. Callers hold s.mu.
+// release drops the reservation's holds. Callers hold s.k.
 func (s *Store) release(res *Reservation) {
 	if !res.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
@@ -255,8 +254,8 @@ func (s *Store) release(res *Reservation) {
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
 func (s *Store) Release(res *Reservation) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.k.Lock()
+	defer s.k.Unlock()
 	if res.done {
 		return ErrSettled
 	}
@@ -285,9 +284,9 @@ type Charge struct {
 // in the in-flight budget for the settlement window, and appends the
 // generation record. It returns once all of that is durable.
 func (s *Store) Settle(res *Reservation, c Charge) error {
-	s.mu.Lock()
+	s.k.Lock()
 	if res.done {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrSettled
 	}
 	res.done = true
@@ -303,7 +302,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		a.BYOKUsage += byok
 		a.Usage += credits
 		s.accounts[a.ID] = &a
-		s.markDirty(prefixAccount + a.ID)
+		s.k.MarkDirty(prefixAccount + a.ID)
 	}
 	if key, ok := s.keys[res.KeyHash]; ok && c.Cost != 0 {
 		k := *key
@@ -314,7 +313,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 			k.Usage = k.Usage.Add(t, credits)
 		}
 		s.keys[k.Hash] = &k
-		s.markDirty(prefixAPIKey + k.Hash)
+		s.k.MarkDirty(prefixAPIKey + k.Hash)
 	}
 	if c.Cost != 0 {
 		s.chargeScopes(res, credits, byok, t)
@@ -324,14 +323,14 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		st.settle(settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
 		s.ledger.inFlight[res.AccountID] = st
 	}
-	var b *batch
+	var b *kernel.Batch
 	if c.Generation != nil {
-		b = s.appendRecord(prefixGeneration+c.Generation.ID, *c.Generation)
+		b = s.k.Append(prefixGeneration+c.Generation.ID, *c.Generation)
 	} else {
-		b = s.pending()
+		b = s.k.Pending()
 	}
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return err
 	}
 	if c.Generation != nil {
@@ -386,37 +385,19 @@ func NewGenerationID(t time.Time) string {
 // path).
 func (s *Store) Generation(id string) (Generation, error) {
 	var g Generation
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(prefixGeneration + id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error { return json.Unmarshal(v, &g) })
-	})
+	err := s.k.Get(prefixGeneration+id, func(v []byte) error { return json.Unmarshal(v, &g) })
 	return g, err
 }
 
 // Generations calls fn for each stored generation in creation order, until
 // fn returns false.
 func (s *Store) Generations(fn func(Generation) bool) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixGeneration)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var g Generation
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &g) }); err != nil {
-				return err
-			}
-			if !fn(g) {
-				return nil
-			}
+	return s.k.Scan(prefixGeneration, func(_, v []byte) (bool, error) {
+		var g Generation
+		if err := json.Unmarshal(v, &g); err != nil {
+			return false, err
 		}
-		return nil
+		return fn(g), nil
 	})
 }
 
@@ -425,7 +406,7 @@ func (s *Store) Generations(fn func(Generation) bool) error {
 // account's and key's: the part paid in credits to Usage, the caller's own
 // provider spending to BYOKUsage. The records are replaced, not edited,
 // and these counters do not change any key's rules, so the rules cache
-// stays valid. Callers hold s.mu.
+// stays valid. Callers hold s.k.
 func (s *Store) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
 	add := func(usage, byokUsage *money.UsageCounters) {
 		if credits != 0 {
@@ -440,7 +421,7 @@ func (s *Store) chargeScopes(res *Reservation, credits, byok money.Amount, t tim
 			w := *ws
 			add(&w.Usage, &w.BYOKUsage)
 			s.workspaces[accountID][id] = &w
-			s.markDirty(prefixWorkspaceUsage + accountID + "/" + id)
+			s.k.MarkDirty(prefixWorkspaceUsage + accountID + "/" + id)
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
@@ -448,7 +429,7 @@ func (s *Store) chargeScopes(res *Reservation, credits, byok money.Amount, t tim
 			m := *mem
 			add(&m.Usage, &m.BYOKUsage)
 			s.members[accountID][id] = &m
-			s.markDirty(prefixMemberUsage + accountID + "/" + id)
+			s.k.MarkDirty(prefixMemberUsage + accountID + "/" + id)
 		}
 	}
 }

@@ -173,15 +173,15 @@ func TestLegacyAccountGetsDefaultWorkspace(t *testing.T) {
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
 	// Simulate a database written before workspaces: no workspace record,
 	// a key without workspace.
-	s.mu.Lock()
+	s.k.Lock()
 	delete(s.workspaces, acct.ID)
 	c := *s.keys[k.Hash]
 	c.WorkspaceID = ""
 	s.keys[k.Hash] = &c
-	s.markDirty(workspaceKey(acct.ID, acct.DefaultWorkspaceID))
-	b := s.markDirty(prefixAPIKey + k.Hash)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.k.MarkDirty(workspaceKey(acct.ID, acct.DefaultWorkspaceID))
+	b := s.k.MarkDirty(prefixAPIKey + k.Hash)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -328,9 +328,9 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.mu.RLock()
+	s.k.RLock()
 	held := len(s.ledger.workspaceHeld) + len(s.ledger.memberHeld)
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	if held != 0 {
 		t.Fatal("holds left after release")
 	}

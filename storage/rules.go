@@ -73,9 +73,9 @@ func (s *Store) EffectiveRules(keyHash string) *Rules {
 			return r
 		}
 	}
-	s.mu.RLock()
+	s.k.RLock()
 	r := s.computeRules(keyHash)
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	s.rules.Store(keyHash, r)
 	return r
 }

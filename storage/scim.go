@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // SCIM: an organization's identity provider provisions its members (SCIM
@@ -144,7 +146,7 @@ func put[T any](m map[string]map[string]*T, accountID, id string, v *T) {
 	m[accountID][id] = v
 }
 
-// copyOf returns a copy of m[accountID][id]. Callers hold s.mu.
+// copyOf returns a copy of m[accountID][id]. Callers hold s.k.
 func copyOf[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
 	v, ok := m[accountID][id]
 	if !ok {
@@ -161,14 +163,14 @@ const SCIMTokenPrefix = "sk-tg-scim-v1-"
 // previous one; the secret is returned once and only its hash is kept.
 func (s *Store) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
 	secret, hash, label := newSecret(SCIMTokenPrefix)
-	s.mu.Lock()
+	s.k.Lock()
 	acct, ok := s.accounts[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return "", SCIMToken{}, ErrNotFound
 	}
 	if acct.Kind != AccountOrganization {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return "", SCIMToken{}, fmt.Errorf("%w: only organizations have a SCIM service", ErrInvalid)
 	}
 	if old, ok := s.scim.tokens[accountID]; ok {
@@ -177,15 +179,15 @@ func (s *Store) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
 	t := &SCIMToken{AccountID: accountID, Hash: hash, Label: label, CreatedAt: now().UTC()}
 	s.scim.tokens[accountID] = t
 	s.scim.byHash[hash] = accountID
-	b := s.markDirty(scimKey("t", accountID))
-	s.mu.Unlock()
-	return secret, *t, b.wait()
+	b := s.k.MarkDirty(scimKey("t", accountID))
+	s.k.Unlock()
+	return secret, *t, b.Wait()
 }
 
 // SCIMTokenInfo returns the organization's SCIM token record (no secret).
 func (s *Store) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	t, ok := s.scim.tokens[accountID]
 	if !ok {
 		return SCIMToken{}, false
@@ -195,17 +197,17 @@ func (s *Store) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
 
 // RevokeSCIMToken deletes the organization's SCIM token.
 func (s *Store) RevokeSCIMToken(accountID string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	t, ok := s.scim.tokens[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.scim.byHash, t.Hash)
 	delete(s.scim.tokens, accountID)
-	b := s.markDirty(scimKey("t", accountID))
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(scimKey("t", accountID))
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // SCIMAccount resolves a SCIM token to its organization.
@@ -214,8 +216,8 @@ func (s *Store) SCIMAccount(secret string) (Account, bool) {
 		return Account{}, false
 	}
 	h := HashSecret(secret)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	id, ok := s.scim.byHash[h]
 	if !ok {
 		return Account{}, false
@@ -246,7 +248,7 @@ func (s *Store) scimUserRecord(m *Member) SCIMUserRecord {
 // and the deactivated members the identity provider provisioned (so that
 // it can reactivate them), oldest first.
 func (s *Store) SCIMUsers(accountID string) []SCIMUserRecord {
-	s.mu.RLock()
+	s.k.RLock()
 	var ms []Member
 	for _, m := range s.members[accountID] {
 		if _, provisioned := s.scim.users[accountID][m.ID]; m.Active || provisioned {
@@ -258,14 +260,14 @@ func (s *Store) SCIMUsers(accountID string) []SCIMUserRecord {
 	for i := range ms {
 		out[i] = s.scimUserRecord(&ms[i])
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return out
 }
 
 // SCIMUser returns a member as the SCIM service shows it.
 func (s *Store) SCIMUser(accountID, id string) (SCIMUserRecord, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	m, ok := s.members[accountID][id]
 	if !ok {
 		return SCIMUserRecord{}, false
@@ -311,17 +313,17 @@ func (s *Store) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRec
 	if err != nil {
 		return SCIMUserRecord{}, fmt.Errorf("%w: emails: a member needs an email address (the primary email, or a userName that is one)", ErrInvalid)
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	r, b, err := s.putSCIMUserLocked(accountID, id, email, in)
-	s.mu.Unlock()
+	s.k.Unlock()
 	if err != nil {
 		return SCIMUserRecord{}, err
 	}
-	return r, b.wait()
+	return r, b.Wait()
 }
 
-// putSCIMUserLocked is putSCIMUser's change. Callers hold s.mu.
-func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *batch, error) {
+// putSCIMUserLocked is putSCIMUser's change. Callers hold s.k.
+func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *kernel.Batch, error) {
 	acct, ok := s.accounts[accountID]
 	if !ok || acct.Kind != AccountOrganization {
 		return SCIMUserRecord{}, nil, ErrNotFound
@@ -356,7 +358,7 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 	}
 	m.Email, m.FirstName, m.LastName, m.Active, m.UpdatedAt = email, in.FirstName, in.LastName, in.Active, t
 	s.putMember(&m)
-	b := s.markDirty(memberKey(accountID, m.ID))
+	b := s.k.MarkDirty(memberKey(accountID, m.ID))
 	if !m.Active {
 		s.leaveWorkspacesLocked(accountID, m.ID)
 	}
@@ -365,19 +367,19 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 		u.CreatedAt = cur.CreatedAt
 	}
 	put(s.scim.users, accountID, m.ID, u)
-	s.markDirty(scimKey("u", accountID, m.ID))
+	s.k.MarkDirty(scimKey("u", accountID, m.ID))
 	return s.scimUserRecord(&m), b, nil
 }
 
 // leaveWorkspacesLocked removes a member from every workspace of its
-// account. Callers hold s.mu.
+// account. Callers hold s.k.
 func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
 	for _, ws := range s.workspaces[accountID] {
 		if _, in := ws.Members[userID]; in {
 			w := ws.clone()
 			delete(w.Members, userID)
 			s.putWorkspace(w)
-			s.markDirty(workspaceKey(accountID, w.ID))
+			s.k.MarkDirty(workspaceKey(accountID, w.ID))
 		}
 	}
 }
@@ -386,30 +388,30 @@ func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
 // (its id stays on its keys; out of every workspace), removed from every
 // group, and no longer shown by the SCIM service.
 func (s *Store) DeleteSCIMUser(accountID, id string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.members[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	m := *cur
 	m.Active, m.UpdatedAt = false, now().UTC()
 	s.putMember(&m)
-	b := s.markDirty(memberKey(accountID, id))
+	b := s.k.MarkDirty(memberKey(accountID, id))
 	s.leaveWorkspacesLocked(accountID, id)
 	delete(s.scim.users[accountID], id)
-	s.markDirty(scimKey("u", accountID, id))
+	s.k.MarkDirty(scimKey("u", accountID, id))
 	for gid, g := range s.scim.groups[accountID] {
 		if g.Members[id] {
 			c := g.clone()
 			delete(c.Members, id)
 			c.UpdatedAt = now().UTC()
 			s.scim.groups[accountID][gid] = c
-			s.markDirty(scimKey("g", accountID, gid))
+			s.k.MarkDirty(scimKey("g", accountID, gid))
 		}
 	}
-	s.mu.Unlock()
-	return b.wait()
+	s.k.Unlock()
+	return b.Wait()
 }
 
 func (g *SCIMGroup) clone() *SCIMGroup {
@@ -424,20 +426,20 @@ func (g *SCIMGroup) clone() *SCIMGroup {
 // SCIMGroups lists the organization's identity-provider groups, oldest
 // first.
 func (s *Store) SCIMGroups(accountID string) []SCIMGroup {
-	s.mu.RLock()
+	s.k.RLock()
 	out := make([]SCIMGroup, 0, len(s.scim.groups[accountID]))
 	for _, g := range s.scim.groups[accountID] {
 		out = append(out, *g.clone())
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(g *SCIMGroup) (time.Time, string) { return g.CreatedAt, g.ID })
 	return out
 }
 
 // SCIMGroup returns one group.
 func (s *Store) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	g, ok := s.scim.groups[accountID][id]
 	if !ok {
 		return SCIMGroup{}, false
@@ -445,7 +447,7 @@ func (s *Store) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
 	return *g.clone(), true
 }
 
-// checkGroup validates a group's fields. Callers hold s.mu.
+// checkGroup validates a group's fields. Callers hold s.k.
 func (s *Store) checkGroup(g *SCIMGroup) error {
 	g.DisplayName = strings.TrimSpace(g.DisplayName)
 	if g.DisplayName == "" {
@@ -472,76 +474,76 @@ func (s *Store) CreateSCIMGroup(accountID, displayName string, externalID *strin
 	for _, m := range members {
 		g.Members[m] = true
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	if a, ok := s.accounts[accountID]; !ok || a.Kind != AccountOrganization {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, ErrNotFound
 	}
 	if err := s.checkGroup(g); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, err
 	}
 	put(s.scim.groups, accountID, g.ID, g)
-	b := s.markDirty(scimKey("g", accountID, g.ID))
-	s.mu.Unlock()
-	return *g.clone(), b.wait()
+	b := s.k.MarkDirty(scimKey("g", accountID, g.ID))
+	s.k.Unlock()
+	return *g.clone(), b.Wait()
 }
 
 // UpdateSCIMGroup applies fn to a copy of the group and stores it.
 func (s *Store) UpdateSCIMGroup(accountID, id string, fn func(*SCIMGroup) error) (SCIMGroup, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.scim.groups[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, ErrNotFound
 	}
 	g := cur.clone()
 	if err := fn(g); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, err
 	}
 	g.ID, g.AccountID, g.CreatedAt, g.UpdatedAt = cur.ID, cur.AccountID, cur.CreatedAt, now().UTC()
 	if err := s.checkGroup(g); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, err
 	}
 	s.scim.groups[accountID][id] = g
-	b := s.markDirty(scimKey("g", accountID, id))
-	s.mu.Unlock()
-	return *g.clone(), b.wait()
+	b := s.k.MarkDirty(scimKey("g", accountID, id))
+	s.k.Unlock()
+	return *g.clone(), b.Wait()
 }
 
 // DeleteSCIMGroup deletes a group. Its mappings stay until the next sync
 // job, which removes the memberships they granted and then the mappings
 // (counted as deleted_groups).
 func (s *Store) DeleteSCIMGroup(accountID, id string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	if _, ok := s.scim.groups[accountID][id]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.scim.groups[accountID], id)
-	b := s.markDirty(scimKey("g", accountID, id))
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(scimKey("g", accountID, id))
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // SCIMGroupMappings lists the organization's mappings, oldest first.
 func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
-	s.mu.RLock()
+	s.k.RLock()
 	out := make([]SCIMGroupMapping, 0, len(s.scim.mappings[accountID]))
 	for _, m := range s.scim.mappings[accountID] {
 		out = append(out, *m)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(m *SCIMGroupMapping) (time.Time, string) { return m.CreatedAt, m.ID })
 	return out
 }
 
 // SCIMGroupMapping returns one mapping.
 func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	return copyOf(s.scim.mappings, accountID, id)
 }
 
@@ -557,16 +559,16 @@ func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, 
 	if err := checkMappingRole(role); err != nil {
 		return SCIMGroupMapping{}, 0, err
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	m, err := s.createMappingLocked(accountID, groupID, workspaceRef, role)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroupMapping{}, 0, err
 	}
-	b := s.markDirty(scimKey("m", accountID, m.ID))
+	b := s.k.MarkDirty(scimKey("m", accountID, m.ID))
 	added := s.applyMappingLocked(accountID, m)
-	s.mu.Unlock()
-	return m, added, b.wait()
+	s.k.Unlock()
+	return m, added, b.Wait()
 }
 
 // checkMappingRole validates a mapping's role.
@@ -578,7 +580,7 @@ func checkMappingRole(role MemberRole) error {
 }
 
 // createMappingLocked checks and stores a new mapping, or returns the
-// existing one of the same role. Callers hold s.mu.
+// existing one of the same role. Callers hold s.k.
 func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
 	if _, ok := s.scim.groups[accountID][groupID]; !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: scim_group_id: no SCIM group %s", ErrNotFound, groupID)
@@ -607,7 +609,7 @@ func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, rol
 // applyMappingLocked adds the mapping's group members missing from its
 // workspace (granted by it) and records it as a source of the memberships
 // it already granted. It never removes nor changes a role: sync jobs
-// reconcile. Callers hold s.mu.
+// reconcile. Callers hold s.k.
 func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	g, ok := s.scim.groups[accountID][m.GroupID]
 	if !ok {
@@ -637,7 +639,7 @@ func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	if added > 0 {
 		s.publishTouched(touched)
 	}
-	s.markDirty(scimKey("s", accountID))
+	s.k.MarkDirty(scimKey("s", accountID))
 	return added
 }
 
@@ -656,18 +658,18 @@ func (s *Store) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (S
 	if err := checkMappingRole(role); err != nil {
 		return SCIMGroupMapping{}, err
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.scim.mappings[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroupMapping{}, ErrNotFound
 	}
 	m := *cur
 	m.Role, m.UpdatedAt = role, now().UTC()
 	s.scim.mappings[accountID][id] = &m
-	b := s.markDirty(scimKey("m", accountID, id))
-	s.mu.Unlock()
-	return m, b.wait()
+	b := s.k.MarkDirty(scimKey("m", accountID, id))
+	s.k.Unlock()
+	return m, b.Wait()
 }
 
 // DeleteSCIMGroupMapping deletes a mapping. keepMembers false removes the
@@ -675,13 +677,13 @@ func (s *Store) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (S
 // the workspace keeps its membership, then counted as manual); true keeps
 // them as manually managed. It returns how many memberships were removed.
 func (s *Store) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (int, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	if _, ok := s.scim.mappings[accountID][id]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, ErrNotFound
 	}
 	delete(s.scim.mappings[accountID], id)
-	b := s.markDirty(scimKey("m", accountID, id))
+	b := s.k.MarkDirty(scimKey("m", accountID, id))
 	removed := 0
 	g := s.scimGrantsOf(accountID)
 	touched := map[string]*Workspace{}
@@ -704,9 +706,9 @@ func (s *Store) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (
 		}
 	}
 	s.publishTouched(touched)
-	s.markDirty(scimKey("s", accountID))
-	s.mu.Unlock()
-	return removed, b.wait()
+	s.k.MarkDirty(scimKey("s", accountID))
+	s.k.Unlock()
+	return removed, b.Wait()
 }
 
 func without(ids []string, id string) []string {
@@ -720,7 +722,7 @@ func without(ids []string, id string) []string {
 }
 
 // scimGrantsOf returns the account's grants record, creating it. Callers
-// hold s.mu.
+// hold s.k.
 func (s *Store) scimGrantsOf(accountID string) *scimGrants {
 	g, ok := s.scim.grants[accountID]
 	if !ok {
@@ -731,7 +733,7 @@ func (s *Store) scimGrantsOf(accountID string) *scimGrants {
 }
 
 // memberHasKeysIn reports whether the user created API keys in the
-// workspace (such a member cannot be removed from it). Callers hold s.mu.
+// workspace (such a member cannot be removed from it). Callers hold s.k.
 func (s *Store) memberHasKeysIn(wsID, userID string) bool {
 	for _, k := range s.keys {
 		if k.WorkspaceID == wsID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
@@ -742,7 +744,7 @@ func (s *Store) memberHasKeysIn(wsID, userID string) bool {
 }
 
 // removeGrantedMembership removes a membership from a (cloned, touched)
-// workspace unless the member has keys there. Callers hold s.mu.
+// workspace unless the member has keys there. Callers hold s.k.
 func (s *Store) removeGrantedMembership(accountID, wsID, userID string, touched map[string]*Workspace) bool {
 	w := s.touchWorkspace(accountID, wsID, touched)
 	if w == nil {
@@ -756,7 +758,7 @@ func (s *Store) removeGrantedMembership(accountID, wsID, userID string, touched 
 }
 
 // touchWorkspace returns a writable copy of a workspace, once per
-// operation. Callers hold s.mu.
+// operation. Callers hold s.k.
 func (s *Store) touchWorkspace(accountID, wsID string, touched map[string]*Workspace) *Workspace {
 	if w, ok := touched[wsID]; ok {
 		return w
@@ -770,23 +772,24 @@ func (s *Store) touchWorkspace(accountID, wsID string, touched map[string]*Works
 	return w
 }
 
-// publishTouched publishes the changed workspaces. Callers hold s.mu.
+// publishTouched publishes the changed workspaces. Callers hold s.k.
 func (s *Store) publishTouched(touched map[string]*Workspace) {
 	for _, w := range touched {
 		s.putWorkspace(w)
-		s.markDirty(workspaceKey(w.AccountID, w.ID))
+		s.k.MarkDirty(workspaceKey(w.AccountID, w.ID))
 	}
 }
 
 // SCIMSyncJob returns a sync job.
 func (s *Store) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	return copyOf(s.scim.jobs, accountID, id)
 }
 
 // loadSCIM decodes one SCIM record.
-func (s *Store) loadSCIM(key string, v []byte) error {
+func (s *Store) loadSCIM(k, v []byte) error {
+	key := string(k)
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	switch kind {
 	case "t":
@@ -813,7 +816,7 @@ func (s *Store) loadSCIM(key string, v []byte) error {
 				msg := "interrupted by a restart before it finished; nothing was applied, run a new sync job"
 				t := now().UTC()
 				j.Status, j.ErrorMessage, j.FinishedAt = SyncFailed, &msg, &t
-				s.markDirty(key)
+				s.k.MarkDirty(key)
 			}
 			put(s.scim.jobs, j.AccountID, j.ID, j)
 		})
@@ -838,7 +841,7 @@ func decodeInto[T any](v []byte, keep func(*T)) error {
 	return nil
 }
 
-// scimSnapshot is snapshot for a SCIM key. Callers hold s.mu.
+// scimSnapshot is snapshot for a SCIM key. Callers hold s.k.
 func (s *Store) scimSnapshot(key string) any {
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	accountID, id, _ := strings.Cut(rest, "/")

@@ -1,6 +1,8 @@
-// Package storage persists the gateway's accounts, keys and counters in an
-// embedded Badger database and serves every read from an in-memory copy, so
-// that the request path never waits on disk for a lookup.
+// Package storage holds the gateway's state: accounts, keys, credits and
+// the counters that cap them, organizations, secrets, analytics and SCIM
+// records. Every read is served from memory, so that the request path
+// never waits on disk for a lookup; every write goes through the kernel
+// (package storage/kernel), which makes it durable before it returns.
 package storage
 
 import (
@@ -11,13 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Errors returned by the store; handlers map them to HTTP statuses.
 var (
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = kernel.ErrNotFound
 	ErrInvalid  = errors.New("invalid")
 	// ErrConflict: the change contradicts the current state (a duplicate,
 	// or a workspace that still holds keys).
@@ -26,6 +29,10 @@ var (
 	// cannot be deleted).
 	ErrForbidden = errors.New("forbidden")
 )
+
+// ErrNotDurable is returned when a write could not be committed in time; the
+// kernel keeps retrying it.
+var ErrNotDurable = kernel.ErrNotDurable
 
 // now is the store's clock; tests replace it to cross UTC boundaries.
 var now = time.Now
@@ -47,29 +54,26 @@ type Options struct {
 
 // Store is the gateway's persistent state. All methods are safe for
 // concurrent use. Memory is the truth for reads; every method that changes
-// state returns only once the change is durable (group-committed, see
-// flush.go), so a caller never acknowledges what a crash would lose.
+// state returns only once the change is durable (group-committed by the
+// kernel), so a caller never acknowledges what a crash would lose.
 type Store struct {
-	db  *badger.DB
-	log *zap.Logger
+	k *kernel.Kernel
 
-	mu        sync.RWMutex
 	accounts  map[string]*Account
 	keys      map[string]*APIKey        // by hash
 	mgmtKeys  map[string]*ManagementKey // by hash
 	purchases map[string][]Purchase     // by account id
-	seq       uint64
 	ledger    ledger
 
-	byok accountRecords[Credential] // BYOK credentials by account id, then id
+	byok kernel.Records[Credential] // BYOK credentials by account id, then id
 
-	destinations accountRecords[Destination]     // observability destinations by account id, then id
-	endpoints    accountRecords[PrivateEndpoint] // private endpoints by account id, then id
+	destinations kernel.Records[Destination]     // observability destinations by account id, then id
+	endpoints    kernel.Records[PrivateEndpoint] // private endpoints by account id, then id
 	// Organizations' members, workspaces and guardrails, by account id,
 	// then id (members.go, workspaces.go, guardrails.go).
-	members    accountRecords[Member]
-	workspaces accountRecords[Workspace]
-	guardrails accountRecords[Guardrail]
+	members    kernel.Records[Member]
+	workspaces kernel.Records[Workspace]
+	guardrails kernel.Records[Guardrail]
 	// rules caches each key's effective rules (rules.go); rulesGen
 	// invalidates them.
 	rules    sync.Map
@@ -77,21 +81,9 @@ type Store struct {
 
 	genSubs generationSubscribers // SubscribeGenerations
 
-	endUsers  accountRecords[EndUser] // by account id, then user (endusers.go)
+	endUsers  kernel.Records[EndUser] // by account id, then user (endusers.go)
 	analytics *rollup                 // usage rollup (analytics.go)
 	scim      *scimState              // SCIM tokens, users, groups, mappings, sync jobs (scim.go)
-
-	// group commit (flush.go)
-	dirty     map[string]struct{}
-	appends   []kv
-	open      *batch
-	wake      chan struct{}
-	stopFlush chan struct{}
-	flushDone chan struct{}
-	closing   bool
-
-	stopGC chan struct{}
-	gcDone chan struct{}
 }
 
 // Badger key prefixes, one per record type.
@@ -112,179 +104,121 @@ const (
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
-	log := opts.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	bopts := badger.DefaultOptions(opts.Dir).
-		WithLogger(badgerLogger{log.Sugar()}).
-		WithNumVersionsToKeep(1).
-		WithMemTableSize(16 << 20).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20).
-		WithSyncWrites(opts.SyncWrites)
-	if opts.InMemory {
-		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
-	}
-	db, err := badger.Open(bopts)
+	k, err := kernel.Open(kernel.Options(opts))
 	if err != nil {
-		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
+		return nil, err
 	}
 	s := &Store{
-		db:        db,
-		log:       log,
+		k:         k,
 		accounts:  map[string]*Account{},
 		keys:      map[string]*APIKey{},
 		mgmtKeys:  map[string]*ManagementKey{},
 		purchases: map[string][]Purchase{},
-		byok:      map[string]map[string]*Credential{},
-		endUsers:  map[string]map[string]*EndUser{},
+		byok:      kernel.Records[Credential]{},
+		endUsers:  kernel.Records[EndUser]{},
 		ledger:    newLedger(),
-		dirty:     map[string]struct{}{},
-		open:      &batch{done: make(chan struct{})},
-		wake:      make(chan struct{}, 1),
-		stopFlush: make(chan struct{}),
-		flushDone: make(chan struct{}),
-		stopGC:    make(chan struct{}),
-		gcDone:    make(chan struct{}),
 	}
-	s.destinations = map[string]map[string]*Destination{}
-	s.endpoints = map[string]map[string]*PrivateEndpoint{}
-	s.members = map[string]map[string]*Member{}
-	s.workspaces = map[string]map[string]*Workspace{}
-	s.guardrails = map[string]map[string]*Guardrail{}
+	s.destinations = kernel.Records[Destination]{}
+	s.endpoints = kernel.Records[PrivateEndpoint]{}
+	s.members = kernel.Records[Member]{}
+	s.workspaces = kernel.Records[Workspace]{}
+	s.guardrails = kernel.Records[Guardrail]{}
 	s.scim = newSCIMState()
-	if err := s.load(); err != nil {
-		_ = db.Close()
+	s.registerKinds()
+	if err := k.Start(); err != nil {
+		_ = k.Close()
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
 	if err := s.buildAnalytics(); err != nil {
-		_ = db.Close()
+		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
-	}
-	go s.flushLoop()
-	if opts.GCInterval > 0 && !opts.InMemory {
-		go s.gcLoop(opts.GCInterval)
-	} else {
-		close(s.gcDone)
 	}
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	close(s.stopFlush)
-	<-s.flushDone
-	close(s.stopGC)
-	<-s.gcDone
-	return s.db.Close()
+func (s *Store) Close() error { return s.k.Close() }
+
+// registerKinds tells the kernel how to load and snapshot each kind of
+// record, in load order: workspace and member usage counters decorate
+// the workspaces and members loaded before them.
+func (s *Store) registerKinds() {
+	s.k.Register(
+		kernel.Kind{Prefix: prefixAccount, Load: s.loadAccount, Snapshot: s.accountSnapshot},
+		kernel.Kind{Prefix: prefixPurchase, Load: s.loadPurchase, Append: true},
+		kernel.Kind{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Snapshot: s.mgmtKeySnapshot},
+		kernel.Kind{Prefix: prefixAPIKey, Load: s.loadAPIKey, Snapshot: s.apiKeySnapshot},
+		s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) }),
+		s.endUsers.Kind(prefixEndUser, nil),
+		s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) }),
+		s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) }),
+		s.members.Kind(prefixMember, nil),
+		s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps),
+		s.guardrails.Kind(prefixGuardrail, (*Guardrail).initMaps),
+		kernel.Kind{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Snapshot: s.usageSnapshot},
+		kernel.Kind{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Snapshot: s.usageSnapshot},
+		kernel.Kind{Prefix: prefixSCIM, Load: s.loadSCIM, Snapshot: s.scimSnapshot},
+		kernel.Kind{Prefix: prefixGeneration, Append: true},
+		kernel.Kind{Prefix: prefixFeedback, Append: true},
+	)
 }
 
-// load reads accounts, purchases and keys into the in-memory index (the
-// warm-up). Generation records stay on disk.
-func (s *Store) load() error {
-	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser,
-			prefixDestination, prefixPrivateEndpoint, prefixMember, prefixWorkspace, prefixGuardrail,
-			prefixWorkspaceUsage, prefixMemberUsage, prefixSCIM} {
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = []byte(prefix)
-			it := txn.NewIterator(opts)
-			for it.Rewind(); it.Valid(); it.Next() {
-				item := it.Item()
-				load := func(v []byte) error { return s.loadRecord(prefix, v) }
-				if prefix == prefixWorkspaceUsage || prefix == prefixMemberUsage {
-					key := item.KeyCopy(nil)
-					load = func(v []byte) error { return s.loadUsage(prefix, key, v) }
-				}
-				if prefix == prefixSCIM {
-					key := string(item.KeyCopy(nil))
-					load = func(v []byte) error { return s.loadSCIM(key, v) }
-				}
-				if err := item.Value(load); err != nil {
-					it.Close()
-					return fmt.Errorf("loading record %q: %w", item.Key(), err)
-				}
-			}
-			it.Close()
-		}
-		return nil
-	})
+func (s *Store) loadAccount(_, v []byte) error {
+	var a Account
+	if err := json.Unmarshal(v, &a); err != nil {
+		return err
+	}
+	s.accounts[a.ID] = &a
+	return nil
 }
 
-// loadRecord decodes one record of the given type into memory.
-func (s *Store) loadRecord(prefix string, v []byte) error {
-	switch prefix {
-	case prefixAccount:
-		var a Account
-		if err := json.Unmarshal(v, &a); err != nil {
-			return err
-		}
-		s.accounts[a.ID] = &a
-	case prefixPurchase:
-		var p Purchase
-		if err := json.Unmarshal(v, &p); err != nil {
-			return err
-		}
-		s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
-	case prefixMgmtKey:
-		var m ManagementKey
-		if err := json.Unmarshal(v, &m); err != nil {
-			return err
-		}
-		s.mgmtKeys[m.Hash] = &m
-	case prefixAPIKey:
-		var k APIKey
-		if err := json.Unmarshal(v, &k); err != nil {
-			return err
-		}
-		s.keys[k.Hash] = &k
-		s.seq = max(s.seq, k.Seq)
-	case prefixBYOK:
-		return s.loadBYOK(v)
-	case prefixEndUser:
-		return s.loadEndUser(v)
-	case prefixDestination:
-		return s.loadDestination(v)
-	case prefixPrivateEndpoint:
-		return s.loadPrivateEndpoint(v)
-	case prefixMember:
-		return s.loadMember(v)
-	case prefixWorkspace:
-		return s.loadWorkspace(v)
-	case prefixGuardrail:
-		return s.loadGuardrail(v)
+func (s *Store) loadPurchase(_, v []byte) error {
+	var p Purchase
+	if err := json.Unmarshal(v, &p); err != nil {
+		return err
+	}
+	s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
+	return nil
+}
+
+func (s *Store) loadMgmtKey(_, v []byte) error {
+	var m ManagementKey
+	if err := json.Unmarshal(v, &m); err != nil {
+		return err
+	}
+	s.mgmtKeys[m.Hash] = &m
+	return nil
+}
+
+func (s *Store) loadAPIKey(_, v []byte) error {
+	var k APIKey
+	if err := json.Unmarshal(v, &k); err != nil {
+		return err
+	}
+	s.keys[k.Hash] = &k
+	s.k.ObserveSeq(k.Seq)
+	return nil
+}
+
+func (s *Store) accountSnapshot(key string) any {
+	if a, ok := s.accounts[key[len(prefixAccount):]]; ok {
+		return *a
 	}
 	return nil
 }
 
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
-
-// gcLoop runs value-log GC until no more rewriting is worthwhile, on every tick.
-func (s *Store) gcLoop(every time.Duration) {
-	defer close(s.gcDone)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopGC:
-			return
-		case <-t.C:
-			for s.db.RunValueLogGC(0.5) == nil {
-			}
-		}
+func (s *Store) apiKeySnapshot(key string) any {
+	if k, ok := s.keys[key[len(prefixAPIKey):]]; ok {
+		return *k
 	}
+	return nil
 }
 
-// badgerLogger routes Badger's log lines into zap.
-type badgerLogger struct{ l *zap.SugaredLogger }
-
-func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Errorf(f, a...) }
-func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warnf(f, a...) }
-func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debugf(f, a...) }
-func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debugf(f, a...) }
+func (s *Store) mgmtKeySnapshot(key string) any {
+	if m, ok := s.mgmtKeys[key[len(prefixMgmtKey):]]; ok {
+		return *m
+	}
+	return nil
+}

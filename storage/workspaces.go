@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Workspace divides an account's keys. Every account has a default
@@ -126,7 +127,7 @@ func (w *Workspace) SortedBudgets() []WorkspaceBudget {
 	return out
 }
 
-// clone copies the workspace with its own maps. Callers hold s.mu.
+// clone copies the workspace with its own maps. Callers hold s.k.
 func (w *Workspace) clone() *Workspace {
 	c := *w
 	c.Budgets = maps.Clone(w.Budgets)
@@ -142,17 +143,19 @@ func (w *Workspace) clone() *Workspace {
 
 const prefixWorkspace = "w/" // w/<account id>/<workspace id>
 
-func workspaceKey(accountID, id string) string { return recordKey(prefixWorkspace, accountID, id) }
+func workspaceKey(accountID, id string) string {
+	return kernel.RecordKey(prefixWorkspace, accountID, id)
+}
 
-func (w Workspace) recordIDs() (accountID, id string) { return w.AccountID, w.ID }
+func (w Workspace) RecordIDs() (accountID, id string) { return w.AccountID, w.ID }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // putWorkspace publishes a workspace record and marks it dirty. Callers
-// hold s.mu.
-func (s *Store) putWorkspace(w *Workspace) *batch {
+// hold s.k.
+func (s *Store) putWorkspace(w *Workspace) *kernel.Batch {
 	s.rulesChanged()
-	return putDirty(s, s.workspaces, prefixWorkspace, w)
+	return kernel.PutDirty(s.k, s.workspaces, prefixWorkspace, w)
 }
 
 // defaultWorkspace builds the record of an account's default workspace.
@@ -172,7 +175,7 @@ func (s *Store) ensureDefaultWorkspaces() {
 			c := *a
 			c.DefaultWorkspaceID = newUUID()
 			s.accounts[c.ID] = &c
-			s.markDirty(prefixAccount + c.ID)
+			s.k.MarkDirty(prefixAccount + c.ID)
 			a = &c
 		}
 		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok {
@@ -185,7 +188,7 @@ func (s *Store) ensureDefaultWorkspaces() {
 				c := *k
 				c.WorkspaceID = a.DefaultWorkspaceID
 				s.keys[c.Hash] = &c
-				s.markDirty(prefixAPIKey + c.Hash)
+				s.k.MarkDirty(prefixAPIKey + c.Hash)
 			}
 		}
 	}
@@ -199,13 +202,13 @@ func (s *Store) ensureDefaultWorkspaces() {
 			if cr.WorkspaceID == "" {
 				c := cr.clone()
 				c.WorkspaceID = a.DefaultWorkspaceID
-				putDirty(s, s.byok, prefixBYOK, &c)
+				kernel.PutDirty(s.k, s.byok, prefixBYOK, &c)
 			}
 		}
 	}
 }
 
-// resolveWorkspace finds a workspace by id or slug. Callers hold s.mu.
+// resolveWorkspace finds a workspace by id or slug. Callers hold s.k.
 func (s *Store) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 	if w, ok := s.workspaces[accountID][ref]; ok {
 		return w, true
@@ -220,8 +223,8 @@ func (s *Store) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 
 // Workspace returns an account's workspace by id or slug.
 func (s *Store) Workspace(accountID, ref string) (Workspace, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		return Workspace{}, false
@@ -232,7 +235,7 @@ func (s *Store) Workspace(accountID, ref string) (Workspace, bool) {
 // Workspaces lists an account's workspaces: the default first, then by
 // creation.
 func (s *Store) Workspaces(accountID string) []Workspace {
-	s.mu.RLock()
+	s.k.RLock()
 	def := ""
 	if a, ok := s.accounts[accountID]; ok {
 		def = a.DefaultWorkspaceID
@@ -241,7 +244,7 @@ func (s *Store) Workspaces(accountID string) []Workspace {
 	for _, w := range s.workspaces[accountID] {
 		out = append(out, *w)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		if (out[i].ID == def) != (out[j].ID == def) {
 			return out[i].ID == def
@@ -255,7 +258,7 @@ func (s *Store) Workspaces(accountID string) []Workspace {
 }
 
 // checkSlug validates a slug and its uniqueness in the account. Callers
-// hold s.mu.
+// hold s.k.
 func (s *Store) checkSlug(accountID, slug, self string) error {
 	if !slugPattern.MatchString(slug) {
 		return fmt.Errorf("%w: slug: expected lowercase letters, digits and hyphens (at most 64)", ErrInvalid)
@@ -282,64 +285,64 @@ func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspac
 	if w.Name == "" {
 		return Workspace{}, fmt.Errorf("%w: name: required non-empty string", ErrInvalid)
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	if _, ok := s.accounts[accountID]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
 	if err := s.checkSlug(accountID, w.Slug, w.ID); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, err
 	}
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return *w, b.wait()
+	s.k.Unlock()
+	return *w, b.Wait()
 }
 
 // UpdateWorkspace applies fn to a copy of the workspace found by id or
 // slug; fn may return an error to abort.
 func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
 	w := cur.clone()
 	if err := fn(w); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, err
 	}
 	w.ID, w.AccountID, w.CreatedAt, w.DefaultGuardrailID = cur.ID, cur.AccountID, cur.CreatedAt, cur.DefaultGuardrailID
 	w.Usage, w.BYOKUsage, w.Members = cur.Usage, cur.BYOKUsage, cur.Members
 	w.Name = strings.TrimSpace(w.Name)
 	if w.Name == "" {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, fmt.Errorf("%w: name: must not be empty", ErrInvalid)
 	}
 	if err := s.checkSlug(accountID, w.Slug, w.ID); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, err
 	}
 	t := now().UTC()
 	w.UpdatedAt = &t
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return *w, b.wait()
+	s.k.Unlock()
+	return *w, b.Wait()
 }
 
 // DeleteWorkspace deletes a workspace with its budgets and guardrails. The
 // default workspace cannot be deleted, nor one that still holds API keys
 // or BYOK credentials (ErrConflict names the rule).
 func (s *Store) DeleteWorkspace(accountID, ref string) error {
-	s.mu.Lock()
+	s.k.Lock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
@@ -349,7 +352,7 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 		}
 	}
 	if n > 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
 	}
 	for _, c := range s.byok[accountID] {
@@ -358,20 +361,20 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 		}
 	}
 	if n > 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d BYOK credential(s); delete them first", ErrConflict, w.Slug, n)
 	}
 	delete(s.workspaces[accountID], w.ID)
-	s.markDirty(prefixWorkspaceUsage + accountID + "/" + w.ID)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	s.k.MarkDirty(prefixWorkspaceUsage + accountID + "/" + w.ID)
+	b := s.k.MarkDirty(workspaceKey(accountID, w.ID))
 	for id, g := range s.guardrails[accountID] {
 		if g.WorkspaceID == w.ID {
 			s.deleteGuardrailLocked(accountID, id)
 		}
 	}
 	s.rulesChanged()
-	s.mu.Unlock()
-	return b.wait()
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // SetWorkspaceBudget creates or updates the budget of an interval; a
@@ -436,8 +439,8 @@ func (s *Store) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) 
 // WorkspaceMembers lists a workspace's members; the default workspace's
 // are all of the organization's active members with their role.
 func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Workspace, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		return nil, Workspace{}, ErrNotFound
@@ -496,21 +499,21 @@ func (s *Store) SetWorkspaceMember(accountID, ref, userID string, role MemberRol
 // still has API keys in the workspace cannot be removed (ErrConflict).
 // It returns how many were removed.
 func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) (int, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, ErrNotFound
 	}
 	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 	}
 	for _, k := range s.keys {
 		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil {
 			for _, u := range userIDs {
 				if u == *k.CreatorUserID {
-					s.mu.Unlock()
+					s.k.Unlock()
 					return 0, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, u)
 				}
 			}
@@ -525,27 +528,27 @@ func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) 
 		}
 	}
 	if n == 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, nil
 	}
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
 // updateMemberships checks the user ids and applies fn for each to a copy
 // of the workspace. Adding to the default workspace is a no-op: every
 // member belongs to it.
 func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn func(*Workspace, *Member, time.Time)) (Workspace, error) {
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
 	for _, u := range userIDs {
 		if m, ok := s.members[accountID][u]; !ok || !m.Active {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return Workspace{}, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
 		}
 	}
@@ -555,38 +558,31 @@ func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn fu
 		fn(w, s.members[accountID][u], t)
 	}
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return *w, b.wait()
+	s.k.Unlock()
+	return *w, b.Wait()
 }
 
 // MoveAPIKey moves a key to another workspace of its account.
 func (s *Store) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
-	s.mu.RLock()
+	s.k.RLock()
 	k, ok := s.keys[hash]
 	var ws *Workspace
 	if ok {
 		ws, ok = s.resolveWorkspace(k.AccountID, workspaceRef)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	if !ok {
 		return APIKey{}, ErrNotFound
 	}
 	return s.UpdateAPIKey(hash, func(k *APIKey) error { k.WorkspaceID = ws.ID; return nil })
 }
 
-func (s *Store) loadWorkspace(v []byte) error {
-	w, err := s.workspaces.load(v)
-	if err != nil {
-		return err
-	}
+// initMaps gives a loaded workspace the maps that JSON leaves nil.
+func (w *Workspace) initMaps() {
 	if w.Budgets == nil {
 		w.Budgets = map[BudgetInterval]*WorkspaceBudget{}
 	}
 	if w.Members == nil {
 		w.Members = map[string]*WorkspaceMember{}
 	}
-	return nil
 }
-
-// workspaceSnapshot is snapshot for a workspace key. Callers hold s.mu.
-func (s *Store) workspaceSnapshot(key string) any { return s.workspaces.snapshot(prefixWorkspace, key) }
