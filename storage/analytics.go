@@ -10,7 +10,20 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// AnalyticsStore answers usage queries from a rollup of the generation and
+// feedback records, built at Open and kept current from settled requests.
+type AnalyticsStore struct {
+	k         *kernel.Kernel
+	analytics *rollup
+	// the domain stores it reads (under the same lock)
+	acct  *AccountStore
+	led   *LedgerStore
+	users *EndUserStore
+	fb    *FeedbackStore
+}
 
 // The analytics rollup keeps, per account, one cell of sums per UTC hour and
 // combination of dimensions (API key, model, provider, end user, workspace,
@@ -225,7 +238,7 @@ const scanChunk = 8192
 // in [from, to) (UTC; a partial last hour is included). fn must not call
 // back into the store's analytics. The cell passed to fn is reused between
 // calls. Cells added while the scan runs may or may not be seen.
-func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
+func (s *AnalyticsStore) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
 		return
@@ -257,7 +270,7 @@ func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) 
 }
 
 // EndUserUsage returns the totals of an end user's generations.
-func (s *Store) EndUserUsage(accountID, user string) Sums {
+func (s *AnalyticsStore) EndUserUsage(accountID, user string) Sums {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
 		return Sums{}
@@ -272,7 +285,7 @@ func (s *Store) EndUserUsage(accountID, user string) Sums {
 
 // UsageDimValues returns the distinct values seen for a dimension in an
 // account's cells, sorted (for tests and discovery).
-func (s *Store) UsageDimValues(accountID, dim string) []string {
+func (s *AnalyticsStore) UsageDimValues(accountID, dim string) []string {
 	seen := map[string]bool{}
 	s.ScanUsage(accountID, time.Unix(0, 0), time.Unix(1<<40, 0), func(c *Cell) { seen[c.Dim(dim)] = true })
 	out := make([]string, 0, len(seen))
@@ -285,7 +298,7 @@ func (s *Store) UsageDimValues(accountID, dim string) []string {
 
 // buildAnalytics fills the rollup from the stored records; Open calls it
 // before any write can happen, then subscribes it to new generations.
-func (s *Store) buildAnalytics() error {
+func (s *AnalyticsStore) buildAnalytics() error {
 	s.analytics = newRollup()
 	if err := s.k.Scan(prefixGeneration, func(key, v []byte) (bool, error) {
 		var g Generation
@@ -293,19 +306,19 @@ func (s *Store) buildAnalytics() error {
 			return false, fmt.Errorf("generation %q: %w", key, err)
 		}
 		s.analytics.addGeneration(g)
-		s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+		s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
 		return true, nil
 	}); err != nil {
 		return err
 	}
-	if err := s.loadFeedback(); err != nil {
+	if err := s.fb.loadFeedback(); err != nil {
 		return err
 	}
-	s.SubscribeGenerations(func(g Generation) {
+	s.led.SubscribeGenerations(func(g Generation) {
 		s.analytics.addGeneration(g)
-		if g.User != "" && !s.hasEndUser(g.AccountID, g.User) {
+		if g.User != "" && !s.users.hasEndUser(g.AccountID, g.User) {
 			s.k.Lock()
-			s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+			s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
 			s.k.Unlock()
 		}
 	})

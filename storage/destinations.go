@@ -10,6 +10,22 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
+// DestinationStore keeps the accounts' observability destinations.
+type DestinationStore struct {
+	k            *kernel.Kernel
+	destinations kernel.Records[Destination] // by account id, then id
+	// the domain stores it reads (under the same lock)
+	acct *AccountStore
+}
+
+// prefixDestination keys observability destinations:
+// o/<account id>/<destination id>.
+const prefixDestination = "o/"
+
+func (s *DestinationStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) })}
+}
+
 // Destination is an observability destination: where an account's
 // generation records are exported (see the export package). Config is the
 // public form of the destination's settings, secrets masked; Sealed holds
@@ -80,20 +96,20 @@ func (d Destination) RecordIDs() (accountID, id string) { return d.AccountID, d.
 // (the caller may set it first to seal the config); the workspace defaults
 // to the account's default workspace. At most MaxDestinationsPerType per
 // type and account: ErrConflict past it.
-func (s *Store) CreateDestination(d Destination) (Destination, error) {
+func (s *DestinationStore) CreateDestination(d Destination) (Destination, error) {
 	if d.ID == "" {
 		d.ID = newUUID()
 	}
 	t := now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
 	s.k.Lock()
-	ws, err := s.accountWorkspace(d.AccountID, d.WorkspaceID)
+	ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
 	if err != nil {
 		s.k.Unlock()
 		return Destination{}, err
 	}
 	d.WorkspaceID = ws
-	if err := s.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
+	if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
 		s.k.Unlock()
 		return Destination{}, destinationKeyHashesError(err)
 	}
@@ -121,7 +137,7 @@ func destinationKeyHashesError(err error) error {
 }
 
 // Destination returns one of an account's destinations.
-func (s *Store) Destination(accountID, id string) (Destination, bool) {
+func (s *DestinationStore) Destination(accountID, id string) (Destination, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	d, ok := s.destinations[accountID][id]
@@ -133,7 +149,7 @@ func (s *Store) Destination(accountID, id string) (Destination, bool) {
 
 // ListDestinations returns one page of an account's destinations in a
 // workspace, most recent first, and how many there are in all.
-func (s *Store) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
+func (s *DestinationStore) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
 	s.k.RLock()
 	var all []Destination
 	for _, d := range s.destinations[accountID] {
@@ -147,7 +163,7 @@ func (s *Store) ListDestinations(accountID, workspaceID string, offset, limit in
 
 // DestinationsFor returns the account's enabled destinations. Memory only:
 // the exporter calls it for every generation.
-func (s *Store) DestinationsFor(accountID string) []Destination {
+func (s *DestinationStore) DestinationsFor(accountID string) []Destination {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	m := s.destinations[accountID]
@@ -166,7 +182,7 @@ func (s *Store) DestinationsFor(accountID string) []Destination {
 // UpdateDestination applies fn to a copy of the destination and persists
 // the result; identity, account, workspace, type and creation cannot
 // change.
-func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
+func (s *DestinationStore) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
 	d, err := kernel.Update(s.k, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
 		d := cur.clone()
 		if err := fn(&d); err != nil {
@@ -175,7 +191,7 @@ func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) er
 		d.ID, d.AccountID, d.WorkspaceID, d.Type = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Type
 		d.CreatedAt, d.Seq, d.Version = cur.CreatedAt, cur.Seq, cur.Version+1
 		if !slices.Equal(d.APIKeyHashes, cur.APIKeyHashes) {
-			if err := s.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
+			if err := s.acct.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
 				return nil, destinationKeyHashesError(err)
 			}
 		}
@@ -186,6 +202,6 @@ func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) er
 }
 
 // DeleteDestination removes a destination; its export stops at once.
-func (s *Store) DeleteDestination(accountID, id string) error {
+func (s *DestinationStore) DeleteDestination(accountID, id string) error {
 	return kernel.Delete(s.k, s.destinations, prefixDestination, accountID, id)
 }

@@ -8,6 +8,18 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
+// EndUserStore keeps the end users that accounts' requests name (user).
+type EndUserStore struct {
+	k        *kernel.Kernel
+	endUsers kernel.Records[EndUser] // by account id, then user
+	// the domain stores it reads (under the same lock)
+	acct *AccountStore
+}
+
+func (s *EndUserStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.endUsers.Kind(prefixEndUser, nil)}
+}
+
 // EndUser is one of an account's own users, named by the `user` field of
 // inference requests. End users are created on first use (or explicitly);
 // a deactivated end user's requests are refused.
@@ -49,7 +61,7 @@ var ErrExists = fmt.Errorf("already exists")
 
 // EndUserDeactivated reports whether the account deactivated this end user:
 // a memory lookup for the request path. Unknown end users are active.
-func (s *Store) EndUserDeactivated(accountID, user string) bool {
+func (s *EndUserStore) EndUserDeactivated(accountID, user string) bool {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	u, ok := s.endUsers[accountID][user]
@@ -58,7 +70,7 @@ func (s *Store) EndUserDeactivated(accountID, user string) bool {
 
 // ensureEndUser records an end user on first use, without waiting for the
 // write (it rides the next group commit). Callers hold s.mu (or run in Open).
-func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
+func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
 	if user == "" || endUserTooLong(user) {
 		return
 	}
@@ -71,7 +83,7 @@ func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
 }
 
 // hasEndUser reports whether the end user is known.
-func (s *Store) hasEndUser(accountID, user string) bool {
+func (s *EndUserStore) hasEndUser(accountID, user string) bool {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	_, ok := s.endUsers[accountID][user]
@@ -79,12 +91,12 @@ func (s *Store) hasEndUser(accountID, user string) bool {
 }
 
 // CreateEndUser registers an end user; ErrExists if it is known already.
-func (s *Store) CreateEndUser(accountID, user string, name *string) (EndUser, error) {
+func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndUser, error) {
 	if err := ValidEndUser(user); err != nil {
 		return EndUser{}, err
 	}
 	s.k.Lock()
-	if _, ok := s.accounts[accountID]; !ok {
+	if _, ok := s.acct.accounts[accountID]; !ok {
 		s.k.Unlock()
 		return EndUser{}, ErrNotFound
 	}
@@ -102,7 +114,7 @@ func (s *Store) CreateEndUser(accountID, user string, name *string) (EndUser, er
 }
 
 // EndUser returns one end user.
-func (s *Store) EndUser(accountID, user string) (EndUser, bool) {
+func (s *EndUserStore) EndUser(accountID, user string) (EndUser, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	u, ok := s.endUsers[accountID][user]
@@ -113,7 +125,7 @@ func (s *Store) EndUser(accountID, user string) (EndUser, bool) {
 }
 
 // ListEndUsers returns an account's end users ordered by creation, then id.
-func (s *Store) ListEndUsers(accountID string) []EndUser {
+func (s *EndUserStore) ListEndUsers(accountID string) []EndUser {
 	s.k.RLock()
 	out := make([]EndUser, 0, len(s.endUsers[accountID]))
 	for _, u := range s.endUsers[accountID] {
@@ -125,7 +137,7 @@ func (s *Store) ListEndUsers(accountID string) []EndUser {
 }
 
 // UpdateEndUser applies fn to a copy of the end user and stores it.
-func (s *Store) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
+func (s *EndUserStore) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
 	return kernel.Update(s.k, s.endUsers, prefixEndUser, accountID, user, func(cur *EndUser) (*EndUser, error) {
 		u := *cur
 		if err := fn(&u); err != nil {
@@ -137,7 +149,7 @@ func (s *Store) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (
 }
 
 // SetEndUserActive activates or deactivates an end user.
-func (s *Store) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
+func (s *EndUserStore) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
 	return s.UpdateEndUser(accountID, user, func(u *EndUser) error {
 		if u.Active == active {
 			return nil

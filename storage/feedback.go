@@ -4,7 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// FeedbackStore records feedback on generations.
+type FeedbackStore struct {
+	k *kernel.Kernel
+	// the domain stores it reads (under the same lock)
+	stats *AnalyticsStore
+}
+
+func (s *FeedbackStore) kinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixFeedback, Append: true}}
+}
 
 // FeedbackCategories are the categories of generation feedback.
 var FeedbackCategories = []string{"latency", "incoherence", "incorrect_response", "formatting", "billing", "api_error", "other"}
@@ -30,7 +43,7 @@ const prefixFeedback = "f/"
 
 // AddFeedback stores feedback on g, a generation of the caller's account,
 // and returns once it is durable.
-func (s *Store) AddFeedback(g Generation, category string, comment *string) (Feedback, error) {
+func (s *FeedbackStore) AddFeedback(g Generation, category string, comment *string) (Feedback, error) {
 	valid := false
 	for _, c := range FeedbackCategories {
 		valid = valid || c == category
@@ -49,18 +62,18 @@ func (s *Store) AddFeedback(g Generation, category string, comment *string) (Fee
 	if err := b.Wait(); err != nil {
 		return Feedback{}, err
 	}
-	s.analytics.addFeedback(f)
+	s.stats.analytics.addFeedback(f)
 	return f, nil
 }
 
 // loadFeedback counts the stored feedback into the rollup (at Open).
-func (s *Store) loadFeedback() error {
+func (s *FeedbackStore) loadFeedback() error {
 	return s.k.Scan(prefixFeedback, func(key, v []byte) (bool, error) {
 		var f Feedback
 		if err := json.Unmarshal(v, &f); err != nil {
 			return false, fmt.Errorf("loading feedback %q: %w", key, err)
 		}
-		s.analytics.addFeedback(f)
+		s.stats.analytics.addFeedback(f)
 		return true, nil
 	})
 }

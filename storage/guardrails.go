@@ -114,13 +114,13 @@ func guardrailKey(accountID, id string) string {
 func (g Guardrail) RecordIDs() (accountID, id string) { return g.AccountID, g.ID }
 
 // putGuardrail publishes a guardrail record. Callers hold s.k.
-func (s *Store) putGuardrail(g *Guardrail) *kernel.Batch {
+func (s *OrgStore) putGuardrail(g *Guardrail) *kernel.Batch {
 	s.rulesChanged()
 	return kernel.PutDirty(s.k, s.guardrails, prefixGuardrail, g)
 }
 
 // deleteGuardrailLocked removes a guardrail. Callers hold s.k.
-func (s *Store) deleteGuardrailLocked(accountID, id string) {
+func (s *OrgStore) deleteGuardrailLocked(accountID, id string) {
 	delete(s.guardrails[accountID], id)
 	s.k.MarkDirty(guardrailKey(accountID, id))
 	s.rulesChanged()
@@ -143,7 +143,7 @@ func checkGuardrail(g *Guardrail) error {
 
 // CreateGuardrail creates a guardrail in a workspace (default: the
 // account's default workspace); fn fills in its settings.
-func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Guardrail, error) {
+func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Guardrail, error) {
 	t := now().UTC()
 	g := &Guardrail{ID: newUUID(), AccountID: accountID, CreatedAt: t,
 		Keys: map[string]*Assignment{}, Members: map[string]*Assignment{}}
@@ -154,7 +154,7 @@ func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Gu
 		return Guardrail{}, err
 	}
 	s.k.Lock()
-	a, ok := s.accounts[accountID]
+	a, ok := s.acct.accounts[accountID]
 	if !ok {
 		s.k.Unlock()
 		return Guardrail{}, ErrNotFound
@@ -172,7 +172,7 @@ func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Gu
 }
 
 // Guardrail returns a guardrail by id.
-func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
+func (s *OrgStore) Guardrail(accountID, id string) (Guardrail, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	g, ok := s.guardrails[accountID][id]
@@ -184,7 +184,7 @@ func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
 
 // Guardrails lists the guardrails of a workspace (empty: every workspace),
 // oldest first.
-func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
+func (s *OrgStore) Guardrails(accountID, workspaceID string) []Guardrail {
 	s.k.RLock()
 	var out []Guardrail
 	for _, g := range s.guardrails[accountID] {
@@ -200,7 +200,7 @@ func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
 // UpdateGuardrail applies fn to a copy of the guardrail. Updating a
 // workspace's unconfigured default guardrail creates it (created reports
 // that); its name is derived from the workspace.
-func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, workspaceDefault bool) error) (g Guardrail, created bool, err error) {
+func (s *OrgStore) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, workspaceDefault bool) error) (g Guardrail, created bool, err error) {
 	s.k.Lock()
 	cur, ok := s.guardrails[accountID][id]
 	var next *Guardrail
@@ -238,7 +238,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 
 // workspaceByDefaultGuardrail finds the workspace whose default guardrail
 // id is id. Callers hold s.k.
-func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
+func (s *OrgStore) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 	for _, w := range s.workspaces[accountID] {
 		if w.DefaultGuardrailID == id {
 			return w
@@ -248,7 +248,7 @@ func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 }
 
 // DeleteGuardrail deletes a guardrail and its assignments.
-func (s *Store) DeleteGuardrail(accountID, id string) error {
+func (s *OrgStore) DeleteGuardrail(accountID, id string) error {
 	s.k.Lock()
 	if _, ok := s.guardrails[accountID][id]; !ok {
 		s.k.Unlock()
@@ -263,7 +263,7 @@ func (s *Store) DeleteGuardrail(accountID, id string) error {
 // AssignKeys assigns keys of the account to a guardrail. A key holds at
 // most one guardrail: assigning replaces its previous one. It returns how
 // many keys were newly assigned here.
-func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
+func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
 	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
 	if err != nil {
@@ -271,7 +271,7 @@ func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (i
 		return 0, err
 	}
 	for _, h := range hashes {
-		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
+		if k, ok := s.acct.keys[h]; !ok || k.AccountID != accountID {
 			s.k.Unlock()
 			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
 		}
@@ -300,7 +300,7 @@ func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (i
 }
 
 // assignable returns a guardrail that takes assignments. Callers hold s.k.
-func (s *Store) assignable(accountID, id string) (*Guardrail, error) {
+func (s *OrgStore) assignable(accountID, id string) (*Guardrail, error) {
 	g, ok := s.guardrails[accountID][id]
 	if !ok {
 		return nil, ErrNotFound
@@ -313,13 +313,13 @@ func (s *Store) assignable(accountID, id string) (*Guardrail, error) {
 
 // UnassignKeys removes keys from a guardrail and returns how many were
 // assigned.
-func (s *Store) UnassignKeys(accountID, id string, hashes []string) (int, error) {
+func (s *OrgStore) UnassignKeys(accountID, id string, hashes []string) (int, error) {
 	return s.unassign(accountID, id, hashes, func(g *Guardrail) map[string]*Assignment { return g.Keys })
 }
 
 // AssignMembers assigns organization members to a guardrail and returns
 // how many were newly assigned.
-func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
+func (s *OrgStore) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
 	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
 	if err != nil {
@@ -348,11 +348,11 @@ func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string
 
 // UnassignMembers removes members from a guardrail and returns how many
 // were assigned.
-func (s *Store) UnassignMembers(accountID, id string, userIDs []string) (int, error) {
+func (s *OrgStore) UnassignMembers(accountID, id string, userIDs []string) (int, error) {
 	return s.unassign(accountID, id, userIDs, func(g *Guardrail) map[string]*Assignment { return g.Members })
 }
 
-func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail) map[string]*Assignment) (int, error) {
+func (s *OrgStore) unassign(accountID, id string, ids []string, of func(*Guardrail) map[string]*Assignment) (int, error) {
 	s.k.Lock()
 	cur, ok := s.guardrails[accountID][id]
 	if !ok {
@@ -392,7 +392,7 @@ type MemberAssignment struct {
 
 // KeyAssignments lists the key assignments of a guardrail (empty id: of
 // every guardrail of the account), oldest first.
-func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
+func (s *OrgStore) KeyAssignments(accountID, id string) []KeyAssignment {
 	s.k.RLock()
 	var out []KeyAssignment
 	for gid, g := range s.guardrails[accountID] {
@@ -400,7 +400,7 @@ func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
 			continue
 		}
 		for h, a := range g.Keys {
-			if k, ok := s.keys[h]; ok {
+			if k, ok := s.acct.keys[h]; ok {
 				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: *k})
 			}
 		}
@@ -412,7 +412,7 @@ func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
 
 // MemberAssignments lists the member assignments of a guardrail (empty id:
 // of every guardrail of the account), oldest first.
-func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
+func (s *OrgStore) MemberAssignments(accountID, id string) []MemberAssignment {
 	s.k.RLock()
 	var out []MemberAssignment
 	for gid, g := range s.guardrails[accountID] {
@@ -430,7 +430,7 @@ func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
 
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
 // s.k.
-func (s *Store) dropKeyAssignments(accountID, hash string) {
+func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
 	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
 			c := g.clone()

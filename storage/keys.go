@@ -19,7 +19,7 @@ type NewManagementKey struct {
 
 // CreateManagementKey creates a management key and returns it with the key
 // string, which is never stored and cannot be retrieved again.
-func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, error) {
+func (s *AccountStore) CreateManagementKey(n NewManagementKey) (ManagementKey, string, error) {
 	if strings.TrimSpace(n.Name) == "" {
 		return ManagementKey{}, "", fmt.Errorf("%w: name is required", ErrInvalid)
 	}
@@ -38,7 +38,7 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 		s.k.Unlock()
 		return ManagementKey{}, "", ErrNotFound
 	}
-	if err := s.checkMgmtKeyCreator(acct, n.CreatorUserID); err != nil {
+	if err := s.org.checkMgmtKeyCreator(acct, n.CreatorUserID); err != nil {
 		s.k.Unlock()
 		return ManagementKey{}, "", err
 	}
@@ -53,7 +53,7 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 
 // ManagementKeys lists an account's management keys, newest first; with an
 // empty accountID it lists every account's.
-func (s *Store) ManagementKeys(accountID string) []ManagementKey {
+func (s *AccountStore) ManagementKeys(accountID string) []ManagementKey {
 	s.k.RLock()
 	var out []ManagementKey
 	for _, k := range s.mgmtKeys {
@@ -67,7 +67,7 @@ func (s *Store) ManagementKeys(accountID string) []ManagementKey {
 }
 
 // DeleteManagementKey revokes a management key; it stops working at once.
-func (s *Store) DeleteManagementKey(hash string) error {
+func (s *AccountStore) DeleteManagementKey(hash string) error {
 	s.k.Lock()
 	if _, ok := s.mgmtKeys[hash]; !ok {
 		s.k.Unlock()
@@ -94,7 +94,7 @@ type NewAPIKey struct {
 
 // CreateAPIKey creates a regular key and returns it with the key string,
 // which is never stored and cannot be retrieved again.
-func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
+func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	if strings.TrimSpace(n.Name) == "" {
 		return APIKey{}, "", fmt.Errorf("%w: name is required", ErrInvalid)
 	}
@@ -112,7 +112,7 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	if n.WorkspaceID == "" {
 		n.WorkspaceID = acct.DefaultWorkspaceID
 	}
-	ws, ok := s.resolveWorkspace(n.AccountID, n.WorkspaceID)
+	ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
 	if !ok {
 		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
@@ -131,7 +131,7 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(),
 	}
 	s.keys[hash] = &k
-	s.rulesChanged()
+	s.org.rulesChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	if err := b.Wait(); err != nil {
@@ -141,7 +141,7 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 }
 
 // APIKey returns the regular key with the given hash.
-func (s *Store) APIKey(hash string) (APIKey, bool) {
+func (s *AccountStore) APIKey(hash string) (APIKey, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	k, ok := s.keys[hash]
@@ -160,7 +160,7 @@ type KeyFilter struct {
 }
 
 // ListAPIKeys returns one page of an account's keys, most recent first.
-func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
+func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
 	s.k.RLock()
 	var all []APIKey
 	for _, k := range s.keys {
@@ -187,7 +187,7 @@ func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
 // UpdateAPIKey applies fn to a copy of the key and persists the result; fn
 // may return an error to abort without writing. Identity, ownership and
 // counters cannot be changed through it.
-func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
+func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
 	s.k.Lock()
 	cur, ok := s.keys[hash]
 	if !ok {
@@ -203,14 +203,14 @@ func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error
 	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
 	k.UpdatedAt = now().UTC()
 	s.keys[hash] = &k
-	s.rulesChanged()
+	s.org.rulesChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	return k, b.Wait()
 }
 
 // DeleteAPIKey removes a regular key; it stops working at once.
-func (s *Store) DeleteAPIKey(hash string) error {
+func (s *AccountStore) DeleteAPIKey(hash string) error {
 	s.k.Lock()
 	k, ok := s.keys[hash]
 	if !ok {
@@ -218,8 +218,8 @@ func (s *Store) DeleteAPIKey(hash string) error {
 		return ErrNotFound
 	}
 	delete(s.keys, hash)
-	s.dropKeyAssignments(k.AccountID, hash)
-	s.rulesChanged()
+	s.org.dropKeyAssignments(k.AccountID, hash)
+	s.org.rulesChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	return b.Wait()
@@ -249,7 +249,7 @@ var (
 // Authenticate resolves a key string from memory, with no disk access. It
 // returns ErrNotFound for an unknown key; disabled and expired keys are
 // returned so that the caller can say why they are refused.
-func (s *Store) Authenticate(secret string) (Principal, error) {
+func (s *AccountStore) Authenticate(secret string) (Principal, error) {
 	hash := HashSecret(secret)
 	s.k.RLock()
 	defer s.k.RUnlock()
@@ -268,4 +268,15 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// checkKeyHashes checks that every hash is a regular key of the account.
+// Callers hold s.k.
+func (s *AccountStore) checkKeyHashes(accountID string, hashes []string) error {
+	for _, h := range hashes {
+		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
+			return fmt.Errorf("%w: allowed_api_key_hashes: %q is not an API key of this account", ErrInvalid, h)
+		}
+	}
+	return nil
 }

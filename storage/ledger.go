@@ -15,6 +15,72 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
+// Ledger is the money seam: admission and charging, each one atomic
+// operation over every level that caps a request. LedgerStore implements
+// it over the kernel's one lock; a ledger for several replicas implements
+// it as one server-side script per call (one round trip at admission, one
+// at settlement).
+//
+// Admission is a decision function over a LedgerView, not data, because
+// its rules (free-model request caps, guardrail and workspace budgets,
+// key cap, balance, in-flight budget: handlers/meter.go and package
+// billing) belong to the gateway's policy, not to storage, and their
+// rejections carry the policy's messages. decide is a pure function of
+// the view, so a replicated Ledger has two ways to keep Reserve atomic
+// without changing behaviour:
+//
+//   - run decide on a view read in the same script that places the
+//     holds, with the limits passed in as data: per level, the limit, the
+//     usage counted against it in its window (money.Interval) and what
+//     running requests hold: the key's cap (limit, limit_reset,
+//     include_byok_in_limit), the account's balance (credits purchased
+//     minus usage minus holds) and in-flight budget (running holds plus
+//     costs settling until their window ends, with the time to the next
+//     release), each workspace budget (daily, weekly, monthly, lifetime),
+//     each guardrail's limit on the key and on its member, and the
+//     account's free-model counters for the current UTC minute and day;
+//     the hold is placed only if every level admits it;
+//   - or read the view, decide locally, and place the holds with a
+//     script that re-checks the figures the decision read (optimistic
+//     concurrency), retrying on a change.
+//
+// Either way holds carry a lease, since a replica may die holding them;
+// Settle releases the holds, adds the charge to every counter and appends
+// the generation record in one step, and returns only once the shared
+// database accepted it.
+type Ledger interface {
+	// Reserve runs decide on the figures of every level at one instant
+	// and, when it returns nil, places the holds before any other
+	// reservation can read those figures.
+	Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error)
+	// Settle turns a reservation into a charge, exactly once.
+	Settle(res *Reservation, c Charge) error
+	// Release drops a reservation without a charge.
+	Release(res *Reservation) error
+}
+
+var _ Ledger = (*LedgerStore)(nil)
+
+// LedgerStore reserves and settles requests' money: the holds of running
+// requests against every level that caps them, the charges that land in
+// the counters, and the generation records (see Ledger).
+type LedgerStore struct {
+	k       *kernel.Kernel
+	ledger  ledger
+	genSubs generationSubscribers // SubscribeGenerations
+	// the domain stores it reads (under the same lock)
+	acct *AccountStore
+	org  *OrgStore
+}
+
+// prefixGeneration keys the generation records: append-only, read from
+// disk on demand, never loaded into memory.
+const prefixGeneration = "g/"
+
+func (s *LedgerStore) kinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixGeneration, Append: true}}
+}
+
 // ledger is the in-memory state of running requests: what they hold against
 // balances, key caps and the in-flight budget. It is not persisted: after a
 // restart nothing is running, so nothing is held.
@@ -155,10 +221,10 @@ var ErrSettled = errors.New("reservation already settled")
 // Reserve runs decide on the account's and key's current figures and, if it
 // returns nil, places the holds, atomically: concurrent requests cannot
 // both fit in the same room.
-func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
 	s.k.Lock()
 	defer s.k.Unlock()
-	acct, ok := s.accounts[accountID]
+	acct, ok := s.acct.accounts[accountID]
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -166,14 +232,14 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld[accountID]}
 	var wsKey, memberKey string
 	if keyHash != "" {
-		if k, ok := s.keys[keyHash]; ok {
+		if k, ok := s.acct.keys[keyHash]; ok {
 			v.Key = *k
-			if ws, ok := s.workspaces[accountID][k.WorkspaceID]; ok {
+			if ws, ok := s.org.workspaces[accountID][k.WorkspaceID]; ok {
 				wsKey = accountID + "/" + ws.ID
 				v.Workspace, v.WorkspaceHeld = ws, s.ledger.workspaceHeld[wsKey]
 			}
 			if k.CreatorUserID != nil {
-				if m, ok := s.members[accountID][*k.CreatorUserID]; ok {
+				if m, ok := s.org.members[accountID][*k.CreatorUserID]; ok {
 					memberKey = accountID + "/" + m.ID
 					v.Member, v.MemberHeld = m, s.ledger.memberHeld[memberKey]
 				}
@@ -217,7 +283,7 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		a := *acct
 		a.FreeModelRequests = a.FreeModelRequests.Add(money.IntervalDaily, t, 1)
 		a.FreeModelMinute = a.FreeModelMinute.Add(money.IntervalMinute, t, 1)
-		s.accounts[a.ID] = &a
+		s.acct.accounts[a.ID] = &a
 		s.k.MarkDirty(prefixAccount + a.ID)
 	}
 	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHold: wsHold}
@@ -225,7 +291,7 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 }
 
 // release drops the reservation's holds. Callers hold s.k.
-func (s *Store) release(res *Reservation) {
+func (s *LedgerStore) release(res *Reservation) {
 	if !res.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
 	} else if res.Credits > 0 {
@@ -253,7 +319,7 @@ func (s *Store) release(res *Reservation) {
 
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
-func (s *Store) Release(res *Reservation) error {
+func (s *LedgerStore) Release(res *Reservation) error {
 	s.k.Lock()
 	defer s.k.Unlock()
 	if res.done {
@@ -283,7 +349,7 @@ type Charge struct {
 // holds, adds the cost to the account's and key's counters, keeps the cost
 // in the in-flight budget for the settlement window, and appends the
 // generation record. It returns once all of that is durable.
-func (s *Store) Settle(res *Reservation, c Charge) error {
+func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 	s.k.Lock()
 	if res.done {
 		s.k.Unlock()
@@ -297,14 +363,14 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		credits = min(max(c.Credits, 0), c.Cost)
 		byok = c.Cost - credits
 	}
-	if acct, ok := s.accounts[res.AccountID]; ok && c.Cost != 0 {
+	if acct, ok := s.acct.accounts[res.AccountID]; ok && c.Cost != 0 {
 		a := *acct
 		a.BYOKUsage += byok
 		a.Usage += credits
-		s.accounts[a.ID] = &a
+		s.acct.accounts[a.ID] = &a
 		s.k.MarkDirty(prefixAccount + a.ID)
 	}
-	if key, ok := s.keys[res.KeyHash]; ok && c.Cost != 0 {
+	if key, ok := s.acct.keys[res.KeyHash]; ok && c.Cost != 0 {
 		k := *key
 		if c.BYOK {
 			k.BYOKUsage = k.BYOKUsage.Add(t, byok)
@@ -312,7 +378,7 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		if !c.BYOK || credits != 0 {
 			k.Usage = k.Usage.Add(t, credits)
 		}
-		s.keys[k.Hash] = &k
+		s.acct.keys[k.Hash] = &k
 		s.k.MarkDirty(prefixAPIKey + k.Hash)
 	}
 	if c.Cost != 0 {
@@ -383,7 +449,7 @@ func NewGenerationID(t time.Time) string {
 
 // Generation reads a stored generation record (from disk: it is not a hot
 // path).
-func (s *Store) Generation(id string) (Generation, error) {
+func (s *LedgerStore) Generation(id string) (Generation, error) {
 	var g Generation
 	err := s.k.Get(prefixGeneration+id, func(v []byte) error { return json.Unmarshal(v, &g) })
 	return g, err
@@ -391,7 +457,7 @@ func (s *Store) Generation(id string) (Generation, error) {
 
 // Generations calls fn for each stored generation in creation order, until
 // fn returns false.
-func (s *Store) Generations(fn func(Generation) bool) error {
+func (s *LedgerStore) Generations(fn func(Generation) bool) error {
 	return s.k.Scan(prefixGeneration, func(_, v []byte) (bool, error) {
 		var g Generation
 		if err := json.Unmarshal(v, &g); err != nil {
@@ -407,7 +473,7 @@ func (s *Store) Generations(fn func(Generation) bool) error {
 // provider spending to BYOKUsage. The records are replaced, not edited,
 // and these counters do not change any key's rules, so the rules cache
 // stays valid. Callers hold s.k.
-func (s *Store) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
+func (s *LedgerStore) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
 	add := func(usage, byokUsage *money.UsageCounters) {
 		if credits != 0 {
 			*usage = usage.Add(t, credits)
@@ -417,18 +483,18 @@ func (s *Store) chargeScopes(res *Reservation, credits, byok money.Amount, t tim
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.workspace, "/"); ok {
-		if ws, ok := s.workspaces[accountID][id]; ok {
+		if ws, ok := s.org.workspaces[accountID][id]; ok {
 			w := *ws
 			add(&w.Usage, &w.BYOKUsage)
-			s.workspaces[accountID][id] = &w
+			s.org.workspaces[accountID][id] = &w
 			s.k.MarkDirty(prefixWorkspaceUsage + accountID + "/" + id)
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
-		if mem, ok := s.members[accountID][id]; ok {
+		if mem, ok := s.org.members[accountID][id]; ok {
 			m := *mem
 			add(&m.Usage, &m.BYOKUsage)
-			s.members[accountID][id] = &m
+			s.org.members[accountID][id] = &m
 			s.k.MarkDirty(prefixMemberUsage + accountID + "/" + id)
 		}
 	}

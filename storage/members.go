@@ -77,7 +77,7 @@ func normalizeEmail(e string) (string, error) {
 // CreateMember adds a member to an organization. Emails are unique per
 // organization (case-insensitive); re-creating a deactivated member's
 // email reactivates it with the new fields.
-func (s *Store) CreateMember(n NewMember) (Member, error) {
+func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 	email, err := normalizeEmail(n.Email)
 	if err != nil {
 		return Member{}, err
@@ -89,7 +89,7 @@ func (s *Store) CreateMember(n NewMember) (Member, error) {
 		return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
 	s.k.Lock()
-	acct, ok := s.accounts[n.AccountID]
+	acct, ok := s.acct.accounts[n.AccountID]
 	if !ok {
 		s.k.Unlock()
 		return Member{}, ErrNotFound
@@ -115,7 +115,7 @@ func (s *Store) CreateMember(n NewMember) (Member, error) {
 }
 
 // memberByEmail finds a member by normalized email. Callers hold s.k.
-func (s *Store) memberByEmail(accountID, email string) *Member {
+func (s *OrgStore) memberByEmail(accountID, email string) *Member {
 	for _, m := range s.members[accountID] {
 		if m.Email == email {
 			return m
@@ -125,13 +125,13 @@ func (s *Store) memberByEmail(accountID, email string) *Member {
 }
 
 // putMember publishes a member record. Callers hold s.k.
-func (s *Store) putMember(m *Member) {
+func (s *OrgStore) putMember(m *Member) {
 	s.members.Put(m)
 	s.rulesChanged()
 }
 
 // Member returns an organization's member by user id.
-func (s *Store) Member(accountID, id string) (Member, bool) {
+func (s *OrgStore) Member(accountID, id string) (Member, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	m, ok := s.members[accountID][id]
@@ -142,7 +142,7 @@ func (s *Store) Member(accountID, id string) (Member, bool) {
 }
 
 // MemberByEmail returns an organization's member by email.
-func (s *Store) MemberByEmail(accountID, email string) (Member, bool) {
+func (s *OrgStore) MemberByEmail(accountID, email string) (Member, bool) {
 	e, err := normalizeEmail(email)
 	if err != nil {
 		return Member{}, false
@@ -156,7 +156,7 @@ func (s *Store) MemberByEmail(accountID, email string) (Member, bool) {
 }
 
 // Members lists an organization's active members, oldest first.
-func (s *Store) Members(accountID string) []Member {
+func (s *OrgStore) Members(accountID string) []Member {
 	s.k.RLock()
 	out := make([]Member, 0, len(s.members[accountID]))
 	for _, m := range s.members[accountID] {
@@ -185,7 +185,7 @@ type MemberUpdate struct {
 // UpdateMember changes a member. A role change does not rewrite the
 // member's existing workspace roles; deactivating removes the member from
 // every workspace.
-func (s *Store) UpdateMember(accountID, id string, u MemberUpdate) (Member, error) {
+func (s *OrgStore) UpdateMember(accountID, id string, u MemberUpdate) (Member, error) {
 	if u.Email != nil {
 		e, err := normalizeEmail(*u.Email)
 		if err != nil {
@@ -242,13 +242,13 @@ func (s *Store) UpdateMember(accountID, id string, u MemberUpdate) (Member, erro
 }
 
 // DeactivateMember marks a member inactive (SCIM deprovisioning).
-func (s *Store) DeactivateMember(accountID, id string) (Member, error) {
+func (s *OrgStore) DeactivateMember(accountID, id string) (Member, error) {
 	f := false
 	return s.UpdateMember(accountID, id, MemberUpdate{Active: &f})
 }
 
 // IsOrgAdmin reports whether userID is an active admin of the organization.
-func (s *Store) IsOrgAdmin(accountID, userID string) bool {
+func (s *OrgStore) IsOrgAdmin(accountID, userID string) bool {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	m, ok := s.members[accountID][userID]
@@ -260,7 +260,7 @@ func (s *Store) IsOrgAdmin(accountID, userID string) bool {
 // user must be created for an active admin; once the organization has
 // members, every new key must name its creator. An organization without
 // members yet is bootstrapped by the operator alone. Callers hold s.k.
-func (s *Store) checkMgmtKeyCreator(acct *Account, creator *string) error {
+func (s *OrgStore) checkMgmtKeyCreator(acct *Account, creator *string) error {
 	if acct.Kind != AccountOrganization {
 		return nil
 	}

@@ -10,6 +10,22 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
+// EndpointStore keeps the accounts' private endpoints.
+type EndpointStore struct {
+	k         *kernel.Kernel
+	endpoints kernel.Records[PrivateEndpoint] // by account id, then id
+	// the domain stores it reads (under the same lock)
+	acct *AccountStore
+}
+
+// prefixPrivateEndpoint keys private endpoints:
+// pe/<account id>/<endpoint id>.
+const prefixPrivateEndpoint = "pe/"
+
+func (s *EndpointStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) })}
+}
+
 // EndpointStatus is a private endpoint's state.
 type EndpointStatus string
 
@@ -103,14 +119,14 @@ func NewEndpointID() string { return newUUID() }
 
 // CreatePrivateEndpoint stores a new endpoint as a draft; e.ID is assigned
 // when empty.
-func (s *Store) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error) {
+func (s *EndpointStore) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error) {
 	if e.ID == "" {
 		e.ID = newUUID()
 	}
 	t := now().UTC()
 	e.CreatedAt, e.UpdatedAt, e.Status, e.Validation = t, t, EndpointDraft, nil
 	s.k.Lock()
-	ws, err := s.accountWorkspace(e.AccountID, e.WorkspaceID)
+	ws, err := s.acct.accountWorkspace(e.AccountID, e.WorkspaceID)
 	if err != nil {
 		s.k.Unlock()
 		return PrivateEndpoint{}, err
@@ -125,7 +141,7 @@ func (s *Store) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error
 }
 
 // PrivateEndpoint returns one of an account's endpoints.
-func (s *Store) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
+func (s *EndpointStore) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	e, ok := s.endpoints[accountID][id]
@@ -137,7 +153,7 @@ func (s *Store) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
 
 // ListPrivateEndpoints returns one page of an account's endpoints, most
 // recent first, and how many there are in all.
-func (s *Store) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
+func (s *EndpointStore) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
 	s.k.RLock()
 	var all []PrivateEndpoint
 	for _, e := range s.endpoints[accountID] {
@@ -149,7 +165,7 @@ func (s *Store) ListPrivateEndpoints(accountID string, offset, limit int) ([]Pri
 
 // EnabledEndpointsFor returns the account's enabled endpoints for a public
 // model id, oldest first. Memory only, for the request path.
-func (s *Store) EnabledEndpointsFor(accountID, model string) []PrivateEndpoint {
+func (s *EndpointStore) EnabledEndpointsFor(accountID, model string) []PrivateEndpoint {
 	s.k.RLock()
 	var out []PrivateEndpoint
 	for _, e := range s.endpoints[accountID] {
@@ -183,7 +199,7 @@ func (e *StateError) Error() string {
 // status is one of from (any status when from is empty), and persists the
 // result; a wrong status gives a *StateError naming the current one.
 // Identity, ownership and creation cannot change.
-func (s *Store) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
+func (s *EndpointStore) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
 	e, err := kernel.Update(s.k, s.endpoints, prefixPrivateEndpoint, accountID, id, func(cur *PrivateEndpoint) (*PrivateEndpoint, error) {
 		if len(from) > 0 && !slices.Contains(from, cur.Status) {
 			return nil, &StateError{Action: action, Status: cur.Status, Want: from}
@@ -200,6 +216,6 @@ func (s *Store) UpdatePrivateEndpoint(accountID, id, action string, from []Endpo
 }
 
 // DeletePrivateEndpoint removes an endpoint; it stops routing at once.
-func (s *Store) DeletePrivateEndpoint(accountID, id string) error {
+func (s *EndpointStore) DeletePrivateEndpoint(accountID, id string) error {
 	return kernel.Delete(s.k, s.endpoints, prefixPrivateEndpoint, accountID, id)
 }

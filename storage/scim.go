@@ -10,6 +10,20 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
+// SCIMStore keeps the SCIM service's records: tokens, provisioned users
+// and groups, group-to-workspace mappings and sync jobs.
+type SCIMStore struct {
+	k    *kernel.Kernel
+	scim *scimState
+	// the domain stores it reads (under the same lock)
+	acct *AccountStore
+	org  *OrgStore
+}
+
+func (s *SCIMStore) kinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixSCIM, Load: s.loadSCIM, Snapshot: s.scimSnapshot}}
+}
+
 // SCIM: an organization's identity provider provisions its members (SCIM
 // Users) and groups (SCIM Groups) over the SCIM 2.0 service, authenticated
 // by the organization's SCIM token; group mappings turn identity-provider
@@ -161,10 +175,10 @@ const SCIMTokenPrefix = "sk-tg-scim-v1-"
 
 // RotateSCIMToken issues the organization's SCIM token, replacing the
 // previous one; the secret is returned once and only its hash is kept.
-func (s *Store) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
+func (s *SCIMStore) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
 	secret, hash, label := newSecret(SCIMTokenPrefix)
 	s.k.Lock()
-	acct, ok := s.accounts[accountID]
+	acct, ok := s.acct.accounts[accountID]
 	if !ok {
 		s.k.Unlock()
 		return "", SCIMToken{}, ErrNotFound
@@ -185,7 +199,7 @@ func (s *Store) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
 }
 
 // SCIMTokenInfo returns the organization's SCIM token record (no secret).
-func (s *Store) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
+func (s *SCIMStore) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	t, ok := s.scim.tokens[accountID]
@@ -196,7 +210,7 @@ func (s *Store) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
 }
 
 // RevokeSCIMToken deletes the organization's SCIM token.
-func (s *Store) RevokeSCIMToken(accountID string) error {
+func (s *SCIMStore) RevokeSCIMToken(accountID string) error {
 	s.k.Lock()
 	t, ok := s.scim.tokens[accountID]
 	if !ok {
@@ -211,7 +225,7 @@ func (s *Store) RevokeSCIMToken(accountID string) error {
 }
 
 // SCIMAccount resolves a SCIM token to its organization.
-func (s *Store) SCIMAccount(secret string) (Account, bool) {
+func (s *SCIMStore) SCIMAccount(secret string) (Account, bool) {
 	if !strings.HasPrefix(secret, SCIMTokenPrefix) {
 		return Account{}, false
 	}
@@ -222,7 +236,7 @@ func (s *Store) SCIMAccount(secret string) (Account, bool) {
 	if !ok {
 		return Account{}, false
 	}
-	a, ok := s.accounts[id]
+	a, ok := s.acct.accounts[id]
 	if !ok {
 		return Account{}, false
 	}
@@ -236,7 +250,7 @@ type SCIMUserRecord struct {
 	ExternalID *string
 }
 
-func (s *Store) scimUserRecord(m *Member) SCIMUserRecord {
+func (s *SCIMStore) scimUserRecord(m *Member) SCIMUserRecord {
 	r := SCIMUserRecord{Member: *m, UserName: m.Email}
 	if u, ok := s.scim.users[m.AccountID][m.ID]; ok {
 		r.UserName, r.ExternalID = u.UserName, u.ExternalID
@@ -247,10 +261,10 @@ func (s *Store) scimUserRecord(m *Member) SCIMUserRecord {
 // SCIMUsers lists the members the SCIM service shows: every active member
 // and the deactivated members the identity provider provisioned (so that
 // it can reactivate them), oldest first.
-func (s *Store) SCIMUsers(accountID string) []SCIMUserRecord {
+func (s *SCIMStore) SCIMUsers(accountID string) []SCIMUserRecord {
 	s.k.RLock()
 	var ms []Member
-	for _, m := range s.members[accountID] {
+	for _, m := range s.org.members[accountID] {
 		if _, provisioned := s.scim.users[accountID][m.ID]; m.Active || provisioned {
 			ms = append(ms, *m)
 		}
@@ -265,10 +279,10 @@ func (s *Store) SCIMUsers(accountID string) []SCIMUserRecord {
 }
 
 // SCIMUser returns a member as the SCIM service shows it.
-func (s *Store) SCIMUser(accountID, id string) (SCIMUserRecord, bool) {
+func (s *SCIMStore) SCIMUser(accountID, id string) (SCIMUserRecord, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
-	m, ok := s.members[accountID][id]
+	m, ok := s.org.members[accountID][id]
 	if !ok {
 		return SCIMUserRecord{}, false
 	}
@@ -292,19 +306,19 @@ type SCIMUserInput struct {
 // the same email) from the identity provider, role member, with its SCIM
 // attributes, in one commit. A userName or email already used by another
 // shown user is a conflict.
-func (s *Store) ProvisionSCIMUser(accountID string, in SCIMUserInput) (SCIMUserRecord, error) {
+func (s *SCIMStore) ProvisionSCIMUser(accountID string, in SCIMUserInput) (SCIMUserRecord, error) {
 	return s.putSCIMUser(accountID, "", in)
 }
 
 // ReplaceSCIMUser sets a member's attributes from the identity provider,
 // in one commit. Deactivating removes the member from every workspace, as
 // UpdateMember does.
-func (s *Store) ReplaceSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
+func (s *SCIMStore) ReplaceSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
 	return s.putSCIMUser(accountID, id, in)
 }
 
 // putSCIMUser creates (id "") or replaces a SCIM user and its member.
-func (s *Store) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
+func (s *SCIMStore) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
 	in.UserName = strings.TrimSpace(in.UserName)
 	if in.UserName == "" {
 		return SCIMUserRecord{}, fmt.Errorf("%w: userName: required", ErrInvalid)
@@ -323,8 +337,8 @@ func (s *Store) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRec
 }
 
 // putSCIMUserLocked is putSCIMUser's change. Callers hold s.k.
-func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *kernel.Batch, error) {
-	acct, ok := s.accounts[accountID]
+func (s *SCIMStore) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *kernel.Batch, error) {
+	acct, ok := s.acct.accounts[accountID]
 	if !ok || acct.Kind != AccountOrganization {
 		return SCIMUserRecord{}, nil, ErrNotFound
 	}
@@ -332,23 +346,23 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 	var m Member
 	if id == "" {
 		m = Member{ID: newID("user_"), AccountID: accountID, Role: RoleMember, CreatedAt: t}
-		if cur := s.memberByEmail(accountID, email); cur != nil {
+		if cur := s.org.memberByEmail(accountID, email); cur != nil {
 			if cur.Active {
 				return SCIMUserRecord{}, nil, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
 			}
 			m = *cur // a deactivated member comes back
 		}
 	} else {
-		cur, ok := s.members[accountID][id]
+		cur, ok := s.org.members[accountID][id]
 		if !ok {
 			return SCIMUserRecord{}, nil, ErrNotFound
 		}
 		m = *cur
-		if other := s.memberByEmail(accountID, email); other != nil && other.ID != id {
+		if other := s.org.memberByEmail(accountID, email); other != nil && other.ID != id {
 			return SCIMUserRecord{}, nil, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
 		}
 	}
-	for _, o := range s.members[accountID] {
+	for _, o := range s.org.members[accountID] {
 		if o.ID == m.ID {
 			continue
 		}
@@ -357,7 +371,7 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 		}
 	}
 	m.Email, m.FirstName, m.LastName, m.Active, m.UpdatedAt = email, in.FirstName, in.LastName, in.Active, t
-	s.putMember(&m)
+	s.org.putMember(&m)
 	b := s.k.MarkDirty(memberKey(accountID, m.ID))
 	if !m.Active {
 		s.leaveWorkspacesLocked(accountID, m.ID)
@@ -373,12 +387,12 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 
 // leaveWorkspacesLocked removes a member from every workspace of its
 // account. Callers hold s.k.
-func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
-	for _, ws := range s.workspaces[accountID] {
+func (s *SCIMStore) leaveWorkspacesLocked(accountID, userID string) {
+	for _, ws := range s.org.workspaces[accountID] {
 		if _, in := ws.Members[userID]; in {
 			w := ws.clone()
 			delete(w.Members, userID)
-			s.putWorkspace(w)
+			s.org.putWorkspace(w)
 			s.k.MarkDirty(workspaceKey(accountID, w.ID))
 		}
 	}
@@ -387,16 +401,16 @@ func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
 // DeleteSCIMUser deprovisions a member in one commit: it is deactivated
 // (its id stays on its keys; out of every workspace), removed from every
 // group, and no longer shown by the SCIM service.
-func (s *Store) DeleteSCIMUser(accountID, id string) error {
+func (s *SCIMStore) DeleteSCIMUser(accountID, id string) error {
 	s.k.Lock()
-	cur, ok := s.members[accountID][id]
+	cur, ok := s.org.members[accountID][id]
 	if !ok {
 		s.k.Unlock()
 		return ErrNotFound
 	}
 	m := *cur
 	m.Active, m.UpdatedAt = false, now().UTC()
-	s.putMember(&m)
+	s.org.putMember(&m)
 	b := s.k.MarkDirty(memberKey(accountID, id))
 	s.leaveWorkspacesLocked(accountID, id)
 	delete(s.scim.users[accountID], id)
@@ -425,7 +439,7 @@ func (g *SCIMGroup) clone() *SCIMGroup {
 
 // SCIMGroups lists the organization's identity-provider groups, oldest
 // first.
-func (s *Store) SCIMGroups(accountID string) []SCIMGroup {
+func (s *SCIMStore) SCIMGroups(accountID string) []SCIMGroup {
 	s.k.RLock()
 	out := make([]SCIMGroup, 0, len(s.scim.groups[accountID]))
 	for _, g := range s.scim.groups[accountID] {
@@ -437,7 +451,7 @@ func (s *Store) SCIMGroups(accountID string) []SCIMGroup {
 }
 
 // SCIMGroup returns one group.
-func (s *Store) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
+func (s *SCIMStore) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	g, ok := s.scim.groups[accountID][id]
@@ -448,7 +462,7 @@ func (s *Store) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
 }
 
 // checkGroup validates a group's fields. Callers hold s.k.
-func (s *Store) checkGroup(g *SCIMGroup) error {
+func (s *SCIMStore) checkGroup(g *SCIMGroup) error {
 	g.DisplayName = strings.TrimSpace(g.DisplayName)
 	if g.DisplayName == "" {
 		return fmt.Errorf("%w: displayName: required", ErrInvalid)
@@ -459,7 +473,7 @@ func (s *Store) checkGroup(g *SCIMGroup) error {
 		}
 	}
 	for id := range g.Members {
-		if m, ok := s.members[g.AccountID][id]; !ok || !m.Active {
+		if m, ok := s.org.members[g.AccountID][id]; !ok || !m.Active {
 			return fmt.Errorf("%w: members: %s is not an active user of this organization", ErrInvalid, id)
 		}
 	}
@@ -467,7 +481,7 @@ func (s *Store) checkGroup(g *SCIMGroup) error {
 }
 
 // CreateSCIMGroup stores a new identity-provider group.
-func (s *Store) CreateSCIMGroup(accountID, displayName string, externalID *string, members []string) (SCIMGroup, error) {
+func (s *SCIMStore) CreateSCIMGroup(accountID, displayName string, externalID *string, members []string) (SCIMGroup, error) {
 	t := now().UTC()
 	g := &SCIMGroup{ID: newUUID(), AccountID: accountID, DisplayName: displayName, ExternalID: externalID,
 		Members: map[string]bool{}, CreatedAt: t, UpdatedAt: t}
@@ -475,7 +489,7 @@ func (s *Store) CreateSCIMGroup(accountID, displayName string, externalID *strin
 		g.Members[m] = true
 	}
 	s.k.Lock()
-	if a, ok := s.accounts[accountID]; !ok || a.Kind != AccountOrganization {
+	if a, ok := s.acct.accounts[accountID]; !ok || a.Kind != AccountOrganization {
 		s.k.Unlock()
 		return SCIMGroup{}, ErrNotFound
 	}
@@ -490,7 +504,7 @@ func (s *Store) CreateSCIMGroup(accountID, displayName string, externalID *strin
 }
 
 // UpdateSCIMGroup applies fn to a copy of the group and stores it.
-func (s *Store) UpdateSCIMGroup(accountID, id string, fn func(*SCIMGroup) error) (SCIMGroup, error) {
+func (s *SCIMStore) UpdateSCIMGroup(accountID, id string, fn func(*SCIMGroup) error) (SCIMGroup, error) {
 	s.k.Lock()
 	cur, ok := s.scim.groups[accountID][id]
 	if !ok {
@@ -516,7 +530,7 @@ func (s *Store) UpdateSCIMGroup(accountID, id string, fn func(*SCIMGroup) error)
 // DeleteSCIMGroup deletes a group. Its mappings stay until the next sync
 // job, which removes the memberships they granted and then the mappings
 // (counted as deleted_groups).
-func (s *Store) DeleteSCIMGroup(accountID, id string) error {
+func (s *SCIMStore) DeleteSCIMGroup(accountID, id string) error {
 	s.k.Lock()
 	if _, ok := s.scim.groups[accountID][id]; !ok {
 		s.k.Unlock()
@@ -529,7 +543,7 @@ func (s *Store) DeleteSCIMGroup(accountID, id string) error {
 }
 
 // SCIMGroupMappings lists the organization's mappings, oldest first.
-func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
+func (s *SCIMStore) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
 	s.k.RLock()
 	out := make([]SCIMGroupMapping, 0, len(s.scim.mappings[accountID]))
 	for _, m := range s.scim.mappings[accountID] {
@@ -541,7 +555,7 @@ func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
 }
 
 // SCIMGroupMapping returns one mapping.
-func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
+func (s *SCIMStore) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	return copyOf(s.scim.mappings, accountID, id)
@@ -555,7 +569,7 @@ func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) 
 // mapping that exists with the same role returns it and re-applies it;
 // with another role it is a conflict. It returns the mapping and how many
 // memberships it added.
-func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, int, error) {
+func (s *SCIMStore) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, int, error) {
 	if err := checkMappingRole(role); err != nil {
 		return SCIMGroupMapping{}, 0, err
 	}
@@ -581,15 +595,15 @@ func checkMappingRole(role MemberRole) error {
 
 // createMappingLocked checks and stores a new mapping, or returns the
 // existing one of the same role. Callers hold s.k.
-func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
+func (s *SCIMStore) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
 	if _, ok := s.scim.groups[accountID][groupID]; !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: scim_group_id: no SCIM group %s", ErrNotFound, groupID)
 	}
-	w, ok := s.resolveWorkspace(accountID, workspaceRef)
+	w, ok := s.org.resolveWorkspace(accountID, workspaceRef)
 	if !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: workspace_id: no workspace %s", ErrNotFound, workspaceRef)
 	}
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: workspace_id: the default workspace's members are all of the organization's members; map another workspace", ErrInvalid)
 	}
 	for _, m := range s.scim.mappings[accountID] {
@@ -610,7 +624,7 @@ func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, rol
 // workspace (granted by it) and records it as a source of the memberships
 // it already granted. It never removes nor changes a role: sync jobs
 // reconcile. Callers hold s.k.
-func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
+func (s *SCIMStore) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	g, ok := s.scim.groups[accountID][m.GroupID]
 	if !ok {
 		return 0
@@ -624,7 +638,7 @@ func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	added := 0
 	t := now().UTC()
 	for _, uid := range g.MemberIDs() {
-		if mem, ok := s.members[accountID][uid]; !ok || !mem.Active {
+		if mem, ok := s.org.members[accountID][uid]; !ok || !mem.Active {
 			continue
 		}
 		k := m.WorkspaceID + "/" + uid
@@ -654,7 +668,7 @@ func slicesContains(ids []string, id string) bool {
 
 // UpdateSCIMGroupMapping changes a mapping's role; memberships follow at
 // the next sync job.
-func (s *Store) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (SCIMGroupMapping, error) {
+func (s *SCIMStore) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (SCIMGroupMapping, error) {
 	if err := checkMappingRole(role); err != nil {
 		return SCIMGroupMapping{}, err
 	}
@@ -676,7 +690,7 @@ func (s *Store) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (S
 // memberships that only this mapping granted (a member with API keys in
 // the workspace keeps its membership, then counted as manual); true keeps
 // them as manually managed. It returns how many memberships were removed.
-func (s *Store) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (int, error) {
+func (s *SCIMStore) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (int, error) {
 	s.k.Lock()
 	if _, ok := s.scim.mappings[accountID][id]; !ok {
 		s.k.Unlock()
@@ -723,7 +737,7 @@ func without(ids []string, id string) []string {
 
 // scimGrantsOf returns the account's grants record, creating it. Callers
 // hold s.k.
-func (s *Store) scimGrantsOf(accountID string) *scimGrants {
+func (s *SCIMStore) scimGrantsOf(accountID string) *scimGrants {
 	g, ok := s.scim.grants[accountID]
 	if !ok {
 		g = &scimGrants{AccountID: accountID, Grants: map[string][]string{}}
@@ -734,8 +748,8 @@ func (s *Store) scimGrantsOf(accountID string) *scimGrants {
 
 // memberHasKeysIn reports whether the user created API keys in the
 // workspace (such a member cannot be removed from it). Callers hold s.k.
-func (s *Store) memberHasKeysIn(wsID, userID string) bool {
-	for _, k := range s.keys {
+func (s *SCIMStore) memberHasKeysIn(wsID, userID string) bool {
+	for _, k := range s.acct.keys {
 		if k.WorkspaceID == wsID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
 			return true
 		}
@@ -745,7 +759,7 @@ func (s *Store) memberHasKeysIn(wsID, userID string) bool {
 
 // removeGrantedMembership removes a membership from a (cloned, touched)
 // workspace unless the member has keys there. Callers hold s.k.
-func (s *Store) removeGrantedMembership(accountID, wsID, userID string, touched map[string]*Workspace) bool {
+func (s *SCIMStore) removeGrantedMembership(accountID, wsID, userID string, touched map[string]*Workspace) bool {
 	w := s.touchWorkspace(accountID, wsID, touched)
 	if w == nil {
 		return false
@@ -759,11 +773,11 @@ func (s *Store) removeGrantedMembership(accountID, wsID, userID string, touched 
 
 // touchWorkspace returns a writable copy of a workspace, once per
 // operation. Callers hold s.k.
-func (s *Store) touchWorkspace(accountID, wsID string, touched map[string]*Workspace) *Workspace {
+func (s *SCIMStore) touchWorkspace(accountID, wsID string, touched map[string]*Workspace) *Workspace {
 	if w, ok := touched[wsID]; ok {
 		return w
 	}
-	cur, ok := s.workspaces[accountID][wsID]
+	cur, ok := s.org.workspaces[accountID][wsID]
 	if !ok {
 		return nil
 	}
@@ -773,22 +787,22 @@ func (s *Store) touchWorkspace(accountID, wsID string, touched map[string]*Works
 }
 
 // publishTouched publishes the changed workspaces. Callers hold s.k.
-func (s *Store) publishTouched(touched map[string]*Workspace) {
+func (s *SCIMStore) publishTouched(touched map[string]*Workspace) {
 	for _, w := range touched {
-		s.putWorkspace(w)
+		s.org.putWorkspace(w)
 		s.k.MarkDirty(workspaceKey(w.AccountID, w.ID))
 	}
 }
 
 // SCIMSyncJob returns a sync job.
-func (s *Store) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
+func (s *SCIMStore) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	return copyOf(s.scim.jobs, accountID, id)
 }
 
 // loadSCIM decodes one SCIM record.
-func (s *Store) loadSCIM(k, v []byte) error {
+func (s *SCIMStore) loadSCIM(k, v []byte) error {
 	key := string(k)
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	switch kind {
@@ -842,7 +856,7 @@ func decodeInto[T any](v []byte, keep func(*T)) error {
 }
 
 // scimSnapshot is snapshot for a SCIM key. Callers hold s.k.
-func (s *Store) scimSnapshot(key string) any {
+func (s *SCIMStore) scimSnapshot(key string) any {
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	accountID, id, _ := strings.Cut(rest, "/")
 	switch kind {

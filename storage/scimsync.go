@@ -26,9 +26,9 @@ import (
 // of it or none of it.
 
 // CreateSCIMSyncJob queues a sync job; RunSCIMSyncJob runs it.
-func (s *Store) CreateSCIMSyncJob(accountID string) (SCIMSyncJob, error) {
+func (s *SCIMStore) CreateSCIMSyncJob(accountID string) (SCIMSyncJob, error) {
 	s.k.Lock()
-	if a, ok := s.accounts[accountID]; !ok || a.Kind != AccountOrganization {
+	if a, ok := s.acct.accounts[accountID]; !ok || a.Kind != AccountOrganization {
 		s.k.Unlock()
 		return SCIMSyncJob{}, ErrNotFound
 	}
@@ -40,7 +40,7 @@ func (s *Store) CreateSCIMSyncJob(accountID string) (SCIMSyncJob, error) {
 }
 
 // RunSCIMSyncJob runs a queued job to its end and returns its final state.
-func (s *Store) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
+func (s *SCIMStore) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
 	s.k.Lock()
 	cur, ok := s.scim.jobs[accountID][id]
 	if !ok || cur.Status != SyncQueued {
@@ -73,7 +73,7 @@ type syncCounts struct {
 }
 
 // applyMappingsLocked applies the mappings. Callers hold s.k.
-func (s *Store) applyMappingsLocked(accountID string) syncCounts {
+func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 	var c syncCounts
 	type want struct {
 		role    MemberRole
@@ -88,12 +88,12 @@ func (s *Store) applyMappingsLocked(accountID string) syncCounts {
 			dead = append(dead, m.ID)
 			continue
 		}
-		if _, ok := s.workspaces[accountID][m.WorkspaceID]; !ok {
+		if _, ok := s.org.workspaces[accountID][m.WorkspaceID]; !ok {
 			continue // the workspace was deleted: the mapping grants nothing
 		}
 		synced[g.ID] = true
 		for uid := range g.Members {
-			if mem, ok := s.members[accountID][uid]; !ok || !mem.Active {
+			if mem, ok := s.org.members[accountID][uid]; !ok || !mem.Active {
 				continue
 			}
 			k := m.WorkspaceID + "/" + uid
@@ -170,7 +170,7 @@ func (s *Store) applyMappingsLocked(accountID string) syncCounts {
 	}
 	// Only publish workspaces whose memberships changed.
 	for id, w := range touched {
-		if sameMembers(s.workspaces[accountID][id], w) {
+		if sameMembers(s.org.workspaces[accountID][id], w) {
 			delete(touched, id)
 		}
 	}

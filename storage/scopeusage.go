@@ -53,7 +53,7 @@ func appendCounters(b []byte, c money.UsageCounters) []byte {
 }
 
 // usageSnapshot is snapshot for a counters key. Callers hold s.k.
-func (s *Store) usageSnapshot(key string) any {
+func (s *OrgStore) usageSnapshot(key string) any {
 	if rest, ok := strings.CutPrefix(key, prefixWorkspaceUsage); ok {
 		accountID, id, _ := strings.Cut(rest, "/")
 		if w, ok := s.workspaces[accountID][id]; ok {
@@ -71,7 +71,7 @@ func (s *Store) usageSnapshot(key string) any {
 
 // loadUsage applies a counters record to its workspace or member, loaded
 // before it.
-func (s *Store) loadUsage(prefix string, key, v []byte) error {
+func (s *OrgStore) loadUsage(prefix string, key, v []byte) error {
 	var u scopeUsage
 	if err := json.Unmarshal(v, &u); err != nil {
 		return err

@@ -6,11 +6,8 @@
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,55 +49,26 @@ type Options struct {
 	Logger     *zap.Logger
 }
 
-// Store is the gateway's persistent state. All methods are safe for
-// concurrent use. Memory is the truth for reads; every method that changes
-// state returns only once the change is durable (group-committed by the
-// kernel), so a caller never acknowledges what a crash would lose.
+// Store is the gateway's persistent state: the domain stores over one
+// kernel. All methods are safe for concurrent use. Memory is the truth for
+// reads; every method that changes state returns only once the change is
+// durable, so a caller never acknowledges what a crash would lose. The
+// domain stores share the kernel's one lock: admission reads accounts,
+// keys, workspaces and members at one instant, and several domains'
+// changes (a SCIM sync, deleting a key) are one atomic step.
 type Store struct {
 	k *kernel.Kernel
-
-	accounts  map[string]*Account
-	keys      map[string]*APIKey        // by hash
-	mgmtKeys  map[string]*ManagementKey // by hash
-	purchases map[string][]Purchase     // by account id
-	ledger    ledger
-
-	byok kernel.Records[Credential] // BYOK credentials by account id, then id
-
-	destinations kernel.Records[Destination]     // observability destinations by account id, then id
-	endpoints    kernel.Records[PrivateEndpoint] // private endpoints by account id, then id
-	// Organizations' members, workspaces and guardrails, by account id,
-	// then id (members.go, workspaces.go, guardrails.go).
-	members    kernel.Records[Member]
-	workspaces kernel.Records[Workspace]
-	guardrails kernel.Records[Guardrail]
-	// rules caches each key's effective rules (rules.go); rulesGen
-	// invalidates them.
-	rules    sync.Map
-	rulesGen atomic.Uint64
-
-	genSubs generationSubscribers // SubscribeGenerations
-
-	endUsers  kernel.Records[EndUser] // by account id, then user (endusers.go)
-	analytics *rollup                 // usage rollup (analytics.go)
-	scim      *scimState              // SCIM tokens, users, groups, mappings, sync jobs (scim.go)
+	*AccountStore
+	*LedgerStore
+	*OrgStore
+	*SecretStore
+	*AnalyticsStore
+	*SCIMStore
+	*EndUserStore
+	*DestinationStore
+	*EndpointStore
+	*FeedbackStore
 }
-
-// Badger key prefixes, one per record type.
-const (
-	prefixAccount  = "a/"
-	prefixPurchase = "p/"
-	prefixMgmtKey  = "m/"
-	prefixAPIKey   = "k/"
-	prefixBYOK     = "b/" // b/<account id>/<credential id>
-	// o/<account id>/<destination id>: observability destinations
-	prefixDestination = "o/"
-	// pe/<account id>/<endpoint id>: private endpoints
-	prefixPrivateEndpoint = "pe/"
-	// prefixMember, prefixWorkspace and prefixGuardrail are in their files.
-	// Generation records are append-only and not loaded into memory.
-	prefixGeneration = "g/"
-)
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
@@ -108,24 +76,9 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{
-		k:         k,
-		accounts:  map[string]*Account{},
-		keys:      map[string]*APIKey{},
-		mgmtKeys:  map[string]*ManagementKey{},
-		purchases: map[string][]Purchase{},
-		byok:      kernel.Records[Credential]{},
-		endUsers:  kernel.Records[EndUser]{},
-		ledger:    newLedger(),
-	}
-	s.destinations = kernel.Records[Destination]{}
-	s.endpoints = kernel.Records[PrivateEndpoint]{}
-	s.members = kernel.Records[Member]{}
-	s.workspaces = kernel.Records[Workspace]{}
-	s.guardrails = kernel.Records[Guardrail]{}
-	s.scim = newSCIMState()
+	s := newStore(k)
 	s.registerKinds()
-	if err := k.Start(); err != nil {
+	if err := k.Load(); err != nil {
 		_ = k.Close()
 		return nil, err
 	}
@@ -134,6 +87,7 @@ func Open(opts Options) (*Store, error) {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
+	k.Start()
 	return s, nil
 }
 
@@ -141,84 +95,67 @@ func Open(opts Options) (*Store, error) {
 // database.
 func (s *Store) Close() error { return s.k.Close() }
 
-// registerKinds tells the kernel how to load and snapshot each kind of
-// record, in load order: workspace and member usage counters decorate
-// the workspaces and members loaded before them.
+// newStore makes the domain stores over k and wires each to the others
+// it reads.
+func newStore(k *kernel.Kernel) *Store {
+	s := &Store{
+		k: k,
+		AccountStore: &AccountStore{
+			k:         k,
+			accounts:  map[string]*Account{},
+			keys:      map[string]*APIKey{},
+			mgmtKeys:  map[string]*ManagementKey{},
+			purchases: map[string][]Purchase{},
+		},
+		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},
+		OrgStore: &OrgStore{
+			k:          k,
+			members:    kernel.Records[Member]{},
+			workspaces: kernel.Records[Workspace]{},
+			guardrails: kernel.Records[Guardrail]{},
+		},
+		SecretStore:      &SecretStore{k: k, byok: kernel.Records[Credential]{}},
+		AnalyticsStore:   &AnalyticsStore{k: k},
+		SCIMStore:        &SCIMStore{k: k, scim: newSCIMState()},
+		EndUserStore:     &EndUserStore{k: k, endUsers: kernel.Records[EndUser]{}},
+		DestinationStore: &DestinationStore{k: k, destinations: kernel.Records[Destination]{}},
+		EndpointStore:    &EndpointStore{k: k, endpoints: kernel.Records[PrivateEndpoint]{}},
+		FeedbackStore:    &FeedbackStore{k: k},
+	}
+	s.wire()
+	return s
+}
+
+// wire points each domain store at the others it reads.
+func (s *Store) wire() {
+	s.AccountStore.org = s.OrgStore
+	s.AnalyticsStore.acct = s.AccountStore
+	s.AnalyticsStore.fb = s.FeedbackStore
+	s.AnalyticsStore.led = s.LedgerStore
+	s.AnalyticsStore.users = s.EndUserStore
+	s.DestinationStore.acct = s.AccountStore
+	s.EndUserStore.acct = s.AccountStore
+	s.EndpointStore.acct = s.AccountStore
+	s.FeedbackStore.stats = s.AnalyticsStore
+	s.LedgerStore.acct = s.AccountStore
+	s.LedgerStore.org = s.OrgStore
+	s.OrgStore.acct = s.AccountStore
+	s.OrgStore.sec = s.SecretStore
+	s.SCIMStore.acct = s.AccountStore
+	s.SCIMStore.org = s.OrgStore
+	s.SecretStore.acct = s.AccountStore
+	s.SecretStore.org = s.OrgStore
+}
+
+// registerKinds registers every domain store's kinds of record with the
+// kernel, in load order: the organizations' usage counters decorate the
+// workspaces and members loaded before them.
 func (s *Store) registerKinds() {
-	s.k.Register(
-		kernel.Kind{Prefix: prefixAccount, Load: s.loadAccount, Snapshot: s.accountSnapshot},
-		kernel.Kind{Prefix: prefixPurchase, Load: s.loadPurchase, Append: true},
-		kernel.Kind{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Snapshot: s.mgmtKeySnapshot},
-		kernel.Kind{Prefix: prefixAPIKey, Load: s.loadAPIKey, Snapshot: s.apiKeySnapshot},
-		s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) }),
-		s.endUsers.Kind(prefixEndUser, nil),
-		s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) }),
-		s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) }),
-		s.members.Kind(prefixMember, nil),
-		s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps),
-		s.guardrails.Kind(prefixGuardrail, (*Guardrail).initMaps),
-		kernel.Kind{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Snapshot: s.usageSnapshot},
-		kernel.Kind{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Snapshot: s.usageSnapshot},
-		kernel.Kind{Prefix: prefixSCIM, Load: s.loadSCIM, Snapshot: s.scimSnapshot},
-		kernel.Kind{Prefix: prefixGeneration, Append: true},
-		kernel.Kind{Prefix: prefixFeedback, Append: true},
-	)
-}
-
-func (s *Store) loadAccount(_, v []byte) error {
-	var a Account
-	if err := json.Unmarshal(v, &a); err != nil {
-		return err
+	for _, kinds := range [][]kernel.Kind{
+		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
+		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
+		s.SCIMStore.kinds(), s.LedgerStore.kinds(), s.FeedbackStore.kinds(),
+	} {
+		s.k.Register(kinds...)
 	}
-	s.accounts[a.ID] = &a
-	return nil
-}
-
-func (s *Store) loadPurchase(_, v []byte) error {
-	var p Purchase
-	if err := json.Unmarshal(v, &p); err != nil {
-		return err
-	}
-	s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
-	return nil
-}
-
-func (s *Store) loadMgmtKey(_, v []byte) error {
-	var m ManagementKey
-	if err := json.Unmarshal(v, &m); err != nil {
-		return err
-	}
-	s.mgmtKeys[m.Hash] = &m
-	return nil
-}
-
-func (s *Store) loadAPIKey(_, v []byte) error {
-	var k APIKey
-	if err := json.Unmarshal(v, &k); err != nil {
-		return err
-	}
-	s.keys[k.Hash] = &k
-	s.k.ObserveSeq(k.Seq)
-	return nil
-}
-
-func (s *Store) accountSnapshot(key string) any {
-	if a, ok := s.accounts[key[len(prefixAccount):]]; ok {
-		return *a
-	}
-	return nil
-}
-
-func (s *Store) apiKeySnapshot(key string) any {
-	if k, ok := s.keys[key[len(prefixAPIKey):]]; ok {
-		return *k
-	}
-	return nil
-}
-
-func (s *Store) mgmtKeySnapshot(key string) any {
-	if m, ok := s.mgmtKeys[key[len(prefixMgmtKey):]]; ok {
-		return *m
-	}
-	return nil
 }

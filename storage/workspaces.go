@@ -153,7 +153,7 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // putWorkspace publishes a workspace record and marks it dirty. Callers
 // hold s.k.
-func (s *Store) putWorkspace(w *Workspace) *kernel.Batch {
+func (s *OrgStore) putWorkspace(w *Workspace) *kernel.Batch {
 	s.rulesChanged()
 	return kernel.PutDirty(s.k, s.workspaces, prefixWorkspace, w)
 }
@@ -169,12 +169,12 @@ func defaultWorkspace(a *Account) *Workspace {
 
 // ensureDefaultWorkspaces gives every loaded account its default workspace
 // record (accounts created before workspaces existed). Called by load.
-func (s *Store) ensureDefaultWorkspaces() {
-	for _, a := range s.accounts {
+func (s *OrgStore) ensureDefaultWorkspaces() {
+	for _, a := range s.acct.accounts {
 		if a.DefaultWorkspaceID == "" {
 			c := *a
 			c.DefaultWorkspaceID = newUUID()
-			s.accounts[c.ID] = &c
+			s.acct.accounts[c.ID] = &c
 			s.k.MarkDirty(prefixAccount + c.ID)
 			a = &c
 		}
@@ -182,19 +182,19 @@ func (s *Store) ensureDefaultWorkspaces() {
 			s.putWorkspace(defaultWorkspace(a))
 		}
 	}
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.WorkspaceID == "" {
-			if a, ok := s.accounts[k.AccountID]; ok {
+			if a, ok := s.acct.accounts[k.AccountID]; ok {
 				c := *k
 				c.WorkspaceID = a.DefaultWorkspaceID
-				s.keys[c.Hash] = &c
+				s.acct.keys[c.Hash] = &c
 				s.k.MarkDirty(prefixAPIKey + c.Hash)
 			}
 		}
 	}
 	// BYOK credentials stored before they belonged to a workspace.
-	for accountID, creds := range s.byok {
-		a, ok := s.accounts[accountID]
+	for accountID, creds := range s.sec.byok {
+		a, ok := s.acct.accounts[accountID]
 		if !ok {
 			continue
 		}
@@ -202,14 +202,14 @@ func (s *Store) ensureDefaultWorkspaces() {
 			if cr.WorkspaceID == "" {
 				c := cr.clone()
 				c.WorkspaceID = a.DefaultWorkspaceID
-				kernel.PutDirty(s.k, s.byok, prefixBYOK, &c)
+				kernel.PutDirty(s.k, s.sec.byok, prefixBYOK, &c)
 			}
 		}
 	}
 }
 
 // resolveWorkspace finds a workspace by id or slug. Callers hold s.k.
-func (s *Store) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
+func (s *OrgStore) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 	if w, ok := s.workspaces[accountID][ref]; ok {
 		return w, true
 	}
@@ -222,7 +222,7 @@ func (s *Store) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 }
 
 // Workspace returns an account's workspace by id or slug.
-func (s *Store) Workspace(accountID, ref string) (Workspace, bool) {
+func (s *OrgStore) Workspace(accountID, ref string) (Workspace, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	w, ok := s.resolveWorkspace(accountID, ref)
@@ -234,10 +234,10 @@ func (s *Store) Workspace(accountID, ref string) (Workspace, bool) {
 
 // Workspaces lists an account's workspaces: the default first, then by
 // creation.
-func (s *Store) Workspaces(accountID string) []Workspace {
+func (s *OrgStore) Workspaces(accountID string) []Workspace {
 	s.k.RLock()
 	def := ""
-	if a, ok := s.accounts[accountID]; ok {
+	if a, ok := s.acct.accounts[accountID]; ok {
 		def = a.DefaultWorkspaceID
 	}
 	out := make([]Workspace, 0, len(s.workspaces[accountID]))
@@ -259,7 +259,7 @@ func (s *Store) Workspaces(accountID string) []Workspace {
 
 // checkSlug validates a slug and its uniqueness in the account. Callers
 // hold s.k.
-func (s *Store) checkSlug(accountID, slug, self string) error {
+func (s *OrgStore) checkSlug(accountID, slug, self string) error {
 	if !slugPattern.MatchString(slug) {
 		return fmt.Errorf("%w: slug: expected lowercase letters, digits and hyphens (at most 64)", ErrInvalid)
 	}
@@ -273,7 +273,7 @@ func (s *Store) checkSlug(accountID, slug, self string) error {
 
 // CreateWorkspace creates a workspace; fn fills in its settings (name and
 // slug are required).
-func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspace, error) {
+func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspace, error) {
 	t := now().UTC()
 	w := &Workspace{
 		ID: newUUID(), AccountID: accountID, DefaultGuardrailID: newUUID(),
@@ -286,7 +286,7 @@ func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspac
 		return Workspace{}, fmt.Errorf("%w: name: required non-empty string", ErrInvalid)
 	}
 	s.k.Lock()
-	if _, ok := s.accounts[accountID]; !ok {
+	if _, ok := s.acct.accounts[accountID]; !ok {
 		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
@@ -301,7 +301,7 @@ func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspac
 
 // UpdateWorkspace applies fn to a copy of the workspace found by id or
 // slug; fn may return an error to abort.
-func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
+func (s *OrgStore) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
 	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
@@ -334,19 +334,19 @@ func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error
 // DeleteWorkspace deletes a workspace with its budgets and guardrails. The
 // default workspace cannot be deleted, nor one that still holds API keys
 // or BYOK credentials (ErrConflict names the rule).
-func (s *Store) DeleteWorkspace(accountID, ref string) error {
+func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 	s.k.Lock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
 		s.k.Unlock()
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.AccountID == accountID && k.WorkspaceID == w.ID {
 			n++
 		}
@@ -355,7 +355,7 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
 	}
-	for _, c := range s.byok[accountID] {
+	for _, c := range s.sec.byok[accountID] {
 		if c.WorkspaceID == w.ID {
 			n++
 		}
@@ -380,7 +380,7 @@ func (s *Store) DeleteWorkspace(accountID, ref string) error {
 // SetWorkspaceBudget creates or updates the budget of an interval; a
 // non-nil includeBYOK sets the workspace-wide include_byok_in_budgets.
 // Limits must strictly decrease as the interval narrows.
-func (s *Store) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, limit money.Amount, includeBYOK *bool) (Workspace, WorkspaceBudget, error) {
+func (s *OrgStore) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, limit money.Amount, includeBYOK *bool) (Workspace, WorkspaceBudget, error) {
 	if limit < 0 {
 		return Workspace{}, WorkspaceBudget{}, fmt.Errorf("%w: limit_usd: must not be negative", ErrInvalid)
 	}
@@ -425,7 +425,7 @@ func checkBudgetOrder(bs map[BudgetInterval]*WorkspaceBudget) error {
 }
 
 // DeleteWorkspaceBudget removes the budget of an interval.
-func (s *Store) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) error {
+func (s *OrgStore) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) error {
 	_, err := s.UpdateWorkspace(accountID, ref, func(w *Workspace) error {
 		if _, ok := w.Budgets[iv]; !ok {
 			return fmt.Errorf("%w: no %s budget", ErrNotFound, iv)
@@ -438,7 +438,7 @@ func (s *Store) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) 
 
 // WorkspaceMembers lists a workspace's members; the default workspace's
 // are all of the organization's active members with their role.
-func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Workspace, error) {
+func (s *OrgStore) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Workspace, error) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	w, ok := s.resolveWorkspace(accountID, ref)
@@ -446,7 +446,7 @@ func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Work
 		return nil, Workspace{}, ErrNotFound
 	}
 	var out []WorkspaceMember
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
 		for _, m := range s.members[accountID] {
 			if m.Active {
 				out = append(out, WorkspaceMember{UserID: m.ID, Role: m.Role, CreatedAt: m.CreatedAt})
@@ -465,7 +465,7 @@ func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Work
 // its organization role (admins become workspace admins). Every user id
 // must be an active member; those already in the workspace are left as
 // they are. It returns the memberships added.
-func (s *Store) AddWorkspaceMembers(accountID, ref string, userIDs []string) ([]WorkspaceMember, error) {
+func (s *OrgStore) AddWorkspaceMembers(accountID, ref string, userIDs []string) ([]WorkspaceMember, error) {
 	var added []WorkspaceMember
 	_, err := s.updateMemberships(accountID, ref, userIDs, func(w *Workspace, m *Member, t time.Time) {
 		if _, in := w.Members[m.ID]; !in {
@@ -479,7 +479,7 @@ func (s *Store) AddWorkspaceMembers(accountID, ref string, userIDs []string) ([]
 
 // SetWorkspaceMember adds a member to a workspace with an explicit role, or
 // changes its role there (for SCIM group mappings).
-func (s *Store) SetWorkspaceMember(accountID, ref, userID string, role MemberRole) (WorkspaceMember, error) {
+func (s *OrgStore) SetWorkspaceMember(accountID, ref, userID string, role MemberRole) (WorkspaceMember, error) {
 	if _, ok := ParseMemberRole(string(role)); !ok {
 		return WorkspaceMember{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
@@ -498,18 +498,18 @@ func (s *Store) SetWorkspaceMember(accountID, ref, userID string, role MemberRol
 // RemoveWorkspaceMembers removes members from a workspace. A member that
 // still has API keys in the workspace cannot be removed (ErrConflict).
 // It returns how many were removed.
-func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) (int, error) {
+func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) (int, error) {
 	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		s.k.Unlock()
 		return 0, ErrNotFound
 	}
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
 		s.k.Unlock()
 		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 	}
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil {
 			for _, u := range userIDs {
 				if u == *k.CreatorUserID {
@@ -539,7 +539,7 @@ func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) 
 // updateMemberships checks the user ids and applies fn for each to a copy
 // of the workspace. Adding to the default workspace is a no-op: every
 // member belongs to it.
-func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn func(*Workspace, *Member, time.Time)) (Workspace, error) {
+func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn func(*Workspace, *Member, time.Time)) (Workspace, error) {
 	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
@@ -563,9 +563,9 @@ func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn fu
 }
 
 // MoveAPIKey moves a key to another workspace of its account.
-func (s *Store) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
+func (s *OrgStore) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
 	s.k.RLock()
-	k, ok := s.keys[hash]
+	k, ok := s.acct.keys[hash]
 	var ws *Workspace
 	if ok {
 		ws, ok = s.resolveWorkspace(k.AccountID, workspaceRef)
@@ -574,7 +574,7 @@ func (s *Store) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
 	if !ok {
 		return APIKey{}, ErrNotFound
 	}
-	return s.UpdateAPIKey(hash, func(k *APIKey) error { k.WorkspaceID = ws.ID; return nil })
+	return s.acct.UpdateAPIKey(hash, func(k *APIKey) error { k.WorkspaceID = ws.ID; return nil })
 }
 
 // initMaps gives a loaded workspace the maps that JSON leaves nil.

@@ -66,7 +66,7 @@ type Kernel struct {
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
-// record kinds, then call Start to load them and begin committing.
+// record kinds, Load them, then Start committing.
 func Open(opts Options) (*Kernel, error) {
 	log := opts.Logger
 	if log == nil {
@@ -105,9 +105,10 @@ func (k *Kernel) Register(kinds ...Kind) {
 	}
 }
 
-// Start loads every loaded kind into memory, in registration order (the
-// warm-up), then starts the group commit.
-func (k *Kernel) Start() error {
+// Load loads every loaded kind into memory, in registration order (the
+// warm-up). Nothing commits until Start, so the caller may still fix up
+// what it loaded, without the lock.
+func (k *Kernel) Load() error {
 	for _, kind := range k.kinds {
 		if kind.Load == nil {
 			continue
@@ -122,9 +123,13 @@ func (k *Kernel) Start() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// Start begins committing: from now on, writes reach the backend.
+func (k *Kernel) Start() {
 	k.started = true
 	go k.flushLoop()
-	return nil
 }
 
 // Close commits what is pending, stops background work and closes the

@@ -80,9 +80,10 @@ func TestKernelLoadsKindsInRegistrationOrder(t *testing.T) {
 		Kind{Prefix: "y/", Load: func(key, v []byte) error { order = append(order, string(key)); return nil }},
 		Kind{Prefix: "g/", Append: true},
 	)
-	if err := k.Start(); err != nil {
+	if err := k.Load(); err != nil {
 		t.Fatal(err)
 	}
+	k.Start()
 	defer k.Close()
 	if strings.Join(order, ",") != "x/1,y/1" {
 		t.Fatalf("load order %v", order)
@@ -123,9 +124,10 @@ func TestKernelWriteWaitsUntilDurable(t *testing.T) {
 		}},
 		Kind{Prefix: "a/", Append: true},
 	)
-	if err := k.Start(); err != nil {
+	if err := k.Load(); err != nil {
 		t.Fatal(err)
 	}
+	k.Start()
 	k.Lock()
 	mem["r/1"] = "v1"
 	k.MarkDirty("r/1")
