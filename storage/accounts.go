@@ -19,7 +19,7 @@ type AccountStore struct {
 	keys      map[string]*APIKey        // by hash
 	mgmtKeys  map[string]*ManagementKey // by hash
 	purchases map[string][]Purchase     // by account id
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	org *OrgStore
 }
 
@@ -185,7 +185,7 @@ func (s *AccountStore) Purchases(accountID string) []Purchase {
 
 // accountWorkspace resolves the workspace of a new record of an account
 // that has only its default workspace: "" is the default, any other id
-// must be it. Callers hold s.k.
+// must be it. Callers hold the kernel's lock.
 func (s *AccountStore) accountWorkspace(accountID, workspaceID string) (string, error) {
 	acct, ok := s.accounts[accountID]
 	if !ok {

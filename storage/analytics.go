@@ -18,7 +18,7 @@ import (
 type AnalyticsStore struct {
 	k         *kernel.Kernel
 	analytics *rollup
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct  *AccountStore
 	led   *LedgerStore
 	users *EndUserStore

@@ -14,7 +14,7 @@ import (
 type SecretStore struct {
 	k    *kernel.Kernel
 	byok kernel.Records[Credential] // by account id, then id
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 	org  *OrgStore
 }

@@ -12,7 +12,7 @@ import (
 type EndUserStore struct {
 	k        *kernel.Kernel
 	endUsers kernel.Records[EndUser] // by account id, then user
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 }
 
@@ -69,7 +69,7 @@ func (s *EndUserStore) EndUserDeactivated(accountID, user string) bool {
 }
 
 // ensureEndUser records an end user on first use, without waiting for the
-// write (it rides the next group commit). Callers hold s.mu (or run in Open).
+// write (it rides the next group commit). Callers hold the kernel's lock (or run in Open).
 func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
 	if user == "" || endUserTooLong(user) {
 		return

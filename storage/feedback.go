@@ -11,7 +11,7 @@ import (
 // FeedbackStore records feedback on generations.
 type FeedbackStore struct {
 	k *kernel.Kernel
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	stats *AnalyticsStore
 }
 

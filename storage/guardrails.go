@@ -113,13 +113,13 @@ func guardrailKey(accountID, id string) string {
 
 func (g Guardrail) RecordIDs() (accountID, id string) { return g.AccountID, g.ID }
 
-// putGuardrail publishes a guardrail record. Callers hold s.k.
+// putGuardrail publishes a guardrail record. Callers hold the kernel's lock.
 func (s *OrgStore) putGuardrail(g *Guardrail) *kernel.Batch {
 	s.rulesChanged()
 	return kernel.PutDirty(s.k, s.guardrails, prefixGuardrail, g)
 }
 
-// deleteGuardrailLocked removes a guardrail. Callers hold s.k.
+// deleteGuardrailLocked removes a guardrail. Callers hold the kernel's lock.
 func (s *OrgStore) deleteGuardrailLocked(accountID, id string) {
 	delete(s.guardrails[accountID], id)
 	s.k.MarkDirty(guardrailKey(accountID, id))
@@ -237,7 +237,7 @@ func (s *OrgStore) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, w
 }
 
 // workspaceByDefaultGuardrail finds the workspace whose default guardrail
-// id is id. Callers hold s.k.
+// id is id. Callers hold the kernel's lock.
 func (s *OrgStore) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 	for _, w := range s.workspaces[accountID] {
 		if w.DefaultGuardrailID == id {
@@ -299,7 +299,7 @@ func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string)
 	return n, b.Wait()
 }
 
-// assignable returns a guardrail that takes assignments. Callers hold s.k.
+// assignable returns a guardrail that takes assignments. Callers hold the kernel's lock.
 func (s *OrgStore) assignable(accountID, id string) (*Guardrail, error) {
 	g, ok := s.guardrails[accountID][id]
 	if !ok {
@@ -429,7 +429,7 @@ func (s *OrgStore) MemberAssignments(accountID, id string) []MemberAssignment {
 }
 
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
-// s.k.
+// the kernel's lock.
 func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
 	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {

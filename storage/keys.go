@@ -271,7 +271,7 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // checkKeyHashes checks that every hash is a regular key of the account.
-// Callers hold s.k.
+// Callers hold the kernel's lock.
 func (s *AccountStore) checkKeyHashes(accountID string, hashes []string) error {
 	for _, h := range hashes {
 		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {

@@ -68,7 +68,7 @@ type LedgerStore struct {
 	k       *kernel.Kernel
 	ledger  ledger
 	genSubs generationSubscribers // SubscribeGenerations
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 	org  *OrgStore
 }
@@ -290,7 +290,7 @@ func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(Le
 	return res, nil
 }
 
-// release drops the reservation's holds. Callers hold s.k.
+// release drops the reservation's holds. Callers hold the kernel's lock.
 func (s *LedgerStore) release(res *Reservation) {
 	if !res.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
@@ -472,7 +472,7 @@ func (s *LedgerStore) Generations(fn func(Generation) bool) error {
 // account's and key's: the part paid in credits to Usage, the caller's own
 // provider spending to BYOKUsage. The records are replaced, not edited,
 // and these counters do not change any key's rules, so the rules cache
-// stays valid. Callers hold s.k.
+// stays valid. Callers hold the kernel's lock.
 func (s *LedgerStore) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
 	add := func(usage, byokUsage *money.UsageCounters) {
 		if credits != 0 {

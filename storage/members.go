@@ -114,7 +114,7 @@ func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 	return m, b.Wait()
 }
 
-// memberByEmail finds a member by normalized email. Callers hold s.k.
+// memberByEmail finds a member by normalized email. Callers hold the kernel's lock.
 func (s *OrgStore) memberByEmail(accountID, email string) *Member {
 	for _, m := range s.members[accountID] {
 		if m.Email == email {
@@ -124,7 +124,7 @@ func (s *OrgStore) memberByEmail(accountID, email string) *Member {
 	return nil
 }
 
-// putMember publishes a member record. Callers hold s.k.
+// putMember publishes a member record. Callers hold the kernel's lock.
 func (s *OrgStore) putMember(m *Member) {
 	s.members.Put(m)
 	s.rulesChanged()
@@ -259,7 +259,7 @@ func (s *OrgStore) IsOrgAdmin(accountID, userID string) bool {
 // management keys (SPEC.md 5.4): in an organization, a key created for a
 // user must be created for an active admin; once the organization has
 // members, every new key must name its creator. An organization without
-// members yet is bootstrapped by the operator alone. Callers hold s.k.
+// members yet is bootstrapped by the operator alone. Callers hold the kernel's lock.
 func (s *OrgStore) checkMgmtKeyCreator(acct *Account, creator *string) error {
 	if acct.Kind != AccountOrganization {
 		return nil

@@ -19,7 +19,7 @@ type OrgStore struct {
 	// invalidates them.
 	rules    sync.Map
 	rulesGen atomic.Uint64
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 	sec  *SecretStore
 }

@@ -14,7 +14,7 @@ import (
 type EndpointStore struct {
 	k         *kernel.Kernel
 	endpoints kernel.Records[PrivateEndpoint] // by account id, then id
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 }
 

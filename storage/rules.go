@@ -63,7 +63,7 @@ func (r *Rules) ProviderBlocker(provider string) *Guardrail {
 	return nil
 }
 
-// rulesChanged invalidates every cached Rules. Callers hold s.mu (write).
+// rulesChanged invalidates every cached Rules. Callers hold the kernel's lock (write).
 func (s *OrgStore) rulesChanged() { s.rulesGen.Add(1) }
 
 // EffectiveRules returns the key's effective rules from memory.
@@ -80,7 +80,7 @@ func (s *OrgStore) EffectiveRules(keyHash string) *Rules {
 	return r
 }
 
-// computeRules builds a key's rules. Callers hold s.mu; the generation is
+// computeRules builds a key's rules. Callers hold the kernel's lock; the generation is
 // stable meanwhile, since it changes only under the write lock.
 func (s *OrgStore) computeRules(keyHash string) *Rules {
 	r := &Rules{gen: s.rulesGen.Load()}

@@ -15,7 +15,7 @@ import (
 type SCIMStore struct {
 	k    *kernel.Kernel
 	scim *scimState
-	// the domain stores it reads (under the same lock)
+	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 	org  *OrgStore
 }
@@ -125,7 +125,7 @@ type scimGrants struct {
 	Grants    map[string][]string `json:"grants"`
 }
 
-// scimState is the in-memory SCIM index. Guarded by Store.mu.
+// scimState is the in-memory SCIM index. Guarded by the kernel's lock.
 type scimState struct {
 	tokens   map[string]*SCIMToken // by account id
 	byHash   map[string]string     // token hash -> account id
@@ -160,7 +160,7 @@ func put[T any](m map[string]map[string]*T, accountID, id string, v *T) {
 	m[accountID][id] = v
 }
 
-// copyOf returns a copy of m[accountID][id]. Callers hold s.k.
+// copyOf returns a copy of m[accountID][id]. Callers hold the kernel's lock.
 func copyOf[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
 	v, ok := m[accountID][id]
 	if !ok {
@@ -336,7 +336,7 @@ func (s *SCIMStore) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUse
 	return r, b.Wait()
 }
 
-// putSCIMUserLocked is putSCIMUser's change. Callers hold s.k.
+// putSCIMUserLocked is putSCIMUser's change. Callers hold the kernel's lock.
 func (s *SCIMStore) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *kernel.Batch, error) {
 	acct, ok := s.acct.accounts[accountID]
 	if !ok || acct.Kind != AccountOrganization {
@@ -386,7 +386,7 @@ func (s *SCIMStore) putSCIMUserLocked(accountID, id, email string, in SCIMUserIn
 }
 
 // leaveWorkspacesLocked removes a member from every workspace of its
-// account. Callers hold s.k.
+// account. Callers hold the kernel's lock.
 func (s *SCIMStore) leaveWorkspacesLocked(accountID, userID string) {
 	for _, ws := range s.org.workspaces[accountID] {
 		if _, in := ws.Members[userID]; in {
@@ -461,7 +461,7 @@ func (s *SCIMStore) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
 	return *g.clone(), true
 }
 
-// checkGroup validates a group's fields. Callers hold s.k.
+// checkGroup validates a group's fields. Callers hold the kernel's lock.
 func (s *SCIMStore) checkGroup(g *SCIMGroup) error {
 	g.DisplayName = strings.TrimSpace(g.DisplayName)
 	if g.DisplayName == "" {
@@ -594,7 +594,7 @@ func checkMappingRole(role MemberRole) error {
 }
 
 // createMappingLocked checks and stores a new mapping, or returns the
-// existing one of the same role. Callers hold s.k.
+// existing one of the same role. Callers hold the kernel's lock.
 func (s *SCIMStore) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
 	if _, ok := s.scim.groups[accountID][groupID]; !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: scim_group_id: no SCIM group %s", ErrNotFound, groupID)
@@ -623,7 +623,7 @@ func (s *SCIMStore) createMappingLocked(accountID, groupID, workspaceRef string,
 // applyMappingLocked adds the mapping's group members missing from its
 // workspace (granted by it) and records it as a source of the memberships
 // it already granted. It never removes nor changes a role: sync jobs
-// reconcile. Callers hold s.k.
+// reconcile. Callers hold the kernel's lock.
 func (s *SCIMStore) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	g, ok := s.scim.groups[accountID][m.GroupID]
 	if !ok {
@@ -736,7 +736,7 @@ func without(ids []string, id string) []string {
 }
 
 // scimGrantsOf returns the account's grants record, creating it. Callers
-// hold s.k.
+// hold the kernel's lock.
 func (s *SCIMStore) scimGrantsOf(accountID string) *scimGrants {
 	g, ok := s.scim.grants[accountID]
 	if !ok {
@@ -747,7 +747,7 @@ func (s *SCIMStore) scimGrantsOf(accountID string) *scimGrants {
 }
 
 // memberHasKeysIn reports whether the user created API keys in the
-// workspace (such a member cannot be removed from it). Callers hold s.k.
+// workspace (such a member cannot be removed from it). Callers hold the kernel's lock.
 func (s *SCIMStore) memberHasKeysIn(wsID, userID string) bool {
 	for _, k := range s.acct.keys {
 		if k.WorkspaceID == wsID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
@@ -758,7 +758,7 @@ func (s *SCIMStore) memberHasKeysIn(wsID, userID string) bool {
 }
 
 // removeGrantedMembership removes a membership from a (cloned, touched)
-// workspace unless the member has keys there. Callers hold s.k.
+// workspace unless the member has keys there. Callers hold the kernel's lock.
 func (s *SCIMStore) removeGrantedMembership(accountID, wsID, userID string, touched map[string]*Workspace) bool {
 	w := s.touchWorkspace(accountID, wsID, touched)
 	if w == nil {
@@ -772,7 +772,7 @@ func (s *SCIMStore) removeGrantedMembership(accountID, wsID, userID string, touc
 }
 
 // touchWorkspace returns a writable copy of a workspace, once per
-// operation. Callers hold s.k.
+// operation. Callers hold the kernel's lock.
 func (s *SCIMStore) touchWorkspace(accountID, wsID string, touched map[string]*Workspace) *Workspace {
 	if w, ok := touched[wsID]; ok {
 		return w
@@ -786,7 +786,7 @@ func (s *SCIMStore) touchWorkspace(accountID, wsID string, touched map[string]*W
 	return w
 }
 
-// publishTouched publishes the changed workspaces. Callers hold s.k.
+// publishTouched publishes the changed workspaces. Callers hold the kernel's lock.
 func (s *SCIMStore) publishTouched(touched map[string]*Workspace) {
 	for _, w := range touched {
 		s.org.putWorkspace(w)
@@ -855,7 +855,7 @@ func decodeInto[T any](v []byte, keep func(*T)) error {
 	return nil
 }
 
-// scimSnapshot is snapshot for a SCIM key. Callers hold s.k.
+// scimSnapshot is snapshot for a SCIM key. Callers hold the kernel's lock.
 func (s *SCIMStore) scimSnapshot(key string) any {
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	accountID, id, _ := strings.Cut(rest, "/")

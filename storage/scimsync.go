@@ -72,7 +72,7 @@ type syncCounts struct {
 	synced, deleted, added, updated, removed, kept int
 }
 
-// applyMappingsLocked applies the mappings. Callers hold s.k.
+// applyMappingsLocked applies the mappings. Callers hold the kernel's lock.
 func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 	var c syncCounts
 	type want struct {

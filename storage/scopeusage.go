@@ -52,7 +52,7 @@ func appendCounters(b []byte, c money.UsageCounters) []byte {
 	return append(b, '}')
 }
 
-// usageSnapshot is snapshot for a counters key. Callers hold s.k.
+// usageSnapshot is snapshot for a counters key. Callers hold the kernel's lock.
 func (s *OrgStore) usageSnapshot(key string) any {
 	if rest, ok := strings.CutPrefix(key, prefixWorkspaceUsage); ok {
 		accountID, id, _ := strings.Cut(rest, "/")

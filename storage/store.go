@@ -126,7 +126,7 @@ func newStore(k *kernel.Kernel) *Store {
 	return s
 }
 
-// wire points each domain store at the others it reads.
+// wire points each domain store at the others it uses.
 func (s *Store) wire() {
 	s.AccountStore.org = s.OrgStore
 	s.AnalyticsStore.acct = s.AccountStore

@@ -127,7 +127,7 @@ func (w *Workspace) SortedBudgets() []WorkspaceBudget {
 	return out
 }
 
-// clone copies the workspace with its own maps. Callers hold s.k.
+// clone copies the workspace with its own maps. Callers hold the kernel's lock.
 func (w *Workspace) clone() *Workspace {
 	c := *w
 	c.Budgets = maps.Clone(w.Budgets)
@@ -152,7 +152,7 @@ func (w Workspace) RecordIDs() (accountID, id string) { return w.AccountID, w.ID
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // putWorkspace publishes a workspace record and marks it dirty. Callers
-// hold s.k.
+// hold the kernel's lock.
 func (s *OrgStore) putWorkspace(w *Workspace) *kernel.Batch {
 	s.rulesChanged()
 	return kernel.PutDirty(s.k, s.workspaces, prefixWorkspace, w)
@@ -208,7 +208,7 @@ func (s *OrgStore) ensureDefaultWorkspaces() {
 	}
 }
 
-// resolveWorkspace finds a workspace by id or slug. Callers hold s.k.
+// resolveWorkspace finds a workspace by id or slug. Callers hold the kernel's lock.
 func (s *OrgStore) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 	if w, ok := s.workspaces[accountID][ref]; ok {
 		return w, true
@@ -258,7 +258,7 @@ func (s *OrgStore) Workspaces(accountID string) []Workspace {
 }
 
 // checkSlug validates a slug and its uniqueness in the account. Callers
-// hold s.k.
+// hold the kernel's lock.
 func (s *OrgStore) checkSlug(accountID, slug, self string) error {
 	if !slugPattern.MatchString(slug) {
 		return fmt.Errorf("%w: slug: expected lowercase letters, digits and hyphens (at most 64)", ErrInvalid)
