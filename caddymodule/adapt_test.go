@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // adaptCase is one testdata/adapt/*.caddyfiletest file: a Caddyfile, a line
@@ -132,7 +132,7 @@ func TestAppProvisionDefaults(t *testing.T) {
 		{
 			name: "defaults", app: &App{DataDir: dir},
 			brand: "service", gc: 5 * time.Minute,
-			free: handlers.FreeModelLimits{PerMinute: 20, PerDay: 50, PerDayPaid: 1000, PaidThreshold: 9 * storage.AmountScale},
+			free: handlers.FreeModelLimits{PerMinute: 20, PerDay: 50, PerDayPaid: 1000, PaidThreshold: 9 * money.AmountScale},
 			dir:  dir,
 		},
 		{

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -268,10 +269,10 @@ func checkInFlightField(name, s string) error {
 	if s == "" {
 		return nil
 	}
-	a, err := storage.ParseAmount(s)
+	a, err := money.ParseAmount(s)
 	if name == "fraction" {
 		// policy() keeps millionths: a finer fraction would silently round.
-		if err != nil || a <= 0 || a > storage.AmountScale || a%1000 != 0 {
+		if err != nil || a <= 0 || a > money.AmountScale || a%1000 != 0 {
 			return fmt.Errorf("in_flight: fraction: expected a decimal in (0, 1] with at most 6 decimal places, got %q", s)
 		}
 		return nil

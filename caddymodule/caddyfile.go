@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // The directives are registered from this one init so that their order is
@@ -485,13 +485,13 @@ func positiveIntArg(d *caddyfile.Dispenser) (int64, error) {
 	return n, nil
 }
 
-func amountArg(d *caddyfile.Dispenser) (storage.Amount, error) {
+func amountArg(d *caddyfile.Dispenser) (money.Amount, error) {
 	name := d.Val()
 	var s string
 	if !d.AllArgs(&s) {
 		return 0, d.ArgErr()
 	}
-	a, err := storage.ParseAmount(s)
+	a, err := money.ParseAmount(s)
 	if err != nil || a < 0 {
 		return 0, d.Errf("%s: expected a non-negative decimal, got %q", name, s)
 	}

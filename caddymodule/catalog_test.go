@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // adaptApp adapts a Caddyfile's global options and decodes the tollgate app.
@@ -411,8 +411,8 @@ func TestInFlightCaddyfile(t *testing.T) {
 		t.Fatalf("in_flight = %+v", app.InFlight)
 	}
 	p := app.InFlightPolicy()
-	if p.FractionPPM != 250_000 || p.Ceiling != 20*storage.AmountScale || p.PerRequestCap != 1_500_000_000 ||
-		p.SettlementWindow != 30*time.Second || p.BalanceThreshold != 200*storage.AmountScale || p.EstablishedUsage != 1000*storage.AmountScale {
+	if p.FractionPPM != 250_000 || p.Ceiling != 20*money.AmountScale || p.PerRequestCap != 1_500_000_000 ||
+		p.SettlementWindow != 30*time.Second || p.BalanceThreshold != 200*money.AmountScale || p.EstablishedUsage != 1000*money.AmountScale {
 		t.Errorf("policy = %+v", p)
 	}
 	if got := adaptApp(t, "\ttollgate {\n\t\tmodels_file /etc/tollgate/models.json\n\t}").ModelsFile; got != "/etc/tollgate/models.json" {

@@ -6,7 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // InFlightConfig configures the in-flight spending budget of SPEC.md 8.2.
@@ -31,10 +31,10 @@ type InFlightConfig struct {
 // Defaults of the in-flight budget.
 var defaultInFlight = billing.InFlightPolicy{
 	FractionPPM:      500_000,
-	Ceiling:          50 * storage.AmountScale,
-	PerRequestCap:    storage.AmountScale / 4,
+	Ceiling:          50 * money.AmountScale,
+	PerRequestCap:    money.AmountScale / 4,
 	SettlementWindow: 10 * time.Second,
-	BalanceThreshold: 100 * storage.AmountScale,
+	BalanceThreshold: 100 * money.AmountScale,
 }
 
 // policy converts the config, with defaults for unset fields. Values were
@@ -45,15 +45,15 @@ func (c *InFlightConfig) policy() billing.InFlightPolicy {
 		return p
 	}
 	if c.Fraction != "" {
-		f, _ := storage.ParseAmount(c.Fraction) // nano: 1e9 = 1.0
+		f, _ := money.ParseAmount(c.Fraction) // nano: 1e9 = 1.0
 		p.FractionPPM = int64(f) / 1000
 	}
 	for _, f := range []struct {
 		s   string
-		dst *storage.Amount
+		dst *money.Amount
 	}{{c.Ceiling, &p.Ceiling}, {c.PerRequestCap, &p.PerRequestCap}, {c.BalanceThreshold, &p.BalanceThreshold}, {c.EstablishedUsage, &p.EstablishedUsage}} {
 		if f.s != "" {
-			*f.dst, _ = storage.ParseAmount(f.s)
+			*f.dst, _ = money.ParseAmount(f.s)
 		}
 	}
 	if c.SettlementWindow > 0 {

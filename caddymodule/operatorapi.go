@@ -18,6 +18,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -258,8 +259,8 @@ func (c *operatorCall) addCredits(id string) (int, any, *handlers.APIError) {
 	case gjson.String:
 		text = v.Str
 	}
-	amount, err := storage.ParseAmount(text)
-	if errors.Is(err, storage.ErrAmountRange) {
+	amount, err := money.ParseAmount(text)
+	if errors.Is(err, money.ErrAmountRange) {
 		return 0, nil, handlers.BadRequest("amount: out of range")
 	}
 	if err != nil || amount <= 0 {
@@ -291,8 +292,8 @@ func (c *operatorCall) listPurchases(a storage.Account) (int, any, *handlers.API
 	}
 	return http.StatusOK, struct {
 		Data         []operatorPurchase `json:"data"`
-		TotalCredits storage.Amount     `json:"total_credits"`
-		TotalUsage   storage.Amount     `json:"total_usage"`
+		TotalCredits money.Amount       `json:"total_credits"`
+		TotalUsage   money.Amount       `json:"total_usage"`
 	}{out, a.CreditsPurchased, a.Usage}, nil
 }
 
@@ -529,18 +530,18 @@ func writeOperatorJSON(w http.ResponseWriter, status int, v any) {
 // operatorAccount is the operator's view of an account. Amounts are exact
 // decimal JSON numbers.
 type operatorAccount struct {
-	ID                            string         `json:"id"`
-	Name                          string         `json:"name"`
-	Type                          string         `json:"type"`
-	Billing                       string         `json:"billing"`
-	DefaultWorkspaceID            string         `json:"default_workspace_id"`
-	TotalCredits                  storage.Amount `json:"total_credits"`
-	TotalUsage                    storage.Amount `json:"total_usage"`
-	Balance                       storage.Amount `json:"balance"`
-	RateLimitExempt               bool           `json:"rate_limit_exempt"`
-	IsFilteredModelCatalogEnabled bool           `json:"is_filtered_model_catalog_enabled"`
-	CreatedAt                     time.Time      `json:"created_at"`
-	UpdatedAt                     time.Time      `json:"updated_at"`
+	ID                            string       `json:"id"`
+	Name                          string       `json:"name"`
+	Type                          string       `json:"type"`
+	Billing                       string       `json:"billing"`
+	DefaultWorkspaceID            string       `json:"default_workspace_id"`
+	TotalCredits                  money.Amount `json:"total_credits"`
+	TotalUsage                    money.Amount `json:"total_usage"`
+	Balance                       money.Amount `json:"balance"`
+	RateLimitExempt               bool         `json:"rate_limit_exempt"`
+	IsFilteredModelCatalogEnabled bool         `json:"is_filtered_model_catalog_enabled"`
+	CreatedAt                     time.Time    `json:"created_at"`
+	UpdatedAt                     time.Time    `json:"updated_at"`
 }
 
 func newOperatorAccount(a storage.Account) operatorAccount {
@@ -562,11 +563,11 @@ func newOperatorAccount(a storage.Account) operatorAccount {
 
 // operatorPurchase is the operator's view of a credit purchase.
 type operatorPurchase struct {
-	ID        string         `json:"id"`
-	AccountID string         `json:"account_id"`
-	Amount    storage.Amount `json:"amount"`
-	Note      string         `json:"note"`
-	CreatedAt time.Time      `json:"created_at"`
+	ID        string       `json:"id"`
+	AccountID string       `json:"account_id"`
+	Amount    money.Amount `json:"amount"`
+	Note      string       `json:"note"`
+	CreatedAt time.Time    `json:"created_at"`
 }
 
 func newOperatorPurchase(p storage.Purchase) operatorPurchase {

@@ -24,7 +24,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Flags are a destination's broadcast_generation_* options: which optional
@@ -52,9 +52,9 @@ type recordJSON struct {
 	LatencyMS    int64     `json:"latency_ms"`
 	Usage        usageJSON `json:"usage"`
 	// broadcast_generation_cost
-	Cost           *storage.Amount `json:"cost,omitempty"`
-	BYOK           *bool           `json:"byok,omitempty"`
-	UsageEstimated *bool           `json:"usage_estimated,omitempty"`
+	Cost           *money.Amount `json:"cost,omitempty"`
+	BYOK           *bool         `json:"byok,omitempty"`
+	UsageEstimated *bool         `json:"usage_estimated,omitempty"`
 	// broadcast_generation_identity
 	APIKeyHash  string `json:"api_key_hash,omitempty"`
 	APIKeyName  string `json:"api_key_name,omitempty"`

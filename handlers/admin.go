@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -273,12 +274,12 @@ func (ar *adminRequest) createKey() *APIError {
 }
 
 // limitReset reads limit_reset: daily, weekly, monthly or null.
-func (ar *adminRequest) limitReset(f *fields) storage.Interval {
+func (ar *adminRequest) limitReset(f *fields) money.Interval {
 	s, ok := f.NullableString("limit_reset")
 	if !ok || s == nil {
-		return storage.IntervalNone
+		return money.IntervalNone
 	}
-	iv, valid := storage.ParseInterval(*s)
+	iv, valid := money.ParseInterval(*s)
 	if !valid && f.err == nil {
 		f.err = BadRequest("limit_reset: expected daily, weekly, monthly or null")
 	}
@@ -430,7 +431,7 @@ func (ar *adminRequest) credits() *APIError {
 	if !ok {
 		return NotFound("Account not found")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]storage.Amount{
+	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]money.Amount{
 		"total_credits": acct.CreditsPurchased,
 		"total_usage":   acct.Usage,
 	}})

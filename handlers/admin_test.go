@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -148,7 +149,7 @@ func TestAdminCreateKey(t *testing.T) {
 	if !ok {
 		t.Fatal("key not in store")
 	}
-	if k.AccountID != f.org.ID || k.Limit == nil || *k.Limit != 12_500_000_000 || k.LimitReset != storage.IntervalDaily {
+	if k.AccountID != f.org.ID || k.Limit == nil || *k.Limit != 12_500_000_000 || k.LimitReset != money.IntervalDaily {
 		t.Errorf("stored key = %+v", k)
 	}
 	cur := f.c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200)
@@ -555,8 +556,8 @@ func TestAdminOrganizationSettings(t *testing.T) {
 func TestAdminCredits(t *testing.T) {
 	f := newAdminFixture(t)
 	steps := []struct {
-		purchase storage.Amount
-		cost     storage.Amount
+		purchase money.Amount
+		cost     money.Amount
 		byok     bool
 		want     string
 	}{
@@ -590,7 +591,7 @@ func TestAdminCredits(t *testing.T) {
 
 // charge settles one request of the given cost against the account and key,
 // through the store's ledger, at the store's (real) clock.
-func charge(t *testing.T, s *storage.Store, accountID, keyHash string, cost storage.Amount, byok bool) {
+func charge(t *testing.T, s *storage.Store, accountID, keyHash string, cost money.Amount, byok bool) {
 	t.Helper()
 	res, err := s.Reserve(accountID, keyHash, storage.Holds{}, func(storage.LedgerView) error { return nil })
 	if err != nil {
@@ -603,10 +604,10 @@ func charge(t *testing.T, s *storage.Store, accountID, keyHash string, cost stor
 
 func TestAdminCurrentKeyRegular(t *testing.T) {
 	f := newAdminFixture(t)
-	limit := storage.Amount(2_500_000_000)
+	limit := money.Amount(2_500_000_000)
 	expires := time.Date(2099, 5, 6, 7, 8, 9, 0, time.UTC)
 	_, secret := f.c.gw.apiKey(t, f.org, storage.NewAPIKey{
-		Name: "capped", Limit: &limit, LimitReset: storage.IntervalWeekly, IncludeBYOKInLimit: true,
+		Name: "capped", Limit: &limit, LimitReset: money.IntervalWeekly, IncludeBYOKInLimit: true,
 		ExpiresAt: &expires, CreatorUserID: new("user_9"),
 	})
 	res := f.c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200)
@@ -700,11 +701,11 @@ func TestAdminCurrentKeyManagement(t *testing.T) {
 
 func TestAdminCurrentKeyFreeModelTier(t *testing.T) {
 	defaults := FreeModelLimits{}.WithDefaults()
-	custom := FreeModelLimits{PerDay: 3, PerDayPaid: 7, PaidThreshold: storage.AmountScale}.WithDefaults()
+	custom := FreeModelLimits{PerDay: 3, PerDayPaid: 7, PaidThreshold: money.AmountScale}.WithDefaults()
 	tests := []struct {
 		name      string
 		limits    FreeModelLimits
-		purchases []storage.Amount
+		purchases []money.Amount
 		used      int64
 		freeTier  bool
 		limit     int64
@@ -712,13 +713,13 @@ func TestAdminCurrentKeyFreeModelTier(t *testing.T) {
 	}{
 		{"never paid", defaults, nil, 0, true, 50, 50},
 		{"never paid, some used", defaults, nil, 12, true, 50, 38},
-		{"below threshold", defaults, []storage.Amount{8_990_000_000}, 0, false, 50, 50},
-		{"one nano below threshold", defaults, []storage.Amount{8_999_999_999}, 3, false, 50, 47},
-		{"threshold reached over two purchases", defaults, []storage.Amount{8_990_000_000, 10_000_000}, 0, false, 1000, 1000},
-		{"exactly 9", defaults, []storage.Amount{9 * storage.AmountScale}, 60, false, 1000, 940},
-		{"over the cap", defaults, []storage.Amount{1 * storage.AmountScale}, 60, false, 50, 0},
-		{"custom lower tier", custom, []storage.Amount{500_000_000}, 1, false, 3, 2},
-		{"custom paid tier", custom, []storage.Amount{storage.AmountScale}, 1, false, 7, 6},
+		{"below threshold", defaults, []money.Amount{8_990_000_000}, 0, false, 50, 50},
+		{"one nano below threshold", defaults, []money.Amount{8_999_999_999}, 3, false, 50, 47},
+		{"threshold reached over two purchases", defaults, []money.Amount{8_990_000_000, 10_000_000}, 0, false, 1000, 1000},
+		{"exactly 9", defaults, []money.Amount{9 * money.AmountScale}, 60, false, 1000, 940},
+		{"over the cap", defaults, []money.Amount{1 * money.AmountScale}, 60, false, 50, 0},
+		{"custom lower tier", custom, []money.Amount{500_000_000}, 1, false, 3, 2},
+		{"custom paid tier", custom, []money.Amount{money.AmountScale}, 1, false, 7, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -828,7 +829,7 @@ func TestAdminLimitRemainingDailyReset(t *testing.T) {
 	c := newChain(t)
 	acct := c.gw.account(t, storage.AccountOrganization)
 	_, mgmt := c.gw.mgmtKey(t, acct, nil)
-	limit := storage.Amount(5 * storage.AmountScale)
+	limit := money.Amount(5 * money.AmountScale)
 	// The store records charges at its own clock: find the UTC day it
 	// used. If a UTC midnight fell between the two charges, a fresh key
 	// is charged again; the next midnight is a day away.
@@ -838,7 +839,7 @@ func TestAdminLimitRemainingDailyReset(t *testing.T) {
 		day    time.Time
 	)
 	for attempt := 1; ; attempt++ {
-		k, secret = c.gw.apiKey(t, acct, storage.NewAPIKey{Limit: &limit, LimitReset: storage.IntervalDaily, IncludeBYOKInLimit: true})
+		k, secret = c.gw.apiKey(t, acct, storage.NewAPIKey{Limit: &limit, LimitReset: money.IntervalDaily, IncludeBYOKInLimit: true})
 		charge(t, c.gw.store, acct.ID, k.Hash, 1_250_000_000, false)
 		charge(t, c.gw.store, acct.ID, k.Hash, 500_000_000, true)
 		stored, _ := c.gw.store.APIKey(k.Hash)
@@ -851,8 +852,8 @@ func TestAdminLimitRemainingDailyReset(t *testing.T) {
 		}
 	}
 	next := day.AddDate(0, 0, 1)
-	sameWeek := storage.PeriodID(storage.IntervalWeekly, day) == storage.PeriodID(storage.IntervalWeekly, next)
-	sameMonth := storage.PeriodID(storage.IntervalMonthly, day) == storage.PeriodID(storage.IntervalMonthly, next)
+	sameWeek := money.PeriodID(money.IntervalWeekly, day) == money.PeriodID(money.IntervalWeekly, next)
+	sameMonth := money.PeriodID(money.IntervalMonthly, day) == money.PeriodID(money.IntervalMonthly, next)
 	ifSame := func(same bool, v string) string {
 		if same {
 			return v

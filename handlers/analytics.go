@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -27,18 +28,18 @@ const activityDays = 30
 
 // activityItem is a row of GET /activity.
 type activityItem struct {
-	Date               string         `json:"date"`
-	Model              string         `json:"model"`
-	ModelPermaslug     string         `json:"model_permaslug"`
-	EndpointID         string         `json:"endpoint_id"`
-	ProviderName       string         `json:"provider_name"`
-	Usage              storage.Amount `json:"usage"`
-	BYOKUsageInference storage.Amount `json:"byok_usage_inference"`
-	Requests           int64          `json:"requests"`
-	PromptTokens       int64          `json:"prompt_tokens"`
-	CompletionTokens   int64          `json:"completion_tokens"`
-	ReasoningTokens    int64          `json:"reasoning_tokens"`
-	WorkspaceID        *string        `json:"workspace_id,omitempty"`
+	Date               string       `json:"date"`
+	Model              string       `json:"model"`
+	ModelPermaslug     string       `json:"model_permaslug"`
+	EndpointID         string       `json:"endpoint_id"`
+	ProviderName       string       `json:"provider_name"`
+	Usage              money.Amount `json:"usage"`
+	BYOKUsageInference money.Amount `json:"byok_usage_inference"`
+	Requests           int64        `json:"requests"`
+	PromptTokens       int64        `json:"prompt_tokens"`
+	CompletionTokens   int64        `json:"completion_tokens"`
+	ReasoningTokens    int64        `json:"reasoning_tokens"`
+	WorkspaceID        *string      `json:"workspace_id,omitempty"`
 }
 
 // endpointID is a stable UUID for a model served by a provider.
@@ -160,7 +161,7 @@ func intMetric(name, label string, f func(s *storage.Sums) int64) analyticsMetri
 		less:  func(a, b *storage.Sums) bool { return f(a) < f(b) }}
 }
 
-func amountMetric(name, label string, f func(s *storage.Sums) storage.Amount) analyticsMetric {
+func amountMetric(name, label string, f func(s *storage.Sums) money.Amount) analyticsMetric {
 	return analyticsMetric{Name: name, DisplayLabel: label, DisplayFormat: "currency",
 		value: func(s *storage.Sums) any { return f(s) },
 		less:  func(a, b *storage.Sums) bool { return f(a) < f(b) }}
@@ -178,8 +179,8 @@ var analyticsMetrics = []analyticsMetric{
 	intMetric("prompt_tokens", "Prompt Tokens", func(s *storage.Sums) int64 { return s.PromptTokens }),
 	intMetric("completion_tokens", "Completion Tokens", func(s *storage.Sums) int64 { return s.CompletionTokens }),
 	intMetric("total_tokens", "Total Tokens", func(s *storage.Sums) int64 { return s.PromptTokens + s.CompletionTokens }),
-	amountMetric("usage", "Spend (credits)", func(s *storage.Sums) storage.Amount { return s.Usage }),
-	amountMetric("byok_usage", "BYOK Spend", func(s *storage.Sums) storage.Amount { return s.BYOKUsage }),
+	amountMetric("usage", "Spend (credits)", func(s *storage.Sums) money.Amount { return s.Usage }),
+	amountMetric("byok_usage", "BYOK Spend", func(s *storage.Sums) money.Amount { return s.BYOKUsage }),
 	intMetric("feedback_count", "Feedback Count", func(s *storage.Sums) int64 { return s.Feedback }),
 	{Name: "avg_latency_ms", DisplayLabel: "Average Latency", IsRate: true, DisplayFormat: "latency",
 		value: func(s *storage.Sums) any { return avgLatency(s) },

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -53,10 +54,10 @@ func (g *benchGateway) BYOKSealer() *storage.Sealer      { return nil } // no BY
 func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {
 	return billing.InFlightPolicy{
 		FractionPPM:      500_000,
-		Ceiling:          50 * storage.AmountScale,
-		PerRequestCap:    storage.AmountScale / 4,
+		Ceiling:          50 * money.AmountScale,
+		PerRequestCap:    money.AmountScale / 4,
 		SettlementWindow: 10 * time.Second,
-		BalanceThreshold: 100 * storage.AmountScale,
+		BalanceThreshold: 100 * money.AmountScale,
 	}
 }
 
@@ -120,7 +121,7 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	}
 	// Far above the in-flight budget's balance threshold, as a real
 	// customer under load would be; no key limit.
-	if _, _, err := s.RecordPurchase(acct.ID, 1_000_000_000*storage.AmountScale, ""); err != nil {
+	if _, _, err := s.RecordPurchase(acct.ID, 1_000_000_000*money.AmountScale, ""); err != nil {
 		b.Fatal(err)
 	}
 	_, secret, err := s.CreateAPIKey(storage.NewAPIKey{AccountID: acct.ID, Name: "bench"})

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -24,17 +25,17 @@ const (
 
 // endUserView is an end user with its usage totals.
 type endUserView struct {
-	User             string         `json:"user"`
-	Name             *string        `json:"name"`
-	IsActive         bool           `json:"is_active"`
-	Usage            storage.Amount `json:"usage"`
-	BYOKUsage        storage.Amount `json:"byok_usage"`
-	Requests         int64          `json:"requests"`
-	PromptTokens     int64          `json:"prompt_tokens"`
-	CompletionTokens int64          `json:"completion_tokens"`
-	CreatedAt        string         `json:"created_at"`
-	UpdatedAt        string         `json:"updated_at"`
-	DeactivatedAt    *string        `json:"deactivated_at"`
+	User             string       `json:"user"`
+	Name             *string      `json:"name"`
+	IsActive         bool         `json:"is_active"`
+	Usage            money.Amount `json:"usage"`
+	BYOKUsage        money.Amount `json:"byok_usage"`
+	Requests         int64        `json:"requests"`
+	PromptTokens     int64        `json:"prompt_tokens"`
+	CompletionTokens int64        `json:"completion_tokens"`
+	CreatedAt        string       `json:"created_at"`
+	UpdatedAt        string       `json:"updated_at"`
+	DeactivatedAt    *string      `json:"deactivated_at"`
 }
 
 func (ar *adminRequest) endUserView(u storage.EndUser) endUserView {

@@ -1,5 +1,6 @@
 package handlers
 
+import "github.com/tollgate-dev/caddy-tollgate/money"
 import "github.com/tollgate-dev/caddy-tollgate/storage"
 
 // FreeModelLimits are the request caps on models whose id ends in ":free"
@@ -15,7 +16,7 @@ type FreeModelLimits struct {
 	PerDayPaid int64 `json:"per_day_paid,omitempty"`
 	// PaidThreshold is the all-time purchase that unlocks PerDayPaid.
 	// Default 9: the advertised 10 less a margin for rounding and fees.
-	PaidThreshold storage.Amount `json:"paid_threshold,omitempty"`
+	PaidThreshold money.Amount `json:"paid_threshold,omitempty"`
 }
 
 // WithDefaults fills unset limits with the spec's values.
@@ -30,7 +31,7 @@ func (l FreeModelLimits) WithDefaults() FreeModelLimits {
 		l.PerDayPaid = 1000
 	}
 	if l.PaidThreshold == 0 {
-		l.PaidThreshold = 9 * storage.AmountScale
+		l.PaidThreshold = 9 * money.AmountScale
 	}
 	return l
 }

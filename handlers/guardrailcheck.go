@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -133,7 +134,7 @@ func blockerOf(g *storage.Guardrail, _ string) *storage.Guardrail { return g }
 // guardrail (against the member's total, then the key's), member
 // guardrails, the key's guardrail, then the workspace budgets. byok says
 // whether the request spends the caller's own provider credits.
-func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount, byok bool) *billing.Rejection {
+func admitScopes(v storage.LedgerView, rules *storage.Rules, hold money.Amount, byok bool) *billing.Rejection {
 	if rules != nil {
 		for _, a := range rules.Guardrails {
 			g := a.Guardrail
@@ -144,7 +145,7 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount
 			if perMember && v.Member != nil {
 				used := v.Member.Usage.In(g.ResetInterval, v.Now)
 				if g.IncludeBYOKInBudgets {
-					used = storage.SpendingSum(used, v.Member.BYOKUsage.In(g.ResetInterval, v.Now))
+					used = money.SpendingSum(used, v.Member.BYOKUsage.In(g.ResetInterval, v.Now))
 				}
 				if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.MemberHeld, "member")); rej != nil {
 					return rej
@@ -155,7 +156,7 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount
 			}
 			used := v.Key.Usage.In(g.ResetInterval, v.Now)
 			if g.IncludeBYOKInBudgets {
-				used = storage.SpendingSum(used, v.Key.BYOKUsage.In(g.ResetInterval, v.Now))
+				used = money.SpendingSum(used, v.Key.BYOKUsage.In(g.ResetInterval, v.Now))
 			}
 			if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.KeyHeld, "API key")); rej != nil {
 				return rej
@@ -181,7 +182,7 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold storage.Amount
 	return nil
 }
 
-func guardrailBudget(g *storage.Guardrail, used, held storage.Amount, per string) billing.Budget {
+func guardrailBudget(g *storage.Guardrail, used, held money.Amount, per string) billing.Budget {
 	return billing.Budget{
 		Source: "guardrail_budget", Limit: *g.Limit, Used: used, Held: held,
 		Message: "Guardrail " + strconv.Quote(g.Name) + " budget is exhausted for this " + per,

@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 func TestAdmitScopes(t *testing.T) {
 	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
-	amt := func(a storage.Amount) *storage.Amount { return &a }
-	keyUsed := storage.UsageCounters{}.Add(now, 40)
-	memberUsed := storage.UsageCounters{}.Add(now, 70)
+	amt := func(a money.Amount) *money.Amount { return &a }
+	keyUsed := money.UsageCounters{}.Add(now, 40)
+	memberUsed := money.UsageCounters{}.Add(now, 70)
 	view := func() storage.LedgerView {
 		return storage.LedgerView{
 			Now: now, Key: storage.APIKey{Usage: keyUsed}, KeyHeld: 5,
@@ -23,14 +24,14 @@ func TestAdmitScopes(t *testing.T) {
 			WorkspaceHeld: 10,
 		}
 	}
-	rules := func(scope storage.GuardrailScope, limit storage.Amount) *storage.Rules {
+	rules := func(scope storage.GuardrailScope, limit money.Amount) *storage.Rules {
 		return &storage.Rules{Guardrails: []storage.AppliedGuardrail{{Scope: scope,
-			Guardrail: &storage.Guardrail{Name: "G", Limit: amt(limit), ResetInterval: storage.IntervalDaily}}}}
+			Guardrail: &storage.Guardrail{Name: "G", Limit: amt(limit), ResetInterval: money.IntervalDaily}}}}
 	}
 	for _, tt := range []struct {
 		name   string
 		rules  *storage.Rules
-		hold   storage.Amount
+		hold   money.Amount
 		byok   bool
 		source string // "" admits
 	}{

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -35,7 +36,7 @@ type guardrailView struct {
 	EnforceZDROther            *bool           `json:"enforce_zdr_other"`
 	EnforceZDRXAI              *bool           `json:"enforce_zdr_xai"`
 	IncludeBYOKInBudgets       bool            `json:"include_byok_in_budgets"`
-	LimitUSD                   *storage.Amount `json:"limit_usd"`
+	LimitUSD                   *money.Amount   `json:"limit_usd"`
 	ResetInterval              *string         `json:"reset_interval"`
 	CreatedAt                  string          `json:"created_at"`
 	UpdatedAt                  *string         `json:"updated_at"`
@@ -211,10 +212,10 @@ func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault
 	if hasLimit && limit != nil && *limit < 0 {
 		return BadRequest("limit_usd: must not be negative")
 	}
-	iv := storage.IntervalNone
+	iv := money.IntervalNone
 	if hasReset && reset != nil {
 		var ok bool
-		if iv, ok = storage.ParseInterval(*reset); !ok {
+		if iv, ok = money.ParseInterval(*reset); !ok {
 			return BadRequest("reset_interval: expected daily, weekly, monthly or null")
 		}
 	}
@@ -223,7 +224,7 @@ func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault
 	setIf(&g.IncludeBYOKInBudgets, incl, hasIncl)
 	setIf(&g.Limit, limit, hasLimit)
 	setIf(&g.ResetInterval, iv, hasReset)
-	if g.Limit != nil && g.ResetInterval == storage.IntervalNone {
+	if g.Limit != nil && g.ResetInterval == money.IntervalNone {
 		return BadRequest("reset_interval: required with limit_usd (daily, weekly or monthly)")
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // maxAdminBody bounds administrative request bodies.
@@ -197,7 +197,7 @@ func (f *fields) Bool(name string) (bool, bool) {
 
 // NullableAmount reads a number-or-null credit amount exactly from its JSON
 // text; a present null yields nil, true.
-func (f *fields) NullableAmount(name string) (*storage.Amount, bool) {
+func (f *fields) NullableAmount(name string) (*money.Amount, bool) {
 	v, ok := f.get(name)
 	if !ok {
 		return nil, false
@@ -209,7 +209,7 @@ func (f *fields) NullableAmount(name string) (*storage.Amount, bool) {
 		f.fail(name, "a number or null")
 		return nil, false
 	}
-	a, err := storage.ParseAmount(v.Raw)
+	a, err := money.ParseAmount(v.Raw)
 	if err != nil {
 		f.fail(name, "a number within range")
 		return nil, false

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func mustParse(t *testing.T, body string) *fields {
@@ -65,22 +65,22 @@ func TestParseObject(t *testing.T) {
 func TestFieldsNullableAmount(t *testing.T) {
 	tests := []struct {
 		raw     string // value of "v"; "" for absent
-		want    *storage.Amount
+		want    *money.Amount
 		present bool
 		err     string
 	}{
 		{"", nil, false, ""},
 		{"null", nil, true, ""},
-		{"0", new(storage.Amount(0)), true, ""},
-		{"0.1", new(storage.Amount(100_000_000)), true, ""},
-		{"0.3", new(storage.Amount(300_000_000)), true, ""},
-		{"12.5", new(storage.Amount(12_500_000_000)), true, ""},
-		{"1e-9", new(storage.Amount(1)), true, ""},
-		{"1E2", new(storage.Amount(100_000_000_000)), true, ""},
-		{"123456789.123456789", new(storage.Amount(123_456_789_123_456_789)), true, ""},
-		{"0.0000000005", new(storage.Amount(1)), true, ""},     // half rounds away from zero
-		{"0.0000000004", new(storage.Amount(0)), true, ""},     // below half rounds down
-		{"-0.25", new(storage.Amount(-250_000_000)), true, ""}, // sign is the caller's concern
+		{"0", new(money.Amount(0)), true, ""},
+		{"0.1", new(money.Amount(100_000_000)), true, ""},
+		{"0.3", new(money.Amount(300_000_000)), true, ""},
+		{"12.5", new(money.Amount(12_500_000_000)), true, ""},
+		{"1e-9", new(money.Amount(1)), true, ""},
+		{"1E2", new(money.Amount(100_000_000_000)), true, ""},
+		{"123456789.123456789", new(money.Amount(123_456_789_123_456_789)), true, ""},
+		{"0.0000000005", new(money.Amount(1)), true, ""},     // half rounds away from zero
+		{"0.0000000004", new(money.Amount(0)), true, ""},     // below half rounds down
+		{"-0.25", new(money.Amount(-250_000_000)), true, ""}, // sign is the caller's concern
 		{"1e30", nil, false, "v: expected a number within range"},
 		{`"1"`, nil, false, "v: expected a number or null"},
 		{"true", nil, false, "v: expected a number or null"},

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -73,10 +74,10 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	policy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, policy)
 	search := searchPlanFrom(r)
-	var searchCredits storage.Amount // a BYOK request's search, held against the balance
+	var searchCredits money.Amount // a BYOK request's search, held against the balance
 	if search != nil && err == nil {
 		// The worst case of the search charge is held too.
-		var extra, credits storage.Amount
+		var extra, credits money.Amount
 		if extra, credits, err = search.holdExtra(route); err == nil {
 			est.Hold, err = addCost(est.Hold, extra)
 		}
@@ -121,7 +122,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		WriteError(w, rateLimitError(rl, now()))
 		return nil
 	}
-	if errors.Is(err, storage.ErrAmountRange) {
+	if errors.Is(err, money.ErrAmountRange) {
 		WriteError(w, costRangeError(route))
 		return nil
 	}
@@ -206,8 +207,8 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 }
 
 // addCost adds two costs, refusing a sum beyond any Amount.
-func addCost(a, b storage.Amount) (storage.Amount, error) {
-	s, ok := storage.AddAmounts(a, b)
+func addCost(a, b money.Amount) (money.Amount, error) {
+	s, ok := money.AddAmounts(a, b)
 	if !ok {
 		return 0, billing.ErrCostRange
 	}
@@ -225,7 +226,7 @@ func costRangeError(route *Route) *APIError {
 			field = "input"
 		}
 	}
-	return BadRequest(field + ": the request's cost at the model's prices is beyond " + storage.MaxAmount.String() + " credits")
+	return BadRequest(field + ": the request's cost at the model's prices is beyond " + money.MaxAmount.String() + " credits")
 }
 
 // settle charges what the request consumed and sends what was held back.
@@ -267,15 +268,15 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		usage = billing.Usage{PromptTokens: prompt, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
 	}
 	pricing := route.Model.Pricing
-	var credits storage.Amount // a BYOK request's part paid in credits
+	var credits money.Amount // a BYOK request's part paid in credits
 	var err error
 	if search := searchPlanFrom(r); search != nil {
-		var c storage.Amount
+		var c money.Amount
 		if c, err = search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
 			credits = c
 		}
 	}
-	var cost storage.Amount
+	var cost money.Amount
 	if err == nil {
 		cost, err = billing.Cost(pricing, usage)
 	}
@@ -492,7 +493,7 @@ func keyFacts(v storage.LedgerView) billing.KeyFacts {
 		Limit:       v.Key.Limit,
 		CapUsage:    v.Key.CapUsage(v.Now),
 		Held:        v.KeyHeld,
-		LimitResets: v.Key.LimitReset != storage.IntervalNone,
+		LimitResets: v.Key.LimitReset != money.IntervalNone,
 		IncludeBYOK: v.Key.IncludeBYOKInLimit,
 	}
 }

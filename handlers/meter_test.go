@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -41,7 +42,7 @@ type meterFixture struct {
 // defaultPolicy never applies the in-flight budget (every balance is at or
 // above the threshold) and caps an estimate at one credit.
 var defaultPolicy = billing.InFlightPolicy{
-	FractionPPM: 1_000_000, Ceiling: storage.AmountScale, PerRequestCap: storage.AmountScale,
+	FractionPPM: 1_000_000, Ceiling: money.AmountScale, PerRequestCap: money.AmountScale,
 	SettlementWindow: time.Minute,
 }
 
@@ -54,7 +55,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 	gw.inFlight = defaultPolicy
 	f := &meterFixture{gw: gw, acct: gw.account(t, storage.AccountPersonal)}
 	if credits != "" {
-		amt, err := storage.ParseAmount(credits)
+		amt, err := money.ParseAmount(credits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,12 +116,12 @@ func (f *meterFixture) ledger(t *testing.T) storage.LedgerView {
 
 // wantCharged checks the key's and the account's usage, and that nothing is
 // held for running requests.
-func (f *meterFixture) wantCharged(t *testing.T, cost storage.Amount) {
+func (f *meterFixture) wantCharged(t *testing.T, cost money.Amount) {
 	t.Helper()
 	k, _ := f.store().APIKey(f.keyHash)
 	a, _ := f.store().Account(f.acct.ID)
-	if k.Usage.Total != cost || k.Usage.In(storage.IntervalDaily, time.Now()) != cost || a.Usage != cost {
-		t.Errorf("charged key %s (daily %s), account %s; want %s", k.Usage.Total, k.Usage.In(storage.IntervalDaily, time.Now()), a.Usage, cost)
+	if k.Usage.Total != cost || k.Usage.In(money.IntervalDaily, time.Now()) != cost || a.Usage != cost {
+		t.Errorf("charged key %s (daily %s), account %s; want %s", k.Usage.Total, k.Usage.In(money.IntervalDaily, time.Now()), a.Usage, cost)
 	}
 	if k.BYOKUsage.Total != 0 || a.BYOKUsage != 0 {
 		t.Errorf("BYOK usage key %s account %s", k.BYOKUsage.Total, a.BYOKUsage)
@@ -155,7 +156,7 @@ func (f *meterFixture) estimate(body string, maxTokens int64) billing.Estimate {
 }
 
 // testCost prices usage at the test prices, which never overflow.
-func testCost(u billing.Usage) storage.Amount {
+func testCost(u billing.Usage) money.Amount {
 	c, err := billing.Cost(testPricing, u)
 	if err != nil {
 		panic(err)
@@ -469,11 +470,11 @@ const (
 	msgBudget   = "Running and recently completed requests fill the in-flight budget"
 )
 
-func amountPtr(a storage.Amount) *storage.Amount { return &a }
+func amountPtr(a money.Amount) *money.Amount { return &a }
 
 func TestMeterKeyLimit(t *testing.T) {
 	t.Run("exhausted", func(t *testing.T) {
-		f := newMeterFixture(t, "1", storage.NewAPIKey{Limit: amountPtr(0), LimitReset: storage.IntervalDaily})
+		f := newMeterFixture(t, "1", storage.NewAPIKey{Limit: amountPtr(0), LimitReset: money.IntervalDaily})
 		f.provider = answerJSON(200, chatAnswer("x", "stop", 1, 1))
 		for _, body := range []string{chatBody, `{"model":"m:free","messages":[]}`} {
 			res := f.do(t, "/api/v1/chat/completions", body)
@@ -534,14 +535,14 @@ func TestMeterBalance(t *testing.T) {
 
 // budgetPolicy applies the in-flight budget to every account below 10
 // credits: half the balance, at most ceiling.
-func budgetPolicy(ceiling storage.Amount) billing.InFlightPolicy {
-	return billing.InFlightPolicy{FractionPPM: 500_000, Ceiling: ceiling, PerRequestCap: storage.AmountScale,
-		SettlementWindow: 90 * time.Second, BalanceThreshold: 10 * storage.AmountScale}
+func budgetPolicy(ceiling money.Amount) billing.InFlightPolicy {
+	return billing.InFlightPolicy{FractionPPM: 500_000, Ceiling: ceiling, PerRequestCap: money.AmountScale,
+		SettlementWindow: 90 * time.Second, BalanceThreshold: 10 * money.AmountScale}
 }
 
 func TestMeterWeightExceedsBudget(t *testing.T) {
 	f := newMeterFixture(t, "0.0004", storage.NewAPIKey{})
-	f.gw.inFlight = budgetPolicy(storage.AmountScale)
+	f.gw.inFlight = budgetPolicy(money.AmountScale)
 	est := f.estimate(chatBody, 100)
 	// the budget is 0.0002; the estimate is above it but within the balance
 	if est.InFlight <= 200_000 || est.Hold > 400_000 {

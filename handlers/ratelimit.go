@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -23,11 +24,11 @@ func (r *RateLimited) Error() string { return "rate limit exceeded: " + r.Scope 
 // windows are fixed UTC minutes and days.
 func (l FreeModelLimits) Check(a storage.Account, t time.Time) *RateLimited {
 	if used := a.FreeModelRequestsThisMinute(t); used >= l.PerMinute {
-		return &RateLimited{Limit: l.PerMinute, Reset: storage.PeriodEnd(storage.IntervalMinute, t), Scope: "free_model_per_minute"}
+		return &RateLimited{Limit: l.PerMinute, Reset: money.PeriodEnd(money.IntervalMinute, t), Scope: "free_model_per_minute"}
 	}
 	daily := l.DailyLimit(a)
 	if used := a.FreeModelRequestsToday(t); used >= daily {
-		return &RateLimited{Limit: daily, Reset: storage.PeriodEnd(storage.IntervalDaily, t), Scope: "free_model_per_day"}
+		return &RateLimited{Limit: daily, Reset: money.PeriodEnd(money.IntervalDaily, t), Scope: "free_model_per_day"}
 	}
 	return nil
 }

@@ -4,14 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // countRequests records n free-model requests at t, as admission does.
 func countRequests(a storage.Account, t time.Time, n int) storage.Account {
 	for range n {
-		a.FreeModelRequests = a.FreeModelRequests.Add(storage.IntervalDaily, t, 1)
-		a.FreeModelMinute = a.FreeModelMinute.Add(storage.IntervalMinute, t, 1)
+		a.FreeModelRequests = a.FreeModelRequests.Add(money.IntervalDaily, t, 1)
+		a.FreeModelMinute = a.FreeModelMinute.Add(money.IntervalMinute, t, 1)
 	}
 	return a
 }
@@ -42,11 +43,11 @@ func TestFreeModelCheck(t *testing.T) {
 		t.Fatalf("after midnight: %+v", rl)
 	}
 	// The paid tier starts at the threshold (9 credits by default).
-	a.CreditsPurchased = 9 * storage.AmountScale
+	a.CreditsPurchased = 9 * money.AmountScale
 	if rl := l.Check(a, t1.Add(30*time.Second)); rl != nil {
 		t.Fatalf("paid tier refused at 5 requests: %+v", rl)
 	}
-	a.CreditsPurchased = 9*storage.AmountScale - 1
+	a.CreditsPurchased = 9*money.AmountScale - 1
 	if rl := l.Check(a, t1.Add(30*time.Second)); rl == nil {
 		t.Fatal("just below the threshold must stay on the lower tier")
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -18,8 +19,8 @@ func apiTimePtr(t *time.Time) *string {
 	return &s
 }
 
-func intervalPtr(iv storage.Interval) *string {
-	if iv == storage.IntervalNone {
+func intervalPtr(iv money.Interval) *string {
+	if iv == money.IntervalNone {
 		return nil
 	}
 	s := string(iv)
@@ -29,14 +30,14 @@ func intervalPtr(iv storage.Interval) *string {
 // keyView is the API key record of SPEC.md 2.1 with the fields the public
 // schema requires.
 type keyView struct {
-	Hash               string          `json:"hash"`
-	Name               string          `json:"name"`
-	Label              string          `json:"label"`
-	Disabled           bool            `json:"disabled"`
-	Limit              *storage.Amount `json:"limit"`
-	LimitRemaining     *storage.Amount `json:"limit_remaining"`
-	LimitReset         *string         `json:"limit_reset"`
-	IncludeBYOKInLimit bool            `json:"include_byok_in_limit"`
+	Hash               string        `json:"hash"`
+	Name               string        `json:"name"`
+	Label              string        `json:"label"`
+	Disabled           bool          `json:"disabled"`
+	Limit              *money.Amount `json:"limit"`
+	LimitRemaining     *money.Amount `json:"limit_remaining"`
+	LimitReset         *string       `json:"limit_reset"`
+	IncludeBYOKInLimit bool          `json:"include_byok_in_limit"`
 	counterView
 	CreatedAt     string  `json:"created_at"`
 	UpdatedAt     *string `json:"updated_at"`
@@ -48,26 +49,26 @@ type keyView struct {
 
 // counterView is the usage counters of a key as of a moment.
 type counterView struct {
-	Usage            storage.Amount `json:"usage"`
-	UsageDaily       storage.Amount `json:"usage_daily"`
-	UsageWeekly      storage.Amount `json:"usage_weekly"`
-	UsageMonthly     storage.Amount `json:"usage_monthly"`
-	BYOKUsage        storage.Amount `json:"byok_usage"`
-	BYOKUsageDaily   storage.Amount `json:"byok_usage_daily"`
-	BYOKUsageWeekly  storage.Amount `json:"byok_usage_weekly"`
-	BYOKUsageMonthly storage.Amount `json:"byok_usage_monthly"`
+	Usage            money.Amount `json:"usage"`
+	UsageDaily       money.Amount `json:"usage_daily"`
+	UsageWeekly      money.Amount `json:"usage_weekly"`
+	UsageMonthly     money.Amount `json:"usage_monthly"`
+	BYOKUsage        money.Amount `json:"byok_usage"`
+	BYOKUsageDaily   money.Amount `json:"byok_usage_daily"`
+	BYOKUsageWeekly  money.Amount `json:"byok_usage_weekly"`
+	BYOKUsageMonthly money.Amount `json:"byok_usage_monthly"`
 }
 
 func countersAt(k storage.APIKey, t time.Time) counterView {
 	return counterView{
 		Usage:            k.Usage.Total,
-		UsageDaily:       k.Usage.In(storage.IntervalDaily, t),
-		UsageWeekly:      k.Usage.In(storage.IntervalWeekly, t),
-		UsageMonthly:     k.Usage.In(storage.IntervalMonthly, t),
+		UsageDaily:       k.Usage.In(money.IntervalDaily, t),
+		UsageWeekly:      k.Usage.In(money.IntervalWeekly, t),
+		UsageMonthly:     k.Usage.In(money.IntervalMonthly, t),
 		BYOKUsage:        k.BYOKUsage.Total,
-		BYOKUsageDaily:   k.BYOKUsage.In(storage.IntervalDaily, t),
-		BYOKUsageWeekly:  k.BYOKUsage.In(storage.IntervalWeekly, t),
-		BYOKUsageMonthly: k.BYOKUsage.In(storage.IntervalMonthly, t),
+		BYOKUsageDaily:   k.BYOKUsage.In(money.IntervalDaily, t),
+		BYOKUsageWeekly:  k.BYOKUsage.In(money.IntervalWeekly, t),
+		BYOKUsageMonthly: k.BYOKUsage.In(money.IntervalMonthly, t),
 	}
 }
 
@@ -100,11 +101,11 @@ type rateLimitView struct {
 
 // currentKeyView is the answer of GET /key (SPEC.md 2.2).
 type currentKeyView struct {
-	Label              string          `json:"label"`
-	Limit              *storage.Amount `json:"limit"`
-	LimitRemaining     *storage.Amount `json:"limit_remaining"`
-	LimitReset         *string         `json:"limit_reset"`
-	IncludeBYOKInLimit bool            `json:"include_byok_in_limit"`
+	Label              string        `json:"label"`
+	Limit              *money.Amount `json:"limit"`
+	LimitRemaining     *money.Amount `json:"limit_remaining"`
+	LimitReset         *string       `json:"limit_reset"`
+	IncludeBYOKInLimit bool          `json:"include_byok_in_limit"`
 	counterView
 	IsFreeTier             bool               `json:"is_free_tier"`
 	IsManagementKey        bool               `json:"is_management_key"`

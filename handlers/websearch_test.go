@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -439,7 +440,7 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 		t.Fatalf("%d searches, %d calls, bodies %q", n, f.calls.Load(), f.bodies)
 	}
 	// 100 × 0.000001 + 10 × 0.000002 + 5 results × 0.003
-	want := storage.Amount(100_000 + 20_000 + 15_000_000)
+	want := money.Amount(100_000 + 20_000 + 15_000_000)
 	f.wantCharged(t, want)
 	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
 	if err != nil || g.SearchResults != 5 || g.Cost != want {

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -318,8 +319,8 @@ func (p *searchPlan) injectedTokens() int64 {
 // xItemPrices are the prices of X search items fetched.
 var xPostPrice, xProfilePrice = mustAmount(XSearchPostPrice), mustAmount(XSearchProfilePrice)
 
-func mustAmount(s string) storage.Amount {
-	a, err := storage.ParseAmount(s)
+func mustAmount(s string) money.Amount {
+	a, err := money.ParseAmount(s)
 	if err != nil {
 		panic(err)
 	}
@@ -331,7 +332,7 @@ func mustAmount(s string) storage.Amount {
 // search max_results posts and profiles. credits is the part a BYOK
 // request still pays in credits: a gateway-side engine's results, which
 // the platform pays for (native searches bill the caller's own key).
-func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount, err error) {
+func (p *searchPlan) holdExtra(route *Route) (hold, credits money.Amount, err error) {
 	for _, a := range route.Attempts {
 		price := a.Model.Pricing.WebSearch
 		if price == 0 {
@@ -367,9 +368,9 @@ func (p *searchPlan) holdExtra(route *Route) (hold, credits storage.Amount, err 
 }
 
 // xItemsCost prices X search posts and profiles fetched.
-func xItemsCost(posts, profiles int64) (storage.Amount, error) {
-	a, ok1 := storage.MulAmount(xPostPrice, posts)
-	b, ok2 := storage.MulAmount(xProfilePrice, profiles)
+func xItemsCost(posts, profiles int64) (money.Amount, error) {
+	a, ok1 := money.MulAmount(xPostPrice, posts)
+	b, ok2 := money.MulAmount(xProfilePrice, profiles)
 	if !ok1 || !ok2 {
 		return 0, billing.ErrCostRange
 	}
@@ -381,7 +382,7 @@ func xItemsCost(posts, profiles int64) (storage.Amount, error) {
 // credits, the search the platform's, which the key's limit, the guardrail
 // and workspace budgets that do not count BYOK spending (those that do
 // judged the whole hold already) and the prepaid balance all cap.
-func admitSearchCredits(credits storage.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
+func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
 	if credits <= 0 {
 		return nil
 	}
@@ -397,7 +398,7 @@ func admitSearchCredits(credits storage.Amount, v storage.LedgerView, rules *sto
 	if !acct.Prepaid {
 		return nil
 	}
-	if available, ok := storage.AddAmounts(acct.Balance, -acct.Held); acct.Balance <= 0 || !ok || available < credits {
+	if available, ok := money.AddAmounts(acct.Balance, -acct.Held); acct.Balance <= 0 || !ok || available < credits {
 		return &billing.Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request's web search",
 			RemedyHint: "Add credits to the account, or lower max_results."}
 	}
@@ -476,7 +477,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 // in credits.
 //
 // Provider-reported X counts too large to price are billing.ErrCostRange.
-func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits storage.Amount, err error) {
+func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits money.Amount, err error) {
 	if pricing.WebSearch == 0 {
 		pricing.WebSearch = p.price
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -62,12 +63,12 @@ func newWorkspaceMemberView(wsID string, m storage.WorkspaceMember) workspaceMem
 
 // budgetView is a workspace budget.
 type budgetView struct {
-	ID            string         `json:"id"`
-	WorkspaceID   string         `json:"workspace_id"`
-	LimitUSD      storage.Amount `json:"limit_usd"`
-	ResetInterval *string        `json:"reset_interval"`
-	CreatedAt     string         `json:"created_at"`
-	UpdatedAt     string         `json:"updated_at"`
+	ID            string       `json:"id"`
+	WorkspaceID   string       `json:"workspace_id"`
+	LimitUSD      money.Amount `json:"limit_usd"`
+	ResetInterval *string      `json:"reset_interval"`
+	CreatedAt     string       `json:"created_at"`
+	UpdatedAt     string       `json:"updated_at"`
 }
 
 func newBudgetView(wsID string, b storage.WorkspaceBudget) budgetView {

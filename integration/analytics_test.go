@@ -7,19 +7,19 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // charged is what the gateway reported for one metered request.
 type charged struct {
 	id                 string
-	cost               storage.Amount
+	cost               money.Amount
 	prompt, completion int64
 }
 
 type figures struct {
 	requests, prompt, completion int64
-	cost                         storage.Amount
+	cost                         money.Amount
 }
 
 func (f *figures) add(c charged) {
@@ -38,7 +38,7 @@ func chatAs(c *client, key, model, user, text string) (charged, response, error)
 	if err != nil || r.Status != 200 {
 		return charged{}, r, err
 	}
-	a, err := storage.ParseAmount(r.JSON.Get("usage.cost").Raw)
+	a, err := money.ParseAmount(r.JSON.Get("usage.cost").Raw)
 	return charged{
 		id: r.Header.Get("X-Generation-Id"), cost: a,
 		prompt: r.JSON.Get("usage.prompt_tokens").Int(), completion: r.JSON.Get("usage.completion_tokens").Int(),

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // TestBYOKChargesBYOKUsage: with the account's own key for the provider, a
@@ -58,7 +58,7 @@ func TestBYOKChargesBYOKUsage(t *testing.T) {
 	if got := creditAmount(t, credits.Get("total_usage")); got != usageBefore {
 		t.Errorf("total_usage %s after a BYOK request, want %s", got, usageBefore)
 	}
-	if got := creditAmount(t, credits.Get("total_credits")); got != 10*storage.AmountScale {
+	if got := creditAmount(t, credits.Get("total_credits")); got != 10*money.AmountScale {
 		t.Errorf("total_credits %s", got)
 	}
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // authRecorder is a reverse proxy in front of the mock provider that
@@ -95,7 +95,7 @@ func TestBYOKPerWorkspaceRouting(t *testing.T) {
 	keys := []string{keyA, keyB, keyC}
 	var (
 		mu    sync.Mutex
-		costs = map[string]storage.Amount{}
+		costs = map[string]money.Amount{}
 		wg    sync.WaitGroup
 		errs  = make(chan error, 3*perKey)
 	)
@@ -112,7 +112,7 @@ func TestBYOKPerWorkspaceRouting(t *testing.T) {
 					errs <- err
 					return
 				}
-				a, err := storage.ParseAmount(r.JSON.Get("usage.cost").Raw)
+				a, err := money.ParseAmount(r.JSON.Get("usage.cost").Raw)
 				if err != nil || a <= 0 {
 					errs <- fmt.Errorf("usage.cost %s: %v", r.JSON.Get("usage.cost").Raw, err)
 					return
@@ -140,7 +140,7 @@ func TestBYOKPerWorkspaceRouting(t *testing.T) {
 		}
 	}
 
-	type counters struct{ usage, byok storage.Amount }
+	type counters struct{ usage, byok money.Amount }
 	keyCounters := func(hash string) counters {
 		k := c.api("GET", "/keys/"+hash, org.Mgmt, nil).expect(t, 200).JSON.Get("data")
 		return counters{creditAmount(t, k.Get("usage")), creditAmount(t, k.Get("byok_usage"))}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // 200 requests released at once against a key whose limit holds 10 of them:
@@ -28,7 +28,7 @@ func TestConcurrencyKeyLimit(t *testing.T) {
 	results, errs, elapsed := postAtOnce(t, c, n, func(int) string { return key }, body)
 
 	var ok, limited int
-	var charged storage.Amount
+	var charged money.Amount
 	var failed []string
 	for i := range n {
 		if errs[i] != nil {

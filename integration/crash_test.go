@@ -10,13 +10,13 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // crashLoad is what the load's workers saw.
 type crashLoad struct {
 	mu         sync.Mutex
-	received   storage.Amount // sum of usage.cost of complete answers
+	received   money.Amount // sum of usage.cost of complete answers
 	complete   int
 	incomplete int      // requests that ended without a complete answer
 	unexpected []string // complete answers that are not 200
@@ -24,7 +24,7 @@ type crashLoad struct {
 
 // oneRequest sends a request and reports the cost of its complete answer;
 // ok is false when the answer did not arrive whole.
-func oneRequest(c *client, key, path, body string, stream bool) (cost storage.Amount, ok bool, unexpected string) {
+func oneRequest(c *client, key, path, body string, stream bool) (cost money.Amount, ok bool, unexpected string) {
 	res, err := c.send(path, key, body, nil)
 	if err != nil {
 		return 0, false, ""
@@ -63,7 +63,7 @@ func oneRequest(c *client, key, path, body string, stream bool) (cost storage.Am
 	if v.Type != gjson.Number {
 		return 0, false, "complete answer without usage.cost"
 	}
-	a, err := storage.ParseAmount(v.Raw)
+	a, err := money.ParseAmount(v.Raw)
 	if err != nil {
 		return 0, false, "usage.cost " + v.Raw
 	}
@@ -103,7 +103,7 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 	// completes (the mock's rule: words + 4 prompt tokens, the answer's
 	// words), or the abort rule (the prompt estimate, the whole answer's
 	// text estimate) when it is cut.
-	var maxCost storage.Amount
+	var maxCost money.Amount
 	for _, k := range kinds {
 		text := "Mock answer from " + k.model + ": " + prompt
 		full := tokenCost(words(prompt)+4, words(text))
@@ -163,7 +163,7 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 	if after.totalUsage-base.totalUsage != recorded {
 		t.Fatalf("account usage rose by %s, key usage by %s", after.totalUsage-base.totalUsage, recorded)
 	}
-	upper := load.received + storage.Amount(load.incomplete)*maxCost
+	upper := load.received + money.Amount(load.incomplete)*maxCost
 	t.Logf("%d complete answers (%s), %d without a complete answer (max %s each); recorded %s",
 		load.complete, load.received, load.incomplete, maxCost, recorded)
 	if recorded < load.received {

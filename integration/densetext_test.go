@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // withBytePrompts makes the mock count prompt tokens as the worst
@@ -66,7 +66,7 @@ func TestDenseTextNeverExceedsCaps(t *testing.T) {
 			k2, h2 := c.newKey(org.Mgmt, `{"name":"two","workspace_id":"dense"}`)
 			c.api("PUT", "/workspaces/dense/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, limit)).expect(t, 200)
 			charged := denseBurst(t, c, []string{k1, k2}, n, fit, body, cost, "service_workspace_budget")
-			var usage storage.Amount
+			var usage money.Amount
 			for _, h := range []string{h1, h2} {
 				usage += creditAmount(t, c.api("GET", "/keys/"+h+"?workspace_id=dense", org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_daily"))
 			}
@@ -89,11 +89,11 @@ func TestDenseTextNeverExceedsCaps(t *testing.T) {
 // denseBurst sends n requests at once over keys and checks that exactly
 // fit passed, each charged cost, the rest refused by one of sources; it
 // returns the sum charged.
-func denseBurst(t *testing.T, c *client, keys []string, n, fit int, body string, cost storage.Amount, sources ...string) storage.Amount {
+func denseBurst(t *testing.T, c *client, keys []string, n, fit int, body string, cost money.Amount, sources ...string) money.Amount {
 	t.Helper()
 	results, errs, _ := postAtOnce(t, c, n, func(i int) string { return keys[i%len(keys)] }, body)
 	var ok int
-	var charged storage.Amount
+	var charged money.Amount
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])

@@ -16,7 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // recordingProxy stands in front of the mock provider and records the body
@@ -158,7 +158,7 @@ func TestFallback(t *testing.T) {
 	// upstream models in want were called in that order with the same body
 	// apart from the model id, and that only the answer's cost was charged,
 	// at the serving model's prices.
-	served := func(t *testing.T, body string, prices [2]storage.Amount, want ...string) response {
+	served := func(t *testing.T, body string, prices [2]money.Amount, want ...string) response {
 		t.Helper()
 		rec.take()
 		before := c.snapshot(key, org.MgmtKey)
@@ -183,7 +183,7 @@ func TestFallback(t *testing.T) {
 		}
 		u := r.JSON.Get("usage")
 		cost := creditAmount(t, u.Get("cost"))
-		if wantCost := storage.Amount(u.Get("prompt_tokens").Int())*prices[0] + storage.Amount(u.Get("completion_tokens").Int())*prices[1]; cost != wantCost || cost == 0 {
+		if wantCost := money.Amount(u.Get("prompt_tokens").Int())*prices[0] + money.Amount(u.Get("completion_tokens").Int())*prices[1]; cost != wantCost || cost == 0 {
 			t.Fatalf("usage.cost %s, want %s: %s", cost, wantCost, r.Body)
 		}
 		expectCharged(t, before, c.snapshot(key, org.MgmtKey), cost, "served by "+last)
@@ -210,7 +210,7 @@ func TestFallback(t *testing.T) {
 		expectNoRateLimitHeaders(t, r, "a failed request")
 		return r
 	}
-	base := [2]storage.Amount{promptPrice, completionPrice}
+	base := [2]money.Amount{promptPrice, completionPrice}
 
 	t.Run("order of the catalog", func(t *testing.T) {
 		served(t, `{"model":"fb/three","max_tokens":30,`+prompt+`}`, base, "x-error-429", "x-error-500", "tollgate-mock")
@@ -235,7 +235,7 @@ func TestFallback(t *testing.T) {
 	})
 
 	t.Run("models fallbacks", func(t *testing.T) {
-		good := [2]storage.Amount{3_000, 5_000}
+		good := [2]money.Amount{3_000, 5_000}
 		served(t, `{"model":"fb/bad","models":["fb/good"],`+prompt+`}`, good, "fb-error-502", "fb-good")
 		served(t, `{"models":["fb/bad","fb/good"],`+prompt+`}`, good, "fb-error-502", "fb-good")
 		// The model's own providers come before the next model's.

@@ -17,19 +17,19 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Prices of tollgate-mock and mock/echo in nano-credits (storage.Amount
 // units): 0.000001 and 0.000002 credits per token.
 const (
-	promptPrice     storage.Amount = 1_000
-	completionPrice storage.Amount = 2_000
+	promptPrice     money.Amount = 1_000
+	completionPrice money.Amount = 2_000
 )
 
 // tokenCost is the exact cost of a request's tokens at the test prices.
-func tokenCost(prompt, completion int64) storage.Amount {
-	return storage.Amount(prompt)*promptPrice + storage.Amount(completion)*completionPrice
+func tokenCost(prompt, completion int64) money.Amount {
+	return money.Amount(prompt)*promptPrice + money.Amount(completion)*completionPrice
 }
 
 // promptEstimate is the prompt tokens charged when the provider reports no
@@ -47,17 +47,17 @@ func textEstimate(n int) int64 { return int64(n+3) / 4 }
 
 // holdOf is what admission holds for a request with max_tokens set: the
 // prompt bound and max_tokens at the token prices.
-func holdOf(body string, maxTokens int64) storage.Amount {
+func holdOf(body string, maxTokens int64) money.Amount {
 	return tokenCost(promptBound(body), maxTokens)
 }
 
 // creditAmount parses a JSON number holding credits exactly.
-func creditAmount(t *testing.T, v gjson.Result) storage.Amount {
+func creditAmount(t *testing.T, v gjson.Result) money.Amount {
 	t.Helper()
 	if v.Type != gjson.Number {
 		t.Fatalf("amount %q is not a JSON number", v.Raw)
 	}
-	a, err := storage.ParseAmount(v.Raw)
+	a, err := money.ParseAmount(v.Raw)
 	if err != nil {
 		t.Fatalf("amount %q: %v", v.Raw, err)
 	}
@@ -291,10 +291,10 @@ func parseStream(t *testing.T, evs []sseEvent) streamResult {
 
 // usageSnapshot is a key's and its account's charged figures.
 type usageSnapshot struct {
-	usage, daily, weekly, monthly storage.Amount
-	remaining                     *storage.Amount // nil: no limit
-	limit                         *storage.Amount
-	totalUsage, totalCredits      storage.Amount
+	usage, daily, weekly, monthly money.Amount
+	remaining                     *money.Amount // nil: no limit
+	limit                         *money.Amount
+	totalUsage, totalCredits      money.Amount
 }
 
 // snapshot reads GET /key with the regular key and GET /credits with the
@@ -319,12 +319,12 @@ func (c *client) snapshot(key, mgmt string) usageSnapshot {
 // expectCharged checks that exactly cost was charged between two snapshots,
 // to the key (every period) and to the account, and that limit_remaining
 // follows.
-func expectCharged(t *testing.T, before, after usageSnapshot, cost storage.Amount, what string) {
+func expectCharged(t *testing.T, before, after usageSnapshot, cost money.Amount, what string) {
 	t.Helper()
 	for _, f := range []struct {
 		name   string
-		b, a   storage.Amount
-		wanted storage.Amount
+		b, a   money.Amount
+		wanted money.Amount
 	}{
 		{"usage", before.usage, after.usage, cost},
 		{"usage_daily", before.daily, after.daily, cost},

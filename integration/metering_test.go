@@ -10,7 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // meterCase is one inference request and what the mock must report for it
@@ -29,7 +29,7 @@ func words(s string) int64 { return int64(len(strings.Fields(s))) }
 
 // runMetered sends the case and returns the cost the answer states, after
 // checking tokens, the cost arithmetic, the text and X-Generation-Id.
-func runMetered(t *testing.T, c *client, key string, tc meterCase) (storage.Amount, string) {
+func runMetered(t *testing.T, c *client, key string, tc meterCase) (money.Amount, string) {
 	t.Helper()
 	res, err := c.send(tc.path, key, tc.body, nil)
 	if err != nil {
@@ -140,11 +140,11 @@ func TestMeteringChargesExactly(t *testing.T) {
 		{name: "streamed responses, free", path: "/responses", body: resp("tollgate-mock:free", q, true, ""), stream: true, responses: true, prompt: q, answer: ans, free: true, finish: "completed"},
 	}
 	start := c.snapshot(key, org.MgmtKey)
-	if start.usage != 0 || start.totalUsage != 0 || *start.remaining != 5*storage.AmountScale {
+	if start.usage != 0 || start.totalUsage != 0 || *start.remaining != 5*money.AmountScale {
 		t.Fatalf("fresh key: usage %s, remaining %s, account usage %s", start.usage, *start.remaining, start.totalUsage)
 	}
 	before := start
-	var total storage.Amount
+	var total money.Amount
 	ids := map[string]bool{}
 	for _, tc := range cases {
 		cost, id := runMetered(t, c, key, tc)
@@ -160,7 +160,7 @@ func TestMeteringChargesExactly(t *testing.T) {
 		total += cost
 		before = after
 	}
-	if before.usage != total || before.totalUsage != total || *before.remaining != 5*storage.AmountScale-total {
+	if before.usage != total || before.totalUsage != total || *before.remaining != 5*money.AmountScale-total {
 		t.Fatalf("after all: usage %s, account usage %s, remaining %s; sum of answers %s", before.usage, before.totalUsage, *before.remaining, total)
 	}
 }

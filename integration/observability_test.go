@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-dev/caddy-tollgate/export"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // webhookSink is a webhook receiver that fails its first `failures`
@@ -149,7 +149,7 @@ func TestObservabilityWebhookExport(t *testing.T) {
 
 	var ids []string
 	costs := map[string]string{}
-	var charged storage.Amount
+	var charged money.Amount
 	before := c.snapshot(key, org.MgmtKey)
 	for i := 0; i < 3; i++ {
 		id, r := chatOnce(t, c, key, "tollgate-mock", "export me please")

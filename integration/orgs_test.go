@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // orgFixture is an organization with an admin and a member, and a
@@ -241,7 +241,7 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 	if ok != fit {
 		t.Fatalf("%d requests passed, want exactly %d (the budget holds %d)", ok, fit, fit)
 	}
-	var usage storage.Amount
+	var usage money.Amount
 	for _, h := range []string{h1, h2} {
 		usage += creditAmount(t, c.api("GET", "/keys/"+h+"?workspace_id=capped", org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_daily"))
 	}
@@ -266,12 +266,12 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 // none finishes before all are admitted; it returns how many passed and the
 // sum of their charges, and checks that every refusal is a 402 with
 // limit_source source.
-func burst(t *testing.T, c *client, keys []string, n int, body, source string) (int, storage.Amount) {
+func burst(t *testing.T, c *client, keys []string, n int, body, source string) (int, money.Amount) {
 	t.Helper()
 	results, errs, _ := postAtOnce(t, c, n, func(i int) string { return keys[i%len(keys)] }, body)
 
 	var ok, refused int
-	var charged storage.Amount
+	var charged money.Amount
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
@@ -312,7 +312,7 @@ func TestGuardrailMemberBudgetConcurrent(t *testing.T) {
 	if ok != fit {
 		t.Fatalf("%d requests passed, want exactly %d", ok, fit)
 	}
-	var usage storage.Amount
+	var usage money.Amount
 	for _, h := range []string{h1, h2} {
 		usage += creditAmount(t, c.api("GET", "/keys/"+h, org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_monthly"))
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // A max-tokens field so large that its cost wrapped once held nothing and
@@ -57,7 +57,7 @@ func TestHugeMaxTokensRefused(t *testing.T) {
 	}
 	after := c.snapshot(key, tn.MgmtKey)
 	expectCharged(t, before, after, 0, "huge max_tokens")
-	if after.totalCredits != storage.Amount(1_000_000) || after.totalUsage != 0 {
+	if after.totalCredits != money.Amount(1_000_000) || after.totalUsage != 0 {
 		t.Fatalf("credits %s, usage %s: want 0.001 and 0", after.totalCredits, after.totalUsage)
 	}
 	// The key still serves a request within its cap: the refusals held
@@ -79,14 +79,14 @@ func TestPurchaseTotalOverflowRefused(t *testing.T) {
 		t.Fatalf("after a refused purchase: %s", list.Body)
 	}
 	// Up to the largest amount exactly is accepted.
-	rest := storage.MaxAmount - 5_000_000_000*storage.AmountScale
+	rest := money.MaxAmount - 5_000_000_000*money.AmountScale
 	c.operator("POST", path, fmt.Sprintf(`{"amount":%s}`, rest)).expect(t, 201)
 	list = c.operator("GET", path, nil).expect(t, 200)
-	if got := list.JSON.Get("total_credits").Raw; got != storage.MaxAmount.String() {
-		t.Fatalf("total_credits %s, want %s", got, storage.MaxAmount)
+	if got := list.JSON.Get("total_credits").Raw; got != money.MaxAmount.String() {
+		t.Fatalf("total_credits %s, want %s", got, money.MaxAmount)
 	}
 	cr := c.api("GET", "/credits", tn.MgmtKey, nil).expect(t, 200)
-	if got := cr.JSON.Get("data.total_credits").Raw; got != storage.MaxAmount.String() {
+	if got := cr.JSON.Get("data.total_credits").Raw; got != money.MaxAmount.String() {
 		t.Fatalf("GET /credits total_credits %s", got)
 	}
 }

@@ -6,15 +6,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Prices of the test's private endpoint in nano-credits: 0.00001 and
 // 0.00003 credits per token, 0.001 per request.
 const (
-	pePrompt     storage.Amount = 10_000
-	peCompletion storage.Amount = 30_000
-	peRequest    storage.Amount = 1_000_000
+	pePrompt     money.Amount = 10_000
+	peCompletion money.Amount = 30_000
+	peRequest    money.Amount = 1_000_000
 )
 
 const peBase = "/private-endpoints"
@@ -165,7 +165,7 @@ func TestPrivateEndpointRoutingAndPricing(t *testing.T) {
 	before := c.snapshot(key, org.MgmtKey)
 	r := c.api("POST", "/chat/completions", key, body).expect(t, 200)
 	pt, ct := r.JSON.Get("usage.prompt_tokens").Int(), r.JSON.Get("usage.completion_tokens").Int()
-	want := storage.Amount(pt)*pePrompt + storage.Amount(ct)*peCompletion + peRequest
+	want := money.Amount(pt)*pePrompt + money.Amount(ct)*peCompletion + peRequest
 	if got := creditAmount(t, r.JSON.Get("usage.cost")); got != want || pt == 0 {
 		t.Fatalf("usage.cost %s, want %s (%d+%d tokens)", got, want, pt, ct)
 	}
@@ -175,7 +175,7 @@ func TestPrivateEndpointRoutingAndPricing(t *testing.T) {
 	before = c.snapshot(key, org.MgmtKey)
 	const n = 16
 	var wg sync.WaitGroup
-	costs := make([]storage.Amount, n)
+	costs := make([]money.Amount, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func(i int) {
@@ -189,7 +189,7 @@ func TestPrivateEndpointRoutingAndPricing(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	var sum storage.Amount
+	var sum money.Amount
 	for _, x := range costs {
 		if x != want {
 			t.Fatalf("a concurrent request cost %s, want %s", x, want)
@@ -211,7 +211,7 @@ func TestPrivateEndpointRoutingAndPricing(t *testing.T) {
 	}
 	st := parseStream(t, evs)
 	pt, ct = st.usage.Get("prompt_tokens").Int(), st.usage.Get("completion_tokens").Int()
-	want = storage.Amount(pt)*pePrompt + storage.Amount(ct)*peCompletion + peRequest
+	want = money.Amount(pt)*pePrompt + money.Amount(ct)*peCompletion + peRequest
 	if got := creditAmount(t, st.usage.Get("cost")); got != want || !st.done {
 		t.Fatalf("stream usage.cost %s, want %s (done %v)", got, want, st.done)
 	}
@@ -228,7 +228,7 @@ func TestPrivateEndpointRoutingAndPricing(t *testing.T) {
 	catBody := strings.Replace(body, "acme/private", "tollgate-mock", 1)
 	r = c.api("POST", "/chat/completions", key, catBody).expect(t, 200)
 	pt, ct = r.JSON.Get("usage.prompt_tokens").Int(), r.JSON.Get("usage.completion_tokens").Int()
-	if got, want := creditAmount(t, r.JSON.Get("usage.cost")), storage.Amount(pt)*pePrompt+storage.Amount(ct)*peCompletion+peRequest; got != want {
+	if got, want := creditAmount(t, r.JSON.Get("usage.cost")), money.Amount(pt)*pePrompt+money.Amount(ct)*peCompletion+peRequest; got != want {
 		t.Fatalf("catalog model through the private endpoint cost %s, want %s", got, want)
 	}
 	c.api("POST", peBase+"/"+id2+"/disable", org.MgmtKey, nil).expect(t, 200)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // pathRecorder stands in front of the mock provider and records the path
@@ -133,7 +133,7 @@ func checkResponseObject(t *testing.T, what string, r gjson.Result, status strin
 
 // costOf is the exact cost of a Responses usage at the test prices, and
 // checks usage.cost against it.
-func costOf(t *testing.T, what string, u gjson.Result) storage.Amount {
+func costOf(t *testing.T, what string, u gjson.Result) money.Amount {
 	t.Helper()
 	want := tokenCost(u.Get("input_tokens").Int(), u.Get("output_tokens").Int())
 	if got := creditAmount(t, u.Get("cost")); got != want || want == 0 {
@@ -419,7 +419,7 @@ func TestResponsesTranslated(t *testing.T) {
 	t.Run("concurrent", func(t *testing.T) {
 		type result struct {
 			status int
-			cost   storage.Amount
+			cost   money.Amount
 			err    error
 		}
 		run := func(key string, bodies []string) []result {
@@ -452,7 +452,7 @@ func TestResponsesTranslated(t *testing.T) {
 						usage = gjson.GetBytes(b, "usage")
 					}
 					if res.StatusCode == 200 {
-						a, err := storage.ParseAmount(usage.Get("cost").Raw)
+						a, err := money.ParseAmount(usage.Get("cost").Raw)
 						if err != nil || a != tokenCost(usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int()) {
 							out[i].err = fmt.Errorf("usage %s: %v", usage.Raw, err)
 						}
@@ -478,7 +478,7 @@ func TestResponsesTranslated(t *testing.T) {
 			}
 		}
 		before := c.snapshot(key, org.MgmtKey)
-		var sum storage.Amount
+		var sum money.Amount
 		for i, r := range run(key, bodies) {
 			if r.err != nil || r.status != 200 {
 				t.Fatalf("request %d: %d %v", i, r.status, r.err)

@@ -12,14 +12,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // byokSearch is a BYOK request whose gateway-side search (4 results at the
 // searxng price 0.004) the platform pays in credits.
 const byokSearch = `{"model":"ws/plain","max_tokens":20,"messages":[{"role":"user","content":"own key, platform's search"}],"plugins":[{"id":"web","engine":"searxng","max_results":4}]}`
 
-const byokSearchCredits storage.Amount = 16_000_000
+const byokSearchCredits money.Amount = 16_000_000
 
 // The credits a BYOK request spends on a gateway-side search are credits
 // like any other: the key's cap, a workspace budget and a guardrail budget
@@ -150,7 +150,7 @@ var seamsBodies = []string{
 
 // seamsPost sends one of seamsBodies and returns the status, the charged
 // cost of an admitted request and the error body of a refused one.
-func seamsPost(t *testing.T, hc *client, key string, i int) (int, storage.Amount, response) {
+func seamsPost(t *testing.T, hc *client, key string, i int) (int, money.Amount, response) {
 	body := seamsBodies[i%len(seamsBodies)]
 	path := "/chat/completions"
 	if strings.Contains(body, `"input"`) {
@@ -210,7 +210,7 @@ func seamsPost(t *testing.T, hc *client, key string, i int) (int, storage.Amount
 
 // seamsBrokenCost sends a broken stream alone and returns the snapshot
 // after it and what it cost (its answer cannot say).
-func seamsBrokenCost(t *testing.T, c *client, key, mgmt string) (usageSnapshot, storage.Amount) {
+func seamsBrokenCost(t *testing.T, c *client, key, mgmt string) (usageSnapshot, money.Amount) {
 	t.Helper()
 	pre := c.snapshot(key, mgmt)
 	if st, cost, _ := seamsPost(t, c, key, 5); st != 200 || cost != -1 {
@@ -229,14 +229,14 @@ func seamsBrokenCost(t *testing.T, c *client, key, mgmt string) (usageSnapshot, 
 // brokenCost). Each is admitted with a cost or refused with a 402 of
 // code; limit (what binds, for messages) admits some but not all; every
 // admitted request searched once and no refused one did.
-func seamsBurst(t *testing.T, e *webSearchEnv, key string, n int, brokenCost storage.Amount, code, limit string) storage.Amount {
+func seamsBurst(t *testing.T, e *webSearchEnv, key string, n int, brokenCost money.Amount, code, limit string) money.Amount {
 	t.Helper()
 	c := e.c
 	e.search.Reset()
 	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
 		http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
 	status := make([]int, n)
-	costs := make([]storage.Amount, n)
+	costs := make([]money.Amount, n)
 	refusals := make([]response, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -252,7 +252,7 @@ func seamsBurst(t *testing.T, e *webSearchEnv, key string, n int, brokenCost sto
 		t.FailNow()
 	}
 	ok := 0
-	var charged storage.Amount
+	var charged money.Amount
 	for i := range n {
 		switch status[i] {
 		case 200:
@@ -307,7 +307,7 @@ func TestMoneyAllLimitsAtOnce(t *testing.T) {
 	e := startSeams(t)
 	c := e.c
 	org, key, _, g := seamsTeam(t, c)
-	const budget storage.Amount = 150_000_000 // 0.15
+	const budget money.Amount = 150_000_000 // 0.15
 	c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, budget)).expect(t, 200)
 
 	before, brokenCost := seamsBrokenCost(t, c, key, org.Mgmt)
@@ -324,7 +324,7 @@ func TestMoneyAllLimitsAtOnce(t *testing.T) {
 	// charged: a probe fits only when the limit leaves exactly its hold.
 	probe := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"probe"}]}`
 	hold := holdOf(probe, 20)
-	setWS := func(limit storage.Amount) {
+	setWS := func(limit money.Amount) {
 		c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, limit)).expect(t, 200)
 	}
 	setWS(charged + hold - 1)
@@ -332,7 +332,7 @@ func TestMoneyAllLimitsAtOnce(t *testing.T) {
 	setWS(charged + hold)
 	charged += creditAmount(t, c.mustPost("/chat/completions", key, probe, nil).expect(t, 200).JSON.Get("usage.cost"))
 	c.api("DELETE", "/workspaces/team/budgets/daily", org.Mgmt, nil).expect(t, 200)
-	setG := func(limit storage.Amount) {
+	setG := func(limit money.Amount) {
 		c.api("PATCH", "/guardrails/"+g, org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, limit)).expect(t, 200)
 	}
 	setG(charged + hold - 1)
@@ -357,7 +357,7 @@ func TestFailuresReleaseEveryHold(t *testing.T) {
 	hold := holdOf(probe, 20)
 	// limits puts every limit at the key's usage (the workspace's and the
 	// member's: their only key) plus room.
-	limits := func(room storage.Amount) {
+	limits := func(room money.Amount) {
 		t.Helper()
 		l := c.snapshot(key, org.Mgmt).usage + room
 		c.api("PATCH", "/keys/"+hash, org.Mgmt, fmt.Sprintf(`{"limit":%s}`, l)).expect(t, 200)
@@ -472,10 +472,10 @@ func TestRestartKeepsScopeCounters(t *testing.T) {
 	}
 	probe := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"probe"}]}`
 	hold := holdOf(probe, 20)
-	setWS := func(l storage.Amount) {
+	setWS := func(l money.Amount) {
 		c.api("PUT", "/workspaces/team/budgets/daily", org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, l)).expect(t, 200)
 	}
-	setG := func(l storage.Amount) {
+	setG := func(l money.Amount) {
 		c.api("PATCH", "/guardrails/"+g, org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, l)).expect(t, 200)
 	}
 	setWS(spent + hold - 1)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // startWebSearchResponses is startWebSearch plus models whose only
@@ -96,7 +96,7 @@ var webSearchResponsesCases = []struct {
 	deprecated          bool
 	results             int64 // usage.server_tool_use_details.web_search_results
 	annotations         int
-	cost                storage.Amount // the search's part of the cost
+	cost                money.Amount // the search's part of the cost
 }{
 	// A gateway-side engine (the engines' test double): 3 results at 0.004.
 	{"exa translated", "ws/chat", `"plugins":[{"id":"web","engine":"exa","max_results":3}]`, true, true, 3, 3, 12_000_000},
@@ -128,7 +128,7 @@ func TestWebSearchResponsesStreamedEqualPlain(t *testing.T) {
 	for _, tc := range webSearchResponsesCases {
 		t.Run(tc.name, func(t *testing.T) {
 			body := `{"model":"` + tc.model + `","input":"` + q + `",` + tc.search + `}`
-			checkUsage := func(what string, u gjson.Result) storage.Amount {
+			checkUsage := func(what string, u gjson.Result) money.Amount {
 				t.Helper()
 				want := tokenCost(u.Get("input_tokens").Int(), u.Get("output_tokens").Int()) + tc.cost
 				if got := creditAmount(t, u.Get("cost")); got != want {

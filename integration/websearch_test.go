@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // webSearchEnv is a gateway with tollgate_websearch, the four gateway-side
@@ -453,7 +453,7 @@ func TestWebSearchCharges(t *testing.T) {
 	const msgs = `"messages":[{"role":"user","content":"price check"}]`
 	for _, tc := range []struct {
 		name, body string
-		search     storage.Amount // the search part of the cost
+		search     money.Amount // the search part of the cost
 	}{
 		// The model's web_search price: 3 results at 0.01.
 		{"model price", `{"model":"ws/priced",` + msgs + `,"tools":[{"type":"service:web_search","parameters":{"max_results":3}}]}`, 30_000_000},
@@ -555,7 +555,7 @@ func TestWebSearchConcurrentCharges(t *testing.T) {
 			results <- result{r, err}
 		}()
 	}
-	var charged storage.Amount
+	var charged money.Amount
 	ok := 0
 	for range n {
 		res := <-results
@@ -600,7 +600,7 @@ func TestWebSearchSDK(t *testing.T) {
 func TestWebSearchBYOKPaysSearchInCredits(t *testing.T) {
 	e := startWebSearch(t)
 	e.c.api("POST", "/byok", e.org.MgmtKey, `{"provider":"p","key":"sk-own-key-0123456789"}`).expect(t, 201)
-	byokUsage := func(key string) storage.Amount {
+	byokUsage := func(key string) money.Amount {
 		return creditAmount(t, e.c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data.byok_usage"))
 	}
 	before, byokBefore := e.c.snapshot(e.key, e.org.MgmtKey), byokUsage(e.key)

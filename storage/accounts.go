@@ -1,11 +1,45 @@
 package storage
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// AccountStore keeps accounts, their credit purchases and their keys,
+// regular and management: who may call the gateway, and on whose account.
+type AccountStore struct {
+	k         *kernel.Kernel
+	accounts  map[string]*Account
+	keys      map[string]*APIKey        // by hash
+	mgmtKeys  map[string]*ManagementKey // by hash
+	purchases map[string][]Purchase     // by account id
+	// the domain stores it reads or updates, under the same lock
+	org *OrgStore
+}
+
+// Database key prefixes of the accounts' records.
+const (
+	prefixAccount  = "a/"
+	prefixPurchase = "p/" // p/<account id>/<purchase id>, append-only
+	prefixMgmtKey  = "m/"
+	prefixAPIKey   = "k/"
+)
+
+// kinds are the accounts' kinds of record.
+func (s *AccountStore) kinds() []kernel.Kind {
+	return []kernel.Kind{
+		{Prefix: prefixAccount, Load: s.loadAccount, Snapshot: s.accountSnapshot},
+		{Prefix: prefixPurchase, Load: s.loadPurchase, Append: true},
+		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Snapshot: s.mgmtKeySnapshot},
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Snapshot: s.apiKeySnapshot},
+	}
+}
 
 // NewAccount describes an account to create.
 type NewAccount struct {
@@ -16,7 +50,7 @@ type NewAccount struct {
 }
 
 // CreateAccount creates an account with its default workspace.
-func (s *Store) CreateAccount(na NewAccount) (Account, error) {
+func (s *AccountStore) CreateAccount(na NewAccount) (Account, error) {
 	if strings.TrimSpace(na.Name) == "" {
 		return Account{}, fmt.Errorf("%w: name is required", ErrInvalid)
 	}
@@ -42,18 +76,18 @@ func (s *Store) CreateAccount(na NewAccount) (Account, error) {
 		a.ID = newID("user_")
 		a.OwnerUserID = a.ID
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	s.accounts[a.ID] = &a
-	s.putWorkspace(defaultWorkspace(&a))
-	b := s.markDirty(prefixAccount + a.ID)
-	s.mu.Unlock()
-	return a, b.wait()
+	s.org.putWorkspace(defaultWorkspace(&a))
+	b := s.k.MarkDirty(prefixAccount + a.ID)
+	s.k.Unlock()
+	return a, b.Wait()
 }
 
 // Account returns the account with the given id.
-func (s *Store) Account(id string) (Account, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *AccountStore) Account(id string) (Account, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	a, ok := s.accounts[id]
 	if !ok {
 		return Account{}, false
@@ -64,37 +98,37 @@ func (s *Store) Account(id string) (Account, bool) {
 // AccountSnapshot returns the account's current record without copying it;
 // the record is never modified (changes publish a new one), and callers
 // must not modify it.
-func (s *Store) AccountSnapshot(id string) (*Account, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *AccountStore) AccountSnapshot(id string) (*Account, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	a, ok := s.accounts[id]
 	return a, ok
 }
 
 // Accounts lists all accounts, oldest first.
-func (s *Store) Accounts() []Account {
-	s.mu.RLock()
+func (s *AccountStore) Accounts() []Account {
+	s.k.RLock()
 	out := make([]Account, 0, len(s.accounts))
 	for _, a := range s.accounts {
 		out = append(out, *a)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *Account) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
 // UpdateAccount applies fn to a copy of the account and persists the result.
 // fn may return an error to abort without writing.
-func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, error) {
-	s.mu.Lock()
+func (s *AccountStore) UpdateAccount(id string, fn func(*Account) error) (Account, error) {
+	s.k.Lock()
 	cur, ok := s.accounts[id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Account{}, ErrNotFound
 	}
 	a := *cur
 	if err := fn(&a); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Account{}, err
 	}
 	// Identity and money are not editable here.
@@ -102,29 +136,29 @@ func (s *Store) UpdateAccount(id string, fn func(*Account) error) (Account, erro
 	a.FreeModelRequests, a.FreeModelMinute = cur.FreeModelRequests, cur.FreeModelMinute
 	a.UpdatedAt = now().UTC()
 	s.accounts[id] = &a
-	b := s.markDirty(prefixAccount + a.ID)
-	s.mu.Unlock()
-	return a, b.wait()
+	b := s.k.MarkDirty(prefixAccount + a.ID)
+	s.k.Unlock()
+	return a, b.Wait()
 }
 
 // RecordPurchase adds a credit purchase to an account, atomically with the
 // account's purchased total; a purchase that would take the total beyond
 // MaxAmount is refused, never wrapped.
-func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Purchase, Account, error) {
+func (s *AccountStore) RecordPurchase(accountID string, amount money.Amount, note string) (Purchase, Account, error) {
 	if amount <= 0 {
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount must be positive", ErrInvalid)
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.accounts[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Purchase{}, Account{}, ErrNotFound
 	}
-	total, ok := AddAmounts(cur.CreditsPurchased, amount)
+	total, ok := money.AddAmounts(cur.CreditsPurchased, amount)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Purchase{}, Account{}, fmt.Errorf("%w: amount: the account's total_credits (%s) plus this purchase would exceed %s",
-			ErrInvalid, cur.CreditsPurchased, MaxAmount)
+			ErrInvalid, cur.CreditsPurchased, money.MaxAmount)
 	}
 	t := now().UTC()
 	p := Purchase{ID: newID("pur_"), AccountID: accountID, Amount: amount, Note: note, CreatedAt: t}
@@ -134,17 +168,89 @@ func (s *Store) RecordPurchase(accountID string, amount Amount, note string) (Pu
 	a.UpdatedAt = t
 	s.accounts[a.ID] = &a
 	s.purchases[accountID] = append(s.purchases[accountID], p)
-	s.markDirty(prefixAccount + a.ID)
-	b := s.appendRecord(prefixPurchase+accountID+"/"+p.ID, p)
-	s.mu.Unlock()
-	return p, a, b.wait()
+	s.k.MarkDirty(prefixAccount + a.ID)
+	b := s.k.Append(prefixPurchase+accountID+"/"+p.ID, p)
+	s.k.Unlock()
+	return p, a, b.Wait()
 }
 
 // Purchases lists an account's credit purchases, oldest first.
-func (s *Store) Purchases(accountID string) []Purchase {
-	s.mu.RLock()
+func (s *AccountStore) Purchases(accountID string) []Purchase {
+	s.k.RLock()
 	out := append([]Purchase(nil), s.purchases[accountID]...)
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
+}
+
+// accountWorkspace resolves the workspace of a new record of an account
+// that has only its default workspace: "" is the default, any other id
+// must be it. Callers hold the kernel's lock.
+func (s *AccountStore) accountWorkspace(accountID, workspaceID string) (string, error) {
+	acct, ok := s.accounts[accountID]
+	if !ok {
+		return "", fmt.Errorf("%w: account", ErrNotFound)
+	}
+	if workspaceID != "" && workspaceID != acct.DefaultWorkspaceID {
+		return "", fmt.Errorf("%w: workspace", ErrNotFound)
+	}
+	return acct.DefaultWorkspaceID, nil
+}
+
+func (s *AccountStore) loadAccount(_, v []byte) error {
+	var a Account
+	if err := json.Unmarshal(v, &a); err != nil {
+		return err
+	}
+	s.accounts[a.ID] = &a
+	return nil
+}
+
+func (s *AccountStore) loadPurchase(_, v []byte) error {
+	var p Purchase
+	if err := json.Unmarshal(v, &p); err != nil {
+		return err
+	}
+	s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
+	return nil
+}
+
+func (s *AccountStore) loadMgmtKey(_, v []byte) error {
+	var m ManagementKey
+	if err := json.Unmarshal(v, &m); err != nil {
+		return err
+	}
+	s.mgmtKeys[m.Hash] = &m
+	return nil
+}
+
+func (s *AccountStore) loadAPIKey(_, v []byte) error {
+	var k APIKey
+	if err := json.Unmarshal(v, &k); err != nil {
+		return err
+	}
+	s.keys[k.Hash] = &k
+	s.k.ObserveSeq(k.Seq)
+	return nil
+}
+
+func (s *AccountStore) accountSnapshot(key string) any {
+	if a, ok := s.accounts[key[len(prefixAccount):]]; ok {
+		return *a
+	}
+	return nil
+}
+
+func (s *AccountStore) apiKeySnapshot(key string) any {
+	if k, ok := s.keys[key[len(prefixAPIKey):]]; ok {
+		return *k
+	}
+	return nil
+}
+
+func (s *AccountStore) mgmtKeySnapshot(key string) any {
+	if m, ok := s.mgmtKeys[key[len(prefixMgmtKey):]]; ok {
+		return *m
+	}
+	return nil
 }

@@ -7,9 +7,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// AnalyticsStore answers usage queries from a rollup of the generation and
+// feedback records, built at Open and kept current from settled requests.
+type AnalyticsStore struct {
+	k         *kernel.Kernel
+	analytics *rollup
+	// the domain stores it reads or updates, under the same lock
+	acct  *AccountStore
+	led   *LedgerStore
+	users *EndUserStore
+	fb    *FeedbackStore
+}
 
 // The analytics rollup keeps, per account, one cell of sums per UTC hour and
 // combination of dimensions (API key, model, provider, end user, workspace,
@@ -42,8 +56,8 @@ type Sums struct {
 	Requests         int64
 	PromptTokens     int64
 	CompletionTokens int64
-	Usage            Amount
-	BYOKUsage        Amount
+	Usage            money.Amount
+	BYOKUsage        money.Amount
 	LatencyMS        int64 // sum over requests
 	Feedback         int64 // feedback records on these generations
 }
@@ -224,7 +238,7 @@ const scanChunk = 8192
 // in [from, to) (UTC; a partial last hour is included). fn must not call
 // back into the store's analytics. The cell passed to fn is reused between
 // calls. Cells added while the scan runs may or may not be seen.
-func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
+func (s *AnalyticsStore) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
 		return
@@ -256,7 +270,7 @@ func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) 
 }
 
 // EndUserUsage returns the totals of an end user's generations.
-func (s *Store) EndUserUsage(accountID, user string) Sums {
+func (s *AnalyticsStore) EndUserUsage(accountID, user string) Sums {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
 		return Sums{}
@@ -271,7 +285,7 @@ func (s *Store) EndUserUsage(accountID, user string) Sums {
 
 // UsageDimValues returns the distinct values seen for a dimension in an
 // account's cells, sorted (for tests and discovery).
-func (s *Store) UsageDimValues(accountID, dim string) []string {
+func (s *AnalyticsStore) UsageDimValues(accountID, dim string) []string {
 	seen := map[string]bool{}
 	s.ScanUsage(accountID, time.Unix(0, 0), time.Unix(1<<40, 0), func(c *Cell) { seen[c.Dim(dim)] = true })
 	out := make([]string, 0, len(seen))
@@ -284,34 +298,28 @@ func (s *Store) UsageDimValues(accountID, dim string) []string {
 
 // buildAnalytics fills the rollup from the stored records; Open calls it
 // before any write can happen, then subscribes it to new generations.
-func (s *Store) buildAnalytics() error {
+func (s *AnalyticsStore) buildAnalytics() error {
 	s.analytics = newRollup()
-	if err := s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixGeneration)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var g Generation
-			if err := it.Item().Value(func(v []byte) error { return decodeGenerationSums(v, &g) }); err != nil {
-				return fmt.Errorf("generation %q: %w", it.Item().Key(), err)
-			}
-			s.analytics.addGeneration(g)
-			s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+	if err := s.k.Scan(prefixGeneration, func(key, v []byte) (bool, error) {
+		var g Generation
+		if err := decodeGenerationSums(v, &g); err != nil {
+			return false, fmt.Errorf("generation %q: %w", key, err)
 		}
-		return nil
+		s.analytics.addGeneration(g)
+		s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+		return true, nil
 	}); err != nil {
 		return err
 	}
-	if err := s.loadFeedback(); err != nil {
+	if err := s.fb.loadFeedback(); err != nil {
 		return err
 	}
-	s.SubscribeGenerations(func(g Generation) {
+	s.led.SubscribeGenerations(func(g Generation) {
 		s.analytics.addGeneration(g)
-		if g.User != "" && !s.hasEndUser(g.AccountID, g.User) {
-			s.mu.Lock()
-			s.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
-			s.mu.Unlock()
+		if g.User != "" && !s.users.hasEndUser(g.AccountID, g.User) {
+			s.k.Lock()
+			s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+			s.k.Unlock()
 		}
 	})
 	return nil
@@ -342,13 +350,13 @@ func decodeGenerationSums(v []byte, g *Generation) error {
 		case "completion_tokens":
 			g.CompletionTokens = x.Int()
 		case "cost":
-			if g.Cost, err = ParseAmount(x.Raw); err != nil {
+			if g.Cost, err = money.ParseAmount(x.Raw); err != nil {
 				err = fmt.Errorf("cost: %w", err)
 			}
 		case "byok":
 			g.BYOK = x.Bool()
 		case "credits":
-			if g.Credits, err = ParseAmount(x.Raw); err != nil {
+			if g.Credits, err = money.ParseAmount(x.Raw); err != nil {
 				err = fmt.Errorf("credits: %w", err)
 			}
 		case "status":

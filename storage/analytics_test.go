@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // settleGen settles one request of cost with a generation record.
-func settleGen(t *testing.T, s *Store, acct, key string, g Generation, cost Amount) Generation {
+func settleGen(t *testing.T, s *Store, acct, key string, g Generation, cost money.Amount) Generation {
 	t.Helper()
 	res, err := s.Reserve(acct, key, Holds{Hold: 1}, func(LedgerView) error { return nil })
 	if err != nil {
@@ -149,7 +151,7 @@ func TestQueryUsage(t *testing.T) {
 	settleGen(t, s, acct.ID, k1.Hash, Generation{Model: "m1", Provider: "p", Status: "completed", User: "alice", CreatedAt: sun}, 100)
 	settleGen(t, s, acct.ID, k1.Hash, Generation{Model: "m2", Provider: "p", Status: "completed", CreatedAt: mon}, 200)
 	settleGen(t, s, acct.ID, k2.Hash, Generation{Model: "m1", Provider: "q", Status: "completed", BYOK: true, User: "bob", CreatedAt: mon}, 400)
-	all := func(q UsageQuery) map[string]Amount {
+	all := func(q UsageQuery) map[string]money.Amount {
 		t.Helper()
 		if q.From.IsZero() {
 			q.From, q.To = sun.AddDate(0, 0, -1), mon.AddDate(0, 0, 1)
@@ -158,7 +160,7 @@ func TestQueryUsage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]Amount{}
+		out := map[string]money.Amount{}
 		for _, r := range rows {
 			k := r.Bucket.Format("01-02")
 			if r.Bucket.IsZero() {
@@ -173,19 +175,19 @@ func TestQueryUsage(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		q    UsageQuery
-		want map[string]Amount
+		want map[string]money.Amount
 	}{
-		"weeks start on Monday": {UsageQuery{Granularity: GranularityWeek}, map[string]Amount{"02-23": 100, "03-02": 600}},
-		"days":                  {UsageQuery{Granularity: GranularityDay, GroupBy: []string{DimModel}}, map[string]Amount{"03-01|m1": 100, "03-02|m2": 200, "03-02|m1": 400}},
-		"in":                    {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice", "zed"}}}}, map[string]Amount{"-|alice": 100}},
-		"in with unset":         {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, IncludeUnset: true}}}, map[string]Amount{"-|alice": 100, "-|": 200}},
-		"not_in":                {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, Negate: true}}}, map[string]Amount{"-|bob": 400}},
-		"byok":                  {UsageQuery{GroupBy: []string{DimBYOK}, Filters: []UsageFilter{{Dim: DimBYOK, Values: []string{"false"}}}}, map[string]Amount{"-|false": 300}},
-		"key creator":           {UsageQuery{GroupBy: []string{DimUser, DimProvider}}, map[string]Amount{"-|user_1|p": 300, "-||q": 400}},
-		"key creator filter":    {UsageQuery{Filters: []UsageFilter{{Dim: DimUser, Values: []string{"user_1"}}}}, map[string]Amount{"-": 300}},
-		"unknown value":         {UsageQuery{Filters: []UsageFilter{{Dim: DimModel, Values: []string{"nope"}}}}, map[string]Amount{}},
-		"whole hours":           {UsageQuery{From: mon.Add(-10 * time.Minute), To: mon.Add(-5 * time.Minute)}, map[string]Amount{"-": 600}},
-		"range excludes":        {UsageQuery{From: sun.Add(-48 * time.Hour), To: sun.Add(-30 * time.Minute)}, map[string]Amount{}},
+		"weeks start on Monday": {UsageQuery{Granularity: GranularityWeek}, map[string]money.Amount{"02-23": 100, "03-02": 600}},
+		"days":                  {UsageQuery{Granularity: GranularityDay, GroupBy: []string{DimModel}}, map[string]money.Amount{"03-01|m1": 100, "03-02|m2": 200, "03-02|m1": 400}},
+		"in":                    {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice", "zed"}}}}, map[string]money.Amount{"-|alice": 100}},
+		"in with unset":         {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, IncludeUnset: true}}}, map[string]money.Amount{"-|alice": 100, "-|": 200}},
+		"not_in":                {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, Negate: true}}}, map[string]money.Amount{"-|bob": 400}},
+		"byok":                  {UsageQuery{GroupBy: []string{DimBYOK}, Filters: []UsageFilter{{Dim: DimBYOK, Values: []string{"false"}}}}, map[string]money.Amount{"-|false": 300}},
+		"key creator":           {UsageQuery{GroupBy: []string{DimUser, DimProvider}}, map[string]money.Amount{"-|user_1|p": 300, "-||q": 400}},
+		"key creator filter":    {UsageQuery{Filters: []UsageFilter{{Dim: DimUser, Values: []string{"user_1"}}}}, map[string]money.Amount{"-": 300}},
+		"unknown value":         {UsageQuery{Filters: []UsageFilter{{Dim: DimModel, Values: []string{"nope"}}}}, map[string]money.Amount{}},
+		"whole hours":           {UsageQuery{From: mon.Add(-10 * time.Minute), To: mon.Add(-5 * time.Minute)}, map[string]money.Amount{"-": 600}},
+		"range excludes":        {UsageQuery{From: sun.Add(-48 * time.Hour), To: sun.Add(-30 * time.Minute)}, map[string]money.Amount{}},
 	} {
 		if got := all(tc.q); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)

@@ -66,11 +66,11 @@ type groupKey struct {
 
 // KeyCreators maps an account's key hashes to the org member who created
 // each (the `user` dimension).
-func (s *Store) KeyCreators(accountID string) map[string]string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *AnalyticsStore) KeyCreators(accountID string) map[string]string {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	out := map[string]string{}
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.AccountID == accountID && k.CreatorUserID != nil {
 			out[k.Hash] = *k.CreatorUserID
 		}
@@ -81,7 +81,7 @@ func (s *Store) KeyCreators(accountID string) map[string]string {
 // QueryUsage aggregates an account's rollup cells; the work per cell is a
 // few integer comparisons and one map update. Rows come in no particular
 // order.
-func (s *Store) QueryUsage(accountID string, q UsageQuery) ([]UsageRow, error) {
+func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow, error) {
 	if len(q.GroupBy) > 3 {
 		return nil, fmt.Errorf("%w: at most 3 dimensions", ErrInvalid)
 	}

@@ -5,7 +5,26 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// SecretStore keeps the accounts' own provider credentials (BYOK), sealed
+// at rest.
+type SecretStore struct {
+	k    *kernel.Kernel
+	byok kernel.Records[Credential] // by account id, then id
+	// the domain stores it reads or updates, under the same lock
+	acct *AccountStore
+	org  *OrgStore
+}
+
+// prefixBYOK keys credentials: b/<account id>/<credential id>.
+const prefixBYOK = "b/"
+
+func (s *SecretStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) })}
+}
 
 // Credential is a BYOK (bring your own key) provider credential: an
 // account's own key for an upstream provider. The key itself is kept only
@@ -108,11 +127,11 @@ type NewBYOK struct {
 	AllowedModels, AllowedAPIKeyHashes, AllowedUserIDs []string
 }
 
-func (c Credential) recordIDs() (accountID, id string) { return c.AccountID, c.ID }
+func (c Credential) RecordIDs() (accountID, id string) { return c.AccountID, c.ID }
 
 // CreateBYOK creates a credential in a workspace of the account, sealing
 // its secret with sealer; ErrInvalid names an unknown workspace.
-func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
+func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
 	if sealer == nil {
 		return Credential{}, fmt.Errorf("%w: BYOK is not configured", ErrInvalid)
 	}
@@ -131,23 +150,23 @@ func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
 	}
 	c = c.clone()
 	c.SetSecret(sealer, n.Secret)
-	s.mu.Lock()
-	acct, ok := s.accounts[n.AccountID]
+	s.k.Lock()
+	acct, ok := s.acct.accounts[n.AccountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Credential{}, ErrNotFound
 	}
 	if n.WorkspaceID == "" {
 		n.WorkspaceID = acct.DefaultWorkspaceID
 	}
-	ws, ok := s.resolveWorkspace(n.AccountID, n.WorkspaceID)
+	ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Credential{}, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
 	}
 	c.WorkspaceID = ws.ID
-	if err := s.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
-		s.mu.Unlock()
+	if err := s.acct.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
+		s.k.Unlock()
 		return Credential{}, err
 	}
 	for _, o := range s.byok[n.AccountID] {
@@ -155,30 +174,18 @@ func (s *Store) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
 			c.SortOrder = max(c.SortOrder, o.SortOrder+1)
 		}
 	}
-	s.seq++
-	c.Seq = s.seq
-	if err := publishRecord(s, s.byok, prefixBYOK, &c); err != nil {
+	c.Seq = s.k.NextSeq()
+	if err := kernel.Publish(s.k, s.byok, prefixBYOK, &c); err != nil {
 		return Credential{}, err
 	}
 	return c, nil
 }
 
-// checkKeyHashes checks that every hash is a regular key of the account.
-// Callers hold s.mu.
-func (s *Store) checkKeyHashes(accountID string, hashes []string) error {
-	for _, h := range hashes {
-		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
-			return fmt.Errorf("%w: allowed_api_key_hashes: %q is not an API key of this account", ErrInvalid, h)
-		}
-	}
-	return nil
-}
-
 // BYOK returns one of an account's credentials; another account's
 // credential is not found.
-func (s *Store) BYOK(accountID, id string) (Credential, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *SecretStore) BYOK(accountID, id string) (Credential, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	c, ok := s.byok[accountID][id]
 	if !ok {
 		return Credential{}, false
@@ -196,8 +203,8 @@ type BYOKFilter struct {
 
 // ListBYOK returns one page of an account's credentials, most recent
 // first, and how many match the filter in all.
-func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
-	s.mu.RLock()
+func (s *SecretStore) ListBYOK(f BYOKFilter) ([]Credential, int) {
+	s.k.RLock()
 	var all []Credential
 	for _, c := range s.byok[f.AccountID] {
 		if (f.WorkspaceID != "" && c.WorkspaceID != f.WorkspaceID) ||
@@ -206,7 +213,7 @@ func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
 		}
 		all = append(all, *c)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return newestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
 }
 
@@ -214,8 +221,8 @@ func (s *Store) ListBYOK(f BYOKFilter) ([]Credential, int) {
 // result; fn may return an error to abort without writing, and may rotate
 // the secret with SetSecret. Identity, ownership, provider, workspace and
 // position cannot be changed through it.
-func (s *Store) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Credential, error) {
-	return updateRecord(s, s.byok, prefixBYOK, accountID, id, func(cur *Credential) (*Credential, error) {
+func (s *SecretStore) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Credential, error) {
+	return kernel.Update(s.k, s.byok, prefixBYOK, accountID, id, func(cur *Credential) (*Credential, error) {
 		c := cur.clone()
 		if err := fn(&c); err != nil {
 			return nil, err
@@ -223,7 +230,7 @@ func (s *Store) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Cr
 		c.ID, c.AccountID, c.WorkspaceID, c.Provider = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Provider
 		c.SortOrder, c.CreatedAt, c.Seq = cur.SortOrder, cur.CreatedAt, cur.Seq
 		if !slices.Equal(c.AllowedAPIKeyHashes, cur.AllowedAPIKeyHashes) {
-			if err := s.checkKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
+			if err := s.acct.checkKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
 				return nil, err
 			}
 		}
@@ -234,8 +241,8 @@ func (s *Store) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Cr
 
 // DeleteBYOK removes a credential and its sealed key; it stops being used
 // at once.
-func (s *Store) DeleteBYOK(accountID, id string) error {
-	return deleteRecord(s, s.byok, prefixBYOK, accountID, id)
+func (s *SecretStore) DeleteBYOK(accountID, id string) error {
+	return kernel.Delete(s.k, s.byok, prefixBYOK, accountID, id)
 }
 
 // BYOKUse is the request a credential would serve. An empty field is
@@ -252,22 +259,22 @@ type BYOKUse struct {
 // BYOKFor returns the enabled credential of the account's default
 // workspace for the provider that is tried first, among those with no
 // allowlist restriction. Memory only.
-func (s *Store) BYOKFor(accountID, provider string) (Credential, bool) {
-	s.mu.RLock()
+func (s *SecretStore) BYOKFor(accountID, provider string) (Credential, bool) {
+	s.k.RLock()
 	var ws string
-	if a, ok := s.accounts[accountID]; ok {
+	if a, ok := s.acct.accounts[accountID]; ok {
 		ws = a.DefaultWorkspaceID
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return s.BYOKForRequest(accountID, provider, BYOKUse{WorkspaceID: ws})
 }
 
 // BYOKForRequest is BYOKFor for a request: credentials whose allowlists
 // exclude use are skipped. Non-fallback credentials come before fallback
 // ones, then by sort_order, then oldest first.
-func (s *Store) BYOKForRequest(accountID, provider string, use BYOKUse) (Credential, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *SecretStore) BYOKForRequest(accountID, provider string, use BYOKUse) (Credential, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	var best *Credential
 	for _, c := range s.byok[accountID] {
 		if c.Provider != provider || c.Disabled || !c.allows(use) {
@@ -300,16 +307,3 @@ func (c *Credential) allows(u BYOKUse) bool {
 	in := func(list []string, v string) bool { return list == nil || (v != "" && slices.Contains(list, v)) }
 	return in(c.AllowedAPIKeyHashes, u.KeyHash) && in(c.AllowedModels, u.Model) && in(c.AllowedUserIDs, u.UserID)
 }
-
-// loadBYOK decodes one credential record at warm-up.
-func (s *Store) loadBYOK(v []byte) error {
-	c, err := s.byok.load(v)
-	if err != nil {
-		return err
-	}
-	s.seq = max(s.seq, c.Seq)
-	return nil
-}
-
-// byokSnapshot is snapshot for a credential key. Callers hold s.mu.
-func (s *Store) byokSnapshot(key string) any { return s.byok.snapshot(prefixBYOK, key) }

@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"errors"
-	"github.com/dgraph-io/badger/v4"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -181,21 +180,13 @@ func TestBYOKPersistsSealed(t *testing.T) {
 	// the files alone could hide a plaintext secret from a byte scan).
 	var stored int
 	var sawID bool
-	err = s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			stored++
-			if bytes.Contains(v, []byte(secret)) || bytes.Contains(v, []byte("PLAINTEXT-MUST")) {
-				t.Errorf("record %s holds the provider key in plaintext", it.Item().Key())
-			}
-			sawID = sawID || bytes.Contains(v, []byte(c.ID))
+	err = s.k.Scan("", func(key, v []byte) (bool, error) {
+		stored++
+		if bytes.Contains(v, []byte(secret)) || bytes.Contains(v, []byte("PLAINTEXT-MUST")) {
+			t.Errorf("record %s holds the provider key in plaintext", key)
 		}
-		return nil
+		sawID = sawID || bytes.Contains(v, []byte(c.ID))
+		return true, nil
 	})
 	if err != nil {
 		t.Fatal(err)

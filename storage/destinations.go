@@ -6,7 +6,25 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// DestinationStore keeps the accounts' observability destinations.
+type DestinationStore struct {
+	k            *kernel.Kernel
+	destinations kernel.Records[Destination] // by account id, then id
+	// the domain stores it reads or updates, under the same lock
+	acct *AccountStore
+}
+
+// prefixDestination keys observability destinations:
+// o/<account id>/<destination id>.
+const prefixDestination = "o/"
+
+func (s *DestinationStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) })}
+}
 
 // Destination is an observability destination: where an account's
 // generation records are exported (see the export package). Config is the
@@ -72,27 +90,27 @@ func (d *Destination) SealConfig(sealer *Sealer, full []byte) {
 	d.Sealed = sealer.Seal(full, []byte(d.ID))
 }
 
-func (d Destination) recordIDs() (accountID, id string) { return d.AccountID, d.ID }
+func (d Destination) RecordIDs() (accountID, id string) { return d.AccountID, d.ID }
 
 // CreateDestination stores a new destination. d.ID is assigned when empty
 // (the caller may set it first to seal the config); the workspace defaults
 // to the account's default workspace. At most MaxDestinationsPerType per
 // type and account: ErrConflict past it.
-func (s *Store) CreateDestination(d Destination) (Destination, error) {
+func (s *DestinationStore) CreateDestination(d Destination) (Destination, error) {
 	if d.ID == "" {
 		d.ID = newUUID()
 	}
 	t := now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
-	s.mu.Lock()
-	ws, err := s.accountWorkspace(d.AccountID, d.WorkspaceID)
+	s.k.Lock()
+	ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Destination{}, err
 	}
 	d.WorkspaceID = ws
-	if err := s.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
-		s.mu.Unlock()
+	if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
+		s.k.Unlock()
 		return Destination{}, destinationKeyHashesError(err)
 	}
 	n := 0
@@ -102,13 +120,12 @@ func (s *Store) CreateDestination(d Destination) (Destination, error) {
 		}
 	}
 	if n >= MaxDestinationsPerType {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Destination{}, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
 	}
-	s.seq++
-	d.Seq = s.seq
+	d.Seq = s.k.NextSeq()
 	c := d.clone()
-	if err := publishRecord(s, s.destinations, prefixDestination, &c); err != nil {
+	if err := kernel.Publish(s.k, s.destinations, prefixDestination, &c); err != nil {
 		return Destination{}, err
 	}
 	return d, nil
@@ -120,9 +137,9 @@ func destinationKeyHashesError(err error) error {
 }
 
 // Destination returns one of an account's destinations.
-func (s *Store) Destination(accountID, id string) (Destination, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *DestinationStore) Destination(accountID, id string) (Destination, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	d, ok := s.destinations[accountID][id]
 	if !ok {
 		return Destination{}, false
@@ -132,23 +149,23 @@ func (s *Store) Destination(accountID, id string) (Destination, bool) {
 
 // ListDestinations returns one page of an account's destinations in a
 // workspace, most recent first, and how many there are in all.
-func (s *Store) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
-	s.mu.RLock()
+func (s *DestinationStore) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
+	s.k.RLock()
 	var all []Destination
 	for _, d := range s.destinations[accountID] {
 		if workspaceID == "" || d.WorkspaceID == workspaceID {
 			all = append(all, d.clone())
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }
 
 // DestinationsFor returns the account's enabled destinations. Memory only:
 // the exporter calls it for every generation.
-func (s *Store) DestinationsFor(accountID string) []Destination {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *DestinationStore) DestinationsFor(accountID string) []Destination {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	m := s.destinations[accountID]
 	if len(m) == 0 {
 		return nil
@@ -165,8 +182,8 @@ func (s *Store) DestinationsFor(accountID string) []Destination {
 // UpdateDestination applies fn to a copy of the destination and persists
 // the result; identity, account, workspace, type and creation cannot
 // change.
-func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
-	d, err := updateRecord(s, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
+func (s *DestinationStore) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
+	d, err := kernel.Update(s.k, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
 		d := cur.clone()
 		if err := fn(&d); err != nil {
 			return nil, err
@@ -174,7 +191,7 @@ func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) er
 		d.ID, d.AccountID, d.WorkspaceID, d.Type = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Type
 		d.CreatedAt, d.Seq, d.Version = cur.CreatedAt, cur.Seq, cur.Version+1
 		if !slices.Equal(d.APIKeyHashes, cur.APIKeyHashes) {
-			if err := s.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
+			if err := s.acct.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
 				return nil, destinationKeyHashesError(err)
 			}
 		}
@@ -185,20 +202,6 @@ func (s *Store) UpdateDestination(accountID, id string, fn func(*Destination) er
 }
 
 // DeleteDestination removes a destination; its export stops at once.
-func (s *Store) DeleteDestination(accountID, id string) error {
-	return deleteRecord(s, s.destinations, prefixDestination, accountID, id)
-}
-
-func (s *Store) loadDestination(v []byte) error {
-	d, err := s.destinations.load(v)
-	if err != nil {
-		return err
-	}
-	s.seq = max(s.seq, d.Seq)
-	return nil
-}
-
-// destinationSnapshot is snapshot for a destination key. Callers hold s.mu.
-func (s *Store) destinationSnapshot(key string) any {
-	return s.destinations.snapshot(prefixDestination, key)
+func (s *DestinationStore) DeleteDestination(accountID, id string) error {
+	return kernel.Delete(s.k, s.destinations, prefixDestination, accountID, id)
 }

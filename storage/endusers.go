@@ -4,7 +4,21 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// EndUserStore keeps the end users that accounts' requests name (user).
+type EndUserStore struct {
+	k        *kernel.Kernel
+	endUsers kernel.Records[EndUser] // by account id, then user
+	// the domain stores it reads or updates, under the same lock
+	acct *AccountStore
+}
+
+func (s *EndUserStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.endUsers.Kind(prefixEndUser, nil)}
+}
 
 // EndUser is one of an account's own users, named by the `user` field of
 // inference requests. End users are created on first use (or explicitly);
@@ -28,9 +42,11 @@ func endUserTooLong(user string) bool { return utf8.RuneCountInString(user) > Ma
 // prefixEndUser keys end users: e/<account id>/<user>.
 const prefixEndUser = "e/"
 
-func endUserKey(accountID, user string) string { return recordKey(prefixEndUser, accountID, user) }
+func endUserKey(accountID, user string) string {
+	return kernel.RecordKey(prefixEndUser, accountID, user)
+}
 
-func (u EndUser) recordIDs() (accountID, id string) { return u.AccountID, u.User }
+func (u EndUser) RecordIDs() (accountID, id string) { return u.AccountID, u.User }
 
 // ValidEndUser checks an end-user id.
 func ValidEndUser(user string) error {
@@ -45,16 +61,16 @@ var ErrExists = fmt.Errorf("already exists")
 
 // EndUserDeactivated reports whether the account deactivated this end user:
 // a memory lookup for the request path. Unknown end users are active.
-func (s *Store) EndUserDeactivated(accountID, user string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *EndUserStore) EndUserDeactivated(accountID, user string) bool {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	u, ok := s.endUsers[accountID][user]
 	return ok && !u.Active
 }
 
 // ensureEndUser records an end user on first use, without waiting for the
-// write (it rides the next group commit). Callers hold s.mu (or run in Open).
-func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
+// write (it rides the next group commit). Callers hold the kernel's lock (or run in Open).
+func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
 	if user == "" || endUserTooLong(user) {
 		return
 	}
@@ -62,45 +78,45 @@ func (s *Store) ensureEndUser(accountID, user string, t time.Time) {
 		return
 	}
 	t = t.UTC()
-	s.endUsers.put(&EndUser{AccountID: accountID, User: user, Active: true, CreatedAt: t, UpdatedAt: t})
-	s.markDirty(endUserKey(accountID, user))
+	s.endUsers.Put(&EndUser{AccountID: accountID, User: user, Active: true, CreatedAt: t, UpdatedAt: t})
+	s.k.MarkDirty(endUserKey(accountID, user))
 }
 
 // hasEndUser reports whether the end user is known.
-func (s *Store) hasEndUser(accountID, user string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *EndUserStore) hasEndUser(accountID, user string) bool {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	_, ok := s.endUsers[accountID][user]
 	return ok
 }
 
 // CreateEndUser registers an end user; ErrExists if it is known already.
-func (s *Store) CreateEndUser(accountID, user string, name *string) (EndUser, error) {
+func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndUser, error) {
 	if err := ValidEndUser(user); err != nil {
 		return EndUser{}, err
 	}
-	s.mu.Lock()
-	if _, ok := s.accounts[accountID]; !ok {
-		s.mu.Unlock()
+	s.k.Lock()
+	if _, ok := s.acct.accounts[accountID]; !ok {
+		s.k.Unlock()
 		return EndUser{}, ErrNotFound
 	}
 	if _, ok := s.endUsers[accountID][user]; ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return EndUser{}, ErrExists
 	}
 	s.ensureEndUser(accountID, user, now())
 	u := s.endUsers[accountID][user]
 	u.Name = name
 	out := *u
-	b := s.markDirty(endUserKey(accountID, user))
-	s.mu.Unlock()
-	return out, b.wait()
+	b := s.k.MarkDirty(endUserKey(accountID, user))
+	s.k.Unlock()
+	return out, b.Wait()
 }
 
 // EndUser returns one end user.
-func (s *Store) EndUser(accountID, user string) (EndUser, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *EndUserStore) EndUser(accountID, user string) (EndUser, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	u, ok := s.endUsers[accountID][user]
 	if !ok {
 		return EndUser{}, false
@@ -109,20 +125,20 @@ func (s *Store) EndUser(accountID, user string) (EndUser, bool) {
 }
 
 // ListEndUsers returns an account's end users ordered by creation, then id.
-func (s *Store) ListEndUsers(accountID string) []EndUser {
-	s.mu.RLock()
+func (s *EndUserStore) ListEndUsers(accountID string) []EndUser {
+	s.k.RLock()
 	out := make([]EndUser, 0, len(s.endUsers[accountID]))
 	for _, u := range s.endUsers[accountID] {
 		out = append(out, *u)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out
 }
 
 // UpdateEndUser applies fn to a copy of the end user and stores it.
-func (s *Store) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
-	return updateRecord(s, s.endUsers, prefixEndUser, accountID, user, func(cur *EndUser) (*EndUser, error) {
+func (s *EndUserStore) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
+	return kernel.Update(s.k, s.endUsers, prefixEndUser, accountID, user, func(cur *EndUser) (*EndUser, error) {
 		u := *cur
 		if err := fn(&u); err != nil {
 			return nil, err
@@ -133,7 +149,7 @@ func (s *Store) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (
 }
 
 // SetEndUserActive activates or deactivates an end user.
-func (s *Store) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
+func (s *EndUserStore) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
 	return s.UpdateEndUser(accountID, user, func(u *EndUser) error {
 		if u.Active == active {
 			return nil
@@ -147,12 +163,4 @@ func (s *Store) SetEndUserActive(accountID, user string, active bool) (EndUser, 
 		}
 		return nil
 	})
-}
-
-// endUserSnapshot returns the record behind an end-user key. Callers hold s.mu.
-func (s *Store) endUserSnapshot(key string) any { return s.endUsers.snapshot(prefixEndUser, key) }
-
-func (s *Store) loadEndUser(v []byte) error {
-	_, err := s.endUsers.load(v)
-	return err
 }

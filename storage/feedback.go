@@ -5,8 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// FeedbackStore records feedback on generations.
+type FeedbackStore struct {
+	k *kernel.Kernel
+	// the domain stores it reads or updates, under the same lock
+	stats *AnalyticsStore
+}
+
+func (s *FeedbackStore) kinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixFeedback, Append: true}}
+}
 
 // FeedbackCategories are the categories of generation feedback.
 var FeedbackCategories = []string{"latency", "incoherence", "incorrect_response", "formatting", "billing", "api_error", "other"}
@@ -32,7 +43,7 @@ const prefixFeedback = "f/"
 
 // AddFeedback stores feedback on g, a generation of the caller's account,
 // and returns once it is durable.
-func (s *Store) AddFeedback(g Generation, category string, comment *string) (Feedback, error) {
+func (s *FeedbackStore) AddFeedback(g Generation, category string, comment *string) (Feedback, error) {
 	valid := false
 	for _, c := range FeedbackCategories {
 		valid = valid || c == category
@@ -45,30 +56,24 @@ func (s *Store) AddFeedback(g Generation, category string, comment *string) (Fee
 		ID: newID("fb_"), AccountID: g.AccountID, GenerationID: g.ID, Category: category,
 		Comment: comment, CreatedAt: t, Generation: dimsOf(&g),
 	}
-	s.mu.Lock()
-	b := s.appendRecord(prefixFeedback+g.ID+"/"+f.ID, f)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.k.Lock()
+	b := s.k.Append(prefixFeedback+g.ID+"/"+f.ID, f)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return Feedback{}, err
 	}
-	s.analytics.addFeedback(f)
+	s.stats.analytics.addFeedback(f)
 	return f, nil
 }
 
 // loadFeedback counts the stored feedback into the rollup (at Open).
-func (s *Store) loadFeedback() error {
-	return s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixFeedback)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var f Feedback
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &f) }); err != nil {
-				return fmt.Errorf("loading feedback %q: %w", it.Item().Key(), err)
-			}
-			s.analytics.addFeedback(f)
+func (s *FeedbackStore) loadFeedback() error {
+	return s.k.Scan(prefixFeedback, func(key, v []byte) (bool, error) {
+		var f Feedback
+		if err := json.Unmarshal(v, &f); err != nil {
+			return false, fmt.Errorf("loading feedback %q: %w", key, err)
 		}
-		return nil
+		s.stats.analytics.addFeedback(f)
+		return true, nil
 	})
 }

@@ -6,6 +6,9 @@ import (
 	"maps"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Guardrail restricts the keys and members it is assigned to: the models
@@ -44,9 +47,9 @@ type Guardrail struct {
 	EnforceZDROther            *bool `json:"enforce_zdr_other"`
 	EnforceZDRXAI              *bool `json:"enforce_zdr_xai"`
 
-	IncludeBYOKInBudgets bool     `json:"include_byok_in_budgets"`
-	Limit                *Amount  `json:"limit"`
-	ResetInterval        Interval `json:"reset_interval"`
+	IncludeBYOKInBudgets bool           `json:"include_byok_in_budgets"`
+	Limit                *money.Amount  `json:"limit"`
+	ResetInterval        money.Interval `json:"reset_interval"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt *time.Time `json:"updated_at"`
@@ -104,20 +107,22 @@ func (g *Guardrail) clone() *Guardrail {
 
 const prefixGuardrail = "r/" // r/<account id>/<guardrail id>
 
-func guardrailKey(accountID, id string) string { return recordKey(prefixGuardrail, accountID, id) }
-
-func (g Guardrail) recordIDs() (accountID, id string) { return g.AccountID, g.ID }
-
-// putGuardrail publishes a guardrail record. Callers hold s.mu.
-func (s *Store) putGuardrail(g *Guardrail) *batch {
-	s.rulesChanged()
-	return putDirty(s, s.guardrails, prefixGuardrail, g)
+func guardrailKey(accountID, id string) string {
+	return kernel.RecordKey(prefixGuardrail, accountID, id)
 }
 
-// deleteGuardrailLocked removes a guardrail. Callers hold s.mu.
-func (s *Store) deleteGuardrailLocked(accountID, id string) {
+func (g Guardrail) RecordIDs() (accountID, id string) { return g.AccountID, g.ID }
+
+// putGuardrail publishes a guardrail record. Callers hold the kernel's lock.
+func (s *OrgStore) putGuardrail(g *Guardrail) *kernel.Batch {
+	s.rulesChanged()
+	return kernel.PutDirty(s.k, s.guardrails, prefixGuardrail, g)
+}
+
+// deleteGuardrailLocked removes a guardrail. Callers hold the kernel's lock.
+func (s *OrgStore) deleteGuardrailLocked(accountID, id string) {
 	delete(s.guardrails[accountID], id)
-	s.markDirty(guardrailKey(accountID, id))
+	s.k.MarkDirty(guardrailKey(accountID, id))
 	s.rulesChanged()
 }
 
@@ -130,7 +135,7 @@ func checkGuardrail(g *Guardrail) error {
 	if g.Limit != nil && *g.Limit < 0 {
 		return fmt.Errorf("%w: limit_usd: must not be negative", ErrInvalid)
 	}
-	if g.Limit != nil && g.ResetInterval == IntervalNone {
+	if g.Limit != nil && g.ResetInterval == money.IntervalNone {
 		return fmt.Errorf("%w: reset_interval: required with limit_usd (daily, weekly or monthly)", ErrInvalid)
 	}
 	return nil
@@ -138,7 +143,7 @@ func checkGuardrail(g *Guardrail) error {
 
 // CreateGuardrail creates a guardrail in a workspace (default: the
 // account's default workspace); fn fills in its settings.
-func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Guardrail, error) {
+func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Guardrail, error) {
 	t := now().UTC()
 	g := &Guardrail{ID: newUUID(), AccountID: accountID, CreatedAt: t,
 		Keys: map[string]*Assignment{}, Members: map[string]*Assignment{}}
@@ -148,28 +153,28 @@ func (s *Store) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Gu
 	if err := checkGuardrail(g); err != nil {
 		return Guardrail{}, err
 	}
-	s.mu.Lock()
-	a, ok := s.accounts[accountID]
+	s.k.Lock()
+	a, ok := s.acct.accounts[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, ErrNotFound
 	}
 	if g.WorkspaceID == "" {
 		g.WorkspaceID = a.DefaultWorkspaceID
 	}
 	if _, ok := s.workspaces[accountID][g.WorkspaceID]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, fmt.Errorf("%w: workspace_id: workspace %s not found", ErrNotFound, g.WorkspaceID)
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return *g, b.wait()
+	s.k.Unlock()
+	return *g, b.Wait()
 }
 
 // Guardrail returns a guardrail by id.
-func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *OrgStore) Guardrail(accountID, id string) (Guardrail, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	g, ok := s.guardrails[accountID][id]
 	if !ok {
 		return Guardrail{}, false
@@ -179,15 +184,15 @@ func (s *Store) Guardrail(accountID, id string) (Guardrail, bool) {
 
 // Guardrails lists the guardrails of a workspace (empty: every workspace),
 // oldest first.
-func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
-	s.mu.RLock()
+func (s *OrgStore) Guardrails(accountID, workspaceID string) []Guardrail {
+	s.k.RLock()
 	var out []Guardrail
 	for _, g := range s.guardrails[accountID] {
 		if workspaceID == "" || g.WorkspaceID == workspaceID {
 			out = append(out, *g)
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
@@ -195,8 +200,8 @@ func (s *Store) Guardrails(accountID, workspaceID string) []Guardrail {
 // UpdateGuardrail applies fn to a copy of the guardrail. Updating a
 // workspace's unconfigured default guardrail creates it (created reports
 // that); its name is derived from the workspace.
-func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, workspaceDefault bool) error) (g Guardrail, created bool, err error) {
-	s.mu.Lock()
+func (s *OrgStore) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, workspaceDefault bool) error) (g Guardrail, created bool, err error) {
+	s.k.Lock()
 	cur, ok := s.guardrails[accountID][id]
 	var next *Guardrail
 	if ok {
@@ -204,7 +209,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 	} else {
 		ws := s.workspaceByDefaultGuardrail(accountID, id)
 		if ws == nil {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return Guardrail{}, false, ErrNotFound
 		}
 		next = &Guardrail{ID: id, AccountID: accountID, WorkspaceID: ws.ID, IsWorkspaceDefault: true,
@@ -213,7 +218,7 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 		created = true
 	}
 	if err := fn(next, next.IsWorkspaceDefault); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, false, err
 	}
 	if cur != nil {
@@ -221,19 +226,19 @@ func (s *Store) UpdateGuardrail(accountID, id string, fn func(g *Guardrail, work
 		next.IsWorkspaceDefault, next.Keys, next.Members = cur.IsWorkspaceDefault, cur.Keys, cur.Members
 	}
 	if err := checkGuardrail(next); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Guardrail{}, false, err
 	}
 	t := now().UTC()
 	next.UpdatedAt = &t
 	b := s.putGuardrail(next)
-	s.mu.Unlock()
-	return *next, created, b.wait()
+	s.k.Unlock()
+	return *next, created, b.Wait()
 }
 
 // workspaceByDefaultGuardrail finds the workspace whose default guardrail
-// id is id. Callers hold s.mu.
-func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
+// id is id. Callers hold the kernel's lock.
+func (s *OrgStore) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 	for _, w := range s.workspaces[accountID] {
 		if w.DefaultGuardrailID == id {
 			return w
@@ -243,31 +248,31 @@ func (s *Store) workspaceByDefaultGuardrail(accountID, id string) *Workspace {
 }
 
 // DeleteGuardrail deletes a guardrail and its assignments.
-func (s *Store) DeleteGuardrail(accountID, id string) error {
-	s.mu.Lock()
+func (s *OrgStore) DeleteGuardrail(accountID, id string) error {
+	s.k.Lock()
 	if _, ok := s.guardrails[accountID][id]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	s.deleteGuardrailLocked(accountID, id)
-	b := s.pending()
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.Pending()
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // AssignKeys assigns keys of the account to a guardrail. A key holds at
 // most one guardrail: assigning replaces its previous one. It returns how
 // many keys were newly assigned here.
-func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
-	s.mu.Lock()
+func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
+	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, err
 	}
 	for _, h := range hashes {
-		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
-			s.mu.Unlock()
+		if k, ok := s.acct.keys[h]; !ok || k.AccountID != accountID {
+			s.k.Unlock()
 			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
 		}
 	}
@@ -290,12 +295,12 @@ func (s *Store) AssignKeys(accountID, id string, hashes []string, by *string) (i
 		n++
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
-// assignable returns a guardrail that takes assignments. Callers hold s.mu.
-func (s *Store) assignable(accountID, id string) (*Guardrail, error) {
+// assignable returns a guardrail that takes assignments. Callers hold the kernel's lock.
+func (s *OrgStore) assignable(accountID, id string) (*Guardrail, error) {
 	g, ok := s.guardrails[accountID][id]
 	if !ok {
 		return nil, ErrNotFound
@@ -308,22 +313,22 @@ func (s *Store) assignable(accountID, id string) (*Guardrail, error) {
 
 // UnassignKeys removes keys from a guardrail and returns how many were
 // assigned.
-func (s *Store) UnassignKeys(accountID, id string, hashes []string) (int, error) {
+func (s *OrgStore) UnassignKeys(accountID, id string, hashes []string) (int, error) {
 	return s.unassign(accountID, id, hashes, func(g *Guardrail) map[string]*Assignment { return g.Keys })
 }
 
 // AssignMembers assigns organization members to a guardrail and returns
 // how many were newly assigned.
-func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
-	s.mu.Lock()
+func (s *OrgStore) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
+	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, err
 	}
 	for _, u := range userIDs {
 		if m, ok := s.members[accountID][u]; !ok || !m.Active {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return 0, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
 		}
 	}
@@ -337,21 +342,21 @@ func (s *Store) AssignMembers(accountID, id string, userIDs []string, by *string
 		}
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
 // UnassignMembers removes members from a guardrail and returns how many
 // were assigned.
-func (s *Store) UnassignMembers(accountID, id string, userIDs []string) (int, error) {
+func (s *OrgStore) UnassignMembers(accountID, id string, userIDs []string) (int, error) {
 	return s.unassign(accountID, id, userIDs, func(g *Guardrail) map[string]*Assignment { return g.Members })
 }
 
-func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail) map[string]*Assignment) (int, error) {
-	s.mu.Lock()
+func (s *OrgStore) unassign(accountID, id string, ids []string, of func(*Guardrail) map[string]*Assignment) (int, error) {
+	s.k.Lock()
 	cur, ok := s.guardrails[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, ErrNotFound
 	}
 	g := cur.clone()
@@ -363,12 +368,12 @@ func (s *Store) unassign(accountID, id string, ids []string, of func(*Guardrail)
 		}
 	}
 	if n == 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, nil
 	}
 	b := s.putGuardrail(g)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
 // KeyAssignment is a key's assignment with its guardrail and key.
@@ -387,28 +392,28 @@ type MemberAssignment struct {
 
 // KeyAssignments lists the key assignments of a guardrail (empty id: of
 // every guardrail of the account), oldest first.
-func (s *Store) KeyAssignments(accountID, id string) []KeyAssignment {
-	s.mu.RLock()
+func (s *OrgStore) KeyAssignments(accountID, id string) []KeyAssignment {
+	s.k.RLock()
 	var out []KeyAssignment
 	for gid, g := range s.guardrails[accountID] {
 		if id != "" && gid != id {
 			continue
 		}
 		for h, a := range g.Keys {
-			if k, ok := s.keys[h]; ok {
+			if k, ok := s.acct.keys[h]; ok {
 				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: *k})
 			}
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *KeyAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
 // MemberAssignments lists the member assignments of a guardrail (empty id:
 // of every guardrail of the account), oldest first.
-func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
-	s.mu.RLock()
+func (s *OrgStore) MemberAssignments(accountID, id string) []MemberAssignment {
+	s.k.RLock()
 	var out []MemberAssignment
 	for gid, g := range s.guardrails[accountID] {
 		if id != "" && gid != id {
@@ -418,36 +423,29 @@ func (s *Store) MemberAssignments(accountID, id string) []MemberAssignment {
 			out = append(out, MemberAssignment{Assignment: *a, GuardrailID: gid, UserID: u})
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(r *MemberAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
-func (s *Store) loadGuardrail(v []byte) error {
-	g, err := s.guardrails.load(v)
-	if err != nil {
-		return err
-	}
-	if g.Keys == nil {
-		g.Keys = map[string]*Assignment{}
-	}
-	if g.Members == nil {
-		g.Members = map[string]*Assignment{}
-	}
-	return nil
-}
-
-// guardrailSnapshot is snapshot for a guardrail key. Callers hold s.mu.
-func (s *Store) guardrailSnapshot(key string) any { return s.guardrails.snapshot(prefixGuardrail, key) }
-
 // dropKeyAssignments removes a deleted key from its guardrail. Callers hold
-// s.mu.
-func (s *Store) dropKeyAssignments(accountID, hash string) {
+// the kernel's lock.
+func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
 	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
 			c := g.clone()
 			delete(c.Keys, hash)
 			s.putGuardrail(c)
 		}
+	}
+}
+
+// initMaps gives a loaded guardrail the maps that JSON leaves nil.
+func (g *Guardrail) initMaps() {
+	if g.Keys == nil {
+		g.Keys = map[string]*Assignment{}
+	}
+	if g.Members == nil {
+		g.Members = map[string]*Assignment{}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // NewManagementKey describes a management key to create.
@@ -17,7 +19,7 @@ type NewManagementKey struct {
 
 // CreateManagementKey creates a management key and returns it with the key
 // string, which is never stored and cannot be retrieved again.
-func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, error) {
+func (s *AccountStore) CreateManagementKey(n NewManagementKey) (ManagementKey, string, error) {
 	if strings.TrimSpace(n.Name) == "" {
 		return ManagementKey{}, "", fmt.Errorf("%w: name is required", ErrInvalid)
 	}
@@ -30,20 +32,20 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 		Hash: hash, AccountID: n.AccountID, Name: n.Name, Label: label,
 		CreatorUserID: n.CreatorUserID, CreatedAt: t, ExpiresAt: utcPtr(n.ExpiresAt),
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	acct, ok := s.accounts[n.AccountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ManagementKey{}, "", ErrNotFound
 	}
-	if err := s.checkMgmtKeyCreator(acct, n.CreatorUserID); err != nil {
-		s.mu.Unlock()
+	if err := s.org.checkMgmtKeyCreator(acct, n.CreatorUserID); err != nil {
+		s.k.Unlock()
 		return ManagementKey{}, "", err
 	}
 	s.mgmtKeys[hash] = &k
-	b := s.markDirty(prefixMgmtKey + hash)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	b := s.k.MarkDirty(prefixMgmtKey + hash)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return ManagementKey{}, "", err
 	}
 	return k, secret, nil
@@ -51,30 +53,30 @@ func (s *Store) CreateManagementKey(n NewManagementKey) (ManagementKey, string, 
 
 // ManagementKeys lists an account's management keys, newest first; with an
 // empty accountID it lists every account's.
-func (s *Store) ManagementKeys(accountID string) []ManagementKey {
-	s.mu.RLock()
+func (s *AccountStore) ManagementKeys(accountID string) []ManagementKey {
+	s.k.RLock()
 	var out []ManagementKey
 	for _, k := range s.mgmtKeys {
 		if accountID == "" || k.AccountID == accountID {
 			out = append(out, *k)
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out
 }
 
 // DeleteManagementKey revokes a management key; it stops working at once.
-func (s *Store) DeleteManagementKey(hash string) error {
-	s.mu.Lock()
+func (s *AccountStore) DeleteManagementKey(hash string) error {
+	s.k.Lock()
 	if _, ok := s.mgmtKeys[hash]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.mgmtKeys, hash)
-	b := s.markDirty(prefixMgmtKey + hash)
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(prefixMgmtKey + hash)
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // NewAPIKey describes a regular API key to create.
@@ -82,8 +84,8 @@ type NewAPIKey struct {
 	AccountID          string
 	WorkspaceID        string // default: the account's default workspace
 	Name               string
-	Limit              *Amount
-	LimitReset         Interval
+	Limit              *money.Amount
+	LimitReset         money.Interval
 	IncludeBYOKInLimit bool
 	ExpiresAt          *time.Time
 	CreatorUserID      *string
@@ -92,7 +94,7 @@ type NewAPIKey struct {
 
 // CreateAPIKey creates a regular key and returns it with the key string,
 // which is never stored and cannot be retrieved again.
-func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
+func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 	if strings.TrimSpace(n.Name) == "" {
 		return APIKey{}, "", fmt.Errorf("%w: name is required", ErrInvalid)
 	}
@@ -101,18 +103,18 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		return APIKey{}, "", fmt.Errorf("%w: expires_at must be in the future", ErrInvalid)
 	}
 	secret, hash, label := newSecret(APIKeyPrefix)
-	s.mu.Lock()
+	s.k.Lock()
 	acct, ok := s.accounts[n.AccountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, "", ErrNotFound
 	}
 	if n.WorkspaceID == "" {
 		n.WorkspaceID = acct.DefaultWorkspaceID
 	}
-	ws, ok := s.resolveWorkspace(n.AccountID, n.WorkspaceID)
+	ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
 	n.WorkspaceID = ws.ID
@@ -126,23 +128,22 @@ func (s *Store) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		Name: n.Name, Label: label, Limit: n.Limit, LimitReset: n.LimitReset,
 		IncludeBYOKInLimit: n.IncludeBYOKInLimit, CreatorUserID: creator,
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
-		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.seq + 1,
+		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(),
 	}
-	s.seq++
 	s.keys[hash] = &k
-	s.rulesChanged()
-	b := s.markDirty(prefixAPIKey + hash)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.org.rulesChanged()
+	b := s.k.MarkDirty(prefixAPIKey + hash)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return APIKey{}, "", err
 	}
 	return k, secret, nil
 }
 
 // APIKey returns the regular key with the given hash.
-func (s *Store) APIKey(hash string) (APIKey, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *AccountStore) APIKey(hash string) (APIKey, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	k, ok := s.keys[hash]
 	if !ok {
 		return APIKey{}, false
@@ -159,8 +160,8 @@ type KeyFilter struct {
 }
 
 // ListAPIKeys returns one page of an account's keys, most recent first.
-func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
-	s.mu.RLock()
+func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
+	s.k.RLock()
 	var all []APIKey
 	for _, k := range s.keys {
 		if k.AccountID != f.AccountID || (f.WorkspaceID != "" && k.WorkspaceID != f.WorkspaceID) {
@@ -171,7 +172,7 @@ func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
 		}
 		all = append(all, *k)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
 	if f.Offset >= len(all) {
 		return []APIKey{}
@@ -186,42 +187,42 @@ func (s *Store) ListAPIKeys(f KeyFilter) []APIKey {
 // UpdateAPIKey applies fn to a copy of the key and persists the result; fn
 // may return an error to abort without writing. Identity, ownership and
 // counters cannot be changed through it.
-func (s *Store) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
-	s.mu.Lock()
+func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
+	s.k.Lock()
 	cur, ok := s.keys[hash]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, ErrNotFound
 	}
 	k := *cur
 	if err := fn(&k); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return APIKey{}, err
 	}
 	k.Hash, k.AccountID, k.Label, k.CreatedAt, k.Seq = cur.Hash, cur.AccountID, cur.Label, cur.CreatedAt, cur.Seq
 	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
 	k.UpdatedAt = now().UTC()
 	s.keys[hash] = &k
-	s.rulesChanged()
-	b := s.markDirty(prefixAPIKey + hash)
-	s.mu.Unlock()
-	return k, b.wait()
+	s.org.rulesChanged()
+	b := s.k.MarkDirty(prefixAPIKey + hash)
+	s.k.Unlock()
+	return k, b.Wait()
 }
 
 // DeleteAPIKey removes a regular key; it stops working at once.
-func (s *Store) DeleteAPIKey(hash string) error {
-	s.mu.Lock()
+func (s *AccountStore) DeleteAPIKey(hash string) error {
+	s.k.Lock()
 	k, ok := s.keys[hash]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.keys, hash)
-	s.dropKeyAssignments(k.AccountID, hash)
-	s.rulesChanged()
-	b := s.markDirty(prefixAPIKey + hash)
-	s.mu.Unlock()
-	return b.wait()
+	s.org.dropKeyAssignments(k.AccountID, hash)
+	s.org.rulesChanged()
+	b := s.k.MarkDirty(prefixAPIKey + hash)
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // Principal is the authenticated caller behind a key string.
@@ -248,10 +249,10 @@ var (
 // Authenticate resolves a key string from memory, with no disk access. It
 // returns ErrNotFound for an unknown key; disabled and expired keys are
 // returned so that the caller can say why they are refused.
-func (s *Store) Authenticate(secret string) (Principal, error) {
+func (s *AccountStore) Authenticate(secret string) (Principal, error) {
 	hash := HashSecret(secret)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	if k, ok := s.keys[hash]; ok {
 		return Principal{Hash: hash, AccountID: k.AccountID, Key: k, MgmtKey: noManagementKey}, nil
 	}
@@ -267,4 +268,15 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// checkKeyHashes checks that every hash is a regular key of the account.
+// Callers hold the kernel's lock.
+func (s *AccountStore) checkKeyHashes(accountID string, hashes []string) error {
+	for _, h := range hashes {
+		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
+			return fmt.Errorf("%w: allowed_api_key_hashes: %q is not an API key of this account", ErrInvalid, h)
+		}
+	}
+	return nil
 }

@@ -11,43 +11,110 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// Ledger is the money seam: admission and charging, each one atomic
+// operation over every level that caps a request. LedgerStore implements
+// it over the kernel's one lock; a ledger for several replicas implements
+// it as one server-side script per call (one round trip at admission, one
+// at settlement).
+//
+// Admission is a decision function over a LedgerView, not data, because
+// its rules (free-model request caps, guardrail and workspace budgets,
+// key cap, balance, in-flight budget: handlers/meter.go and package
+// billing) belong to the gateway's policy, not to storage, and their
+// rejections carry the policy's messages. decide is a pure function of
+// the view, so a replicated Ledger has two ways to keep Reserve atomic
+// without changing behaviour:
+//
+//   - run decide on a view read in the same script that places the
+//     holds, with the limits passed in as data: per level, the limit, the
+//     usage counted against it in its window (money.Interval) and what
+//     running requests hold: the key's cap (limit, limit_reset,
+//     include_byok_in_limit), the account's balance (credits purchased
+//     minus usage minus holds) and in-flight budget (running holds plus
+//     costs settling until their window ends, with the time to the next
+//     release), each workspace budget (daily, weekly, monthly, lifetime),
+//     each guardrail's limit on the key and on its member, and the
+//     account's free-model counters for the current UTC minute and day;
+//     the hold is placed only if every level admits it;
+//   - or read the view, decide locally, and place the holds with a
+//     script that re-checks the figures the decision read (optimistic
+//     concurrency), retrying on a change.
+//
+// Either way holds carry a lease, since a replica may die holding them;
+// Settle releases the holds, adds the charge to every counter and appends
+// the generation record in one step, and returns only once the shared
+// database accepted it.
+type Ledger interface {
+	// Reserve runs decide on the figures of every level at one instant
+	// and, when it returns nil, places the holds before any other
+	// reservation can read those figures.
+	Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error)
+	// Settle turns a reservation into a charge, exactly once.
+	Settle(res *Reservation, c Charge) error
+	// Release drops a reservation without a charge.
+	Release(res *Reservation) error
+}
+
+var _ Ledger = (*LedgerStore)(nil)
+
+// LedgerStore reserves and settles requests' money: the holds of running
+// requests against every level that caps them, the charges that land in
+// the counters, and the generation records (see Ledger).
+type LedgerStore struct {
+	k       *kernel.Kernel
+	ledger  ledger
+	genSubs generationSubscribers // SubscribeGenerations
+	// the domain stores it reads or updates, under the same lock
+	acct *AccountStore
+	org  *OrgStore
+}
+
+// prefixGeneration keys the generation records: append-only, read from
+// disk on demand, never loaded into memory.
+const prefixGeneration = "g/"
+
+func (s *LedgerStore) kinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixGeneration, Append: true}}
+}
 
 // ledger is the in-memory state of running requests: what they hold against
 // balances, key caps and the in-flight budget. It is not persisted: after a
 // restart nothing is running, so nothing is held.
 type ledger struct {
-	accountHeld map[string]Amount
-	keyHeld     map[string]Amount
+	accountHeld map[string]money.Amount
+	keyHeld     map[string]money.Amount
 	inFlight    map[string]*inFlightState
 	// workspaceHeld and memberHeld are by "<account id>/<id>".
-	workspaceHeld map[string]Amount
-	memberHeld    map[string]Amount
+	workspaceHeld map[string]money.Amount
+	memberHeld    map[string]money.Amount
 }
 
 // inFlightState is one account's use of its in-flight budget.
 type inFlightState struct {
-	running Amount // in-flight holds of running requests
+	running money.Amount // in-flight holds of running requests
 	// settling[head:] holds finished requests' costs until their window
 	// ends, ordered by expiry; settled is their sum.
 	settling []settling
 	head     int
-	settled  Amount
+	settled  money.Amount
 }
 
 type settling struct {
 	until  time.Time
-	amount Amount
+	amount money.Amount
 }
 
 func newLedger() ledger {
 	l := ledger{
-		accountHeld: map[string]Amount{},
-		keyHeld:     map[string]Amount{},
+		accountHeld: map[string]money.Amount{},
+		keyHeld:     map[string]money.Amount{},
 		inFlight:    map[string]*inFlightState{},
 	}
-	l.workspaceHeld, l.memberHeld = map[string]Amount{}, map[string]Amount{}
+	l.workspaceHeld, l.memberHeld = map[string]money.Amount{}, map[string]money.Amount{}
 	return l
 }
 
@@ -82,7 +149,7 @@ func (st *inFlightState) settle(e settling) {
 	st.settled += e.amount
 }
 
-func (st *inFlightState) held() Amount { return st.running + st.settled }
+func (st *inFlightState) held() money.Amount { return st.running + st.settled }
 
 // nextRelease is the time until the first settling cost is released.
 func (st *inFlightState) nextRelease(t time.Time) time.Duration {
@@ -92,7 +159,7 @@ func (st *inFlightState) nextRelease(t time.Time) time.Duration {
 	return st.settling[st.head].until.Sub(t)
 }
 
-func (l *ledger) add(m map[string]Amount, k string, d Amount) {
+func (l *ledger) add(m map[string]money.Amount, k string, d money.Amount) {
 	if v := m[k] + d; v != 0 {
 		m[k] = v
 	} else {
@@ -104,26 +171,26 @@ func (l *ledger) add(m map[string]Amount, k string, d Amount) {
 type LedgerView struct {
 	Now          time.Time
 	Account      Account
-	Key          APIKey // zero when the request has no key
-	AccountHeld  Amount // holds of the account's running requests
-	KeyHeld      Amount // holds of the key's running requests
-	InFlightHeld Amount // in-flight holds plus settling costs
+	Key          APIKey       // zero when the request has no key
+	AccountHeld  money.Amount // holds of the account's running requests
+	KeyHeld      money.Amount // holds of the key's running requests
+	InFlightHeld money.Amount // in-flight holds plus settling costs
 	NextRelease  time.Duration
 	// Workspace is the key's workspace (nil without a key); WorkspaceHeld
 	// the holds of its running requests. Both are read-only snapshots.
 	Workspace     *Workspace
-	WorkspaceHeld Amount
+	WorkspaceHeld money.Amount
 	// Member is the key's member (its creator_user_id, when a member of
 	// the organization), nil otherwise; MemberHeld the holds of the
 	// member's running requests.
 	Member     *Member
-	MemberHeld Amount
+	MemberHeld money.Amount
 }
 
 // Holds are the amounts a request reserves at admission.
 type Holds struct {
-	Hold     Amount // against the balance and the key cap
-	InFlight Amount // against the in-flight budget
+	Hold     money.Amount // against the balance and the key cap
+	InFlight money.Amount // against the in-flight budget
 	// CountFree counts the request against the account's free-model
 	// request windows when it is admitted.
 	CountFree bool
@@ -133,7 +200,7 @@ type Holds struct {
 	// Credits is held against the account's balance even with KeyOnly:
 	// what a BYOK request costs the platform itself (a gateway-side web
 	// search).
-	Credits Amount
+	Credits money.Amount
 }
 
 // Reservation is an admitted request's holds, until Settle or Release.
@@ -145,7 +212,7 @@ type Reservation struct {
 	// scope keys ("<account id>/<id>") of the key's workspace and member,
 	// and what the workspace holds for this reservation.
 	workspace, member string
-	workspaceHold     Amount
+	workspaceHold     money.Amount
 }
 
 // ErrSettled is returned when a reservation is settled or released twice.
@@ -154,10 +221,10 @@ var ErrSettled = errors.New("reservation already settled")
 // Reserve runs decide on the account's and key's current figures and, if it
 // returns nil, places the holds, atomically: concurrent requests cannot
 // both fit in the same room.
-func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	acct, ok := s.accounts[accountID]
+func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	s.k.Lock()
+	defer s.k.Unlock()
+	acct, ok := s.acct.accounts[accountID]
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -165,14 +232,14 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld[accountID]}
 	var wsKey, memberKey string
 	if keyHash != "" {
-		if k, ok := s.keys[keyHash]; ok {
+		if k, ok := s.acct.keys[keyHash]; ok {
 			v.Key = *k
-			if ws, ok := s.workspaces[accountID][k.WorkspaceID]; ok {
+			if ws, ok := s.org.workspaces[accountID][k.WorkspaceID]; ok {
 				wsKey = accountID + "/" + ws.ID
 				v.Workspace, v.WorkspaceHeld = ws, s.ledger.workspaceHeld[wsKey]
 			}
 			if k.CreatorUserID != nil {
-				if m, ok := s.members[accountID][*k.CreatorUserID]; ok {
+				if m, ok := s.org.members[accountID][*k.CreatorUserID]; ok {
 					memberKey = accountID + "/" + m.ID
 					v.Member, v.MemberHeld = m, s.ledger.memberHeld[memberKey]
 				}
@@ -186,7 +253,7 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 		return nil, err
 	}
 	if !holdsFit(v, st, h) {
-		return nil, ErrAmountRange
+		return nil, money.ErrAmountRange
 	}
 	if !h.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
@@ -199,7 +266,7 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	// A BYOK request holds all of its hold against its workspace only when
 	// the workspace counts BYOK spending, else only its Credits; the charge
 	// lands in the counters either way.
-	var wsHold Amount
+	var wsHold money.Amount
 	if wsKey != "" {
 		wsHold = h.Hold
 		if h.KeyOnly && !v.Workspace.IncludeBYOKInBudgets {
@@ -217,10 +284,10 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 	if h.CountFree {
 		// Not waited for: a count lost in a crash only favours the client.
 		a := *acct
-		a.FreeModelRequests = a.FreeModelRequests.Add(IntervalDaily, t, 1)
-		a.FreeModelMinute = a.FreeModelMinute.Add(IntervalMinute, t, 1)
-		s.accounts[a.ID] = &a
-		s.markDirty(prefixAccount + a.ID)
+		a.FreeModelRequests = a.FreeModelRequests.Add(money.IntervalDaily, t, 1)
+		a.FreeModelMinute = a.FreeModelMinute.Add(money.IntervalMinute, t, 1)
+		s.acct.accounts[a.ID] = &a
+		s.k.MarkDirty(prefixAccount + a.ID)
 	}
 	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHold: wsHold}
 	return res, nil
@@ -233,17 +300,17 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 // use has no other bound.
 func holdsFit(v LedgerView, st *inFlightState, h Holds) bool {
 	hold := max(h.Hold, h.Credits)
-	for _, held := range []Amount{v.AccountHeld, v.KeyHeld, v.WorkspaceHeld, v.MemberHeld} {
-		if _, ok := AddAmounts(held, hold); !ok {
+	for _, held := range []money.Amount{v.AccountHeld, v.KeyHeld, v.WorkspaceHeld, v.MemberHeld} {
+		if _, ok := money.AddAmounts(held, hold); !ok {
 			return false
 		}
 	}
-	_, ok := SumAmounts(st.held(), h.InFlight)
+	_, ok := money.SumAmounts(st.held(), h.InFlight)
 	return ok
 }
 
-// release drops the reservation's holds. Callers hold s.mu.
-func (s *Store) release(res *Reservation) {
+// release drops the reservation's holds. Callers hold the kernel's lock.
+func (s *LedgerStore) release(res *Reservation) {
 	if !res.KeyOnly {
 		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
 	} else if res.Credits > 0 {
@@ -271,9 +338,9 @@ func (s *Store) release(res *Reservation) {
 
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
-func (s *Store) Release(res *Reservation) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *LedgerStore) Release(res *Reservation) error {
+	s.k.Lock()
+	defer s.k.Unlock()
 	if res.done {
 		return ErrSettled
 	}
@@ -284,13 +351,13 @@ func (s *Store) Release(res *Reservation) error {
 
 // Charge is the settled outcome of a request.
 type Charge struct {
-	Cost Amount
+	Cost money.Amount
 	// BYOK charges land in the byok_usage counters and spend no credits,
 	// but for Credits.
 	BYOK bool
 	// Credits is the part of a BYOK charge that the platform bills in
 	// credits (a gateway-side web search); at most Cost.
-	Credits Amount
+	Credits money.Amount
 	// SettlementWindow keeps the cost in the in-flight budget this long,
 	// for requests that counted against it.
 	SettlementWindow time.Duration
@@ -301,29 +368,29 @@ type Charge struct {
 // holds, adds the cost to the account's and key's counters, keeps the cost
 // in the in-flight budget for the settlement window, and appends the
 // generation record. It returns once all of that is durable.
-func (s *Store) Settle(res *Reservation, c Charge) error {
-	s.mu.Lock()
+func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
+	s.k.Lock()
 	if res.done {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrSettled
 	}
 	res.done = true
 	s.release(res)
 	t := now()
-	c = c.within(s.accounts[res.AccountID])
-	credits, byok := c.Cost, Amount(0)
+	c = c.within(s.acct.accounts[res.AccountID])
+	credits, byok := c.Cost, money.Amount(0)
 	if c.BYOK {
 		credits = min(max(c.Credits, 0), c.Cost)
 		byok = c.Cost - credits
 	}
-	if acct, ok := s.accounts[res.AccountID]; ok && c.Cost != 0 {
+	if acct, ok := s.acct.accounts[res.AccountID]; ok && c.Cost != 0 {
 		a := *acct
 		a.BYOKUsage += byok
 		a.Usage += credits
-		s.accounts[a.ID] = &a
-		s.markDirty(prefixAccount + a.ID)
+		s.acct.accounts[a.ID] = &a
+		s.k.MarkDirty(prefixAccount + a.ID)
 	}
-	if key, ok := s.keys[res.KeyHash]; ok && c.Cost != 0 {
+	if key, ok := s.acct.keys[res.KeyHash]; ok && c.Cost != 0 {
 		k := *key
 		if c.BYOK {
 			k.BYOKUsage = k.BYOKUsage.Add(t, byok)
@@ -331,8 +398,8 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		if !c.BYOK || credits != 0 {
 			k.Usage = k.Usage.Add(t, credits)
 		}
-		s.keys[k.Hash] = &k
-		s.markDirty(prefixAPIKey + k.Hash)
+		s.acct.keys[k.Hash] = &k
+		s.k.MarkDirty(prefixAPIKey + k.Hash)
 	}
 	if c.Cost != 0 {
 		s.chargeScopes(res, credits, byok, t)
@@ -342,14 +409,14 @@ func (s *Store) Settle(res *Reservation, c Charge) error {
 		st.settle(settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
 		s.ledger.inFlight[res.AccountID] = st
 	}
-	var b *batch
+	var b *kernel.Batch
 	if c.Generation != nil {
-		b = s.appendRecord(prefixGeneration+c.Generation.ID, *c.Generation)
+		b = s.k.Append(prefixGeneration+c.Generation.ID, *c.Generation)
 	} else {
-		b = s.pending()
+		b = s.k.Pending()
 	}
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return err
 	}
 	if c.Generation != nil {
@@ -368,7 +435,7 @@ func (c Charge) within(acct *Account) Charge {
 	if acct == nil || c.Cost <= 0 {
 		return c
 	}
-	room := MaxAmount - max(acct.Usage, 0)
+	room := money.MaxAmount - max(acct.Usage, 0)
 	room -= min(max(acct.BYOKUsage, 0), room)
 	if c.Cost <= room {
 		return c
@@ -385,26 +452,26 @@ func (c Charge) within(acct *Account) Charge {
 // Generation is the record of one inference request. Credits is the part
 // of a BYOK generation's Cost paid in credits (a gateway-side web search).
 type Generation struct {
-	ID               string    `json:"id"`
-	AccountID        string    `json:"account_id"`
-	KeyHash          string    `json:"key_hash"`
-	WorkspaceID      string    `json:"workspace_id,omitempty"`
-	Model            string    `json:"model"`
-	Provider         string    `json:"provider"`
-	UpstreamModel    string    `json:"upstream_model,omitempty"`
-	PromptTokens     int64     `json:"prompt_tokens"`
-	CompletionTokens int64     `json:"completion_tokens"`
-	SearchResults    int64     `json:"search_results,omitempty"`
-	Cost             Amount    `json:"cost"`
-	BYOK             bool      `json:"byok,omitempty"`
-	Credits          Amount    `json:"credits,omitempty"`
-	Status           string    `json:"status"` // completed, incomplete, aborted, error
-	Streamed         bool      `json:"streamed"`
-	FinishReason     string    `json:"finish_reason,omitempty"`
-	UsageEstimated   bool      `json:"usage_estimated,omitempty"`
-	LatencyMS        int64     `json:"latency_ms"`
-	User             string    `json:"user,omitempty"`
-	CreatedAt        time.Time `json:"created_at"`
+	ID               string       `json:"id"`
+	AccountID        string       `json:"account_id"`
+	KeyHash          string       `json:"key_hash"`
+	WorkspaceID      string       `json:"workspace_id,omitempty"`
+	Model            string       `json:"model"`
+	Provider         string       `json:"provider"`
+	UpstreamModel    string       `json:"upstream_model,omitempty"`
+	PromptTokens     int64        `json:"prompt_tokens"`
+	CompletionTokens int64        `json:"completion_tokens"`
+	SearchResults    int64        `json:"search_results,omitempty"`
+	Cost             money.Amount `json:"cost"`
+	BYOK             bool         `json:"byok,omitempty"`
+	Credits          money.Amount `json:"credits,omitempty"`
+	Status           string       `json:"status"` // completed, incomplete, aborted, error
+	Streamed         bool         `json:"streamed"`
+	FinishReason     string       `json:"finish_reason,omitempty"`
+	UsageEstimated   bool         `json:"usage_estimated,omitempty"`
+	LatencyMS        int64        `json:"latency_ms"`
+	User             string       `json:"user,omitempty"`
+	CreatedAt        time.Time    `json:"created_at"`
 }
 
 // NewGenerationID returns an id that sorts by creation time.
@@ -426,39 +493,21 @@ func NewGenerationID(t time.Time) string {
 
 // Generation reads a stored generation record (from disk: it is not a hot
 // path).
-func (s *Store) Generation(id string) (Generation, error) {
+func (s *LedgerStore) Generation(id string) (Generation, error) {
 	var g Generation
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(prefixGeneration + id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error { return json.Unmarshal(v, &g) })
-	})
+	err := s.k.Get(prefixGeneration+id, func(v []byte) error { return json.Unmarshal(v, &g) })
 	return g, err
 }
 
 // Generations calls fn for each stored generation in creation order, until
 // fn returns false.
-func (s *Store) Generations(fn func(Generation) bool) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixGeneration)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var g Generation
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &g) }); err != nil {
-				return err
-			}
-			if !fn(g) {
-				return nil
-			}
+func (s *LedgerStore) Generations(fn func(Generation) bool) error {
+	return s.k.Scan(prefixGeneration, func(_, v []byte) (bool, error) {
+		var g Generation
+		if err := json.Unmarshal(v, &g); err != nil {
+			return false, err
 		}
-		return nil
+		return fn(g), nil
 	})
 }
 
@@ -467,9 +516,9 @@ func (s *Store) Generations(fn func(Generation) bool) error {
 // account's and key's: the part paid in credits to Usage, the caller's own
 // provider spending to BYOKUsage. The records are replaced, not edited,
 // and these counters do not change any key's rules, so the rules cache
-// stays valid. Callers hold s.mu.
-func (s *Store) chargeScopes(res *Reservation, credits, byok Amount, t time.Time) {
-	add := func(usage, byokUsage *UsageCounters) {
+// stays valid. Callers hold the kernel's lock.
+func (s *LedgerStore) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
+	add := func(usage, byokUsage *money.UsageCounters) {
 		if credits != 0 {
 			*usage = usage.Add(t, credits)
 		}
@@ -478,19 +527,19 @@ func (s *Store) chargeScopes(res *Reservation, credits, byok Amount, t time.Time
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.workspace, "/"); ok {
-		if ws, ok := s.workspaces[accountID][id]; ok {
+		if ws, ok := s.org.workspaces[accountID][id]; ok {
 			w := *ws
 			add(&w.Usage, &w.BYOKUsage)
-			s.workspaces[accountID][id] = &w
-			s.markDirty(prefixWorkspaceUsage + accountID + "/" + id)
+			s.org.workspaces[accountID][id] = &w
+			s.k.MarkDirty(prefixWorkspaceUsage + accountID + "/" + id)
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
-		if mem, ok := s.members[accountID][id]; ok {
+		if mem, ok := s.org.members[accountID][id]; ok {
 			m := *mem
 			add(&m.Usage, &m.BYOKUsage)
-			s.members[accountID][id] = &m
-			s.markDirty(prefixMemberUsage + accountID + "/" + id)
+			s.org.members[accountID][id] = &m
+			s.k.MarkDirty(prefixMemberUsage + accountID + "/" + id)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package storage
 import (
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func benchStore(b *testing.B, dir string) (*Store, Account, APIKey) {
@@ -12,8 +14,8 @@ func benchStore(b *testing.B, dir string) (*Store, Account, APIKey) {
 		b.Fatal(err)
 	}
 	a, _ := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
-	_, _, _ = s.RecordPurchase(a.ID, 1_000_000*AmountScale, "")
-	limit := Amount(1_000_000 * AmountScale)
+	_, _, _ = s.RecordPurchase(a.ID, 1_000_000*money.AmountScale, "")
+	limit := money.Amount(1_000_000 * money.AmountScale)
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
 	return s, a, k
 }

@@ -6,12 +6,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 var errRefused = errors.New("refused")
 
 // capDecide admits while the key's cap covers usage, holds and the new hold.
-func capDecide(hold Amount) func(LedgerView) error {
+func capDecide(hold money.Amount) func(LedgerView) error {
 	return func(v LedgerView) error {
 		if v.Key.Limit != nil && v.Key.CapUsage(v.Now)+v.KeyHeld+hold > *v.Key.Limit {
 			return errRefused
@@ -24,10 +26,10 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 	s := openTemp(t, t.TempDir())
 	defer s.Close()
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
-	limit := Amount(10 * AmountScale)
+	limit := money.Amount(10 * money.AmountScale)
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
 
-	hold := Amount(AmountScale) // each request may cost up to 1 credit
+	hold := money.Amount(money.AmountScale) // each request may cost up to 1 credit
 	var admitted, refused atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -44,7 +46,7 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 			admitted.Add(1)
 			time.Sleep(time.Millisecond)
 			// Actual costs vary below the hold.
-			if err := s.Settle(res, Charge{Cost: hold - Amount(i)}); err != nil {
+			if err := s.Settle(res, Charge{Cost: hold - money.Amount(i)}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -165,11 +167,11 @@ func TestReserveRefusesOverflowingHolds(t *testing.T) {
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
 	admit := func(LedgerView) error { return nil }
-	first, err := s.Reserve(a.ID, k.Hash, Holds{Hold: MaxAmount - 1}, admit)
+	first, err := s.Reserve(a.ID, k.Hash, Holds{Hold: money.MaxAmount - 1}, admit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 2}, admit); !errors.Is(err, ErrAmountRange) {
+	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 2}, admit); !errors.Is(err, money.ErrAmountRange) {
 		t.Fatalf("overflowing hold: %v", err)
 	}
 	if _, err := s.Reserve(a.ID, "", Holds{InFlight: 1, Hold: 1}, admit); err != nil {
@@ -191,7 +193,7 @@ func TestSettleNeverWrapsCounters(t *testing.T) {
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
 	admit := func(LedgerView) error { return nil }
-	for _, cost := range []Amount{MaxAmount - 10, 100} {
+	for _, cost := range []money.Amount{money.MaxAmount - 10, 100} {
 		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1}, admit)
 		if err != nil {
 			t.Fatal(err)
@@ -202,7 +204,7 @@ func TestSettleNeverWrapsCounters(t *testing.T) {
 	}
 	acct, _ := s.Account(a.ID)
 	key, _ := s.APIKey(k.Hash)
-	if acct.Usage != MaxAmount || key.Usage.Total != MaxAmount || key.Usage.Daily.Value != MaxAmount {
+	if acct.Usage != money.MaxAmount || key.Usage.Total != money.MaxAmount || key.Usage.Daily.Value != money.MaxAmount {
 		t.Fatalf("usage %s, key %s", acct.Usage, key.Usage.Total)
 	}
 }

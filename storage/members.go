@@ -5,6 +5,9 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // MemberRole is a member's role in its organization, and a workspace
@@ -41,10 +44,10 @@ type Member struct {
 	// Usage is the spending of every key the member created: guardrail
 	// budgets assigned to the member cap it (persisted in its own record,
 	// scopeusage.go).
-	Usage     UsageCounters `json:"-"`
-	BYOKUsage UsageCounters `json:"-"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
+	Usage     money.UsageCounters `json:"-"`
+	BYOKUsage money.UsageCounters `json:"-"`
+	CreatedAt time.Time           `json:"created_at"`
+	UpdatedAt time.Time           `json:"updated_at"`
 }
 
 // NewMember describes a member to create.
@@ -58,9 +61,9 @@ type NewMember struct {
 
 const prefixMember = "u/" // u/<account id>/<user id>
 
-func memberKey(accountID, id string) string { return recordKey(prefixMember, accountID, id) }
+func memberKey(accountID, id string) string { return kernel.RecordKey(prefixMember, accountID, id) }
 
-func (m Member) recordIDs() (accountID, id string) { return m.AccountID, m.ID }
+func (m Member) RecordIDs() (accountID, id string) { return m.AccountID, m.ID }
 
 func normalizeEmail(e string) (string, error) {
 	e = strings.TrimSpace(e)
@@ -74,7 +77,7 @@ func normalizeEmail(e string) (string, error) {
 // CreateMember adds a member to an organization. Emails are unique per
 // organization (case-insensitive); re-creating a deactivated member's
 // email reactivates it with the new fields.
-func (s *Store) CreateMember(n NewMember) (Member, error) {
+func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 	email, err := normalizeEmail(n.Email)
 	if err != nil {
 		return Member{}, err
@@ -85,34 +88,34 @@ func (s *Store) CreateMember(n NewMember) (Member, error) {
 	if _, ok := ParseMemberRole(string(n.Role)); !ok {
 		return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
-	s.mu.Lock()
-	acct, ok := s.accounts[n.AccountID]
+	s.k.Lock()
+	acct, ok := s.acct.accounts[n.AccountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Member{}, ErrNotFound
 	}
 	if acct.Kind != AccountOrganization {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Member{}, fmt.Errorf("%w: only organizations have members", ErrInvalid)
 	}
 	t := now().UTC()
 	m := Member{ID: newID("user_"), AccountID: n.AccountID, CreatedAt: t}
 	if cur := s.memberByEmail(n.AccountID, email); cur != nil {
 		if cur.Active {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return Member{}, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
 		}
 		m = *cur
 	}
 	m.Email, m.FirstName, m.LastName, m.Role, m.Active, m.UpdatedAt = email, n.FirstName, n.LastName, n.Role, true, t
 	s.putMember(&m)
-	b := s.markDirty(memberKey(m.AccountID, m.ID))
-	s.mu.Unlock()
-	return m, b.wait()
+	b := s.k.MarkDirty(memberKey(m.AccountID, m.ID))
+	s.k.Unlock()
+	return m, b.Wait()
 }
 
-// memberByEmail finds a member by normalized email. Callers hold s.mu.
-func (s *Store) memberByEmail(accountID, email string) *Member {
+// memberByEmail finds a member by normalized email. Callers hold the kernel's lock.
+func (s *OrgStore) memberByEmail(accountID, email string) *Member {
 	for _, m := range s.members[accountID] {
 		if m.Email == email {
 			return m
@@ -121,16 +124,16 @@ func (s *Store) memberByEmail(accountID, email string) *Member {
 	return nil
 }
 
-// putMember publishes a member record. Callers hold s.mu.
-func (s *Store) putMember(m *Member) {
-	s.members.put(m)
+// putMember publishes a member record. Callers hold the kernel's lock.
+func (s *OrgStore) putMember(m *Member) {
+	s.members.Put(m)
 	s.rulesChanged()
 }
 
 // Member returns an organization's member by user id.
-func (s *Store) Member(accountID, id string) (Member, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *OrgStore) Member(accountID, id string) (Member, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	m, ok := s.members[accountID][id]
 	if !ok {
 		return Member{}, false
@@ -139,13 +142,13 @@ func (s *Store) Member(accountID, id string) (Member, bool) {
 }
 
 // MemberByEmail returns an organization's member by email.
-func (s *Store) MemberByEmail(accountID, email string) (Member, bool) {
+func (s *OrgStore) MemberByEmail(accountID, email string) (Member, bool) {
 	e, err := normalizeEmail(email)
 	if err != nil {
 		return Member{}, false
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	if m := s.memberByEmail(accountID, e); m != nil {
 		return *m, true
 	}
@@ -153,15 +156,15 @@ func (s *Store) MemberByEmail(accountID, email string) (Member, bool) {
 }
 
 // Members lists an organization's active members, oldest first.
-func (s *Store) Members(accountID string) []Member {
-	s.mu.RLock()
+func (s *OrgStore) Members(accountID string) []Member {
+	s.k.RLock()
 	out := make([]Member, 0, len(s.members[accountID]))
 	for _, m := range s.members[accountID] {
 		if m.Active {
 			out = append(out, *m)
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortMembers(out)
 	return out
 }
@@ -182,7 +185,7 @@ type MemberUpdate struct {
 // UpdateMember changes a member. A role change does not rewrite the
 // member's existing workspace roles; deactivating removes the member from
 // every workspace.
-func (s *Store) UpdateMember(accountID, id string, u MemberUpdate) (Member, error) {
+func (s *OrgStore) UpdateMember(accountID, id string, u MemberUpdate) (Member, error) {
 	if u.Email != nil {
 		e, err := normalizeEmail(*u.Email)
 		if err != nil {
@@ -195,16 +198,16 @@ func (s *Store) UpdateMember(accountID, id string, u MemberUpdate) (Member, erro
 			return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 		}
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.members[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Member{}, ErrNotFound
 	}
 	m := *cur
 	if u.Email != nil && *u.Email != m.Email {
 		if other := s.memberByEmail(accountID, *u.Email); other != nil {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return Member{}, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, *u.Email)
 		}
 		m.Email = *u.Email
@@ -223,49 +226,41 @@ func (s *Store) UpdateMember(accountID, id string, u MemberUpdate) (Member, erro
 	}
 	m.UpdatedAt = now().UTC()
 	s.putMember(&m)
-	b := s.markDirty(memberKey(accountID, id))
+	b := s.k.MarkDirty(memberKey(accountID, id))
 	if !m.Active {
 		for _, ws := range s.workspaces[accountID] {
 			if _, in := ws.Members[id]; in {
 				w := ws.clone()
 				delete(w.Members, id)
 				s.putWorkspace(w)
-				s.markDirty(workspaceKey(accountID, w.ID))
+				s.k.MarkDirty(workspaceKey(accountID, w.ID))
 			}
 		}
 	}
-	s.mu.Unlock()
-	return m, b.wait()
+	s.k.Unlock()
+	return m, b.Wait()
 }
 
 // DeactivateMember marks a member inactive (SCIM deprovisioning).
-func (s *Store) DeactivateMember(accountID, id string) (Member, error) {
+func (s *OrgStore) DeactivateMember(accountID, id string) (Member, error) {
 	f := false
 	return s.UpdateMember(accountID, id, MemberUpdate{Active: &f})
 }
 
 // IsOrgAdmin reports whether userID is an active admin of the organization.
-func (s *Store) IsOrgAdmin(accountID, userID string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *OrgStore) IsOrgAdmin(accountID, userID string) bool {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	m, ok := s.members[accountID][userID]
 	return ok && m.Active && m.Role == RoleAdmin
 }
-
-func (s *Store) loadMember(v []byte) error {
-	_, err := s.members.load(v)
-	return err
-}
-
-// memberSnapshot is snapshot for a member key. Callers hold s.mu.
-func (s *Store) memberSnapshot(key string) any { return s.members.snapshot(prefixMember, key) }
 
 // checkMgmtKeyCreator enforces that only organization admins create
 // management keys (SPEC.md 5.4): in an organization, a key created for a
 // user must be created for an active admin; once the organization has
 // members, every new key must name its creator. An organization without
-// members yet is bootstrapped by the operator alone. Callers hold s.mu.
-func (s *Store) checkMgmtKeyCreator(acct *Account, creator *string) error {
+// members yet is bootstrapped by the operator alone. Callers hold the kernel's lock.
+func (s *OrgStore) checkMgmtKeyCreator(acct *Account, creator *string) error {
 	if acct.Kind != AccountOrganization {
 		return nil
 	}

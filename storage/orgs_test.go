@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func newOrgStore(t *testing.T, dir string) (*Store, Account, Member, Member) {
@@ -121,10 +123,10 @@ func TestWorkspacesPersistAndRefuseDeletes(t *testing.T) {
 	if _, err := s.SetWorkspaceMember(acct.ID, ws.ID, member.ID, RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SetWorkspaceBudget(acct.ID, "research", BudgetMonthly, 10*AmountScale, nil); err != nil {
+	if _, _, err := s.SetWorkspaceBudget(acct.ID, "research", BudgetMonthly, 10*money.AmountScale, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SetWorkspaceBudget(acct.ID, "research", BudgetDaily, 10*AmountScale, nil); !errors.Is(err, ErrInvalid) {
+	if _, _, err := s.SetWorkspaceBudget(acct.ID, "research", BudgetDaily, 10*money.AmountScale, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("daily budget not below monthly: %v", err)
 	}
 	k, _, err := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", WorkspaceID: "research", CreatorUserID: &member.ID})
@@ -147,7 +149,7 @@ func TestWorkspacesPersistAndRefuseDeletes(t *testing.T) {
 	s = openTemp(t, dir)
 	defer s.Close()
 	got, ok := s.Workspace(acct.ID, "research")
-	if !ok || got.ID != ws.ID || got.Members[member.ID].Role != RoleAdmin || got.Budgets[BudgetMonthly].Limit != 10*AmountScale {
+	if !ok || got.ID != ws.ID || got.Members[member.ID].Role != RoleAdmin || got.Budgets[BudgetMonthly].Limit != 10*money.AmountScale {
 		t.Fatalf("after reopen: %+v", got)
 	}
 	if m, ok := s.Member(acct.ID, admin.ID); !ok || m.Role != RoleAdmin || *m.FirstName != "Ada" {
@@ -171,15 +173,15 @@ func TestLegacyAccountGetsDefaultWorkspace(t *testing.T) {
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
 	// Simulate a database written before workspaces: no workspace record,
 	// a key without workspace.
-	s.mu.Lock()
+	s.k.Lock()
 	delete(s.workspaces, acct.ID)
 	c := *s.keys[k.Hash]
 	c.WorkspaceID = ""
 	s.keys[k.Hash] = &c
-	s.markDirty(workspaceKey(acct.ID, acct.DefaultWorkspaceID))
-	b := s.markDirty(prefixAPIKey + k.Hash)
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	s.k.MarkDirty(workspaceKey(acct.ID, acct.DefaultWorkspaceID))
+	b := s.k.MarkDirty(prefixAPIKey + k.Hash)
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -285,7 +287,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 	k1, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "1", WorkspaceID: ws.ID, CreatorUserID: &member.ID})
 	k2, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "2", WorkspaceID: ws.ID, CreatorUserID: &member.ID})
 	const budget = 10
-	decide := func(hold Amount) func(LedgerView) error {
+	decide := func(hold money.Amount) func(LedgerView) error {
 		return func(v LedgerView) error {
 			if v.Workspace == nil || v.Member == nil {
 				return errors.New("no scope")
@@ -326,9 +328,9 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.mu.RLock()
+	s.k.RLock()
 	held := len(s.ledger.workspaceHeld) + len(s.ledger.memberHeld)
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	if held != 0 {
 		t.Fatal("holds left after release")
 	}
@@ -404,7 +406,7 @@ func TestScopeUsagePersists(t *testing.T) {
 	dir := t.TempDir()
 	s, acct, _, member := newOrgStore(t, dir)
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", CreatorUserID: &member.ID})
-	for _, c := range []Charge{{Cost: 5 * AmountScale / 4}, {Cost: 7, BYOK: true}} {
+	for _, c := range []Charge{{Cost: 5 * money.AmountScale / 4}, {Cost: 7, BYOK: true}} {
 		res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1, KeyOnly: c.BYOK}, func(LedgerView) error { return nil })
 		if err != nil {
 			t.Fatal(err)
@@ -421,7 +423,7 @@ func TestScopeUsagePersists(t *testing.T) {
 	defer s.Close()
 	w, _ := s.Workspace(acct.ID, "default")
 	m, _ := s.Member(acct.ID, member.ID)
-	if w.Usage != before.Usage || w.Usage.Total != 5*AmountScale/4 || w.BYOKUsage.Total != 7 {
+	if w.Usage != before.Usage || w.Usage.Total != 5*money.AmountScale/4 || w.BYOKUsage.Total != 7 {
 		t.Fatalf("workspace counters after reopen: %+v %+v", w.Usage, w.BYOKUsage)
 	}
 	if m.Usage != w.Usage || m.BYOKUsage != w.BYOKUsage {
@@ -431,18 +433,10 @@ func TestScopeUsagePersists(t *testing.T) {
 
 func TestScopeUsageJSONMatchesEncodingJSON(t *testing.T) {
 	type plain scopeUsage
-	u := scopeUsage{Usage: UsageCounters{}.Add(time.Now(), 123456789), BYOKUsage: UsageCounters{Total: -5}}
+	u := scopeUsage{Usage: money.UsageCounters{}.Add(time.Now(), 123456789), BYOKUsage: money.UsageCounters{Total: -5}}
 	got, _ := u.MarshalJSON()
 	want, _ := json.Marshal(plain(u))
 	if string(got) != string(want) {
 		t.Fatalf("got  %s\nwant %s", got, want)
-	}
-}
-
-func TestAppendAmount(t *testing.T) {
-	for _, a := range []Amount{0, 1, -1, AmountScale, -AmountScale, 1234567891, 5 * AmountScale / 4, 10, 100000000, -999999999} {
-		if got := string(appendAmount(nil, a)); got != a.String() {
-			t.Errorf("appendAmount(%d) = %s, want %s", int64(a), got, a.String())
-		}
 	}
 }

@@ -6,7 +6,25 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// EndpointStore keeps the accounts' private endpoints.
+type EndpointStore struct {
+	k         *kernel.Kernel
+	endpoints kernel.Records[PrivateEndpoint] // by account id, then id
+	// the domain stores it reads or updates, under the same lock
+	acct *AccountStore
+}
+
+// prefixPrivateEndpoint keys private endpoints:
+// pe/<account id>/<endpoint id>.
+const prefixPrivateEndpoint = "pe/"
+
+func (s *EndpointStore) kinds() []kernel.Kind {
+	return []kernel.Kind{s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) })}
+}
 
 // EndpointStatus is a private endpoint's state.
 type EndpointStatus string
@@ -93,7 +111,7 @@ func (e PrivateEndpoint) OpenSecret(sealer *Sealer) (string, error) {
 	return string(b), err
 }
 
-func (e PrivateEndpoint) recordIDs() (accountID, id string) { return e.AccountID, e.ID }
+func (e PrivateEndpoint) RecordIDs() (accountID, id string) { return e.AccountID, e.ID }
 
 // NewEndpointID returns a fresh private endpoint id, for callers that seal
 // a secret before CreatePrivateEndpoint.
@@ -101,32 +119,31 @@ func NewEndpointID() string { return newUUID() }
 
 // CreatePrivateEndpoint stores a new endpoint as a draft; e.ID is assigned
 // when empty.
-func (s *Store) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error) {
+func (s *EndpointStore) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error) {
 	if e.ID == "" {
 		e.ID = newUUID()
 	}
 	t := now().UTC()
 	e.CreatedAt, e.UpdatedAt, e.Status, e.Validation = t, t, EndpointDraft, nil
-	s.mu.Lock()
-	ws, err := s.accountWorkspace(e.AccountID, e.WorkspaceID)
+	s.k.Lock()
+	ws, err := s.acct.accountWorkspace(e.AccountID, e.WorkspaceID)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return PrivateEndpoint{}, err
 	}
 	e.WorkspaceID = ws
-	s.seq++
-	e.Seq = s.seq
+	e.Seq = s.k.NextSeq()
 	c := e.clone()
-	if err := publishRecord(s, s.endpoints, prefixPrivateEndpoint, &c); err != nil {
+	if err := kernel.Publish(s.k, s.endpoints, prefixPrivateEndpoint, &c); err != nil {
 		return PrivateEndpoint{}, err
 	}
 	return e, nil
 }
 
 // PrivateEndpoint returns one of an account's endpoints.
-func (s *Store) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *EndpointStore) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	e, ok := s.endpoints[accountID][id]
 	if !ok {
 		return PrivateEndpoint{}, false
@@ -136,27 +153,27 @@ func (s *Store) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
 
 // ListPrivateEndpoints returns one page of an account's endpoints, most
 // recent first, and how many there are in all.
-func (s *Store) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
-	s.mu.RLock()
+func (s *EndpointStore) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
+	s.k.RLock()
 	var all []PrivateEndpoint
 	for _, e := range s.endpoints[accountID] {
 		all = append(all, e.clone())
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return newestFirstPage(all, func(e *PrivateEndpoint) uint64 { return e.Seq }, offset, limit)
 }
 
 // EnabledEndpointsFor returns the account's enabled endpoints for a public
 // model id, oldest first. Memory only, for the request path.
-func (s *Store) EnabledEndpointsFor(accountID, model string) []PrivateEndpoint {
-	s.mu.RLock()
+func (s *EndpointStore) EnabledEndpointsFor(accountID, model string) []PrivateEndpoint {
+	s.k.RLock()
 	var out []PrivateEndpoint
 	for _, e := range s.endpoints[accountID] {
 		if e.Status == EndpointEnabled && e.Model == model {
 			out = append(out, *e) // Sealed shared: read-only for callers
 		}
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	if len(out) > 1 {
 		sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	}
@@ -182,8 +199,8 @@ func (e *StateError) Error() string {
 // status is one of from (any status when from is empty), and persists the
 // result; a wrong status gives a *StateError naming the current one.
 // Identity, ownership and creation cannot change.
-func (s *Store) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
-	e, err := updateRecord(s, s.endpoints, prefixPrivateEndpoint, accountID, id, func(cur *PrivateEndpoint) (*PrivateEndpoint, error) {
+func (s *EndpointStore) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
+	e, err := kernel.Update(s.k, s.endpoints, prefixPrivateEndpoint, accountID, id, func(cur *PrivateEndpoint) (*PrivateEndpoint, error) {
 		if len(from) > 0 && !slices.Contains(from, cur.Status) {
 			return nil, &StateError{Action: action, Status: cur.Status, Want: from}
 		}
@@ -199,20 +216,6 @@ func (s *Store) UpdatePrivateEndpoint(accountID, id, action string, from []Endpo
 }
 
 // DeletePrivateEndpoint removes an endpoint; it stops routing at once.
-func (s *Store) DeletePrivateEndpoint(accountID, id string) error {
-	return deleteRecord(s, s.endpoints, prefixPrivateEndpoint, accountID, id)
-}
-
-func (s *Store) loadPrivateEndpoint(v []byte) error {
-	e, err := s.endpoints.load(v)
-	if err != nil {
-		return err
-	}
-	s.seq = max(s.seq, e.Seq)
-	return nil
-}
-
-// privateEndpointSnapshot is snapshot for an endpoint key. Callers hold s.mu.
-func (s *Store) privateEndpointSnapshot(key string) any {
-	return s.endpoints.snapshot(prefixPrivateEndpoint, key)
+func (s *EndpointStore) DeletePrivateEndpoint(accountID, id string) error {
+	return kernel.Delete(s.k, s.endpoints, prefixPrivateEndpoint, accountID, id)
 }

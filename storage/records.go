@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // AccountKind distinguishes a personal account from an organization.
@@ -44,12 +46,12 @@ type Account struct {
 	Billing Billing     `json:"billing"`
 	// OwnerUserID is the user that owns a personal account; it is reported as
 	// the creator of that account's keys.
-	OwnerUserID        string `json:"owner_user_id,omitempty"`
-	DefaultWorkspaceID string `json:"default_workspace_id"`
-	CreditsPurchased   Amount `json:"credits_purchased"`
-	Purchases          int    `json:"purchases"`
-	Usage              Amount `json:"usage"`
-	BYOKUsage          Amount `json:"byok_usage"`
+	OwnerUserID        string       `json:"owner_user_id,omitempty"`
+	DefaultWorkspaceID string       `json:"default_workspace_id"`
+	CreditsPurchased   money.Amount `json:"credits_purchased"`
+	Purchases          int          `json:"purchases"`
+	Usage              money.Amount `json:"usage"`
+	BYOKUsage          money.Amount `json:"byok_usage"`
 	// RateLimitExempt lifts the free-model request caps.
 	RateLimitExempt bool `json:"rate_limit_exempt"`
 	// FilteredModelCatalog is the organization setting
@@ -57,33 +59,33 @@ type Account struct {
 	FilteredModelCatalog bool `json:"filtered_model_catalog"`
 	// FreeModelRequests counts today's free-model requests (UTC day);
 	// FreeModelMinute the current UTC minute's. Both survive restarts.
-	FreeModelRequests Windowed  `json:"free_model_requests"`
-	FreeModelMinute   Windowed  `json:"free_model_minute"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	FreeModelRequests money.Windowed `json:"free_model_requests"`
+	FreeModelMinute   money.Windowed `json:"free_model_minute"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         time.Time      `json:"updated_at"`
 }
 
 // Balance is what the account can still spend.
-func (a Account) Balance() Amount { return a.CreditsPurchased - a.Usage }
+func (a Account) Balance() money.Amount { return a.CreditsPurchased - a.Usage }
 
 // FreeModelRequestsToday returns the free-model requests counted in now's UTC day.
 func (a Account) FreeModelRequestsToday(now time.Time) int64 {
-	return int64(a.FreeModelRequests.At(IntervalDaily, now))
+	return int64(a.FreeModelRequests.At(money.IntervalDaily, now))
 }
 
 // FreeModelRequestsThisMinute returns the free-model requests counted in
 // now's UTC minute.
 func (a Account) FreeModelRequestsThisMinute(now time.Time) int64 {
-	return int64(a.FreeModelMinute.At(IntervalMinute, now))
+	return int64(a.FreeModelMinute.At(money.IntervalMinute, now))
 }
 
 // Purchase is one credit purchase recorded by the operator.
 type Purchase struct {
-	ID        string    `json:"id"`
-	AccountID string    `json:"account_id"`
-	Amount    Amount    `json:"amount"`
-	Note      string    `json:"note,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string       `json:"id"`
+	AccountID string       `json:"account_id"`
+	Amount    money.Amount `json:"amount"`
+	Note      string       `json:"note,omitempty"`
+	CreatedAt time.Time    `json:"created_at"`
 }
 
 // ManagementKey may call the administrative routes of its account only.
@@ -104,24 +106,24 @@ func (k ManagementKey) Expired(now time.Time) bool {
 
 // APIKey is a regular key that calls inference routes.
 type APIKey struct {
-	Hash               string     `json:"hash"`
-	AccountID          string     `json:"account_id"`
-	WorkspaceID        string     `json:"workspace_id"`
-	Name               string     `json:"name"`
-	Label              string     `json:"label"`
-	Disabled           bool       `json:"disabled"`
-	Limit              *Amount    `json:"limit"`
-	LimitReset         Interval   `json:"limit_reset"`
-	IncludeBYOKInLimit bool       `json:"include_byok_in_limit"`
-	CreatorUserID      *string    `json:"creator_user_id"`
-	ExternalUser       *string    `json:"external_user"`
-	CreatedAt          time.Time  `json:"created_at"`
-	UpdatedAt          time.Time  `json:"updated_at"`
-	ExpiresAt          *time.Time `json:"expires_at"`
+	Hash               string         `json:"hash"`
+	AccountID          string         `json:"account_id"`
+	WorkspaceID        string         `json:"workspace_id"`
+	Name               string         `json:"name"`
+	Label              string         `json:"label"`
+	Disabled           bool           `json:"disabled"`
+	Limit              *money.Amount  `json:"limit"`
+	LimitReset         money.Interval `json:"limit_reset"`
+	IncludeBYOKInLimit bool           `json:"include_byok_in_limit"`
+	CreatorUserID      *string        `json:"creator_user_id"`
+	ExternalUser       *string        `json:"external_user"`
+	CreatedAt          time.Time      `json:"created_at"`
+	UpdatedAt          time.Time      `json:"updated_at"`
+	ExpiresAt          *time.Time     `json:"expires_at"`
 	// Seq orders keys of an account by creation even within one clock tick.
-	Seq       uint64        `json:"seq"`
-	Usage     UsageCounters `json:"usage"`
-	BYOKUsage UsageCounters `json:"byok_usage"`
+	Seq       uint64              `json:"seq"`
+	Usage     money.UsageCounters `json:"usage"`
+	BYOKUsage money.UsageCounters `json:"byok_usage"`
 }
 
 // Expired reports whether the key's expiration has passed at now.
@@ -131,17 +133,17 @@ func (k APIKey) Expired(now time.Time) bool {
 
 // CapUsage is the spending that counts against the key's cap at now: the
 // current reset period's usage, plus BYOK usage when the key includes it.
-func (k APIKey) CapUsage(now time.Time) Amount {
+func (k APIKey) CapUsage(now time.Time) money.Amount {
 	used := k.Usage.In(k.LimitReset, now)
 	if k.IncludeBYOKInLimit {
-		used = SpendingSum(used, k.BYOKUsage.In(k.LimitReset, now))
+		used = money.SpendingSum(used, k.BYOKUsage.In(k.LimitReset, now))
 	}
 	return used
 }
 
 // LimitRemaining is what is left under the cap at now, never below zero; nil
 // means unlimited.
-func (k APIKey) LimitRemaining(now time.Time) *Amount {
+func (k APIKey) LimitRemaining(now time.Time) *money.Amount {
 	if k.Limit == nil {
 		return nil
 	}

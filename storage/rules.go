@@ -63,28 +63,28 @@ func (r *Rules) ProviderBlocker(provider string) *Guardrail {
 	return nil
 }
 
-// rulesChanged invalidates every cached Rules. Callers hold s.mu (write).
-func (s *Store) rulesChanged() { s.rulesGen.Add(1) }
+// rulesChanged invalidates every cached Rules. Callers hold the kernel's lock (write).
+func (s *OrgStore) rulesChanged() { s.rulesGen.Add(1) }
 
 // EffectiveRules returns the key's effective rules from memory.
-func (s *Store) EffectiveRules(keyHash string) *Rules {
+func (s *OrgStore) EffectiveRules(keyHash string) *Rules {
 	if v, ok := s.rules.Load(keyHash); ok {
 		if r := v.(*Rules); r.gen == s.rulesGen.Load() {
 			return r
 		}
 	}
-	s.mu.RLock()
+	s.k.RLock()
 	r := s.computeRules(keyHash)
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	s.rules.Store(keyHash, r)
 	return r
 }
 
-// computeRules builds a key's rules. Callers hold s.mu; the generation is
+// computeRules builds a key's rules. Callers hold the kernel's lock; the generation is
 // stable meanwhile, since it changes only under the write lock.
-func (s *Store) computeRules(keyHash string) *Rules {
+func (s *OrgStore) computeRules(keyHash string) *Rules {
 	r := &Rules{gen: s.rulesGen.Load()}
-	k, ok := s.keys[keyHash]
+	k, ok := s.acct.keys[keyHash]
 	if !ok {
 		return r
 	}

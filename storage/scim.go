@@ -6,7 +6,23 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
+
+// SCIMStore keeps the SCIM service's records: tokens, provisioned users
+// and groups, group-to-workspace mappings and sync jobs.
+type SCIMStore struct {
+	k    *kernel.Kernel
+	scim *scimState
+	// the domain stores it reads or updates, under the same lock
+	acct *AccountStore
+	org  *OrgStore
+}
+
+func (s *SCIMStore) kinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixSCIM, Load: s.loadSCIM, Snapshot: s.scimSnapshot}}
+}
 
 // SCIM: an organization's identity provider provisions its members (SCIM
 // Users) and groups (SCIM Groups) over the SCIM 2.0 service, authenticated
@@ -109,7 +125,7 @@ type scimGrants struct {
 	Grants    map[string][]string `json:"grants"`
 }
 
-// scimState is the in-memory SCIM index. Guarded by Store.mu.
+// scimState is the in-memory SCIM index. Guarded by the kernel's lock.
 type scimState struct {
 	tokens   map[string]*SCIMToken // by account id
 	byHash   map[string]string     // token hash -> account id
@@ -144,7 +160,7 @@ func put[T any](m map[string]map[string]*T, accountID, id string, v *T) {
 	m[accountID][id] = v
 }
 
-// copyOf returns a copy of m[accountID][id]. Callers hold s.mu.
+// copyOf returns a copy of m[accountID][id]. Callers hold the kernel's lock.
 func copyOf[T any](m map[string]map[string]*T, accountID, id string) (T, bool) {
 	v, ok := m[accountID][id]
 	if !ok {
@@ -159,16 +175,16 @@ const SCIMTokenPrefix = "sk-tg-scim-v1-"
 
 // RotateSCIMToken issues the organization's SCIM token, replacing the
 // previous one; the secret is returned once and only its hash is kept.
-func (s *Store) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
+func (s *SCIMStore) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
 	secret, hash, label := newSecret(SCIMTokenPrefix)
-	s.mu.Lock()
-	acct, ok := s.accounts[accountID]
+	s.k.Lock()
+	acct, ok := s.acct.accounts[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return "", SCIMToken{}, ErrNotFound
 	}
 	if acct.Kind != AccountOrganization {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return "", SCIMToken{}, fmt.Errorf("%w: only organizations have a SCIM service", ErrInvalid)
 	}
 	if old, ok := s.scim.tokens[accountID]; ok {
@@ -177,15 +193,15 @@ func (s *Store) RotateSCIMToken(accountID string) (string, SCIMToken, error) {
 	t := &SCIMToken{AccountID: accountID, Hash: hash, Label: label, CreatedAt: now().UTC()}
 	s.scim.tokens[accountID] = t
 	s.scim.byHash[hash] = accountID
-	b := s.markDirty(scimKey("t", accountID))
-	s.mu.Unlock()
-	return secret, *t, b.wait()
+	b := s.k.MarkDirty(scimKey("t", accountID))
+	s.k.Unlock()
+	return secret, *t, b.Wait()
 }
 
 // SCIMTokenInfo returns the organization's SCIM token record (no secret).
-func (s *Store) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *SCIMStore) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	t, ok := s.scim.tokens[accountID]
 	if !ok {
 		return SCIMToken{}, false
@@ -194,33 +210,33 @@ func (s *Store) SCIMTokenInfo(accountID string) (SCIMToken, bool) {
 }
 
 // RevokeSCIMToken deletes the organization's SCIM token.
-func (s *Store) RevokeSCIMToken(accountID string) error {
-	s.mu.Lock()
+func (s *SCIMStore) RevokeSCIMToken(accountID string) error {
+	s.k.Lock()
 	t, ok := s.scim.tokens[accountID]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.scim.byHash, t.Hash)
 	delete(s.scim.tokens, accountID)
-	b := s.markDirty(scimKey("t", accountID))
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(scimKey("t", accountID))
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // SCIMAccount resolves a SCIM token to its organization.
-func (s *Store) SCIMAccount(secret string) (Account, bool) {
+func (s *SCIMStore) SCIMAccount(secret string) (Account, bool) {
 	if !strings.HasPrefix(secret, SCIMTokenPrefix) {
 		return Account{}, false
 	}
 	h := HashSecret(secret)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.k.RLock()
+	defer s.k.RUnlock()
 	id, ok := s.scim.byHash[h]
 	if !ok {
 		return Account{}, false
 	}
-	a, ok := s.accounts[id]
+	a, ok := s.acct.accounts[id]
 	if !ok {
 		return Account{}, false
 	}
@@ -234,7 +250,7 @@ type SCIMUserRecord struct {
 	ExternalID *string
 }
 
-func (s *Store) scimUserRecord(m *Member) SCIMUserRecord {
+func (s *SCIMStore) scimUserRecord(m *Member) SCIMUserRecord {
 	r := SCIMUserRecord{Member: *m, UserName: m.Email}
 	if u, ok := s.scim.users[m.AccountID][m.ID]; ok {
 		r.UserName, r.ExternalID = u.UserName, u.ExternalID
@@ -245,10 +261,10 @@ func (s *Store) scimUserRecord(m *Member) SCIMUserRecord {
 // SCIMUsers lists the members the SCIM service shows: every active member
 // and the deactivated members the identity provider provisioned (so that
 // it can reactivate them), oldest first.
-func (s *Store) SCIMUsers(accountID string) []SCIMUserRecord {
-	s.mu.RLock()
+func (s *SCIMStore) SCIMUsers(accountID string) []SCIMUserRecord {
+	s.k.RLock()
 	var ms []Member
-	for _, m := range s.members[accountID] {
+	for _, m := range s.org.members[accountID] {
 		if _, provisioned := s.scim.users[accountID][m.ID]; m.Active || provisioned {
 			ms = append(ms, *m)
 		}
@@ -258,15 +274,15 @@ func (s *Store) SCIMUsers(accountID string) []SCIMUserRecord {
 	for i := range ms {
 		out[i] = s.scimUserRecord(&ms[i])
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	return out
 }
 
 // SCIMUser returns a member as the SCIM service shows it.
-func (s *Store) SCIMUser(accountID, id string) (SCIMUserRecord, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	m, ok := s.members[accountID][id]
+func (s *SCIMStore) SCIMUser(accountID, id string) (SCIMUserRecord, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
+	m, ok := s.org.members[accountID][id]
 	if !ok {
 		return SCIMUserRecord{}, false
 	}
@@ -290,19 +306,19 @@ type SCIMUserInput struct {
 // the same email) from the identity provider, role member, with its SCIM
 // attributes, in one commit. A userName or email already used by another
 // shown user is a conflict.
-func (s *Store) ProvisionSCIMUser(accountID string, in SCIMUserInput) (SCIMUserRecord, error) {
+func (s *SCIMStore) ProvisionSCIMUser(accountID string, in SCIMUserInput) (SCIMUserRecord, error) {
 	return s.putSCIMUser(accountID, "", in)
 }
 
 // ReplaceSCIMUser sets a member's attributes from the identity provider,
 // in one commit. Deactivating removes the member from every workspace, as
 // UpdateMember does.
-func (s *Store) ReplaceSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
+func (s *SCIMStore) ReplaceSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
 	return s.putSCIMUser(accountID, id, in)
 }
 
 // putSCIMUser creates (id "") or replaces a SCIM user and its member.
-func (s *Store) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
+func (s *SCIMStore) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRecord, error) {
 	in.UserName = strings.TrimSpace(in.UserName)
 	if in.UserName == "" {
 		return SCIMUserRecord{}, fmt.Errorf("%w: userName: required", ErrInvalid)
@@ -311,18 +327,18 @@ func (s *Store) putSCIMUser(accountID, id string, in SCIMUserInput) (SCIMUserRec
 	if err != nil {
 		return SCIMUserRecord{}, fmt.Errorf("%w: emails: a member needs an email address (the primary email, or a userName that is one)", ErrInvalid)
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	r, b, err := s.putSCIMUserLocked(accountID, id, email, in)
-	s.mu.Unlock()
+	s.k.Unlock()
 	if err != nil {
 		return SCIMUserRecord{}, err
 	}
-	return r, b.wait()
+	return r, b.Wait()
 }
 
-// putSCIMUserLocked is putSCIMUser's change. Callers hold s.mu.
-func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *batch, error) {
-	acct, ok := s.accounts[accountID]
+// putSCIMUserLocked is putSCIMUser's change. Callers hold the kernel's lock.
+func (s *SCIMStore) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput) (SCIMUserRecord, *kernel.Batch, error) {
+	acct, ok := s.acct.accounts[accountID]
 	if !ok || acct.Kind != AccountOrganization {
 		return SCIMUserRecord{}, nil, ErrNotFound
 	}
@@ -330,23 +346,23 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 	var m Member
 	if id == "" {
 		m = Member{ID: newID("user_"), AccountID: accountID, Role: RoleMember, CreatedAt: t}
-		if cur := s.memberByEmail(accountID, email); cur != nil {
+		if cur := s.org.memberByEmail(accountID, email); cur != nil {
 			if cur.Active {
 				return SCIMUserRecord{}, nil, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
 			}
 			m = *cur // a deactivated member comes back
 		}
 	} else {
-		cur, ok := s.members[accountID][id]
+		cur, ok := s.org.members[accountID][id]
 		if !ok {
 			return SCIMUserRecord{}, nil, ErrNotFound
 		}
 		m = *cur
-		if other := s.memberByEmail(accountID, email); other != nil && other.ID != id {
+		if other := s.org.memberByEmail(accountID, email); other != nil && other.ID != id {
 			return SCIMUserRecord{}, nil, fmt.Errorf("%w: a member with email %s already exists", ErrConflict, email)
 		}
 	}
-	for _, o := range s.members[accountID] {
+	for _, o := range s.org.members[accountID] {
 		if o.ID == m.ID {
 			continue
 		}
@@ -355,8 +371,8 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 		}
 	}
 	m.Email, m.FirstName, m.LastName, m.Active, m.UpdatedAt = email, in.FirstName, in.LastName, in.Active, t
-	s.putMember(&m)
-	b := s.markDirty(memberKey(accountID, m.ID))
+	s.org.putMember(&m)
+	b := s.k.MarkDirty(memberKey(accountID, m.ID))
 	if !m.Active {
 		s.leaveWorkspacesLocked(accountID, m.ID)
 	}
@@ -365,19 +381,19 @@ func (s *Store) putSCIMUserLocked(accountID, id, email string, in SCIMUserInput)
 		u.CreatedAt = cur.CreatedAt
 	}
 	put(s.scim.users, accountID, m.ID, u)
-	s.markDirty(scimKey("u", accountID, m.ID))
+	s.k.MarkDirty(scimKey("u", accountID, m.ID))
 	return s.scimUserRecord(&m), b, nil
 }
 
 // leaveWorkspacesLocked removes a member from every workspace of its
-// account. Callers hold s.mu.
-func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
-	for _, ws := range s.workspaces[accountID] {
+// account. Callers hold the kernel's lock.
+func (s *SCIMStore) leaveWorkspacesLocked(accountID, userID string) {
+	for _, ws := range s.org.workspaces[accountID] {
 		if _, in := ws.Members[userID]; in {
 			w := ws.clone()
 			delete(w.Members, userID)
-			s.putWorkspace(w)
-			s.markDirty(workspaceKey(accountID, w.ID))
+			s.org.putWorkspace(w)
+			s.k.MarkDirty(workspaceKey(accountID, w.ID))
 		}
 	}
 }
@@ -385,31 +401,31 @@ func (s *Store) leaveWorkspacesLocked(accountID, userID string) {
 // DeleteSCIMUser deprovisions a member in one commit: it is deactivated
 // (its id stays on its keys; out of every workspace), removed from every
 // group, and no longer shown by the SCIM service.
-func (s *Store) DeleteSCIMUser(accountID, id string) error {
-	s.mu.Lock()
-	cur, ok := s.members[accountID][id]
+func (s *SCIMStore) DeleteSCIMUser(accountID, id string) error {
+	s.k.Lock()
+	cur, ok := s.org.members[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	m := *cur
 	m.Active, m.UpdatedAt = false, now().UTC()
-	s.putMember(&m)
-	b := s.markDirty(memberKey(accountID, id))
+	s.org.putMember(&m)
+	b := s.k.MarkDirty(memberKey(accountID, id))
 	s.leaveWorkspacesLocked(accountID, id)
 	delete(s.scim.users[accountID], id)
-	s.markDirty(scimKey("u", accountID, id))
+	s.k.MarkDirty(scimKey("u", accountID, id))
 	for gid, g := range s.scim.groups[accountID] {
 		if g.Members[id] {
 			c := g.clone()
 			delete(c.Members, id)
 			c.UpdatedAt = now().UTC()
 			s.scim.groups[accountID][gid] = c
-			s.markDirty(scimKey("g", accountID, gid))
+			s.k.MarkDirty(scimKey("g", accountID, gid))
 		}
 	}
-	s.mu.Unlock()
-	return b.wait()
+	s.k.Unlock()
+	return b.Wait()
 }
 
 func (g *SCIMGroup) clone() *SCIMGroup {
@@ -423,21 +439,21 @@ func (g *SCIMGroup) clone() *SCIMGroup {
 
 // SCIMGroups lists the organization's identity-provider groups, oldest
 // first.
-func (s *Store) SCIMGroups(accountID string) []SCIMGroup {
-	s.mu.RLock()
+func (s *SCIMStore) SCIMGroups(accountID string) []SCIMGroup {
+	s.k.RLock()
 	out := make([]SCIMGroup, 0, len(s.scim.groups[accountID]))
 	for _, g := range s.scim.groups[accountID] {
 		out = append(out, *g.clone())
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(g *SCIMGroup) (time.Time, string) { return g.CreatedAt, g.ID })
 	return out
 }
 
 // SCIMGroup returns one group.
-func (s *Store) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *SCIMStore) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	g, ok := s.scim.groups[accountID][id]
 	if !ok {
 		return SCIMGroup{}, false
@@ -445,8 +461,8 @@ func (s *Store) SCIMGroup(accountID, id string) (SCIMGroup, bool) {
 	return *g.clone(), true
 }
 
-// checkGroup validates a group's fields. Callers hold s.mu.
-func (s *Store) checkGroup(g *SCIMGroup) error {
+// checkGroup validates a group's fields. Callers hold the kernel's lock.
+func (s *SCIMStore) checkGroup(g *SCIMGroup) error {
 	g.DisplayName = strings.TrimSpace(g.DisplayName)
 	if g.DisplayName == "" {
 		return fmt.Errorf("%w: displayName: required", ErrInvalid)
@@ -457,7 +473,7 @@ func (s *Store) checkGroup(g *SCIMGroup) error {
 		}
 	}
 	for id := range g.Members {
-		if m, ok := s.members[g.AccountID][id]; !ok || !m.Active {
+		if m, ok := s.org.members[g.AccountID][id]; !ok || !m.Active {
 			return fmt.Errorf("%w: members: %s is not an active user of this organization", ErrInvalid, id)
 		}
 	}
@@ -465,83 +481,83 @@ func (s *Store) checkGroup(g *SCIMGroup) error {
 }
 
 // CreateSCIMGroup stores a new identity-provider group.
-func (s *Store) CreateSCIMGroup(accountID, displayName string, externalID *string, members []string) (SCIMGroup, error) {
+func (s *SCIMStore) CreateSCIMGroup(accountID, displayName string, externalID *string, members []string) (SCIMGroup, error) {
 	t := now().UTC()
 	g := &SCIMGroup{ID: newUUID(), AccountID: accountID, DisplayName: displayName, ExternalID: externalID,
 		Members: map[string]bool{}, CreatedAt: t, UpdatedAt: t}
 	for _, m := range members {
 		g.Members[m] = true
 	}
-	s.mu.Lock()
-	if a, ok := s.accounts[accountID]; !ok || a.Kind != AccountOrganization {
-		s.mu.Unlock()
+	s.k.Lock()
+	if a, ok := s.acct.accounts[accountID]; !ok || a.Kind != AccountOrganization {
+		s.k.Unlock()
 		return SCIMGroup{}, ErrNotFound
 	}
 	if err := s.checkGroup(g); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, err
 	}
 	put(s.scim.groups, accountID, g.ID, g)
-	b := s.markDirty(scimKey("g", accountID, g.ID))
-	s.mu.Unlock()
-	return *g.clone(), b.wait()
+	b := s.k.MarkDirty(scimKey("g", accountID, g.ID))
+	s.k.Unlock()
+	return *g.clone(), b.Wait()
 }
 
 // UpdateSCIMGroup applies fn to a copy of the group and stores it.
-func (s *Store) UpdateSCIMGroup(accountID, id string, fn func(*SCIMGroup) error) (SCIMGroup, error) {
-	s.mu.Lock()
+func (s *SCIMStore) UpdateSCIMGroup(accountID, id string, fn func(*SCIMGroup) error) (SCIMGroup, error) {
+	s.k.Lock()
 	cur, ok := s.scim.groups[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, ErrNotFound
 	}
 	g := cur.clone()
 	if err := fn(g); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, err
 	}
 	g.ID, g.AccountID, g.CreatedAt, g.UpdatedAt = cur.ID, cur.AccountID, cur.CreatedAt, now().UTC()
 	if err := s.checkGroup(g); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroup{}, err
 	}
 	s.scim.groups[accountID][id] = g
-	b := s.markDirty(scimKey("g", accountID, id))
-	s.mu.Unlock()
-	return *g.clone(), b.wait()
+	b := s.k.MarkDirty(scimKey("g", accountID, id))
+	s.k.Unlock()
+	return *g.clone(), b.Wait()
 }
 
 // DeleteSCIMGroup deletes a group. Its mappings stay until the next sync
 // job, which removes the memberships they granted and then the mappings
 // (counted as deleted_groups).
-func (s *Store) DeleteSCIMGroup(accountID, id string) error {
-	s.mu.Lock()
+func (s *SCIMStore) DeleteSCIMGroup(accountID, id string) error {
+	s.k.Lock()
 	if _, ok := s.scim.groups[accountID][id]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
 	delete(s.scim.groups[accountID], id)
-	b := s.markDirty(scimKey("g", accountID, id))
-	s.mu.Unlock()
-	return b.wait()
+	b := s.k.MarkDirty(scimKey("g", accountID, id))
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // SCIMGroupMappings lists the organization's mappings, oldest first.
-func (s *Store) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
-	s.mu.RLock()
+func (s *SCIMStore) SCIMGroupMappings(accountID string) []SCIMGroupMapping {
+	s.k.RLock()
 	out := make([]SCIMGroupMapping, 0, len(s.scim.mappings[accountID]))
 	for _, m := range s.scim.mappings[accountID] {
 		out = append(out, *m)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sortOldestFirst(out, func(m *SCIMGroupMapping) (time.Time, string) { return m.CreatedAt, m.ID })
 	return out
 }
 
 // SCIMGroupMapping returns one mapping.
-func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *SCIMStore) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	return copyOf(s.scim.mappings, accountID, id)
 }
 
@@ -553,20 +569,20 @@ func (s *Store) SCIMGroupMapping(accountID, id string) (SCIMGroupMapping, bool) 
 // mapping that exists with the same role returns it and re-applies it;
 // with another role it is a conflict. It returns the mapping and how many
 // memberships it added.
-func (s *Store) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, int, error) {
+func (s *SCIMStore) CreateSCIMGroupMapping(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, int, error) {
 	if err := checkMappingRole(role); err != nil {
 		return SCIMGroupMapping{}, 0, err
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	m, err := s.createMappingLocked(accountID, groupID, workspaceRef, role)
 	if err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroupMapping{}, 0, err
 	}
-	b := s.markDirty(scimKey("m", accountID, m.ID))
+	b := s.k.MarkDirty(scimKey("m", accountID, m.ID))
 	added := s.applyMappingLocked(accountID, m)
-	s.mu.Unlock()
-	return m, added, b.wait()
+	s.k.Unlock()
+	return m, added, b.Wait()
 }
 
 // checkMappingRole validates a mapping's role.
@@ -578,16 +594,16 @@ func checkMappingRole(role MemberRole) error {
 }
 
 // createMappingLocked checks and stores a new mapping, or returns the
-// existing one of the same role. Callers hold s.mu.
-func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
+// existing one of the same role. Callers hold the kernel's lock.
+func (s *SCIMStore) createMappingLocked(accountID, groupID, workspaceRef string, role MemberRole) (SCIMGroupMapping, error) {
 	if _, ok := s.scim.groups[accountID][groupID]; !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: scim_group_id: no SCIM group %s", ErrNotFound, groupID)
 	}
-	w, ok := s.resolveWorkspace(accountID, workspaceRef)
+	w, ok := s.org.resolveWorkspace(accountID, workspaceRef)
 	if !ok {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: workspace_id: no workspace %s", ErrNotFound, workspaceRef)
 	}
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
 		return SCIMGroupMapping{}, fmt.Errorf("%w: workspace_id: the default workspace's members are all of the organization's members; map another workspace", ErrInvalid)
 	}
 	for _, m := range s.scim.mappings[accountID] {
@@ -607,8 +623,8 @@ func (s *Store) createMappingLocked(accountID, groupID, workspaceRef string, rol
 // applyMappingLocked adds the mapping's group members missing from its
 // workspace (granted by it) and records it as a source of the memberships
 // it already granted. It never removes nor changes a role: sync jobs
-// reconcile. Callers hold s.mu.
-func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
+// reconcile. Callers hold the kernel's lock.
+func (s *SCIMStore) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	g, ok := s.scim.groups[accountID][m.GroupID]
 	if !ok {
 		return 0
@@ -622,7 +638,7 @@ func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	added := 0
 	t := now().UTC()
 	for _, uid := range g.MemberIDs() {
-		if mem, ok := s.members[accountID][uid]; !ok || !mem.Active {
+		if mem, ok := s.org.members[accountID][uid]; !ok || !mem.Active {
 			continue
 		}
 		k := m.WorkspaceID + "/" + uid
@@ -637,7 +653,7 @@ func (s *Store) applyMappingLocked(accountID string, m SCIMGroupMapping) int {
 	if added > 0 {
 		s.publishTouched(touched)
 	}
-	s.markDirty(scimKey("s", accountID))
+	s.k.MarkDirty(scimKey("s", accountID))
 	return added
 }
 
@@ -652,36 +668,36 @@ func slicesContains(ids []string, id string) bool {
 
 // UpdateSCIMGroupMapping changes a mapping's role; memberships follow at
 // the next sync job.
-func (s *Store) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (SCIMGroupMapping, error) {
+func (s *SCIMStore) UpdateSCIMGroupMapping(accountID, id string, role MemberRole) (SCIMGroupMapping, error) {
 	if err := checkMappingRole(role); err != nil {
 		return SCIMGroupMapping{}, err
 	}
-	s.mu.Lock()
+	s.k.Lock()
 	cur, ok := s.scim.mappings[accountID][id]
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMGroupMapping{}, ErrNotFound
 	}
 	m := *cur
 	m.Role, m.UpdatedAt = role, now().UTC()
 	s.scim.mappings[accountID][id] = &m
-	b := s.markDirty(scimKey("m", accountID, id))
-	s.mu.Unlock()
-	return m, b.wait()
+	b := s.k.MarkDirty(scimKey("m", accountID, id))
+	s.k.Unlock()
+	return m, b.Wait()
 }
 
 // DeleteSCIMGroupMapping deletes a mapping. keepMembers false removes the
 // memberships that only this mapping granted (a member with API keys in
 // the workspace keeps its membership, then counted as manual); true keeps
 // them as manually managed. It returns how many memberships were removed.
-func (s *Store) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (int, error) {
-	s.mu.Lock()
+func (s *SCIMStore) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (int, error) {
+	s.k.Lock()
 	if _, ok := s.scim.mappings[accountID][id]; !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, ErrNotFound
 	}
 	delete(s.scim.mappings[accountID], id)
-	b := s.markDirty(scimKey("m", accountID, id))
+	b := s.k.MarkDirty(scimKey("m", accountID, id))
 	removed := 0
 	g := s.scimGrantsOf(accountID)
 	touched := map[string]*Workspace{}
@@ -704,9 +720,9 @@ func (s *Store) DeleteSCIMGroupMapping(accountID, id string, keepMembers bool) (
 		}
 	}
 	s.publishTouched(touched)
-	s.markDirty(scimKey("s", accountID))
-	s.mu.Unlock()
-	return removed, b.wait()
+	s.k.MarkDirty(scimKey("s", accountID))
+	s.k.Unlock()
+	return removed, b.Wait()
 }
 
 func without(ids []string, id string) []string {
@@ -720,8 +736,8 @@ func without(ids []string, id string) []string {
 }
 
 // scimGrantsOf returns the account's grants record, creating it. Callers
-// hold s.mu.
-func (s *Store) scimGrantsOf(accountID string) *scimGrants {
+// hold the kernel's lock.
+func (s *SCIMStore) scimGrantsOf(accountID string) *scimGrants {
 	g, ok := s.scim.grants[accountID]
 	if !ok {
 		g = &scimGrants{AccountID: accountID, Grants: map[string][]string{}}
@@ -731,9 +747,9 @@ func (s *Store) scimGrantsOf(accountID string) *scimGrants {
 }
 
 // memberHasKeysIn reports whether the user created API keys in the
-// workspace (such a member cannot be removed from it). Callers hold s.mu.
-func (s *Store) memberHasKeysIn(wsID, userID string) bool {
-	for _, k := range s.keys {
+// workspace (such a member cannot be removed from it). Callers hold the kernel's lock.
+func (s *SCIMStore) memberHasKeysIn(wsID, userID string) bool {
+	for _, k := range s.acct.keys {
 		if k.WorkspaceID == wsID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
 			return true
 		}
@@ -742,8 +758,8 @@ func (s *Store) memberHasKeysIn(wsID, userID string) bool {
 }
 
 // removeGrantedMembership removes a membership from a (cloned, touched)
-// workspace unless the member has keys there. Callers hold s.mu.
-func (s *Store) removeGrantedMembership(accountID, wsID, userID string, touched map[string]*Workspace) bool {
+// workspace unless the member has keys there. Callers hold the kernel's lock.
+func (s *SCIMStore) removeGrantedMembership(accountID, wsID, userID string, touched map[string]*Workspace) bool {
 	w := s.touchWorkspace(accountID, wsID, touched)
 	if w == nil {
 		return false
@@ -756,12 +772,12 @@ func (s *Store) removeGrantedMembership(accountID, wsID, userID string, touched 
 }
 
 // touchWorkspace returns a writable copy of a workspace, once per
-// operation. Callers hold s.mu.
-func (s *Store) touchWorkspace(accountID, wsID string, touched map[string]*Workspace) *Workspace {
+// operation. Callers hold the kernel's lock.
+func (s *SCIMStore) touchWorkspace(accountID, wsID string, touched map[string]*Workspace) *Workspace {
 	if w, ok := touched[wsID]; ok {
 		return w
 	}
-	cur, ok := s.workspaces[accountID][wsID]
+	cur, ok := s.org.workspaces[accountID][wsID]
 	if !ok {
 		return nil
 	}
@@ -770,23 +786,24 @@ func (s *Store) touchWorkspace(accountID, wsID string, touched map[string]*Works
 	return w
 }
 
-// publishTouched publishes the changed workspaces. Callers hold s.mu.
-func (s *Store) publishTouched(touched map[string]*Workspace) {
+// publishTouched publishes the changed workspaces. Callers hold the kernel's lock.
+func (s *SCIMStore) publishTouched(touched map[string]*Workspace) {
 	for _, w := range touched {
-		s.putWorkspace(w)
-		s.markDirty(workspaceKey(w.AccountID, w.ID))
+		s.org.putWorkspace(w)
+		s.k.MarkDirty(workspaceKey(w.AccountID, w.ID))
 	}
 }
 
 // SCIMSyncJob returns a sync job.
-func (s *Store) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *SCIMStore) SCIMSyncJob(accountID, id string) (SCIMSyncJob, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	return copyOf(s.scim.jobs, accountID, id)
 }
 
 // loadSCIM decodes one SCIM record.
-func (s *Store) loadSCIM(key string, v []byte) error {
+func (s *SCIMStore) loadSCIM(k, v []byte) error {
+	key := string(k)
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	switch kind {
 	case "t":
@@ -813,7 +830,7 @@ func (s *Store) loadSCIM(key string, v []byte) error {
 				msg := "interrupted by a restart before it finished; nothing was applied, run a new sync job"
 				t := now().UTC()
 				j.Status, j.ErrorMessage, j.FinishedAt = SyncFailed, &msg, &t
-				s.markDirty(key)
+				s.k.MarkDirty(key)
 			}
 			put(s.scim.jobs, j.AccountID, j.ID, j)
 		})
@@ -838,8 +855,8 @@ func decodeInto[T any](v []byte, keep func(*T)) error {
 	return nil
 }
 
-// scimSnapshot is snapshot for a SCIM key. Callers hold s.mu.
-func (s *Store) scimSnapshot(key string) any {
+// scimSnapshot is snapshot for a SCIM key. Callers hold the kernel's lock.
+func (s *SCIMStore) scimSnapshot(key string) any {
 	kind, rest, _ := strings.Cut(key[len(prefixSCIM):], "/")
 	accountID, id, _ := strings.Cut(rest, "/")
 	switch kind {

@@ -26,25 +26,25 @@ import (
 // of it or none of it.
 
 // CreateSCIMSyncJob queues a sync job; RunSCIMSyncJob runs it.
-func (s *Store) CreateSCIMSyncJob(accountID string) (SCIMSyncJob, error) {
-	s.mu.Lock()
-	if a, ok := s.accounts[accountID]; !ok || a.Kind != AccountOrganization {
-		s.mu.Unlock()
+func (s *SCIMStore) CreateSCIMSyncJob(accountID string) (SCIMSyncJob, error) {
+	s.k.Lock()
+	if a, ok := s.acct.accounts[accountID]; !ok || a.Kind != AccountOrganization {
+		s.k.Unlock()
 		return SCIMSyncJob{}, ErrNotFound
 	}
 	j := &SCIMSyncJob{ID: newUUID(), AccountID: accountID, Status: SyncQueued, CreatedAt: now().UTC()}
 	put(s.scim.jobs, accountID, j.ID, j)
-	b := s.markDirty(scimKey("j", accountID, j.ID))
-	s.mu.Unlock()
-	return *j, b.wait()
+	b := s.k.MarkDirty(scimKey("j", accountID, j.ID))
+	s.k.Unlock()
+	return *j, b.Wait()
 }
 
 // RunSCIMSyncJob runs a queued job to its end and returns its final state.
-func (s *Store) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
-	s.mu.Lock()
+func (s *SCIMStore) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
+	s.k.Lock()
 	cur, ok := s.scim.jobs[accountID][id]
 	if !ok || cur.Status != SyncQueued {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return SCIMSyncJob{}, fmt.Errorf("%w: no queued sync job %s", ErrNotFound, id)
 	}
 	j := *cur
@@ -60,9 +60,9 @@ func (s *Store) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
 	f.SyncedGroups, f.DeletedGroups = &c.synced, &c.deleted
 	f.Added, f.Updated, f.Removed, f.Kept = &c.added, &c.updated, &c.removed, &c.kept
 	s.scim.jobs[accountID][id] = &f
-	b := s.markDirty(scimKey("j", accountID, id))
-	s.mu.Unlock()
-	if err := b.wait(); err != nil {
+	b := s.k.MarkDirty(scimKey("j", accountID, id))
+	s.k.Unlock()
+	if err := b.Wait(); err != nil {
 		return f, err
 	}
 	return f, nil
@@ -72,8 +72,8 @@ type syncCounts struct {
 	synced, deleted, added, updated, removed, kept int
 }
 
-// applyMappingsLocked applies the mappings. Callers hold s.mu.
-func (s *Store) applyMappingsLocked(accountID string) syncCounts {
+// applyMappingsLocked applies the mappings. Callers hold the kernel's lock.
+func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 	var c syncCounts
 	type want struct {
 		role    MemberRole
@@ -88,12 +88,12 @@ func (s *Store) applyMappingsLocked(accountID string) syncCounts {
 			dead = append(dead, m.ID)
 			continue
 		}
-		if _, ok := s.workspaces[accountID][m.WorkspaceID]; !ok {
+		if _, ok := s.org.workspaces[accountID][m.WorkspaceID]; !ok {
 			continue // the workspace was deleted: the mapping grants nothing
 		}
 		synced[g.ID] = true
 		for uid := range g.Members {
-			if mem, ok := s.members[accountID][uid]; !ok || !mem.Active {
+			if mem, ok := s.org.members[accountID][uid]; !ok || !mem.Active {
 				continue
 			}
 			k := m.WorkspaceID + "/" + uid
@@ -113,7 +113,7 @@ func (s *Store) applyMappingsLocked(accountID string) syncCounts {
 	for _, id := range dead {
 		deletedGroups[s.scim.mappings[accountID][id].GroupID] = true
 		delete(s.scim.mappings[accountID], id)
-		s.markDirty(scimKey("m", accountID, id))
+		s.k.MarkDirty(scimKey("m", accountID, id))
 	}
 	c.deleted = len(deletedGroups)
 
@@ -170,12 +170,12 @@ func (s *Store) applyMappingsLocked(accountID string) syncCounts {
 	}
 	// Only publish workspaces whose memberships changed.
 	for id, w := range touched {
-		if sameMembers(s.workspaces[accountID][id], w) {
+		if sameMembers(s.org.workspaces[accountID][id], w) {
 			delete(touched, id)
 		}
 	}
 	s.publishTouched(touched)
-	s.markDirty(scimKey("s", accountID))
+	s.k.MarkDirty(scimKey("s", accountID))
 	return c
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // The spending counters of workspaces and members change with every charge,
@@ -17,8 +19,8 @@ const (
 
 // scopeUsage is a workspace's or member's counters on disk.
 type scopeUsage struct {
-	Usage     UsageCounters `json:"usage"`
-	BYOKUsage UsageCounters `json:"byok_usage"`
+	Usage     money.UsageCounters `json:"usage"`
+	BYOKUsage money.UsageCounters `json:"byok_usage"`
 }
 
 // MarshalJSON encodes the counters as encoding/json would, without
@@ -32,26 +34,26 @@ func (u scopeUsage) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendCounters(b []byte, c UsageCounters) []byte {
+func appendCounters(b []byte, c money.UsageCounters) []byte {
 	b = append(b, `{"total":`...)
-	b = appendAmount(b, c.Total)
+	b = c.Total.Append(b)
 	for _, w := range []struct {
 		name string
-		w    Windowed
+		w    money.Windowed
 	}{{"daily", c.Daily}, {"weekly", c.Weekly}, {"monthly", c.Monthly}} {
 		b = append(b, `,"`...)
 		b = append(b, w.name...)
 		b = append(b, `":{"p":`...)
 		b = strconv.AppendInt(b, w.w.Period, 10)
 		b = append(b, `,"v":`...)
-		b = appendAmount(b, w.w.Value)
+		b = w.w.Value.Append(b)
 		b = append(b, '}')
 	}
 	return append(b, '}')
 }
 
-// usageSnapshot is snapshot for a counters key. Callers hold s.mu.
-func (s *Store) usageSnapshot(key string) any {
+// usageSnapshot is snapshot for a counters key. Callers hold the kernel's lock.
+func (s *OrgStore) usageSnapshot(key string) any {
 	if rest, ok := strings.CutPrefix(key, prefixWorkspaceUsage); ok {
 		accountID, id, _ := strings.Cut(rest, "/")
 		if w, ok := s.workspaces[accountID][id]; ok {
@@ -69,7 +71,7 @@ func (s *Store) usageSnapshot(key string) any {
 
 // loadUsage applies a counters record to its workspace or member, loaded
 // before it.
-func (s *Store) loadUsage(prefix string, key, v []byte) error {
+func (s *OrgStore) loadUsage(prefix string, key, v []byte) error {
 	var u scopeUsage
 	if err := json.Unmarshal(v, &u); err != nil {
 		return err
@@ -86,29 +88,4 @@ func (s *Store) loadUsage(prefix string, key, v []byte) error {
 		}
 	}
 	return nil
-}
-
-// appendAmount appends a.String() without allocating.
-func appendAmount(b []byte, a Amount) []byte {
-	u := uint64(a)
-	if a < 0 {
-		b = append(b, '-')
-		u = uint64(-a)
-	}
-	b = strconv.AppendUint(b, u/AmountScale, 10)
-	frac := u % AmountScale
-	if frac == 0 {
-		return b
-	}
-	var digits [amountDecimals]byte
-	for i := amountDecimals - 1; i >= 0; i-- {
-		digits[i] = byte('0' + frac%10)
-		frac /= 10
-	}
-	n := amountDecimals
-	for digits[n-1] == '0' {
-		n--
-	}
-	b = append(b, '.')
-	return append(b, digits[:n]...)
 }

@@ -1,23 +1,23 @@
-// Package storage persists the gateway's accounts, keys and counters in an
-// embedded Badger database and serves every read from an in-memory copy, so
-// that the request path never waits on disk for a lookup.
+// Package storage holds the gateway's state: accounts, keys, credits and
+// the counters that cap them, organizations, secrets, analytics and SCIM
+// records. Every read is served from memory, so that the request path
+// never waits on disk for a lookup; every write goes through the kernel
+// (package storage/kernel), which makes it durable before it returns.
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Errors returned by the store; handlers map them to HTTP statuses.
 var (
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = kernel.ErrNotFound
 	ErrInvalid  = errors.New("invalid")
 	// ErrConflict: the change contradicts the current state (a duplicate,
 	// or a workspace that still holds keys).
@@ -26,6 +26,10 @@ var (
 	// cannot be deleted).
 	ErrForbidden = errors.New("forbidden")
 )
+
+// ErrNotDurable is returned when a write could not be committed in time; the
+// kernel keeps retrying it.
+var ErrNotDurable = kernel.ErrNotDurable
 
 // now is the store's clock; tests replace it to cross UTC boundaries.
 var now = time.Now
@@ -45,246 +49,113 @@ type Options struct {
 	Logger     *zap.Logger
 }
 
-// Store is the gateway's persistent state. All methods are safe for
-// concurrent use. Memory is the truth for reads; every method that changes
-// state returns only once the change is durable (group-committed, see
-// flush.go), so a caller never acknowledges what a crash would lose.
+// Store is the gateway's persistent state: the domain stores over one
+// kernel. All methods are safe for concurrent use. Memory is the truth for
+// reads; every method that changes state returns only once the change is
+// durable, so a caller never acknowledges what a crash would lose. The
+// domain stores share the kernel's one lock: admission reads accounts,
+// keys, workspaces and members at one instant, and several domains'
+// changes (a SCIM sync, deleting a key) are one atomic step.
 type Store struct {
-	db  *badger.DB
-	log *zap.Logger
-
-	mu        sync.RWMutex
-	accounts  map[string]*Account
-	keys      map[string]*APIKey        // by hash
-	mgmtKeys  map[string]*ManagementKey // by hash
-	purchases map[string][]Purchase     // by account id
-	seq       uint64
-	ledger    ledger
-
-	byok accountRecords[Credential] // BYOK credentials by account id, then id
-
-	destinations accountRecords[Destination]     // observability destinations by account id, then id
-	endpoints    accountRecords[PrivateEndpoint] // private endpoints by account id, then id
-	// Organizations' members, workspaces and guardrails, by account id,
-	// then id (members.go, workspaces.go, guardrails.go).
-	members    accountRecords[Member]
-	workspaces accountRecords[Workspace]
-	guardrails accountRecords[Guardrail]
-	// rules caches each key's effective rules (rules.go); rulesGen
-	// invalidates them.
-	rules    sync.Map
-	rulesGen atomic.Uint64
-
-	genSubs generationSubscribers // SubscribeGenerations
-
-	endUsers  accountRecords[EndUser] // by account id, then user (endusers.go)
-	analytics *rollup                 // usage rollup (analytics.go)
-	scim      *scimState              // SCIM tokens, users, groups, mappings, sync jobs (scim.go)
-
-	// group commit (flush.go)
-	dirty     map[string]struct{}
-	appends   []kv
-	open      *batch
-	wake      chan struct{}
-	stopFlush chan struct{}
-	flushDone chan struct{}
-	closing   bool
-
-	stopGC chan struct{}
-	gcDone chan struct{}
+	k *kernel.Kernel
+	*AccountStore
+	*LedgerStore
+	*OrgStore
+	*SecretStore
+	*AnalyticsStore
+	*SCIMStore
+	*EndUserStore
+	*DestinationStore
+	*EndpointStore
+	*FeedbackStore
 }
-
-// Badger key prefixes, one per record type.
-const (
-	prefixAccount  = "a/"
-	prefixPurchase = "p/"
-	prefixMgmtKey  = "m/"
-	prefixAPIKey   = "k/"
-	prefixBYOK     = "b/" // b/<account id>/<credential id>
-	// o/<account id>/<destination id>: observability destinations
-	prefixDestination = "o/"
-	// pe/<account id>/<endpoint id>: private endpoints
-	prefixPrivateEndpoint = "pe/"
-	// prefixMember, prefixWorkspace and prefixGuardrail are in their files.
-	// Generation records are append-only and not loaded into memory.
-	prefixGeneration = "g/"
-)
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
-	log := opts.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	bopts := badger.DefaultOptions(opts.Dir).
-		WithLogger(badgerLogger{log.Sugar()}).
-		WithNumVersionsToKeep(1).
-		WithMemTableSize(16 << 20).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20).
-		WithSyncWrites(opts.SyncWrites)
-	if opts.InMemory {
-		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
-	}
-	db, err := badger.Open(bopts)
+	k, err := kernel.Open(kernel.Options(opts))
 	if err != nil {
-		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
+		return nil, err
 	}
-	s := &Store{
-		db:        db,
-		log:       log,
-		accounts:  map[string]*Account{},
-		keys:      map[string]*APIKey{},
-		mgmtKeys:  map[string]*ManagementKey{},
-		purchases: map[string][]Purchase{},
-		byok:      map[string]map[string]*Credential{},
-		endUsers:  map[string]map[string]*EndUser{},
-		ledger:    newLedger(),
-		dirty:     map[string]struct{}{},
-		open:      &batch{done: make(chan struct{})},
-		wake:      make(chan struct{}, 1),
-		stopFlush: make(chan struct{}),
-		flushDone: make(chan struct{}),
-		stopGC:    make(chan struct{}),
-		gcDone:    make(chan struct{}),
-	}
-	s.destinations = map[string]map[string]*Destination{}
-	s.endpoints = map[string]map[string]*PrivateEndpoint{}
-	s.members = map[string]map[string]*Member{}
-	s.workspaces = map[string]map[string]*Workspace{}
-	s.guardrails = map[string]map[string]*Guardrail{}
-	s.scim = newSCIMState()
-	if err := s.load(); err != nil {
-		_ = db.Close()
+	s := newStore(k)
+	s.registerKinds()
+	if err := k.Load(); err != nil {
+		_ = k.Close()
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
 	if err := s.buildAnalytics(); err != nil {
-		_ = db.Close()
+		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
-	go s.flushLoop()
-	if opts.GCInterval > 0 && !opts.InMemory {
-		go s.gcLoop(opts.GCInterval)
-	} else {
-		close(s.gcDone)
-	}
+	k.Start()
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	close(s.stopFlush)
-	<-s.flushDone
-	close(s.stopGC)
-	<-s.gcDone
-	return s.db.Close()
-}
+func (s *Store) Close() error { return s.k.Close() }
 
-// load reads accounts, purchases and keys into the in-memory index (the
-// warm-up). Generation records stay on disk.
-func (s *Store) load() error {
-	return s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey, prefixBYOK, prefixEndUser,
-			prefixDestination, prefixPrivateEndpoint, prefixMember, prefixWorkspace, prefixGuardrail,
-			prefixWorkspaceUsage, prefixMemberUsage, prefixSCIM} {
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = []byte(prefix)
-			it := txn.NewIterator(opts)
-			for it.Rewind(); it.Valid(); it.Next() {
-				item := it.Item()
-				load := func(v []byte) error { return s.loadRecord(prefix, v) }
-				if prefix == prefixWorkspaceUsage || prefix == prefixMemberUsage {
-					key := item.KeyCopy(nil)
-					load = func(v []byte) error { return s.loadUsage(prefix, key, v) }
-				}
-				if prefix == prefixSCIM {
-					key := string(item.KeyCopy(nil))
-					load = func(v []byte) error { return s.loadSCIM(key, v) }
-				}
-				if err := item.Value(load); err != nil {
-					it.Close()
-					return fmt.Errorf("loading record %q: %w", item.Key(), err)
-				}
-			}
-			it.Close()
-		}
-		return nil
-	})
-}
-
-// loadRecord decodes one record of the given type into memory.
-func (s *Store) loadRecord(prefix string, v []byte) error {
-	switch prefix {
-	case prefixAccount:
-		var a Account
-		if err := json.Unmarshal(v, &a); err != nil {
-			return err
-		}
-		s.accounts[a.ID] = &a
-	case prefixPurchase:
-		var p Purchase
-		if err := json.Unmarshal(v, &p); err != nil {
-			return err
-		}
-		s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
-	case prefixMgmtKey:
-		var m ManagementKey
-		if err := json.Unmarshal(v, &m); err != nil {
-			return err
-		}
-		s.mgmtKeys[m.Hash] = &m
-	case prefixAPIKey:
-		var k APIKey
-		if err := json.Unmarshal(v, &k); err != nil {
-			return err
-		}
-		s.keys[k.Hash] = &k
-		s.seq = max(s.seq, k.Seq)
-	case prefixBYOK:
-		return s.loadBYOK(v)
-	case prefixEndUser:
-		return s.loadEndUser(v)
-	case prefixDestination:
-		return s.loadDestination(v)
-	case prefixPrivateEndpoint:
-		return s.loadPrivateEndpoint(v)
-	case prefixMember:
-		return s.loadMember(v)
-	case prefixWorkspace:
-		return s.loadWorkspace(v)
-	case prefixGuardrail:
-		return s.loadGuardrail(v)
+// newStore makes the domain stores over k and wires each to the others
+// it reads.
+func newStore(k *kernel.Kernel) *Store {
+	s := &Store{
+		k: k,
+		AccountStore: &AccountStore{
+			k:         k,
+			accounts:  map[string]*Account{},
+			keys:      map[string]*APIKey{},
+			mgmtKeys:  map[string]*ManagementKey{},
+			purchases: map[string][]Purchase{},
+		},
+		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},
+		OrgStore: &OrgStore{
+			k:          k,
+			members:    kernel.Records[Member]{},
+			workspaces: kernel.Records[Workspace]{},
+			guardrails: kernel.Records[Guardrail]{},
+		},
+		SecretStore:      &SecretStore{k: k, byok: kernel.Records[Credential]{}},
+		AnalyticsStore:   &AnalyticsStore{k: k},
+		SCIMStore:        &SCIMStore{k: k, scim: newSCIMState()},
+		EndUserStore:     &EndUserStore{k: k, endUsers: kernel.Records[EndUser]{}},
+		DestinationStore: &DestinationStore{k: k, destinations: kernel.Records[Destination]{}},
+		EndpointStore:    &EndpointStore{k: k, endpoints: kernel.Records[PrivateEndpoint]{}},
+		FeedbackStore:    &FeedbackStore{k: k},
 	}
-	return nil
+	s.wire()
+	return s
 }
 
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+// wire points each domain store at the others it uses.
+func (s *Store) wire() {
+	s.AccountStore.org = s.OrgStore
+	s.AnalyticsStore.acct = s.AccountStore
+	s.AnalyticsStore.fb = s.FeedbackStore
+	s.AnalyticsStore.led = s.LedgerStore
+	s.AnalyticsStore.users = s.EndUserStore
+	s.DestinationStore.acct = s.AccountStore
+	s.EndUserStore.acct = s.AccountStore
+	s.EndpointStore.acct = s.AccountStore
+	s.FeedbackStore.stats = s.AnalyticsStore
+	s.LedgerStore.acct = s.AccountStore
+	s.LedgerStore.org = s.OrgStore
+	s.OrgStore.acct = s.AccountStore
+	s.OrgStore.sec = s.SecretStore
+	s.SCIMStore.acct = s.AccountStore
+	s.SCIMStore.org = s.OrgStore
+	s.SecretStore.acct = s.AccountStore
+	s.SecretStore.org = s.OrgStore
+}
 
-// gcLoop runs value-log GC until no more rewriting is worthwhile, on every tick.
-func (s *Store) gcLoop(every time.Duration) {
-	defer close(s.gcDone)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopGC:
-			return
-		case <-t.C:
-			for s.db.RunValueLogGC(0.5) == nil {
-			}
-		}
+// registerKinds registers every domain store's kinds of record with the
+// kernel, in load order: the organizations' usage counters decorate the
+// workspaces and members loaded before them.
+func (s *Store) registerKinds() {
+	for _, kinds := range [][]kernel.Kind{
+		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
+		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
+		s.SCIMStore.kinds(), s.LedgerStore.kinds(), s.FeedbackStore.kinds(),
+	} {
+		s.k.Register(kinds...)
 	}
 }
-
-// badgerLogger routes Badger's log lines into zap.
-type badgerLogger struct{ l *zap.SugaredLogger }
-
-func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Errorf(f, a...) }
-func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warnf(f, a...) }
-func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debugf(f, a...) }
-func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debugf(f, a...) }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func openTemp(t *testing.T, dir string) *Store {
@@ -22,11 +24,11 @@ func TestStoreKeysPersistAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.RecordPurchase(acct.ID, 10*AmountScale, "first"); err != nil {
+	if _, _, err := s.RecordPurchase(acct.ID, 10*money.AmountScale, "first"); err != nil {
 		t.Fatal(err)
 	}
-	limit := Amount(5 * AmountScale)
-	k, secret, err := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k1", Limit: &limit, LimitReset: IntervalDaily})
+	limit := money.Amount(5 * money.AmountScale)
+	k, secret, err := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k1", Limit: &limit, LimitReset: money.IntervalDaily})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestStoreKeysPersistAcrossReopen(t *testing.T) {
 	s = openTemp(t, dir)
 	defer s.Close()
 	p, err := s.Authenticate(secret)
-	if err != nil || p.Management || p.Key.Name != "k1" || *p.Key.Limit != limit || p.Key.LimitReset != IntervalDaily {
+	if err != nil || p.Management || p.Key.Name != "k1" || *p.Key.Limit != limit || p.Key.LimitReset != money.IntervalDaily {
 		t.Fatalf("regular key after reopen: %+v, %v", p, err)
 	}
 	p, err = s.Authenticate(msecret)
@@ -53,7 +55,7 @@ func TestStoreKeysPersistAcrossReopen(t *testing.T) {
 		t.Fatalf("management key after reopen: %+v, %v", p, err)
 	}
 	a, _ := s.Account(acct.ID)
-	if a.CreditsPurchased != 10*AmountScale || a.Purchases != 1 || len(s.Purchases(acct.ID)) != 1 {
+	if a.CreditsPurchased != 10*money.AmountScale || a.Purchases != 1 || len(s.Purchases(acct.ID)) != 1 {
 		t.Fatalf("account after reopen: %+v", a)
 	}
 	if _, err := s.Authenticate(secret + "x"); !errors.Is(err, ErrNotFound) {
@@ -168,7 +170,7 @@ func TestPurchaseTotalOverflowRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := Amount(5_000_000_000 * AmountScale)
+	big := money.Amount(5_000_000_000 * money.AmountScale)
 	if _, _, err := s.RecordPurchase(a.ID, big, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestPurchaseTotalOverflowRefused(t *testing.T) {
 		t.Fatalf("total %s after %d purchases (%d listed)", got.CreditsPurchased, got.Purchases, len(s.Purchases(a.ID)))
 	}
 	// Up to the maximum exactly is fine.
-	if _, acct, err := s.RecordPurchase(a.ID, MaxAmount-big, ""); err != nil || acct.CreditsPurchased != MaxAmount {
+	if _, acct, err := s.RecordPurchase(a.ID, money.MaxAmount-big, ""); err != nil || acct.CreditsPurchased != money.MaxAmount {
 		t.Fatalf("purchase up to the maximum: %v, %s", err, acct.CreditsPurchased)
 	}
 }

@@ -16,7 +16,7 @@ type subscriber struct{ fn func(Generation) }
 // in-memory rollup) and never block. The returned cancel removes fn; call it
 // when the subscriber's config is cleaned up, since the store outlives a
 // config reload.
-func (s *Store) SubscribeGenerations(fn func(Generation)) (cancel func()) {
+func (s *LedgerStore) SubscribeGenerations(fn func(Generation)) (cancel func()) {
 	sub := &subscriber{fn: fn}
 	for {
 		old := s.genSubs.list.Load()

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Workspace divides an account's keys. Every account has a default
@@ -41,8 +44,8 @@ type Workspace struct {
 	Members map[string]*WorkspaceMember `json:"members,omitempty"`
 	// Usage is the spending of every key of the workspace (persisted in
 	// its own record, scopeusage.go).
-	Usage     UsageCounters `json:"-"`
-	BYOKUsage UsageCounters `json:"-"`
+	Usage     money.UsageCounters `json:"-"`
+	BYOKUsage money.UsageCounters `json:"-"`
 }
 
 // WorkspaceMember is a member's membership in a workspace.
@@ -87,28 +90,28 @@ func ParseBudgetInterval(s string) (BudgetInterval, bool) {
 }
 
 // Interval is the usage window of the budget (IntervalNone: all time).
-func (b BudgetInterval) Interval() Interval {
+func (b BudgetInterval) Interval() money.Interval {
 	if b == BudgetLifetime {
-		return IntervalNone
+		return money.IntervalNone
 	}
-	return Interval(b)
+	return money.Interval(b)
 }
 
 // WorkspaceBudget caps a workspace's pooled spending over an interval.
 type WorkspaceBudget struct {
 	ID        string         `json:"id"`
 	Interval  BudgetInterval `json:"interval"`
-	Limit     Amount         `json:"limit"`
+	Limit     money.Amount   `json:"limit"`
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
 }
 
 // BudgetUsage is the workspace's spending that counts against budgets of
 // the interval at now.
-func (w *Workspace) BudgetUsage(iv BudgetInterval, now time.Time) Amount {
+func (w *Workspace) BudgetUsage(iv BudgetInterval, now time.Time) money.Amount {
 	used := w.Usage.In(iv.Interval(), now)
 	if w.IncludeBYOKInBudgets {
-		used = SpendingSum(used, w.BYOKUsage.In(iv.Interval(), now))
+		used = money.SpendingSum(used, w.BYOKUsage.In(iv.Interval(), now))
 	}
 	return used
 }
@@ -124,7 +127,7 @@ func (w *Workspace) SortedBudgets() []WorkspaceBudget {
 	return out
 }
 
-// clone copies the workspace with its own maps. Callers hold s.mu.
+// clone copies the workspace with its own maps. Callers hold the kernel's lock.
 func (w *Workspace) clone() *Workspace {
 	c := *w
 	c.Budgets = maps.Clone(w.Budgets)
@@ -140,17 +143,19 @@ func (w *Workspace) clone() *Workspace {
 
 const prefixWorkspace = "w/" // w/<account id>/<workspace id>
 
-func workspaceKey(accountID, id string) string { return recordKey(prefixWorkspace, accountID, id) }
+func workspaceKey(accountID, id string) string {
+	return kernel.RecordKey(prefixWorkspace, accountID, id)
+}
 
-func (w Workspace) recordIDs() (accountID, id string) { return w.AccountID, w.ID }
+func (w Workspace) RecordIDs() (accountID, id string) { return w.AccountID, w.ID }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // putWorkspace publishes a workspace record and marks it dirty. Callers
-// hold s.mu.
-func (s *Store) putWorkspace(w *Workspace) *batch {
+// hold the kernel's lock.
+func (s *OrgStore) putWorkspace(w *Workspace) *kernel.Batch {
 	s.rulesChanged()
-	return putDirty(s, s.workspaces, prefixWorkspace, w)
+	return kernel.PutDirty(s.k, s.workspaces, prefixWorkspace, w)
 }
 
 // defaultWorkspace builds the record of an account's default workspace.
@@ -164,32 +169,32 @@ func defaultWorkspace(a *Account) *Workspace {
 
 // ensureDefaultWorkspaces gives every loaded account its default workspace
 // record (accounts created before workspaces existed). Called by load.
-func (s *Store) ensureDefaultWorkspaces() {
-	for _, a := range s.accounts {
+func (s *OrgStore) ensureDefaultWorkspaces() {
+	for _, a := range s.acct.accounts {
 		if a.DefaultWorkspaceID == "" {
 			c := *a
 			c.DefaultWorkspaceID = newUUID()
-			s.accounts[c.ID] = &c
-			s.markDirty(prefixAccount + c.ID)
+			s.acct.accounts[c.ID] = &c
+			s.k.MarkDirty(prefixAccount + c.ID)
 			a = &c
 		}
 		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok {
 			s.putWorkspace(defaultWorkspace(a))
 		}
 	}
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.WorkspaceID == "" {
-			if a, ok := s.accounts[k.AccountID]; ok {
+			if a, ok := s.acct.accounts[k.AccountID]; ok {
 				c := *k
 				c.WorkspaceID = a.DefaultWorkspaceID
-				s.keys[c.Hash] = &c
-				s.markDirty(prefixAPIKey + c.Hash)
+				s.acct.keys[c.Hash] = &c
+				s.k.MarkDirty(prefixAPIKey + c.Hash)
 			}
 		}
 	}
 	// BYOK credentials stored before they belonged to a workspace.
-	for accountID, creds := range s.byok {
-		a, ok := s.accounts[accountID]
+	for accountID, creds := range s.sec.byok {
+		a, ok := s.acct.accounts[accountID]
 		if !ok {
 			continue
 		}
@@ -197,14 +202,14 @@ func (s *Store) ensureDefaultWorkspaces() {
 			if cr.WorkspaceID == "" {
 				c := cr.clone()
 				c.WorkspaceID = a.DefaultWorkspaceID
-				putDirty(s, s.byok, prefixBYOK, &c)
+				kernel.PutDirty(s.k, s.sec.byok, prefixBYOK, &c)
 			}
 		}
 	}
 }
 
-// resolveWorkspace finds a workspace by id or slug. Callers hold s.mu.
-func (s *Store) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
+// resolveWorkspace finds a workspace by id or slug. Callers hold the kernel's lock.
+func (s *OrgStore) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 	if w, ok := s.workspaces[accountID][ref]; ok {
 		return w, true
 	}
@@ -217,9 +222,9 @@ func (s *Store) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 }
 
 // Workspace returns an account's workspace by id or slug.
-func (s *Store) Workspace(accountID, ref string) (Workspace, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *OrgStore) Workspace(accountID, ref string) (Workspace, bool) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		return Workspace{}, false
@@ -229,17 +234,17 @@ func (s *Store) Workspace(accountID, ref string) (Workspace, bool) {
 
 // Workspaces lists an account's workspaces: the default first, then by
 // creation.
-func (s *Store) Workspaces(accountID string) []Workspace {
-	s.mu.RLock()
+func (s *OrgStore) Workspaces(accountID string) []Workspace {
+	s.k.RLock()
 	def := ""
-	if a, ok := s.accounts[accountID]; ok {
+	if a, ok := s.acct.accounts[accountID]; ok {
 		def = a.DefaultWorkspaceID
 	}
 	out := make([]Workspace, 0, len(s.workspaces[accountID]))
 	for _, w := range s.workspaces[accountID] {
 		out = append(out, *w)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		if (out[i].ID == def) != (out[j].ID == def) {
 			return out[i].ID == def
@@ -253,8 +258,8 @@ func (s *Store) Workspaces(accountID string) []Workspace {
 }
 
 // checkSlug validates a slug and its uniqueness in the account. Callers
-// hold s.mu.
-func (s *Store) checkSlug(accountID, slug, self string) error {
+// hold the kernel's lock.
+func (s *OrgStore) checkSlug(accountID, slug, self string) error {
 	if !slugPattern.MatchString(slug) {
 		return fmt.Errorf("%w: slug: expected lowercase letters, digits and hyphens (at most 64)", ErrInvalid)
 	}
@@ -268,7 +273,7 @@ func (s *Store) checkSlug(accountID, slug, self string) error {
 
 // CreateWorkspace creates a workspace; fn fills in its settings (name and
 // slug are required).
-func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspace, error) {
+func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspace, error) {
 	t := now().UTC()
 	w := &Workspace{
 		ID: newUUID(), AccountID: accountID, DefaultGuardrailID: newUUID(),
@@ -280,102 +285,102 @@ func (s *Store) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspac
 	if w.Name == "" {
 		return Workspace{}, fmt.Errorf("%w: name: required non-empty string", ErrInvalid)
 	}
-	s.mu.Lock()
-	if _, ok := s.accounts[accountID]; !ok {
-		s.mu.Unlock()
+	s.k.Lock()
+	if _, ok := s.acct.accounts[accountID]; !ok {
+		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
 	if err := s.checkSlug(accountID, w.Slug, w.ID); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, err
 	}
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return *w, b.wait()
+	s.k.Unlock()
+	return *w, b.Wait()
 }
 
 // UpdateWorkspace applies fn to a copy of the workspace found by id or
 // slug; fn may return an error to abort.
-func (s *Store) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
-	s.mu.Lock()
+func (s *OrgStore) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
+	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
 	w := cur.clone()
 	if err := fn(w); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, err
 	}
 	w.ID, w.AccountID, w.CreatedAt, w.DefaultGuardrailID = cur.ID, cur.AccountID, cur.CreatedAt, cur.DefaultGuardrailID
 	w.Usage, w.BYOKUsage, w.Members = cur.Usage, cur.BYOKUsage, cur.Members
 	w.Name = strings.TrimSpace(w.Name)
 	if w.Name == "" {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, fmt.Errorf("%w: name: must not be empty", ErrInvalid)
 	}
 	if err := s.checkSlug(accountID, w.Slug, w.ID); err != nil {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, err
 	}
 	t := now().UTC()
 	w.UpdatedAt = &t
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return *w, b.wait()
+	s.k.Unlock()
+	return *w, b.Wait()
 }
 
 // DeleteWorkspace deletes a workspace with its budgets and guardrails. The
 // default workspace cannot be deleted, nor one that still holds API keys
 // or BYOK credentials (ErrConflict names the rule).
-func (s *Store) DeleteWorkspace(accountID, ref string) error {
-	s.mu.Lock()
+func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
+	s.k.Lock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return ErrNotFound
 	}
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
-		s.mu.Unlock()
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+		s.k.Unlock()
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.AccountID == accountID && k.WorkspaceID == w.ID {
 			n++
 		}
 	}
 	if n > 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
 	}
-	for _, c := range s.byok[accountID] {
+	for _, c := range s.sec.byok[accountID] {
 		if c.WorkspaceID == w.ID {
 			n++
 		}
 	}
 	if n > 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d BYOK credential(s); delete them first", ErrConflict, w.Slug, n)
 	}
 	delete(s.workspaces[accountID], w.ID)
-	s.markDirty(prefixWorkspaceUsage + accountID + "/" + w.ID)
-	b := s.markDirty(workspaceKey(accountID, w.ID))
+	s.k.MarkDirty(prefixWorkspaceUsage + accountID + "/" + w.ID)
+	b := s.k.MarkDirty(workspaceKey(accountID, w.ID))
 	for id, g := range s.guardrails[accountID] {
 		if g.WorkspaceID == w.ID {
 			s.deleteGuardrailLocked(accountID, id)
 		}
 	}
 	s.rulesChanged()
-	s.mu.Unlock()
-	return b.wait()
+	s.k.Unlock()
+	return b.Wait()
 }
 
 // SetWorkspaceBudget creates or updates the budget of an interval; a
 // non-nil includeBYOK sets the workspace-wide include_byok_in_budgets.
 // Limits must strictly decrease as the interval narrows.
-func (s *Store) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, limit Amount, includeBYOK *bool) (Workspace, WorkspaceBudget, error) {
+func (s *OrgStore) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, limit money.Amount, includeBYOK *bool) (Workspace, WorkspaceBudget, error) {
 	if limit < 0 {
 		return Workspace{}, WorkspaceBudget{}, fmt.Errorf("%w: limit_usd: must not be negative", ErrInvalid)
 	}
@@ -420,7 +425,7 @@ func checkBudgetOrder(bs map[BudgetInterval]*WorkspaceBudget) error {
 }
 
 // DeleteWorkspaceBudget removes the budget of an interval.
-func (s *Store) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) error {
+func (s *OrgStore) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) error {
 	_, err := s.UpdateWorkspace(accountID, ref, func(w *Workspace) error {
 		if _, ok := w.Budgets[iv]; !ok {
 			return fmt.Errorf("%w: no %s budget", ErrNotFound, iv)
@@ -433,15 +438,15 @@ func (s *Store) DeleteWorkspaceBudget(accountID, ref string, iv BudgetInterval) 
 
 // WorkspaceMembers lists a workspace's members; the default workspace's
 // are all of the organization's active members with their role.
-func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Workspace, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *OrgStore) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Workspace, error) {
+	s.k.RLock()
+	defer s.k.RUnlock()
 	w, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		return nil, Workspace{}, ErrNotFound
 	}
 	var out []WorkspaceMember
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
 		for _, m := range s.members[accountID] {
 			if m.Active {
 				out = append(out, WorkspaceMember{UserID: m.ID, Role: m.Role, CreatedAt: m.CreatedAt})
@@ -460,7 +465,7 @@ func (s *Store) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, Work
 // its organization role (admins become workspace admins). Every user id
 // must be an active member; those already in the workspace are left as
 // they are. It returns the memberships added.
-func (s *Store) AddWorkspaceMembers(accountID, ref string, userIDs []string) ([]WorkspaceMember, error) {
+func (s *OrgStore) AddWorkspaceMembers(accountID, ref string, userIDs []string) ([]WorkspaceMember, error) {
 	var added []WorkspaceMember
 	_, err := s.updateMemberships(accountID, ref, userIDs, func(w *Workspace, m *Member, t time.Time) {
 		if _, in := w.Members[m.ID]; !in {
@@ -474,7 +479,7 @@ func (s *Store) AddWorkspaceMembers(accountID, ref string, userIDs []string) ([]
 
 // SetWorkspaceMember adds a member to a workspace with an explicit role, or
 // changes its role there (for SCIM group mappings).
-func (s *Store) SetWorkspaceMember(accountID, ref, userID string, role MemberRole) (WorkspaceMember, error) {
+func (s *OrgStore) SetWorkspaceMember(accountID, ref, userID string, role MemberRole) (WorkspaceMember, error) {
 	if _, ok := ParseMemberRole(string(role)); !ok {
 		return WorkspaceMember{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
@@ -493,22 +498,22 @@ func (s *Store) SetWorkspaceMember(accountID, ref, userID string, role MemberRol
 // RemoveWorkspaceMembers removes members from a workspace. A member that
 // still has API keys in the workspace cannot be removed (ErrConflict).
 // It returns how many were removed.
-func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) (int, error) {
-	s.mu.Lock()
+func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) (int, error) {
+	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, ErrNotFound
 	}
-	if a := s.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
-		s.mu.Unlock()
+	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
+		s.k.Unlock()
 		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 	}
-	for _, k := range s.keys {
+	for _, k := range s.acct.keys {
 		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil {
 			for _, u := range userIDs {
 				if u == *k.CreatorUserID {
-					s.mu.Unlock()
+					s.k.Unlock()
 					return 0, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, u)
 				}
 			}
@@ -523,27 +528,27 @@ func (s *Store) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) 
 		}
 	}
 	if n == 0 {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return 0, nil
 	}
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return n, b.wait()
+	s.k.Unlock()
+	return n, b.Wait()
 }
 
 // updateMemberships checks the user ids and applies fn for each to a copy
 // of the workspace. Adding to the default workspace is a no-op: every
 // member belongs to it.
-func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn func(*Workspace, *Member, time.Time)) (Workspace, error) {
-	s.mu.Lock()
+func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn func(*Workspace, *Member, time.Time)) (Workspace, error) {
+	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
-		s.mu.Unlock()
+		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
 	for _, u := range userIDs {
 		if m, ok := s.members[accountID][u]; !ok || !m.Active {
-			s.mu.Unlock()
+			s.k.Unlock()
 			return Workspace{}, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
 		}
 	}
@@ -553,38 +558,31 @@ func (s *Store) updateMemberships(accountID, ref string, userIDs []string, fn fu
 		fn(w, s.members[accountID][u], t)
 	}
 	b := s.putWorkspace(w)
-	s.mu.Unlock()
-	return *w, b.wait()
+	s.k.Unlock()
+	return *w, b.Wait()
 }
 
 // MoveAPIKey moves a key to another workspace of its account.
-func (s *Store) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
-	s.mu.RLock()
-	k, ok := s.keys[hash]
+func (s *OrgStore) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
+	s.k.RLock()
+	k, ok := s.acct.keys[hash]
 	var ws *Workspace
 	if ok {
 		ws, ok = s.resolveWorkspace(k.AccountID, workspaceRef)
 	}
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	if !ok {
 		return APIKey{}, ErrNotFound
 	}
-	return s.UpdateAPIKey(hash, func(k *APIKey) error { k.WorkspaceID = ws.ID; return nil })
+	return s.acct.UpdateAPIKey(hash, func(k *APIKey) error { k.WorkspaceID = ws.ID; return nil })
 }
 
-func (s *Store) loadWorkspace(v []byte) error {
-	w, err := s.workspaces.load(v)
-	if err != nil {
-		return err
-	}
+// initMaps gives a loaded workspace the maps that JSON leaves nil.
+func (w *Workspace) initMaps() {
 	if w.Budgets == nil {
 		w.Budgets = map[BudgetInterval]*WorkspaceBudget{}
 	}
 	if w.Members == nil {
 		w.Members = map[string]*WorkspaceMember{}
 	}
-	return nil
 }
-
-// workspaceSnapshot is snapshot for a workspace key. Callers hold s.mu.
-func (s *Store) workspaceSnapshot(key string) any { return s.workspaces.snapshot(prefixWorkspace, key) }

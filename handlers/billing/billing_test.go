@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func price(t *testing.T, s string) Price {
@@ -71,7 +71,7 @@ func TestCostExact(t *testing.T) {
 func TestTotalsDoNotDrift(t *testing.T) {
 	p := Pricing{Prompt: price(t, "0.0000001"), Completion: price(t, "0.0000003")}
 	one := mustCost(t, p, Usage{PromptTokens: 7, CompletionTokens: 3})
-	var total storage.Amount
+	var total money.Amount
 	for range 10_000 {
 		total += mustCost(t, p, Usage{PromptTokens: 7, CompletionTokens: 3})
 	}
@@ -98,11 +98,11 @@ func TestHugeQuantitiesAreRefused(t *testing.T) {
 		t.Fatalf("TokenCost(max int64) = %d, %v", c, err)
 	}
 	// An extra charge that would overflow the sum.
-	if c, err := Cost(Pricing{Request: price(t, "1")}, Usage{Extra: storage.MaxAmount}); err != ErrCostRange {
+	if c, err := Cost(Pricing{Request: price(t, "1")}, Usage{Extra: money.MaxAmount}); err != ErrCostRange {
 		t.Fatalf("Cost with a huge extra = %d, %v", c, err)
 	}
 	// Exactly the largest Amount still prices.
-	if c, err := Cost(Pricing{Completion: Price(femtoPerNano)}, Usage{CompletionTokens: int64(storage.MaxAmount)}); err != nil || c != storage.MaxAmount {
+	if c, err := Cost(Pricing{Completion: Price(femtoPerNano)}, Usage{CompletionTokens: int64(money.MaxAmount)}); err != nil || c != money.MaxAmount {
 		t.Fatalf("largest cost = %d, %v", c, err)
 	}
 	// Without max_tokens the context window's cost only bounds the
@@ -114,25 +114,25 @@ func TestHugeQuantitiesAreRefused(t *testing.T) {
 }
 
 func TestAdmitRefusesOverflowingSums(t *testing.T) {
-	limit := storage.MaxAmount
-	huge := Estimate{Hold: storage.MaxAmount / 2}
+	limit := money.MaxAmount
+	huge := Estimate{Hold: money.MaxAmount / 2}
 	f := RequestFacts{Pricing: Pricing{Prompt: 1}}
 	// Key cap: usage + held + hold beyond any Amount is beyond the cap.
-	key := KeyFacts{Limit: &limit, CapUsage: storage.MaxAmount / 2, Held: 2}
+	key := KeyFacts{Limit: &limit, CapUsage: money.MaxAmount / 2, Held: 2}
 	if rej := Admit(huge, f, AccountFacts{}, key, policy); rej == nil || rej.Source != "key_limit" {
 		t.Fatalf("key cap overflow admitted: %+v", rej)
 	}
 	// Account totals, for an account billed after use too.
-	acct := AccountFacts{Usage: storage.MaxAmount / 2, BYOKUsage: 1, Held: 1}
+	acct := AccountFacts{Usage: money.MaxAmount / 2, BYOKUsage: 1, Held: 1}
 	if rej := Admit(huge, f, acct, KeyFacts{}, policy); rej == nil || rej.Source != "credits" {
 		t.Fatalf("usage overflow admitted: %+v", rej)
 	}
 	// A budget with room for exactly the hold admits; one more does not.
-	b := Budget{Source: "workspace_budget", Limit: storage.MaxAmount, Used: storage.MaxAmount - 5, Held: 2}
+	b := Budget{Source: "workspace_budget", Limit: money.MaxAmount, Used: money.MaxAmount - 5, Held: 2}
 	if rej := AdmitBudget(3, b); rej != nil {
 		t.Fatalf("exact fit refused: %+v", rej)
 	}
-	if rej := AdmitBudget(storage.MaxAmount, b); rej == nil {
+	if rej := AdmitBudget(money.MaxAmount, b); rej == nil {
 		t.Fatal("budget overflow admitted")
 	}
 }
@@ -140,13 +140,13 @@ func TestAdmitRefusesOverflowingSums(t *testing.T) {
 func TestBudgetBeyondAnyAmountIsTheCeiling(t *testing.T) {
 	p := policy
 	p.FractionPPM = 4_000_000 // 4 times the balance
-	if got := p.Budget(storage.MaxAmount / 2); got != p.Ceiling {
+	if got := p.Budget(money.MaxAmount / 2); got != p.Ceiling {
 		t.Fatalf("budget = %d", got)
 	}
-	if _, ok := mulDiv(int64(storage.MaxAmount), 2, 1); ok {
+	if _, ok := mulDiv(int64(money.MaxAmount), 2, 1); ok {
 		t.Fatal("mulDiv overflow not reported")
 	}
-	if q, ok := mulDiv(int64(storage.MaxAmount), 3, 3); !ok || q != int64(storage.MaxAmount) {
+	if q, ok := mulDiv(int64(money.MaxAmount), 3, 3); !ok || q != int64(money.MaxAmount) {
 		t.Fatalf("mulDiv = %d, %v", q, ok)
 	}
 }
@@ -163,14 +163,14 @@ func TestTokenCostRoundsUp(t *testing.T) {
 
 var policy = InFlightPolicy{
 	FractionPPM:      500_000,
-	Ceiling:          50 * storage.AmountScale,
-	PerRequestCap:    2 * storage.AmountScale,
+	Ceiling:          50 * money.AmountScale,
+	PerRequestCap:    2 * money.AmountScale,
 	SettlementWindow: 10 * time.Second,
-	BalanceThreshold: 100 * storage.AmountScale,
+	BalanceThreshold: 100 * money.AmountScale,
 }
 
-func credits(s string) storage.Amount {
-	a, err := storage.ParseAmount(s)
+func credits(s string) money.Amount {
+	a, err := money.ParseAmount(s)
 	if err != nil {
 		panic(err)
 	}
@@ -278,7 +278,7 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
-func mustCost(t *testing.T, p Pricing, u Usage) storage.Amount {
+func mustCost(t *testing.T, p Pricing, u Usage) money.Amount {
 	t.Helper()
 	c, err := Cost(p, u)
 	if err != nil {
@@ -287,7 +287,7 @@ func mustCost(t *testing.T, p Pricing, u Usage) storage.Amount {
 	return c
 }
 
-func mustTokenCost(t *testing.T, p Pricing, in, out int64) storage.Amount {
+func mustTokenCost(t *testing.T, p Pricing, in, out int64) money.Amount {
 	t.Helper()
 	c, err := TokenCost(p, in, out)
 	if err != nil {

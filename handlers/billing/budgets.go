@@ -1,6 +1,6 @@
 package billing
 
-import "github.com/tollgate-dev/caddy-tollgate/storage"
+import "github.com/tollgate-dev/caddy-tollgate/money"
 
 // Budget is a spending cap besides the key's own and the account's balance:
 // a workspace budget or a guardrail's limit, over its current interval.
@@ -8,9 +8,9 @@ type Budget struct {
 	// Source is the limit_source suffix: "workspace_budget" or
 	// "guardrail_budget".
 	Source  string
-	Limit   storage.Amount
-	Used    storage.Amount // spent in the current interval
-	Held    storage.Amount // holds of running requests under the budget
+	Limit   money.Amount
+	Used    money.Amount // spent in the current interval
+	Held    money.Amount // holds of running requests under the budget
 	Message string
 	Hint    string
 }
@@ -18,7 +18,7 @@ type Budget struct {
 // AdmitBudget refuses a request whose hold does not fit under the budget
 // with the running requests' holds, or when the budget is already spent.
 // It returns nil to admit.
-func AdmitBudget(hold storage.Amount, b Budget) *Rejection {
+func AdmitBudget(hold money.Amount, b Budget) *Rejection {
 	if !fits(b.Limit, b.Used, b.Held, hold) {
 		return &Rejection{Source: b.Source, Message: b.Message, RemedyHint: b.Hint}
 	}

@@ -3,13 +3,13 @@ package billing
 import (
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 func TestAdmitBudget(t *testing.T) {
 	for _, tt := range []struct {
 		name                    string
-		limit, used, held, hold storage.Amount
+		limit, used, held, hold money.Amount
 		admit                   bool
 	}{
 		{"room", 100, 10, 20, 30, true},

@@ -3,7 +3,7 @@ package billing
 import (
 	"errors"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Pricing is what a model's endpoint charges.
@@ -29,7 +29,7 @@ type Usage struct {
 	CompletionTokens int64
 	SearchResults    int64
 	// Extra is a charge computed elsewhere (X search items), added as is.
-	Extra storage.Amount
+	Extra money.Amount
 }
 
 // ErrCostRange is returned for a cost beyond storage.MaxAmount: the token
@@ -39,7 +39,7 @@ var ErrCostRange = errors.New("cost out of range")
 
 // Cost prices a request exactly: tokens × prices + the per-request fee +
 // search results, rounded once to the nano-credit.
-func Cost(p Pricing, u Usage) (storage.Amount, error) {
+func Cost(p Pricing, u Usage) (money.Amount, error) {
 	var f femto
 	f = f.add(p.Prompt, u.PromptTokens)
 	f = f.add(p.Completion, u.CompletionTokens)
@@ -47,7 +47,7 @@ func Cost(p Pricing, u Usage) (storage.Amount, error) {
 	f = f.add(p.WebSearch, u.SearchResults)
 	a, ok := f.amount()
 	if ok {
-		a, ok = storage.AddAmounts(a, u.Extra)
+		a, ok = money.AddAmounts(a, u.Extra)
 	}
 	if !ok {
 		return 0, ErrCostRange
@@ -57,7 +57,7 @@ func Cost(p Pricing, u Usage) (storage.Amount, error) {
 
 // TokenCost prices input and output tokens only, rounded up so that an
 // estimate is never below the exact cost.
-func TokenCost(p Pricing, in, out int64) (storage.Amount, error) {
+func TokenCost(p Pricing, in, out int64) (money.Amount, error) {
 	var f femto
 	f = f.add(p.Prompt, in)
 	f = f.add(p.Completion, out)
@@ -67,7 +67,7 @@ func TokenCost(p Pricing, in, out int64) (storage.Amount, error) {
 	}
 	// amount() rounds half up; make the estimate a ceiling.
 	if back := (femto{}).add(Price(femtoPerNano), int64(a)); less(back, f) {
-		if a == storage.MaxAmount {
+		if a == money.MaxAmount {
 			return 0, ErrCostRange
 		}
 		a++

@@ -3,7 +3,7 @@ package billing
 import (
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // InFlightPolicy configures the in-flight spending budget (SPEC.md 8.2).
@@ -11,23 +11,23 @@ type InFlightPolicy struct {
 	// Fraction of the balance that may be held at once, in parts per million.
 	FractionPPM int64
 	// Ceiling bounds the budget whatever the balance.
-	Ceiling storage.Amount
+	Ceiling money.Amount
 	// PerRequestCap bounds one request's estimate, and is the estimate of a
 	// request that does not set max_tokens.
-	PerRequestCap storage.Amount
+	PerRequestCap money.Amount
 	// SettlementWindow is how long a finished request's actual cost stays
 	// held before it is released.
 	SettlementWindow time.Duration
 	// BalanceThreshold: accounts at or above it are not subject to the budget.
-	BalanceThreshold storage.Amount
+	BalanceThreshold money.Amount
 	// EstablishedUsage: accounts whose all-time usage reached it have an
 	// established spending history and are not subject to the budget; zero
 	// applies the budget to every account below the threshold.
-	EstablishedUsage storage.Amount
+	EstablishedUsage money.Amount
 }
 
 // Budget is the in-flight budget of an account with this balance.
-func (p InFlightPolicy) Budget(balance storage.Amount) storage.Amount {
+func (p InFlightPolicy) Budget(balance money.Amount) money.Amount {
 	if balance <= 0 {
 		return 0
 	}
@@ -37,7 +37,7 @@ func (p InFlightPolicy) Budget(balance storage.Amount) storage.Amount {
 		// ceiling too.
 		return p.Ceiling
 	}
-	return min(storage.Amount(b), p.Ceiling)
+	return min(money.Amount(b), p.Ceiling)
 }
 
 // mulDiv computes a*b/c exactly for non-negative inputs and a positive c,
@@ -59,10 +59,10 @@ func mulDiv(a, b, c int64) (int64, bool) {
 type Estimate struct {
 	// Hold is the amount reserved against the balance and the key cap: an
 	// upper bound of the request's cost.
-	Hold storage.Amount
+	Hold money.Amount
 	// InFlight is the amount counted against the in-flight budget; zero when
 	// the budget does not apply to the request.
-	InFlight storage.Amount
+	InFlight money.Amount
 }
 
 // RequestFacts are what admission knows about a request before it runs.
@@ -94,7 +94,7 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 	if err != nil {
 		return Estimate{}, err
 	}
-	var tokens storage.Amount
+	var tokens money.Amount
 	if f.MaxTokens > 0 {
 		// Refused when out of range: the client asked for the tokens.
 		if tokens, err = TokenCost(f.Pricing, f.InputTokens, f.MaxTokens); err != nil {
@@ -112,7 +112,7 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 		}
 	}
 	var ok bool
-	if e.Hold, ok = storage.AddAmounts(tokens, fee); !ok {
+	if e.Hold, ok = money.AddAmounts(tokens, fee); !ok {
 		return Estimate{}, ErrCostRange
 	}
 	if !f.Pricing.HasTokenPrice() || f.BYOK {
@@ -123,20 +123,20 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 
 // AccountFacts are an account's figures at admission.
 type AccountFacts struct {
-	Balance      storage.Amount // purchased - charged
-	Held         storage.Amount // holds of running requests
-	InFlightHeld storage.Amount // in-flight holds plus settling costs
-	Usage        storage.Amount // all-time charged (spending history)
-	BYOKUsage    storage.Amount // all-time BYOK charges, not paid in credits
+	Balance      money.Amount // purchased - charged
+	Held         money.Amount // holds of running requests
+	InFlightHeld money.Amount // in-flight holds plus settling costs
+	Usage        money.Amount // all-time charged (spending history)
+	BYOKUsage    money.Amount // all-time BYOK charges, not paid in credits
 	Prepaid      bool
 	NextRelease  time.Duration // until the earliest settling cost is released; 0: none
 }
 
 // KeyFacts are a key's figures at admission.
 type KeyFacts struct {
-	Limit       *storage.Amount
-	CapUsage    storage.Amount // usage counted against the cap this period
-	Held        storage.Amount // holds of the key's running requests
+	Limit       *money.Amount
+	CapUsage    money.Amount // usage counted against the cap this period
+	Held        money.Amount // holds of the key's running requests
 	LimitResets bool
 	IncludeBYOK bool // BYOK usage counts against the cap
 }
@@ -172,8 +172,8 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 	}
 	// Every counter a charge lands in (key, workspace, member) is at most
 	// the account's all-time charges, so this keeps them all in range.
-	if _, ok := storage.SumAmounts(acct.Usage, acct.BYOKUsage, acct.Held, e.Hold); !ok {
-		return &Rejection{Source: "credits", Message: "This request's hold would take the account's usage beyond " + storage.MaxAmount.String() + " credits",
+	if _, ok := money.SumAmounts(acct.Usage, acct.BYOKUsage, acct.Held, e.Hold); !ok {
+		return &Rejection{Source: "credits", Message: "This request's hold would take the account's usage beyond " + money.MaxAmount.String() + " credits",
 			RemedyHint: "Lower max_tokens."}
 	}
 	if f.BYOK {
@@ -183,7 +183,7 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 		// Enterprise, subscription and invoiced accounts are billed after use.
 		return nil
 	}
-	available, ok := storage.AddAmounts(acct.Balance, -acct.Held)
+	available, ok := money.AddAmounts(acct.Balance, -acct.Held)
 	if acct.Balance <= 0 || !ok || available < e.Hold {
 		return &Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request",
 			RemedyHint: "Add credits to the account, or lower max_tokens."}
@@ -212,14 +212,14 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 
 // fits reports whether the amounts add up to at most limit; a sum beyond
 // storage.MaxAmount is beyond any limit. An exhausted limit fits nothing.
-func fits(limit, used storage.Amount, more ...storage.Amount) bool {
+func fits(limit, used money.Amount, more ...money.Amount) bool {
 	if used >= limit {
 		return false
 	}
 	sum := used
 	for _, m := range more {
 		var ok bool
-		if sum, ok = storage.AddAmounts(sum, m); !ok {
+		if sum, ok = money.AddAmounts(sum, m); !ok {
 			return false
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"math/bits"
 	"strings"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Price is a price per unit (token, request, search result) in femto-credits
@@ -65,7 +65,7 @@ func (f femto) add(p Price, n int64) femto {
 
 // amount rounds to the nearest nano-credit, half up, and reports false when
 // the result does not fit an Amount.
-func (f femto) amount() (storage.Amount, bool) {
+func (f femto) amount() (money.Amount, bool) {
 	if f.hi >= femtoPerNano {
 		return 0, false
 	}
@@ -73,8 +73,8 @@ func (f femto) amount() (storage.Amount, bool) {
 	if r*2 >= femtoPerNano {
 		q++
 	}
-	if q > uint64(storage.MaxAmount) {
+	if q > uint64(money.MaxAmount) {
 		return 0, false
 	}
-	return storage.Amount(q), true
+	return money.Amount(q), true
 }

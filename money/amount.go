@@ -1,4 +1,4 @@
-package storage
+package money
 
 import (
 	"errors"
@@ -129,6 +129,31 @@ func (a Amount) String() string {
 		b.WriteString(strings.TrimRight(fs, "0"))
 	}
 	return b.String()
+}
+
+// Append appends a.String() to b without allocating.
+func (a Amount) Append(b []byte) []byte {
+	u := uint64(a)
+	if a < 0 {
+		b = append(b, '-')
+		u = uint64(-a)
+	}
+	b = strconv.AppendUint(b, u/AmountScale, 10)
+	frac := u % AmountScale
+	if frac == 0 {
+		return b
+	}
+	var digits [amountDecimals]byte
+	for i := amountDecimals - 1; i >= 0; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := amountDecimals
+	for digits[n-1] == '0' {
+		n--
+	}
+	b = append(b, '.')
+	return append(b, digits[:n]...)
 }
 
 // Float64 returns the value in credits, for APIs that speak JSON numbers.

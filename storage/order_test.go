@@ -16,51 +16,6 @@ type testRecord struct {
 	N       int    `json:"n"`
 }
 
-func (r testRecord) recordIDs() (string, string) { return r.Account, r.ID }
-
-func TestAccountRecordsPutRemoveSnapshotLoad(t *testing.T) {
-	r := accountRecords[testRecord]{}
-	r.put(&testRecord{Account: "a", ID: "1", N: 1})
-	r.put(&testRecord{Account: "a", ID: "2", N: 2})
-	r.put(&testRecord{Account: "b", ID: "1", N: 3})
-	if len(r) != 2 || len(r["a"]) != 2 || r["b"]["1"].N != 3 {
-		t.Fatalf("after put: %v", r)
-	}
-	if got := r.snapshot("x/", recordKey("x/", "a", "2")); got != (testRecord{Account: "a", ID: "2", N: 2}) {
-		t.Fatalf("snapshot = %#v", got)
-	}
-	for _, key := range []string{"x/a/9", "x/c/1", "x/a"} {
-		if got := r.snapshot("x/", key); got != nil {
-			t.Fatalf("snapshot(%q) = %#v, want nil", key, got)
-		}
-	}
-	// a snapshot is a copy: republishing does not change it
-	snap := r.snapshot("x/", "x/a/1")
-	r.put(&testRecord{Account: "a", ID: "1", N: 10})
-	if snap.(testRecord).N != 1 || r["a"]["1"].N != 10 {
-		t.Fatalf("snapshot %v, record %v", snap, r["a"]["1"])
-	}
-	if r.remove("a", "9") || r.remove("c", "1") {
-		t.Fatal("removed a missing record")
-	}
-	if !r.remove("b", "1") {
-		t.Fatal("did not remove b/1")
-	}
-	if _, ok := r["b"]; ok {
-		t.Fatal("empty account map kept")
-	}
-	if !r.remove("a", "1") || len(r["a"]) != 1 {
-		t.Fatalf("after removing a/1: %v", r["a"])
-	}
-	got, err := r.load([]byte(`{"account":"c","id":"7","n":7}`))
-	if err != nil || got != r["c"]["7"] || got.N != 7 {
-		t.Fatalf("load: %v %v", got, err)
-	}
-	if _, err := r.load([]byte(`{"account":`)); err == nil {
-		t.Fatal("load of bad JSON succeeded")
-	}
-}
-
 func TestNewestFirstPage(t *testing.T) {
 	seq := func(r *testRecord) uint64 { return uint64(r.N) }
 	mk := func(ns ...int) []testRecord {
@@ -181,9 +136,9 @@ func TestDeleteRecordPrunesAndPersists(t *testing.T) {
 	if err := s.DeleteDestination(acct.ID, d.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	s.mu.RLock()
+	s.k.RLock()
 	_, kept := s.destinations[acct.ID]
-	s.mu.RUnlock()
+	s.k.RUnlock()
 	if kept {
 		t.Fatal("empty account map kept")
 	}

@@ -1,4 +1,4 @@
-package storage
+package money
 
 import "testing"
 
@@ -102,6 +102,14 @@ func TestMulAmountRefusesOverflow(t *testing.T) {
 	for _, tc := range [][2]int64{{1 << 32, 1 << 31}, {2, -1}, {-2, 1}, {int64(MaxAmount), 2}} {
 		if _, ok := MulAmount(Amount(tc[0]), tc[1]); ok {
 			t.Errorf("MulAmount(%d, %d) did not refuse", tc[0], tc[1])
+		}
+	}
+}
+
+func TestAppendAmount(t *testing.T) {
+	for _, a := range []Amount{0, 1, -1, AmountScale, -AmountScale, 1234567891, 5 * AmountScale / 4, 10, 100000000, -999999999} {
+		if got := string(a.Append(nil)); got != a.String() {
+			t.Errorf("Append(%d) = %s, want %s", int64(a), got, a.String())
 		}
 	}
 }

@@ -1,0 +1,170 @@
+package kernel
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// Backend is the database under the kernel: the seam where a shared
+// database for several replicas plugs in (see the package doc for what
+// such a backend must add).
+type Backend interface {
+	// Commit writes one batch, all or nothing as far as the backend
+	// allows, and returns once it is durable.
+	Commit(writes []Write) error
+	// Get calls decode with the value stored under key; ErrNotFound when
+	// there is none.
+	Get(key string, decode func(value []byte) error) error
+	// Scan calls fn for each record under prefix in key order until fn
+	// returns false or an error; key and value are valid only during fn.
+	Scan(prefix string, fn func(key, value []byte) (bool, error)) error
+	Close() error
+}
+
+// badgerBackend is the embedded single-node Backend.
+type badgerBackend struct {
+	db     *badger.DB
+	stopGC chan struct{}
+	gcDone chan struct{}
+}
+
+func openBadger(opts Options, log *zap.Logger) (*badgerBackend, error) {
+	bopts := badger.DefaultOptions(opts.Dir).
+		WithLogger(badgerLogger{log.Sugar()}).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(16 << 20).
+		WithBlockCacheSize(16 << 20).
+		WithIndexCacheSize(8 << 20).
+		WithSyncWrites(opts.SyncWrites)
+	if opts.InMemory {
+		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
+	}
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
+	}
+	b := &badgerBackend{db: db, stopGC: make(chan struct{}), gcDone: make(chan struct{})}
+	if opts.GCInterval > 0 && !opts.InMemory {
+		go b.gcLoop(opts.GCInterval)
+	} else {
+		close(b.gcDone)
+	}
+	return b, nil
+}
+
+func (b *badgerBackend) Close() error {
+	close(b.stopGC)
+	<-b.gcDone
+	return b.db.Close()
+}
+
+// gcLoop runs value-log GC until no more rewriting is worthwhile, on every tick.
+func (b *badgerBackend) gcLoop(every time.Duration) {
+	defer close(b.gcDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopGC:
+			return
+		case <-t.C:
+			for b.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+// encode marshals a record; a type with its own encoder is called directly,
+// since encoding/json would re-validate and compact its output.
+func encode(v any) ([]byte, error) {
+	if m, ok := v.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(v)
+}
+
+// Commit writes one batch in one transaction, splitting only when Badger
+// says the transaction is too big (then each part is still a consistent
+// prefix of the snapshot's records, and the flusher never reports success
+// before all parts landed).
+func (b *badgerBackend) Commit(writes []Write) error {
+	txn := b.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for _, w := range writes {
+		err := put(txn, w)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
+				return err
+			}
+			txn = b.db.NewTransaction(true)
+			err = put(txn, w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
+}
+
+// put adds one write to a transaction.
+func put(txn *badger.Txn, w Write) error {
+	if w.Value == nil {
+		return txn.Delete([]byte(w.Key))
+	}
+	v, err := encode(w.Value)
+	if err != nil {
+		return err
+	}
+	return txn.Set([]byte(w.Key), v)
+}
+
+func (b *badgerBackend) Get(key string, decode func(value []byte) error) error {
+	return b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(decode)
+	})
+}
+
+func (b *badgerBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
+	return b.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte(prefix)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			more := true
+			err := item.Value(func(v []byte) error {
+				var err error
+				more, err = fn(item.Key(), v)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !more {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// badgerLogger routes Badger's log lines into zap.
+type badgerLogger struct{ l *zap.SugaredLogger }
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Errorf(f, a...) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warnf(f, a...) }
+func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debugf(f, a...) }
+func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debugf(f, a...) }

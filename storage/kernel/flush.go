@@ -1,0 +1,151 @@
+package kernel
+
+import (
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Writes are group-committed. A mutation changes the in-memory state under
+// Lock, marks the records it touched dirty and takes the current batch;
+// the flusher then writes a snapshot of every dirty record in one backend
+// transaction and closes the batch. Because a snapshot is taken atomically
+// under Lock, the database only ever moves from one consistent in-memory
+// state to a later one, in mutation order, and many requests share one
+// disk round trip.
+
+// ErrNotDurable is returned when a write could not be committed in time; the
+// flusher keeps retrying it.
+var ErrNotDurable = errors.New("write not yet durable")
+
+// durableTimeout bounds how long a caller waits for its batch.
+const durableTimeout = 30 * time.Second
+
+// Batch is one group commit.
+type Batch struct {
+	done chan struct{}
+}
+
+// Write is one record to store: Value nil deletes Key.
+type Write struct {
+	Key   string
+	Value any
+}
+
+// MarkDirty records that the record under key must be written (or
+// deleted, if its kind's Snapshot no longer finds it). Callers hold Lock.
+func (k *Kernel) MarkDirty(key string) *Batch {
+	k.dirty[key] = struct{}{}
+	return k.Pending()
+}
+
+// Append queues an immutable record. Callers hold Lock.
+func (k *Kernel) Append(key string, v any) *Batch {
+	k.appends = append(k.appends, Write{key, v})
+	return k.Pending()
+}
+
+// Pending returns the open batch and wakes the flusher: waiting for it
+// waits for every change made so far. Callers hold Lock.
+func (k *Kernel) Pending() *Batch {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+	return k.open
+}
+
+// Wait blocks until b is durable.
+func (b *Batch) Wait() error {
+	t := time.NewTimer(durableTimeout)
+	defer t.Stop()
+	select {
+	case <-b.done:
+		return nil
+	case <-t.C:
+		return ErrNotDurable
+	}
+}
+
+// flushLoop commits batches until Close.
+func (k *Kernel) flushLoop() {
+	defer close(k.flushDone)
+	for {
+		select {
+		case <-k.wake:
+		case <-k.stopFlush:
+			k.flushAll()
+			return
+		}
+		k.flushAll()
+	}
+}
+
+// flushAll commits everything dirty, retrying on failure: memory is the
+// truth and the disk must catch up with it.
+func (k *Kernel) flushAll() {
+	for backoff := 10 * time.Millisecond; ; backoff = min(backoff*2, 5*time.Second) {
+		err := k.flushOnce()
+		if err == nil {
+			return
+		}
+		k.log.Error("committing to the database failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-time.After(backoff):
+		case <-k.stopFlush:
+			if k.closing {
+				return
+			}
+		}
+	}
+}
+
+// flushOnce takes a snapshot of the dirty records and commits it.
+func (k *Kernel) flushOnce() error {
+	k.mu.Lock()
+	if len(k.dirty) == 0 && len(k.appends) == 0 {
+		k.mu.Unlock()
+		return nil
+	}
+	writes := make([]Write, 0, len(k.dirty)+len(k.appends))
+	for key := range k.dirty {
+		writes = append(writes, Write{key, k.snapshot(key)})
+	}
+	writes = append(writes, k.appends...)
+	b := k.open
+	k.dirty = make(map[string]struct{}, len(k.dirty))
+	k.appends = nil
+	k.open = &Batch{done: make(chan struct{})}
+	k.mu.Unlock()
+
+	if err := k.backend.Commit(writes); err != nil {
+		// Put the work back; newer mutations may have re-dirtied the same
+		// records, and their next snapshot covers this one.
+		k.mu.Lock()
+		for _, w := range writes {
+			if kind, _ := k.kind(w.Key); kind.Append {
+				k.appends = append(k.appends, w)
+			} else {
+				k.dirty[w.Key] = struct{}{}
+			}
+		}
+		// Waiters of b are now waiting on the open batch's commit.
+		old := k.open
+		k.open = b
+		go func() { <-b.done; close(old.done) }()
+		k.mu.Unlock()
+		return err
+	}
+	close(b.done)
+	return nil
+}
+
+// snapshot returns a copy of the record behind a dirty key, or nil when it
+// was deleted. Callers hold Lock.
+func (k *Kernel) snapshot(key string) any {
+	if kind, ok := k.kind(key); ok && kind.Snapshot != nil {
+		return kind.Snapshot(key)
+	}
+	return nil
+}
