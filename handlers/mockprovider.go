@@ -17,7 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/standin"
 )
 
 // MockProvider is an OpenAI-compatible upstream served by Caddy itself, for
@@ -28,7 +28,7 @@ import (
 //	POST .../responses         Responses API, plain or streamed
 //	GET  .../models            a fixed model list
 //	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
-//	                           SearXNG search APIs (engines.Handler), so
+//	                           SearXNG search APIs (standin.APIs), so
 //	                           web search works offline
 //
 // and passes every other path to the next handler.
@@ -138,7 +138,7 @@ func (m *MockProvider) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case strings.HasPrefix(path, mockSearchPrefix+"/"):
-		// Offline search engines (engines.Handler), e.g. SearXNG at
+		// Offline search engines (standin.APIs), e.g. SearXNG at
 		// <mock>/search-api/search.
 		http.StripPrefix(mockSearchPrefix, mockSearchAPI).ServeHTTP(w, r)
 		return nil
@@ -153,10 +153,10 @@ func (m *MockProvider) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 }
 
 // mockSearchPrefix is where the mock serves stand-ins of the search
-// engines' APIs (engines.Handler).
+// engines' APIs (standin.APIs).
 const mockSearchPrefix = "/search-api"
 
-var mockSearchAPI = engines.Handler()
+var mockSearchAPI = standin.New()
 
 // mockRequest is what the mock needs from a generation request.
 type mockRequest struct {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -408,7 +408,7 @@ func TestWebSearchFamilyFromCatalog(t *testing.T) {
 // admission, its results reach the provider, and the charge (tokens plus
 // results at the engine's price) lands once with the generation record.
 func TestMeterChargesSearchOnce(t *testing.T) {
-	ts := engines.StartTestServer()
+	ts := enginestest.StartTestServer()
 	defer ts.Close()
 	f := newMeterFixture(t, "10", storage.NewAPIKey{Name: "k"})
 	s, err := (&WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}}}).Build(caddy.NewReplacer(), ts.Client())
