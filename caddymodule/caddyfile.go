@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -25,7 +26,6 @@ func init() {
 	caddy.RegisterModule(new(handlers.WebSearch))
 	caddy.RegisterModule(new(handlers.Router))
 	caddy.RegisterModule(new(handlers.Meter))
-	caddy.RegisterModule(new(handlers.MockProvider))
 
 	httpcaddyfile.RegisterGlobalOption("tollgate", parseGlobalOption)
 
@@ -38,11 +38,13 @@ func init() {
 		{"tollgate_websearch", parseWebSearch},
 		{"tollgate_router", parseRouter},
 		{"tollgate_meter", parseMeter},
-		{"tollgate_mock_provider", parseMockProvider},
 	} {
 		httpcaddyfile.RegisterHandlerDirective(d.name, d.parse)
 		httpcaddyfile.RegisterDirectiveOrder(d.name, httpcaddyfile.Before, "reverse_proxy")
 	}
+	// The mock provider registers its own module and directive; it answers
+	// after the pipeline, as the upstream it stands in for would.
+	httpcaddyfile.RegisterDirectiveOrder(mockprovider.Directive, httpcaddyfile.Before, "reverse_proxy")
 }
 
 // parseGlobalOption parses the tollgate global option:
