@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
@@ -288,11 +289,12 @@ func (s storeCloser) Destruct() error { return s.Close() }
 
 // Interface guards
 var (
-	_ caddy.App          = (*App)(nil)
-	_ caddy.Provisioner  = (*App)(nil)
-	_ caddy.Validator    = (*App)(nil)
-	_ caddy.CleanerUpper = (*App)(nil)
-	_ handlers.Gateway   = (*App)(nil)
+	_ caddy.App             = (*App)(nil)
+	_ caddy.Provisioner     = (*App)(nil)
+	_ caddy.Validator       = (*App)(nil)
+	_ caddy.CleanerUpper    = (*App)(nil)
+	_ caddyfile.Unmarshaler = (*App)(nil)
+	_ handlers.Gateway      = (*App)(nil)
 )
 
 var _ handlers.WebSearchProvider = (*App)(nil)
