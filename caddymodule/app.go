@@ -3,13 +3,16 @@ package caddymodule
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
@@ -149,14 +152,59 @@ func (a *App) byokSealer(repl *caddy.Replacer) (*storage.Sealer, error) {
 	return storage.NewSealer(key)
 }
 
-// Validate checks the settings.
+// Validate refuses the values that Provision would otherwise take
+// silently (Provision itself refuses what it cannot build: catalog,
+// engines, BYOK key, egress); each error names its field. Zero values are
+// the defaults, so Validate holds before Provision as after.
 func (a *App) Validate() error {
 	for _, c := range a.BrandName {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return fmt.Errorf("brand %q: only lowercase letters, digits, '-' and '_' are allowed", a.BrandName)
 		}
 	}
+	if a.GCInterval < 0 {
+		return fmt.Errorf("gc_interval: must not be negative, got %v", time.Duration(a.GCInterval))
+	}
+	if err := validateFreeModel(a.FreeModel); err != nil {
+		return err
+	}
+	if err := validateWebSearch(a.WebSearch); err != nil {
+		return err
+	}
 	return a.InFlight.validate()
+}
+
+// validateFreeModel refuses negative caps, which would refuse every free
+// request, and a negative threshold, which would give every account the
+// paid cap.
+func validateFreeModel(l handlers.FreeModelLimits) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"per_minute", l.PerMinute}, {"per_day", l.PerDay}, {"per_day_paid", l.PerDayPaid}} {
+		if f.v < 0 {
+			return fmt.Errorf("free_model: %s: expected a positive integer, got %d", f.name, f.v)
+		}
+	}
+	if l.PaidThreshold < 0 {
+		return fmt.Errorf("free_model: paid_threshold: expected a non-negative amount, got %s", l.PaidThreshold)
+	}
+	return nil
+}
+
+// validateWebSearch refuses a negative engine timeout, which the engine
+// would silently replace with its default; names, prices and result counts
+// are checked when Provision builds the engines.
+func validateWebSearch(c *handlers.WebSearchConfig) error {
+	if c == nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Engines)) {
+		if ec := c.Engines[name]; ec != nil && ec.Timeout < 0 {
+			return fmt.Errorf("web_search: engine %s: timeout: must not be negative, got %v", name, time.Duration(ec.Timeout))
+		}
+	}
+	return nil
 }
 
 // Start opens the database, so that a broken data_dir fails the config load.
@@ -289,11 +337,12 @@ func (s storeCloser) Destruct() error { return s.Close() }
 
 // Interface guards
 var (
-	_ caddy.App          = (*App)(nil)
-	_ caddy.Provisioner  = (*App)(nil)
-	_ caddy.Validator    = (*App)(nil)
-	_ caddy.CleanerUpper = (*App)(nil)
-	_ handlers.Gateway   = (*App)(nil)
+	_ caddy.App             = (*App)(nil)
+	_ caddy.Provisioner     = (*App)(nil)
+	_ caddy.Validator       = (*App)(nil)
+	_ caddy.CleanerUpper    = (*App)(nil)
+	_ caddyfile.Unmarshaler = (*App)(nil)
+	_ handlers.Gateway      = (*App)(nil)
 )
 
 var _ handlers.WebSearchProvider = (*App)(nil)

@@ -6,12 +6,12 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -25,7 +25,6 @@ func init() {
 	caddy.RegisterModule(new(handlers.WebSearch))
 	caddy.RegisterModule(new(handlers.Router))
 	caddy.RegisterModule(new(handlers.Meter))
-	caddy.RegisterModule(new(handlers.MockProvider))
 
 	httpcaddyfile.RegisterGlobalOption("tollgate", parseGlobalOption)
 
@@ -38,308 +37,13 @@ func init() {
 		{"tollgate_websearch", parseWebSearch},
 		{"tollgate_router", parseRouter},
 		{"tollgate_meter", parseMeter},
-		{"tollgate_mock_provider", parseMockProvider},
 	} {
 		httpcaddyfile.RegisterHandlerDirective(d.name, d.parse)
 		httpcaddyfile.RegisterDirectiveOrder(d.name, httpcaddyfile.Before, "reverse_proxy")
 	}
-}
-
-// parseGlobalOption parses the tollgate global option:
-//
-//	tollgate {
-//		data_dir     <path>
-//		brand        <name>
-//		gc_interval  <duration>
-//		free_model {
-//			per_minute     <n>
-//			per_day        <n>
-//			per_day_paid   <n>
-//			paid_threshold <credits>
-//		}
-//		in_flight {
-//			fraction          <0..1>
-//			ceiling           <credits>
-//			per_request_cap   <credits>
-//			settlement_window <duration>
-//			balance_threshold <credits>
-//			established_usage <credits>
-//		}
-//		web_search {
-//			default_engine <name>
-//			native_price   <credits per result>
-//			engine <exa|firecrawl|parallel|searxng> {
-//				base_url         <url>
-//				api_key          <key or {env.VAR}>
-//				username         <user>
-//				price_per_result <credits>
-//				max_results      <1..25>
-//				timeout          <duration>
-//			}
-//		}
-//		models_file <path>
-//		byok_encryption_key <base64 32-byte key or {env.VAR}>
-//		customer_egress {
-//			allow <cidr or ip>...
-//		}
-//		model <id> {
-//			name                  <name>
-//			context_length        <tokens>
-//			max_completion_tokens <tokens>
-//			pricing {
-//				prompt     <credits per token>
-//				completion <credits per token>
-//				request    <credits per request>
-//				web_search <credits per result>
-//			}
-//			provider <name> <base_url> {
-//				search_family <openai|anthropic|x|none>
-//				model   <upstream model id>
-//				api_key <key or {env.VAR}>
-//				style   openai
-//				api     chat|responses
-//				zdr
-//				data_collection allow|deny
-//				publication     allow|deny
-//				region          global|europe|us
-//			}
-//		}
-//	}
-func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
-	app := new(App)
-	d.Next() // option name
-	if d.NextArg() {
-		return nil, d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "data_dir":
-			if !d.AllArgs(&app.DataDir) {
-				return nil, d.ArgErr()
-			}
-		case "brand":
-			if !d.AllArgs(&app.BrandName) {
-				return nil, d.ArgErr()
-			}
-		case "sync_writes":
-			app.SyncWrites = true
-			if d.NextArg() {
-				switch d.Val() {
-				case "on":
-				case "off":
-					app.SyncWrites = false
-				default:
-					return nil, d.Errf("sync_writes: expected on or off, got %q", d.Val())
-				}
-			}
-			if d.NextArg() {
-				return nil, d.ArgErr()
-			}
-		case "gc_interval":
-			dur, err := durationArg(d)
-			if err != nil {
-				return nil, err
-			}
-			app.GCInterval = dur
-		case "free_model":
-			for inner := d.Nesting(); d.NextBlock(inner); {
-				opt := d.Val()
-				var err error
-				switch opt {
-				case "per_minute":
-					app.FreeModel.PerMinute, err = positiveIntArg(d)
-				case "per_day":
-					app.FreeModel.PerDay, err = positiveIntArg(d)
-				case "per_day_paid":
-					app.FreeModel.PerDayPaid, err = positiveIntArg(d)
-				case "paid_threshold":
-					app.FreeModel.PaidThreshold, err = amountArg(d)
-				default:
-					return nil, d.Errf("unrecognized free_model option %q", opt)
-				}
-				if err != nil {
-					return nil, err
-				}
-			}
-		case "in_flight":
-			cfg, err := parseInFlight(d)
-			if err != nil {
-				return nil, err
-			}
-			app.InFlight = cfg
-		case "models_file":
-			if !d.AllArgs(&app.ModelsFile) {
-				return nil, d.ArgErr()
-			}
-		case "byok_encryption_key":
-			if !d.AllArgs(&app.BYOKKey) {
-				return nil, d.ArgErr()
-			}
-		case "web_search":
-			cfg, err := parseWebSearchOption(d)
-			if err != nil {
-				return nil, err
-			}
-			app.WebSearch = cfg
-		case "customer_egress":
-			cfg, err := parseEgress(d)
-			if err != nil {
-				return nil, err
-			}
-			app.CustomerEgress = cfg
-		case "model":
-			m, err := parseModel(d)
-			if err != nil {
-				return nil, err
-			}
-			app.Models = append(app.Models, m)
-		default:
-			return nil, d.Errf("unrecognized tollgate option %q", d.Val())
-		}
-	}
-	return httpcaddyfile.App{
-		Name:  handlers.AppName,
-		Value: caddyconfig.JSON(app, nil),
-	}, nil
-}
-
-// parseInFlight parses the in_flight block; values are checked as the
-// app's Validate does, so that errors point at the line.
-func parseInFlight(d *caddyfile.Dispenser) (*InFlightConfig, error) {
-	cfg := new(InFlightConfig)
-	if d.NextArg() {
-		return nil, d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		var dst *string
-		switch opt {
-		case "fraction":
-			dst = &cfg.Fraction
-		case "ceiling":
-			dst = &cfg.Ceiling
-		case "per_request_cap":
-			dst = &cfg.PerRequestCap
-		case "balance_threshold":
-			dst = &cfg.BalanceThreshold
-		case "established_usage":
-			dst = &cfg.EstablishedUsage
-		case "settlement_window":
-			dur, err := durationArg(d)
-			if err != nil {
-				return nil, err
-			}
-			cfg.SettlementWindow = dur
-			continue
-		default:
-			return nil, d.Errf("unrecognized in_flight option %q", opt)
-		}
-		if !d.AllArgs(dst) {
-			return nil, d.ArgErr()
-		}
-		if err := checkInFlightField(opt, *dst); err != nil {
-			return nil, d.Err(err.Error())
-		}
-	}
-	return cfg, nil
-}
-
-// parseModel parses one `model <id> { ... }` block of the tollgate option.
-func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
-	var m ModelConfig
-	if !d.NextArg() {
-		return m, d.ArgErr()
-	}
-	m.ID = d.Val()
-	if d.NextArg() {
-		return m, d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "name":
-			if !d.AllArgs(&m.Name) {
-				return m, d.ArgErr()
-			}
-		case "context_length":
-			n, err := positiveIntArg(d)
-			if err != nil {
-				return m, err
-			}
-			m.ContextLength = n
-		case "max_completion_tokens":
-			n, err := positiveIntArg(d)
-			if err != nil {
-				return m, err
-			}
-			m.MaxCompletionTokens = n
-		case "pricing":
-			if d.NextArg() {
-				return m, d.ArgErr()
-			}
-			for inner := d.Nesting(); d.NextBlock(inner); {
-				var dst *string
-				switch d.Val() {
-				case "prompt":
-					dst = &m.Pricing.Prompt
-				case "completion":
-					dst = &m.Pricing.Completion
-				case "request":
-					dst = &m.Pricing.Request
-				case "web_search":
-					dst = &m.Pricing.WebSearch
-				default:
-					return m, d.Errf("unrecognized pricing option %q", d.Val())
-				}
-				if !d.AllArgs(dst) {
-					return m, d.ArgErr()
-				}
-			}
-		case "provider":
-			var p ProviderConfig
-			if !d.Args(&p.Name, &p.BaseURL) || d.NextArg() {
-				return m, d.ArgErr()
-			}
-			for inner := d.Nesting(); d.NextBlock(inner); {
-				var dst *string
-				switch d.Val() {
-				case "search_family":
-					dst = &p.SearchFamily
-				case "model":
-					dst = &p.Model
-				case "api_key":
-					dst = &p.APIKey
-				case "style":
-					dst = &p.Style
-				case "api":
-					dst = &p.API
-				case "zdr":
-					if d.NextArg() {
-						return m, d.ArgErr()
-					}
-					p.ZDR = true
-					continue
-				case "data_collection":
-					dst = &p.DataCollection
-				case "publication":
-					dst = &p.Publication
-				case "region":
-					dst = &p.Region
-				default:
-					return m, d.Errf("unrecognized provider option %q", d.Val())
-				}
-				if !d.AllArgs(dst) {
-					return m, d.ArgErr()
-				}
-			}
-			if _, err := p.dataPolicy(); err != nil {
-				return m, d.Errf("provider %q: %v", p.Name, err)
-			}
-			m.Providers = append(m.Providers, p)
-		default:
-			return m, d.Errf("unrecognized model option %q", d.Val())
-		}
-	}
-	return m, nil
+	// The mock provider registers its own module and directive; it answers
+	// after the pipeline, as the upstream it stands in for would.
+	httpcaddyfile.RegisterDirectiveOrder(mockprovider.Directive, httpcaddyfile.Before, "reverse_proxy")
 }
 
 // parseAuth parses:

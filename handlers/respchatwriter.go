@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -586,3 +587,7 @@ func flatAnnotation(a gjson.Result) (json.RawMessage, bool) {
 	raw, err := json.Marshal(out)
 	return raw, err == nil
 }
+
+// newID returns a random identifier with a type prefix, e.g. "msg_...", for
+// the items of a translated answer.
+func newID(prefix string) string { return prefix + rand.Text() }

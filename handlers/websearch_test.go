@@ -17,7 +17,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -367,22 +367,6 @@ func equalJSONDoc(a, b string) bool {
 	return bytes.Equal(xb, yb)
 }
 
-func TestMockParsesInjectedSources(t *testing.T) {
-	src := []websearch.Source{{Title: "Tïtle [x]", URL: "https://a.example/1", Snippet: "s"}, {Title: "Two", URL: "https://b.example/2", PublishedDate: "2026-01-01"}}
-	msg := websearch.SystemMessage(src, now(), "q")
-	got := parseInjected(msg)
-	if len(got) != 2 || got[0].Title != "Tïtle (x)" || got[0].URL != src[0].URL || got[1].URL != src[1].URL {
-		t.Fatalf("parsed %+v", got)
-	}
-	q := &mockRequest{model: "m", lastUser: "hi"}
-	q.search.sources = got
-	text := newMockAnswer(q).text()
-	anns := websearch.Annotate(text, got)
-	if len(anns) != 2 || anns[0].URL != src[0].URL || anns[1].URL != src[1].URL {
-		t.Fatalf("mock answer %q cites %+v", text, anns)
-	}
-}
-
 func TestWebSearchFamilyFromCatalog(t *testing.T) {
 	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {}}})
 	claude := testUpstream("/v1")
@@ -409,7 +393,7 @@ func TestWebSearchFamilyFromCatalog(t *testing.T) {
 // admission, its results reach the provider, and the charge (tokens plus
 // results at the engine's price) lands once with the generation record.
 func TestMeterChargesSearchOnce(t *testing.T) {
-	ts := engines.StartTestServer()
+	ts := enginestest.StartTestServer()
 	defer ts.Close()
 	f := newMeterFixture(t, "10", storage.NewAPIKey{Name: "k"})
 	s, err := (&WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}}}).Build(caddy.NewReplacer(), ts.Client())

@@ -20,7 +20,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-// Prices of tollgate-mock and mock/echo in nano-credits (storage.Amount
+// Prices of tollgate-mock and mock/echo in nano-credits (money.Amount
 // units): 0.000001 and 0.000002 credits per token.
 const (
 	promptPrice     money.Amount = 1_000

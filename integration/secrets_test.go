@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 )
 
 // TestNoSecretInLogsAnswersOrDisk runs the built gateway with debug logs
@@ -29,7 +29,7 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 		hookSecret = "whsec-observability-secret-0123456789"
 		lfSecret   = "sk-lf-observability-secret-0123456789"
 	)
-	ts := engines.StartTestServer()
+	ts := enginestest.StartTestServer()
 	t.Cleanup(ts.Close)
 	ts.RequireAPIKey(engineKey)
 	dir := t.TempDir()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -21,7 +21,7 @@ import (
 type webSearchEnv struct {
 	c      *client
 	rec    *recordingProxy
-	search *engines.TestServer
+	search *enginestest.TestServer
 	org    tenant
 	key    string
 }
@@ -35,7 +35,7 @@ func startWebSearch(t *testing.T) *webSearchEnv {
 // the recording proxy's base URL.
 func startWebSearchWith(t *testing.T, models func(via string) string, edits ...func(string) string) *webSearchEnv {
 	t.Helper()
-	ts := engines.StartTestServer()
+	ts := enginestest.StartTestServer()
 	t.Cleanup(ts.Close)
 	rec := newRecordingProxy(t, mockAddr, nil)
 	via := "http://" + rec.addr() + "/v1"
@@ -83,7 +83,7 @@ func startWebSearchWith(t *testing.T, models func(via string) string, edits ...f
 
 // post sends a body and returns the answer with the upstream bodies it
 // caused and the search engine requests.
-func (e *webSearchEnv) post(t *testing.T, path, body string) (response, [][]byte, []engines.RecordedRequest) {
+func (e *webSearchEnv) post(t *testing.T, path, body string) (response, [][]byte, []enginestest.RecordedRequest) {
 	t.Helper()
 	e.rec.take()
 	e.search.Reset()

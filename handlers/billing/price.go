@@ -16,7 +16,7 @@ import (
 // (1e-15), fine enough for any per-token price quoted as a decimal string.
 type Price int64
 
-// femtoPerNano converts Price units to storage.Amount units.
+// femtoPerNano converts Price units to money.Amount units.
 const femtoPerNano = 1_000_000
 
 const priceScale = 1_000_000_000_000_000

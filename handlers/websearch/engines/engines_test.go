@@ -1,4 +1,4 @@
-package engines
+package engines_test
 
 import (
 	"context"
@@ -13,30 +13,33 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 )
 
 const testKey = "test-key-s3cret"
 
 type engineCase struct {
 	name string
-	new  func(Config) Engine
+	new  func(engines.Config) engines.Engine
 }
 
 var allEngines = []engineCase{
-	{NameExa, func(c Config) Engine { return NewExa(c) }},
-	{NameFirecrawl, func(c Config) Engine { return NewFirecrawl(c) }},
-	{NameParallel, func(c Config) Engine { return NewParallel(c) }},
-	{NameSearXNG, func(c Config) Engine { return NewSearXNG(c) }},
+	{engines.NameExa, func(c engines.Config) engines.Engine { return engines.NewExa(c) }},
+	{engines.NameFirecrawl, func(c engines.Config) engines.Engine { return engines.NewFirecrawl(c) }},
+	{engines.NameParallel, func(c engines.Config) engines.Engine { return engines.NewParallel(c) }},
+	{engines.NameSearXNG, func(c engines.Config) engines.Engine { return engines.NewSearXNG(c) }},
 }
 
-func startDouble(t *testing.T) *TestServer {
+func startDouble(t *testing.T) *enginestest.TestServer {
 	t.Helper()
-	s := StartTestServer()
+	s := enginestest.StartTestServer()
 	t.Cleanup(s.Close)
 	return s
 }
 
-func lastRequest(t *testing.T, s *TestServer) RecordedRequest {
+func lastRequest(t *testing.T, s *enginestest.TestServer) enginestest.RecordedRequest {
 	t.Helper()
 	rec, ok := s.LastRequest()
 	if !ok {
@@ -46,11 +49,25 @@ func lastRequest(t *testing.T, s *TestServer) RecordedRequest {
 }
 
 func jsonStrings(body []byte, path string) []string {
-	return stringList(gjson.GetBytes(body, path))
+	var out []string
+	gjson.GetBytes(body, path).ForEach(func(_, v gjson.Result) bool {
+		out = append(out, v.String())
+		return true
+	})
+	return out
+}
+
+func matchAny(patterns []string, rawURL string) bool {
+	for _, p := range patterns {
+		if engines.MatchDomain(p, rawURL) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRequestShape(t *testing.T) {
-	q := Query{
+	q := engines.Query{
 		Text:           "golang generics",
 		MaxResults:     3,
 		IncludeDomains: []string{"go.dev", "*.github.io", "https://Example.com/Blog/"},
@@ -58,9 +75,9 @@ func TestRequestShape(t *testing.T) {
 	}
 	tests := []struct {
 		engine string
-		check  func(t *testing.T, rec RecordedRequest)
+		check  func(t *testing.T, rec enginestest.RecordedRequest)
 	}{
-		{NameExa, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameExa, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if rec.Method != http.MethodPost || rec.Path != "/search" || rec.RawQuery != "" {
 				t.Errorf("got %s %s?%s, want POST /search", rec.Method, rec.Path, rec.RawQuery)
 			}
@@ -83,14 +100,14 @@ func TestRequestShape(t *testing.T) {
 			if got, want := jsonStrings(b, "excludeDomains"), []string{"spam.go.dev", "*.bad.github.io"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("excludeDomains = %q, want %q", got, want)
 			}
-			if got := gjson.GetBytes(b, "contents.text.maxCharacters").Int(); got != exaTextMaxChars {
+			if got := gjson.GetBytes(b, "contents.text.maxCharacters").Int(); got != 1000 {
 				t.Errorf("contents.text.maxCharacters = %d", got)
 			}
 			if !gjson.GetBytes(b, "contents.highlights").Bool() {
 				t.Errorf("contents.highlights not true: %s", b)
 			}
 		}},
-		{NameFirecrawl, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameFirecrawl, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if rec.Method != http.MethodPost || rec.Path != "/v2/search" {
 				t.Errorf("got %s %s, want POST /v2/search", rec.Method, rec.Path)
 			}
@@ -112,7 +129,7 @@ func TestRequestShape(t *testing.T) {
 				t.Errorf("double decoded query %q", rec.Query)
 			}
 		}},
-		{NameParallel, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameParallel, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if rec.Method != http.MethodPost || rec.Path != "/v1/search" {
 				t.Errorf("got %s %s, want POST /v1/search", rec.Method, rec.Path)
 			}
@@ -136,7 +153,7 @@ func TestRequestShape(t *testing.T) {
 				t.Errorf("exclude_domains sent alongside include_domains: %s", b)
 			}
 		}},
-		{NameSearXNG, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameSearXNG, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if rec.Method != http.MethodGet || rec.Path != "/search" || len(rec.Body) != 0 {
 				t.Errorf("got %s %s with %d body bytes, want GET /search", rec.Method, rec.Path, len(rec.Body))
 			}
@@ -160,7 +177,7 @@ func TestRequestShape(t *testing.T) {
 		t.Run(tc.engine, func(t *testing.T) {
 			s := startDouble(t)
 			s.RequireAPIKey(testKey)
-			eng, err := New(tc.engine, Config{BaseURL: s.URL, APIKey: testKey})
+			eng, err := engines.New(tc.engine, engines.Config{BaseURL: s.URL, APIKey: testKey})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +204,7 @@ func TestRequestShape(t *testing.T) {
 			}
 			for _, r := range res {
 				// Firecrawl web results carry no date.
-				if r.Title == "" || r.URL == "" || r.Snippet == "" || (r.PublishedDate == "") != (tc.engine == NameFirecrawl) {
+				if r.Title == "" || r.URL == "" || r.Snippet == "" || (r.PublishedDate == "") != (tc.engine == engines.NameFirecrawl) {
 					t.Errorf("incomplete result %+v", r)
 				}
 				if !matchAny(q.IncludeDomains, r.URL) || matchAny(q.ExcludeDomains, r.URL) {
@@ -199,21 +216,21 @@ func TestRequestShape(t *testing.T) {
 }
 
 func TestResultMapping(t *testing.T) {
-	want := Result{
+	want := engines.Result{
 		Title:   "rust traits - result 1",
 		URL:     "https://example.com/rust-traits/1",
 		Snippet: `Result 1 for "rust traits" from example.com.`,
 	}
 	dates := map[string]string{
-		NameExa:       "2026-01-01T00:00:00.000Z",
-		NameFirecrawl: "",
-		NameParallel:  "2026-01-01",
-		NameSearXNG:   "2026-01-01T00:00:00",
+		engines.NameExa:       "2026-01-01T00:00:00.000Z",
+		engines.NameFirecrawl: "",
+		engines.NameParallel:  "2026-01-01",
+		engines.NameSearXNG:   "2026-01-01T00:00:00",
 	}
 	for _, ec := range allEngines {
 		t.Run(ec.name, func(t *testing.T) {
 			s := startDouble(t)
-			res, err := ec.new(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "rust traits", MaxResults: 1})
+			res, err := ec.new(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "rust traits", MaxResults: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +239,7 @@ func TestResultMapping(t *testing.T) {
 			}
 			w := want
 			w.PublishedDate = dates[ec.name]
-			if ec.name == NameParallel {
+			if ec.name == engines.NameParallel {
 				w.Snippet += "\n\nSecond excerpt."
 			}
 			if res[0] != w {
@@ -242,8 +259,8 @@ func TestMaxResults(t *testing.T) {
 	}{
 		{"exact", 4, 0, 4, 4},
 		{"upstream returns too many", 3, 7, 3, 3},
-		{"default", 0, 0, DefaultMaxResults, DefaultMaxResults},
-		{"negative means default", -2, 3, DefaultMaxResults, DefaultMaxResults},
+		{"default", 0, 0, engines.DefaultMaxResults, engines.DefaultMaxResults},
+		{"negative means default", -2, 3, engines.DefaultMaxResults, engines.DefaultMaxResults},
 		{"one", 1, 2, 1, 1},
 	}
 	for _, ec := range allEngines {
@@ -251,7 +268,7 @@ func TestMaxResults(t *testing.T) {
 			t.Run(ec.name+"/"+tc.name, func(t *testing.T) {
 				s := startDouble(t)
 				s.SetExtraResults(tc.extra)
-				res, err := ec.new(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "q", MaxResults: tc.max})
+				res, err := ec.new(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "q", MaxResults: tc.max})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -260,7 +277,7 @@ func TestMaxResults(t *testing.T) {
 				}
 				rec := lastRequest(t, s)
 				want := tc.wantSent
-				if ec.name == NameSearXNG {
+				if ec.name == engines.NameSearXNG {
 					want = 0
 				}
 				if rec.MaxResults != want {
@@ -320,7 +337,7 @@ func TestDomainFiltering(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					s := startDouble(t)
 					s.SetIgnoreFilters(ignore)
-					res, err := ec.new(Config{BaseURL: s.URL}).Search(context.Background(), Query{
+					res, err := ec.new(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{
 						Text:           "filters",
 						MaxResults:     12,
 						IncludeDomains: tc.include,
@@ -344,7 +361,7 @@ func TestDomainFiltering(t *testing.T) {
 					// Exa takes the patterns as they are, so a filter-honouring
 					// upstream fills the page; the others get broader filters
 					// (or none) and the client-side narrowing may thin it.
-					if len(res) > 12 || (!ignore && ec.name == NameExa && len(res) != 12) {
+					if len(res) > 12 || (!ignore && ec.name == engines.NameExa && len(res) != 12) {
 						t.Errorf("got %d results, want 12", len(res))
 					}
 				})
@@ -385,22 +402,22 @@ func TestMatchDomain(t *testing.T) {
 		{"example.com", "", false},
 	}
 	for _, tc := range tests {
-		if got := MatchDomain(tc.pattern, tc.url); got != tc.want {
+		if got := engines.MatchDomain(tc.pattern, tc.url); got != tc.want {
 			t.Errorf("MatchDomain(%q, %q) = %v, want %v", tc.pattern, tc.url, got, tc.want)
 		}
 	}
 }
 
 func TestFilterResults(t *testing.T) {
-	rs := []Result{{URL: "https://a.com/1"}, {URL: "https://x.a.com/2"}, {URL: "https://b.com/3"}, {URL: "::bad"}}
-	got := FilterResults(rs, []string{"a.com"}, []string{"*.a.com"})
+	rs := []engines.Result{{URL: "https://a.com/1"}, {URL: "https://x.a.com/2"}, {URL: "https://b.com/3"}, {URL: "::bad"}}
+	got := engines.FilterResults(rs, []string{"a.com"}, []string{"*.a.com"})
 	if len(got) != 1 || got[0].URL != "https://a.com/1" {
 		t.Errorf("got %+v", got)
 	}
-	if got := FilterResults(rs, nil, []string{"b.com"}); len(got) != 3 {
+	if got := engines.FilterResults(rs, nil, []string{"b.com"}); len(got) != 3 {
 		t.Errorf("exclude only: got %+v", got)
 	}
-	if got := FilterResults(rs, nil, nil); len(got) != 4 {
+	if got := engines.FilterResults(rs, nil, nil); len(got) != 4 {
 		t.Errorf("no filter: got %+v", got)
 	}
 	if rs[0].URL != "https://a.com/1" || rs[1].URL != "https://x.a.com/2" {
@@ -409,12 +426,12 @@ func TestFilterResults(t *testing.T) {
 }
 
 func TestExcludeOnlyRequests(t *testing.T) {
-	q := Query{Text: "news", ExcludeDomains: []string{"bad.com", "*.worse.com", "ok.com/private"}}
+	q := engines.Query{Text: "news", ExcludeDomains: []string{"bad.com", "*.worse.com", "ok.com/private"}}
 	tests := []struct {
 		engine string
-		check  func(t *testing.T, rec RecordedRequest)
+		check  func(t *testing.T, rec enginestest.RecordedRequest)
 	}{
-		{NameExa, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameExa, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if got := jsonStrings(rec.Body, "excludeDomains"); !reflect.DeepEqual(got, []string{"bad.com", "*.worse.com", "ok.com/private"}) {
 				t.Errorf("excludeDomains = %q", got)
 			}
@@ -422,17 +439,17 @@ func TestExcludeOnlyRequests(t *testing.T) {
 				t.Error("includeDomains sent")
 			}
 		}},
-		{NameFirecrawl, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameFirecrawl, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if got := gjson.GetBytes(rec.Body, "query").String(); got != "news -site:bad.com" {
 				t.Errorf("query = %q", got)
 			}
 		}},
-		{NameParallel, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameParallel, func(t *testing.T, rec enginestest.RecordedRequest) {
 			if got := jsonStrings(rec.Body, "advanced_settings.source_policy.exclude_domains"); !reflect.DeepEqual(got, []string{"bad.com"}) {
 				t.Errorf("exclude_domains = %q", got)
 			}
 		}},
-		{NameSearXNG, func(t *testing.T, rec RecordedRequest) {
+		{engines.NameSearXNG, func(t *testing.T, rec enginestest.RecordedRequest) {
 			v, _ := url.ParseQuery(rec.RawQuery)
 			if got := v.Get("q"); got != "news -site:bad.com" {
 				t.Errorf("q = %q", got)
@@ -442,7 +459,7 @@ func TestExcludeOnlyRequests(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.engine, func(t *testing.T) {
 			s := startDouble(t)
-			eng, _ := New(tc.engine, Config{BaseURL: s.URL})
+			eng, _ := engines.New(tc.engine, engines.Config{BaseURL: s.URL})
 			if _, err := eng.Search(context.Background(), q); err != nil {
 				t.Fatal(err)
 			}
@@ -455,7 +472,7 @@ func TestNoFiltersNoKey(t *testing.T) {
 	for _, ec := range allEngines {
 		t.Run(ec.name, func(t *testing.T) {
 			s := startDouble(t)
-			if _, err := ec.new(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "plain"}); err != nil {
+			if _, err := ec.new(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "plain"}); err != nil {
 				t.Fatal(err)
 			}
 			rec := lastRequest(t, s)
@@ -483,13 +500,13 @@ func TestErrorStatus(t *testing.T) {
 			t.Run(ec.name+"/"+http.StatusText(status), func(t *testing.T) {
 				s := startDouble(t)
 				s.ForceStatus(ec.name, status)
-				res, err := ec.new(Config{BaseURL: s.URL, APIKey: testKey}).Search(context.Background(), Query{Text: "q"})
+				res, err := ec.new(engines.Config{BaseURL: s.URL, APIKey: testKey}).Search(context.Background(), engines.Query{Text: "q"})
 				if err == nil {
 					t.Fatalf("no error, results %+v", res)
 				}
-				var e *Error
+				var e *engines.Error
 				if !errors.As(err, &e) {
-					t.Fatalf("error %T %v is not *Error", err, err)
+					t.Fatalf("error %T %v is not *engines.Error", err, err)
 				}
 				if e.Engine != ec.name || e.StatusCode != status {
 					t.Errorf("got engine %q status %d", e.Engine, e.StatusCode)
@@ -509,12 +526,12 @@ func TestErrorStatus(t *testing.T) {
 	}
 	t.Run("forced status for another engine does not apply", func(t *testing.T) {
 		s := startDouble(t)
-		s.ForceStatus(NameExa, 500)
-		if _, err := NewParallel(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "q"}); err != nil {
+		s.ForceStatus(engines.NameExa, 500)
+		if _, err := engines.NewParallel(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "q"}); err != nil {
 			t.Fatal(err)
 		}
-		s.ForceStatus(NameExa, 0)
-		if _, err := NewExa(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "q"}); err != nil {
+		s.ForceStatus(engines.NameExa, 0)
+		if _, err := engines.NewExa(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "q"}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -525,10 +542,10 @@ func TestWrongKey(t *testing.T) {
 		t.Run(ec.name, func(t *testing.T) {
 			s := startDouble(t)
 			s.RequireAPIKey("right-key")
-			_, err := ec.new(Config{BaseURL: s.URL, APIKey: "wrong-key-value"}).Search(context.Background(), Query{Text: "q"})
-			var e *Error
+			_, err := ec.new(engines.Config{BaseURL: s.URL, APIKey: "wrong-key-value"}).Search(context.Background(), engines.Query{Text: "q"})
+			var e *engines.Error
 			if !errors.As(err, &e) || e.StatusCode != http.StatusUnauthorized {
-				t.Fatalf("got %v, want a 401 *Error", err)
+				t.Fatalf("got %v, want a 401 *engines.Error", err)
 			}
 			if strings.Contains(err.Error(), "wrong-key-value") {
 				t.Errorf("message leaks the key: %q", err)
@@ -551,7 +568,7 @@ func TestKeyEchoRedacted(t *testing.T) {
 	defer echo.Close()
 	for _, ec := range allEngines {
 		t.Run(ec.name, func(t *testing.T) {
-			_, err := ec.new(Config{BaseURL: echo.URL, APIKey: testKey}).Search(context.Background(), Query{Text: "q"})
+			_, err := ec.new(engines.Config{BaseURL: echo.URL, APIKey: testKey}).Search(context.Background(), engines.Query{Text: "q"})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -571,13 +588,13 @@ func TestTimeout(t *testing.T) {
 			s := startDouble(t)
 			s.SetDelay(5 * time.Second)
 			start := time.Now()
-			_, err := ec.new(Config{BaseURL: s.URL, Timeout: 50 * time.Millisecond}).Search(context.Background(), Query{Text: "q"})
+			_, err := ec.new(engines.Config{BaseURL: s.URL, Timeout: 50 * time.Millisecond}).Search(context.Background(), engines.Query{Text: "q"})
 			if time.Since(start) > 2*time.Second {
 				t.Errorf("took %v", time.Since(start))
 			}
-			var e *Error
+			var e *engines.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want *Error", err)
+				t.Fatalf("got %v, want *engines.Error", err)
 			}
 			if !e.Timeout() || !errors.Is(err, context.DeadlineExceeded) || e.StatusCode != 0 || e.Engine != ec.name {
 				t.Errorf("got %#v (%v), want a timeout", e, err)
@@ -588,7 +605,7 @@ func TestTimeout(t *testing.T) {
 			s.SetDelay(5 * time.Second)
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
-			_, err := ec.new(Config{BaseURL: s.URL}).Search(ctx, Query{Text: "q"})
+			_, err := ec.new(engines.Config{BaseURL: s.URL}).Search(ctx, engines.Query{Text: "q"})
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want deadline exceeded", err)
 			}
@@ -598,8 +615,8 @@ func TestTimeout(t *testing.T) {
 			s.SetDelay(5 * time.Second)
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(30*time.Millisecond, cancel)
-			_, err := ec.new(Config{BaseURL: s.URL}).Search(ctx, Query{Text: "q"})
-			var e *Error
+			_, err := ec.new(engines.Config{BaseURL: s.URL}).Search(ctx, engines.Query{Text: "q"})
+			var e *engines.Error
 			if !errors.Is(err, context.Canceled) || !errors.As(err, &e) || e.Timeout() {
 				t.Errorf("got %v, want canceled", err)
 			}
@@ -623,10 +640,10 @@ func TestBadResponses(t *testing.T) {
 		}))
 		for _, ec := range allEngines {
 			t.Run(tc.name+"/"+ec.name, func(t *testing.T) {
-				_, err := ec.new(Config{BaseURL: srv.URL}).Search(context.Background(), Query{Text: "q"})
-				var e *Error
+				_, err := ec.new(engines.Config{BaseURL: srv.URL}).Search(context.Background(), engines.Query{Text: "q"})
+				var e *engines.Error
 				if !errors.As(err, &e) {
-					t.Fatalf("got %v, want *Error", err)
+					t.Fatalf("got %v, want *engines.Error", err)
 				}
 				if tc.status != 200 && e.StatusCode != tc.status {
 					t.Errorf("status %d, want %d", e.StatusCode, tc.status)
@@ -643,7 +660,7 @@ func TestBadResponses(t *testing.T) {
 			_, _ = w.Write([]byte(`{"success":false,"error":"quota"}`))
 		}))
 		defer srv.Close()
-		_, err := NewFirecrawl(Config{BaseURL: srv.URL}).Search(context.Background(), Query{Text: "q"})
+		_, err := engines.NewFirecrawl(engines.Config{BaseURL: srv.URL}).Search(context.Background(), engines.Query{Text: "q"})
 		if err == nil || !strings.Contains(err.Error(), "quota") {
 			t.Errorf("got %v", err)
 		}
@@ -653,7 +670,7 @@ func TestBadResponses(t *testing.T) {
 			_, _ = w.Write([]byte(`{"success":true,"data":[{"url":"https://a.com","markdown":"# A\nbody","metadata":{"title":"A"}}]}`))
 		}))
 		defer srv.Close()
-		res, err := NewFirecrawl(Config{BaseURL: srv.URL}).Search(context.Background(), Query{Text: "q"})
+		res, err := engines.NewFirecrawl(engines.Config{BaseURL: srv.URL}).Search(context.Background(), engines.Query{Text: "q"})
 		if err != nil || len(res) != 1 || res[0].Title != "A" || res[0].Snippet != "# A\nbody" {
 			t.Errorf("got %+v, %v", res, err)
 		}
@@ -664,8 +681,8 @@ func TestInvalidInput(t *testing.T) {
 	s := startDouble(t)
 	for _, ec := range allEngines {
 		t.Run(ec.name+"/empty query", func(t *testing.T) {
-			_, err := ec.new(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "  "})
-			var e *Error
+			_, err := ec.new(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "  "})
+			var e *engines.Error
 			if !errors.As(err, &e) || e.Engine != ec.name {
 				t.Errorf("got %v", err)
 			}
@@ -675,21 +692,21 @@ func TestInvalidInput(t *testing.T) {
 		t.Errorf("%d requests sent for invalid queries", n)
 	}
 	t.Run("searxng without base URL", func(t *testing.T) {
-		_, err := NewSearXNG(Config{}).Search(context.Background(), Query{Text: "q"})
+		_, err := engines.NewSearXNG(engines.Config{}).Search(context.Background(), engines.Query{Text: "q"})
 		if err == nil || !strings.Contains(err.Error(), "base URL") {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("unknown engine", func(t *testing.T) {
-		if _, err := New("bing", Config{}); err == nil {
+		if _, err := engines.New("bing", engines.Config{}); err == nil {
 			t.Error("no error")
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())
 		dead.Close()
-		_, err := NewExa(Config{BaseURL: dead.URL, APIKey: testKey}).Search(context.Background(), Query{Text: "q"})
-		var e *Error
+		_, err := engines.NewExa(engines.Config{BaseURL: dead.URL, APIKey: testKey}).Search(context.Background(), engines.Query{Text: "q"})
+		var e *engines.Error
 		if !errors.As(err, &e) || e.StatusCode != 0 || strings.Contains(err.Error(), testKey) {
 			t.Errorf("got %v", err)
 		}
@@ -703,7 +720,7 @@ func TestBaseURLPrefixAndDefaults(t *testing.T) {
 		_, _ = w.Write([]byte(`{"results":[]}`))
 	}))
 	defer srv.Close()
-	res, err := NewSearXNG(Config{BaseURL: srv.URL + "/searx/"}).Search(context.Background(), Query{Text: "q"})
+	res, err := engines.NewSearXNG(engines.Config{BaseURL: srv.URL + "/searx/"}).Search(context.Background(), engines.Query{Text: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -714,33 +731,16 @@ func TestBaseURLPrefixAndDefaults(t *testing.T) {
 		t.Errorf("want empty non-nil results, got %#v", res)
 	}
 
-	defaults := map[string]string{
-		NameExa:       ExaDefaultBaseURL,
-		NameFirecrawl: FirecrawlDefaultBaseURL,
-		NameParallel:  ParallelDefaultBaseURL,
-	}
-	if got := NewExa(Config{}).c.baseURL; got != defaults[NameExa] {
-		t.Errorf("exa default %q", got)
-	}
-	if got := NewFirecrawl(Config{}).c.baseURL; got != defaults[NameFirecrawl] {
-		t.Errorf("firecrawl default %q", got)
-	}
-	if got := NewParallel(Config{}).c.baseURL; got != defaults[NameParallel] {
-		t.Errorf("parallel default %q", got)
-	}
-	if got := NewExa(Config{}).c.timeout; got != DefaultTimeout {
-		t.Errorf("default timeout %v", got)
-	}
 }
 
 func TestSearXNGBasicAuth(t *testing.T) {
 	s := startDouble(t)
 	s.RequireAPIKey(testKey)
-	_, err := NewSearXNG(Config{BaseURL: s.URL, Username: "gateway", APIKey: testKey}).Search(context.Background(), Query{Text: "q"})
+	_, err := engines.NewSearXNG(engines.Config{BaseURL: s.URL, Username: "gateway", APIKey: testKey}).Search(context.Background(), engines.Query{Text: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := lastRequest(t, s).Header.Get("Authorization"), BasicAuthHeader("gateway", testKey); got != want {
+	if got, want := lastRequest(t, s).Header.Get("Authorization"), enginestest.BasicAuthHeader("gateway", testKey); got != want {
 		t.Errorf("Authorization = %q, want %q", got, want)
 	}
 }
@@ -748,14 +748,14 @@ func TestSearXNGBasicAuth(t *testing.T) {
 func TestParallelLimits(t *testing.T) {
 	s := startDouble(t)
 	long := strings.Repeat("word ", 1200)
-	if _, err := NewParallel(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: long, IncludeDomains: []string{"www.example.com", "*.gov"}}); err != nil {
+	if _, err := engines.NewParallel(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: long, IncludeDomains: []string{"www.example.com", "*.gov"}}); err != nil {
 		t.Fatal(err)
 	}
 	b := lastRequest(t, s).Body
-	if n := len([]rune(gjson.GetBytes(b, "objective").String())); n != parallelObjectiveMaxChars {
+	if n := len([]rune(gjson.GetBytes(b, "objective").String())); n != engines.ParallelObjectiveMaxChars {
 		t.Errorf("objective %d chars", n)
 	}
-	if n := len([]rune(gjson.GetBytes(b, "search_queries.0").String())); n != parallelQueryMaxChars {
+	if n := len([]rune(gjson.GetBytes(b, "search_queries.0").String())); n != engines.ParallelQueryMaxChars {
 		t.Errorf("search query %d chars", n)
 	}
 	if got := jsonStrings(b, "advanced_settings.source_policy.include_domains"); !reflect.DeepEqual(got, []string{"example.com", ".gov"}) {
@@ -791,32 +791,28 @@ func TestTestServerBookkeeping(t *testing.T) {
 	if len(s.Requests()) != 0 {
 		t.Error("Reset kept requests")
 	}
-	if _, err := NewExa(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "q"}); err != nil {
+	if _, err := engines.NewExa(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "q"}); err != nil {
 		t.Errorf("after Reset: %v", err)
 	}
 	s.SetHosts([]string{"only.test"})
-	res, err := NewSearXNG(Config{BaseURL: s.URL}).Search(context.Background(), Query{Text: "q", MaxResults: 2})
+	res, err := engines.NewSearXNG(engines.Config{BaseURL: s.URL}).Search(context.Background(), engines.Query{Text: "q", MaxResults: 2})
 	if err != nil || len(res) != 2 || !strings.HasPrefix(res[1].URL, "https://only.test/") {
 		t.Errorf("SetHosts: %+v, %v", res, err)
-	}
-	text, inc, exc := parseSiteOperators("a b (site:x.com OR site:y.com) -site:z.com c")
-	if text != "a b c" || !reflect.DeepEqual(inc, []string{"x.com", "y.com"}) || !reflect.DeepEqual(exc, []string{"z.com"}) {
-		t.Errorf("parseSiteOperators: %q %q %q", text, inc, exc)
 	}
 }
 
 func TestConcurrentSearches(t *testing.T) {
 	s := startDouble(t)
-	engines := make([]Engine, 0, len(allEngines))
+	engs := make([]engines.Engine, 0, len(allEngines))
 	for _, ec := range allEngines {
-		engines = append(engines, ec.new(Config{BaseURL: s.URL, APIKey: testKey}))
+		engs = append(engs, ec.new(engines.Config{BaseURL: s.URL, APIKey: testKey}))
 	}
 	errs := make(chan error, 40)
 	for i := 0; i < 40; i++ {
-		go func(e Engine) {
-			_, err := e.Search(context.Background(), Query{Text: "concurrent", MaxResults: 2, IncludeDomains: []string{"*.example.com"}})
+		go func(e engines.Engine) {
+			_, err := e.Search(context.Background(), engines.Query{Text: "concurrent", MaxResults: 2, IncludeDomains: []string{"*.example.com"}})
 			errs <- err
-		}(engines[i%len(engines)])
+		}(engs[i%len(engs)])
 	}
 	for i := 0; i < 40; i++ {
 		if err := <-errs; err != nil {

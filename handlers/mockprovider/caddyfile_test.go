@@ -1,4 +1,4 @@
-package caddymodule
+package mockprovider
 
 import (
 	"testing"
@@ -7,11 +7,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
 )
 
-func TestParseMockProvider(t *testing.T) {
+func TestUnmarshalCaddyfile(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		input      string
@@ -39,7 +37,7 @@ func TestParseMockProvider(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser(tc.input)}
-			got, err := parseMockProvider(h)
+			got, err := parseCaddyfile(h)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", got)
@@ -49,9 +47,9 @@ func TestParseMockProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, ok := got.(*handlers.MockProvider)
+			m, ok := got.(*Handler)
 			if !ok {
-				t.Fatalf("got %T, want *handlers.MockProvider", got)
+				t.Fatalf("got %T, want *Handler", got)
 			}
 			if m.Latency != caddy.Duration(tc.latency) || m.ChunkDelay != caddy.Duration(tc.chunkDelay) {
 				t.Errorf("latency %v, chunk_delay %v; want %v, %v",

@@ -1,12 +1,14 @@
-package engines
+// Package standin serves stand-ins of the Exa, Firecrawl, Parallel and
+// SearXNG search APIs: deterministic, offline answers shaped like the
+// vendors', for the mock provider's web search and, through enginestest,
+// for the engines' tests. It is not a search engine.
+package standin
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,34 +17,29 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 )
 
-// TestServer is a local stand-in for all four search APIs, for tests. Point
-// an engine's Config.BaseURL at URL. It serves:
+// APIs is an http.Handler serving all four search APIs:
 //
 //	POST /search     Exa       (x-api-key)
 //	POST /v2/search  Firecrawl (Authorization: Bearer)
 //	POST /v1/search  Parallel  (x-api-key)
 //	GET  /search     SearXNG   (format=json; Bearer or Basic when a key is required)
 //
-// It records every request (see Requests) and answers deterministic results:
-// result i (from 1) of query text T has title "T - result i", a URL
-// https://<host>/<slug of T>/i and a snippet naming both. Hosts are taken
-// from the include filters the request carried (d → d, www.d, docs.d;
-// *.d → a.d, b.d, c.d), or else from DefaultTestHosts; excluded hosts are
-// skipped. Exa, Firecrawl and Parallel answer as many results as asked (plus
-// SetExtraResults); SearXNG, which has no count parameter, answers a page of
-// 20. Requests with a path the server does not know get 404.
+// It answers deterministic results: result i (from 1) of query text T has
+// title "T - result i", a URL https://<host>/<slug of T>/i and a snippet
+// naming both. Hosts are taken from the include filters the request carried
+// (d → d, www.d, docs.d; *.d → a.d, b.d, c.d), or else from DefaultHosts;
+// excluded hosts are skipped. Exa, Firecrawl and Parallel answer as many
+// results as asked (plus SetExtraResults); SearXNG, which has no count
+// parameter, answers a page of 20. Requests with a path it does not know get
+// 404.
 //
 // Knobs: RequireAPIKey (401 on a missing or wrong key), ForceStatus (fixed
 // error status), SetDelay (slow answers), SetIgnoreFilters (answer as if the
 // vendor ignored domain filters), SetExtraResults (answer more than asked).
-type TestServer struct {
-	// URL is the base URL of the server, for Config.BaseURL.
-	URL string
-
-	srv *httptest.Server
-
+type APIs struct {
 	mu            sync.Mutex
 	requests      []RecordedRequest
 	apiKey        string
@@ -51,13 +48,13 @@ type TestServer struct {
 	ignoreFilters bool
 	extra         int
 	hosts         []string
-	noRecord      bool // Handler: a long-lived stand-in keeps no history
+	record        bool
 }
 
-// RecordedRequest is one request the TestServer received.
+// RecordedRequest is one request the stand-ins received.
 type RecordedRequest struct {
-	// Engine is NameExa, NameFirecrawl, NameParallel, NameSearXNG, or "" for
-	// a request no engine route matched.
+	// Engine is engines.NameExa, NameFirecrawl, NameParallel, NameSearXNG,
+	// or "" for a request no engine route matched.
 	Engine   string
 	Method   string
 	Path     string
@@ -75,9 +72,9 @@ type RecordedRequest struct {
 	ExcludeDomains []string
 }
 
-// DefaultTestHosts are the hosts TestServer results cycle through when the
-// request has no include filter.
-var DefaultTestHosts = []string{
+// DefaultHosts are the hosts results cycle through when the request has no
+// include filter.
+var DefaultHosts = []string{
 	"example.com",
 	"www.example.com",
 	"docs.example.com",
@@ -86,40 +83,24 @@ var DefaultTestHosts = []string{
 	"news.example.net",
 }
 
-const testSearXNGPageSize = 20
+const searXNGPageSize = 20
 
-// StartTestServer starts a TestServer. Close it when done.
-func StartTestServer() *TestServer {
-	s := &TestServer{forced: map[string]int{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	s.URL = s.srv.URL
-	return s
-}
+// New returns stand-ins that keep no request history, for a long-running
+// offline stand-in such as the mock provider's.
+func New() *APIs { return &APIs{forced: map[string]int{}} }
 
-// Handler returns the same four search APIs as an http.Handler that keeps
-// no request history, for a long-running offline stand-in (the mock
-// provider serves it, so that Caddyfile.example's web search works without
-// a search contract). Paths are those of TestServer.
-func Handler() http.Handler {
-	s := &TestServer{forced: map[string]int{}, noRecord: true}
-	return http.HandlerFunc(s.serveHTTP)
-}
-
-// Close shuts the server down.
-func (s *TestServer) Close() { s.srv.Close() }
-
-// Client returns an HTTP client suited to the server.
-func (s *TestServer) Client() *http.Client { return s.srv.Client() }
+// NewRecording returns stand-ins that record every request (see Requests).
+func NewRecording() *APIs { return &APIs{forced: map[string]int{}, record: true} }
 
 // Requests returns a copy of the requests received so far, oldest first.
-func (s *TestServer) Requests() []RecordedRequest {
+func (s *APIs) Requests() []RecordedRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]RecordedRequest(nil), s.requests...)
 }
 
 // LastRequest returns the latest request received.
-func (s *TestServer) LastRequest() (RecordedRequest, bool) {
+func (s *APIs) LastRequest() (RecordedRequest, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.requests) == 0 {
@@ -129,7 +110,7 @@ func (s *TestServer) LastRequest() (RecordedRequest, bool) {
 }
 
 // Reset forgets the recorded requests and restores every knob.
-func (s *TestServer) Reset() {
+func (s *APIs) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = nil
@@ -144,7 +125,7 @@ func (s *TestServer) Reset() {
 // RequireAPIKey makes every engine route answer 401 unless the request
 // carries key the way the vendor expects it (SearXNG: as bearer token or
 // Basic auth password). "" disables the check.
-func (s *TestServer) RequireAPIKey(key string) {
+func (s *APIs) RequireAPIKey(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.apiKey = key
@@ -152,7 +133,7 @@ func (s *TestServer) RequireAPIKey(key string) {
 
 // ForceStatus makes the routes of engine ("" for all engines) answer status
 // with a vendor-shaped error body. Status 0 removes the override.
-func (s *TestServer) ForceStatus(engine string, status int) {
+func (s *APIs) ForceStatus(engine string, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if status == 0 {
@@ -163,31 +144,31 @@ func (s *TestServer) ForceStatus(engine string, status int) {
 }
 
 // SetDelay delays every answer by d (cut short if the client goes away).
-func (s *TestServer) SetDelay(d time.Duration) {
+func (s *APIs) SetDelay(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.delay = d
 }
 
-// SetIgnoreFilters makes the server answer as if the vendor ignored the
+// SetIgnoreFilters makes the stand-ins answer as if the vendor ignored the
 // domain filters: results cycle through the hosts of SetHosts (default
-// DefaultTestHosts) whatever the request asked.
-func (s *TestServer) SetIgnoreFilters(ignore bool) {
+// DefaultHosts) whatever the request asked.
+func (s *APIs) SetIgnoreFilters(ignore bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ignoreFilters = ignore
 }
 
-// SetExtraResults makes the server answer n more results than asked.
-func (s *TestServer) SetExtraResults(n int) {
+// SetExtraResults makes the stand-ins answer n more results than asked.
+func (s *APIs) SetExtraResults(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.extra = n
 }
 
-// SetHosts replaces DefaultTestHosts for requests without include filters
-// (nil restores the default).
-func (s *TestServer) SetHosts(hosts []string) {
+// SetHosts replaces DefaultHosts for requests without include filters (nil
+// restores the default).
+func (s *APIs) SetHosts(hosts []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hosts = append([]string(nil), hosts...)
@@ -202,10 +183,10 @@ type testKnobs struct {
 	hosts         []string
 }
 
-func (s *TestServer) record(rec RecordedRequest) testKnobs {
+func (s *APIs) recordRequest(rec RecordedRequest) testKnobs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.noRecord {
+	if s.record {
 		s.requests = append(s.requests, rec)
 	}
 	k := testKnobs{
@@ -221,12 +202,13 @@ func (s *TestServer) record(rec RecordedRequest) testKnobs {
 		k.status = st
 	}
 	if len(k.hosts) == 0 {
-		k.hosts = DefaultTestHosts
+		k.hosts = DefaultHosts
 	}
 	return k
 }
 
-func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one request as the vendor's API would.
+func (s *APIs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	rec := RecordedRequest{
 		Method:   r.Method,
@@ -237,17 +219,17 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/search":
-		rec.Engine = NameExa
+		rec.Engine = engines.NameExa
 		rec.Query = gjson.GetBytes(body, "query").String()
 		rec.MaxResults = int(gjson.GetBytes(body, "numResults").Int())
 		rec.IncludeDomains = stringList(gjson.GetBytes(body, "includeDomains"))
 		rec.ExcludeDomains = stringList(gjson.GetBytes(body, "excludeDomains"))
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/search":
-		rec.Engine = NameFirecrawl
+		rec.Engine = engines.NameFirecrawl
 		rec.Query, rec.IncludeDomains, rec.ExcludeDomains = parseSiteOperators(gjson.GetBytes(body, "query").String())
 		rec.MaxResults = int(gjson.GetBytes(body, "limit").Int())
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/search":
-		rec.Engine = NameParallel
+		rec.Engine = engines.NameParallel
 		rec.Query = gjson.GetBytes(body, "objective").String()
 		if rec.Query == "" {
 			rec.Query = gjson.GetBytes(body, "search_queries.0").String()
@@ -256,10 +238,10 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.IncludeDomains = stringList(gjson.GetBytes(body, "advanced_settings.source_policy.include_domains"))
 		rec.ExcludeDomains = stringList(gjson.GetBytes(body, "advanced_settings.source_policy.exclude_domains"))
 	case r.Method == http.MethodGet && r.URL.Path == "/search":
-		rec.Engine = NameSearXNG
+		rec.Engine = engines.NameSearXNG
 		rec.Query, rec.IncludeDomains, rec.ExcludeDomains = parseSiteOperators(r.URL.Query().Get("q"))
 	}
-	k := s.record(rec)
+	k := s.recordRequest(rec)
 
 	if rec.Engine == "" {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such route"})
@@ -284,7 +266,7 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg := testValidate(rec, r, body); msg != "" {
 		status := http.StatusBadRequest
-		if rec.Engine == NameParallel {
+		if rec.Engine == engines.NameParallel {
 			status = http.StatusUnprocessableEntity
 		}
 		testError(w, rec.Engine, status, msg)
@@ -293,9 +275,9 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	count := rec.MaxResults
 	switch rec.Engine {
-	case NameSearXNG:
-		count = testSearXNGPageSize
-	case NameParallel:
+	case engines.NameSearXNG:
+		count = searXNGPageSize
+	case engines.NameParallel:
 		if count <= 0 {
 			count = 10
 		}
@@ -311,7 +293,7 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	results := testResults(rec.Query, hosts, exclude, count)
 
 	switch rec.Engine {
-	case NameExa:
+	case engines.NameExa:
 		items := make([]map[string]any, 0, len(results))
 		for _, res := range results {
 			items = append(items, map[string]any{
@@ -325,7 +307,7 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"requestId": "test-request", "results": items})
-	case NameFirecrawl:
+	case engines.NameFirecrawl:
 		items := make([]map[string]any, 0, len(results))
 		for i, res := range results {
 			items = append(items, map[string]any{
@@ -336,7 +318,7 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{"web": items}})
-	case NameParallel:
+	case engines.NameParallel:
 		items := make([]map[string]any, 0, len(results))
 		for _, res := range results {
 			items = append(items, map[string]any{
@@ -353,7 +335,7 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"usage":      []map[string]any{{"name": "sku_search", "count": 1}},
 			"session_id": "session_test",
 		})
-	case NameSearXNG:
+	case engines.NameSearXNG:
 		items := make([]map[string]any, 0, len(results))
 		for _, res := range results {
 			items = append(items, map[string]any{
@@ -382,7 +364,7 @@ func (s *TestServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // testValidate checks what the real API would reject.
 func testValidate(rec RecordedRequest, r *http.Request, body []byte) string {
-	if rec.Engine != NameSearXNG {
+	if rec.Engine != engines.NameSearXNG {
 		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 			return "Content-Type must be application/json"
 		}
@@ -391,14 +373,14 @@ func testValidate(rec RecordedRequest, r *http.Request, body []byte) string {
 		}
 	}
 	switch rec.Engine {
-	case NameSearXNG:
+	case engines.NameSearXNG:
 		if r.URL.Query().Get("format") != "json" {
 			return "format must be json"
 		}
 		if strings.TrimSpace(r.URL.Query().Get("q")) == "" {
 			return "q is required"
 		}
-	case NameParallel:
+	case engines.NameParallel:
 		if len(stringList(gjson.GetBytes(body, "search_queries"))) == 0 {
 			return "search_queries is required"
 		}
@@ -412,11 +394,11 @@ func testValidate(rec RecordedRequest, r *http.Request, body []byte) string {
 
 func testKeyOK(engine string, r *http.Request, key string) bool {
 	switch engine {
-	case NameExa, NameParallel:
+	case engines.NameExa, engines.NameParallel:
 		return r.Header.Get("x-api-key") == key
-	case NameFirecrawl:
+	case engines.NameFirecrawl:
 		return r.Header.Get("Authorization") == "Bearer "+key
-	case NameSearXNG:
+	case engines.NameSearXNG:
 		if _, pass, ok := r.BasicAuth(); ok {
 			return pass == key
 		}
@@ -428,11 +410,11 @@ func testKeyOK(engine string, r *http.Request, key string) bool {
 // testError writes an error body shaped like the vendor's.
 func testError(w http.ResponseWriter, engine string, status int, msg string) {
 	switch engine {
-	case NameFirecrawl:
+	case engines.NameFirecrawl:
 		writeJSON(w, status, map[string]any{"success": false, "error": msg})
-	case NameParallel:
+	case engines.NameParallel:
 		writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"ref_id": "ref_test", "message": msg}})
-	case NameSearXNG:
+	case engines.NameSearXNG:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, msg)
@@ -484,7 +466,10 @@ func parseSiteOperators(q string) (text string, include, exclude []string) {
 func testHostsFor(include []string) []string {
 	var hosts []string
 	for _, p := range include {
-		p = normalizePattern(p)
+		p = hostPattern(p)
+		if p == "" {
+			continue
+		}
 		host, path, _ := strings.Cut(p, "/")
 		if path != "" {
 			path = "/" + path
@@ -505,18 +490,18 @@ func testHostsFor(include []string) []string {
 
 // testResults builds count deterministic results for text, cycling through
 // hosts (each may carry a path prefix) and skipping excluded ones.
-func testResults(text string, hosts, exclude []string, count int) []Result {
-	var out []Result
+func testResults(text string, hosts, exclude []string, count int) []engines.Result {
+	var out []engines.Result
 	slug := testSlug(text)
 	for i := 0; len(out) < count && i < count*len(hosts)+len(hosts); i++ {
 		hp := hosts[i%len(hosts)]
 		n := len(out) + 1
 		u := "https://" + hp + "/" + slug + "/" + strconv.Itoa(n)
-		if matchAny(exclude, u) {
+		if matchesAny(exclude, u) {
 			continue
 		}
 		host, _, _ := strings.Cut(hp, "/")
-		out = append(out, Result{
+		out = append(out, engines.Result{
 			Title:         fmt.Sprintf("%s - result %d", text, n),
 			URL:           u,
 			Snippet:       fmt.Sprintf("Result %d for %q from %s.", n, text, host),
@@ -549,8 +534,34 @@ func testSlug(text string) string {
 	return s
 }
 
-// BasicAuthHeader returns the Authorization header value of HTTP Basic auth,
-// for comparing against RecordedRequest.Header in tests.
-func BasicAuthHeader(user, pass string) string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+// hostPattern reads a domain filter as the vendors do: lowercased, without
+// a scheme, trailing slashes or dots, and with a leading "." meaning "*.".
+// "" means the pattern names no host.
+func hostPattern(p string) string {
+	p = strings.ToLower(strings.TrimSpace(p))
+	if _, rest, ok := strings.Cut(p, "://"); ok {
+		p = rest
+	}
+	p = strings.TrimRight(p, "/")
+	host, path, hasPath := strings.Cut(p, "/")
+	host = strings.TrimSuffix(host, ".")
+	if strings.HasPrefix(host, ".") {
+		host = "*" + host
+	}
+	if host == "" || host == "*." {
+		return ""
+	}
+	if hasPath {
+		return host + "/" + path
+	}
+	return host
+}
+
+func matchesAny(patterns []string, rawURL string) bool {
+	for _, p := range patterns {
+		if engines.MatchDomain(p, rawURL) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,8 @@
-package handlers
+// Package mockprovider is a stand-in OpenAI-compatible provider, and
+// stand-ins of the web search engines' APIs, served by Caddy itself for
+// demos, tests and benchmarks. It is not a real provider: answers echo the
+// request and count one token per word.
+package mockprovider
 
 import (
 	"context"
@@ -13,22 +17,23 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/standin"
 )
 
-// MockProvider is an OpenAI-compatible upstream served by Caddy itself, for
-// demos, tests and benchmarks. It answers, by path suffix, so that both
+// Handler is an OpenAI-compatible upstream served by Caddy itself, for
+// demos, tests and benchmarks: the module tollgate_mock_provider. It answers, by path suffix, so that both
 // /v1/... and /api/v1/... work:
 //
 //	POST .../chat/completions  Chat Completions, plain or streamed
 //	POST .../responses         Responses API, plain or streamed
 //	GET  .../models            a fixed model list
 //	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
-//	                           SearXNG search APIs (engines.Handler), so
+//	                           SearXNG search APIs (standin.APIs), so
 //	                           web search works offline
 //
 // and passes every other path to the next handler.
@@ -44,8 +49,8 @@ import (
 // 4 per message. With PromptTokens "bytes" the prompt is counted as the
 // worst a byte-level tokenizer can do instead: a token per UTF-8 byte of
 // every text and name, 4 per message, 3 to prime the answer, and
-// DefaultMediaPartTokens per image or audio part. Streamed and plain answers to the same request report the
-// same usage; streamed chat completions always end with a usage chunk.
+// mediaPartTokens per image or audio part. Streamed and plain answers to the
+// same request report the same usage; streamed chat completions always end with a usage chunk.
 //
 // The request's model name injects faults (substring match, so they combine
 // with any prefix, as in "gpt-4o-slow-error-500"):
@@ -61,7 +66,7 @@ import (
 //
 // A request header X-Mock-Latency (a duration such as 250ms) overrides the
 // configured latency for that request.
-type MockProvider struct {
+type Handler struct {
 	// Latency is the delay before the first byte of every answer.
 	Latency caddy.Duration `json:"latency,omitempty"`
 	// ChunkDelay is the delay between two streamed text chunks. Default: 0.
@@ -94,6 +99,10 @@ const (
 	mockModelsCreated = 1735689600 // 2025-01-01
 	// mockNoUserText stands in for the echo when there is no user text.
 	mockNoUserText = "(no user message)"
+	// mediaPartTokens is what an image or audio part counts with
+	// PromptTokens "bytes": the gateway's default bound of a media part
+	// (handlers.DefaultMediaPartTokens), so that its prompt bound holds.
+	mediaPartTokens = 8192
 )
 
 // mockFingerprint is the mock's system_fingerprint.
@@ -112,15 +121,15 @@ var mockModels = []string{
 }
 
 // CaddyModule returns the Caddy module information.
-func (*MockProvider) CaddyModule() caddy.ModuleInfo {
+func (*Handler) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "http.handlers.tollgate_mock_provider",
-		New: func() caddy.Module { return new(MockProvider) },
+		New: func() caddy.Module { return new(Handler) },
 	}
 }
 
-// Provision checks the configured delays.
-func (m *MockProvider) Provision(caddy.Context) error {
+// Validate refuses negative delays and an unknown prompt_tokens.
+func (m *Handler) Validate() error {
 	if m.Latency < 0 {
 		return fmt.Errorf("latency must not be negative: %v", time.Duration(m.Latency))
 	}
@@ -134,11 +143,11 @@ func (m *MockProvider) Provision(caddy.Context) error {
 }
 
 // ServeHTTP answers the mock routes and passes anything else to next.
-func (m *MockProvider) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case strings.HasPrefix(path, mockSearchPrefix+"/"):
-		// Offline search engines (engines.Handler), e.g. SearXNG at
+		// Offline search engines (standin.APIs), e.g. SearXNG at
 		// <mock>/search-api/search.
 		http.StripPrefix(mockSearchPrefix, mockSearchAPI).ServeHTTP(w, r)
 		return nil
@@ -153,10 +162,10 @@ func (m *MockProvider) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 }
 
 // mockSearchPrefix is where the mock serves stand-ins of the search
-// engines' APIs (engines.Handler).
+// engines' APIs (standin.APIs).
 const mockSearchPrefix = "/search-api"
 
-var mockSearchAPI = engines.Handler()
+var mockSearchAPI = standin.New()
 
 // mockRequest is what the mock needs from a generation request.
 type mockRequest struct {
@@ -164,7 +173,7 @@ type mockRequest struct {
 	stream   bool
 	limit    int64 // max completion tokens; 0 is unlimited
 	prompt   int   // prompt tokens
-	bytes    bool  // count prompt tokens as bytes (MockProvider.PromptTokens)
+	bytes    bool  // count prompt tokens as bytes (Handler.PromptTokens)
 	lastUser string
 	// Responses only, echoed back on the response object.
 	instructions    *string
@@ -275,7 +284,7 @@ func (q *mockRequest) messageTokens(text string, msg gjson.Result) int {
 	for _, part := range content.Array() {
 		switch part.Get("type").Str {
 		case "image_url", "input_image", "input_audio":
-			n += DefaultMediaPartTokens
+			n += mediaPartTokens
 		default:
 			n += len(part.Get("text").Str)
 		}
@@ -327,7 +336,7 @@ func parseResponsesRequest(body []byte, q *mockRequest) {
 
 // serveGeneration reads and checks a generation request, waits, injects the
 // model's fault if any, and lets write answer.
-func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
+func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request,
 	parse func([]byte, *mockRequest), write func(context.Context, http.ResponseWriter, *mockRequest, *mockAnswer, bool),
 ) error {
 	if r.Method != http.MethodPost {
@@ -336,12 +345,12 @@ func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
 	}
 	latency, apiErr := m.requestLatency(r)
 	if apiErr != nil {
-		WriteError(w, apiErr)
+		writeError(w, apiErr)
 		return nil
 	}
-	body, err := readMockBody(w, r)
-	if err != nil {
-		WriteError(w, err)
+	body, apiErr := readMockBody(w, r)
+	if apiErr != nil {
+		writeError(w, apiErr)
 		return nil
 	}
 	q := &mockRequest{
@@ -350,7 +359,7 @@ func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
 		bytes:  m.PromptTokens == "bytes",
 	}
 	if q.model == "" {
-		WriteError(w, BadRequest("model is required"))
+		writeError(w, badRequest("model is required"))
 		return nil
 	}
 	parse(body, q)
@@ -370,20 +379,20 @@ func (m *MockProvider) serveGeneration(w http.ResponseWriter, r *http.Request,
 }
 
 // requestLatency is the configured latency, or the X-Mock-Latency header's.
-func (m *MockProvider) requestLatency(r *http.Request) (time.Duration, *APIError) {
+func (m *Handler) requestLatency(r *http.Request) (time.Duration, *apiError) {
 	v := r.Header.Get(mockLatencyHeader)
 	if v == "" {
 		return time.Duration(m.Latency), nil
 	}
 	d, err := caddy.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, BadRequest("invalid " + mockLatencyHeader + " header: " + strconv.Quote(v))
+		return 0, badRequest("invalid " + mockLatencyHeader + " header: " + strconv.Quote(v))
 	}
 	return d, nil
 }
 
 // readMockBody reads the body and checks that it is a JSON object.
-func readMockBody(w http.ResponseWriter, r *http.Request) ([]byte, *APIError) {
+func readMockBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	var body []byte
 	if r.Body != nil {
 		var err error
@@ -391,19 +400,19 @@ func readMockBody(w http.ResponseWriter, r *http.Request) ([]byte, *APIError) {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				return nil, newError(http.StatusRequestEntityTooLarge, "request body too large")
+				return nil, &apiError{Code: http.StatusRequestEntityTooLarge, Message: "request body too large"}
 			}
-			return nil, BadRequest("reading request body: " + err.Error())
+			return nil, badRequest("reading request body: " + err.Error())
 		}
 	}
 	if !jsoncheck.Valid(body) || !gjson.ParseBytes(body).IsObject() {
-		return nil, BadRequest("request body must be a JSON object")
+		return nil, badRequest("request body must be a JSON object")
 	}
 	return body, nil
 }
 
 // openAIError is OpenAI's error body, which clients of a real upstream
-// parse; the gateway's own errors use APIError instead.
+// parse; the mock's own refusals use apiError instead.
 type openAIError struct {
 	Error struct {
 		Message string `json:"message"`
@@ -445,9 +454,37 @@ func writeInjectedError(w http.ResponseWriter, model string) bool {
 }
 
 func writeMethodNotAllowed(w http.ResponseWriter, allow string) {
-	e := newError(http.StatusMethodNotAllowed, "method not allowed")
-	e.Header = http.Header{"Allow": {allow}}
-	WriteError(w, e)
+	w.Header().Set("Allow", allow)
+	writeError(w, &apiError{Code: http.StatusMethodNotAllowed, Message: "method not allowed"})
+}
+
+// apiError is a request the mock refuses, in the gateway's error shape
+// {"error":{"code","message"}}, so that a refusal reads the same whether
+// the gateway or its upstream made it.
+type apiError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func badRequest(msg string) *apiError { return &apiError{Code: http.StatusBadRequest, Message: msg} }
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.Code, struct {
+		Error *apiError `json:"error"`
+	}{e})
+}
+
+// writeJSON writes v as a JSON body with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // sleepCtx waits d and reports whether ctx is still alive.
@@ -588,7 +625,7 @@ type chatUsage struct {
 	NumSourcesUsed   int                `json:"num_sources_used,omitempty"`
 }
 
-func (m *MockProvider) writeChat(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
+func (m *Handler) writeChat(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
 	finish := "stop"
 	if a.truncated {
 		finish = "length"
@@ -723,7 +760,7 @@ type responseEvent struct {
 	Annotation      any  `json:"annotation,omitempty"`
 }
 
-func (m *MockProvider) writeResponses(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
+func (m *Handler) writeResponses(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
 	status, final := "completed", "response.completed"
 	var incomplete *incompleteDetails
 	if a.truncated {
@@ -815,14 +852,14 @@ type modelInfo struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-func (m *MockProvider) serveModels(w http.ResponseWriter, r *http.Request) error {
+func (m *Handler) serveModels(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeMethodNotAllowed(w, "GET, HEAD")
 		return nil
 	}
 	latency, apiErr := m.requestLatency(r)
 	if apiErr != nil {
-		WriteError(w, apiErr)
+		writeError(w, apiErr)
 		return nil
 	}
 	if !sleepCtx(r.Context(), latency) {
@@ -838,6 +875,7 @@ func (m *MockProvider) serveModels(w http.ResponseWriter, r *http.Request) error
 
 // Interface guards
 var (
-	_ caddy.Provisioner           = (*MockProvider)(nil)
-	_ caddyhttp.MiddlewareHandler = (*MockProvider)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+	_ caddyfile.Unmarshaler       = (*Handler)(nil)
 )

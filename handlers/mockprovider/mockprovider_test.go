@@ -1,4 +1,4 @@
-package handlers
+package mockprovider
 
 import (
 	"bufio"
@@ -14,14 +14,16 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
 )
 
 // mockServer serves m on a real listener, so that flushing and aborted
 // connections behave as they do behind Caddy. Paths m does not own answer
 // 418 from the next handler.
-func mockServer(t *testing.T, m *MockProvider) *httptest.Server {
+func mockServer(t *testing.T, m *Handler) *httptest.Server {
 	t.Helper()
-	if err := m.Provision(caddy.Context{}); err != nil {
+	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
@@ -121,7 +123,7 @@ func mockChat(extra string) string {
 }
 
 func TestMockChatCompletion(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	for _, path := range []string{"/v1/chat/completions", "/api/v1/chat/completions/"} {
 		res := mockPost(t, srv, path, mockChat(""))
 		if res.status != http.StatusOK || res.err != nil {
@@ -199,7 +201,7 @@ func readChatStream(t *testing.T, res mockResult) (text, finish string, usage gj
 }
 
 func TestMockChatStream(t *testing.T) {
-	srv := mockServer(t, &MockProvider{ChunkDelay: caddy.Duration(time.Millisecond)})
+	srv := mockServer(t, &Handler{ChunkDelay: caddy.Duration(time.Millisecond)})
 	plain := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat("")).body).Get("usage")
 	// Usage ends the stream whether or not the client asked for it.
 	for _, extra := range []string{`,"stream":true`, `,"stream":true,"stream_options":{"include_usage":true}`} {
@@ -214,7 +216,7 @@ func TestMockChatStream(t *testing.T) {
 }
 
 func TestMockChatMaxTokens(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	for _, extra := range []string{`,"max_tokens":3`, `,"max_completion_tokens":3,"max_tokens":50`} {
 		j := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat(extra)).body)
 		if got := j.Get("choices.0.message.content").Str; got != "Mock answer from" {
@@ -239,7 +241,7 @@ func TestMockChatMaxTokens(t *testing.T) {
 }
 
 func TestMockChatEchoCap(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	long := strings.Repeat("w ", 1000)
 	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"`+long+`"}]}`)
 	j := gjson.Parse(res.body)
@@ -303,7 +305,7 @@ func checkResponse(t *testing.T, j gjson.Result, status, text string, input, out
 }
 
 func TestMockResponses(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	res := mockPost(t, srv, "/v1/responses", mockResponses(""))
 	if res.status != http.StatusOK || res.err != nil {
 		t.Fatalf("%d %v %s", res.status, res.err, res.body)
@@ -373,7 +375,7 @@ func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
 }
 
 func TestMockResponsesStream(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	plain := gjson.Parse(mockPost(t, srv, "/v1/responses", mockResponses("")).body)
 	text, final := readResponsesStream(t, mockPost(t, srv, "/v1/responses", mockResponses(`,"stream":true`)))
 	if text != mockChatText || final.Get("type").Str != "response.completed" {
@@ -386,7 +388,7 @@ func TestMockResponsesStream(t *testing.T) {
 }
 
 func TestMockResponsesMaxOutputTokens(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	check := func(j gjson.Result) {
 		t.Helper()
 		checkResponse(t, j, "incomplete", "Mock answer", mockRespPrompt, 2)
@@ -404,7 +406,7 @@ func TestMockResponsesMaxOutputTokens(t *testing.T) {
 }
 
 func TestMockInjectedErrors(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	for _, tc := range []struct {
 		model  string
 		status int
@@ -438,7 +440,7 @@ func TestMockInjectedErrors(t *testing.T) {
 }
 
 func TestMockStreamBreak(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 		// Streamed: a few chunks, then the connection is cut.
 		res := mockPost(t, srv, path, `{"model":"m-stream-break","stream":true,"input":"one two three four five",
@@ -469,7 +471,7 @@ func TestMockStreamBreak(t *testing.T) {
 }
 
 func TestMockLatency(t *testing.T) {
-	srv := mockServer(t, &MockProvider{Latency: caddy.Duration(80 * time.Millisecond)})
+	srv := mockServer(t, &Handler{Latency: caddy.Duration(80 * time.Millisecond)})
 	body := mockChat("")
 	for _, tc := range []struct {
 		header string
@@ -498,7 +500,7 @@ func TestMockLatency(t *testing.T) {
 }
 
 func TestMockSlowRespectsCancellation(t *testing.T) {
-	m := &MockProvider{}
+	m := &Handler{}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m-slow","messages":[]}`))
@@ -526,7 +528,7 @@ func TestMockSlowRespectsCancellation(t *testing.T) {
 }
 
 func TestMockChunkDelay(t *testing.T) {
-	srv := mockServer(t, &MockProvider{ChunkDelay: caddy.Duration(20 * time.Millisecond)})
+	srv := mockServer(t, &Handler{ChunkDelay: caddy.Duration(20 * time.Millisecond)})
 	start := time.Now()
 	readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(`,"stream":true`)))
 	if d, want := time.Since(start), time.Duration(mockChatCompletion-1)*20*time.Millisecond; d < want {
@@ -535,7 +537,7 @@ func TestMockChunkDelay(t *testing.T) {
 }
 
 func TestMockBadRequests(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 		for _, body := range []string{`{"model":`, ``, `[1,2]`, `{"messages":[]}`, `{"model":""}`, `{"model":5}`} {
 			res := mockPost(t, srv, path, body)
@@ -555,7 +557,7 @@ func TestMockBadRequests(t *testing.T) {
 }
 
 func TestMockModelsAndNext(t *testing.T) {
-	srv := mockServer(t, &MockProvider{})
+	srv := mockServer(t, &Handler{})
 	res := mockDo(t, srv, http.MethodGet, "/v1/models", "")
 	j := gjson.Parse(res.body)
 	if res.status != http.StatusOK || j.Get("object").Str != "list" || j.Get("data.#").Int() != int64(len(mockModels)) ||
@@ -570,19 +572,20 @@ func TestMockModelsAndNext(t *testing.T) {
 	}
 }
 
-func TestMockProvisionRejectsNegativeDelays(t *testing.T) {
-	for _, m := range []*MockProvider{{Latency: -1}, {ChunkDelay: -1}} {
-		if err := m.Provision(caddy.Context{}); err == nil {
+func TestMockValidateRejectsNegativeDelays(t *testing.T) {
+	for _, m := range []*Handler{{Latency: -1}, {ChunkDelay: -1}} {
+		if err := m.Validate(); err == nil {
 			t.Errorf("%+v: no error", *m)
 		}
 	}
 }
 
 // TestMockPromptTokensBytes: the adversarial count is a token per byte of
-// text and name, 4 a message, 3 for the answer, DefaultMediaPartTokens an
-// image, the same plain and streamed, chat and Responses.
+// text and name, 4 a message, 3 for the answer, the gateway's
+// DefaultMediaPartTokens an image (so that its prompt bound holds), the same
+// plain and streamed, chat and Responses.
 func TestMockPromptTokensBytes(t *testing.T) {
-	srv := mockServer(t, &MockProvider{PromptTokens: "bytes"})
+	srv := mockServer(t, &Handler{PromptTokens: "bytes"})
 	for _, tc := range []struct {
 		path, body string
 		want       int64
@@ -590,7 +593,7 @@ func TestMockPromptTokensBytes(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a a a"},{"role":"user","name":"bob","content":"漢字🎉"}]}`,
 			5 + 4 + 3 + 10 + 4 + 3},
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"12345"},{"type":"image_url","image_url":{"url":"https://x/i.png"}}]}]}`,
-			5 + DefaultMediaPartTokens + 4 + 3},
+			5 + handlers.DefaultMediaPartTokens + 4 + 3},
 		{"/v1/responses", `{"model":"m","instructions":"be","input":"x y"}`, 2 + 4 + 3 + 4 + 3},
 		{"/v1/responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"ab"}]}]}`, 2 + 4 + 3},
 	} {
@@ -616,7 +619,7 @@ func TestMockPromptTokensBytes(t *testing.T) {
 			}
 		}
 	}
-	if err := (&MockProvider{PromptTokens: "runes"}).Provision(caddy.Context{}); err == nil {
+	if err := (&Handler{PromptTokens: "runes"}).Validate(); err == nil {
 		t.Error("prompt_tokens runes accepted")
 	}
 }

@@ -1,0 +1,84 @@
+package caddymodule
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+)
+
+// TestValidateRefuses loads configs as `caddy validate` does (provision and
+// validate every module, start nothing): each one adapts, or is JSON no
+// Caddyfile can write, and must fail with its field named.
+func TestValidateRefuses(t *testing.T) {
+	const site = "\n\n:8080 {\n\ttollgate_auth\n}\n"
+	caddyfiles := []struct{ name, global, want string }{
+		{"brand", "brand Bad!", `brand "Bad!"`},
+		{"engine price", "web_search {\n\t\t\tengine exa {\n\t\t\t\tprice_per_result -1\n\t\t\t}\n\t\t}", "web_search: engine exa: price_per_result"},
+		{"native price", "web_search {\n\t\t\tnative_price cheap\n\t\t}", "web_search: native_price"},
+		{"default engine", "web_search {\n\t\t\tdefault_engine exa\n\t\t}", `web_search: default_engine "exa"`},
+		{"searxng base_url", "web_search {\n\t\t\tengine searxng\n\t\t}", "web_search: engine searxng: base_url is required"},
+		{"model price", "model m {\n\t\t\tpricing {\n\t\t\t\tprompt x\n\t\t\t\tcompletion 0\n\t\t\t}\n\t\t}", `model "m": pricing.prompt`},
+		{"provider url", "model m {\n\t\t\tpricing {\n\t\t\t\tprompt 0\n\t\t\t\tcompletion 0\n\t\t\t}\n\t\t\tprovider p ftp://x {\n\t\t\t}\n\t\t}", `model "m": provider "p": base_url`},
+	}
+	for _, tc := range caddyfiles {
+		t.Run(tc.name, func(t *testing.T) {
+			caddyfile := "{\n\ttollgate {\n\t\t" + tc.global + "\n\t}\n}" + site
+			cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+			if err != nil {
+				t.Fatalf("adapt: %v", err)
+			}
+			wantRefused(t, cfgJSON, tc.want)
+		})
+	}
+
+	jsonApps := []struct{ name, app, want string }{
+		{"gc_interval", `"gc_interval": -1`, "gc_interval: must not be negative"},
+		{"per_minute", `"free_model": {"per_minute": -1}`, "free_model: per_minute"},
+		{"per_day", `"free_model": {"per_day": -5}`, "free_model: per_day"},
+		{"per_day_paid", `"free_model": {"per_day_paid": -1}`, "free_model: per_day_paid"},
+		{"paid_threshold", `"free_model": {"paid_threshold": "-1"}`, "free_model: paid_threshold"},
+		{"engine timeout", `"web_search": {"engines": {"exa": {"timeout": -1}}}`, "web_search: engine exa: timeout"},
+		{"max_results", `"web_search": {"engines": {"exa": {"max_results": 26}}}`, "web_search: engine exa: max_results"},
+		{"fraction", `"in_flight": {"fraction": "2"}`, "in_flight: fraction"},
+		{"settlement_window", `"in_flight": {"settlement_window": -1}`, "in_flight: settlement_window"},
+		{"context_length", `"models": [{"id": "m", "context_length": -1, "pricing": {"prompt": "0", "completion": "0"}}]`, `model "m": context_length`},
+	}
+	for _, tc := range jsonApps {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRefused(t, []byte(`{"apps": {"tollgate": {`+tc.app+`}}}`), tc.want)
+		})
+	}
+
+	t.Run("mock latency", func(t *testing.T) {
+		wantRefused(t, []byte(`{"apps": {"http": {"servers": {"s": {"listen": [":0"], "routes": [{"handle": [
+			{"handler": "tollgate_mock_provider", "latency": -1}]}]}}}}}`), "latency must not be negative")
+	})
+}
+
+// TestValidateAcceptsDefaults: the zero app is valid, so that a check
+// above cannot refuse every config.
+func TestValidateAcceptsDefaults(t *testing.T) {
+	cfg := loadConfig(t, []byte(`{"apps": {"tollgate": {"data_dir": "`+t.TempDir()+`"}}}`))
+	if err := caddy.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantRefused(t *testing.T, cfgJSON []byte, want string) {
+	t.Helper()
+	err := caddy.Validate(loadConfig(t, cfgJSON))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Validate = %v, want an error naming %q", err, want)
+	}
+}
+
+func loadConfig(t *testing.T, cfgJSON []byte) *caddy.Config {
+	t.Helper()
+	cfg := new(caddy.Config)
+	if err := caddy.StrictUnmarshalJSON(cfgJSON, cfg); err != nil {
+		t.Fatalf("config %s: %v", cfgJSON, err)
+	}
+	return cfg
+}
