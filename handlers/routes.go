@@ -167,23 +167,24 @@ type route struct {
 }
 
 // routeFor looks the request up in the table; ok is false for paths
-// outside APIPrefix. A known path's values are set on r (r.PathValue).
-func routeFor(r *http.Request) (rt route, ok bool) {
+// outside APIPrefix. An administrative request is matched on the ServeMux,
+// which sets its path values on r (r.PathValue); the others need no more
+// than classifyRoute.
+func routeFor(r *http.Request) (route, bool) {
 	kind, sub, ok := classifyRoute(r.URL.Path)
 	if !ok {
 		return route{}, false
 	}
-	e, _ := routes.mux.Handler(r) // no path values: those take a second match, only where needed
-	rt.routeEntry, _ = e.(*routeEntry)
-	if rt.routeEntry == nil {
-		// ServeMux redirects a path that is not clean ("//", "/../"): no
-		// route is written that way.
-		return route{kind: routeUnknown, sub: sub, routeEntry: unknownPath}, true
+	rt := route{kind: kind, sub: sub, routeEntry: noEndpoint}
+	if rt.administrative() {
+		var c routeCapture
+		routes.mux.ServeHTTP(&c, r)
+		// No entry: ServeMux redirects a path that is not clean ("//",
+		// "/../"), and no route is written that way.
+		if c.entry != nil {
+			rt.routeEntry = c.entry
+		}
 	}
-	if rt.wildcards {
-		routes.mux.ServeHTTP(noResponse{}, r)
-	}
-	rt.kind, rt.sub = kind, sub
 	return rt, true
 }
 
@@ -236,24 +237,30 @@ func classifyRoute(path string) (kind routeKind, sub string, ok bool) {
 // routeEntry is the handler the mux holds for one registered pattern; the
 // mux only finds it (and sets the path values), Admin serves it.
 type routeEntry struct {
-	method    string       // an endpoint's method; "" for a group or a path's other methods
-	handler   adminHandler // an endpoint's handler, wildcards bound
-	allow     *string      // for an endpoint's path: the methods it takes
-	guard     adminHandler // the enclosing group's guard
-	wildcards bool         // the pattern has path values
+	method   string       // an endpoint's method; "" for a group or a path's other methods
+	handler  adminHandler // an endpoint's handler, wildcards bound
+	allow    *string      // for an endpoint's path: the methods it takes
+	guard    adminHandler // the enclosing group's guard
+	declared routeKind    // the key kind the table gives the pattern
 }
 
-func (*routeEntry) ServeHTTP(http.ResponseWriter, *http.Request) {}
+// ServeHTTP reports the entry the mux matched to the routeCapture.
+func (e *routeEntry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	if c, ok := w.(*routeCapture); ok {
+		c.entry = e
+	}
+}
 
-// unknownPath is a path no route matches.
-var unknownPath = new(routeEntry)
+// noEndpoint is the entry of a path without an administrative endpoint.
+var noEndpoint = new(routeEntry)
 
-// noResponse is the writer of the match that sets path values.
-type noResponse struct{}
+// routeCapture is the writer of a match: it learns the entry and
+// swallows what the mux itself would answer (a redirect).
+type routeCapture struct{ entry *routeEntry }
 
-func (noResponse) Header() http.Header         { return http.Header{} }
-func (noResponse) Write(b []byte) (int, error) { return len(b), nil }
-func (noResponse) WriteHeader(int)             {}
+func (*routeCapture) Header() http.Header         { return http.Header{} }
+func (*routeCapture) Write(b []byte) (int, error) { return len(b), nil }
+func (*routeCapture) WriteHeader(int)             {}
 
 // routeGroup is a group of the table, for classifyRoute.
 type routeGroup struct {
@@ -320,27 +327,27 @@ func compileRoutes(table []apiRoute) routeTable {
 		names := wildcards(path)
 		other := paths[path]
 		if other == nil {
-			other = &routeEntry{allow: new(string), guard: g.guard, wildcards: len(names) > 0}
+			other = &routeEntry{allow: new(string), guard: g.guard, declared: rt.kind}
 			paths[path] = other
 			handle(path, other)
 		}
 		methods[path] = append(methods[path], method)
 		handle(path, &routeEntry{method: method, handler: bind(rt.pattern, rt.serve, names),
-			allow: other.allow, guard: g.guard, wildcards: len(names) > 0})
+			allow: other.allow, guard: g.guard, declared: rt.kind})
 	}
 	for path, e := range paths {
 		slices.Sort(methods[path])
 		*e.allow = strings.Join(methods[path], ", ")
 	}
 	for path, g := range groups {
-		e := &routeEntry{guard: g.guard}
+		e := &routeEntry{guard: g.guard, declared: g.kind}
 		if paths[path] == nil {
 			handle(path, e)
 		}
 		t.mux.Handle(APIPrefix+path+"/", e)
 	}
-	t.mux.Handle(APIPrefix, unknownPath)
-	t.mux.Handle(APIPrefix+"/", unknownPath)
+	t.mux.Handle(APIPrefix, noEndpoint)
+	t.mux.Handle(APIPrefix+"/", noEndpoint)
 	return t
 }
 
