@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -79,10 +78,6 @@ type App struct {
 // Badger locks its directory, and a reload provisions the new config before
 // the old one is cleaned up.
 var stores = caddy.NewUsagePool()
-
-// current is the most recently started app, for the admin API module, which
-// Caddy builds with no config and outside any app.
-var current atomic.Pointer[App]
 
 // CaddyModule returns the Caddy module information.
 func (*App) CaddyModule() caddy.ModuleInfo {
@@ -170,13 +165,11 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
-	current.Store(a)
 	return nil
 }
 
-// Stop unpublishes the app; the database stays open until Cleanup.
+// Stop does nothing: the database stays open until Cleanup.
 func (a *App) Stop() error {
-	current.CompareAndSwap(a, nil)
 	return nil
 }
 
