@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -83,10 +82,6 @@ type App struct {
 // Badger locks its directory, and a reload provisions the new config before
 // the old one is cleaned up.
 var stores = caddy.NewUsagePool()
-
-// current is the most recently started app, for the admin API module, which
-// Caddy builds with no config and outside any app.
-var current atomic.Pointer[App]
 
 // CaddyModule returns the Caddy module information.
 func (*App) CaddyModule() caddy.ModuleInfo {
@@ -219,13 +214,11 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
-	current.Store(a)
 	return nil
 }
 
-// Stop unpublishes the app; the database stays open until Cleanup.
+// Stop does nothing: the database stays open until Cleanup.
 func (a *App) Stop() error {
-	current.CompareAndSwap(a, nil)
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -31,9 +30,13 @@ func init() {
 // management keys. It relies on the admin endpoint's own access controls
 // (local socket or remote-admin mTLS) instead of keys of its own.
 //
-// Caddy builds admin routers outside any config, so the running tollgate app
-// is looked up on each request rather than at provisioning.
-type OperatorAPI struct{}
+// Caddy provisions admin routers before the apps of the config they come
+// with, and keeps them when a later config fails to load, so the app is
+// looked up in the running config on each request.
+type OperatorAPI struct {
+	running func() *App // the running tollgate app; nil when none runs
+	log     *zap.Logger
+}
 
 // CaddyModule returns the Caddy module information.
 func (*OperatorAPI) CaddyModule() caddy.ModuleInfo {
@@ -43,8 +46,25 @@ func (*OperatorAPI) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Routes returns the /tollgate/ routes. The admin mux matches patterns
-// ending in a slash as prefixes, so the handler routes the rest itself.
+// Provision sets up the lookup of the running app.
+func (o *OperatorAPI) Provision(caddy.Context) error {
+	o.running = runningApp
+	o.log = caddy.Log().Named("tollgate.operator")
+	return nil
+}
+
+// runningApp is the tollgate app of the config Caddy runs, if any.
+func runningApp() *App {
+	app, err := caddy.ActiveContext().AppIfConfigured(handlers.AppName)
+	if err != nil {
+		return nil
+	}
+	a, _ := app.(*App)
+	return a
+}
+
+// Routes returns the /tollgate/ routes. Caddy's admin mux hands every path
+// below them to serveHTTP, which routes them on operatorMux.
 func (o *OperatorAPI) Routes() []caddy.AdminRoute {
 	h := caddy.AdminHandlerFunc(o.serveHTTP)
 	return []caddy.AdminRoute{
@@ -63,7 +83,10 @@ const maxOperatorBody = 1 << 20
 // the gateway's error shape rather than caddy.APIError's; it always returns
 // nil.
 func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
-	app := current.Load()
+	var app *App
+	if o.running != nil {
+		app = o.running()
+	}
 	if app == nil {
 		handlers.WriteError(w, &handlers.APIError{Status: http.StatusServiceUnavailable, Message: "tollgate app is not running"})
 		return nil
@@ -73,7 +96,11 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 		handlers.WriteError(w, &handlers.APIError{Status: http.StatusServiceUnavailable, Message: "tollgate database unavailable: " + err.Error()})
 		return nil
 	}
-	c := &operatorCall{w: w, r: r, store: store, log: caddy.Log().Named("tollgate.operator")}
+	log := o.log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := &operatorCall{w: w, r: r, store: store, log: log}
 	status, body, apiErr := c.route()
 	if apiErr != nil {
 		handlers.WriteError(w, apiErr)
@@ -85,82 +112,53 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 
 // operatorCall is one request to the operator API.
 type operatorCall struct {
-	w     http.ResponseWriter
-	r     *http.Request
-	store *storage.Store
-	log   *zap.Logger
+	w      http.ResponseWriter
+	r      *http.Request
+	store  *storage.Store
+	log    *zap.Logger
+	acct   storage.Account // the account of {id}, loaded before the handler runs
+	member storage.Member  // the member of {member}, likewise
 }
 
-// operatorFunc answers a request with a status and a body to encode.
-type operatorFunc func() (int, any, *handlers.APIError)
-
+// route answers the request from operatorMux: the account and member its
+// path names first (404 when missing), then the handler of its method or
+// 405.
 func (c *operatorCall) route() (int, any, *handlers.APIError) {
-	path := strings.TrimSuffix(strings.TrimPrefix(c.r.URL.Path, "/tollgate/"), "/")
-	seg := strings.Split(path, "/")
-	if slices.Contains(seg, "") {
+	var m operatorMatch
+	operatorMux.ServeHTTP(&m, c.r)
+	if m.entry == nil {
 		return 0, nil, handlers.NotFound("no such route: " + c.r.URL.Path)
 	}
-	switch {
-	case len(seg) == 1 && seg[0] == "accounts":
-		return c.byMethod(map[string]operatorFunc{
-			http.MethodGet:  c.listAccounts,
-			http.MethodPost: c.createAccount,
-		})
-	case len(seg) >= 3 && len(seg) <= 4 && seg[0] == "accounts" && seg[2] == "members":
-		acct, ok := c.store.Account(seg[1])
-		if !ok {
-			return 0, nil, accountNotFound(seg[1])
-		}
-		return c.routeMembers(acct, seg[3:])
-	case len(seg) >= 2 && len(seg) <= 3 && seg[0] == "accounts":
-		acct, ok := c.store.Account(seg[1])
-		if !ok {
-			return 0, nil, accountNotFound(seg[1])
-		}
-		if len(seg) == 2 {
-			return c.byMethod(map[string]operatorFunc{
-				http.MethodGet:   func() (int, any, *handlers.APIError) { return http.StatusOK, dataOf(newOperatorAccount(acct)), nil },
-				http.MethodPatch: func() (int, any, *handlers.APIError) { return c.updateAccount(acct.ID) },
-			})
-		}
-		switch seg[2] {
-		case "credits":
-			return c.byMethod(map[string]operatorFunc{
-				http.MethodGet:  func() (int, any, *handlers.APIError) { return c.listPurchases(acct) },
-				http.MethodPost: func() (int, any, *handlers.APIError) { return c.addCredits(acct.ID) },
-			})
-		case "scim-token":
-			return c.routeSCIMToken(acct)
-		case "management-keys":
-			return c.byMethod(map[string]operatorFunc{
-				http.MethodGet:  func() (int, any, *handlers.APIError) { return c.listMgmtKeys(acct.ID) },
-				http.MethodPost: func() (int, any, *handlers.APIError) { return c.createMgmtKey(acct.ID) },
-			})
-		}
-	case len(seg) == 1 && seg[0] == "management-keys":
-		return c.byMethod(map[string]operatorFunc{
-			http.MethodGet: func() (int, any, *handlers.APIError) { return c.listMgmtKeys("") },
-		})
-	case len(seg) == 2 && seg[0] == "management-keys":
-		return c.byMethod(map[string]operatorFunc{
-			http.MethodDelete: func() (int, any, *handlers.APIError) { return c.revokeMgmtKey(seg[1]) },
-		})
+	if apiErr := c.load(); apiErr != nil {
+		return 0, nil, apiErr
 	}
-	return 0, nil, handlers.NotFound("no such route: " + c.r.URL.Path)
+	if m.entry.serve == nil || m.entry.method != c.r.Method {
+		return 0, nil, &handlers.APIError{
+			Status:  http.StatusMethodNotAllowed,
+			Message: fmt.Sprintf("method %s not allowed; use %s", c.r.Method, *m.entry.allow),
+			Header:  http.Header{"Allow": {*m.entry.allow}},
+		}
+	}
+	return m.entry.serve(c)
 }
 
-// byMethod runs the function registered for the request's method, or
-// answers 405 with the allowed methods.
-func (c *operatorCall) byMethod(fns map[string]operatorFunc) (int, any, *handlers.APIError) {
-	if fn, ok := fns[c.r.Method]; ok {
-		return fn()
+// load reads the account ({id}) and member ({member}) the path names.
+func (c *operatorCall) load() *handlers.APIError {
+	if id := c.r.PathValue("id"); id != "" {
+		acct, ok := c.store.Account(id)
+		if !ok {
+			return accountNotFound(id)
+		}
+		c.acct = acct
 	}
-	allowed := strings.Join(slices.Sorted(maps.Keys(fns)), ", ")
-	return 0, nil, &handlers.APIError{
-		Status:  http.StatusMethodNotAllowed,
-		Message: fmt.Sprintf("method %s not allowed; use %s", c.r.Method, allowed),
-		Header:  http.Header{"Allow": {allowed}},
+	if id := c.r.PathValue("member"); id != "" {
+		m, ok := c.store.Member(c.acct.ID, id)
+		if !ok {
+			return handlers.NotFound("member " + id + " not found")
+		}
+		c.member = m
 	}
+	return nil
 }
 
 func (c *operatorCall) listAccounts() (int, any, *handlers.APIError) {
@@ -613,5 +611,6 @@ func newOperatorMgmtKey(k storage.ManagementKey, now time.Time) operatorMgmtKey 
 // Interface guards
 var (
 	_ caddy.Module      = (*OperatorAPI)(nil)
+	_ caddy.Provisioner = (*OperatorAPI)(nil)
 	_ caddy.AdminRouter = (*OperatorAPI)(nil)
 )

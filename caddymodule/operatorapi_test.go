@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
@@ -18,29 +19,32 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// newOperatorTest publishes an App backed by an in-memory store as the
-// running app and returns the store with a mux serving the operator routes
-// the way Caddy's admin endpoint does.
+// newOperatorTest returns an in-memory store with a mux serving the
+// operator routes the way Caddy's admin endpoint does, with an App backed
+// by that store as the running app.
 func newOperatorTest(t *testing.T) (*storage.Store, http.Handler) {
+	_, s, h := newOperatorAPITest(t)
+	return s, h
+}
+
+func newOperatorAPITest(t *testing.T) (*OperatorAPI, *storage.Store, http.Handler) {
 	t.Helper()
 	s, err := storage.Open(storage.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev := current.Swap(&App{dir: "in-memory", store: s, logger: zap.NewNop()})
-	t.Cleanup(func() {
-		current.Store(prev)
-		_ = s.Close()
-	})
+	app := &App{dir: "in-memory", store: s, logger: zap.NewNop()}
+	t.Cleanup(func() { _ = s.Close() })
+	o := &OperatorAPI{running: func() *App { return app }, log: zap.NewNop()}
 	mux := http.NewServeMux()
-	for _, route := range new(OperatorAPI).Routes() {
+	for _, route := range o.Routes() {
 		mux.HandleFunc(route.Pattern, func(w http.ResponseWriter, r *http.Request) {
 			if err := route.Handler.ServeHTTP(w, r); err != nil {
 				t.Errorf("%s %s: handler returned %v; want errors written as JSON", r.Method, r.URL.Path, err)
 			}
 		})
 	}
-	return s, mux
+	return o, s, mux
 }
 
 type operatorResponse struct {
@@ -216,11 +220,59 @@ func TestOperatorErrors(t *testing.T) {
 }
 
 func TestOperatorNotRunning(t *testing.T) {
-	_, h := newOperatorTest(t)
-	current.Store(nil)
+	o, _, h := newOperatorAPITest(t)
+	o.running = func() *App { return nil }
 	resp := operatorDo(t, h, http.MethodGet, "/tollgate/accounts", "").must(t, http.StatusServiceUnavailable)
 	if msg := resp.get("error.message").Str; msg != "tollgate app is not running" {
 		t.Errorf("message %q", msg)
+	}
+}
+
+// TestOperatorRoutes checks the table's order of answers: the account and
+// member a path names, then the method; trailing slashes as before.
+func TestOperatorRoutes(t *testing.T) {
+	s, h := newOperatorTest(t)
+	acct := createOperatorAccount(t, h, `{"name":"A","type":"organization"}`).Get("id").Str
+	m, err := s.CreateMember(storage.NewMember{AccountID: acct, Email: "a@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := "/tollgate/accounts/" + acct + "/members"
+	operatorDo(t, h, "GET", "/tollgate/accounts/", "").must(t, 200)
+	operatorDo(t, h, "GET", "/tollgate/management-keys/", "").must(t, 200)
+	if got := operatorDo(t, h, "GET", members+"/"+m.ID+"/", "").must(t, 200).get("data.email").Str; got != "a@example.com" {
+		t.Errorf("member email %q", got)
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		msg, allow   string
+	}{
+		{"PUT", members + "/nope", 404, "member nope not found", ""},
+		{"PUT", "/tollgate/accounts/nope/members", 404, "account nope not found", ""},
+		{"PUT", members, 405, "method PUT not allowed; use GET, POST", "GET, POST"},
+		{"POST", members + "/" + m.ID, 405, "method POST not allowed; use DELETE, GET, PATCH", "DELETE, GET, PATCH"},
+		{"PATCH", "/tollgate/accounts/" + acct + "/scim-token", 405, "method PATCH not allowed; use DELETE, GET, POST", "DELETE, GET, POST"},
+		{"GET", members + "/" + m.ID + "/x", 404, "no such route: " + members + "/" + m.ID + "/x", ""},
+	} {
+		resp := operatorDo(t, h, tc.method, tc.path, "")
+		if resp.status != tc.status || resp.get("error.message").Str != tc.msg || resp.header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d %s Allow %q; want %d %q Allow %q", tc.method, tc.path, resp.status, resp.raw,
+				resp.header.Get("Allow"), tc.status, tc.msg, tc.allow)
+		}
+	}
+}
+
+// TestOperatorProvisioned checks that a provisioned OperatorAPI looks the
+// app up in Caddy's running config: none runs in this test.
+func TestOperatorProvisioned(t *testing.T) {
+	o := new(OperatorAPI)
+	if err := o.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	if err := o.serveHTTP(rec, httptest.NewRequest("GET", "/tollgate/accounts", nil)); err != nil || rec.Code != 503 {
+		t.Errorf("status %d, err %v; want 503", rec.Code, err)
 	}
 }
 

@@ -36,36 +36,21 @@ func newOperatorMember(m storage.Member) operatorMember {
 		LastName: m.LastName, Role: string(m.Role), Active: m.Active, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
-// routeMembers serves /tollgate/accounts/{id}/members[/{user id}].
-func (c *operatorCall) routeMembers(acct storage.Account, rest []string) (int, any, *handlers.APIError) {
-	if len(rest) == 0 {
-		return c.byMethod(map[string]operatorFunc{
-			http.MethodGet: func() (int, any, *handlers.APIError) {
-				ms := c.store.Members(acct.ID)
-				out := make([]operatorMember, len(ms))
-				for i, m := range ms {
-					out[i] = newOperatorMember(m)
-				}
-				return http.StatusOK, dataOf(out), nil
-			},
-			http.MethodPost: func() (int, any, *handlers.APIError) { return c.createMember(acct.ID) },
-		})
+func (c *operatorCall) listMembers() (int, any, *handlers.APIError) {
+	ms := c.store.Members(c.acct.ID)
+	out := make([]operatorMember, len(ms))
+	for i, m := range ms {
+		out[i] = newOperatorMember(m)
 	}
-	m, ok := c.store.Member(acct.ID, rest[0])
-	if !ok {
-		return 0, nil, handlers.NotFound("member " + rest[0] + " not found")
+	return http.StatusOK, dataOf(out), nil
+}
+
+func (c *operatorCall) deactivateMember() (int, any, *handlers.APIError) {
+	d, err := c.store.DeactivateMember(c.member.AccountID, c.member.ID)
+	if err != nil {
+		return 0, nil, c.storeError(err)
 	}
-	return c.byMethod(map[string]operatorFunc{
-		http.MethodGet:   func() (int, any, *handlers.APIError) { return http.StatusOK, dataOf(newOperatorMember(m)), nil },
-		http.MethodPatch: func() (int, any, *handlers.APIError) { return c.updateMember(m) },
-		http.MethodDelete: func() (int, any, *handlers.APIError) {
-			d, err := c.store.DeactivateMember(m.AccountID, m.ID)
-			if err != nil {
-				return 0, nil, c.storeError(err)
-			}
-			return http.StatusOK, dataOf(newOperatorMember(d)), nil
-		},
-	})
+	return http.StatusOK, dataOf(newOperatorMember(d)), nil
 }
 
 // nullableString reads a string-or-null field: present, and nil for null.

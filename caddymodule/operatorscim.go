@@ -31,30 +31,28 @@ func newOperatorSCIMToken(t storage.SCIMToken) operatorSCIMToken {
 	return operatorSCIMToken{AccountID: t.AccountID, Label: t.Label, CreatedAt: t.CreatedAt}
 }
 
-func (c *operatorCall) routeSCIMToken(acct storage.Account) (int, any, *handlers.APIError) {
-	return c.byMethod(map[string]operatorFunc{
-		http.MethodPost: func() (int, any, *handlers.APIError) {
-			secret, t, err := c.store.RotateSCIMToken(acct.ID)
-			if err != nil {
-				return 0, nil, c.storeError(err)
-			}
-			return http.StatusCreated, map[string]any{"data": newOperatorSCIMToken(t), "token": secret,
-				"scim_base_path": handlers.SCIMPrefix}, nil
-		},
-		http.MethodGet: func() (int, any, *handlers.APIError) {
-			t, ok := c.store.SCIMTokenInfo(acct.ID)
-			if !ok {
-				return 0, nil, handlers.NotFound("account " + acct.ID + " has no SCIM token")
-			}
-			return http.StatusOK, dataOf(newOperatorSCIMToken(t)), nil
-		},
-		http.MethodDelete: func() (int, any, *handlers.APIError) {
-			if err := c.store.RevokeSCIMToken(acct.ID); err != nil {
-				return 0, nil, c.storeError(err)
-			}
-			return http.StatusOK, map[string]any{"deleted": true}, nil
-		},
-	})
+func (c *operatorCall) rotateSCIMToken() (int, any, *handlers.APIError) {
+	secret, t, err := c.store.RotateSCIMToken(c.acct.ID)
+	if err != nil {
+		return 0, nil, c.storeError(err)
+	}
+	return http.StatusCreated, map[string]any{"data": newOperatorSCIMToken(t), "token": secret,
+		"scim_base_path": handlers.SCIMPrefix}, nil
+}
+
+func (c *operatorCall) showSCIMToken() (int, any, *handlers.APIError) {
+	t, ok := c.store.SCIMTokenInfo(c.acct.ID)
+	if !ok {
+		return 0, nil, handlers.NotFound("account " + c.acct.ID + " has no SCIM token")
+	}
+	return http.StatusOK, dataOf(newOperatorSCIMToken(t)), nil
+}
+
+func (c *operatorCall) revokeSCIMToken() (int, any, *handlers.APIError) {
+	if err := c.store.RevokeSCIMToken(c.acct.ID); err != nil {
+		return 0, nil, c.storeError(err)
+	}
+	return http.StatusOK, map[string]any{"deleted": true}, nil
 }
 
 // scimTokenCommand is `caddy tollgate scim-token`.

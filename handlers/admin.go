@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -57,6 +56,7 @@ type adminRequest struct {
 	id     *Identity
 	store  *storage.Store
 	limits FreeModelLimits
+	gw     Gateway
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -64,8 +64,8 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if r.URL.Path == SCIMPrefix || strings.HasPrefix(r.URL.Path, SCIMPrefix+"/") {
 		return a.serveSCIMService(w, r)
 	}
-	kind, sub, ok := classifyRoute(r.URL.Path)
-	if !ok || (kind != routeManagement && kind != routeAnyKey) {
+	rt, ok := routeFor(r)
+	if !ok || !rt.administrative() {
 		return next.ServeHTTP(w, r)
 	}
 	id, ok := IdentityFrom(r)
@@ -81,51 +81,8 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
 		return nil
 	}
-	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits()}
-	var apiErr *APIError
-	switch seg := strings.Split(strings.TrimPrefix(sub, "/"), "/"); {
-	case sub == "/key":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.currentKey})
-	case sub == "/keys":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.listKeys, "POST": ar.createKey})
-	case len(seg) == 2 && seg[0] == "keys":
-		hash := seg[1]
-		apiErr = methods(r, map[string]func() *APIError{
-			"GET":    func() *APIError { return ar.getKey(hash) },
-			"PATCH":  func() *APIError { return ar.updateKey(hash) },
-			"DELETE": func() *APIError { return ar.deleteKey(hash) },
-		})
-	case sub == "/organization/settings":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.orgSettings, "PATCH": ar.updateOrgSettings})
-	case sub == "/credits":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.credits})
-	case seg[0] == "byok":
-		apiErr = ar.serveBYOK(a.gw, seg[1:])
-	case seg[0] == "end-users":
-		apiErr = ar.serveEndUsers(seg[1:])
-	case sub == "/generation/feedback":
-		apiErr = methods(r, map[string]func() *APIError{"POST": ar.submitFeedback})
-	case sub == "/activity":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.activity})
-	case sub == "/analytics/meta":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.analyticsMeta})
-	case sub == "/analytics/query":
-		apiErr = methods(r, map[string]func() *APIError{"POST": ar.queryAnalytics})
-	case seg[0] == "observability":
-		apiErr = ar.serveObservability(a.gw, seg[1:])
-	case seg[0] == "private-endpoints":
-		apiErr = ar.servePrivateEndpoints(a.gw, seg[1:])
-	case seg[0] == "workspaces":
-		apiErr = ar.serveWorkspaces(seg[1:])
-	case seg[0] == "guardrails":
-		apiErr = ar.serveGuardrails(seg[1:])
-	case seg[0] == "scim":
-		apiErr = ar.serveSCIM(seg[1:])
-	case sub == "/organization/members":
-		apiErr = methods(r, map[string]func() *APIError{"GET": ar.listMembers})
-	default:
-		apiErr = NotFound("Not found: " + r.Method + " " + r.URL.Path)
-	}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
+	apiErr := rt.serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {
 			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))
@@ -145,21 +102,6 @@ func (a *Admin) serveSCIMService(w http.ResponseWriter, r *http.Request) error {
 	}
 	serveSCIMService(a.scim, store, w, r)
 	return nil
-}
-
-// methods dispatches on the request method; others get 405.
-func methods(r *http.Request, byMethod map[string]func() *APIError) *APIError {
-	if h, ok := byMethod[r.Method]; ok {
-		return h()
-	}
-	allowed := make([]string, 0, len(byMethod))
-	for m := range byMethod {
-		allowed = append(allowed, m)
-	}
-	sort.Strings(allowed)
-	e := newError(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
-	e.Header = http.Header{"Allow": {strings.Join(allowed, ", ")}}
-	return e
 }
 
 // storeError maps store errors to API errors.

@@ -80,18 +80,14 @@ type byokRequest struct {
 	catalog *catalog.Catalog
 }
 
-// serveBYOK dispatches /byok (ids empty) and /byok/{id} (one id).
-func (ar *adminRequest) serveBYOK(gw Gateway, ids []string) *APIError {
-	br := &byokRequest{adminRequest: ar, sealer: gw.BYOKSealer(), catalog: gw.Catalog()}
-	routes := sealedCollection{sealer: br.sealer, off: msgBYOKOff,
-		list: br.list, create: br.create, get: br.get, update: br.update, remove: br.delete}
-	switch {
-	case len(ids) == 0:
-		return routes.serveCollection(ar.r)
-	case len(ids) == 1 && ids[0] != "":
-		return routes.serveItem(ar.r, ids[0])
+// openBYOK prepares a request to the BYOK routes; they all answer 400
+// while the gateway has no sealer.
+func openBYOK(ar *adminRequest) (*byokRequest, *APIError) {
+	sealer := ar.gw.BYOKSealer()
+	if sealer == nil {
+		return nil, BadRequest(msgBYOKOff)
 	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+	return &byokRequest{adminRequest: ar, sealer: sealer, catalog: ar.gw.Catalog()}, nil
 }
 
 // own returns one of the caller's account's credentials; another

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -46,28 +45,6 @@ func (ar *adminRequest) endUserView(u storage.EndUser) endUserView {
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens,
 		CreatedAt: apiTime(u.CreatedAt), UpdatedAt: apiTime(u.UpdatedAt), DeactivatedAt: apiTimePtr(u.DeactivatedAt),
 	}
-}
-
-// serveEndUsers dispatches /end-users and /end-users/{user}; rest is the
-// path below /end-users.
-func (ar *adminRequest) serveEndUsers(rest []string) *APIError {
-	if len(rest) == 0 {
-		return methods(ar.r, map[string]func() *APIError{"GET": ar.listEndUsers, "POST": ar.createEndUser})
-	}
-	// The id is one escaped path segment: end-user ids may hold "/" (%2F).
-	escaped, _ := strings.CutPrefix(strings.TrimSuffix(ar.r.URL.EscapedPath(), "/"), APIPrefix+"/end-users/")
-	if !strings.Contains(escaped, "/") {
-		user, err := url.PathUnescape(escaped)
-		if err != nil || user == "" {
-			return NotFound("End user not found")
-		}
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    func() *APIError { return ar.getEndUser(user) },
-			"PATCH":  func() *APIError { return ar.updateEndUser(user) },
-			"DELETE": func() *APIError { return ar.deactivateEndUser(user) },
-		})
-	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
 }
 
 func (ar *adminRequest) listEndUsers() *APIError {

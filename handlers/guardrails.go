@@ -84,57 +84,28 @@ type memberAssignmentView struct {
 	CreatedAt      string  `json:"created_at"`
 }
 
-// serveGuardrails dispatches /guardrails and below (seg without "guardrails").
-func (ar *adminRequest) serveGuardrails(seg []string) *APIError {
-	switch {
-	case len(seg) == 0:
-		return methods(ar.r, map[string]func() *APIError{"GET": ar.listGuardrails, "POST": ar.createGuardrail})
-	case len(seg) == 2 && seg[0] == "assignments" && seg[1] == "keys":
-		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listKeyAssignments("") }})
-	case len(seg) == 2 && seg[0] == "assignments" && seg[1] == "members":
-		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listMemberAssignments("") }})
-	case len(seg) == 1:
-		id := seg[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    func() *APIError { return ar.getGuardrail(id) },
-			"PATCH":  func() *APIError { return ar.updateGuardrail(id) },
-			"DELETE": func() *APIError { return ar.deleteGuardrail(id) },
-		})
-	case (len(seg) == 3 || (len(seg) == 4 && seg[3] == "remove")) && seg[1] == "assignments":
-		if a, ok := ar.assignmentRoutes(seg[2]); ok {
-			id := seg[0]
-			if len(seg) == 4 {
-				return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.unassign(id, a.field, a.unassign) }})
-			}
-			return methods(ar.r, map[string]func() *APIError{
-				"GET":  func() *APIError { return a.list(id) },
-				"POST": func() *APIError { return ar.assign(id, a.field, a.assign) },
-			})
-		}
-	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+// The assignment routes of a guardrail: the body field names the keys or
+// the members; without a guardrail id, the lists cover every guardrail.
+
+func (ar *adminRequest) assignKeys(id string) *APIError {
+	return ar.assign(id, "key_hashes", ar.store.AssignKeys)
 }
 
-// assignmentKind is what differs between a guardrail's key and member
-// assignments: the body field naming them, and the store's operations.
-type assignmentKind struct {
-	field    string
-	list     func(id string) *APIError
-	assign   func(accountID, id string, ids []string, by *string) (int, error)
-	unassign func(accountID, id string, ids []string) (int, error)
+func (ar *adminRequest) unassignKeys(id string) *APIError {
+	return ar.unassign(id, "key_hashes", ar.store.UnassignKeys)
 }
 
-// assignmentRoutes returns the assignments of a kind ("keys" or
-// "members").
-func (ar *adminRequest) assignmentRoutes(kind string) (assignmentKind, bool) {
-	switch kind {
-	case "keys":
-		return assignmentKind{"key_hashes", ar.listKeyAssignments, ar.store.AssignKeys, ar.store.UnassignKeys}, true
-	case "members":
-		return assignmentKind{"member_user_ids", ar.listMemberAssignments, ar.store.AssignMembers, ar.store.UnassignMembers}, true
-	}
-	return assignmentKind{}, false
+func (ar *adminRequest) assignMembers(id string) *APIError {
+	return ar.assign(id, "member_user_ids", ar.store.AssignMembers)
 }
+
+func (ar *adminRequest) unassignMembers(id string) *APIError {
+	return ar.unassign(id, "member_user_ids", ar.store.UnassignMembers)
+}
+
+func (ar *adminRequest) listAllKeyAssignments() *APIError { return ar.listKeyAssignments("") }
+
+func (ar *adminRequest) listAllMemberAssignments() *APIError { return ar.listMemberAssignments("") }
 
 func (ar *adminRequest) listGuardrails() *APIError {
 	offset, limit, apiErr := ar.page()

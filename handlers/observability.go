@@ -67,18 +67,14 @@ type destinationRequest struct {
 	gw     Gateway
 }
 
-// serveObservability dispatches /observability/destinations[/{id}].
-func (ar *adminRequest) serveObservability(gw Gateway, rest []string) *APIError {
-	dr := &destinationRequest{adminRequest: ar, sealer: gw.BYOKSealer(), gw: gw}
-	routes := sealedCollection{sealer: dr.sealer, off: msgObservabilityOff,
-		list: dr.list, create: dr.create, get: dr.get, update: dr.update, remove: dr.delete}
-	switch {
-	case len(rest) == 1 && rest[0] == "destinations":
-		return routes.serveCollection(ar.r)
-	case len(rest) == 2 && rest[0] == "destinations" && rest[1] != "":
-		return routes.serveItem(ar.r, rest[1])
+// openDestinations prepares a request to the observability destination
+// routes; they all answer 400 while the gateway has no sealer.
+func openDestinations(ar *adminRequest) (*destinationRequest, *APIError) {
+	sealer := ar.gw.BYOKSealer()
+	if sealer == nil {
+		return nil, BadRequest(msgObservabilityOff)
 	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+	return &destinationRequest{adminRequest: ar, sealer: sealer, gw: ar.gw}, nil
 }
 
 func (dr *destinationRequest) own(id string) (storage.Destination, *APIError) {

@@ -94,38 +94,28 @@ type endpointRequest struct {
 	gw     Gateway
 }
 
-// servePrivateEndpoints dispatches /private-endpoints[/{id}[/{action}]].
-func (ar *adminRequest) servePrivateEndpoints(gw Gateway, rest []string) *APIError {
-	er := &endpointRequest{adminRequest: ar, sealer: gw.BYOKSealer(), gw: gw}
-	routes := sealedCollection{sealer: er.sealer, off: msgPrivateEndpointsOff,
-		list: er.list, create: er.create, get: er.get, update: er.update, remove: er.delete}
-	transition := func(action string, from, to storage.EndpointStatus) func(id string) *APIError {
-		return func(id string) *APIError { return er.transition(id, action, from, to) }
+// openEndpoints prepares a request to the private endpoint routes; they
+// all answer 400 while the gateway has no sealer.
+func openEndpoints(ar *adminRequest) (*endpointRequest, *APIError) {
+	sealer := ar.gw.BYOKSealer()
+	if sealer == nil {
+		return nil, BadRequest(msgPrivateEndpointsOff)
 	}
-	switch {
-	case len(rest) == 0:
-		return routes.serveCollection(ar.r)
-	case len(rest) == 1 && rest[0] != "":
-		return routes.serveItem(ar.r, rest[0])
-	case len(rest) == 2 && rest[0] != "":
-		id := rest[0]
-		on := func(method string, h func(id string) *APIError) *APIError {
-			return methods(ar.r, map[string]func() *APIError{method: routes.guardID(h, id)})
-		}
-		switch rest[1] {
-		case "validate":
-			return on("POST", er.validate)
-		case "activate":
-			return on("POST", transition("activate", storage.EndpointValidated, storage.EndpointEnabled))
-		case "disable":
-			return on("POST", transition("disable", storage.EndpointEnabled, storage.EndpointDisabled))
-		case "enable":
-			return on("POST", transition("enable", storage.EndpointDisabled, storage.EndpointEnabled))
-		case "pricing":
-			return on("PUT", er.setPricing)
-		}
-	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+	return &endpointRequest{adminRequest: ar, sealer: sealer, gw: ar.gw}, nil
+}
+
+// activate, disable and enable are the status transitions an operator
+// may ask for (SPEC.md 3.2).
+func (er *endpointRequest) activate(id string) *APIError {
+	return er.transition(id, "activate", storage.EndpointValidated, storage.EndpointEnabled)
+}
+
+func (er *endpointRequest) disable(id string) *APIError {
+	return er.transition(id, "disable", storage.EndpointEnabled, storage.EndpointDisabled)
+}
+
+func (er *endpointRequest) enable(id string) *APIError {
+	return er.transition(id, "enable", storage.EndpointDisabled, storage.EndpointEnabled)
 }
 
 func (er *endpointRequest) own(id string) (storage.PrivateEndpoint, *APIError) {

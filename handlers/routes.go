@@ -1,6 +1,11 @@
 package handlers
 
-import "strings"
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
 
 // APIPrefix is where every route of the public API lives.
 const APIPrefix = "/api/v1"
@@ -16,47 +21,398 @@ const (
 	routeManagement           // management keys only
 )
 
-// managementRoutes are the administrative route groups of SPEC.md 4.5,
-// relative to APIPrefix. A group matches itself and everything below it.
-var managementRoutes = []string{
-	"/activity", "/analytics", "/keys", "/byok", "/credits", "/end-users",
-	"/generation/feedback", "/guardrails", "/observability", "/organization",
-	"/private-endpoints", "/scim", "/workspaces",
+// adminHandler serves one administrative route.
+type adminHandler func(ar *adminRequest) *APIError
+
+// apiRoute is one entry of the public API's route table.
+type apiRoute struct {
+	// pattern is an http.ServeMux pattern relative to APIPrefix. With a
+	// method it is one endpoint, served by Admin. Without one it is a
+	// group: the path and every path below it, for any method.
+	pattern string
+	kind    routeKind
+	// serve is an endpoint's handler: an adminHandler, or a method of
+	// adminRequest taking the pattern's wildcards, in order, as strings.
+	serve any
+	// guard runs first on every request to a group's paths (including
+	// unknown ones and wrong methods); its error is the answer.
+	guard adminHandler
 }
 
-// inferenceRoutes are the routes that reach a model provider, plus the
-// per-key model list.
-var inferenceRoutes = []string{
-	"/chat/completions", "/completions", "/responses", "/embeddings", "/messages",
-	"/models/user", "/generation",
+// apiRoutes is the public API, each route once with the key kind it needs
+// (SPEC.md 4.5 and 5). Authentication (classifyRoute), Admin (routeFor) and
+// the Router read their decisions from it.
+//
+// The Router serves the groups without a handler: inference, whose POST
+// reaches a provider and whose other methods and sub-paths are forwarded
+// as they are, and the model lists (GET /models, GET /models/user).
+// An administrative group gives its unlisted paths its key kind, so that a
+// caller learns a path does not exist only once authorized: 404 then.
+var apiRoutes = []apiRoute{
+	{pattern: "/chat/completions", kind: routeInference},
+	{pattern: "/completions", kind: routeInference},
+	{pattern: "/responses", kind: routeInference},
+	{pattern: "/embeddings", kind: routeInference},
+	{pattern: "/messages", kind: routeInference},
+	{pattern: "/generation", kind: routeInference},
+	{pattern: "/models/user", kind: routeInference},
+	{pattern: "/models", kind: routePublic},
+
+	{pattern: "GET /key", kind: routeAnyKey, serve: (*adminRequest).currentKey},
+
+	{pattern: "/keys", kind: routeManagement},
+	{pattern: "GET /keys", kind: routeManagement, serve: (*adminRequest).listKeys},
+	{pattern: "POST /keys", kind: routeManagement, serve: (*adminRequest).createKey},
+	{pattern: "GET /keys/{hash}", kind: routeManagement, serve: (*adminRequest).getKey},
+	{pattern: "PATCH /keys/{hash}", kind: routeManagement, serve: (*adminRequest).updateKey},
+	{pattern: "DELETE /keys/{hash}", kind: routeManagement, serve: (*adminRequest).deleteKey},
+
+	{pattern: "/organization", kind: routeManagement},
+	{pattern: "GET /organization/settings", kind: routeManagement, serve: (*adminRequest).orgSettings},
+	{pattern: "PATCH /organization/settings", kind: routeManagement, serve: (*adminRequest).updateOrgSettings},
+	{pattern: "GET /organization/members", kind: routeManagement, serve: (*adminRequest).listMembers},
+
+	{pattern: "/credits", kind: routeManagement},
+	{pattern: "GET /credits", kind: routeManagement, serve: (*adminRequest).credits},
+
+	{pattern: "/byok", kind: routeManagement},
+	{pattern: "GET /byok", kind: routeManagement, serve: with(openBYOK, (*byokRequest).list)},
+	{pattern: "POST /byok", kind: routeManagement, serve: with(openBYOK, (*byokRequest).create)},
+	{pattern: "GET /byok/{id}", kind: routeManagement, serve: withID(openBYOK, (*byokRequest).get)},
+	{pattern: "PATCH /byok/{id}", kind: routeManagement, serve: withID(openBYOK, (*byokRequest).update)},
+	{pattern: "DELETE /byok/{id}", kind: routeManagement, serve: withID(openBYOK, (*byokRequest).delete)},
+
+	{pattern: "/end-users", kind: routeManagement},
+	{pattern: "GET /end-users", kind: routeManagement, serve: (*adminRequest).listEndUsers},
+	{pattern: "POST /end-users", kind: routeManagement, serve: (*adminRequest).createEndUser},
+	{pattern: "GET /end-users/{user}", kind: routeManagement, serve: (*adminRequest).getEndUser},
+	{pattern: "PATCH /end-users/{user}", kind: routeManagement, serve: (*adminRequest).updateEndUser},
+	{pattern: "DELETE /end-users/{user}", kind: routeManagement, serve: (*adminRequest).deactivateEndUser},
+
+	{pattern: "/generation/feedback", kind: routeManagement},
+	{pattern: "POST /generation/feedback", kind: routeManagement, serve: (*adminRequest).submitFeedback},
+
+	{pattern: "/activity", kind: routeManagement},
+	{pattern: "GET /activity", kind: routeManagement, serve: (*adminRequest).activity},
+	{pattern: "/analytics", kind: routeManagement},
+	{pattern: "GET /analytics/meta", kind: routeManagement, serve: (*adminRequest).analyticsMeta},
+	{pattern: "POST /analytics/query", kind: routeManagement, serve: (*adminRequest).queryAnalytics},
+
+	{pattern: "/observability", kind: routeManagement},
+	{pattern: "GET /observability/destinations", kind: routeManagement, serve: with(openDestinations, (*destinationRequest).list)},
+	{pattern: "POST /observability/destinations", kind: routeManagement, serve: with(openDestinations, (*destinationRequest).create)},
+	{pattern: "GET /observability/destinations/{id}", kind: routeManagement, serve: withID(openDestinations, (*destinationRequest).get)},
+	{pattern: "PATCH /observability/destinations/{id}", kind: routeManagement, serve: withID(openDestinations, (*destinationRequest).update)},
+	{pattern: "DELETE /observability/destinations/{id}", kind: routeManagement, serve: withID(openDestinations, (*destinationRequest).delete)},
+
+	{pattern: "/private-endpoints", kind: routeManagement},
+	{pattern: "GET /private-endpoints", kind: routeManagement, serve: with(openEndpoints, (*endpointRequest).list)},
+	{pattern: "POST /private-endpoints", kind: routeManagement, serve: with(openEndpoints, (*endpointRequest).create)},
+	{pattern: "GET /private-endpoints/{id}", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).get)},
+	{pattern: "PATCH /private-endpoints/{id}", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).update)},
+	{pattern: "DELETE /private-endpoints/{id}", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).delete)},
+	{pattern: "POST /private-endpoints/{id}/validate", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).validate)},
+	{pattern: "POST /private-endpoints/{id}/activate", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).activate)},
+	{pattern: "POST /private-endpoints/{id}/disable", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).disable)},
+	{pattern: "POST /private-endpoints/{id}/enable", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).enable)},
+	{pattern: "PUT /private-endpoints/{id}/pricing", kind: routeManagement, serve: withID(openEndpoints, (*endpointRequest).setPricing)},
+
+	{pattern: "/workspaces", kind: routeManagement},
+	{pattern: "GET /workspaces", kind: routeManagement, serve: (*adminRequest).listWorkspaces},
+	{pattern: "POST /workspaces", kind: routeManagement, serve: (*adminRequest).createWorkspace},
+	{pattern: "GET /workspaces/{ref}", kind: routeManagement, serve: (*adminRequest).getWorkspace},
+	{pattern: "PATCH /workspaces/{ref}", kind: routeManagement, serve: (*adminRequest).updateWorkspace},
+	{pattern: "DELETE /workspaces/{ref}", kind: routeManagement, serve: (*adminRequest).deleteWorkspace},
+	{pattern: "GET /workspaces/{ref}/members", kind: routeManagement, serve: (*adminRequest).listWorkspaceMembers},
+	{pattern: "POST /workspaces/{ref}/members/add", kind: routeManagement, serve: (*adminRequest).addWorkspaceMembers},
+	{pattern: "POST /workspaces/{ref}/members/remove", kind: routeManagement, serve: (*adminRequest).removeWorkspaceMembers},
+	{pattern: "GET /workspaces/{ref}/budgets", kind: routeManagement, serve: (*adminRequest).listBudgets},
+	{pattern: "GET /workspaces/{ref}/budgets/{interval}", kind: routeManagement, serve: (*adminRequest).getBudget},
+	{pattern: "PUT /workspaces/{ref}/budgets/{interval}", kind: routeManagement, serve: (*adminRequest).setBudget},
+	{pattern: "DELETE /workspaces/{ref}/budgets/{interval}", kind: routeManagement, serve: (*adminRequest).deleteBudget},
+
+	{pattern: "/guardrails", kind: routeManagement},
+	{pattern: "GET /guardrails", kind: routeManagement, serve: (*adminRequest).listGuardrails},
+	{pattern: "POST /guardrails", kind: routeManagement, serve: (*adminRequest).createGuardrail},
+	{pattern: "GET /guardrails/{id}", kind: routeManagement, serve: (*adminRequest).getGuardrail},
+	{pattern: "PATCH /guardrails/{id}", kind: routeManagement, serve: (*adminRequest).updateGuardrail},
+	{pattern: "DELETE /guardrails/{id}", kind: routeManagement, serve: (*adminRequest).deleteGuardrail},
+	{pattern: "GET /guardrails/{id}/assignments/keys", kind: routeManagement, serve: (*adminRequest).listKeyAssignments},
+	{pattern: "POST /guardrails/{id}/assignments/keys", kind: routeManagement, serve: (*adminRequest).assignKeys},
+	{pattern: "POST /guardrails/{id}/assignments/keys/remove", kind: routeManagement, serve: (*adminRequest).unassignKeys},
+	{pattern: "GET /guardrails/{id}/assignments/members", kind: routeManagement, serve: (*adminRequest).listMemberAssignments},
+	{pattern: "POST /guardrails/{id}/assignments/members", kind: routeManagement, serve: (*adminRequest).assignMembers},
+	{pattern: "POST /guardrails/{id}/assignments/members/remove", kind: routeManagement, serve: (*adminRequest).unassignMembers},
+	{pattern: "GET /guardrails/assignments/keys", kind: routeManagement, serve: (*adminRequest).listAllKeyAssignments},
+	{pattern: "GET /guardrails/assignments/members", kind: routeManagement, serve: (*adminRequest).listAllMemberAssignments},
+
+	// SCIM configuration exists for organizations only: a personal
+	// account's management key gets 404 on any of these paths.
+	{pattern: "/scim", kind: routeManagement, guard: requireOrganization},
+	{pattern: "GET /scim/group-mappings", kind: routeManagement, serve: (*adminRequest).listSCIMMappings},
+	{pattern: "POST /scim/group-mappings", kind: routeManagement, serve: (*adminRequest).createSCIMMapping},
+	{pattern: "GET /scim/group-mappings/{id}", kind: routeManagement, serve: (*adminRequest).getSCIMMapping},
+	{pattern: "PATCH /scim/group-mappings/{id}", kind: routeManagement, serve: (*adminRequest).updateSCIMMapping},
+	{pattern: "DELETE /scim/group-mappings/{id}", kind: routeManagement, serve: (*adminRequest).deleteSCIMMapping},
+	{pattern: "GET /scim/groups", kind: routeManagement, serve: (*adminRequest).listSCIMGroups},
+	{pattern: "POST /scim/sync-jobs", kind: routeManagement, serve: (*adminRequest).createSCIMSyncJob},
+	{pattern: "GET /scim/sync-jobs/{id}", kind: routeManagement, serve: (*adminRequest).getSCIMSyncJob},
 }
 
-// classifyRoute returns the route's kind and its path below APIPrefix; paths
-// outside APIPrefix are routeUnknown with ok false.
+// route is what the table says about one request.
+type route struct {
+	kind routeKind
+	sub  string // the path below APIPrefix, without one trailing slash
+	*routeEntry
+}
+
+// routeFor looks the request up in the table; ok is false for paths
+// outside APIPrefix. An administrative request is matched on the ServeMux,
+// which sets its path values on r (r.PathValue); the others need no more
+// than classifyRoute.
+func routeFor(r *http.Request) (route, bool) {
+	kind, sub, ok := classifyRoute(r.URL.Path)
+	if !ok {
+		return route{}, false
+	}
+	rt := route{kind: kind, sub: sub, routeEntry: noEndpoint}
+	if rt.administrative() {
+		var c routeCapture
+		routes.mux.ServeHTTP(&c, r)
+		// No entry: ServeMux redirects a path that is not clean ("//",
+		// "/../"), and no route is written that way.
+		if c.entry != nil {
+			rt.routeEntry = c.entry
+		}
+	}
+	return rt, true
+}
+
+// administrative reports whether Admin serves the route.
+func (rt route) administrative() bool {
+	return rt.kind == routeManagement || rt.kind == routeAnyKey
+}
+
+// serve answers an administrative request: the group's guard, then the
+// endpoint, 405 for a method the path does not take, 404 for an unknown
+// path.
+func (rt route) serve(ar *adminRequest) *APIError {
+	if rt.guard != nil {
+		if apiErr := rt.guard(ar); apiErr != nil {
+			return apiErr
+		}
+	}
+	switch {
+	case rt.handler != nil && rt.method == ar.r.Method:
+		return rt.handler(ar)
+	case rt.allow != nil:
+		e := newError(http.StatusMethodNotAllowed, "Method "+ar.r.Method+" is not allowed on "+ar.r.URL.Path)
+		e.Header = http.Header{"Allow": {*rt.allow}}
+		return e
+	}
+	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+}
+
+// classifyRoute returns the route's kind and its path below APIPrefix;
+// paths outside APIPrefix are routeUnknown with ok false. It reads the
+// table's groups and its endpoints outside them, by string comparison
+// alone, so that the request path can ask it at no cost.
 func classifyRoute(path string) (kind routeKind, sub string, ok bool) {
 	sub, ok = strings.CutPrefix(path, APIPrefix)
 	if !ok || (sub != "" && sub[0] != '/') {
 		return routeUnknown, "", false
 	}
 	sub = strings.TrimSuffix(sub, "/")
-	switch {
-	case sub == "/key":
-		return routeAnyKey, sub, true
-	case matchesGroup(sub, managementRoutes): // before inference: /generation/feedback
-		return routeManagement, sub, true
-	case matchesGroup(sub, inferenceRoutes):
-		return routeInference, sub, true
-	case sub == "/models" || strings.HasPrefix(sub, "/models/"):
-		return routePublic, sub, true
+	if kind, ok := routes.exact[sub]; ok {
+		return kind, sub, true
+	}
+	for _, g := range routes.groups {
+		if strings.HasPrefix(sub, g.path) && (len(sub) == len(g.path) || sub[len(g.path)] == '/') {
+			return g.kind, sub, true
+		}
 	}
 	return routeUnknown, sub, true
 }
 
-func matchesGroup(sub string, groups []string) bool {
-	for _, g := range groups {
-		if sub == g || strings.HasPrefix(sub, g+"/") {
-			return true
+// routeEntry is the handler the mux holds for one registered pattern; the
+// mux only finds it (and sets the path values), Admin serves it.
+type routeEntry struct {
+	method   string       // an endpoint's method; "" for a group or a path's other methods
+	handler  adminHandler // an endpoint's handler, wildcards bound
+	allow    *string      // for an endpoint's path: the methods it takes
+	guard    adminHandler // the enclosing group's guard
+	declared routeKind    // the key kind the table gives the pattern
+}
+
+// ServeHTTP reports the entry the mux matched to the routeCapture.
+func (e *routeEntry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	if c, ok := w.(*routeCapture); ok {
+		c.entry = e
+	}
+}
+
+// noEndpoint is the entry of a path without an administrative endpoint.
+var noEndpoint = new(routeEntry)
+
+// routeCapture is the writer of a match: it learns the entry and
+// swallows what the mux itself would answer (a redirect).
+type routeCapture struct{ entry *routeEntry }
+
+func (*routeCapture) Header() http.Header         { return http.Header{} }
+func (*routeCapture) Write(b []byte) (int, error) { return len(b), nil }
+func (*routeCapture) WriteHeader(int)             {}
+
+// routeGroup is a group of the table, for classifyRoute.
+type routeGroup struct {
+	path string
+	kind routeKind
+}
+
+// routeTable is apiRoutes compiled.
+type routeTable struct {
+	mux    *http.ServeMux
+	groups []routeGroup         // longest path first
+	exact  map[string]routeKind // endpoint paths outside every group
+}
+
+var routes = compileRoutes(apiRoutes)
+
+// compileRoutes registers the table on a ServeMux. Every pattern is also
+// registered with a trailing slash ({$}), which is trimmed as it was
+// always; every endpoint path also without its method, to answer 405 with
+// the methods it takes; every group as its path and the subtree below.
+func compileRoutes(table []apiRoute) routeTable {
+	t := routeTable{mux: http.NewServeMux(), exact: map[string]routeKind{}}
+	handle := func(path string, e *routeEntry) {
+		t.mux.Handle(e.method+" "+APIPrefix+path, e)
+		if !strings.HasSuffix(path, "/") {
+			t.mux.Handle(e.method+" "+APIPrefix+path+"/{$}", e)
 		}
 	}
-	return false
+	groups := map[string]apiRoute{}
+	for _, rt := range table {
+		if method, path, ok := strings.Cut(rt.pattern, " "); !ok {
+			groups[method] = rt
+			t.groups = append(t.groups, routeGroup{path: method, kind: rt.kind})
+		} else if path == "" {
+			panic("route " + rt.pattern + ": no path")
+		}
+	}
+	slices.SortFunc(t.groups, func(a, b routeGroup) int { return len(b.path) - len(a.path) })
+	enclosing := func(path string) (apiRoute, bool) {
+		for _, g := range t.groups {
+			if strings.HasPrefix(path, g.path) && (len(path) == len(g.path) || path[len(g.path)] == '/') {
+				return groups[g.path], true
+			}
+		}
+		return apiRoute{}, false
+	}
+
+	paths := map[string]*routeEntry{} // each endpoint path's entry for other methods
+	methods := map[string][]string{}
+	for _, rt := range table {
+		method, path, ok := strings.Cut(rt.pattern, " ")
+		if !ok {
+			continue
+		}
+		g, inGroup := enclosing(path)
+		switch {
+		case inGroup && g.kind != rt.kind:
+			panic(fmt.Sprintf("route %s: kind %d inside group %s of kind %d", rt.pattern, rt.kind, g.pattern, g.kind))
+		case !inGroup && strings.Contains(path, "{"):
+			panic("route " + rt.pattern + ": a path with wildcards must lie in a group")
+		case !inGroup:
+			t.exact[path] = rt.kind
+		}
+		names := wildcards(path)
+		other := paths[path]
+		if other == nil {
+			other = &routeEntry{allow: new(string), guard: g.guard, declared: rt.kind}
+			paths[path] = other
+			handle(path, other)
+		}
+		methods[path] = append(methods[path], method)
+		handle(path, &routeEntry{method: method, handler: bind(rt.pattern, rt.serve, names),
+			allow: other.allow, guard: g.guard, declared: rt.kind})
+	}
+	for path, e := range paths {
+		slices.Sort(methods[path])
+		*e.allow = strings.Join(methods[path], ", ")
+	}
+	for path, g := range groups {
+		e := &routeEntry{guard: g.guard, declared: g.kind}
+		if paths[path] == nil {
+			handle(path, e)
+		}
+		t.mux.Handle(APIPrefix+path+"/", e)
+	}
+	t.mux.Handle(APIPrefix, noEndpoint)
+	t.mux.Handle(APIPrefix+"/", noEndpoint)
+	return t
+}
+
+// wildcards returns the names of a path's wildcards, in order.
+func wildcards(path string) []string {
+	var names []string
+	for seg := range strings.SplitSeq(path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			names = append(names, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return names
+}
+
+// bind adapts an endpoint's handler to adminHandler, passing it the path
+// values of names.
+func bind(pattern string, serve any, names []string) adminHandler {
+	switch h := serve.(type) {
+	case adminHandler:
+		if len(names) == 0 {
+			return h
+		}
+	case func(*adminRequest) *APIError:
+		if len(names) == 0 {
+			return h
+		}
+	case func(*adminRequest, string) *APIError:
+		if len(names) == 1 {
+			return func(ar *adminRequest) *APIError { return h(ar, ar.r.PathValue(names[0])) }
+		}
+	case func(*adminRequest, string, string) *APIError:
+		if len(names) == 2 {
+			return func(ar *adminRequest) *APIError {
+				return h(ar, ar.r.PathValue(names[0]), ar.r.PathValue(names[1]))
+			}
+		}
+	}
+	panic(fmt.Sprintf("route %s: handler %T does not take its %d path values", pattern, serve, len(names)))
+}
+
+// with adapts a handler of a resource that open prepares (or refuses).
+func with[R any](open func(*adminRequest) (R, *APIError), h func(R) *APIError) adminHandler {
+	return func(ar *adminRequest) *APIError {
+		req, apiErr := open(ar)
+		if apiErr != nil {
+			return apiErr
+		}
+		return h(req)
+	}
+}
+
+// withID is with for a handler of one item.
+func withID[R any](open func(*adminRequest) (R, *APIError), h func(R, string) *APIError) func(*adminRequest, string) *APIError {
+	return func(ar *adminRequest, id string) *APIError {
+		req, apiErr := open(ar)
+		if apiErr != nil {
+			return apiErr
+		}
+		return h(req, id)
+	}
+}
+
+// requireOrganization refuses a personal account's management key
+// (SPEC.md 4.3 rule 2).
+func requireOrganization(ar *adminRequest) *APIError {
+	_, apiErr := ar.orgAccount()
+	return apiErr
 }

@@ -71,31 +71,6 @@ func newSCIMSyncJobView(j storage.SCIMSyncJob) scimSyncJobView {
 		StartedAt: apiTimePtr(j.StartedAt), FinishedAt: apiTimePtr(j.FinishedAt)}
 }
 
-// serveSCIM dispatches /scim and below (seg without "scim").
-func (ar *adminRequest) serveSCIM(seg []string) *APIError {
-	if _, apiErr := ar.orgAccount(); apiErr != nil {
-		return apiErr
-	}
-	switch {
-	case len(seg) == 1 && seg[0] == "group-mappings":
-		return methods(ar.r, map[string]func() *APIError{"GET": ar.listSCIMMappings, "POST": ar.createSCIMMapping})
-	case len(seg) == 2 && seg[0] == "group-mappings":
-		id := seg[1]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    func() *APIError { return ar.getSCIMMapping(id) },
-			"PATCH":  func() *APIError { return ar.updateSCIMMapping(id) },
-			"DELETE": func() *APIError { return ar.deleteSCIMMapping(id) },
-		})
-	case len(seg) == 1 && seg[0] == "groups":
-		return methods(ar.r, map[string]func() *APIError{"GET": ar.listSCIMGroups})
-	case len(seg) == 1 && seg[0] == "sync-jobs":
-		return methods(ar.r, map[string]func() *APIError{"POST": ar.createSCIMSyncJob})
-	case len(seg) == 2 && seg[0] == "sync-jobs":
-		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.getSCIMSyncJob(seg[1]) }})
-	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
-}
-
 // scimStoreError maps store errors of the SCIM routes: a duplicate mapping
 // is 409, as the reference has it.
 func scimStoreError(err error, what string) *APIError {

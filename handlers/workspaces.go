@@ -76,37 +76,6 @@ func newBudgetView(wsID string, b storage.WorkspaceBudget) budgetView {
 		CreatedAt: apiTime(b.CreatedAt), UpdatedAt: apiTime(b.UpdatedAt)}
 }
 
-// serveWorkspaces dispatches /workspaces and below (seg without "workspaces").
-func (ar *adminRequest) serveWorkspaces(seg []string) *APIError {
-	switch {
-	case len(seg) == 0:
-		return methods(ar.r, map[string]func() *APIError{"GET": ar.listWorkspaces, "POST": ar.createWorkspace})
-	case len(seg) == 1:
-		ref := seg[0]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    func() *APIError { return ar.getWorkspace(ref) },
-			"PATCH":  func() *APIError { return ar.updateWorkspace(ref) },
-			"DELETE": func() *APIError { return ar.deleteWorkspace(ref) },
-		})
-	case len(seg) == 2 && seg[1] == "members":
-		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listWorkspaceMembers(seg[0]) }})
-	case len(seg) == 3 && seg[1] == "members" && seg[2] == "add":
-		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.addWorkspaceMembers(seg[0]) }})
-	case len(seg) == 3 && seg[1] == "members" && seg[2] == "remove":
-		return methods(ar.r, map[string]func() *APIError{"POST": func() *APIError { return ar.removeWorkspaceMembers(seg[0]) }})
-	case len(seg) == 2 && seg[1] == "budgets":
-		return methods(ar.r, map[string]func() *APIError{"GET": func() *APIError { return ar.listBudgets(seg[0]) }})
-	case len(seg) == 3 && seg[1] == "budgets":
-		ref, iv := seg[0], seg[2]
-		return methods(ar.r, map[string]func() *APIError{
-			"GET":    func() *APIError { return ar.getBudget(ref, iv) },
-			"PUT":    func() *APIError { return ar.setBudget(ref, iv) },
-			"DELETE": func() *APIError { return ar.deleteBudget(ref, iv) },
-		})
-	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
-}
-
 func (ar *adminRequest) workspace(ref string) (storage.Workspace, *APIError) {
 	w, ok := ar.store.Workspace(ar.id.AccountID, ref)
 	if !ok {

@@ -8,66 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
-
-func TestSealedCollectionRoutes(t *testing.T) {
-	sealer, err := storage.NewSealer(make([]byte, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var called string
-	record := func(name string) func() *APIError {
-		return func() *APIError { called = name; return nil }
-	}
-	recordID := func(name string) func(string) *APIError {
-		return func(id string) *APIError { called = name + " " + id; return nil }
-	}
-	c := sealedCollection{sealer: sealer, off: "off",
-		list: record("list"), create: record("create"),
-		get: recordID("get"), update: recordID("update"), remove: recordID("remove")}
-	for _, tc := range []struct {
-		method, want string
-		item         bool
-	}{
-		{"GET", "list", false}, {"POST", "create", false},
-		{"GET", "get x1", true}, {"PATCH", "update x1", true}, {"DELETE", "remove x1", true},
-	} {
-		called = ""
-		r := httptest.NewRequest(tc.method, "/c", nil)
-		var apiErr *APIError
-		if tc.item {
-			apiErr = c.serveItem(r, "x1")
-		} else {
-			apiErr = c.serveCollection(r)
-		}
-		if apiErr != nil || called != tc.want {
-			t.Errorf("%s item=%v: called %q, err %v; want %q", tc.method, tc.item, called, apiErr, tc.want)
-		}
-	}
-	called = ""
-	apiErr := c.serveCollection(httptest.NewRequest("DELETE", "/c", nil))
-	if apiErr == nil || apiErr.Status != http.StatusMethodNotAllowed || apiErr.Header.Get("Allow") != "GET, POST" || called != "" {
-		t.Fatalf("DELETE on the collection: %v %v, called %q", apiErr, apiErr.Header, called)
-	}
-	apiErr = c.serveItem(httptest.NewRequest("POST", "/c/x1", nil), "x1")
-	if apiErr == nil || apiErr.Header.Get("Allow") != "DELETE, GET, PATCH" {
-		t.Fatalf("POST on an item: %v", apiErr)
-	}
-
-	c.sealer = nil
-	for _, m := range []string{"GET", "POST"} {
-		if apiErr := c.serveCollection(httptest.NewRequest(m, "/c", nil)); apiErr == nil || apiErr.Status != 400 || apiErr.Message != "off" || called != "" {
-			t.Fatalf("%s without a sealer: %v, called %q", m, apiErr, called)
-		}
-	}
-	for _, m := range []string{"GET", "PATCH", "DELETE"} {
-		if apiErr := c.serveItem(httptest.NewRequest(m, "/c/x", nil), "x"); apiErr == nil || apiErr.Message != "off" || called != "" {
-			t.Fatalf("%s item without a sealer: %v, called %q", m, apiErr, called)
-		}
-	}
-}
 
 func TestNullableArray(t *testing.T) {
 	str := func(e gjson.Result) (string, bool) { return e.Str, e.Type == gjson.String }
