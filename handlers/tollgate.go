@@ -126,6 +126,7 @@ func (t *Tollgate) Validate() error {
 func (t *Tollgate) Cleanup() error {
 	t.auth.byIP.release()
 	t.auth.byKey.release()
+	t.auth.byIP, t.auth.byKey = nil, nil
 	return nil
 }
 
