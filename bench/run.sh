@@ -156,15 +156,7 @@ $(globals "$B_ADMIN")
 }
 http://:$B {
 	bind 127.0.0.1
-	tollgate_auth
-	tollgate_admin
-	tollgate_websearch
-	tollgate_router
-	tollgate_meter
-	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
-		rewrite {tollgate.upstream.uri}
-		flush_interval -1
-	}
+	tollgate
 }
 EOF
 

@@ -194,7 +194,7 @@ func TestAppValidateBrand(t *testing.T) {
 // TestBadBrandAdaptsButFailsValidation: the adapter does not check the
 // brand; the app's Validate does, when the config loads.
 func TestBadBrandAdaptsButFailsValidation(t *testing.T) {
-	apps := adaptApps(t, "{\n\ttollgate {\n\t\tbrand Bad!\n\t}\n}\n\n:8080 {\n\ttollgate_auth\n}\n")
+	apps := adaptApps(t, "{\n\ttollgate {\n\t\tbrand Bad!\n\t}\n}\n\n:8080 {\n\ttollgate\n}\n")
 	var app App
 	if err := json.Unmarshal(apps[handlers.AppName], &app); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // adaptApp adapts a Caddyfile's global options and decodes the tollgate app.
 func adaptApp(t *testing.T, global string) *App {
 	t.Helper()
-	apps := adaptApps(t, "{\n"+global+"\n}\n\n:8080 {\n\ttollgate_router\n}\n")
+	apps := adaptApps(t, "{\n"+global+"\n}\n\n:8080 {\n\ttollgate\n}\n")
 	app := new(App)
 	if err := json.Unmarshal(apps[handlers.AppName], app); err != nil {
 		t.Fatal(err)
@@ -386,7 +386,7 @@ func TestModelCaddyfileErrors(t *testing.T) {
 		{"tollgate {\n in_flight x\n}", "wrong argument count"},
 	}
 	for _, tt := range tests {
-		caddyfile := "{\n" + tt.global + "\n}\n\n:8080 {\n\ttollgate_router\n}\n"
+		caddyfile := "{\n" + tt.global + "\n}\n\n:8080 {\n\ttollgate\n}\n"
 		_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want %q", tt.global, err, tt.want)

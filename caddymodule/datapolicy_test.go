@@ -112,7 +112,7 @@ func TestProviderDataPolicyErrors(t *testing.T) {
 		{"region", "wrong argument count"},
 		{"region mars", `provider "p": region: expected global, europe or us`},
 	} {
-		caddyfile := "{\n tollgate {\n model m {\n provider p http://x {\n " + tt.block + "\n }\n }\n }\n}\n\n:8080 {\n\ttollgate_router\n}\n"
+		caddyfile := "{\n tollgate {\n model m {\n provider p http://x {\n " + tt.block + "\n }\n }\n }\n}\n\n:8080 {\n\ttollgate\n}\n"
 		_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want %q", tt.block, err, tt.want)

@@ -12,7 +12,7 @@ import (
 // validate every module, start nothing): each one adapts, or is JSON no
 // Caddyfile can write, and must fail with its field named.
 func TestValidateRefuses(t *testing.T) {
-	const site = "\n\n:8080 {\n\ttollgate_auth\n}\n"
+	const site = "\n\n:8080 {\n\ttollgate\n}\n"
 	caddyfiles := []struct{ name, global, want string }{
 		{"brand", "brand Bad!", `brand "Bad!"`},
 		{"engine price", "web_search {\n\t\t\tengine exa {\n\t\t\t\tprice_per_result -1\n\t\t\t}\n\t\t}", "web_search: engine exa: price_per_result"},

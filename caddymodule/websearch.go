@@ -5,8 +5,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 )
@@ -103,10 +101,4 @@ func parseWebSearchOption(d *caddyfile.Dispenser) (*handlers.WebSearchConfig, er
 		}
 	}
 	return cfg, nil
-}
-
-// parseWebSearch parses `tollgate_websearch`, which takes no arguments: its
-// engines are the tollgate app's web_search options.
-func parseWebSearch(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	return new(handlers.WebSearch), noArgs(h)
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,11 +17,62 @@ type RateCeiling struct {
 	Burst    int            `json:"burst,omitempty"`
 }
 
+// validate checks a ceiling's values, naming the option; nil is off.
+func (c *RateCeiling) validate(name string) error {
+	switch {
+	case c == nil:
+		return nil
+	case c.Requests <= 0:
+		return fmt.Errorf("%s: requests must be a positive integer, got %d", name, c.Requests)
+	case c.Window <= 0:
+		return fmt.Errorf("%s: window must be a positive duration, got %v", name, time.Duration(c.Window))
+	case c.Burst < 0:
+		return fmt.Errorf("%s: burst must be a positive integer, got %d", name, c.Burst)
+	}
+	return nil
+}
+
+// ceilingPool keeps the buckets across config reloads: a new config with
+// the same ceiling (scope and numbers) takes over the old one's buckets,
+// so a reload neither refills a client's bucket nor forgets it.
+var ceilingPool = caddy.NewUsagePool()
+
+// loadCeilings returns the pooled buckets for c; nil when c is off.
+func loadCeilings(scope string, c *RateCeiling) (*ceilings, error) {
+	if c == nil {
+		return nil, nil
+	}
+	key := fmt.Sprintf("%s %d/%d burst %d", scope, c.Requests, c.Window, c.Burst)
+	v, _, err := ceilingPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		cs := newCeilings(c)
+		if cs == nil {
+			return nil, fmt.Errorf("%s: invalid ceiling", scope)
+		}
+		cs.poolKey = key
+		return cs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*ceilings), nil
+}
+
+// release gives the buckets back to the pool; safe on nil.
+func (c *ceilings) release() {
+	if c != nil {
+		_, _ = ceilingPool.Delete(c.poolKey)
+	}
+}
+
+// Destruct implements caddy.Destructor: the buckets are plain memory.
+func (c *ceilings) Destruct() error { return nil }
+
 // ceilings holds one token bucket per name (client IP or key hash); buckets
 // idle for a while are dropped so that memory follows active clients.
 type ceilings struct {
-	limit rate.Limit
-	burst int
+	limit   rate.Limit
+	burst   int
+	poolKey string
 
 	mu        sync.Mutex
 	buckets   map[string]*bucket

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	scimerrors "github.com/elimity-com/scim/errors"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -16,34 +14,13 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// Admin serves the administrative routes (management key) and GET /key,
-// over the tollgate store. It must run after Auth, which attaches the
-// caller's identity; requests for other routes go to the next handler.
+// Admin is the pipeline's administrative stage: it serves the
+// administrative routes (management key), GET /key and the SCIM service,
+// over the tollgate store, for the caller Auth identified.
 type Admin struct {
 	gw     Gateway
 	logger *zap.Logger
 	scim   http.Handler // the SCIM 2.0 service under SCIMPrefix (scimserver.go)
-}
-
-// CaddyModule returns the Caddy module information.
-func (*Admin) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.tollgate_admin",
-		New: func() caddy.Module { return new(Admin) },
-	}
-}
-
-// Provision finds the tollgate app.
-func (a *Admin) Provision(ctx caddy.Context) error {
-	a.logger = ctx.Logger()
-	gw, err := loadGateway(ctx)
-	a.gw = gw
-	if err != nil {
-		return err
-	}
-	srv, err := newSCIMServer()
-	a.scim = srv
-	return err
 }
 
 // keysPageSize is the key list page size (SPEC.md 8.3).
@@ -59,35 +36,27 @@ type adminRequest struct {
 	gw     Gateway
 }
 
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if r.URL.Path == SCIMPrefix || strings.HasPrefix(r.URL.Path, SCIMPrefix+"/") {
-		return a.serveSCIMService(w, r)
-	}
-	rt, ok := routeFor(r)
-	if !ok || !rt.administrative() {
-		return next.ServeHTTP(w, r)
-	}
-	id, ok := IdentityFrom(r)
-	if !ok {
-		// Auth is missing from the route: refuse rather than serve unauthenticated.
-		a.logger.Error("tollgate_admin reached without tollgate_auth before it", zap.String("path", r.URL.Path))
-		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
-		return nil
+// serve serves an administrative route (or GET /key) for the caller Auth
+// identified in st.
+func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) error {
+	id := st.id
+	if id == nil {
+		// Unreachable through Tollgate: refuse rather than serve unauthenticated.
+		a.logger.Error("administrative route without an identity", zap.String("path", r.URL.Path))
+		return fail(r, errInternal())
 	}
 	store, err := a.gw.Store()
 	if err != nil {
 		a.logger.Error("store unavailable", zap.Error(err))
-		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
-		return nil
+		return fail(r, errInternal())
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
-	apiErr := rt.serve(ar)
+	apiErr := resolveRoute(r, st.kind, st.sub).serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {
 			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))
 		}
-		WriteError(w, apiErr)
+		return fail(r, apiErr)
 	}
 	return nil
 }
@@ -379,9 +348,3 @@ func (ar *adminRequest) credits() *APIError {
 	}})
 	return nil
 }
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*Admin)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Admin)(nil)
-)

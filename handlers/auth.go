@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -17,14 +16,15 @@ import (
 // now is the handlers' clock; tests replace it to cross UTC boundaries.
 var now = time.Now
 
-// Auth authenticates the bearer key of every request under /api/v1 and
-// decides whether that kind of key may call the route: regular keys call
-// inference routes, management keys the administrative ones. It answers 401
-// and 403 itself with the spec's JSON body, and 404 for paths under /api/v1
-// that the gateway does not serve, so that they never reach a provider.
+// Auth is the pipeline's first stage: it authenticates the bearer key of
+// every request under /api/v1 and decides whether that kind of key may
+// call the route: regular keys call inference routes, management keys the
+// administrative ones. It refuses with 401 and 403, and 404 for paths
+// under /api/v1 that the gateway does not serve, so that they never reach
+// a provider.
 //
-// On success the caller's identity is attached to the request for the
-// handlers after it, and exposed as placeholders for logs:
+// On success the caller's identity goes into the request state for the
+// stages after it, and is exposed as placeholders for logs:
 // {tollgate.key.hash}, {tollgate.key.kind}, {tollgate.account.id},
 // {tollgate.workspace.id}; {http.auth.user.id} is the key hash, as with
 // Caddy's own authentication. The client's Authorization header is removed,
@@ -44,60 +44,12 @@ type Auth struct {
 	byKey  *ceilings
 }
 
-// CaddyModule returns the Caddy module information.
-func (*Auth) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.tollgate_auth",
-		New: func() caddy.Module { return new(Auth) },
-	}
-}
-
-// Provision finds the tollgate app.
-func (a *Auth) Provision(ctx caddy.Context) error {
-	a.logger = ctx.Logger()
-	a.byIP, a.byKey = newCeilings(a.PerIP), newCeilings(a.PerKey)
-	gw, err := loadGateway(ctx)
-	a.gw = gw
-	return err
-}
-
 // Identity is the authenticated caller of a request.
 type Identity struct {
 	storage.Principal
 	// Account is the store's snapshot of the caller's account as of
 	// authentication; it must not be modified.
 	Account *storage.Account
-}
-
-type identityKey struct{}
-
-// IdentityFrom returns the identity Auth attached to the request, if any.
-func IdentityFrom(r *http.Request) (*Identity, bool) {
-	id, ok := attached(r, identityVar, identityKey{}).(*Identity)
-	return id, ok
-}
-
-// identityVar is where Auth keeps the identity among Caddy's request vars.
-const identityVar = "tollgate.identity"
-
-// attach hands a value to the handlers after this one: in Caddy's request
-// vars when there are some (no request copy), else in a derived context.
-func attach(r *http.Request, varName string, ctxKey, v any) *http.Request {
-	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
-		vars[varName] = v
-		return r
-	}
-	return r.WithContext(context.WithValue(r.Context(), ctxKey, v))
-}
-
-// attached reads what attach stored.
-func attached(r *http.Request, varName string, ctxKey any) any {
-	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
-		if v, ok := vars[varName]; ok {
-			return v
-		}
-	}
-	return r.Context().Value(ctxKey)
 }
 
 // Messages of the 401 and 403 answers.
@@ -110,47 +62,40 @@ const (
 	msgNoInference    = "Management keys cannot call inference routes; use a regular API key"
 )
 
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	kind, _, ok := classifyRoute(r.URL.Path)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	if kind == routeUnknown {
-		WriteError(w, NotFound("Not found: "+r.Method+" "+r.URL.Path))
-		return nil
+// authenticate identifies the caller of a route under /api/v1 into st, or
+// refuses: 404 for a path the gateway does not serve (it never reaches a
+// provider), 401, 403, and the abuse ceilings' 429.
+func (a *Auth) authenticate(r *http.Request, st *requestState) *APIError {
+	if st.kind == routeUnknown {
+		return NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
 	if a.byIP != nil {
 		ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 		if apiErr := a.ceiling(a.byIP, ip, "per_ip"); apiErr != nil {
-			WriteError(w, apiErr)
-			return nil
+			return apiErr
 		}
 	}
 	secret, present := bearer(r)
 	if !present {
-		if kind == routePublic {
+		if st.kind == routePublic {
 			r.Header.Del("Authorization") // a malformed header must not reach the provider either
-			return next.ServeHTTP(w, r)
+			return nil
 		}
-		WriteError(w, newError(http.StatusUnauthorized, msgMissingAuth))
-		return nil
+		return newError(http.StatusUnauthorized, msgMissingAuth)
 	}
-	id, apiErr := a.identify(secret, kind)
+	id, apiErr := a.identify(secret, st.kind)
 	if apiErr != nil {
-		WriteError(w, apiErr)
-		return nil
+		return apiErr
 	}
 	if a.byKey != nil {
 		if apiErr := a.ceiling(a.byKey, id.Hash, "per_key"); apiErr != nil {
-			WriteError(w, apiErr)
-			return nil
+			return apiErr
 		}
 	}
 	r.Header.Del("Authorization")
-	r = attach(r, identityVar, identityKey{}, id)
+	st.id = id
 	a.annotate(r, id)
-	return next.ServeHTTP(w, r)
+	return nil
 }
 
 // identify resolves the key and checks that it may call a route of kind.
@@ -246,9 +191,3 @@ func bearer(r *http.Request) (string, bool) {
 	token = strings.TrimSpace(token)
 	return token, token != ""
 }
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*Auth)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Auth)(nil)
-)

@@ -1,9 +1,8 @@
 package handlers
 
-// Benchmarks of the gateway's own per-request work: the handlers of the
-// Caddyfile chain (tollgate_auth, tollgate_admin, tollgate_router,
-// tollgate_meter) around an in-process fake upstream, over an in-memory
-// store. They leave out Caddy's server and reverse_proxy (see bench/ for the
+// Benchmarks of the gateway's own per-request work: the tollgate handler
+// (its whole pipeline: auth, routing, metering) around an in-process fake
+// upstream, over an in-memory store. They leave out Caddy's server and reverse_proxy (see bench/ for the
 // end-to-end comparison against bare Caddy) and the disk: metering durably
 // on disk is covered by storage's BenchmarkReserveSettleParallel.
 //
@@ -100,12 +99,11 @@ var benchSSEEvents = func() [][]byte {
 
 // benchSetup is a gateway with one funded account and its regular key.
 type benchSetup struct {
-	gw     *benchGateway
-	secret string
-	auth   *Auth
-	admin  *Admin
-	router *Router
-	meter  *Meter
+	gw       *benchGateway
+	secret   string
+	auth     *Auth
+	router   *Router
+	tollgate *Tollgate
 }
 
 func newBenchSetup(b *testing.B) *benchSetup {
@@ -138,9 +136,8 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		b.Fatal(err)
 	}
-	nop := zap.NewNop()
 	return &benchSetup{gw: gw, secret: secret, router: rt,
-		auth: &Auth{gw: gw, logger: nop}, admin: &Admin{gw: gw, logger: nop}, meter: &Meter{gw: gw, logger: nop}}
+		auth: &Auth{gw: gw, logger: zap.NewNop()}, tollgate: newTestTollgate(b, gw)}
 }
 
 // benchWriter is a cheap client connection: it counts bytes and flushes.
@@ -215,20 +212,11 @@ var benchUpstreamSSE = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http
 	return nil
 })
 
-// chain is Auth → Admin → Router → Meter → upstream, as the Caddyfile
-// directives order them.
+// chain is the tollgate handler in front of upstream, as the tollgate
+// directive puts it in front of reverse_proxy.
 func (s *benchSetup) chain(upstream caddyhttp.Handler) caddyhttp.Handler {
-	meter := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return s.meter.ServeHTTP(w, r, upstream)
-	})
-	router := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return s.router.ServeHTTP(w, r, meter)
-	})
-	admin := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return s.admin.ServeHTTP(w, r, router)
-	})
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return s.auth.ServeHTTP(w, r, admin)
+		return s.tollgate.ServeHTTP(w, r, upstream)
 	})
 }
 
@@ -280,18 +268,17 @@ func runServeParallel(b *testing.B, h caddyhttp.Handler, body, secret string) {
 	})
 }
 
-// BenchmarkAuth is tollgate_auth alone on a valid regular key.
+// BenchmarkAuth is the authentication stage alone on a valid regular key.
 func BenchmarkAuth(b *testing.B) {
 	s := newBenchSetup(b)
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	r := newBenchRequest(benchChatBody, s.secret)
 	auth := "Bearer " + s.secret
-	w := newBenchWriter()
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		if err := s.auth.ServeHTTP(w, r, next); err != nil || w.status != 0 {
-			b.Fatalf("status %d, err %v", w.status, err)
+		st := requestState{kind: routeInference, sub: "/chat/completions"}
+		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
+			b.Fatal(apiErr)
 		}
 	}
 }
@@ -299,28 +286,27 @@ func BenchmarkAuth(b *testing.B) {
 // BenchmarkAuthParallel is the same from many goroutines.
 func BenchmarkAuthParallel(b *testing.B) {
 	s := newBenchSetup(b)
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	auth := "Bearer " + s.secret
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		r := newBenchRequest(benchChatBody, s.secret)
-		w := newBenchWriter()
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			if err := s.auth.ServeHTTP(w, r, next); err != nil || w.status != 0 {
-				b.Errorf("status %d, err %v", w.status, err)
+			st := requestState{kind: routeInference, sub: "/chat/completions"}
+			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
+				b.Error(apiErr)
 				return
 			}
 		}
 	})
 }
 
-// BenchmarkRouter is tollgate_router alone on a chat completion body: read,
-// validate, look up the model, rewrite the model id, set the placeholders.
+// BenchmarkRouter is the routing stage alone on a chat completion body:
+// read, validate, look up the model, rewrite the model id, set the
+// placeholders.
 func BenchmarkRouter(b *testing.B) {
 	s := newBenchSetup(b)
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	r := newBenchRequest(benchChatBody, s.secret)
 	body := []byte(benchChatBody)
 	rd := bytes.NewReader(body)
@@ -329,8 +315,13 @@ func BenchmarkRouter(b *testing.B) {
 	for b.Loop() {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
-		if err := s.router.ServeHTTP(w, r, next); err != nil || w.status != 0 {
-			b.Fatalf("status %d, err %v", w.status, err)
+		st := requestState{kind: routeInference, sub: "/chat/completions"}
+		body, apiErr := readBody(w, r, s.router.MaxBodyBytes)
+		if apiErr == nil {
+			apiErr = s.router.plan(r, &st, body)
+		}
+		if apiErr != nil {
+			b.Fatal(apiErr)
 		}
 	}
 }

@@ -186,15 +186,14 @@ func (ar *adminRequest) deactivateEndUser(user string) *APIError {
 // checkEndUser refuses, with 403, a request whose `user` names an end user
 // its account deactivated: a memory lookup, before any hold or upstream
 // call. A `user` longer than the public API allows gets 400.
-func (rt *Router) checkEndUser(r *http.Request, route *Route) *APIError {
+func (rt *Router) checkEndUser(id *Identity, route *Route) *APIError {
 	if route.User == "" || rt.gw == nil {
 		return nil
 	}
 	if storage.ValidEndUser(route.User) != nil {
 		return BadRequest("user: expected at most 256 characters")
 	}
-	id, ok := IdentityFrom(r)
-	if !ok {
+	if id == nil {
 		return nil
 	}
 	store, err := rt.gw.Store()

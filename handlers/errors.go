@@ -1,12 +1,18 @@
-// Package handlers holds the gateway's HTTP logic: authentication, the
-// administrative routes and the mock provider. Each handler is a Caddy module;
-// package caddymodule registers them and parses their Caddyfile syntax.
+// Package handlers holds the gateway's HTTP logic: the tollgate handler
+// (tollgate.go) and the stages of its pipeline (authentication, the
+// administrative routes, web search, routing, metering), and the mock
+// provider. Package caddymodule registers the modules and expands the
+// tollgate Caddyfile directive.
 package handlers
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // APIError is the body of every error the gateway answers itself:
@@ -56,3 +62,48 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// errorVar marks a request whose error is the gateway's own, for the
+// matcher of ErrorWriter's error route.
+const errorVar = "tollgate.error"
+
+// fail hands a gateway error to Caddy, so that its error log and the
+// operator's handle_errors see it; ErrorWriter writes the body.
+func fail(r *http.Request, e *APIError) error {
+	caddyhttp.SetVar(r.Context(), errorVar, true)
+	return caddyhttp.Error(e.Status, e)
+}
+
+// ErrorWriter is the handler of the error route the tollgate directive
+// adds: it writes the gateway's errors (an *APIError returned by
+// Tollgate) as the spec's JSON body, with their headers such as
+// Retry-After, and passes any other error on to the next error route.
+type ErrorWriter struct{}
+
+// CaddyModule returns the Caddy module information.
+func (ErrorWriter) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.tollgate_error",
+		New: func() caddy.Module { return new(ErrorWriter) },
+	}
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (ErrorWriter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	err, _ := r.Context().Value(caddyhttp.ErrorCtxKey).(error)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return next.ServeHTTP(w, r)
+	}
+	WriteError(w, apiErr)
+	return nil
+}
+
+// ErrorRouteMatcher is the matcher set of ErrorWriter's route: requests
+// whose error is the gateway's own.
+func ErrorRouteMatcher() caddyhttp.VarsMatcher {
+	return caddyhttp.VarsMatcher{errorVar: {"true"}}
+}
+
+// Interface guard
+var _ caddyhttp.MiddlewareHandler = ErrorWriter{}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -18,8 +17,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// Meter enforces the credit limits of SPEC.md 8.2 before a request reaches a
-// provider and charges it after: it holds the request's estimated cost
+// Meter is the pipeline's last stage: it enforces the credit limits of
+// SPEC.md 8.2 before a request reaches a provider and charges it after: it holds the request's estimated cost
 // against the balance, the key's cap and the in-flight budget (402 when it
 // does not fit), reads the upstream's usage from the answer as it passes
 // through, and turns the hold into the exact charge, durably, before the
@@ -38,47 +37,54 @@ type Meter struct {
 	logger *zap.Logger
 }
 
-// CaddyModule returns the Caddy module information.
-func (*Meter) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.tollgate_meter",
-		New: func() caddy.Module { return new(Meter) },
-	}
+// errInternal is the answer to a failure the client cannot act on.
+func errInternal() *APIError {
+	return newError(http.StatusInternalServerError, "Internal Server Error")
 }
 
-// Provision finds the tollgate app.
-func (m *Meter) Provision(ctx caddy.Context) error {
-	m.logger = ctx.Logger()
-	gw, err := loadGateway(ctx)
-	m.gw = gw
-	return err
-}
-
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	route, ok := RouteFrom(r)
-	if !ok {
-		return passThrough(next, w, r, m.logger)
-	}
-	id, ok := IdentityFrom(r)
-	if !ok || id.Management {
-		m.logger.Error("tollgate_meter reached without an authenticated regular key")
-		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
-		return nil
+// run meters a routed request: admission holds its cost, a gateway-side
+// search runs, the attempts call next in turn until one answers, and
+// settle charges what the answer used.
+func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+	if st.id == nil || st.id.Management {
+		m.logger.Error("inference request without an authenticated regular key")
+		return fail(r, errInternal())
 	}
 	store, err := m.gw.Store()
 	if err != nil {
-		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
-		return nil
+		return fail(r, errInternal())
 	}
+	st.store = store
+	if apiErr := m.reserve(st); apiErr != nil {
+		return fail(r, apiErr)
+	}
+	if st.plan != nil {
+		// Only an admitted request searches, once, before any attempt.
+		if apiErr := st.plan.run(r, st.route); apiErr != nil {
+			_ = store.Release(st.res)
+			return fail(r, apiErr)
+		}
+	}
+	st.start = now()
+	st.genID = storage.NewGenerationID(st.start)
+	// The response headers before any provider answered: a failed attempt's
+	// headers must leak neither into the next attempt nor into the
+	// gateway's own error.
+	st.header = w.Header().Clone()
+	return m.attempt(w, r, st, next)
+}
+
+// reserve holds the request's worst-case cost against every limit, or
+// refuses with the limit's error.
+func (m *Meter) reserve(st *requestState) *APIError {
+	route, id := st.route, st.id
 	policy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, policy)
-	search := searchPlanFrom(r)
 	var searchCredits money.Amount // a BYOK request's search, held against the balance
-	if search != nil && err == nil {
+	if st.plan != nil && err == nil {
 		// The worst case of the search charge is held too.
 		var extra, credits money.Amount
-		if extra, credits, err = search.holdExtra(route); err == nil {
+		if extra, credits, err = st.plan.holdExtra(route); err == nil {
 			est.Hold, err = addCost(est.Hold, extra)
 		}
 		if facts.BYOK {
@@ -86,88 +92,70 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		}
 	}
 	if err != nil {
-		WriteError(w, costRangeError(route))
-		return nil
+		return costRangeError(route)
 	}
 	// Free-model requests count against the account's request caps, unless
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
-	rules := store.EffectiveRules(id.Hash)
-	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits},
-		func(v storage.LedgerView) error {
-			if countFree {
-				if rl := limits.Check(v.Account, v.Now); rl != nil {
-					return rl
-				}
+	rules := st.store.EffectiveRules(id.Hash)
+	holds := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
+	st.res, err = st.store.Reserve(id.AccountID, id.Hash, holds, func(v storage.LedgerView) error {
+		if countFree {
+			if rl := limits.Check(v.Account, v.Now); rl != nil {
+				return rl
 			}
-			if rej := admitScopes(v, rules, est.Hold, facts.BYOK); rej != nil {
-				return rejection{rej}
-			}
-			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
-				return rejection{rej}
-			}
-			if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
-				return rejection{rej}
-			}
-			return nil
-		})
-	var rej rejection
-	if errors.As(err, &rej) {
-		WriteError(w, m.creditError(rej.Rejection))
-		return nil
-	}
-	var rl *RateLimited
-	if errors.As(err, &rl) {
-		WriteError(w, rateLimitError(rl, now()))
-		return nil
-	}
-	if errors.Is(err, money.ErrAmountRange) {
-		WriteError(w, costRangeError(route))
-		return nil
-	}
-	if err != nil {
-		WriteError(w, newError(http.StatusUnauthorized, msgInvalidKey))
-		return nil
-	}
-
-	if search != nil {
-		// Only an admitted request searches, once, before any attempt.
-		if apiErr := search.run(r, route); apiErr != nil {
-			_ = store.Release(res)
-			WriteError(w, apiErr)
-			return nil
 		}
+		if rej := admitScopes(v, rules, est.Hold, facts.BYOK); rej != nil {
+			return rejection{rej}
+		}
+		if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+			return rejection{rej}
+		}
+		if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
+			return rejection{rej}
+		}
+		return nil
+	})
+	var rej rejection
+	var rl *RateLimited
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &rej):
+		return m.creditError(rej.Rejection)
+	case errors.As(err, &rl):
+		return rateLimitError(rl, now())
+	case errors.Is(err, money.ErrAmountRange):
+		return costRangeError(route)
 	}
+	return newError(http.StatusUnauthorized, msgInvalidKey)
+}
 
-	start := now()
-	genID := storage.NewGenerationID(start)
-	// The response headers before any provider answered: a failed attempt's
-	// headers must leak neither into the next attempt nor into the
-	// gateway's own error.
-	header := w.Header().Clone()
-	var failed []failure
+// attempt calls next for each of the route's attempts in turn, until one
+// answers or fails in a way the next provider would not fix, and settles.
+func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+	route := st.route
 	for i := 0; ; i++ {
 		if i > 0 {
-			resetHeader(w, header)
+			resetHeader(w, st.header)
 			if err := route.apply(r, i); err != nil {
 				break
 			}
 		}
 		mw := newMeterWriter(w, route.Kind)
-		mw.genID = genID
-		proxyErr := proxyAttempt(next, mw, r, route, genID)
+		mw.genID = st.genID
+		proxyErr := proxyAttempt(next, mw, r, route, st.genID)
 		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {
-			failed = append(failed, mw.failure(route, proxyErr))
+			st.failed = append(st.failed, mw.failure(route, proxyErr))
 			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
-				zap.String("model", route.Model.ID), zap.Int("status", failed[len(failed)-1].status))
+				zap.String("model", route.Model.ID), zap.Int("status", st.failed[len(st.failed)-1].status))
 			continue
 		}
-		return m.settle(store, res, route, id, mw, proxyErr, r, genID, start, policy, failed, header)
+		return m.settle(r, st, mw, proxyErr)
 	}
-	_ = store.Release(res)
-	WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
-	return nil
+	_ = st.store.Release(st.res)
+	return fail(r, errInternal())
 }
 
 // resetHeader puts the response headers back to a snapshot.
@@ -230,8 +218,8 @@ func costRangeError(route *Route) *APIError {
 }
 
 // settle charges what the request consumed and sends what was held back.
-func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Route, id *Identity,
-	mw *meterWriter, proxyErr error, r *http.Request, genID string, start time.Time, policy billing.InFlightPolicy, failed []failure, header http.Header) error {
+func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxyErr error) error {
+	store, res, route, id := st.store, st.res, st.route, st.id
 	clientGone := mw.clientGone || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
@@ -241,12 +229,11 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		if clientGone {
 			return nil
 		}
-		failed = append(failed, mw.failure(route, proxyErr))
+		st.failed = append(st.failed, mw.failure(route, proxyErr))
 		// The provider's headers are not ours to pass on (upstreamError sets
 		// Retry-After only when every attempt gave one).
-		resetHeader(mw, header)
-		WriteError(mw.ResponseWriter, upstreamError(failed))
-		return nil
+		resetHeader(mw, st.header)
+		return fail(r, upstreamError(st.failed))
 	}
 
 	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
@@ -270,7 +257,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	pricing := route.Model.Pricing
 	var credits money.Amount // a BYOK request's part paid in credits
 	var err error
-	if search := searchPlanFrom(r); search != nil {
+	if search := st.plan; search != nil {
 		var c money.Amount
 		if c, err = search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
 			credits = c
@@ -284,7 +271,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		// Only a provider reporting usage beyond any price gets here (the
 		// worst case admission held is within range): rather than wrap or
 		// saturate, the request is charged what admission held for it.
-		m.logger.Error("provider usage beyond any cost; charging the hold", zap.String("generation", genID),
+		m.logger.Error("provider usage beyond any cost; charging the hold", zap.String("generation", st.genID),
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
@@ -298,19 +285,20 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		status = "incomplete"
 	}
 	gen := &storage.Generation{
-		ID: genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
+		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
-		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
+		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
 	}
-	err = store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: policy.SettlementWindow, Generation: gen})
+	window := m.gw.InFlightPolicy().SettlementWindow
+	err = store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen})
 	if err != nil {
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.
-		m.logger.Error("charge not durable", zap.String("generation", genID), zap.Error(err))
+		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
 		if mw.mode == modeJSON && !clientGone {
-			WriteError(mw.ResponseWriter, newError(http.StatusInternalServerError, "Internal Server Error"))
+			return fail(r, errInternal())
 		}
 		return nil
 	}
@@ -325,7 +313,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		}
 		return nil
 	}
-	_ = mw.sendJSON(cost.String(), genID)
+	_ = mw.sendJSON(cost.String(), st.genID)
 	return nil
 }
 
@@ -497,9 +485,3 @@ func keyFacts(v storage.LedgerView) billing.KeyFacts {
 		IncludeBYOK: v.Key.IncludeBYOKInLimit,
 	}
 }
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*Meter)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Meter)(nil)
-)

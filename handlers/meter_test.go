@@ -85,7 +85,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 		f.mu.Unlock()
 		return f.provider(w, r)
 	})
-	f.h = handlerOf(auth, handlerOf(router, handlerOf(meter, up)))
+	f.h = errorRoute(handlerOf(auth, handlerOf(router, handlerOf(meter, up))))
 	return f
 }
 

@@ -434,7 +434,7 @@ func TestWritersIgnoreInterimResponses(t *testing.T) {
 		for _, ct := range []string{"text/event-stream", "application/json"} {
 			mw := newMeterWriter(newWriteLog(), "chat")
 			cw := newChatToResponses(newWriteLog(), newResponsesEcho([]byte(`{}`)), "gen", "m")
-			sw := newCiteWriter(newWriteLog(), plan)
+			sw := newCiteWriter(newWriteLog(), &requestState{plan: plan})
 			for _, w := range []http.ResponseWriter{mw, cw, sw} {
 				w.Header().Set("Content-Type", ct)
 				w.WriteHeader(http.StatusContinue)

@@ -18,7 +18,7 @@ const maxModelsLimit = 1000
 // GET /models/user (the models the calling key can use). With both offset
 // and limit omitted the whole list is returned; otherwise one page and a
 // link to the next.
-func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, perUser bool) {
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *Identity, perUser bool) error {
 	q := r.URL.Query()
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
 	if paged {
@@ -27,12 +27,10 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, perUser bo
 			limit, apiErr = intParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
 		}
 		if apiErr != nil {
-			WriteError(w, apiErr)
-			return
+			return fail(r, apiErr)
 		}
 	}
 
-	id, _ := IdentityFrom(r)
 	var models []*catalog.Model
 	if perUser || filtersCatalog(id) {
 		models = rt.modelsFor(id)
@@ -67,6 +65,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, perUser bo
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes())
+	return nil
 }
 
 // intParam parses an integer query parameter within [lo, hi] (hi < 0: no

@@ -15,8 +15,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 )
 
-// Route is the router's decision for one inference request, attached to the
-// request for the meter.
+// Route is the router's decision for one inference request, kept in the
+// request state for the meter.
 type Route struct {
 	// Model, Provider and BYOK describe the current attempt.
 	Model    *catalog.Model
@@ -61,17 +61,6 @@ type Attempt struct {
 	// provider's catalog facts decide ZDR guardrails).
 	DeclaredZDR *bool
 }
-
-type routeKey struct{}
-
-// RouteFrom returns the route the router attached to the request.
-func RouteFrom(r *http.Request) (*Route, bool) {
-	rt, ok := attached(r, routeVar, routeKey{}).(*Route)
-	return rt, ok
-}
-
-// routeVar is where the router keeps the route among Caddy's request vars.
-const routeVar = "tollgate.route"
 
 // placeholder resolves the route's placeholders on lookup, for the current
 // attempt.

@@ -17,7 +17,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// Router prepares inference requests for reverse_proxy. It checks the JSON
+// Router is the pipeline's routing stage: it prepares inference requests
+// for reverse_proxy. It checks the JSON
 // body with a 400 that names the wrong field, so that malformed requests
 // never reach a provider; finds the model in the catalog and picks its
 // provider; and asks for an identity-encoded answer so that the gateway can
@@ -35,7 +36,7 @@ import (
 //	{tollgate.model}                 the public model id
 //	{tollgate.provider}              the provider's name
 //
-// and attaches the *Route for the handlers after it (RouteFrom). Other
+// and puts the *Route in the request state for the meter. Other
 // requests under /api/v1 (GET /generation, ...) only get
 // {tollgate.upstream.uri}, under UpstreamBasePath.
 type Router struct {
@@ -53,15 +54,8 @@ type Router struct {
 	logger *zap.Logger
 }
 
-// CaddyModule returns the Caddy module information.
-func (*Router) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.tollgate_router",
-		New: func() caddy.Module { return new(Router) },
-	}
-}
-
-// Provision sets defaults and finds the tollgate app.
+// Provision sets defaults and, given a Caddy context, finds the tollgate
+// app (Tollgate.setup hands it the gateway instead).
 func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MaxBodyBytes == 0 {
 		rt.MaxBodyBytes = 16 << 20
@@ -97,69 +91,61 @@ func (rt *Router) catalog() *catalog.Catalog {
 	return rt.gw.Catalog()
 }
 
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	kind, sub, ok := classifyRoute(r.URL.Path)
-	if !ok || (kind != routeInference && kind != routePublic) {
-		return next.ServeHTTP(w, r)
-	}
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if r.Method != http.MethodPost {
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			switch sub {
-			case "/models":
-				rt.serveModels(w, r, false)
-				return nil
-			case "/models/user":
-				rt.serveModels(w, r, true)
-				return nil
-			}
+// serveOther serves an inference route's request other than a POST: the
+// model lists, or the path under upstream_base_path for next (GET
+// /generation, ...), which names no model and so carries no provider key.
+func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		switch st.sub {
+		case "/models":
+			return rt.serveModels(w, r, st.id, false)
+		case "/models/user":
+			return rt.serveModels(w, r, st.id, true)
 		}
-		if repl != nil {
-			repl.Set("tollgate.upstream.uri", withQuery(rt.UpstreamBasePath+sub, r))
-		}
-		return next.ServeHTTP(w, r)
 	}
-	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
-	var f *fields
-	if apiErr == nil {
-		f, apiErr = validateInference(sub, body)
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("tollgate.upstream.uri", withQuery(rt.UpstreamBasePath+st.sub, r))
 	}
+	return passThrough(next, w, r, rt.logger)
+}
+
+// plan checks an inference request's body (read by readBody) and routes it: st.route gets the
+// attempts, and the request is pointed at the first one (the provider's
+// key and Host; the placeholders for reverse_proxy).
+func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *APIError {
+	f, apiErr := validateInference(st.sub, body)
 	var route *Route
 	if apiErr == nil {
-		id, _ := IdentityFrom(r)
-		route, apiErr = rt.route(sub, body, f, id)
+		route, apiErr = rt.route(st.sub, body, f, st.id)
 	}
 	if apiErr == nil {
-		apiErr = route.chatSearch(searchPlanFrom(r))
+		apiErr = route.chatSearch(st.plan)
 	}
 	if apiErr == nil {
-		apiErr = rt.checkEndUser(r, route)
+		apiErr = rt.checkEndUser(st.id, route)
 	}
 	if apiErr != nil {
-		WriteError(w, apiErr)
-		return nil
+		return apiErr
 	}
-	route.uri = withQuery(sub, r)
-	r = attach(r, routeVar, routeKey{}, route)
+	route.uri = withQuery(st.sub, r)
+	st.route = route
 	// The header map is shared with the request Caddy logs: copy it before
 	// adding the provider's key (the operator's, or the account's own BYOK
 	// secret, which must never reach a log, even with log_credentials).
 	r.Header = r.Header.Clone()
 	r.Header.Del("Accept-Encoding")
-	if repl != nil {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Map(route.placeholder)
 	}
 	if err := route.apply(r, 0); err != nil {
-		WriteError(w, BadRequest("Request body is not valid JSON"))
-		return nil
+		return BadRequest("Request body is not valid JSON")
 	}
 	// Estimated on the body as the first provider receives it.
 	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
 	// Bounded on the longest body any provider receives: the model id
 	// spliced in per attempt is no prompt text.
 	route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
-	return next.ServeHTTP(w, r)
+	return nil
 }
 
 // withQuery appends the request's query to an upstream path.
@@ -498,9 +484,3 @@ func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Att
 	}
 	return out, nil
 }
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*Router)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Router)(nil)
-)

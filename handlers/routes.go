@@ -175,6 +175,13 @@ func routeFor(r *http.Request) (route, bool) {
 	if !ok {
 		return route{}, false
 	}
+	return resolveRoute(r, kind, sub), true
+}
+
+// resolveRoute is routeFor for a path already classified (once per
+// request, by Tollgate): administrative routes are looked up in the mux,
+// which sets r's path values.
+func resolveRoute(r *http.Request, kind routeKind, sub string) route {
 	rt := route{kind: kind, sub: sub, routeEntry: noEndpoint}
 	if rt.administrative() {
 		var c routeCapture
@@ -185,7 +192,7 @@ func routeFor(r *http.Request) (route, bool) {
 			rt.routeEntry = c.entry
 		}
 	}
-	return rt, true
+	return rt
 }
 
 // administrative reports whether Admin serves the route.

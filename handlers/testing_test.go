@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -250,7 +251,12 @@ func serve(t *testing.T, h caddyhttp.Handler, r *http.Request, repl *caddy.Repla
 	t.Helper()
 	w := httptest.NewRecorder()
 	if err := h.ServeHTTP(w, r); err != nil {
-		t.Fatalf("ServeHTTP: %v", err)
+		// As the tollgate directive's error route does.
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("ServeHTTP: %v", err)
+		}
+		WriteError(w, apiErr)
 	}
 	body := w.Body.String()
 	res := response{status: w.Code, header: w.Header(), body: body, repl: repl}

@@ -194,7 +194,7 @@ func TestWebSearchConfigBuild(t *testing.T) {
 func citeRun(t *testing.T, plan *searchPlan, contentType string, status int, chunks ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	cw := newCiteWriter(rec, plan)
+	cw := newCiteWriter(rec, &requestState{plan: plan})
 	cw.Header().Set("Content-Type", contentType)
 	cw.WriteHeader(status)
 	for _, c := range chunks {

@@ -3,14 +3,11 @@ package handlers
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
@@ -22,17 +19,20 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// WebSearch turns every form of web search request (SPEC.md 4.4 and 9) into
-// one plan before the request is routed: it validates the parameters (400
+// WebSearch is the pipeline's web search stage: it turns every form of web
+// search request (SPEC.md 4.4 and 9) into one plan before the request is
+// routed: it validates the parameters (400
 // naming the field), removes the server tool, the deprecated plugin, the
 // ":online" suffix and x_search_filter from the body, picks the engine, and
 // for a native engine writes the provider family's own search tool into the
 // body. A gateway-side engine runs later, after admission, from the meter
 // (searchPlan.run), once per request whatever the fallbacks. The answer
-// passes through a writer that adds the url_citation annotations.
+// passes through a writer that adds the url_citation annotations
+// (Tollgate.infer).
 type WebSearch struct {
-	// MaxBodyBytes bounds the bodies rewritten; larger ones pass on
-	// untouched to the router, which enforces its own limit. Default 16 MiB.
+	// MaxBodyBytes bounds the bodies rewritten (in tests of the stage
+	// alone; in the pipeline the body was read within the router's limit).
+	// Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 
 	gw       Gateway
@@ -40,36 +40,23 @@ type WebSearch struct {
 	logger   *zap.Logger
 }
 
-// CaddyModule returns the Caddy module information.
-func (*WebSearch) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.tollgate_websearch",
-		New: func() caddy.Module { return new(WebSearch) },
-	}
-}
-
-// Provision finds the tollgate app and its web search settings.
-func (ws *WebSearch) Provision(ctx caddy.Context) error {
+// setup finds the operator's web search settings.
+func (ws *WebSearch) setup(gw Gateway, logger *zap.Logger) {
 	if ws.MaxBodyBytes == 0 {
 		ws.MaxBodyBytes = 16 << 20
 	}
-	ws.logger = ctx.Logger()
-	gw, err := loadGateway(ctx)
-	if err != nil {
-		return err
-	}
-	ws.gw = gw
+	ws.gw, ws.logger = gw, logger
 	if p, ok := gw.(WebSearchProvider); ok {
 		ws.settings = p.WebSearchSettings()
 	}
 	if ws.settings == nil {
 		ws.settings, _ = (*WebSearchConfig)(nil).Build(nil, nil)
 	}
-	return nil
 }
 
-// searchPlan is one request's web search, shared by the middleware, the
-// meter and the citation writer (all in the request's goroutine).
+// searchPlan is one request's web search, shared by the stages and the
+// citation writer through the request state (all in the request's
+// goroutine).
 type searchPlan struct {
 	spec   *websearch.Spec
 	engine string // "native" or a gateway-side engine name
@@ -93,77 +80,28 @@ type searchPlan struct {
 	xPosts, xProfil int64
 }
 
-const searchPlanVar = "tollgate.websearch"
-
-type searchPlanKey struct{}
-
-// searchPlanFrom returns the request's search plan; nil without search.
-func searchPlanFrom(r *http.Request) *searchPlan {
-	p, _ := attached(r, searchPlanVar, searchPlanKey{}).(*searchPlan)
-	return p
-}
-
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	kind, sub, ok := classifyRoute(r.URL.Path)
-	if !ok || kind != routeInference || r.Method != http.MethodPost || (sub != "/chat/completions" && sub != "/responses") {
-		return next.ServeHTTP(w, r)
-	}
-	// Bodies larger than MaxBodyBytes (or unreadable) go on untouched: the
-	// router's own limit and checks answer them.
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= ws.MaxBodyBytes {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
-	body := buf.Bytes()
-	if err != nil || int64(len(body)) > ws.MaxBodyBytes {
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		return next.ServeHTTP(w, r)
+// plan rewrites the body of a chat completions or Responses request that
+// asks for web search, and puts its plan in st.plan; other bodies come
+// back as they are.
+func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *APIError) {
+	if st.kind != routeInference || (st.sub != "/chat/completions" && st.sub != "/responses") {
+		return body, nil
 	}
 	apiKind := "chat"
-	if sub == "/responses" {
+	if st.sub == "/responses" {
 		apiKind = "responses"
 	}
 	out, plan, deprecated, apiErr := ws.prepare(body, apiKind)
 	if apiErr != nil {
-		WriteError(w, apiErr)
-		return nil
+		return nil, apiErr
 	}
-	setBody(r, out)
-	if plan == nil {
-		return next.ServeHTTP(w, r)
-	}
-	if len(deprecated) > 0 {
+	if plan != nil && len(deprecated) > 0 {
 		// The request used a deprecated form (SPEC.md 9.2); clients check
 		// the header's presence.
 		w.Header().Set("Deprecation", "true")
 	}
-	r = attach(r, searchPlanVar, searchPlanKey{}, plan)
-	cw := newCiteWriter(w, plan)
-	cw.req = r
-	err = next.ServeHTTP(cw, r)
-	cw.finish()
-	return err
-}
-
-// readCloser reads from r and closes c.
-type readCloser struct {
-	io.Reader
-	c io.Closer
-}
-
-func (rc readCloser) Close() error { return rc.c.Close() }
-
-// setBody replaces the request body with bytes already in memory, which
-// readBody then takes as they are instead of copying them again.
-func setBody(r *http.Request, body []byte) {
-	r.Body = http.NoBody
-	if len(body) > 0 {
-		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
-	}
-	r.ContentLength = int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	st.plan = plan
+	return out, nil
 }
 
 // prepare normalizes the body and plans the search; plan is nil when the
@@ -530,9 +468,3 @@ func cutBytes(s string, n int) string {
 	}
 	return s[:n]
 }
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*WebSearch)(nil)
-	_ caddyhttp.MiddlewareHandler = (*WebSearch)(nil)
-)

@@ -37,7 +37,7 @@ import (
 type citeWriter struct {
 	caddyhttp.ResponseWriterWrapper
 	plan    *searchPlan
-	req     *http.Request // for the route's attempt that answered
+	st      *requestState // for the route's attempt that answered
 	passAnn bool          // the provider annotates its own answer
 
 	mode   writerMode
@@ -57,10 +57,12 @@ type partState struct {
 	flushed  bool
 }
 
-func newCiteWriter(w http.ResponseWriter, plan *searchPlan) *citeWriter {
+func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
+	plan := st.plan
 	return &citeWriter{
 		ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
 		plan:                  plan,
+		st:                    st,
 		passAnn:               plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses"),
 		chat:                  map[int64]*websearch.Streamer{},
 		parts:                 map[[2]int64]*partState{},
@@ -74,8 +76,8 @@ func (cw *citeWriter) WriteHeader(status int) {
 		return
 	}
 	cw.status = status
-	if cw.req != nil {
-		if rt, ok := RouteFrom(cw.req); ok && rt.translate {
+	if cw.st != nil {
+		if rt := cw.st.route; rt != nil && rt.translate {
 			// A chat-only provider answered a Responses request: it
 			// annotates its own answer as in chat completions.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"

@@ -24,7 +24,7 @@ import (
 
 // TestEgressHTTPSPrivateEndpoint: an https private endpoint named by a
 // host name is dialed at its checked IP yet reached with that name as TLS
-// server name (README's tls_server_name {tollgate.upstream.server_name}):
+// server name (the tollgate directive's HTTPS reverse_proxy):
 // its certificate names only "localhost", so a handshake with any other
 // name fails. The built gateway runs as a subprocess that trusts the
 // test's certificate (SSL_CERT_FILE).
@@ -67,25 +67,8 @@ func TestEgressHTTPSPrivateEndpoint(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := strings.Cut(srv.Listener.Addr().String(), ":")
 
-	cfg := replaceOnce(t, gatewayCaddyfile(p.admin, p.dataDir, p.gateway, p.mock, "1ms"), `	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
-		rewrite {tollgate.upstream.uri}
-		flush_interval -1
-	}`, `	@https {
-		path /api/v1/*
-		vars {tollgate.upstream.scheme} https
-	}
-	reverse_proxy @https {tollgate.upstream.dial} {
-		rewrite {tollgate.upstream.uri}
-		flush_interval -1
-		transport http {
-			tls
-			tls_server_name {tollgate.upstream.server_name}
-		}
-	}
-	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
-		rewrite {tollgate.upstream.uri}
-		flush_interval -1
-	}`)
+	// The tollgate directive reaches HTTPS providers over TLS on its own.
+	cfg := gatewayCaddyfile(p.admin, p.dataDir, p.gateway, p.mock, "1ms")
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

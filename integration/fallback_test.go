@@ -99,8 +99,7 @@ func withModels(t *testing.T, blocks ...string) func(string) string {
 // withResponseHeaderTimeout bounds the wait for a provider's answer headers.
 func withResponseHeaderTimeout(t *testing.T, d string) func(string) string {
 	return func(cfg string) string {
-		return replaceOnce(t, cfg, "\t\tflush_interval -1\n",
-			"\t\tflush_interval -1\n\t\ttransport http {\n\t\t\tresponse_header_timeout "+d+"\n\t\t}\n")
+		return withTollgateOptions(t, "transport http {\n\t\t\tresponse_header_timeout "+d+"\n\t\t}")(cfg)
 	}
 }
 

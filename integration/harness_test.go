@@ -128,13 +128,8 @@ func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string 
 
 http://%[3]s {
 	bind 127.0.0.1
-	tollgate_auth
-	tollgate_admin
-	tollgate_router
-	tollgate_meter
-	reverse_proxy /api/v1/* {tollgate.upstream.dial} {
-		rewrite {tollgate.upstream.uri}
-		flush_interval -1
+	tollgate {
+		# the gateway's options
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 // url_citation annotations whose spans are exactly the cited links.
 func TestMockSearchEngineServesWebSearch(t *testing.T) {
 	startInProcessWith(t, func(cfg string) string {
-		cfg = replaceOnce(t, cfg, "\ttollgate_admin\n", "\ttollgate_admin\n\ttollgate_websearch\n")
 		return replaceOnce(t, cfg, "\t\tbrand service\n", "\t\tbrand service\n"+
 			"\t\tweb_search {\n\t\t\tdefault_engine searxng\n\t\t\tengine searxng {\n"+
 			"\t\t\t\tbase_url http://"+mockAddr+"/search-api\n\t\t\t}\n\t\t}\n")

@@ -1,7 +1,7 @@
 package integration
 
 // Platform rate limits (SPEC.md 7.2, 8.1): the free-model caps per account
-// and the abuse ceilings of tollgate_auth, through a real Caddy.
+// and the abuse ceilings of the tollgate directive, through a real Caddy.
 
 import (
 	"bytes"
@@ -26,10 +26,15 @@ func withFreeModel(t *testing.T, perMinute, perDay, perDayPaid int, threshold st
 	}
 }
 
-// withAuthCeilings gives tollgate_auth abuse ceilings, e.g. "per_key 3 1m".
+// withAuthCeilings gives the gateway abuse ceilings, e.g. "per_key 3 1m".
 func withAuthCeilings(t *testing.T, lines ...string) func(string) string {
+	return withTollgateOptions(t, lines...)
+}
+
+// withTollgateOptions adds lines to the gateway's tollgate directive.
+func withTollgateOptions(t *testing.T, lines ...string) func(string) string {
 	return func(cfg string) string {
-		return replaceOnce(t, cfg, "\ttollgate_auth\n", "\ttollgate_auth {\n\t\t"+strings.Join(lines, "\n\t\t")+"\n\t}\n")
+		return replaceOnce(t, cfg, "\t\t# the gateway's options\n", "\t\t"+strings.Join(lines, "\n\t\t")+"\n\t\t# the gateway's options\n")
 	}
 }
 

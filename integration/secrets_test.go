@@ -38,7 +38,7 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 		cfg = replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", fmt.Sprintf(
 			"\t\tweb_search {\n\t\t\tdefault_engine exa\n\t\t\tengine exa {\n\t\t\t\tbase_url %s\n\t\t\t\tapi_key %s\n\t\t\t}\n\t\t}\n", ts.URL, engineKey)+
 			"\t\tmodel tollgate-mock:free {\n")
-		cfg = replaceOnce(t, cfg, "\ttollgate_admin\n", "\tlog\n\ttollgate_admin\n\ttollgate_websearch\n")
+		cfg = replaceOnce(t, cfg, "\ttollgate {\n\t\t# the gateway's options\n", "\tlog\n\ttollgate {\n\t\t# the gateway's options\n")
 		return cfg
 	})
 	c := newClient(t, p.gateway, p.admin)

@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-// webSearchEnv is a gateway with tollgate_websearch, the four gateway-side
+// webSearchEnv is a gateway with the four gateway-side
 // engines pointed at the engines' test double, and models of each provider
 // family behind a recording proxy in front of the mock provider.
 type webSearchEnv struct {
@@ -70,9 +70,6 @@ func startWebSearchWith(t *testing.T, models func(via string) string, edits ...f
 	startInProcessWith(t, chain(append([]func(string) string{
 		func(c string) string {
 			return replaceOnce(t, c, "\t\tmodel tollgate-mock:free {\n", cfg+"\t\tmodel tollgate-mock:free {\n")
-		},
-		func(c string) string {
-			return replaceOnce(t, c, "\ttollgate_admin\n", "\ttollgate_admin\n\ttollgate_websearch\n")
 		},
 	}, edits...)...))
 	c := newClient(t, gatewayAddr, adminAddr)

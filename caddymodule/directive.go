@@ -1,0 +1,161 @@
+package caddymodule
+
+import (
+	"encoding/json"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
+)
+
+// The placeholders through which the tollgate handler points
+// reverse_proxy at the provider of each attempt.
+const (
+	upstreamDial       = "{tollgate.upstream.dial}"
+	upstreamURI        = "{tollgate.upstream.uri}"
+	upstreamScheme     = "{tollgate.upstream.scheme}"
+	upstreamServerName = "{tollgate.upstream.server_name}"
+)
+
+// replacedDirectives are the handler directives the tollgate directive
+// replaced; a Caddyfile that still uses one fails to load.
+var replacedDirectives = []string{"tollgate_auth", "tollgate_admin", "tollgate_websearch", "tollgate_router", "tollgate_meter"}
+
+func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+	h.Next()
+	return nil, h.Errf("%s was replaced by the tollgate directive, which runs authentication, administrative routes, web search, routing and metering in one pipeline in front of reverse_proxy: replace tollgate_auth, tollgate_admin, tollgate_websearch, tollgate_router, tollgate_meter and their reverse_proxy with one `tollgate` (their options are its sub-options)", h.Val())
+}
+
+// parseTollgate expands the site directive
+//
+//	tollgate {
+//		per_ip  <requests> <window> [<burst>]
+//		per_key <requests> <window> [<burst>]
+//		max_body_bytes     <n>
+//		media_part_tokens  <n>
+//		upstream_base_path <path>
+//		<any reverse_proxy subdirective>
+//	}
+//
+// into the gateway's whole pipeline, as php_fastcgi expands into its
+// routes: the tollgate handler, then Caddy's reverse_proxy to the provider
+// the handler chose for the attempt, under /api/v1 (one for HTTPS
+// providers, with TLS to the provider's host name, and one for plain HTTP),
+// streaming without buffering. It also adds an error route that writes the
+// gateway's errors as the spec's JSON body. Subdirectives that are not the
+// handler's go to both reverse_proxy handlers, e.g. `transport http {
+// response_header_timeout 30s }`.
+func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
+	h.Next() // directive name
+	if h.NextArg() {
+		return nil, h.ArgErr()
+	}
+	h.Prev()
+	tg := new(handlers.Tollgate)
+	d := h.NewFromNextSegment()
+	for d.Next() {
+		for d.NextBlock(0) {
+			if d.Nesting() != 1 {
+				continue
+			}
+			name := d.Val()
+			args := d.RemainingArgs()
+			known, err := tg.SetOption(name, args)
+			if err != nil {
+				return nil, d.Err(err.Error())
+			}
+			if known {
+				d.DeleteN(len(args) + 1)
+			}
+		}
+	}
+	httpsProxy, err := providerProxy(h, d, true)
+	if err != nil {
+		return nil, err
+	}
+	httpProxy, err := providerProxy(h, d, false)
+	if err != nil {
+		return nil, err
+	}
+	apiPath := caddy.ModuleMap{"path": h.JSON(caddyhttp.MatchPath{handlers.APIPrefix + "/*"})}
+	httpsMatch := caddy.ModuleMap{
+		"path": apiPath["path"],
+		"vars": h.JSON(caddyhttp.VarsMatcher{upstreamScheme: {"https"}}),
+	}
+	pipeline := caddyhttp.Subroute{Routes: caddyhttp.RouteList{
+		{HandlersRaw: []json.RawMessage{caddyconfig.JSONModuleObject(tg, "handler", "tollgate", nil)}},
+		{
+			MatcherSetsRaw: []caddy.ModuleMap{httpsMatch},
+			HandlersRaw:    []json.RawMessage{caddyconfig.JSONModuleObject(httpsProxy, "handler", "reverse_proxy", nil)},
+		},
+		{
+			MatcherSetsRaw: []caddy.ModuleMap{apiPath},
+			HandlersRaw:    []json.RawMessage{caddyconfig.JSONModuleObject(httpProxy, "handler", "reverse_proxy", nil)},
+		},
+	}}
+	errorRoute := &caddyhttp.Subroute{Routes: caddyhttp.RouteList{{
+		MatcherSetsRaw: []caddy.ModuleMap{{"vars": h.JSON(handlers.ErrorRouteMatcher())}},
+		HandlersRaw:    []json.RawMessage{caddyconfig.JSONModuleObject(handlers.ErrorWriter{}, "handler", "tollgate_error", nil)},
+	}}}
+	return []httpcaddyfile.ConfigValue{
+		{Class: "route", Value: pipeline},
+		{Class: "error_route", Value: errorRoute},
+	}, nil
+}
+
+// providerProxy is the reverse_proxy of the pipeline, from the
+// subdirectives in d that are not the tollgate handler's: its upstream and
+// path are the attempt's provider, it flushes every write (streams are
+// never buffered), and for HTTPS providers it speaks TLS (the operator's
+// `transport http { tls ... }` settings, if any) to the provider's host
+// name, since a private endpoint is dialed at its checked IP address.
+func providerProxy(h httpcaddyfile.Helper, d *caddyfile.Dispenser, https bool) (*reverseproxy.Handler, error) {
+	d.Reset()
+	d.Next() // directive name
+	rp := new(reverseproxy.Handler)
+	if err := rp.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	if err := rp.FinalizeUnmarshalCaddyfile(h); err != nil {
+		return nil, err
+	}
+	if len(rp.Upstreams) > 0 || rp.DynamicUpstreamsRaw != nil {
+		return nil, d.Errf("tollgate: the upstream is the provider the gateway picks for each request; remove to and dynamic")
+	}
+	rp.Upstreams = reverseproxy.UpstreamPool{{Dial: upstreamDial}}
+	rp.Rewrite = &rewrite.Rewrite{URI: upstreamURI}
+	rp.FlushInterval = -1
+	var transport reverseproxy.HTTPTransport
+	if rp.TransportRaw != nil {
+		var proto struct {
+			Protocol string `json:"protocol"`
+		}
+		if err := json.Unmarshal(rp.TransportRaw, &proto); err != nil {
+			return nil, err
+		}
+		if proto.Protocol != "http" {
+			return nil, d.Errf("tollgate: providers are reached over HTTP; transport %q is not supported", proto.Protocol)
+		}
+		if err := json.Unmarshal(rp.TransportRaw, &transport); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case !https:
+		transport.TLS = nil
+	case transport.TLS == nil:
+		transport.TLS = &reverseproxy.TLSConfig{ServerName: upstreamServerName}
+	case transport.TLS.ServerName == "":
+		transport.TLS.ServerName = upstreamServerName
+	}
+	if https || rp.TransportRaw != nil {
+		rp.TransportRaw = caddyconfig.JSONModuleObject(transport, "protocol", "http", nil)
+	}
+	return rp, nil
+}

@@ -1,0 +1,171 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+// The stages as separate middlewares, for tests that run a part of the
+// pipeline (the router alone, auth and admin in front of a recorder, ...).
+// Tollgate.ServeHTTP is the production composition; these adapters call the
+// same stage methods and carry the request state in the request's context
+// so that a recording upstream can read it (IdentityFrom, RouteFrom).
+
+type testStateKey struct{}
+
+// stateOf returns the request state an earlier adapter made, or a new one
+// with the route classified.
+func stateOf(r *http.Request) (*requestState, *http.Request) {
+	if st, ok := r.Context().Value(testStateKey{}).(*requestState); ok {
+		return st, r
+	}
+	st := new(requestState)
+	st.kind, st.sub, _ = classifyRoute(r.URL.Path)
+	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
+}
+
+// IdentityFrom is the identity the auth stage found.
+func IdentityFrom(r *http.Request) (*Identity, bool) {
+	st, ok := r.Context().Value(testStateKey{}).(*requestState)
+	if !ok || st.id == nil {
+		return nil, false
+	}
+	return st.id, true
+}
+
+// RouteFrom is the route the router stage made.
+func RouteFrom(r *http.Request) (*Route, bool) {
+	st, ok := r.Context().Value(testStateKey{}).(*requestState)
+	if !ok || st.route == nil {
+		return nil, false
+	}
+	return st.route, true
+}
+
+func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if _, _, ok := classifyRoute(r.URL.Path); !ok {
+		return next.ServeHTTP(w, r)
+	}
+	st, r := stateOf(r)
+	if apiErr := a.authenticate(r, st); apiErr != nil {
+		return fail(r, apiErr)
+	}
+	return next.ServeHTTP(w, r)
+}
+
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if isSCIMPath(r.URL.Path) {
+		return a.serveSCIMService(w, r)
+	}
+	st, r := stateOf(r)
+	if st.kind != routeManagement && st.kind != routeAnyKey {
+		return next.ServeHTTP(w, r)
+	}
+	return a.serve(w, r, st)
+}
+
+func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	st, r := stateOf(r)
+	if r.Method != http.MethodPost {
+		return next.ServeHTTP(w, r)
+	}
+	// Bodies larger than MaxBodyBytes go on untouched, for the router's
+	// limit to answer.
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
+	body := buf.Bytes()
+	if err != nil || int64(len(body)) > ws.MaxBodyBytes {
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		return next.ServeHTTP(w, r)
+	}
+	out, apiErr := ws.plan(w, st, body)
+	if apiErr != nil {
+		return fail(r, apiErr)
+	}
+	setBody(r, out)
+	if st.plan == nil {
+		return next.ServeHTTP(w, r)
+	}
+	cw := newCiteWriter(w, st)
+	err = next.ServeHTTP(cw, r)
+	cw.finish()
+	return err
+}
+
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	st, r := stateOf(r)
+	if st.kind != routeInference && st.kind != routePublic {
+		return next.ServeHTTP(w, r)
+	}
+	if r.Method != http.MethodPost {
+		return rt.serveOther(w, r, st, next)
+	}
+	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
+	if apiErr == nil {
+		apiErr = rt.plan(r, st, body)
+	}
+	if apiErr != nil {
+		return fail(r, apiErr)
+	}
+	return next.ServeHTTP(w, r)
+}
+
+func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	st, r := stateOf(r)
+	if st.route == nil {
+		return passThrough(next, w, r, m.logger)
+	}
+	return m.run(w, r, st, next)
+}
+
+// newTestTollgate is the tollgate handler over gw, as Provision makes it.
+func newTestTollgate(t testing.TB, gw Gateway) *Tollgate {
+	t.Helper()
+	tg := new(Tollgate)
+	if err := tg.setup(gw, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tg.Cleanup() })
+	return tg
+}
+
+// errorRoute writes the errors h returns as the tollgate directive's error
+// route does (ErrorWriter).
+func errorRoute(h caddyhttp.Handler) caddyhttp.Handler {
+	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		err := h.ServeHTTP(w, r)
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			WriteError(w, apiErr)
+			return nil
+		}
+		return err
+	})
+}
+
+// readCloser reads from r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
+
+// setBody replaces the request body with bytes already in memory, which
+// readBody then takes as they are instead of copying them again.
+func setBody(r *http.Request, body []byte) {
+	r.Body = http.NoBody
+	if len(body) > 0 {
+		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
+	}
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+}

@@ -1,0 +1,208 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Tollgate is the gateway's one HTTP handler. It runs the fixed pipeline
+// of every request, in this order, with no stage that configuration can
+// leave out or reorder:
+//
+//  1. authenticate the bearer key and apply the abuse ceilings (Auth);
+//  2. serve the administrative routes, GET /key and the SCIM service (Admin);
+//  3. plan an inference request: rewrite web search (WebSearch), check the
+//     body and route it to its model's providers (Router), or serve the
+//     model lists;
+//  4. hold its cost, run a gateway-side search, try the providers in turn
+//     by calling next, and charge what the answer used (Meter).
+//
+// next is Caddy's own reverse_proxy (the tollgate Caddyfile directive puts
+// it right after this handler): the provider's address and key are set only
+// here, around calls to next that are metered, so no request reaches a
+// provider without being charged.
+//
+// Errors the gateway answers itself are returned as caddyhttp.Error
+// carrying an *APIError; ErrorWriter (the directive's error route) writes
+// them as the spec's JSON body.
+type Tollgate struct {
+	// PerIP and PerKey are the abuse ceilings (see Auth).
+	PerIP  *RateCeiling `json:"per_ip,omitempty"`
+	PerKey *RateCeiling `json:"per_key,omitempty"`
+	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// UpstreamBasePath is the upstream API root of requests that are not
+	// routed by model. Default "/v1".
+	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
+	// MediaPartTokens bounds the prompt tokens of one image or audio part
+	// in the admission estimate. Default DefaultMediaPartTokens.
+	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
+
+	auth   Auth
+	admin  Admin
+	search WebSearch
+	router Router
+	meter  Meter
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Tollgate) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.tollgate",
+		New: func() caddy.Module { return new(Tollgate) },
+	}
+}
+
+// Provision finds the tollgate app and sets up the stages.
+func (t *Tollgate) Provision(ctx caddy.Context) error {
+	gw, err := loadGateway(ctx)
+	if err != nil {
+		return err
+	}
+	return t.setup(gw, ctx.Logger())
+}
+
+// setup gives every stage the gateway and the handler's options.
+func (t *Tollgate) setup(gw Gateway, logger *zap.Logger) error {
+	t.logger = logger
+	byIP, err := loadCeilings("per_ip", t.PerIP)
+	if err != nil {
+		return err
+	}
+	byKey, err := loadCeilings("per_key", t.PerKey)
+	if err != nil {
+		byIP.release()
+		return err
+	}
+	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
+	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens, gw: gw}
+	if err := t.router.Provision(caddy.Context{}); err != nil {
+		return err
+	}
+	t.router.logger = logger
+	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
+	t.search.setup(gw, logger)
+	t.meter = Meter{gw: gw, logger: logger}
+	t.admin = Admin{gw: gw, logger: logger}
+	srv, err := newSCIMServer()
+	t.admin.scim = srv
+	return err
+}
+
+// Validate checks the options; a bad value fails the config load with
+// the option named.
+func (t *Tollgate) Validate() error {
+	for _, c := range []struct {
+		name string
+		rc   *RateCeiling
+	}{{"per_ip", t.PerIP}, {"per_key", t.PerKey}} {
+		if err := c.rc.validate(c.name); err != nil {
+			return err
+		}
+	}
+	if t.MaxBodyBytes < 0 {
+		return fmt.Errorf("max_body_bytes: must be positive, got %d", t.MaxBodyBytes)
+	}
+	if t.MediaPartTokens < 0 {
+		return fmt.Errorf("media_part_tokens: must be positive, got %d", t.MediaPartTokens)
+	}
+	if p := t.UpstreamBasePath; p != "" && !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("upstream_base_path: must start with /, got %q", p)
+	}
+	return nil
+}
+
+// Cleanup releases the abuse buckets; a new config with the same ceilings
+// has taken them over by now, so clients keep their state across reloads.
+func (t *Tollgate) Cleanup() error {
+	t.auth.byIP.release()
+	t.auth.byKey.release()
+	t.auth.byIP, t.auth.byKey = nil, nil
+	return nil
+}
+
+// requestState is one request's way through the pipeline, made once and
+// handed to each stage.
+type requestState struct {
+	kind routeKind // classified once, from the path
+	sub  string    // the path below APIPrefix
+
+	id    *Identity   // the caller; nil on a public route without key
+	plan  *searchPlan // the request's web search; nil without
+	route *Route      // the model, providers and attempts; nil when not routed
+
+	// Set by the meter.
+	store  *storage.Store
+	res    *storage.Reservation
+	start  time.Time
+	genID  string
+	failed []failure   // attempts that got no usable answer
+	header http.Header // the response headers before any provider answered
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if isSCIMPath(r.URL.Path) {
+		return t.admin.serveSCIMService(w, r)
+	}
+	st := new(requestState)
+	var ok bool
+	if st.kind, st.sub, ok = classifyRoute(r.URL.Path); !ok {
+		return next.ServeHTTP(w, r)
+	}
+	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
+		return fail(r, apiErr)
+	}
+	switch st.kind {
+	case routeManagement, routeAnyKey:
+		return t.admin.serve(w, r, st)
+	}
+	return t.infer(w, r, st, next)
+}
+
+// infer serves an inference route: the model lists and requests not routed
+// by model directly, the others planned, routed and metered.
+func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+	if r.Method != http.MethodPost {
+		return t.router.serveOther(w, r, st, next)
+	}
+	body, apiErr := readBody(w, r, t.router.MaxBodyBytes)
+	if apiErr == nil {
+		body, apiErr = t.search.plan(w, st, body)
+	}
+	if apiErr == nil {
+		apiErr = t.router.plan(r, st, body)
+	}
+	if apiErr != nil {
+		return fail(r, apiErr)
+	}
+	if st.plan == nil {
+		return t.meter.run(w, r, st, next)
+	}
+	cw := newCiteWriter(w, st)
+	err := t.meter.run(cw, r, st, next)
+	cw.finish()
+	return err
+}
+
+// isSCIMPath reports whether path is the SCIM service's.
+func isSCIMPath(path string) bool {
+	return path == SCIMPrefix || strings.HasPrefix(path, SCIMPrefix+"/")
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Tollgate)(nil)
+	_ caddy.Validator             = (*Tollgate)(nil)
+	_ caddy.CleanerUpper          = (*Tollgate)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Tollgate)(nil)
+)

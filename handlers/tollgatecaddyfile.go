@@ -1,0 +1,101 @@
+package handlers
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// UnmarshalCaddyfile reads the handler's options:
+//
+//	tollgate {
+//		per_ip  <requests> <window> [<burst>]
+//		per_key <requests> <window> [<burst>]
+//		max_body_bytes     <n>
+//		media_part_tokens  <n>
+//		upstream_base_path <path>
+//	}
+//
+// The tollgate directive (package caddymodule) reads the same options with
+// SetOption and passes the others to reverse_proxy.
+func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		name := d.Val()
+		known, err := t.SetOption(name, d.RemainingArgs())
+		if !known {
+			return d.Errf("unrecognized subdirective %q", name)
+		}
+		if err != nil {
+			return d.Err(err.Error())
+		}
+	}
+	return nil
+}
+
+// SetOption sets the option name from its arguments; known is false when
+// name is not an option of the handler.
+func (t *Tollgate) SetOption(name string, args []string) (known bool, err error) {
+	switch name {
+	case "per_ip":
+		t.PerIP, err = parseRateCeiling(name, args)
+	case "per_key":
+		t.PerKey, err = parseRateCeiling(name, args)
+	case "max_body_bytes":
+		t.MaxBodyBytes, err = positiveIntOption(name, args)
+	case "media_part_tokens":
+		t.MediaPartTokens, err = positiveIntOption(name, args)
+	case "upstream_base_path":
+		if len(args) != 1 {
+			return true, fmt.Errorf("%s: expected one path", name)
+		}
+		t.UpstreamBasePath = args[0]
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// parseRateCeiling reads `<requests> <window> [<burst>]`.
+func parseRateCeiling(name string, args []string) (*RateCeiling, error) {
+	if len(args) < 2 || len(args) > 3 {
+		return nil, fmt.Errorf("%s: expected <requests> <window> [<burst>]", name)
+	}
+	n, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("%s: requests must be a positive integer, got %q", name, args[0])
+	}
+	win, err := caddy.ParseDuration(args[1])
+	if err != nil || win <= 0 {
+		return nil, fmt.Errorf("%s: invalid window %q", name, args[1])
+	}
+	c := &RateCeiling{Requests: n, Window: caddy.Duration(win)}
+	if len(args) == 3 {
+		b, err := strconv.Atoi(args[2])
+		if err != nil || b <= 0 {
+			return nil, fmt.Errorf("%s: burst must be a positive integer, got %q", name, args[2])
+		}
+		c.Burst = b
+	}
+	return c, nil
+}
+
+// positiveIntOption reads one positive integer argument.
+func positiveIntOption(name string, args []string) (int64, error) {
+	if len(args) != 1 {
+		return 0, fmt.Errorf("%s: expected a positive integer", name)
+	}
+	n, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s: expected a positive integer, got %q", name, args[0])
+	}
+	return n, nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Tollgate)(nil)
