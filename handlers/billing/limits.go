@@ -72,8 +72,11 @@ type RequestFacts struct {
 	MaxTokens   int64 // 0: not set by the client
 	// ContextLength bounds output when MaxTokens is unset (0: unknown).
 	ContextLength int64
-	Free          bool // a ":free" model
-	BYOK          bool // served by the caller's own provider key
+	// OutputLimit is the model's max_completion_tokens (0: unknown): a
+	// clamped output limit never exceeds it (PlanOutput).
+	OutputLimit int64
+	Free        bool // a ":free" model
+	BYOK        bool // served by the caller's own provider key
 }
 
 // EstimateRequest computes the hold of a request. Balance and key caps hold
