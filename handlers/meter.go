@@ -94,24 +94,30 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := store.EffectiveRules(id.Hash)
-	res, err := store.Reserve(id.AccountID, id.Hash, storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits},
-		func(v storage.LedgerView) error {
-			if countFree {
-				if rl := limits.Check(v.Account, v.Now); rl != nil {
-					return rl
-				}
+	clamp := newOutputClamp(route, policy, est.Hold)
+	res, err := store.ReserveHolds(id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
+		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
+		if countFree {
+			if rl := limits.Check(v.Account, v.Now); rl != nil {
+				return h, rl
 			}
-			if rej := admitScopes(v, rules, est.Hold, facts.BYOK); rej != nil {
-				return rejection{rej}
-			}
-			if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
-				return rejection{rej}
-			}
-			if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
-				return rejection{rej}
-			}
-			return nil
-		})
+		}
+		// Fitted to the caps' room: a request without max_tokens may hold less.
+		var rej *billing.Rejection
+		if h.Hold, rej = clamp.fit(v, rules, facts.BYOK); rej != nil {
+			return h, rejection{rej}
+		}
+		if rej := admitScopes(v, rules, h.Hold, facts.BYOK); rej != nil {
+			return h, rejection{rej}
+		}
+		if rej := billing.Admit(billing.Estimate{Hold: h.Hold, InFlight: est.InFlight}, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+			return h, rejection{rej}
+		}
+		if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
+			return h, rejection{rej}
+		}
+		return h, nil
+	})
 	var rej rejection
 	if errors.As(err, &rej) {
 		WriteError(w, m.creditError(rej.Rejection))
@@ -128,6 +134,11 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	if err != nil {
 		WriteError(w, newError(http.StatusUnauthorized, msgInvalidKey))
+		return nil
+	}
+	if err := clamp.apply(r); err != nil {
+		_ = store.Release(res)
+		WriteError(w, newError(http.StatusInternalServerError, "Internal Server Error"))
 		return nil
 	}
 
