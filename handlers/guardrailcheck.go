@@ -135,6 +135,17 @@ func blockerOf(g *storage.Guardrail, _ string) *storage.Guardrail { return g }
 // guardrails, the key's guardrail, then the workspace budgets. byok says
 // whether the request spends the caller's own provider credits.
 func admitScopes(v storage.LedgerView, rules *storage.Rules, hold money.Amount, byok bool) *billing.Rejection {
+	var rej *billing.Rejection
+	scopeBudgets(v, rules, byok, func(b billing.Budget) bool {
+		rej = billing.AdmitBudget(hold, b)
+		return rej == nil
+	})
+	return rej
+}
+
+// scopeBudgets calls yield with each guardrail and workspace budget that
+// binds the request, in admitScopes' order, until it returns false.
+func scopeBudgets(v storage.LedgerView, rules *storage.Rules, byok bool, yield func(billing.Budget) bool) {
 	if rules != nil {
 		for _, a := range rules.Guardrails {
 			g := a.Guardrail
@@ -147,8 +158,8 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold money.Amount, 
 				if g.IncludeBYOKInBudgets {
 					used = money.SpendingSum(used, v.Member.BYOKUsage.In(g.ResetInterval, v.Now))
 				}
-				if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.MemberHeld, "member")); rej != nil {
-					return rej
+				if !yield(guardrailBudget(g, used, v.MemberHeld, "member")) {
+					return
 				}
 			}
 			if a.Scope == storage.ScopeMember {
@@ -158,8 +169,8 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold money.Amount, 
 			if g.IncludeBYOKInBudgets {
 				used = money.SpendingSum(used, v.Key.BYOKUsage.In(g.ResetInterval, v.Now))
 			}
-			if rej := billing.AdmitBudget(hold, guardrailBudget(g, used, v.KeyHeld, "API key")); rej != nil {
-				return rej
+			if !yield(guardrailBudget(g, used, v.KeyHeld, "API key")) {
+				return
 			}
 		}
 	}
@@ -169,17 +180,16 @@ func admitScopes(v storage.LedgerView, rules *storage.Rules, hold money.Amount, 
 			if !ok {
 				continue
 			}
-			rej := billing.AdmitBudget(hold, billing.Budget{
+			budget := billing.Budget{
 				Source: "workspace_budget", Limit: b.Limit, Used: ws.BudgetUsage(iv, v.Now), Held: v.WorkspaceHeld,
 				Message: "Workspace " + strconv.Quote(ws.Slug) + " has reached its " + string(iv) + " budget",
 				Hint:    "Raise the workspace's " + string(iv) + " budget" + resetHint(iv != storage.BudgetLifetime),
-			})
-			if rej != nil {
-				return rej
+			}
+			if !yield(budget) {
+				return
 			}
 		}
 	}
-	return nil
 }
 
 func guardrailBudget(g *storage.Guardrail, used, held money.Amount, per string) billing.Budget {

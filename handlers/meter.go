@@ -58,6 +58,11 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, ne
 	if apiErr := m.reserve(st); apiErr != nil {
 		return fail(r, apiErr)
 	}
+	// The output limit the reservation fitted reaches the first attempt's body.
+	if err := st.clamp.apply(r); err != nil {
+		_ = store.Release(st.res)
+		return fail(r, errInternal())
+	}
 	if st.plan != nil {
 		// Only an admitted request searches, once, before any attempt.
 		if apiErr := st.plan.run(r, st.route); apiErr != nil {
@@ -99,23 +104,29 @@ func (m *Meter) reserve(st *requestState) *APIError {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	holds := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
-	st.res, err = st.store.Reserve(id.AccountID, id.Hash, holds, func(v storage.LedgerView) error {
+	st.clamp = newOutputClamp(route, policy, est.Hold)
+	st.res, err = st.store.ReserveHolds(id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
+		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
 			if rl := limits.Check(v.Account, v.Now); rl != nil {
-				return rl
+				return h, rl
 			}
 		}
-		if rej := admitScopes(v, rules, est.Hold, facts.BYOK); rej != nil {
-			return rejection{rej}
+		// Fitted to the caps' room: a request without max_tokens may hold less.
+		var rej *billing.Rejection
+		if h.Hold, rej = st.clamp.fit(v, rules, facts.BYOK); rej != nil {
+			return h, rejection{rej}
 		}
-		if rej := billing.Admit(est, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
-			return rejection{rej}
+		if rej := admitScopes(v, rules, h.Hold, facts.BYOK); rej != nil {
+			return h, rejection{rej}
+		}
+		if rej := billing.Admit(billing.Estimate{Hold: h.Hold, InFlight: est.InFlight}, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+			return h, rejection{rej}
 		}
 		if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
-			return rejection{rej}
+			return h, rejection{rej}
 		}
-		return nil
+		return h, nil
 	})
 	var rej rejection
 	var rl *RateLimited

@@ -494,7 +494,8 @@ func TestMeterKeyLimit(t *testing.T) {
 		f.do(t, "/api/v1/chat/completions", chatBody).must(t, 200)
 		f.calls.Store(0)
 		res := f.do(t, "/api/v1/chat/completions", chatBody)
-		f.want402(t, res, msgKeyLimit, keyLimitMeta("Raise the key's limit."))
+		// Not exhausted: what is left does not cover max_tokens.
+		f.want402(t, res, msgAfford(chatBody, 100, hold-testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 7})), keyLimitMeta("Raise the key's limit."))
 		f.wantCharged(t, testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 7}))
 	})
 }
@@ -722,7 +723,7 @@ func TestMeterConcurrentKeyLimit(t *testing.T) {
 		}()
 	}
 	refused := 0
-	want402 := errorBody(402, msgKeyLimit, keyLimitMeta("Raise the key's limit."))
+	want402 := errorBody(402, msgAfford(chatBody, 100, hold/2), keyLimitMeta("Raise the key's limit."))
 	timeout := time.After(30 * time.Second)
 	for refused < n-fit {
 		select {

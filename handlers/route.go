@@ -60,6 +60,9 @@ type Attempt struct {
 	// DeclaredZDR is the BYOK credential's declared_zdr (nil: the
 	// provider's catalog facts decide ZDR guardrails).
 	DeclaredZDR *bool
+	// OutputLimit is the output limit admission fitted to the caps of a
+	// request that set none (outputclamp.go); 0: as the client sent it.
+	OutputLimit int64
 }
 
 // placeholder resolves the route's placeholders on lookup, for the current
@@ -100,6 +103,9 @@ func (rt *Route) apply(r *http.Request, i int) error {
 		body = rt.chatBody
 	}
 	body, err := withModel(body, a.Provider.Model)
+	if err == nil {
+		body, err = a.withOutputLimit(body, rt.Kind)
+	}
 	if err != nil {
 		return err
 	}

@@ -143,6 +143,7 @@ type requestState struct {
 	// Set by the meter.
 	store  *storage.Store
 	res    *storage.Reservation
+	clamp  *outputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
 	genID  string
 	failed []failure   // attempts that got no usable answer

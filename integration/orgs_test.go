@@ -203,6 +203,15 @@ func TestGuardrailEnforcement(t *testing.T) {
 	c.mustPost("/chat/completions", key, guardBody, nil).expect(t, 200)
 	r = c.mustPost("/chat/completions", key, guardBody, nil)
 	expect402(t, r, "service_guardrail_budget", "", false)
+	// Not exhausted: what the first request left does not cover this one's
+	// prompt (a token per byte) and max_tokens.
+	if msg := r.JSON.Get("error.message").Str; msg != "This request requires more credits, or fewer max_tokens. You requested up to 5 tokens, but can only afford 0" {
+		t.Errorf("message %q", msg)
+	}
+	// Once the budget is spent, the message says so.
+	c.api("PATCH", "/guardrails/"+budget, org.Mgmt, fmt.Sprintf(`{"limit_usd":%s}`, creditAmount(t, c.api("GET", "/keys/"+hash, org.Mgmt, nil).expect(t, 200).JSON.Get("data.usage_daily")))).expect(t, 200)
+	r = c.mustPost("/chat/completions", key, guardBody, nil)
+	expect402(t, r, "service_guardrail_budget", "", false)
 	if msg := r.JSON.Get("error.message").Str; msg != `Guardrail "Tight" budget is exhausted for this API key` {
 		t.Errorf("message %q", msg)
 	}

@@ -480,7 +480,7 @@ func TestRestartKeepsScopeCounters(t *testing.T) {
 	}
 	setWS(spent + hold - 1)
 	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_workspace_budget", "", false)
-	setWS(5)
+	setWS(5 * money.AmountScale) // 5 credits: the workspace does not bind the probe
 	setG(spent + hold - 1)
 	expect402(t, c.mustPost("/chat/completions", key, probe, nil), "service_guardrail_budget", "", false)
 	setG(spent + hold)

@@ -49,10 +49,12 @@ import (
 // the generation record in one step, and returns only once the shared
 // database accepted it.
 type Ledger interface {
-	// Reserve runs decide on the figures of every level at one instant
-	// and, when it returns nil, places the holds before any other
-	// reservation can read those figures.
-	Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error)
+	// ReserveHolds runs decide on the figures of every level at one
+	// instant and, when it returns no error, places the holds it returns
+	// before any other reservation can read those figures. The holds
+	// depend on the view when a request is fitted to what its caps still
+	// afford (the output clamp, billing.PlanOutput).
+	ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error)
 	// Settle turns a reservation into a charge, exactly once.
 	Settle(res *Reservation, c Charge) error
 	// Release drops a reservation without a charge.
@@ -222,6 +224,12 @@ var ErrSettled = errors.New("reservation already settled")
 // returns nil, places the holds, atomically: concurrent requests cannot
 // both fit in the same room.
 func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
+}
+
+// ReserveHolds is Reserve with holds that decide computes from the view,
+// under the same lock.
+func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
 	s.k.Lock()
 	defer s.k.Unlock()
 	acct, ok := s.acct.accounts[accountID]
@@ -249,7 +257,8 @@ func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(Le
 	}
 	st := s.ledger.state(accountID, t)
 	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
-	if err := decide(v); err != nil {
+	h, err := decide(v)
+	if err != nil {
 		return nil, err
 	}
 	if !holdsFit(v, st, h) {

@@ -70,6 +70,61 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 	}
 }
 
+// Holds computed from the view (a request fitted to what the cap still
+// affords) are placed under the same lock: 200 requests taking whatever
+// room is left never hold more than the cap together.
+func TestReserveHoldsFromTheView(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	limit := money.Amount(10 * money.AmountScale)
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
+	fitted := func(v LedgerView) (Holds, error) {
+		room := *v.Key.Limit - v.Key.CapUsage(v.Now) - v.KeyHeld
+		if room < money.AmountScale/10 {
+			return Holds{}, errRefused
+		}
+		return Holds{Hold: min(room, 3*money.AmountScale)}, nil
+	}
+	var mu sync.Mutex
+	var held []*Reservation
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			if res, err := s.ReserveHolds(a.ID, k.Hash, fitted); err == nil {
+				mu.Lock()
+				held = append(held, res)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	var sum money.Amount
+	for _, res := range held {
+		sum += res.Hold
+	}
+	if v := viewOf(t, s, a.ID, k.Hash); sum != limit || v.KeyHeld != limit || v.AccountHeld != limit || len(held) != 4 {
+		t.Fatalf("%d reservations hold %s (key %s, account %s) under a cap of %s", len(held), sum, v.KeyHeld, v.AccountHeld, limit)
+	}
+	for _, res := range held {
+		if err := s.Settle(res, Charge{Cost: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := s.ReserveHolds(a.ID, k.Hash, fitted); err != nil || res.Hold != 3*money.AmountScale {
+		t.Fatalf("after settling: %+v, %v", res, err)
+	}
+}
+
+func viewOf(t *testing.T, s *Store, accountID, keyHash string) LedgerView {
+	t.Helper()
+	var v LedgerView
+	if _, err := s.Reserve(accountID, keyHash, Holds{}, func(lv LedgerView) error { v = lv; return errRefused }); err != errRefused {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func TestSettleOnceAndDurable(t *testing.T) {
 	dir := t.TempDir()
 	s := openTemp(t, dir)

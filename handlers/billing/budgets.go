@@ -2,11 +2,12 @@ package billing
 
 import "github.com/tollgate-dev/caddy-tollgate/money"
 
-// Budget is a spending cap besides the key's own and the account's balance:
-// a workspace budget or a guardrail's limit, over its current interval.
+// Budget is a spending cap besides the account's balance: the key's cap
+// (KeyFacts.Cap), a workspace budget or a guardrail's limit, over its
+// current interval.
 type Budget struct {
-	// Source is the limit_source suffix: "workspace_budget" or
-	// "guardrail_budget".
+	// Source is the limit_source suffix: "key_limit", "workspace_budget"
+	// or "guardrail_budget".
 	Source  string
 	Limit   money.Amount
 	Used    money.Amount // spent in the current interval

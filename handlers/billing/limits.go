@@ -72,8 +72,11 @@ type RequestFacts struct {
 	MaxTokens   int64 // 0: not set by the client
 	// ContextLength bounds output when MaxTokens is unset (0: unknown).
 	ContextLength int64
-	Free          bool // a ":free" model
-	BYOK          bool // served by the caller's own provider key
+	// OutputLimit is the model's max_completion_tokens (0: unknown): a
+	// clamped output limit never exceeds it (PlanOutput).
+	OutputLimit int64
+	Free        bool // a ":free" model
+	BYOK        bool // served by the caller's own provider key
 }
 
 // EstimateRequest computes the hold of a request. Balance and key caps hold
@@ -141,6 +144,20 @@ type KeyFacts struct {
 	IncludeBYOK bool // BYOK usage counts against the cap
 }
 
+// Cap is the key's cap as a Budget, and whether it binds a request; a
+// BYOK request only when the key counts BYOK usage.
+func (k KeyFacts) Cap(byok bool) (Budget, bool) {
+	if k.Limit == nil || (byok && !k.IncludeBYOK) {
+		return Budget{}, false
+	}
+	hint := "Raise the key's limit"
+	if k.LimitResets {
+		hint += " or wait for its limit_reset"
+	}
+	return Budget{Source: "key_limit", Limit: *k.Limit, Used: k.CapUsage, Held: k.Held,
+		Message: "This API key's credit limit is exhausted", Hint: hint + "."}, true
+}
+
 // Rejection says why admission refused a request.
 type Rejection struct {
 	// Source is the limit_source suffix: "credits", "key_limit",
@@ -161,14 +178,10 @@ type Rejection struct {
 // spends credits, free models included (SPEC.md 7); BYOK requests spend none,
 // and enterprise, subscription and invoiced accounts are billed after use.
 func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlightPolicy) *Rejection {
-	capped := key.Limit != nil && (!f.BYOK || key.IncludeBYOK)
-	if capped && !fits(*key.Limit, key.CapUsage, key.Held, e.Hold) {
-		hint := "Raise the key's limit"
-		if key.LimitResets {
-			hint += " or wait for its limit_reset"
+	if b, ok := key.Cap(f.BYOK); ok {
+		if rej := AdmitBudget(e.Hold, b); rej != nil {
+			return rej
 		}
-		return &Rejection{Source: "key_limit", Message: "This API key's credit limit is exhausted",
-			RemedyHint: hint + "."}
 	}
 	// Every counter a charge lands in (key, workspace, member) is at most
 	// the account's all-time charges, so this keeps them all in range.

@@ -1,0 +1,111 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// outputClamp fits a request to what the caps binding it still afford
+// (billing.PlanOutput): a request without an output limit is sent upstream
+// with the limit the tightest cap's room affords, and held for that. It
+// decides inside the ledger's reservation, so that concurrent requests
+// share the room instead of each seeing all of it.
+type outputClamp struct {
+	route  *Route
+	policy billing.InFlightPolicy
+	facts  []billing.RequestFacts // per attempt
+	hold   money.Amount           // the hold with every attempt as the client sent it
+	extra  money.Amount           // held besides tokens and fees (a web search)
+	limits []int64                // per attempt, once fitted; nil: none lowered
+}
+
+// newOutputClamp prepares the clamp of a request whose admission holds
+// hold, tokens and fees of its costliest attempt included.
+func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold money.Amount) *outputClamp {
+	c := &outputClamp{route: route, policy: policy, hold: hold, facts: make([]billing.RequestFacts, len(route.Attempts))}
+	var tokens money.Amount
+	for i, a := range route.Attempts {
+		c.facts[i] = billing.RequestFacts{
+			Pricing:       a.Model.Pricing,
+			InputTokens:   route.prompt.tokensFor(a.Model),
+			MaxTokens:     route.MaxTokens,
+			ContextLength: a.Model.ContextLength,
+			OutputLimit:   a.Model.MaxCompletionTokens,
+			Free:          a.Model.IsFree(),
+			BYOK:          a.BYOK,
+		}
+		if e, err := billing.EstimateRequest(c.facts[i], policy); err == nil {
+			tokens = max(tokens, e.Hold)
+		}
+	}
+	c.extra = max(hold-tokens, 0)
+	return c
+}
+
+// fit returns the request's hold under the caps that bind it in v (the
+// key's cap, guardrail and workspace budgets; byok as for admitScopes),
+// lowering attempts' output limits when a cap does not cover them; a
+// request that does not fit even so is refused.
+func (c *outputClamp) fit(v storage.LedgerView, rules *storage.Rules, byok bool) (money.Amount, *billing.Rejection) {
+	c.limits = nil
+	var caps billing.Caps
+	if b, ok := keyFacts(v).Cap(byok); ok {
+		caps.Add(b)
+	}
+	scopeBudgets(v, rules, byok, func(b billing.Budget) bool { caps.Add(b); return true })
+	tight, ok := caps.Tightest()
+	if !ok {
+		return c.hold, nil
+	}
+	plan, rej := billing.PlanOutput(c.facts, c.extra, tight, c.policy, c.route.clampable(), nil)
+	if rej != nil {
+		return 0, rej
+	}
+	c.limits = plan.Limits
+	return plan.Hold + c.extra, nil
+}
+
+// apply gives the attempts their fitted output limits and prepares r for
+// the first attempt again with its own.
+func (c *outputClamp) apply(r *http.Request) error {
+	if c.limits == nil {
+		return nil
+	}
+	for i, n := range c.limits {
+		c.route.Attempts[i].OutputLimit = n
+	}
+	return c.route.apply(r, 0)
+}
+
+// clampable reports whether the route's requests have an output-limit
+// field the gateway can set.
+func (rt *Route) clampable() bool { return rt.Kind == "chat" || rt.Kind == "responses" }
+
+// outputLimitField is the field that bounds the output of a request of
+// kind on a's provider: max_output_tokens for Responses, for Chat
+// Completions max_completion_tokens on OpenAI (whose reasoning models
+// refuse max_tokens) and max_tokens elsewhere, as every compatible server
+// reads it (a Responses request translated for a chat-only provider too).
+func (a Attempt) outputLimitField(kind string) string {
+	switch {
+	case kind == "responses" && !a.Provider.ChatOnly():
+		return "max_output_tokens"
+	case kind == "chat" && (a.Provider.Name == "openai" || a.Provider.Host == "api.openai.com"):
+		return "max_completion_tokens"
+	}
+	return "max_tokens"
+}
+
+// withOutputLimit sets the attempt's fitted output limit in the body it
+// is sent, when admission lowered it.
+func (a Attempt) withOutputLimit(body []byte, kind string) ([]byte, error) {
+	if a.OutputLimit <= 0 {
+		return body, nil
+	}
+	return sjson.SetBytes(body, a.outputLimitField(kind), a.OutputLimit)
+}

@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// msgAfford is the refusal of a request whose max_tokens does not fit in
+// room, on model "m".
+func msgAfford(body string, requested int64, room money.Amount) string {
+	n := billing.AffordableOutput(billing.RequestFacts{Pricing: testPricing, InputTokens: int64(len(body)) + promptOverheadTokens}, room)
+	return fmt.Sprintf("This request requires more credits, or fewer max_tokens. You requested up to %d tokens, but can only afford %d", requested, max(n, 0))
+}
+
+// promptCost is what model "m" costs for body's prompt bound and out
+// output tokens.
+func promptCost(body string, out int64) money.Amount {
+	c, err := billing.TokenCost(testPricing, int64(len(body))+promptOverheadTokens, out)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// A key limit below a request's full estimate: the request without
+// max_tokens is sent with the output limit the limit affords, in its
+// dialect's field, and held for that.
+func TestMeterClampsOutputToKeyLimit(t *testing.T) {
+	for _, tc := range []struct {
+		path, body, field, answer string
+	}{
+		{"/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`, "max_tokens", chatAnswer("x", "length", 20, 50)},
+		{"/api/v1/responses", `{"model":"m","input":"Say hello"}`, "max_output_tokens", responsesAnswer(20, 50)},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			limit := promptCost(tc.body, 50)
+			f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
+			var held money.Amount
+			f.provider = func(w http.ResponseWriter, r *http.Request) error {
+				held = f.ledger(t).KeyHeld
+				return answerJSON(200, tc.answer)(w, r)
+			}
+			f.do(t, tc.path, tc.body).must(t, 200)
+			if got := gjson.Get(f.bodies[0], tc.field); got.Raw != "50" {
+				t.Fatalf("upstream %s = %s: %s", tc.field, got.Raw, f.bodies[0])
+			}
+			if held != limit {
+				t.Errorf("held %s, want the limit %s", held, limit)
+			}
+			f.wantCharged(t, testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 50}))
+		})
+	}
+	t.Run("with max_tokens: refused with the numbers", func(t *testing.T) {
+		limit := promptCost(chatBody, 50)
+		f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
+		f.want402(t, f.do(t, "/api/v1/chat/completions", chatBody), msgAfford(chatBody, 100, limit), keyLimitMeta("Raise the key's limit."))
+	})
+	t.Run("prompt and a minimal completion do not fit", func(t *testing.T) {
+		body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
+		limit := promptCost(body, billing.MinCompletionTokens) - 1
+		f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
+		res := f.do(t, "/api/v1/chat/completions", body)
+		if msg := gjson.Get(res.body, "error.message").Str; res.status != 402 ||
+			!strings.HasPrefix(msg, "This request requires more credits, or a shorter prompt.") {
+			t.Fatalf("%d %s", res.status, res.body)
+		}
+		limit++
+		f = newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
+		f.provider = answerJSON(200, chatAnswer("x", "length", 1, 16))
+		f.do(t, "/api/v1/chat/completions", body).must(t, 200)
+		if got := gjson.Get(f.bodies[0], "max_tokens").Int(); got != billing.MinCompletionTokens {
+			t.Fatalf("max_tokens %d", got)
+		}
+	})
+	t.Run("a limit that covers the estimate changes nothing", func(t *testing.T) {
+		body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
+		limit := money.Amount(money.AmountScale)
+		f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
+		f.provider = answerJSON(200, chatAnswer("x", "stop", 1, 1))
+		f.do(t, "/api/v1/chat/completions", body).must(t, 200)
+		if f.bodies[0] != forUpstream(body) {
+			t.Fatalf("upstream body %s", f.bodies[0])
+		}
+	})
+}
+
+func responsesAnswer(prompt, completion int64) string {
+	return fmt.Sprintf(`{"id":"resp_1","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":"m-upstream",`+
+		`"output":[{"type":"message","id":"msg_1","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"x","annotations":[]}]}],`+
+		`"usage":{"input_tokens":%d,"output_tokens":%d,"total_tokens":%d}}`, prompt, completion, prompt+completion)
+}
+
+// Each attempt gets the limit its own prices afford, and the hold covers
+// the costliest; a chat-only provider of a Responses request gets
+// max_tokens, OpenAI's chat max_completion_tokens.
+func TestOutputClampPerAttempt(t *testing.T) {
+	cheap := pricedModel("cheap", testPricing, testUpstream("/v1"))
+	pricey := pricedModel("pricey", billing.Pricing{Prompt: 2 * testPricing.Prompt, Completion: 4 * testPricing.Completion},
+		testProvider("openai", "https", "api.openai.com", "api.openai.com:443", "/v1", "gpt", "sk"))
+	route := &Route{Kind: "chat", prompt: promptBound{tokens: 100},
+		Attempts: []Attempt{{Model: cheap, Provider: cheap.Providers[0]}, {Model: pricey, Provider: pricey.Providers[0]}}}
+	limit := money.Amount(100*2_000 + 1_000*8_000) // pricey: 100 prompt tokens and 1000 output
+	v := storage.LedgerView{Key: storage.APIKey{Limit: &limit}}
+	c := newOutputClamp(route, defaultPolicy, 0)
+	hold, rej := c.fit(v, nil, false)
+	if rej != nil || hold != limit {
+		t.Fatalf("hold %s, %+v", hold, rej)
+	}
+	if c.limits[0] != 4_050 || c.limits[1] != 1_000 {
+		t.Fatalf("limits %v", c.limits)
+	}
+	for i, n := range c.limits {
+		route.Attempts[i].OutputLimit = n
+	}
+	for _, tc := range []struct {
+		a         Attempt
+		kind      string
+		field     string
+		chatOnlyP bool
+	}{
+		{route.Attempts[0], "chat", "max_tokens", false},
+		{route.Attempts[1], "chat", "max_completion_tokens", false},
+		{route.Attempts[0], "responses", "max_output_tokens", false},
+		{route.Attempts[0], "responses", "max_tokens", true},
+	} {
+		a := tc.a
+		if tc.chatOnlyP {
+			p := *a.Provider
+			p.API = catalog.APIChat
+			a.Provider = &p
+		}
+		body, err := a.withOutputLimit([]byte(`{"model":"x"}`), tc.kind)
+		if err != nil || gjson.GetBytes(body, tc.field).Int() != a.OutputLimit {
+			t.Errorf("%s on %s: %s, %v", tc.kind, a.Provider.Name, body, err)
+		}
+	}
+	// Without a cap nothing is fitted.
+	c = newOutputClamp(route, defaultPolicy, 12345)
+	if hold, rej := c.fit(storage.LedgerView{}, nil, false); rej != nil || hold != 12345 || c.limits != nil {
+		t.Fatalf("uncapped: %s %+v %v", hold, rej, c.limits)
+	}
+}
