@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -287,7 +288,7 @@ func (ar *adminRequest) currentKey() *APIError {
 		v.CreatorUserID, v.ExpiresAt, v.WorkspaceID = k.CreatorUserID, apiTimePtr(k.ExpiresAt), &k.WorkspaceID
 		rules = ar.store.EffectiveRules(k.Hash)
 	}
-	v.AllowedDataRegions = rules.AllowedDataRegions()
+	v.AllowedDataRegions = policy.AllowedDataRegions(rules)
 	writeJSON(ar.w, http.StatusOK, map[string]any{"data": v})
 	return nil
 }

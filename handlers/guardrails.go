@@ -3,15 +3,17 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // Guardrails restrict the keys and members they are assigned to:
-// /api/v1/guardrails and below, with a management key. Enforcement is in
-// guardrailcheck.go (router: models and providers; meter: budgets).
+// /api/v1/guardrails and below, with a management key. Package policy
+// decides what they admit (router: models and providers; meter: budgets).
 
 // guardrailView is a guardrail as the public schema has it.
 type guardrailView struct {
@@ -169,7 +171,7 @@ func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault
 	}
 	if v, ok := f.get("allowed_data_regions"); ok && v.IsArray() {
 		for _, r := range g.AllowedDataRegions {
-			if r != "global" && r != "europe" && r != "us" {
+			if !slices.Contains(policy.DataRegions[:], r) {
 				return BadRequest("allowed_data_regions: expected global, europe or us")
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -83,8 +84,8 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, ne
 // refuses with the limit's error.
 func (m *Meter) reserve(st *requestState) *APIError {
 	route, id := st.route, st.id
-	policy := m.gw.InFlightPolicy()
-	facts, est, err := estimateAttempts(route, policy)
+	inFlightPolicy := m.gw.InFlightPolicy()
+	facts, est, err := estimateAttempts(route, inFlightPolicy)
 	var searchCredits money.Amount // a BYOK request's search, held against the balance
 	if st.plan != nil && err == nil {
 		// The worst case of the search charge is held too.
@@ -104,7 +105,7 @@ func (m *Meter) reserve(st *requestState) *APIError {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	st.clamp = newOutputClamp(route, policy, est.Hold)
+	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold)
 	st.res, err = st.store.ReserveHolds(id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
@@ -117,10 +118,10 @@ func (m *Meter) reserve(st *requestState) *APIError {
 		if h.Hold, rej = st.clamp.fit(v, rules, facts.BYOK); rej != nil {
 			return h, rejection{rej}
 		}
-		if rej := admitScopes(v, rules, h.Hold, facts.BYOK); rej != nil {
+		if rej := policy.AdmitScopes(v, rules, h.Hold, facts.BYOK); rej != nil {
 			return h, rejection{rej}
 		}
-		if rej := billing.Admit(billing.Estimate{Hold: h.Hold, InFlight: est.InFlight}, facts, accountFacts(v), keyFacts(v), policy); rej != nil {
+		if rej := billing.Admit(billing.Estimate{Hold: h.Hold, InFlight: est.InFlight}, facts, accountFacts(v), keyFacts(v), inFlightPolicy); rej != nil {
 			return h, rejection{rej}
 		}
 		if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {

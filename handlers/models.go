@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -95,7 +96,7 @@ func filtersCatalog(id *Identity) bool {
 // modelsFor is the per-user catalog: the models the caller can use, in
 // catalog order: those with a provider the gateway can call with the
 // operator's key or with one of the account's BYOK credentials.
-// The caller's guardrails narrow it (guardrailcheck.go): a model they do
+// The caller's guardrails narrow it (package policy): a model they do
 // not admit, or whose usable providers they all exclude, is left out.
 func (rt *Router) modelsFor(id *Identity) []*catalog.Model {
 	var out []*catalog.Model
@@ -104,7 +105,7 @@ func (rt *Router) modelsFor(id *Identity) []*catalog.Model {
 		if !slices.ContainsFunc(m.Providers, operatorUsable) && !rt.reachableByBYOK(m, id) {
 			continue
 		}
-		if rules != nil && len(rules.Guardrails) > 0 && !admitsModel(rules, m, rt.usableBy(m, id)) {
+		if rules != nil && len(rules.Guardrails) > 0 && !policy.AdmitsModel(rules, m, rt.usableBy(m, id)) {
 			continue
 		}
 		out = append(out, m)

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -48,7 +49,7 @@ func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold money.Amou
 }
 
 // fit returns the request's hold under the caps that bind it in v (the
-// key's cap, guardrail and workspace budgets; byok as for admitScopes),
+// key's cap, guardrail and workspace budgets; byok as for policy.AdmitScopes),
 // lowering attempts' output limits when a cap does not cover them; a
 // request that does not fit even so is refused.
 func (c *outputClamp) fit(v storage.LedgerView, rules *storage.Rules, byok bool) (money.Amount, *billing.Rejection) {
@@ -57,7 +58,7 @@ func (c *outputClamp) fit(v storage.LedgerView, rules *storage.Rules, byok bool)
 	if b, ok := keyFacts(v).Cap(byok); ok {
 		caps.Add(b)
 	}
-	scopeBudgets(v, rules, byok, func(b billing.Budget) bool { caps.Add(b); return true })
+	policy.ScopeBudgets(v, rules, byok, func(b billing.Budget) bool { caps.Add(b); return true })
 	tight, ok := caps.Tightest()
 	if !ok {
 		return c.hold, nil

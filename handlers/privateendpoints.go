@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -35,7 +36,7 @@ const msgPrivateEndpointsOff = "Private endpoints are not configured on this gat
 
 // privateProviderPrefix names a private endpoint as a provider
 // ("private:<id>") in generation records and provider preferences.
-const privateProviderPrefix = "private:"
+const privateProviderPrefix = policy.PrivateProviderPrefix
 
 // probeTimeout bounds a validation probe.
 var probeTimeout = 15 * time.Second

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -196,15 +197,15 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 			}
 			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
-		if apiErr := checkModel(rules, modelID); apiErr != nil {
-			return nil, apiErr
+		if denied := policy.CheckModel(rules, modelID); denied != nil {
+			return nil, refusalError(denied)
 		}
 		if ok {
 			candidates = append(candidates, rt.candidates(m, id)...)
 		}
-		candidates, apiErr := allowedAttempts(rules, candidates)
-		if apiErr != nil {
-			return nil, apiErr
+		candidates, denied := policy.AllowedEndpoints(rules, candidates, attemptEndpoint)
+		if denied != nil {
+			return nil, refusalError(denied)
 		}
 		available = available || len(candidates) > 0
 		attempts = append(attempts, prefs.filter(candidates)...)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -329,7 +330,7 @@ func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *stora
 	if rej := billing.Admit(billing.Estimate{Hold: credits}, billing.RequestFacts{BYOK: true}, billing.AccountFacts{}, key, billing.InFlightPolicy{}); rej != nil {
 		return rej
 	}
-	if rej := admitScopes(v, rules, credits, false); rej != nil {
+	if rej := policy.AdmitScopes(v, rules, credits, false); rej != nil {
 		return rej
 	}
 	acct := accountFacts(v)

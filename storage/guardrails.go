@@ -13,8 +13,8 @@ import (
 
 // Guardrail restricts the keys and members it is assigned to: the models
 // and providers they may use, a spending limit per key or per member, and
-// data policies, decided against the catalog's facts about each provider
-// (datapolicy.go).
+// data policies. Package handlers/policy decides what it admits, against
+// the catalog's facts about each provider.
 //
 // Each workspace has a default guardrail (Workspace.DefaultGuardrailID)
 // that applies to all of the workspace's traffic; it does not exist until
@@ -64,32 +64,6 @@ type Assignment struct {
 	ID         string    `json:"id"`
 	AssignedBy *string   `json:"assigned_by"`
 	CreatedAt  time.Time `json:"created_at"`
-}
-
-// AllowsModel reports whether the guardrail admits the model id: listed in
-// allowed_models (or no list), and not in ignored_models.
-func (g *Guardrail) AllowsModel(id string) bool {
-	if len(g.AllowedModels) > 0 && !containsFold(g.AllowedModels, id) {
-		return false
-	}
-	return !containsFold(g.IgnoredModels, id)
-}
-
-// AllowsProvider reports whether the guardrail admits the provider name.
-func (g *Guardrail) AllowsProvider(name string) bool {
-	if len(g.AllowedProviders) > 0 && !containsFold(g.AllowedProviders, name) {
-		return false
-	}
-	return !containsFold(g.IgnoredProviders, name)
-}
-
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *Guardrail) clone() *Guardrail {

@@ -4,8 +4,8 @@ package storage
 // enforcement checks them: its workspace's default guardrail, the
 // guardrails assigned to its member (the key's creator_user_id, when that
 // user is a member of the organization), then the guardrail assigned to the
-// key itself. Every one of them must admit a request: a model or provider
-// is usable only if each allows it, and each budget is enforced on its own.
+// key itself. Every one of them must admit a request; package
+// handlers/policy decides what they admit, from this plain data.
 //
 // They are computed once per key and cached in memory; any change to a
 // guardrail, an assignment, a member, a workspace or a key bumps a
@@ -33,34 +33,6 @@ type Rules struct {
 	Guardrails []AppliedGuardrail
 	// MemberID is the key's member (empty when the key has none).
 	MemberID string
-}
-
-// ModelBlocker returns the first guardrail that does not admit the model,
-// or nil.
-func (r *Rules) ModelBlocker(model string) *Guardrail {
-	if r == nil {
-		return nil
-	}
-	for _, a := range r.Guardrails {
-		if !a.Guardrail.AllowsModel(model) {
-			return a.Guardrail
-		}
-	}
-	return nil
-}
-
-// ProviderBlocker returns the first guardrail that does not admit the
-// provider, or nil.
-func (r *Rules) ProviderBlocker(provider string) *Guardrail {
-	if r == nil {
-		return nil
-	}
-	for _, a := range r.Guardrails {
-		if !a.Guardrail.AllowsProvider(provider) {
-			return a.Guardrail
-		}
-	}
-	return nil
 }
 
 // rulesChanged invalidates every cached Rules. Callers hold the kernel's lock (write).

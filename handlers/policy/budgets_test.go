@@ -1,10 +1,9 @@
-package handlers
+package policy
 
 import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -46,7 +45,7 @@ func TestAdmitScopes(t *testing.T) {
 		{"guardrail without byok skips byok", rules(storage.ScopeAPIKey, 1), 5, true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rej := admitScopes(view(), tt.rules, tt.hold, tt.byok)
+			rej := AdmitScopes(view(), tt.rules, tt.hold, tt.byok)
 			got := ""
 			if rej != nil {
 				got = rej.Source
@@ -55,29 +54,5 @@ func TestAdmitScopes(t *testing.T) {
 				t.Fatalf("source %q, want %q (%+v)", got, tt.source, rej)
 			}
 		})
-	}
-}
-
-func TestAllowedAttempts(t *testing.T) {
-	m := &catalog.Model{ID: "m"}
-	a := &catalog.Provider{Name: "a"}
-	b := &catalog.Provider{Name: "b"}
-	attempts := func() []Attempt { return []Attempt{{Model: m, Provider: a}, {Model: m, Provider: b}} }
-	g := &storage.Guardrail{ID: "g1", Name: "Only b", AllowedProviders: []string{"b"}}
-	rules := &storage.Rules{Guardrails: []storage.AppliedGuardrail{{Scope: storage.ScopeAPIKey, Guardrail: g}}}
-	out, apiErr := allowedAttempts(rules, attempts())
-	if apiErr != nil || len(out) != 1 || out[0].Provider != b {
-		t.Fatalf("filtered %+v, %v", out, apiErr)
-	}
-	g.AllowedProviders = []string{"c"}
-	if _, apiErr := allowedAttempts(rules, attempts()); apiErr == nil || apiErr.Status != 403 || apiErr.Message != `Provider "b" is not allowed by guardrail "Only b"` {
-		t.Fatalf("none left: %+v", apiErr)
-	}
-	if out, apiErr := allowedAttempts(nil, attempts()); apiErr != nil || len(out) != 2 {
-		t.Fatal("no rules filter nothing")
-	}
-	g.AllowedModels = []string{"other"}
-	if apiErr := checkModel(rules, m.ID); apiErr == nil || apiErr.Message != `Model "m" is not allowed by guardrail "Only b"` {
-		t.Fatalf("model: %+v", apiErr)
 	}
 }

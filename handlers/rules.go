@@ -1,0 +1,59 @@
+package handlers
+
+import (
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// The handlers' side of guardrail enforcement: the caller's effective rules
+// come from the store's cache (storage.Store.EffectiveRules), package
+// policy decides what they admit, and its refusals become API errors here.
+
+// rulesFor returns the caller's effective guardrails; nil (no rule) for
+// management keys, anonymous callers or without a store.
+func (rt *Router) rulesFor(id *Identity) *storage.Rules {
+	if rt.gw == nil || id == nil || id.Management || id.Hash == "" {
+		return nil
+	}
+	store, err := rt.gw.Store()
+	if err != nil {
+		return nil
+	}
+	return store.EffectiveRules(id.Hash)
+}
+
+// refusalError is the API error of a policy refusal (nil for none).
+func refusalError(r *policy.Refusal) *APIError {
+	if r == nil {
+		return nil
+	}
+	return &APIError{Status: r.Status, Message: r.Message, Metadata: r.Metadata}
+}
+
+// attemptEndpoint states an attempt's endpoint for the policy: a BYOK
+// credential's declared_zdr applies to the attempts it serves only.
+func attemptEndpoint(a Attempt) policy.Endpoint {
+	var declared *bool
+	if a.BYOK {
+		declared = a.DeclaredZDR
+	}
+	return policy.EndpointOf(a.Model, a.Provider, declared)
+}
+
+// usableBy returns whether the caller reaches a provider of m: through one
+// of its workspace's BYOK credentials (which then serves it, with its
+// declared_zdr), or with the operator's key.
+func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) (bool, *bool) {
+	byok := map[*catalog.Provider]*storage.Credential{}
+	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
+		byok[p] = &c
+		return true
+	})
+	return func(p *catalog.Provider) (bool, *bool) {
+		if c, ok := byok[p]; ok {
+			return true, c.DeclaredZDR
+		}
+		return operatorUsable(p), nil
+	}
+}
