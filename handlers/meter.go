@@ -14,6 +14,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -232,11 +234,11 @@ func costRangeError(route *Route) *APIError {
 // settle charges what the request consumed and sends what was held back.
 func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxyErr error) error {
 	store, res, route, id := st.store, st.res, st.route, st.id
-	clientGone := mw.clientGone || r.Context().Err() != nil
+	clientGone := mw.clientGone() || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
 	switch {
-	case mw.mode == modeUndecided || mw.mode == modeError || (mw.mode == modeJSON && !mw.usableJSON()):
+	case mw.Mode == sse.Undecided || mw.upstreamError() || (mw.answerHeld() && !mw.usableJSON()):
 		_ = store.Release(res)
 		if clientGone {
 			return nil
@@ -291,7 +293,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	switch {
 	case clientGone:
 		status = "aborted"
-	case mw.mode == modeStream && !mw.sawDone:
+	case mw.Mode == sse.Stream && !mw.sawDone:
 		status = "error"
 	case mw.finish == "length" || mw.finish == "incomplete":
 		status = "incomplete"
@@ -300,7 +302,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
-		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
+		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
 	}
 	window := m.gw.InFlightPolicy().SettlementWindow
@@ -309,7 +311,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.
 		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
-		if mw.mode == modeJSON && !clientGone {
+		if mw.answerHeld() && !clientGone {
 			return fail(r, errInternal())
 		}
 		return nil
@@ -317,7 +319,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	if clientGone {
 		return nil
 	}
-	if mw.mode == modeStream {
+	if mw.Mode == sse.Stream {
 		_ = mw.sendTail(cost.String())
 		if !mw.sawDone {
 			// 200 was sent long ago: the error is an event (SPEC.md 6.4).
@@ -352,9 +354,10 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 	if !route.translate {
 		return proxy(next, mw, r)
 	}
-	cw := newChatToResponses(mw, route.echo, genID, route.Provider.Model)
+	cw := translate.NewChatToResponses(mw, route.echo, genID, route.Provider.Model)
+	cw.Limit = maxBufferedBody
 	err := proxy(next, cw, r)
-	cw.finish(err)
+	cw.Finish(err)
 	return err
 }
 
@@ -394,12 +397,12 @@ type failure struct {
 // client in a way another provider may not: rate limited, a server error,
 // a timeout, no connection or an invalid answer.
 func (mw *meterWriter) retryable(proxyErr error) bool {
-	switch mw.mode {
-	case modeUndecided:
+	switch {
+	case mw.Mode == sse.Undecided:
 		return proxyErr != nil
-	case modeError:
-		return mw.status == http.StatusTooManyRequests || mw.status == http.StatusRequestTimeout || mw.status >= 500
-	case modeJSON:
+	case mw.upstreamError():
+		return mw.Status == http.StatusTooManyRequests || mw.Status == http.StatusRequestTimeout || mw.Status >= 500
+	case mw.answerHeld():
 		return !mw.usableJSON()
 	}
 	return false
@@ -408,10 +411,10 @@ func (mw *meterWriter) retryable(proxyErr error) bool {
 // failure describes a failed attempt.
 func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 	f := failure{provider: route.Provider.Name}
-	switch mw.mode {
-	case modeError:
-		f.status, f.message = mw.status, http.StatusText(mw.status)
-		if body := mw.buf.Bytes(); len(body) > 0 {
+	switch {
+	case mw.upstreamError():
+		f.status, f.message = mw.Status, http.StatusText(mw.Status)
+		if body := mw.Body.Bytes(); len(body) > 0 {
 			if m := gjson.GetBytes(body, "error.message").Str; m != "" {
 				f.message = m
 			}
@@ -423,12 +426,12 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 			f.raw = truncate(string(body), 2000)
 		}
 		if f.code == nil {
-			f.code = mw.status
+			f.code = mw.Status
 		}
 		if secs, err := strconv.Atoi(mw.Header().Get("Retry-After")); err == nil && secs >= 0 {
 			f.retry = time.Duration(max(secs, 1)) * time.Second
 		}
-	case modeJSON:
+	case mw.answerHeld():
 		f.status, f.message = http.StatusBadGateway, "Provider returned an invalid response"
 	default:
 		f.status, f.message = http.StatusBadGateway, "Provider is unavailable"

@@ -3,16 +3,16 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 )
 
 // meterWriter sits between reverse_proxy and the client and reads usage
@@ -29,14 +29,11 @@ import (
 //   - An upstream error status is buffered too, so that the gateway can
 //     answer with its own error shape and charge nothing.
 type meterWriter struct {
-	caddyhttp.ResponseWriterWrapper
+	sse.Writer
 	kind  string // "chat", "responses", "other"
 	genID string // sent as X-Generation-Id with answers that are charged
 
-	mode   writerMode
-	status int
-	buf    bytes.Buffer // buffer modes: the body; stream mode: a partial event
-	tail   [][]byte     // stream mode: held events, in order
+	tail [][]byte // stream mode: held events, in order
 
 	// What the client has been sent or will be sent.
 	usage        usageSeen
@@ -45,23 +42,13 @@ type meterWriter struct {
 	lastSeq      int64 // Responses events: the last sequence_number seen
 	seqSeen      bool  // a Responses event carried a sequence_number
 	finish       string
-	clientGone   bool
 	jsonChecked  bool // usableJSON ran
 	jsonOK       bool
 	usageJSON    gjson.Result // the JSON answer's usage object
 	usageRaw     string       // the upstream's usage object, as sent
 }
 
-type writerMode int
-
-const (
-	modeUndecided writerMode = iota
-	modeStream               // text/event-stream
-	modeJSON                 // 2xx, buffered
-	modeError                // upstream status >= 400, buffered
-)
-
-// maxBufferedBody bounds a buffered answer; larger ones pass through.
+// maxBufferedBody bounds a buffered answer; larger ones are refused.
 const maxBufferedBody = 32 << 20
 
 // usageSeen is the usage the upstream reported.
@@ -72,25 +59,15 @@ type usageSeen struct {
 }
 
 func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
-	return &meterWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, kind: kind}
+	mw := &meterWriter{kind: kind}
+	mw.Init(w, mw)
+	mw.Limit = maxBufferedBody
+	return mw
 }
 
-// interim reports whether status is an informational response that a
-// final one follows (1xx but 101). reverse_proxy passes a provider's
-// interim responses on (its 100 Continue to a forwarded
-// Expect: 100-continue, 103 Early Hints); they are not the answer, and
-// net/http already sent the client its own 100 Continue when the gateway
-// read the body, so the writers that meter or rewrite answers drop them.
-func interim(status int) bool {
-	return status >= 100 && status < 200 && status != http.StatusSwitchingProtocols
-}
-
-// WriteHeader decides how the body is handled; only streams are sent now.
-func (mw *meterWriter) WriteHeader(status int) {
-	if mw.mode != modeUndecided || interim(status) {
-		return
-	}
-	mw.status = status
+// Decide implements sse.Hooks: only streams are sent as they come; answers
+// and upstream errors (status >= 400) are held.
+func (mw *meterWriter) Decide(status int) sse.Mode {
 	// The provider's own rate-limit headers are not the platform's: only
 	// the gateway's 429 carries X-RateLimit-* (SPEC.md 7.2).
 	for k := range mw.Header() {
@@ -98,95 +75,23 @@ func (mw *meterWriter) WriteHeader(status int) {
 			mw.Header().Del(k)
 		}
 	}
-	switch {
-	case status >= 400:
-		mw.mode = modeError
-	case strings.HasPrefix(mw.Header().Get("Content-Type"), "text/event-stream"):
-		mw.mode = modeStream
-		mw.Header().Del("Content-Length")
+	if status < 400 && strings.HasPrefix(mw.Header().Get("Content-Type"), "text/event-stream") {
 		if mw.genID != "" {
 			mw.Header().Set("X-Generation-Id", mw.genID)
 		}
-		mw.ResponseWriter.WriteHeader(status)
-	default:
-		mw.mode = modeJSON
+		return sse.Stream
 	}
+	return sse.Hold
 }
 
-// Write implements io.Writer.
-func (mw *meterWriter) Write(p []byte) (int, error) {
-	if mw.mode == modeUndecided {
-		mw.WriteHeader(http.StatusOK)
-	}
-	if mw.mode != modeStream {
-		if mw.buf.Len()+len(p) > maxBufferedBody {
-			return 0, errBodyTooLarge
-		}
-		return mw.buf.Write(p)
-	}
-	mw.buf.Write(p)
-	for {
-		ev, rest, ok := cutEvent(mw.buf.Bytes())
-		if !ok {
-			break
-		}
-		if err := mw.event(ev); err != nil {
-			return 0, err
-		}
-		// Keep the partial remainder at the start of the buffer.
-		n := copy(mw.buf.Bytes(), rest)
-		mw.buf.Truncate(n)
-	}
-	return len(p), nil
-}
+// upstreamError reports whether the provider answered with an error status.
+func (mw *meterWriter) upstreamError() bool { return mw.Mode == sse.Hold && mw.Status >= 400 }
 
-var errBodyTooLarge = &APIError{Status: http.StatusBadGateway, Message: "Upstream answer is too large"}
+// answerHeld reports whether a (2xx or 3xx) answer is held whole.
+func (mw *meterWriter) answerHeld() bool { return mw.Mode == sse.Hold && mw.Status < 400 }
 
-// ReadFrom makes sure every byte goes through Write (the embedded wrapper
-// would hand the reader straight to the client's connection).
-func (mw *meterWriter) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(writerOnly{mw}, r)
-}
-
-type writerOnly struct{ io.Writer }
-
-// FlushError passes flushes straight through for streams; buffered answers
-// are not sent before they are complete.
-func (mw *meterWriter) FlushError() error {
-	if mw.mode != modeStream {
-		return nil
-	}
-	return http.NewResponseController(mw.ResponseWriter).Flush()
-}
-
-// cutEvent splits off the first complete SSE event (ending in a blank line,
-// with LF or CRLF line ends).
-func cutEvent(b []byte) (ev, rest []byte, ok bool) {
-	i, n := bytes.Index(b, []byte("\n\n")), 2
-	if j := bytes.Index(b, []byte("\r\n\r\n")); j >= 0 && (i < 0 || j < i) {
-		i, n = j, 4
-	}
-	if i < 0 {
-		return nil, b, false
-	}
-	return b[:i+n], b[i+n:], true
-}
-
-// eventData returns the payload of an event's data line.
-func eventData(ev []byte) []byte {
-	for len(ev) > 0 {
-		line := ev
-		if i := bytes.IndexByte(ev, '\n'); i >= 0 {
-			line, ev = ev[:i], ev[i+1:]
-		} else {
-			ev = nil
-		}
-		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			return bytes.TrimSpace(d)
-		}
-	}
-	return nil
-}
+// clientGone reports whether a write to the client failed.
+func (mw *meterWriter) clientGone() bool { return mw.SendErr != nil }
 
 var (
 	finishKey    = []byte(`"finish_reason"`)
@@ -195,13 +100,13 @@ var (
 	usageKey     = []byte(`"usage"`)
 )
 
-// event handles one complete event: read what it says, then forward or hold.
-func (mw *meterWriter) event(ev []byte) error {
+// Event implements sse.Hooks: read what the event says, then pass or hold it.
+func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	hold := len(mw.tail) > 0 // keep order once holding started
-	data := eventData(ev)
+	data := sse.Data(ev)
 	switch {
 	case data == nil:
-	case bytes.Equal(data, []byte("[DONE]")):
+	case sse.IsDone(data):
 		mw.sawDone, hold = true, true
 	case mw.kind == "responses":
 		res := gjson.GetManyBytes(data, "type", "sequence_number", "delta")
@@ -241,13 +146,9 @@ func (mw *meterWriter) event(ev []byte) error {
 	}
 	if hold {
 		mw.tail = append(mw.tail, bytes.Clone(ev))
-		return nil
+		return nil, nil
 	}
-	if _, err := mw.ResponseWriter.Write(ev); err != nil {
-		mw.clientGone = true
-		return err
-	}
-	return nil
+	return ev, nil
 }
 
 // usableJSON reads the buffered JSON answer once and reports whether it is
@@ -264,7 +165,7 @@ func (mw *meterWriter) usableJSON() bool {
 // is taken as well-formed; only one without usage is validated in full and
 // searched for its text, which is then the basis of the charge.
 func (mw *meterWriter) readJSONUsage() (ok bool) {
-	body := mw.buf.Bytes()
+	body := mw.Body.Bytes()
 	finishPath, in, out := "choices.0.finish_reason", "prompt_tokens", "completion_tokens"
 	if mw.kind == "responses" {
 		finishPath, in, out = "status", "input_tokens", "output_tokens"
@@ -326,50 +227,46 @@ func withCost(doc []byte, u gjson.Result, path, cost string) []byte {
 
 // sendJSON writes the buffered answer with usage.cost added.
 func (mw *meterWriter) sendJSON(cost string, genID string) error {
-	body := mw.buf.Bytes()
+	body := mw.Body.Bytes()
 	if mw.usageJSON.IsObject() {
 		body = withCost(body, mw.usageJSON, "usage", cost)
 	}
 	h := mw.Header()
 	h.Set("X-Generation-Id", genID)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	mw.ResponseWriter.WriteHeader(mw.status)
-	_, err := mw.ResponseWriter.Write(body)
-	return err
+	mw.ResponseWriter.WriteHeader(mw.Status)
+	return mw.Send(body)
 }
 
 // sendTail writes the held events, with usage.cost added to the one that
 // reports usage, and flushes.
 func (mw *meterWriter) sendTail(cost string) error {
 	for _, ev := range mw.tail {
-		if data := eventData(ev); data != nil && !bytes.Equal(data, []byte("[DONE]")) {
+		if data := sse.Data(ev); data != nil && !sse.IsDone(data) {
 			path := "usage"
 			if mw.kind == "responses" {
 				path = "response.usage"
 			}
 			if u := gjson.GetBytes(data, path); u.IsObject() {
-				ev = replaceData(ev, data, withCost(data, u, path, cost))
+				ev = sse.ReplaceData(ev, data, withCost(data, u, path, cost))
 			}
 		}
-		if _, err := mw.ResponseWriter.Write(ev); err != nil {
-			mw.clientGone = true
+		if err := mw.Send(ev); err != nil {
 			return err
 		}
 	}
 	mw.tail = nil
-	return http.NewResponseController(mw.ResponseWriter).Flush()
+	return mw.Flush()
 }
 
-// replaceData returns ev with its data payload old replaced by new.
-func replaceData(ev, old, new []byte) []byte {
-	i := bytes.Index(ev, old)
-	if i < 0 {
-		return ev
+// failedResponse is the Responses object of the response.failed event that
+// ends a broken stream of route.
+func failedResponse(route *Route, id string, created int64, msg string) *translate.Response {
+	echo := route.echo
+	if echo == nil {
+		echo = translate.NewEcho(route.body)
 	}
-	out := make([]byte, 0, len(ev)-len(old)+len(new))
-	out = append(out, ev[:i]...)
-	out = append(out, new...)
-	return append(out, ev[i+len(old):]...)
+	return translate.FailedResponse(echo, id, route.Model.ID, created, msg)
 }
 
 // sendStreamError ends a stream whose upstream failed after the status was
@@ -403,5 +300,5 @@ func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error
 	if _, err := mw.ResponseWriter.Write(ev); err != nil {
 		return err
 	}
-	return http.NewResponseController(mw.ResponseWriter).Flush()
+	return mw.Flush()
 }

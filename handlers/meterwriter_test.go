@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -52,8 +54,8 @@ func streamWriter(t *testing.T, kind string) (*meterWriter, *writeLog) {
 	mw.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	mw.Header().Set("Content-Length", "999")
 	mw.WriteHeader(http.StatusOK)
-	if mw.mode != modeStream || log.status != http.StatusOK {
-		t.Fatalf("mode %d, client status %d: the stream's header must be sent at once", mw.mode, log.status)
+	if mw.Mode != sse.Stream || log.status != http.StatusOK {
+		t.Fatalf("mode %d, client status %d: the stream's header must be sent at once", mw.Mode, log.status)
 	}
 	if cl := log.Header().Get("Content-Length"); cl != "" {
 		t.Errorf("Content-Length = %q on a stream", cl)
@@ -262,8 +264,8 @@ func TestMeterWriterReadFrom(t *testing.T) {
 	if _, err := mw.ReadFrom(strings.NewReader(body)); err != nil {
 		t.Fatal(err)
 	}
-	if mw.mode != modeJSON || mw.buf.String() != body || log.status != 0 || len(log.writes) != 0 {
-		t.Errorf("mode %d buf %q, client status %d writes %q", mw.mode, mw.buf.String(), log.status, log.writes)
+	if !mw.answerHeld() || mw.Body.String() != body || log.status != 0 || len(log.writes) != 0 {
+		t.Errorf("mode %d buf %q, client status %d writes %q", mw.Mode, mw.Body.String(), log.status, log.writes)
 	}
 }
 
@@ -362,8 +364,8 @@ func TestMeterWriterErrorStatusBuffered(t *testing.T) {
 		mw.WriteHeader(http.StatusOK) // later calls change nothing
 		mustWrite(t, mw, `{"error":{"message":"upstream `)
 		mustWrite(t, mw, `says no"}}`)
-		if mw.mode != modeError || mw.status != status || mw.buf.String() != `{"error":{"message":"upstream says no"}}` {
-			t.Errorf("%d: mode %d status %d buf %q", status, mw.mode, mw.status, mw.buf.String())
+		if !mw.upstreamError() || mw.Status != status || mw.Body.String() != `{"error":{"message":"upstream says no"}}` {
+			t.Errorf("%d: mode %d status %d buf %q", status, mw.Mode, mw.Status, mw.Body.String())
 		}
 		if log.status != 0 || len(log.writes) != 0 {
 			t.Errorf("%d: error forwarded: status %d writes %q", status, log.status, log.writes)
@@ -378,7 +380,7 @@ func TestMeterWriterBufferBound(t *testing.T) {
 	if n, err := mw.Write(big); err != nil || n != len(big) {
 		t.Fatalf("Write at the bound = %d, %v", n, err)
 	}
-	if n, err := mw.Write([]byte("b")); err != errBodyTooLarge || n != 0 {
+	if n, err := mw.Write([]byte("b")); err != sse.ErrTooLarge || n != 0 {
 		t.Errorf("Write over the bound = %d, %v", n, err)
 	}
 }
@@ -391,7 +393,7 @@ func TestMeterWriterClientGone(t *testing.T) {
 	if _, err := mw.Write([]byte(chunk("x"))); err == nil {
 		t.Error("Write to a gone client succeeded")
 	}
-	if !mw.clientGone {
+	if !mw.clientGone() {
 		t.Error("clientGone not set")
 	}
 }
@@ -433,7 +435,7 @@ func TestWritersIgnoreInterimResponses(t *testing.T) {
 	for _, final := range []int{http.StatusOK, http.StatusBadRequest} {
 		for _, ct := range []string{"text/event-stream", "application/json"} {
 			mw := newMeterWriter(newWriteLog(), "chat")
-			cw := newChatToResponses(newWriteLog(), newResponsesEcho([]byte(`{}`)), "gen", "m")
+			cw := translate.NewChatToResponses(newWriteLog(), translate.NewEcho([]byte(`{}`)), "gen", "m")
 			sw := newCiteWriter(newWriteLog(), &requestState{plan: plan})
 			for _, w := range []http.ResponseWriter{mw, cw, sw} {
 				w.Header().Set("Content-Type", ct)
@@ -441,16 +443,17 @@ func TestWritersIgnoreInterimResponses(t *testing.T) {
 				w.WriteHeader(http.StatusEarlyHints)
 				w.WriteHeader(final)
 			}
-			want := modeJSON
+			// The meter holds an error; the others pass it.
+			wantMeter, wantOthers := sse.Hold, sse.Hold
 			switch {
 			case final >= 400:
-				want = modeError
+				wantOthers = sse.Pass
 			case ct == "text/event-stream":
-				want = modeStream
+				wantMeter, wantOthers = sse.Stream, sse.Stream
 			}
-			if mw.mode != want || mw.status != final || cw.mode != want || cw.status != final || sw.mode != want || sw.status != final {
-				t.Errorf("%d %s: meter %d/%d, responses %d/%d, cite %d/%d; want mode %d",
-					final, ct, mw.mode, mw.status, cw.mode, cw.status, sw.mode, sw.status, want)
+			if mw.Mode != wantMeter || mw.Status != final || cw.Mode != wantOthers || cw.Status != final || sw.Mode != wantOthers || sw.Status != final {
+				t.Errorf("%d %s: meter %d/%d, responses %d/%d, cite %d/%d; want modes %d, %d",
+					final, ct, mw.Mode, mw.Status, cw.Mode, cw.Status, sw.Mode, sw.Status, wantMeter, wantOthers)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 )
 
 // Route is the router's decision for one inference request, kept in the
@@ -47,7 +48,7 @@ type Route struct {
 	// (catalog.APIChat): the translated body, the fields the answer
 	// repeats, and whether the current attempt is translated.
 	chatBody  []byte
-	echo      *responsesEcho
+	echo      *translate.Echo
 	translate bool
 }
 
@@ -125,9 +126,9 @@ func (rt *Route) translateFor() *APIError {
 	if rt.Kind != "responses" || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
 		return nil
 	}
-	chat, err := responsesToChat(rt.body)
+	chat, err := translate.ResponsesToChat(rt.body)
 	if err == nil {
-		rt.chatBody, rt.echo = chat, newResponsesEcho(rt.body)
+		rt.chatBody, rt.echo = chat, translate.NewEcho(rt.body)
 		return nil
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() })

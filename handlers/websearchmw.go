@@ -389,7 +389,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 		return BadRequest(ferr.Error())
 	}
 	route.body = body
-	// A chat-only provider gets the translated chat body (respchat.go):
+	// A chat-only provider gets the translated chat body (handlers/translate):
 	// the results go into it too.
 	if route.chatBody != nil {
 		cb, ferr := websearch.InsertIntoMessages(route.chatBody, msg)

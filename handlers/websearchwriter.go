@@ -3,16 +3,15 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -35,14 +34,10 @@ import (
 // usage.server_tool_use_details reports the search once the meter has
 // charged it.
 type citeWriter struct {
-	caddyhttp.ResponseWriterWrapper
+	sse.Writer
 	plan    *searchPlan
 	st      *requestState // for the route's attempt that answered
 	passAnn bool          // the provider annotates its own answer
-
-	mode   writerMode
-	status int
-	buf    bytes.Buffer
 
 	chat   map[int64]*websearch.Streamer
 	parts  map[[2]int64]*partState
@@ -59,23 +54,20 @@ type partState struct {
 
 func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 	plan := st.plan
-	return &citeWriter{
-		ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
-		plan:                  plan,
-		st:                    st,
-		passAnn:               plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses"),
-		chat:                  map[int64]*websearch.Streamer{},
-		parts:                 map[[2]int64]*partState{},
+	cw := &citeWriter{
+		plan:    plan,
+		st:      st,
+		passAnn: plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses"),
+		chat:    map[int64]*websearch.Streamer{},
+		parts:   map[[2]int64]*partState{},
 	}
+	cw.Init(w, cw)
+	return cw
 }
 
-// WriteHeader picks the mode: errors pass through, streams are rewritten
+// Decide implements sse.Hooks: errors pass through, streams are rewritten
 // per event, JSON answers are held.
-func (cw *citeWriter) WriteHeader(status int) {
-	if cw.mode != modeUndecided || interim(status) {
-		return
-	}
-	cw.status = status
+func (cw *citeWriter) Decide(status int) sse.Mode {
 	if cw.st != nil {
 		if rt := cw.st.route; rt != nil && rt.translate {
 			// A chat-only provider answered a Responses request: it
@@ -85,72 +77,27 @@ func (cw *citeWriter) WriteHeader(status int) {
 	}
 	switch {
 	case status < 200 || status >= 300:
-		cw.mode = modeError
-		cw.ResponseWriter.WriteHeader(status)
+		return sse.Pass
 	case strings.HasPrefix(cw.Header().Get("Content-Type"), "text/event-stream"):
-		cw.mode = modeStream
-		cw.Header().Del("Content-Length")
-		cw.ResponseWriter.WriteHeader(status)
-	default:
-		cw.mode = modeJSON
+		return sse.Stream
 	}
-}
-
-// Write implements io.Writer.
-func (cw *citeWriter) Write(p []byte) (int, error) {
-	if cw.mode == modeUndecided {
-		cw.WriteHeader(http.StatusOK)
-	}
-	switch cw.mode {
-	case modeJSON:
-		return cw.buf.Write(p)
-	case modeStream:
-		cw.buf.Write(p)
-		for {
-			ev, rest, ok := cutEvent(cw.buf.Bytes())
-			if !ok {
-				break
-			}
-			// out may be ev itself, in the buffer: send it before the
-			// remainder moves to the buffer's start over it.
-			if _, err := cw.ResponseWriter.Write(cw.event(ev)); err != nil {
-				return 0, err
-			}
-			n := copy(cw.buf.Bytes(), rest)
-			cw.buf.Truncate(n)
-		}
-		return len(p), nil
-	}
-	return cw.ResponseWriter.Write(p)
-}
-
-// ReadFrom makes every byte go through Write.
-func (cw *citeWriter) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(writerOnly{cw}, r)
-}
-
-// FlushError flushes streams and errors; a held JSON answer waits.
-func (cw *citeWriter) FlushError() error {
-	if cw.mode == modeJSON {
-		return nil
-	}
-	return http.NewResponseController(cw.ResponseWriter).Flush()
+	return sse.Hold
 }
 
 // finish sends a held JSON answer, annotated; the handler chain is done.
 func (cw *citeWriter) finish() {
-	switch cw.mode {
-	case modeJSON:
-		body := cw.annotateJSON(cw.buf.Bytes())
+	switch cw.Mode {
+	case sse.Hold:
+		body := cw.annotateJSON(cw.Body.Bytes())
 		cw.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		cw.ResponseWriter.WriteHeader(cw.status)
-		_, _ = cw.ResponseWriter.Write(body)
-	case modeStream:
-		if cw.buf.Len() > 0 {
-			_, _ = cw.ResponseWriter.Write(cw.buf.Bytes())
+		cw.ResponseWriter.WriteHeader(cw.Status)
+		_ = cw.Send(body)
+	case sse.Stream:
+		if cw.Body.Len() > 0 {
+			_ = cw.Send(cw.Body.Bytes())
 		}
 	}
-	cw.buf.Reset()
+	cw.Body.Reset()
 }
 
 // chatAnnotations renders annotations in the chat completions form.
@@ -232,16 +179,17 @@ func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
 	return out
 }
 
-// event rewrites one stream event; the result may hold several events.
-func (cw *citeWriter) event(ev []byte) []byte {
-	data := eventData(ev)
-	if data == nil || bytes.Equal(data, []byte("[DONE]")) || !jsoncheck.Valid(data) {
-		return ev
+// Event implements sse.Hooks: it rewrites one stream event; the result may
+// hold several events, or none.
+func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
+	data := sse.Data(ev)
+	if data == nil || sse.IsDone(data) || !jsoncheck.Valid(data) {
+		return ev, nil
 	}
 	if cw.plan.kind == "chat" {
-		return cw.chatEvent(ev, data)
+		return cw.chatEvent(ev, data), nil
 	}
-	return cw.responsesEvent(ev, data)
+	return cw.responsesEvent(ev, data), nil
 }
 
 func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
@@ -278,7 +226,7 @@ func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
 	if bytes.Equal(out, data) {
 		return ev
 	}
-	return replaceData(ev, data, out)
+	return sse.ReplaceData(ev, data, out)
 }
 
 func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
@@ -370,7 +318,7 @@ func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
 		out, _ = sjson.SetBytes(out, "sequence_number", seq.Int()+cw.offset)
 	}
 	if !bytes.Equal(out, data) {
-		ev = replaceData(ev, data, out)
+		ev = sse.ReplaceData(ev, data, out)
 	}
 	b = append(b, ev...)
 	emit(post, true)

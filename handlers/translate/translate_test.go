@@ -1,8 +1,7 @@
-package handlers
+package translate
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -79,7 +78,7 @@ func TestResponsesToChat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := responsesToChat([]byte(tt.in))
+			got, err := ResponsesToChat([]byte(tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,19 +103,19 @@ func TestResponsesToChatErrors(t *testing.T) {
 		{`{"model":"m","input":[{"role":"system","content":[{"type":"input_image","image_url":"x"}]}]}`, "input[0].content: only user messages"},
 	}
 	for _, tt := range tests {
-		_, err := responsesToChat([]byte(tt.in))
+		_, err := ResponsesToChat([]byte(tt.in))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.field) {
 			t.Errorf("%s: error %v, want one starting %q", tt.in, err, tt.field)
 		}
 	}
 }
 
-// translate runs a chat answer through chatToResponses into a recorder, one
+// translateAnswer runs a chat answer through ChatToResponses into a recorder, one
 // Write per element of parts.
-func translate(t *testing.T, contentType string, status int, parts ...string) (*httptest.ResponseRecorder, *chatToResponses) {
+func translateAnswer(t *testing.T, contentType string, status int, parts ...string) (*httptest.ResponseRecorder, *ChatToResponses) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	cw := newChatToResponses(rec, newResponsesEcho([]byte(`{"instructions":"Be brief.","max_output_tokens":100,"metadata":{"k":"v"}}`)), "gen-1", "m-up")
+	cw := NewChatToResponses(rec, NewEcho([]byte(`{"instructions":"Be brief.","max_output_tokens":100,"metadata":{"k":"v"}}`)), "gen-1", "m-up")
 	cw.Header().Set("Content-Type", contentType)
 	cw.Header().Set("Content-Length", "999")
 	cw.WriteHeader(status)
@@ -125,7 +124,7 @@ func translate(t *testing.T, contentType string, status int, parts ...string) (*
 			t.Fatal(err)
 		}
 	}
-	cw.finish(nil)
+	cw.Finish(nil)
 	return rec, cw
 }
 
@@ -135,7 +134,7 @@ func TestChatToResponsesJSON(t *testing.T) {
 			"annotations":[{"type":"url_citation","url_citation":{"url":"https://x.test","title":"Café","content":"Le café","start_index":6,"end_index":28}}],
 			"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Nice\"}"}}]}}],
 		"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`
-	rec, _ := translate(t, "application/json", http.StatusOK, chat[:40], chat[40:])
+	rec, _ := translateAnswer(t, "application/json", http.StatusOK, chat[:40], chat[40:])
 	if rec.Header().Get("Content-Length") != "" {
 		t.Errorf("Content-Length %q kept for a converted body", rec.Header().Get("Content-Length"))
 	}
@@ -159,7 +158,7 @@ func TestChatToResponsesJSON(t *testing.T) {
 		`{"input_tokens":12,"input_tokens_details":{"cached_tokens":4},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":19}`)
 
 	// Cut by max tokens: incomplete.
-	rec, _ = translate(t, "application/json", http.StatusOK,
+	rec, _ = translateAnswer(t, "application/json", http.StatusOK,
 		`{"choices":[{"finish_reason":"length","message":{"role":"assistant","content":"Half"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
 	j = gjson.Parse(rec.Body.String())
 	if j.Get("status").Str != "incomplete" || j.Get("incomplete_details.reason").Str != "max_output_tokens" ||
@@ -179,7 +178,7 @@ func TestChatToResponsesPassesFailuresThrough(t *testing.T) {
 		{"application/json", http.StatusOK, `{"id":"x","object":"list"}`},
 		{"application/json", http.StatusOK, `{"choices":[{"message":{"content":"cut`},
 	} {
-		rec, _ := translate(t, tt.ct, tt.status, tt.body)
+		rec, _ := translateAnswer(t, tt.ct, tt.status, tt.body)
 		if rec.Code != tt.status || rec.Body.String() != tt.body {
 			t.Errorf("%d %q became %d %q", tt.status, tt.body, rec.Code, rec.Body.String())
 		}
@@ -201,7 +200,8 @@ var chatStream = []string{
 	`[DONE]`,
 }
 
-func sse(data ...string) []string {
+// chatEvents makes stream events of data payloads.
+func chatEvents(data ...string) []string {
 	out := make([]string, len(data))
 	for i, d := range data {
 		out[i] = "data: " + d + "\n\n"
@@ -238,10 +238,10 @@ func TestChatToResponsesStream(t *testing.T) {
 	// Event by event: each chunk's events are written before the next chunk
 	// arrives.
 	rec := httptest.NewRecorder()
-	cw := newChatToResponses(rec, newResponsesEcho(nil), "gen-2", "m-up")
+	cw := NewChatToResponses(rec, NewEcho(nil), "gen-2", "m-up")
 	cw.Header().Set("Content-Type", "text/event-stream")
 	cw.WriteHeader(http.StatusOK)
-	for i, ev := range sse(chatStream...) {
+	for i, ev := range chatEvents(chatStream...) {
 		if _, err := cw.Write([]byte(ev)); err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestChatToResponsesStream(t *testing.T) {
 			t.Fatalf("first delta not forwarded at once: %s", rec.Body.String())
 		}
 	}
-	cw.finish(nil)
+	cw.Finish(nil)
 	if !rec.Flushed {
 		t.Error("stream never flushed")
 	}
@@ -283,12 +283,12 @@ func TestChatToResponsesStream(t *testing.T) {
 	}
 
 	// Byte by byte, cutting through multi-byte characters: the same text.
-	whole := strings.Join(sse(chatStream...), "")
+	whole := strings.Join(chatEvents(chatStream...), "")
 	parts := make([]string, 0, len(whole))
 	for i := range len(whole) {
 		parts = append(parts, whole[i:i+1])
 	}
-	rec2, _ := translate(t, "text/event-stream", http.StatusOK, parts...)
+	rec2, _ := translateAnswer(t, "text/event-stream", http.StatusOK, parts...)
 	types2, final2 := checkTranslatedStream(t, rec2.Body.String())
 	if !reflect.DeepEqual(types2, want) || final2.Get("response.output.0.content.0.text").Str != text ||
 		!utf8.ValidString(rec2.Body.String()) {
@@ -298,7 +298,7 @@ func TestChatToResponsesStream(t *testing.T) {
 
 func TestChatToResponsesStreamEnds(t *testing.T) {
 	// Cut by max tokens.
-	rec, _ := translate(t, "text/event-stream", http.StatusOK, sse(
+	rec, _ := translateAnswer(t, "text/event-stream", http.StatusOK, chatEvents(
 		`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`,
 		`{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
 		`[DONE]`)...)
@@ -308,7 +308,7 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 	}
 
 	// An error chunk: an error event, then response.failed; nothing after.
-	rec, _ = translate(t, "text/event-stream", http.StatusOK, sse(
+	rec, _ = translateAnswer(t, "text/event-stream", http.StatusOK, chatEvents(
 		`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`,
 		`{"error":{"code":502,"message":"upstream fell over"},"choices":[{"delta":{"content":""},"finish_reason":"error"}]}`,
 		`{"choices":[{"delta":{"content":"late"}}]}`,
@@ -325,7 +325,7 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 	}
 
 	// Finished without [DONE]: completed once the proxy returned cleanly.
-	rec, _ = translate(t, "text/event-stream", http.StatusOK, sse(
+	rec, _ = translateAnswer(t, "text/event-stream", http.StatusOK, chatEvents(
 		`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`,
 		`{"choices":[{"delta":{},"finish_reason":"stop"}]}`)...)
 	if _, final = checkTranslatedStream(t, rec.Body.String()); final.Get("type").Str != "response.completed" {
@@ -333,7 +333,7 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 	}
 
 	// [DONE] alone: an empty, completed response.
-	rec, _ = translate(t, "text/event-stream", http.StatusOK, sse(`[DONE]`)...)
+	rec, _ = translateAnswer(t, "text/event-stream", http.StatusOK, chatEvents(`[DONE]`)...)
 	if types, final = checkTranslatedStream(t, rec.Body.String()); strings.Join(types, " ") != "response.created response.in_progress response.completed" ||
 		final.Get("response.output").Raw != "[]" || final.Get("response.id").Str != "gen-1" {
 		t.Errorf("empty stream: %v %s", types, final.Raw)
@@ -341,12 +341,12 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 
 	// Cut mid-answer: left open, for the meter's response.failed.
 	rec = httptest.NewRecorder()
-	cw := newChatToResponses(rec, nil, "g", "m")
+	cw := NewChatToResponses(rec, nil, "g", "m")
 	cw.Header().Set("Content-Type", "text/event-stream")
-	for _, ev := range sse(`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`) {
+	for _, ev := range chatEvents(`{"created":1,"model":"m","choices":[{"delta":{"content":"a"}}]}`) {
 		_, _ = cw.Write([]byte(ev))
 	}
-	cw.finish(http.ErrAbortHandler)
+	cw.Finish(http.ErrAbortHandler)
 	if strings.Contains(rec.Body.String(), "response.completed") || strings.Contains(rec.Body.String(), "[DONE]") {
 		t.Errorf("a cut stream was completed: %s", rec.Body.String())
 	}
@@ -362,7 +362,7 @@ func TestChatTranslationMatchesNative(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		req := strings.Replace(body, "%s", map[bool]string{false: "", true: `,"stream":true`}[stream], 1)
 		native := mockPost(t, srv, "/v1/responses", req)
-		chatBody, err := responsesToChat([]byte(req))
+		chatBody, err := ResponsesToChat([]byte(req))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +370,7 @@ func TestChatTranslationMatchesNative(t *testing.T) {
 		if native.status != 200 || chat.status != 200 {
 			t.Fatalf("%d %s / %d %s", native.status, native.body, chat.status, chat.body)
 		}
-		rec, _ := translate(t, chat.header.Get("Content-Type"), chat.status, chat.body)
+		rec, _ := translateAnswer(t, chat.header.Get("Content-Type"), chat.status, chat.body)
 		got, want := gjson.Parse(rec.Body.String()), gjson.Parse(native.body)
 		if stream {
 			var nt, tt []string
@@ -398,53 +398,6 @@ func jsonSame(a, b string) bool {
 	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
 
-func TestRouteTranslatesPerAttempt(t *testing.T) {
-	chatOnly := testProvider("chatty", "http", "chat.test", "chat.test:80", "/v1", "c-model", "k1")
-	chatOnly.API = "chat"
-	native := testProvider("native", "https", "resp.test", "resp.test:443", "/api", "r-model", "k2")
-	m := testModel("m", 0, chatOnly, native)
-	newRoute := func(body string, attempts ...Attempt) *Route {
-		return &Route{Kind: "responses", Attempts: attempts, body: []byte(body), uri: "/responses?x=1"}
-	}
-	a1, a2 := Attempt{Model: m, Provider: chatOnly, Key: "k1"}, Attempt{Model: m, Provider: native, Key: "k2"}
-
-	rt := newRoute(`{"model":"m","input":"Hi","max_output_tokens":5}`, a1, a2)
-	if err := rt.translateFor(); err != nil {
-		t.Fatal(err)
-	}
-	r, _ := http.NewRequest(http.MethodPost, "/api/v1/responses?x=1", nil)
-	for i, want := range []struct{ uri, body string }{
-		{"/v1/chat/completions?x=1", `{"model":"c-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":5}`},
-		{"/api/responses?x=1", `{"model":"r-model","input":"Hi","max_output_tokens":5}`},
-	} {
-		if err := rt.apply(r, i); err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(r.Body)
-		uri, _ := rt.placeholder("tollgate.upstream.uri")
-		if uri != want.uri || rt.translate != (i == 0) || r.ContentLength != int64(len(body)) {
-			t.Errorf("attempt %d: uri %v translate %v length %d", i, uri, rt.translate, r.ContentLength)
-		}
-		jsonEqual(t, body, want.body)
-	}
-
-	// No chat form: only providers that speak Responses serve it.
-	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1, a2)
-	if err := rt.translateFor(); err != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider != native {
-		t.Errorf("mixed providers: %v %v", err, rt.Attempts)
-	}
-	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1)
-	if err := rt.translateFor(); err == nil || err.Status != http.StatusBadRequest || !strings.HasPrefix(err.Message, "previous_response_id:") {
-		t.Errorf("chat-only providers: %v", err)
-	}
-	// Chat completions requests are never translated.
-	rt = newRoute(`{"model":"m","messages":[]}`, a1)
-	rt.Kind = "chat"
-	if err := rt.translateFor(); err != nil || rt.chatBody != nil {
-		t.Errorf("chat request: %v %s", err, rt.chatBody)
-	}
-}
-
 // FuzzResponsesToChat: any body translates or fails with an error, and a
 // translation is a JSON object with messages.
 func FuzzResponsesToChat(f *testing.F) {
@@ -458,7 +411,7 @@ func FuzzResponsesToChat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := responsesToChat(body)
+		out, err := ResponsesToChat(body)
 		if err != nil {
 			return
 		}
@@ -471,19 +424,19 @@ func FuzzResponsesToChat(f *testing.F) {
 // FuzzChatToResponsesStream: any chat stream, cut anywhere, converts
 // without panicking, and every event it writes is numbered in order.
 func FuzzChatToResponsesStream(f *testing.F) {
-	f.Add(strings.Join(sse(chatStream...), ""), 7)
+	f.Add(strings.Join(chatEvents(chatStream...), ""), 7)
 	f.Add("data: {\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n", 3)
 	f.Add("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1},{\"index\":2,\"function\":{\"arguments\":\"{\"}}]}}]}\n\n", 1)
 	f.Fuzz(func(t *testing.T, stream string, cut int) {
 		rec := httptest.NewRecorder()
-		cw := newChatToResponses(rec, nil, "g", "m")
+		cw := NewChatToResponses(rec, nil, "g", "m")
 		cw.Header().Set("Content-Type", "text/event-stream")
 		if cut < 0 || cut > len(stream) {
 			cut = len(stream) / 2
 		}
 		_, _ = cw.Write([]byte(stream[:cut]))
 		_, _ = cw.Write([]byte(stream[cut:]))
-		cw.finish(nil)
+		cw.Finish(nil)
 		seq := int64(0)
 		for ev := range strings.SplitSeq(rec.Body.String(), "\n\n") {
 			i := strings.Index(ev, "data: ")
@@ -502,38 +455,17 @@ func FuzzChatToResponsesStream(f *testing.F) {
 	})
 }
 
-// The gateway's own response.failed is numbered after the events sent (0
-// when none was) and carries the full Responses object.
-func TestMeterResponsesStreamErrorEvent(t *testing.T) {
-	route := &Route{Model: testModel("m", 0), Provider: testProvider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
-		body: []byte(`{"model":"m","input":"x","instructions":"Be brief.","max_output_tokens":9}`)}
-	for _, tt := range []struct {
-		before string
-		seq    int64
-	}{
-		{"", 0},
-		{"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n" +
-			"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1}\n\n", 2},
-	} {
-		rec := httptest.NewRecorder()
-		mw := newMeterWriter(rec, "responses")
-		mw.genID = "gen-x"
-		mw.Header().Set("Content-Type", "text/event-stream")
-		mw.WriteHeader(http.StatusOK)
-		if _, err := mw.Write([]byte(tt.before)); err != nil {
-			t.Fatal(err)
-		}
-		if err := mw.sendStreamError(route, http.StatusBadGateway, "broke"); err != nil {
-			t.Fatal(err)
-		}
-		events := mockParseSSE(t, rec.Body.String())
-		failed := gjson.Parse(events[len(events)-2].data)
-		r := failed.Get("response")
-		if failed.Get("type").Str != "response.failed" || failed.Get("sequence_number").Int() != tt.seq ||
-			r.Get("id").Str != "gen-x" || r.Get("status").Str != "failed" || r.Get("error.message").Str != "broke" ||
-			r.Get("instructions").Str != "Be brief." || r.Get("max_output_tokens").Int() != 9 || r.Get("tools").Raw != "[]" ||
-			!r.Get("parallel_tool_calls").Exists() || events[len(events)-1].data != "[DONE]" {
-			t.Errorf("after %q: %s", tt.before, rec.Body.String())
-		}
+// The X vendor's item counts survive the translation of its chat usage,
+// so that X search is charged on a translated request too.
+func TestChatToResponsesKeepsXSearchUsage(t *testing.T) {
+	cw := NewChatToResponses(nil, nil, "gen-1", "grok")
+	out, ok := cw.convertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":3,"completion_tokens":2,"x_search_usage":{"posts_fetched":3,"profiles_fetched":1}}}`))
+	if !ok || gjson.GetBytes(out, "usage.x_search_usage.posts_fetched").Int() != 3 || gjson.GetBytes(out, "usage.x_search_usage.profiles_fetched").Int() != 1 {
+		t.Fatalf("%s", out)
+	}
+	out, _ = cw.convertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
+	if gjson.GetBytes(out, "usage.x_search_usage").Exists() {
+		t.Fatalf("%s", out)
 	}
 }

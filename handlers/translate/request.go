@@ -1,4 +1,8 @@
-package handlers
+// Package translate serves the Responses API with providers that speak only
+// Chat Completions: it translates a Responses request into a chat request
+// (ResponsesToChat) and the chat answer, plain or streamed, back into a
+// Responses answer (ChatToResponses).
+package translate
 
 import (
 	"encoding/json"
@@ -10,7 +14,7 @@ import (
 
 // Responses -> Chat Completions, the request side of serving
 // POST /responses with a provider that speaks only Chat Completions
-// (catalog.APIChat). The answer is translated back by chatToResponses.
+// (catalog.APIChat). The answer is translated back by ChatToResponses.
 //
 // Translated: instructions (a system message first), input (a string, or
 // message items with roles user, system, developer (sent as system) and
@@ -101,9 +105,9 @@ var copiedFields = []struct {
 	{"reasoning.effort", func(c *chatRequestOut) *json.RawMessage { return &c.ReasoningEffort }},
 }
 
-// responsesToChat translates a Responses request body into a chat
+// ResponsesToChat translates a Responses request body into a chat
 // completions body. An error names the field that has no chat form.
-func responsesToChat(body []byte) ([]byte, error) {
+func ResponsesToChat(body []byte) ([]byte, error) {
 	req := gjson.ParseBytes(body)
 	if !req.IsObject() {
 		return nil, fmt.Errorf("request body must be a JSON object")

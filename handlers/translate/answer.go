@@ -1,20 +1,22 @@
-package handlers
+package translate
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
+	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
-// chatToResponses is the answer side of a translated Responses request: it
+// now is the clock of the answers' dates.
+var now = time.Now
+
+// ChatToResponses is the answer side of a translated Responses request: it
 // sits between reverse_proxy (which writes the chat-only provider's answer)
 // and the meter's writer, which then sees a Responses answer exactly as
 // from a provider that speaks Responses.
@@ -31,22 +33,19 @@ import (
 //     A chunk carrying an error becomes an "error" event and
 //     response.failed. A stream cut without [DONE] is left open for the
 //     meter, which ends it with response.failed.
-//   - A JSON answer is converted once complete (finish), into the meter's
+//   - A JSON answer is converted once complete (Finish), into the meter's
 //     buffer.
 //   - Error statuses and bodies that are not a chat completion pass
 //     through unchanged, so that the meter's fallback and error rules
 //     apply to them as to any provider's.
-type chatToResponses struct {
-	caddyhttp.ResponseWriterWrapper
-	echo  *responsesEcho
+type ChatToResponses struct {
+	sse.Writer
+	echo  *Echo
 	id    string // the response id: the gateway's generation id
 	model string // the provider's model id, until the answer names one
 
-	mode   writerMode
-	status int          // the provider's status
-	buf    bytes.Buffer // JSON mode: the body; stream mode: a partial event
-
 	// Stream state.
+	out          []byte // the events one chunk became
 	seq          int64
 	created      int64
 	started      bool // response.created sent
@@ -57,7 +56,7 @@ type chatToResponses struct {
 	nextIndex    int // the next output_index
 	finishReason string
 	usage        gjson.Result
-	err          error // a write to the meter's writer failed
+	err          error // an event could not be encoded
 }
 
 // streamMessage is the assistant message item being streamed.
@@ -75,100 +74,64 @@ type streamCall struct {
 	args             strings.Builder
 }
 
-func newChatToResponses(w http.ResponseWriter, echo *responsesEcho, id, model string) *chatToResponses {
-	return &chatToResponses{
-		ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
-		echo:                  echo, id: id, model: model, callIdx: map[int64]*streamCall{},
-	}
+// NewChatToResponses translates the chat answer written to it into the
+// Responses answer with the given id, written to w; echo holds the
+// request's fields the answer repeats (nil: their defaults), model the
+// provider's model id until the answer names one. A held JSON answer is
+// bounded by the Limit of the embedded sse.Writer.
+func NewChatToResponses(w http.ResponseWriter, echo *Echo, id, model string) *ChatToResponses {
+	cw := &ChatToResponses{echo: echo, id: id, model: model, callIdx: map[int64]*streamCall{}}
+	cw.Init(w, cw)
+	return cw
 }
 
-// WriteHeader picks the conversion by status and content type.
-func (cw *chatToResponses) WriteHeader(status int) {
-	if cw.mode != modeUndecided || interim(status) {
-		return
-	}
-	cw.status = status
+// Decide implements sse.Hooks: streams are converted, JSON answers held,
+// error statuses passed. The converted body has another length; the meter
+// sets it.
+func (cw *ChatToResponses) Decide(status int) sse.Mode {
+	cw.Header().Del("Content-Length")
 	switch {
 	case status >= 400:
-		cw.mode = modeError
+		return sse.Pass
 	case strings.HasPrefix(cw.Header().Get("Content-Type"), "text/event-stream"):
-		cw.mode = modeStream
-	default:
-		cw.mode = modeJSON
-		// The converted body has another length; the meter sets it.
-		cw.Header().Del("Content-Length")
-		return
+		return sse.Stream
 	}
-	cw.Header().Del("Content-Length")
-	cw.ResponseWriter.WriteHeader(status)
+	return sse.Hold
 }
 
-// Write implements io.Writer.
-func (cw *chatToResponses) Write(p []byte) (int, error) {
-	if cw.mode == modeUndecided {
-		cw.WriteHeader(http.StatusOK)
-	}
-	switch cw.mode {
-	case modeError:
-		return cw.ResponseWriter.Write(p)
-	case modeJSON:
-		if cw.buf.Len()+len(p) > maxBufferedBody {
-			return 0, errBodyTooLarge
-		}
-		return cw.buf.Write(p)
-	}
-	cw.buf.Write(p)
-	for {
-		ev, rest, ok := cutEvent(cw.buf.Bytes())
-		if !ok {
-			break
-		}
-		cw.chunk(eventData(ev))
-		if cw.err != nil {
-			return 0, cw.err
-		}
-		n := copy(cw.buf.Bytes(), rest)
-		cw.buf.Truncate(n)
-	}
-	return len(p), nil
+// Event implements sse.Hooks: one chat chunk becomes its Responses events.
+func (cw *ChatToResponses) Event(ev []byte) ([]byte, error) {
+	cw.out = cw.out[:0]
+	cw.chunk(sse.Data(ev))
+	return cw.out, cw.err
 }
 
-// ReadFrom makes sure every byte goes through Write.
-func (cw *chatToResponses) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(writerOnly{cw}, r)
-}
-
-// FlushError flushes converted stream events; JSON answers are sent by
-// finish.
-func (cw *chatToResponses) FlushError() error {
-	if cw.mode == modeJSON {
-		return nil
-	}
-	return http.NewResponseController(cw.ResponseWriter).Flush()
-}
-
-// finish runs once reverse_proxy returned. It converts a buffered JSON
+// Finish runs once reverse_proxy returned. It converts a held JSON
 // answer; a body that is not a chat completion object passes unchanged
 // (the meter reports it as an invalid answer). A stream that ended cleanly
 // after its finish_reason but without [DONE] is completed.
-func (cw *chatToResponses) finish(proxyErr error) {
-	if cw.mode == modeStream && proxyErr == nil && cw.started && !cw.closed && cw.finishReason != "" && cw.err == nil {
-		cw.chunk([]byte("[DONE]"))
+func (cw *ChatToResponses) Finish(proxyErr error) {
+	if cw.Mode == sse.Stream && proxyErr == nil && cw.started && !cw.closed && cw.finishReason != "" && !cw.failed() {
+		out, _ := cw.Event([]byte("data: [DONE]\n\n"))
+		_ = cw.Send(out)
 		return
 	}
-	if cw.mode != modeJSON {
+	if cw.Mode != sse.Hold {
 		return
 	}
-	body := cw.buf.Bytes()
+	body := cw.Body.Bytes()
 	if out, ok := cw.convertJSON(body); ok {
 		body = out
 	}
-	cw.ResponseWriter.WriteHeader(cw.status)
-	_, _ = cw.ResponseWriter.Write(body)
+	cw.ResponseWriter.WriteHeader(cw.Status)
+	_ = cw.Send(body)
 }
 
+// failed reports whether the stream can go on no further.
+func (cw *ChatToResponses) failed() bool { return cw.err != nil || cw.SendErr != nil }
+
 // convertJSON turns a chat completion into a Responses object.
-func (cw *chatToResponses) convertJSON(body []byte) ([]byte, bool) {
+func (cw *ChatToResponses) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
@@ -221,15 +184,15 @@ func responseStatus(finish string) (string, map[string]string) {
 }
 
 // chunk converts one chat stream event.
-func (cw *chatToResponses) chunk(data []byte) {
-	if data == nil || cw.err != nil {
+func (cw *ChatToResponses) chunk(data []byte) {
+	if data == nil || cw.failed() {
 		return
 	}
-	if bytes.Equal(data, []byte("[DONE]")) {
+	if sse.IsDone(data) {
 		if !cw.closed {
 			cw.complete()
 		}
-		cw.raw([]byte("data: [DONE]\n\n"))
+		cw.out = append(cw.out, "data: [DONE]\n\n"...)
 		return
 	}
 	if cw.closed {
@@ -274,7 +237,7 @@ func (cw *chatToResponses) chunk(data []byte) {
 
 // start sends response.created and response.in_progress, dated by the
 // first chunk.
-func (cw *chatToResponses) start(first gjson.Result) {
+func (cw *ChatToResponses) start(first gjson.Result) {
 	if m := first.Get("model").Str; m != "" {
 		cw.model = m
 	}
@@ -289,7 +252,7 @@ func (cw *chatToResponses) start(first gjson.Result) {
 }
 
 // message starts the message item on first use.
-func (cw *chatToResponses) message() *streamMessage {
+func (cw *ChatToResponses) message() *streamMessage {
 	if cw.msg != nil {
 		return cw.msg
 	}
@@ -304,7 +267,7 @@ func (cw *chatToResponses) message() *streamMessage {
 }
 
 // toolCallDelta handles one element of delta.tool_calls.
-func (cw *chatToResponses) toolCallDelta(tc gjson.Result) {
+func (cw *ChatToResponses) toolCallDelta(tc gjson.Result) {
 	idx := tc.Get("index").Int()
 	call, ok := cw.callIdx[idx]
 	if !ok {
@@ -323,7 +286,7 @@ func (cw *chatToResponses) toolCallDelta(tc gjson.Result) {
 }
 
 // complete closes the open items and the response.
-func (cw *chatToResponses) complete() {
+func (cw *ChatToResponses) complete() {
 	if !cw.started {
 		// [DONE] without any chunk: nothing was generated.
 		cw.start(gjson.Result{})
@@ -362,7 +325,7 @@ func (cw *chatToResponses) complete() {
 
 // fail ends the stream after an error chunk: an error event, then
 // response.failed (with the usage, if the provider reported it).
-func (cw *chatToResponses) fail(e gjson.Result) {
+func (cw *ChatToResponses) fail(e gjson.Result) {
 	// The event's code is a string (the schema's); a chat error's code
 	// may be a number.
 	code := "server_error"
@@ -380,8 +343,11 @@ func (cw *chatToResponses) fail(e gjson.Result) {
 	cw.closed = true
 }
 
-// send writes one event with the next sequence number.
-func (cw *chatToResponses) send(ev map[string]any) {
+// send adds one event, with the next sequence number, to out.
+func (cw *ChatToResponses) send(ev map[string]any) {
+	if cw.err != nil {
+		return
+	}
 	ev["sequence_number"] = cw.seq
 	cw.seq++
 	data, err := json.Marshal(ev)
@@ -390,21 +356,13 @@ func (cw *chatToResponses) send(ev map[string]any) {
 		return
 	}
 	typ, _ := ev["type"].(string)
-	b := make([]byte, 0, len(data)+len(typ)+16)
-	b = append(append(append(b, "event: "...), typ...), "\ndata: "...)
-	b = append(append(b, data...), "\n\n"...)
-	cw.raw(b)
+	b := append(append(cw.out, "event: "...), typ...)
+	b = append(append(append(b, "\ndata: "...), data...), "\n\n"...)
+	cw.out = b
 }
 
-func (cw *chatToResponses) raw(b []byte) {
-	if cw.err != nil {
-		return
-	}
-	_, cw.err = cw.ResponseWriter.Write(b)
-}
-
-// responsesEcho are the request's fields a Responses object repeats.
-type responsesEcho struct {
+// Echo are the request's fields a Responses object repeats.
+type Echo struct {
 	Instructions      json.RawMessage
 	MaxOutputTokens   json.RawMessage
 	Metadata          json.RawMessage
@@ -416,15 +374,15 @@ type responsesEcho struct {
 	Text              json.RawMessage
 }
 
-// newResponsesEcho reads the echoed fields of a Responses request.
-func newResponsesEcho(body []byte) *responsesEcho {
+// NewEcho reads the echoed fields of a Responses request.
+func NewEcho(body []byte) *Echo {
 	get := func(path, def string) json.RawMessage {
 		if v := gjson.GetBytes(body, path); v.Exists() && v.Type != gjson.Null {
 			return json.RawMessage(v.Raw)
 		}
 		return json.RawMessage(def)
 	}
-	return &responsesEcho{
+	return &Echo{
 		Instructions:      get("instructions", "null"),
 		MaxOutputTokens:   get("max_output_tokens", "null"),
 		Metadata:          get("metadata", "{}"),
@@ -437,9 +395,9 @@ func newResponsesEcho(body []byte) *responsesEcho {
 	}
 }
 
-// translatedResponse is the Responses object of a translated answer, with
-// every field the public SDKs' schemas require.
-type translatedResponse struct {
+// Response is the Responses object of a translated answer, with every
+// field the public SDKs' schemas require.
+type Response struct {
 	ID                 string          `json:"id"`
 	Object             string          `json:"object"`
 	CreatedAt          int64           `json:"created_at"`
@@ -480,12 +438,12 @@ type respUsage struct {
 }
 
 // responseObject builds the Responses object; u is the chat usage, if any.
-func (cw *chatToResponses) responseObject(created int64, status string, incomplete map[string]string, output []any, u gjson.Result) *translatedResponse {
+func (cw *ChatToResponses) responseObject(created int64, status string, incomplete map[string]string, output []any, u gjson.Result) *Response {
 	e := cw.echo
 	if e == nil {
-		e = newResponsesEcho(nil)
+		e = NewEcho(nil)
 	}
-	obj := &translatedResponse{
+	obj := &Response{
 		ID: cw.id, Object: "response", CreatedAt: created, Model: cw.model, Status: status,
 		Instructions: e.Instructions, MaxOutputTokens: e.MaxOutputTokens, Metadata: e.Metadata, Output: output,
 		ParallelToolCalls: e.ParallelToolCalls, Temperature: e.Temperature, TopP: e.TopP,
@@ -517,14 +475,11 @@ func (cw *chatToResponses) responseObject(created int64, status string, incomple
 	return obj
 }
 
-// failedResponse is the Responses object of a response.failed event the
+// FailedResponse is the Responses object of a response.failed event the
 // gateway sends itself when a stream breaks, with every field the SDKs'
 // schemas require.
-func failedResponse(route *Route, id string, created int64, msg string) *translatedResponse {
-	cw := &chatToResponses{echo: route.echo, id: id, model: route.Model.ID}
-	if cw.echo == nil {
-		cw.echo = newResponsesEcho(route.body)
-	}
+func FailedResponse(echo *Echo, id, model string, created int64, msg string) *Response {
+	cw := &ChatToResponses{echo: echo, id: id, model: model}
 	obj := cw.responseObject(created, "failed", nil, []any{}, gjson.Result{})
 	obj.Error = map[string]any{"code": "server_error", "message": msg}
 	return obj

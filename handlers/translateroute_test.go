@@ -1,0 +1,127 @@
+package handlers
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+)
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(t *testing.T, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got invalid JSON %s: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("want invalid JSON %s: %v", want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestRouteTranslatesPerAttempt(t *testing.T) {
+	chatOnly := testProvider("chatty", "http", "chat.test", "chat.test:80", "/v1", "c-model", "k1")
+	chatOnly.API = "chat"
+	native := testProvider("native", "https", "resp.test", "resp.test:443", "/api", "r-model", "k2")
+	m := testModel("m", 0, chatOnly, native)
+	newRoute := func(body string, attempts ...Attempt) *Route {
+		return &Route{Kind: "responses", Attempts: attempts, body: []byte(body), uri: "/responses?x=1"}
+	}
+	a1, a2 := Attempt{Model: m, Provider: chatOnly, Key: "k1"}, Attempt{Model: m, Provider: native, Key: "k2"}
+
+	rt := newRoute(`{"model":"m","input":"Hi","max_output_tokens":5}`, a1, a2)
+	if err := rt.translateFor(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodPost, "/api/v1/responses?x=1", nil)
+	for i, want := range []struct{ uri, body string }{
+		{"/v1/chat/completions?x=1", `{"model":"c-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":5}`},
+		{"/api/responses?x=1", `{"model":"r-model","input":"Hi","max_output_tokens":5}`},
+	} {
+		if err := rt.apply(r, i); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(r.Body)
+		uri, _ := rt.placeholder("tollgate.upstream.uri")
+		if uri != want.uri || rt.translate != (i == 0) || r.ContentLength != int64(len(body)) {
+			t.Errorf("attempt %d: uri %v translate %v length %d", i, uri, rt.translate, r.ContentLength)
+		}
+		jsonEqual(t, body, want.body)
+	}
+
+	// No chat form: only providers that speak Responses serve it.
+	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1, a2)
+	if err := rt.translateFor(); err != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider != native {
+		t.Errorf("mixed providers: %v %v", err, rt.Attempts)
+	}
+	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1)
+	if err := rt.translateFor(); err == nil || err.Status != http.StatusBadRequest || !strings.HasPrefix(err.Message, "previous_response_id:") {
+		t.Errorf("chat-only providers: %v", err)
+	}
+	// Chat completions requests are never translated.
+	rt = newRoute(`{"model":"m","messages":[]}`, a1)
+	rt.Kind = "chat"
+	if err := rt.translateFor(); err != nil || rt.chatBody != nil {
+		t.Errorf("chat request: %v %s", err, rt.chatBody)
+	}
+}
+
+// The gateway's own response.failed is numbered after the events sent (0
+// when none was) and carries the full Responses object.
+func TestMeterResponsesStreamErrorEvent(t *testing.T) {
+	route := &Route{Model: testModel("m", 0), Provider: testProvider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
+		body: []byte(`{"model":"m","input":"x","instructions":"Be brief.","max_output_tokens":9}`)}
+	for _, tt := range []struct {
+		before string
+		seq    int64
+	}{
+		{"", 0},
+		{"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n" +
+			"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1}\n\n", 2},
+	} {
+		rec := httptest.NewRecorder()
+		mw := newMeterWriter(rec, "responses")
+		mw.genID = "gen-x"
+		mw.Header().Set("Content-Type", "text/event-stream")
+		mw.WriteHeader(http.StatusOK)
+		if _, err := mw.Write([]byte(tt.before)); err != nil {
+			t.Fatal(err)
+		}
+		if err := mw.sendStreamError(route, http.StatusBadGateway, "broke"); err != nil {
+			t.Fatal(err)
+		}
+		events := streamData(rec.Body.String())
+		failed := gjson.Parse(events[len(events)-2])
+		r := failed.Get("response")
+		if failed.Get("type").Str != "response.failed" || failed.Get("sequence_number").Int() != tt.seq ||
+			r.Get("id").Str != "gen-x" || r.Get("status").Str != "failed" || r.Get("error.message").Str != "broke" ||
+			r.Get("instructions").Str != "Be brief." || r.Get("max_output_tokens").Int() != 9 || r.Get("tools").Raw != "[]" ||
+			!r.Get("parallel_tool_calls").Exists() || events[len(events)-1] != "[DONE]" {
+			t.Errorf("after %q: %s", tt.before, rec.Body.String())
+		}
+	}
+}
+
+// streamData returns the data of each complete event of a stream.
+func streamData(body string) []string {
+	var out []string
+	b := []byte(body)
+	for {
+		ev, rest, ok := sse.CutEvent(b)
+		if !ok {
+			return out
+		}
+		out = append(out, string(sse.Data(ev)))
+		b = rest
+	}
+}
