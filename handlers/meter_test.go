@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
@@ -675,7 +676,9 @@ func TestMeterClientAbort(t *testing.T) {
 			if res.body != strings.Join(sent, "") {
 				t.Errorf("client got %q", res.body)
 			}
-			usage := billing.Usage{PromptTokens: billing.EstimateTokens(len(forUpstream(body))), CompletionTokens: int64((delivered + 3) / 4)}
+			// Estimated on the body the provider received, which asks for usage.
+			upstream, _ := sjson.Set(forUpstream(body), "stream_options.include_usage", true)
+			usage := billing.Usage{PromptTokens: billing.EstimateTokens(len(upstream)), CompletionTokens: int64((delivered + 3) / 4)}
 			if usage.CompletionTokens != 6 {
 				t.Fatalf("completion estimate %d", usage.CompletionTokens)
 			}

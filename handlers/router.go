@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
@@ -170,9 +169,16 @@ func withQuery(path string, r *http.Request) string {
 	return path
 }
 
-// gatewayFields are request fields for the gateway only: they select
-// models and providers and are not sent upstream.
-var gatewayFields = []string{"models", "provider", "route"}
+// routeKindOf is the Route.Kind of an inference path.
+func routeKindOf(sub string) string {
+	switch sub {
+	case "/chat/completions":
+		return "chat"
+	case "/responses":
+		return "responses"
+	}
+	return "other"
+}
 
 // route finds the request's model (and its `models` fallbacks) in the
 // catalog and lists the provider endpoints to try, filtered by the
@@ -232,23 +238,16 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 		}
 		return nil, newError(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	for _, name := range gatewayFields {
-		if _, ok := f.get(name); ok {
-			body, _ = sjson.DeleteBytes(body, name)
-		}
+	kind := routeKindOf(sub)
+	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
+		return nil, apiErr
 	}
 	route := &Route{
 		Attempts: attempts,
-		Kind:     "other",
+		Kind:     kind,
 		Stream:   field("stream").Bool(),
 		User:     field("user").Str,
 		body:     body,
-	}
-	switch sub {
-	case "/chat/completions":
-		route.Kind = "chat"
-	case "/responses":
-		route.Kind = "responses"
 	}
 	// With several of the fields, the provider reads one of them: the hold
 	// and the limit take the largest.
