@@ -166,7 +166,7 @@ func TestRouterRoutes(t *testing.T) {
 	}{
 		{
 			name: "rewritten model", target: "/api/v1/chat/completions",
-			body:     "{\n  \"model\" : \"paid\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
+			body: "{\n  \"model\" : \"paid\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
 			// A stream asks the provider for usage.
 			wantBody: "{\n  \"model\" : \"gpt-x-2025\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\",\"stream_options\":{\"include_usage\":true}}\n",
 			dial:     "api.openai.test:443", uri: "/v1/chat/completions", host: "api.openai.test", scheme: "https",
