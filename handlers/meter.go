@@ -156,6 +156,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		}
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = genID
+		if route.Kind == "chat" {
+			mw.identity = newAnswerIdentity(genID, route)
+		}
 		proxyErr := proxyAttempt(next, mw, r, route, genID)
 		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {
 			failed = append(failed, mw.failure(route, proxyErr))
@@ -288,6 +291,8 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
+	bill := newUsageBill(cost, pricing, usage, route.BYOK)
+	mw.bill = &bill
 	status := "completed"
 	switch {
 	case clientGone:
@@ -299,7 +304,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 	}
 	gen := &storage.Generation{
 		ID: genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
-		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
+		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.mode == modeStream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(start).Milliseconds(), User: route.User, CreatedAt: start.UTC(),
