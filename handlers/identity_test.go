@@ -10,9 +10,9 @@ func TestAnswerIdentityRewrite(t *testing.T) {
 		`{"id":"chatcmpl-9","object":"chat.completion","model":"gpt-4o-mini-2024-07-18","choices":[]}`: `{"provider":"openai","id":"gen-1","object":"chat.completion","model":"openai/gpt-4o-mini","choices":[]}`,
 		// Order and spacing kept; the provider's own provider replaced.
 		` { "model" : "x", "provider":"p" ,"id": "c" }`: ` { "model" : "openai/gpt-4o-mini", "provider":"openai" ,"id": "gen-1" }`,
-		`{"choices":[{"id":"nested"}]}`: `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai","choices":[{"id":"nested"}]}`,
-		`{}`:                           `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai"}`,
-		`[1]`:                          `[1]`,
+		`{"choices":[{"id":"nested"}]}`:                 `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai","choices":[{"id":"nested"}]}`,
+		`{}`:                                            `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai"}`,
+		`[1]`:                                           `[1]`,
 	} {
 		if got := string(id.rewrite([]byte(in))); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", in, got, want)

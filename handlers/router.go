@@ -34,14 +34,14 @@ import (
 //	{tollgate.model}                 the public model id
 //	{tollgate.provider}              the provider's name
 //
-// and attaches the *Route for the handlers after it (RouteFrom). Other
-// requests under /api/v1 (GET /generation, ...) only get
-// {tollgate.upstream.uri}, under UpstreamBasePath.
+// and attaches the *Route for the handlers after it (RouteFrom). It
+// answers the other requests of its routes itself (catalogroutes.go):
+// nothing but an inference POST reaches a provider.
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// UpstreamBasePath is the upstream API root of requests that are not
-	// routed by model. Default "/v1".
+	// UpstreamBasePath was the upstream API root of requests not routed
+	// by model, which are no longer proxied; accepted and unused.
 	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate (promptbound.go). Default
@@ -103,21 +103,9 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if r.Method != http.MethodPost {
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			switch sub {
-			case "/models":
-				rt.serveModels(w, r, false)
-				return nil
-			case "/models/user":
-				rt.serveModels(w, r, true)
-				return nil
-			}
-		}
-		if repl != nil {
-			repl.Set("tollgate.upstream.uri", withQuery(rt.UpstreamBasePath+sub, r))
-		}
-		return next.ServeHTTP(w, r)
+	if r.Method != http.MethodPost || kind != routeInference || sub == "/models/user" {
+		rt.serveGateway(w, r, kind, sub) // catalogroutes.go
+		return nil
 	}
 	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
 	var f *fields

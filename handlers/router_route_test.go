@@ -232,19 +232,6 @@ func TestRouterRoutes(t *testing.T) {
 	}
 }
 
-func TestRouterNonPostKeepsBasePath(t *testing.T) {
-	rt := newRoutingRouter(t, routedCatalog())
-	var got *routed
-	r, repl := newRequest("GET", "/api/v1/generation?id=gen-1", "")
-	serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).must(t, http.StatusTeapot)
-	if v, _ := repl.Get("tollgate.upstream.uri"); v != "/v1/generation?id=gen-1" {
-		t.Errorf("uri = %v", v)
-	}
-	if _, ok := repl.Get("tollgate.upstream.dial"); ok || got.hasRoute {
-		t.Error("a GET was routed to a provider")
-	}
-}
-
 func TestRouterInChainUsesProviderKey(t *testing.T) {
 	f := newAuthFixture(t)
 	f.c.gw.catalog = routedCatalog()
