@@ -80,6 +80,7 @@ type usageBill struct {
 	prompt, completion money.Amount // the token costs at the model's prices
 	byok               bool
 	tokens             billing.Usage // the tokens charged
+	responses          bool          // a Responses usage object: input and output
 }
 
 func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) usageBill {
@@ -91,14 +92,19 @@ func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, b
 
 // members are the usage members the gateway adds, as JSON text:
 // cost, is_byok and cost_details (upstream_inference_cost is what the
-// caller's own provider key paid, null when the gateway's key served).
+// caller's own provider key paid, null when the gateway's key served; the
+// token parts named as the route's usage names tokens: prompt and
+// completions, or input and output).
 func (b usageBill) members() string {
 	upstream := "null"
 	if b.byok {
 		upstream = b.cost.String()
 	}
+	in, out := `,"upstream_inference_prompt_cost":`, `,"upstream_inference_completions_cost":`
+	if b.responses {
+		in, out = `,"upstream_inference_input_cost":`, `,"upstream_inference_output_cost":`
+	}
 	return `"cost":` + b.cost.String() + `,"is_byok":` + strconv.FormatBool(b.byok) +
 		`,"cost_details":{"upstream_inference_cost":` + upstream +
-		`,"upstream_inference_prompt_cost":` + b.prompt.String() +
-		`,"upstream_inference_completions_cost":` + b.completion.String() + `}`
+		in + b.prompt.String() + out + b.completion.String() + `}`
 }

@@ -292,6 +292,7 @@ func (m *Meter) settle(store *storage.Store, res *storage.Reservation, route *Ro
 		cost, credits = res.Hold, res.Credits
 	}
 	bill := newUsageBill(cost, pricing, usage, route.BYOK)
+	bill.responses = route.Kind == "responses"
 	mw.bill = &bill
 	status := "completed"
 	switch {

@@ -170,6 +170,13 @@ func billed(u billing.Usage) string {
 	return newUsageBill(testCost(u), testPricing, u, false).members()
 }
 
+// billedResponses is billed for a Responses usage object.
+func billedResponses(u billing.Usage) string {
+	b := newUsageBill(testCost(u), testPricing, u, false)
+	b.responses = true
+	return b.members()
+}
+
 // asGateway is a provider's chat answer or chunk as the client gets it: with
 // the generation id, the catalog model and the provider.
 func asGateway(doc, genID string) string {
@@ -366,7 +373,7 @@ func TestMeterChargesResponsesStream(t *testing.T) {
 	res := f.do(t, "/api/v1/responses", `{"model":"m","input":"hi","stream":true}`).must(t, http.StatusOK)
 	cost := testCost(billing.Usage{PromptTokens: 5, CompletionTokens: 4})
 	want := strings.Join(events[:3], "") + "event: response.completed\ndata: " +
-		strings.Replace(completed, `"total_tokens":9}`, `"total_tokens":9,`+billed(billing.Usage{PromptTokens: 5, CompletionTokens: 4})+"}", 1) + "\n\n" + "data: [DONE]\n\n"
+		strings.Replace(completed, `"total_tokens":9}`, `"total_tokens":9,`+billedResponses(billing.Usage{PromptTokens: 5, CompletionTokens: 4})+"}", 1) + "\n\n" + "data: [DONE]\n\n"
 	if res.body != want {
 		t.Errorf("body = %q\nwant %q", res.body, want)
 	}
