@@ -75,6 +75,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //				api_key <key or {env.VAR}>
 //				style   openai
 //				api     chat|responses
+//				max_tokens_field max_tokens|max_completion_tokens
 //				zdr
 //				data_collection allow|deny
 //				publication     allow|deny
@@ -289,6 +290,8 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &p.Style
 				case "api":
 					dst = &p.API
+				case "max_tokens_field":
+					dst = &p.MaxTokensField
 				case "zdr":
 					if d.NextArg() {
 						return m, d.ArgErr()

@@ -58,6 +58,11 @@ type ProviderConfig struct {
 	// "chat" (Chat Completions only: the gateway translates Responses
 	// requests and answers).
 	API string `json:"api,omitempty"`
+	// MaxTokensField is the output limit field the provider takes on chat
+	// completions: "max_tokens" (the default) or "max_completion_tokens"
+	// (OpenAI's newer models refuse max_tokens); the gateway renames the
+	// client's max_tokens to it.
+	MaxTokensField string `json:"max_tokens_field,omitempty"`
 
 	// Data-policy facts, which guardrails' data-policy fields are decided
 	// from. The defaults assume the least, so that a provider the operator
@@ -85,7 +90,7 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 		return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
 	}
 	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
-		SearchFamily: pc.SearchFamily, DataPolicy: dp}, nil
+		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp}, nil
 }
 
 // dataPolicy checks and converts the provider's data-policy facts.
@@ -544,6 +549,11 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	case "", catalog.APIResponses, catalog.APIChat:
 	default:
 		return fmt.Errorf("api: unsupported %q (\"chat\" or \"responses\")", p.API)
+	}
+	switch p.MaxTokensField {
+	case "", "max_tokens", "max_completion_tokens":
+	default:
+		return fmt.Errorf("max_tokens_field: expected max_tokens or max_completion_tokens, got %q", p.MaxTokensField)
 	}
 	configured := p.BaseURL // as written: the expanded form may hold secrets
 	p.APIKey = repl.ReplaceKnown(p.APIKey, "")

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestClassifyRoute(t *testing.T) {
 		{"/api/v1/embeddings", routeInference, "/embeddings", true},
 		{"/api/v1/messages", routeInference, "/messages", true},
 		{"/api/v1/models/user", routeInference, "/models/user", true},
-		{"/api/v1/generation", routeInference, "/generation", true},
+		{"/api/v1/generation", routeAnyKey, "/generation", true},
 
 		{"/api/v1/models", routePublic, "/models", true},
 		{"/api/v1/models/", routePublic, "/models", true},
@@ -155,7 +156,7 @@ func TestAuthRefusals(t *testing.T) {
 		{"management key on chat", "POST", "/api/v1/chat/completions", "Bearer " + f.mgmt, 403, msgNoInference},
 		{"management key on responses", "POST", "/api/v1/responses", "Bearer " + f.mgmt, 403, msgNoInference},
 		{"management key on models/user", "GET", "/api/v1/models/user", "Bearer " + f.mgmt, 403, msgNoInference},
-		{"management key on generation", "GET", "/api/v1/generation?id=x", "Bearer " + f.mgmt, 403, msgNoInference},
+		{"management key on embeddings", "POST", "/api/v1/embeddings", "Bearer " + f.mgmt, 403, msgNoInference},
 		{"regular key on keys", "GET", "/api/v1/keys", "Bearer " + f.regular, 403, msgManagementOnly},
 		{"regular key on key hash", "DELETE", "/api/v1/keys/" + f.regHash, "Bearer " + f.regular, 403, msgManagementOnly},
 		{"regular key on credits", "GET", "/api/v1/credits", "Bearer " + f.regular, 403, msgManagementOnly},
@@ -268,10 +269,11 @@ func TestAuthPassesThrough(t *testing.T) {
 	ws := f.acct.DefaultWorkspaceID
 	models := `{"data":[` + string(f.c.gw.catalog.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
 	const (
-		passed   = iota // reaches the upstream without the client's Authorization
-		kept            // reaches the upstream with Authorization unchanged
-		routed          // reaches the upstream with the provider's key
-		answered        // the router answers with the model list
+		passed       = iota // reaches the upstream without the client's Authorization
+		kept                // reaches the upstream with Authorization unchanged
+		routed              // reaches the upstream with the provider's key
+		unknownModel        // the router answers 404: the catalog has no such model
+		answered            // the router answers with the model list
 	)
 	tests := []struct {
 		name      string
@@ -284,14 +286,14 @@ func TestAuthPassesThrough(t *testing.T) {
 		outcome   int
 	}{
 		{"public models without key", "GET", "/api/v1/models", "", "", "", "", answered},
-		{"public model endpoints without key", "GET", "/api/v1/models/openai/gpt-4o/endpoints", "", "", "", "", passed},
+		{"public model endpoints without key", "GET", "/api/v1/models/openai/gpt-4o/endpoints", "", "", "", "", unknownModel},
 		{"public models with regular key", "GET", "/api/v1/models?category=x", "Bearer " + f.regular, f.regHash, "regular", ws, answered},
-		{"public model endpoints with regular key", "GET", "/api/v1/models/m/endpoints", "Bearer " + f.regular, f.regHash, "regular", ws, passed},
+		{"public model endpoints with regular key", "GET", "/api/v1/models/a/m/endpoints", "Bearer " + f.regular, f.regHash, "regular", ws, unknownModel},
 		{"public models with basic auth", "GET", "/api/v1/models", "Basic dXNlcjpwdw==", "", "", "", answered},
-		{"public model endpoints with basic auth", "GET", "/api/v1/models/m/endpoints", "Basic dXNlcjpwdw==", "", "", "", passed},
+		{"public model endpoints with basic auth", "GET", "/api/v1/models/a/m/endpoints", "Basic dXNlcjpwdw==", "", "", "", unknownModel},
 		{"public models with empty bearer", "GET", "/api/v1/models", "Bearer ", "", "", "", answered},
 		{"public models with management key", "GET", "/api/v1/models", "Bearer " + f.mgmt, f.mgmtHash, "management", "", answered},
-		{"public model endpoints with management key", "GET", "/api/v1/models/m/endpoints", "Bearer " + f.mgmt, f.mgmtHash, "management", "", passed},
+		{"public model endpoints with management key", "GET", "/api/v1/models/a/m/endpoints", "Bearer " + f.mgmt, f.mgmtHash, "management", "", unknownModel},
 		{"inference with regular key", "POST", "/api/v1/chat/completions", "Bearer " + f.regular, f.regHash, "regular", ws, routed},
 		{"models/user with regular key", "GET", "/api/v1/models/user", "bearer " + f.regular, f.regHash, "regular", ws, answered},
 		{"management route unserved by admin", "GET", "/api/v1/keys/a/b", "Bearer " + f.mgmt, f.mgmtHash, "management", "", passed},
@@ -311,6 +313,16 @@ func TestAuthPassesThrough(t *testing.T) {
 				// the admin handler answers the management group itself
 				res.wantError(t, 404, "Not found: GET /api/v1/keys/a/b")
 				checkIdentityPlaceholders(t, res, tt.hash, tt.kind, f.acct.ID, tt.workspace)
+				return
+			}
+			if tt.outcome == unknownModel {
+				res.wantError(t, 404, "Model not found: "+strings.TrimSuffix(strings.TrimPrefix(tt.path, "/api/v1/models/"), "/endpoints"))
+				if f.c.got != nil {
+					t.Errorf("the endpoints list reached the upstream: %+v", f.c.got)
+				}
+				if tt.hash != "" {
+					checkIdentityPlaceholders(t, res, tt.hash, tt.kind, f.acct.ID, tt.workspace)
+				}
 				return
 			}
 			if tt.outcome == answered {

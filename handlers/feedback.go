@@ -47,8 +47,10 @@ func (ar *adminRequest) submitFeedback() *APIError {
 	if len(id.Str) > maxGenerationID {
 		return NotFound("Generation not found")
 	}
-	g, err := ar.store.Generation(id.Str)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && g.AccountID != ar.id.AccountID) {
+	// Any id the client saw: the generation id, or a provider's id passed
+	// through (Responses).
+	g, err := ar.store.AccountGeneration(ar.id.AccountID, id.Str)
+	if errors.Is(err, storage.ErrNotFound) {
 		return NotFound("Generation not found")
 	}
 	if err != nil {

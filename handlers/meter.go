@@ -159,6 +159,9 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = st.genID
+		if route.Kind == "chat" {
+			mw.identity = newAnswerIdentity(st.genID, route)
+		}
 		proxyErr := proxyAttempt(next, mw, r, route, st.genID)
 		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {
 			st.failed = append(st.failed, mw.failure(route, proxyErr))
@@ -289,6 +292,9 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
+	bill := newUsageBill(cost, pricing, usage, route.BYOK)
+	bill.responses = route.Kind == "responses"
+	mw.bill = &bill
 	status := "completed"
 	switch {
 	case clientGone:
@@ -300,7 +306,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	}
 	gen := &storage.Generation{
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
-		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model,
+		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
@@ -164,6 +165,38 @@ func testCost(u billing.Usage) money.Amount {
 	return c
 }
 
+// billed is the usage members the gateway adds for u charged at cost.
+func billed(u billing.Usage) string {
+	return newUsageBill(testCost(u), testPricing, u, false).members()
+}
+
+// billedResponses is billed for a Responses usage object.
+func billedResponses(u billing.Usage) string {
+	b := newUsageBill(testCost(u), testPricing, u, false)
+	b.responses = true
+	return b.members()
+}
+
+// asGateway is a provider's chat answer or chunk as the client gets it: with
+// the generation id, the catalog model and the provider.
+func asGateway(doc, genID string) string {
+	id := &answerIdentity{id: []byte(strconv.Quote(genID)), model: []byte(`"m"`), provider: []byte(strconv.Quote(testUpstreamName))}
+	return string(id.rewrite([]byte(doc)))
+}
+
+// asGatewaySSE is asGateway for every chat chunk of a stream.
+func asGatewaySSE(events []string, genID string) string {
+	var b strings.Builder
+	for _, ev := range events {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if ok && !strings.HasPrefix(data, "[DONE]") {
+			ev = "data: " + asGateway(strings.TrimSuffix(data, "\n\n"), genID) + "\n\n"
+		}
+		b.WriteString(ev)
+	}
+	return b.String()
+}
+
 func chatAnswer(content, finish string, prompt, completion int64) string {
 	c, _ := json.Marshal(content)
 	return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"` + testUpstreamModel + `",` +
@@ -212,7 +245,11 @@ func TestMeterChargesJSON(t *testing.T) {
 	if cost != 34_000 { // 20 × 0.000001 + 7 × 0.000002
 		t.Fatalf("billing.Cost = %s", cost)
 	}
-	want := strings.Replace(answer, `"total_tokens":27}`, `"total_tokens":27,"cost":0.000034}`, 1)
+	want := strings.Replace(answer, `"total_tokens":27}`, `"total_tokens":27,`+billed(billing.Usage{PromptTokens: 20, CompletionTokens: 7})+`}`, 1)
+	if !strings.Contains(want, `"cost":0.000034,"is_byok":false,"cost_details":{"upstream_inference_cost":null,"upstream_inference_prompt_cost":0.00002,"upstream_inference_completions_cost":0.000014}`) {
+		t.Errorf("usage members %s", want)
+	}
+	want = asGateway(want, res.header.Get("X-Generation-Id"))
 	if res.body != want {
 		t.Errorf("body = %s\nwant %s", res.body, want)
 	}
@@ -235,7 +272,8 @@ func TestMeterChargesJSON(t *testing.T) {
 	if g.ID != id || g.AccountID != f.acct.ID || g.KeyHash != f.keyHash || g.WorkspaceID != f.acct.DefaultWorkspaceID ||
 		g.Model != "m" || g.Provider != testUpstreamName || g.UpstreamModel != testUpstreamModel ||
 		g.PromptTokens != 20 || g.CompletionTokens != 7 || g.Cost != cost || g.Status != "completed" ||
-		g.Streamed || g.FinishReason != "stop" || g.UsageEstimated || g.User != "u-9" || g.BYOK || g.CreatedAt.IsZero() {
+		g.Streamed || g.FinishReason != "stop" || g.UsageEstimated || g.User != "u-9" || g.BYOK || g.CreatedAt.IsZero() ||
+		g.UpstreamID != "chatcmpl-1" {
 		t.Errorf("generation = %+v", g)
 	}
 	// the cost stays in the in-flight budget for the settlement window
@@ -283,9 +321,9 @@ func TestMeterChargesStream(t *testing.T) {
 	f.provider = answerSSE(events...)
 	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).must(t, http.StatusOK)
 	cost := testCost(billing.Usage{PromptTokens: 11, CompletionTokens: 2})
-	want := strings.Join(events[:4], "") +
-		`data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":2,"total_tokens":13,"cost":` + cost.String() + "}}\n\n" +
-		"data: [DONE]\n\n"
+	want := asGatewaySSE(append(events[:4:4],
+		`data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":2,"total_tokens":13,`+billed(billing.Usage{PromptTokens: 11, CompletionTokens: 2})+"}}\n\n",
+		"data: [DONE]\n\n"), res.header.Get("X-Generation-Id"))
 	if res.body != want {
 		t.Errorf("body = %q\nwant %q", res.body, want)
 	}
@@ -297,6 +335,27 @@ func TestMeterChargesStream(t *testing.T) {
 	if err != nil || g.PromptTokens != 11 || g.CompletionTokens != 2 || g.Cost != cost || !g.Streamed ||
 		g.Status != "completed" || g.FinishReason != "stop" || g.UsageEstimated {
 		t.Errorf("generation = %+v, %v", g, err)
+	}
+}
+
+// A provider that reports no usage in a stream: the client still gets a
+// usage chunk, of what was charged, before [DONE].
+func TestMeterStreamWithoutUsageEndsWithUsage(t *testing.T) {
+	f := newMeterFixture(t, "1", storage.NewAPIKey{})
+	events := []string{chunk("Hello"), chunk(" there"), "data: [DONE]\n\n"}
+	f.provider = answerSSE(events...)
+	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).must(t, http.StatusOK)
+	genID := res.header.Get("X-Generation-Id")
+	g, err := f.store().Generation(genID)
+	if err != nil || !g.UsageEstimated {
+		t.Fatalf("generation = %+v, %v", g, err)
+	}
+	u := billing.Usage{PromptTokens: g.PromptTokens, CompletionTokens: g.CompletionTokens}
+	usage := `{"prompt_tokens":` + strconv.FormatInt(u.PromptTokens, 10) + `,"completion_tokens":` + strconv.FormatInt(u.CompletionTokens, 10) +
+		`,"total_tokens":` + strconv.FormatInt(u.PromptTokens+u.CompletionTokens, 10) + `,` + billed(u) + `}`
+	if !strings.HasSuffix(res.body, `"choices":[],"usage":`+usage+"}\n\ndata: [DONE]\n\n") ||
+		!strings.HasPrefix(res.body, asGatewaySSE(events[:2], genID)) {
+		t.Errorf("body = %s", res.body)
 	}
 }
 
@@ -314,7 +373,7 @@ func TestMeterChargesResponsesStream(t *testing.T) {
 	res := f.do(t, "/api/v1/responses", `{"model":"m","input":"hi","stream":true}`).must(t, http.StatusOK)
 	cost := testCost(billing.Usage{PromptTokens: 5, CompletionTokens: 4})
 	want := strings.Join(events[:3], "") + "event: response.completed\ndata: " +
-		strings.Replace(completed, `"total_tokens":9}`, `"total_tokens":9,"cost":`+cost.String()+"}", 1) + "\n\n" + "data: [DONE]\n\n"
+		strings.Replace(completed, `"total_tokens":9}`, `"total_tokens":9,`+billedResponses(billing.Usage{PromptTokens: 5, CompletionTokens: 4})+"}", 1) + "\n\n" + "data: [DONE]\n\n"
 	if res.body != want {
 		t.Errorf("body = %q\nwant %q", res.body, want)
 	}
@@ -673,10 +732,12 @@ func TestMeterClientAbort(t *testing.T) {
 				return caddyhttp.Error(499, r.Context().Err())
 			}
 			res := serve(t, f.h, r.WithContext(ctx), repl)
-			if res.body != strings.Join(sent, "") {
+			if res.body != asGatewaySSE(sent, res.header.Get("X-Generation-Id")) {
 				t.Errorf("client got %q", res.body)
 			}
-			usage := billing.Usage{PromptTokens: billing.EstimateTokens(len(forUpstream(body))), CompletionTokens: int64((delivered + 3) / 4)}
+			// Estimated on the body the provider received, which asks for usage.
+			upstream, _ := sjson.Set(forUpstream(body), "stream_options.include_usage", true)
+			usage := billing.Usage{PromptTokens: billing.EstimateTokens(len(upstream)), CompletionTokens: int64((delivered + 3) / 4)}
 			if usage.CompletionTokens != 6 {
 				t.Fatalf("completion estimate %d", usage.CompletionTokens)
 			}

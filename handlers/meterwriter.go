@@ -46,6 +46,13 @@ type meterWriter struct {
 	jsonOK       bool
 	usageJSON    gjson.Result // the JSON answer's usage object
 	usageRaw     string       // the upstream's usage object, as sent
+
+	// identity, for chat completions, rewrites the answer's id, model and
+	// provider (identity.go); upstreamID is the provider's id of it.
+	identity   *answerIdentity
+	upstreamID string
+	// bill is what settle charged, added to the usage sent.
+	bill *usageBill
 }
 
 // maxBufferedBody bounds a buffered answer; larger ones are refused.
@@ -114,6 +121,9 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 		if res[1].Exists() {
 			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, res[1].Int()), true
 		}
+		if typ == "response.created" {
+			mw.upstreamID = gjson.GetBytes(data, "response.id").Str
+		}
 		switch typ {
 		case "response.output_text.delta":
 			mw.deliveredTxt += len(res[2].Str)
@@ -127,6 +137,13 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			mw.sawDone, hold = true, true
 		}
 	default:
+		if mw.identity != nil {
+			if mw.upstreamID == "" {
+				mw.upstreamID = gjson.GetBytes(data, "id").Str
+			}
+			own := mw.identity.rewrite(data)
+			ev, data = sse.ReplaceData(ev, data, own), own
+		}
 		// One scan for the text; the rarer fields only when their bytes
 		// say they are there (most chunks carry "finish_reason":null and
 		// no usage).
@@ -170,6 +187,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if mw.kind == "responses" {
 		finishPath, in, out = "status", "input_tokens", "output_tokens"
 	}
+	mw.upstreamID = gjson.GetBytes(body, "id").Str
 	u := gjson.GetBytes(body, "usage")
 	if u.IsObject() {
 		mw.usageJSON = u
@@ -202,34 +220,58 @@ func firstNonSpace(b []byte) int {
 	return 0
 }
 
-// withCost returns doc with "cost": cost added to its usage object u (a
-// result of a gjson lookup on doc), splicing bytes rather than rewriting
-// the document.
-func withCost(doc []byte, u gjson.Result, path, cost string) []byte {
-	end := u.Index + len(u.Raw) - 1
-	if u.Index <= 0 || end >= len(doc) || doc[end] != '}' || u.Get("cost").Exists() {
-		out, err := sjson.SetRawBytes(doc, path+".cost", []byte(cost))
-		if err != nil {
-			return doc
+// withCost returns doc with the gateway's usage members (usageBill.members,
+// or "cost" alone) added to its usage object u (a result of a gjson lookup
+// on doc at path), splicing bytes rather than rewriting the document. The
+// provider's own members of those names are replaced.
+func withCost(doc []byte, u gjson.Result, path, members string) []byte {
+	for _, name := range gatewayUsageMembers {
+		if u.Get(name).Exists() {
+			if out, err := sjson.DeleteBytes(doc, path+"."+name); err == nil {
+				doc, u = out, gjson.GetBytes(out, path)
+			}
 		}
-		return out
+	}
+	end := u.Index + len(u.Raw) - 1
+	if u.Index <= 0 || end >= len(doc) || doc[end] != '}' {
+		return doc
 	}
 	sep := ","
 	if len(bytes.TrimSpace(doc[u.Index+1:end])) == 0 {
 		sep = ""
 	}
-	out := make([]byte, 0, len(doc)+len(sep)+len(cost)+8)
+	out := make([]byte, 0, len(doc)+len(sep)+len(members))
 	out = append(out, doc[:end]...)
-	out = append(out, sep+`"cost":`...)
-	out = append(out, cost...)
+	out = append(out, sep...)
+	out = append(out, members...)
 	return append(out, doc[end:]...)
+}
+
+// gatewayUsageMembers are the usage members the gateway writes.
+var gatewayUsageMembers = []string{"cost", "is_byok", "cost_details"}
+
+// usageMembers are the members settle's bill adds to usage; "cost" alone
+// without one.
+func (mw *meterWriter) usageMembers(cost string) string {
+	if mw.bill != nil {
+		return mw.bill.members()
+	}
+	return `"cost":` + cost
 }
 
 // sendJSON writes the buffered answer with usage.cost added.
 func (mw *meterWriter) sendJSON(cost string, genID string) error {
 	body := mw.Body.Bytes()
 	if mw.usageJSON.IsObject() {
-		body = withCost(body, mw.usageJSON, "usage", cost)
+		body = withCost(body, mw.usageJSON, "usage", mw.usageMembers(cost))
+	} else if mw.kind == "chat" && mw.bill != nil {
+		// The provider reported no usage: the answer carries the one charged.
+		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
+			body = out
+		}
+	}
+	if mw.identity != nil {
+		body = mw.identity.rewrite(body)
 	}
 	h := mw.Header()
 	h.Set("X-Generation-Id", genID)
@@ -248,7 +290,13 @@ func (mw *meterWriter) sendTail(cost string) error {
 				path = "response.usage"
 			}
 			if u := gjson.GetBytes(data, path); u.IsObject() {
-				ev = sse.ReplaceData(ev, data, withCost(data, u, path, cost))
+				ev = sse.ReplaceData(ev, data, withCost(data, u, path, mw.usageMembers(cost)))
+			}
+		} else if data != nil && mw.kind == "chat" && !mw.usage.ok && mw.bill != nil {
+			// The provider reported no usage: the stream still ends with
+			// one, the usage charged.
+			if err := mw.Send(mw.usageChunk()); err != nil {
+				return err
 			}
 		}
 		if err := mw.Send(ev); err != nil {
@@ -257,6 +305,26 @@ func (mw *meterWriter) sendTail(cost string) error {
 	}
 	mw.tail = nil
 	return mw.Flush()
+}
+
+// usageChunk is the closing chat chunk with the usage charged, for a
+// stream whose provider reported none.
+func (mw *meterWriter) usageChunk() []byte {
+	doc := []byte(`{"object":"chat.completion.chunk","created":` + strconv.FormatInt(now().Unix(), 10) +
+		`,"choices":[],"usage":` + string(mw.billUsage()) + `}`)
+	if mw.identity != nil {
+		doc = mw.identity.rewrite(doc)
+	}
+	return append(append([]byte("data: "), doc...), "\n\n"...)
+}
+
+// billUsage is the chat usage object of what settle charged.
+func (mw *meterWriter) billUsage() []byte {
+	t := mw.bill.tokens
+	return []byte(`{"prompt_tokens":` + strconv.FormatInt(t.PromptTokens, 10) +
+		`,"completion_tokens":` + strconv.FormatInt(t.CompletionTokens, 10) +
+		`,"total_tokens":` + strconv.FormatInt(t.PromptTokens+t.CompletionTokens, 10) +
+		`,` + mw.bill.members() + `}`)
 }
 
 // failedResponse is the Responses object of the response.failed event that

@@ -103,6 +103,9 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	if rt.translate {
 		body = rt.chatBody
 	}
+	if rt.translate || rt.Kind == "chat" {
+		body = forProvider(body, a.Provider)
+	}
 	body, err := withModel(body, a.Provider.Model)
 	if err == nil {
 		body, err = a.withOutputLimit(body, rt.Kind)

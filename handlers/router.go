@@ -7,9 +7,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
@@ -37,14 +35,14 @@ import (
 //	{tollgate.model}                 the public model id
 //	{tollgate.provider}              the provider's name
 //
-// and puts the *Route in the request state for the meter. Other
-// requests under /api/v1 (GET /generation, ...) only get
-// {tollgate.upstream.uri}, under UpstreamBasePath.
+// and puts the *Route in the request state for the meter. It answers
+// the other requests of its routes itself (catalogroutes.go): nothing but
+// an inference POST reaches a provider.
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// UpstreamBasePath is the upstream API root of requests that are not
-	// routed by model. Default "/v1".
+	// UpstreamBasePath was the upstream API root of requests not routed
+	// by model, which are no longer proxied; accepted and unused.
 	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate (promptbound.go). Default
@@ -92,22 +90,10 @@ func (rt *Router) catalog() *catalog.Catalog {
 	return rt.gw.Catalog()
 }
 
-// serveOther serves an inference route's request other than a POST: the
-// model lists, or the path under upstream_base_path for next (GET
-// /generation, ...), which names no model and so carries no provider key.
-func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		switch st.sub {
-		case "/models":
-			return rt.serveModels(w, r, st.id, false)
-		case "/models/user":
-			return rt.serveModels(w, r, st.id, true)
-		}
-	}
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("tollgate.upstream.uri", withQuery(rt.UpstreamBasePath+st.sub, r))
-	}
-	return passThrough(next, w, r, rt.logger)
+// serveOther answers an inference route's request other than a POST, and
+// the public routes, from the catalog (catalogroutes.go).
+func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *requestState) error {
+	return rt.serveGateway(w, r, st)
 }
 
 // plan checks an inference request's body (read by readBody) and routes it: st.route gets the
@@ -157,9 +143,16 @@ func withQuery(path string, r *http.Request) string {
 	return path
 }
 
-// gatewayFields are request fields for the gateway only: they select
-// models and providers and are not sent upstream.
-var gatewayFields = []string{"models", "provider", "route"}
+// routeKindOf is the Route.Kind of an inference path.
+func routeKindOf(sub string) string {
+	switch sub {
+	case "/chat/completions":
+		return "chat"
+	case "/responses":
+		return "responses"
+	}
+	return "other"
+}
 
 // route finds the request's model (and its `models` fallbacks) in the
 // catalog and lists the provider endpoints to try, filtered by the
@@ -219,23 +212,16 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 		}
 		return nil, newError(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	for _, name := range gatewayFields {
-		if _, ok := f.get(name); ok {
-			body, _ = sjson.DeleteBytes(body, name)
-		}
+	kind := routeKindOf(sub)
+	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
+		return nil, apiErr
 	}
 	route := &Route{
 		Attempts: attempts,
-		Kind:     "other",
+		Kind:     kind,
 		Stream:   field("stream").Bool(),
 		User:     field("user").Str,
 		body:     body,
-	}
-	switch sub {
-	case "/chat/completions":
-		route.Kind = "chat"
-	case "/responses":
-		route.Kind = "responses"
 	}
 	// With several of the fields, the provider reads one of them: the hold
 	// and the limit take the largest.

@@ -166,8 +166,9 @@ func TestRouterRoutes(t *testing.T) {
 	}{
 		{
 			name: "rewritten model", target: "/api/v1/chat/completions",
-			body:     "{\n  \"model\" : \"paid\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
-			wantBody: "{\n  \"model\" : \"gpt-x-2025\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
+			body: "{\n  \"model\" : \"paid\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\"}\n",
+			// A stream asks the provider for usage.
+			wantBody: "{\n  \"model\" : \"gpt-x-2025\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 日本\"}] ,\"max_tokens\":50,\"stream\":true,\"user\":\"u-1\",\"stream_options\":{\"include_usage\":true}}\n",
 			dial:     "api.openai.test:443", uri: "/v1/chat/completions", host: "api.openai.test", scheme: "https",
 			provider: "openai", model: "paid", key: "sk-openai", kind: "chat", stream: true, maxTokens: 50, user: "u-1",
 		},
@@ -228,19 +229,6 @@ func TestRouterRoutes(t *testing.T) {
 				t.Errorf("route = %+v", rte)
 			}
 		})
-	}
-}
-
-func TestRouterNonPostKeepsBasePath(t *testing.T) {
-	rt := newRoutingRouter(t, routedCatalog())
-	var got *routed
-	r, repl := newRequest("GET", "/api/v1/generation?id=gen-1", "")
-	serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).must(t, http.StatusTeapot)
-	if v, _ := repl.Get("tollgate.upstream.uri"); v != "/v1/generation?id=gen-1" {
-		t.Errorf("uri = %v", v)
-	}
-	if _, ok := repl.Get("tollgate.upstream.dial"); ok || got.hasRoute {
-		t.Error("a GET was routed to a provider")
 	}
 }
 

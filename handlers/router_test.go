@@ -197,6 +197,33 @@ func TestRouterForwardsBody(t *testing.T) {
 	}
 }
 
+// Nothing but an inference POST reaches a provider: the router answers
+// the other requests of its routes itself.
+func TestRouterAnswersWhatIsNotInference(t *testing.T) {
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		message        string
+	}{
+		{"GET", "/api/v1/models/openai/gpt-4o/endpoints", 404, "Model not found: openai/gpt-4o"},
+		{"GET", "/api/v1/chat/completions", 405, "Method GET is not allowed on /api/v1/chat/completions"},
+		{"DELETE", "/api/v1/responses/resp_1", 404, "Not found: DELETE /api/v1/responses/resp_1"},
+		{"GET", "/api/v1/responses/resp_1", 404, "Not found: GET /api/v1/responses/resp_1"},
+		{"POST", "/api/v1/providers", 404, "Not found: POST /api/v1/providers"},
+		{"POST", "/api/v1/models", 404, "Not found: POST /api/v1/models"},
+	} {
+		c := routerWithCatalog(t, new(Router), testCatalog("/v1"))
+		r, repl := newRequest(tc.method, tc.target, "")
+		c.doRouter(t, r, repl).wantError(t, tc.status, tc.message)
+		if c.got != nil {
+			t.Errorf("%s %s reached the upstream", tc.method, tc.target)
+		}
+		if v, ok := repl.Get("tollgate.upstream.uri"); ok {
+			t.Errorf("%s %s: tollgate.upstream.uri = %v", tc.method, tc.target, v)
+		}
+	}
+}
+
 func TestRouterPassesUntouched(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -205,10 +232,7 @@ func TestRouterPassesUntouched(t *testing.T) {
 		body   string
 		uri    any // nil when the placeholder must stay unset
 	}{
-		{"GET model endpoints", "GET", "/api/v1/models/openai/gpt-4o/endpoints", "", "/v1/models/openai/gpt-4o/endpoints"},
-		{"GET generation", "GET", "/api/v1/generation?id=gen-1", "", "/v1/generation?id=gen-1"},
-		{"invalid body on GET is not checked", "GET", "/api/v1/chat/completions", "not json", "/v1/chat/completions"},
-		{"DELETE response", "DELETE", "/api/v1/responses/resp_1", "", "/v1/responses/resp_1"},
+		{"GET generation, answered by the admin", "GET", "/api/v1/generation?id=gen-1", "", nil},
 		{"management route", "POST", "/api/v1/keys", `not json`, nil},
 		{"current key", "GET", "/api/v1/key", "", nil},
 		{"unknown api route", "POST", "/api/v1/unknown", "x", nil},
@@ -282,7 +306,7 @@ func TestRouterRefuses(t *testing.T) {
 	}{
 		{"bad field", 0, "/api/v1/chat/completions", `{"model":"m","messages":[],"max_tokens":0}`, 400, "max_tokens: expected a positive integer"},
 		{"not json", 0, "/api/v1/responses", `{`, 400, "Request body is not valid JSON"},
-		{"public route POST is checked too", 0, "/api/v1/models", `[]`, 400, "Request body must be a JSON object"},
+		{"public route POST is not routed", 0, "/api/v1/models", `[]`, 404, "Not found: POST /api/v1/models"},
 		{"unknown model", 0, "/api/v1/chat/completions", `{"model":"x","messages":[]}`, 400, `model: unknown model "x"`},
 		{"one byte over", int64(len(valid)) - 1, "/api/v1/chat/completions", valid, 413, "Request body is larger than " + strconv.Itoa(len(valid)-1) + " bytes"},
 		{"far over", 64, "/api/v1/chat/completions", `{"model":"m","messages":[],"x":"` + strings.Repeat("a", 1000) + `"}`, 413, "Request body is larger than 64 bytes"},

@@ -44,8 +44,8 @@ type apiRoute struct {
 // the Router read their decisions from it.
 //
 // The Router serves the groups without a handler: inference, whose POST
-// reaches a provider and whose other methods and sub-paths are forwarded
-// as they are, and the model lists (GET /models, GET /models/user).
+// reaches a provider (no other request does: other methods get 405, other
+// paths 404), and the catalog's lists (catalogroutes.go).
 // An administrative group gives its unlisted paths its key kind, so that a
 // caller learns a path does not exist only once authorized: 404 then.
 var apiRoutes = []apiRoute{
@@ -54,9 +54,12 @@ var apiRoutes = []apiRoute{
 	{pattern: "/responses", kind: routeInference},
 	{pattern: "/embeddings", kind: routeInference},
 	{pattern: "/messages", kind: routeInference},
-	{pattern: "/generation", kind: routeInference},
 	{pattern: "/models/user", kind: routeInference},
+	// GET /models, /models/count and /models/{author}/{slug}/endpoints.
 	{pattern: "/models", kind: routePublic},
+	{pattern: "/providers", kind: routePublic},
+
+	{pattern: "GET /generation", kind: routeAnyKey, serve: (*adminRequest).getGeneration},
 
 	{pattern: "GET /key", kind: routeAnyKey, serve: (*adminRequest).currentKey},
 

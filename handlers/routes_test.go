@@ -134,7 +134,7 @@ func TestRoutesAgree(t *testing.T) {
 		{"/keys/a/b", routeManagement},
 		{"/scim/nope", routeManagement},
 		{"/generation/feedback/x", routeManagement},
-		{"/generation/x", routeInference},
+		{"/generation/x", routeUnknown},
 		{"/chat/completions/x/y", routeInference},
 		{"/models/user/x", routeInference},
 		{"/models/a/b/endpoints", routePublic},

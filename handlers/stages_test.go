@@ -105,8 +105,8 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if st.kind != routeInference && st.kind != routePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost {
-		return rt.serveOther(w, r, st, next)
+	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
+		return rt.serveOther(w, r, st)
 	}
 	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {

@@ -173,8 +173,8 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
-	if r.Method != http.MethodPost {
-		return t.router.serveOther(w, r, st, next)
+	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
+		return t.router.serveOther(w, r, st)
 	}
 	body, apiErr := readBody(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {

@@ -137,6 +137,9 @@ http://%[5]s {
 	bind 127.0.0.1
 	tollgate_mock_provider {
 		latency %[6]s
+		# As strict as OpenAI: unknown parameters refused, usage only
+		# when asked, its own ids and dated model names.
+		strict
 	}
 }
 `, admin, dataDir, portOnly(gateway), mock, portOnly(mock), mockLatency)

@@ -34,7 +34,18 @@ func tokenCost(prompt, completion int64) money.Amount {
 
 // promptEstimate is the prompt tokens charged when the provider reports no
 // usage: one token per three bytes of body, rounded up.
-func promptEstimate(body string) int64 { return int64(len(body)+2) / 3 }
+func promptEstimate(body string) int64 { return int64(len(upstreamBody(body))+2) / 3 }
+
+// upstreamBody is a chat completion body as the provider receives it: a
+// stream asks for usage (the model id aside, which the tests keep).
+func upstreamBody(body string) string {
+	if !gjson.Get(body, "stream").Bool() || !gjson.Get(body, "messages").Exists() ||
+		gjson.Get(body, "stream_options").Exists() {
+		return body
+	}
+	trimmed := strings.TrimRight(body, " \n")
+	return trimmed[:len(trimmed)-1] + `,"stream_options":{"include_usage":true}}` + body[len(trimmed):]
+}
 
 // promptBound is the gateway's admission estimate of the prompt tokens of a
 // body without media parts, tools or gateway fields: a token per byte,

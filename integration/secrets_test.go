@@ -87,10 +87,9 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 		{c.api("POST", "/private-endpoints", org.MgmtKey, `{"name":"x","model":"acme/x","base_url":"ftp://x","api_key":"`+peKey+`"}`), 400, "base_url"},
 		{c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"webhook","name":"bad","config":{"secret":"`+hookSecret+`"}}`), 400, "url"},
 		{c.api("GET", "/keys/"+strings.Repeat("0", 64), org.MgmtKey, nil), 404, ""},
-		// Passed through, but the gateway's Caddyfile has no upstream for
-		// requests that are not routed by model.
-		{c.api("GET", "/generation?id=gen-1", key, nil), 502, ""},
-		{c.api("GET", "/chat/completions", key, nil), 502, ""},
+		// Answered by the gateway: only inference POSTs reach a provider.
+		{c.api("GET", "/generation?id=gen-1", key, nil), 404, ""},
+		{c.api("GET", "/chat/completions", key, nil), 405, ""},
 	}
 	ts.RequireAPIKey("another-key")
 	errs = append(errs, struct {

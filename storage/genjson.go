@@ -30,6 +30,10 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"upstream_model":`...)
 		b = appendJSONString(b, g.UpstreamModel)
 	}
+	if g.UpstreamID != "" {
+		b = append(b, `,"upstream_id":`...)
+		b = appendJSONString(b, g.UpstreamID)
+	}
 	b = append(b, `,"prompt_tokens":`...)
 	b = strconv.AppendInt(b, g.PromptTokens, 10)
 	b = append(b, `,"completion_tokens":`...)

@@ -79,8 +79,13 @@ type LedgerStore struct {
 // disk on demand, never loaded into memory.
 const prefixGeneration = "g/"
 
+// prefixUpstreamID keys the generation ids by "<account id>/<upstream id>":
+// the provider's id of an answer the client saw unchanged (a Responses
+// object passed through), so that it finds its generation.
+const prefixUpstreamID = "gu/"
+
 func (s *LedgerStore) kinds() []kernel.Kind {
-	return []kernel.Kind{{Prefix: prefixGeneration, Append: true}}
+	return []kernel.Kind{{Prefix: prefixGeneration, Append: true}, {Prefix: prefixUpstreamID, Append: true}}
 }
 
 // ledger is the in-memory state of running requests: what they hold against
@@ -419,8 +424,11 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 		s.ledger.inFlight[res.AccountID] = st
 	}
 	var b *kernel.Batch
-	if c.Generation != nil {
-		b = s.k.Append(prefixGeneration+c.Generation.ID, *c.Generation)
+	if g := c.Generation; g != nil {
+		if g.UpstreamID != "" && g.UpstreamID != g.ID {
+			s.k.Append(prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, g.ID)
+		}
+		b = s.k.Append(prefixGeneration+g.ID, *g)
 	} else {
 		b = s.k.Pending()
 	}
@@ -461,13 +469,15 @@ func (c Charge) within(acct *Account) Charge {
 // Generation is the record of one inference request. Credits is the part
 // of a BYOK generation's Cost paid in credits (a gateway-side web search).
 type Generation struct {
-	ID               string       `json:"id"`
-	AccountID        string       `json:"account_id"`
-	KeyHash          string       `json:"key_hash"`
-	WorkspaceID      string       `json:"workspace_id,omitempty"`
-	Model            string       `json:"model"`
-	Provider         string       `json:"provider"`
-	UpstreamModel    string       `json:"upstream_model,omitempty"`
+	ID            string `json:"id"`
+	AccountID     string `json:"account_id"`
+	KeyHash       string `json:"key_hash"`
+	WorkspaceID   string `json:"workspace_id,omitempty"`
+	Model         string `json:"model"`
+	Provider      string `json:"provider"`
+	UpstreamModel string `json:"upstream_model,omitempty"`
+	// UpstreamID is the provider's id of the answer (chatcmpl-..., resp_...).
+	UpstreamID       string       `json:"upstream_id,omitempty"`
 	PromptTokens     int64        `json:"prompt_tokens"`
 	CompletionTokens int64        `json:"completion_tokens"`
 	SearchResults    int64        `json:"search_results,omitempty"`
@@ -505,6 +515,23 @@ func NewGenerationID(t time.Time) string {
 func (s *LedgerStore) Generation(id string) (Generation, error) {
 	var g Generation
 	err := s.k.Get(prefixGeneration+id, func(v []byte) error { return json.Unmarshal(v, &g) })
+	return g, err
+}
+
+// AccountGeneration reads one of the account's generation records by any
+// id its client saw: the generation id, or the provider's id of an answer
+// passed through. Another account's generation is ErrNotFound.
+func (s *LedgerStore) AccountGeneration(accountID, id string) (Generation, error) {
+	g, err := s.Generation(id)
+	if errors.Is(err, ErrNotFound) {
+		var genID string
+		if err = s.k.Get(prefixUpstreamID+accountID+"/"+id, func(v []byte) error { return json.Unmarshal(v, &genID) }); err == nil {
+			g, err = s.Generation(genID)
+		}
+	}
+	if err == nil && g.AccountID != accountID {
+		return Generation{}, ErrNotFound
+	}
 	return g, err
 }
 

@@ -263,3 +263,23 @@ func TestSettleNeverWrapsCounters(t *testing.T) {
 		t.Fatalf("usage %s, key %s", acct.Usage, key.Usage.Total)
 	}
 }
+
+func TestAccountGenerationByEveryID(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	defer s.Close()
+	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	b, _ := s.CreateAccount(NewAccount{Name: "B", Kind: AccountOrganization})
+	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+	g := settleGen(t, s, a.ID, k.Hash, Generation{Model: "m", UpstreamID: "resp_abc", CreatedAt: time.Now()}, 10)
+	for _, id := range []string{g.ID, "resp_abc"} {
+		if got, err := s.AccountGeneration(a.ID, id); err != nil || got.ID != g.ID {
+			t.Errorf("%s: %+v %v", id, got, err)
+		}
+		if _, err := s.AccountGeneration(b.ID, id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s from another account: %v", id, err)
+		}
+	}
+	if _, err := s.AccountGeneration(a.ID, "resp_other"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown id: %v", err)
+	}
+}

@@ -30,6 +30,9 @@ type Provider struct {
 	// API is the generation API the provider speaks: APIResponses (or
 	// empty: both APIs, passed through) or APIChat (Chat Completions only).
 	API string `json:"api,omitempty"`
+	// MaxTokensField is the output limit field the provider takes on chat
+	// completions: "max_tokens" (or empty) or "max_completion_tokens".
+	MaxTokensField string `json:"max_tokens_field,omitempty"`
 
 	// Data-policy facts, as the operator states them; guardrails'
 	// data-policy fields are decided from them. The defaults assume the

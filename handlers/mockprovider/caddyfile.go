@@ -29,6 +29,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    latency       <duration>
 //	    chunk_delay   <duration>
 //	    prompt_tokens words|bytes
+//	    strict
 //	}
 //
 // The block is optional.
@@ -47,6 +48,12 @@ func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if m.PromptTokens != "words" && m.PromptTokens != "bytes" {
 				return d.Errf(`prompt_tokens must be "words" or "bytes": %q`, m.PromptTokens)
 			}
+			continue
+		case "strict":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			m.Strict = true
 			continue
 		case "latency":
 			dst = &m.Latency

@@ -58,3 +58,15 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		})
 	}
 }
+
+func TestUnmarshalCaddyfileStrict(t *testing.T) {
+	h := httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser("tollgate_mock_provider {\n\tstrict\n}")}
+	got, err := parseCaddyfile(h)
+	if err != nil || !got.(*Handler).Strict {
+		t.Fatalf("%+v %v", got, err)
+	}
+	h = httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser("tollgate_mock_provider {\n\tstrict yes\n}")}
+	if _, err := parseCaddyfile(h); err == nil {
+		t.Fatal("strict takes no argument")
+	}
+}

@@ -50,7 +50,10 @@ import (
 // worst a byte-level tokenizer can do instead: a token per UTF-8 byte of
 // every text and name, 4 per message, 3 to prime the answer, and
 // mediaPartTokens per image or audio part. Streamed and plain answers to the
-// same request report the same usage; streamed chat completions always end with a usage chunk.
+// same request report the same usage; streamed chat completions end with a
+// usage chunk (in strict mode only when stream_options.include_usage asks).
+//
+// With Strict, requests are checked as OpenAI checks them (strict.go).
 //
 // The request's model name injects faults (substring match, so they combine
 // with any prefix, as in "gpt-4o-slow-error-500"):
@@ -74,6 +77,10 @@ type Handler struct {
 	// PromptTokens is how prompt tokens are counted: "words" (default) or
 	// "bytes", the adversarial count of dense text.
 	PromptTokens string `json:"prompt_tokens,omitempty"`
+	// Strict validates requests as OpenAI does (strict.go): unknown
+	// parameters are refused, streams report usage only when asked, and
+	// answers name a dated model.
+	Strict bool `json:"strict,omitempty"`
 }
 
 const (
@@ -152,9 +159,9 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		http.StripPrefix(mockSearchPrefix, mockSearchAPI).ServeHTTP(w, r)
 		return nil
 	case strings.HasSuffix(path, "/chat/completions"):
-		return m.serveGeneration(w, r, parseChatRequest, m.writeChat)
+		return m.serveGeneration(w, r, "chat", parseChatRequest, m.writeChat)
 	case strings.HasSuffix(path, "/responses"):
-		return m.serveGeneration(w, r, parseResponsesRequest, m.writeResponses)
+		return m.serveGeneration(w, r, "responses", parseResponsesRequest, m.writeResponses)
 	case strings.HasSuffix(path, "/models"):
 		return m.serveModels(w, r)
 	}
@@ -180,6 +187,10 @@ type mockRequest struct {
 	maxOutputTokens *int64
 	// search is the request's web search, answered with cited sources.
 	search mockSearch
+	// answerModel is the model named in the answer.
+	answerModel string
+	// streamUsage: a stream ends with a usage chunk (chat completions).
+	streamUsage bool
 }
 
 // mockAnswer is the generated text, split into stream chunks.
@@ -336,7 +347,7 @@ func parseResponsesRequest(body []byte, q *mockRequest) {
 
 // serveGeneration reads and checks a generation request, waits, injects the
 // model's fault if any, and lets write answer.
-func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request,
+func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api string,
 	parse func([]byte, *mockRequest), write func(context.Context, http.ResponseWriter, *mockRequest, *mockAnswer, bool),
 ) error {
 	if r.Method != http.MethodPost {
@@ -361,6 +372,14 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request,
 	if q.model == "" {
 		writeError(w, badRequest("model is required"))
 		return nil
+	}
+	q.answerModel, q.streamUsage = q.model, true
+	if m.Strict {
+		if !checkStrict(w, body, api) {
+			return nil
+		}
+		q.answerModel += strictDated
+		q.streamUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
 	}
 	parse(body, q)
 	parseMockSearch(body, q)
@@ -632,7 +651,7 @@ func (m *Handler) writeChat(ctx context.Context, w http.ResponseWriter, q *mockR
 	}
 	usage := &chatUsage{PromptTokens: a.prompt, CompletionTokens: a.completion(), TotalTokens: a.total()}
 	usage.ServerToolUse, usage.XSearchUsage, usage.NumSourcesUsed = q.search.usageExtras()
-	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.model, SystemFingerprint: mockFingerprint}
+	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.answerModel, SystemFingerprint: mockFingerprint}
 	// The citing model's own annotations, else those of a native search.
 	anns := a.chatAnnotations()
 	if anns == nil && q.search.annotates(false) {
@@ -671,8 +690,12 @@ func (m *Handler) writeChat(ctx context.Context, w http.ResponseWriter, q *mockR
 		s.send("", chunk(chatChoice{Delta: &chatMessage{Annotations: anns}}))
 	}
 	s.send("", chunk(chatChoice{Delta: &chatMessage{}, FinishReason: &finish}))
-	// Usage always ends the stream, as if stream_options.include_usage were
-	// set, so that the gateway can always meter streams.
+	// Usage ends the stream when stream_options.include_usage asks for it;
+	// outside strict mode always, as if it were set.
+	if !q.streamUsage {
+		s.raw("", []byte("[DONE]"))
+		return
+	}
 	final := base
 	final.Choices = []chatChoice{}
 	final.Usage = usage
@@ -780,7 +803,7 @@ func (m *Handler) writeResponses(ctx context.Context, w http.ResponseWriter, q *
 		ID:                newID("resp_"),
 		Object:            "response",
 		CreatedAt:         time.Now().Unix(),
-		Model:             q.model,
+		Model:             q.answerModel,
 		Status:            status,
 		IncompleteDetails: incomplete,
 		Instructions:      q.instructions,

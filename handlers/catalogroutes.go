@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// serveGateway answers a request the router does not send to a provider
+// (any method but POST): the catalog's lists, else 405 on an inference
+// path and 404 on any other. Only inference POSTs reach providers.
+func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *requestState) error {
+	kind, sub := st.kind, st.sub
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	author, slug, isEndpoints := endpointsPath(sub)
+	switch {
+	case get && sub == "/models":
+		return rt.serveModels(w, r, st.id, false)
+	case get && sub == "/models/user":
+		return rt.serveModels(w, r, st.id, true)
+	case get && sub == "/models/count":
+		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(rt.catalog().Models())}})
+	case get && sub == "/providers":
+		writeJSON(w, http.StatusOK, map[string]any{"data": providerList(rt.catalog())})
+	case get && isEndpoints:
+		m, ok := rt.catalog().Lookup(author + "/" + slug)
+		if !ok {
+			return fail(r, NotFound("Model not found: "+author+"/"+slug))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"data": endpointList(m)})
+	case kind == routeInference && isGroupPath(sub, routeInference):
+		e := newError(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
+		e.Header = http.Header{"Allow": {http.MethodPost}}
+		return fail(r, e)
+	default:
+		return fail(r, NotFound("Not found: "+r.Method+" "+r.URL.Path))
+	}
+	return nil
+}
+
+// endpointsPath reads /models/{author}/{slug}/endpoints.
+func endpointsPath(sub string) (author, slug string, ok bool) {
+	rest, ok := strings.CutPrefix(sub, "/models/")
+	if !ok {
+		return "", "", false
+	}
+	rest, ok = strings.CutSuffix(rest, "/endpoints")
+	if !ok {
+		return "", "", false
+	}
+	author, slug, ok = strings.Cut(rest, "/")
+	return author, slug, ok && author != "" && slug != "" && !strings.Contains(slug, "/")
+}
+
+// isGroupPath reports whether sub is the path of a group of the route
+// table of kind (an inference endpoint such as /chat/completions).
+func isGroupPath(sub string, kind routeKind) bool {
+	for _, g := range routes.groups {
+		if g.path == sub {
+			return g.kind == kind
+		}
+	}
+	return false
+}
+
+// providerInfo is one entry of GET /providers. The catalog knows providers
+// by name only: the policy and status pages are unknown (null).
+type providerInfo struct {
+	Name              string   `json:"name"`
+	Slug              string   `json:"slug"`
+	PrivacyPolicyURL  *string  `json:"privacy_policy_url"`
+	TermsOfServiceURL *string  `json:"terms_of_service_url"`
+	StatusPageURL     *string  `json:"status_page_url"`
+	Headquarters      *string  `json:"headquarters"`
+	Datacenters       []string `json:"datacenters"`
+}
+
+// providerList is every provider name of the catalog, in catalog order.
+func providerList(c *catalog.Catalog) []providerInfo {
+	out := []providerInfo{}
+	seen := map[string]bool{}
+	for _, m := range c.Models() {
+		for _, p := range m.Providers {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				out = append(out, providerInfo{Name: p.Name, Slug: p.Name, Datacenters: []string{}})
+			}
+		}
+	}
+	return out
+}
+
+// endpointsSupportedParameters are the request parameters every endpoint
+// takes (an OpenAI-compatible provider, the gateway's own fields aside).
+var endpointsSupportedParameters = []string{
+	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
+	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
+	"tools", "tool_choice", "reasoning", "include_reasoning",
+}
+
+// endpointList is GET /models/{author}/{slug}/endpoints: the model's
+// public fields and one entry per provider. Statistics the gateway does
+// not keep (latency, throughput, uptime) are null.
+func endpointList(m *catalog.Model) map[string]any {
+	pub := gjson.ParseBytes(m.Public)
+	arch := map[string]any{"instruct_type": nil, "tokenizer": nil, "modality": nil,
+		"input_modalities": []string{"text"}, "output_modalities": []string{"text"}}
+	pub.Get("architecture").ForEach(func(k, v gjson.Result) bool {
+		arch[k.Str] = json.RawMessage(v.Raw)
+		return true
+	})
+	pricing := json.RawMessage(`{"prompt":"0","completion":"0"}`)
+	if p := pub.Get("pricing"); p.IsObject() {
+		pricing = json.RawMessage(p.Raw)
+	}
+	var maxCompletion *int64
+	if m.MaxCompletionTokens > 0 {
+		maxCompletion = &m.MaxCompletionTokens
+	}
+	endpoints := make([]map[string]any, 0, len(m.Providers))
+	for _, p := range m.Providers {
+		endpoints = append(endpoints, map[string]any{
+			"name": p.Name + ": " + m.Name, "model_id": m.ID, "model_name": m.Name,
+			"context_length": m.ContextLength, "max_completion_tokens": maxCompletion, "max_prompt_tokens": nil,
+			"pricing": pricing, "provider_name": p.Name, "tag": p.Name, "quantization": nil, "status": 0,
+			"supported_parameters":      endpointsSupportedParameters,
+			"supports_implicit_caching": false,
+			"supports_tool_choice":      map[string]bool{"auto": true, "function": true, "none": true, "required": true},
+			"latency_last_30m":          nil, "throughput_last_30m": nil,
+			"uptime_last_1d": nil, "uptime_last_30m": nil, "uptime_last_5m": nil,
+		})
+	}
+	return map[string]any{
+		"id": m.ID, "name": m.Name, "created": pub.Get("created").Int(), "description": pub.Get("description").Str,
+		"architecture": arch, "endpoints": endpoints,
+	}
+}

@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+)
+
+// answerIdentity is what a chat completion answer, and each of its chunks,
+// says about itself: the generation id (so that feedback and GET
+// /generation find it by the answer's id), the catalog model that served
+// (the fallback's when a fallback served) and the provider. The provider's
+// own id and dated model name stay in the generation record.
+type answerIdentity struct {
+	id, model, provider []byte // JSON strings
+}
+
+func newAnswerIdentity(genID string, route *Route) *answerIdentity {
+	quote := func(s string) []byte { b, _ := json.Marshal(s); return b }
+	return &answerIdentity{id: quote(genID), model: quote(route.Model.ID), provider: quote(route.Provider.Name)}
+}
+
+// rewrite returns the object doc with its top-level id, model and provider
+// set, splicing the values in place so that the rest stays byte for byte;
+// doc itself is not modified. A member it lacks is added first.
+func (a *answerIdentity) rewrite(doc []byte) []byte {
+	open := firstNonSpace(doc)
+	if open >= len(doc) || doc[open] != '{' {
+		return doc
+	}
+	vals := gjson.GetManyBytes(doc, "id", "model", "provider")
+	type splice struct {
+		at, n int // replaced range of doc
+		with  []byte
+	}
+	var edits [3]splice
+	var added []byte
+	for i, v := range vals {
+		with := [3][]byte{a.id, a.model, a.provider}[i]
+		if v.Exists() && v.Index > 0 {
+			edits[i] = splice{at: v.Index, n: len(v.Raw), with: with}
+			continue
+		}
+		name := [3]string{`"id":`, `"model":`, `"provider":`}[i]
+		added = append(append(append(added, name...), with...), ',')
+	}
+	if rest := doc[open+1:]; len(added) > 0 && rest[firstNonSpace(rest)] == '}' {
+		added = added[:len(added)-1] // an empty object: no member follows
+	}
+	out := make([]byte, 0, len(doc)+len(added)+len(a.id)+len(a.model)+len(a.provider))
+	out = append(append(out, doc[:open+1]...), added...)
+	at := open + 1
+	for {
+		next := -1
+		for i, e := range edits {
+			if e.with != nil && e.at >= at && (next < 0 || e.at < edits[next].at) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		e := edits[next]
+		out = append(append(out, doc[at:e.at]...), e.with...)
+		at = e.at + e.n
+		edits[next].with = nil
+	}
+	return append(out, doc[at:]...)
+}
+
+// usageBill is what the gateway adds to an answer's usage object: the
+// charged cost, whether the caller's own provider key served it, and the
+// cost's parts.
+type usageBill struct {
+	cost               money.Amount
+	prompt, completion money.Amount // the token costs at the model's prices
+	byok               bool
+	tokens             billing.Usage // the tokens charged
+	responses          bool          // a Responses usage object: input and output
+}
+
+func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) usageBill {
+	b := usageBill{cost: cost, byok: byok, tokens: u}
+	b.prompt, _ = billing.TokenCost(pricing, u.PromptTokens, 0)
+	b.completion, _ = billing.TokenCost(pricing, 0, u.CompletionTokens)
+	return b
+}
+
+// members are the usage members the gateway adds, as JSON text:
+// cost, is_byok and cost_details (upstream_inference_cost is what the
+// caller's own provider key paid, null when the gateway's key served; the
+// token parts named as the route's usage names tokens: prompt and
+// completions, or input and output).
+func (b usageBill) members() string {
+	upstream := "null"
+	if b.byok {
+		upstream = b.cost.String()
+	}
+	in, out := `,"upstream_inference_prompt_cost":`, `,"upstream_inference_completions_cost":`
+	if b.responses {
+		in, out = `,"upstream_inference_input_cost":`, `,"upstream_inference_output_cost":`
+	}
+	return `"cost":` + b.cost.String() + `,"is_byok":` + strconv.FormatBool(b.byok) +
+		`,"cost_details":{"upstream_inference_cost":` + upstream +
+		in + b.prompt.String() + out + b.completion.String() + `}`
+}

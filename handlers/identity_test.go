@@ -1,0 +1,21 @@
+package handlers
+
+import (
+	"testing"
+)
+
+func TestAnswerIdentityRewrite(t *testing.T) {
+	id := &answerIdentity{id: []byte(`"gen-1"`), model: []byte(`"openai/gpt-4o-mini"`), provider: []byte(`"openai"`)}
+	for in, want := range map[string]string{
+		`{"id":"chatcmpl-9","object":"chat.completion","model":"gpt-4o-mini-2024-07-18","choices":[]}`: `{"provider":"openai","id":"gen-1","object":"chat.completion","model":"openai/gpt-4o-mini","choices":[]}`,
+		// Order and spacing kept; the provider's own provider replaced.
+		` { "model" : "x", "provider":"p" ,"id": "c" }`: ` { "model" : "openai/gpt-4o-mini", "provider":"openai" ,"id": "gen-1" }`,
+		`{"choices":[{"id":"nested"}]}`:                 `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai","choices":[{"id":"nested"}]}`,
+		`{}`:                                            `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai"}`,
+		`[1]`:                                           `[1]`,
+	} {
+		if got := string(id.rewrite([]byte(in))); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		}
+	}
+}

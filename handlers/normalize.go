@@ -1,0 +1,263 @@
+package handlers
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// The request normalizer stands between routing and the upstream: a
+// provider receives only what its API defines, as strict providers refuse
+// any parameter they do not know (OpenAI answers 400 "Unrecognized request
+// argument supplied"). normalizeRequest runs once per request, on the body
+// every attempt starts from; forProvider once per attempt, for what
+// depends on the provider.
+
+// gatewayOnlyFields are the public API's request fields that only the
+// gateway understands: routing, accounting, plugins and tracing.
+var gatewayOnlyFields = map[string]bool{
+	"models": true, "provider": true, "route": true, "usage": true, "transforms": true,
+	"plugins": true, "debug": true, "session_id": true, "trace": true,
+	"stop_server_tools_when": true, "image_config": true, "cache_control": true,
+	"prompt_cache_options": true,
+}
+
+// openAIUnsupported are the public API's sampling fields that OpenAI's APIs
+// do not define, by route kind; providers that lack a parameter ignore it
+// in the public API, so the gateway drops them.
+var openAIUnsupported = map[string]map[string]bool{
+	"chat": {"min_p": true, "top_a": true, "top_k": true, "repetition_penalty": true},
+	"responses": {"min_p": true, "top_a": true, "top_k": true, "repetition_penalty": true,
+		"frequency_penalty": true, "presence_penalty": true, "modalities": true},
+}
+
+// referencePlugins are the plugins the public API defines (besides the web
+// search plugin, which tollgate_websearch serves): this gateway offers none
+// of them.
+var referencePlugins = map[string]bool{
+	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
+	"file-parser": true, "moderation": true, "response-healing": true,
+	"context-compression": true, "web-fetch": true, "web": true,
+}
+
+// reasoningEfforts are the public reasoning.effort values.
+var reasoningEfforts = map[string]bool{
+	"xhigh": true, "high": true, "medium": true, "low": true, "minimal": true, "none": true,
+}
+
+// normalizeRequest returns the body a provider of the route kind ("chat",
+// "responses", "other") receives: without the gateway's own fields, with
+// the public reasoning object in the dialect's form (chat:
+// reasoning_effort; Responses: reasoning with effort and summary), and a
+// streamed chat request asking for usage (stream_options.include_usage),
+// which the gateway meters and reports whether or not the client asked.
+// A plugin the gateway does not offer is a 400 naming it. The body was
+// checked by validateInference; one that needs no change is returned as
+// it is.
+func normalizeRequest(kind string, body []byte, f *fields) ([]byte, *APIError) {
+	unsupported := openAIUnsupported[kind]
+	var drop []string
+	var reasoning, streamOptions gjson.Result
+	hasEffort := false
+	stream := false
+	for name, v := range f.each {
+		switch {
+		case name == "plugins":
+			if apiErr := checkPlugins(v); apiErr != nil {
+				return nil, apiErr
+			}
+			drop = append(drop, name)
+		case gatewayOnlyFields[name] || unsupported[name]:
+			drop = append(drop, name)
+		case name == "reasoning" && kind != "other":
+			reasoning = v
+			drop = append(drop, name)
+		case name == "reasoning_effort":
+			hasEffort = v.Type != gjson.Null
+		case name == "stream":
+			stream = v.Type == gjson.True
+		case name == "stream_options" && kind == "chat":
+			streamOptions = v
+		}
+	}
+	var extra [][]byte
+	if reasoning.Exists() {
+		add, apiErr := reasoningFor(kind, reasoning, hasEffort)
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		if add != nil {
+			extra = append(extra, add)
+		}
+	}
+	if kind == "chat" && stream && !gjson.Get(streamOptions.Raw, "include_usage").Bool() {
+		opts := []byte(`{"include_usage":true}`)
+		if streamOptions.IsObject() {
+			opts, _ = sjson.SetBytes([]byte(streamOptions.Raw), "include_usage", true)
+		}
+		if streamOptions.Exists() {
+			drop = append(drop, "stream_options")
+		}
+		extra = append(extra, append([]byte(`"stream_options":`), opts...))
+	}
+	if len(drop) == 0 && len(extra) == 0 {
+		return body, nil
+	}
+	return f.rebuild(drop, extra), nil
+}
+
+// checkPlugins refuses every plugin entry that asks for something: the web
+// search plugin is taken out before (tollgate_websearch), and this gateway
+// offers no other.
+func checkPlugins(v gjson.Result) *APIError {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsArray() {
+		return BadRequest("plugins: expected an array of plugin objects")
+	}
+	var apiErr *APIError
+	v.ForEach(func(i, p gjson.Result) bool {
+		path := "plugins[" + strconv.Itoa(int(i.Int())) + "]"
+		id := p.Get("id")
+		switch {
+		case !p.IsObject() || id.Type != gjson.String:
+			apiErr = BadRequest(path + ".id: required string")
+		case p.Get("enabled").Type == gjson.False:
+			// Asks for nothing.
+		case referencePlugins[id.Str]:
+			apiErr = BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
+		default:
+			apiErr = BadRequest(fmt.Sprintf("%s.id: unknown plugin %q", path, id.Str))
+		}
+		return apiErr == nil
+	})
+	return apiErr
+}
+
+// reasoningFor is the public reasoning object as the member the dialect
+// takes; nil when it asks for nothing the dialect can express (a token
+// budget or exclude). chat: reasoning_effort, unless the client set that
+// too; Responses: reasoning with effort and summary.
+func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *APIError) {
+	if r.Type == gjson.Null {
+		return nil, nil
+	}
+	if !r.IsObject() {
+		return nil, BadRequest("reasoning: expected an object")
+	}
+	effort := r.Get("effort")
+	if effort.Exists() && effort.Type != gjson.Null && (effort.Type != gjson.String || !reasoningEfforts[effort.Str]) {
+		return nil, BadRequest("reasoning.effort: expected one of xhigh, high, medium, low, minimal, none")
+	}
+	if r.Get("enabled").Type == gjson.False && effort.Type != gjson.String {
+		effort = gjson.Parse(`"none"`)
+	}
+	if kind == "chat" {
+		if hasEffort || effort.Type != gjson.String {
+			return nil, nil
+		}
+		return append([]byte(`"reasoning_effort":`), effort.Raw...), nil
+	}
+	out := []byte(`{}`)
+	if effort.Type == gjson.String {
+		out, _ = sjson.SetRawBytes(out, "effort", []byte(effort.Raw))
+	}
+	if s := r.Get("summary"); s.Type == gjson.String {
+		out, _ = sjson.SetRawBytes(out, "summary", []byte(s.Raw))
+	}
+	if len(out) == 2 {
+		return nil, nil
+	}
+	return append([]byte(`"reasoning":`), out...), nil
+}
+
+// each yields the top-level members, names unescaped.
+func (f *fields) each(yield func(string, gjson.Result) bool) {
+	for _, m := range f.members {
+		if !yield(f.memberName(m.KeyStart, m.KeyEnd, m.Escaped), gjson.Parse(f.raw[m.ValueStart:m.ValueEnd])) {
+			return
+		}
+	}
+}
+
+func (f *fields) memberName(start, end uint32, escaped bool) string {
+	if escaped {
+		return gjson.Parse(f.raw[start-1 : end+1]).Str
+	}
+	return f.raw[start:end]
+}
+
+// rebuild returns the object without the members named in drop and with
+// the members extra ("name":value) appended; every other byte stays as
+// the client wrote it.
+func (f *fields) rebuild(drop []string, extra [][]byte) []byte {
+	type span struct{ from, to uint32 }
+	var cut []span
+	firstKept := -1
+	for i, m := range f.members {
+		if !slices.Contains(drop, f.memberName(m.KeyStart, m.KeyEnd, m.Escaped)) {
+			if firstKept < 0 {
+				firstKept = i
+			}
+			continue
+		}
+		if firstKept >= 0 {
+			// With the comma before it.
+			cut = append(cut, span{f.members[i-1].ValueEnd, m.ValueEnd})
+		}
+	}
+	if n := len(f.members); n > 0 && firstKept != 0 {
+		// The leading members, with the comma after the last of them.
+		end := f.members[n-1].ValueEnd
+		if firstKept > 0 {
+			end = f.members[firstKept].KeyStart - 1
+		}
+		cut = append([]span{{f.members[0].KeyStart - 1, end}}, cut...)
+	}
+	closing := strings.LastIndexByte(f.raw, '}')
+	out := make([]byte, 0, len(f.raw)+64)
+	at := uint32(0)
+	for _, c := range cut {
+		out = append(out, f.raw[at:c.from]...)
+		at = c.to
+	}
+	out = append(out, f.raw[at:closing]...)
+	for i, e := range extra {
+		if i > 0 || firstKept >= 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, f.raw[closing:]...)
+}
+
+// forProvider adapts an attempt's chat completions body to its provider:
+// max_tokens becomes max_completion_tokens for providers that take only
+// that (catalog.Provider.MaxTokensField).
+func forProvider(body []byte, p *catalog.Provider) []byte {
+	if p.MaxTokensField != "max_completion_tokens" || !bytes.Contains(body, []byte(`"max_tokens"`)) {
+		return body
+	}
+	mt := gjson.GetBytes(body, "max_tokens")
+	if !mt.Exists() {
+		return body
+	}
+	out, err := sjson.DeleteBytes(body, "max_tokens")
+	if err != nil {
+		return body
+	}
+	if !gjson.GetBytes(out, "max_completion_tokens").Exists() {
+		if out, err = sjson.SetRawBytes(out, "max_completion_tokens", []byte(mt.Raw)); err != nil {
+			return body
+		}
+	}
+	return out
+}

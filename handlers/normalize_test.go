@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+func normalizeBody(t *testing.T, kind, body string) (string, *APIError) {
+	t.Helper()
+	f, apiErr := parseObject([]byte(body))
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	out, apiErr := normalizeRequest(kind, []byte(body), f)
+	if apiErr == nil && !gjson.ValidBytes(out) {
+		t.Fatalf("not JSON: %s", out)
+	}
+	return string(out), apiErr
+}
+
+func TestNormalizeRequest(t *testing.T) {
+	for _, tc := range []struct {
+		kind, in, want string
+	}{
+		// Nothing to change: the same bytes.
+		{"chat", `{"model":"m", "messages":[]}`, `{"model":"m", "messages":[]}`},
+		{"chat", `{"model":"m","usage":{"include":true},"transforms":["middle-out"],"messages":[],"provider":{"order":["a"]},"models":["x"],"route":"fallback","debug":{},"session_id":"s","trace":{},"top_k":3}`,
+			`{"model":"m","messages":[]}`},
+		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"low","max_tokens":100}}`, `{"model":"m","messages":[],"reasoning_effort":"low"}`},
+		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"low"},"reasoning_effort":"high"}`, `{"model":"m","messages":[],"reasoning_effort":"high"}`},
+		{"chat", `{"model":"m","messages":[],"reasoning":{"enabled":false}}`, `{"model":"m","messages":[],"reasoning_effort":"none"}`},
+		{"chat", `{"model":"m","messages":[],"reasoning":{"max_tokens":100}}`, `{"model":"m","messages":[]}`},
+		{"responses", `{"model":"m","input":"x","reasoning":{"effort":"high","exclude":true,"summary":"auto"},"presence_penalty":1}`,
+			`{"model":"m","input":"x","reasoning":{"effort":"high","summary":"auto"}}`},
+		{"chat", `{"model":"m","messages":[],"stream":true}`, `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`},
+		{"chat", `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}}`,
+			`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}`},
+		{"chat", `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`, `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`},
+		{"responses", `{"model":"m","input":"x","stream":true}`, `{"model":"m","input":"x","stream":true}`},
+		{"chat", `{"model":"m","messages":[],"plugins":[{"id":"moderation","enabled":false}]}`, `{"model":"m","messages":[]}`},
+		{"chat", `{"model":"m","messages":[],"us\u0061ge":{"include":true}}`, `{"model":"m","messages":[]}`},
+	} {
+		got, apiErr := normalizeBody(t, tc.kind, tc.in)
+		if apiErr != nil || got != tc.want {
+			t.Errorf("%s %s:\n got %s %v\nwant %s", tc.kind, tc.in, got, apiErr, tc.want)
+		}
+	}
+}
+
+func TestNormalizeRequestRefuses(t *testing.T) {
+	for _, tc := range []struct{ in, msg string }{
+		{`{"plugins":[{"id":"moderation"}]}`, `plugins[0].id: this gateway does not offer the "moderation" plugin`},
+		{`{"plugins":[{"id":"file-parser","pdf":{}},{"id":"x"}]}`, `plugins[0].id: this gateway does not offer the "file-parser" plugin`},
+		{`{"plugins":[{"id":"response-healing","enabled":false},{"id":"nope"}]}`, `plugins[1].id: unknown plugin "nope"`},
+		{`{"plugins":[{}]}`, `plugins[0].id: required string`},
+		{`{"plugins":{}}`, `plugins: expected an array`},
+		{`{"reasoning":"high"}`, `reasoning: expected an object`},
+		{`{"reasoning":{"effort":"max"}}`, `reasoning.effort: expected one of`},
+	} {
+		_, apiErr := normalizeBody(t, "chat", tc.in)
+		if apiErr == nil || apiErr.Status != 400 || !strings.Contains(apiErr.Message, tc.msg) {
+			t.Errorf("%s: %v, want 400 %q", tc.in, apiErr, tc.msg)
+		}
+	}
+}
+
+func TestForProvider(t *testing.T) {
+	newer := &catalog.Provider{MaxTokensField: "max_completion_tokens"}
+	if got := string(forProvider([]byte(`{"max_tokens":5,"messages":[]}`), newer)); got != `{"messages":[],"max_completion_tokens":5}` {
+		t.Errorf("got %s", got)
+	}
+	if got := string(forProvider([]byte(`{"max_tokens":5,"max_completion_tokens":7}`), newer)); got != `{"max_completion_tokens":7}` {
+		t.Errorf("got %s", got)
+	}
+	body := []byte(`{"max_tokens":5}`)
+	if got := forProvider(body, &catalog.Provider{}); string(got) != string(body) {
+		t.Errorf("got %s", got)
+	}
+}
+
+// A body without gateway fields is passed on without a copy.
+func BenchmarkNormalizeRequest(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":100,"temperature":0.2}`)
+	f, _ := parseObject(body)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, apiErr := normalizeRequest("chat", body, f); apiErr != nil {
+			b.Fatal(apiErr)
+		}
+	}
+}
