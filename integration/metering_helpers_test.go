@@ -48,9 +48,9 @@ func upstreamBody(body string) string {
 }
 
 // promptBound is the gateway's admission estimate of the prompt tokens of a
-// body without media parts, tools or gateway fields: a token per byte,
-// plus 64 for the request.
-func promptBound(body string) int64 { return int64(len(body)) + 64 }
+// body without media parts, tools or gateway fields: a token per byte of
+// the body the provider receives, plus 64 for the request.
+func promptBound(body string) int64 { return int64(len(upstreamBody(body))) + 64 }
 
 // textEstimate is the abort rule's completion estimate: one token per four
 // bytes of delivered text, rounded up.
