@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	scimerrors "github.com/elimity-com/scim/errors"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -20,7 +20,7 @@ import (
 type Admin struct {
 	gw     Gateway
 	logger *zap.Logger
-	scim   http.Handler // the SCIM 2.0 service under SCIMPrefix (scimserver.go)
+	scim   *scim.Service // the SCIM 2.0 service under scim.Prefix
 }
 
 // keysPageSize is the key list page size (SPEC.md 8.3).
@@ -61,15 +61,10 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) 
 	return nil
 }
 
-// serveSCIMService serves the SCIM 2.0 service (scimserver.go).
+// serveSCIMService serves the SCIM 2.0 service, which answers its own
+// errors in SCIM's shape.
 func (a *Admin) serveSCIMService(w http.ResponseWriter, r *http.Request) error {
-	store, err := a.gw.Store()
-	if err != nil {
-		a.logger.Error("store unavailable", zap.Error(err))
-		writeSCIMError(w, scimerrors.ScimErrorInternal)
-		return nil
-	}
-	serveSCIMService(a.scim, store, w, r)
+	a.scim.ServeHTTP(w, r)
 	return nil
 }
 
