@@ -227,3 +227,17 @@ func newTestService(t *testing.T, st *storage.Store) *Service {
 	}
 	return srv
 }
+
+// Without a store the service answers a SCIM 500, not a panic or a
+// gateway error body.
+func TestSCIMServiceWithoutStore(t *testing.T) {
+	srv, err := NewService(func() (*storage.Store, error) { return nil, io.ErrClosedPipe }, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest("GET", "/scim/v2/Users", nil))
+	if w.Code != 500 || gjson.Get(w.Body.String(), "status").Str != "500" || w.Header().Get("Content-Type") != "application/scim+json" {
+		t.Fatalf("%d %s %q", w.Code, w.Body.String(), w.Header().Get("Content-Type"))
+	}
+}
