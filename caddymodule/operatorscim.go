@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 )
 
 // An organization's SCIM token on the operator API:
@@ -27,21 +27,21 @@ type operatorSCIMToken struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func newOperatorSCIMToken(t storage.SCIMToken) operatorSCIMToken {
+func newOperatorSCIMToken(t scim.Token) operatorSCIMToken {
 	return operatorSCIMToken{AccountID: t.AccountID, Label: t.Label, CreatedAt: t.CreatedAt}
 }
 
 func (c *operatorCall) rotateSCIMToken() (int, any, *handlers.APIError) {
-	secret, t, err := c.store.RotateSCIMToken(c.acct.ID)
+	secret, t, err := scim.StoreOf(c.store).RotateToken(c.acct.ID)
 	if err != nil {
 		return 0, nil, c.storeError(err)
 	}
 	return http.StatusCreated, map[string]any{"data": newOperatorSCIMToken(t), "token": secret,
-		"scim_base_path": handlers.SCIMPrefix}, nil
+		"scim_base_path": scim.Prefix}, nil
 }
 
 func (c *operatorCall) showSCIMToken() (int, any, *handlers.APIError) {
-	t, ok := c.store.SCIMTokenInfo(c.acct.ID)
+	t, ok := scim.StoreOf(c.store).TokenInfo(c.acct.ID)
 	if !ok {
 		return 0, nil, handlers.NotFound("account " + c.acct.ID + " has no SCIM token")
 	}
@@ -49,7 +49,7 @@ func (c *operatorCall) showSCIMToken() (int, any, *handlers.APIError) {
 }
 
 func (c *operatorCall) revokeSCIMToken() (int, any, *handlers.APIError) {
-	if err := c.store.RevokeSCIMToken(c.acct.ID); err != nil {
+	if err := scim.StoreOf(c.store).RevokeToken(c.acct.ID); err != nil {
 		return 0, nil, c.storeError(err)
 	}
 	return http.StatusOK, map[string]any{"deleted": true}, nil

@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	scimerrors "github.com/elimity-com/scim/errors"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -21,7 +21,7 @@ import (
 type Admin struct {
 	gw     Gateway
 	logger *zap.Logger
-	scim   http.Handler // the SCIM 2.0 service under SCIMPrefix (scimserver.go)
+	scim   *scim.Service // the SCIM 2.0 service under scim.Prefix
 }
 
 // keysPageSize is the key list page size (SPEC.md 8.3).
@@ -62,15 +62,10 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) 
 	return nil
 }
 
-// serveSCIMService serves the SCIM 2.0 service (scimserver.go).
+// serveSCIMService serves the SCIM 2.0 service, which answers its own
+// errors in SCIM's shape.
 func (a *Admin) serveSCIMService(w http.ResponseWriter, r *http.Request) error {
-	store, err := a.gw.Store()
-	if err != nil {
-		a.logger.Error("store unavailable", zap.Error(err))
-		writeSCIMError(w, scimerrors.ScimErrorInternal)
-		return nil
-	}
-	serveSCIMService(a.scim, store, w, r)
+	a.scim.ServeHTTP(w, r)
 	return nil
 }
 

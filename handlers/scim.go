@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -16,8 +17,8 @@ import (
 //	POST               /scim/sync-jobs              (202; the job runs asynchronously)
 //	GET                /scim/sync-jobs/{id}
 //
-// The SCIM 2.0 service itself, which the identity provider calls, is
-// scimserver.go.
+// The SCIM 2.0 service itself, which the identity provider calls, and the
+// store of the SCIM records are package scim.
 
 type scimGroupView struct {
 	ID             string  `json:"id"`
@@ -29,7 +30,7 @@ type scimGroupView struct {
 	UpdatedAt      string  `json:"updated_at"`
 }
 
-func newSCIMGroupView(g storage.SCIMGroup) scimGroupView {
+func newSCIMGroupView(g scim.Group) scimGroupView {
 	return scimGroupView{ID: g.ID, OrganizationID: g.AccountID, ExternalID: g.ExternalID, DisplayName: g.DisplayName,
 		MemberCount: len(g.Members), CreatedAt: apiTime(g.CreatedAt), UpdatedAt: apiTime(g.UpdatedAt)}
 }
@@ -44,7 +45,7 @@ type scimMappingView struct {
 	UpdatedAt      string `json:"updated_at"`
 }
 
-func newSCIMMappingView(m storage.SCIMGroupMapping) scimMappingView {
+func newSCIMMappingView(m scim.GroupMapping) scimMappingView {
 	return scimMappingView{ID: m.ID, OrganizationID: m.AccountID, SCIMGroupID: m.GroupID, WorkspaceID: m.WorkspaceID,
 		Role: string(m.Role), CreatedAt: apiTime(m.CreatedAt), UpdatedAt: apiTime(m.UpdatedAt)}
 }
@@ -64,7 +65,7 @@ type scimSyncJobView struct {
 	FinishedAt         *string `json:"finished_at"`
 }
 
-func newSCIMSyncJobView(j storage.SCIMSyncJob) scimSyncJobView {
+func newSCIMSyncJobView(j scim.SyncJob) scimSyncJobView {
 	return scimSyncJobView{ID: j.ID, Status: j.Status, ErrorMessage: j.ErrorMessage, SyncedGroups: j.SyncedGroups,
 		DeletedGroups: j.DeletedGroups, AddedMemberships: j.Added, UpdatedMemberships: j.Updated,
 		RemovedMemberships: j.Removed, KeptMemberships: j.Kept, CreatedAt: apiTime(j.CreatedAt),
@@ -80,12 +81,15 @@ func scimStoreError(err error, what string) *APIError {
 	return orgStoreError(err, what)
 }
 
+// scim is the store of the SCIM records.
+func (ar *adminRequest) scim() *scim.Store { return scim.StoreOf(ar.store) }
+
 func (ar *adminRequest) listSCIMMappings() *APIError {
 	offset, limit, apiErr := ar.page()
 	if apiErr != nil {
 		return apiErr
 	}
-	writePage(ar.w, ar.store.SCIMGroupMappings(ar.id.AccountID), offset, limit, newSCIMMappingView)
+	writePage(ar.w, ar.scim().GroupMappings(ar.id.AccountID), offset, limit, newSCIMMappingView)
 	return nil
 }
 
@@ -121,7 +125,7 @@ func (ar *adminRequest) createSCIMMapping() *APIError {
 	if f.err != nil {
 		return f.err
 	}
-	m, added, err := ar.store.CreateSCIMGroupMapping(ar.id.AccountID, group, ws, role)
+	m, added, err := ar.scim().CreateGroupMapping(ar.id.AccountID, group, ws, role)
 	if err != nil {
 		return scimStoreError(err, "SCIM group")
 	}
@@ -130,7 +134,7 @@ func (ar *adminRequest) createSCIMMapping() *APIError {
 }
 
 func (ar *adminRequest) getSCIMMapping(id string) *APIError {
-	m, ok := ar.store.SCIMGroupMapping(ar.id.AccountID, id)
+	m, ok := ar.scim().GroupMapping(ar.id.AccountID, id)
 	if !ok {
 		return NotFound("SCIM group mapping not found")
 	}
@@ -139,7 +143,7 @@ func (ar *adminRequest) getSCIMMapping(id string) *APIError {
 }
 
 func (ar *adminRequest) updateSCIMMapping(id string) *APIError {
-	if _, ok := ar.store.SCIMGroupMapping(ar.id.AccountID, id); !ok {
+	if _, ok := ar.scim().GroupMapping(ar.id.AccountID, id); !ok {
 		return NotFound("SCIM group mapping not found")
 	}
 	f, apiErr := ar.object()
@@ -150,7 +154,7 @@ func (ar *adminRequest) updateSCIMMapping(id string) *APIError {
 	if f.err != nil {
 		return f.err
 	}
-	m, err := ar.store.UpdateSCIMGroupMapping(ar.id.AccountID, id, role)
+	m, err := ar.scim().UpdateGroupMapping(ar.id.AccountID, id, role)
 	if err != nil {
 		return scimStoreError(err, "SCIM group mapping")
 	}
@@ -169,7 +173,7 @@ func (ar *adminRequest) deleteSCIMMapping(id string) *APIError {
 	default:
 		return BadRequest("keep_members: expected true or false")
 	}
-	removed, err := ar.store.DeleteSCIMGroupMapping(ar.id.AccountID, id, keep)
+	removed, err := ar.scim().DeleteGroupMapping(ar.id.AccountID, id, keep)
 	if err != nil {
 		return scimStoreError(err, "SCIM group mapping")
 	}
@@ -182,26 +186,27 @@ func (ar *adminRequest) listSCIMGroups() *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	writePage(ar.w, ar.store.SCIMGroups(ar.id.AccountID), offset, limit, newSCIMGroupView)
+	writePage(ar.w, ar.scim().Groups(ar.id.AccountID), offset, limit, newSCIMGroupView)
 	return nil
 }
 
 // createSCIMSyncJob queues a job, answers 202 with it, and runs it in the
 // background; GET /scim/sync-jobs/{id} reports its outcome.
 func (ar *adminRequest) createSCIMSyncJob() *APIError {
-	j, err := ar.store.CreateSCIMSyncJob(ar.id.AccountID)
+	store := ar.scim()
+	j, err := store.CreateSyncJob(ar.id.AccountID)
 	if err != nil {
 		return storeError(err, "Organization")
 	}
-	store, accountID := ar.store, ar.id.AccountID
-	go func() { _, _ = store.RunSCIMSyncJob(accountID, j.ID) }()
+	accountID := ar.id.AccountID
+	go func() { _, _ = store.RunSyncJob(accountID, j.ID) }()
 	ar.w.Header().Set("Location", APIPrefix+"/scim/sync-jobs/"+j.ID)
 	writeJSON(ar.w, http.StatusAccepted, map[string]any{"data": newSCIMSyncJobView(j)})
 	return nil
 }
 
 func (ar *adminRequest) getSCIMSyncJob(id string) *APIError {
-	j, ok := ar.store.SCIMSyncJob(ar.id.AccountID, id)
+	j, ok := ar.scim().SyncJob(ar.id.AccountID, id)
 	if !ok {
 		return NotFound("SCIM sync job not found")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -93,7 +94,7 @@ func (t *Tollgate) setup(gw Gateway, logger *zap.Logger) error {
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
 	t.admin = Admin{gw: gw, logger: logger}
-	srv, err := newSCIMServer()
+	srv, err := scim.NewService(gw.Store, logger)
 	t.admin.scim = srv
 	return err
 }
@@ -196,9 +197,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 }
 
 // isSCIMPath reports whether path is the SCIM service's.
-func isSCIMPath(path string) bool {
-	return path == SCIMPrefix || strings.HasPrefix(path, SCIMPrefix+"/")
-}
+func isSCIMPath(path string) bool { return scim.Serves(path) }
 
 // Interface guards
 var (

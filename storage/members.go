@@ -228,17 +228,22 @@ func (s *OrgStore) UpdateMember(accountID, id string, u MemberUpdate) (Member, e
 	s.putMember(&m)
 	b := s.k.MarkDirty(memberKey(accountID, id))
 	if !m.Active {
-		for _, ws := range s.workspaces[accountID] {
-			if _, in := ws.Members[id]; in {
-				w := ws.clone()
-				delete(w.Members, id)
-				s.putWorkspace(w)
-				s.k.MarkDirty(workspaceKey(accountID, w.ID))
-			}
-		}
+		s.leaveWorkspaces(accountID, id)
 	}
 	s.k.Unlock()
 	return m, b.Wait()
+}
+
+// leaveWorkspaces removes a member from every workspace of its account.
+// Callers hold the kernel's lock.
+func (s *OrgStore) leaveWorkspaces(accountID, userID string) {
+	for _, ws := range s.workspaces[accountID] {
+		if _, in := ws.Members[userID]; in {
+			w := ws.clone()
+			delete(w.Members, userID)
+			s.putWorkspace(w)
+		}
+	}
 }
 
 // DeactivateMember marks a member inactive (SCIM deprovisioning).

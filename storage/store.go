@@ -1,6 +1,7 @@
 // Package storage holds the gateway's state: accounts, keys, credits and
-// the counters that cap them, organizations, secrets, analytics and SCIM
-// records. Every read is served from memory, so that the request path
+// the counters that cap them, organizations, secrets and analytics, and
+// hosts the domain stores kept with their service (SCIM, domains.go).
+// Every read is served from memory, so that the request path
 // never waits on disk for a lookup; every write goes through the kernel
 // (package storage/kernel), which makes it durable before it returns.
 package storage
@@ -63,11 +64,12 @@ type Store struct {
 	*OrgStore
 	*SecretStore
 	*AnalyticsStore
-	*SCIMStore
 	*EndUserStore
 	*DestinationStore
 	*EndpointStore
 	*FeedbackStore
+	// domains are the domain stores kept outside this package (domains.go).
+	domains map[string]Domain
 }
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
@@ -116,13 +118,13 @@ func newStore(k *kernel.Kernel) *Store {
 		},
 		SecretStore:      &SecretStore{k: k, byok: kernel.Records[Credential]{}},
 		AnalyticsStore:   &AnalyticsStore{k: k},
-		SCIMStore:        &SCIMStore{k: k, scim: newSCIMState()},
 		EndUserStore:     &EndUserStore{k: k, endUsers: kernel.Records[EndUser]{}},
 		DestinationStore: &DestinationStore{k: k, destinations: kernel.Records[Destination]{}},
 		EndpointStore:    &EndpointStore{k: k, endpoints: kernel.Records[PrivateEndpoint]{}},
 		FeedbackStore:    &FeedbackStore{k: k},
 	}
 	s.wire()
+	s.newDomains()
 	return s
 }
 
@@ -141,20 +143,19 @@ func (s *Store) wire() {
 	s.LedgerStore.org = s.OrgStore
 	s.OrgStore.acct = s.AccountStore
 	s.OrgStore.sec = s.SecretStore
-	s.SCIMStore.acct = s.AccountStore
-	s.SCIMStore.org = s.OrgStore
 	s.SecretStore.acct = s.AccountStore
 	s.SecretStore.org = s.OrgStore
 }
 
 // registerKinds registers every domain store's kinds of record with the
 // kernel, in load order: the organizations' usage counters decorate the
-// workspaces and members loaded before them.
+// workspaces and members loaded before them; the outside domain stores'
+// come last.
 func (s *Store) registerKinds() {
 	for _, kinds := range [][]kernel.Kind{
 		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
 		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
-		s.SCIMStore.kinds(), s.LedgerStore.kinds(), s.FeedbackStore.kinds(),
+		s.LedgerStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
 	} {
 		s.k.Register(kinds...)
 	}

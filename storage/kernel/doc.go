@@ -3,7 +3,8 @@
 // owns the database (Badger today), the lock that guards the in-memory
 // state, the group commit, the registry of record kinds and the generic
 // per-account record map; what a record means is the business of the
-// domain store that registered its kind (package storage).
+// domain store that registered its kind (package storage, or one kept
+// with its service and registered through storage.RegisterDomain).
 //
 // # Contract
 //

@@ -1,26 +1,29 @@
-package handlers
+package scim
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	stderrors "errors"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/elimity-com/scim"
+	scimlib "github.com/elimity-com/scim"
 	scimerrors "github.com/elimity-com/scim/errors"
 	"github.com/elimity-com/scim/optional"
 	"github.com/elimity-com/scim/schema"
 	filter "github.com/scim2/filter-parser/v2"
+	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// SCIMPrefix is where the SCIM 2.0 service (RFC 7643/7644) for the
+// Prefix is where the SCIM 2.0 service (RFC 7643/7644) for the
 // organizations' identity providers is served, on the gateway's site:
 // /scim/v2/Users, /scim/v2/Groups, /scim/v2/ServiceProviderConfig,
 // /scim/v2/Schemas and /scim/v2/ResourceTypes. The bearer token is the
@@ -33,101 +36,157 @@ import (
 // active false deactivates it (removed from every workspace, as for any
 // deactivated member); DELETE deactivates it too and hides it from the
 // service. SCIM Groups are stored as identity-provider groups with their
-// members; group mappings and sync jobs (scim.go) turn them into workspace
+// members; group mappings and sync jobs (sync.go) turn them into workspace
 // memberships.
-const SCIMPrefix = "/scim/v2"
+const Prefix = "/scim/v2"
 
-// maxSCIMBody bounds a SCIM request body.
-const maxSCIMBody = 1 << 20
+// Serves reports whether path is the SCIM service's.
+func Serves(path string) bool {
+	return path == Prefix || strings.HasPrefix(path, Prefix+"/")
+}
+
+// maxBody bounds a SCIM request body.
+const maxBody = 1 << 20
 
 func init() {
 	// Microsoft Entra sends booleans as "True"/"False" strings.
 	schema.SetAllowStringValues(true)
 }
 
-type scimCtxKey struct{}
+type callerKey struct{}
 
-// scimCaller is the organization a SCIM request acts for.
-type scimCaller struct {
-	store     *storage.Store
+// caller is the organization a SCIM request acts for.
+type caller struct {
+	store     *Store
 	accountID string
 }
 
-func scimCallerOf(r *http.Request) scimCaller {
-	c, _ := r.Context().Value(scimCtxKey{}).(scimCaller)
+func callerOf(r *http.Request) caller {
+	c, _ := r.Context().Value(callerKey{}).(caller)
 	return c
 }
 
-// newSCIMServer builds the SCIM service; its resource handlers find the
-// store and the organization in the request's context.
-func newSCIMServer() (scim.Server, error) {
-	return scim.NewServer(&scim.ServerArgs{
-		ServiceProviderConfig: &scim.ServiceProviderConfig{
-			AuthenticationSchemes: []scim.AuthenticationScheme{{
-				Type: scim.AuthenticationTypeOauthBearerToken, Name: "OAuth Bearer Token",
+// Service is the SCIM 2.0 service under Prefix, an http.Handler.
+type Service struct {
+	srv    scimlib.Server
+	stores func() (*storage.Store, error)
+	logger *zap.Logger
+}
+
+// NewService builds the SCIM service over the store that stores returns
+// at each request (the gateway's current one).
+func NewService(stores func() (*storage.Store, error), logger *zap.Logger) (*Service, error) {
+	srv, err := newServer()
+	if err != nil {
+		return nil, err
+	}
+	return &Service{srv: srv, stores: stores, logger: logger}, nil
+}
+
+// newServer builds the SCIM library's server; its resource handlers find
+// the store and the organization in the request's context.
+func newServer() (scimlib.Server, error) {
+	return scimlib.NewServer(&scimlib.ServerArgs{
+		ServiceProviderConfig: &scimlib.ServiceProviderConfig{
+			AuthenticationSchemes: []scimlib.AuthenticationScheme{{
+				Type: scimlib.AuthenticationTypeOauthBearerToken, Name: "OAuth Bearer Token",
 				Description: "The organization's SCIM token, issued by the gateway's operator", Primary: true,
 			}},
 			MaxResults: 100, SupportFiltering: true, SupportPatch: true,
 		},
-		ResourceTypes: []scim.ResourceType{
+		ResourceTypes: []scimlib.ResourceType{
 			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users",
-				Description: optional.NewString("Organization members"), Schema: schema.CoreUserSchema(), Handler: scimUsers{}},
+				Description: optional.NewString("Organization members"), Schema: schema.CoreUserSchema(), Handler: userHandler{}},
 			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups",
-				Description: optional.NewString("Identity-provider groups"), Schema: schema.CoreGroupSchema(), Handler: scimGroups{}},
+				Description: optional.NewString("Identity-provider groups"), Schema: schema.CoreGroupSchema(), Handler: groupHandler{}},
 		},
 	})
 }
 
-// serveSCIMService authenticates the SCIM token and hands the request to
-// the SCIM server.
-func serveSCIMService(srv http.Handler, store *storage.Store, w http.ResponseWriter, r *http.Request) {
+// ServeHTTP authenticates the SCIM token and hands the request to the
+// SCIM server.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st, err := s.stores()
+	if err != nil {
+		s.logger.Error("store unavailable", zap.Error(err))
+		writeError(w, scimerrors.ScimErrorInternal)
+		return
+	}
+	store := StoreOf(st)
 	token, ok := bearer(r)
 	var acct storage.Account
 	if ok {
-		acct, ok = store.SCIMAccount(token)
+		acct, ok = store.Account(token)
 	}
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="scim"`)
-		writeSCIMError(w, scimerrors.ScimError{Status: http.StatusUnauthorized,
+		writeError(w, scimerrors.ScimError{Status: http.StatusUnauthorized,
 			Detail: "A valid SCIM bearer token of the organization is required"})
 		return
 	}
-	r2 := r.WithContext(context.WithValue(r.Context(), scimCtxKey{}, scimCaller{store: store, accountID: acct.ID}))
+	r2 := r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{store: store, accountID: acct.ID}))
 	u := *r.URL
 	u.Path = strings.TrimPrefix(r.URL.Path, "/scim")
 	u.RawPath = ""
 	r2.URL = &u
 	r2.Header.Del("Authorization")
-	body, e := readSCIMBody(w, r)
+	body, e := readBody(w, r)
 	if e != nil {
-		writeSCIMError(w, *e)
+		writeError(w, *e)
 		return
 	}
-	r2.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
-	srv.ServeHTTP(w, r2)
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	s.srv.ServeHTTP(w, r2)
 }
 
-// readSCIMBody reads a request body up to maxSCIMBody and checks it with
+// bearer returns the request's bearer token.
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// readBody reads a request body up to maxBody and checks it with
 // jsoncheck (CheckText: its strings are names and ids), because the SCIM
 // library decodes it with encoding/json, which recurses up to 10,000
-// levels and lets the last of repeated keys win.
-func readSCIMBody(w http.ResponseWriter, r *http.Request) ([]byte, *scimerrors.ScimError) {
-	b, apiErr := readBody(w, r, maxSCIMBody)
-	if apiErr != nil {
-		return nil, &scimerrors.ScimError{Status: apiErr.Status, Detail: apiErr.Message}
+// levels and lets the last of repeated keys win. Its errors carry the
+// messages of the gateway's other routes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *scimerrors.ScimError) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, &scimerrors.ScimError{Status: http.StatusRequestEntityTooLarge,
+			Detail: fmt.Sprintf("Request body is larger than %d bytes", maxBody)}
+	}
+	if err != nil {
+		return nil, &scimerrors.ScimError{Status: http.StatusBadRequest, Detail: "Could not read request body"}
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return b, nil // the library answers for a missing body
 	}
 	if err := jsoncheck.CheckText(b, nil); err != nil {
 		e := scimerrors.ScimErrorInvalidSyntax
-		e.Detail = bodyError(err).Message
+		e.Detail = bodyMessage(err)
 		return nil, &e
 	}
 	return b, nil
 }
 
-func writeSCIMError(w http.ResponseWriter, e scimerrors.ScimError) {
+// bodyMessage says what is wrong with a body jsoncheck refused.
+func bodyMessage(err *jsoncheck.Error) string {
+	switch err.Kind {
+	case jsoncheck.TooDeep:
+		return fmt.Sprintf("Request body nests deeper than %d levels", jsoncheck.MaxDepth)
+	case jsoncheck.Syntax:
+		return "Request body is not valid JSON"
+	}
+	return err.Error()
+}
+
+func writeError(w http.ResponseWriter, e scimerrors.ScimError) {
 	b, _ := json.Marshal(e)
 	w.Header().Set("Content-Type", "application/scim+json")
 	w.WriteHeader(e.Status)
@@ -137,20 +196,20 @@ func writeSCIMError(w http.ResponseWriter, e scimerrors.ScimError) {
 // scimError maps a store error to a SCIM error.
 func scimError(err error, id string) error {
 	msg := err.Error()
-	for _, s := range []error{storage.ErrInvalid, storage.ErrConflict, storage.ErrNotFound} {
+	for _, s := range []error{ErrInvalid, ErrConflict, ErrNotFound} {
 		msg = strings.TrimPrefix(msg, s.Error()+": ")
 	}
 	switch {
-	case stderrors.Is(err, storage.ErrInvalid):
+	case errors.Is(err, ErrInvalid):
 		e := scimerrors.ScimErrorInvalidValue
 		e.Detail = msg
 		return e
-	case stderrors.Is(err, storage.ErrConflict):
+	case errors.Is(err, ErrConflict):
 		e := scimerrors.ScimErrorUniqueness
 		e.Detail = msg
 		return e
-	case stderrors.Is(err, storage.ErrNotFound):
-		if err == storage.ErrNotFound {
+	case errors.Is(err, ErrNotFound):
+		if err == ErrNotFound {
 			return scimerrors.ScimErrorResourceNotFound(id)
 		}
 		e := scimerrors.ScimErrorInvalidValue
@@ -167,8 +226,8 @@ func invalidValue(detail string) error {
 }
 
 // page applies startIndex/count and the filter to resources.
-func scimPage(params scim.ListRequestParams, all []scim.Resource) scim.Page {
-	matched := make([]scim.Resource, 0, len(all))
+func scimPage(params scimlib.ListRequestParams, all []scimlib.Resource) scimlib.Page {
+	matched := make([]scimlib.Resource, 0, len(all))
 	for _, res := range all {
 		if params.FilterValidator != nil {
 			attrs := map[string]any{}
@@ -187,14 +246,14 @@ func scimPage(params scim.ListRequestParams, all []scim.Resource) scim.Page {
 	}
 	lo := min(params.StartIndex-1, len(matched))
 	hi := min(lo+params.Count, len(matched))
-	return scim.Page{TotalResults: len(matched), Resources: matched[lo:hi]}
+	return scimlib.Page{TotalResults: len(matched), Resources: matched[lo:hi]}
 }
 
 // --- Users ---
 
-type scimUsers struct{}
+type userHandler struct{}
 
-func userResource(u storage.SCIMUserRecord) scim.Resource {
+func userResource(u User) scimlib.Resource {
 	name := map[string]any{}
 	var parts []string
 	if u.FirstName != nil {
@@ -205,7 +264,7 @@ func userResource(u storage.SCIMUserRecord) scim.Resource {
 		name["familyName"] = *u.LastName
 		parts = append(parts, *u.LastName)
 	}
-	attrs := scim.ResourceAttributes{
+	attrs := scimlib.ResourceAttributes{
 		"userName": u.UserName,
 		"active":   u.Active,
 		"emails":   []any{map[string]any{"value": u.Email, "primary": true, "type": "work"}},
@@ -219,18 +278,18 @@ func userResource(u storage.SCIMUserRecord) scim.Resource {
 
 // scimResource is a SCIM resource with its externalId (when set) and its
 // creation and modification times.
-func scimResource(id string, attrs scim.ResourceAttributes, externalID *string, created, updated time.Time) scim.Resource {
-	res := scim.Resource{ID: id, Attributes: attrs}
+func scimResource(id string, attrs scimlib.ResourceAttributes, externalID *string, created, updated time.Time) scimlib.Resource {
+	res := scimlib.Resource{ID: id, Attributes: attrs}
 	if externalID != nil {
 		res.ExternalID = optional.NewString(*externalID)
 	}
-	res.Meta = scim.Meta{Created: &created, LastModified: &updated}
+	res.Meta = scimlib.Meta{Created: &created, LastModified: &updated}
 	return res
 }
 
 // userInput reads a user's attributes as the store takes them.
-func userInput(a scim.ResourceAttributes) (storage.SCIMUserInput, error) {
-	in := storage.SCIMUserInput{Active: true}
+func userInput(a scimlib.ResourceAttributes) (UserInput, error) {
+	in := UserInput{Active: true}
 	in.UserName, _ = a["userName"].(string)
 	if in.UserName == "" {
 		return in, invalidValue("userName: required")
@@ -284,60 +343,60 @@ func boolValue(v any) (bool, bool) {
 	return false, false
 }
 
-func (scimUsers) Create(r *http.Request, a scim.ResourceAttributes) (scim.Resource, error) {
-	c := scimCallerOf(r)
+func (userHandler) Create(r *http.Request, a scimlib.ResourceAttributes) (scimlib.Resource, error) {
+	c := callerOf(r)
 	in, err := userInput(a)
 	if err != nil {
-		return scim.Resource{}, err
+		return scimlib.Resource{}, err
 	}
-	u, err := c.store.ProvisionSCIMUser(c.accountID, in)
+	u, err := c.store.ProvisionUser(c.accountID, in)
 	if err != nil {
-		return scim.Resource{}, scimError(err, "")
+		return scimlib.Resource{}, scimError(err, "")
 	}
 	return userResource(u), nil
 }
 
-func (scimUsers) Get(r *http.Request, id string) (scim.Resource, error) {
-	c := scimCallerOf(r)
-	u, ok := c.store.SCIMUser(c.accountID, id)
+func (userHandler) Get(r *http.Request, id string) (scimlib.Resource, error) {
+	c := callerOf(r)
+	u, ok := c.store.User(c.accountID, id)
 	if !ok {
-		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+		return scimlib.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
 	}
 	return userResource(u), nil
 }
 
-func (scimUsers) GetAll(r *http.Request, params scim.ListRequestParams) (scim.Page, error) {
-	c := scimCallerOf(r)
-	users := c.store.SCIMUsers(c.accountID)
-	all := make([]scim.Resource, len(users))
+func (userHandler) GetAll(r *http.Request, params scimlib.ListRequestParams) (scimlib.Page, error) {
+	c := callerOf(r)
+	users := c.store.Users(c.accountID)
+	all := make([]scimlib.Resource, len(users))
 	for i, u := range users {
 		all[i] = userResource(u)
 	}
 	return scimPage(params, all), nil
 }
 
-func (scimUsers) Replace(r *http.Request, id string, a scim.ResourceAttributes) (scim.Resource, error) {
-	c := scimCallerOf(r)
-	if _, ok := c.store.SCIMUser(c.accountID, id); !ok {
-		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+func (userHandler) Replace(r *http.Request, id string, a scimlib.ResourceAttributes) (scimlib.Resource, error) {
+	c := callerOf(r)
+	if _, ok := c.store.User(c.accountID, id); !ok {
+		return scimlib.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
 	}
 	in, err := userInput(a)
 	if err != nil {
-		return scim.Resource{}, err
+		return scimlib.Resource{}, err
 	}
-	u, err := c.store.ReplaceSCIMUser(c.accountID, id, in)
+	u, err := c.store.ReplaceUser(c.accountID, id, in)
 	if err != nil {
-		return scim.Resource{}, scimError(err, id)
+		return scimlib.Resource{}, scimError(err, id)
 	}
 	return userResource(u), nil
 }
 
-func (scimUsers) Delete(r *http.Request, id string) error {
-	c := scimCallerOf(r)
-	if _, ok := c.store.SCIMUser(c.accountID, id); !ok {
+func (userHandler) Delete(r *http.Request, id string) error {
+	c := callerOf(r)
+	if _, ok := c.store.User(c.accountID, id); !ok {
 		return scimerrors.ScimErrorResourceNotFound(id)
 	}
-	if err := c.store.DeleteSCIMUser(c.accountID, id); err != nil {
+	if err := c.store.DeleteUser(c.accountID, id); err != nil {
 		return scimError(err, id)
 	}
 	return nil
@@ -345,11 +404,11 @@ func (scimUsers) Delete(r *http.Request, id string) error {
 
 // Patch applies the operations to the user's current attributes and
 // replaces it with the result.
-func (h scimUsers) Patch(r *http.Request, id string, ops []scim.PatchOperation) (scim.Resource, error) {
-	c := scimCallerOf(r)
-	u, ok := c.store.SCIMUser(c.accountID, id)
+func (h userHandler) Patch(r *http.Request, id string, ops []scimlib.PatchOperation) (scimlib.Resource, error) {
+	c := callerOf(r)
+	u, ok := c.store.User(c.accountID, id)
 	if !ok {
-		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+		return scimlib.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
 	}
 	res := userResource(u)
 	a := res.Attributes
@@ -358,20 +417,20 @@ func (h scimUsers) Patch(r *http.Request, id string, ops []scim.PatchOperation) 
 	}
 	for _, op := range ops {
 		if err := patchUser(a, op); err != nil {
-			return scim.Resource{}, err
+			return scimlib.Resource{}, err
 		}
 	}
 	return h.Replace(r, id, a)
 }
 
-func patchUser(a scim.ResourceAttributes, op scim.PatchOperation) error {
+func patchUser(a scimlib.ResourceAttributes, op scimlib.PatchOperation) error {
 	if op.Path == nil {
 		m, ok := op.Value.(map[string]any)
-		if !ok || op.Op == scim.PatchOperationRemove {
+		if !ok || op.Op == scimlib.PatchOperationRemove {
 			return invalidValue("an operation without a path needs an object value")
 		}
 		for k, v := range m {
-			if err := patchUser(a, scim.PatchOperation{Op: op.Op, Path: pathOf(k), Value: v}); err != nil {
+			if err := patchUser(a, scimlib.PatchOperation{Op: op.Op, Path: pathOf(k), Value: v}); err != nil {
 				return err
 			}
 		}
@@ -384,7 +443,7 @@ func patchUser(a scim.ResourceAttributes, op scim.PatchOperation) error {
 	}
 	switch {
 	case name == "emails" && op.Path.ValueExpression != nil || name == "emails" && sub == "value":
-		if op.Op == scim.PatchOperationRemove {
+		if op.Op == scimlib.PatchOperationRemove {
 			return invalidValue("emails: a member's email cannot be removed")
 		}
 		v, ok := op.Value.(string)
@@ -397,13 +456,13 @@ func patchUser(a scim.ResourceAttributes, op scim.PatchOperation) error {
 		if parent == nil {
 			parent = map[string]any{}
 		}
-		if op.Op == scim.PatchOperationRemove {
+		if op.Op == scimlib.PatchOperationRemove {
 			delete(parent, sub)
 		} else {
 			parent[sub] = op.Value
 		}
 		a[name] = parent
-	case op.Op == scim.PatchOperationRemove:
+	case op.Op == scimlib.PatchOperationRemove:
 		delete(a, name)
 	case name == "name":
 		m, ok := op.Value.(map[string]any)
@@ -411,7 +470,7 @@ func patchUser(a scim.ResourceAttributes, op scim.PatchOperation) error {
 			return invalidValue("name: expected an object")
 		}
 		parent, _ := a["name"].(map[string]any)
-		if parent == nil || op.Op == scim.PatchOperationReplace {
+		if parent == nil || op.Op == scimlib.PatchOperationReplace {
 			parent = map[string]any{}
 		}
 		for k, v := range m {
@@ -436,9 +495,9 @@ func pathOf(k string) *filter.Path {
 
 // --- Groups ---
 
-type scimGroups struct{}
+type groupHandler struct{}
 
-func groupResource(g storage.SCIMGroup, users map[string]storage.SCIMUserRecord) scim.Resource {
+func groupResource(g Group, users map[string]User) scimlib.Resource {
 	members := make([]any, 0, len(g.Members))
 	for _, id := range g.MemberIDs() {
 		m := map[string]any{"value": id, "$ref": "Users/" + id, "type": "User"}
@@ -447,13 +506,13 @@ func groupResource(g storage.SCIMGroup, users map[string]storage.SCIMUserRecord)
 		}
 		members = append(members, m)
 	}
-	attrs := scim.ResourceAttributes{"displayName": g.DisplayName, "members": members}
+	attrs := scimlib.ResourceAttributes{"displayName": g.DisplayName, "members": members}
 	return scimResource(g.ID, attrs, g.ExternalID, g.CreatedAt, g.UpdatedAt)
 }
 
-func (c scimCaller) usersByID() map[string]storage.SCIMUserRecord {
-	out := map[string]storage.SCIMUserRecord{}
-	for _, u := range c.store.SCIMUsers(c.accountID) {
+func (c caller) usersByID() map[string]User {
+	out := map[string]User{}
+	for _, u := range c.store.Users(c.accountID) {
 		out[u.ID] = u
 	}
 	return out
@@ -484,52 +543,52 @@ func memberValues(v any) ([]string, error) {
 	return out, nil
 }
 
-func (scimGroups) Create(r *http.Request, a scim.ResourceAttributes) (scim.Resource, error) {
-	c := scimCallerOf(r)
+func (groupHandler) Create(r *http.Request, a scimlib.ResourceAttributes) (scimlib.Resource, error) {
+	c := callerOf(r)
 	name, _ := a["displayName"].(string)
 	members, err := memberValues(a["members"])
 	if err != nil {
-		return scim.Resource{}, err
+		return scimlib.Resource{}, err
 	}
 	var ext *string
 	if e, ok := a["externalId"].(string); ok {
 		ext = &e
 	}
-	g, err := c.store.CreateSCIMGroup(c.accountID, name, ext, members)
+	g, err := c.store.CreateGroup(c.accountID, name, ext, members)
 	if err != nil {
-		return scim.Resource{}, scimError(err, "")
+		return scimlib.Resource{}, scimError(err, "")
 	}
 	return groupResource(g, c.usersByID()), nil
 }
 
-func (scimGroups) Get(r *http.Request, id string) (scim.Resource, error) {
-	c := scimCallerOf(r)
-	g, ok := c.store.SCIMGroup(c.accountID, id)
+func (groupHandler) Get(r *http.Request, id string) (scimlib.Resource, error) {
+	c := callerOf(r)
+	g, ok := c.store.Group(c.accountID, id)
 	if !ok {
-		return scim.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
+		return scimlib.Resource{}, scimerrors.ScimErrorResourceNotFound(id)
 	}
 	return groupResource(g, c.usersByID()), nil
 }
 
-func (scimGroups) GetAll(r *http.Request, params scim.ListRequestParams) (scim.Page, error) {
-	c := scimCallerOf(r)
+func (groupHandler) GetAll(r *http.Request, params scimlib.ListRequestParams) (scimlib.Page, error) {
+	c := callerOf(r)
 	users := c.usersByID()
-	groups := c.store.SCIMGroups(c.accountID)
-	all := make([]scim.Resource, len(groups))
+	groups := c.store.Groups(c.accountID)
+	all := make([]scimlib.Resource, len(groups))
 	for i, g := range groups {
 		all[i] = groupResource(g, users)
 	}
 	return scimPage(params, all), nil
 }
 
-func (scimGroups) Replace(r *http.Request, id string, a scim.ResourceAttributes) (scim.Resource, error) {
-	c := scimCallerOf(r)
+func (groupHandler) Replace(r *http.Request, id string, a scimlib.ResourceAttributes) (scimlib.Resource, error) {
+	c := callerOf(r)
 	members, err := memberValues(a["members"])
 	if err != nil {
-		return scim.Resource{}, err
+		return scimlib.Resource{}, err
 	}
 	name, _ := a["displayName"].(string)
-	g, err := c.store.UpdateSCIMGroup(c.accountID, id, func(g *storage.SCIMGroup) error {
+	g, err := c.store.UpdateGroup(c.accountID, id, func(g *Group) error {
 		g.DisplayName = name
 		g.ExternalID = nil
 		if e, ok := a["externalId"].(string); ok {
@@ -542,43 +601,43 @@ func (scimGroups) Replace(r *http.Request, id string, a scim.ResourceAttributes)
 		return nil
 	})
 	if err != nil {
-		return scim.Resource{}, scimError(err, id)
+		return scimlib.Resource{}, scimError(err, id)
 	}
 	return groupResource(g, c.usersByID()), nil
 }
 
-func (scimGroups) Delete(r *http.Request, id string) error {
-	c := scimCallerOf(r)
-	if err := c.store.DeleteSCIMGroup(c.accountID, id); err != nil {
+func (groupHandler) Delete(r *http.Request, id string) error {
+	c := callerOf(r)
+	if err := c.store.DeleteGroup(c.accountID, id); err != nil {
 		return scimError(err, id)
 	}
 	return nil
 }
 
-func (scimGroups) Patch(r *http.Request, id string, ops []scim.PatchOperation) (scim.Resource, error) {
-	c := scimCallerOf(r)
+func (groupHandler) Patch(r *http.Request, id string, ops []scimlib.PatchOperation) (scimlib.Resource, error) {
+	c := callerOf(r)
 	var opErr error
-	g, err := c.store.UpdateSCIMGroup(c.accountID, id, func(g *storage.SCIMGroup) error {
+	g, err := c.store.UpdateGroup(c.accountID, id, func(g *Group) error {
 		for _, op := range ops {
 			if opErr = patchGroup(g, op); opErr != nil {
-				return storage.ErrInvalid
+				return ErrInvalid
 			}
 		}
 		return nil
 	})
 	if opErr != nil {
-		return scim.Resource{}, opErr
+		return scimlib.Resource{}, opErr
 	}
 	if err != nil {
-		return scim.Resource{}, scimError(err, id)
+		return scimlib.Resource{}, scimError(err, id)
 	}
 	return groupResource(g, c.usersByID()), nil
 }
 
-func patchGroup(g *storage.SCIMGroup, op scim.PatchOperation) error {
+func patchGroup(g *Group, op scimlib.PatchOperation) error {
 	if op.Path == nil {
 		m, ok := op.Value.(map[string]any)
-		if !ok || op.Op == scim.PatchOperationRemove {
+		if !ok || op.Op == scimlib.PatchOperationRemove {
 			return invalidValue("an operation without a path needs an object value")
 		}
 		keys := make([]string, 0, len(m))
@@ -587,7 +646,7 @@ func patchGroup(g *storage.SCIMGroup, op scim.PatchOperation) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if err := patchGroup(g, scim.PatchOperation{Op: op.Op, Path: pathOf(k), Value: m[k]}); err != nil {
+			if err := patchGroup(g, scimlib.PatchOperation{Op: op.Op, Path: pathOf(k), Value: m[k]}); err != nil {
 				return err
 			}
 		}
@@ -596,12 +655,12 @@ func patchGroup(g *storage.SCIMGroup, op scim.PatchOperation) error {
 	switch op.Path.AttributePath.AttributeName {
 	case "displayName":
 		s, ok := op.Value.(string)
-		if !ok || op.Op == scim.PatchOperationRemove {
+		if !ok || op.Op == scimlib.PatchOperationRemove {
 			return invalidValue("displayName: expected a string")
 		}
 		g.DisplayName = s
 	case "externalId":
-		if s, ok := op.Value.(string); ok && op.Op != scim.PatchOperationRemove {
+		if s, ok := op.Value.(string); ok && op.Op != scimlib.PatchOperationRemove {
 			g.ExternalID = &s
 		} else {
 			g.ExternalID = nil
@@ -616,7 +675,7 @@ func patchGroup(g *storage.SCIMGroup, op scim.PatchOperation) error {
 	return nil
 }
 
-func patchMembers(g *storage.SCIMGroup, op scim.PatchOperation) error {
+func patchMembers(g *Group, op scimlib.PatchOperation) error {
 	// members[value eq "id"]: the member named by the filter.
 	if op.Path.ValueExpression != nil {
 		e, ok := op.Path.ValueExpression.(*filter.AttributeExpression)
@@ -627,7 +686,7 @@ func patchMembers(g *storage.SCIMGroup, op scim.PatchOperation) error {
 		if !ok || e.AttributePath.AttributeName != "value" || e.Operator != filter.EQ || !isStr {
 			return invalidValue(`members: only the filter members[value eq "<user id>"] is supported`)
 		}
-		if op.Op != scim.PatchOperationRemove {
+		if op.Op != scimlib.PatchOperationRemove {
 			return invalidValue("members[...]: only remove takes a filter")
 		}
 		delete(g.Members, id)
@@ -638,16 +697,16 @@ func patchMembers(g *storage.SCIMGroup, op scim.PatchOperation) error {
 		return err
 	}
 	switch op.Op {
-	case scim.PatchOperationAdd:
+	case scimlib.PatchOperationAdd:
 		for _, id := range ids {
 			g.Members[id] = true
 		}
-	case scim.PatchOperationReplace:
+	case scimlib.PatchOperationReplace:
 		g.Members = map[string]bool{}
 		for _, id := range ids {
 			g.Members[id] = true
 		}
-	case scim.PatchOperationRemove:
+	case scimlib.PatchOperationRemove:
 		if op.Value == nil {
 			g.Members = map[string]bool{}
 		}

@@ -1,9 +1,11 @@
-package storage
+package scim
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // A sync job applies the group mappings to workspace memberships:
@@ -25,32 +27,32 @@ import (
 // one group commit, so the counts are exact and a crash leaves either all
 // of it or none of it.
 
-// CreateSCIMSyncJob queues a sync job; RunSCIMSyncJob runs it.
-func (s *SCIMStore) CreateSCIMSyncJob(accountID string) (SCIMSyncJob, error) {
+// CreateSyncJob queues a sync job; RunSyncJob runs it.
+func (s *Store) CreateSyncJob(accountID string) (SyncJob, error) {
 	s.k.Lock()
-	if a, ok := s.acct.accounts[accountID]; !ok || a.Kind != AccountOrganization {
+	if !s.isOrganization(accountID) {
 		s.k.Unlock()
-		return SCIMSyncJob{}, ErrNotFound
+		return SyncJob{}, ErrNotFound
 	}
-	j := &SCIMSyncJob{ID: newUUID(), AccountID: accountID, Status: SyncQueued, CreatedAt: now().UTC()}
-	put(s.scim.jobs, accountID, j.ID, j)
-	b := s.k.MarkDirty(scimKey("j", accountID, j.ID))
+	j := &SyncJob{ID: storage.NewUUID(), AccountID: accountID, Status: SyncQueued, CreatedAt: now().UTC()}
+	put(s.jobs, accountID, j.ID, j)
+	b := s.k.MarkDirty(recordKey("j", accountID, j.ID))
 	s.k.Unlock()
 	return *j, b.Wait()
 }
 
-// RunSCIMSyncJob runs a queued job to its end and returns its final state.
-func (s *SCIMStore) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
+// RunSyncJob runs a queued job to its end and returns its final state.
+func (s *Store) RunSyncJob(accountID, id string) (SyncJob, error) {
 	s.k.Lock()
-	cur, ok := s.scim.jobs[accountID][id]
+	cur, ok := s.jobs[accountID][id]
 	if !ok || cur.Status != SyncQueued {
 		s.k.Unlock()
-		return SCIMSyncJob{}, fmt.Errorf("%w: no queued sync job %s", ErrNotFound, id)
+		return SyncJob{}, fmt.Errorf("%w: no queued sync job %s", ErrNotFound, id)
 	}
 	j := *cur
 	t := now().UTC()
 	j.Status, j.StartedAt = SyncRunning, &t
-	s.scim.jobs[accountID][id] = &j
+	s.jobs[accountID][id] = &j
 	// Not committed on its own: running is only visible in memory, the
 	// outcome below commits with the memberships.
 	c := s.applyMappingsLocked(accountID)
@@ -59,8 +61,8 @@ func (s *SCIMStore) RunSCIMSyncJob(accountID, id string) (SCIMSyncJob, error) {
 	f.Status, f.FinishedAt = SyncSucceeded, &done
 	f.SyncedGroups, f.DeletedGroups = &c.synced, &c.deleted
 	f.Added, f.Updated, f.Removed, f.Kept = &c.added, &c.updated, &c.removed, &c.kept
-	s.scim.jobs[accountID][id] = &f
-	b := s.k.MarkDirty(scimKey("j", accountID, id))
+	s.jobs[accountID][id] = &f
+	b := s.k.MarkDirty(recordKey("j", accountID, id))
 	s.k.Unlock()
 	if err := b.Wait(); err != nil {
 		return f, err
@@ -73,27 +75,27 @@ type syncCounts struct {
 }
 
 // applyMappingsLocked applies the mappings. Callers hold the kernel's lock.
-func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
+func (s *Store) applyMappingsLocked(accountID string) syncCounts {
 	var c syncCounts
 	type want struct {
-		role    MemberRole
+		role    storage.MemberRole
 		sources []string
 	}
 	desired := map[string]*want{} // "<workspace>/<user>"
 	synced := map[string]bool{}
 	var dead []string // mappings of deleted groups
-	for _, m := range s.scim.mappings[accountID] {
-		g, ok := s.scim.groups[accountID][m.GroupID]
+	for _, m := range s.mappings[accountID] {
+		g, ok := s.groups[accountID][m.GroupID]
 		if !ok {
 			dead = append(dead, m.ID)
 			continue
 		}
-		if _, ok := s.org.workspaces[accountID][m.WorkspaceID]; !ok {
+		if _, ok := s.org.Workspace(accountID, m.WorkspaceID); !ok {
 			continue // the workspace was deleted: the mapping grants nothing
 		}
 		synced[g.ID] = true
 		for uid := range g.Members {
-			if mem, ok := s.org.members[accountID][uid]; !ok || !mem.Active {
+			if mem, ok := s.org.Member(accountID, uid); !ok || !mem.Active {
 				continue
 			}
 			k := m.WorkspaceID + "/" + uid
@@ -102,8 +104,8 @@ func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 				w = &want{role: m.Role}
 				desired[k] = w
 			}
-			if m.Role == RoleAdmin {
-				w.role = RoleAdmin
+			if m.Role == storage.RoleAdmin {
+				w.role = storage.RoleAdmin
 			}
 			w.sources = append(w.sources, m.ID)
 		}
@@ -111,14 +113,14 @@ func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 	c.synced = len(synced)
 	deletedGroups := map[string]bool{}
 	for _, id := range dead {
-		deletedGroups[s.scim.mappings[accountID][id].GroupID] = true
-		delete(s.scim.mappings[accountID], id)
-		s.k.MarkDirty(scimKey("m", accountID, id))
+		deletedGroups[s.mappings[accountID][id].GroupID] = true
+		delete(s.mappings[accountID], id)
+		s.k.MarkDirty(recordKey("m", accountID, id))
 	}
 	c.deleted = len(deletedGroups)
 
-	grants := s.scimGrantsOf(accountID)
-	touched := map[string]*Workspace{}
+	grants := s.grantsOf(accountID)
+	touched := map[string]*storage.Workspace{}
 	t := now().UTC()
 	keys := make([]string, 0, len(desired))
 	for k := range desired {
@@ -134,12 +136,12 @@ func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 		_, granted := grants.Grants[k]
 		switch {
 		case !in:
-			ws.Members[uid] = &WorkspaceMember{UserID: uid, Role: w.role, CreatedAt: t}
+			ws.Members[uid] = &storage.WorkspaceMember{UserID: uid, Role: w.role, CreatedAt: t}
 			grants.Grants[k] = w.sources
 			c.added++
 		case granted:
 			if cur.Role != w.role {
-				ws.Members[uid] = &WorkspaceMember{UserID: uid, Role: w.role, CreatedAt: cur.CreatedAt}
+				ws.Members[uid] = &storage.WorkspaceMember{UserID: uid, Role: w.role, CreatedAt: cur.CreatedAt}
 				c.updated++
 			}
 			grants.Grants[k] = w.sources
@@ -170,16 +172,16 @@ func (s *SCIMStore) applyMappingsLocked(accountID string) syncCounts {
 	}
 	// Only publish workspaces whose memberships changed.
 	for id, w := range touched {
-		if sameMembers(s.org.workspaces[accountID][id], w) {
+		if cur, _ := s.org.Workspace(accountID, id); sameMembers(cur, w) {
 			delete(touched, id)
 		}
 	}
 	s.publishTouched(touched)
-	s.k.MarkDirty(scimKey("s", accountID))
+	s.k.MarkDirty(recordKey("s", accountID))
 	return c
 }
 
-func sameMembers(a, b *Workspace) bool {
+func sameMembers(a, b *storage.Workspace) bool {
 	if a == nil || len(a.Members) != len(b.Members) {
 		return false
 	}

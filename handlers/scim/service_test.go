@@ -1,4 +1,4 @@
-package handlers
+package scim
 
 import (
 	"io"
@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elimity-com/scim"
+	scimlib "github.com/elimity-com/scim"
 	filter "github.com/scim2/filter-parser/v2"
 	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -24,20 +25,20 @@ func scimPath(t *testing.T, p string) *filter.Path {
 }
 
 func TestPatchGroupMembers(t *testing.T) {
-	g := &storage.SCIMGroup{DisplayName: "G", Members: map[string]bool{"a": true, "b": true}}
+	g := &Group{DisplayName: "G", Members: map[string]bool{"a": true, "b": true}}
 	steps := []struct {
-		op    scim.PatchOperation
+		op    scimlib.PatchOperation
 		want  string
 		fails bool
 	}{
-		{op: scim.PatchOperation{Op: "add", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "c"}}}, want: "a b c"},
-		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, `members[value eq "a"]`)}, want: "b c"},
-		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "b"}}}, want: "c"},
-		{op: scim.PatchOperation{Op: "replace", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "d"}, map[string]any{"value": "e"}}}, want: "d e"},
-		{op: scim.PatchOperation{Op: "replace", Value: map[string]any{"displayName": "H", "members": []any{map[string]any{"value": "f"}}}}, want: "f"},
-		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, `members[display eq "x"]`)}, want: "f", fails: true},
-		{op: scim.PatchOperation{Op: "add", Path: scimPath(t, "members"), Value: []any{map[string]any{"display": "no value"}}}, want: "f", fails: true},
-		{op: scim.PatchOperation{Op: "remove", Path: scimPath(t, "members")}, want: ""},
+		{op: scimlib.PatchOperation{Op: "add", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "c"}}}, want: "a b c"},
+		{op: scimlib.PatchOperation{Op: "remove", Path: scimPath(t, `members[value eq "a"]`)}, want: "b c"},
+		{op: scimlib.PatchOperation{Op: "remove", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "b"}}}, want: "c"},
+		{op: scimlib.PatchOperation{Op: "replace", Path: scimPath(t, "members"), Value: []any{map[string]any{"value": "d"}, map[string]any{"value": "e"}}}, want: "d e"},
+		{op: scimlib.PatchOperation{Op: "replace", Value: map[string]any{"displayName": "H", "members": []any{map[string]any{"value": "f"}}}}, want: "f"},
+		{op: scimlib.PatchOperation{Op: "remove", Path: scimPath(t, `members[display eq "x"]`)}, want: "f", fails: true},
+		{op: scimlib.PatchOperation{Op: "add", Path: scimPath(t, "members"), Value: []any{map[string]any{"display": "no value"}}}, want: "f", fails: true},
+		{op: scimlib.PatchOperation{Op: "remove", Path: scimPath(t, "members")}, want: ""},
 	}
 	for i, st := range steps {
 		err := patchGroup(g, st.op)
@@ -54,9 +55,9 @@ func TestPatchGroupMembers(t *testing.T) {
 }
 
 func TestPatchUserAndInput(t *testing.T) {
-	a := scim.ResourceAttributes{"userName": "bob@example.com", "active": true,
+	a := scimlib.ResourceAttributes{"userName": "bob@example.com", "active": true,
 		"emails": []any{map[string]any{"value": "bob@example.com", "primary": true}}}
-	for _, op := range []scim.PatchOperation{
+	for _, op := range []scimlib.PatchOperation{
 		{Op: "replace", Value: map[string]any{"active": false, "name.givenName": "Bob"}},
 		{Op: "replace", Path: scimPath(t, `emails[type eq "work"].value`), Value: "robert@example.com"},
 		{Op: "add", Path: scimPath(t, "name.familyName"), Value: "Stone"},
@@ -73,13 +74,13 @@ func TestPatchUserAndInput(t *testing.T) {
 	if in.Active || in.Email != "robert@example.com" || *in.FirstName != "Bob" || *in.LastName != "Stone" || *in.ExternalID != "ext-1" {
 		t.Fatalf("input %+v", in)
 	}
-	if _, err := userInput(scim.ResourceAttributes{"userName": "x", "active": "maybe"}); err == nil {
+	if _, err := userInput(scimlib.ResourceAttributes{"userName": "x", "active": "maybe"}); err == nil {
 		t.Fatal("a non-boolean active is accepted")
 	}
-	if in, _ := userInput(scim.ResourceAttributes{"userName": "ann@example.com", "active": "False"}); in.Active || in.Email != "ann@example.com" {
+	if in, _ := userInput(scimlib.ResourceAttributes{"userName": "ann@example.com", "active": "False"}); in.Active || in.Email != "ann@example.com" {
 		t.Fatalf("string boolean and userName as email: %+v", in)
 	}
-	if err := patchUser(a, scim.PatchOperation{Op: "remove", Path: scimPath(t, "emails")}); err != nil {
+	if err := patchUser(a, scimlib.PatchOperation{Op: "remove", Path: scimPath(t, "emails")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := userInput(a); err != nil {
@@ -90,30 +91,19 @@ func TestPatchUserAndInput(t *testing.T) {
 // The SCIM service answers a SCIM 401 without a valid token, and serves
 // the organization of a valid one.
 func TestSCIMServiceAuth(t *testing.T) {
-	gw := newFakeGateway(t)
-	acct, err := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := gw.store.RotateSCIMToken(acct.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := newSCIMServer()
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, acct, token := newTestOrg(t)
+	srv := newTestService(t, store)
 	call := func(tok, method, path, body string) (*http.Response, gjson.Result) {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
 		if tok != "" {
 			r.Header.Set("Authorization", "Bearer "+tok)
 		}
 		w := httptest.NewRecorder()
-		serveSCIMService(srv, gw.store, w, r)
+		srv.ServeHTTP(w, r)
 		b, _ := io.ReadAll(w.Result().Body)
 		return w.Result(), gjson.ParseBytes(b)
 	}
-	for _, tok := range []string{"", "nope", storage.SCIMTokenPrefix + strings.Repeat("a", 64)} {
+	for _, tok := range []string{"", "nope", TokenPrefix + strings.Repeat("a", 64)} {
 		res, body := call(tok, "GET", "/scim/v2/Users", "")
 		if res.StatusCode != 401 || body.Get("status").Str != "401" || res.Header.Get("WWW-Authenticate") == "" {
 			t.Fatalf("token %q: %d %s", tok, res.StatusCode, body.Raw)
@@ -123,7 +113,7 @@ func TestSCIMServiceAuth(t *testing.T) {
 	if res.StatusCode != 201 || body.Get("emails.0.value").Str != "ann@example.com" {
 		t.Fatalf("create: %d %s", res.StatusCode, body.Raw)
 	}
-	if m, ok := gw.store.MemberByEmail(acct.ID, "ann@example.com"); !ok || m.ID != body.Get("id").Str || m.Role != storage.RoleMember {
+	if m, ok := store.MemberByEmail(acct.ID, "ann@example.com"); !ok || m.ID != body.Get("id").Str || m.Role != storage.RoleMember {
 		t.Fatalf("member %+v", m)
 	}
 	res, body = call(token, "GET", `/scim/v2/Users?filter=userName+eq+%22ann@example.com%22`, "")
@@ -138,19 +128,14 @@ func TestSCIMServiceAuth(t *testing.T) {
 
 // The payloads Okta and Microsoft Entra send when they provision a user.
 func TestSCIMIdPPayloads(t *testing.T) {
-	gw := newFakeGateway(t)
-	acct, _ := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
-	token, _, _ := gw.store.RotateSCIMToken(acct.ID)
-	srv, err := newSCIMServer()
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, acct, token := newTestOrg(t)
+	srv := newTestService(t, store)
 	call := func(method, path, body string) (int, gjson.Result) {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
 		r.Header.Set("Authorization", "Bearer "+token)
 		r.Header.Set("Content-Type", "application/scim+json")
 		w := httptest.NewRecorder()
-		serveSCIMService(srv, gw.store, w, r)
+		srv.ServeHTTP(w, r)
 		b, _ := io.ReadAll(w.Result().Body)
 		return w.Result().StatusCode, gjson.ParseBytes(b)
 	}
@@ -176,7 +161,7 @@ func TestSCIMIdPPayloads(t *testing.T) {
 	if st != 200 || body.Get("active").Bool() {
 		t.Fatalf("entra deactivate: %d %s", st, body.Raw)
 	}
-	if m, _ := gw.store.Member(acct.ID, id); m.Active {
+	if m, _ := store.Member(acct.ID, id); m.Active {
 		t.Fatal("member still active")
 	}
 }
@@ -184,13 +169,8 @@ func TestSCIMIdPPayloads(t *testing.T) {
 // TestSCIMHostileBodies: bodies are checked (size, depth, repeated keys,
 // UTF-8) before the SCIM library decodes them; nothing is provisioned.
 func TestSCIMHostileBodies(t *testing.T) {
-	gw := newFakeGateway(t)
-	acct, _ := gw.store.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
-	token, _, _ := gw.store.RotateSCIMToken(acct.ID)
-	srv, err := newSCIMServer()
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, acct, token := newTestOrg(t)
+	srv := newTestService(t, store)
 	const user = `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ann@example.com"`
 	tests := []struct {
 		body   string
@@ -208,13 +188,56 @@ func TestSCIMHostileBodies(t *testing.T) {
 		r := httptest.NewRequest("POST", "/scim/v2/Users", strings.NewReader(tt.body))
 		r.Header.Set("Authorization", "Bearer "+token)
 		w := httptest.NewRecorder()
-		serveSCIMService(srv, gw.store, w, r)
+		srv.ServeHTTP(w, r)
 		body := gjson.Parse(w.Body.String())
 		if w.Code != tt.status || body.Get("detail").Str != tt.detail {
 			t.Errorf("%.40s: %d %.200s, want %d %q", tt.body, w.Code, w.Body.String(), tt.status, tt.detail)
 		}
 	}
-	if ms := gw.store.Members(acct.ID); len(ms) != 0 {
+	if ms := store.Members(acct.ID); len(ms) != 0 {
 		t.Errorf("members %+v", ms)
+	}
+}
+
+// newTestOrg opens an in-memory store with an organization and its SCIM
+// token.
+func newTestOrg(t *testing.T) (*storage.Store, storage.Account, string) {
+	t.Helper()
+	st, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	acct, err := st.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := StoreOf(st).RotateToken(acct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, acct, token
+}
+
+func newTestService(t *testing.T, st *storage.Store) *Service {
+	t.Helper()
+	srv, err := NewService(func() (*storage.Store, error) { return st, nil }, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// Without a store the service answers a SCIM 500, not a panic or a
+// gateway error body.
+func TestSCIMServiceWithoutStore(t *testing.T) {
+	srv, err := NewService(func() (*storage.Store, error) { return nil, io.ErrClosedPipe }, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest("GET", "/scim/v2/Users", nil))
+	if w.Code != 500 || gjson.Get(w.Body.String(), "status").Str != "500" || w.Header().Get("Content-Type") != "application/scim+json" {
+		t.Fatalf("%d %s %q", w.Code, w.Body.String(), w.Header().Get("Content-Type"))
 	}
 }
