@@ -9,7 +9,10 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -19,7 +22,7 @@ import (
 // administrative routes (management key), GET /key and the SCIM service,
 // over the tollgate store, for the caller Auth identified.
 type Admin struct {
-	gw     Gateway
+	gw     gateway.Gateway
 	logger *zap.Logger
 	scim   *scim.Service // the SCIM 2.0 service under scim.Prefix
 }
@@ -31,10 +34,10 @@ const keysPageSize = 100
 type adminRequest struct {
 	w      http.ResponseWriter
 	r      *http.Request
-	id     *Identity
+	id     *gateway.Identity
 	store  *storage.Store
-	limits FreeModelLimits
-	gw     Gateway
+	limits gateway.FreeModelLimits
+	gw     gateway.Gateway
 }
 
 // serve serves an administrative route (or GET /key) for the caller Auth
@@ -44,12 +47,12 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) 
 	if id == nil {
 		// Unreachable through Tollgate: refuse rather than serve unauthenticated.
 		a.logger.Error("administrative route without an identity", zap.String("path", r.URL.Path))
-		return fail(r, errInternal())
+		return apierror.Fail(r, errInternal())
 	}
 	store, err := a.gw.Store()
 	if err != nil {
 		a.logger.Error("store unavailable", zap.Error(err))
-		return fail(r, errInternal())
+		return apierror.Fail(r, errInternal())
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
 	apiErr := resolveRoute(r, st.kind, st.sub).serve(ar)
@@ -57,7 +60,7 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) 
 		if apiErr.Status >= 500 {
 			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))
 		}
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	return nil
 }
@@ -70,41 +73,41 @@ func (a *Admin) serveSCIMService(w http.ResponseWriter, r *http.Request) error {
 }
 
 // storeError maps store errors to API errors.
-func storeError(err error, what string) *APIError {
+func storeError(err error, what string) *apierror.Error {
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return NotFound(what + " not found")
+		return apierror.NotFound(what + " not found")
 	case errors.Is(err, storage.ErrInvalid):
-		return BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+		return apierror.BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
 	}
-	return newError(http.StatusInternalServerError, "Internal Server Error")
+	return apierror.New(http.StatusInternalServerError, "Internal Server Error")
 }
 
-func (ar *adminRequest) object() (*fields, *APIError) {
-	b, apiErr := readBody(ar.w, ar.r, maxAdminBody)
+func (ar *adminRequest) object() (*reqbody.Fields, *apierror.Error) {
+	b, apiErr := reqbody.Read(ar.w, ar.r, maxAdminBody)
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	return parseText(b)
+	return reqbody.ParseText(b)
 }
 
 // ownKey returns one of the caller's account's keys; another account's key
 // is reported as missing, not as forbidden, so hashes cannot be probed.
-func (ar *adminRequest) ownKey(hash string) (storage.APIKey, *APIError) {
+func (ar *adminRequest) ownKey(hash string) (storage.APIKey, *apierror.Error) {
 	k, ok := ar.store.APIKey(hash)
 	if !ok || k.AccountID != ar.id.AccountID {
-		return storage.APIKey{}, NotFound("API key not found")
+		return storage.APIKey{}, apierror.NotFound("API key not found")
 	}
 	return k, nil
 }
 
-func (ar *adminRequest) listKeys() *APIError {
+func (ar *adminRequest) listKeys() *apierror.Error {
 	q := ar.r.URL.Query()
 	f := storage.KeyFilter{AccountID: ar.id.AccountID, Limit: keysPageSize}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return BadRequest("offset: expected a non-negative integer")
+			return apierror.BadRequest("offset: expected a non-negative integer")
 		}
 		f.Offset = n
 	}
@@ -113,7 +116,7 @@ func (ar *adminRequest) listKeys() *APIError {
 	case "true":
 		f.IncludeDisabled = true
 	default:
-		return BadRequest("include_disabled: expected true or false")
+		return apierror.BadRequest("include_disabled: expected true or false")
 	}
 	f.WorkspaceID = ar.id.Account.DefaultWorkspaceID
 	if v := q.Get("workspace_id"); v != "" {
@@ -129,19 +132,19 @@ func (ar *adminRequest) listKeys() *APIError {
 	for i, k := range keys {
 		out[i] = newKeyView(k, t)
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": out})
 	return nil
 }
 
-func (ar *adminRequest) createKey() *APIError {
+func (ar *adminRequest) createKey() *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	n := storage.NewAPIKey{AccountID: ar.id.AccountID}
 	name, ok := f.String("name")
-	if f.err == nil && (!ok || strings.TrimSpace(name) == "") {
-		return BadRequest("name: required non-empty string")
+	if f.Err == nil && (!ok || strings.TrimSpace(name) == "") {
+		return apierror.BadRequest("name: required non-empty string")
 	}
 	n.Name = name
 	n.Limit, _ = f.NullableAmount("limit")
@@ -150,59 +153,59 @@ func (ar *adminRequest) createKey() *APIError {
 	n.ExpiresAt, _ = f.NullableTime("expires_at", true)
 	n.CreatorUserID, _ = f.NullableString("creator_user_id")
 	n.WorkspaceID, _ = f.String("workspace_id")
-	if ext, ok := f.get("external"); ok && ext.Type != gjson.Null {
+	if ext, ok := f.Get("external"); ok && ext.Type != gjson.Null {
 		user := ext.Get("user")
 		if !ext.IsObject() || user.Type != gjson.String {
-			return BadRequest("external.user: expected a string")
+			return apierror.BadRequest("external.user: expected a string")
 		}
 		n.ExternalUser = &user.Str
 	}
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if n.Limit != nil && *n.Limit < 0 {
-		return BadRequest("limit: must not be negative")
+		return apierror.BadRequest("limit: must not be negative")
 	}
 	if n.CreatorUserID != nil && *n.CreatorUserID == "" {
-		return BadRequest("creator_user_id: must not be empty")
+		return apierror.BadRequest("creator_user_id: must not be empty")
 	}
 	if n.ExpiresAt != nil && !n.ExpiresAt.After(now()) {
-		return BadRequest("expires_at: must be in the future")
+		return apierror.BadRequest("expires_at: must be in the future")
 	}
 	k, secret, err := ar.store.CreateAPIKey(n)
 	if errors.Is(err, storage.ErrNotFound) {
-		return NotFound("Workspace not found")
+		return apierror.NotFound("Workspace not found")
 	}
 	if err != nil {
 		return storeError(err, "Account")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newKeyView(k, now()), "key": secret})
+	apierror.WriteJSON(ar.w, http.StatusCreated, map[string]any{"data": newKeyView(k, now()), "key": secret})
 	return nil
 }
 
 // limitReset reads limit_reset: daily, weekly, monthly or null.
-func (ar *adminRequest) limitReset(f *fields) money.Interval {
+func (ar *adminRequest) limitReset(f *reqbody.Fields) money.Interval {
 	s, ok := f.NullableString("limit_reset")
 	if !ok || s == nil {
 		return money.IntervalNone
 	}
 	iv, valid := money.ParseInterval(*s)
-	if !valid && f.err == nil {
-		f.err = BadRequest("limit_reset: expected daily, weekly, monthly or null")
+	if !valid && f.Err == nil {
+		f.Err = apierror.BadRequest("limit_reset: expected daily, weekly, monthly or null")
 	}
 	return iv
 }
 
-func (ar *adminRequest) getKey(hash string) *APIError {
+func (ar *adminRequest) getKey(hash string) *apierror.Error {
 	k, apiErr := ar.ownKey(hash)
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newKeyView(k, now())})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newKeyView(k, now())})
 	return nil
 }
 
-func (ar *adminRequest) updateKey(hash string) *APIError {
+func (ar *adminRequest) updateKey(hash string) *apierror.Error {
 	if _, apiErr := ar.ownKey(hash); apiErr != nil {
 		return apiErr
 	}
@@ -214,49 +217,49 @@ func (ar *adminRequest) updateKey(hash string) *APIError {
 	disabled, hasDisabled := f.Bool("disabled")
 	incl, hasIncl := f.Bool("include_byok_in_limit")
 	limit, hasLimit := f.NullableAmount("limit")
-	_, hasReset := f.get("limit_reset")
+	_, hasReset := f.Get("limit_reset")
 	reset := ar.limitReset(f)
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if hasName && strings.TrimSpace(name) == "" {
-		return BadRequest("name: must not be empty")
+		return apierror.BadRequest("name: must not be empty")
 	}
 	if hasLimit && limit != nil && *limit < 0 {
-		return BadRequest("limit: must not be negative")
+		return apierror.BadRequest("limit: must not be negative")
 	}
 	k, err := ar.store.UpdateAPIKey(hash, func(k *storage.APIKey) error {
-		setIf(&k.Name, name, hasName)
-		setIf(&k.Disabled, disabled, hasDisabled)
-		setIf(&k.IncludeBYOKInLimit, incl, hasIncl)
-		setIf(&k.Limit, limit, hasLimit)
-		setIf(&k.LimitReset, reset, hasReset)
+		reqbody.SetIf(&k.Name, name, hasName)
+		reqbody.SetIf(&k.Disabled, disabled, hasDisabled)
+		reqbody.SetIf(&k.IncludeBYOKInLimit, incl, hasIncl)
+		reqbody.SetIf(&k.Limit, limit, hasLimit)
+		reqbody.SetIf(&k.LimitReset, reset, hasReset)
 		return nil
 	})
 	if err != nil {
 		return storeError(err, "API key")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newKeyView(k, now())})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newKeyView(k, now())})
 	return nil
 }
 
-func (ar *adminRequest) deleteKey(hash string) *APIError {
+func (ar *adminRequest) deleteKey(hash string) *apierror.Error {
 	if _, apiErr := ar.ownKey(hash); apiErr != nil {
 		return apiErr
 	}
 	if err := ar.store.DeleteAPIKey(hash); err != nil {
 		return storeError(err, "API key")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }
 
 // currentKey answers GET /key for the calling key.
-func (ar *adminRequest) currentKey() *APIError {
+func (ar *adminRequest) currentKey() *apierror.Error {
 	t := now()
 	acct, ok := ar.store.Account(ar.id.AccountID)
 	if !ok {
-		return NotFound("Account not found")
+		return apierror.NotFound("Account not found")
 	}
 	daily := ar.limits.DailyLimit(acct)
 	used := acct.FreeModelRequestsToday(t)
@@ -276,7 +279,7 @@ func (ar *adminRequest) currentKey() *APIError {
 	} else {
 		k, ok := ar.store.APIKey(ar.id.Hash)
 		if !ok {
-			return newError(http.StatusUnauthorized, msgInvalidKey)
+			return apierror.New(http.StatusUnauthorized, msgInvalidKey)
 		}
 		v.Label, v.Limit, v.LimitRemaining, v.LimitReset = k.Label, k.Limit, k.LimitRemaining(t), intervalPtr(k.LimitReset)
 		v.IncludeBYOKInLimit, v.counterView = k.IncludeBYOKInLimit, countersAt(k, t)
@@ -284,30 +287,30 @@ func (ar *adminRequest) currentKey() *APIError {
 		rules = ar.store.EffectiveRules(k.Hash)
 	}
 	v.AllowedDataRegions = policy.AllowedDataRegions(rules)
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": v})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": v})
 	return nil
 }
 
 // orgAccount returns the caller's account if it is an organization: a
 // personal account's management key gets 404 (SPEC.md 4.3 rule 2).
-func (ar *adminRequest) orgAccount() (storage.Account, *APIError) {
+func (ar *adminRequest) orgAccount() (storage.Account, *apierror.Error) {
 	acct, ok := ar.store.Account(ar.id.AccountID)
 	if !ok || acct.Kind != storage.AccountOrganization {
-		return storage.Account{}, NotFound("Organization not found: this management key belongs to a personal account")
+		return storage.Account{}, apierror.NotFound("Organization not found: this management key belongs to a personal account")
 	}
 	return acct, nil
 }
 
-func (ar *adminRequest) orgSettings() *APIError {
+func (ar *adminRequest) orgSettings() *apierror.Error {
 	acct, apiErr := ar.orgAccount()
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": orgSettingsView{ID: acct.ID, IsFilteredModelCatalogEnabled: acct.FilteredModelCatalog}})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": orgSettingsView{ID: acct.ID, IsFilteredModelCatalogEnabled: acct.FilteredModelCatalog}})
 	return nil
 }
 
-func (ar *adminRequest) updateOrgSettings() *APIError {
+func (ar *adminRequest) updateOrgSettings() *apierror.Error {
 	if _, apiErr := ar.orgAccount(); apiErr != nil {
 		return apiErr
 	}
@@ -316,11 +319,11 @@ func (ar *adminRequest) updateOrgSettings() *APIError {
 		return apiErr
 	}
 	enabled, ok := f.Bool("is_filtered_model_catalog_enabled")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if !ok {
-		return BadRequest("is_filtered_model_catalog_enabled: required boolean")
+		return apierror.BadRequest("is_filtered_model_catalog_enabled: required boolean")
 	}
 	acct, err := ar.store.UpdateAccount(ar.id.AccountID, func(a *storage.Account) error {
 		a.FilteredModelCatalog = enabled
@@ -329,16 +332,16 @@ func (ar *adminRequest) updateOrgSettings() *APIError {
 	if err != nil {
 		return storeError(err, "Organization")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": orgSettingsView{ID: acct.ID, IsFilteredModelCatalogEnabled: acct.FilteredModelCatalog}})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": orgSettingsView{ID: acct.ID, IsFilteredModelCatalogEnabled: acct.FilteredModelCatalog}})
 	return nil
 }
 
-func (ar *adminRequest) credits() *APIError {
+func (ar *adminRequest) credits() *apierror.Error {
 	acct, ok := ar.store.Account(ar.id.AccountID)
 	if !ok {
-		return NotFound("Account not found")
+		return apierror.NotFound("Account not found")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]money.Amount{
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]money.Amount{
 		"total_credits": acct.CreditsPurchased,
 		"total_usage":   acct.Usage,
 	}})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -700,11 +701,11 @@ func TestAdminCurrentKeyManagement(t *testing.T) {
 }
 
 func TestAdminCurrentKeyFreeModelTier(t *testing.T) {
-	defaults := FreeModelLimits{}.WithDefaults()
-	custom := FreeModelLimits{PerDay: 3, PerDayPaid: 7, PaidThreshold: money.AmountScale}.WithDefaults()
+	defaults := gateway.FreeModelLimits{}.WithDefaults()
+	custom := gateway.FreeModelLimits{PerDay: 3, PerDayPaid: 7, PaidThreshold: money.AmountScale}.WithDefaults()
 	tests := []struct {
 		name      string
-		limits    FreeModelLimits
+		limits    gateway.FreeModelLimits
 		purchases []money.Amount
 		used      int64
 		freeTier  bool

@@ -13,6 +13,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -54,15 +56,15 @@ func endpointID(model, provider string) string {
 
 // workspaceFilter resolves a workspace_id (an id or a slug) among the
 // caller's account's workspaces.
-func (ar *adminRequest) workspaceFilter(v string) (string, *APIError) {
+func (ar *adminRequest) workspaceFilter(v string) (string, *apierror.Error) {
 	w, ok := ar.store.Workspace(ar.id.AccountID, v)
 	if !ok {
-		return "", NotFound("Workspace not found")
+		return "", apierror.NotFound("Workspace not found")
 	}
 	return w.ID, nil
 }
 
-func (ar *adminRequest) activity() *APIError {
+func (ar *adminRequest) activity() *apierror.Error {
 	q := ar.r.URL.Query()
 	t := now().UTC()
 	today := storage.BucketStart(t, storage.GranularityDay)
@@ -73,10 +75,10 @@ func (ar *adminRequest) activity() *APIError {
 	if v := q.Get("date"); v != "" {
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil {
-			return BadRequest("date: expected a UTC date as YYYY-MM-DD")
+			return apierror.BadRequest("date: expected a UTC date as YYYY-MM-DD")
 		}
 		if d.Before(uq.From) || d.After(today) {
-			return BadRequest("date: must be within the last 30 days")
+			return apierror.BadRequest("date: must be within the last 30 days")
 		}
 		uq.From, uq.To = d, d.AddDate(0, 0, 1)
 	}
@@ -94,7 +96,7 @@ func (ar *adminRequest) activity() *APIError {
 		byWorkspace = true
 		uq.GroupBy = append(uq.GroupBy, storage.DimWorkspace)
 	default:
-		return BadRequest("group_by: expected workspace")
+		return apierror.BadRequest("group_by: expected workspace")
 	}
 	if v := q.Get("workspace_id"); v != "" {
 		ws, apiErr := ar.workspaceFilter(v)
@@ -131,7 +133,7 @@ func (ar *adminRequest) activity() *APIError {
 			out[i].WorkspaceID = &ws
 		}
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": out})
 	return nil
 }
 
@@ -202,8 +204,8 @@ var analyticsOperators = []analyticsOperator{
 	{"eq", "scalar"}, {"neq", "scalar"}, {"in", "array"}, {"not_in", "array"},
 }
 
-func (ar *adminRequest) analyticsMeta() *APIError {
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]any{
+func (ar *adminRequest) analyticsMeta() *apierror.Error {
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]any{
 		"metrics": analyticsMetrics, "dimensions": analyticsDimensions,
 		"operators": analyticsOperators, "granularities": analyticsGranularities,
 	}})
@@ -268,53 +270,53 @@ type analyticsQuery struct {
 	granularity string
 }
 
-func parseAnalyticsQuery(b []byte, t time.Time) (*analyticsQuery, *APIError) {
-	f, apiErr := parseText(b)
+func parseAnalyticsQuery(b []byte, t time.Time) (*analyticsQuery, *apierror.Error) {
+	f, apiErr := reqbody.ParseText(b)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	for _, name := range []string{"classifier_dimensions", "classifier_filters"} {
-		if v, ok := f.get(name); ok && v.Type != gjson.Null {
-			return nil, BadRequest(name + ": classifiers are not supported by this gateway")
+		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
+			return nil, apierror.BadRequest(name + ": classifiers are not supported by this gateway")
 		}
 	}
 	q := &analyticsQuery{limit: analyticsDefaultLimit}
-	ms, ok := f.get("metrics")
+	ms, ok := f.Get("metrics")
 	if !ok || !ms.IsArray() || len(ms.Array()) == 0 {
-		return nil, BadRequest("metrics: required non-empty array of metric names")
+		return nil, apierror.BadRequest("metrics: required non-empty array of metric names")
 	}
 	for i, m := range ms.Array() {
 		metric, ok := lookupMetric(m.Str)
 		if m.Type != gjson.String || !ok {
-			return nil, BadRequest(fmt.Sprintf("metrics[%d]: unknown metric %s; see GET /analytics/meta", i, m.Raw))
+			return nil, apierror.BadRequest(fmt.Sprintf("metrics[%d]: unknown metric %s; see GET /analytics/meta", i, m.Raw))
 		}
 		q.metrics = append(q.metrics, metric)
 	}
-	if ds, ok := f.get("dimensions"); ok && ds.Type != gjson.Null {
+	if ds, ok := f.Get("dimensions"); ok && ds.Type != gjson.Null {
 		if !ds.IsArray() {
-			return nil, BadRequest("dimensions: expected an array of dimension names")
+			return nil, apierror.BadRequest("dimensions: expected an array of dimension names")
 		}
 		if len(ds.Array()) > analyticsMaxDims {
-			return nil, BadRequest("dimensions: at most 2 dimensions")
+			return nil, apierror.BadRequest("dimensions: at most 2 dimensions")
 		}
 		for i, d := range ds.Array() {
 			if d.Type != gjson.String || !knownIn(d.Str, analyticsDimensions) {
-				return nil, BadRequest(fmt.Sprintf("dimensions[%d]: unknown dimension %s; expected one of %s", i, d.Raw, namesOf(analyticsDimensions)))
+				return nil, apierror.BadRequest(fmt.Sprintf("dimensions[%d]: unknown dimension %s; expected one of %s", i, d.Raw, namesOf(analyticsDimensions)))
 			}
 			for _, prev := range q.usage.GroupBy {
 				if prev == d.Str {
-					return nil, BadRequest(fmt.Sprintf("dimensions[%d]: %q is repeated", i, d.Str))
+					return nil, apierror.BadRequest(fmt.Sprintf("dimensions[%d]: %q is repeated", i, d.Str))
 				}
 			}
 			q.usage.GroupBy = append(q.usage.GroupBy, d.Str)
 		}
 	}
-	if fs, ok := f.get("filters"); ok && fs.Type != gjson.Null {
+	if fs, ok := f.Get("filters"); ok && fs.Type != gjson.Null {
 		if !fs.IsArray() {
-			return nil, BadRequest("filters: expected an array")
+			return nil, apierror.BadRequest("filters: expected an array")
 		}
 		if len(fs.Array()) > analyticsMaxFilters {
-			return nil, BadRequest("filters: at most 20 filters")
+			return nil, apierror.BadRequest("filters: at most 20 filters")
 		}
 		for i, x := range fs.Array() {
 			uf, apiErr := parseAnalyticsFilter(fmt.Sprintf("filters[%d]", i), x)
@@ -324,40 +326,40 @@ func parseAnalyticsQuery(b []byte, t time.Time) (*analyticsQuery, *APIError) {
 			q.usage.Filters = append(q.usage.Filters, uf)
 		}
 	}
-	if g, ok := f.get("granularity"); ok && g.Type != gjson.Null {
+	if g, ok := f.Get("granularity"); ok && g.Type != gjson.Null {
 		if g.Type != gjson.String || !knownIn(g.Str, analyticsGranularities) {
-			return nil, BadRequest("granularity: expected one of " + namesOf(analyticsGranularities) + " (the data's resolution is one hour)")
+			return nil, apierror.BadRequest("granularity: expected one of " + namesOf(analyticsGranularities) + " (the data's resolution is one hour)")
 		}
 		q.granularity = g.Str
 		q.usage.Granularity = g.Str
 	}
 	q.usage.From, q.usage.To = t.AddDate(0, 0, -30), t.Add(time.Nanosecond)
-	if tr, ok := f.get("time_range"); ok && tr.Type != gjson.Null {
+	if tr, ok := f.Get("time_range"); ok && tr.Type != gjson.Null {
 		if !tr.IsObject() {
-			return nil, BadRequest("time_range: expected an object with start and end")
+			return nil, apierror.BadRequest("time_range: expected an object with start and end")
 		}
 		var bounds [2]time.Time
 		for i, name := range []string{"start", "end"} {
 			v := tr.Get(name)
 			ts, err := time.Parse(time.RFC3339Nano, v.Str)
 			if v.Type != gjson.String || err != nil {
-				return nil, BadRequest("time_range." + name + ": required RFC 3339 date-time")
+				return nil, apierror.BadRequest("time_range." + name + ": required RFC 3339 date-time")
 			}
 			bounds[i] = ts
 		}
 		if !bounds[0].Before(bounds[1]) {
-			return nil, BadRequest("time_range: start must be before end")
+			return nil, apierror.BadRequest("time_range: start must be before end")
 		}
 		q.usage.From, q.usage.To = bounds[0], bounds[1]
 	}
-	intField := func(name string, lo, hi int) (int, bool, *APIError) {
-		v, ok := f.get(name)
+	intField := func(name string, lo, hi int) (int, bool, *apierror.Error) {
+		v, ok := f.Get(name)
 		if !ok || v.Type == gjson.Null {
 			return 0, false, nil
 		}
 		n, err := strconv.Atoi(v.Raw)
 		if v.Type != gjson.Number || err != nil || n < lo || n > hi {
-			return 0, false, BadRequest(fmt.Sprintf("%s: expected an integer from %d to %d", name, lo, hi))
+			return 0, false, apierror.BadRequest(fmt.Sprintf("%s: expected an integer from %d to %d", name, lo, hi))
 		}
 		return n, true, nil
 	}
@@ -375,16 +377,16 @@ func parseAnalyticsQuery(b []byte, t time.Time) (*analyticsQuery, *APIError) {
 	} else {
 		q.orderField, q.orderDesc = "request_count", true
 	}
-	if ob, ok := f.get("order_by"); ok && ob.Type != gjson.Null {
+	if ob, ok := f.Get("order_by"); ok && ob.Type != gjson.Null {
 		field, dir := ob.Get("field"), ob.Get("direction")
 		if !ob.IsObject() || field.Type != gjson.String {
-			return nil, BadRequest("order_by.field: required string")
+			return nil, apierror.BadRequest("order_by.field: required string")
 		}
 		if dir.Str != "asc" && dir.Str != "desc" {
-			return nil, BadRequest("order_by.direction: expected asc or desc")
+			return nil, apierror.BadRequest("order_by.direction: expected asc or desc")
 		}
 		if !q.orderable(field.Str) {
-			return nil, BadRequest(fmt.Sprintf("order_by.field: %q is not a requested metric, request_count, a requested dimension or date", field.Str))
+			return nil, apierror.BadRequest(fmt.Sprintf("order_by.field: %q is not a requested metric, request_count, a requested dimension or date", field.Str))
 		}
 		q.orderField, q.orderDesc = field.Str, dir.Str == "desc"
 	}
@@ -408,57 +410,57 @@ func (q *analyticsQuery) orderable(field string) bool {
 	return false
 }
 
-func parseAnalyticsFilter(at string, x gjson.Result) (storage.UsageFilter, *APIError) {
+func parseAnalyticsFilter(at string, x gjson.Result) (storage.UsageFilter, *apierror.Error) {
 	var uf storage.UsageFilter
 	if !x.IsObject() {
-		return uf, BadRequest(at + ": expected an object with field, operator and value")
+		return uf, apierror.BadRequest(at + ": expected an object with field, operator and value")
 	}
 	field, op, val := x.Get("field"), x.Get("operator"), x.Get("value")
 	if field.Type != gjson.String || !knownIn(field.Str, analyticsDimensions) {
-		return uf, BadRequest(fmt.Sprintf("%s.field: unknown dimension %s; expected one of %s", at, field.Raw, namesOf(analyticsDimensions)))
+		return uf, apierror.BadRequest(fmt.Sprintf("%s.field: unknown dimension %s; expected one of %s", at, field.Raw, namesOf(analyticsDimensions)))
 	}
 	uf.Dim = field.Str
 	switch op.Str {
 	case "eq", "neq":
 		v, ok := filterValue(val)
 		if !ok {
-			return uf, BadRequest(at + ".value: expected a string or number for " + op.Str)
+			return uf, apierror.BadRequest(at + ".value: expected a string or number for " + op.Str)
 		}
 		uf.Values, uf.Negate = []string{v}, op.Str == "neq"
 	case "in", "not_in":
 		if !val.IsArray() {
-			return uf, BadRequest(at + ".value: expected an array for " + op.Str)
+			return uf, apierror.BadRequest(at + ".value: expected an array for " + op.Str)
 		}
 		for i, e := range val.Array() {
 			v, ok := filterValue(e)
 			if !ok {
-				return uf, BadRequest(fmt.Sprintf("%s.value[%d]: expected a string or number", at, i))
+				return uf, apierror.BadRequest(fmt.Sprintf("%s.value[%d]: expected a string or number", at, i))
 			}
 			uf.Values = append(uf.Values, v)
 		}
 		uf.Negate = op.Str == "not_in"
 		if iu := x.Get("include_unset"); iu.Exists() {
 			if iu.Type != gjson.True && iu.Type != gjson.False {
-				return uf, BadRequest(at + ".include_unset: expected a boolean")
+				return uf, apierror.BadRequest(at + ".include_unset: expected a boolean")
 			}
 			uf.IncludeUnset = iu.Bool()
 		}
 	default:
-		return uf, BadRequest(at + ".operator: expected one of eq, neq, in, not_in")
+		return uf, apierror.BadRequest(at + ".operator: expected one of eq, neq, in, not_in")
 	}
 	if uf.Dim == storage.DimBYOK {
 		for _, v := range uf.Values {
 			if v != "true" && v != "false" {
-				return uf, BadRequest(at + ".value: byok is true or false")
+				return uf, apierror.BadRequest(at + ".value: byok is true or false")
 			}
 		}
 	}
 	return uf, nil
 }
 
-func (ar *adminRequest) queryAnalytics() *APIError {
+func (ar *adminRequest) queryAnalytics() *apierror.Error {
 	start := time.Now()
-	b, apiErr := readBody(ar.w, ar.r, maxAdminBody)
+	b, apiErr := reqbody.Read(ar.w, ar.r, maxAdminBody)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -503,7 +505,7 @@ func (ar *adminRequest) queryAnalytics() *APIError {
 		out[i] = row
 	}
 	elapsed := float64(time.Since(start).Microseconds()) / 1000
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]any{
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]any{
 		"data":     out,
 		"metadata": map[string]any{"query_time_ms": elapsed, "row_count": len(out), "truncated": truncated},
 	}})

@@ -9,7 +9,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -82,25 +84,25 @@ type byokRequest struct {
 
 // openBYOK prepares a request to the BYOK routes; they all answer 400
 // while the gateway has no sealer.
-func openBYOK(ar *adminRequest) (*byokRequest, *APIError) {
+func openBYOK(ar *adminRequest) (*byokRequest, *apierror.Error) {
 	sealer := ar.gw.BYOKSealer()
 	if sealer == nil {
-		return nil, BadRequest(msgBYOKOff)
+		return nil, apierror.BadRequest(msgBYOKOff)
 	}
 	return &byokRequest{adminRequest: ar, sealer: sealer, catalog: ar.gw.Catalog()}, nil
 }
 
 // own returns one of the caller's account's credentials; another
 // account's is reported as missing, so that ids cannot be probed.
-func (br *byokRequest) own(id string) (storage.Credential, *APIError) {
+func (br *byokRequest) own(id string) (storage.Credential, *apierror.Error) {
 	c, ok := br.store.BYOK(br.id.AccountID, id)
 	if !ok {
-		return storage.Credential{}, NotFound("BYOK credential not found")
+		return storage.Credential{}, apierror.NotFound("BYOK credential not found")
 	}
 	return c, nil
 }
 
-func (br *byokRequest) list() *APIError {
+func (br *byokRequest) list() *apierror.Error {
 	offset, limit, apiErr := br.page()
 	if apiErr != nil {
 		return apiErr
@@ -111,7 +113,7 @@ func (br *byokRequest) list() *APIError {
 	if v := q.Get("workspace_id"); v != "" {
 		w, ok := br.store.Workspace(br.id.AccountID, v)
 		if !ok {
-			return BadRequest("workspace_id: " + quote(v) + " is not a workspace of this account")
+			return apierror.BadRequest("workspace_id: " + quote(v) + " is not a workspace of this account")
 		}
 		f.WorkspaceID = w.ID
 	}
@@ -120,22 +122,22 @@ func (br *byokRequest) list() *APIError {
 	for i, c := range creds {
 		out[i] = newBYOKView(c)
 	}
-	writeJSON(br.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
+	apierror.WriteJSON(br.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
 	return nil
 }
 
-func (br *byokRequest) create() *APIError {
+func (br *byokRequest) create() *apierror.Error {
 	f, apiErr := br.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	provider, ok := f.String("provider")
-	if f.err == nil && (!ok || provider == "") {
-		return BadRequest("provider: required string")
+	if f.Err == nil && (!ok || provider == "") {
+		return apierror.BadRequest("provider: required string")
 	}
 	secret, hasKey := br.secret(f)
-	if f.err == nil && !hasKey {
-		return BadRequest("key: required non-empty string")
+	if f.Err == nil && !hasKey {
+		return apierror.BadRequest("key: required non-empty string")
 	}
 	n := storage.NewBYOK{AccountID: br.id.AccountID, Provider: provider, Secret: secret}
 	n.WorkspaceID, _ = f.String("workspace_id")
@@ -148,8 +150,8 @@ func (br *byokRequest) create() *APIError {
 	n.AllowedAPIKeyHashes, _ = stringList(f, "allowed_api_key_hashes", 1, keyHashPattern, "a key hash (64 lowercase hex digits)")
 	n.AllowedModels, _ = stringList(f, "allowed_models", 0, nil, "")
 	n.AllowedUserIDs, _ = stringList(f, "allowed_user_ids", 0, nil, "")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if apiErr := br.checkProvider(provider); apiErr != nil {
 		return apiErr
@@ -158,20 +160,20 @@ func (br *byokRequest) create() *APIError {
 	if err != nil {
 		return storeError(err, "Account")
 	}
-	writeJSON(br.w, http.StatusCreated, map[string]any{"data": newBYOKView(c)})
+	apierror.WriteJSON(br.w, http.StatusCreated, map[string]any{"data": newBYOKView(c)})
 	return nil
 }
 
-func (br *byokRequest) get(id string) *APIError {
+func (br *byokRequest) get(id string) *apierror.Error {
 	c, apiErr := br.own(id)
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(br.w, http.StatusOK, map[string]any{"data": newBYOKView(c)})
+	apierror.WriteJSON(br.w, http.StatusOK, map[string]any{"data": newBYOKView(c)})
 	return nil
 }
 
-func (br *byokRequest) update(id string) *APIError {
+func (br *byokRequest) update(id string) *apierror.Error {
 	if _, apiErr := br.own(id); apiErr != nil {
 		return apiErr
 	}
@@ -189,62 +191,62 @@ func (br *byokRequest) update(id string) *APIError {
 	hashes, hasHashes := stringList(f, "allowed_api_key_hashes", 1, keyHashPattern, "a key hash (64 lowercase hex digits)")
 	models, hasModels := stringList(f, "allowed_models", 0, nil, "")
 	users, hasUsers := stringList(f, "allowed_user_ids", 0, nil, "")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	c, err := br.store.UpdateBYOK(br.id.AccountID, id, func(c *storage.Credential) error {
 		if hasKey {
 			c.SetSecret(br.sealer, secret)
 		}
-		setIf(&c.Name, name, hasName)
-		setIf(&c.Disabled, disabled, hasDisabled)
-		setIf(&c.IsFallback, fallback, hasFallback)
-		setIf(&c.IsBYOKOnly, byokOnly, hasBYOKOnly)
-		setIf(&c.IsRequired, required, hasRequired)
-		setIf(&c.DeclaredZDR, zdr, hasZDR)
-		setIf(&c.AllowedAPIKeyHashes, hashes, hasHashes)
-		setIf(&c.AllowedModels, models, hasModels)
-		setIf(&c.AllowedUserIDs, users, hasUsers)
+		reqbody.SetIf(&c.Name, name, hasName)
+		reqbody.SetIf(&c.Disabled, disabled, hasDisabled)
+		reqbody.SetIf(&c.IsFallback, fallback, hasFallback)
+		reqbody.SetIf(&c.IsBYOKOnly, byokOnly, hasBYOKOnly)
+		reqbody.SetIf(&c.IsRequired, required, hasRequired)
+		reqbody.SetIf(&c.DeclaredZDR, zdr, hasZDR)
+		reqbody.SetIf(&c.AllowedAPIKeyHashes, hashes, hasHashes)
+		reqbody.SetIf(&c.AllowedModels, models, hasModels)
+		reqbody.SetIf(&c.AllowedUserIDs, users, hasUsers)
 		return nil
 	})
 	if err != nil {
 		return storeError(err, "BYOK credential")
 	}
-	writeJSON(br.w, http.StatusOK, map[string]any{"data": newBYOKView(c)})
+	apierror.WriteJSON(br.w, http.StatusOK, map[string]any{"data": newBYOKView(c)})
 	return nil
 }
 
-func (br *byokRequest) delete(id string) *APIError {
+func (br *byokRequest) delete(id string) *apierror.Error {
 	if _, apiErr := br.own(id); apiErr != nil {
 		return apiErr
 	}
 	if err := br.store.DeleteBYOK(br.id.AccountID, id); err != nil {
 		return storeError(err, "BYOK credential")
 	}
-	writeJSON(br.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(br.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }
 
 // secret reads the write-only `key`: a non-empty header-safe string
 // (printable ASCII, no spaces inside), surrounding whitespace trimmed. Its
 // value never appears in an error.
-func (br *byokRequest) secret(f *fields) (string, bool) {
+func (br *byokRequest) secret(f *reqbody.Fields) (string, bool) {
 	s, ok := f.String("key")
-	if !ok || f.err != nil {
+	if !ok || f.Err != nil {
 		return "", false
 	}
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
-		f.fail("key", "a non-empty string")
+		f.Fail("key", "a non-empty string")
 		return "", false
 	case len(s) > byokMaxKey:
-		f.fail("key", "at most 8192 characters")
+		f.Fail("key", "at most 8192 characters")
 		return "", false
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] <= ' ' || s[i] > '~' {
-			f.fail("key", "printable ASCII characters without spaces")
+			f.Fail("key", "printable ASCII characters without spaces")
 			return "", false
 		}
 	}
@@ -252,17 +254,17 @@ func (br *byokRequest) secret(f *fields) (string, bool) {
 }
 
 // name reads the nullable `name`, at most 255 characters.
-func (br *byokRequest) name(f *fields) (*string, bool) {
+func (br *byokRequest) name(f *reqbody.Fields) (*string, bool) {
 	n, ok := f.NullableString("name")
 	if ok && n != nil && utf8.RuneCountInString(*n) > byokMaxName {
-		f.fail("name", "at most 255 characters")
+		f.Fail("name", "at most 255 characters")
 		return nil, false
 	}
 	return n, ok
 }
 
 // checkProvider accepts the providers of the operator's catalog.
-func (br *byokRequest) checkProvider(name string) *APIError {
+func (br *byokRequest) checkProvider(name string) *apierror.Error {
 	names := catalogProviders(br.catalog)
 	for _, n := range names {
 		if n == name {
@@ -270,9 +272,9 @@ func (br *byokRequest) checkProvider(name string) *APIError {
 		}
 	}
 	if len(names) == 0 {
-		return BadRequest("provider: unknown provider " + quote(name) + "; this gateway has no providers")
+		return apierror.BadRequest("provider: unknown provider " + quote(name) + "; this gateway has no providers")
 	}
-	return BadRequest("provider: unknown provider " + quote(name) + "; expected one of: " + strings.Join(names, ", "))
+	return apierror.BadRequest("provider: unknown provider " + quote(name) + "; expected one of: " + strings.Join(names, ", "))
 }
 
 // catalogProviders is the sorted set of provider names in the catalog.
@@ -301,9 +303,9 @@ func quote(s string) string {
 // stringList reads an array-of-strings-or-null field with between minItems
 // and 100 entries; a present null yields nil, true. pattern, when set,
 // constrains each entry (described by what).
-func stringList(f *fields, name string, minItems int, pattern *regexp.Regexp, what string) ([]string, bool) {
-	v, ok := f.get(name)
-	if !ok || f.err != nil {
+func stringList(f *reqbody.Fields, name string, minItems int, pattern *regexp.Regexp, what string) ([]string, bool) {
+	v, ok := f.Get(name)
+	if !ok || f.Err != nil {
 		return nil, false
 	}
 	if v.Type == gjson.Null {
@@ -314,22 +316,22 @@ func stringList(f *fields, name string, minItems int, pattern *regexp.Regexp, wh
 		want = "null or an array of 1 to 100 strings"
 	}
 	if !v.IsArray() {
-		f.fail(name, want)
+		f.Fail(name, want)
 		return nil, false
 	}
 	items := v.Array()
 	if len(items) < minItems || len(items) > byokMaxListItem {
-		f.fail(name, want)
+		f.Fail(name, want)
 		return nil, false
 	}
 	out := make([]string, 0, len(items))
 	for _, it := range items {
 		if it.Type != gjson.String || it.Str == "" {
-			f.fail(name, "non-empty strings")
+			f.Fail(name, "non-empty strings")
 			return nil, false
 		}
 		if pattern != nil && !pattern.MatchString(it.Str) {
-			f.fail(name, "entries that are "+what)
+			f.Fail(name, "entries that are "+what)
 			return nil, false
 		}
 		out = append(out, it.Str)

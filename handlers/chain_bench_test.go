@@ -29,6 +29,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -38,16 +40,18 @@ import (
 // nil Gateway keeps it compiling when the interface grows; a benchmark that
 // reaches a method not defined here panics, naming it.
 type benchGateway struct {
-	Gateway
+	gateway.Gateway
 	store   *storage.Store
 	catalog *catalog.Catalog
 }
 
-func (g *benchGateway) Store() (*storage.Store, error)   { return g.store, nil }
-func (g *benchGateway) Brand() string                    { return "service" }
-func (g *benchGateway) FreeModelLimits() FreeModelLimits { return FreeModelLimits{}.WithDefaults() }
-func (g *benchGateway) Catalog() *catalog.Catalog        { return g.catalog }
-func (g *benchGateway) BYOKSealer() *storage.Sealer      { return nil } // no BYOK configured
+func (g *benchGateway) Store() (*storage.Store, error) { return g.store, nil }
+func (g *benchGateway) Brand() string                  { return "service" }
+func (g *benchGateway) FreeModelLimits() gateway.FreeModelLimits {
+	return gateway.FreeModelLimits{}.WithDefaults()
+}
+func (g *benchGateway) Catalog() *catalog.Catalog   { return g.catalog }
+func (g *benchGateway) BYOKSealer() *storage.Sealer { return nil } // no BYOK configured
 
 // InFlightPolicy is the tollgate app's default policy.
 func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {
@@ -60,7 +64,7 @@ func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {
 	}
 }
 
-var _ Gateway = (*benchGateway)(nil)
+var _ gateway.Gateway = (*benchGateway)(nil)
 
 // benchChatBody is a typical small chat completion request.
 const benchChatBody = `{"model":"bench-model","messages":[{"role":"system","content":"You are a helpful assistant."},` +
@@ -316,7 +320,7 @@ func BenchmarkRouter(b *testing.B) {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
 		st := requestState{kind: routeInference, sub: "/chat/completions"}
-		body, apiErr := readBody(w, r, s.router.MaxBodyBytes)
+		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
 			apiErr = s.router.plan(r, &st, body)
 		}

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -47,20 +50,20 @@ func (ar *adminRequest) endUserView(u storage.EndUser) endUserView {
 	}
 }
 
-func (ar *adminRequest) listEndUsers() *APIError {
+func (ar *adminRequest) listEndUsers() *apierror.Error {
 	q := ar.r.URL.Query()
 	offset, limit := 0, endUsersDefaultPage
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return BadRequest("offset: expected a non-negative integer")
+			return apierror.BadRequest("offset: expected a non-negative integer")
 		}
 		offset = n
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > endUsersMaxPage {
-			return BadRequest("limit: expected an integer from 1 to 1000")
+			return apierror.BadRequest("limit: expected an integer from 1 to 1000")
 		}
 		limit = n
 	}
@@ -71,7 +74,7 @@ func (ar *adminRequest) listEndUsers() *APIError {
 		b := v == "true"
 		active = &b
 	default:
-		return BadRequest("is_active: expected true or false")
+		return apierror.BadRequest("is_active: expected true or false")
 	}
 	all := ar.store.ListEndUsers(ar.id.AccountID)
 	if active != nil {
@@ -89,61 +92,61 @@ func (ar *adminRequest) listEndUsers() *APIError {
 	for i, u := range page {
 		out[i] = ar.endUserView(u)
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
 	return nil
 }
 
 // endUserName reads the optional `name` (string or null).
-func endUserName(f *fields) (*string, bool) {
+func endUserName(f *reqbody.Fields) (*string, bool) {
 	name, ok := f.NullableString("name")
-	if ok && name != nil && (strings.TrimSpace(*name) == "" || len(*name) > 256) && f.err == nil {
-		f.err = BadRequest("name: expected a non-empty string of at most 256 bytes, or null")
+	if ok && name != nil && (strings.TrimSpace(*name) == "" || len(*name) > 256) && f.Err == nil {
+		f.Err = apierror.BadRequest("name: expected a non-empty string of at most 256 bytes, or null")
 	}
 	return name, ok
 }
 
-func (ar *adminRequest) createEndUser() *APIError {
+func (ar *adminRequest) createEndUser() *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	user, ok := f.String("user")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if !ok {
-		return BadRequest("user: required string")
+		return apierror.BadRequest("user: required string")
 	}
 	if err := storage.ValidEndUser(user); err != nil {
-		return BadRequest("user: expected a string of 1 to 256 characters")
+		return apierror.BadRequest("user: expected a string of 1 to 256 characters")
 	}
 	name, _ := endUserName(f)
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	u, err := ar.store.CreateEndUser(ar.id.AccountID, user, name)
 	if errors.Is(err, storage.ErrExists) {
-		return newError(http.StatusConflict, "End user "+strconv.Quote(user)+" already exists")
+		return apierror.New(http.StatusConflict, "End user "+strconv.Quote(user)+" already exists")
 	}
 	if err != nil {
 		return storeError(err, "Account")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": ar.endUserView(u)})
+	apierror.WriteJSON(ar.w, http.StatusCreated, map[string]any{"data": ar.endUserView(u)})
 	return nil
 }
 
-func (ar *adminRequest) getEndUser(user string) *APIError {
+func (ar *adminRequest) getEndUser(user string) *apierror.Error {
 	u, ok := ar.store.EndUser(ar.id.AccountID, user)
 	if !ok {
-		return NotFound("End user not found")
+		return apierror.NotFound("End user not found")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
 	return nil
 }
 
-func (ar *adminRequest) updateEndUser(user string) *APIError {
+func (ar *adminRequest) updateEndUser(user string) *apierror.Error {
 	if _, ok := ar.store.EndUser(ar.id.AccountID, user); !ok {
-		return NotFound("End user not found")
+		return apierror.NotFound("End user not found")
 	}
 	f, apiErr := ar.object()
 	if apiErr != nil {
@@ -151,11 +154,11 @@ func (ar *adminRequest) updateEndUser(user string) *APIError {
 	}
 	name, hasName := endUserName(f)
 	active, hasActive := f.Bool("is_active")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	u, err := ar.store.UpdateEndUser(ar.id.AccountID, user, func(u *storage.EndUser) error {
-		setIf(&u.Name, name, hasName)
+		reqbody.SetIf(&u.Name, name, hasName)
 		if hasActive && active != u.Active {
 			u.Active = active
 			if active {
@@ -170,38 +173,38 @@ func (ar *adminRequest) updateEndUser(user string) *APIError {
 	if err != nil {
 		return storeError(err, "End user")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
 	return nil
 }
 
-func (ar *adminRequest) deactivateEndUser(user string) *APIError {
+func (ar *adminRequest) deactivateEndUser(user string) *apierror.Error {
 	u, err := ar.store.SetEndUserActive(ar.id.AccountID, user, false)
 	if err != nil {
 		return storeError(err, "End user")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
 	return nil
 }
 
 // checkEndUser refuses, with 403, a request whose `user` names an end user
 // its account deactivated: a memory lookup, before any hold or upstream
 // call. A `user` longer than the public API allows gets 400.
-func (rt *Router) checkEndUser(id *Identity, route *Route) *APIError {
+func (rt *Router) checkEndUser(id *gateway.Identity, route *Route) *apierror.Error {
 	if route.User == "" || rt.gw == nil {
 		return nil
 	}
 	if storage.ValidEndUser(route.User) != nil {
-		return BadRequest("user: expected at most 256 characters")
+		return apierror.BadRequest("user: expected at most 256 characters")
 	}
 	if id == nil {
 		return nil
 	}
 	store, err := rt.gw.Store()
 	if err != nil {
-		return newError(http.StatusInternalServerError, "Internal Server Error")
+		return apierror.New(http.StatusInternalServerError, "Internal Server Error")
 	}
 	if store.EndUserDeactivated(id.AccountID, route.User) {
-		return newError(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
+		return apierror.New(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -17,41 +18,41 @@ const maxGenerationID = 256
 // submitFeedback serves POST /generation/feedback: structured feedback on
 // one of the account's stored generations, counted in analytics
 // (feedback_count). Unknown generations and other accounts' get 404.
-func (ar *adminRequest) submitFeedback() *APIError {
+func (ar *adminRequest) submitFeedback() *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
-	id, ok := f.get("generation_id")
+	id, ok := f.Get("generation_id")
 	if !ok || id.Type != gjson.String || id.Str == "" {
-		return BadRequest("generation_id: required non-empty string")
+		return apierror.BadRequest("generation_id: required non-empty string")
 	}
-	cat, ok := f.get("category")
+	cat, ok := f.Get("category")
 	if !ok || cat.Type != gjson.String {
-		return BadRequest("category: required string, one of " + strings.Join(storage.FeedbackCategories, ", "))
+		return apierror.BadRequest("category: required string, one of " + strings.Join(storage.FeedbackCategories, ", "))
 	}
 	known := false
 	for _, c := range storage.FeedbackCategories {
 		known = known || c == cat.Str
 	}
 	if !known {
-		return BadRequest("category: expected one of " + strings.Join(storage.FeedbackCategories, ", "))
+		return apierror.BadRequest("category: expected one of " + strings.Join(storage.FeedbackCategories, ", "))
 	}
 	comment, _ := f.NullableString("comment")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if comment != nil && utf8.RuneCountInString(*comment) > storage.MaxFeedbackComment {
-		return BadRequest("comment: expected at most 1000 characters")
+		return apierror.BadRequest("comment: expected at most 1000 characters")
 	}
 	if len(id.Str) > maxGenerationID {
-		return NotFound("Generation not found")
+		return apierror.NotFound("Generation not found")
 	}
 	// Any id the client saw: the generation id, or a provider's id passed
 	// through (Responses).
 	g, err := ar.store.AccountGeneration(ar.id.AccountID, id.Str)
 	if errors.Is(err, storage.ErrNotFound) {
-		return NotFound("Generation not found")
+		return apierror.NotFound("Generation not found")
 	}
 	if err != nil {
 		return storeError(err, "Generation")
@@ -59,6 +60,6 @@ func (ar *adminRequest) submitFeedback() *APIError {
 	if _, err := ar.store.AddFeedback(g, cat.Str, comment); err != nil {
 		return storeError(err, "Generation")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]bool{"success": true}})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": map[string]bool{"success": true}})
 	return nil
 }

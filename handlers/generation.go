@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -13,22 +14,22 @@ import (
 // provider's id of an answer passed through), in the public shape. What
 // the gateway does not record is null; another account's generation is
 // 404.
-func (ar *adminRequest) getGeneration() *APIError {
+func (ar *adminRequest) getGeneration() *apierror.Error {
 	id := ar.r.URL.Query().Get("id")
 	if id == "" {
-		return BadRequest("id: required query parameter")
+		return apierror.BadRequest("id: required query parameter")
 	}
 	if len(id) > maxGenerationID {
-		return NotFound("Generation not found")
+		return apierror.NotFound("Generation not found")
 	}
 	g, err := ar.store.AccountGeneration(ar.id.AccountID, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return NotFound("Generation not found")
+		return apierror.NotFound("Generation not found")
 	}
 	if err != nil {
 		return storeError(err, "Generation")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": ar.generationView(g)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": ar.generationView(g)})
 	return nil
 }
 

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -89,27 +91,29 @@ type memberAssignmentView struct {
 // The assignment routes of a guardrail: the body field names the keys or
 // the members; without a guardrail id, the lists cover every guardrail.
 
-func (ar *adminRequest) assignKeys(id string) *APIError {
+func (ar *adminRequest) assignKeys(id string) *apierror.Error {
 	return ar.assign(id, "key_hashes", ar.store.AssignKeys)
 }
 
-func (ar *adminRequest) unassignKeys(id string) *APIError {
+func (ar *adminRequest) unassignKeys(id string) *apierror.Error {
 	return ar.unassign(id, "key_hashes", ar.store.UnassignKeys)
 }
 
-func (ar *adminRequest) assignMembers(id string) *APIError {
+func (ar *adminRequest) assignMembers(id string) *apierror.Error {
 	return ar.assign(id, "member_user_ids", ar.store.AssignMembers)
 }
 
-func (ar *adminRequest) unassignMembers(id string) *APIError {
+func (ar *adminRequest) unassignMembers(id string) *apierror.Error {
 	return ar.unassign(id, "member_user_ids", ar.store.UnassignMembers)
 }
 
-func (ar *adminRequest) listAllKeyAssignments() *APIError { return ar.listKeyAssignments("") }
+func (ar *adminRequest) listAllKeyAssignments() *apierror.Error { return ar.listKeyAssignments("") }
 
-func (ar *adminRequest) listAllMemberAssignments() *APIError { return ar.listMemberAssignments("") }
+func (ar *adminRequest) listAllMemberAssignments() *apierror.Error {
+	return ar.listMemberAssignments("")
+}
 
-func (ar *adminRequest) listGuardrails() *APIError {
+func (ar *adminRequest) listGuardrails() *apierror.Error {
 	offset, limit, apiErr := ar.page()
 	if apiErr != nil {
 		return apiErr
@@ -128,7 +132,7 @@ func (ar *adminRequest) listGuardrails() *APIError {
 }
 
 // guardrailSettings reads the writable fields of a guardrail into g.
-func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault bool) *APIError {
+func guardrailSettings(f *reqbody.Fields, g *storage.Guardrail, create, workspaceDefault bool) *apierror.Error {
 	name, hasName := f.String("name")
 	desc, hasDesc := f.NullableString("description")
 	// In the order of the public schema, so that the first bad field is
@@ -142,14 +146,14 @@ func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault
 		{"ignored_providers", &g.IgnoredProviders},
 	} {
 		v, ok := f.NullableStrings(x.field)
-		setIf(x.dst, v, ok)
+		reqbody.SetIf(x.dst, v, ok)
 	}
 	for _, x := range []struct {
 		field string
 		dst   *json.RawMessage
 	}{{"content_filter_builtins", &g.ContentFilterBuiltins}, {"content_filters", &g.ContentFilters}} {
 		v, ok := f.NullableRaw(x.field)
-		setIf(x.dst, v, ok)
+		reqbody.SetIf(x.dst, v, ok)
 	}
 	for _, x := range []struct {
 		field string
@@ -161,66 +165,66 @@ func guardrailSettings(f *fields, g *storage.Guardrail, create, workspaceDefault
 		{"enforce_zdr_openai", &g.EnforceZDROpenAI}, {"enforce_zdr_other", &g.EnforceZDROther}, {"enforce_zdr_xai", &g.EnforceZDRXAI},
 	} {
 		v, ok := f.NullableBool(x.field)
-		setIf(x.dst, v, ok)
+		reqbody.SetIf(x.dst, v, ok)
 	}
 	incl, hasIncl := f.Bool("include_byok_in_budgets")
 	limit, hasLimit := f.NullableAmount("limit_usd")
 	reset, hasReset := f.NullableString("reset_interval")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
-	if v, ok := f.get("allowed_data_regions"); ok && v.IsArray() {
+	if v, ok := f.Get("allowed_data_regions"); ok && v.IsArray() {
 		for _, r := range g.AllowedDataRegions {
 			if !slices.Contains(policy.DataRegions[:], r) {
-				return BadRequest("allowed_data_regions: expected global, europe or us")
+				return apierror.BadRequest("allowed_data_regions: expected global, europe or us")
 			}
 		}
 	}
 	if create && (!hasName || strings.TrimSpace(name) == "") {
-		return BadRequest("name: required non-empty string")
+		return apierror.BadRequest("name: required non-empty string")
 	}
 	if workspaceDefault && hasName && name != g.Name {
-		return BadRequest("name: a workspace default guardrail's name is derived from its workspace and cannot be changed")
+		return apierror.BadRequest("name: a workspace default guardrail's name is derived from its workspace and cannot be changed")
 	}
 	if hasLimit && limit != nil && *limit < 0 {
-		return BadRequest("limit_usd: must not be negative")
+		return apierror.BadRequest("limit_usd: must not be negative")
 	}
 	iv := money.IntervalNone
 	if hasReset && reset != nil {
 		var ok bool
 		if iv, ok = money.ParseInterval(*reset); !ok {
-			return BadRequest("reset_interval: expected daily, weekly, monthly or null")
+			return apierror.BadRequest("reset_interval: expected daily, weekly, monthly or null")
 		}
 	}
-	setIf(&g.Name, name, hasName)
-	setIf(&g.Description, desc, hasDesc)
-	setIf(&g.IncludeBYOKInBudgets, incl, hasIncl)
-	setIf(&g.Limit, limit, hasLimit)
-	setIf(&g.ResetInterval, iv, hasReset)
+	reqbody.SetIf(&g.Name, name, hasName)
+	reqbody.SetIf(&g.Description, desc, hasDesc)
+	reqbody.SetIf(&g.IncludeBYOKInBudgets, incl, hasIncl)
+	reqbody.SetIf(&g.Limit, limit, hasLimit)
+	reqbody.SetIf(&g.ResetInterval, iv, hasReset)
 	if g.Limit != nil && g.ResetInterval == money.IntervalNone {
-		return BadRequest("reset_interval: required with limit_usd (daily, weekly or monthly)")
+		return apierror.BadRequest("reset_interval: required with limit_usd (daily, weekly or monthly)")
 	}
 	return nil
 }
 
-func (ar *adminRequest) createGuardrail() *APIError {
+func (ar *adminRequest) createGuardrail() *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	wsRef, hasWS := f.String("workspace_id")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	wsID := ""
 	if hasWS {
 		w, apiErr := ar.workspace(wsRef)
 		if apiErr != nil {
-			return BadRequest("workspace_id: no such workspace")
+			return apierror.BadRequest("workspace_id: no such workspace")
 		}
 		wsID = w.ID
 	}
-	var set *APIError
+	var set *apierror.Error
 	g, err := ar.store.CreateGuardrail(ar.id.AccountID, func(g *storage.Guardrail) error {
 		g.WorkspaceID = wsID
 		if set = guardrailSettings(f, g, true, false); set != nil {
@@ -233,32 +237,32 @@ func (ar *adminRequest) createGuardrail() *APIError {
 
 // answerGuardrail answers a guardrail write: a refused setting first, then
 // the store's error, else the guardrail with status.
-func (ar *adminRequest) answerGuardrail(status int, g storage.Guardrail, set *APIError, err error) *APIError {
+func (ar *adminRequest) answerGuardrail(status int, g storage.Guardrail, set *apierror.Error, err error) *apierror.Error {
 	if set != nil {
 		return set
 	}
 	if err != nil {
 		return orgStoreError(err, "Guardrail")
 	}
-	writeJSON(ar.w, status, map[string]any{"data": newGuardrailView(g)})
+	apierror.WriteJSON(ar.w, status, map[string]any{"data": newGuardrailView(g)})
 	return nil
 }
 
-func (ar *adminRequest) getGuardrail(id string) *APIError {
+func (ar *adminRequest) getGuardrail(id string) *apierror.Error {
 	g, ok := ar.store.Guardrail(ar.id.AccountID, id)
 	if !ok {
-		return NotFound("Guardrail not found")
+		return apierror.NotFound("Guardrail not found")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newGuardrailView(g)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newGuardrailView(g)})
 	return nil
 }
 
-func (ar *adminRequest) updateGuardrail(id string) *APIError {
+func (ar *adminRequest) updateGuardrail(id string) *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
-	var set *APIError
+	var set *apierror.Error
 	g, _, err := ar.store.UpdateGuardrail(ar.id.AccountID, id, func(g *storage.Guardrail, workspaceDefault bool) error {
 		if set = guardrailSettings(f, g, false, workspaceDefault); set != nil {
 			return storage.ErrInvalid
@@ -268,24 +272,24 @@ func (ar *adminRequest) updateGuardrail(id string) *APIError {
 	return ar.answerGuardrail(http.StatusOK, g, set, err)
 }
 
-func (ar *adminRequest) deleteGuardrail(id string) *APIError {
+func (ar *adminRequest) deleteGuardrail(id string) *apierror.Error {
 	if err := ar.store.DeleteGuardrail(ar.id.AccountID, id); err != nil {
 		return orgStoreError(err, "Guardrail")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }
 
-func (ar *adminRequest) ownGuardrail(id string) *APIError {
+func (ar *adminRequest) ownGuardrail(id string) *apierror.Error {
 	if _, ok := ar.store.Guardrail(ar.id.AccountID, id); !ok {
-		return NotFound("Guardrail not found")
+		return apierror.NotFound("Guardrail not found")
 	}
 	return nil
 }
 
 // assignmentsPage checks the guardrail of an assignment list (id "": the
 // assignments of every guardrail) and reads the page.
-func (ar *adminRequest) assignmentsPage(id string) (offset, limit int, apiErr *APIError) {
+func (ar *adminRequest) assignmentsPage(id string) (offset, limit int, apiErr *apierror.Error) {
 	if id != "" {
 		if apiErr := ar.ownGuardrail(id); apiErr != nil {
 			return 0, 0, apiErr
@@ -294,7 +298,7 @@ func (ar *adminRequest) assignmentsPage(id string) (offset, limit int, apiErr *A
 	return ar.page()
 }
 
-func (ar *adminRequest) listKeyAssignments(id string) *APIError {
+func (ar *adminRequest) listKeyAssignments(id string) *apierror.Error {
 	offset, limit, apiErr := ar.assignmentsPage(id)
 	if apiErr != nil {
 		return apiErr
@@ -307,7 +311,7 @@ func (ar *adminRequest) listKeyAssignments(id string) *APIError {
 	return nil
 }
 
-func (ar *adminRequest) listMemberAssignments(id string) *APIError {
+func (ar *adminRequest) listMemberAssignments(id string) *apierror.Error {
 	offset, limit, apiErr := ar.assignmentsPage(id)
 	if apiErr != nil {
 		return apiErr
@@ -320,36 +324,36 @@ func (ar *adminRequest) listMemberAssignments(id string) *APIError {
 	return nil
 }
 
-func (ar *adminRequest) assign(id, field string, fn func(accountID, id string, ids []string, by *string) (int, error)) *APIError {
+func (ar *adminRequest) assign(id, field string, fn func(accountID, id string, ids []string, by *string) (int, error)) *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	ids := f.Strings(field)
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	n, err := fn(ar.id.AccountID, id, ids, ar.creatorOf())
 	if err != nil {
 		return orgStoreError(err, "Guardrail")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"assigned_count": n})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"assigned_count": n})
 	return nil
 }
 
-func (ar *adminRequest) unassign(id, field string, fn func(accountID, id string, ids []string) (int, error)) *APIError {
+func (ar *adminRequest) unassign(id, field string, fn func(accountID, id string, ids []string) (int, error)) *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	ids := f.Strings(field)
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	n, err := fn(ar.id.AccountID, id, ids)
 	if err != nil {
 		return orgStoreError(err, "Guardrail")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"unassigned_count": n})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"unassigned_count": n})
 	return nil
 }

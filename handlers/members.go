@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -23,7 +24,7 @@ func NewMemberView(m storage.Member) any {
 // listMembers answers GET /organization/members: the organization's active
 // members, oldest first, paged by offset and limit. A personal account has
 // no organization: 404.
-func (ar *adminRequest) listMembers() *APIError {
+func (ar *adminRequest) listMembers() *apierror.Error {
 	if _, apiErr := ar.orgAccount(); apiErr != nil {
 		return apiErr
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/export"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -64,28 +67,28 @@ func newDestinationView(d storage.Destination) destinationView {
 type destinationRequest struct {
 	*adminRequest
 	sealer *storage.Sealer
-	gw     Gateway
+	gw     gateway.Gateway
 }
 
 // openDestinations prepares a request to the observability destination
 // routes; they all answer 400 while the gateway has no sealer.
-func openDestinations(ar *adminRequest) (*destinationRequest, *APIError) {
+func openDestinations(ar *adminRequest) (*destinationRequest, *apierror.Error) {
 	sealer := ar.gw.BYOKSealer()
 	if sealer == nil {
-		return nil, BadRequest(msgObservabilityOff)
+		return nil, apierror.BadRequest(msgObservabilityOff)
 	}
 	return &destinationRequest{adminRequest: ar, sealer: sealer, gw: ar.gw}, nil
 }
 
-func (dr *destinationRequest) own(id string) (storage.Destination, *APIError) {
+func (dr *destinationRequest) own(id string) (storage.Destination, *apierror.Error) {
 	d, ok := dr.store.Destination(dr.id.AccountID, id)
 	if !ok {
-		return storage.Destination{}, NotFound("Observability destination not found")
+		return storage.Destination{}, apierror.NotFound("Observability destination not found")
 	}
 	return d, nil
 }
 
-func (dr *destinationRequest) list() *APIError {
+func (dr *destinationRequest) list() *apierror.Error {
 	offset, limit, apiErr := dr.page()
 	if apiErr != nil {
 		return apiErr
@@ -94,7 +97,7 @@ func (dr *destinationRequest) list() *APIError {
 	ws := dr.id.Account.DefaultWorkspaceID
 	if v := q.Get("workspace_id"); v != "" {
 		if v != ws {
-			return NotFound("Workspace not found")
+			return apierror.NotFound("Workspace not found")
 		}
 	}
 	dests, total := dr.store.ListDestinations(dr.id.AccountID, ws, offset, limit)
@@ -102,7 +105,7 @@ func (dr *destinationRequest) list() *APIError {
 	for i, d := range dests {
 		out[i] = newDestinationView(d)
 	}
-	writeJSON(dr.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
+	apierror.WriteJSON(dr.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
 	return nil
 }
 
@@ -127,7 +130,7 @@ type destinationSettings struct {
 	hasConfig             bool
 }
 
-func (dr *destinationRequest) settings(f *fields) (*destinationSettings, *APIError) {
+func (dr *destinationRequest) settings(f *reqbody.Fields) (*destinationSettings, *apierror.Error) {
 	s := &destinationSettings{}
 	s.name, s.hasName = f.String("name")
 	s.enabled, s.hasEnabled = f.Bool("enabled")
@@ -136,33 +139,33 @@ func (dr *destinationRequest) settings(f *fields) (*destinationSettings, *APIErr
 	s.identity, s.hasIdentity = f.Bool("broadcast_generation_identity")
 	s.reqctx, s.hasReqctx = f.Bool("broadcast_generation_request_context")
 	s.privacy, s.hasPrivacy = f.Bool("privacy_mode")
-	if f.err != nil {
-		return nil, f.err
+	if f.Err != nil {
+		return nil, f.Err
 	}
 	if s.hasName && strings.TrimSpace(s.name) == "" {
-		return nil, BadRequest("name: must not be empty")
+		return nil, apierror.BadRequest("name: must not be empty")
 	}
-	if v, ok := f.get("filter_rules"); ok {
+	if v, ok := f.Get("filter_rules"); ok {
 		s.hasFilter = true
 		if v.Type != gjson.Null {
 			if !v.IsObject() {
-				return nil, BadRequest("filter_rules: expected an object or null")
+				return nil, apierror.BadRequest("filter_rules: expected an object or null")
 			}
 			if _, err := export.CompileFilter(json.RawMessage(v.Raw)); err != nil {
-				return nil, BadRequest(err.Error())
+				return nil, apierror.BadRequest(err.Error())
 			}
 			s.filter = normalizeFilter(v)
 		}
 	}
-	if v, ok := f.get("sampling_rate"); ok {
+	if v, ok := f.Get("sampling_rate"); ok {
 		if v.Type != gjson.Number || v.Float() < 0.0001 || v.Float() > 1 {
-			return nil, BadRequest("sampling_rate: expected a number between 0.0001 and 1")
+			return nil, apierror.BadRequest("sampling_rate: expected a number between 0.0001 and 1")
 		}
 		s.rate, s.hasRate = v.Float(), true
 	}
-	if v, ok := f.get("regions"); ok {
+	if v, ok := f.Get("regions"); ok {
 		if !v.IsArray() {
-			return nil, BadRequest("regions: expected an array of global, europe, us or eu")
+			return nil, apierror.BadRequest("regions: expected an array of global, europe, us or eu")
 		}
 		s.hasRegions = true
 		s.regions = []string{}
@@ -173,13 +176,13 @@ func (dr *destinationRequest) settings(f *fields) (*destinationSettings, *APIErr
 			case "eu":
 				s.regions = append(s.regions, "europe")
 			default:
-				return nil, BadRequest("regions: expected an array of global, europe, us or eu")
+				return nil, apierror.BadRequest("regions: expected an array of global, europe, us or eu")
 			}
 		}
 	}
-	if v, ok := f.get("config"); ok {
+	if v, ok := f.Get("config"); ok {
 		if !v.IsObject() {
-			return nil, BadRequest("config: expected an object")
+			return nil, apierror.BadRequest("config: expected an object")
 		}
 		s.config, s.hasConfig = json.RawMessage(v.Raw), true
 	}
@@ -226,10 +229,10 @@ func normalizeFilter(v gjson.Result) json.RawMessage {
 // sealConfig checks the config for the type and stores its sealed and
 // public forms in d; it returns the full config when a webhook secret was
 // generated, to show once.
-func (dr *destinationRequest) sealConfig(d *storage.Destination, raw json.RawMessage, prev export.Config) (export.Config, *APIError) {
+func (dr *destinationRequest) sealConfig(d *storage.Destination, raw json.RawMessage, prev export.Config) (export.Config, *apierror.Error) {
 	full, generated, err := export.PrepareConfig(d.Type, raw, prev)
 	if err != nil {
-		return nil, BadRequest(err.Error())
+		return nil, apierror.BadRequest(err.Error())
 	}
 	if name, u := export.URLField(d.Type, full); u != "" {
 		if apiErr := checkEgressURL(dr.r.Context(), dr.gw, "config."+name, u); apiErr != nil {
@@ -245,34 +248,34 @@ func (dr *destinationRequest) sealConfig(d *storage.Destination, raw json.RawMes
 	return nil, nil
 }
 
-func (dr *destinationRequest) create() *APIError {
+func (dr *destinationRequest) create() *apierror.Error {
 	f, apiErr := dr.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	typ, ok := f.String("type")
-	if f.err == nil && !ok {
-		return BadRequest("type: required string")
+	if f.Err == nil && !ok {
+		return apierror.BadRequest("type: required string")
 	}
 	ws, _ := f.String("workspace_id")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	s, apiErr := dr.settings(f)
 	if apiErr != nil {
 		return apiErr
 	}
 	if !contains(destinationTypes, typ) {
-		return BadRequest("type: expected one of " + strings.Join(destinationTypes, ", "))
+		return apierror.BadRequest("type: expected one of " + strings.Join(destinationTypes, ", "))
 	}
 	if !export.IsSupported(typ) {
-		return BadRequest("type: the gateway cannot export to " + quote(typ) + "; supported types: " + strings.Join(export.Supported, ", "))
+		return apierror.BadRequest("type: the gateway cannot export to " + quote(typ) + "; supported types: " + strings.Join(export.Supported, ", "))
 	}
 	if !s.hasName {
-		return BadRequest("name: required string")
+		return apierror.BadRequest("name: required string")
 	}
 	if !s.hasConfig {
-		return BadRequest("config: required object")
+		return apierror.BadRequest("config: required object")
 	}
 	name := s.name
 	d := storage.Destination{
@@ -302,30 +305,30 @@ func (dr *destinationRequest) create() *APIError {
 		pub["secret"] = shown["secret"]
 		v.Config, _ = json.Marshal(pub)
 	}
-	writeJSON(dr.w, http.StatusCreated, map[string]any{"data": v})
+	apierror.WriteJSON(dr.w, http.StatusCreated, map[string]any{"data": v})
 	return nil
 }
 
-func destinationError(err error) *APIError {
+func destinationError(err error) *apierror.Error {
 	switch {
 	case errors.Is(err, storage.ErrConflict):
-		return newError(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
+		return apierror.New(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
 	case errors.Is(err, storage.ErrNotFound) && strings.Contains(err.Error(), "workspace"):
-		return NotFound("Workspace not found")
+		return apierror.NotFound("Workspace not found")
 	}
 	return storeError(err, "Observability destination")
 }
 
-func (dr *destinationRequest) get(id string) *APIError {
+func (dr *destinationRequest) get(id string) *apierror.Error {
 	d, apiErr := dr.own(id)
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(dr.w, http.StatusOK, map[string]any{"data": newDestinationView(d)})
+	apierror.WriteJSON(dr.w, http.StatusOK, map[string]any{"data": newDestinationView(d)})
 	return nil
 }
 
-func (dr *destinationRequest) update(id string) *APIError {
+func (dr *destinationRequest) update(id string) *apierror.Error {
 	cur, apiErr := dr.own(id)
 	if apiErr != nil {
 		return apiErr
@@ -353,15 +356,15 @@ func (dr *destinationRequest) update(id string) *APIError {
 			name := s.name
 			d.Name = &name
 		}
-		setIf(&d.Enabled, s.enabled, s.hasEnabled)
-		setIf(&d.APIKeyHashes, s.hashes, s.hasHashes)
-		setIf(&d.BroadcastCost, s.cost, s.hasCost)
-		setIf(&d.BroadcastIdentity, s.identity, s.hasIdentity)
-		setIf(&d.BroadcastRequestContext, s.reqctx, s.hasReqctx)
-		setIf(&d.PrivacyMode, s.privacy, s.hasPrivacy)
-		setIf(&d.FilterRules, s.filter, s.hasFilter)
-		setIf(&d.SamplingRate, s.rate, s.hasRate)
-		setIf(&d.Regions, s.regions, s.hasRegions)
+		reqbody.SetIf(&d.Enabled, s.enabled, s.hasEnabled)
+		reqbody.SetIf(&d.APIKeyHashes, s.hashes, s.hasHashes)
+		reqbody.SetIf(&d.BroadcastCost, s.cost, s.hasCost)
+		reqbody.SetIf(&d.BroadcastIdentity, s.identity, s.hasIdentity)
+		reqbody.SetIf(&d.BroadcastRequestContext, s.reqctx, s.hasReqctx)
+		reqbody.SetIf(&d.PrivacyMode, s.privacy, s.hasPrivacy)
+		reqbody.SetIf(&d.FilterRules, s.filter, s.hasFilter)
+		reqbody.SetIf(&d.SamplingRate, s.rate, s.hasRate)
+		reqbody.SetIf(&d.Regions, s.regions, s.hasRegions)
 		if s.hasConfig {
 			d.Config, d.Sealed = cur.Config, cur.Sealed
 		}
@@ -370,18 +373,18 @@ func (dr *destinationRequest) update(id string) *APIError {
 	if err != nil {
 		return destinationError(err)
 	}
-	writeJSON(dr.w, http.StatusOK, map[string]any{"data": newDestinationView(d)})
+	apierror.WriteJSON(dr.w, http.StatusOK, map[string]any{"data": newDestinationView(d)})
 	return nil
 }
 
-func (dr *destinationRequest) delete(id string) *APIError {
+func (dr *destinationRequest) delete(id string) *apierror.Error {
 	if _, apiErr := dr.own(id); apiErr != nil {
 		return apiErr
 	}
 	if err := dr.store.DeleteDestination(dr.id.AccountID, id); err != nil {
 		return destinationError(err)
 	}
-	writeJSON(dr.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(dr.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }
 

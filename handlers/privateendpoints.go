@@ -17,10 +17,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -92,49 +95,49 @@ func newPrivateEndpointView(e storage.PrivateEndpoint) privateEndpointView {
 type endpointRequest struct {
 	*adminRequest
 	sealer *storage.Sealer
-	gw     Gateway
+	gw     gateway.Gateway
 }
 
 // openEndpoints prepares a request to the private endpoint routes; they
 // all answer 400 while the gateway has no sealer.
-func openEndpoints(ar *adminRequest) (*endpointRequest, *APIError) {
+func openEndpoints(ar *adminRequest) (*endpointRequest, *apierror.Error) {
 	sealer := ar.gw.BYOKSealer()
 	if sealer == nil {
-		return nil, BadRequest(msgPrivateEndpointsOff)
+		return nil, apierror.BadRequest(msgPrivateEndpointsOff)
 	}
 	return &endpointRequest{adminRequest: ar, sealer: sealer, gw: ar.gw}, nil
 }
 
 // activate, disable and enable are the status transitions an operator
 // may ask for (SPEC.md 3.2).
-func (er *endpointRequest) activate(id string) *APIError {
+func (er *endpointRequest) activate(id string) *apierror.Error {
 	return er.transition(id, "activate", storage.EndpointValidated, storage.EndpointEnabled)
 }
 
-func (er *endpointRequest) disable(id string) *APIError {
+func (er *endpointRequest) disable(id string) *apierror.Error {
 	return er.transition(id, "disable", storage.EndpointEnabled, storage.EndpointDisabled)
 }
 
-func (er *endpointRequest) enable(id string) *APIError {
+func (er *endpointRequest) enable(id string) *apierror.Error {
 	return er.transition(id, "enable", storage.EndpointDisabled, storage.EndpointEnabled)
 }
 
-func (er *endpointRequest) own(id string) (storage.PrivateEndpoint, *APIError) {
+func (er *endpointRequest) own(id string) (storage.PrivateEndpoint, *apierror.Error) {
 	e, ok := er.store.PrivateEndpoint(er.id.AccountID, id)
 	if !ok {
-		return storage.PrivateEndpoint{}, NotFound("Private endpoint not found")
+		return storage.PrivateEndpoint{}, apierror.NotFound("Private endpoint not found")
 	}
 	return e, nil
 }
 
-func endpointError(err error) *APIError {
+func endpointError(err error) *apierror.Error {
 	var se *storage.StateError
 	if errors.As(err, &se) {
-		return newError(http.StatusConflict, "Cannot "+se.Action+" this private endpoint: its status is "+
+		return apierror.New(http.StatusConflict, "Cannot "+se.Action+" this private endpoint: its status is "+
 			string(se.Status)+"; only a "+joinStatuses(se.Want)+" endpoint can be "+pastTense(se.Action))
 	}
 	if errors.Is(err, storage.ErrNotFound) && strings.Contains(err.Error(), "workspace") {
-		return NotFound("Workspace not found")
+		return apierror.NotFound("Workspace not found")
 	}
 	return storeError(err, "Private endpoint")
 }
@@ -163,7 +166,7 @@ func pastTense(action string) string {
 	return action + "d"
 }
 
-func (er *endpointRequest) list() *APIError {
+func (er *endpointRequest) list() *apierror.Error {
 	offset, limit, apiErr := er.page()
 	if apiErr != nil {
 		return apiErr
@@ -173,7 +176,7 @@ func (er *endpointRequest) list() *APIError {
 	for i, e := range eps {
 		out[i] = newPrivateEndpointView(e)
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
+	apierror.WriteJSON(er.w, http.StatusOK, map[string]any{"data": out, "total_count": total})
 	return nil
 }
 
@@ -186,34 +189,34 @@ type endpointFields struct {
 	hasKey                         bool
 }
 
-func readEndpointFields(f *fields) (*endpointFields, *APIError) {
+func readEndpointFields(f *reqbody.Fields) (*endpointFields, *apierror.Error) {
 	e := &endpointFields{}
 	e.name, e.hasName = f.String("name")
 	e.model, e.hasModel = f.String("model")
 	e.baseURL, e.hasBase = f.String("base_url")
 	e.upstream, e.hasUpstream = f.String("upstream_model")
 	e.apiKey, e.hasKey = f.NullableString("api_key")
-	if f.err != nil {
-		return nil, f.err
+	if f.Err != nil {
+		return nil, f.Err
 	}
 	switch {
 	case e.hasName && strings.TrimSpace(e.name) == "":
-		return nil, BadRequest("name: must not be empty")
+		return nil, apierror.BadRequest("name: must not be empty")
 	case e.hasModel && (e.model == "" || strings.ContainsAny(e.model, " \t\r\n")):
-		return nil, BadRequest("model: expected a model id without spaces")
+		return nil, apierror.BadRequest("model: expected a model id without spaces")
 	case e.hasUpstream && (e.upstream == "" || strings.ContainsAny(e.upstream, " \t\r\n")):
-		return nil, BadRequest("upstream_model: expected a model id without spaces")
+		return nil, apierror.BadRequest("upstream_model: expected a model id without spaces")
 	}
 	if e.hasBase {
 		if _, err := endpointProvider(e.baseURL); err != nil {
-			return nil, BadRequest("base_url: " + err.Error())
+			return nil, apierror.BadRequest("base_url: " + err.Error())
 		}
 		e.baseURL = strings.TrimRight(e.baseURL, "/")
 	}
 	if e.hasKey && e.apiKey != nil {
 		k := strings.TrimSpace(*e.apiKey)
 		if k == "" || len(k) > byokMaxKey || strings.IndexFunc(k, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
-			return nil, BadRequest("api_key: expected printable ASCII characters without spaces, at most 8192")
+			return nil, apierror.BadRequest("api_key: expected printable ASCII characters without spaces, at most 8192")
 		}
 		e.apiKey = &k
 	}
@@ -240,10 +243,10 @@ func endpointProvider(base string) (*catalog.Provider, error) {
 // readPricing reads {prompt, completion, request?} as exact decimals
 // (strings or numbers); required says whether prompt and completion must
 // be present. prefix names the fields in errors.
-func readPricing(v gjson.Result, prefix string, required bool) (storage.EndpointPricing, *APIError) {
+func readPricing(v gjson.Result, prefix string, required bool) (storage.EndpointPricing, *apierror.Error) {
 	p := storage.EndpointPricing{Prompt: "0", Completion: "0", Request: "0"}
 	if !v.IsObject() {
-		return p, BadRequest(prefix + ": expected an object {prompt, completion, request}")
+		return p, apierror.BadRequest(prefix + ": expected an object {prompt, completion, request}")
 	}
 	for _, f := range []struct {
 		name string
@@ -253,12 +256,12 @@ func readPricing(v gjson.Result, prefix string, required bool) (storage.Endpoint
 		x := v.Get(f.name)
 		if !x.Exists() {
 			if f.req {
-				return p, BadRequest(prefix + "." + f.name + ": required decimal string")
+				return p, apierror.BadRequest(prefix + "." + f.name + ": required decimal string")
 			}
 			continue
 		}
 		if x.Type != gjson.String && x.Type != gjson.Number {
-			return p, BadRequest(prefix + "." + f.name + ": expected a decimal string such as \"0.000001\"")
+			return p, apierror.BadRequest(prefix + "." + f.name + ": expected a decimal string such as \"0.000001\"")
 		}
 		s := x.Str
 		if x.Type == gjson.Number {
@@ -266,7 +269,7 @@ func readPricing(v gjson.Result, prefix string, required bool) (storage.Endpoint
 		}
 		pr, err := billing.ParsePrice(s)
 		if err != nil || pr < 0 {
-			return p, BadRequest(prefix + "." + f.name + ": expected a non-negative decimal with at most 15 decimal places")
+			return p, apierror.BadRequest(prefix + "." + f.name + ": expected a non-negative decimal with at most 15 decimal places")
 		}
 		*f.dst = pr.String()
 	}
@@ -275,7 +278,7 @@ func readPricing(v gjson.Result, prefix string, required bool) (storage.Endpoint
 
 // endpointFields reads the body's endpoint fields and checks a base_url
 // against the customer egress policy.
-func (er *endpointRequest) endpointFields(f *fields) (*endpointFields, *APIError) {
+func (er *endpointRequest) endpointFields(f *reqbody.Fields) (*endpointFields, *apierror.Error) {
 	ef, apiErr := readEndpointFields(f)
 	if apiErr == nil && ef.hasBase {
 		apiErr = checkEgressURL(er.r.Context(), er.gw, "base_url", ef.baseURL)
@@ -286,7 +289,7 @@ func (er *endpointRequest) endpointFields(f *fields) (*endpointFields, *APIError
 	return ef, nil
 }
 
-func (er *endpointRequest) create() *APIError {
+func (er *endpointRequest) create() *apierror.Error {
 	f, apiErr := er.object()
 	if apiErr != nil {
 		return apiErr
@@ -296,16 +299,16 @@ func (er *endpointRequest) create() *APIError {
 		return apiErr
 	}
 	ws, _ := f.String("workspace_id")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	switch {
 	case !ef.hasName:
-		return BadRequest("name: required string")
+		return apierror.BadRequest("name: required string")
 	case !ef.hasModel:
-		return BadRequest("model: required string")
+		return apierror.BadRequest("model: required string")
 	case !ef.hasBase:
-		return BadRequest("base_url: required string")
+		return apierror.BadRequest("base_url: required string")
 	}
 	e := storage.PrivateEndpoint{
 		ID: storage.NewEndpointID(), AccountID: er.id.AccountID, WorkspaceID: ws, Name: ef.name, Model: ef.model,
@@ -314,7 +317,7 @@ func (er *endpointRequest) create() *APIError {
 	if ef.hasUpstream {
 		e.UpstreamModel = ef.upstream
 	}
-	if v, ok := f.get("pricing"); ok {
+	if v, ok := f.Get("pricing"); ok {
 		p, apiErr := readPricing(v, "pricing", false)
 		if apiErr != nil {
 			return apiErr
@@ -331,7 +334,7 @@ func (er *endpointRequest) create() *APIError {
 	return er.answer(http.StatusCreated, e)
 }
 
-func (er *endpointRequest) get(id string) *APIError {
+func (er *endpointRequest) get(id string) *apierror.Error {
 	e, apiErr := er.own(id)
 	if apiErr != nil {
 		return apiErr
@@ -339,7 +342,7 @@ func (er *endpointRequest) get(id string) *APIError {
 	return er.answer(http.StatusOK, e)
 }
 
-func (er *endpointRequest) update(id string) *APIError {
+func (er *endpointRequest) update(id string) *apierror.Error {
 	if _, apiErr := er.own(id); apiErr != nil {
 		return apiErr
 	}
@@ -353,10 +356,10 @@ func (er *endpointRequest) update(id string) *APIError {
 	}
 	return er.change(id, "update", []storage.EndpointStatus{storage.EndpointDraft},
 		func(e *storage.PrivateEndpoint) error {
-			setIf(&e.Name, ef.name, ef.hasName)
-			setIf(&e.Model, ef.model, ef.hasModel)
-			setIf(&e.BaseURL, ef.baseURL, ef.hasBase)
-			setIf(&e.UpstreamModel, ef.upstream, ef.hasUpstream)
+			reqbody.SetIf(&e.Name, ef.name, ef.hasName)
+			reqbody.SetIf(&e.Model, ef.model, ef.hasModel)
+			reqbody.SetIf(&e.BaseURL, ef.baseURL, ef.hasBase)
+			reqbody.SetIf(&e.UpstreamModel, ef.upstream, ef.hasUpstream)
 			if ef.hasKey {
 				key := ""
 				if ef.apiKey != nil {
@@ -371,19 +374,19 @@ func (er *endpointRequest) update(id string) *APIError {
 		})
 }
 
-func (er *endpointRequest) delete(id string) *APIError {
+func (er *endpointRequest) delete(id string) *apierror.Error {
 	if _, apiErr := er.own(id); apiErr != nil {
 		return apiErr
 	}
 	if err := er.store.DeletePrivateEndpoint(er.id.AccountID, id); err != nil {
 		return endpointError(err)
 	}
-	writeJSON(er.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(er.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }
 
 // transition moves an endpoint from one status to the next.
-func (er *endpointRequest) transition(id, action string, from, to storage.EndpointStatus) *APIError {
+func (er *endpointRequest) transition(id, action string, from, to storage.EndpointStatus) *apierror.Error {
 	if _, apiErr := er.own(id); apiErr != nil {
 		return apiErr
 	}
@@ -391,7 +394,7 @@ func (er *endpointRequest) transition(id, action string, from, to storage.Endpoi
 		func(e *storage.PrivateEndpoint) error { e.Status = to; return nil })
 }
 
-func (er *endpointRequest) setPricing(id string) *APIError {
+func (er *endpointRequest) setPricing(id string) *apierror.Error {
 	if _, apiErr := er.own(id); apiErr != nil {
 		return apiErr
 	}
@@ -399,7 +402,7 @@ func (er *endpointRequest) setPricing(id string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	p, apiErr := readPricing(f.root, "pricing", true)
+	p, apiErr := readPricing(f.Root(), "pricing", true)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -407,14 +410,14 @@ func (er *endpointRequest) setPricing(id string) *APIError {
 }
 
 // answer writes the endpoint with status.
-func (er *endpointRequest) answer(status int, e storage.PrivateEndpoint) *APIError {
-	writeJSON(er.w, status, map[string]any{"data": newPrivateEndpointView(e)})
+func (er *endpointRequest) answer(status int, e storage.PrivateEndpoint) *apierror.Error {
+	apierror.WriteJSON(er.w, status, map[string]any{"data": newPrivateEndpointView(e)})
 	return nil
 }
 
 // change applies fn to the endpoint when its status is one of from (any
 // when from is empty) and answers with the endpoint.
-func (er *endpointRequest) change(id, action string, from []storage.EndpointStatus, fn func(*storage.PrivateEndpoint) error) *APIError {
+func (er *endpointRequest) change(id, action string, from []storage.EndpointStatus, fn func(*storage.PrivateEndpoint) error) *apierror.Error {
 	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, action, from, fn)
 	if err != nil {
 		return endpointError(err)
@@ -425,7 +428,7 @@ func (er *endpointRequest) change(id, action string, from []storage.EndpointStat
 // validate probes a draft with a minimal chat completion and records the
 // outcome: success makes it validated, failure keeps it a draft with the
 // error. The answer is 200 either way, with the endpoint.
-func (er *endpointRequest) validate(id string) *APIError {
+func (er *endpointRequest) validate(id string) *apierror.Error {
 	cur, apiErr := er.own(id)
 	if apiErr != nil {
 		return apiErr
@@ -435,7 +438,7 @@ func (er *endpointRequest) validate(id string) *APIError {
 	}
 	key, err := cur.OpenSecret(er.sealer)
 	if err != nil {
-		return newError(http.StatusInternalServerError, "The endpoint's API key cannot be opened with this gateway's byok_encryption_key")
+		return apierror.New(http.StatusInternalServerError, "The endpoint's API key cannot be opened with this gateway's byok_encryption_key")
 	}
 	probeErr := probeEndpoint(er.r.Context(), cur, key, er.gw.EgressPolicy())
 	e, err := er.store.UpdatePrivateEndpoint(er.id.AccountID, id, "validate", []storage.EndpointStatus{storage.EndpointDraft},
@@ -453,7 +456,7 @@ func (er *endpointRequest) validate(id string) *APIError {
 			return nil
 		})
 	if errors.Is(err, storage.ErrConflict) {
-		return newError(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
+		return apierror.New(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
 	}
 	if err != nil {
 		return endpointError(err)
@@ -516,7 +519,7 @@ func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string, p
 // expired (egress.CacheTTL): an endpoint whose host the customer_egress
 // policy refuses is skipped, and the first refusal returned, for the
 // caller to answer when no other provider serves the request.
-func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, id *Identity) ([]Attempt, *APIError) {
+func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, id *gateway.Identity) ([]Attempt, *apierror.Error) {
 	if rt.gw == nil || id == nil || id.Management {
 		return nil, nil
 	}
@@ -529,7 +532,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, i
 	if len(eps) == 0 {
 		return nil, nil
 	}
-	var refusal *APIError
+	var refusal *apierror.Error
 	var out []Attempt
 	for _, e := range eps {
 		key, err := e.OpenSecret(sealer)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // APIPrefix is where every route of the public API lives.
@@ -22,7 +24,7 @@ const (
 )
 
 // adminHandler serves one administrative route.
-type adminHandler func(ar *adminRequest) *APIError
+type adminHandler func(ar *adminRequest) *apierror.Error
 
 // apiRoute is one entry of the public API's route table.
 type apiRoute struct {
@@ -206,7 +208,7 @@ func (rt route) administrative() bool {
 // serve answers an administrative request: the group's guard, then the
 // endpoint, 405 for a method the path does not take, 404 for an unknown
 // path.
-func (rt route) serve(ar *adminRequest) *APIError {
+func (rt route) serve(ar *adminRequest) *apierror.Error {
 	if rt.guard != nil {
 		if apiErr := rt.guard(ar); apiErr != nil {
 			return apiErr
@@ -216,11 +218,11 @@ func (rt route) serve(ar *adminRequest) *APIError {
 	case rt.handler != nil && rt.method == ar.r.Method:
 		return rt.handler(ar)
 	case rt.allow != nil:
-		e := newError(http.StatusMethodNotAllowed, "Method "+ar.r.Method+" is not allowed on "+ar.r.URL.Path)
+		e := apierror.New(http.StatusMethodNotAllowed, "Method "+ar.r.Method+" is not allowed on "+ar.r.URL.Path)
 		e.Header = http.Header{"Allow": {*rt.allow}}
 		return e
 	}
-	return NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
+	return apierror.NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
 }
 
 // classifyRoute returns the route's kind and its path below APIPrefix;
@@ -380,17 +382,17 @@ func bind(pattern string, serve any, names []string) adminHandler {
 		if len(names) == 0 {
 			return h
 		}
-	case func(*adminRequest) *APIError:
+	case func(*adminRequest) *apierror.Error:
 		if len(names) == 0 {
 			return h
 		}
-	case func(*adminRequest, string) *APIError:
+	case func(*adminRequest, string) *apierror.Error:
 		if len(names) == 1 {
-			return func(ar *adminRequest) *APIError { return h(ar, ar.r.PathValue(names[0])) }
+			return func(ar *adminRequest) *apierror.Error { return h(ar, ar.r.PathValue(names[0])) }
 		}
-	case func(*adminRequest, string, string) *APIError:
+	case func(*adminRequest, string, string) *apierror.Error:
 		if len(names) == 2 {
-			return func(ar *adminRequest) *APIError {
+			return func(ar *adminRequest) *apierror.Error {
 				return h(ar, ar.r.PathValue(names[0]), ar.r.PathValue(names[1]))
 			}
 		}
@@ -399,8 +401,8 @@ func bind(pattern string, serve any, names []string) adminHandler {
 }
 
 // with adapts a handler of a resource that open prepares (or refuses).
-func with[R any](open func(*adminRequest) (R, *APIError), h func(R) *APIError) adminHandler {
-	return func(ar *adminRequest) *APIError {
+func with[R any](open func(*adminRequest) (R, *apierror.Error), h func(R) *apierror.Error) adminHandler {
+	return func(ar *adminRequest) *apierror.Error {
 		req, apiErr := open(ar)
 		if apiErr != nil {
 			return apiErr
@@ -410,8 +412,8 @@ func with[R any](open func(*adminRequest) (R, *APIError), h func(R) *APIError) a
 }
 
 // withID is with for a handler of one item.
-func withID[R any](open func(*adminRequest) (R, *APIError), h func(R, string) *APIError) func(*adminRequest, string) *APIError {
-	return func(ar *adminRequest, id string) *APIError {
+func withID[R any](open func(*adminRequest) (R, *apierror.Error), h func(R, string) *apierror.Error) func(*adminRequest, string) *apierror.Error {
+	return func(ar *adminRequest, id string) *apierror.Error {
 		req, apiErr := open(ar)
 		if apiErr != nil {
 			return apiErr
@@ -422,7 +424,7 @@ func withID[R any](open func(*adminRequest) (R, *APIError), h func(R, string) *A
 
 // requireOrganization refuses a personal account's management key
 // (SPEC.md 4.3 rule 2).
-func requireOrganization(ar *adminRequest) *APIError {
+func requireOrganization(ar *adminRequest) *apierror.Error {
 	_, apiErr := ar.orgAccount()
 	return apiErr
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // spec45 is SPEC.md 4.5: the routes that need a management key.
@@ -166,7 +168,7 @@ func TestRouteForPathValues(t *testing.T) {
 
 // serveRoute answers a request with the table alone (no store: the
 // answers tested here come before any handler).
-func serveRoute(t *testing.T, method, target string) *APIError {
+func serveRoute(t *testing.T, method, target string) *apierror.Error {
 	t.Helper()
 	rt, r := lookup(t, method, target)
 	return rt.serve(&adminRequest{r: r})
@@ -198,18 +200,18 @@ func TestRouteErrors(t *testing.T) {
 }
 
 func TestRouteWithOpen(t *testing.T) {
-	refused := BadRequest("off")
+	refused := apierror.BadRequest("off")
 	called := ""
-	open := func(ok bool) func(*adminRequest) (string, *APIError) {
-		return func(*adminRequest) (string, *APIError) {
+	open := func(ok bool) func(*adminRequest) (string, *apierror.Error) {
+		return func(*adminRequest) (string, *apierror.Error) {
 			if !ok {
 				return "", refused
 			}
 			return "req", nil
 		}
 	}
-	list := func(req string) *APIError { called = req + " list"; return nil }
-	get := func(req, id string) *APIError { called = req + " get " + id; return nil }
+	list := func(req string) *apierror.Error { called = req + " list"; return nil }
+	get := func(req, id string) *apierror.Error { called = req + " get " + id; return nil }
 	if apiErr := with(open(false), list)(nil); apiErr != refused || called != "" {
 		t.Errorf("refused list: %v, called %q", apiErr, called)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -74,9 +76,9 @@ func newSCIMSyncJobView(j scim.SyncJob) scimSyncJobView {
 
 // scimStoreError maps store errors of the SCIM routes: a duplicate mapping
 // is 409, as the reference has it.
-func scimStoreError(err error, what string) *APIError {
+func scimStoreError(err error, what string) *apierror.Error {
 	if errors.Is(err, storage.ErrConflict) {
-		return newError(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
+		return apierror.New(http.StatusConflict, strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": "))
 	}
 	return orgStoreError(err, what)
 }
@@ -84,7 +86,7 @@ func scimStoreError(err error, what string) *APIError {
 // scim is the store of the SCIM records.
 func (ar *adminRequest) scim() *scim.Store { return scim.StoreOf(ar.store) }
 
-func (ar *adminRequest) listSCIMMappings() *APIError {
+func (ar *adminRequest) listSCIMMappings() *apierror.Error {
 	offset, limit, apiErr := ar.page()
 	if apiErr != nil {
 		return apiErr
@@ -93,95 +95,95 @@ func (ar *adminRequest) listSCIMMappings() *APIError {
 	return nil
 }
 
-func roleOf(f *fields) (storage.MemberRole, bool) {
+func roleOf(f *reqbody.Fields) (storage.MemberRole, bool) {
 	s, ok := f.String("role")
 	if !ok {
-		if f.err == nil {
-			f.fail("role", "admin or member")
+		if f.Err == nil {
+			f.Fail("role", "admin or member")
 		}
 		return "", false
 	}
 	r, valid := storage.ParseMemberRole(s)
 	if !valid {
-		f.fail("role", "admin or member")
+		f.Fail("role", "admin or member")
 	}
 	return r, valid
 }
 
-func (ar *adminRequest) createSCIMMapping() *APIError {
+func (ar *adminRequest) createSCIMMapping() *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	group, ok := f.String("scim_group_id")
-	if !ok && f.err == nil {
-		return BadRequest("scim_group_id: required string")
+	if !ok && f.Err == nil {
+		return apierror.BadRequest("scim_group_id: required string")
 	}
 	ws, ok := f.String("workspace_id")
-	if !ok && f.err == nil {
-		return BadRequest("workspace_id: required string")
+	if !ok && f.Err == nil {
+		return apierror.BadRequest("workspace_id: required string")
 	}
 	role, _ := roleOf(f)
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	m, added, err := ar.scim().CreateGroupMapping(ar.id.AccountID, group, ws, role)
 	if err != nil {
 		return scimStoreError(err, "SCIM group")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newSCIMMappingView(m), "added_memberships": added})
+	apierror.WriteJSON(ar.w, http.StatusCreated, map[string]any{"data": newSCIMMappingView(m), "added_memberships": added})
 	return nil
 }
 
-func (ar *adminRequest) getSCIMMapping(id string) *APIError {
+func (ar *adminRequest) getSCIMMapping(id string) *apierror.Error {
 	m, ok := ar.scim().GroupMapping(ar.id.AccountID, id)
 	if !ok {
-		return NotFound("SCIM group mapping not found")
+		return apierror.NotFound("SCIM group mapping not found")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMMappingView(m)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMMappingView(m)})
 	return nil
 }
 
-func (ar *adminRequest) updateSCIMMapping(id string) *APIError {
+func (ar *adminRequest) updateSCIMMapping(id string) *apierror.Error {
 	if _, ok := ar.scim().GroupMapping(ar.id.AccountID, id); !ok {
-		return NotFound("SCIM group mapping not found")
+		return apierror.NotFound("SCIM group mapping not found")
 	}
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
 	}
 	role, _ := roleOf(f)
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	m, err := ar.scim().UpdateGroupMapping(ar.id.AccountID, id, role)
 	if err != nil {
 		return scimStoreError(err, "SCIM group mapping")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMMappingView(m)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMMappingView(m)})
 	return nil
 }
 
-func (ar *adminRequest) deleteSCIMMapping(id string) *APIError {
+func (ar *adminRequest) deleteSCIMMapping(id string) *apierror.Error {
 	var keep bool
 	switch v := ar.r.URL.Query().Get("keep_members"); v {
 	case "true":
 		keep = true
 	case "false":
 	case "":
-		return BadRequest("keep_members: required (true keeps the members this mapping granted as manually managed, false removes them)")
+		return apierror.BadRequest("keep_members: required (true keeps the members this mapping granted as manually managed, false removes them)")
 	default:
-		return BadRequest("keep_members: expected true or false")
+		return apierror.BadRequest("keep_members: expected true or false")
 	}
 	removed, err := ar.scim().DeleteGroupMapping(ar.id.AccountID, id, keep)
 	if err != nil {
 		return scimStoreError(err, "SCIM group mapping")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true, "removed_memberships": removed})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"deleted": true, "removed_memberships": removed})
 	return nil
 }
 
-func (ar *adminRequest) listSCIMGroups() *APIError {
+func (ar *adminRequest) listSCIMGroups() *apierror.Error {
 	offset, limit, apiErr := ar.page()
 	if apiErr != nil {
 		return apiErr
@@ -192,7 +194,7 @@ func (ar *adminRequest) listSCIMGroups() *APIError {
 
 // createSCIMSyncJob queues a job, answers 202 with it, and runs it in the
 // background; GET /scim/sync-jobs/{id} reports its outcome.
-func (ar *adminRequest) createSCIMSyncJob() *APIError {
+func (ar *adminRequest) createSCIMSyncJob() *apierror.Error {
 	store := ar.scim()
 	j, err := store.CreateSyncJob(ar.id.AccountID)
 	if err != nil {
@@ -201,15 +203,15 @@ func (ar *adminRequest) createSCIMSyncJob() *APIError {
 	accountID := ar.id.AccountID
 	go func() { _, _ = store.RunSyncJob(accountID, j.ID) }()
 	ar.w.Header().Set("Location", APIPrefix+"/scim/sync-jobs/"+j.ID)
-	writeJSON(ar.w, http.StatusAccepted, map[string]any{"data": newSCIMSyncJobView(j)})
+	apierror.WriteJSON(ar.w, http.StatusAccepted, map[string]any{"data": newSCIMSyncJobView(j)})
 	return nil
 }
 
-func (ar *adminRequest) getSCIMSyncJob(id string) *APIError {
+func (ar *adminRequest) getSCIMSyncJob(id string) *apierror.Error {
 	j, ok := ar.scim().SyncJob(ar.id.AccountID, id)
 	if !ok {
-		return NotFound("SCIM sync job not found")
+		return apierror.NotFound("SCIM sync job not found")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMSyncJobView(j)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newSCIMSyncJobView(j)})
 	return nil
 }

@@ -11,6 +11,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
 // The stages as separate middlewares, for tests that run a part of the
@@ -33,7 +37,7 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 }
 
 // IdentityFrom is the identity the auth stage found.
-func IdentityFrom(r *http.Request) (*Identity, bool) {
+func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
 	st, ok := r.Context().Value(testStateKey{}).(*requestState)
 	if !ok || st.id == nil {
 		return nil, false
@@ -56,7 +60,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	st, r := stateOf(r)
 	if apiErr := a.authenticate(r, st); apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	return next.ServeHTTP(w, r)
 }
@@ -88,7 +92,7 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	out, apiErr := ws.plan(w, st, body)
 	if apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	setBody(r, out)
 	if st.plan == nil {
@@ -108,12 +112,12 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
 		return rt.serveOther(w, r, st)
 	}
-	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
+	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
 		apiErr = rt.plan(r, st, body)
 	}
 	if apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	return next.ServeHTTP(w, r)
 }
@@ -127,7 +131,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 }
 
 // newTestTollgate is the tollgate handler over gw, as Provision makes it.
-func newTestTollgate(t testing.TB, gw Gateway) *Tollgate {
+func newTestTollgate(t testing.TB, gw gateway.Gateway) *Tollgate {
 	t.Helper()
 	tg := new(Tollgate)
 	if err := tg.setup(gw, zap.NewNop()); err != nil {
@@ -142,9 +146,9 @@ func newTestTollgate(t testing.TB, gw Gateway) *Tollgate {
 func errorRoute(h caddyhttp.Handler) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		err := h.ServeHTTP(w, r)
-		var apiErr *APIError
+		var apiErr *apierror.Error
 		if errors.As(err, &apiErr) {
-			WriteError(w, apiErr)
+			apierror.Write(w, apiErr)
 			return nil
 		}
 		return err
@@ -164,7 +168,7 @@ func (rc readCloser) Close() error { return rc.c.Close() }
 func setBody(r *http.Request, body []byte) {
 	r.Body = http.NoBody
 	if len(body) > 0 {
-		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
+		r.Body = reqbody.NewBuffered(body)
 	}
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))

@@ -10,6 +10,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -32,7 +35,7 @@ import (
 // provider without being charged.
 //
 // Errors the gateway answers itself are returned as caddyhttp.Error
-// carrying an *APIError; ErrorWriter (the directive's error route) writes
+// carrying an *apierror.Error; ErrorWriter (the directive's error route) writes
 // them as the spec's JSON body.
 type Tollgate struct {
 	// PerIP and PerKey are the abuse ceilings (see Auth).
@@ -65,7 +68,7 @@ func (*Tollgate) CaddyModule() caddy.ModuleInfo {
 
 // Provision finds the tollgate app and sets up the stages.
 func (t *Tollgate) Provision(ctx caddy.Context) error {
-	gw, err := loadGateway(ctx)
+	gw, err := gateway.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 }
 
 // setup gives every stage the gateway and the handler's options.
-func (t *Tollgate) setup(gw Gateway, logger *zap.Logger) error {
+func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.logger = logger
 	byIP, err := loadCeilings("per_ip", t.PerIP)
 	if err != nil {
@@ -137,9 +140,9 @@ type requestState struct {
 	kind routeKind // classified once, from the path
 	sub  string    // the path below APIPrefix
 
-	id    *Identity   // the caller; nil on a public route without key
-	plan  *searchPlan // the request's web search; nil without
-	route *Route      // the model, providers and attempts; nil when not routed
+	id    *gateway.Identity // the caller; nil on a public route without key
+	plan  *searchPlan       // the request's web search; nil without
+	route *Route            // the model, providers and attempts; nil when not routed
 
 	// Set by the meter.
 	store  *storage.Store
@@ -162,7 +165,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return next.ServeHTTP(w, r)
 	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	switch st.kind {
 	case routeManagement, routeAnyKey:
@@ -177,7 +180,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
 		return t.router.serveOther(w, r, st)
 	}
-	body, apiErr := readBody(w, r, t.router.MaxBodyBytes)
+	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
 	}
@@ -185,7 +188,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		apiErr = t.router.plan(r, st, body)
 	}
 	if apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	if st.plan == nil {
 		return t.meter.run(w, r, st, next)

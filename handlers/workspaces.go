@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -76,15 +78,15 @@ func newBudgetView(wsID string, b storage.WorkspaceBudget) budgetView {
 		CreatedAt: apiTime(b.CreatedAt), UpdatedAt: apiTime(b.UpdatedAt)}
 }
 
-func (ar *adminRequest) workspace(ref string) (storage.Workspace, *APIError) {
+func (ar *adminRequest) workspace(ref string) (storage.Workspace, *apierror.Error) {
 	w, ok := ar.store.Workspace(ar.id.AccountID, ref)
 	if !ok {
-		return storage.Workspace{}, NotFound("Workspace not found")
+		return storage.Workspace{}, apierror.NotFound("Workspace not found")
 	}
 	return w, nil
 }
 
-func (ar *adminRequest) listWorkspaces() *APIError {
+func (ar *adminRequest) listWorkspaces() *apierror.Error {
 	offset, limit, apiErr := ar.page()
 	if apiErr != nil {
 		return apiErr
@@ -96,7 +98,7 @@ func (ar *adminRequest) listWorkspaces() *APIError {
 
 // workspaceSettings reads the writable fields of a workspace into w.
 // create requires name and slug.
-func workspaceSettings(f *fields, w *storage.Workspace, create bool) *APIError {
+func workspaceSettings(f *reqbody.Fields, w *storage.Workspace, create bool) *apierror.Error {
 	name, hasName := f.String("name")
 	slug, hasSlug := f.String("slug")
 	desc, hasDesc := f.NullableString("description")
@@ -109,34 +111,34 @@ func workspaceSettings(f *fields, w *storage.Workspace, create bool) *APIError {
 	dd, hasDD := f.Bool("is_data_discount_logging_enabled")
 	ob, hasOB := f.Bool("is_observability_broadcast_enabled")
 	oio, hasOIO := f.Bool("is_observability_io_logging_enabled")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if create && (!hasName || strings.TrimSpace(name) == "") {
-		return BadRequest("name: required non-empty string")
+		return apierror.BadRequest("name: required non-empty string")
 	}
 	if create && !hasSlug {
-		return BadRequest("slug: required string")
+		return apierror.BadRequest("slug: required string")
 	}
 	if hasRate && (rate < 0 || rate > 1) {
-		return BadRequest("io_logging_sampling_rate: expected a number from 0 to 1")
+		return apierror.BadRequest("io_logging_sampling_rate: expected a number from 0 to 1")
 	}
-	setIf(&w.Name, name, hasName)
-	setIf(&w.Slug, slug, hasSlug)
-	setIf(&w.Description, desc, hasDesc)
-	setIf(&w.DefaultImageModel, img, hasImg)
-	setIf(&w.DefaultProviderSort, sort, hasSort)
-	setIf(&w.DefaultTextModel, text, hasText)
-	setIf(&w.DisabledServerTools, tools, hasTools)
-	setIf(&w.IOLoggingAPIKeyIDs, ids, hasIDs)
-	setIf(&w.IOLoggingSamplingRate, rate, hasRate)
-	setIf(&w.IsDataDiscountLoggingEnabled, dd, hasDD)
-	setIf(&w.IsObservabilityBroadcastEnabled, ob, hasOB)
-	setIf(&w.IsObservabilityIOLoggingEnabled, oio, hasOIO)
+	reqbody.SetIf(&w.Name, name, hasName)
+	reqbody.SetIf(&w.Slug, slug, hasSlug)
+	reqbody.SetIf(&w.Description, desc, hasDesc)
+	reqbody.SetIf(&w.DefaultImageModel, img, hasImg)
+	reqbody.SetIf(&w.DefaultProviderSort, sort, hasSort)
+	reqbody.SetIf(&w.DefaultTextModel, text, hasText)
+	reqbody.SetIf(&w.DisabledServerTools, tools, hasTools)
+	reqbody.SetIf(&w.IOLoggingAPIKeyIDs, ids, hasIDs)
+	reqbody.SetIf(&w.IOLoggingSamplingRate, rate, hasRate)
+	reqbody.SetIf(&w.IsDataDiscountLoggingEnabled, dd, hasDD)
+	reqbody.SetIf(&w.IsObservabilityBroadcastEnabled, ob, hasOB)
+	reqbody.SetIf(&w.IsObservabilityIOLoggingEnabled, oio, hasOIO)
 	return nil
 }
 
-func (ar *adminRequest) createWorkspace() *APIError {
+func (ar *adminRequest) createWorkspace() *apierror.Error {
 	f, apiErr := ar.object()
 	if apiErr != nil {
 		return apiErr
@@ -151,30 +153,30 @@ func (ar *adminRequest) createWorkspace() *APIError {
 		*n = w
 		n.ID, n.AccountID, n.DefaultGuardrailID, n.CreatedAt = id, ar.id.AccountID, guardrail, created
 		n.Budgets, n.Members, n.CreatedBy = budgets, members, ar.creatorOf()
-		if _, set := f.get("io_logging_sampling_rate"); !set {
+		if _, set := f.Get("io_logging_sampling_rate"); !set {
 			n.IOLoggingSamplingRate = 1
 		}
-		if _, set := f.get("is_data_discount_logging_enabled"); !set {
+		if _, set := f.Get("is_data_discount_logging_enabled"); !set {
 			n.IsDataDiscountLoggingEnabled = true
 		}
 	})
 	if err != nil {
 		return orgStoreError(err, "Account")
 	}
-	writeJSON(ar.w, http.StatusCreated, map[string]any{"data": newWorkspaceView(w)})
+	apierror.WriteJSON(ar.w, http.StatusCreated, map[string]any{"data": newWorkspaceView(w)})
 	return nil
 }
 
-func (ar *adminRequest) getWorkspace(ref string) *APIError {
+func (ar *adminRequest) getWorkspace(ref string) *apierror.Error {
 	w, apiErr := ar.workspace(ref)
 	if apiErr != nil {
 		return apiErr
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newWorkspaceView(w)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newWorkspaceView(w)})
 	return nil
 }
 
-func (ar *adminRequest) updateWorkspace(ref string) *APIError {
+func (ar *adminRequest) updateWorkspace(ref string) *apierror.Error {
 	if _, apiErr := ar.workspace(ref); apiErr != nil {
 		return apiErr
 	}
@@ -182,7 +184,7 @@ func (ar *adminRequest) updateWorkspace(ref string) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	var upd *APIError
+	var upd *apierror.Error
 	w, err := ar.store.UpdateWorkspace(ar.id.AccountID, ref, func(w *storage.Workspace) error {
 		if upd = workspaceSettings(f, w, false); upd != nil {
 			return storage.ErrInvalid
@@ -195,26 +197,26 @@ func (ar *adminRequest) updateWorkspace(ref string) *APIError {
 	if err != nil {
 		return orgStoreError(err, "Workspace")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newWorkspaceView(w)})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newWorkspaceView(w)})
 	return nil
 }
 
-func (ar *adminRequest) deleteWorkspace(ref string) *APIError {
+func (ar *adminRequest) deleteWorkspace(ref string) *apierror.Error {
 	if err := ar.store.DeleteWorkspace(ar.id.AccountID, ref); err != nil {
 		return orgStoreError(err, "Workspace")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }
 
-func (ar *adminRequest) listWorkspaceMembers(ref string) *APIError {
+func (ar *adminRequest) listWorkspaceMembers(ref string) *apierror.Error {
 	offset, limit, apiErr := ar.page()
 	if apiErr != nil {
 		return apiErr
 	}
 	all, w, err := ar.store.WorkspaceMembers(ar.id.AccountID, ref)
 	if err != nil {
-		return NotFound("Workspace not found")
+		return apierror.NotFound("Workspace not found")
 	}
 	writePage(ar.w, all, offset, limit, func(m storage.WorkspaceMember) workspaceMemberView {
 		return newWorkspaceMemberView(w.ID, m)
@@ -224,7 +226,7 @@ func (ar *adminRequest) listWorkspaceMembers(ref string) *APIError {
 
 // workspaceUserIDs finds the workspace of a membership change and reads
 // the body's user_ids.
-func (ar *adminRequest) workspaceUserIDs(ref string) (storage.Workspace, []string, *APIError) {
+func (ar *adminRequest) workspaceUserIDs(ref string) (storage.Workspace, []string, *apierror.Error) {
 	w, apiErr := ar.workspace(ref)
 	if apiErr != nil {
 		return storage.Workspace{}, nil, apiErr
@@ -234,10 +236,10 @@ func (ar *adminRequest) workspaceUserIDs(ref string) (storage.Workspace, []strin
 		return storage.Workspace{}, nil, apiErr
 	}
 	ids := f.Strings("user_ids")
-	return w, ids, f.err
+	return w, ids, f.Err
 }
 
-func (ar *adminRequest) addWorkspaceMembers(ref string) *APIError {
+func (ar *adminRequest) addWorkspaceMembers(ref string) *apierror.Error {
 	w, ids, apiErr := ar.workspaceUserIDs(ref)
 	if apiErr != nil {
 		return apiErr
@@ -250,11 +252,11 @@ func (ar *adminRequest) addWorkspaceMembers(ref string) *APIError {
 	for _, m := range added {
 		out = append(out, newWorkspaceMemberView(w.ID, m))
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"added_count": len(added), "data": out})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"added_count": len(added), "data": out})
 	return nil
 }
 
-func (ar *adminRequest) removeWorkspaceMembers(ref string) *APIError {
+func (ar *adminRequest) removeWorkspaceMembers(ref string) *apierror.Error {
 	w, ids, apiErr := ar.workspaceUserIDs(ref)
 	if apiErr != nil {
 		return apiErr
@@ -263,11 +265,11 @@ func (ar *adminRequest) removeWorkspaceMembers(ref string) *APIError {
 	if err != nil {
 		return orgStoreError(err, "Workspace")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"removed_count": n})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"removed_count": n})
 	return nil
 }
 
-func (ar *adminRequest) listBudgets(ref string) *APIError {
+func (ar *adminRequest) listBudgets(ref string) *apierror.Error {
 	w, apiErr := ar.workspace(ref)
 	if apiErr != nil {
 		return apiErr
@@ -276,19 +278,19 @@ func (ar *adminRequest) listBudgets(ref string) *APIError {
 	for _, b := range w.SortedBudgets() {
 		out = append(out, newBudgetView(w.ID, b))
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": out, "include_byok_in_budgets": w.IncludeBYOKInBudgets})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": out, "include_byok_in_budgets": w.IncludeBYOKInBudgets})
 	return nil
 }
 
-func budgetInterval(s string) (storage.BudgetInterval, *APIError) {
+func budgetInterval(s string) (storage.BudgetInterval, *apierror.Error) {
 	iv, ok := storage.ParseBudgetInterval(s)
 	if !ok {
-		return "", BadRequest("interval: expected daily, weekly, monthly or lifetime")
+		return "", apierror.BadRequest("interval: expected daily, weekly, monthly or lifetime")
 	}
 	return iv, nil
 }
 
-func (ar *adminRequest) getBudget(ref, interval string) *APIError {
+func (ar *adminRequest) getBudget(ref, interval string) *apierror.Error {
 	iv, apiErr := budgetInterval(interval)
 	if apiErr != nil {
 		return apiErr
@@ -299,13 +301,13 @@ func (ar *adminRequest) getBudget(ref, interval string) *APIError {
 	}
 	b, ok := w.Budgets[iv]
 	if !ok {
-		return NotFound("No " + string(iv) + " budget is set for this workspace")
+		return apierror.NotFound("No " + string(iv) + " budget is set for this workspace")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newBudgetView(w.ID, *b), "include_byok_in_budgets": w.IncludeBYOKInBudgets})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newBudgetView(w.ID, *b), "include_byok_in_budgets": w.IncludeBYOKInBudgets})
 	return nil
 }
 
-func (ar *adminRequest) setBudget(ref, interval string) *APIError {
+func (ar *adminRequest) setBudget(ref, interval string) *apierror.Error {
 	iv, apiErr := budgetInterval(interval)
 	if apiErr != nil {
 		return apiErr
@@ -319,11 +321,11 @@ func (ar *adminRequest) setBudget(ref, interval string) *APIError {
 	}
 	limit, hasLimit := f.NullableAmount("limit_usd")
 	incl, hasIncl := f.Bool("include_byok_in_budgets")
-	if f.err != nil {
-		return f.err
+	if f.Err != nil {
+		return f.Err
 	}
 	if !hasLimit || limit == nil {
-		return BadRequest("limit_usd: required number")
+		return apierror.BadRequest("limit_usd: required number")
 	}
 	var inclPtr *bool
 	if hasIncl {
@@ -333,11 +335,11 @@ func (ar *adminRequest) setBudget(ref, interval string) *APIError {
 	if err != nil {
 		return orgStoreError(err, "Workspace")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"data": newBudgetView(w.ID, b), "include_byok_in_budgets": w.IncludeBYOKInBudgets})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newBudgetView(w.ID, b), "include_byok_in_budgets": w.IncludeBYOKInBudgets})
 	return nil
 }
 
-func (ar *adminRequest) deleteBudget(ref, interval string) *APIError {
+func (ar *adminRequest) deleteBudget(ref, interval string) *apierror.Error {
 	iv, apiErr := budgetInterval(interval)
 	if apiErr != nil {
 		return apiErr
@@ -348,6 +350,6 @@ func (ar *adminRequest) deleteBudget(ref, interval string) *APIError {
 	if err := ar.store.DeleteWorkspaceBudget(ar.id.AccountID, ref, iv); err != nil {
 		return orgStoreError(err, "Workspace budget")
 	}
-	writeJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
 }

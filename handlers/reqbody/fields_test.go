@@ -1,25 +1,29 @@
-package handlers
+package reqbody
 
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-func mustParse(t *testing.T, body string) *fields {
+func mustParse(t *testing.T, body string) *Fields {
 	t.Helper()
-	f, apiErr := parseObject([]byte(body))
+	f, apiErr := ParseObject([]byte(body))
 	if apiErr != nil {
-		t.Fatalf("parseObject(%s): %v", body, apiErr)
+		t.Fatalf("ParseObject(%s): %v", body, apiErr)
 	}
 	return f
 }
 
-func errMessage(e *APIError) string {
+func errMessage(e *apierror.Error) string {
 	if e == nil {
 		return ""
 	}
@@ -52,12 +56,12 @@ func TestParseObject(t *testing.T) {
 		{`{"n":1e308,"z":-0,"big":123456789012345678901234567890}`, ""},
 	}
 	for _, tt := range tests {
-		_, apiErr := parseObject([]byte(tt.body))
+		_, apiErr := ParseObject([]byte(tt.body))
 		if got := errMessage(apiErr); got != tt.want {
-			t.Errorf("parseObject(%q) = %q, want %q", tt.body, got, tt.want)
+			t.Errorf("ParseObject(%q) = %q, want %q", tt.body, got, tt.want)
 		}
 		if apiErr != nil && apiErr.Status != http.StatusBadRequest {
-			t.Errorf("parseObject(%q) status %d", tt.body, apiErr.Status)
+			t.Errorf("ParseObject(%q) status %d", tt.body, apiErr.Status)
 		}
 	}
 }
@@ -93,8 +97,8 @@ func TestFieldsNullableAmount(t *testing.T) {
 		}
 		f := mustParse(t, body)
 		got, present := f.NullableAmount("v")
-		if present != tt.present || errMessage(f.err) != tt.err {
-			t.Errorf("%s: present %v err %q; want %v %q", body, present, errMessage(f.err), tt.present, tt.err)
+		if present != tt.present || errMessage(f.Err) != tt.err {
+			t.Errorf("%s: present %v err %q; want %v %q", body, present, errMessage(f.Err), tt.present, tt.err)
 		}
 		if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 			t.Errorf("%s: amount %v, want %v", body, got, tt.want)
@@ -136,8 +140,8 @@ func TestFieldsNullableTime(t *testing.T) {
 		}
 		f := mustParse(t, body)
 		got, present := f.NullableTime("v", tt.utcOnly)
-		if present != tt.present || errMessage(f.err) != tt.err {
-			t.Errorf("%s utc=%v: present %v err %q; want %v %q", body, tt.utcOnly, present, errMessage(f.err), tt.present, tt.err)
+		if present != tt.present || errMessage(f.Err) != tt.err {
+			t.Errorf("%s utc=%v: present %v err %q; want %v %q", body, tt.utcOnly, present, errMessage(f.Err), tt.present, tt.err)
 		}
 		var s string
 		if got != nil {
@@ -154,14 +158,14 @@ func TestFieldsNullableTime(t *testing.T) {
 func TestFieldsGet(t *testing.T) {
 	f := mustParse(t, ` { "a" : "x" , "\u0062":[1, 2], "c\"":{"d":1}, "n":null } `)
 	for name, want := range map[string]string{"a": `"x"`, "b": `[1, 2]`, `c"`: `{"d":1}`, "n": "null"} {
-		if v, ok := f.get(name); !ok || v.Raw != want {
+		if v, ok := f.Get(name); !ok || v.Raw != want {
 			t.Errorf("get(%q) = %q %v, want %q", name, v.Raw, ok, want)
 		}
 	}
-	if v, ok := f.get("\\u0062"); ok {
+	if v, ok := f.Get("\\u0062"); ok {
 		t.Errorf("get of the raw key = %q", v.Raw)
 	}
-	if _, ok := f.get("d"); ok {
+	if _, ok := f.Get("d"); ok {
 		t.Error("a nested key is not a field")
 	}
 }
@@ -198,8 +202,8 @@ func TestFieldsTypes(t *testing.T) {
 	if v, ok := f.Bool("missing"); v || ok {
 		t.Errorf("Bool(missing) = %v %v", v, ok)
 	}
-	if f.err != nil {
-		t.Fatalf("unexpected error %v", f.err)
+	if f.Err != nil {
+		t.Fatalf("unexpected error %v", f.Err)
 	}
 	// the first type error is kept
 	if _, ok := f.Bool("i"); ok {
@@ -211,7 +215,7 @@ func TestFieldsTypes(t *testing.T) {
 	if _, ok := f.NullableString("b"); ok {
 		t.Error("NullableString(b) ok")
 	}
-	if got := errMessage(f.err); got != "i: expected a boolean" {
+	if got := errMessage(f.Err); got != "i: expected a boolean" {
 		t.Errorf("err = %q", got)
 	}
 }
@@ -229,37 +233,16 @@ func TestReadBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
-		b, apiErr := readBody(httptest.NewRecorder(), r, tt.limit)
+		b, apiErr := Read(httptest.NewRecorder(), r, tt.limit)
 		if tt.status == 0 {
 			if apiErr != nil || string(b) != tt.body {
-				t.Errorf("readBody(%d bytes, %d) = %q, %v", len(tt.body), tt.limit, b, apiErr)
+				t.Errorf("Read(%d bytes, %d) = %q, %v", len(tt.body), tt.limit, b, apiErr)
 			}
 			continue
 		}
 		if apiErr == nil || apiErr.Status != tt.status || b != nil {
-			t.Errorf("readBody(%d bytes, %d) = %q, %v; want %d", len(tt.body), tt.limit, b, apiErr, tt.status)
+			t.Errorf("Read(%d bytes, %d) = %q, %v; want %d", len(tt.body), tt.limit, b, apiErr, tt.status)
 		}
-	}
-}
-
-func TestWriteError(t *testing.T) {
-	w := httptest.NewRecorder()
-	w.Header().Set("Content-Length", "99")
-	WriteError(w, &APIError{
-		Status: 429, Message: "Rate limit exceeded",
-		Metadata: map[string]any{"error_type": "rate_limit_exceeded"},
-		Header:   http.Header{"Retry-After": {"3"}},
-	})
-	want := `{"error":{"code":429,"message":"Rate limit exceeded","metadata":{"error_type":"rate_limit_exceeded"}}}` + "\n"
-	if w.Code != 429 || w.Body.String() != want {
-		t.Errorf("got %d %s", w.Code, w.Body.String())
-	}
-	h := w.Header()
-	if h.Get("Content-Type") != "application/json" || h.Get("Retry-After") != "3" || h.Get("Content-Length") != "" {
-		t.Errorf("headers = %v", h)
-	}
-	if got := (&APIError{Status: 404, Message: "x"}).Error(); got != "404 x" {
-		t.Errorf("Error() = %q", got)
 	}
 }
 
@@ -268,8 +251,8 @@ func TestWriteError(t *testing.T) {
 func TestReadBodyTakesBufferedBody(t *testing.T) {
 	body := []byte(`{"model":"m"}`)
 	r := httptest.NewRequest("POST", "/", nil)
-	setBody(r, body)
-	got, apiErr := readBody(httptest.NewRecorder(), r, 1<<10)
+	r.Body = NewBuffered(body)
+	got, apiErr := Read(httptest.NewRecorder(), r, 1<<10)
 	if apiErr != nil || &got[0] != &body[0] {
 		t.Fatalf("readBody = %q %v, want the same bytes, not a copy", got, apiErr)
 	}
@@ -277,15 +260,69 @@ func TestReadBodyTakesBufferedBody(t *testing.T) {
 		t.Fatal("a taken body still reads")
 	}
 
-	setBody(r, body)
-	if _, apiErr := readBody(httptest.NewRecorder(), r, 4); apiErr == nil || apiErr.Status != 413 {
+	r.Body = NewBuffered(body)
+	if _, apiErr := Read(httptest.NewRecorder(), r, 4); apiErr == nil || apiErr.Status != 413 {
 		t.Fatalf("over the limit: %v, want 413", apiErr)
 	}
 
-	setBody(r, body)
+	r.Body = NewBuffered(body)
 	r.Body.Read(make([]byte, 2))
-	got, apiErr = readBody(httptest.NewRecorder(), r, 1<<10)
+	got, apiErr = Read(httptest.NewRecorder(), r, 1<<10)
 	if apiErr != nil || string(got) != `model":"m"}` {
 		t.Fatalf("partly read: %q %v", got, apiErr)
+	}
+}
+
+func TestNullableArray(t *testing.T) {
+	str := func(e gjson.Result) (string, bool) { return e.Str, e.Type == gjson.String }
+	for _, tc := range []struct {
+		body    string
+		want    []string
+		present bool
+		err     string
+	}{
+		{`{}`, nil, false, ""},
+		{`{"a":null}`, nil, true, ""},
+		{`{"a":[]}`, []string{}, true, ""},
+		{`{"a":["x","y"]}`, []string{"x", "y"}, true, ""},
+		{`{"a":"x"}`, nil, false, "a: expected strings or null"},
+		{`{"a":["x",1]}`, nil, false, "a: expected strings or null"},
+	} {
+		f := mustParse(t, tc.body)
+		got, present := nullableArray(f, "a", "strings or null", str)
+		if !reflect.DeepEqual(got, tc.want) || (got == nil) != (tc.want == nil) || present != tc.present || errMessage(f.Err) != tc.err {
+			t.Errorf("%s: %#v %v %q, want %#v %v %q", tc.body, got, present, errMessage(f.Err), tc.want, tc.present, tc.err)
+		}
+	}
+	f := mustParse(t, `{"n":[1,2.5]}`)
+	if _, ok := f.NullableInts("n"); ok || errMessage(f.Err) != "n: expected an array of integers or null" {
+		t.Fatalf("NullableInts with a fraction: %q", errMessage(f.Err))
+	}
+	f = mustParse(t, `{"n":[1,-2]}`)
+	if got, ok := f.NullableInts("n"); !ok || !reflect.DeepEqual(got, []int64{1, -2}) {
+		t.Fatalf("NullableInts: %v %v", got, ok)
+	}
+}
+
+func TestNullableField(t *testing.T) {
+	f := mustParse(t, `{"t":true,"n":null,"s":"x","a":[1, 2]}`)
+	if b, ok := f.NullableBool("t"); !ok || b == nil || !*b {
+		t.Fatalf("t: %v %v", b, ok)
+	}
+	if b, ok := f.NullableBool("n"); !ok || b != nil {
+		t.Fatalf("n: %v %v", b, ok)
+	}
+	if b, ok := f.NullableBool("missing"); ok || b != nil || f.Err != nil {
+		t.Fatalf("missing: %v %v %v", b, ok, f.Err)
+	}
+	if raw, ok := f.NullableRaw("a"); !ok || string(raw) != "[1, 2]" {
+		t.Fatalf("a: %s %v", raw, ok)
+	}
+	if _, ok := f.NullableBool("s"); ok || errMessage(f.Err) != "s: expected a boolean or null" {
+		t.Fatalf("s: %v %q", ok, errMessage(f.Err))
+	}
+	f = mustParse(t, `{"s":"x"}`)
+	if _, ok := f.NullableRaw("s"); ok || errMessage(f.Err) != "s: expected an array or null" {
+		t.Fatalf("raw s: %v %q", ok, errMessage(f.Err))
 	}
 }

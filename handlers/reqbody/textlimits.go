@@ -1,4 +1,4 @@
-package handlers
+package reqbody
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -51,22 +52,22 @@ func textLimit(name string) (max int, multiline bool) {
 // its length bound, free of control characters (line breaks and tabs only
 // where the field may span lines) and of unpaired surrogate escapes, which
 // decode to U+FFFD and could then not be matched. The 400 names the field.
-func CheckTextField(name string, v gjson.Result) *APIError {
+func CheckTextField(name string, v gjson.Result) *apierror.Error {
 	max, multiline := textLimit(name)
 	n := 0
 	for _, r := range v.Str {
 		if jsoncheck.IsControl(r) || !multiline && (r == '\n' || r == '\r' || r == '\t') {
-			return BadRequest(name + ": control characters are not allowed")
+			return apierror.BadRequest(name + ": control characters are not allowed")
 		}
 		n++
 	}
 	if n > max {
-		return BadRequest(fmt.Sprintf("%s: expected at most %d characters", name, max))
+		return apierror.BadRequest(fmt.Sprintf("%s: expected at most %d characters", name, max))
 	}
 	if strings.IndexByte(v.Raw, '\\') >= 0 {
 		// Escapes: only jsoncheck's text rules see a lone surrogate.
 		if err := jsoncheck.CheckText([]byte(v.Raw), nil); err != nil {
-			return BadRequest(name + ": " + strings.TrimPrefix(err.Error(), "JSON string: "))
+			return apierror.BadRequest(name + ": " + strings.TrimPrefix(err.Error(), "JSON string: "))
 		}
 	}
 	return nil

@@ -1,4 +1,8 @@
-package handlers
+// Package gateway is what the pipeline's stages and the administrative
+// resources share about the gateway: the tollgate app as they see it
+// (Gateway), the caps on free models, and the caller a request was
+// authenticated as (Identity).
+package gateway
 
 import (
 	"fmt"
@@ -36,8 +40,8 @@ type Gateway interface {
 	EgressPolicy() *egress.Policy
 }
 
-// loadGateway fetches the tollgate app from the Caddy context.
-func loadGateway(ctx caddy.Context) (Gateway, error) {
+// Load fetches the tollgate app from the Caddy context.
+func Load(ctx caddy.Context) (Gateway, error) {
 	app, err := ctx.App(AppName)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s app: %v", AppName, err)
@@ -47,4 +51,12 @@ func loadGateway(ctx caddy.Context) (Gateway, error) {
 		return nil, fmt.Errorf("app %s is %T, not a tollgate gateway", AppName, app)
 	}
 	return gw, nil
+}
+
+// Identity is the authenticated caller of a request.
+type Identity struct {
+	storage.Principal
+	// Account is the store's snapshot of the caller's account as of
+	// authentication; it must not be modified.
+	Account *storage.Account
 }

@@ -1,7 +1,11 @@
-package handlers
+package gateway
 
-import "github.com/tollgate-dev/caddy-tollgate/money"
-import "github.com/tollgate-dev/caddy-tollgate/storage"
+import (
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
 
 // FreeModelLimits are the request caps on models whose id ends in ":free"
 // (SPEC.md 8.1), per account.
@@ -43,4 +47,27 @@ func (l FreeModelLimits) DailyLimit(a storage.Account) int64 {
 		return l.PerDayPaid
 	}
 	return l.PerDay
+}
+
+// RateLimited is a platform rate-limit refusal (SPEC.md 7.2).
+type RateLimited struct {
+	Limit     int64
+	Remaining int64
+	Reset     time.Time // when the window that refused ends
+	Scope     string    // which limit: "free_model_per_minute", ...
+}
+
+func (r *RateLimited) Error() string { return "rate limit exceeded: " + r.Scope }
+
+// Check applies the free-model caps to an account at t; nil admits. The
+// windows are fixed UTC minutes and days.
+func (l FreeModelLimits) Check(a storage.Account, t time.Time) *RateLimited {
+	if used := a.FreeModelRequestsThisMinute(t); used >= l.PerMinute {
+		return &RateLimited{Limit: l.PerMinute, Reset: money.PeriodEnd(money.IntervalMinute, t), Scope: "free_model_per_minute"}
+	}
+	daily := l.DailyLimit(a)
+	if used := a.FreeModelRequestsToday(t); used >= daily {
+		return &RateLimited{Limit: daily, Reset: money.PeriodEnd(money.IntervalDaily, t), Scope: "free_model_per_day"}
+	}
+	return nil
 }
