@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -60,7 +61,7 @@ const (
 // refuses: 404 for a path the gateway does not serve (it never reaches a
 // provider), 401, 403, and the abuse ceilings' 429.
 func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
-	if st.kind == routeUnknown {
+	if st.kind == admin.RouteUnknown {
 		return apierror.NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
 	if a.byIP != nil {
@@ -71,7 +72,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 	}
 	secret, present := bearer(r)
 	if !present {
-		if st.kind == routePublic {
+		if st.kind == admin.RoutePublic {
 			r.Header.Del("Authorization") // a malformed header must not reach the provider either
 			return nil
 		}
@@ -93,7 +94,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 }
 
 // identify resolves the key and checks that it may call a route of kind.
-func (a *Auth) identify(secret string, kind routeKind) (*gateway.Identity, *apierror.Error) {
+func (a *Auth) identify(secret string, kind admin.RouteKind) (*gateway.Identity, *apierror.Error) {
 	store, err := a.gw.Store()
 	if err != nil {
 		a.logger.Error("store unavailable", zap.Error(err))
@@ -115,7 +116,7 @@ func (a *Auth) identify(secret string, kind routeKind) (*gateway.Identity, *apie
 		if p.MgmtKey.Expired(t) {
 			return nil, apierror.New(http.StatusUnauthorized, msgExpiredKey)
 		}
-		if kind == routeInference {
+		if kind == admin.RouteInference {
 			return nil, apierror.New(http.StatusForbidden, msgNoInference)
 		}
 	} else {
@@ -125,7 +126,7 @@ func (a *Auth) identify(secret string, kind routeKind) (*gateway.Identity, *apie
 		if p.Key.Expired(t) {
 			return nil, apierror.New(http.StatusUnauthorized, msgExpiredKey)
 		}
-		if kind == routeManagement {
+		if kind == admin.RouteManagement {
 			return nil, apierror.New(http.StatusForbidden, msgManagementOnly)
 		}
 	}

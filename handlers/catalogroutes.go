@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 )
@@ -33,7 +34,7 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *reque
 			return apierror.Fail(r, apierror.NotFound("Model not found: "+author+"/"+slug))
 		}
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": endpointList(m)})
-	case kind == routeInference && isGroupPath(sub, routeInference):
+	case kind == admin.RouteInference && admin.IsGroupPath(sub, admin.RouteInference):
 		e := apierror.New(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
 		e.Header = http.Header{"Allow": {http.MethodPost}}
 		return apierror.Fail(r, e)
@@ -55,17 +56,6 @@ func endpointsPath(sub string) (author, slug string, ok bool) {
 	}
 	author, slug, ok = strings.Cut(rest, "/")
 	return author, slug, ok && author != "" && slug != "" && !strings.Contains(slug, "/")
-}
-
-// isGroupPath reports whether sub is the path of a group of the route
-// table of kind (an inference endpoint such as /chat/completions).
-func isGroupPath(sub string, kind routeKind) bool {
-	for _, g := range routes.groups {
-		if g.path == sub {
-			return g.kind == kind
-		}
-	}
-	return false
 }
 
 // providerInfo is one entry of GET /providers. The catalog knows providers

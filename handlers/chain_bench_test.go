@@ -27,6 +27,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
@@ -280,7 +281,7 @@ func BenchmarkAuth(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		st := requestState{kind: routeInference, sub: "/chat/completions"}
+		st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
 		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 			b.Fatal(apiErr)
 		}
@@ -297,7 +298,7 @@ func BenchmarkAuthParallel(b *testing.B) {
 		r := newBenchRequest(benchChatBody, s.secret)
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			st := requestState{kind: routeInference, sub: "/chat/completions"}
+			st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
 			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 				b.Error(apiErr)
 				return
@@ -319,7 +320,7 @@ func BenchmarkRouter(b *testing.B) {
 	for b.Loop() {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
-		st := requestState{kind: routeInference, sub: "/chat/completions"}
+		st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
 		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
 			apiErr = s.router.plan(r, &st, body)

@@ -11,7 +11,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 )
 
 // Customer-supplied URLs (private endpoints, observability destinations)
@@ -25,15 +24,6 @@ import (
 // resolveTimeout bounds the router's lookup of a private endpoint's host
 // when its cached addresses expired (egress.CacheTTL).
 var resolveTimeout = 5 * time.Second
-
-// checkEgressURL is the store-time check of a customer URL; field names
-// it in the 400.
-func checkEgressURL(ctx context.Context, gw gateway.Gateway, field, raw string) *apierror.Error {
-	if err := gw.EgressPolicy().Check(ctx, raw); err != nil {
-		return apierror.BadRequest(field + ": " + err.Error())
-	}
-	return nil
-}
 
 // pinEgress resolves the provider's host under the policy and points its
 // dial address at the checked IP (Host and the TLS server name stay the
@@ -55,14 +45,6 @@ func pinEgress(pol *egress.Policy, p *catalog.Provider, endpointID string) *apie
 	}
 	p.Dial = net.JoinHostPort(ip.String(), port)
 	return nil
-}
-
-// egressClient is an HTTP client for one probe of a customer URL.
-func egressClient(pol *egress.Policy) *http.Client {
-	return &http.Client{
-		Transport:     egress.Transport(func() *egress.Policy { return pol }),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }
 
 // serverName is the TLS server name of a Host header value.

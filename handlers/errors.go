@@ -1,8 +1,10 @@
-// Package handlers holds the gateway's HTTP logic: the tollgate handler
-// (tollgate.go) and the stages of its pipeline (authentication, the
-// administrative routes, web search, routing, metering), and the mock
-// provider. Package caddymodule registers the modules and expands the
-// tollgate Caddyfile directive.
+// Package handlers is the gateway's request pipeline: the tollgate
+// handler (tollgate.go) and its stages in order: authentication and the
+// abuse ceilings, the hand-off to the administrative resources (package
+// admin), web search planning, routing to the model's providers, and
+// metering (reserve, attempts with fallback, settle), with the response
+// writers that rewrite what providers answer. Package caddymodule registers
+// the modules and expands the tollgate Caddyfile directive.
 package handlers
 
 import (

@@ -44,7 +44,7 @@ func FuzzRequestValidators(f *testing.F) {
 		if fl, apiErr := reqbody.ParseText(b); apiErr == nil {
 			checkAccepted(t, b, fl)
 			if len(b) > 0 && jsoncheck.CheckText(b, nil) != nil {
-				t.Fatalf("parseText accepted %q", b)
+				t.Fatalf("ParseText accepted %q", b)
 			}
 			for _, name := range []string{"name", "description", "user", "key"} {
 				if s, ok := fl.String(name); ok && reqbody.CheckTextField(name, gjson.Result{Type: gjson.String, Str: s, Raw: `""`}) != nil {

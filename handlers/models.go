@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -26,8 +28,8 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *gatewa
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
 	if paged {
 		var apiErr *apierror.Error
-		if offset, apiErr = intParam(q.Get("offset"), "offset", 0, 0, -1); apiErr == nil {
-			limit, apiErr = intParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
+		if offset, apiErr = reqbody.IntParam(q.Get("offset"), "offset", 0, 0, -1); apiErr == nil {
+			limit, apiErr = reqbody.IntParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
 		}
 		if apiErr != nil {
 			return apierror.Fail(r, apiErr)
@@ -46,7 +48,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *gatewa
 		end := min(offset+limit, total)
 		models = models[min(offset, total):end]
 		if end < total {
-			path := APIPrefix + "/models"
+			path := admin.APIPrefix + "/models"
 			if perUser {
 				path += "/user"
 			}
@@ -69,22 +71,6 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *gatewa
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes())
 	return nil
-}
-
-// intParam parses an integer query parameter within [lo, hi] (hi < 0: no
-// upper bound); "" is the default.
-func intParam(s, name string, def, lo, hi int) (int, *apierror.Error) {
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || hi >= 0 && n > hi {
-		if hi < 0 {
-			return 0, apierror.BadRequest(name + ": expected a non-negative integer")
-		}
-		return 0, apierror.BadRequest(name + ": expected an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi))
-	}
-	return n, nil
 }
 
 // filtersCatalog reports whether GET /models answers for the caller as

@@ -178,7 +178,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		// The account's own enabled private endpoints serve the id first,
-		// also one the catalog does not have (privateendpoints.go).
+		// also one the catalog does not have (privaterouting.go).
 		candidates, refused := rt.privateAttempts(modelID, m, id)
 		if refusal == nil {
 			refusal = refused

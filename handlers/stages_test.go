@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -32,7 +33,7 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 		return st, r
 	}
 	st := new(requestState)
-	st.kind, st.sub, _ = classifyRoute(r.URL.Path)
+	st.kind, st.sub, _ = admin.ClassifyRoute(r.URL.Path)
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
@@ -55,7 +56,7 @@ func RouteFrom(r *http.Request) (*Route, bool) {
 }
 
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if _, _, ok := classifyRoute(r.URL.Path); !ok {
+	if _, _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
 	}
 	st, r := stateOf(r)
@@ -65,15 +66,18 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	return next.ServeHTTP(w, r)
 }
 
-func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+// adminStage is the pipeline's administrative step as a middleware.
+type adminStage struct{ *admin.Admin }
+
+func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
-		return a.serveSCIMService(w, r)
+		return a.ServeSCIM(w, r)
 	}
 	st, r := stateOf(r)
-	if st.kind != routeManagement && st.kind != routeAnyKey {
+	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.serve(w, r, st)
+	return a.Serve(w, r, st.id, st.kind, st.sub)
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -106,10 +110,10 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
-	if st.kind != routeInference && st.kind != routePublic {
+	if st.kind != admin.RouteInference && st.kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
+	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return rt.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
@@ -173,13 +174,13 @@ type upstreamRequest struct {
 	route         *Route // nil when the router did not route the request
 }
 
-// chain is Auth, Admin and Router in the order the Caddyfile directives put
+// chain is Auth, the administrative stage and Router in the order the Caddyfile directives put
 // them, in front of a recording upstream that answers 418. The router routes
 // by the gateway's catalog, testCatalog("/v1").
 type chain struct {
 	gw     *fakeGateway
 	auth   *Auth
-	admin  *Admin
+	admin  adminStage
 	router *Router
 	got    *upstreamRequest // nil until the upstream is reached
 }
@@ -194,7 +195,7 @@ func newChain(t *testing.T) *chain {
 	return &chain{
 		gw:     gw,
 		auth:   &Auth{gw: gw, logger: zap.NewNop()},
-		admin:  &Admin{gw: gw, logger: zap.NewNop()},
+		admin:  adminStage{admin.New(gw, zap.NewNop(), nil)},
 		router: rt,
 	}
 }

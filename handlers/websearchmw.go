@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
@@ -87,7 +88,7 @@ type searchPlan struct {
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	if st.kind != routeInference || (st.sub != "/chat/completions" && st.sub != "/responses") {
+	if st.kind != admin.RouteInference || (st.sub != "/chat/completions" && st.sub != "/responses") {
 		return body, nil
 	}
 	apiKind := "chat"

@@ -1,8 +1,7 @@
-package handlers
+package admin
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -487,24 +486,6 @@ func TestAdminMethodNotAllowed(t *testing.T) {
 	}
 }
 
-func TestAdminUnservedManagementRoutes(t *testing.T) {
-	f := newAdminFixture(t)
-	for _, tt := range []struct{ method, path string }{
-		{"GET", "/api/v1/private-endpoints/x/y/z"},
-		{"POST", "/api/v1/generation/feedback/extra"},
-		{"GET", "/api/v1/keys/a/b"},
-		{"GET", "/api/v1/organization"},
-		{"GET", "/api/v1/credits/coinbase"},
-	} {
-		t.Run(tt.path, func(t *testing.T) {
-			f.c.do(t, tt.method, tt.path, f.orgMgmt, "").wantError(t, 404, "Not found: "+tt.method+" "+tt.path)
-			if f.c.got != nil {
-				t.Error("management route reached the upstream")
-			}
-		})
-	}
-}
-
 func TestAdminOrganizationSettings(t *testing.T) {
 	f := newAdminFixture(t)
 	const personalMsg = "Organization not found: this management key belongs to a personal account"
@@ -812,19 +793,6 @@ func TestAdminCurrentKeyFreeModelDayRollover(t *testing.T) {
 		})
 	}
 }
-
-func TestAdminStoreUnavailable(t *testing.T) {
-	c := newChain(t)
-	acct := c.gw.account(t, storage.AccountOrganization)
-	_, mgmt := c.gw.mgmtKey(t, acct, nil)
-	c.auth.gw = &brokenGateway{c.gw}
-	c.do(t, "GET", "/api/v1/keys", mgmt, "").wantError(t, http.StatusInternalServerError, "Internal Server Error")
-}
-
-// brokenGateway fails to open its store.
-type brokenGateway struct{ *fakeGateway }
-
-func (brokenGateway) Store() (*storage.Store, error) { return nil, fmt.Errorf("disk on fire") }
 
 func TestAdminLimitRemainingDailyReset(t *testing.T) {
 	c := newChain(t)

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -183,28 +182,5 @@ func (ar *adminRequest) deactivateEndUser(user string) *apierror.Error {
 		return storeError(err, "End user")
 	}
 	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": ar.endUserView(u)})
-	return nil
-}
-
-// checkEndUser refuses, with 403, a request whose `user` names an end user
-// its account deactivated: a memory lookup, before any hold or upstream
-// call. A `user` longer than the public API allows gets 400.
-func (rt *Router) checkEndUser(id *gateway.Identity, route *Route) *apierror.Error {
-	if route.User == "" || rt.gw == nil {
-		return nil
-	}
-	if storage.ValidEndUser(route.User) != nil {
-		return apierror.BadRequest("user: expected at most 256 characters")
-	}
-	if id == nil {
-		return nil
-	}
-	store, err := rt.gw.Store()
-	if err != nil {
-		return apierror.New(http.StatusInternalServerError, "Internal Server Error")
-	}
-	if store.EndUserDeactivated(id.AccountID, route.User) {
-		return apierror.New(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
-	}
 	return nil
 }

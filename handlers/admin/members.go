@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"

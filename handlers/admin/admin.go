@@ -1,10 +1,11 @@
-package handlers
+package admin
 
 import (
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -18,14 +19,34 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// Admin is the pipeline's administrative stage: it serves the
-// administrative routes (management key), GET /key and the SCIM service,
-// over the tollgate store, for the caller Auth identified.
+// Admin serves the administrative routes (management key), GET /key and
+// the SCIM service, over the tollgate store, for the caller the pipeline's
+// authentication identified.
 type Admin struct {
 	gw     gateway.Gateway
 	logger *zap.Logger
 	scim   *scim.Service // the SCIM 2.0 service under scim.Prefix
 }
+
+// New is the administrative stage over gw; scimService serves the SCIM
+// 2.0 protocol.
+func New(gw gateway.Gateway, logger *zap.Logger, scimService *scim.Service) *Admin {
+	return &Admin{gw: gw, logger: logger, scim: scimService}
+}
+
+// now is the resources' clock; tests replace it to cross UTC boundaries.
+var now = time.Now
+
+// msgInvalidKey is authentication's 401 message, for a key deleted since.
+const msgInvalidKey = "Invalid API key"
+
+// errInternal is the answer to a failure the client cannot act on.
+func errInternal() *apierror.Error {
+	return apierror.New(http.StatusInternalServerError, "Internal Server Error")
+}
+
+// maxAdminBody bounds administrative request bodies.
+const maxAdminBody = 1 << 20
 
 // keysPageSize is the key list page size (SPEC.md 8.3).
 const keysPageSize = 100
@@ -40,12 +61,12 @@ type adminRequest struct {
 	gw     gateway.Gateway
 }
 
-// serve serves an administrative route (or GET /key) for the caller Auth
-// identified in st.
-func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) error {
-	id := st.id
+// Serve serves an administrative route (or GET /key), which ClassifyRoute
+// found to be of kind with sub its path below APIPrefix, for the caller
+// id.
+func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, id *gateway.Identity, kind RouteKind, sub string) error {
 	if id == nil {
-		// Unreachable through Tollgate: refuse rather than serve unauthenticated.
+		// Unreachable through the pipeline: refuse rather than serve unauthenticated.
 		a.logger.Error("administrative route without an identity", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
 	}
@@ -55,7 +76,7 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) 
 		return apierror.Fail(r, errInternal())
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
-	apiErr := resolveRoute(r, st.kind, st.sub).serve(ar)
+	apiErr := resolveRoute(r, kind, sub).serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {
 			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))
@@ -65,9 +86,9 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request, st *requestState) 
 	return nil
 }
 
-// serveSCIMService serves the SCIM 2.0 service, which answers its own
-// errors in SCIM's shape.
-func (a *Admin) serveSCIMService(w http.ResponseWriter, r *http.Request) error {
+// ServeSCIM serves the SCIM 2.0 service, which answers its own errors in
+// SCIM's shape.
+func (a *Admin) ServeSCIM(w http.ResponseWriter, r *http.Request) error {
 	a.scim.ServeHTTP(w, r)
 	return nil
 }

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -22,10 +23,10 @@ const (
 // page reads offset and limit.
 func (ar *adminRequest) page() (offset, limit int, apiErr *apierror.Error) {
 	q := ar.r.URL.Query()
-	if offset, apiErr = intParam(q.Get("offset"), "offset", 0, 0, -1); apiErr != nil {
+	if offset, apiErr = reqbody.IntParam(q.Get("offset"), "offset", 0, 0, -1); apiErr != nil {
 		return 0, 0, apiErr
 	}
-	limit, apiErr = intParam(q.Get("limit"), "limit", orgDefaultLimit, 1, orgMaxLimit)
+	limit, apiErr = reqbody.IntParam(q.Get("limit"), "limit", orgDefaultLimit, 1, orgMaxLimit)
 	return offset, limit, apiErr
 }
 

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"net/http"
@@ -77,7 +77,7 @@ func lookup(t *testing.T, method, target string) (route, *http.Request) {
 func TestRoutesMatchSpec(t *testing.T) {
 	var table []string
 	for _, rt := range apiRoutes {
-		if strings.Contains(rt.pattern, " ") && rt.kind == routeManagement {
+		if strings.Contains(rt.pattern, " ") && rt.kind == RouteManagement {
 			table = append(table, shape(rt.pattern))
 		}
 	}
@@ -93,9 +93,9 @@ func TestRoutesMatchSpec(t *testing.T) {
 	for _, p := range append(spec45, "GET /key") {
 		method, path, _ := strings.Cut(p, " ")
 		rt, _ := lookup(t, method, APIPrefix+sample(path))
-		want := routeManagement
+		want := RouteManagement
 		if p == "GET /key" {
-			want = routeAnyKey
+			want = RouteAnyKey
 		}
 		if rt.kind != want || rt.handler == nil || rt.method != method {
 			t.Errorf("%s: kind %d, method %q, handler %v; want kind %d", p, rt.kind, rt.method, rt.handler != nil, want)
@@ -103,7 +103,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	}
 }
 
-// TestRoutesAgree checks that classifyRoute, which authentication asks,
+// TestRoutesAgree checks that ClassifyRoute, which authentication asks,
 // and the ServeMux, which Admin dispatches with, give every pattern of the
 // table the kind it declares, with and without a trailing slash, and that
 // every endpoint has its handler.
@@ -114,16 +114,16 @@ func TestRoutesAgree(t *testing.T) {
 			method, path = http.MethodPost, method
 		}
 		for _, target := range []string{APIPrefix + sample(path), APIPrefix + sample(path) + "/"} {
-			kind, _, _ := classifyRoute(target)
+			kind, _, _ := ClassifyRoute(target)
 			got, r := lookup(t, method, target)
 			h, _ := routes.mux.Handler(r)
 			if e, _ := h.(*routeEntry); kind != rt.kind || got.kind != rt.kind || e == nil || e.declared != rt.kind {
-				t.Errorf("%s %s: classifyRoute %d, routeFor %d, mux %+v; declared %d", method, target, kind, got.kind, h, rt.kind)
+				t.Errorf("%s %s: ClassifyRoute %d, routeFor %d, mux %+v; declared %d", method, target, kind, got.kind, h, rt.kind)
 			}
 			if endpoint && (got.handler == nil || got.method != method) {
 				t.Errorf("%s %s: no handler", method, target)
 			}
-			if !endpoint && got.administrative() != (rt.kind == routeManagement) {
+			if !endpoint && got.administrative() != (rt.kind == RouteManagement) {
 				t.Errorf("%s %s: administrative %v", method, target, got.administrative())
 			}
 		}
@@ -131,23 +131,23 @@ func TestRoutesAgree(t *testing.T) {
 	// Paths below a group take its kind; others are unknown.
 	for _, tc := range []struct {
 		path string
-		kind routeKind
+		kind RouteKind
 	}{
-		{"/keys/a/b", routeManagement},
-		{"/scim/nope", routeManagement},
-		{"/generation/feedback/x", routeManagement},
-		{"/generation/x", routeUnknown},
-		{"/chat/completions/x/y", routeInference},
-		{"/models/user/x", routeInference},
-		{"/models/a/b/endpoints", routePublic},
-		{"/key/x", routeUnknown},
-		{"/keyz", routeUnknown},
-		{"", routeUnknown},
+		{"/keys/a/b", RouteManagement},
+		{"/scim/nope", RouteManagement},
+		{"/generation/feedback/x", RouteManagement},
+		{"/generation/x", RouteUnknown},
+		{"/chat/completions/x/y", RouteInference},
+		{"/models/user/x", RouteInference},
+		{"/models/a/b/endpoints", RoutePublic},
+		{"/key/x", RouteUnknown},
+		{"/keyz", RouteUnknown},
+		{"", RouteUnknown},
 	} {
-		kind, _, _ := classifyRoute(APIPrefix + tc.path)
+		kind, _, _ := ClassifyRoute(APIPrefix + tc.path)
 		got, _ := lookup(t, http.MethodGet, APIPrefix+tc.path)
 		if kind != tc.kind || got.kind != tc.kind || got.handler != nil || got.allow != nil {
-			t.Errorf("%s: classifyRoute %d, routeFor %+v; want kind %d, no endpoint", tc.path, kind, got, tc.kind)
+			t.Errorf("%s: ClassifyRoute %d, routeFor %+v; want kind %d, no endpoint", tc.path, kind, got, tc.kind)
 		}
 	}
 	if _, ok := routeFor(httptest.NewRequest(http.MethodGet, "/api/v10/keys", nil)); ok {
@@ -230,9 +230,9 @@ func TestRouteWithOpen(t *testing.T) {
 // miss its path values, or a route escape its group's kind, does not load.
 func TestCompileRoutesRefuses(t *testing.T) {
 	for name, table := range map[string][]apiRoute{
-		"arity":    {{pattern: "/a", kind: routeManagement}, {pattern: "GET /a/{id}", kind: routeManagement, serve: (*adminRequest).listKeys}},
-		"kind":     {{pattern: "/a", kind: routeManagement}, {pattern: "GET /a/b", kind: routeAnyKey, serve: (*adminRequest).listKeys}},
-		"no group": {{pattern: "GET /a/{id}", kind: routeManagement, serve: (*adminRequest).getKey}},
+		"arity":    {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).listKeys}},
+		"kind":     {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/b", kind: RouteAnyKey, serve: (*adminRequest).listKeys}},
+		"no group": {{pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).getKey}},
 	} {
 		func() {
 			defer func() {
@@ -262,7 +262,7 @@ func BenchmarkRouteFor(b *testing.B) {
 func BenchmarkClassifyRoute(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if kind, _, _ := classifyRoute("/api/v1/chat/completions"); kind != routeInference {
+		if kind, _, _ := ClassifyRoute("/api/v1/chat/completions"); kind != RouteInference {
 			b.Fatal(kind)
 		}
 	}

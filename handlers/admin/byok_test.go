@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"bytes"
@@ -7,10 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -47,7 +43,6 @@ func newBYOKFixture(t *testing.T) *byokFixture {
 	c := newChain(t)
 	c.gw.catalog = routedCatalog()
 	c.gw.sealer = byokSealer(t, 9)
-	c.router.gw = c.gw
 	f := &byokFixture{c: c, acct: c.gw.account(t, storage.AccountOrganization), other: c.gw.account(t, storage.AccountOrganization)}
 	_, f.mgmt = c.gw.mgmtKey(t, f.acct, nil)
 	_, f.otherMgmt = c.gw.mgmtKey(t, f.other, nil)
@@ -72,28 +67,6 @@ func noSecret(t *testing.T, r response, secrets ...string) {
 	}
 	if r.json.Get("data.key").Exists() || r.json.Get("key").Exists() || r.json.Get("data.sealed").Exists() {
 		t.Fatalf("response has a key field: %s", r.body)
-	}
-}
-
-func TestBYOKNotConfigured(t *testing.T) {
-	f := newBYOKFixture(t)
-	f.c.gw.sealer = nil
-	for _, rq := range []struct{ method, path, body string }{
-		{"GET", "/api/v1/byok", ""},
-		{"POST", "/api/v1/byok", `{"provider":"openai","key":"sk-x"}`},
-		{"GET", "/api/v1/byok/abc", ""},
-		{"PATCH", "/api/v1/byok/abc", `{}`},
-		{"DELETE", "/api/v1/byok/abc", ""},
-	} {
-		f.c.do(t, rq.method, rq.path, f.mgmt, rq.body).wantError(t, 400, msgBYOKOff)
-	}
-	// method errors still come first; a regular key is still 403
-	f.c.do(t, "PUT", "/api/v1/byok", f.mgmt, "").must(t, 405)
-	f.c.do(t, "GET", "/api/v1/byok", f.regular, "").wantError(t, 403, msgManagementOnly)
-	// no BYOK routing: the operator's key is used
-	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
-	if got := f.c.got.header.Get("Authorization"); got != "Bearer sk-openai" {
-		t.Fatalf("Authorization = %q", got)
 	}
 }
 
@@ -255,143 +228,6 @@ func TestBYOKValidation(t *testing.T) {
 	}
 	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+f.other.DefaultWorkspaceID, f.mgmt, "").
 		wantError(t, 400, `workspace_id: "`+f.other.DefaultWorkspaceID+`" is not a workspace of this account`)
-	f.c.do(t, "POST", "/api/v1/byok", f.regular, `{"provider":"openai","key":"k"}`).wantError(t, 403, msgManagementOnly)
-	f.c.do(t, "GET", "/api/v1/byok", "", "").wantError(t, 401, msgMissingAuth)
-}
-
-func TestBYOKCrossAccount(t *testing.T) {
-	f := newBYOKFixture(t)
-	const secret = "account-A-own-openai-key"
-	id := f.create(t, f.mgmt, `{"provider":"openai","key":"`+secret+`"}`).json.Get("data.id").String()
-	for _, m := range []string{"GET", "PATCH", "DELETE"} {
-		f.c.do(t, m, "/api/v1/byok/"+id, f.otherMgmt, `{"disabled":true}`).wantError(t, 404, "BYOK credential not found")
-	}
-	l := f.c.do(t, "GET", "/api/v1/byok", f.otherMgmt, "").must(t, 200)
-	if l.body != "{\"data\":[],\"total_count\":0}\n" {
-		t.Fatalf("other account's list: %s", l.body)
-	}
-	// the credential is untouched and only its own account's requests use it
-	if c, ok := f.c.gw.store.BYOK(f.acct.ID, id); !ok || c.Disabled {
-		t.Fatalf("credential after foreign PATCH: %+v %v", c, ok)
-	}
-	f.c.do(t, "POST", "/api/v1/chat/completions", f.otherReg, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
-	if got := f.c.got.header.Get("Authorization"); got != "Bearer sk-openai" {
-		t.Fatalf("other account's request used %q", got)
-	}
-	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
-	if got := f.c.got.header.Get("Authorization"); got != "Bearer "+secret {
-		t.Fatalf("own account's request used %q", got)
-	}
-}
-
-func TestRouterPrefersBYOK(t *testing.T) {
-	f := newBYOKFixture(t)
-	var got *routed
-	up := routeRecorder(t, &got)
-	h := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return f.c.auth.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-			return f.c.router.ServeHTTP(w, r, up)
-		}))
-	})
-	chat := func(model, key string) (response, *http.Request) {
-		t.Helper()
-		got = nil
-		r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"`+model+`","messages":[]}`, "Authorization", "Bearer "+key)
-		return serve(t, h, r, repl), r
-	}
-	// without credentials: the operator's keys; a keyless provider is unusable
-	chat("second", f.regular)
-	if got.route.Provider.Name != "fallback" || got.auth != "Bearer key-2" || got.route.BYOK {
-		t.Fatalf("no BYOK: provider %s auth %q byok %v", got.route.Provider.Name, got.auth, got.route.BYOK)
-	}
-	res, _ := chat("keyless", f.regular)
-	res.wantError(t, 503, "No provider is available for model keyless")
-
-	// a credential for the first provider (no operator key) wins over the
-	// operator's key of a later provider
-	f.create(t, f.mgmt, `{"provider":"first","key":"own-first-key"}`)
-	res, r := chat("second", f.regular)
-	res.must(t, http.StatusTeapot)
-	if got.route.Provider.Name != "first" || got.auth != "Bearer own-first-key" || !got.route.BYOK || got.host != "one.test" {
-		t.Fatalf("BYOK: provider %s auth %q byok %v host %s", got.route.Provider.Name, got.auth, got.route.BYOK, got.host)
-	}
-	if r.Header.Get("Authorization") != "" {
-		t.Error("the account's key leaked into the logged request's headers")
-	}
-	if v, _ := res.repl.Get("tollgate.provider"); v != "first" {
-		t.Errorf("tollgate.provider = %v", v)
-	}
-	// a BYOK-only provider becomes usable
-	f.create(t, f.mgmt, `{"provider":"byok-only","key":"own-byok-only-key"}`)
-	chat("keyless", f.regular)
-	if got == nil || got.auth != "Bearer own-byok-only-key" || !got.route.BYOK {
-		t.Fatalf("keyless via BYOK: %+v", got)
-	}
-	// preferred over the operator's key of the same provider
-	id := f.create(t, f.mgmt, `{"provider":"openai","key":"own-openai-key"}`).json.Get("data.id").String()
-	chat("paid", f.regular)
-	if got.auth != "Bearer own-openai-key" || !got.route.BYOK || string(got.body) != `{"model":"gpt-x-2025","messages":[]}` {
-		t.Fatalf("paid via BYOK: auth %q body %s", got.auth, got.body)
-	}
-	// a disabled credential is not used
-	f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, `{"disabled":true}`).must(t, 200)
-	chat("paid", f.regular)
-	if got.auth != "Bearer sk-openai" || got.route.BYOK {
-		t.Fatalf("disabled credential: auth %q byok %v", got.auth, got.route.BYOK)
-	}
-	// an allowlist restricts which keys and models use a credential
-	f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, `{"disabled":false,"allowed_models":["mock"]}`).must(t, 200)
-	chat("paid", f.regular)
-	if got.route.BYOK {
-		t.Fatal("allowed_models ignored")
-	}
-	f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, `{"allowed_models":null,"allowed_api_key_hashes":["`+f.regHash+`"]}`).must(t, 200)
-	chat("paid", f.regular)
-	if !got.route.BYOK || got.auth != "Bearer own-openai-key" {
-		t.Fatal("allowed_api_key_hashes refused the allowed key")
-	}
-	_, second := f.c.gw.apiKey(t, f.acct, storage.NewAPIKey{Name: "second"})
-	chat("paid", second)
-	if got.route.BYOK {
-		t.Fatal("allowed_api_key_hashes admitted another key")
-	}
-}
-
-func TestRouterBYOKUnopenable(t *testing.T) {
-	f := newBYOKFixture(t)
-	core, logs := observer.New(zap.DebugLevel)
-	f.c.router.logger = zap.New(core)
-	const secret = "sealed-under-the-old-key"
-	f.create(t, f.mgmt, `{"provider":"openai","key":"`+secret+`"}`)
-	// the operator changed byok_encryption_key: the credential cannot be
-	// opened, and the operator's key serves the request
-	f.c.gw.sealer = byokSealer(t, 10)
-	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"model":"paid","messages":[]}`).must(t, http.StatusTeapot)
-	if got := f.c.got.header.Get("Authorization"); got != "Bearer sk-openai" {
-		t.Fatalf("Authorization = %q", got)
-	}
-	if logs.Len() != 1 {
-		t.Fatalf("%d log entries", logs.Len())
-	}
-	for _, e := range logs.All() {
-		line := e.Message
-		for k, v := range e.ContextMap() {
-			line += " " + k + "=" + toString(v)
-		}
-		if strings.Contains(line, secret) {
-			t.Fatalf("log carries the key: %s", line)
-		}
-	}
-}
-
-func toString(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	if e, ok := v.(error); ok {
-		return e.Error()
-	}
-	return ""
 }
 
 // Credentials in another workspace: created by id or slug, listed per

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"strings"
@@ -83,61 +83,6 @@ func TestEndpointIDIsStableUUID(t *testing.T) {
 	if a != b || len(a) != 36 || a[14] != '5' || endpointID("m", "q") == a {
 		t.Fatalf("endpoint ids %s %s", a, endpointID("m", "q"))
 	}
-}
-
-func TestEndUserRoutesAndDeactivation(t *testing.T) {
-	f := newAdminFixture(t)
-	c := f.c
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u1","name":"One"}`).must(t, 201)
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u1"}`).wantError(t, 409, `End user "u1" already exists`)
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":5}`).wantError(t, 400, "user: expected a string")
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u\u0000"}`).wantError(t, 400, "user: control characters are not allowed")
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"\ud800"}`).wantError(t, 400, "user: unpaired UTF-16 surrogate")
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"u2","name":""}`).wantError(t, 400, "name: expected a non-empty string of at most 256 bytes, or null")
-	c.do(t, "GET", "/api/v1/end-users?limit=0", f.orgMgmt, "").wantError(t, 400, "limit: expected an integer from 1 to 1000")
-	c.do(t, "PUT", "/api/v1/end-users/u1", f.orgMgmt, "").must(t, 405)
-	c.do(t, "GET", "/api/v1/end-users/u1", f.persMgmt, "").wantError(t, 404, "End user not found")
-	c.do(t, "GET", "/api/v1/end-users", f.orgKey, "").must(t, 403)
-
-	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":"u1"}`
-	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, body).must(t, 418)
-	d := c.do(t, "DELETE", "/api/v1/end-users/u1", f.orgMgmt, "").must(t, 200).json.Get("data")
-	if d.Get("is_active").Bool() || d.Get("deactivated_at").String() == "" || d.Get("name").String() != "One" {
-		t.Fatalf("deactivated: %s", d.Raw)
-	}
-	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, body).wantError(t, 403, `End user "u1" is deactivated`)
-	if c.got != nil {
-		t.Fatal("a deactivated end user's request reached the upstream")
-	}
-	// The same name in another account is another end user.
-	c.do(t, "POST", "/api/v1/chat/completions", f.persKey, body).must(t, 418)
-	list := c.do(t, "GET", "/api/v1/end-users?is_active=false", f.orgMgmt, "").must(t, 200).json
-	if list.Get("total_count").Int() != 1 || list.Get("data.0.user").String() != "u1" {
-		t.Fatalf("inactive list %s", list.Raw)
-	}
-	c.do(t, "PATCH", "/api/v1/end-users/u1", f.orgMgmt, `{"is_active":"yes"}`).must(t, 400)
-	p := c.do(t, "PATCH", "/api/v1/end-users/u1", f.orgMgmt, `{"is_active":true,"name":null}`).must(t, 200).json.Get("data")
-	if !p.Get("is_active").Bool() || p.Get("deactivated_at").Type.String() != "Null" || p.Get("name").Type.String() != "Null" {
-		t.Fatalf("reactivated: %s", p.Raw)
-	}
-	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, body).must(t, 418)
-
-	long := `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":"` + strings.Repeat("é", 257) + `"}`
-	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, long).wantError(t, 400, "user: expected at most 256 characters")
-	for _, user := range []string{`"a\u0000"`, `"a\nb"`, `"\udfff"`, `5`} {
-		bad := `{"model":"m","messages":[{"role":"user","content":"hi"}],"user":` + user + `}`
-		if r := c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, bad); r.status != 400 || !strings.Contains(r.body, `"user: `) {
-			t.Errorf("user %s: %d %s", user, r.status, r.body)
-		}
-	}
-	c.do(t, "POST", "/api/v1/chat/completions", f.orgKey, strings.Replace(long, "é", "", 1)).must(t, 418)
-
-	// Ids with a slash are addressed escaped.
-	c.do(t, "POST", "/api/v1/end-users", f.orgMgmt, `{"user":"team/a b"}`).must(t, 201)
-	if got := c.do(t, "GET", "/api/v1/end-users/team%2Fa%20b", f.orgMgmt, "").must(t, 200).json.Get("data.user").String(); got != "team/a b" {
-		t.Fatalf("escaped id read %q", got)
-	}
-	c.do(t, "GET", "/api/v1/end-users/team/a", f.orgMgmt, "").wantError(t, 404, "Not found: GET /api/v1/end-users/team/a")
 }
 
 func TestFeedbackValidation(t *testing.T) {

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
@@ -22,7 +21,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -36,10 +34,6 @@ import (
 // returned (only a masked label).
 
 const msgPrivateEndpointsOff = "Private endpoints are not configured on this gateway: the operator must set byok_encryption_key, which encrypts their API keys"
-
-// privateProviderPrefix names a private endpoint as a provider
-// ("private:<id>") in generation records and provider preferences.
-const privateProviderPrefix = policy.PrivateProviderPrefix
 
 // probeTimeout bounds a validation probe.
 var probeTimeout = 15 * time.Second
@@ -208,7 +202,7 @@ func readEndpointFields(f *reqbody.Fields) (*endpointFields, *apierror.Error) {
 		return nil, apierror.BadRequest("upstream_model: expected a model id without spaces")
 	}
 	if e.hasBase {
-		if _, err := endpointProvider(e.baseURL); err != nil {
+		if _, err := EndpointProvider(e.baseURL); err != nil {
 			return nil, apierror.BadRequest("base_url: " + err.Error())
 		}
 		e.baseURL = strings.TrimRight(e.baseURL, "/")
@@ -224,7 +218,7 @@ func readEndpointFields(f *reqbody.Fields) (*endpointFields, *apierror.Error) {
 }
 
 // endpointProvider derives reverse_proxy's address from a base URL.
-func endpointProvider(base string) (*catalog.Provider, error) {
+func EndpointProvider(base string) (*catalog.Provider, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -510,55 +504,4 @@ func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string, p
 		return errors.New("the endpoint's answer is not a chat completion (no choices array)")
 	}
 	return nil
-}
-
-// privateAttempts are the caller's account's enabled private endpoints for
-// modelID, as attempts priced by each endpoint's pricing; catalogModel,
-// when the catalog has the id, lends its context length. Memory only,
-// except for the lookup of an endpoint's host when its cached addresses
-// expired (egress.CacheTTL): an endpoint whose host the customer_egress
-// policy refuses is skipped, and the first refusal returned, for the
-// caller to answer when no other provider serves the request.
-func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, id *gateway.Identity) ([]Attempt, *apierror.Error) {
-	if rt.gw == nil || id == nil || id.Management {
-		return nil, nil
-	}
-	sealer := rt.gw.BYOKSealer()
-	store, err := rt.gw.Store()
-	if sealer == nil || err != nil {
-		return nil, nil
-	}
-	eps := store.EnabledEndpointsFor(id.AccountID, modelID)
-	if len(eps) == 0 {
-		return nil, nil
-	}
-	var refusal *apierror.Error
-	var out []Attempt
-	for _, e := range eps {
-		key, err := e.OpenSecret(sealer)
-		p, perr := endpointProvider(e.BaseURL)
-		if err != nil || perr != nil {
-			rt.log().Error("private endpoint cannot be used; skipping it",
-				zap.String("endpoint", e.ID), zap.Error(errors.Join(err, perr)))
-			continue
-		}
-		if apiErr := pinEgress(rt.gw.EgressPolicy(), p, e.ID); apiErr != nil {
-			rt.log().Warn("private endpoint refused by the egress policy; skipping it",
-				zap.String("endpoint", e.ID), zap.String("error", apiErr.Message))
-			if refusal == nil {
-				refusal = apiErr
-			}
-			continue
-		}
-		p.Name, p.Model, p.APIKey = privateProviderPrefix+e.ID, e.UpstreamModel, key
-		m := &catalog.Model{ID: modelID, Name: e.Name, Providers: []*catalog.Provider{p}}
-		if catalogModel != nil {
-			m.ContextLength, m.MaxCompletionTokens = catalogModel.ContextLength, catalogModel.MaxCompletionTokens
-		}
-		m.Pricing.Prompt, _ = billing.ParsePrice(e.Pricing.Prompt)
-		m.Pricing.Completion, _ = billing.ParsePrice(e.Pricing.Completion)
-		m.Pricing.Request, _ = billing.ParsePrice(e.Pricing.Request)
-		out = append(out, Attempt{Model: m, Provider: p, Key: key})
-	}
-	return out, refusal
 }

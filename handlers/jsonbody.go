@@ -1,4 +1,0 @@
-package handlers
-
-// maxAdminBody bounds administrative request bodies.
-const maxAdminBody = 1 << 20
