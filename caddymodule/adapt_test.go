@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddytest"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -109,10 +109,10 @@ func adaptApps(t *testing.T, caddyfile string) map[string]json.RawMessage {
 func TestGlobalOptionDecodes(t *testing.T) {
 	apps := adaptApps(t, readAdaptCase(t, "testdata/adapt/global_option_full.caddyfiletest").caddyfile)
 	var app App
-	if err := json.Unmarshal(apps[handlers.AppName], &app); err != nil {
+	if err := json.Unmarshal(apps[gateway.AppName], &app); err != nil {
 		t.Fatal(err)
 	}
-	want := handlers.FreeModelLimits{PerMinute: 5, PerDay: 40, PerDayPaid: 900, PaidThreshold: 12_500_000_000}
+	want := gateway.FreeModelLimits{PerMinute: 5, PerDay: 40, PerDayPaid: 900, PaidThreshold: 12_500_000_000}
 	if app.DataDir != "/var/lib/tollgate" || app.BrandName != "acme-gw_2" ||
 		time.Duration(app.GCInterval) != 90*time.Second || app.FreeModel != want {
 		t.Errorf("app = data_dir %q brand %q gc %v free_model %+v", app.DataDir, app.BrandName, time.Duration(app.GCInterval), app.FreeModel)
@@ -126,20 +126,20 @@ func TestAppProvisionDefaults(t *testing.T) {
 		app   *App
 		brand string
 		gc    time.Duration
-		free  handlers.FreeModelLimits
+		free  gateway.FreeModelLimits
 		dir   string
 	}{
 		{
 			name: "defaults", app: &App{DataDir: dir},
 			brand: "service", gc: 5 * time.Minute,
-			free: handlers.FreeModelLimits{PerMinute: 20, PerDay: 50, PerDayPaid: 1000, PaidThreshold: 9 * money.AmountScale},
+			free: gateway.FreeModelLimits{PerMinute: 20, PerDay: 50, PerDayPaid: 1000, PaidThreshold: 9 * money.AmountScale},
 			dir:  dir,
 		},
 		{
 			name: "set", app: &App{DataDir: dir + "/sub/", BrandName: "acme", GCInterval: caddy.Duration(time.Hour),
-				FreeModel: handlers.FreeModelLimits{PerDay: 3, PaidThreshold: 1}},
+				FreeModel: gateway.FreeModelLimits{PerDay: 3, PaidThreshold: 1}},
 			brand: "acme", gc: time.Hour,
-			free: handlers.FreeModelLimits{PerMinute: 20, PerDay: 3, PerDayPaid: 1000, PaidThreshold: 1},
+			free: gateway.FreeModelLimits{PerMinute: 20, PerDay: 3, PerDayPaid: 1000, PaidThreshold: 1},
 			dir:  filepath.Join(dir, "sub"),
 		},
 	}
@@ -196,7 +196,7 @@ func TestAppValidateBrand(t *testing.T) {
 func TestBadBrandAdaptsButFailsValidation(t *testing.T) {
 	apps := adaptApps(t, "{\n\ttollgate {\n\t\tbrand Bad!\n\t}\n}\n\n:8080 {\n\ttollgate\n}\n")
 	var app App
-	if err := json.Unmarshal(apps[handlers.AppName], &app); err != nil {
+	if err := json.Unmarshal(apps[gateway.AppName], &app); err != nil {
 		t.Fatal(err)
 	}
 	if err := app.Provision(caddy.Context{}); err != nil {

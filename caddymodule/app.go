@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -45,7 +46,7 @@ type App struct {
 	// cost of one fsync per commit (shared by concurrent requests).
 	SyncWrites bool `json:"sync_writes,omitempty"`
 	// FreeModel sets the request caps on ":free" models.
-	FreeModel handlers.FreeModelLimits `json:"free_model,omitempty"`
+	FreeModel gateway.FreeModelLimits `json:"free_model,omitempty"`
 	// InFlight configures the in-flight spending budget (SPEC.md 8.2).
 	InFlight *InFlightConfig `json:"in_flight,omitempty"`
 	// ModelsFile is a JSON models list in the public format whose models
@@ -86,7 +87,7 @@ var stores = caddy.NewUsagePool()
 // CaddyModule returns the Caddy module information.
 func (*App) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
-		ID:  handlers.AppName,
+		ID:  gateway.AppName,
 		New: func() caddy.Module { return new(App) },
 	}
 }
@@ -172,7 +173,7 @@ func (a *App) Validate() error {
 // validateFreeModel refuses negative caps, which would refuse every free
 // request, and a negative threshold, which would give every account the
 // paid cap.
-func validateFreeModel(l handlers.FreeModelLimits) error {
+func validateFreeModel(l gateway.FreeModelLimits) error {
 	for _, f := range []struct {
 		name string
 		v    int64
@@ -266,7 +267,7 @@ func (a *App) Store() (*storage.Store, error) {
 }
 
 // FreeModelLimits are the caps on ":free" models.
-func (a *App) FreeModelLimits() handlers.FreeModelLimits { return a.FreeModel }
+func (a *App) FreeModelLimits() gateway.FreeModelLimits { return a.FreeModel }
 
 // Catalog is the operator's model catalog.
 func (a *App) Catalog() *catalog.Catalog { return a.catalog }
@@ -335,7 +336,7 @@ var (
 	_ caddy.Validator       = (*App)(nil)
 	_ caddy.CleanerUpper    = (*App)(nil)
 	_ caddyfile.Unmarshaler = (*App)(nil)
-	_ handlers.Gateway      = (*App)(nil)
+	_ gateway.Gateway       = (*App)(nil)
 )
 
 var _ handlers.WebSearchProvider = (*App)(nil)

@@ -5,7 +5,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 )
 
 // parseGlobalOption makes the tollgate app of the global option (see
@@ -16,7 +16,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 		return nil, err
 	}
 	return httpcaddyfile.App{
-		Name:  handlers.AppName,
+		Name:  gateway.AppName,
 		Value: caddyconfig.JSON(app, nil),
 	}, nil
 }

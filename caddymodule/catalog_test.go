@@ -12,9 +12,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -23,7 +23,7 @@ func adaptApp(t *testing.T, global string) *App {
 	t.Helper()
 	apps := adaptApps(t, "{\n"+global+"\n}\n\n:8080 {\n\ttollgate\n}\n")
 	app := new(App)
-	if err := json.Unmarshal(apps[handlers.AppName], app); err != nil {
+	if err := json.Unmarshal(apps[gateway.AppName], app); err != nil {
 		t.Fatal(err)
 	}
 	return app

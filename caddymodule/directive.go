@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 )
 
 // The placeholders through which the tollgate handler points
@@ -83,7 +84,7 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 	if err != nil {
 		return nil, err
 	}
-	apiPath := caddy.ModuleMap{"path": h.JSON(caddyhttp.MatchPath{handlers.APIPrefix + "/*"})}
+	apiPath := caddy.ModuleMap{"path": h.JSON(caddyhttp.MatchPath{admin.APIPrefix + "/*"})}
 	httpsMatch := caddy.ModuleMap{
 		"path": apiPath["path"],
 		"vars": h.JSON(caddyhttp.VarsMatcher{upstreamScheme: {"https"}}),

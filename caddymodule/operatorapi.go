@@ -15,8 +15,10 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -55,7 +57,7 @@ func (o *OperatorAPI) Provision(caddy.Context) error {
 
 // runningApp is the tollgate app of the config Caddy runs, if any.
 func runningApp() *App {
-	app, err := caddy.ActiveContext().AppIfConfigured(handlers.AppName)
+	app, err := caddy.ActiveContext().AppIfConfigured(gateway.AppName)
 	if err != nil {
 		return nil
 	}
@@ -88,12 +90,12 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 		app = o.running()
 	}
 	if app == nil {
-		handlers.WriteError(w, &handlers.APIError{Status: http.StatusServiceUnavailable, Message: "tollgate app is not running"})
+		apierror.Write(w, &apierror.Error{Status: http.StatusServiceUnavailable, Message: "tollgate app is not running"})
 		return nil
 	}
 	store, err := app.Store()
 	if err != nil {
-		handlers.WriteError(w, &handlers.APIError{Status: http.StatusServiceUnavailable, Message: "tollgate database unavailable: " + err.Error()})
+		apierror.Write(w, &apierror.Error{Status: http.StatusServiceUnavailable, Message: "tollgate database unavailable: " + err.Error()})
 		return nil
 	}
 	log := o.log
@@ -103,7 +105,7 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 	c := &operatorCall{w: w, r: r, store: store, log: log}
 	status, body, apiErr := c.route()
 	if apiErr != nil {
-		handlers.WriteError(w, apiErr)
+		apierror.Write(w, apiErr)
 		return nil
 	}
 	writeOperatorJSON(w, status, body)
@@ -123,17 +125,17 @@ type operatorCall struct {
 // route answers the request from operatorMux: the account and member its
 // path names first (404 when missing), then the handler of its method or
 // 405.
-func (c *operatorCall) route() (int, any, *handlers.APIError) {
+func (c *operatorCall) route() (int, any, *apierror.Error) {
 	var m operatorMatch
 	operatorMux.ServeHTTP(&m, c.r)
 	if m.entry == nil {
-		return 0, nil, handlers.NotFound("no such route: " + c.r.URL.Path)
+		return 0, nil, apierror.NotFound("no such route: " + c.r.URL.Path)
 	}
 	if apiErr := c.load(); apiErr != nil {
 		return 0, nil, apiErr
 	}
 	if m.entry.serve == nil || m.entry.method != c.r.Method {
-		return 0, nil, &handlers.APIError{
+		return 0, nil, &apierror.Error{
 			Status:  http.StatusMethodNotAllowed,
 			Message: fmt.Sprintf("method %s not allowed; use %s", c.r.Method, *m.entry.allow),
 			Header:  http.Header{"Allow": {*m.entry.allow}},
@@ -143,7 +145,7 @@ func (c *operatorCall) route() (int, any, *handlers.APIError) {
 }
 
 // load reads the account ({id}) and member ({member}) the path names.
-func (c *operatorCall) load() *handlers.APIError {
+func (c *operatorCall) load() *apierror.Error {
 	if id := c.r.PathValue("id"); id != "" {
 		acct, ok := c.store.Account(id)
 		if !ok {
@@ -154,14 +156,14 @@ func (c *operatorCall) load() *handlers.APIError {
 	if id := c.r.PathValue("member"); id != "" {
 		m, ok := c.store.Member(c.acct.ID, id)
 		if !ok {
-			return handlers.NotFound("member " + id + " not found")
+			return apierror.NotFound("member " + id + " not found")
 		}
 		c.member = m
 	}
 	return nil
 }
 
-func (c *operatorCall) listAccounts() (int, any, *handlers.APIError) {
+func (c *operatorCall) listAccounts() (int, any, *apierror.Error) {
 	accts := c.store.Accounts()
 	out := make([]operatorAccount, len(accts))
 	for i, a := range accts {
@@ -170,7 +172,7 @@ func (c *operatorCall) listAccounts() (int, any, *handlers.APIError) {
 	return http.StatusOK, dataOf(out), nil
 }
 
-func (c *operatorCall) createAccount() (int, any, *handlers.APIError) {
+func (c *operatorCall) createAccount() (int, any, *apierror.Error) {
 	body, e := c.readBody("name", "type", "billing", "rate_limit_exempt")
 	if e != nil {
 		return 0, nil, e
@@ -184,7 +186,7 @@ func (c *operatorCall) createAccount() (int, any, *handlers.APIError) {
 		return 0, nil, e
 	}
 	if k := storage.AccountKind(kind); k != storage.AccountPersonal && k != storage.AccountOrganization {
-		return 0, nil, handlers.BadRequest(fmt.Sprintf("type: must be %q or %q", storage.AccountPersonal, storage.AccountOrganization))
+		return 0, nil, apierror.BadRequest(fmt.Sprintf("type: must be %q or %q", storage.AccountPersonal, storage.AccountOrganization))
 	}
 	na := storage.NewAccount{Name: name, Kind: storage.AccountKind(kind)}
 	if na.Billing, _, e = billingField(body); e != nil {
@@ -204,7 +206,7 @@ func (c *operatorCall) createAccount() (int, any, *handlers.APIError) {
 	return http.StatusCreated, dataOf(newOperatorAccount(a)), nil
 }
 
-func (c *operatorCall) updateAccount(id string) (int, any, *handlers.APIError) {
+func (c *operatorCall) updateAccount(id string) (int, any, *apierror.Error) {
 	body, e := c.readBody("name", "billing", "rate_limit_exempt")
 	if e != nil {
 		return 0, nil, e
@@ -214,7 +216,7 @@ func (c *operatorCall) updateAccount(id string) (int, any, *handlers.APIError) {
 		return 0, nil, e
 	}
 	if hasName && strings.TrimSpace(name) == "" {
-		return 0, nil, handlers.BadRequest("name: must be a non-empty string")
+		return 0, nil, apierror.BadRequest("name: must be a non-empty string")
 	}
 	billing, hasBilling, e := billingField(body)
 	if e != nil {
@@ -243,7 +245,7 @@ func (c *operatorCall) updateAccount(id string) (int, any, *handlers.APIError) {
 	return http.StatusOK, dataOf(newOperatorAccount(a)), nil
 }
 
-func (c *operatorCall) addCredits(id string) (int, any, *handlers.APIError) {
+func (c *operatorCall) addCredits(id string) (int, any, *apierror.Error) {
 	body, e := c.readBody("amount", "note")
 	if e != nil {
 		return 0, nil, e
@@ -259,10 +261,10 @@ func (c *operatorCall) addCredits(id string) (int, any, *handlers.APIError) {
 	}
 	amount, err := money.ParseAmount(text)
 	if errors.Is(err, money.ErrAmountRange) {
-		return 0, nil, handlers.BadRequest("amount: out of range")
+		return 0, nil, apierror.BadRequest("amount: out of range")
 	}
 	if err != nil || amount <= 0 {
-		return 0, nil, handlers.BadRequest("amount: must be a positive number")
+		return 0, nil, apierror.BadRequest("amount: must be a positive number")
 	}
 	note, _, e := stringField(body, "note")
 	if e != nil {
@@ -282,7 +284,7 @@ func (c *operatorCall) addCredits(id string) (int, any, *handlers.APIError) {
 	}{newOperatorPurchase(p), newOperatorAccount(a)}, nil
 }
 
-func (c *operatorCall) listPurchases(a storage.Account) (int, any, *handlers.APIError) {
+func (c *operatorCall) listPurchases(a storage.Account) (int, any, *apierror.Error) {
 	ps := c.store.Purchases(a.ID)
 	out := make([]operatorPurchase, len(ps))
 	for i, p := range ps {
@@ -295,7 +297,7 @@ func (c *operatorCall) listPurchases(a storage.Account) (int, any, *handlers.API
 	}{out, a.CreditsPurchased, a.Usage}, nil
 }
 
-func (c *operatorCall) createMgmtKey(id string) (int, any, *handlers.APIError) {
+func (c *operatorCall) createMgmtKey(id string) (int, any, *apierror.Error) {
 	body, e := c.readBody("name", "expires_at", "expires_in", "creator_user_id")
 	if e != nil {
 		return 0, nil, e
@@ -317,23 +319,23 @@ func (c *operatorCall) createMgmtKey(id string) (int, any, *handlers.APIError) {
 	now := time.Now()
 	switch {
 	case hasAt && hasIn:
-		return 0, nil, handlers.BadRequest("expires_in: cannot be combined with expires_at")
+		return 0, nil, apierror.BadRequest("expires_in: cannot be combined with expires_at")
 	case hasAt:
 		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
-			return 0, nil, handlers.BadRequest("expires_at: must be an RFC 3339 timestamp such as 2030-01-02T15:04:05Z")
+			return 0, nil, apierror.BadRequest("expires_at: must be an RFC 3339 timestamp such as 2030-01-02T15:04:05Z")
 		}
 		if !t.After(now) {
-			return 0, nil, handlers.BadRequest("expires_at: must be in the future")
+			return 0, nil, apierror.BadRequest("expires_at: must be in the future")
 		}
 		nk.ExpiresAt = &t
 	case hasIn:
 		d, err := time.ParseDuration(in)
 		if err != nil {
-			return 0, nil, handlers.BadRequest(`expires_in: must be a duration such as "720h"`)
+			return 0, nil, apierror.BadRequest(`expires_in: must be a duration such as "720h"`)
 		}
 		if d <= 0 {
-			return 0, nil, handlers.BadRequest("expires_in: must be positive")
+			return 0, nil, apierror.BadRequest("expires_in: must be positive")
 		}
 		t := now.Add(d)
 		nk.ExpiresAt = &t
@@ -345,7 +347,7 @@ func (c *operatorCall) createMgmtKey(id string) (int, any, *handlers.APIError) {
 	}
 	if hasCreator {
 		if creator == "" {
-			return 0, nil, handlers.BadRequest("creator_user_id: must be a non-empty string")
+			return 0, nil, apierror.BadRequest("creator_user_id: must be a non-empty string")
 		}
 		nk.CreatorUserID = &creator
 	}
@@ -365,7 +367,7 @@ func (c *operatorCall) createMgmtKey(id string) (int, any, *handlers.APIError) {
 	}{newOperatorMgmtKey(k, now), secret}, nil
 }
 
-func (c *operatorCall) listMgmtKeys(accountID string) (int, any, *handlers.APIError) {
+func (c *operatorCall) listMgmtKeys(accountID string) (int, any, *apierror.Error) {
 	keys := c.store.ManagementKeys(accountID)
 	now := time.Now()
 	out := make([]operatorMgmtKey, len(keys))
@@ -375,10 +377,10 @@ func (c *operatorCall) listMgmtKeys(accountID string) (int, any, *handlers.APIEr
 	return http.StatusOK, dataOf(out), nil
 }
 
-func (c *operatorCall) revokeMgmtKey(hash string) (int, any, *handlers.APIError) {
+func (c *operatorCall) revokeMgmtKey(hash string) (int, any, *apierror.Error) {
 	if err := c.store.DeleteManagementKey(hash); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			return 0, nil, handlers.NotFound("management key " + hash + " not found")
+			return 0, nil, apierror.NotFound("management key " + hash + " not found")
 		}
 		return 0, nil, c.storeError(err)
 	}
@@ -389,13 +391,13 @@ func (c *operatorCall) revokeMgmtKey(hash string) (int, any, *handlers.APIError)
 // readBody reads the request body as a JSON object whose keys are all among
 // allowed: a misspelled optional field would otherwise be silently ignored.
 // An empty body counts as {}, so that missing fields are named.
-func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIError) {
+func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *apierror.Error) {
 	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, maxOperatorBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return gjson.Result{}, &handlers.APIError{Status: http.StatusRequestEntityTooLarge, Message: "request body too large"}
+			return gjson.Result{}, &apierror.Error{Status: http.StatusRequestEntityTooLarge, Message: "request body too large"}
 		}
-		return gjson.Result{}, handlers.BadRequest("reading request body: " + err.Error())
+		return gjson.Result{}, apierror.BadRequest("reading request body: " + err.Error())
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		b = []byte("{}")
@@ -407,12 +409,12 @@ func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIE
 	}
 	body := gjson.ParseBytes(b)
 	if !body.IsObject() {
-		return gjson.Result{}, handlers.BadRequest("request body must be a JSON object")
+		return gjson.Result{}, apierror.BadRequest("request body must be a JSON object")
 	}
-	var e *handlers.APIError
+	var e *apierror.Error
 	body.ForEach(func(k, _ gjson.Result) bool {
 		if !slices.Contains(allowed, k.Str) {
-			e = handlers.BadRequest(k.Str + ": unknown field")
+			e = apierror.BadRequest(k.Str + ": unknown field")
 		}
 		return e == nil
 	})
@@ -420,63 +422,63 @@ func (c *operatorCall) readBody(allowed ...string) (gjson.Result, *handlers.APIE
 }
 
 // operatorBodyError is the 400 for a body jsoncheck refused.
-func operatorBodyError(err *jsoncheck.Error) *handlers.APIError {
+func operatorBodyError(err *jsoncheck.Error) *apierror.Error {
 	switch {
 	case err.Kind == jsoncheck.TooDeep:
-		return handlers.BadRequest(fmt.Sprintf("request body nests deeper than %d levels", jsoncheck.MaxDepth))
+		return apierror.BadRequest(fmt.Sprintf("request body nests deeper than %d levels", jsoncheck.MaxDepth))
 	case err.Kind == jsoncheck.Syntax:
-		return handlers.BadRequest("request body is not valid JSON")
+		return apierror.BadRequest("request body is not valid JSON")
 	}
-	return handlers.BadRequest(err.Error())
+	return apierror.BadRequest(err.Error())
 }
 
 // storeError maps a store error to a response; unexpected ones are logged
 // and answered with a generic 500.
-func (c *operatorCall) storeError(err error) *handlers.APIError {
+func (c *operatorCall) storeError(err error) *apierror.Error {
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return handlers.NotFound(err.Error())
+		return apierror.NotFound(err.Error())
 	case errors.Is(err, storage.ErrInvalid):
-		return handlers.BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+		return apierror.BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
 	case errors.Is(err, storage.ErrForbidden):
-		return &handlers.APIError{Status: http.StatusForbidden, Message: strings.TrimPrefix(err.Error(), storage.ErrForbidden.Error()+": ")}
+		return &apierror.Error{Status: http.StatusForbidden, Message: strings.TrimPrefix(err.Error(), storage.ErrForbidden.Error()+": ")}
 	case errors.Is(err, storage.ErrConflict):
-		return &handlers.APIError{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": ")}
+		return &apierror.Error{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), storage.ErrConflict.Error()+": ")}
 	}
 	c.log.Error("store operation failed", zap.String("path", c.r.URL.Path), zap.Error(err))
-	return &handlers.APIError{Status: http.StatusInternalServerError, Message: "Internal Server Error"}
+	return &apierror.Error{Status: http.StatusInternalServerError, Message: "Internal Server Error"}
 }
 
 // stringField returns an optional string field; null counts as absent.
-func stringField(body gjson.Result, field string) (string, bool, *handlers.APIError) {
+func stringField(body gjson.Result, field string) (string, bool, *apierror.Error) {
 	v := body.Get(field)
 	switch v.Type {
 	case gjson.Null:
 		return "", false, nil
 	case gjson.String:
-		if e := handlers.CheckTextField(field, v); e != nil {
+		if e := reqbody.CheckTextField(field, v); e != nil {
 			return "", false, e
 		}
 		return v.Str, true, nil
 	}
-	return "", false, handlers.BadRequest(field + ": must be a string")
+	return "", false, apierror.BadRequest(field + ": must be a string")
 }
 
 // requiredString returns a field that must be a string with more than
 // white space.
-func requiredString(body gjson.Result, field string) (string, *handlers.APIError) {
+func requiredString(body gjson.Result, field string) (string, *apierror.Error) {
 	v, ok, e := stringField(body, field)
 	if e != nil {
 		return "", e
 	}
 	if !ok || strings.TrimSpace(v) == "" {
-		return "", handlers.BadRequest(field + ": must be a non-empty string")
+		return "", apierror.BadRequest(field + ": must be a non-empty string")
 	}
 	return v, nil
 }
 
 // boolField returns an optional boolean field; null counts as absent.
-func boolField(body gjson.Result, field string) (bool, bool, *handlers.APIError) {
+func boolField(body gjson.Result, field string) (bool, bool, *apierror.Error) {
 	v := body.Get(field)
 	switch v.Type {
 	case gjson.Null:
@@ -484,25 +486,25 @@ func boolField(body gjson.Result, field string) (bool, bool, *handlers.APIError)
 	case gjson.True, gjson.False:
 		return v.Bool(), true, nil
 	}
-	return false, false, handlers.BadRequest(field + ": must be a boolean")
+	return false, false, apierror.BadRequest(field + ": must be a boolean")
 }
 
 // billingField returns the optional billing field.
-func billingField(body gjson.Result) (storage.Billing, bool, *handlers.APIError) {
+func billingField(body gjson.Result) (storage.Billing, bool, *apierror.Error) {
 	s, ok, e := stringField(body, "billing")
 	if e != nil || !ok {
 		return "", false, e
 	}
 	b, valid := storage.ParseBilling(s)
 	if !valid {
-		return "", false, handlers.BadRequest(fmt.Sprintf("billing: must be one of %q, %q, %q or %q",
+		return "", false, apierror.BadRequest(fmt.Sprintf("billing: must be one of %q, %q, %q or %q",
 			storage.BillingPrepaid, storage.BillingEnterprise, storage.BillingSubscription, storage.BillingInvoiced))
 	}
 	return b, true, nil
 }
 
-func accountNotFound(id string) *handlers.APIError {
-	return handlers.NotFound("account " + id + " not found")
+func accountNotFound(id string) *apierror.Error {
+	return apierror.NotFound("account " + id + " not found")
 }
 
 // dataOf wraps a response in the {"data": ...} envelope.
@@ -516,7 +518,7 @@ func writeOperatorJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	if err := enc.Encode(v); err != nil {
-		handlers.WriteError(w, &handlers.APIError{Status: http.StatusInternalServerError, Message: "Internal Server Error"})
+		apierror.Write(w, &apierror.Error{Status: http.StatusInternalServerError, Message: "Internal Server Error"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

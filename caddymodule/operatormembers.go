@@ -6,7 +6,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -36,7 +37,7 @@ func newOperatorMember(m storage.Member) operatorMember {
 		LastName: m.LastName, Role: string(m.Role), Active: m.Active, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
-func (c *operatorCall) listMembers() (int, any, *handlers.APIError) {
+func (c *operatorCall) listMembers() (int, any, *apierror.Error) {
 	ms := c.store.Members(c.acct.ID)
 	out := make([]operatorMember, len(ms))
 	for i, m := range ms {
@@ -45,7 +46,7 @@ func (c *operatorCall) listMembers() (int, any, *handlers.APIError) {
 	return http.StatusOK, dataOf(out), nil
 }
 
-func (c *operatorCall) deactivateMember() (int, any, *handlers.APIError) {
+func (c *operatorCall) deactivateMember() (int, any, *apierror.Error) {
 	d, err := c.store.DeactivateMember(c.member.AccountID, c.member.ID)
 	if err != nil {
 		return 0, nil, c.storeError(err)
@@ -54,7 +55,7 @@ func (c *operatorCall) deactivateMember() (int, any, *handlers.APIError) {
 }
 
 // nullableString reads a string-or-null field: present, and nil for null.
-func nullableString(body gjson.Result, field string) (*string, bool, *handlers.APIError) {
+func nullableString(body gjson.Result, field string) (*string, bool, *apierror.Error) {
 	v := body.Get(field)
 	switch v.Type {
 	case gjson.Null:
@@ -63,28 +64,28 @@ func nullableString(body gjson.Result, field string) (*string, bool, *handlers.A
 		}
 		return nil, false, nil
 	case gjson.String:
-		if e := handlers.CheckTextField(field, v); e != nil {
+		if e := reqbody.CheckTextField(field, v); e != nil {
 			return nil, false, e
 		}
 		s := v.Str
 		return &s, true, nil
 	}
-	return nil, false, handlers.BadRequest(field + ": must be a string or null")
+	return nil, false, apierror.BadRequest(field + ": must be a string or null")
 }
 
-func roleField(body gjson.Result) (*storage.MemberRole, *handlers.APIError) {
+func roleField(body gjson.Result) (*storage.MemberRole, *apierror.Error) {
 	s, ok, e := stringField(body, "role")
 	if e != nil || !ok {
 		return nil, e
 	}
 	r, valid := storage.ParseMemberRole(s)
 	if !valid {
-		return nil, handlers.BadRequest("role: must be admin or member")
+		return nil, apierror.BadRequest("role: must be admin or member")
 	}
 	return &r, nil
 }
 
-func (c *operatorCall) createMember(accountID string) (int, any, *handlers.APIError) {
+func (c *operatorCall) createMember(accountID string) (int, any, *apierror.Error) {
 	body, e := c.readBody("email", "role", "first_name", "last_name")
 	if e != nil {
 		return 0, nil, e
@@ -94,7 +95,7 @@ func (c *operatorCall) createMember(accountID string) (int, any, *handlers.APIEr
 		return 0, nil, e
 	}
 	if !ok {
-		return 0, nil, handlers.BadRequest("email: required")
+		return 0, nil, apierror.BadRequest("email: required")
 	}
 	n := storage.NewMember{AccountID: accountID, Email: email}
 	role, e := roleField(body)
@@ -117,7 +118,7 @@ func (c *operatorCall) createMember(accountID string) (int, any, *handlers.APIEr
 	return http.StatusCreated, dataOf(newOperatorMember(m)), nil
 }
 
-func (c *operatorCall) updateMember(m storage.Member) (int, any, *handlers.APIError) {
+func (c *operatorCall) updateMember(m storage.Member) (int, any, *apierror.Error) {
 	body, e := c.readBody("email", "role", "first_name", "last_name", "active")
 	if e != nil {
 		return 0, nil, e

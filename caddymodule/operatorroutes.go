@@ -5,11 +5,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // operatorFunc answers a request with a status and a body to encode.
-type operatorFunc func(c *operatorCall) (int, any, *handlers.APIError)
+type operatorFunc func(c *operatorCall) (int, any, *apierror.Error)
 
 // operatorRoute is one route of the operator API: an http.ServeMux
 // pattern and its handler. A path value named id is an account, and one
@@ -23,26 +23,26 @@ type operatorRoute struct {
 var operatorRoutes = []operatorRoute{
 	{"GET /tollgate/accounts", (*operatorCall).listAccounts},
 	{"POST /tollgate/accounts", (*operatorCall).createAccount},
-	{"GET /tollgate/accounts/{id}", func(c *operatorCall) (int, any, *handlers.APIError) {
+	{"GET /tollgate/accounts/{id}", func(c *operatorCall) (int, any, *apierror.Error) {
 		return http.StatusOK, dataOf(newOperatorAccount(c.acct)), nil
 	}},
-	{"PATCH /tollgate/accounts/{id}", func(c *operatorCall) (int, any, *handlers.APIError) { return c.updateAccount(c.acct.ID) }},
-	{"GET /tollgate/accounts/{id}/credits", func(c *operatorCall) (int, any, *handlers.APIError) { return c.listPurchases(c.acct) }},
-	{"POST /tollgate/accounts/{id}/credits", func(c *operatorCall) (int, any, *handlers.APIError) { return c.addCredits(c.acct.ID) }},
-	{"GET /tollgate/accounts/{id}/management-keys", func(c *operatorCall) (int, any, *handlers.APIError) { return c.listMgmtKeys(c.acct.ID) }},
-	{"POST /tollgate/accounts/{id}/management-keys", func(c *operatorCall) (int, any, *handlers.APIError) { return c.createMgmtKey(c.acct.ID) }},
+	{"PATCH /tollgate/accounts/{id}", func(c *operatorCall) (int, any, *apierror.Error) { return c.updateAccount(c.acct.ID) }},
+	{"GET /tollgate/accounts/{id}/credits", func(c *operatorCall) (int, any, *apierror.Error) { return c.listPurchases(c.acct) }},
+	{"POST /tollgate/accounts/{id}/credits", func(c *operatorCall) (int, any, *apierror.Error) { return c.addCredits(c.acct.ID) }},
+	{"GET /tollgate/accounts/{id}/management-keys", func(c *operatorCall) (int, any, *apierror.Error) { return c.listMgmtKeys(c.acct.ID) }},
+	{"POST /tollgate/accounts/{id}/management-keys", func(c *operatorCall) (int, any, *apierror.Error) { return c.createMgmtKey(c.acct.ID) }},
 	{"GET /tollgate/accounts/{id}/scim-token", (*operatorCall).showSCIMToken},
 	{"POST /tollgate/accounts/{id}/scim-token", (*operatorCall).rotateSCIMToken},
 	{"DELETE /tollgate/accounts/{id}/scim-token", (*operatorCall).revokeSCIMToken},
 	{"GET /tollgate/accounts/{id}/members", (*operatorCall).listMembers},
-	{"POST /tollgate/accounts/{id}/members", func(c *operatorCall) (int, any, *handlers.APIError) { return c.createMember(c.acct.ID) }},
-	{"GET /tollgate/accounts/{id}/members/{member}", func(c *operatorCall) (int, any, *handlers.APIError) {
+	{"POST /tollgate/accounts/{id}/members", func(c *operatorCall) (int, any, *apierror.Error) { return c.createMember(c.acct.ID) }},
+	{"GET /tollgate/accounts/{id}/members/{member}", func(c *operatorCall) (int, any, *apierror.Error) {
 		return http.StatusOK, dataOf(newOperatorMember(c.member)), nil
 	}},
-	{"PATCH /tollgate/accounts/{id}/members/{member}", func(c *operatorCall) (int, any, *handlers.APIError) { return c.updateMember(c.member) }},
+	{"PATCH /tollgate/accounts/{id}/members/{member}", func(c *operatorCall) (int, any, *apierror.Error) { return c.updateMember(c.member) }},
 	{"DELETE /tollgate/accounts/{id}/members/{member}", (*operatorCall).deactivateMember},
-	{"GET /tollgate/management-keys", func(c *operatorCall) (int, any, *handlers.APIError) { return c.listMgmtKeys("") }},
-	{"DELETE /tollgate/management-keys/{hash}", func(c *operatorCall) (int, any, *handlers.APIError) {
+	{"GET /tollgate/management-keys", func(c *operatorCall) (int, any, *apierror.Error) { return c.listMgmtKeys("") }},
+	{"DELETE /tollgate/management-keys/{hash}", func(c *operatorCall) (int, any, *apierror.Error) {
 		return c.revokeMgmtKey(c.r.PathValue("hash"))
 	}},
 }

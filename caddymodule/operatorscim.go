@@ -7,7 +7,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 )
 
@@ -31,7 +31,7 @@ func newOperatorSCIMToken(t scim.Token) operatorSCIMToken {
 	return operatorSCIMToken{AccountID: t.AccountID, Label: t.Label, CreatedAt: t.CreatedAt}
 }
 
-func (c *operatorCall) rotateSCIMToken() (int, any, *handlers.APIError) {
+func (c *operatorCall) rotateSCIMToken() (int, any, *apierror.Error) {
 	secret, t, err := scim.StoreOf(c.store).RotateToken(c.acct.ID)
 	if err != nil {
 		return 0, nil, c.storeError(err)
@@ -40,15 +40,15 @@ func (c *operatorCall) rotateSCIMToken() (int, any, *handlers.APIError) {
 		"scim_base_path": scim.Prefix}, nil
 }
 
-func (c *operatorCall) showSCIMToken() (int, any, *handlers.APIError) {
+func (c *operatorCall) showSCIMToken() (int, any, *apierror.Error) {
 	t, ok := scim.StoreOf(c.store).TokenInfo(c.acct.ID)
 	if !ok {
-		return 0, nil, handlers.NotFound("account " + c.acct.ID + " has no SCIM token")
+		return 0, nil, apierror.NotFound("account " + c.acct.ID + " has no SCIM token")
 	}
 	return http.StatusOK, dataOf(newOperatorSCIMToken(t)), nil
 }
 
-func (c *operatorCall) revokeSCIMToken() (int, any, *handlers.APIError) {
+func (c *operatorCall) revokeSCIMToken() (int, any, *apierror.Error) {
 	if err := scim.StoreOf(c.store).RevokeToken(c.acct.ID); err != nil {
 		return 0, nil, c.storeError(err)
 	}

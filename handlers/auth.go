@@ -10,6 +10,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -38,18 +41,10 @@ type Auth struct {
 	PerIP  *RateCeiling `json:"per_ip,omitempty"`
 	PerKey *RateCeiling `json:"per_key,omitempty"`
 
-	gw     Gateway
+	gw     gateway.Gateway
 	logger *zap.Logger
 	byIP   *ceilings
 	byKey  *ceilings
-}
-
-// Identity is the authenticated caller of a request.
-type Identity struct {
-	storage.Principal
-	// Account is the store's snapshot of the caller's account as of
-	// authentication; it must not be modified.
-	Account *storage.Account
 }
 
 // Messages of the 401 and 403 answers.
@@ -65,9 +60,9 @@ const (
 // authenticate identifies the caller of a route under /api/v1 into st, or
 // refuses: 404 for a path the gateway does not serve (it never reaches a
 // provider), 401, 403, and the abuse ceilings' 429.
-func (a *Auth) authenticate(r *http.Request, st *requestState) *APIError {
-	if st.kind == routeUnknown {
-		return NotFound("Not found: " + r.Method + " " + r.URL.Path)
+func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
+	if st.kind == admin.RouteUnknown {
+		return apierror.NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
 	if a.byIP != nil {
 		ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
@@ -77,11 +72,11 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *APIError {
 	}
 	secret, present := bearer(r)
 	if !present {
-		if st.kind == routePublic {
+		if st.kind == admin.RoutePublic {
 			r.Header.Del("Authorization") // a malformed header must not reach the provider either
 			return nil
 		}
-		return newError(http.StatusUnauthorized, msgMissingAuth)
+		return apierror.New(http.StatusUnauthorized, msgMissingAuth)
 	}
 	id, apiErr := a.identify(secret, st.kind)
 	if apiErr != nil {
@@ -99,57 +94,57 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *APIError {
 }
 
 // identify resolves the key and checks that it may call a route of kind.
-func (a *Auth) identify(secret string, kind routeKind) (*Identity, *APIError) {
+func (a *Auth) identify(secret string, kind admin.RouteKind) (*gateway.Identity, *apierror.Error) {
 	store, err := a.gw.Store()
 	if err != nil {
 		a.logger.Error("store unavailable", zap.Error(err))
-		return nil, newError(http.StatusInternalServerError, "Internal Server Error")
+		return nil, apierror.New(http.StatusInternalServerError, "Internal Server Error")
 	}
 	p, err := store.Authenticate(secret)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, newError(http.StatusUnauthorized, msgInvalidKey)
+		return nil, apierror.New(http.StatusUnauthorized, msgInvalidKey)
 	}
 	if err != nil {
-		return nil, newError(http.StatusInternalServerError, "Internal Server Error")
+		return nil, apierror.New(http.StatusInternalServerError, "Internal Server Error")
 	}
 	acct, ok := store.AccountSnapshot(p.AccountID)
 	if !ok {
-		return nil, newError(http.StatusUnauthorized, msgInvalidKey)
+		return nil, apierror.New(http.StatusUnauthorized, msgInvalidKey)
 	}
 	t := now()
 	if p.Management {
 		if p.MgmtKey.Expired(t) {
-			return nil, newError(http.StatusUnauthorized, msgExpiredKey)
+			return nil, apierror.New(http.StatusUnauthorized, msgExpiredKey)
 		}
-		if kind == routeInference {
-			return nil, newError(http.StatusForbidden, msgNoInference)
+		if kind == admin.RouteInference {
+			return nil, apierror.New(http.StatusForbidden, msgNoInference)
 		}
 	} else {
 		if p.Key.Disabled {
-			return nil, newError(http.StatusUnauthorized, msgDisabledKey)
+			return nil, apierror.New(http.StatusUnauthorized, msgDisabledKey)
 		}
 		if p.Key.Expired(t) {
-			return nil, newError(http.StatusUnauthorized, msgExpiredKey)
+			return nil, apierror.New(http.StatusUnauthorized, msgExpiredKey)
 		}
-		if kind == routeManagement {
-			return nil, newError(http.StatusForbidden, msgManagementOnly)
+		if kind == admin.RouteManagement {
+			return nil, apierror.New(http.StatusForbidden, msgManagementOnly)
 		}
 	}
-	return &Identity{Principal: p, Account: acct}, nil
+	return &gateway.Identity{Principal: p, Account: acct}, nil
 }
 
 // ceiling takes a token from the named bucket or answers 429.
-func (a *Auth) ceiling(c *ceilings, name, scope string) *APIError {
+func (a *Auth) ceiling(c *ceilings, name, scope string) *apierror.Error {
 	t := now()
 	ok, next := c.allow(name, t)
 	if ok {
 		return nil
 	}
-	return rateLimitError(&RateLimited{Limit: int64(c.burst), Reset: next, Scope: "abuse_" + scope}, t)
+	return rateLimitError(&gateway.RateLimited{Limit: int64(c.burst), Reset: next, Scope: "abuse_" + scope}, t)
 }
 
 // annotate exposes the identity to logs and later handlers as placeholders.
-func (a *Auth) annotate(r *http.Request, id *Identity) {
+func (a *Auth) annotate(r *http.Request, id *gateway.Identity) {
 	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if !ok {
 		return

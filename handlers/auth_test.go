@@ -8,67 +8,68 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 func TestClassifyRoute(t *testing.T) {
 	tests := []struct {
 		path string
-		kind routeKind
+		kind admin.RouteKind
 		sub  string
 		ok   bool
 	}{
-		{"/", routeUnknown, "", false},
-		{"/health", routeUnknown, "", false},
-		{"/api", routeUnknown, "", false},
-		{"/api/v10/keys", routeUnknown, "", false},
-		{"/api/v1keys", routeUnknown, "", false},
-		{"/v1/chat/completions", routeUnknown, "", false},
-		{"/api/v1", routeUnknown, "", true},
-		{"/api/v1/", routeUnknown, "", true},
-		{"/api/v1/unknown", routeUnknown, "/unknown", true},
-		{"/api/v1/chat", routeUnknown, "/chat", true},
-		{"/api/v1/keyz", routeUnknown, "/keyz", true},
+		{"/", admin.RouteUnknown, "", false},
+		{"/health", admin.RouteUnknown, "", false},
+		{"/api", admin.RouteUnknown, "", false},
+		{"/api/v10/keys", admin.RouteUnknown, "", false},
+		{"/api/v1keys", admin.RouteUnknown, "", false},
+		{"/v1/chat/completions", admin.RouteUnknown, "", false},
+		{"/api/v1", admin.RouteUnknown, "", true},
+		{"/api/v1/", admin.RouteUnknown, "", true},
+		{"/api/v1/unknown", admin.RouteUnknown, "/unknown", true},
+		{"/api/v1/chat", admin.RouteUnknown, "/chat", true},
+		{"/api/v1/keyz", admin.RouteUnknown, "/keyz", true},
 
-		{"/api/v1/key", routeAnyKey, "/key", true},
-		{"/api/v1/key/", routeAnyKey, "/key", true},
+		{"/api/v1/key", admin.RouteAnyKey, "/key", true},
+		{"/api/v1/key/", admin.RouteAnyKey, "/key", true},
 
-		{"/api/v1/chat/completions", routeInference, "/chat/completions", true},
-		{"/api/v1/chat/completions/", routeInference, "/chat/completions", true},
-		{"/api/v1/completions", routeInference, "/completions", true},
-		{"/api/v1/responses", routeInference, "/responses", true},
-		{"/api/v1/responses/resp_1", routeInference, "/responses/resp_1", true},
-		{"/api/v1/embeddings", routeInference, "/embeddings", true},
-		{"/api/v1/messages", routeInference, "/messages", true},
-		{"/api/v1/models/user", routeInference, "/models/user", true},
-		{"/api/v1/generation", routeAnyKey, "/generation", true},
+		{"/api/v1/chat/completions", admin.RouteInference, "/chat/completions", true},
+		{"/api/v1/chat/completions/", admin.RouteInference, "/chat/completions", true},
+		{"/api/v1/completions", admin.RouteInference, "/completions", true},
+		{"/api/v1/responses", admin.RouteInference, "/responses", true},
+		{"/api/v1/responses/resp_1", admin.RouteInference, "/responses/resp_1", true},
+		{"/api/v1/embeddings", admin.RouteInference, "/embeddings", true},
+		{"/api/v1/messages", admin.RouteInference, "/messages", true},
+		{"/api/v1/models/user", admin.RouteInference, "/models/user", true},
+		{"/api/v1/generation", admin.RouteAnyKey, "/generation", true},
 
-		{"/api/v1/models", routePublic, "/models", true},
-		{"/api/v1/models/", routePublic, "/models", true},
-		{"/api/v1/models/openai/gpt-4o/endpoints", routePublic, "/models/openai/gpt-4o/endpoints", true},
-		{"/api/v1/models/count", routePublic, "/models/count", true},
+		{"/api/v1/models", admin.RoutePublic, "/models", true},
+		{"/api/v1/models/", admin.RoutePublic, "/models", true},
+		{"/api/v1/models/openai/gpt-4o/endpoints", admin.RoutePublic, "/models/openai/gpt-4o/endpoints", true},
+		{"/api/v1/models/count", admin.RoutePublic, "/models/count", true},
 
-		{"/api/v1/keys", routeManagement, "/keys", true},
-		{"/api/v1/keys/", routeManagement, "/keys", true},
-		{"/api/v1/keys/abc", routeManagement, "/keys/abc", true},
-		{"/api/v1/activity", routeManagement, "/activity", true},
-		{"/api/v1/analytics/query", routeManagement, "/analytics/query", true},
-		{"/api/v1/byok/1", routeManagement, "/byok/1", true},
-		{"/api/v1/credits", routeManagement, "/credits", true},
-		{"/api/v1/end-users/u1", routeManagement, "/end-users/u1", true},
-		{"/api/v1/generation/feedback", routeManagement, "/generation/feedback", true},
-		{"/api/v1/guardrails/g1/assignments/keys/remove", routeManagement, "/guardrails/g1/assignments/keys/remove", true},
-		{"/api/v1/observability/destinations", routeManagement, "/observability/destinations", true},
-		{"/api/v1/organization/settings", routeManagement, "/organization/settings", true},
-		{"/api/v1/organization/members", routeManagement, "/organization/members", true},
-		{"/api/v1/private-endpoints/p1/activate", routeManagement, "/private-endpoints/p1/activate", true},
-		{"/api/v1/scim/sync-jobs/1", routeManagement, "/scim/sync-jobs/1", true},
-		{"/api/v1/workspaces/w/budgets/daily", routeManagement, "/workspaces/w/budgets/daily", true},
+		{"/api/v1/keys", admin.RouteManagement, "/keys", true},
+		{"/api/v1/keys/", admin.RouteManagement, "/keys", true},
+		{"/api/v1/keys/abc", admin.RouteManagement, "/keys/abc", true},
+		{"/api/v1/activity", admin.RouteManagement, "/activity", true},
+		{"/api/v1/analytics/query", admin.RouteManagement, "/analytics/query", true},
+		{"/api/v1/byok/1", admin.RouteManagement, "/byok/1", true},
+		{"/api/v1/credits", admin.RouteManagement, "/credits", true},
+		{"/api/v1/end-users/u1", admin.RouteManagement, "/end-users/u1", true},
+		{"/api/v1/generation/feedback", admin.RouteManagement, "/generation/feedback", true},
+		{"/api/v1/guardrails/g1/assignments/keys/remove", admin.RouteManagement, "/guardrails/g1/assignments/keys/remove", true},
+		{"/api/v1/observability/destinations", admin.RouteManagement, "/observability/destinations", true},
+		{"/api/v1/organization/settings", admin.RouteManagement, "/organization/settings", true},
+		{"/api/v1/organization/members", admin.RouteManagement, "/organization/members", true},
+		{"/api/v1/private-endpoints/p1/activate", admin.RouteManagement, "/private-endpoints/p1/activate", true},
+		{"/api/v1/scim/sync-jobs/1", admin.RouteManagement, "/scim/sync-jobs/1", true},
+		{"/api/v1/workspaces/w/budgets/daily", admin.RouteManagement, "/workspaces/w/budgets/daily", true},
 	}
 	for _, tt := range tests {
-		kind, sub, ok := classifyRoute(tt.path)
+		kind, sub, ok := admin.ClassifyRoute(tt.path)
 		if kind != tt.kind || sub != tt.sub || ok != tt.ok {
-			t.Errorf("classifyRoute(%q) = %d, %q, %v; want %d, %q, %v", tt.path, kind, sub, ok, tt.kind, tt.sub, tt.ok)
+			t.Errorf("admin.ClassifyRoute(%q) = %d, %q, %v; want %d, %q, %v", tt.path, kind, sub, ok, tt.kind, tt.sub, tt.ok)
 		}
 	}
 }
@@ -419,7 +420,7 @@ func TestAuthWithoutReplacer(t *testing.T) {
 
 func TestAdminWithoutAuth(t *testing.T) {
 	gw := newFakeGateway(t)
-	a := &Admin{gw: gw, logger: zap.NewNop()}
+	a := adminStage{admin.New(gw, zap.NewNop(), nil)}
 	r, repl := newRequest("GET", "/api/v1/keys", "")
 	next := newChain(t).upstream(t)
 	res := serve(t, handlerOf(a, next), r, repl)

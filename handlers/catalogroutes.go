@@ -7,6 +7,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 )
 
@@ -23,21 +25,21 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *reque
 	case get && sub == "/models/user":
 		return rt.serveModels(w, r, st.id, true)
 	case get && sub == "/models/count":
-		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(rt.catalog().Models())}})
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(rt.catalog().Models())}})
 	case get && sub == "/providers":
-		writeJSON(w, http.StatusOK, map[string]any{"data": providerList(rt.catalog())})
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": providerList(rt.catalog())})
 	case get && isEndpoints:
 		m, ok := rt.catalog().Lookup(author + "/" + slug)
 		if !ok {
-			return fail(r, NotFound("Model not found: "+author+"/"+slug))
+			return apierror.Fail(r, apierror.NotFound("Model not found: "+author+"/"+slug))
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"data": endpointList(m)})
-	case kind == routeInference && isGroupPath(sub, routeInference):
-		e := newError(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": endpointList(m)})
+	case kind == admin.RouteInference && admin.IsGroupPath(sub, admin.RouteInference):
+		e := apierror.New(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
 		e.Header = http.Header{"Allow": {http.MethodPost}}
-		return fail(r, e)
+		return apierror.Fail(r, e)
 	default:
-		return fail(r, NotFound("Not found: "+r.Method+" "+r.URL.Path))
+		return apierror.Fail(r, apierror.NotFound("Not found: "+r.Method+" "+r.URL.Path))
 	}
 	return nil
 }
@@ -54,17 +56,6 @@ func endpointsPath(sub string) (author, slug string, ok bool) {
 	}
 	author, slug, ok = strings.Cut(rest, "/")
 	return author, slug, ok && author != "" && slug != "" && !strings.Contains(slug, "/")
-}
-
-// isGroupPath reports whether sub is the path of a group of the route
-// table of kind (an inference endpoint such as /chat/completions).
-func isGroupPath(sub string, kind routeKind) bool {
-	for _, g := range routes.groups {
-		if g.path == sub {
-			return g.kind == kind
-		}
-	}
-	return false
 }
 
 // providerInfo is one entry of GET /providers. The catalog knows providers

@@ -27,8 +27,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -38,16 +41,18 @@ import (
 // nil Gateway keeps it compiling when the interface grows; a benchmark that
 // reaches a method not defined here panics, naming it.
 type benchGateway struct {
-	Gateway
+	gateway.Gateway
 	store   *storage.Store
 	catalog *catalog.Catalog
 }
 
-func (g *benchGateway) Store() (*storage.Store, error)   { return g.store, nil }
-func (g *benchGateway) Brand() string                    { return "service" }
-func (g *benchGateway) FreeModelLimits() FreeModelLimits { return FreeModelLimits{}.WithDefaults() }
-func (g *benchGateway) Catalog() *catalog.Catalog        { return g.catalog }
-func (g *benchGateway) BYOKSealer() *storage.Sealer      { return nil } // no BYOK configured
+func (g *benchGateway) Store() (*storage.Store, error) { return g.store, nil }
+func (g *benchGateway) Brand() string                  { return "service" }
+func (g *benchGateway) FreeModelLimits() gateway.FreeModelLimits {
+	return gateway.FreeModelLimits{}.WithDefaults()
+}
+func (g *benchGateway) Catalog() *catalog.Catalog   { return g.catalog }
+func (g *benchGateway) BYOKSealer() *storage.Sealer { return nil } // no BYOK configured
 
 // InFlightPolicy is the tollgate app's default policy.
 func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {
@@ -60,7 +65,7 @@ func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {
 	}
 }
 
-var _ Gateway = (*benchGateway)(nil)
+var _ gateway.Gateway = (*benchGateway)(nil)
 
 // benchChatBody is a typical small chat completion request.
 const benchChatBody = `{"model":"bench-model","messages":[{"role":"system","content":"You are a helpful assistant."},` +
@@ -276,7 +281,7 @@ func BenchmarkAuth(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		st := requestState{kind: routeInference, sub: "/chat/completions"}
+		st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
 		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 			b.Fatal(apiErr)
 		}
@@ -293,7 +298,7 @@ func BenchmarkAuthParallel(b *testing.B) {
 		r := newBenchRequest(benchChatBody, s.secret)
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			st := requestState{kind: routeInference, sub: "/chat/completions"}
+			st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
 			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 				b.Error(apiErr)
 				return
@@ -315,8 +320,8 @@ func BenchmarkRouter(b *testing.B) {
 	for b.Loop() {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
-		st := requestState{kind: routeInference, sub: "/chat/completions"}
-		body, apiErr := readBody(w, r, s.router.MaxBodyBytes)
+		st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
+		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
 			apiErr = s.router.plan(r, &st, body)
 		}

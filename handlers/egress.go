@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 )
 
@@ -24,43 +25,26 @@ import (
 // when its cached addresses expired (egress.CacheTTL).
 var resolveTimeout = 5 * time.Second
 
-// checkEgressURL is the store-time check of a customer URL; field names
-// it in the 400.
-func checkEgressURL(ctx context.Context, gw Gateway, field, raw string) *APIError {
-	if err := gw.EgressPolicy().Check(ctx, raw); err != nil {
-		return BadRequest(field + ": " + err.Error())
-	}
-	return nil
-}
-
 // pinEgress resolves the provider's host under the policy and points its
 // dial address at the checked IP (Host and the TLS server name stay the
 // URL's host). A refusal is a 403 naming the policy; a name that does not
 // resolve, a 502.
-func pinEgress(pol *egress.Policy, p *catalog.Provider, endpointID string) *APIError {
+func pinEgress(pol *egress.Policy, p *catalog.Provider, endpointID string) *apierror.Error {
 	host, port, err := net.SplitHostPort(p.Dial)
 	if err != nil {
-		return newError(http.StatusBadGateway, "Private endpoint "+endpointID+" has an invalid address")
+		return apierror.New(http.StatusBadGateway, "Private endpoint "+endpointID+" has an invalid address")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
 	ip, err := pol.Resolve(ctx, host)
 	switch {
 	case errors.Is(err, egress.ErrRefused):
-		return newError(http.StatusForbidden, "Private endpoint "+endpointID+" is "+err.Error())
+		return apierror.New(http.StatusForbidden, "Private endpoint "+endpointID+" is "+err.Error())
 	case err != nil:
-		return newError(http.StatusBadGateway, "Private endpoint "+endpointID+" is unreachable: "+err.Error())
+		return apierror.New(http.StatusBadGateway, "Private endpoint "+endpointID+" is unreachable: "+err.Error())
 	}
 	p.Dial = net.JoinHostPort(ip.String(), port)
 	return nil
-}
-
-// egressClient is an HTTP client for one probe of a customer URL.
-func egressClient(pol *egress.Policy) *http.Client {
-	return &http.Client{
-		Transport:     egress.Transport(func() *egress.Policy { return pol }),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }
 
 // serverName is the TLS server name of a Host header value.

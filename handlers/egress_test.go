@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -39,7 +40,7 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	}
 	add("acme/local", "https://localhost:8443/v1")
 	meta := add("acme/meta", "http://169.254.169.254/v1")
-	id := &Identity{Principal: storage.Principal{AccountID: acct.ID}}
+	id := &gateway.Identity{Principal: storage.Principal{AccountID: acct.ID}}
 
 	atts, refusal := rt.privateAttempts("acme/local", nil, id)
 	if refusal != nil || len(atts) != 1 {

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
 // FuzzRequestValidators runs hostile bodies through the inference and
@@ -40,13 +41,13 @@ func FuzzRequestValidators(f *testing.F) {
 				checkAccepted(t, b, fl)
 			}
 		}
-		if fl, apiErr := parseText(b); apiErr == nil {
+		if fl, apiErr := reqbody.ParseText(b); apiErr == nil {
 			checkAccepted(t, b, fl)
 			if len(b) > 0 && jsoncheck.CheckText(b, nil) != nil {
-				t.Fatalf("parseText accepted %q", b)
+				t.Fatalf("ParseText accepted %q", b)
 			}
 			for _, name := range []string{"name", "description", "user", "key"} {
-				if s, ok := fl.String(name); ok && CheckTextField(name, gjson.Result{Type: gjson.String, Str: s, Raw: `""`}) != nil {
+				if s, ok := fl.String(name); ok && reqbody.CheckTextField(name, gjson.Result{Type: gjson.String, Str: s, Raw: `""`}) != nil {
 					t.Fatalf("%s %q passed String but not its bound", name, s)
 				}
 			}
@@ -54,7 +55,7 @@ func FuzzRequestValidators(f *testing.F) {
 	})
 }
 
-func checkAccepted(t *testing.T, b []byte, fl *fields) {
+func checkAccepted(t *testing.T, b []byte, fl *reqbody.Fields) {
 	t.Helper()
 	if len(b) == 0 {
 		return
@@ -65,7 +66,7 @@ func checkAccepted(t *testing.T, b []byte, fl *fields) {
 	// Every top-level field reads as gjson reads it (no repeats, so the
 	// first match is the only one).
 	gjson.ParseBytes(b).ForEach(func(k, v gjson.Result) bool {
-		got, ok := fl.get(k.Str)
+		got, ok := fl.Get(k.Str)
 		if !ok || got.Raw != v.Raw {
 			t.Fatalf("field %q = %q %v, gjson reads %q", k.Str, got.Raw, ok, v.Raw)
 		}

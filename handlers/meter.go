@@ -12,7 +12,9 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -36,13 +38,13 @@ import (
 // token per four bytes of text delivered to the client. A request that
 // fails before any answer reaches the client is not charged.
 type Meter struct {
-	gw     Gateway
+	gw     gateway.Gateway
 	logger *zap.Logger
 }
 
 // errInternal is the answer to a failure the client cannot act on.
-func errInternal() *APIError {
-	return newError(http.StatusInternalServerError, "Internal Server Error")
+func errInternal() *apierror.Error {
+	return apierror.New(http.StatusInternalServerError, "Internal Server Error")
 }
 
 // run meters a routed request: admission holds its cost, a gateway-side
@@ -51,26 +53,26 @@ func errInternal() *APIError {
 func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
 	if st.id == nil || st.id.Management {
 		m.logger.Error("inference request without an authenticated regular key")
-		return fail(r, errInternal())
+		return apierror.Fail(r, errInternal())
 	}
 	store, err := m.gw.Store()
 	if err != nil {
-		return fail(r, errInternal())
+		return apierror.Fail(r, errInternal())
 	}
 	st.store = store
 	if apiErr := m.reserve(st); apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	// The output limit the reservation fitted reaches the first attempt's body.
 	if err := st.clamp.apply(r); err != nil {
 		_ = store.Release(st.res)
-		return fail(r, errInternal())
+		return apierror.Fail(r, errInternal())
 	}
 	if st.plan != nil {
 		// Only an admitted request searches, once, before any attempt.
 		if apiErr := st.plan.run(r, st.route); apiErr != nil {
 			_ = store.Release(st.res)
-			return fail(r, apiErr)
+			return apierror.Fail(r, apiErr)
 		}
 	}
 	st.start = now()
@@ -84,7 +86,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, ne
 
 // reserve holds the request's worst-case cost against every limit, or
 // refuses with the limit's error.
-func (m *Meter) reserve(st *requestState) *APIError {
+func (m *Meter) reserve(st *requestState) *apierror.Error {
 	route, id := st.route, st.id
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
@@ -132,7 +134,7 @@ func (m *Meter) reserve(st *requestState) *APIError {
 		return h, nil
 	})
 	var rej rejection
-	var rl *RateLimited
+	var rl *gateway.RateLimited
 	switch {
 	case err == nil:
 		return nil
@@ -143,7 +145,7 @@ func (m *Meter) reserve(st *requestState) *APIError {
 	case errors.Is(err, money.ErrAmountRange):
 		return costRangeError(route)
 	}
-	return newError(http.StatusUnauthorized, msgInvalidKey)
+	return apierror.New(http.StatusUnauthorized, msgInvalidKey)
 }
 
 // attempt calls next for each of the route's attempts in turn, until one
@@ -172,7 +174,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		return m.settle(r, st, mw, proxyErr)
 	}
 	_ = st.store.Release(st.res)
-	return fail(r, errInternal())
+	return apierror.Fail(r, errInternal())
 }
 
 // resetHeader puts the response headers back to a snapshot.
@@ -223,7 +225,7 @@ func addCost(a, b money.Amount) (money.Amount, error) {
 // costRangeError answers a request whose worst-case cost cannot be priced:
 // the client's max_tokens (or, without it, its prompt) is too large at the
 // model's prices. Refused before anything is held or called.
-func costRangeError(route *Route) *APIError {
+func costRangeError(route *Route) *apierror.Error {
 	field := route.MaxTokensField
 	if field == "" {
 		field = "messages"
@@ -231,7 +233,7 @@ func costRangeError(route *Route) *APIError {
 			field = "input"
 		}
 	}
-	return BadRequest(field + ": the request's cost at the model's prices is beyond " + money.MaxAmount.String() + " credits")
+	return apierror.BadRequest(field + ": the request's cost at the model's prices is beyond " + money.MaxAmount.String() + " credits")
 }
 
 // settle charges what the request consumed and sends what was held back.
@@ -250,7 +252,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		// The provider's headers are not ours to pass on (upstreamError sets
 		// Retry-After only when every attempt gave one).
 		resetHeader(mw, st.header)
-		return fail(r, upstreamError(st.failed))
+		return apierror.Fail(r, upstreamError(st.failed))
 	}
 
 	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
@@ -318,7 +320,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		// answer whose charge is not yet safe.
 		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
 		if mw.answerHeld() && !clientGone {
-			return fail(r, errInternal())
+			return apierror.Fail(r, errInternal())
 		}
 		return nil
 	}
@@ -373,7 +375,7 @@ type rejection struct{ *billing.Rejection }
 func (r rejection) Error() string { return r.Message }
 
 // creditError is the 402 of SPEC.md 7.1.
-func (m *Meter) creditError(rej *billing.Rejection) *APIError {
+func (m *Meter) creditError(rej *billing.Rejection) *apierror.Error {
 	md := map[string]any{
 		"limit_source": m.gw.Brand() + "_" + rej.Source,
 		"remedy_hint":  rej.RemedyHint,
@@ -381,7 +383,7 @@ func (m *Meter) creditError(rej *billing.Rejection) *APIError {
 	if rej.Reason != "" {
 		md["reason"] = rej.Reason
 	}
-	e := &APIError{Status: http.StatusPaymentRequired, Message: rej.Message, Metadata: md}
+	e := &apierror.Error{Status: http.StatusPaymentRequired, Message: rej.Message, Metadata: md}
 	if rej.RetryAfter > 0 {
 		secs := int64(math.Ceil(rej.RetryAfter.Seconds()))
 		e.Header = http.Header{"Retry-After": {strconv.FormatInt(max(secs, 1), 10)}}
@@ -452,13 +454,13 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 // upstreamError is the client's answer when every attempt failed (SPEC.md
 // 7.2): the last attempt's error; a provider's 429 carries its own code
 // and, when every attempted provider gave a retry hint, Retry-After.
-func upstreamError(failed []failure) *APIError {
+func upstreamError(failed []failure) *apierror.Error {
 	last := failed[len(failed)-1]
 	md := map[string]any{"provider_name": last.provider}
 	if last.raw != "" {
 		md["raw"] = last.raw
 	}
-	e := &APIError{Status: last.status, Message: last.message, Metadata: md}
+	e := &apierror.Error{Status: last.status, Message: last.message, Metadata: md}
 	if last.status != http.StatusTooManyRequests {
 		return e
 	}

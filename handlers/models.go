@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -19,16 +23,16 @@ const maxModelsLimit = 1000
 // GET /models/user (the models the calling key can use). With both offset
 // and limit omitted the whole list is returned; otherwise one page and a
 // link to the next.
-func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *Identity, perUser bool) error {
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *gateway.Identity, perUser bool) error {
 	q := r.URL.Query()
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
 	if paged {
-		var apiErr *APIError
-		if offset, apiErr = intParam(q.Get("offset"), "offset", 0, 0, -1); apiErr == nil {
-			limit, apiErr = intParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
+		var apiErr *apierror.Error
+		if offset, apiErr = reqbody.IntParam(q.Get("offset"), "offset", 0, 0, -1); apiErr == nil {
+			limit, apiErr = reqbody.IntParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
 		}
 		if apiErr != nil {
-			return fail(r, apiErr)
+			return apierror.Fail(r, apiErr)
 		}
 	}
 
@@ -44,7 +48,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *Identi
 		end := min(offset+limit, total)
 		models = models[min(offset, total):end]
 		if end < total {
-			path := APIPrefix + "/models"
+			path := admin.APIPrefix + "/models"
 			if perUser {
 				path += "/user"
 			}
@@ -69,26 +73,10 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *Identi
 	return nil
 }
 
-// intParam parses an integer query parameter within [lo, hi] (hi < 0: no
-// upper bound); "" is the default.
-func intParam(s, name string, def, lo, hi int) (int, *APIError) {
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || hi >= 0 && n > hi {
-		if hi < 0 {
-			return 0, BadRequest(name + ": expected a non-negative integer")
-		}
-		return 0, BadRequest(name + ": expected an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi))
-	}
-	return n, nil
-}
-
 // filtersCatalog reports whether GET /models answers for the caller as
 // GET /models/user does: for a regular key of an organization that enabled
 // is_filtered_model_catalog_enabled (SPEC.md 4.3).
-func filtersCatalog(id *Identity) bool {
+func filtersCatalog(id *gateway.Identity) bool {
 	return id != nil && !id.Management &&
 		id.Account.Kind == storage.AccountOrganization && id.Account.FilteredModelCatalog
 }
@@ -98,7 +86,7 @@ func filtersCatalog(id *Identity) bool {
 // operator's key or with one of the account's BYOK credentials.
 // The caller's guardrails narrow it (package policy): a model they do
 // not admit, or whose usable providers they all exclude, is left out.
-func (rt *Router) modelsFor(id *Identity) []*catalog.Model {
+func (rt *Router) modelsFor(id *gateway.Identity) []*catalog.Model {
 	var out []*catalog.Model
 	rules := rt.rulesFor(id)
 	for _, m := range rt.catalog().Models() {

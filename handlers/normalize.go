@@ -3,14 +3,14 @@ package handlers
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
 // The request normalizer stands between routing and the upstream: a
@@ -61,13 +61,13 @@ var reasoningEfforts = map[string]bool{
 // A plugin the gateway does not offer is a 400 naming it. The body was
 // checked by validateInference; one that needs no change is returned as
 // it is.
-func normalizeRequest(kind string, body []byte, f *fields) ([]byte, *APIError) {
+func normalizeRequest(kind string, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
 	unsupported := openAIUnsupported[kind]
 	var drop []string
 	var reasoning, streamOptions gjson.Result
 	hasEffort := false
 	stream := false
-	for name, v := range f.each {
+	for name, v := range f.Each {
 		switch {
 		case name == "plugins":
 			if apiErr := checkPlugins(v); apiErr != nil {
@@ -110,32 +110,32 @@ func normalizeRequest(kind string, body []byte, f *fields) ([]byte, *APIError) {
 	if len(drop) == 0 && len(extra) == 0 {
 		return body, nil
 	}
-	return f.rebuild(drop, extra), nil
+	return f.Rebuild(drop, extra), nil
 }
 
 // checkPlugins refuses every plugin entry that asks for something: the web
 // search plugin is taken out before (tollgate_websearch), and this gateway
 // offers no other.
-func checkPlugins(v gjson.Result) *APIError {
+func checkPlugins(v gjson.Result) *apierror.Error {
 	if v.Type == gjson.Null {
 		return nil
 	}
 	if !v.IsArray() {
-		return BadRequest("plugins: expected an array of plugin objects")
+		return apierror.BadRequest("plugins: expected an array of plugin objects")
 	}
-	var apiErr *APIError
+	var apiErr *apierror.Error
 	v.ForEach(func(i, p gjson.Result) bool {
 		path := "plugins[" + strconv.Itoa(int(i.Int())) + "]"
 		id := p.Get("id")
 		switch {
 		case !p.IsObject() || id.Type != gjson.String:
-			apiErr = BadRequest(path + ".id: required string")
+			apiErr = apierror.BadRequest(path + ".id: required string")
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
 		case referencePlugins[id.Str]:
-			apiErr = BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
+			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:
-			apiErr = BadRequest(fmt.Sprintf("%s.id: unknown plugin %q", path, id.Str))
+			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: unknown plugin %q", path, id.Str))
 		}
 		return apiErr == nil
 	})
@@ -146,16 +146,16 @@ func checkPlugins(v gjson.Result) *APIError {
 // takes; nil when it asks for nothing the dialect can express (a token
 // budget or exclude). chat: reasoning_effort, unless the client set that
 // too; Responses: reasoning with effort and summary.
-func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *APIError) {
+func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *apierror.Error) {
 	if r.Type == gjson.Null {
 		return nil, nil
 	}
 	if !r.IsObject() {
-		return nil, BadRequest("reasoning: expected an object")
+		return nil, apierror.BadRequest("reasoning: expected an object")
 	}
 	effort := r.Get("effort")
 	if effort.Exists() && effort.Type != gjson.Null && (effort.Type != gjson.String || !reasoningEfforts[effort.Str]) {
-		return nil, BadRequest("reasoning.effort: expected one of xhigh, high, medium, low, minimal, none")
+		return nil, apierror.BadRequest("reasoning.effort: expected one of xhigh, high, medium, low, minimal, none")
 	}
 	if r.Get("enabled").Type == gjson.False && effort.Type != gjson.String {
 		effort = gjson.Parse(`"none"`)
@@ -177,66 +177,6 @@ func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *APIErro
 		return nil, nil
 	}
 	return append([]byte(`"reasoning":`), out...), nil
-}
-
-// each yields the top-level members, names unescaped.
-func (f *fields) each(yield func(string, gjson.Result) bool) {
-	for _, m := range f.members {
-		if !yield(f.memberName(m.KeyStart, m.KeyEnd, m.Escaped), gjson.Parse(f.raw[m.ValueStart:m.ValueEnd])) {
-			return
-		}
-	}
-}
-
-func (f *fields) memberName(start, end uint32, escaped bool) string {
-	if escaped {
-		return gjson.Parse(f.raw[start-1 : end+1]).Str
-	}
-	return f.raw[start:end]
-}
-
-// rebuild returns the object without the members named in drop and with
-// the members extra ("name":value) appended; every other byte stays as
-// the client wrote it.
-func (f *fields) rebuild(drop []string, extra [][]byte) []byte {
-	type span struct{ from, to uint32 }
-	var cut []span
-	firstKept := -1
-	for i, m := range f.members {
-		if !slices.Contains(drop, f.memberName(m.KeyStart, m.KeyEnd, m.Escaped)) {
-			if firstKept < 0 {
-				firstKept = i
-			}
-			continue
-		}
-		if firstKept >= 0 {
-			// With the comma before it.
-			cut = append(cut, span{f.members[i-1].ValueEnd, m.ValueEnd})
-		}
-	}
-	if n := len(f.members); n > 0 && firstKept != 0 {
-		// The leading members, with the comma after the last of them.
-		end := f.members[n-1].ValueEnd
-		if firstKept > 0 {
-			end = f.members[firstKept].KeyStart - 1
-		}
-		cut = append([]span{{f.members[0].KeyStart - 1, end}}, cut...)
-	}
-	closing := strings.LastIndexByte(f.raw, '}')
-	out := make([]byte, 0, len(f.raw)+64)
-	at := uint32(0)
-	for _, c := range cut {
-		out = append(out, f.raw[at:c.from]...)
-		at = c.to
-	}
-	out = append(out, f.raw[at:closing]...)
-	for i, e := range extra {
-		if i > 0 || firstKept >= 0 {
-			out = append(out, ',')
-		}
-		out = append(out, e...)
-	}
-	return append(out, f.raw[closing:]...)
 }
 
 // forProvider adapts an attempt's chat completions body to its provider:

@@ -6,12 +6,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
-func normalizeBody(t *testing.T, kind, body string) (string, *APIError) {
+func normalizeBody(t *testing.T, kind, body string) (string, *apierror.Error) {
 	t.Helper()
-	f, apiErr := parseObject([]byte(body))
+	f, apiErr := reqbody.ParseObject([]byte(body))
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
@@ -85,7 +87,7 @@ func TestForProvider(t *testing.T) {
 // A body without gateway fields is passed on without a copy.
 func BenchmarkNormalizeRequest(b *testing.B) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":100,"temperature":0.2}`)
-	f, _ := parseObject(body)
+	f, _ := reqbody.ParseObject(body)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, apiErr := normalizeRequest("chat", body, f); apiErr != nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // passThrough calls next for a request the router did not route to a
@@ -28,7 +30,7 @@ func passThrough(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request,
 	if logger != nil {
 		logger.Error("request not routed by model failed upstream", zap.String("path", r.URL.Path), zap.Error(err))
 	}
-	WriteError(w, newError(status, http.StatusText(status)))
+	apierror.Write(w, apierror.New(status, http.StatusText(status)))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
 // The admission estimate of a request's prompt tokens is an upper bound, so
@@ -53,29 +54,29 @@ type promptBound struct {
 // boundPrompt bounds the prompt of a request whose largest body (as any of
 // its providers receives it) is bodyBytes long; f holds its top-level
 // fields.
-func boundPrompt(f *fields, bodyBytes int, mediaPartTokens int64) promptBound {
+func boundPrompt(f *reqbody.Fields, bodyBytes int, mediaPartTokens int64) promptBound {
 	b := promptBound{tokens: int64(bodyBytes) + promptOverheadTokens}
 	for _, name := range []string{"previous_response_id", "conversation"} {
-		if v, ok := f.get(name); ok && v.Type != gjson.Null {
+		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
 			b.unbounded = true
 		}
 	}
 	// A Responses stored prompt by id; the text prompt of /completions (a
 	// string, or token ids) is in the body.
-	if v, ok := f.get("prompt"); ok && v.IsObject() {
+	if v, ok := f.Get("prompt"); ok && v.IsObject() {
 		b.unbounded = true
 	}
 	for _, name := range []string{"tools", "functions", "response_format"} {
-		if v, ok := f.get(name); ok && v.Type != gjson.Null {
+		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
 			b.tokens += toolsOverheadTokens
 			break
 		}
 	}
 	var parts partCount
-	if v, ok := f.get("messages"); ok {
+	if v, ok := f.Get("messages"); ok {
 		parts.items(v)
 	}
-	if v, ok := f.get("input"); ok {
+	if v, ok := f.Get("input"); ok {
 		parts.items(v)
 	}
 	b.tokens += parts.media * mediaPartTokens

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
 func jsonString(s string) string {
@@ -16,7 +17,7 @@ func jsonString(s string) string {
 
 func boundOf(t *testing.T, body string) promptBound {
 	t.Helper()
-	f, apiErr := parseObject([]byte(body))
+	f, apiErr := reqbody.ParseObject([]byte(body))
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
@@ -107,11 +108,11 @@ func BenchmarkPromptBound(b *testing.B) {
 	msg := `{"role":"user","content":[{"type":"text","text":` + jsonString(strings.Repeat("dense text ", 180)) +
 		`},{"type":"image_url","image_url":{"url":"https://example.com/i.png"}}]}`
 	body := []byte(`{"model":"m","messages":[` + strings.TrimSuffix(strings.Repeat(msg+",", 200), ",") + `]}`)
-	f, apiErr := parseObject(body)
+	f, apiErr := reqbody.ParseObject(body)
 	if apiErr != nil {
 		b.Fatal(apiErr)
 	}
-	f.get("messages")
+	f.Get("messages")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

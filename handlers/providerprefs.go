@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // providerPrefs are the request's `provider` routing preferences (the
@@ -18,26 +20,26 @@ type providerPrefs struct {
 
 // parseProviderPrefs reads the `provider` object; names match the catalog's
 // provider names case-insensitively.
-func parseProviderPrefs(v gjson.Result) (providerPrefs, *APIError) {
+func parseProviderPrefs(v gjson.Result) (providerPrefs, *apierror.Error) {
 	p := providerPrefs{allowFallbacks: true}
 	if !v.Exists() || v.Type == gjson.Null {
 		return p, nil
 	}
 	if !v.IsObject() {
-		return p, BadRequest("provider: expected an object")
+		return p, apierror.BadRequest("provider: expected an object")
 	}
-	names := func(field string) ([]string, *APIError) {
+	names := func(field string) ([]string, *apierror.Error) {
 		f := v.Get(field)
 		if !f.Exists() || f.Type == gjson.Null {
 			return nil, nil
 		}
 		if !f.IsArray() {
-			return nil, BadRequest("provider." + field + ": expected an array of provider names")
+			return nil, apierror.BadRequest("provider." + field + ": expected an array of provider names")
 		}
 		var out []string
 		for _, n := range f.Array() {
 			if n.Type != gjson.String {
-				return nil, BadRequest("provider." + field + ": expected an array of provider names")
+				return nil, apierror.BadRequest("provider." + field + ": expected an array of provider names")
 			}
 			out = append(out, strings.ToLower(n.Str))
 		}
@@ -53,7 +55,7 @@ func parseProviderPrefs(v gjson.Result) (providerPrefs, *APIError) {
 		}
 		return m
 	}
-	var apiErr *APIError
+	var apiErr *apierror.Error
 	if p.order, apiErr = names("order"); apiErr != nil {
 		return p, apiErr
 	}
@@ -68,7 +70,7 @@ func parseProviderPrefs(v gjson.Result) (providerPrefs, *APIError) {
 	p.only, p.ignore = set(only), set(ignore)
 	if f := v.Get("allow_fallbacks"); f.Exists() && f.Type != gjson.Null {
 		if !f.IsBool() {
-			return p, BadRequest("provider.allow_fallbacks: expected a boolean")
+			return p, apierror.BadRequest("provider.allow_fallbacks: expected a boolean")
 		}
 		p.allowFallbacks = f.Bool()
 	}

@@ -6,38 +6,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 )
-
-// RateLimited is a platform rate-limit refusal (SPEC.md 7.2).
-type RateLimited struct {
-	Limit     int64
-	Remaining int64
-	Reset     time.Time // when the window that refused ends
-	Scope     string    // which limit: "free_model_per_minute", ...
-}
-
-func (r *RateLimited) Error() string { return "rate limit exceeded: " + r.Scope }
-
-// Check applies the free-model caps to an account at t; nil admits. The
-// windows are fixed UTC minutes and days.
-func (l FreeModelLimits) Check(a storage.Account, t time.Time) *RateLimited {
-	if used := a.FreeModelRequestsThisMinute(t); used >= l.PerMinute {
-		return &RateLimited{Limit: l.PerMinute, Reset: money.PeriodEnd(money.IntervalMinute, t), Scope: "free_model_per_minute"}
-	}
-	daily := l.DailyLimit(a)
-	if used := a.FreeModelRequestsToday(t); used >= daily {
-		return &RateLimited{Limit: daily, Reset: money.PeriodEnd(money.IntervalDaily, t), Scope: "free_model_per_day"}
-	}
-	return nil
-}
 
 // rateLimitError is the platform's 429: the spec's body, X-RateLimit-*
 // headers (reset in epoch milliseconds) and Retry-After in seconds.
-func rateLimitError(rl *RateLimited, t time.Time) *APIError {
+func rateLimitError(rl *gateway.RateLimited, t time.Time) *apierror.Error {
 	retry := int64(math.Ceil(rl.Reset.Sub(t).Seconds()))
-	return &APIError{
+	return &apierror.Error{
 		Status:  http.StatusTooManyRequests,
 		Message: "Rate limit exceeded",
 		Metadata: map[string]any{

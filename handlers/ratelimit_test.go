@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -18,7 +19,7 @@ func countRequests(a storage.Account, t time.Time, n int) storage.Account {
 }
 
 func TestFreeModelCheck(t *testing.T) {
-	l := FreeModelLimits{PerMinute: 3, PerDay: 5, PerDayPaid: 8}.WithDefaults()
+	l := gateway.FreeModelLimits{PerMinute: 3, PerDay: 5, PerDayPaid: 8}.WithDefaults()
 	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
 	t0 := at("2026-11-21T23:58:10Z")
 
@@ -55,7 +56,7 @@ func TestFreeModelCheck(t *testing.T) {
 
 func TestRateLimitErrorShape(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
-	e := rateLimitError(&RateLimited{Limit: 20, Reset: now.Add(30 * time.Second), Scope: "free_model_per_minute"}, now)
+	e := rateLimitError(&gateway.RateLimited{Limit: 20, Reset: now.Add(30 * time.Second), Scope: "free_model_per_minute"}, now)
 	if e.Status != 429 || e.Message != "Rate limit exceeded" || e.Metadata["error_type"] != "rate_limit_exceeded" {
 		t.Fatalf("%+v", e)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 )
@@ -125,7 +126,7 @@ func (rt *Route) apply(r *http.Request, i int) error {
 // among its attempts. A request that has no chat form is served only by
 // providers that speak Responses: the chat-only ones are dropped, and
 // none left is the translation's 400.
-func (rt *Route) translateFor() *APIError {
+func (rt *Route) translateFor() *apierror.Error {
 	if rt.Kind != "responses" || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
 		return nil
 	}
@@ -136,7 +137,7 @@ func (rt *Route) translateFor() *APIError {
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() })
 	if len(rt.Attempts) == 0 {
-		return BadRequest(err.Error())
+		return apierror.BadRequest(err.Error())
 	}
 	return nil
 }

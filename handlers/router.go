@@ -10,9 +10,12 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -49,7 +52,7 @@ type Router struct {
 	// DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
 
-	gw     Gateway
+	gw     gateway.Gateway
 	logger *zap.Logger
 }
 
@@ -72,7 +75,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	// A zero Context (unit tests of the body checks) holds no apps; such a
 	// router has an empty catalog.
 	if rt.gw == nil && ctx.Context != nil {
-		gw, err := loadGateway(ctx)
+		gw, err := gateway.Load(ctx)
 		if err != nil {
 			return err
 		}
@@ -99,7 +102,7 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 // plan checks an inference request's body (read by readBody) and routes it: st.route gets the
 // attempts, and the request is pointed at the first one (the provider's
 // key and Host; the placeholders for reverse_proxy).
-func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *APIError {
+func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
 	f, apiErr := validateInference(st.sub, body)
 	var route *Route
 	if apiErr == nil {
@@ -125,7 +128,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *APIError
 		repl.Map(route.placeholder)
 	}
 	if err := route.apply(r, 0); err != nil {
-		return BadRequest("Request body is not valid JSON")
+		return apierror.BadRequest("Request body is not valid JSON")
 	}
 	// Estimated on the body as the first provider receives it.
 	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
@@ -158,8 +161,8 @@ func routeKindOf(sub string) string {
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
 // validateInference.
-func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Route, *APIError) {
-	field := func(name string) gjson.Result { v, _ := f.get(name); return v }
+func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
+	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
 	if apiErr != nil {
 		return nil, apiErr
@@ -169,13 +172,13 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 		return nil, apiErr
 	}
 	var attempts []Attempt
-	var refusal *APIError // a private endpoint the egress policy refused
+	var refusal *apierror.Error // a private endpoint the egress policy refused
 	available := false
 	rules := rt.rulesFor(id)
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		// The account's own enabled private endpoints serve the id first,
-		// also one the catalog does not have (privateendpoints.go).
+		// also one the catalog does not have (privaterouting.go).
 		candidates, refused := rt.privateAttempts(modelID, m, id)
 		if refusal == nil {
 			refusal = refused
@@ -188,7 +191,7 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 			if n > 0 || field("model").Str == "" {
 				name = "models"
 			}
-			return nil, BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
+			return nil, apierror.BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
 		if denied := policy.CheckModel(rules, modelID); denied != nil {
 			return nil, refusalError(denied)
@@ -208,9 +211,9 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 			return nil, refusal
 		}
 		if available {
-			return nil, newError(http.StatusServiceUnavailable, "No provider satisfies the request's provider preferences")
+			return nil, apierror.New(http.StatusServiceUnavailable, "No provider satisfies the request's provider preferences")
 		}
-		return nil, newError(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
+		return nil, apierror.New(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
 	kind := routeKindOf(sub)
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
@@ -241,7 +244,7 @@ func (rt *Router) route(sub string, body []byte, f *fields, id *Identity) (*Rout
 
 // requestedModels is `model` followed by the `models` fallbacks, without
 // repeats; `models` alone names the primary first.
-func requestedModels(model, models gjson.Result) ([]string, *APIError) {
+func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
 	var ids []string
 	seen := map[string]bool{}
 	add := func(id string) {
@@ -255,20 +258,20 @@ func requestedModels(model, models gjson.Result) ([]string, *APIError) {
 	}
 	if ms := models; ms.Exists() {
 		if !ms.IsArray() {
-			return nil, BadRequest("models: expected an array of model ids")
+			return nil, apierror.BadRequest("models: expected an array of model ids")
 		}
 		for _, v := range ms.Array() {
 			if v.Type != gjson.String || v.Str == "" {
-				return nil, BadRequest("models: expected an array of model ids")
+				return nil, apierror.BadRequest("models: expected an array of model ids")
 			}
 			add(v.Str)
 		}
 	}
 	if len(ids) == 0 {
 		if models.Exists() {
-			return nil, BadRequest("models: expected an array of model ids")
+			return nil, apierror.BadRequest("models: expected an array of model ids")
 		}
-		return nil, BadRequest("model: required string")
+		return nil, apierror.BadRequest("model: required string")
 	}
 	return ids, nil
 }
@@ -278,7 +281,7 @@ func requestedModels(model, models gjson.Result) ([]string, *APIError) {
 // credential), then
 // those with the operator's key. A provider without an operator key is
 // usable only through BYOK.
-func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
+func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
 	var out []Attempt
 	byok := map[*catalog.Provider]bool{}
 	for _, a := range rt.byokAttempts(m, id) {
@@ -297,7 +300,7 @@ func (rt *Router) candidates(m *catalog.Model, id *Identity) []Attempt {
 // the calling key's workspace holds a credential that admits this request
 // (another workspace's credentials never serve it), until fn returns
 // false. Memory only; nothing when BYOK is off.
-func (rt *Router) byokCredentials(m *catalog.Model, id *Identity, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
+func (rt *Router) byokCredentials(m *catalog.Model, id *gateway.Identity, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
 	if rt.gw == nil || id == nil || id.Management {
 		return
 	}
@@ -325,7 +328,7 @@ func (rt *Router) byokCredentials(m *catalog.Model, id *Identity, fn func(*catal
 
 // byokAttempts are the providers of m the caller reaches with its
 // workspace's own keys, the keys opened.
-func (rt *Router) byokAttempts(m *catalog.Model, id *Identity) []Attempt {
+func (rt *Router) byokAttempts(m *catalog.Model, id *gateway.Identity) []Attempt {
 	var out []Attempt
 	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
 		key, err := c.Open(sealer)
@@ -350,7 +353,7 @@ func (rt *Router) log() *zap.Logger {
 
 // reachableByBYOK reports whether the caller's workspace holds a credential
 // admitting this caller for some provider of m (without opening it).
-func (rt *Router) reachableByBYOK(m *catalog.Model, id *Identity) bool {
+func (rt *Router) reachableByBYOK(m *catalog.Model, id *gateway.Identity) bool {
 	found := false
 	rt.byokCredentials(m, id, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
 		found = true
@@ -366,15 +369,15 @@ func operatorUsable(p *catalog.Provider) bool { return p.Dial != "" && p.APIKey 
 
 // validateInference checks the fields every inference route shares and the
 // route's own input field.
-func validateInference(sub string, body []byte) (*fields, *APIError) {
-	f, apiErr := parseObject(body)
+func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Error) {
+	f, apiErr := reqbody.ParseObject(body)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	model, ok := f.String("model")
-	if f.err == nil && (!ok || model == "") {
-		if v, present := f.get("models"); !present || !v.IsArray() {
-			return nil, BadRequest("model: required string")
+	if f.Err == nil && (!ok || model == "") {
+		if v, present := f.Get("models"); !present || !v.IsArray() {
+			return nil, apierror.BadRequest("model: required string")
 		}
 	}
 	f.Bool("stream")
@@ -382,23 +385,23 @@ func validateInference(sub string, body []byte) (*fields, *APIError) {
 	// bounded, without control characters or unpaired surrogates.
 	f.String("user")
 	for _, name := range maxTokensFields {
-		if v, ok := f.get(name); ok && v.Type != gjson.Null {
+		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
 			if _, ok := tokenCount(v); !ok {
-				f.fail(name, "a positive integer")
+				f.Fail(name, "a positive integer")
 			}
 		}
 	}
 	switch sub {
 	case "/chat/completions":
-		if v, ok := f.get("messages"); !ok || !v.IsArray() {
-			f.fail("messages", "an array of messages")
+		if v, ok := f.Get("messages"); !ok || !v.IsArray() {
+			f.Fail("messages", "an array of messages")
 		}
 	case "/responses":
-		if v, ok := f.get("input"); ok && v.Type != gjson.String && !v.IsArray() {
-			f.fail("input", "a string or an array of input items")
+		if v, ok := f.Get("input"); ok && v.Type != gjson.String && !v.IsArray() {
+			f.Fail("input", "a string or an array of input items")
 		}
 	}
-	return f, f.err
+	return f, f.Err
 }
 
 // maxTokensFields bound a request's output, by route and API generation.
@@ -455,7 +458,7 @@ func outputLimit(m *catalog.Model) int64 {
 // tokens, as the provider would refuse the others; a `models` fallback
 // then serves the request. With none left, the request gets the 400 the
 // first model's provider would give, naming the field.
-func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Attempt, *APIError) {
+func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Attempt, *apierror.Error) {
 	if maxTokens == 0 {
 		return attempts, nil
 	}
@@ -467,7 +470,7 @@ func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Att
 	}
 	if len(out) == 0 {
 		m := attempts[0].Model
-		return nil, BadRequest(fmt.Sprintf("%s: must be at most %d for model %s", field, outputLimit(m), m.ID))
+		return nil, apierror.BadRequest(fmt.Sprintf("%s: must be at most %d for model %s", field, outputLimit(m), m.ID))
 	}
 	return out, nil
 }

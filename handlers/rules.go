@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -12,7 +14,7 @@ import (
 
 // rulesFor returns the caller's effective guardrails; nil (no rule) for
 // management keys, anonymous callers or without a store.
-func (rt *Router) rulesFor(id *Identity) *storage.Rules {
+func (rt *Router) rulesFor(id *gateway.Identity) *storage.Rules {
 	if rt.gw == nil || id == nil || id.Management || id.Hash == "" {
 		return nil
 	}
@@ -24,11 +26,11 @@ func (rt *Router) rulesFor(id *Identity) *storage.Rules {
 }
 
 // refusalError is the API error of a policy refusal (nil for none).
-func refusalError(r *policy.Refusal) *APIError {
+func refusalError(r *policy.Refusal) *apierror.Error {
 	if r == nil {
 		return nil
 	}
-	return &APIError{Status: r.Status, Message: r.Message, Metadata: r.Metadata}
+	return &apierror.Error{Status: r.Status, Message: r.Message, Metadata: r.Metadata}
 }
 
 // attemptEndpoint states an attempt's endpoint for the policy: a BYOK
@@ -44,7 +46,7 @@ func attemptEndpoint(a Attempt) policy.Endpoint {
 // usableBy returns whether the caller reaches a provider of m: through one
 // of its workspace's BYOK credentials (which then serves it, with its
 // declared_zdr), or with the operator's key.
-func (rt *Router) usableBy(m *catalog.Model, id *Identity) func(*catalog.Provider) (bool, *bool) {
+func (rt *Router) usableBy(m *catalog.Model, id *gateway.Identity) func(*catalog.Provider) (bool, *bool) {
 	byok := map[*catalog.Provider]*storage.Credential{}
 	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
 		byok[p] = &c

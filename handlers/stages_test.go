@@ -11,6 +11,11 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
 // The stages as separate middlewares, for tests that run a part of the
@@ -28,12 +33,12 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 		return st, r
 	}
 	st := new(requestState)
-	st.kind, st.sub, _ = classifyRoute(r.URL.Path)
+	st.kind, st.sub, _ = admin.ClassifyRoute(r.URL.Path)
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
 // IdentityFrom is the identity the auth stage found.
-func IdentityFrom(r *http.Request) (*Identity, bool) {
+func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
 	st, ok := r.Context().Value(testStateKey{}).(*requestState)
 	if !ok || st.id == nil {
 		return nil, false
@@ -51,25 +56,28 @@ func RouteFrom(r *http.Request) (*Route, bool) {
 }
 
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if _, _, ok := classifyRoute(r.URL.Path); !ok {
+	if _, _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
 	}
 	st, r := stateOf(r)
 	if apiErr := a.authenticate(r, st); apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	return next.ServeHTTP(w, r)
 }
 
-func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+// adminStage is the pipeline's administrative step as a middleware.
+type adminStage struct{ *admin.Admin }
+
+func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
-		return a.serveSCIMService(w, r)
+		return a.ServeSCIM(w, r)
 	}
 	st, r := stateOf(r)
-	if st.kind != routeManagement && st.kind != routeAnyKey {
+	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.serve(w, r, st)
+	return a.Serve(w, r, st.id, st.kind, st.sub)
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -88,7 +96,7 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	out, apiErr := ws.plan(w, st, body)
 	if apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	setBody(r, out)
 	if st.plan == nil {
@@ -102,18 +110,18 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
-	if st.kind != routeInference && st.kind != routePublic {
+	if st.kind != admin.RouteInference && st.kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
+	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return rt.serveOther(w, r, st)
 	}
-	body, apiErr := readBody(w, r, rt.MaxBodyBytes)
+	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
 		apiErr = rt.plan(r, st, body)
 	}
 	if apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	return next.ServeHTTP(w, r)
 }
@@ -127,7 +135,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 }
 
 // newTestTollgate is the tollgate handler over gw, as Provision makes it.
-func newTestTollgate(t testing.TB, gw Gateway) *Tollgate {
+func newTestTollgate(t testing.TB, gw gateway.Gateway) *Tollgate {
 	t.Helper()
 	tg := new(Tollgate)
 	if err := tg.setup(gw, zap.NewNop()); err != nil {
@@ -142,9 +150,9 @@ func newTestTollgate(t testing.TB, gw Gateway) *Tollgate {
 func errorRoute(h caddyhttp.Handler) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		err := h.ServeHTTP(w, r)
-		var apiErr *APIError
+		var apiErr *apierror.Error
 		if errors.As(err, &apiErr) {
-			WriteError(w, apiErr)
+			apierror.Write(w, apiErr)
 			return nil
 		}
 		return err
@@ -164,7 +172,7 @@ func (rc readCloser) Close() error { return rc.c.Close() }
 func setBody(r *http.Request, body []byte) {
 	r.Body = http.NoBody
 	if len(body) > 0 {
-		r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
+		r.Body = reqbody.NewBuffered(body)
 	}
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))

@@ -20,8 +20,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -30,22 +33,22 @@ import (
 type fakeGateway struct {
 	store    *storage.Store
 	brand    string
-	limits   FreeModelLimits
+	limits   gateway.FreeModelLimits
 	catalog  *catalog.Catalog
 	inFlight billing.InFlightPolicy
 	sealer   *storage.Sealer
 	egress   *egress.Policy
 }
 
-func (g *fakeGateway) Store() (*storage.Store, error)         { return g.store, nil }
-func (g *fakeGateway) Brand() string                          { return g.brand }
-func (g *fakeGateway) FreeModelLimits() FreeModelLimits       { return g.limits }
-func (g *fakeGateway) Catalog() *catalog.Catalog              { return g.catalog }
-func (g *fakeGateway) InFlightPolicy() billing.InFlightPolicy { return g.inFlight }
-func (g *fakeGateway) BYOKSealer() *storage.Sealer            { return g.sealer }
-func (g *fakeGateway) EgressPolicy() *egress.Policy           { return g.egress }
+func (g *fakeGateway) Store() (*storage.Store, error)           { return g.store, nil }
+func (g *fakeGateway) Brand() string                            { return g.brand }
+func (g *fakeGateway) FreeModelLimits() gateway.FreeModelLimits { return g.limits }
+func (g *fakeGateway) Catalog() *catalog.Catalog                { return g.catalog }
+func (g *fakeGateway) InFlightPolicy() billing.InFlightPolicy   { return g.inFlight }
+func (g *fakeGateway) BYOKSealer() *storage.Sealer              { return g.sealer }
+func (g *fakeGateway) EgressPolicy() *egress.Policy             { return g.egress }
 
-var _ Gateway = (*fakeGateway)(nil)
+var _ gateway.Gateway = (*fakeGateway)(nil)
 
 func newFakeGateway(t *testing.T) *fakeGateway {
 	t.Helper()
@@ -60,7 +63,7 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 	})
 	// Fixture upstreams are httptest servers on loopback.
 	loopback := egress.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")})
-	return &fakeGateway{store: s, brand: "service", limits: FreeModelLimits{}.WithDefaults(), catalog: testCatalog("/v1"), egress: loopback}
+	return &fakeGateway{store: s, brand: "service", limits: gateway.FreeModelLimits{}.WithDefaults(), catalog: testCatalog("/v1"), egress: loopback}
 }
 
 // The fixture catalog: model "m", priced per token, served by provider
@@ -167,17 +170,17 @@ type upstreamRequest struct {
 	header        http.Header
 	body          []byte
 	contentLength int64
-	identity      *Identity
+	identity      *gateway.Identity
 	route         *Route // nil when the router did not route the request
 }
 
-// chain is Auth, Admin and Router in the order the Caddyfile directives put
+// chain is Auth, the administrative stage and Router in the order the Caddyfile directives put
 // them, in front of a recording upstream that answers 418. The router routes
 // by the gateway's catalog, testCatalog("/v1").
 type chain struct {
 	gw     *fakeGateway
 	auth   *Auth
-	admin  *Admin
+	admin  adminStage
 	router *Router
 	got    *upstreamRequest // nil until the upstream is reached
 }
@@ -192,7 +195,7 @@ func newChain(t *testing.T) *chain {
 	return &chain{
 		gw:     gw,
 		auth:   &Auth{gw: gw, logger: zap.NewNop()},
-		admin:  &Admin{gw: gw, logger: zap.NewNop()},
+		admin:  adminStage{admin.New(gw, zap.NewNop(), nil)},
 		router: rt,
 	}
 }
@@ -252,11 +255,11 @@ func serve(t *testing.T, h caddyhttp.Handler, r *http.Request, repl *caddy.Repla
 	w := httptest.NewRecorder()
 	if err := h.ServeHTTP(w, r); err != nil {
 		// As the tollgate directive's error route does.
-		var apiErr *APIError
+		var apiErr *apierror.Error
 		if !errors.As(err, &apiErr) {
 			t.Fatalf("ServeHTTP: %v", err)
 		}
-		WriteError(w, apiErr)
+		apierror.Write(w, apiErr)
 	}
 	body := w.Body.String()
 	res := response{status: w.Code, header: w.Header(), body: body, repl: repl}

@@ -10,6 +10,10 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -19,7 +23,7 @@ import (
 // leave out or reorder:
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
-//  2. serve the administrative routes, GET /key and the SCIM service (Admin);
+//  2. serve the administrative routes, GET /key and the SCIM service (package admin);
 //  3. plan an inference request: rewrite web search (WebSearch), check the
 //     body and route it to its model's providers (Router), or serve the
 //     model lists;
@@ -32,7 +36,7 @@ import (
 // provider without being charged.
 //
 // Errors the gateway answers itself are returned as caddyhttp.Error
-// carrying an *APIError; ErrorWriter (the directive's error route) writes
+// carrying an *apierror.Error; ErrorWriter (the directive's error route) writes
 // them as the spec's JSON body.
 type Tollgate struct {
 	// PerIP and PerKey are the abuse ceilings (see Auth).
@@ -48,7 +52,7 @@ type Tollgate struct {
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
 
 	auth   Auth
-	admin  Admin
+	admin  *admin.Admin
 	search WebSearch
 	router Router
 	meter  Meter
@@ -65,7 +69,7 @@ func (*Tollgate) CaddyModule() caddy.ModuleInfo {
 
 // Provision finds the tollgate app and sets up the stages.
 func (t *Tollgate) Provision(ctx caddy.Context) error {
-	gw, err := loadGateway(ctx)
+	gw, err := gateway.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -73,7 +77,7 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 }
 
 // setup gives every stage the gateway and the handler's options.
-func (t *Tollgate) setup(gw Gateway, logger *zap.Logger) error {
+func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.logger = logger
 	byIP, err := loadCeilings("per_ip", t.PerIP)
 	if err != nil {
@@ -93,9 +97,8 @@ func (t *Tollgate) setup(gw Gateway, logger *zap.Logger) error {
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
-	t.admin = Admin{gw: gw, logger: logger}
 	srv, err := scim.NewService(gw.Store, logger)
-	t.admin.scim = srv
+	t.admin = admin.New(gw, logger, srv)
 	return err
 }
 
@@ -134,12 +137,12 @@ func (t *Tollgate) Cleanup() error {
 // requestState is one request's way through the pipeline, made once and
 // handed to each stage.
 type requestState struct {
-	kind routeKind // classified once, from the path
-	sub  string    // the path below APIPrefix
+	kind admin.RouteKind // classified once, from the path
+	sub  string          // the path below admin.APIPrefix
 
-	id    *Identity   // the caller; nil on a public route without key
-	plan  *searchPlan // the request's web search; nil without
-	route *Route      // the model, providers and attempts; nil when not routed
+	id    *gateway.Identity // the caller; nil on a public route without key
+	plan  *searchPlan       // the request's web search; nil without
+	route *Route            // the model, providers and attempts; nil when not routed
 
 	// Set by the meter.
 	store  *storage.Store
@@ -154,19 +157,19 @@ type requestState struct {
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
-		return t.admin.serveSCIMService(w, r)
+		return t.admin.ServeSCIM(w, r)
 	}
 	st := new(requestState)
 	var ok bool
-	if st.kind, st.sub, ok = classifyRoute(r.URL.Path); !ok {
+	if st.kind, st.sub, ok = admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
 	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	switch st.kind {
-	case routeManagement, routeAnyKey:
-		return t.admin.serve(w, r, st)
+	case admin.RouteManagement, admin.RouteAnyKey:
+		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
 	}
 	return t.infer(w, r, st, next)
 }
@@ -174,10 +177,10 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
-	if r.Method != http.MethodPost || st.kind != routeInference || st.sub == "/models/user" {
+	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return t.router.serveOther(w, r, st)
 	}
-	body, apiErr := readBody(w, r, t.router.MaxBodyBytes)
+	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
 	}
@@ -185,7 +188,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		apiErr = t.router.plan(r, st, body)
 	}
 	if apiErr != nil {
-		return fail(r, apiErr)
+		return apierror.Fail(r, apiErr)
 	}
 	if st.plan == nil {
 		return t.meter.run(w, r, st, next)

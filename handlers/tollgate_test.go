@@ -11,6 +11,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 )
 
 func TestTollgateValidate(t *testing.T) {
@@ -76,7 +79,7 @@ func TestAbuseBucketsSurviveReload(t *testing.T) {
 // TestErrorWriter: the error route writes a gateway error's JSON body and
 // headers, and passes other errors on.
 func TestErrorWriter(t *testing.T) {
-	apiErr := rateLimitError(&RateLimited{Limit: 3, Reset: time.Now().Add(30 * time.Second), Scope: "abuse_per_key"}, time.Now())
+	apiErr := rateLimitError(&gateway.RateLimited{Limit: 3, Reset: time.Now().Add(30 * time.Second), Scope: "abuse_per_key"}, time.Now())
 	r := httptest.NewRequest("GET", "/api/v1/key", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.ErrorCtxKey, caddyhttp.Error(apiErr.Status, apiErr)))
 	w := httptest.NewRecorder()
@@ -111,7 +114,7 @@ func TestTollgateReturnsErrorsToCaddy(t *testing.T) {
 		return nil
 	}))
 	var he caddyhttp.HandlerError
-	var apiErr *APIError
+	var apiErr *apierror.Error
 	if !errors.As(err, &he) || he.StatusCode != 404 || !errors.As(err, &apiErr) || w.Body.Len() != 0 {
 		t.Fatalf("err %v, body %q", err, w.Body)
 	}

@@ -12,7 +12,10 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
@@ -36,13 +39,13 @@ type WebSearch struct {
 	// Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 
-	gw       Gateway
+	gw       gateway.Gateway
 	settings *WebSearchSettings
 	logger   *zap.Logger
 }
 
 // setup finds the operator's web search settings.
-func (ws *WebSearch) setup(gw Gateway, logger *zap.Logger) {
+func (ws *WebSearch) setup(gw gateway.Gateway, logger *zap.Logger) {
 	if ws.MaxBodyBytes == 0 {
 		ws.MaxBodyBytes = 16 << 20
 	}
@@ -84,8 +87,8 @@ type searchPlan struct {
 // plan rewrites the body of a chat completions or Responses request that
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
-func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *APIError) {
-	if st.kind != routeInference || (st.sub != "/chat/completions" && st.sub != "/responses") {
+func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
+	if st.kind != admin.RouteInference || (st.sub != "/chat/completions" && st.sub != "/responses") {
 		return body, nil
 	}
 	apiKind := "chat"
@@ -107,14 +110,14 @@ func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) 
 
 // prepare normalizes the body and plans the search; plan is nil when the
 // request asks for none (out is then body).
-func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []string, *APIError) {
+func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []string, *apierror.Error) {
 	if !mentionsSearch(body) {
 		// The router answers for bodies that are not JSON objects.
 		return body, nil, nil, nil
 	}
 	out, spec, deprecated, ferr := websearch.NormalizeWith(body, ws.gw.Brand(), websearch.Options{Limits: ws.settings.limits})
 	if ferr != nil {
-		return nil, nil, nil, BadRequest(ferr.Error())
+		return nil, nil, nil, apierror.BadRequest(ferr.Error())
 	}
 	if spec == nil {
 		return body, nil, nil, nil
@@ -124,12 +127,12 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	switch e := spec.Engine; {
 	case e == "native":
 		if plan.family == "" {
-			return nil, nil, nil, BadRequest("engine: native web search is not available for model " + strconv.Quote(model))
+			return nil, nil, nil, apierror.BadRequest("engine: native web search is not available for model " + strconv.Quote(model))
 		}
 		plan.engine = e
 	case e != "":
 		if _, ok := ws.settings.engines[e]; !ok {
-			return nil, nil, nil, BadRequest("engine: " + strconv.Quote(e) + " is not configured on this gateway")
+			return nil, nil, nil, apierror.BadRequest("engine: " + strconv.Quote(e) + " is not configured on this gateway")
 		}
 		plan.engine = e
 	case plan.family != "":
@@ -137,15 +140,15 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	case ws.settings.defaultEngine != "":
 		plan.engine = ws.settings.defaultEngine
 	default:
-		return nil, nil, nil, BadRequest("engine: no web search engine is available for model " + strconv.Quote(model) + " on this gateway")
+		return nil, nil, nil, apierror.BadRequest("engine: no web search engine is available for model " + strconv.Quote(model) + " on this gateway")
 	}
 	if spec.XSearch != nil && plan.engine != "native" {
-		return nil, nil, nil, BadRequest("x_search: requires the native engine")
+		return nil, nil, nil, apierror.BadRequest("x_search: requires the native engine")
 	}
 	out = removeServerTool(out)
 	if plan.engine == "native" {
 		plan.price = ws.settings.nativePrice
-		var apiErr *APIError
+		var apiErr *apierror.Error
 		n := gjson.GetBytes(out, "tools.#").Int()
 		if out, apiErr = nativeTranslate(out, kind, plan.family, spec); apiErr != nil {
 			return nil, nil, nil, apiErr
@@ -164,7 +167,7 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 		if kind == "responses" {
 			field = "input"
 		}
-		return nil, nil, nil, BadRequest(field + ": web search needs a user message (or search_prompt) to search for")
+		return nil, nil, nil, apierror.BadRequest(field + ": web search needs a user message (or search_prompt) to search for")
 	}
 	return out, plan, deprecated, nil
 }
@@ -348,7 +351,7 @@ func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *stora
 // results to the model by rewriting the route's body (every fallback
 // attempt replays it). Native searches have nothing to do here. The
 // returned error is the client's answer: nothing is charged.
-func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
+func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 	if p.engine == "native" || p.ran {
 		return nil
 	}
@@ -359,7 +362,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 	})
 	if err != nil {
 		if r.Context().Err() != nil {
-			return newError(499, "Client closed the request")
+			return apierror.New(499, "Client closed the request")
 		}
 		status, msg := http.StatusBadGateway, "Web search failed"
 		var ee *engines.Error
@@ -372,7 +375,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 				msg = "Web search engine " + ee.Engine + " timed out"
 			}
 		}
-		return &APIError{Status: status, Message: msg, Metadata: map[string]any{"engine": p.engine}}
+		return &apierror.Error{Status: status, Message: msg, Metadata: map[string]any{"engine": p.engine}}
 	}
 	p.sources = make([]websearch.Source, len(results))
 	for i, res := range results {
@@ -386,7 +389,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 	msg := websearch.SystemMessage(p.sources, now(), p.query)
 	body, ferr := websearch.Insert(route.body, msg)
 	if ferr != nil {
-		return BadRequest(ferr.Error())
+		return apierror.BadRequest(ferr.Error())
 	}
 	route.body = body
 	// A chat-only provider gets the translated chat body (handlers/translate):
@@ -394,14 +397,14 @@ func (p *searchPlan) run(r *http.Request, route *Route) *APIError {
 	if route.chatBody != nil {
 		cb, ferr := websearch.InsertIntoMessages(route.chatBody, msg)
 		if ferr != nil {
-			return BadRequest(ferr.Error())
+			return apierror.BadRequest(ferr.Error())
 		}
 		route.chatBody = cb
 	}
 	for i, a := range route.Attempts {
 		if a.Provider == route.Provider && a.Model == route.Model {
 			if err := route.apply(r, i); err != nil {
-				return BadRequest("Request body is not valid JSON")
+				return apierror.BadRequest("Request body is not valid JSON")
 			}
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -23,15 +24,15 @@ import (
 //   - x: chat completions get the vendor's search_parameters (live search)
 //     with a web source and, only with x_search, an X source; the Responses
 //     API gets its web_search tool and, only with x_search, its x_search tool.
-func nativeTranslate(body []byte, kind, family string, spec *websearch.Spec) ([]byte, *APIError) {
+func nativeTranslate(body []byte, kind, family string, spec *websearch.Spec) ([]byte, *apierror.Error) {
 	switch family {
 	case "openai":
 		if len(spec.ExcludeDomains) > 0 {
-			return nil, BadRequest("excluded_domains: not supported by this model's native web search; choose engine exa, firecrawl, parallel or searxng")
+			return nil, apierror.BadRequest("excluded_domains: not supported by this model's native web search; choose engine exa, firecrawl, parallel or searxng")
 		}
 		if kind == "chat" {
 			if len(spec.IncludeDomains) > 0 {
-				return nil, BadRequest("allowed_domains: not supported by this model's native web search in chat completions; use the Responses API or a gateway engine")
+				return nil, apierror.BadRequest("allowed_domains: not supported by this model's native web search in chat completions; use the Responses API or a gateway engine")
 			}
 			opts := `{}`
 			opts = withExtra(opts, spec, "search_context_size", "user_location")
@@ -45,7 +46,7 @@ func nativeTranslate(body []byte, kind, family string, spec *websearch.Spec) ([]
 		return appendTool(body, tool)
 	case "anthropic":
 		if len(spec.IncludeDomains) > 0 && len(spec.ExcludeDomains) > 0 {
-			return nil, BadRequest("excluded_domains: cannot be combined with allowed_domains for this model's native web search")
+			return nil, apierror.BadRequest("excluded_domains: cannot be combined with allowed_domains for this model's native web search")
 		}
 		tool := `{"type":"web_search_20250305","name":"web_search","max_uses":1}`
 		tool = withExtra(tool, spec, "max_uses", "user_location")
@@ -114,7 +115,7 @@ func nativeTranslate(body []byte, kind, family string, spec *websearch.Spec) ([]
 		}
 		return appendTool(out, xFlags(xt, x))
 	}
-	return nil, BadRequest("engine: native web search is not available for this model")
+	return nil, apierror.BadRequest("engine: native web search is not available for this model")
 }
 
 func xFlags(obj string, x *websearch.XSearch) string {
@@ -137,16 +138,16 @@ func withExtra(obj string, spec *websearch.Spec, names ...string) string {
 	return obj
 }
 
-func setRaw(body []byte, key, raw string) ([]byte, *APIError) {
+func setRaw(body []byte, key, raw string) ([]byte, *apierror.Error) {
 	out, err := sjson.SetRawBytes(body, key, []byte(raw))
 	if err != nil {
-		return nil, BadRequest("Request body is not valid JSON")
+		return nil, apierror.BadRequest("Request body is not valid JSON")
 	}
 	return out, nil
 }
 
 // appendTool adds tool at the end of tools (created when absent).
-func appendTool(body []byte, tool string) ([]byte, *APIError) {
+func appendTool(body []byte, tool string) ([]byte, *apierror.Error) {
 	if gjson.GetBytes(body, "tools").IsArray() {
 		return setRaw(body, "tools.-1", tool)
 	}

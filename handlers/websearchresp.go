@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"slices"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // Web search on the Responses route for providers that speak only Chat
@@ -15,7 +17,7 @@ import (
 
 // chatNative replaces the Responses-form native tools at the end of the
 // translated chat body's tools with the family's chat form.
-func (p *searchPlan) chatNative(chat []byte) ([]byte, *APIError) {
+func (p *searchPlan) chatNative(chat []byte) ([]byte, *apierror.Error) {
 	for range p.nativeTools {
 		chat = removeServerTool(chat)
 	}
@@ -27,7 +29,7 @@ func (p *searchPlan) chatNative(chat []byte) ([]byte, *APIError) {
 // express (OpenAI's domain filters) leaves the request to the providers
 // that speak Responses, as any untranslatable field does; none left is a
 // 400 naming the field.
-func (rt *Route) chatSearch(p *searchPlan) *APIError {
+func (rt *Route) chatSearch(p *searchPlan) *apierror.Error {
 	if p == nil || p.engine != "native" || p.kind != "responses" || rt.chatBody == nil {
 		return nil
 	}

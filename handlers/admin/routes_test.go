@@ -1,0 +1,269 @@
+package admin
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+)
+
+// spec45 is SPEC.md 4.5: the routes that need a management key.
+var spec45 = []string{
+	"GET /activity", "GET /analytics/meta", "POST /analytics/query",
+	"GET /keys", "POST /keys", "GET /keys/{hash}", "PATCH /keys/{hash}", "DELETE /keys/{hash}",
+	"GET /byok", "POST /byok", "GET /byok/{id}", "PATCH /byok/{id}", "DELETE /byok/{id}",
+	"GET /credits",
+	"GET /end-users", "POST /end-users", "GET /end-users/{user}", "PATCH /end-users/{user}", "DELETE /end-users/{user}",
+	"POST /generation/feedback",
+	"GET /guardrails", "POST /guardrails", "GET /guardrails/{id}", "PATCH /guardrails/{id}", "DELETE /guardrails/{id}",
+	"GET /guardrails/{id}/assignments/keys", "POST /guardrails/{id}/assignments/keys",
+	"POST /guardrails/{id}/assignments/keys/remove",
+	"GET /guardrails/{id}/assignments/members", "POST /guardrails/{id}/assignments/members",
+	"POST /guardrails/{id}/assignments/members/remove",
+	"GET /guardrails/assignments/keys", "GET /guardrails/assignments/members",
+	"GET /observability/destinations", "POST /observability/destinations",
+	"GET /observability/destinations/{id}", "PATCH /observability/destinations/{id}", "DELETE /observability/destinations/{id}",
+	"GET /organization/members", "GET /organization/settings", "PATCH /organization/settings",
+	"GET /private-endpoints", "POST /private-endpoints", "GET /private-endpoints/{id}", "PATCH /private-endpoints/{id}",
+	"DELETE /private-endpoints/{id}", "POST /private-endpoints/{id}/activate", "POST /private-endpoints/{id}/disable",
+	"POST /private-endpoints/{id}/enable", "PUT /private-endpoints/{id}/pricing", "POST /private-endpoints/{id}/validate",
+	"GET /scim/group-mappings", "POST /scim/group-mappings", "GET /scim/group-mappings/{id}",
+	"PATCH /scim/group-mappings/{id}", "DELETE /scim/group-mappings/{id}", "GET /scim/groups",
+	"POST /scim/sync-jobs", "GET /scim/sync-jobs/{id}",
+	"GET /workspaces", "POST /workspaces", "GET /workspaces/{id}", "PATCH /workspaces/{id}", "DELETE /workspaces/{id}",
+	"GET /workspaces/{id}/members", "POST /workspaces/{id}/members/add", "POST /workspaces/{id}/members/remove",
+	"GET /workspaces/{workspace_ref}/budgets", "GET /workspaces/{workspace_ref}/budgets/{interval}",
+	"PUT /workspaces/{workspace_ref}/budgets/{interval}", "DELETE /workspaces/{workspace_ref}/budgets/{interval}",
+}
+
+// sample fills a pattern's wildcards with sample values.
+func sample(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") {
+			segs[i] = "x" + s[1:len(s)-1]
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// shape is a pattern with its wildcards' names erased.
+func shape(pattern string) string {
+	segs := strings.Split(pattern, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") {
+			segs[i] = "{}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+func lookup(t *testing.T, method, target string) (route, *http.Request) {
+	t.Helper()
+	r := httptest.NewRequest(method, target, nil)
+	rt, ok := routeFor(r)
+	if !ok {
+		t.Fatalf("%s %s: not under %s", method, target, APIPrefix)
+	}
+	return rt, r
+}
+
+// TestRoutesMatchSpec checks the table against SPEC.md 4.5 and 5: exactly
+// the spec's management routes need a management key, each with a
+// handler; GET /key takes any key.
+func TestRoutesMatchSpec(t *testing.T) {
+	var table []string
+	for _, rt := range apiRoutes {
+		if strings.Contains(rt.pattern, " ") && rt.kind == RouteManagement {
+			table = append(table, shape(rt.pattern))
+		}
+	}
+	var spec []string
+	for _, p := range spec45 {
+		spec = append(spec, shape(p))
+	}
+	slices.Sort(table)
+	slices.Sort(spec)
+	if !slices.Equal(table, spec) {
+		t.Errorf("management routes of the table:\n%v\nof SPEC.md 4.5:\n%v", table, spec)
+	}
+	for _, p := range append(spec45, "GET /key") {
+		method, path, _ := strings.Cut(p, " ")
+		rt, _ := lookup(t, method, APIPrefix+sample(path))
+		want := RouteManagement
+		if p == "GET /key" {
+			want = RouteAnyKey
+		}
+		if rt.kind != want || rt.handler == nil || rt.method != method {
+			t.Errorf("%s: kind %d, method %q, handler %v; want kind %d", p, rt.kind, rt.method, rt.handler != nil, want)
+		}
+	}
+}
+
+// TestRoutesAgree checks that ClassifyRoute, which authentication asks,
+// and the ServeMux, which Admin dispatches with, give every pattern of the
+// table the kind it declares, with and without a trailing slash, and that
+// every endpoint has its handler.
+func TestRoutesAgree(t *testing.T) {
+	for _, rt := range apiRoutes {
+		method, path, endpoint := strings.Cut(rt.pattern, " ")
+		if !endpoint {
+			method, path = http.MethodPost, method
+		}
+		for _, target := range []string{APIPrefix + sample(path), APIPrefix + sample(path) + "/"} {
+			kind, _, _ := ClassifyRoute(target)
+			got, r := lookup(t, method, target)
+			h, _ := routes.mux.Handler(r)
+			if e, _ := h.(*routeEntry); kind != rt.kind || got.kind != rt.kind || e == nil || e.declared != rt.kind {
+				t.Errorf("%s %s: ClassifyRoute %d, routeFor %d, mux %+v; declared %d", method, target, kind, got.kind, h, rt.kind)
+			}
+			if endpoint && (got.handler == nil || got.method != method) {
+				t.Errorf("%s %s: no handler", method, target)
+			}
+			if !endpoint && got.administrative() != (rt.kind == RouteManagement) {
+				t.Errorf("%s %s: administrative %v", method, target, got.administrative())
+			}
+		}
+	}
+	// Paths below a group take its kind; others are unknown.
+	for _, tc := range []struct {
+		path string
+		kind RouteKind
+	}{
+		{"/keys/a/b", RouteManagement},
+		{"/scim/nope", RouteManagement},
+		{"/generation/feedback/x", RouteManagement},
+		{"/generation/x", RouteUnknown},
+		{"/chat/completions/x/y", RouteInference},
+		{"/models/user/x", RouteInference},
+		{"/models/a/b/endpoints", RoutePublic},
+		{"/key/x", RouteUnknown},
+		{"/keyz", RouteUnknown},
+		{"", RouteUnknown},
+	} {
+		kind, _, _ := ClassifyRoute(APIPrefix + tc.path)
+		got, _ := lookup(t, http.MethodGet, APIPrefix+tc.path)
+		if kind != tc.kind || got.kind != tc.kind || got.handler != nil || got.allow != nil {
+			t.Errorf("%s: ClassifyRoute %d, routeFor %+v; want kind %d, no endpoint", tc.path, kind, got, tc.kind)
+		}
+	}
+	if _, ok := routeFor(httptest.NewRequest(http.MethodGet, "/api/v10/keys", nil)); ok {
+		t.Error("/api/v10/keys is under the prefix")
+	}
+}
+
+func TestRouteForPathValues(t *testing.T) {
+	_, r := lookup(t, "GET", "/api/v1/end-users/team%2Fa%20b")
+	if got := r.PathValue("user"); got != "team/a b" {
+		t.Errorf("user = %q", got)
+	}
+	_, r = lookup(t, "PUT", "/api/v1/workspaces/w1/budgets/daily/")
+	if ref, iv := r.PathValue("ref"), r.PathValue("interval"); ref != "w1" || iv != "daily" {
+		t.Errorf("ref, interval = %q, %q", ref, iv)
+	}
+}
+
+// serveRoute answers a request with the table alone (no store: the
+// answers tested here come before any handler).
+func serveRoute(t *testing.T, method, target string) *apierror.Error {
+	t.Helper()
+	rt, r := lookup(t, method, target)
+	return rt.serve(&adminRequest{r: r})
+}
+
+func TestRouteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		allow, message string
+	}{
+		{"PUT", "/api/v1/keys", 405, "GET, POST", "Method PUT is not allowed on /api/v1/keys"},
+		{"PUT", "/api/v1/keys/", 405, "GET, POST", "Method PUT is not allowed on /api/v1/keys/"},
+		{"POST", "/api/v1/keys/h", 405, "DELETE, GET, PATCH", "Method POST is not allowed on /api/v1/keys/h"},
+		{"GET", "/api/v1/private-endpoints/p/pricing", 405, "PUT", "Method GET is not allowed on /api/v1/private-endpoints/p/pricing"},
+		// HEAD is not GET on the administrative routes, as before.
+		{"HEAD", "/api/v1/credits", 405, "GET", "Method HEAD is not allowed on /api/v1/credits"},
+		{"GET", "/api/v1/keys/a/b", 404, "", "Not found: GET /api/v1/keys/a/b"},
+		{"GET", "/api/v1/analytics", 404, "", "Not found: GET /api/v1/analytics"},
+		// ServeMux would redirect an unclean path; it is no route.
+		{"GET", "/api/v1/keys//x", 404, "", "Not found: GET /api/v1/keys//x"},
+		{"GET", "/api/v1/keys/../credits", 404, "", "Not found: GET /api/v1/keys/../credits"},
+	} {
+		apiErr := serveRoute(t, tc.method, tc.target)
+		if apiErr == nil || apiErr.Status != tc.status || apiErr.Message != tc.message || apiErr.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %+v; want %d %q, Allow %q", tc.method, tc.target, apiErr, tc.status, tc.message, tc.allow)
+		}
+	}
+}
+
+func TestRouteWithOpen(t *testing.T) {
+	refused := apierror.BadRequest("off")
+	called := ""
+	open := func(ok bool) func(*adminRequest) (string, *apierror.Error) {
+		return func(*adminRequest) (string, *apierror.Error) {
+			if !ok {
+				return "", refused
+			}
+			return "req", nil
+		}
+	}
+	list := func(req string) *apierror.Error { called = req + " list"; return nil }
+	get := func(req, id string) *apierror.Error { called = req + " get " + id; return nil }
+	if apiErr := with(open(false), list)(nil); apiErr != refused || called != "" {
+		t.Errorf("refused list: %v, called %q", apiErr, called)
+	}
+	if apiErr := withID(open(false), get)(nil, "x"); apiErr != refused || called != "" {
+		t.Errorf("refused get: %v, called %q", apiErr, called)
+	}
+	if apiErr := with(open(true), list)(nil); apiErr != nil || called != "req list" {
+		t.Errorf("list: %v, called %q", apiErr, called)
+	}
+	if apiErr := withID(open(true), get)(nil, "x"); apiErr != nil || called != "req get x" {
+		t.Errorf("get: %v, called %q", apiErr, called)
+	}
+}
+
+// TestCompileRoutesRefuses checks that a table that would let a handler
+// miss its path values, or a route escape its group's kind, does not load.
+func TestCompileRoutesRefuses(t *testing.T) {
+	for name, table := range map[string][]apiRoute{
+		"arity":    {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).listKeys}},
+		"kind":     {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/b", kind: RouteAnyKey, serve: (*adminRequest).listKeys}},
+		"no group": {{pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).getKey}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: compiled", name)
+				}
+			}()
+			compileRoutes(table)
+		}()
+	}
+}
+
+func BenchmarkRouteFor(b *testing.B) {
+	for _, target := range []string{"/api/v1/chat/completions", "/api/v1/workspaces/w1/budgets/daily"} {
+		b.Run(strings.TrimPrefix(target, APIPrefix+"/"), func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPost, target, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := routeFor(r); !ok {
+					b.Fatal("no route")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkClassifyRoute(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if kind, _, _ := ClassifyRoute("/api/v1/chat/completions"); kind != RouteInference {
+			b.Fatal(kind)
+		}
+	}
+}

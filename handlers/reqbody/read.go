@@ -1,0 +1,63 @@
+package reqbody
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+)
+
+// Buffered is a request body an earlier handler already read into
+// memory.
+type Buffered struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*Buffered) Close() error { return nil }
+
+// NewBuffered is b as a request body already read.
+func NewBuffered(b []byte) *Buffered { return &Buffered{Reader: bytes.NewReader(b), b: b} }
+
+// Read reads a request body up to limit bytes: 413 past it. A body
+// still unread in memory is taken as it is.
+func Read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierror.Error) {
+	if bb, ok := r.Body.(*Buffered); ok && bb.Len() == len(bb.b) {
+		if int64(len(bb.b)) > limit {
+			return nil, apierror.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+		}
+		bb.Reset(nil) // read: as if consumed
+		return bb.b, nil
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// Sized from Content-Length; the extra byte detects a longer body.
+		b = make([]byte, 0, n+1)
+		for err == nil && len(b) < cap(b) {
+			var m int
+			m, err = body.Read(b[len(b):cap(b)])
+			b = b[:len(b)+m]
+		}
+		if errors.Is(err, io.EOF) {
+			err = nil
+		} else if err == nil {
+			rest, rerr := io.ReadAll(body)
+			b, err = append(b, rest...), rerr
+		}
+	} else {
+		b, err = io.ReadAll(body)
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, apierror.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+	}
+	if err != nil {
+		return nil, apierror.BadRequest("Could not read request body")
+	}
+	return b, nil
+}
