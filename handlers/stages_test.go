@@ -129,7 +129,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
 	if st.route == nil {
-		return passThrough(next, w, r, m.logger)
+		return next.ServeHTTP(w, r)
 	}
 	return m.run(w, r, st, next)
 }
