@@ -40,7 +40,11 @@ func openBadger(opts Options, log *zap.Logger) (*badgerBackend, error) {
 		WithMemTableSize(16 << 20).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20).
-		WithSyncWrites(opts.SyncWrites)
+		WithSyncWrites(opts.SyncWrites).
+		// Only the flusher writes, one transaction at a time, and its
+		// transactions read nothing: there is never a conflict to detect,
+		// so Badger need not track every key written.
+		WithDetectConflicts(false)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
 	}
