@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -20,8 +19,7 @@ type answerIdentity struct {
 }
 
 func newAnswerIdentity(genID string, route *Route) *answerIdentity {
-	quote := func(s string) []byte { b, _ := json.Marshal(s); return b }
-	return &answerIdentity{id: quote(genID), model: quote(route.Model.ID), provider: quote(route.Provider.Name)}
+	return &answerIdentity{id: jsonQuote(genID), model: jsonQuote(route.Model.ID), provider: jsonQuote(route.Provider.Name)}
 }
 
 // rewrite returns the object doc with its top-level id, model and provider

@@ -2,11 +2,13 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -234,6 +236,22 @@ func (f *fields) NullableTime(name string, utcOnly bool) (*time.Time, bool) {
 		return nil, false
 	}
 	return &t, true
+}
+
+// jsonQuote is s as a JSON string, as encoding/json writes it. Ids and
+// names (the answer's identity, a provider's model id) need no escaping:
+// they are quoted as they are, without encoding/json's reflection.
+func jsonQuote(s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return b
+		}
+	}
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // setIf assigns v to *dst when the field was present in the request: the

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -287,5 +288,15 @@ func TestReadBodyTakesBufferedBody(t *testing.T) {
 	got, apiErr = readBody(httptest.NewRecorder(), r, 1<<10)
 	if apiErr != nil || string(got) != `model":"m"}` {
 		t.Fatalf("partly read: %q %v", got, apiErr)
+	}
+}
+
+func TestJSONQuoteMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "gen-0001763900000000-abcdef", "vendor/model:free", "a\"b", "a\\b", "<&>",
+		"tab\there", "\x01", "日本", "\xff", "\u2028", "~ DEL\x7f"} {
+		want, _ := json.Marshal(s)
+		if got := jsonQuote(s); string(got) != string(want) {
+			t.Errorf("jsonQuote(%q) = %s, want %s", s, got, want)
+		}
 	}
 }
