@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -30,7 +31,12 @@ func (a *answerIdentity) rewrite(doc []byte) []byte {
 	if open >= len(doc) || doc[open] != '{' {
 		return doc
 	}
-	vals := gjson.GetManyBytes(doc, "id", "model", "provider")
+	vals := [3]gjson.Result{gjson.GetBytes(doc, "id"), gjson.GetBytes(doc, "model")}
+	if mayHaveKey(doc, providerKey) {
+		// Providers rarely name themselves: most answers skip this scan
+		// of the whole document.
+		vals[2] = gjson.GetBytes(doc, "provider")
+	}
 	type splice struct {
 		at, n int // replaced range of doc
 		with  []byte
@@ -68,6 +74,15 @@ func (a *answerIdentity) rewrite(doc []byte) []byte {
 		edits[next].with = nil
 	}
 	return append(out, doc[at:]...)
+}
+
+var providerKey = []byte(`"provider"`)
+
+// mayHaveKey reports whether doc may have a member named by quotedKey (a
+// name without characters JSON must escape): its bytes, or a \u escape
+// that could spell it.
+func mayHaveKey(doc, quotedKey []byte) bool {
+	return bytes.Contains(doc, quotedKey) || bytes.Contains(doc, []byte(`\u`))
 }
 
 // usageBill is what the gateway adds to an answer's usage object: the

@@ -13,6 +13,10 @@ func TestAnswerIdentityRewrite(t *testing.T) {
 		`{"choices":[{"id":"nested"}]}`:                 `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai","choices":[{"id":"nested"}]}`,
 		`{}`:                                            `{"id":"gen-1","model":"openai/gpt-4o-mini","provider":"openai"}`,
 		`[1]`:                                           `[1]`,
+		// A provider spelled with an escape is still the provider; one
+		// nested is not.
+		`{"id":"c","model":"x","provid\u0065r":"p"}`:     `{"id":"gen-1","model":"openai/gpt-4o-mini","provid\u0065r":"openai"}`,
+		`{"id":"c","model":"x","meta":{"provider":"p"}}`: `{"provider":"openai","id":"gen-1","model":"openai/gpt-4o-mini","meta":{"provider":"p"}}`,
 	} {
 		if got := string(id.rewrite([]byte(in))); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
