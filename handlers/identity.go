@@ -109,15 +109,24 @@ func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, b
 // token parts named as the route's usage names tokens: prompt and
 // completions, or input and output).
 func (b usageBill) members() string {
-	upstream := "null"
-	if b.byok {
-		upstream = b.cost.String()
-	}
 	in, out := `,"upstream_inference_prompt_cost":`, `,"upstream_inference_completions_cost":`
 	if b.responses {
 		in, out = `,"upstream_inference_input_cost":`, `,"upstream_inference_output_cost":`
 	}
-	return `"cost":` + b.cost.String() + `,"is_byok":` + strconv.FormatBool(b.byok) +
-		`,"cost_details":{"upstream_inference_cost":` + upstream +
-		in + b.prompt.String() + out + b.completion.String() + `}`
+	m := make([]byte, 0, 192)
+	m = append(m, `"cost":`...)
+	m = b.cost.Append(m)
+	m = append(m, `,"is_byok":`...)
+	m = strconv.AppendBool(m, b.byok)
+	m = append(m, `,"cost_details":{"upstream_inference_cost":`...)
+	if b.byok {
+		m = b.cost.Append(m)
+	} else {
+		m = append(m, "null"...)
+	}
+	m = append(m, in...)
+	m = b.prompt.Append(m)
+	m = append(m, out...)
+	m = b.completion.Append(m)
+	return string(append(m, '}'))
 }

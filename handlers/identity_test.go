@@ -23,3 +23,16 @@ func TestAnswerIdentityRewrite(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageBillMembers(t *testing.T) {
+	b := usageBill{cost: 1_500_000_000, prompt: 1_000_000_000, completion: 500_000_000}
+	if got, want := b.members(), `"cost":1.5,"is_byok":false,"cost_details":{"upstream_inference_cost":null,`+
+		`"upstream_inference_prompt_cost":1,"upstream_inference_completions_cost":0.5}`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	b.byok, b.responses = true, true
+	if got, want := b.members(), `"cost":1.5,"is_byok":true,"cost_details":{"upstream_inference_cost":1.5,`+
+		`"upstream_inference_input_cost":1,"upstream_inference_output_cost":0.5}`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
