@@ -1,7 +1,7 @@
 package handlers
 
 import (
-	"encoding/json"
+	"bytes"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -20,8 +20,7 @@ type answerIdentity struct {
 }
 
 func newAnswerIdentity(genID string, route *Route) *answerIdentity {
-	quote := func(s string) []byte { b, _ := json.Marshal(s); return b }
-	return &answerIdentity{id: quote(genID), model: quote(route.Model.ID), provider: quote(route.Provider.Name)}
+	return &answerIdentity{id: jsonQuote(genID), model: jsonQuote(route.Model.ID), provider: jsonQuote(route.Provider.Name)}
 }
 
 // rewrite returns the object doc with its top-level id, model and provider
@@ -32,7 +31,12 @@ func (a *answerIdentity) rewrite(doc []byte) []byte {
 	if open >= len(doc) || doc[open] != '{' {
 		return doc
 	}
-	vals := gjson.GetManyBytes(doc, "id", "model", "provider")
+	vals := [3]gjson.Result{gjson.GetBytes(doc, "id"), gjson.GetBytes(doc, "model")}
+	if mayHaveKey(doc, providerKey) {
+		// Providers rarely name themselves: most answers skip this scan
+		// of the whole document.
+		vals[2] = gjson.GetBytes(doc, "provider")
+	}
 	type splice struct {
 		at, n int // replaced range of doc
 		with  []byte
@@ -72,6 +76,15 @@ func (a *answerIdentity) rewrite(doc []byte) []byte {
 	return append(out, doc[at:]...)
 }
 
+var providerKey = []byte(`"provider"`)
+
+// mayHaveKey reports whether doc may have a member named by quotedKey (a
+// name without characters JSON must escape): its bytes, or a \u escape
+// that could spell it.
+func mayHaveKey(doc, quotedKey []byte) bool {
+	return bytes.Contains(doc, quotedKey) || bytes.Contains(doc, []byte(`\u`))
+}
+
 // usageBill is what the gateway adds to an answer's usage object: the
 // charged cost, whether the caller's own provider key served it, and the
 // cost's parts.
@@ -96,15 +109,24 @@ func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, b
 // token parts named as the route's usage names tokens: prompt and
 // completions, or input and output).
 func (b usageBill) members() string {
-	upstream := "null"
-	if b.byok {
-		upstream = b.cost.String()
-	}
 	in, out := `,"upstream_inference_prompt_cost":`, `,"upstream_inference_completions_cost":`
 	if b.responses {
 		in, out = `,"upstream_inference_input_cost":`, `,"upstream_inference_output_cost":`
 	}
-	return `"cost":` + b.cost.String() + `,"is_byok":` + strconv.FormatBool(b.byok) +
-		`,"cost_details":{"upstream_inference_cost":` + upstream +
-		in + b.prompt.String() + out + b.completion.String() + `}`
+	m := make([]byte, 0, 192)
+	m = append(m, `"cost":`...)
+	m = b.cost.Append(m)
+	m = append(m, `,"is_byok":`...)
+	m = strconv.AppendBool(m, b.byok)
+	m = append(m, `,"cost_details":{"upstream_inference_cost":`...)
+	if b.byok {
+		m = b.cost.Append(m)
+	} else {
+		m = append(m, "null"...)
+	}
+	m = append(m, in...)
+	m = b.prompt.Append(m)
+	m = append(m, out...)
+	m = b.completion.Append(m)
+	return string(append(m, '}'))
 }

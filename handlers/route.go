@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -156,10 +155,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 	if old.Type != gjson.String || old.Index <= 0 {
 		return sjson.SetBytes(body, "model", model)
 	}
-	quoted, err := json.Marshal(model)
-	if err != nil {
-		return nil, err
-	}
+	quoted := jsonQuote(model)
 	out := make([]byte, 0, len(body)-len(old.Raw)+len(quoted))
 	out = append(out, body[:old.Index]...)
 	out = append(out, quoted...)

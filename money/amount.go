@@ -2,7 +2,6 @@ package money
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -111,24 +110,8 @@ func AmountFromFloat(f float64) (Amount, error) {
 
 // String renders the exact decimal value with no trailing zeros ("0", "12.5").
 func (a Amount) String() string {
-	neg := a < 0
-	u := uint64(a)
-	if neg {
-		u = uint64(-a)
-	}
-	intPart := u / AmountScale
-	frac := u % AmountScale
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	b.WriteString(strconv.FormatUint(intPart, 10))
-	if frac != 0 {
-		fs := fmt.Sprintf("%0*d", amountDecimals, frac)
-		b.WriteByte('.')
-		b.WriteString(strings.TrimRight(fs, "0"))
-	}
-	return b.String()
+	var buf [24]byte // "-9223372036.854775808"
+	return string(a.Append(buf[:0]))
 }
 
 // Append appends a.String() to b without allocating.
@@ -160,7 +143,7 @@ func (a Amount) Append(b []byte) []byte {
 func (a Amount) Float64() float64 { return float64(a) / AmountScale }
 
 // MarshalJSON writes the exact decimal value as a JSON number.
-func (a Amount) MarshalJSON() ([]byte, error) { return []byte(a.String()), nil }
+func (a Amount) MarshalJSON() ([]byte, error) { return a.Append(make([]byte, 0, 24)), nil }
 
 // UnmarshalJSON reads a JSON number or a decimal string.
 func (a *Amount) UnmarshalJSON(b []byte) error {

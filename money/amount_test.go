@@ -1,6 +1,9 @@
 package money
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestParseAmount(t *testing.T) {
 	for _, tc := range []struct {
@@ -35,6 +38,8 @@ func TestAmountString(t *testing.T) {
 		want string
 	}{
 		{0, "0"}, {AmountScale, "1"}, {12_500_000_000, "12.5"}, {-1, "-0.000000001"}, {74_500_000_000, "74.5"},
+		{1234567891, "1.234567891"}, {100000000, "0.1"}, {-999999999, "-0.999999999"}, {10, "0.00000001"},
+		{math.MaxInt64, "9223372036.854775807"}, {math.MinInt64 + 1, "-9223372036.854775807"},
 	} {
 		if got := tc.in.String(); got != tc.want {
 			t.Errorf("%d.String() = %q, want %q", int64(tc.in), got, tc.want)
@@ -108,8 +113,11 @@ func TestMulAmountRefusesOverflow(t *testing.T) {
 
 func TestAppendAmount(t *testing.T) {
 	for _, a := range []Amount{0, 1, -1, AmountScale, -AmountScale, 1234567891, 5 * AmountScale / 4, 10, 100000000, -999999999} {
-		if got := string(a.Append(nil)); got != a.String() {
-			t.Errorf("Append(%d) = %s, want %s", int64(a), got, a.String())
+		if got := string(a.Append([]byte("x"))); got != "x"+a.String() {
+			t.Errorf("Append(%d) = %s, want x%s", int64(a), got, a.String())
+		}
+		if got, _ := a.MarshalJSON(); string(got) != a.String() {
+			t.Errorf("MarshalJSON(%d) = %s, want %s", int64(a), got, a.String())
 		}
 	}
 }

@@ -236,14 +236,14 @@ func (s *AccountStore) loadAPIKey(_, v []byte) error {
 
 func (s *AccountStore) accountSnapshot(key string) any {
 	if a, ok := s.accounts[key[len(prefixAccount):]]; ok {
-		return *a
+		return accountJSON(*a)
 	}
 	return nil
 }
 
 func (s *AccountStore) apiKeySnapshot(key string) any {
 	if k, ok := s.keys[key[len(prefixAPIKey):]]; ok {
-		return *k
+		return apiKeyJSON(*k)
 	}
 	return nil
 }

@@ -40,7 +40,11 @@ func openBadger(opts Options, log *zap.Logger) (*badgerBackend, error) {
 		WithMemTableSize(16 << 20).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20).
-		WithSyncWrites(opts.SyncWrites)
+		WithSyncWrites(opts.SyncWrites).
+		// Only the flusher writes, one transaction at a time, and its
+		// transactions read nothing: there is never a conflict to detect,
+		// so Badger need not track every key written.
+		WithDetectConflicts(false)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
 	}
@@ -82,10 +86,29 @@ func (b *badgerBackend) gcLoop(every time.Duration) {
 // encode marshals a record; a type with its own encoder is called directly,
 // since encoding/json would re-validate and compact its output.
 func encode(v any) ([]byte, error) {
-	if m, ok := v.(json.Marshaler); ok {
-		return m.MarshalJSON()
+	switch v := v.(type) {
+	case json.Marshaler:
+		return v.MarshalJSON()
+	case string:
+		// An index record (a provider's answer id to its generation):
+		// ids need no escaping, and encoding/json's reflection cost more
+		// than the quoting.
+		if plainJSONString(v) {
+			return append(append(append(make([]byte, 0, len(v)+2), '"'), v...), '"'), nil
+		}
 	}
 	return json.Marshal(v)
+}
+
+// plainJSONString reports whether encoding/json writes s quoted as it is:
+// printable ASCII without quotes, backslashes or HTML's <, > and &.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // Commit writes one batch in one transaction, splitting only when Badger

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"sort"
@@ -154,5 +155,17 @@ func TestKernelWriteWaitsUntilDurable(t *testing.T) {
 	}
 	if _, ok := b.data["r/1"]; ok || len(b.data) != 1 {
 		t.Fatalf("after delete: %v", b.data)
+	}
+}
+
+func TestEncodeStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "gen-0001763900000000-abcdef", "chatcmpl-9", "a\"b", `a\b`, "<&>", "\x01", "日本", "\xff", "\u2028", "\x7f"} {
+		got, err := encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := json.Marshal(s); string(got) != string(want) {
+			t.Errorf("encode(%q) = %s, want %s", s, got, want)
+		}
 	}
 }
