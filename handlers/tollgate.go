@@ -127,10 +127,11 @@ func (t *Tollgate) Validate() error {
 
 // Cleanup releases the abuse buckets; a new config with the same ceilings
 // has taken them over by now, so clients keep their state across reloads.
+// The handler keeps its pointers: requests still draining from the old
+// server during a reload read them, and the buckets are plain memory.
 func (t *Tollgate) Cleanup() error {
 	t.auth.byIP.release()
 	t.auth.byKey.release()
-	t.auth.byIP, t.auth.byKey = nil, nil
 	return nil
 }
 
