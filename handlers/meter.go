@@ -308,7 +308,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	}
 	gen := &storage.Generation{
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
-		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID,
+		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID, UpstreamIDHidden: mw.identity != nil,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),

@@ -425,7 +425,7 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 	}
 	var b *kernel.Batch
 	if g := c.Generation; g != nil {
-		if g.UpstreamID != "" && g.UpstreamID != g.ID {
+		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
 			s.k.Append(prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, g.ID)
 		}
 		b = s.k.Append(prefixGeneration+g.ID, *g)
@@ -477,7 +477,11 @@ type Generation struct {
 	Provider      string `json:"provider"`
 	UpstreamModel string `json:"upstream_model,omitempty"`
 	// UpstreamID is the provider's id of the answer (chatcmpl-..., resp_...).
-	UpstreamID       string       `json:"upstream_id,omitempty"`
+	UpstreamID string `json:"upstream_id,omitempty"`
+	// UpstreamIDHidden: the client never saw UpstreamID (a chat answer
+	// carries the generation id instead), so no lookup by it is indexed:
+	// one write less per request.
+	UpstreamIDHidden bool         `json:"-"`
 	PromptTokens     int64        `json:"prompt_tokens"`
 	CompletionTokens int64        `json:"completion_tokens"`
 	SearchResults    int64        `json:"search_results,omitempty"`
