@@ -53,9 +53,26 @@ func textLimit(name string) (max int, multiline bool) {
 // where the field may span lines) and of unpaired surrogate escapes, which
 // decode to U+FFFD and could then not be matched. The 400 names the field.
 func CheckTextField(name string, v gjson.Result) *apierror.Error {
+	if err := CheckString(name, v.Str); err != nil {
+		return err
+	}
+	if strings.IndexByte(v.Raw, '\\') >= 0 {
+		// Escapes: only jsoncheck's text rules see a lone surrogate.
+		if err := jsoncheck.CheckText([]byte(v.Raw), nil); err != nil {
+			return apierror.BadRequest(name + ": " + strings.TrimPrefix(err.Error(), "JSON string: "))
+		}
+	}
+	return nil
+}
+
+// CheckString checks a decoded string value of the field name against the
+// field's bounds: its length and, unless the field may span lines, no
+// control characters. Bodies decoded elsewhere (SCIM) use it after
+// jsoncheck has refused unpaired surrogates.
+func CheckString(name, s string) *apierror.Error {
 	max, multiline := textLimit(name)
 	n := 0
-	for _, r := range v.Str {
+	for _, r := range s {
 		if jsoncheck.IsControl(r) || !multiline && (r == '\n' || r == '\r' || r == '\t') {
 			return apierror.BadRequest(name + ": control characters are not allowed")
 		}
@@ -63,12 +80,6 @@ func CheckTextField(name string, v gjson.Result) *apierror.Error {
 	}
 	if n > max {
 		return apierror.BadRequest(fmt.Sprintf("%s: expected at most %d characters", name, max))
-	}
-	if strings.IndexByte(v.Raw, '\\') >= 0 {
-		// Escapes: only jsoncheck's text rules see a lone surrogate.
-		if err := jsoncheck.CheckText([]byte(v.Raw), nil); err != nil {
-			return apierror.BadRequest(name + ": " + strings.TrimPrefix(err.Error(), "JSON string: "))
-		}
 	}
 	return nil
 }

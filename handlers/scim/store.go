@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
@@ -347,6 +348,34 @@ type UserInput struct {
 	Active     bool
 }
 
+// checkText bounds the user's strings as the gateway's other
+// administrative bodies are bounded (names and ids: 256 characters, no
+// control characters).
+func (in UserInput) checkText() error {
+	return checkStrings([]attr{{"userName", &in.UserName}, {"externalId", in.ExternalID},
+		{"emails.value", &in.Email}, {"name.givenName", in.FirstName}, {"name.familyName", in.LastName}})
+}
+
+// attr is a SCIM attribute's name and string value (nil: absent).
+type attr struct {
+	name  string
+	value *string
+}
+
+// checkStrings checks each present attribute with reqbody.CheckString;
+// the error names the attribute.
+func checkStrings(attrs []attr) error {
+	for _, a := range attrs {
+		if a.value == nil {
+			continue
+		}
+		if err := reqbody.CheckString(a.name, *a.value); err != nil {
+			return fmt.Errorf("%w: %s", ErrInvalid, err.Message)
+		}
+	}
+	return nil
+}
+
 // ProvisionUser creates a member (or reactivates a deactivated one with
 // the same email) from the identity provider, role member, with its SCIM
 // attributes, in one commit. A userName or email already used by another
@@ -367,6 +396,9 @@ func (s *Store) putUser(accountID, id string, in UserInput) (User, error) {
 	in.UserName = strings.TrimSpace(in.UserName)
 	if in.UserName == "" {
 		return User{}, fmt.Errorf("%w: userName: required", ErrInvalid)
+	}
+	if err := in.checkText(); err != nil {
+		return User{}, err
 	}
 	email, err := storage.NormalizeEmail(in.Email)
 	if err != nil {
@@ -495,6 +527,9 @@ func (s *Store) checkGroup(g *Group) error {
 	g.DisplayName = strings.TrimSpace(g.DisplayName)
 	if g.DisplayName == "" {
 		return fmt.Errorf("%w: displayName: required", ErrInvalid)
+	}
+	if err := checkStrings([]attr{{"displayName", &g.DisplayName}, {"externalId", g.ExternalID}}); err != nil {
+		return err
 	}
 	for _, o := range s.groups[g.AccountID] {
 		if o.ID != g.ID && strings.EqualFold(o.DisplayName, g.DisplayName) {

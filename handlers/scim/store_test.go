@@ -340,3 +340,39 @@ func TestSCIMConcurrentSyncs(t *testing.T) {
 		t.Fatalf("members %d, net added %d; want 15", len(got), net)
 	}
 }
+
+// Each SCIM string attribute is bounded and free of control characters,
+// as the gateway's other administrative fields are; the error names it and
+// nothing is stored.
+func TestSCIMAttributeLimits(t *testing.T) {
+	_, s, acct, _, _ := newOrgStore(t, t.TempDir())
+	long := strings.Repeat("a", 257)
+	bad := "a\x01b"
+	cases := []struct {
+		name string
+		in   UserInput
+		want string
+	}{
+		{"userName", UserInput{UserName: long + "@example.com", Email: "u1@example.com"}, "userName: expected at most 256 characters"},
+		{"externalId", UserInput{UserName: "u2@example.com", ExternalID: &long}, "externalId: expected at most 256 characters"},
+		{"givenName", UserInput{UserName: "u3@example.com", FirstName: &bad}, "name.givenName: control characters are not allowed"},
+		{"familyName", UserInput{UserName: "u4@example.com", LastName: &long}, "name.familyName: expected at most 256 characters"},
+	}
+	for _, c := range cases {
+		before := len(s.Users(acct.ID))
+		_, err := s.ProvisionUser(acct.ID, c.in)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+		if n := len(s.Users(acct.ID)); n != before {
+			t.Errorf("%s: a refused user was stored", c.name)
+		}
+	}
+	if _, err := s.CreateGroup(acct.ID, long, nil, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "displayName: expected at most 256 characters") {
+		t.Errorf("group displayName: got %v", err)
+	}
+	ok := strings.Repeat("b", 256)
+	if _, err := s.CreateGroup(acct.ID, ok, &ok, nil); err != nil {
+		t.Errorf("a 256-character displayName and externalId: %v", err)
+	}
+}
