@@ -1,7 +1,10 @@
 package telemetry
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,9 +106,11 @@ func TestRegisterRefusesAnotherCollectorOfTheSameName(t *testing.T) {
 	}
 }
 
-func TestNamesFollowConventions(t *testing.T) {
+// everyFamily is a registry in which every family has a series, so that
+// gathering sees them all.
+func everyFamily(t *testing.T) *prometheus.Registry {
+	t.Helper()
 	reg := registry(t, true)
-	// Every vector gets a series, so that the linter sees every family.
 	s := For("chat", "lint/model", "p")
 	s.Request(200)
 	s.Attempt(200, time.Millisecond)
@@ -117,8 +122,13 @@ func TestNamesFollowConventions(t *testing.T) {
 	WebSearch("lint", 1, true)
 	WebSearch("lint", 1, false)
 	SetKeyBound(10)
-	defer SetKeyBound(0)
+	t.Cleanup(func() { SetKeyBound(0) })
 	KeyCharged("lint-acct", "lint-key", 1, 1)
+	return reg
+}
+
+func TestNamesFollowConventions(t *testing.T) {
+	reg := everyFamily(t)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -322,5 +332,49 @@ func TestStatusClass(t *testing.T) {
 		if got := StatusClass(status); got != want {
 			t.Errorf("StatusClass(%d) = %q, want %q", status, got, want)
 		}
+	}
+}
+
+// TestDashboardQueriesExistingMetrics: the Grafana dashboard in the
+// repository queries only metrics that exist, and shows every one.
+func TestDashboardQueriesExistingMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../grafana/tollgate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	fams, err := everyFamily(t).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, unused := map[string]bool{}, map[string]bool{}
+	for _, f := range fams {
+		known[f.GetName()], unused[f.GetName()] = true, true
+	}
+	name := regexp.MustCompile(`tollgate_[a-z_]+`)
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, n := range name.FindAllString(tg.Expr, -1) {
+				base := n
+				if f := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum"); f != n {
+					base = f
+				}
+				if !known[base] {
+					t.Errorf("panel %q queries %s, which is not a metric", p.Title, n)
+				}
+				delete(unused, base)
+			}
+		}
+	}
+	for n := range unused {
+		t.Errorf("the dashboard shows nothing of %s", n)
 	}
 }
