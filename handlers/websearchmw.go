@@ -361,7 +361,8 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 		Text: p.query, MaxResults: p.spec.MaxResults,
 		IncludeDomains: p.spec.IncludeDomains, ExcludeDomains: p.spec.ExcludeDomains,
 	})
-	telemetry.WebSearch(p.eng.Name(), len(results), err != nil)
+	// A search the client abandoned is not the engine's failure.
+	telemetry.WebSearch(p.eng.Name(), len(results), err != nil && r.Context().Err() == nil)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return apierror.New(499, "Client closed the request")

@@ -113,7 +113,7 @@ func newMetrics() *metrics {
 		}, routeLabels),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "time_to_first_token_seconds", Buckets: ttftBuckets,
-			Help: "Streamed answers: time from the request's admission to the first generated text sent; OpenTelemetry gen_ai.server.time_to_first_token.",
+			Help: "Streamed answers: time from the first provider call to the first generated text sent; OpenTelemetry gen_ai.server.time_to_first_token.",
 		}, routeLabels),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "credit_refusals_total",
