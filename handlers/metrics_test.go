@@ -14,6 +14,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
@@ -121,5 +123,24 @@ func TestSeriesOfPrivateEndpoint(t *testing.T) {
 	}
 	if seriesOf(private) != telemetry.For("chat", telemetry.Private, telemetry.Private) {
 		t.Error("a private endpoint's names became labels")
+	}
+}
+
+// BenchmarkPipelineMetrics is every metrics call one served, streamed
+// request makes through the pipeline (hold, attempt, charge, answer).
+func BenchmarkPipelineMetrics(b *testing.B) {
+	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
+	route := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
+	st := &requestState{inference: true, sub: "/chat/completions", route: route, start: time.Now()}
+	mw := &meterWriter{firstText: time.Now()}
+	mw.Mode, mw.Status = sse.Stream, 200
+	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}
+	b.ReportAllocs()
+	for b.Loop() {
+		telemetry.HoldOpened(2_000_000)
+		observeAttempt(st, mw, st.start, false)
+		observeCharge(st, gen)
+		telemetry.HoldClosed(2_000_000)
+		_ = observeAnswer(r, st, nil)
 	}
 }
