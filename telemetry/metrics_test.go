@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 )
+
+// runs numbers the tests' label values: the collectors are the
+// process's, so a second run (-count=2) must not find the first one's.
+var runs atomic.Int64
+
+// uniq is name made unique to this call.
+func uniq(name string) string { return name + "-" + strconv.FormatInt(runs.Add(1), 10) }
 
 // registry is a fresh registry with the gateway's collectors, as a
 // config's would be.
@@ -86,9 +95,10 @@ func TestRegisterEveryConfigRegistry(t *testing.T) {
 	if err := Register(nil, true); err != nil {
 		t.Fatal(err)
 	}
-	For("chat", "reg/model", "p").Request(200)
+	model := uniq("reg/model")
+	For("chat", model, "p").Request(200)
 	for _, reg := range []*prometheus.Registry{old, cur} {
-		if v := value(t, reg, "tollgate_requests_total", map[string]string{"model": "reg/model", "status_class": "2xx"}); v != 1 {
+		if v := value(t, reg, "tollgate_requests_total", map[string]string{"model": model, "status_class": "2xx"}); v != 1 {
 			t.Fatalf("requests_total = %v, want 1 in every registry", v)
 		}
 	}
@@ -153,8 +163,9 @@ func TestNamesFollowConventions(t *testing.T) {
 
 func TestSeriesCountsByClassAndOutcome(t *testing.T) {
 	reg := registry(t, false)
-	s := For("responses", "count/model", "p1")
-	if For("responses", "count/model", "p1") != s {
+	model := uniq("count/model")
+	s := For("responses", model, "p1")
+	if For("responses", model, "p1") != s {
 		t.Fatal("For resolved the same labels twice")
 	}
 	s.Request(200)
@@ -168,7 +179,7 @@ func TestSeriesCountsByClassAndOutcome(t *testing.T) {
 	s.Fallback()
 	s.FirstToken(300 * time.Millisecond)
 	labels := func(kv ...string) map[string]string {
-		m := map[string]string{"kind": "responses", "model": "count/model", "provider": "p1"}
+		m := map[string]string{"kind": "responses", "model": model, "provider": "p1"}
 		for i := 0; i < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]
 		}
@@ -197,13 +208,14 @@ func TestSeriesCountsByClassAndOutcome(t *testing.T) {
 
 func TestChargedCreditsAreExact(t *testing.T) {
 	reg := registry(t, false)
-	s := For("chat", "exact/model", "p")
+	model := uniq("exact/model")
+	s := For("chat", model, "p")
 	// 0.1 + 0.2 credits: as float64 sums, 0.30000000000000004.
 	s.Charged(3, 4, 100_000_000, 0)
 	s.Charged(5, 6, 200_000_000, 0)
 	s.Charged(1, 1, 0, 700_000_000) // BYOK
 	s.Charged(0, 0, -5, -5)         // never negative
-	l := map[string]string{"model": "exact/model"}
+	l := map[string]string{"model": model}
 	if v := value(t, reg, "tollgate_credits_charged_total", l); v != 0.3 {
 		t.Errorf("credits_charged_total = %v, want 0.3", v)
 	}
@@ -211,7 +223,7 @@ func TestChargedCreditsAreExact(t *testing.T) {
 		t.Errorf("byok_usage_credits_total = %v, want 0.7", v)
 	}
 	for typ, want := range map[string]float64{"prompt": 9, "completion": 11} {
-		if v := value(t, reg, "tollgate_tokens_total", map[string]string{"model": "exact/model", "type": typ}); v != want {
+		if v := value(t, reg, "tollgate_tokens_total", map[string]string{"model": model, "type": typ}); v != want {
 			t.Errorf("tokens_total{type=%s} = %v, want %v", typ, v, want)
 		}
 	}
@@ -220,17 +232,20 @@ func TestChargedCreditsAreExact(t *testing.T) {
 func TestSeriesPastTheBoundCountAsOther(t *testing.T) {
 	defer func(n int) { maxSeries = n }(maxSeries)
 	reg := registry(t, false)
+	other := map[string]string{"kind": "chat", "model": Other, "provider": Other}
+	before, _ := lookup(t, reg, "tollgate_requests_total", other)
 	maxSeries = 1
 	if p := seriesMap.Load(); p != nil {
 		maxSeries = len(*p) + 1
 	}
-	For("chat", "bound/one", "p").Request(200)
-	For("chat", "bound/two", "p").Request(200)
-	For("chat", "bound/three", "p").Request(200)
-	if v := value(t, reg, "tollgate_requests_total", map[string]string{"model": Other, "provider": Other}); v != 2 {
-		t.Fatalf("other = %v, want 2", v)
+	one, two, three := uniq("bound/one"), uniq("bound/two"), uniq("bound/three")
+	For("chat", one, "p").Request(200)
+	For("chat", two, "p").Request(200)
+	For("chat", three, "p").Request(200)
+	if v := value(t, reg, "tollgate_requests_total", other); v != before+2 {
+		t.Fatalf("other = %v, want %v", v, before+2)
 	}
-	if _, ok := lookup(t, reg, "tollgate_requests_total", map[string]string{"model": "bound/two"}); ok {
+	if _, ok := lookup(t, reg, "tollgate_requests_total", map[string]string{"model": two}); ok {
 		t.Fatal("a series past the bound got its own labels")
 	}
 }
@@ -238,30 +253,34 @@ func TestSeriesPastTheBoundCountAsOther(t *testing.T) {
 func TestKeySeriesBounded(t *testing.T) {
 	reg := registry(t, true)
 	SetKeyBound(0)
-	KeyCharged("acct-0", "key-off", 5, 0)
-	if _, ok := lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": "key-off"}); ok {
+	off := uniq("key-off")
+	KeyCharged("acct-0", off, 5, 0)
+	if _, ok := lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": off}); ok {
 		t.Fatal("a key counted with metrics_per_key off")
 	}
 	defer SetKeyBound(0)
+	other := map[string]string{"account": Other, "key": Other}
+	before, _ := lookup(t, reg, "tollgate_key_requests_total", other)
 	SetKeyBound(len(keys()) + 2)
-	KeyCharged("acct-1", "key-a", 1_500_000_000, 0)
-	KeyCharged("acct-1", "key-a", 500_000_000, 250_000_000)
-	KeyCharged("acct-1", "key-b", 1, 0)
-	KeyCharged("acct-2", "key-c", 3_000_000_000, 0) // past the bound
-	KeyCharged("acct-2", "key-d", 1_000_000_000, 0) // past the bound
-	if v := value(t, reg, "tollgate_key_requests_total", map[string]string{"account": "acct-1", "key": "key-a"}); v != 2 {
-		t.Errorf("key-a requests = %v, want 2", v)
+	a, b, c, d := uniq("key-a"), uniq("key-b"), uniq("key-c"), uniq("key-d")
+	KeyCharged("acct-1", a, 1_500_000_000, 0)
+	KeyCharged("acct-1", a, 500_000_000, 250_000_000)
+	KeyCharged("acct-1", b, 1, 0)
+	KeyCharged("acct-2", c, 3_000_000_000, 0) // past the bound
+	KeyCharged("acct-2", d, 1_000_000_000, 0) // past the bound
+	if v := value(t, reg, "tollgate_key_requests_total", map[string]string{"account": "acct-1", "key": a}); v != 2 {
+		t.Errorf("key a requests = %v, want 2", v)
 	}
-	if v := value(t, reg, "tollgate_key_credits_total", map[string]string{"key": "key-a", "byok": "false"}); v != 2 {
-		t.Errorf("key-a credits = %v, want 2", v)
+	if v := value(t, reg, "tollgate_key_credits_total", map[string]string{"key": a, "byok": "false"}); v != 2 {
+		t.Errorf("key a credits = %v, want 2", v)
 	}
-	if v := value(t, reg, "tollgate_key_credits_total", map[string]string{"key": "key-a", "byok": "true"}); v != 0.25 {
-		t.Errorf("key-a byok = %v, want 0.25", v)
+	if v := value(t, reg, "tollgate_key_credits_total", map[string]string{"key": a, "byok": "true"}); v != 0.25 {
+		t.Errorf("key a byok = %v, want 0.25", v)
 	}
-	if v := value(t, reg, "tollgate_key_requests_total", map[string]string{"account": Other, "key": Other}); v < 2 {
-		t.Errorf("other requests = %v, want at least 2", v)
+	if v := value(t, reg, "tollgate_key_requests_total", other); v != before+2 {
+		t.Errorf("other requests = %v, want %v", v, before+2)
 	}
-	if _, ok := lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": "key-c"}); ok {
+	if _, ok := lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": c}); ok {
 		t.Error("a key past the bound got its own series")
 	}
 }
@@ -309,9 +328,10 @@ func TestCommitWebSearchAndExport(t *testing.T) {
 		t.Errorf("commit_failures_total = %v, want %v", v, failures+1)
 	}
 
-	WebSearch("unit-engine", 4, false)
-	WebSearch("unit-engine", 0, true)
-	e := map[string]string{"engine": "unit-engine"}
+	engine := uniq("unit-engine")
+	WebSearch(engine, 4, false)
+	WebSearch(engine, 0, true)
+	e := map[string]string{"engine": engine}
 	for name, want := range map[string]float64{"tollgate_web_search_calls_total": 2, "tollgate_web_search_results_total": 4, "tollgate_web_search_failures_total": 1} {
 		if v := value(t, reg, name, e); v != want {
 			t.Errorf("%s = %v, want %v", name, v, want)
