@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
 func init() {
@@ -63,6 +64,10 @@ type App struct {
 	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
 	// CustomerEgress is the policy of URLs that customers supply (egress.go).
 	CustomerEgress *EgressConfig `json:"customer_egress,omitempty"`
+	// MetricsPerKey turns on the per-key metrics (account and key hash
+	// labels) for at most this many keys; later keys count as "other".
+	// Default 0: off.
+	MetricsPerKey int `json:"metrics_per_key,omitempty"`
 
 	logger *zap.Logger
 
@@ -78,6 +83,10 @@ type App struct {
 
 	exporter *export.Exporter // observability export (export.go), under mu
 }
+
+// MaxMetricsPerKey bounds metrics_per_key: each key labelled costs three
+// series in every scrape.
+const MaxMetricsPerKey = 100000
 
 // stores shares one open database per directory across config reloads:
 // Badger locks its directory, and a reload provisions the new config before
@@ -105,6 +114,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.FreeModel = a.FreeModel.WithDefaults()
 	a.inFlight = a.InFlight.policy()
+	// The collectors are the process's; each config's registry gets them.
+	if err := telemetry.Register(ctx.GetMetricsRegistry(), a.MetricsPerKey > 0); err != nil {
+		return fmt.Errorf("metrics: %v", err)
+	}
 	dir := a.DataDir
 	if dir == "" {
 		dir = filepath.Join(caddy.AppDataDir(), "tollgate")
@@ -167,6 +180,9 @@ func (a *App) Validate() error {
 	if err := validateWebSearch(a.WebSearch); err != nil {
 		return err
 	}
+	if a.MetricsPerKey < 0 || a.MetricsPerKey > MaxMetricsPerKey {
+		return fmt.Errorf("metrics_per_key: expected 1 to %d keys, got %d", MaxMetricsPerKey, a.MetricsPerKey)
+	}
 	return a.InFlight.validate()
 }
 
@@ -212,6 +228,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	err = a.startExporter(store)
 	a.mu.Unlock()
+	telemetry.SetKeyBound(a.MetricsPerKey)
 	if err != nil {
 		return err
 	}
@@ -252,6 +269,7 @@ func (a *App) Store() (*storage.Store, error) {
 			GCInterval: time.Duration(a.GCInterval),
 			SyncWrites: a.SyncWrites,
 			Logger:     a.logger.Named("badger"),
+			OnCommit:   telemetry.ObserveCommit,
 		})
 		if err != nil {
 			return nil, err

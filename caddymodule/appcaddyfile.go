@@ -59,6 +59,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		customer_egress {
 //			allow <cidr or ip>...
 //		}
+//		metrics_per_key <max keys>
 //		model <id> {
 //			name                  <name>
 //			context_length        <tokens>
@@ -168,6 +169,15 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.CustomerEgress = cfg
+		case "metrics_per_key":
+			n, err := positiveIntArg(d)
+			if err != nil {
+				return err
+			}
+			if n > MaxMetricsPerKey {
+				return d.Errf("metrics_per_key: expected at most %d keys, got %d", MaxMetricsPerKey, n)
+			}
+			a.MetricsPerKey = int(n)
 		case "model":
 			m, err := parseModel(d)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/export"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
 // exporters shares one observability exporter per database across config
@@ -25,6 +26,7 @@ func (a *App) startExporter(store *storage.Store) error {
 	a.exporter = val.(*export.Exporter)
 	a.exporter.SetSealer(a.sealer)
 	a.exporter.SetEgress(a.egress)
+	telemetry.SetExportSource(exportStats(a.exporter))
 	return nil
 }
 
@@ -44,4 +46,11 @@ func (a *App) Exporter() *export.Exporter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.exporter
+}
+
+// exportStats is the exporter's report for the export metrics.
+func exportStats(e *export.Exporter) func() telemetry.ExportStats {
+	return func() telemetry.ExportStats {
+		return telemetry.ExportStats{QueueDepth: e.QueueDepth(), Delivered: e.Delivered(), Dropped: e.Dropped() + e.Refused()}
+	}
 }

@@ -43,6 +43,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"max_results", `"web_search": {"engines": {"exa": {"max_results": 26}}}`, "web_search: engine exa: max_results"},
 		{"fraction", `"in_flight": {"fraction": "2"}`, "in_flight: fraction"},
 		{"settlement_window", `"in_flight": {"settlement_window": -1}`, "in_flight: settlement_window"},
+		{"metrics_per_key", `"metrics_per_key": -1`, "metrics_per_key: expected 1 to 100000 keys"},
+		{"metrics_per_key bound", `"metrics_per_key": 100001`, "metrics_per_key: expected 1 to 100000 keys"},
 		{"context_length", `"models": [{"id": "m", "context_length": -1, "pricing": {"prompt": "0", "completion": "0"}}]`, `model "m": context_length`},
 	}
 	for _, tc := range jsonApps {

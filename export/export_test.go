@@ -178,6 +178,9 @@ func TestExporterQueueBoundAndIsolation(t *testing.T) {
 	if d := e.Dropped(); d < n-queue-1 {
 		t.Fatalf("dropped %d of %d records for a hanging destination with a queue of %d", d, n, queue)
 	}
+	if q := e.QueueDepth(); q != queue {
+		t.Fatalf("QueueDepth() = %d with a full queue of %d", q, queue)
+	}
 	// A healthy destination next to it receives everything sent to it.
 	addDestination(ok.URL)
 	settle(queue)
@@ -196,5 +199,19 @@ func TestExporterQueueBoundAndIsolation(t *testing.T) {
 	}
 	if e.Delivered() != queue {
 		t.Fatalf("Delivered() = %d, want %d", e.Delivered(), queue)
+	}
+	// A destination that refuses for good: its record is dropped, not retried.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer refusing.Close()
+	addDestination(refusing.URL)
+	settle(1)
+	deadline = time.Now().Add(10 * time.Second)
+	for e.Refused() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Refused() = %d, want 1", e.Refused())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -63,6 +63,7 @@ type Exporter struct {
 	wg      sync.WaitGroup
 
 	dropped   atomic.Uint64
+	refused   atomic.Uint64
 	delivered atomic.Uint64
 }
 
@@ -121,6 +122,22 @@ func (e *Exporter) Dropped() uint64 { return e.dropped.Load() }
 
 // Delivered counts records a destination accepted.
 func (e *Exporter) Delivered() uint64 { return e.delivered.Load() }
+
+// Refused counts records of batches dropped without retrying: the
+// destination refused them for good (a 4xx other than 408 and 429), or its
+// config cannot be read.
+func (e *Exporter) Refused() uint64 { return e.refused.Load() }
+
+// QueueDepth counts the records waiting in the destinations' queues.
+func (e *Exporter) QueueDepth() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, w := range e.workers {
+		n += len(w.q)
+	}
+	return n
+}
 
 // Close stops exporting: it unsubscribes, stops the workers (a batch being
 // retried is abandoned) and waits for them.
@@ -298,6 +315,7 @@ func (w *worker) deliver(gens []storage.Generation) bool {
 			return true
 		}
 		if _, permanent := err.(permanentError); permanent {
+			w.e.refused.Add(uint64(len(recs)))
 			w.e.log.Error("observability destination refused a batch; dropping it",
 				zap.String("destination", d.ID), zap.Int("records", len(recs)), zap.Error(err))
 			return true

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
 // Meter is the pipeline's last stage: it enforces the credit limits of
@@ -63,6 +64,9 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, ne
 	if apiErr := m.reserve(st); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
+	held := int64(st.res.Hold + st.res.Credits)
+	telemetry.HoldOpened(held)
+	defer telemetry.HoldClosed(held)
 	// The output limit the reservation fitted reaches the first attempt's body.
 	if err := st.clamp.apply(r); err != nil {
 		_ = store.Release(st.res)
@@ -164,8 +168,11 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		if route.Kind == "chat" {
 			mw.identity = newAnswerIdentity(st.genID, route)
 		}
+		began := now()
 		proxyErr := proxyAttempt(next, mw, r, route, st.genID)
-		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {
+		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr)
+		observeAttempt(st, mw, began, fallback)
+		if fallback {
 			st.failed = append(st.failed, mw.failure(route, proxyErr))
 			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
 				zap.String("model", route.Model.ID), zap.Int("status", st.failed[len(st.failed)-1].status))
@@ -324,6 +331,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		}
 		return nil
 	}
+	observeCharge(st, gen)
 	if clientGone {
 		return nil
 	}

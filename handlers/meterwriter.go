@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -37,10 +38,11 @@ type meterWriter struct {
 
 	// What the client has been sent or will be sent.
 	usage        usageSeen
-	deliveredTxt int   // bytes of generated text forwarded to the client
-	sawDone      bool  // [DONE] or a terminal response event arrived
-	lastSeq      int64 // Responses events: the last sequence_number seen
-	seqSeen      bool  // a Responses event carried a sequence_number
+	deliveredTxt int       // bytes of generated text forwarded to the client
+	firstText    time.Time // when the first text was forwarded (time to first token)
+	sawDone      bool      // [DONE] or a terminal response event arrived
+	lastSeq      int64     // Responses events: the last sequence_number seen
+	seqSeen      bool      // a Responses event carried a sequence_number
 	finish       string
 	jsonChecked  bool // usableJSON ran
 	jsonOK       bool
@@ -160,6 +162,9 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 				hold = true
 			}
 		}
+	}
+	if mw.firstText.IsZero() && mw.deliveredTxt > 0 {
+		mw.firstText = now()
 	}
 	if hold {
 		mw.tail = append(mw.tail, bytes.Clone(ev))

@@ -153,6 +153,10 @@ type requestState struct {
 	genID  string
 	failed []failure   // attempts that got no usable answer
 	header http.Header // the response headers before any provider answered
+
+	// For the metrics (metrics.go).
+	inference bool // a POST to an inference route: counted in requests_total
+	status    int  // the last attempt's status; 0 before any
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -165,14 +169,15 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if st.kind, st.sub, ok = admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
 	}
+	st.inference = st.kind == admin.RouteInference && isInferencePost(r, st)
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
-		return apierror.Fail(r, apiErr)
+		return observeAnswer(r, st, apierror.Fail(r, apiErr))
 	}
 	switch st.kind {
 	case admin.RouteManagement, admin.RouteAnyKey:
 		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
 	}
-	return t.infer(w, r, st, next)
+	return observeAnswer(r, st, t.infer(w, r, st, next))
 }
 
 // infer serves an inference route: the model lists and requests not routed

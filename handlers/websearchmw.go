@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
 // WebSearch is the pipeline's web search stage: it turns every form of web
@@ -360,6 +361,8 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 		Text: p.query, MaxResults: p.spec.MaxResults,
 		IncludeDomains: p.spec.IncludeDomains, ExcludeDomains: p.spec.ExcludeDomains,
 	})
+	// A search the client abandoned is not the engine's failure.
+	telemetry.WebSearch(p.eng.Name(), len(results), err != nil && r.Context().Err() == nil)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return apierror.New(499, "Client closed the request")

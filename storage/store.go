@@ -48,6 +48,9 @@ type Options struct {
 	// survive a power loss, not only a process crash.
 	SyncWrites bool
 	Logger     *zap.Logger
+	// OnCommit, if set, is told each group commit's duration and error
+	// (the metrics' hook; the storage imports no metrics library).
+	OnCommit func(time.Duration, error)
 }
 
 // Store is the gateway's persistent state: the domain stores over one

@@ -119,7 +119,12 @@ func (k *Kernel) flushOnce() error {
 	k.open = &Batch{done: make(chan struct{})}
 	k.mu.Unlock()
 
-	if err := k.backend.Commit(writes); err != nil {
+	began := time.Now()
+	err := k.backend.Commit(writes)
+	if k.onCommit != nil {
+		k.onCommit(time.Since(began), err)
+	}
+	if err != nil {
 		// Put the work back; newer mutations may have re-dirtied the same
 		// records, and their next snapshot covers this one.
 		k.mu.Lock()

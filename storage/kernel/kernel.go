@@ -44,6 +44,9 @@ type Options struct {
 	// survive a power loss, not only a process crash.
 	SyncWrites bool
 	Logger     *zap.Logger
+	// OnCommit, if set, is told each group commit's duration and error
+	// (the metrics' hook; the storage imports no metrics library).
+	OnCommit func(time.Duration, error)
 }
 
 // Kernel is the in-memory state's lock and its way to the database.
@@ -63,6 +66,7 @@ type Kernel struct {
 	flushDone chan struct{}
 	closing   bool
 	started   bool
+	onCommit  func(time.Duration, error) // Options.OnCommit
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
@@ -76,7 +80,9 @@ func Open(opts Options) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(b, log), nil
+	k := New(b, log)
+	k.onCommit = opts.OnCommit
+	return k, nil
 }
 
 // New returns a kernel over an opened backend.

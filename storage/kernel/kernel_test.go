@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -167,5 +168,41 @@ func TestEncodeStringMatchesEncodingJSON(t *testing.T) {
 		if want, _ := json.Marshal(s); string(got) != string(want) {
 			t.Errorf("encode(%q) = %s, want %s", s, got, want)
 		}
+	}
+}
+
+// TestKernelReportsCommits: the commit observer (the metrics' hook) hears
+// of every backend commit, failed ones with their error.
+func TestKernelReportsCommits(t *testing.T) {
+	b := &memBackend{data: map[string]string{}, fail: 1}
+	k := New(b, zap.NewNop())
+	var mu sync.Mutex
+	var seen []error
+	k.onCommit = func(d time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < 0 {
+			t.Errorf("commit took %v", d)
+		}
+		seen = append(seen, err)
+	}
+	k.Register(Kind{Prefix: "a/", Append: true})
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	k.Lock()
+	batch := k.Append("a/1", "v")
+	k.Unlock()
+	if err := batch.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] == nil || seen[1] != nil {
+		t.Fatalf("observed %v, want a failed commit then a committed one", seen)
 	}
 }

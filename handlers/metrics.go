@@ -1,0 +1,128 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
+)
+
+// The pipeline's calls into package telemetry, kept here so that the
+// stages carry one line each.
+
+// seriesOf is the metrics of the route's current attempt. A private
+// endpoint's model and provider are the customer's names: they count as
+// "private", one series for all.
+func seriesOf(route *Route) *telemetry.Series {
+	if strings.HasPrefix(route.Provider.Name, privateProviderPrefix) {
+		return telemetry.For(route.Kind, telemetry.Private, telemetry.Private)
+	}
+	return telemetry.For(route.Kind, route.Model.ID, route.Provider.Name)
+}
+
+// isInferencePost reports whether a request counts in requests_total: a
+// POST to an inference route (the model lists are not).
+func isInferencePost(r *http.Request, st *requestState) bool {
+	return r.Method == http.MethodPost && st.sub != "/models/user"
+}
+
+// observeAnswer counts how the gateway answered a request: its 402s and
+// 429s on any route, and every answer to an inference POST. It returns
+// err, so that callers can wrap their return.
+func observeAnswer(r *http.Request, st *requestState, err error) error {
+	status, apiErr := answerStatus(r, st, err)
+	if apiErr != nil {
+		observeRefusal(apiErr)
+	}
+	if !st.inference {
+		return err
+	}
+	if st.route != nil {
+		seriesOf(st.route).Request(status)
+	} else {
+		telemetry.For(routeKindOf(st.sub), telemetry.None, telemetry.None).Request(status)
+	}
+	return err
+}
+
+// answerStatus is the status a request was answered with: the gateway's
+// error's, 499 when the client left, else the provider's (200 when no
+// provider was called).
+func answerStatus(r *http.Request, st *requestState, err error) (int, *apierror.Error) {
+	if err != nil {
+		var he caddyhttp.HandlerError
+		if errors.As(err, &he) {
+			apiErr, _ := he.Err.(*apierror.Error)
+			return he.StatusCode, apiErr
+		}
+		return http.StatusInternalServerError, nil
+	}
+	switch {
+	case r.Context().Err() != nil:
+		return 499, nil
+	case st.status != 0:
+		return st.status, nil
+	}
+	return http.StatusOK, nil
+}
+
+// observeRefusal counts a 402 by its limit_source and a 429 by its origin:
+// the gateway's limit_type, or "provider" when every provider refused.
+func observeRefusal(e *apierror.Error) {
+	switch e.Status {
+	case http.StatusPaymentRequired:
+		if src, ok := e.Metadata["limit_source"].(string); ok {
+			telemetry.Refused(src)
+		}
+	case http.StatusTooManyRequests:
+		origin := "provider"
+		if lt, ok := e.Metadata["limit_type"].(string); ok {
+			origin = lt
+		}
+		telemetry.RateLimited(origin)
+	}
+}
+
+// observeAttempt counts one provider call: its outcome and duration, the
+// fallback when another attempt follows, and a streamed answer's time to
+// first text.
+func observeAttempt(st *requestState, mw *meterWriter, began time.Time, fallback bool) {
+	s := seriesOf(st.route)
+	status := mw.Status
+	if mw.Mode == sse.Undecided {
+		status = 0
+	}
+	s.Attempt(status, now().Sub(began))
+	if fallback {
+		s.Fallback()
+		return
+	}
+	st.status = status
+	if mw.Mode == sse.Stream && !mw.firstText.IsZero() {
+		s.FirstToken(mw.firstText.Sub(st.start))
+	}
+}
+
+// observeCharge counts a durable charge: tokens, credits (the balance's
+// part and the BYOK usage, split as the ledger splits them), the key's
+// series when the operator turned them on, and a native search's results.
+func observeCharge(st *requestState, gen *storage.Generation) {
+	credits, byok := gen.Cost, money.Amount(0)
+	if gen.BYOK {
+		credits = min(max(gen.Credits, 0), gen.Cost)
+		byok = gen.Cost - credits
+	}
+	seriesOf(st.route).Charged(gen.PromptTokens, gen.CompletionTokens, int64(credits), int64(byok))
+	telemetry.KeyCharged(gen.AccountID, gen.KeyHash, int64(credits), int64(byok))
+	if st.plan != nil && st.plan.engine == "native" && gen.SearchResults > 0 {
+		telemetry.WebSearch("native", int(gen.SearchResults), false)
+	}
+}

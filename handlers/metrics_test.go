@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
+)
+
+// metricsRegistry is a registry with the gateway's collectors, as a
+// config's would be.
+func metricsRegistry(t *testing.T) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := telemetry.Register(reg, false); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// counterValue is the counter name's value for one label's value; 0 when
+// the series does not exist yet.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func TestAnswerStatus(t *testing.T) {
+	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
+	refused := &apierror.Error{Status: http.StatusPaymentRequired, Message: "no"}
+	cases := []struct {
+		name     string
+		r        *http.Request
+		upstream int
+		err      error
+		want     int
+		apiErr   *apierror.Error
+	}{
+		{"served", r, 200, nil, 200, nil},
+		{"served, no attempt", r, 0, nil, 200, nil},
+		{"provider status passed through", r, 201, nil, 201, nil},
+		{"gateway error", r, 0, caddyhttp.Error(refused.Status, refused), 402, refused},
+		{"other error", r, 0, errors.New("boom"), 500, nil},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases = append(cases, struct {
+		name     string
+		r        *http.Request
+		upstream int
+		err      error
+		want     int
+		apiErr   *apierror.Error
+	}{"client gone", r.WithContext(ctx), 200, nil, 499, nil})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, apiErr := answerStatus(c.r, &requestState{status: c.upstream}, c.err)
+			if got != c.want || apiErr != c.apiErr {
+				t.Fatalf("answerStatus = %d, %v; want %d, %v", got, apiErr, c.want, c.apiErr)
+			}
+		})
+	}
+}
+
+func TestObserveRefusals(t *testing.T) {
+	reg := metricsRegistry(t)
+	const src = "unit_key_limit"
+	before := counterValue(t, reg, "tollgate_credit_refusals_total", "limit_source", src)
+	refusal := &apierror.Error{Status: http.StatusPaymentRequired, Metadata: map[string]any{"limit_source": src}}
+	observeRefusal(refusal)
+	observeRefusal(refusal)
+	if v := counterValue(t, reg, "tollgate_credit_refusals_total", "limit_source", src); v != before+2 {
+		t.Fatalf("credit_refusals_total{limit_source=%s} = %v, want %v", src, v, before+2)
+	}
+
+	// The gateway's 429s carry their limit_type; a provider's has none.
+	now := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key")
+	provider := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider")
+	observeRefusal(rateLimitError(&gateway.RateLimited{Scope: "abuse_per_key"}, time.Now()))
+	observeRefusal(upstreamError([]failure{{status: 429, provider: "up"}}))
+	observeRefusal(&apierror.Error{Status: http.StatusBadRequest})
+	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key"); v != now+1 {
+		t.Errorf("rate_limited_total{origin=abuse_per_key} = %v, want %v", v, now+1)
+	}
+	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider"); v != provider+1 {
+		t.Errorf("rate_limited_total{origin=provider} = %v, want %v", v, provider+1)
+	}
+}
+
+func TestSeriesOfPrivateEndpoint(t *testing.T) {
+	public := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
+	private := &Route{Kind: "chat", Model: &catalog.Model{ID: "customer/model-1"}, Provider: &catalog.Provider{Name: privateProviderPrefix + "ep-123"}}
+	if seriesOf(public) != telemetry.For("chat", "m", "up") {
+		t.Error("a catalog route is not counted under its model and provider")
+	}
+	if seriesOf(private) != telemetry.For("chat", telemetry.Private, telemetry.Private) {
+		t.Error("a private endpoint's names became labels")
+	}
+}
+
+// BenchmarkPipelineMetrics is every metrics call one served, streamed
+// request makes through the pipeline (hold, attempt, charge, answer).
+func BenchmarkPipelineMetrics(b *testing.B) {
+	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
+	route := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
+	st := &requestState{inference: true, sub: "/chat/completions", route: route, start: time.Now()}
+	mw := &meterWriter{firstText: time.Now()}
+	mw.Mode, mw.Status = sse.Stream, 200
+	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}
+	b.ReportAllocs()
+	for b.Loop() {
+		telemetry.HoldOpened(2_000_000)
+		observeAttempt(st, mw, st.start, false)
+		observeCharge(st, gen)
+		telemetry.HoldClosed(2_000_000)
+		_ = observeAnswer(r, st, nil)
+	}
+}
