@@ -162,7 +162,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = st.genID
 		if route.Kind == "chat" {
-			mw.identity = newAnswerIdentity(st.genID, route)
+			mw.rewriteIdentity(st.genID, route)
 		}
 		proxyErr := proxyAttempt(next, mw, r, route, st.genID)
 		if i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr) {

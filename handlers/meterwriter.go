@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -49,8 +51,10 @@ type meterWriter struct {
 
 	// identity, for chat completions, rewrites the answer's id, model and
 	// provider (identity.go); upstreamID is the provider's id of it.
-	identity   *answerIdentity
-	upstreamID string
+	identity    *answerIdentity
+	ownIdentity answerIdentity // what identity points to, in the same allocation
+	upstreamID  string
+	evBuf       []byte // the last event rewritten by ownEvent
 	// bill is what settle charged, added to the usage sent.
 	bill *usageBill
 }
@@ -141,8 +145,7 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			if mw.upstreamID == "" {
 				mw.upstreamID = gjson.GetBytes(data, "id").Str
 			}
-			own := mw.identity.rewrite(data)
-			ev, data = sse.ReplaceData(ev, data, own), own
+			ev, data = mw.ownEvent(ev, data)
 		}
 		// One scan for the text; the rarer fields only when their bytes
 		// say they are there (most chunks carry "finish_reason":null and
@@ -166,6 +169,31 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return ev, nil
+}
+
+// rewriteIdentity makes the writer rewrite a chat answer's identity to
+// the generation's (identity.go).
+func (mw *meterWriter) rewriteIdentity(genID string, route *Route) {
+	mw.ownIdentity.set(genID, route)
+	mw.identity = &mw.ownIdentity
+}
+
+// ownEvent returns the event ev with the answer's identity rewritten in
+// its payload data, and the new payload. The result is built in mw.evBuf,
+// reused for every event: the sse core sends what Event returns before the
+// next event, and a held event is copied.
+func (mw *meterWriter) ownEvent(ev, data []byte) (newEv, newData []byte) {
+	at := bytes.Index(ev, data)
+	if at < 0 {
+		return ev, data
+	}
+	buf, ok := mw.identity.appendRewrite(append(mw.evBuf[:0], ev[:at]...), data)
+	if !ok {
+		return ev, data
+	}
+	end := len(buf)
+	mw.evBuf = append(buf, ev[at+len(data):]...)
+	return mw.evBuf, mw.evBuf[at:end]
 }
 
 // usableJSON reads the buffered JSON answer once and reports whether it is
@@ -225,6 +253,15 @@ func firstNonSpace(b []byte) int {
 // on doc at path), splicing bytes rather than rewriting the document. The
 // provider's own members of those names are replaced.
 func withCost(doc []byte, u gjson.Result, path, members string) []byte {
+	if out, ok := appendWithCost(nil, doc, u, path, members); ok {
+		return out
+	}
+	return doc
+}
+
+// appendWithCost appends withCost(doc, ...) to dst; ok is false (and dst
+// unchanged) when doc has no usable usage object.
+func appendWithCost(dst, doc []byte, u gjson.Result, path, members string) (out []byte, ok bool) {
 	for _, name := range gatewayUsageMembers {
 		if u.Get(name).Exists() {
 			if out, err := sjson.DeleteBytes(doc, path+"."+name); err == nil {
@@ -234,17 +271,33 @@ func withCost(doc []byte, u gjson.Result, path, members string) []byte {
 	}
 	end := u.Index + len(u.Raw) - 1
 	if u.Index <= 0 || end >= len(doc) || doc[end] != '}' {
-		return doc
+		return dst, false
 	}
 	sep := ","
 	if len(bytes.TrimSpace(doc[u.Index+1:end])) == 0 {
 		sep = ""
 	}
-	out := make([]byte, 0, len(doc)+len(sep)+len(members))
+	out = slices.Grow(dst, len(doc)+len(sep)+len(members))
 	out = append(out, doc[:end]...)
 	out = append(out, sep...)
 	out = append(out, members...)
-	return append(out, doc[end:]...)
+	return append(out, doc[end:]...), true
+}
+
+// answerBufs are the buffers in which sendJSON builds the answer it sends:
+// their life is one call (the client's writer copies what it is given),
+// and they are reused across requests.
+var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer bounds the buffers kept in answerBufs, so that one huge
+// answer does not pin its memory.
+const maxPooledAnswer = 64 << 10
+
+func putAnswerBuf(b *[]byte) {
+	if cap(*b) <= maxPooledAnswer {
+		*b = (*b)[:0]
+		answerBufs.Put(b)
+	}
 }
 
 // gatewayUsageMembers are the usage members the gateway writes.
@@ -263,7 +316,11 @@ func (mw *meterWriter) usageMembers(cost string) string {
 func (mw *meterWriter) sendJSON(cost string, genID string) error {
 	body := mw.Body.Bytes()
 	if mw.usageJSON.IsObject() {
-		body = withCost(body, mw.usageJSON, "usage", mw.usageMembers(cost))
+		buf := answerBufs.Get().(*[]byte)
+		defer putAnswerBuf(buf)
+		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
+			body, *buf = out, out
+		}
 	} else if mw.kind == "chat" && mw.bill != nil {
 		// The provider reported no usage: the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
@@ -271,7 +328,11 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 		}
 	}
 	if mw.identity != nil {
-		body = mw.identity.rewrite(body)
+		buf := answerBufs.Get().(*[]byte)
+		defer putAnswerBuf(buf)
+		if out, ok := mw.identity.appendRewrite((*buf)[:0], body); ok {
+			body, *buf = out, out
+		}
 	}
 	h := mw.Header()
 	h.Set("X-Generation-Id", genID)
