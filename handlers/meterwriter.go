@@ -215,13 +215,17 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if mw.kind == "responses" {
 		finishPath, in, out = "status", "input_tokens", "output_tokens"
 	}
-	mw.upstreamID = gjson.GetBytes(body, "id").Str
-	u := gjson.GetBytes(body, "usage")
+	top := readAnswerMembers(body, mw.kind == "responses")
+	mw.upstreamID = top.id.Str
+	u := top.usage
+	if !u.Exists() {
+		u = gjson.GetBytes(body, "usage") // as the lookup always did, for a body the single pass could not walk
+	}
 	if u.IsObject() {
 		mw.usageJSON = u
 		mw.usageRaw = u.Raw
 		mw.usage = usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
-		mw.finish = gjson.GetBytes(body, finishPath).Str
+		mw.finish = top.finish.Str
 		return true
 	}
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
@@ -237,6 +241,39 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		mw.deliveredTxt += len(gjson.GetBytes(body, "choices.0.message.content").Str)
 	}
 	return true
+}
+
+// answerMembers are the members of an answer the meter reads: its id, its
+// usage object and its finish (choices.0.finish_reason, or a Responses
+// object's status), each as gjson's lookup of its path finds it.
+type answerMembers struct{ id, usage, finish gjson.Result }
+
+// readAnswerMembers finds them in one pass over the answer's top level:
+// a lookup per path would walk the whole answer (its text) for each.
+// Indexes are offsets in body.
+func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
+	finishKey, finishRest := "choices", "0.finish_reason"
+	if responses {
+		finishKey, finishRest = "status", ""
+	}
+	var seen [3]bool // a repeated member: the first, as a lookup finds
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "id" && !seen[0]:
+			m.id, seen[0] = v, true
+		case k.Str == "usage" && !seen[1]:
+			m.usage, seen[1] = v, true
+		case k.Str == finishKey && !seen[2]:
+			if finishRest != "" {
+				if v = v.Get(finishRest); !v.Exists() {
+					return true // a lookup goes on to a later member of that name
+				}
+			}
+			m.finish, seen[2] = v, true
+		}
+		return true
+	})
+	return m
 }
 
 func firstNonSpace(b []byte) int {
