@@ -52,11 +52,12 @@ func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
 	if open >= len(doc) || doc[open] != '{' {
 		return dst, false
 	}
-	vals := [3]gjson.Result{gjson.GetBytes(doc, "id"), gjson.GetBytes(doc, "model")}
+	// Only the values' places are used: peekJSON does not copy them.
+	vals := [3]gjson.Result{peekJSON(doc, "id"), peekJSON(doc, "model")}
 	if mayHaveKey(doc, providerKey) {
 		// Providers rarely name themselves: most answers skip this scan
 		// of the whole document.
-		vals[2] = gjson.GetBytes(doc, "provider")
+		vals[2] = peekJSON(doc, "provider")
 	}
 	type splice struct {
 		at, n int // replaced range of doc

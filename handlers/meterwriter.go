@@ -120,24 +120,24 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	case sse.IsDone(data):
 		mw.sawDone, hold = true, true
 	case mw.kind == "responses":
-		res := gjson.GetManyBytes(data, "type", "sequence_number", "delta")
-		typ := res[0].Str
-		if res[1].Exists() {
-			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, res[1].Int()), true
+		// Compared and measured only: not copied.
+		typ, seq := peekJSON(data, "type").Str, peekJSON(data, "sequence_number")
+		if seq.Exists() {
+			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, seq.Int()), true
 		}
 		if typ == "response.created" {
 			mw.upstreamID = gjson.GetBytes(data, "response.id").Str
 		}
 		switch typ {
 		case "response.output_text.delta":
-			mw.deliveredTxt += len(res[2].Str)
+			mw.deliveredTxt += len(peekJSON(data, "delta").Str)
 		case "response.completed", "response.incomplete", "response.failed":
 			u := gjson.GetBytes(data, "response.usage")
 			if u.IsObject() {
 				mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
 				mw.usageRaw = u.Raw
 			}
-			mw.finish = strings.TrimPrefix(typ, "response.")
+			mw.finish = strings.Clone(strings.TrimPrefix(typ, "response."))
 			mw.sawDone, hold = true, true
 		}
 	default:
@@ -147,10 +147,10 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			}
 			ev, data = mw.ownEvent(ev, data)
 		}
-		// One scan for the text; the rarer fields only when their bytes
-		// say they are there (most chunks carry "finish_reason":null and
-		// no usage).
-		mw.deliveredTxt += len(gjson.GetBytes(data, "choices.0.delta.content").Str)
+		// One scan for the text (measured only: not copied); the rarer
+		// fields only when their bytes say they are there (most chunks
+		// carry "finish_reason":null and no usage).
+		mw.deliveredTxt += len(peekJSON(data, "choices.0.delta.content").Str)
 		if bytes.Contains(data, finishKey) && !bytes.Contains(data, finishNull) && !bytes.Contains(data, finishNullSp) {
 			if f := gjson.GetBytes(data, "choices.0.finish_reason").Str; f != "" {
 				mw.finish = f
