@@ -19,12 +19,6 @@ type answerIdentity struct {
 	id, model, provider []byte // JSON strings
 }
 
-func newAnswerIdentity(genID string, route *Route) *answerIdentity {
-	a := new(answerIdentity)
-	a.set(genID, route)
-	return a
-}
-
 // set quotes the three values into one allocation.
 func (a *answerIdentity) set(genID string, route *Route) {
 	id, model, provider := jsonQuote(genID), jsonQuote(route.Model.ID), jsonQuote(route.Provider.Name)
