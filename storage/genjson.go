@@ -79,8 +79,9 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 const hexDigits = "0123456789abcdef"
 
 // jsonSafe marks the ASCII bytes appendJSONString copies as they are: one
-// table lookup per byte instead of six comparisons.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+// table lookup per byte instead of six comparisons. It spans every byte
+// value (non-ASCII ones false), so that the lookup needs no range check.
+var jsonSafe = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -95,11 +96,11 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
