@@ -67,18 +67,42 @@ func withVars(h caddyhttp.Handler) caddyhttp.Handler {
 
 // BenchmarkProxyBareJSON is A: reverse_proxy alone.
 func BenchmarkProxyBareJSON(b *testing.B) {
-	up := newBenchUpstream(b)
-	rp := newBenchProxy(b, up.Listener.Addr().String(), nil)
-	h := withVars(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
-	}))
-	checkOnce(b, h, benchChatBody, "sk-bench", false)
+	h := benchProxyBare(b)
 	runServe(b, h, benchChatBody, "sk-bench")
 }
 
 // BenchmarkProxyChainJSON is B: the tollgate handler, then reverse_proxy to
 // the provider it picked, through the placeholders.
 func BenchmarkProxyChainJSON(b *testing.B) {
+	h, secret := benchProxyChain(b)
+	runServe(b, h, benchChatBody, secret)
+}
+
+// BenchmarkProxyBareJSONParallel is A under concurrent requests, as
+// bench/run.sh loads it (run with -cpu 1 for its one gateway core).
+func BenchmarkProxyBareJSONParallel(b *testing.B) {
+	h := benchProxyBare(b)
+	runServeParallel(b, h, benchChatBody, "sk-bench")
+}
+
+// BenchmarkProxyChainJSONParallel is B under concurrent requests: their
+// charges share group commits.
+func BenchmarkProxyChainJSONParallel(b *testing.B) {
+	h, secret := benchProxyChain(b)
+	runServeParallel(b, h, benchChatBody, secret)
+}
+
+func benchProxyBare(b *testing.B) caddyhttp.Handler {
+	up := newBenchUpstream(b)
+	rp := newBenchProxy(b, up.Listener.Addr().String(), nil)
+	h := withVars(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
+	}))
+	checkOnce(b, h, benchChatBody, "sk-bench", false)
+	return h
+}
+
+func benchProxyChain(b *testing.B) (caddyhttp.Handler, string) {
 	up := newBenchUpstream(b)
 	s := newBenchSetupAt(b, up.Listener.Addr().String())
 	rp := newBenchProxy(b, "{tollgate.upstream.dial}", &rewrite.Rewrite{URI: "{tollgate.upstream.uri}"})
@@ -86,5 +110,5 @@ func BenchmarkProxyChainJSON(b *testing.B) {
 		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
 	})))
 	checkOnce(b, h, benchChatBody, s.secret, true)
-	runServe(b, h, benchChatBody, s.secret)
+	return h, s.secret
 }
