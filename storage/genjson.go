@@ -95,11 +95,15 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if jsonSafe[c] {
+		// A tight loop over the run of safe bytes (most strings are all
+		// safe): the compiler keeps it to a handful of instructions a byte.
+		for i < len(s) && jsonSafe[s[i]] {
 			i++
-			continue
 		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
