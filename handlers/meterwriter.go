@@ -86,7 +86,7 @@ func (mw *meterWriter) Decide(status int) sse.Mode {
 			mw.Header().Del(k)
 		}
 	}
-	if status < 400 && strings.HasPrefix(mw.Header().Get("Content-Type"), "text/event-stream") {
+	if ct := mw.Header()["Content-Type"]; status < 400 && len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
 		if mw.genID != "" {
 			mw.Header().Set("X-Generation-Id", mw.genID)
 		}
@@ -371,9 +371,9 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 			body, *buf = out, out
 		}
 	}
-	h := mw.Header()
-	h.Set("X-Generation-Id", genID)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h := mw.Header() // canonical names, set directly (see Route.apply)
+	h["X-Generation-Id"] = []string{genID}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	mw.ResponseWriter.WriteHeader(mw.Status)
 	return mw.Send(body)
 }
