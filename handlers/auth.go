@@ -87,7 +87,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 			return apiErr
 		}
 	}
-	r.Header.Del("Authorization")
+	delete(r.Header, "Authorization") // Header.Del, without canonicalizing a canonical name
 	st.id = id
 	a.annotate(r, id)
 	return nil
@@ -175,10 +175,11 @@ func (a *Auth) annotate(r *http.Request, id *gateway.Identity) {
 
 // bearer extracts the key from "Authorization: Bearer <key>".
 func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
+	v := r.Header["Authorization"] // Header.Get, without canonicalizing a canonical name
+	if len(v) == 0 || v[0] == "" {
 		return "", false
 	}
+	h := v[0]
 	scheme, token, found := strings.Cut(h, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -111,7 +111,10 @@ type benchSetup struct {
 	tollgate *Tollgate
 }
 
-func newBenchSetup(b *testing.B) *benchSetup {
+func newBenchSetup(b *testing.B) *benchSetup { return newBenchSetupAt(b, "127.0.0.1:9") }
+
+// newBenchSetupAt is newBenchSetup with the provider at dial (plain HTTP).
+func newBenchSetupAt(b *testing.B, dial string) *benchSetup {
 	b.Helper()
 	s, err := storage.Open(storage.Options{InMemory: true})
 	if err != nil {
@@ -131,8 +134,8 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &catalog.Provider{Name: "mock", BaseURL: "http://127.0.0.1:9/v1", Model: "bench-upstream", APIKey: "upstream-key",
-		Style: "openai", Scheme: "http", Dial: "127.0.0.1:9", Host: "127.0.0.1:9", BasePath: "/v1"}
+	p := &catalog.Provider{Name: "mock", BaseURL: "http://" + dial + "/v1", Model: "bench-upstream", APIKey: "upstream-key",
+		Style: "openai", Scheme: "http", Dial: dial, Host: dial, BasePath: "/v1"}
 	m := &catalog.Model{ID: "bench-model", Name: "Bench", ContextLength: 8192,
 		Pricing:   billing.Pricing{Prompt: 1_000_000_000, Completion: 2_000_000_000}, // 0.000001, 0.000002 per token
 		Providers: []*catalog.Provider{p}, Public: []byte(`{"id":"bench-model"}`)}

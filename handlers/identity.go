@@ -19,44 +19,60 @@ type answerIdentity struct {
 	id, model, provider []byte // JSON strings
 }
 
-func newAnswerIdentity(genID string, route *Route) *answerIdentity {
-	return &answerIdentity{id: jsonQuote(genID), model: jsonQuote(route.Model.ID), provider: jsonQuote(route.Provider.Name)}
+// set quotes the three values into one allocation.
+func (a *answerIdentity) set(genID string, route *Route) {
+	id, model, provider := jsonQuote(genID), jsonQuote(route.Model.ID), jsonQuote(route.Provider.Name)
+	b := make([]byte, 0, len(id)+len(model)+len(provider))
+	b = append(append(append(b, id...), model...), provider...)
+	a.id, a.model, a.provider = b[:len(id):len(id)], b[len(id):len(id)+len(model):len(id)+len(model)], b[len(id)+len(model):]
 }
 
 // rewrite returns the object doc with its top-level id, model and provider
 // set, splicing the values in place so that the rest stays byte for byte;
 // doc itself is not modified. A member it lacks is added first.
 func (a *answerIdentity) rewrite(doc []byte) []byte {
-	open := firstNonSpace(doc)
-	if open >= len(doc) || doc[open] != '{' {
+	out, ok := a.appendRewrite(nil, doc)
+	if !ok {
 		return doc
 	}
-	vals := [3]gjson.Result{gjson.GetBytes(doc, "id"), gjson.GetBytes(doc, "model")}
+	return out
+}
+
+// appendRewrite appends rewrite(doc) to dst, so that a caller can reuse
+// one buffer for every chunk of a stream; ok is false (and dst unchanged)
+// when doc is not an object.
+func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
+	open := firstNonSpace(doc)
+	if open >= len(doc) || doc[open] != '{' {
+		return dst, false
+	}
+	// Only the values' places are used: peekJSON does not copy them.
+	vals := [3]gjson.Result{peekJSON(doc, "id"), peekJSON(doc, "model")}
 	if mayHaveKey(doc, providerKey) {
 		// Providers rarely name themselves: most answers skip this scan
 		// of the whole document.
-		vals[2] = gjson.GetBytes(doc, "provider")
+		vals[2] = peekJSON(doc, "provider")
 	}
 	type splice struct {
 		at, n int // replaced range of doc
 		with  []byte
 	}
 	var edits [3]splice
-	var added []byte
+	withs := [3][]byte{a.id, a.model, a.provider}
+	out = append(dst, doc[:open+1]...)
+	added := false
 	for i, v := range vals {
-		with := [3][]byte{a.id, a.model, a.provider}[i]
 		if v.Exists() && v.Index > 0 {
-			edits[i] = splice{at: v.Index, n: len(v.Raw), with: with}
+			edits[i] = splice{at: v.Index, n: len(v.Raw), with: withs[i]}
 			continue
 		}
 		name := [3]string{`"id":`, `"model":`, `"provider":`}[i]
-		added = append(append(append(added, name...), with...), ',')
+		out = append(append(append(out, name...), withs[i]...), ',')
+		added = true
 	}
-	if rest := doc[open+1:]; len(added) > 0 && rest[firstNonSpace(rest)] == '}' {
-		added = added[:len(added)-1] // an empty object: no member follows
+	if rest := doc[open+1:]; added && rest[firstNonSpace(rest)] == '}' {
+		out = out[:len(out)-1] // an empty object: no member follows
 	}
-	out := make([]byte, 0, len(doc)+len(added)+len(a.id)+len(a.model)+len(a.provider))
-	out = append(append(out, doc[:open+1]...), added...)
 	at := open + 1
 	for {
 		next := -1
@@ -73,7 +89,7 @@ func (a *answerIdentity) rewrite(doc []byte) []byte {
 		at = e.at + e.n
 		edits[next].with = nil
 	}
-	return append(out, doc[at:]...)
+	return append(out, doc[at:]...), true
 }
 
 var providerKey = []byte(`"provider"`)

@@ -166,7 +166,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = st.genID
 		if route.Kind == "chat" {
-			mw.identity = newAnswerIdentity(st.genID, route)
+			mw.rewriteIdentity(st.genID, route)
 		}
 		began := now()
 		proxyErr := proxyAttempt(next, mw, r, route, st.genID)

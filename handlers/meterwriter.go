@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -51,8 +53,10 @@ type meterWriter struct {
 
 	// identity, for chat completions, rewrites the answer's id, model and
 	// provider (identity.go); upstreamID is the provider's id of it.
-	identity   *answerIdentity
-	upstreamID string
+	identity    *answerIdentity
+	ownIdentity answerIdentity // what identity points to, in the same allocation
+	upstreamID  string
+	evBuf       []byte // the last event rewritten by ownEvent
 	// bill is what settle charged, added to the usage sent.
 	bill *usageBill
 }
@@ -84,7 +88,7 @@ func (mw *meterWriter) Decide(status int) sse.Mode {
 			mw.Header().Del(k)
 		}
 	}
-	if status < 400 && strings.HasPrefix(mw.Header().Get("Content-Type"), "text/event-stream") {
+	if ct := mw.Header()["Content-Type"]; status < 400 && len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
 		if mw.genID != "" {
 			mw.Header().Set("X-Generation-Id", mw.genID)
 		}
@@ -118,24 +122,24 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	case sse.IsDone(data):
 		mw.sawDone, hold = true, true
 	case mw.kind == "responses":
-		res := gjson.GetManyBytes(data, "type", "sequence_number", "delta")
-		typ := res[0].Str
-		if res[1].Exists() {
-			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, res[1].Int()), true
+		// Compared and measured only: not copied.
+		typ, seq := peekJSON(data, "type").Str, peekJSON(data, "sequence_number")
+		if seq.Exists() {
+			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, seq.Int()), true
 		}
 		if typ == "response.created" {
 			mw.upstreamID = gjson.GetBytes(data, "response.id").Str
 		}
 		switch typ {
 		case "response.output_text.delta":
-			mw.deliveredTxt += len(res[2].Str)
+			mw.deliveredTxt += len(peekJSON(data, "delta").Str)
 		case "response.completed", "response.incomplete", "response.failed":
 			u := gjson.GetBytes(data, "response.usage")
 			if u.IsObject() {
 				mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
 				mw.usageRaw = u.Raw
 			}
-			mw.finish = strings.TrimPrefix(typ, "response.")
+			mw.finish = strings.Clone(strings.TrimPrefix(typ, "response."))
 			mw.sawDone, hold = true, true
 		}
 	default:
@@ -143,13 +147,12 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			if mw.upstreamID == "" {
 				mw.upstreamID = gjson.GetBytes(data, "id").Str
 			}
-			own := mw.identity.rewrite(data)
-			ev, data = sse.ReplaceData(ev, data, own), own
+			ev, data = mw.ownEvent(ev, data)
 		}
-		// One scan for the text; the rarer fields only when their bytes
-		// say they are there (most chunks carry "finish_reason":null and
-		// no usage).
-		mw.deliveredTxt += len(gjson.GetBytes(data, "choices.0.delta.content").Str)
+		// One scan for the text (measured only: not copied); the rarer
+		// fields only when their bytes say they are there (most chunks
+		// carry "finish_reason":null and no usage).
+		mw.deliveredTxt += len(peekJSON(data, "choices.0.delta.content").Str)
 		if bytes.Contains(data, finishKey) && !bytes.Contains(data, finishNull) && !bytes.Contains(data, finishNullSp) {
 			if f := gjson.GetBytes(data, "choices.0.finish_reason").Str; f != "" {
 				mw.finish = f
@@ -173,6 +176,31 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	return ev, nil
 }
 
+// rewriteIdentity makes the writer rewrite a chat answer's identity to
+// the generation's (identity.go).
+func (mw *meterWriter) rewriteIdentity(genID string, route *Route) {
+	mw.ownIdentity.set(genID, route)
+	mw.identity = &mw.ownIdentity
+}
+
+// ownEvent returns the event ev with the answer's identity rewritten in
+// its payload data, and the new payload. The result is built in mw.evBuf,
+// reused for every event: the sse core sends what Event returns before the
+// next event, and a held event is copied.
+func (mw *meterWriter) ownEvent(ev, data []byte) (newEv, newData []byte) {
+	at := bytes.Index(ev, data)
+	if at < 0 {
+		return ev, data
+	}
+	buf, ok := mw.identity.appendRewrite(append(mw.evBuf[:0], ev[:at]...), data)
+	if !ok {
+		return ev, data
+	}
+	end := len(buf)
+	mw.evBuf = append(buf, ev[at+len(data):]...)
+	return mw.evBuf, mw.evBuf[at:end]
+}
+
 // usableJSON reads the buffered JSON answer once and reports whether it is
 // a JSON object.
 func (mw *meterWriter) usableJSON() bool {
@@ -192,13 +220,17 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if mw.kind == "responses" {
 		finishPath, in, out = "status", "input_tokens", "output_tokens"
 	}
-	mw.upstreamID = gjson.GetBytes(body, "id").Str
-	u := gjson.GetBytes(body, "usage")
+	top := readAnswerMembers(body, mw.kind == "responses")
+	mw.upstreamID = top.id.Str
+	u := top.usage
+	if !u.Exists() {
+		u = gjson.GetBytes(body, "usage") // as the lookup always did, for a body the single pass could not walk
+	}
 	if u.IsObject() {
 		mw.usageJSON = u
 		mw.usageRaw = u.Raw
 		mw.usage = usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
-		mw.finish = gjson.GetBytes(body, finishPath).Str
+		mw.finish = top.finish.Str
 		return true
 	}
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
@@ -216,6 +248,39 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	return true
 }
 
+// answerMembers are the members of an answer the meter reads: its id, its
+// usage object and its finish (choices.0.finish_reason, or a Responses
+// object's status), each as gjson's lookup of its path finds it.
+type answerMembers struct{ id, usage, finish gjson.Result }
+
+// readAnswerMembers finds them in one pass over the answer's top level:
+// a lookup per path would walk the whole answer (its text) for each.
+// Indexes are offsets in body.
+func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
+	finishKey, finishRest := "choices", "0.finish_reason"
+	if responses {
+		finishKey, finishRest = "status", ""
+	}
+	var seen [3]bool // a repeated member: the first, as a lookup finds
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "id" && !seen[0]:
+			m.id, seen[0] = v, true
+		case k.Str == "usage" && !seen[1]:
+			m.usage, seen[1] = v, true
+		case k.Str == finishKey && !seen[2]:
+			if finishRest != "" {
+				if v = v.Get(finishRest); !v.Exists() {
+					return true // a lookup goes on to a later member of that name
+				}
+			}
+			m.finish, seen[2] = v, true
+		}
+		return true
+	})
+	return m
+}
+
 func firstNonSpace(b []byte) int {
 	for i, c := range b {
 		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
@@ -230,6 +295,15 @@ func firstNonSpace(b []byte) int {
 // on doc at path), splicing bytes rather than rewriting the document. The
 // provider's own members of those names are replaced.
 func withCost(doc []byte, u gjson.Result, path, members string) []byte {
+	if out, ok := appendWithCost(nil, doc, u, path, members); ok {
+		return out
+	}
+	return doc
+}
+
+// appendWithCost appends withCost(doc, ...) to dst; ok is false (and dst
+// unchanged) when doc has no usable usage object.
+func appendWithCost(dst, doc []byte, u gjson.Result, path, members string) (out []byte, ok bool) {
 	for _, name := range gatewayUsageMembers {
 		if u.Get(name).Exists() {
 			if out, err := sjson.DeleteBytes(doc, path+"."+name); err == nil {
@@ -239,17 +313,33 @@ func withCost(doc []byte, u gjson.Result, path, members string) []byte {
 	}
 	end := u.Index + len(u.Raw) - 1
 	if u.Index <= 0 || end >= len(doc) || doc[end] != '}' {
-		return doc
+		return dst, false
 	}
 	sep := ","
 	if len(bytes.TrimSpace(doc[u.Index+1:end])) == 0 {
 		sep = ""
 	}
-	out := make([]byte, 0, len(doc)+len(sep)+len(members))
+	out = slices.Grow(dst, len(doc)+len(sep)+len(members))
 	out = append(out, doc[:end]...)
 	out = append(out, sep...)
 	out = append(out, members...)
-	return append(out, doc[end:]...)
+	return append(out, doc[end:]...), true
+}
+
+// answerBufs are the buffers in which sendJSON builds the answer it sends:
+// their life is one call (the client's writer copies what it is given),
+// and they are reused across requests.
+var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer bounds the buffers kept in answerBufs, so that one huge
+// answer does not pin its memory.
+const maxPooledAnswer = 64 << 10
+
+func putAnswerBuf(b *[]byte) {
+	if cap(*b) <= maxPooledAnswer {
+		*b = (*b)[:0]
+		answerBufs.Put(b)
+	}
 }
 
 // gatewayUsageMembers are the usage members the gateway writes.
@@ -268,7 +358,11 @@ func (mw *meterWriter) usageMembers(cost string) string {
 func (mw *meterWriter) sendJSON(cost string, genID string) error {
 	body := mw.Body.Bytes()
 	if mw.usageJSON.IsObject() {
-		body = withCost(body, mw.usageJSON, "usage", mw.usageMembers(cost))
+		buf := answerBufs.Get().(*[]byte)
+		defer putAnswerBuf(buf)
+		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
+			body, *buf = out, out
+		}
 	} else if mw.kind == "chat" && mw.bill != nil {
 		// The provider reported no usage: the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
@@ -276,11 +370,15 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 		}
 	}
 	if mw.identity != nil {
-		body = mw.identity.rewrite(body)
+		buf := answerBufs.Get().(*[]byte)
+		defer putAnswerBuf(buf)
+		if out, ok := mw.identity.appendRewrite((*buf)[:0], body); ok {
+			body, *buf = out, out
+		}
 	}
-	h := mw.Header()
-	h.Set("X-Generation-Id", genID)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h := mw.Header() // canonical names, set directly (see Route.apply)
+	h["X-Generation-Id"] = []string{genID}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	mw.ResponseWriter.WriteHeader(mw.Status)
 	return mw.Send(body)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -454,6 +456,40 @@ func TestWritersIgnoreInterimResponses(t *testing.T) {
 			if mw.Mode != wantMeter || mw.Status != final || cw.Mode != wantOthers || cw.Status != final || sw.Mode != wantOthers || sw.Status != final {
 				t.Errorf("%d %s: meter %d/%d, responses %d/%d, cite %d/%d; want modes %d, %d",
 					final, ct, mw.Mode, mw.Status, cw.Mode, cw.Status, sw.Mode, sw.Status, wantMeter, wantOthers)
+			}
+		}
+	}
+}
+
+// TestReadAnswerMembersMatchesLookups: the meter's single pass over an
+// answer finds what a gjson lookup of each path finds, at the same offsets.
+func TestReadAnswerMembersMatchesLookups(t *testing.T) {
+	docs := []string{
+		`{"id":"a","choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`,
+		" \n{ \"usage\" : {} , \"id\":\"b\", \"choices\":[{\"finish_reason\":null}] }",
+		`{"id":"first","id":"second","usage":{"a":1},"usage":{"b":2},"choices":[],"choices":[{"finish_reason":"length"}]}`,
+		`{"\u0069d":"escaped","us\u0061ge":{"x":1},"choices":{"0":{"finish_reason":"odd"}}}`,
+		`{"object":"response","status":"completed","usage":{"input_tokens":3},"id":"resp_1"}`,
+		`{"choices":[{"delta":{}}]}`,
+		`[{"id":"in an array"}]`,
+		`{}`,
+		`"text"`,
+	}
+	for _, doc := range docs {
+		for _, responses := range []bool{false, true} {
+			finishPath := "choices.0.finish_reason"
+			if responses {
+				finishPath = "status"
+			}
+			got := readAnswerMembers([]byte(doc), responses)
+			for _, c := range []struct {
+				path string
+				got  gjson.Result
+			}{{"id", got.id}, {"usage", got.usage}, {finishPath, got.finish}} {
+				want := gjson.GetBytes([]byte(doc), c.path)
+				if c.got.Raw != want.Raw || c.got.Str != want.Str || (want.Exists() && c.got.Index != want.Index) {
+					t.Errorf("%s in %s: got %q at %d, lookup %q at %d", c.path, doc, c.got.Raw, c.got.Index, want.Raw, want.Index)
+				}
 			}
 		}
 	}

@@ -113,8 +113,10 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	if err != nil {
 		return err
 	}
-	r.Header.Set("Authorization", "Bearer "+a.Key)
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	// Canonical names, set directly: Header.Set would canonicalize them
+	// on every request.
+	r.Header["Authorization"] = []string{"Bearer " + a.Key}
+	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.Host = a.Provider.Host
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))

@@ -79,8 +79,9 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 const hexDigits = "0123456789abcdef"
 
 // jsonSafe marks the ASCII bytes appendJSONString copies as they are: one
-// table lookup per byte instead of six comparisons.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+// table lookup per byte instead of six comparisons. It spans every byte
+// value (non-ASCII ones false), so that the lookup needs no range check.
+var jsonSafe = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -94,12 +95,16 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// A tight loop over the run of safe bytes (most strings are all
+		// safe): the compiler keeps it to a handful of instructions a byte.
+		for i < len(s) && jsonSafe[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -150,10 +150,14 @@ func (l *ledger) state(accountID string, t time.Time) *inFlightState {
 // settle keeps a finished request's cost until the window ends. Windows are
 // usually equal, so this appends; a changed window inserts in order.
 func (st *inFlightState) settle(e settling) {
+	st.settled += e.amount
+	if n := len(st.settling); n == st.head || !st.settling[n-1].until.After(e.until) {
+		st.settling = append(st.settling, e) // the usual case: no search
+		return
+	}
 	live := st.settling[st.head:]
 	i := st.head + sort.Search(len(live), func(i int) bool { return live[i].until.After(e.until) })
 	st.settling = slices.Insert(st.settling, i, e)
-	st.settled += e.amount
 }
 
 func (st *inFlightState) held() money.Amount { return st.running + st.settled }
@@ -428,7 +432,9 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
 			s.k.Append(prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, g.ID)
 		}
-		b = s.k.Append(prefixGeneration+g.ID, *g)
+		// The record itself, not a copy: Settle returns only once the
+		// flusher has encoded it, so the caller cannot change it before.
+		b = s.k.Append(prefixGeneration+g.ID, g)
 	} else {
 		b = s.k.Pending()
 	}

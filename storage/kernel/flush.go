@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"go.uber.org/zap"
@@ -78,6 +79,13 @@ func (k *Kernel) flushLoop() {
 			k.flushAll()
 			return
 		}
+		// Let the requests that are ready to run reach their own
+		// mutation first, so that they join this commit rather than wait
+		// for the next: the wake-up made the flusher the next goroutine
+		// to run, and on a busy core that gave commits of one or two
+		// requests, each paying a whole Badger transaction and the
+		// snapshots of the account's and key's records.
+		runtime.Gosched()
 		k.flushAll()
 	}
 }

@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
+)
+
+// The end-to-end pair of bench/run.sh in process: Caddy's reverse_proxy
+// handler over loopback to an upstream answering benchJSONAnswer, alone
+// (A: bare Caddy) and behind the tollgate handler as the tollgate directive
+// sets it up (B: placeholder upstream and rewrite). Their difference is
+// what the chain adds per request, less Caddy's server, which both share;
+// compare instruction counts (valgrind --tool=callgrind) rather than
+// times, which the upstream's goroutines make noisy.
+
+// newBenchUpstream is a loopback provider answering benchJSONAnswer.
+func newBenchUpstream(b *testing.B) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(benchJSONAnswer)))
+		_, _ = w.Write(benchJSONAnswer)
+	}))
+	b.Cleanup(up.Close)
+	return up
+}
+
+// newBenchProxy is a provisioned reverse_proxy to upstream (a dial address
+// or placeholder), flushing every write as the directive's does.
+func newBenchProxy(b *testing.B, upstream string, rw *rewrite.Rewrite) *reverseproxy.Handler {
+	// reverse_proxy provisions against a running http app: a config
+	// without servers (and without the admin endpoint) gives it one.
+	if err := caddy.Load([]byte(`{"admin":{"disabled":true},"apps":{"http":{}}}`), true); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = caddy.Stop() })
+	ctx, cancel := caddy.NewContext(caddy.ActiveContext())
+	b.Cleanup(cancel)
+	rp := &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: upstream}}, FlushInterval: -1, Rewrite: rw}
+	if err := rp.Provision(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rp.Cleanup() })
+	return rp
+}
+
+// benchServer is the server reverse_proxy asks about logging.
+var benchServer = new(caddyhttp.Server)
+
+// withVars sets the request up as Caddy's server does for every request
+// (the replacer, the vars reverse_proxy reads).
+func withVars(h caddyhttp.Handler) caddyhttp.Handler {
+	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return h.ServeHTTP(w, caddyhttp.PrepareRequest(r, caddy.NewReplacer(), w, benchServer))
+	})
+}
+
+// BenchmarkProxyBareJSON is A: reverse_proxy alone.
+func BenchmarkProxyBareJSON(b *testing.B) {
+	h := benchProxyBare(b)
+	runServe(b, h, benchChatBody, "sk-bench")
+}
+
+// BenchmarkProxyChainJSON is B: the tollgate handler, then reverse_proxy to
+// the provider it picked, through the placeholders.
+func BenchmarkProxyChainJSON(b *testing.B) {
+	h, secret := benchProxyChain(b)
+	runServe(b, h, benchChatBody, secret)
+}
+
+// BenchmarkProxyBareJSONParallel is A under concurrent requests, as
+// bench/run.sh loads it (run with -cpu 1 for its one gateway core).
+func BenchmarkProxyBareJSONParallel(b *testing.B) {
+	h := benchProxyBare(b)
+	runServeParallel(b, h, benchChatBody, "sk-bench")
+}
+
+// BenchmarkProxyChainJSONParallel is B under concurrent requests: their
+// charges share group commits.
+func BenchmarkProxyChainJSONParallel(b *testing.B) {
+	h, secret := benchProxyChain(b)
+	runServeParallel(b, h, benchChatBody, secret)
+}
+
+func benchProxyBare(b *testing.B) caddyhttp.Handler {
+	up := newBenchUpstream(b)
+	rp := newBenchProxy(b, up.Listener.Addr().String(), nil)
+	h := withVars(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
+	}))
+	checkOnce(b, h, benchChatBody, "sk-bench", false)
+	return h
+}
+
+func benchProxyChain(b *testing.B) (caddyhttp.Handler, string) {
+	up := newBenchUpstream(b)
+	s := newBenchSetupAt(b, up.Listener.Addr().String())
+	rp := newBenchProxy(b, "{tollgate.upstream.dial}", &rewrite.Rewrite{URI: "{tollgate.upstream.uri}"})
+	h := withVars(s.chain(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
+	})))
+	checkOnce(b, h, benchChatBody, s.secret, true)
+	return h, s.secret
+}
