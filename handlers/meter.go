@@ -255,7 +255,8 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return apierror.Fail(r, upstreamError(st.failed))
 	}
 
-	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
+	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion,
+		CacheReadTokens: mw.usage.cacheRead, CacheWriteTokens: mw.usage.cacheWrite}
 	estimated := !mw.usage.ok
 	if estimated && mw.deliveredTxt == 0 && !mw.sawDone {
 		// The stream ended before any answer reached the client: a failed
@@ -309,7 +310,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	gen := &storage.Generation{
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID, UpstreamIDHidden: mw.identity != nil,
-		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
+		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
 	}
