@@ -255,7 +255,7 @@ func TestCatalogErrors(t *testing.T) {
 		{"duplicate", []ModelConfig{{ID: "m", Pricing: ok}, {ID: "m", Pricing: ok}}, "", `model "m": duplicate id`},
 		{"duplicate of file", []ModelConfig{{ID: "f", Pricing: ok}}, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"}}]}`, `model "f": duplicate id`},
 		{"provider no name", prov(ProviderConfig{BaseURL: "http://x"}), "", `model "m": provider "": name: required`},
-		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "anthropic"}), "", `model "m": provider "p": style: unsupported "anthropic"`},
+		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "gemini"}), "", `model "m": provider "p": style: unsupported "gemini"`},
 		{"bad api", prov(ProviderConfig{Name: "p", BaseURL: "http://x", API: "completions"}), "", `model "m": provider "p": api: unsupported "completions"`},
 		{"no base_url", prov(ProviderConfig{Name: "p"}), "", `model "m": provider "p": base_url:`},
 		{"ftp base_url", prov(ProviderConfig{Name: "p", BaseURL: "ftp://x/v1"}), "", `model "m": provider "p": base_url: expected an http or https URL`},
