@@ -239,6 +239,9 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr
 	}
+	if apiErr := route.anthropicFor(); apiErr != nil {
+		return nil, apiErr
+	}
 	return route, nil
 }
 
