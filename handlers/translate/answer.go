@@ -438,6 +438,9 @@ type respUsage struct {
 	// XSearchUsage is the X vendor's count of items its X search fetched,
 	// which the gateway charges.
 	XSearchUsage json.RawMessage `json:"x_search_usage,omitempty"`
+	// ServerToolUse is Anthropic's count of the server tools it ran
+	// (web_search_requests), which the gateway charges.
+	ServerToolUse json.RawMessage `json:"server_tool_use,omitempty"`
 }
 
 // responseObject builds the Responses object; u is the chat usage, if any.
@@ -473,6 +476,9 @@ func (cw *ChatToResponses) responseObject(created int64, status string, incomple
 		ru.OutputTokensDetails.ReasoningTokens = u.Get("completion_tokens_details.reasoning_tokens").Int()
 		if x := u.Get("x_search_usage"); x.IsObject() {
 			ru.XSearchUsage = json.RawMessage(x.Raw)
+		}
+		if s := u.Get("server_tool_use"); s.IsObject() {
+			ru.ServerToolUse = json.RawMessage(s.Raw)
 		}
 		obj.Usage = ru
 	}
