@@ -55,6 +55,10 @@ type Route struct {
 	// Messages API (catalog.StyleAnthropic); its chat body is translated
 	// (messages.ChatToAnthropic) and so is the answer.
 	anthropic bool
+	// anthropicExtra are members the Anthropic dialect adds to the
+	// Messages body: fields of the request the chat body cannot carry
+	// (normalize.go's anthropicFields).
+	anthropicExtra string
 }
 
 // Attempt is one provider endpoint for one model.
@@ -121,6 +125,7 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	rt.anthropic = a.Provider.Anthropic()
 	if err == nil && rt.anthropic {
 		body, err = messages.ChatToAnthropic(body, a.anthropicMaxTokens())
+		body = withMembers(body, rt.anthropicExtra)
 	}
 	if err != nil {
 		return err

@@ -146,10 +146,10 @@ func TestAnthropicStyleProvider(t *testing.T) {
 
 	t.Run("chat", func(t *testing.T) {
 		tap.take()
-		r := c.mustPost("/chat/completions", key, `{"model":"anthropic/claude-mock","messages":[{"role":"system","content":"Be brief"},{"role":"user","content":"hello claude"}],"seed":7}`, nil).expect(t, 200)
+		r := c.mustPost("/chat/completions", key, `{"model":"anthropic/claude-mock","messages":[{"role":"system","content":"Be brief"},{"role":"user","content":"hello claude"}],"seed":7,"top_k":3}`, nil).expect(t, 200)
 		call := expectAnthropicCall(t, tap.take(), "sk-ant-operator")
 		if call.body.Get("system.0.text").Str != "Be brief" || call.body.Get("max_tokens").Int() != 1000 ||
-			call.body.Get("model").Str != "claude-mock" || call.body.Get("seed").Exists() {
+			call.body.Get("model").Str != "claude-mock" || call.body.Get("seed").Exists() || call.body.Get("top_k").Int() != 3 {
 			t.Errorf("upstream body %s", call.body.Raw)
 		}
 		a := r.JSON
