@@ -372,7 +372,7 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 		w = cw
 	}
 	var aw *messages.AnthropicToChat
-	if route.anthropic {
+	if route.toAnthropic {
 		aw = messages.NewAnthropicToChat(w, route.Provider.Model)
 		aw.Limit = maxBufferedBody
 		w = aw

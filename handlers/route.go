@@ -52,9 +52,10 @@ type Route struct {
 	echo      *translate.Echo
 	translate bool
 	// anthropic: the current attempt's provider speaks Anthropic's
-	// Messages API (catalog.StyleAnthropic); its chat body is translated
-	// (messages.ChatToAnthropic) and so is the answer.
-	anthropic bool
+	// Messages API (catalog.StyleAnthropic). toAnthropic: the request is
+	// a chat (or Responses) request, translated (messages.ChatToAnthropic)
+	// and so is the answer; a Messages request (Kind "messages") is not.
+	anthropic, toAnthropic bool
 	// anthropicExtra are members the Anthropic dialect adds to the
 	// Messages body: fields of the request the chat body cannot carry
 	// (normalize.go's anthropicFields).
@@ -123,9 +124,16 @@ func (rt *Route) apply(r *http.Request, i int) error {
 		body, err = a.withOutputLimit(body, rt.Kind)
 	}
 	rt.anthropic = a.Provider.Anthropic()
-	if err == nil && rt.anthropic {
+	rt.toAnthropic = rt.anthropic && (rt.Kind == "chat" || rt.Kind == "responses")
+	switch {
+	case err != nil:
+	case rt.toAnthropic:
 		body, err = messages.ChatToAnthropic(body, a.anthropicMaxTokens())
 		body = withMembers(body, rt.anthropicExtra)
+	case rt.anthropic:
+		// A Messages request: sent as it is, but for the model id (set
+		// above) and the max_tokens Anthropic requires.
+		body, err = messages.WithMaxTokens(body, a.anthropicMaxTokens())
 	}
 	if err != nil {
 		return err
@@ -178,6 +186,8 @@ func (rt *Route) anthropicFor() *apierror.Error {
 	}
 	var refusal *apierror.Error
 	switch rt.Kind {
+	case "messages":
+		return nil // Anthropic's own API: passed natively
 	case "chat", "responses":
 		chat := rt.body
 		if rt.Kind == "responses" {

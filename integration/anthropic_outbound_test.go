@@ -90,8 +90,8 @@ func withAnthropicModels(t *testing.T, tap *anthropicTap) func(string) string {
 		"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-mock\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n"+
 		"\t\tmodel anthropic/claude-fallback {\n\t\t\tcontext_length 8192\n%s"+
 		"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-error-500\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n"+
-		"\t\t\tprovider mock http://%s/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n",
-		pricing, base, pricing, base, mockAddr)
+		"\t\t\tprovider mock %s/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n",
+		pricing, base, pricing, base, base)
 	return func(cfg string) string {
 		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
 	}
@@ -356,9 +356,19 @@ func TestAnthropicStyleProvider(t *testing.T) {
 	t.Run("fallback to an OpenAI-style provider", func(t *testing.T) {
 		tap.take()
 		r := c.mustPost("/chat/completions", key, `{"model":"anthropic/claude-fallback","messages":[{"role":"user","content":"hello"}]}`, nil).expect(t, 200)
-		up := expectAnthropicCall(t, tap.take(), "sk-ant-operator")
+		calls := tap.take()
+		if len(calls) != 2 {
+			t.Fatalf("%d upstream calls, want 2", len(calls))
+		}
+		up := expectAnthropicCall(t, calls[:1], "sk-ant-operator")
 		if up.body.Get("model").Str != "claude-error-500" {
 			t.Errorf("first attempt %s", up.body.Raw)
+		}
+		// The OpenAI-style attempt carries no Anthropic header.
+		second := calls[1]
+		if second.path != "/v1/chat/completions" || second.header.Get("Authorization") != "Bearer mock" ||
+			second.header.Get("X-Api-Key") != "" || second.header.Get("Anthropic-Version") != "" || second.body.Get("max_tokens").Exists() {
+			t.Errorf("second attempt %s %v %s", second.path, second.header, second.body.Raw)
 		}
 		if r.JSON.Get("provider").Str != "mock" || r.JSON.Get("choices.0.message.content").Str != "Mock answer from tollgate-mock: hello" {
 			t.Errorf("answer %s", r.Body)
@@ -368,6 +378,7 @@ func TestAnthropicStyleProvider(t *testing.T) {
 		if !s.done || s.text != "Mock answer from tollgate-mock: hello" {
 			t.Errorf("streamed fallback %q", s.text)
 		}
+		tap.take()
 	})
 
 	t.Run("BYOK key as x-api-key", func(t *testing.T) {

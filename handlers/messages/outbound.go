@@ -6,7 +6,8 @@
 // AnthropicToChat the answer, plain or streamed, back into a chat
 // completion, so that the meter and the writers above it see a chat answer
 // as from any provider. A Messages request for such a provider needs no
-// translation: ForProvider prepares it as it is.
+// translation: WithMaxTokens only makes sure it carries the max_tokens
+// Anthropic requires.
 package messages
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // Version is the anthropic-version header every request carries.
@@ -181,6 +183,19 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		return nil, rest
 	}
 	return append(out, '}'), nil
+}
+
+// WithMaxTokens returns a Messages request body with max_tokens set to
+// maxTokens (DefaultMaxTokens when not positive) if it has none; a body
+// that has one is returned as it is.
+func WithMaxTokens(body []byte, maxTokens int64) ([]byte, error) {
+	if gjson.GetBytes(body, "max_tokens").Exists() {
+		return body, nil
+	}
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return sjson.SetBytes(body, "max_tokens", maxTokens)
 }
 
 // anthropicMessage is one message being built: its role and blocks.

@@ -224,3 +224,14 @@ func TestAnthropicErrorsPassUnchanged(t *testing.T) {
 		t.Errorf("%d %s", code, out)
 	}
 }
+
+func TestWithMaxTokensOnlyWhenMissing(t *testing.T) {
+	out, err := WithMaxTokens([]byte(`{"model":"m","messages":[]}`), 0)
+	if err != nil || gjson.GetBytes(out, "max_tokens").Int() != DefaultMaxTokens {
+		t.Fatalf("%s %v", out, err)
+	}
+	in := []byte(`{"model":"m","max_tokens":5}`)
+	if out, _ := WithMaxTokens(in, 99); string(out) != string(in) {
+		t.Errorf("changed %s", out)
+	}
+}
