@@ -304,7 +304,17 @@ func TestAnthropicStyleProvider(t *testing.T) {
 			t.Errorf("streamed usage %s", s.usage.Raw)
 		}
 		expectClaudeCost(t, s.usage, 0)
-		r := c.mustPost("/responses", key, `{"model":"anthropic/claude-mock","input":[{"role":"system","content":"The shared context"},{"role":"user","content":"q"}]}`, nil).expect(t, 200)
+		rbody := `{"model":"anthropic/claude-mock","input":[{"role":"system","content":[{"type":"input_text","text":"Responses context to cache here","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"q"}]}`
+		r := c.mustPost("/responses", key, rbody, nil).expect(t, 200)
+		// 5 words + 4 written, then read.
+		if d := r.JSON.Get("usage.input_tokens_details"); d.Get("cache_write_tokens").Int() != 9 {
+			t.Errorf("responses usage %s", r.JSON.Get("usage").Raw)
+		}
+		expectClaudeCost(t, r.JSON.Get("usage"), 0)
+		r = c.mustPost("/responses", key, rbody, nil).expect(t, 200)
+		if d := r.JSON.Get("usage.input_tokens_details"); d.Get("cached_tokens").Int() != 9 {
+			t.Errorf("responses usage %s", r.JSON.Get("usage").Raw)
+		}
 		expectClaudeCost(t, r.JSON.Get("usage"), 0)
 	})
 
