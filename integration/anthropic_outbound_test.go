@@ -409,3 +409,21 @@ func TestAnthropicStyleProvider(t *testing.T) {
 			expectError(t, 400, "model: its providers speak Anthropic's Messages API, which does not serve this route")
 	})
 }
+
+// TestAnthropicStyleSDK runs the openai SDK (chat completions plain and
+// streamed, a tool call round trip, responses.create and .stream) against
+// a model served by an Anthropic-style provider.
+func TestAnthropicStyleSDK(t *testing.T) {
+	node := requireNode(t)
+	tap := newAnthropicTap(t)
+	startInProcessWith(t, withAnthropicModels(t, tap))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"claude-sdk"}`)
+	runSDKScript(t, node, "anthropic_style.mjs", "TOLLGATE_API_KEY="+key, "TOLLGATE_MODEL=anthropic/claude-mock")
+	for _, call := range tap.take() {
+		if call.path != "/v1/messages" || call.header.Get("X-Api-Key") != "sk-ant-operator" {
+			t.Errorf("upstream call %s with x-api-key %q", call.path, call.header.Get("X-Api-Key"))
+		}
+	}
+}
