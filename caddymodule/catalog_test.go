@@ -446,3 +446,44 @@ func TestInFlightValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestCatalogCachePricesAndAnthropicStyle(t *testing.T) {
+	app := provisioned(t, adaptApp(t, `	tollgate {
+		model anthropic/claude {
+			pricing {
+				prompt 0.000003
+				completion 0.000015
+				input_cache_read 0.0000003
+				input_cache_write 0.00000375
+			}
+			provider anthropic https://api.anthropic.com {
+				model claude-sonnet-4-5
+				api_key sk-ant
+				style anthropic
+			}
+		}
+		model plain {
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+		}
+	}`))
+	models := app.Catalog().Models()
+	m := models[0]
+	want := billing.Pricing{Prompt: price(t, "0.000003"), Completion: price(t, "0.000015"),
+		InputCacheRead: price(t, "0.0000003"), InputCacheWrite: price(t, "0.00000375"), CacheReadSet: true, CacheWriteSet: true}
+	if m.Pricing != want {
+		t.Errorf("pricing %+v", m.Pricing)
+	}
+	if p := m.Providers[0]; !p.Anthropic() || !p.ChatOnly() || p.BasePath != "" {
+		t.Errorf("provider %+v", p)
+	}
+	pub := gjson.ParseBytes(m.Public)
+	if pub.Get("pricing.input_cache_read").Str != "0.0000003" || pub.Get("pricing.input_cache_write").Str != "0.00000375" {
+		t.Errorf("public pricing %s", pub.Get("pricing").Raw)
+	}
+	if pub := gjson.ParseBytes(models[1].Public); pub.Get("pricing.input_cache_read").Exists() || models[1].Pricing.CacheReadSet {
+		t.Errorf("unset cache prices shown: %s", pub.Get("pricing").Raw)
+	}
+}
