@@ -90,8 +90,10 @@ func withAnthropicModels(t *testing.T, tap *anthropicTap) func(string) string {
 		"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-mock\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n"+
 		"\t\tmodel anthropic/claude-fallback {\n\t\t\tcontext_length 8192\n%s"+
 		"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-error-500\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n"+
-		"\t\t\tprovider mock %s/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n",
-		pricing, base, pricing, base, base)
+		"\t\t\tprovider mock %s/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n"+
+		"\t\tmodel anthropic/claude-break {\n\t\t\tcontext_length 8192\n%s"+
+		"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-stream-break\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n",
+		pricing, base, pricing, base, base, pricing, base)
 	return func(cfg string) string {
 		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
 	}
@@ -399,6 +401,16 @@ func TestAnthropicStyleProvider(t *testing.T) {
 		expectAnthropicCall(t, tap.take(), secret)
 		if !r.JSON.Get("usage.is_byok").Bool() {
 			t.Errorf("usage %s", r.JSON.Get("usage").Raw)
+		}
+	})
+
+	t.Run("broken stream", func(t *testing.T) {
+		evs := c.streamOf(t, "/chat/completions", key, `{"model":"anthropic/claude-break","stream":true,"messages":[{"role":"user","content":"hello there friend"}]}`)
+		tap.take()
+		s := parseStream(t, evs)
+		last := gjson.Parse(evs[len(evs)-2].Data)
+		if !s.done || s.text != "Mock answer from" || last.Get("choices.0.finish_reason").Str != "error" || !last.Get("error.message").Exists() {
+			t.Errorf("broken stream %q ends with %s", s.text, last.Raw)
 		}
 	})
 

@@ -52,6 +52,7 @@ type AnthropicToChat struct {
 	textRunes  int64 // code points of text sent so far
 	err        error
 	sawMessage bool
+	textPrefix []byte // a content chunk's bytes before the text
 }
 
 // streamBlock is one content block being streamed.
@@ -390,12 +391,32 @@ func (aw *AnthropicToChat) blockStop(i int64) {
 	}
 }
 
+// text sends a content delta: the commonest chunk, written without
+// reflection after a prefix made once per stream.
 func (aw *AnthropicToChat) text(t string) {
 	if t == "" {
 		return
 	}
 	aw.textRunes += int64(utf8.RuneCountInString(t))
-	aw.chunk(&chatMessage{Content: &t}, nil)
+	if aw.textPrefix == nil {
+		head, err := json.Marshal(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model})
+		if err != nil {
+			aw.err = err
+			return
+		}
+		// {"id":...,"model":"...","choices":null} -> ..."choices":[{...
+		head = head[:len(head)-len(`null}`)]
+		aw.textPrefix = append([]byte("data: "), head...)
+		aw.textPrefix = append(aw.textPrefix, `[{"index":0,"delta":{"content":`...)
+	}
+	q, err := json.Marshal(t)
+	if err != nil {
+		aw.err = err
+		return
+	}
+	aw.out = append(aw.out, aw.textPrefix...)
+	aw.out = append(aw.out, q...)
+	aw.out = append(aw.out, "},\"finish_reason\":null}]}\n\n"...)
 }
 
 // chunk sends one chat chunk with delta and finish reason.

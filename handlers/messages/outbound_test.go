@@ -183,7 +183,7 @@ func TestAnthropicStreamBecomesChatChunks(t *testing.T) {
 			continue
 		}
 		c := gjson.Parse(data)
-		if c.Get("object").Str != "chat.completion.chunk" {
+		if !gjson.Valid(data) || c.Get("object").Str != "chat.completion.chunk" {
 			t.Errorf("chunk %s", data)
 		}
 		text.WriteString(c.Get("choices.0.delta.content").Str)
