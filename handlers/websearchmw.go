@@ -173,13 +173,16 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 }
 
 // family is the native search family of model: its first provider's
-// search_family when set, else the id's vendor prefix.
+// search_family when set, else anthropic for an Anthropic-style provider,
+// else the id's vendor prefix.
 func (ws *WebSearch) family(model string) string {
 	if m, ok := ws.gw.Catalog().Lookup(model); ok && len(m.Providers) > 0 {
-		switch f := m.Providers[0].SearchFamily; f {
-		case "none":
+		switch f := m.Providers[0].SearchFamily; {
+		case f == "none":
 			return ""
-		case "":
+		case f == "" && m.Providers[0].Anthropic():
+			return "anthropic"
+		case f == "":
 		default:
 			return f
 		}

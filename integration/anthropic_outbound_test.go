@@ -93,7 +93,10 @@ func withAnthropicModels(t *testing.T, tap *anthropicTap) func(string) string {
 		"\t\t\tprovider mock %s/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n"+
 		"\t\tmodel anthropic/claude-break {\n\t\t\tcontext_length 8192\n%s"+
 		"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-stream-break\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n",
-		pricing, base, pricing, base, base, pricing, base)
+		pricing, base, pricing, base, base, pricing, base) +
+		fmt.Sprintf("\t\tmodel acme/claude-bare {\n\t\t\tcontext_length 8192\n%s"+
+			"\t\t\tprovider anthropic %s {\n\t\t\t\tmodel claude-bare\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n",
+			pricing, base)
 	return func(cfg string) string {
 		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
 	}
@@ -363,6 +366,15 @@ func TestAnthropicStyleProvider(t *testing.T) {
 			t.Errorf("%d annotation events; final %s", added, final.Raw)
 		}
 		expectClaudeCost(t, final.Get("usage"), 1)
+	})
+
+	t.Run("native web search without an anthropic/ id", func(t *testing.T) {
+		tap.take()
+		r := c.mustPost("/chat/completions", key, `{"model":"acme/claude-bare","messages":[{"role":"user","content":"caddy news"}],"plugins":[{"id":"web"}]}`, nil).expect(t, 200)
+		up := expectAnthropicCall(t, tap.take(), "sk-ant-operator")
+		if !up.body.Get(`tools.#(type=="web_search_20250305")`).Exists() || r.JSON.Get("choices.0.message.annotations.#").Int() != 2 {
+			t.Errorf("upstream tools %s; answer %s", up.body.Get("tools").Raw, r.Body)
+		}
 	})
 
 	t.Run("fallback to an OpenAI-style provider", func(t *testing.T) {
