@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -456,5 +458,16 @@ func TestWritersIgnoreInterimResponses(t *testing.T) {
 					final, ct, mw.Mode, mw.Status, cw.Mode, cw.Status, sw.Mode, sw.Status, wantMeter, wantOthers)
 			}
 		}
+	}
+}
+
+func TestUsageOfReadsCacheDetailsOfBothAPIs(t *testing.T) {
+	chat := usageOf(gjson.Parse(`{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":60,"cache_write_tokens":30}}`), false)
+	if chat != (usageSeen{ok: true, prompt: 100, completion: 5, cacheRead: 60, cacheWrite: 30}) {
+		t.Errorf("chat %+v", chat)
+	}
+	resp := usageOf(gjson.Parse(`{"input_tokens":100,"output_tokens":5,"input_tokens_details":{"cached_tokens":60}}`), true)
+	if resp != (usageSeen{ok: true, prompt: 100, completion: 5, cacheRead: 60}) {
+		t.Errorf("responses %+v", resp)
 	}
 }
