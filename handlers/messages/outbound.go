@@ -46,7 +46,8 @@ func fieldErr(field, format string, a ...any) *FieldError {
 //
 // Translated: system and developer messages (the top-level system, as
 // text blocks in order), user messages (text and image_url parts: data
-// URLs become base64 sources, http(s) URLs url sources), assistant
+// URLs become base64 sources, http(s) URLs url sources; file parts with a
+// base64 PDF become document blocks), assistant
 // messages (text, tool_calls as tool_use blocks), tool messages (user
 // tool_result blocks; consecutive messages of one role are merged, as the
 // API alternates roles), cache_control on content parts, on a message's
@@ -60,8 +61,8 @@ func fieldErr(field, format string, a ...any) *FieldError {
 // web_search_20250305) pass as written, as do Anthropic's own fields
 // (thinking, top_k). Fields Anthropic does not define and that change no
 // answer's meaning are dropped (penalties, seed, logprobs, stream_options,
-// response_format, ...); n above 1, legacy functions, audio or file parts
-// are errors naming the field.
+// response_format, ...); n above 1, legacy functions, audio parts and
+// files other than base64 PDFs are errors naming the field.
 
 // droppedChatFields are chat fields the Messages API has no form for.
 var droppedChatFields = map[string]bool{
@@ -332,13 +333,26 @@ func contentBlocks(content gjson.Result, path string, cache gjson.Result, images
 			if !images {
 				return nil, fieldErr(ppath+".type", "images are allowed only in user messages")
 			}
-			src, err := imageSourceOf(part.Get("image_url.url").Str, ppath+".image_url.url")
+			u := part.Get("image_url.url").Str
+			if iu := part.Get("image_url"); iu.Type == gjson.String {
+				u = iu.Str // the short form some clients send
+			}
+			src, err := imageSourceOf(u, ppath+".image_url.url")
 			if err != nil {
 				return nil, err
 			}
 			block = imageBlock{Type: "image", Source: src, CacheControl: cc(part.Get("cache_control"))}
+		case "file":
+			if !images {
+				return nil, fieldErr(ppath+".type", "files are allowed only in user messages")
+			}
+			src, err := documentSourceOf(part.Get("file.file_data").Str, ppath+".file.file_data")
+			if err != nil {
+				return nil, err
+			}
+			block = imageBlock{Type: "document", Source: src, CacheControl: cc(part.Get("cache_control"))}
 		default:
-			return nil, fieldErr(ppath+".type", "%q parts are not supported by Anthropic-style providers (text and image_url are)", typ)
+			return nil, fieldErr(ppath+".type", "%q parts are not supported by Anthropic-style providers (text, image_url and PDF files are)", typ)
 		}
 		b, err := json.Marshal(block)
 		if err != nil {
@@ -370,6 +384,17 @@ func imageSourceOf(u, path string) (imageSource, error) {
 		return imageSource{Type: "url", URL: u}, nil
 	}
 	return imageSource{}, fieldErr(path, "expected an http(s) URL or a base64 data URL")
+}
+
+// documentSourceOf is the document source of a chat file part's
+// file_data: a base64 PDF data URL (Anthropic's document blocks take PDFs;
+// a file_id means nothing to it).
+func documentSourceOf(u, path string) (imageSource, error) {
+	data, ok := strings.CutPrefix(u, "data:application/pdf;base64,")
+	if !ok || data == "" {
+		return imageSource{}, fieldErr(path, "expected a base64 PDF data URL (data:application/pdf;base64,...)")
+	}
+	return imageSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
 }
 
 type toolUseBlock struct {

@@ -66,7 +66,14 @@ func TestChatToAnthropicKeepsTheClientsLimitAndNamesBadFields(t *testing.T) {
 	if err != nil || gjson.GetBytes(out, "max_tokens").Int() != 7 {
 		t.Fatalf("%s %v", out, err)
 	}
+	out, err = ChatToAnthropic([]byte(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x.example/a.png"},`+
+		`{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}}]}]}`), 10)
+	if err != nil || gjson.GetBytes(out, "messages.0.content.0.source.url").Str != "https://x.example/a.png" ||
+		gjson.GetBytes(out, "messages.0.content.1.type").Str != "document" || gjson.GetBytes(out, "messages.0.content.1.source.data").Str != "JVBERi0=" {
+		t.Errorf("image string and PDF: %s %v", out, err)
+	}
 	for _, tc := range []struct{ body, field string }{
+		{`{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f1"}}]}]}`, "messages[0].content[0].file.file_data"},
 		{`{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`, "messages[0].content[0].type"},
 		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/bmp;base64,AA"}}]}]}`, "messages[0].content[0].image_url.url"},
 		{`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f","arguments":"[1]"}}]}]}`, "messages[0].tool_calls[0].function.arguments"},

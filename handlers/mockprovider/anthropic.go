@@ -420,6 +420,12 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 				if refusal := checkImageSource(b.Get("source"), i, j); refusal != nil {
 					return refusal
 				}
+			case "document":
+				if src := b.Get("source"); src.Get("type").Str != "base64" || src.Get("media_type").Str != "application/pdf" || src.Get("data").Str == "" {
+					if src.Get("type").Str != "url" && src.Get("type").Str != "text" {
+						return invalidRequest("messages.%d.content.%d.document.source: expected a base64 PDF, a url or a text source", i, j)
+					}
+				}
 			case "tool_use":
 				if b.Get("id").Str == "" || b.Get("name").Str == "" || !b.Get("input").IsObject() {
 					return invalidRequest("messages.%d.content.%d.tool_use: id, name and input (an object) are required", i, j)
