@@ -177,8 +177,11 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role        string           `json:"role,omitempty"`
-	Content     *string          `json:"content,omitempty"`
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// Reasoning is the text of the answer's thinking blocks (the public
+	// API's message.reasoning).
+	Reasoning   string           `json:"reasoning,omitempty"`
 	ToolCalls   []chatToolCall   `json:"tool_calls,omitempty"`
 	Annotations []chatAnnotation `json:"annotations,omitempty"`
 }
@@ -250,11 +253,13 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	if model == "" {
 		model = aw.model
 	}
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	var runes int64
 	msg := &chatMessage{Role: "assistant"}
 	for _, b := range m.Get("content").Array() {
 		switch b.Get("type").Str {
+		case "thinking":
+			reasoning.WriteString(b.Get("thinking").Str)
 		case "text":
 			t := b.Get("text").Str
 			start := runes
@@ -274,6 +279,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 		s := text.String()
 		msg.Content = &s
 	}
+	msg.Reasoning = reasoning.String()
 	finish := FinishReason(m.Get("stop_reason").Str)
 	var u anthropicUsage
 	u.merge(m.Get("usage"))
@@ -375,6 +381,10 @@ func (aw *AnthropicToChat) blockDelta(i int64, d gjson.Result) {
 		}
 	case "citations_delta":
 		b.citations = append(b.citations, d.Get("citation"))
+	case "thinking_delta":
+		if t := d.Get("thinking").Str; t != "" {
+			aw.chunk(&chatMessage{Reasoning: t}, nil)
+		}
 	}
 }
 

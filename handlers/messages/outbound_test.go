@@ -242,3 +242,26 @@ func TestWithMaxTokensOnlyWhenMissing(t *testing.T) {
 		t.Errorf("changed %s", out)
 	}
 }
+
+func TestThinkingBecomesReasoning(t *testing.T) {
+	rec := httptest.NewRecorder()
+	aw := NewAnthropicToChat(rec, "claude")
+	aw.Header().Set("Content-Type", "application/json")
+	aw.WriteHeader(200)
+	_, _ = aw.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"thinking","thinking":"Let me think.","signature":"sig"},{"type":"text","text":"Answer."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}`))
+	aw.Finish()
+	if m := gjson.Get(rec.Body.String(), "choices.0.message"); m.Get("reasoning").Str != "Let me think." || m.Get("content").Str != "Answer." {
+		t.Errorf("%s", rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	aw = NewAnthropicToChat(rec, "claude")
+	aw.Header().Set("Content-Type", "text/event-stream")
+	aw.WriteHeader(200)
+	_, _ = aw.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude\",\"usage\":{\"input_tokens\":3}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Hmm.\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}\n\n"))
+	if !strings.Contains(rec.Body.String(), `"delta":{"reasoning":"Hmm."}`) || strings.Contains(rec.Body.String(), "signature") {
+		t.Errorf("%s", rec.Body)
+	}
+}
