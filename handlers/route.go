@@ -129,7 +129,9 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	case err != nil:
 	case rt.toAnthropic:
 		body, err = messages.ChatToAnthropic(body, a.anthropicMaxTokens())
-		body = withMembers(body, rt.anthropicExtra)
+		if !gjson.GetBytes(body, "thinking").Exists() { // thinking refuses top_k
+			body = withMembers(body, rt.anthropicExtra)
+		}
 	case rt.anthropic:
 		// A Messages request: sent as it is, but for the model id (set
 		// above) and the max_tokens Anthropic requires.

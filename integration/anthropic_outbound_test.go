@@ -377,6 +377,19 @@ func TestAnthropicStyleProvider(t *testing.T) {
 		}
 	})
 
+	t.Run("reasoning", func(t *testing.T) {
+		tap.take()
+		r := c.mustPost("/chat/completions", key, `{"model":"acme/claude-bare","max_tokens":2000,"top_k":4,"temperature":0.2,"reasoning":{"effort":"medium"},"messages":[{"role":"user","content":"think"}]}`, nil).expect(t, 200)
+		up := expectAnthropicCall(t, tap.take(), "sk-ant-operator")
+		if up.body.Get("thinking.budget_tokens").Int() != 1024 || up.body.Get("top_k").Exists() || up.body.Get("temperature").Exists() {
+			t.Errorf("upstream body %s", up.body.Raw)
+		}
+		if r.JSON.Get("choices.0.message.reasoning").Str == "" || r.JSON.Get("choices.0.message.content").Str != "Mock answer from claude-bare: think" {
+			t.Errorf("answer %s", r.Body)
+		}
+		expectClaudeCost(t, r.JSON.Get("usage"), 0)
+	})
+
 	t.Run("fallback to an OpenAI-style provider", func(t *testing.T) {
 		tap.take()
 		r := c.mustPost("/chat/completions", key, `{"model":"anthropic/claude-fallback","messages":[{"role":"user","content":"hello"}]}`, nil).expect(t, 200)

@@ -59,7 +59,11 @@ func fieldErr(field, format string, a ...any) *FieldError {
 // range), top_p, stream, user (metadata.user_id). Tools of other types
 // (Anthropic's server tools, such as the native web search's
 // web_search_20250305) pass as written, as do Anthropic's own fields
-// (thinking, top_k). Fields Anthropic does not define and that change no
+// (thinking, top_k). reasoning_effort (the public reasoning.effort)
+// enables extended thinking with that share of max_tokens as its budget
+// (xhigh 95%, high 80%, medium 50%, low 20%, minimal 10%; at least 1,024
+// tokens and below max_tokens, else none), which drops temperature, top_k
+// and a top_p below 0.95, as Anthropic requires. Fields Anthropic does not define and that change no
 // answer's meaning are dropped (penalties, seed, logprobs, stream_options,
 // response_format, ...); n above 1, legacy functions, audio parts and
 // files other than base64 PDFs are errors naming the field.
@@ -124,6 +128,7 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		limit = req.Get("max_completion_tokens")
 	}
 	if limit.Type == gjson.Number {
+		maxTokens = limit.Int()
 		add("max_tokens", []byte(limit.Raw))
 	} else {
 		if maxTokens <= 0 {
@@ -131,19 +136,26 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		}
 		add("max_tokens", fmt.Appendf(nil, "%d", maxTokens))
 	}
+	thinking := thinkingFor(req.Get("reasoning_effort").Str, maxTokens, req.Get("tool_choice"))
+	if thinking != nil && !req.Get("thinking").Exists() {
+		add("thinking", thinking)
+	} else {
+		thinking = nil
+	}
 	if stop := req.Get("stop"); stop.Type == gjson.String {
 		add("stop_sequences", append(append([]byte{'['}, stop.Raw...), ']'))
 	} else if stop.IsArray() {
 		add("stop_sequences", []byte(stop.Raw))
 	}
-	if t := req.Get("temperature"); t.Type == gjson.Number {
+	// Extended thinking refuses sampling changes: they are dropped.
+	if t := req.Get("temperature"); t.Type == gjson.Number && thinking == nil {
 		if t.Float() > 1 {
 			add("temperature", []byte("1"))
 		} else {
 			add("temperature", []byte(t.Raw))
 		}
 	}
-	if p := req.Get("top_p"); p.Type == gjson.Number {
+	if p := req.Get("top_p"); p.Type == gjson.Number && (thinking == nil || p.Float() >= 0.95) {
 		add("top_p", []byte(p.Raw))
 	}
 	if s := req.Get("stream"); s.Type == gjson.True {
@@ -173,6 +185,7 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		case k.Str == "system":
 			rest = fieldErr("system", "not a chat completions field; send a system message")
 			return false
+		case k.Str == "top_k" && thinking != nil:
 		default:
 			// Anthropic's own fields (thinking, top_k, ...), and anything
 			// the provider may know better than the gateway.
@@ -197,6 +210,29 @@ func WithMaxTokens(body []byte, maxTokens int64) ([]byte, error) {
 		maxTokens = DefaultMaxTokens
 	}
 	return sjson.SetBytes(body, "max_tokens", maxTokens)
+}
+
+// thinkingEffort is the share of max_tokens each reasoning effort gives
+// extended thinking.
+var thinkingEffort = map[string]float64{"xhigh": 0.95, "high": 0.8, "medium": 0.5, "low": 0.2, "minimal": 0.1}
+
+// minThinkingBudget is the smallest budget_tokens Anthropic takes.
+const minThinkingBudget = 1024
+
+// thinkingFor is the thinking object for a reasoning effort: a budget of
+// the effort's share of maxTokens, at least minThinkingBudget and below
+// maxTokens; nil for none, an unknown effort, a max_tokens too small for
+// a budget, or a forced tool (which thinking does not allow).
+func thinkingFor(effort string, maxTokens int64, toolChoice gjson.Result) []byte {
+	share, ok := thinkingEffort[effort]
+	if !ok || toolChoice.Str == "required" || toolChoice.IsObject() {
+		return nil
+	}
+	budget := max(int64(float64(maxTokens)*share), minThinkingBudget)
+	if budget >= maxTokens {
+		return nil
+	}
+	return fmt.Appendf(nil, `{"type":"enabled","budget_tokens":%d}`, budget)
 }
 
 // anthropicMessage is one message being built: its role and blocks.

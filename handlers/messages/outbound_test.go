@@ -265,3 +265,26 @@ func TestThinkingBecomesReasoning(t *testing.T) {
 		t.Errorf("%s", rec.Body)
 	}
 }
+
+func TestReasoningEffortEnablesThinking(t *testing.T) {
+	out, err := ChatToAnthropic([]byte(`{"model":"m","max_tokens":4000,"reasoning_effort":"high","temperature":0.3,"top_p":0.5,"top_k":3,"messages":[{"role":"user","content":"x"}]}`), 0)
+	a := gjson.ParseBytes(out)
+	if err != nil || a.Get("thinking.type").Str != "enabled" || a.Get("thinking.budget_tokens").Int() != 3200 ||
+		a.Get("temperature").Exists() || a.Get("top_p").Exists() || a.Get("top_k").Exists() || a.Get("reasoning_effort").Exists() {
+		t.Errorf("%s %v", out, err)
+	}
+	for _, body := range []string{
+		`{"max_tokens":1000,"reasoning_effort":"high","messages":[{"role":"user","content":"x"}]}`,
+		`{"max_tokens":4000,"reasoning_effort":"none","messages":[{"role":"user","content":"x"}]}`,
+		`{"max_tokens":4000,"reasoning_effort":"high","tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"x"}]}`,
+	} {
+		if out, _ := ChatToAnthropic([]byte(body), 0); gjson.GetBytes(out, "thinking").Exists() {
+			t.Errorf("thinking for %s: %s", body, out)
+		}
+	}
+	// Through the strict mock: the reasoning comes back.
+	_, res := roundTrip(t, mockUpstream(t), `{"model":"claude","max_tokens":2000,"reasoning_effort":"medium","temperature":0.2,"messages":[{"role":"user","content":"x"}]}`)
+	if m := gjson.Get(res, "choices.0.message"); m.Get("reasoning").Str == "" || m.Get("content").Str != "Mock answer from claude: x" {
+		t.Errorf("%s", res)
+	}
+}

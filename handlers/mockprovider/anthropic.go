@@ -39,6 +39,11 @@ import (
 // block per source citing it (web_search_result_location), and usage
 // reports server_tool_use.web_search_requests 1.
 //
+// Extended thinking (thinking.type enabled) is checked as Anthropic does
+// (budget_tokens at least 1,024 and below max_tokens; no temperature
+// other than 1, no top_k, no forced tool) and starts the answer with a
+// thinking block (streamed as thinking_delta and signature_delta).
+//
 // Prompt caching: the prompt is counted in order (tools, system, messages,
 // each block); the blocks up to the last one carrying cache_control are
 // the cached prefix. The first request with a prefix (by model and exact
@@ -122,6 +127,7 @@ type anthropicRequest struct {
 	tools     []string
 	force     string // a tool the tool_choice forces ("" none)
 	search    bool   // the web_search_20250305 tool is offered
+	thinking  bool   // extended thinking: the answer starts with a thinking block
 	prompt    int    // all prompt tokens
 	prefix    int    // of prompt, the cached prefix's
 	prefixKey [32]byte
@@ -238,6 +244,12 @@ func parseAnthropic(body []byte) (*anthropicRequest, *anthropicRefusal) {
 	q.maxTokens = mt.Int()
 	if t := req.Get("temperature"); t.Exists() && (t.Type != gjson.Number || t.Float() < 0 || t.Float() > 1) {
 		return nil, invalidRequest("temperature: Input should be less than or equal to 1")
+	}
+	if th := req.Get("thinking"); th.Exists() {
+		if refusal := checkThinking(req, th, q.maxTokens); refusal != nil {
+			return nil, refusal
+		}
+		q.thinking = th.Get("type").Str == "enabled"
 	}
 	if s := req.Get("stop_sequences"); s.Exists() {
 		if !s.IsArray() {
@@ -467,6 +479,33 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 	return nil
 }
 
+// checkThinking checks extended thinking as Anthropic does: a budget of
+// at least 1,024 tokens below max_tokens, no temperature but 1, no top_k,
+// no forced tool.
+func checkThinking(req, th gjson.Result, maxTokens int64) *anthropicRefusal {
+	switch th.Get("type").Str {
+	case "disabled":
+		return nil
+	case "enabled":
+	default:
+		return invalidRequest("thinking.type: Input should be 'enabled' or 'disabled'")
+	}
+	budget := th.Get("budget_tokens")
+	switch {
+	case budget.Type != gjson.Number || budget.Int() < 1024:
+		return invalidRequest("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+	case budget.Int() >= maxTokens:
+		return invalidRequest("`max_tokens` must be greater than `thinking.budget_tokens`")
+	case req.Get("temperature").Exists() && req.Get("temperature").Float() != 1:
+		return invalidRequest("`temperature` may only be set to 1 when thinking is enabled")
+	case req.Get("top_k").Exists():
+		return invalidRequest("`top_k` is not supported when thinking is enabled")
+	case req.Get("tool_choice.type").Str == "any" || req.Get("tool_choice.type").Str == "tool":
+		return invalidRequest("Thinking may not be enabled when tool_choice forces tool use.")
+	}
+	return nil
+}
+
 // checkImageSource checks an image block's source.
 func checkImageSource(src gjson.Result, i, j int) *anthropicRefusal {
 	switch src.Get("type").Str {
@@ -507,6 +546,8 @@ type anthropicBlock struct {
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   []any           `json:"content,omitempty"`
 }
@@ -599,8 +640,16 @@ func newAnthropicMessage(q *anthropicRequest) *anthropicMessage {
 		}
 	}
 	msg.StopReason, msg.StopSequence = &stop, stopSeq
+	if q.thinking {
+		thought := mockThought
+		msg.Content = append([]anthropicBlock{{Type: "thinking", Thinking: &thought, Signature: "mock-signature"}}, msg.Content...)
+		msg.Usage.OutputTokens += countWords(thought)
+	}
 	return msg
 }
+
+// mockThought is the thinking block of an answer with extended thinking.
+const mockThought = "The mock thinks briefly."
 
 // toolToCall is the custom tool the answer calls, if any: the forced one,
 // or one the last user message names (not when it carries tool results).
@@ -655,6 +704,9 @@ func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, d
 			open.Text, open.Citations = &empty, nil
 		case "tool_use", "server_tool_use":
 			open.Input = json.RawMessage(`{}`)
+		case "thinking":
+			empty := ""
+			open.Thinking, open.Signature = &empty, ""
 		}
 		s.send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": open})
 		if i == 0 {
@@ -678,6 +730,9 @@ func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, d
 				delta(map[string]string{"type": "text_delta", "text": w})
 				sent++
 			}
+		case "thinking":
+			delta(map[string]string{"type": "thinking_delta", "thinking": *b.Thinking})
+			delta(map[string]string{"type": "signature_delta", "signature": b.Signature})
 		case "tool_use", "server_tool_use":
 			in := string(b.Input)
 			half := len(in) / 2

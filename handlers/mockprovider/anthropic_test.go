@@ -142,3 +142,21 @@ func TestAnthropicNativeWebSearch(t *testing.T) {
 		t.Errorf("usage %s", m.Get("usage").Raw)
 	}
 }
+
+func TestAnthropicThinking(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	msgs := `"messages":[{"role":"user","content":"think"}]`
+	for _, tc := range []struct{ body, message string }{
+		{`{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":500},` + msgs + `}`, "greater than or equal to 1024"},
+		{`{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":2000},` + msgs + `}`, "must be greater than `thinking.budget_tokens`"},
+		{`{"model":"c","max_tokens":2000,"temperature":0.5,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs + `}`, "temperature"},
+	} {
+		if res := mockPost(t, srv, "/v1/messages", tc.body, anthropicHeaders...); res.status != 400 || !strings.Contains(res.body, tc.message) {
+			t.Errorf("%s: %d %s", tc.body, res.status, res.body)
+		}
+	}
+	res := mockPost(t, srv, "/v1/messages", `{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},`+msgs+`}`, anthropicHeaders...)
+	if m := gjson.Parse(res.body); m.Get("content.0.type").Str != "thinking" || m.Get("content.0.thinking").Str != mockThought || m.Get("content.1.type").Str != "text" {
+		t.Errorf("%d %s", res.status, res.body)
+	}
+}
