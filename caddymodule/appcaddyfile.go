@@ -275,6 +275,10 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &m.Pricing.Request
 				case "web_search":
 					dst = &m.Pricing.WebSearch
+				case "input_cache_read":
+					dst = &m.Pricing.InputCacheRead
+				case "input_cache_write":
+					dst = &m.Pricing.InputCacheWrite
 				default:
 					return m, d.Errf("unrecognized pricing option %q", d.Val())
 				}

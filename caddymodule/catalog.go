@@ -51,7 +51,8 @@ type ProviderConfig struct {
 	// APIKey is the operator's key, usually a placeholder such as
 	// {env.OPENAI_API_KEY}, expanded at provision time.
 	APIKey string `json:"api_key,omitempty"`
-	// Style is the provider's API dialect; only "openai", the default.
+	// Style is the provider's API dialect: "openai" (the default) or
+	// "anthropic" (Anthropic's Messages API at <base_url>/v1/messages).
 	Style string `json:"style,omitempty"`
 	// API is the generation API the provider speaks: "responses" (the
 	// default: Chat Completions and Responses, each passed through) or
@@ -131,6 +132,10 @@ type PricingConfig struct {
 	Completion string `json:"completion,omitempty"` // per output token
 	Request    string `json:"request,omitempty"`    // per request; default 0
 	WebSearch  string `json:"web_search,omitempty"` // per search result; default 0
+	// InputCacheRead and InputCacheWrite price the prompt tokens read from
+	// and written to the provider's prompt cache; default the prompt price.
+	InputCacheRead  string `json:"input_cache_read,omitempty"`
+	InputCacheWrite string `json:"input_cache_write,omitempty"`
 }
 
 // defaultCreated is the `created` time of models that do not set one: a
@@ -210,11 +215,14 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		{"pricing.completion", mc.Pricing.Completion, true, &m.Pricing.Completion},
 		{"pricing.request", mc.Pricing.Request, false, &m.Pricing.Request},
 		{"pricing.web_search", mc.Pricing.WebSearch, false, &m.Pricing.WebSearch},
+		{"pricing.input_cache_read", mc.Pricing.InputCacheRead, false, &m.Pricing.InputCacheRead},
+		{"pricing.input_cache_write", mc.Pricing.InputCacheWrite, false, &m.Pricing.InputCacheWrite},
 	} {
 		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
 			return nil, fail(f.name, err)
 		}
 	}
+	m.Pricing.CacheReadSet, m.Pricing.CacheWriteSet = mc.Pricing.InputCacheRead != "", mc.Pricing.InputCacheWrite != ""
 	for _, pc := range mc.Providers {
 		p, err := pc.provider()
 		if err != nil {
@@ -222,7 +230,14 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		}
 		m.Providers = append(m.Providers, p)
 	}
-	pub, err := marshal(newPublicModel(m))
+	pm := newPublicModel(m)
+	if m.Pricing.CacheReadSet {
+		pm.Pricing.InputCacheRead = &m.Pricing.InputCacheRead
+	}
+	if m.Pricing.CacheWriteSet {
+		pm.Pricing.InputCacheWrite = &m.Pricing.InputCacheWrite
+	}
+	pub, err := marshal(pm)
 	if err != nil {
 		return nil, fail("public object", err)
 	}
@@ -279,6 +294,9 @@ type publicPricing struct {
 	Completion billing.Price `json:"completion"`
 	Request    billing.Price `json:"request"`
 	WebSearch  billing.Price `json:"web_search"`
+	// The prompt cache's prices, only when the operator set them.
+	InputCacheRead  *billing.Price `json:"input_cache_read,omitempty"`
+	InputCacheWrite *billing.Price `json:"input_cache_write,omitempty"`
 }
 
 type publicTopProvider struct {
@@ -469,6 +487,8 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 		{"completion", true, &m.Pricing.Completion},
 		{"request", false, &m.Pricing.Request},
 		{"web_search", false, &m.Pricing.WebSearch},
+		{"input_cache_read", false, &m.Pricing.InputCacheRead},
+		{"input_cache_write", false, &m.Pricing.InputCacheWrite},
 	} {
 		p := pub.Get("pricing." + f.name)
 		if p.Exists() && p.Type != gjson.String {
@@ -478,6 +498,8 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 			return nil, fmt.Errorf("model %q: pricing.%s: %v", id.Str, f.name, err)
 		}
 	}
+	m.Pricing.CacheReadSet = pub.Get("pricing.input_cache_read").Str != ""
+	m.Pricing.CacheWriteSet = pub.Get("pricing.input_cache_write").Str != ""
 
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(raw)); err != nil {
@@ -540,10 +562,10 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	}
 	switch p.Style {
 	case "":
-		p.Style = "openai"
-	case "openai":
+		p.Style = catalog.StyleOpenAI
+	case catalog.StyleOpenAI, catalog.StyleAnthropic:
 	default:
-		return fmt.Errorf("style: unsupported %q (only \"openai\")", p.Style)
+		return fmt.Errorf("style: unsupported %q (\"openai\" or \"anthropic\")", p.Style)
 	}
 	switch p.API {
 	case "", catalog.APIResponses, catalog.APIChat:

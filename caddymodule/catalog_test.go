@@ -255,7 +255,7 @@ func TestCatalogErrors(t *testing.T) {
 		{"duplicate", []ModelConfig{{ID: "m", Pricing: ok}, {ID: "m", Pricing: ok}}, "", `model "m": duplicate id`},
 		{"duplicate of file", []ModelConfig{{ID: "f", Pricing: ok}}, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"}}]}`, `model "f": duplicate id`},
 		{"provider no name", prov(ProviderConfig{BaseURL: "http://x"}), "", `model "m": provider "": name: required`},
-		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "anthropic"}), "", `model "m": provider "p": style: unsupported "anthropic"`},
+		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "gemini"}), "", `model "m": provider "p": style: unsupported "gemini"`},
 		{"bad api", prov(ProviderConfig{Name: "p", BaseURL: "http://x", API: "completions"}), "", `model "m": provider "p": api: unsupported "completions"`},
 		{"no base_url", prov(ProviderConfig{Name: "p"}), "", `model "m": provider "p": base_url:`},
 		{"ftp base_url", prov(ProviderConfig{Name: "p", BaseURL: "ftp://x/v1"}), "", `model "m": provider "p": base_url: expected an http or https URL`},
@@ -444,5 +444,46 @@ func TestInFlightValidate(t *testing.T) {
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%+v: Validate = %v, want %q", tt.cfg, err, tt.want)
 		}
+	}
+}
+
+func TestCatalogCachePricesAndAnthropicStyle(t *testing.T) {
+	app := provisioned(t, adaptApp(t, `	tollgate {
+		model anthropic/claude {
+			pricing {
+				prompt 0.000003
+				completion 0.000015
+				input_cache_read 0.0000003
+				input_cache_write 0.00000375
+			}
+			provider anthropic https://api.anthropic.com {
+				model claude-sonnet-4-5
+				api_key sk-ant
+				style anthropic
+			}
+		}
+		model plain {
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+		}
+	}`))
+	models := app.Catalog().Models()
+	m := models[0]
+	want := billing.Pricing{Prompt: price(t, "0.000003"), Completion: price(t, "0.000015"),
+		InputCacheRead: price(t, "0.0000003"), InputCacheWrite: price(t, "0.00000375"), CacheReadSet: true, CacheWriteSet: true}
+	if m.Pricing != want {
+		t.Errorf("pricing %+v", m.Pricing)
+	}
+	if p := m.Providers[0]; !p.Anthropic() || !p.ChatOnly() || p.BasePath != "" {
+		t.Errorf("provider %+v", p)
+	}
+	pub := gjson.ParseBytes(m.Public)
+	if pub.Get("pricing.input_cache_read").Str != "0.0000003" || pub.Get("pricing.input_cache_write").Str != "0.00000375" {
+		t.Errorf("public pricing %s", pub.Get("pricing").Raw)
+	}
+	if pub := gjson.ParseBytes(models[1].Public); pub.Get("pricing.input_cache_read").Exists() || models[1].Pricing.CacheReadSet {
+		t.Errorf("unset cache prices shown: %s", pub.Get("pricing").Raw)
 	}
 }

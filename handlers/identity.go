@@ -114,7 +114,7 @@ type usageBill struct {
 
 func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) usageBill {
 	b := usageBill{cost: cost, byok: byok, tokens: u}
-	b.prompt, _ = billing.TokenCost(pricing, u.PromptTokens, 0)
+	b.prompt, _ = billing.InputCost(pricing, u)
 	b.completion, _ = billing.TokenCost(pricing, 0, u.CompletionTokens)
 	return b
 }

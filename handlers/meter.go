@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -262,7 +263,8 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return apierror.Fail(r, upstreamError(st.failed))
 	}
 
-	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
+	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion,
+		CacheReadTokens: mw.usage.cacheRead, CacheWriteTokens: mw.usage.cacheWrite}
 	estimated := !mw.usage.ok
 	if estimated && mw.deliveredTxt == 0 && !mw.sawDone {
 		// The stream ended before any answer reached the client: a failed
@@ -285,7 +287,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	var err error
 	if search := st.plan; search != nil {
 		var c money.Amount
-		if c, err = search.charge(&pricing, &usage, mw.usageRaw); route.BYOK {
+		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.anthropic); route.BYOK {
 			credits = c
 		}
 	}
@@ -316,7 +318,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	gen := &storage.Generation{
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID, UpstreamIDHidden: mw.identity != nil,
-		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
+		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
 	}
@@ -363,17 +365,33 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err 
 	return next.ServeHTTP(w, r)
 }
 
-// proxyAttempt calls reverse_proxy for the current attempt; a Responses
-// request to a chat-only provider has its answer translated below the
-// meter's writer, which then meters a Responses answer.
+// proxyAttempt calls reverse_proxy for the current attempt. The answers of
+// translated attempts are translated below the meter's writer, which then
+// meters a chat or Responses answer as from any provider: an
+// Anthropic-style provider's Messages answer becomes a chat completion,
+// and a Responses request's chat answer (from a chat-only or an
+// Anthropic-style provider) a Responses answer.
 func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
-	if !route.translate {
-		return proxy(next, mw, r)
+	var w http.ResponseWriter = mw
+	var cw *translate.ChatToResponses
+	if route.translate {
+		cw = translate.NewChatToResponses(mw, route.echo, genID, route.Provider.Model)
+		cw.Limit = maxBufferedBody
+		w = cw
 	}
-	cw := translate.NewChatToResponses(mw, route.echo, genID, route.Provider.Model)
-	cw.Limit = maxBufferedBody
-	err := proxy(next, cw, r)
-	cw.Finish(err)
+	var aw *messages.AnthropicToChat
+	if route.toAnthropic {
+		aw = messages.NewAnthropicToChat(w, route.Provider.Model)
+		aw.Limit = maxBufferedBody
+		w = aw
+	}
+	err := proxy(next, w, r)
+	if aw != nil {
+		aw.Finish()
+	}
+	if cw != nil {
+		cw.Finish(err)
+	}
 	return err
 }
 

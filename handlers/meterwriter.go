@@ -69,6 +69,24 @@ type usageSeen struct {
 	ok         bool
 	prompt     int64
 	completion int64
+	// Of prompt, the tokens read from and written to the provider's
+	// prompt cache (prompt_tokens_details, or input_tokens_details).
+	cacheRead, cacheWrite int64
+}
+
+// usageOf reads a usage object: chat's prompt and completion tokens, or
+// Responses' input and output tokens, with their cache details.
+func usageOf(u gjson.Result, responses bool) usageSeen {
+	in, out, details := "prompt_tokens", "completion_tokens", "prompt_tokens_details"
+	if responses {
+		in, out, details = "input_tokens", "output_tokens", "input_tokens_details"
+	}
+	seen := usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
+	if strings.Contains(u.Raw, "cache") {
+		d := u.Get(details)
+		seen.cacheRead, seen.cacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
+	}
+	return seen
 }
 
 func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
@@ -136,7 +154,7 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 		case "response.completed", "response.incomplete", "response.failed":
 			u := gjson.GetBytes(data, "response.usage")
 			if u.IsObject() {
-				mw.usage = usageSeen{ok: true, prompt: u.Get("input_tokens").Int(), completion: u.Get("output_tokens").Int()}
+				mw.usage = usageOf(u, true)
 				mw.usageRaw = u.Raw
 			}
 			mw.finish = strings.Clone(strings.TrimPrefix(typ, "response."))
@@ -160,7 +178,7 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 		}
 		if bytes.Contains(data, usageKey) {
 			if u := gjson.GetBytes(data, "usage"); u.IsObject() {
-				mw.usage = usageSeen{ok: true, prompt: u.Get("prompt_tokens").Int(), completion: u.Get("completion_tokens").Int()}
+				mw.usage = usageOf(u, false)
 				mw.usageRaw = u.Raw
 				hold = true
 			}
@@ -216,9 +234,9 @@ func (mw *meterWriter) usableJSON() bool {
 // searched for its text, which is then the basis of the charge.
 func (mw *meterWriter) readJSONUsage() (ok bool) {
 	body := mw.Body.Bytes()
-	finishPath, in, out := "choices.0.finish_reason", "prompt_tokens", "completion_tokens"
+	finishPath := "choices.0.finish_reason"
 	if mw.kind == "responses" {
-		finishPath, in, out = "status", "input_tokens", "output_tokens"
+		finishPath = "status"
 	}
 	top := readAnswerMembers(body, mw.kind == "responses")
 	mw.upstreamID = top.id.Str
@@ -229,7 +247,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if u.IsObject() {
 		mw.usageJSON = u
 		mw.usageRaw = u.Raw
-		mw.usage = usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
+		mw.usage = usageOf(u, mw.kind == "responses")
 		mw.finish = top.finish.Str
 		return true
 	}

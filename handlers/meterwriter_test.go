@@ -494,3 +494,14 @@ func TestReadAnswerMembersMatchesLookups(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageOfReadsCacheDetailsOfBothAPIs(t *testing.T) {
+	chat := usageOf(gjson.Parse(`{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":60,"cache_write_tokens":30}}`), false)
+	if chat != (usageSeen{ok: true, prompt: 100, completion: 5, cacheRead: 60, cacheWrite: 30}) {
+		t.Errorf("chat %+v", chat)
+	}
+	resp := usageOf(gjson.Parse(`{"input_tokens":100,"output_tokens":5,"input_tokens_details":{"cached_tokens":60}}`), true)
+	if resp != (usageSeen{ok: true, prompt: 100, completion: 5, cacheRead: 60}) {
+		t.Errorf("responses %+v", resp)
+	}
+}

@@ -179,6 +179,46 @@ func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *apierro
 	return append([]byte(`"reasoning":`), out...), nil
 }
 
+// anthropicFields are the public API's request fields that the OpenAI
+// dialect drops (openAIUnsupported) but Anthropic's Messages API defines:
+// an Anthropic-style provider receives them (Route.anthropicExtra).
+var anthropicFields = []string{"top_k"}
+
+// anthropicExtra is the members of the request (f) that the Anthropic
+// dialect adds to the translated Messages body, as JSON text without
+// braces ("" for none).
+func anthropicExtra(f *reqbody.Fields) string {
+	var b []byte
+	for _, name := range anthropicFields {
+		if v, ok := f.Get(name); ok && v.Type == gjson.Number {
+			if len(b) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"`+name+`":`...)
+			b = append(b, v.Raw...)
+		}
+	}
+	return string(b)
+}
+
+// withMembers adds members (JSON text without braces) to a JSON object.
+func withMembers(obj []byte, members string) []byte {
+	if members == "" {
+		return obj
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	if end < 0 {
+		return obj
+	}
+	out := make([]byte, 0, len(obj)+len(members)+1)
+	out = append(out, obj[:end]...)
+	if head := bytes.TrimSpace(obj[:end]); len(head) > 0 && head[len(head)-1] != '{' {
+		out = append(out, ',')
+	}
+	out = append(out, members...)
+	return append(out, obj[end:]...)
+}
+
 // forProvider adapts an attempt's chat completions body to its provider:
 // max_tokens becomes max_completion_tokens for providers that take only
 // that (catalog.Provider.MaxTokensField).

@@ -95,3 +95,20 @@ func BenchmarkNormalizeRequest(b *testing.B) {
 		}
 	}
 }
+
+func TestAnthropicDialectKeepsTopK(t *testing.T) {
+	f, apiErr := reqbody.ParseObject([]byte(`{"model":"m","top_k":5,"min_p":0.1,"messages":[]}`))
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	extra := anthropicExtra(f)
+	if extra != `"top_k":5` {
+		t.Fatalf("extra %q", extra)
+	}
+	if got := string(withMembers([]byte(`{"a":1}`), extra)); got != `{"a":1,"top_k":5}` {
+		t.Errorf("withMembers: %s", got)
+	}
+	if got := string(withMembers([]byte(`{}`), extra)); got != `{"top_k":5}` {
+		t.Errorf("withMembers of {}: %s", got)
+	}
+}

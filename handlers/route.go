@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 )
 
@@ -50,6 +51,15 @@ type Route struct {
 	chatBody  []byte
 	echo      *translate.Echo
 	translate bool
+	// anthropic: the current attempt's provider speaks Anthropic's
+	// Messages API (catalog.StyleAnthropic). toAnthropic: the request is
+	// a chat (or Responses) request, translated (messages.ChatToAnthropic)
+	// and so is the answer; a Messages request (Kind "messages") is not.
+	anthropic, toAnthropic bool
+	// anthropicExtra are members the Anthropic dialect adds to the
+	// Messages body: fields of the request the chat body cannot carry
+	// (normalize.go's anthropicFields).
+	anthropicExtra string
 }
 
 // Attempt is one provider endpoint for one model.
@@ -74,6 +84,9 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	case "tollgate.upstream.dial":
 		return p.Dial, true
 	case "tollgate.upstream.uri":
+		if rt.anthropic {
+			return p.BasePath + messages.Path, true
+		}
 		if rt.translate {
 			return p.BasePath + "/chat/completions" + strings.TrimPrefix(rt.uri, "/responses"), true
 		}
@@ -110,17 +123,105 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	if err == nil {
 		body, err = a.withOutputLimit(body, rt.Kind)
 	}
+	rt.anthropic = a.Provider.Anthropic()
+	rt.toAnthropic = rt.anthropic && (rt.Kind == "chat" || rt.Kind == "responses")
+	switch {
+	case err != nil:
+	case rt.toAnthropic:
+		body, err = messages.ChatToAnthropic(body, a.anthropicMaxTokens())
+		if !gjson.GetBytes(body, "thinking").Exists() { // thinking refuses top_k
+			body = withMembers(body, rt.anthropicExtra)
+		}
+	case rt.anthropic:
+		// A Messages request: sent as it is, but for the model id (set
+		// above) and the max_tokens Anthropic requires.
+		body, err = messages.WithMaxTokens(body, a.anthropicMaxTokens())
+	}
 	if err != nil {
 		return err
 	}
-	// Canonical names, set directly: Header.Set would canonicalize them
-	// on every request.
-	r.Header["Authorization"] = []string{"Bearer " + a.Key}
+	setProviderKey(r.Header, a)
+	// A canonical name, set directly: Header.Set would canonicalize it on
+	// every request.
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.Host = a.Provider.Host
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return nil
+}
+
+// setProviderKey authenticates the request with the attempt's key in its
+// provider's dialect: Anthropic's x-api-key and anthropic-version, else
+// a bearer token. Headers of another dialect are removed, so that a
+// fallback never carries the previous provider's key.
+func setProviderKey(h http.Header, a Attempt) {
+	h.Del("X-Api-Key")
+	h.Del("Anthropic-Version")
+	if a.Provider.Anthropic() {
+		h.Del("Authorization")
+		h.Set("X-Api-Key", a.Key)
+		h.Set("Anthropic-Version", messages.Version)
+		return
+	}
+	h.Set("Authorization", "Bearer "+a.Key)
+}
+
+// anthropicMaxTokens is the max_tokens an Anthropic-style provider gets
+// when the request sets none (the Messages API requires it): the model's
+// max_completion_tokens, else messages.DefaultMaxTokens within its
+// context window. A limit admission fitted is already in the body.
+func (a Attempt) anthropicMaxTokens() int64 {
+	if n := a.Model.MaxCompletionTokens; n > 0 {
+		return n
+	}
+	if c := a.Model.ContextLength; c > 0 {
+		return min(c, messages.DefaultMaxTokens)
+	}
+	return messages.DefaultMaxTokens
+}
+
+// anthropicFor checks that the request can be sent to its Anthropic-style
+// providers: only chat completions and Responses requests are translated,
+// and only those the Messages API can express. The others are served by
+// the other providers alone; none left is the translation's 400.
+func (rt *Route) anthropicFor() *apierror.Error {
+	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.Anthropic() }) {
+		return nil
+	}
+	var refusal *apierror.Error
+	switch rt.Kind {
+	case "messages":
+		return nil // Anthropic's own API: passed natively
+	case "chat", "responses":
+		chat := rt.body
+		if rt.Kind == "responses" {
+			chat = rt.chatBody
+		}
+		if chat == nil {
+			break // dropped with the chat-only providers by translateFor
+		}
+		if _, err := messages.ChatToAnthropic(chat, messages.DefaultMaxTokens); err != nil {
+			refusal = apierror.BadRequest(err.Error())
+		}
+	default:
+		refusal = apierror.BadRequest("model: its providers speak Anthropic's Messages API, which does not serve " + rt.uriPath())
+	}
+	if refusal == nil {
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.Anthropic() })
+	if len(rt.Attempts) == 0 {
+		return refusal
+	}
+	return nil
+}
+
+// uriPath names the route's kind for messages.
+func (rt *Route) uriPath() string {
+	if rt.Kind == "other" {
+		return "this route"
+	}
+	return "/" + rt.Kind
 }
 
 // translateFor prepares a Responses request for the chat-only providers

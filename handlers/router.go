@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -238,6 +239,12 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	}
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr
+	}
+	if apiErr := route.anthropicFor(); apiErr != nil {
+		return nil, apiErr
+	}
+	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return a.Provider.Anthropic() }) {
+		route.anthropicExtra = anthropicExtra(f)
 	}
 	return route, nil
 }

@@ -174,13 +174,16 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 }
 
 // family is the native search family of model: its first provider's
-// search_family when set, else the id's vendor prefix.
+// search_family when set, else anthropic for an Anthropic-style provider,
+// else the id's vendor prefix.
 func (ws *WebSearch) family(model string) string {
 	if m, ok := ws.gw.Catalog().Lookup(model); ok && len(m.Providers) > 0 {
-		switch f := m.Providers[0].SearchFamily; f {
-		case "none":
+		switch f := m.Providers[0].SearchFamily; {
+		case f == "none":
 			return ""
-		case "":
+		case f == "" && m.Providers[0].Anthropic():
+			return "anthropic"
+		case f == "":
 		default:
 			return f
 		}
@@ -422,15 +425,23 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 // in credits.
 //
 // Provider-reported X counts too large to price are billing.ErrCostRange.
-func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string) (credits money.Amount, err error) {
+//
+// counted: the provider reports how many searches it ran
+// (usage.server_tool_use.web_search_requests, Anthropic's Messages API);
+// a native search is then billed per search run, at most max_results.
+func (p *searchPlan) charge(pricing *billing.Pricing, usage *billing.Usage, upstreamUsage string, counted bool) (credits money.Amount, err error) {
 	if pricing.WebSearch == 0 {
 		pricing.WebSearch = p.price
 	}
 	p.results = int64(len(p.sources))
 	if p.engine == "native" {
 		// Providers do not report a result count: a native search is billed
-		// as the max_results results it may return.
+		// as the max_results results it may return, or per search run
+		// when the provider counts them (within the hold's max_results).
 		p.results = int64(p.spec.MaxResults)
+		if n := gjson.Get(upstreamUsage, "server_tool_use.web_search_requests"); counted && n.Type == gjson.Number {
+			p.results = min(max(n.Int(), 0), p.results)
+		}
 	}
 	usage.SearchResults = p.results
 	if p.spec.XSearch != nil && upstreamUsage != "" {

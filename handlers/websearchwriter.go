@@ -74,6 +74,11 @@ func (cw *citeWriter) Decide(status int) sse.Mode {
 			// annotates its own answer as in chat completions.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
 		}
+		if rt := cw.st.route; rt != nil && rt.toAnthropic {
+			// Anthropic's native search cites its sources itself; the
+			// translation made them url_citation annotations.
+			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "anthropic"
+		}
 	}
 	switch {
 	case status < 200 || status >= 300:

@@ -41,6 +41,14 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 	b = strconv.AppendInt(b, g.PromptTokens, 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, g.CompletionTokens, 10)
+	if g.CacheReadTokens != 0 {
+		b = append(b, `,"cache_read_tokens":`...)
+		b = strconv.AppendInt(b, g.CacheReadTokens, 10)
+	}
+	if g.CacheWriteTokens != 0 {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = strconv.AppendInt(b, g.CacheWriteTokens, 10)
+	}
 	if g.SearchResults != 0 {
 		b = append(b, `,"search_results":`...)
 		b = strconv.AppendInt(b, g.SearchResults, 10)

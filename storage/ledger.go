@@ -487,9 +487,13 @@ type Generation struct {
 	// UpstreamIDHidden: the client never saw UpstreamID (a chat answer
 	// carries the generation id instead), so no lookup by it is indexed:
 	// one write less per request.
-	UpstreamIDHidden bool         `json:"-"`
-	PromptTokens     int64        `json:"prompt_tokens"`
-	CompletionTokens int64        `json:"completion_tokens"`
+	UpstreamIDHidden bool  `json:"-"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// Of PromptTokens, those the provider read from or wrote to its
+	// prompt cache, charged at the model's cache prices.
+	CacheReadTokens  int64        `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64        `json:"cache_write_tokens,omitempty"`
 	SearchResults    int64        `json:"search_results,omitempty"`
 	Cost             money.Amount `json:"cost"`
 	BYOK             bool         `json:"byok,omitempty"`

@@ -64,7 +64,7 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 		"finish_reason": orNil(g.FinishReason), "native_finish_reason": orNil(g.FinishReason),
 		"tokens_prompt": g.PromptTokens, "tokens_completion": g.CompletionTokens,
 		"native_tokens_prompt": g.PromptTokens, "native_tokens_completion": g.CompletionTokens,
-		"native_tokens_completion_images": nil, "native_tokens_reasoning": nil, "native_tokens_cached": nil,
+		"native_tokens_completion_images": nil, "native_tokens_reasoning": nil, "native_tokens_cached": g.CacheReadTokens,
 		"num_media_prompt": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
 		"num_search_results": g.SearchResults, "num_fetches": nil, "web_search_engine": nil,
 		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": nil, "router": nil,

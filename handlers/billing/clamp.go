@@ -81,7 +81,7 @@ func AffordableOutput(f RequestFacts, budget money.Amount) int64 {
 	// exactly when the femto-credit cost is at most left's femto-credits.
 	hi, lo := bits.Mul64(uint64(left), femtoPerNano)
 	avail := femto{hi, lo}
-	prompt := femto{}.add(f.Pricing.Prompt, f.InputTokens)
+	prompt := femto{}.add(f.Pricing.InputPrice(), f.InputTokens)
 	if less(avail, prompt) {
 		return -1
 	}

@@ -12,20 +12,54 @@ type Pricing struct {
 	Completion Price // per output token
 	Request    Price // per request
 	WebSearch  Price // per search result
+
+	// InputCacheRead and InputCacheWrite price the prompt tokens a
+	// provider read from or wrote to its prompt cache; unset (the Set
+	// flags false), those tokens cost the prompt price.
+	InputCacheRead  Price
+	InputCacheWrite Price
+	CacheReadSet    bool
+	CacheWriteSet   bool
 }
+
+// cacheRead is the price of a prompt token read from the cache.
+func (p Pricing) cacheRead() Price {
+	if p.CacheReadSet {
+		return p.InputCacheRead
+	}
+	return p.Prompt
+}
+
+// cacheWrite is the price of a prompt token written to the cache.
+func (p Pricing) cacheWrite() Price {
+	if p.CacheWriteSet {
+		return p.InputCacheWrite
+	}
+	return p.Prompt
+}
+
+// InputPrice is the highest price a prompt token may cost (a cache write
+// costs more than a plain prompt token at Anthropic): estimates, which
+// cannot know what the provider caches, price every prompt token at it.
+func (p Pricing) InputPrice() Price { return max(p.Prompt, p.cacheRead(), p.cacheWrite()) }
 
 // IsFree reports whether nothing about the endpoint costs money.
 func (p Pricing) IsFree() bool {
-	return p.Prompt == 0 && p.Completion == 0 && p.Request == 0 && p.WebSearch == 0
+	return p.InputPrice() == 0 && p.Completion == 0 && p.Request == 0 && p.WebSearch == 0
 }
 
 // HasTokenPrice reports whether the endpoint prices tokens; a request with
 // no token price is not held by the in-flight budget (SPEC.md 8.2 rule 1).
-func (p Pricing) HasTokenPrice() bool { return p.Prompt > 0 || p.Completion > 0 }
+func (p Pricing) HasTokenPrice() bool { return p.InputPrice() > 0 || p.Completion > 0 }
 
 // Usage is what one request consumed.
 type Usage struct {
+	// PromptTokens are all the prompt's tokens, those read from and
+	// written to the provider's prompt cache included (as OpenRouter
+	// reports prompt_tokens).
 	PromptTokens     int64
+	CacheReadTokens  int64 // of PromptTokens, read from the prompt cache
+	CacheWriteTokens int64 // of PromptTokens, written to the prompt cache
 	CompletionTokens int64
 	SearchResults    int64
 	// Extra is a charge computed elsewhere (X search items), added as is.
@@ -40,8 +74,7 @@ var ErrCostRange = errors.New("cost out of range")
 // Cost prices a request exactly: tokens × prices + the per-request fee +
 // search results, rounded once to the nano-credit.
 func Cost(p Pricing, u Usage) (money.Amount, error) {
-	var f femto
-	f = f.add(p.Prompt, u.PromptTokens)
+	f := inputCost(p, u)
 	f = f.add(p.Completion, u.CompletionTokens)
 	f = f.add(p.Request, 1)
 	f = f.add(p.WebSearch, u.SearchResults)
@@ -55,12 +88,36 @@ func Cost(p Pricing, u Usage) (money.Amount, error) {
 	return a, nil
 }
 
+// inputCost prices the prompt: cache reads and writes at their prices,
+// the rest at the prompt price. Cache counts beyond the prompt (a provider
+// inconsistency) are taken as the whole prompt, never as negative tokens.
+func inputCost(p Pricing, u Usage) femto {
+	read := min(max(u.CacheReadTokens, 0), max(u.PromptTokens, 0))
+	write := min(max(u.CacheWriteTokens, 0), max(u.PromptTokens, 0)-read)
+	var f femto
+	f = f.add(p.Prompt, u.PromptTokens-read-write)
+	f = f.add(p.cacheRead(), read)
+	return f.add(p.cacheWrite(), write)
+}
+
+// InputCost prices the prompt tokens of u (cache reads and writes at their
+// prices), rounded up as TokenCost.
+func InputCost(p Pricing, u Usage) (money.Amount, error) {
+	return ceilAmount(inputCost(p, u))
+}
+
 // TokenCost prices input and output tokens only, rounded up so that an
 // estimate is never below the exact cost.
 func TokenCost(p Pricing, in, out int64) (money.Amount, error) {
 	var f femto
-	f = f.add(p.Prompt, in)
+	f = f.add(p.InputPrice(), in)
 	f = f.add(p.Completion, out)
+	return ceilAmount(f)
+}
+
+// ceilAmount is f in nano-credits, rounded up so that an estimate is never
+// below the exact cost.
+func ceilAmount(f femto) (money.Amount, error) {
 	a, ok := f.amount()
 	if !ok {
 		return 0, ErrCostRange

@@ -25,7 +25,8 @@ type Provider struct {
 	// BYOK credentials are used. Placeholders such as {env.OPENAI_API_KEY}
 	// are expanded at provision time and never logged.
 	APIKey string `json:"api_key,omitempty"`
-	// Style is the provider's API dialect; only "openai" for now.
+	// Style is the provider's API dialect: StyleOpenAI (or empty) or
+	// StyleAnthropic.
 	Style string `json:"style,omitempty"`
 	// API is the generation API the provider speaks: APIResponses (or
 	// empty: both APIs, passed through) or APIChat (Chat Completions only).
@@ -61,6 +62,18 @@ type DataPolicy struct {
 	Region string `json:"region,omitempty"`
 }
 
+// Provider dialects (Style).
+const (
+	// StyleOpenAI: OpenAI's Chat Completions (and Responses) API.
+	StyleOpenAI = "openai"
+	// StyleAnthropic: Anthropic's Messages API, at <base_url>/v1/messages;
+	// chat completions and Responses requests are translated.
+	StyleAnthropic = "anthropic"
+)
+
+// Anthropic reports whether p speaks Anthropic's Messages API.
+func (p *Provider) Anthropic() bool { return p.Style == StyleAnthropic }
+
 // Provider APIs.
 const (
 	// APIResponses: the provider speaks Chat Completions and Responses;
@@ -72,7 +85,7 @@ const (
 )
 
 // ChatOnly reports whether Responses requests must be translated for p.
-func (p *Provider) ChatOnly() bool { return p.API == APIChat }
+func (p *Provider) ChatOnly() bool { return p.API == APIChat || p.Style == StyleAnthropic }
 
 // Model is one entry of the catalog.
 type Model struct {

@@ -31,6 +31,8 @@ import (
 //
 //	POST .../chat/completions  Chat Completions, plain or streamed
 //	POST .../responses         Responses API, plain or streamed
+//	POST .../messages          Anthropic's Messages API, plain or streamed,
+//	                           always strict (anthropic.go)
 //	GET  .../models            a fixed model list
 //	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
 //	                           SearXNG search APIs (standin.APIs), so
@@ -81,6 +83,9 @@ type Handler struct {
 	// parameters are refused, streams report usage only when asked, and
 	// answers name a dated model.
 	Strict bool `json:"strict,omitempty"`
+
+	// anthropicCache is the Anthropic mode's prompt cache (anthropic.go).
+	anthropicCache *anthropicCache
 }
 
 const (
@@ -164,6 +169,8 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return m.serveGeneration(w, r, "responses", parseResponsesRequest, m.writeResponses)
 	case strings.HasSuffix(path, "/models"):
 		return m.serveModels(w, r)
+	case strings.HasSuffix(path, "/messages"):
+		return m.serveAnthropic(w, r)
 	}
 	return next.ServeHTTP(w, r)
 }

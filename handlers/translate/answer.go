@@ -426,6 +426,9 @@ type respUsage struct {
 	InputTokens        int64 `json:"input_tokens"`
 	InputTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
+		// CacheWriteTokens: written to the provider's prompt cache (the
+		// public usage's prompt_tokens_details.cache_write_tokens).
+		CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	} `json:"input_tokens_details"`
 	OutputTokens        int64 `json:"output_tokens"`
 	OutputTokensDetails struct {
@@ -435,6 +438,9 @@ type respUsage struct {
 	// XSearchUsage is the X vendor's count of items its X search fetched,
 	// which the gateway charges.
 	XSearchUsage json.RawMessage `json:"x_search_usage,omitempty"`
+	// ServerToolUse is Anthropic's count of the server tools it ran
+	// (web_search_requests), which the gateway charges.
+	ServerToolUse json.RawMessage `json:"server_tool_use,omitempty"`
 }
 
 // responseObject builds the Responses object; u is the chat usage, if any.
@@ -466,9 +472,13 @@ func (cw *ChatToResponses) responseObject(created int64, status string, incomple
 			ru.TotalTokens = ru.InputTokens + ru.OutputTokens
 		}
 		ru.InputTokensDetails.CachedTokens = u.Get("prompt_tokens_details.cached_tokens").Int()
+		ru.InputTokensDetails.CacheWriteTokens = u.Get("prompt_tokens_details.cache_write_tokens").Int()
 		ru.OutputTokensDetails.ReasoningTokens = u.Get("completion_tokens_details.reasoning_tokens").Int()
 		if x := u.Get("x_search_usage"); x.IsObject() {
 			ru.XSearchUsage = json.RawMessage(x.Raw)
+		}
+		if s := u.Get("server_tool_use"); s.IsObject() {
+			ru.ServerToolUse = json.RawMessage(s.Raw)
 		}
 		obj.Usage = ru
 	}

@@ -72,6 +72,9 @@ type chatPartOut struct {
 	Text     string          `json:"text,omitempty"`
 	ImageURL json.RawMessage `json:"image_url,omitempty"`
 	File     json.RawMessage `json:"file,omitempty"`
+	// CacheControl is the part's prompt-caching breakpoint, passed on
+	// (Anthropic-style providers honour it).
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 type chatToolCall struct {
@@ -228,8 +231,9 @@ func itemToChatMessage(name string, item gjson.Result) (chatMessageOut, error) {
 		return chatMessageOut{}, fmt.Errorf("%s.content: a string or an array of content parts", name)
 	}
 	var parts []chatPartOut
-	textOnly := true
+	textOnly, cached := true, false
 	for j, p := range content.Array() {
+		n := len(parts)
 		pname := fmt.Sprintf("%s.content[%d]", name, j)
 		switch typ := p.Get("type").Str; typ {
 		case "input_text", "output_text", "text":
@@ -264,18 +268,21 @@ func itemToChatMessage(name string, item gjson.Result) (chatMessageOut, error) {
 		default:
 			return chatMessageOut{}, fmt.Errorf("%s.type: %q is not supported by this model's provider", pname, typ)
 		}
+		if cc := p.Get("cache_control"); cc.IsObject() && len(parts) > n {
+			parts[n].CacheControl, cached = json.RawMessage(cc.Raw), true
+		}
 	}
 	// System and assistant messages take text only in many chat
 	// providers; an assistant's earlier answer (output_text parts, whose
 	// annotations chat has no input form for) becomes its text.
-	if textOnly && (role != "user" || len(parts) == 1) {
+	if textOnly && !cached && (role != "user" || len(parts) == 1) {
 		var b strings.Builder
 		for _, p := range parts {
 			b.WriteString(p.Text)
 		}
 		return chatMessageOut{Role: role, Content: b.String()}, nil
 	}
-	if role != "user" {
+	if role != "user" && !textOnly {
 		return chatMessageOut{}, fmt.Errorf("%s.content: only user messages may carry images or files", name)
 	}
 	return chatMessageOut{Role: role, Content: parts}, nil

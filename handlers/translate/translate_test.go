@@ -469,3 +469,18 @@ func TestChatToResponsesKeepsXSearchUsage(t *testing.T) {
 		t.Fatalf("%s", out)
 	}
 }
+
+func TestResponsesToChatKeepsCacheControl(t *testing.T) {
+	out, err := ResponsesToChat([]byte(`{"model":"m","input":[{"role":"system","content":[{"type":"input_text","text":"ctx","cache_control":{"type":"ephemeral"}}]},` +
+		`{"role":"user","content":[{"type":"input_text","text":"q"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := gjson.GetBytes(out, "messages.0")
+	if sys.Get("role").Str != "system" || sys.Get("content.0.cache_control.type").Str != "ephemeral" || sys.Get("content.0.text").Str != "ctx" {
+		t.Errorf("system %s", sys.Raw)
+	}
+	if user := gjson.GetBytes(out, "messages.1.content"); user.Str != "q" {
+		t.Errorf("user %s", user.Raw)
+	}
+}

@@ -1,0 +1,447 @@
+package messages
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+)
+
+// now is the clock of the answers' created times.
+var now = time.Now
+
+// AnthropicToChat is the answer side of a request sent to a provider of
+// style anthropic: it sits between reverse_proxy (which writes the
+// Messages answer) and the writer above (the meter's, or the Responses
+// translation's), which then sees a chat completion exactly as from an
+// OpenAI-style provider.
+//
+//   - A stream is converted event by event as the provider flushes it
+//     (message_start, content_block_start/delta/stop, message_delta,
+//     message_stop; ping dropped) into chat chunks: text deltas as
+//     delta.content, tool_use blocks as delta.tool_calls, a text block's
+//     citations as delta.annotations once the block ends, the stop reason
+//     as finish_reason, then a usage chunk and [DONE] at message_stop. An
+//     error event becomes a chunk with error and finish_reason "error";
+//     the stream is left open for the meter, which ends it.
+//   - A JSON answer is converted once complete (Finish).
+//   - Error statuses and bodies that are not a message pass unchanged, so
+//     that the meter's fallback and error rules apply to them.
+//
+// Usage: prompt_tokens = input_tokens + cache_read_input_tokens +
+// cache_creation_input_tokens, with prompt_tokens_details.cached_tokens
+// (reads) and cache_write_tokens (writes); server_tool_use passes as is.
+type AnthropicToChat struct {
+	sse.Writer
+	model string // until the answer names one
+
+	// Stream state.
+	out        []byte
+	id         string
+	created    int64
+	usage      anthropicUsage
+	finish     string
+	blocks     map[int64]*streamBlock
+	toolCalls  int   // tool calls announced so far (their chat index)
+	textRunes  int64 // code points of text sent so far
+	err        error
+	sawMessage bool
+	textPrefix []byte // a content chunk's bytes before the text
+}
+
+// streamBlock is one content block being streamed.
+type streamBlock struct {
+	typ       string // text, tool_use, server_tool_use, ...
+	toolIndex int    // tool_use: its chat tool call index
+	start     int64  // text: its first code point in the message text
+	citations []gjson.Result
+}
+
+// anthropicUsage is what the provider reported, merged across events.
+type anthropicUsage struct {
+	input, output, cacheRead, cacheWrite int64
+	serverToolUse                        string // raw server_tool_use, if any
+	seen                                 bool
+}
+
+func (u *anthropicUsage) merge(v gjson.Result) {
+	if !v.IsObject() {
+		return
+	}
+	u.seen = true
+	for name, dst := range map[string]*int64{
+		"input_tokens": &u.input, "output_tokens": &u.output,
+		"cache_read_input_tokens": &u.cacheRead, "cache_creation_input_tokens": &u.cacheWrite,
+	} {
+		if n := v.Get(name); n.Type == gjson.Number {
+			*dst = n.Int()
+		}
+	}
+	if s := v.Get("server_tool_use"); s.IsObject() {
+		u.serverToolUse = s.Raw
+	}
+}
+
+// chatUsage is the usage object in chat's form.
+type chatUsage struct {
+	PromptTokens        int64           `json:"prompt_tokens"`
+	CompletionTokens    int64           `json:"completion_tokens"`
+	TotalTokens         int64           `json:"total_tokens"`
+	PromptTokensDetails promptDetails   `json:"prompt_tokens_details"`
+	ServerToolUse       json.RawMessage `json:"server_tool_use,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+}
+
+func (u *anthropicUsage) chat() *chatUsage {
+	prompt := u.input + u.cacheRead + u.cacheWrite
+	c := &chatUsage{PromptTokens: prompt, CompletionTokens: u.output, TotalTokens: prompt + u.output,
+		PromptTokensDetails: promptDetails{CachedTokens: u.cacheRead, CacheWriteTokens: u.cacheWrite}}
+	if u.serverToolUse != "" {
+		c.ServerToolUse = json.RawMessage(u.serverToolUse)
+	}
+	return c
+}
+
+// NewAnthropicToChat translates the Messages answer written to it into a
+// chat completion written to w; model is the provider's model id until
+// the answer names one. A held JSON answer is bounded by the Limit of the
+// embedded sse.Writer.
+func NewAnthropicToChat(w http.ResponseWriter, model string) *AnthropicToChat {
+	aw := &AnthropicToChat{model: model, blocks: map[int64]*streamBlock{}}
+	aw.Init(w, aw)
+	return aw
+}
+
+// Decide implements sse.Hooks: streams are converted, JSON answers held,
+// error statuses passed.
+func (aw *AnthropicToChat) Decide(status int) sse.Mode {
+	aw.Header().Del("Content-Length")
+	switch {
+	case status >= 400:
+		return sse.Pass
+	case strings.HasPrefix(aw.Header().Get("Content-Type"), "text/event-stream"):
+		return sse.Stream
+	}
+	return sse.Hold
+}
+
+// Event implements sse.Hooks: one Messages event becomes its chat chunks.
+func (aw *AnthropicToChat) Event(ev []byte) ([]byte, error) {
+	aw.out = aw.out[:0]
+	if data := sse.Data(ev); data != nil && aw.err == nil {
+		aw.event(gjson.ParseBytes(data))
+	}
+	return aw.out, aw.err
+}
+
+// Finish runs once reverse_proxy returned: it converts a held JSON answer;
+// a body that is not a message passes unchanged (the meter reports it as
+// an invalid answer).
+func (aw *AnthropicToChat) Finish() {
+	if aw.Mode != sse.Hold {
+		return
+	}
+	body := aw.Body.Bytes()
+	if out, ok := aw.convertJSON(body); ok {
+		body = out
+	}
+	aw.ResponseWriter.WriteHeader(aw.Status)
+	_ = aw.Send(body)
+}
+
+// chatCompletion is the converted JSON answer.
+type chatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *chatUsage   `json:"usage,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int          `json:"index"`
+	Message      *chatMessage `json:"message,omitempty"`
+	Delta        *chatMessage `json:"delta,omitempty"`
+	FinishReason *string      `json:"finish_reason"`
+}
+
+type chatMessage struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// Reasoning is the text of the answer's thinking blocks (the public
+	// API's message.reasoning).
+	Reasoning   string           `json:"reasoning,omitempty"`
+	ToolCalls   []chatToolCall   `json:"tool_calls,omitempty"`
+	Annotations []chatAnnotation `json:"annotations,omitempty"`
+}
+
+type chatToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+type chatAnnotation struct {
+	Type        string      `json:"type"`
+	URLCitation urlCitation `json:"url_citation"`
+}
+
+type urlCitation struct {
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	Content    string `json:"content,omitempty"`
+	StartIndex int64  `json:"start_index"`
+	EndIndex   int64  `json:"end_index"`
+}
+
+// FinishReason maps Anthropic's stop_reason to chat's finish_reason.
+func FinishReason(stop string) string {
+	switch stop {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop" // end_turn, stop_sequence, pause_turn
+}
+
+// citationsOf are a text block's web search citations as annotations of
+// the span [start, end) of the message text (code points).
+func citationsOf(citations []gjson.Result, start, end int64) []chatAnnotation {
+	var out []chatAnnotation
+	for _, c := range citations {
+		if c.Get("type").Str != "web_search_result_location" || c.Get("url").Str == "" {
+			continue
+		}
+		out = append(out, chatAnnotation{Type: "url_citation", URLCitation: urlCitation{
+			URL: c.Get("url").Str, Title: c.Get("title").Str, Content: c.Get("cited_text").Str,
+			StartIndex: start, EndIndex: end,
+		}})
+	}
+	return out
+}
+
+// convertJSON turns a Messages answer into a chat completion.
+func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
+	if !jsoncheck.Valid(body) {
+		return nil, false
+	}
+	m := gjson.ParseBytes(body)
+	if !m.IsObject() || m.Get("type").Str != "message" || !m.Get("content").IsArray() {
+		return nil, false
+	}
+	model := m.Get("model").Str
+	if model == "" {
+		model = aw.model
+	}
+	var text, reasoning strings.Builder
+	var runes int64
+	msg := &chatMessage{Role: "assistant"}
+	for _, b := range m.Get("content").Array() {
+		switch b.Get("type").Str {
+		case "thinking":
+			reasoning.WriteString(b.Get("thinking").Str)
+		case "text":
+			t := b.Get("text").Str
+			start := runes
+			text.WriteString(t)
+			runes += int64(utf8.RuneCountInString(t))
+			msg.Annotations = append(msg.Annotations, citationsOf(b.Get("citations").Array(), start, runes)...)
+		case "tool_use":
+			input := b.Get("input").Raw
+			if input == "" {
+				input = "{}"
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: b.Get("id").Str, Type: "function",
+				Function: chatFunction{Name: b.Get("name").Str, Arguments: input}})
+		}
+	}
+	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
+		s := text.String()
+		msg.Content = &s
+	}
+	msg.Reasoning = reasoning.String()
+	finish := FinishReason(m.Get("stop_reason").Str)
+	var u anthropicUsage
+	u.merge(m.Get("usage"))
+	c := chatCompletion{ID: m.Get("id").Str, Object: "chat.completion", Created: now().Unix(), Model: model,
+		Choices: []chatChoice{{Message: msg, FinishReason: &finish}}}
+	if u.seen {
+		c.Usage = u.chat()
+	}
+	out, err := json.Marshal(c)
+	return out, err == nil
+}
+
+// event converts one stream event.
+func (aw *AnthropicToChat) event(e gjson.Result) {
+	switch e.Get("type").Str {
+	case "message_start":
+		msg := e.Get("message")
+		aw.id, aw.sawMessage, aw.created = msg.Get("id").Str, true, now().Unix()
+		if m := msg.Get("model").Str; m != "" {
+			aw.model = m
+		}
+		aw.usage.merge(msg.Get("usage"))
+		empty := ""
+		aw.chunk(&chatMessage{Role: "assistant", Content: &empty}, nil)
+	case "content_block_start":
+		aw.blockStart(e.Get("index").Int(), e.Get("content_block"))
+	case "content_block_delta":
+		aw.blockDelta(e.Get("index").Int(), e.Get("delta"))
+	case "content_block_stop":
+		aw.blockStop(e.Get("index").Int())
+	case "message_delta":
+		if s := e.Get("delta.stop_reason"); s.Type == gjson.String {
+			aw.finish = FinishReason(s.Str)
+		}
+		aw.usage.merge(e.Get("usage"))
+	case "message_stop":
+		finish := aw.finish
+		if finish == "" {
+			finish = "stop"
+		}
+		aw.chunk(&chatMessage{}, &finish)
+		if aw.usage.seen {
+			aw.send(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
+				Choices: []chatChoice{}, Usage: aw.usage.chat()})
+		}
+		aw.out = append(aw.out, "data: [DONE]\n\n"...)
+	case "error":
+		aw.send(map[string]any{
+			"id": aw.id, "object": "chat.completion.chunk", "created": now().Unix(), "model": aw.model,
+			"error":   map[string]any{"code": errorCode(e.Get("error.type").Str), "message": e.Get("error.message").Str},
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": ""}, "finish_reason": "error"}},
+		})
+	}
+}
+
+// errorCode is the HTTP status of an Anthropic error type.
+func errorCode(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "overloaded_error":
+		return 529
+	}
+	return http.StatusBadGateway
+}
+
+func (aw *AnthropicToChat) blockStart(i int64, cb gjson.Result) {
+	b := &streamBlock{typ: cb.Get("type").Str, start: aw.textRunes}
+	aw.blocks[i] = b
+	switch b.typ {
+	case "text":
+		if t := cb.Get("text").Str; t != "" {
+			aw.text(t)
+		}
+	case "tool_use":
+		b.toolIndex = aw.toolCalls
+		aw.toolCalls++
+		idx := b.toolIndex
+		aw.chunk(&chatMessage{ToolCalls: []chatToolCall{{Index: &idx, ID: cb.Get("id").Str, Type: "function",
+			Function: chatFunction{Name: cb.Get("name").Str}}}}, nil)
+	}
+}
+
+func (aw *AnthropicToChat) blockDelta(i int64, d gjson.Result) {
+	b := aw.blocks[i]
+	if b == nil {
+		return
+	}
+	switch d.Get("type").Str {
+	case "text_delta":
+		aw.text(d.Get("text").Str)
+	case "input_json_delta":
+		if b.typ == "tool_use" {
+			idx := b.toolIndex
+			aw.chunk(&chatMessage{ToolCalls: []chatToolCall{{Index: &idx,
+				Function: chatFunction{Arguments: d.Get("partial_json").Str}}}}, nil)
+		}
+	case "citations_delta":
+		b.citations = append(b.citations, d.Get("citation"))
+	case "thinking_delta":
+		if t := d.Get("thinking").Str; t != "" {
+			aw.chunk(&chatMessage{Reasoning: t}, nil)
+		}
+	}
+}
+
+// blockStop sends a text block's citations, now that its span is known.
+func (aw *AnthropicToChat) blockStop(i int64) {
+	b := aw.blocks[i]
+	delete(aw.blocks, i)
+	if b == nil || b.typ != "text" || len(b.citations) == 0 {
+		return
+	}
+	if anns := citationsOf(b.citations, b.start, aw.textRunes); len(anns) > 0 {
+		empty := ""
+		aw.chunk(&chatMessage{Content: &empty, Annotations: anns}, nil)
+	}
+}
+
+// text sends a content delta: the commonest chunk, written without
+// reflection after a prefix made once per stream.
+func (aw *AnthropicToChat) text(t string) {
+	if t == "" {
+		return
+	}
+	aw.textRunes += int64(utf8.RuneCountInString(t))
+	if aw.textPrefix == nil {
+		head, err := json.Marshal(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model})
+		if err != nil {
+			aw.err = err
+			return
+		}
+		// {"id":...,"model":"...","choices":null} -> ..."choices":[{...
+		head = head[:len(head)-len(`null}`)]
+		aw.textPrefix = append([]byte("data: "), head...)
+		aw.textPrefix = append(aw.textPrefix, `[{"index":0,"delta":{"content":`...)
+	}
+	q, err := json.Marshal(t)
+	if err != nil {
+		aw.err = err
+		return
+	}
+	aw.out = append(aw.out, aw.textPrefix...)
+	aw.out = append(aw.out, q...)
+	aw.out = append(aw.out, "},\"finish_reason\":null}]}\n\n"...)
+}
+
+// chunk sends one chat chunk with delta and finish reason.
+func (aw *AnthropicToChat) chunk(delta *chatMessage, finish *string) {
+	aw.send(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
+		Choices: []chatChoice{{Delta: delta, FinishReason: finish}}})
+}
+
+func (aw *AnthropicToChat) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		aw.err = err
+		return
+	}
+	aw.out = append(aw.out, "data: "...)
+	aw.out = append(aw.out, b...)
+	aw.out = append(aw.out, "\n\n"...)
+}

@@ -1,0 +1,162 @@
+package mockprovider
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+var anthropicHeaders = []string{"X-Api-Key", "sk-ant-test", "Anthropic-Version", "2023-06-01"}
+
+func anthropicPost(t *testing.T, m *Handler, body string) mockResult {
+	t.Helper()
+	return mockPost(t, mockServer(t, m), "/v1/messages", body, anthropicHeaders...)
+}
+
+func TestAnthropicRefusesWhatAnthropicRefuses(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	const ok = `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	if res := mockPost(t, srv, "/v1/messages", ok); res.status != http.StatusUnauthorized ||
+		gjson.Get(res.body, "error.type").Str != "authentication_error" || gjson.Get(res.body, "type").Str != "error" {
+		t.Errorf("without x-api-key: %d %s", res.status, res.body)
+	}
+	if res := mockPost(t, srv, "/v1/messages", ok, "X-Api-Key", "k"); res.status != http.StatusBadRequest ||
+		!strings.Contains(res.body, "anthropic-version") {
+		t.Errorf("without anthropic-version: %d %s", res.status, res.body)
+	}
+	for _, tc := range []struct{ body, message string }{
+		{`{"model":"claude","messages":[{"role":"user","content":"hi"}]}`, "max_tokens: Field required"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"stream_options":{}}`, "stream_options: Extra inputs are not permitted"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"system","content":"hi"}]}`, "messages.0.role"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "messages.0.content.0: Input tag 'image_url'"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":""}]}]}`, "text content blocks must be non-empty"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AA"}}]}]}`, "media_type"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"x"}]}]}`, "unexpected `tool_use_id`"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":"b"}]}`, "without `tool_result`"},
+		{`{"model":"claude","max_tokens":10,"tools":[{"name":"f"}],"messages":[{"role":"user","content":"hi"}]}`, "input_schema: Field required"},
+		{`{"model":"claude","max_tokens":10,"temperature":1.5,"messages":[{"role":"user","content":"hi"}]}`, "temperature"},
+	} {
+		res := mockPost(t, srv, "/v1/messages", tc.body, anthropicHeaders...)
+		if res.status != http.StatusBadRequest || gjson.Get(res.body, "error.type").Str != "invalid_request_error" ||
+			!strings.Contains(gjson.Get(res.body, "error.message").Str, tc.message) {
+			t.Errorf("%s: %d %s, want %q", tc.body, res.status, res.body, tc.message)
+		}
+	}
+}
+
+func TestAnthropicAnswersWithBlocksAndUsage(t *testing.T) {
+	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,"system":"Be brief","messages":[{"role":"user","content":"hello there"}]}`)
+	m := gjson.Parse(res.body)
+	if res.status != 200 || !strings.HasPrefix(m.Get("id").Str, "msg_") || m.Get("type").Str != "message" ||
+		m.Get("content.0.text").Str != "Mock answer from claude: hello there" || m.Get("stop_reason").Str != "end_turn" {
+		t.Fatalf("%d %s", res.status, res.body)
+	}
+	// system 2 words + 4, user 2 words + 4; output 6 words.
+	if u := m.Get("usage"); u.Get("input_tokens").Int() != 12 || u.Get("output_tokens").Int() != 6 ||
+		u.Get("cache_read_input_tokens").Int() != 0 || u.Get("cache_creation_input_tokens").Int() != 0 {
+		t.Errorf("usage %s", u.Raw)
+	}
+	res = anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":2,"messages":[{"role":"user","content":"hello there"}]}`)
+	if m := gjson.Parse(res.body); m.Get("stop_reason").Str != "max_tokens" || m.Get("content.0.text").Str != "Mock answer" {
+		t.Errorf("max_tokens: %s", res.body)
+	}
+	res = anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":50,"stop_sequences":["claude"],"messages":[{"role":"user","content":"x"}]}`)
+	if m := gjson.Parse(res.body); m.Get("stop_reason").Str != "stop_sequence" || m.Get("stop_sequence").Str != "claude" ||
+		m.Get("content.0.text").Str != "Mock answer from " {
+		t.Errorf("stop_sequence: %s", res.body)
+	}
+}
+
+func TestAnthropicCachesPrefixes(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	body := `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"a long shared context here","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"question one"}]}`
+	first := gjson.Get(mockPost(t, srv, "/v1/messages", body, anthropicHeaders...).body, "usage")
+	second := gjson.Get(mockPost(t, srv, "/v1/messages", body, anthropicHeaders...).body, "usage")
+	// The prefix: the system block, 5 words + 4.
+	if first.Get("cache_creation_input_tokens").Int() != 9 || first.Get("cache_read_input_tokens").Int() != 0 || first.Get("input_tokens").Int() != 6 {
+		t.Errorf("first: %s", first.Raw)
+	}
+	if second.Get("cache_read_input_tokens").Int() != 9 || second.Get("cache_creation_input_tokens").Int() != 0 || second.Get("input_tokens").Int() != 6 {
+		t.Errorf("second: %s", second.Raw)
+	}
+}
+
+func TestAnthropicToolUseRoundTrip(t *testing.T) {
+	tools := `"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}]`
+	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,`+tools+`,"messages":[{"role":"user","content":"call get_weather for Paris"}]}`)
+	m := gjson.Parse(res.body)
+	call := m.Get("content.0")
+	if m.Get("stop_reason").Str != "tool_use" || call.Get("type").Str != "tool_use" || call.Get("name").Str != "get_weather" ||
+		call.Get("input.query").Str != "call get_weather for Paris" || !strings.HasPrefix(call.Get("id").Str, "toolu_") {
+		t.Fatalf("%s", res.body)
+	}
+	next := `{"model":"claude","max_tokens":100,` + tools + `,"messages":[{"role":"user","content":"call get_weather for Paris"},` +
+		`{"role":"assistant","content":[` + call.Raw + `]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + call.Get("id").Str + `","content":"sunny"}]}]}`
+	res = anthropicPost(t, &Handler{}, next)
+	if m := gjson.Parse(res.body); m.Get("stop_reason").Str != "end_turn" || m.Get("content.0.text").Str != "Mock answer from claude: tool result sunny" {
+		t.Errorf("%d %s", res.status, res.body)
+	}
+}
+
+func TestAnthropicStreamsEvents(t *testing.T) {
+	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hello there"}]}`)
+	var types, text []string
+	for _, ev := range mockParseSSE(t, res.body) {
+		d := gjson.Parse(ev.data)
+		if ev.event != d.Get("type").Str {
+			t.Errorf("event %q carries %q", ev.event, d.Get("type").Str)
+		}
+		if len(types) == 0 || types[len(types)-1] != ev.event {
+			types = append(types, ev.event)
+		}
+		if d.Get("delta.type").Str == "text_delta" {
+			text = append(text, d.Get("delta.text").Str)
+		}
+		if ev.event == "message_delta" && (d.Get("usage.output_tokens").Int() != 6 || d.Get("delta.stop_reason").Str != "end_turn") {
+			t.Errorf("message_delta %s", ev.data)
+		}
+	}
+	want := "message_start content_block_start ping content_block_delta content_block_stop message_delta message_stop"
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("events %s, want %s", got, want)
+	}
+	if got := strings.Join(text, ""); got != "Mock answer from claude: hello there" {
+		t.Errorf("text %q", got)
+	}
+}
+
+func TestAnthropicNativeWebSearch(t *testing.T) {
+	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":1}],"messages":[{"role":"user","content":"caddy news"}]}`)
+	m := gjson.Parse(res.body)
+	if m.Get("content.0.type").Str != "server_tool_use" || m.Get("content.1.type").Str != "web_search_tool_result" ||
+		m.Get("content.1.tool_use_id").Str != m.Get("content.0.id").Str || m.Get("content.1.content.#").Int() != 2 {
+		t.Fatalf("%s", res.body)
+	}
+	c := m.Get("content.3.citations.0")
+	if c.Get("type").Str != "web_search_result_location" || c.Get("url").Str != mockSources[0].url || c.Get("cited_text").Str != mockSources[0].content {
+		t.Errorf("citation %s", c.Raw)
+	}
+	if m.Get("usage.server_tool_use.web_search_requests").Int() != 1 {
+		t.Errorf("usage %s", m.Get("usage").Raw)
+	}
+}
+
+func TestAnthropicThinking(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	msgs := `"messages":[{"role":"user","content":"think"}]`
+	for _, tc := range []struct{ body, message string }{
+		{`{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":500},` + msgs + `}`, "greater than or equal to 1024"},
+		{`{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":2000},` + msgs + `}`, "must be greater than `thinking.budget_tokens`"},
+		{`{"model":"c","max_tokens":2000,"temperature":0.5,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs + `}`, "temperature"},
+	} {
+		if res := mockPost(t, srv, "/v1/messages", tc.body, anthropicHeaders...); res.status != 400 || !strings.Contains(res.body, tc.message) {
+			t.Errorf("%s: %d %s", tc.body, res.status, res.body)
+		}
+	}
+	res := mockPost(t, srv, "/v1/messages", `{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},`+msgs+`}`, anthropicHeaders...)
+	if m := gjson.Parse(res.body); m.Get("content.0.type").Str != "thinking" || m.Get("content.0.thinking").Str != mockThought || m.Get("content.1.type").Str != "text" {
+		t.Errorf("%d %s", res.status, res.body)
+	}
+}
