@@ -303,7 +303,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		status = "aborted"
 	case mw.Mode == sse.Stream && !mw.sawDone:
 		status = "error"
-	case mw.finish == "length" || mw.finish == "incomplete":
+	case mw.finish == "length" || mw.finish == "incomplete" || mw.finish == "max_tokens":
 		status = "incomplete"
 	}
 	gen := &storage.Generation{
@@ -356,11 +356,15 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err 
 }
 
 // proxyAttempt calls reverse_proxy for the current attempt; a Responses
-// request to a chat-only provider has its answer translated below the
-// meter's writer, which then meters a Responses answer.
+// request to a chat-only provider (or a Messages request) has its answer
+// translated below the meter's writer, which then meters a Responses (or
+// Messages) answer.
 func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
 	if !route.translate {
 		return proxy(next, mw, r)
+	}
+	if route.Kind == "messages" {
+		return proxyMessages(next, mw, r, route, genID)
 	}
 	cw := translate.NewChatToResponses(mw, route.echo, genID, route.Provider.Model)
 	cw.Limit = maxBufferedBody

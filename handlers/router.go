@@ -153,6 +153,8 @@ func routeKindOf(sub string) string {
 		return "chat"
 	case "/responses":
 		return "responses"
+	case "/messages":
+		return "messages"
 	}
 	return "other"
 }
@@ -400,6 +402,8 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 		if v, ok := f.Get("input"); ok && v.Type != gjson.String && !v.IsArray() {
 			f.Fail("input", "a string or an array of input items")
 		}
+	case "/messages":
+		validateMessages(f)
 	}
 	return f, f.Err
 }

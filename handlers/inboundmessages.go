@@ -1,0 +1,149 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+)
+
+// The Messages route (POST /messages, Anthropic's Messages API) is served
+// as the Responses route serves chat-only providers: every attempt gets
+// the request translated into Chat Completions (messages.MessagesToChat),
+// and its answer is translated back below the meter's writer
+// (messages.ChatToMessages), so that the meter reads, charges and reports
+// a Messages answer.
+
+// translateMessages prepares the chat body every attempt of a Messages
+// request is sent; what has no chat form is the translation's 400.
+func (rt *Route) translateMessages() *apierror.Error {
+	chat, err := messages.MessagesToChat(rt.body)
+	if err != nil {
+		return apierror.BadRequest(err.Error())
+	}
+	rt.chatBody = chat
+	return nil
+}
+
+// validateMessages checks what a Messages request must have: messages,
+// and max_tokens, which Anthropic's API requires (its value was checked
+// with the other output limits).
+func validateMessages(f *reqbody.Fields) {
+	if v, ok := f.Get("messages"); !ok || !v.IsArray() {
+		f.Fail("messages", "an array of messages")
+	}
+	if v, ok := f.Get("max_tokens"); !ok || v.Type == gjson.Null {
+		f.FailWith(apierror.BadRequest("max_tokens: required (a positive integer)"))
+	}
+}
+
+// proxyMessages calls reverse_proxy for a Messages request's attempt,
+// its chat answer translated into a Messages answer for the meter's
+// writer.
+func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
+	cw := messages.NewChatToMessages(mw, genID, route.Model.ID, route.Provider.Name)
+	cw.Limit = maxBufferedBody
+	err := proxy(next, cw, r)
+	cw.Finish(err)
+	return err
+}
+
+// messagesEvent reads one event of a Messages stream for the meter;
+// hold reports whether it and every event after it wait for the charge:
+// message_delta (the stop reason and the usage), message_stop, error.
+func (mw *meterWriter) messagesEvent(data []byte) (hold bool) {
+	res := gjson.GetManyBytes(data, "type", "delta.text", "delta.partial_json")
+	switch res[0].Str {
+	case "message_start":
+		m := gjson.GetBytes(data, "message")
+		mw.upstreamID = m.Get("id").Str
+		mw.startPrompt = messagesPromptTokens(m.Get("usage"), 0)
+	case "content_block_delta":
+		mw.deliveredTxt += len(res[1].Str) + len(res[2].Str)
+	case "message_delta":
+		if f := gjson.GetBytes(data, "delta.stop_reason").Str; f != "" {
+			mw.finish = f
+		}
+		if u := gjson.GetBytes(data, "usage"); u.IsObject() {
+			mw.usage = usageSeen{ok: true, prompt: messagesPromptTokens(u, mw.startPrompt), completion: u.Get("output_tokens").Int()}
+			mw.usageRaw = u.Raw
+		}
+		return true
+	case "message_stop":
+		mw.sawDone = true
+		return true
+	case "error":
+		mw.sawDone, mw.finish = true, "error"
+		return true
+	}
+	return false
+}
+
+// messagesPromptTokens are the prompt tokens of a Messages usage object:
+// input_tokens and the cached tokens Anthropic counts apart. A
+// message_delta's usage without input_tokens keeps start, message_start's.
+func messagesPromptTokens(u gjson.Result, start int64) int64 {
+	c := gjson.GetMany(u.Raw, "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+	if c[0].Type != gjson.Number {
+		return start
+	}
+	return c[0].Int() + c[1].Int() + c[2].Int()
+}
+
+// readMessagesUsage is readJSONUsage for a Messages answer.
+func (mw *meterWriter) readMessagesUsage(body []byte) bool {
+	r := gjson.GetManyBytes(body, "id", "stop_reason", "usage")
+	mw.upstreamID, mw.finish = r[0].Str, r[1].Str
+	if u := r[2]; u.IsObject() {
+		mw.usageJSON, mw.usageRaw = u, u.Raw
+		mw.usage = usageSeen{ok: true, prompt: messagesPromptTokens(u, 0), completion: u.Get("output_tokens").Int()}
+		return true
+	}
+	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
+		return false
+	}
+	gjson.GetBytes(body, "content.#.text").ForEach(func(_, t gjson.Result) bool {
+		mw.deliveredTxt += len(t.Str)
+		return true
+	})
+	return true
+}
+
+// messagesBillUsage is the Messages usage object of what settle charged,
+// for an answer whose provider reported none.
+func (mw *meterWriter) messagesBillUsage() []byte {
+	t := mw.bill.tokens
+	return []byte(`{"input_tokens":` + strconv.FormatInt(t.PromptTokens, 10) +
+		`,"output_tokens":` + strconv.FormatInt(t.CompletionTokens, 10) +
+		`,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,` + mw.bill.members() + `}`)
+}
+
+// withBilledUsage puts the usage charged into the message_delta event ev
+// (whose data is data) of a stream whose provider reported none.
+func (mw *meterWriter) withBilledUsage(ev, data []byte) []byte {
+	if gjson.GetBytes(data, "type").Str != "message_delta" {
+		return ev
+	}
+	out, err := sjson.SetRawBytes(data, "usage", mw.messagesBillUsage())
+	if err != nil {
+		return ev
+	}
+	return sse.ReplaceData(ev, data, out)
+}
+
+// sendMessagesError ends a Messages stream whose upstream failed after the
+// status was sent with an error event.
+func (mw *meterWriter) sendMessagesError(code int, msg string) error {
+	if _, err := mw.ResponseWriter.Write(messages.ErrorEvent(code, msg)); err != nil {
+		return err
+	}
+	return mw.Flush()
+}
