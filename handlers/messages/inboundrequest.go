@@ -105,7 +105,7 @@ func MessagesToChat(body []byte) ([]byte, error) {
 	if !req.IsObject() {
 		return nil, fieldErr("body", "must be a JSON object")
 	}
-	var out chatRequest
+	out := chatRequest{Messages: []chatMessage{}}
 	for _, f := range [...]struct {
 		name string
 		dst  *json.RawMessage
