@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
@@ -146,4 +147,12 @@ func (mw *meterWriter) sendMessagesError(code int, msg string) error {
 		return err
 	}
 	return mw.Flush()
+}
+
+// anthropicAPIKey is the key of a Messages request sent as Anthropic's
+// SDKs and Claude Code send an API key: "X-Api-Key: <key>" (with an auth
+// token they send "Authorization: Bearer", which bearer reads).
+func anthropicAPIKey(r *http.Request) (string, bool) {
+	key := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	return key, key != ""
 }
