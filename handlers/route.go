@@ -76,8 +76,14 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	case "tollgate.upstream.dial":
 		return p.Dial, true
 	case "tollgate.upstream.uri":
+		if rt.translate && rt.Kind == "messages" {
+			// Anthropic's query parameters (Claude Code's beta=true) mean
+			// nothing to a chat provider; Caddy's rewrite clears the query
+			// for a URI ending in "?".
+			return p.BasePath + "/chat/completions?", true
+		}
 		if rt.translate {
-			return p.BasePath + "/chat/completions" + strings.TrimPrefix(strings.TrimPrefix(rt.uri, "/responses"), "/messages"), true
+			return p.BasePath + "/chat/completions" + strings.TrimPrefix(rt.uri, "/responses"), true
 		}
 		return p.BasePath + rt.uri, true
 	case "tollgate.upstream.host":

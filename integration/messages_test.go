@@ -1,6 +1,13 @@
 package integration
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +68,16 @@ func streamText(docs []gjson.Result) string {
 	return b.String()
 }
 
+// claudeLike are the fields of a request as Claude Code sends it: system
+// blocks and a tool with cache_control, sampling, stop sequences and
+// metadata.user_id.
+const claudeLike = `"model":"tollgate-mock","max_tokens":100,"temperature":0.2,"top_p":0.9,"top_k":5,
+		"stop_sequences":["\n\nHuman:"],"metadata":{"user_id":"user_abc_session_1"},
+		"system":[{"type":"text","text":"You are a coding agent."},{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
+		"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"cache_control":{"type":"ephemeral"}}],
+		"tool_choice":{"type":"auto"},
+		"messages":[{"role":"user","content":[{"type":"text","text":"Say hello to the world","cache_control":{"type":"ephemeral"}}]}]`
+
 // TestMessagesRoute serves POST /messages through the strict mock provider
 // (which refuses any parameter OpenAI does not define, so the translated
 // request must be clean) and a scripted chat provider for tool calls and
@@ -78,13 +95,6 @@ func TestMessagesRoute(t *testing.T) {
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"messages"}`)
-
-	claudeLike := `"model":"tollgate-mock","max_tokens":100,"temperature":0.2,"top_p":0.9,"top_k":5,
-		"stop_sequences":["\n\nHuman:"],"metadata":{"user_id":"user_abc_session_1"},
-		"system":[{"type":"text","text":"You are a coding agent."},{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
-		"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"cache_control":{"type":"ephemeral"}}],
-		"tool_choice":{"type":"auto"},
-		"messages":[{"role":"user","content":[{"type":"text","text":"Say hello to the world","cache_control":{"type":"ephemeral"}}]}]`
 
 	var plainText string
 	t.Run("plain", func(t *testing.T) {
@@ -244,4 +254,90 @@ func TestMessagesRoute(t *testing.T) {
 		}
 		expectCharged(t, before, c.snapshot(capped, org.MgmtKey), 0, "refused message")
 	})
+}
+
+// TestMessagesUpstreamRequest checks what a chat provider receives for a
+// Claude-Code-like streamed request sent with X-Api-Key and Anthropic's
+// query and headers: the chat translation only, on /chat/completions
+// without the query, with the provider's key and not the client's.
+func TestMessagesUpstreamRequest(t *testing.T) {
+	tap := newRequestTap(t, mockAddr)
+	startInProcessWith(t, withModels(t, apiModel("mx/tapped", [4]string{"tapped", "http://" + tap.addr() + "/v1", "tollgate-mock", "chat"})))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"tapped"}`)
+	body := "{" + strings.Replace(claudeLike, `"model":"tollgate-mock"`, `"model":"mx/tapped"`, 1) + `,"stream":true}`
+	res, err := c.send("/messages?beta=true", "", body, map[string]string{"X-Api-Key": key, "Anthropic-Version": "2023-06-01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := readStream(res.Body)
+	res.Body.Close()
+	if _, names := messagesEvents(t, evs); err != nil || res.StatusCode != 200 || !strings.HasSuffix(names, "message_stop") {
+		t.Fatalf("status %d, %v, events %s", res.StatusCode, err, names)
+	}
+	got := tap.take(t)
+	if got.uri != "/v1/chat/completions" || got.header.Get("X-Api-Key") != "" || got.header.Get("Authorization") != "Bearer mock" {
+		t.Fatalf("upstream request %s, X-Api-Key %q, Authorization %q", got.uri, got.header.Get("X-Api-Key"), got.header.Get("Authorization"))
+	}
+	want := `{"model":"tollgate-mock","messages":[{"role":"system","content":"You are a coding agent.\n\nBe brief."},
+		{"role":"user","content":"Say hello to the world"}],"max_tokens":100,"temperature":0.2,"top_p":0.9,"stop":["\n\nHuman:"],
+		"user":"user_abc_session_1","tools":[{"type":"function","function":{"name":"Read","parameters":{"type":"object",
+		"properties":{"path":{"type":"string"}},"required":["path"]},"description":"Read a file"}}],"tool_choice":"auto",
+		"stream":true,"stream_options":{"include_usage":true}}`
+	if !jsonSame(got.body, want) {
+		t.Fatalf("upstream body %s\nwant %s", got.body, want)
+	}
+}
+
+// requestTap stands in front of an upstream and keeps the last POST's
+// request URI, headers and body.
+type requestTap struct {
+	srv  *httptest.Server
+	last chan tappedRequest
+}
+
+type tappedRequest struct {
+	uri    string
+	header http.Header
+	body   []byte
+}
+
+func newRequestTap(t *testing.T, target string) *requestTap {
+	t.Helper()
+	u, err := url.Parse("http://" + target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	tap := &requestTap{last: make(chan tappedRequest, 16)}
+	tap.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		tap.last <- tappedRequest{uri: r.URL.RequestURI(), header: r.Header.Clone(), body: b}
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(tap.srv.Close)
+	return tap
+}
+
+func (tap *requestTap) addr() string { return strings.TrimPrefix(tap.srv.URL, "http://") }
+
+// take returns the request the tap saw.
+func (tap *requestTap) take(t *testing.T) tappedRequest {
+	t.Helper()
+	select {
+	case r := <-tap.last:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("no request reached the upstream")
+	}
+	return tappedRequest{}
+}
+
+// jsonSame compares two JSON documents by value.
+func jsonSame(got []byte, want string) bool {
+	var g, w any
+	return json.Unmarshal(got, &g) == nil && json.Unmarshal([]byte(want), &w) == nil && reflect.DeepEqual(g, w)
 }
