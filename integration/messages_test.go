@@ -341,3 +341,79 @@ func jsonSame(got []byte, want string) bool {
 	var g, w any
 	return json.Unmarshal(got, &g) == nil && json.Unmarshal([]byte(want), &w) == nil && reflect.DeepEqual(g, w)
 }
+
+// TestMessagesWebSearch serves web search on the Messages route with the
+// gateway's engine: Anthropic's web_search tool (as Claude Code sends it)
+// and the gateway's server tool, plain and streamed, the answer's links
+// cited as web_search_result_location citations, the search charged and
+// reported in the usage.
+func TestMessagesWebSearch(t *testing.T) {
+	e := startWebSearch(t)
+	body := `{"model":"ws/plain","max_tokens":500,"messages":[{"role":"user","content":"Größte Stadt der Schweiz?"}],
+		"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5,"blocked_domains":["spam.test"]}]}`
+	before := e.c.snapshot(e.key, e.org.MgmtKey)
+	r, up, searches := e.post(t, "/messages", body)
+	r.expect(t, 200)
+	if len(up) != 1 || len(searches) != 1 {
+		t.Fatalf("%d upstream calls, %d searches", len(up), len(searches))
+	}
+	if sys := gjson.GetBytes(up[0], "messages.0"); sys.Get("role").Str != "system" || !strings.HasPrefix(sys.Get("content").Str, "A web search was run on") ||
+		gjson.GetBytes(up[0], "tools").Exists() {
+		t.Fatalf("upstream body %s", up[0])
+	}
+	block := r.JSON.Get("content.0")
+	cites := block.Get("citations").Array()
+	if block.Get("type").Str != "text" || len(cites) == 0 {
+		t.Fatalf("answer %s", r.Body)
+	}
+	for _, c := range cites {
+		if c.Get("type").Str != "web_search_result_location" || !strings.HasPrefix(c.Get("url").Str, "http") ||
+			!strings.Contains(block.Get("text").Str, "("+c.Get("url").Str+")") || c.Get("cited_text").Str == "" {
+			t.Fatalf("citation %s of %q", c.Raw, block.Get("text").Str)
+		}
+	}
+	u := r.JSON.Get("usage")
+	results := u.Get("server_tool_use_details.web_search_results").Int()
+	if u.Get("server_tool_use.web_search_requests").Int() != 1 || results == 0 {
+		t.Fatalf("usage %s", u.Raw)
+	}
+	cost := creditAmount(t, u.Get("cost"))
+	tokens := tokenCost(u.Get("input_tokens").Int()+u.Get("cache_read_input_tokens").Int(), u.Get("output_tokens").Int())
+	if cost <= tokens {
+		t.Fatalf("cost %s does not price the search over the tokens' %s", cost, tokens)
+	}
+	expectCharged(t, before, e.c.snapshot(e.key, e.org.MgmtKey), cost, "searched message")
+
+	// Streamed: the same text, the same citations as citations_delta
+	// events before their block's stop, the search in message_delta's usage.
+	docs, names := messagesEvents(t, e.c.streamOf(t, "/messages", e.key, strings.Replace(body, `"model"`, `"stream":true,"model"`, 1)))
+	if !strings.HasSuffix(names, "content_block_stop message_delta message_stop") {
+		t.Fatalf("events %s", names)
+	}
+	var streamed []string
+	for _, d := range docs {
+		if d.Get("delta.type").Str == "citations_delta" {
+			streamed = append(streamed, d.Get("delta.citation").Raw)
+		}
+	}
+	var plain []string
+	for _, c := range cites {
+		plain = append(plain, c.Raw)
+	}
+	if streamText(docs) != block.Get("text").Str || !jsonSame([]byte("["+strings.Join(streamed, ",")+"]"), "["+strings.Join(plain, ",")+"]") {
+		t.Fatalf("streamed %q %v\nplain %q %v", streamText(docs), streamed, block.Get("text").Str, plain)
+	}
+	md := docs[len(docs)-2].Get("usage")
+	if md.Get("server_tool_use.web_search_requests").Int() != 1 || md.Get("server_tool_use_details.web_search_results").Int() != results ||
+		md.Get("cost").Raw != u.Get("cost").Raw {
+		t.Fatalf("streamed usage %s, plain %s", md.Raw, u.Raw)
+	}
+
+	// The gateway's own server tool; the native engine is not served here.
+	r, _, searches = e.post(t, "/messages", `{"model":"ws/plain","max_tokens":300,"messages":[{"role":"user","content":"Caddy"}],"tools":[{"type":"service:web_search","parameters":{"max_results":2}}]}`)
+	if r.expect(t, 200); len(searches) != 1 || r.JSON.Get("usage.server_tool_use_details.web_search_results").Int() != 2 {
+		t.Fatalf("server tool: %d searches, %s", len(searches), r.Body)
+	}
+	r, _, _ = e.post(t, "/messages", `{"model":"ws/plain","max_tokens":300,"messages":[{"role":"user","content":"Caddy"}],"tools":[{"type":"service:web_search","parameters":{"engine":"native"}}]}`)
+	expectMessagesError(t, r, 400, "invalid_request_error", "engine: native web search is not available on the Messages route")
+}
