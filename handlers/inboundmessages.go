@@ -192,3 +192,14 @@ func anthropicSearchTools(body []byte, brand string) ([]byte, *apierror.Error) {
 	}
 	return out, nil
 }
+
+// dropAnthropicHeaders removes the headers of Anthropic's API
+// (anthropic-version, anthropic-beta, ...) from a Messages request, whose
+// providers get its chat translation.
+func dropAnthropicHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "Anthropic-") {
+			delete(h, k)
+		}
+	}
+}

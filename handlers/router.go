@@ -124,6 +124,9 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// secret, which must never reach a log, even with log_credentials).
 	r.Header = r.Header.Clone()
 	r.Header.Del("Accept-Encoding")
+	if route.Kind == "messages" {
+		dropAnthropicHeaders(r.Header)
+	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Map(route.placeholder)
 	}

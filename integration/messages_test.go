@@ -267,7 +267,7 @@ func TestMessagesUpstreamRequest(t *testing.T) {
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"tapped"}`)
 	body := "{" + strings.Replace(claudeLike, `"model":"tollgate-mock"`, `"model":"mx/tapped"`, 1) + `,"stream":true}`
-	res, err := c.send("/messages?beta=true", "", body, map[string]string{"X-Api-Key": key, "Anthropic-Version": "2023-06-01"})
+	res, err := c.send("/messages?beta=true", "", body, map[string]string{"X-Api-Key": key, "Anthropic-Version": "2023-06-01", "Anthropic-Beta": "claude-code-20250219"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +277,9 @@ func TestMessagesUpstreamRequest(t *testing.T) {
 		t.Fatalf("status %d, %v, events %s", res.StatusCode, err, names)
 	}
 	got := tap.take(t)
-	if got.uri != "/v1/chat/completions" || got.header.Get("X-Api-Key") != "" || got.header.Get("Authorization") != "Bearer mock" {
-		t.Fatalf("upstream request %s, X-Api-Key %q, Authorization %q", got.uri, got.header.Get("X-Api-Key"), got.header.Get("Authorization"))
+	if got.uri != "/v1/chat/completions" || got.header.Get("X-Api-Key") != "" || got.header.Get("Authorization") != "Bearer mock" ||
+		got.header.Get("Anthropic-Version") != "" || got.header.Get("Anthropic-Beta") != "" {
+		t.Fatalf("upstream request %s, headers %v", got.uri, got.header)
 	}
 	want := `{"model":"tollgate-mock","messages":[{"role":"system","content":"You are a coding agent.\n\nBe brief."},
 		{"role":"user","content":"Say hello to the world"}],"max_tokens":100,"temperature":0.2,"top_p":0.9,"stop":["\n\nHuman:"],
