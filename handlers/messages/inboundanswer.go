@@ -50,6 +50,7 @@ type ChatToMessages struct {
 	text    *textBlock
 	calls   map[int64]*toolBlock // by the chat tool call index
 	finish  string
+	stopSeq *string // the stop sequence that ended the answer, when the provider says
 	usage   gjson.Result
 	err     error // an event could not be encoded
 }
@@ -157,8 +158,12 @@ func UsageFromChat(u gjson.Result) *Usage {
 	}
 }
 
-// StopReason maps a chat finish_reason to a Messages stop_reason.
-func StopReason(finish string) string {
+// StopReason maps a chat finish_reason to a Messages stop_reason; seq is
+// the stop sequence that ended the answer, when the provider names it.
+func StopReason(finish string, seq *string) string {
+	if finish == "stop" && seq != nil {
+		return "stop_sequence"
+	}
 	switch finish {
 	case "length":
 		return "max_tokens"
@@ -168,6 +173,16 @@ func StopReason(finish string) string {
 		return "refusal"
 	}
 	return "end_turn"
+}
+
+// stopSequence is the stop sequence a chat choice names as its end: vLLM
+// and compatible servers report the matched stop string as stop_reason
+// (OpenAI reports none, and its "stop" is end_turn).
+func stopSequence(choice gjson.Result) *string {
+	if s := choice.Get("stop_reason"); s.Type == gjson.String && s.Str != "" && choice.Get("finish_reason").Str == "stop" {
+		return &s.Str
+	}
+	return nil
 }
 
 // convertJSON turns a chat completion into a Messages object.
@@ -189,9 +204,10 @@ func (cw *ChatToMessages) convertJSON(body []byte) ([]byte, bool) {
 		content = append(content, map[string]any{"type": "tool_use", "id": tc.Get("id").Str,
 			"name": tc.Get("function.name").Str, "input": toolInput(tc.Get("function.arguments").Str)})
 	}
-	stop := StopReason(choice.Get("finish_reason").Str)
+	seq := stopSequence(choice)
+	stop := StopReason(choice.Get("finish_reason").Str, seq)
 	m := &Message{ID: cw.id, Type: "message", Role: "assistant", Model: cw.model, Provider: cw.provider,
-		Content: content, StopReason: &stop}
+		Content: content, StopReason: &stop, StopSequence: seq}
 	if u := c.Get("usage"); u.IsObject() {
 		m.Usage = UsageFromChat(u)
 	}
@@ -276,6 +292,7 @@ func (cw *ChatToMessages) chunk(data []byte) {
 	choice := c.Get("choices.0")
 	if f := choice.Get("finish_reason").Str; f != "" {
 		cw.finish = f
+		cw.stopSeq = stopSequence(choice)
 	}
 	delta := choice.Get("delta")
 	if t := delta.Get("content").Str; t != "" {
@@ -364,7 +381,7 @@ func (cw *ChatToMessages) complete() {
 		usage = UsageFromChat(cw.usage)
 	}
 	cw.send("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": StopReason(cw.finish), "stop_sequence": nil}, "usage": usage})
+		"delta": map[string]any{"stop_reason": StopReason(cw.finish, cw.stopSeq), "stop_sequence": cw.stopSeq}, "usage": usage})
 	cw.send("message_stop", map[string]any{"type": "message_stop"})
 	cw.closed = true
 }

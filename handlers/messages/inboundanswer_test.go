@@ -100,6 +100,12 @@ func TestChatToMessagesJSON(t *testing.T) {
 			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
 			"content":[{"type":"text","text":"cut","citations":null}],"stop_reason":"max_tokens","stop_sequence":null,
 			"usage":{"input_tokens":1,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}`},
+		{"stop sequence named", `{"choices":[{"finish_reason":"stop","stop_reason":"END","message":{"content":"done"}}]}`,
+			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
+			"content":[{"type":"text","text":"done","citations":null}],"stop_reason":"stop_sequence","stop_sequence":"END","usage":null}`},
+		{"a token id is no stop sequence", `{"choices":[{"finish_reason":"stop","stop_reason":128001,"message":{"content":"done"}}]}`,
+			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
+			"content":[{"type":"text","text":"done","citations":null}],"stop_reason":"end_turn","stop_sequence":null,"usage":null}`},
 		{"filtered, empty", `{"choices":[{"finish_reason":"content_filter","message":{"content":null}}]}`,
 			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
 			"content":[],"stop_reason":"refusal","stop_sequence":null,"usage":null}`},
@@ -213,6 +219,14 @@ func TestChatToMessagesStreamEnds(t *testing.T) {
 			`{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}`, `[DONE]`)...)
 		evs := events(t, rec.Body.String())
 		if md := evs[len(evs)-2].data; md.Get("type").Str != "message_delta" || md.Get("usage").Type != gjson.Null || md.Get("delta.stop_reason").Str != "end_turn" {
+			t.Fatalf("message_delta %s", md.Raw)
+		}
+	})
+	t.Run("stop sequence", func(t *testing.T) {
+		rec := translate(t, 200, "text/event-stream", chunks(
+			`{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop","stop_reason":"\n\nHuman:"}]}`, `[DONE]`)...)
+		evs := events(t, rec.Body.String())
+		if md := evs[len(evs)-2].data; md.Get("delta.stop_reason").Str != "stop_sequence" || md.Get("delta.stop_sequence").Str != "\n\nHuman:" {
 			t.Fatalf("message_delta %s", md.Raw)
 		}
 	})
