@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -202,4 +203,35 @@ func dropAnthropicHeaders(h http.Header) {
 			delete(h, k)
 		}
 	}
+}
+
+// maxMessagesFallbacks bounds a Messages request's fallbacks, as the
+// public API does.
+const maxMessagesFallbacks = 3
+
+// withMessagesFallbacks adds a Messages request's fallbacks
+// ([{"model":...}], the public API's form of `models` on this route) to
+// its model ids, in order.
+func withMessagesFallbacks(ids []string, fallbacks, models gjson.Result) ([]string, *apierror.Error) {
+	if !fallbacks.Exists() || fallbacks.Type == gjson.Null {
+		return ids, nil
+	}
+	switch {
+	case models.Exists() && models.Type != gjson.Null:
+		return nil, apierror.BadRequest("fallbacks: cannot be combined with models")
+	case !fallbacks.IsArray():
+		return nil, apierror.BadRequest("fallbacks: expected an array of {\"model\": id} objects")
+	case len(fallbacks.Array()) > maxMessagesFallbacks:
+		return nil, apierror.BadRequest("fallbacks: expected at most 3 entries")
+	}
+	for i, fb := range fallbacks.Array() {
+		m := fb.Get("model")
+		if !fb.IsObject() || m.Type != gjson.String || m.Str == "" {
+			return nil, apierror.BadRequest("fallbacks[" + strconv.Itoa(i) + "].model: required string")
+		}
+		if !slices.Contains(ids, m.Str) {
+			ids = append(ids, m.Str)
+		}
+	}
+	return ids, nil
 }

@@ -167,3 +167,29 @@ func TestBoundPromptMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestWithMessagesFallbacks(t *testing.T) {
+	tests := []struct {
+		fallbacks, models string
+		want              string
+	}{
+		{``, ``, "a"},
+		{`null`, ``, "a"},
+		{`[{"model":"b"},{"model":"a"},{"model":"c"}]`, ``, "a b c"},
+		{`[{"model":"b"}]`, `["x"]`, "fallbacks: cannot be combined with models"},
+		{`{"model":"b"}`, ``, `fallbacks: expected an array of {"model": id} objects`},
+		{`[{"model":"b"},{"model":"c"},{"model":"d"},{"model":"e"}]`, ``, "fallbacks: expected at most 3 entries"},
+		{`[{"model":"b"},{"name":"c"}]`, ``, "fallbacks[1].model: required string"},
+		{`["b"]`, ``, "fallbacks[0].model: required string"},
+	}
+	for _, tt := range tests {
+		ids, apiErr := withMessagesFallbacks([]string{"a"}, gjson.Parse(tt.fallbacks), gjson.Parse(tt.models))
+		got := strings.Join(ids, " ")
+		if apiErr != nil {
+			got = apiErr.Message
+		}
+		if got != tt.want {
+			t.Errorf("fallbacks %s models %s: %q, want %q", tt.fallbacks, tt.models, got, tt.want)
+		}
+	}
+}

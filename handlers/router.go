@@ -169,6 +169,9 @@ func routeKindOf(sub string) string {
 func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
+	if apiErr == nil && sub == "/messages" {
+		ids, apiErr = withMessagesFallbacks(ids, field("fallbacks"), field("models"))
+	}
 	if apiErr != nil {
 		return nil, apiErr
 	}

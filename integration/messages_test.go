@@ -88,6 +88,7 @@ func TestMessagesRoute(t *testing.T) {
 	up := scriptedChatUpstream(t)
 	startInProcessWith(t, withModels(t,
 		apiModel("mx/fallback", [4]string{"broken", via, "tollgate-mock-error-500", "chat"}, [4]string{"backup", via, "tollgate-mock", "chat"}),
+		apiModel("mx/broken", [4]string{"broken", via, "tollgate-mock-error-500", "chat"}),
 		apiModel("mx/tool", [4]string{"tooling", up, "tool-up", "chat"}),
 		apiModel("mx/err", [4]string{"erring", up, "err-up", "chat"}),
 		apiModel("mx/break", [4]string{"chatty", via, "mx-stream-break", "chat"}),
@@ -199,6 +200,13 @@ func TestMessagesRoute(t *testing.T) {
 		if r.JSON.Get("provider").Str != "backup" || r.JSON.Get("model").Str != "mx/fallback" {
 			t.Fatalf("fallback answer %s", r.Body)
 		}
+		// The public API's fallbacks: the next model serves.
+		r = c.mustPost("/messages", key, `{"model":"mx/broken","fallbacks":[{"model":"tollgate-mock"}],"max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`, nil).expect(t, 200)
+		if r.JSON.Get("model").Str != "tollgate-mock" {
+			t.Fatalf("fallbacks answer %s", r.Body)
+		}
+		r = c.mustPost("/messages", key, `{"model":"mx/broken","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`, nil)
+		expectMessagesError(t, r, 500, "api_error", "")
 	})
 
 	t.Run("error chunk mid-stream", func(t *testing.T) {
