@@ -89,6 +89,7 @@ func TestMessagesRoute(t *testing.T) {
 	startInProcessWith(t, withModels(t,
 		apiModel("mx/fallback", [4]string{"broken", via, "tollgate-mock-error-500", "chat"}, [4]string{"backup", via, "tollgate-mock", "chat"}),
 		apiModel("mx/broken", [4]string{"broken", via, "tollgate-mock-error-500", "chat"}),
+		apiModel("mx/busy", [4]string{"busy", via, "tollgate-mock-error-429", "chat"}),
 		apiModel("mx/tool", [4]string{"tooling", up, "tool-up", "chat"}),
 		apiModel("mx/err", [4]string{"erring", up, "err-up", "chat"}),
 		apiModel("mx/break", [4]string{"chatty", via, "mx-stream-break", "chat"}),
@@ -244,6 +245,11 @@ func TestMessagesRoute(t *testing.T) {
 		expectMessagesError(t, r, 401, "authentication_error", "")
 		r = c.mustPost("/messages", org.MgmtKey, `{"model":"tollgate-mock","max_tokens":5,"messages":[]}`, nil)
 		expectMessagesError(t, r, 403, "permission_error", "")
+		r = c.mustPost("/messages", key, `{"model":"mx/busy","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, nil)
+		expectMessagesError(t, r, 429, "rate_limit_error", "Rate limit exceeded")
+		if r.JSON.Get("error.metadata.error_type").Str != "rate_limit_exceeded" || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("429 %s, Retry-After %q", r.Body, r.Header.Get("Retry-After"))
+		}
 		// The chat route keeps the gateway's own shape.
 		r = c.mustPost("/chat/completions", key, `{"model":"tollgate-mock"}`, nil)
 		r.expectError(t, 400, "messages")
