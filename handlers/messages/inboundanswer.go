@@ -3,6 +3,7 @@ package messages
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -295,11 +296,10 @@ func (cw *ChatToMessages) chunk(data []byte) {
 		cw.stopSeq = stopSequence(choice)
 	}
 	delta := choice.Get("delta")
-	if t := delta.Get("content").Str; t != "" {
+	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
 		b := cw.textBlock()
-		b.text.WriteString(t)
-		cw.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.index,
-			"delta": map[string]any{"type": "text_delta", "text": t}})
+		b.text.WriteString(t.Str)
+		cw.textDelta(b.index, t.Raw)
 	}
 	for _, a := range delta.Get("annotations").Array() {
 		b := cw.textBlock()
@@ -429,6 +429,19 @@ func ErrorType(status int) string {
 		return "invalid_request_error"
 	}
 	return "api_error"
+}
+
+// textDelta adds the commonest event, a text_delta, to out without
+// encoding/json: raw is the chunk's text as the provider quoted it.
+func (cw *ChatToMessages) textDelta(index int, raw string) {
+	if cw.err != nil {
+		return
+	}
+	b := append(cw.out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"delta":{"type":"text_delta","text":`...)
+	b = append(b, raw...)
+	cw.out = append(b, "}}\n\n"...)
 }
 
 // send adds one named event to out.
