@@ -62,14 +62,14 @@ func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rou
 // hold reports whether it and every event after it wait for the charge:
 // message_delta (the stop reason and the usage), message_stop, error.
 func (mw *meterWriter) messagesEvent(data []byte) (hold bool) {
-	res := gjson.GetManyBytes(data, "type", "delta.text", "delta.partial_json")
+	res := gjson.GetManyBytes(data, "type", "delta.text", "delta.partial_json", "delta.thinking")
 	switch res[0].Str {
 	case "message_start":
 		m := gjson.GetBytes(data, "message")
 		mw.upstreamID = m.Get("id").Str
 		mw.startPrompt = messagesPromptTokens(m.Get("usage"), 0)
 	case "content_block_delta":
-		mw.deliveredTxt += len(res[1].Str) + len(res[2].Str)
+		mw.deliveredTxt += len(res[1].Str) + len(res[2].Str) + len(res[3].Str)
 	case "message_delta":
 		if f := gjson.GetBytes(data, "delta.stop_reason").Str; f != "" {
 			mw.finish = f

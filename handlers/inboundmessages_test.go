@@ -59,7 +59,8 @@ func TestMeterWriterMessagesStream(t *testing.T) {
 	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
 	start := ev("message_start", `{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":1}}}`)
 	text := ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi there"}}`)
-	args := ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`)
+	args := ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"thinking_delta","thinking":"hm"}}`)
 	stop := ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
 	delta := ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":4}}`)
 	end := ev("message_stop", `{"type":"message_stop"}`)
@@ -69,7 +70,7 @@ func TestMeterWriterMessagesStream(t *testing.T) {
 	if log.body() != start+text+args+stop {
 		t.Fatalf("client got %q before the charge", log.body())
 	}
-	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 4 || mw.deliveredTxt != len("Hi there{}") ||
+	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 4 || mw.deliveredTxt != len("Hi there{}hm") ||
 		!mw.sawDone || mw.finish != "max_tokens" || mw.upstreamID != "msg_1" {
 		t.Fatalf("usage %+v delivered %d sawDone %v finish %q id %q", mw.usage, mw.deliveredTxt, mw.sawDone, mw.finish, mw.upstreamID)
 	}

@@ -43,17 +43,18 @@ type ChatToMessages struct {
 	id, model, provider string
 
 	// Stream state.
-	out     []byte // the events one chunk became
-	started bool   // message_start sent
-	closed  bool   // message_stop or error sent
-	blocks  int    // content blocks started
-	open    int    // the index of the open block; -1: none
-	text    *textBlock
-	calls   map[int64]*toolBlock // by the chat tool call index
-	finish  string
-	stopSeq *string // the stop sequence that ended the answer, when the provider says
-	usage   gjson.Result
-	err     error // an event could not be encoded
+	out      []byte // the events one chunk became
+	started  bool   // message_start sent
+	closed   bool   // message_stop or error sent
+	blocks   int    // content blocks started
+	open     int    // the index of the open block; -1: none
+	text     *textBlock
+	thinking int                  // the index of the thinking block; -1: none
+	calls    map[int64]*toolBlock // by the chat tool call index
+	finish   string
+	stopSeq  *string // the stop sequence that ended the answer, when the provider says
+	usage    gjson.Result
+	err      error // an event could not be encoded
 }
 
 // textBlock is the text block being streamed.
@@ -70,7 +71,7 @@ type toolBlock struct{ index int }
 // catalog model id) and provider, written to w. A held JSON answer is
 // bounded by the Limit of the embedded sse.Writer.
 func NewChatToMessages(w http.ResponseWriter, id, model, provider string) *ChatToMessages {
-	cw := &ChatToMessages{id: id, model: model, provider: provider, open: -1, calls: map[int64]*toolBlock{}}
+	cw := &ChatToMessages{id: id, model: model, provider: provider, open: -1, thinking: -1, calls: map[int64]*toolBlock{}}
 	cw.Init(w, cw)
 	return cw
 }
@@ -198,6 +199,9 @@ func (cw *ChatToMessages) convertJSON(body []byte) ([]byte, bool) {
 	choice := c.Get("choices.0")
 	msg := choice.Get("message")
 	content := []any{}
+	if r := reasoning(msg); r != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": r, "signature": ""})
+	}
 	if text := msg.Get("content").Str; text != "" {
 		content = append(content, textContent(text, citations(text, msg.Get("annotations"))))
 	}
@@ -296,6 +300,10 @@ func (cw *ChatToMessages) chunk(data []byte) {
 		cw.stopSeq = stopSequence(choice)
 	}
 	delta := choice.Get("delta")
+	if r := reasoning(delta); r != "" {
+		cw.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": cw.thinkingBlock(),
+			"delta": map[string]any{"type": "thinking_delta", "thinking": r}})
+	}
 	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
 		b := cw.textBlock()
 		b.text.WriteString(t.Str)
@@ -330,6 +338,25 @@ func (cw *ChatToMessages) textBlock() *textBlock {
 	}
 	cw.text = &textBlock{index: cw.startBlock(map[string]any{"type": "text", "text": "", "citations": nil})}
 	return cw.text
+}
+
+// thinkingBlock returns the index of the open thinking block, starting
+// one (and closing the block before) when none is open.
+func (cw *ChatToMessages) thinkingBlock() int {
+	if cw.thinking < 0 || cw.open != cw.thinking {
+		cw.thinking = cw.startBlock(map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+	}
+	return cw.thinking
+}
+
+// reasoning is the reasoning text of a chat message or delta, as
+// providers name it: reasoning (OpenRouter-style) or reasoning_content
+// (DeepSeek, vLLM).
+func reasoning(m gjson.Result) string {
+	if r := m.Get("reasoning").Str; r != "" {
+		return r
+	}
+	return m.Get("reasoning_content").Str
 }
 
 // startBlock closes the open block and starts the next one.

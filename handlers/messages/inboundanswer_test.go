@@ -106,6 +106,10 @@ func TestChatToMessagesJSON(t *testing.T) {
 		{"a token id is no stop sequence", `{"choices":[{"finish_reason":"stop","stop_reason":128001,"message":{"content":"done"}}]}`,
 			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
 			"content":[{"type":"text","text":"done","citations":null}],"stop_reason":"end_turn","stop_sequence":null,"usage":null}`},
+		{"reasoning", `{"choices":[{"finish_reason":"stop","message":{"content":"42","reasoning":"Think."}}]}`,
+			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
+			"content":[{"type":"thinking","thinking":"Think.","signature":""},{"type":"text","text":"42","citations":null}],
+			"stop_reason":"end_turn","stop_sequence":null,"usage":null}`},
 		{"filtered, empty", `{"choices":[{"finish_reason":"content_filter","message":{"content":null}}]}`,
 			`{"id":"gen-1","type":"message","role":"assistant","model":"vendor/model","provider":"prov",
 			"content":[],"stop_reason":"refusal","stop_sequence":null,"usage":null}`},
@@ -172,6 +176,29 @@ func TestChatToMessagesStreamText(t *testing.T) {
 	if md.Get("delta.stop_reason").Str != "max_tokens" || md.Get("delta.stop_sequence").Raw != "null" ||
 		md.Get("usage.input_tokens").Int() != 9 || md.Get("usage.output_tokens").Int() != 2 {
 		t.Fatalf("message_delta %s", md.Raw)
+	}
+}
+
+func TestChatToMessagesStreamReasoning(t *testing.T) {
+	rec := translate(t, 200, "text/event-stream", chunks(
+		`{"choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me "},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning":"think."},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}`,
+		`[DONE]`)...)
+	evs := events(t, rec.Body.String())
+	want := "message_start ping content_block_start content_block_delta content_block_delta content_block_stop " +
+		"content_block_start content_block_delta content_block_stop message_delta message_stop"
+	if got := names(evs); got != want {
+		t.Fatalf("events %s\nwant %s", got, want)
+	}
+	if b := evs[2].data.Get("content_block"); b.Get("type").Str != "thinking" || b.Get("signature").Raw != `""` {
+		t.Fatalf("thinking block %s", b.Raw)
+	}
+	if d := evs[4].data; d.Get("index").Int() != 0 || d.Get("delta.type").Str != "thinking_delta" || d.Get("delta.thinking").Str != "think." {
+		t.Fatalf("thinking delta %s", d.Raw)
+	}
+	if evs[6].data.Get("index").Int() != 1 || evs[6].data.Get("content_block.type").Str != "text" {
+		t.Fatalf("text block %s", evs[6].data.Raw)
 	}
 }
 
