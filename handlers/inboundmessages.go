@@ -235,3 +235,19 @@ func withMessagesFallbacks(ids []string, fallbacks, models gjson.Result) ([]stri
 	}
 	return ids, nil
 }
+
+// lastMessagesUserText is the text of the last user message of a Messages
+// request that has any: an agent's last user turn often holds only tool
+// results.
+func lastMessagesUserText(body []byte) string {
+	msgs := gjson.GetBytes(body, "messages").Array()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Get("role").Str != "user" {
+			continue
+		}
+		if text := strings.TrimSpace(contentText(msgs[i].Get("content"))); text != "" {
+			return text
+		}
+	}
+	return ""
+}

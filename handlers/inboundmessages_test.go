@@ -194,3 +194,15 @@ func TestWithMessagesFallbacks(t *testing.T) {
 		}
 	}
 }
+
+func TestLastMessagesUserText(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":"first question"},{"role":"assistant","content":"x"},
+		{"role":"user","content":[{"type":"text","text":" Caddy news "}]},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}]}`
+	if got := lastMessagesUserText([]byte(body)); got != "Caddy news" {
+		t.Fatalf("query %q", got)
+	}
+	if got := lastMessagesUserText([]byte(`{"messages":[{"role":"assistant","content":"x"}]}`)); got != "" {
+		t.Fatalf("query %q", got)
+	}
+}

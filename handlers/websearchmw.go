@@ -176,7 +176,11 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	plan.eng, plan.price = se.engine, se.price
 	plan.query = spec.SearchPrompt
 	if plan.query == "" {
-		plan.query = lastUserText(out, kind)
+		if kind == "messages" {
+			plan.query = lastMessagesUserText(out)
+		} else {
+			plan.query = lastUserText(out, kind)
+		}
 	}
 	if strings.TrimSpace(plan.query) == "" {
 		field := "messages"
