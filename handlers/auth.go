@@ -71,6 +71,11 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		}
 	}
 	secret, present := bearer(r)
+	if !present && st.sub == "/messages" {
+		secret, present = anthropicAPIKey(r)
+	}
+	// A key sent Anthropic's way never reaches a provider either.
+	r.Header.Del("X-Api-Key")
 	if !present {
 		if st.kind == admin.RoutePublic {
 			r.Header.Del("Authorization") // a malformed header must not reach the provider either

@@ -14,13 +14,17 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 )
 
 // ErrorWriter is the handler of the error route the tollgate directive
 // adds: it writes the gateway's errors (an *apierror.Error returned by
 // Tollgate) as the spec's JSON body, with their headers such as
-// Retry-After, and passes any other error on to the next error route.
+// Retry-After, and passes any other error on to the next error route. On
+// the Messages route the body also has Anthropic's members
+// (messages.WriteError).
 type ErrorWriter struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -37,6 +41,10 @@ func (ErrorWriter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	var apiErr *apierror.Error
 	if !errors.As(err, &apiErr) {
 		return next.ServeHTTP(w, r)
+	}
+	if _, sub, _ := admin.ClassifyRoute(r.URL.Path); sub == "/messages" {
+		messages.WriteError(w, apiErr)
+		return nil
 	}
 	apierror.Write(w, apiErr)
 	return nil

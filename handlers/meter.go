@@ -312,7 +312,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		status = "aborted"
 	case mw.Mode == sse.Stream && !mw.sawDone:
 		status = "error"
-	case mw.finish == "length" || mw.finish == "incomplete":
+	case mw.finish == "length" || mw.finish == "incomplete" || mw.finish == "max_tokens":
 		status = "incomplete"
 	}
 	gen := &storage.Generation{
@@ -367,11 +367,16 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err 
 
 // proxyAttempt calls reverse_proxy for the current attempt. The answers of
 // translated attempts are translated below the meter's writer, which then
-// meters a chat or Responses answer as from any provider: an
-// Anthropic-style provider's Messages answer becomes a chat completion,
-// and a Responses request's chat answer (from a chat-only or an
-// Anthropic-style provider) a Responses answer.
+// meters a chat, Responses or Messages answer as from any provider: an
+// Anthropic-style provider's Messages answer to a chat or Responses
+// request becomes a chat completion, a Responses request's chat answer
+// (from a chat-only or an Anthropic-style provider) a Responses answer,
+// and a Messages request's chat answer a Messages answer. A Messages
+// request to an Anthropic-style provider is passed natively.
 func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
+	if route.Kind == "messages" && route.translate {
+		return proxyMessages(next, mw, r, route, genID)
+	}
 	var w http.ResponseWriter = mw
 	var cw *translate.ChatToResponses
 	if route.translate {

@@ -33,7 +33,7 @@ import (
 //     answer with its own error shape and charge nothing.
 type meterWriter struct {
 	sse.Writer
-	kind  string // "chat", "responses", "other"
+	kind  string // "chat", "responses", "messages", "other"
 	genID string // sent as X-Generation-Id with answers that are charged
 
 	tail [][]byte // stream mode: held events, in order
@@ -50,6 +50,7 @@ type meterWriter struct {
 	jsonOK       bool
 	usageJSON    gjson.Result // the JSON answer's usage object
 	usageRaw     string       // the upstream's usage object, as sent
+	startUsage   usageSeen    // Messages streams: the prompt figures message_start reported
 
 	// identity, for chat completions, rewrites the answer's id, model and
 	// provider (identity.go); upstreamID is the provider's id of it.
@@ -139,6 +140,8 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	case data == nil:
 	case sse.IsDone(data):
 		mw.sawDone, hold = true, true
+	case mw.kind == "messages":
+		hold = mw.messagesEvent(data) || hold
 	case mw.kind == "responses":
 		// Compared and measured only: not copied.
 		typ, seq := peekJSON(data, "type").Str, peekJSON(data, "sequence_number")
@@ -234,6 +237,9 @@ func (mw *meterWriter) usableJSON() bool {
 // searched for its text, which is then the basis of the charge.
 func (mw *meterWriter) readJSONUsage() (ok bool) {
 	body := mw.Body.Bytes()
+	if mw.kind == "messages" {
+		return mw.readMessagesUsage(body)
+	}
 	finishPath := "choices.0.finish_reason"
 	if mw.kind == "responses" {
 		finishPath = "status"
@@ -381,7 +387,7 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
-	} else if mw.kind == "chat" && mw.bill != nil {
+	} else if (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil {
 		// The provider reported no usage: the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
 			body = out
@@ -412,6 +418,8 @@ func (mw *meterWriter) sendTail(cost string) error {
 			}
 			if u := gjson.GetBytes(data, path); u.IsObject() {
 				ev = sse.ReplaceData(ev, data, withCost(data, u, path, mw.usageMembers(cost)))
+			} else if mw.kind == "messages" && mw.bill != nil {
+				ev = mw.withBilledUsage(ev, data)
 			}
 		} else if data != nil && mw.kind == "chat" && !mw.usage.ok && mw.bill != nil {
 			// The provider reported no usage: the stream still ends with
@@ -439,8 +447,12 @@ func (mw *meterWriter) usageChunk() []byte {
 	return append(append([]byte("data: "), doc...), "\n\n"...)
 }
 
-// billUsage is the chat usage object of what settle charged.
+// billUsage is the usage object of what settle charged, in the route's
+// dialect.
 func (mw *meterWriter) billUsage() []byte {
+	if mw.kind == "messages" {
+		return mw.messagesBillUsage()
+	}
 	t := mw.bill.tokens
 	return []byte(`{"prompt_tokens":` + strconv.FormatInt(t.PromptTokens, 10) +
 		`,"completion_tokens":` + strconv.FormatInt(t.CompletionTokens, 10) +
@@ -464,6 +476,10 @@ func failedResponse(route *Route, id string, created int64, msg string) *transla
 func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error {
 	created := now().Unix()
 	var ev []byte
+	if mw.kind == "messages" {
+		// Anthropic's streams end with no [DONE].
+		return mw.sendMessagesError(code, msg)
+	}
 	if mw.kind == "responses" {
 		// Numbered after the events sent.
 		next := int64(0)

@@ -84,8 +84,11 @@ func (c *outputClamp) apply(r *http.Request) error {
 }
 
 // clampable reports whether the route's requests have an output-limit
-// field the gateway can set.
-func (rt *Route) clampable() bool { return rt.Kind == "chat" || rt.Kind == "responses" }
+// field the gateway can set. A Messages request always sets max_tokens,
+// which the clamp never lowers.
+func (rt *Route) clampable() bool {
+	return rt.Kind == "chat" || rt.Kind == "responses" || rt.Kind == "messages"
+}
 
 // outputLimitField is the field that bounds the output of a request of
 // kind on a's provider: max_output_tokens for Responses, for Chat

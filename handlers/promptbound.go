@@ -146,7 +146,12 @@ func (c *partCount) parts(content gjson.Result) {
 		return
 	}
 	content.ForEach(func(_, part gjson.Result) bool {
-		c.part(part.Get("type").Str)
+		typ := part.Get("type").Str
+		c.part(typ)
+		if typ == "tool_result" {
+			// A Messages tool result's own blocks (text, images).
+			c.parts(part.Get("content"))
+		}
 		return true
 	})
 }
@@ -154,7 +159,9 @@ func (c *partCount) parts(content gjson.Result) {
 // part counts one content part of the type.
 func (c *partCount) part(typ string) {
 	switch typ {
-	case "text", "input_text", "output_text", "refusal", "summary_text", "reasoning_text":
+	case "text", "input_text", "output_text", "refusal", "summary_text", "reasoning_text",
+		// Messages blocks whose text and JSON are in the body.
+		"tool_use", "tool_result", "thinking", "redacted_thinking", "search_result":
 	case "image_url", "input_image", "image", "input_audio", "audio":
 		c.media++
 	default:

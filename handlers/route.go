@@ -28,7 +28,8 @@ type Route struct {
 	// Attempts are the endpoints to try in order: the model's providers,
 	// then those of the request's `models` fallbacks.
 	Attempts []Attempt
-	// Kind is "chat" (chat completions), "responses" or "other".
+	// Kind is "chat" (chat completions), "responses", "messages"
+	// (Anthropic's Messages API) or "other".
 	Kind      string
 	Stream    bool
 	MaxTokens int64 // max_tokens, max_completion_tokens or max_output_tokens; 0: unset
@@ -46,8 +47,9 @@ type Route struct {
 	uri  string // path below the provider's base path, with the query
 
 	// A Responses request for providers that speak only Chat Completions
-	// (catalog.APIChat): the translated body, the fields the answer
-	// repeats, and whether the current attempt is translated.
+	// (catalog.APIChat), or a Messages request: the translated body, the
+	// fields a Responses answer repeats, and whether the current attempt
+	// is translated.
 	chatBody  []byte
 	echo      *translate.Echo
 	translate bool
@@ -87,6 +89,12 @@ func (rt *Route) placeholder(key string) (any, bool) {
 		if rt.anthropic {
 			return p.BasePath + messages.Path, true
 		}
+		if rt.translate && rt.Kind == "messages" {
+			// Anthropic's query parameters (Claude Code's beta=true) mean
+			// nothing to a chat provider; Caddy's rewrite clears the query
+			// for a URI ending in "?".
+			return p.BasePath + "/chat/completions?", true
+		}
 		if rt.translate {
 			return p.BasePath + "/chat/completions" + strings.TrimPrefix(rt.uri, "/responses"), true
 		}
@@ -112,7 +120,9 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	a := rt.Attempts[i]
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
 	body := rt.body
-	rt.translate = rt.Kind == "responses" && a.Provider.ChatOnly()
+	// A Messages request is translated to chat unless its provider speaks
+	// Anthropic's Messages API.
+	rt.translate = rt.Kind == "responses" && a.Provider.ChatOnly() || rt.Kind == "messages" && !a.Provider.Anthropic()
 	if rt.translate {
 		body = rt.chatBody
 	}
@@ -229,6 +239,9 @@ func (rt *Route) uriPath() string {
 // providers that speak Responses: the chat-only ones are dropped, and
 // none left is the translation's 400.
 func (rt *Route) translateFor() *apierror.Error {
+	if rt.Kind == "messages" {
+		return rt.translateMessages()
+	}
 	if rt.Kind != "responses" || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
 		return nil
 	}

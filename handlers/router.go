@@ -125,6 +125,9 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// secret, which must never reach a log, even with log_credentials).
 	r.Header = r.Header.Clone()
 	r.Header.Del("Accept-Encoding")
+	if route.Kind == "messages" {
+		dropAnthropicHeaders(r.Header)
+	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Map(route.placeholder)
 	}
@@ -154,6 +157,8 @@ func routeKindOf(sub string) string {
 		return "chat"
 	case "/responses":
 		return "responses"
+	case "/messages":
+		return "messages"
 	}
 	return "other"
 }
@@ -165,6 +170,9 @@ func routeKindOf(sub string) string {
 func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
+	if apiErr == nil && sub == "/messages" {
+		ids, apiErr = withMessagesFallbacks(ids, field("fallbacks"), field("models"))
+	}
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -407,6 +415,8 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 		if v, ok := f.Get("input"); ok && v.Type != gjson.String && !v.IsArray() {
 			f.Fail("input", "a string or an array of input items")
 		}
+	case "/messages":
+		validateMessages(f)
 	}
 	return f, f.Err
 }

@@ -71,8 +71,12 @@ func TestValidateInference(t *testing.T) {
 		{"/completions", `{"prompt":"x"}`, "model: required string"},
 		{"/embeddings", `{"model":"m","input":5}`, ""},
 		{"/embeddings", `{"input":"x"}`, "model: required string"},
-		{"/messages", `{"model":"m","messages":"not checked here","max_tokens":0}`, "max_tokens: expected a positive integer"},
-		{"/messages", `{"model":"m","max_tokens":1024}`, ""},
+		{"/messages", `{"model":"m","messages":[],"max_tokens":0}`, "max_tokens: expected a positive integer"},
+		{"/messages", `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":1024}`, ""},
+		{"/messages", `{"model":"m","max_tokens":1024}`, "messages: expected an array of messages"},
+		{"/messages", `{"model":"m","messages":"hi","max_tokens":1024}`, "messages: expected an array of messages"},
+		{"/messages", `{"model":"m","messages":[]}`, "max_tokens: required (a positive integer)"},
+		{"/messages", `{"model":"m","messages":[],"max_tokens":null}`, "max_tokens: required (a positive integer)"},
 	}
 	for _, tt := range tests {
 		_, got := validateInference(tt.sub, []byte(tt.body))

@@ -89,12 +89,15 @@ type searchPlan struct {
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	if st.kind != admin.RouteInference || (st.sub != "/chat/completions" && st.sub != "/responses") {
+	if st.kind != admin.RouteInference || (st.sub != "/chat/completions" && st.sub != "/responses" && st.sub != "/messages") {
 		return body, nil
 	}
 	apiKind := "chat"
-	if st.sub == "/responses" {
+	switch st.sub {
+	case "/responses":
 		apiKind = "responses"
+	case "/messages":
+		apiKind = "messages"
 	}
 	out, plan, deprecated, apiErr := ws.prepare(body, apiKind)
 	if apiErr != nil {
@@ -116,6 +119,12 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 		// The router answers for bodies that are not JSON objects.
 		return body, nil, nil, nil
 	}
+	if kind == "messages" {
+		var apiErr *apierror.Error
+		if body, apiErr = anthropicSearchTools(body, ws.gw.Brand()); apiErr != nil {
+			return nil, nil, nil, apiErr
+		}
+	}
 	out, spec, deprecated, ferr := websearch.NormalizeWith(body, ws.gw.Brand(), websearch.Options{Limits: ws.settings.limits})
 	if ferr != nil {
 		return nil, nil, nil, apierror.BadRequest(ferr.Error())
@@ -125,6 +134,13 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	}
 	model := gjson.GetBytes(out, "model").Str
 	plan := &searchPlan{spec: spec, family: ws.family(model), kind: kind}
+	if kind == "messages" {
+		if spec.Engine == "native" {
+			return nil, nil, nil, apierror.BadRequest("engine: native web search is not available on the Messages route; use one of the gateway's engines")
+		}
+		// Served through the chat translation: the gateway's engines search.
+		plan.family = ""
+	}
 	switch e := spec.Engine; {
 	case e == "native":
 		if plan.family == "" {
@@ -161,7 +177,11 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	plan.eng, plan.price = se.engine, se.price
 	plan.query = spec.SearchPrompt
 	if plan.query == "" {
-		plan.query = lastUserText(out, kind)
+		if kind == "messages" {
+			plan.query = lastMessagesUserText(out)
+		} else {
+			plan.query = lastUserText(out, kind)
+		}
 	}
 	if strings.TrimSpace(plan.query) == "" {
 		field := "messages"
@@ -393,13 +413,17 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 		}
 	}
 	msg := websearch.SystemMessage(p.sources, now(), p.query)
-	body, ferr := websearch.Insert(route.body, msg)
-	if ferr != nil {
-		return apierror.BadRequest(ferr.Error())
+	if route.Kind != "messages" {
+		// A Messages body has no system messages; its providers get the
+		// chat body below.
+		body, ferr := websearch.Insert(route.body, msg)
+		if ferr != nil {
+			return apierror.BadRequest(ferr.Error())
+		}
+		route.body = body
 	}
-	route.body = body
-	// A chat-only provider gets the translated chat body (handlers/translate):
-	// the results go into it too.
+	// A chat-only provider gets the translated chat body (handlers/translate,
+	// handlers/messages): the results go into it too.
 	if route.chatBody != nil {
 		cb, ferr := websearch.InsertIntoMessages(route.chatBody, msg)
 		if ferr != nil {

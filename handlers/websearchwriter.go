@@ -141,6 +141,9 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	if !jsoncheck.Valid(body) {
 		return body
 	}
+	if cw.plan.kind == "messages" {
+		return cw.annotateMessages(body)
+	}
 	out := body
 	if cw.plan.kind == "chat" {
 		if !cw.passAnn {
@@ -191,8 +194,11 @@ func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
 	if data == nil || sse.IsDone(data) || !jsoncheck.Valid(data) {
 		return ev, nil
 	}
-	if cw.plan.kind == "chat" {
+	switch cw.plan.kind {
+	case "chat":
 		return cw.chatEvent(ev, data), nil
+	case "messages":
+		return cw.messagesEvent(ev, data), nil
 	}
 	return cw.responsesEvent(ev, data), nil
 }

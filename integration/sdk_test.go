@@ -59,10 +59,14 @@ func runSDKScript(t *testing.T, node, script string, env ...string) {
 // ensureSDKModules installs the locked SDKs when node_modules lacks one.
 func ensureSDKModules(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "@openrouter", "sdk")); err == nil {
-		if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "openai")); err == nil {
-			return
+	installed := true
+	for _, pkg := range []string{"@openrouter/sdk", "openai", "@anthropic-ai/sdk"} {
+		if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", filepath.FromSlash(pkg))); err != nil {
+			installed = false
 		}
+	}
+	if installed {
+		return
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {

@@ -30,18 +30,6 @@ const Path = "/v1/messages"
 // model's catalog entry gives an output limit: Anthropic requires one.
 const DefaultMaxTokens = 4096
 
-// FieldError is a request the Messages API cannot express; Field names the
-// chat request's field, as the gateway's 400 must.
-type FieldError struct {
-	Field, Problem string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
-
-func fieldErr(field, format string, a ...any) *FieldError {
-	return &FieldError{Field: field, Problem: fmt.Sprintf(format, a...)}
-}
-
 // Chat Completions -> Messages.
 //
 // Translated: system and developer messages (the top-level system, as
@@ -264,19 +252,19 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 		role := m.Get("role").Str
 		switch role {
 		case "system", "developer":
-			blocks, err := contentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
+			blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
 			if err != nil {
 				return nil, nil, err
 			}
 			sys = append(sys, blocks...)
 		case "user":
-			blocks, err := contentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), true)
+			blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), true)
 			if err != nil {
 				return nil, nil, err
 			}
 			push("user", blocks...)
 		case "assistant":
-			blocks, err := contentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
+			blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -313,7 +301,7 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 	return system, msgs, err
 }
 
-type textBlock struct {
+type outTextBlock struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
@@ -321,22 +309,22 @@ type textBlock struct {
 
 type imageBlock struct {
 	Type         string          `json:"type"`
-	Source       imageSource     `json:"source"`
+	Source       outImageSource  `json:"source"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
-type imageSource struct {
+type outImageSource struct {
 	Type      string `json:"type"`
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 	URL       string `json:"url,omitempty"`
 }
 
-// contentBlocks turns a message's content into blocks: a string is one
+// outContentBlocks turns a message's content into blocks: a string is one
 // text block (with the message's cache_control, if any); parts are text
 // blocks, and with images, image blocks. Empty texts are left out, as the
 // API refuses empty text blocks.
-func contentBlocks(content gjson.Result, path string, cache gjson.Result, images bool) ([]json.RawMessage, error) {
+func outContentBlocks(content gjson.Result, path string, cache gjson.Result, images bool) ([]json.RawMessage, error) {
 	cc := func(v gjson.Result) json.RawMessage {
 		if v.IsObject() {
 			return json.RawMessage(v.Raw)
@@ -350,7 +338,7 @@ func contentBlocks(content gjson.Result, path string, cache gjson.Result, images
 		if content.Str == "" {
 			return nil, nil
 		}
-		b, err := json.Marshal(textBlock{Type: "text", Text: content.Str, CacheControl: cc(cache)})
+		b, err := json.Marshal(outTextBlock{Type: "text", Text: content.Str, CacheControl: cc(cache)})
 		return []json.RawMessage{b}, err
 	case !content.IsArray():
 		return nil, fieldErr(path, "expected a string or an array of content parts")
@@ -364,7 +352,7 @@ func contentBlocks(content gjson.Result, path string, cache gjson.Result, images
 			if part.Get("text").Str == "" {
 				continue
 			}
-			block = textBlock{Type: "text", Text: part.Get("text").Str, CacheControl: cc(part.Get("cache_control"))}
+			block = outTextBlock{Type: "text", Text: part.Get("text").Str, CacheControl: cc(part.Get("cache_control"))}
 		case "image_url":
 			if !images {
 				return nil, fieldErr(ppath+".type", "images are allowed only in user messages")
@@ -404,33 +392,33 @@ var anthropicImageTypes = map[string]bool{"image/jpeg": true, "image/png": true,
 
 // imageSourceOf is the image source of a chat image URL: a base64 data URL
 // becomes a base64 source, an http(s) URL a url source.
-func imageSourceOf(u, path string) (imageSource, error) {
+func imageSourceOf(u, path string) (outImageSource, error) {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		meta, data, found := strings.Cut(rest, ",")
 		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
 		if !found || !isBase64 || data == "" {
-			return imageSource{}, fieldErr(path, "expected a base64 data URL (data:image/png;base64,...)")
+			return outImageSource{}, fieldErr(path, "expected a base64 data URL (data:image/png;base64,...)")
 		}
 		if !anthropicImageTypes[mediaType] {
-			return imageSource{}, fieldErr(path, "media type %q not supported (image/jpeg, image/png, image/gif or image/webp)", mediaType)
+			return outImageSource{}, fieldErr(path, "media type %q not supported (image/jpeg, image/png, image/gif or image/webp)", mediaType)
 		}
-		return imageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
+		return outImageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-		return imageSource{Type: "url", URL: u}, nil
+		return outImageSource{Type: "url", URL: u}, nil
 	}
-	return imageSource{}, fieldErr(path, "expected an http(s) URL or a base64 data URL")
+	return outImageSource{}, fieldErr(path, "expected an http(s) URL or a base64 data URL")
 }
 
 // documentSourceOf is the document source of a chat file part's
 // file_data: a base64 PDF data URL (Anthropic's document blocks take PDFs;
 // a file_id means nothing to it).
-func documentSourceOf(u, path string) (imageSource, error) {
+func documentSourceOf(u, path string) (outImageSource, error) {
 	data, ok := strings.CutPrefix(u, "data:application/pdf;base64,")
 	if !ok || data == "" {
-		return imageSource{}, fieldErr(path, "expected a base64 PDF data URL (data:application/pdf;base64,...)")
+		return outImageSource{}, fieldErr(path, "expected a base64 PDF data URL (data:application/pdf;base64,...)")
 	}
-	return imageSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
+	return outImageSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
 }
 
 type toolUseBlock struct {
@@ -483,7 +471,7 @@ func toolResultBlock(m gjson.Result, path string) (json.RawMessage, error) {
 	if id == "" {
 		return nil, fieldErr(path+".tool_call_id", "required string")
 	}
-	blocks, err := contentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), true)
+	blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), true)
 	if err != nil {
 		return nil, err
 	}

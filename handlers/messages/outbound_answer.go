@@ -170,13 +170,13 @@ type chatCompletion struct {
 }
 
 type chatChoice struct {
-	Index        int          `json:"index"`
-	Message      *chatMessage `json:"message,omitempty"`
-	Delta        *chatMessage `json:"delta,omitempty"`
-	FinishReason *string      `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Message      *outChatMessage `json:"message,omitempty"`
+	Delta        *outChatMessage `json:"delta,omitempty"`
+	FinishReason *string         `json:"finish_reason"`
 }
 
-type chatMessage struct {
+type outChatMessage struct {
 	Role    string  `json:"role,omitempty"`
 	Content *string `json:"content,omitempty"`
 	// Reasoning is the text of the answer's thinking blocks (the public
@@ -255,7 +255,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	}
 	var text, reasoning strings.Builder
 	var runes int64
-	msg := &chatMessage{Role: "assistant"}
+	msg := &outChatMessage{Role: "assistant"}
 	for _, b := range m.Get("content").Array() {
 		switch b.Get("type").Str {
 		case "thinking":
@@ -303,7 +303,7 @@ func (aw *AnthropicToChat) event(e gjson.Result) {
 		}
 		aw.usage.merge(msg.Get("usage"))
 		empty := ""
-		aw.chunk(&chatMessage{Role: "assistant", Content: &empty}, nil)
+		aw.chunk(&outChatMessage{Role: "assistant", Content: &empty}, nil)
 	case "content_block_start":
 		aw.blockStart(e.Get("index").Int(), e.Get("content_block"))
 	case "content_block_delta":
@@ -320,7 +320,7 @@ func (aw *AnthropicToChat) event(e gjson.Result) {
 		if finish == "" {
 			finish = "stop"
 		}
-		aw.chunk(&chatMessage{}, &finish)
+		aw.chunk(&outChatMessage{}, &finish)
 		if aw.usage.seen {
 			aw.send(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
 				Choices: []chatChoice{}, Usage: aw.usage.chat()})
@@ -360,7 +360,7 @@ func (aw *AnthropicToChat) blockStart(i int64, cb gjson.Result) {
 		b.toolIndex = aw.toolCalls
 		aw.toolCalls++
 		idx := b.toolIndex
-		aw.chunk(&chatMessage{ToolCalls: []chatToolCall{{Index: &idx, ID: cb.Get("id").Str, Type: "function",
+		aw.chunk(&outChatMessage{ToolCalls: []chatToolCall{{Index: &idx, ID: cb.Get("id").Str, Type: "function",
 			Function: chatFunction{Name: cb.Get("name").Str}}}}, nil)
 	}
 }
@@ -376,14 +376,14 @@ func (aw *AnthropicToChat) blockDelta(i int64, d gjson.Result) {
 	case "input_json_delta":
 		if b.typ == "tool_use" {
 			idx := b.toolIndex
-			aw.chunk(&chatMessage{ToolCalls: []chatToolCall{{Index: &idx,
+			aw.chunk(&outChatMessage{ToolCalls: []chatToolCall{{Index: &idx,
 				Function: chatFunction{Arguments: d.Get("partial_json").Str}}}}, nil)
 		}
 	case "citations_delta":
 		b.citations = append(b.citations, d.Get("citation"))
 	case "thinking_delta":
 		if t := d.Get("thinking").Str; t != "" {
-			aw.chunk(&chatMessage{Reasoning: t}, nil)
+			aw.chunk(&outChatMessage{Reasoning: t}, nil)
 		}
 	}
 }
@@ -397,7 +397,7 @@ func (aw *AnthropicToChat) blockStop(i int64) {
 	}
 	if anns := citationsOf(b.citations, b.start, aw.textRunes); len(anns) > 0 {
 		empty := ""
-		aw.chunk(&chatMessage{Content: &empty, Annotations: anns}, nil)
+		aw.chunk(&outChatMessage{Content: &empty, Annotations: anns}, nil)
 	}
 }
 
@@ -430,7 +430,7 @@ func (aw *AnthropicToChat) text(t string) {
 }
 
 // chunk sends one chat chunk with delta and finish reason.
-func (aw *AnthropicToChat) chunk(delta *chatMessage, finish *string) {
+func (aw *AnthropicToChat) chunk(delta *outChatMessage, finish *string) {
 	aw.send(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
 		Choices: []chatChoice{{Delta: delta, FinishReason: finish}}})
 }

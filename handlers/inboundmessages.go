@@ -1,0 +1,258 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+)
+
+// The Messages route (POST /messages, Anthropic's Messages API) is served
+// as the Responses route serves chat-only providers: every attempt gets
+// the request translated into Chat Completions (messages.MessagesToChat),
+// and its answer is translated back below the meter's writer
+// (messages.ChatToMessages), so that the meter reads, charges and reports
+// a Messages answer.
+
+// translateMessages prepares the chat body every attempt of a Messages
+// request is sent; what has no chat form is the translation's 400.
+func (rt *Route) translateMessages() *apierror.Error {
+	chat, err := messages.MessagesToChat(rt.body)
+	if err != nil {
+		return apierror.BadRequest(err.Error())
+	}
+	rt.chatBody = chat
+	return nil
+}
+
+// validateMessages checks what a Messages request must have: messages,
+// and max_tokens, which Anthropic's API requires (its value was checked
+// with the other output limits).
+func validateMessages(f *reqbody.Fields) {
+	if v, ok := f.Get("messages"); !ok || !v.IsArray() {
+		f.Fail("messages", "an array of messages")
+	}
+	if v, ok := f.Get("max_tokens"); !ok || v.Type == gjson.Null {
+		f.FailWith(apierror.BadRequest("max_tokens: required (a positive integer)"))
+	}
+}
+
+// proxyMessages calls reverse_proxy for a Messages request's attempt,
+// its chat answer translated into a Messages answer for the meter's
+// writer.
+func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
+	cw := messages.NewChatToMessages(mw, genID, route.Model.ID, route.Provider.Name)
+	cw.Limit = maxBufferedBody
+	err := proxy(next, cw, r)
+	cw.Finish(err)
+	return err
+}
+
+// messagesEvent reads one event of a Messages stream for the meter;
+// hold reports whether it and every event after it wait for the charge:
+// message_delta (the stop reason and the usage), message_stop, error.
+func (mw *meterWriter) messagesEvent(data []byte) (hold bool) {
+	res := gjson.GetManyBytes(data, "type", "delta.text", "delta.partial_json", "delta.thinking")
+	switch res[0].Str {
+	case "message_start":
+		m := gjson.GetBytes(data, "message")
+		mw.upstreamID = m.Get("id").Str
+		mw.startUsage = messagesUsage(m.Get("usage"), usageSeen{})
+	case "content_block_delta":
+		mw.deliveredTxt += len(res[1].Str) + len(res[2].Str) + len(res[3].Str)
+	case "message_delta":
+		if f := gjson.GetBytes(data, "delta.stop_reason").Str; f != "" {
+			mw.finish = f
+		}
+		if u := gjson.GetBytes(data, "usage"); u.IsObject() {
+			mw.usage = messagesUsage(u, mw.startUsage)
+			mw.usageRaw = u.Raw
+		}
+		return true
+	case "message_stop":
+		mw.sawDone = true
+		return true
+	case "error":
+		mw.sawDone, mw.finish = true, "error"
+		return true
+	}
+	return false
+}
+
+// messagesUsage reads a Messages usage object: the prompt is
+// input_tokens plus the cache's reads and writes (Anthropic's input_tokens
+// leaves them out), which are charged at their own prices. A usage without
+// input_tokens (a stream's message_delta may carry only output_tokens)
+// keeps the prompt figures of start, message_start's.
+func messagesUsage(u gjson.Result, start usageSeen) usageSeen {
+	c := gjson.GetMany(u.Raw, "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+	seen := start
+	seen.ok, seen.completion = true, c[3].Int()
+	if c[0].Type == gjson.Number {
+		seen.prompt = c[0].Int() + c[1].Int() + c[2].Int()
+		seen.cacheRead, seen.cacheWrite = c[1].Int(), c[2].Int()
+	}
+	return seen
+}
+
+// readMessagesUsage is readJSONUsage for a Messages answer.
+func (mw *meterWriter) readMessagesUsage(body []byte) bool {
+	r := gjson.GetManyBytes(body, "id", "stop_reason", "usage")
+	mw.upstreamID, mw.finish = r[0].Str, r[1].Str
+	if u := r[2]; u.IsObject() {
+		mw.usageJSON, mw.usageRaw = u, u.Raw
+		mw.usage = messagesUsage(u, usageSeen{})
+		return true
+	}
+	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
+		return false
+	}
+	gjson.GetBytes(body, "content.#.text").ForEach(func(_, t gjson.Result) bool {
+		mw.deliveredTxt += len(t.Str)
+		return true
+	})
+	return true
+}
+
+// messagesBillUsage is the Messages usage object of what settle charged,
+// for an answer whose provider reported none.
+func (mw *meterWriter) messagesBillUsage() []byte {
+	t := mw.bill.tokens
+	return []byte(`{"input_tokens":` + strconv.FormatInt(t.PromptTokens, 10) +
+		`,"output_tokens":` + strconv.FormatInt(t.CompletionTokens, 10) +
+		`,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,` + mw.bill.members() + `}`)
+}
+
+// withBilledUsage puts the usage charged into the message_delta event ev
+// (whose data is data) of a stream whose provider reported none.
+func (mw *meterWriter) withBilledUsage(ev, data []byte) []byte {
+	if gjson.GetBytes(data, "type").Str != "message_delta" {
+		return ev
+	}
+	out, err := sjson.SetRawBytes(data, "usage", mw.messagesBillUsage())
+	if err != nil {
+		return ev
+	}
+	return sse.ReplaceData(ev, data, out)
+}
+
+// sendMessagesError ends a Messages stream whose upstream failed after the
+// status was sent with an error event.
+func (mw *meterWriter) sendMessagesError(code int, msg string) error {
+	if _, err := mw.ResponseWriter.Write(messages.ErrorEvent(code, msg)); err != nil {
+		return err
+	}
+	return mw.Flush()
+}
+
+// anthropicAPIKey is the key of a Messages request sent as Anthropic's
+// SDKs and Claude Code send an API key: "X-Api-Key: <key>" (with an auth
+// token they send "Authorization: Bearer", which bearer reads).
+func anthropicAPIKey(r *http.Request) (string, bool) {
+	key := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	return key, key != ""
+}
+
+// anthropicSearchTools turns Anthropic's web search tool in a Messages
+// request ({"type":"web_search_20250305","name":"web_search",
+// allowed_domains, blocked_domains, ...}, as Claude Code sends it) into the
+// gateway's web search server tool, which the gateway's engines serve
+// whatever the provider: allowed_domains stay, blocked_domains become
+// excluded_domains; max_uses and user_location have no use there (the
+// gateway searches once, before the model answers).
+func anthropicSearchTools(body []byte, brand string) ([]byte, *apierror.Error) {
+	tools := gjson.GetBytes(body, "tools")
+	if !tools.IsArray() || !strings.Contains(tools.Raw, "web_search_") {
+		return body, nil
+	}
+	out := body
+	var err error
+	tools.ForEach(func(i, t gjson.Result) bool {
+		if !strings.HasPrefix(t.Get("type").Str, "web_search_") {
+			return true
+		}
+		params := []byte(`{}`)
+		for _, f := range [][2]string{{"allowed_domains", "allowed_domains"}, {"blocked_domains", "excluded_domains"}} {
+			if v := t.Get(f[0]); v.Exists() && v.Type != gjson.Null {
+				if params, err = sjson.SetRawBytes(params, f[1], []byte(v.Raw)); err != nil {
+					return false
+				}
+			}
+		}
+		tool := `{"type":` + string(jsonQuote(brand+":web_search")) + `,"parameters":` + string(params) + `}`
+		out, err = sjson.SetRawBytes(out, "tools."+i.String(), []byte(tool))
+		return err == nil
+	})
+	if err != nil {
+		return nil, apierror.BadRequest("tools: " + err.Error())
+	}
+	return out, nil
+}
+
+// dropAnthropicHeaders removes the headers of Anthropic's API
+// (anthropic-version, anthropic-beta, ...) from a Messages request, whose
+// providers get its chat translation.
+func dropAnthropicHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "Anthropic-") {
+			delete(h, k)
+		}
+	}
+}
+
+// maxMessagesFallbacks bounds a Messages request's fallbacks, as the
+// public API does.
+const maxMessagesFallbacks = 3
+
+// withMessagesFallbacks adds a Messages request's fallbacks
+// ([{"model":...}], the public API's form of `models` on this route) to
+// its model ids, in order.
+func withMessagesFallbacks(ids []string, fallbacks, models gjson.Result) ([]string, *apierror.Error) {
+	if !fallbacks.Exists() || fallbacks.Type == gjson.Null {
+		return ids, nil
+	}
+	switch {
+	case models.Exists() && models.Type != gjson.Null:
+		return nil, apierror.BadRequest("fallbacks: cannot be combined with models")
+	case !fallbacks.IsArray():
+		return nil, apierror.BadRequest("fallbacks: expected an array of {\"model\": id} objects")
+	case len(fallbacks.Array()) > maxMessagesFallbacks:
+		return nil, apierror.BadRequest("fallbacks: expected at most 3 entries")
+	}
+	for i, fb := range fallbacks.Array() {
+		m := fb.Get("model")
+		if !fb.IsObject() || m.Type != gjson.String || m.Str == "" {
+			return nil, apierror.BadRequest("fallbacks[" + strconv.Itoa(i) + "].model: required string")
+		}
+		if !slices.Contains(ids, m.Str) {
+			ids = append(ids, m.Str)
+		}
+	}
+	return ids, nil
+}
+
+// lastMessagesUserText is the text of the last user message of a Messages
+// request that has any: an agent's last user turn often holds only tool
+// results.
+func lastMessagesUserText(body []byte) string {
+	msgs := gjson.GetBytes(body, "messages").Array()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Get("role").Str != "user" {
+			continue
+		}
+		if text := strings.TrimSpace(contentText(msgs[i].Get("content"))); text != "" {
+			return text
+		}
+	}
+	return ""
+}

@@ -1,0 +1,132 @@
+package messages
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(t *testing.T, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got invalid JSON %s: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("want invalid JSON %s: %v", want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestMessagesToChat(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"string content and sampling", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Hi"}],
+			"temperature":0.5,"top_p":0.9,"top_k":40,"stop_sequences":["END"],"metadata":{"user_id":"u-1"},
+			"thinking":{"type":"enabled","budget_tokens":2048},"service_tier":"auto","provider":{"sort":"price"}}`,
+			`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Hi"}],"temperature":0.5,"top_p":0.9,
+			"stop":["END"],"user":"u-1"}`},
+		{"user wins over metadata.user_id", `{"model":"m","max_tokens":5,"user":"end-1","metadata":{"user_id":"u-1"},"messages":[]}`,
+			`{"model":"m","max_tokens":5,"user":"end-1","messages":[]}`},
+		{"stream asks for usage", `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"include_usage":true}}`},
+		{"system string", `{"model":"m","max_tokens":5,"system":"Be brief.","messages":[{"role":"user","content":"Hi"}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}`},
+		{"system blocks with cache_control", `{"model":"m","max_tokens":5,"system":[{"type":"text","text":"You are Claude Code."},
+			{"type":"text","text":"Use tools.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"Hi"}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"You are Claude Code.\n\nUse tools."},{"role":"user","content":"Hi"}]}`},
+		{"user blocks: text, images, document", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[
+			{"type":"text","text":"Look:","cache_control":{"type":"ephemeral"}},
+			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}},
+			{"type":"image","source":{"type":"url","url":"https://x.test/a.png"}},
+			{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBE"},"title":"a.pdf"},
+			{"type":"document","source":{"type":"text","media_type":"text/plain","data":"plain doc"}}]}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[
+			{"type":"text","text":"Look:"},
+			{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},
+			{"type":"image_url","image_url":{"url":"https://x.test/a.png"}},
+			{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBE"}},
+			{"type":"text","text":"plain doc"}]}]}`},
+		{"one text block is a string", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"Hi"}]}`},
+		{"tool use both ways", `{"model":"m","max_tokens":5,"messages":[
+			{"role":"user","content":"Weather in Paris and Rome?"},
+			{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Checking."},
+				{"type":"tool_use","id":"toolu_1","name":"weather","input":{"city":"Paris"}},
+				{"type":"tool_use","id":"toolu_2","name":"weather","input":{"city":"Rome"}}]},
+			{"role":"user","content":[
+				{"type":"tool_result","tool_use_id":"toolu_1","content":"18C"},
+				{"type":"tool_result","tool_use_id":"toolu_2","is_error":true,"content":[{"type":"text","text":"no data"},
+					{"type":"image","source":{"type":"base64","media_type":"image/png","data":"BBBB"}}]},
+				{"type":"text","text":"And tomorrow?"}]}],
+			"tools":[{"name":"weather","description":"Weather by city","input_schema":{"type":"object","properties":{"city":{"type":"string"}}},"cache_control":{"type":"ephemeral"}}],
+			"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`,
+			`{"model":"m","max_tokens":5,"messages":[
+			{"role":"user","content":"Weather in Paris and Rome?"},
+			{"role":"assistant","content":"Checking.","tool_calls":[
+				{"id":"toolu_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},
+				{"id":"toolu_2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Rome\"}"}}]},
+			{"role":"tool","tool_call_id":"toolu_1","content":"18C"},
+			{"role":"tool","tool_call_id":"toolu_2","content":"Error: no data"},
+			{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,BBBB"}},{"type":"text","text":"And tomorrow?"}]}],
+			"tools":[{"type":"function","function":{"name":"weather","description":"Weather by city","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],
+			"tool_choice":"required","parallel_tool_calls":false}`},
+		{"assistant tool call alone has null content", `{"model":"m","max_tokens":5,"messages":[
+			{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`},
+		{"tool_choice tool", `{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}}`,
+			`{"model":"m","max_tokens":5,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`},
+		{"tool_choice auto and none", `{"model":"m","max_tokens":5,"messages":[],"tool_choice":{"type":"none"}}`,
+			`{"model":"m","max_tokens":5,"messages":[],"tool_choice":"none"}`},
+		{"tool_choice auto", `{"model":"m","max_tokens":5,"messages":[],"tool_choice":{"type":"auto"}}`,
+			`{"model":"m","max_tokens":5,"messages":[],"tool_choice":"auto"}`},
+		{"earlier server tool records are left out", `{"model":"m","max_tokens":5,"messages":[
+			{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}},{"type":"web_search_tool_result","tool_use_id":"s","content":[]},{"type":"text","text":"Found."}]}]}`,
+			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"Found."}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := MessagesToChat([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			jsonEqual(t, got, tt.want)
+		})
+	}
+}
+
+func TestMessagesToChatErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`[]`, "body: must be a JSON object"},
+		{`{"messages":{}}`, "messages: an array of messages"},
+		{`{"messages":[{"role":"system","content":"x"}]}`, "messages[0].role: expected user or assistant"},
+		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content: a string or an array of content blocks"},
+		{`{"messages":[{"role":"user","content":[{"type":"video"}]}]}`, `messages[0].content[0].type: "video" is not supported by this model's provider`},
+		{`{"messages":[{"role":"user","content":[{"text":"x"}]}]}`, "messages[0].content[0].type: required"},
+		{`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`, "messages[0].content[0].source.type: expected base64 or url"},
+		{`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":"x"}}]}]}`, "messages[0].content[0].source: a base64 source needs media_type and data"},
+		{`{"messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`, "messages[0].content[0].tool_use_id: required"},
+		{`{"messages":[{"role":"assistant","content":[{"type":"tool_use","name":"f"}]}]}`, "messages[0].content[0]: a tool_use block needs id and name"},
+		{`{"messages":[{"role":"assistant","content":[{"type":"image","source":{}}]}]}`, `messages[0].content[0].type: "image" is not supported in an assistant message by this model's provider`},
+		{`{"messages":[],"system":[{"type":"image"}]}`, "system[0].type: expected text"},
+		{`{"messages":[],"system":5}`, "system: a string or an array of text blocks"},
+		{`{"messages":[],"tools":[{"type":"bash_20250124","name":"bash"}]}`, `tools[0].type: "bash_20250124" is not supported by this model's provider; define it as a client tool with input_schema`},
+		{`{"messages":[],"tools":[{"name":"f"}]}`, "tools[0].input_schema: required (a JSON schema object)"},
+		{`{"messages":[],"tools":[{"input_schema":{}}]}`, "tools[0].name: required"},
+		{`{"messages":[],"tool_choice":{"type":"tool"}}`, "tool_choice.name: required for type tool"},
+		{`{"messages":[],"tool_choice":{"type":"sometimes"}}`, "tool_choice.type: expected auto, any, tool or none"},
+		{`{"messages":[],"tool_choice":"auto"}`, "tool_choice: an object with a type"},
+		{`{"messages":[],"stop_sequences":"END"}`, "stop_sequences: an array of strings"},
+		{`{"messages":[],"stop_sequences":[1]}`, "stop_sequences[0]: a string"},
+	}
+	for _, tt := range tests {
+		_, err := MessagesToChat([]byte(tt.in))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: error %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
