@@ -18,20 +18,30 @@ import (
 )
 
 // The Messages route (POST /messages, Anthropic's Messages API) is served
-// as the Responses route serves chat-only providers: every attempt gets
-// the request translated into Chat Completions (messages.MessagesToChat),
-// and its answer is translated back below the meter's writer
+// natively by Anthropic-style providers and, by the others, as the
+// Responses route is served by chat-only providers: the attempt gets the
+// request translated into Chat Completions (messages.MessagesToChat), and
+// its answer is translated back below the meter's writer
 // (messages.ChatToMessages), so that the meter reads, charges and reports
-// a Messages answer.
+// a Messages answer either way.
 
-// translateMessages prepares the chat body every attempt of a Messages
-// request is sent; what has no chat form is the translation's 400.
+// translateMessages prepares the chat body of a Messages request's
+// attempts at providers that are not Anthropic-style. A request that has
+// no chat form is served by the Anthropic-style providers alone; none
+// left is the translation's 400.
 func (rt *Route) translateMessages() *apierror.Error {
+	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() }) {
+		return nil
+	}
 	chat, err := messages.MessagesToChat(rt.body)
-	if err != nil {
+	if err == nil {
+		rt.chatBody = chat
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() })
+	if len(rt.Attempts) == 0 {
 		return apierror.BadRequest(err.Error())
 	}
-	rt.chatBody = chat
 	return nil
 }
 

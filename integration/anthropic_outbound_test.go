@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -323,6 +324,68 @@ func TestAnthropicStyleProvider(t *testing.T) {
 		expectClaudeCost(t, r.JSON.Get("usage"), 0)
 	})
 
+	t.Run("messages passed natively", func(t *testing.T) {
+		// A Messages request to an Anthropic-style provider goes as it is
+		// (but for the model id and the gateway's own fields), keeping
+		// cache_control, and its cache reads and writes are charged at
+		// their prices.
+		body := `{"model":"anthropic/claude-mock","max_tokens":40,"models":["anthropic/claude-mock"],` +
+			`"system":[{"type":"text","text":"Native messages context worth caching across calls","cache_control":{"type":"ephemeral"}}],` +
+			`"messages":[{"role":"user","content":"hello natively"}]}`
+		tap.take()
+		first := c.mustPost("/messages", key, body, nil).expect(t, 200)
+		call := expectAnthropicCall(t, tap.take(), "sk-ant-operator")
+		if call.body.Get("model").Str != "claude-mock" || call.body.Get("models").Exists() ||
+			call.body.Get("system.0.cache_control.type").Str != "ephemeral" || call.body.Get("max_tokens").Int() != 40 {
+			t.Errorf("upstream body %s", call.body.Raw)
+		}
+		if first.JSON.Get("type").Str != "message" || first.JSON.Get("content.0.text").Str != "Mock answer from claude-mock: hello natively" {
+			t.Errorf("answer %s", first.Body)
+		}
+		expectMessagesCost(t, first.JSON.Get("usage"))
+		msgID := first.JSON.Get("id").Str
+		if !strings.HasPrefix(msgID, "msg_") {
+			t.Errorf("native answer id %q, want Anthropic's msg_ id", msgID)
+		}
+		g := c.api("GET", "/generation?id="+msgID, key, nil).expect(t, 200).JSON.Get("data")
+		if g.Get("id").Str != first.Header.Get("X-Generation-Id") || creditAmount(t, g.Get("total_cost")) != creditAmount(t, first.JSON.Get("usage.cost")) {
+			t.Errorf("generation by the answer's id %s", g.Raw)
+		}
+		if first.JSON.Get("usage.cache_creation_input_tokens").Int() == 0 {
+			t.Errorf("first call wrote no cache: %s", first.JSON.Get("usage").Raw)
+		}
+		second := c.mustPost("/messages", key, body, nil).expect(t, 200)
+		if second.JSON.Get("usage.cache_read_input_tokens").Int() == 0 {
+			t.Errorf("second call read no cache: %s", second.JSON.Get("usage").Raw)
+		}
+		expectMessagesCost(t, second.JSON.Get("usage"))
+		tap.take()
+
+		evs := c.streamOf(t, "/messages", key, strings.Replace(body, `"max_tokens":40`, `"max_tokens":40,"stream":true`, 1))
+		expectAnthropicCall(t, tap.take(), "sk-ant-operator")
+		// The prompt's figures come in message_start, the output's and the
+		// charge in message_delta.
+		var text strings.Builder
+		var start, delta gjson.Result
+		for _, ev := range evs {
+			d := gjson.Parse(ev.Data)
+			switch d.Get("type").Str {
+			case "message_start":
+				start = d.Get("message.usage")
+			case "content_block_delta":
+				text.WriteString(d.Get("delta.text").Str)
+			case "message_delta":
+				delta = d.Get("usage")
+			}
+		}
+		if text.String() != "Mock answer from claude-mock: hello natively" || start.Get("cache_read_input_tokens").Int() == 0 {
+			t.Errorf("stream text %q usage %s", text.String(), start.Raw)
+		}
+		combined, _ := sjson.SetRaw(start.Raw, "output_tokens", delta.Get("output_tokens").Raw)
+		combined, _ = sjson.SetRaw(combined, "cost", delta.Get("cost").Raw)
+		expectMessagesCost(t, gjson.Parse(combined))
+	})
+
 	t.Run("native web search", func(t *testing.T) {
 		tap.take()
 		r := c.mustPost("/chat/completions", key, `{"model":"anthropic/claude-mock","messages":[{"role":"user","content":"caddy news"}],"tools":[{"type":"service:web_search"}]}`, nil).expect(t, 200)
@@ -462,5 +525,22 @@ func TestAnthropicStyleSDK(t *testing.T) {
 		if call.path != "/v1/messages" || call.header.Get("X-Api-Key") != "sk-ant-operator" {
 			t.Errorf("upstream call %s with x-api-key %q", call.path, call.header.Get("X-Api-Key"))
 		}
+	}
+}
+
+// expectMessagesCost checks that a Messages usage's cost is exactly its
+// tokens at anthropic/claude-mock's prices: Anthropic's input_tokens
+// leaves the cache's reads and writes out.
+func expectMessagesCost(t *testing.T, usage gjson.Result) {
+	t.Helper()
+	read, write := usage.Get("cache_read_input_tokens").Int(), usage.Get("cache_creation_input_tokens").Int()
+	u := billing.Usage{PromptTokens: usage.Get("input_tokens").Int() + read + write, CompletionTokens: usage.Get("output_tokens").Int(),
+		CacheReadTokens: read, CacheWriteTokens: write}
+	want, err := billing.Cost(claudePricing, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := creditAmount(t, usage.Get("cost")); got != want || u.CompletionTokens == 0 {
+		t.Errorf("usage.cost %s, want %s for %+v (%s)", got, want, u, usage.Raw)
 	}
 }
