@@ -48,6 +48,9 @@ type Options struct {
 	// survive a power loss, not only a process crash.
 	SyncWrites bool
 	Logger     *zap.Logger
+	// Redis, when set, selects the shared backend for several replicas
+	// (shared.go) instead of Badger.
+	Redis *kernel.RedisOptions
 }
 
 // Store is the gateway's persistent state: the domain stores over one
@@ -70,6 +73,8 @@ type Store struct {
 	*FeedbackStore
 	// domains are the domain stores kept outside this package (domains.go).
 	domains map[string]Domain
+	// shared links the replicas on the shared backend (shared.go).
+	shared *shared
 }
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
@@ -80,6 +85,14 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := newStore(k)
 	s.registerKinds()
+	rb, isShared := k.Backend().(*kernel.RedisBackend)
+	var feedPos string
+	if isShared {
+		if feedPos, err = rb.FeedPosition(); err != nil {
+			_ = k.Close()
+			return nil, err
+		}
+	}
 	if err := k.Load(); err != nil {
 		_ = k.Close()
 		return nil, err
@@ -89,13 +102,29 @@ func Open(opts Options) (*Store, error) {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
+	if isShared {
+		log := opts.Logger
+		if log == nil {
+			log = zap.NewNop()
+		}
+		if err := s.openShared(rb, feedPos, log); err != nil {
+			_ = k.Close()
+			return nil, err
+		}
+		s.k.Lock()
+		s.shared.ledger.overlayAll()
+		s.k.Unlock()
+	}
 	k.Start()
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
-func (s *Store) Close() error { return s.k.Close() }
+func (s *Store) Close() error {
+	s.closeShared()
+	return s.k.Close()
+}
 
 // newStore makes the domain stores over k and wires each to the others
 // it reads.

@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ type Options struct {
 	// survive a power loss, not only a process crash.
 	SyncWrites bool
 	Logger     *zap.Logger
+	// Redis, when set, selects the shared backend instead of Badger (Dir,
+	// GCInterval, InMemory and SyncWrites then do not apply).
+	Redis *RedisOptions
 }
 
 // Kernel is the in-memory state's lock and its way to the database.
@@ -63,6 +67,7 @@ type Kernel struct {
 	flushDone chan struct{}
 	closing   bool
 	started   bool
+	commits   uint64 // successful commits, under mu (Reload)
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
@@ -71,6 +76,13 @@ func Open(opts Options) (*Kernel, error) {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
+	}
+	if opts.Redis != nil {
+		b, err := OpenRedis(*opts.Redis, log)
+		if err != nil {
+			return nil, err
+		}
+		return New(b, log), nil
 	}
 	b, err := openBadger(opts, log)
 	if err != nil {
@@ -176,6 +188,9 @@ func (k *Kernel) Scan(prefix string, fn func(key, value []byte) (bool, error)) e
 	return k.backend.Scan(prefix, fn)
 }
 
+// Backend is the database under the kernel.
+func (k *Kernel) Backend() Backend { return k.backend }
+
 // kind returns the registered kind of a key.
 func (k *Kernel) kind(key string) (Kind, bool) {
 	for _, kind := range k.kinds {
@@ -184,4 +199,57 @@ func (k *Kernel) kind(key string) (Kind, bool) {
 		}
 	}
 	return Kind{}, false
+}
+
+// Reload replaces the in-memory state by the backend's, for a backend
+// shared with other writers: it reads every loaded kind, then under Lock
+// calls reset (which empties the domain stores' maps), loads every record
+// in registration order and calls after. A commit of this process that
+// lands while the backend is read would be missing from what was read, so
+// Reload then reads again; changes still waiting for the flusher are
+// committed first, since a reset would otherwise drop them.
+func (k *Kernel) Reload(reset, after func()) error {
+	type record struct{ key, value []byte }
+	for {
+		k.mu.Lock()
+		commits, pending := k.commits, len(k.dirty) > 0 || len(k.appends) > 0
+		b := k.Pending()
+		k.mu.Unlock()
+		if pending {
+			if err := b.Wait(); err != nil {
+				return err
+			}
+			continue
+		}
+		read := make([][]record, len(k.kinds))
+		for i, kind := range k.kinds {
+			if kind.Load == nil {
+				continue
+			}
+			err := k.backend.Scan(kind.Prefix, func(key, value []byte) (bool, error) {
+				read[i] = append(read[i], record{slices.Clone(key), slices.Clone(value)})
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		k.mu.Lock()
+		if k.commits != commits || len(k.dirty) > 0 || len(k.appends) > 0 {
+			k.mu.Unlock()
+			continue
+		}
+		reset()
+		var err error
+		for i, kind := range k.kinds {
+			for _, r := range read[i] {
+				if lerr := kind.Load(r.key, r.value); lerr != nil && err == nil {
+					err = fmt.Errorf("loading record %q: %w", r.key, lerr)
+				}
+			}
+		}
+		after()
+		k.mu.Unlock()
+		return err
+	}
 }

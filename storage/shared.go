@@ -1,0 +1,180 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// Several replicas on one Redis.
+//
+// With Options.Redis the records live in Redis (kernel.RedisBackend) and
+// every replica keeps its full in-memory copy, so that authentication and
+// admission still read memory only. Each commit announces its keys on the
+// change feed; the other replicas reload their memory from Redis when they
+// read such an entry (Kernel.Reload) and re-apply the money fields, which
+// live apart from the records (sharedledger.go) so that no replica ever
+// overwrites a counter with a stale copy.
+
+// ErrUnavailable is returned while the shared database cannot be reached:
+// handlers answer 503 and serve nothing they could not meter.
+var ErrUnavailable = kernel.ErrUnavailable
+
+// Resettable is implemented by an outside domain store (domains.go) that
+// can empty its in-memory index before a reload from the shared database;
+// it runs under the kernel's lock.
+type Resettable interface {
+	Reset()
+}
+
+// shared is a Store's link to the other replicas; nil on Badger.
+type shared struct {
+	rb     *kernel.RedisBackend
+	ledger *sharedLedger
+	stop   context.CancelFunc
+	done   chan struct{}
+	log    *zap.Logger
+}
+
+// Shared reports whether the store runs on the shared backend.
+func (s *Store) Shared() bool { return s.shared != nil }
+
+// Available reports whether the store can make changes durable right now:
+// always on Badger; on Redis, while the server answers.
+func (s *Store) Available() bool { return s.shared == nil || s.shared.rb.Available() }
+
+// openShared finishes Open on the shared backend: the money fields, then
+// the change feed from position pos (taken before the warm-up).
+func (s *Store) openShared(rb *kernel.RedisBackend, pos string, log *zap.Logger) error {
+	sh := &shared{rb: rb, log: log, done: make(chan struct{})}
+	sh.ledger = newSharedLedger(s, rb, log)
+	s.shared = sh
+	if err := sh.ledger.loadAll(); err != nil {
+		return fmt.Errorf("loading the money counters from redis: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sh.stop = cancel
+	go func() {
+		defer close(sh.done)
+		rb.Follow(ctx, pos, s.applyChanges, s.resync)
+	}()
+	sh.ledger.start(ctx)
+	return nil
+}
+
+// closeShared stops following the feed and the lease keeper.
+func (s *Store) closeShared() {
+	if s.shared == nil {
+		return
+	}
+	s.shared.stop()
+	<-s.shared.done
+	s.shared.ledger.wait()
+}
+
+// applyChanges applies other replicas' feed entries: refreshed money
+// fields for a ledger script's entry, a reload for committed records.
+func (s *Store) applyChanges(changes []kernel.Change) {
+	records := false
+	accounts := map[string]struct{}{}
+	for _, c := range changes {
+		if len(c.Keys) > 0 {
+			records = true
+		}
+		if c.Account != "" {
+			accounts[c.Account] = struct{}{}
+		}
+	}
+	if records {
+		if err := s.resync(); err != nil {
+			s.shared.log.Error("reloading changed records from redis failed", zap.Error(err))
+		}
+		return // a reload re-reads every account's money as well
+	}
+	for id := range accounts {
+		if err := s.shared.ledger.refresh(id); err != nil && !errors.Is(err, ErrUnavailable) {
+			s.shared.log.Error("reading an account's counters from redis failed", zap.Error(err))
+		}
+	}
+}
+
+// resync reloads every record and every account's money fields from
+// Redis: after another replica's commit, or a broken feed.
+func (s *Store) resync() error {
+	if err := s.shared.ledger.loadAll(); err != nil {
+		return err
+	}
+	return s.k.Reload(s.resetMemory, func() {
+		s.ensureDefaultWorkspacesInMemory()
+		s.OrgStore.rulesChanged()
+		s.shared.ledger.overlayAll()
+	})
+}
+
+// resetMemory empties every domain store's maps before a reload. Callers
+// hold the kernel's lock.
+func (s *Store) resetMemory() {
+	a := s.AccountStore
+	a.accounts, a.keys, a.mgmtKeys, a.purchases = map[string]*Account{}, map[string]*APIKey{}, map[string]*ManagementKey{}, map[string][]Purchase{}
+	o := s.OrgStore
+	o.members, o.workspaces, o.guardrails = kernel.Records[Member]{}, kernel.Records[Workspace]{}, kernel.Records[Guardrail]{}
+	s.SecretStore.byok = kernel.Records[Credential]{}
+	s.EndUserStore.endUsers = kernel.Records[EndUser]{}
+	s.DestinationStore.destinations = kernel.Records[Destination]{}
+	s.EndpointStore.endpoints = kernel.Records[PrivateEndpoint]{}
+	for _, d := range s.domains {
+		if r, ok := d.(Resettable); ok {
+			r.Reset()
+		}
+	}
+}
+
+// ensureDefaultWorkspacesInMemory gives every account its default
+// workspace in memory when the record is not stored yet (it is written by
+// the replica that created the account). Callers hold the kernel's lock.
+func (s *Store) ensureDefaultWorkspacesInMemory() {
+	for _, a := range s.accounts {
+		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok && a.DefaultWorkspaceID != "" {
+			s.workspaces.Put(defaultWorkspace(a))
+		}
+	}
+}
+
+// ReserveHolds is LedgerStore.ReserveHolds, on the shared ledger when the
+// store runs on Redis.
+func (s *Store) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+	if s.shared != nil {
+		return s.shared.ledger.reserve(accountID, keyHash, decide)
+	}
+	return s.LedgerStore.ReserveHolds(accountID, keyHash, decide)
+}
+
+// Reserve is LedgerStore.Reserve, on the shared ledger when the store
+// runs on Redis.
+func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
+}
+
+// Settle is LedgerStore.Settle, on the shared ledger when the store runs
+// on Redis.
+func (s *Store) Settle(res *Reservation, c Charge) error {
+	if s.shared != nil {
+		return s.shared.ledger.settle(res, c)
+	}
+	return s.LedgerStore.Settle(res, c)
+}
+
+// Release is LedgerStore.Release, on the shared ledger when the store
+// runs on Redis.
+func (s *Store) Release(res *Reservation) error {
+	if s.shared != nil {
+		return s.shared.ledger.release(res)
+	}
+	return s.LedgerStore.Release(res)
+}
+
+var _ Ledger = (*Store)(nil)
