@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 func init() {
@@ -63,6 +64,9 @@ type App struct {
 	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
 	// CustomerEgress is the policy of URLs that customers supply (egress.go).
 	CustomerEgress *EgressConfig `json:"customer_egress,omitempty"`
+	// Storage selects a shared database for several replicas
+	// (redisconfig.go); unset: Badger under DataDir.
+	Storage *StorageConfig `json:"storage,omitempty"`
 
 	logger *zap.Logger
 
@@ -73,7 +77,8 @@ type App struct {
 	egress   *egress.Policy
 
 	mu    sync.Mutex
-	dir   string // absolute DataDir: the pool key
+	dir   string // absolute DataDir, or the Redis store's name: the pool key
+	redis *kernel.RedisOptions
 	store *storage.Store
 
 	exporter *export.Exporter // observability export (export.go), under mu
@@ -115,6 +120,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("data_dir: %v", err)
 	}
 	a.dir = dir
+	if a.Storage != nil && a.Storage.Redis != nil {
+		if a.redis, err = a.Storage.Redis.options(repl); err != nil {
+			return err
+		}
+		a.dir = redisPoolKey(a.redis)
+	}
 	if a.sealer, err = a.byokSealer(repl); err != nil {
 		return err
 	}
@@ -165,6 +176,9 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := validateWebSearch(a.WebSearch); err != nil {
+		return err
+	}
+	if err := a.Storage.validate(); err != nil {
 		return err
 	}
 	return a.InFlight.validate()
@@ -247,6 +261,14 @@ func (a *App) Store() (*storage.Store, error) {
 		return a.store, nil
 	}
 	val, _, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
+		if a.redis != nil {
+			s, err := storage.Open(storage.Options{Redis: a.redis, Logger: a.logger.Named("redis")})
+			if err != nil {
+				return nil, err
+			}
+			a.logger.Info("opened the shared tollgate database", zap.String("redis", a.redis.Address), zap.String("key_prefix", a.redis.KeyPrefix))
+			return storeCloser{s}, nil
+		}
 		s, err := storage.Open(storage.Options{
 			Dir:        a.dir,
 			GCInterval: time.Duration(a.GCInterval),

@@ -59,6 +59,15 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		customer_egress {
 //			allow <cidr or ip>...
 //		}
+//		storage redis {
+//			address    <host:port>
+//			username   <ACL user>
+//			password   <password or {env.VAR}>
+//			db         <n>
+//			tls
+//			key_prefix <prefix>
+//			hold_lease <duration>
+//		}
 //		model <id> {
 //			name                  <name>
 //			context_length        <tokens>
@@ -98,6 +107,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&a.DataDir) {
 				return d.ArgErr()
 			}
+		case "storage":
+			sc, err := parseStorage(d)
+			if err != nil {
+				return err
+			}
+			a.Storage = sc
 		case "brand":
 			if !d.AllArgs(&a.BrandName) {
 				return d.ArgErr()

@@ -44,6 +44,11 @@ func TestValidateRefuses(t *testing.T) {
 		{"fraction", `"in_flight": {"fraction": "2"}`, "in_flight: fraction"},
 		{"settlement_window", `"in_flight": {"settlement_window": -1}`, "in_flight: settlement_window"},
 		{"context_length", `"models": [{"id": "m", "context_length": -1, "pricing": {"prompt": "0", "completion": "0"}}]`, `model "m": context_length`},
+		{"redis address missing", `"storage": {"redis": {}}`, "storage: redis: address: required"},
+		{"redis address port", `"storage": {"redis": {"address": "localhost:99999"}}`, "storage: redis: address: port"},
+		{"redis address placeholder", `"storage": {"redis": {"address": "{env.TOLLGATE_UNSET_REDIS_ADDR}"}}`, "storage: redis: address: required"},
+		{"redis db", `"storage": {"redis": {"address": "localhost:6379", "db": -1}}`, "storage: redis: db"},
+		{"redis hold_lease", `"storage": {"redis": {"address": "localhost:6379", "hold_lease": 1000}}`, "storage: redis: hold_lease"},
 	}
 	for _, tc := range jsonApps {
 		t.Run(tc.name, func(t *testing.T) {
