@@ -158,12 +158,18 @@ type requestState struct {
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
+		if apiErr := t.refuseWhileUnavailable(r, 0, true); apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
 		return t.admin.ServeSCIM(w, r)
 	}
 	st := new(requestState)
 	var ok bool
 	if st.kind, st.sub, ok = admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
+	}
+	if apiErr := t.refuseWhileUnavailable(r, st.kind, false); apiErr != nil {
+		return apierror.Fail(r, apiErr)
 	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
 		return apierror.Fail(r, apiErr)

@@ -163,7 +163,14 @@ func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerVi
 // on Redis.
 func (s *Store) Settle(res *Reservation, c Charge) error {
 	if s.shared != nil {
-		return s.shared.ledger.settle(res, c)
+		err := s.shared.ledger.settle(res, c)
+		if errors.Is(err, ErrUnavailable) {
+			// The provider answered, so the charge is owed: it lands once
+			// Redis answers again (a settled generation is never written
+			// twice), though this request reports the failure.
+			s.shared.ledger.settleLater(res, c)
+		}
+		return err
 	}
 	return s.LedgerStore.Settle(res, c)
 }

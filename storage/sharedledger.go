@@ -146,7 +146,8 @@ type sharedLedger struct {
 	live   map[string]string // lease member -> account id
 	ids    map[*Reservation]string
 
-	wg sync.WaitGroup
+	wg  sync.WaitGroup
+	ctx context.Context // ends when the store closes
 }
 
 func newSharedLedger(s *Store, rb *kernel.RedisBackend, log *zap.Logger) *sharedLedger {
@@ -814,6 +815,7 @@ func (l *sharedLedger) forget(res *Reservation, member string) {
 // start runs the lease keeper until ctx ends: it renews this replica's
 // leases and releases the expired leases of any replica.
 func (l *sharedLedger) start(ctx context.Context) {
+	l.ctx = ctx
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -834,6 +836,31 @@ func (l *sharedLedger) start(ctx context.Context) {
 }
 
 func (l *sharedLedger) wait() { l.wg.Wait() }
+
+// settleLater retries a settlement that failed for want of Redis until it
+// lands or the store closes.
+func (l *sharedLedger) settleLater(res *Reservation, c Charge) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for backoff := 50 * time.Millisecond; ; backoff = min(backoff*2, 2*time.Second) {
+			select {
+			case <-l.ctx.Done():
+				l.log.Error("store closed before a charge could reach redis", zap.String("account", res.AccountID))
+				return
+			case <-time.After(backoff):
+			}
+			err := l.settle(res, c)
+			if err == nil || errors.Is(err, ErrSettled) {
+				return
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				l.log.Error("a charge could not be settled", zap.String("account", res.AccountID), zap.Error(err))
+				return
+			}
+		}
+	}()
+}
 
 // renew extends the leases of this replica's running requests.
 func (l *sharedLedger) renew() {
@@ -860,7 +887,7 @@ func (l *sharedLedger) renew() {
 func (l *sharedLedger) reap() error {
 	ctx, cancel := ctxTimeout()
 	nowMS := now().UnixMilli()
-	members, err := l.rb.Client().ZRangeByScore(ctx, l.leaseKey(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(nowMS, 10), Count: 100}).Result()
+	members, err := l.rb.Client().ZRangeArgs(ctx, redis.ZRangeArgs{Key: l.leaseKey(), ByScore: true, Start: "-inf", Stop: strconv.FormatInt(nowMS, 10), Count: 100}).Result()
 	cancel()
 	if err := l.rb.Observe(err); err != nil {
 		return err
