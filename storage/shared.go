@@ -81,6 +81,7 @@ func (s *Store) closeShared() {
 func (s *Store) applyChanges(changes []kernel.Change) {
 	records := false
 	accounts := map[string]struct{}{}
+	s.addRemoteGenerations(changes)
 	for _, c := range changes {
 		if len(c.Keys) > 0 {
 			records = true
@@ -99,6 +100,25 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 		if err := s.shared.ledger.refresh(id); err != nil && !errors.Is(err, ErrUnavailable) {
 			s.shared.log.Error("reading an account's counters from redis failed", zap.Error(err))
 		}
+	}
+}
+
+// addRemoteGenerations adds the generations other replicas settled to
+// this replica's analytics rollup, so that every replica's analytics equal
+// what was charged. They are not published to this replica's subscribers
+// (the export): the replica that settled a generation exports it, once.
+func (s *Store) addRemoteGenerations(changes []kernel.Change) {
+	for _, c := range changes {
+		if c.Generation == "" {
+			continue
+		}
+		g, err := s.LedgerStore.Generation(c.Generation)
+		if err != nil {
+			s.shared.log.Error("reading another replica's generation failed", zap.String("generation", c.Generation), zap.Error(err))
+			continue
+		}
+		// Its end user, if new, reaches this replica as a record.
+		s.AnalyticsStore.analytics.addGeneration(g)
 	}
 }
 

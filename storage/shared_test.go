@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,7 +103,7 @@ func TestSharedReserveIsExactAcrossReplicas(t *testing.T) {
 			admitted.Add(1)
 			time.Sleep(time.Millisecond)
 			cost := hold - money.Amount(i)
-			if err := r.Settle(res, Charge{Cost: cost, Generation: &Generation{ID: NewGenerationID(time.Now()), AccountID: acct.ID, KeyHash: k.Hash, Cost: cost}}); err != nil {
+			if err := r.Settle(res, Charge{Cost: cost, Generation: &Generation{ID: NewGenerationID(time.Now()), AccountID: acct.ID, KeyHash: k.Hash, Cost: cost, CreatedAt: time.Now()}}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -137,6 +138,15 @@ func TestSharedReserveIsExactAcrossReplicas(t *testing.T) {
 	_ = reps[0].Generations(func(g Generation) bool { gens++; sum += g.Cost; return true })
 	if gens != admitted.Load() || int64(sum) != charged.Load() {
 		t.Fatalf("%d generations summing %s; %d admitted, %d charged", gens, sum, admitted.Load(), charged.Load())
+	}
+	// Every replica's analytics count every replica's generations.
+	for i, r := range reps {
+		eventually(t, time.Second, fmt.Sprintf("replica %d's analytics", i), func() bool {
+			var n int64
+			var usage money.Amount
+			r.ScanUsage(acct.ID, time.Unix(0, 0), time.Now().Add(time.Hour), func(c *Cell) { n += c.Sums.Requests; usage += c.Sums.Usage })
+			return n == admitted.Load() && int64(usage) == charged.Load()
+		})
 	}
 }
 

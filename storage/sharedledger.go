@@ -83,7 +83,11 @@ if ARGV[6] ~= '' then
   redis.call('SET', KEYS[4], ARGV[6])
   if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7]) end
 end
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2])
+if ARGV[6] ~= '' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'g', ARGV[10 + 3 * n])
+else
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2])
+end
 return {1}
 `)
 
@@ -425,6 +429,7 @@ type script struct {
 	leaseOp          string
 	leaseMember      string
 	leaseScore       int64
+	genID            string
 	genKey, genValue string
 	upKey, upValue   string
 	triples          []string
@@ -448,6 +453,7 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 	for _, t := range sc.triples {
 		args = append(args, t)
 	}
+	args = append(args, sc.genID)
 	ctx, cancel := ctxTimeout()
 	defer cancel()
 	keys := []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey}
@@ -668,7 +674,7 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 	if res.done {
 		return ErrSettled
 	}
-	var genKey, genValue, upKey, upValue string
+	var genID, genKey, genValue, upKey, upValue string
 	for range maxAttempts {
 		t := now()
 		lv, err := l.readHeld(res)
@@ -688,7 +694,7 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 			if err != nil {
 				return err
 			}
-			genKey, genValue = l.rb.Prefix()+prefixGeneration+g.ID, string(b)
+			genID, genKey, genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
 			if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
 				id, _ := json.Marshal(g.ID)
 				upKey, upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
@@ -700,7 +706,7 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 		}
 		member := l.member(res)
 		status, err := l.runLocked(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
-			genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples})
+			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples})
 		if err != nil {
 			return err
 		}

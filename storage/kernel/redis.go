@@ -236,6 +236,8 @@ func globEscape(s string) string {
 type Change struct {
 	Keys    []string
 	Account string // a ledger script's entry: the account's money changed
+	// Generation is the id of the generation record a settlement wrote.
+	Generation string
 }
 
 // FeedPosition is where Follow starts: taken before the warm-up Load, so
@@ -297,6 +299,7 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, apply func([]Cha
 					c.Keys = strings.Split(k, "\n")
 				}
 				c.Account, _ = m.Values["m"].(string)
+				c.Generation, _ = m.Values["g"].(string)
 				changes = append(changes, c)
 			}
 		}
