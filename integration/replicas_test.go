@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -308,5 +309,52 @@ func TestReplicasRedisDownThenBack(t *testing.T) {
 	list := cs[0].api("GET", "/keys", org.MgmtKey, nil).expect(t, 200)
 	if n := len(list.JSON.Get("data").Array()); n != 1 {
 		t.Fatalf("%d keys after a refused creation, want 1", n)
+	}
+}
+
+// `caddy tollgate migrate` copies a gateway's Badger database into Redis:
+// replicas on it then know the same keys, with the same usage, and go on
+// charging from there; a second migration into the now non-empty Redis is
+// refused unless --force.
+func TestMigrateBadgerToRedis(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newTenant("organization", "100")
+	limit := money.Amount(5 * money.AmountScale)
+	key, _ := c.newKey(org.MgmtKey, fmt.Sprintf(`{"name":"migrated","limit":%s}`, limit))
+	body := `{"model":"tollgate-mock","messages":[{"role":"user","content":"charged in badger"}]}`
+	c.api("POST", "/chat/completions", key, body).expect(t, 200)
+	before := c.snapshot(key, org.MgmtKey)
+	p.kill() // Badger's directory lock goes with the process
+
+	srv := redistest.Start(t)
+	migrate := func(extra ...string) (string, error) {
+		args := append([]string{"tollgate", "migrate", "--from", dir, "--to", "redis://" + srv.Addr + "/0", "--key-prefix", "replicas:"}, extra...)
+		out, err := exec.Command(caddyBinary, args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := migrate(); err != nil || !strings.Contains(out, "copied") {
+		t.Fatalf("migrate: %v: %s", err, out)
+	}
+	r := startReplica(t, srv)
+	rc := newClient(t, r.gateway, r.admin)
+	after := rc.snapshot(key, org.MgmtKey)
+	if after.usage != before.usage || after.totalUsage != before.totalUsage || after.totalCredits != before.totalCredits || *after.limit != limit {
+		t.Fatalf("after migration: %+v, before: %+v", after, before)
+	}
+	cost := creditAmount(t, rc.api("POST", "/chat/completions", key, body).expect(t, 200).JSON.Get("usage.cost"))
+	expectCharged(t, after, rc.snapshot(key, org.MgmtKey), cost, "charged on redis after the migration")
+
+	if out, err := migrate(); err == nil || !strings.Contains(out, "--force") {
+		t.Fatalf("a second migration into a non-empty redis was not refused: %v: %s", err, out)
+	}
+	r.kill()
+	if out, err := migrate("--force"); err != nil {
+		t.Fatalf("migrate --force: %v: %s", err, out)
+	}
+	r = startReplica(t, srv)
+	if got := newClient(t, r.gateway, r.admin).snapshot(key, org.MgmtKey); got.usage != before.usage {
+		t.Fatalf("after migrate --force: usage %s, want the Badger figure %s", got.usage, before.usage)
 	}
 }
