@@ -287,6 +287,7 @@ func TestReplicasRedisDownThenBack(t *testing.T) {
 		})
 		c.api("POST", "/chat/completions", key, body).expectError(t, 503, "database is unavailable")
 		c.api("POST", "/keys", org.MgmtKey, `{"name":"not now"}`).expectError(t, 503, "database is unavailable")
+		c.operator("POST", "/accounts", `{"name":"not now","type":"organization"}`).expectError(t, 503, "database is unavailable")
 	}
 
 	srv.Restart()
@@ -305,10 +306,14 @@ func TestReplicasRedisDownThenBack(t *testing.T) {
 			return c.snapshot(key, org.MgmtKey).usage == acked
 		})
 	}
-	// No key was created by the refused write.
+	// Nothing was created by the refused writes.
 	list := cs[0].api("GET", "/keys", org.MgmtKey, nil).expect(t, 200)
 	if n := len(list.JSON.Get("data").Array()); n != 1 {
 		t.Fatalf("%d keys after a refused creation, want 1", n)
+	}
+	accounts := cs[1].operator("GET", "/accounts", nil).expect(t, 200)
+	if n := len(accounts.JSON.Get("data").Array()); n != 1 {
+		t.Fatalf("%d accounts after a refused creation, want 1", n)
 	}
 }
 
