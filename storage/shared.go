@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -80,14 +82,21 @@ func (s *Store) closeShared() {
 // fields for a ledger script's entry, a reload for committed records.
 func (s *Store) applyChanges(changes []kernel.Change) {
 	records := false
-	accounts := map[string]struct{}{}
+	accounts := map[string]map[string]struct{}{} // account -> changed fields
 	s.addRemoteGenerations(changes)
 	for _, c := range changes {
 		if len(c.Keys) > 0 {
 			records = true
 		}
 		if c.Account != "" {
-			accounts[c.Account] = struct{}{}
+			fs := accounts[c.Account]
+			if fs == nil {
+				fs = map[string]struct{}{}
+				accounts[c.Account] = fs
+			}
+			for _, f := range c.Fields {
+				fs[f] = struct{}{}
+			}
 		}
 	}
 	if records {
@@ -96,8 +105,14 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 		}
 		return // a reload re-reads every account's money as well
 	}
-	for id := range accounts {
-		if err := s.shared.ledger.refresh(id); err != nil && !errors.Is(err, ErrUnavailable) {
+	for id, fs := range accounts {
+		var err error
+		if len(fs) == 0 {
+			err = s.shared.ledger.refresh(id)
+		} else {
+			err = s.shared.ledger.refreshFields(id, slices.Collect(maps.Keys(fs)))
+		}
+		if err != nil && !errors.Is(err, ErrUnavailable) {
 			s.shared.log.Error("reading an account's counters from redis failed", zap.Error(err))
 		}
 	}

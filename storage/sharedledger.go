@@ -73,10 +73,13 @@ for i = 0, n - 1 do
   if v ~= ARGV[11 + 3 * i] then ok = false end
 end
 if not ok then return cur end
+local fs = {}
 for i = 0, n - 1 do
   local f, v = ARGV[10 + 3 * i], ARGV[12 + 3 * i]
   if v == '' then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, v) end
+  fs[#fs + 1] = f
 end
+local changed = table.concat(fs, ' ')
 if ARGV[3] == 'add' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
 elseif ARGV[3] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
 if ARGV[6] ~= '' then
@@ -84,9 +87,9 @@ if ARGV[6] ~= '' then
   if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7]) end
 end
 if ARGV[6] ~= '' then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'g', ARGV[10 + 3 * n])
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', changed, 'g', ARGV[10 + 3 * n])
 else
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2])
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', changed)
 end
 return {1}
 `)
@@ -144,6 +147,9 @@ type sharedLedger struct {
 	// raw is the last known string of every money field, by account id
 	// then field ("" or missing: absent), under mu and the kernel's lock.
 	raw map[string]map[string]string
+	// seq counts the changes to raw, under mu: a refresh read without mu
+	// is applied only if nothing changed raw meanwhile.
+	seq uint64
 	// live are this replica's running reservations: their leases are
 	// renewed. Under liveMu.
 	liveMu sync.Mutex
@@ -200,6 +206,7 @@ func (l *sharedLedger) loadAll() error {
 			raw[chunk[i][len(prefix):]] = c.(*redis.MapStringStringCmd).Val()
 		}
 	}
+	l.seq++
 	l.s.k.Lock()
 	l.raw = raw
 	l.s.k.Unlock()
@@ -465,6 +472,7 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		return 0, fmt.Errorf("ledger script: empty answer")
 	}
 	status, _ = out[0].(int64)
+	l.seq++
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
 	if status == 0 {
@@ -961,11 +969,58 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 	if err := l.rb.Observe(err); err != nil {
 		return err
 	}
+	l.seq++
 	l.s.k.Lock()
 	l.raw[accountID] = m
 	l.overlay(accountID)
 	l.s.k.Unlock()
 	return nil
+}
+
+// refreshFields re-reads the fields another replica's script changed.
+// The read runs without mu, so that this replica's admissions do not wait
+// on it; it is applied only if no script of this replica ran meanwhile
+// (else it is read again under mu), so an older answer never overwrites a
+// newer one.
+func (l *sharedLedger) refreshFields(accountID string, fields []string) error {
+	l.mu.Lock()
+	seq := l.seq
+	l.mu.Unlock()
+	vals, err := l.readFields(accountID, fields)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seq != seq {
+		if vals, err = l.readFields(accountID, fields); err != nil {
+			return err
+		}
+	}
+	l.seq++
+	l.s.k.Lock()
+	defer l.s.k.Unlock()
+	raw := l.raw[accountID]
+	if raw == nil {
+		raw = map[string]string{}
+		l.raw[accountID] = raw
+	}
+	for i, f := range fields {
+		if v, ok := vals[i].(string); ok {
+			raw[f] = v
+		} else {
+			delete(raw, f)
+		}
+	}
+	l.overlay(accountID)
+	return nil
+}
+
+func (l *sharedLedger) readFields(accountID string, fields []string) ([]any, error) {
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	vals, err := l.rb.Client().HMGet(ctx, l.moneyKey(accountID), fields...).Result()
+	return vals, l.rb.Observe(err)
 }
 
 func newReservationID() string {

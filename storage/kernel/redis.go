@@ -236,6 +236,8 @@ func globEscape(s string) string {
 type Change struct {
 	Keys    []string
 	Account string // a ledger script's entry: the account's money changed
+	// Fields are the money fields it changed.
+	Fields []string
 	// Generation is the id of the generation record a settlement wrote.
 	Generation string
 }
@@ -300,6 +302,9 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, apply func([]Cha
 				}
 				c.Account, _ = m.Values["m"].(string)
 				c.Generation, _ = m.Values["g"].(string)
+				if f, _ := m.Values["f"].(string); f != "" {
+					c.Fields = strings.Fields(f)
+				}
 				changes = append(changes, c)
 			}
 		}
