@@ -202,3 +202,29 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		return b.ledger.keyHeld[k.Hash] == 0 && leases() == 0
 	})
 }
+
+func TestSharedSettlingCostsStaySmall(t *testing.T) {
+	var am acctMoney
+	t0 := time.UnixMilli(1_700_000_000_050)
+	for i := range 1000 {
+		am.keepSettling(t0.Add(time.Duration(i)*time.Millisecond), 1)
+	}
+	if len(am.Settling) > 11 {
+		t.Fatalf("%d settling entries for one second of costs", len(am.Settling))
+	}
+	var sum money.Amount
+	for i, e := range am.Settling {
+		sum += e.Amount
+		if i > 0 && e.Until <= am.Settling[i-1].Until {
+			t.Fatalf("entries out of order: %v", am.Settling)
+		}
+	}
+	if sum != 1000 {
+		t.Fatalf("settling costs sum to %s, want 1000 nano-credits", sum)
+	}
+	// No cost is released before its window ends.
+	st := am.inFlight(t0.Add(999 * time.Millisecond))
+	if st.held() < 1 {
+		t.Fatalf("the last cost was released early: %s held", st.held())
+	}
+}

@@ -766,10 +766,28 @@ func (lv *levels) charge(res *Reservation, c Charge, t time.Time) {
 		add(&lv.mm)
 	}
 	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
-		e := settleEntry{Until: t.Add(c.SettlementWindow).UnixMilli(), Amount: c.Cost}
-		i, _ := slices.BinarySearchFunc(lv.am.Settling, e.Until, func(x settleEntry, u int64) int { return compareInt(x.Until, u+1) })
-		lv.am.Settling = slices.Insert(lv.am.Settling, i, e)
+		lv.am.keepSettling(t.Add(c.SettlementWindow), c.Cost)
 	}
+}
+
+// settleBucket coarsens the settling costs' release times: costs released
+// in the same bucket are one entry, so the account's field stays small at
+// any request rate (at most window/bucket entries), and each cost is held
+// at most one bucket longer than its window, never shorter.
+const settleBucket = 100 * time.Millisecond
+
+// keepSettling holds a finished request's cost until until (rounded up to
+// the bucket), in release order.
+func (am *acctMoney) keepSettling(until time.Time, cost money.Amount) {
+	b := settleBucket.Milliseconds()
+	ms := until.UnixMilli()
+	ms = (ms + b - 1) / b * b
+	i, found := slices.BinarySearchFunc(am.Settling, ms, func(x settleEntry, u int64) int { return compareInt(x.Until, u) })
+	if found {
+		am.Settling[i].Amount += cost
+		return
+	}
+	am.Settling = slices.Insert(am.Settling, i, settleEntry{Until: ms, Amount: cost})
 }
 
 func compareInt(a, b int64) int {
