@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -105,16 +106,17 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 		}
 		return // a reload re-reads every account's money as well
 	}
+	byField := map[string][]string{}
 	for id, fs := range accounts {
-		var err error
-		if len(fs) == 0 {
-			err = s.shared.ledger.refresh(id)
-		} else {
-			err = s.shared.ledger.refreshFields(id, slices.Collect(maps.Keys(fs)))
+		if len(fs) > 0 { // every script writes at least the account's field
+			byField[id] = slices.Collect(maps.Keys(fs))
 		}
-		if err != nil && !errors.Is(err, ErrUnavailable) {
-			s.shared.log.Error("reading an account's counters from redis failed", zap.Error(err))
-		}
+	}
+	if len(byField) == 0 {
+		return
+	}
+	if err := s.shared.ledger.refreshFields(byField); err != nil && !errors.Is(err, ErrUnavailable) {
+		s.shared.log.Error("reading accounts' counters from redis failed", zap.Error(err))
 	}
 }
 
@@ -123,17 +125,23 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 // what was charged. They are not published to this replica's subscribers
 // (the export): the replica that settled a generation exports it, once.
 func (s *Store) addRemoteGenerations(changes []kernel.Change) {
+	var keys []string
 	for _, c := range changes {
-		if c.Generation == "" {
-			continue
+		if c.Generation != "" {
+			keys = append(keys, prefixGeneration+c.Generation)
 		}
-		g, err := s.LedgerStore.Generation(c.Generation)
-		if err != nil {
-			s.shared.log.Error("reading another replica's generation failed", zap.String("generation", c.Generation), zap.Error(err))
-			continue
+	}
+	err := s.shared.rb.GetMany(keys, func(key string, v []byte) {
+		var g Generation
+		if err := json.Unmarshal(v, &g); err != nil {
+			s.shared.log.Error("decoding another replica's generation failed", zap.String("key", key), zap.Error(err))
+			return
 		}
 		// Its end user, if new, reaches this replica as a record.
 		s.AnalyticsStore.analytics.addGeneration(g)
+	})
+	if err != nil {
+		s.shared.log.Error("reading other replicas' generations failed", zap.Error(err))
 	}
 }
 

@@ -213,15 +213,6 @@ func (l *sharedLedger) loadAll() error {
 	return nil
 }
 
-// refresh re-reads one account's fields after another replica's script;
-// under mu, so that an answer older than this replica's own last script
-// is never applied over it.
-func (l *sharedLedger) refresh(accountID string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.refreshLocked(accountID)
-}
-
 // overlayAll applies every account's money fields to memory. Callers hold
 // the kernel's lock.
 func (l *sharedLedger) overlayAll() {
@@ -995,50 +986,66 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 	return nil
 }
 
-// refreshFields re-reads the fields another replica's script changed.
-// The read runs without mu, so that this replica's admissions do not wait
-// on it; it is applied only if no script of this replica ran meanwhile
-// (else it is read again under mu), so an older answer never overwrites a
-// newer one.
-func (l *sharedLedger) refreshFields(accountID string, fields []string) error {
+// refreshFields re-reads the fields other replicas' scripts changed, by
+// account, in one round trip. The read runs without mu, so that this
+// replica's admissions do not wait on it; it is applied only if no script
+// of this replica ran meanwhile (else it is read again under mu), so an
+// older answer never overwrites a newer one.
+func (l *sharedLedger) refreshFields(fields map[string][]string) error {
 	l.mu.Lock()
 	seq := l.seq
 	l.mu.Unlock()
-	vals, err := l.readFields(accountID, fields)
+	vals, err := l.readFields(fields)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seq != seq {
-		if vals, err = l.readFields(accountID, fields); err != nil {
+		if vals, err = l.readFields(fields); err != nil {
 			return err
 		}
 	}
 	l.seq++
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
-	raw := l.raw[accountID]
-	if raw == nil {
-		raw = map[string]string{}
-		l.raw[accountID] = raw
-	}
-	for i, f := range fields {
-		if v, ok := vals[i].(string); ok {
-			raw[f] = v
-		} else {
-			delete(raw, f)
+	for accountID, fs := range fields {
+		raw := l.raw[accountID]
+		if raw == nil {
+			raw = map[string]string{}
+			l.raw[accountID] = raw
 		}
+		for i, f := range fs {
+			if v, ok := vals[accountID][i].(string); ok {
+				raw[f] = v
+			} else {
+				delete(raw, f)
+			}
+		}
+		l.overlay(accountID)
 	}
-	l.overlay(accountID)
 	return nil
 }
 
-func (l *sharedLedger) readFields(accountID string, fields []string) ([]any, error) {
+// readFields reads fields by account in one pipeline.
+func (l *sharedLedger) readFields(fields map[string][]string) (map[string][]any, error) {
 	ctx, cancel := ctxTimeout()
 	defer cancel()
-	vals, err := l.rb.Client().HMGet(ctx, l.moneyKey(accountID), fields...).Result()
-	return vals, l.rb.Observe(err)
+	cmds := map[string]*redis.SliceCmd{}
+	_, err := l.rb.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for accountID, fs := range fields {
+			cmds[accountID] = p.HMGet(ctx, l.moneyKey(accountID), fs...)
+		}
+		return nil
+	})
+	if err := l.rb.Observe(err); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]any, len(cmds))
+	for accountID, c := range cmds {
+		out[accountID] = c.Val()
+	}
+	return out, nil
 }
 
 func newReservationID() string {

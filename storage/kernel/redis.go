@@ -174,6 +174,29 @@ func (b *RedisBackend) Get(key string, decode func(value []byte) error) error {
 	return decode(v)
 }
 
+// GetMany calls fn with the value of each of keys that exists, reading
+// them in chunks of one round trip each.
+func (b *RedisBackend) GetMany(keys []string, fn func(key string, value []byte)) error {
+	for chunk := range slices.Chunk(keys, 500) {
+		full := make([]string, len(chunk))
+		for i, k := range chunk {
+			full[i] = b.prefix + k
+		}
+		ctx, cancel := b.ctx()
+		vals, err := b.c.MGet(ctx, full...).Result()
+		cancel()
+		if err := b.Observe(err); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if s, ok := v.(string); ok {
+				fn(chunk[i], []byte(s))
+			}
+		}
+	}
+	return nil
+}
+
 // Scan lists the keys under prefix with SCAN, sorts them (Badger's key
 // order, which loading relies on) and reads them in chunks.
 func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
