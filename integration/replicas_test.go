@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -361,5 +362,59 @@ func TestMigrateBadgerToRedis(t *testing.T) {
 	r = startReplica(t, srv)
 	if got := newClient(t, r.gateway, r.admin).snapshot(key, org.MgmtKey); got.usage != before.usage {
 		t.Fatalf("after migrate --force: usage %s, want the Badger figure %s", got.usage, before.usage)
+	}
+}
+
+// The in-process gateway (under -race when the tests run with it) as one
+// replica, the built binary as the other: requests at both while the other
+// creates and disables keys of the same account; both read every charge.
+func TestReplicaInProcessWithAnother(t *testing.T) {
+	srv := redistest.Start(t)
+	startInProcessWith(t, func(cfg string) string {
+		return regexp.MustCompile(`data_dir \S+`).ReplaceAllString(cfg, fmt.Sprintf("storage redis {\n\t\t\taddress %s\n\t\t\tkey_prefix replicas:\n\t\t}", srv.Addr))
+	})
+	local := newClient(t, gatewayAddr, adminAddr)
+	other := startReplica(t, srv)
+	remote := newClient(t, other.gateway, other.admin)
+
+	org := remote.newTenant("organization", "100")
+	key, _ := remote.newKey(org.MgmtKey, `{"name":"shared"}`)
+	within(t, time.Second, "the key reaches the in-process replica", func() bool {
+		r, _ := local.try("GET", local.gateway+"/api/v1/key", key, nil)
+		return r.Status == 200
+	})
+	body := `{"model":"tollgate-mock","messages":[{"role":"user","content":"both replicas at once"}]}`
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var charged money.Amount
+	for w := range 4 {
+		c := []*client{local, remote}[w%2]
+		wg.Go(func() {
+			for range 15 {
+				r, err := c.post("/chat/completions", key, body, nil)
+				if err != nil || r.Status != 200 {
+					t.Errorf("inference: %v %d %s", err, r.Status, r.Body)
+					return
+				}
+				mu.Lock()
+				charged += creditAmount(t, r.JSON.Get("usage.cost"))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 10 {
+			_, hash := remote.newKey(org.MgmtKey, fmt.Sprintf(`{"name":"churn %d"}`, i))
+			remote.api("PATCH", "/keys/"+hash, org.MgmtKey, `{"disabled":true}`).expect(t, 200)
+		}
+	})
+	wg.Wait()
+	for _, c := range []*client{local, remote} {
+		within(t, time.Second, "both replicas read every charge", func() bool {
+			return c.snapshot(key, org.MgmtKey).usage == charged
+		})
+	}
+	if n := len(local.api("GET", "/keys?include_disabled=true", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()); n != 11 {
+		t.Fatalf("the in-process replica lists %d keys, want 11", n)
 	}
 }
