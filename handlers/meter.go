@@ -147,6 +147,9 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	case errors.Is(err, storage.ErrUnavailable):
 		return errStoreUnavailable()
 	}
+	if ce, ok := errors.AsType[*storage.CeilingError](err); ok {
+		return ceilingRefusal(ce)
+	}
 	return apierror.New(http.StatusUnauthorized, msgInvalidKey)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -57,6 +58,9 @@ type Tollgate struct {
 	router Router
 	meter  Meter
 	logger *zap.Logger
+	// shareCeiling hands PerKey to the shared store once (shared.go);
+	// made by Provision.
+	shareCeiling *sync.Once
 }
 
 // CaddyModule returns the Caddy module information.
@@ -73,6 +77,7 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	t.shareCeiling = new(sync.Once)
 	return t.setup(gw, ctx.Logger())
 }
 

@@ -25,7 +25,7 @@ import (
 
 // startReplica runs the gateway binary on fresh ports with storage redis
 // on srv under the test's key prefix.
-func startReplica(t *testing.T, srv *redistest.Server) *process {
+func startReplica(t *testing.T, srv *redistest.Server, directive ...string) *process {
 	t.Helper()
 	p := &process{gateway: freePort(t), admin: freePort(t), mock: freePort(t), log: new(bytes.Buffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
@@ -37,6 +37,9 @@ func startReplica(t *testing.T, srv *redistest.Server) *process {
 			key_prefix replicas:
 			hold_lease 2s
 		}`, srv.Addr), 1)
+	if len(directive) > 0 {
+		cfg = withTollgateOptions(t, directive...)(cfg)
+	}
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -417,4 +420,27 @@ func TestReplicaInProcessWithAnother(t *testing.T) {
 	if n := len(local.api("GET", "/keys?include_disabled=true", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()); n != 11 {
 		t.Fatalf("the in-process replica lists %d keys, want 11", n)
 	}
+}
+
+// The per-key abuse ceiling counts the key's inference requests at every
+// replica together (in the admission script), not per replica.
+func TestReplicasShareThePerKeyCeiling(t *testing.T) {
+	srv := redistest.Start(t)
+	ps := []*process{startReplica(t, srv, "per_key 4 1m"), startReplica(t, srv, "per_key 4 1m")}
+	cs := replicaClients(t, ps)
+	org := cs[0].newTenant("organization", "10")
+	key, _ := cs[0].newKey(org.MgmtKey, `{"name":"busy"}`)
+	within(t, time.Second, "the key reaches replica 1", func() bool {
+		r, _ := cs[1].try("GET", cs[1].gateway+"/api/v1/key", key, nil)
+		return r.Status == 200
+	})
+	body := `{"model":"tollgate-mock","max_tokens":10,"messages":[{"role":"user","content":"counted everywhere"}]}`
+	for range 3 {
+		cs[0].api("POST", "/chat/completions", key, body).expect(t, 200)
+	}
+	// Replica 1's own bucket still has 4 tokens, the shared one 1.
+	cs[1].api("POST", "/chat/completions", key, body).expect(t, 200)
+	sent := time.Now()
+	// Four requests a minute: a token every 15s.
+	expectPlatform429(t, cs[1].api("POST", "/chat/completions", key, body), "abuse_per_key", 4, sent, 15*time.Second)
 }

@@ -187,6 +187,20 @@ func (s *Store) ensureDefaultWorkspacesInMemory() {
 	}
 }
 
+// ShareKeyCeiling makes the per-key abuse ceiling one bucket per key for
+// every replica on the shared backend, taken in the admission script (no
+// extra round trip): an inference request beyond it fails its reservation
+// with a *CeilingError. Nil removes it; nothing on Badger.
+func (s *Store) ShareKeyCeiling(c *KeyCeiling) {
+	if s.shared == nil {
+		return
+	}
+	if c != nil && (c.Requests <= 0 || c.Window <= 0 || c.Burst <= 0) {
+		c = nil
+	}
+	s.shared.ledger.keyCeiling.Store(c)
+}
+
 // ReserveHolds is LedgerStore.ReserveHolds, on the shared ledger when the
 // store runs on Redis.
 func (s *Store) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,12 +50,15 @@ import (
 
 // casScript compares and sets an account's money fields. KEYS: the money
 // hash, the lease set, the change feed, the generation key, the upstream
-// id key. ARGV: replica, account id, lease op ("", add, del, reap), lease
-// member, lease score (add) or now (reap), generation JSON, upstream
-// JSON, feed length, n, then n triples (field, expected, new); an empty
-// string is an absent field. Answers {1} done, {0, field, value, ...} the
+// id key, the key's abuse-ceiling bucket. ARGV: replica, account id, lease
+// op ("", add, del, reap), lease member, lease score (add) or now (reap),
+// generation JSON, upstream JSON, feed length, n, then n triples (field,
+// expected, new; an empty string is an absent field), then the generation
+// id for the feed, then the key's abuse ceiling (tokens per ms, or "" for
+// none) and its burst. Answers {1} done, {0, field, value, ...} the
 // current values on a mismatch, {2} the generation was already written,
-// {3} the lease is still alive.
+// {3} the lease is still alive, {4, ms} the abuse ceiling refused (ms
+// until its next token).
 var casScript = redis.NewScript(`
 if ARGV[6] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then return {2} end
 if ARGV[3] == 'reap' then
@@ -73,6 +77,18 @@ for i = 0, n - 1 do
   if v ~= ARGV[11 + 3 * i] then ok = false end
 end
 if not ok then return cur end
+if ARGV[11 + 3 * n] ~= '' then
+  -- the key's shared abuse ceiling: a token bucket (tokens, at ms)
+  local rate, burst = tonumber(ARGV[11 + 3 * n]), tonumber(ARGV[12 + 3 * n])
+  local tm = redis.call('TIME')
+  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  local b = redis.call('HMGET', KEYS[6], 't', 'at')
+  local tokens, at = tonumber(b[1]) or burst, tonumber(b[2]) or now
+  tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+  if tokens < 1 then return {4, math.ceil((1 - tokens) / rate)} end
+  redis.call('HSET', KEYS[6], 't', tostring(tokens - 1), 'at', now)
+  redis.call('PEXPIRE', KEYS[6], math.ceil(burst / rate) + 1000)
+end
 local fs = {}
 for i = 0, n - 1 do
   local f, v = ARGV[10 + 3 * i], ARGV[12 + 3 * i]
@@ -155,6 +171,10 @@ type sharedLedger struct {
 	liveMu sync.Mutex
 	live   map[string]string // lease member -> account id
 	ids    map[*Reservation]string
+
+	// keyCeiling is the per-key abuse ceiling shared by the replicas
+	// (Store.ShareKeyCeiling); nil: none.
+	keyCeiling atomic.Pointer[KeyCeiling]
 
 	wg  sync.WaitGroup
 	ctx context.Context // ends when the store closes
@@ -431,6 +451,10 @@ type script struct {
 	genKey, genValue string
 	upKey, upValue   string
 	triples          []string
+	// ceilingKey, when set, takes a token from the key's shared abuse
+	// ceiling (keyCeiling) in the same step.
+	ceilingKey string
+	ceiling    *KeyCeiling
 }
 
 // run calls the script: done, or the current fields on a mismatch
@@ -452,9 +476,16 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		args = append(args, t)
 	}
 	args = append(args, sc.genID)
+	ceilingKey := sc.ceilingKey
+	if sc.ceiling != nil && ceilingKey != "" {
+		args = append(args, strconv.FormatFloat(sc.ceiling.Requests/float64(sc.ceiling.Window.Milliseconds()), 'g', -1, 64), sc.ceiling.Burst)
+	} else {
+		args = append(args, "", 0)
+		ceilingKey = genKey
+	}
 	ctx, cancel := ctxTimeout()
 	defer cancel()
-	keys := []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey}
+	keys := []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}
 	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
 	if err := l.rb.Observe(err); err != nil {
 		return 0, err
@@ -463,6 +494,10 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		return 0, fmt.Errorf("ledger script: empty answer")
 	}
 	status, _ = out[0].(int64)
+	if status == 4 {
+		wait, _ := out[1].(int64)
+		return status, &CeilingError{Burst: sc.ceiling.Burst, Reset: now().Add(time.Duration(wait) * time.Millisecond)}
+	}
 	l.seq++
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
@@ -533,8 +568,12 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 			return nil, err
 		}
 		member := accountID + "\n" + resID
-		status, err := l.runLocked(script{accountID: accountID, leaseOp: "add", leaseMember: member,
-			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples})
+		sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
+			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples}
+		if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
+			sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
+		}
+		status, err := l.runLocked(sc)
 		if err != nil {
 			return nil, err
 		}
@@ -1067,3 +1106,20 @@ func escapeGlob(s string) string {
 	}
 	return sb.String()
 }
+
+// KeyCeiling is a per-key abuse ceiling: Requests per Window, bursts up to
+// Burst.
+type KeyCeiling struct {
+	Requests float64
+	Window   time.Duration
+	Burst    int
+}
+
+// CeilingError is a refusal of the shared per-key abuse ceiling: Burst
+// requests at once, the next token at Reset.
+type CeilingError struct {
+	Burst int
+	Reset time.Time
+}
+
+func (e *CeilingError) Error() string { return "the key's abuse ceiling is reached" }
