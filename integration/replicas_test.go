@@ -370,12 +370,14 @@ func TestMigrateBadgerToRedis(t *testing.T) {
 
 // The in-process gateway (under -race when the tests run with it) as one
 // replica, the built binary as the other: requests at both while the other
-// creates and disables keys of the same account; both read every charge.
+// creates and disables keys of the same account; both read every charge,
+// and a config reload of the in-process replica keeps its shared store.
 func TestReplicaInProcessWithAnother(t *testing.T) {
 	srv := redistest.Start(t)
-	startInProcessWith(t, func(cfg string) string {
+	toRedis := func(cfg string) string {
 		return regexp.MustCompile(`data_dir \S+`).ReplaceAllString(cfg, fmt.Sprintf("storage redis {\n\t\t\taddress %s\n\t\t\tkey_prefix replicas:\n\t\t}", srv.Addr))
-	})
+	}
+	startInProcessWith(t, toRedis)
 	local := newClient(t, gatewayAddr, adminAddr)
 	other := startReplica(t, srv)
 	remote := newClient(t, other.gateway, other.admin)
@@ -420,6 +422,20 @@ func TestReplicaInProcessWithAnother(t *testing.T) {
 	if n := len(local.api("GET", "/keys?include_disabled=true", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()); n != 11 {
 		t.Fatalf("the in-process replica lists %d keys, want 11", n)
 	}
+
+	// A config reload (a changed config) keeps the shared store: the same
+	// keys and counters, still following the other replica.
+	cfg := toRedis(gatewayCaddyfile(adminAddr, t.TempDir(), gatewayAddr, mockAddr, "2ms"))
+	local.doWithType("POST", local.admin+"/load", "text/caddyfile", cfg).expect(t, 200)
+	local = newClient(t, gatewayAddr, adminAddr)
+	if got := local.snapshot(key, org.MgmtKey).usage; got != charged {
+		t.Fatalf("after a reload: usage %s, want %s", got, charged)
+	}
+	later, _ := remote.newKey(org.MgmtKey, `{"name":"after the reload"}`)
+	within(t, time.Second, "a key created at the other replica after the reload", func() bool {
+		r, _ := local.try("GET", local.gateway+"/api/v1/key", later, nil)
+		return r.Status == 200
+	})
 }
 
 // The per-key abuse ceiling counts the key's inference requests at every
