@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -101,10 +102,21 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 		}
 	}
 	if records {
-		if err := s.resync(); err != nil {
+		keys, incremental := changedRecords(changes)
+		var err error
+		if incremental {
+			err = s.applyRecords(keys)
+		}
+		if !incremental || err != nil {
+			incremental = false
+			err = s.resync()
+		}
+		if err != nil {
 			s.shared.log.Error("reloading changed records from redis failed", zap.Error(err))
 		}
-		return // a reload re-reads every account's money as well
+		if !incremental {
+			return // a reload re-reads every account's money as well
+		}
 	}
 	byField := map[string][]string{}
 	for id, fs := range accounts {
@@ -118,6 +130,134 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 	if err := s.shared.ledger.refreshFields(byField); err != nil && !errors.Is(err, ErrUnavailable) {
 		s.shared.log.Error("reading accounts' counters from redis failed", zap.Error(err))
 	}
+}
+
+// incrementalPrefixes are the kinds of record whose Load replaces one
+// record in memory and nothing else (no index of its own to update), so
+// that another replica's change of one is applied alone; a change of any
+// other kind (SCIM's, or a migration) reloads everything.
+var incrementalPrefixes = []string{
+	prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey,
+	prefixMember, prefixWorkspace, prefixGuardrail, prefixWorkspaceUsage, prefixMemberUsage,
+	prefixBYOK, prefixEndUser, prefixDestination, prefixPrivateEndpoint,
+}
+
+// changedRecords lists the record keys of the feed entries, and whether
+// each can be applied alone.
+func changedRecords(changes []kernel.Change) ([]string, bool) {
+	seen := map[string]struct{}{}
+	var keys []string
+	for _, c := range changes {
+		for _, k := range c.Keys {
+			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+				return nil, false
+			}
+			if _, ok := seen[k]; !ok {
+				seen[k] = struct{}{}
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, true
+}
+
+// applyRecords applies other replicas' changes of the records under keys,
+// then the money fields of their accounts (a record carries stale
+// counters, or none).
+func (s *Store) applyRecords(keys []string) error {
+	accounts := map[string]struct{}{}
+	return s.k.Apply(keys, s.shared.rb.GetValues, func(key string, value []byte) error {
+		if id, ok := recordAccount(key); ok {
+			accounts[id] = struct{}{}
+		}
+		if value == nil {
+			s.removeRecord(key)
+			return nil
+		}
+		err := s.loadRecord(key, value)
+		if k, ok := s.keys[strings.TrimPrefix(key, prefixAPIKey)]; ok && strings.HasPrefix(key, prefixAPIKey) {
+			accounts[k.AccountID] = struct{}{}
+		}
+		return err
+	}, func() {
+		s.OrgStore.rulesChanged()
+		for id := range accounts {
+			s.shared.ledger.overlay(id)
+		}
+	})
+}
+
+// loadRecord loads a changed record. A workspace's or member's record
+// does not carry its usage (its usage record and the money fields do), so
+// the usage in memory is kept. Callers hold the kernel's lock.
+func (s *Store) loadRecord(key string, value []byte) error {
+	accountID, id, _ := strings.Cut(key[strings.IndexByte(key, '/')+1:], "/")
+	switch {
+	case strings.HasPrefix(key, prefixWorkspace):
+		if w, ok := s.workspaces[accountID][id]; ok {
+			u, b := w.Usage, w.BYOKUsage
+			defer func() {
+				if w, ok := s.workspaces[accountID][id]; ok {
+					w.Usage, w.BYOKUsage = u, b
+				}
+			}()
+		}
+	case strings.HasPrefix(key, prefixMember):
+		if m, ok := s.members[accountID][id]; ok {
+			u, b := m.Usage, m.BYOKUsage
+			defer func() {
+				if m, ok := s.members[accountID][id]; ok {
+					m.Usage, m.BYOKUsage = u, b
+				}
+			}()
+		}
+	}
+	return s.k.LoadRecord(key, value)
+}
+
+// removeRecord drops a record another replica deleted. Callers hold the
+// kernel's lock.
+func (s *Store) removeRecord(key string) {
+	rest := key[strings.IndexByte(key, '/')+1:]
+	accountID, id, _ := strings.Cut(rest, "/")
+	switch {
+	case strings.HasPrefix(key, prefixAccount):
+		delete(s.accounts, rest)
+	case strings.HasPrefix(key, prefixAPIKey):
+		delete(s.keys, rest)
+	case strings.HasPrefix(key, prefixMgmtKey):
+		delete(s.mgmtKeys, rest)
+	case strings.HasPrefix(key, prefixMember):
+		s.members.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixWorkspace):
+		s.workspaces.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixGuardrail):
+		s.guardrails.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixBYOK):
+		s.byok.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixEndUser):
+		s.endUsers.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixDestination):
+		s.destinations.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixPrivateEndpoint):
+		s.endpoints.Remove(accountID, id)
+	}
+	// Purchases are never deleted; a deleted usage record leaves the
+	// counters to the money fields.
+}
+
+// recordAccount is the account a record key belongs to.
+func recordAccount(key string) (string, bool) {
+	i := strings.IndexByte(key, '/')
+	if i < 0 {
+		return "", false
+	}
+	rest := key[i+1:]
+	if strings.HasPrefix(key, prefixAPIKey) || strings.HasPrefix(key, prefixMgmtKey) {
+		return "", false // by hash: the key's account is in its record
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id, id != ""
 }
 
 // addRemoteGenerations adds the generations other replicas settled to

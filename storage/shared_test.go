@@ -51,6 +51,30 @@ func TestSharedRecordsReachTheOtherReplica(t *testing.T) {
 		_, err := b.Authenticate(secret)
 		return err == nil
 	})
+	// A charge at B, then a change of the key's record at A that B had
+	// not yet seen the charge of: B keeps the charge.
+	hold := money.Amount(money.AmountScale)
+	res, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, func(LedgerView) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Settle(res, Charge{Cost: hold}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.UpdateAPIKey(k.Hash, func(k *APIKey) error { k.Name = "renamed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 100*time.Millisecond, "the rename reaches B", func() bool {
+		got, _ := b.APIKey(k.Hash)
+		return got.Name == "renamed"
+	})
+	for name, r := range map[string]*Store{"A": a, "B": b} {
+		eventually(t, 100*time.Millisecond, "the charge at "+name, func() bool {
+			got, _ := r.APIKey(k.Hash)
+			acct, _ := r.Account(acct.ID)
+			return got.Usage.Total == hold && acct.Usage == hold
+		})
+	}
 	if _, err := a.UpdateAPIKey(k.Hash, func(k *APIKey) error { k.Disabled = true; return nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -253,3 +253,47 @@ func (k *Kernel) Reload(reset, after func()) error {
 		return err
 	}
 }
+
+// Apply applies other writers' changes of a few records to memory, for a
+// backend shared with them: read fetches the current values of keys (nil:
+// deleted), then under Lock apply gets each key and value, and after runs.
+// A record this process changed and has not committed yet keeps its own
+// value (its commit comes later and wins in the backend too); a commit of
+// this process that lands while keys are read makes Apply read them again.
+func (k *Kernel) Apply(keys []string, read func(keys []string) ([][]byte, error), apply func(key string, value []byte) error, after func()) error {
+	for {
+		k.mu.RLock()
+		commits := k.commits
+		k.mu.RUnlock()
+		values, err := read(keys)
+		if err != nil {
+			return err
+		}
+		k.mu.Lock()
+		if k.commits != commits {
+			k.mu.Unlock()
+			continue
+		}
+		for i, key := range keys {
+			if _, dirty := k.dirty[key]; dirty {
+				continue
+			}
+			if aerr := apply(key, values[i]); aerr != nil && err == nil {
+				err = fmt.Errorf("applying record %q: %w", key, aerr)
+			}
+		}
+		after()
+		k.mu.Unlock()
+		return err
+	}
+}
+
+// LoadRecord decodes one record into memory through its kind's Load.
+// Callers hold Lock (Apply's apply).
+func (k *Kernel) LoadRecord(key string, value []byte) error {
+	kind, ok := k.kind(key)
+	if !ok || kind.Load == nil {
+		return nil
+	}
+	return kind.Load([]byte(key), value)
+}

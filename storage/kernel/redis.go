@@ -357,3 +357,15 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// GetValues reads keys in one round trip per chunk: nil for a key that
+// does not exist.
+func (b *RedisBackend) GetValues(keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	idx := make(map[string]int, len(keys))
+	for i, k := range keys {
+		idx[k] = i
+	}
+	err := b.GetMany(keys, func(key string, v []byte) { out[idx[key]] = v })
+	return out, err
+}
