@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tollgate end-to-end benchmark: bare Caddy reverse_proxy (A) against the
-# full tollgate chain (B) in front of the same mock upstream, interleaved
-# A B A B ..., on loopback. See bench/README.md for how to read the output.
+# full tollgate chain on Badger (B) and on a shared Redis (C, storage redis:
+# the several-replicas configuration) in front of the same mock upstream,
+# interleaved A B C A B C ..., on loopback. See bench/README.md for how to
+# read the output. C runs when redis-server is installed (BENCH_REDIS=0: never).
 #
 #   bench/run.sh                         # report only
 #   BENCH_MIN_RATIO=0.85 bench/run.sh    # exit 1 if throughput(B)/throughput(A) < 0.85
@@ -22,6 +24,8 @@ CADDY=${BENCH_CADDY:-}                  # a prebuilt binary; empty: build ./cmd/
 KEEP=${BENCH_KEEP:-}                    # non-empty: keep the work directory
 DATA_DIR=${BENCH_DATA_DIR:-}            # Badger directory of B; empty: in the work dir
 PROFILE=${BENCH_PROFILE:-}              # a directory: save CPU profiles of the last round there
+REDIS=${BENCH_REDIS:-1}                 # 0: skip configuration C (storage redis)
+REDIS_FSYNC=${BENCH_REDIS_FSYNC:-always}  # appendfsync of C's redis-server: always or everysec
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tollgate-bench.XXXXXX")
@@ -101,6 +105,13 @@ free_port() {
 UP=$(free_port) UP_ADMIN=$(free_port)
 A=$(free_port) A_ADMIN=$(free_port)
 B=$(free_port) B_ADMIN=$(free_port)
+C=$(free_port) C_ADMIN=$(free_port) REDIS_PORT=$(free_port)
+if [[ $REDIS != 0 ]] && ! command -v redis-server >/dev/null; then
+	log "bench: redis-server is not installed (apt-get install redis-server): configuration C skipped"
+	REDIS=0
+fi
+CONFIGS=(A B)
+[[ $REDIS != 0 ]] && CONFIGS+=(C)
 [[ -z $DATA_DIR ]] && DATA_DIR=$WORK/data
 
 globals() { # admin port
@@ -160,6 +171,12 @@ http://:$B {
 }
 EOF
 
+# C: the same chain with storage redis (one replica of several), on a
+# redis-server pinned with the gateway: its CPU counts as the gateway's.
+sed -e "s|^\t\tdata_dir .*|\t\tstorage redis {\n\t\t\taddress 127.0.0.1:$REDIS_PORT\n\t\t\tkey_prefix bench:\n\t\t}|" \
+	-e "s|admin 127.0.0.1:$B_ADMIN|admin 127.0.0.1:$C_ADMIN|" -e "s|http://:$B {|http://:$C {|" \
+	"$WORK/chain.caddyfile" >"$WORK/redis.caddyfile"
+
 start_caddy() { # name config pin...
 	local name=$1 config=$2
 	shift 2
@@ -188,36 +205,61 @@ B_PID=$LAST_PID
 wait_http "http://127.0.0.1:$UP/" upstream
 wait_http "http://127.0.0.1:$A/" bare
 wait_http "http://127.0.0.1:$B/" chain
+C_PID= REDIS_PID=
+if [[ $REDIS != 0 ]]; then
+	mkdir -p "$WORK/redis"
+	"${PIN_GW[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" --save '' \
+		--appendonly yes --appendfsync "$REDIS_FSYNC" --protected-mode no --loglevel warning >"$WORK/redis-server.log" 2>&1 &
+	REDIS_PID=$!
+	PIDS+=("$REDIS_PID")
+	for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null && break; sleep 0.05; done
+	start_caddy redis "$WORK/redis.caddyfile" "${PIN_GW[@]}"
+	C_PID=$LAST_PID
+	wait_http "http://127.0.0.1:$C/" redis
+fi
 
 # ---- tenant: account, credits, management key, API key ----------------------
-op() { # method path body
-	curl -sS -f -X "$1" "http://127.0.0.1:$B_ADMIN/tollgate$2" -H 'Content-Type: application/json' -d "$3"
+# tenant admin_port gateway_port -> an API key of a fresh account with credits
+tenant() {
+	local admin=$1 gw=$2 account mgmt
+	op() { # method path body
+		curl -sS -f -X "$1" "http://127.0.0.1:$admin/tollgate$2" -H 'Content-Type: application/json' -d "$3"
+	}
+	account=$(op POST /accounts '{"name":"bench","type":"organization"}' | json .data.id)
+	op POST "/accounts/$account/credits" '{"amount":"1000000"}' >/dev/null
+	mgmt=$(op POST "/accounts/$account/management-keys" '{"name":"bench"}' | json .key)
+	curl -sS -f "http://127.0.0.1:$gw/api/v1/keys" -H "Authorization: Bearer $mgmt" \
+		-H 'Content-Type: application/json' -d '{"name":"bench"}' | json .key
 }
-ACCOUNT=$(op POST /accounts '{"name":"bench","type":"organization"}' | json .data.id)
-op POST "/accounts/$ACCOUNT/credits" '{"amount":"1000000"}' >/dev/null
-MGMT=$(op POST "/accounts/$ACCOUNT/management-keys" '{"name":"bench"}' | json .key)
-KEY=$(curl -sS -f "http://127.0.0.1:$B/api/v1/keys" -H "Authorization: Bearer $MGMT" \
-	-H 'Content-Type: application/json' -d '{"name":"bench"}' | json .key)
+KEY=$(tenant "$B_ADMIN" "$B")
 [[ $KEY == sk-* ]] || die "could not create an API key"
+KEY_C=
+if [[ $REDIS != 0 ]]; then
+	KEY_C=$(tenant "$C_ADMIN" "$C")
+	[[ $KEY_C == sk-* ]] || die "could not create an API key on C"
+fi
 
 BODY='{"model":"tollgate-mock","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write one sentence about the sea, please."}],"max_tokens":256}'
-cat >"$WORK/post.lua" <<EOF
-wrk.method = "POST"
-wrk.body = [[$BODY]]
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $KEY"
-EOF
+post_lua() { # key file
+	printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BODY" "$1" >"$2"
+}
+post_lua "$KEY" "$WORK/post.lua"
+[[ -n $KEY_C ]] && post_lua "$KEY_C" "$WORK/post-c.lua"
 
-check() { # port name
+check() { # port name [key]
 	local out
 	out=$(curl -sS -w '\n%{http_code}' "http://127.0.0.1:$1/api/v1/chat/completions" \
-		-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d "$BODY")
+		-H "Authorization: Bearer ${3:-$KEY}" -H 'Content-Type: application/json' -d "$BODY")
 	[[ ${out##*$'\n'} == 200 ]] || die "$2: a chat completion failed: $out"
 	echo "${out%$'\n'*}"
 }
 check "$A" bare >/dev/null || exit 2
 ANSWER=$(check "$B" chain) || exit 2
 [[ $ANSWER == *'"cost":'* ]] || die "chain: the answer carries no usage.cost: $ANSWER"
+if [[ $REDIS != 0 ]]; then
+	ANSWER=$(check "$C" redis "$KEY_C") || exit 2
+	[[ $ANSWER == *'"cost":'* ]] || die "redis: the answer carries no usage.cost: $ANSWER"
+fi
 
 # ---- measurement --------------------------------------------------------------
 TCK=$(getconf CLK_TCK)
@@ -228,48 +270,61 @@ cpu_ticks() { # pid -> utime+stime of the whole process, in clock ticks
 	awk '{print $12 + $13}' <<<"$s"
 }
 
-# run_wrk port seconds -> "requests seconds non2xx socket_errors"
+# to_ms turns a wrk latency ("512.00us", "1.20ms", "2.01s") into ms.
+to_ms() { awk '{v = $1 + 0; if ($1 ~ /us$/) v /= 1000; else if ($1 ~ /[0-9]s$/) v *= 1000; printf "%.3f", v}' <<<"$1"; }
+
+# run_wrk port seconds [lua] -> "requests seconds non2xx socket_errors p50_ms p99_ms"
 run_wrk() {
-	local out reqs secs non2xx errs
-	out=$(timeout $(($2 + 30)) "${PIN_CLIENT[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${2}s" \
-		-s "$WORK/post.lua" "http://127.0.0.1:$1/api/v1/chat/completions") || die "wrk failed: $out"
+	local out reqs secs non2xx errs p50 p99
+	out=$(timeout $(($2 + 30)) "${PIN_CLIENT[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${2}s" --latency \
+		-s "${3:-$WORK/post.lua}" "http://127.0.0.1:$1/api/v1/chat/completions") || die "wrk failed: $out"
 	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
 	secs=$(awk '/requests in/ {sub(/s,$/, "", $4); print $4}' <<<"$out")
 	non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
 	errs=$(awk '/Socket errors/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' <<<"$out")
-	echo "$reqs $secs ${non2xx:-0} ${errs:-0}"
+	p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
+	p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
+	echo "$reqs $secs ${non2xx:-0} ${errs:-0} $p50 $p99"
 }
 
-log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s A + ${DURATION}s B) after ${WARMUP}s warm-up each"
+log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}) after ${WARMUP}s warm-up each"
+[[ $REDIS != 0 ]] && log "bench: C is storage redis (appendfsync $REDIS_FSYNC); its CPU per request includes redis-server's"
 run_wrk "$A" "$WARMUP" >/dev/null || exit 2
 run_wrk "$B" "$WARMUP" >/dev/null || exit 2
+if [[ $REDIS != 0 ]]; then run_wrk "$C" "$WARMUP" "$WORK/post-c.lua" >/dev/null || exit 2; fi
 
 RESULTS=$WORK/results
 : >"$RESULTS"
-printf '%-6s %5s %10s %9s %11s %8s %13s\n' config round req/s requests "gw µs/req" "gw util" "upstream µs/req"
+printf '%-6s %5s %10s %9s %11s %8s %13s %8s %8s\n' config round req/s requests "gw µs/req" "gw util" "upstream µs/req" "p50 ms" "p99 ms"
 for round in $(seq 1 "$ROUNDS"); do
-	for cfg in A B; do
-		if [[ $cfg == A ]]; then port=$A pid=$A_PID; else port=$B pid=$B_PID; fi
+	for cfg in "${CONFIGS[@]}"; do
+		lua=$WORK/post.lua
+		case $cfg in
+		A) port=$A pid=$A_PID admin=$A_ADMIN name=bare ;;
+		B) port=$B pid=$B_PID admin=$B_ADMIN name=chain ;;
+		C) port=$C pid=$C_PID admin=$C_ADMIN name=redis lua=$WORK/post-c.lua ;;
+		esac
 		prof=
 		if [[ -n $PROFILE && $round == "$ROUNDS" ]]; then
-			if [[ $cfg == A ]]; then admin=$A_ADMIN name=bare; else admin=$B_ADMIN name=chain; fi
 			mkdir -p "$PROFILE"
 			curl -sS -o "$PROFILE/$name.pprof" \
 				"http://127.0.0.1:$admin/debug/pprof/profile?seconds=$((DURATION > 2 ? DURATION - 1 : 1))" &
 			prof=$!
 		fi
 		g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
-		res=$(run_wrk "$port" "$DURATION") || exit 2
+		[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
+		res=$(run_wrk "$port" "$DURATION" "$lua") || exit 2
 		[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
-		read -r reqs secs non2xx errs <<<"$res"
+		read -r reqs secs non2xx errs p50 p99 <<<"$res"
 		g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID") t1=$(date +%s.%N)
+		[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
 		((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
 		((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
 		awk -v c="$cfg" -v r="$round" -v n="$reqs" -v s="$secs" -v g="$((g1 - g0))" -v u="$((u1 - u0))" \
-			-v tck="$TCK" -v t0="$t0" -v t1="$t1" -v out="$RESULTS" 'BEGIN {
+			-v tck="$TCK" -v t0="$t0" -v t1="$t1" -v out="$RESULTS" -v p50="$p50" -v p99="$p99" 'BEGIN {
 			rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / (t1 - t0) * 100
-			printf "%-6s %5d %10.0f %9d %11.1f %7.0f%% %13.1f\n", c, r, rps, n, gus, util, uus
-			printf "%s %d %f %f %f %f\n", c, r, rps, gus, uus, util >> out
+			printf "%-6s %5d %10.0f %9d %11.1f %7.0f%% %13.1f %8.2f %8.2f\n", c, r, rps, n, gus, util, uus, p50, p99
+			printf "%s %d %f %f %f %f %f %f\n", c, r, rps, gus, uus, util, p50, p99 >> out
 		}'
 	done
 done
@@ -281,8 +336,9 @@ function median(a, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
 }
-$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6 }
-$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6 }
+$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8 }
+$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8 }
+$1 == "C" { rc[$2] = $3; cc[$2] = $4; pc50[$2] = $7; pc99[$2] = $8 }
 END {
 	n = 0
 	for (r in ra) if (r in rb) {
@@ -296,6 +352,14 @@ END {
 	printf "\nthroughput(B)/throughput(A):   %.3f  (median of %d rounds; range %.3f-%.3f)\n", mr, n, lo, hi
 	printf "CPU-bound ratio A µs / B µs:   %.3f  (the throughput ratio on a saturated gateway core)\n", me
 	printf "gateway CPU per request:       A %.1f µs, B %.1f µs, B-A %+.1f µs (medians)\n", ma, mb, md
+	k = 0
+	for (r in ra) if (r in rb) { k++; x50[k] = pa50[r]; x99[k] = pa99[r]; y50[k] = pb50[r]; y99[k] = pb99[r] }
+	printf "latency p50/p99:               A %.2f/%.2f ms, B %.2f/%.2f ms (medians)\n", median(x50, k), median(x99, k), median(y50, k), median(y99, k)
+	m = 0
+	for (r in rc) if (r in ra) { m++; cr[m] = rc[r] / ra[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
+	if (m > 0) {
+		printf "C (storage redis):             throughput(C)/throughput(A) %.3f; CPU %.1f µs/req, C-A %+.1f µs (gateway + redis-server); p50/p99 %.2f/%.2f ms (medians)\n", median(cr, m), median(cu, m), median(cd, m), median(z50, m), median(z99, m)
+	}
 	if (mu < 90) printf "note: the gateway core was only %.0f%% busy (median): the client core or other load limited throughput, so trust the CPU numbers over req/s\n", mu
 	fail = 0
 	gate = metric == "cpu" ? me : mr

@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
@@ -68,6 +69,9 @@ type App struct {
 	// labels) for at most this many keys; later keys count as "other".
 	// Default 0: off.
 	MetricsPerKey int `json:"metrics_per_key,omitempty"`
+	// Storage selects a shared database for several replicas
+	// (redisconfig.go); unset: Badger under DataDir.
+	Storage *StorageConfig `json:"storage,omitempty"`
 
 	logger *zap.Logger
 
@@ -78,7 +82,8 @@ type App struct {
 	egress   *egress.Policy
 
 	mu    sync.Mutex
-	dir   string // absolute DataDir: the pool key
+	dir   string // absolute DataDir, or the Redis store's name: the pool key
+	redis *kernel.RedisOptions
 	store *storage.Store
 
 	exporter *export.Exporter // observability export (export.go), under mu
@@ -128,6 +133,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("data_dir: %v", err)
 	}
 	a.dir = dir
+	if a.Storage != nil && a.Storage.Redis != nil {
+		if a.redis, err = a.Storage.Redis.options(repl); err != nil {
+			return err
+		}
+		a.dir = redisPoolKey(a.redis)
+	}
 	if a.sealer, err = a.byokSealer(repl); err != nil {
 		return err
 	}
@@ -182,6 +193,9 @@ func (a *App) Validate() error {
 	}
 	if a.MetricsPerKey < 0 || a.MetricsPerKey > MaxMetricsPerKey {
 		return fmt.Errorf("metrics_per_key: expected 1 to %d keys, got %d", MaxMetricsPerKey, a.MetricsPerKey)
+	}
+	if err := a.Storage.validate(); err != nil {
+		return err
 	}
 	return a.InFlight.validate()
 }
@@ -264,6 +278,14 @@ func (a *App) Store() (*storage.Store, error) {
 		return a.store, nil
 	}
 	val, _, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
+		if a.redis != nil {
+			s, err := storage.Open(storage.Options{Redis: a.redis, Logger: a.logger.Named("redis")})
+			if err != nil {
+				return nil, err
+			}
+			a.logger.Info("opened the shared tollgate database", zap.String("redis", a.redis.Address), zap.String("key_prefix", a.redis.KeyPrefix))
+			return storeCloser{s}, nil
+		}
 		s, err := storage.Open(storage.Options{
 			Dir:        a.dir,
 			GCInterval: time.Duration(a.GCInterval),

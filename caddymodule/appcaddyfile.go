@@ -60,6 +60,15 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			allow <cidr or ip>...
 //		}
 //		metrics_per_key <max keys>
+//		storage redis {
+//			address    <host:port>
+//			username   <ACL user>
+//			password   <password or {env.VAR}>
+//			db         <n>
+//			tls
+//			key_prefix <prefix>
+//			hold_lease <duration>
+//		}
 //		model <id> {
 //			name                  <name>
 //			context_length        <tokens>
@@ -99,6 +108,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&a.DataDir) {
 				return d.ArgErr()
 			}
+		case "storage":
+			sc, err := parseStorage(d)
+			if err != nil {
+				return err
+			}
+			a.Storage = sc
 		case "brand":
 			if !d.AllArgs(&a.BrandName) {
 				return d.ArgErr()

@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "tollgate",
-		Usage: "<account|credits|mgmt-key> ... [--address <interface>] [--config <path> [--adapter <name>]]",
+		Usage: "<account|credits|mgmt-key|member|scim-token|migrate> ... [--address <interface>] [--config <path> [--adapter <name>]]",
 		Short: "Manages the tollgate gateway's accounts, credits and management keys",
 		Long: `
 Calls the operator API (the admin.api.tollgate module) of a running Caddy
@@ -41,7 +41,7 @@ func buildTollgateCommand(cmd *cobra.Command) {
 	pf.String("address", "", "The address to use to reach the admin API endpoint, if not the default")
 	pf.StringP("config", "c", "", "Configuration file to use to parse the admin address, if --address is not used")
 	pf.StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
-	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), memberCommand(), scimTokenCommand())
+	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), memberCommand(), scimTokenCommand(), migrateCommand())
 }
 
 func accountCommand() *cobra.Command {

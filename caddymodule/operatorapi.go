@@ -98,6 +98,11 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 		apierror.Write(w, &apierror.Error{Status: http.StatusServiceUnavailable, Message: "tollgate database unavailable: " + err.Error()})
 		return nil
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !store.Available() {
+		// storage redis is down: refuse before anything changes.
+		apierror.Write(w, &apierror.Error{Status: http.StatusServiceUnavailable, Message: "The gateway's database is unavailable; retry shortly"})
+		return nil
+	}
 	log := o.log
 	if log == nil {
 		log = zap.NewNop()

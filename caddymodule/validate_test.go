@@ -46,6 +46,11 @@ func TestValidateRefuses(t *testing.T) {
 		{"metrics_per_key", `"metrics_per_key": -1`, "metrics_per_key: expected 1 to 100000 keys"},
 		{"metrics_per_key bound", `"metrics_per_key": 100001`, "metrics_per_key: expected 1 to 100000 keys"},
 		{"context_length", `"models": [{"id": "m", "context_length": -1, "pricing": {"prompt": "0", "completion": "0"}}]`, `model "m": context_length`},
+		{"redis address missing", `"storage": {"redis": {}}`, "storage: redis: address: required"},
+		{"redis address port", `"storage": {"redis": {"address": "localhost:99999"}}`, "storage: redis: address: port"},
+		{"redis address placeholder", `"storage": {"redis": {"address": "{env.TOLLGATE_UNSET_REDIS_ADDR}"}}`, "storage: redis: address: required"},
+		{"redis db", `"storage": {"redis": {"address": "localhost:6379", "db": -1}}`, "storage: redis: db"},
+		{"redis hold_lease", `"storage": {"redis": {"address": "localhost:6379", "hold_lease": 1000}}`, "storage: redis: hold_lease"},
 	}
 	for _, tc := range jsonApps {
 		t.Run(tc.name, func(t *testing.T) {

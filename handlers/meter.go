@@ -149,6 +149,11 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		return rateLimitError(rl, now())
 	case errors.Is(err, money.ErrAmountRange):
 		return costRangeError(route)
+	case errors.Is(err, storage.ErrUnavailable):
+		return errStoreUnavailable()
+	}
+	if ce, ok := errors.AsType[*storage.CeilingError](err); ok {
+		return ceilingRefusal(ce)
 	}
 	return apierror.New(http.StatusUnauthorized, msgInvalidKey)
 }
@@ -329,6 +334,9 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		// answer whose charge is not yet safe.
 		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
 		if mw.answerHeld() && !clientGone {
+			if errors.Is(err, storage.ErrUnavailable) {
+				return apierror.Fail(r, errStoreUnavailable())
+			}
 			return apierror.Fail(r, errInternal())
 		}
 		return nil

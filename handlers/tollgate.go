@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -57,6 +58,9 @@ type Tollgate struct {
 	router Router
 	meter  Meter
 	logger *zap.Logger
+	// shareCeiling hands PerKey to the shared store once (shared.go);
+	// made by Provision.
+	shareCeiling *sync.Once
 }
 
 // CaddyModule returns the Caddy module information.
@@ -73,6 +77,7 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	t.shareCeiling = new(sync.Once)
 	return t.setup(gw, ctx.Logger())
 }
 
@@ -162,6 +167,9 @@ type requestState struct {
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
+		if apiErr := t.refuseWhileUnavailable(r, 0, true); apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
 		return t.admin.ServeSCIM(w, r)
 	}
 	st := new(requestState)
@@ -170,6 +178,9 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return next.ServeHTTP(w, r)
 	}
 	st.inference = st.kind == admin.RouteInference && isInferencePost(r, st)
+	if apiErr := t.refuseWhileUnavailable(r, st.kind, false); apiErr != nil {
+		return apierror.Fail(r, apiErr)
+	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
 		return observeAnswer(r, st, apierror.Fail(r, apiErr))
 	}

@@ -51,6 +51,9 @@ type Options struct {
 	// OnCommit, if set, is told each group commit's duration and error
 	// (the metrics' hook; the storage imports no metrics library).
 	OnCommit func(time.Duration, error)
+	// Redis, when set, selects the shared backend for several replicas
+	// (shared.go) instead of Badger.
+	Redis *kernel.RedisOptions
 }
 
 // Store is the gateway's persistent state: the domain stores over one
@@ -73,6 +76,8 @@ type Store struct {
 	*FeedbackStore
 	// domains are the domain stores kept outside this package (domains.go).
 	domains map[string]Domain
+	// shared links the replicas on the shared backend (shared.go).
+	shared *shared
 }
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
@@ -83,6 +88,14 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := newStore(k)
 	s.registerKinds()
+	rb, isShared := k.Backend().(*kernel.RedisBackend)
+	var feedPos string
+	if isShared {
+		if feedPos, err = rb.FeedPosition(); err != nil {
+			_ = k.Close()
+			return nil, err
+		}
+	}
 	if err := k.Load(); err != nil {
 		_ = k.Close()
 		return nil, err
@@ -92,13 +105,29 @@ func Open(opts Options) (*Store, error) {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
+	if isShared {
+		log := opts.Logger
+		if log == nil {
+			log = zap.NewNop()
+		}
+		if err := s.openShared(rb, feedPos, log); err != nil {
+			_ = k.Close()
+			return nil, err
+		}
+		s.k.Lock()
+		s.shared.ledger.overlayAll()
+		s.k.Unlock()
+	}
 	k.Start()
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
-func (s *Store) Close() error { return s.k.Close() }
+func (s *Store) Close() error {
+	s.closeShared()
+	return s.k.Close()
+}
 
 // newStore makes the domain stores over k and wires each to the others
 // it reads.

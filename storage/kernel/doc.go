@@ -58,4 +58,9 @@
 //     then carry a lease, so that a replica's crash cannot pin them;
 //   - Commit acknowledging only writes the shared database accepted, as
 //     Badger's transaction commit does today.
+//
+// RedisBackend (redis.go) is that backend: Commit is one MULTI/EXEC with
+// a change-feed entry, Follow reads the feed, Apply and Reload bring the
+// other replicas' changes into memory; the ledger's script lives with the
+// store (storage/sharedledger.go).
 package kernel

@@ -150,6 +150,9 @@ func (k *Kernel) flushOnce() error {
 		k.mu.Unlock()
 		return err
 	}
+	k.mu.Lock()
+	k.commits++
+	k.mu.Unlock()
 	close(b.done)
 	return nil
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,9 @@ type Options struct {
 	// OnCommit, if set, is told each group commit's duration and error
 	// (the metrics' hook; the storage imports no metrics library).
 	OnCommit func(time.Duration, error)
+	// Redis, when set, selects the shared backend instead of Badger (Dir,
+	// GCInterval, InMemory and SyncWrites then do not apply).
+	Redis *RedisOptions
 }
 
 // Kernel is the in-memory state's lock and its way to the database.
@@ -67,6 +71,7 @@ type Kernel struct {
 	closing   bool
 	started   bool
 	onCommit  func(time.Duration, error) // Options.OnCommit
+	commits   uint64                     // successful commits, under mu (Reload)
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
@@ -76,7 +81,13 @@ func Open(opts Options) (*Kernel, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	b, err := openBadger(opts, log)
+	var b Backend
+	var err error
+	if opts.Redis != nil {
+		b, err = OpenRedis(*opts.Redis, log)
+	} else {
+		b, err = openBadger(opts, log)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +193,9 @@ func (k *Kernel) Scan(prefix string, fn func(key, value []byte) (bool, error)) e
 	return k.backend.Scan(prefix, fn)
 }
 
+// Backend is the database under the kernel.
+func (k *Kernel) Backend() Backend { return k.backend }
+
 // kind returns the registered kind of a key.
 func (k *Kernel) kind(key string) (Kind, bool) {
 	for _, kind := range k.kinds {
@@ -190,4 +204,101 @@ func (k *Kernel) kind(key string) (Kind, bool) {
 		}
 	}
 	return Kind{}, false
+}
+
+// Reload replaces the in-memory state by the backend's, for a backend
+// shared with other writers: it reads every loaded kind, then under Lock
+// calls reset (which empties the domain stores' maps), loads every record
+// in registration order and calls after. A commit of this process that
+// lands while the backend is read would be missing from what was read, so
+// Reload then reads again; changes still waiting for the flusher are
+// committed first, since a reset would otherwise drop them.
+func (k *Kernel) Reload(reset, after func()) error {
+	type record struct{ key, value []byte }
+	for {
+		k.mu.Lock()
+		commits, pending := k.commits, len(k.dirty) > 0 || len(k.appends) > 0
+		b := k.Pending()
+		k.mu.Unlock()
+		if pending {
+			if err := b.Wait(); err != nil {
+				return err
+			}
+			continue
+		}
+		read := make([][]record, len(k.kinds))
+		for i, kind := range k.kinds {
+			if kind.Load == nil {
+				continue
+			}
+			err := k.backend.Scan(kind.Prefix, func(key, value []byte) (bool, error) {
+				read[i] = append(read[i], record{slices.Clone(key), slices.Clone(value)})
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		k.mu.Lock()
+		if k.commits != commits || len(k.dirty) > 0 || len(k.appends) > 0 {
+			k.mu.Unlock()
+			continue
+		}
+		reset()
+		var err error
+		for i, kind := range k.kinds {
+			for _, r := range read[i] {
+				if lerr := kind.Load(r.key, r.value); lerr != nil && err == nil {
+					err = fmt.Errorf("loading record %q: %w", r.key, lerr)
+				}
+			}
+		}
+		after()
+		k.mu.Unlock()
+		return err
+	}
+}
+
+// Apply applies other writers' changes of a few records to memory, for a
+// backend shared with them: read fetches the current values of keys (nil:
+// deleted), then under Lock apply gets each key and value, and after runs.
+// A record this process changed and has not committed yet keeps its own
+// value (its commit comes later and wins in the backend too); a commit of
+// this process that lands while keys are read makes Apply read them again.
+func (k *Kernel) Apply(keys []string, read func(keys []string) ([][]byte, error), apply func(key string, value []byte) error, after func()) error {
+	for {
+		k.mu.RLock()
+		commits := k.commits
+		k.mu.RUnlock()
+		values, err := read(keys)
+		if err != nil {
+			return err
+		}
+		k.mu.Lock()
+		if k.commits != commits {
+			k.mu.Unlock()
+			continue
+		}
+		for i, key := range keys {
+			if _, dirty := k.dirty[key]; dirty {
+				continue
+			}
+			if aerr := apply(key, values[i]); aerr != nil && err == nil {
+				err = fmt.Errorf("applying record %q: %w", key, aerr)
+			}
+		}
+		after()
+		k.mu.Unlock()
+		return err
+	}
+}
+
+// LoadRecord decodes one record into memory through its kind's Load.
+// Callers hold Lock (Apply's apply).
+func (k *Kernel) LoadRecord(key string, value []byte) error {
+	kind, ok := k.kind(key)
+	if !ok || kind.Load == nil {
+		return nil
+	}
+	return kind.Load([]byte(key), value)
 }

@@ -1,0 +1,74 @@
+package caddymodule
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// migrateCommand is `caddy tollgate migrate`: it copies the embedded
+// Badger database into Redis for `storage redis`. The gateway must be
+// stopped (Badger locks its directory).
+func migrateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate --to redis://[user:password@]host:port[/db] [--from <data_dir>] [--key-prefix <prefix>] [--force]",
+		Short: "Copies the embedded database into Redis for several replicas (storage redis)",
+		Long: `
+Copies every record of the embedded Badger database (accounts, keys with
+their hashes, counters, organizations, secrets, generations...) into Redis
+under the key prefix, for the storage redis option. Stop the gateway first.
+A rediss:// URL connects over TLS. A Redis that already holds data under
+the prefix is refused unless --force, which replaces it.
+`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fl := caddycmd.Flags{FlagSet: c.Flags()}
+			from := fl.String("from")
+			if from == "" {
+				from = filepath.Join(caddy.AppDataDir(), "tollgate")
+			}
+			to, err := redisURLOptions(fl.String("to"), fl.String("key-prefix"))
+			if err != nil {
+				return err
+			}
+			src, err := kernel.OpenBadger(from)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			dst, err := kernel.OpenRedis(*to, zap.NewNop())
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			n, err := kernel.CopyToRedis(src, dst, fl.Bool("force"))
+			if err != nil {
+				return fmt.Errorf("migrate: %w (%d records copied)", err, n)
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "copied %d records from %s to redis at %s under key prefix %q\n", n, from, to.Address, to.KeyPrefix)
+			return err
+		},
+	}
+	cmd.Flags().String("to", "", "The Redis URL: redis://[user:password@]host:port[/db], or rediss:// for TLS (required)")
+	cmd.Flags().String("from", "", "The Badger directory (default: the data_dir default)")
+	cmd.Flags().String("key-prefix", "tollgate:", "The key prefix of storage redis")
+	cmd.Flags().Bool("force", false, "Replace what Redis holds under the key prefix")
+	mustMarkRequired(cmd, "to")
+	return cmd
+}
+
+// redisURLOptions reads a redis:// or rediss:// URL.
+func redisURLOptions(u, prefix string) (*kernel.RedisOptions, error) {
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("--to: %v", err)
+	}
+	return &kernel.RedisOptions{Address: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLSConfig != nil, KeyPrefix: prefix}, nil
+}

@@ -1,0 +1,162 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// StorageConfig selects the database behind the gateway. Unset: the
+// embedded Badger database under data_dir.
+type StorageConfig struct {
+	// Redis shares one Redis (or Valkey) server between several gateway
+	// replicas: the same keys, counters and caps on every replica.
+	Redis *RedisConfig `json:"redis,omitempty"`
+}
+
+// RedisConfig is `storage redis { ... }`. Every string accepts
+// placeholders such as {env.REDIS_PASSWORD}, expanded when the config
+// loads.
+type RedisConfig struct {
+	// Address is host:port.
+	Address string `json:"address,omitempty"`
+	// Username is the ACL user; empty: the default user.
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	DB       int    `json:"db,omitempty"`
+	// TLS connects over TLS, verifying the server's certificate.
+	TLS bool `json:"tls,omitempty"`
+	// KeyPrefix starts every key this gateway writes, so that several
+	// gateways can share one server. Default: "tollgate:".
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// HoldLease is how long a running request's holds outlive a replica
+	// that died. Default: 30s.
+	HoldLease caddy.Duration `json:"hold_lease,omitempty"`
+}
+
+// parseStorage parses `storage redis { ... }`.
+func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
+	if !d.NextArg() {
+		return nil, d.Err("storage: expected a backend (redis)")
+	}
+	if d.Val() != "redis" {
+		return nil, d.Errf("storage: unknown backend %q (expected redis)", d.Val())
+	}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	r := new(RedisConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		switch opt {
+		case "address", "username", "password", "key_prefix":
+			var v string
+			if !d.AllArgs(&v) {
+				return nil, d.Errf("storage redis: %s: expected one value", opt)
+			}
+			switch opt {
+			case "address":
+				r.Address = v
+			case "username":
+				r.Username = v
+			case "password":
+				r.Password = v
+			case "key_prefix":
+				r.KeyPrefix = v
+			}
+		case "db":
+			var v string
+			if !d.AllArgs(&v) {
+				return nil, d.Err("storage redis: db: expected one number")
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, d.Errf("storage redis: db: expected a non-negative integer, got %q", v)
+			}
+			r.DB = n
+		case "tls":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			r.TLS = true
+		case "hold_lease":
+			dur, err := durationArg(d)
+			if err != nil {
+				return nil, err
+			}
+			r.HoldLease = dur
+		default:
+			return nil, d.Errf("storage redis: unknown option %q", opt)
+		}
+	}
+	return &StorageConfig{Redis: r}, nil
+}
+
+// validate refuses what the connection could not use; each error names
+// its field. Placeholders are checked once expanded (options).
+func (c *StorageConfig) validate() error {
+	if c == nil || c.Redis == nil {
+		return nil
+	}
+	r := c.Redis
+	if r.DB < 0 {
+		return fmt.Errorf("storage: redis: db: expected a non-negative integer, got %d", r.DB)
+	}
+	if r.HoldLease < 0 || (r.HoldLease > 0 && time.Duration(r.HoldLease) < 300*time.Millisecond) {
+		return fmt.Errorf("storage: redis: hold_lease: expected at least 300ms, got %v", time.Duration(r.HoldLease))
+	}
+	if !strings.Contains(r.Address, "{") {
+		if _, err := redisAddress(r.Address); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// redisAddress checks a host:port.
+func redisAddress(addr string) (string, error) {
+	if addr == "" {
+		return "", fmt.Errorf("storage: redis: address: required (host:port)")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return "", fmt.Errorf("storage: redis: address: expected host:port, got %q", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("storage: redis: address: port must be 1-65535, got %q", port)
+	}
+	return addr, nil
+}
+
+// options expands the placeholders and returns the backend's options.
+func (c *RedisConfig) options(repl *caddy.Replacer) (*kernel.RedisOptions, error) {
+	o := &kernel.RedisOptions{
+		Address:   strings.TrimSpace(repl.ReplaceAll(c.Address, "")),
+		Username:  repl.ReplaceAll(c.Username, ""),
+		Password:  repl.ReplaceAll(c.Password, ""),
+		DB:        c.DB,
+		TLS:       c.TLS,
+		KeyPrefix: repl.ReplaceAll(c.KeyPrefix, ""),
+		HoldLease: time.Duration(c.HoldLease),
+	}
+	if _, err := redisAddress(o.Address); err != nil {
+		return nil, err
+	}
+	if c.KeyPrefix == "" {
+		o.KeyPrefix = "tollgate:"
+	}
+	return o, nil
+}
+
+// poolKey names the shared store in the usage pool: one per server,
+// database and prefix, as one Badger store per directory.
+func redisPoolKey(o *kernel.RedisOptions) string {
+	return "redis://" + o.Address + "/" + strconv.Itoa(o.DB) + "/" + o.KeyPrefix
+}

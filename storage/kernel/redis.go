@@ -1,0 +1,371 @@
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// RedisOptions select the shared backend: several gateway replicas on one
+// Redis (or Valkey) server.
+type RedisOptions struct {
+	Address   string // host:port
+	Username  string // ACL user; empty: the default user
+	Password  string
+	DB        int
+	TLS       bool
+	KeyPrefix string // starts every key the gateway writes
+	// HoldLease is how long a running request's holds outlive a replica
+	// that stopped renewing them (storage.DefaultHoldLease when zero).
+	HoldLease time.Duration
+}
+
+// ErrUnavailable is returned while the shared database cannot be reached:
+// the gateway then serves nothing it could not meter.
+var ErrUnavailable = errors.New("shared database unavailable")
+
+// redisTimeout bounds one command: a request never waits longer than
+// this on the network before it is refused.
+const redisTimeout = 2 * time.Second
+
+// feedMaxLen bounds the change feed (approximately): a replica that falls
+// further behind than this reloads everything.
+const feedMaxLen = 100000
+
+// feedBlock is how long one read of the change feed waits for an entry;
+// it bounds how long Close waits for the reader.
+const feedBlock = 250 * time.Millisecond
+
+// RedisBackend keeps the records under KeyPrefix, one string key per
+// record holding the same JSON Badger stores, and announces every commit
+// on a change feed (a Redis stream) so that the other replicas reload what
+// changed.
+type RedisBackend struct {
+	c       *redis.Client
+	prefix  string
+	feed    string // the change feed's stream key
+	replica string // this process's id in the feed's entries
+	log     *zap.Logger
+	down    atomic.Bool
+	lease   time.Duration
+}
+
+// OpenRedis connects to the server and checks that it answers.
+func OpenRedis(o RedisOptions, log *zap.Logger) (*RedisBackend, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	opts := &redis.Options{
+		Addr: o.Address, Username: o.Username, Password: o.Password, DB: o.DB,
+		DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout,
+		// A failed command is answered at once (503) rather than retried
+		// behind the client's back; the feed reader reconnects.
+		MaxRetries: -1,
+	}
+	if o.TLS {
+		host, _, _ := strings.Cut(o.Address, ":")
+		opts.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	b := &RedisBackend{
+		c: redis.NewClient(opts), prefix: o.KeyPrefix, feed: o.KeyPrefix + "~feed",
+		replica: hex.EncodeToString(id[:]), log: log, lease: o.HoldLease,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
+	if err := b.c.Ping(ctx).Err(); err != nil {
+		_ = b.c.Close()
+		return nil, fmt.Errorf("connecting to redis at %s: %w", o.Address, err)
+	}
+	return b, nil
+}
+
+// Client is the connection pool, for the ledger's scripts.
+func (b *RedisBackend) Client() *redis.Client { return b.c }
+
+// Prefix starts every key of this gateway's data.
+func (b *RedisBackend) Prefix() string { return b.prefix }
+
+// Replica is this process's id in the change feed.
+func (b *RedisBackend) Replica() string { return b.replica }
+
+// HoldLease is the configured lease of running requests' holds.
+func (b *RedisBackend) HoldLease() time.Duration { return b.lease }
+
+// FeedKey is the change feed's stream key.
+func (b *RedisBackend) FeedKey() string { return b.feed }
+
+// Available reports whether the last command reached the server.
+func (b *RedisBackend) Available() bool { return !b.down.Load() }
+
+// Observe records the outcome of a command: a network failure marks the
+// server down until a command succeeds again.
+func (b *RedisBackend) Observe(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		b.down.Store(false)
+		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return err // the server answered: it is up
+	}
+	b.down.Store(true)
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+func (b *RedisBackend) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), redisTimeout)
+}
+
+// Commit writes the batch and its feed entry in one MULTI/EXEC: the other
+// replicas see either all of it or nothing. With appendfsync always the
+// server answers only once the batch is on its disk.
+func (b *RedisBackend) Commit(writes []Write) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(writes))
+	ctx, cancel := b.ctx()
+	defer cancel()
+	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, w := range writes {
+			keys = append(keys, w.Key)
+			if w.Value == nil {
+				p.Del(ctx, b.prefix+w.Key)
+				continue
+			}
+			v, err := encode(w.Value)
+			if err != nil {
+				return err
+			}
+			p.Set(ctx, b.prefix+w.Key, v, 0)
+		}
+		p.XAdd(ctx, &redis.XAddArgs{
+			Stream: b.feed, MaxLen: feedMaxLen, Approx: true,
+			Values: []string{"r", b.replica, "k", strings.Join(keys, "\n")},
+		})
+		return nil
+	})
+	return b.Observe(err)
+}
+
+func (b *RedisBackend) Get(key string, decode func(value []byte) error) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	v, err := b.c.Get(ctx, b.prefix+key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		b.down.Store(false)
+		return ErrNotFound
+	}
+	if err := b.Observe(err); err != nil {
+		return err
+	}
+	return decode(v)
+}
+
+// GetMany calls fn with the value of each of keys that exists, reading
+// them in chunks of one round trip each.
+func (b *RedisBackend) GetMany(keys []string, fn func(key string, value []byte)) error {
+	for chunk := range slices.Chunk(keys, 500) {
+		full := make([]string, len(chunk))
+		for i, k := range chunk {
+			full[i] = b.prefix + k
+		}
+		ctx, cancel := b.ctx()
+		vals, err := b.c.MGet(ctx, full...).Result()
+		cancel()
+		if err := b.Observe(err); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if s, ok := v.(string); ok {
+				fn(chunk[i], []byte(s))
+			}
+		}
+	}
+	return nil
+}
+
+// Scan lists the keys under prefix with SCAN, sorts them (Badger's key
+// order, which loading relies on) and reads them in chunks.
+func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
+	ctx := context.Background()
+	var keys []string
+	iter := b.c.Scan(ctx, 0, globEscape(b.prefix+prefix)+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := b.Observe(iter.Err()); err != nil {
+		return err
+	}
+	slices.Sort(keys)
+	for chunk := range slices.Chunk(keys, 500) {
+		cctx, cancel := b.ctx()
+		vals, err := b.c.MGet(cctx, chunk...).Result()
+		cancel()
+		if err := b.Observe(err); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			s, ok := v.(string)
+			if !ok {
+				continue // deleted since the SCAN
+			}
+			more, err := fn([]byte(chunk[i][len(b.prefix):]), []byte(s))
+			if err != nil || !more {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Empty reports whether no record exists under the key prefix (migrate
+// refuses to overwrite a database in use).
+func (b *RedisBackend) Empty() (bool, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	keys, _, err := b.c.Scan(ctx, 0, globEscape(b.prefix)+"*", 100).Result()
+	return len(keys) == 0, b.Observe(err)
+}
+
+func (b *RedisBackend) Close() error { return b.c.Close() }
+
+// globEscape quotes SCAN MATCH's special characters.
+func globEscape(s string) string {
+	var sb strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\^`, c) {
+			sb.WriteByte('\\')
+		}
+		sb.WriteRune(c)
+	}
+	return sb.String()
+}
+
+// Change is one entry of the change feed written by another replica:
+// the record keys it committed, or the account whose money it changed.
+type Change struct {
+	Keys    []string
+	Account string // a ledger script's entry: the account's money changed
+	// Fields are the money fields it changed.
+	Fields []string
+	// Generation is the id of the generation record a settlement wrote.
+	Generation string
+}
+
+// FeedPosition is where Follow starts: taken before the warm-up Load, so
+// that nothing committed meanwhile is missed.
+func (b *RedisBackend) FeedPosition() (string, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	return b.lastFeedID(ctx)
+}
+
+// Follow reads the change feed after position last until ctx ends, calling apply
+// with each batch of other replicas' entries (a replica's own are already
+// in its memory). After an interruption it calls resync once the server
+// answers again, since entries may have been missed (or trimmed) meanwhile.
+func (b *RedisBackend) Follow(ctx context.Context, last string, apply func([]Change), resync func() error) {
+	broken := false
+	for ctx.Err() == nil {
+		if broken {
+			if err := b.Observe(b.c.Ping(ctx).Err()); err != nil {
+				sleep(ctx, 100*time.Millisecond)
+				continue
+			}
+			id, err := b.lastFeedID(ctx)
+			if err != nil {
+				continue
+			}
+			if err := resync(); err != nil {
+				b.log.Error("resynchronizing from redis failed; retrying", zap.Error(err))
+				sleep(ctx, 100*time.Millisecond)
+				continue
+			}
+			b.log.Info("resynchronized from redis")
+			last, broken = id, false
+		}
+		streams, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1000, Block: feedBlock}).Result()
+		if errors.Is(err, redis.Nil) {
+			b.down.Store(false)
+			continue
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				_ = b.Observe(err)
+				b.log.Warn("reading the redis change feed failed", zap.Error(err))
+				broken = true
+				sleep(ctx, 50*time.Millisecond)
+			}
+			continue
+		}
+		b.down.Store(false)
+		var changes []Change
+		for _, s := range streams {
+			for _, m := range s.Messages {
+				last = m.ID
+				if m.Values["r"] == b.replica {
+					continue
+				}
+				var c Change
+				if k, _ := m.Values["k"].(string); k != "" {
+					c.Keys = strings.Split(k, "\n")
+				}
+				c.Account, _ = m.Values["m"].(string)
+				c.Generation, _ = m.Values["g"].(string)
+				if f, _ := m.Values["f"].(string); f != "" {
+					c.Fields = strings.Fields(f)
+				}
+				changes = append(changes, c)
+			}
+		}
+		if len(changes) > 0 {
+			apply(changes)
+		}
+	}
+}
+
+// lastFeedID is the id of the feed's newest entry ("0" when empty).
+func (b *RedisBackend) lastFeedID(ctx context.Context) (string, error) {
+	msgs, err := b.c.XRevRangeN(ctx, b.feed, "+", "-", 1).Result()
+	if err := b.Observe(err); err != nil {
+		return "", err
+	}
+	if len(msgs) == 0 {
+		return "0", nil
+	}
+	return msgs[0].ID, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// GetValues reads keys in one round trip per chunk: nil for a key that
+// does not exist.
+func (b *RedisBackend) GetValues(keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	idx := make(map[string]int, len(keys))
+	for i, k := range keys {
+		idx[k] = i
+	}
+	err := b.GetMany(keys, func(key string, v []byte) { out[idx[key]] = v })
+	return out, err
+}

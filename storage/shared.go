@@ -1,0 +1,384 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// Several replicas on one Redis.
+//
+// With Options.Redis the records live in Redis (kernel.RedisBackend) and
+// every replica keeps its full in-memory copy, so that authentication and
+// admission still read memory only. Each commit announces its keys on the
+// change feed; the other replicas reload their memory from Redis when they
+// read such an entry (Kernel.Reload) and re-apply the money fields, which
+// live apart from the records (sharedledger.go) so that no replica ever
+// overwrites a counter with a stale copy.
+
+// ErrUnavailable is returned while the shared database cannot be reached:
+// handlers answer 503 and serve nothing they could not meter.
+var ErrUnavailable = kernel.ErrUnavailable
+
+// Resettable is implemented by an outside domain store (domains.go) that
+// can empty its in-memory index before a reload from the shared database;
+// it runs under the kernel's lock.
+type Resettable interface {
+	Reset()
+}
+
+// shared is a Store's link to the other replicas; nil on Badger.
+type shared struct {
+	rb     *kernel.RedisBackend
+	ledger *sharedLedger
+	stop   context.CancelFunc
+	done   chan struct{}
+	log    *zap.Logger
+}
+
+// Shared reports whether the store runs on the shared backend.
+func (s *Store) Shared() bool { return s.shared != nil }
+
+// Available reports whether the store can make changes durable right now:
+// always on Badger; on Redis, while the server answers.
+func (s *Store) Available() bool { return s.shared == nil || s.shared.rb.Available() }
+
+// openShared finishes Open on the shared backend: the money fields, then
+// the change feed from position pos (taken before the warm-up).
+func (s *Store) openShared(rb *kernel.RedisBackend, pos string, log *zap.Logger) error {
+	sh := &shared{rb: rb, log: log, done: make(chan struct{})}
+	sh.ledger = newSharedLedger(s, rb, log)
+	s.shared = sh
+	if err := sh.ledger.loadAll(); err != nil {
+		return fmt.Errorf("loading the money counters from redis: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sh.stop = cancel
+	go func() {
+		defer close(sh.done)
+		rb.Follow(ctx, pos, s.applyChanges, s.resync)
+	}()
+	sh.ledger.start(ctx)
+	return nil
+}
+
+// closeShared stops following the feed and the lease keeper.
+func (s *Store) closeShared() {
+	if s.shared == nil {
+		return
+	}
+	s.shared.stop()
+	<-s.shared.done
+	s.shared.ledger.wait()
+}
+
+// applyChanges applies other replicas' feed entries: refreshed money
+// fields for a ledger script's entry, a reload for committed records.
+func (s *Store) applyChanges(changes []kernel.Change) {
+	records := false
+	accounts := map[string]map[string]struct{}{} // account -> changed fields
+	s.addRemoteGenerations(changes)
+	for _, c := range changes {
+		if len(c.Keys) > 0 {
+			records = true
+		}
+		if c.Account != "" {
+			fs := accounts[c.Account]
+			if fs == nil {
+				fs = map[string]struct{}{}
+				accounts[c.Account] = fs
+			}
+			for _, f := range c.Fields {
+				fs[f] = struct{}{}
+			}
+		}
+	}
+	if records {
+		keys, incremental := changedRecords(changes)
+		var err error
+		if incremental {
+			err = s.applyRecords(keys)
+		}
+		if !incremental || err != nil {
+			incremental = false
+			err = s.resync()
+		}
+		if err != nil {
+			s.shared.log.Error("reloading changed records from redis failed", zap.Error(err))
+		}
+		if !incremental {
+			return // a reload re-reads every account's money as well
+		}
+	}
+	byField := map[string][]string{}
+	for id, fs := range accounts {
+		if len(fs) > 0 { // every script writes at least the account's field
+			byField[id] = slices.Collect(maps.Keys(fs))
+		}
+	}
+	if len(byField) == 0 {
+		return
+	}
+	if err := s.shared.ledger.refreshFields(byField); err != nil && !errors.Is(err, ErrUnavailable) {
+		s.shared.log.Error("reading accounts' counters from redis failed", zap.Error(err))
+	}
+}
+
+// incrementalPrefixes are the kinds of record whose Load replaces one
+// record in memory and nothing else (no index of its own to update), so
+// that another replica's change of one is applied alone; a change of any
+// other kind (SCIM's, or a migration) reloads everything.
+var incrementalPrefixes = []string{
+	prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey,
+	prefixMember, prefixWorkspace, prefixGuardrail, prefixWorkspaceUsage, prefixMemberUsage,
+	prefixBYOK, prefixEndUser, prefixDestination, prefixPrivateEndpoint,
+}
+
+// changedRecords lists the record keys of the feed entries, and whether
+// each can be applied alone.
+func changedRecords(changes []kernel.Change) ([]string, bool) {
+	seen := map[string]struct{}{}
+	var keys []string
+	for _, c := range changes {
+		for _, k := range c.Keys {
+			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+				return nil, false
+			}
+			if _, ok := seen[k]; !ok {
+				seen[k] = struct{}{}
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, true
+}
+
+// applyRecords applies other replicas' changes of the records under keys,
+// then the money fields of their accounts (a record carries stale
+// counters, or none).
+func (s *Store) applyRecords(keys []string) error {
+	accounts := map[string]struct{}{}
+	return s.k.Apply(keys, s.shared.rb.GetValues, func(key string, value []byte) error {
+		if id, ok := recordAccount(key); ok {
+			accounts[id] = struct{}{}
+		}
+		if value == nil {
+			s.removeRecord(key)
+			return nil
+		}
+		err := s.loadRecord(key, value)
+		if k, ok := s.keys[strings.TrimPrefix(key, prefixAPIKey)]; ok && strings.HasPrefix(key, prefixAPIKey) {
+			accounts[k.AccountID] = struct{}{}
+		}
+		return err
+	}, func() {
+		s.OrgStore.rulesChanged()
+		for id := range accounts {
+			s.shared.ledger.overlay(id)
+		}
+	})
+}
+
+// loadRecord loads a changed record. A workspace's or member's record
+// does not carry its usage (its usage record and the money fields do), so
+// the usage in memory is kept. Callers hold the kernel's lock.
+func (s *Store) loadRecord(key string, value []byte) error {
+	accountID, id, _ := strings.Cut(key[strings.IndexByte(key, '/')+1:], "/")
+	switch {
+	case strings.HasPrefix(key, prefixWorkspace):
+		if w, ok := s.workspaces[accountID][id]; ok {
+			u, b := w.Usage, w.BYOKUsage
+			defer func() {
+				if w, ok := s.workspaces[accountID][id]; ok {
+					w.Usage, w.BYOKUsage = u, b
+				}
+			}()
+		}
+	case strings.HasPrefix(key, prefixMember):
+		if m, ok := s.members[accountID][id]; ok {
+			u, b := m.Usage, m.BYOKUsage
+			defer func() {
+				if m, ok := s.members[accountID][id]; ok {
+					m.Usage, m.BYOKUsage = u, b
+				}
+			}()
+		}
+	}
+	return s.k.LoadRecord(key, value)
+}
+
+// removeRecord drops a record another replica deleted. Callers hold the
+// kernel's lock.
+func (s *Store) removeRecord(key string) {
+	rest := key[strings.IndexByte(key, '/')+1:]
+	accountID, id, _ := strings.Cut(rest, "/")
+	switch {
+	case strings.HasPrefix(key, prefixAccount):
+		delete(s.accounts, rest)
+	case strings.HasPrefix(key, prefixAPIKey):
+		delete(s.keys, rest)
+	case strings.HasPrefix(key, prefixMgmtKey):
+		delete(s.mgmtKeys, rest)
+	case strings.HasPrefix(key, prefixMember):
+		s.members.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixWorkspace):
+		s.workspaces.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixGuardrail):
+		s.guardrails.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixBYOK):
+		s.byok.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixEndUser):
+		s.endUsers.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixDestination):
+		s.destinations.Remove(accountID, id)
+	case strings.HasPrefix(key, prefixPrivateEndpoint):
+		s.endpoints.Remove(accountID, id)
+	}
+	// Purchases are never deleted; a deleted usage record leaves the
+	// counters to the money fields.
+}
+
+// recordAccount is the account a record key belongs to.
+func recordAccount(key string) (string, bool) {
+	i := strings.IndexByte(key, '/')
+	if i < 0 {
+		return "", false
+	}
+	rest := key[i+1:]
+	if strings.HasPrefix(key, prefixAPIKey) || strings.HasPrefix(key, prefixMgmtKey) {
+		return "", false // by hash: the key's account is in its record
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id, id != ""
+}
+
+// addRemoteGenerations adds the generations other replicas settled to
+// this replica's analytics rollup, so that every replica's analytics equal
+// what was charged. They are not published to this replica's subscribers
+// (the export): the replica that settled a generation exports it, once.
+func (s *Store) addRemoteGenerations(changes []kernel.Change) {
+	var keys []string
+	for _, c := range changes {
+		if c.Generation != "" {
+			keys = append(keys, prefixGeneration+c.Generation)
+		}
+	}
+	err := s.shared.rb.GetMany(keys, func(key string, v []byte) {
+		var g Generation
+		if err := json.Unmarshal(v, &g); err != nil {
+			s.shared.log.Error("decoding another replica's generation failed", zap.String("key", key), zap.Error(err))
+			return
+		}
+		// Its end user, if new, reaches this replica as a record.
+		s.AnalyticsStore.analytics.addGeneration(g)
+	})
+	if err != nil {
+		s.shared.log.Error("reading other replicas' generations failed", zap.Error(err))
+	}
+}
+
+// resync reloads every record and every account's money fields from
+// Redis: after another replica's commit, or a broken feed.
+func (s *Store) resync() error {
+	if err := s.shared.ledger.loadAll(); err != nil {
+		return err
+	}
+	return s.k.Reload(s.resetMemory, func() {
+		s.ensureDefaultWorkspacesInMemory()
+		s.OrgStore.rulesChanged()
+		s.shared.ledger.overlayAll()
+	})
+}
+
+// resetMemory empties every domain store's maps before a reload. Callers
+// hold the kernel's lock.
+func (s *Store) resetMemory() {
+	a := s.AccountStore
+	a.accounts, a.keys, a.mgmtKeys, a.purchases = map[string]*Account{}, map[string]*APIKey{}, map[string]*ManagementKey{}, map[string][]Purchase{}
+	o := s.OrgStore
+	o.members, o.workspaces, o.guardrails = kernel.Records[Member]{}, kernel.Records[Workspace]{}, kernel.Records[Guardrail]{}
+	s.SecretStore.byok = kernel.Records[Credential]{}
+	s.EndUserStore.endUsers = kernel.Records[EndUser]{}
+	s.DestinationStore.destinations = kernel.Records[Destination]{}
+	s.EndpointStore.endpoints = kernel.Records[PrivateEndpoint]{}
+	for _, d := range s.domains {
+		if r, ok := d.(Resettable); ok {
+			r.Reset()
+		}
+	}
+}
+
+// ensureDefaultWorkspacesInMemory gives every account its default
+// workspace in memory when the record is not stored yet (it is written by
+// the replica that created the account). Callers hold the kernel's lock.
+func (s *Store) ensureDefaultWorkspacesInMemory() {
+	for _, a := range s.accounts {
+		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok && a.DefaultWorkspaceID != "" {
+			s.workspaces.Put(defaultWorkspace(a))
+		}
+	}
+}
+
+// ShareKeyCeiling makes the per-key abuse ceiling one bucket per key for
+// every replica on the shared backend, taken in the admission script (no
+// extra round trip): an inference request beyond it fails its reservation
+// with a *CeilingError. Nil removes it; nothing on Badger.
+func (s *Store) ShareKeyCeiling(c *KeyCeiling) {
+	if s.shared == nil {
+		return
+	}
+	if c != nil && (c.Requests <= 0 || c.Window <= 0 || c.Burst <= 0) {
+		c = nil
+	}
+	s.shared.ledger.keyCeiling.Store(c)
+}
+
+// ReserveHolds is LedgerStore.ReserveHolds, on the shared ledger when the
+// store runs on Redis.
+func (s *Store) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+	if s.shared != nil {
+		return s.shared.ledger.reserve(accountID, keyHash, decide)
+	}
+	return s.LedgerStore.ReserveHolds(accountID, keyHash, decide)
+}
+
+// Reserve is LedgerStore.Reserve, on the shared ledger when the store
+// runs on Redis.
+func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
+}
+
+// Settle is LedgerStore.Settle, on the shared ledger when the store runs
+// on Redis.
+func (s *Store) Settle(res *Reservation, c Charge) error {
+	if s.shared != nil {
+		err := s.shared.ledger.settle(res, c)
+		if errors.Is(err, ErrUnavailable) {
+			// The provider answered, so the charge is owed: it lands once
+			// Redis answers again (a settled generation is never written
+			// twice), though this request reports the failure.
+			s.shared.ledger.settleLater(res, c)
+		}
+		return err
+	}
+	return s.LedgerStore.Settle(res, c)
+}
+
+// Release is LedgerStore.Release, on the shared ledger when the store
+// runs on Redis.
+func (s *Store) Release(res *Reservation) error {
+	if s.shared != nil {
+		return s.shared.ledger.release(res)
+	}
+	return s.LedgerStore.Release(res)
+}
+
+var _ Ledger = (*Store)(nil)

@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+)
+
+// openShared opens a replica on srv under prefix.
+func openSharedReplica(t *testing.T, srv *redistest.Server, prefix string) *Store {
+	t.Helper()
+	s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: prefix}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// eventually polls cond for up to d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func TestSharedRecordsReachTheOtherReplica(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := openSharedReplica(t, srv, "t1:"), openSharedReplica(t, srv, "t1:")
+	acct, err := a.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, secret, err := a.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 100*time.Millisecond, "key created at A authenticates at B", func() bool {
+		_, err := b.Authenticate(secret)
+		return err == nil
+	})
+	// A charge at B, then a change of the key's record at A that B had
+	// not yet seen the charge of: B keeps the charge.
+	hold := money.Amount(money.AmountScale)
+	res, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, func(LedgerView) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Settle(res, Charge{Cost: hold}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.UpdateAPIKey(k.Hash, func(k *APIKey) error { k.Name = "renamed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 100*time.Millisecond, "the rename reaches B", func() bool {
+		got, _ := b.APIKey(k.Hash)
+		return got.Name == "renamed"
+	})
+	for name, r := range map[string]*Store{"A": a, "B": b} {
+		eventually(t, 100*time.Millisecond, "the charge at "+name, func() bool {
+			got, _ := r.APIKey(k.Hash)
+			acct, _ := r.Account(acct.ID)
+			return got.Usage.Total == hold && acct.Usage == hold
+		})
+	}
+	if _, err := a.UpdateAPIKey(k.Hash, func(k *APIKey) error { k.Disabled = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 100*time.Millisecond, "key disabled at A is disabled at B", func() bool {
+		got, ok := b.APIKey(k.Hash)
+		return ok && got.Disabled
+	})
+	if err := a.DeleteAPIKey(k.Hash); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 100*time.Millisecond, "key deleted at A is gone at B", func() bool {
+		_, ok := b.APIKey(k.Hash)
+		return !ok
+	})
+	// A third replica started now loads everything.
+	c := openSharedReplica(t, srv, "t1:")
+	if _, ok := c.Account(acct.ID); !ok {
+		t.Fatal("a replica started later does not see the account")
+	}
+	// Another prefix is another gateway.
+	d := openSharedReplica(t, srv, "t2:")
+	if _, ok := d.Account(acct.ID); ok {
+		t.Fatal("key_prefix does not separate gateways")
+	}
+}
+
+func TestSharedReserveIsExactAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	reps := []*Store{openSharedReplica(t, srv, "x:"), openSharedReplica(t, srv, "x:"), openSharedReplica(t, srv, "x:")}
+	acct, _ := reps[0].CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	limit := money.Amount(10 * money.AmountScale)
+	k, _, _ := reps[0].CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
+	for _, r := range reps[1:] {
+		eventually(t, time.Second, "key reaches replica", func() bool { _, ok := r.APIKey(k.Hash); return ok })
+	}
+	hold := money.Amount(money.AmountScale)
+	var admitted, charged atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r := reps[i%3]
+			res, err := r.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+			if err != nil {
+				return
+			}
+			admitted.Add(1)
+			time.Sleep(time.Millisecond)
+			cost := hold - money.Amount(i)
+			if err := r.Settle(res, Charge{Cost: cost, Generation: &Generation{ID: NewGenerationID(time.Now()), AccountID: acct.ID, KeyHash: k.Hash, Cost: cost, CreatedAt: time.Now()}}); err != nil {
+				t.Error(err)
+				return
+			}
+			charged.Add(int64(cost))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if admitted.Load() > 10 || admitted.Load() == 0 {
+		t.Fatalf("admitted %d of 300 against a cap of 10", admitted.Load())
+	}
+	for i, r := range reps {
+		var got APIKey
+		start := time.Now()
+		for got, _ = r.APIKey(k.Hash); int64(got.Usage.Total) != charged.Load(); got, _ = r.APIKey(k.Hash) {
+			if time.Since(start) > time.Second {
+				t.Fatalf("replica %d reads usage %s, charged %d", i, got.Usage.Total, charged.Load())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	got, _ := reps[1].APIKey(k.Hash)
+	if got.Usage.Total > limit {
+		t.Fatalf("usage %s over the cap %s", got.Usage.Total, limit)
+	}
+	a, _ := reps[2].Account(acct.ID)
+	if int64(a.Usage) != charged.Load() {
+		t.Fatalf("account usage %s, charged %d", a.Usage, charged.Load())
+	}
+	var gens int64
+	var sum money.Amount
+	_ = reps[0].Generations(func(g Generation) bool { gens++; sum += g.Cost; return true })
+	if gens != admitted.Load() || int64(sum) != charged.Load() {
+		t.Fatalf("%d generations summing %s; %d admitted, %d charged", gens, sum, admitted.Load(), charged.Load())
+	}
+	// Every replica's analytics count every replica's generations.
+	for i, r := range reps {
+		eventually(t, time.Second, fmt.Sprintf("replica %d's analytics", i), func() bool {
+			var n int64
+			var usage money.Amount
+			r.ScanUsage(acct.ID, time.Unix(0, 0), time.Now().Add(time.Hour), func(c *Cell) { n += c.Sums.Requests; usage += c.Sums.Usage })
+			return n == admitted.Load() && int64(usage) == charged.Load()
+		})
+	}
+}
+
+func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
+	srv := redistest.Start(t)
+	open := func() *Store {
+		s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "l:", HoldLease: 600 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	acct, _ := a.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	limit := money.Amount(2 * money.AmountScale)
+	k, _, _ := a.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
+	hold := money.Amount(money.AmountScale)
+	// A's running request renews its lease past its first term.
+	res, err := a.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	b.k.RLock()
+	held := b.ledger.keyHeld[k.Hash]
+	b.k.RUnlock()
+	if held != hold {
+		t.Fatalf("a renewed hold reads %s at B, want %s", held, hold)
+	}
+	if err := a.Release(res); err != nil {
+		t.Fatal(err)
+	}
+	// Then A "dies" holding another: its lease keeper stops, and B's
+	// reaper releases the hold once the lease lapses.
+	if _, err := a.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
+		t.Fatal(err)
+	}
+	leases := func() int64 {
+		n, err := b.shared.rb.Client().ZCard(t.Context(), "l:~leases").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := leases(); n != 1 {
+		t.Fatalf("%d leases while one request runs", n)
+	}
+	a.closeShared()
+	eventually(t, 3*time.Second, "the dead replica's hold is released", func() bool {
+		b.k.RLock()
+		defer b.k.RUnlock()
+		return b.ledger.keyHeld[k.Hash] == 0 && leases() == 0
+	})
+}
+
+func TestSharedSettlingCostsStaySmall(t *testing.T) {
+	var am acctMoney
+	t0 := time.UnixMilli(1_700_000_000_050)
+	for i := range 1000 {
+		am.keepSettling(t0.Add(time.Duration(i)*time.Millisecond), 1)
+	}
+	if len(am.Settling) > 11 {
+		t.Fatalf("%d settling entries for one second of costs", len(am.Settling))
+	}
+	var sum money.Amount
+	for i, e := range am.Settling {
+		sum += e.Amount
+		if i > 0 && e.Until <= am.Settling[i-1].Until {
+			t.Fatalf("entries out of order: %v", am.Settling)
+		}
+	}
+	if sum != 1000 {
+		t.Fatalf("settling costs sum to %s, want 1000 nano-credits", sum)
+	}
+	// No cost is released before its window ends.
+	st := am.inFlight(t0.Add(999 * time.Millisecond))
+	if st.held() < 1 {
+		t.Fatalf("the last cost was released early: %s held", st.held())
+	}
+}

@@ -1,0 +1,1125 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// The ledger of several replicas (see Ledger for the two designs; this is
+// the optimistic one).
+//
+// Every counter that requests change lives in one Redis hash per account,
+// "<prefix>~m/<account id>", apart from the records, so that an
+// administrative write (a record rewritten whole) never carries a counter:
+//
+//	a          the account's usage, BYOK usage, free-model windows, holds,
+//	           in-flight holds and settling costs (acctMoney)
+//	k:<hash>   a key's usage counters and holds (scopeMoney)
+//	w:<id>     a workspace's, m:<id> a member's (scopeMoney)
+//	h:<res id> one running request's holds (holdRecord), with its lease
+//	           in the sorted set "<prefix>~leases" (score: expiry, ms)
+//
+// Reserve runs the gateway's decide on the replica's in-memory copy of
+// these fields, computes the new fields and sends them with the exact
+// strings it read to one script (casScript), which writes them only if
+// every field it read is unchanged; otherwise it answers the current
+// strings, the replica adopts them and decides again. So a decision is
+// always made on the figures it is applied to, over every level of the
+// account at once, as under the one lock of a single process; one round
+// trip when the replica's copy is fresh. Settle and Release are the same
+// script, and Settle also writes the generation record, once (a repeated
+// Settle finds it and changes nothing). A lease that expires (its replica
+// died) is released by any replica's reaper with the same script, which
+// re-checks the expiry.
+
+// casScript compares and sets an account's money fields. KEYS: the money
+// hash, the lease set, the change feed, the generation key, the upstream
+// id key, the key's abuse-ceiling bucket. ARGV: replica, account id, lease
+// op ("", add, del, reap), lease member, lease score (add) or now (reap),
+// generation JSON, upstream JSON, feed length, n, then n triples (field,
+// expected, new; an empty string is an absent field), then the generation
+// id for the feed, then the key's abuse ceiling (tokens per ms, or "" for
+// none) and its burst. Answers {1} done, {0, field, value, ...} the
+// current values on a mismatch, {2} the generation was already written,
+// {3} the lease is still alive, {4, ms} the abuse ceiling refused (ms
+// until its next token).
+var casScript = redis.NewScript(`
+if ARGV[6] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then return {2} end
+if ARGV[3] == 'reap' then
+  local s = redis.call('ZSCORE', KEYS[2], ARGV[4])
+  if s and tonumber(s) > tonumber(ARGV[5]) then return {3} end
+end
+local n = tonumber(ARGV[9])
+local cur = {0}
+local ok = true
+for i = 0, n - 1 do
+  local f = ARGV[10 + 3 * i]
+  local v = redis.call('HGET', KEYS[1], f)
+  if not v then v = '' end
+  cur[#cur + 1] = f
+  cur[#cur + 1] = v
+  if v ~= ARGV[11 + 3 * i] then ok = false end
+end
+if not ok then return cur end
+if ARGV[11 + 3 * n] ~= '' then
+  -- the key's shared abuse ceiling: a token bucket (tokens, at ms)
+  local rate, burst = tonumber(ARGV[11 + 3 * n]), tonumber(ARGV[12 + 3 * n])
+  local tm = redis.call('TIME')
+  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  local b = redis.call('HMGET', KEYS[6], 't', 'at')
+  local tokens, at = tonumber(b[1]) or burst, tonumber(b[2]) or now
+  tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+  if tokens < 1 then return {4, math.ceil((1 - tokens) / rate)} end
+  redis.call('HSET', KEYS[6], 't', tostring(tokens - 1), 'at', now)
+  redis.call('PEXPIRE', KEYS[6], math.ceil(burst / rate) + 1000)
+end
+local fs = {}
+for i = 0, n - 1 do
+  local f, v = ARGV[10 + 3 * i], ARGV[12 + 3 * i]
+  if v == '' then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, v) end
+  fs[#fs + 1] = f
+end
+local changed = table.concat(fs, ' ')
+if ARGV[3] == 'add' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
+elseif ARGV[3] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
+if ARGV[6] ~= '' then
+  redis.call('SET', KEYS[4], ARGV[6])
+  if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7]) end
+end
+if ARGV[6] ~= '' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', changed, 'g', ARGV[10 + 3 * n])
+else
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', changed)
+end
+return {1}
+`)
+
+// DefaultHoldLease is how long a running request's holds outlive its
+// replica: renewed every third of it while the request runs.
+const DefaultHoldLease = 30 * time.Second
+
+// acctMoney is an account's "a" field.
+type acctMoney struct {
+	Usage      money.Amount   `json:"u"`
+	BYOKUsage  money.Amount   `json:"b"`
+	FreeDay    money.Windowed `json:"fd"`
+	FreeMinute money.Windowed `json:"fm"`
+	Held       money.Amount   `json:"h"`
+	Running    money.Amount   `json:"r"`
+	Settling   []settleEntry  `json:"s,omitempty"`
+}
+
+type settleEntry struct {
+	Until  int64        `json:"t"` // unix ms
+	Amount money.Amount `json:"a"`
+}
+
+// scopeMoney is a key's, workspace's or member's field.
+type scopeMoney struct {
+	Usage     money.UsageCounters `json:"u"`
+	BYOKUsage money.UsageCounters `json:"b"`
+	Held      money.Amount        `json:"h"`
+}
+
+// holdRecord is one running request's holds (field h:<reservation id>).
+type holdRecord struct {
+	Key       string       `json:"k,omitempty"`
+	Workspace string       `json:"w,omitempty"`
+	Member    string       `json:"m,omitempty"`
+	Hold      money.Amount `json:"h"`
+	InFlight  money.Amount `json:"i,omitempty"`
+	Credits   money.Amount `json:"c,omitempty"`
+	KeyOnly   bool         `json:"o,omitempty"`
+	WSHold    money.Amount `json:"wh,omitempty"`
+}
+
+// sharedLedger implements the ledger over Redis for one Store.
+type sharedLedger struct {
+	s     *Store
+	rb    *kernel.RedisBackend
+	log   *zap.Logger
+	lease time.Duration
+
+	// mu serializes this replica's ledger scripts, so that its own
+	// requests do not invalidate each other's reads; authentication never
+	// takes it.
+	mu sync.Mutex
+	// raw is the last known string of every money field, by account id
+	// then field ("" or missing: absent), under mu and the kernel's lock.
+	raw map[string]map[string]string
+	// seq counts the changes to raw, under mu: a refresh read without mu
+	// is applied only if nothing changed raw meanwhile.
+	seq uint64
+	// live are this replica's running reservations: their leases are
+	// renewed. Under liveMu.
+	liveMu sync.Mutex
+	live   map[string]string // lease member -> account id
+	ids    map[*Reservation]string
+
+	// keyCeiling is the per-key abuse ceiling shared by the replicas
+	// (Store.ShareKeyCeiling); nil: none.
+	keyCeiling atomic.Pointer[KeyCeiling]
+
+	wg  sync.WaitGroup
+	ctx context.Context // ends when the store closes
+}
+
+func newSharedLedger(s *Store, rb *kernel.RedisBackend, log *zap.Logger) *sharedLedger {
+	lease := rb.HoldLease()
+	if lease <= 0 {
+		lease = DefaultHoldLease
+	}
+	return &sharedLedger{s: s, rb: rb, log: log, lease: lease, raw: map[string]map[string]string{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+}
+
+func (l *sharedLedger) moneyKey(accountID string) string { return l.rb.Prefix() + "~m/" + accountID }
+func (l *sharedLedger) leaseKey() string                 { return l.rb.Prefix() + "~leases" }
+
+func ctxTimeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*time.Second)
+}
+
+// loadAll reads every account's money fields (under mu: see refresh).
+func (l *sharedLedger) loadAll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx := context.Background()
+	prefix := l.moneyKey("")
+	var keys []string
+	iter := l.rb.Client().Scan(ctx, 0, escapeGlob(prefix)+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := l.rb.Observe(iter.Err()); err != nil {
+		return err
+	}
+	raw := map[string]map[string]string{}
+	for chunk := range slices.Chunk(keys, 200) {
+		cctx, cancel := ctxTimeout()
+		cmds, err := l.rb.Client().Pipelined(cctx, func(p redis.Pipeliner) error {
+			for _, k := range chunk {
+				p.HGetAll(cctx, k)
+			}
+			return nil
+		})
+		cancel()
+		if err := l.rb.Observe(err); err != nil {
+			return err
+		}
+		for i, c := range cmds {
+			raw[chunk[i][len(prefix):]] = c.(*redis.MapStringStringCmd).Val()
+		}
+	}
+	l.seq++
+	l.s.k.Lock()
+	l.raw = raw
+	l.s.k.Unlock()
+	return nil
+}
+
+// overlayAll applies every account's money fields to memory. Callers hold
+// the kernel's lock.
+func (l *sharedLedger) overlayAll() {
+	for id := range l.s.accounts {
+		l.overlay(id)
+	}
+}
+
+// overlay applies an account's known money fields to its records in
+// memory and to the held figures that views read. Callers hold the
+// kernel's lock.
+func (l *sharedLedger) overlay(accountID string) {
+	raw := l.raw[accountID]
+	s := l.s
+	if acct, ok := s.accounts[accountID]; ok {
+		if v := raw["a"]; v != "" {
+			am := l.decodeAcct(v, acct)
+			a := *acct
+			a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = am.Usage, am.BYOKUsage, am.FreeDay, am.FreeMinute
+			s.accounts[accountID] = &a
+			s.ledger.add(s.ledger.accountHeld, accountID, am.Held-s.ledger.accountHeld[accountID])
+		}
+	}
+	for f, v := range raw {
+		kind, id, ok := strings.Cut(f, ":")
+		if !ok || v == "" {
+			continue
+		}
+		var sm scopeMoney
+		if json.Unmarshal([]byte(v), &sm) != nil {
+			continue
+		}
+		switch kind {
+		case "k":
+			if key, ok := s.keys[id]; ok {
+				k := *key
+				k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
+				s.keys[id] = &k
+			}
+			s.ledger.add(s.ledger.keyHeld, id, sm.Held-s.ledger.keyHeld[id])
+		case "w":
+			if w, ok := s.workspaces[accountID][id]; ok {
+				c := *w
+				c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
+				s.workspaces[accountID][id] = &c
+			}
+			k := accountID + "/" + id
+			s.ledger.add(s.ledger.workspaceHeld, k, sm.Held-s.ledger.workspaceHeld[k])
+		case "m":
+			if m, ok := s.members[accountID][id]; ok {
+				c := *m
+				c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
+				s.members[accountID][id] = &c
+			}
+			k := accountID + "/" + id
+			s.ledger.add(s.ledger.memberHeld, k, sm.Held-s.ledger.memberHeld[k])
+		}
+	}
+}
+
+// decodeAcct reads an "a" field; absent, the figures of the record
+// (migrated from Badger, or never charged).
+func (l *sharedLedger) decodeAcct(v string, acct *Account) acctMoney {
+	var am acctMoney
+	if v == "" || json.Unmarshal([]byte(v), &am) != nil {
+		am = acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
+	}
+	return am
+}
+
+func decodeScope(v string, usage, byok money.UsageCounters) scopeMoney {
+	var sm scopeMoney
+	if v == "" || json.Unmarshal([]byte(v), &sm) != nil {
+		sm = scopeMoney{Usage: usage, BYOKUsage: byok}
+	}
+	return sm
+}
+
+// levels is one request's money fields, decoded, with what was read.
+type levels struct {
+	accountID string
+	read      map[string]string // field -> string read ("" absent)
+	acct      *Account
+	am        acctMoney
+	key       *APIKey
+	ks        scopeMoney
+	ws        *Workspace
+	wm        scopeMoney
+	member    *Member
+	mm        scopeMoney
+	hold      *holdRecord // the reservation's, when asked and present
+	holdField string
+}
+
+// readLevels decodes the fields of an account, key, workspace and member
+// from the replica's copy. Callers hold mu and the kernel's lock.
+func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
+	s := l.s
+	acct, ok := s.accounts[accountID]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	raw := l.raw[accountID]
+	lv := &levels{accountID: accountID, read: map[string]string{"a": raw["a"]}, acct: acct}
+	lv.am = l.decodeAcct(raw["a"], acct)
+	if keyHash != "" {
+		if k, ok := s.keys[keyHash]; ok {
+			lv.key = k
+			lv.read["k:"+keyHash] = raw["k:"+keyHash]
+			lv.ks = decodeScope(raw["k:"+keyHash], k.Usage, k.BYOKUsage)
+			if wsID == "" && memberID == "" && holdField == "" {
+				wsID = k.WorkspaceID
+				if k.CreatorUserID != nil {
+					memberID = *k.CreatorUserID
+				}
+			}
+		}
+	}
+	if ws, ok := s.workspaces[accountID][wsID]; ok {
+		lv.ws = ws
+		lv.read["w:"+wsID] = raw["w:"+wsID]
+		lv.wm = decodeScope(raw["w:"+wsID], ws.Usage, ws.BYOKUsage)
+	}
+	if m, ok := s.members[accountID][memberID]; ok {
+		lv.member = m
+		lv.read["m:"+memberID] = raw["m:"+memberID]
+		lv.mm = decodeScope(raw["m:"+memberID], m.Usage, m.BYOKUsage)
+	}
+	if holdField != "" {
+		lv.holdField = holdField
+		lv.read[holdField] = raw[holdField]
+		if v := raw[holdField]; v != "" {
+			var h holdRecord
+			if err := json.Unmarshal([]byte(v), &h); err != nil {
+				return nil, err
+			}
+			lv.hold = &h
+		}
+	}
+	return lv, nil
+}
+
+// inFlight is the account's in-flight state at t, expired settling costs
+// dropped.
+func (am *acctMoney) inFlight(t time.Time) *inFlightState {
+	ms := t.UnixMilli()
+	live := am.Settling[:0:0]
+	for _, e := range am.Settling {
+		if e.Until > ms {
+			live = append(live, e)
+		}
+	}
+	am.Settling = live
+	st := &inFlightState{running: am.Running}
+	for _, e := range live {
+		st.settling = append(st.settling, settling{until: time.UnixMilli(e.Until), amount: e.Amount})
+		st.settled += e.Amount
+	}
+	return st
+}
+
+// writes encodes the changed levels: the triples for casScript.
+func (lv *levels) writes() ([]string, error) {
+	news := map[string]string{}
+	put := func(f string, v any) error {
+		b, err := json.Marshal(v)
+		news[f] = string(b)
+		return err
+	}
+	if err := put("a", lv.am); err != nil {
+		return nil, err
+	}
+	for f := range lv.read {
+		var err error
+		switch {
+		case strings.HasPrefix(f, "k:"):
+			err = put(f, lv.ks)
+		case strings.HasPrefix(f, "w:"):
+			err = put(f, lv.wm)
+		case strings.HasPrefix(f, "m:"):
+			err = put(f, lv.mm)
+		case f == lv.holdField && lv.hold != nil:
+			err = put(f, lv.hold)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if lv.holdField != "" && lv.hold == nil {
+		news[lv.holdField] = ""
+	}
+	args := make([]string, 0, 3*len(news))
+	for _, f := range slices.Sorted(mapsKeys(news)) {
+		args = append(args, f, lv.read[f], news[f])
+	}
+	return args, nil
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// script is one casScript call.
+type script struct {
+	accountID        string
+	leaseOp          string
+	leaseMember      string
+	leaseScore       int64
+	genID            string
+	genKey, genValue string
+	upKey, upValue   string
+	triples          []string
+	// ceilingKey, when set, takes a token from the key's shared abuse
+	// ceiling (keyCeiling) in the same step.
+	ceilingKey string
+	ceiling    *KeyCeiling
+}
+
+// run calls the script: done, or the current fields on a mismatch
+// (adopted into the replica's copy), or already (the generation exists),
+// or alive (a reaped lease was renewed); memory then shows the fields the
+// script found or wrote. Callers hold mu.
+func (l *sharedLedger) run(sc script) (status int64, err error) {
+	genKey, upKey := sc.genKey, sc.upKey
+	if genKey == "" {
+		genKey = l.rb.Prefix() + "~none"
+	}
+	if upKey == "" {
+		upKey = genKey
+	}
+	args := make([]any, 0, 9+len(sc.triples))
+	args = append(args, l.rb.Replica(), sc.accountID, sc.leaseOp, sc.leaseMember, sc.leaseScore,
+		sc.genValue, sc.upValue, 100000, len(sc.triples)/3)
+	for _, t := range sc.triples {
+		args = append(args, t)
+	}
+	args = append(args, sc.genID)
+	ceilingKey := sc.ceilingKey
+	if sc.ceiling != nil && ceilingKey != "" {
+		args = append(args, strconv.FormatFloat(sc.ceiling.Requests/float64(sc.ceiling.Window.Milliseconds()), 'g', -1, 64), sc.ceiling.Burst)
+	} else {
+		args = append(args, "", 0)
+		ceilingKey = genKey
+	}
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	keys := []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}
+	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	if err := l.rb.Observe(err); err != nil {
+		return 0, err
+	}
+	if len(out) == 0 {
+		return 0, fmt.Errorf("ledger script: empty answer")
+	}
+	status, _ = out[0].(int64)
+	if status == 4 {
+		wait, _ := out[1].(int64)
+		return status, &CeilingError{Burst: sc.ceiling.Burst, Reset: now().Add(time.Duration(wait) * time.Millisecond)}
+	}
+	l.seq++
+	l.s.k.Lock()
+	defer l.s.k.Unlock()
+	if status == 0 {
+		raw := l.raw[sc.accountID]
+		if raw == nil {
+			raw = map[string]string{}
+			l.raw[sc.accountID] = raw
+		}
+		for i := 1; i+1 < len(out); i += 2 {
+			f, _ := out[i].(string)
+			v, _ := out[i+1].(string)
+			raw[f] = v
+		}
+	} else if status == 1 {
+		raw := l.raw[sc.accountID]
+		if raw == nil {
+			raw = map[string]string{}
+			l.raw[sc.accountID] = raw
+		}
+		for i := 0; i+2 < len(sc.triples); i += 3 {
+			if sc.triples[i+2] == "" {
+				delete(raw, sc.triples[i])
+			} else {
+				raw[sc.triples[i]] = sc.triples[i+2]
+			}
+		}
+	}
+	l.overlay(sc.accountID)
+	return status, nil
+}
+
+// maxAttempts bounds the retries of one ledger call: each retry follows
+// another writer's success, so only a storm of them exhausts it.
+const maxAttempts = 100
+
+// errContended is returned when maxAttempts scripts all found the figures
+// changed.
+var errContended = errors.New("ledger: the account's counters kept changing")
+
+// reserve is ReserveHolds on the shared ledger.
+func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	resID := newReservationID()
+	for range maxAttempts {
+		t := now()
+		l.s.k.RLock()
+		lv, err := l.readLevels(accountID, keyHash, "", "", "")
+		l.s.k.RUnlock()
+		if err != nil {
+			return nil, err
+		}
+		v, st := lv.view(t)
+		h, err := decide(v)
+		if err != nil {
+			return nil, err
+		}
+		if !holdsFit(v, st, h) {
+			return nil, money.ErrAmountRange
+		}
+		res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
+		rec := lv.place(res, t)
+		lv.holdField, lv.hold = "h:"+resID, rec
+		lv.read[lv.holdField] = ""
+		triples, err := lv.writes()
+		if err != nil {
+			return nil, err
+		}
+		member := accountID + "\n" + resID
+		sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
+			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples}
+		if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
+			sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
+		}
+		status, err := l.runLocked(sc)
+		if err != nil {
+			return nil, err
+		}
+		if status == 1 {
+			l.liveMu.Lock()
+			l.live[member] = accountID
+			l.ids[res] = resID
+			l.liveMu.Unlock()
+			return res, nil
+		}
+	}
+	return nil, errContended
+}
+
+// runLocked runs a script and applies its outcome to memory under the
+// kernel's lock. Callers hold mu.
+func (l *sharedLedger) runLocked(sc script) (int64, error) {
+	return l.run(sc)
+}
+
+// view is the LedgerView of these levels at t, and the in-flight state.
+func (lv *levels) view(t time.Time) (LedgerView, *inFlightState) {
+	a := *lv.acct
+	a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = lv.am.Usage, lv.am.BYOKUsage, lv.am.FreeDay, lv.am.FreeMinute
+	v := LedgerView{Now: t, Account: a, AccountHeld: lv.am.Held}
+	if lv.key != nil {
+		v.Key = *lv.key
+		v.Key.Usage, v.Key.BYOKUsage = lv.ks.Usage, lv.ks.BYOKUsage
+		v.KeyHeld = lv.ks.Held
+	}
+	if lv.ws != nil {
+		w := *lv.ws
+		w.Usage, w.BYOKUsage = lv.wm.Usage, lv.wm.BYOKUsage
+		v.Workspace, v.WorkspaceHeld = &w, lv.wm.Held
+	}
+	if lv.member != nil {
+		m := *lv.member
+		m.Usage, m.BYOKUsage = lv.mm.Usage, lv.mm.BYOKUsage
+		v.Member, v.MemberHeld = &m, lv.mm.Held
+	}
+	st := lv.am.inFlight(t)
+	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
+	return v, st
+}
+
+// place adds an admitted request's holds to the levels, as
+// LedgerStore.ReserveHolds does in memory, and returns its hold record.
+func (lv *levels) place(res *Reservation, t time.Time) *holdRecord {
+	h := res.Holds
+	rec := &holdRecord{Hold: h.Hold, InFlight: h.InFlight, Credits: h.Credits, KeyOnly: h.KeyOnly}
+	if !h.KeyOnly {
+		lv.am.Held += h.Hold
+	} else if h.Credits > 0 {
+		lv.am.Held += h.Credits
+	}
+	if lv.key != nil {
+		lv.ks.Held += h.Hold
+		rec.Key = res.KeyHash
+	}
+	if lv.ws != nil {
+		rec.WSHold = h.Hold
+		if h.KeyOnly && !lv.ws.IncludeBYOKInBudgets {
+			rec.WSHold = max(h.Credits, 0)
+		}
+		lv.wm.Held += rec.WSHold
+		rec.Workspace = lv.ws.ID
+		res.workspace, res.workspaceHold = res.AccountID+"/"+lv.ws.ID, rec.WSHold
+	}
+	if lv.member != nil {
+		lv.mm.Held += h.Hold
+		rec.Member = lv.member.ID
+		res.member = res.AccountID + "/" + lv.member.ID
+	}
+	if h.InFlight > 0 {
+		lv.am.Running += h.InFlight
+	}
+	if h.CountFree {
+		lv.am.FreeDay = lv.am.FreeDay.Add(money.IntervalDaily, t, 1)
+		lv.am.FreeMinute = lv.am.FreeMinute.Add(money.IntervalMinute, t, 1)
+	}
+	return rec
+}
+
+// unhold takes a hold record's holds off the levels.
+func (lv *levels) unhold(rec *holdRecord) {
+	if !rec.KeyOnly {
+		lv.am.Held -= rec.Hold
+	} else if rec.Credits > 0 {
+		lv.am.Held -= rec.Credits
+	}
+	if rec.Key != "" && lv.key != nil {
+		lv.ks.Held -= rec.Hold
+	}
+	if rec.Workspace != "" && lv.ws != nil {
+		lv.wm.Held -= rec.WSHold
+	}
+	if rec.Member != "" && lv.member != nil {
+		lv.mm.Held -= rec.Hold
+	}
+	if rec.InFlight > 0 {
+		lv.am.Running -= rec.InFlight
+	}
+}
+
+// readHeld reads the levels a reservation holds, with its hold record.
+func (l *sharedLedger) readHeld(res *Reservation) (*levels, error) {
+	wsID, memberID := "", ""
+	if _, id, ok := strings.Cut(res.workspace, "/"); ok {
+		wsID = id
+	}
+	if _, id, ok := strings.Cut(res.member, "/"); ok {
+		memberID = id
+	}
+	l.liveMu.Lock()
+	resID, ok := l.ids[res]
+	l.liveMu.Unlock()
+	if !ok {
+		return nil, ErrSettled
+	}
+	l.s.k.RLock()
+	defer l.s.k.RUnlock()
+	return l.readLevels(res.AccountID, res.KeyHash, wsID, memberID, "h:"+resID)
+}
+
+// member is a reservation's lease member.
+func (l *sharedLedger) member(res *Reservation) string {
+	l.liveMu.Lock()
+	defer l.liveMu.Unlock()
+	return res.AccountID + "\n" + l.ids[res]
+}
+
+// settle is Settle on the shared ledger.
+func (l *sharedLedger) settle(res *Reservation, c Charge) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res.done {
+		return ErrSettled
+	}
+	var genID, genKey, genValue, upKey, upValue string
+	for range maxAttempts {
+		t := now()
+		lv, err := l.readHeld(res)
+		if err != nil {
+			return err
+		}
+		if lv.hold != nil {
+			lv.unhold(lv.hold)
+			lv.hold = nil
+		}
+		acct := *lv.acct
+		acct.Usage, acct.BYOKUsage = lv.am.Usage, lv.am.BYOKUsage
+		ch := c.within(&acct)
+		lv.charge(res, ch, t)
+		if g := ch.Generation; g != nil {
+			b, err := json.Marshal(*g)
+			if err != nil {
+				return err
+			}
+			genID, genKey, genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
+			if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
+				id, _ := json.Marshal(g.ID)
+				upKey, upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
+			}
+		}
+		triples, err := lv.writes()
+		if err != nil {
+			return err
+		}
+		member := l.member(res)
+		status, err := l.runLocked(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
+			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples})
+		if err != nil {
+			return err
+		}
+		if status == 1 || status == 2 {
+			res.done = true
+			l.forget(res, member)
+			if status == 1 && c.Generation != nil {
+				l.s.genSubs.publish(*ch.Generation)
+			}
+			return nil
+		}
+	}
+	return errContended
+}
+
+// charge adds a settled charge to the levels' counters, as
+// LedgerStore.Settle does in memory.
+func (lv *levels) charge(res *Reservation, c Charge, t time.Time) {
+	if c.Cost == 0 {
+		return
+	}
+	credits, byok := c.Cost, money.Amount(0)
+	if c.BYOK {
+		credits = min(max(c.Credits, 0), c.Cost)
+		byok = c.Cost - credits
+	}
+	lv.am.BYOKUsage += byok
+	lv.am.Usage += credits
+	if lv.key != nil {
+		if c.BYOK {
+			lv.ks.BYOKUsage = lv.ks.BYOKUsage.Add(t, byok)
+		}
+		if !c.BYOK || credits != 0 {
+			lv.ks.Usage = lv.ks.Usage.Add(t, credits)
+		}
+	}
+	add := func(sm *scopeMoney) {
+		if credits != 0 {
+			sm.Usage = sm.Usage.Add(t, credits)
+		}
+		if byok != 0 {
+			sm.BYOKUsage = sm.BYOKUsage.Add(t, byok)
+		}
+	}
+	if lv.ws != nil {
+		add(&lv.wm)
+	}
+	if lv.member != nil {
+		add(&lv.mm)
+	}
+	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
+		lv.am.keepSettling(t.Add(c.SettlementWindow), c.Cost)
+	}
+}
+
+// settleBucket coarsens the settling costs' release times: costs released
+// in the same bucket are one entry, so the account's field stays small at
+// any request rate (at most window/bucket entries), and each cost is held
+// at most one bucket longer than its window, never shorter.
+const settleBucket = 100 * time.Millisecond
+
+// keepSettling holds a finished request's cost until until (rounded up to
+// the bucket), in release order.
+func (am *acctMoney) keepSettling(until time.Time, cost money.Amount) {
+	b := settleBucket.Milliseconds()
+	ms := until.UnixMilli()
+	ms = (ms + b - 1) / b * b
+	i, found := slices.BinarySearchFunc(am.Settling, ms, func(x settleEntry, u int64) int { return compareInt(x.Until, u) })
+	if found {
+		am.Settling[i].Amount += cost
+		return
+	}
+	am.Settling = slices.Insert(am.Settling, i, settleEntry{Until: ms, Amount: cost})
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// release is Release on the shared ledger.
+func (l *sharedLedger) release(res *Reservation) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res.done {
+		return ErrSettled
+	}
+	for range maxAttempts {
+		lv, err := l.readHeld(res)
+		if err != nil {
+			return err
+		}
+		if lv.hold == nil { // reaped meanwhile
+			res.done = true
+			l.forget(res, l.member(res))
+			return nil
+		}
+		lv.unhold(lv.hold)
+		lv.hold = nil
+		triples, err := lv.writes()
+		if err != nil {
+			return err
+		}
+		member := l.member(res)
+		status, err := l.runLocked(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples})
+		if err != nil {
+			return err
+		}
+		if status == 1 {
+			res.done = true
+			l.forget(res, member)
+			return nil
+		}
+	}
+	return errContended
+}
+
+func (l *sharedLedger) forget(res *Reservation, member string) {
+	l.liveMu.Lock()
+	delete(l.live, member)
+	delete(l.ids, res)
+	l.liveMu.Unlock()
+}
+
+// start runs the lease keeper until ctx ends: it renews this replica's
+// leases and releases the expired leases of any replica.
+func (l *sharedLedger) start(ctx context.Context) {
+	l.ctx = ctx
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(l.lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			l.renew()
+			if err := l.reap(); err != nil && !errors.Is(err, ErrUnavailable) {
+				l.log.Error("releasing expired holds failed", zap.Error(err))
+			}
+		}
+	}()
+}
+
+func (l *sharedLedger) wait() { l.wg.Wait() }
+
+// settleLater retries a settlement that failed for want of Redis until it
+// lands or the store closes.
+func (l *sharedLedger) settleLater(res *Reservation, c Charge) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for backoff := 50 * time.Millisecond; ; backoff = min(backoff*2, 2*time.Second) {
+			select {
+			case <-l.ctx.Done():
+				l.log.Error("store closed before a charge could reach redis", zap.String("account", res.AccountID))
+				return
+			case <-time.After(backoff):
+			}
+			err := l.settle(res, c)
+			if err == nil || errors.Is(err, ErrSettled) {
+				return
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				l.log.Error("a charge could not be settled", zap.String("account", res.AccountID), zap.Error(err))
+				return
+			}
+		}
+	}()
+}
+
+// renew extends the leases of this replica's running requests.
+func (l *sharedLedger) renew() {
+	l.liveMu.Lock()
+	members := make([]string, 0, len(l.live))
+	for m := range l.live {
+		members = append(members, m)
+	}
+	l.liveMu.Unlock()
+	if len(members) == 0 {
+		return
+	}
+	score := float64(now().Add(l.lease).UnixMilli())
+	zs := make([]redis.Z, len(members))
+	for i, m := range members {
+		zs[i] = redis.Z{Score: score, Member: m}
+	}
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	_ = l.rb.Observe(l.rb.Client().ZAddXX(ctx, l.leaseKey(), zs...).Err())
+}
+
+// reap releases holds whose lease expired: their replica died.
+func (l *sharedLedger) reap() error {
+	ctx, cancel := ctxTimeout()
+	nowMS := now().UnixMilli()
+	members, err := l.rb.Client().ZRangeArgs(ctx, redis.ZRangeArgs{Key: l.leaseKey(), ByScore: true, Start: "-inf", Stop: strconv.FormatInt(nowMS, 10), Count: 100}).Result()
+	cancel()
+	if err := l.rb.Observe(err); err != nil {
+		return err
+	}
+	for _, m := range members {
+		accountID, resID, ok := strings.Cut(m, "\n")
+		if !ok {
+			continue
+		}
+		if err := l.reapOne(accountID, resID, m, nowMS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.refreshLocked(accountID); err != nil {
+		return err
+	}
+	for range maxAttempts {
+		l.s.k.RLock()
+		raw := l.raw[accountID]["h:"+resID]
+		var rec holdRecord
+		if raw != "" {
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				l.s.k.RUnlock()
+				return err
+			}
+		}
+		lv, err := l.readLevels(accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
+		l.s.k.RUnlock()
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if lv.hold != nil {
+			lv.unhold(lv.hold)
+			lv.hold = nil
+		}
+		triples, err := lv.writes()
+		if err != nil {
+			return err
+		}
+		status, err := l.runLocked(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples})
+		if err != nil || status != 0 {
+			if status == 1 {
+				l.log.Warn("released the holds of a request whose replica stopped renewing them", zap.String("account", accountID))
+			}
+			return err
+		}
+	}
+	return errContended
+}
+
+// refreshLocked re-reads an account's fields. Callers hold mu.
+func (l *sharedLedger) refreshLocked(accountID string) error {
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	m, err := l.rb.Client().HGetAll(ctx, l.moneyKey(accountID)).Result()
+	if err := l.rb.Observe(err); err != nil {
+		return err
+	}
+	l.seq++
+	l.s.k.Lock()
+	l.raw[accountID] = m
+	l.overlay(accountID)
+	l.s.k.Unlock()
+	return nil
+}
+
+// refreshFields re-reads the fields other replicas' scripts changed, by
+// account, in one round trip. The read runs without mu, so that this
+// replica's admissions do not wait on it; it is applied only if no script
+// of this replica ran meanwhile (else it is read again under mu), so an
+// older answer never overwrites a newer one.
+func (l *sharedLedger) refreshFields(fields map[string][]string) error {
+	l.mu.Lock()
+	seq := l.seq
+	l.mu.Unlock()
+	vals, err := l.readFields(fields)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seq != seq {
+		if vals, err = l.readFields(fields); err != nil {
+			return err
+		}
+	}
+	l.seq++
+	l.s.k.Lock()
+	defer l.s.k.Unlock()
+	for accountID, fs := range fields {
+		raw := l.raw[accountID]
+		if raw == nil {
+			raw = map[string]string{}
+			l.raw[accountID] = raw
+		}
+		for i, f := range fs {
+			if v, ok := vals[accountID][i].(string); ok {
+				raw[f] = v
+			} else {
+				delete(raw, f)
+			}
+		}
+		l.overlay(accountID)
+	}
+	return nil
+}
+
+// readFields reads fields by account in one pipeline.
+func (l *sharedLedger) readFields(fields map[string][]string) (map[string][]any, error) {
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	cmds := map[string]*redis.SliceCmd{}
+	_, err := l.rb.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for accountID, fs := range fields {
+			cmds[accountID] = p.HMGet(ctx, l.moneyKey(accountID), fs...)
+		}
+		return nil
+	})
+	if err := l.rb.Observe(err); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]any, len(cmds))
+	for accountID, c := range cmds {
+		out[accountID] = c.Val()
+	}
+	return out, nil
+}
+
+func newReservationID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// escapeGlob quotes SCAN MATCH's special characters.
+func escapeGlob(s string) string {
+	var sb strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\^`, c) {
+			sb.WriteByte('\\')
+		}
+		sb.WriteRune(c)
+	}
+	return sb.String()
+}
+
+// KeyCeiling is a per-key abuse ceiling: Requests per Window, bursts up to
+// Burst.
+type KeyCeiling struct {
+	Requests float64
+	Window   time.Duration
+	Burst    int
+}
+
+// CeilingError is a refusal of the shared per-key abuse ceiling: Burst
+// requests at once, the next token at Reset.
+type CeilingError struct {
+	Burst int
+	Reset time.Time
+}
+
+func (e *CeilingError) Error() string { return "the key's abuse ceiling is reached" }
