@@ -156,16 +156,19 @@ type sharedLedger struct {
 	log   *zap.Logger
 	lease time.Duration
 
-	// mu serializes this replica's ledger scripts, so that its own
-	// requests do not invalidate each other's reads; authentication never
-	// takes it.
-	mu sync.Mutex
+	// mu and accountMu serialize this replica's ledger scripts of one
+	// account (RLock, then the account's mutex), so that its own requests
+	// do not invalidate each other's reads while other accounts' run
+	// beside them; whole-ledger reads (loadAll, refreshFields) take Lock.
+	// Authentication never takes either.
+	mu        sync.RWMutex
+	accountMu sync.Map // account id -> *sync.Mutex
 	// raw is the last known string of every money field, by account id
 	// then field ("" or missing: absent), under mu and the kernel's lock.
 	raw map[string]map[string]string
-	// seq counts the changes to raw, under mu: a refresh read without mu
-	// is applied only if nothing changed raw meanwhile.
-	seq uint64
+	// seq counts the changes to raw: a refresh read without mu is applied
+	// only if nothing changed raw meanwhile.
+	seq atomic.Uint64
 	// live are this replica's running reservations: their leases are
 	// renewed. Under liveMu.
 	liveMu sync.Mutex
@@ -226,7 +229,7 @@ func (l *sharedLedger) loadAll() error {
 			raw[chunk[i][len(prefix):]] = c.(*redis.MapStringStringCmd).Val()
 		}
 	}
-	l.seq++
+	l.seq.Add(1)
 	l.s.k.Lock()
 	l.raw = raw
 	l.s.k.Unlock()
@@ -328,7 +331,7 @@ type levels struct {
 }
 
 // readLevels decodes the fields of an account, key, workspace and member
-// from the replica's copy. Callers hold mu and the kernel's lock.
+// from the replica's copy. Callers hold the account's locks and the kernel's lock.
 func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
 	s := l.s
 	acct, ok := s.accounts[accountID]
@@ -460,7 +463,7 @@ type script struct {
 // run calls the script: done, or the current fields on a mismatch
 // (adopted into the replica's copy), or already (the generation exists),
 // or alive (a reaped lease was renewed); memory then shows the fields the
-// script found or wrote. Callers hold mu.
+// script found or wrote. Callers hold the account's locks (lockAccount).
 func (l *sharedLedger) run(sc script) (status int64, err error) {
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
@@ -498,7 +501,7 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		wait, _ := out[1].(int64)
 		return status, &CeilingError{Burst: sc.ceiling.Burst, Reset: now().Add(time.Duration(wait) * time.Millisecond)}
 	}
-	l.seq++
+	l.seq.Add(1)
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
 	if status == 0 {
@@ -540,8 +543,7 @@ var errContended = errors.New("ledger: the account's counters kept changing")
 
 // reserve is ReserveHolds on the shared ledger.
 func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.lockAccount(accountID)()
 	resID := newReservationID()
 	for range maxAttempts {
 		t := now()
@@ -588,8 +590,21 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 	return nil, errContended
 }
 
+// lockAccount takes the locks of one account's scripts and returns their
+// release.
+func (l *sharedLedger) lockAccount(accountID string) (unlock func()) {
+	l.mu.RLock()
+	m, _ := l.accountMu.LoadOrStore(accountID, new(sync.Mutex))
+	am := m.(*sync.Mutex)
+	am.Lock()
+	return func() {
+		am.Unlock()
+		l.mu.RUnlock()
+	}
+}
+
 // runLocked runs a script and applies its outcome to memory under the
-// kernel's lock. Callers hold mu.
+// kernel's lock. Callers hold the account's locks (lockAccount).
 func (l *sharedLedger) runLocked(sc script) (int64, error) {
 	return l.run(sc)
 }
@@ -707,8 +722,7 @@ func (l *sharedLedger) member(res *Reservation) string {
 
 // settle is Settle on the shared ledger.
 func (l *sharedLedger) settle(res *Reservation, c Charge) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.lockAccount(res.AccountID)()
 	if res.done {
 		return ErrSettled
 	}
@@ -832,8 +846,7 @@ func compareInt(a, b int64) int {
 
 // release is Release on the shared ledger.
 func (l *sharedLedger) release(res *Reservation) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.lockAccount(res.AccountID)()
 	if res.done {
 		return ErrSettled
 	}
@@ -967,8 +980,7 @@ func (l *sharedLedger) reap() error {
 }
 
 func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.lockAccount(accountID)()
 	if err := l.refreshLocked(accountID); err != nil {
 		return err
 	}
@@ -1009,7 +1021,8 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 	return errContended
 }
 
-// refreshLocked re-reads an account's fields. Callers hold mu.
+// refreshLocked re-reads an account's fields. Callers hold the account's
+// locks (lockAccount).
 func (l *sharedLedger) refreshLocked(accountID string) error {
 	ctx, cancel := ctxTimeout()
 	defer cancel()
@@ -1017,7 +1030,7 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 	if err := l.rb.Observe(err); err != nil {
 		return err
 	}
-	l.seq++
+	l.seq.Add(1)
 	l.s.k.Lock()
 	l.raw[accountID] = m
 	l.overlay(accountID)
@@ -1031,21 +1044,19 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 // of this replica ran meanwhile (else it is read again under mu), so an
 // older answer never overwrites a newer one.
 func (l *sharedLedger) refreshFields(fields map[string][]string) error {
-	l.mu.Lock()
-	seq := l.seq
-	l.mu.Unlock()
+	seq := l.seq.Load()
 	vals, err := l.readFields(fields)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.seq != seq {
+	if l.seq.Load() != seq {
 		if vals, err = l.readFields(fields); err != nil {
 			return err
 		}
 	}
-	l.seq++
+	l.seq.Add(1)
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
 	for accountID, fs := range fields {
