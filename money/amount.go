@@ -77,6 +77,9 @@ func ParseAmount(s string) (Amount, error) {
 	if s == "" {
 		return 0, ErrAmountSyntax
 	}
+	if a, ok := parsePlainAmount(s); ok {
+		return a, nil
+	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok || strings.ContainsAny(s, "/xXpP") || strings.EqualFold(s, "inf") || strings.EqualFold(s, "nan") {
 		return 0, ErrAmountSyntax
@@ -97,6 +100,43 @@ func ParseAmount(s string) (Amount, error) {
 		return 0, ErrAmountRange
 	}
 	return Amount(q.Int64()), nil
+}
+
+// parsePlainAmount parses the common form exactly and without allocating:
+// an optional minus, at most 9 integer digits, and at most 9 fraction
+// digits (no rounding needed, no overflow possible). Anything else (an
+// exponent, more digits) is left to ParseAmount's rational arithmetic.
+func parsePlainAmount(s string) (Amount, bool) {
+	neg := false
+	if s != "" && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	intPart, frac, hasDot := strings.Cut(s, ".")
+	if len(intPart) == 0 || len(intPart) > 9 || len(frac) > 9 || hasDot && len(frac) == 0 {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(intPart); i++ {
+		c := intPart[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	scale := int64(AmountScale)
+	for i := 0; i < len(frac); i++ {
+		c := frac[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		scale /= 10
+		v = v*10 + int64(c-'0')
+	}
+	v *= scale
+	if neg {
+		v = -v
+	}
+	return Amount(v), true
 }
 
 // AmountFromFloat converts a float64 credit value, rounding to the nearest

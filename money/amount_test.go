@@ -2,6 +2,9 @@ package money
 
 import (
 	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -118,6 +121,40 @@ func TestAppendAmount(t *testing.T) {
 		}
 		if got, _ := a.MarshalJSON(); string(got) != a.String() {
 			t.Errorf("MarshalJSON(%d) = %s, want %s", int64(a), got, a.String())
+		}
+	}
+}
+
+// The plain-decimal fast path parses exactly what the rational path does.
+func TestParsePlainAmountMatchesRational(t *testing.T) {
+	slow := func(s string) Amount {
+		r, _ := new(big.Rat).SetString(s)
+		r.Mul(r, new(big.Rat).SetInt64(AmountScale))
+		return Amount(new(big.Int).Quo(r.Num(), r.Denom()).Int64())
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		ip := strconv.FormatInt(rng.Int64N(1_000_000_000), 10)
+		s := ip
+		if rng.IntN(3) > 0 {
+			n := 1 + rng.IntN(9)
+			f := strconv.FormatInt(rng.Int64N(1_000_000_000), 10)
+			for len(f) < 9 {
+				f = "0" + f
+			}
+			s += "." + f[:n]
+		}
+		if rng.IntN(4) == 0 {
+			s = "-" + s
+		}
+		got, ok := parsePlainAmount(s)
+		if !ok || got != slow(s) {
+			t.Fatalf("%s: fast %v (%v), rational %v", s, got, ok, slow(s))
+		}
+	}
+	for _, s := range []string{"", "-", ".5", "1.", "1e3", "1.0000000001", "1234567890", "+1", "1_0", "0x10", " 1"} {
+		if _, ok := parsePlainAmount(s); ok {
+			t.Errorf("%q took the fast path", s)
 		}
 	}
 }
