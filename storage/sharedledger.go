@@ -205,7 +205,7 @@ func (l *sharedLedger) loadAll() error {
 	ctx := context.Background()
 	prefix := l.moneyKey("")
 	var keys []string
-	iter := l.rb.Client().Scan(ctx, 0, escapeGlob(prefix)+"*", 1000).Iterator()
+	iter := l.rb.Client().Scan(ctx, 0, kernel.GlobEscape(prefix)+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
@@ -1104,18 +1104,6 @@ func newReservationID() string {
 		panic("crypto/rand failed: " + err.Error())
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// escapeGlob quotes SCAN MATCH's special characters.
-func escapeGlob(s string) string {
-	var sb strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\^`, c) {
-			sb.WriteByte('\\')
-		}
-		sb.WriteRune(c)
-	}
-	return sb.String()
 }
 
 // KeyCeiling is a per-key abuse ceiling: Requests per Window, bursts up to

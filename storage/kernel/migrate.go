@@ -69,7 +69,7 @@ func CopyToRedis(from Backend, to *RedisBackend, force bool) (int, error) {
 
 // deleteAll deletes every key under the prefix.
 func (b *RedisBackend) deleteAll(ctx context.Context) error {
-	iter := b.c.Scan(ctx, 0, globEscape(b.prefix)+"*", 1000).Iterator()
+	iter := b.c.Scan(ctx, 0, GlobEscape(b.prefix)+"*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())

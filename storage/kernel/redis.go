@@ -202,7 +202,7 @@ func (b *RedisBackend) GetMany(keys []string, fn func(key string, value []byte))
 func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
 	ctx := context.Background()
 	var keys []string
-	iter := b.c.Scan(ctx, 0, globEscape(b.prefix+prefix)+"*", 1000).Iterator()
+	iter := b.c.Scan(ctx, 0, GlobEscape(b.prefix+prefix)+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
@@ -236,14 +236,14 @@ func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, err
 func (b *RedisBackend) Empty() (bool, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
-	keys, _, err := b.c.Scan(ctx, 0, globEscape(b.prefix)+"*", 100).Result()
+	keys, _, err := b.c.Scan(ctx, 0, GlobEscape(b.prefix)+"*", 100).Result()
 	return len(keys) == 0, b.Observe(err)
 }
 
 func (b *RedisBackend) Close() error { return b.c.Close() }
 
-// globEscape quotes SCAN MATCH's special characters.
-func globEscape(s string) string {
+// GlobEscape quotes SCAN MATCH's special characters.
+func GlobEscape(s string) string {
 	var sb strings.Builder
 	for _, c := range s {
 		if strings.ContainsRune(`*?[]\^`, c) {
