@@ -79,16 +79,7 @@ func NewChatToMessages(w http.ResponseWriter, id, model, provider string) *ChatT
 // Decide implements sse.Hooks: streams are converted, JSON answers held,
 // error statuses passed. The converted body has another length; the meter
 // sets it.
-func (cw *ChatToMessages) Decide(status int) sse.Mode {
-	cw.Header().Del("Content-Length")
-	switch {
-	case status >= 400:
-		return sse.Pass
-	case strings.HasPrefix(cw.Header().Get("Content-Type"), "text/event-stream"):
-		return sse.Stream
-	}
-	return sse.Hold
-}
+func (cw *ChatToMessages) Decide(status int) sse.Mode { return cw.TranslateMode(status) }
 
 // Event implements sse.Hooks: one chat chunk becomes its Messages events.
 func (cw *ChatToMessages) Event(ev []byte) ([]byte, error) {
@@ -107,15 +98,7 @@ func (cw *ChatToMessages) Finish(proxyErr error) {
 		_ = cw.Send(out)
 		return
 	}
-	if cw.Mode != sse.Hold {
-		return
-	}
-	body := cw.Body.Bytes()
-	if out, ok := cw.convertJSON(body); ok {
-		body = out
-	}
-	cw.ResponseWriter.WriteHeader(cw.Status)
-	_ = cw.Send(body)
+	cw.FinishHeld(cw.convertJSON)
 }
 
 func (cw *ChatToMessages) failed() bool { return cw.err != nil || cw.SendErr != nil }

@@ -124,16 +124,7 @@ func NewAnthropicToChat(w http.ResponseWriter, model string) *AnthropicToChat {
 
 // Decide implements sse.Hooks: streams are converted, JSON answers held,
 // error statuses passed.
-func (aw *AnthropicToChat) Decide(status int) sse.Mode {
-	aw.Header().Del("Content-Length")
-	switch {
-	case status >= 400:
-		return sse.Pass
-	case strings.HasPrefix(aw.Header().Get("Content-Type"), "text/event-stream"):
-		return sse.Stream
-	}
-	return sse.Hold
-}
+func (aw *AnthropicToChat) Decide(status int) sse.Mode { return aw.TranslateMode(status) }
 
 // Event implements sse.Hooks: one Messages event becomes its chat chunks.
 func (aw *AnthropicToChat) Event(ev []byte) ([]byte, error) {
@@ -148,15 +139,7 @@ func (aw *AnthropicToChat) Event(ev []byte) ([]byte, error) {
 // a body that is not a message passes unchanged (the meter reports it as
 // an invalid answer).
 func (aw *AnthropicToChat) Finish() {
-	if aw.Mode != sse.Hold {
-		return
-	}
-	body := aw.Body.Bytes()
-	if out, ok := aw.convertJSON(body); ok {
-		body = out
-	}
-	aw.ResponseWriter.WriteHeader(aw.Status)
-	_ = aw.Send(body)
+	aw.FinishHeld(aw.convertJSON)
 }
 
 // chatCompletion is the converted JSON answer.

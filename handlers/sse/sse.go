@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
@@ -62,6 +63,38 @@ type Writer struct {
 func (sw *Writer) Init(w http.ResponseWriter, hooks Hooks) {
 	sw.ResponseWriter = w
 	sw.hooks = hooks
+}
+
+// TranslateMode is Decide for a writer that turns a provider's answer
+// into another API's: an error status passes as it is (the meter's
+// fallback and error rules read it), a stream is converted event by
+// event, any other answer is held whole for FinishHeld. The converted body
+// has another length; the meter sets it.
+func (sw *Writer) TranslateMode(status int) Mode {
+	sw.Header().Del("Content-Length")
+	switch {
+	case status >= 400:
+		return Pass
+	case strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream"):
+		return Stream
+	}
+	return Hold
+}
+
+// FinishHeld sends a held answer once the provider's is complete:
+// converted by convert, or unchanged when convert cannot (a body that is
+// not the expected object, which the meter then reports as invalid). It
+// does nothing in another mode.
+func (sw *Writer) FinishHeld(convert func(body []byte) ([]byte, bool)) {
+	if sw.Mode != Hold {
+		return
+	}
+	body := sw.Body.Bytes()
+	if out, ok := convert(body); ok {
+		body = out
+	}
+	sw.ResponseWriter.WriteHeader(sw.Status)
+	_ = sw.Send(body)
 }
 
 // Interim reports whether status is an informational response that a

@@ -88,16 +88,7 @@ func NewChatToResponses(w http.ResponseWriter, echo *Echo, id, model string) *Ch
 // Decide implements sse.Hooks: streams are converted, JSON answers held,
 // error statuses passed. The converted body has another length; the meter
 // sets it.
-func (cw *ChatToResponses) Decide(status int) sse.Mode {
-	cw.Header().Del("Content-Length")
-	switch {
-	case status >= 400:
-		return sse.Pass
-	case strings.HasPrefix(cw.Header().Get("Content-Type"), "text/event-stream"):
-		return sse.Stream
-	}
-	return sse.Hold
-}
+func (cw *ChatToResponses) Decide(status int) sse.Mode { return cw.TranslateMode(status) }
 
 // Event implements sse.Hooks: one chat chunk becomes its Responses events.
 func (cw *ChatToResponses) Event(ev []byte) ([]byte, error) {
@@ -116,15 +107,7 @@ func (cw *ChatToResponses) Finish(proxyErr error) {
 		_ = cw.Send(out)
 		return
 	}
-	if cw.Mode != sse.Hold {
-		return
-	}
-	body := cw.Body.Bytes()
-	if out, ok := cw.convertJSON(body); ok {
-		body = out
-	}
-	cw.ResponseWriter.WriteHeader(cw.Status)
-	_ = cw.Send(body)
+	cw.FinishHeld(cw.convertJSON)
 }
 
 // failed reports whether the stream can go on no further.
