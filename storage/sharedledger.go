@@ -236,6 +236,17 @@ func (l *sharedLedger) loadAll() error {
 	return nil
 }
 
+// rawFields is the account's map in raw, made when missing. Callers hold
+// the kernel's lock.
+func (l *sharedLedger) rawFields(accountID string) map[string]string {
+	raw := l.raw[accountID]
+	if raw == nil {
+		raw = map[string]string{}
+		l.raw[accountID] = raw
+	}
+	return raw
+}
+
 // overlayAll applies every account's money fields to memory. Callers hold
 // the kernel's lock.
 func (l *sharedLedger) overlayAll() {
@@ -505,22 +516,14 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
 	if status == 0 {
-		raw := l.raw[sc.accountID]
-		if raw == nil {
-			raw = map[string]string{}
-			l.raw[sc.accountID] = raw
-		}
+		raw := l.rawFields(sc.accountID)
 		for i := 1; i+1 < len(out); i += 2 {
 			f, _ := out[i].(string)
 			v, _ := out[i+1].(string)
 			raw[f] = v
 		}
 	} else if status == 1 {
-		raw := l.raw[sc.accountID]
-		if raw == nil {
-			raw = map[string]string{}
-			l.raw[sc.accountID] = raw
-		}
+		raw := l.rawFields(sc.accountID)
 		for i := 0; i+2 < len(sc.triples); i += 3 {
 			if sc.triples[i+2] == "" {
 				delete(raw, sc.triples[i])
@@ -575,7 +578,7 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 		if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
 			sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
 		}
-		status, err := l.runLocked(sc)
+		status, err := l.run(sc)
 		if err != nil {
 			return nil, err
 		}
@@ -601,12 +604,6 @@ func (l *sharedLedger) lockAccount(accountID string) (unlock func()) {
 		am.Unlock()
 		l.mu.RUnlock()
 	}
-}
-
-// runLocked runs a script and applies its outcome to memory under the
-// kernel's lock. Callers hold the account's locks (lockAccount).
-func (l *sharedLedger) runLocked(sc script) (int64, error) {
-	return l.run(sc)
 }
 
 // view is the LedgerView of these levels at t, and the in-flight state.
@@ -757,7 +754,7 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 			return err
 		}
 		member := l.member(res)
-		status, err := l.runLocked(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
+		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
 			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples})
 		if err != nil {
 			return err
@@ -867,7 +864,7 @@ func (l *sharedLedger) release(res *Reservation) error {
 			return err
 		}
 		member := l.member(res)
-		status, err := l.runLocked(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples})
+		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples})
 		if err != nil {
 			return err
 		}
@@ -1010,7 +1007,7 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 		if err != nil {
 			return err
 		}
-		status, err := l.runLocked(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples})
+		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples})
 		if err != nil || status != 0 {
 			if status == 1 {
 				l.log.Warn("released the holds of a request whose replica stopped renewing them", zap.String("account", accountID))
@@ -1060,11 +1057,7 @@ func (l *sharedLedger) refreshFields(fields map[string][]string) error {
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
 	for accountID, fs := range fields {
-		raw := l.raw[accountID]
-		if raw == nil {
-			raw = map[string]string{}
-			l.raw[accountID] = raw
-		}
+		raw := l.rawFields(accountID)
 		for i, f := range fs {
 			if v, ok := vals[accountID][i].(string); ok {
 				raw[f] = v
