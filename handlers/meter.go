@@ -138,15 +138,18 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		}
 		return h, nil
 	})
-	var rej rejection
-	var rl *gateway.RateLimited
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.As(err, &rej):
+	}
+	// errors.AsType, not errors.As: As's pointer argument would put both
+	// targets on the heap on every request, refused or not.
+	if rej, ok := errors.AsType[rejection](err); ok {
 		return m.creditError(rej.Rejection)
-	case errors.As(err, &rl):
+	}
+	if rl, ok := errors.AsType[*gateway.RateLimited](err); ok {
 		return rateLimitError(rl, now())
+	}
+	switch {
 	case errors.Is(err, money.ErrAmountRange):
 		return costRangeError(route)
 	case errors.Is(err, storage.ErrUnavailable):

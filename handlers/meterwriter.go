@@ -328,7 +328,13 @@ func withCost(doc []byte, u gjson.Result, path, members string) []byte {
 // appendWithCost appends withCost(doc, ...) to dst; ok is false (and dst
 // unchanged) when doc has no usable usage object.
 func appendWithCost(dst, doc []byte, u gjson.Result, path, members string) (out []byte, ok bool) {
-	for _, name := range gatewayUsageMembers {
+	for i, name := range gatewayUsageMembers {
+		// Providers rarely send these names: a byte search for the quoted
+		// name (or a \u escape that could spell it) skips a lookup per
+		// name over the usage object on almost every answer.
+		if !strings.Contains(u.Raw, gatewayUsageQuoted[i]) && !strings.Contains(u.Raw, `\u`) {
+			continue
+		}
 		if u.Get(name).Exists() {
 			if out, err := sjson.DeleteBytes(doc, path+"."+name); err == nil {
 				doc, u = out, gjson.GetBytes(out, path)
@@ -368,6 +374,9 @@ func putAnswerBuf(b *[]byte) {
 
 // gatewayUsageMembers are the usage members the gateway writes.
 var gatewayUsageMembers = []string{"cost", "is_byok", "cost_details"}
+
+// gatewayUsageQuoted are gatewayUsageMembers as they appear quoted.
+var gatewayUsageQuoted = []string{`"cost"`, `"is_byok"`, `"cost_details"`}
 
 // usageMembers are the members settle's bill adds to usage; "cost" alone
 // without one.

@@ -505,3 +505,21 @@ func TestUsageOfReadsCacheDetailsOfBothAPIs(t *testing.T) {
 		t.Errorf("responses %+v", resp)
 	}
 }
+
+// The gateway's usage members replace any the provider sent under the same
+// names, also when a \u escape spells the name; other members stay.
+func TestWithCostReplacesTheProvidersOwnMembers(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"usage":{"total_tokens":3}}`, `{"usage":{"total_tokens":3,"cost":0.5}}`},
+		{`{"usage":{}}`, `{"usage":{"cost":0.5}}`},
+		{`{"usage":{"cost":9,"total_tokens":3,"is_byok":true}}`, `{"usage":{"total_tokens":3,"cost":0.5}}`},
+		{`{"usage":{"total_tokens":3,"\u0063ost":9}}`, `{"usage":{"total_tokens":3,"cost":0.5}}`},
+		{`{"usage":{"costs":9,"cost_details":{"x":1}}}`, `{"usage":{"costs":9,"cost":0.5}}`},
+	} {
+		doc := []byte(c.in)
+		u := gjson.GetBytes(doc, "usage")
+		if got := string(withCost(doc, u, "usage", `"cost":0.5`)); got != c.want {
+			t.Errorf("withCost(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -186,3 +186,16 @@ func TestPurchaseTotalOverflowRefused(t *testing.T) {
 		t.Fatalf("purchase up to the maximum: %v, %s", err, acct.CreditsPurchased)
 	}
 }
+
+// A key's hash is the hex SHA-256 of the secret: stored records and the
+// shared backend's depend on it staying so.
+func TestHashSecretIsHexSHA256(t *testing.T) {
+	for secret, want := range map[string]string{
+		"":    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		"abc": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+	} {
+		if got := HashSecret(secret); got != want {
+			t.Errorf("HashSecret(%q) = %s, want %s", secret, got, want)
+		}
+	}
+}

@@ -52,11 +52,10 @@ func Read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierro
 	} else {
 		b, err = io.ReadAll(body)
 	}
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return nil, apierror.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
-	}
 	if err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			return nil, apierror.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+		}
 		return nil, apierror.BadRequest("Could not read request body")
 	}
 	return b, nil

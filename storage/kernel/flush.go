@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,6 +27,24 @@ const durableTimeout = 30 * time.Second
 // Batch is one group commit.
 type Batch struct {
 	done chan struct{}
+
+	// One timer per batch, made by its first waiter, bounds every
+	// waiter's wait: a timer per request cost each request a timer's
+	// allocation and two trips through the runtime's timer heap.
+	timerOnce sync.Once
+	timer     *time.Timer
+	expired   chan struct{}
+}
+
+func newBatch() *Batch { return &Batch{done: make(chan struct{})} }
+
+// finish marks b durable and stops its timer.
+func (b *Batch) finish() {
+	close(b.done)
+	b.timerOnce.Do(func() {}) // no timer is made after this
+	if b.timer != nil {
+		b.timer.Stop()
+	}
 }
 
 // Write is one record to store: Value nil deletes Key.
@@ -57,14 +76,22 @@ func (k *Kernel) Pending() *Batch {
 	return k.open
 }
 
-// Wait blocks until b is durable.
+// Wait blocks until b is durable, at most durableTimeout from the first
+// wait on b.
 func (b *Batch) Wait() error {
-	t := time.NewTimer(durableTimeout)
-	defer t.Stop()
 	select {
 	case <-b.done:
 		return nil
-	case <-t.C:
+	default:
+	}
+	b.timerOnce.Do(func() {
+		b.expired = make(chan struct{})
+		b.timer = time.AfterFunc(durableTimeout, func() { close(b.expired) })
+	})
+	select {
+	case <-b.done:
+		return nil
+	case <-b.expired:
 		return ErrNotDurable
 	}
 }
@@ -124,7 +151,7 @@ func (k *Kernel) flushOnce() error {
 	b := k.open
 	k.dirty = make(map[string]struct{}, len(k.dirty))
 	k.appends = nil
-	k.open = &Batch{done: make(chan struct{})}
+	k.open = newBatch()
 	k.mu.Unlock()
 
 	began := time.Now()
@@ -146,14 +173,14 @@ func (k *Kernel) flushOnce() error {
 		// Waiters of b are now waiting on the open batch's commit.
 		old := k.open
 		k.open = b
-		go func() { <-b.done; close(old.done) }()
+		go func() { <-b.done; old.finish() }()
 		k.mu.Unlock()
 		return err
 	}
 	k.mu.Lock()
 	k.commits++
 	k.mu.Unlock()
-	close(b.done)
+	b.finish()
 	return nil
 }
 

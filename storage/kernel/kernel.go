@@ -102,7 +102,7 @@ func New(b Backend, log *zap.Logger) *Kernel {
 		backend:   b,
 		log:       log,
 		dirty:     map[string]struct{}{},
-		open:      &Batch{done: make(chan struct{})},
+		open:      newBatch(),
 		wake:      make(chan struct{}, 1),
 		stopFlush: make(chan struct{}),
 		flushDone: make(chan struct{}),
