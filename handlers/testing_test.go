@@ -98,11 +98,7 @@ func (c *chain) handler(t *testing.T) caddyhttp.Handler {
 func (c *chain) do(t *testing.T, method, target, key, body string, headers ...string) testgw.Response {
 	t.Helper()
 	c.got = nil
-	if key != "" {
-		headers = append(headers, "Authorization", "Bearer "+key)
-	}
-	r, repl := testgw.NewRequest(method, target, body, headers...)
-	return testgw.Serve(t, c.handler(t), r, repl)
+	return testgw.Send(t, c.handler(t), method, target, key, body, headers...)
 }
 
 // handlerOf binds a middleware to the handler after it.

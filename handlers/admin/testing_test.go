@@ -56,9 +56,5 @@ func (c *chain) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 func (c *chain) do(t *testing.T, method, target, key, body string, headers ...string) testgw.Response {
 	t.Helper()
 	c.got = nil
-	if key != "" {
-		headers = append(headers, "Authorization", "Bearer "+key)
-	}
-	r, repl := testgw.NewRequest(method, target, body, headers...)
-	return testgw.Serve(t, caddyhttp.HandlerFunc(c.serveHTTP), r, repl)
+	return testgw.Send(t, caddyhttp.HandlerFunc(c.serveHTTP), method, target, key, body, headers...)
 }

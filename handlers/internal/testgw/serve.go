@@ -62,6 +62,17 @@ func Serve(t testing.TB, h caddyhttp.Handler, r *http.Request, repl *caddy.Repla
 	return res
 }
 
+// Send serves a request to h and returns the recorded answer; key, when
+// not empty, is sent as the bearer key. headers are name/value pairs.
+func Send(t testing.TB, h caddyhttp.Handler, method, target, key, body string, headers ...string) Response {
+	t.Helper()
+	if key != "" {
+		headers = append(headers, "Authorization", "Bearer "+key)
+	}
+	r, repl := NewRequest(method, target, body, headers...)
+	return Serve(t, h, r, repl)
+}
+
 // Must checks the status and returns the response.
 func (r Response) Must(t testing.TB, status int) Response {
 	t.Helper()
