@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,7 +170,7 @@ func (e *Exporter) enqueue(g storage.Generation) {
 		return
 	}
 	for _, d := range dests {
-		if d.APIKeyHashes != nil && !contains(d.APIKeyHashes, g.KeyHash) {
+		if d.APIKeyHashes != nil && !slices.Contains(d.APIKeyHashes, g.KeyHash) {
 			continue
 		}
 		w := e.workers[d.ID]
@@ -188,15 +189,6 @@ func (e *Exporter) enqueue(g storage.Generation) {
 			}
 		}
 	}
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
 
 // worker sends one destination's records.
@@ -291,7 +283,7 @@ func (w *worker) deliver(gens []storage.Generation) bool {
 	}
 	recs := make([]Record, 0, len(gens))
 	for _, g := range gens {
-		if d.APIKeyHashes != nil && !contains(d.APIKeyHashes, g.KeyHash) {
+		if d.APIKeyHashes != nil && !slices.Contains(d.APIKeyHashes, g.KeyHash) {
 			continue
 		}
 		r := Record{Generation: g}

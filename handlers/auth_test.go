@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -91,7 +92,7 @@ func TestBearer(t *testing.T) {
 		{"Bearer   sk-1  ", "sk-1", true},
 	}
 	for _, tt := range tests {
-		r, _ := newRequest("GET", "/api/v1/key", "", "Authorization", tt.header)
+		r, _ := testgw.NewRequest("GET", "/api/v1/key", "", "Authorization", tt.header)
 		key, ok := bearer(r)
 		if key != tt.key || ok != tt.ok {
 			t.Errorf("bearer(%q) = %q, %v; want %q, %v", tt.header, key, ok, tt.key, tt.ok)
@@ -116,19 +117,19 @@ type authFixture struct {
 func newAuthFixture(t *testing.T) *authFixture {
 	t.Helper()
 	c := newChain(t)
-	f := &authFixture{c: c, acct: c.gw.account(t, storage.AccountOrganization)}
-	k, secret := c.gw.apiKey(t, f.acct, storage.NewAPIKey{Name: "regular"})
+	f := &authFixture{c: c, acct: c.gw.Account(t, storage.AccountOrganization)}
+	k, secret := c.gw.APIKey(t, f.acct, storage.NewAPIKey{Name: "regular"})
 	f.regular, f.regHash = secret, k.Hash
-	m, msecret := c.gw.mgmtKey(t, f.acct, nil)
+	m, msecret := c.gw.ManagementKey(t, f.acct, nil)
 	f.mgmt, f.mgmtHash = msecret, m.Hash
-	d, dsecret := c.gw.apiKey(t, f.acct, storage.NewAPIKey{Name: "disabled"})
-	if _, err := c.gw.store.UpdateAPIKey(d.Hash, func(k *storage.APIKey) error { k.Disabled = true; return nil }); err != nil {
+	d, dsecret := c.gw.APIKey(t, f.acct, storage.NewAPIKey{Name: "disabled"})
+	if _, err := c.gw.Storage.UpdateAPIKey(d.Hash, func(k *storage.APIKey) error { k.Disabled = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	f.disabled = dsecret
 	f.expiry = time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	_, f.expiring = c.gw.apiKey(t, f.acct, storage.NewAPIKey{Name: "expiring", ExpiresAt: &f.expiry})
-	_, f.mgmtExpir = c.gw.mgmtKey(t, f.acct, &f.expiry)
+	_, f.expiring = c.gw.APIKey(t, f.acct, storage.NewAPIKey{Name: "expiring", ExpiresAt: &f.expiry})
+	_, f.mgmtExpir = c.gw.ManagementKey(t, f.acct, &f.expiry)
 	return f
 }
 
@@ -175,12 +176,12 @@ func TestAuthRefusals(t *testing.T) {
 				headers = []string{"Authorization", tt.header}
 			}
 			res := f.c.do(t, tt.method, tt.path, "", `{"model":"m","messages":[]}`, headers...)
-			res.wantError(t, tt.status, tt.message)
+			res.WantError(t, tt.status, tt.message)
 			if f.c.got != nil {
 				t.Errorf("request reached the upstream: %+v", f.c.got)
 			}
 			for _, p := range []string{"tollgate.key.hash", "http.auth.user.id"} {
-				if v, ok := res.repl.Get(p); ok {
+				if v, ok := res.Repl.Get(p); ok {
 					t.Errorf("placeholder %s = %v on a refused request", p, v)
 				}
 			}
@@ -210,40 +211,40 @@ func TestAuthExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			setNow(t, tt.at)
+			testgw.SetClock(t, &now, tt.at)
 			method := "GET"
 			if tt.path == "/api/v1/chat/completions" {
 				method = "POST"
 			}
 			res := f.c.do(t, method, tt.path, tt.key, `{"model":"m","messages":[]}`)
 			if tt.status == 401 {
-				res.wantError(t, 401, msgExpiredKey)
+				res.WantError(t, 401, msgExpiredKey)
 				return
 			}
-			res.must(t, tt.status)
+			res.Must(t, tt.status)
 		})
 	}
 }
 
 func TestAuthDisabledThenEnabled(t *testing.T) {
 	f := newAuthFixture(t)
-	f.c.do(t, "GET", "/api/v1/key", f.regular, "").must(t, 200)
-	if _, err := f.c.gw.store.UpdateAPIKey(f.regHash, func(k *storage.APIKey) error { k.Disabled = true; return nil }); err != nil {
+	f.c.do(t, "GET", "/api/v1/key", f.regular, "").Must(t, 200)
+	if _, err := f.c.gw.Storage.UpdateAPIKey(f.regHash, func(k *storage.APIKey) error { k.Disabled = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	f.c.do(t, "GET", "/api/v1/key", f.regular, "").wantError(t, 401, msgDisabledKey)
-	if _, err := f.c.gw.store.UpdateAPIKey(f.regHash, func(k *storage.APIKey) error { k.Disabled = false; return nil }); err != nil {
+	f.c.do(t, "GET", "/api/v1/key", f.regular, "").WantError(t, 401, msgDisabledKey)
+	if _, err := f.c.gw.Storage.UpdateAPIKey(f.regHash, func(k *storage.APIKey) error { k.Disabled = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	f.c.do(t, "GET", "/api/v1/key", f.regular, "").must(t, 200)
-	if err := f.c.gw.store.DeleteAPIKey(f.regHash); err != nil {
+	f.c.do(t, "GET", "/api/v1/key", f.regular, "").Must(t, 200)
+	if err := f.c.gw.Storage.DeleteAPIKey(f.regHash); err != nil {
 		t.Fatal(err)
 	}
-	f.c.do(t, "GET", "/api/v1/key", f.regular, "").wantError(t, 401, msgInvalidKey)
-	if err := f.c.gw.store.DeleteManagementKey(f.mgmtHash); err != nil {
+	f.c.do(t, "GET", "/api/v1/key", f.regular, "").WantError(t, 401, msgInvalidKey)
+	if err := f.c.gw.Storage.DeleteManagementKey(f.mgmtHash); err != nil {
 		t.Fatal(err)
 	}
-	f.c.do(t, "GET", "/api/v1/keys", f.mgmt, "").wantError(t, 401, msgInvalidKey)
+	f.c.do(t, "GET", "/api/v1/keys", f.mgmt, "").WantError(t, 401, msgInvalidKey)
 }
 
 func TestAuthGetKeyBothKinds(t *testing.T) {
@@ -254,8 +255,8 @@ func TestAuthGetKeyBothKinds(t *testing.T) {
 		mgmt bool
 	}{{"regular", f.regular, false}, {"management", f.mgmt, true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.c.do(t, "GET", "/api/v1/key", tt.key, "").must(t, 200)
-			if got := res.json.Get("data.is_management_key").Bool(); got != tt.mgmt {
+			res := f.c.do(t, "GET", "/api/v1/key", tt.key, "").Must(t, 200)
+			if got := res.JSON.Get("data.is_management_key").Bool(); got != tt.mgmt {
 				t.Errorf("is_management_key = %v, want %v", got, tt.mgmt)
 			}
 			if f.c.got != nil {
@@ -268,7 +269,7 @@ func TestAuthGetKeyBothKinds(t *testing.T) {
 func TestAuthPassesThrough(t *testing.T) {
 	f := newAuthFixture(t)
 	ws := f.acct.DefaultWorkspaceID
-	models := `{"data":[` + string(f.c.gw.catalog.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
+	models := `{"data":[` + string(f.c.gw.ModelCatalog.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
 	const (
 		passed       = iota // reaches the upstream without the client's Authorization
 		kept                // reaches the upstream with Authorization unchanged
@@ -312,12 +313,12 @@ func TestAuthPassesThrough(t *testing.T) {
 			res := f.c.do(t, tt.method, tt.path, "", body, headers...)
 			if tt.path == "/api/v1/keys/a/b" {
 				// the admin handler answers the management group itself
-				res.wantError(t, 404, "Not found: GET /api/v1/keys/a/b")
+				res.WantError(t, 404, "Not found: GET /api/v1/keys/a/b")
 				checkIdentityPlaceholders(t, res, tt.hash, tt.kind, f.acct.ID, tt.workspace)
 				return
 			}
 			if tt.outcome == unknownModel {
-				res.wantError(t, 404, "Model not found: "+strings.TrimSuffix(strings.TrimPrefix(tt.path, "/api/v1/models/"), "/endpoints"))
+				res.WantError(t, 404, "Model not found: "+strings.TrimSuffix(strings.TrimPrefix(tt.path, "/api/v1/models/"), "/endpoints"))
 				if f.c.got != nil {
 					t.Errorf("the endpoints list reached the upstream: %+v", f.c.got)
 				}
@@ -327,9 +328,9 @@ func TestAuthPassesThrough(t *testing.T) {
 				return
 			}
 			if tt.outcome == answered {
-				res.must(t, http.StatusOK)
-				if res.body != models {
-					t.Errorf("body = %s\nwant %s", res.body, models)
+				res.Must(t, http.StatusOK)
+				if res.Body != models {
+					t.Errorf("body = %s\nwant %s", res.Body, models)
 				}
 				if f.c.got != nil {
 					t.Errorf("the model list reached the upstream: %+v", f.c.got)
@@ -341,7 +342,7 @@ func TestAuthPassesThrough(t *testing.T) {
 				}
 				return
 			}
-			res.must(t, http.StatusTeapot)
+			res.Must(t, http.StatusTeapot)
 			got := f.c.got
 			if got == nil {
 				t.Fatal("upstream not reached")
@@ -351,7 +352,7 @@ func TestAuthPassesThrough(t *testing.T) {
 			case kept:
 				wantAuth = tt.header
 			case routed:
-				wantAuth = "Bearer " + testUpstreamKey
+				wantAuth = "Bearer " + testgw.UpstreamKey
 			}
 			if auth := got.header.Get("Authorization"); auth != wantAuth {
 				t.Errorf("upstream Authorization = %q, want %q", auth, wantAuth)
@@ -384,16 +385,16 @@ func TestAuthPassesThrough(t *testing.T) {
 	}
 }
 
-func checkNoIdentityPlaceholders(t *testing.T, res response) {
+func checkNoIdentityPlaceholders(t *testing.T, res testgw.Response) {
 	t.Helper()
 	for _, p := range []string{"tollgate.key.hash", "tollgate.key.kind", "tollgate.account.id", "tollgate.workspace.id", "http.auth.user.id"} {
-		if v, ok := res.repl.Get(p); ok {
+		if v, ok := res.Repl.Get(p); ok {
 			t.Errorf("placeholder %s = %v, want unset", p, v)
 		}
 	}
 }
 
-func checkIdentityPlaceholders(t *testing.T, res response, hash, kind, account, workspace string) {
+func checkIdentityPlaceholders(t *testing.T, res testgw.Response, hash, kind, account, workspace string) {
 	t.Helper()
 	want := map[string]string{
 		"http.auth.user.id":     hash,
@@ -403,7 +404,7 @@ func checkIdentityPlaceholders(t *testing.T, res response, hash, kind, account, 
 		"tollgate.workspace.id": workspace,
 	}
 	for p, w := range want {
-		if v, ok := res.repl.Get(p); !ok || v != w {
+		if v, ok := res.Repl.Get(p); !ok || v != w {
 			t.Errorf("placeholder %s = %v (set %v), want %q", p, v, ok, w)
 		}
 	}
@@ -412,17 +413,17 @@ func checkIdentityPlaceholders(t *testing.T, res response, hash, kind, account, 
 func TestAuthWithoutReplacer(t *testing.T) {
 	f := newAuthFixture(t)
 	// Auth must not depend on a replacer being present.
-	r, _ := newRequest("GET", "/api/v1/key", "", "Authorization", "Bearer "+f.regular)
+	r, _ := testgw.NewRequest("GET", "/api/v1/key", "", "Authorization", "Bearer "+f.regular)
 	r = r.WithContext(t.Context())
-	res := serve(t, f.c.handler(t), r, nil)
-	res.must(t, 200)
+	res := testgw.Serve(t, f.c.handler(t), r, nil)
+	res.Must(t, 200)
 }
 
 func TestAdminWithoutAuth(t *testing.T) {
-	gw := newFakeGateway(t)
+	gw := testgw.New(t)
 	a := adminStage{admin.New(gw, zap.NewNop(), nil)}
-	r, repl := newRequest("GET", "/api/v1/keys", "")
+	r, repl := testgw.NewRequest("GET", "/api/v1/keys", "")
 	next := newChain(t).upstream(t)
-	res := serve(t, handlerOf(a, next), r, repl)
-	res.wantError(t, 500, "Internal Server Error")
+	res := testgw.Serve(t, handlerOf(a, next), r, repl)
+	res.WantError(t, 500, "Internal Server Error")
 }

@@ -36,8 +36,9 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// benchGateway is the tollgate app as the handlers see it, for benchmarks
-// (testing_test.go's fakeGateway helpers take a *testing.T). The embedded
+// benchGateway is the tollgate app as the handlers see it, for benchmarks:
+// unlike testgw.Gateway, with the app's default in-flight policy and no
+// egress policy, as a gateway without customer egress runs. The embedded
 // nil Gateway keeps it compiling when the interface grows; a benchmark that
 // reaches a method not defined here panics, naming it.
 type benchGateway struct {

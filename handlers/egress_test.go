@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -16,21 +17,21 @@ import (
 // keeping its Host and TLS server name; a disallowed address is skipped
 // with a 403 naming the policy.
 func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
-	gw := newFakeGateway(t)
-	gw.sealer = byokSealer(t, 3)
+	gw := testgw.New(t)
+	gw.Sealer = testgw.NewSealer(t, 3)
 	rt := &Router{gw: gw}
-	acct, err := gw.store.CreateAccount(storage.NewAccount{Name: "A", Kind: storage.AccountOrganization})
+	acct, err := gw.Storage.CreateAccount(storage.NewAccount{Name: "A", Kind: storage.AccountOrganization})
 	if err != nil {
 		t.Fatal(err)
 	}
 	add := func(model, base string) string {
-		e, err := gw.store.CreatePrivateEndpoint(storage.PrivateEndpoint{ID: storage.NewEndpointID(), AccountID: acct.ID,
+		e, err := gw.Storage.CreatePrivateEndpoint(storage.PrivateEndpoint{ID: storage.NewEndpointID(), AccountID: acct.ID,
 			Name: model, Model: model, UpstreamModel: model, BaseURL: base,
 			Pricing: storage.EndpointPricing{Prompt: "0", Completion: "0", Request: "0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := gw.store.UpdatePrivateEndpoint(acct.ID, e.ID, "activate", nil, func(e *storage.PrivateEndpoint) error {
+		if _, err := gw.Storage.UpdatePrivateEndpoint(acct.ID, e.ID, "activate", nil, func(e *storage.PrivateEndpoint) error {
 			e.Status = storage.EndpointEnabled
 			return nil
 		}); err != nil {
@@ -63,11 +64,11 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 
 	// The default policy refuses loopback too, and the request is answered
 	// with the refusal when no other provider serves the model.
-	gw.egress = egress.New(nil)
+	gw.Egress = egress.New(nil)
 	if atts, refusal := rt.privateAttempts("acme/local", nil, id); len(atts) != 0 || refusal == nil || refusal.Status != http.StatusForbidden {
 		t.Fatalf("default policy: %d attempts, %+v", len(atts), refusal)
 	}
-	gw.egress = egress.New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	gw.Egress = egress.New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
 	if _, refusal := rt.privateAttempts("acme/local", nil, id); refusal == nil {
 		t.Fatal("an allow list without loopback accepted localhost")
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -21,7 +22,7 @@ type answerIdentity struct {
 
 // set quotes the three values into one allocation.
 func (a *answerIdentity) set(genID string, route *Route) {
-	id, model, provider := jsonQuote(genID), jsonQuote(route.Model.ID), jsonQuote(route.Provider.Name)
+	id, model, provider := jsonstr.Quote(genID), jsonstr.Quote(route.Model.ID), jsonstr.Quote(route.Provider.Name)
 	b := make([]byte, 0, len(id)+len(model)+len(provider))
 	b = append(append(append(b, id...), model...), provider...)
 	a.id, a.model, a.provider = b[:len(id):len(id)], b[len(id):len(id)+len(model):len(id)+len(model)], b[len(id)+len(model):]

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
 // The Messages route (POST /messages, Anthropic's Messages API) is served
@@ -199,7 +200,7 @@ func anthropicSearchTools(body []byte, brand string) ([]byte, *apierror.Error) {
 				}
 			}
 		}
-		tool := `{"type":` + string(jsonQuote(brand+":web_search")) + `,"parameters":` + string(params) + `}`
+		tool := `{"type":` + string(jsonstr.Quote(brand+":web_search")) + `,"parameters":` + string(params) + `}`
 		out, err = sjson.SetRawBytes(out, "tools."+i.String(), []byte(tool))
 		return err == nil
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
@@ -19,7 +20,7 @@ func TestAuthAnthropicAPIKey(t *testing.T) {
 	body := `{"model":"m","max_tokens":5,"system":"Be brief.","messages":[{"role":"user","content":"hi"}]}`
 
 	res := f.c.do(t, "POST", "/api/v1/messages", "", body, "X-Api-Key", f.regular)
-	res.must(t, http.StatusTeapot)
+	res.Must(t, http.StatusTeapot)
 	got := f.c.got
 	if got == nil || got.identity == nil || got.identity.Hash != f.regHash {
 		t.Fatalf("upstream request %+v", got)
@@ -27,7 +28,7 @@ func TestAuthAnthropicAPIKey(t *testing.T) {
 	if k := got.header.Get("X-Api-Key"); k != "" {
 		t.Errorf("the client's X-Api-Key reached the upstream: %q", k)
 	}
-	if auth := got.header.Get("Authorization"); auth != "Bearer "+testUpstreamKey {
+	if auth := got.header.Get("Authorization"); auth != "Bearer "+testgw.UpstreamKey {
 		t.Errorf("upstream Authorization = %q", auth)
 	}
 	// The provider gets the chat translation, system prompt first.
@@ -37,15 +38,15 @@ func TestAuthAnthropicAPIKey(t *testing.T) {
 	}
 
 	// Bearer works as well (Claude Code's ANTHROPIC_AUTH_TOKEN).
-	f.c.do(t, "POST", "/api/v1/messages", f.regular, body).must(t, http.StatusTeapot)
+	f.c.do(t, "POST", "/api/v1/messages", f.regular, body).Must(t, http.StatusTeapot)
 
 	// Other routes take bearer keys only, and drop an X-Api-Key too.
 	chat := `{"model":"m","messages":[]}`
 	res = f.c.do(t, "POST", "/api/v1/chat/completions", "", chat, "X-Api-Key", f.regular)
-	if res.status != http.StatusUnauthorized {
-		t.Errorf("chat with X-Api-Key only: status %d", res.status)
+	if res.Status != http.StatusUnauthorized {
+		t.Errorf("chat with X-Api-Key only: status %d", res.Status)
 	}
-	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, chat, "X-Api-Key", "sk-other").must(t, http.StatusTeapot)
+	f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, chat, "X-Api-Key", "sk-other").Must(t, http.StatusTeapot)
 	if k := f.c.got.header.Get("X-Api-Key"); k != "" {
 		t.Errorf("X-Api-Key reached the upstream of a chat request: %q", k)
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -27,7 +28,7 @@ import (
 // meterFixture is Auth → Router → Meter in front of a fake provider, over
 // the fake gateway's store, with one account and one regular key.
 type meterFixture struct {
-	gw      *fakeGateway
+	gw      *testgw.Gateway
 	acct    storage.Account
 	key     string
 	keyHash string
@@ -51,20 +52,20 @@ var defaultPolicy = billing.InFlightPolicy{
 // none) and a key described by n.
 func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFixture {
 	t.Helper()
-	gw := newFakeGateway(t)
-	gw.catalog = testCatalog("/v1", pricedModel("m:free", billing.Pricing{}, testUpstream("/v1")))
-	gw.inFlight = defaultPolicy
-	f := &meterFixture{gw: gw, acct: gw.account(t, storage.AccountPersonal)}
+	gw := testgw.New(t)
+	gw.ModelCatalog = testgw.Catalog("/v1", testgw.PricedModel("m:free", billing.Pricing{}, testgw.UpstreamProvider("/v1")))
+	gw.InFlight = defaultPolicy
+	f := &meterFixture{gw: gw, acct: gw.Account(t, storage.AccountPersonal)}
 	if credits != "" {
 		amt, err := money.ParseAmount(credits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, f.acct, err = gw.store.RecordPurchase(f.acct.ID, amt, "test"); err != nil {
+		if _, f.acct, err = gw.Storage.RecordPurchase(f.acct.ID, amt, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	k, secret := gw.apiKey(t, f.acct, n)
+	k, secret := gw.APIKey(t, f.acct, n)
 	f.key, f.keyHash = secret, k.Hash
 	auth := &Auth{gw: gw, logger: zap.NewNop()}
 	router := &Router{gw: gw}
@@ -78,7 +79,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 		if err != nil {
 			return err
 		}
-		if auth := r.Header.Get("Authorization"); auth != "Bearer "+testUpstreamKey {
+		if auth := r.Header.Get("Authorization"); auth != "Bearer "+testgw.UpstreamKey {
 			t.Errorf("upstream Authorization = %q", auth)
 		}
 		f.mu.Lock()
@@ -91,13 +92,13 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 }
 
 // do sends an inference request with the fixture's key.
-func (f *meterFixture) do(t *testing.T, path, body string) response {
+func (f *meterFixture) do(t *testing.T, path, body string) testgw.Response {
 	t.Helper()
-	r, repl := newRequest("POST", path, body, "Authorization", "Bearer "+f.key)
-	return serve(t, f.h, r, repl)
+	r, repl := testgw.NewRequest("POST", path, body, "Authorization", "Bearer "+f.key)
+	return testgw.Serve(t, f.h, r, repl)
 }
 
-func (f *meterFixture) store() *storage.Store { return f.gw.store }
+func (f *meterFixture) store() *storage.Store { return f.gw.Storage }
 
 var errPeek = errors.New("peek")
 
@@ -147,9 +148,9 @@ func (f *meterFixture) generations(t *testing.T) int {
 // overhead.
 func (f *meterFixture) estimate(body string, maxTokens int64) billing.Estimate {
 	e, err := billing.EstimateRequest(billing.RequestFacts{
-		Pricing: testPricing, InputTokens: int64(len(body)) + promptOverheadTokens,
+		Pricing: testgw.Pricing, InputTokens: int64(len(body)) + promptOverheadTokens,
 		MaxTokens: maxTokens, ContextLength: 8192,
-	}, f.gw.inFlight)
+	}, f.gw.InFlight)
 	if err != nil {
 		panic(err)
 	}
@@ -158,7 +159,7 @@ func (f *meterFixture) estimate(body string, maxTokens int64) billing.Estimate {
 
 // testCost prices usage at the test prices, which never overflow.
 func testCost(u billing.Usage) money.Amount {
-	c, err := billing.Cost(testPricing, u)
+	c, err := billing.Cost(testgw.Pricing, u)
 	if err != nil {
 		panic(err)
 	}
@@ -167,12 +168,12 @@ func testCost(u billing.Usage) money.Amount {
 
 // billed is the usage members the gateway adds for u charged at cost.
 func billed(u billing.Usage) string {
-	return newUsageBill(testCost(u), testPricing, u, false).members()
+	return newUsageBill(testCost(u), testgw.Pricing, u, false).members()
 }
 
 // billedResponses is billed for a Responses usage object.
 func billedResponses(u billing.Usage) string {
-	b := newUsageBill(testCost(u), testPricing, u, false)
+	b := newUsageBill(testCost(u), testgw.Pricing, u, false)
 	b.responses = true
 	return b.members()
 }
@@ -180,7 +181,7 @@ func billedResponses(u billing.Usage) string {
 // asGateway is a provider's chat answer or chunk as the client gets it: with
 // the generation id, the catalog model and the provider.
 func asGateway(doc, genID string) string {
-	id := &answerIdentity{id: []byte(strconv.Quote(genID)), model: []byte(`"m"`), provider: []byte(strconv.Quote(testUpstreamName))}
+	id := &answerIdentity{id: []byte(strconv.Quote(genID)), model: []byte(`"m"`), provider: []byte(strconv.Quote(testgw.UpstreamName))}
 	return string(id.rewrite([]byte(doc)))
 }
 
@@ -199,7 +200,7 @@ func asGatewaySSE(events []string, genID string) string {
 
 func chatAnswer(content, finish string, prompt, completion int64) string {
 	c, _ := json.Marshal(content)
-	return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"` + testUpstreamModel + `",` +
+	return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"` + testgw.UpstreamModel + `",` +
 		`"choices":[{"index":0,"message":{"role":"assistant","content":` + string(c) + `},"finish_reason":"` + finish + `"}],` +
 		`"usage":{"prompt_tokens":` + strconv.FormatInt(prompt, 10) + `,"completion_tokens":` + strconv.FormatInt(completion, 10) +
 		`,"total_tokens":` + strconv.FormatInt(prompt+completion, 10) + `}}`
@@ -239,7 +240,7 @@ func TestMeterChargesJSON(t *testing.T) {
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})
 	answer := chatAnswer("Hello there!", "stop", 20, 7)
 	f.provider = answerJSON(http.StatusOK, answer)
-	res := f.do(t, "/api/v1/chat/completions", chatBody).must(t, http.StatusOK)
+	res := f.do(t, "/api/v1/chat/completions", chatBody).Must(t, http.StatusOK)
 
 	cost := testCost(billing.Usage{PromptTokens: 20, CompletionTokens: 7})
 	if cost != 34_000 { // 20 × 0.000001 + 7 × 0.000002
@@ -249,19 +250,19 @@ func TestMeterChargesJSON(t *testing.T) {
 	if !strings.Contains(want, `"cost":0.000034,"is_byok":false,"cost_details":{"upstream_inference_cost":null,"upstream_inference_prompt_cost":0.00002,"upstream_inference_completions_cost":0.000014}`) {
 		t.Errorf("usage members %s", want)
 	}
-	want = asGateway(want, res.header.Get("X-Generation-Id"))
-	if res.body != want {
-		t.Errorf("body = %s\nwant %s", res.body, want)
+	want = asGateway(want, res.Header.Get("X-Generation-Id"))
+	if res.Body != want {
+		t.Errorf("body = %s\nwant %s", res.Body, want)
 	}
-	if cl := res.header.Get("Content-Length"); cl != strconv.Itoa(len(res.body)) {
-		t.Errorf("Content-Length = %s, body %d bytes", cl, len(res.body))
+	if cl := res.Header.Get("Content-Length"); cl != strconv.Itoa(len(res.Body)) {
+		t.Errorf("Content-Length = %s, body %d bytes", cl, len(res.Body))
 	}
 	if f.calls.Load() != 1 || f.bodies[0] != forUpstream(chatBody) {
 		t.Errorf("upstream calls %d, bodies %q", f.calls.Load(), f.bodies)
 	}
 	f.wantCharged(t, cost)
 
-	id := res.header.Get("X-Generation-Id")
+	id := res.Header.Get("X-Generation-Id")
 	if !strings.HasPrefix(id, "gen-") {
 		t.Fatalf("X-Generation-Id = %q", id)
 	}
@@ -270,7 +271,7 @@ func TestMeterChargesJSON(t *testing.T) {
 		t.Fatalf("generation %s: %v", id, err)
 	}
 	if g.ID != id || g.AccountID != f.acct.ID || g.KeyHash != f.keyHash || g.WorkspaceID != f.acct.DefaultWorkspaceID ||
-		g.Model != "m" || g.Provider != testUpstreamName || g.UpstreamModel != testUpstreamModel ||
+		g.Model != "m" || g.Provider != testgw.UpstreamName || g.UpstreamModel != testgw.UpstreamModel ||
 		g.PromptTokens != 20 || g.CompletionTokens != 7 || g.Cost != cost || g.Status != "completed" ||
 		g.Streamed || g.FinishReason != "stop" || g.UsageEstimated || g.User != "u-9" || g.BYOK || g.CreatedAt.IsZero() ||
 		g.UpstreamID != "chatcmpl-1" {
@@ -283,13 +284,13 @@ func TestMeterChargesJSON(t *testing.T) {
 
 	// a second request adds up exactly
 	f.provider = answerJSON(http.StatusOK, chatAnswer("x", "length", 3, 100))
-	res = f.do(t, "/api/v1/chat/completions", chatBody).must(t, http.StatusOK)
+	res = f.do(t, "/api/v1/chat/completions", chatBody).Must(t, http.StatusOK)
 	cost2 := testCost(billing.Usage{PromptTokens: 3, CompletionTokens: 100})
-	if res.json.Get("usage.cost").Raw != cost2.String() {
-		t.Errorf("usage.cost = %s, want %s", res.json.Get("usage.cost").Raw, cost2)
+	if res.JSON.Get("usage.cost").Raw != cost2.String() {
+		t.Errorf("usage.cost = %s, want %s", res.JSON.Get("usage.cost").Raw, cost2)
 	}
 	f.wantCharged(t, cost+cost2)
-	if g, _ := f.store().Generation(res.header.Get("X-Generation-Id")); g.Status != "incomplete" || g.FinishReason != "length" {
+	if g, _ := f.store().Generation(res.Header.Get("X-Generation-Id")); g.Status != "incomplete" || g.FinishReason != "length" {
 		t.Errorf("finish_reason length: status %q finish %q", g.Status, g.FinishReason)
 	}
 }
@@ -298,11 +299,11 @@ func TestMeterChargesJSONWithoutUsage(t *testing.T) {
 	// an answer without usage is charged at the estimates
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})
 	f.provider = answerJSON(http.StatusOK, `{"choices":[{"message":{"content":"abcdefghi"},"finish_reason":"stop"}]}`)
-	res := f.do(t, "/api/v1/chat/completions", chatBody).must(t, http.StatusOK)
+	res := f.do(t, "/api/v1/chat/completions", chatBody).Must(t, http.StatusOK)
 	usage := billing.Usage{PromptTokens: billing.EstimateTokens(len(forUpstream(chatBody))), CompletionTokens: 3}
 	cost := testCost(usage)
 	f.wantCharged(t, cost)
-	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
+	g, err := f.store().Generation(res.Header.Get("X-Generation-Id"))
 	if err != nil || !g.UsageEstimated || g.PromptTokens != usage.PromptTokens || g.CompletionTokens != 3 || g.Cost != cost {
 		t.Errorf("generation = %+v, %v", g, err)
 	}
@@ -319,19 +320,19 @@ func TestMeterChargesStream(t *testing.T) {
 		"data: [DONE]\n\n",
 	}
 	f.provider = answerSSE(events...)
-	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).must(t, http.StatusOK)
+	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).Must(t, http.StatusOK)
 	cost := testCost(billing.Usage{PromptTokens: 11, CompletionTokens: 2})
 	want := asGatewaySSE(append(events[:4:4],
 		`data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":2,"total_tokens":13,`+billed(billing.Usage{PromptTokens: 11, CompletionTokens: 2})+"}}\n\n",
-		"data: [DONE]\n\n"), res.header.Get("X-Generation-Id"))
-	if res.body != want {
-		t.Errorf("body = %q\nwant %q", res.body, want)
+		"data: [DONE]\n\n"), res.Header.Get("X-Generation-Id"))
+	if res.Body != want {
+		t.Errorf("body = %q\nwant %q", res.Body, want)
 	}
-	if ct := res.header.Get("Content-Type"); ct != "text/event-stream" {
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type = %q", ct)
 	}
 	f.wantCharged(t, cost)
-	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
+	g, err := f.store().Generation(res.Header.Get("X-Generation-Id"))
 	if err != nil || g.PromptTokens != 11 || g.CompletionTokens != 2 || g.Cost != cost || !g.Streamed ||
 		g.Status != "completed" || g.FinishReason != "stop" || g.UsageEstimated {
 		t.Errorf("generation = %+v, %v", g, err)
@@ -344,8 +345,8 @@ func TestMeterStreamWithoutUsageEndsWithUsage(t *testing.T) {
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})
 	events := []string{chunk("Hello"), chunk(" there"), "data: [DONE]\n\n"}
 	f.provider = answerSSE(events...)
-	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).must(t, http.StatusOK)
-	genID := res.header.Get("X-Generation-Id")
+	res := f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`).Must(t, http.StatusOK)
+	genID := res.Header.Get("X-Generation-Id")
 	g, err := f.store().Generation(genID)
 	if err != nil || !g.UsageEstimated {
 		t.Fatalf("generation = %+v, %v", g, err)
@@ -353,9 +354,9 @@ func TestMeterStreamWithoutUsageEndsWithUsage(t *testing.T) {
 	u := billing.Usage{PromptTokens: g.PromptTokens, CompletionTokens: g.CompletionTokens}
 	usage := `{"prompt_tokens":` + strconv.FormatInt(u.PromptTokens, 10) + `,"completion_tokens":` + strconv.FormatInt(u.CompletionTokens, 10) +
 		`,"total_tokens":` + strconv.FormatInt(u.PromptTokens+u.CompletionTokens, 10) + `,` + billed(u) + `}`
-	if !strings.HasSuffix(res.body, `"choices":[],"usage":`+usage+"}\n\ndata: [DONE]\n\n") ||
-		!strings.HasPrefix(res.body, asGatewaySSE(events[:2], genID)) {
-		t.Errorf("body = %s", res.body)
+	if !strings.HasSuffix(res.Body, `"choices":[],"usage":`+usage+"}\n\ndata: [DONE]\n\n") ||
+		!strings.HasPrefix(res.Body, asGatewaySSE(events[:2], genID)) {
+		t.Errorf("body = %s", res.Body)
 	}
 }
 
@@ -370,15 +371,15 @@ func TestMeterChargesResponsesStream(t *testing.T) {
 		"data: [DONE]\n\n",
 	}
 	f.provider = answerSSE(events...)
-	res := f.do(t, "/api/v1/responses", `{"model":"m","input":"hi","stream":true}`).must(t, http.StatusOK)
+	res := f.do(t, "/api/v1/responses", `{"model":"m","input":"hi","stream":true}`).Must(t, http.StatusOK)
 	cost := testCost(billing.Usage{PromptTokens: 5, CompletionTokens: 4})
 	want := strings.Join(events[:3], "") + "event: response.completed\ndata: " +
 		strings.Replace(completed, `"total_tokens":9}`, `"total_tokens":9,`+billedResponses(billing.Usage{PromptTokens: 5, CompletionTokens: 4})+"}", 1) + "\n\n" + "data: [DONE]\n\n"
-	if res.body != want {
-		t.Errorf("body = %q\nwant %q", res.body, want)
+	if res.Body != want {
+		t.Errorf("body = %q\nwant %q", res.Body, want)
 	}
 	f.wantCharged(t, cost)
-	if g, err := f.store().Generation(res.header.Get("X-Generation-Id")); err != nil || g.Cost != cost || !g.Streamed || g.Status != "completed" {
+	if g, err := f.store().Generation(res.Header.Get("X-Generation-Id")); err != nil || g.Cost != cost || !g.Streamed || g.Status != "completed" {
 		t.Errorf("generation = %+v, %v", g, err)
 	}
 }
@@ -386,12 +387,12 @@ func TestMeterChargesResponsesStream(t *testing.T) {
 func TestMeterFreeModel(t *testing.T) {
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})
 	f.provider = answerJSON(http.StatusOK, chatAnswer("free", "stop", 10, 10))
-	res := f.do(t, "/api/v1/chat/completions", `{"model":"m:free","messages":[]}`).must(t, http.StatusOK)
-	if res.json.Get("usage.cost").Raw != "0" {
-		t.Errorf("usage.cost = %s", res.json.Get("usage.cost").Raw)
+	res := f.do(t, "/api/v1/chat/completions", `{"model":"m:free","messages":[]}`).Must(t, http.StatusOK)
+	if res.JSON.Get("usage.cost").Raw != "0" {
+		t.Errorf("usage.cost = %s", res.JSON.Get("usage.cost").Raw)
 	}
 	f.wantCharged(t, 0)
-	if g, err := f.store().Generation(res.header.Get("X-Generation-Id")); err != nil || g.Cost != 0 || g.Model != "m:free" {
+	if g, err := f.store().Generation(res.Header.Get("X-Generation-Id")); err != nil || g.Cost != 0 || g.Model != "m:free" {
 		t.Errorf("generation = %+v, %v", g, err)
 	}
 }
@@ -427,14 +428,14 @@ func TestMeterProviderRateLimit(t *testing.T) {
 	}
 	res := f.do(t, "/api/v1/chat/completions", chatBody)
 	want := errorBody(429, "Rate limit exceeded", map[string]any{
-		"provider_name": testUpstreamName, "error_type": "rate_limit_exceeded", "provider_code": "rate_limit_exceeded",
+		"provider_name": testgw.UpstreamName, "error_type": "rate_limit_exceeded", "provider_code": "rate_limit_exceeded",
 		"raw": `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`,
 	})
-	if res.status != 429 || res.body != want {
-		t.Fatalf("got %d %s\nwant %s", res.status, res.body, want)
+	if res.Status != 429 || res.Body != want {
+		t.Fatalf("got %d %s\nwant %s", res.Status, res.Body, want)
 	}
-	if res.header.Get("Retry-After") != "7" || res.header.Get("X-Ratelimit-Remaining") != "" {
-		t.Fatalf("headers %v", res.header)
+	if res.Header.Get("Retry-After") != "7" || res.Header.Get("X-Ratelimit-Remaining") != "" {
+		t.Fatalf("headers %v", res.Header)
 	}
 	f.wantCharged(t, 0)
 }
@@ -481,14 +482,14 @@ func TestMeterUpstreamFailures(t *testing.T) {
 			f := newMeterFixture(t, "1", storage.NewAPIKey{})
 			f.provider = tt.provider
 			res := f.do(t, "/api/v1/chat/completions", chatBody)
-			md := map[string]any{"provider_name": testUpstreamName}
+			md := map[string]any{"provider_name": testgw.UpstreamName}
 			if tt.raw != "" {
 				md["raw"] = tt.raw
 			}
-			if want := errorBody(tt.status, tt.message, md); res.status != tt.status || res.body != want {
-				t.Errorf("got %d %s\nwant %d %s", res.status, res.body, tt.status, want)
+			if want := errorBody(tt.status, tt.message, md); res.Status != tt.status || res.Body != want {
+				t.Errorf("got %d %s\nwant %d %s", res.Status, res.Body, tt.status, want)
 			}
-			if ct := res.header.Get("Content-Type"); ct != "application/json" {
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
 			if f.calls.Load() != 1 {
@@ -501,10 +502,10 @@ func TestMeterUpstreamFailures(t *testing.T) {
 
 // want402 checks a credit refusal's exact body and that the provider was
 // not called.
-func (f *meterFixture) want402(t *testing.T, res response, message string, metadata map[string]any) {
+func (f *meterFixture) want402(t *testing.T, res testgw.Response, message string, metadata map[string]any) {
 	t.Helper()
-	if want := errorBody(402, message, metadata); res.status != 402 || res.body != want {
-		t.Errorf("got %d %s\nwant 402 %s", res.status, res.body, want)
+	if want := errorBody(402, message, metadata); res.Status != 402 || res.Body != want {
+		t.Errorf("got %d %s\nwant 402 %s", res.Status, res.Body, want)
 	}
 	if f.calls.Load() != 0 {
 		t.Errorf("a refused request reached the provider (%d calls)", f.calls.Load())
@@ -538,7 +539,7 @@ func TestMeterKeyLimit(t *testing.T) {
 		for _, body := range []string{chatBody, `{"model":"m:free","messages":[]}`} {
 			res := f.do(t, "/api/v1/chat/completions", body)
 			f.want402(t, res, msgKeyLimit, keyLimitMeta("Raise the key's limit or wait for its limit_reset."))
-			if ra := res.header.Get("Retry-After"); ra != "" {
+			if ra := res.Header.Get("Retry-After"); ra != "" {
 				t.Errorf("Retry-After = %q", ra)
 			}
 		}
@@ -547,10 +548,10 @@ func TestMeterKeyLimit(t *testing.T) {
 	t.Run("spent", func(t *testing.T) {
 		// the cap fits one request's estimate; once one is charged, the
 		// next does not fit
-		hold := (&meterFixture{gw: &fakeGateway{inFlight: defaultPolicy}}).estimate(chatBody, 100).Hold
+		hold := (&meterFixture{gw: &testgw.Gateway{InFlight: defaultPolicy}}).estimate(chatBody, 100).Hold
 		f := newMeterFixture(t, "1", storage.NewAPIKey{Limit: amountPtr(hold)})
 		f.provider = answerJSON(200, chatAnswer("x", "stop", 20, 7))
-		f.do(t, "/api/v1/chat/completions", chatBody).must(t, 200)
+		f.do(t, "/api/v1/chat/completions", chatBody).Must(t, 200)
 		f.calls.Store(0)
 		res := f.do(t, "/api/v1/chat/completions", chatBody)
 		// Not exhausted: what is left does not cover max_tokens.
@@ -573,7 +574,7 @@ func TestMeterBalance(t *testing.T) {
 			// in full, and the balance goes negative
 			f := newMeterFixture(t, "0.001", storage.NewAPIKey{})
 			f.provider = answerJSON(200, chatAnswer("long", "stop", 1000, 1000))
-			f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[],"max_tokens":1}`).must(t, 200)
+			f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[],"max_tokens":1}`).Must(t, 200)
 			cost := testCost(billing.Usage{PromptTokens: 1000, CompletionTokens: 1000})
 			f.wantCharged(t, cost)
 			if a, _ := f.store().Account(f.acct.ID); a.Balance() != 1_000_000-cost || a.Balance() >= 0 {
@@ -602,7 +603,7 @@ func budgetPolicy(ceiling money.Amount) billing.InFlightPolicy {
 
 func TestMeterWeightExceedsBudget(t *testing.T) {
 	f := newMeterFixture(t, "0.0004", storage.NewAPIKey{})
-	f.gw.inFlight = budgetPolicy(money.AmountScale)
+	f.gw.InFlight = budgetPolicy(money.AmountScale)
 	est := f.estimate(chatBody, 100)
 	// the budget is 0.0002; the estimate is above it but within the balance
 	if est.InFlight <= 200_000 || est.Hold > 400_000 {
@@ -610,12 +611,12 @@ func TestMeterWeightExceedsBudget(t *testing.T) {
 	}
 	res := f.do(t, "/api/v1/chat/completions", chatBody)
 	f.want402(t, res, msgWeight, weightMeta)
-	if ra, ok := res.header["Retry-After"]; ok {
+	if ra, ok := res.Header["Retry-After"]; ok {
 		t.Errorf("Retry-After = %q: a retry will not help", ra)
 	}
 	// a smaller max_tokens fits
 	f.provider = answerJSON(200, chatAnswer("x", "stop", 1, 1))
-	f.do(t, "/api/v1/chat/completions", strings.Replace(chatBody, `"max_tokens":100`, `"max_tokens":10`, 1)).must(t, 200)
+	f.do(t, "/api/v1/chat/completions", strings.Replace(chatBody, `"max_tokens":100`, `"max_tokens":10`, 1)).Must(t, 200)
 }
 
 // blockingProvider answers after release is closed, signalling entered
@@ -637,30 +638,30 @@ func TestMeterInFlightBudget(t *testing.T) {
 	// balance 1: the ceiling binds; one request fits, two do not, and the
 	// first's settling cost leaves no room for another
 	const ceiling = 400_000
-	f.gw.inFlight = budgetPolicy(ceiling)
+	f.gw.InFlight = budgetPolicy(ceiling)
 	est := f.estimate(chatBody, 100)
 	if est.InFlight > ceiling || 2*est.InFlight <= ceiling {
 		t.Fatalf("estimate %+v: want one request to fit and two not", est)
 	}
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	f.provider = blockingProvider(entered, release, chatAnswer("x", "stop", 10, 50))
-	first := make(chan response, 1)
+	first := make(chan testgw.Response, 1)
 	go func() {
-		r, repl := newRequest("POST", "/api/v1/chat/completions", chatBody, "Authorization", "Bearer "+f.key)
+		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", chatBody, "Authorization", "Bearer "+f.key)
 		w := httptest.NewRecorder()
 		if err := f.h.ServeHTTP(w, r); err != nil {
 			t.Errorf("first request: %v", err)
 		}
-		first <- response{status: w.Code, body: w.Body.String(), header: w.Header(), repl: repl}
+		first <- testgw.Response{Status: w.Code, Body: w.Body.String(), Header: w.Header(), Repl: repl}
 	}()
 	<-entered
 
 	// one request running fills the budget: the next waits for it
 	res := f.do(t, "/api/v1/chat/completions", chatBody)
-	if want := errorBody(402, msgBudget, budgetMeta); res.status != 402 || res.body != want {
-		t.Errorf("got %d %s\nwant %s", res.status, res.body, want)
+	if want := errorBody(402, msgBudget, budgetMeta); res.Status != 402 || res.Body != want {
+		t.Errorf("got %d %s\nwant %s", res.Status, res.Body, want)
 	}
-	if ra := res.header.Get("Retry-After"); ra != "1" {
+	if ra := res.Header.Get("Retry-After"); ra != "1" {
 		t.Errorf("Retry-After = %q, want 1 (nothing is settling yet)", ra)
 	}
 	if n := f.calls.Load(); n != 1 {
@@ -668,8 +669,8 @@ func TestMeterInFlightBudget(t *testing.T) {
 	}
 
 	close(release)
-	if r := <-first; r.status != 200 {
-		t.Fatalf("first request: %d %s", r.status, r.body)
+	if r := <-first; r.Status != 200 {
+		t.Fatalf("first request: %d %s", r.Status, r.Body)
 	}
 	cost := testCost(billing.Usage{PromptTokens: 10, CompletionTokens: 50})
 	f.wantCharged(t, cost)
@@ -680,10 +681,10 @@ func TestMeterInFlightBudget(t *testing.T) {
 		t.Fatalf("cost %s does not fill the budget", cost)
 	}
 	res = f.do(t, "/api/v1/chat/completions", chatBody)
-	if want := errorBody(402, msgBudget, budgetMeta); res.status != 402 || res.body != want {
-		t.Errorf("got %d %s\nwant %s", res.status, res.body, want)
+	if want := errorBody(402, msgBudget, budgetMeta); res.Status != 402 || res.Body != want {
+		t.Errorf("got %d %s\nwant %s", res.Status, res.Body, want)
 	}
-	if ra := res.header.Get("Retry-After"); ra != "90" {
+	if ra := res.Header.Get("Retry-After"); ra != "90" {
 		t.Errorf("Retry-After = %q, want 90 (the settlement window)", ra)
 	}
 	if n := f.calls.Load(); n != 1 {
@@ -695,7 +696,7 @@ func TestMeterInFlightBudget(t *testing.T) {
 		t.Fatalf("small estimate %+v", e)
 	}
 	f.provider = answerJSON(200, chatAnswer("x", "stop", 1, 1))
-	f.do(t, "/api/v1/chat/completions", small).must(t, 200)
+	f.do(t, "/api/v1/chat/completions", small).Must(t, 200)
 }
 
 func TestMeterClientAbort(t *testing.T) {
@@ -708,7 +709,7 @@ func TestMeterClientAbort(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			f := newMeterFixture(t, "1", storage.NewAPIKey{})
 			body := `{"model":"m","messages":[{"role":"user","content":"tell me"}],"stream":true,"max_tokens":200}`
-			r, repl := newRequest("POST", "/api/v1/chat/completions", body, "Authorization", "Bearer "+f.key)
+			r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", body, "Authorization", "Bearer "+f.key)
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			var sent []string
@@ -731,9 +732,9 @@ func TestMeterClientAbort(t *testing.T) {
 				}
 				return caddyhttp.Error(499, r.Context().Err())
 			}
-			res := serve(t, f.h, r.WithContext(ctx), repl)
-			if res.body != asGatewaySSE(sent, res.header.Get("X-Generation-Id")) {
-				t.Errorf("client got %q", res.body)
+			res := testgw.Serve(t, f.h, r.WithContext(ctx), repl)
+			if res.Body != asGatewaySSE(sent, res.Header.Get("X-Generation-Id")) {
+				t.Errorf("client got %q", res.Body)
 			}
 			// Estimated on the body the provider received, which asks for usage.
 			upstream, _ := sjson.Set(forUpstream(body), "stream_options.include_usage", true)
@@ -743,7 +744,7 @@ func TestMeterClientAbort(t *testing.T) {
 			}
 			cost := testCost(usage)
 			f.wantCharged(t, cost)
-			g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
+			g, err := f.store().Generation(res.Header.Get("X-Generation-Id"))
 			if err != nil || g.Status != "aborted" || !g.Streamed || !g.UsageEstimated ||
 				g.PromptTokens != usage.PromptTokens || g.CompletionTokens != usage.CompletionTokens || g.Cost != cost {
 				t.Errorf("generation = %+v, %v", g, err)
@@ -754,7 +755,7 @@ func TestMeterClientAbort(t *testing.T) {
 
 func TestMeterConcurrentKeyLimit(t *testing.T) {
 	const n, fit = 50, 5
-	hold := (&meterFixture{gw: &fakeGateway{inFlight: defaultPolicy}}).estimate(chatBody, 100).Hold
+	hold := (&meterFixture{gw: &testgw.Gateway{InFlight: defaultPolicy}}).estimate(chatBody, 100).Hold
 	limit := fit*hold + hold/2
 	f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
 
@@ -775,7 +776,7 @@ func TestMeterConcurrentKeyLimit(t *testing.T) {
 	results := make(chan result, n)
 	for range n {
 		go func() {
-			r, _ := newRequest("POST", "/api/v1/chat/completions", chatBody, "Authorization", "Bearer "+f.key)
+			r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", chatBody, "Authorization", "Bearer "+f.key)
 			w := httptest.NewRecorder()
 			if err := f.h.ServeHTTP(w, r); err != nil {
 				t.Errorf("ServeHTTP: %v", err)

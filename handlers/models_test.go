@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -118,60 +119,60 @@ func manyModels(n int) *catalog.Catalog {
 	for i := range n {
 		var providers []*catalog.Provider
 		if i%3 != 2 {
-			providers = append(providers, testProvider("mock", "http", "127.0.0.1:8081", "127.0.0.1:8081", "/v1", "mock", "k"))
+			providers = append(providers, testgw.Provider("mock", "http", "127.0.0.1:8081", "127.0.0.1:8081", "/v1", "mock", "k"))
 		}
-		models = append(models, testModel(fmt.Sprintf("m%02d", i), 0, providers...))
+		models = append(models, testgw.Model(fmt.Sprintf("m%02d", i), 0, providers...))
 	}
 	return catalog.New(models)
 }
 
-func ids(res response) string {
+func ids(res testgw.Response) string {
 	var out []string
-	for _, m := range res.json.Get("data").Array() {
+	for _, m := range res.JSON.Get("data").Array() {
 		out = append(out, m.Get("id").Str)
 	}
 	return strings.Join(out, ",")
 }
 
 func TestModelsList(t *testing.T) {
-	cat := routedCatalog()
+	cat := testgw.RoutedCatalog()
 	rt := newRoutingRouter(t, cat)
-	r, repl := newRequest("GET", "/api/v1/models", "")
-	res := serve(t, handlerOf(rt, nil), r, repl).must(t, 200)
-	if ct := res.header.Get("Content-Type"); ct != "application/json" {
+	r, repl := testgw.NewRequest("GET", "/api/v1/models", "")
+	res := testgw.Serve(t, handlerOf(rt, nil), r, repl).Must(t, 200)
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	if got := res.header.Get("Content-Length"); got != fmt.Sprint(len(res.body)) {
-		t.Errorf("Content-Length = %s, body %d bytes", got, len(res.body))
+	if got := res.Header.Get("Content-Length"); got != fmt.Sprint(len(res.Body)) {
+		t.Errorf("Content-Length = %s, body %d bytes", got, len(res.Body))
 	}
-	if ids(res) != "paid,mock,keyless,bare,second" || res.json.Get("total_count").Raw != "5" ||
-		res.json.Get("links.next").Type != gjson.Null || !res.json.Get("links").IsObject() {
-		t.Fatalf("list = %s", res.body)
+	if ids(res) != "paid,mock,keyless,bare,second" || res.JSON.Get("total_count").Raw != "5" ||
+		res.JSON.Get("links.next").Type != gjson.Null || !res.JSON.Get("links").IsObject() {
+		t.Fatalf("list = %s", res.Body)
 	}
-	for i, m := range res.json.Get("data").Array() {
+	for i, m := range res.JSON.Get("data").Array() {
 		if m.Raw != string(cat.Models()[i].Public) {
 			t.Errorf("data[%d] = %s, want the public object verbatim", i, m.Raw)
 		}
 		checkSDKModel(t, m)
 	}
-	if strings.Contains(res.body, "sk-openai") || strings.Contains(res.body, "api.openai.test") {
-		t.Errorf("provider details leaked: %s", res.body)
+	if strings.Contains(res.Body, "sk-openai") || strings.Contains(res.Body, "api.openai.test") {
+		t.Errorf("provider details leaked: %s", res.Body)
 	}
 
 	// The shape of the models a models_file can bring: public fields of
 	// the real API beyond the minimum.
-	rich := testModel("rich", 0)
+	rich := testgw.Model("rich", 0)
 	rich.Public = []byte(`{"id":"openai/gpt-4","canonical_slug":"openai/gpt-4","hugging_face_id":"","name":"GPT-4","created":1692901234,"description":"d","context_length":8192,"architecture":{"modality":"text->text","input_modalities":["text"],"output_modalities":["text"],"tokenizer":"GPT","instruct_type":"chatml"},"pricing":{"prompt":"0.00003","completion":"0.00006","image":"0","request":"0"},"top_provider":{"context_length":8192,"max_completion_tokens":4096,"is_moderated":true},"per_request_limits":null,"supported_parameters":["temperature"],"default_parameters":{"temperature":null},"supported_voices":null,"knowledge_cutoff":null,"expiration_date":null,"links":{"details":"/api/v1/models/openai/gpt-4/endpoints"}}`)
 	rt = newRoutingRouter(t, catalog.New([]*catalog.Model{rich}))
-	r, repl = newRequest("GET", "/api/v1/models", "")
-	res = serve(t, handlerOf(rt, nil), r, repl).must(t, 200)
-	checkSDKModel(t, res.json.Get("data.0"))
+	r, repl = testgw.NewRequest("GET", "/api/v1/models", "")
+	res = testgw.Serve(t, handlerOf(rt, nil), r, repl).Must(t, 200)
+	checkSDKModel(t, res.JSON.Get("data.0"))
 
 	// an empty catalog is an empty list, not null
-	r, repl = newRequest("GET", "/api/v1/models", "")
-	res = serve(t, handlerOf(newRoutingRouter(t, catalog.New(nil)), nil), r, repl).must(t, 200)
-	if res.body != `{"data":[],"total_count":0,"links":{"next":null}}`+"\n" {
-		t.Errorf("empty list = %s", res.body)
+	r, repl = testgw.NewRequest("GET", "/api/v1/models", "")
+	res = testgw.Serve(t, handlerOf(newRoutingRouter(t, catalog.New(nil)), nil), r, repl).Must(t, 200)
+	if res.Body != `{"data":[],"total_count":0,"links":{"next":null}}`+"\n" {
+		t.Errorf("empty list = %s", res.Body)
 	}
 }
 
@@ -195,12 +196,12 @@ func TestModelsPaging(t *testing.T) {
 		{"?limit=1&supported_parameters=tools", "m00", "/api/v1/models?offset=1&limit=1"},
 	}
 	for _, tt := range tests {
-		r, repl := newRequest("GET", "/api/v1/models"+tt.query, "")
-		res := serve(t, handlerOf(rt, nil), r, repl).must(t, 200)
-		next := res.json.Get("links.next")
-		if ids(res) != tt.ids || res.json.Get("total_count").Int() != 12 || next.Str != tt.next ||
-			tt.next == "" && next.Type != gjson.Null || !res.json.Get("data").IsArray() {
-			t.Errorf("%q: ids %q total %s next %s", tt.query, ids(res), res.json.Get("total_count").Raw, next.Raw)
+		r, repl := testgw.NewRequest("GET", "/api/v1/models"+tt.query, "")
+		res := testgw.Serve(t, handlerOf(rt, nil), r, repl).Must(t, 200)
+		next := res.JSON.Get("links.next")
+		if ids(res) != tt.ids || res.JSON.Get("total_count").Int() != 12 || next.Str != tt.next ||
+			tt.next == "" && next.Type != gjson.Null || !res.JSON.Get("data").IsArray() {
+			t.Errorf("%q: ids %q total %s next %s", tt.query, ids(res), res.JSON.Get("total_count").Raw, next.Raw)
 		}
 	}
 
@@ -214,65 +215,65 @@ func TestModelsPaging(t *testing.T) {
 		{"?offset=x&limit=0", "offset: expected a non-negative integer"},
 		{"?offset=null", "offset: expected a non-negative integer"},
 	} {
-		r, repl := newRequest("GET", "/api/v1/models"+tt.query, "")
-		serve(t, handlerOf(rt, nil), r, repl).wantError(t, 400, tt.message)
+		r, repl := testgw.NewRequest("GET", "/api/v1/models"+tt.query, "")
+		testgw.Serve(t, handlerOf(rt, nil), r, repl).WantError(t, 400, tt.message)
 	}
 }
 
 func TestModelsUser(t *testing.T) {
 	f := newAuthFixture(t)
-	f.c.gw.catalog = manyModels(7)
+	f.c.gw.ModelCatalog = manyModels(7)
 	f.c.router.gw = f.c.gw
 
-	res := f.c.do(t, "GET", "/api/v1/models/user", f.regular, "").must(t, 200)
-	if ids(res) != "m00,m01,m03,m04,m06" || res.json.Get("total_count").Int() != 5 || res.json.Get("links.next").Type != gjson.Null {
-		t.Errorf("user list = %s", res.body)
+	res := f.c.do(t, "GET", "/api/v1/models/user", f.regular, "").Must(t, 200)
+	if ids(res) != "m00,m01,m03,m04,m06" || res.JSON.Get("total_count").Int() != 5 || res.JSON.Get("links.next").Type != gjson.Null {
+		t.Errorf("user list = %s", res.Body)
 	}
-	for _, m := range res.json.Get("data").Array() {
+	for _, m := range res.JSON.Get("data").Array() {
 		checkSDKModel(t, m)
 	}
-	res = f.c.do(t, "GET", "/api/v1/models/user?offset=0&limit=2", f.regular, "").must(t, 200)
-	if ids(res) != "m00,m01" || res.json.Get("links.next").Str != "/api/v1/models/user?offset=2&limit=2" {
-		t.Errorf("user page = %s", res.body)
+	res = f.c.do(t, "GET", "/api/v1/models/user?offset=0&limit=2", f.regular, "").Must(t, 200)
+	if ids(res) != "m00,m01" || res.JSON.Get("links.next").Str != "/api/v1/models/user?offset=2&limit=2" {
+		t.Errorf("user page = %s", res.Body)
 	}
-	res = f.c.do(t, "GET", "/api/v1/models/user?offset=4&limit=2", f.regular, "").must(t, 200)
-	if ids(res) != "m06" || res.json.Get("links.next").Type != gjson.Null {
-		t.Errorf("last user page = %s", res.body)
+	res = f.c.do(t, "GET", "/api/v1/models/user?offset=4&limit=2", f.regular, "").Must(t, 200)
+	if ids(res) != "m06" || res.JSON.Get("links.next").Type != gjson.Null {
+		t.Errorf("last user page = %s", res.Body)
 	}
-	f.c.do(t, "GET", "/api/v1/models/user?limit=0", f.regular, "").wantError(t, 400, "limit: expected an integer from 1 to 1000")
+	f.c.do(t, "GET", "/api/v1/models/user?limit=0", f.regular, "").WantError(t, 400, "limit: expected an integer from 1 to 1000")
 
 	// Auth guards it: a regular key only.
-	f.c.do(t, "GET", "/api/v1/models/user", "", "").wantError(t, 401, msgMissingAuth)
-	f.c.do(t, "GET", "/api/v1/models/user", f.mgmt, "").wantError(t, 403, msgNoInference)
+	f.c.do(t, "GET", "/api/v1/models/user", "", "").WantError(t, 401, msgMissingAuth)
+	f.c.do(t, "GET", "/api/v1/models/user", f.mgmt, "").WantError(t, 403, msgNoInference)
 	if f.c.got != nil {
 		t.Error("the model list reached the upstream")
 	}
 
 	// The public list: with or without a key, the whole catalog...
 	for _, key := range []string{"", f.regular, f.mgmt} {
-		if res := f.c.do(t, "GET", "/api/v1/models", key, "").must(t, 200); res.json.Get("total_count").Int() != 7 {
-			t.Errorf("key %q: public list = %s", key, res.body)
+		if res := f.c.do(t, "GET", "/api/v1/models", key, "").Must(t, 200); res.JSON.Get("total_count").Int() != 7 {
+			t.Errorf("key %q: public list = %s", key, res.Body)
 		}
 	}
 	// ...unless the organization filters it for its API keys (SPEC.md 4.3).
-	if _, err := f.c.gw.store.UpdateAccount(f.acct.ID, func(a *storage.Account) error { a.FilteredModelCatalog = true; return nil }); err != nil {
+	if _, err := f.c.gw.Storage.UpdateAccount(f.acct.ID, func(a *storage.Account) error { a.FilteredModelCatalog = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if res := f.c.do(t, "GET", "/api/v1/models", f.regular, "").must(t, 200); ids(res) != "m00,m01,m03,m04,m06" {
-		t.Errorf("filtered public list = %s", res.body)
+	if res := f.c.do(t, "GET", "/api/v1/models", f.regular, "").Must(t, 200); ids(res) != "m00,m01,m03,m04,m06" {
+		t.Errorf("filtered public list = %s", res.Body)
 	}
 	for _, key := range []string{"", f.mgmt} {
-		if res := f.c.do(t, "GET", "/api/v1/models", key, "").must(t, 200); res.json.Get("total_count").Int() != 7 {
-			t.Errorf("key %q: filtered org, public list = %s", key, res.body)
+		if res := f.c.do(t, "GET", "/api/v1/models", key, "").Must(t, 200); res.JSON.Get("total_count").Int() != 7 {
+			t.Errorf("key %q: filtered org, public list = %s", key, res.Body)
 		}
 	}
 }
 
 func TestModelsHead(t *testing.T) {
 	rt := newRoutingRouter(t, manyModels(2))
-	r, repl := newRequest("HEAD", "/api/v1/models", "")
-	res := serve(t, handlerOf(rt, nil), r, repl)
-	if res.status != http.StatusOK {
-		t.Errorf("HEAD status %d", res.status)
+	r, repl := testgw.NewRequest("HEAD", "/api/v1/models", "")
+	res := testgw.Serve(t, handlerOf(rt, nil), r, repl)
+	if res.Status != http.StatusOK {
+		t.Errorf("HEAD status %d", res.Status)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -17,14 +18,14 @@ import (
 // msgAfford is the refusal of a request whose max_tokens does not fit in
 // room, on model "m".
 func msgAfford(body string, requested int64, room money.Amount) string {
-	n := billing.AffordableOutput(billing.RequestFacts{Pricing: testPricing, InputTokens: int64(len(body)) + promptOverheadTokens}, room)
+	n := billing.AffordableOutput(billing.RequestFacts{Pricing: testgw.Pricing, InputTokens: int64(len(body)) + promptOverheadTokens}, room)
 	return fmt.Sprintf("This request requires more credits, or fewer max_tokens. You requested up to %d tokens, but can only afford %d", requested, max(n, 0))
 }
 
 // promptCost is what model "m" costs for body's prompt bound and out
 // output tokens.
 func promptCost(body string, out int64) money.Amount {
-	c, err := billing.TokenCost(testPricing, int64(len(body))+promptOverheadTokens, out)
+	c, err := billing.TokenCost(testgw.Pricing, int64(len(body))+promptOverheadTokens, out)
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +50,7 @@ func TestMeterClampsOutputToKeyLimit(t *testing.T) {
 				held = f.ledger(t).KeyHeld
 				return answerJSON(200, tc.answer)(w, r)
 			}
-			f.do(t, tc.path, tc.body).must(t, 200)
+			f.do(t, tc.path, tc.body).Must(t, 200)
 			if got := gjson.Get(f.bodies[0], tc.field); got.Raw != "50" {
 				t.Fatalf("upstream %s = %s: %s", tc.field, got.Raw, f.bodies[0])
 			}
@@ -69,14 +70,14 @@ func TestMeterClampsOutputToKeyLimit(t *testing.T) {
 		limit := promptCost(body, billing.MinCompletionTokens) - 1
 		f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
 		res := f.do(t, "/api/v1/chat/completions", body)
-		if msg := gjson.Get(res.body, "error.message").Str; res.status != 402 ||
+		if msg := gjson.Get(res.Body, "error.message").Str; res.Status != 402 ||
 			!strings.HasPrefix(msg, "This request requires more credits, or a shorter prompt.") {
-			t.Fatalf("%d %s", res.status, res.body)
+			t.Fatalf("%d %s", res.Status, res.Body)
 		}
 		limit++
 		f = newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
 		f.provider = answerJSON(200, chatAnswer("x", "length", 1, 16))
-		f.do(t, "/api/v1/chat/completions", body).must(t, 200)
+		f.do(t, "/api/v1/chat/completions", body).Must(t, 200)
 		if got := gjson.Get(f.bodies[0], "max_tokens").Int(); got != billing.MinCompletionTokens {
 			t.Fatalf("max_tokens %d", got)
 		}
@@ -86,7 +87,7 @@ func TestMeterClampsOutputToKeyLimit(t *testing.T) {
 		limit := money.Amount(money.AmountScale)
 		f := newMeterFixture(t, "10", storage.NewAPIKey{Limit: &limit})
 		f.provider = answerJSON(200, chatAnswer("x", "stop", 1, 1))
-		f.do(t, "/api/v1/chat/completions", body).must(t, 200)
+		f.do(t, "/api/v1/chat/completions", body).Must(t, 200)
 		if f.bodies[0] != forUpstream(body) {
 			t.Fatalf("upstream body %s", f.bodies[0])
 		}
@@ -103,9 +104,9 @@ func responsesAnswer(prompt, completion int64) string {
 // the costliest; a chat-only provider of a Responses request gets
 // max_tokens, OpenAI's chat max_completion_tokens.
 func TestOutputClampPerAttempt(t *testing.T) {
-	cheap := pricedModel("cheap", testPricing, testUpstream("/v1"))
-	pricey := pricedModel("pricey", billing.Pricing{Prompt: 2 * testPricing.Prompt, Completion: 4 * testPricing.Completion},
-		testProvider("openai", "https", "api.openai.com", "api.openai.com:443", "/v1", "gpt", "sk"))
+	cheap := testgw.PricedModel("cheap", testgw.Pricing, testgw.UpstreamProvider("/v1"))
+	pricey := testgw.PricedModel("pricey", billing.Pricing{Prompt: 2 * testgw.Pricing.Prompt, Completion: 4 * testgw.Pricing.Completion},
+		testgw.Provider("openai", "https", "api.openai.com", "api.openai.com:443", "/v1", "gpt", "sk"))
 	route := &Route{Kind: "chat", prompt: promptBound{tokens: 100},
 		Attempts: []Attempt{{Model: cheap, Provider: cheap.Providers[0]}, {Model: pricey, Provider: pricey.Providers[0]}}}
 	limit := money.Amount(100*2_000 + 1_000*8_000) // pricey: 100 prompt tokens and 1000 output

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
 // Route is the router's decision for one inference request, kept in the
@@ -271,7 +272,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 	if old.Type != gjson.String || old.Index <= 0 {
 		return sjson.SetBytes(body, "model", model)
 	}
-	quoted := jsonQuote(model)
+	quoted := jsonstr.Quote(model)
 	out := make([]byte, 0, len(body)-len(old.Raw)+len(quoted))
 	out = append(out, body[:old.Index]...)
 	out = append(out, quoted...)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,52 +12,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
-
-// testProvider is a provisioned provider as caddymodule derives it.
-func testProvider(name, scheme, host, dial, basePath, model, key string) *catalog.Provider {
-	return &catalog.Provider{Name: name, BaseURL: scheme + "://" + host + basePath, Model: model, APIKey: key, Style: "openai",
-		Scheme: scheme, Dial: dial, Host: host, BasePath: basePath}
-}
-
-// testModel is a catalog model whose public object is the shape the
-// tollgate app builds for a configured model.
-func testModel(id string, prompt billing.Price, providers ...*catalog.Provider) *catalog.Model {
-	pub := map[string]any{
-		"id": id, "canonical_slug": id, "name": id, "created": 1704067200, "description": "",
-		"context_length": 8192,
-		"architecture": map[string]any{"modality": "text->text", "input_modalities": []string{"text"},
-			"output_modalities": []string{"text"}, "tokenizer": "Other", "instruct_type": nil},
-		"pricing":              map[string]string{"prompt": prompt.String(), "completion": "0", "request": "0", "web_search": "0"},
-		"top_provider":         map[string]any{"context_length": 8192, "is_moderated": false, "max_completion_tokens": nil},
-		"per_request_limits":   nil,
-		"supported_parameters": []string{"max_tokens", "temperature"},
-		"supported_voices":     nil,
-		"default_parameters":   nil,
-		"links":                map[string]string{"details": "/api/v1/models/" + id + "/endpoints"},
-	}
-	b, err := json.Marshal(pub)
-	if err != nil {
-		panic(err)
-	}
-	return &catalog.Model{ID: id, Name: id, ContextLength: 8192, Pricing: billing.Pricing{Prompt: prompt},
-		Providers: providers, Public: b}
-}
-
-// routedCatalog: "paid" on an https provider under another id, "mock" on
-// a plain-http provider under its own id, "keyless" and "bare" with no
-// usable provider, "second" whose first provider has no key.
-func routedCatalog() *catalog.Catalog {
-	return catalog.New([]*catalog.Model{
-		testModel("paid", 1000, testProvider("openai", "https", "api.openai.test", "api.openai.test:443", "/v1", "gpt-x-2025", "sk-openai")),
-		testModel("mock", 0, testProvider("mock", "http", "127.0.0.1:8081", "127.0.0.1:8081", "/v1", "mock", "mock-key")),
-		testModel("keyless", 0, testProvider("byok-only", "https", "byok.test", "byok.test:443", "", "keyless", "")),
-		testModel("bare", 0),
-		testModel("second", 0,
-			testProvider("first", "https", "one.test", "one.test:443", "/v1", "second", ""),
-			testProvider("fallback", "http", "two.test:8000", "two.test:8000", "", "second-up", "key-2")),
-	})
-}
 
 // routed is what the handler after the router saw.
 type routed struct {
@@ -88,8 +43,8 @@ func routeRecorder(t *testing.T, got **routed) caddyhttp.Handler {
 // newRoutingRouter is a provisioned Router over a gateway with cat.
 func newRoutingRouter(t *testing.T, cat *catalog.Catalog) *Router {
 	t.Helper()
-	gw := newFakeGateway(t)
-	gw.catalog = cat
+	gw := testgw.New(t)
+	gw.ModelCatalog = cat
 	rt := &Router{gw: gw}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
@@ -98,15 +53,15 @@ func newRoutingRouter(t *testing.T, cat *catalog.Catalog) *Router {
 }
 
 func TestRouterUnknownModel(t *testing.T) {
-	rt := newRoutingRouter(t, routedCatalog())
+	rt := newRoutingRouter(t, testgw.RoutedCatalog())
 	for body, msg := range map[string]string{
 		`{"model":"nope","messages":[]}`:                   `model: unknown model "nope"`,
 		`{"models":["nope","paid"],"messages":[]}`:         `models: unknown model "nope"`,
 		`{"model":"paid","models":["nope"],"messages":[]}`: `models: unknown model "nope"`,
 	} {
 		var got *routed
-		r, repl := newRequest("POST", "/api/v1/chat/completions", body)
-		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 400, msg)
+		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
+		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 400, msg)
 		if got != nil {
 			t.Error("unknown model reached the upstream")
 		}
@@ -116,16 +71,16 @@ func TestRouterUnknownModel(t *testing.T) {
 	}
 	// a router outside a Caddy config has an empty catalog
 	c := routerOnly(t, new(Router))
-	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`)
-	c.doRouter(t, r, repl).wantError(t, 400, `model: unknown model "paid"`)
+	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`)
+	c.doRouter(t, r, repl).WantError(t, 400, `model: unknown model "paid"`)
 }
 
 func TestRouterNoProvider(t *testing.T) {
-	rt := newRoutingRouter(t, routedCatalog())
+	rt := newRoutingRouter(t, testgw.RoutedCatalog())
 	for _, id := range []string{"keyless", "bare"} {
 		var got *routed
-		r, repl := newRequest("POST", "/api/v1/responses", `{"model":"`+id+`","input":"hi"}`)
-		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 503, "No provider is available for model "+id)
+		r, repl := testgw.NewRequest("POST", "/api/v1/responses", `{"model":"`+id+`","input":"hi"}`)
+		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 503, "No provider is available for model "+id)
 		if got != nil {
 			t.Errorf("%s reached the upstream", id)
 		}
@@ -133,7 +88,7 @@ func TestRouterNoProvider(t *testing.T) {
 }
 
 func TestRouterRefusesBeforeRouting(t *testing.T) {
-	rt := newRoutingRouter(t, routedCatalog())
+	rt := newRoutingRouter(t, testgw.RoutedCatalog())
 	tests := []struct{ body, message string }{
 		{`{"model":"nope"}`, "messages: expected an array of messages"},
 		{`{"model":"paid","messages":[],"model":"mock"}`, "model: duplicate field"},
@@ -143,8 +98,8 @@ func TestRouterRefusesBeforeRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got *routed
-		r, repl := newRequest("POST", "/api/v1/chat/completions", tt.body)
-		serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).wantError(t, 400, tt.message)
+		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", tt.body)
+		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 400, tt.message)
 		if got != nil {
 			t.Errorf("%s reached the upstream", tt.body)
 		}
@@ -196,11 +151,11 @@ func TestRouterRoutes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := newRoutingRouter(t, routedCatalog())
+			rt := newRoutingRouter(t, testgw.RoutedCatalog())
 			var got *routed
-			r, repl := newRequest("POST", tt.target, tt.body, "Accept-Encoding", "gzip", "Host", "gateway.test")
+			r, repl := testgw.NewRequest("POST", tt.target, tt.body, "Accept-Encoding", "gzip", "Host", "gateway.test")
 			r.Host = "gateway.test"
-			serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).must(t, http.StatusTeapot)
+			testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).Must(t, http.StatusTeapot)
 			want := tt.wantBody
 			if want == "" {
 				want = tt.body
@@ -234,7 +189,7 @@ func TestRouterRoutes(t *testing.T) {
 
 func TestRouterInChainUsesProviderKey(t *testing.T) {
 	f := newAuthFixture(t)
-	f.c.gw.catalog = routedCatalog()
+	f.c.gw.ModelCatalog = testgw.RoutedCatalog()
 	f.c.router.gw = f.c.gw
 	var got *routed
 	up := routeRecorder(t, &got)
@@ -243,8 +198,8 @@ func TestRouterInChainUsesProviderKey(t *testing.T) {
 			return f.c.router.ServeHTTP(w, r, up)
 		}))
 	})
-	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`, "Authorization", "Bearer "+f.regular)
-	serve(t, h, r, repl).must(t, http.StatusTeapot)
+	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`, "Authorization", "Bearer "+f.regular)
+	testgw.Serve(t, h, r, repl).Must(t, http.StatusTeapot)
 	if got.auth != "Bearer sk-openai" {
 		t.Errorf("Authorization = %q, want the provider's key", got.auth)
 	}
@@ -255,8 +210,8 @@ func TestRouterInChainUsesProviderKey(t *testing.T) {
 		t.Errorf("key hash = %v", v)
 	}
 	// the refusal comes after authentication: a management key is 403
-	r, repl = newRequest("POST", "/api/v1/chat/completions", `{"model":"nope","messages":[]}`, "Authorization", "Bearer "+f.mgmt)
-	serve(t, h, r, repl).wantError(t, 403, msgNoInference)
+	r, repl = testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"nope","messages":[]}`, "Authorization", "Bearer "+f.mgmt)
+	testgw.Serve(t, h, r, repl).WantError(t, 403, msgNoInference)
 }
 
 func TestTokenCountIsExact(t *testing.T) {
@@ -276,11 +231,11 @@ func TestTokenCountIsExact(t *testing.T) {
 // limitedCatalog: "short" answers at most 100 tokens, "window" has only a
 // 1,000-token context window, "long" answers up to 100,000 tokens.
 func limitedCatalog() *catalog.Catalog {
-	short := testModel("short", 0, testProvider("p1", "http", "one.test", "one.test:80", "", "short", "k1"))
+	short := testgw.Model("short", 0, testgw.Provider("p1", "http", "one.test", "one.test:80", "", "short", "k1"))
 	short.MaxCompletionTokens = 100
-	window := testModel("window", 0, testProvider("p2", "http", "two.test", "two.test:80", "", "window", "k2"))
+	window := testgw.Model("window", 0, testgw.Provider("p2", "http", "two.test", "two.test:80", "", "window", "k2"))
 	window.ContextLength = 1000
-	long := testModel("long", 0, testProvider("p3", "http", "three.test", "three.test:80", "", "long", "k3"))
+	long := testgw.Model("long", 0, testgw.Provider("p3", "http", "three.test", "three.test:80", "", "long", "k3"))
 	long.MaxCompletionTokens = 100_000
 	return catalog.New([]*catalog.Model{short, window, long})
 }
@@ -305,16 +260,16 @@ func TestRouterOutputLimit(t *testing.T) {
 		{"/api/v1/chat/completions", `{"models":["short","window"],"messages":[],"max_tokens":5000}`, 400, "max_tokens: must be at most 100 for model short"},
 	} {
 		var got *routed
-		r, repl := newRequest("POST", tt.target, tt.body)
-		res := serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl)
+		r, repl := testgw.NewRequest("POST", tt.target, tt.body)
+		res := testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl)
 		if tt.status == 400 {
-			res.wantError(t, 400, tt.want)
+			res.WantError(t, 400, tt.want)
 			if got != nil {
 				t.Errorf("%s reached the upstream", tt.body)
 			}
 			continue
 		}
-		res.must(t, tt.status)
+		res.Must(t, tt.status)
 		if got == nil || got.route.Model.ID != tt.want || len(got.route.Attempts) != 1 {
 			t.Errorf("%s: routed %+v", tt.body, got)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 func TestValidateInference(t *testing.T) {
@@ -100,10 +101,10 @@ func routerOnly(t *testing.T, rt *Router) *chain {
 	return &chain{router: rt}
 }
 
-func (c *chain) doRouter(t *testing.T, r *http.Request, repl *caddy.Replacer) response {
+func (c *chain) doRouter(t *testing.T, r *http.Request, repl *caddy.Replacer) testgw.Response {
 	t.Helper()
 	c.got = nil
-	return serve(t, handlerOf(c.router, c.upstream(t)), r, repl)
+	return testgw.Serve(t, handlerOf(c.router, c.upstream(t)), r, repl)
 }
 
 func TestRouterDefaults(t *testing.T) {
@@ -127,8 +128,8 @@ func TestRouterDefaults(t *testing.T) {
 // cat, in front of the recording upstream.
 func routerWithCatalog(t *testing.T, rt *Router, cat *catalog.Catalog) *chain {
 	t.Helper()
-	gw := newFakeGateway(t)
-	gw.catalog = cat
+	gw := testgw.New(t)
+	gw.ModelCatalog = cat
 	rt.gw = gw
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestRouterForwardsBody(t *testing.T) {
 	// odd spacing, escapes and non-ASCII must arrive untouched; only the
 	// model becomes the provider's id
 	body := "{\n  \"model\" : \"m\",\t\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\\"x\\\" 日本\"}] ,\"extra\":{\"k\":[1,2.50,null]}\n}\n"
-	want := strings.Replace(body, `"model" : "m"`, `"model" : "`+testUpstreamModel+`"`, 1)
+	want := strings.Replace(body, `"model" : "m"`, `"model" : "`+testgw.UpstreamModel+`"`, 1)
 	tests := []struct {
 		name     string
 		provider string // the provider's base path
@@ -156,11 +157,11 @@ func TestRouterForwardsBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, &Router{UpstreamBasePath: tt.base}, testCatalog(tt.provider))
-			r, repl := newRequest("POST", tt.target, body,
+			c := routerWithCatalog(t, &Router{UpstreamBasePath: tt.base}, testgw.Catalog(tt.provider))
+			r, repl := testgw.NewRequest("POST", tt.target, body,
 				"Accept-Encoding", "gzip, br", "Content-Type", "application/json", "Content-Length", "3")
 			r.ContentLength = -1 // as for a chunked request
-			c.doRouter(t, r, repl).must(t, http.StatusTeapot)
+			c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
 			got := c.got
 			if got == nil {
 				t.Fatal("upstream not reached")
@@ -180,18 +181,18 @@ func TestRouterForwardsBody(t *testing.T) {
 			if ct := got.header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			if auth := got.header.Get("Authorization"); auth != "Bearer "+testUpstreamKey {
+			if auth := got.header.Get("Authorization"); auth != "Bearer "+testgw.UpstreamKey {
 				t.Errorf("Authorization = %q, want the provider's key", auth)
 			}
-			if got.host != testUpstreamHost {
-				t.Errorf("Host = %q, want %q", got.host, testUpstreamHost)
+			if got.host != testgw.UpstreamHost {
+				t.Errorf("Host = %q, want %q", got.host, testgw.UpstreamHost)
 			}
-			if got.route == nil || got.route.Model.ID != "m" || got.route.Provider.Name != testUpstreamName || got.route.Kind != "chat" {
+			if got.route == nil || got.route.Model.ID != "m" || got.route.Provider.Name != testgw.UpstreamName || got.route.Kind != "chat" {
 				t.Errorf("route = %+v", got.route)
 			}
 			for name, want := range map[string]string{
-				"tollgate.upstream.uri": tt.uri, "tollgate.upstream.dial": testUpstreamHost, "tollgate.upstream.host": testUpstreamHost,
-				"tollgate.upstream.scheme": "http", "tollgate.model": "m", "tollgate.provider": testUpstreamName,
+				"tollgate.upstream.uri": tt.uri, "tollgate.upstream.dial": testgw.UpstreamHost, "tollgate.upstream.host": testgw.UpstreamHost,
+				"tollgate.upstream.scheme": "http", "tollgate.model": "m", "tollgate.provider": testgw.UpstreamName,
 			} {
 				if v, _ := repl.Get(name); v != want {
 					t.Errorf("%s = %v, want %q", name, v, want)
@@ -216,9 +217,9 @@ func TestRouterAnswersWhatIsNotInference(t *testing.T) {
 		{"POST", "/api/v1/providers", 404, "Not found: POST /api/v1/providers"},
 		{"POST", "/api/v1/models", 404, "Not found: POST /api/v1/models"},
 	} {
-		c := routerWithCatalog(t, new(Router), testCatalog("/v1"))
-		r, repl := newRequest(tc.method, tc.target, "")
-		c.doRouter(t, r, repl).wantError(t, tc.status, tc.message)
+		c := routerWithCatalog(t, new(Router), testgw.Catalog("/v1"))
+		r, repl := testgw.NewRequest(tc.method, tc.target, "")
+		c.doRouter(t, r, repl).WantError(t, tc.status, tc.message)
 		if c.got != nil {
 			t.Errorf("%s %s reached the upstream", tc.method, tc.target)
 		}
@@ -244,9 +245,9 @@ func TestRouterPassesUntouched(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, new(Router), testCatalog("/v1"))
-			r, repl := newRequest(tt.method, tt.target, tt.body, "Accept-Encoding", "gzip")
-			c.doRouter(t, r, repl).must(t, http.StatusTeapot)
+			c := routerWithCatalog(t, new(Router), testgw.Catalog("/v1"))
+			r, repl := testgw.NewRequest(tt.method, tt.target, tt.body, "Accept-Encoding", "gzip")
+			c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
 			got := c.got
 			if got == nil {
 				t.Fatal("upstream not reached")
@@ -272,21 +273,21 @@ func TestRouterPassesUntouched(t *testing.T) {
 }
 
 func TestRouterAnswersModels(t *testing.T) {
-	cat := testCatalog("/v1")
+	cat := testgw.Catalog("/v1")
 	want := `{"data":[` + string(cat.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
 	for _, target := range []string{"/api/v1/models?supported_parameters=tools", "/api/v1/models/", "/api/v1/models/user"} {
 		t.Run(target, func(t *testing.T) {
 			c := routerWithCatalog(t, new(Router), cat)
-			r, repl := newRequest("GET", target, "", "Accept-Encoding", "gzip")
-			res := c.doRouter(t, r, repl).must(t, http.StatusOK)
-			if res.body != want {
-				t.Errorf("body = %s\nwant %s", res.body, want)
+			r, repl := testgw.NewRequest("GET", target, "", "Accept-Encoding", "gzip")
+			res := c.doRouter(t, r, repl).Must(t, http.StatusOK)
+			if res.Body != want {
+				t.Errorf("body = %s\nwant %s", res.Body, want)
 			}
-			if ct := res.header.Get("Content-Type"); ct != "application/json" {
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			if res.json.Get("data.0.id").Str != "m" || res.json.Get("data.0.pricing.completion").Str != "0.000002" {
-				t.Errorf("model = %s", res.json.Get("data.0").Raw)
+			if res.JSON.Get("data.0.id").Str != "m" || res.JSON.Get("data.0.pricing.completion").Str != "0.000002" {
+				t.Errorf("model = %s", res.JSON.Get("data.0").Raw)
 			}
 			if c.got != nil {
 				t.Error("the model list reached the upstream")
@@ -317,9 +318,9 @@ func TestRouterRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, &Router{MaxBodyBytes: tt.max}, testCatalog("/v1"))
-			r, repl := newRequest("POST", tt.target, tt.body)
-			c.doRouter(t, r, repl).wantError(t, tt.status, tt.message)
+			c := routerWithCatalog(t, &Router{MaxBodyBytes: tt.max}, testgw.Catalog("/v1"))
+			r, repl := testgw.NewRequest("POST", tt.target, tt.body)
+			c.doRouter(t, r, repl).WantError(t, tt.status, tt.message)
 			if c.got != nil {
 				t.Error("refused request reached the upstream")
 			}
@@ -328,10 +329,10 @@ func TestRouterRefuses(t *testing.T) {
 
 	// exactly at the limit passes (the limit is on the client's body, not
 	// on the body with the provider's model id)
-	c := routerWithCatalog(t, &Router{MaxBodyBytes: int64(len(valid))}, testCatalog("/v1"))
-	r, repl := newRequest("POST", "/api/v1/chat/completions", valid)
-	c.doRouter(t, r, repl).must(t, http.StatusTeapot)
-	if c.got == nil || string(c.got.body) != `{"model":"`+testUpstreamModel+`","messages":[]}` {
+	c := routerWithCatalog(t, &Router{MaxBodyBytes: int64(len(valid))}, testgw.Catalog("/v1"))
+	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", valid)
+	c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
+	if c.got == nil || string(c.got.body) != `{"model":"`+testgw.UpstreamModel+`","messages":[]}` {
 		t.Errorf("body at the limit not forwarded: %+v", c.got)
 	}
 }
@@ -340,21 +341,21 @@ func TestRouterInChain(t *testing.T) {
 	f := newAuthFixture(t)
 	// a refused key never has its body read or checked
 	res := f.c.do(t, "POST", "/api/v1/chat/completions", "", `{`)
-	res.wantError(t, 401, msgMissingAuth)
+	res.WantError(t, 401, msgMissingAuth)
 
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 	res = f.c.do(t, "POST", "/api/v1/chat/completions?debug=1", f.regular, body, "Accept-Encoding", "gzip")
-	res.must(t, http.StatusTeapot)
+	res.Must(t, http.StatusTeapot)
 	got := f.c.got
 	// the client's key is replaced by the provider's
-	wantBody := `{"model":"` + testUpstreamModel + `","messages":[{"role":"user","content":"hi"}]}`
-	if string(got.body) != wantBody || got.header.Get("Authorization") != "Bearer "+testUpstreamKey || got.header.Get("Accept-Encoding") != "" {
+	wantBody := `{"model":"` + testgw.UpstreamModel + `","messages":[{"role":"user","content":"hi"}]}`
+	if string(got.body) != wantBody || got.header.Get("Authorization") != "Bearer "+testgw.UpstreamKey || got.header.Get("Accept-Encoding") != "" {
 		t.Errorf("upstream got body %q, headers %v", got.body, got.header)
 	}
-	if got.route == nil || got.route.Model.ID != "m" || got.route.Provider.Model != testUpstreamModel {
+	if got.route == nil || got.route.Model.ID != "m" || got.route.Provider.Model != testgw.UpstreamModel {
 		t.Errorf("route = %+v", got.route)
 	}
-	if v, _ := res.repl.Get("tollgate.upstream.uri"); v != "/v1/chat/completions?debug=1" {
+	if v, _ := res.Repl.Get("tollgate.upstream.uri"); v != "/v1/chat/completions?debug=1" {
 		t.Errorf("tollgate.upstream.uri = %v", v)
 	}
 	if got.identity == nil || got.identity.Hash != f.regHash {
@@ -362,7 +363,7 @@ func TestRouterInChain(t *testing.T) {
 	}
 
 	res = f.c.do(t, "POST", "/api/v1/chat/completions", f.regular, `{"messages":[]}`)
-	res.wantError(t, 400, "model: required string")
+	res.WantError(t, 400, "model: required string")
 }
 
 // errReader fails every read.
@@ -372,7 +373,7 @@ func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 func TestRouterUnreadableBody(t *testing.T) {
 	c := routerOnly(t, new(Router))
-	r, repl := newRequest("POST", "/api/v1/chat/completions", "")
+	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", "")
 	r.Body = io.NopCloser(errReader{})
-	c.doRouter(t, r, repl).wantError(t, 400, "Could not read request body")
+	c.doRouter(t, r, repl).WantError(t, 400, "Could not read request body")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 func TestTollgateValidate(t *testing.T) {
@@ -46,7 +47,7 @@ func TestTollgateValidate(t *testing.T) {
 // over the old one's buckets (a reload neither refills nor forgets them);
 // another ceiling starts afresh.
 func TestAbuseBucketsSurviveReload(t *testing.T) {
-	gw := newFakeGateway(t)
+	gw := testgw.New(t)
 	ceiling := &RateCeiling{Requests: 1, Window: caddy.Duration(time.Hour)}
 	old := newTestTollgate(t, gw)
 	old.PerKey = ceiling
@@ -88,9 +89,9 @@ func TestErrorWriter(t *testing.T) {
 	if err := (ErrorWriter{}).ServeHTTP(w, r, next); err != nil || passed {
 		t.Fatalf("err %v, passed on %v", err, passed)
 	}
-	res := response{status: w.Code, header: w.Header(), body: w.Body.String()}
-	if res.status != 429 || res.header.Get("Retry-After") != "30" || !strings.Contains(res.body, `"message":"Rate limit exceeded"`) {
-		t.Fatalf("answer %d %v %s", res.status, res.header, res.body)
+	res := testgw.Response{Status: w.Code, Header: w.Header(), Body: w.Body.String()}
+	if res.Status != 429 || res.Header.Get("Retry-After") != "30" || !strings.Contains(res.Body, `"message":"Rate limit exceeded"`) {
+		t.Fatalf("answer %d %v %s", res.Status, res.Header, res.Body)
 	}
 
 	other := httptest.NewRequest("GET", "/boom", nil)
@@ -104,8 +105,8 @@ func TestErrorWriter(t *testing.T) {
 // TestTollgateReturnsErrorsToCaddy: the handler answers nothing itself for
 // a gateway error; it returns it, marked for the error route's matcher.
 func TestTollgateReturnsErrorsToCaddy(t *testing.T) {
-	tg := newTestTollgate(t, newFakeGateway(t))
-	r, _ := newRequest("GET", "/api/v1/nope", "")
+	tg := newTestTollgate(t, testgw.New(t))
+	r, _ := testgw.NewRequest("GET", "/api/v1/nope", "")
 	vars := map[string]any{}
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
 	w := httptest.NewRecorder()

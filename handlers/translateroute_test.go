@@ -1,39 +1,23 @@
 package handlers
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
-// jsonEqual compares two JSON documents by value.
-func jsonEqual(t *testing.T, got []byte, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("got invalid JSON %s: %v", got, err)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("want invalid JSON %s: %v", want, err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
 func TestRouteTranslatesPerAttempt(t *testing.T) {
-	chatOnly := testProvider("chatty", "http", "chat.test", "chat.test:80", "/v1", "c-model", "k1")
+	chatOnly := testgw.Provider("chatty", "http", "chat.test", "chat.test:80", "/v1", "c-model", "k1")
 	chatOnly.API = "chat"
-	native := testProvider("native", "https", "resp.test", "resp.test:443", "/api", "r-model", "k2")
-	m := testModel("m", 0, chatOnly, native)
+	native := testgw.Provider("native", "https", "resp.test", "resp.test:443", "/api", "r-model", "k2")
+	m := testgw.Model("m", 0, chatOnly, native)
 	newRoute := func(body string, attempts ...Attempt) *Route {
 		return &Route{Kind: "responses", Attempts: attempts, body: []byte(body), uri: "/responses?x=1"}
 	}
@@ -56,7 +40,7 @@ func TestRouteTranslatesPerAttempt(t *testing.T) {
 		if uri != want.uri || rt.translate != (i == 0) || r.ContentLength != int64(len(body)) {
 			t.Errorf("attempt %d: uri %v translate %v length %d", i, uri, rt.translate, r.ContentLength)
 		}
-		jsonEqual(t, body, want.body)
+		testgw.JSONEqual(t, body, want.body)
 	}
 
 	// No chat form: only providers that speak Responses serve it.
@@ -79,7 +63,7 @@ func TestRouteTranslatesPerAttempt(t *testing.T) {
 // The gateway's own response.failed is numbered after the events sent (0
 // when none was) and carries the full Responses object.
 func TestMeterResponsesStreamErrorEvent(t *testing.T) {
-	route := &Route{Model: testModel("m", 0), Provider: testProvider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
+	route := &Route{Model: testgw.Model("m", 0), Provider: testgw.Provider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
 		body: []byte(`{"model":"m","input":"x","instructions":"Be brief.","max_output_tokens":9}`)}
 	for _, tt := range []struct {
 		before string

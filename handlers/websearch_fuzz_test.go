@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 // FuzzWebSearchPrepare checks that no body panics the middleware's rewrite
@@ -22,7 +23,7 @@ func FuzzWebSearchPrepare(f *testing.F) {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
 	}
-	ws := &WebSearch{gw: &fakeGateway{brand: "service"}}
+	ws := &WebSearch{gw: &testgw.Gateway{BrandName: "service"}}
 	var err error
 	if ws.settings, err = (&WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {}, "searxng": {BaseURL: "http://127.0.0.1:1"}}}).Build(nil, nil); err != nil {
 		f.Fatal(err)

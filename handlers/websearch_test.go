@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -118,7 +119,7 @@ func testWebSearch(t *testing.T, cfg *WebSearchConfig) *WebSearch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &WebSearch{gw: &fakeGateway{brand: "service"}, settings: s}
+	return &WebSearch{gw: &testgw.Gateway{BrandName: "service"}, settings: s}
 }
 
 func TestWebSearchPrepareEngineChoice(t *testing.T) {
@@ -185,7 +186,7 @@ func TestWebSearchConfigBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.engines["exa"].price != mustPrice("0.01") || s.nativePrice != mustPrice("0.004") || s.limits.MaxResultsByEngine["exa"] != 8 || s.limits.MaxResultsByEngine["firecrawl"] != 20 {
+	if s.engines["exa"].price != testgw.Price("0.01") || s.nativePrice != testgw.Price("0.004") || s.limits.MaxResultsByEngine["exa"] != 8 || s.limits.MaxResultsByEngine["firecrawl"] != 20 {
 		t.Fatalf("settings %+v", s)
 	}
 }
@@ -369,13 +370,13 @@ func equalJSONDoc(a, b string) bool {
 
 func TestWebSearchFamilyFromCatalog(t *testing.T) {
 	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {}}})
-	claude := testUpstream("/v1")
+	claude := testgw.UpstreamProvider("/v1")
 	claude.SearchFamily = "anthropic"
-	plainOpenAI := testUpstream("/v1")
+	plainOpenAI := testgw.UpstreamProvider("/v1")
 	plainOpenAI.SearchFamily = "none"
-	ws.gw = &fakeGateway{brand: "service", catalog: catalog.New([]*catalog.Model{
-		pricedModel("acme/claude-proxy", testPricing, claude),
-		pricedModel("openai/self-hosted", testPricing, plainOpenAI),
+	ws.gw = &testgw.Gateway{BrandName: "service", ModelCatalog: catalog.New([]*catalog.Model{
+		testgw.PricedModel("acme/claude-proxy", testgw.Pricing, claude),
+		testgw.PricedModel("openai/self-hosted", testgw.Pricing, plainOpenAI),
 	})}
 	const msgs = `"messages":[{"role":"user","content":"q"}]`
 	out, plan, _, apiErr := ws.prepare([]byte(`{"model":"acme/claude-proxy:online",`+msgs+`}`), "chat")
@@ -417,21 +418,21 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 		return f.provider(w, r)
 	})
 	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(router, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
-	r, repl := newRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
-	res := serve(t, h, r, repl)
-	res.must(t, 200)
+	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
+	res := testgw.Serve(t, h, r, repl)
+	res.Must(t, 200)
 	if n := len(ts.Requests()); n != 1 || f.calls.Load() != 1 || !strings.Contains(f.bodies[0], "A web search was run on") {
 		t.Fatalf("%d searches, %d calls, bodies %q", n, f.calls.Load(), f.bodies)
 	}
 	// 100 × 0.000001 + 10 × 0.000002 + 5 results × 0.003
 	want := money.Amount(100_000 + 20_000 + 15_000_000)
 	f.wantCharged(t, want)
-	g, err := f.store().Generation(res.header.Get("X-Generation-Id"))
+	g, err := f.store().Generation(res.Header.Get("X-Generation-Id"))
 	if err != nil || g.SearchResults != 5 || g.Cost != want {
 		t.Fatalf("generation %+v %v", g, err)
 	}
-	if res.header.Get("Deprecation") != "true" || gjson.Get(res.body, "usage.server_tool_use_details.web_search_results").Int() != 5 {
-		t.Fatalf("answer %s %v", res.body, res.header)
+	if res.Header.Get("Deprecation") != "true" || gjson.Get(res.Body, "usage.server_tool_use_details.web_search_results").Int() != 5 {
+		t.Fatalf("answer %s %v", res.Body, res.Header)
 	}
 }
 
@@ -447,7 +448,7 @@ func TestWebSearchLargeBodyPassesOn(t *testing.T) {
 		got = string(b)
 		return err
 	})
-	r, _ := newRequest("POST", "/api/v1/chat/completions", body)
+	r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
 	if err := ws.ServeHTTP(httptest.NewRecorder(), r, next); err != nil || got != body {
 		t.Fatalf("next got %q, %v", got, err)
 	}
@@ -461,13 +462,13 @@ func BenchmarkWebSearchPassThrough(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws := &WebSearch{gw: &fakeGateway{brand: "service"}, settings: s, MaxBodyBytes: 16 << 20}
+	ws := &WebSearch{gw: &testgw.Gateway{BrandName: "service"}, settings: s, MaxBodyBytes: 16 << 20}
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello world ", 100) + `"}],"max_tokens":100}`
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
 	w := httptest.NewRecorder()
 	b.ReportAllocs()
 	for b.Loop() {
-		r, _ := newRequest("POST", "/api/v1/chat/completions", body)
+		r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
 		if err := ws.ServeHTTP(w, r, next); err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -197,10 +198,10 @@ func TestWebSearchEnginesThroughCaddy(t *testing.T) {
 			if name != "searxng" && got.MaxResults != 3 {
 				t.Fatalf("max_results %d", got.MaxResults)
 			}
-			if !contains(got.IncludeDomains, "example.org") {
+			if !slices.Contains(got.IncludeDomains, "example.org") {
 				t.Fatalf("include domains %v", got.IncludeDomains)
 			}
-			if name != "parallel" && !contains(got.ExcludeDomains, "blog.example.org") {
+			if name != "parallel" && !slices.Contains(got.ExcludeDomains, "blog.example.org") {
 				t.Fatalf("exclude domains %v", got.ExcludeDomains)
 			}
 			sys := gjson.GetBytes(up[0], "messages.0.content").Str
@@ -221,15 +222,6 @@ func TestWebSearchEnginesThroughCaddy(t *testing.T) {
 			}
 		})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // codePointSlice is text[start:end] in Unicode code points.

@@ -33,6 +33,22 @@ type EndUser struct {
 	DeactivatedAt *time.Time `json:"deactivated_at"`
 }
 
+// SetActive activates or deactivates u; a deactivation is stamped at (in
+// UTC), an activation clears the stamp. It leaves u as it is when it
+// already is so.
+func (u *EndUser) SetActive(active bool, at time.Time) {
+	if u.Active == active {
+		return
+	}
+	u.Active = active
+	if active {
+		u.DeactivatedAt = nil
+	} else {
+		at = at.UTC()
+		u.DeactivatedAt = &at
+	}
+}
+
 // MaxEndUserLength bounds an end-user id (characters), as the public API
 // bounds `user`.
 const MaxEndUserLength = 256
@@ -151,16 +167,7 @@ func (s *EndUserStore) UpdateEndUser(accountID, user string, fn func(*EndUser) e
 // SetEndUserActive activates or deactivates an end user.
 func (s *EndUserStore) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
 	return s.UpdateEndUser(accountID, user, func(u *EndUser) error {
-		if u.Active == active {
-			return nil
-		}
-		u.Active = active
-		if active {
-			u.DeactivatedAt = nil
-		} else {
-			t := now().UTC()
-			u.DeactivatedAt = &t
-		}
+		u.SetActive(active, now())
 		return nil
 	})
 }

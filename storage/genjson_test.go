@@ -18,7 +18,7 @@ func TestGenerationJSONMatchesEncodingJSON(t *testing.T) {
 		{ID: "gen-2", AccountID: "a", KeyHash: "k", WorkspaceID: "ws", Model: "vendor/m:free", Provider: "p",
 			UpstreamModel: "up", UpstreamID: "resp_1", PromptTokens: 12, CompletionTokens: 34, CacheReadTokens: 7, CacheWriteTokens: 3, SearchResults: 5, Cost: 123456789, BYOK: true, Credits: 4000,
 			Status: "aborted", Streamed: true, FinishReason: "length", UsageEstimated: true, LatencyMS: 250,
-			User: "weird \"user\"\\ <&> \n\t\x01 \u2028 日本 \xff", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))},
+			User: "weird \"user\"\\ <&> \n\t\b\f\x01 \u2028 日本 \xff", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))},
 		{ID: "gen-3", Cost: -5},
 	} {
 		got, err := json.Marshal(g)

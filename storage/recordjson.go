@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -26,19 +27,19 @@ func (a accountJSON) MarshalJSON() ([]byte, error) {
 	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, a.ID)
+	b = jsonstr.Append(b, a.ID)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, a.Name)
+	b = jsonstr.Append(b, a.Name)
 	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, string(a.Kind))
+	b = jsonstr.Append(b, string(a.Kind))
 	b = append(b, `,"billing":`...)
-	b = appendJSONString(b, string(a.Billing))
+	b = jsonstr.Append(b, string(a.Billing))
 	if a.OwnerUserID != "" {
 		b = append(b, `,"owner_user_id":`...)
-		b = appendJSONString(b, a.OwnerUserID)
+		b = jsonstr.Append(b, a.OwnerUserID)
 	}
 	b = append(b, `,"default_workspace_id":`...)
-	b = appendJSONString(b, a.DefaultWorkspaceID)
+	b = jsonstr.Append(b, a.DefaultWorkspaceID)
 	b = append(b, `,"credits_purchased":`...)
 	b = a.CreditsPurchased.Append(b)
 	b = append(b, `,"purchases":`...)
@@ -72,15 +73,15 @@ func (k apiKeyJSON) MarshalJSON() ([]byte, error) {
 	}
 	b := make([]byte, 0, 768)
 	b = append(b, `{"hash":`...)
-	b = appendJSONString(b, k.Hash)
+	b = jsonstr.Append(b, k.Hash)
 	b = append(b, `,"account_id":`...)
-	b = appendJSONString(b, k.AccountID)
+	b = jsonstr.Append(b, k.AccountID)
 	b = append(b, `,"workspace_id":`...)
-	b = appendJSONString(b, k.WorkspaceID)
+	b = jsonstr.Append(b, k.WorkspaceID)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, k.Name)
+	b = jsonstr.Append(b, k.Name)
 	b = append(b, `,"label":`...)
-	b = appendJSONString(b, k.Label)
+	b = jsonstr.Append(b, k.Label)
 	b = append(b, `,"disabled":`...)
 	b = strconv.AppendBool(b, k.Disabled)
 	b = append(b, `,"limit":`...)
@@ -90,7 +91,7 @@ func (k apiKeyJSON) MarshalJSON() ([]byte, error) {
 		b = k.Limit.Append(b)
 	}
 	b = append(b, `,"limit_reset":`...)
-	b = appendJSONString(b, string(k.LimitReset))
+	b = jsonstr.Append(b, string(k.LimitReset))
 	b = append(b, `,"include_byok_in_limit":`...)
 	b = strconv.AppendBool(b, k.IncludeBYOKInLimit)
 	b = append(b, `,"creator_user_id":`...)
@@ -128,7 +129,7 @@ func appendNullableString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, *s)
+	return jsonstr.Append(b, *s)
 }
 
 // appendTime is time.Time's MarshalJSON for a time encodableTime accepts.

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
-	weird := "weird \"x\"\\ <&> \n\t\x01 \u2028 日本 \xff"
+	weird := "weird \"x\"\\ <&> \n\t\b\f\x01 \u2028 日本 \xff"
 	limit := money.Amount(-12_345)
 	at := time.Date(2026, 11, 21, 1, 2, 3, 4, time.UTC)
 	zoned := time.Date(2027, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))

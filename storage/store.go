@@ -35,26 +35,9 @@ var ErrNotDurable = kernel.ErrNotDurable
 // now is the store's clock; tests replace it to cross UTC boundaries.
 var now = time.Now
 
-// Options configure Open.
-type Options struct {
-	// Dir is the Badger directory; it is created if missing.
-	Dir string
-	// GCInterval is how often value-log garbage collection runs; zero
-	// disables it.
-	GCInterval time.Duration
-	// InMemory keeps everything in RAM (tests and benchmarks only).
-	InMemory bool
-	// SyncWrites fsyncs every group commit, so that acknowledged writes
-	// survive a power loss, not only a process crash.
-	SyncWrites bool
-	Logger     *zap.Logger
-	// OnCommit, if set, is told each group commit's duration and error
-	// (the metrics' hook; the storage imports no metrics library).
-	OnCommit func(time.Duration, error)
-	// Redis, when set, selects the shared backend for several replicas
-	// (shared.go) instead of Badger.
-	Redis *kernel.RedisOptions
-}
+// Options configure Open: the kernel's (Redis, when set, selects the
+// shared backend for several replicas, shared.go, instead of Badger).
+type Options = kernel.Options
 
 // Store is the gateway's persistent state: the domain stores over one
 // kernel. All methods are safe for concurrent use. Memory is the truth for
@@ -82,7 +65,7 @@ type Store struct {
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
-	k, err := kernel.Open(kernel.Options(opts))
+	k, err := kernel.Open(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -60,55 +61,41 @@ func wantRaw(t *testing.T, v gjson.Result, want map[string]string) {
 	}
 }
 
-// adminFixture is an organization and a personal account, each with a
-// management key and a regular key.
+// adminFixture is testgw's AdminAccounts on a chain.
 type adminFixture struct {
-	c                  *chain
-	org, personal      storage.Account
-	orgMgmt, persMgmt  string
-	orgKey, persKey    string
-	orgHash, persHash  string
-	orgMgmtKey         storage.ManagementKey
-	orgRegular, persKK storage.APIKey
+	c *chain
+	testgw.AdminAccounts
 }
 
 func newAdminFixture(t *testing.T) *adminFixture {
 	t.Helper()
 	c := newChain(t)
-	f := &adminFixture{c: c}
-	f.org = c.gw.account(t, storage.AccountOrganization)
-	f.personal = c.gw.account(t, storage.AccountPersonal)
-	f.orgMgmtKey, f.orgMgmt = c.gw.mgmtKey(t, f.org, nil)
-	_, f.persMgmt = c.gw.mgmtKey(t, f.personal, nil)
-	f.orgRegular, f.orgKey = c.gw.apiKey(t, f.org, storage.NewAPIKey{Name: "org regular"})
-	f.persKK, f.persKey = c.gw.apiKey(t, f.personal, storage.NewAPIKey{Name: "personal regular"})
-	f.orgHash, f.persHash = f.orgRegular.Hash, f.persKK.Hash
-	return f
+	return &adminFixture{c: c, AdminAccounts: testgw.NewAdminAccounts(t, c.gw)}
 }
 
 func TestAdminCreateKey(t *testing.T) {
 	f := newAdminFixture(t)
-	ws := f.org.DefaultWorkspaceID
+	ws := f.Org.DefaultWorkspaceID
 	before := time.Now().UTC().Truncate(time.Second)
 	body := `{"name":"ci","limit":12.5,"limit_reset":"daily","include_byok_in_limit":true,` +
 		`"expires_at":"2099-01-02T03:04:05.5Z","creator_user_id":"user_42","external":{"user":"ext-7"},` +
 		`"workspace_id":"` + ws + `"}`
-	res := f.c.do(t, "POST", "/api/v1/keys", f.orgMgmt, body, "Content-Type", "application/json").must(t, 201)
+	res := f.c.do(t, "POST", "/api/v1/keys", f.OrgMgmt, body, "Content-Type", "application/json").Must(t, 201)
 	after := time.Now().UTC()
-	if ct := res.header.Get("Content-Type"); ct != "application/json" {
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	if cl := res.header.Get("Content-Length"); cl != strconv.Itoa(len(res.body)) {
-		t.Errorf("Content-Length = %s, body is %d bytes", cl, len(res.body))
+	if cl := res.Header.Get("Content-Length"); cl != strconv.Itoa(len(res.Body)) {
+		t.Errorf("Content-Length = %s, body is %d bytes", cl, len(res.Body))
 	}
-	if got := objectKeys(res.json); !slices.Equal(got, []string{"data", "key"}) {
+	if got := objectKeys(res.JSON); !slices.Equal(got, []string{"data", "key"}) {
 		t.Errorf("top-level fields = %v", got)
 	}
-	data := res.json.Get("data")
+	data := res.JSON.Get("data")
 	if got := objectKeys(data); !slices.Equal(got, keyFields) {
 		t.Errorf("key fields = %v\nwant %v", got, keyFields)
 	}
-	secret := res.json.Get("key").String()
+	secret := res.JSON.Get("key").String()
 	if !strings.HasPrefix(secret, storage.APIKeyPrefix) || len(secret) != len(storage.APIKeyPrefix)+64 {
 		t.Fatalf("key = %q", secret)
 	}
@@ -145,16 +132,16 @@ func TestAdminCreateKey(t *testing.T) {
 	}
 
 	// stored exactly, and usable at once
-	k, ok := f.c.gw.store.APIKey(hash)
+	k, ok := f.c.gw.Storage.APIKey(hash)
 	if !ok {
 		t.Fatal("key not in store")
 	}
-	if k.AccountID != f.org.ID || k.Limit == nil || *k.Limit != 12_500_000_000 || k.LimitReset != money.IntervalDaily {
+	if k.AccountID != f.Org.ID || k.Limit == nil || *k.Limit != 12_500_000_000 || k.LimitReset != money.IntervalDaily {
 		t.Errorf("stored key = %+v", k)
 	}
-	cur := f.c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200)
-	if cur.json.Get("data.label").Raw != data.Get("label").Raw {
-		t.Errorf("GET /key label = %s", cur.json.Get("data.label").Raw)
+	cur := f.c.do(t, "GET", "/api/v1/key", secret, "").Must(t, 200)
+	if cur.JSON.Get("data.label").Raw != data.Get("label").Raw {
+		t.Errorf("GET /key label = %s", cur.JSON.Get("data.label").Raw)
 	}
 }
 
@@ -167,13 +154,13 @@ func TestAdminCreateKeyDefaults(t *testing.T) {
 		creator string // raw JSON
 	}{
 		// keys of a personal account are created by its owner
-		{"personal", f.persMgmt, f.personal, `"` + f.personal.OwnerUserID + `"`},
-		{"organization", f.orgMgmt, f.org, `null`},
+		{"personal", f.PersMgmt, f.Personal, `"` + f.Personal.OwnerUserID + `"`},
+		{"organization", f.OrgMgmt, f.Org, `null`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.c.do(t, "POST", "/api/v1/keys", tt.mgmt, `{"name":"min","limit":null,"expires_at":null,"external":null}`).must(t, 201)
-			wantRaw(t, res.json.Get("data"), map[string]string{
+			res := f.c.do(t, "POST", "/api/v1/keys", tt.mgmt, `{"name":"min","limit":null,"expires_at":null,"external":null}`).Must(t, 201)
+			wantRaw(t, res.JSON.Get("data"), map[string]string{
 				"name":                  `"min"`,
 				"disabled":              `false`,
 				"limit":                 `null`,
@@ -187,8 +174,8 @@ func TestAdminCreateKeyDefaults(t *testing.T) {
 			})
 		})
 	}
-	if f.personal.OwnerUserID != f.personal.ID {
-		t.Errorf("personal owner = %q, id %q", f.personal.OwnerUserID, f.personal.ID)
+	if f.Personal.OwnerUserID != f.Personal.ID {
+		t.Errorf("personal owner = %q, id %q", f.Personal.OwnerUserID, f.Personal.ID)
 	}
 }
 
@@ -222,7 +209,7 @@ func TestAdminCreateKeyErrors(t *testing.T) {
 		{`{"name":"k","external":{"user":7}}`, 400, "external.user: expected a string"},
 		{`{"name":"k","external":{}}`, 400, "external.user: expected a string"},
 		{`{"name":"k","workspace_id":7}`, 400, "workspace_id: expected a string"},
-		{`{"name":"k","workspace_id":"` + f.personal.DefaultWorkspaceID + `"}`, 404, "Workspace not found"},
+		{`{"name":"k","workspace_id":"` + f.Personal.DefaultWorkspaceID + `"}`, 404, "Workspace not found"},
 		{`[{"name":"k"}]`, 400, "Request body must be a JSON object"},
 		{`"k"`, 400, "Request body must be a JSON object"},
 		{`{"name":"k"`, 400, "Request body is not valid JSON"},
@@ -235,30 +222,30 @@ func TestAdminCreateKeyErrors(t *testing.T) {
 			name = name[:60]
 		}
 		t.Run(name, func(t *testing.T) {
-			f.c.do(t, "POST", "/api/v1/keys", f.orgMgmt, tt.body).wantError(t, tt.status, tt.message)
+			f.c.do(t, "POST", "/api/v1/keys", f.OrgMgmt, tt.body).WantError(t, tt.status, tt.message)
 		})
 	}
 	// nothing was created beyond the fixture's key
-	if n := len(f.c.gw.store.ListAPIKeys(storage.KeyFilter{AccountID: f.org.ID, IncludeDisabled: true})); n != 1 {
+	if n := len(f.c.gw.Storage.ListAPIKeys(storage.KeyFilter{AccountID: f.Org.ID, IncludeDisabled: true})); n != 1 {
 		t.Errorf("org has %d keys after refused creations, want 1", n)
 	}
 }
 
 func TestAdminListKeys(t *testing.T) {
 	c := newChain(t)
-	acct := c.gw.account(t, storage.AccountOrganization)
-	other := c.gw.account(t, storage.AccountOrganization)
-	_, mgmt := c.gw.mgmtKey(t, acct, nil)
-	_, otherMgmt := c.gw.mgmtKey(t, other, nil)
+	acct := c.gw.Account(t, storage.AccountOrganization)
+	other := c.gw.Account(t, storage.AccountOrganization)
+	_, mgmt := c.gw.ManagementKey(t, acct, nil)
+	_, otherMgmt := c.gw.ManagementKey(t, other, nil)
 	for i := range 105 {
-		k, _ := c.gw.apiKey(t, acct, storage.NewAPIKey{Name: fmt.Sprintf("k%03d", i)})
+		k, _ := c.gw.APIKey(t, acct, storage.NewAPIKey{Name: fmt.Sprintf("k%03d", i)})
 		if i == 50 {
-			if _, err := c.gw.store.UpdateAPIKey(k.Hash, func(k *storage.APIKey) error { k.Disabled = true; return nil }); err != nil {
+			if _, err := c.gw.Storage.UpdateAPIKey(k.Hash, func(k *storage.APIKey) error { k.Disabled = true; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	c.gw.apiKey(t, other, storage.NewAPIKey{Name: "other"})
+	c.gw.APIKey(t, other, storage.NewAPIKey{Name: "other"})
 
 	// names returns k<from> down to k<to>, skipping skip.
 	names := func(from, to, skip int) []string {
@@ -288,8 +275,8 @@ func TestAdminListKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			res := c.do(t, "GET", "/api/v1/keys"+tt.query, mgmt, "").must(t, 200)
-			data := res.json.Get("data")
+			res := c.do(t, "GET", "/api/v1/keys"+tt.query, mgmt, "").Must(t, 200)
+			data := res.JSON.Get("data")
 			if !data.IsArray() {
 				t.Fatalf("data = %s, want an array", data.Raw)
 			}
@@ -309,8 +296,8 @@ func TestAdminListKeys(t *testing.T) {
 		})
 	}
 
-	res := c.do(t, "GET", "/api/v1/keys", otherMgmt, "").must(t, 200)
-	if got := res.json.Get("data.#.name").Raw; got != `["other"]` {
+	res := c.do(t, "GET", "/api/v1/keys", otherMgmt, "").Must(t, 200)
+	if got := res.JSON.Get("data.#.name").Raw; got != `["other"]` {
 		t.Errorf("other account lists %s", got)
 	}
 
@@ -329,31 +316,31 @@ func TestAdminListKeys(t *testing.T) {
 	}
 	for _, tt := range errs {
 		t.Run(tt.query, func(t *testing.T) {
-			c.do(t, "GET", "/api/v1/keys"+tt.query, mgmt, "").wantError(t, tt.status, tt.message)
+			c.do(t, "GET", "/api/v1/keys"+tt.query, mgmt, "").WantError(t, tt.status, tt.message)
 		})
 	}
 }
 
 func TestAdminListKeysEmpty(t *testing.T) {
 	c := newChain(t)
-	acct := c.gw.account(t, storage.AccountPersonal)
-	_, mgmt := c.gw.mgmtKey(t, acct, nil)
-	res := c.do(t, "GET", "/api/v1/keys/", mgmt, "").must(t, 200)
-	if res.body != "{\"data\":[]}\n" {
-		t.Errorf("body = %q", res.body)
+	acct := c.gw.Account(t, storage.AccountPersonal)
+	_, mgmt := c.gw.ManagementKey(t, acct, nil)
+	res := c.do(t, "GET", "/api/v1/keys/", mgmt, "").Must(t, 200)
+	if res.Body != "{\"data\":[]}\n" {
+		t.Errorf("body = %q", res.Body)
 	}
 }
 
 func TestAdminGetPatchDeleteKey(t *testing.T) {
 	f := newAdminFixture(t)
-	path := "/api/v1/keys/" + f.orgHash
+	path := "/api/v1/keys/" + f.OrgHash
 
-	got := f.c.do(t, "GET", path, f.orgMgmt, "").must(t, 200)
-	if fields := objectKeys(got.json.Get("data")); !slices.Equal(fields, keyFields) {
+	got := f.c.do(t, "GET", path, f.OrgMgmt, "").Must(t, 200)
+	if fields := objectKeys(got.JSON.Get("data")); !slices.Equal(fields, keyFields) {
 		t.Errorf("fields = %v", fields)
 	}
-	wantRaw(t, got.json.Get("data"), map[string]string{
-		"hash": `"` + f.orgHash + `"`, "name": `"org regular"`, "label": `"` + f.orgRegular.Label + `"`,
+	wantRaw(t, got.JSON.Get("data"), map[string]string{
+		"hash": `"` + f.OrgHash + `"`, "name": `"org regular"`, "label": `"` + f.OrgRegular.Label + `"`,
 	})
 
 	steps := []struct {
@@ -366,7 +353,7 @@ func TestAdminGetPatchDeleteKey(t *testing.T) {
 		}},
 		{`{}`, map[string]string{"name": `"renamed"`, "limit": "0.1", "limit_reset": `"weekly"`}},
 		{`{"disabled":true,"expires_at":"2099-01-01T00:00:00Z","hash":"x","workspace_id":"y"}`, map[string]string{
-			"disabled": "true", "hash": `"` + f.orgHash + `"`, "expires_at": "null", "workspace_id": `"` + f.org.DefaultWorkspaceID + `"`,
+			"disabled": "true", "hash": `"` + f.OrgHash + `"`, "expires_at": "null", "workspace_id": `"` + f.Org.DefaultWorkspaceID + `"`,
 		}},
 		{`{"limit":null,"limit_reset":null,"disabled":false}`, map[string]string{
 			"limit": "null", "limit_remaining": "null", "limit_reset": "null", "disabled": "false", "include_byok_in_limit": "true",
@@ -374,15 +361,15 @@ func TestAdminGetPatchDeleteKey(t *testing.T) {
 		{`{"limit":0}`, map[string]string{"limit": "0", "limit_remaining": "0"}},
 	}
 	for i, s := range steps {
-		res := f.c.do(t, "PATCH", path, f.orgMgmt, s.body).must(t, 200)
-		if fields := objectKeys(res.json.Get("data")); !slices.Equal(fields, keyFields) {
+		res := f.c.do(t, "PATCH", path, f.OrgMgmt, s.body).Must(t, 200)
+		if fields := objectKeys(res.JSON.Get("data")); !slices.Equal(fields, keyFields) {
 			t.Errorf("step %d: fields = %v", i, fields)
 		}
-		wantRaw(t, res.json.Get("data"), s.want)
+		wantRaw(t, res.JSON.Get("data"), s.want)
 		// GET agrees with the PATCH answer
-		again := f.c.do(t, "GET", path, f.orgMgmt, "").must(t, 200)
-		if again.body != res.body {
-			t.Errorf("step %d: GET = %s\nPATCH = %s", i, again.body, res.body)
+		again := f.c.do(t, "GET", path, f.OrgMgmt, "").Must(t, 200)
+		if again.Body != res.Body {
+			t.Errorf("step %d: GET = %s\nPATCH = %s", i, again.Body, res.Body)
 		}
 	}
 
@@ -404,54 +391,54 @@ func TestAdminGetPatchDeleteKey(t *testing.T) {
 		{`[]`, 400, "Request body must be a JSON object"},
 		{`{`, 400, "Request body is not valid JSON"},
 	}
-	before := f.c.do(t, "GET", path, f.orgMgmt, "").must(t, 200).body
+	before := f.c.do(t, "GET", path, f.OrgMgmt, "").Must(t, 200).Body
 	for _, tt := range patchErrs {
 		t.Run("patch "+tt.body, func(t *testing.T) {
-			f.c.do(t, "PATCH", path, f.orgMgmt, tt.body).wantError(t, tt.status, tt.message)
+			f.c.do(t, "PATCH", path, f.OrgMgmt, tt.body).WantError(t, tt.status, tt.message)
 		})
 	}
-	if after := f.c.do(t, "GET", path, f.orgMgmt, "").must(t, 200).body; after != before {
+	if after := f.c.do(t, "GET", path, f.OrgMgmt, "").Must(t, 200).Body; after != before {
 		t.Errorf("refused PATCHes changed the key:\n%s\n%s", before, after)
 	}
 
-	del := f.c.do(t, "DELETE", path, f.orgMgmt, "").must(t, 200)
-	if del.body != "{\"deleted\":true}\n" {
-		t.Errorf("DELETE body = %q", del.body)
+	del := f.c.do(t, "DELETE", path, f.OrgMgmt, "").Must(t, 200)
+	if del.Body != "{\"deleted\":true}\n" {
+		t.Errorf("DELETE body = %q", del.Body)
 	}
-	if _, ok := f.c.gw.store.APIKey(f.orgHash); ok {
+	if _, ok := f.c.gw.Storage.APIKey(f.OrgHash); ok {
 		t.Error("key still in store")
 	}
 	for _, m := range []string{"GET", "PATCH", "DELETE"} {
-		f.c.do(t, m, path, f.orgMgmt, `{}`).wantError(t, 404, "API key not found")
+		f.c.do(t, m, path, f.OrgMgmt, `{}`).WantError(t, 404, "API key not found")
 	}
-	f.c.do(t, "GET", "/api/v1/key", f.orgKey, "").wantError(t, 401, msgInvalidKey)
+	f.c.do(t, "GET", "/api/v1/key", f.OrgKey, "").WantError(t, 401, msgInvalidKey)
 }
 
 func TestAdminCrossAccount(t *testing.T) {
 	f := newAdminFixture(t)
-	before, _ := f.c.gw.store.APIKey(f.orgHash)
+	before, _ := f.c.gw.Storage.APIKey(f.OrgHash)
 	tests := []struct {
 		method string
 		path   string
 		body   string
 	}{
-		{"GET", "/api/v1/keys/" + f.orgHash, ""},
-		{"PATCH", "/api/v1/keys/" + f.orgHash, `{"name":"stolen","disabled":true}`},
-		{"DELETE", "/api/v1/keys/" + f.orgHash, ""},
+		{"GET", "/api/v1/keys/" + f.OrgHash, ""},
+		{"PATCH", "/api/v1/keys/" + f.OrgHash, `{"name":"stolen","disabled":true}`},
+		{"DELETE", "/api/v1/keys/" + f.OrgHash, ""},
 		{"GET", "/api/v1/keys/" + strings.Repeat("0", 64), ""},
-		{"GET", "/api/v1/keys/" + f.orgMgmtKey.Hash, ""}, // management keys are not API keys
+		{"GET", "/api/v1/keys/" + f.OrgMgmtKey.Hash, ""}, // management keys are not API keys
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			f.c.do(t, tt.method, tt.path, f.persMgmt, tt.body).wantError(t, 404, "API key not found")
+			f.c.do(t, tt.method, tt.path, f.PersMgmt, tt.body).WantError(t, 404, "API key not found")
 		})
 	}
-	after, ok := f.c.gw.store.APIKey(f.orgHash)
+	after, ok := f.c.gw.Storage.APIKey(f.OrgHash)
 	if !ok || after.Name != before.Name || after.Disabled || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Errorf("other account's key changed: %+v", after)
 	}
-	res := f.c.do(t, "GET", "/api/v1/keys", f.persMgmt, "").must(t, 200)
-	if got := res.json.Get("data.#.hash").Raw; got != `["`+f.persHash+`"]` {
+	res := f.c.do(t, "GET", "/api/v1/keys", f.PersMgmt, "").Must(t, 200)
+	if got := res.JSON.Get("data.#.hash").Raw; got != `["`+f.PersHash+`"]` {
 		t.Errorf("personal list = %s", got)
 	}
 }
@@ -464,23 +451,23 @@ func TestAdminMethodNotAllowed(t *testing.T) {
 		key    string
 		allow  []string
 	}{
-		{"PUT", "/api/v1/keys", f.orgMgmt, []string{"GET", "POST"}},
-		{"DELETE", "/api/v1/keys", f.orgMgmt, []string{"GET", "POST"}},
-		{"POST", "/api/v1/keys/" + f.orgHash, f.orgMgmt, []string{"DELETE", "GET", "PATCH"}},
-		{"PUT", "/api/v1/keys/nope", f.orgMgmt, []string{"DELETE", "GET", "PATCH"}},
-		{"POST", "/api/v1/key", f.orgKey, []string{"GET"}},
-		{"DELETE", "/api/v1/key", f.orgMgmt, []string{"GET"}},
-		{"PUT", "/api/v1/organization/settings", f.orgMgmt, []string{"GET", "PATCH"}},
-		{"POST", "/api/v1/credits", f.orgMgmt, []string{"GET"}},
+		{"PUT", "/api/v1/keys", f.OrgMgmt, []string{"GET", "POST"}},
+		{"DELETE", "/api/v1/keys", f.OrgMgmt, []string{"GET", "POST"}},
+		{"POST", "/api/v1/keys/" + f.OrgHash, f.OrgMgmt, []string{"DELETE", "GET", "PATCH"}},
+		{"PUT", "/api/v1/keys/nope", f.OrgMgmt, []string{"DELETE", "GET", "PATCH"}},
+		{"POST", "/api/v1/key", f.OrgKey, []string{"GET"}},
+		{"DELETE", "/api/v1/key", f.OrgMgmt, []string{"GET"}},
+		{"PUT", "/api/v1/organization/settings", f.OrgMgmt, []string{"GET", "PATCH"}},
+		{"POST", "/api/v1/credits", f.OrgMgmt, []string{"GET"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			res := f.c.do(t, tt.method, tt.path, tt.key, `{}`)
-			res.wantError(t, 405, "Method "+tt.method+" is not allowed on "+tt.path)
-			allow := strings.Split(res.header.Get("Allow"), ", ")
+			res.WantError(t, 405, "Method "+tt.method+" is not allowed on "+tt.path)
+			allow := strings.Split(res.Header.Get("Allow"), ", ")
 			slices.Sort(allow)
 			if !slices.Equal(allow, tt.allow) {
-				t.Errorf("Allow = %q, want %v", res.header.Get("Allow"), tt.allow)
+				t.Errorf("Allow = %q, want %v", res.Header.Get("Allow"), tt.allow)
 			}
 		})
 	}
@@ -489,14 +476,14 @@ func TestAdminMethodNotAllowed(t *testing.T) {
 func TestAdminOrganizationSettings(t *testing.T) {
 	f := newAdminFixture(t)
 	const personalMsg = "Organization not found: this management key belongs to a personal account"
-	f.c.do(t, "GET", "/api/v1/organization/settings", f.persMgmt, "").wantError(t, 404, personalMsg)
-	f.c.do(t, "PATCH", "/api/v1/organization/settings", f.persMgmt, `{"is_filtered_model_catalog_enabled":true}`).wantError(t, 404, personalMsg)
-	if a, _ := f.c.gw.store.Account(f.personal.ID); a.FilteredModelCatalog {
+	f.c.do(t, "GET", "/api/v1/organization/settings", f.PersMgmt, "").WantError(t, 404, personalMsg)
+	f.c.do(t, "PATCH", "/api/v1/organization/settings", f.PersMgmt, `{"is_filtered_model_catalog_enabled":true}`).WantError(t, 404, personalMsg)
+	if a, _ := f.c.gw.Storage.Account(f.Personal.ID); a.FilteredModelCatalog {
 		t.Error("personal account setting changed")
 	}
 
 	settings := func(on bool) string {
-		return `{"data":{"id":"` + f.org.ID + `","is_filtered_model_catalog_enabled":` + strconv.FormatBool(on) + "}}\n"
+		return `{"data":{"id":"` + f.Org.ID + `","is_filtered_model_catalog_enabled":` + strconv.FormatBool(on) + "}}\n"
 	}
 	steps := []struct {
 		method, body, want string
@@ -509,16 +496,16 @@ func TestAdminOrganizationSettings(t *testing.T) {
 		{"GET", "", settings(false)},
 	}
 	for i, s := range steps {
-		res := f.c.do(t, s.method, "/api/v1/organization/settings", f.orgMgmt, s.body).must(t, 200)
-		if res.body != s.want {
-			t.Errorf("step %d %s: body = %s want %s", i, s.method, res.body, s.want)
+		res := f.c.do(t, s.method, "/api/v1/organization/settings", f.OrgMgmt, s.body).Must(t, 200)
+		if res.Body != s.want {
+			t.Errorf("step %d %s: body = %s want %s", i, s.method, res.Body, s.want)
 		}
 	}
-	if _, err := f.c.gw.store.UpdateAccount(f.org.ID, func(a *storage.Account) error { a.FilteredModelCatalog = true; return nil }); err != nil {
+	if _, err := f.c.gw.Storage.UpdateAccount(f.Org.ID, func(a *storage.Account) error { a.FilteredModelCatalog = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if res := f.c.do(t, "GET", "/api/v1/organization/settings", f.orgMgmt, "").must(t, 200); res.body != settings(true) {
-		t.Errorf("GET after store update = %s", res.body)
+	if res := f.c.do(t, "GET", "/api/v1/organization/settings", f.OrgMgmt, "").Must(t, 200); res.Body != settings(true) {
+		t.Errorf("GET after store update = %s", res.Body)
 	}
 
 	errs := []struct{ body, message string }{
@@ -530,7 +517,7 @@ func TestAdminOrganizationSettings(t *testing.T) {
 	}
 	for _, tt := range errs {
 		t.Run(tt.body, func(t *testing.T) {
-			f.c.do(t, "PATCH", "/api/v1/organization/settings", f.orgMgmt, tt.body).wantError(t, 400, tt.message)
+			f.c.do(t, "PATCH", "/api/v1/organization/settings", f.OrgMgmt, tt.body).WantError(t, 400, tt.message)
 		})
 	}
 }
@@ -552,22 +539,22 @@ func TestAdminCredits(t *testing.T) {
 	}
 	for i, s := range steps {
 		if s.purchase > 0 {
-			if _, _, err := f.c.gw.store.RecordPurchase(f.org.ID, s.purchase, "test"); err != nil {
+			if _, _, err := f.c.gw.Storage.RecordPurchase(f.Org.ID, s.purchase, "test"); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if s.cost > 0 {
-			charge(t, f.c.gw.store, f.org.ID, f.orgHash, s.cost, s.byok)
+			charge(t, f.c.gw.Storage, f.Org.ID, f.OrgHash, s.cost, s.byok)
 		}
-		res := f.c.do(t, "GET", "/api/v1/credits", f.orgMgmt, "").must(t, 200)
-		if res.body != s.want+"\n" {
-			t.Errorf("step %d: body = %s want %s", i, res.body, s.want)
+		res := f.c.do(t, "GET", "/api/v1/credits", f.OrgMgmt, "").Must(t, 200)
+		if res.Body != s.want+"\n" {
+			t.Errorf("step %d: body = %s want %s", i, res.Body, s.want)
 		}
 	}
 	// another account's purchases are not visible
-	res := f.c.do(t, "GET", "/api/v1/credits", f.persMgmt, "").must(t, 200)
-	if res.body != `{"data":{"total_credits":0,"total_usage":0}}`+"\n" {
-		t.Errorf("personal credits = %s", res.body)
+	res := f.c.do(t, "GET", "/api/v1/credits", f.PersMgmt, "").Must(t, 200)
+	if res.Body != `{"data":{"total_credits":0,"total_usage":0}}`+"\n" {
+		t.Errorf("personal credits = %s", res.Body)
 	}
 }
 
@@ -588,15 +575,15 @@ func TestAdminCurrentKeyRegular(t *testing.T) {
 	f := newAdminFixture(t)
 	limit := money.Amount(2_500_000_000)
 	expires := time.Date(2099, 5, 6, 7, 8, 9, 0, time.UTC)
-	_, secret := f.c.gw.apiKey(t, f.org, storage.NewAPIKey{
+	_, secret := f.c.gw.APIKey(t, f.Org, storage.NewAPIKey{
 		Name: "capped", Limit: &limit, LimitReset: money.IntervalWeekly, IncludeBYOKInLimit: true,
 		ExpiresAt: &expires, CreatorUserID: new("user_9"),
 	})
-	res := f.c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200)
-	if got := objectKeys(res.json); !slices.Equal(got, []string{"data"}) {
+	res := f.c.do(t, "GET", "/api/v1/key", secret, "").Must(t, 200)
+	if got := objectKeys(res.JSON); !slices.Equal(got, []string{"data"}) {
 		t.Errorf("top-level fields = %v", got)
 	}
-	data := res.json.Get("data")
+	data := res.JSON.Get("data")
 	if got := objectKeys(data); !slices.Equal(got, currentKeyFields) {
 		t.Errorf("fields = %v\nwant %v", got, currentKeyFields)
 	}
@@ -614,8 +601,8 @@ func TestAdminCurrentKeyRegular(t *testing.T) {
 		"rate_limit":                `{"requests":-1,"interval":"10s","note":"This field is deprecated and safe to ignore."}`,
 		"creator_user_id":           `"user_9"`,
 		"expires_at":                `"2099-05-06T07:08:09Z"`,
-		"organization_id":           `"` + f.org.ID + `"`,
-		"workspace_id":              `"` + f.org.DefaultWorkspaceID + `"`,
+		"organization_id":           `"` + f.Org.ID + `"`,
+		"workspace_id":              `"` + f.Org.DefaultWorkspaceID + `"`,
 		"allowed_data_regions":      `["global","europe","us"]`,
 	})
 	for _, c := range counterFields {
@@ -624,23 +611,23 @@ func TestAdminCurrentKeyRegular(t *testing.T) {
 		}
 	}
 
-	pers := f.c.do(t, "GET", "/api/v1/key", f.persKey, "").must(t, 200).json.Get("data")
+	pers := f.c.do(t, "GET", "/api/v1/key", f.PersKey, "").Must(t, 200).JSON.Get("data")
 	wantRaw(t, pers, map[string]string{
-		"label":           `"` + f.persKK.Label + `"`,
+		"label":           `"` + f.PersRegular.Label + `"`,
 		"limit":           `null`,
 		"limit_remaining": `null`,
 		"limit_reset":     `null`,
-		"creator_user_id": `"` + f.personal.ID + `"`,
+		"creator_user_id": `"` + f.Personal.ID + `"`,
 		"expires_at":      `null`,
 		"organization_id": `null`,
-		"workspace_id":    `"` + f.personal.DefaultWorkspaceID + `"`,
+		"workspace_id":    `"` + f.Personal.DefaultWorkspaceID + `"`,
 	})
 }
 
 func TestAdminCurrentKeyManagement(t *testing.T) {
 	f := newAdminFixture(t)
 	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
-	mk, secret := f.c.gw.mgmtKey(t, f.org, &expires)
+	mk, secret := f.c.gw.ManagementKey(t, f.Org, &expires)
 	tests := []struct {
 		name   string
 		secret string
@@ -648,12 +635,12 @@ func TestAdminCurrentKeyManagement(t *testing.T) {
 		org    string
 		exp    string
 	}{
-		{"organization", secret, mk.Label, `"` + f.org.ID + `"`, `"` + expires.Format(time.RFC3339) + `"`},
-		{"personal", f.persMgmt, "", `null`, `null`},
+		{"organization", secret, mk.Label, `"` + f.Org.ID + `"`, `"` + expires.Format(time.RFC3339) + `"`},
+		{"personal", f.PersMgmt, "", `null`, `null`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data := f.c.do(t, "GET", "/api/v1/key", tt.secret, "").must(t, 200).json.Get("data")
+			data := f.c.do(t, "GET", "/api/v1/key", tt.secret, "").Must(t, 200).JSON.Get("data")
 			if got := objectKeys(data); !slices.Equal(got, currentKeyFields) {
 				t.Errorf("fields = %v", got)
 			}
@@ -706,24 +693,24 @@ func TestAdminCurrentKeyFreeModelTier(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newChain(t)
-			c.gw.limits = tt.limits
-			acct := c.gw.account(t, storage.AccountPersonal)
-			_, secret := c.gw.apiKey(t, acct, storage.NewAPIKey{})
-			_, mgmt := c.gw.mgmtKey(t, acct, nil)
+			c.gw.Limits = tt.limits
+			acct := c.gw.Account(t, storage.AccountPersonal)
+			_, secret := c.gw.APIKey(t, acct, storage.NewAPIKey{})
+			_, mgmt := c.gw.ManagementKey(t, acct, nil)
 			for _, p := range tt.purchases {
-				if _, _, err := c.gw.store.RecordPurchase(acct.ID, p, ""); err != nil {
+				if _, _, err := c.gw.Storage.RecordPurchase(acct.ID, p, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
-			day, used := countFreeRequests(t, c.gw.store, acct.ID, tt.used)
-			setNow(t, day.Add(12*time.Hour))
+			day, used := countFreeRequests(t, c.gw.Storage, acct.ID, tt.used)
+			testgw.SetClock(t, &now, day.Add(12*time.Hour))
 			remaining := tt.remaining
 			if used != tt.used { // a UTC midnight passed while counting
 				remaining = max(tt.limit-used, 0)
 			}
 			want := fmt.Sprintf(`{"used":%d,"limit":%d,"remaining":%d}`, used, tt.limit, remaining)
 			for _, key := range []string{secret, mgmt} {
-				data := c.do(t, "GET", "/api/v1/key", key, "").must(t, 200).json.Get("data")
+				data := c.do(t, "GET", "/api/v1/key", key, "").Must(t, 200).JSON.Get("data")
 				wantRaw(t, data, map[string]string{
 					"is_free_tier":              strconv.FormatBool(tt.freeTier),
 					"free_model_daily_requests": want,
@@ -766,9 +753,9 @@ func countFreeRequests(t *testing.T, s *storage.Store, accountID string, n int64
 
 func TestAdminCurrentKeyFreeModelDayRollover(t *testing.T) {
 	c := newChain(t)
-	acct := c.gw.account(t, storage.AccountPersonal)
-	_, secret := c.gw.apiKey(t, acct, storage.NewAPIKey{})
-	day, used := countFreeRequests(t, c.gw.store, acct.ID, 7)
+	acct := c.gw.Account(t, storage.AccountPersonal)
+	_, secret := c.gw.APIKey(t, acct, storage.NewAPIKey{})
+	day, used := countFreeRequests(t, c.gw.Storage, acct.ID, 7)
 	lastInstant := day.AddDate(0, 0, 1).Add(-time.Nanosecond)
 	counted := fmt.Sprintf(`{"used":%d,"limit":50,"remaining":%d}`, used, 50-used)
 	const none = `{"used":0,"limit":50,"remaining":50}`
@@ -785,8 +772,8 @@ func TestAdminCurrentKeyFreeModelDayRollover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			setNow(t, tt.at)
-			data := c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200).json.Get("data")
+			testgw.SetClock(t, &now, tt.at)
+			data := c.do(t, "GET", "/api/v1/key", secret, "").Must(t, 200).JSON.Get("data")
 			if got := data.Get("free_model_daily_requests").Raw; got != tt.want {
 				t.Errorf("free_model_daily_requests = %s, want %s", got, tt.want)
 			}
@@ -796,8 +783,8 @@ func TestAdminCurrentKeyFreeModelDayRollover(t *testing.T) {
 
 func TestAdminLimitRemainingDailyReset(t *testing.T) {
 	c := newChain(t)
-	acct := c.gw.account(t, storage.AccountOrganization)
-	_, mgmt := c.gw.mgmtKey(t, acct, nil)
+	acct := c.gw.Account(t, storage.AccountOrganization)
+	_, mgmt := c.gw.ManagementKey(t, acct, nil)
 	limit := money.Amount(5 * money.AmountScale)
 	// The store records charges at its own clock: find the UTC day it
 	// used. If a UTC midnight fell between the two charges, a fresh key
@@ -808,10 +795,10 @@ func TestAdminLimitRemainingDailyReset(t *testing.T) {
 		day    time.Time
 	)
 	for attempt := 1; ; attempt++ {
-		k, secret = c.gw.apiKey(t, acct, storage.NewAPIKey{Limit: &limit, LimitReset: money.IntervalDaily, IncludeBYOKInLimit: true})
-		charge(t, c.gw.store, acct.ID, k.Hash, 1_250_000_000, false)
-		charge(t, c.gw.store, acct.ID, k.Hash, 500_000_000, true)
-		stored, _ := c.gw.store.APIKey(k.Hash)
+		k, secret = c.gw.APIKey(t, acct, storage.NewAPIKey{Limit: &limit, LimitReset: money.IntervalDaily, IncludeBYOKInLimit: true})
+		charge(t, c.gw.Storage, acct.ID, k.Hash, 1_250_000_000, false)
+		charge(t, c.gw.Storage, acct.ID, k.Hash, 500_000_000, true)
+		stored, _ := c.gw.Storage.APIKey(k.Hash)
 		if stored.BYOKUsage.Daily.Period == stored.Usage.Daily.Period {
 			day = time.Unix(stored.Usage.Daily.Period*86400, 0).UTC()
 			break
@@ -853,23 +840,23 @@ func TestAdminLimitRemainingDailyReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			setNow(t, tt.at)
-			cur := c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200).json.Get("data")
+			testgw.SetClock(t, &now, tt.at)
+			cur := c.do(t, "GET", "/api/v1/key", secret, "").Must(t, 200).JSON.Get("data")
 			wantRaw(t, cur, tt.want)
-			view := c.do(t, "GET", "/api/v1/keys/"+k.Hash, mgmt, "").must(t, 200).json.Get("data")
+			view := c.do(t, "GET", "/api/v1/keys/"+k.Hash, mgmt, "").Must(t, 200).JSON.Get("data")
 			wantRaw(t, view, tt.want)
 		})
 	}
 
 	// without include_byok_in_limit only credit spending counts
-	if _, err := c.gw.store.UpdateAPIKey(k.Hash, func(k *storage.APIKey) error { k.IncludeBYOKInLimit = false; return nil }); err != nil {
+	if _, err := c.gw.Storage.UpdateAPIKey(k.Hash, func(k *storage.APIKey) error { k.IncludeBYOKInLimit = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	setNow(t, day)
-	cur := c.do(t, "GET", "/api/v1/key", secret, "").must(t, 200).json.Get("data")
+	testgw.SetClock(t, &now, day)
+	cur := c.do(t, "GET", "/api/v1/key", secret, "").Must(t, 200).JSON.Get("data")
 	wantRaw(t, cur, map[string]string{"limit_remaining": "3.75", "include_byok_in_limit": "false"})
 
 	// a cap smaller than the spending reads as zero left, not negative
-	small := c.do(t, "PATCH", "/api/v1/keys/"+k.Hash, mgmt, `{"limit":1}`).must(t, 200).json.Get("data")
+	small := c.do(t, "PATCH", "/api/v1/keys/"+k.Hash, mgmt, `{"limit":1}`).Must(t, 200).JSON.Get("data")
 	wantRaw(t, small, map[string]string{"limit": "1", "limit_remaining": "0"})
 }

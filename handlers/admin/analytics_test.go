@@ -95,10 +95,10 @@ func TestFeedbackValidation(t *testing.T) {
 		`{"generation_id":"g","category":"rude"}`:              "category: expected one of latency, incoherence, incorrect_response, formatting, billing, api_error, other",
 		`{"generation_id":"g","category":"other","comment":1}`: "comment: expected a string or null",
 	} {
-		c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, body).wantError(t, 400, want)
+		c.do(t, "POST", "/api/v1/generation/feedback", f.OrgMgmt, body).WantError(t, 400, want)
 	}
 	long := `{"generation_id":"g","category":"other","comment":"` + strings.Repeat("é", 1001) + `"}`
-	c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, long).wantError(t, 400, "comment: expected at most 1000 characters")
-	c.do(t, "POST", "/api/v1/generation/feedback", f.orgMgmt, `{"generation_id":"gen-x","category":"other"}`).wantError(t, 404, "Generation not found")
-	c.do(t, "GET", "/api/v1/generation/feedback", f.orgMgmt, "").must(t, 405)
+	c.do(t, "POST", "/api/v1/generation/feedback", f.OrgMgmt, long).WantError(t, 400, "comment: expected at most 1000 characters")
+	c.do(t, "POST", "/api/v1/generation/feedback", f.OrgMgmt, `{"generation_id":"gen-x","category":"other"}`).WantError(t, 404, "Generation not found")
+	c.do(t, "GET", "/api/v1/generation/feedback", f.OrgMgmt, "").Must(t, 405)
 }

@@ -1,13 +1,13 @@
 package admin
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -19,63 +19,42 @@ var byokFields = []string{
 	"sort_order", "updated_at", "workspace_id",
 }
 
-func byokSealer(t *testing.T, fill byte) *storage.Sealer {
-	t.Helper()
-	s, err := storage.NewSealer(bytes.Repeat([]byte{fill}, storage.SealerKeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// byokFixture is a chain with BYOK on, the routed catalog, and two
-// accounts each with a management and a regular key.
+// byokFixture is testgw's BYOKAccounts on a chain.
 type byokFixture struct {
-	c                  *chain
-	acct, other        storage.Account
-	mgmt, otherMgmt    string
-	regular, otherReg  string
-	regHash, otherHash string
+	c *chain
+	testgw.BYOKAccounts
 }
 
 func newBYOKFixture(t *testing.T) *byokFixture {
 	t.Helper()
 	c := newChain(t)
-	c.gw.catalog = routedCatalog()
-	c.gw.sealer = byokSealer(t, 9)
-	f := &byokFixture{c: c, acct: c.gw.account(t, storage.AccountOrganization), other: c.gw.account(t, storage.AccountOrganization)}
-	_, f.mgmt = c.gw.mgmtKey(t, f.acct, nil)
-	_, f.otherMgmt = c.gw.mgmtKey(t, f.other, nil)
-	k, regular := c.gw.apiKey(t, f.acct, storage.NewAPIKey{})
-	o, otherReg := c.gw.apiKey(t, f.other, storage.NewAPIKey{})
-	f.regular, f.otherReg, f.regHash, f.otherHash = regular, otherReg, k.Hash, o.Hash
-	return f
+	return &byokFixture{c: c, BYOKAccounts: testgw.NewBYOKAccounts(t, c.gw)}
 }
 
-func (f *byokFixture) create(t *testing.T, mgmt, body string) response {
+func (f *byokFixture) create(t *testing.T, mgmt, body string) testgw.Response {
 	t.Helper()
-	return f.c.do(t, "POST", "/api/v1/byok", mgmt, body).must(t, http.StatusCreated)
+	return f.c.do(t, "POST", "/api/v1/byok", mgmt, body).Must(t, http.StatusCreated)
 }
 
 // noSecret fails when a response carries a provider key.
-func noSecret(t *testing.T, r response, secrets ...string) {
+func noSecret(t *testing.T, r testgw.Response, secrets ...string) {
 	t.Helper()
 	for _, s := range secrets {
-		if strings.Contains(r.body, s) {
-			t.Fatalf("response carries the provider key: %s", r.body)
+		if strings.Contains(r.Body, s) {
+			t.Fatalf("response carries the provider key: %s", r.Body)
 		}
 	}
-	if r.json.Get("data.key").Exists() || r.json.Get("key").Exists() || r.json.Get("data.sealed").Exists() {
-		t.Fatalf("response has a key field: %s", r.body)
+	if r.JSON.Get("data.key").Exists() || r.JSON.Get("key").Exists() || r.JSON.Get("data.sealed").Exists() {
+		t.Fatalf("response has a key field: %s", r.Body)
 	}
 }
 
 func TestBYOKCreateGetListPatchDelete(t *testing.T) {
 	f := newBYOKFixture(t)
 	const secret = "sk-proj-OWN-openai-key-0123456789"
-	r := f.create(t, f.mgmt, `{"provider":"openai","key":"  `+secret+`\n","name":"Prod OpenAI"}`)
+	r := f.create(t, f.Mgmt, `{"provider":"openai","key":"  `+secret+`\n","name":"Prod OpenAI"}`)
 	noSecret(t, r, secret, "OWN-openai")
-	d := r.json.Get("data")
+	d := r.JSON.Get("data")
 	if got := objectKeys(d); !slices.Equal(got, byokFields) {
 		t.Fatalf("fields = %v\nwant     %v", got, byokFields)
 	}
@@ -87,81 +66,81 @@ func TestBYOKCreateGetListPatchDelete(t *testing.T) {
 		"provider": `"openai"`, "name": `"Prod OpenAI"`, "label": `"sk-...6789"`, "disabled": "false",
 		"is_fallback": "false", "is_byok_only": "false", "is_required": "false", "declared_zdr": "null",
 		"allowed_models": "null", "allowed_api_key_hashes": "null", "allowed_user_ids": "null", "sort_order": "0",
-		"workspace_id": strconv.Quote(f.acct.DefaultWorkspaceID),
+		"workspace_id": strconv.Quote(f.Acct.DefaultWorkspaceID),
 	})
 	if !strings.HasSuffix(d.Get("created_at").String(), "Z") {
 		t.Errorf("created_at = %s", d.Get("created_at").Raw)
 	}
 
 	// every optional field
-	r = f.create(t, f.mgmt, `{"provider":"openai","key":"second-openai-key","name":null,"disabled":true,
+	r = f.create(t, f.Mgmt, `{"provider":"openai","key":"second-openai-key","name":null,"disabled":true,
 		"is_fallback":true,"is_byok_only":true,"is_required":true,"declared_zdr":true,
-		"allowed_models":["paid"],"allowed_api_key_hashes":["`+f.regHash+`"],"allowed_user_ids":["u1"],
-		"workspace_id":"`+f.acct.DefaultWorkspaceID+`"}`)
-	id2 := r.json.Get("data.id").String()
-	wantRaw(t, r.json.Get("data"), map[string]string{
+		"allowed_models":["paid"],"allowed_api_key_hashes":["`+f.RegHash+`"],"allowed_user_ids":["u1"],
+		"workspace_id":"`+f.Acct.DefaultWorkspaceID+`"}`)
+	id2 := r.JSON.Get("data.id").String()
+	wantRaw(t, r.JSON.Get("data"), map[string]string{
 		"name": "null", "disabled": "true", "is_fallback": "true", "is_byok_only": "true", "is_required": "true",
-		"declared_zdr": "true", "allowed_models": `["paid"]`, "allowed_api_key_hashes": `["` + f.regHash + `"]`,
+		"declared_zdr": "true", "allowed_models": `["paid"]`, "allowed_api_key_hashes": `["` + f.RegHash + `"]`,
 		"allowed_user_ids": `["u1"]`, "sort_order": "1", "label": `"sec...-key"`,
 	})
-	r = f.create(t, f.mgmt, `{"provider":"mock","key":"mock-own-key"}`)
-	id3 := r.json.Get("data.id").String()
+	r = f.create(t, f.Mgmt, `{"provider":"mock","key":"mock-own-key"}`)
+	id3 := r.JSON.Get("data.id").String()
 
-	g := f.c.do(t, "GET", "/api/v1/byok/"+id, f.mgmt, "").must(t, 200)
+	g := f.c.do(t, "GET", "/api/v1/byok/"+id, f.Mgmt, "").Must(t, 200)
 	noSecret(t, g, secret)
-	if g.json.Get("data.id").String() != id || !slices.Equal(objectKeys(g.json.Get("data")), byokFields) {
-		t.Fatalf("get: %s", g.body)
+	if g.JSON.Get("data.id").String() != id || !slices.Equal(objectKeys(g.JSON.Get("data")), byokFields) {
+		t.Fatalf("get: %s", g.Body)
 	}
 
-	l := f.c.do(t, "GET", "/api/v1/byok", f.mgmt, "").must(t, 200)
+	l := f.c.do(t, "GET", "/api/v1/byok", f.Mgmt, "").Must(t, 200)
 	noSecret(t, l, secret)
-	if got := objectKeys(l.json); !slices.Equal(got, []string{"data", "total_count"}) {
+	if got := objectKeys(l.JSON); !slices.Equal(got, []string{"data", "total_count"}) {
 		t.Fatalf("list fields %v", got)
 	}
 	var ids []string
-	for _, v := range l.json.Get("data").Array() {
+	for _, v := range l.JSON.Get("data").Array() {
 		ids = append(ids, v.Get("id").String())
 	}
-	if !slices.Equal(ids, []string{id3, id2, id}) || l.json.Get("total_count").Int() != 3 {
-		t.Fatalf("list = %v total %d", ids, l.json.Get("total_count").Int())
+	if !slices.Equal(ids, []string{id3, id2, id}) || l.JSON.Get("total_count").Int() != 3 {
+		t.Fatalf("list = %v total %d", ids, l.JSON.Get("total_count").Int())
 	}
-	l = f.c.do(t, "GET", "/api/v1/byok?offset=1&limit=1", f.mgmt, "").must(t, 200)
-	if n := l.json.Get("data.#").Int(); n != 1 || l.json.Get("data.0.id").String() != id2 || l.json.Get("total_count").Int() != 3 {
-		t.Fatalf("page: %s", l.body)
+	l = f.c.do(t, "GET", "/api/v1/byok?offset=1&limit=1", f.Mgmt, "").Must(t, 200)
+	if n := l.JSON.Get("data.#").Int(); n != 1 || l.JSON.Get("data.0.id").String() != id2 || l.JSON.Get("total_count").Int() != 3 {
+		t.Fatalf("page: %s", l.Body)
 	}
-	l = f.c.do(t, "GET", "/api/v1/byok?provider=openai&workspace_id="+f.acct.DefaultWorkspaceID, f.mgmt, "").must(t, 200)
-	if l.json.Get("total_count").Int() != 2 || l.json.Get("data.#").Int() != 2 {
-		t.Fatalf("provider filter: %s", l.body)
+	l = f.c.do(t, "GET", "/api/v1/byok?provider=openai&workspace_id="+f.Acct.DefaultWorkspaceID, f.Mgmt, "").Must(t, 200)
+	if l.JSON.Get("total_count").Int() != 2 || l.JSON.Get("data.#").Int() != 2 {
+		t.Fatalf("provider filter: %s", l.Body)
 	}
-	l = f.c.do(t, "GET", "/api/v1/byok?offset=10", f.mgmt, "").must(t, 200)
-	if l.json.Get("data").Raw != "[]" || l.json.Get("total_count").Int() != 3 {
-		t.Fatalf("past the end: %s", l.body)
+	l = f.c.do(t, "GET", "/api/v1/byok?offset=10", f.Mgmt, "").Must(t, 200)
+	if l.JSON.Get("data").Raw != "[]" || l.JSON.Get("total_count").Int() != 3 {
+		t.Fatalf("past the end: %s", l.Body)
 	}
 
 	// patch: rename, disable, rotate the key, clear an allowlist
 	const rotated = "rotated-openai-key-ABCDEFGH"
-	p := f.c.do(t, "PATCH", "/api/v1/byok/"+id2, f.mgmt,
-		`{"name":"renamed","disabled":false,"key":"`+rotated+`","allowed_api_key_hashes":null,"declared_zdr":null,"is_fallback":false}`).must(t, 200)
+	p := f.c.do(t, "PATCH", "/api/v1/byok/"+id2, f.Mgmt,
+		`{"name":"renamed","disabled":false,"key":"`+rotated+`","allowed_api_key_hashes":null,"declared_zdr":null,"is_fallback":false}`).Must(t, 200)
 	noSecret(t, p, rotated)
-	wantRaw(t, p.json.Get("data"), map[string]string{
+	wantRaw(t, p.JSON.Get("data"), map[string]string{
 		"id": strconv.Quote(id2), "name": `"renamed"`, "disabled": "false", "label": `"rot...EFGH"`,
 		"allowed_api_key_hashes": "null", "declared_zdr": "null", "is_fallback": "false",
 		"allowed_models": `["paid"]`, "sort_order": "1", "provider": `"openai"`,
 	})
-	cred, _ := f.c.gw.store.BYOK(f.acct.ID, id2)
-	if plain, err := cred.Open(f.c.gw.sealer); err != nil || plain != rotated {
+	cred, _ := f.c.gw.Storage.BYOK(f.Acct.ID, id2)
+	if plain, err := cred.Open(f.c.gw.Sealer); err != nil || plain != rotated {
 		t.Fatalf("rotated key = %q, %v", plain, err)
 	}
 	// an empty patch changes nothing but is allowed
-	f.c.do(t, "PATCH", "/api/v1/byok/"+id2, f.mgmt, `{}`).must(t, 200)
+	f.c.do(t, "PATCH", "/api/v1/byok/"+id2, f.Mgmt, `{}`).Must(t, 200)
 
-	del := f.c.do(t, "DELETE", "/api/v1/byok/"+id3, f.mgmt, "").must(t, 200)
-	if del.body != "{\"deleted\":true}\n" {
-		t.Fatalf("delete body %q", del.body)
+	del := f.c.do(t, "DELETE", "/api/v1/byok/"+id3, f.Mgmt, "").Must(t, 200)
+	if del.Body != "{\"deleted\":true}\n" {
+		t.Fatalf("delete body %q", del.Body)
 	}
-	f.c.do(t, "GET", "/api/v1/byok/"+id3, f.mgmt, "").wantError(t, 404, "BYOK credential not found")
-	f.c.do(t, "DELETE", "/api/v1/byok/"+id3, f.mgmt, "").wantError(t, 404, "BYOK credential not found")
-	f.c.do(t, "GET", "/api/v1/byok/"+id+"/x", f.mgmt, "").wantError(t, 404, "Not found: GET /api/v1/byok/"+id+"/x")
+	f.c.do(t, "GET", "/api/v1/byok/"+id3, f.Mgmt, "").WantError(t, 404, "BYOK credential not found")
+	f.c.do(t, "DELETE", "/api/v1/byok/"+id3, f.Mgmt, "").WantError(t, 404, "BYOK credential not found")
+	f.c.do(t, "GET", "/api/v1/byok/"+id+"/x", f.Mgmt, "").WantError(t, 404, "Not found: GET /api/v1/byok/"+id+"/x")
 	if f.c.got != nil {
 		t.Fatal("a BYOK route reached the upstream")
 	}
@@ -189,7 +168,7 @@ func TestBYOKValidation(t *testing.T) {
 		{`{"provider":"openai","key":"k","declared_zdr":"x"}`, "declared_zdr: expected a boolean or null"},
 		{`{"provider":"openai","key":"k","allowed_api_key_hashes":[]}`, "allowed_api_key_hashes: expected null or an array of 1 to 100 strings"},
 		{`{"provider":"openai","key":"k","allowed_api_key_hashes":["abc"]}`, "allowed_api_key_hashes: expected entries that are a key hash (64 lowercase hex digits)"},
-		{`{"provider":"openai","key":"k","allowed_api_key_hashes":["` + f.otherHash + `"]}`, `allowed_api_key_hashes: "` + f.otherHash + `" is not an API key of this account`},
+		{`{"provider":"openai","key":"k","allowed_api_key_hashes":["` + f.OtherHash + `"]}`, `allowed_api_key_hashes: "` + f.OtherHash + `" is not an API key of this account`},
 		{`{"provider":"openai","key":"k","allowed_models":"paid"}`, "allowed_models: expected an array of strings or null"},
 		{`{"provider":"openai","key":"k","allowed_models":[1]}`, "allowed_models: expected non-empty strings"},
 		{`{"provider":"openai","key":"k","allowed_user_ids":[""]}`, "allowed_user_ids: expected non-empty strings"},
@@ -197,26 +176,26 @@ func TestBYOKValidation(t *testing.T) {
 		{`[]`, "Request body must be a JSON object"},
 	}
 	for _, tt := range tests {
-		r := f.c.do(t, "POST", "/api/v1/byok", f.mgmt, tt.body)
-		r.wantError(t, 400, tt.message)
-		if strings.Contains(tt.body, `"a b"`) && strings.Contains(r.body, "a b") {
-			t.Errorf("error echoes the key: %s", r.body)
+		r := f.c.do(t, "POST", "/api/v1/byok", f.Mgmt, tt.body)
+		r.WantError(t, 400, tt.message)
+		if strings.Contains(tt.body, `"a b"`) && strings.Contains(r.Body, "a b") {
+			t.Errorf("error echoes the key: %s", r.Body)
 		}
 	}
-	f.c.do(t, "POST", "/api/v1/byok", f.mgmt, `{"provider":"openai","key":"k","workspace_id":"`+f.other.DefaultWorkspaceID+`"}`).
-		wantError(t, 400, `workspace_id: "`+f.other.DefaultWorkspaceID+`" is not a workspace of this account`)
-	f.c.do(t, "POST", "/api/v1/byok", f.mgmt, `{"provider":"openai","key":"k","workspace_id":"no-such-slug"}`).
-		wantError(t, 400, `workspace_id: "no-such-slug" is not a workspace of this account`)
+	f.c.do(t, "POST", "/api/v1/byok", f.Mgmt, `{"provider":"openai","key":"k","workspace_id":"`+f.Other.DefaultWorkspaceID+`"}`).
+		WantError(t, 400, `workspace_id: "`+f.Other.DefaultWorkspaceID+`" is not a workspace of this account`)
+	f.c.do(t, "POST", "/api/v1/byok", f.Mgmt, `{"provider":"openai","key":"k","workspace_id":"no-such-slug"}`).
+		WantError(t, 400, `workspace_id: "no-such-slug" is not a workspace of this account`)
 
-	id := f.create(t, f.mgmt, `{"provider":"openai","key":"k-1"}`).json.Get("data.id").String()
+	id := f.create(t, f.Mgmt, `{"provider":"openai","key":"k-1"}`).JSON.Get("data.id").String()
 	for _, tt := range []struct{ body, message string }{
 		{`{"key":""}`, "key: expected a non-empty string"},
 		{`{"name":false}`, "name: expected a string or null"},
 		{`{"disabled":null}`, "disabled: expected a boolean"},
 		{`{"allowed_api_key_hashes":[]}`, "allowed_api_key_hashes: expected null or an array of 1 to 100 strings"},
-		{`{"allowed_api_key_hashes":["` + f.otherHash + `"]}`, `allowed_api_key_hashes: "` + f.otherHash + `" is not an API key of this account`},
+		{`{"allowed_api_key_hashes":["` + f.OtherHash + `"]}`, `allowed_api_key_hashes: "` + f.OtherHash + `" is not an API key of this account`},
 	} {
-		f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.mgmt, tt.body).wantError(t, 400, tt.message)
+		f.c.do(t, "PATCH", "/api/v1/byok/"+id, f.Mgmt, tt.body).WantError(t, 400, tt.message)
 	}
 	for _, q := range []struct{ query, message string }{
 		{"limit=0", "limit: expected an integer from 1 to 100"},
@@ -224,32 +203,32 @@ func TestBYOKValidation(t *testing.T) {
 		{"limit=x", "limit: expected an integer from 1 to 100"},
 		{"offset=-1", "offset: expected a non-negative integer"},
 	} {
-		f.c.do(t, "GET", "/api/v1/byok?"+q.query, f.mgmt, "").wantError(t, 400, q.message)
+		f.c.do(t, "GET", "/api/v1/byok?"+q.query, f.Mgmt, "").WantError(t, 400, q.message)
 	}
-	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+f.other.DefaultWorkspaceID, f.mgmt, "").
-		wantError(t, 400, `workspace_id: "`+f.other.DefaultWorkspaceID+`" is not a workspace of this account`)
+	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+f.Other.DefaultWorkspaceID, f.Mgmt, "").
+		WantError(t, 400, `workspace_id: "`+f.Other.DefaultWorkspaceID+`" is not a workspace of this account`)
 }
 
 // Credentials in another workspace: created by id or slug, listed per
 // workspace (the default one when workspace_id is omitted).
 func TestBYOKWorkspaces(t *testing.T) {
 	f := newBYOKFixture(t)
-	ws, err := f.c.gw.store.CreateWorkspace(f.acct.ID, func(w *storage.Workspace) { w.Name, w.Slug = "Research", "research" })
+	ws, err := f.c.gw.Storage.CreateWorkspace(f.Acct.ID, func(w *storage.Workspace) { w.Name, w.Slug = "Research", "research" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := f.create(t, f.mgmt, `{"provider":"openai","key":"default-ws-key-1"}`).json.Get("data")
-	bySlug := f.create(t, f.mgmt, `{"provider":"openai","key":"research-key-1","workspace_id":"research"}`).json.Get("data")
-	byID := f.create(t, f.mgmt, `{"provider":"openai","key":"research-key-2","workspace_id":"`+ws.ID+`"}`).json.Get("data")
-	wantRaw(t, def, map[string]string{"workspace_id": strconv.Quote(f.acct.DefaultWorkspaceID), "sort_order": "0"})
+	def := f.create(t, f.Mgmt, `{"provider":"openai","key":"default-ws-key-1"}`).JSON.Get("data")
+	bySlug := f.create(t, f.Mgmt, `{"provider":"openai","key":"research-key-1","workspace_id":"research"}`).JSON.Get("data")
+	byID := f.create(t, f.Mgmt, `{"provider":"openai","key":"research-key-2","workspace_id":"`+ws.ID+`"}`).JSON.Get("data")
+	wantRaw(t, def, map[string]string{"workspace_id": strconv.Quote(f.Acct.DefaultWorkspaceID), "sort_order": "0"})
 	wantRaw(t, bySlug, map[string]string{"workspace_id": strconv.Quote(ws.ID), "sort_order": "0"})
 	wantRaw(t, byID, map[string]string{"workspace_id": strconv.Quote(ws.ID), "sort_order": "1"})
-	wantRaw(t, f.c.do(t, "GET", "/api/v1/byok/"+bySlug.Get("id").Str, f.mgmt, "").must(t, 200).json.Get("data"),
+	wantRaw(t, f.c.do(t, "GET", "/api/v1/byok/"+bySlug.Get("id").Str, f.Mgmt, "").Must(t, 200).JSON.Get("data"),
 		map[string]string{"workspace_id": strconv.Quote(ws.ID)})
 
 	ids := func(query string) []string {
 		t.Helper()
-		l := f.c.do(t, "GET", "/api/v1/byok"+query, f.mgmt, "").must(t, 200).json
+		l := f.c.do(t, "GET", "/api/v1/byok"+query, f.Mgmt, "").Must(t, 200).JSON
 		var out []string
 		for _, c := range l.Get("data").Array() {
 			out = append(out, c.Get("id").Str)
@@ -262,7 +241,7 @@ func TestBYOKWorkspaces(t *testing.T) {
 	research := []string{byID.Get("id").Str, bySlug.Get("id").Str}
 	for query, want := range map[string][]string{
 		"": {def.Get("id").Str},
-		"?workspace_id=" + f.acct.DefaultWorkspaceID: {def.Get("id").Str},
+		"?workspace_id=" + f.Acct.DefaultWorkspaceID: {def.Get("id").Str},
 		"?workspace_id=research":                     research,
 		"?workspace_id=" + ws.ID:                     research,
 		"?workspace_id=" + ws.ID + "&provider=mock":  nil,
@@ -272,8 +251,8 @@ func TestBYOKWorkspaces(t *testing.T) {
 		}
 	}
 	// the other account's management key cannot reach the workspace
-	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+ws.ID, f.otherMgmt, "").
-		wantError(t, 400, `workspace_id: "`+ws.ID+`" is not a workspace of this account`)
-	f.c.do(t, "POST", "/api/v1/byok", f.otherMgmt, `{"provider":"openai","key":"k-1","workspace_id":"research"}`).
-		wantError(t, 400, `workspace_id: "research" is not a workspace of this account`)
+	f.c.do(t, "GET", "/api/v1/byok?workspace_id="+ws.ID, f.OtherMgmt, "").
+		WantError(t, 400, `workspace_id: "`+ws.ID+`" is not a workspace of this account`)
+	f.c.do(t, "POST", "/api/v1/byok", f.OtherMgmt, `{"provider":"openai","key":"k-1","workspace_id":"research"}`).
+		WantError(t, 400, `workspace_id: "research" is not a workspace of this account`)
 }

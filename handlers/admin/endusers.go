@@ -158,14 +158,8 @@ func (ar *adminRequest) updateEndUser(user string) *apierror.Error {
 	}
 	u, err := ar.store.UpdateEndUser(ar.id.AccountID, user, func(u *storage.EndUser) error {
 		reqbody.SetIf(&u.Name, name, hasName)
-		if hasActive && active != u.Active {
-			u.Active = active
-			if active {
-				u.DeactivatedAt = nil
-			} else {
-				t := now().UTC()
-				u.DeactivatedAt = &t
-			}
+		if hasActive {
+			u.SetActive(active, now())
 		}
 		return nil
 	})

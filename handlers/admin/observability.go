@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -265,7 +266,7 @@ func (dr *destinationRequest) create() *apierror.Error {
 	if apiErr != nil {
 		return apiErr
 	}
-	if !contains(destinationTypes, typ) {
+	if !slices.Contains(destinationTypes, typ) {
 		return apierror.BadRequest("type: expected one of " + strings.Join(destinationTypes, ", "))
 	}
 	if !export.IsSupported(typ) {
@@ -386,13 +387,4 @@ func (dr *destinationRequest) delete(id string) *apierror.Error {
 	}
 	apierror.WriteJSON(dr.w, http.StatusOK, map[string]any{"deleted": true})
 	return nil
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }

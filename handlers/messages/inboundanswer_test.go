@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 // translate runs a chat answer (status, content type, body written in
@@ -125,7 +126,7 @@ func TestChatToMessagesJSON(t *testing.T) {
 			if rec.Code != 200 {
 				t.Fatalf("status %d", rec.Code)
 			}
-			jsonEqual(t, rec.Body.Bytes(), tt.want)
+			testgw.JSONEqual(t, rec.Body.Bytes(), tt.want)
 		})
 	}
 }

@@ -1,25 +1,10 @@
 package messages
 
 import (
-	"encoding/json"
-	"reflect"
 	"testing"
-)
 
-// jsonEqual compares two JSON documents by value.
-func jsonEqual(t *testing.T, got []byte, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("got invalid JSON %s: %v", got, err)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("want invalid JSON %s: %v", want, err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+)
 
 func TestMessagesToChat(t *testing.T) {
 	tests := []struct {
@@ -94,7 +79,7 @@ func TestMessagesToChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jsonEqual(t, got, tt.want)
+			testgw.JSONEqual(t, got, tt.want)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
 // Version is the anthropic-version header every request carries.
@@ -88,7 +89,7 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = append(out, quote(name)...)
+		out = jsonstr.Append(out, name)
 		out = append(out, ':')
 		out = append(out, raw...)
 	}
@@ -563,10 +564,4 @@ func translateToolChoice(choice, parallel gjson.Result) ([]byte, error) {
 		out["disable_parallel_tool_use"] = true
 	}
 	return json.Marshal(out)
-}
-
-// quote is s as a JSON string.
-func quote(s string) []byte {
-	b, _ := json.Marshal(s)
-	return b
 }

@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 var anthropicHeaders = []string{"X-Api-Key", "sk-ant-test", "Anthropic-Version", "2023-06-01"}
 
-func anthropicPost(t *testing.T, m *Handler, body string) mockResult {
+func anthropicPost(t *testing.T, m *Handler, body string) testgw.UpstreamResult {
 	t.Helper()
-	return mockPost(t, mockServer(t, m), "/v1/messages", body, anthropicHeaders...)
+	return testgw.Post(t, mockServer(t, m), "/v1/messages", body, anthropicHeaders...)
 }
 
 func TestAnthropicRefusesWhatAnthropicRefuses(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	const ok = `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
-	if res := mockPost(t, srv, "/v1/messages", ok); res.status != http.StatusUnauthorized ||
-		gjson.Get(res.body, "error.type").Str != "authentication_error" || gjson.Get(res.body, "type").Str != "error" {
-		t.Errorf("without x-api-key: %d %s", res.status, res.body)
+	if res := testgw.Post(t, srv, "/v1/messages", ok); res.Status != http.StatusUnauthorized ||
+		gjson.Get(res.Body, "error.type").Str != "authentication_error" || gjson.Get(res.Body, "type").Str != "error" {
+		t.Errorf("without x-api-key: %d %s", res.Status, res.Body)
 	}
-	if res := mockPost(t, srv, "/v1/messages", ok, "X-Api-Key", "k"); res.status != http.StatusBadRequest ||
-		!strings.Contains(res.body, "anthropic-version") {
-		t.Errorf("without anthropic-version: %d %s", res.status, res.body)
+	if res := testgw.Post(t, srv, "/v1/messages", ok, "X-Api-Key", "k"); res.Status != http.StatusBadRequest ||
+		!strings.Contains(res.Body, "anthropic-version") {
+		t.Errorf("without anthropic-version: %d %s", res.Status, res.Body)
 	}
 	for _, tc := range []struct{ body, message string }{
 		{`{"model":"claude","messages":[{"role":"user","content":"hi"}]}`, "max_tokens: Field required"},
@@ -38,20 +39,20 @@ func TestAnthropicRefusesWhatAnthropicRefuses(t *testing.T) {
 		{`{"model":"claude","max_tokens":10,"tools":[{"name":"f"}],"messages":[{"role":"user","content":"hi"}]}`, "input_schema: Field required"},
 		{`{"model":"claude","max_tokens":10,"temperature":1.5,"messages":[{"role":"user","content":"hi"}]}`, "temperature"},
 	} {
-		res := mockPost(t, srv, "/v1/messages", tc.body, anthropicHeaders...)
-		if res.status != http.StatusBadRequest || gjson.Get(res.body, "error.type").Str != "invalid_request_error" ||
-			!strings.Contains(gjson.Get(res.body, "error.message").Str, tc.message) {
-			t.Errorf("%s: %d %s, want %q", tc.body, res.status, res.body, tc.message)
+		res := testgw.Post(t, srv, "/v1/messages", tc.body, anthropicHeaders...)
+		if res.Status != http.StatusBadRequest || gjson.Get(res.Body, "error.type").Str != "invalid_request_error" ||
+			!strings.Contains(gjson.Get(res.Body, "error.message").Str, tc.message) {
+			t.Errorf("%s: %d %s, want %q", tc.body, res.Status, res.Body, tc.message)
 		}
 	}
 }
 
 func TestAnthropicAnswersWithBlocksAndUsage(t *testing.T) {
 	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,"system":"Be brief","messages":[{"role":"user","content":"hello there"}]}`)
-	m := gjson.Parse(res.body)
-	if res.status != 200 || !strings.HasPrefix(m.Get("id").Str, "msg_") || m.Get("type").Str != "message" ||
+	m := gjson.Parse(res.Body)
+	if res.Status != 200 || !strings.HasPrefix(m.Get("id").Str, "msg_") || m.Get("type").Str != "message" ||
 		m.Get("content.0.text").Str != "Mock answer from claude: hello there" || m.Get("stop_reason").Str != "end_turn" {
-		t.Fatalf("%d %s", res.status, res.body)
+		t.Fatalf("%d %s", res.Status, res.Body)
 	}
 	// system 2 words + 4, user 2 words + 4; output 6 words.
 	if u := m.Get("usage"); u.Get("input_tokens").Int() != 12 || u.Get("output_tokens").Int() != 6 ||
@@ -59,21 +60,21 @@ func TestAnthropicAnswersWithBlocksAndUsage(t *testing.T) {
 		t.Errorf("usage %s", u.Raw)
 	}
 	res = anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":2,"messages":[{"role":"user","content":"hello there"}]}`)
-	if m := gjson.Parse(res.body); m.Get("stop_reason").Str != "max_tokens" || m.Get("content.0.text").Str != "Mock answer" {
-		t.Errorf("max_tokens: %s", res.body)
+	if m := gjson.Parse(res.Body); m.Get("stop_reason").Str != "max_tokens" || m.Get("content.0.text").Str != "Mock answer" {
+		t.Errorf("max_tokens: %s", res.Body)
 	}
 	res = anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":50,"stop_sequences":["claude"],"messages":[{"role":"user","content":"x"}]}`)
-	if m := gjson.Parse(res.body); m.Get("stop_reason").Str != "stop_sequence" || m.Get("stop_sequence").Str != "claude" ||
+	if m := gjson.Parse(res.Body); m.Get("stop_reason").Str != "stop_sequence" || m.Get("stop_sequence").Str != "claude" ||
 		m.Get("content.0.text").Str != "Mock answer from " {
-		t.Errorf("stop_sequence: %s", res.body)
+		t.Errorf("stop_sequence: %s", res.Body)
 	}
 }
 
 func TestAnthropicCachesPrefixes(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	body := `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"a long shared context here","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"question one"}]}`
-	first := gjson.Get(mockPost(t, srv, "/v1/messages", body, anthropicHeaders...).body, "usage")
-	second := gjson.Get(mockPost(t, srv, "/v1/messages", body, anthropicHeaders...).body, "usage")
+	first := gjson.Get(testgw.Post(t, srv, "/v1/messages", body, anthropicHeaders...).Body, "usage")
+	second := gjson.Get(testgw.Post(t, srv, "/v1/messages", body, anthropicHeaders...).Body, "usage")
 	// The prefix: the system block, 5 words + 4.
 	if first.Get("cache_creation_input_tokens").Int() != 9 || first.Get("cache_read_input_tokens").Int() != 0 || first.Get("input_tokens").Int() != 6 {
 		t.Errorf("first: %s", first.Raw)
@@ -86,36 +87,36 @@ func TestAnthropicCachesPrefixes(t *testing.T) {
 func TestAnthropicToolUseRoundTrip(t *testing.T) {
 	tools := `"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}]`
 	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,`+tools+`,"messages":[{"role":"user","content":"call get_weather for Paris"}]}`)
-	m := gjson.Parse(res.body)
+	m := gjson.Parse(res.Body)
 	call := m.Get("content.0")
 	if m.Get("stop_reason").Str != "tool_use" || call.Get("type").Str != "tool_use" || call.Get("name").Str != "get_weather" ||
 		call.Get("input.query").Str != "call get_weather for Paris" || !strings.HasPrefix(call.Get("id").Str, "toolu_") {
-		t.Fatalf("%s", res.body)
+		t.Fatalf("%s", res.Body)
 	}
 	next := `{"model":"claude","max_tokens":100,` + tools + `,"messages":[{"role":"user","content":"call get_weather for Paris"},` +
 		`{"role":"assistant","content":[` + call.Raw + `]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + call.Get("id").Str + `","content":"sunny"}]}]}`
 	res = anthropicPost(t, &Handler{}, next)
-	if m := gjson.Parse(res.body); m.Get("stop_reason").Str != "end_turn" || m.Get("content.0.text").Str != "Mock answer from claude: tool result sunny" {
-		t.Errorf("%d %s", res.status, res.body)
+	if m := gjson.Parse(res.Body); m.Get("stop_reason").Str != "end_turn" || m.Get("content.0.text").Str != "Mock answer from claude: tool result sunny" {
+		t.Errorf("%d %s", res.Status, res.Body)
 	}
 }
 
 func TestAnthropicStreamsEvents(t *testing.T) {
 	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hello there"}]}`)
 	var types, text []string
-	for _, ev := range mockParseSSE(t, res.body) {
-		d := gjson.Parse(ev.data)
-		if ev.event != d.Get("type").Str {
-			t.Errorf("event %q carries %q", ev.event, d.Get("type").Str)
+	for _, ev := range testgw.ParseSSE(t, res.Body) {
+		d := gjson.Parse(ev.Data)
+		if ev.Name != d.Get("type").Str {
+			t.Errorf("event %q carries %q", ev.Name, d.Get("type").Str)
 		}
-		if len(types) == 0 || types[len(types)-1] != ev.event {
-			types = append(types, ev.event)
+		if len(types) == 0 || types[len(types)-1] != ev.Name {
+			types = append(types, ev.Name)
 		}
 		if d.Get("delta.type").Str == "text_delta" {
 			text = append(text, d.Get("delta.text").Str)
 		}
-		if ev.event == "message_delta" && (d.Get("usage.output_tokens").Int() != 6 || d.Get("delta.stop_reason").Str != "end_turn") {
-			t.Errorf("message_delta %s", ev.data)
+		if ev.Name == "message_delta" && (d.Get("usage.output_tokens").Int() != 6 || d.Get("delta.stop_reason").Str != "end_turn") {
+			t.Errorf("message_delta %s", ev.Data)
 		}
 	}
 	want := "message_start content_block_start ping content_block_delta content_block_stop message_delta message_stop"
@@ -129,10 +130,10 @@ func TestAnthropicStreamsEvents(t *testing.T) {
 
 func TestAnthropicNativeWebSearch(t *testing.T) {
 	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":1}],"messages":[{"role":"user","content":"caddy news"}]}`)
-	m := gjson.Parse(res.body)
+	m := gjson.Parse(res.Body)
 	if m.Get("content.0.type").Str != "server_tool_use" || m.Get("content.1.type").Str != "web_search_tool_result" ||
 		m.Get("content.1.tool_use_id").Str != m.Get("content.0.id").Str || m.Get("content.1.content.#").Int() != 2 {
-		t.Fatalf("%s", res.body)
+		t.Fatalf("%s", res.Body)
 	}
 	c := m.Get("content.3.citations.0")
 	if c.Get("type").Str != "web_search_result_location" || c.Get("url").Str != mockSources[0].url || c.Get("cited_text").Str != mockSources[0].content {
@@ -151,12 +152,12 @@ func TestAnthropicThinking(t *testing.T) {
 		{`{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":2000},` + msgs + `}`, "must be greater than `thinking.budget_tokens`"},
 		{`{"model":"c","max_tokens":2000,"temperature":0.5,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs + `}`, "temperature"},
 	} {
-		if res := mockPost(t, srv, "/v1/messages", tc.body, anthropicHeaders...); res.status != 400 || !strings.Contains(res.body, tc.message) {
-			t.Errorf("%s: %d %s", tc.body, res.status, res.body)
+		if res := testgw.Post(t, srv, "/v1/messages", tc.body, anthropicHeaders...); res.Status != 400 || !strings.Contains(res.Body, tc.message) {
+			t.Errorf("%s: %d %s", tc.body, res.Status, res.Body)
 		}
 	}
-	res := mockPost(t, srv, "/v1/messages", `{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},`+msgs+`}`, anthropicHeaders...)
-	if m := gjson.Parse(res.body); m.Get("content.0.type").Str != "thinking" || m.Get("content.0.thinking").Str != mockThought || m.Get("content.1.type").Str != "text" {
-		t.Errorf("%d %s", res.status, res.body)
+	res := testgw.Post(t, srv, "/v1/messages", `{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},`+msgs+`}`, anthropicHeaders...)
+	if m := gjson.Parse(res.Body); m.Get("content.0.type").Str != "thinking" || m.Get("content.0.thinking").Str != mockThought || m.Get("content.1.type").Str != "text" {
+		t.Errorf("%d %s", res.Status, res.Body)
 	}
 }

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 func TestMockCitations(t *testing.T) {
 	srv := mockServer(t, &Handler{})
-	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"cite","messages":[{"role":"user","content":"q"}]}`)
-	msg := gjson.Get(res.body, "choices.0.message")
+	res := testgw.Post(t, srv, "/v1/chat/completions", `{"model":"cite","messages":[{"role":"user","content":"q"}]}`)
+	msg := gjson.Get(res.Body, "choices.0.message")
 	text := []rune(msg.Get("content").Str)
 	anns := msg.Get("annotations").Array()
 	if len(anns) != len(mockSources) {
@@ -25,8 +26,8 @@ func TestMockCitations(t *testing.T) {
 		}
 	}
 	// Cut by max_tokens before the second link: only the first is cited.
-	res = mockPost(t, srv, "/v1/responses", `{"model":"cite","input":"q","max_output_tokens":8}`)
-	if n := gjson.Get(res.body, "output.0.content.0.annotations.#").Int(); n != 1 {
-		t.Errorf("truncated answer: %s", res.body)
+	res = testgw.Post(t, srv, "/v1/responses", `{"model":"cite","input":"q","max_output_tokens":8}`)
+	if n := gjson.Get(res.Body, "output.0.content.0.annotations.#").Int(); n != 1 {
+		t.Errorf("truncated answer: %s", res.Body)
 	}
 }

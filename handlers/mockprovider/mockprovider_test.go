@@ -1,7 +1,6 @@
 package mockprovider
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -12,97 +11,19 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
-// mockServer serves m on a real listener, so that flushing and aborted
-// connections behave as they do behind Caddy. Paths m does not own answer
-// 418 from the next handler.
+// mockServer serves m, validated, on testgw's real listener.
 func mockServer(t *testing.T, m *Handler) *httptest.Server {
 	t.Helper()
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		w.WriteHeader(http.StatusTeapot)
-		return nil
-	})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := m.ServeHTTP(w, r, next); err != nil {
-			t.Errorf("ServeHTTP: %v", err)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-type mockResult struct {
-	status int
-	header http.Header
-	body   string
-	err    error // error reading the body
-}
-
-func mockDo(t *testing.T, srv *httptest.Server, method, path, body string, header ...string) mockResult {
-	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return mockResult{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
-}
-
-func mockPost(t *testing.T, srv *httptest.Server, path, body string, header ...string) mockResult {
-	t.Helper()
-	return mockDo(t, srv, http.MethodPost, path, body, header...)
-}
-
-type mockEvent struct {
-	event string // the event: line, if any
-	data  string
-}
-
-// mockParseSSE splits a stream into events and fails on malformed lines.
-func mockParseSSE(t *testing.T, body string) []mockEvent {
-	t.Helper()
-	var events []mockEvent
-	var cur mockEvent
-	sc := bufio.NewScanner(strings.NewReader(body))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur.data == "" {
-				t.Fatalf("event without data: %+v", cur)
-			}
-			events = append(events, cur)
-			cur = mockEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			cur.data = strings.TrimPrefix(line, "data: ")
-		default:
-			t.Fatalf("unexpected SSE line %q", line)
-		}
-	}
-	if cur != (mockEvent{}) {
-		events = append(events, cur) // an unterminated event of a cut stream
-	}
-	return events
+	return testgw.MockUpstream(t, m)
 }
 
 const mockChatBody = `{"model":"m1","messages":[
@@ -125,14 +46,14 @@ func mockChat(extra string) string {
 func TestMockChatCompletion(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	for _, path := range []string{"/v1/chat/completions", "/api/v1/chat/completions/"} {
-		res := mockPost(t, srv, path, mockChat(""))
-		if res.status != http.StatusOK || res.err != nil {
-			t.Fatalf("%s: %d %v %s", path, res.status, res.err, res.body)
+		res := testgw.Post(t, srv, path, mockChat(""))
+		if res.Status != http.StatusOK || res.Err != nil {
+			t.Fatalf("%s: %d %v %s", path, res.Status, res.Err, res.Body)
 		}
-		j := gjson.Parse(res.body)
+		j := gjson.Parse(res.Body)
 		if !strings.HasPrefix(j.Get("id").Str, "chatcmpl-") || j.Get("object").Str != "chat.completion" ||
 			j.Get("model").Str != "m1" || j.Get("created").Int() == 0 {
-			t.Errorf("bad envelope: %s", res.body)
+			t.Errorf("bad envelope: %s", res.Body)
 		}
 		if got := j.Get("choices.#").Int(); got != 1 {
 			t.Fatalf("%d choices", got)
@@ -156,43 +77,43 @@ func checkChatUsage(t *testing.T, u gjson.Result, prompt, completion int64) {
 
 // readChatStream checks a complete chat stream and returns its text, finish
 // reason and usage.
-func readChatStream(t *testing.T, res mockResult) (text, finish string, usage gjson.Result) {
+func readChatStream(t *testing.T, res testgw.UpstreamResult) (text, finish string, usage gjson.Result) {
 	t.Helper()
-	if res.status != http.StatusOK || res.err != nil {
-		t.Fatalf("%d %v %s", res.status, res.err, res.body)
+	if res.Status != http.StatusOK || res.Err != nil {
+		t.Fatalf("%d %v %s", res.Status, res.Err, res.Body)
 	}
-	if ct := res.header.Get("Content-Type"); ct != "text/event-stream" {
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type %q", ct)
 	}
-	events := mockParseSSE(t, res.body)
-	if len(events) < 4 || events[len(events)-1].data != "[DONE]" {
+	events := testgw.ParseSSE(t, res.Body)
+	if len(events) < 4 || events[len(events)-1].Data != "[DONE]" {
 		t.Fatalf("stream does not end with [DONE]: %+v", events)
 	}
 	events = events[:len(events)-1]
 	var b strings.Builder
 	for i, ev := range events {
-		if ev.event != "" {
-			t.Errorf("chat events have no event: line, got %q", ev.event)
+		if ev.Name != "" {
+			t.Errorf("chat events have no event: line, got %q", ev.Name)
 		}
-		j := gjson.Parse(ev.data)
+		j := gjson.Parse(ev.Data)
 		if j.Get("object").Str != "chat.completion.chunk" || !strings.HasPrefix(j.Get("model").Str, "m1") {
-			t.Errorf("bad chunk %s", ev.data)
+			t.Errorf("bad chunk %s", ev.Data)
 		}
 		switch {
 		case i == 0:
 			if j.Get("choices.0.delta.role").Str != "assistant" {
-				t.Errorf("first chunk has no role: %s", ev.data)
+				t.Errorf("first chunk has no role: %s", ev.Data)
 			}
 		case i == len(events)-1:
 			if j.Get("choices.#").Int() != 0 {
-				t.Errorf("usage chunk has choices: %s", ev.data)
+				t.Errorf("usage chunk has choices: %s", ev.Data)
 			}
 			usage = j.Get("usage")
 		case i == len(events)-2:
 			finish = j.Get("choices.0.finish_reason").Str
 		default:
 			if j.Get("choices.0.finish_reason").Type != gjson.Null {
-				t.Errorf("content chunk with finish_reason: %s", ev.data)
+				t.Errorf("content chunk with finish_reason: %s", ev.Data)
 			}
 			b.WriteString(j.Get("choices.0.delta.content").Str)
 		}
@@ -202,10 +123,10 @@ func readChatStream(t *testing.T, res mockResult) (text, finish string, usage gj
 
 func TestMockChatStream(t *testing.T) {
 	srv := mockServer(t, &Handler{ChunkDelay: caddy.Duration(time.Millisecond)})
-	plain := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat("")).body).Get("usage")
+	plain := gjson.Parse(testgw.Post(t, srv, "/v1/chat/completions", mockChat("")).Body).Get("usage")
 	// Usage ends the stream whether or not the client asked for it.
 	for _, extra := range []string{`,"stream":true`, `,"stream":true,"stream_options":{"include_usage":true}`} {
-		text, finish, usage := readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(extra)))
+		text, finish, usage := readChatStream(t, testgw.Post(t, srv, "/v1/chat/completions", mockChat(extra)))
 		if text != mockChatText || finish != "stop" {
 			t.Errorf("text %q finish %q", text, finish)
 		}
@@ -218,7 +139,7 @@ func TestMockChatStream(t *testing.T) {
 func TestMockChatMaxTokens(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	for _, extra := range []string{`,"max_tokens":3`, `,"max_completion_tokens":3,"max_tokens":50`} {
-		j := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat(extra)).body)
+		j := gjson.Parse(testgw.Post(t, srv, "/v1/chat/completions", mockChat(extra)).Body)
 		if got := j.Get("choices.0.message.content").Str; got != "Mock answer from" {
 			t.Errorf("%s: content %q", extra, got)
 		}
@@ -227,14 +148,14 @@ func TestMockChatMaxTokens(t *testing.T) {
 		}
 		checkChatUsage(t, j.Get("usage"), mockChatPrompt, 3)
 
-		text, finish, usage := readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(extra+`,"stream":true`)))
+		text, finish, usage := readChatStream(t, testgw.Post(t, srv, "/v1/chat/completions", mockChat(extra+`,"stream":true`)))
 		if text != "Mock answer from" || finish != "length" {
 			t.Errorf("%s stream: text %q finish %q", extra, text, finish)
 		}
 		checkChatUsage(t, usage, mockChatPrompt, 3)
 	}
 	// A limit above the answer's length changes nothing.
-	j := gjson.Parse(mockPost(t, srv, "/v1/chat/completions", mockChat(`,"max_tokens":9`)).body)
+	j := gjson.Parse(testgw.Post(t, srv, "/v1/chat/completions", mockChat(`,"max_tokens":9`)).Body)
 	if j.Get("choices.0.finish_reason").Str != "stop" || j.Get("choices.0.message.content").Str != mockChatText {
 		t.Errorf("max_tokens at the answer's length: %s", j.Raw)
 	}
@@ -243,26 +164,19 @@ func TestMockChatMaxTokens(t *testing.T) {
 func TestMockChatEchoCap(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	long := strings.Repeat("w ", 1000)
-	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"`+long+`"}]}`)
-	j := gjson.Parse(res.body)
+	res := testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"`+long+`"}]}`)
+	j := gjson.Parse(res.Body)
 	checkChatUsage(t, j.Get("usage"), 1004, 4+mockEchoWords)
 
 	// No user text still gets an answer.
-	j = gjson.Parse(mockPost(t, srv, "/v1/chat/completions", `{"model":"m","messages":[]}`).body)
+	j = gjson.Parse(testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m","messages":[]}`).Body)
 	if j.Get("choices.0.message.content").Str != "Mock answer from m: "+mockNoUserText {
 		t.Errorf("empty prompt: %s", j.Raw)
 	}
 	checkChatUsage(t, j.Get("usage"), 0, 7)
 }
 
-const mockResponsesBody = `{"model":"m1","instructions":"Be brief.","input":[
-	{"role":"developer","content":"Use plain words."},
-	{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]},
-	{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer here"}]},
-	{"role":"user","content":"Say hello to the world"}
-]%s}`
-
-// Usage of mockResponsesBody: instructions (2+4), messages (3+4) (2+4) (3+4)
+// Usage of testgw.ResponsesBody: instructions (2+4), messages (3+4) (2+4) (3+4)
 // (5+4).
 const (
 	mockRespPrompt     = 35
@@ -270,7 +184,7 @@ const (
 )
 
 func mockResponses(extra string) string {
-	return strings.Replace(mockResponsesBody, "%s", extra, 1)
+	return strings.Replace(testgw.ResponsesBody, "%s", extra, 1)
 }
 
 func checkResponse(t *testing.T, j gjson.Result, status, text string, input, output int64) {
@@ -306,34 +220,34 @@ func checkResponse(t *testing.T, j gjson.Result, status, text string, input, out
 
 func TestMockResponses(t *testing.T) {
 	srv := mockServer(t, &Handler{})
-	res := mockPost(t, srv, "/v1/responses", mockResponses(""))
-	if res.status != http.StatusOK || res.err != nil {
-		t.Fatalf("%d %v %s", res.status, res.err, res.body)
+	res := testgw.Post(t, srv, "/v1/responses", mockResponses(""))
+	if res.Status != http.StatusOK || res.Err != nil {
+		t.Fatalf("%d %v %s", res.Status, res.Err, res.Body)
 	}
-	j := gjson.Parse(res.body)
+	j := gjson.Parse(res.Body)
 	checkResponse(t, j, "completed", mockChatText, mockRespPrompt, mockRespCompletion)
 	if j.Get("incomplete_details").Type != gjson.Null || j.Get("max_output_tokens").Type != gjson.Null {
-		t.Errorf("uncapped response: %s", res.body)
+		t.Errorf("uncapped response: %s", res.Body)
 	}
 
 	// A plain string input is one user message.
-	res = mockPost(t, srv, "/api/v1/responses", `{"model":"m1","input":"hi there"}`)
-	u := gjson.Get(res.body, "usage")
-	if gjson.Get(res.body, "output.0.content.0.text").Str != "Mock answer from m1: hi there" ||
+	res = testgw.Post(t, srv, "/api/v1/responses", `{"model":"m1","input":"hi there"}`)
+	u := gjson.Get(res.Body, "usage")
+	if gjson.Get(res.Body, "output.0.content.0.text").Str != "Mock answer from m1: hi there" ||
 		u.Get("input_tokens").Int() != 6 || u.Get("output_tokens").Int() != 6 {
-		t.Errorf("string input: %s", res.body)
+		t.Errorf("string input: %s", res.Body)
 	}
 }
 
 // readResponsesStream checks a complete Responses stream and returns the
 // text of its deltas and its final event.
-func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
+func readResponsesStream(t *testing.T, res testgw.UpstreamResult) (string, gjson.Result) {
 	t.Helper()
-	if res.status != http.StatusOK || res.err != nil {
-		t.Fatalf("%d %v %s", res.status, res.err, res.body)
+	if res.Status != http.StatusOK || res.Err != nil {
+		t.Fatalf("%d %v %s", res.Status, res.Err, res.Body)
 	}
-	events := mockParseSSE(t, res.body)
-	if len(events) < 2 || events[len(events)-1].data != "[DONE]" {
+	events := testgw.ParseSSE(t, res.Body)
+	if len(events) < 2 || events[len(events)-1].Data != "[DONE]" {
 		t.Fatalf("stream does not end with [DONE]: %+v", events)
 	}
 	events = events[:len(events)-1]
@@ -341,10 +255,10 @@ func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
 	var b strings.Builder
 	var itemID string
 	for i, ev := range events {
-		j := gjson.Parse(ev.data)
+		j := gjson.Parse(ev.Data)
 		typ := j.Get("type").Str
-		if typ != ev.event {
-			t.Errorf("event: %q carries type %q", ev.event, typ)
+		if typ != ev.Name {
+			t.Errorf("event: %q carries type %q", ev.Name, typ)
 		}
 		if got := j.Get("sequence_number"); got.Type != gjson.Number || got.Int() != int64(i) {
 			t.Errorf("event %d has sequence_number %s", i, got.Raw)
@@ -354,7 +268,7 @@ func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
 			itemID = j.Get("item.id").Str
 		case "response.output_text.delta":
 			if j.Get("item_id").Str != itemID || j.Get("output_index").Raw != "0" || j.Get("content_index").Raw != "0" {
-				t.Errorf("bad delta: %s", ev.data)
+				t.Errorf("bad delta: %s", ev.Data)
 			}
 			b.WriteString(j.Get("delta").Str)
 		}
@@ -367,7 +281,7 @@ func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
 	if got := strings.Join(types[:len(types)-1], " "); got != want {
 		t.Errorf("events:\n%s\nwant\n%s", got, want)
 	}
-	final := gjson.Parse(events[len(events)-1].data)
+	final := gjson.Parse(events[len(events)-1].Data)
 	if final.Get("response.output.0.id").Str != itemID {
 		t.Errorf("final item id differs from the streamed one: %s", final.Raw)
 	}
@@ -376,8 +290,8 @@ func readResponsesStream(t *testing.T, res mockResult) (string, gjson.Result) {
 
 func TestMockResponsesStream(t *testing.T) {
 	srv := mockServer(t, &Handler{})
-	plain := gjson.Parse(mockPost(t, srv, "/v1/responses", mockResponses("")).body)
-	text, final := readResponsesStream(t, mockPost(t, srv, "/v1/responses", mockResponses(`,"stream":true`)))
+	plain := gjson.Parse(testgw.Post(t, srv, "/v1/responses", mockResponses("")).Body)
+	text, final := readResponsesStream(t, testgw.Post(t, srv, "/v1/responses", mockResponses(`,"stream":true`)))
 	if text != mockChatText || final.Get("type").Str != "response.completed" {
 		t.Errorf("text %q, final %s", text, final.Raw)
 	}
@@ -396,9 +310,9 @@ func TestMockResponsesMaxOutputTokens(t *testing.T) {
 			t.Errorf("capped response: %s", j.Raw)
 		}
 	}
-	check(gjson.Parse(mockPost(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2`)).body))
+	check(gjson.Parse(testgw.Post(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2`)).Body))
 
-	text, final := readResponsesStream(t, mockPost(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2,"stream":true`)))
+	text, final := readResponsesStream(t, testgw.Post(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2,"stream":true`)))
 	if text != "Mock answer" || final.Get("type").Str != "response.incomplete" {
 		t.Errorf("text %q, final %s", text, final.Raw)
 	}
@@ -419,23 +333,23 @@ func TestMockInjectedErrors(t *testing.T) {
 	} {
 		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 			for _, stream := range []string{"false", "true"} {
-				res := mockPost(t, srv, path, `{"model":"`+tc.model+`","stream":`+stream+`,"messages":[],"input":"hi"}`)
-				if res.status != tc.status || gjson.Get(res.body, "error.type").Str != tc.typ ||
-					gjson.Get(res.body, "error.message").Str == "" {
-					t.Errorf("%s %s stream=%s: %d %s", tc.model, path, stream, res.status, res.body)
+				res := testgw.Post(t, srv, path, `{"model":"`+tc.model+`","stream":`+stream+`,"messages":[],"input":"hi"}`)
+				if res.Status != tc.status || gjson.Get(res.Body, "error.type").Str != tc.typ ||
+					gjson.Get(res.Body, "error.message").Str == "" {
+					t.Errorf("%s %s stream=%s: %d %s", tc.model, path, stream, res.Status, res.Body)
 				}
 				if tc.status == http.StatusTooManyRequests {
-					if res.header.Get("Retry-After") != "1" || gjson.Get(res.body, "error.code").Str != "rate_limit_exceeded" {
-						t.Errorf("429: %v %s", res.header, res.body)
+					if res.Header.Get("Retry-After") != "1" || gjson.Get(res.Body, "error.code").Str != "rate_limit_exceeded" {
+						t.Errorf("429: %v %s", res.Header, res.Body)
 					}
 				}
 			}
 		}
 	}
 
-	res := mockPost(t, srv, "/v1/chat/completions", `{"model":"m-error-garbage","messages":[]}`)
-	if res.status != http.StatusOK || res.err != nil || gjson.Valid(res.body) {
-		t.Errorf("garbage: %d %v %q", res.status, res.err, res.body)
+	res := testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m-error-garbage","messages":[]}`)
+	if res.Status != http.StatusOK || res.Err != nil || gjson.Valid(res.Body) {
+		t.Errorf("garbage: %d %v %q", res.Status, res.Err, res.Body)
 	}
 }
 
@@ -443,16 +357,16 @@ func TestMockStreamBreak(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 		// Streamed: a few chunks, then the connection is cut.
-		res := mockPost(t, srv, path, `{"model":"m-stream-break","stream":true,"input":"one two three four five",
+		res := testgw.Post(t, srv, path, `{"model":"m-stream-break","stream":true,"input":"one two three four five",
 			"messages":[{"role":"user","content":"one two three four five"}]}`)
-		if res.status != http.StatusOK || !errors.Is(res.err, io.ErrUnexpectedEOF) {
-			t.Errorf("%s: status %d, read error %v, want unexpected EOF", path, res.status, res.err)
+		if res.Status != http.StatusOK || !errors.Is(res.Err, io.ErrUnexpectedEOF) {
+			t.Errorf("%s: status %d, read error %v, want unexpected EOF", path, res.Status, res.Err)
 		}
 		var deltas int
-		for _, ev := range mockParseSSE(t, res.body) {
-			j := gjson.Parse(ev.data)
-			if ev.data == "[DONE]" || j.Get("usage.total_tokens").Exists() || j.Get("response.usage.total_tokens").Exists() {
-				t.Errorf("%s: a cut stream must not finish: %s", path, ev.data)
+		for _, ev := range testgw.ParseSSE(t, res.Body) {
+			j := gjson.Parse(ev.Data)
+			if ev.Data == "[DONE]" || j.Get("usage.total_tokens").Exists() || j.Get("response.usage.total_tokens").Exists() {
+				t.Errorf("%s: a cut stream must not finish: %s", path, ev.Data)
 			}
 			if j.Get("choices.0.delta.content").Str != "" || j.Get("type").Str == "response.output_text.delta" {
 				deltas++
@@ -463,9 +377,9 @@ func TestMockStreamBreak(t *testing.T) {
 		}
 
 		// Plain: half a JSON body.
-		res = mockPost(t, srv, path, `{"model":"m-stream-break","input":"hi","messages":[]}`)
-		if !errors.Is(res.err, io.ErrUnexpectedEOF) || gjson.Valid(res.body) {
-			t.Errorf("%s plain: read error %v, body %q", path, res.err, res.body)
+		res = testgw.Post(t, srv, path, `{"model":"m-stream-break","input":"hi","messages":[]}`)
+		if !errors.Is(res.Err, io.ErrUnexpectedEOF) || gjson.Valid(res.Body) {
+			t.Errorf("%s plain: read error %v, body %q", path, res.Err, res.Body)
 		}
 	}
 }
@@ -481,20 +395,20 @@ func TestMockLatency(t *testing.T) {
 		{"150ms", 150 * time.Millisecond},
 	} {
 		start := time.Now()
-		res := mockPost(t, srv, "/v1/chat/completions", body, mockLatencyHeader, tc.header)
-		if d := time.Since(start); res.status != http.StatusOK || d < tc.min {
-			t.Errorf("X-Mock-Latency %q: status %d after %v, want at least %v", tc.header, res.status, d, tc.min)
+		res := testgw.Post(t, srv, "/v1/chat/completions", body, mockLatencyHeader, tc.header)
+		if d := time.Since(start); res.Status != http.StatusOK || d < tc.min {
+			t.Errorf("X-Mock-Latency %q: status %d after %v, want at least %v", tc.header, res.Status, d, tc.min)
 		}
 	}
 	// Zero overrides the configured latency.
 	start := time.Now()
-	mockPost(t, srv, "/v1/chat/completions", body, mockLatencyHeader, "0s")
+	testgw.Post(t, srv, "/v1/chat/completions", body, mockLatencyHeader, "0s")
 	if d := time.Since(start); d >= 80*time.Millisecond {
 		t.Errorf("X-Mock-Latency 0s took %v", d)
 	}
 	for _, bad := range []string{"soon", "-1s"} {
-		if res := mockPost(t, srv, "/v1/chat/completions", body, mockLatencyHeader, bad); res.status != http.StatusBadRequest {
-			t.Errorf("X-Mock-Latency %q: %d %s", bad, res.status, res.body)
+		if res := testgw.Post(t, srv, "/v1/chat/completions", body, mockLatencyHeader, bad); res.Status != http.StatusBadRequest {
+			t.Errorf("X-Mock-Latency %q: %d %s", bad, res.Status, res.Body)
 		}
 	}
 }
@@ -530,7 +444,7 @@ func TestMockSlowRespectsCancellation(t *testing.T) {
 func TestMockChunkDelay(t *testing.T) {
 	srv := mockServer(t, &Handler{ChunkDelay: caddy.Duration(20 * time.Millisecond)})
 	start := time.Now()
-	readChatStream(t, mockPost(t, srv, "/v1/chat/completions", mockChat(`,"stream":true`)))
+	readChatStream(t, testgw.Post(t, srv, "/v1/chat/completions", mockChat(`,"stream":true`)))
 	if d, want := time.Since(start), time.Duration(mockChatCompletion-1)*20*time.Millisecond; d < want {
 		t.Errorf("stream took %v, want at least %v", d, want)
 	}
@@ -540,34 +454,34 @@ func TestMockBadRequests(t *testing.T) {
 	srv := mockServer(t, &Handler{})
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 		for _, body := range []string{`{"model":`, ``, `[1,2]`, `{"messages":[]}`, `{"model":""}`, `{"model":5}`} {
-			res := mockPost(t, srv, path, body)
-			if res.status != http.StatusBadRequest || gjson.Get(res.body, "error.code").Int() != http.StatusBadRequest ||
-				gjson.Get(res.body, "error.message").Str == "" {
-				t.Errorf("%s %q: %d %s", path, body, res.status, res.body)
+			res := testgw.Post(t, srv, path, body)
+			if res.Status != http.StatusBadRequest || gjson.Get(res.Body, "error.code").Int() != http.StatusBadRequest ||
+				gjson.Get(res.Body, "error.message").Str == "" {
+				t.Errorf("%s %q: %d %s", path, body, res.Status, res.Body)
 			}
 		}
-		res := mockDo(t, srv, http.MethodGet, path, "")
-		if res.status != http.StatusMethodNotAllowed || res.header.Get("Allow") != http.MethodPost {
-			t.Errorf("GET %s: %d %v", path, res.status, res.header)
+		res := testgw.Do(t, srv, http.MethodGet, path, "")
+		if res.Status != http.StatusMethodNotAllowed || res.Header.Get("Allow") != http.MethodPost {
+			t.Errorf("GET %s: %d %v", path, res.Status, res.Header)
 		}
 	}
-	if res := mockPost(t, srv, "/v1/models", `{}`); res.status != http.StatusMethodNotAllowed {
-		t.Errorf("POST models: %d", res.status)
+	if res := testgw.Post(t, srv, "/v1/models", `{}`); res.Status != http.StatusMethodNotAllowed {
+		t.Errorf("POST models: %d", res.Status)
 	}
 }
 
 func TestMockModelsAndNext(t *testing.T) {
 	srv := mockServer(t, &Handler{})
-	res := mockDo(t, srv, http.MethodGet, "/v1/models", "")
-	j := gjson.Parse(res.body)
-	if res.status != http.StatusOK || j.Get("object").Str != "list" || j.Get("data.#").Int() != int64(len(mockModels)) ||
+	res := testgw.Do(t, srv, http.MethodGet, "/v1/models", "")
+	j := gjson.Parse(res.Body)
+	if res.Status != http.StatusOK || j.Get("object").Str != "list" || j.Get("data.#").Int() != int64(len(mockModels)) ||
 		j.Get("data.0.id").Str != "tollgate-mock" || j.Get("data.0.object").Str != "model" ||
 		j.Get("data.0.owned_by").Str != "tollgate-mock" || j.Get("data.0.created").Int() == 0 {
-		t.Errorf("models: %d %s", res.status, res.body)
+		t.Errorf("models: %d %s", res.Status, res.Body)
 	}
 	for _, path := range []string{"/", "/v1/embeddings", "/v1/responses/resp_1"} {
-		if res := mockPost(t, srv, path, `{"model":"m"}`); res.status != http.StatusTeapot {
-			t.Errorf("%s: %d, want the next handler", path, res.status)
+		if res := testgw.Post(t, srv, path, `{"model":"m"}`); res.Status != http.StatusTeapot {
+			t.Errorf("%s: %d, want the next handler", path, res.Status)
 		}
 	}
 }
@@ -599,16 +513,16 @@ func TestMockPromptTokensBytes(t *testing.T) {
 	} {
 		for _, stream := range []string{"false", "true"} {
 			body := strings.Replace(tc.body, `{"model":"m"`, `{"model":"m","stream":`+stream, 1)
-			res := mockPost(t, srv, tc.path, body)
+			res := testgw.Post(t, srv, tc.path, body)
 			var usage gjson.Result
 			if stream == "false" {
-				usage = gjson.Get(res.body, "usage")
+				usage = gjson.Get(res.Body, "usage")
 			} else {
-				for _, ev := range mockParseSSE(t, res.body) {
-					if u := gjson.Get(ev.data, "usage"); u.IsObject() {
+				for _, ev := range testgw.ParseSSE(t, res.Body) {
+					if u := gjson.Get(ev.Data, "usage"); u.IsObject() {
 						usage = u
 					}
-					if u := gjson.Get(ev.data, "response.usage"); u.IsObject() {
+					if u := gjson.Get(ev.Data, "response.usage"); u.IsObject() {
 						usage = u
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
 func TestStrictRefusesUnknownParameters(t *testing.T) {
@@ -20,11 +21,11 @@ func TestStrictRefusesUnknownParameters(t *testing.T) {
 		{"/v1/responses", `{"model":"m1","input":"hi","max_tokens":5}`, "Unknown parameter: 'max_tokens'.", "max_tokens"},
 		{"/v1/responses", `{"model":"m1","input":"hi","provider":{}}`, "Unknown parameter: 'provider'.", "provider"},
 	} {
-		res := mockPost(t, srv, tc.path, tc.body)
-		e := gjson.Get(res.body, "error")
-		if res.status != http.StatusBadRequest || e.Get("type").Str != "invalid_request_error" ||
+		res := testgw.Post(t, srv, tc.path, tc.body)
+		e := gjson.Get(res.Body, "error")
+		if res.Status != http.StatusBadRequest || e.Get("type").Str != "invalid_request_error" ||
 			!strings.Contains(e.Get("message").Str, tc.message) {
-			t.Errorf("%s %s: %d %s", tc.path, tc.body, res.status, res.body)
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, res.Status, res.Body)
 		}
 		if p := e.Get("param"); (tc.param == "" && p.Type != gjson.Null) || (tc.param != "" && p.Str != tc.param) {
 			t.Errorf("param %s, want %q", p.Raw, tc.param)
@@ -35,19 +36,19 @@ func TestStrictRefusesUnknownParameters(t *testing.T) {
 func TestStrictAcceptsOpenAIParameters(t *testing.T) {
 	srv := mockServer(t, &Handler{Strict: true})
 	chat := mockChat(`,"temperature":0.5,"max_completion_tokens":50,"reasoning_effort":"low","user":"u","seed":1,"response_format":{"type":"text"}`)
-	res := mockPost(t, srv, "/v1/chat/completions", chat)
-	if res.status != http.StatusOK {
-		t.Fatalf("%d %s", res.status, res.body)
+	res := testgw.Post(t, srv, "/v1/chat/completions", chat)
+	if res.Status != http.StatusOK {
+		t.Fatalf("%d %s", res.Status, res.Body)
 	}
-	j := gjson.Parse(res.body)
+	j := gjson.Parse(res.Body)
 	if !strings.HasPrefix(j.Get("id").Str, "chatcmpl-") || j.Get("model").Str != "m1"+strictDated {
 		t.Errorf("id %q model %q", j.Get("id").Str, j.Get("model").Str)
 	}
-	res = mockPost(t, srv, "/v1/responses", `{"model":"m1","input":"hi","reasoning":{"effort":"low"},"store":false,"max_output_tokens":20}`)
-	if res.status != http.StatusOK {
-		t.Fatalf("%d %s", res.status, res.body)
+	res = testgw.Post(t, srv, "/v1/responses", `{"model":"m1","input":"hi","reasoning":{"effort":"low"},"store":false,"max_output_tokens":20}`)
+	if res.Status != http.StatusOK {
+		t.Fatalf("%d %s", res.Status, res.Body)
 	}
-	j = gjson.Parse(res.body)
+	j = gjson.Parse(res.Body)
 	if !strings.HasPrefix(j.Get("id").Str, "resp_") || j.Get("model").Str != "m1"+strictDated {
 		t.Errorf("id %q model %q", j.Get("id").Str, j.Get("model").Str)
 	}
@@ -56,16 +57,16 @@ func TestStrictAcceptsOpenAIParameters(t *testing.T) {
 // A strict stream reports usage only when stream_options asks for it.
 func TestStrictStreamUsageOnlyWhenAsked(t *testing.T) {
 	srv := mockServer(t, &Handler{Strict: true})
-	events := mockParseSSE(t, mockPost(t, srv, "/v1/chat/completions", mockChat(`,"stream":true`)).body)
+	events := testgw.ParseSSE(t, testgw.Post(t, srv, "/v1/chat/completions", mockChat(`,"stream":true`)).Body)
 	for _, ev := range events {
-		if gjson.Get(ev.data, "usage").Exists() {
-			t.Errorf("usage without include_usage: %s", ev.data)
+		if gjson.Get(ev.Data, "usage").Exists() {
+			t.Errorf("usage without include_usage: %s", ev.Data)
 		}
 	}
-	if events[len(events)-1].data != "[DONE]" {
+	if events[len(events)-1].Data != "[DONE]" {
 		t.Errorf("no [DONE]: %+v", events)
 	}
-	_, _, usage := readChatStream(t, mockPost(t, srv, "/v1/chat/completions",
+	_, _, usage := readChatStream(t, testgw.Post(t, srv, "/v1/chat/completions",
 		mockChat(`,"stream":true,"stream_options":{"include_usage":true}`)))
 	if usage.Get("prompt_tokens").Int() != mockChatPrompt {
 		t.Errorf("usage %s", usage.Raw)

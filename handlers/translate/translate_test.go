@@ -10,22 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
 )
-
-// jsonEqual compares two JSON documents by value.
-func jsonEqual(t *testing.T, got []byte, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("got invalid JSON %s: %v", got, err)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("want invalid JSON %s: %v", want, err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
 
 func TestResponsesToChat(t *testing.T) {
 	tests := []struct {
@@ -82,7 +69,7 @@ func TestResponsesToChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jsonEqual(t, got, tt.want)
+			testgw.JSONEqual(t, got, tt.want)
 		})
 	}
 }
@@ -150,11 +137,11 @@ func TestChatToResponsesJSON(t *testing.T) {
 		msg.Get("content.0.text").Str != "Voilà [Café](https://x.test) ✓" {
 		t.Errorf("message item: %s", msg.Raw)
 	}
-	jsonEqual(t, []byte(msg.Get("content.0.annotations").Raw),
+	testgw.JSONEqual(t, []byte(msg.Get("content.0.annotations").Raw),
 		`[{"type":"url_citation","url":"https://x.test","title":"Café","content":"Le café","start_index":6,"end_index":28}]`)
-	jsonEqual(t, []byte(j.Get("output.1").Raw),
+	testgw.JSONEqual(t, []byte(j.Get("output.1").Raw),
 		`{"type":"function_call","id":"fc_9","call_id":"call_9","name":"weather","arguments":"{\"city\":\"Nice\"}","status":"completed"}`)
-	jsonEqual(t, []byte(j.Get("usage").Raw),
+	testgw.JSONEqual(t, []byte(j.Get("usage").Raw),
 		`{"input_tokens":12,"input_tokens_details":{"cached_tokens":4},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":19}`)
 
 	// Cut by max tokens: incomplete.
@@ -213,23 +200,23 @@ func chatEvents(data ...string) []string {
 // types and final event.
 func checkTranslatedStream(t *testing.T, body string) ([]string, gjson.Result) {
 	t.Helper()
-	events := mockParseSSE(t, body)
-	if len(events) == 0 || events[len(events)-1].data != "[DONE]" {
+	events := testgw.ParseSSE(t, body)
+	if len(events) == 0 || events[len(events)-1].Data != "[DONE]" {
 		t.Fatalf("stream does not end with [DONE]: %s", body)
 	}
 	events = events[:len(events)-1]
 	var types []string
 	for i, ev := range events {
-		j := gjson.Parse(ev.data)
-		if j.Get("type").Str != ev.event {
-			t.Errorf("event: %q carries type %q", ev.event, j.Get("type").Str)
+		j := gjson.Parse(ev.Data)
+		if j.Get("type").Str != ev.Name {
+			t.Errorf("event: %q carries type %q", ev.Name, j.Get("type").Str)
 		}
 		if j.Get("sequence_number").Raw != itoa(i) {
 			t.Errorf("event %d has sequence_number %s", i, j.Get("sequence_number").Raw)
 		}
-		types = append(types, ev.event)
+		types = append(types, ev.Name)
 	}
-	return types, gjson.Parse(events[len(events)-1].data)
+	return types, gjson.Parse(events[len(events)-1].Data)
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
@@ -275,7 +262,7 @@ func TestChatToResponsesStream(t *testing.T) {
 		t.Errorf("final: %s", r.Raw)
 	}
 	ann := r.Get("output.0.content.0.annotations.0")
-	jsonEqual(t, []byte(ann.Raw), `{"type":"url_citation","url":"https://k.test","title":"Köln","start_index":10,"end_index":32}`)
+	testgw.JSONEqual(t, []byte(ann.Raw), `{"type":"url_citation","url":"https://k.test","title":"Köln","start_index":10,"end_index":32}`)
 	// The indices are the upstream's (code points here): the span is the link.
 	runes := []rune(text)
 	if got := string(runes[ann.Get("start_index").Int():ann.Get("end_index").Int()]); got != "[Köln](https://k.test)" {
@@ -319,8 +306,8 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 		strings.Contains(rec.Body.String(), "late") {
 		t.Errorf("error chunk: %v %s", types, rec.Body.String())
 	}
-	events := mockParseSSE(t, rec.Body.String())
-	if e := gjson.Parse(events[len(events)-3].data); e.Get("code").Raw != `"502"` || e.Get("message").Str != "upstream fell over" {
+	events := testgw.ParseSSE(t, rec.Body.String())
+	if e := gjson.Parse(events[len(events)-3].Data); e.Get("code").Raw != `"502"` || e.Get("message").Str != "upstream fell over" {
 		t.Errorf("error event: %s", e.Raw)
 	}
 
@@ -357,24 +344,24 @@ func TestChatToResponsesStreamEnds(t *testing.T) {
 // answers agree on text, annotations (the citing model) and usage, plain
 // and streamed.
 func TestChatTranslationMatchesNative(t *testing.T) {
-	srv := mockServer(t)
-	body := strings.Replace(mockResponsesBody, `"model":"m1"`, `"model":"m1-cite"`, 1)
+	srv := testgw.MockUpstream(t, new(mockprovider.Handler))
+	body := strings.Replace(testgw.ResponsesBody, `"model":"m1"`, `"model":"m1-cite"`, 1)
 	for _, stream := range []bool{false, true} {
 		req := strings.Replace(body, "%s", map[bool]string{false: "", true: `,"stream":true`}[stream], 1)
-		native := mockPost(t, srv, "/v1/responses", req)
+		native := testgw.Post(t, srv, "/v1/responses", req)
 		chatBody, err := ResponsesToChat([]byte(req))
 		if err != nil {
 			t.Fatal(err)
 		}
-		chat := mockPost(t, srv, "/v1/chat/completions", string(chatBody))
-		if native.status != 200 || chat.status != 200 {
-			t.Fatalf("%d %s / %d %s", native.status, native.body, chat.status, chat.body)
+		chat := testgw.Post(t, srv, "/v1/chat/completions", string(chatBody))
+		if native.Status != 200 || chat.Status != 200 || native.Err != nil || chat.Err != nil {
+			t.Fatalf("%d %v %s / %d %v %s", native.Status, native.Err, native.Body, chat.Status, chat.Err, chat.Body)
 		}
-		rec, _ := translateAnswer(t, chat.header.Get("Content-Type"), chat.status, chat.body)
-		got, want := gjson.Parse(rec.Body.String()), gjson.Parse(native.body)
+		rec, _ := translateAnswer(t, chat.Header.Get("Content-Type"), chat.Status, chat.Body)
+		got, want := gjson.Parse(rec.Body.String()), gjson.Parse(native.Body)
 		if stream {
 			var nt, tt []string
-			nt, want = checkTranslatedStream(t, native.body)
+			nt, want = checkTranslatedStream(t, native.Body)
 			tt, got = checkTranslatedStream(t, rec.Body.String())
 			if !reflect.DeepEqual(nt, tt) {
 				t.Errorf("event types differ:\nnative     %v\ntranslated %v", nt, tt)
@@ -403,7 +390,7 @@ func jsonSame(a, b string) bool {
 func FuzzResponsesToChat(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"Hi","stream":true,"max_output_tokens":5}`,
-		mockResponsesBody,
+		testgw.ResponsesBody,
 		`{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"text":"x"}]}]}`,
 		`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"},{"type":"input_file","file_id":"f"}]}],"tools":[{"type":"function","name":"f"},{"type":"x"}],"tool_choice":{"type":"function","name":"f"},"text":{"format":{"type":"json_schema","name":"n"}}}`,
 		`[]`, `{"input":7}`, `{"input":[null,{"role":1}]}`,
