@@ -22,10 +22,14 @@ type answerIdentity struct {
 
 // set quotes the three values into one allocation.
 func (a *answerIdentity) set(genID string, route *Route) {
-	id, model, provider := jsonstr.Quote(genID), jsonstr.Quote(route.Model.ID), jsonstr.Quote(route.Provider.Name)
-	b := make([]byte, 0, len(id)+len(model)+len(provider))
-	b = append(append(append(b, id...), model...), provider...)
-	a.id, a.model, a.provider = b[:len(id):len(id)], b[len(id):len(id)+len(model):len(id)+len(model)], b[len(id)+len(model):]
+	// Sized for the quotes; a value that needs escaping grows it once.
+	b := make([]byte, 0, len(genID)+len(route.Model.ID)+len(route.Provider.Name)+6)
+	b = jsonstr.Append(b, genID)
+	id := len(b)
+	b = jsonstr.Append(b, route.Model.ID)
+	model := len(b)
+	b = jsonstr.Append(b, route.Provider.Name)
+	a.id, a.model, a.provider = b[:id:id], b[id:model:model], b[model:]
 }
 
 // rewrite returns the object doc with its top-level id, model and provider

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -245,7 +246,8 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		finishPath = "status"
 	}
 	top := readAnswerMembers(body, mw.kind == "responses")
-	mw.upstreamID = top.id.Str
+	// The generation record keeps these: copies, not views of the body.
+	mw.upstreamID = strings.Clone(top.id.Str)
 	u := top.usage
 	if !u.Exists() {
 		u = gjson.GetBytes(body, "usage") // as the lookup always did, for a body the single pass could not walk
@@ -254,7 +256,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		mw.usageJSON = u
 		mw.usageRaw = u.Raw
 		mw.usage = usageOf(u, mw.kind == "responses")
-		mw.finish = top.finish.Str
+		mw.finish = strings.Clone(top.finish.Str)
 		return true
 	}
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
@@ -279,30 +281,79 @@ type answerMembers struct{ id, usage, finish gjson.Result }
 
 // readAnswerMembers finds them in one pass over the answer's top level:
 // a lookup per path would walk the whole answer (its text) for each.
-// Indexes are offsets in body.
+// Indexes are offsets in body, and the results' strings alias it.
 func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 	finishKey, finishRest := "choices", "0.finish_reason"
 	if responses {
 		finishKey, finishRest = "status", ""
 	}
 	var seen [3]bool // a repeated member: the first, as a lookup finds
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+	member := func(k string, v gjson.Result) {
 		switch {
-		case k.Str == "id" && !seen[0]:
+		case k == "id" && !seen[0]:
 			m.id, seen[0] = v, true
-		case k.Str == "usage" && !seen[1]:
+		case k == "usage" && !seen[1]:
 			m.usage, seen[1] = v, true
-		case k.Str == finishKey && !seen[2]:
+		case k == finishKey && !seen[2]:
 			if finishRest != "" {
 				if v = v.Get(finishRest); !v.Exists() {
-					return true // a lookup goes on to a later member of that name
+					return // a lookup goes on to a later member of that name
 				}
 			}
 			m.finish, seen[2] = v, true
 		}
+	}
+	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		k := doc[keyStart:keyEnd]
+		if escaped {
+			k = gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
+		}
+		switch {
+		case k == finishKey && finishRest != "" && !seen[2] && body[start] == '[':
+			// choices: its first element's finish_reason, found without
+			// gjson reading the message text byte by byte.
+			if v, found := firstChoiceFinish(body, start, end); found {
+				m.finish, seen[2] = v, true
+			}
+		case k == "id" || k == "usage" || k == finishKey:
+			v := gjson.Parse(doc[start:end])
+			v.Index = start
+			member(k, v)
+		}
+		return !seen[0] || !seen[1] || !seen[2]
+	})
+	if ok {
+		return m
+	}
+	// Not an object eachTopMember can walk: gjson's own iteration, as
+	// lenient as the lookups it stands for.
+	m, seen = answerMembers{}, [3]bool{}
+	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
+		member(k.Str, v)
 		return true
 	})
 	return m
+}
+
+// firstChoiceFinish is the finish_reason member of the first element of
+// the array body[start:end], as gjson's lookup of 0.finish_reason finds it.
+func firstChoiceFinish(body []byte, start, end int) (v gjson.Result, found bool) {
+	arr := body[:end]
+	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	walkObject(arr, skipJSONSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+		k := doc[keyStart:keyEnd]
+		if escaped {
+			k = gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
+		}
+		if k != "finish_reason" {
+			return true
+		}
+		v = gjson.Parse(doc[vs:ve])
+		v.Index, found = vs, true
+		return false
+	})
+	return v, found
 }
 
 func firstNonSpace(b []byte) int {

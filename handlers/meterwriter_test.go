@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -472,6 +473,13 @@ func TestReadAnswerMembersMatchesLookups(t *testing.T) {
 		`{"object":"response","status":"completed","usage":{"input_tokens":3},"id":"resp_1"}`,
 		`{"choices":[{"delta":{}}]}`,
 		`[{"id":"in an array"}]`,
+		`{"choices":[{"message":{"content":"a \\\"quoted\\\" ] } [ { text\\\\"},"finish_reason":"length"}],"id":"x\\\\","usage":{"n":[1,{"m":"}"}]}}`,
+		`{"choices":[{"fin\u0069sh_reason":"escaped"}],"usage":{}}`,
+		`{"choices":[null,{"finish_reason":"second"}],"choices":[{"finish_reason":"later"}]}`,
+		`{"choices":[],"usage":{"x":1}`,
+		`{"id":"a" "usage":{}}`,
+		`{"id":"unterminated}`,
+		` {"usage" : { } , "id" : 1e3 } `,
 		`{}`,
 		`"text"`,
 	}
@@ -522,4 +530,32 @@ func TestWithCostReplacesTheProvidersOwnMembers(t *testing.T) {
 			t.Errorf("withCost(%s) = %s, want %s", c.in, got, c.want)
 		}
 	}
+}
+
+// On any valid JSON, the one-pass reader finds what gjson's lookups find.
+func FuzzReadAnswerMembersMatchesLookups(f *testing.F) {
+	f.Add(`{"id":"a","choices":[{"message":{"content":"x \"]}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`)
+	f.Add(`{"status":"completed","usage":{"input_tokens":3},"id":"resp_1"}`)
+	f.Add(`{"choices":[{"fin\u0069sh_reason":"e"}],"\u0075sage":{}}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		for _, responses := range []bool{false, true} {
+			finishPath := "choices.0.finish_reason"
+			if responses {
+				finishPath = "status"
+			}
+			got := readAnswerMembers([]byte(doc), responses)
+			for _, c := range []struct {
+				path string
+				got  gjson.Result
+			}{{"id", got.id}, {"usage", got.usage}, {finishPath, got.finish}} {
+				want := gjson.Get(doc, c.path)
+				if c.got.Raw != want.Raw || c.got.Str != want.Str || (want.Exists() && c.got.Index != want.Index) {
+					t.Fatalf("%s in %s: got %q at %d, lookup %q at %d", c.path, doc, c.got.Raw, c.got.Index, want.Raw, want.Index)
+				}
+			}
+		}
+	})
 }
