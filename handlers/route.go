@@ -165,16 +165,19 @@ func (rt *Route) apply(r *http.Request, i int) error {
 // provider's dialect: Anthropic's x-api-key and anthropic-version, else
 // a bearer token. Headers of another dialect are removed, so that a
 // fallback never carries the previous provider's key.
+//
+// The names are canonical already: the map is used directly, without
+// Header's canonicalization of each name on every request.
 func setProviderKey(h http.Header, a Attempt) {
-	h.Del("X-Api-Key")
-	h.Del("Anthropic-Version")
+	delete(h, "X-Api-Key")
+	delete(h, "Anthropic-Version")
 	if a.Provider.Anthropic() {
-		h.Del("Authorization")
-		h.Set("X-Api-Key", a.Key)
-		h.Set("Anthropic-Version", messages.Version)
+		delete(h, "Authorization")
+		h["X-Api-Key"] = []string{a.Key}
+		h["Anthropic-Version"] = []string{messages.Version}
 		return
 	}
-	h.Set("Authorization", "Bearer "+a.Key)
+	h["Authorization"] = []string{"Bearer " + a.Key}
 }
 
 // anthropicMaxTokens is the max_tokens an Anthropic-style provider gets
@@ -265,7 +268,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 	if model == "" {
 		return body, nil
 	}
-	old := gjson.GetBytes(body, "model")
+	old := peekJSON(body, "model") // only its place and text are read: no copy
 	if old.Type == gjson.String && old.Str == model {
 		return body, nil
 	}

@@ -124,7 +124,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// adding the provider's key (the operator's, or the account's own BYOK
 	// secret, which must never reach a log, even with log_credentials).
 	r.Header = r.Header.Clone()
-	r.Header.Del("Accept-Encoding")
+	delete(r.Header, "Accept-Encoding") // canonical: no per-request canonicalization
 	if route.Kind == "messages" {
 		dropAnthropicHeaders(r.Header)
 	}
