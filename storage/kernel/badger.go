@@ -27,6 +27,11 @@ type Backend interface {
 	Close() error
 }
 
+// valueThreshold is the size from which Badger keeps a value in its value
+// log rather than in the LSM tree: index records (a provider's answer id)
+// stay in the tree, records and generations go to the log.
+const valueThreshold = 256
+
 // badgerBackend is the embedded single-node Backend.
 type badgerBackend struct {
 	db     *badger.DB
@@ -55,6 +60,18 @@ func openBadger(opts Options, log *zap.Logger) (*badgerBackend, error) {
 		WithCompression(options.None)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
+	} else {
+		// Values from valueThreshold bytes up go to the value log, written
+		// once, with only a pointer in the LSM tree. A generation record
+		// (about 500 bytes, one per request, kept forever) otherwise
+		// passes through the memtable, its L0 table and every compaction
+		// below: at the gateway's write rate that was most of Badger's
+		// CPU (BenchmarkBadgerCommit: about twice the CPU per record at
+		// saturation). The account and key records rewritten by each
+		// commit leave garbage there instead, which value-log GC
+		// (gc_interval) reclaims from any file that is half garbage.
+		// (In memory, Badger refuses values above the threshold.)
+		bopts = bopts.WithValueThreshold(valueThreshold)
 	}
 	db, err := badger.Open(bopts)
 	if err != nil {
