@@ -1,0 +1,74 @@
+package storage
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+)
+
+// sharedBenchStore is one replica on a fresh redis-server (fsync once a
+// second, so that the disk does not hide the replica's own cost) with one
+// funded account and key.
+func sharedBenchStore(b *testing.B) (*Store, Account, APIKey) {
+	b.Helper()
+	srv := redistest.Start(b, "--appendfsync", "everysec")
+	s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "b:"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	a, err := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.RecordPurchase(a.ID, 1_000_000*money.AmountScale, ""); err != nil {
+		b.Fatal(err)
+	}
+	limit := money.Amount(1_000_000 * money.AmountScale)
+	k, _, err := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, a, k
+}
+
+// reserveSettle is one inference request's ledger calls: an in-flight
+// hold, then a charge with a settlement window and a generation record.
+func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
+	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := time.Now()
+	gen := &Generation{ID: NewGenerationID(t), AccountID: a.ID, KeyHash: k.Hash, Model: "m", Provider: "p",
+		PromptTokens: 100, CompletionTokens: 50, Cost: 900, Status: "completed", CreatedAt: t}
+	if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Second, Generation: gen}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSharedReserveSettle is one request after another on one
+// account of the shared ledger: two scripts, two round trips each.
+func BenchmarkSharedReserveSettle(b *testing.B) {
+	s, a, k := sharedBenchStore(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		reserveSettle(b, s, a, k)
+	}
+}
+
+// BenchmarkSharedReserveSettleParallel is many requests of one account at
+// once, as under load: they queue on the account's lock.
+func BenchmarkSharedReserveSettleParallel(b *testing.B) {
+	s, a, k := sharedBenchStore(b)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			reserveSettle(b, s, a, k)
+		}
+	})
+}
