@@ -163,9 +163,10 @@ type sharedLedger struct {
 	// Authentication never takes either.
 	mu        sync.RWMutex
 	accountMu sync.Map // account id -> *sync.Mutex
-	// raw is the last known string of every money field, by account id
-	// then field ("" or missing: absent), under mu and the kernel's lock.
-	raw map[string]map[string]string
+	// raw is the last known string of every money field, with its
+	// decoded value, by account id then field (missing: absent), under mu
+	// and the kernel's lock.
+	raw map[string]moneyFields
 	// seq counts the changes to raw: a refresh read without mu is applied
 	// only if nothing changed raw meanwhile.
 	seq atomic.Uint64
@@ -188,7 +189,7 @@ func newSharedLedger(s *Store, rb *kernel.RedisBackend, log *zap.Logger) *shared
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{s: s, rb: rb, log: log, lease: lease, raw: map[string]map[string]string{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	return &sharedLedger{s: s, rb: rb, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
 }
 
 func (l *sharedLedger) moneyKey(accountID string) string { return l.rb.Prefix() + "~m/" + accountID }
@@ -212,7 +213,7 @@ func (l *sharedLedger) loadAll() error {
 	if err := l.rb.Observe(iter.Err()); err != nil {
 		return err
 	}
-	raw := map[string]map[string]string{}
+	raw := map[string]moneyFields{}
 	for chunk := range slices.Chunk(keys, 200) {
 		cctx, cancel := ctxTimeout()
 		cmds, err := l.rb.Client().Pipelined(cctx, func(p redis.Pipeliner) error {
@@ -226,7 +227,7 @@ func (l *sharedLedger) loadAll() error {
 			return err
 		}
 		for i, c := range cmds {
-			raw[chunk[i][len(prefix):]] = c.(*redis.MapStringStringCmd).Val()
+			raw[chunk[i][len(prefix):]] = newMoneyFields(c.(*redis.MapStringStringCmd).Val())
 		}
 	}
 	l.seq.Add(1)
@@ -238,10 +239,10 @@ func (l *sharedLedger) loadAll() error {
 
 // rawFields is the account's map in raw, made when missing. Callers hold
 // the kernel's lock.
-func (l *sharedLedger) rawFields(accountID string) map[string]string {
+func (l *sharedLedger) rawFields(accountID string) moneyFields {
 	raw := l.raw[accountID]
 	if raw == nil {
-		raw = map[string]string{}
+		raw = moneyFields{}
 		l.raw[accountID] = raw
 	}
 	return raw
@@ -259,70 +260,156 @@ func (l *sharedLedger) overlayAll() {
 // memory and to the held figures that views read. Callers hold the
 // kernel's lock.
 func (l *sharedLedger) overlay(accountID string) {
-	raw := l.raw[accountID]
+	fs := l.raw[accountID]
+	for name := range fs {
+		l.overlayField(accountID, fs, name)
+	}
+}
+
+// overlayField applies one of an account's money fields (fs: its fields in
+// raw) to memory; after a script, only the fields it changed need it.
+// Callers hold the kernel's lock.
+func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name string) {
 	s := l.s
-	if acct, ok := s.accounts[accountID]; ok {
-		if v := raw["a"]; v != "" {
-			am := l.decodeAcct(v, acct)
+	if name == "a" {
+		if acct, ok := s.accounts[accountID]; ok && fs[name].raw != "" {
+			am, _ := fs.decoded(name).(*acctMoney)
+			if am == nil { // not valid: the record's figures, as acctOf reads it
+				am = &acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
+			}
 			a := *acct
 			a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = am.Usage, am.BYOKUsage, am.FreeDay, am.FreeMinute
 			s.accounts[accountID] = &a
 			s.ledger.add(s.ledger.accountHeld, accountID, am.Held-s.ledger.accountHeld[accountID])
 		}
+		return
 	}
-	for f, v := range raw {
-		kind, id, ok := strings.Cut(f, ":")
-		if !ok || v == "" {
-			continue
+	kind, id, _ := strings.Cut(name, ":")
+	if kind != "k" && kind != "w" && kind != "m" {
+		return
+	}
+	sm, ok := fs.decoded(name).(*scopeMoney)
+	if !ok {
+		return
+	}
+	switch kind {
+	case "k":
+		if key, ok := s.keys[id]; ok {
+			k := *key
+			k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
+			s.keys[id] = &k
 		}
-		var sm scopeMoney
-		if json.Unmarshal([]byte(v), &sm) != nil {
-			continue
+		s.ledger.add(s.ledger.keyHeld, id, sm.Held-s.ledger.keyHeld[id])
+	case "w":
+		if w, ok := s.workspaces[accountID][id]; ok {
+			c := *w
+			c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
+			s.workspaces[accountID][id] = &c
 		}
-		switch kind {
-		case "k":
-			if key, ok := s.keys[id]; ok {
-				k := *key
-				k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
-				s.keys[id] = &k
-			}
-			s.ledger.add(s.ledger.keyHeld, id, sm.Held-s.ledger.keyHeld[id])
-		case "w":
-			if w, ok := s.workspaces[accountID][id]; ok {
-				c := *w
-				c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
-				s.workspaces[accountID][id] = &c
-			}
-			k := accountID + "/" + id
-			s.ledger.add(s.ledger.workspaceHeld, k, sm.Held-s.ledger.workspaceHeld[k])
-		case "m":
-			if m, ok := s.members[accountID][id]; ok {
-				c := *m
-				c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
-				s.members[accountID][id] = &c
-			}
-			k := accountID + "/" + id
-			s.ledger.add(s.ledger.memberHeld, k, sm.Held-s.ledger.memberHeld[k])
+		k := accountID + "/" + id
+		s.ledger.add(s.ledger.workspaceHeld, k, sm.Held-s.ledger.workspaceHeld[k])
+	case "m":
+		if m, ok := s.members[accountID][id]; ok {
+			c := *m
+			c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
+			s.members[accountID][id] = &c
 		}
+		k := accountID + "/" + id
+		s.ledger.add(s.ledger.memberHeld, k, sm.Held-s.ledger.memberHeld[k])
 	}
 }
 
-// decodeAcct reads an "a" field; absent, the figures of the record
-// (migrated from Badger, or never charged).
-func (l *sharedLedger) decodeAcct(v string, acct *Account) acctMoney {
-	var am acctMoney
-	if v == "" || json.Unmarshal([]byte(v), &am) != nil {
-		am = acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
-	}
-	return am
+// moneyField is one money field's string as last known and its decoded
+// value (*acctMoney, *scopeMoney or *holdRecord; nil until decoded, or
+// when the string is not valid). Decoding was the ledger's main cost per
+// script, so a string is decoded once, under the kernel's lock, or never
+// when this replica wrote it: the value it was encoded from is kept. The
+// value is shared and never changed in place: readers copy it.
+type moneyField struct {
+	raw string
+	val any
 }
 
-func decodeScope(v string, usage, byok money.UsageCounters) scopeMoney {
-	var sm scopeMoney
-	if v == "" || json.Unmarshal([]byte(v), &sm) != nil {
-		sm = scopeMoney{Usage: usage, BYOKUsage: byok}
+// moneyFields are one account's fields, by name.
+type moneyFields map[string]moneyField
+
+func newMoneyFields(m map[string]string) moneyFields {
+	fs := make(moneyFields, len(m))
+	for name, v := range m {
+		fs[name] = moneyField{raw: v}
 	}
-	return sm
+	return fs
+}
+
+// decoded is the field's value, decoded and kept now if it was not.
+// Callers hold the kernel's lock (exclusive).
+func (fs moneyFields) decoded(name string) any {
+	f := fs[name]
+	if f.val == nil && f.raw != "" {
+		if v, err := decodeField(name, f.raw); err == nil {
+			f.val = v
+			fs[name] = f
+		}
+	}
+	return f.val
+}
+
+// value is the field's value, decoded now (and not kept: callers may hold
+// only the kernel's read lock) if it was not; nil when absent.
+func (f moneyField) value(name string) (any, error) {
+	if f.val != nil || f.raw == "" {
+		return f.val, nil
+	}
+	return decodeField(name, f.raw)
+}
+
+// decodeField decodes a field's string by the kind its name says.
+func decodeField(name, raw string) (any, error) {
+	var v any
+	switch {
+	case name == "a":
+		v = new(acctMoney)
+	case strings.HasPrefix(name, "h:"):
+		v = new(holdRecord)
+	case strings.HasPrefix(name, "k:"), strings.HasPrefix(name, "w:"), strings.HasPrefix(name, "m:"):
+		v = new(scopeMoney)
+	default:
+		return nil, fmt.Errorf("unknown money field %q", name)
+	}
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// acctOf is an "a" field's figures, a copy; absent or not valid, the
+// record's (migrated from Badger, or never charged).
+func acctOf(f moneyField, acct *Account) acctMoney {
+	if v, _ := f.value("a"); v != nil {
+		am := *v.(*acctMoney)
+		am.Settling = slices.Clone(am.Settling)
+		return am
+	}
+	return acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
+}
+
+// scopeOf is a key's, workspace's or member's field, a copy; absent or
+// not valid, the record's counters.
+func scopeOf(name string, f moneyField, usage, byok money.UsageCounters) scopeMoney {
+	if v, _ := f.value(name); v != nil {
+		return *v.(*scopeMoney)
+	}
+	return scopeMoney{Usage: usage, BYOKUsage: byok}
+}
+
+// holdOf is an "h:" field's record, a copy; nil when absent.
+func holdOf(name string, f moneyField) (*holdRecord, error) {
+	v, err := f.value(name)
+	if v == nil || err != nil {
+		return nil, err
+	}
+	h := *v.(*holdRecord)
+	return &h, nil
 }
 
 // levels is one request's money fields, decoded, with what was read.
@@ -350,13 +437,14 @@ func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField 
 		return nil, ErrNotFound
 	}
 	raw := l.raw[accountID]
-	lv := &levels{accountID: accountID, read: map[string]string{"a": raw["a"]}, acct: acct}
-	lv.am = l.decodeAcct(raw["a"], acct)
+	lv := &levels{accountID: accountID, read: map[string]string{"a": raw["a"].raw}, acct: acct}
+	lv.am = acctOf(raw["a"], acct)
 	if keyHash != "" {
 		if k, ok := s.keys[keyHash]; ok {
 			lv.key = k
-			lv.read["k:"+keyHash] = raw["k:"+keyHash]
-			lv.ks = decodeScope(raw["k:"+keyHash], k.Usage, k.BYOKUsage)
+			f := "k:" + keyHash
+			lv.read[f] = raw[f].raw
+			lv.ks = scopeOf(f, raw[f], k.Usage, k.BYOKUsage)
 			if wsID == "" && memberID == "" && holdField == "" {
 				wsID = k.WorkspaceID
 				if k.CreatorUserID != nil {
@@ -367,24 +455,24 @@ func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField 
 	}
 	if ws, ok := s.workspaces[accountID][wsID]; ok {
 		lv.ws = ws
-		lv.read["w:"+wsID] = raw["w:"+wsID]
-		lv.wm = decodeScope(raw["w:"+wsID], ws.Usage, ws.BYOKUsage)
+		f := "w:" + wsID
+		lv.read[f] = raw[f].raw
+		lv.wm = scopeOf(f, raw[f], ws.Usage, ws.BYOKUsage)
 	}
 	if m, ok := s.members[accountID][memberID]; ok {
 		lv.member = m
-		lv.read["m:"+memberID] = raw["m:"+memberID]
-		lv.mm = decodeScope(raw["m:"+memberID], m.Usage, m.BYOKUsage)
+		f := "m:" + memberID
+		lv.read[f] = raw[f].raw
+		lv.mm = scopeOf(f, raw[f], m.Usage, m.BYOKUsage)
 	}
 	if holdField != "" {
 		lv.holdField = holdField
-		lv.read[holdField] = raw[holdField]
-		if v := raw[holdField]; v != "" {
-			var h holdRecord
-			if err := json.Unmarshal([]byte(v), &h); err != nil {
-				return nil, err
-			}
-			lv.hold = &h
+		lv.read[holdField] = raw[holdField].raw
+		h, err := holdOf(holdField, raw[holdField])
+		if err != nil {
+			return nil, err
 		}
+		lv.hold = h
 	}
 	return lv, nil
 }
@@ -408,41 +496,50 @@ func (am *acctMoney) inFlight(t time.Time) *inFlightState {
 	return st
 }
 
-// writes encodes the changed levels: the triples for casScript.
-func (lv *levels) writes() ([]string, error) {
+// writes encodes the changed levels: the triples for casScript, and the
+// value each new string encodes (kept as the field's decoded value).
+func (lv *levels) writes() ([]string, []any, error) {
 	news := map[string]string{}
+	vals := map[string]any{}
 	put := func(f string, v any) error {
 		b, err := json.Marshal(v)
-		news[f] = string(b)
+		news[f], vals[f] = string(b), v
 		return err
 	}
-	if err := put("a", lv.am); err != nil {
-		return nil, err
+	am := lv.am
+	if err := put("a", &am); err != nil {
+		return nil, nil, err
 	}
 	for f := range lv.read {
 		var err error
 		switch {
 		case strings.HasPrefix(f, "k:"):
-			err = put(f, lv.ks)
+			ks := lv.ks
+			err = put(f, &ks)
 		case strings.HasPrefix(f, "w:"):
-			err = put(f, lv.wm)
+			wm := lv.wm
+			err = put(f, &wm)
 		case strings.HasPrefix(f, "m:"):
-			err = put(f, lv.mm)
+			mm := lv.mm
+			err = put(f, &mm)
 		case f == lv.holdField && lv.hold != nil:
-			err = put(f, lv.hold)
+			h := *lv.hold
+			err = put(f, &h)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if lv.holdField != "" && lv.hold == nil {
 		news[lv.holdField] = ""
 	}
 	args := make([]string, 0, 3*len(news))
+	values := make([]any, 0, len(news))
 	for _, f := range slices.Sorted(mapsKeys(news)) {
 		args = append(args, f, lv.read[f], news[f])
+		values = append(values, vals[f])
 	}
-	return args, nil
+	return args, values, nil
 }
 
 func mapsKeys(m map[string]string) func(func(string) bool) {
@@ -465,6 +562,9 @@ type script struct {
 	genKey, genValue string
 	upKey, upValue   string
 	triples          []string
+	// values are the values the triples' new strings encode, one per
+	// triple (nil, or none: decoded when read).
+	values []any
 	// ceilingKey, when set, takes a token from the key's shared abuse
 	// ceiling (keyCeiling) in the same step.
 	ceilingKey string
@@ -512,28 +612,44 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		wait, _ := out[1].(int64)
 		return status, &CeilingError{Burst: sc.ceiling.Burst, Reset: now().Add(time.Duration(wait) * time.Millisecond)}
 	}
+	if status != 0 && status != 1 {
+		return status, nil // nothing changed
+	}
 	l.seq.Add(1)
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
+	fs := l.rawFields(sc.accountID)
 	if status == 0 {
-		raw := l.rawFields(sc.accountID)
 		for i := 1; i+1 < len(out); i += 2 {
 			f, _ := out[i].(string)
 			v, _ := out[i+1].(string)
-			raw[f] = v
+			fs.set(f, v, nil)
+			l.overlayField(sc.accountID, fs, f)
 		}
-	} else if status == 1 {
-		raw := l.rawFields(sc.accountID)
-		for i := 0; i+2 < len(sc.triples); i += 3 {
-			if sc.triples[i+2] == "" {
-				delete(raw, sc.triples[i])
-			} else {
-				raw[sc.triples[i]] = sc.triples[i+2]
-			}
-		}
+		return status, nil
 	}
-	l.overlay(sc.accountID)
+	for i := 0; i+2 < len(sc.triples); i += 3 {
+		var val any
+		if i/3 < len(sc.values) {
+			val = sc.values[i/3]
+		}
+		fs.set(sc.triples[i], sc.triples[i+2], val)
+		l.overlayField(sc.accountID, fs, sc.triples[i])
+	}
 	return status, nil
+}
+
+// set records a field's new string ("": absent) and, when known, the
+// value it encodes; an unchanged string keeps its decoded value.
+func (fs moneyFields) set(name, raw string, val any) {
+	switch {
+	case raw == "":
+		delete(fs, name)
+	case val != nil:
+		fs[name] = moneyField{raw: raw, val: val}
+	case fs[name].raw != raw:
+		fs[name] = moneyField{raw: raw}
+	}
 }
 
 // maxAttempts bounds the retries of one ledger call: each retry follows
@@ -568,13 +684,13 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 		rec := lv.place(res, t)
 		lv.holdField, lv.hold = "h:"+resID, rec
 		lv.read[lv.holdField] = ""
-		triples, err := lv.writes()
+		triples, values, err := lv.writes()
 		if err != nil {
 			return nil, err
 		}
 		member := accountID + "\n" + resID
 		sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
-			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples}
+			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
 		if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
 			sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
 		}
@@ -749,13 +865,13 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 				upKey, upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
 			}
 		}
-		triples, err := lv.writes()
+		triples, values, err := lv.writes()
 		if err != nil {
 			return err
 		}
 		member := l.member(res)
 		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
-			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples})
+			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples, values: values})
 		if err != nil {
 			return err
 		}
@@ -859,12 +975,12 @@ func (l *sharedLedger) release(res *Reservation) error {
 		}
 		lv.unhold(lv.hold)
 		lv.hold = nil
-		triples, err := lv.writes()
+		triples, values, err := lv.writes()
 		if err != nil {
 			return err
 		}
 		member := l.member(res)
-		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples})
+		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples, values: values})
 		if err != nil {
 			return err
 		}
@@ -983,13 +1099,13 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 	}
 	for range maxAttempts {
 		l.s.k.RLock()
-		raw := l.raw[accountID]["h:"+resID]
-		var rec holdRecord
-		if raw != "" {
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				l.s.k.RUnlock()
-				return err
-			}
+		rec, err := holdOf("h:"+resID, l.raw[accountID]["h:"+resID])
+		if err != nil {
+			l.s.k.RUnlock()
+			return err
+		}
+		if rec == nil {
+			rec = &holdRecord{}
 		}
 		lv, err := l.readLevels(accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
 		l.s.k.RUnlock()
@@ -1003,11 +1119,11 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 			lv.unhold(lv.hold)
 			lv.hold = nil
 		}
-		triples, err := lv.writes()
+		triples, values, err := lv.writes()
 		if err != nil {
 			return err
 		}
-		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples})
+		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples, values: values})
 		if err != nil || status != 0 {
 			if status == 1 {
 				l.log.Warn("released the holds of a request whose replica stopped renewing them", zap.String("account", accountID))
@@ -1029,7 +1145,7 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 	}
 	l.seq.Add(1)
 	l.s.k.Lock()
-	l.raw[accountID] = m
+	l.raw[accountID] = newMoneyFields(m)
 	l.overlay(accountID)
 	l.s.k.Unlock()
 	return nil
@@ -1059,13 +1175,10 @@ func (l *sharedLedger) refreshFields(fields map[string][]string) error {
 	for accountID, fs := range fields {
 		raw := l.rawFields(accountID)
 		for i, f := range fs {
-			if v, ok := vals[accountID][i].(string); ok {
-				raw[f] = v
-			} else {
-				delete(raw, f)
-			}
+			v, _ := vals[accountID][i].(string)
+			raw.set(f, v, nil)
+			l.overlayField(accountID, raw, f)
 		}
-		l.overlay(accountID)
 	}
 	return nil
 }
