@@ -414,19 +414,26 @@ func holdOf(name string, f moneyField) (*holdRecord, error) {
 
 // levels is one request's money fields, decoded, with what was read.
 type levels struct {
-	accountID string
-	read      map[string]string // field -> string read ("" absent)
-	acct      *Account
-	am        acctMoney
-	key       *APIKey
-	ks        scopeMoney
-	ws        *Workspace
-	wm        scopeMoney
-	member    *Member
-	mm        scopeMoney
-	hold      *holdRecord // the reservation's, when asked and present
-	holdField string
+	accountID   string
+	acct        *Account
+	acctField   fieldRead
+	am          acctMoney
+	key         *APIKey
+	keyField    fieldRead
+	ks          scopeMoney
+	ws          *Workspace
+	wsField     fieldRead
+	wm          scopeMoney
+	member      *Member
+	memberField fieldRead
+	mm          scopeMoney
+	hold        *holdRecord // the reservation's, when asked and present
+	holdField   fieldRead   // the reservation's; no name: not asked
 }
+
+// fieldRead is a field a request reads and writes back, with the string
+// it read ("": absent).
+type fieldRead struct{ name, read string }
 
 // readLevels decodes the fields of an account, key, workspace and member
 // from the replica's copy. Callers hold the account's locks and the kernel's lock.
@@ -437,13 +444,12 @@ func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField 
 		return nil, ErrNotFound
 	}
 	raw := l.raw[accountID]
-	lv := &levels{accountID: accountID, read: map[string]string{"a": raw["a"].raw}, acct: acct}
+	lv := &levels{accountID: accountID, acct: acct, acctField: fieldRead{"a", raw["a"].raw}}
 	lv.am = acctOf(raw["a"], acct)
 	if keyHash != "" {
 		if k, ok := s.keys[keyHash]; ok {
-			lv.key = k
 			f := "k:" + keyHash
-			lv.read[f] = raw[f].raw
+			lv.key, lv.keyField = k, fieldRead{f, raw[f].raw}
 			lv.ks = scopeOf(f, raw[f], k.Usage, k.BYOKUsage)
 			if wsID == "" && memberID == "" && holdField == "" {
 				wsID = k.WorkspaceID
@@ -454,20 +460,17 @@ func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField 
 		}
 	}
 	if ws, ok := s.workspaces[accountID][wsID]; ok {
-		lv.ws = ws
 		f := "w:" + wsID
-		lv.read[f] = raw[f].raw
+		lv.ws, lv.wsField = ws, fieldRead{f, raw[f].raw}
 		lv.wm = scopeOf(f, raw[f], ws.Usage, ws.BYOKUsage)
 	}
 	if m, ok := s.members[accountID][memberID]; ok {
-		lv.member = m
 		f := "m:" + memberID
-		lv.read[f] = raw[f].raw
+		lv.member, lv.memberField = m, fieldRead{f, raw[f].raw}
 		lv.mm = scopeOf(f, raw[f], m.Usage, m.BYOKUsage)
 	}
 	if holdField != "" {
-		lv.holdField = holdField
-		lv.read[holdField] = raw[holdField].raw
+		lv.holdField = fieldRead{holdField, raw[holdField].raw}
 		h, err := holdOf(holdField, raw[holdField])
 		if err != nil {
 			return nil, err
@@ -496,60 +499,54 @@ func (am *acctMoney) inFlight(t time.Time) *inFlightState {
 	return st
 }
 
-// writes encodes the changed levels: the triples for casScript, and the
-// value each new string encodes (kept as the field's decoded value).
-func (lv *levels) writes() ([]string, []any, error) {
-	news := map[string]string{}
-	vals := map[string]any{}
-	put := func(f string, v any) error {
-		b, err := json.Marshal(v)
-		news[f], vals[f] = string(b), v
-		return err
+// writes encodes the levels: the triples for casScript, in the order of
+// the fields' names, and the value each new string encodes (kept as the
+// field's decoded value). The new strings share one allocation.
+func (lv *levels) writes() (triples []string, values []any) {
+	type encoded struct {
+		field fieldRead
+		end   int // of its string in buf
+		val   any // nil: deleted
 	}
-	am := lv.am
-	if err := put("a", &am); err != nil {
-		return nil, nil, err
-	}
-	for f := range lv.read {
-		var err error
-		switch {
-		case strings.HasPrefix(f, "k:"):
-			ks := lv.ks
-			err = put(f, &ks)
-		case strings.HasPrefix(f, "w:"):
-			wm := lv.wm
-			err = put(f, &wm)
-		case strings.HasPrefix(f, "m:"):
-			mm := lv.mm
-			err = put(f, &mm)
-		case f == lv.holdField && lv.hold != nil:
-			h := *lv.hold
-			err = put(f, &h)
+	var encs [5]encoded
+	n := 0
+	buf := make([]byte, 0, 1024)
+	am := new(acctMoney)
+	*am = lv.am
+	buf = appendAcct(buf, am)
+	encs[n], n = encoded{lv.acctField, len(buf), am}, n+1
+	if lv.holdField.name != "" {
+		var val any
+		if lv.hold != nil {
+			h := new(holdRecord)
+			*h = *lv.hold
+			buf, val = appendHold(buf, h), h
 		}
-		if err != nil {
-			return nil, nil, err
-		}
+		encs[n], n = encoded{lv.holdField, len(buf), val}, n+1
 	}
-	if lv.holdField != "" && lv.hold == nil {
-		news[lv.holdField] = ""
+	scope := func(f fieldRead, v scopeMoney) {
+		sm := &v
+		buf = appendScope(buf, sm)
+		encs[n], n = encoded{f, len(buf), sm}, n+1
 	}
-	args := make([]string, 0, 3*len(news))
-	values := make([]any, 0, len(news))
-	for _, f := range slices.Sorted(mapsKeys(news)) {
-		args = append(args, f, lv.read[f], news[f])
-		values = append(values, vals[f])
+	if lv.key != nil {
+		scope(lv.keyField, lv.ks)
 	}
-	return args, values, nil
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
+	if lv.member != nil {
+		scope(lv.memberField, lv.mm)
 	}
+	if lv.ws != nil {
+		scope(lv.wsField, lv.wm)
+	}
+	news := string(buf)
+	triples, values = make([]string, 0, 3*n), make([]any, 0, n)
+	start := 0
+	for _, e := range encs[:n] {
+		triples = append(triples, e.field.name, e.field.read, news[start:e.end])
+		values = append(values, e.val)
+		start = e.end
+	}
+	return triples, values
 }
 
 // script is one casScript call.
@@ -682,12 +679,8 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 		}
 		res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
 		rec := lv.place(res, t)
-		lv.holdField, lv.hold = "h:"+resID, rec
-		lv.read[lv.holdField] = ""
-		triples, values, err := lv.writes()
-		if err != nil {
-			return nil, err
-		}
+		lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
+		triples, values := lv.writes()
 		member := accountID + "\n" + resID
 		sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
 			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
@@ -865,10 +858,7 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 				upKey, upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
 			}
 		}
-		triples, values, err := lv.writes()
-		if err != nil {
-			return err
-		}
+		triples, values := lv.writes()
 		member := l.member(res)
 		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
 			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples, values: values})
@@ -975,10 +965,7 @@ func (l *sharedLedger) release(res *Reservation) error {
 		}
 		lv.unhold(lv.hold)
 		lv.hold = nil
-		triples, values, err := lv.writes()
-		if err != nil {
-			return err
-		}
+		triples, values := lv.writes()
 		member := l.member(res)
 		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples, values: values})
 		if err != nil {
@@ -1119,10 +1106,7 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 			lv.unhold(lv.hold)
 			lv.hold = nil
 		}
-		triples, values, err := lv.writes()
-		if err != nil {
-			return err
-		}
+		triples, values := lv.writes()
 		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples, values: values})
 		if err != nil || status != 0 {
 			if status == 1 {
