@@ -1,6 +1,9 @@
 package storage
 
 import (
+	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +61,7 @@ func BenchmarkSharedReserveSettle(b *testing.B) {
 	for b.Loop() {
 		reserveSettle(b, s, a, k)
 	}
+	reportScriptCPU(b, s)
 }
 
 // BenchmarkSharedReserveSettleParallel is many requests of one account at
@@ -71,4 +75,27 @@ func BenchmarkSharedReserveSettleParallel(b *testing.B) {
 			reserveSettle(b, s, a, k)
 		}
 	})
+	reportScriptCPU(b, s)
+}
+
+// reportScriptCPU reports the server's CPU per ledger script, from its
+// command statistics: less noisy than ns/op on a shared machine.
+func reportScriptCPU(b *testing.B, s *Store) {
+	b.Helper()
+	info, err := s.shared.rb.Client().Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for kv := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				b.ReportMetric(f, "redis-µs/script")
+			}
+		}
+	}
 }
