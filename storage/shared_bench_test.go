@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"cmp"
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,11 +15,11 @@ import (
 )
 
 // sharedBenchStore is one replica on a fresh redis-server (fsync once a
-// second, so that the disk does not hide the replica's own cost) with one
-// funded account and key.
+// second by default, so that the disk does not hide the replica's own
+// cost: see benchFsync) with one funded account and key.
 func sharedBenchStore(b *testing.B) (*Store, Account, APIKey) {
 	b.Helper()
-	srv := redistest.Start(b, "--appendfsync", "everysec")
+	srv := redistest.Start(b, "--appendfsync", benchFsync)
 	s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "b:"}})
 	if err != nil {
 		b.Fatal(err)
@@ -99,3 +101,7 @@ func reportScriptCPU(b *testing.B, s *Store) {
 		}
 	}
 }
+
+// benchFsync is the benchmarks' appendfsync: everysec, or always with
+// TOLLGATE_BENCH_FSYNC=always (the setting production runs with).
+var benchFsync = cmp.Or(os.Getenv("TOLLGATE_BENCH_FSYNC"), "everysec")

@@ -81,7 +81,7 @@ func TestSharedLevelsDoNotChangeTheKeptValues(t *testing.T) {
 	}
 	l := s.shared.ledger
 	s.k.RLock()
-	lv, err := l.readLevels(acct.ID, k.Hash, "", "", "")
+	lv, err := l.readLevels(fieldView{raw: l.raw[acct.ID]}, acct.ID, k.Hash, "", "", "")
 	s.k.RUnlock()
 	if err != nil {
 		t.Fatal(err)

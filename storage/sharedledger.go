@@ -46,7 +46,8 @@ import (
 // script, and Settle also writes the generation record, once (a repeated
 // Settle finds it and changes nothing). A lease that expires (its replica
 // died) is released by any replica's reaper with the same script, which
-// re-checks the expiry.
+// re-checks the expiry. A replica sends one account's concurrent scripts
+// in one round trip (sharedqueue.go).
 
 // casScript compares and sets an account's money fields. KEYS: the money
 // hash, the lease set, the change feed, the generation key, the upstream
@@ -156,13 +157,14 @@ type sharedLedger struct {
 	log   *zap.Logger
 	lease time.Duration
 
-	// mu and accountMu serialize this replica's ledger scripts of one
-	// account (RLock, then the account's mutex), so that its own requests
-	// do not invalidate each other's reads while other accounts' run
-	// beside them; whole-ledger reads (loadAll, refreshFields) take Lock.
-	// Authentication never takes either.
-	mu        sync.RWMutex
-	accountMu sync.Map // account id -> *sync.Mutex
+	// mu and queues order this replica's ledger scripts of one account
+	// (RLock, then the account's queue: acctQueue), so that its own
+	// requests do not invalidate each other's reads while other accounts'
+	// run beside them; whole-ledger reads (loadAll, refreshFields) take
+	// Lock, which also waits for the batches in flight. Authentication
+	// never takes either.
+	mu     sync.RWMutex
+	queues sync.Map // account id -> *acctQueue
 	// raw is the last known string of every money field, with its
 	// decoded value, by account id then field (missing: absent), under mu
 	// and the kernel's lock.
@@ -436,21 +438,23 @@ type levels struct {
 type fieldRead struct{ name, read string }
 
 // readLevels decodes the fields of an account, key, workspace and member
-// from the replica's copy. Callers hold the account's locks and the kernel's lock.
-func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
+// from the replica's copy (fv). Callers hold the account's locks and the
+// kernel's lock.
+func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
 	s := l.s
 	acct, ok := s.accounts[accountID]
 	if !ok {
 		return nil, ErrNotFound
 	}
-	raw := l.raw[accountID]
-	lv := &levels{accountID: accountID, acct: acct, acctField: fieldRead{"a", raw["a"].raw}}
-	lv.am = acctOf(raw["a"], acct)
+	a := fv.get("a")
+	lv := &levels{accountID: accountID, acct: acct, acctField: fieldRead{"a", a.raw}}
+	lv.am = acctOf(a, acct)
 	if keyHash != "" {
 		if k, ok := s.keys[keyHash]; ok {
 			f := "k:" + keyHash
-			lv.key, lv.keyField = k, fieldRead{f, raw[f].raw}
-			lv.ks = scopeOf(f, raw[f], k.Usage, k.BYOKUsage)
+			v := fv.get(f)
+			lv.key, lv.keyField = k, fieldRead{f, v.raw}
+			lv.ks = scopeOf(f, v, k.Usage, k.BYOKUsage)
 			if wsID == "" && memberID == "" && holdField == "" {
 				wsID = k.WorkspaceID
 				if k.CreatorUserID != nil {
@@ -461,17 +465,20 @@ func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField 
 	}
 	if ws, ok := s.workspaces[accountID][wsID]; ok {
 		f := "w:" + wsID
-		lv.ws, lv.wsField = ws, fieldRead{f, raw[f].raw}
-		lv.wm = scopeOf(f, raw[f], ws.Usage, ws.BYOKUsage)
+		v := fv.get(f)
+		lv.ws, lv.wsField = ws, fieldRead{f, v.raw}
+		lv.wm = scopeOf(f, v, ws.Usage, ws.BYOKUsage)
 	}
 	if m, ok := s.members[accountID][memberID]; ok {
 		f := "m:" + memberID
-		lv.member, lv.memberField = m, fieldRead{f, raw[f].raw}
-		lv.mm = scopeOf(f, raw[f], m.Usage, m.BYOKUsage)
+		v := fv.get(f)
+		lv.member, lv.memberField = m, fieldRead{f, v.raw}
+		lv.mm = scopeOf(f, v, m.Usage, m.BYOKUsage)
 	}
 	if holdField != "" {
-		lv.holdField = fieldRead{holdField, raw[holdField].raw}
-		h, err := holdOf(holdField, raw[holdField])
+		v := fv.get(holdField)
+		lv.holdField = fieldRead{holdField, v.raw}
+		h, err := holdOf(holdField, v)
 		if err != nil {
 			return nil, err
 		}
@@ -571,8 +578,18 @@ type script struct {
 // run calls the script: done, or the current fields on a mismatch
 // (adopted into the replica's copy), or already (the generation exists),
 // or alive (a reaped lease was renewed); memory then shows the fields the
-// script found or wrote. Callers hold the account's locks (lockAccount).
+// script found or wrote. Callers hold the account's locks (lockAccount,
+// or flushMu as flush does).
 func (l *sharedLedger) run(sc script) (status int64, err error) {
+	keys, args := l.scriptArgs(sc)
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	return l.apply(sc, out, err)
+}
+
+// scriptArgs are the keys and arguments of a casScript call.
+func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
 		genKey = l.rb.Prefix() + "~none"
@@ -580,7 +597,7 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 	if upKey == "" {
 		upKey = genKey
 	}
-	args := make([]any, 0, 9+len(sc.triples))
+	args = make([]any, 0, 12+len(sc.triples))
 	args = append(args, l.rb.Replica(), sc.accountID, sc.leaseOp, sc.leaseMember, sc.leaseScore,
 		sc.genValue, sc.upValue, 100000, len(sc.triples)/3)
 	for _, t := range sc.triples {
@@ -594,10 +611,11 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		args = append(args, "", 0)
 		ceilingKey = genKey
 	}
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	keys := []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}
-	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	return []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}, args
+}
+
+// apply reads a casScript answer (see run).
+func (l *sharedLedger) apply(sc script, out []any, err error) (status int64, _ error) {
 	if err := l.rb.Observe(err); err != nil {
 		return 0, err
 	}
@@ -659,35 +677,15 @@ var errContended = errors.New("ledger: the account's counters kept changing")
 
 // reserve is ReserveHolds on the shared ledger.
 func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	defer l.lockAccount(accountID)()
+	q := l.queueOf(accountID)
 	resID := newReservationID()
+	member := accountID + "\n" + resID
 	for range maxAttempts {
-		t := now()
-		l.s.k.RLock()
-		lv, err := l.readLevels(accountID, keyHash, "", "", "")
-		l.s.k.RUnlock()
+		res, p, lead, err := l.queueReserve(q, accountID, keyHash, resID, member, decide)
 		if err != nil {
 			return nil, err
 		}
-		v, st := lv.view(t)
-		h, err := decide(v)
-		if err != nil {
-			return nil, err
-		}
-		if !holdsFit(v, st, h) {
-			return nil, money.ErrAmountRange
-		}
-		res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
-		rec := lv.place(res, t)
-		lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
-		triples, values := lv.writes()
-		member := accountID + "\n" + resID
-		sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
-			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
-		if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
-			sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
-		}
-		status, err := l.run(sc)
+		status, err := l.await(q, p, lead)
 		if err != nil {
 			return nil, err
 		}
@@ -702,17 +700,36 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 	return nil, errContended
 }
 
-// lockAccount takes the locks of one account's scripts and returns their
-// release.
-func (l *sharedLedger) lockAccount(accountID string) (unlock func()) {
-	l.mu.RLock()
-	m, _ := l.accountMu.LoadOrStore(accountID, new(sync.Mutex))
-	am := m.(*sync.Mutex)
-	am.Lock()
-	return func() {
-		am.Unlock()
-		l.mu.RUnlock()
+// queueReserve decides a reservation on the account's fields as its queued
+// scripts leave them, and queues the script that applies its holds.
+func (l *sharedLedger) queueReserve(q *acctQueue, accountID, keyHash, resID, member string, decide func(LedgerView) (Holds, error)) (*Reservation, *queued, bool, error) {
+	defer l.lockQueue(q)()
+	t := now()
+	l.s.k.RLock()
+	lv, err := l.readLevels(l.view(q, accountID), accountID, keyHash, "", "", "")
+	l.s.k.RUnlock()
+	if err != nil {
+		return nil, nil, false, err
 	}
+	v, st := lv.view(t)
+	h, err := decide(v)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !holdsFit(v, st, h) {
+		return nil, nil, false, money.ErrAmountRange
+	}
+	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
+	rec := lv.place(res, t)
+	lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
+	triples, values := lv.writes()
+	sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
+		leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
+	if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
+		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
+	}
+	p, lead := q.enqueue(sc)
+	return res, p, lead, nil
 }
 
 // view is the LedgerView of these levels at t, and the in-flight state.
@@ -799,8 +816,9 @@ func (lv *levels) unhold(rec *holdRecord) {
 	}
 }
 
-// readHeld reads the levels a reservation holds, with its hold record.
-func (l *sharedLedger) readHeld(res *Reservation) (*levels, error) {
+// readHeld reads the levels a reservation holds, with its hold record, as
+// the account's queued scripts leave them. Callers hold the queue's lock.
+func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*levels, error) {
 	wsID, memberID := "", ""
 	if _, id, ok := strings.Cut(res.workspace, "/"); ok {
 		wsID = id
@@ -816,7 +834,7 @@ func (l *sharedLedger) readHeld(res *Reservation) (*levels, error) {
 	}
 	l.s.k.RLock()
 	defer l.s.k.RUnlock()
-	return l.readLevels(res.AccountID, res.KeyHash, wsID, memberID, "h:"+resID)
+	return l.readLevels(l.view(q, res.AccountID), res.AccountID, res.KeyHash, wsID, memberID, "h:"+resID)
 }
 
 // member is a reservation's lease member.
@@ -828,53 +846,63 @@ func (l *sharedLedger) member(res *Reservation) string {
 
 // settle is Settle on the shared ledger.
 func (l *sharedLedger) settle(res *Reservation, c Charge) error {
-	defer l.lockAccount(res.AccountID)()
-	if res.done {
-		return ErrSettled
-	}
-	var genID, genKey, genValue, upKey, upValue string
+	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
-		t := now()
-		lv, err := l.readHeld(res)
+		p, lead, ch, err := l.queueSettle(q, res, c)
 		if err != nil {
 			return err
 		}
-		if lv.hold != nil {
-			lv.unhold(lv.hold)
-			lv.hold = nil
-		}
-		acct := *lv.acct
-		acct.Usage, acct.BYOKUsage = lv.am.Usage, lv.am.BYOKUsage
-		ch := c.within(&acct)
-		lv.charge(res, ch, t)
-		if g := ch.Generation; g != nil {
-			b, err := json.Marshal(*g)
-			if err != nil {
-				return err
-			}
-			genID, genKey, genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
-			if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
-				id, _ := json.Marshal(g.ID)
-				upKey, upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
-			}
-		}
-		triples, values := lv.writes()
-		member := l.member(res)
-		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
-			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples, values: values})
+		status, err := l.await(q, p, lead)
 		if err != nil {
 			return err
 		}
 		if status == 1 || status == 2 {
 			res.done = true
-			l.forget(res, member)
-			if status == 1 && c.Generation != nil {
+			l.forget(res, p.sc.leaseMember)
+			if status == 1 && ch.Generation != nil {
 				l.s.genSubs.publish(*ch.Generation)
 			}
 			return nil
 		}
 	}
 	return errContended
+}
+
+// queueSettle computes a settlement on the account's fields as its queued
+// scripts leave them, and queues its script.
+func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*queued, bool, Charge, error) {
+	defer l.lockQueue(q)()
+	if res.done {
+		return nil, false, c, ErrSettled
+	}
+	t := now()
+	lv, err := l.readHeld(q, res)
+	if err != nil {
+		return nil, false, c, err
+	}
+	if lv.hold != nil {
+		lv.unhold(lv.hold)
+		lv.hold = nil
+	}
+	acct := *lv.acct
+	acct.Usage, acct.BYOKUsage = lv.am.Usage, lv.am.BYOKUsage
+	ch := c.within(&acct)
+	lv.charge(res, ch, t)
+	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
+	if g := ch.Generation; g != nil {
+		b, err := json.Marshal(*g)
+		if err != nil {
+			return nil, false, c, err
+		}
+		sc.genID, sc.genKey, sc.genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
+		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
+			id, _ := json.Marshal(g.ID)
+			sc.upKey, sc.upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
+		}
+	}
+	sc.triples, sc.values = lv.writes()
+	p, lead := q.enqueue(sc)
+	return p, lead, ch, nil
 }
 
 // charge adds a settled charge to the levels' counters, as
@@ -949,35 +977,48 @@ func compareInt(a, b int64) int {
 
 // release is Release on the shared ledger.
 func (l *sharedLedger) release(res *Reservation) error {
-	defer l.lockAccount(res.AccountID)()
-	if res.done {
-		return ErrSettled
-	}
+	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
-		lv, err := l.readHeld(res)
-		if err != nil {
+		p, lead, err := l.queueRelease(q, res)
+		if err != nil || p == nil {
 			return err
 		}
-		if lv.hold == nil { // reaped meanwhile
-			res.done = true
-			l.forget(res, l.member(res))
-			return nil
-		}
-		lv.unhold(lv.hold)
-		lv.hold = nil
-		triples, values := lv.writes()
-		member := l.member(res)
-		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples, values: values})
+		status, err := l.await(q, p, lead)
 		if err != nil {
 			return err
 		}
 		if status == 1 {
 			res.done = true
-			l.forget(res, member)
+			l.forget(res, p.sc.leaseMember)
 			return nil
 		}
 	}
 	return errContended
+}
+
+// queueRelease queues the script that takes a reservation's holds off the
+// account's fields as its queued scripts leave them; none when they were
+// released meanwhile.
+func (l *sharedLedger) queueRelease(q *acctQueue, res *Reservation) (*queued, bool, error) {
+	defer l.lockQueue(q)()
+	if res.done {
+		return nil, false, ErrSettled
+	}
+	lv, err := l.readHeld(q, res)
+	if err != nil {
+		return nil, false, err
+	}
+	if lv.hold == nil { // reaped meanwhile
+		res.done = true
+		l.forget(res, l.member(res))
+		return nil, false, nil
+	}
+	lv.unhold(lv.hold)
+	lv.hold = nil
+	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
+	sc.triples, sc.values = lv.writes()
+	p, lead := q.enqueue(sc)
+	return p, lead, nil
 }
 
 func (l *sharedLedger) forget(res *Reservation, member string) {
@@ -1094,7 +1135,7 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 		if rec == nil {
 			rec = &holdRecord{}
 		}
-		lv, err := l.readLevels(accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
+		lv, err := l.readLevels(fieldView{raw: l.raw[accountID]}, accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
 		l.s.k.RUnlock()
 		if errors.Is(err, ErrNotFound) {
 			return nil
