@@ -46,7 +46,8 @@ import (
 // script, and Settle also writes the generation record, once (a repeated
 // Settle finds it and changes nothing). A lease that expires (its replica
 // died) is released by any replica's reaper with the same script, which
-// re-checks the expiry.
+// re-checks the expiry. A replica sends one account's concurrent scripts
+// in one round trip (sharedqueue.go).
 
 // casScript compares and sets an account's money fields. KEYS: the money
 // hash, the lease set, the change feed, the generation key, the upstream
@@ -156,16 +157,18 @@ type sharedLedger struct {
 	log   *zap.Logger
 	lease time.Duration
 
-	// mu and accountMu serialize this replica's ledger scripts of one
-	// account (RLock, then the account's mutex), so that its own requests
-	// do not invalidate each other's reads while other accounts' run
-	// beside them; whole-ledger reads (loadAll, refreshFields) take Lock.
-	// Authentication never takes either.
-	mu        sync.RWMutex
-	accountMu sync.Map // account id -> *sync.Mutex
-	// raw is the last known string of every money field, by account id
-	// then field ("" or missing: absent), under mu and the kernel's lock.
-	raw map[string]map[string]string
+	// mu and queues order this replica's ledger scripts of one account
+	// (RLock, then the account's queue: acctQueue), so that its own
+	// requests do not invalidate each other's reads while other accounts'
+	// run beside them; whole-ledger reads (loadAll, refreshFields) take
+	// Lock, which also waits for the batches in flight. Authentication
+	// never takes either.
+	mu     sync.RWMutex
+	queues sync.Map // account id -> *acctQueue
+	// raw is the last known string of every money field, with its
+	// decoded value, by account id then field (missing: absent), under mu
+	// and the kernel's lock.
+	raw map[string]moneyFields
 	// seq counts the changes to raw: a refresh read without mu is applied
 	// only if nothing changed raw meanwhile.
 	seq atomic.Uint64
@@ -188,7 +191,7 @@ func newSharedLedger(s *Store, rb *kernel.RedisBackend, log *zap.Logger) *shared
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{s: s, rb: rb, log: log, lease: lease, raw: map[string]map[string]string{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	return &sharedLedger{s: s, rb: rb, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
 }
 
 func (l *sharedLedger) moneyKey(accountID string) string { return l.rb.Prefix() + "~m/" + accountID }
@@ -212,7 +215,7 @@ func (l *sharedLedger) loadAll() error {
 	if err := l.rb.Observe(iter.Err()); err != nil {
 		return err
 	}
-	raw := map[string]map[string]string{}
+	raw := map[string]moneyFields{}
 	for chunk := range slices.Chunk(keys, 200) {
 		cctx, cancel := ctxTimeout()
 		cmds, err := l.rb.Client().Pipelined(cctx, func(p redis.Pipeliner) error {
@@ -226,7 +229,7 @@ func (l *sharedLedger) loadAll() error {
 			return err
 		}
 		for i, c := range cmds {
-			raw[chunk[i][len(prefix):]] = c.(*redis.MapStringStringCmd).Val()
+			raw[chunk[i][len(prefix):]] = newMoneyFields(c.(*redis.MapStringStringCmd).Val())
 		}
 	}
 	l.seq.Add(1)
@@ -238,10 +241,10 @@ func (l *sharedLedger) loadAll() error {
 
 // rawFields is the account's map in raw, made when missing. Callers hold
 // the kernel's lock.
-func (l *sharedLedger) rawFields(accountID string) map[string]string {
+func (l *sharedLedger) rawFields(accountID string) moneyFields {
 	raw := l.raw[accountID]
 	if raw == nil {
-		raw = map[string]string{}
+		raw = moneyFields{}
 		l.raw[accountID] = raw
 	}
 	return raw
@@ -259,104 +262,199 @@ func (l *sharedLedger) overlayAll() {
 // memory and to the held figures that views read. Callers hold the
 // kernel's lock.
 func (l *sharedLedger) overlay(accountID string) {
-	raw := l.raw[accountID]
+	fs := l.raw[accountID]
+	for name := range fs {
+		l.overlayField(accountID, fs, name)
+	}
+}
+
+// overlayField applies one of an account's money fields (fs: its fields in
+// raw) to memory; after a script, only the fields it changed need it.
+// Callers hold the kernel's lock.
+func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name string) {
 	s := l.s
-	if acct, ok := s.accounts[accountID]; ok {
-		if v := raw["a"]; v != "" {
-			am := l.decodeAcct(v, acct)
+	if name == "a" {
+		if acct, ok := s.accounts[accountID]; ok && fs[name].raw != "" {
+			am, _ := fs.decoded(name).(*acctMoney)
+			if am == nil { // not valid: the record's figures, as acctOf reads it
+				am = &acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
+			}
 			a := *acct
 			a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = am.Usage, am.BYOKUsage, am.FreeDay, am.FreeMinute
 			s.accounts[accountID] = &a
 			s.ledger.add(s.ledger.accountHeld, accountID, am.Held-s.ledger.accountHeld[accountID])
 		}
+		return
 	}
-	for f, v := range raw {
-		kind, id, ok := strings.Cut(f, ":")
-		if !ok || v == "" {
-			continue
+	kind, id, _ := strings.Cut(name, ":")
+	if kind != "k" && kind != "w" && kind != "m" {
+		return
+	}
+	sm, ok := fs.decoded(name).(*scopeMoney)
+	if !ok {
+		return
+	}
+	switch kind {
+	case "k":
+		if key, ok := s.keys[id]; ok {
+			k := *key
+			k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
+			s.keys[id] = &k
 		}
-		var sm scopeMoney
-		if json.Unmarshal([]byte(v), &sm) != nil {
-			continue
+		s.ledger.add(s.ledger.keyHeld, id, sm.Held-s.ledger.keyHeld[id])
+	case "w":
+		if w, ok := s.workspaces[accountID][id]; ok {
+			c := *w
+			c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
+			s.workspaces[accountID][id] = &c
 		}
-		switch kind {
-		case "k":
-			if key, ok := s.keys[id]; ok {
-				k := *key
-				k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
-				s.keys[id] = &k
-			}
-			s.ledger.add(s.ledger.keyHeld, id, sm.Held-s.ledger.keyHeld[id])
-		case "w":
-			if w, ok := s.workspaces[accountID][id]; ok {
-				c := *w
-				c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
-				s.workspaces[accountID][id] = &c
-			}
-			k := accountID + "/" + id
-			s.ledger.add(s.ledger.workspaceHeld, k, sm.Held-s.ledger.workspaceHeld[k])
-		case "m":
-			if m, ok := s.members[accountID][id]; ok {
-				c := *m
-				c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
-				s.members[accountID][id] = &c
-			}
-			k := accountID + "/" + id
-			s.ledger.add(s.ledger.memberHeld, k, sm.Held-s.ledger.memberHeld[k])
+		k := accountID + "/" + id
+		s.ledger.add(s.ledger.workspaceHeld, k, sm.Held-s.ledger.workspaceHeld[k])
+	case "m":
+		if m, ok := s.members[accountID][id]; ok {
+			c := *m
+			c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
+			s.members[accountID][id] = &c
 		}
+		k := accountID + "/" + id
+		s.ledger.add(s.ledger.memberHeld, k, sm.Held-s.ledger.memberHeld[k])
 	}
 }
 
-// decodeAcct reads an "a" field; absent, the figures of the record
-// (migrated from Badger, or never charged).
-func (l *sharedLedger) decodeAcct(v string, acct *Account) acctMoney {
-	var am acctMoney
-	if v == "" || json.Unmarshal([]byte(v), &am) != nil {
-		am = acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
-	}
-	return am
+// moneyField is one money field's string as last known and its decoded
+// value (*acctMoney, *scopeMoney or *holdRecord; nil until decoded, or
+// when the string is not valid). Decoding was the ledger's main cost per
+// script, so a string is decoded once, under the kernel's lock, or never
+// when this replica wrote it: the value it was encoded from is kept. The
+// value is shared and never changed in place: readers copy it.
+type moneyField struct {
+	raw string
+	val any
 }
 
-func decodeScope(v string, usage, byok money.UsageCounters) scopeMoney {
-	var sm scopeMoney
-	if v == "" || json.Unmarshal([]byte(v), &sm) != nil {
-		sm = scopeMoney{Usage: usage, BYOKUsage: byok}
+// moneyFields are one account's fields, by name.
+type moneyFields map[string]moneyField
+
+func newMoneyFields(m map[string]string) moneyFields {
+	fs := make(moneyFields, len(m))
+	for name, v := range m {
+		fs[name] = moneyField{raw: v}
 	}
-	return sm
+	return fs
+}
+
+// decoded is the field's value, decoded and kept now if it was not.
+// Callers hold the kernel's lock (exclusive).
+func (fs moneyFields) decoded(name string) any {
+	f := fs[name]
+	if f.val == nil && f.raw != "" {
+		if v, err := decodeField(name, f.raw); err == nil {
+			f.val = v
+			fs[name] = f
+		}
+	}
+	return f.val
+}
+
+// value is the field's value, decoded now (and not kept: callers may hold
+// only the kernel's read lock) if it was not; nil when absent.
+func (f moneyField) value(name string) (any, error) {
+	if f.val != nil || f.raw == "" {
+		return f.val, nil
+	}
+	return decodeField(name, f.raw)
+}
+
+// decodeField decodes a field's string by the kind its name says.
+func decodeField(name, raw string) (any, error) {
+	var v any
+	switch {
+	case name == "a":
+		v = new(acctMoney)
+	case strings.HasPrefix(name, "h:"):
+		v = new(holdRecord)
+	case strings.HasPrefix(name, "k:"), strings.HasPrefix(name, "w:"), strings.HasPrefix(name, "m:"):
+		v = new(scopeMoney)
+	default:
+		return nil, fmt.Errorf("unknown money field %q", name)
+	}
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// acctOf is an "a" field's figures, a copy; absent or not valid, the
+// record's (migrated from Badger, or never charged).
+func acctOf(f moneyField, acct *Account) acctMoney {
+	if v, _ := f.value("a"); v != nil {
+		am := *v.(*acctMoney)
+		am.Settling = slices.Clone(am.Settling)
+		return am
+	}
+	return acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
+}
+
+// scopeOf is a key's, workspace's or member's field, a copy; absent or
+// not valid, the record's counters.
+func scopeOf(name string, f moneyField, usage, byok money.UsageCounters) scopeMoney {
+	if v, _ := f.value(name); v != nil {
+		return *v.(*scopeMoney)
+	}
+	return scopeMoney{Usage: usage, BYOKUsage: byok}
+}
+
+// holdOf is an "h:" field's record, a copy; nil when absent.
+func holdOf(name string, f moneyField) (*holdRecord, error) {
+	v, err := f.value(name)
+	if v == nil || err != nil {
+		return nil, err
+	}
+	h := *v.(*holdRecord)
+	return &h, nil
 }
 
 // levels is one request's money fields, decoded, with what was read.
 type levels struct {
-	accountID string
-	read      map[string]string // field -> string read ("" absent)
-	acct      *Account
-	am        acctMoney
-	key       *APIKey
-	ks        scopeMoney
-	ws        *Workspace
-	wm        scopeMoney
-	member    *Member
-	mm        scopeMoney
-	hold      *holdRecord // the reservation's, when asked and present
-	holdField string
+	accountID   string
+	acct        *Account
+	acctField   fieldRead
+	am          acctMoney
+	key         *APIKey
+	keyField    fieldRead
+	ks          scopeMoney
+	ws          *Workspace
+	wsField     fieldRead
+	wm          scopeMoney
+	member      *Member
+	memberField fieldRead
+	mm          scopeMoney
+	hold        *holdRecord // the reservation's, when asked and present
+	holdField   fieldRead   // the reservation's; no name: not asked
 }
 
+// fieldRead is a field a request reads and writes back, with the string
+// it read ("": absent).
+type fieldRead struct{ name, read string }
+
 // readLevels decodes the fields of an account, key, workspace and member
-// from the replica's copy. Callers hold the account's locks and the kernel's lock.
-func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
+// from the replica's copy (fv). Callers hold the account's locks and the
+// kernel's lock.
+func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
 	s := l.s
 	acct, ok := s.accounts[accountID]
 	if !ok {
 		return nil, ErrNotFound
 	}
-	raw := l.raw[accountID]
-	lv := &levels{accountID: accountID, read: map[string]string{"a": raw["a"]}, acct: acct}
-	lv.am = l.decodeAcct(raw["a"], acct)
+	a := fv.get("a")
+	lv := &levels{accountID: accountID, acct: acct, acctField: fieldRead{"a", a.raw}}
+	lv.am = acctOf(a, acct)
 	if keyHash != "" {
 		if k, ok := s.keys[keyHash]; ok {
-			lv.key = k
-			lv.read["k:"+keyHash] = raw["k:"+keyHash]
-			lv.ks = decodeScope(raw["k:"+keyHash], k.Usage, k.BYOKUsage)
+			f := "k:" + keyHash
+			v := fv.get(f)
+			lv.key, lv.keyField = k, fieldRead{f, v.raw}
+			lv.ks = scopeOf(f, v, k.Usage, k.BYOKUsage)
 			if wsID == "" && memberID == "" && holdField == "" {
 				wsID = k.WorkspaceID
 				if k.CreatorUserID != nil {
@@ -366,25 +464,25 @@ func (l *sharedLedger) readLevels(accountID, keyHash, wsID, memberID, holdField 
 		}
 	}
 	if ws, ok := s.workspaces[accountID][wsID]; ok {
-		lv.ws = ws
-		lv.read["w:"+wsID] = raw["w:"+wsID]
-		lv.wm = decodeScope(raw["w:"+wsID], ws.Usage, ws.BYOKUsage)
+		f := "w:" + wsID
+		v := fv.get(f)
+		lv.ws, lv.wsField = ws, fieldRead{f, v.raw}
+		lv.wm = scopeOf(f, v, ws.Usage, ws.BYOKUsage)
 	}
 	if m, ok := s.members[accountID][memberID]; ok {
-		lv.member = m
-		lv.read["m:"+memberID] = raw["m:"+memberID]
-		lv.mm = decodeScope(raw["m:"+memberID], m.Usage, m.BYOKUsage)
+		f := "m:" + memberID
+		v := fv.get(f)
+		lv.member, lv.memberField = m, fieldRead{f, v.raw}
+		lv.mm = scopeOf(f, v, m.Usage, m.BYOKUsage)
 	}
 	if holdField != "" {
-		lv.holdField = holdField
-		lv.read[holdField] = raw[holdField]
-		if v := raw[holdField]; v != "" {
-			var h holdRecord
-			if err := json.Unmarshal([]byte(v), &h); err != nil {
-				return nil, err
-			}
-			lv.hold = &h
+		v := fv.get(holdField)
+		lv.holdField = fieldRead{holdField, v.raw}
+		h, err := holdOf(holdField, v)
+		if err != nil {
+			return nil, err
 		}
+		lv.hold = h
 	}
 	return lv, nil
 }
@@ -408,51 +506,54 @@ func (am *acctMoney) inFlight(t time.Time) *inFlightState {
 	return st
 }
 
-// writes encodes the changed levels: the triples for casScript.
-func (lv *levels) writes() ([]string, error) {
-	news := map[string]string{}
-	put := func(f string, v any) error {
-		b, err := json.Marshal(v)
-		news[f] = string(b)
-		return err
+// writes encodes the levels: the triples for casScript, in the order of
+// the fields' names, and the value each new string encodes (kept as the
+// field's decoded value). The new strings share one allocation.
+func (lv *levels) writes() (triples []string, values []any) {
+	type encoded struct {
+		field fieldRead
+		end   int // of its string in buf
+		val   any // nil: deleted
 	}
-	if err := put("a", lv.am); err != nil {
-		return nil, err
-	}
-	for f := range lv.read {
-		var err error
-		switch {
-		case strings.HasPrefix(f, "k:"):
-			err = put(f, lv.ks)
-		case strings.HasPrefix(f, "w:"):
-			err = put(f, lv.wm)
-		case strings.HasPrefix(f, "m:"):
-			err = put(f, lv.mm)
-		case f == lv.holdField && lv.hold != nil:
-			err = put(f, lv.hold)
+	var encs [5]encoded
+	n := 0
+	buf := make([]byte, 0, 1024)
+	am := new(acctMoney)
+	*am = lv.am
+	buf = appendAcct(buf, am)
+	encs[n], n = encoded{lv.acctField, len(buf), am}, n+1
+	if lv.holdField.name != "" {
+		var val any
+		if lv.hold != nil {
+			h := new(holdRecord)
+			*h = *lv.hold
+			buf, val = appendHold(buf, h), h
 		}
-		if err != nil {
-			return nil, err
-		}
+		encs[n], n = encoded{lv.holdField, len(buf), val}, n+1
 	}
-	if lv.holdField != "" && lv.hold == nil {
-		news[lv.holdField] = ""
+	scope := func(f fieldRead, v scopeMoney) {
+		sm := &v
+		buf = appendScope(buf, sm)
+		encs[n], n = encoded{f, len(buf), sm}, n+1
 	}
-	args := make([]string, 0, 3*len(news))
-	for _, f := range slices.Sorted(mapsKeys(news)) {
-		args = append(args, f, lv.read[f], news[f])
+	if lv.key != nil {
+		scope(lv.keyField, lv.ks)
 	}
-	return args, nil
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
+	if lv.member != nil {
+		scope(lv.memberField, lv.mm)
 	}
+	if lv.ws != nil {
+		scope(lv.wsField, lv.wm)
+	}
+	news := string(buf)
+	triples, values = make([]string, 0, 3*n), make([]any, 0, n)
+	start := 0
+	for _, e := range encs[:n] {
+		triples = append(triples, e.field.name, e.field.read, news[start:e.end])
+		values = append(values, e.val)
+		start = e.end
+	}
+	return triples, values
 }
 
 // script is one casScript call.
@@ -465,6 +566,9 @@ type script struct {
 	genKey, genValue string
 	upKey, upValue   string
 	triples          []string
+	// values are the values the triples' new strings encode, one per
+	// triple (nil, or none: decoded when read).
+	values []any
 	// ceilingKey, when set, takes a token from the key's shared abuse
 	// ceiling (keyCeiling) in the same step.
 	ceilingKey string
@@ -474,8 +578,18 @@ type script struct {
 // run calls the script: done, or the current fields on a mismatch
 // (adopted into the replica's copy), or already (the generation exists),
 // or alive (a reaped lease was renewed); memory then shows the fields the
-// script found or wrote. Callers hold the account's locks (lockAccount).
+// script found or wrote. Callers hold the account's locks (lockAccount,
+// or flushMu as flush does).
 func (l *sharedLedger) run(sc script) (status int64, err error) {
+	keys, args := l.scriptArgs(sc)
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	return l.apply(sc, out, err)
+}
+
+// scriptArgs are the keys and arguments of a casScript call.
+func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
 		genKey = l.rb.Prefix() + "~none"
@@ -483,7 +597,7 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 	if upKey == "" {
 		upKey = genKey
 	}
-	args := make([]any, 0, 9+len(sc.triples))
+	args = make([]any, 0, 12+len(sc.triples))
 	args = append(args, l.rb.Replica(), sc.accountID, sc.leaseOp, sc.leaseMember, sc.leaseScore,
 		sc.genValue, sc.upValue, 100000, len(sc.triples)/3)
 	for _, t := range sc.triples {
@@ -497,10 +611,11 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		args = append(args, "", 0)
 		ceilingKey = genKey
 	}
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	keys := []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}
-	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	return []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}, args
+}
+
+// apply reads a casScript answer (see run).
+func (l *sharedLedger) apply(sc script, out []any, err error) (status int64, _ error) {
 	if err := l.rb.Observe(err); err != nil {
 		return 0, err
 	}
@@ -512,28 +627,44 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 		wait, _ := out[1].(int64)
 		return status, &CeilingError{Burst: sc.ceiling.Burst, Reset: now().Add(time.Duration(wait) * time.Millisecond)}
 	}
+	if status != 0 && status != 1 {
+		return status, nil // nothing changed
+	}
 	l.seq.Add(1)
 	l.s.k.Lock()
 	defer l.s.k.Unlock()
+	fs := l.rawFields(sc.accountID)
 	if status == 0 {
-		raw := l.rawFields(sc.accountID)
 		for i := 1; i+1 < len(out); i += 2 {
 			f, _ := out[i].(string)
 			v, _ := out[i+1].(string)
-			raw[f] = v
+			fs.set(f, v, nil)
+			l.overlayField(sc.accountID, fs, f)
 		}
-	} else if status == 1 {
-		raw := l.rawFields(sc.accountID)
-		for i := 0; i+2 < len(sc.triples); i += 3 {
-			if sc.triples[i+2] == "" {
-				delete(raw, sc.triples[i])
-			} else {
-				raw[sc.triples[i]] = sc.triples[i+2]
-			}
-		}
+		return status, nil
 	}
-	l.overlay(sc.accountID)
+	for i := 0; i+2 < len(sc.triples); i += 3 {
+		var val any
+		if i/3 < len(sc.values) {
+			val = sc.values[i/3]
+		}
+		fs.set(sc.triples[i], sc.triples[i+2], val)
+		l.overlayField(sc.accountID, fs, sc.triples[i])
+	}
 	return status, nil
+}
+
+// set records a field's new string ("": absent) and, when known, the
+// value it encodes; an unchanged string keeps its decoded value.
+func (fs moneyFields) set(name, raw string, val any) {
+	switch {
+	case raw == "":
+		delete(fs, name)
+	case val != nil:
+		fs[name] = moneyField{raw: raw, val: val}
+	case fs[name].raw != raw:
+		fs[name] = moneyField{raw: raw}
+	}
 }
 
 // maxAttempts bounds the retries of one ledger call: each retry follows
@@ -546,39 +677,15 @@ var errContended = errors.New("ledger: the account's counters kept changing")
 
 // reserve is ReserveHolds on the shared ledger.
 func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	defer l.lockAccount(accountID)()
+	q := l.queueOf(accountID)
 	resID := newReservationID()
+	member := accountID + "\n" + resID
 	for range maxAttempts {
-		t := now()
-		l.s.k.RLock()
-		lv, err := l.readLevels(accountID, keyHash, "", "", "")
-		l.s.k.RUnlock()
+		res, p, lead, err := l.queueReserve(q, accountID, keyHash, resID, member, decide)
 		if err != nil {
 			return nil, err
 		}
-		v, st := lv.view(t)
-		h, err := decide(v)
-		if err != nil {
-			return nil, err
-		}
-		if !holdsFit(v, st, h) {
-			return nil, money.ErrAmountRange
-		}
-		res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
-		rec := lv.place(res, t)
-		lv.holdField, lv.hold = "h:"+resID, rec
-		lv.read[lv.holdField] = ""
-		triples, err := lv.writes()
-		if err != nil {
-			return nil, err
-		}
-		member := accountID + "\n" + resID
-		sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
-			leaseScore: t.Add(l.lease).UnixMilli(), triples: triples}
-		if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
-			sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
-		}
-		status, err := l.run(sc)
+		status, err := l.await(q, p, lead)
 		if err != nil {
 			return nil, err
 		}
@@ -593,17 +700,36 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 	return nil, errContended
 }
 
-// lockAccount takes the locks of one account's scripts and returns their
-// release.
-func (l *sharedLedger) lockAccount(accountID string) (unlock func()) {
-	l.mu.RLock()
-	m, _ := l.accountMu.LoadOrStore(accountID, new(sync.Mutex))
-	am := m.(*sync.Mutex)
-	am.Lock()
-	return func() {
-		am.Unlock()
-		l.mu.RUnlock()
+// queueReserve decides a reservation on the account's fields as its queued
+// scripts leave them, and queues the script that applies its holds.
+func (l *sharedLedger) queueReserve(q *acctQueue, accountID, keyHash, resID, member string, decide func(LedgerView) (Holds, error)) (*Reservation, *queued, bool, error) {
+	defer l.lockQueue(q)()
+	t := now()
+	l.s.k.RLock()
+	lv, err := l.readLevels(l.view(q, accountID), accountID, keyHash, "", "", "")
+	l.s.k.RUnlock()
+	if err != nil {
+		return nil, nil, false, err
 	}
+	v, st := lv.view(t)
+	h, err := decide(v)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !holdsFit(v, st, h) {
+		return nil, nil, false, money.ErrAmountRange
+	}
+	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
+	rec := lv.place(res, t)
+	lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
+	triples, values := lv.writes()
+	sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
+		leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
+	if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
+		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
+	}
+	p, lead := q.enqueue(sc)
+	return res, p, lead, nil
 }
 
 // view is the LedgerView of these levels at t, and the in-flight state.
@@ -690,8 +816,9 @@ func (lv *levels) unhold(rec *holdRecord) {
 	}
 }
 
-// readHeld reads the levels a reservation holds, with its hold record.
-func (l *sharedLedger) readHeld(res *Reservation) (*levels, error) {
+// readHeld reads the levels a reservation holds, with its hold record, as
+// the account's queued scripts leave them. Callers hold the queue's lock.
+func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*levels, error) {
 	wsID, memberID := "", ""
 	if _, id, ok := strings.Cut(res.workspace, "/"); ok {
 		wsID = id
@@ -707,7 +834,7 @@ func (l *sharedLedger) readHeld(res *Reservation) (*levels, error) {
 	}
 	l.s.k.RLock()
 	defer l.s.k.RUnlock()
-	return l.readLevels(res.AccountID, res.KeyHash, wsID, memberID, "h:"+resID)
+	return l.readLevels(l.view(q, res.AccountID), res.AccountID, res.KeyHash, wsID, memberID, "h:"+resID)
 }
 
 // member is a reservation's lease member.
@@ -719,56 +846,63 @@ func (l *sharedLedger) member(res *Reservation) string {
 
 // settle is Settle on the shared ledger.
 func (l *sharedLedger) settle(res *Reservation, c Charge) error {
-	defer l.lockAccount(res.AccountID)()
-	if res.done {
-		return ErrSettled
-	}
-	var genID, genKey, genValue, upKey, upValue string
+	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
-		t := now()
-		lv, err := l.readHeld(res)
+		p, lead, ch, err := l.queueSettle(q, res, c)
 		if err != nil {
 			return err
 		}
-		if lv.hold != nil {
-			lv.unhold(lv.hold)
-			lv.hold = nil
-		}
-		acct := *lv.acct
-		acct.Usage, acct.BYOKUsage = lv.am.Usage, lv.am.BYOKUsage
-		ch := c.within(&acct)
-		lv.charge(res, ch, t)
-		if g := ch.Generation; g != nil {
-			b, err := json.Marshal(*g)
-			if err != nil {
-				return err
-			}
-			genID, genKey, genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
-			if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
-				id, _ := json.Marshal(g.ID)
-				upKey, upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
-			}
-		}
-		triples, err := lv.writes()
-		if err != nil {
-			return err
-		}
-		member := l.member(res)
-		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member,
-			genID: genID, genKey: genKey, genValue: genValue, upKey: upKey, upValue: upValue, triples: triples})
+		status, err := l.await(q, p, lead)
 		if err != nil {
 			return err
 		}
 		if status == 1 || status == 2 {
 			res.done = true
-			l.forget(res, member)
-			if status == 1 && c.Generation != nil {
+			l.forget(res, p.sc.leaseMember)
+			if status == 1 && ch.Generation != nil {
 				l.s.genSubs.publish(*ch.Generation)
 			}
 			return nil
 		}
 	}
 	return errContended
+}
+
+// queueSettle computes a settlement on the account's fields as its queued
+// scripts leave them, and queues its script.
+func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*queued, bool, Charge, error) {
+	defer l.lockQueue(q)()
+	if res.done {
+		return nil, false, c, ErrSettled
+	}
+	t := now()
+	lv, err := l.readHeld(q, res)
+	if err != nil {
+		return nil, false, c, err
+	}
+	if lv.hold != nil {
+		lv.unhold(lv.hold)
+		lv.hold = nil
+	}
+	acct := *lv.acct
+	acct.Usage, acct.BYOKUsage = lv.am.Usage, lv.am.BYOKUsage
+	ch := c.within(&acct)
+	lv.charge(res, ch, t)
+	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
+	if g := ch.Generation; g != nil {
+		b, err := json.Marshal(*g)
+		if err != nil {
+			return nil, false, c, err
+		}
+		sc.genID, sc.genKey, sc.genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
+		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
+			id, _ := json.Marshal(g.ID)
+			sc.upKey, sc.upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
+		}
+	}
+	sc.triples, sc.values = lv.writes()
+	p, lead := q.enqueue(sc)
+	return p, lead, ch, nil
 }
 
 // charge adds a settled charge to the levels' counters, as
@@ -843,38 +977,48 @@ func compareInt(a, b int64) int {
 
 // release is Release on the shared ledger.
 func (l *sharedLedger) release(res *Reservation) error {
-	defer l.lockAccount(res.AccountID)()
-	if res.done {
-		return ErrSettled
-	}
+	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
-		lv, err := l.readHeld(res)
-		if err != nil {
+		p, lead, err := l.queueRelease(q, res)
+		if err != nil || p == nil {
 			return err
 		}
-		if lv.hold == nil { // reaped meanwhile
-			res.done = true
-			l.forget(res, l.member(res))
-			return nil
-		}
-		lv.unhold(lv.hold)
-		lv.hold = nil
-		triples, err := lv.writes()
-		if err != nil {
-			return err
-		}
-		member := l.member(res)
-		status, err := l.run(script{accountID: res.AccountID, leaseOp: "del", leaseMember: member, triples: triples})
+		status, err := l.await(q, p, lead)
 		if err != nil {
 			return err
 		}
 		if status == 1 {
 			res.done = true
-			l.forget(res, member)
+			l.forget(res, p.sc.leaseMember)
 			return nil
 		}
 	}
 	return errContended
+}
+
+// queueRelease queues the script that takes a reservation's holds off the
+// account's fields as its queued scripts leave them; none when they were
+// released meanwhile.
+func (l *sharedLedger) queueRelease(q *acctQueue, res *Reservation) (*queued, bool, error) {
+	defer l.lockQueue(q)()
+	if res.done {
+		return nil, false, ErrSettled
+	}
+	lv, err := l.readHeld(q, res)
+	if err != nil {
+		return nil, false, err
+	}
+	if lv.hold == nil { // reaped meanwhile
+		res.done = true
+		l.forget(res, l.member(res))
+		return nil, false, nil
+	}
+	lv.unhold(lv.hold)
+	lv.hold = nil
+	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
+	sc.triples, sc.values = lv.writes()
+	p, lead := q.enqueue(sc)
+	return p, lead, nil
 }
 
 func (l *sharedLedger) forget(res *Reservation, member string) {
@@ -983,15 +1127,15 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 	}
 	for range maxAttempts {
 		l.s.k.RLock()
-		raw := l.raw[accountID]["h:"+resID]
-		var rec holdRecord
-		if raw != "" {
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				l.s.k.RUnlock()
-				return err
-			}
+		rec, err := holdOf("h:"+resID, l.raw[accountID]["h:"+resID])
+		if err != nil {
+			l.s.k.RUnlock()
+			return err
 		}
-		lv, err := l.readLevels(accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
+		if rec == nil {
+			rec = &holdRecord{}
+		}
+		lv, err := l.readLevels(fieldView{raw: l.raw[accountID]}, accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
 		l.s.k.RUnlock()
 		if errors.Is(err, ErrNotFound) {
 			return nil
@@ -1003,11 +1147,8 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 			lv.unhold(lv.hold)
 			lv.hold = nil
 		}
-		triples, err := lv.writes()
-		if err != nil {
-			return err
-		}
-		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples})
+		triples, values := lv.writes()
+		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples, values: values})
 		if err != nil || status != 0 {
 			if status == 1 {
 				l.log.Warn("released the holds of a request whose replica stopped renewing them", zap.String("account", accountID))
@@ -1029,7 +1170,7 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 	}
 	l.seq.Add(1)
 	l.s.k.Lock()
-	l.raw[accountID] = m
+	l.raw[accountID] = newMoneyFields(m)
 	l.overlay(accountID)
 	l.s.k.Unlock()
 	return nil
@@ -1059,13 +1200,10 @@ func (l *sharedLedger) refreshFields(fields map[string][]string) error {
 	for accountID, fs := range fields {
 		raw := l.rawFields(accountID)
 		for i, f := range fs {
-			if v, ok := vals[accountID][i].(string); ok {
-				raw[f] = v
-			} else {
-				delete(raw, f)
-			}
+			v, _ := vals[accountID][i].(string)
+			raw.set(f, v, nil)
+			l.overlayField(accountID, raw, f)
 		}
-		l.overlay(accountID)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func TestSharedLedgerScript(t *testing.T) {
 	if v, _ := rc.HGet(ctx, "s:~m/acct", "a").Result(); v != `{"u":"1"}` {
 		t.Fatalf("a stale write changed the field: %s", v)
 	}
-	if l.raw["acct"]["a"] != `{"u":"1"}` || l.raw["acct"]["k:x"] != `{"h":"2"}` {
+	if l.raw["acct"]["a"].raw != `{"u":"1"}` || l.raw["acct"]["k:x"].raw != `{"h":"2"}` {
 		t.Fatalf("the replica did not adopt the current values: %v", l.raw["acct"])
 	}
 	// An empty new value deletes the field.

@@ -1,0 +1,107 @@
+package storage
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+)
+
+// sharedBenchStore is one replica on a fresh redis-server (fsync once a
+// second by default, so that the disk does not hide the replica's own
+// cost: see benchFsync) with one funded account and key.
+func sharedBenchStore(b *testing.B) (*Store, Account, APIKey) {
+	b.Helper()
+	srv := redistest.Start(b, "--appendfsync", benchFsync)
+	s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "b:"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	a, err := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.RecordPurchase(a.ID, 1_000_000*money.AmountScale, ""); err != nil {
+		b.Fatal(err)
+	}
+	limit := money.Amount(1_000_000 * money.AmountScale)
+	k, _, err := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k", Limit: &limit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, a, k
+}
+
+// reserveSettle is one inference request's ledger calls: an in-flight
+// hold, then a charge with a settlement window and a generation record.
+func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
+	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := time.Now()
+	gen := &Generation{ID: NewGenerationID(t), AccountID: a.ID, KeyHash: k.Hash, Model: "m", Provider: "p",
+		PromptTokens: 100, CompletionTokens: 50, Cost: 900, Status: "completed", CreatedAt: t}
+	if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Second, Generation: gen}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSharedReserveSettle is one request after another on one
+// account of the shared ledger: two scripts, two round trips each.
+func BenchmarkSharedReserveSettle(b *testing.B) {
+	s, a, k := sharedBenchStore(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		reserveSettle(b, s, a, k)
+	}
+	reportScriptCPU(b, s)
+}
+
+// BenchmarkSharedReserveSettleParallel is many requests of one account at
+// once, as under load: they queue on the account's lock.
+func BenchmarkSharedReserveSettleParallel(b *testing.B) {
+	s, a, k := sharedBenchStore(b)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			reserveSettle(b, s, a, k)
+		}
+	})
+	reportScriptCPU(b, s)
+}
+
+// reportScriptCPU reports the server's CPU per ledger script, from its
+// command statistics: less noisy than ns/op on a shared machine.
+func reportScriptCPU(b *testing.B, s *Store) {
+	b.Helper()
+	info, err := s.shared.rb.Client().Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for kv := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				b.ReportMetric(f, "redis-µs/script")
+			}
+		}
+	}
+}
+
+// benchFsync is the benchmarks' appendfsync: everysec, or always with
+// TOLLGATE_BENCH_FSYNC=always (the setting production runs with).
+var benchFsync = cmp.Or(os.Getenv("TOLLGATE_BENCH_FSYNC"), "everysec")

@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+)
+
+// queueScripts queues scripts on an account as requests do and sends them
+// in one batch, returning their outcomes.
+func queueScripts(t *testing.T, l *sharedLedger, accountID string, scs ...script) []queueEvent {
+	t.Helper()
+	q := l.queueOf(accountID)
+	unlock := l.lockQueue(q)
+	var ps []*queued
+	lead := false
+	for i, sc := range scs {
+		p, first := q.enqueue(sc)
+		ps = append(ps, p)
+		if i == 0 {
+			lead = first
+		}
+	}
+	unlock()
+	if !lead {
+		t.Fatal("the first queued script does not send the queue")
+	}
+	out := make([]queueEvent, len(ps))
+	for i, p := range ps {
+		if i == 0 {
+			out[i].status, out[i].err = l.await(q, p, true)
+			continue
+		}
+		out[i] = <-p.ch
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.sending || len(q.queue) > 0 || len(q.spec) > 0 {
+		t.Fatalf("after the batch: sending %v, %d queued, %d pending fields", q.sending, len(q.queue), len(q.spec))
+	}
+	return out
+}
+
+func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
+	srv := redistest.Start(t)
+	st := openSharedReplica(t, srv, "q:")
+	l := st.shared.ledger
+	rc := l.rb.Client()
+	if err := casScript.Load(t.Context(), rc).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Each script expects what the one before it writes: all land.
+	out := queueScripts(t, l, "acct",
+		script{accountID: "acct", triples: []string{"a", "", "1"}},
+		script{accountID: "acct", triples: []string{"a", "1", "2"}},
+		script{accountID: "acct", triples: []string{"a", "2", "3", "k:x", "", "9"}})
+	for i, o := range out {
+		if o.err != nil || o.status != 1 {
+			t.Fatalf("script %d: status %d, %v", i, o.status, o.err)
+		}
+	}
+	if v, _ := rc.HGet(t.Context(), "q:~m/acct", "a").Result(); v != "3" || l.raw["acct"]["a"].raw != "3" {
+		t.Fatalf("a is %q in redis, %q in memory; want 3", v, l.raw["acct"]["a"].raw)
+	}
+	// A stale first script fails, and so does every one that expected its
+	// write: nothing lands, and the replica adopts the current strings.
+	out = queueScripts(t, l, "acct",
+		script{accountID: "acct", triples: []string{"a", "2", "4"}},
+		script{accountID: "acct", triples: []string{"a", "4", "5", "k:x", "9", "10"}})
+	for i, o := range out {
+		if o.err != nil || o.status != 0 {
+			t.Fatalf("script %d after a stale one: status %d, %v; want 0", i, o.status, o.err)
+		}
+	}
+	if v, _ := rc.HGet(t.Context(), "q:~m/acct", "k:x").Result(); v != "9" {
+		t.Fatalf("k:x is %q, want 9 (unchanged)", v)
+	}
+	if l.raw["acct"]["a"].raw != "3" {
+		t.Fatalf("memory holds a=%q, want 3", l.raw["acct"]["a"].raw)
+	}
+}
+
+// A server that lost its scripts (restarted) runs none of a batch; the
+// script is loaded again and the requests decide again.
+func TestSharedBatchAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	st := openSharedReplica(t, srv, "n:")
+	l := st.shared.ledger
+	rc := l.rb.Client()
+	if err := rc.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out := queueScripts(t, l, "acct",
+		script{accountID: "acct", triples: []string{"a", "", "1"}},
+		script{accountID: "acct", triples: []string{"a", "1", "2"}})
+	for i, o := range out {
+		if o.err != nil || o.status != 0 {
+			t.Fatalf("script %d without the script loaded: status %d, %v; want 0", i, o.status, o.err)
+		}
+	}
+	if n, _ := rc.HLen(t.Context(), "n:~m/acct").Result(); n != 0 {
+		t.Fatalf("%d fields written by scripts reported as not run", n)
+	}
+	out = queueScripts(t, l, "acct",
+		script{accountID: "acct", triples: []string{"a", "", "1"}},
+		script{accountID: "acct", triples: []string{"a", "1", "2"}})
+	for i, o := range out {
+		if o.err != nil || o.status != 1 {
+			t.Fatalf("script %d once loaded again: status %d, %v", i, o.status, o.err)
+		}
+	}
+}
+
+// Requests refused by the key's shared abuse ceiling do not fail the
+// account's other requests, decided and sent beside them.
+func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
+	srv := redistest.Start(t)
+	st := openSharedReplica(t, srv, "b:")
+	st.ShareKeyCeiling(&KeyCeiling{Requests: 1, Window: time.Hour, Burst: 3})
+	rc := st.shared.rb.Client()
+	if err := casScript.Load(t.Context(), rc).Err(); err != nil {
+		t.Fatal(err)
+	}
+	acct, _ := st.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	k, _, _ := st.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	var admitted, refused, keyless, charged atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 60 {
+		wg.Go(func() {
+			<-start
+			keyHash := k.Hash
+			if i%2 == 0 {
+				keyHash = "" // no key: no ceiling
+			}
+			res, err := st.Reserve(acct.ID, keyHash, Holds{Hold: 1000, InFlight: 1000}, func(LedgerView) error { return nil })
+			var ce *CeilingError
+			switch {
+			case errors.As(err, &ce):
+				refused.Add(1)
+				return
+			case err != nil:
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			if keyHash == "" {
+				keyless.Add(1)
+			} else {
+				admitted.Add(1)
+			}
+			cost := money.Amount(100 + i)
+			if err := st.Settle(res, Charge{Cost: cost, SettlementWindow: time.Second}); err != nil {
+				t.Errorf("settle %d: %v", i, err)
+				return
+			}
+			charged.Add(int64(cost))
+		})
+	}
+	close(start)
+	wg.Wait()
+	if admitted.Load() != 3 || refused.Load() != 27 || keyless.Load() != 30 {
+		t.Fatalf("key: %d admitted, %d refused (want 3, 27); %d of 30 keyless admitted", admitted.Load(), refused.Load(), keyless.Load())
+	}
+	a, _ := st.Account(acct.ID)
+	if int64(a.Usage) != charged.Load() {
+		t.Fatalf("account usage %s, charged %d", a.Usage, charged.Load())
+	}
+	st.k.RLock()
+	held := st.ledger.accountHeld[acct.ID]
+	st.k.RUnlock()
+	if held != 0 {
+		t.Fatalf("%s still held after every request ended", held)
+	}
+	// One script per reservation and per settlement: no request was
+	// decided again because a refused one was not applied.
+	if n := scriptCalls(t, rc); n != 27+2*33 {
+		t.Fatalf("%d scripts ran for 60 reservations (27 refused) and 33 settlements", n)
+	}
+}
+
+// scriptCalls is how many ledger scripts the server ran.
+func scriptCalls(t *testing.T, rc *redis.Client) int {
+	t.Helper()
+	info, err := rc.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(info, "cmdstat_evalsha:calls=")
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	if err != nil {
+		t.Fatalf("no evalsha calls in %q", info)
+	}
+	return n
+}
