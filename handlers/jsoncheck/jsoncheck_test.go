@@ -2,9 +2,11 @@ package jsoncheck
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -291,6 +293,58 @@ func duplicates(b []byte) bool {
 			stack = append(stack, &level{})
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// plainWord agrees with the plain table for every byte value at every
+// place of the word, and on random words.
+func TestPlainWordMatchesTheTable(t *testing.T) {
+	want := func(b []byte) bool {
+		for _, c := range b {
+			if !plain[c] {
+				return false
+			}
+		}
+		return true
+	}
+	for v := 0; v < 256; v++ {
+		for at := 0; at < 8; at++ {
+			for _, fill := range []byte{'a', ' ', '~', 0xff, 0x00} {
+				b := bytes.Repeat([]byte{fill}, 8)
+				b[at] = byte(v)
+				if got := plainWord(binary.LittleEndian.Uint64(b)); got != want(b) {
+					t.Fatalf("plainWord(% x) = %v, want %v", b, got, want(b))
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		w := rng.Uint64()
+		if rng.IntN(2) == 0 { // mostly printable, to reach the true case
+			w = w&0x3f3f3f3f3f3f3f3f | 0x4040404040404040
+		}
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], w)
+		if got := plainWord(w); got != want(b[:]) {
+			t.Fatalf("plainWord(% x) = %v, want %v", b, got, want(b[:]))
+		}
+	}
+}
+
+// BenchmarkCheckPrompt is a chat body with a 10 KB ASCII prompt, the
+// shape most request bytes have.
+func BenchmarkCheckPrompt(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` +
+		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 230) + `"}]}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	var members []Member
+	for b.Loop() {
+		members = members[:0]
+		if err := Check(body, &members); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
