@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -90,10 +91,20 @@ func skipJSONSpace(doc []byte, i int) int {
 
 // skipJSONString returns the index after the string that opens at doc[i]
 // (a quote), or -1 when it does not close; escaped reports a backslash in it.
-// A byte loop, not bytes.IndexByte: an answer's strings are mostly a few
-// bytes long, shorter than the vector search's setup.
+// Eight bytes at a time while they hold neither a quote nor a backslash:
+// a prompt's or an answer's text is long runs of them.
 func skipJSONString(doc []byte, i int) (end int, escaped bool) {
 	for j := i + 1; j < len(doc); j++ {
+		for j+8 <= len(doc) {
+			w := binary.LittleEndian.Uint64(doc[j:])
+			if zeroBytes(w^(ones*'"'))|zeroBytes(w^(ones*'\\')) != 0 {
+				break
+			}
+			j += 8
+		}
+		if j >= len(doc) {
+			break
+		}
 		switch doc[j] {
 		case '"':
 			return j + 1, escaped
@@ -103,6 +114,65 @@ func skipJSONString(doc []byte, i int) (end int, escaped bool) {
 		}
 	}
 	return -1, escaped
+}
+
+// Byte-parallel tests on a little-endian word of 8 bytes.
+const (
+	ones = 0x0101010101010101
+	high = 0x8080808080808080
+)
+
+// zeroBytes is nonzero exactly when some byte of w is zero.
+func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & high }
+
+// eachElement calls fn with the offset of each element of the array that
+// opens at doc[i]; fn reads the element and returns the offset after it
+// (-1: malformed), so that each element is walked once, and whether to go
+// on. ok is false when there is no such array.
+func eachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok bool) {
+	if i >= len(doc) || doc[i] != '[' {
+		return false
+	}
+	i = skipJSONSpace(doc, i+1)
+	if i < len(doc) && doc[i] == ']' {
+		return true
+	}
+	for {
+		if i >= len(doc) {
+			return false
+		}
+		end, more := fn(i)
+		if end < 0 {
+			return false
+		}
+		if !more {
+			return true
+		}
+		i = skipJSONSpace(doc, end)
+		if i >= len(doc) {
+			return false
+		}
+		switch doc[i] {
+		case ',':
+			i = skipJSONSpace(doc, i+1)
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// viewBytes is s as bytes, without a copy: for reading only.
+func viewBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// memberKey is the key of a member walkObject reported, decoded when it
+// holds escapes.
+func memberKey(doc string, keyStart, keyEnd int, escaped bool) string {
+	if escaped {
+		return gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
+	}
+	return doc[keyStart:keyEnd]
 }
 
 // jsonStructural marks the bytes skipJSONValue stops at inside a container.

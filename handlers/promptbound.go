@@ -100,27 +100,34 @@ type partCount struct {
 }
 
 // items counts the parts of chat messages or Responses input items,
-// reading each item's keys in one pass.
+// reading each item's keys in one pass. The walk skips a text's bytes
+// eight at a time; gjson's iteration parsed every string it passed,
+// most of a long prompt's cost at admission.
 func (c *partCount) items(list gjson.Result) {
 	if !list.IsArray() {
 		return
 	}
-	list.ForEach(func(_, item gjson.Result) bool {
+	raw := list.Raw
+	doc := viewBytes(raw)
+	eachElement(doc, 0, func(start int) (int, bool) {
+		if doc[start] != '{' {
+			return skipJSONValue(doc, start), true
+		}
 		var typ string
-		item.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
+		end, _ := walkObject(doc, start, func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+			switch memberKey(raw, keyStart, keyEnd, escaped) {
 			case "type":
-				typ = v.Str
+				typ = gjson.Parse(raw[vs:ve]).Str
 			case "content", "output": // a message's parts, a tool output's
-				c.parts(v)
+				c.parts(raw[vs:ve])
 			case "audio":
 				// A chat assistant message's earlier audio answer, by id.
-				c.unbounded = c.unbounded || v.Type != gjson.Null
+				c.unbounded = c.unbounded || raw[vs:ve] != "null"
 			}
 			return true
 		})
 		c.item(typ)
-		return true
+		return end, true
 	})
 }
 
@@ -140,19 +147,31 @@ func (c *partCount) item(typ string) {
 	}
 }
 
-// parts counts the parts of one message content or tool output.
-func (c *partCount) parts(content gjson.Result) {
-	if !content.IsArray() {
-		return
-	}
-	content.ForEach(func(_, part gjson.Result) bool {
-		typ := part.Get("type").Str
+// parts counts the parts of one message content or tool output, given as
+// its JSON text; a string holds no parts.
+func (c *partCount) parts(content string) {
+	doc := viewBytes(content)
+	eachElement(doc, 0, func(start int) (int, bool) {
+		if doc[start] != '{' {
+			c.part("") // as gjson reads a part that is not an object
+			return skipJSONValue(doc, start), true
+		}
+		var typ, inner string
+		end, _ := walkObject(doc, start, func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+			switch memberKey(content, keyStart, keyEnd, escaped) {
+			case "type":
+				typ = gjson.Parse(content[vs:ve]).Str
+			case "content":
+				inner = content[vs:ve]
+			}
+			return true
+		})
 		c.part(typ)
 		if typ == "tool_result" {
 			// A Messages tool result's own blocks (text, images).
-			c.parts(part.Get("content"))
+			c.parts(inner)
 		}
-		return true
+		return end, true
 	})
 }
 

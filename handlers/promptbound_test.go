@@ -6,7 +6,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
@@ -120,4 +123,62 @@ func BenchmarkPromptBound(b *testing.B) {
 			b.Fatal(p)
 		}
 	}
+}
+
+// gjsonPartCount is partCount.items as gjson's iteration reads it: the
+// reference the byte walk must agree with.
+func gjsonPartCount(list gjson.Result) (c partCount) {
+	var parts func(content gjson.Result)
+	parts = func(content gjson.Result) {
+		if !content.IsArray() {
+			return
+		}
+		content.ForEach(func(_, part gjson.Result) bool {
+			typ := part.Get("type").Str
+			c.part(typ)
+			if typ == "tool_result" {
+				parts(part.Get("content"))
+			}
+			return true
+		})
+	}
+	if !list.IsArray() {
+		return c
+	}
+	list.ForEach(func(_, item gjson.Result) bool {
+		var typ string
+		item.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				typ = v.Str
+			case "content", "output":
+				parts(v)
+			case "audio":
+				c.unbounded = c.unbounded || v.Type != gjson.Null
+			}
+			return true
+		})
+		c.item(typ)
+		return true
+	})
+	return c
+}
+
+// On any body jsoncheck accepts, the walk counts what gjson's iteration
+// counts.
+func FuzzPartCountMatchesGJSON(f *testing.F) {
+	f.Add(`[{"role":"user","content":[{"type":"text","text":"a \"b\" \\"},{"type":"image_url","image_url":{"url":"x"}}]}]`)
+	f.Add(`[{"type":"computer_call_output"},{"type":"item_reference","id":"x"},{"role":"assistant","audio":{"id":"a"}}]`)
+	f.Add(`[{"role":"user","content":[{"type":"tool_result","content":[{"type":"image","source":{}}]}]},1,"s",null,[]]`)
+	f.Add(`[{"c\u006fntent":[{"t\u0079pe":"input_file"}]},{"content":"text"},{"content":[7,{"type":1}]}]`)
+	f.Fuzz(func(t *testing.T, list string) {
+		if jsoncheck.Check([]byte(list), nil) != nil {
+			return
+		}
+		var got partCount
+		got.items(gjson.Parse(list))
+		if want := gjsonPartCount(gjson.Parse(list)); got != want {
+			t.Fatalf("%s: walk %+v, gjson %+v", list, got, want)
+		}
+	})
 }
