@@ -305,10 +305,7 @@ func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 	}
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
-		k := doc[keyStart:keyEnd]
-		if escaped {
-			k = gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
-		}
+		k := memberKey(doc, keyStart, keyEnd, escaped)
 		switch {
 		case k == finishKey && finishRest != "" && !seen[2] && body[start] == '[':
 			// choices: its first element's finish_reason, found without
@@ -342,11 +339,7 @@ func firstChoiceFinish(body []byte, start, end int) (v gjson.Result, found bool)
 	arr := body[:end]
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	walkObject(arr, skipJSONSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
-		k := doc[keyStart:keyEnd]
-		if escaped {
-			k = gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
-		}
-		if k != "finish_reason" {
+		if memberKey(doc, keyStart, keyEnd, escaped) != "finish_reason" {
 			return true
 		}
 		v = gjson.Parse(doc[vs:ve])

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -484,23 +485,32 @@ func TestReadAnswerMembersMatchesLookups(t *testing.T) {
 		`"text"`,
 	}
 	for _, doc := range docs {
-		for _, responses := range []bool{false, true} {
-			finishPath := "choices.0.finish_reason"
-			if responses {
-				finishPath = "status"
-			}
-			got := readAnswerMembers([]byte(doc), responses)
-			for _, c := range []struct {
-				path string
-				got  gjson.Result
-			}{{"id", got.id}, {"usage", got.usage}, {finishPath, got.finish}} {
-				want := gjson.GetBytes([]byte(doc), c.path)
-				if c.got.Raw != want.Raw || c.got.Str != want.Str || (want.Exists() && c.got.Index != want.Index) {
-					t.Errorf("%s in %s: got %q at %d, lookup %q at %d", c.path, doc, c.got.Raw, c.got.Index, want.Raw, want.Index)
-				}
+		if diff := answerMembersDiff(doc); diff != "" {
+			t.Error(diff)
+		}
+	}
+}
+
+// answerMembersDiff compares readAnswerMembers with gjson's lookups of the
+// same paths on doc, for both APIs; "" when they agree.
+func answerMembersDiff(doc string) string {
+	for _, responses := range []bool{false, true} {
+		finishPath := "choices.0.finish_reason"
+		if responses {
+			finishPath = "status"
+		}
+		got := readAnswerMembers([]byte(doc), responses)
+		for _, c := range []struct {
+			path string
+			got  gjson.Result
+		}{{"id", got.id}, {"usage", got.usage}, {finishPath, got.finish}} {
+			want := gjson.Get(doc, c.path)
+			if c.got.Raw != want.Raw || c.got.Str != want.Str || (want.Exists() && c.got.Index != want.Index) {
+				return fmt.Sprintf("%s in %s: got %q at %d, lookup %q at %d", c.path, doc, c.got.Raw, c.got.Index, want.Raw, want.Index)
 			}
 		}
 	}
+	return ""
 }
 
 func TestUsageOfReadsCacheDetailsOfBothAPIs(t *testing.T) {
@@ -541,21 +551,8 @@ func FuzzReadAnswerMembersMatchesLookups(f *testing.F) {
 		if !json.Valid([]byte(doc)) {
 			return
 		}
-		for _, responses := range []bool{false, true} {
-			finishPath := "choices.0.finish_reason"
-			if responses {
-				finishPath = "status"
-			}
-			got := readAnswerMembers([]byte(doc), responses)
-			for _, c := range []struct {
-				path string
-				got  gjson.Result
-			}{{"id", got.id}, {"usage", got.usage}, {finishPath, got.finish}} {
-				want := gjson.Get(doc, c.path)
-				if c.got.Raw != want.Raw || c.got.Str != want.Str || (want.Exists() && c.got.Index != want.Index) {
-					t.Fatalf("%s in %s: got %q at %d, lookup %q at %d", c.path, doc, c.got.Raw, c.got.Index, want.Raw, want.Index)
-				}
-			}
+		if diff := answerMembersDiff(doc); diff != "" {
+			t.Fatal(diff)
 		}
 	})
 }
