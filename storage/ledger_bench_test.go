@@ -2,7 +2,6 @@ package storage
 
 import (
 	"testing"
-	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -46,16 +45,7 @@ func BenchmarkReserveSettleParallel(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
-			if err != nil {
-				b.Fatal(err)
-			}
-			t := time.Now()
-			gen := &Generation{ID: NewGenerationID(t), AccountID: a.ID, KeyHash: k.Hash, Model: "m", Provider: "p",
-				PromptTokens: 100, CompletionTokens: 50, Cost: 900, Status: "completed", CreatedAt: t}
-			if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Second, Generation: gen}); err != nil {
-				b.Fatal(err)
-			}
+			reserveSettle(b, s, a, k)
 		}
 	})
 }
