@@ -2,7 +2,7 @@
 # Tollgate end-to-end benchmark: bare Caddy reverse_proxy (A) against the
 # full tollgate chain on Badger (B) and on a shared Redis (C, storage redis:
 # the several-replicas configuration) in front of the same mock upstream,
-# interleaved A B C A B C ..., on loopback. See bench/README.md for how to
+# interleaved A B C A B C ... in turns of a few seconds, on loopback. See bench/README.md for how to
 # read the output. C runs when redis-server is installed (BENCH_REDIS=0: never).
 #
 #   bench/run.sh                         # report only
@@ -12,6 +12,7 @@ set -euo pipefail
 # ---- settings (environment) -------------------------------------------------
 DURATION=${BENCH_DURATION:-10}          # seconds per measured run
 ROUNDS=${BENCH_ROUNDS:-3}               # A+B pairs
+SLICE=${BENCH_SLICE:-2}                 # seconds per slice: a round alternates the configs in slices
 WARMUP=${BENCH_WARMUP:-3}               # seconds of unmeasured load per config first
 CONNECTIONS=${BENCH_CONNECTIONS:-32}    # wrk connections
 THREADS=${BENCH_THREADS:-1}             # wrk threads
@@ -287,7 +288,9 @@ run_wrk() {
 	echo "$reqs $secs ${non2xx:-0} ${errs:-0} $p50 $p99"
 }
 
-log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}) after ${WARMUP}s warm-up each"
+((SLICE > 0 && SLICE <= DURATION)) || SLICE=$DURATION
+SLICES=$(((DURATION + SLICE - 1) / SLICE))
+log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}, in turns of ${SLICE}s) after ${WARMUP}s warm-up each"
 [[ $REDIS != 0 ]] && log "bench: C is storage redis (appendfsync $REDIS_FSYNC); its CPU per request includes redis-server's"
 run_wrk "$A" "$WARMUP" >/dev/null || exit 2
 run_wrk "$B" "$WARMUP" >/dev/null || exit 2
@@ -296,33 +299,59 @@ if [[ $REDIS != 0 ]]; then run_wrk "$C" "$WARMUP" "$WORK/post-c.lua" >/dev/null 
 RESULTS=$WORK/results
 : >"$RESULTS"
 printf '%-6s %5s %10s %9s %11s %8s %13s %8s %8s\n' config round req/s requests "gw µs/req" "gw util" "upstream µs/req" "p50 ms" "p99 ms"
+# A round gives each config DURATION seconds of load, in slices of SLICE
+# seconds taken in turn (A B C A B C ...): the host's speed drifts over tens
+# of seconds (other tenants, frequency), and configs measured in one long
+# run each were exposed to different drift; slices spread it over all of
+# them alike. Requests, CPU ticks and time add up over a round's slices.
 for round in $(seq 1 "$ROUNDS"); do
+	declare -A n_req=() n_secs=() n_g=() n_u=() n_t=() s50=() s99=()
+	for slice in $(seq 1 "$SLICES"); do
+		len=$SLICE
+		((slice == SLICES)) && len=$((DURATION - SLICE * (SLICES - 1)))
+		for cfg in "${CONFIGS[@]}"; do
+			lua=$WORK/post.lua
+			case $cfg in
+			A) port=$A pid=$A_PID admin=$A_ADMIN name=bare ;;
+			B) port=$B pid=$B_PID admin=$B_ADMIN name=chain ;;
+			C) port=$C pid=$C_PID admin=$C_ADMIN name=redis lua=$WORK/post-c.lua ;;
+			esac
+			prof=
+			if [[ -n $PROFILE && $round == "$ROUNDS" && $slice == 1 ]]; then
+				mkdir -p "$PROFILE"
+				curl -sS -o "$PROFILE/$name.pprof" \
+					"http://127.0.0.1:$admin/debug/pprof/profile?seconds=$((len > 2 ? len - 1 : 1))" &
+				prof=$!
+			fi
+			g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
+			[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
+			res=$(run_wrk "$port" "$len" "$lua") || exit 2
+			[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
+			read -r reqs secs non2xx errs p50 p99 <<<"$res"
+			g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID") t1=$(date +%s.%N)
+			[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
+			((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
+			((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
+			n_req[$cfg]=$((${n_req[$cfg]:-0} + reqs))
+			n_secs[$cfg]=$(awk -v a="${n_secs[$cfg]:-0}" -v b="$secs" 'BEGIN {print a + b}')
+			n_g[$cfg]=$((${n_g[$cfg]:-0} + g1 - g0))
+			n_u[$cfg]=$((${n_u[$cfg]:-0} + u1 - u0))
+			n_t[$cfg]=$(awk -v a="${n_t[$cfg]:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN {print a + t1 - t0}')
+			# Latency: the slices' percentiles weighted by their requests.
+			s50[$cfg]="${s50[$cfg]:-} $reqs:$p50" s99[$cfg]="${s99[$cfg]:-} $reqs:$p99"
+		done
+	done
 	for cfg in "${CONFIGS[@]}"; do
-		lua=$WORK/post.lua
-		case $cfg in
-		A) port=$A pid=$A_PID admin=$A_ADMIN name=bare ;;
-		B) port=$B pid=$B_PID admin=$B_ADMIN name=chain ;;
-		C) port=$C pid=$C_PID admin=$C_ADMIN name=redis lua=$WORK/post-c.lua ;;
-		esac
-		prof=
-		if [[ -n $PROFILE && $round == "$ROUNDS" ]]; then
-			mkdir -p "$PROFILE"
-			curl -sS -o "$PROFILE/$name.pprof" \
-				"http://127.0.0.1:$admin/debug/pprof/profile?seconds=$((DURATION > 2 ? DURATION - 1 : 1))" &
-			prof=$!
-		fi
-		g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
-		[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
-		res=$(run_wrk "$port" "$DURATION" "$lua") || exit 2
-		[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
-		read -r reqs secs non2xx errs p50 p99 <<<"$res"
-		g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID") t1=$(date +%s.%N)
-		[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
-		((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
-		((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
-		awk -v c="$cfg" -v r="$round" -v n="$reqs" -v s="$secs" -v g="$((g1 - g0))" -v u="$((u1 - u0))" \
-			-v tck="$TCK" -v t0="$t0" -v t1="$t1" -v out="$RESULTS" -v p50="$p50" -v p99="$p99" 'BEGIN {
-			rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / (t1 - t0) * 100
+		awk -v c="$cfg" -v r="$round" -v n="${n_req[$cfg]}" -v s="${n_secs[$cfg]}" -v g="${n_g[$cfg]}" -v u="${n_u[$cfg]}" \
+			-v tck="$TCK" -v t="${n_t[$cfg]}" -v out="$RESULTS" -v l50="${s50[$cfg]}" -v l99="${s99[$cfg]}" '
+		function weighted(list,   k, i, parts, x, w, sum) {
+			k = split(list, parts, " "); w = 0; sum = 0
+			for (i = 1; i <= k; i++) { split(parts[i], x, ":"); w += x[1]; sum += x[1] * x[2] }
+			return w ? sum / w : 0
+		}
+		BEGIN {
+			rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / t * 100
+			p50 = weighted(l50); p99 = weighted(l99)
 			printf "%-6s %5d %10.0f %9d %11.1f %7.0f%% %13.1f %8.2f %8.2f\n", c, r, rps, n, gus, util, uus, p50, p99
 			printf "%s %d %f %f %f %f %f %f\n", c, r, rps, gus, uus, util, p50, p99 >> out
 		}'
