@@ -2,8 +2,9 @@
 # Tollgate end-to-end benchmark: bare Caddy reverse_proxy (A) against the
 # full tollgate chain on Badger (B) and on a shared Redis (C, storage redis:
 # the several-replicas configuration) in front of the same mock upstream,
-# interleaved A B C A B C ... in turns of a few seconds, on loopback. See bench/README.md for how to
-# read the output. C runs when redis-server is installed (BENCH_REDIS=0: never).
+# interleaved A B C A B C ... in turns of a few seconds, on loopback. See
+# bench/README.md for how to read the output. C runs when redis-server is
+# installed (BENCH_REDIS=0: never).
 #
 #   bench/run.sh                         # report only
 #   BENCH_MIN_RATIO=0.85 bench/run.sh    # exit 1 if throughput(B)/throughput(A) < 0.85
