@@ -141,16 +141,27 @@ func plainJSONString(s string) bool {
 // prefix of the snapshot's records, and the flusher never reports success
 // before all parts landed).
 func (b *badgerBackend) Commit(writes []Write) error {
+	// The batch's keys in one buffer and its entries in one slice: two
+	// allocations per commit instead of two per record.
+	n := 0
+	for _, w := range writes {
+		n += len(w.Key)
+	}
+	keys := make([]byte, 0, n)
+	entries := make([]badger.Entry, len(writes))
 	txn := b.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
-	for _, w := range writes {
-		err := put(txn, w)
+	for i, w := range writes {
+		keys = append(keys, w.Key...)
+		key := keys[len(keys)-len(w.Key) : len(keys) : len(keys)]
+		err := put(txn, key, w.Value, &entries[i])
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			if err := txn.Commit(); err != nil {
 				return err
 			}
 			txn = b.db.NewTransaction(true)
-			err = put(txn, w)
+			entries[i] = badger.Entry{}
+			err = put(txn, key, w.Value, &entries[i])
 		}
 		if err != nil {
 			return err
@@ -159,16 +170,17 @@ func (b *badgerBackend) Commit(writes []Write) error {
 	return txn.Commit()
 }
 
-// put adds one write to a transaction.
-func put(txn *badger.Txn, w Write) error {
-	if w.Value == nil {
-		return txn.Delete([]byte(w.Key))
+// put adds one write to a transaction, in e unless it deletes.
+func put(txn *badger.Txn, key []byte, value any, e *badger.Entry) error {
+	if value == nil {
+		return txn.Delete(key)
 	}
-	v, err := encode(w.Value)
+	v, err := encode(value)
 	if err != nil {
 		return err
 	}
-	return txn.Set([]byte(w.Key), v)
+	e.Key, e.Value = key, v
+	return txn.SetEntry(e)
 }
 
 func (b *badgerBackend) Get(key string, decode func(value []byte) error) error {
