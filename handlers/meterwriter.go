@@ -256,7 +256,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		mw.usageJSON = u
 		mw.usageRaw = u.Raw
 		mw.usage = usageOf(u, mw.kind == "responses")
-		mw.finish = strings.Clone(top.finish.Str)
+		mw.finish = internFinish(top.finish.Str)
 		return true
 	}
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
@@ -272,6 +272,26 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		mw.deliveredTxt += len(gjson.GetBytes(body, "choices.0.message.content").Str)
 	}
 	return true
+}
+
+// internFinish is a finish reason (or a Responses status) as a string of
+// its own: the usual ones without an allocation, others copied.
+func internFinish(s string) string {
+	switch s {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "content_filter":
+		return "content_filter"
+	case "completed":
+		return "completed"
+	case "incomplete":
+		return "incomplete"
+	}
+	return strings.Clone(s)
 }
 
 // answerMembers are the members of an answer the meter reads: its id, its

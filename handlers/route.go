@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -156,7 +155,7 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	// every request.
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.Host = a.Provider.Host
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Body = newBodyReader(body)
 	r.ContentLength = int64(len(body))
 	return nil
 }
@@ -281,3 +280,15 @@ func withModel(body []byte, model string) ([]byte, error) {
 	out = append(out, quoted...)
 	return append(out, body[old.Index+len(old.Raw):]...), nil
 }
+
+// bodyReader is a request body held in memory, in one allocation where
+// io.NopCloser(bytes.NewReader(b)) took two.
+type bodyReader struct{ bytes.Reader }
+
+func newBodyReader(b []byte) *bodyReader {
+	br := new(bodyReader)
+	br.Reset(b)
+	return br
+}
+
+func (*bodyReader) Close() error { return nil }
