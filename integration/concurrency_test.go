@@ -3,8 +3,6 @@ package integration
 import (
 	"fmt"
 	"testing"
-
-	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // 200 requests released at once against a key whose limit holds 10 of them:
@@ -27,8 +25,6 @@ func TestConcurrencyKeyLimit(t *testing.T) {
 
 	results, errs, elapsed := postAtOnce(t, c, n, func(int) string { return key }, body)
 
-	var ok, limited int
-	var charged money.Amount
 	var failed []string
 	for i := range n {
 		if errs[i] != nil {
@@ -38,18 +34,7 @@ func TestConcurrencyKeyLimit(t *testing.T) {
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d requests failed after %v, first: %s", len(failed), n, elapsed, failed[0])
 	}
-	for i := range n {
-		switch r := results[i]; r.Status {
-		case 200:
-			ok++
-			charged += creditAmount(t, r.JSON.Get("usage.cost"))
-		case 402:
-			limited++
-			expect402(t, r, "service_key_limit", "", false)
-		default:
-			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
-		}
-	}
+	ok, limited, charged := tallyCharges(t, results, errs, "service_key_limit")
 	t.Logf("%d passed, %d refused in %v", ok, limited, elapsed)
 	if ok > fit || ok == 0 {
 		t.Fatalf("%d requests passed; the limit holds %d", ok, fit)

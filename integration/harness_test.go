@@ -26,6 +26,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	_ "github.com/tollgate-dev/caddy-tollgate"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // Ports of the in-process Caddy: the gateway on 9480, the mock provider on
@@ -404,15 +405,25 @@ func (c *client) doWithType(method, url, contentType, body string) response {
 // how long the burst took from the release.
 func postAtOnce(t *testing.T, c *client, n int, keyOf func(i int) string, body string) ([]response, []error, time.Duration) {
 	t.Helper()
-	hc := &client{t: t, gateway: c.gateway, admin: c.admin,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
+	return postAtOnceVia(t, []*client{c}, n, keyOf, body)
+}
+
+// postAtOnceVia is postAtOnce spread over several gateways: request i goes
+// to cs[i%len(cs)].
+func postAtOnceVia(t *testing.T, cs []*client, n int, keyOf func(i int) string, body string) ([]response, []error, time.Duration) {
+	t.Helper()
+	hcs := make([]*client, len(cs))
+	for i, c := range cs {
+		hcs[i] = &client{t: t, gateway: c.gateway, admin: c.admin,
+			http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
+	}
 	slow := map[string]string{"X-Mock-Latency": "1500ms"}
 	results := make([]response, n)
 	errs := make([]error, n)
 	var ready, done sync.WaitGroup
 	release := make(chan struct{})
 	for i := range n {
-		key := keyOf(i)
+		key, hc := keyOf(i), hcs[i%len(hcs)]
 		ready.Add(1)
 		done.Go(func() {
 			ready.Done()
@@ -425,6 +436,29 @@ func postAtOnce(t *testing.T, c *client, n int, keyOf func(i int) string, body s
 	close(release)
 	done.Wait()
 	return results, errs, time.Since(start)
+}
+
+// tallyCharges counts a burst's answers: the 200s and what they charged,
+// and the 402s, each of which must name limit source; an error or any
+// other status fails the test.
+func tallyCharges(t *testing.T, results []response, errs []error, source string) (ok, refused int, charged money.Amount) {
+	t.Helper()
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		switch r.Status {
+		case 200:
+			ok++
+			charged += creditAmount(t, r.JSON.Get("usage.cost"))
+		case 402:
+			refused++
+			expect402(t, r, source, "", false)
+		default:
+			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
+		}
+	}
+	return ok, refused, charged
 }
 
 // startTap starts a reverse proxy in front of the upstream at target

@@ -278,24 +278,7 @@ func TestWorkspaceBudgetConcurrent(t *testing.T) {
 func burst(t *testing.T, c *client, keys []string, n int, body, source string) (int, money.Amount) {
 	t.Helper()
 	results, errs, _ := postAtOnce(t, c, n, func(i int) string { return keys[i%len(keys)] }, body)
-
-	var ok, refused int
-	var charged money.Amount
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("request %d: %v", i, errs[i])
-		}
-		switch r := results[i]; r.Status {
-		case 200:
-			ok++
-			charged += creditAmount(t, r.JSON.Get("usage.cost"))
-		case 402:
-			refused++
-			expect402(t, r, source, "", false)
-		default:
-			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
-		}
-	}
+	ok, refused, charged := tallyCharges(t, results, errs, source)
 	t.Logf("%d passed, %d refused", ok, refused)
 	return ok, charged
 }

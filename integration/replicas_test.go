@@ -127,43 +127,8 @@ func TestReplicasKeyCapIsExact(t *testing.T) {
 		})
 	}
 
-	results := make([]response, n)
-	errs := make([]error, n)
-	var ready, done sync.WaitGroup
-	release := make(chan struct{})
-	slow := map[string]string{"X-Mock-Latency": "1500ms"}
-	for i := range n {
-		c := cs[i%len(cs)]
-		hc := &client{t: t, gateway: c.gateway, admin: c.admin,
-			http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}}
-		ready.Add(1)
-		done.Go(func() {
-			ready.Done()
-			<-release
-			results[i], errs[i] = hc.post("/chat/completions", key, body, slow)
-		})
-	}
-	ready.Wait()
-	close(release)
-	done.Wait()
-
-	var ok, limited int
-	var charged money.Amount
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("request %d: %v", i, errs[i])
-		}
-		switch r := results[i]; r.Status {
-		case 200:
-			ok++
-			charged += creditAmount(t, r.JSON.Get("usage.cost"))
-		case 402:
-			limited++
-			expect402(t, r, "service_key_limit", "", false)
-		default:
-			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
-		}
-	}
+	results, errs, _ := postAtOnceVia(t, cs, n, func(int) string { return key }, body)
+	ok, limited, charged := tallyCharges(t, results, errs, "service_key_limit")
 	t.Logf("%d passed, %d refused", ok, limited)
 	if ok > fit || ok == 0 {
 		t.Fatalf("%d requests passed over three replicas; the cap holds %d", ok, fit)
