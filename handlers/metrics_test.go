@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry/telemetrytest"
 )
 
 // metricsRegistry is a registry with the gateway's collectors, as a
@@ -34,36 +35,22 @@ func metricsRegistry(t *testing.T) *prometheus.Registry {
 // the series does not exist yet.
 func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := telemetrytest.Lookup(t, reg, name, map[string]string{label: value})
+	return v
 }
 
 func TestAnswerStatus(t *testing.T) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	refused := &apierror.Error{Status: http.StatusPaymentRequired, Message: "no"}
-	cases := []struct {
+	type answerCase struct {
 		name     string
 		r        *http.Request
 		upstream int
 		err      error
 		want     int
 		apiErr   *apierror.Error
-	}{
+	}
+	cases := []answerCase{
 		{"served", r, 200, nil, 200, nil},
 		{"served, no attempt", r, 0, nil, 200, nil},
 		{"provider status passed through", r, 201, nil, 201, nil},
@@ -72,14 +59,7 @@ func TestAnswerStatus(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	cases = append(cases, struct {
-		name     string
-		r        *http.Request
-		upstream int
-		err      error
-		want     int
-		apiErr   *apierror.Error
-	}{"client gone", r.WithContext(ctx), 200, nil, 499, nil})
+	cases = append(cases, answerCase{"client gone", r.WithContext(ctx), 200, nil, 499, nil})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, apiErr := answerStatus(c.r, &requestState{status: c.upstream}, c.err)

@@ -13,7 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tollgate-dev/caddy-tollgate/telemetry/telemetrytest"
 )
 
 // runs numbers the tests' label values: the collectors are the
@@ -38,50 +39,11 @@ func registry(t *testing.T, perKey bool) *prometheus.Registry {
 // histogram's is its sample count. It fails when no series matches.
 func value(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
 	t.Helper()
-	v, ok := lookup(t, reg, name, want)
+	v, ok := telemetrytest.Lookup(t, reg, name, want)
 	if !ok {
 		t.Fatalf("%s%v: no such series", name, want)
 	}
 	return v
-}
-
-func lookup(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if matches(m, want) {
-				switch {
-				case m.Counter != nil:
-					return m.Counter.GetValue(), true
-				case m.Gauge != nil:
-					return m.Gauge.GetValue(), true
-				case m.Histogram != nil:
-					return float64(m.Histogram.GetSampleCount()), true
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
-func matches(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok {
-			if v != l.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(want)
 }
 
 func TestRegisterEveryConfigRegistry(t *testing.T) {
@@ -103,7 +65,7 @@ func TestRegisterEveryConfigRegistry(t *testing.T) {
 		}
 	}
 	KeyCharged("acct", "hash", 1, 0)
-	if _, ok := lookup(t, old, "tollgate_key_requests_total", nil); ok {
+	if _, ok := telemetrytest.Lookup(t, old, "tollgate_key_requests_total", nil); ok {
 		t.Fatal("per-key metrics registered without metrics_per_key")
 	}
 }
@@ -233,7 +195,7 @@ func TestSeriesPastTheBoundCountAsOther(t *testing.T) {
 	defer func(n int) { maxSeries = n }(maxSeries)
 	reg := registry(t, false)
 	other := map[string]string{"kind": "chat", "model": Other, "provider": Other}
-	before, _ := lookup(t, reg, "tollgate_requests_total", other)
+	before, _ := telemetrytest.Lookup(t, reg, "tollgate_requests_total", other)
 	maxSeries = 1
 	if p := seriesMap.Load(); p != nil {
 		maxSeries = len(*p) + 1
@@ -245,7 +207,7 @@ func TestSeriesPastTheBoundCountAsOther(t *testing.T) {
 	if v := value(t, reg, "tollgate_requests_total", other); v != before+2 {
 		t.Fatalf("other = %v, want %v", v, before+2)
 	}
-	if _, ok := lookup(t, reg, "tollgate_requests_total", map[string]string{"model": two}); ok {
+	if _, ok := telemetrytest.Lookup(t, reg, "tollgate_requests_total", map[string]string{"model": two}); ok {
 		t.Fatal("a series past the bound got its own labels")
 	}
 }
@@ -255,12 +217,12 @@ func TestKeySeriesBounded(t *testing.T) {
 	SetKeyBound(0)
 	off := uniq("key-off")
 	KeyCharged("acct-0", off, 5, 0)
-	if _, ok := lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": off}); ok {
+	if _, ok := telemetrytest.Lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": off}); ok {
 		t.Fatal("a key counted with metrics_per_key off")
 	}
 	defer SetKeyBound(0)
 	other := map[string]string{"account": Other, "key": Other}
-	before, _ := lookup(t, reg, "tollgate_key_requests_total", other)
+	before, _ := telemetrytest.Lookup(t, reg, "tollgate_key_requests_total", other)
 	SetKeyBound(len(keys()) + 2)
 	a, b, c, d := uniq("key-a"), uniq("key-b"), uniq("key-c"), uniq("key-d")
 	KeyCharged("acct-1", a, 1_500_000_000, 0)
@@ -280,7 +242,7 @@ func TestKeySeriesBounded(t *testing.T) {
 	if v := value(t, reg, "tollgate_key_requests_total", other); v != before+2 {
 		t.Errorf("other requests = %v, want %v", v, before+2)
 	}
-	if _, ok := lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": c}); ok {
+	if _, ok := telemetrytest.Lookup(t, reg, "tollgate_key_requests_total", map[string]string{"key": c}); ok {
 		t.Error("a key past the bound got its own series")
 	}
 }
