@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
@@ -155,7 +155,7 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	// every request.
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.Host = a.Provider.Host
-	r.Body = newBodyReader(body)
+	r.Body = reqbody.NewBuffered(body)
 	r.ContentLength = int64(len(body))
 	return nil
 }
@@ -280,15 +280,3 @@ func withModel(body []byte, model string) ([]byte, error) {
 	out = append(out, quoted...)
 	return append(out, body[old.Index+len(old.Raw):]...), nil
 }
-
-// bodyReader is a request body held in memory, in one allocation where
-// io.NopCloser(bytes.NewReader(b)) took two.
-type bodyReader struct{ bytes.Reader }
-
-func newBodyReader(b []byte) *bodyReader {
-	br := new(bodyReader)
-	br.Reset(b)
-	return br
-}
-
-func (*bodyReader) Close() error { return nil }

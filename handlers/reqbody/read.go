@@ -10,17 +10,21 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
-// Buffered is a request body an earlier handler already read into
-// memory.
+// Buffered is a request body held in memory: one an earlier handler
+// already read, or the body an attempt sends its provider.
 type Buffered struct {
-	*bytes.Reader
+	bytes.Reader
 	b []byte
 }
 
 func (*Buffered) Close() error { return nil }
 
-// NewBuffered is b as a request body already read.
-func NewBuffered(b []byte) *Buffered { return &Buffered{Reader: bytes.NewReader(b), b: b} }
+// NewBuffered is b as a request body, in one allocation.
+func NewBuffered(b []byte) *Buffered {
+	bb := &Buffered{b: b}
+	bb.Reset(b)
+	return bb
+}
 
 // Read reads a request body up to limit bytes: 413 past it. A body
 // still unread in memory is taken as it is.
