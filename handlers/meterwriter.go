@@ -440,7 +440,13 @@ func putAnswerBuf(b *[]byte) {
 var gatewayUsageMembers = []string{"cost", "is_byok", "cost_details"}
 
 // gatewayUsageQuoted are gatewayUsageMembers as they appear quoted.
-var gatewayUsageQuoted = []string{`"cost"`, `"is_byok"`, `"cost_details"`}
+var gatewayUsageQuoted = func() []string {
+	q := make([]string, len(gatewayUsageMembers))
+	for i, name := range gatewayUsageMembers {
+		q[i] = `"` + name + `"`
+	}
+	return q
+}()
 
 // usageMembers are the members settle's bill adds to usage; "cost" alone
 // without one.
