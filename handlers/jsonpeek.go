@@ -22,7 +22,7 @@ func peekJSON(doc []byte, path string) gjson.Result {
 // eachTopMember calls fn with each member of the JSON object doc, in order:
 // the offsets of the key as written between its quotes (escaped reports a
 // backslash in it) and of the value, until fn returns false. Strings are
-// skipped by a plain byte loop and containers by counting brackets outside
+// skipped eight bytes at a time and containers by counting brackets outside
 // strings, without gjson's per-value parsing. ok is false when doc is not an
 // object of that shape (then fn may have seen some members); the values
 // are not validated, as gjson does not validate them either.

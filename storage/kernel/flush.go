@@ -77,7 +77,8 @@ func (k *Kernel) Pending() *Batch {
 }
 
 // Wait blocks until b is durable, at most durableTimeout from the first
-// wait on b.
+// wait on b (a batch collects mutations for milliseconds, so that is about
+// every waiter's own).
 func (b *Batch) Wait() error {
 	select {
 	case <-b.done:
@@ -170,10 +171,13 @@ func (k *Kernel) flushOnce() error {
 				k.dirty[w.Key] = struct{}{}
 			}
 		}
-		// Waiters of b are now waiting on the open batch's commit.
-		old := k.open
-		k.open = b
-		go func() { <-b.done; old.finish() }()
+		// Waiters of b and of the batch opened meanwhile are now waiting
+		// on the next commit. Later mutations join a new batch, so that
+		// their wait is bounded from their own first wait, not from b's
+		// (whose timer may have run out during a long outage).
+		old, next := k.open, newBatch()
+		k.open = next
+		go func() { <-next.done; b.finish(); old.finish() }()
 		k.mu.Unlock()
 		return err
 	}
