@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -38,7 +39,7 @@ the prefix is refused unless --force, which replaces it.
 			if err != nil {
 				return err
 			}
-			src, err := kernel.OpenBadger(from)
+			src, err := kernel.OpenBadger(from, storage.ChunkedKinds()...)
 			if err != nil {
 				return err
 			}

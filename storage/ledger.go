@@ -85,7 +85,31 @@ const prefixGeneration = "g/"
 const prefixUpstreamID = "gu/"
 
 func (s *LedgerStore) kinds() []kernel.Kind {
-	return []kernel.Kind{{Prefix: prefixGeneration, Append: true}, {Prefix: prefixUpstreamID, Append: true}}
+	return append(ChunkedKinds(), kernel.Kind{Prefix: prefixUpstreamID, Append: true})
+}
+
+// ChunkedKinds are the record kinds whose records the on-disk store keeps
+// in chunks (kernel.Kind.Slot): a tool that opens the database itself
+// (kernel.OpenBadger) passes them, so that it reads those records.
+func ChunkedKinds() []kernel.Kind {
+	return []kernel.Kind{{Prefix: prefixGeneration, Append: true, Slot: generationSlot}}
+}
+
+// generationSlot is the 10 ms of its creation a generation record falls in,
+// from the time its id starts with (NewGenerationID): the on-disk store
+// keeps the records of one slot together, so that a lookup reads one slot's
+// and a scan returns them about in creation order.
+func generationSlot(key string) (string, bool) {
+	id, ok := strings.CutPrefix(key, prefixGeneration+"gen-")
+	if !ok || len(id) < 13 {
+		return "", false
+	}
+	for i := range 13 {
+		if id[i] < '0' || id[i] > '9' {
+			return "", false
+		}
+	}
+	return id[:12], true
 }
 
 // ledger is the in-memory state of running requests: what they hold against

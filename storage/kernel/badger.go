@@ -23,6 +23,8 @@ type Backend interface {
 	Get(key string, decode func(value []byte) error) error
 	// Scan calls fn for each record under prefix in key order until fn
 	// returns false or an error; key and value are valid only during fn.
+	// (On disk, the records of a kind with a Slot come after the others,
+	// in slot order: chunks.go.)
 	Scan(prefix string, fn func(key, value []byte) (bool, error)) error
 	Close() error
 }
@@ -39,7 +41,25 @@ type badgerBackend struct {
 	gcDone chan struct{}
 }
 
-func openBadger(opts Options, log *zap.Logger) (*badgerBackend, error) {
+// openBadger opens the embedded backend: on disk, Badger with its commits
+// journaled (journal.go); in memory, Badger alone.
+func openBadger(opts Options, log *zap.Logger) (Backend, error) {
+	db, err := openBadgerDB(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	if opts.InMemory {
+		return db, nil
+	}
+	j, err := openJournal(db, opts.Dir, opts.SyncWrites, log)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+func openBadgerDB(opts Options, log *zap.Logger) (*badgerBackend, error) {
 	bopts := badger.DefaultOptions(opts.Dir).
 		WithLogger(badgerLogger{log.Sugar()}).
 		WithNumVersionsToKeep(1).

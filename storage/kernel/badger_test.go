@@ -34,7 +34,7 @@ func TestBadgerReadsTablesWrittenCompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := openBadger(Options{Dir: dir}, zap.NewNop())
+	b, err := openBadgerDB(Options{Dir: dir}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,12 @@
 //   - Commit acknowledging only writes the shared database accepted, as
 //     Badger's transaction commit does today.
 //
+// The embedded backend on disk is Badger behind a journal (journal.go): a
+// commit is one append to a journal file, and a checkpoint moves the
+// journal into Badger every second, records of kinds with a Slot grouped
+// into chunks (chunks.go). Reads of what is not yet moved come from the
+// journal's own memory, so the contract above holds unchanged.
+//
 // RedisBackend (redis.go) is that backend: Commit is one MULTI/EXEC with
 // a change-feed entry, Follow reads the feed, Apply and Reload bring the
 // other replicas' changes into memory; the ledger's script lives with the

@@ -30,6 +30,11 @@ type Kind struct {
 	// Append marks immutable records, written once through Append and
 	// never rewritten.
 	Append bool
+	// Slot, for an Append kind, names the slot a record's key falls in
+	// (false: none); slots sort in the order the records should scan. The
+	// on-disk backend then stores a checkpoint's records of one slot as
+	// one chunk (chunks.go) instead of one entry each.
+	Slot func(key string) (string, bool)
 }
 
 // Options configure Open.
@@ -113,6 +118,17 @@ func New(b Backend, log *zap.Logger) *Kernel {
 // already registered: a key must name exactly one kind.
 func (k *Kernel) Register(kinds ...Kind) {
 	for _, n := range kinds {
+		if strings.HasPrefix(n.Prefix, "~") {
+			panic(fmt.Sprintf("kernel: record prefix %q: '~' starts the backend's own keys", n.Prefix))
+		}
+		if n.Slot != nil {
+			if !n.Append {
+				panic(fmt.Sprintf("kernel: record prefix %q: only an Append kind has slots", n.Prefix))
+			}
+			if j, ok := k.backend.(*journal); ok {
+				j.chunk(n.Prefix, n.Slot)
+			}
+		}
 		for _, o := range k.kinds {
 			if strings.HasPrefix(n.Prefix, o.Prefix) || strings.HasPrefix(o.Prefix, n.Prefix) {
 				panic(fmt.Sprintf("kernel: record prefix %q overlaps %q", n.Prefix, o.Prefix))
@@ -188,7 +204,8 @@ func (k *Kernel) Get(key string, decode func(value []byte) error) error {
 }
 
 // Scan calls fn for every stored record whose key starts with prefix, in
-// key order, until fn returns false or an error; it reads the backend.
+// key order (see Backend.Scan for kinds with a Slot), until fn returns
+// false or an error; it reads the backend.
 func (k *Kernel) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
 	return k.backend.Scan(prefix, fn)
 }

@@ -86,7 +86,20 @@ func (b *RedisBackend) deleteAll(ctx context.Context) error {
 }
 
 // OpenBadger opens the embedded database at dir for a tool (the
-// migration): the same options as the gateway, without value-log GC.
-func OpenBadger(dir string) (Backend, error) {
-	return openBadger(Options{Dir: dir}, zap.NewNop())
+// migration): the same options as the gateway, without value-log GC. kinds
+// are the record kinds with a Slot (storage.ChunkedKinds), whose chunks the
+// tool's Scan must expand.
+func OpenBadger(dir string, kinds ...Kind) (Backend, error) {
+	b, err := openBadger(Options{Dir: dir}, zap.NewNop())
+	if err != nil {
+		return nil, err
+	}
+	if j, ok := b.(*journal); ok {
+		for _, kind := range kinds {
+			if kind.Slot != nil {
+				j.chunk(kind.Prefix, kind.Slot)
+			}
+		}
+	}
+	return b, nil
 }

@@ -1,0 +1,187 @@
+package kernel
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A checkpoint writes the records of a kind with a Slot (generations: one
+// per request, immutable) as chunks: one Badger entry per slot and
+// checkpoint, holding every record of that slot the checkpoint moved,
+// under chunkPrefix + the kind's prefix + slot + "/" + a suffix unique to
+// the checkpoint. One entry per record cost Badger's per-entry work (two
+// encodings, a skiplist insert, the memtable's flush and compactions) on
+// every request: with the journal, most of the storage's remaining CPU.
+// A record is read back from its slot's chunks (a lookup reads the few
+// chunks of one slot), or from its own entry: records of a kind without a
+// Slot, records whose key has no slot, and records replayed from the
+// journal at startup, before the kinds are registered.
+//
+// A chunk is a sequence of key and value, each as a uvarint length and the
+// bytes. A crash after a checkpoint's Badger commit and before its journal
+// files are deleted replays those records into a second copy; readers
+// therefore skip a key already read from the same slot.
+
+// chunkPrefix starts every chunk's key; no kind's prefix may start with '~'.
+const chunkPrefix = "~c/"
+
+// chunker is a kind whose records are chunked.
+type chunker struct {
+	prefix string
+	slot   func(key string) (string, bool)
+}
+
+// chunkerOf returns the chunker whose kind key belongs to, or nil.
+func chunkerOf(cs []chunker, key string) *chunker {
+	for i := range cs {
+		if strings.HasPrefix(key, cs[i].prefix) {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// chunkSuffix is unique to one checkpoint: its time, so that a slot's
+// chunks list in the order they were written, and randomness against two
+// checkpoints in one clock tick.
+func chunkSuffix() string {
+	var r [6]byte
+	_, _ = rand.Read(r[:]) // never fails (crypto/rand panics instead)
+	ns := strconv.FormatInt(time.Now().UnixNano(), 10)
+	return strings.Repeat("0", max(0, 20-len(ns))) + ns + "-" + hex.EncodeToString(r[:])
+}
+
+// checkpointWrites turns journaled writes into Badger's: the records of
+// chunked kinds grouped into one chunk per slot, the others as they are.
+func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
+	writes := make([]Write, 0, len(m))
+	groups := map[string][]string{} // chunk key without its suffix -> record keys
+	for key, v := range m {
+		if v != nil {
+			if c := chunkerOf(cs, key); c != nil {
+				if slot, ok := c.slot(key); ok && !strings.Contains(slot, "/") {
+					g := chunkPrefix + c.prefix + slot + "/"
+					groups[g] = append(groups[g], key)
+					continue
+				}
+			}
+		}
+		w := Write{Key: key}
+		if v != nil {
+			w.Value = rawValue(v)
+		}
+		writes = append(writes, w)
+	}
+	if len(groups) == 0 {
+		return writes
+	}
+	suffix := chunkSuffix()
+	for g, keys := range groups {
+		slices.Sort(keys)
+		size := 0
+		for _, k := range keys {
+			size += 2*binary.MaxVarintLen32 + len(k) + len(m[k])
+		}
+		b := make([]byte, 0, size)
+		for _, k := range keys {
+			b = binary.AppendUvarint(b, uint64(len(k)))
+			b = append(b, k...)
+			b = binary.AppendUvarint(b, uint64(len(m[k])))
+			b = append(b, m[k]...)
+		}
+		writes = append(writes, Write{Key: g + suffix, Value: rawValue(b)})
+	}
+	return writes
+}
+
+var errBadChunk = errors.New("kernel: malformed chunk")
+
+// eachChunkRecord calls fn for each record of a chunk until fn returns
+// false or an error; it reports whether fn always asked for more.
+func eachChunkRecord(c []byte, fn func(key, value []byte) (bool, error)) (bool, error) {
+	field := func() ([]byte, bool) {
+		n, w := binary.Uvarint(c)
+		if w <= 0 || n > uint64(len(c)-w) {
+			return nil, false
+		}
+		f := c[w : w+int(n)]
+		c = c[w+int(n):]
+		return f, true
+	}
+	for len(c) > 0 {
+		key, ok := field()
+		if !ok {
+			return false, errBadChunk
+		}
+		value, ok := field()
+		if !ok {
+			return false, errBadChunk
+		}
+		if more, err := fn(key, value); !more || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// getChunked finds key in its slot's chunks.
+func (j *journal) getChunked(c *chunker, key string, decode func(value []byte) error) error {
+	slot, ok := c.slot(key)
+	if !ok {
+		return ErrNotFound
+	}
+	found := false
+	err := j.db.Scan(chunkPrefix+c.prefix+slot+"/", func(_, v []byte) (bool, error) {
+		return eachChunkRecord(v, func(k, value []byte) (bool, error) {
+			if string(k) != key {
+				return true, nil
+			}
+			found = true
+			return false, decode(value)
+		})
+	})
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	return err
+}
+
+// scanChunked calls fn for each chunked record of c's kind whose key starts
+// with prefix, slot by slot, each once; it reports whether fn always asked
+// for more.
+func (j *journal) scanChunked(c *chunker, prefix string, fn func(key, value []byte) (bool, error)) (bool, error) {
+	from := chunkPrefix + c.prefix
+	seen := map[string]struct{}{}
+	var slot []byte
+	more := true
+	err := j.db.Scan(from, func(ck, v []byte) (bool, error) {
+		s := ck[len(from):]
+		if i := bytes.LastIndexByte(s, '/'); i >= 0 {
+			s = s[:i]
+		}
+		if !bytes.Equal(s, slot) {
+			clear(seen)
+			slot = append(slot[:0], s...)
+		}
+		var err error
+		more, err = eachChunkRecord(v, func(k, value []byte) (bool, error) {
+			if !bytes.HasPrefix(k, []byte(prefix)) {
+				return true, nil
+			}
+			if _, dup := seen[string(k)]; dup {
+				return true, nil
+			}
+			seen[string(k)] = struct{}{}
+			return fn(k, value)
+		})
+		return more, err
+	})
+	return more, err
+}
