@@ -18,18 +18,34 @@ type crashLoad struct {
 	mu         sync.Mutex
 	received   money.Amount // sum of usage.cost of complete answers
 	complete   int
-	incomplete int      // requests that ended without a complete answer
-	unexpected []string // complete answers that are not 200
+	generation map[string]money.Amount // complete answers' generation ids and costs
+	incomplete int                     // requests that ended without a complete answer
+	unexpected []string                // complete answers that are not 200
 }
 
 // oneRequest sends a request and reports the cost of its complete answer;
 // ok is false when the answer did not arrive whole.
 func oneRequest(c *client, key, path, body string, stream bool) (cost money.Amount, ok bool, unexpected string) {
-	res, err := c.send(path, key, body, nil)
-	if err != nil {
-		return 0, false, ""
-	}
-	defer res.Body.Close()
+	cost, _, ok, unexpected = oneGeneration(c, key, path, body, stream)
+	return cost, ok, unexpected
+}
+
+// oneGeneration is oneRequest that also reports the answer's generation id.
+func oneGeneration(c *client, key, path, body string, stream bool) (cost money.Amount, genID string, ok bool, unexpected string) {
+	cost, ok, unexpected, genID = func() (money.Amount, bool, string, string) {
+		res, err := c.send(path, key, body, nil)
+		if err != nil {
+			return 0, false, "", ""
+		}
+		defer res.Body.Close()
+		cost, ok, unexpected := readAnswerCost(res, stream)
+		return cost, ok, unexpected, res.Header.Get("X-Generation-Id")
+	}()
+	return cost, genID, ok, unexpected
+}
+
+// readAnswerCost reads an answer's usage.cost.
+func readAnswerCost(res *http.Response, stream bool) (cost money.Amount, ok bool, unexpected string) {
 	if res.StatusCode != 200 {
 		b, err := io.ReadAll(res.Body)
 		if err != nil {
@@ -116,7 +132,7 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 	}
 	base := c.snapshot(key, org.MgmtKey)
 
-	load := &crashLoad{}
+	load := &crashLoad{generation: map[string]money.Amount{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -130,12 +146,13 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 				default:
 				}
 				k := kinds[(w+i)%len(kinds)]
-				cost, ok, bad := oneRequest(wc, key, k.path, bodyOf(k), k.stream)
+				cost, genID, ok, bad := oneGeneration(wc, key, k.path, bodyOf(k), k.stream)
 				load.mu.Lock()
 				switch {
 				case ok:
 					load.received += cost
 					load.complete++
+					load.generation[genID] = cost
 				case bad != "":
 					load.unexpected = append(load.unexpected, bad)
 				default:
@@ -174,6 +191,14 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 	}
 	if after.totalCredits != base.totalCredits {
 		t.Fatalf("credits changed: %s -> %s", base.totalCredits, after.totalCredits)
+	}
+	// Every complete answer's generation record survived, with its cost
+	// (the journal read back at the restart).
+	for id, cost := range load.generation {
+		g := c.api("GET", "/generation?id="+id, key, nil).expect(t, 200).JSON.Get("data")
+		if got, err := money.ParseAmount(g.Get("total_cost").Raw); err != nil || got != cost {
+			t.Fatalf("generation %s after the restart: total_cost %s, the answer said %s", id, g.Get("total_cost").Raw, cost)
+		}
 	}
 
 	// After the restart, requests are charged normally.

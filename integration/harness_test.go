@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -371,6 +372,17 @@ func operatorUp(admin string) bool {
 	}
 	res.Body.Close()
 	return res.StatusCode == http.StatusOK
+}
+
+// stop ends the process as an operator does (SIGTERM): Caddy cleans up.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("the gateway did not exit cleanly: %v; log:\n%s", err, p.log)
+	}
 }
 
 // kill stops the process at once, as a crash would (SIGKILL).

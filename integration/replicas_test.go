@@ -298,7 +298,12 @@ func TestMigrateBadgerToRedis(t *testing.T) {
 	limit := money.Amount(5 * money.AmountScale)
 	key, _ := c.newKey(org.MgmtKey, fmt.Sprintf(`{"name":"migrated","limit":%s}`, limit))
 	body := `{"model":"tollgate-mock","messages":[{"role":"user","content":"charged in badger"}]}`
-	c.api("POST", "/chat/completions", key, body).expect(t, 200)
+	// One generation checkpointed into Badger at a clean stop, one only
+	// in the journal when the process is killed: the migration copies both.
+	genIDs := []string{c.api("POST", "/chat/completions", key, body).expect(t, 200).Header.Get("X-Generation-Id")}
+	p.stop(t)
+	p.start(t)
+	genIDs = append(genIDs, c.api("POST", "/chat/completions", key, body).expect(t, 200).Header.Get("X-Generation-Id"))
 	before := c.snapshot(key, org.MgmtKey)
 	p.kill() // Badger's directory lock goes with the process
 
@@ -316,6 +321,11 @@ func TestMigrateBadgerToRedis(t *testing.T) {
 	after := rc.snapshot(key, org.MgmtKey)
 	if after.usage != before.usage || after.totalUsage != before.totalUsage || after.totalCredits != before.totalCredits || *after.limit != limit {
 		t.Fatalf("after migration: %+v, before: %+v", after, before)
+	}
+	for _, id := range genIDs {
+		if g := rc.api("GET", "/generation?id="+id, key, nil).expect(t, 200).JSON; g.Get("data.id").Str != id {
+			t.Fatalf("generation %s after the migration: %s", id, g.Raw)
+		}
 	}
 	cost := creditAmount(t, rc.api("POST", "/chat/completions", key, body).expect(t, 200).JSON.Get("usage.cost"))
 	expectCharged(t, after, rc.snapshot(key, org.MgmtKey), cost, "charged on redis after the migration")
