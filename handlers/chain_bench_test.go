@@ -117,7 +117,8 @@ func newBenchSetup(b *testing.B) *benchSetup { return newBenchSetupAt(b, "127.0.
 // newBenchSetupAt is newBenchSetup with the provider at dial (plain HTTP).
 func newBenchSetupAt(b *testing.B, dial string) *benchSetup {
 	b.Helper()
-	s, err := storage.Open(storage.Options{InMemory: true})
+	// On disk, as a gateway runs: commits go through the journal.
+	s, err := storage.Open(storage.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
