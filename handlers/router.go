@@ -123,7 +123,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// The header map is shared with the request Caddy logs: copy it before
 	// adding the provider's key (the operator's, or the account's own BYOK
 	// secret, which must never reach a log, even with log_credentials).
-	r.Header = r.Header.Clone()
+	r.Header = upstreamHeader(r.Header)
 	delete(r.Header, "Accept-Encoding") // canonical: no per-request canonicalization
 	if route.Kind == "messages" {
 		dropAnthropicHeaders(r.Header)
@@ -140,6 +140,19 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// spliced in per attempt is no prompt text.
 	route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 	return nil
+}
+
+// upstreamHeader copies the map of a request's header, not its values: the
+// gateway replaces or deletes whole entries of the copy, never edits a value
+// slice, and reverse_proxy deep-copies the header before it changes any.
+// Header.Clone would also copy every value (one more allocation and a copy
+// of every header, per request).
+func upstreamHeader(h http.Header) http.Header {
+	c := make(http.Header, len(h)+2) // room for the provider's headers
+	for k, v := range h {
+		c[k] = v
+	}
+	return c
 }
 
 // withQuery appends the request's query to an upstream path.

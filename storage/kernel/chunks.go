@@ -61,13 +61,17 @@ func chunkSuffix() string {
 // checkpointWrites turns journaled writes into Badger's: the records of
 // chunked kinds grouped into one chunk per slot, the others as they are.
 func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
+	type group struct {
+		c    *chunker
+		slot string // a substring of the records' keys: no copy per record
+	}
 	writes := make([]Write, 0, len(m))
-	groups := map[string][]string{} // chunk key without its suffix -> record keys
+	groups := map[group][]string{}
 	for key, v := range m {
 		if v != nil {
 			if c := chunkerOf(cs, key); c != nil {
 				if slot, ok := c.slot(key); ok && !strings.Contains(slot, "/") {
-					g := chunkPrefix + c.prefix + slot + "/"
+					g := group{c, slot}
 					groups[g] = append(groups[g], key)
 					continue
 				}
@@ -96,7 +100,7 @@ func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
 			b = binary.AppendUvarint(b, uint64(len(m[k])))
 			b = append(b, m[k]...)
 		}
-		writes = append(writes, Write{Key: g + suffix, Value: rawValue(b)})
+		writes = append(writes, Write{Key: chunkPrefix + g.c.prefix + g.slot + "/" + suffix, Value: rawValue(b)})
 	}
 	return writes
 }
