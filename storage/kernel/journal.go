@@ -64,6 +64,9 @@ type journal struct {
 	sync bool
 	log  *zap.Logger
 
+	commitMu sync.Mutex // one Commit at a time: they share frame
+	frame    []byte     // the last commit's frame, whose space the next reuses
+
 	mu   sync.Mutex
 	f    *os.File
 	seq  uint64 // the current file's number
@@ -245,9 +248,9 @@ func readFrame(p []byte, apply func(key string, value []byte)) error {
 	return nil
 }
 
-// encodeFrame encodes writes as one frame; values gets each write's
-// encoded value, nil for a deletion.
-func encodeFrame(writes []Write, values [][]byte) ([]byte, error) {
+// encodeFrame encodes writes as one frame in b's space; values gets each
+// write's encoded value, nil for a deletion.
+func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
 	size := frameHeader
 	for i, w := range writes {
 		size += 1 + 2*binary.MaxVarintLen32 + len(w.Key)
@@ -264,7 +267,7 @@ func encodeFrame(writes []Write, values [][]byte) ([]byte, error) {
 		values[i] = v
 		size += len(v)
 	}
-	b := make([]byte, frameHeader, size)
+	b = append(slices.Grow(b[:0], size), make([]byte, frameHeader)...)
 	for i, w := range writes {
 		if values[i] == nil {
 			b = append(b, 'd')
@@ -288,10 +291,15 @@ func encodeFrame(writes []Write, values [][]byte) ([]byte, error) {
 // with SyncWrites).
 func (j *journal) Commit(writes []Write) error {
 	j.running.Do(func() { go j.checkpointLoop() })
+	j.commitMu.Lock()
+	defer j.commitMu.Unlock()
 	values := make([][]byte, len(writes))
-	frame, err := encodeFrame(writes, values)
+	frame, err := encodeFrame(j.frame, writes, values)
 	if err != nil {
 		return err
+	}
+	if cap(frame) <= 1<<20 {
+		j.frame = frame // the next commit's space (a rare huge one is let go)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
