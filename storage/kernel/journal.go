@@ -51,8 +51,9 @@ const (
 	// checkpointEvery is how often the journal moves into Badger;
 	// checkpointBytes moves it sooner when a file grows past it, which
 	// bounds the memory the journal's not yet moved writes hold.
-	checkpointEvery = time.Second
-	checkpointBytes = 8 << 20
+	checkpointEvery      = time.Second
+	checkpointBytes      = 8 << 20
+	maxCheckpointBackoff = 30 * time.Second
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -375,11 +376,14 @@ func syncDir(dir string) error {
 }
 
 // checkpointLoop checkpoints every checkpointEvery, or sooner when a file
-// grew past checkpointBytes, until Close.
+// grew past checkpointBytes, until Close. After a failure it waits longer
+// each time, up to maxCheckpointBackoff, whatever the journal's size: the
+// journal keeps every write meanwhile, and a retry rewrites all of them.
 func (j *journal) checkpointLoop() {
 	defer close(j.done)
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
+	backoff := time.Duration(0)
 	for {
 		select {
 		case <-j.stop:
@@ -387,8 +391,17 @@ func (j *journal) checkpointLoop() {
 		case <-t.C:
 		case <-j.kick:
 		}
-		if err := j.checkpoint(); err != nil {
-			j.log.Error("moving the journal into the database failed; retrying", zap.Error(err))
+		err := j.checkpoint()
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		backoff = min(max(2*backoff, checkpointEvery), maxCheckpointBackoff)
+		j.log.Error("moving the journal into the database failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-j.stop:
+			return
+		case <-time.After(backoff):
 		}
 	}
 }
