@@ -14,6 +14,7 @@ set -euo pipefail
 DURATION=${BENCH_DURATION:-10}          # seconds per measured run
 ROUNDS=${BENCH_ROUNDS:-3}               # A+B pairs
 SLICE=${BENCH_SLICE:-2}                 # seconds per slice: a round alternates the configs in slices
+SETTLE=${BENCH_SETTLE:-1.5}             # seconds after a slice before its CPU is read (background work)
 WARMUP=${BENCH_WARMUP:-3}               # seconds of unmeasured load per config first
 CONNECTIONS=${BENCH_CONNECTIONS:-32}    # wrk connections
 THREADS=${BENCH_THREADS:-1}             # wrk threads
@@ -329,7 +330,11 @@ for round in $(seq 1 "$ROUNDS"); do
 			res=$(run_wrk "$port" "$len" "$lua") || exit 2
 			[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
 			read -r reqs secs non2xx errs p50 p99 <<<"$res"
-			g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID") t1=$(date +%s.%N)
+			t1=$(date +%s.%N)
+			# The work the turn left to the gateway's background (the
+			# journal's checkpoint, Badger's flushes) is counted in its turn.
+			sleep "$SETTLE"
+			g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID")
 			[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
 			((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
 			((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
