@@ -296,6 +296,10 @@ func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
 // Commit appends one frame and returns once it is written (and synced,
 // with SyncWrites).
 func (j *journal) Commit(writes []Write) error {
+	if len(writes) == 0 {
+		// Nothing to make durable; an empty frame would end the replay.
+		return nil
+	}
 	j.running.Do(func() { go j.checkpointLoop() })
 	j.commitMu.Lock()
 	defer j.commitMu.Unlock()

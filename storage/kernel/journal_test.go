@@ -319,3 +319,21 @@ func TestJournalKeepsLaterFilesWhenOneCannotBeDeleted(t *testing.T) {
 	scanAll(t, j, "a/") // the first checkpoint moves the replayed files
 	wantRecords(t, j.db, want)
 }
+
+// TestJournalEmptyCommitKeepsLaterCommits: a commit of no writes (the
+// Backend contract allows it) writes nothing: its frame, of length zero,
+// would end the file's replay before the commits after it.
+func TestJournalEmptyCommitKeepsLaterCommits(t *testing.T) {
+	dir := t.TempDir()
+	j := openTestJournal(t, dir)
+	if err := j.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Commit([]Write{{"a/1", "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, j)
+	j = openTestJournal(t, dir)
+	defer j.Close()
+	wantRecords(t, j, map[string]string{"a/1": `"after"`})
+}
