@@ -58,6 +58,9 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// removeJournal deletes a moved journal file (a variable for the tests).
+var removeJournal = os.Remove
+
 // journal is a Backend: Badger with its commits journaled.
 type journal struct {
 	db   *badgerBackend
@@ -82,11 +85,13 @@ type journal struct {
 	movingFiles []string
 	chunkers    []chunker // chunks.go
 
-	ckMu    sync.Mutex // one checkpoint at a time
-	running sync.Once  // the checkpoint loop, from the first commit
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	ckMu sync.Mutex // one checkpoint at a time
+	// undeleted are moved files not deleted yet (deleteMoved), under ckMu.
+	undeleted []string
+	running   sync.Once // the checkpoint loop, from the first commit
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // rawValue is a value already encoded, handed to Badger as it is.
@@ -291,6 +296,10 @@ func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
 // Commit appends one frame and returns once it is written (and synced,
 // with SyncWrites).
 func (j *journal) Commit(writes []Write) error {
+	if len(writes) == 0 {
+		// Nothing to make durable; an empty frame would end the replay.
+		return nil
+	}
 	j.running.Do(func() { go j.checkpointLoop() })
 	j.commitMu.Lock()
 	defer j.commitMu.Unlock()
@@ -448,13 +457,26 @@ func (j *journal) moveOut() error {
 	j.mu.Lock()
 	j.moving, j.movingFiles = nil, nil
 	j.mu.Unlock()
-	for _, name := range files {
-		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-			// Left behind, it is replayed at the next start: harmless.
-			j.log.Warn("journal: could not delete a moved file", zap.String("file", name), zap.Error(err))
-		}
-	}
+	j.deleteMoved(files)
 	return nil
+}
+
+// deleteMoved deletes files moved into Badger, oldest first. A file that
+// cannot be deleted is kept with every file moved after it, and deleting
+// them is retried at the next checkpoint: replayed at the next start
+// without the later files, its values would replace the newer ones they
+// moved into Badger. Callers hold ckMu.
+func (j *journal) deleteMoved(files []string) {
+	j.undeleted = append(j.undeleted, files...)
+	for len(j.undeleted) > 0 {
+		name := j.undeleted[0]
+		if err := removeJournal(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			// Replayed at the next start with the later files: harmless.
+			j.log.Warn("journal: could not delete a moved file; keeping it and the later ones", zap.String("file", name), zap.Error(err))
+			return
+		}
+		j.undeleted = j.undeleted[1:]
+	}
 }
 
 // chunk makes the records under prefix chunked from the next checkpoint on.

@@ -281,3 +281,59 @@ func TestChunkedRecordsAreStoredBySlotAndReadOnce(t *testing.T) {
 		t.Error("a scan that cannot expand the chunks succeeded")
 	}
 }
+
+// TestJournalKeepsLaterFilesWhenOneCannotBeDeleted: a moved file that
+// cannot be deleted is replayed at the next start; the files moved after
+// it must be replayed too, or its old values would replace the newer ones
+// Badger holds.
+func TestJournalKeepsLaterFilesWhenOneCannotBeDeleted(t *testing.T) {
+	dir := t.TempDir()
+	j := openTestJournal(t, dir)
+	if err := j.Commit([]Write{{"a/balance", 100}}); err != nil {
+		t.Fatal(err)
+	}
+	stuck := j.f.Name()
+	removeJournal = func(name string) error {
+		if name == stuck {
+			return os.ErrPermission
+		}
+		return os.Remove(name)
+	}
+	defer func() { removeJournal = os.Remove }()
+	if err := j.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Commit([]Write{{"a/balance", 40}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, j)
+
+	removeJournal = os.Remove
+	j = openTestJournal(t, dir)
+	defer j.Close()
+	want := map[string]string{"a/balance": "40"}
+	wantRecords(t, j, want)
+	scanAll(t, j, "a/") // the first checkpoint moves the replayed files
+	wantRecords(t, j.db, want)
+}
+
+// TestJournalEmptyCommitKeepsLaterCommits: a commit of no writes (the
+// Backend contract allows it) writes nothing: its frame, of length zero,
+// would end the file's replay before the commits after it.
+func TestJournalEmptyCommitKeepsLaterCommits(t *testing.T) {
+	dir := t.TempDir()
+	j := openTestJournal(t, dir)
+	if err := j.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Commit([]Write{{"a/1", "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, j)
+	j = openTestJournal(t, dir)
+	defer j.Close()
+	wantRecords(t, j, map[string]string{"a/1": `"after"`})
+}
