@@ -110,29 +110,31 @@ var errBadChunk = errors.New("kernel: malformed chunk")
 // eachChunkRecord calls fn for each record of a chunk until fn returns
 // false or an error; it reports whether fn always asked for more.
 func eachChunkRecord(c []byte, fn func(key, value []byte) (bool, error)) (bool, error) {
-	field := func() ([]byte, bool) {
-		n, w := binary.Uvarint(c)
-		if w <= 0 || n > uint64(len(c)-w) {
-			return nil, false
-		}
-		f := c[w : w+int(n)]
-		c = c[w+int(n):]
-		return f, true
-	}
 	for len(c) > 0 {
-		key, ok := field()
+		key, rest, ok := cutField(c)
 		if !ok {
 			return false, errBadChunk
 		}
-		value, ok := field()
+		value, rest, ok := cutField(rest)
 		if !ok {
 			return false, errBadChunk
 		}
+		c = rest
 		if more, err := fn(key, value); !more || err != nil {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// cutField reads a uvarint length and that many bytes off the front of b,
+// as the journal's frames and the chunks store keys and values.
+func cutField(b []byte) (field, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return nil, b, false
+	}
+	return b[w : w+int(n)], b[w+int(n):], true
 }
 
 // getChunked finds key in its slot's chunks.

@@ -222,19 +222,9 @@ func readJournal(data []byte, apply func(key string, value []byte)) (int, error)
 
 // readFrame calls apply for each write of one frame's payload.
 func readFrame(p []byte, apply func(key string, value []byte)) error {
-	field := func() ([]byte, bool) {
-		n, w := binary.Uvarint(p)
-		if w <= 0 || n > uint64(len(p)-w) {
-			return nil, false
-		}
-		f := p[w : w+int(n)]
-		p = p[w+int(n):]
-		return f, true
-	}
 	for len(p) > 0 {
 		op := p[0]
-		p = p[1:]
-		key, ok := field()
+		key, rest, ok := cutField(p[1:])
 		if !ok {
 			return errors.New("truncated key")
 		}
@@ -242,14 +232,15 @@ func readFrame(p []byte, apply func(key string, value []byte)) error {
 		case 'd':
 			apply(string(key), nil)
 		case 's':
-			value, ok := field()
-			if !ok {
+			var value []byte
+			if value, rest, ok = cutField(rest); !ok {
 				return errors.New("truncated value")
 			}
 			apply(string(key), value)
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
+		p = rest
 	}
 	return nil
 }
