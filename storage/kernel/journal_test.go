@@ -149,6 +149,30 @@ func TestJournalKeepsCommitsAcrossACrash(t *testing.T) {
 	}
 }
 
+// TestJournalSyncedKeepsCommitsAcrossACrash: with SyncWrites (each
+// commit and each new file fsynced) the same holds.
+func TestJournalSyncedKeepsCommitsAcrossACrash(t *testing.T) {
+	dir := t.TempDir()
+	b, err := openBadger(Options{Dir: dir, SyncWrites: true}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := b.(*journal)
+	if err := j.Commit([]Write{{"a/1", "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Commit([]Write{{"a/2", "two"}, {"a/1", nil}}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, j)
+	j = openTestJournal(t, dir)
+	defer j.Close()
+	wantRecords(t, j, map[string]string{"a/1": "", "a/2": `"two"`})
+}
+
 // TestJournalDropsATornWrite: a frame cut short or corrupted (a write a
 // crash tore, never acknowledged) ends the replay of its file; what came
 // before it is kept.
