@@ -371,14 +371,13 @@ function median(a, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
 }
-$1 == "A" { ra[$2] = $3; ca[$2] = $4; upa[$2] = $5; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8 }
-$1 == "B" { rb[$2] = $3; cb[$2] = $4; upb[$2] = $5; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8 }
+$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8 }
+$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8 }
 $1 == "C" { rc[$2] = $3; cc[$2] = $4; pc50[$2] = $7; pc99[$2] = $8 }
 END {
 	n = 0
 	for (r in ra) if (r in rb) {
 		n++; ratio[n] = rb[r] / ra[r]; eff[n] = ca[r] / cb[r]; delta[n] = cb[r] - ca[r]; a[n] = ca[r]; b[n] = cb[r]
-		upd[n] = upb[r] - upa[r]; scaled[n] = cb[r] * upa[r] / upb[r] - ca[r]
 		util[2*n-1] = ua[r]; util[2*n] = ub[r]
 		lo = (n == 1 || ratio[n] < lo) ? ratio[n] : lo; hi = (n == 1 || ratio[n] > hi) ? ratio[n] : hi
 	}
@@ -391,9 +390,6 @@ END {
 	k = 0
 	for (r in ra) if (r in rb) { k++; x50[k] = pa50[r]; x99[k] = pa99[r]; y50[k] = pb50[r]; y99[k] = pb99[r] }
 	printf "latency p50/p99:               A %.2f/%.2f ms, B %.2f/%.2f ms (medians)\n", median(x50, k), median(x99, k), median(y50, k), median(y99, k)
-	# The upstream does the same work for A and B: its cost moving between
-	# their turns is the speed of the host moving (a diagnostic, not the goal).
-	printf "host check:                    upstream B-A %+.1f µs/req; B-A with B scaled by the upstream cost A/B %+.1f µs (medians)\n", median(upd, n), median(scaled, n)
 	m = 0
 	for (r in rc) if (r in ra) { m++; cr[m] = rc[r] / ra[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
 	if (m > 0) {
