@@ -161,7 +161,7 @@ func TestRouterForwardsBody(t *testing.T) {
 			r, repl := testgw.NewRequest("POST", tt.target, body,
 				"Accept-Encoding", "gzip, br", "Content-Type", "application/json", "Content-Length", "3")
 			r.ContentLength = -1 // as for a chunked request
-			client := r.Header // the map Caddy's access log reads
+			client := r.Header   // the map Caddy's access log reads
 			c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
 			if client.Get("Authorization") != "" || client.Get("Accept-Encoding") != "gzip, br" || client.Get("Content-Length") != "3" {
 				t.Errorf("the client's header map was changed: %v", client)
