@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -54,8 +53,19 @@ func chunkerOf(cs []chunker, key string) *chunker {
 func chunkSuffix() string {
 	var r [6]byte
 	_, _ = rand.Read(r[:]) // never fails (crypto/rand panics instead)
-	ns := strconv.FormatInt(time.Now().UnixNano(), 10)
-	return strings.Repeat("0", max(0, 20-len(ns))) + ns + "-" + hex.EncodeToString(r[:])
+	return fmt.Sprintf("%020d-%x", time.Now().UnixNano(), r)
+}
+
+// useSlots has the on-disk backend chunk the records of kinds with a Slot;
+// other backends store every record alone.
+func useSlots(b Backend, kinds ...Kind) {
+	if j, ok := b.(*journal); ok {
+		for _, kind := range kinds {
+			if kind.Slot != nil {
+				j.chunk(kind.Prefix, kind.Slot)
+			}
+		}
+	}
 }
 
 // checkpointWrites turns journaled writes into Badger's: the records of
@@ -95,10 +105,7 @@ func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
 		}
 		b := make([]byte, 0, size)
 		for _, k := range keys {
-			b = binary.AppendUvarint(b, uint64(len(k)))
-			b = append(b, k...)
-			b = binary.AppendUvarint(b, uint64(len(m[k])))
-			b = append(b, m[k]...)
+			b = appendField(appendField(b, k), m[k])
 		}
 		writes = append(writes, Write{Key: chunkPrefix + g.c.prefix + g.slot + "/" + suffix, Value: rawValue(b)})
 	}
@@ -127,8 +134,15 @@ func eachChunkRecord(c []byte, fn func(key, value []byte) (bool, error)) (bool, 
 	return true, nil
 }
 
+// appendField appends f as cutField reads it back: its length as a uvarint,
+// then its bytes (the journal's frames and the chunks store keys and values
+// so).
+func appendField[F string | []byte](b []byte, f F) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(f))), f...)
+}
+
 // cutField reads a uvarint length and that many bytes off the front of b,
-// as the journal's frames and the chunks store keys and values.
+// as appendField wrote them.
 func cutField(b []byte) (field, rest []byte, ok bool) {
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > uint64(len(b)-w) {

@@ -267,16 +267,10 @@ func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
 	b = append(slices.Grow(b[:0], size), make([]byte, frameHeader)...)
 	for i, w := range writes {
 		if values[i] == nil {
-			b = append(b, 'd')
-			b = binary.AppendUvarint(b, uint64(len(w.Key)))
-			b = append(b, w.Key...)
-			continue
+			b = appendField(append(b, 'd'), w.Key)
+		} else {
+			b = appendField(appendField(append(b, 's'), w.Key), values[i])
 		}
-		b = append(b, 's')
-		b = binary.AppendUvarint(b, uint64(len(w.Key)))
-		b = append(b, w.Key...)
-		b = binary.AppendUvarint(b, uint64(len(values[i])))
-		b = append(b, values[i]...)
 	}
 	payload := b[frameHeader:]
 	binary.LittleEndian.PutUint32(b, uint32(len(payload)))

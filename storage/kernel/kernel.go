@@ -121,13 +121,8 @@ func (k *Kernel) Register(kinds ...Kind) {
 		if strings.HasPrefix(n.Prefix, "~") {
 			panic(fmt.Sprintf("kernel: record prefix %q: '~' starts the backend's own keys", n.Prefix))
 		}
-		if n.Slot != nil {
-			if !n.Append {
-				panic(fmt.Sprintf("kernel: record prefix %q: only an Append kind has slots", n.Prefix))
-			}
-			if j, ok := k.backend.(*journal); ok {
-				j.chunk(n.Prefix, n.Slot)
-			}
+		if n.Slot != nil && !n.Append {
+			panic(fmt.Sprintf("kernel: record prefix %q: only an Append kind has slots", n.Prefix))
 		}
 		for _, o := range k.kinds {
 			if strings.HasPrefix(n.Prefix, o.Prefix) || strings.HasPrefix(o.Prefix, n.Prefix) {
@@ -135,6 +130,7 @@ func (k *Kernel) Register(kinds ...Kind) {
 			}
 		}
 		k.kinds = append(k.kinds, n)
+		useSlots(k.backend, n)
 	}
 }
 

@@ -94,12 +94,6 @@ func OpenBadger(dir string, kinds ...Kind) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j, ok := b.(*journal); ok {
-		for _, kind := range kinds {
-			if kind.Slot != nil {
-				j.chunk(kind.Prefix, kind.Slot)
-			}
-		}
-	}
+	useSlots(b, kinds...)
 	return b, nil
 }
