@@ -57,7 +57,7 @@
 //     documents the levels and the figures such a script needs); holds
 //     then carry a lease, so that a replica's crash cannot pin them;
 //   - Commit acknowledging only writes the shared database accepted, as
-//     Badger's transaction commit does today.
+//     the embedded backend's commit acknowledges only writes on disk.
 //
 // The embedded backend on disk is Badger behind a journal (journal.go): a
 // commit is one append to a journal file, and a checkpoint moves the

@@ -111,8 +111,9 @@ func (k *Kernel) flushLoop() {
 		// mutation first, so that they join this commit rather than wait
 		// for the next: the wake-up made the flusher the next goroutine
 		// to run, and on a busy core that gave commits of one or two
-		// requests, each paying a whole Badger transaction and the
-		// snapshots of the account's and key's records.
+		// requests, each paying a whole commit (a journal write, or a
+		// Redis round trip) and the snapshots of the account's and key's
+		// records.
 		runtime.Gosched()
 		k.flushAll()
 	}
