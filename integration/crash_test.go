@@ -23,25 +23,16 @@ type crashLoad struct {
 	unexpected []string                // complete answers that are not 200
 }
 
-// oneRequest sends a request and reports the cost of its complete answer;
-// ok is false when the answer did not arrive whole.
-func oneRequest(c *client, key, path, body string, stream bool) (cost money.Amount, ok bool, unexpected string) {
-	cost, _, ok, unexpected = oneGeneration(c, key, path, body, stream)
-	return cost, ok, unexpected
-}
-
-// oneGeneration is oneRequest that also reports the answer's generation id.
-func oneGeneration(c *client, key, path, body string, stream bool) (cost money.Amount, genID string, ok bool, unexpected string) {
-	cost, ok, unexpected, genID = func() (money.Amount, bool, string, string) {
-		res, err := c.send(path, key, body, nil)
-		if err != nil {
-			return 0, false, "", ""
-		}
-		defer res.Body.Close()
-		cost, ok, unexpected := readAnswerCost(res, stream)
-		return cost, ok, unexpected, res.Header.Get("X-Generation-Id")
-	}()
-	return cost, genID, ok, unexpected
+// oneRequest sends a request and reports the cost of its complete answer
+// and its generation id; ok is false when the answer did not arrive whole.
+func oneRequest(c *client, key, path, body string, stream bool) (cost money.Amount, genID string, ok bool, unexpected string) {
+	res, err := c.send(path, key, body, nil)
+	if err != nil {
+		return 0, "", false, ""
+	}
+	defer res.Body.Close()
+	cost, ok, unexpected = readAnswerCost(res, stream)
+	return cost, res.Header.Get("X-Generation-Id"), ok, unexpected
 }
 
 // readAnswerCost reads an answer's usage.cost.
@@ -125,7 +116,7 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 		full := tokenCost(words(prompt)+4, words(text))
 		cut := tokenCost(promptEstimate(bodyOf(k)), textEstimate(len(text)))
 		maxCost = max(maxCost, full, cut)
-		cost, ok, bad := oneRequest(c, key, k.path, bodyOf(k), k.stream)
+		cost, _, ok, bad := oneRequest(c, key, k.path, bodyOf(k), k.stream)
 		if !ok || cost != full {
 			t.Fatalf("%s %s stream=%t: complete %t, cost %s (want %s) %s", k.path, k.model, k.stream, ok, cost, full, bad)
 		}
@@ -146,7 +137,7 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 				default:
 				}
 				k := kinds[(w+i)%len(kinds)]
-				cost, genID, ok, bad := oneGeneration(wc, key, k.path, bodyOf(k), k.stream)
+				cost, genID, ok, bad := oneRequest(wc, key, k.path, bodyOf(k), k.stream)
 				load.mu.Lock()
 				switch {
 				case ok:
@@ -204,7 +195,7 @@ func TestCrashUnderLoadKeepsCharges(t *testing.T) {
 	// After the restart, requests are charged normally.
 	for _, k := range kinds {
 		before := c.snapshot(key, org.MgmtKey)
-		cost, ok, bad := oneRequest(c, key, k.path, bodyOf(k), k.stream)
+		cost, _, ok, bad := oneRequest(c, key, k.path, bodyOf(k), k.stream)
 		if !ok || cost == 0 {
 			t.Fatalf("%s after restart: complete %t, cost %s %s", k.path, ok, cost, bad)
 		}
