@@ -159,7 +159,7 @@ func TestRouterForwardsBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := routerWithCatalog(t, &Router{UpstreamBasePath: tt.base}, testgw.Catalog(tt.provider))
 			r, repl := testgw.NewRequest("POST", tt.target, body,
-				"Accept-Encoding", "gzip, br", "Content-Type", "application/json", "Content-Length", "3")
+				"Accept-Encoding", "gzip, br", "Incremental", "?1", "Content-Type", "application/json", "Content-Length", "3")
 			r.ContentLength = -1 // as for a chunked request
 			client := r.Header   // the map Caddy's access log reads
 			c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
@@ -181,6 +181,9 @@ func TestRouterForwardsBody(t *testing.T) {
 			}
 			if _, ok := got.header["Accept-Encoding"]; ok {
 				t.Errorf("Accept-Encoding = %q, want removed", got.header.Get("Accept-Encoding"))
+			}
+			if _, ok := got.header["Incremental"]; ok {
+				t.Error("Incremental reached the provider: reverse_proxy refuses to buffer such a request")
 			}
 			if ct := got.header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)

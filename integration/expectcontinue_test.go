@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,4 +67,65 @@ func TestExpectContinue(t *testing.T) {
 		c.mustPost("/chat/completions", key, bad, expect).expectError(t, 400, "Invalid request")
 		expectCharged(t, before, c.snapshot(key, tn.MgmtKey), 0, name+" provider 400")
 	}
+}
+
+// TestRequestBodiesReachTheProvider: the pipeline's reverse_proxy buffers
+// request bodies up to 64 KiB (so that a request leaves in one write), and
+// sends longer ones as they are; both arrive whole and are charged once. A
+// client asking for incremental forwarding (Incremental: ?1), which
+// reverse_proxy refuses to buffer, gets its answer too: the gateway has
+// read the body whole and does not pass that header on.
+func TestRequestBodiesReachTheProvider(t *testing.T) {
+	var mu sync.Mutex
+	var seen [][]byte
+	tap := startTap(t, mockAddr, func(_ string, b []byte) {
+		mu.Lock()
+		seen = append(seen, b)
+		mu.Unlock()
+	}, nil)
+	startInProcessWith(t, func(cfg string) string {
+		return strings.ReplaceAll(cfg, "provider mock http://"+mockAddr+"/v1", "provider mock "+tap.URL+"/v1")
+	})
+	c := newClient(t, gatewayAddr, adminAddr)
+	tn := c.newTenant("personal", "10")
+	key, _ := c.newKey(tn.MgmtKey, `{"name":"bodies"}`)
+
+	for _, tc := range []struct {
+		name string
+		text string
+		hdr  map[string]string
+	}{
+		{"small", "a short question", nil},
+		{"over the buffer", strings.Repeat("long text ", 10_000), nil},
+		{"incremental", "asked to be forwarded as it comes", map[string]string{"Incremental": "?1"}},
+	} {
+		body := fmt.Sprintf(`{"model":"tollgate-mock","messages":[{"role":"user","content":%q}]}`, tc.text)
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		before := c.snapshot(key, tn.MgmtKey)
+		res, err := c.send("/chat/completions", key, body, tc.hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", tc.name, res.StatusCode, b)
+		}
+		mu.Lock()
+		got := seen
+		mu.Unlock()
+		if len(got) != 1 || gjson.GetBytes(got[0], "messages.0.content").String() != tc.text {
+			t.Fatalf("%s: the provider got %d requests, the first %d bytes long; want the body whole once", tc.name, len(got), len(first(got)))
+		}
+		expectCharged(t, before, c.snapshot(key, tn.MgmtKey), creditAmount(t, gjson.GetBytes(b, "usage.cost")), tc.name)
+	}
+}
+
+func first(bs [][]byte) []byte {
+	if len(bs) == 0 {
+		return nil
+	}
+	return bs[0]
 }
