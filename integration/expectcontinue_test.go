@@ -117,13 +117,13 @@ func TestRequestBodiesReachTheProvider(t *testing.T) {
 		got := seen
 		mu.Unlock()
 		if len(got) != 1 || gjson.GetBytes(got[0], "messages.0.content").String() != tc.text {
-			t.Fatalf("%s: the provider got %d requests, the first %d bytes long; want the body whole once", tc.name, len(got), len(first(got)))
+			t.Fatalf("%s: the provider got %d requests, the first %d bytes long; want the body whole once", tc.name, len(got), len(firstBody(got)))
 		}
 		expectCharged(t, before, c.snapshot(key, tn.MgmtKey), creditAmount(t, gjson.GetBytes(b, "usage.cost")), tc.name)
 	}
 }
 
-func first(bs [][]byte) []byte {
+func firstBody(bs [][]byte) []byte {
 	if len(bs) == 0 {
 		return nil
 	}
