@@ -252,3 +252,73 @@ func TestSharedSettlingCostsStaySmall(t *testing.T) {
 		t.Fatalf("the last cost was released early: %s held", st.held())
 	}
 }
+
+// TestSharedOutageKeepsRunningHolds: no replica can renew its leases
+// while Redis is down, so after an outage longer than the lease every
+// running request's lease reads expired. A reaper that released them at
+// once would let the caps admit more than they allow while those requests
+// still run; the reapers wait a lease after the outage instead, in which
+// a live replica renews its leases, and a dead replica's holds are still
+// released after it.
+func TestSharedOutageKeepsRunningHolds(t *testing.T) {
+	srv := redistest.Start(t)
+	const lease = time.Second
+	open := func() *Store {
+		s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "o:", HoldLease: lease}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	alive, dying, b := open(), open(), open()
+	acct, _ := alive.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	limit := money.Amount(3 * money.AmountScale)
+	k, _, _ := alive.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
+	hold := money.Amount(money.AmountScale)
+	eventually(t, time.Second, "the key reaches every replica", func() bool {
+		_, atDying := dying.APIKey(k.Hash)
+		_, atB := b.APIKey(k.Hash)
+		return atDying && atB
+	})
+	// One request runs at a live replica, one at a replica that dies.
+	running, err := alive.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dying.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
+		t.Fatal(err)
+	}
+	dying.closeShared() // its lease, renewed a third of a lease ago at most, lapses during the outage
+	srv.Stop()
+	time.Sleep(2 * lease) // every lease expires
+	srv.Restart()
+	restarted := time.Now()
+
+	held := func() money.Amount {
+		b.k.RLock()
+		defer b.k.RUnlock()
+		return b.ledger.keyHeld[k.Hash]
+	}
+	eventually(t, 2*time.Second, "B reads Redis again", func() bool { return b.shared.rb.Available() && held() != 0 })
+	// Within the lease after the outage both holds stand, and the cap
+	// counts them: 1 credit is left of 3, not 2 or 3.
+	time.Sleep(time.Until(restarted.Add(lease / 2)))
+	if got := held(); got != 2*hold {
+		t.Fatalf("%v after Redis came back, B holds %s; want both holds (%s)", time.Since(restarted), got, 2*hold)
+	}
+	if _, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: 2 * hold}, capDecide(2*hold)); err == nil {
+		t.Fatal("B admitted 2 credits on a key capped at 3 while 2 are held")
+	}
+	// The dead replica's hold is released a lease later; the live one's,
+	// renewed, stands until its request ends.
+	eventually(t, 5*lease, "the dead replica's hold is released", func() bool { return held() == hold })
+	time.Sleep(lease)
+	if got := held(); got != hold {
+		t.Fatalf("the live replica's renewed hold reads %s at B, want %s", got, hold)
+	}
+	if err := alive.Release(running); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "the live hold is released at B", func() bool { return held() == 0 })
+}

@@ -1099,7 +1099,11 @@ func (l *sharedLedger) renew() {
 	_ = l.rb.Observe(l.rb.Client().ZAddXX(ctx, l.leaseKey(), zs...).Err())
 }
 
-// reap releases holds whose lease expired: their replica died.
+// reap releases holds whose lease expired: their replica died. Not
+// within a lease of the end of an outage (this read may be what ends it):
+// no replica could renew its leases while Redis was down, and a live one
+// renews them within a third of a lease once it is back, so until then
+// an expired lease does not mean a dead replica.
 func (l *sharedLedger) reap() error {
 	ctx, cancel := ctxTimeout()
 	nowMS := now().UnixMilli()
@@ -1107,6 +1111,9 @@ func (l *sharedLedger) reap() error {
 	cancel()
 	if err := l.rb.Observe(err); err != nil {
 		return err
+	}
+	if time.Since(l.rb.UpSince()) < l.lease {
+		return nil
 	}
 	for _, m := range members {
 		accountID, resID, ok := strings.Cut(m, "\n")

@@ -57,6 +57,7 @@ type RedisBackend struct {
 	replica string // this process's id in the feed's entries
 	log     *zap.Logger
 	down    atomic.Bool
+	upSince atomic.Int64 // unix ns of the first success after the last failure
 	lease   time.Duration
 }
 
@@ -109,11 +110,27 @@ func (b *RedisBackend) FeedKey() string { return b.feed }
 // Available reports whether the last command reached the server.
 func (b *RedisBackend) Available() bool { return !b.down.Load() }
 
+// UpSince is when a command last reached the server after one had failed
+// to: the end of the last outage this process saw (zero: none).
+func (b *RedisBackend) UpSince() time.Time {
+	if ns := b.upSince.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// up records a command that reached the server.
+func (b *RedisBackend) up() {
+	if b.down.Swap(false) {
+		b.upSince.Store(time.Now().UnixNano())
+	}
+}
+
 // Observe records the outcome of a command: a network failure marks the
 // server down until a command succeeds again.
 func (b *RedisBackend) Observe(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
-		b.down.Store(false)
+		b.up()
 		return err
 	}
 	var rerr redis.Error
@@ -165,7 +182,7 @@ func (b *RedisBackend) Get(key string, decode func(value []byte) error) error {
 	defer cancel()
 	v, err := b.c.Get(ctx, b.prefix+key).Bytes()
 	if errors.Is(err, redis.Nil) {
-		b.down.Store(false)
+		b.up()
 		return ErrNotFound
 	}
 	if err := b.Observe(err); err != nil {
@@ -299,7 +316,7 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, apply func([]Cha
 		}
 		streams, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1000, Block: feedBlock}).Result()
 		if errors.Is(err, redis.Nil) {
-			b.down.Store(false)
+			b.up()
 			continue
 		}
 		if err != nil {
@@ -311,7 +328,7 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, apply func([]Cha
 			}
 			continue
 		}
-		b.down.Store(false)
+		b.up()
 		var changes []Change
 		for _, s := range streams {
 			for _, m := range s.Messages {
