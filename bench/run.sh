@@ -135,9 +135,8 @@ http://:$UP {
 }
 EOF
 
-# A: bare reverse_proxy, with the same matcher, flush and request buffering
-# as the tollgate directive gives B's, so that the difference is only what
-# tollgate adds.
+# A: bare reverse_proxy, with the same matcher and flush setting as B so that
+# the difference is only what tollgate adds.
 cat >"$WORK/bare.caddyfile" <<EOF
 {
 $(globals "$A_ADMIN")
@@ -146,7 +145,6 @@ http://:$A {
 	bind 127.0.0.1
 	reverse_proxy /api/v1/* 127.0.0.1:$UP {
 		flush_interval -1
-		request_buffers 64KiB
 	}
 }
 EOF

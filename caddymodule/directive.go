@@ -110,10 +110,6 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 	}, nil
 }
 
-// requestBuffers is reverse_proxy's request_buffers unless the operator
-// sets it: most inference bodies fit, larger ones are sent as before.
-const requestBuffers = 64 << 10
-
 // providerProxy is the reverse_proxy of the pipeline, from the
 // subdirectives in d that are not the tollgate handler's: its upstream and
 // path are the attempt's provider, it flushes every write (streams are
@@ -136,13 +132,6 @@ func providerProxy(h httpcaddyfile.Helper, d *caddyfile.Dispenser, https bool) (
 	rp.Upstreams = reverseproxy.UpstreamPool{{Dial: upstreamDial}}
 	rp.Rewrite = &rewrite.Rewrite{URI: upstreamURI}
 	rp.FlushInterval = -1
-	if rp.RequestBuffers == 0 {
-		// The handler has read the body whole: buffered again here (a
-		// copy into a pooled buffer), the request goes to the provider
-		// in one write instead of its headers first and then its body,
-		// which net/http does for a body it does not know is in memory.
-		rp.RequestBuffers = requestBuffers
-	}
 	var transport reverseproxy.HTTPTransport
 	if rp.TransportRaw != nil {
 		var proto struct {

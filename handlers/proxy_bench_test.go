@@ -36,8 +36,7 @@ func newBenchUpstream(b *testing.B) *httptest.Server {
 }
 
 // newBenchProxy is a provisioned reverse_proxy to upstream (a dial address
-// or placeholder), flushing every write and buffering request bodies up to
-// 64 KiB as the directive's does (and bench/run.sh's bare A).
+// or placeholder), flushing every write as the directive's does.
 func newBenchProxy(b *testing.B, upstream string, rw *rewrite.Rewrite) *reverseproxy.Handler {
 	// reverse_proxy provisions against a running http app: a config
 	// without servers (and without the admin endpoint) gives it one.
@@ -47,7 +46,7 @@ func newBenchProxy(b *testing.B, upstream string, rw *rewrite.Rewrite) *reversep
 	b.Cleanup(func() { _ = caddy.Stop() })
 	ctx, cancel := caddy.NewContext(caddy.ActiveContext())
 	b.Cleanup(cancel)
-	rp := &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: upstream}}, FlushInterval: -1, RequestBuffers: 64 << 10, Rewrite: rw}
+	rp := &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: upstream}}, FlushInterval: -1, Rewrite: rw}
 	if err := rp.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}

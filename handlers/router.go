@@ -125,8 +125,9 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// secret, which must never reach a log, even with log_credentials).
 	r.Header = upstreamHeader(r.Header)
 	delete(r.Header, "Accept-Encoding") // canonical: no per-request canonicalization
-	// The body was read whole; reverse_proxy refuses to buffer it (its
-	// request_buffers) for a request that asks to be forwarded as it comes.
+	// The body was read whole, so it is not forwarded as it arrives; and
+	// reverse_proxy with request_buffers (an operator's option) refuses a
+	// request that asks for that.
 	delete(r.Header, "Incremental")
 	if route.Kind == "messages" {
 		dropAnthropicHeaders(r.Header)

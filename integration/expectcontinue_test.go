@@ -69,12 +69,12 @@ func TestExpectContinue(t *testing.T) {
 	}
 }
 
-// TestRequestBodiesReachTheProvider: the pipeline's reverse_proxy buffers
-// request bodies up to 64 KiB (so that a request leaves in one write), and
-// sends longer ones as they are; both arrive whole and are charged once. A
-// client asking for incremental forwarding (Incremental: ?1), which
-// reverse_proxy refuses to buffer, gets its answer too: the gateway has
-// read the body whole and does not pass that header on.
+// TestRequestBodiesReachTheProvider: with reverse_proxy's request_buffers
+// set in the tollgate block (an operator's choice: a request then leaves in
+// one write), a body under the buffer and one over it arrive whole and are
+// charged once. A client asking for incremental forwarding (Incremental:
+// ?1), which reverse_proxy refuses to buffer, gets its answer too: the
+// gateway has read the body whole and does not pass that header on.
 func TestRequestBodiesReachTheProvider(t *testing.T) {
 	var mu sync.Mutex
 	var seen [][]byte
@@ -84,6 +84,7 @@ func TestRequestBodiesReachTheProvider(t *testing.T) {
 		mu.Unlock()
 	}, nil)
 	startInProcessWith(t, func(cfg string) string {
+		cfg = replaceOnce(t, cfg, "\t\t# the gateway's options\n", "\t\trequest_buffers 64KiB\n")
 		return strings.ReplaceAll(cfg, "provider mock http://"+mockAddr+"/v1", "provider mock "+tap.URL+"/v1")
 	})
 	c := newClient(t, gatewayAddr, adminAddr)
