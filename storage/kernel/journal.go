@@ -530,15 +530,21 @@ func (j *journal) Scan(prefix string, fn func(key, value []byte) (bool, error)) 
 	return err
 }
 
-// Close moves the journal into Badger and closes both. If that last
-// checkpoint fails, the files stay and the next Open replays them.
-func (j *journal) Close() error {
+// stopCheckpoints ends the checkpoint loop, if the first commit started
+// it, and waits for it.
+func (j *journal) stopCheckpoints() {
 	close(j.stop)
 	started := true
 	j.running.Do(func() { started = false })
 	if started {
 		<-j.done
 	}
+}
+
+// Close moves the journal into Badger and closes both. If that last
+// checkpoint fails, the files stay and the next Open replays them.
+func (j *journal) Close() error {
+	j.stopCheckpoints()
 	err := j.checkpoint()
 	j.mu.Lock()
 	if j.f != nil {

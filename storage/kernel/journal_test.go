@@ -25,12 +25,7 @@ func openTestJournal(t *testing.T, dir string) *journal {
 // they are.
 func crash(t *testing.T, j *journal) {
 	t.Helper()
-	close(j.stop)
-	started := true
-	j.running.Do(func() { started = false })
-	if started {
-		<-j.done
-	}
+	j.stopCheckpoints()
 	j.ckMu.Lock() // a checkpoint under way finishes first
 	defer j.ckMu.Unlock()
 	_ = j.f.Close()
