@@ -12,10 +12,17 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
 
-// openShared opens a replica on srv under prefix.
+// openSharedReplica opens a replica on srv under prefix.
 func openSharedReplica(t *testing.T, srv *redistest.Server, prefix string) *Store {
 	t.Helper()
-	s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: prefix}})
+	return openLeasedReplica(t, srv, prefix, 0)
+}
+
+// openLeasedReplica is openSharedReplica with holds leased for lease
+// (0: the default).
+func openLeasedReplica(t *testing.T, srv *redistest.Server, prefix string, lease time.Duration) *Store {
+	t.Helper()
+	s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: prefix, HoldLease: lease}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +183,8 @@ func TestSharedReserveIsExactAcrossReplicas(t *testing.T) {
 
 func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	srv := redistest.Start(t)
-	open := func() *Store {
-		s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "l:", HoldLease: 600 * time.Millisecond}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
-	a, b := open(), open()
+	const lease = 600 * time.Millisecond
+	a, b := openLeasedReplica(t, srv, "l:", lease), openLeasedReplica(t, srv, "l:", lease)
 	acct, _ := a.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	limit := money.Amount(2 * money.AmountScale)
 	k, _, _ := a.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
@@ -263,14 +263,7 @@ func TestSharedSettlingCostsStaySmall(t *testing.T) {
 func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 	srv := redistest.Start(t)
 	const lease = time.Second
-	open := func() *Store {
-		s, err := Open(Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "o:", HoldLease: lease}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	open := func() *Store { return openLeasedReplica(t, srv, "o:", lease) }
 	alive, dying, b := open(), open(), open()
 	acct, _ := alive.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	limit := money.Amount(3 * money.AmountScale)
