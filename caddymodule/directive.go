@@ -9,19 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-)
-
-// The placeholders through which the tollgate handler points
-// reverse_proxy at the provider of each attempt.
-const (
-	upstreamDial       = "{tollgate.upstream.dial}"
-	upstreamURI        = "{tollgate.upstream.uri}"
-	upstreamScheme     = "{tollgate.upstream.scheme}"
-	upstreamServerName = "{tollgate.upstream.server_name}"
 )
 
 // replacedDirectives are the handler directives the tollgate directive
@@ -45,12 +34,12 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //	}
 //
 // into the gateway's whole pipeline, as php_fastcgi expands into its
-// routes: the tollgate handler, then Caddy's reverse_proxy to the provider
-// the handler chose for the attempt, under /api/v1 (one for HTTPS
-// providers, with TLS to the provider's host name, and one for plain HTTP),
-// streaming without buffering. It also adds an error route that writes the
-// gateway's errors as the spec's JSON body. Subdirectives that are not the
-// handler's go to both reverse_proxy handlers, e.g. `transport http {
+// routes: the tollgate handler, with inside it Caddy's reverse_proxy to the
+// provider the handler chose for the attempt (one for HTTPS providers, with
+// TLS to the provider's host name, and one for plain HTTP), streaming
+// without buffering. It also adds an error route that writes the gateway's
+// errors as the spec's JSON body. Subdirectives that are not the handler's
+// go to both reverse_proxy handlers, e.g. `transport http {
 // response_header_timeout 30s }`.
 func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
 	h.Next() // directive name
@@ -84,38 +73,18 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 	if err != nil {
 		return nil, err
 	}
-	apiPath := caddy.ModuleMap{"path": h.JSON(caddyhttp.MatchPath{admin.APIPrefix + "/*"})}
-	httpsMatch := caddy.ModuleMap{
-		"path": apiPath["path"],
-		"vars": h.JSON(caddyhttp.VarsMatcher{upstreamScheme: {"https"}}),
-	}
-	pipeline := caddyhttp.Subroute{Routes: caddyhttp.RouteList{
-		{HandlersRaw: []json.RawMessage{caddyconfig.JSONModuleObject(tg, "handler", "tollgate", nil)}},
-		{
-			MatcherSetsRaw: []caddy.ModuleMap{httpsMatch},
-			HandlersRaw:    []json.RawMessage{caddyconfig.JSONModuleObject(httpsProxy, "handler", "reverse_proxy", nil)},
-		},
-		{
-			MatcherSetsRaw: []caddy.ModuleMap{apiPath},
-			HandlersRaw:    []json.RawMessage{caddyconfig.JSONModuleObject(httpProxy, "handler", "reverse_proxy", nil)},
-		},
-	}}
+	tg.HTTPSProxyRaw = caddyconfig.JSONModuleObject(httpsProxy, "handler", "reverse_proxy", nil)
+	tg.HTTPProxyRaw = caddyconfig.JSONModuleObject(httpProxy, "handler", "reverse_proxy", nil)
 	errorRoute := &caddyhttp.Subroute{Routes: caddyhttp.RouteList{{
 		MatcherSetsRaw: []caddy.ModuleMap{{"vars": h.JSON(handlers.ErrorRouteMatcher())}},
 		HandlersRaw:    []json.RawMessage{caddyconfig.JSONModuleObject(handlers.ErrorWriter{}, "handler", "tollgate_error", nil)},
 	}}}
-	return []httpcaddyfile.ConfigValue{
-		{Class: "route", Value: pipeline},
-		{Class: "error_route", Value: errorRoute},
-	}, nil
+	return append(h.NewRoute(nil, tg), httpcaddyfile.ConfigValue{Class: "error_route", Value: errorRoute}), nil
 }
 
-// providerProxy is the reverse_proxy of the pipeline, from the
-// subdirectives in d that are not the tollgate handler's: its upstream and
-// path are the attempt's provider, it flushes every write (streams are
-// never buffered), and for HTTPS providers it speaks TLS (the operator's
-// `transport http { tls ... }` settings, if any) to the provider's host
-// name, since a private endpoint is dialed at its checked IP address.
+// providerProxy is a reverse_proxy of the pipeline
+// (handlers.ConfigureProviderProxy), from the subdirectives in d that are
+// not the tollgate handler's.
 func providerProxy(h httpcaddyfile.Helper, d *caddyfile.Dispenser, https bool) (*reverseproxy.Handler, error) {
 	d.Reset()
 	d.Next() // directive name
@@ -126,37 +95,8 @@ func providerProxy(h httpcaddyfile.Helper, d *caddyfile.Dispenser, https bool) (
 	if err := rp.FinalizeUnmarshalCaddyfile(h); err != nil {
 		return nil, err
 	}
-	if len(rp.Upstreams) > 0 || rp.DynamicUpstreamsRaw != nil {
-		return nil, d.Errf("tollgate: the upstream is the provider the gateway picks for each request; remove to and dynamic")
-	}
-	rp.Upstreams = reverseproxy.UpstreamPool{{Dial: upstreamDial}}
-	rp.Rewrite = &rewrite.Rewrite{URI: upstreamURI}
-	rp.FlushInterval = -1
-	var transport reverseproxy.HTTPTransport
-	if rp.TransportRaw != nil {
-		var proto struct {
-			Protocol string `json:"protocol"`
-		}
-		if err := json.Unmarshal(rp.TransportRaw, &proto); err != nil {
-			return nil, err
-		}
-		if proto.Protocol != "http" {
-			return nil, d.Errf("tollgate: providers are reached over HTTP; transport %q is not supported", proto.Protocol)
-		}
-		if err := json.Unmarshal(rp.TransportRaw, &transport); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case !https:
-		transport.TLS = nil
-	case transport.TLS == nil:
-		transport.TLS = &reverseproxy.TLSConfig{ServerName: upstreamServerName}
-	case transport.TLS.ServerName == "":
-		transport.TLS.ServerName = upstreamServerName
-	}
-	if https || rp.TransportRaw != nil {
-		rp.TransportRaw = caddyconfig.JSONModuleObject(transport, "protocol", "http", nil)
+	if err := handlers.ConfigureProviderProxy(rp, https); err != nil {
+		return nil, d.Errf("tollgate: %v", err)
 	}
 	return rp, nil
 }

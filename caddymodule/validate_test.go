@@ -58,6 +58,11 @@ func TestValidateRefuses(t *testing.T) {
 		})
 	}
 
+	t.Run("provider proxy", func(t *testing.T) {
+		wantRefused(t, []byte(`{"apps": {"tollgate": {"data_dir": "`+t.TempDir()+`"}, "http": {"servers": {"s": {"listen": [":0"], "routes": [{"handle": [
+			{"handler": "tollgate", "https_proxy": {"handler": "static_response"}}]}]}}}}}`), "https_proxy: must be the reverse_proxy handler")
+	})
+
 	t.Run("mock latency", func(t *testing.T) {
 		wantRefused(t, []byte(`{"apps": {"http": {"servers": {"s": {"listen": [":0"], "routes": [{"handle": [
 			{"handler": "tollgate_mock_provider", "latency": -1}]}]}}}}}`), "latency must not be negative")

@@ -15,6 +15,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -222,13 +223,20 @@ var benchUpstreamSSE = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http
 	return nil
 })
 
-// chain is the tollgate handler in front of upstream, as the tollgate
-// directive puts it in front of reverse_proxy.
+// chain is the tollgate handler sending its attempts to upstream, as to
+// its reverse_proxy.
 func (s *benchSetup) chain(upstream caddyhttp.Handler) caddyhttp.Handler {
+	s.tollgate.proxies = oneUpstream{upstream}
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return s.tollgate.ServeHTTP(w, r, upstream)
+		return s.tollgate.ServeHTTP(w, r, notReached)
 	})
 }
+
+// notReached is the next handler of a tollgate handler under test: every
+// request it gets is under /api/v1, which the handler answers.
+var notReached = caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+	return errors.New("next handler reached")
+})
 
 // checkOnce runs one request and checks that it was served and, through
 // the chain, charged (usage.cost in the answer).

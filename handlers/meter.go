@@ -50,9 +50,9 @@ func errInternal() *apierror.Error {
 }
 
 // run meters a routed request: admission holds its cost, a gateway-side
-// search runs, the attempts call next in turn until one answers, and
-// settle charges what the answer used.
-func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+// search runs, the attempts go to their providers in turn until one
+// answers, and settle charges what the answer used.
+func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
 	if st.id == nil || st.id.Management {
 		m.logger.Error("inference request without an authenticated regular key")
 		return apierror.Fail(r, errInternal())
@@ -86,7 +86,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, ne
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
 	st.header = w.Header().Clone()
-	return m.attempt(w, r, st, next)
+	return m.attempt(w, r, st, up)
 }
 
 // reserve holds the request's worst-case cost against every limit, or
@@ -161,9 +161,10 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	return apierror.New(http.StatusUnauthorized, msgInvalidKey)
 }
 
-// attempt calls next for each of the route's attempts in turn, until one
-// answers or fails in a way the next provider would not fix, and settles.
-func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+// attempt sends each of the route's attempts to its provider in turn,
+// until one answers or fails in a way the next provider would not fix,
+// and settles.
+func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
 	route := st.route
 	for i := 0; ; i++ {
 		if i > 0 {
@@ -178,7 +179,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 			mw.rewriteIdentity(st.genID, route)
 		}
 		began := now()
-		proxyErr := proxyAttempt(next, mw, r, route, st.genID)
+		proxyErr := proxyAttempt(up.forward(route.Provider), mw, r, route, st.genID)
 		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr)
 		observeAttempt(st, mw, began, fallback)
 		if fallback {

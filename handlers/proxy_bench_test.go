@@ -9,13 +9,12 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 )
 
 // The end-to-end pair of bench/run.sh in process: Caddy's reverse_proxy
 // handler over loopback to an upstream answering benchJSONAnswer, alone
 // (A: bare Caddy) and behind the tollgate handler as the tollgate directive
-// sets it up (B: placeholder upstream and rewrite). Their difference is
+// sets it up (B: ConfigureProviderProxy's placeholder upstream and rewrite). Their difference is
 // what the chain adds per request, less Caddy's server, which both share;
 // compare instruction counts (valgrind --tool=callgrind) rather than
 // times, which the upstream's goroutines make noisy.
@@ -35,9 +34,8 @@ func newBenchUpstream(b *testing.B) *httptest.Server {
 	return up
 }
 
-// newBenchProxy is a provisioned reverse_proxy to upstream (a dial address
-// or placeholder), flushing every write as the directive's does.
-func newBenchProxy(b *testing.B, upstream string, rw *rewrite.Rewrite) *reverseproxy.Handler {
+// newBenchProxy provisions rp.
+func newBenchProxy(b *testing.B, rp *reverseproxy.Handler) *reverseproxy.Handler {
 	// reverse_proxy provisions against a running http app: a config
 	// without servers (and without the admin endpoint) gives it one.
 	if err := caddy.Load([]byte(`{"admin":{"disabled":true},"apps":{"http":{}}}`), true); err != nil {
@@ -46,7 +44,6 @@ func newBenchProxy(b *testing.B, upstream string, rw *rewrite.Rewrite) *reversep
 	b.Cleanup(func() { _ = caddy.Stop() })
 	ctx, cancel := caddy.NewContext(caddy.ActiveContext())
 	b.Cleanup(cancel)
-	rp := &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: upstream}}, FlushInterval: -1, Rewrite: rw}
 	if err := rp.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +91,8 @@ func BenchmarkProxyChainJSONParallel(b *testing.B) {
 
 func benchProxyBare(b *testing.B) caddyhttp.Handler {
 	up := newBenchUpstream(b)
-	rp := newBenchProxy(b, up.Listener.Addr().String(), nil)
+	// Flushing every write, as the pipeline's does.
+	rp := newBenchProxy(b, &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: up.Listener.Addr().String()}}, FlushInterval: -1})
 	h := withVars(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
 	}))
@@ -105,7 +103,11 @@ func benchProxyBare(b *testing.B) caddyhttp.Handler {
 func benchProxyChain(b *testing.B) (caddyhttp.Handler, string) {
 	up := newBenchUpstream(b)
 	s := newBenchSetupAt(b, up.Listener.Addr().String())
-	rp := newBenchProxy(b, "{tollgate.upstream.dial}", &rewrite.Rewrite{URI: "{tollgate.upstream.uri}"})
+	rp := new(reverseproxy.Handler)
+	if err := ConfigureProviderProxy(rp, false); err != nil {
+		b.Fatal(err)
+	}
+	newBenchProxy(b, rp)
 	h := withVars(s.chain(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
 	})))

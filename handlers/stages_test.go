@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
@@ -131,8 +132,13 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if st.route == nil {
 		return next.ServeHTTP(w, r)
 	}
-	return m.run(w, r, st, next)
+	return m.run(w, r, st, oneUpstream{next})
 }
+
+// oneUpstream sends every attempt to one handler, the tests' provider.
+type oneUpstream struct{ caddyhttp.Handler }
+
+func (u oneUpstream) forward(*catalog.Provider) caddyhttp.Handler { return u.Handler }
 
 // newTestTollgate is the tollgate handler over gw, as Provision makes it.
 func newTestTollgate(t testing.TB, gw gateway.Gateway) *Tollgate {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -29,12 +30,13 @@ import (
 //     body and route it to its model's providers (Router), or serve the
 //     model lists;
 //  4. hold its cost, run a gateway-side search, try the providers in turn
-//     by calling next, and charge what the answer used (Meter).
+//     through reverse_proxy, and charge what the answer used (Meter).
 //
-// next is Caddy's own reverse_proxy (the tollgate Caddyfile directive puts
-// it right after this handler): the provider's address and key are set only
-// here, around calls to next that are metered, so no request reaches a
-// provider without being charged.
+// Each attempt goes through Caddy's own reverse_proxy, provisioned inside
+// this handler (HTTPSProxyRaw, HTTPProxyRaw): no route leads to it, and the
+// provider's address and key are set only here, around the metered calls,
+// so no request reaches a provider without being charged. Requests outside
+// /api/v1 go on to next.
 //
 // Errors the gateway answers itself are returned as caddyhttp.Error
 // carrying an *apierror.Error; ErrorWriter (the directive's error route) writes
@@ -51,13 +53,20 @@ type Tollgate struct {
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate. Default DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
+	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
+	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
+	// directive fills them with the block's reverse_proxy subdirectives.
+	// Default: ConfigureProviderProxy's settings alone.
+	HTTPSProxyRaw json.RawMessage `json:"https_proxy,omitempty" caddy:"namespace=http.handlers inline_key=handler"`
+	HTTPProxyRaw  json.RawMessage `json:"http_proxy,omitempty" caddy:"namespace=http.handlers inline_key=handler"`
 
-	auth   Auth
-	admin  *admin.Admin
-	search WebSearch
-	router Router
-	meter  Meter
-	logger *zap.Logger
+	proxies providers
+	auth    Auth
+	admin   *admin.Admin
+	search  WebSearch
+	router  Router
+	meter   Meter
+	logger  *zap.Logger
 	// shareCeiling hands PerKey to the shared store once (shared.go);
 	// made by Provision.
 	shareCeiling *sync.Once
@@ -78,6 +87,9 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 		return err
 	}
 	t.shareCeiling = new(sync.Once)
+	if t.proxies, err = t.loadProxies(ctx); err != nil {
+		return err
+	}
 	return t.setup(gw, ctx.Logger())
 }
 
@@ -188,12 +200,12 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	case admin.RouteManagement, admin.RouteAnyKey:
 		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
 	}
-	return observeAnswer(r, st, t.infer(w, r, st, next))
+	return observeAnswer(r, st, t.infer(w, r, st))
 }
 
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
-func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState, next caddyhttp.Handler) error {
+func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
 	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return t.router.serveOther(w, r, st)
 	}
@@ -208,10 +220,10 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		return apierror.Fail(r, apiErr)
 	}
 	if st.plan == nil {
-		return t.meter.run(w, r, st, next)
+		return t.meter.run(w, r, st, t.proxies)
 	}
 	cw := newCiteWriter(w, st)
-	err := t.meter.run(cw, r, st, next)
+	err := t.meter.run(cw, r, st, t.proxies)
 	cw.finish()
 	return err
 }

@@ -1,9 +1,16 @@
 package integration
 
 import (
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // gatewayDirective is the harness's tollgate directive in the gateway site.
@@ -49,5 +56,71 @@ func TestOperatorHandleErrorsComposes(t *testing.T) {
 				t.Fatalf("operator's error: %d %q", r.Status, r.Body)
 			}
 		})
+	}
+}
+
+// TestJSONConfigGetsProviderProxies: a JSON config whose tollgate handler
+// names no https_proxy or http_proxy (as one written by hand might) gets
+// the pipeline's reverse_proxy by default: a completion reaches the
+// provider and is charged, and a path outside /api/v1 goes on to the
+// site's next handler.
+func TestJSONConfigGetsProviderProxies(t *testing.T) {
+	dir := t.TempDir()
+	cfg := gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms")
+	// file_server comes after tollgate in Caddy's directive order.
+	site := t.TempDir()
+	if err := os.WriteFile(filepath.Join(site, "other.txt"), []byte("next handler"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg = replaceOnce(t, cfg, gatewayDirective, gatewayDirective+"\troot * "+site+"\n\tfile_server\n")
+	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	var strip func(path string, v gjson.Result)
+	strip = func(path string, v gjson.Result) {
+		if v.Get("handler").Str == "tollgate" {
+			for _, name := range []string{"https_proxy", "http_proxy"} {
+				if v.Get(name).Exists() {
+					if cfgJSON, err = sjson.DeleteBytes(cfgJSON, path+"."+name); err != nil {
+						t.Fatal(err)
+					}
+					removed++
+				}
+			}
+		}
+		v.ForEach(func(k, child gjson.Result) bool {
+			if child.IsObject() || child.IsArray() {
+				strip(strings.TrimPrefix(path+"."+k.String(), "."), child)
+			}
+			return true
+		})
+	}
+	strip("", gjson.ParseBytes(cfgJSON))
+	if removed != 2 || strings.Contains(string(cfgJSON), "reverse_proxy") {
+		t.Fatalf("removed %d proxies; config %s", removed, cfgJSON)
+	}
+	newTester(t).InitServer(string(cfgJSON), "json")
+	t.Cleanup(func() {
+		res, err := http.Post("http://"+adminAddr+"/load", "application/json",
+			strings.NewReader(`{"admin":{"listen":"`+adminAddr+`"}}`))
+		if err == nil {
+			res.Body.Close()
+		}
+	})
+
+	c := newClient(t, gatewayAddr, adminAddr)
+	tn := c.newTenant("personal", "10")
+	key, _ := c.newKey(tn.MgmtKey, `{"name":"json"}`)
+	before := c.snapshot(key, tn.MgmtKey)
+	r := c.mustPost("/chat/completions", key, `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}]}`, nil)
+	cost := creditAmount(t, r.JSON.Get("usage.cost"))
+	if r.Status != 200 || cost <= 0 {
+		t.Fatalf("status %d, cost %s: %s", r.Status, cost, r.Body)
+	}
+	expectCharged(t, before, c.snapshot(key, tn.MgmtKey), cost, "completion through the default proxies")
+	if other := c.do("GET", c.gateway+"/other.txt", "", nil); other.Status != 200 || string(other.Body) != "next handler" {
+		t.Fatalf("outside /api/v1: %d %q", other.Status, other.Body)
 	}
 }
