@@ -2,13 +2,16 @@ package storage
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	mrand "math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -533,20 +536,33 @@ type Generation struct {
 
 // NewGenerationID returns an id that sorts by creation time.
 func NewGenerationID(t time.Time) string {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
+	var b [8]byte
+	g := idRand.Get().(*mrand.ChaCha8)
+	binary.LittleEndian.PutUint64(b[:], g.Uint64())
+	idRand.Put(g)
 	id := make([]byte, 0, 30)
 	id = append(id, "gen-"...)
-	ms := strconv.AppendInt(nil, t.UnixMilli(), 10)
+	var msb [20]byte
+	ms := strconv.AppendInt(msb[:0], t.UnixMilli(), 10)
 	for range 13 - len(ms) {
 		id = append(id, '0')
 	}
 	id = append(id, ms...)
 	id = append(id, '-')
-	return string(hex.AppendEncode(id, b[:]))
+	return string(hex.AppendEncode(id, b[:6]))
 }
+
+// idRand holds the generators of generation ids' random part: ChaCha8,
+// cryptographically strong, each seeded once from crypto/rand, so that ids
+// stay unguessable without a getrandom system call per request (0.4 µs of
+// CPU in profiles of bench/run.sh's chain).
+var idRand = sync.Pool{New: func() any {
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return mrand.NewChaCha8(seed)
+}}
 
 // Generation reads a stored generation record (from disk: it is not a hot
 // path).

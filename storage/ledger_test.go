@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,6 +212,35 @@ func TestGenerationIDsSortByTime(t *testing.T) {
 	b := NewGenerationID(time.UnixMilli(1795300000000))
 	if len(a) != len("gen-0000000000999-")+12 || a[:18] != "gen-0000000000999-" || !(a < b) {
 		t.Fatalf("ids %q %q", a, b)
+	}
+}
+
+// Ids made in the same millisecond, from several goroutines (so from
+// several of idRand's generators), differ in their random part.
+func TestGenerationIDsUniqueWithinAMillisecond(t *testing.T) {
+	at := time.UnixMilli(1795300000000)
+	const workers, each = 4, 20000
+	ids := make(chan string, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				ids <- NewGenerationID(at)
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	seen := make(map[string]bool, workers*each)
+	for id := range ids {
+		random, ok := strings.CutPrefix(id, "gen-1795300000000-")
+		if !ok || len(random) != 12 || strings.Trim(random, "0123456789abcdef") != "" {
+			t.Fatalf("id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %q made twice", id)
+		}
+		seen[id] = true
 	}
 }
 
