@@ -37,6 +37,19 @@ func BenchmarkReserve(b *testing.B) {
 	}
 }
 
+// BenchmarkReserveSettle is one request after another: each charge is a
+// group commit of its own, so the work per request is the same in every
+// run (compare instruction counts, valgrind --tool=cachegrind, rather than
+// times on a busy machine).
+func BenchmarkReserveSettle(b *testing.B) {
+	s, a, k := benchStore(b, b.TempDir())
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		reserveSettle(b, s, a, k)
+	}
+}
+
 // BenchmarkReserveSettleParallel is admission plus a durable charge with a
 // generation record, from many goroutines as under load: the group commit
 // shares disk round trips between them. cpu-ns/op is the process's CPU

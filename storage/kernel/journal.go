@@ -70,8 +70,11 @@ type journal struct {
 	sync bool
 	log  *zap.Logger
 
-	commitMu sync.Mutex // one Commit at a time: they share frame
+	commitMu sync.Mutex // one Commit at a time: they share the fields below
 	frame    []byte     // the last commit's frame, whose space the next reuses
+	spans    []valueSpan
+	// valueBytes is the last commit's arena bytes per write (encodeValues).
+	valueBytes int
 
 	mu   sync.Mutex
 	f    *os.File
@@ -247,24 +250,55 @@ func readFrame(p []byte, apply func(key string, value []byte)) error {
 	return nil
 }
 
-// encodeFrame encodes writes as one frame in b's space; values gets each
-// write's encoded value, nil for a deletion.
-func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
+// Appender is a record that encodes itself at the end of a buffer, as its
+// MarshalJSON would return it: the journal encodes a commit's records
+// into one buffer instead of one allocation each.
+type Appender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+// encodeValues sets values[i] to the encoding of writes[i]'s value, nil
+// for a deletion. Appenders append to arena and their values share its
+// space; other values are encoded on their own. It returns arena's growth.
+func encodeValues(arena []byte, writes []Write, values [][]byte, spans []valueSpan) ([]byte, []valueSpan, error) {
+	var err error
+	for i, w := range writes {
+		switch v := w.Value.(type) {
+		case nil:
+		case Appender:
+			from := len(arena)
+			if arena, err = v.AppendJSON(arena); err != nil {
+				return arena, spans, fmt.Errorf("encoding %q: %w", w.Key, err)
+			}
+			spans = append(spans, valueSpan{i, from, len(arena)})
+		default:
+			enc, err := encode(v)
+			if err != nil {
+				return arena, spans, fmt.Errorf("encoding %q: %w", w.Key, err)
+			}
+			if enc == nil {
+				enc = []byte{} // nil is a deletion
+			}
+			values[i] = enc
+		}
+	}
+	// Sliced once arena stops moving; each capped, so that nothing
+	// appended to one value runs into the next.
+	for _, sp := range spans {
+		values[sp.write] = arena[sp.from:sp.to:sp.to]
+	}
+	return arena, spans, nil
+}
+
+// valueSpan is where an Appender's value lies in a commit's arena.
+type valueSpan struct{ write, from, to int }
+
+// encodeFrame encodes writes, whose values encodeValues encoded, as one
+// frame in b's space.
+func encodeFrame(b []byte, writes []Write, values [][]byte) []byte {
 	size := frameHeader
 	for i, w := range writes {
-		size += 1 + 2*binary.MaxVarintLen32 + len(w.Key)
-		if w.Value == nil {
-			continue
-		}
-		v, err := encode(w.Value)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %q: %w", w.Key, err)
-		}
-		if v == nil {
-			v = []byte{} // nil is a deletion
-		}
-		values[i] = v
-		size += len(v)
+		size += 1 + 2*binary.MaxVarintLen32 + len(w.Key) + len(values[i])
 	}
 	b = append(slices.Grow(b[:0], size), make([]byte, frameHeader)...)
 	for i, w := range writes {
@@ -277,7 +311,7 @@ func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
 	payload := b[frameHeader:]
 	binary.LittleEndian.PutUint32(b, uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(payload, castagnoli))
-	return b, nil
+	return b
 }
 
 // Commit appends one frame and returns once it is written (and synced,
@@ -291,10 +325,17 @@ func (j *journal) Commit(writes []Write) error {
 	j.commitMu.Lock()
 	defer j.commitMu.Unlock()
 	values := make([][]byte, len(writes))
-	frame, err := encodeFrame(j.frame, writes, values)
+	// The values stay in recent until the next checkpoint, so the arena
+	// is new for each commit: sized by the last commit's values per write,
+	// so that it rarely grows.
+	arena := make([]byte, 0, len(writes)*j.valueBytes+j.valueBytes/4)
+	arena, spans, err := encodeValues(arena, writes, values, j.spans[:0])
+	j.spans = spans[:0]
 	if err != nil {
 		return err
 	}
+	j.valueBytes = len(arena)/len(writes) + 1
+	frame := encodeFrame(j.frame, writes, values)
 	if cap(frame) <= 1<<20 {
 		j.frame = frame // the next commit's space (a rare huge one is let go)
 	}

@@ -356,3 +356,39 @@ func TestJournalEmptyCommitKeepsLaterCommits(t *testing.T) {
 	defer j.Close()
 	wantRecords(t, j, map[string]string{"a/1": `"after"`})
 }
+
+// appendRecord is a record encoded by appending to the commit's buffer.
+type appendRecord string
+
+func (r appendRecord) AppendJSON(b []byte) ([]byte, error) {
+	return append(append(append(b, '"'), r...), '"'), nil
+}
+
+// TestJournalAppendersShareOneBuffer: Appenders' values, encoded into one
+// buffer per commit beside values encoded on their own and deletions, read
+// back as written, before and after a crash, and each value is capped at
+// its end, so that nothing can run into the next.
+func TestJournalAppendersShareOneBuffer(t *testing.T) {
+	dir := t.TempDir()
+	j := openTestJournal(t, dir)
+	if err := j.Commit([]Write{{"a/gone", "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	writes := []Write{{"a/1", appendRecord("one")}, {"a/2", "two"}, {"a/gone", nil}, {"a/3", appendRecord("")}, {"a/4", appendRecord(strings.Repeat("4", 5000))}}
+	for range 3 { // the later commits size their buffer by the first's
+		if err := j.Commit(writes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"a/1": `"one"`, "a/2": `"two"`, "a/gone": "", "a/3": `""`, "a/4": `"` + strings.Repeat("4", 5000) + `"`}
+	wantRecords(t, j, want)
+	for _, key := range []string{"a/1", "a/3", "a/4"} {
+		if v := j.recent[key]; len(v) != cap(v) {
+			t.Errorf("%q: len %d, cap %d", key, len(v), cap(v))
+		}
+	}
+	crash(t, j)
+	j = openTestJournal(t, dir)
+	defer j.Close()
+	wantRecords(t, j, want)
+}
