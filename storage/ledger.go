@@ -433,7 +433,7 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 		a.BYOKUsage += byok
 		a.Usage += credits
 		s.acct.accounts[a.ID] = &a
-		s.k.MarkDirty(prefixAccount + a.ID)
+		s.k.MarkDirtyAt(prefixAccount, a.ID)
 	}
 	if key, ok := s.acct.keys[res.KeyHash]; ok && c.Cost != 0 {
 		k := *key
@@ -444,7 +444,7 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 			k.Usage = k.Usage.Add(t, credits)
 		}
 		s.acct.keys[k.Hash] = &k
-		s.k.MarkDirty(prefixAPIKey + k.Hash)
+		s.k.MarkDirtyAt(prefixAPIKey, k.Hash)
 	}
 	if c.Cost != 0 {
 		s.chargeScopes(res, credits, byok, t)
@@ -621,7 +621,7 @@ func (s *LedgerStore) chargeScopes(res *Reservation, credits, byok money.Amount,
 			w := *ws
 			add(&w.Usage, &w.BYOKUsage)
 			s.org.workspaces[accountID][id] = &w
-			s.k.MarkDirty(prefixWorkspaceUsage + accountID + "/" + id)
+			s.k.MarkDirtyAt(prefixWorkspaceUsage, res.workspace) // accountID + "/" + id
 		}
 	}
 	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
@@ -629,7 +629,7 @@ func (s *LedgerStore) chargeScopes(res *Reservation, credits, byok money.Amount,
 			m := *mem
 			add(&m.Usage, &m.BYOKUsage)
 			s.org.members[accountID][id] = &m
-			s.k.MarkDirty(prefixMemberUsage + accountID + "/" + id)
+			s.k.MarkDirtyAt(prefixMemberUsage, res.member) // accountID + "/" + id
 		}
 	}
 }

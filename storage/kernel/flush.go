@@ -60,6 +60,19 @@ func (k *Kernel) MarkDirty(key string) *Batch {
 	return k.Pending()
 }
 
+// MarkDirtyAt is MarkDirty(prefix + id), except that it builds the key
+// only for a record not dirty yet: under load the requests of one group
+// commit charge the same account, key and workspace, each marking their
+// records. Callers hold Lock.
+func (k *Kernel) MarkDirtyAt(prefix, id string) *Batch {
+	var buf [96]byte
+	key := append(append(buf[:0], prefix...), id...)
+	if _, ok := k.dirty[string(key)]; !ok { // no allocation for the lookup
+		k.dirty[string(key)] = struct{}{}
+	}
+	return k.Pending()
+}
+
 // Append queues an immutable record. Callers hold Lock.
 func (k *Kernel) Append(key string, v any) *Batch {
 	k.appends = append(k.appends, Write{key, v})

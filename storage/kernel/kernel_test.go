@@ -206,3 +206,36 @@ func TestKernelReportsCommits(t *testing.T) {
 		t.Fatalf("observed %v, want a failed commit then a committed one", seen)
 	}
 }
+
+// TestKernelMarkDirtyAtWritesPrefixAndID: MarkDirtyAt marks the record
+// prefix+id, once however often it is marked, ids longer than its buffer
+// included.
+func TestKernelMarkDirtyAtWritesPrefixAndID(t *testing.T) {
+	b := &memBackend{data: map[string]string{}}
+	k := New(b, zap.NewNop())
+	mem := map[string]string{}
+	k.Register(Kind{Prefix: "r/", Snapshot: func(key string) any { return mem[key] }})
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	defer k.Close()
+	long := strings.Repeat("x", 200)
+	k.Lock()
+	mem["r/acct/ws"], mem["r/"+long] = "ws", "long"
+	k.MarkDirtyAt("r/", "acct/ws")
+	k.MarkDirtyAt("r/", "acct/ws")
+	batch := k.MarkDirtyAt("r/", long)
+	if len(k.dirty) != 2 {
+		t.Errorf("dirty %v, want r/acct/ws and the long one", k.dirty)
+	}
+	k.Unlock()
+	if err := batch.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data["r/acct/ws"] != "ws" || b.data["r/"+long] != "long" || len(b.data) != 2 {
+		t.Fatalf("backend holds %v", b.data)
+	}
+}
