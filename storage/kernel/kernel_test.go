@@ -239,3 +239,55 @@ func TestKernelMarkDirtyAtWritesPrefixAndID(t *testing.T) {
 		t.Fatalf("backend holds %v", b.data)
 	}
 }
+
+// TestKernelWaitGivesUpAfterDurableTimeout: a waiter whose commit keeps
+// failing returns ErrNotDurable after durableTimeout; once the backend
+// answers again, a later write is durable, and so is the earlier one.
+func TestKernelWaitGivesUpAfterDurableTimeout(t *testing.T) {
+	defer func(d time.Duration) { durableTimeout = d }(durableTimeout)
+	durableTimeout = 50 * time.Millisecond
+	b := &memBackend{data: map[string]string{}, fail: 1 << 30}
+	k := New(b, zap.NewNop())
+	k.Register(Kind{Prefix: "a/", Append: true})
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	defer k.Close()
+	k.Lock()
+	first := k.Append("a/1", "one")
+	k.Unlock()
+	began := time.Now()
+	if err := first.Wait(); !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("Wait while the backend fails: %v", err)
+	}
+	if d := time.Since(began); d < durableTimeout {
+		t.Fatalf("gave up after %v, before the timeout", d)
+	}
+	if err := first.Wait(); !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("second Wait while the backend fails: %v", err)
+	}
+	b.mu.Lock()
+	b.fail = 0
+	b.mu.Unlock()
+	durableTimeout = 30 * time.Second
+	k.Lock()
+	later := k.Append("a/2", "two")
+	k.Unlock()
+	if err := later.Wait(); err != nil {
+		t.Fatalf("Wait once the backend answers: %v", err)
+	}
+	select {
+	case <-first.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first write never became durable")
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("Wait on the first write once durable: %v", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data["a/1"] != "one" || b.data["a/2"] != "two" {
+		t.Fatalf("backend holds %v", b.data)
+	}
+}
