@@ -119,13 +119,43 @@ func generationSlot(key string) (string, bool) {
 // balances, key caps and the in-flight budget. It is not persisted: after a
 // restart nothing is running, so nothing is held.
 type ledger struct {
-	accountHeld map[string]money.Amount
-	keyHeld     map[string]money.Amount
+	accountHeld held
+	keyHeld     held
 	inFlight    map[string]*inFlightState
 	// workspaceHeld and memberHeld are by "<account id>/<id>".
-	workspaceHeld map[string]money.Amount
-	memberHeld    map[string]money.Amount
+	workspaceHeld held
+	memberHeld    held
 }
+
+// held sums the holds of running requests by account, key, workspace or
+// member; a sum back at zero is removed. Its values are pointers, so that
+// adding to a sum that exists (under load, every request's) is one map
+// access, not a read and a write.
+type held map[string]*money.Amount
+
+func (m held) get(k string) money.Amount {
+	if p := m[k]; p != nil {
+		return *p
+	}
+	return 0
+}
+
+func (m held) add(k string, d money.Amount) {
+	p := m[k]
+	if p == nil {
+		if d == 0 {
+			return
+		}
+		p = new(money.Amount)
+		m[k] = p
+	}
+	if *p += d; *p == 0 {
+		delete(m, k)
+	}
+}
+
+// set makes k's sum v.
+func (m held) set(k string, v money.Amount) { m.add(k, v-m.get(k)) }
 
 // inFlightState is one account's use of its in-flight budget.
 type inFlightState struct {
@@ -143,13 +173,7 @@ type settling struct {
 }
 
 func newLedger() ledger {
-	l := ledger{
-		accountHeld: map[string]money.Amount{},
-		keyHeld:     map[string]money.Amount{},
-		inFlight:    map[string]*inFlightState{},
-	}
-	l.workspaceHeld, l.memberHeld = map[string]money.Amount{}, map[string]money.Amount{}
-	return l
+	return ledger{accountHeld: held{}, keyHeld: held{}, inFlight: map[string]*inFlightState{}, workspaceHeld: held{}, memberHeld: held{}}
 }
 
 // state returns the account's in-flight state with expired settlements
@@ -195,14 +219,6 @@ func (st *inFlightState) nextRelease(t time.Time) time.Duration {
 		return 0
 	}
 	return st.settling[st.head].until.Sub(t)
-}
-
-func (l *ledger) add(m map[string]money.Amount, k string, d money.Amount) {
-	if v := m[k] + d; v != 0 {
-		m[k] = v
-	} else {
-		delete(m, k)
-	}
 }
 
 // LedgerView is what an admission decision sees, all taken at one instant.
@@ -273,23 +289,23 @@ func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(Ledger
 		return nil, ErrNotFound
 	}
 	t := now()
-	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld[accountID]}
+	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld.get(accountID)}
 	var wsKey, memberKey string
 	if keyHash != "" {
 		if k, ok := s.acct.keys[keyHash]; ok {
 			v.Key = *k
 			if ws, ok := s.org.workspaces[accountID][k.WorkspaceID]; ok {
 				wsKey = accountID + "/" + ws.ID
-				v.Workspace, v.WorkspaceHeld = ws, s.ledger.workspaceHeld[wsKey]
+				v.Workspace, v.WorkspaceHeld = ws, s.ledger.workspaceHeld.get(wsKey)
 			}
 			if k.CreatorUserID != nil {
 				if m, ok := s.org.members[accountID][*k.CreatorUserID]; ok {
 					memberKey = accountID + "/" + m.ID
-					v.Member, v.MemberHeld = m, s.ledger.memberHeld[memberKey]
+					v.Member, v.MemberHeld = m, s.ledger.memberHeld.get(memberKey)
 				}
 			}
 		}
-		v.KeyHeld = s.ledger.keyHeld[keyHash]
+		v.KeyHeld = s.ledger.keyHeld.get(keyHash)
 	}
 	st := s.ledger.state(accountID, t)
 	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
@@ -301,12 +317,12 @@ func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(Ledger
 		return nil, money.ErrAmountRange
 	}
 	if !h.KeyOnly {
-		s.ledger.add(s.ledger.accountHeld, accountID, h.Hold)
+		s.ledger.accountHeld.add(accountID, h.Hold)
 	} else if h.Credits > 0 {
-		s.ledger.add(s.ledger.accountHeld, accountID, h.Credits)
+		s.ledger.accountHeld.add(accountID, h.Credits)
 	}
 	if keyHash != "" {
-		s.ledger.add(s.ledger.keyHeld, keyHash, h.Hold)
+		s.ledger.keyHeld.add(keyHash, h.Hold)
 	}
 	// A BYOK request holds all of its hold against its workspace only when
 	// the workspace counts BYOK spending, else only its Credits; the charge
@@ -317,10 +333,10 @@ func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(Ledger
 		if h.KeyOnly && !v.Workspace.IncludeBYOKInBudgets {
 			wsHold = max(h.Credits, 0)
 		}
-		s.ledger.add(s.ledger.workspaceHeld, wsKey, wsHold)
+		s.ledger.workspaceHeld.add(wsKey, wsHold)
 	}
 	if memberKey != "" {
-		s.ledger.add(s.ledger.memberHeld, memberKey, h.Hold)
+		s.ledger.memberHeld.add(memberKey, h.Hold)
 	}
 	if h.InFlight > 0 {
 		st.running += h.InFlight
@@ -345,8 +361,8 @@ func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(Ledger
 // use has no other bound.
 func holdsFit(v LedgerView, st *inFlightState, h Holds) bool {
 	hold := max(h.Hold, h.Credits)
-	for _, held := range []money.Amount{v.AccountHeld, v.KeyHeld, v.WorkspaceHeld, v.MemberHeld} {
-		if _, ok := money.AddAmounts(held, hold); !ok {
+	for _, sum := range []money.Amount{v.AccountHeld, v.KeyHeld, v.WorkspaceHeld, v.MemberHeld} {
+		if _, ok := money.AddAmounts(sum, hold); !ok {
 			return false
 		}
 	}
@@ -357,18 +373,18 @@ func holdsFit(v LedgerView, st *inFlightState, h Holds) bool {
 // release drops the reservation's holds. Callers hold the kernel's lock.
 func (s *LedgerStore) release(res *Reservation) {
 	if !res.KeyOnly {
-		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Hold)
+		s.ledger.accountHeld.add(res.AccountID, -res.Hold)
 	} else if res.Credits > 0 {
-		s.ledger.add(s.ledger.accountHeld, res.AccountID, -res.Credits)
+		s.ledger.accountHeld.add(res.AccountID, -res.Credits)
 	}
 	if res.KeyHash != "" {
-		s.ledger.add(s.ledger.keyHeld, res.KeyHash, -res.Hold)
+		s.ledger.keyHeld.add(res.KeyHash, -res.Hold)
 	}
 	if res.workspace != "" {
-		s.ledger.add(s.ledger.workspaceHeld, res.workspace, -res.workspaceHold)
+		s.ledger.workspaceHeld.add(res.workspace, -res.workspaceHold)
 	}
 	if res.member != "" {
-		s.ledger.add(s.ledger.memberHeld, res.member, -res.Hold)
+		s.ledger.memberHeld.add(res.member, -res.Hold)
 	}
 	if res.InFlight > 0 {
 		st := s.ledger.state(res.AccountID, now())

@@ -37,6 +37,27 @@ func BenchmarkReserve(b *testing.B) {
 	}
 }
 
+// BenchmarkReserveRunning is the admission hold and its release while
+// other requests of the account and key are running, as under load: each
+// loop releases the reservation the one before placed.
+func BenchmarkReserveRunning(b *testing.B) {
+	s, a, k := benchStore(b, b.TempDir())
+	defer s.Close()
+	running, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = s.Release(running)
+		running = res
+	}
+}
+
 // BenchmarkReserveSettle is one request after another: each charge is a
 // group commit of its own, so the work per request is the same in every
 // run (compare instruction counts, valgrind --tool=cachegrind, rather than

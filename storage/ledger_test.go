@@ -313,3 +313,28 @@ func TestAccountGenerationByEveryID(t *testing.T) {
 		t.Errorf("unknown id: %v", err)
 	}
 }
+
+// A held sum is removed once back at zero, so that the ledger keeps no
+// entry for an account or key with nothing running.
+func TestHeldSumsAreRemovedAtZero(t *testing.T) {
+	m := held{}
+	m.add("a", 0)
+	m.add("b", 5)
+	m.add("b", 7)
+	if len(m) != 1 || m.get("a") != 0 || m.get("b") != 12 {
+		t.Fatalf("after adding: %d sums, a %s, b %s", len(m), m.get("a"), m.get("b"))
+	}
+	m.add("b", -12)
+	if len(m) != 0 {
+		t.Fatalf("b back at zero is still there: %s", m.get("b"))
+	}
+	m.set("c", 9)
+	m.set("c", 4)
+	if m.get("c") != 4 {
+		t.Fatalf("c = %s after set 4", m.get("c"))
+	}
+	m.set("c", 0)
+	if len(m) != 0 {
+		t.Fatal("c set to zero is still there")
+	}
+}
