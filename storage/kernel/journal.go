@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,11 +71,8 @@ type journal struct {
 	sync bool
 	log  *zap.Logger
 
-	commitMu sync.Mutex // one Commit at a time: they share the fields below
-	frame    []byte     // the last commit's frame, whose space the next reuses
-	spans    []valueSpan
-	// valueBytes is the last commit's arena bytes per write (encodeValues).
-	valueBytes int
+	commitMu   sync.Mutex // one Commit at a time
+	writeBytes int        // the last commit's frame bytes per write
 
 	mu   sync.Mutex
 	f    *os.File
@@ -252,67 +250,80 @@ func readFrame(p []byte, apply func(key string, value []byte)) error {
 
 // Appender is a record that encodes itself at the end of a buffer, as its
 // MarshalJSON would return it: the journal encodes a commit's records
-// into one buffer instead of one allocation each.
+// straight into its frame instead of one allocation each.
 type Appender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
-// encodeValues sets values[i] to the encoding of writes[i]'s value, nil
-// for a deletion. Appenders append to arena and their values share its
-// space; other values are encoded on their own. It returns arena's growth.
-func encodeValues(arena []byte, writes []Write, values [][]byte, spans []valueSpan) ([]byte, []valueSpan, error) {
-	var err error
+// encodeFrame encodes writes as one frame in b's space and sets values[i]
+// to writes[i]'s encoded value (nil for a deletion): Appenders' values lie
+// in the frame itself, each capped at its end; other values are encoded
+// on their own.
+func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
+	b = append(b[:0], make([]byte, frameHeader)...)
+	spans := make([][2]int, len(writes)) // Appenders' values in the frame
 	for i, w := range writes {
+		op := byte('s')
+		if w.Value == nil {
+			op = 'd'
+		}
+		b = appendField(append(b, op), w.Key)
 		switch v := w.Value.(type) {
 		case nil:
 		case Appender:
-			from := len(arena)
-			if arena, err = v.AppendJSON(arena); err != nil {
-				return arena, spans, fmt.Errorf("encoding %q: %w", w.Key, err)
+			var from int
+			var err error
+			if b, from, err = appendValue(b, v); err != nil {
+				return nil, fmt.Errorf("encoding %q: %w", w.Key, err)
 			}
-			spans = append(spans, valueSpan{i, from, len(arena)})
+			spans[i] = [2]int{from, len(b)}
 		default:
 			enc, err := encode(v)
 			if err != nil {
-				return arena, spans, fmt.Errorf("encoding %q: %w", w.Key, err)
+				return nil, fmt.Errorf("encoding %q: %w", w.Key, err)
 			}
 			if enc == nil {
 				enc = []byte{} // nil is a deletion
 			}
 			values[i] = enc
+			b = appendField(b, enc)
 		}
 	}
-	// Sliced once arena stops moving; each capped, so that nothing
-	// appended to one value runs into the next.
-	for _, sp := range spans {
-		values[sp.write] = arena[sp.from:sp.to:sp.to]
-	}
-	return arena, spans, nil
-}
-
-// valueSpan is where an Appender's value lies in a commit's arena.
-type valueSpan struct{ write, from, to int }
-
-// encodeFrame encodes writes, whose values encodeValues encoded, as one
-// frame in b's space.
-func encodeFrame(b []byte, writes []Write, values [][]byte) []byte {
-	size := frameHeader
-	for i, w := range writes {
-		size += 1 + 2*binary.MaxVarintLen32 + len(w.Key) + len(values[i])
-	}
-	b = append(slices.Grow(b[:0], size), make([]byte, frameHeader)...)
-	for i, w := range writes {
-		if values[i] == nil {
-			b = appendField(append(b, 'd'), w.Key)
-		} else {
-			b = appendField(appendField(append(b, 's'), w.Key), values[i])
+	for i, sp := range spans { // sliced once b stops moving
+		if sp[1] != 0 {
+			values[i] = b[sp[0]:sp[1]:sp[1]]
 		}
 	}
 	payload := b[frameHeader:]
 	binary.LittleEndian.PutUint32(b, uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(payload, castagnoli))
-	return b
+	return b, nil
 }
+
+// appendValue appends a's encoding as appendField would, and returns where
+// the value starts. Its length goes first, so room for it is left before
+// encoding: two bytes, the size of most records' (128 to 16383 bytes);
+// another size moves the value.
+func appendValue(b []byte, a Appender) ([]byte, int, error) {
+	at := len(b)
+	b, err := a.AppendJSON(append(b, 0, 0))
+	if err != nil {
+		return b, 0, err
+	}
+	n := len(b) - at - 2
+	if w := uvarintLen(n); w != 2 {
+		if w > 2 {
+			b = append(b, make([]byte, w-2)...)
+		}
+		copy(b[at+w:], b[at+2:at+2+n])
+		b = b[:at+w+n]
+	}
+	binary.PutUvarint(b[at:], uint64(n))
+	return b, len(b) - n, nil
+}
+
+// uvarintLen is how many bytes binary.AppendUvarint writes for n.
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
 // Commit appends one frame and returns once it is written (and synced,
 // with SyncWrites).
@@ -325,20 +336,14 @@ func (j *journal) Commit(writes []Write) error {
 	j.commitMu.Lock()
 	defer j.commitMu.Unlock()
 	values := make([][]byte, len(writes))
-	// The values stay in recent until the next checkpoint, so the arena
-	// is new for each commit: sized by the last commit's values per write,
-	// so that it rarely grows.
-	arena := make([]byte, 0, len(writes)*j.valueBytes+j.valueBytes/4)
-	arena, spans, err := encodeValues(arena, writes, values, j.spans[:0])
-	j.spans = spans[:0]
+	// The values stay in recent until the next checkpoint, and Appenders'
+	// lie in the frame, so each commit's frame is new: sized by the last
+	// commit's bytes per write, so that it rarely grows.
+	frame, err := encodeFrame(make([]byte, 0, len(writes)*j.writeBytes+j.writeBytes/4), writes, values)
 	if err != nil {
 		return err
 	}
-	j.valueBytes = len(arena)/len(writes) + 1
-	frame := encodeFrame(j.frame, writes, values)
-	if cap(frame) <= 1<<20 {
-		j.frame = frame // the next commit's space (a rare huge one is let go)
-	}
+	j.writeBytes = len(frame)/len(writes) + 1
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.torn {
