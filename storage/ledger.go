@@ -128,34 +128,59 @@ type ledger struct {
 }
 
 // held sums the holds of running requests by account, key, workspace or
-// member; a sum back at zero is removed. Its values are pointers, so that
-// adding to a sum that exists (under load, every request's) is one map
-// access, not a read and a write.
-type held map[string]*money.Amount
+// member. Its sums are pointers, so that adding to one is one map access,
+// and a sum back at zero stays for the key's next request (no allocation,
+// no map write) until zeros are half of the map, when they are removed.
+type held struct {
+	sums  map[string]*money.Amount
+	zeros int // sums at zero
+}
 
-func (m held) get(k string) money.Amount {
-	if p := m[k]; p != nil {
+func newHeld() held { return held{sums: map[string]*money.Amount{}} }
+
+func (h *held) get(k string) money.Amount {
+	if p := h.sums[k]; p != nil {
 		return *p
 	}
 	return 0
 }
 
-func (m held) add(k string, d money.Amount) {
-	p := m[k]
-	if p == nil {
-		if d == 0 {
-			return
-		}
+func (h *held) add(k string, d money.Amount) {
+	if d == 0 {
+		return
+	}
+	p := h.sums[k]
+	switch {
+	case p == nil:
 		p = new(money.Amount)
-		m[k] = p
+		h.sums[k] = p
+	case *p == 0:
+		h.zeros--
 	}
 	if *p += d; *p == 0 {
-		delete(m, k)
+		h.zeros++
+		if h.zeros > 64 && 2*h.zeros > len(h.sums) {
+			h.sweep()
+		}
 	}
 }
 
 // set makes k's sum v.
-func (m held) set(k string, v money.Amount) { m.add(k, v-m.get(k)) }
+func (h *held) set(k string, v money.Amount) { h.add(k, v-h.get(k)) }
+
+// sweep removes the sums at zero: amortized over the zeros it removes,
+// at least half of the map's entries.
+func (h *held) sweep() {
+	for k, p := range h.sums {
+		if *p == 0 {
+			delete(h.sums, k)
+		}
+	}
+	h.zeros = 0
+}
+
+// live is how many sums are not zero.
+func (h *held) live() int { return len(h.sums) - h.zeros }
 
 // inFlightState is one account's use of its in-flight budget.
 type inFlightState struct {
@@ -173,7 +198,7 @@ type settling struct {
 }
 
 func newLedger() ledger {
-	return ledger{accountHeld: held{}, keyHeld: held{}, inFlight: map[string]*inFlightState{}, workspaceHeld: held{}, memberHeld: held{}}
+	return ledger{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld()}
 }
 
 // state returns the account's in-flight state with expired settlements

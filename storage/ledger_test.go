@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,19 +315,24 @@ func TestAccountGenerationByEveryID(t *testing.T) {
 	}
 }
 
-// A held sum is removed once back at zero, so that the ledger keeps no
-// entry for an account or key with nothing running.
-func TestHeldSumsAreRemovedAtZero(t *testing.T) {
-	m := held{}
+// A held sum back at zero stays for its key's next request, until zeros
+// are half of the sums: then they are removed, so that the ledger does not
+// keep an entry for every account and key that ever ran a request.
+func TestHeldSumsAtZeroAreSwept(t *testing.T) {
+	m := newHeld()
 	m.add("a", 0)
 	m.add("b", 5)
 	m.add("b", 7)
-	if len(m) != 1 || m.get("a") != 0 || m.get("b") != 12 {
-		t.Fatalf("after adding: %d sums, a %s, b %s", len(m), m.get("a"), m.get("b"))
+	if len(m.sums) != 1 || m.get("a") != 0 || m.get("b") != 12 || m.live() != 1 {
+		t.Fatalf("after adding: %d sums, a %s, b %s", len(m.sums), m.get("a"), m.get("b"))
 	}
 	m.add("b", -12)
-	if len(m) != 0 {
-		t.Fatalf("b back at zero is still there: %s", m.get("b"))
+	if m.get("b") != 0 || m.live() != 0 || m.zeros != 1 {
+		t.Fatalf("b back at zero: %s, %d live, %d zeros", m.get("b"), m.live(), m.zeros)
+	}
+	m.add("b", 3) // its next request
+	if m.get("b") != 3 || m.live() != 1 || m.zeros != 0 {
+		t.Fatalf("b again: %s, %d live, %d zeros", m.get("b"), m.live(), m.zeros)
 	}
 	m.set("c", 9)
 	m.set("c", 4)
@@ -334,7 +340,17 @@ func TestHeldSumsAreRemovedAtZero(t *testing.T) {
 		t.Fatalf("c = %s after set 4", m.get("c"))
 	}
 	m.set("c", 0)
-	if len(m) != 0 {
-		t.Fatal("c set to zero is still there")
+	if m.live() != 1 {
+		t.Fatalf("%d live after c set to zero", m.live())
+	}
+	// Many keys, each held once and released: the zeros are swept, and
+	// the sums still held stay.
+	for i := range 1000 {
+		k := fmt.Sprint("k", i)
+		m.add(k, 1)
+		m.add(k, -1)
+	}
+	if len(m.sums) > 2*65+1 || m.get("b") != 3 || m.live() != 1 {
+		t.Fatalf("after 1000 keys held and released: %d sums, %d live, b %s", len(m.sums), m.live(), m.get("b"))
 	}
 }
