@@ -93,6 +93,13 @@ type acctRollup struct {
 	cells []cell
 	index map[cellKey]int32
 	users map[string]*Sums // totals per end user
+	// last is the cell addCell counted in last and the dimensions that
+	// found it (CreatedAt unset: lastHour instead). A gateway's requests
+	// mostly repeat the last one's key, model, provider and status, and
+	// comparing strings costs less than interning six of them.
+	last     genDims
+	lastHour int32
+	lastCell int32 // -1: none yet
 }
 
 // rollup is every account's cells.
@@ -113,7 +120,7 @@ func (r *rollup) account(id string, create bool) *acctRollup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a = r.accounts[id]; a == nil {
-		a = &acctRollup{strs: []string{""}, ids: map[string]uint32{"": 0}, index: map[cellKey]int32{}, users: map[string]*Sums{}}
+		a = &acctRollup{strs: []string{""}, ids: map[string]uint32{"": 0}, index: map[cellKey]int32{}, users: map[string]*Sums{}, lastCell: -1}
 		r.accounts[id] = a
 	}
 	return a
@@ -151,16 +158,12 @@ func dimsOf(g *Generation) genDims {
 
 // addCell adds s to the cell of d. Callers hold a.mu for writing.
 func (a *acctRollup) addCell(d genDims, s Sums) {
-	k := cellKey{
-		hour: hourOf(d.CreatedAt), key: a.intern(d.KeyHash), model: a.intern(d.Model),
-		provider: a.intern(d.Provider), user: a.intern(d.User), workspace: a.intern(d.WorkspaceID),
-		st: a.intern(d.Status), byok: d.BYOK,
-	}
-	i, ok := a.index[k]
-	if !ok {
-		i = int32(len(a.cells))
-		a.cells = append(a.cells, cell{k: k})
-		a.index[k] = i
+	hour := hourOf(d.CreatedAt)
+	d.CreatedAt = time.Time{}
+	i := a.lastCell
+	if i < 0 || hour != a.lastHour || d != a.last {
+		i = a.cellOf(hour, d)
+		a.last, a.lastHour, a.lastCell = d, hour, i
 	}
 	a.cells[i].s.add(s)
 	if d.User != "" {
@@ -171,6 +174,23 @@ func (a *acctRollup) addCell(d genDims, s Sums) {
 		}
 		u.add(s)
 	}
+}
+
+// cellOf returns the index of the cell of d in the hour, made if new.
+// Callers hold a.mu for writing.
+func (a *acctRollup) cellOf(hour int32, d genDims) int32 {
+	k := cellKey{
+		hour: hour, key: a.intern(d.KeyHash), model: a.intern(d.Model),
+		provider: a.intern(d.Provider), user: a.intern(d.User), workspace: a.intern(d.WorkspaceID),
+		st: a.intern(d.Status), byok: d.BYOK,
+	}
+	i, ok := a.index[k]
+	if !ok {
+		i = int32(len(a.cells))
+		a.cells = append(a.cells, cell{k: k})
+		a.index[k] = i
+	}
+	return i
 }
 
 // addGeneration counts one generation record.

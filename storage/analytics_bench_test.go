@@ -140,3 +140,17 @@ func BenchmarkAnalyticsRebuild1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRollupAddGeneration counts settled generations into the rollup
+// as the store's subscription does, each like the one before (one key,
+// model and provider under load).
+func BenchmarkRollupAddGeneration(b *testing.B) {
+	r := newRollup()
+	g := Generation{ID: "gen-1", AccountID: "acct-0123456789", KeyHash: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		Model: "vendor/model", Provider: "provider", WorkspaceID: "ws-0123456789", Status: "completed",
+		PromptTokens: 100, CompletionTokens: 50, Cost: 900, CreatedAt: time.Now()}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.addGeneration(g)
+	}
+}

@@ -14,8 +14,13 @@ import (
 func (g Generation) MarshalJSON() ([]byte, error) {
 	// Sized for the member names, numbers and time, plus the strings
 	// (escapes aside), so that the record is built in one allocation.
-	b := make([]byte, 0, 384+len(g.ID)+len(g.AccountID)+len(g.KeyHash)+len(g.WorkspaceID)+len(g.Model)+
-		len(g.Provider)+len(g.UpstreamModel)+len(g.UpstreamID)+len(g.Status)+len(g.FinishReason)+len(g.User))
+	return g.AppendJSON(make([]byte, 0, 384+len(g.ID)+len(g.AccountID)+len(g.KeyHash)+len(g.WorkspaceID)+len(g.Model)+
+		len(g.Provider)+len(g.UpstreamModel)+len(g.UpstreamID)+len(g.Status)+len(g.FinishReason)+len(g.User)))
+}
+
+// AppendJSON appends what MarshalJSON returns (kernel.Appender: the group
+// commit encodes its records into one buffer).
+func (g Generation) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = jsonstr.Append(b, g.ID)
 	b = append(b, `,"account_id":`...)
@@ -55,13 +60,13 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, g.SearchResults, 10)
 	}
 	b = append(b, `,"cost":`...)
-	b = append(b, g.Cost.String()...)
+	b = g.Cost.Append(b)
 	if g.BYOK {
 		b = append(b, `,"byok":true`...)
 	}
 	if g.Credits != 0 {
 		b = append(b, `,"credits":`...)
-		b = append(b, g.Credits.String()...)
+		b = g.Credits.Append(b)
 	}
 	b = append(b, `,"status":`...)
 	b = jsonstr.Append(b, g.Status)

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,6 +216,35 @@ func TestGenerationIDsSortByTime(t *testing.T) {
 	}
 }
 
+// Ids made in the same millisecond, from several goroutines (so from
+// several of idRand's generators), differ in their random part.
+func TestGenerationIDsUniqueWithinAMillisecond(t *testing.T) {
+	at := time.UnixMilli(1795300000000)
+	const workers, each = 4, 20000
+	ids := make(chan string, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				ids <- NewGenerationID(at)
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	seen := make(map[string]bool, workers*each)
+	for id := range ids {
+		random, ok := strings.CutPrefix(id, "gen-1795300000000-")
+		if !ok || len(random) != 12 || strings.Trim(random, "0123456789abcdef") != "" {
+			t.Fatalf("id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %q made twice", id)
+		}
+		seen[id] = true
+	}
+}
+
 // Holds never wrap: a hold that does not fit beside those already placed is
 // refused, even where decide admits everything (an uncapped key).
 func TestReserveRefusesOverflowingHolds(t *testing.T) {
@@ -281,5 +312,45 @@ func TestAccountGenerationByEveryID(t *testing.T) {
 	}
 	if _, err := s.AccountGeneration(a.ID, "resp_other"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
+	}
+}
+
+// A held sum back at zero stays for its key's next request, until zeros
+// are half of the sums: then they are removed, so that the ledger does not
+// keep an entry for every account and key that ever ran a request.
+func TestHeldSumsAtZeroAreSwept(t *testing.T) {
+	m := newHeld()
+	m.add("a", 0)
+	m.add("b", 5)
+	m.add("b", 7)
+	if len(m.sums) != 1 || m.get("a") != 0 || m.get("b") != 12 || m.live() != 1 {
+		t.Fatalf("after adding: %d sums, a %s, b %s", len(m.sums), m.get("a"), m.get("b"))
+	}
+	m.add("b", -12)
+	if m.get("b") != 0 || m.live() != 0 || m.zeros != 1 {
+		t.Fatalf("b back at zero: %s, %d live, %d zeros", m.get("b"), m.live(), m.zeros)
+	}
+	m.add("b", 3) // its next request
+	if m.get("b") != 3 || m.live() != 1 || m.zeros != 0 {
+		t.Fatalf("b again: %s, %d live, %d zeros", m.get("b"), m.live(), m.zeros)
+	}
+	m.set("c", 9)
+	m.set("c", 4)
+	if m.get("c") != 4 {
+		t.Fatalf("c = %s after set 4", m.get("c"))
+	}
+	m.set("c", 0)
+	if m.live() != 1 {
+		t.Fatalf("%d live after c set to zero", m.live())
+	}
+	// Many keys, each held once and released: the zeros are swept, and
+	// the sums still held stay.
+	for i := range 1000 {
+		k := fmt.Sprint("k", i)
+		m.add(k, 1)
+		m.add(k, -1)
+	}
+	if len(m.sums) > 2*65+1 || m.get("b") != 3 || m.live() != 1 {
+		t.Fatalf("after 1000 keys held and released: %d sums, %d live, b %s", len(m.sums), m.live(), m.get("b"))
 	}
 }

@@ -326,7 +326,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 		}
 	}
 	s.k.RLock()
-	held := len(s.ledger.workspaceHeld) + len(s.ledger.memberHeld)
+	held := s.ledger.workspaceHeld.live() + s.ledger.memberHeld.live()
 	s.k.RUnlock()
 	if held != 0 {
 		t.Fatal("holds left after release")

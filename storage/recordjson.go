@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // Every charge rewrites its account's and key's records in the group
@@ -17,15 +18,26 @@ import (
 // (TestRecordJSONMatchesEncodingJSON); records are still read back with
 // encoding/json.
 
+// The records the group commit writes on every charge encode into its one
+// buffer.
+var (
+	_ kernel.Appender = Generation{}
+	_ kernel.Appender = accountJSON{}
+	_ kernel.Appender = apiKeyJSON{}
+	_ kernel.Appender = scopeUsage{}
+)
+
 // accountJSON is an Account as the group commit encodes it.
 type accountJSON Account
 
 // MarshalJSON implements json.Marshaler.
-func (a accountJSON) MarshalJSON() ([]byte, error) {
+func (a accountJSON) MarshalJSON() ([]byte, error) { return a.AppendJSON(make([]byte, 0, 512)) }
+
+// AppendJSON appends what MarshalJSON returns (kernel.Appender).
+func (a accountJSON) AppendJSON(b []byte) ([]byte, error) {
 	if !encodableTime(a.CreatedAt) || !encodableTime(a.UpdatedAt) {
-		return json.Marshal(Account(a)) // encoding/json's own error
+		return appendMarshaled(b, Account(a)) // encoding/json's own error
 	}
-	b := make([]byte, 0, 512)
 	b = append(b, `{"id":`...)
 	b = jsonstr.Append(b, a.ID)
 	b = append(b, `,"name":`...)
@@ -67,11 +79,13 @@ func (a accountJSON) MarshalJSON() ([]byte, error) {
 type apiKeyJSON APIKey
 
 // MarshalJSON implements json.Marshaler.
-func (k apiKeyJSON) MarshalJSON() ([]byte, error) {
+func (k apiKeyJSON) MarshalJSON() ([]byte, error) { return k.AppendJSON(make([]byte, 0, 768)) }
+
+// AppendJSON appends what MarshalJSON returns (kernel.Appender).
+func (k apiKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 	if !encodableTime(k.CreatedAt) || !encodableTime(k.UpdatedAt) || k.ExpiresAt != nil && !encodableTime(*k.ExpiresAt) {
-		return json.Marshal(APIKey(k)) // encoding/json's own error
+		return appendMarshaled(b, APIKey(k)) // encoding/json's own error
 	}
-	b := make([]byte, 0, 768)
 	b = append(b, `{"hash":`...)
 	b = jsonstr.Append(b, k.Hash)
 	b = append(b, `,"account_id":`...)
@@ -115,6 +129,15 @@ func (k apiKeyJSON) MarshalJSON() ([]byte, error) {
 	b = append(b, `,"byok_usage":`...)
 	b = appendCounters(b, k.BYOKUsage)
 	return append(b, '}'), nil
+}
+
+// appendMarshaled appends encoding/json's encoding of v.
+func appendMarshaled(b []byte, v any) ([]byte, error) {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, enc...), nil
 }
 
 func appendWindowed(b []byte, w money.Windowed) []byte {

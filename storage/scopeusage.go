@@ -25,8 +25,10 @@ type scopeUsage struct {
 
 // MarshalJSON encodes the counters as encoding/json would, without
 // reflection.
-func (u scopeUsage) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 256)
+func (u scopeUsage) MarshalJSON() ([]byte, error) { return u.AppendJSON(make([]byte, 0, 256)) }
+
+// AppendJSON appends what MarshalJSON returns (kernel.Appender).
+func (u scopeUsage) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"usage":`...)
 	b = appendCounters(b, u.Usage)
 	b = append(b, `,"byok_usage":`...)

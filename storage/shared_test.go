@@ -196,7 +196,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	b.k.RLock()
-	held := b.ledger.keyHeld[k.Hash]
+	held := b.ledger.keyHeld.get(k.Hash)
 	b.k.RUnlock()
 	if held != hold {
 		t.Fatalf("a renewed hold reads %s at B, want %s", held, hold)
@@ -223,7 +223,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	eventually(t, 3*time.Second, "the dead replica's hold is released", func() bool {
 		b.k.RLock()
 		defer b.k.RUnlock()
-		return b.ledger.keyHeld[k.Hash] == 0 && leases() == 0
+		return b.ledger.keyHeld.get(k.Hash) == 0 && leases() == 0
 	})
 }
 
@@ -291,7 +291,7 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 	held := func() money.Amount {
 		b.k.RLock()
 		defer b.k.RUnlock()
-		return b.ledger.keyHeld[k.Hash]
+		return b.ledger.keyHeld.get(k.Hash)
 	}
 	eventually(t, 2*time.Second, "B reads Redis again", func() bool { return b.shared.rb.Available() && held() != 0 })
 	// Within the lease after the outage both holds stand, and the cap

@@ -282,7 +282,7 @@ func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name strin
 			a := *acct
 			a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = am.Usage, am.BYOKUsage, am.FreeDay, am.FreeMinute
 			s.accounts[accountID] = &a
-			s.ledger.add(s.ledger.accountHeld, accountID, am.Held-s.ledger.accountHeld[accountID])
+			s.ledger.accountHeld.set(accountID, am.Held)
 		}
 		return
 	}
@@ -301,7 +301,7 @@ func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name strin
 			k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
 			s.keys[id] = &k
 		}
-		s.ledger.add(s.ledger.keyHeld, id, sm.Held-s.ledger.keyHeld[id])
+		s.ledger.keyHeld.set(id, sm.Held)
 	case "w":
 		if w, ok := s.workspaces[accountID][id]; ok {
 			c := *w
@@ -309,7 +309,7 @@ func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name strin
 			s.workspaces[accountID][id] = &c
 		}
 		k := accountID + "/" + id
-		s.ledger.add(s.ledger.workspaceHeld, k, sm.Held-s.ledger.workspaceHeld[k])
+		s.ledger.workspaceHeld.set(k, sm.Held)
 	case "m":
 		if m, ok := s.members[accountID][id]; ok {
 			c := *m
@@ -317,7 +317,7 @@ func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name strin
 			s.members[accountID][id] = &c
 		}
 		k := accountID + "/" + id
-		s.ledger.add(s.ledger.memberHeld, k, sm.Held-s.ledger.memberHeld[k])
+		s.ledger.memberHeld.set(k, sm.Held)
 	}
 }
 

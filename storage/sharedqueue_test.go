@@ -175,7 +175,7 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 		t.Fatalf("account usage %s, charged %d", a.Usage, charged.Load())
 	}
 	st.k.RLock()
-	held := st.ledger.accountHeld[acct.ID]
+	held := st.ledger.accountHeld.get(acct.ID)
 	st.k.RUnlock()
 	if held != 0 {
 		t.Fatalf("%s still held after every request ended", held)

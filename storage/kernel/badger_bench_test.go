@@ -70,3 +70,19 @@ func benchCommits(b *testing.B, be Backend) {
 	}
 	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/record")
 }
+
+// BenchmarkCheckpointWrites is a checkpoint's grouping of a second's
+// journaled writes into chunks: 8,000 generation records over 100 slots,
+// with the account's and key's records.
+func BenchmarkCheckpointWrites(b *testing.B) {
+	m := map[string][]byte{"a/acct": make([]byte, 449), "k/key": make([]byte, 678)}
+	for i := range 8000 {
+		m[fmt.Sprintf("g/gen-%013d-%012x", 1795300000000+i/8, i*7919)] = make([]byte, 520)
+	}
+	cs := []chunker{{"g/", func(key string) (string, bool) { return key[6:18], true }}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = checkpointWrites(m, cs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(m)), "ns/record")
+}

@@ -76,13 +76,18 @@ func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
 		slot string // a substring of the records' keys: no copy per record
 	}
 	writes := make([]Write, 0, len(m))
-	groups := map[group][]string{}
+	groups := map[group]*[]string{} // a pointer: one map access per record
 	for key, v := range m {
 		if v != nil {
 			if c := chunkerOf(cs, key); c != nil {
 				if slot, ok := c.slot(key); ok && !strings.Contains(slot, "/") {
 					g := group{c, slot}
-					groups[g] = append(groups[g], key)
+					keys := groups[g]
+					if keys == nil {
+						keys = new([]string)
+						groups[g] = keys
+					}
+					*keys = append(*keys, key)
 					continue
 				}
 			}
@@ -97,15 +102,19 @@ func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
 		return writes
 	}
 	suffix := chunkSuffix()
+	var values [][]byte
 	for g, keys := range groups {
-		slices.Sort(keys)
+		slices.Sort(*keys)
+		values = values[:0]
 		size := 0
-		for _, k := range keys {
-			size += 2*binary.MaxVarintLen32 + len(k) + len(m[k])
+		for _, k := range *keys {
+			v := m[k]
+			values = append(values, v)
+			size += 2*binary.MaxVarintLen32 + len(k) + len(v)
 		}
 		b := make([]byte, 0, size)
-		for _, k := range keys {
-			b = appendField(appendField(b, k), m[k])
+		for i, k := range *keys {
+			b = appendField(appendField(b, k), values[i])
 		}
 		writes = append(writes, Write{Key: chunkPrefix + g.c.prefix + g.slot + "/" + suffix, Value: rawValue(b)})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,31 +22,42 @@ import (
 // flusher keeps retrying it.
 var ErrNotDurable = errors.New("write not yet durable")
 
-// durableTimeout bounds how long a caller waits for its batch.
-const durableTimeout = 30 * time.Second
+// durableTimeout bounds how long a caller waits for its batch (a variable
+// for the tests).
+var durableTimeout = 30 * time.Second
 
 // Batch is one group commit.
 type Batch struct {
-	done chan struct{}
+	done    chan struct{} // closed once durable
+	durable atomic.Bool   // set before done and over are closed
+	// over is closed once the batch is durable or its waiters' time ran
+	// out, whichever comes first: waiting on one channel costs each
+	// request less than a select over two.
+	over     chan struct{}
+	overOnce sync.Once
 
 	// One timer per batch, made by its first waiter, bounds every
 	// waiter's wait: a timer per request cost each request a timer's
 	// allocation and two trips through the runtime's timer heap.
 	timerOnce sync.Once
 	timer     *time.Timer
-	expired   chan struct{}
 }
 
-func newBatch() *Batch { return &Batch{done: make(chan struct{})} }
+func newBatch() *Batch { return &Batch{done: make(chan struct{}), over: make(chan struct{})} }
 
 // finish marks b durable and stops its timer.
 func (b *Batch) finish() {
+	b.durable.Store(true)
 	close(b.done)
+	b.end()
 	b.timerOnce.Do(func() {}) // no timer is made after this
 	if b.timer != nil {
 		b.timer.Stop()
 	}
 }
+
+// end releases b's waiters.
+func (b *Batch) end() { b.overOnce.Do(func() { close(b.over) }) }
 
 // Write is one record to store: Value nil deletes Key.
 type Write struct {
@@ -57,6 +69,19 @@ type Write struct {
 // deleted, if its kind's Snapshot no longer finds it). Callers hold Lock.
 func (k *Kernel) MarkDirty(key string) *Batch {
 	k.dirty[key] = struct{}{}
+	return k.Pending()
+}
+
+// MarkDirtyAt is MarkDirty(prefix + id), except that it builds the key
+// only for a record not dirty yet: under load the requests of one group
+// commit charge the same account, key and workspace, each marking their
+// records. Callers hold Lock.
+func (k *Kernel) MarkDirtyAt(prefix, id string) *Batch {
+	var buf [96]byte
+	key := append(append(buf[:0], prefix...), id...)
+	if _, ok := k.dirty[string(key)]; !ok { // no allocation for the lookup
+		k.dirty[string(key)] = struct{}{}
+	}
 	return k.Pending()
 }
 
@@ -80,21 +105,14 @@ func (k *Kernel) Pending() *Batch {
 // wait on b (a batch collects mutations for milliseconds, so that is about
 // every waiter's own).
 func (b *Batch) Wait() error {
-	select {
-	case <-b.done:
-		return nil
-	default:
+	if !b.durable.Load() {
+		b.timerOnce.Do(func() { b.timer = time.AfterFunc(durableTimeout, b.end) })
+		<-b.over
 	}
-	b.timerOnce.Do(func() {
-		b.expired = make(chan struct{})
-		b.timer = time.AfterFunc(durableTimeout, func() { close(b.expired) })
-	})
-	select {
-	case <-b.done:
-		return nil
-	case <-b.expired:
+	if !b.durable.Load() {
 		return ErrNotDurable
 	}
+	return nil
 }
 
 // flushLoop commits batches until Close.

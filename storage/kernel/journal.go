@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,8 +71,8 @@ type journal struct {
 	sync bool
 	log  *zap.Logger
 
-	commitMu sync.Mutex // one Commit at a time: they share frame
-	frame    []byte     // the last commit's frame, whose space the next reuses
+	commitMu   sync.Mutex // one Commit at a time
+	writeBytes int        // the last commit's frame bytes per write
 
 	mu   sync.Mutex
 	f    *os.File
@@ -247,31 +248,50 @@ func readFrame(p []byte, apply func(key string, value []byte)) error {
 	return nil
 }
 
-// encodeFrame encodes writes as one frame in b's space; values gets each
-// write's encoded value, nil for a deletion.
+// Appender is a record that encodes itself at the end of a buffer, as its
+// MarshalJSON would return it: the journal encodes a commit's records
+// straight into its frame instead of one allocation each.
+type Appender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+// encodeFrame encodes writes as one frame in b's space and sets values[i]
+// to writes[i]'s encoded value (nil for a deletion): Appenders' values lie
+// in the frame itself, each capped at its end; other values are encoded
+// on their own.
 func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
-	size := frameHeader
+	b = append(b[:0], make([]byte, frameHeader)...)
+	spans := make([][2]int, len(writes)) // Appenders' values in the frame
 	for i, w := range writes {
-		size += 1 + 2*binary.MaxVarintLen32 + len(w.Key)
+		op := byte('s')
 		if w.Value == nil {
-			continue
+			op = 'd'
 		}
-		v, err := encode(w.Value)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %q: %w", w.Key, err)
+		b = appendField(append(b, op), w.Key)
+		switch v := w.Value.(type) {
+		case nil:
+		case Appender:
+			var from int
+			var err error
+			if b, from, err = appendValue(b, v); err != nil {
+				return nil, fmt.Errorf("encoding %q: %w", w.Key, err)
+			}
+			spans[i] = [2]int{from, len(b)}
+		default:
+			enc, err := encode(v)
+			if err != nil {
+				return nil, fmt.Errorf("encoding %q: %w", w.Key, err)
+			}
+			if enc == nil {
+				enc = []byte{} // nil is a deletion
+			}
+			values[i] = enc
+			b = appendField(b, enc)
 		}
-		if v == nil {
-			v = []byte{} // nil is a deletion
-		}
-		values[i] = v
-		size += len(v)
 	}
-	b = append(slices.Grow(b[:0], size), make([]byte, frameHeader)...)
-	for i, w := range writes {
-		if values[i] == nil {
-			b = appendField(append(b, 'd'), w.Key)
-		} else {
-			b = appendField(appendField(append(b, 's'), w.Key), values[i])
+	for i, sp := range spans { // sliced once b stops moving
+		if sp[1] != 0 {
+			values[i] = b[sp[0]:sp[1]:sp[1]]
 		}
 	}
 	payload := b[frameHeader:]
@@ -279,6 +299,31 @@ func encodeFrame(b []byte, writes []Write, values [][]byte) ([]byte, error) {
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(payload, castagnoli))
 	return b, nil
 }
+
+// appendValue appends a's encoding as appendField would, and returns where
+// the value starts. Its length goes first, so room for it is left before
+// encoding: two bytes, the size of most records' (128 to 16383 bytes);
+// another size moves the value.
+func appendValue(b []byte, a Appender) ([]byte, int, error) {
+	at := len(b)
+	b, err := a.AppendJSON(append(b, 0, 0))
+	if err != nil {
+		return b, 0, err
+	}
+	n := len(b) - at - 2
+	if w := uvarintLen(n); w != 2 {
+		if w > 2 {
+			b = append(b, make([]byte, w-2)...)
+		}
+		copy(b[at+w:], b[at+2:at+2+n])
+		b = b[:at+w+n]
+	}
+	binary.PutUvarint(b[at:], uint64(n))
+	return b, len(b) - n, nil
+}
+
+// uvarintLen is how many bytes binary.AppendUvarint writes for n.
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
 // Commit appends one frame and returns once it is written (and synced,
 // with SyncWrites).
@@ -291,13 +336,14 @@ func (j *journal) Commit(writes []Write) error {
 	j.commitMu.Lock()
 	defer j.commitMu.Unlock()
 	values := make([][]byte, len(writes))
-	frame, err := encodeFrame(j.frame, writes, values)
+	// The values stay in recent until the next checkpoint, and Appenders'
+	// lie in the frame, so each commit's frame is new: sized by the last
+	// commit's bytes per write, so that it rarely grows.
+	frame, err := encodeFrame(make([]byte, 0, len(writes)*j.writeBytes+j.writeBytes/4), writes, values)
 	if err != nil {
 		return err
 	}
-	if cap(frame) <= 1<<20 {
-		j.frame = frame // the next commit's space (a rare huge one is let go)
-	}
+	j.writeBytes = len(frame)/len(writes) + 1
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.torn {

@@ -206,3 +206,88 @@ func TestKernelReportsCommits(t *testing.T) {
 		t.Fatalf("observed %v, want a failed commit then a committed one", seen)
 	}
 }
+
+// TestKernelMarkDirtyAtWritesPrefixAndID: MarkDirtyAt marks the record
+// prefix+id, once however often it is marked, ids longer than its buffer
+// included.
+func TestKernelMarkDirtyAtWritesPrefixAndID(t *testing.T) {
+	b := &memBackend{data: map[string]string{}}
+	k := New(b, zap.NewNop())
+	mem := map[string]string{}
+	k.Register(Kind{Prefix: "r/", Snapshot: func(key string) any { return mem[key] }})
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	defer k.Close()
+	long := strings.Repeat("x", 200)
+	k.Lock()
+	mem["r/acct/ws"], mem["r/"+long] = "ws", "long"
+	k.MarkDirtyAt("r/", "acct/ws")
+	k.MarkDirtyAt("r/", "acct/ws")
+	batch := k.MarkDirtyAt("r/", long)
+	if len(k.dirty) != 2 {
+		t.Errorf("dirty %v, want r/acct/ws and the long one", k.dirty)
+	}
+	k.Unlock()
+	if err := batch.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data["r/acct/ws"] != "ws" || b.data["r/"+long] != "long" || len(b.data) != 2 {
+		t.Fatalf("backend holds %v", b.data)
+	}
+}
+
+// TestKernelWaitGivesUpAfterDurableTimeout: a waiter whose commit keeps
+// failing returns ErrNotDurable after durableTimeout; once the backend
+// answers again, a later write is durable, and so is the earlier one.
+func TestKernelWaitGivesUpAfterDurableTimeout(t *testing.T) {
+	defer func(d time.Duration) { durableTimeout = d }(durableTimeout)
+	durableTimeout = 50 * time.Millisecond
+	b := &memBackend{data: map[string]string{}, fail: 1 << 30}
+	k := New(b, zap.NewNop())
+	k.Register(Kind{Prefix: "a/", Append: true})
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	defer k.Close()
+	k.Lock()
+	first := k.Append("a/1", "one")
+	k.Unlock()
+	began := time.Now()
+	if err := first.Wait(); !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("Wait while the backend fails: %v", err)
+	}
+	if d := time.Since(began); d < durableTimeout {
+		t.Fatalf("gave up after %v, before the timeout", d)
+	}
+	if err := first.Wait(); !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("second Wait while the backend fails: %v", err)
+	}
+	b.mu.Lock()
+	b.fail = 0
+	b.mu.Unlock()
+	durableTimeout = 30 * time.Second
+	k.Lock()
+	later := k.Append("a/2", "two")
+	k.Unlock()
+	if err := later.Wait(); err != nil {
+		t.Fatalf("Wait once the backend answers: %v", err)
+	}
+	select {
+	case <-first.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first write never became durable")
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("Wait on the first write once durable: %v", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data["a/1"] != "one" || b.data["a/2"] != "two" {
+		t.Fatalf("backend holds %v", b.data)
+	}
+}
