@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
@@ -230,4 +231,49 @@ func skipJSONValue(doc []byte, i int) int {
 		return -1
 	}
 	return j
+}
+
+// plainValue reports whether the value v, as skipJSONValue skipped it, is
+// one gjson skips to the same end: a string, true, false, null, a number,
+// or a container without a parenthesis outside its strings (gjson counts
+// those as brackets).
+func plainValue(v []byte) bool {
+	switch v[0] {
+	case '"':
+		return true
+	case '{', '[':
+		return !parensOutsideStrings(v)
+	case 't', 'f', 'n':
+		s := unsafe.String(unsafe.SliceData(v), len(v))
+		return s == "true" || s == "false" || s == "null"
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		for _, c := range v {
+			if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// parensOutsideStrings reports whether the container v has a parenthesis
+// outside its strings. Most have none at all, found at memory speed.
+func parensOutsideStrings(v []byte) bool {
+	if bytes.IndexByte(v, '(') < 0 && bytes.IndexByte(v, ')') < 0 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '(', ')':
+			return true
+		case '"':
+			end, _ := skipJSONString(v, i)
+			if end < 0 {
+				return false
+			}
+			i = end - 1
+		}
+	}
+	return false
 }

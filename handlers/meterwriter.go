@@ -57,6 +57,7 @@ type meterWriter struct {
 	// provider (identity.go); upstreamID is the provider's id of it.
 	identity    *answerIdentity
 	ownIdentity answerIdentity // what identity points to, in the same allocation
+	layout      answerLayout   // a held answer's, read with its usage when identity is set
 	upstreamID  string
 	evBuf       []byte // the last event rewritten by ownEvent
 	// bill is what settle charged, added to the usage sent.
@@ -245,7 +246,11 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if mw.kind == "responses" {
 		finishPath = "status"
 	}
-	top := readAnswerMembers(body, mw.kind == "responses")
+	var layout *answerLayout
+	if mw.identity != nil {
+		layout = &mw.layout
+	}
+	top := readAnswerMembers(body, mw.kind == "responses", layout)
 	// The generation record keeps these: copies, not views of the body.
 	mw.upstreamID = strings.Clone(top.id.Str)
 	u := top.usage
@@ -299,10 +304,28 @@ func internFinish(s string) string {
 // object's status), each as gjson's lookup of its path finds it.
 type answerMembers struct{ id, usage, finish gjson.Result }
 
+// answerLayout is where a chat answer's top-level members are, so that
+// sendJSON builds what the client gets in one pass over the answer: the
+// values of the first id, model, provider and usage members (a zero span:
+// none). plain reports that gjson's lookups of those members find these
+// very values: the whole top level was walked, and no key has an escape
+// and every value is plain (plainValue), so that gjson skips each member as
+// the walk did.
+type answerLayout struct {
+	id, model, provider, usage span
+	plain                      bool
+}
+
+// span is a value's offsets in the answer.
+type span struct{ start, end int }
+
+func (s span) found() bool { return s.end > 0 }
+
 // readAnswerMembers finds them in one pass over the answer's top level:
 // a lookup per path would walk the whole answer (its text) for each.
-// Indexes are offsets in body, and the results' strings alias it.
-func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
+// Indexes are offsets in body, and the results' strings alias it. With a
+// layout, the walk goes on to the end of the top level and records it.
+func readAnswerMembers(body []byte, responses bool, layout *answerLayout) (m answerMembers) {
 	finishKey, finishRest := "choices", "0.finish_reason"
 	if responses {
 		finishKey, finishRest = "status", ""
@@ -323,6 +346,7 @@ func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 			m.finish, seen[2] = v, true
 		}
 	}
+	l := answerLayout{plain: true}
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
@@ -338,9 +362,20 @@ func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 			v.Index = start
 			member(k, v)
 		}
+		if layout != nil {
+			l.record(k, span{start, end})
+			l.plain = l.plain && !escaped && plainValue(body[start:end])
+			return true
+		}
 		return !seen[0] || !seen[1] || !seen[2]
 	})
-	if ok {
+	l.plain = l.plain && ok
+	if ok || seen == [3]bool{true, true, true} {
+		// Found in the walk, also when what follows the last of them is
+		// malformed: a lookup stops there too.
+		if layout != nil {
+			*layout = l
+		}
 		return m
 	}
 	// Not an object eachTopMember can walk: gjson's own iteration, as
@@ -351,6 +386,27 @@ func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 		return true
 	})
 	return m
+}
+
+// record notes the member k with value v when it is the first of a name
+// the layout keeps.
+func (l *answerLayout) record(k string, v span) {
+	var s *span
+	switch k {
+	case "id":
+		s = &l.id
+	case "model":
+		s = &l.model
+	case "provider":
+		s = &l.provider
+	case "usage":
+		s = &l.usage
+	default:
+		return
+	}
+	if !s.found() {
+		*s = v
+	}
 }
 
 // firstChoiceFinish is the finish_reason member of the first element of
@@ -451,18 +507,40 @@ var gatewayUsageQuoted = func() []string {
 // usageMembers are the members settle's bill adds to usage; "cost" alone
 // without one.
 func (mw *meterWriter) usageMembers(cost string) string {
+	return string(mw.appendUsageMembers(nil, cost))
+}
+
+// appendUsageMembers appends usageMembers(cost) to dst.
+func (mw *meterWriter) appendUsageMembers(dst []byte, cost string) []byte {
 	if mw.bill != nil {
-		return mw.bill.members()
+		return mw.bill.appendMembers(dst)
 	}
-	return `"cost":` + cost
+	return append(append(dst, `"cost":`...), cost...)
 }
 
 // sendJSON writes the buffered answer with usage.cost added.
 func (mw *meterWriter) sendJSON(cost string, genID string) error {
 	body := mw.Body.Bytes()
+	buf := answerBufs.Get().(*[]byte)
+	defer putAnswerBuf(buf)
+	if out, ok := mw.appendChatAnswer((*buf)[:0], body, cost); ok {
+		body, *buf = out, out
+	} else {
+		idBuf := answerBufs.Get().(*[]byte)
+		defer putAnswerBuf(idBuf)
+		body = mw.rewriteAnswer(body, cost, buf, idBuf)
+	}
+	h := mw.Header() // canonical names, set directly (see Route.apply)
+	h["X-Generation-Id"] = []string{genID}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	mw.ResponseWriter.WriteHeader(mw.Status)
+	return mw.Send(body)
+}
+
+// rewriteAnswer is the answer the client gets, in two steps: usage.cost
+// added (built in buf), then the identity rewritten (in idBuf).
+func (mw *meterWriter) rewriteAnswer(body []byte, cost string, buf, idBuf *[]byte) []byte {
 	if mw.usageJSON.IsObject() {
-		buf := answerBufs.Get().(*[]byte)
-		defer putAnswerBuf(buf)
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
@@ -473,17 +551,74 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 		}
 	}
 	if mw.identity != nil {
-		buf := answerBufs.Get().(*[]byte)
-		defer putAnswerBuf(buf)
-		if out, ok := mw.identity.appendRewrite((*buf)[:0], body); ok {
-			body, *buf = out, out
+		if out, ok := mw.identity.appendRewrite((*idBuf)[:0], body); ok {
+			body, *idBuf = out, out
 		}
 	}
-	h := mw.Header() // canonical names, set directly (see Route.apply)
-	h["X-Generation-Id"] = []string{genID}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	mw.ResponseWriter.WriteHeader(mw.Status)
-	return mw.Send(body)
+	return body
+}
+
+// appendChatAnswer appends what rewriteAnswer makes of a chat answer with
+// usage, in one pass over it: the identity's values and the bill's usage
+// members spliced in where readJSONUsage found their places. ok is false
+// (dst unchanged) when the layout is not plain or usage may hold a member
+// the gateway writes, which rewriteAnswer then replaces.
+func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost string) (out []byte, ok bool) {
+	l, u, id := &mw.layout, mw.usageJSON, mw.identity
+	if id == nil || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
+		return dst, false
+	}
+	closing := l.usage.end - 1
+	if body[closing] != '}' || mayHaveGatewayMember(u.Raw) {
+		return dst, false
+	}
+	// What appendWithCost would add, then what appendRewrite would do to
+	// that: the splices are apart, so their order in body is all that
+	// matters. The object has a member, usage: the added members (those
+	// the answer lacks) are each followed by a comma.
+	open := firstNonSpace(body)
+	out = append(dst, body[:open+1]...)
+	values := [3][]byte{id.id, id.model, id.provider}
+	names := [3]string{`"id":`, `"model":`, `"provider":`}
+	edits := [4]span{l.id, l.model, l.provider, {closing, closing}}
+	for i, e := range edits[:3] {
+		if !e.found() {
+			out = append(append(append(out, names[i]...), values[i]...), ',')
+		}
+	}
+	at := open + 1
+	for {
+		next := -1
+		for i, e := range edits {
+			if e.found() && (next < 0 || e.start < edits[next].start) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		e := edits[next]
+		out = append(out, body[at:e.start]...)
+		if next < 3 {
+			out = append(out, values[next]...)
+		} else {
+			if len(bytes.TrimSpace(body[u.Index+1:closing])) > 0 {
+				out = append(out, ',')
+			}
+			out = mw.appendUsageMembers(out, cost)
+		}
+		at = e.end
+		edits[next] = span{} // done
+	}
+	return append(out, body[at:]...), true
+}
+
+// mayHaveGatewayMember reports whether the usage object raw may have a
+// member named as one the gateway writes (gatewayUsageMembers, "cost" a
+// prefix of two), which appendWithCost replaces: their bytes, or an escape
+// that could spell them.
+func mayHaveGatewayMember(raw string) bool {
+	return strings.Contains(raw, `"cost`) || strings.Contains(raw, `"is_byok"`) || strings.IndexByte(raw, '\\') >= 0
 }
 
 // sendTail writes the held events, with usage.cost added to the one that

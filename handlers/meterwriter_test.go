@@ -499,7 +499,7 @@ func answerMembersDiff(doc string) string {
 		if responses {
 			finishPath = "status"
 		}
-		got := readAnswerMembers([]byte(doc), responses)
+		got := readAnswerMembers([]byte(doc), responses, nil)
 		for _, c := range []struct {
 			path string
 			got  gjson.Result
