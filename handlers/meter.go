@@ -311,9 +311,9 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
-	bill := newUsageBill(cost, pricing, usage, route.BYOK)
-	bill.responses = route.Kind == "responses"
-	mw.bill = &bill
+	mw.ownBill = newUsageBill(cost, pricing, usage, route.BYOK)
+	mw.ownBill.responses = route.Kind == "responses"
+	mw.bill = &mw.ownBill
 	status := "completed"
 	switch {
 	case clientGone:

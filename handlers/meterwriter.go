@@ -60,8 +60,10 @@ type meterWriter struct {
 	layout      answerLayout   // a held answer's, read with its usage when identity is set
 	upstreamID  string
 	evBuf       []byte // the last event rewritten by ownEvent
-	// bill is what settle charged, added to the usage sent.
-	bill *usageBill
+	// bill is what settle charged, added to the usage sent: ownBill,
+	// in the writer's allocation.
+	bill    *usageBill
+	ownBill usageBill
 }
 
 // maxBufferedBody bounds a buffered answer; larger ones are refused.
@@ -530,9 +532,11 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 		defer putAnswerBuf(idBuf)
 		body = mw.rewriteAnswer(body, cost, buf, idBuf)
 	}
-	h := mw.Header() // canonical names, set directly (see Route.apply)
-	h["X-Generation-Id"] = []string{genID}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	// Canonical names, set directly (see Route.apply); the two values in
+	// one allocation, each slice full so that an append copies it.
+	h, vals := mw.Header(), make([]string, 2)
+	vals[0], vals[1] = genID, strconv.Itoa(len(body))
+	h["X-Generation-Id"], h["Content-Length"] = vals[0:1:1], vals[1:2:2]
 	mw.ResponseWriter.WriteHeader(mw.Status)
 	return mw.Send(body)
 }
