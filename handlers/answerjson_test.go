@@ -225,3 +225,62 @@ func genAnswerObject(r *rand.Rand, depth int) string {
 	b.WriteString(pick(r, "}", "}", "} ", "", "}x"))
 	return b.String()
 }
+
+// usageOfDiff compares usageOf with gjson's lookups of the token counts on
+// the usage object raw, for both APIs; "" when they agree.
+func usageOfDiff(raw string) string {
+	u := gjson.Parse(raw)
+	for _, responses := range []bool{false, true} {
+		in, out := "prompt_tokens", "completion_tokens"
+		if responses {
+			in, out = "input_tokens", "output_tokens"
+		}
+		got := usageOf(u, responses)
+		if want := [2]int64{u.Get(in).Int(), u.Get(out).Int()}; [2]int64{got.prompt, got.completion} != want {
+			return fmt.Sprintf("%s (responses %v): %d, %d; lookups %d, %d", raw, responses, got.prompt, got.completion, want[0], want[1])
+		}
+	}
+	return ""
+}
+
+var usageObjects = []string{
+	`{"prompt_tokens":27,"completion_tokens":13,"total_tokens":40}`,
+	`{ "input_tokens" : 3 , "output_tokens":007 }`,
+	`{"prompt_tokens":1,"prompt_tokens":2,"completion_tokens":-3}`,
+	`{"prompt_tokens":1.9,"completion_tokens":1e3}`,
+	`{"prompt_tokens":123456789012345,"completion_tokens":1234567890123456789}`,
+	`{"prompt_tokens":99999999999999999999,"completion_tokens":"12"}`,
+	`{"prompt_tokens":true,"completion_tokens":null,"output_tokens":[1]}`,
+	`{"prompt_tokens":{"n":1},"completion_tokens":"x"}`,
+	`{"details":{"prompt_tokens":5},"completion_tokens":2}`,
+	`{"prompt_\u0074okens":5,"completion_tokens":2}`,
+	`{"x":(1),"prompt_tokens":5}`,
+	`{"x":[(],"prompt_tokens":5}`,
+	`{"x":tru"prompt_tokens":5,"prompt_tokens":6}`,
+	`{"prompt_tokens":5`,
+	`{"prompt_tokens":5,}`,
+	`{}`,
+	`{"input_tokens":4,"output_tokens":2,"input_tokens_details":{"cached_tokens":1}}`,
+}
+
+func TestUsageOfMatchesLookups(t *testing.T) {
+	for _, raw := range usageObjects {
+		if diff := usageOfDiff(raw); diff != "" {
+			t.Error(diff)
+		}
+	}
+}
+
+func FuzzUsageOfMatchesLookups(f *testing.F) {
+	for _, raw := range usageObjects {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !gjson.Parse(raw).IsObject() {
+			return // usageOf reads objects only
+		}
+		if diff := usageOfDiff(raw); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}

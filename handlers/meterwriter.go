@@ -86,12 +86,57 @@ func usageOf(u gjson.Result, responses bool) usageSeen {
 	if responses {
 		in, out, details = "input_tokens", "output_tokens", "input_tokens_details"
 	}
-	seen := usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
+	seen := usageSeen{ok: true}
+	var found bool
+	if seen.prompt, seen.completion, found = usageTokens(u.Raw, in, out); !found {
+		seen.prompt, seen.completion = u.Get(in).Int(), u.Get(out).Int()
+	}
 	if strings.Contains(u.Raw, "cache") {
 		d := u.Get(details)
 		seen.cacheRead, seen.cacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
 	}
 	return seen
+}
+
+// usageTokens is gjson's Get(in).Int() and Get(out).Int() on the usage
+// object raw, read in one walk of its members; found is false when the
+// walk cannot stand for the lookups (see answerLayout's plain).
+func usageTokens(raw, in, out string) (prompt, completion int64, found bool) {
+	var vals [2]string
+	plain := true
+	doc := viewBytes(raw)
+	ok := eachTopMember(doc, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		plain = plain && !escaped && plainValue(doc[start:end])
+		k := raw[keyStart:keyEnd]
+		switch {
+		case k == in && vals[0] == "":
+			vals[0] = raw[start:end]
+		case k == out && vals[1] == "":
+			vals[1] = raw[start:end]
+		}
+		return plain
+	})
+	if !ok || !plain {
+		return 0, 0, false
+	}
+	return tokenInt(vals[0]), tokenInt(vals[1]), true
+}
+
+// tokenInt is gjson.Parse(v).Int() on a member's value v, read directly
+// when it is a short run of digits (exact as a float64, as gjson reads it
+// first).
+func tokenInt(v string) int64 {
+	if len(v) == 0 || len(v) > 15 {
+		return gjson.Parse(v).Int()
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return gjson.Parse(v).Int()
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	return n
 }
 
 func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
