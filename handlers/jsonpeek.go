@@ -93,9 +93,22 @@ func skipJSONSpace(doc []byte, i int) int {
 
 // skipJSONString returns the index after the string that opens at doc[i]
 // (a quote), or -1 when it does not close; escaped reports a backslash in it.
+// Eight bytes at a time while they hold neither a quote nor a backslash (a
+// prompt's or an answer's text is long runs of them); a word that holds one
+// says where (zeroBytes is exact up to the first zero byte).
 func skipJSONString(doc []byte, i int) (end int, escaped bool) {
 	for j := i + 1; ; j += 2 { // past an escape: the backslash and the escaped byte
-		j = quoteOrBackslash(doc, j)
+		for j+8 <= len(doc) {
+			w := binary.LittleEndian.Uint64(doc[j:])
+			if m := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\')); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
+		for j < len(doc) && doc[j] != '"' && doc[j] != '\\' {
+			j++ // the last bytes, fewer than eight
+		}
 		if j >= len(doc) {
 			return -1, escaped
 		}
@@ -104,25 +117,6 @@ func skipJSONString(doc []byte, i int) (end int, escaped bool) {
 		}
 		escaped = true
 	}
-}
-
-// quoteOrBackslash is the index of the first quote or backslash in doc at
-// or after j, or len(doc). Eight bytes at a time: a prompt's or an answer's
-// text is long runs of neither, and the lowest flagged byte of a word is
-// the first match (zeroBytes is exact up to the first zero byte).
-func quoteOrBackslash(doc []byte, j int) int {
-	for ; j+8 <= len(doc); j += 8 {
-		w := binary.LittleEndian.Uint64(doc[j:])
-		if m := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\')); m != 0 {
-			return j + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for ; j < len(doc); j++ {
-		if doc[j] == '"' || doc[j] == '\\' {
-			return j
-		}
-	}
-	return len(doc)
 }
 
 // Byte-parallel tests on a little-endian word of 8 bytes.
