@@ -284,3 +284,119 @@ func FuzzUsageOfMatchesLookups(f *testing.F) {
 		}
 	})
 }
+
+// readAnswerMembersSkipping is readAnswerMembers as it was before
+// readChoices: the choices array skipped, then its first element read
+// again. The reference the one walk must agree with on any bytes.
+func readAnswerMembersSkipping(body []byte, responses bool) (m answerMembers) {
+	finishKey, finishRest := "choices", "0.finish_reason"
+	if responses {
+		finishKey, finishRest = "status", ""
+	}
+	var seen [3]bool
+	member := func(k string, v gjson.Result) {
+		switch {
+		case k == "id" && !seen[0]:
+			m.id, seen[0] = v, true
+		case k == "usage" && !seen[1]:
+			m.usage, seen[1] = v, true
+		case k == finishKey && !seen[2]:
+			if finishRest != "" {
+				if v = v.Get(finishRest); !v.Exists() {
+					return
+				}
+			}
+			m.finish, seen[2] = v, true
+		}
+	}
+	doc := string(body)
+	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		k := memberKey(doc, keyStart, keyEnd, escaped)
+		switch {
+		case k == finishKey && finishRest != "" && !seen[2] && body[start] == '[':
+			if v, found := firstChoiceFinish(body, start, end); found {
+				m.finish, seen[2] = v, true
+			}
+		case k == "id" || k == "usage" || k == finishKey:
+			v := gjson.Parse(doc[start:end])
+			v.Index = start
+			member(k, v)
+		}
+		return !seen[0] || !seen[1] || !seen[2]
+	})
+	if ok {
+		return m
+	}
+	m, seen = answerMembers{}, [3]bool{}
+	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
+		member(k.Str, v)
+		return true
+	})
+	return m
+}
+
+// oneWalkDiff compares readAnswerMembers, with and without a layout, with
+// readAnswerMembersSkipping on body; "" when they agree.
+func oneWalkDiff(body []byte) string {
+	for _, responses := range []bool{false, true} {
+		want := readAnswerMembersSkipping(body, responses)
+		var l answerLayout
+		for _, layout := range []*answerLayout{nil, &l} {
+			got := readAnswerMembers(body, responses, layout)
+			for i, r := range [][2]gjson.Result{{got.id, want.id}, {got.usage, want.usage}, {got.finish, want.finish}} {
+				if r[0].Raw != r[1].Raw || r[0].Index != r[1].Index || r[0].Type != r[1].Type || r[0].Str != r[1].Str {
+					return fmt.Sprintf("%s (responses %v, layout %v): member %d %+v, want %+v", body, responses, layout != nil, i, r[0], r[1])
+				}
+			}
+		}
+	}
+	return ""
+}
+
+var choicesAnswers = []string{
+	`{"id":"a","choices":[{"index":0,"message":{"content":"x \"]}"},"finish_reason":"stop"},{"finish_reason":"length"}],"usage":{}}`,
+	`{"choices":[ { "finish_reason" : "stop" } ] ,"id":"a","usage":{}}`,
+	`{"choices":[{"logprobs":null,"n":-1e3,"t":true}],"usage":{}}`,
+	`{"choices":[{"x":a"b,"finish_reason":"stop"}],"usage":{}}`,
+	`{"choices":[{"x":a{b,"finish_reason":"stop"}],"usage":{}}`,
+	`{"choices":[{"x":a[b,"finish_reason":"stop"}],"usage":{}}`,
+	`{"choices":[{"finish_reason":x}],"usage":{}}`,
+	`{"choices":[{"finish_reason":"stop","x":}],"usage":{}}`,
+	`{"choices":[{"finish_reason":"stop"},"unterminated],"usage":{}}`,
+	`{"choices":[{"finish_reason":"stop"}],"choices":[{"finish_reason":"length"}],"usage":{}}`,
+	`{"choices":[],"choices":[{"finish_reason":"length"}]}`,
+	`{"choices":[1,{"finish_reason":"stop"}]}`,
+	`{"choices":[{"fin\u0069sh_reason":"e"}],"\u0075sage":{}}`,
+	`{"choices":[{"finish_reason":"stop"}`,
+	`{"choices":[{"finish_reason":"stop"]}]}`,
+	`{"choices":[{"a":{"b":[1,{"c":"]"}]},"finish_reason":"stop"} ] }`,
+	`{"id":"x","usage":{},"choices":[{"finish_reason":"stop"}],"tail":[}`,
+	`{"id":"x","usage":{},"choices":[`,
+	`{"choices":[ `,
+	`{"choices":`,
+}
+
+func TestReadAnswerMembersOneWalk(t *testing.T) {
+	for _, c := range append(choicesAnswers, string(benchJSONAnswer), string(benchMockAnswer)) {
+		if diff := oneWalkDiff([]byte(c)); diff != "" {
+			t.Error(diff)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		if diff := oneWalkDiff([]byte(genAnswerObject(r, 0))); diff != "" {
+			t.Fatal(diff)
+		}
+	}
+}
+
+func FuzzReadAnswerMembersOneWalk(f *testing.F) {
+	for _, c := range choicesAnswers {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if diff := oneWalkDiff(body); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}

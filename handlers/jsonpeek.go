@@ -29,18 +29,36 @@ func peekJSON(doc []byte, path string) gjson.Result {
 // object of that shape (then fn may have seen some members); the values
 // are not validated, as gjson does not validate them either.
 func eachTopMember(doc []byte, fn memberFunc) (ok bool) {
-	i := skipJSONSpace(doc, 0)
-	end, stopped := walkObject(doc, i, fn)
+	end, stopped := walkObject(doc, skipJSONSpace(doc, 0), fn)
+	return stopped || end >= 0 && skipJSONSpace(doc, end) == len(doc)
+}
+
+// eachTopValue is eachTopMember for a caller that reads the values itself.
+func eachTopValue(doc []byte, fn valueFunc) (ok bool) {
+	end, stopped := walkValues(doc, skipJSONSpace(doc, 0), fn)
 	return stopped || end >= 0 && skipJSONSpace(doc, end) == len(doc)
 }
 
 // memberFunc is called with one member's offsets; false stops the walk.
 type memberFunc func(keyStart, keyEnd int, escaped bool, start, end int) bool
 
+// valueFunc is called with one member's key offsets and where its value
+// starts; it reads the value and returns the index after it (-1: there is
+// no value there) and whether the walk goes on.
+type valueFunc func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool)
+
 // walkObject calls fn for each member of the object that opens at doc[i]
 // and returns the index after it, -1 when there is no such object, or
 // stopped when fn stopped the walk.
 func walkObject(doc []byte, i int, fn memberFunc) (end int, stopped bool) {
+	return walkValues(doc, i, func(keyStart, keyEnd int, escaped bool, start int) (int, bool) {
+		end := skipJSONValue(doc, start)
+		return end, end >= 0 && fn(keyStart, keyEnd, escaped, start, end)
+	})
+}
+
+// walkValues is walkObject for a caller that reads the values itself.
+func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 	if i >= len(doc) || doc[i] != '{' {
 		return -1, false
 	}
@@ -61,12 +79,11 @@ func walkObject(doc []byte, i int, fn memberFunc) (end int, stopped bool) {
 		if i >= len(doc) || doc[i] != ':' {
 			return -1, false
 		}
-		start := skipJSONSpace(doc, i+1)
-		end := skipJSONValue(doc, start)
+		end, more := fn(keyStart, keyEnd-1, escaped, skipJSONSpace(doc, i+1))
 		if end < 0 {
 			return -1, false
 		}
-		if !fn(keyStart, keyEnd-1, escaped, start, end) {
+		if !more {
 			return end, true
 		}
 		i = skipJSONSpace(doc, end)
@@ -192,30 +209,7 @@ func skipJSONValue(doc []byte, i int) int {
 		end, _ := skipJSONString(doc, i)
 		return end
 	case '{', '[':
-		depth := 0
-		for j := i; j < len(doc); j++ {
-			for j < len(doc) && !jsonStructural[doc[j]] {
-				j++
-			}
-			if j == len(doc) {
-				break
-			}
-			switch doc[j] {
-			case '"':
-				end, _ := skipJSONString(doc, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			default:
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
+		return closeJSONContainer(doc, i, 0)
 	}
 	j := i
 	for j < len(doc) && doc[j] != ',' && doc[j] != '}' && doc[j] != ']' && doc[j] != ' ' && doc[j] != '\n' && doc[j] != '\r' && doc[j] != '\t' {
@@ -225,6 +219,34 @@ func skipJSONValue(doc []byte, i int) int {
 		return -1
 	}
 	return j
+}
+
+// closeJSONContainer returns the index after the container that doc[i:]
+// closes, depth brackets deep at doc[i] (0: at its opening bracket), or -1.
+func closeJSONContainer(doc []byte, i, depth int) int {
+	for j := i; j < len(doc); j++ {
+		for j < len(doc) && !jsonStructural[doc[j]] {
+			j++
+		}
+		if j == len(doc) {
+			break
+		}
+		switch doc[j] {
+		case '"':
+			end, _ := skipJSONString(doc, j)
+			if end < 0 {
+				return -1
+			}
+			j = end - 1
+		case '{', '[':
+			depth++
+		default:
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return -1
 }
 
 // plainValue reports whether the value v, as skipJSONValue skipped it, is

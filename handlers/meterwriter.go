@@ -395,26 +395,35 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) (m ans
 	}
 	l := answerLayout{plain: true}
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
-	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+	ok := eachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
 		switch {
-		case k == finishKey && finishRest != "" && !seen[2] && body[start] == '[':
+		case k == finishKey && finishRest != "" && !seen[2] && start < len(body) && body[start] == '[':
 			// choices: its first element's finish_reason, found without
 			// gjson reading the message text byte by byte.
-			if v, found := firstChoiceFinish(body, start, end); found {
+			var v gjson.Result
+			var found bool
+			if end, v, found = readChoices(body, start); found {
 				m.finish, seen[2] = v, true
 			}
 		case k == "id" || k == "usage" || k == finishKey:
-			v := gjson.Parse(doc[start:end])
-			v.Index = start
-			member(k, v)
+			if end = skipJSONValue(body, start); end >= 0 {
+				v := gjson.Parse(doc[start:end])
+				v.Index = start
+				member(k, v)
+			}
+		default:
+			end = skipJSONValue(body, start)
+		}
+		if end < 0 {
+			return end, false
 		}
 		if layout != nil {
 			l.record(k, span{start, end})
 			l.plain = l.plain && !escaped && plainValue(body[start:end])
-			return true
+			return end, true
 		}
-		return !seen[0] || !seen[1] || !seen[2]
+		return end, !seen[0] || !seen[1] || !seen[2]
 	})
 	l.plain = l.plain && ok
 	if ok || seen == [3]bool{true, true, true} {
@@ -454,6 +463,42 @@ func (l *answerLayout) record(k string, v span) {
 	if !s.found() {
 		*s = v
 	}
+}
+
+// readChoices skips the choices array at body[start] and reads the
+// finish_reason of its first element (as firstChoiceFinish does; none when
+// there is no array): one walk of the array, where skipping it and then
+// reading its first element would read that element, the answer's text,
+// twice. The element is walked as an object; where that walk may not
+// follow the brackets as skipping does (a value other than a string or a
+// container holds a quote or a bracket), or does not close, the array is
+// skipped and the element read apart.
+func readChoices(body []byte, start int) (end int, finish gjson.Result, found bool) {
+	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	brackets := true // the walk of the element saw the brackets that skipping would
+	elem, _ := walkObject(body, skipJSONSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+		if c := body[vs]; c != '"' && c != '{' && c != '[' && bytes.ContainsAny(body[vs:ve], `"{[`) {
+			brackets = false
+		}
+		if !found && memberKey(doc, keyStart, keyEnd, escaped) == "finish_reason" {
+			finish, found = gjson.Parse(doc[vs:ve]), true
+			finish.Index = vs
+		}
+		return true
+	})
+	if elem < 0 || !brackets {
+		if end = skipJSONValue(body, start); end < 0 {
+			return -1, gjson.Result{}, false
+		}
+		finish, found = firstChoiceFinish(body, start, end)
+		return end, finish, found
+	}
+	// The first element closed where skipping it would have: the rest of
+	// the array is skipped from there, one bracket deep.
+	if end = closeJSONContainer(body, elem, 1); end < 0 {
+		return -1, gjson.Result{}, false
+	}
+	return end, finish, found
 }
 
 // firstChoiceFinish is the finish_reason member of the first element of
