@@ -197,6 +197,21 @@ func TestFieldsGetPresentAndAbsent(t *testing.T) {
 	}
 }
 
+// EachRaw yields what Each does, the values unparsed.
+func TestFieldsEachRaw(t *testing.T) {
+	f := mustParse(t, ` { "a" : "x\n" , "\u0062":[1, 2], "n":null, "i": -1.5e3 } `)
+	var each, raw []string
+	for name, v := range f.Each {
+		each = append(each, name+"="+v.Raw)
+	}
+	for name, v := range f.EachRaw {
+		raw = append(raw, name+"="+v)
+	}
+	if want := []string{`a="x\n"`, `b=[1, 2]`, `n=null`, `i=-1.5e3`}; !reflect.DeepEqual(each, want) || !reflect.DeepEqual(raw, want) {
+		t.Errorf("Each %q, EachRaw %q, want %q", each, raw, want)
+	}
+}
+
 func TestFieldsTypes(t *testing.T) {
 	f := mustParse(t, `{"s":"x","e":"","n":null,"b":true,"f":false,"i":1,"a.b":"dotted","o":{"s":"nested"}}`)
 	if v, ok := f.String("s"); v != "x" || !ok {
