@@ -95,6 +95,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	route, id := st.route, st.id
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
+	tokenHold := est.Hold
 	var searchCredits money.Amount // a BYOK request's search, held against the balance
 	if st.plan != nil && err == nil {
 		// The worst case of the search charge is held too.
@@ -114,7 +115,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold)
+	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold, tokenHold)
 	st.res, err = st.store.ReserveHolds(id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
