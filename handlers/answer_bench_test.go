@@ -47,7 +47,7 @@ func BenchmarkMeterAnswerJSON(b *testing.B) {
 				cost, _ := billing.Cost(pricing, u)
 				bill := newUsageBill(cost, pricing, u, false)
 				mw.bill = &bill
-				_ = mw.sendJSON(cost.String(), "gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T")
+				_ = mw.sendJSON(cost, "gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T")
 			}
 		})
 	}

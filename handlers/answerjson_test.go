@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // chatAnswers are chat answers of every shape the one-pass send must
@@ -63,6 +64,15 @@ var chatAnswers = []struct {
 	{`{"id":"x","usage":null}`, false},
 }
 
+// testAmount is the amount s names.
+func testAmount(s string) money.Amount {
+	a, err := money.ParseAmount(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
 // heldChatAnswer is a meterWriter that has held body and read its usage.
 func heldChatAnswer(body string, billed bool) (*meterWriter, bool) {
 	route := &Route{Model: &catalog.Model{ID: "vendor/m"}, Provider: &catalog.Provider{Name: "prov"}}
@@ -89,9 +99,9 @@ func onePassDiff(body string, billed bool) (diff string, taken bool) {
 	}
 	held := mw.Body.Bytes()
 	orig := bytes.Clone(held)
-	out, taken := mw.appendChatAnswer([]byte("prefix"), held, "0.5")
+	out, taken := mw.appendChatAnswer([]byte("prefix"), held, testAmount("0.5"))
 	var buf, idBuf []byte
-	want := mw.rewriteAnswer(held, "0.5", &buf, &idBuf)
+	want := mw.rewriteAnswer(held, testAmount("0.5"), &buf, &idBuf)
 	switch {
 	case !bytes.Equal(held, orig):
 		return "the held answer changed: " + string(held), taken
@@ -140,7 +150,7 @@ func TestSendJSONChatAnswer(t *testing.T) {
 			t.Fatalf("%s: not usable", c.in)
 		}
 		log := mw.ResponseWriter.(*writeLog)
-		if err := mw.sendJSON("0.5", "gen-1"); err != nil {
+		if err := mw.sendJSON(testAmount("0.5"), "gen-1"); err != nil {
 			t.Fatal(err)
 		}
 		if log.body() != c.want {

@@ -350,14 +350,14 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return nil
 	}
 	if mw.Mode == sse.Stream {
-		_ = mw.sendTail(cost.String())
+		_ = mw.sendTail(cost)
 		if !mw.sawDone {
 			// 200 was sent long ago: the error is an event (SPEC.md 6.4).
 			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly")
 		}
 		return nil
 	}
-	_ = mw.sendJSON(cost.String(), st.genID)
+	_ = mw.sendJSON(cost, st.genID)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // meterWriter sits between reverse_proxy and the client and reads usage
@@ -598,20 +599,20 @@ var gatewayUsageQuoted = func() []string {
 
 // usageMembers are the members settle's bill adds to usage; "cost" alone
 // without one.
-func (mw *meterWriter) usageMembers(cost string) string {
+func (mw *meterWriter) usageMembers(cost money.Amount) string {
 	return string(mw.appendUsageMembers(nil, cost))
 }
 
 // appendUsageMembers appends usageMembers(cost) to dst.
-func (mw *meterWriter) appendUsageMembers(dst []byte, cost string) []byte {
+func (mw *meterWriter) appendUsageMembers(dst []byte, cost money.Amount) []byte {
 	if mw.bill != nil {
 		return mw.bill.appendMembers(dst)
 	}
-	return append(append(dst, `"cost":`...), cost...)
+	return cost.Append(append(dst, `"cost":`...))
 }
 
 // sendJSON writes the buffered answer with usage.cost added.
-func (mw *meterWriter) sendJSON(cost string, genID string) error {
+func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 	body := mw.Body.Bytes()
 	buf := answerBufs.Get().(*[]byte)
 	defer putAnswerBuf(buf)
@@ -633,7 +634,7 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 
 // rewriteAnswer is the answer the client gets, in two steps: usage.cost
 // added (built in buf), then the identity rewritten (in idBuf).
-func (mw *meterWriter) rewriteAnswer(body []byte, cost string, buf, idBuf *[]byte) []byte {
+func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
 	if mw.usageJSON.IsObject() {
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
@@ -657,7 +658,7 @@ func (mw *meterWriter) rewriteAnswer(body []byte, cost string, buf, idBuf *[]byt
 // members spliced in where readJSONUsage found their places. ok is false
 // (dst unchanged) when the layout is not plain or usage may hold a member
 // the gateway writes, which rewriteAnswer then replaces.
-func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost string) (out []byte, ok bool) {
+func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost money.Amount) (out []byte, ok bool) {
 	l, u, id := &mw.layout, mw.usageJSON, mw.identity
 	if id == nil || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
 		return dst, false
@@ -717,7 +718,7 @@ func mayHaveGatewayMember(raw string) bool {
 
 // sendTail writes the held events, with usage.cost added to the one that
 // reports usage, and flushes.
-func (mw *meterWriter) sendTail(cost string) error {
+func (mw *meterWriter) sendTail(cost money.Amount) error {
 	for _, ev := range mw.tail {
 		if data := sse.Data(ev); data != nil && !sse.IsDone(data) {
 			path := "usage"
