@@ -109,30 +109,45 @@ func skipJSONSpace(doc []byte, i int) int {
 }
 
 // skipJSONString returns the index after the string that opens at doc[i]
-// (a quote), or -1 when it does not close; escaped reports a backslash in it.
-// Eight bytes at a time while they hold neither a quote nor a backslash (a
-// prompt's or an answer's text is long runs of them); a word that holds one
-// says where (zeroBytes is exact up to the first zero byte).
+// (a quote), or -1 when it does not close; escaped reports a backslash in
+// a string that closes. Its first 32 bytes are read eight at a time (a
+// word that holds a quote or backslash says where: zeroBytes is exact up
+// to the first zero byte), which ends most keys and ids; a longer text is
+// searched for its quotes and backslashes by bytes.IndexByte, which reads
+// dozens of bytes a step.
 func skipJSONString(doc []byte, i int) (end int, escaped bool) {
-	for j := i + 1; ; j += 2 { // past an escape: the backslash and the escaped byte
-		for j+8 <= len(doc) {
-			w := binary.LittleEndian.Uint64(doc[j:])
-			if m := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\')); m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				break
-			}
+	j := i + 1
+	for range 4 {
+		if j+8 > len(doc) {
+			break
+		}
+		w := binary.LittleEndian.Uint64(doc[j:])
+		m := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\'))
+		if m == 0 {
 			j += 8
+			continue
 		}
-		for j < len(doc) && doc[j] != '"' && doc[j] != '\\' {
-			j++ // the last bytes, fewer than eight
-		}
-		if j >= len(doc) {
-			return -1, escaped
-		}
+		j += bits.TrailingZeros64(m) >> 3
 		if doc[j] == '"' {
-			return j + 1, escaped
+			return j + 1, false
+		}
+		break // an escape: the search below takes it
+	}
+	q := -1 // the first quote at or after j, once searched for
+	for {
+		if q < j {
+			k := bytes.IndexByte(doc[j:], '"')
+			if k < 0 {
+				return -1, escaped
+			}
+			q = j + k
+		}
+		k := bytes.IndexByte(doc[j:q], '\\')
+		if k < 0 {
+			return q + 1, escaped
 		}
 		escaped = true
+		j += k + 2 // the backslash and the byte it escapes, maybe q
 	}
 }
 
