@@ -130,12 +130,16 @@ func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, b
 // token parts named as the route's usage names tokens: prompt and
 // completions, or input and output).
 func (b usageBill) members() string {
+	return string(b.appendMembers(make([]byte, 0, 192)))
+}
+
+// appendMembers appends members() to dst.
+func (b usageBill) appendMembers(dst []byte) []byte {
 	in, out := `,"upstream_inference_prompt_cost":`, `,"upstream_inference_completions_cost":`
 	if b.responses {
 		in, out = `,"upstream_inference_input_cost":`, `,"upstream_inference_output_cost":`
 	}
-	m := make([]byte, 0, 192)
-	m = append(m, `"cost":`...)
+	m := append(dst, `"cost":`...)
 	m = b.cost.Append(m)
 	m = append(m, `,"is_byok":`...)
 	m = strconv.AppendBool(m, b.byok)
@@ -149,5 +153,5 @@ func (b usageBill) members() string {
 	m = b.prompt.Append(m)
 	m = append(m, out...)
 	m = b.completion.Append(m)
-	return string(append(m, '}'))
+	return append(m, '}')
 }

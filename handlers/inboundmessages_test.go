@@ -75,7 +75,7 @@ func TestMeterWriterMessagesStream(t *testing.T) {
 		!mw.sawDone || mw.finish != "max_tokens" || mw.upstreamID != "msg_1" {
 		t.Fatalf("usage %+v delivered %d sawDone %v finish %q id %q", mw.usage, mw.deliveredTxt, mw.sawDone, mw.finish, mw.upstreamID)
 	}
-	if err := mw.sendTail("0.000018"); err != nil {
+	if err := mw.sendTail(testAmount("0.000018")); err != nil {
 		t.Fatal(err)
 	}
 	wantDelta := ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":4,"cost":0.000018}}`)
@@ -98,7 +98,7 @@ func TestMeterWriterMessagesStream(t *testing.T) {
 	if mw.usage.ok {
 		t.Fatal("usage null read as reported")
 	}
-	if err := mw.sendTail("0.000018"); err != nil {
+	if err := mw.sendTail(testAmount("0.000018")); err != nil {
 		t.Fatal(err)
 	}
 	u := gjson.GetBytes(sse.Data([]byte(strings.SplitAfter(log.body(), "\n\n")[0])), "usage")
@@ -118,7 +118,7 @@ func TestMeterWriterMessagesJSON(t *testing.T) {
 	if !mw.usableJSON() || !mw.usage.ok || mw.usage.prompt != 13 || mw.usage.completion != 3 || mw.finish != "end_turn" {
 		t.Fatalf("usage %+v finish %q", mw.usage, mw.finish)
 	}
-	if err := mw.sendJSON("0.000019", "gen-1"); err != nil {
+	if err := mw.sendJSON(testAmount("0.000019"), "gen-1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := gjson.Get(log.body(), "usage.cost").Raw; got != "0.000019" {

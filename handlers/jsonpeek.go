@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -27,18 +29,36 @@ func peekJSON(doc []byte, path string) gjson.Result {
 // object of that shape (then fn may have seen some members); the values
 // are not validated, as gjson does not validate them either.
 func eachTopMember(doc []byte, fn memberFunc) (ok bool) {
-	i := skipJSONSpace(doc, 0)
-	end, stopped := walkObject(doc, i, fn)
+	end, stopped := walkObject(doc, skipJSONSpace(doc, 0), fn)
+	return stopped || end >= 0 && skipJSONSpace(doc, end) == len(doc)
+}
+
+// eachTopValue is eachTopMember for a caller that reads the values itself.
+func eachTopValue(doc []byte, fn valueFunc) (ok bool) {
+	end, stopped := walkValues(doc, skipJSONSpace(doc, 0), fn)
 	return stopped || end >= 0 && skipJSONSpace(doc, end) == len(doc)
 }
 
 // memberFunc is called with one member's offsets; false stops the walk.
 type memberFunc func(keyStart, keyEnd int, escaped bool, start, end int) bool
 
+// valueFunc is called with one member's key offsets and where its value
+// starts; it reads the value and returns the index after it (-1: there is
+// no value there) and whether the walk goes on.
+type valueFunc func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool)
+
 // walkObject calls fn for each member of the object that opens at doc[i]
 // and returns the index after it, -1 when there is no such object, or
 // stopped when fn stopped the walk.
 func walkObject(doc []byte, i int, fn memberFunc) (end int, stopped bool) {
+	return walkValues(doc, i, func(keyStart, keyEnd int, escaped bool, start int) (int, bool) {
+		end := skipJSONValue(doc, start)
+		return end, end >= 0 && fn(keyStart, keyEnd, escaped, start, end)
+	})
+}
+
+// walkValues is walkObject for a caller that reads the values itself.
+func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 	if i >= len(doc) || doc[i] != '{' {
 		return -1, false
 	}
@@ -59,12 +79,11 @@ func walkObject(doc []byte, i int, fn memberFunc) (end int, stopped bool) {
 		if i >= len(doc) || doc[i] != ':' {
 			return -1, false
 		}
-		start := skipJSONSpace(doc, i+1)
-		end := skipJSONValue(doc, start)
+		end, more := fn(keyStart, keyEnd-1, escaped, skipJSONSpace(doc, i+1))
 		if end < 0 {
 			return -1, false
 		}
-		if !fn(keyStart, keyEnd-1, escaped, start, end) {
+		if !more {
 			return end, true
 		}
 		i = skipJSONSpace(doc, end)
@@ -90,30 +109,46 @@ func skipJSONSpace(doc []byte, i int) int {
 }
 
 // skipJSONString returns the index after the string that opens at doc[i]
-// (a quote), or -1 when it does not close; escaped reports a backslash in it.
-// Eight bytes at a time while they hold neither a quote nor a backslash:
-// a prompt's or an answer's text is long runs of them.
+// (a quote), or -1 when it does not close; escaped reports a backslash in
+// a string that closes. Its first 32 bytes are read eight at a time (a
+// word that holds a quote or backslash says where: zeroBytes is exact up
+// to the first zero byte), which ends most keys and ids; a longer text is
+// searched for its quotes and backslashes by bytes.IndexByte, which reads
+// dozens of bytes a step.
 func skipJSONString(doc []byte, i int) (end int, escaped bool) {
-	for j := i + 1; j < len(doc); j++ {
-		for j+8 <= len(doc) {
-			w := binary.LittleEndian.Uint64(doc[j:])
-			if zeroBytes(w^(ones*'"'))|zeroBytes(w^(ones*'\\')) != 0 {
-				break
-			}
-			j += 8
-		}
-		if j >= len(doc) {
+	j := i + 1
+	for range 4 {
+		if j+8 > len(doc) {
 			break
 		}
-		switch doc[j] {
-		case '"':
-			return j + 1, escaped
-		case '\\':
-			escaped = true
-			j++ // the escaped byte
+		w := binary.LittleEndian.Uint64(doc[j:])
+		m := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\'))
+		if m == 0 {
+			j += 8
+			continue
 		}
+		j += bits.TrailingZeros64(m) >> 3
+		if doc[j] == '"' {
+			return j + 1, false
+		}
+		break // an escape: the search below takes it
 	}
-	return -1, escaped
+	q := -1 // the first quote at or after j, once searched for
+	for {
+		if q < j {
+			k := bytes.IndexByte(doc[j:], '"')
+			if k < 0 {
+				return -1, escaped
+			}
+			q = j + k
+		}
+		k := bytes.IndexByte(doc[j:q], '\\')
+		if k < 0 {
+			return q + 1, escaped
+		}
+		escaped = true
+		j += k + 2 // the backslash and the byte it escapes, maybe q
+	}
 }
 
 // Byte-parallel tests on a little-endian word of 8 bytes.
@@ -189,30 +224,7 @@ func skipJSONValue(doc []byte, i int) int {
 		end, _ := skipJSONString(doc, i)
 		return end
 	case '{', '[':
-		depth := 0
-		for j := i; j < len(doc); j++ {
-			for j < len(doc) && !jsonStructural[doc[j]] {
-				j++
-			}
-			if j == len(doc) {
-				break
-			}
-			switch doc[j] {
-			case '"':
-				end, _ := skipJSONString(doc, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			default:
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
+		return closeJSONContainer(doc, i, 0)
 	}
 	j := i
 	for j < len(doc) && doc[j] != ',' && doc[j] != '}' && doc[j] != ']' && doc[j] != ' ' && doc[j] != '\n' && doc[j] != '\r' && doc[j] != '\t' {
@@ -222,4 +234,77 @@ func skipJSONValue(doc []byte, i int) int {
 		return -1
 	}
 	return j
+}
+
+// closeJSONContainer returns the index after the container that doc[i:]
+// closes, depth brackets deep at doc[i] (0: at its opening bracket), or -1.
+func closeJSONContainer(doc []byte, i, depth int) int {
+	for j := i; j < len(doc); j++ {
+		for j < len(doc) && !jsonStructural[doc[j]] {
+			j++
+		}
+		if j == len(doc) {
+			break
+		}
+		switch doc[j] {
+		case '"':
+			end, _ := skipJSONString(doc, j)
+			if end < 0 {
+				return -1
+			}
+			j = end - 1
+		case '{', '[':
+			depth++
+		default:
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return -1
+}
+
+// plainValue reports whether the value v, as skipJSONValue skipped it, is
+// one gjson skips to the same end: a string, true, false, null, a number,
+// or a container without a parenthesis outside its strings (gjson counts
+// those as brackets).
+func plainValue(v []byte) bool {
+	switch v[0] {
+	case '"':
+		return true
+	case '{', '[':
+		return !parensOutsideStrings(v)
+	case 't', 'f', 'n':
+		s := unsafe.String(unsafe.SliceData(v), len(v))
+		return s == "true" || s == "false" || s == "null"
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		for _, c := range v {
+			if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// parensOutsideStrings reports whether the container v has a parenthesis
+// outside its strings. Most have none at all, found at memory speed.
+func parensOutsideStrings(v []byte) bool {
+	if bytes.IndexByte(v, '(') < 0 && bytes.IndexByte(v, ')') < 0 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '(', ')':
+			return true
+		case '"':
+			end, _ := skipJSONString(v, i)
+			if end < 0 {
+				return false
+			}
+			i = end - 1
+		}
+	}
+	return false
 }

@@ -95,6 +95,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	route, id := st.route, st.id
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
+	tokenHold := est.Hold
 	var searchCredits money.Amount // a BYOK request's search, held against the balance
 	if st.plan != nil && err == nil {
 		// The worst case of the search charge is held too.
@@ -114,7 +115,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold)
+	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold, tokenHold)
 	st.res, err = st.store.ReserveHolds(id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
@@ -312,9 +313,9 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
-	bill := newUsageBill(cost, pricing, usage, route.BYOK)
-	bill.responses = route.Kind == "responses"
-	mw.bill = &bill
+	mw.ownBill = newUsageBill(cost, pricing, usage, route.BYOK)
+	mw.ownBill.responses = route.Kind == "responses"
+	mw.bill = &mw.ownBill
 	status := "completed"
 	switch {
 	case clientGone:
@@ -350,14 +351,14 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return nil
 	}
 	if mw.Mode == sse.Stream {
-		_ = mw.sendTail(cost.String())
+		_ = mw.sendTail(cost)
 		if !mw.sawDone {
 			// 200 was sent long ago: the error is an event (SPEC.md 6.4).
 			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly")
 		}
 		return nil
 	}
-	_ = mw.sendJSON(cost.String(), st.genID)
+	_ = mw.sendJSON(cost, st.genID)
 	return nil
 }
 

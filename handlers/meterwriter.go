@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // meterWriter sits between reverse_proxy and the client and reads usage
@@ -57,10 +58,13 @@ type meterWriter struct {
 	// provider (identity.go); upstreamID is the provider's id of it.
 	identity    *answerIdentity
 	ownIdentity answerIdentity // what identity points to, in the same allocation
+	layout      answerLayout   // a held answer's, read with its usage when identity is set
 	upstreamID  string
 	evBuf       []byte // the last event rewritten by ownEvent
-	// bill is what settle charged, added to the usage sent.
-	bill *usageBill
+	// bill is what settle charged, added to the usage sent: ownBill,
+	// in the writer's allocation.
+	bill    *usageBill
+	ownBill usageBill
 }
 
 // maxBufferedBody bounds a buffered answer; larger ones are refused.
@@ -83,12 +87,57 @@ func usageOf(u gjson.Result, responses bool) usageSeen {
 	if responses {
 		in, out, details = "input_tokens", "output_tokens", "input_tokens_details"
 	}
-	seen := usageSeen{ok: true, prompt: u.Get(in).Int(), completion: u.Get(out).Int()}
+	seen := usageSeen{ok: true}
+	var found bool
+	if seen.prompt, seen.completion, found = usageTokens(u.Raw, in, out); !found {
+		seen.prompt, seen.completion = u.Get(in).Int(), u.Get(out).Int()
+	}
 	if strings.Contains(u.Raw, "cache") {
 		d := u.Get(details)
 		seen.cacheRead, seen.cacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
 	}
 	return seen
+}
+
+// usageTokens is gjson's Get(in).Int() and Get(out).Int() on the usage
+// object raw, read in one walk of its members; found is false when the
+// walk cannot stand for the lookups (see answerLayout's plain).
+func usageTokens(raw, in, out string) (prompt, completion int64, found bool) {
+	var vals [2]string
+	plain := true
+	doc := viewBytes(raw)
+	ok := eachTopMember(doc, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		plain = plain && !escaped && plainValue(doc[start:end])
+		k := raw[keyStart:keyEnd]
+		switch {
+		case k == in && vals[0] == "":
+			vals[0] = raw[start:end]
+		case k == out && vals[1] == "":
+			vals[1] = raw[start:end]
+		}
+		return plain
+	})
+	if !ok || !plain {
+		return 0, 0, false
+	}
+	return tokenInt(vals[0]), tokenInt(vals[1]), true
+}
+
+// tokenInt is gjson.Parse(v).Int() on a member's value v, read directly
+// when it is a short run of digits (exact as a float64, as gjson reads it
+// first).
+func tokenInt(v string) int64 {
+	if len(v) == 0 || len(v) > 15 {
+		return gjson.Parse(v).Int()
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return gjson.Parse(v).Int()
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	return n
 }
 
 func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
@@ -245,7 +294,11 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if mw.kind == "responses" {
 		finishPath = "status"
 	}
-	top := readAnswerMembers(body, mw.kind == "responses")
+	var layout *answerLayout
+	if mw.identity != nil {
+		layout = &mw.layout
+	}
+	top := readAnswerMembers(body, mw.kind == "responses", layout)
 	// The generation record keeps these: copies, not views of the body.
 	mw.upstreamID = strings.Clone(top.id.Str)
 	u := top.usage
@@ -299,10 +352,28 @@ func internFinish(s string) string {
 // object's status), each as gjson's lookup of its path finds it.
 type answerMembers struct{ id, usage, finish gjson.Result }
 
+// answerLayout is where a chat answer's top-level members are, so that
+// sendJSON builds what the client gets in one pass over the answer: the
+// values of the first id, model, provider and usage members (a zero span:
+// none). plain reports that gjson's lookups of those members find these
+// very values: the whole top level was walked, and no key has an escape
+// and every value is plain (plainValue), so that gjson skips each member as
+// the walk did.
+type answerLayout struct {
+	id, model, provider, usage span
+	plain                      bool
+}
+
+// span is a value's offsets in the answer.
+type span struct{ start, end int }
+
+func (s span) found() bool { return s.end > 0 }
+
 // readAnswerMembers finds them in one pass over the answer's top level:
 // a lookup per path would walk the whole answer (its text) for each.
-// Indexes are offsets in body, and the results' strings alias it.
-func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
+// Indexes are offsets in body, and the results' strings alias it. With a
+// layout, the walk goes on to the end of the top level and records it.
+func readAnswerMembers(body []byte, responses bool, layout *answerLayout) (m answerMembers) {
 	finishKey, finishRest := "choices", "0.finish_reason"
 	if responses {
 		finishKey, finishRest = "status", ""
@@ -323,24 +394,45 @@ func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 			m.finish, seen[2] = v, true
 		}
 	}
+	l := answerLayout{plain: true}
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
-	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+	ok := eachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
 		switch {
-		case k == finishKey && finishRest != "" && !seen[2] && body[start] == '[':
+		case k == finishKey && finishRest != "" && !seen[2] && start < len(body) && body[start] == '[':
 			// choices: its first element's finish_reason, found without
 			// gjson reading the message text byte by byte.
-			if v, found := firstChoiceFinish(body, start, end); found {
+			var v gjson.Result
+			var found bool
+			if end, v, found = readChoices(body, start); found {
 				m.finish, seen[2] = v, true
 			}
 		case k == "id" || k == "usage" || k == finishKey:
-			v := gjson.Parse(doc[start:end])
-			v.Index = start
-			member(k, v)
+			if end = skipJSONValue(body, start); end >= 0 {
+				v := gjson.Parse(doc[start:end])
+				v.Index = start
+				member(k, v)
+			}
+		default:
+			end = skipJSONValue(body, start)
 		}
-		return !seen[0] || !seen[1] || !seen[2]
+		if end < 0 {
+			return end, false
+		}
+		if layout != nil {
+			l.record(k, span{start, end})
+			l.plain = l.plain && !escaped && plainValue(body[start:end])
+			return end, true
+		}
+		return end, !seen[0] || !seen[1] || !seen[2]
 	})
-	if ok {
+	l.plain = l.plain && ok
+	if ok || seen == [3]bool{true, true, true} {
+		// Found in the walk, also when what follows the last of them is
+		// malformed: a lookup stops there too.
+		if layout != nil {
+			*layout = l
+		}
 		return m
 	}
 	// Not an object eachTopMember can walk: gjson's own iteration, as
@@ -351,6 +443,63 @@ func readAnswerMembers(body []byte, responses bool) (m answerMembers) {
 		return true
 	})
 	return m
+}
+
+// record notes the member k with value v when it is the first of a name
+// the layout keeps.
+func (l *answerLayout) record(k string, v span) {
+	var s *span
+	switch k {
+	case "id":
+		s = &l.id
+	case "model":
+		s = &l.model
+	case "provider":
+		s = &l.provider
+	case "usage":
+		s = &l.usage
+	default:
+		return
+	}
+	if !s.found() {
+		*s = v
+	}
+}
+
+// readChoices skips the choices array at body[start] and reads the
+// finish_reason of its first element (as firstChoiceFinish does; none when
+// there is no array): one walk of the array, where skipping it and then
+// reading its first element would read that element, the answer's text,
+// twice. The element is walked as an object; where that walk may not
+// follow the brackets as skipping does (a value other than a string or a
+// container holds a quote or a bracket), or does not close, the array is
+// skipped and the element read apart.
+func readChoices(body []byte, start int) (end int, finish gjson.Result, found bool) {
+	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	brackets := true // the walk of the element saw the brackets that skipping would
+	elem, _ := walkObject(body, skipJSONSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+		if c := body[vs]; c != '"' && c != '{' && c != '[' && bytes.ContainsAny(body[vs:ve], `"{[`) {
+			brackets = false
+		}
+		if !found && memberKey(doc, keyStart, keyEnd, escaped) == "finish_reason" {
+			finish, found = gjson.Parse(doc[vs:ve]), true
+			finish.Index = vs
+		}
+		return true
+	})
+	if elem < 0 || !brackets {
+		if end = skipJSONValue(body, start); end < 0 {
+			return -1, gjson.Result{}, false
+		}
+		finish, found = firstChoiceFinish(body, start, end)
+		return end, finish, found
+	}
+	// The first element closed where skipping it would have: the rest of
+	// the array is skipped from there, one bracket deep.
+	if end = closeJSONContainer(body, elem, 1); end < 0 {
+		return -1, gjson.Result{}, false
+	}
+	return end, finish, found
 }
 
 // firstChoiceFinish is the finish_reason member of the first element of
@@ -450,19 +599,43 @@ var gatewayUsageQuoted = func() []string {
 
 // usageMembers are the members settle's bill adds to usage; "cost" alone
 // without one.
-func (mw *meterWriter) usageMembers(cost string) string {
+func (mw *meterWriter) usageMembers(cost money.Amount) string {
+	return string(mw.appendUsageMembers(nil, cost))
+}
+
+// appendUsageMembers appends usageMembers(cost) to dst.
+func (mw *meterWriter) appendUsageMembers(dst []byte, cost money.Amount) []byte {
 	if mw.bill != nil {
-		return mw.bill.members()
+		return mw.bill.appendMembers(dst)
 	}
-	return `"cost":` + cost
+	return cost.Append(append(dst, `"cost":`...))
 }
 
 // sendJSON writes the buffered answer with usage.cost added.
-func (mw *meterWriter) sendJSON(cost string, genID string) error {
+func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 	body := mw.Body.Bytes()
+	buf := answerBufs.Get().(*[]byte)
+	defer putAnswerBuf(buf)
+	if out, ok := mw.appendChatAnswer((*buf)[:0], body, cost); ok {
+		body, *buf = out, out
+	} else {
+		idBuf := answerBufs.Get().(*[]byte)
+		defer putAnswerBuf(idBuf)
+		body = mw.rewriteAnswer(body, cost, buf, idBuf)
+	}
+	// Canonical names, set directly (see Route.apply); the two values in
+	// one allocation, each slice full so that an append copies it.
+	h, vals := mw.Header(), make([]string, 2)
+	vals[0], vals[1] = genID, strconv.Itoa(len(body))
+	h["X-Generation-Id"], h["Content-Length"] = vals[0:1:1], vals[1:2:2]
+	mw.ResponseWriter.WriteHeader(mw.Status)
+	return mw.Send(body)
+}
+
+// rewriteAnswer is the answer the client gets, in two steps: usage.cost
+// added (built in buf), then the identity rewritten (in idBuf).
+func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
 	if mw.usageJSON.IsObject() {
-		buf := answerBufs.Get().(*[]byte)
-		defer putAnswerBuf(buf)
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
@@ -473,22 +646,79 @@ func (mw *meterWriter) sendJSON(cost string, genID string) error {
 		}
 	}
 	if mw.identity != nil {
-		buf := answerBufs.Get().(*[]byte)
-		defer putAnswerBuf(buf)
-		if out, ok := mw.identity.appendRewrite((*buf)[:0], body); ok {
-			body, *buf = out, out
+		if out, ok := mw.identity.appendRewrite((*idBuf)[:0], body); ok {
+			body, *idBuf = out, out
 		}
 	}
-	h := mw.Header() // canonical names, set directly (see Route.apply)
-	h["X-Generation-Id"] = []string{genID}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	mw.ResponseWriter.WriteHeader(mw.Status)
-	return mw.Send(body)
+	return body
+}
+
+// appendChatAnswer appends what rewriteAnswer makes of a chat answer with
+// usage, in one pass over it: the identity's values and the bill's usage
+// members spliced in where readJSONUsage found their places. ok is false
+// (dst unchanged) when the layout is not plain or usage may hold a member
+// the gateway writes, which rewriteAnswer then replaces.
+func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost money.Amount) (out []byte, ok bool) {
+	l, u, id := &mw.layout, mw.usageJSON, mw.identity
+	if id == nil || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
+		return dst, false
+	}
+	closing := l.usage.end - 1
+	if body[closing] != '}' || mayHaveGatewayMember(u.Raw) {
+		return dst, false
+	}
+	// What appendWithCost would add, then what appendRewrite would do to
+	// that: the splices are apart, so their order in body is all that
+	// matters. The object has a member, usage: the added members (those
+	// the answer lacks) are each followed by a comma.
+	open := firstNonSpace(body)
+	out = append(dst, body[:open+1]...)
+	values := [3][]byte{id.id, id.model, id.provider}
+	names := [3]string{`"id":`, `"model":`, `"provider":`}
+	edits := [4]span{l.id, l.model, l.provider, {closing, closing}}
+	for i, e := range edits[:3] {
+		if !e.found() {
+			out = append(append(append(out, names[i]...), values[i]...), ',')
+		}
+	}
+	at := open + 1
+	for {
+		next := -1
+		for i, e := range edits {
+			if e.found() && (next < 0 || e.start < edits[next].start) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		e := edits[next]
+		out = append(out, body[at:e.start]...)
+		if next < 3 {
+			out = append(out, values[next]...)
+		} else {
+			if len(bytes.TrimSpace(body[u.Index+1:closing])) > 0 {
+				out = append(out, ',')
+			}
+			out = mw.appendUsageMembers(out, cost)
+		}
+		at = e.end
+		edits[next] = span{} // done
+	}
+	return append(out, body[at:]...), true
+}
+
+// mayHaveGatewayMember reports whether the usage object raw may have a
+// member named as one the gateway writes (gatewayUsageMembers, "cost" a
+// prefix of two), which appendWithCost replaces: their bytes, or an escape
+// that could spell them.
+func mayHaveGatewayMember(raw string) bool {
+	return strings.Contains(raw, `"cost`) || strings.Contains(raw, `"is_byok"`) || strings.IndexByte(raw, '\\') >= 0
 }
 
 // sendTail writes the held events, with usage.cost added to the one that
 // reports usage, and flushes.
-func (mw *meterWriter) sendTail(cost string) error {
+func (mw *meterWriter) sendTail(cost money.Amount) error {
 	for _, ev := range mw.tail {
 		if data := sse.Data(ev); data != nil && !sse.IsDone(data) {
 			path := "usage"

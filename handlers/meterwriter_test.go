@@ -120,7 +120,7 @@ func TestMeterWriterStreamPassesEventByEvent(t *testing.T) {
 		t.Errorf("usage %+v sawDone %v finish %q", mw.usage, mw.sawDone, mw.finish)
 	}
 	flushes := log.flushes
-	if err := mw.sendTail("0.000032"); err != nil {
+	if err := mw.sendTail(testAmount("0.000032")); err != nil {
 		t.Fatal(err)
 	}
 	usageWithCost := `data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16,"cost":0.000032}}` + "\n\n"
@@ -149,7 +149,7 @@ func TestMeterWriterStreamEventLines(t *testing.T) {
 	if log.body() != ev || mw.deliveredTxt != 5 || mw.finish != "length" {
 		t.Errorf("usage event forwarded early: %q (delivered %d, finish %q)", log.body(), mw.deliveredTxt, mw.finish)
 	}
-	if err := mw.sendTail("1.5"); err != nil {
+	if err := mw.sendTail(testAmount("1.5")); err != nil {
 		t.Fatal(err)
 	}
 	wantTail := "event: message\ndata: " + `{"choices":[{"delta":{"content":"de"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"cost":1.5}}` + "\n\n"
@@ -183,7 +183,7 @@ func TestMeterWriterResponsesStream(t *testing.T) {
 		!mw.sawDone || mw.finish != "completed" {
 		t.Errorf("delivered %d usage %+v sawDone %v finish %q", mw.deliveredTxt, mw.usage, mw.sawDone, mw.finish)
 	}
-	if err := mw.sendTail("0.000013"); err != nil {
+	if err := mw.sendTail(testAmount("0.000013")); err != nil {
 		t.Fatal(err)
 	}
 	wantCompleted := "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":9,\"output_tokens\":2,\"total_tokens\":11,\"cost\":0.000013}}}\n\n"
@@ -295,7 +295,7 @@ func TestMeterWriterJSON(t *testing.T) {
 	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 3 || mw.deliveredTxt != 0 || mw.finish != "stop" {
 		t.Errorf("usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
 	}
-	if err := mw.sendJSON("0.000016", "gen-1"); err != nil {
+	if err := mw.sendJSON(testAmount("0.000016"), "gen-1"); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Replace(body, `"total_tokens":13}`, `"total_tokens":13,"cost":0.000016}`, 1)
@@ -323,7 +323,7 @@ func TestMeterWriterJSON(t *testing.T) {
 	if !noUsage.readJSONUsage() || noUsage.usage.ok || noUsage.deliveredTxt != 6 || noUsage.finish != "incomplete" {
 		t.Errorf("responses without usage: %+v delivered %d finish %q", noUsage.usage, noUsage.deliveredTxt, noUsage.finish)
 	}
-	if err := mw.sendJSON("0", "gen-2"); err != nil {
+	if err := mw.sendJSON(testAmount("0"), "gen-2"); err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.Replace(rbody, `"output_tokens":2}`, `"output_tokens":2,"cost":0}`, 1); log.body() != want || log.status != 200 {
@@ -338,7 +338,7 @@ func TestMeterWriterJSON(t *testing.T) {
 	if !mw.readJSONUsage() || mw.usage.ok || mw.deliveredTxt != 3 {
 		t.Errorf("no usage: usage %+v delivered %d", mw.usage, mw.deliveredTxt)
 	}
-	if err := mw.sendJSON("0.1", "gen-3"); err != nil {
+	if err := mw.sendJSON(testAmount("0.1"), "gen-3"); err != nil {
 		t.Fatal(err)
 	}
 	if log.body() != plain || log.Header().Get("Content-Length") != strconv.Itoa(len(plain)) {
@@ -422,7 +422,7 @@ func TestMeterWriterCRLFStream(t *testing.T) {
 	if log.body() != e1 || !mw.usage.ok || !mw.sawDone {
 		t.Fatalf("client got %q, usage %+v, sawDone %v", log.body(), mw.usage, mw.sawDone)
 	}
-	if err := mw.sendTail("0.000004"); err != nil {
+	if err := mw.sendTail(testAmount("0.000004")); err != nil {
 		t.Fatal(err)
 	}
 	want := e1 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1,\"cost\":0.000004}}\r\n\r\n" + done
@@ -499,7 +499,7 @@ func answerMembersDiff(doc string) string {
 		if responses {
 			finishPath = "status"
 		}
-		got := readAnswerMembers([]byte(doc), responses)
+		got := readAnswerMembers([]byte(doc), responses, nil)
 		for _, c := range []struct {
 			path string
 			got  gjson.Result

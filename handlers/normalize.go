@@ -20,22 +20,36 @@ import (
 // every attempt starts from; forProvider once per attempt, for what
 // depends on the provider.
 
-// gatewayOnlyFields are the public API's request fields that only the
-// gateway understands: routing, accounting, plugins and tracing.
-var gatewayOnlyFields = map[string]bool{
-	"models": true, "provider": true, "route": true, "usage": true, "transforms": true,
-	"plugins": true, "debug": true, "session_id": true, "trace": true,
-	"stop_server_tools_when": true, "image_config": true, "cache_control": true,
-	"prompt_cache_options": true,
+// gatewayOnlyField reports whether name is one of the public API's
+// request fields that only the gateway understands: routing, accounting,
+// plugins and tracing. (A switch: a map lookup hashed every field of every
+// request.)
+func gatewayOnlyField(name string) bool {
+	switch name {
+	case "models", "provider", "route", "usage", "transforms",
+		"plugins", "debug", "session_id", "trace",
+		"stop_server_tools_when", "image_config", "cache_control",
+		"prompt_cache_options":
+		return true
+	}
+	return false
 }
 
-// openAIUnsupported are the public API's sampling fields that OpenAI's APIs
-// do not define, by route kind; providers that lack a parameter ignore it
-// in the public API, so the gateway drops them.
-var openAIUnsupported = map[string]map[string]bool{
-	"chat": {"min_p": true, "top_a": true, "top_k": true, "repetition_penalty": true},
-	"responses": {"min_p": true, "top_a": true, "top_k": true, "repetition_penalty": true,
-		"frequency_penalty": true, "presence_penalty": true, "modalities": true},
+// openAIUnsupported reports whether name is one of the public API's
+// sampling fields that OpenAI's APIs of the route kind do not define;
+// providers that lack a parameter ignore it in the public API, so the
+// gateway drops them.
+func openAIUnsupported(kind, name string) bool {
+	switch kind {
+	case "chat", "responses":
+		switch name {
+		case "min_p", "top_a", "top_k", "repetition_penalty":
+			return true
+		case "frequency_penalty", "presence_penalty", "modalities":
+			return kind == "responses"
+		}
+	}
+	return false
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
@@ -62,29 +76,30 @@ var reasoningEfforts = map[string]bool{
 // checked by validateInference; one that needs no change is returned as
 // it is.
 func normalizeRequest(kind string, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
-	unsupported := openAIUnsupported[kind]
 	var drop []string
 	var reasoning, streamOptions gjson.Result
 	hasEffort := false
 	stream := false
-	for name, v := range f.Each {
+	// Values parsed only for the fields read: most are dropped or passed
+	// on by name.
+	for name, raw := range f.EachRaw {
 		switch {
 		case name == "plugins":
-			if apiErr := checkPlugins(v); apiErr != nil {
+			if apiErr := checkPlugins(gjson.Parse(raw)); apiErr != nil {
 				return nil, apiErr
 			}
 			drop = append(drop, name)
-		case gatewayOnlyFields[name] || unsupported[name]:
+		case gatewayOnlyField(name) || openAIUnsupported(kind, name):
 			drop = append(drop, name)
 		case name == "reasoning" && kind != "other":
-			reasoning = v
+			reasoning = gjson.Parse(raw)
 			drop = append(drop, name)
 		case name == "reasoning_effort":
-			hasEffort = v.Type != gjson.Null
+			hasEffort = gjson.Parse(raw).Type != gjson.Null
 		case name == "stream":
-			stream = v.Type == gjson.True
+			stream = gjson.Parse(raw).Type == gjson.True
 		case name == "stream_options" && kind == "chat":
-			streamOptions = v
+			streamOptions = gjson.Parse(raw)
 		}
 	}
 	var extra [][]byte

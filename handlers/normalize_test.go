@@ -45,6 +45,13 @@ func TestNormalizeRequest(t *testing.T) {
 		{"responses", `{"model":"m","input":"x","stream":true}`, `{"model":"m","input":"x","stream":true}`},
 		{"chat", `{"model":"m","messages":[],"plugins":[{"id":"moderation","enabled":false}]}`, `{"model":"m","messages":[]}`},
 		{"chat", `{"model":"m","messages":[],"us\u0061ge":{"include":true}}`, `{"model":"m","messages":[]}`},
+		// Every gateway field and every sampling field the dialect lacks.
+		{"chat", `{"model":"m","stop_server_tools_when":{},"image_config":{},"cache_control":{},"prompt_cache_options":{},` +
+			`"min_p":0.1,"top_a":0.1,"top_k":3,"repetition_penalty":1,"frequency_penalty":1,"presence_penalty":1,"modalities":["text"]}`,
+			`{"model":"m","frequency_penalty":1,"presence_penalty":1,"modalities":["text"]}`},
+		{"responses", `{"model":"m","min_p":0.1,"top_a":0.1,"top_k":3,"repetition_penalty":1,"frequency_penalty":1,"presence_penalty":1,"modalities":["text"],"temperature":1}`,
+			`{"model":"m","temperature":1}`},
+		{"other", `{"model":"m","min_p":0.1,"top_k":3,"models":["x"]}`, `{"model":"m","min_p":0.1,"top_k":3}`},
 	} {
 		got, apiErr := normalizeBody(t, tc.kind, tc.in)
 		if apiErr != nil || got != tc.want {

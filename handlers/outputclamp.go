@@ -19,19 +19,21 @@ import (
 type outputClamp struct {
 	route  *Route
 	policy billing.InFlightPolicy
-	facts  []billing.RequestFacts // per attempt
-	hold   money.Amount           // the hold with every attempt as the client sent it
-	extra  money.Amount           // held besides tokens and fees (a web search)
-	limits []int64                // per attempt, once fitted; nil: none lowered
+	facts  []billing.RequestFacts  // per attempt
+	one    [1]billing.RequestFacts // facts' first backing array
+	hold   money.Amount            // the hold with every attempt as the client sent it
+	extra  money.Amount            // held besides tokens and fees (a web search)
+	limits []int64                 // per attempt, once fitted; nil: none lowered
 }
 
 // newOutputClamp prepares the clamp of a request whose admission holds
-// hold, tokens and fees of its costliest attempt included.
-func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold money.Amount) *outputClamp {
-	c := &outputClamp{route: route, policy: policy, hold: hold, facts: make([]billing.RequestFacts, len(route.Attempts))}
-	var tokens money.Amount
-	for i, a := range route.Attempts {
-		c.facts[i] = billing.RequestFacts{
+// hold, of which tokens (estimateAttempts's hold) for the tokens and fees
+// of its costliest attempt.
+func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) *outputClamp {
+	c := &outputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
+	c.facts = c.one[:0] // most requests have one attempt
+	for _, a := range route.Attempts {
+		c.facts = append(c.facts, billing.RequestFacts{
 			Pricing:       a.Model.Pricing,
 			InputTokens:   route.prompt.tokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
@@ -39,12 +41,8 @@ func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold money.Amou
 			OutputLimit:   a.Model.MaxCompletionTokens,
 			Free:          a.Model.IsFree(),
 			BYOK:          a.BYOK,
-		}
-		if e, err := billing.EstimateRequest(c.facts[i], policy); err == nil {
-			tokens = max(tokens, e.Hold)
-		}
+		})
 	}
-	c.extra = max(hold-tokens, 0)
 	return c
 }
 

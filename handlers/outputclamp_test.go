@@ -111,7 +111,11 @@ func TestOutputClampPerAttempt(t *testing.T) {
 		Attempts: []Attempt{{Model: cheap, Provider: cheap.Providers[0]}, {Model: pricey, Provider: pricey.Providers[0]}}}
 	limit := money.Amount(100*2_000 + 1_000*8_000) // pricey: 100 prompt tokens and 1000 output
 	v := storage.LedgerView{Key: storage.APIKey{Limit: &limit}}
-	c := newOutputClamp(route, defaultPolicy, 0)
+	_, est, err := estimateAttempts(route, defaultPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newOutputClamp(route, defaultPolicy, 0, est.Hold)
 	hold, rej := c.fit(v, nil, false)
 	if rej != nil || hold != limit {
 		t.Fatalf("hold %s, %+v", hold, rej)
@@ -145,7 +149,7 @@ func TestOutputClampPerAttempt(t *testing.T) {
 		}
 	}
 	// Without a cap nothing is fitted.
-	c = newOutputClamp(route, defaultPolicy, 12345)
+	c = newOutputClamp(route, defaultPolicy, 12345, est.Hold)
 	if hold, rej := c.fit(storage.LedgerView{}, nil, false); rej != nil || hold != 12345 || c.limits != nil {
 		t.Fatalf("uncapped: %s %+v %v", hold, rej, c.limits)
 	}

@@ -80,7 +80,11 @@ func parseProviderPrefs(v gjson.Result) (providerPrefs, *apierror.Error) {
 // filter orders and trims one model's candidate endpoints: ignored and
 // not-`only` providers go, providers named in `order` come first in that
 // order; without fallbacks only the ordered ones (or the first) remain.
+// Without preferences the result is c itself.
 func (p providerPrefs) filter(c []Attempt) []Attempt {
+	if p.only == nil && p.ignore == nil && len(p.order) == 0 && p.allowFallbacks {
+		return c // no preferences: every candidate, in order
+	}
 	out := make([]Attempt, 0, len(c))
 	for _, a := range c {
 		name := strings.ToLower(a.Provider.Name)

@@ -223,14 +223,14 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			return nil, refusalError(denied)
 		}
 		if ok {
-			candidates = append(candidates, rt.candidates(m, id)...)
+			candidates = appendAttempts(candidates, rt.candidates(m, id))
 		}
 		candidates, denied := policy.AllowedEndpoints(rules, candidates, attemptEndpoint)
 		if denied != nil {
 			return nil, refusalError(denied)
 		}
 		available = available || len(candidates) > 0
-		attempts = append(attempts, prefs.filter(candidates)...)
+		attempts = appendAttempts(attempts, prefs.filter(candidates))
 	}
 	if len(attempts) == 0 {
 		if refusal != nil {
@@ -272,6 +272,15 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		route.anthropicExtra = anthropicExtra(f)
 	}
 	return route, nil
+}
+
+// appendAttempts is append(to, more...) that takes more itself when to is
+// empty: the lists are each request's own, and most requests have one.
+func appendAttempts(to, more []Attempt) []Attempt {
+	if len(to) == 0 {
+		return more
+	}
+	return append(to, more...)
 }
 
 // requestedModels is `model` followed by the `models` fallbacks, without

@@ -16,6 +16,7 @@ package jsoncheck
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -374,8 +375,13 @@ func (c *checker) str(i int, isKey bool) (int, *Error) {
 	start := i
 	for i++; i < len(b); {
 		// Eight plain bytes at a time: a prompt's text is mostly runs of
-		// them, and the byte loop below read them at about 1 GB/s.
-		for i+8 <= len(b) && plainWord(binary.LittleEndian.Uint64(b[i:])) {
+		// them, and the byte loop below read them at about 1 GB/s. A word
+		// that is not plain says where its first byte that is not is.
+		for i+8 <= len(b) {
+			if m := nonPlain(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		if i == len(b) {
@@ -488,13 +494,19 @@ const (
 func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & high }
 
 // plainWord reports whether all 8 bytes of w are plain: from the space to
-// the tilde, neither the quote nor the backslash. One branch for the word:
-// w|(w+ones) has a byte's high bit set from 0x7f up (a carry out of a 0xff
-// byte only reaches bytes already caught).
-func plainWord(w uint64) bool {
-	return (w|(w+ones))&high| // DEL or not ASCII
-		(w-ones*' ')&^w&high| // below the space
-		zeroBytes(w^(ones*'"'))|zeroBytes(w^(ones*'\\')) == 0
+// the tilde, neither the quote nor the backslash.
+func plainWord(w uint64) bool { return nonPlain(w) == 0 }
+
+// nonPlain has the high bit set of the first byte of w that is not plain
+// (and possibly of bytes above it), none when all are. One branch for the
+// word: w|(w+ones) has a byte's high bit set from 0x7f up (a carry out of
+// a 0xff byte only reaches bytes above one caught); the borrows of the
+// test for bytes below the space, and zeroBytes's, reach only bytes above
+// one caught too.
+func nonPlain(w uint64) uint64 {
+	return (w|(w+ones))&high | // DEL or not ASCII
+		(w-ones*' ')&^w&high | // below the space
+		zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\'))
 }
 
 // plain marks the bytes a string may hold as they are: ASCII but the

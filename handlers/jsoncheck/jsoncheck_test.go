@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -316,6 +317,9 @@ func TestPlainWordMatchesTheTable(t *testing.T) {
 				if got := plainWord(binary.LittleEndian.Uint64(b)); got != want(b) {
 					t.Fatalf("plainWord(% x) = %v, want %v", b, got, want(b))
 				}
+				if got, want := firstNonPlain(b); got != want {
+					t.Fatalf("nonPlain(% x) points at byte %d, want %d", b, got, want)
+				}
 			}
 		}
 	}
@@ -329,6 +333,9 @@ func TestPlainWordMatchesTheTable(t *testing.T) {
 		binary.LittleEndian.PutUint64(b[:], w)
 		if got := plainWord(w); got != want(b[:]) {
 			t.Fatalf("plainWord(% x) = %v, want %v", b, got, want(b[:]))
+		}
+		if got, want := firstNonPlain(b[:]); got != want {
+			t.Fatalf("nonPlain(% x) points at byte %d, want %d", b, got, want)
 		}
 	}
 }
@@ -347,4 +354,18 @@ func BenchmarkCheckPrompt(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// firstNonPlain is the byte of the word b that nonPlain points at (8:
+// none), and the first byte the table says is not plain.
+func firstNonPlain(b []byte) (got, want int) {
+	got = bits.TrailingZeros64(nonPlain(binary.LittleEndian.Uint64(b))) >> 3
+	want = 8
+	for i, c := range b {
+		if !plain[c] {
+			want = i
+			break
+		}
+	}
+	return got, want
 }

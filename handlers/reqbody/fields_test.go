@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,47 @@ func TestFieldsGet(t *testing.T) {
 	}
 	if _, ok := f.Get("d"); ok {
 		t.Error("a nested key is not a field")
+	}
+}
+
+// Lookups of names a body lacks are answered by the names' bits: a name
+// that shares a present name's bit, or lacks one, is still told apart.
+func TestFieldsGetPresentAndAbsent(t *testing.T) {
+	names := []string{"", "a", "b", "ab", "ba", "model", "tools", "messages", "provider", "max_tokens",
+		"temperature", "stream", "user", "input", "prompt", "models", "x_y", "é"}
+	for n := range names {
+		// The body has the first n names, each once.
+		var b strings.Builder
+		b.WriteString("{")
+		for i, name := range names[:n] {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`"` + name + `":` + strconv.Itoa(i))
+		}
+		b.WriteString("}")
+		f := mustParse(t, b.String())
+		for i, name := range names {
+			v, ok := f.Get(name)
+			if want := i < n; ok != want || ok && v.Raw != strconv.Itoa(i) {
+				t.Errorf("%s: get(%q) = %q %v, want present %v", b.String(), name, v.Raw, ok, want)
+			}
+		}
+	}
+}
+
+// EachRaw yields what Each does, the values unparsed.
+func TestFieldsEachRaw(t *testing.T) {
+	f := mustParse(t, ` { "a" : "x\n" , "\u0062":[1, 2], "n":null, "i": -1.5e3 } `)
+	var each, raw []string
+	for name, v := range f.Each {
+		each = append(each, name+"="+v.Raw)
+	}
+	for name, v := range f.EachRaw {
+		raw = append(raw, name+"="+v)
+	}
+	if want := []string{`a="x\n"`, `b=[1, 2]`, `n=null`, `i=-1.5e3`}; !reflect.DeepEqual(each, want) || !reflect.DeepEqual(raw, want) {
+		t.Errorf("Each %q, EachRaw %q, want %q", each, raw, want)
 	}
 }
 

@@ -117,6 +117,16 @@ func (f *Fields) Each(yield func(string, gjson.Result) bool) {
 	}
 }
 
+// EachRaw yields the top-level members, names unescaped, each value as
+// its JSON text: for a caller that parses few of them.
+func (f *Fields) EachRaw(yield func(name, raw string) bool) {
+	for _, m := range f.members {
+		if !yield(f.memberName(m.KeyStart, m.KeyEnd, m.Escaped), f.raw[m.ValueStart:m.ValueEnd]) {
+			return
+		}
+	}
+}
+
 func (f *Fields) memberName(start, end uint32, escaped bool) string {
 	if escaped {
 		return gjson.Parse(f.raw[start-1 : end+1]).Str

@@ -1,0 +1,54 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+)
+
+// discardClient is a client connection that takes every write.
+type discardClient struct{ h http.Header }
+
+func (d *discardClient) Header() http.Header         { return d.h }
+func (d *discardClient) WriteHeader(int)             {}
+func (d *discardClient) Write(p []byte) (int, error) { return len(p), nil }
+
+// benchMockAnswer is the mock provider's chat answer as bench/run.sh gets
+// it: system_fingerprint after usage.
+var benchMockAnswer = []byte(`{"id":"chatcmpl-Q2ZKXB7LJ4C5GQ6ZT3W7N2HMUA","object":"chat.completion","created":1735689600,` +
+	`"model":"tollgate-mock","choices":[{"index":0,"message":{"role":"assistant","content":"Mock answer from tollgate-mock: ` +
+	`Write one sentence about the sea, please."},"logprobs":null,"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":27,"completion_tokens":13,"total_tokens":40},"system_fingerprint":"fp_tollgate_mock"}`)
+
+// BenchmarkMeterAnswerJSON is the meter's work on a held chat answer, as
+// settle does it less the store: read its usage, then send it with the
+// bill added and the identity rewritten.
+func BenchmarkMeterAnswerJSON(b *testing.B) {
+	route := &Route{Model: &catalog.Model{ID: "tollgate-mock"}, Provider: &catalog.Provider{Name: "mock"}}
+	pricing := billing.Pricing{Prompt: 1_000_000_000, Completion: 2_000_000_000}
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"bench", benchJSONAnswer}, {"mock", benchMockAnswer}} {
+		b.Run(c.name, func(b *testing.B) {
+			client := &discardClient{h: http.Header{"Content-Type": {"application/json"}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				mw := newMeterWriter(client, "chat")
+				mw.rewriteIdentity("gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T", route)
+				mw.WriteHeader(http.StatusOK)
+				_, _ = mw.Write(c.body)
+				if !mw.usableJSON() {
+					b.Fatal("not usable")
+				}
+				u := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
+				cost, _ := billing.Cost(pricing, u)
+				bill := newUsageBill(cost, pricing, u, false)
+				mw.bill = &bill
+				_ = mw.sendJSON(cost, "gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T")
+			}
+		})
+	}
+}
