@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
@@ -22,6 +23,18 @@ var benchMockAnswer = []byte(`{"id":"chatcmpl-Q2ZKXB7LJ4C5GQ6ZT3W7N2HMUA","objec
 	`Write one sentence about the sea, please."},"logprobs":null,"finish_reason":"stop"}],` +
 	`"usage":{"prompt_tokens":27,"completion_tokens":13,"total_tokens":40},"system_fingerprint":"fp_tollgate_mock"}`)
 
+// benchLongAnswer is a chat answer with 2 KB of text, escapes (new lines,
+// quotes) included, as a model's answer often is.
+var benchLongAnswer = func() []byte {
+	para := `The sea keeps every secret the shore forgets, and gives back only salt and light.\n\n` +
+		`Sailors call it \"the long road\" (it has no milestones).\n`
+	text := strings.Repeat(para, 14)
+	return []byte(`{"id":"chatcmpl-Q2ZKXB7LJ4C5GQ6ZT3W7N2HMUA","object":"chat.completion","created":1735689600,` +
+		`"model":"tollgate-mock","choices":[{"index":0,"message":{"role":"assistant","content":"` + text + `"},` +
+		`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":27,"completion_tokens":480,"total_tokens":507},` +
+		`"system_fingerprint":"fp_tollgate_mock"}`)
+}()
+
 // BenchmarkMeterAnswerJSON is the meter's work on a held chat answer, as
 // settle does it less the store: read its usage, then send it with the
 // bill added and the identity rewritten.
@@ -31,7 +44,7 @@ func BenchmarkMeterAnswerJSON(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		body []byte
-	}{{"bench", benchJSONAnswer}, {"mock", benchMockAnswer}} {
+	}{{"bench", benchJSONAnswer}, {"mock", benchMockAnswer}, {"long", benchLongAnswer}} {
 		b.Run(c.name, func(b *testing.B) {
 			client := &discardClient{h: http.Header{"Content-Type": {"application/json"}}}
 			b.ReportAllocs()

@@ -23,6 +23,7 @@ var chatAnswers = []struct {
 }{
 	{string(benchJSONAnswer), true},
 	{string(benchMockAnswer), true},
+	{string(benchLongAnswer), true},
 	{` { "id" : "c1" , "model" : "m-up", "choices" : [ ] , "usage" : { "prompt_tokens" : 1 } } ` + "\n", true},
 	// members missing, or in another order; the provider's own provider
 	{`{"choices":[],"usage":{"prompt_tokens":1}}`, true},

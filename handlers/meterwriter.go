@@ -435,7 +435,7 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) (m ans
 		}
 		return m
 	}
-	// Not an object eachTopMember can walk: gjson's own iteration, as
+	// Not an object eachTopValue can walk: gjson's own iteration, as
 	// lenient as the lookups it stands for.
 	m, seen = answerMembers{}, [3]bool{}
 	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
