@@ -299,51 +299,32 @@ func FuzzUsageOfMatchesLookups(f *testing.F) {
 // readAnswerMembersSkipping is readAnswerMembers as it was before
 // readChoices: the choices array skipped, then its first element read
 // again. The reference the one walk must agree with on any bytes.
-func readAnswerMembersSkipping(body []byte, responses bool) (m answerMembers) {
-	finishKey, finishRest := "choices", "0.finish_reason"
-	if responses {
-		finishKey, finishRest = "status", ""
-	}
-	var seen [3]bool
-	member := func(k string, v gjson.Result) {
-		switch {
-		case k == "id" && !seen[0]:
-			m.id, seen[0] = v, true
-		case k == "usage" && !seen[1]:
-			m.usage, seen[1] = v, true
-		case k == finishKey && !seen[2]:
-			if finishRest != "" {
-				if v = v.Get(finishRest); !v.Exists() {
-					return
-				}
-			}
-			m.finish, seen[2] = v, true
-		}
-	}
+func readAnswerMembersSkipping(body []byte, responses bool) answerMembers {
+	p := newMemberPicker(responses)
 	doc := string(body)
 	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
 		switch {
-		case k == finishKey && finishRest != "" && !seen[2] && body[start] == '[':
+		case k == p.finishKey && p.finishRest != "" && !p.seen[2] && body[start] == '[':
 			if v, found := firstChoiceFinish(body, start, end); found {
-				m.finish, seen[2] = v, true
+				p.m.finish, p.seen[2] = v, true
 			}
-		case k == "id" || k == "usage" || k == finishKey:
+		case k == "id" || k == "usage" || k == p.finishKey:
 			v := gjson.Parse(doc[start:end])
 			v.Index = start
-			member(k, v)
+			p.take(k, v)
 		}
-		return !seen[0] || !seen[1] || !seen[2]
+		return !p.done()
 	})
 	if ok {
-		return m
+		return p.m
 	}
-	m, seen = answerMembers{}, [3]bool{}
+	p = newMemberPicker(responses)
 	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
-		member(k.Str, v)
+		p.take(k.Str, v)
 		return true
 	})
-	return m
+	return p.m
 }
 
 // oneWalkDiff compares readAnswerMembers, with and without a layout, with

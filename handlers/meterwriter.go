@@ -369,49 +369,64 @@ type span struct{ start, end int }
 
 func (s span) found() bool { return s.end > 0 }
 
+// memberPicker keeps the first id, usage and finish member of an
+// answer's top level, as lookups of those paths find them.
+type memberPicker struct {
+	m                     answerMembers
+	seen                  [3]bool
+	finishKey, finishRest string // the finish member, and its path inside
+}
+
+func newMemberPicker(responses bool) memberPicker {
+	if responses {
+		return memberPicker{finishKey: "status"}
+	}
+	return memberPicker{finishKey: "choices", finishRest: "0.finish_reason"}
+}
+
+// take notes the member k with value v when it is the first of its name.
+func (p *memberPicker) take(k string, v gjson.Result) {
+	switch {
+	case k == "id" && !p.seen[0]:
+		p.m.id, p.seen[0] = v, true
+	case k == "usage" && !p.seen[1]:
+		p.m.usage, p.seen[1] = v, true
+	case k == p.finishKey && !p.seen[2]:
+		if p.finishRest != "" {
+			if v = v.Get(p.finishRest); !v.Exists() {
+				return // a lookup goes on to a later member of that name
+			}
+		}
+		p.m.finish, p.seen[2] = v, true
+	}
+}
+
+func (p *memberPicker) done() bool { return p.seen == [3]bool{true, true, true} }
+
 // readAnswerMembers finds them in one pass over the answer's top level:
 // a lookup per path would walk the whole answer (its text) for each.
 // Indexes are offsets in body, and the results' strings alias it. With a
 // layout, the walk goes on to the end of the top level and records it.
-func readAnswerMembers(body []byte, responses bool, layout *answerLayout) (m answerMembers) {
-	finishKey, finishRest := "choices", "0.finish_reason"
-	if responses {
-		finishKey, finishRest = "status", ""
-	}
-	var seen [3]bool // a repeated member: the first, as a lookup finds
-	member := func(k string, v gjson.Result) {
-		switch {
-		case k == "id" && !seen[0]:
-			m.id, seen[0] = v, true
-		case k == "usage" && !seen[1]:
-			m.usage, seen[1] = v, true
-		case k == finishKey && !seen[2]:
-			if finishRest != "" {
-				if v = v.Get(finishRest); !v.Exists() {
-					return // a lookup goes on to a later member of that name
-				}
-			}
-			m.finish, seen[2] = v, true
-		}
-	}
+func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answerMembers {
+	p := newMemberPicker(responses)
 	l := answerLayout{plain: true}
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	ok := eachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
 		switch {
-		case k == finishKey && finishRest != "" && !seen[2] && start < len(body) && body[start] == '[':
+		case k == p.finishKey && p.finishRest != "" && !p.seen[2] && start < len(body) && body[start] == '[':
 			// choices: its first element's finish_reason, found without
 			// gjson reading the message text byte by byte.
 			var v gjson.Result
 			var found bool
 			if end, v, found = readChoices(body, start); found {
-				m.finish, seen[2] = v, true
+				p.m.finish, p.seen[2] = v, true
 			}
-		case k == "id" || k == "usage" || k == finishKey:
+		case k == "id" || k == "usage" || k == p.finishKey:
 			if end = skipJSONValue(body, start); end >= 0 {
 				v := gjson.Parse(doc[start:end])
 				v.Index = start
-				member(k, v)
+				p.take(k, v)
 			}
 		default:
 			end = skipJSONValue(body, start)
@@ -424,25 +439,25 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) (m ans
 			l.plain = l.plain && !escaped && plainValue(body[start:end])
 			return end, true
 		}
-		return end, !seen[0] || !seen[1] || !seen[2]
+		return end, !p.done()
 	})
 	l.plain = l.plain && ok
-	if ok || seen == [3]bool{true, true, true} {
+	if ok || p.done() {
 		// Found in the walk, also when what follows the last of them is
 		// malformed: a lookup stops there too.
 		if layout != nil {
 			*layout = l
 		}
-		return m
+		return p.m
 	}
 	// Not an object eachTopValue can walk: gjson's own iteration, as
 	// lenient as the lookups it stands for.
-	m, seen = answerMembers{}, [3]bool{}
+	p = newMemberPicker(responses)
 	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
-		member(k.Str, v)
+		p.take(k.Str, v)
 		return true
 	})
-	return m
+	return p.m
 }
 
 // record notes the member k with value v when it is the first of a name
