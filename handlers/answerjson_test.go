@@ -319,12 +319,7 @@ func readAnswerMembersSkipping(body []byte, responses bool) answerMembers {
 	if ok {
 		return p.m
 	}
-	p = newMemberPicker(responses)
-	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
-		p.take(k.Str, v)
-		return true
-	})
-	return p.m
+	return pickByGJSON(doc, responses)
 }
 
 // oneWalkDiff compares readAnswerMembers, with and without a layout, with

@@ -452,7 +452,12 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 	}
 	// Not an object eachTopValue can walk: gjson's own iteration, as
 	// lenient as the lookups it stands for.
-	p = newMemberPicker(responses)
+	return pickByGJSON(doc, responses)
+}
+
+// pickByGJSON reads the members with gjson's own iteration of doc.
+func pickByGJSON(doc string, responses bool) answerMembers {
+	p := newMemberPicker(responses)
 	gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
 		p.take(k.Str, v)
 		return true
