@@ -58,27 +58,49 @@ func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
 		// of the whole document.
 		vals[2] = peekJSON(doc, "provider")
 	}
-	type splice struct {
-		at, n int // replaced range of doc
-		with  []byte
-	}
 	var edits [3]splice
-	withs := [3][]byte{a.id, a.model, a.provider}
-	out = append(dst, doc[:open+1]...)
-	added := false
+	var have [3]bool
 	for i, v := range vals {
-		if v.Exists() && v.Index > 0 {
-			edits[i] = splice{at: v.Index, n: len(v.Raw), with: withs[i]}
-			continue
+		if have[i] = v.Exists() && v.Index > 0; have[i] {
+			edits[i] = splice{at: v.Index, n: len(v.Raw), with: a.values()[i]}
 		}
-		name := [3]string{`"id":`, `"model":`, `"provider":`}[i]
-		out = append(append(append(out, name...), withs[i]...), ',')
-		added = true
 	}
+	out, added := a.appendMissing(append(dst, doc[:open+1]...), have)
 	if rest := doc[open+1:]; added && rest[firstNonSpace(rest)] == '}' {
 		out = out[:len(out)-1] // an empty object: no member follows
 	}
-	at := open + 1
+	return appendSpliced(out, doc, open+1, edits[:]), true
+}
+
+// values are the identity's three values, in the order of identityNames.
+func (a *answerIdentity) values() [3][]byte { return [3][]byte{a.id, a.model, a.provider} }
+
+// identityNames are the members an answerIdentity sets, quoted, with their
+// colons.
+var identityNames = [3]string{`"id":`, `"model":`, `"provider":`}
+
+// appendMissing appends the members an answer lacks (have[i] false), each
+// followed by a comma; added reports whether there was one.
+func (a *answerIdentity) appendMissing(out []byte, have [3]bool) (_ []byte, added bool) {
+	for i, v := range a.values() {
+		if !have[i] {
+			out = append(append(append(out, identityNames[i]...), v...), ',')
+			added = true
+		}
+	}
+	return out, added
+}
+
+// splice replaces doc[at:at+n] with with; a nil with is no splice.
+type splice struct {
+	at, n int
+	with  []byte
+}
+
+// appendSpliced appends doc[from:] to out with the splices made, in the
+// order of their places.
+func appendSpliced(out, doc []byte, from int, edits []splice) []byte {
+	at := from
 	for {
 		next := -1
 		for i, e := range edits {
@@ -94,7 +116,7 @@ func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
 		at = e.at + e.n
 		edits[next].with = nil
 	}
-	return append(out, doc[at:]...), true
+	return append(out, doc[at:]...)
 }
 
 var providerKey = []byte(`"provider"`)

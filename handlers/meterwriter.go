@@ -691,41 +691,25 @@ func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost money.Amount) (ou
 	// that: the splices are apart, so their order in body is all that
 	// matters. The object has a member, usage: the added members (those
 	// the answer lacks) are each followed by a comma.
+	usage := answerBufs.Get().(*[]byte)
+	defer putAnswerBuf(usage)
+	added := (*usage)[:0]
+	if len(bytes.TrimSpace(body[u.Index+1:closing])) > 0 {
+		added = append(added, ',')
+	}
+	added = mw.appendUsageMembers(added, cost)
+	*usage = added
+	var edits [4]splice
+	var have [3]bool
+	for i, e := range [3]span{l.id, l.model, l.provider} {
+		if have[i] = e.found(); have[i] {
+			edits[i] = splice{at: e.start, n: e.end - e.start, with: id.values()[i]}
+		}
+	}
+	edits[3] = splice{at: closing, with: added}
 	open := firstNonSpace(body)
-	out = append(dst, body[:open+1]...)
-	values := [3][]byte{id.id, id.model, id.provider}
-	names := [3]string{`"id":`, `"model":`, `"provider":`}
-	edits := [4]span{l.id, l.model, l.provider, {closing, closing}}
-	for i, e := range edits[:3] {
-		if !e.found() {
-			out = append(append(append(out, names[i]...), values[i]...), ',')
-		}
-	}
-	at := open + 1
-	for {
-		next := -1
-		for i, e := range edits {
-			if e.found() && (next < 0 || e.start < edits[next].start) {
-				next = i
-			}
-		}
-		if next < 0 {
-			break
-		}
-		e := edits[next]
-		out = append(out, body[at:e.start]...)
-		if next < 3 {
-			out = append(out, values[next]...)
-		} else {
-			if len(bytes.TrimSpace(body[u.Index+1:closing])) > 0 {
-				out = append(out, ',')
-			}
-			out = mw.appendUsageMembers(out, cost)
-		}
-		at = e.end
-		edits[next] = span{} // done
-	}
-	return append(out, body[at:]...), true
+	out, _ = id.appendMissing(append(dst, body[:open+1]...), have)
+	return appendSpliced(out, body, open+1, edits[:]), true
 }
 
 // mayHaveGatewayMember reports whether the usage object raw may have a
