@@ -89,18 +89,15 @@ func ConfigureProviderProxy(rp *reverseproxy.Handler, https bool) error {
 func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 	p := new(providerProxies)
 	for _, proxy := range []struct {
-		field string
-		raw   *json.RawMessage
-		https bool
-		h     *caddyhttp.Handler
+		name, field string // the JSON name and the struct field
+		raw         *json.RawMessage
+		https       bool
+		h           *caddyhttp.Handler
 	}{
-		{"HTTPSProxyRaw", &t.HTTPSProxyRaw, true, &p.https},
-		{"HTTPProxyRaw", &t.HTTPProxyRaw, false, &p.http},
+		{"https_proxy", "HTTPSProxyRaw", &t.HTTPSProxyRaw, true, &p.https},
+		{"http_proxy", "HTTPProxyRaw", &t.HTTPProxyRaw, false, &p.http},
 	} {
-		name := "http_proxy"
-		if proxy.https {
-			name = "https_proxy"
-		}
+		name := proxy.name
 		if *proxy.raw == nil {
 			rp := new(reverseproxy.Handler)
 			if err := ConfigureProviderProxy(rp, proxy.https); err != nil {

@@ -493,13 +493,10 @@ const (
 // possibly of bytes above one): nonzero exactly when some byte is zero.
 func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & high }
 
-// plainWord reports whether all 8 bytes of w are plain: from the space to
-// the tilde, neither the quote nor the backslash.
-func plainWord(w uint64) bool { return nonPlain(w) == 0 }
-
-// nonPlain has the high bit set of the first byte of w that is not plain
-// (and possibly of bytes above it), none when all are. One branch for the
-// word: w|(w+ones) has a byte's high bit set from 0x7f up (a carry out of
+// nonPlain is zero when all 8 bytes of w are plain (from the space to the
+// tilde, neither the quote nor the backslash), else has the high bit set
+// of the first byte of w that is not (and possibly of bytes above it).
+// One branch for the word: w|(w+ones) has a byte's high bit set from 0x7f up (a carry out of
 // a 0xff byte only reaches bytes above one caught); the borrows of the
 // test for bytes below the space, and zeroBytes's, reach only bytes above
 // one caught too.

@@ -298,7 +298,7 @@ func duplicates(b []byte) bool {
 	}
 }
 
-// plainWord agrees with the plain table for every byte value at every
+// nonPlain agrees with the plain table for every byte value at every
 // place of the word, and on random words.
 func TestPlainWordMatchesTheTable(t *testing.T) {
 	want := func(b []byte) bool {
@@ -314,8 +314,8 @@ func TestPlainWordMatchesTheTable(t *testing.T) {
 			for _, fill := range []byte{'a', ' ', '~', 0xff, 0x00} {
 				b := bytes.Repeat([]byte{fill}, 8)
 				b[at] = byte(v)
-				if got := plainWord(binary.LittleEndian.Uint64(b)); got != want(b) {
-					t.Fatalf("plainWord(% x) = %v, want %v", b, got, want(b))
+				if got := nonPlain(binary.LittleEndian.Uint64(b)) == 0; got != want(b) {
+					t.Fatalf("nonPlain(% x) == 0 is %v, want %v", b, got, want(b))
 				}
 				if got, want := firstNonPlain(b); got != want {
 					t.Fatalf("nonPlain(% x) points at byte %d, want %d", b, got, want)
@@ -331,8 +331,8 @@ func TestPlainWordMatchesTheTable(t *testing.T) {
 		}
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], w)
-		if got := plainWord(w); got != want(b[:]) {
-			t.Fatalf("plainWord(% x) = %v, want %v", b, got, want(b[:]))
+		if got := nonPlain(w) == 0; got != want(b[:]) {
+			t.Fatalf("nonPlain(% x) == 0 is %v, want %v", b, got, want(b[:]))
 		}
 		if got, want := firstNonPlain(b[:]); got != want {
 			t.Fatalf("nonPlain(% x) points at byte %d, want %d", b, got, want)
