@@ -92,23 +92,22 @@ if [[ -z $CADDY ]]; then
 fi
 
 # ---- ports and configs ------------------------------------------------------
+# Ports below the kernel's ephemeral range (32768 up), which outgoing
+# connections never take, and none twice.
 used_ports=" "
-free_port() {
+free_port() { # name: sets the variable name to a free port
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		[[ $used_ports == *" $p "* ]] && continue
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			used_ports+="$p "
-			echo "$p"
+			printf -v "$1" %s "$p"
 			return
 		fi
 	done
 }
-UP=$(free_port) UP_ADMIN=$(free_port)
-A=$(free_port) A_ADMIN=$(free_port)
-B=$(free_port) B_ADMIN=$(free_port)
-C=$(free_port) C_ADMIN=$(free_port) REDIS_PORT=$(free_port)
+for v in UP UP_ADMIN A A_ADMIN B B_ADMIN C C_ADMIN REDIS_PORT; do free_port $v; done
 if [[ $REDIS != 0 ]] && ! command -v redis-server >/dev/null; then
 	log "bench: redis-server is not installed (apt-get install redis-server): configuration C skipped"
 	REDIS=0

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 )
 
 // TestEgressHTTPSPrivateEndpoint: an https private endpoint named by a
@@ -49,7 +51,7 @@ func TestEgressHTTPSPrivateEndpoint(t *testing.T) {
 	}
 	t.Setenv("SSL_CERT_FILE", caFile)
 
-	p := &process{gateway: freePort(t), admin: freePort(t), mock: freePort(t), dataDir: t.TempDir(), log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: t.TempDir(), log: new(bytes.Buffer)}
 	// The TLS endpoint: records the server names it is reached with and
 	// forwards to the gateway's mock provider.
 	var mu sync.Mutex

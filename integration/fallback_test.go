@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -127,7 +128,7 @@ func TestFallback(t *testing.T) {
 		"X-Ratelimit-Limit": {"999"}, "X-Ratelimit-Remaining": {"998"}, "X-Ratelimit-Reset": {"1"},
 	})
 	via := "http://" + rec.addr() + "/v1"
-	dead := "http://" + freePort(t) + "/v1" // nothing listens there
+	dead := "http://" + freeport.Addr(t) + "/v1" // nothing listens there
 	p := func(name, base, model string) testProvider {
 		return testProvider{name: name, baseURL: base, model: model, apiKey: "mock"}
 	}

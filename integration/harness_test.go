@@ -27,6 +27,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	_ "github.com/tollgate-dev/caddy-tollgate"
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -306,17 +307,6 @@ func (c *client) newKey(mgmt, body string) (key, hash string) {
 	return r.JSON.Get("key").String(), r.JSON.Get("data.hash").String()
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // process is the gateway binary running as a subprocess.
 type process struct {
 	cmd                  *exec.Cmd
@@ -329,7 +319,7 @@ type process struct {
 // and waits until it serves.
 func startProcess(t *testing.T, dataDir string) *process {
 	t.Helper()
-	p := &process{gateway: freePort(t), admin: freePort(t), mock: freePort(t), dataDir: dataDir, log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: dataDir, log: new(bytes.Buffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	cfg := gatewayCaddyfile(p.admin, dataDir, p.gateway, p.mock, "1ms")
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -186,7 +187,7 @@ func withMetricsSite(addr string) func(string) string {
 }
 
 func TestMetricsCountWhatTheGatewayAnsweredAndCharged(t *testing.T) {
-	metricsAddr := freePort(t)
+	metricsAddr := freeport.Addr(t)
 	e := startWebSearchWith(t, func(via string) string {
 		p := func(name, model string) testProvider {
 			return testProvider{name: name, baseURL: via, model: model, apiKey: "k"}
@@ -343,7 +344,7 @@ func TestMetricsCountWhatTheGatewayAnsweredAndCharged(t *testing.T) {
 func TestMetricsConfigValidates(t *testing.T) {
 	dir := t.TempDir()
 	cfg := withGlobalOptions(t, "metrics", "metrics_per_key 10")(
-		gatewayCaddyfile(freePort(t), dir, freePort(t), freePort(t), "1ms"))
+		gatewayCaddyfile(freeport.Addr(t), dir, freeport.Addr(t), freeport.Addr(t), "1ms"))
 	path := dir + "/Caddyfile"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-dev/caddy-tollgate/export"
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -198,12 +199,7 @@ func TestObservabilityOTLPExport(t *testing.T) {
 	key, _ := c.newKey(org.MgmtKey, `{"name":"otlp"}`)
 
 	// The collector's port is closed at first: exports are refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.Addr(t) // nothing listens there
 
 	c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"otel-collector","name":"collector",
 		"config":{"endpoint":"http://`+addr+`","headers":{"X-Collector-Token":"collector-token-abcdef"}}}`).expect(t, 201)
@@ -248,6 +244,7 @@ func TestObservabilityOTLPExport(t *testing.T) {
 		w.Write(b)
 	})
 	var ln2 net.Listener
+	var err error
 	for i := 0; i < 50; i++ { // the port may be briefly unavailable
 		if ln2, err = net.Listen("tcp", addr); err == nil {
 			break

@@ -1,11 +1,11 @@
 package integration
 
 import (
-	"net"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -111,12 +111,7 @@ func TestPrivateEndpointValidationDeadEndpoint(t *testing.T) {
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := freeport.Addr(t) // nothing listens there
 	id := c.api("POST", peBase, org.MgmtKey, `{"name":"dead","model":"acme/dead","base_url":"http://`+dead+`/v1"}`).
 		expect(t, 201).JSON.Get("data.id").Str
 	v := c.api("POST", peBase+"/"+id+"/validate", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")

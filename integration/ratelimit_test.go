@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 )
 
 // withFreeModel sets the tollgate app's free_model caps.
@@ -306,7 +308,7 @@ func TestFreeModelPerDay(t *testing.T) {
 // startProcessWith is startProcess with the Caddyfile changed by edit.
 func startProcessWith(t *testing.T, dataDir string, edit func(string) string) *process {
 	t.Helper()
-	p := &process{gateway: freePort(t), admin: freePort(t), mock: freePort(t), dataDir: dataDir, log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: dataDir, log: new(bytes.Buffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	cfg := edit(gatewayCaddyfile(p.admin, dataDir, p.gateway, p.mock, "1ms"))
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
@@ -27,7 +28,7 @@ import (
 // on srv under the test's key prefix.
 func startReplica(t *testing.T, srv *redistest.Server, directive ...string) *process {
 	t.Helper()
-	p := &process{gateway: freePort(t), admin: freePort(t), mock: freePort(t), log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(bytes.Buffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	dir := t.TempDir()
 	cfg := gatewayCaddyfile(p.admin, dir, p.gateway, p.mock, "1ms")

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 )
 
 // TestNoSecretInLogsAnswersOrDisk runs the built gateway with debug logs
@@ -54,8 +55,8 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 	// Success paths that use each secret.
 	body := `{"model":"tollgate-mock","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
 	rec(c.mustPost("/chat/completions", key, `{"model":"tollgate-mock:online","max_tokens":5,"messages":[{"role":"user","content":"search"}]}`, nil).expect(t, 200))
-	rec(c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"webhook","name":"hook","config":{"url":"http://`+freePort(t)+`/hook","secret":"`+hookSecret+`"}}`).expect(t, 201))
-	rec(c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"langfuse","name":"lf","config":{"baseUrl":"http://`+freePort(t)+`","publicKey":"pk-lf","secretKey":"`+lfSecret+`"}}`).expect(t, 201))
+	rec(c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"webhook","name":"hook","config":{"url":"http://`+freeport.Addr(t)+`/hook","secret":"`+hookSecret+`"}}`).expect(t, 201))
+	rec(c.api("POST", "/observability/destinations", org.MgmtKey, `{"type":"langfuse","name":"lf","config":{"baseUrl":"http://`+freeport.Addr(t)+`","publicKey":"pk-lf","secretKey":"`+lfSecret+`"}}`).expect(t, 201))
 	pe := rec(c.api("POST", "/private-endpoints", org.MgmtKey, `{"name":"mine","model":"acme/private","base_url":"http://`+p.mock+`/v1",
 		"upstream_model":"tollgate-mock","api_key":"`+peKey+`"}`).expect(t, 201)).JSON.Get("data.id").Str
 	rec(c.api("POST", "/private-endpoints/"+pe+"/validate", org.MgmtKey, nil).expect(t, 200))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -322,7 +323,7 @@ func TestWebSearchChatProviderAnnotationsReplaced(t *testing.T) {
 // Responses.
 func TestWebSearchResponsesFallbackAcrossAPIs(t *testing.T) {
 	e := startWebSearchWith(t, func(via string) string {
-		dead := "http://" + freePort(t) + "/v1"
+		dead := "http://" + freeport.Addr(t) + "/v1"
 		m := func(id string, providers ...[3]string) string {
 			var b strings.Builder
 			fmt.Fprintf(&b, "\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n", id)

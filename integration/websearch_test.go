@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -40,7 +41,7 @@ func startWebSearchWith(t *testing.T, models func(via string) string, edits ...f
 	t.Cleanup(ts.Close)
 	rec := newRecordingProxy(t, mockAddr, nil)
 	via := "http://" + rec.addr() + "/v1"
-	dead := "http://" + freePort(t) + "/v1"
+	dead := "http://" + freeport.Addr(t) + "/v1"
 	block := func(id, webPrice, upstream string) string {
 		wp := ""
 		if webPrice != "" {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 )
 
 // Server is one redis-server process started by a test.
@@ -34,7 +36,7 @@ func Start(t testing.TB, extra ...string) *Server {
 		t.Fatalf("redis-server is not installed (apt-get install redis-server): %v", err)
 	}
 	s := &Server{Dir: t.TempDir(), t: t}
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.Loopback(t)))
 	_, port, _ := net.SplitHostPort(s.Addr)
 	s.args = append([]string{
 		"--port", port, "--bind", "127.0.0.1", "--dir", s.Dir,
@@ -117,15 +119,4 @@ func (s *Server) ping() error {
 		return fmt.Errorf("redis answered %q", line)
 	}
 	return nil
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
