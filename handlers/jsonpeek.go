@@ -18,7 +18,7 @@ func peekJSON(doc []byte, path string) gjson.Result {
 	if len(doc) == 0 {
 		return gjson.Result{}
 	}
-	return gjson.Get(unsafe.String(unsafe.SliceData(doc), len(doc)), path)
+	return gjson.Get(viewString(doc), path)
 }
 
 // eachTopMember calls fn with each member of the JSON object doc, in order:
@@ -201,6 +201,9 @@ func eachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok
 // viewBytes is s as bytes, without a copy: for reading only.
 func viewBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
+// viewString is b as a string, without a copy: valid while b is unchanged.
+func viewString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // memberKey is the key of a member walkObject reported, decoded when it
 // holds escapes.
 func memberKey(doc string, keyStart, keyEnd int, escaped bool) string {
@@ -275,7 +278,7 @@ func plainValue(v []byte) bool {
 	case '{', '[':
 		return !parensOutsideStrings(v)
 	case 't', 'f', 'n':
-		s := unsafe.String(unsafe.SliceData(v), len(v))
+		s := viewString(v)
 		return s == "true" || s == "false" || s == "null"
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		for _, c := range v {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -410,7 +409,7 @@ func (p *memberPicker) done() bool { return p.seen == [3]bool{true, true, true} 
 func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answerMembers {
 	p := newMemberPicker(responses)
 	l := answerLayout{plain: true}
-	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	doc := viewString(body)
 	ok := eachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
 		switch {
@@ -495,7 +494,7 @@ func (l *answerLayout) record(k string, v span) {
 // container holds a quote or a bracket), or does not close, the array is
 // skipped and the element read apart.
 func readChoices(body []byte, start int) (end int, finish gjson.Result, found bool) {
-	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	doc := viewString(body)
 	brackets := true // the walk of the element saw the brackets that skipping would
 	elem, _ := walkObject(body, skipJSONSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
 		if c := body[vs]; c != '"' && c != '{' && c != '[' && bytes.ContainsAny(body[vs:ve], `"{[`) {
@@ -526,7 +525,7 @@ func readChoices(body []byte, start int) (end int, finish gjson.Result, found bo
 // the array body[start:end], as gjson's lookup of 0.finish_reason finds it.
 func firstChoiceFinish(body []byte, start, end int) (v gjson.Result, found bool) {
 	arr := body[:end]
-	doc := unsafe.String(unsafe.SliceData(body), len(body))
+	doc := viewString(body)
 	walkObject(arr, skipJSONSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
 		if memberKey(doc, keyStart, keyEnd, escaped) != "finish_reason" {
 			return true

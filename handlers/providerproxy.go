@@ -97,7 +97,6 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		{"https_proxy", "HTTPSProxyRaw", &t.HTTPSProxyRaw, true, &p.https},
 		{"http_proxy", "HTTPProxyRaw", &t.HTTPProxyRaw, false, &p.http},
 	} {
-		name := proxy.name
 		if *proxy.raw == nil {
 			rp := new(reverseproxy.Handler)
 			if err := ConfigureProviderProxy(rp, proxy.https); err != nil {
@@ -107,11 +106,11 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		}
 		mod, err := ctx.LoadModule(t, proxy.field)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", name, err)
+			return nil, fmt.Errorf("%s: %v", proxy.name, err)
 		}
 		rp, ok := mod.(*reverseproxy.Handler)
 		if !ok {
-			return nil, fmt.Errorf("%s: must be the reverse_proxy handler, got %T", name, mod)
+			return nil, fmt.Errorf("%s: must be the reverse_proxy handler, got %T", proxy.name, mod)
 		}
 		*proxy.h = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return rp.ServeHTTP(w, r, answered)
