@@ -80,8 +80,15 @@ func creditAmount(t *testing.T, v gjson.Result) money.Amount {
 func startInProcessWith(t *testing.T, edit func(cfg string) string) string {
 	t.Helper()
 	dir := t.TempDir()
-	tester := newTester(t)
-	tester.InitServer(edit(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms")), "caddyfile")
+	loadInProcess(t, edit(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "1ms")), "caddyfile")
+	return dir
+}
+
+// loadInProcess loads cfg, in the adapter's format, into the test binary's
+// Caddy, and unloads it when the test ends.
+func loadInProcess(t *testing.T, cfg, adapter string) {
+	t.Helper()
+	newTester(t).InitServer(cfg, adapter)
 	// Unload the gateway (closing its database) before the data directory
 	// is removed; cleanups run last-registered first.
 	t.Cleanup(func() {
@@ -93,7 +100,6 @@ func startInProcessWith(t *testing.T, edit func(cfg string) string) string {
 		}
 		res.Body.Close()
 	})
-	return dir
 }
 
 // replaceOnce replaces old by new in s and fails if old is missing, so that

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,14 +100,7 @@ func TestJSONConfigGetsProviderProxies(t *testing.T) {
 	if removed != 2 || strings.Contains(string(cfgJSON), "reverse_proxy") {
 		t.Fatalf("removed %d proxies; config %s", removed, cfgJSON)
 	}
-	newTester(t).InitServer(string(cfgJSON), "json")
-	t.Cleanup(func() {
-		res, err := http.Post("http://"+adminAddr+"/load", "application/json",
-			strings.NewReader(`{"admin":{"listen":"`+adminAddr+`"}}`))
-		if err == nil {
-			res.Body.Close()
-		}
-	})
+	loadInProcess(t, string(cfgJSON), "json")
 
 	c := newClient(t, gatewayAddr, adminAddr)
 	tn := c.newTenant("personal", "10")
