@@ -71,7 +71,7 @@ type journal struct {
 	sync bool
 	log  *zap.Logger
 
-	commitMu   sync.Mutex // one Commit at a time
+	commitMu   sync.Mutex // one Commit at a time: guards writeBytes
 	writeBytes int        // the last commit's frame bytes per write
 
 	mu   sync.Mutex
