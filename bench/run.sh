@@ -134,8 +134,8 @@ http://:$UP {
 }
 EOF
 
-# A: bare reverse_proxy, with the same matcher and flush setting as B so that
-# the difference is only what tollgate adds.
+# A: bare reverse_proxy under /api/v1 (all B's handler serves), flushing
+# every write as B's does, so that the difference is only what tollgate adds.
 cat >"$WORK/bare.caddyfile" <<EOF
 {
 $(globals "$A_ADMIN")
