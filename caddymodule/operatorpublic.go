@@ -49,4 +49,3 @@ func (c *operatorCall) generation() (int, any, *apierror.Error) {
 	}
 	return answered, nil, nil
 }
-
