@@ -451,7 +451,7 @@ func TestOperatorCommand(t *testing.T) {
 	if got := run("account", "update", id, "--exempt=false").Get("data.rate_limit_exempt"); got.Bool() {
 		t.Errorf("account update: %s", got.Raw)
 	}
-	if n := len(run("account", "list").Get("data").Array()); n != 1 {
+	if n := len(run("account", "list", "--json").Get("data").Array()); n != 1 {
 		t.Errorf("account list: %d accounts", n)
 	}
 	if got := run("account", "get", id).Get("data.name").Str; got != "Acme" {

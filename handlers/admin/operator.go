@@ -12,12 +12,12 @@ import (
 // APIPrefix, such as "/keys/<hash>") for the operator, with the rights
 // of one of acct's management keys: the operator API's keys, activity,
 // usage and generation commands are the public routes' own code, so that
-// no rule has a second implementation. Only management routes are
-// served; r's path is replaced by the public one. It writes a success
+// no rule has a second implementation. Only routes a management key may
+// call are served; r's path is replaced by the public one. It writes a success
 // itself and returns an error for the caller to write in its own way.
 func (a *Admin) ServeForAccount(w http.ResponseWriter, r *http.Request, acct storage.Account, sub string) *apierror.Error {
 	kind, sub, _ := ClassifyRoute(APIPrefix + sub)
-	if kind != RouteManagement {
+	if kind != RouteManagement && kind != RouteAnyKey {
 		return apierror.NotFound("Not found: " + r.Method + " " + APIPrefix + sub)
 	}
 	store, err := a.gw.Store()
