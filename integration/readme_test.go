@@ -273,10 +273,10 @@ func lineMatches(want, got string) bool {
 
 // docShell is the bash session the README's blocks run in.
 type docShell struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	done   *bufio.Reader
-	dir    string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  *bufio.Reader
+	dir   string
 }
 
 const docShellPrelude = `set -eo pipefail
