@@ -18,7 +18,7 @@ import (
 
 // TestReadme runs README.md's examples, in order, against a gateway started
 // from Caddyfile.example by the README's own commands, so that the README
-// cannot rot. The rules (stated in the README's "Layout" section too):
+// cannot rot. The rules (stated at the end of the README's "Quickstart" too):
 //
 //   - Fenced blocks tagged sh, bash or shell run in one bash session
 //     (set -eo pipefail: a failing command fails the test), so variables
@@ -280,7 +280,7 @@ type docShell struct {
 }
 
 const docShellPrelude = `set -eo pipefail
-curl() { command curl --fail-with-body "$@"; }
+curl() { command curl --fail-with-body --max-time 60 "$@"; }
 go() {
 	if [ "$*" = "build -o caddy ./cmd/caddy" ]; then ln -sf "$DOCTEST_CADDY" caddy; return; fi
 	echo "the README test runs no 'go $*'" >&2; return 1
