@@ -1,11 +1,14 @@
 package caddymodule
 
 import (
+	"fmt"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
 // parseGlobalOption makes the tollgate app of the global option (see
@@ -152,7 +155,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				case "paid_threshold":
 					a.FreeModel.PaidThreshold, err = amountArg(d)
 				default:
-					return d.Errf("unrecognized free_model option %q", opt)
+					return suggest.UnknownOption(d, "free_model", []string{"per_minute", "per_day", "per_day_paid", "paid_threshold"})
 				}
 				if err != nil {
 					return err
@@ -200,11 +203,19 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.Models = append(a.Models, m)
 		default:
-			return d.Errf("unrecognized tollgate option %q", d.Val())
+			return suggest.UnknownOption(d, "tollgate", tollgateOptions)
 		}
 	}
 	return nil
 }
+
+// tollgateOptions are the tollgate global option's options, for suggestions.
+var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "free_model", "in_flight",
+	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model"}
+
+// providerOptions are a model's provider's options, for suggestions.
+var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
+	"data_collection", "publication", "region"}
 
 // parseInFlight parses the in_flight block; values are checked as the
 // app's Validate does, so that errors point at the line.
@@ -235,7 +246,7 @@ func parseInFlight(d *caddyfile.Dispenser) (*InFlightConfig, error) {
 			cfg.SettlementWindow = dur
 			continue
 		default:
-			return nil, d.Errf("unrecognized in_flight option %q", opt)
+			return nil, suggest.UnknownOption(d, "in_flight", []string{"fraction", "ceiling", "per_request_cap", "balance_threshold", "established_usage", "settlement_window"})
 		}
 		if !d.AllArgs(dst) {
 			return nil, d.ArgErr()
@@ -254,6 +265,7 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 		return m, d.ArgErr()
 	}
 	m.ID = d.Val()
+	file, line := d.File(), d.Line()
 	if d.NextArg() {
 		return m, d.ArgErr()
 	}
@@ -295,7 +307,7 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 				case "input_cache_write":
 					dst = &m.Pricing.InputCacheWrite
 				default:
-					return m, d.Errf("unrecognized pricing option %q", d.Val())
+					return m, suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write"})
 				}
 				if !d.AllArgs(dst) {
 					return m, d.ArgErr()
@@ -334,7 +346,7 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 				case "region":
 					dst = &p.Region
 				default:
-					return m, d.Errf("unrecognized provider option %q", d.Val())
+					return m, suggest.UnknownOption(d, "provider", providerOptions)
 				}
 				if !d.AllArgs(dst) {
 					return m, d.ArgErr()
@@ -345,8 +357,12 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			}
 			m.Providers = append(m.Providers, p)
 		default:
-			return m, d.Errf("unrecognized model option %q", d.Val())
+			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "pricing", "provider"})
 		}
+	}
+	// What Provision would refuse, refused here at the model's line.
+	if err := m.check(); err != nil {
+		return m, fmt.Errorf("%v, at %s:%d", err, file, line)
 	}
 	return m, nil
 }

@@ -554,16 +554,42 @@ func marshal(v any) ([]byte, error) {
 // provisionProvider checks a provider, expands the placeholders of its
 // base_url and api_key, and derives what reverse_proxy needs from the URL.
 func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer) error {
-	if p.Name == "" {
-		return errors.New("name: required")
+	if err := checkProvider(p); err != nil {
+		return err
 	}
 	if p.Model == "" {
 		p.Model = modelID
 	}
-	switch p.Style {
-	case "":
+	if p.Style == "" {
 		p.Style = catalog.StyleOpenAI
-	case catalog.StyleOpenAI, catalog.StyleAnthropic:
+	}
+	configured := p.BaseURL // as written: the expanded form may hold secrets
+	p.APIKey = repl.ReplaceKnown(p.APIKey, "")
+	p.BaseURL = repl.ReplaceKnown(p.BaseURL, "")
+	u, err := parseBaseURL(p.BaseURL, configured)
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	p.Scheme = u.Scheme
+	p.Dial = net.JoinHostPort(u.Hostname(), port)
+	p.Host = u.Host
+	// No trailing slash: the router appends paths that start with one.
+	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
+	return nil
+}
+
+// checkProvider checks the settings of a provider that need no
+// placeholder expanded, so that the Caddyfile adapter checks them too.
+func checkProvider(p *catalog.Provider) error {
+	if p.Name == "" {
+		return errors.New("name: required")
+	}
+	switch p.Style {
+	case "", catalog.StyleOpenAI, catalog.StyleAnthropic:
 	default:
 		return fmt.Errorf("style: unsupported %q (\"openai\" or \"anthropic\")", p.Style)
 	}
@@ -577,27 +603,42 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	default:
 		return fmt.Errorf("max_tokens_field: expected max_tokens or max_completion_tokens, got %q", p.MaxTokensField)
 	}
-	configured := p.BaseURL // as written: the expanded form may hold secrets
-	p.APIKey = repl.ReplaceKnown(p.APIKey, "")
-	p.BaseURL = repl.ReplaceKnown(p.BaseURL, "")
-	u, err := url.Parse(p.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("base_url: expected an http or https URL with a host and no query, got %q", configured)
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	p.Scheme = u.Scheme
-	p.Dial = net.JoinHostPort(u.Hostname(), port)
-	p.Host = u.Host
-	// No trailing slash: the router appends paths that start with one.
-	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
 	switch p.SearchFamily {
 	case "", "openai", "anthropic", "x", "none":
 	default:
 		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
+	}
+	return nil
+}
+
+// parseBaseURL parses a provider's expanded base URL; errors show it as
+// configured, since the expanded form may hold secrets.
+func parseBaseURL(expanded, configured string) (*url.URL, error) {
+	u, err := url.Parse(expanded)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("base_url: expected an http or https URL with a host and no query, got %q", configured)
+	}
+	return u, nil
+}
+
+// check is what the Caddyfile adapter can check of a configured model
+// before the config loads: its prices, data-policy facts and providers'
+// settings, and each base_url that holds no placeholder.
+func (mc *ModelConfig) check() error {
+	m, err := mc.model()
+	if err != nil {
+		return err
+	}
+	for _, p := range m.Providers {
+		if err := checkProvider(p); err != nil {
+			return fmt.Errorf("model %q: provider %q: %v", m.ID, p.Name, err)
+		}
+		if !strings.Contains(p.BaseURL, "{") {
+			if _, err := parseBaseURL(p.BaseURL, p.BaseURL); err != nil {
+				return fmt.Errorf("model %q: provider %q: %v", m.ID, p.Name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -18,18 +18,29 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "tollgate",
-		Usage: "<account|credits|mgmt-key|member|scim-token|migrate> ... [--address <interface>] [--config <path> [--adapter <name>]]",
+		Usage: "<account|credits|mgmt-key|keys|usage|activity|generation|member|scim-token|migrate> ... [--address <interface>] [--config <path> [--adapter <name>]]",
 		Short: "Manages the tollgate gateway's accounts, credits and management keys",
 		Long: `
 Calls the operator API (the admin.api.tollgate module) of a running Caddy
-instance to manage the gateway's accounts, credit purchases and management
-keys. Every subcommand prints the API's JSON answer.
+instance to manage the gateway's accounts, credit purchases, management
+keys and API keys, and to read usage, activity and generation records.
+Commands that change something print the API's JSON answer; those that
+read print a table, or the JSON answer with --json. A command exits 0 when
+it succeeded and 1 otherwise (a wrong flag, an unknown account, an
+unreachable admin API), with one line on standard error.
 
 The admin API is reached at --address, or at the admin address of the
 --config file (adapted with --adapter), or at Caddy's default admin address.
 
-A management key's full key string is printed only once, by
-'mgmt-key create'; it cannot be retrieved again.
+A key's full string is printed only once, by 'mgmt-key create' or
+'keys create'; it cannot be retrieved again.
+
+Examples:
+  caddy tollgate account create --name Acme --type organization
+  caddy tollgate credits add --account org_123 --amount 25
+  caddy tollgate keys create --account org_123 --name ci --limit 10
+  caddy tollgate usage --account org_123 --from 2026-11-01 --by week
+  caddy tollgate generation gen-1764000000-abc
 `,
 		CobraFunc: buildTollgateCommand,
 	})
@@ -41,7 +52,8 @@ func buildTollgateCommand(cmd *cobra.Command) {
 	pf.String("address", "", "The address to use to reach the admin API endpoint, if not the default")
 	pf.StringP("config", "c", "", "Configuration file to use to parse the admin address, if --address is not used")
 	pf.StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
-	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), memberCommand(), scimTokenCommand(), migrateCommand())
+	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), keysCommand(), usageCommand(), activityCommand(),
+		generationCommand(), memberCommand(), scimTokenCommand(), migrateCommand())
 }
 
 func accountCommand() *cobra.Command {
@@ -70,13 +82,22 @@ func accountCommand() *cobra.Command {
 	mustMarkRequired(create, "name", "type")
 
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "Lists all accounts, oldest first",
-		Args:  cobra.NoArgs,
+		Use:     "list [--json]",
+		Short:   "Lists all accounts, oldest first, with their credits, spend and balance",
+		Example: "  caddy tollgate account list\n  caddy tollgate account list --json | jq -r '.data[].id'",
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return operatorRequest(c, http.MethodGet, "/tollgate/accounts", nil)
+			out, err := operatorAnswer(c, http.MethodGet, "/tollgate/accounts", nil)
+			if err != nil {
+				return err
+			}
+			return printTable(c, out, "data", []column{
+				{"ID", "id"}, {"NAME", "name"}, {"TYPE", "type"}, {"BILLING", "billing"},
+				{"CREDITS", "total_credits"}, {"SPEND", "total_usage"}, {"BALANCE", "balance"},
+			})
 		},
 	}
+	addJSONFlag(list)
 
 	get := &cobra.Command{
 		Use:   "get <account-id>",
@@ -210,41 +231,51 @@ func mgmtKeyCommand() *cobra.Command {
 }
 
 // operatorRequest calls the operator API and prints its JSON answer,
-// indented, to the command's output. A non-2xx answer becomes an error
-// carrying the API's message.
+// indented, to the command's output.
 func operatorRequest(c *cobra.Command, method, uri string, body any) error {
+	out, err := operatorAnswer(c, method, uri, body)
+	if err != nil {
+		return err
+	}
+	return printJSON(c, out)
+}
+
+// operatorAnswer calls the operator API and returns its answer. A non-2xx
+// answer becomes an error carrying the API's message, and an admin
+// endpoint that cannot be reached an error that says so in one line.
+func operatorAnswer(c *cobra.Command, method, uri string, body any) ([]byte, error) {
 	fl := caddycmd.Flags{FlagSet: c.Flags()}
 	adminAddr, err := caddycmd.DetermineAdminAPIAddress(fl.String("address"), nil, fl.String("config"), fl.String("adapter"))
 	if err != nil {
-		return fmt.Errorf("couldn't determine admin API address: %v", err)
+		return nil, fmt.Errorf("couldn't determine admin API address: %v", err)
 	}
 
 	var reqBody io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		reqBody = bytes.NewReader(b)
 	}
 	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, uri, nil, reqBody)
 	if err != nil {
-		return operatorAPIError(err)
+		// Caddy formats the transport's error into its own ("performing
+		// request: Get ...: dial tcp ...: connect: connection refused").
+		if msg, ok := strings.CutPrefix(err.Error(), "performing request: "); ok {
+			return nil, fmt.Errorf("cannot reach Caddy's admin API at %s (is Caddy running? --address sets it): %s", adminAddr, msg[strings.LastIndex(msg, ": ")+2:])
+		}
+		return nil, operatorAPIError(err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("reading response: %v", err)
+		return nil, fmt.Errorf("reading response: %v", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(out))
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(out))
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, out, "", "  ") == nil {
-		out = append(bytes.TrimRight(pretty.Bytes(), "\n"), '\n')
-	}
-	_, err = c.OutOrStdout().Write(out)
-	return err
+	return out, nil
 }
 
 // operatorAPIError extracts the API's message from AdminAPIRequest's error,

@@ -1,6 +1,10 @@
 package caddymodule
 
 import (
+	"fmt"
+
+	"strings"
+
 	"encoding/json"
 
 	"github.com/caddyserver/caddy/v2"
@@ -11,6 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
 // replacedDirectives are the handler directives the tollgate directive
@@ -49,12 +55,18 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 	h.Prev()
 	tg := new(handlers.Tollgate)
 	d := h.NewFromNextSegment()
+	// A typo of the handler's options, such as max_body: reverse_proxy,
+	// which gets what the handler does not know, refuses it without a
+	// suggestion; this error says what was meant.
+	var typo error
+	var typoName string
 	for d.Next() {
 		for d.NextBlock(0) {
 			if d.Nesting() != 1 {
 				continue
 			}
 			name := d.Val()
+			file, line := d.File(), d.Line()
 			args := d.RemainingArgs()
 			known, err := tg.SetOption(name, args)
 			if err != nil {
@@ -62,11 +74,17 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 			}
 			if known {
 				d.DeleteN(len(args) + 1)
+			} else if s := suggest.Nearest(name, handlers.TollgateOptions); s != "" && typo == nil {
+				typoName = name
+				typo = fmt.Errorf("unrecognized tollgate subdirective %q; did you mean %s?, at %s:%d", name, s, file, line)
 			}
 		}
 	}
 	httpsProxy, err := providerProxy(h, d, true)
 	if err != nil {
+		if typo != nil && strings.Contains(err.Error(), "unrecognized subdirective "+typoName+",") {
+			return nil, typo
+		}
 		return nil, err
 	}
 	httpProxy, err := providerProxy(h, d, false)

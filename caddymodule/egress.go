@@ -7,6 +7,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
 // EgressConfig is the policy for URLs that customers supply (private
@@ -61,7 +63,7 @@ func parseEgress(d *caddyfile.Dispenser) (*EgressConfig, error) {
 			}
 			cfg.Allow = append(cfg.Allow, args...)
 		default:
-			return nil, d.Errf("unrecognized customer_egress option %q", d.Val())
+			return nil, suggest.UnknownOption(d, "customer_egress", []string{"allow"})
 		}
 	}
 	return cfg, nil

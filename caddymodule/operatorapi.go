@@ -74,6 +74,7 @@ func (o *OperatorAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/tollgate/accounts/", Handler: h},
 		{Pattern: "/tollgate/management-keys", Handler: h},
 		{Pattern: "/tollgate/management-keys/", Handler: h},
+		{Pattern: "/tollgate/generations/", Handler: h},
 	}
 }
 
@@ -107,10 +108,13 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &operatorCall{w: w, r: r, store: store, log: log}
+	c := &operatorCall{w: w, r: r, app: app, store: store, log: log}
 	status, body, apiErr := c.route()
 	if apiErr != nil {
 		apierror.Write(w, apiErr)
+		return nil
+	}
+	if status == answered {
 		return nil
 	}
 	writeOperatorJSON(w, status, body)
@@ -121,6 +125,7 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 type operatorCall struct {
 	w      http.ResponseWriter
 	r      *http.Request
+	app    *App
 	store  *storage.Store
 	log    *zap.Logger
 	acct   storage.Account // the account of {id}, loaded before the handler runs

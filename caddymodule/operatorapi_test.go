@@ -451,7 +451,7 @@ func TestOperatorCommand(t *testing.T) {
 	if got := run("account", "update", id, "--exempt=false").Get("data.rate_limit_exempt"); got.Bool() {
 		t.Errorf("account update: %s", got.Raw)
 	}
-	if n := len(run("account", "list").Get("data").Array()); n != 1 {
+	if n := len(run("account", "list", "--json").Get("data").Array()); n != 1 {
 		t.Errorf("account list: %d accounts", n)
 	}
 	if got := run("account", "get", id).Get("data.name").Str; got != "Acme" {
@@ -510,4 +510,44 @@ func TestOperatorCommand(t *testing.T) {
 			t.Errorf("%v: printed %q on failure", tc.args, out)
 		}
 	}
+}
+
+// TestOperatorAccountKeys checks that the operator manages an account's
+// API keys and reads its activity through the public routes' own code:
+// the same answers, and another account's key is not found.
+func TestOperatorAccountKeys(t *testing.T) {
+	_, h := newOperatorTest(t)
+	acct := createOperatorAccount(t, h, `{"name":"A","type":"organization"}`).Get("id").Str
+	other := createOperatorAccount(t, h, `{"name":"B","type":"personal"}`).Get("id").Str
+	keys := "/tollgate/accounts/" + acct + "/keys"
+	created := operatorDo(t, h, "POST", keys, `{"name":"ci","limit":5}`).must(t, 201)
+	hash := created.get("data.hash").Str
+	if !strings.HasPrefix(created.get("key").Str, "sk-tg-v1-") || created.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create: %s %v", created.raw, created.header)
+	}
+	if got := operatorDo(t, h, "GET", keys, "").must(t, 200).get("data.#").Int(); got != 1 {
+		t.Errorf("list: %d keys", got)
+	}
+	if got := operatorDo(t, h, "PATCH", keys+"/"+hash, `{"disabled":true}`).must(t, 200).get("data.disabled").Bool(); !got {
+		t.Error("disable: not disabled")
+	}
+	if got := operatorDo(t, h, "GET", keys, "").must(t, 200).get("data.#").Int(); got != 0 {
+		t.Errorf("list without disabled keys: %d", got)
+	}
+	// The public route's rules: a bad field is a 400 naming it.
+	if got := operatorDo(t, h, "POST", keys, `{"name":"x","limit_reset":"hourly"}`).must(t, 400).get("error.message").Str; !strings.HasPrefix(got, "limit_reset:") {
+		t.Errorf("bad limit_reset: %q", got)
+	}
+	operatorDo(t, h, "GET", "/tollgate/accounts/"+other+"/keys/"+hash, "").must(t, 404)
+	operatorDo(t, h, "GET", "/tollgate/accounts/nope/keys", "").must(t, 404)
+	operatorDo(t, h, "GET", "/tollgate/accounts/"+acct+"/activity", "").must(t, 200)
+	if got := operatorDo(t, h, "GET", "/tollgate/accounts/"+acct+"/activity?date=bad", "").must(t, 400).get("error.message").Str; !strings.HasPrefix(got, "date:") {
+		t.Errorf("bad date: %q", got)
+	}
+	operatorDo(t, h, "POST", "/tollgate/accounts/"+acct+"/analytics/query", `{"metrics":["usage"],"granularity":"day"}`).must(t, 200)
+	if got := operatorDo(t, h, "DELETE", keys+"/"+hash, "").must(t, 200).get("deleted").Bool(); !got {
+		t.Error("delete")
+	}
+	operatorDo(t, h, "GET", "/tollgate/generations/gen-nope", "").must(t, 404)
+	operatorDo(t, h, "PUT", keys, "").must(t, 405)
 }

@@ -41,6 +41,17 @@ var operatorRoutes = []operatorRoute{
 	}},
 	{"PATCH /tollgate/accounts/{id}/members/{member}", func(c *operatorCall) (int, any, *apierror.Error) { return c.updateMember(c.member) }},
 	{"DELETE /tollgate/accounts/{id}/members/{member}", (*operatorCall).deactivateMember},
+	// An account's API keys, activity, usage and generations: the public
+	// management routes, served as the account (forAccount).
+	{"GET /tollgate/accounts/{id}/keys", forAccount},
+	{"POST /tollgate/accounts/{id}/keys", forAccount},
+	{"GET /tollgate/accounts/{id}/keys/{hash}", forAccount},
+	{"PATCH /tollgate/accounts/{id}/keys/{hash}", forAccount},
+	{"DELETE /tollgate/accounts/{id}/keys/{hash}", forAccount},
+	{"GET /tollgate/accounts/{id}/activity", forAccount},
+	{"POST /tollgate/accounts/{id}/analytics/query", forAccount},
+	{"GET /tollgate/accounts/{id}/generation", forAccount},
+	{"GET /tollgate/generations/{gen}", (*operatorCall).generation},
 	{"GET /tollgate/management-keys", func(c *operatorCall) (int, any, *apierror.Error) { return c.listMgmtKeys("") }},
 	{"DELETE /tollgate/management-keys/{hash}", func(c *operatorCall) (int, any, *apierror.Error) {
 		return c.revokeMgmtKey(c.r.PathValue("hash"))

@@ -11,6 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
 // StorageConfig selects the database behind the gateway. Unset: the
@@ -93,7 +95,7 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 			}
 			r.HoldLease = dur
 		default:
-			return nil, d.Errf("storage redis: unknown option %q", opt)
+			return nil, suggest.UnknownOption(d, "storage redis", []string{"address", "username", "password", "key_prefix", "db", "tls", "hold_lease"})
 		}
 	}
 	return &StorageConfig{Redis: r}, nil

@@ -19,8 +19,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"native price", "web_search {\n\t\t\tnative_price cheap\n\t\t}", "web_search: native_price"},
 		{"default engine", "web_search {\n\t\t\tdefault_engine exa\n\t\t}", `web_search: default_engine "exa"`},
 		{"searxng base_url", "web_search {\n\t\t\tengine searxng\n\t\t}", "web_search: engine searxng: base_url is required"},
-		{"model price", "model m {\n\t\t\tpricing {\n\t\t\t\tprompt x\n\t\t\t\tcompletion 0\n\t\t\t}\n\t\t}", `model "m": pricing.prompt`},
-		{"provider url", "model m {\n\t\t\tpricing {\n\t\t\t\tprompt 0\n\t\t\t\tcompletion 0\n\t\t\t}\n\t\t\tprovider p ftp://x {\n\t\t\t}\n\t\t}", `model "m": provider "p": base_url`},
 	}
 	for _, tc := range caddyfiles {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +43,11 @@ func TestValidateRefuses(t *testing.T) {
 		{"settlement_window", `"in_flight": {"settlement_window": -1}`, "in_flight: settlement_window"},
 		{"metrics_per_key", `"metrics_per_key": -1`, "metrics_per_key: expected 1 to 100000 keys"},
 		{"metrics_per_key bound", `"metrics_per_key": 100001`, "metrics_per_key: expected 1 to 100000 keys"},
+		// The Caddyfile adapter refuses these too (testdata/adapt/error_model_*).
+		{"model price", `"models": [{"id": "m", "pricing": {"prompt": "x", "completion": "0"}}]`, `model "m": pricing.prompt`},
+		{"model pricing missing", `"models": [{"id": "m"}]`, `model "m": pricing.prompt: required`},
+		{"provider url", `"models": [{"id": "m", "pricing": {"prompt": "0", "completion": "0"}, "providers": [{"name": "p", "base_url": "ftp://x"}]}]`, `model "m": provider "p": base_url`},
+		{"provider style", `"models": [{"id": "m", "pricing": {"prompt": "0", "completion": "0"}, "providers": [{"name": "p", "base_url": "http://x", "style": "claude"}]}]`, `model "m": provider "p": style: unsupported "claude"`},
 		{"context_length", `"models": [{"id": "m", "context_length": -1, "pricing": {"prompt": "0", "completion": "0"}}]`, `model "m": context_length`},
 		{"redis address missing", `"storage": {"redis": {}}`, "storage: redis: address: required"},
 		{"redis address port", `"storage": {"redis": {"address": "localhost:99999"}}`, "storage: redis: address: port"},

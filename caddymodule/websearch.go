@@ -7,6 +7,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
 // parseWebSearchOption parses the web_search block of the tollgate option:
@@ -89,7 +91,7 @@ func parseWebSearchOption(d *caddyfile.Dispenser) (*handlers.WebSearchConfig, er
 					}
 					ec.Timeout = caddy.Duration(dur)
 				default:
-					return nil, d.Errf("unrecognized web_search engine option %q", opt)
+					return nil, suggest.UnknownOption(d, "web_search engine", []string{"base_url", "api_key", "username", "price_per_result", "max_results", "timeout"})
 				}
 			}
 			if cfg.Engines == nil {
@@ -97,7 +99,7 @@ func parseWebSearchOption(d *caddyfile.Dispenser) (*handlers.WebSearchConfig, er
 			}
 			cfg.Engines[name] = ec
 		default:
-			return nil, d.Errf("unrecognized web_search option %q", d.Val())
+			return nil, suggest.UnknownOption(d, "web_search", []string{"default_engine", "native_price", "engine"})
 		}
 	}
 	return cfg, nil

@@ -6,6 +6,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
 // UnmarshalCaddyfile reads the handler's options:
@@ -29,7 +31,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		name := d.Val()
 		known, err := t.SetOption(name, d.RemainingArgs())
 		if !known {
-			return d.Errf("unrecognized subdirective %q", name)
+			return suggest.UnknownOption(d, "tollgate", TollgateOptions)
 		}
 		if err != nil {
 			return d.Err(err.Error())
@@ -37,6 +39,10 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
+
+// TollgateOptions are the names SetOption knows, for the suggestions of
+// configuration errors.
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "upstream_base_path"}
 
 // SetOption sets the option name from its arguments; known is false when
 // name is not an option of the handler.

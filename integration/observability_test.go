@@ -429,7 +429,18 @@ func TestObservabilityExportSurvivesReload(t *testing.T) {
 		id, _ := chatOnce(t, c, key, "tollgate-mock", "before the reload")
 		ids = append(ids, id)
 	}
-	time.Sleep(300 * time.Millisecond) // refused at least once
+	// Refused at least once before the reload.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		sink.mu.Lock()
+		n := sink.attempts
+		sink.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery attempt before the reload")
+		}
+	}
 	// A changed config (the mock's latency), same data directory.
 	newTester(t).InitServer(gatewayCaddyfile(adminAddr, dir, gatewayAddr, mockAddr, "2ms"), "caddyfile")
 	c.http.CloseIdleConnections() // the reload closed them server-side

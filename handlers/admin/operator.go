@@ -1,0 +1,35 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// ServeForAccount serves the management route sub (a path below
+// APIPrefix, such as "/keys/<hash>") for the operator, with the rights
+// of one of acct's management keys: the operator API's keys, activity,
+// usage and generation commands are the public routes' own code, so that
+// no rule has a second implementation. Only routes a management key may
+// call are served; r's path is replaced by the public one. It writes a success
+// itself and returns an error for the caller to write in its own way.
+func (a *Admin) ServeForAccount(w http.ResponseWriter, r *http.Request, acct storage.Account, sub string) *apierror.Error {
+	kind, sub, _ := ClassifyRoute(APIPrefix + sub)
+	if kind != RouteManagement && kind != RouteAnyKey {
+		return apierror.NotFound("Not found: " + r.Method + " " + APIPrefix + sub)
+	}
+	store, err := a.gw.Store()
+	if err != nil {
+		return apierror.New(http.StatusServiceUnavailable, "tollgate database unavailable: "+err.Error())
+	}
+	r = r.Clone(r.Context())
+	r.URL.Path, r.URL.RawPath = APIPrefix+sub, ""
+	id := &gateway.Identity{
+		Principal: storage.Principal{Management: true, AccountID: acct.ID, Key: &storage.APIKey{}, MgmtKey: &storage.ManagementKey{}},
+		Account:   &acct,
+	}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
+	return resolveRoute(r, kind, sub).serve(ar)
+}
