@@ -114,16 +114,25 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: must be the reverse_proxy handler, got %T", proxy.name, mod)
 		}
-		ht, ok := rp.Transport.(*reverseproxy.HTTPTransport)
-		if !ok {
-			return nil, fmt.Errorf("%s: providers are reached over HTTP; transport %T is not supported", proxy.name, rp.Transport)
+		if err := addProviderKeys(rp); err != nil {
+			return nil, fmt.Errorf("%s: %v", proxy.name, err)
 		}
-		rp.Transport = keyTransport{ht}
 		*proxy.h = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return rp.ServeHTTP(w, r, answered)
 		})
 	}
 	return p, nil
+}
+
+// addProviderKeys makes a provisioned reverse_proxy send each attempt with
+// its provider key (keyTransport).
+func addProviderKeys(rp *reverseproxy.Handler) error {
+	ht, ok := rp.Transport.(*reverseproxy.HTTPTransport)
+	if !ok {
+		return fmt.Errorf("providers are reached over HTTP; transport %T is not supported", rp.Transport)
+	}
+	rp.Transport = keyTransport{ht}
+	return nil
 }
 
 // keyTransport is the provider proxies' transport: Caddy's HTTP transport,
