@@ -19,6 +19,9 @@ const (
 	logBYOKKey         = "sk-byok-openai-secret-5f6e7d8c9b0a11"
 	logBYOKAnthropic   = "sk-ant-byok-secret-0a1b2c3d4e5f6a22"
 	logSessionCookieID = "session-cookie-secret-7e8f9a0b1c2d33"
+	logEndpointKey     = "sk-private-endpoint-secret-4c5d6e7f8a"
+	logWrongSCIMToken  = "sk-tg-scim-v1-0000wrong0000token0000secret0000"
+	logWrongAPIKey     = "sk-tg-v1-0000wrong0000key0000secret0000"
 )
 
 // logRedaction is the README's access and error log filter ("Logs and
@@ -97,7 +100,7 @@ func withLogSecrets(t *testing.T, logging, siteLog string) func(string) string {
 // own secrets, the provider and BYOK keys, must still be absent: they are
 // added to the upstream request after anything logs it.
 func TestNoSecretInAnyLogLine(t *testing.T) {
-	gatewayOwn := []string{"provider key", "Anthropic provider key", "BYOK key", "Anthropic BYOK key"}
+	gatewayOwn := []string{"provider key", "Anthropic provider key", "BYOK key", "Anthropic BYOK key", "private endpoint key"}
 	debug := []string{`"level":"debug"`, "http.log.access", "upstream roundtrip", "/v1/messages", "/scim/v2/Users"}
 	for _, tc := range []struct {
 		name, logging, siteLog string
@@ -112,7 +115,7 @@ func TestNoSecretInAnyLogLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startProcessWith(t, t.TempDir(), withLogSecrets(t, tc.logging, tc.siteLog))
-			secrets := useEverySecret(t, newClient(t, p.gateway, p.admin))
+			secrets := useEverySecret(t, newClient(t, p.gateway, p.admin), p.mock)
 			p.stop(t) // every request, aborted ones too, has ended and logged
 			logs := p.log.String()
 			// A client leaving mid-stream is a WARN at any level.
@@ -142,7 +145,7 @@ func TestNoSecretInAnyLogLine(t *testing.T) {
 
 // useEverySecret sends each secret where the gateway takes it, on success
 // and fault paths, and returns the secrets by name.
-func useEverySecret(t *testing.T, c *client) map[string]string {
+func useEverySecret(t *testing.T, c *client, mock string) map[string]string {
 	t.Helper()
 	tn := c.newTenant("organization", "10")
 	key, _ := c.newKey(tn.MgmtKey, `{"name":"logs"}`)
@@ -153,12 +156,14 @@ func useEverySecret(t *testing.T, c *client) map[string]string {
 	org, idp := newSCIMOrg(t, c)
 	idp.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"logs@example.com","name":{"givenName":"Lo","familyName":"Gs"},"emails":[{"value":"logs@example.com","primary":true}]}`).expect(t, 201)
 	idp.do("GET", "/Users", "").expect(t, 200)
+	scimClient{c: c, token: logWrongSCIMToken}.do("GET", "/Users", "").expect(t, 401)
 	secrets := map[string]string{
 		"provider key": logProviderKey, "Anthropic provider key": logAnthropicKey,
 		"BYOK key": logBYOKKey, "Anthropic BYOK key": logBYOKAnthropic,
 		"API key": key, "BYOK account's API key": byokKey,
 		"management key": tn.MgmtKey, "BYOK account's management key": byok.MgmtKey, "SCIM organization's management key": org.Mgmt,
 		"SCIM token": idp.token, "session cookie": logSessionCookieID,
+		"private endpoint key": logEndpointKey, "wrong SCIM token": logWrongSCIMToken, "wrong API key": logWrongAPIKey,
 	}
 
 	// Administrative routes with management keys, one sent as X-Api-Key
@@ -167,6 +172,15 @@ func useEverySecret(t *testing.T, c *client) map[string]string {
 	c.api("GET", "/byok", byok.MgmtKey, nil).expect(t, 200)
 	c.api("GET", "/keys", org.Mgmt, nil).expect(t, 200)
 	logRequest(t, c, "GET", "/keys", http.Header{"X-Api-Key": {tn.MgmtKey}}, "", false).expect(t, 401)
+
+	// A customer's own deployment (a private endpoint), called with its key.
+	pe := c.api("POST", "/private-endpoints", tn.MgmtKey, `{"name":"mine","model":"acme/private","base_url":"http://`+mock+`/v1",
+		"upstream_model":"tollgate-mock","api_key":"`+logEndpointKey+`"}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/private-endpoints/"+pe+"/validate", tn.MgmtKey, nil).expect(t, 200)
+	c.api("POST", "/private-endpoints/"+pe+"/activate", tn.MgmtKey, nil).expect(t, 200)
+	// Keys the gateway refuses.
+	logRequest(t, c, "POST", "/messages", http.Header{"X-Api-Key": {logWrongAPIKey}}, `{}`, false).expect(t, 401)
+	logRequest(t, c, "POST", "/chat/completions", http.Header{"Authorization": {"Bearer " + logWrongAPIKey}}, `{}`, false).expect(t, 401)
 
 	chat := func(model string, stream bool) string {
 		return fmt.Sprintf(`{"model":%q,"stream":%t,"max_tokens":20,"messages":[{"role":"user","content":"hello there friend"}]}`, model, stream)
@@ -206,6 +220,10 @@ func useEverySecret(t *testing.T, c *client) map[string]string {
 			logRequest(t, c, "POST", "/messages", apiKey, msgs(pfx+"/slow", false), false).expectFault(t)
 		}
 	}
+	bearer := http.Header{"Authorization": {"Bearer " + key}}
+	logRequest(t, c, "POST", "/chat/completions", bearer, chat("acme/private", false), false).expect(t, 200)
+	logRequest(t, c, "POST", "/chat/completions", bearer, chat("acme/private", true), true).expect(t, 200)
+	abortMidStream(t, c, "/chat/completions", bearer, chat("acme/private", true))
 	return secrets
 }
 
