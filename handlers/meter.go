@@ -86,7 +86,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
 	st.header = w.Header().Clone()
-	return m.attempt(w, r, st, up)
+	return m.attempt(w, withRoute(r, st.route), st, up)
 }
 
 // reserve holds the request's worst-case cost against every limit, or

@@ -75,6 +75,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 	meter := &Meter{gw: gw, logger: zap.NewNop()}
 	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		f.calls.Add(1)
+		r = asSent(r)
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return err

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
@@ -112,11 +114,67 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: must be the reverse_proxy handler, got %T", proxy.name, mod)
 		}
+		if err := addProviderKeys(rp); err != nil {
+			return nil, fmt.Errorf("%s: %v", proxy.name, err)
+		}
 		*proxy.h = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return rp.ServeHTTP(w, r, answered)
 		})
 	}
 	return p, nil
+}
+
+// addProviderKeys makes a provisioned reverse_proxy send each attempt with
+// its provider key (keyTransport).
+func addProviderKeys(rp *reverseproxy.Handler) error {
+	ht, ok := rp.Transport.(*reverseproxy.HTTPTransport)
+	if !ok {
+		return fmt.Errorf("providers are reached over HTTP; transport %T is not supported", rp.Transport)
+	}
+	rp.Transport = keyTransport{ht}
+	return nil
+}
+
+// keyTransport is the provider proxies' transport: Caddy's HTTP transport,
+// sending the request with the attempt's provider key (the operator's, or
+// the account's BYOK key) added to a copy of its header that only the
+// transport sees. reverse_proxy logs the request it proxies, its headers
+// included, at DEBUG and, when a stream ends early, at WARN; it redacts
+// Authorization but not x-api-key, and nothing with log_credentials. The
+// key is never on that request, so no log line of any level can hold it.
+// Its other interfaces (TLS, PROXY protocol, ...) are HTTPTransport's.
+type keyTransport struct{ *reverseproxy.HTTPTransport }
+
+// RoundTrip sends req with its provider key.
+func (t keyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.HTTPTransport.RoundTrip(withProviderKey(req))
+}
+
+// routeKey is the request context's key of the request's Route, which
+// names the current attempt's provider key.
+type routeKey struct{}
+
+// withRoute gives the attempts of r the route's provider keys
+// (withProviderKey).
+func withRoute(r *http.Request, rt *Route) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), routeKey{}, rt))
+}
+
+// withProviderKey is req, as its provider receives it: a shallow copy
+// whose header is a copy with the current attempt's key in the provider's
+// dialect (setProviderKey). req itself, which reverse_proxy logs, is not
+// changed. Without a route, req is sent as it is.
+func withProviderKey(req *http.Request) *http.Request {
+	rt, _ := req.Context().Value(routeKey{}).(*Route)
+	if rt == nil || rt.key == "" {
+		return req
+	}
+	out := new(http.Request)
+	*out = *req
+	out.Header = make(http.Header, len(req.Header)+1)
+	maps.Copy(out.Header, req.Header)
+	setProviderKey(out.Header, rt.anthropic, rt.key)
+	return out
 }
 
 // answered ends the chain after reverse_proxy, which has written the

@@ -108,6 +108,9 @@ func benchProxyChain(b *testing.B) (caddyhttp.Handler, string) {
 		b.Fatal(err)
 	}
 	newBenchProxy(b, rp)
+	if err := addProviderKeys(rp); err != nil {
+		b.Fatal(err)
+	}
 	h := withVars(s.chain(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
 	})))

@@ -62,6 +62,10 @@ type Route struct {
 	// Messages body: fields of the request the chat body cannot carry
 	// (normalize.go's anthropicFields).
 	anthropicExtra string
+	// key is the current attempt's provider key. It is never put on the
+	// request, which reverse_proxy logs: the provider proxies' transport
+	// adds it to the copy it sends (keyTransport).
+	key string
 }
 
 // Attempt is one provider endpoint for one model.
@@ -150,7 +154,8 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	if err != nil {
 		return err
 	}
-	setProviderKey(r.Header, a)
+	rt.key = a.Key
+	setDialect(r.Header, rt.anthropic)
 	// A canonical name, set directly: Header.Set would canonicalize it on
 	// every request.
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
@@ -160,23 +165,30 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	return nil
 }
 
-// setProviderKey authenticates the request with the attempt's key in its
-// provider's dialect: Anthropic's x-api-key and anthropic-version, else
-// a bearer token. Headers of another dialect are removed, so that a
-// fallback never carries the previous provider's key.
+// setDialect sets the headers of the attempt's provider dialect but its
+// key: Anthropic's anthropic-version. No credential header remains: the
+// key is added by the transport (withProviderKey), and a fallback never
+// carries the previous provider's headers.
 //
 // The names are canonical already: the map is used directly, without
 // Header's canonicalization of each name on every request.
-func setProviderKey(h http.Header, a Attempt) {
+func setDialect(h http.Header, anthropic bool) {
 	delete(h, "X-Api-Key")
+	delete(h, "Authorization")
 	delete(h, "Anthropic-Version")
-	if a.Provider.Anthropic() {
-		delete(h, "Authorization")
-		h["X-Api-Key"] = []string{a.Key}
+	if anthropic {
 		h["Anthropic-Version"] = []string{messages.Version}
+	}
+}
+
+// setProviderKey authenticates a request to the provider with key in its
+// dialect: Anthropic's x-api-key, else a bearer token.
+func setProviderKey(h http.Header, anthropic bool, key string) {
+	if anthropic {
+		h["X-Api-Key"] = []string{key}
 		return
 	}
-	h["Authorization"] = []string{"Bearer " + a.Key}
+	h["Authorization"] = []string{"Bearer " + key}
 }
 
 // anthropicMaxTokens is the max_tokens an Anthropic-style provider gets

@@ -118,6 +118,8 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr != nil {
 		return apiErr
 	}
+	// A key in the query (Google's ?key=) never reaches a provider.
+	r.URL.RawQuery = withoutCredentialParams(r.URL.RawQuery)
 	route.uri = withQuery(st.sub, r)
 	st.route = route
 	// The header map is shared with the request Caddy logs: copy it before
@@ -125,6 +127,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// secret, which must never reach a log, even with log_credentials).
 	r.Header = upstreamHeader(r.Header)
 	delete(r.Header, "Accept-Encoding") // canonical: no per-request canonicalization
+	dropClientCredentials(r.Header)
 	// The body was read whole, so it is not forwarded as it arrives; and
 	// reverse_proxy with request_buffers (an operator's option) refuses a
 	// request that asks for that.

@@ -27,6 +27,7 @@ type routed struct {
 // routeRecorder records the request the router passed on; 418.
 func routeRecorder(t *testing.T, got **routed) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		r = asSent(r)
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Errorf("reading body: %v", err)

@@ -56,6 +56,18 @@ func RouteFrom(r *http.Request) (*Route, bool) {
 	return st.route, true
 }
 
+// asSent is r as its provider receives it: with the provider key that the
+// proxies' transport adds (keyTransport), also when the router stage
+// hands the request to a test's upstream without the meter.
+func asSent(r *http.Request) *http.Request {
+	if _, ok := r.Context().Value(routeKey{}).(*Route); !ok {
+		if rt, ok := RouteFrom(r); ok {
+			r = withRoute(r, rt)
+		}
+	}
+	return withProviderKey(r)
+}
+
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if _, _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
@@ -135,7 +147,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	return m.run(w, r, st, oneUpstream{next})
 }
 
-// oneUpstream sends every attempt to one handler, the tests' provider.
+// oneUpstream sends every attempt to one handler, the tests' provider (a
+// recorder sees the provider key through asSent, as the proxies'
+// transport adds it).
 type oneUpstream struct{ caddyhttp.Handler }
 
 func (u oneUpstream) forward(*catalog.Provider) caddyhttp.Handler { return u.Handler }

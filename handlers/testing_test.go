@@ -67,6 +67,7 @@ func newChain(t *testing.T) *chain {
 // upstream is the recording last handler.
 func (c *chain) upstream(t *testing.T) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		r = asSent(r)
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Errorf("upstream reading body: %v", err)

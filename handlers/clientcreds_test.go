@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+)
+
+func TestWithoutCredentialParams(t *testing.T) {
+	for q, want := range map[string]string{
+		"":                                   "",
+		"beta=true":                          "beta=true",
+		"key=sk-1":                           "",
+		"beta=true&key=sk-1&api-version=2":   "beta=true&api-version=2",
+		"API_KEY=sk-1&x=1&api-key=sk-2":      "x=1",
+		"%6Bey=sk-1&monkey=1&keys=2&key":     "monkey=1&keys=2",
+		"api-version=2024-10-21&debug=1&k=v": "api-version=2024-10-21&debug=1&k=v",
+	} {
+		if got := withoutCredentialParams(q); got != want {
+			t.Errorf("withoutCredentialParams(%q) = %q, want %q", q, got, want)
+		}
+	}
+}
+
+func TestDropClientCredentials(t *testing.T) {
+	h := http.Header{}
+	for _, k := range []string{"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization", "Content-Type", "Api-Version"} {
+		h.Set(k, "v")
+	}
+	dropClientCredentials(h)
+	if len(h) != 2 || h.Get("Content-Type") == "" || h.Get("Api-Version") == "" {
+		t.Errorf("left %v, want Content-Type and Api-Version only", h)
+	}
+}
+
+// TestProviderKeyOnlyOnTheSentCopy: the attempt's key is on the request
+// the transport sends, in the provider's dialect, and never on the request
+// reverse_proxy logs.
+func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
+	for _, anthropic := range []bool{false, true} {
+		r, _ := http.NewRequest("POST", "http://provider.test/v1/chat/completions", nil)
+		r.Header.Set("Content-Type", "application/json")
+		rt := &Route{key: "sk-provider-secret", anthropic: anthropic}
+		r = withRoute(r, rt)
+		sent := withProviderKey(r)
+		name, want := "Authorization", "Bearer sk-provider-secret"
+		if anthropic {
+			name, want = "X-Api-Key", "sk-provider-secret"
+		}
+		if got := sent.Header.Get(name); got != want || sent.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("anthropic %t: sent %v", anthropic, sent.Header)
+		}
+		if len(r.Header) != 1 {
+			t.Errorf("anthropic %t: the logged request got %v", anthropic, r.Header)
+		}
+		// A fallback to the other dialect carries only its own header.
+		rt.anthropic = !anthropic
+		if again := withProviderKey(r); len(again.Header) != 2 || again.Header.Get(name) != "" {
+			t.Errorf("anthropic %t: fallback sent %v", anthropic, again.Header)
+		}
+	}
+	plain, _ := http.NewRequest("GET", "http://provider.test/", nil)
+	if withProviderKey(plain) != plain {
+		t.Error("a request without a route was changed")
+	}
+}
