@@ -1,7 +1,10 @@
 package kernel
 
 import (
+	"encoding/json"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -78,5 +81,81 @@ func TestKernelReloadReplacesEveryKind(t *testing.T) {
 	k.Unlock()
 	if err != nil || s["d"]["1"] == nil || s["d"]["1"].N != 5 {
 		t.Fatalf("a record loaded after the reload: %v, %v", s, err)
+	}
+}
+
+// gatedBackend holds each Commit until release is closed and tells
+// whether the backend was scanned while a commit was held.
+type gatedBackend struct {
+	*memBackend
+	entered chan struct{}
+	release chan struct{}
+	holding atomic.Bool
+	scanned atomic.Bool // Scan ran while a commit was held
+}
+
+func (g *gatedBackend) Commit(w []Write) error {
+	g.holding.Store(true)
+	g.entered <- struct{}{}
+	<-g.release
+	enc := make([]Write, len(w))
+	for i, x := range w {
+		enc[i] = Write{Key: x.Key}
+		if x.Value != nil {
+			b, err := json.Marshal(x.Value)
+			if err != nil {
+				return err
+			}
+			enc[i].Value = string(b)
+		}
+	}
+	err := g.memBackend.Commit(enc)
+	g.holding.Store(false)
+	return err
+}
+
+func (g *gatedBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
+	if g.holding.Load() {
+		g.scanned.Store(true)
+	}
+	return g.memBackend.Scan(prefix, fn)
+}
+
+// TestKernelReloadWaitsForACommitInFlight: a reload while this process's
+// commit is on its way to the backend waits for it, since a read of the
+// backend meanwhile would miss the record and the reload drop it from
+// memory.
+func TestKernelReloadWaitsForACommitInFlight(t *testing.T) {
+	g := &gatedBackend{memBackend: &memBackend{data: map[string]string{}}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	k := New(g, zap.NewNop())
+	r := Records[testRecord]{}
+	k.Register(r.Kind("r/", nil))
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	defer k.Close()
+	published := make(chan error, 1)
+	go func() {
+		k.Lock()
+		published <- Publish(k, r, "r/", &testRecord{Account: "a", ID: "1", N: 1})
+	}()
+	<-g.entered // the commit is in flight
+	// Were the reload not to wait, it would read the backend while the
+	// commit is held; the commit is released a moment later either way.
+	time.AfterFunc(50*time.Millisecond, func() { close(g.release) })
+	if err := k.Reload(func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if g.scanned.Load() {
+		t.Fatal("the reload read the backend while a commit was in flight")
+	}
+	k.RLock()
+	defer k.RUnlock()
+	if r["a"]["1"] == nil {
+		t.Fatal("the reload dropped a record whose commit was in flight")
 	}
 }
