@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
 
@@ -124,4 +126,46 @@ func TestReplicasEnforceEveryRecordAfterRedisRestart(t *testing.T) {
 	// A key limit.
 	cs[0].api("PATCH", "/keys/"+hash, org.MgmtKey, `{"limit":0.000001}`).expect(t, 200)
 	refused("a key limit", 402, "service_key_limit", key, body)
+}
+
+// A replica that cannot prove it saw every change (the feed was trimmed
+// past its last entry) and cannot reload yet (a record it cannot decode)
+// refuses inference and writes with 503 in the spec's shape instead of
+// deciding on rules that may be stale; reads are still served; it serves
+// again once the reload succeeds.
+func TestReplicaNotSyncedRefusesWith503(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startReplica(t, srv)
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"k"}`)
+	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"hello"}]}`
+	c.api("POST", "/chat/completions", key, body).expect(t, 200)
+
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	broken := "replicas:r/" + org.AccountID + "/undecodable"
+	if err := rc.Set(t.Context(), broken, "{not json", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.XTrimMaxLen(t.Context(), "replicas:~feed", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "reloading its records from the shared database"
+	within(t, time.Second, "the replica refuses inference while it cannot reload", func() bool {
+		r, err := c.try("POST", c.gateway+"/api/v1/chat/completions", key, body)
+		return err == nil && r.Status == 503
+	})
+	c.api("POST", "/chat/completions", key, body).expectError(t, 503, msg)
+	c.api("POST", "/keys", org.MgmtKey, `{"name":"not now"}`).expectError(t, 503, msg)
+	c.operator("POST", "/accounts", `{"name":"not now","type":"organization"}`).expectError(t, 503, msg)
+	c.api("GET", "/key", key, nil).expect(t, 200)
+
+	if err := rc.Del(t.Context(), broken).Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, time.Second, "the replica serves again once it reloaded", func() bool {
+		r, err := c.try("POST", c.gateway+"/api/v1/chat/completions", key, body)
+		return err == nil && r.Status == 200
+	})
 }
