@@ -104,6 +104,12 @@ func (o *OperatorAPI) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 		apierror.Write(w, &apierror.Error{Status: http.StatusServiceUnavailable, Message: "The gateway's database is unavailable; retry shortly"})
 		return nil
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !store.Synced() {
+		// storage redis lost track of other replicas' changes: no write
+		// on a copy that may be stale until every record is reloaded.
+		apierror.Write(w, &apierror.Error{Status: http.StatusServiceUnavailable, Message: "The gateway is reloading its records from the shared database; retry shortly"})
+		return nil
+	}
 	log := o.log
 	if log == nil {
 		log = zap.NewNop()

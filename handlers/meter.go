@@ -155,6 +155,8 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		return costRangeError(route)
 	case errors.Is(err, storage.ErrUnavailable):
 		return errStoreUnavailable()
+	case errors.Is(err, storage.ErrResyncing):
+		return errStoreResyncing()
 	}
 	if ce, ok := errors.AsType[*storage.CeilingError](err); ok {
 		return ceilingRefusal(ce)

@@ -19,9 +19,20 @@ func errStoreUnavailable() *apierror.Error {
 	return apierror.New(http.StatusServiceUnavailable, msgStoreUnavailable)
 }
 
+// msgStoreResyncing answers them while a replica reloads every record
+// from the shared database because its change feed lost continuity (a
+// Redis restart or failover, a broken connection, a gap): until then its
+// copy of keys, budgets and guardrails may be stale, so it decides nothing.
+const msgStoreResyncing = "The gateway is reloading its records from the shared database; retry shortly"
+
+func errStoreResyncing() *apierror.Error {
+	return apierror.New(http.StatusServiceUnavailable, msgStoreResyncing)
+}
+
 // refuseWhileUnavailable answers 503 to an inference request or a write
-// while the shared database is down; reads are still served from memory.
-// On Badger the store is always available.
+// while the shared database is down or the replica is reloading its
+// records from it; reads are still served from memory. On Badger the
+// store is always available and synced.
 func (t *Tollgate) refuseWhileUnavailable(r *http.Request, kind admin.RouteKind, scim bool) *apierror.Error {
 	write := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
 	if !write || (!scim && kind != admin.RouteInference && kind != admin.RouteManagement && kind != admin.RouteAnyKey) {
@@ -34,10 +45,13 @@ func (t *Tollgate) refuseWhileUnavailable(r *http.Request, kind admin.RouteKind,
 	if t.shareCeiling != nil {
 		t.shareCeiling.Do(func() { store.ShareKeyCeiling(sharedCeiling(t.PerKey)) })
 	}
-	if store.Available() {
-		return nil
+	if !store.Available() {
+		return errStoreUnavailable()
 	}
-	return errStoreUnavailable()
+	if !store.Synced() {
+		return errStoreResyncing()
+	}
+	return nil
 }
 
 // sharedCeiling is the per_key ceiling that the replicas on storage redis

@@ -34,10 +34,10 @@ const (
 // kinds are the accounts' kinds of record.
 func (s *AccountStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
-		{Prefix: prefixAccount, Load: s.loadAccount, Snapshot: s.accountSnapshot},
-		{Prefix: prefixPurchase, Load: s.loadPurchase, Append: true},
-		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Snapshot: s.mgmtKeySnapshot},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Snapshot: s.apiKeySnapshot},
+		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot},
+		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
+		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys) }, Snapshot: s.mgmtKeySnapshot},
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys) }, Snapshot: s.apiKeySnapshot},
 	}
 }
 

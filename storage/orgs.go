@@ -25,13 +25,14 @@ type OrgStore struct {
 }
 
 // kinds are the organizations' kinds of record; the usage counters come
-// after the workspaces and members they decorate.
+// after the workspaces and members they decorate (and are emptied with
+// them: their Reset does nothing).
 func (s *OrgStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
 		s.members.Kind(prefixMember, nil),
 		s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps),
 		s.guardrails.Kind(prefixGuardrail, (*Guardrail).initMaps),
-		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Snapshot: s.usageSnapshot},
-		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Snapshot: s.usageSnapshot},
+		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
+		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 	}
 }

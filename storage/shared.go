@@ -22,18 +22,20 @@ import (
 // change feed; the other replicas reload their memory from Redis when they
 // read such an entry (Kernel.Reload) and re-apply the money fields, which
 // live apart from the records (sharedledger.go) so that no replica ever
-// overwrites a counter with a stale copy.
+// overwrites a counter with a stale copy. When the feed cannot prove that
+// nothing was missed (kernel.RedisBackend.Follow), the replica reloads
+// every record of every kind (resync) and refuses admission and writes
+// until it has (Synced, ErrResyncing).
 
 // ErrUnavailable is returned while the shared database cannot be reached:
 // handlers answer 503 and serve nothing they could not meter.
 var ErrUnavailable = kernel.ErrUnavailable
 
-// Resettable is implemented by an outside domain store (domains.go) that
-// can empty its in-memory index before a reload from the shared database;
-// it runs under the kernel's lock.
-type Resettable interface {
-	Reset()
-}
+// ErrResyncing is returned by admission while the replica reloads its
+// records from the shared database after its change feed lost continuity
+// (Synced): it does not decide on rules that may be stale. Handlers answer
+// 503.
+var ErrResyncing = errors.New("reloading the records from the shared database")
 
 // shared is a Store's link to the other replicas; nil on Badger.
 type shared struct {
@@ -51,6 +53,26 @@ func (s *Store) Shared() bool { return s.shared != nil }
 // always on Badger; on Redis, while the server answers.
 func (s *Store) Available() bool { return s.shared == nil || s.shared.rb.Available() }
 
+// Synced reports whether the records in memory provably include every
+// other replica's change: always on Badger; on Redis, except from the
+// moment the change feed loses continuity (a broken connection, a Redis
+// restart or failover, a gap in the feed) until every record of every
+// kind is reloaded.
+func (s *Store) Synced() bool { return s.shared == nil || s.shared.rb.Synced() }
+
+// admissible is nil when the shared store may decide a reservation now:
+// ErrUnavailable while Redis cannot be reached, ErrResyncing while the
+// replica is not synced.
+func (sh *shared) admissible() error {
+	if sh.rb.Synced() {
+		return nil
+	}
+	if !sh.rb.Available() {
+		return ErrUnavailable
+	}
+	return ErrResyncing
+}
+
 // openShared finishes Open on the shared backend: the money fields, then
 // the change feed from position pos (taken before the warm-up).
 func (s *Store) openShared(rb *kernel.RedisBackend, pos string, log *zap.Logger) error {
@@ -64,7 +86,7 @@ func (s *Store) openShared(rb *kernel.RedisBackend, pos string, log *zap.Logger)
 	sh.stop = cancel
 	go func() {
 		defer close(sh.done)
-		rb.Follow(ctx, pos, s.applyChanges, s.resync)
+		rb.Follow(ctx, pos, kernel.FeedHandler{Apply: s.applyChanges, Resync: s.resync})
 	}()
 	sh.ledger.start(ctx)
 	return nil
@@ -81,8 +103,10 @@ func (s *Store) closeShared() {
 }
 
 // applyChanges applies other replicas' feed entries: refreshed money
-// fields for a ledger script's entry, a reload for committed records.
-func (s *Store) applyChanges(changes []kernel.Change) {
+// fields for a ledger script's entry, the changed records (a reload for
+// kinds that cannot be applied alone). An error means records may be
+// missing from memory: the caller (Follow) reloads everything.
+func (s *Store) applyChanges(changes []kernel.Change) error {
 	records := false
 	accounts := map[string]map[string]struct{}{} // account -> changed fields
 	s.addRemoteGenerations(changes)
@@ -103,19 +127,12 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 	}
 	if records {
 		keys, incremental := changedRecords(changes)
-		var err error
-		if incremental {
-			err = s.applyRecords(keys)
-		}
-		if !incremental || err != nil {
-			incremental = false
-			err = s.resync()
-		}
-		if err != nil {
-			s.shared.log.Error("reloading changed records from redis failed", zap.Error(err))
-		}
 		if !incremental {
-			return // a reload re-reads every account's money as well
+			// A reload re-reads every account's money as well.
+			return s.resync()
+		}
+		if err := s.applyRecords(keys); err != nil {
+			return err
 		}
 	}
 	byField := map[string][]string{}
@@ -125,11 +142,14 @@ func (s *Store) applyChanges(changes []kernel.Change) {
 		}
 	}
 	if len(byField) == 0 {
-		return
+		return nil
 	}
+	// Stale money fields are safe (a script that read them fails its
+	// comparison and reads them again): no reload for these.
 	if err := s.shared.ledger.refreshFields(byField); err != nil && !errors.Is(err, ErrUnavailable) {
 		s.shared.log.Error("reading accounts' counters from redis failed", zap.Error(err))
 	}
+	return nil
 }
 
 // incrementalPrefixes are the kinds of record whose Load replaces one
@@ -291,29 +311,11 @@ func (s *Store) resync() error {
 	if err := s.shared.ledger.loadAll(); err != nil {
 		return err
 	}
-	return s.k.Reload(s.resetMemory, func() {
+	return s.k.Reload(func() {
 		s.ensureDefaultWorkspacesInMemory()
 		s.OrgStore.rulesChanged()
 		s.shared.ledger.overlayAll()
 	})
-}
-
-// resetMemory empties every domain store's maps before a reload. Callers
-// hold the kernel's lock.
-func (s *Store) resetMemory() {
-	a := s.AccountStore
-	a.accounts, a.keys, a.mgmtKeys, a.purchases = map[string]*Account{}, map[string]*APIKey{}, map[string]*ManagementKey{}, map[string][]Purchase{}
-	o := s.OrgStore
-	o.members, o.workspaces, o.guardrails = kernel.Records[Member]{}, kernel.Records[Workspace]{}, kernel.Records[Guardrail]{}
-	s.SecretStore.byok = kernel.Records[Credential]{}
-	s.EndUserStore.endUsers = kernel.Records[EndUser]{}
-	s.DestinationStore.destinations = kernel.Records[Destination]{}
-	s.EndpointStore.endpoints = kernel.Records[PrivateEndpoint]{}
-	for _, d := range s.domains {
-		if r, ok := d.(Resettable); ok {
-			r.Reset()
-		}
-	}
 }
 
 // ensureDefaultWorkspacesInMemory gives every account its default
@@ -345,6 +347,9 @@ func (s *Store) ShareKeyCeiling(c *KeyCeiling) {
 // store runs on Redis.
 func (s *Store) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
 	if s.shared != nil {
+		if err := s.shared.admissible(); err != nil {
+			return nil, err
+		}
 		return s.shared.ledger.reserve(accountID, keyHash, decide)
 	}
 	return s.LedgerStore.ReserveHolds(accountID, keyHash, decide)

@@ -82,7 +82,7 @@ func newStore(st *storage.Store) *Store {
 
 // Kinds is the SCIM records' one kind (storage.Domain).
 func (s *Store) Kinds() []kernel.Kind {
-	return []kernel.Kind{{Prefix: prefix, Load: s.load, Snapshot: s.snapshot}}
+	return []kernel.Kind{{Prefix: prefix, Load: s.load, Reset: s.reset, Snapshot: s.snapshot}}
 }
 
 // An organization's identity provider provisions its members (SCIM Users)

@@ -37,9 +37,11 @@
 //     instant.
 //  4. Record kinds are registered, not hard-coded: each domain store calls
 //     Register with its key prefix, a Load that decodes one stored record
-//     into memory and a Snapshot that copies one record out of memory (nil:
-//     the record was deleted). Kinds load in registration order, so a kind
-//     that decorates another (workspace usage counters) registers after it.
+//     into memory, a Reset that empties its records in memory (a full
+//     reload from a shared backend replaces every kind's records) and a
+//     Snapshot that copies one record out of memory (nil: the record was
+//     deleted). Kinds load in registration order, so a kind that decorates
+//     another (workspace usage counters) registers after it.
 //
 // # The seam for several replicas
 //

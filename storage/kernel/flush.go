@@ -172,6 +172,7 @@ func (k *Kernel) flushOnce() error {
 	k.dirty = make(map[string]struct{}, len(k.dirty))
 	k.appends = nil
 	k.open = newBatch()
+	k.inFlight, k.inFlightWrites = b, writes
 	k.mu.Unlock()
 
 	began := time.Now()
@@ -196,12 +197,14 @@ func (k *Kernel) flushOnce() error {
 		// (whose timer may have run out during a long outage).
 		old, next := k.open, newBatch()
 		k.open = next
+		k.inFlight, k.inFlightWrites = nil, nil
 		go func() { <-next.done; b.finish(); old.finish() }()
 		k.mu.Unlock()
 		return err
 	}
 	k.mu.Lock()
 	k.commits++
+	k.inFlight, k.inFlightWrites = nil, nil
 	k.mu.Unlock()
 	b.finish()
 	return nil

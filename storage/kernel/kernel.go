@@ -23,6 +23,15 @@ type Kind struct {
 	// are valid only during the call. Nil: the kind is not loaded (records
 	// read from the backend on demand, such as generations).
 	Load func(key, value []byte) error
+	// Reset empties the kind's records in memory before a full reload
+	// (Reload) loads the backend's, so that a record deleted by another
+	// writer is gone afterwards: a reload replaces, it does not merge. It
+	// runs under Lock and must empty the maps Load fills in place (a
+	// Load that captured a map keeps filling that map). Required with a
+	// Load (Register panics otherwise); a kind that only decorates
+	// another kind's records, which that kind's Reset empties, has a
+	// Reset that does nothing.
+	Reset func()
 	// Snapshot returns a copy of the record under key for the group
 	// commit, or nil when it was deleted. It runs under Lock. Append-only
 	// kinds have none.
@@ -77,6 +86,11 @@ type Kernel struct {
 	started   bool
 	onCommit  func(time.Duration, error) // Options.OnCommit
 	commits   uint64                     // successful commits, under mu (Reload)
+	// inFlight is the batch being committed and inFlightWrites its writes,
+	// under mu: taken from dirty but not yet in the backend, so that a
+	// read of the backend meanwhile may miss them (Reload, Apply).
+	inFlight       *Batch
+	inFlightWrites []Write
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
@@ -115,11 +129,15 @@ func New(b Backend, log *zap.Logger) *Kernel {
 }
 
 // Register adds record kinds. It panics on a prefix that overlaps one
-// already registered: a key must name exactly one kind.
+// already registered (a key must name exactly one kind) and on a loaded
+// kind without a Reset (a full reload could not replace its records).
 func (k *Kernel) Register(kinds ...Kind) {
 	for _, n := range kinds {
 		if strings.HasPrefix(n.Prefix, "~") {
 			panic(fmt.Sprintf("kernel: record prefix %q: '~' starts the backend's own keys", n.Prefix))
+		}
+		if n.Load != nil && n.Reset == nil {
+			panic(fmt.Sprintf("kernel: record prefix %q: a loaded kind needs a Reset", n.Prefix))
 		}
 		if n.Slot != nil && !n.Append {
 			panic(fmt.Sprintf("kernel: record prefix %q: only an Append kind has slots", n.Prefix))
@@ -221,20 +239,19 @@ func (k *Kernel) kind(key string) (Kind, bool) {
 
 // Reload replaces the in-memory state by the backend's, for a backend
 // shared with other writers: it reads every loaded kind, then under Lock
-// calls reset (which empties the domain stores' maps), loads every record
-// in registration order and calls after. A commit of this process that
+// empties every loaded kind (Kind.Reset), loads every record in
+// registration order and calls after. A commit of this process that
 // lands while the backend is read would be missing from what was read, so
 // Reload then reads again; changes still waiting for the flusher are
 // committed first, since a reset would otherwise drop them.
-func (k *Kernel) Reload(reset, after func()) error {
+func (k *Kernel) Reload(after func()) error {
 	type record struct{ key, value []byte }
 	for {
 		k.mu.Lock()
-		commits, pending := k.commits, len(k.dirty) > 0 || len(k.appends) > 0
-		b := k.Pending()
+		commits, wait := k.commits, k.unsettled()
 		k.mu.Unlock()
-		if pending {
-			if err := b.Wait(); err != nil {
+		if wait != nil {
+			if err := wait.Wait(); err != nil {
 				return err
 			}
 			continue
@@ -253,11 +270,15 @@ func (k *Kernel) Reload(reset, after func()) error {
 			}
 		}
 		k.mu.Lock()
-		if k.commits != commits || len(k.dirty) > 0 || len(k.appends) > 0 {
+		if k.commits != commits || k.unsettled() != nil {
 			k.mu.Unlock()
 			continue
 		}
-		reset()
+		for _, kind := range k.kinds {
+			if kind.Load != nil {
+				kind.Reset()
+			}
+		}
 		var err error
 		for i, kind := range k.kinds {
 			for _, r := range read[i] {
@@ -272,12 +293,25 @@ func (k *Kernel) Reload(reset, after func()) error {
 	}
 }
 
+// unsettled is what a read of the whole backend must wait for: the open
+// batch while changes wait for the flusher, the batch being committed
+// while one is in flight; nil when memory and the backend agree on this
+// process's changes. Callers hold Lock.
+func (k *Kernel) unsettled() *Batch {
+	if len(k.dirty) > 0 || len(k.appends) > 0 {
+		return k.Pending()
+	}
+	return k.inFlight
+}
+
 // Apply applies other writers' changes of a few records to memory, for a
 // backend shared with them: read fetches the current values of keys (nil:
 // deleted), then under Lock apply gets each key and value, and after runs.
 // A record this process changed and has not committed yet keeps its own
 // value (its commit comes later and wins in the backend too); a commit of
-// this process that lands while keys are read makes Apply read them again.
+// this process that lands while keys are read, or was in flight with one
+// of keys, makes Apply read them again once it landed (the value read may
+// predate it).
 func (k *Kernel) Apply(keys []string, read func(keys []string) ([][]byte, error), apply func(key string, value []byte) error, after func()) error {
 	for {
 		k.mu.RLock()
@@ -292,6 +326,13 @@ func (k *Kernel) Apply(keys []string, read func(keys []string) ([][]byte, error)
 			k.mu.Unlock()
 			continue
 		}
+		if b := k.inFlight; b != nil && writesAny(k.inFlightWrites, keys) {
+			k.mu.Unlock()
+			if err := b.Wait(); err != nil {
+				return err
+			}
+			continue
+		}
 		for i, key := range keys {
 			if _, dirty := k.dirty[key]; dirty {
 				continue
@@ -304,6 +345,16 @@ func (k *Kernel) Apply(keys []string, read func(keys []string) ([][]byte, error)
 		k.mu.Unlock()
 		return err
 	}
+}
+
+// writesAny reports whether writes touch one of keys.
+func writesAny(writes []Write, keys []string) bool {
+	for _, w := range writes {
+		if slices.Contains(keys, w.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 // LoadRecord decodes one record into memory through its kind's Load.

@@ -78,8 +78,8 @@ func TestKernelLoadsKindsInRegistrationOrder(t *testing.T) {
 	k := New(b, zap.NewNop())
 	var order []string
 	k.Register(
-		Kind{Prefix: "x/", Load: func(key, v []byte) error { order = append(order, string(key)); return nil }},
-		Kind{Prefix: "y/", Load: func(key, v []byte) error { order = append(order, string(key)); return nil }},
+		Kind{Prefix: "x/", Load: func(key, v []byte) error { order = append(order, string(key)); return nil }, Reset: func() {}},
+		Kind{Prefix: "y/", Load: func(key, v []byte) error { order = append(order, string(key)); return nil }, Reset: func() {}},
 		Kind{Prefix: "g/", Append: true},
 	)
 	if err := k.Load(); err != nil {

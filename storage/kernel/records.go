@@ -72,7 +72,8 @@ func (r Records[T]) Snapshot(prefix, key string) any {
 	return nil
 }
 
-// Kind is the kernel record kind of these records under prefix; load,
+// Kind is the kernel record kind of these records under prefix (its Reset
+// empties r in place, the map its Load fills); load,
 // when not nil, runs on each loaded record (to default its maps, or to
 // observe its sequence number).
 func (r Records[T]) Kind(prefix string, load func(*T)) Kind {
@@ -85,6 +86,7 @@ func (r Records[T]) Kind(prefix string, load func(*T)) Kind {
 			}
 			return err
 		},
+		Reset:    func() { clear(r) },
 		Snapshot: func(key string) any { return r.Snapshot(prefix, key) },
 	}
 }

@@ -58,6 +58,7 @@ type RedisBackend struct {
 	log     *zap.Logger
 	down    atomic.Bool
 	upSince atomic.Int64 // unix ns of the first success after the last failure
+	stale   atomic.Bool  // the feed lost continuity; cleared by a full reload (Follow)
 	lease   time.Duration
 }
 
@@ -290,68 +291,154 @@ func (b *RedisBackend) FeedPosition() (string, error) {
 	return b.lastFeedID(ctx)
 }
 
-// Follow reads the change feed after position last until ctx ends, calling apply
-// with each batch of other replicas' entries (a replica's own are already
-// in its memory). After an interruption it calls resync once the server
-// answers again, since entries may have been missed (or trimmed) meanwhile.
-func (b *RedisBackend) Follow(ctx context.Context, last string, apply func([]Change), resync func() error) {
-	broken := false
+// FeedHandler is what Follow does with the change feed.
+type FeedHandler struct {
+	// Apply brings a batch of other replicas' entries into memory. An
+	// error means memory may lack some of them: Follow then reloads.
+	Apply func([]Change) error
+	// Resync replaces memory by the database's: every record of every
+	// kind (Kernel.Reload) and the money fields.
+	Resync func() error
+}
+
+// errFeedGap is a read of the change feed that cannot prove it follows
+// the last entry read.
+var errFeedGap = errors.New("the change feed lost continuity")
+
+// Synced reports whether memory provably holds every change announced on
+// the feed up to the last entry read: false from the moment the feed
+// cannot prove continuity (see Follow) until a full reload succeeds. A
+// replica that is not synced must not decide on its records (admission
+// answers 503 meanwhile).
+func (b *RedisBackend) Synced() bool { return !b.stale.Load() }
+
+// Follow reads the change feed after position last until ctx ends, giving
+// other replicas' entries to h.Apply (a replica's own are already in its
+// memory). Whenever the feed cannot prove that nothing was missed since
+// the last entry read, it marks the replica not synced and, once the
+// server answers, reloads everything with h.Resync from a position taken
+// before the reload. Continuity is lost when the connection breaks (a
+// restart or a failover may have lost or replayed entries), when the
+// last entry read no longer exists (the stream went backwards to an older
+// state, was deleted and recreated, or was trimmed past it), or when a
+// batch could not be applied.
+func (b *RedisBackend) Follow(ctx context.Context, last string, h FeedHandler) {
 	for ctx.Err() == nil {
-		if broken {
-			if err := b.Observe(b.c.Ping(ctx).Err()); err != nil {
-				sleep(ctx, 100*time.Millisecond)
-				continue
-			}
-			id, err := b.lastFeedID(ctx)
+		if b.stale.Load() {
+			id, err := b.resync(ctx, h)
 			if err != nil {
-				continue
-			}
-			if err := resync(); err != nil {
-				b.log.Error("resynchronizing from redis failed; retrying", zap.Error(err))
+				if ctx.Err() == nil {
+					b.log.Error("resynchronizing from redis failed; retrying", zap.Error(err))
+				}
 				sleep(ctx, 100*time.Millisecond)
 				continue
 			}
-			b.log.Info("resynchronized from redis")
-			last, broken = id, false
+			b.log.Info("resynchronized from redis", zap.String("feed_position", id))
+			last = id
+			b.stale.Store(false)
 		}
-		streams, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1000, Block: feedBlock}).Result()
-		if errors.Is(err, redis.Nil) {
-			b.up()
-			continue
+		msgs, err := b.readFeed(ctx, last)
+		if err == nil && len(msgs) == 0 {
+			err = b.waitFeed(ctx, last)
 		}
 		if err != nil {
-			if ctx.Err() == nil {
-				_ = b.Observe(err)
-				b.log.Warn("reading the redis change feed failed", zap.Error(err))
-				broken = true
+			if ctx.Err() != nil {
+				return
+			}
+			b.stale.Store(true)
+			if errors.Is(err, errFeedGap) {
+				b.log.Warn("the redis change feed lost continuity; reloading every record", zap.String("last_read", last))
+			} else {
+				b.log.Warn("reading the redis change feed failed; reloading every record once it answers", zap.Error(err))
 				sleep(ctx, 50*time.Millisecond)
 			}
 			continue
 		}
-		b.up()
-		var changes []Change
-		for _, s := range streams {
-			for _, m := range s.Messages {
-				last = m.ID
-				if m.Values["r"] == b.replica {
-					continue
-				}
-				var c Change
-				if k, _ := m.Values["k"].(string); k != "" {
-					c.Keys = strings.Split(k, "\n")
-				}
-				c.Account, _ = m.Values["m"].(string)
-				c.Generation, _ = m.Values["g"].(string)
-				if f, _ := m.Values["f"].(string); f != "" {
-					c.Fields = strings.Fields(f)
-				}
-				changes = append(changes, c)
+		if len(msgs) == 0 {
+			continue
+		}
+		last = msgs[len(msgs)-1].ID
+		if changes := b.changes(msgs); len(changes) > 0 {
+			if err := h.Apply(changes); err != nil {
+				b.stale.Store(true)
+				b.log.Warn("applying other replicas' changes failed; reloading every record", zap.Error(err))
 			}
 		}
-		if len(changes) > 0 {
-			apply(changes)
-		}
 	}
+}
+
+// resync takes the feed's position, then reloads memory from the server:
+// what is committed meanwhile is read again after the position.
+func (b *RedisBackend) resync(ctx context.Context, h FeedHandler) (string, error) {
+	if err := b.Observe(b.c.Ping(ctx).Err()); err != nil {
+		return "", err
+	}
+	id, err := b.lastFeedID(ctx)
+	if err != nil {
+		return "", err
+	}
+	return id, h.Resync()
+}
+
+// readFeed returns the feed's entries after last (at most 1000), in one
+// MULTI with a check that last still exists, so that the entries read are
+// provably the ones that follow it: errFeedGap otherwise. Position "0" (an
+// empty feed at warm-up) has nothing to check.
+func (b *RedisBackend) readFeed(ctx context.Context, last string) ([]redis.XMessage, error) {
+	args := &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1000, Block: -1}
+	var check *redis.XMessageSliceCmd
+	var read *redis.XStreamSliceCmd
+	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if last != "0" {
+			check = p.XRangeN(ctx, b.feed, last, last, 1)
+		}
+		read = p.XRead(ctx, args)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, b.Observe(err)
+	}
+	b.up()
+	if check != nil && len(check.Val()) == 0 {
+		return nil, errFeedGap
+	}
+	var msgs []redis.XMessage
+	for _, s := range read.Val() {
+		msgs = append(msgs, s.Messages...)
+	}
+	return msgs, nil
+}
+
+// waitFeed waits up to feedBlock for an entry after last; readFeed then
+// reads it.
+func (b *RedisBackend) waitFeed(ctx context.Context, last string) error {
+	err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1, Block: feedBlock}).Err()
+	if errors.Is(err, redis.Nil) {
+		b.up()
+		return nil
+	}
+	return b.Observe(err)
+}
+
+// changes decodes the entries other replicas wrote.
+func (b *RedisBackend) changes(msgs []redis.XMessage) []Change {
+	var changes []Change
+	for _, m := range msgs {
+		if m.Values["r"] == b.replica {
+			continue
+		}
+		var c Change
+		if k, _ := m.Values["k"].(string); k != "" {
+			c.Keys = strings.Split(k, "\n")
+		}
+		c.Account, _ = m.Values["m"].(string)
+		c.Generation, _ = m.Values["g"].(string)
+		if f, _ := m.Values["f"].(string); f != "" {
+			c.Fields = strings.Fields(f)
+		}
+		changes = append(changes, c)
+	}
+	return changes
 }
 
 // lastFeedID is the id of the feed's newest entry ("0" when empty).
