@@ -115,6 +115,12 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil {
 		apiErr = rt.checkEndUser(st.id, route)
 	}
+	if apiErr == nil {
+		// Bounded on the longest body any provider receives: the model id
+		// spliced in per attempt is no prompt text.
+		route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		apiErr = route.countPrompt(rt.MediaPartTokens)
+	}
 	if apiErr != nil {
 		return apiErr
 	}
@@ -140,9 +146,6 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	}
 	// Estimated on the body as the first provider receives it.
 	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
-	// Bounded on the longest body any provider receives: the model id
-	// spliced in per attempt is no prompt text.
-	route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 	return nil
 }
 
