@@ -66,17 +66,32 @@ func (c *promptCounter) text(s string) { c.tokens += int64(c.enc.Count(s)) }
 // countChatBody counts a chat completions body.
 func countChatBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
 	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens}
-	doc := gjson.ParseBytes(body)
-	doc.Get("messages").ForEach(func(_, m gjson.Result) bool {
-		c.message(m)
+	// One pass over the top-level members (a Get each would scan the
+	// body once per field).
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "messages":
+			eachOf(v, c.message)
+		case "tools", "functions":
+			c.tools(v)
+		case "response_format":
+			c.schema(v.Get("json_schema"))
+		}
 		return true
 	})
-	c.tools(doc.Get("tools"))
-	c.tools(doc.Get("functions"))
-	if rf := doc.Get("response_format"); rf.Exists() {
-		c.schema(rf.Get("json_schema"))
-	}
 	return c.tokens, c.unbounded
+}
+
+// eachOf calls fn with each element of an array; nothing for another
+// value (gjson's ForEach would call it once with the value itself).
+func eachOf(list gjson.Result, fn func(gjson.Result)) {
+	if !list.IsArray() {
+		return
+	}
+	list.ForEach(func(_, v gjson.Result) bool {
+		fn(v)
+		return true
+	})
 }
 
 // countResponsesBody counts a Responses body: instructions and a string
@@ -96,7 +111,7 @@ func countResponsesBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (
 		c.text("user")
 		c.text(input.Str)
 	}
-	input.ForEach(func(_, it gjson.Result) bool {
+	eachOf(input, func(it gjson.Result) {
 		switch it.Get("type").Str {
 		case "", "message":
 			c.message(it)
@@ -114,7 +129,6 @@ func countResponsesBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (
 			c.tokens += tokensPerMessage
 			c.text(it.Raw)
 		}
-		return true
 	})
 	c.tools(doc.Get("tools"))
 	if f := doc.Get("text.format"); f.Get("type").Str == "json_schema" {
@@ -123,30 +137,41 @@ func countResponsesBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (
 	return c.tokens, c.unbounded
 }
 
-// message counts one chat message (or Responses message item).
+// message counts one chat message (or Responses message item), reading
+// its members in one pass.
 func (c *promptCounter) message(m gjson.Result) {
 	c.tokens += tokensPerMessage
-	c.text(m.Get("role").Str)
-	c.content(m.Get("content"))
-	if name := m.Get("name"); name.Type == gjson.String {
-		c.tokens += tokensPerName
-		c.text(name.Str)
-	}
-	m.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
-		c.tokens += tokensPerMessage
-		fn := call.Get("function")
-		c.text(fn.Get("name").Str)
-		c.text(fn.Get("arguments").Str)
+	m.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			c.text(v.Str)
+		case "content":
+			c.content(v)
+		case "name":
+			if v.Type == gjson.String {
+				c.tokens += tokensPerName
+				c.text(v.Str)
+			}
+		case "tool_calls":
+			eachOf(v, func(call gjson.Result) {
+				c.tokens += tokensPerMessage
+				fn := call.Get("function")
+				c.text(fn.Get("name").Str)
+				c.text(fn.Get("arguments").Str)
+			})
+		case "function_call": // the legacy form
+			if v.IsObject() {
+				c.tokens += tokensPerMessage
+				c.text(v.Get("name").Str)
+				c.text(v.Get("arguments").Str)
+			}
+		case "audio":
+			if v.Type != gjson.Null {
+				c.unbounded = true // an earlier audio answer, by id
+			}
+		}
 		return true
 	})
-	if fc := m.Get("function_call"); fc.IsObject() { // the legacy form
-		c.tokens += tokensPerMessage
-		c.text(fc.Get("name").Str)
-		c.text(fc.Get("arguments").Str)
-	}
-	if m.Get("audio").Exists() && m.Get("audio").Type != gjson.Null {
-		c.unbounded = true // an earlier audio answer, by id
-	}
 }
 
 // content counts a message's content: a string, or parts.
@@ -155,10 +180,10 @@ func (c *promptCounter) content(v gjson.Result) {
 		c.text(v.Str)
 		return
 	}
-	v.ForEach(func(_, p gjson.Result) bool {
+	eachOf(v, func(p gjson.Result) {
 		if p.Type == gjson.String {
 			c.text(p.Str)
-			return true
+			return
 		}
 		switch typ := p.Get("type").Str; typ {
 		case "text", "input_text", "output_text":
@@ -181,7 +206,6 @@ func (c *promptCounter) content(v gjson.Result) {
 			// does not hold.
 			c.unbounded = true
 		}
-		return true
 	})
 }
 
@@ -240,7 +264,7 @@ func dataURLImageSize(url string) (w, h int, ok bool) {
 // the legacy functions list, and Responses' flat {type, name, ...}.
 func (c *promptCounter) tools(list gjson.Result) {
 	funcs := false
-	list.ForEach(func(_, t gjson.Result) bool {
+	eachOf(list, func(t gjson.Result) {
 		fn := t
 		if f := t.Get("function"); f.IsObject() {
 			fn = f
@@ -248,14 +272,14 @@ func (c *promptCounter) tools(list gjson.Result) {
 		if fn.Get("name").Type != gjson.String {
 			// A hosted tool (web search...): its JSON bounds its text.
 			c.text(t.Raw)
-			return true
+			return
 		}
 		funcs = true
 		c.tokens += funcInitTokens
 		c.text(fn.Get("name").Str + ":" + fn.Get("description").Str)
 		params := fn.Get("parameters")
 		if !params.Exists() {
-			return true
+			return
 		}
 		c.tokens += funcParamsTokens
 		params.Get("properties").ForEach(func(k, p gjson.Result) bool {
@@ -263,10 +287,9 @@ func (c *promptCounter) tools(list gjson.Result) {
 			c.text(k.Str + ":" + p.Get("type").Str + ":" + p.Get("description").Str)
 			if e := p.Get("enum"); e.IsArray() {
 				c.tokens += enumInitTokens
-				e.ForEach(func(_, v gjson.Result) bool {
+				eachOf(e, func(v gjson.Result) {
 					c.tokens += enumItemTokens
 					c.text(v.String())
-					return true
 				})
 			}
 			for _, nested := range []string{"properties", "items", "anyOf", "oneOf", "allOf", "$defs"} {
@@ -276,7 +299,6 @@ func (c *promptCounter) tools(list gjson.Result) {
 			}
 			return true
 		})
-		return true
 	})
 	if funcs {
 		c.tokens += funcEndTokens

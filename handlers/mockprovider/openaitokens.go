@@ -26,6 +26,7 @@ func OpenAIPromptTokens(enc *tokenizer.Encoding, api string, body []byte) int {
 		input := req.Get("input")
 		if input.Type == gjson.String {
 			t.n += 3 + t.count("user") + t.count(input.Str)
+			input = gjson.Result{}
 		}
 		for _, item := range input.Array() {
 			switch item.Get("type").Str {
