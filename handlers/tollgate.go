@@ -209,6 +209,9 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return t.router.serveOther(w, r, st)
 	}
+	if st.sub == countTokensPath {
+		return t.router.countTokens(w, r, st)
+	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
