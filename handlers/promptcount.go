@@ -325,8 +325,14 @@ const (
 // model, on the body as that attempt's provider receives it, and drops
 // the attempts whose model's context window the prompt alone exceeds;
 // none left is a 400 naming the count and the limit. Attempts whose
-// model has no tokenizer keep the byte bound.
+// model has no tokenizer keep the byte bound. A chat request that asks
+// for middle-out compression is compressed first (middleout.go).
 func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
+	if rt.compress && rt.Kind == "chat" {
+		if apiErr := rt.middleOut(mediaPart); apiErr != nil {
+			return apiErr
+		}
+	}
 	type counted struct {
 		enc  *tokenizer.Encoding
 		form int

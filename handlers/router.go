@@ -265,6 +265,16 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
 		return nil, apiErr
 	}
+	if route.compress, apiErr = compressionAsked(field("transforms"), field("plugins")); apiErr != nil {
+		return nil, apiErr
+	}
+	if route.compress && kind != "chat" {
+		name := "transforms"
+		if !field("transforms").Exists() {
+			name = "plugins"
+		}
+		return nil, apierror.BadRequest(name + ": middle-out compression is served on /chat/completions only")
+	}
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr
 	}

@@ -222,6 +222,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
+	setCompressionHeader(w.Header(), st.route)
 	if st.plan == nil {
 		return t.meter.run(w, r, st, t.proxies)
 	}

@@ -11,7 +11,8 @@ import (
 // withTokenizedModels makes the mock bill prompt tokens as an OpenAI
 // model of o200k_base does, the in-flight budget the whole balance, and
 // adds openai/ models (counted with o200k_base by default) priced as
-// tollgate-mock: openai/mock (context 8192) and openai/tiny (context 40).
+// tollgate-mock: openai/mock (context 8192), openai/tiny (context 40) and
+// openai/small (context 300).
 func withTokenizedModels(t *testing.T) func(string) string {
 	return func(cfg string) string {
 		cfg = replaceOnce(t, cfg, "\t\tlatency 1ms\n", "\t\tlatency 1ms\n\t\tprompt_tokens o200k_base\n")
@@ -20,7 +21,7 @@ func withTokenizedModels(t *testing.T) func(string) string {
 		for _, m := range []struct {
 			id      string
 			context int
-		}{{"openai/mock", 8192}, {"openai/tiny", 40}} {
+		}{{"openai/mock", 8192}, {"openai/tiny", 40}, {"openai/small", 300}} {
 			blocks += fmt.Sprintf("\t\tmodel %s {\n\t\t\tcontext_length %d\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
 				"\t\t\tprovider mock http://%s/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n", m.id, m.context, mockAddr)
 		}
@@ -209,5 +210,69 @@ func TestCountTokensRoute(t *testing.T) {
 	}
 	if r := c.mustPost("/messages/count_tokens", org.MgmtKey, `{"model":"openai/mock","messages":[]}`, nil); r.Status != 403 {
 		t.Fatalf("management key: %d %s", r.Status, r.Body)
+	}
+}
+
+// Middle-out, asked by transforms or by the context-compression plugin,
+// removes middle messages (a tool call with its result together) until
+// the prompt fits the window with room for max_tokens, keeps the system
+// prompt, the first and the last message, and says what it removed; the
+// provider bills what was sent.
+func TestMiddleOutThroughGateway(t *testing.T) {
+	tap := newBodyTap(t)
+	startInProcessWith(t, func(cfg string) string { return tap.through(withTokenizedModels(t)(cfg)) })
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"k"}`)
+
+	filler := strings.Repeat("A long turn about the tides and the moon. ", 5)
+	msgs := []string{`{"role":"system","content":"Be terse."}`, `{"role":"user","content":"FIRST"}`}
+	for i := range 6 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":"%d %s"}`, i, filler), fmt.Sprintf(`{"role":"user","content":"%d %s"}`, i, filler))
+		if i == 3 {
+			msgs = append(msgs, `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+				`{"role":"tool","tool_call_id":"c1","content":"`+filler+`"}`)
+		}
+	}
+	msgs = append(msgs, `{"role":"user","content":"LAST"}`)
+	conv := `"messages":[` + strings.Join(msgs, ",") + `]`
+
+	// Without compression: the overflow's 400, and no provider call.
+	r := c.mustPost("/chat/completions", key, `{"model":"openai/small","max_tokens":20,`+conv+`}`, nil)
+	if r.Status != 400 || !strings.Contains(r.JSON.Get("error.message").Str, "more than the 300 of model openai/small's context_length") {
+		t.Fatalf("uncompressed: %d %s", r.Status, r.Body)
+	}
+	if b := tap.take(); len(b) != 0 {
+		t.Fatalf("an overflowing prompt reached the provider")
+	}
+	for _, ask := range []string{`"transforms":["middle-out"]`, `"plugins":[{"id":"context-compression","engine":"middle-out"}]`} {
+		r := c.mustPost("/chat/completions", key, `{"model":"openai/small","max_tokens":20,`+ask+`,`+conv+`}`, nil).expect(t, 200)
+		header := r.Header.Get("X-Context-Compression")
+		if !strings.HasPrefix(header, "middle-out; removed_messages=") {
+			t.Fatalf("%s: header %q", ask, header)
+		}
+		sent := tap.last(t).Get("messages").Array()
+		if len(sent) >= len(msgs) || sent[0].Get("content").Str != "Be terse." || sent[1].Get("content").Str != "FIRST" || sent[len(sent)-1].Get("content").Str != "LAST" {
+			t.Fatalf("%s: sent %d messages", ask, len(sent))
+		}
+		if want := fmt.Sprintf("middle-out; removed_messages=%d;", len(msgs)-len(sent)); !strings.HasPrefix(header, want) {
+			t.Fatalf("%s: header %q, want %q", ask, header, want)
+		}
+		for i, m := range sent {
+			if m.Get("role").Str == "tool" && !sent[i-1].Get("tool_calls").Exists() {
+				t.Fatalf("%s: the tool result lost its call", ask)
+			}
+			if m.Get("tool_calls").Exists() && sent[i+1].Get("role").Str != "tool" {
+				t.Fatalf("%s: the tool call lost its result", ask)
+			}
+		}
+		if p := r.JSON.Get("usage.prompt_tokens").Int(); p+20 > 300 {
+			t.Fatalf("%s: the provider billed %d prompt tokens, no room for 20 in 300", ask, p)
+		}
+	}
+	// Only chat completions compress: elsewhere the field is refused.
+	r = c.mustPost("/responses", key, `{"model":"openai/small","transforms":["middle-out"],"input":"hi"}`, nil)
+	if r.Status != 400 || !strings.HasPrefix(r.JSON.Get("error.message").Str, "transforms:") {
+		t.Fatalf("responses: %d %s", r.Status, r.Body)
 	}
 }
