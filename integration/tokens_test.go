@@ -2,9 +2,12 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -274,5 +277,28 @@ func TestMiddleOutThroughGateway(t *testing.T) {
 	r = c.mustPost("/responses", key, `{"model":"openai/small","transforms":["middle-out"],"input":"hi"}`, nil)
 	if r.Status != 400 || !strings.HasPrefix(r.JSON.Get("error.message").Str, "transforms:") {
 		t.Fatalf("responses: %d %s", r.Status, r.Body)
+	}
+}
+
+// `caddy validate` accepts the known tokenizers and refuses an unknown one,
+// naming the model.
+func TestTokenizerOptionValidates(t *testing.T) {
+	dir := t.TempDir()
+	cfg := withTokenizedModels(t)(gatewayCaddyfile(freeport.Addr(t), dir, freeport.Addr(t), freeport.Addr(t), "1ms"))
+	cfg = replaceOnce(t, cfg, "\t\tmodel openai/tiny {\n", "\t\tmodel openai/tiny {\n\t\t\ttokenizer cl100k_base\n")
+	path := dir + "/Caddyfile"
+	validate := func(cfg string) (string, error) {
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(caddyBinary, "validate", "--config", path, "--adapter", "caddyfile").CombinedOutput()
+		return strings.ReplaceAll(string(out), `\"`, `"`), err // the log line's JSON escapes
+	}
+	if out, err := validate(cfg); err != nil || !strings.Contains(out, "Valid configuration") {
+		t.Fatalf("caddy validate: %v\n%s", err, out)
+	}
+	bad := strings.Replace(cfg, "tokenizer cl100k_base", "tokenizer llama3", 1)
+	if out, err := validate(bad); err == nil || !strings.Contains(out, `model "openai/tiny": tokenizer: unknown tokenizer "llama3"`) {
+		t.Fatalf("caddy validate accepted tokenizer llama3: %v\n%s", err, out)
 	}
 }
