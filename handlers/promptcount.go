@@ -341,17 +341,18 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 	seen := done[:0]
 	var over *Attempt
 	var overBy int64
-	kept := rt.Attempts[:0:0]
+	fits := func(a *Attempt) bool {
+		c, ok := rt.prompt.count(a.Model)
+		return !ok || c.unbounded || a.Model.ContextLength <= 0 || c.tokens <= a.Model.ContextLength
+	}
 	for i := range rt.Attempts {
 		a := &rt.Attempts[i]
 		enc := a.Model.Tokenizer
 		form, body := rt.countedBody(a)
 		if enc == nil || body == nil {
-			kept = append(kept, *a)
 			continue
 		}
-		key := counted{enc, form}
-		if !slices.Contains(seen, key) {
+		if key := (counted{enc, form}); !slices.Contains(seen, key) {
 			seen = append(seen, key)
 			var n int64
 			var unbounded bool
@@ -364,15 +365,16 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 			unbounded = unbounded || rt.prompt.unbounded
 			rt.prompt.add(promptCount{enc: enc, tokens: n, unbounded: unbounded})
 		}
-		if c, _ := rt.prompt.count(a.Model); !c.unbounded && a.Model.ContextLength > 0 && c.tokens > a.Model.ContextLength {
-			if over == nil {
-				over, overBy = a, c.tokens
-			}
-			continue
+		if over == nil && !fits(a) {
+			c, _ := rt.prompt.count(a.Model)
+			over, overBy = a, c.tokens
 		}
-		kept = append(kept, *a)
 	}
-	if len(kept) == 0 && over != nil {
+	if over == nil {
+		return nil // the common case: no attempt dropped, nothing copied
+	}
+	kept := slices.DeleteFunc(slices.Clone(rt.Attempts), func(a Attempt) bool { return !fits(&a) })
+	if len(kept) == 0 {
 		field := "messages"
 		if rt.Kind == "responses" {
 			field = "input"
