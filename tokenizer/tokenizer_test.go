@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -138,4 +139,30 @@ func BenchmarkCountO200kOneWord1MB(b *testing.B) {
 	for b.Loop() {
 		e.Count(s)
 	}
+}
+
+// Loading and counting are safe from many goroutines at once.
+func TestConcurrentGetAndCount(t *testing.T) {
+	rows := loadCorpus(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			name := Names()[g%2]
+			e, err := Get(name)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range rows {
+				want := r.O200k
+				if name == Cl100kBase {
+					want = r.Cl100k
+				}
+				if got := e.Count(r.Text); got != want {
+					t.Errorf("%s: %d, want %d", name, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
