@@ -209,8 +209,11 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return t.router.serveOther(w, r, st)
 	}
-	if st.sub == countTokensPath {
+	switch st.sub {
+	case countTokensPath:
 		return t.router.countTokens(w, r, st)
+	case inputTokensPath:
+		return t.router.inputTokens(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {

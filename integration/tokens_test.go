@@ -302,3 +302,40 @@ func TestTokenizerOptionValidates(t *testing.T) {
 		t.Fatalf("caddy validate accepted tokenizer llama3: %v\n%s", err, out)
 	}
 }
+
+// POST /responses/input_tokens answers OpenAI's {object, input_tokens},
+// equal to the input_tokens the provider then bills for the same
+// request, without charging; what it cannot count is a 400.
+func TestResponsesInputTokensRoute(t *testing.T) {
+	startInProcessWith(t, withTokenizedModels(t))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"k"}`)
+	req := `"instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"Wie spät ist es in 東京? 🕰"}]},` +
+		`{"type":"function_call","call_id":"c1","name":"clock","arguments":"{\"city\":\"Tokyo\"}"},{"type":"function_call_output","call_id":"c1","output":"14:05"}],` +
+		`"tools":[{"type":"function","name":"clock","description":"The time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	before := c.snapshot(key, org.MgmtKey)
+	r := c.mustPost("/responses/input_tokens", key, `{"model":"openai/mock",`+req+`}`, nil).expect(t, 200)
+	n := r.JSON.Get("input_tokens").Int()
+	if r.JSON.Get("object").Str != "response.input_tokens" || n <= 0 {
+		t.Fatalf("input_tokens: %s", r.Body)
+	}
+	if after := c.snapshot(key, org.MgmtKey); after.usage != before.usage {
+		t.Fatalf("input_tokens charged")
+	}
+	sent := c.mustPost("/responses", key, `{"model":"openai/mock","max_output_tokens":16,`+req+`}`, nil).expect(t, 200)
+	if billed := sent.JSON.Get("usage.input_tokens").Int(); billed != n {
+		t.Fatalf("input_tokens said %d, the provider billed %d", n, billed)
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"input":"hi"}`, "model"},
+		{`{"model":"openai/mock","input":5}`, "input"},
+		{`{"model":"openai/mock","input":"hi","previous_response_id":"resp_1"}`, "previous_response_id"},
+		{`{"model":"nope/none","input":"hi"}`, "model"},
+	} {
+		r := c.mustPost("/responses/input_tokens", key, tc.body, nil)
+		if r.Status != 400 || !strings.HasPrefix(r.JSON.Get("error.message").Str, tc.field) {
+			t.Errorf("%s: %d %s, want a 400 naming %s", tc.body, r.Status, r.Body, tc.field)
+		}
+	}
+}
