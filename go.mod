@@ -6,6 +6,7 @@ require (
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/elimity-com/scim v0.0.0-20240320110924-172bf2aee9c8
+	github.com/pkoukk/tiktoken-go-loader v0.0.2
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/scim2/filter-parser/v2 v2.2.0

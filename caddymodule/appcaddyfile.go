@@ -76,6 +76,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			name                  <name>
 //			context_length        <tokens>
 //			max_completion_tokens <tokens>
+//			tokenizer             o200k_base|cl100k_base|bytes
 //			pricing {
 //				prompt     <credits per token>
 //				completion <credits per token>
@@ -287,6 +288,10 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 				return m, err
 			}
 			m.MaxCompletionTokens = n
+		case "tokenizer":
+			if !d.AllArgs(&m.Tokenizer) {
+				return m, d.ArgErr()
+			}
 		case "pricing":
 			if d.NextArg() {
 				return m, d.ArgErr()

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
 // ModelConfig is one model of the catalog as written in the app's config.
@@ -34,6 +35,32 @@ type ModelConfig struct {
 	Pricing PricingConfig `json:"pricing"`
 	// Providers serve the model; the first usable one is chosen.
 	Providers []ProviderConfig `json:"providers,omitempty"`
+	// Tokenizer is how the model counts tokens: o200k_base, cl100k_base,
+	// or bytes (unknown: a token per byte bounds the prompt). Default:
+	// o200k_base for openai/ models, bytes for the others.
+	Tokenizer string `json:"tokenizer,omitempty"`
+}
+
+// tokenizerBytes names the byte bound: the model's tokenizer is unknown.
+const tokenizerBytes = "bytes"
+
+// modelTokenizer is the encoding named for the model id, or its author's
+// default; nil for bytes.
+func modelTokenizer(id, name string) (*tokenizer.Encoding, error) {
+	if name == "" {
+		if !strings.HasPrefix(id, "openai/") {
+			return nil, nil
+		}
+		name = tokenizer.O200kBase
+	}
+	if name == tokenizerBytes {
+		return nil, nil
+	}
+	e, err := tokenizer.Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: tokenizer: %v (expected %s or %s)", id, err, strings.Join(tokenizer.Names(), ", "), tokenizerBytes)
+	}
+	return e, nil
 }
 
 // ProviderConfig is one upstream endpoint of a model, in the app's config
@@ -203,6 +230,10 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		return nil, fail("max_completion_tokens", errors.New("must not be negative"))
 	}
 	m := &catalog.Model{ID: mc.ID, Name: mc.Name, ContextLength: mc.ContextLength, MaxCompletionTokens: mc.MaxCompletionTokens}
+	var err error
+	if m.Tokenizer, err = modelTokenizer(mc.ID, mc.Tokenizer); err != nil {
+		return nil, err
+	}
 	if m.Name == "" {
 		m.Name = m.ID
 	}
@@ -393,6 +424,7 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 		dec.DisallowUnknownFields()
 		var cfg struct {
 			Providers []ProviderConfig `json:"providers"`
+			Tokenizer string           `json:"tokenizer"`
 		}
 		if err := dec.Decode(&cfg); err != nil {
 			return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
@@ -404,6 +436,12 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 			}
 			m.Providers = append(m.Providers, p)
 		}
+		var err error
+		if m.Tokenizer, err = modelTokenizer(id.Str, cfg.Tokenizer); err != nil {
+			return nil, err
+		}
+	} else {
+		m.Tokenizer, _ = modelTokenizer(id.Str, "")
 	}
 	raw, err := sjson.Delete(v.Raw, "tollgate")
 	if err != nil {

@@ -279,6 +279,8 @@ func TestCatalogErrors(t *testing.T) {
 		{"file extension typo", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"},"tollgate":{"provider":[]}}]}`, `model "f": tollgate: json: unknown field "provider"`},
 		{"file provider bad url", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"},"tollgate":{"providers":[{"name":"p","base_url":"x"}]}}]}`, `model "f": provider "p": base_url:`},
 		{"file missing", nil, "-", "models_file: open"},
+		{"unknown tokenizer", []ModelConfig{{ID: "openai/gpt-x", Pricing: ok, Tokenizer: "gpt2"}}, "", `model "openai/gpt-x": tokenizer: unknown tokenizer "gpt2" (expected o200k_base, cl100k_base or bytes)`},
+		{"file unknown tokenizer", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"},"tollgate":{"tokenizer":"llama9"}}]}`, `model "f": tokenizer: unknown tokenizer "llama9"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -485,5 +487,60 @@ func TestCatalogCachePricesAndAnthropicStyle(t *testing.T) {
 	}
 	if pub := gjson.ParseBytes(models[1].Public); pub.Get("pricing.input_cache_read").Exists() || models[1].Pricing.CacheReadSet {
 		t.Errorf("unset cache prices shown: %s", pub.Get("pricing").Raw)
+	}
+}
+
+// Models count with the tokenizer named, else their author's: OpenAI's
+// with o200k_base, the others by the byte bound.
+func TestCatalogTokenizers(t *testing.T) {
+	app := provisioned(t, adaptApp(t, `	tollgate {
+		model openai/gpt-4o {
+			pricing {
+				prompt 0
+				completion 0
+			}
+		}
+		model openai/gpt-4 {
+			tokenizer cl100k_base
+			pricing {
+				prompt 0
+				completion 0
+			}
+		}
+		model openai/gpt-oss {
+			tokenizer bytes
+			pricing {
+				prompt 0
+				completion 0
+			}
+		}
+		model meta/llama {
+			pricing {
+				prompt 0
+				completion 0
+			}
+		}
+		model acme/gpt-clone {
+			tokenizer o200k_base
+			pricing {
+				prompt 0
+				completion 0
+			}
+		}
+	}`))
+	cat, err := app.loadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"openai/gpt-4o": "o200k_base", "openai/gpt-4": "cl100k_base",
+		"openai/gpt-oss": "bytes", "meta/llama": "bytes", "acme/gpt-clone": "o200k_base"} {
+		m, _ := cat.Lookup(id)
+		got := "bytes"
+		if m.Tokenizer != nil {
+			got = m.Tokenizer.Name()
+		}
+		if got != want {
+			t.Errorf("%s: tokenizer %s, want %s", id, got, want)
+		}
 	}
 }

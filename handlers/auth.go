@@ -71,7 +71,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		}
 	}
 	secret, present := bearer(r)
-	if !present && st.sub == "/messages" {
+	if !present && isMessagesPath(st.sub) {
 		secret, present = anthropicAPIKey(r)
 	}
 	// A key sent Anthropic's way never reaches a provider either.

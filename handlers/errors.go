@@ -42,7 +42,7 @@ func (ErrorWriter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !errors.As(err, &apiErr) {
 		return next.ServeHTTP(w, r)
 	}
-	if _, sub, _ := admin.ClassifyRoute(r.URL.Path); sub == "/messages" {
+	if _, sub, _ := admin.ClassifyRoute(r.URL.Path); isMessagesPath(sub) {
 		messages.WriteError(w, apiErr)
 		return nil
 	}

@@ -29,9 +29,9 @@ func seriesOf(route *Route) *telemetry.Series {
 }
 
 // isInferencePost reports whether a request counts in requests_total: a
-// POST to an inference route (the model lists are not).
+// POST to an inference route (the model lists and token counts are not).
 func isInferencePost(r *http.Request, st *requestState) bool {
-	return r.Method == http.MethodPost && st.sub != "/models/user"
+	return r.Method == http.MethodPost && st.sub != "/models/user" && !isCountPath(st.sub)
 }
 
 // observeAnswer counts how the gateway answered a request: its 402s and

@@ -53,12 +53,12 @@ func openAIUnsupported(kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which tollgate_websearch serves): this gateway offers none
-// of them.
+// search plugin, which tollgate_websearch serves, and context-compression,
+// middle-out): this gateway offers none of them.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
-	"context-compression": true, "web-fetch": true, "web": true,
+	"web-fetch": true, "web": true,
 }
 
 // reasoningEfforts are the public reasoning.effort values.
@@ -147,6 +147,11 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 			apiErr = apierror.BadRequest(path + ".id: required string")
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
+		case id.Str == "context-compression":
+			// Middle-out (middleout.go), its only engine.
+			if e := p.Get("engine"); e.Exists() && e.Str != "middle-out" {
+				apiErr = apierror.BadRequest(path + `.engine: expected "middle-out"`)
+			}
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
 // The admission estimate of a request's prompt tokens is an upper bound, so
@@ -49,6 +50,39 @@ type promptBound struct {
 	// unbounded: the prompt holds content the body does not (a file by
 	// reference, a previous response...); only the context window bounds it.
 	unbounded bool
+	// counted are the prompt's counts by the tokenizers of the attempts'
+	// models (promptcount.go), which replace the byte bound for them.
+	counted []promptCount
+}
+
+// promptCount is a prompt counted with one tokenizer.
+type promptCount struct {
+	enc       *tokenizer.Encoding
+	tokens    int64
+	unbounded bool
+}
+
+// add keeps a count, the larger for a tokenizer counted twice (on two
+// forms of the body).
+func (b *promptBound) add(c promptCount) {
+	for i := range b.counted {
+		if b.counted[i].enc == c.enc {
+			b.counted[i].tokens = max(b.counted[i].tokens, c.tokens)
+			b.counted[i].unbounded = b.counted[i].unbounded || c.unbounded
+			return
+		}
+	}
+	b.counted = append(b.counted, c)
+}
+
+// count is the prompt's count with m's tokenizer, if it was counted.
+func (b *promptBound) count(m *catalog.Model) (promptCount, bool) {
+	for _, c := range b.counted {
+		if m.Tokenizer != nil && c.enc == m.Tokenizer {
+			return c, true
+		}
+	}
+	return promptCount{}, false
 }
 
 // boundPrompt bounds the prompt of a request whose largest body (as any of
@@ -86,10 +120,14 @@ func boundPrompt(f *reqbody.Fields, bodyBytes int, mediaPartTokens int64) prompt
 
 // tokensFor is the estimate on model m: at most its context window.
 func (b promptBound) tokensFor(m *catalog.Model) int64 {
-	if c := m.ContextLength; c > 0 && (b.unbounded || b.tokens > c) {
+	tokens, unbounded := b.tokens, b.unbounded
+	if n, ok := b.count(m); ok {
+		tokens, unbounded = n.tokens, n.unbounded
+	}
+	if c := m.ContextLength; c > 0 && (unbounded || tokens > c) {
 		return c
 	}
-	return b.tokens
+	return tokens
 }
 
 // partCount counts the parts of a prompt whose tokens its bytes do not

@@ -40,6 +40,10 @@ type Route struct {
 	InputTokens int64
 	// prompt bounds the prompt's tokens for admission (promptbound.go).
 	prompt promptBound
+	// compress: the request asks for middle-out compression; compressed
+	// says what it removed (middleout.go), "" when nothing.
+	compress   bool
+	compressed string
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 

@@ -115,6 +115,12 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil {
 		apiErr = rt.checkEndUser(st.id, route)
 	}
+	if apiErr == nil {
+		// Bounded on the longest body any provider receives: the model id
+		// spliced in per attempt is no prompt text.
+		route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		apiErr = route.countPrompt(rt.MediaPartTokens)
+	}
 	if apiErr != nil {
 		return apiErr
 	}
@@ -143,9 +149,6 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	}
 	// Estimated on the body as the first provider receives it.
 	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
-	// Bounded on the longest body any provider receives: the model id
-	// spliced in per attempt is no prompt text.
-	route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 	return nil
 }
 
@@ -264,6 +267,16 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	}
 	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
 		return nil, apiErr
+	}
+	if route.compress, apiErr = compressionAsked(field("transforms"), field("plugins")); apiErr != nil {
+		return nil, apiErr
+	}
+	if route.compress && kind != "chat" {
+		name := "transforms"
+		if !field("transforms").Exists() {
+			name = "plugins"
+		}
+		return nil, apierror.BadRequest(name + ": middle-out compression is served on /chat/completions only")
 	}
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr

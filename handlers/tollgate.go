@@ -209,6 +209,12 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
 		return t.router.serveOther(w, r, st)
 	}
+	switch st.sub {
+	case countTokensPath:
+		return t.router.countTokens(w, r, st)
+	case inputTokensPath:
+		return t.router.inputTokens(w, r, st)
+	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
@@ -219,6 +225,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
+	setCompressionHeader(w.Header(), st.route)
 	if st.plan == nil {
 		return t.meter.run(w, r, st, t.proxies)
 	}

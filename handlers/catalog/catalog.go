@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
 // Provider is one upstream endpoint that serves a model.
@@ -95,6 +96,9 @@ type Model struct {
 	MaxCompletionTokens int64           `json:"max_completion_tokens,omitempty"`
 	Pricing             billing.Pricing `json:"-"`
 	Providers           []*Provider     `json:"providers"`
+	// Tokenizer counts the model's prompt tokens for admission as its
+	// provider bills them; nil: unknown, bounded by the body's bytes.
+	Tokenizer *tokenizer.Encoding `json:"-"`
 	// Public is the model's object in the public models-list format, with
 	// every field the public schema requires, as served by GET /models.
 	Public json.RawMessage `json:"-"`

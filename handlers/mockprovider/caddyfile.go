@@ -28,7 +28,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	tollgate_mock_provider {
 //	    latency       <duration>
 //	    chunk_delay   <duration>
-//	    prompt_tokens words|bytes
+//	    prompt_tokens words|bytes|o200k_base|cl100k_base
 //	    strict
 //	}
 //
@@ -45,8 +45,8 @@ func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&m.PromptTokens) {
 				return d.ArgErr()
 			}
-			if m.PromptTokens != "words" && m.PromptTokens != "bytes" {
-				return d.Errf(`prompt_tokens must be "words" or "bytes": %q`, m.PromptTokens)
+			if m.PromptTokens == "" || !validPromptTokens(m.PromptTokens) {
+				return d.Errf(`prompt_tokens must be "words", "bytes", "o200k_base" or "cl100k_base": %q`, m.PromptTokens)
 			}
 			continue
 		case "strict":

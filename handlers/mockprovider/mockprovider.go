@@ -23,6 +23,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/standin"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
 // Handler is an OpenAI-compatible upstream served by Caddy itself, for
@@ -76,8 +77,10 @@ type Handler struct {
 	Latency caddy.Duration `json:"latency,omitempty"`
 	// ChunkDelay is the delay between two streamed text chunks. Default: 0.
 	ChunkDelay caddy.Duration `json:"chunk_delay,omitempty"`
-	// PromptTokens is how prompt tokens are counted: "words" (default) or
-	// "bytes", the adversarial count of dense text.
+	// PromptTokens is how prompt tokens are counted: "words" (default),
+	// "bytes" (the adversarial count of dense text), or an OpenAI
+	// encoding ("o200k_base", "cl100k_base"): as OpenAI bills a model of
+	// that encoding (OpenAIPromptTokens).
 	PromptTokens string `json:"prompt_tokens,omitempty"`
 	// Strict validates requests as OpenAI does (strict.go): unknown
 	// parameters are refused, streams report usage only when asked, and
@@ -148,8 +151,8 @@ func (m *Handler) Validate() error {
 	if m.ChunkDelay < 0 {
 		return fmt.Errorf("chunk_delay must not be negative: %v", time.Duration(m.ChunkDelay))
 	}
-	if m.PromptTokens != "" && m.PromptTokens != "words" && m.PromptTokens != "bytes" {
-		return fmt.Errorf(`prompt_tokens must be "words" or "bytes": %q`, m.PromptTokens)
+	if !validPromptTokens(m.PromptTokens) {
+		return fmt.Errorf(`prompt_tokens must be "words", "bytes", "o200k_base" or "cl100k_base": %q`, m.PromptTokens)
 	}
 	return nil
 }
@@ -389,6 +392,9 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api st
 		q.streamUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
 	}
 	parse(body, q)
+	if enc, err := tokenizer.Get(m.PromptTokens); err == nil {
+		q.prompt = OpenAIPromptTokens(enc, api, body)
+	}
 	parseMockSearch(body, q)
 
 	if strings.Contains(q.model, "slow") {

@@ -1,0 +1,161 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+)
+
+// The token counting routes: Anthropic's, below /messages, and
+// OpenAI's, below /responses.
+const (
+	countTokensPath = "/messages/count_tokens"
+	inputTokensPath = "/responses/input_tokens"
+)
+
+// isCountPath reports a token counting route: answered by the gateway,
+// never metered.
+func isCountPath(sub string) bool { return sub == countTokensPath || sub == inputTokensPath }
+
+// inputTokens answers POST /responses/input_tokens as OpenAI does,
+// {"object":"response.input_tokens","input_tokens":n}, for a Responses
+// body and a model of the catalog: the prompt as admission counts it on
+// the body the model's first provider receives (translated for a
+// chat-only one); for a model without a tokenizer, the byte bound.
+// Content the gateway cannot count (a previous response, a stored
+// prompt, a file) is a 400 naming the field.
+func (rt *Router) inputTokens(w http.ResponseWriter, r *http.Request, st *requestState) error {
+	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
+	if apiErr == nil {
+		var n int64
+		if n, apiErr = rt.countResponsesTokens(st, body); apiErr == nil {
+			return writeCount(w, `{"object":"response.input_tokens","input_tokens":`, n)
+		}
+	}
+	return apierror.Fail(r, apiErr)
+}
+
+func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *apierror.Error) {
+	f, apiErr := validateInference("/responses", body)
+	if apiErr != nil {
+		return 0, apiErr
+	}
+	model, _ := f.String("model")
+	m, apiErr := rt.countedModel(st, model)
+	if apiErr != nil {
+		return 0, apiErr
+	}
+	for _, name := range []string{"previous_response_id", "conversation", "prompt"} {
+		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
+			return 0, apierror.BadRequest(name + ": the gateway cannot count what it refers to")
+		}
+	}
+	if m.Tokenizer == nil {
+		b := boundPrompt(f, len(body), rt.MediaPartTokens)
+		if b.unbounded {
+			return 0, apierror.BadRequest("input: holds content the gateway cannot count (a file or a stored item)")
+		}
+		return b.tokensFor(m), nil
+	}
+	var n int64
+	var unbounded bool
+	if len(m.Providers) > 0 && m.Providers[0].ChatOnly() {
+		chat, err := translate.ResponsesToChat(body)
+		if err != nil {
+			return 0, apierror.BadRequest(err.Error())
+		}
+		n, unbounded = countChatBody(m.Tokenizer, chat, rt.MediaPartTokens)
+	} else {
+		n, unbounded = countResponsesBody(m.Tokenizer, body, rt.MediaPartTokens)
+	}
+	if unbounded {
+		return 0, apierror.BadRequest("input: holds content the gateway cannot count (a file or a stored item)")
+	}
+	return n, nil
+}
+
+// countedModel is the catalog model a counting request names, if the
+// caller may use it.
+func (rt *Router) countedModel(st *requestState, model string) (*catalog.Model, *apierror.Error) {
+	m, ok := rt.catalog().Lookup(model)
+	if !ok {
+		return nil, apierror.BadRequest(fmt.Sprintf("model: unknown model %q", model))
+	}
+	if denied := policy.CheckModel(rt.rulesFor(st.id), model); denied != nil {
+		return nil, refusalError(denied)
+	}
+	return m, nil
+}
+
+// writeCount answers a count: prefix, then n and the object's end.
+func writeCount(w http.ResponseWriter, prefix string, n int64) error {
+	out := []byte(prefix + strconv.FormatInt(n, 10) + "}\n")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(out)
+	return err
+}
+
+// countTokens answers POST /messages/count_tokens as Anthropic does,
+// {"input_tokens": n}, for a model of the catalog, without calling a
+// provider or charging anything: n is the prompt as admission counts it
+// (promptcount.go) on the Messages body translated for an OpenAI-style
+// provider, so it equals the prompt_tokens such a provider then reports;
+// for a model without a tokenizer, the byte bound.
+func (rt *Router) countTokens(w http.ResponseWriter, r *http.Request, st *requestState) error {
+	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
+	if apiErr == nil {
+		var n int64
+		if n, apiErr = rt.countMessagesTokens(st, body); apiErr == nil {
+			return writeCount(w, `{"input_tokens":`, n)
+		}
+	}
+	return apierror.Fail(r, apiErr)
+}
+
+// countMessagesTokens checks a count_tokens body and counts its prompt.
+func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *apierror.Error) {
+	f, apiErr := reqbody.ParseObject(body)
+	if apiErr != nil {
+		return 0, apiErr
+	}
+	model, ok := f.String("model")
+	if f.Err == nil && (!ok || model == "") {
+		return 0, apierror.BadRequest("model: required string")
+	}
+	if v, ok := f.Get("messages"); f.Err == nil && (!ok || !v.IsArray()) {
+		f.Fail("messages", "an array of messages")
+	}
+	if f.Err != nil {
+		return 0, f.Err
+	}
+	m, apiErr := rt.countedModel(st, model)
+	if apiErr != nil {
+		return 0, apiErr
+	}
+	chat, err := messages.MessagesToChat(body)
+	if err != nil {
+		return 0, apierror.BadRequest(err.Error())
+	}
+	if m.Tokenizer == nil {
+		b := boundPrompt(f, len(chat), rt.MediaPartTokens)
+		return b.tokensFor(m), nil
+	}
+	n, _ := countChatBody(m.Tokenizer, chat, rt.MediaPartTokens)
+	return n, nil
+}
+
+// isMessagesPath reports the paths of the Messages API: its errors take
+// Anthropic's shape, and its key may come as X-Api-Key.
+func isMessagesPath(sub string) bool { return sub == "/messages" || sub == countTokensPath }

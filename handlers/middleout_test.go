@@ -1,0 +1,105 @@
+package handlers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
+)
+
+// conversation is a chat body: a system prompt, a first question, turns
+// of filler with a tool call and its results in the middle, a last
+// question.
+func conversation(turns int) string {
+	filler := strings.Repeat("This turn says something long about the weather and the sea. ", 4)
+	msgs := []string{`{"role":"system","content":"You are terse."}`, `{"role":"user","content":"FIRST question"}`}
+	for i := range turns {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":"%d %s"}`, i, filler), fmt.Sprintf(`{"role":"user","content":"%d %s"}`, i, filler))
+		if i == turns/2 {
+			msgs = append(msgs, `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}`,
+				`{"role":"tool","tool_call_id":"c1","content":"`+filler+`"}`, `{"role":"tool","tool_call_id":"c2","content":"ok"}`)
+		}
+	}
+	msgs = append(msgs, `{"role":"user","content":"LAST question"}`)
+	return `{"model":"openai/m","messages":[` + strings.Join(msgs, ",") + `]}`
+}
+
+func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
+	enc, _ := tokenizer.Get(tokenizer.O200kBase)
+	body := conversation(12)
+	full, _ := countChatBody(enc, []byte(body), DefaultMediaPartTokens)
+	for _, ctx := range []int64{full + 100, full / 2, full / 4, 200} {
+		m := &catalog.Model{ID: "openai/m", ContextLength: ctx, Tokenizer: enc}
+		rt := &Route{Kind: "chat", MaxTokens: 50, body: []byte(body), Attempts: []Attempt{{Model: m, Provider: &catalog.Provider{}}}}
+		if apiErr := rt.middleOut(DefaultMediaPartTokens); apiErr != nil {
+			t.Fatal(apiErr)
+		}
+		got, _ := countChatBody(enc, rt.body, DefaultMediaPartTokens)
+		if ctx > full+50 {
+			if string(rt.body) != body || rt.compressed != "" {
+				t.Fatalf("context %d: a fitting prompt changed", ctx)
+			}
+			continue
+		}
+		if got > ctx-50 {
+			t.Fatalf("context %d: %d tokens left, room for 50 wanted", ctx, got)
+		}
+		msgs := gjson.GetBytes(rt.body, "messages").Array()
+		if msgs[0].Get("role").Str != "system" || msgs[1].Get("content").Str != "FIRST question" || msgs[len(msgs)-1].Get("content").Str != "LAST question" {
+			t.Fatalf("context %d: head or tail removed: %s", ctx, rt.body)
+		}
+		// Every tool message follows its call; a call keeps its results.
+		for i, m := range msgs {
+			if m.Get("role").Str == "tool" {
+				j := i
+				for j > 0 && msgs[j-1].Get("role").Str == "tool" {
+					j--
+				}
+				if j == 0 || !msgs[j-1].Get("tool_calls").Exists() {
+					t.Fatalf("context %d: an orphan tool message: %s", ctx, rt.body)
+				}
+			}
+			if m.Get("tool_calls").Exists() && (i+2 >= len(msgs) || msgs[i+2].Get("role").Str != "tool") {
+				t.Fatalf("context %d: a tool call lost its results: %s", ctx, rt.body)
+			}
+		}
+		removed := 2 + 12*2 + 3 + 1 - len(msgs)
+		want := fmt.Sprintf("middle-out; removed_messages=%d; removed_tokens=%d", removed, full-got)
+		if rt.compressed != want {
+			t.Fatalf("context %d: header %q, want %q", ctx, rt.compressed, want)
+		}
+	}
+}
+
+func TestCompressionAsked(t *testing.T) {
+	for _, tc := range []struct {
+		transforms, plugins string
+		asked               bool
+		err                 string
+	}{
+		{`["middle-out"]`, ``, true, ""},
+		{``, `[{"id":"context-compression"}]`, true, ""},
+		{``, `[{"id":"context-compression","enabled":false}]`, false, ""},
+		{`[]`, ``, false, ""},
+		{`["fuzz"]`, ``, false, `transforms[0]: unknown transform "fuzz"`},
+		{`"middle-out"`, ``, false, "transforms: expected an array"},
+	} {
+		asked, apiErr := compressionAsked(gjson.Parse(tc.transforms), gjson.Parse(tc.plugins))
+		if tc.err != "" {
+			if apiErr == nil || !strings.HasPrefix(apiErr.Message, tc.err) {
+				t.Errorf("%s %s: %v, want %q", tc.transforms, tc.plugins, apiErr, tc.err)
+			}
+			continue
+		}
+		if apiErr != nil || asked != tc.asked {
+			t.Errorf("%s %s: %v %v", tc.transforms, tc.plugins, asked, apiErr)
+		}
+	}
+	if apiErr := checkPlugins(gjson.Parse(`[{"id":"context-compression","engine":"summary"}]`)); apiErr == nil || !strings.Contains(apiErr.Message, "plugins[0].engine") {
+		t.Errorf("engine: %v", apiErr)
+	}
+}

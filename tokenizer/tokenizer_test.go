@@ -1,0 +1,168 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type corpusRow struct {
+	Text   string `json:"text"`
+	O200k  int    `json:"o200k_base"`
+	Cl100k int    `json:"cl100k_base"`
+}
+
+func loadCorpus(t testing.TB) []corpusRow {
+	data, err := os.ReadFile("testdata/corpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []corpusRow
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// The counts equal those of OpenAI's tiktoken (testdata/reference.js),
+// text by text and for the whole corpus joined.
+func TestCountMatchesReference(t *testing.T) {
+	rows := loadCorpus(t)
+	for _, name := range Names() {
+		e, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			want := r.O200k
+			if name == Cl100kBase {
+				want = r.Cl100k
+			}
+			if got := e.Count(r.Text); got != want {
+				t.Errorf("%s %q: %d tokens, tiktoken counts %d", name, r.Text, got, want)
+			}
+		}
+	}
+}
+
+func TestSplitEdges(t *testing.T) {
+	e, err := Get(O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string]int{
+		"":                              0,
+		"a":                             1,
+		"hello world":                   2,
+		"\n":                            1,
+		"   ":                           1,
+		strings.Repeat("a", maxPiece+1): maxPiece + 1, // past maxPiece, a piece counts as its bytes
+	} {
+		if got := e.Count(s); got != want {
+			t.Errorf("%q: %d, want %d", s, got, want)
+		}
+	}
+}
+
+// A long piece (one word, one run of spaces) is merged in O(n log n):
+// the heap's merges equal the scan's on pieces both can take.
+func TestLongPieceMergesAsShort(t *testing.T) {
+	e, err := Get(O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"antidisestablishmentarianism", "Pneumonoultramicroscopicsilicovolcanoconiosis",
+		"xqzjvkwpyfhgbmdlrtsn", strings.Repeat("ab", 20), strings.Repeat(" ", 40)} {
+		if len(w) > smallPiece {
+			t.Fatalf("%q is not short", w)
+		}
+		if short, long := e.countPiece(w), e.mergeLong(w); short != long {
+			t.Errorf("%q: scan %d, heap %d", w, short, long)
+		}
+	}
+}
+
+func TestUnknownName(t *testing.T) {
+	if _, err := Get("gpt2"); err == nil || !strings.Contains(err.Error(), `"gpt2"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// benchText is prose, code and JSON of several scripts, n bytes long.
+func benchText(b *testing.B, n int) string {
+	var sb strings.Builder
+	rows := loadCorpus(b)
+	for sb.Len() < n {
+		for _, r := range rows {
+			sb.WriteString(r.Text)
+			sb.WriteByte('\n')
+		}
+	}
+	s := sb.String()[:n]
+	for !strings.HasSuffix(s, "\n") && len(s) > 0 && s[len(s)-1] >= 0x80 {
+		s = s[:len(s)-1] // end on a whole character
+	}
+	return s
+}
+
+func benchmarkCount(b *testing.B, name string, n int) {
+	e, err := Get(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := benchText(b, n)
+	tokens := e.Count(s)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Count(s)
+	}
+	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+func BenchmarkCountO200k1KB(b *testing.B)    { benchmarkCount(b, O200kBase, 1<<10) }
+func BenchmarkCountO200k100KB(b *testing.B)  { benchmarkCount(b, O200kBase, 100<<10) }
+func BenchmarkCountO200k1MB(b *testing.B)    { benchmarkCount(b, O200kBase, 1<<20) }
+func BenchmarkCountCl100k1KB(b *testing.B)   { benchmarkCount(b, Cl100kBase, 1<<10) }
+func BenchmarkCountCl100k100KB(b *testing.B) { benchmarkCount(b, Cl100kBase, 100<<10) }
+func BenchmarkCountCl100k1MB(b *testing.B)   { benchmarkCount(b, Cl100kBase, 1<<20) }
+
+// A text of one repeated letter is a single piece: the heap keeps it
+// near-linear.
+func BenchmarkCountO200kOneWord1MB(b *testing.B) {
+	e, _ := Get(O200kBase)
+	s := strings.Repeat("a", 1<<20)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Count(s)
+	}
+}
+
+// Loading and counting are safe from many goroutines at once.
+func TestConcurrentGetAndCount(t *testing.T) {
+	rows := loadCorpus(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			name := Names()[g%2]
+			e, err := Get(name)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range rows {
+				want := r.O200k
+				if name == Cl100kBase {
+					want = r.Cl100k
+				}
+				if got := e.Count(r.Text); got != want {
+					t.Errorf("%s: %d, want %d", name, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
