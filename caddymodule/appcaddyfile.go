@@ -362,7 +362,7 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			}
 			m.Providers = append(m.Providers, p)
 		default:
-			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "pricing", "provider"})
+			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "tokenizer", "pricing", "provider"})
 		}
 	}
 	// What Provision would refuse, refused here at the model's line.
