@@ -218,7 +218,8 @@ func (a *mockAnswer) completion() int {
 	}
 	return n
 }
-func (a *mockAnswer) total() int      { return a.prompt + len(a.words) }
+
+func (a *mockAnswer) total() int { return a.prompt + a.completion() }
 
 // delta is the i-th stream chunk; the chunks concatenate to text().
 func (a *mockAnswer) delta(i int) string {
