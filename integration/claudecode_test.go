@@ -54,6 +54,8 @@ type clientTap struct {
 	mu   sync.Mutex
 	reqs []tappedRequest
 	gens []string
+	// refused are the requests the gateway did not answer with a 200.
+	refused []string
 }
 
 func newClientTap(t *testing.T, target string) *clientTap {
@@ -66,10 +68,13 @@ func newClientTap(t *testing.T, target string) *clientTap {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1
 	rp.ModifyResponse = func(res *http.Response) error {
+		tap.mu.Lock()
+		defer tap.mu.Unlock()
+		if res.StatusCode != http.StatusOK {
+			tap.refused = append(tap.refused, fmt.Sprintf("%s: %d", res.Request.URL.RequestURI(), res.StatusCode))
+		}
 		if id := res.Header.Get("X-Generation-Id"); id != "" {
-			tap.mu.Lock()
 			tap.gens = append(tap.gens, id)
-			tap.mu.Unlock()
 		}
 		return nil
 	}
@@ -86,12 +91,12 @@ func newClientTap(t *testing.T, target string) *clientTap {
 }
 
 // take returns and forgets what the tap recorded.
-func (tap *clientTap) take() ([]tappedRequest, []string) {
+func (tap *clientTap) take() (reqs []tappedRequest, gens, refused []string) {
 	tap.mu.Lock()
 	defer tap.mu.Unlock()
-	reqs, gens := tap.reqs, tap.gens
-	tap.reqs, tap.gens = nil, nil
-	return reqs, gens
+	reqs, gens, refused = tap.reqs, tap.gens, tap.refused
+	tap.reqs, tap.gens, tap.refused = nil, nil, nil
+	return reqs, gens, refused
 }
 
 // runClaude runs Claude Code in print mode (claude -p prompt
@@ -143,7 +148,7 @@ func runClaude(t *testing.T, bin, base, key, model, dir, prompt string) gjson.Re
 // result; each model call charged exactly once.
 func TestClaudeCode(t *testing.T) {
 	bin := claudeBinary(t)
-	provider := newRequestTap(t, mockAddr)
+	chatUp, anthropicUp := newRequestTap(t, mockAddr), newRequestTap(t, mockAddr)
 	startInProcessWith(t, withModels(t, fmt.Sprintf(`		model cc/mock {
 			context_length 200000
 			max_completion_tokens 8192
@@ -156,7 +161,22 @@ func TestClaudeCode(t *testing.T) {
 				api_key mock
 			}
 		}
-`, provider.addr())))
+		model cc/claude {
+			context_length 200000
+			max_completion_tokens 8192
+			pricing {
+				prompt 0.000003
+				completion 0.000015
+				input_cache_read 0.0000003
+				input_cache_write 0.00000375
+			}
+			provider anthropic http://%s {
+				model claude-mock
+				api_key sk-ant-operator
+				style anthropic
+			}
+		}
+`, chatUp.addr(), anthropicUp.addr())))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"claude-code"}`)
@@ -167,13 +187,26 @@ func TestClaudeCode(t *testing.T) {
 	// check runs one print-mode session and checks what every model call
 	// was: a Messages request Claude Code sent as it does today, one
 	// clean chat request at the provider, one generation, charged once.
-	check := func(t *testing.T, prompt string) gjson.Result {
+	//
+	// At the chat provider, the request is a chat completion without
+	// Anthropic's headers (the strict mock refuses them, and any
+	// Anthropic-only member); at the Anthropic-style one, the Messages
+	// request with Claude Code's betas, all of which are on the default
+	// allow-list today.
+	check := func(t *testing.T, model, prompt string) gjson.Result {
+		provider := chatUp
+		if model == "cc/claude" {
+			provider = anthropicUp
+		}
 		before := c.snapshot(key, org.MgmtKey)
-		res := runClaude(t, bin, base, key, "cc/mock", dir, prompt)
+		res := runClaude(t, bin, base, key, model, dir, prompt)
 		if res.Get("is_error").Bool() || res.Get("subtype").Str != "success" {
 			t.Fatalf("claude result %s", res.Raw)
 		}
-		reqs, gens := tap.take()
+		reqs, gens, refused := tap.take()
+		if len(refused) > 0 {
+			t.Fatalf("the gateway refused Claude Code's requests: %v", refused)
+		}
 		var calls int
 		for _, r := range reqs {
 			if !strings.HasPrefix(r.uri, "/api/v1/messages") {
@@ -186,16 +219,25 @@ func TestClaudeCode(t *testing.T) {
 		if calls == 0 || len(gens) != calls {
 			t.Fatalf("%d model calls, %d generations", calls, len(gens))
 		}
-		for range calls {
+		for _, r := range reqs {
+			if !strings.HasPrefix(r.uri, "/api/v1/messages") {
+				continue
+			}
 			up := provider.take(t)
-			if up.uri != "/v1/chat/completions" || up.header.Get("Anthropic-Beta") != "" {
-				t.Fatalf("provider got %s with %v", up.uri, up.header)
+			sent := strings.ReplaceAll(r.header.Get("Anthropic-Beta"), " ", "")
+			switch {
+			case model == "cc/mock" && (up.uri != "/v1/chat/completions" || up.header.Get("Anthropic-Beta") != ""):
+				t.Fatalf("chat provider got %s with %v", up.uri, up.header)
+			case model == "cc/claude" && (up.uri != "/v1/messages?beta=true" || sent == "" || up.header.Get("Anthropic-Beta") != sent ||
+				!gjson.GetBytes(up.body, "thinking").Exists() || !gjson.GetBytes(up.body, "context_management").Exists()):
+				t.Fatalf("Anthropic-style provider got %s with anthropic-beta %q (Claude Code sent %q): %.300s",
+					up.uri, up.header.Get("Anthropic-Beta"), sent, up.body)
 			}
 		}
 		var total money.Amount
 		for _, id := range gens {
 			g := c.api("GET", "/generation?id="+id, key, nil).expect(t, 200).JSON.Get("data")
-			if g.Get("model").Str != "cc/mock" || g.Get("tokens_prompt").Int() == 0 {
+			if g.Get("model").Str != model || g.Get("tokens_prompt").Int() == 0 {
 				t.Fatalf("generation %s", g.Raw)
 			}
 			total += creditAmount(t, g.Get("total_cost"))
@@ -207,25 +249,27 @@ func TestClaudeCode(t *testing.T) {
 		return res
 	}
 
-	t.Run("plain answer", func(t *testing.T) {
-		res := check(t, "Say hello")
-		if r := res.Get("result").Str; !strings.HasPrefix(r, "Mock answer from tollgate-mock") || res.Get("num_turns").Int() != 1 {
-			t.Fatalf("result %s", res.Raw)
-		}
-	})
+	for _, tc := range []struct{ model, upstream string }{{"cc/mock", "tollgate-mock"}, {"cc/claude", "claude-mock"}} {
+		t.Run(tc.model+" plain answer", func(t *testing.T) {
+			res := check(t, tc.model, "Say hello")
+			if r := res.Get("result").Str; !strings.HasPrefix(r, "Mock answer from "+tc.upstream) || res.Get("num_turns").Int() != 1 {
+				t.Fatalf("result %s", res.Raw)
+			}
+		})
 
-	t.Run("tool loop", func(t *testing.T) {
-		file := filepath.Join(dir, "notes.txt")
-		if err := os.WriteFile(file, []byte("The launch code is tangerine-42.\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		res := check(t, "Quote the notes.\nmock-tool-call: Read {\"file_path\":\""+file+"\"}")
-		r := res.Get("result").Str
-		if !strings.HasPrefix(r, "Mock answer from tollgate-mock: tool result") || !strings.Contains(r, "The launch code is tangerine-42.") ||
-			res.Get("num_turns").Int() != 2 {
-			t.Fatalf("result %s", res.Raw)
-		}
-	})
+		t.Run(tc.model+" tool loop", func(t *testing.T) {
+			file := filepath.Join(dir, "notes.txt")
+			if err := os.WriteFile(file, []byte("The launch code is tangerine-42.\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := check(t, tc.model, "Quote the notes.\nmock-tool-call: Read {\"file_path\":\""+file+"\"}")
+			r := res.Get("result").Str
+			if !strings.HasPrefix(r, "Mock answer from "+tc.upstream+": tool result") || !strings.Contains(r, "The launch code is tangerine-42.") ||
+				res.Get("num_turns").Int() != 2 {
+				t.Fatalf("result %s", res.Raw)
+			}
+		})
+	}
 }
 
 // logClaudeRequest logs what Claude Code sent (its headers' names and

@@ -2,12 +2,14 @@ package mockprovider
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
 )
 
-// Scripted tool calls (Chat Completions), so that tests can drive an
+// Scripted tool calls (Chat Completions, and Anthropic's Messages API
+// with tool_use blocks), so that tests can drive an
 // agent's tool loop (Claude Code's, for one) through the mock
 // deterministically:
 //
@@ -65,22 +67,34 @@ func (q *mockRequest) scriptTurn(body []byte) {
 		if m.Get("role").Str != "user" {
 			continue
 		}
-		for _, line := range strings.Split(contentText(m.Get("content")), "\n") {
-			rest, ok := strings.CutPrefix(strings.TrimSpace(line), mockToolCallMarker)
-			if !ok {
-				continue
-			}
-			name, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-			args = strings.TrimSpace(args)
-			if args == "" {
-				args = "{}"
-			}
-			if !offered[name] || !json.Valid([]byte(args)) {
-				continue
-			}
-			q.calls = append(q.calls, mockToolCall{ID: newID("call_"), Name: name, Arguments: args})
+		names := make([]string, 0, len(offered))
+		for n := range offered {
+			names = append(names, n)
 		}
+		q.calls = append(q.calls, scriptedCalls(contentText(m.Get("content")), names)...)
 	}
+}
+
+// scriptedCalls are the calls the marker lines of text ask for, of the
+// tools offered.
+func scriptedCalls(text string, offered []string) []mockToolCall {
+	var calls []mockToolCall
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), mockToolCallMarker)
+		if !ok {
+			continue
+		}
+		name, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		args = strings.TrimSpace(args)
+		if args == "" {
+			args = "{}"
+		}
+		if !slices.Contains(offered, name) || !json.Valid([]byte(args)) {
+			continue
+		}
+		calls = append(calls, mockToolCall{ID: newID("call_"), Name: name, Arguments: args})
+	}
+	return calls
 }
 
 // chatToolCall is a tool call of a chat message or delta.
