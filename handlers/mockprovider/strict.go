@@ -173,6 +173,9 @@ func strictChatShape(body []byte) string {
 		}
 	}
 	for i, t := range gjson.GetBytes(body, "tools").Array() {
+		if t.Get("type").Str != "function" {
+			continue // vendors' own tools, such as their web search
+		}
 		path := "tools." + strconv.Itoa(i)
 		if msg := extra(path, t, chatToolKeys); msg != "" {
 			return msg

@@ -19,9 +19,10 @@ import (
 //     request offers it; several lines are parallel calls, in order
 //     (finish_reason tool_calls; streamed as tool_calls deltas, the
 //     arguments in two pieces);
-//   - a turn that holds tool messages (the results of the calls) is
-//     answered with "Mock answer from <model>: tool result <their text>",
-//     so that a test sees the result reached the model.
+//   - a request that ends with tool messages (the results of the calls)
+//     is answered with "Mock answer from <model>: tool result <the text of
+//     the turn's tool messages>", so that a test sees the results reached
+//     the model; a user message after them is answered as usual.
 //
 // The completion counts one token per word of each call's name and
 // arguments.
@@ -40,21 +41,21 @@ type mockToolCall struct {
 func (c mockToolCall) tokens() int { return countWords(c.Name + " " + c.Arguments) }
 
 // scriptTurn reads the current turn of a chat request: the tool results
-// it holds (toolText, the echo of the answer) or, without any, the tool
-// calls its user messages ask for.
+// it ends with (the echo of the answer) or the tool calls its user
+// messages ask for.
 func (q *mockRequest) scriptTurn(body []byte) {
 	msgs := gjson.GetBytes(body, "messages").Array()
 	start := len(msgs)
 	for start > 0 && msgs[start-1].Get("role").Str != "assistant" {
 		start--
 	}
-	var results []string
-	for _, m := range msgs[start:] {
-		if m.Get("role").Str == "tool" {
-			results = append(results, contentText(m.Get("content")))
+	if len(msgs) > 0 && msgs[len(msgs)-1].Get("role").Str == "tool" {
+		var results []string
+		for _, m := range msgs[start:] {
+			if m.Get("role").Str == "tool" {
+				results = append(results, contentText(m.Get("content")))
+			}
 		}
-	}
-	if len(results) > 0 {
 		q.lastUser = "tool result " + strings.Join(results, " ")
 		return
 	}

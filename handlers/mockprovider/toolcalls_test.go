@@ -51,11 +51,11 @@ func TestScriptedToolCalls(t *testing.T) {
 		t.Errorf("finish %q names %v args %v", finish, names, args)
 	}
 
-	// The turn of tool results is answered from them; the marker of the
-	// earlier turn asks for nothing.
+	// A request that ends with tool results is answered from them; the
+	// marker of the earlier turn asks for nothing.
 	body = `{"model":"m1","messages":[{"role":"user","content":"mock-tool-call: Read {}"},
 		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"Read","arguments":"{}"}}]},
-		{"role":"tool","tool_call_id":"call_1","content":"1\tthe file says hi"},{"role":"user","content":"<reminder>"}],` + scriptTools + `}`
+		{"role":"tool","tool_call_id":"call_1","content":"1\tthe file says hi"}],` + scriptTools + `}`
 	res = testgw.Post(t, srv, "/v1/chat/completions", body)
 	if c := gjson.Get(res.Body, "choices.0.message.content").Str; c != "Mock answer from m1: tool result 1 the file says hi" {
 		t.Errorf("%d %s", res.Status, res.Body)
