@@ -295,3 +295,86 @@ func logClaudeRequest(t *testing.T, r tappedRequest) {
 		r.uri, len(r.body), r.header.Get("Anthropic-Beta"), fields, roles, len(body.Get("tools").Array()),
 		body.Get("thinking").Raw, body.Get("output_config").Raw)
 }
+
+// TestMessagesAgentLoop drives an agent's loop on the Messages route
+// through the strict OpenAI-style mock, as Claude Code's is: parallel
+// tool calls streamed as tool_use blocks (input_json_delta, stop_reason
+// tool_use), their results sent back (text, an image, an error) as tool
+// messages, the answer made from them; each call charged what its usage
+// says. Bad input is a 400 naming the path, charged nothing.
+func TestMessagesAgentLoop(t *testing.T) {
+	startInProcess(t)
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"agent"}`)
+	tools := `"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"file_path":{"type":"string"}}}},
+		{"name":"Grep","input_schema":{"type":"object","properties":{"pattern":{"type":"string"}}},"cache_control":{"type":"ephemeral"}}]`
+	ask := `{"role":"user","content":[{"type":"text","text":"Look.\nmock-tool-call: Read {\"file_path\":\"/a.txt\"}\nmock-tool-call: Grep {\"pattern\":\"x\"}","cache_control":{"type":"ephemeral"}}]}`
+	common := `"model":"tollgate-mock","max_tokens":200,"thinking":{"type":"adaptive"},"output_config":{"effort":"medium"},
+		"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},` + tools
+
+	before := c.snapshot(key, org.MgmtKey)
+	docs, names := messagesEvents(t, c.streamOf(t, "/messages", key, `{`+common+`,"stream":true,"messages":[`+ask+`,{"role":"system","content":"Mid-conversation note."}]}`))
+	if names != "message_start ping content_block_start content_block_delta content_block_delta content_block_stop "+
+		"content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop" {
+		t.Fatalf("events %s", names)
+	}
+	type use struct{ id, name, input string }
+	var uses []use
+	for _, d := range docs {
+		switch d.Get("type").Str {
+		case "content_block_start":
+			b := d.Get("content_block")
+			if b.Get("type").Str != "tool_use" || b.Get("input").Raw != "{}" {
+				t.Fatalf("block %s", b.Raw)
+			}
+			uses = append(uses, use{id: b.Get("id").Str, name: b.Get("name").Str})
+		case "content_block_delta":
+			if d.Get("delta.type").Str != "input_json_delta" {
+				t.Fatalf("delta %s", d.Raw)
+			}
+			uses[len(uses)-1].input += d.Get("delta.partial_json").Str
+		}
+	}
+	md := docs[len(docs)-2]
+	if len(uses) != 2 || uses[0].name != "Read" || uses[0].input != `{"file_path":"/a.txt"}` || uses[1].name != "Grep" ||
+		uses[1].input != `{"pattern":"x"}` || md.Get("delta.stop_reason").Str != "tool_use" {
+		t.Fatalf("tool uses %+v, %s", uses, md.Raw)
+	}
+	cost := messagesCost(t, "tool calls", md.Get("usage"))
+	after := c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 50*time.Millisecond)
+	expectCharged(t, before, after, cost, "streamed tool calls")
+
+	// The results: text, an image with text, an error.
+	assistant := `{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"sig-1"},` +
+		`{"type":"tool_use","id":"` + uses[0].id + `","name":"Read","input":` + uses[0].input + `},` +
+		`{"type":"tool_use","id":"` + uses[1].id + `","name":"Grep","input":` + uses[1].input + `}]}`
+	results := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + uses[0].id + `","content":[{"type":"text","text":"1\tfile says hi"},` +
+		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},` +
+		`{"type":"tool_result","tool_use_id":"` + uses[1].id + `","is_error":true,"content":"no match"}]}`
+	before = after
+	r := c.mustPost("/messages", key, `{`+common+`,"messages":[`+ask+`,`+assistant+`,`+results+`]}`, nil).expect(t, 200)
+	if got := r.JSON.Get("content.0.text").Str; got != "Mock answer from tollgate-mock: tool result 1 file says hi Error: no match" {
+		t.Fatalf("answer %s", r.Body)
+	}
+	after = c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 50*time.Millisecond)
+	expectCharged(t, before, after, messagesCost(t, "answer", r.JSON.Get("usage")), "answer to the tool results")
+
+	// Bad input: 400 naming the path, nothing charged.
+	before = after
+	for _, tc := range []struct{ messages, want string }{
+		{`{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"y"}]}`,
+			"messages[2].content[0].tool_use_id: toolu_x answers no tool_use of the previous (assistant) message"},
+		{`{"role":"user","content":[{"type":"text","text":"hi"},{"type":"hologram"}]}`,
+			`messages[0].content[1].type: "hologram" is not supported by this model's provider`},
+		{`{"role":"user","content":[{"type":"image","source":{"type":"base64"}}]}`,
+			"messages[0].content[0].source: a base64 source needs media_type and data"},
+		{`{"role":"user","content":[{"type":"text","text":7}]}`, "messages[0].content[0].text: a string"},
+	} {
+		r := c.mustPost("/messages", key, `{"model":"tollgate-mock","max_tokens":20,"messages":[`+tc.messages+`]}`, nil)
+		expectMessagesError(t, r, 400, "invalid_request_error", tc.want)
+	}
+	r = c.mustPost("/messages", key, `{"model":"tollgate-mock","max_tokens":20,"container":"c","messages":[{"role":"user","content":"hi"}]}`, nil)
+	expectMessagesError(t, r, 400, "invalid_request_error", "container: unknown field; only Anthropic-style providers take it")
+	expectCharged(t, before, c.snapshot(key, org.MgmtKey), 0, "refused requests")
+}

@@ -19,10 +19,11 @@ import (
 //     request offers it; several lines are parallel calls, in order
 //     (finish_reason tool_calls; streamed as tool_calls deltas, the
 //     arguments in two pieces);
-//   - a request that ends with tool messages (the results of the calls)
-//     is answered with "Mock answer from <model>: tool result <the text of
-//     the turn's tool messages>", so that a test sees the results reached
-//     the model; a user message after them is answered as usual.
+//   - a request whose current turn holds tool messages (the results of
+//     the calls) and no text after them (the images a result holds may
+//     follow) is answered with "Mock answer from <model>: tool result
+//     <their text>", so that a test sees the results reached the model; a
+//     user text after them is answered as usual.
 //
 // The completion counts one token per word of each call's name and
 // arguments.
@@ -49,13 +50,16 @@ func (q *mockRequest) scriptTurn(body []byte) {
 	for start > 0 && msgs[start-1].Get("role").Str != "assistant" {
 		start--
 	}
-	if len(msgs) > 0 && msgs[len(msgs)-1].Get("role").Str == "tool" {
-		var results []string
-		for _, m := range msgs[start:] {
-			if m.Get("role").Str == "tool" {
-				results = append(results, contentText(m.Get("content")))
-			}
+	var results []string
+	for _, m := range msgs[start:] {
+		switch {
+		case m.Get("role").Str == "tool":
+			results = append(results, contentText(m.Get("content")))
+		case strings.TrimSpace(contentText(m.Get("content"))) != "":
+			results = nil // text after the results: answered as usual
 		}
+	}
+	if len(results) > 0 {
 		q.lastUser = "tool result " + strings.Join(results, " ")
 		return
 	}
