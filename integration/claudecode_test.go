@@ -40,6 +40,11 @@ func claudeBinary(t *testing.T) string {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The README names the version tested: the one installed.
+			out, err := exec.Command(abs, "--version").Output()
+			if err != nil || !strings.HasPrefix(string(out), claudeCodeVersion+" ") {
+				t.Fatalf("%s --version: %q, %v; want %s (npm ci in integration/sdk)", abs, out, err, claudeCodeVersion)
+			}
 			return abs
 		}
 	}
