@@ -36,4 +36,7 @@ func TestAnthropicBetasOption(t *testing.T) {
 	if _, err := tg.SetOption("anthropic_betas", nil); err == nil {
 		t.Error("anthropic_betas without a name was accepted")
 	}
+	if _, err := tg.SetOption("anthropic_betas", []string{"a,b"}); err == nil {
+		t.Error("a beta name with a comma was accepted")
+	}
 }

@@ -55,7 +55,9 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		if len(args) == 0 {
 			return true, fmt.Errorf("%s: expected one or more beta names", name)
 		}
-		t.AnthropicBetas = append(t.AnthropicBetas, args...)
+		if _, err = betaSet(args); err == nil {
+			t.AnthropicBetas = append(t.AnthropicBetas, args...)
+		}
 	case "upstream_base_path":
 		if len(args) != 1 {
 			return true, fmt.Errorf("%s: expected one path", name)
