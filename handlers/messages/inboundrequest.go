@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -107,7 +108,7 @@ func (q *inRequest) readFields(req gjson.Result) error {
 			"stop_server_tools_when", "usage", "transforms", "debug":
 			// No chat form (see above), or the gateway's own.
 		default:
-			err = fieldErr(key, "unknown field; only Anthropic-style providers take it, and this model's provider is not one")
+			err = fieldErr(strings.Clone(key), "unknown field; only Anthropic-style providers take it, and this model's provider is not one")
 			return false
 		}
 		return true
@@ -118,7 +119,9 @@ func (q *inRequest) readFields(req gjson.Result) error {
 // MessagesToChat translates a Messages request body into a chat
 // completions body. An error names the field that has no chat form.
 func MessagesToChat(body []byte) ([]byte, error) {
-	req := gjson.ParseBytes(body)
+	// A view of body, not a copy (gjson.ParseBytes copies): what is read
+	// from it is copied into the result, which keeps no reference to it.
+	req := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if !req.IsObject() {
 		return nil, fieldErr("body", "must be a JSON object")
 	}
