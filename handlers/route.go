@@ -49,6 +49,9 @@ type Route struct {
 
 	body []byte // as the client sent it, less the gateway's own fields
 	uri  string // path below the provider's base path, with the query
+	// betas is the anthropic-beta header of a Messages request's
+	// Anthropic-style attempts: the client's betas on the allow-list.
+	betas string
 
 	// A Responses request for providers that speak only Chat Completions
 	// (catalog.APIChat), or a Messages request: the translated body, the
@@ -160,6 +163,11 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	}
 	rt.key = a.Key
 	setDialect(r.Header, rt.anthropic)
+	if rt.betas != "" && rt.anthropic && rt.Kind == "messages" {
+		r.Header["Anthropic-Beta"] = []string{rt.betas}
+	} else {
+		delete(r.Header, "Anthropic-Beta")
+	}
 	// A canonical name, set directly: Header.Set would canonicalize it on
 	// every request.
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}

@@ -52,9 +52,13 @@ type Router struct {
 	// in the admission estimate (promptbound.go). Default
 	// DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
+	// AnthropicBetas extend the anthropic-beta values a Messages request
+	// may send to Anthropic-style providers (anthropicbetas.go).
+	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
 
 	gw     gateway.Gateway
 	logger *zap.Logger
+	betas  map[string]bool // the allow-list
 }
 
 // Provision sets defaults and, given a Caddy context, finds the tollgate
@@ -73,6 +77,11 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
 	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
+	betas, err := betaSet(rt.AnthropicBetas)
+	if err != nil {
+		return err
+	}
+	rt.betas = betas
 	// A zero Context (unit tests of the body checks) holds no apps; such a
 	// router has an empty catalog.
 	if rt.gw == nil && ctx.Context != nil {
@@ -139,6 +148,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// request that asks for that.
 	delete(r.Header, "Incremental")
 	if route.Kind == "messages" {
+		route.betas = rt.allowedBetas(r.Header)
 		dropAnthropicHeaders(r.Header)
 	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {

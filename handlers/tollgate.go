@@ -53,6 +53,9 @@ type Tollgate struct {
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate. Default DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
+	// AnthropicBetas extend the anthropic-beta values a Messages request
+	// may send to Anthropic-style providers (anthropicbetas.go).
+	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -106,7 +109,8 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
-	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens, gw: gw}
+	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens,
+		AnthropicBetas: t.AnthropicBetas, gw: gw}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}

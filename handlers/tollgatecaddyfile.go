@@ -17,6 +17,7 @@ import (
 //		per_key <requests> <window> [<burst>]
 //		max_body_bytes     <n>
 //		media_part_tokens  <n>
+//		anthropic_betas    <beta>...
 //		upstream_base_path <path>
 //	}
 //
@@ -56,6 +57,13 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		t.MaxBodyBytes, err = positiveIntOption(name, args)
 	case "media_part_tokens":
 		t.MediaPartTokens, err = positiveIntOption(name, args)
+	case "anthropic_betas":
+		if len(args) == 0 {
+			return true, fmt.Errorf("%s: expected one or more beta names", name)
+		}
+		if _, err = betaSet(args); err == nil {
+			t.AnthropicBetas = append(t.AnthropicBetas, args...)
+		}
 	case "upstream_base_path":
 		if len(args) != 1 {
 			return true, fmt.Errorf("%s: expected one path", name)

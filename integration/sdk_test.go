@@ -60,7 +60,7 @@ func runSDKScript(t *testing.T, node, script string, env ...string) {
 func ensureSDKModules(t *testing.T) {
 	t.Helper()
 	installed := true
-	for _, pkg := range []string{"@openrouter/sdk", "openai", "@anthropic-ai/sdk"} {
+	for _, pkg := range []string{"@openrouter/sdk", "openai", "@anthropic-ai/sdk", "@anthropic-ai/claude-code"} {
 		if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", filepath.FromSlash(pkg))); err != nil {
 			installed = false
 		}

@@ -25,12 +25,19 @@ import (
 //     texts must not be empty, every tool_use must be answered by a
 //     tool_result of the next (user) message and every tool_result must
 //     answer a tool_use of the previous (assistant) message;
+//   - an anthropic-beta value it does not know is a 400, and
+//     context_management needs its beta (context-management-2025-06-27);
+//     system messages may come anywhere in messages (Claude Code's);
+//     output_config.effort must be low, medium, high, xhigh or max, and
+//     thinking may be adaptive;
 //   - errors are {"type":"error","error":{"type","message"}}.
 //
 // The answer (msg_ id, content blocks, stop_reason, usage) follows the
 // OpenAI mode's rules: "Mock answer from <model>: " and the last user text,
 // one token per word, cut at max_tokens (stop_reason max_tokens) or before
-// a stop sequence (stop_sequence). With custom tools, a last user message
+// a stop sequence (stop_sequence). A user message of the current turn with
+// "mock-tool-call: <name> <json>" lines is answered with those tool_use
+// blocks (toolcalls.go). Otherwise, with custom tools, a last user message
 // that names a tool (or a tool_choice of any or tool) is answered with a
 // tool_use block calling it with {"query": <the user text>} (stop_reason
 // tool_use); a last message of tool results is answered with their text.
@@ -57,14 +64,48 @@ import (
 var anthropicParams = paramSet(
 	"model", "messages", "max_tokens", "system", "metadata", "stop_sequences", "stream",
 	"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "service_tier",
-	"container", "mcp_servers",
+	"container", "mcp_servers", "output_config", "context_management", "cache_control",
 )
+
+// anthropicBetas are the anthropic-beta values the mock knows, as
+// Anthropic knows its own: any other is refused.
+var anthropicBetas = paramSet(
+	"claude-code-20250219", "interleaved-thinking-2025-05-14", "fine-grained-tool-streaming-2025-05-14",
+	"token-efficient-tools-2025-02-19", "output-128k-2025-02-19", "context-management-2025-06-27",
+	"effort-2025-11-24", "advanced-tool-use-2025-11-20", "structured-outputs-2025-11-13",
+	"prompt-caching-scope-2026-01-05", "mid-conversation-system-2026-04-07",
+	"mid-conversation-tool-changes-2026-07-01", "thinking-token-count-2026-05-13",
+	"context-1m-2025-08-07", "extended-cache-ttl-2025-04-11", "web-fetch-2025-09-10",
+	"files-api-2025-04-14", "mcp-client-2025-11-20", "code-execution-2025-08-25", "skills-2025-10-02",
+)
+
+// betaContextManagement is the beta context_management needs.
+const betaContextManagement = "context-management-2025-06-27"
+
+// checkBetas refuses an unknown anthropic-beta value and returns the set
+// the request sent.
+func checkBetas(h http.Header) (map[string]bool, *anthropicRefusal) {
+	sent := map[string]bool{}
+	for _, v := range h.Values("Anthropic-Beta") {
+		for _, b := range strings.Split(v, ",") {
+			b = strings.TrimSpace(b)
+			if !anthropicBetas[b] {
+				return nil, invalidRequest("Unexpected value(s) `%s` for the `anthropic-beta` header. Please consult our documentation at docs.claude.com or try again without the header.", b)
+			}
+			sent[b] = true
+		}
+	}
+	return sent, nil
+}
 
 // anthropicBlockTypes are the content block types each role may send.
 var anthropicBlockTypes = map[string]map[string]bool{
 	"user":      paramSet("text", "image", "document", "tool_result", "search_result"),
 	"assistant": paramSet("text", "tool_use", "server_tool_use", "web_search_tool_result", "thinking", "redacted_thinking"),
 }
+
+// anthropicEfforts are output_config.effort's values.
+var anthropicEfforts = paramSet("low", "medium", "high", "xhigh", "max")
 
 // anthropicImageMedia are the image media types Anthropic takes.
 var anthropicImageMedia = paramSet("image/jpeg", "image/png", "image/gif", "image/webp")
@@ -128,8 +169,10 @@ type anthropicRequest struct {
 	force     string // a tool the tool_choice forces ("" none)
 	search    bool   // the web_search_20250305 tool is offered
 	thinking  bool   // extended thinking: the answer starts with a thinking block
-	prompt    int    // all prompt tokens
-	prefix    int    // of prompt, the cached prefix's
+	betas     map[string]bool
+	calls     []mockToolCall // scripted tool calls (toolcalls.go)
+	prompt    int            // all prompt tokens
+	prefix    int            // of prompt, the cached prefix's
 	prefixKey [32]byte
 }
 
@@ -152,7 +195,11 @@ func (m *Handler) serveAnthropic(w http.ResponseWriter, r *http.Request) error {
 	if apiErr == nil {
 		var body []byte
 		if body, apiErr = readMockBody(w, r); apiErr == nil {
-			q, refusal := parseAnthropic(body)
+			betas, refusal := checkBetas(r.Header)
+			var q *anthropicRequest
+			if refusal == nil {
+				q, refusal = parseAnthropic(body, betas)
+			}
 			if refusal != nil {
 				writeAnthropicError(w, refusal.status, refusal.typ, refusal.msg)
 				return nil
@@ -218,7 +265,7 @@ func writeAnthropicFault(w http.ResponseWriter, model string) bool {
 
 // parseAnthropic checks a Messages request as Anthropic does and reads
 // what the answer needs.
-func parseAnthropic(body []byte) (*anthropicRequest, *anthropicRefusal) {
+func parseAnthropic(body []byte, betas map[string]bool) (*anthropicRequest, *anthropicRefusal) {
 	req := gjson.ParseBytes(body)
 	var refusal *anthropicRefusal
 	req.ForEach(func(k, _ gjson.Result) bool {
@@ -245,11 +292,18 @@ func parseAnthropic(body []byte) (*anthropicRequest, *anthropicRefusal) {
 	if t := req.Get("temperature"); t.Exists() && (t.Type != gjson.Number || t.Float() < 0 || t.Float() > 1) {
 		return nil, invalidRequest("temperature: Input should be less than or equal to 1")
 	}
+	if req.Get("context_management").Exists() && !betas[betaContextManagement] {
+		return nil, invalidRequest("context_management: Extra inputs are not permitted")
+	}
+	if e := req.Get("output_config.effort"); e.Exists() && !anthropicEfforts[e.Str] {
+		return nil, invalidRequest("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+	}
+	q.betas = betas
 	if th := req.Get("thinking"); th.Exists() {
 		if refusal := checkThinking(req, th, q.maxTokens); refusal != nil {
 			return nil, refusal
 		}
-		q.thinking = th.Get("type").Str == "enabled"
+		q.thinking = th.Get("type").Str != "disabled"
 	}
 	if s := req.Get("stop_sequences"); s.Exists() {
 		if !s.IsArray() {
@@ -394,6 +448,14 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 	for i, msg := range list {
 		role := msg.Get("role").Str
 		kinds, ok := anthropicBlockTypes[role]
+		if role == "system" {
+			// System messages in the conversation (Claude Code sends them
+			// with or without the mid-conversation-system beta).
+			if refusal := parseSystem(msg.Get("content"), c); refusal != nil {
+				return refusal
+			}
+			continue
+		}
 		if !ok {
 			return invalidRequest("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
@@ -464,6 +526,12 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 			}
 		}
 		pendingUses = uses
+		if role == "assistant" {
+			q.calls = nil
+		}
+		if role == "user" && !hasResults {
+			q.calls = append(q.calls, scriptedCalls(text, q.tools)...)
+		}
 		if role == "user" {
 			q.lastUser, q.toolText, q.lastTools = strings.TrimSpace(text), strings.TrimSpace(toolText), hasResults
 			if text == "" && !hasResults {
@@ -486,9 +554,14 @@ func checkThinking(req, th gjson.Result, maxTokens int64) *anthropicRefusal {
 	switch th.Get("type").Str {
 	case "disabled":
 		return nil
+	case "adaptive":
+		if req.Get("tool_choice.type").Str == "any" || req.Get("tool_choice.type").Str == "tool" {
+			return invalidRequest("Thinking may not be enabled when tool_choice forces tool use.")
+		}
+		return nil
 	case "enabled":
 	default:
-		return invalidRequest("thinking.type: Input should be 'enabled' or 'disabled'")
+		return invalidRequest("thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
 	}
 	budget := th.Get("budget_tokens")
 	switch {
@@ -569,6 +642,15 @@ type anthropicServerToolUse struct {
 func newAnthropicMessage(q *anthropicRequest) *anthropicMessage {
 	msg := &anthropicMessage{ID: newID("msg_"), Type: "message", Role: "assistant", Model: q.model + strictDated}
 	stop := "end_turn"
+	if len(q.calls) > 0 && !q.lastTools {
+		for _, c := range q.calls {
+			msg.Content = append(msg.Content, anthropicBlock{Type: "tool_use", ID: newID("toolu_"), Name: c.Name, Input: json.RawMessage(c.Arguments)})
+			msg.Usage.OutputTokens += c.tokens()
+		}
+		stop = "tool_use"
+		msg.StopReason = &stop
+		return msg
+	}
 	if tool := q.toolToCall(); tool != "" {
 		input, _ := json.Marshal(map[string]string{"query": q.lastUser})
 		msg.Content = []anthropicBlock{{Type: "tool_use", ID: newID("toolu_"), Name: tool, Input: input}}

@@ -30,7 +30,7 @@ func TestAnthropicRefusesWhatAnthropicRefuses(t *testing.T) {
 	for _, tc := range []struct{ body, message string }{
 		{`{"model":"claude","messages":[{"role":"user","content":"hi"}]}`, "max_tokens: Field required"},
 		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"stream_options":{}}`, "stream_options: Extra inputs are not permitted"},
-		{`{"model":"claude","max_tokens":10,"messages":[{"role":"system","content":"hi"}]}`, "messages.0.role"},
+		{`{"model":"claude","max_tokens":10,"messages":[{"role":"developer","content":"hi"}]}`, "messages.0.role"},
 		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "messages.0.content.0: Input tag 'image_url'"},
 		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":""}]}]}`, "text content blocks must be non-empty"},
 		{`{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AA"}}]}]}`, "media_type"},
@@ -159,5 +159,38 @@ func TestAnthropicThinking(t *testing.T) {
 	res := testgw.Post(t, srv, "/v1/messages", `{"model":"c","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},`+msgs+`}`, anthropicHeaders...)
 	if m := gjson.Parse(res.Body); m.Get("content.0.type").Str != "thinking" || m.Get("content.0.thinking").Str != mockThought || m.Get("content.1.type").Str != "text" {
 		t.Errorf("%d %s", res.Status, res.Body)
+	}
+}
+
+// Betas: an unknown one is refused; context_management needs its own;
+// with it, Claude Code's request shape (a system message mid-conversation
+// among them) is taken, and a scripted tool call is answered with
+// tool_use.
+func TestAnthropicBetas(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	post := func(body, betas string) testgw.UpstreamResult {
+		h := anthropicHeaders
+		if betas != "" {
+			h = append(append([]string{}, h...), "Anthropic-Beta", betas)
+		}
+		return testgw.Post(t, srv, "/v1/messages", body, h...)
+	}
+	cc := `{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"Look.\nmock-tool-call: Read {\"file_path\":\"/a\"}","cache_control":{"type":"ephemeral"}}]},
+		{"role":"system","content":[{"type":"text","text":"env"}]}],"tools":[{"name":"Read","input_schema":{"type":"object"}}],
+		"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"},
+		"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}}`
+	for _, tc := range []struct{ betas, want string }{
+		{"claude-code-20250219,made-up-2099-01-01", "Unexpected value(s) `made-up-2099-01-01` for the `anthropic-beta` header"},
+		{"claude-code-20250219", "context_management: Extra inputs are not permitted"},
+	} {
+		if res := post(cc, tc.betas); res.Status != http.StatusBadRequest || !strings.Contains(res.Body, tc.want) {
+			t.Errorf("betas %s: %d %s", tc.betas, res.Status, res.Body)
+		}
+	}
+	res := post(cc, "claude-code-20250219, mid-conversation-system-2026-04-07,context-management-2025-06-27")
+	j := gjson.Parse(res.Body)
+	if res.Status != http.StatusOK || j.Get("stop_reason").Str != "tool_use" || j.Get("content.0.name").Str != "Read" ||
+		j.Get("content.0.input.file_path").Str != "/a" {
+		t.Fatalf("%d %s", res.Status, res.Body)
 	}
 }

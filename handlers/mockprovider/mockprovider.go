@@ -201,6 +201,8 @@ type mockRequest struct {
 	answerModel string
 	// streamUsage: a stream ends with a usage chunk (chat completions).
 	streamUsage bool
+	// calls are the scripted tool calls that answer (toolcalls.go).
+	calls []mockToolCall
 }
 
 // mockAnswer is the generated text, split into stream chunks.
@@ -208,11 +210,19 @@ type mockAnswer struct {
 	words     []string
 	truncated bool
 	prompt    int
+	calls     []mockToolCall // an answer of tool calls has no words
 }
 
-func (a *mockAnswer) text() string    { return strings.Join(a.words, " ") }
-func (a *mockAnswer) completion() int { return len(a.words) }
-func (a *mockAnswer) total() int      { return a.prompt + len(a.words) }
+func (a *mockAnswer) text() string { return strings.Join(a.words, " ") }
+func (a *mockAnswer) completion() int {
+	n := len(a.words)
+	for _, c := range a.calls {
+		n += c.tokens()
+	}
+	return n
+}
+
+func (a *mockAnswer) total() int { return a.prompt + a.completion() }
 
 // delta is the i-th stream chunk; the chunks concatenate to text().
 func (a *mockAnswer) delta(i int) string {
@@ -223,6 +233,9 @@ func (a *mockAnswer) delta(i int) string {
 }
 
 func newMockAnswer(q *mockRequest) *mockAnswer {
+	if len(q.calls) > 0 {
+		return &mockAnswer{prompt: q.prompt, calls: q.calls}
+	}
 	echo := strings.Fields(q.lastUser)
 	if len(echo) > mockEchoWords {
 		echo = echo[:mockEchoWords]
@@ -289,6 +302,7 @@ func parseChatRequest(body []byte, q *mockRequest) {
 		}
 	}
 	q.prime()
+	q.scriptTurn(body)
 }
 
 // messageTokens counts a message of the text, or of msg's content and
@@ -385,7 +399,7 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api st
 	}
 	q.answerModel, q.streamUsage = q.model, true
 	if m.Strict {
-		if !checkStrict(w, body, api) {
+		if !checkStrict(w, r.Header, body, api) {
 			return nil
 		}
 		q.answerModel += strictDated
@@ -643,9 +657,10 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role        string  `json:"role,omitempty"`
-	Content     *string `json:"content,omitempty"`
-	Annotations []any   `json:"annotations,omitempty"`
+	Role        string         `json:"role,omitempty"`
+	Content     *string        `json:"content,omitempty"`
+	ToolCalls   []chatToolCall `json:"tool_calls,omitempty"`
+	Annotations []any          `json:"annotations,omitempty"`
 }
 
 type chatUsage struct {
@@ -662,6 +677,9 @@ func (m *Handler) writeChat(ctx context.Context, w http.ResponseWriter, q *mockR
 	if a.truncated {
 		finish = "length"
 	}
+	if len(a.calls) > 0 {
+		finish = "tool_calls"
+	}
 	usage := &chatUsage{PromptTokens: a.prompt, CompletionTokens: a.completion(), TotalTokens: a.total()}
 	usage.ServerToolUse, usage.XSearchUsage, usage.NumSourcesUsed = q.search.usageExtras()
 	base := chatCompletion{ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: q.answerModel, SystemFingerprint: mockFingerprint}
@@ -674,7 +692,11 @@ func (m *Handler) writeChat(ctx context.Context, w http.ResponseWriter, q *mockR
 	if !q.stream {
 		c := base
 		c.Object = "chat.completion"
-		c.Choices = []chatChoice{{Message: &chatMessage{Role: "assistant", Content: new(a.text()), Annotations: anns}, FinishReason: &finish}}
+		msg := &chatMessage{Role: "assistant", Content: new(a.text()), Annotations: anns}
+		if len(a.calls) > 0 {
+			msg.Content, msg.ToolCalls = nil, chatToolCalls(a.calls)
+		}
+		c.Choices = []chatChoice{{Message: msg, FinishReason: &finish}}
 		c.Usage = usage
 		c.Citations = q.search.citations()
 		if brk {
@@ -693,6 +715,9 @@ func (m *Handler) writeChat(ctx context.Context, w http.ResponseWriter, q *mockR
 	}
 	s := newSSEWriter(w)
 	s.send("", chunk(chatChoice{Delta: &chatMessage{Role: "assistant", Content: new("")}}))
+	for _, d := range chatToolCallDeltas(a.calls) {
+		s.send("", chunk(chatChoice{Delta: &chatMessage{ToolCalls: d}}))
+	}
 	ok := streamDeltas(ctx, s, a, time.Duration(m.ChunkDelay), brk, func(d string) {
 		s.send("", chunk(chatChoice{Delta: &chatMessage{Content: &d}}))
 	})

@@ -2,6 +2,8 @@ package mockprovider
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -31,6 +33,21 @@ var responsesParams = paramSet(
 	"top_logprobs", "top_p", "truncation", "user",
 )
 
+// chatMessageKeys, chatPartKeys and chatToolKeys are the members OpenAI's
+// Chat Completions API defines for a message, a content part (by type)
+// and a function tool: it refuses any other, such as Anthropic's
+// cache_control on a part or a tool's input_schema.
+var (
+	chatMessageKeys = paramSet("role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call")
+	chatPartKeys    = map[string]map[string]bool{
+		"text": paramSet("type", "text"), "image_url": paramSet("type", "image_url"),
+		"input_audio": paramSet("type", "input_audio"), "file": paramSet("type", "file"),
+		"refusal": paramSet("type", "refusal"),
+	}
+	chatToolKeys     = paramSet("type", "function")
+	chatFunctionKeys = paramSet("name", "description", "parameters", "strict")
+)
+
 // vendorParams are accepted on top of OpenAI's: the X vendor's live search,
 // which the mock also stands in for.
 var vendorParams = paramSet("search_parameters")
@@ -51,7 +68,19 @@ const strictDated = "-2024-07-18"
 // "responses"): an unknown top-level parameter, and stream_options on a
 // request that does not stream. It writes the refusal and reports whether
 // the request may go on.
-func checkStrict(w http.ResponseWriter, body []byte, api string) bool {
+//
+// It also refuses the headers of Anthropic's API (anthropic-version,
+// anthropic-beta, ...): OpenAI ignores them, but a gateway must never
+// send them to an OpenAI-style provider, and the refusal makes a test
+// see it did. On chat completions, messages, content parts and tools are
+// checked member by member (chatMessageKeys, ...).
+func checkStrict(w http.ResponseWriter, h http.Header, body []byte, api string) bool {
+	for name := range h {
+		if strings.HasPrefix(strings.ToLower(name), "anthropic-") {
+			writeOpenAIError(w, http.StatusBadRequest, "Unexpected header for this API: "+name, "", "")
+			return false
+		}
+	}
 	known := chatParams
 	if api == "responses" {
 		known = responsesParams
@@ -77,6 +106,12 @@ func checkStrict(w http.ResponseWriter, body []byte, api string) bool {
 			"The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", "invalid_value")
 		return false
 	}
+	if api == "chat" {
+		if msg := strictChatShape(body); msg != "" {
+			writeOpenAIError(w, http.StatusBadRequest, msg, "", "")
+			return false
+		}
+	}
 	return true
 }
 
@@ -100,4 +135,54 @@ func writeOpenAIError(w http.ResponseWriter, status int, msg, param, code string
 		e.Error.Code = &code
 	}
 	writeJSON(w, status, e)
+}
+
+// strictChatShape is OpenAI's refusal of a member its chat schema does not
+// define in a message, a content part or a tool ("" for none).
+func strictChatShape(body []byte) string {
+	extra := func(path string, v gjson.Result, known map[string]bool) string {
+		bad := ""
+		v.ForEach(func(k, _ gjson.Result) bool {
+			if !known[k.Str] {
+				bad = k.Str
+			}
+			return bad == ""
+		})
+		if bad == "" {
+			return ""
+		}
+		return "Additional properties are not allowed ('" + bad + "' was unexpected) - '" + path + "'"
+	}
+	for i, m := range gjson.GetBytes(body, "messages").Array() {
+		path := "messages." + strconv.Itoa(i)
+		if msg := extra(path, m, chatMessageKeys); msg != "" {
+			return msg
+		}
+		content := m.Get("content")
+		if !content.IsArray() {
+			continue
+		}
+		for j, p := range content.Array() {
+			known, ok := chatPartKeys[p.Get("type").Str]
+			if !ok {
+				return "Invalid value: '" + p.Get("type").Str + "'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal' and 'file'. - '" + path + ".content." + strconv.Itoa(j) + ".type'"
+			}
+			if msg := extra(path+".content."+strconv.Itoa(j), p, known); msg != "" {
+				return msg
+			}
+		}
+	}
+	for i, t := range gjson.GetBytes(body, "tools").Array() {
+		if t.Get("type").Str != "function" {
+			continue // vendors' own tools, such as their web search
+		}
+		path := "tools." + strconv.Itoa(i)
+		if msg := extra(path, t, chatToolKeys); msg != "" {
+			return msg
+		}
+		if msg := extra(path+".function", t.Get("function"), chatFunctionKeys); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }
