@@ -118,10 +118,18 @@ type rule struct {
 type Guard struct {
 	ID, Name string
 	rules    []rule
+	unusable bool
 }
 
 // Empty reports whether the guard has no filter (nil included).
-func (g *Guard) Empty() bool { return g == nil || len(g.rules) == 0 }
+func (g *Guard) Empty() bool { return g == nil || (len(g.rules) == 0 && !g.unusable) }
+
+// Unusable is the guard of a guardrail whose stored filters do not
+// compile: requests under it are refused, never served unfiltered.
+func Unusable(id, name string) *Guard { return &Guard{ID: id, Name: name, unusable: true} }
+
+// IsUnusable reports whether the guard refuses every request.
+func (g *Guard) IsUnusable() bool { return g != nil && g.unusable }
 
 type customEntry struct {
 	Pattern *string `json:"pattern"`

@@ -23,6 +23,17 @@ func (s Set) Empty() bool {
 	return true
 }
 
+// Unusable returns the first guard that refuses every request (its
+// filters could not be compiled), or nil.
+func (s Set) Unusable() *Guard {
+	for _, g := range s {
+		if g.IsUnusable() {
+			return g
+		}
+	}
+	return nil
+}
+
 // Hit is a filter that matched: which guardrail, and its label (its slug
 // for a builtin). It never carries the matched text.
 type Hit struct {

@@ -171,6 +171,10 @@ type requestState struct {
 	failed []failure   // attempts that got no usable answer
 	header http.Header // the response headers before any provider answered
 
+	// contentFlags are the flagging content filters that matched
+	// (contentfilter.go), for the generation record.
+	contentFlags []storage.ContentFlag
+
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
@@ -211,7 +215,13 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
+		body, apiErr = t.router.filterBody(st, body)
+	}
+	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
+	}
+	if apiErr == nil {
+		apiErr = t.router.filterSearchQuery(st)
 	}
 	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
