@@ -5,6 +5,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 )
 
@@ -54,6 +55,14 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //				timeout          <duration>
 //			}
 //		}
+//		moderation {
+//			base_url <url>
+//			api_key  <key or {env.VAR}>
+//			model    <moderation model>
+//			name     <provider name reported>
+//			timeout  <duration>
+//			fail_open
+//		}
 //		models_file <path>
 //		byok_encryption_key <base64 32-byte key or {env.VAR}>
 //		customer_egress {
@@ -73,6 +82,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			name                  <name>
 //			context_length        <tokens>
 //			max_completion_tokens <tokens>
+//			moderation
 //			pricing {
 //				prompt     <credits per token>
 //				completion <credits per token>
@@ -178,6 +188,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.WebSearch = cfg
+		case "moderation":
+			cfg, err := parseModeration(d)
+			if err != nil {
+				return err
+			}
+			a.Moderation = cfg
 		case "customer_egress":
 			cfg, err := parseEgress(d)
 			if err != nil {
@@ -204,6 +220,49 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseModeration parses the moderation block.
+func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {
+	cfg := new(handlers.ModerationConfig)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var dst *string
+		switch d.Val() {
+		case "base_url":
+			dst = &cfg.BaseURL
+		case "api_key":
+			dst = &cfg.APIKey
+		case "model":
+			dst = &cfg.Model
+		case "name":
+			dst = &cfg.Name
+		case "timeout":
+			dur, err := durationArg(d)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Timeout = dur
+			continue
+		case "fail_open":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			cfg.FailOpen = true
+			continue
+		default:
+			return nil, d.Errf("unrecognized moderation option %q", d.Val())
+		}
+		if !d.AllArgs(dst) {
+			return nil, d.ArgErr()
+		}
+	}
+	if cfg.BaseURL == "" {
+		return nil, d.Err("moderation: base_url is required")
+	}
+	return cfg, nil
 }
 
 // parseInFlight parses the in_flight block; values are checked as the
@@ -263,6 +322,11 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			if !d.AllArgs(&m.Name) {
 				return m, d.ArgErr()
 			}
+		case "moderation":
+			if d.NextArg() {
+				return m, d.ArgErr()
+			}
+			m.Moderation = true
 		case "context_length":
 			n, err := positiveIntArg(d)
 			if err != nil {

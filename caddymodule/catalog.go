@@ -34,6 +34,9 @@ type ModelConfig struct {
 	Pricing PricingConfig `json:"pricing"`
 	// Providers serve the model; the first usable one is chosen.
 	Providers []ProviderConfig `json:"providers,omitempty"`
+	// Moderation: every request for the model passes the operator's
+	// moderation provider first (the app's moderation block).
+	Moderation bool `json:"moderation,omitempty"`
 }
 
 // ProviderConfig is one upstream endpoint of a model, in the app's config
@@ -202,7 +205,8 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	if mc.MaxCompletionTokens < 0 {
 		return nil, fail("max_completion_tokens", errors.New("must not be negative"))
 	}
-	m := &catalog.Model{ID: mc.ID, Name: mc.Name, ContextLength: mc.ContextLength, MaxCompletionTokens: mc.MaxCompletionTokens}
+	m := &catalog.Model{ID: mc.ID, Name: mc.Name, ContextLength: mc.ContextLength, MaxCompletionTokens: mc.MaxCompletionTokens,
+		Moderation: mc.Moderation}
 	if m.Name == "" {
 		m.Name = m.ID
 	}
@@ -330,6 +334,7 @@ func newPublicModel(m *catalog.Model) publicModel {
 		},
 		TopProvider: publicTopProvider{
 			ContextLength:       nullIfZero(m.ContextLength),
+			IsModerated:         m.Moderation,
 			MaxCompletionTokens: nullIfZero(m.MaxCompletionTokens),
 		},
 		SupportedParameters: defaultSupportedParameters,

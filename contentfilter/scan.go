@@ -273,3 +273,21 @@ func walk(v gjson.Result, user, items bool, visit func(gjson.Result, bool) bool)
 func itemIsUser(el gjson.Result) bool {
 	return el.Get("role").Str == "user"
 }
+
+// Texts lists the prompt text of an inference body, every dialect, in
+// the places Body scans (for a moderation provider).
+func Texts(body []byte) []string {
+	var out []string
+	root := gjson.ParseBytes(body)
+	for _, name := range textRoots {
+		if v := root.Get(name); v.Exists() {
+			walk(v, true, false, func(s gjson.Result, _ bool) bool {
+				if strings.TrimSpace(s.Str) != "" {
+					out = append(out, s.Str)
+				}
+				return true
+			})
+		}
+	}
+	return out
+}

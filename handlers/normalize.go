@@ -53,8 +53,8 @@ func openAIUnsupported(kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which tollgate_websearch serves): this gateway offers none
-// of them.
+// search plugin, which tollgate_websearch serves, and moderation, which
+// moderation.go serves): this gateway offers none of the others.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
@@ -147,6 +147,8 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 			apiErr = apierror.BadRequest(path + ".id: required string")
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
+		case id.Str == "moderation":
+			// Served before routing reaches a provider (moderation.go).
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:

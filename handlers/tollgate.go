@@ -66,7 +66,9 @@ type Tollgate struct {
 	search  WebSearch
 	router  Router
 	meter   Meter
-	logger  *zap.Logger
+	// moderation is the operator's moderation provider; nil: none.
+	moderation *Moderation
+	logger     *zap.Logger
 	// shareCeiling hands PerKey to the shared store once (shared.go);
 	// made by Provision.
 	shareCeiling *sync.Once
@@ -114,6 +116,9 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
+	if p, ok := gw.(ModerationProvider); ok {
+		t.moderation = p.ModerationService()
+	}
 	srv, err := scim.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
 	return err
@@ -225,6 +230,9 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	}
 	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
+	}
+	if apiErr == nil {
+		apiErr = t.moderate(r, st, body)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)

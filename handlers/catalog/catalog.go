@@ -95,6 +95,9 @@ type Model struct {
 	MaxCompletionTokens int64           `json:"max_completion_tokens,omitempty"`
 	Pricing             billing.Pricing `json:"-"`
 	Providers           []*Provider     `json:"providers"`
+	// Moderation: every request for the model passes the operator's
+	// moderation provider first.
+	Moderation bool `json:"moderation,omitempty"`
 	// Public is the model's object in the public models-list format, with
 	// every field the public schema requires, as served by GET /models.
 	Public json.RawMessage `json:"-"`
