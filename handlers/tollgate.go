@@ -26,9 +26,11 @@ import (
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
-//  3. plan an inference request: rewrite web search (WebSearch), check the
-//     body and route it to its model's providers (Router), or serve the
-//     model lists;
+//  3. plan an inference request: apply the guardrails' content filters
+//     (contentfilter.go), rewrite web search (WebSearch), check the body
+//     and route it to its model's providers (Router), ask the moderation
+//     provider when the model or the request needs it (moderation.go), or
+//     serve the model lists;
 //  4. hold its cost, run a gateway-side search, try the providers in turn
 //     through reverse_proxy, and charge what the answer used (Meter).
 //
