@@ -42,7 +42,7 @@ func isDomainChar(c byte) bool { return isAlnum(c) || c == '-' || c == '.' }
 // ._%+-, a domain of at least two labels and a top-level label of two or
 // more letters.
 func findEmails(s string, emit func(int, int)) {
-	from := 0
+	from, floor := 0, 0 // floor: the end of the last match
 	for {
 		at := strings.IndexByte(s[from:], '@')
 		if at < 0 {
@@ -50,7 +50,7 @@ func findEmails(s string, emit func(int, int)) {
 		}
 		at += from
 		start := at
-		for start > 0 && isLocalChar(s[start-1]) && at-start < 64 {
+		for start > floor && isLocalChar(s[start-1]) && at-start < 64 {
 			start--
 		}
 		for start < at && s[start] == '.' {
@@ -65,7 +65,7 @@ func findEmails(s string, emit func(int, int)) {
 		}
 		if start < at && validDomain(s[at+1:end]) {
 			emit(start, end)
-			from = end
+			from, floor = end, end
 		} else {
 			from = at + 1
 		}
@@ -188,7 +188,7 @@ func eachNumberSpan(s string, fn func(*numberSpan)) {
 				sep = s[k]
 				next = k + 1
 			}
-			if sep == 0 || next >= len(s) || !isDigit(s[next]) {
+			if sep == 0 || next >= len(s) || !isDigit(s[next]) || sp.n == len(sp.groups) {
 				j = k
 				break
 			}
