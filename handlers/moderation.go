@@ -164,12 +164,18 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 	if !asked && !required {
 		return nil
 	}
+	// The model the client asked for (a private endpoint's attempt may
+	// have no catalog model).
+	slug := gjson.GetBytes(body, "model").Str
+	if a := route.Attempts[0]; a.Model != nil {
+		slug = a.Model.ID
+	}
 	m := t.moderation
 	if m == nil {
 		if asked {
 			return apierror.BadRequest("plugins: this gateway has no moderation provider (the moderation plugin is not available)")
 		}
-		return apierror.New(http.StatusServiceUnavailable, "Model "+route.Attempts[0].Model.ID+" requires moderation, and this gateway has no moderation provider")
+		return apierror.New(http.StatusServiceUnavailable, "Model "+slug+" requires moderation, and this gateway has no moderation provider")
 	}
 	texts := contentfilter.Texts(body)
 	if len(texts) == 0 {
@@ -191,7 +197,6 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 	if reasons == nil {
 		reasons = []string{}
 	}
-	slug := route.Attempts[0].Model.ID
 	return &apierror.Error{Status: http.StatusForbidden,
 		Message: slug + " requires moderation on " + m.name + ". Your input was flagged for " + strings.Join(reasons, ", "),
 		Metadata: map[string]any{"reasons": reasons, "flagged_input": truncateRunes(v.input, flaggedInputMax),
