@@ -206,6 +206,10 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 // moderationPlugin reports whether the body asks for moderation with the
 // plugin; a malformed entry is a 400.
 func moderationPlugin(body []byte) (bool, *apierror.Error) {
+	// Most bodies never name it: a SIMD search instead of a JSON walk.
+	if !bytes.Contains(body, moderationWord) {
+		return false, nil
+	}
 	plugins := gjson.GetBytes(body, "plugins")
 	if !plugins.IsArray() {
 		return false, nil
@@ -229,6 +233,8 @@ func moderationPlugin(body []byte) (bool, *apierror.Error) {
 	}
 	return asked, nil
 }
+
+var moderationWord = []byte("moderation")
 
 // truncateRunes cuts s to at most n runes, marking the cut.
 func truncateRunes(s string, n int) string {
