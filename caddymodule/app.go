@@ -63,6 +63,9 @@ type App struct {
 	BYOKKey string `json:"byok_encryption_key,omitempty"`
 	// WebSearch configures the gateway-side search engines.
 	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
+	// Moderation is the operator's moderation provider (OpenAI's
+	// /v1/moderations shape); unset: none.
+	Moderation *handlers.ModerationConfig `json:"moderation,omitempty"`
 	// CustomerEgress is the policy of URLs that customers supply (egress.go).
 	CustomerEgress *EgressConfig `json:"customer_egress,omitempty"`
 	// MetricsPerKey turns on the per-key metrics (account and key hash
@@ -80,6 +83,7 @@ type App struct {
 	sealer   *storage.Sealer
 	search   *handlers.WebSearchSettings
 	egress   *egress.Policy
+	moderate *handlers.Moderation
 
 	mu    sync.Mutex
 	dir   string // absolute DataDir, or the Redis store's name: the pool key
@@ -146,6 +150,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if a.search, err = a.WebSearch.Build(repl, nil); err != nil {
+		return err
+	}
+	if a.moderate, err = a.Moderation.Build(repl); err != nil {
 		return err
 	}
 	a.catalog, err = a.loadCatalog()
@@ -321,6 +328,9 @@ func (a *App) Brand() string { return a.BrandName }
 // WebSearchSettings is the provisioned web search setup.
 func (a *App) WebSearchSettings() *handlers.WebSearchSettings { return a.search }
 
+// ModerationService is the provisioned moderation provider; nil: none.
+func (a *App) ModerationService() *handlers.Moderation { return a.moderate }
+
 // BYOKSealer seals and opens BYOK provider keys; nil when BYOK is off.
 func (a *App) BYOKSealer() *storage.Sealer { return a.sealer }
 
@@ -380,3 +390,4 @@ var (
 )
 
 var _ handlers.WebSearchProvider = (*App)(nil)
+var _ handlers.ModerationProvider = (*App)(nil)

@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
@@ -57,6 +58,14 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //				timeout          <duration>
 //			}
 //		}
+//		moderation {
+//			base_url <url>
+//			api_key  <key or {env.VAR}>
+//			model    <moderation model>
+//			name     <provider name reported>
+//			timeout  <duration>
+//			fail_open
+//		}
 //		models_file <path>
 //		byok_encryption_key <base64 32-byte key or {env.VAR}>
 //		customer_egress {
@@ -77,6 +86,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			context_length        <tokens>
 //			max_completion_tokens <tokens>
 //			tokenizer             o200k_base|cl100k_base|bytes
+//			moderation
 //			pricing {
 //				prompt     <credits per token>
 //				completion <credits per token>
@@ -182,6 +192,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.WebSearch = cfg
+		case "moderation":
+			cfg, err := parseModeration(d)
+			if err != nil {
+				return err
+			}
+			a.Moderation = cfg
 		case "customer_egress":
 			cfg, err := parseEgress(d)
 			if err != nil {
@@ -212,11 +228,54 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // tollgateOptions are the tollgate global option's options, for suggestions.
 var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "free_model", "in_flight",
-	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model"}
+	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model", "moderation"}
 
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
 	"data_collection", "publication", "region"}
+
+// parseModeration parses the moderation block.
+func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {
+	cfg := new(handlers.ModerationConfig)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var dst *string
+		switch d.Val() {
+		case "base_url":
+			dst = &cfg.BaseURL
+		case "api_key":
+			dst = &cfg.APIKey
+		case "model":
+			dst = &cfg.Model
+		case "name":
+			dst = &cfg.Name
+		case "timeout":
+			dur, err := durationArg(d)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Timeout = dur
+			continue
+		case "fail_open":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			cfg.FailOpen = true
+			continue
+		default:
+			return nil, suggest.UnknownOption(d, "moderation", []string{"base_url", "api_key", "model", "name", "timeout", "fail_open"})
+		}
+		if !d.AllArgs(dst) {
+			return nil, d.ArgErr()
+		}
+	}
+	if cfg.BaseURL == "" {
+		return nil, d.Err("moderation: base_url is required")
+	}
+	return cfg, nil
+}
 
 // parseInFlight parses the in_flight block; values are checked as the
 // app's Validate does, so that errors point at the line.
@@ -276,6 +335,11 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			if !d.AllArgs(&m.Name) {
 				return m, d.ArgErr()
 			}
+		case "moderation":
+			if d.NextArg() {
+				return m, d.ArgErr()
+			}
+			m.Moderation = true
 		case "context_length":
 			n, err := positiveIntArg(d)
 			if err != nil {
@@ -362,7 +426,7 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			}
 			m.Providers = append(m.Providers, p)
 		default:
-			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "tokenizer", "pricing", "provider"})
+			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "tokenizer", "moderation", "pricing", "provider"})
 		}
 	}
 	// What Provision would refuse, refused here at the model's line.

@@ -39,6 +39,9 @@ type ModelConfig struct {
 	// or bytes (unknown: a token per byte bounds the prompt). Default:
 	// o200k_base for openai/ models, bytes for the others.
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// Moderation: every request for the model passes the operator's
+	// moderation provider first (the app's moderation block).
+	Moderation bool `json:"moderation,omitempty"`
 }
 
 // tokenizerBytes names the byte bound: the model's tokenizer is unknown.
@@ -229,7 +232,8 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	if mc.MaxCompletionTokens < 0 {
 		return nil, fail("max_completion_tokens", errors.New("must not be negative"))
 	}
-	m := &catalog.Model{ID: mc.ID, Name: mc.Name, ContextLength: mc.ContextLength, MaxCompletionTokens: mc.MaxCompletionTokens}
+	m := &catalog.Model{ID: mc.ID, Name: mc.Name, ContextLength: mc.ContextLength, MaxCompletionTokens: mc.MaxCompletionTokens,
+		Moderation: mc.Moderation}
 	var err error
 	if m.Tokenizer, err = modelTokenizer(mc.ID, mc.Tokenizer); err != nil {
 		return nil, err
@@ -361,6 +365,7 @@ func newPublicModel(m *catalog.Model) publicModel {
 		},
 		TopProvider: publicTopProvider{
 			ContextLength:       nullIfZero(m.ContextLength),
+			IsModerated:         m.Moderation,
 			MaxCompletionTokens: nullIfZero(m.MaxCompletionTokens),
 		},
 		SupportedParameters: defaultSupportedParameters,

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // Flags are a destination's broadcast_generation_* options: which optional
@@ -63,6 +64,9 @@ type recordJSON struct {
 	// broadcast_generation_request_context
 	UpstreamModel string `json:"upstream_model,omitempty"`
 	SearchResults *int64 `json:"search_results,omitempty"`
+	// The flagging content filters that matched (always sent: a flag is
+	// what an organization watches for).
+	ContentFlags []storage.ContentFlag `json:"content_flags,omitempty"`
 }
 
 func newRecordJSON(r Record, f Flags) recordJSON {
@@ -70,7 +74,8 @@ func newRecordJSON(r Record, f Flags) recordJSON {
 	out := recordJSON{
 		ID: g.ID, CreatedAt: g.CreatedAt.UTC().Format(time.RFC3339Nano), Model: g.Model, Provider: g.Provider,
 		Status: g.Status, Streamed: g.Streamed, LatencyMS: g.LatencyMS,
-		Usage: usageJSON{g.PromptTokens, g.CompletionTokens, g.PromptTokens + g.CompletionTokens},
+		Usage:        usageJSON{g.PromptTokens, g.CompletionTokens, g.PromptTokens + g.CompletionTokens},
+		ContentFlags: g.ContentFlags,
 	}
 	if g.FinishReason != "" {
 		fr := g.FinishReason
@@ -236,6 +241,13 @@ func Spans(recs []Record, f Flags) []sdktrace.ReadOnlySpan {
 		}
 		if f.RequestContext && g.SearchResults > 0 {
 			attrs = append(attrs, attribute.Int64("tollgate.search_results", g.SearchResults))
+		}
+		if len(g.ContentFlags) > 0 {
+			labels := make([]string, len(g.ContentFlags))
+			for i, cf := range g.ContentFlags {
+				labels[i] = cf.Label
+			}
+			attrs = append(attrs, attribute.StringSlice("tollgate.content_flags", labels))
 		}
 		st := sdktrace.Status{Code: codes.Ok}
 		if g.Status == "error" {

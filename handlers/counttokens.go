@@ -90,7 +90,11 @@ func (rt *Router) countedModel(st *requestState, model string) (*catalog.Model, 
 	if !ok {
 		return nil, apierror.BadRequest(fmt.Sprintf("model: unknown model %q", model))
 	}
-	if denied := policy.CheckModel(rt.rulesFor(st.id), model); denied != nil {
+	rules, apiErr := rt.rulesFor(st.id)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if denied := policy.CheckModel(rules, model); denied != nil {
 		return nil, refusalError(denied)
 	}
 	return m, nil

@@ -88,7 +88,10 @@ func filtersCatalog(id *gateway.Identity) bool {
 // not admit, or whose usable providers they all exclude, is left out.
 func (rt *Router) modelsFor(id *gateway.Identity) []*catalog.Model {
 	var out []*catalog.Model
-	rules := rt.rulesFor(id)
+	rules, apiErr := rt.rulesFor(id)
+	if apiErr != nil {
+		return nil // the guardrails are unknown: nothing is shown as usable
+	}
 	for _, m := range rt.catalog().Models() {
 		if !slices.ContainsFunc(m.Providers, operatorUsable) && !rt.reachableByBYOK(m, id) {
 			continue

@@ -53,8 +53,9 @@ func openAIUnsupported(kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which tollgate_websearch serves, and context-compression,
-// middle-out): this gateway offers none of them.
+// search plugin, which tollgate_websearch serves, context-compression,
+// middle-out, and moderation, which moderation.go serves): this gateway
+// offers none of the others.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
@@ -152,6 +153,8 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 			if e := p.Get("engine"); e.Exists() && e.Str != "middle-out" {
 				apiErr = apierror.BadRequest(path + `.engine: expected "middle-out"`)
 			}
+		case id.Str == "moderation":
+			// Served before routing reaches a provider (moderation.go).
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:

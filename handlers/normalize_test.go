@@ -44,6 +44,8 @@ func TestNormalizeRequest(t *testing.T) {
 		{"chat", `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`, `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`},
 		{"responses", `{"model":"m","input":"x","stream":true}`, `{"model":"m","input":"x","stream":true}`},
 		{"chat", `{"model":"m","messages":[],"plugins":[{"id":"moderation","enabled":false}]}`, `{"model":"m","messages":[]}`},
+		// The moderation plugin is served by the moderation stage, and not sent on.
+		{"chat", `{"model":"m","messages":[],"plugins":[{"id":"moderation"}]}`, `{"model":"m","messages":[]}`},
 		{"chat", `{"model":"m","messages":[],"us\u0061ge":{"include":true}}`, `{"model":"m","messages":[]}`},
 		// Every gateway field and every sampling field the dialect lacks.
 		{"chat", `{"model":"m","stop_server_tools_when":{},"image_config":{},"cache_control":{},"prompt_cache_options":{},` +
@@ -62,7 +64,7 @@ func TestNormalizeRequest(t *testing.T) {
 
 func TestNormalizeRequestRefuses(t *testing.T) {
 	for _, tc := range []struct{ in, msg string }{
-		{`{"plugins":[{"id":"moderation"}]}`, `plugins[0].id: this gateway does not offer the "moderation" plugin`},
+		{`{"plugins":[{"id":"fusion"}]}`, `plugins[0].id: this gateway does not offer the "fusion" plugin`},
 		{`{"plugins":[{"id":"file-parser","pdf":{}},{"id":"x"}]}`, `plugins[0].id: this gateway does not offer the "file-parser" plugin`},
 		{`{"plugins":[{"id":"response-healing","enabled":false},{"id":"nope"}]}`, `plugins[1].id: unknown plugin "nope"`},
 		{`{"plugins":[{}]}`, `plugins[0].id: required string`},

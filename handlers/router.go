@@ -216,7 +216,10 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	var attempts []Attempt
 	var refusal *apierror.Error // a private endpoint the egress policy refused
 	available := false
-	rules := rt.rulesFor(id)
+	rules, apiErr := rt.rulesFor(id)
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
 		// The account's own enabled private endpoints serve the id first,

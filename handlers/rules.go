@@ -13,16 +13,18 @@ import (
 // policy decides what they admit, and its refusals become API errors here.
 
 // rulesFor returns the caller's effective guardrails; nil (no rule) for
-// management keys, anonymous callers or without a store.
-func (rt *Router) rulesFor(id *gateway.Identity) *storage.Rules {
+// management keys, anonymous callers or without a gateway. A store that
+// cannot be had is a 503: the rules are unknown, and a request is never
+// served as if it had none.
+func (rt *Router) rulesFor(id *gateway.Identity) (*storage.Rules, *apierror.Error) {
 	if rt.gw == nil || id == nil || id.Management || id.Hash == "" {
-		return nil
+		return nil, nil
 	}
 	store, err := rt.gw.Store()
 	if err != nil {
-		return nil
+		return nil, errStoreUnavailable()
 	}
-	return store.EffectiveRules(id.Hash)
+	return store.EffectiveRules(id.Hash), nil
 }
 
 // refusalError is the API error of a policy refusal (nil for none).

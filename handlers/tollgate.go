@@ -26,9 +26,11 @@ import (
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
-//  3. plan an inference request: rewrite web search (WebSearch), check the
-//     body and route it to its model's providers (Router), or serve the
-//     model lists;
+//  3. plan an inference request: apply the guardrails' content filters
+//     (contentfilter.go), rewrite web search (WebSearch), check the body
+//     and route it to its model's providers (Router), ask the moderation
+//     provider when the model or the request needs it (moderation.go), or
+//     serve the model lists;
 //  4. hold its cost, run a gateway-side search, try the providers in turn
 //     through reverse_proxy, and charge what the answer used (Meter).
 //
@@ -69,7 +71,9 @@ type Tollgate struct {
 	search  WebSearch
 	router  Router
 	meter   Meter
-	logger  *zap.Logger
+	// moderation is the operator's moderation provider; nil: none.
+	moderation *Moderation
+	logger     *zap.Logger
 	// shareCeiling hands PerKey to the shared store once (shared.go);
 	// made by Provision.
 	shareCeiling *sync.Once
@@ -118,6 +122,9 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
+	if p, ok := gw.(ModerationProvider); ok {
+		t.moderation = p.ModerationService()
+	}
 	srv, err := scim.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
 	return err
@@ -175,6 +182,10 @@ type requestState struct {
 	failed []failure   // attempts that got no usable answer
 	header http.Header // the response headers before any provider answered
 
+	// contentFlags are the flagging content filters that matched
+	// (contentfilter.go), for the generation record.
+	contentFlags []storage.ContentFlag
+
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
@@ -221,10 +232,19 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
+		body, apiErr = t.router.filterBody(st, body)
+	}
+	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
 	}
 	if apiErr == nil {
+		apiErr = t.router.filterSearchQuery(st)
+	}
+	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
+	}
+	if apiErr == nil {
+		apiErr = t.moderate(r, st, body)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)

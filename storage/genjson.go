@@ -87,5 +87,24 @@ func (g Generation) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"created_at":"`...)
 	b = g.CreatedAt.AppendFormat(b, time.RFC3339Nano)
-	return append(b, `"}`...), nil
+	b = append(b, '"')
+	if len(g.ContentFlags) > 0 {
+		b = append(b, `,"content_flags":[`...)
+		for i, f := range g.ContentFlags {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"guardrail_id":`...)
+			b = jsonstr.Append(b, f.GuardrailID)
+			b = append(b, `,"label":`...)
+			b = jsonstr.Append(b, f.Label)
+			if f.Builtin != "" {
+				b = append(b, `,"builtin":`...)
+				b = jsonstr.Append(b, f.Builtin)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
 }

@@ -20,6 +20,7 @@ func TestGenerationJSONMatchesEncodingJSON(t *testing.T) {
 			Status: "aborted", Streamed: true, FinishReason: "length", UsageEstimated: true, LatencyMS: 250,
 			User: "weird \"user\"\\ <&> \n\t\b\f\x01 \u2028 日本 \xff", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))},
 		{ID: "gen-3", Cost: -5},
+		{ID: "gen-4", Status: "completed", ContentFlags: []ContentFlag{{GuardrailID: "g1", Label: "[EMAIL]", Builtin: "email"}, {GuardrailID: "g2", Label: "code \"x\""}}},
 	} {
 		got, err := json.Marshal(g)
 		if err != nil {

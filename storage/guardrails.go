@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
@@ -33,9 +34,12 @@ type Guardrail struct {
 	IgnoredModels      []string `json:"ignored_models"`
 	IgnoredProviders   []string `json:"ignored_providers"`
 	AllowedDataRegions []string `json:"allowed_data_regions"`
-	// Content filters are kept as the client sent them.
+	// Content filters, as checked and normalized by package contentfilter
+	// (builtin labels system-assigned); filters is their compiled form,
+	// made when the guardrail is written or loaded.
 	ContentFilters        json.RawMessage `json:"content_filters,omitempty"`
 	ContentFilterBuiltins json.RawMessage `json:"content_filter_builtins,omitempty"`
+	filters               *contentfilter.Guard
 
 	EnableFreeModelPublication *bool `json:"enable_free_model_publication"`
 	EnableFreeModelTraining    *bool `json:"enable_free_model_training"`
@@ -112,8 +116,16 @@ func checkGuardrail(g *Guardrail) error {
 	if g.Limit != nil && g.ResetInterval == money.IntervalNone {
 		return fmt.Errorf("%w: reset_interval: required with limit_usd (daily, weekly or monthly)", ErrInvalid)
 	}
+	f, custom, builtins, err := contentfilter.Compile(g.ID, g.Name, g.ContentFilters, g.ContentFilterBuiltins)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalid, err)
+	}
+	g.filters, g.ContentFilters, g.ContentFilterBuiltins = f, custom, builtins
 	return nil
 }
+
+// Filters are the guardrail's compiled content filters (nil: none).
+func (g *Guardrail) Filters() *contentfilter.Guard { return g.filters }
 
 // CreateGuardrail creates a guardrail in a workspace (default: the
 // account's default workspace); fn fills in its settings.
@@ -412,6 +424,18 @@ func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
 			s.putGuardrail(c)
 		}
 	}
+}
+
+// loaded readies a guardrail read from the database or another replica:
+// its maps, and its compiled filters (a stored filter that no longer
+// compiles makes the guardrail refuse every request).
+func (g *Guardrail) loaded() {
+	g.initMaps()
+	f, _, _, err := contentfilter.Compile(g.ID, g.Name, g.ContentFilters, g.ContentFilterBuiltins)
+	if err != nil {
+		f = contentfilter.Unusable(g.ID, g.Name)
+	}
+	g.filters = f
 }
 
 // initMaps gives a loaded guardrail the maps that JSON leaves nil.

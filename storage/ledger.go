@@ -573,6 +573,17 @@ type Generation struct {
 	LatencyMS        int64        `json:"latency_ms"`
 	User             string       `json:"user,omitempty"`
 	CreatedAt        time.Time    `json:"created_at"`
+	// ContentFlags are the flagging content filters that matched the
+	// request (never the text they matched).
+	ContentFlags []ContentFlag `json:"content_flags,omitempty"`
+}
+
+// ContentFlag is a flagging content filter that matched a request: its
+// guardrail, its label and, for a builtin, its slug.
+type ContentFlag struct {
+	GuardrailID string `json:"guardrail_id"`
+	Label       string `json:"label"`
+	Builtin     string `json:"builtin,omitempty"`
 }
 
 // NewGenerationID returns an id that sorts by creation time.

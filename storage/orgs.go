@@ -31,7 +31,7 @@ func (s *OrgStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
 		s.members.Kind(prefixMember, nil),
 		s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps),
-		s.guardrails.Kind(prefixGuardrail, (*Guardrail).initMaps),
+		s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded),
 		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 	}

@@ -1,5 +1,7 @@
 package storage
 
+import "github.com/tollgate-dev/caddy-tollgate/contentfilter"
+
 // A key's effective rules are the guardrails that apply to it, in the order
 // enforcement checks them: its workspace's default guardrail, the
 // guardrails assigned to its member (the key's creator_user_id, when that
@@ -33,6 +35,9 @@ type Rules struct {
 	Guardrails []AppliedGuardrail
 	// MemberID is the key's member (empty when the key has none).
 	MemberID string
+	// Filters are the content filters of the guardrails, in their order;
+	// nil when none has any.
+	Filters contentfilter.Set
 }
 
 // rulesChanged invalidates every cached Rules. Callers hold the kernel's lock (write).
@@ -79,6 +84,11 @@ func (s *OrgStore) computeRules(keyHash string) *Rules {
 	for _, g := range sortedGuardrails(gs) {
 		if _, in := g.Keys[keyHash]; in {
 			r.Guardrails = append(r.Guardrails, AppliedGuardrail{ScopeAPIKey, g})
+		}
+	}
+	for _, a := range r.Guardrails {
+		if f := a.Guardrail.filters; !f.Empty() {
+			r.Filters = append(r.Filters, f)
 		}
 	}
 	return r

@@ -70,5 +70,15 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": nil, "router": nil,
 		"provider_responses": nil, "user_agent": nil, "http_referer": nil, "service_tier": nil,
 		"data_region": region, "workspace_id": orNil(g.WorkspaceID), "session_id": nil, "request_id": nil,
+		"content_flags": contentFlagsView(g.ContentFlags),
 	}
+}
+
+// contentFlagsView lists the flagging content filters that matched the
+// request: [] when none did.
+func contentFlagsView(flags []storage.ContentFlag) []storage.ContentFlag {
+	if flags == nil {
+		return []storage.ContentFlag{}
+	}
+	return flags
 }

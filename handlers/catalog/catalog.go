@@ -99,6 +99,9 @@ type Model struct {
 	// Tokenizer counts the model's prompt tokens for admission as its
 	// provider bills them; nil: unknown, bounded by the body's bytes.
 	Tokenizer *tokenizer.Encoding `json:"-"`
+	// Moderation: every request for the model passes the operator's
+	// moderation provider first.
+	Moderation bool `json:"moderation,omitempty"`
 	// Public is the model's object in the public models-list format, with
 	// every field the public schema requires, as served by GET /models.
 	Public json.RawMessage `json:"-"`

@@ -35,6 +35,8 @@ import (
 //	POST .../messages          Anthropic's Messages API, plain or streamed,
 //	                           always strict (anthropic.go)
 //	GET  .../models            a fixed model list
+//	POST .../moderations       OpenAI's moderation shape, strict
+//	                           (moderation.go)
 //	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
 //	                           SearXNG search APIs (standin.APIs), so
 //	                           web search works offline
@@ -174,6 +176,8 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return m.serveModels(w, r)
 	case strings.HasSuffix(path, "/messages"):
 		return m.serveAnthropic(w, r)
+	case strings.HasSuffix(path, "/moderations"):
+		return m.serveModeration(w, r)
 	}
 	return next.ServeHTTP(w, r)
 }

@@ -230,6 +230,37 @@ await step("guardrails.bulkAssignKeys", async () => {
   await keyRegions(["global"], "the key's guardrail");
 });
 
+await step("guardrails.update content filters, applied to the key's chat.send", async () => {
+  const res = await mgmt.guardrails.update({
+    id: guardrail.id,
+    updateGuardrailRequest: {
+      contentFilters: [{ pattern: "\\bPROJ-[0-9]{4}\\b", action: "block", label: "project code" }],
+      contentFilterBuiltins: [{ slug: "email", action: "redact" }],
+    },
+  });
+  assert.equal(res.data.contentFilters[0].pattern, "\\bPROJ-[0-9]{4}\\b");
+  assert.equal(res.data.contentFilters[0].label, "project code");
+  assert.equal(res.data.contentFilterBuiltins[0].label, "[EMAIL]");
+  const bad = await expectError(() => mgmt.guardrails.update({
+    id: guardrail.id, updateGuardrailRequest: { contentFilters: [{ pattern: "(", action: "block" }] },
+  }));
+  assert.equal(bad.statusCode, 400);
+  const chat = client(key).chat;
+  const blocked = await expectError(() => chat.send({
+    chatRequest: { model: "tollgate-mock", messages: [{ role: "user", content: "status of PROJ-1234" }] },
+  }));
+  assert.equal(blocked.statusCode, 403);
+  // The mock echoes the last user message: the provider got it redacted.
+  const ok = await chat.send({
+    chatRequest: { model: "tollgate-mock", messages: [{ role: "user", content: "mail bob@example.com" }] },
+  });
+  assert.equal(ok.choices[0].message.content, "Mock answer from tollgate-mock: mail [EMAIL]");
+  const off = await mgmt.guardrails.update({
+    id: guardrail.id, updateGuardrailRequest: { contentFilters: null, contentFilterBuiltins: null },
+  });
+  assert.equal(off.data.contentFilters, null);
+});
+
 await step("guardrails.listGuardrailKeyAssignments", async () => {
   const res = await mgmt.guardrails.listGuardrailKeyAssignments({ id: guardrail.id });
   assert.equal(res.result.totalCount, 1);

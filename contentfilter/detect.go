@@ -1,0 +1,819 @@
+package contentfilter
+
+import (
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// A detector reports the byte ranges of what it finds in s, in order and
+// without overlap.
+type detector func(s string, emit func(start, end int))
+
+// The builtin detectors are hand-written scans with a cheap first pass
+// (an '@', a digit, a capital letter, a trigger word), so that text
+// without a candidate costs one pass over its bytes; a regular expression
+// runs only on a short window at a candidate.
+var detectors = map[string]detector{
+	"email":                  findEmails,
+	"phone":                  findNumbers(kindPhone),
+	"ssn":                    findNumbers(kindSSN),
+	"credit-card":            findNumbers(kindCard),
+	"ip-address":             findIPs,
+	"person-name":            findNames,
+	"address":                findAddresses,
+	"regex-prompt-injection": findInjections,
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
+func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || isLower(c) }
+
+// ---- e-mail ----
+
+func isLocalChar(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+}
+
+func isDomainChar(c byte) bool { return isAlnum(c) || c == '-' || c == '.' }
+
+// findEmails finds local@domain.tld: a local part of letters, digits and
+// ._%+-, a domain of at least two labels and a top-level label of two or
+// more letters.
+func findEmails(s string, emit func(int, int)) {
+	from, floor := 0, 0 // floor: the end of the last match
+	for {
+		at := strings.IndexByte(s[from:], '@')
+		if at < 0 {
+			return
+		}
+		at += from
+		start := at
+		for start > floor && isLocalChar(s[start-1]) && at-start < 64 {
+			start--
+		}
+		for start < at && s[start] == '.' {
+			start++
+		}
+		end := at + 1
+		for end < len(s) && isDomainChar(s[end]) && end-at < 255 {
+			end++
+		}
+		for end > at+1 && (s[end-1] == '.' || s[end-1] == '-') {
+			end--
+		}
+		if start < at && validDomain(s[at+1:end]) {
+			emit(start, end)
+			from, floor = end, end
+		} else {
+			from = at + 1
+		}
+		if from >= len(s) {
+			return
+		}
+	}
+}
+
+func validDomain(d string) bool {
+	dot := strings.LastIndexByte(d, '.')
+	if dot <= 0 || strings.Contains(d, "..") || d[0] == '-' || d[0] == '.' {
+		return false
+	}
+	tld := d[dot+1:]
+	if len(tld) < 2 {
+		return false
+	}
+	for i := 0; i < len(tld); i++ {
+		if !isUpper(tld[i]) && !isLower(tld[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- numbers: phone, SSN, card ----
+
+type numberKind uint8
+
+const (
+	kindPhone numberKind = iota + 1
+	kindSSN
+	kindCard
+)
+
+// A number span is digits in groups separated by single spaces, dashes or
+// dots (a phone's area code may be in parentheses, with a leading +).
+type numberSpan struct {
+	start, end int
+	groups     [12][2]int // byte ranges of the digit groups
+	n          int
+	seps       [12]byte // separator before group i (0 for the first)
+	plus       bool     // a leading +
+	paren      bool     // group 0 was in parentheses
+}
+
+// findNumbers finds the spans of kind; each span of digits is classified
+// whole, else by its longest runs of consecutive groups.
+func findNumbers(kind numberKind) detector {
+	return func(s string, emit func(int, int)) {
+		eachNumberSpan(s, func(sp *numberSpan) {
+			for a := 0; a < sp.n; {
+				matched := false
+				for b := sp.n; b > a; b-- {
+					if classify(s, sp, a, b) == kind {
+						st, en := sp.groups[a][0], sp.groups[b-1][1]
+						if a == 0 && sp.paren {
+							st--
+						}
+						if a == 0 && sp.plus {
+							st--
+						}
+						emit(max(st, 0), en)
+						a, matched = b, true
+						break
+					}
+				}
+				if !matched {
+					a++
+				}
+			}
+		})
+	}
+}
+
+// eachNumberSpan calls fn for each span of digit groups in s.
+func eachNumberSpan(s string, fn func(*numberSpan)) {
+	var sp numberSpan
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if !isDigit(c) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '_')) {
+			i++
+			continue
+		}
+		sp = numberSpan{start: i}
+		if i > 0 && s[i-1] == '(' {
+			sp.paren = true
+			if i > 1 && s[i-2] == '+' {
+				sp.plus = true
+			}
+		} else if i > 0 && s[i-1] == '+' {
+			sp.plus = true
+		}
+		j := i
+		for sp.n < len(sp.groups) {
+			k := j
+			for k < len(s) && isDigit(s[k]) {
+				k++
+			}
+			sp.groups[sp.n] = [2]int{j, k}
+			sp.n++
+			// The separator to the next group: one of " -." or ") " / ")"
+			// after a parenthesized first group.
+			if k >= len(s) {
+				j = k
+				break
+			}
+			next := k
+			var sep byte
+			switch {
+			case sp.n == 1 && sp.paren && s[k] == ')':
+				next = k + 1
+				sep = ')'
+				if next < len(s) && (s[next] == ' ' || s[next] == '-') {
+					next++
+				}
+			case s[k] == ' ' || s[k] == '-' || s[k] == '.':
+				sep = s[k]
+				next = k + 1
+			}
+			if sep == 0 || next >= len(s) || !isDigit(s[next]) || sp.n == len(sp.groups) {
+				j = k
+				break
+			}
+			sp.seps[sp.n] = sep
+			j = next
+		}
+		// A span glued to letters or to more digits is part of a word.
+		if j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
+			for j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
+				j++
+			}
+			i = j
+			continue
+		}
+		sp.end = j
+		fn(&sp)
+		i = j + 1
+	}
+}
+
+// classify says what groups [a,b) of a span are.
+func classify(s string, sp *numberSpan, a, b int) numberKind {
+	digits := 0
+	sep := byte(0)
+	uniform := true
+	for g := a; g < b; g++ {
+		digits += sp.groups[g][1] - sp.groups[g][0]
+		if g > a {
+			if sep == 0 {
+				sep = sp.seps[g]
+			} else if sp.seps[g] != sep {
+				uniform = false
+			}
+		}
+	}
+	size := func(g int) int { return sp.groups[g][1] - sp.groups[g][0] }
+	// SSN: ddd-dd-dddd or ddd dd dddd, in the issued ranges.
+	if b-a == 3 && size(a) == 3 && size(a+1) == 2 && size(a+2) == 4 && uniform && (sep == '-' || sep == ' ') &&
+		!(a == 0 && (sp.plus || sp.paren)) && validSSN(s[sp.groups[a][0]:sp.groups[a][1]], s[sp.groups[a+1][0]:sp.groups[a+1][1]], s[sp.groups[a+2][0]:sp.groups[a+2][1]]) {
+		return kindSSN
+	}
+	// Card: 13 to 19 digits, one group or groups of 4 (Amex 4-6-5),
+	// spaces or dashes, a known network's prefix and a valid Luhn sum.
+	if digits >= 13 && digits <= 19 && (sep == 0 || (uniform && (sep == ' ' || sep == '-'))) && !(a == 0 && (sp.plus || sp.paren)) {
+		var buf [19]byte
+		n := 0
+		for g := a; g < b; g++ {
+			n += copy(buf[n:], s[sp.groups[g][0]:sp.groups[g][1]])
+		}
+		if cardGrouping(sp, a, b, size) && cardPrefix(buf[:n]) && luhn(buf[:n]) {
+			return kindCard
+		}
+	}
+	// Phone: NANP (3-3-4, optionally after a 1 or +1, area code maybe in
+	// parentheses), or + and 8 to 15 digits in groups.
+	nanp := func(x int) bool {
+		return b-x == 3 && size(x) == 3 && size(x+1) == 3 && size(x+2) == 4
+	}
+	switch {
+	case a == 0 && sp.plus && digits >= 8 && digits <= 15 && b-a >= 2:
+		return kindPhone
+	case a == 0 && sp.plus && digits >= 8 && digits <= 15 && b-a == 1:
+		return kindPhone
+	case nanp(a) && (a > 0 || !sp.plus) && (sep != '.' || uniform) && s[sp.groups[a][0]] >= '2':
+		return kindPhone
+	case b-a == 4 && size(a) == 1 && s[sp.groups[a][0]] == '1' && nanp(a+1):
+		return kindPhone
+	}
+	return 0
+}
+
+func cardGrouping(sp *numberSpan, a, b int, size func(int) int) bool {
+	switch b - a {
+	case 1:
+		return true
+	case 3: // Amex 4-6-5
+		return size(a) == 4 && size(a+1) == 6 && size(a+2) == 5
+	}
+	for g := a; g < b-1; g++ {
+		if size(g) != 4 {
+			return false
+		}
+	}
+	return size(b-1) >= 1 && size(b-1) <= 4
+}
+
+func validSSN(area, group, serial string) bool {
+	if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
+		return false
+	}
+	return true
+}
+
+// cardPrefix reports whether a number starts like a card of a major
+// network: Visa, Mastercard, American Express, Discover, Diners, JCB,
+// UnionPay, Maestro.
+func cardPrefix(d []byte) bool {
+	p := func(n int) int {
+		v := 0
+		for i := 0; i < n && i < len(d); i++ {
+			v = v*10 + int(d[i]-'0')
+		}
+		return v
+	}
+	switch {
+	case d[0] == '4':
+		return true
+	case p(2) >= 51 && p(2) <= 55, p(4) >= 2221 && p(4) <= 2720:
+		return true
+	case p(2) == 34 || p(2) == 37:
+		return len(d) == 15
+	case p(4) == 6011, p(2) == 65, p(3) >= 644 && p(3) <= 649:
+		return true
+	case p(2) == 36, p(2) == 38, p(3) >= 300 && p(3) <= 305:
+		return true
+	case p(4) >= 3528 && p(4) <= 3589:
+		return true
+	case p(2) == 62:
+		return true
+	case p(2) == 50, p(2) >= 56 && p(2) <= 58, p(1) == 6:
+		return true
+	}
+	return false
+}
+
+func luhn(d []byte) bool {
+	sum := 0
+	double := false
+	for i := len(d) - 1; i >= 0; i-- {
+		v := int(d[i] - '0')
+		if double {
+			v *= 2
+			if v > 9 {
+				v -= 9
+			}
+		}
+		sum += v
+		double = !double
+	}
+	return sum%10 == 0
+}
+
+// ---- IP addresses ----
+
+// findIPs finds IPv4 dotted quads (each part 0-255, no leading zeros) and
+// IPv6 addresses (as net/netip parses them, with at least two colons).
+func findIPs(s string, emit func(int, int)) {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if !(isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':') || (i > 0 && (isIPChar(s[i-1]) || isAlnum(s[i-1]))) {
+			i++
+			continue
+		}
+		// IPv4 first: digits and dots only (an address may be followed by
+		// :port).
+		if isDigit(c) {
+			j := i
+			dots := 0
+			for j < len(s) && (isDigit(s[j]) || s[j] == '.') && j-i < 16 {
+				if s[j] == '.' {
+					dots++
+				}
+				j++
+			}
+			end := j
+			for end > i && s[end-1] == '.' {
+				end--
+				dots--
+			}
+			if dots == 3 && !glued(s, end) {
+				if a, err := netip.ParseAddr(s[i:end]); err == nil && a.Is4() {
+					emit(i, end)
+					i = end
+					continue
+				}
+			}
+		}
+		// IPv6: a hex group must reach a colon soon.
+		k := i
+		for k < len(s) && k-i < 5 && s[k] != ':' && isIPChar(s[k]) && s[k] != '.' {
+			k++
+		}
+		if k >= len(s) || s[k] != ':' {
+			for k < len(s) && isAlnum(s[k]) {
+				k++
+			}
+			i = max(k, i+1)
+			continue
+		}
+		j := i
+		colons, digits := 0, 0
+		for j < len(s) && isIPChar(s[j]) && j-i < 45 {
+			switch {
+			case s[j] == ':':
+				colons++
+			case isDigit(s[j]):
+				digits++
+			}
+			j++
+		}
+		end := j
+		for end > i && s[end-1] == '.' {
+			end--
+		}
+		if colons >= 2 && digits > 0 && !glued(s, end) {
+			if _, err := netip.ParseAddr(s[i:end]); err == nil {
+				emit(i, end)
+			}
+		}
+		i = max(j, i+1)
+	}
+}
+
+// glued reports whether what ends at end continues a longer token (a
+// version's -beta, a longer dotted number).
+func glued(s string, end int) bool {
+	return end < len(s) && (isAlnum(s[end]) || s[end] == '-' || s[end] == '_' ||
+		(s[end] == '.' && end+1 < len(s) && isDigit(s[end+1])))
+}
+
+func isIPChar(c byte) bool {
+	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.'
+}
+
+// ---- street addresses ----
+
+// streetRE is a US-style street address from its number: a house number,
+// an optional direction, one to four words, a street type, and optionally
+// a unit and ", City, ST 12345".
+var streetRE = regexp.MustCompile(`^\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]\.?|North|South|East|West)\s+)?(?:[A-Z0-9][A-Za-z0-9'.-]*\s+){1,4}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Parkway|Pkwy|Circle|Cir|Highway|Hwy|Square|Sq|Trail|Trl|Alley|Crescent|Close)\b\.?(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|#)\.?\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][A-Za-z]+(?:\s[A-Z][A-Za-z]+){0,2}(?:,\s*[A-Z]{2}(?:\s+\d{5}(?:-\d{4})?)?)?)?`)
+
+// poBoxRE is a post office box.
+var poBoxRE = regexp.MustCompile(`^(?i:P\.?\s?O\.?\s+Box|Post\s+Office\s+Box)\s+\d{1,8}`)
+
+func findAddresses(s string, emit func(int, int)) {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if i > 0 && isAlnum(s[i-1]) {
+			i++
+			continue
+		}
+		var loc []int
+		window := s[i:min(len(s), i+200)]
+		switch {
+		case isDigit(c):
+			// The cheap test first: digits, a space, a capital or digit.
+			k := i
+			for k < len(s) && isDigit(s[k]) && k-i < 7 {
+				k++
+			}
+			if k < len(s) && isUpper(s[k]) {
+				k++ // 12B
+			}
+			if k+1 < len(s) && s[k] == ' ' && (isUpper(s[k+1]) || isDigit(s[k+1])) {
+				loc = streetRE.FindStringIndex(window)
+			}
+		case c == 'P' || c == 'p':
+			if len(window) > 4 && (window[1] == 'O' || window[1] == 'o' || window[1] == '.') {
+				loc = poBoxRE.FindStringIndex(window)
+			}
+		}
+		if loc != nil {
+			emit(i, i+loc[1])
+			i += loc[1]
+			continue
+		}
+		i++
+	}
+}
+
+// ---- person names ----
+
+// nameAfterRE is one to three capitalized words (a name after a cue).
+var nameAfterRE = regexp.MustCompile(`^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?){0,2}`)
+
+// findNames finds a person's name by its context: an honorific (Mr.,
+// Mrs., Ms., Dr., Prof.) or a cue ("my name is", "name:", "signed",
+// "regards,") followed by capitalized words, or a common first name
+// followed by a capitalized surname.
+func findNames(s string, emit func(int, int)) {
+	last := 0
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if !(isUpper(c) || isLower(c)) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '\'')) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && (isUpper(s[j]) || isLower(s[j])) {
+			j++
+		}
+		w := s[i:j]
+		if i < last {
+			i = j
+			continue
+		}
+		start, rest := -1, j
+		switch {
+		case isUpper(c) && honorific(w):
+			if rest < len(s) && s[rest] == '.' {
+				rest++
+			}
+			if rest < len(s) && s[rest] == ' ' {
+				start = rest + 1
+			}
+		case cueShape(w) && cueAt(s, i, j, &rest):
+			start = rest
+		case isUpper(c) && len(w) > 1 && isLower(w[1]) && firstNames[w] && j+1 < len(s) && s[j] == ' ' && isUpper(s[j+1]):
+			// A known first name and a capitalized next word.
+			if loc := nameAfterRE.FindStringIndex(s[i:min(len(s), i+80)]); loc != nil && strings.IndexByte(s[i:i+loc[1]], ' ') > 0 {
+				end := trimNonName(s, i, i+loc[1])
+				if end > j {
+					emit(i, end)
+					last = end
+					i = end
+					continue
+				}
+			}
+		}
+		if start >= 0 && start < len(s) && isUpper(s[start]) {
+			if loc := nameAfterRE.FindStringIndex(s[start:min(len(s), start+80)]); loc != nil {
+				end := trimNonName(s, start, start+loc[1])
+				if end > start {
+					emit(start, end)
+					last = end
+					i = end
+					continue
+				}
+			}
+		}
+		i = j
+	}
+}
+
+// trimNonName drops trailing words of a match that are common
+// capitalized non-names (I, The, And, ...).
+func trimNonName(s string, start, end int) int {
+	for end > start {
+		sp := strings.LastIndexByte(s[start:end], ' ')
+		if sp < 0 {
+			break
+		}
+		if !stopWords[strings.TrimSpace(s[start+sp+1:end])] {
+			break
+		}
+		end = start + sp
+	}
+	if stopWords[s[start:end]] {
+		return start
+	}
+	return end
+}
+
+func honorific(w string) bool {
+	switch w {
+	case "Mr", "Mrs", "Ms", "Mx", "Dr", "Prof", "Sir", "Dame", "Madam":
+		return true
+	}
+	return false
+}
+
+// cueShape is the cheap first test of a cue word: its length and first
+// letter.
+func cueShape(w string) bool {
+	c := w[0] | 0x20
+	switch len(w) {
+	case 2:
+		return c == 'm'
+	case 4:
+		return c == 'n'
+	case 6:
+		return c == 's'
+	case 7:
+		return c == 'r' || c == 'p'
+	case 8:
+		return c == 'c' || c == 'e'
+	case 9:
+		return c == 's'
+	}
+	return false
+}
+
+// cueAt reports whether a name cue starts at word s[i:j]; rest is where
+// the name would start.
+func cueAt(s string, i, j int, rest *int) bool {
+	w := s[i:j]
+	var tail []string
+	switch {
+	case strings.EqualFold(w, "my"):
+		tail = []string{" name is ", " name's ", " full name is "}
+	case strings.EqualFold(w, "name"):
+		tail = []string{": ", " is "}
+	case strings.EqualFold(w, "signed"):
+		tail = []string{", ", ": ", " "}
+	case strings.EqualFold(w, "regards") || strings.EqualFold(w, "sincerely"):
+		tail = []string{",\n", ", ", ",\r\n"}
+	case strings.EqualFold(w, "patient") || strings.EqualFold(w, "customer") || strings.EqualFold(w, "employee"):
+		tail = []string{" name: ", ": "}
+	default:
+		return false
+	}
+	for _, t := range tail {
+		if len(s)-j >= len(t) && strings.EqualFold(s[j:j+len(t)], t) {
+			*rest = j + len(t)
+			return true
+		}
+	}
+	return false
+}
+
+// ---- prompt injection ----
+
+// injectionPhrases are the phrasings of instruction override, role
+// hijacking and system prompt extraction the detector knows, by the
+// trigger word they start with: each runs, anchored on a short window, at
+// its trigger words only.
+var injectionPhrases = func() map[string]*regexp.Regexp {
+	const (
+		role     = `you\s+are\s+(?:now\s+)?(?:DAN|jailbroken|in\s+developer\s+mode|an?\s+(?:unrestricted|unfiltered|uncensored)\b)`
+		from     = `(?:from\s+now\s+on|henceforth),?\s+you\s+(?:are|will|must)\s+(?:no\s+longer|not)\s+(?:bound|restricted|follow)`
+		dan      = `do\s+anything\s+now`
+		mode     = `(?:enable|enter|activate)\s+(?:developer|god|jailbreak|DAN)\s+mode`
+		jail     = `jailbreak(?:ing)?\s+(?:mode|prompt|the\s+model)`
+		reveal   = `(?:reveal|print|show|repeat|output|display|leak|dump|tell\s+me)\s+(?:me\s+)?(?:your|the)\s+(?:(?:full|entire|original|hidden|secret|initial)\s+)*(?:system\s+(?:prompt|message|instructions)|initial\s+instructions|hidden\s+instructions|prompt\s+above)`
+		pretend  = `(?:pretend|act\s+as\s+if)\s+(?:you\s+(?:are|have)\s+|to\s+be\s+)?(?:an?\s+)?(?:\w+\s+){0,3}(?:with(?:out)?\s+(?:any|no)\s+(?:restrictions|rules|filters|guidelines|limits))`
+		newInstr = `new\s+(?:system\s+)?instructions\s*:`
+		tag      = `(?:<\|?im_start\|?>\s*system|\[\s*system\s*\]|<\s*/?\s*system\s*>)`
+	)
+	m := map[string]*regexp.Regexp{}
+	add := func(re string, triggers ...string) {
+		c := regexp.MustCompile(`^(?i:` + re + `)`)
+		for _, t := range triggers {
+			m[t] = c
+		}
+	}
+	add(role, "you")
+	add(from, "from", "henceforth")
+	add(dan, "do")
+	add(mode, "enable", "enter", "activate")
+	add(jail, "jailbreak", "jailbreaking")
+	add(reveal, "reveal", "print", "show", "repeat", "output", "display", "leak", "dump", "tell")
+	add(pretend, "pretend", "act")
+	add(newInstr, "new")
+	add(tag, "<", "[")
+	return m
+}()
+
+// findInjections finds injection phrasings, starting at their trigger
+// words.
+func findInjections(s string, emit func(int, int)) {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c == '<' || c == '[' {
+			if loc := injectionPhrases[s[i:i+1]].FindStringIndex(s[i:min(len(s), i+40)]); loc != nil {
+				emit(i, i+loc[1])
+				i += loc[1]
+				continue
+			}
+			i++
+			continue
+		}
+		if !(isUpper(c) || isLower(c)) || (i > 0 && isAlnum(s[i-1])) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && (isUpper(s[j]) || isLower(s[j])) {
+			j++
+		}
+		if !maybeTrigger(s[i:j]) {
+			i = j
+			continue
+		}
+		if overrideVerb(s[i:j]) {
+			if end := overrideAt(s, j); end > 0 {
+				emit(i, end)
+				i = end
+				continue
+			}
+		} else if re := injectionTrigger(s, i, j); re != nil {
+			if loc := re.FindStringIndex(s[i:min(len(s), i+240)]); loc != nil {
+				emit(i, i+loc[1])
+				i += loc[1]
+				continue
+			}
+		}
+		i = j
+	}
+}
+
+// The instruction override ("ignore all previous instructions") is
+// matched by hand: a verb, up to four filler words, an object. As a
+// regular expression its alternations make Go's matcher fall back to its
+// slowest engine.
+var (
+	overrideVerbs   = setOf("ignore", "disregard", "forget", "skip", "override", "bypass", "drop")
+	overrideFillers = setOf("all", "any", "every", "of", "the", "your", "my", "these", "those", "previous", "prior",
+		"above", "earlier", "preceding", "foregoing", "existing", "original", "initial", "system", "developer", "safety", "and")
+	overrideObjects = setOf("instruction", "instructions", "prompt", "prompts", "rules", "directions", "directives",
+		"guidelines", "guardrails", "restrictions", "context", "programming", "constraints", "policies")
+)
+
+// lowerWord is w in lower case in buf (ASCII letters), or nil when
+// longer. Map lookups index with string(lowerWord(...)), which Go does
+// without allocating.
+func lowerWord(buf *[16]byte, w string) []byte {
+	if len(w) > len(buf) {
+		return nil
+	}
+	for k := 0; k < len(w); k++ {
+		c := w[k]
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		buf[k] = c
+	}
+	return buf[:len(w)]
+}
+
+// triggerShape holds the (length, first letter) of every trigger word: a
+// word of another shape is none, without a map lookup.
+var triggerShape = func() (t [17][26]bool) {
+	add := func(w string) { t[len(w)][w[0]-'a'] = true }
+	for w := range overrideVerbs {
+		add(w)
+	}
+	for w := range nextWords {
+		add(w)
+	}
+	return t
+}()
+
+// maybeTrigger is the cheap first test of a word.
+func maybeTrigger(w string) bool {
+	if len(w) < 2 || len(w) >= len(triggerShape) {
+		return false
+	}
+	c := w[0]
+	if isUpper(c) {
+		c += 'a' - 'A'
+	}
+	return triggerShape[len(w)][c-'a']
+}
+
+func overrideVerb(w string) bool {
+	if len(w) < 4 || len(w) > 9 {
+		return false
+	}
+	var buf [16]byte
+	return overrideVerbs[string(lowerWord(&buf, w))]
+}
+
+// overrideAt matches the rest of an override after its verb ending at j:
+// the end of the match, or -1.
+func overrideAt(s string, j int) int {
+	var buf [16]byte
+	pos := j
+	for n := 0; n <= 4; n++ {
+		k := pos
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n') {
+			k++
+		}
+		if k == pos {
+			return -1
+		}
+		e := k
+		for e < len(s) && (isUpper(s[e]) || isLower(s[e])) {
+			e++
+		}
+		w := lowerWord(&buf, s[k:e])
+		if overrideObjects[string(w)] {
+			return e
+		}
+		if !overrideFillers[string(w)] {
+			return -1
+		}
+		pos = e
+	}
+	return -1
+}
+
+// nextWords gate a trigger word: the phrases' regular expression runs
+// only when the next word is one of these (nil: any word).
+var nextWords = map[string]map[string]bool{
+	"you": setOf("are"), "from": setOf("now"), "henceforth": nil, "do": setOf("anything"),
+	"enable": setOf("developer", "god", "jailbreak", "dan"), "enter": setOf("developer", "god", "jailbreak", "dan"),
+	"activate": setOf("developer", "god", "jailbreak", "dan"), "jailbreak": nil, "jailbreaking": nil,
+	"reveal": setOf("me", "your", "the"), "print": setOf("me", "your", "the"), "show": setOf("me", "your", "the"),
+	"repeat": setOf("me", "your", "the"), "output": setOf("me", "your", "the"), "display": setOf("me", "your", "the"),
+	"leak": setOf("me", "your", "the"), "dump": setOf("me", "your", "the"), "tell": setOf("me"),
+	"pretend": nil, "act": setOf("as"), "new": setOf("instructions", "system"),
+}
+
+// injectionTrigger is the phrases' expression when s[i:j] is a trigger
+// word (any case) followed by a word its phrases allow, or nil.
+func injectionTrigger(s string, i, j int) *regexp.Regexp {
+	w := s[i:j]
+	if len(w) < 2 || len(w) > 12 || j >= len(s) || (s[j] != ' ' && s[j] != '\n' && s[j] != '\t') {
+		return nil
+	}
+	var buf [16]byte
+	lw := lowerWord(&buf, w)
+	next, ok := nextWords[string(lw)]
+	if !ok {
+		return nil
+	}
+	re := injectionPhrases[string(lw)]
+	if next == nil {
+		return re
+	}
+	k := j
+	for k < len(s) && (s[k] == ' ' || s[k] == '\n' || s[k] == '\t') {
+		k++
+	}
+	e := k
+	for e < len(s) && (isUpper(s[e]) || isLower(s[e])) {
+		e++
+	}
+	var nb [16]byte
+	if next[string(lowerWord(&nb, s[k:e]))] {
+		return re
+	}
+	return nil
+}

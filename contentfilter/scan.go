@@ -1,0 +1,293 @@
+package contentfilter
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+)
+
+// Set is the guards in force for one request: its key's, its member's and
+// its workspace's. Every block blocks; every redaction applies.
+type Set []*Guard
+
+// Empty reports whether no filter is in force.
+func (s Set) Empty() bool {
+	for _, g := range s {
+		if !g.Empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// Unusable returns the first guard that refuses every request (its
+// filters could not be compiled), or nil.
+func (s Set) Unusable() *Guard {
+	for _, g := range s {
+		if g.IsUnusable() {
+			return g
+		}
+	}
+	return nil
+}
+
+// Hit is a filter that matched: which guardrail, and its label (its slug
+// for a builtin). It never carries the matched text.
+type Hit struct {
+	GuardrailID   string
+	GuardrailName string
+	Label         string
+	Slug          string // "" for a custom pattern
+	Action        Action
+}
+
+// Result is what the filters did to a request.
+type Result struct {
+	// Block is the first blocking filter that matched (nil: none).
+	Block *Hit
+	// Flags are the flagging filters that matched, once each.
+	Flags []Hit
+	// Redacted counts the texts that were rewritten.
+	Redacted int
+}
+
+func (r *Result) flag(h Hit) {
+	for _, f := range r.Flags {
+		if f.GuardrailID == h.GuardrailID && f.Label == h.Label && f.Slug == h.Slug {
+			return
+		}
+	}
+	r.Flags = append(r.Flags, h)
+}
+
+// span is a redaction of text[start:end] by label.
+type span struct {
+	start, end int
+	label      string
+}
+
+// Text applies the set to one text; user says whether it is the user's
+// (scan_scope user_only). It returns the text with every redaction
+// applied; after a block the text is not to be used.
+func (s Set) Text(text string, user bool, res *Result) string {
+	if text == "" {
+		return text
+	}
+	var spans []span
+	for _, g := range s {
+		if g == nil {
+			continue
+		}
+		for i := range g.rules {
+			r := &g.rules[i]
+			if r.userOnly && !user {
+				continue
+			}
+			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
+			switch r.action {
+			case Block, Flag:
+				if !r.matches(text) {
+					continue
+				}
+				if r.action == Block {
+					if res.Block == nil {
+						res.Block = &hit
+					}
+					return text
+				}
+				res.flag(hit)
+			case Redact:
+				r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return text
+	}
+	res.Redacted++
+	return redact(text, spans)
+}
+
+func (r *rule) matches(text string) bool {
+	if r.re != nil {
+		return r.re.MatchString(text)
+	}
+	found := false
+	r.find(text, func(int, int) { found = true })
+	return found
+}
+
+func (r *rule) each(text string, emit func(a, b int)) {
+	if r.re != nil {
+		for _, loc := range r.re.FindAllStringIndex(text, -1) {
+			if loc[1] > loc[0] {
+				emit(loc[0], loc[1])
+			}
+		}
+		return
+	}
+	r.find(text, emit)
+}
+
+// redact replaces the spans (of every filter, possibly overlapping: the
+// earliest and then longest wins, and what it covers goes with it).
+func redact(text string, spans []span) string {
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.start != b.start {
+			return a.start - b.start
+		}
+		return b.end - a.end
+	})
+	var b strings.Builder
+	b.Grow(len(text))
+	at := 0
+	for i := 0; i < len(spans); i++ {
+		sp := spans[i]
+		if sp.start < at {
+			continue
+		}
+		end := sp.end
+		// Absorb overlapping spans into this one.
+		for i+1 < len(spans) && spans[i+1].start < end {
+			i++
+			end = max(end, spans[i].end)
+		}
+		b.WriteString(text[at:sp.start])
+		b.WriteString(sp.label)
+		at = end
+	}
+	b.WriteString(text[at:])
+	return b.String()
+}
+
+// The members of an inference request that hold its text, in every
+// dialect: chat and Messages `messages`, Responses `input` and
+// `instructions`, Messages `system`, completions `prompt`, embeddings
+// `input`.
+var textRoots = [...]string{"messages", "input", "instructions", "system", "prompt"}
+
+// skipKeys are members inside messages that carry no prompt text (ids,
+// roles, media, signatures); every other string member is scanned, tool
+// call arguments and tool results included.
+var skipKeys = setOf("role", "type", "id", "call_id", "tool_call_id", "tool_use_id", "name", "status",
+	"image_url", "url", "file_id", "file_data", "data", "source", "cache_control", "signature",
+	"encrypted_content", "format", "detail", "media_type", "mime_type", "model", "input_audio",
+	"filename", "annotations", "logprobs", "container_id")
+
+// edit replaces body[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       []byte
+}
+
+// Body applies the set to an inference request body (any dialect). It
+// returns the body with every redaction applied (body itself when there
+// is none) and what the filters did; after a block the body is not to be
+// used.
+func (s Set) Body(body []byte) ([]byte, Result) {
+	var res Result
+	var edits []edit
+	visit := func(v gjson.Result, user bool) bool {
+		out := s.Text(v.Str, user, &res)
+		if res.Block != nil {
+			return false
+		}
+		if out == v.Str {
+			return true
+		}
+		if v.Index <= 0 || v.Index+len(v.Raw) > len(body) || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
+			// The text's place in the body is unknown: refuse rather
+			// than send it unredacted.
+			res.Block = &Hit{Label: DefaultLabel, Action: Block}
+			return false
+		}
+		edits = append(edits, edit{v.Index, v.Index + len(v.Raw), jsonstr.Append(nil, out)})
+		return true
+	}
+	root := gjson.ParseBytes(body)
+	for _, name := range textRoots {
+		v := root.Get(name)
+		if !v.Exists() {
+			continue
+		}
+		// Top-level strings are the user's (input, prompt), except the
+		// system prompt and instructions.
+		user := name != "instructions" && name != "system"
+		if !walk(v, user, name == "messages" || name == "input", visit) {
+			return body, res
+		}
+	}
+	if len(edits) == 0 {
+		return body, res
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	out := make([]byte, 0, len(body)+64)
+	at := 0
+	for _, e := range edits {
+		if e.start < at {
+			continue
+		}
+		out = append(out, body[at:e.start]...)
+		out = append(out, e.repl...)
+		at = e.end
+	}
+	return append(out, body[at:]...), res
+}
+
+// walk visits the strings of v; items says v is a list of messages or
+// items whose role decides whether their text is the user's.
+func walk(v gjson.Result, user, items bool, visit func(gjson.Result, bool) bool) bool {
+	switch {
+	case v.Type == gjson.String:
+		return visit(v, user)
+	case v.IsArray():
+		ok := true
+		v.ForEach(func(_, el gjson.Result) bool {
+			u := user
+			if items && el.IsObject() {
+				u = itemIsUser(el)
+			}
+			ok = walk(el, u, false, visit)
+			return ok
+		})
+		return ok
+	case v.IsObject():
+		ok := true
+		v.ForEach(func(k, el gjson.Result) bool {
+			if skipKeys[k.Str] {
+				return true
+			}
+			ok = walk(el, user, false, visit)
+			return ok
+		})
+		return ok
+	}
+	return true
+}
+
+// itemIsUser reports whether a message or item is the user's: role user
+// (an item without a role, such as a tool's output, is not).
+func itemIsUser(el gjson.Result) bool {
+	return el.Get("role").Str == "user"
+}
+
+// Texts lists the prompt text of an inference body, every dialect, in
+// the places Body scans (for a moderation provider).
+func Texts(body []byte) []string {
+	var out []string
+	root := gjson.ParseBytes(body)
+	for _, name := range textRoots {
+		if v := root.Get(name); v.Exists() {
+			walk(v, true, false, func(s gjson.Result, _ bool) bool {
+				if strings.TrimSpace(s.Str) != "" {
+					out = append(out, s.Str)
+				}
+				return true
+			})
+		}
+	}
+	return out
+}

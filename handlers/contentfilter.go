@@ -1,0 +1,101 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// The pipeline's content filter stage: the caller's guardrails' filters
+// (package contentfilter) run once per request on the body as the client
+// sent it, before web search, routing and admission, so a blocked request
+// reaches no provider and holds nothing, and every attempt and dialect
+// translation starts from the redacted body. A gateway-side search's
+// query passes them too (filterSearchQuery). A request under no filter
+// pays one cached rules lookup.
+
+// filtersFor returns the content filters in force for the caller; a
+// store that cannot be had refuses the request (503), since its filters
+// are unknown.
+func (rt *Router) filtersFor(id *gateway.Identity) (contentfilter.Set, *apierror.Error) {
+	rules, apiErr := rt.rulesFor(id)
+	if apiErr != nil || rules == nil {
+		return nil, apiErr
+	}
+	if g := rules.Filters.Unusable(); g != nil {
+		return nil, apierror.New(http.StatusServiceUnavailable,
+			"The content filters of guardrail "+strconv.Quote(g.Name)+" cannot be applied; the request was not sent")
+	}
+	return rules.Filters, nil
+}
+
+// filterBody applies the caller's content filters to an inference body:
+// a block is a 403 naming the guardrail and the filter; redactions come
+// back in the body; flags go to the request state for the generation
+// record.
+func (rt *Router) filterBody(st *requestState, body []byte) ([]byte, *apierror.Error) {
+	set, apiErr := rt.filtersFor(st.id)
+	if apiErr != nil || set == nil {
+		return body, apiErr
+	}
+	out, res := set.Body(body)
+	if res.Block != nil {
+		return nil, blockedError(res.Block)
+	}
+	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
+	return out, nil
+}
+
+// filterSearchQuery applies the filters to the query a gateway-side
+// engine will receive (a search_prompt is not part of the messages).
+func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
+	if st.plan == nil || st.plan.query == "" {
+		return nil
+	}
+	set, apiErr := rt.filtersFor(st.id)
+	if apiErr != nil || set == nil {
+		return apiErr
+	}
+	var res contentfilter.Result
+	q := set.Text(st.plan.query, true, &res)
+	if res.Block != nil {
+		return blockedError(res.Block)
+	}
+	st.plan.query = q
+	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
+	return nil
+}
+
+// blockedError is the 403 of a blocking filter: the guardrail and the
+// filter's label, never the text it matched.
+func blockedError(h *contentfilter.Hit) *apierror.Error {
+	if h.GuardrailID == "" {
+		return apierror.New(http.StatusServiceUnavailable, "The request's content filters could not be applied; the request was not sent")
+	}
+	md := map[string]any{"guardrail_id": h.GuardrailID, "guardrail_name": h.GuardrailName, "filter": h.Label}
+	if h.Slug != "" {
+		md["builtin"] = h.Slug
+	}
+	return &apierror.Error{Status: http.StatusForbidden,
+		Message:  "Request blocked by content filter " + strconv.Quote(h.Label) + " of guardrail " + strconv.Quote(h.GuardrailName),
+		Metadata: md}
+}
+
+// appendFlags adds flags to the request's, once each.
+func appendFlags(to []storage.ContentFlag, hits []contentfilter.Hit) []storage.ContentFlag {
+	for _, h := range hits {
+		f := storage.ContentFlag{GuardrailID: h.GuardrailID, Label: h.Label, Builtin: h.Slug}
+		dup := false
+		for _, g := range to {
+			dup = dup || g == f
+		}
+		if !dup {
+			to = append(to, f)
+		}
+	}
+	return to
+}

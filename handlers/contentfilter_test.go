@@ -1,0 +1,69 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// storeDown is a gateway whose store cannot be had.
+type storeDown struct{ *testgw.Gateway }
+
+func (storeDown) Store() (*storage.Store, error) { return nil, storage.ErrUnavailable }
+
+// Guardrails that cannot be read refuse the request (503) instead of
+// serving it unfiltered; and a management key or anonymous caller has
+// none.
+func TestContentFiltersFailClosed(t *testing.T) {
+	rt := Router{gw: storeDown{testgw.New(t)}}
+	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: "h"}}}
+	if _, apiErr := rt.filterBody(st, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+		t.Fatalf("store down: %v, want 503", apiErr)
+	}
+	if _, apiErr := rt.rulesFor(st.id); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+		t.Fatalf("rulesFor with the store down: %v, want 503", apiErr)
+	}
+	if rt.modelsFor(st.id) != nil {
+		t.Fatal("models listed with unknown guardrails")
+	}
+	st.plan = &searchPlan{query: "q"}
+	if apiErr := rt.filterSearchQuery(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+		t.Fatalf("search query with the store down: %v", apiErr)
+	}
+	mgmt := &requestState{id: &gateway.Identity{Principal: storage.Principal{Management: true}}}
+	if b, apiErr := rt.filterBody(mgmt, []byte(`{}`)); apiErr != nil || string(b) != `{}` {
+		t.Fatalf("management key: %s %v", b, apiErr)
+	}
+}
+
+// A key's guardrail filters apply through the cached rules.
+func TestContentFiltersFromRules(t *testing.T) {
+	gw := testgw.New(t)
+	acct := gw.Account(t, storage.AccountOrganization)
+	key, _, err := gw.Storage.CreateAPIKey(storage.NewAPIKey{AccountID: acct.ID, Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gw.Storage.CreateGuardrail(acct.ID, func(g *storage.Guardrail) error {
+		g.Name = "G"
+		g.ContentFilters = []byte(`[{"pattern":"x","action":"block"}]`)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rt := Router{gw: gw}
+	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}}
+	if _, apiErr := rt.filterBody(st, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+		t.Fatalf("block: %v", apiErr)
+	}
+	if b, apiErr := rt.filterBody(st, []byte(`{"input":"y"}`)); apiErr != nil || string(b) != `{"input":"y"}` {
+		t.Fatalf("clean: %s %v", b, apiErr)
+	}
+}
