@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -32,8 +33,12 @@ type ModelConfig struct {
 	MaxCompletionTokens int64 `json:"max_completion_tokens,omitempty"`
 	// Pricing is what a request costs, in credits.
 	Pricing PricingConfig `json:"pricing"`
-	// Providers serve the model; the first usable one is chosen.
+	// Providers serve the model, ranked per request (the router's
+	// provider preferences and load balancing).
 	Providers []ProviderConfig `json:"providers,omitempty"`
+	// DistillableText: the model's author allows its text output to train
+	// other models (a request's provider.enforce_distillable_text).
+	DistillableText bool `json:"distillable_text,omitempty"`
 }
 
 // ProviderConfig is one upstream endpoint of a model, in the app's config
@@ -81,6 +86,17 @@ type ProviderConfig struct {
 	// Region is where the provider processes requests: "global" (the
 	// default), "europe" or "us".
 	Region string `json:"region,omitempty"`
+
+	// Quantization is the numeric format the provider runs the model in:
+	// int4, int8, fp4, mxfp4, nvfp4, fp6, fp8, mxfp8, fp16, bf16, fp32 or
+	// unknown (the default).
+	Quantization string `json:"quantization,omitempty"`
+	// SupportedParameters are the request parameters the provider takes
+	// (a request's provider.require_parameters); default: its dialect's.
+	SupportedParameters []string `json:"supported_parameters,omitempty"`
+	// Pricing is the provider's own price for the model when it differs
+	// from the model's; requests it serves are charged at it.
+	Pricing *PricingConfig `json:"pricing,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
@@ -90,8 +106,53 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
 	}
-	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
-		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp}, nil
+	if pc.Quantization != "" && !slices.Contains(catalog.Quantizations, pc.Quantization) {
+		return nil, fmt.Errorf("provider %q: quantization: expected one of %s, got %q", pc.Name, strings.Join(catalog.Quantizations, ", "), pc.Quantization)
+	}
+	for _, param := range pc.SupportedParameters {
+		if !slices.Contains(catalog.OpenAIParameters, param) && !slices.Contains(catalog.AnthropicParameters, param) && !slices.Contains(extraParameters, param) {
+			return nil, fmt.Errorf("provider %q: supported_parameters: unknown parameter %q", pc.Name, param)
+		}
+	}
+	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
+		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
+		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters}
+	if pc.Pricing != nil {
+		pricing, err := pc.Pricing.pricing()
+		if err != nil {
+			return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
+		}
+		p.Pricing = &pricing
+	}
+	return p, nil
+}
+
+// extraParameters are request parameters a provider may state it takes
+// beyond the dialects' defaults (catalog.OpenAIParameters,
+// catalog.AnthropicParameters).
+var extraParameters = []string{"min_p", "top_a", "repetition_penalty", "verbosity", "web_search_options", "prediction"}
+
+// pricing parses the prices.
+func (pc PricingConfig) pricing() (billing.Pricing, error) {
+	var p billing.Pricing
+	for _, f := range []struct {
+		name, s  string
+		required bool
+		dst      *billing.Price
+	}{
+		{"pricing.prompt", pc.Prompt, true, &p.Prompt},
+		{"pricing.completion", pc.Completion, true, &p.Completion},
+		{"pricing.request", pc.Request, false, &p.Request},
+		{"pricing.web_search", pc.WebSearch, false, &p.WebSearch},
+		{"pricing.input_cache_read", pc.InputCacheRead, false, &p.InputCacheRead},
+		{"pricing.input_cache_write", pc.InputCacheWrite, false, &p.InputCacheWrite},
+	} {
+		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
+			return p, fmt.Errorf("%s: %v", f.name, err)
+		}
+	}
+	p.CacheReadSet, p.CacheWriteSet = pc.InputCacheRead != "", pc.InputCacheWrite != ""
+	return p, nil
 }
 
 // dataPolicy checks and converts the provider's data-policy facts.
@@ -206,23 +267,12 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	if m.Name == "" {
 		m.Name = m.ID
 	}
-	for _, f := range []struct {
-		name, s  string
-		required bool
-		dst      *billing.Price
-	}{
-		{"pricing.prompt", mc.Pricing.Prompt, true, &m.Pricing.Prompt},
-		{"pricing.completion", mc.Pricing.Completion, true, &m.Pricing.Completion},
-		{"pricing.request", mc.Pricing.Request, false, &m.Pricing.Request},
-		{"pricing.web_search", mc.Pricing.WebSearch, false, &m.Pricing.WebSearch},
-		{"pricing.input_cache_read", mc.Pricing.InputCacheRead, false, &m.Pricing.InputCacheRead},
-		{"pricing.input_cache_write", mc.Pricing.InputCacheWrite, false, &m.Pricing.InputCacheWrite},
-	} {
-		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
-			return nil, fail(f.name, err)
-		}
+	pricing, err := mc.Pricing.pricing()
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %v", mc.ID, err)
 	}
-	m.Pricing.CacheReadSet, m.Pricing.CacheWriteSet = mc.Pricing.InputCacheRead != "", mc.Pricing.InputCacheWrite != ""
+	m.Pricing = pricing
+	m.Distillable = mc.DistillableText
 	for _, pc := range mc.Providers {
 		p, err := pc.provider()
 		if err != nil {
@@ -392,7 +442,8 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 		dec := json.NewDecoder(strings.NewReader(ext.Raw))
 		dec.DisallowUnknownFields()
 		var cfg struct {
-			Providers []ProviderConfig `json:"providers"`
+			Providers       []ProviderConfig `json:"providers"`
+			DistillableText bool             `json:"distillable_text"`
 		}
 		if err := dec.Decode(&cfg); err != nil {
 			return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
@@ -404,6 +455,7 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 			}
 			m.Providers = append(m.Providers, p)
 		}
+		m.Distillable = cfg.DistillableText
 	}
 	raw, err := sjson.Delete(v.Raw, "tollgate")
 	if err != nil {

@@ -29,6 +29,7 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //		per_key <requests> <window> [<burst>]
 //		max_body_bytes     <n>
 //		media_part_tokens  <n>
+//		load_balancing     price|ordered
 //		upstream_base_path <path>
 //		<any reverse_proxy subdirective>
 //	}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -52,10 +53,23 @@ type Router struct {
 	// in the admission estimate (promptbound.go). Default
 	// DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
+	// LoadBalancing orders equally ranked endpoints of a model:
+	// LoadBalancingPrice (the default: drawn at random, weighted by the
+	// inverse square of their price) or LoadBalancingOrdered (the
+	// catalog's order).
+	LoadBalancing string `json:"load_balancing,omitempty"`
 
 	gw     gateway.Gateway
 	logger *zap.Logger
+	// random draws load balancing's choices, in [0, 1); nil: math/rand.
+	random func() float64
 }
+
+// Load balancing modes (Router.LoadBalancing).
+const (
+	LoadBalancingPrice   = "price"
+	LoadBalancingOrdered = "ordered"
+)
 
 // Provision sets defaults and, given a Caddy context, finds the tollgate
 // app (Tollgate.setup hands it the gateway instead).
@@ -68,6 +82,11 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	}
 	if rt.MediaPartTokens == 0 {
 		rt.MediaPartTokens = DefaultMediaPartTokens
+	}
+	switch rt.LoadBalancing {
+	case "", LoadBalancingPrice, LoadBalancingOrdered:
+	default:
+		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, rt.LoadBalancing)
 	}
 	if rt.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
@@ -197,12 +216,35 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	kind := routeKindOf(sub)
+	ef := endpointFilter{prefs: &prefs}
+	if prefs.requireParameters {
+		ef.params = requestParameters(kind, field)
+	}
+	rk := ranker{prefs: &prefs, balance: rt.LoadBalancing != LoadBalancingOrdered, rand: rt.random}
+	if rk.rand == nil {
+		rk.rand = rand.Float64
+	}
+	if rk.prefs.maxLatency.set() || rk.prefs.minThroughput.set() || prefs.sort != "" {
+		rk.now = now()
+	}
 	var attempts []Attempt
 	var refusal *apierror.Error // a private endpoint the egress policy refused
+	var excluded string         // the preference that excluded the last endpoint
 	available := false
 	rules := rt.rulesFor(id)
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
+		rk.sort = prefs.sort
+		if base, suffixSort := modelSuffixSort(modelID); !ok && suffixSort != "" {
+			if m, ok = rt.catalog().Lookup(base); ok {
+				modelID = base
+				if rk.sort == "" {
+					rk.sort = suffixSort
+					rk.now = now()
+				}
+			}
+		}
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have (privaterouting.go).
 		candidates, refused := rt.privateAttempts(modelID, m, id)
@@ -230,18 +272,29 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			return nil, refusalError(denied)
 		}
 		available = available || len(candidates) > 0
-		attempts = appendAttempts(attempts, prefs.filter(candidates))
+		candidates, why := ef.filter(candidates)
+		if why != "" {
+			excluded = why
+		}
+		attempts = appendAttempts(attempts, rk.rank(candidates))
 	}
 	if len(attempts) == 0 {
 		if refusal != nil {
 			return nil, refusal
 		}
 		if available {
-			return nil, apierror.New(http.StatusServiceUnavailable, "No provider satisfies the request's provider preferences")
+			msg := "No provider satisfies the routing requirements of the request's provider preferences"
+			if excluded != "" {
+				msg += ": " + excluded + ", the last endpoint left"
+			}
+			return nil, apierror.New(http.StatusServiceUnavailable, msg)
 		}
 		return nil, apierror.New(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	kind := routeKindOf(sub)
+	if prefs.partitionNone && prefs.sort != "" && len(ids) > 1 {
+		rk.sort = prefs.sort
+		rk.sortAcross(attempts)
+	}
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
 		return nil, apiErr
 	}

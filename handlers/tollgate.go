@@ -53,6 +53,10 @@ type Tollgate struct {
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate. Default DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
+	// LoadBalancing orders a model's equally ranked endpoints: "price"
+	// (the default: weighted by the inverse square of their price) or
+	// "ordered" (the catalog's order). See Router.LoadBalancing.
+	LoadBalancing string `json:"load_balancing,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -106,7 +110,8 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
-	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens, gw: gw}
+	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens,
+		LoadBalancing: t.LoadBalancing, gw: gw}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}
@@ -135,6 +140,11 @@ func (t *Tollgate) Validate() error {
 	}
 	if t.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens: must be positive, got %d", t.MediaPartTokens)
+	}
+	switch t.LoadBalancing {
+	case "", LoadBalancingPrice, LoadBalancingOrdered:
+	default:
+		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, t.LoadBalancing)
 	}
 	if p := t.UpstreamBasePath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("upstream_base_path: must start with /, got %q", p)

@@ -15,6 +15,7 @@ import (
 //		per_key <requests> <window> [<burst>]
 //		max_body_bytes     <n>
 //		media_part_tokens  <n>
+//		load_balancing     price|ordered
 //		upstream_base_path <path>
 //	}
 //
@@ -50,6 +51,11 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		t.MaxBodyBytes, err = positiveIntOption(name, args)
 	case "media_part_tokens":
 		t.MediaPartTokens, err = positiveIntOption(name, args)
+	case "load_balancing":
+		if len(args) != 1 || (args[0] != LoadBalancingPrice && args[0] != LoadBalancingOrdered) {
+			return true, fmt.Errorf("%s: expected %s or %s", name, LoadBalancingPrice, LoadBalancingOrdered)
+		}
+		t.LoadBalancing = args[0]
 	case "upstream_base_path":
 		if len(args) != 1 {
 			return true, fmt.Errorf("%s: expected one path", name)
