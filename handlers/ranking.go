@@ -225,3 +225,41 @@ func modelSuffixSort(id string) (base, sort string) {
 	}
 	return id, ""
 }
+
+// routingOf describes, for the generation record, how a request's n
+// endpoints were chosen and ranked: the filters, then the order.
+func (rk *ranker) routingOf(n int, suffixSort string) string {
+	p := rk.prefs
+	if n == 1 && !p.filters && p.only == nil && p.ignore == nil {
+		return "" // nothing to say: the record names the provider
+	}
+	var parts []string
+	if p.filters || p.only != nil || p.ignore != nil {
+		parts = append(parts, "filtered by provider preferences")
+	}
+	switch {
+	case n == 1:
+		parts = append(parts, "one endpoint")
+	case len(p.order) > 0:
+		parts = append(parts, "provider.order")
+	}
+	if n > 1 {
+		switch {
+		case p.sort != "":
+			parts = append(parts, "sorted by "+p.sort)
+		case suffixSort != "":
+			parts = append(parts, "sorted by "+suffixSort+" (model suffix)")
+		case rk.balance:
+			parts = append(parts, "load balanced by price")
+		default:
+			parts = append(parts, "catalog order")
+		}
+		if p.maxLatency.set() || p.minThroughput.set() {
+			parts = append(parts, "preferred latency/throughput first")
+		}
+		if !p.allowFallbacks {
+			parts = append(parts, "no fallbacks")
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -231,6 +231,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	var attempts []Attempt
 	var refusal *apierror.Error // a private endpoint the egress policy refused
 	var excluded string         // the preference that excluded the last endpoint
+	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
 	available := false
 	rules := rt.rulesFor(id)
 	for n, modelID := range ids {
@@ -242,6 +243,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 				if rk.sort == "" {
 					rk.sort = suffixSort
 					rk.now = now()
+					suffixSorted = suffixSort
 				}
 			}
 		}
@@ -295,6 +297,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		rk.sort = prefs.sort
 		rk.sortAcross(attempts)
 	}
+	routing := rk.routingOf(len(attempts), suffixSorted)
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
 		return nil, apiErr
 	}
@@ -303,6 +306,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		Kind:     kind,
 		Stream:   field("stream").Bool(),
 		User:     field("user").Str,
+		Routing:  routing,
 		body:     body,
 	}
 	// With several of the fields, the provider reads one of them: the hold
@@ -370,7 +374,8 @@ func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
 	return ids, nil
 }
 
-// candidates are the endpoints of m the caller can use, in order: those the
+// candidates are the endpoints of m the caller can use (each priced as its
+// provider prices m), in order: those the
 // calling key's workspace holds a BYOK credential for (called with that
 // credential), then
 // those with the operator's key. A provider without an operator key is
@@ -384,7 +389,7 @@ func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
 	}
 	for _, p := range m.Providers {
 		if !byok[p] && operatorUsable(p) {
-			out = append(out, Attempt{Model: m, Provider: p, Key: p.APIKey})
+			out = append(out, Attempt{Model: m.For(p), Provider: p, Key: p.APIKey})
 		}
 	}
 	return out
@@ -432,7 +437,7 @@ func (rt *Router) byokAttempts(m *catalog.Model, id *gateway.Identity) []Attempt
 				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
 			return true
 		}
-		out = append(out, Attempt{Model: m, Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
+		out = append(out, Attempt{Model: m.For(p), Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
 		return true
 	})
 	return out

@@ -179,6 +179,8 @@ type requestState struct {
 	start  time.Time
 	genID  string
 	failed []failure   // attempts that got no usable answer
+	// attempts are every provider call, for the generation record.
+	attempts []storage.ProviderAttempt
 	header http.Header // the response headers before any provider answered
 
 	// For the metrics (metrics.go).

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -130,7 +131,7 @@ func TestDecodeGenerationSumsMatchesJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.ID = g.ID
-	if got != g {
+	if !reflect.DeepEqual(got, g) {
 		t.Fatalf("decoded %+v, want %+v", got, g)
 	}
 	if err := decodeGenerationSums([]byte(`{"cost":"x"}`), &got); err == nil {

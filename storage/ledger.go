@@ -573,6 +573,19 @@ type Generation struct {
 	LatencyMS        int64        `json:"latency_ms"`
 	User             string       `json:"user,omitempty"`
 	CreatedAt        time.Time    `json:"created_at"`
+	// Attempts are the provider calls, in order, the last the one that
+	// answered; Routing says how the endpoints were ranked.
+	Attempts []ProviderAttempt `json:"attempts,omitempty"`
+	Routing  string            `json:"routing,omitempty"`
+}
+
+// ProviderAttempt is one provider call of a generation.
+type ProviderAttempt struct {
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Status    int    `json:"status"` // 0: no answer (unreachable, broken)
+	LatencyMS int64  `json:"latency_ms"`
+	BYOK      bool   `json:"byok,omitempty"`
 }
 
 // NewGenerationID returns an id that sorts by creation time.
