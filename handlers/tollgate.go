@@ -178,10 +178,10 @@ type requestState struct {
 	clamp  *outputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
 	genID  string
-	failed []failure   // attempts that got no usable answer
+	failed []failure // attempts that got no usable answer
 	// attempts are every provider call, for the generation record.
 	attempts []storage.ProviderAttempt
-	header http.Header // the response headers before any provider answered
+	header   http.Header // the response headers before any provider answered
 
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total
