@@ -178,14 +178,16 @@ type requestState struct {
 	clamp  *outputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
 	genID  string
-	failed []failure // attempts that got no usable answer
-	// attempts are every provider call, for the generation record.
-	attempts []storage.ProviderAttempt
+	failed []failure   // attempts that got no usable answer
 	header   http.Header // the response headers before any provider answered
 
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
+
+	// attempts are the provider calls of a request with several
+	// endpoints, for the generation record (recordAttempt).
+	attempts []storage.ProviderAttempt
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
