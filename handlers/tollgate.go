@@ -179,7 +179,7 @@ type requestState struct {
 	start  time.Time
 	genID  string
 	failed []failure   // attempts that got no usable answer
-	header   http.Header // the response headers before any provider answered
+	header http.Header // the response headers before any provider answered
 
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total
