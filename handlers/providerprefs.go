@@ -365,41 +365,64 @@ type endpointFilter struct {
 	params []string // the request's parameters, for require_parameters
 }
 
-// excludedBy names the preference that excludes a, or "" when a meets them
-// all. The data-policy facts are the ones guardrails decide from
-// (policy.EndpointOf): a BYOK credential's declared_zdr counts, and the
-// account's own private endpoints meet every data policy.
-func (ef endpointFilter) excludedBy(a Attempt) string {
+// The preferences' checks, in the order filter applies them.
+const (
+	checkIgnore = iota
+	checkOnly
+	checkZDR
+	checkDataCollection
+	checkDistillable
+	checkQuantizations
+	checkMaxPrice
+	checkParameters
+	checks
+)
+
+// excludedBy names the preference that check applies when it excludes a,
+// or "" when a meets it. The data-policy facts are the ones guardrails
+// decide from (policy.EndpointOf): a BYOK credential's declared_zdr
+// counts, and the account's own private endpoints meet every data policy.
+func (ef endpointFilter) excludedBy(a Attempt, check int) string {
 	p := ef.prefs
-	name := strings.ToLower(a.Provider.Name)
-	switch {
-	case p.ignore[name]:
-		return "ignore"
-	case p.only != nil && !p.only[name]:
-		return "only"
-	case !p.filters:
-		return ""
-	}
-	e := policy.EndpointOf(a.Model, a.Provider, a.DeclaredZDR)
-	switch {
-	case p.zdr && !e.ZDR && !e.Own:
-		return "zdr"
-	case p.denyDataCollection && !e.ZDR && e.Trains && !e.Own:
-		return "data_collection"
-	case p.distillable && !a.Model.Distillable:
-		return "enforce_distillable_text"
-	case p.quantizations != nil && !p.quantizations[quantizationOf(a.Provider)]:
-		return "quantizations"
-	case p.maxPrice != nil:
-		if field := p.maxPrice.exceeds(a.Model); field != "" {
-			return "max_price." + field
+	dataPolicy := func() policy.Endpoint { return policy.EndpointOf(a.Model, a.Provider, a.DeclaredZDR) }
+	switch check {
+	case checkIgnore:
+		if p.ignore[strings.ToLower(a.Provider.Name)] {
+			return "ignore"
 		}
-	}
-	if p.requireParameters {
-		supported := a.Provider.Parameters()
-		for _, param := range ef.params {
-			if !slices.Contains(supported, param) {
-				return "require_parameters (" + param + ")"
+	case checkOnly:
+		if p.only != nil && !p.only[strings.ToLower(a.Provider.Name)] {
+			return "only"
+		}
+	case checkZDR:
+		if e := dataPolicy(); p.zdr && !e.ZDR && !e.Own {
+			return "zdr"
+		}
+	case checkDataCollection:
+		if e := dataPolicy(); p.denyDataCollection && !e.ZDR && e.Trains && !e.Own {
+			return "data_collection"
+		}
+	case checkDistillable:
+		if p.distillable && !a.Model.Distillable {
+			return "enforce_distillable_text"
+		}
+	case checkQuantizations:
+		if p.quantizations != nil && !p.quantizations[quantizationOf(a.Provider)] {
+			return "quantizations"
+		}
+	case checkMaxPrice:
+		if p.maxPrice != nil {
+			if field := p.maxPrice.exceeds(a.Model); field != "" {
+				return "max_price." + field
+			}
+		}
+	case checkParameters:
+		if p.requireParameters {
+			supported := a.Provider.Parameters()
+			for _, param := range ef.params {
+				if !slices.Contains(supported, param) {
+					return "require_parameters (" + param + ")"
+				}
 			}
 		}
 	}
@@ -415,21 +438,32 @@ func quantizationOf(p *catalog.Provider) string {
 	return p.Quantization
 }
 
-// filter keeps the endpoints that meet the preferences, in place; when it
-// removes any, excluded names the preference that removed the last and
-// who it removed.
+// filter keeps the endpoints that meet the preferences, applying one
+// preference after the other (ignore, only, zdr, data_collection,
+// enforce_distillable_text, quantizations, max_price,
+// require_parameters). When one leaves no endpoint, excluded names it
+// and the last endpoint it removed.
 func (ef endpointFilter) filter(c []Attempt) (kept []Attempt, excluded string) {
 	p := ef.prefs
-	if p.only == nil && p.ignore == nil && !p.filters {
+	if p.only == nil && p.ignore == nil && !p.filters || len(c) == 0 {
 		return c, ""
 	}
-	out := c[:0:0]
-	for _, a := range c {
-		if why := ef.excludedBy(a); why != "" {
-			excluded = "provider." + why + " excluded " + strconv.Quote(a.Provider.Name) + " for model " + strconv.Quote(a.Model.ID)
-			continue
+	out := slices.Clone(c)
+	for check := range checks {
+		n := 0
+		var why string
+		var last Attempt
+		for _, a := range out {
+			if w := ef.excludedBy(a, check); w != "" {
+				why, last = w, a
+				continue
+			}
+			out[n] = a
+			n++
 		}
-		out = append(out, a)
+		if out = out[:n]; n == 0 {
+			return nil, "provider." + why + " excluded " + strconv.Quote(last.Provider.Name) + " for model " + strconv.Quote(last.Model.ID)
+		}
 	}
-	return out, excluded
+	return out, ""
 }

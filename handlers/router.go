@@ -285,9 +285,9 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			return nil, refusal
 		}
 		if available {
-			msg := "No provider satisfies the routing requirements of the request's provider preferences"
+			msg := "No provider satisfies the request's provider preferences"
 			if excluded != "" {
-				msg += ": " + excluded + ", the last endpoint left"
+				msg += ": " + excluded + " (the last endpoint left)"
 			}
 			return nil, apierror.New(http.StatusServiceUnavailable, msg)
 		}

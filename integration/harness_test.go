@@ -132,6 +132,9 @@ func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string 
 http://%[3]s {
 	bind 127.0.0.1
 	tollgate {
+		# The tests of fallbacks expect a model's providers in catalog
+		# order; load balancing is tested with prices that decide it.
+		load_balancing ordered
 		# the gateway's options
 	}
 }
