@@ -139,10 +139,10 @@ func TestProviderPreferences(t *testing.T) {
 
 	// Nothing left: 503 naming the preference, before any provider call.
 	for members, msg := range map[string]string{
-		`,"provider":{"zdr":true,"quantizations":["fp16"]}`:                `provider.quantizations excluded "zdr" for model "pp/multi"`,
-		`,"provider":{"max_price":{"prompt":0.1}}`:                         `provider.max_price.prompt excluded "cheap" for model "pp/multi"`,
+		`,"provider":{"zdr":true,"quantizations":["fp16"]}`:                 `provider.quantizations excluded "zdr" for model "pp/multi"`,
+		`,"provider":{"max_price":{"prompt":0.1}}`:                          `provider.max_price.prompt excluded "cheap" for model "pp/multi"`,
 		`,"provider":{"only":["cheap"],"require_parameters":true},"seed":1`: `provider.require_parameters (seed) excluded "cheap" for model "pp/multi"`,
-		`,"provider":{"data_collection":"deny","only":["cheap"]}`:          `provider.data_collection excluded "cheap"`,
+		`,"provider":{"data_collection":"deny","only":["cheap"]}`:           `provider.data_collection excluded "cheap"`,
 	} {
 		r := c.mustPost("/chat/completions", key, body("pp/multi", members), nil)
 		r.expectError(t, 503, "No provider satisfies the request's provider preferences: "+msg)
