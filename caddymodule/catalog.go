@@ -204,8 +204,22 @@ type PricingConfig struct {
 // change on every config reload.
 const defaultCreated = 1704067200
 
-// defaultSupportedParameters are what an OpenAI-style provider accepts and
-// the gateway forwards untouched.
+// providersParameters are the parameters any of the providers takes (the
+// public list's supported_parameters of a model), in the providers'
+// order; nil without providers.
+func providersParameters(providers []*catalog.Provider) []string {
+	var out []string
+	for _, p := range providers {
+		for _, param := range p.Parameters() {
+			if !slices.Contains(out, param) {
+				out = append(out, param)
+			}
+		}
+	}
+	return out
+}
+
+// defaultSupportedParameters are what a model without providers lists.
 var defaultSupportedParameters = []string{"max_tokens", "temperature", "top_p", "stop", "tools", "tool_choice"}
 
 // loadCatalog builds the catalog: the models of models_file first, then
@@ -281,6 +295,9 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		m.Providers = append(m.Providers, p)
 	}
 	pm := newPublicModel(m)
+	if params := providersParameters(m.Providers); params != nil {
+		pm.SupportedParameters = params
+	}
 	if m.Pricing.CacheReadSet {
 		pm.Pricing.InputCacheRead = &m.Pricing.InputCacheRead
 	}
