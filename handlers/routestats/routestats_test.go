@@ -36,7 +36,8 @@ func TestPercentilesOfRecentSamples(t *testing.T) {
 }
 
 func TestForIsStable(t *testing.T) {
-	if For("m", "a") != For("m", "a") || For("m", "a") == For("m", "b") {
+	a := For("m", "a")
+	if a != For("m", "a") || a == For("m", "b") {
 		t.Fatal("For must return one Stats per endpoint")
 	}
 }
