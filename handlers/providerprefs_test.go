@@ -466,3 +466,23 @@ func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 		t.Fatal("quantizations")
 	}
 }
+
+// A fallback model's endpoint that meets the preferred cutoffs is tried
+// before the primary model's that miss them.
+func TestProviderPreferredCutoffsAcrossModels(t *testing.T) {
+	cat := prefsCatalog()
+	measure(cat, map[string]time.Duration{"zdr": 3 * time.Second, "deny": 3 * time.Second, "cheap": 3 * time.Second, "claude": 3 * time.Second}, nil)
+	alt, _ := cat.Lookup("alt")
+	alt.Providers[0].Stats = new(routestats.Stats)
+	alt.Providers[0].Stats.ObserveLatency(100*time.Millisecond, time.Now())
+	rt := newRoutingRouter(t, cat)
+	rt.LoadBalancing = LoadBalancingOrdered
+	r, _, _ := routeOf(t, rt, `"model":"multi","models":["alt"],"provider":{"only":["zdr","deny","alt"],"preferred_max_latency":1}`)
+	if got := providersOf(r); got != "alt/alt,multi/zdr,multi/deny" {
+		t.Fatalf("cutoffs across models: %s", got)
+	}
+	r, _, _ = routeOf(t, rt, `"model":"multi","models":["alt"],"provider":{"only":["zdr","deny","alt"]}`)
+	if got := providersOf(r); got != "multi/zdr,multi/deny,alt/alt" {
+		t.Fatalf("without cutoffs: %s", got)
+	}
+}

@@ -27,7 +27,10 @@ import (
 //     proportional to the inverse square of its price (free ones first).
 //
 // Measurements are the gateway's own (routestats: the last 64 answers of
-// each endpoint within 30 minutes).
+// each endpoint within 30 minutes). With `models` fallbacks, each model's
+// endpoints are ranked apart and follow the previous model's, except that
+// endpoints meeting the preferred cutoffs come before those of any model
+// that miss them, and `sort` with partition "none" sorts them together.
 type ranker struct {
 	prefs *providerPrefs
 	sort  string // the request's sort, else the model suffix's
@@ -211,6 +214,21 @@ func (rk *ranker) sortAcross(c []Attempt) {
 		keys[a.Provider] = rk.key(a)
 	}
 	slices.SortStableFunc(c, func(a, b Attempt) int { return compareKeys(keys[a.Provider], keys[b.Provider]) })
+}
+
+// preferAcross moves, stably, the endpoints of every model that meet the
+// preferred cutoffs before those that miss them: a fallback model's
+// endpoint that meets them is tried before a primary one that does not.
+func (rk *ranker) preferAcross(c []Attempt) {
+	p := rk.prefs
+	if len(c) < 2 || !p.maxLatency.set() && !p.minThroughput.set() {
+		return
+	}
+	missed := make(map[*catalog.Provider]bool, len(c))
+	for _, a := range c {
+		missed[a.Provider] = rk.key(a).missed
+	}
+	slices.SortStableFunc(c, func(a, b Attempt) int { return compareBool(missed[a.Provider], missed[b.Provider]) })
 }
 
 // modelSuffixSort is the sort a model id's suffix asks for (:nitro:

@@ -293,9 +293,12 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		}
 		return nil, apierror.New(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	if prefs.partitionNone && prefs.sort != "" && len(ids) > 1 {
+	if len(ids) > 1 {
 		rk.sort = prefs.sort
-		rk.sortAcross(attempts)
+		if prefs.partitionNone && prefs.sort != "" {
+			rk.sortAcross(attempts)
+		}
+		rk.preferAcross(attempts)
 	}
 	routing := rk.routingOf(len(attempts), suffixSorted)
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
