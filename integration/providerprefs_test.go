@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // prefsTaps count the calls each provider of the preferences catalog
@@ -228,5 +229,53 @@ func TestProviderLoadBalancingThroughCaddy(t *testing.T) {
 	r := c.mustPost("/chat/completions", key, `{"model":"pp/multi","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"provider":{"order":["deny"]}}`, nil).expect(t, 200)
 	if r.JSON.Get("provider").Str != "deny" {
 		t.Fatalf("order: %s", r.Body)
+	}
+}
+
+// Sorting by the gateway's own measurements: a provider whose answers take
+// 200 ms longer is ranked after the other by latency and by throughput
+// (:nitro), and the endpoints list shows what was measured.
+func TestProviderSortByMeasuredLatency(t *testing.T) {
+	var slowCalls, fastCalls atomic.Int64
+	slow := startTap(t, mockAddr, func(string, []byte) { slowCalls.Add(1); time.Sleep(200 * time.Millisecond) }, nil)
+	fast := startTap(t, mockAddr, func(string, []byte) { fastCalls.Add(1) }, nil)
+	startInProcessWith(t, withModels(t, modelBlock("pp/lat", "0.000001", "0.000002",
+		testProvider{name: "slow", baseURL: "http://" + slow.Listener.Addr().String() + "/v1", model: "tollgate-mock", apiKey: "mock"},
+		testProvider{name: "fast", baseURL: "http://" + fast.Listener.Addr().String() + "/v1", model: "tollgate-mock", apiKey: "mock"})))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"lat"}`)
+	post := func(model, provider string) string {
+		t.Helper()
+		r := c.mustPost("/chat/completions", key, `{"model":"`+model+`","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"provider":`+provider+`}`, nil).expect(t, 200)
+		return r.JSON.Get("provider").Str
+	}
+	// Measure each once.
+	if post("pp/lat", `{"only":["slow"]}`) != "slow" || post("pp/lat", `{"only":["fast"]}`) != "fast" {
+		t.Fatal("warm-up went elsewhere")
+	}
+	for _, tt := range []struct{ model, provider string }{
+		{"pp/lat", `{"sort":"latency"}`},
+		{"pp/lat", `{"sort":{"by":"throughput"}}`},
+		{"pp/lat:nitro", `null`},
+		{"pp/lat", `{"preferred_max_latency":{"p50":0.15}}`},
+	} {
+		if got := post(tt.model, tt.provider); got != "fast" {
+			t.Errorf("%s %s: served by %s, want fast", tt.model, tt.provider, got)
+		}
+	}
+	// Catalog order (the harness pins it) without a sort.
+	if got := post("pp/lat", `{}`); got != "slow" {
+		t.Errorf("no sort: served by %s", got)
+	}
+	if s, f := slowCalls.Load(), fastCalls.Load(); s != 2 || f != 5 {
+		t.Errorf("upstream calls slow=%d fast=%d, want 2 and 5", s, f)
+	}
+	eps := c.api("GET", "/models/pp/lat/endpoints", key, nil).expect(t, 200).JSON.Get("data.endpoints")
+	if p50 := eps.Get("0.latency_last_30m.p50").Float(); p50 < 0.2 {
+		t.Errorf("slow's p50 latency %v s, want at least 0.2: %s", p50, eps.Get("0").Raw)
+	}
+	if p50 := eps.Get("1.latency_last_30m.p50").Float(); p50 >= 0.2 || !eps.Get("1.latency_last_30m.p50").Exists() {
+		t.Errorf("fast's p50 latency %v s: %s", p50, eps.Get("1").Raw)
 	}
 }
