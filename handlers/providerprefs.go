@@ -296,8 +296,12 @@ func parsePriceCeiling(f gjson.Result) (*priceCeiling, *apierror.Error) {
 		if v.Type == gjson.Number {
 			text = v.Raw
 		}
-		r, ok := new(big.Rat).SetString(text)
-		if (v.Type != gjson.String && v.Type != gjson.Number) || !ok || r.Sign() < 0 || strings.ContainsAny(text, "/xXpP") {
+		var r *big.Rat
+		ok := (v.Type == gjson.String || v.Type == gjson.Number) && plainDecimal(text)
+		if ok {
+			r, ok = new(big.Rat).SetString(text)
+		}
+		if !ok || r.Sign() < 0 {
 			apiErr = prefsError("max_price."+k.Str, "a non-negative decimal (credits)")
 			return false
 		}
@@ -305,6 +309,20 @@ func parsePriceCeiling(f gjson.Result) (*priceCeiling, *apierror.Error) {
 		return true
 	})
 	return c, apiErr
+}
+
+// plainDecimal reports whether s is a short decimal whose exponent, if
+// any, is small: big.Rat would otherwise compute 10^exponent, however
+// large, from a client's text.
+func plainDecimal(s string) bool {
+	if s == "" || len(s) > 64 || strings.ContainsAny(s, "/xXpP_") {
+		return false
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(s[i+1:])
+		return err == nil && exp >= -30 && exp <= 30
+	}
+	return true
 }
 
 // exceeds reports the first of the endpoint's prices above the ceiling,

@@ -105,6 +105,7 @@ func TestProviderFiltersExcludeExactly(t *testing.T) {
 		{`{"quantizations":["unknown"]}`, "multi/claude"},
 		// Per million tokens: zdr 3/6, deny 2/4, cheap 0.5/1, claude 1/2.
 		{`{"max_price":{"prompt":1}}`, "multi/cheap,multi/claude"},
+		{`{"max_price":{"prompt":1e0,"completion":"2E+0"}}`, "multi/cheap,multi/claude"},
 		{`{"max_price":{"prompt":"2","completion":"3.9"}}`, "multi/cheap,multi/claude"},
 		{`{"max_price":{"completion":4}}`, "multi/deny,multi/cheap,multi/claude"},
 		{`{"max_price":{"request":0.001}}`, "multi/zdr,multi/deny,multi/claude"},
@@ -201,6 +202,9 @@ func TestProviderPrefsRefuseUnknownAndWrongTypes(t *testing.T) {
 		`{"quantizations":"fp8"}`:                        "provider.quantizations: expected an array of int4",
 		`{"max_price":{"prompt":-1}}`:                    "provider.max_price.prompt: expected a non-negative decimal",
 		`{"max_price":{"prompt":"cheap"}}`:               "provider.max_price.prompt: expected a non-negative decimal",
+		`{"max_price":{"prompt":1e-999999999}}`:          "provider.max_price.prompt: expected a non-negative decimal",
+		`{"max_price":{"prompt":"1/2"}}`:                 "provider.max_price.prompt: expected a non-negative decimal",
+		`{"max_price":{"prompt":true}}`:                  "provider.max_price.prompt: expected a non-negative decimal",
 		`{"max_price":{"tokens":1}}`:                     "provider.max_price.tokens: unknown field",
 		`{"max_price":3}`:                                "provider.max_price: expected an object",
 		`{"sort":"fastest"}`:                             `provider.sort: expected "price", "throughput" or "latency"`,
