@@ -66,6 +66,15 @@ func prefsError(field, want string) *apierror.Error {
 	return apierror.BadRequest("provider." + field + ": expected " + want)
 }
 
+// unknownField is the 400 of a member the object does not define, its
+// path cut short when a client sent a long name.
+func unknownField(path string) *apierror.Error {
+	if len(path) > 100 {
+		path = path[:100] + "..."
+	}
+	return apierror.BadRequest(path + ": unknown field")
+}
+
 // parseProviderPrefs reads the `provider` object; provider names match the
 // catalog's case-insensitively.
 func parseProviderPrefs(v gjson.Result) (providerPrefs, *apierror.Error) {
@@ -91,7 +100,7 @@ func (p *providerPrefs) setField(name string, f gjson.Result) *apierror.Error {
 	case "order", "only", "ignore", "allow_fallbacks", "zdr", "data_collection", "enforce_distillable_text",
 		"quantizations", "max_price", "require_parameters", "sort", "preferred_min_throughput", "preferred_max_latency":
 	default:
-		return apierror.BadRequest("provider." + name + ": unknown field")
+		return unknownField("provider." + name)
 	}
 	if f.Type == gjson.Null {
 		return nil
@@ -199,7 +208,7 @@ func (p *providerPrefs) setSort(f gjson.Result) *apierror.Error {
 					apiErr = prefsError("sort.partition", `"model" or "none"`)
 				}
 			default:
-				apiErr = apierror.BadRequest("provider.sort." + k.Str + ": unknown field")
+				apiErr = unknownField("provider.sort." + k.Str)
 			}
 			return apiErr == nil
 		})
@@ -244,7 +253,7 @@ func parseCutoffs(field string, f gjson.Result) (cutoffs, *apierror.Error) {
 		i := slices.Index(percentileNames[:], k.Str)
 		switch {
 		case i < 0:
-			apiErr = apierror.BadRequest("provider." + field + "." + k.Str + ": unknown field")
+			apiErr = unknownField("provider." + field + "." + k.Str)
 		case v.Type == gjson.Null:
 		case v.Type != gjson.Number || v.Num <= 0:
 			apiErr = prefsError(field+"."+k.Str, "a positive number")
@@ -286,7 +295,7 @@ func parsePriceCeiling(f gjson.Result) (*priceCeiling, *apierror.Error) {
 		case "audio":
 			dst = &c.audio
 		default:
-			apiErr = apierror.BadRequest("provider.max_price." + k.Str + ": unknown field")
+			apiErr = unknownField("provider.max_price." + k.Str)
 			return false
 		}
 		if v.Type == gjson.Null {
