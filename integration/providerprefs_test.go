@@ -279,3 +279,37 @@ func TestProviderSortByMeasuredLatency(t *testing.T) {
 		t.Errorf("fast's p50 latency %v s: %s", p50, eps.Get("1").Raw)
 	}
 }
+
+// A guardrail and the request's preferences both apply, the stricter
+// winning: the guardrail's "no paid training" leaves zdr and deny, the
+// request's zdr leaves zdr, and data_collection "allow" loosens nothing.
+func TestProviderPreferencesWithGuardrails(t *testing.T) {
+	taps := startPrefsTaps(t, "zdr", "deny", "cheap")
+	startInProcessWith(t, withPrefsModels(t, taps))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, hash := c.newKey(org.MgmtKey, `{"name":"guarded"}`)
+	g := c.api("POST", "/guardrails", org.MgmtKey, `{"name":"No training","enable_paid_model_training":false}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.MgmtKey, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+	post := func(provider string) response {
+		return c.mustPost("/chat/completions", key, `{"model":"pp/multi","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"provider":`+provider+`}`, nil)
+	}
+	for prefs, want := range map[string]string{
+		`{"order":["cheap"]}`:                           "zdr",
+		`{"order":["cheap","deny"]}`:                    "deny",
+		`{"zdr":true,"order":["deny"]}`:                 "zdr",
+		`{"data_collection":"allow","order":["cheap"]}`: "zdr",
+	} {
+		if got := post(prefs).expect(t, 200).JSON.Get("provider").Str; got != want {
+			t.Errorf("%s: served by %s, want %s", prefs, got, want)
+		}
+	}
+	// The guardrail leaves zdr and deny; the request's price ceiling
+	// removes both: the request's 503.
+	post(`{"max_price":{"prompt":1}}`).expectError(t, 503, `provider.max_price.prompt excluded "deny" for model "pp/multi"`)
+	post(`{"only":["cheap"]}`).expectError(t, 503, `provider.only excluded "deny"`)
+	// The guardrail alone removing every endpoint stays its 403.
+	c.mustPost("/chat/completions", key, `{"model":"pp/solo","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"provider":{"zdr":true}}`, nil).
+		expectError(t, 403, `guardrail "No training"`)
+	taps.expect(t, "zdr=3 deny=1 cheap=0", "guarded")
+}
