@@ -84,7 +84,10 @@ func TestMain(m *testing.M) {
 
 // gatewayCaddyfile is the test gateway: the example's shape on test ports.
 // Its catalog serves tollgate-mock (paid), tollgate-mock:free and
-// mock/echo (paid, the same prices) from the mock provider.
+// mock/echo (paid, the same prices) from the mock provider. The gateway
+// tries a model's providers in catalog order (load_balancing ordered), as
+// the tests of fallbacks expect; load balancing by price is tested where
+// prices decide it.
 func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string {
 	return fmt.Sprintf(`{
 	admin %s
@@ -132,10 +135,8 @@ func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string 
 http://%[3]s {
 	bind 127.0.0.1
 	tollgate {
-		# The tests of fallbacks expect a model's providers in catalog
-		# order; load balancing is tested with prices that decide it.
-		load_balancing ordered
 		# the gateway's options
+		load_balancing ordered
 	}
 }
 

@@ -211,7 +211,8 @@ func TestProviderPreferences(t *testing.T) {
 // always drawn first; sort and order still decide.
 func TestProviderLoadBalancingThroughCaddy(t *testing.T) {
 	taps := startPrefsTaps(t, "zdr", "deny", "cheap")
-	startInProcessWith(t, chain(withPrefsModels(t, taps), withTollgateOptions(t, "load_balancing price"),
+	startInProcessWith(t, chain(withPrefsModels(t, taps),
+		func(cfg string) string { return replaceOnce(t, cfg, "load_balancing ordered", "load_balancing price") },
 		func(cfg string) string {
 			// cheap serves pp/multi for free.
 			return strings.Replace(cfg, "prompt 0.0000005\n\t\t\t\t\tcompletion 0.000001", "prompt 0\n\t\t\t\t\tcompletion 0", 1)
