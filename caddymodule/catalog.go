@@ -127,6 +127,25 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	return p, nil
 }
 
+// inheritPrices gives each provider's own pricing the model's per-request
+// and web search prices where the provider's sets none: a provider
+// pricing states what differs (its token prices, required), not a free
+// request. providers are the configs m.Providers were made from, in order.
+func inheritPrices(m *catalog.Model, providers []ProviderConfig) {
+	for i, pc := range providers {
+		p := m.Providers[i]
+		if p.Pricing == nil {
+			continue
+		}
+		if pc.Pricing.Request == "" {
+			p.Pricing.Request = m.Pricing.Request
+		}
+		if pc.Pricing.WebSearch == "" {
+			p.Pricing.WebSearch = m.Pricing.WebSearch
+		}
+	}
+}
+
 // extraParameters are request parameters a provider may state it takes
 // beyond the dialects' defaults (catalog.OpenAIParameters,
 // catalog.AnthropicParameters).
@@ -294,6 +313,7 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		}
 		m.Providers = append(m.Providers, p)
 	}
+	inheritPrices(m, mc.Providers)
 	pm := newPublicModel(m)
 	if params := providersParameters(m.Providers); params != nil {
 		pm.SupportedParameters = params
@@ -455,13 +475,13 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 
 	// The gateway's extension, strictly: a misspelt field must not go
 	// unnoticed.
+	var cfg struct {
+		Providers       []ProviderConfig `json:"providers"`
+		DistillableText bool             `json:"distillable_text"`
+	}
 	if ext := v.Get("tollgate"); ext.Exists() {
 		dec := json.NewDecoder(strings.NewReader(ext.Raw))
 		dec.DisallowUnknownFields()
-		var cfg struct {
-			Providers       []ProviderConfig `json:"providers"`
-			DistillableText bool             `json:"distillable_text"`
-		}
 		if err := dec.Decode(&cfg); err != nil {
 			return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
 		}
@@ -569,6 +589,7 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 	}
 	m.Pricing.CacheReadSet = pub.Get("pricing.input_cache_read").Str != ""
 	m.Pricing.CacheWriteSet = pub.Get("pricing.input_cache_write").Str != ""
+	inheritPrices(m, cfg.Providers)
 
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(raw)); err != nil {

@@ -23,6 +23,7 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 			pricing {
 				prompt 0.000001
 				completion 0.000002
+				web_search 0.004
 			}
 			distillable_text
 			provider plain http://127.0.0.1:1/v1
@@ -48,7 +49,9 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 	if plain.Quantization != "" || plain.Pricing != nil || m.For(plain) != m || !slices.Equal(plain.Parameters(), catalog.OpenAIParameters) {
 		t.Errorf("plain: %+v", plain)
 	}
-	want := billing.Pricing{Prompt: price(t, "0.000003"), Completion: price(t, "0.000006"), Request: price(t, "0.01")}
+	// Its own request price; the model's web search price, which it does
+	// not set.
+	want := billing.Pricing{Prompt: price(t, "0.000003"), Completion: price(t, "0.000006"), Request: price(t, "0.01"), WebSearch: price(t, "0.004")}
 	if fast.Quantization != "fp8" || fast.Pricing == nil || *fast.Pricing != want || m.For(fast).Pricing != want ||
 		m.For(fast).ID != "acme/m" || !slices.Equal(fast.Parameters(), []string{"max_tokens", "temperature", "seed"}) {
 		t.Errorf("fast: %+v", fast)
@@ -68,7 +71,7 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 
 func TestProviderRoutingFactsFromModelsFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "models.json")
-	file := `{"data":[{"id":"acme/f","pricing":{"prompt":"0.000001","completion":"0.000002"},"tollgate":{"distillable_text":true,"providers":[
+	file := `{"data":[{"id":"acme/f","pricing":{"prompt":"0.000001","completion":"0.000002","request":"0.5"},"tollgate":{"distillable_text":true,"providers":[
 		{"name":"a","base_url":"http://127.0.0.1:1/v1","quantization":"bf16","supported_parameters":["tools"],"pricing":{"prompt":"0.0000005","completion":"0.000001"}}]}}]}`
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
@@ -77,7 +80,7 @@ func TestProviderRoutingFactsFromModelsFile(t *testing.T) {
 	m, _ := app.Catalog().Lookup("acme/f")
 	p := m.Providers[0]
 	if !m.Distillable || p.Quantization != "bf16" || !slices.Equal(p.Parameters(), []string{"tools"}) ||
-		m.For(p).Pricing.Prompt != price(t, "0.0000005") {
+		m.For(p).Pricing.Prompt != price(t, "0.0000005") || m.For(p).Pricing.Request != price(t, "0.5") {
 		t.Errorf("model %+v provider %+v", m, p)
 	}
 }
