@@ -104,7 +104,15 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //				data_collection allow|deny
 //				publication     allow|deny
 //				region          global|europe|us
+//				quantization    <int4|int8|fp4|mxfp4|nvfp4|fp6|fp8|mxfp8|fp16|bf16|fp32|unknown>
+//				supported_parameters <parameter>...
+//				pricing {
+//					prompt     <credits per token>
+//					completion <credits per token>
+//					...        (as the model's pricing)
+//				}
 //			}
+//			distillable_text
 //		}
 //	}
 //
@@ -232,7 +240,7 @@ var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "g
 
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
-	"data_collection", "publication", "region"}
+	"data_collection", "publication", "region", "quantization", "supported_parameters", "pricing"}
 
 // parseModeration parses the moderation block.
 func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {
@@ -357,31 +365,14 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 				return m, d.ArgErr()
 			}
 		case "pricing":
+			if err := parsePricing(d, &m.Pricing); err != nil {
+				return m, err
+			}
+		case "distillable_text":
 			if d.NextArg() {
 				return m, d.ArgErr()
 			}
-			for inner := d.Nesting(); d.NextBlock(inner); {
-				var dst *string
-				switch d.Val() {
-				case "prompt":
-					dst = &m.Pricing.Prompt
-				case "completion":
-					dst = &m.Pricing.Completion
-				case "request":
-					dst = &m.Pricing.Request
-				case "web_search":
-					dst = &m.Pricing.WebSearch
-				case "input_cache_read":
-					dst = &m.Pricing.InputCacheRead
-				case "input_cache_write":
-					dst = &m.Pricing.InputCacheWrite
-				default:
-					return m, suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write"})
-				}
-				if !d.AllArgs(dst) {
-					return m, d.ArgErr()
-				}
-			}
+			m.DistillableText = true
 		case "provider":
 			var p ProviderConfig
 			if !d.Args(&p.Name, &p.BaseURL) || d.NextArg() {
@@ -414,6 +405,20 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &p.Publication
 				case "region":
 					dst = &p.Region
+				case "quantization":
+					dst = &p.Quantization
+				case "supported_parameters":
+					p.SupportedParameters = d.RemainingArgs()
+					if len(p.SupportedParameters) == 0 {
+						return m, d.ArgErr()
+					}
+					continue
+				case "pricing":
+					p.Pricing = new(PricingConfig)
+					if err := parsePricing(d, p.Pricing); err != nil {
+						return m, err
+					}
+					continue
 				default:
 					return m, suggest.UnknownOption(d, "provider", providerOptions)
 				}
@@ -421,12 +426,12 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					return m, d.ArgErr()
 				}
 			}
-			if _, err := p.dataPolicy(); err != nil {
-				return m, d.Errf("provider %q: %v", p.Name, err)
+			if _, err := p.provider(); err != nil {
+				return m, d.Err(err.Error())
 			}
 			m.Providers = append(m.Providers, p)
 		default:
-			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "tokenizer", "moderation", "pricing", "provider"})
+			return m, suggest.UnknownOption(d, "model", []string{"name", "context_length", "max_completion_tokens", "tokenizer", "moderation", "pricing", "distillable_text", "provider"})
 		}
 	}
 	// What Provision would refuse, refused here at the model's line.
@@ -434,4 +439,35 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 		return m, fmt.Errorf("%v, at %s:%d", err, file, line)
 	}
 	return m, nil
+}
+
+// parsePricing parses a `pricing { ... }` block, of a model or of one of
+// its providers.
+func parsePricing(d *caddyfile.Dispenser, pc *PricingConfig) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for inner := d.Nesting(); d.NextBlock(inner); {
+		var dst *string
+		switch d.Val() {
+		case "prompt":
+			dst = &pc.Prompt
+		case "completion":
+			dst = &pc.Completion
+		case "request":
+			dst = &pc.Request
+		case "web_search":
+			dst = &pc.WebSearch
+		case "input_cache_read":
+			dst = &pc.InputCacheRead
+		case "input_cache_write":
+			dst = &pc.InputCacheWrite
+		default:
+			return suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write"})
+		}
+		if !d.AllArgs(dst) {
+			return d.ArgErr()
+		}
+	}
+	return nil
 }

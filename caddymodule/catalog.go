@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -33,7 +34,8 @@ type ModelConfig struct {
 	MaxCompletionTokens int64 `json:"max_completion_tokens,omitempty"`
 	// Pricing is what a request costs, in credits.
 	Pricing PricingConfig `json:"pricing"`
-	// Providers serve the model; the first usable one is chosen.
+	// Providers serve the model, ranked per request (the router's
+	// provider preferences and load balancing).
 	Providers []ProviderConfig `json:"providers,omitempty"`
 	// Tokenizer is how the model counts tokens: o200k_base, cl100k_base,
 	// or bytes (unknown: a token per byte bounds the prompt). Default:
@@ -42,6 +44,9 @@ type ModelConfig struct {
 	// Moderation: every request for the model passes the operator's
 	// moderation provider first (the app's moderation block).
 	Moderation bool `json:"moderation,omitempty"`
+	// DistillableText: the model's author allows its text output to train
+	// other models (a request's provider.enforce_distillable_text).
+	DistillableText bool `json:"distillable_text,omitempty"`
 }
 
 // tokenizerBytes names the byte bound: the model's tokenizer is unknown.
@@ -111,6 +116,17 @@ type ProviderConfig struct {
 	// Region is where the provider processes requests: "global" (the
 	// default), "europe" or "us".
 	Region string `json:"region,omitempty"`
+
+	// Quantization is the numeric format the provider runs the model in:
+	// int4, int8, fp4, mxfp4, nvfp4, fp6, fp8, mxfp8, fp16, bf16, fp32 or
+	// unknown (the default).
+	Quantization string `json:"quantization,omitempty"`
+	// SupportedParameters are the request parameters the provider takes
+	// (a request's provider.require_parameters); default: its dialect's.
+	SupportedParameters []string `json:"supported_parameters,omitempty"`
+	// Pricing is the provider's own price for the model when it differs
+	// from the model's; requests it serves are charged at it.
+	Pricing *PricingConfig `json:"pricing,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
@@ -120,8 +136,72 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
 	}
-	return &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
-		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp}, nil
+	if pc.Quantization != "" && !slices.Contains(catalog.Quantizations, pc.Quantization) {
+		return nil, fmt.Errorf("provider %q: quantization: expected one of %s, got %q", pc.Name, strings.Join(catalog.Quantizations, ", "), pc.Quantization)
+	}
+	for _, param := range pc.SupportedParameters {
+		if !slices.Contains(catalog.OpenAIParameters, param) && !slices.Contains(catalog.AnthropicParameters, param) && !slices.Contains(extraParameters, param) {
+			return nil, fmt.Errorf("provider %q: supported_parameters: unknown parameter %q", pc.Name, param)
+		}
+	}
+	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
+		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
+		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters}
+	if pc.Pricing != nil {
+		pricing, err := pc.Pricing.pricing()
+		if err != nil {
+			return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
+		}
+		p.Pricing = &pricing
+	}
+	return p, nil
+}
+
+// inheritPrices gives each provider's own pricing the model's per-request
+// and web search prices where the provider's sets none: a provider
+// pricing states what differs (its token prices, required), not a free
+// request. providers are the configs m.Providers were made from, in order.
+func inheritPrices(m *catalog.Model, providers []ProviderConfig) {
+	for i, pc := range providers {
+		p := m.Providers[i]
+		if p.Pricing == nil {
+			continue
+		}
+		if pc.Pricing.Request == "" {
+			p.Pricing.Request = m.Pricing.Request
+		}
+		if pc.Pricing.WebSearch == "" {
+			p.Pricing.WebSearch = m.Pricing.WebSearch
+		}
+	}
+}
+
+// extraParameters are request parameters a provider may state it takes
+// beyond the dialects' defaults (catalog.OpenAIParameters,
+// catalog.AnthropicParameters).
+var extraParameters = []string{"min_p", "top_a", "repetition_penalty", "verbosity", "web_search_options", "prediction"}
+
+// pricing parses the prices.
+func (pc PricingConfig) pricing() (billing.Pricing, error) {
+	var p billing.Pricing
+	for _, f := range []struct {
+		name, s  string
+		required bool
+		dst      *billing.Price
+	}{
+		{"pricing.prompt", pc.Prompt, true, &p.Prompt},
+		{"pricing.completion", pc.Completion, true, &p.Completion},
+		{"pricing.request", pc.Request, false, &p.Request},
+		{"pricing.web_search", pc.WebSearch, false, &p.WebSearch},
+		{"pricing.input_cache_read", pc.InputCacheRead, false, &p.InputCacheRead},
+		{"pricing.input_cache_write", pc.InputCacheWrite, false, &p.InputCacheWrite},
+	} {
+		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
+			return p, fmt.Errorf("%s: %v", f.name, err)
+		}
+	}
+	p.CacheReadSet, p.CacheWriteSet = pc.InputCacheRead != "", pc.InputCacheWrite != ""
+	return p, nil
 }
 
 // dataPolicy checks and converts the provider's data-policy facts.
@@ -173,8 +253,22 @@ type PricingConfig struct {
 // change on every config reload.
 const defaultCreated = 1704067200
 
-// defaultSupportedParameters are what an OpenAI-style provider accepts and
-// the gateway forwards untouched.
+// providersParameters are the parameters any of the providers takes (the
+// public list's supported_parameters of a model), in the providers'
+// order; nil without providers.
+func providersParameters(providers []*catalog.Provider) []string {
+	var out []string
+	for _, p := range providers {
+		for _, param := range p.Parameters() {
+			if !slices.Contains(out, param) {
+				out = append(out, param)
+			}
+		}
+	}
+	return out
+}
+
+// defaultSupportedParameters are what a model without providers lists.
 var defaultSupportedParameters = []string{"max_tokens", "temperature", "top_p", "stop", "tools", "tool_choice"}
 
 // loadCatalog builds the catalog: the models of models_file first, then
@@ -241,23 +335,12 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	if m.Name == "" {
 		m.Name = m.ID
 	}
-	for _, f := range []struct {
-		name, s  string
-		required bool
-		dst      *billing.Price
-	}{
-		{"pricing.prompt", mc.Pricing.Prompt, true, &m.Pricing.Prompt},
-		{"pricing.completion", mc.Pricing.Completion, true, &m.Pricing.Completion},
-		{"pricing.request", mc.Pricing.Request, false, &m.Pricing.Request},
-		{"pricing.web_search", mc.Pricing.WebSearch, false, &m.Pricing.WebSearch},
-		{"pricing.input_cache_read", mc.Pricing.InputCacheRead, false, &m.Pricing.InputCacheRead},
-		{"pricing.input_cache_write", mc.Pricing.InputCacheWrite, false, &m.Pricing.InputCacheWrite},
-	} {
-		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
-			return nil, fail(f.name, err)
-		}
+	pricing, err := mc.Pricing.pricing()
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %v", mc.ID, err)
 	}
-	m.Pricing.CacheReadSet, m.Pricing.CacheWriteSet = mc.Pricing.InputCacheRead != "", mc.Pricing.InputCacheWrite != ""
+	m.Pricing = pricing
+	m.Distillable = mc.DistillableText
 	for _, pc := range mc.Providers {
 		p, err := pc.provider()
 		if err != nil {
@@ -265,7 +348,11 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 		}
 		m.Providers = append(m.Providers, p)
 	}
+	inheritPrices(m, mc.Providers)
 	pm := newPublicModel(m)
+	if params := providersParameters(m.Providers); params != nil {
+		pm.SupportedParameters = params
+	}
 	if m.Pricing.CacheReadSet {
 		pm.Pricing.InputCacheRead = &m.Pricing.InputCacheRead
 	}
@@ -424,13 +511,14 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 
 	// The gateway's extension, strictly: a misspelt field must not go
 	// unnoticed.
+	var cfg struct {
+		Providers       []ProviderConfig `json:"providers"`
+		DistillableText bool             `json:"distillable_text"`
+		Tokenizer       string           `json:"tokenizer"`
+	}
 	if ext := v.Get("tollgate"); ext.Exists() {
 		dec := json.NewDecoder(strings.NewReader(ext.Raw))
 		dec.DisallowUnknownFields()
-		var cfg struct {
-			Providers []ProviderConfig `json:"providers"`
-			Tokenizer string           `json:"tokenizer"`
-		}
 		if err := dec.Decode(&cfg); err != nil {
 			return nil, fmt.Errorf("model %q: tollgate: %v", id.Str, err)
 		}
@@ -441,12 +529,11 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 			}
 			m.Providers = append(m.Providers, p)
 		}
-		var err error
-		if m.Tokenizer, err = modelTokenizer(id.Str, cfg.Tokenizer); err != nil {
-			return nil, err
-		}
-	} else {
-		m.Tokenizer, _ = modelTokenizer(id.Str, "")
+		m.Distillable = cfg.DistillableText
+	}
+	var err error
+	if m.Tokenizer, err = modelTokenizer(id.Str, cfg.Tokenizer); err != nil {
+		return nil, err
 	}
 	raw, err := sjson.Delete(v.Raw, "tollgate")
 	if err != nil {
@@ -543,6 +630,7 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 	}
 	m.Pricing.CacheReadSet = pub.Get("pricing.input_cache_read").Str != ""
 	m.Pricing.CacheWriteSet = pub.Get("pricing.input_cache_write").Str != ""
+	inheritPrices(m, cfg.Providers)
 
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(raw)); err != nil {

@@ -36,6 +36,7 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //		max_body_bytes     <n>
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
+//		load_balancing     price|ordered
 //		upstream_base_path <path>
 //		<any reverse_proxy subdirective>
 //	}

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routestats"
 )
 
 // serveGateway answers a request the router does not send to a provider
@@ -85,17 +88,11 @@ func providerList(c *catalog.Catalog) []providerInfo {
 	return out
 }
 
-// endpointsSupportedParameters are the request parameters every endpoint
-// takes (an OpenAI-compatible provider, the gateway's own fields aside).
-var endpointsSupportedParameters = []string{
-	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
-	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
-	"tools", "tool_choice", "reasoning", "include_reasoning",
-}
-
 // endpointList is GET /models/{author}/{slug}/endpoints: the model's
-// public fields and one entry per provider. Statistics the gateway does
-// not keep (latency, throughput, uptime) are null.
+// public fields and one entry per provider, with the provider's own
+// prices, quantization and parameters, and the gateway's measurements of
+// it (routestats: latency in seconds, throughput in tokens per second;
+// null without any). Uptime, which the gateway does not keep, is null.
 func endpointList(m *catalog.Model) map[string]any {
 	pub := gjson.ParseBytes(m.Public)
 	arch := map[string]any{"instruct_type": nil, "tokenizer": nil, "modality": nil,
@@ -113,20 +110,51 @@ func endpointList(m *catalog.Model) map[string]any {
 		maxCompletion = &m.MaxCompletionTokens
 	}
 	endpoints := make([]map[string]any, 0, len(m.Providers))
+	now := time.Now()
 	for _, p := range m.Providers {
+		var quantization any
+		if p.Quantization != "" {
+			quantization = p.Quantization
+		}
+		endpointPricing := any(pricing)
+		if p.Pricing != nil {
+			endpointPricing = endpointPriceView(p.Pricing)
+		}
 		endpoints = append(endpoints, map[string]any{
 			"name": p.Name + ": " + m.Name, "model_id": m.ID, "model_name": m.Name,
 			"context_length": m.ContextLength, "max_completion_tokens": maxCompletion, "max_prompt_tokens": nil,
-			"pricing": pricing, "provider_name": p.Name, "tag": p.Name, "quantization": nil, "status": 0,
-			"supported_parameters":      endpointsSupportedParameters,
+			"pricing": endpointPricing, "provider_name": p.Name, "tag": p.Name, "quantization": quantization, "status": 0,
+			"supported_parameters":      p.Parameters(),
 			"supports_implicit_caching": false,
 			"supports_tool_choice":      map[string]bool{"auto": true, "function": true, "none": true, "required": true},
-			"latency_last_30m":          nil, "throughput_last_30m": nil,
-			"uptime_last_1d": nil, "uptime_last_30m": nil, "uptime_last_5m": nil,
+			"latency_last_30m":          percentileView(p.Stats.Latency(now)),
+			"throughput_last_30m":       percentileView(p.Stats.Throughput(now)),
+			"uptime_last_1d":            nil, "uptime_last_30m": nil, "uptime_last_5m": nil,
 		})
 	}
 	return map[string]any{
 		"id": m.ID, "name": m.Name, "created": pub.Get("created").Int(), "description": pub.Get("description").Str,
 		"architecture": arch, "endpoints": endpoints,
 	}
+}
+
+// endpointPriceView is a provider's own pricing in the public shape.
+func endpointPriceView(p *billing.Pricing) map[string]any {
+	v := map[string]any{"prompt": p.Prompt, "completion": p.Completion, "request": p.Request, "web_search": p.WebSearch}
+	if p.CacheReadSet {
+		v["input_cache_read"] = p.InputCacheRead
+	}
+	if p.CacheWriteSet {
+		v["input_cache_write"] = p.InputCacheWrite
+	}
+	return v
+}
+
+// percentileView is measurements in the public PercentileStats shape;
+// nil without any.
+func percentileView(p routestats.Percentiles) any {
+	if !p.OK {
+		return nil
+	}
+	return map[string]float64{"p50": p.P50, "p75": p.P75, "p90": p.P90, "p99": p.P99}
 }

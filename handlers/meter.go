@@ -334,6 +334,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
 		ContentFlags: st.contentFlags,
+		Attempts:     st.attempts, Routing: route.Routing,
 	}
 	window := m.gw.InFlightPolicy().SettlementWindow
 	err = store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen})

@@ -100,7 +100,9 @@ func observeAttempt(st *requestState, mw *meterWriter, began time.Time, fallback
 	if mw.Mode == sse.Undecided {
 		status = 0
 	}
-	s.Attempt(status, now().Sub(began))
+	end := now()
+	s.Attempt(status, end.Sub(began))
+	recordAttempt(st, mw, status, began, end)
 	if fallback {
 		s.Fallback()
 		return
@@ -124,5 +126,32 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 	telemetry.KeyCharged(gen.AccountID, gen.KeyHash, int64(credits), int64(byok))
 	if st.plan != nil && st.plan.engine == "native" && gen.SearchResults > 0 {
 		telemetry.WebSearch("native", int(gen.SearchResults), false)
+	}
+}
+
+// recordAttempt keeps one provider call of a request with several
+// endpoints for the generation record (provider_responses) and, for an answer, the endpoint's measurements
+// the router ranks by: latency to the first text of a stream (to the
+// whole answer otherwise), and completion tokens per second from then to
+// the end.
+func recordAttempt(st *requestState, mw *meterWriter, status int, began, end time.Time) {
+	route := st.route
+	if len(route.Attempts) > 1 { // one: the record's provider and latency say it all
+		st.attempts = append(st.attempts, storage.ProviderAttempt{Provider: route.Provider.Name, Model: route.Model.ID,
+			Status: status, LatencyMS: end.Sub(began).Milliseconds(), BYOK: route.BYOK})
+	}
+	if status < 200 || status > 299 {
+		return
+	}
+	stats := route.Provider.Stats
+	first := end
+	if mw.Mode == sse.Stream && !mw.firstText.IsZero() {
+		first = mw.firstText
+	}
+	stats.ObserveLatency(first.Sub(began), end)
+	if gen := end.Sub(first); mw.usage.ok && mw.usage.completion > 0 && first != end && gen > 0 {
+		stats.ObserveThroughput(float64(mw.usage.completion)/gen.Seconds(), end)
+	} else if mw.usage.ok && mw.usage.completion > 0 && mw.Mode != sse.Stream && end.Sub(began) > 0 {
+		stats.ObserveThroughput(float64(mw.usage.completion)/end.Sub(began).Seconds(), end)
 	}
 }

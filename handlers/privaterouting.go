@@ -22,7 +22,8 @@ const privateProviderPrefix = policy.PrivateProviderPrefix
 
 // privateAttempts are the caller's account's enabled private endpoints for
 // modelID, as attempts priced by each endpoint's pricing; catalogModel,
-// when the catalog has the id, lends its context length. Memory only,
+// when the catalog has the id, lends its context length and whether it is
+// distillable. Memory only,
 // except for the lookup of an endpoint's host when its cached addresses
 // expired (egress.CacheTTL): an endpoint whose host the customer_egress
 // policy refuses is skipped, and the first refusal returned, for the
@@ -62,6 +63,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, i
 		m := &catalog.Model{ID: modelID, Name: e.Name, Providers: []*catalog.Provider{p}}
 		if catalogModel != nil {
 			m.ContextLength, m.MaxCompletionTokens = catalogModel.ContextLength, catalogModel.MaxCompletionTokens
+			m.Distillable = catalogModel.Distillable
 		}
 		m.Pricing.Prompt, _ = billing.ParsePrice(e.Pricing.Prompt)
 		m.Pricing.Completion, _ = billing.ParsePrice(e.Pricing.Completion)

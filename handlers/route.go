@@ -46,6 +46,9 @@ type Route struct {
 	compressed string
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
+	// Routing says how the attempts were chosen and ranked, for the
+	// generation record (ranking.go's routingOf).
+	Routing string
 
 	body []byte // as the client sent it, less the gateway's own fields
 	uri  string // path below the provider's base path, with the query

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -56,10 +57,24 @@ type Router struct {
 	// may send to Anthropic-style providers (anthropicbetas.go).
 	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
 
+	// LoadBalancing orders equally ranked endpoints of a model:
+	// LoadBalancingPrice (the default: drawn at random, weighted by the
+	// inverse square of their price) or LoadBalancingOrdered (the
+	// catalog's order).
+	LoadBalancing string `json:"load_balancing,omitempty"`
+
 	gw     gateway.Gateway
 	logger *zap.Logger
 	betas  map[string]bool // the allow-list
+	// random draws load balancing's choices, in [0, 1); nil: math/rand.
+	random func() float64
 }
+
+// Load balancing modes (Router.LoadBalancing).
+const (
+	LoadBalancingPrice   = "price"
+	LoadBalancingOrdered = "ordered"
+)
 
 // Provision sets defaults and, given a Caddy context, finds the tollgate
 // app (Tollgate.setup hands it the gateway instead).
@@ -72,6 +87,11 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	}
 	if rt.MediaPartTokens == 0 {
 		rt.MediaPartTokens = DefaultMediaPartTokens
+	}
+	switch rt.LoadBalancing {
+	case "", LoadBalancingPrice, LoadBalancingOrdered:
+	default:
+		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, rt.LoadBalancing)
 	}
 	if rt.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
@@ -213,8 +233,22 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	kind := routeKindOf(sub)
+	ef := endpointFilter{prefs: &prefs}
+	if prefs.requireParameters {
+		ef.params = requestParameters(kind, field)
+	}
+	rk := ranker{prefs: &prefs, balance: rt.LoadBalancing != LoadBalancingOrdered, rand: rt.random}
+	if rk.rand == nil {
+		rk.rand = rand.Float64
+	}
+	if rk.prefs.maxLatency.set() || rk.prefs.minThroughput.set() || prefs.sort != "" {
+		rk.now = now()
+	}
 	var attempts []Attempt
 	var refusal *apierror.Error // a private endpoint the egress policy refused
+	var excluded string         // the preference that excluded the last endpoint
+	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
 	available := false
 	rules, apiErr := rt.rulesFor(id)
 	if apiErr != nil {
@@ -222,6 +256,17 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	}
 	for n, modelID := range ids {
 		m, ok := rt.catalog().Lookup(modelID)
+		rk.sort = prefs.sort
+		if base, suffixSort := modelSuffixSort(modelID); !ok && suffixSort != "" {
+			if m, ok = rt.catalog().Lookup(base); ok {
+				modelID = base
+				if rk.sort == "" {
+					rk.sort = suffixSort
+					rk.now = now()
+					suffixSorted = suffixSort
+				}
+			}
+		}
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have (privaterouting.go).
 		candidates, refused := rt.privateAttempts(modelID, m, id)
@@ -249,18 +294,33 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			return nil, refusalError(denied)
 		}
 		available = available || len(candidates) > 0
-		attempts = appendAttempts(attempts, prefs.filter(candidates))
+		candidates, why := ef.filter(candidates)
+		if why != "" {
+			excluded = why
+		}
+		attempts = appendAttempts(attempts, rk.rank(candidates))
 	}
 	if len(attempts) == 0 {
 		if refusal != nil {
 			return nil, refusal
 		}
 		if available {
-			return nil, apierror.New(http.StatusServiceUnavailable, "No provider satisfies the request's provider preferences")
+			msg := "No provider satisfies the request's provider preferences"
+			if excluded != "" {
+				msg += ": " + excluded + " (the last endpoint left)"
+			}
+			return nil, apierror.New(http.StatusServiceUnavailable, msg)
 		}
 		return nil, apierror.New(http.StatusServiceUnavailable, "No provider is available for model "+ids[0])
 	}
-	kind := routeKindOf(sub)
+	if len(ids) > 1 {
+		rk.sort = prefs.sort
+		if prefs.partitionNone && prefs.sort != "" {
+			rk.sortAcross(attempts)
+		}
+		rk.preferAcross(attempts)
+	}
+	routing := rk.routingOf(len(attempts), suffixSorted)
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
 		return nil, apiErr
 	}
@@ -269,6 +329,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		Kind:     kind,
 		Stream:   field("stream").Bool(),
 		User:     field("user").Str,
+		Routing:  routing,
 		body:     body,
 	}
 	// With several of the fields, the provider reads one of them: the hold
@@ -346,7 +407,8 @@ func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
 	return ids, nil
 }
 
-// candidates are the endpoints of m the caller can use, in order: those the
+// candidates are the endpoints of m the caller can use (each priced as its
+// provider prices m), in order: those the
 // calling key's workspace holds a BYOK credential for (called with that
 // credential), then
 // those with the operator's key. A provider without an operator key is
@@ -360,7 +422,7 @@ func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
 	}
 	for _, p := range m.Providers {
 		if !byok[p] && operatorUsable(p) {
-			out = append(out, Attempt{Model: m, Provider: p, Key: p.APIKey})
+			out = append(out, Attempt{Model: m.For(p), Provider: p, Key: p.APIKey})
 		}
 	}
 	return out
@@ -408,7 +470,7 @@ func (rt *Router) byokAttempts(m *catalog.Model, id *gateway.Identity) []Attempt
 				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
 			return true
 		}
-		out = append(out, Attempt{Model: m, Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
+		out = append(out, Attempt{Model: m.For(p), Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
 		return true
 	})
 	return out

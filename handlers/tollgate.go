@@ -58,6 +58,10 @@ type Tollgate struct {
 	// AnthropicBetas extend the anthropic-beta values a Messages request
 	// may send to Anthropic-style providers (anthropicbetas.go).
 	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
+	// LoadBalancing orders a model's equally ranked endpoints: "price"
+	// (the default: weighted by the inverse square of their price) or
+	// "ordered" (the catalog's order). See Router.LoadBalancing.
+	LoadBalancing string `json:"load_balancing,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -114,7 +118,7 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	}
 	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
 	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens,
-		AnthropicBetas: t.AnthropicBetas, gw: gw}
+		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, gw: gw}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}
@@ -146,6 +150,11 @@ func (t *Tollgate) Validate() error {
 	}
 	if t.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens: must be positive, got %d", t.MediaPartTokens)
+	}
+	switch t.LoadBalancing {
+	case "", LoadBalancingPrice, LoadBalancingOrdered:
+	default:
+		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, t.LoadBalancing)
 	}
 	if p := t.UpstreamBasePath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("upstream_base_path: must start with /, got %q", p)
@@ -189,6 +198,10 @@ type requestState struct {
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
+
+	// attempts are the provider calls of a request with several
+	// endpoints, for the generation record (recordAttempt).
+	attempts []storage.ProviderAttempt
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.

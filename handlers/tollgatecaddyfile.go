@@ -18,6 +18,7 @@ import (
 //		max_body_bytes     <n>
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
+//		load_balancing     price|ordered
 //		upstream_base_path <path>
 //	}
 //
@@ -43,7 +44,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "upstream_base_path"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "upstream_base_path", "anthropic_betas", "load_balancing"}
 
 // SetOption sets the option name from its arguments; known is false when
 // name is not an option of the handler.
@@ -64,6 +65,11 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		if _, err = betaSet(args); err == nil {
 			t.AnthropicBetas = append(t.AnthropicBetas, args...)
 		}
+	case "load_balancing":
+		if len(args) != 1 || (args[0] != LoadBalancingPrice && args[0] != LoadBalancingOrdered) {
+			return true, fmt.Errorf("%s: expected %s or %s", name, LoadBalancingPrice, LoadBalancingOrdered)
+		}
+		t.LoadBalancing = args[0]
 	case "upstream_base_path":
 		if len(args) != 1 {
 			return true, fmt.Errorf("%s: expected one path", name)

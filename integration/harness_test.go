@@ -84,7 +84,10 @@ func TestMain(m *testing.M) {
 
 // gatewayCaddyfile is the test gateway: the example's shape on test ports.
 // Its catalog serves tollgate-mock (paid), tollgate-mock:free and
-// mock/echo (paid, the same prices) from the mock provider.
+// mock/echo (paid, the same prices) from the mock provider. The gateway
+// tries a model's providers in catalog order (load_balancing ordered), as
+// the tests of fallbacks expect; load balancing by price is tested where
+// prices decide it.
 func gatewayCaddyfile(admin, dataDir, gateway, mock, mockLatency string) string {
 	return fmt.Sprintf(`{
 	admin %s
@@ -133,6 +136,7 @@ http://%[3]s {
 	bind 127.0.0.1
 	tollgate {
 		# the gateway's options
+		load_balancing ordered
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // gatewayDirective is the harness's tollgate directive in the gateway site.
-const gatewayDirective = "\ttollgate {\n\t\t# the gateway's options\n\t}\n"
+const gatewayDirective = "\ttollgate {\n\t\t# the gateway's options\n\t\tload_balancing ordered\n\t}\n"
 
 // TestProviderUnreachableWithoutTollgateHandler: a site that proxies with
 // the tollgate placeholders but without the tollgate directive (the

@@ -106,5 +106,30 @@ func (g Generation) AppendJSON(b []byte) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if len(g.Attempts) > 0 {
+		b = append(b, `,"attempts":[`...)
+		for i, a := range g.Attempts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"provider":`...)
+			b = jsonstr.Append(b, a.Provider)
+			b = append(b, `,"model":`...)
+			b = jsonstr.Append(b, a.Model)
+			b = append(b, `,"status":`...)
+			b = strconv.AppendInt(b, int64(a.Status), 10)
+			b = append(b, `,"latency_ms":`...)
+			b = strconv.AppendInt(b, a.LatencyMS, 10)
+			if a.BYOK {
+				b = append(b, `,"byok":true`...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if g.Routing != "" {
+		b = append(b, `,"routing":`...)
+		b = jsonstr.Append(b, g.Routing)
+	}
 	return append(b, '}'), nil
 }

@@ -21,6 +21,8 @@ func TestGenerationJSONMatchesEncodingJSON(t *testing.T) {
 			User: "weird \"user\"\\ <&> \n\t\b\f\x01 \u2028 日本 \xff", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))},
 		{ID: "gen-3", Cost: -5},
 		{ID: "gen-4", Status: "completed", ContentFlags: []ContentFlag{{GuardrailID: "g1", Label: "[EMAIL]", Builtin: "email"}, {GuardrailID: "g2", Label: "code \"x\""}}},
+		{ID: "gen-5", Model: "m", Provider: "b", Routing: "sort by price",
+			Attempts: []ProviderAttempt{{Provider: "a", Model: "m", Status: 503, LatencyMS: 12, BYOK: true}, {Provider: "b\"", Model: "m", Status: 200, LatencyMS: 40}}},
 	} {
 		got, err := json.Marshal(g)
 		if err != nil {

@@ -576,6 +576,10 @@ type Generation struct {
 	// ContentFlags are the flagging content filters that matched the
 	// request (never the text they matched).
 	ContentFlags []ContentFlag `json:"content_flags,omitempty"`
+	// Attempts are the provider calls, in order, the last the one that
+	// answered; Routing says how the endpoints were ranked.
+	Attempts []ProviderAttempt `json:"attempts,omitempty"`
+	Routing  string            `json:"routing,omitempty"`
 }
 
 // ContentFlag is a flagging content filter that matched a request: its
@@ -584,6 +588,15 @@ type ContentFlag struct {
 	GuardrailID string `json:"guardrail_id"`
 	Label       string `json:"label"`
 	Builtin     string `json:"builtin,omitempty"`
+}
+
+// ProviderAttempt is one provider call of a generation.
+type ProviderAttempt struct {
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Status    int    `json:"status"` // 0: no answer (unreachable, broken)
+	LatencyMS int64  `json:"latency_ms"`
+	BYOK      bool   `json:"byok,omitempty"`
 }
 
 // NewGenerationID returns an id that sorts by creation time.

@@ -68,7 +68,7 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 		"num_media_prompt": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
 		"num_search_results": g.SearchResults, "num_fetches": nil, "web_search_engine": nil,
 		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": nil, "router": nil,
-		"provider_responses": nil, "user_agent": nil, "http_referer": nil, "service_tier": nil,
+		"provider_responses": providerResponses(g), "routing": orNil(g.Routing), "user_agent": nil, "http_referer": nil, "service_tier": nil,
 		"data_region": region, "workspace_id": orNil(g.WorkspaceID), "session_id": nil, "request_id": nil,
 		"content_flags": contentFlagsView(g.ContentFlags),
 	}
@@ -81,4 +81,24 @@ func contentFlagsView(flags []storage.ContentFlag) []storage.ContentFlag {
 		return []storage.ContentFlag{}
 	}
 	return flags
+}
+
+// providerResponses are the generation's provider calls in the public
+// ProviderResponse shape, the last the one that answered. A request with
+// one endpoint keeps no list: its one call is the record's provider.
+func providerResponses(g storage.Generation) []map[string]any {
+	attempts := g.Attempts
+	if len(attempts) == 0 {
+		attempts = []storage.ProviderAttempt{{Provider: g.Provider, Model: g.Model, Status: http.StatusOK, LatencyMS: g.LatencyMS, BYOK: g.BYOK}}
+	}
+	out := make([]map[string]any, 0, len(attempts))
+	for i, a := range attempts {
+		r := map[string]any{"provider_name": a.Provider, "model_permaslug": a.Model, "status": a.Status,
+			"latency": a.LatencyMS, "is_byok": a.BYOK}
+		if i == len(attempts)-1 && g.UpstreamID != "" {
+			r["id"] = g.UpstreamID
+		}
+		out = append(out, r)
+	}
+	return out
 }

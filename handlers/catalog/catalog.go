@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routestats"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
@@ -42,6 +43,22 @@ type Provider struct {
 	// on or retained) and published, region global.
 	DataPolicy DataPolicy `json:"data_policy,omitzero"`
 
+	// Quantization is the numeric format the provider runs the model in
+	// (one of Quantizations); empty: unknown.
+	Quantization string `json:"quantization,omitempty"`
+	// SupportedParameters are the request parameters the provider takes;
+	// nil: its dialect's (DefaultParameters).
+	SupportedParameters []string `json:"supported_parameters,omitempty"`
+	// Pricing is what the provider charges for the model when it differs
+	// from the model's pricing; nil: the model's. Model.For gives the
+	// model as this provider prices it.
+	Pricing *billing.Pricing `json:"-"`
+	// Stats are the gateway's recent measurements of this endpoint (nil
+	// for a provider outside a catalog: not measured).
+	Stats *routestats.Stats `json:"-"`
+
+	priced *Model // the model at Pricing; set by New
+
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
 	Dial     string `json:"-"` // host:port for reverse_proxy
@@ -71,6 +88,37 @@ const (
 	// chat completions and Responses requests are translated.
 	StyleAnthropic = "anthropic"
 )
+
+// Quantizations are the values of Provider.Quantization, as the public API
+// names them.
+var Quantizations = []string{"int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"}
+
+// OpenAIParameters are the request parameters an OpenAI-style provider
+// takes (the gateway's own fields aside).
+var OpenAIParameters = []string{
+	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
+	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
+	"tools", "tool_choice", "parallel_tool_calls", "reasoning", "include_reasoning",
+}
+
+// AnthropicParameters are those the Messages API takes, directly or by the
+// gateway's translation of a chat request.
+var AnthropicParameters = []string{
+	"max_tokens", "temperature", "top_p", "top_k", "stop", "tools", "tool_choice",
+	"reasoning", "include_reasoning",
+}
+
+// Parameters are the request parameters p takes: its SupportedParameters,
+// else its dialect's.
+func (p *Provider) Parameters() []string {
+	switch {
+	case p.SupportedParameters != nil:
+		return p.SupportedParameters
+	case p.Anthropic():
+		return AnthropicParameters
+	}
+	return OpenAIParameters
+}
 
 // Anthropic reports whether p speaks Anthropic's Messages API.
 func (p *Provider) Anthropic() bool { return p.Style == StyleAnthropic }
@@ -102,9 +150,21 @@ type Model struct {
 	// Moderation: every request for the model passes the operator's
 	// moderation provider first.
 	Moderation bool `json:"moderation,omitempty"`
+	// Distillable: the model's author allows its text output to be used
+	// to train other models (`provider.enforce_distillable_text`).
+	Distillable bool `json:"distillable,omitempty"`
 	// Public is the model's object in the public models-list format, with
 	// every field the public schema requires, as served by GET /models.
 	Public json.RawMessage `json:"-"`
+}
+
+// For is m as provider p serves it: priced at p's own pricing when p has
+// one, else m itself.
+func (m *Model) For(p *Provider) *Model {
+	if p.priced != nil {
+		return p.priced
+	}
+	return m
 }
 
 // IsFree reports whether the model id names a free variant.
@@ -116,7 +176,7 @@ type Catalog struct {
 	byID   map[string]*Model
 }
 
-// New builds a catalog; later duplicates of an id are an error for the
+// New builds a catalog (and each provider's model at its own pricing); later duplicates of an id are an error for the
 // caller to report, so New keeps the first.
 func New(models []*Model) *Catalog {
 	c := &Catalog{byID: make(map[string]*Model, len(models))}
@@ -126,6 +186,16 @@ func New(models []*Model) *Catalog {
 		}
 		c.models = append(c.models, m)
 		c.byID[m.ID] = m
+		for _, p := range m.Providers {
+			if p.Stats == nil {
+				p.Stats = routestats.For(m.ID, p.Name)
+			}
+			if p.Pricing != nil {
+				priced := *m
+				priced.Pricing = *p.Pricing
+				p.priced = &priced
+			}
+		}
 	}
 	return c
 }
