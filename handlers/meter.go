@@ -273,24 +273,27 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return apierror.Fail(r, upstreamError(st.failed))
 	}
 
-	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion,
-		CacheReadTokens: mw.usage.cacheRead, CacheWriteTokens: mw.usage.cacheWrite}
+	// What is charged: the provider's usage within the gateway's bounds,
+	// or without one the gateway's estimate (chargebasis.go).
+	var usage billing.Usage
 	estimated := !mw.usage.ok
-	if estimated && mw.deliveredTxt == 0 && !mw.sawDone {
-		// The stream ended before any answer reached the client: a failed
-		// request, not charged.
-		_ = store.Release(res)
-		if !clientGone {
-			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended before any output")
-		}
-		return nil
-	}
 	if estimated {
-		prompt := route.InputTokens
-		if c := route.Model.ContextLength; c > 0 {
-			prompt = min(prompt, c) // as the hold: no prompt exceeds the context window
+		var charge bool
+		if usage, charge = mw.estimateUsage(route, clientGone); !charge {
+			// No output reached the client or came from the provider: a
+			// failed attempt, not charged.
+			_ = store.Release(res)
+			if !clientGone {
+				msg := "Provider stream ended before any output"
+				if mw.sawDone {
+					msg = "Provider returned an empty answer"
+				}
+				_ = mw.sendStreamError(route, http.StatusBadGateway, msg)
+			}
+			return nil
 		}
-		usage = billing.Usage{PromptTokens: prompt, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
+	} else {
+		usage = m.defendUsage(st, mw)
 	}
 	pricing := route.Model.Pricing
 	var credits money.Amount // a BYOK request's part paid in credits
@@ -406,9 +409,11 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 	err := proxy(next, w, r)
 	if aw != nil {
 		aw.Finish()
+		mw.produced = max(mw.produced, aw.Produced)
 	}
 	if cw != nil {
 		cw.Finish(err)
+		mw.produced = max(mw.produced, cw.Produced)
 	}
 	return err
 }
