@@ -84,9 +84,13 @@ func Chat(doc []byte) int {
 // ResponsesEvent is the output of a Responses stream event of type typ:
 // the delta of every *.delta event (output text, function call and custom
 // tool arguments, reasoning and its summary, refusals, audio and its
-// transcript, code...), and a partial image's bytes.
+// transcript, code...), a partial image's bytes, and what an output item
+// carries as it is added (a function call's name). An item's done event
+// repeats its deltas and counts nothing.
 func ResponsesEvent(typ string, doc []byte) int {
 	switch {
+	case typ == "response.output_item.added":
+		return value(gjson.Get(view(doc), "item"))
 	case strings.HasSuffix(typ, ".delta"):
 		return value(gjson.Get(view(doc), "delta"))
 	case strings.HasSuffix(typ, ".partial_image"):
