@@ -121,6 +121,10 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 		report(anomalyPromptAbove, seen.prompt, bound)
 	}
 	if seen.completionBad {
+		if mw.answerHeld() {
+			// Measured only now: an answer with usage is not searched.
+			mw.delivered = mw.heldOutput()
+		}
 		est, _ := mw.estimateUsage(route, true)
 		u.CompletionTokens = est.CompletionTokens
 		report(anomalyCompletionInvalid, seen.completion, u.CompletionTokens)

@@ -140,7 +140,7 @@ func (mw *meterWriter) readMessagesUsage(body []byte) bool {
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
 		return false
 	}
-	mw.delivered += outputlen.MessagesAnswer(body)
+	mw.delivered = mw.heldOutput()
 	return mw.nonEmpty()
 }
 

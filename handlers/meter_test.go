@@ -33,6 +33,7 @@ type meterFixture struct {
 	key     string
 	keyHash string
 	h       caddyhttp.Handler
+	meter   *Meter // its logger may be replaced before a request
 
 	// provider answers the requests that reach the upstream.
 	provider caddyhttp.HandlerFunc
@@ -73,6 +74,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 		t.Fatal(err)
 	}
 	meter := &Meter{gw: gw, logger: zap.NewNop()}
+	f.meter = meter
 	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		f.calls.Add(1)
 		body, err := io.ReadAll(r.Body)

@@ -309,12 +309,20 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		return false
 	}
 	mw.finish = gjson.GetBytes(body, finishPath).Str
-	if mw.kind == "responses" {
-		mw.delivered += outputlen.ResponsesAnswer(body)
-	} else {
-		mw.delivered += outputlen.Chat(body)
-	}
+	mw.delivered = mw.heldOutput()
 	return mw.nonEmpty()
+}
+
+// heldOutput is the model output of the held answer (outputlen).
+func (mw *meterWriter) heldOutput() int {
+	body := mw.Body.Bytes()
+	switch mw.kind {
+	case "responses":
+		return outputlen.ResponsesAnswer(body)
+	case "messages":
+		return outputlen.MessagesAnswer(body)
+	}
+	return outputlen.Chat(body)
 }
 
 // nonEmpty reports whether an answer without usage has output; one that
