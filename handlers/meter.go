@@ -488,6 +488,8 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 		if secs, err := strconv.Atoi(mw.Header().Get("Retry-After")); err == nil && secs >= 0 {
 			f.retry = time.Duration(max(secs, 1)) * time.Second
 		}
+	case mw.answerHeld() && mw.empty:
+		f.status, f.message = http.StatusBadGateway, "Provider returned an empty answer"
 	case mw.answerHeld():
 		f.status, f.message = http.StatusBadGateway, "Provider returned an invalid response"
 	default:
