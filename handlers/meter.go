@@ -34,11 +34,11 @@ import (
 // The hold bounds the prompt's tokens from above (promptbound.go), so that
 // with max_tokens set no cap is ever exceeded.
 //
-// Charging rule when the upstream reports no usage (a stream the client
-// aborts, or that breaks): the prompt is charged at one token per three
-// bytes of request body (at most the hold) and the completion at one
-// token per four bytes of text delivered to the client. A request that
-// fails before any answer reaches the client is not charged.
+// What is charged, the provider's usage within the gateway's bounds or,
+// without one (a stream the client aborts, or that breaks), the gateway's
+// estimate from all the output of any kind, is decided in one place for
+// every dialect (chargebasis.go). A request that fails before any answer
+// reaches the client is not charged.
 type Meter struct {
 	gw     gateway.Gateway
 	logger *zap.Logger
