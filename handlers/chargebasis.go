@@ -116,7 +116,7 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 	if seen.promptBad {
 		u.PromptTokens = route.promptEstimate()
 		report(anomalyPromptInvalid, seen.prompt, u.PromptTokens)
-	} else if bound, ok := route.promptBoundFor(); ok && u.PromptTokens > bound {
+	} else if bound, ok := route.promptBoundFor(st.plan); ok && u.PromptTokens > bound {
 		u.PromptTokens = bound
 		report(anomalyPromptAbove, seen.prompt, bound)
 	}
@@ -143,13 +143,24 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 }
 
 // promptBoundFor is admission's bound of the current attempt's prompt,
-// when there is one (a prompt that holds content the body does not, such
-// as a previous response, is bounded by the context window alone).
-func (rt *Route) promptBoundFor() (int64, bool) {
-	if rt.prompt.unbounded && rt.Model.ContextLength <= 0 {
+// with the results a gateway-side search added after admission (which the
+// hold covers apart), when there is one. A prompt that holds content the
+// body does not (a previous response, a file by reference, a provider's
+// own search) is bounded by the context window alone.
+func (rt *Route) promptBoundFor(search *searchPlan) (int64, bool) {
+	unbounded, extra := rt.prompt.unbounded, int64(0)
+	if search != nil {
+		unbounded = unbounded || search.engine == "native"
+		extra = search.injectedTokens()
+	}
+	c := rt.Model.ContextLength
+	switch {
+	case c > 0 && (unbounded || rt.prompt.tokens+extra > c):
+		return c, true
+	case unbounded:
 		return 0, false
 	}
-	return rt.prompt.tokensFor(rt.Model), true
+	return rt.prompt.tokens + extra, true
 }
 
 // usageCount reads a token count as written in a usage object: a

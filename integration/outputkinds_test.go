@@ -230,3 +230,68 @@ func generationJSON(t *testing.T, c *client, key string, h http.Header) gjson.Re
 	t.Helper()
 	return c.api("GET", "/generation?id="+h.Get("X-Generation-Id"), key, nil).expect(t, 200).JSON.Get("data")
 }
+
+// TestChargeNativeMessagesCut: an Anthropic-style provider that cuts a
+// stream of a tool call, or of thinking and text, without usage, on every
+// route: the output it produced is charged (on /messages, what the client
+// received, every event passed as the provider sent it).
+func TestChargeNativeMessagesCut(t *testing.T) {
+	block := fmt.Sprintf("\t\tmodel anthropic/claude-cut {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+		"\t\t\tprovider anthropic http://%s/v1 {\n\t\t\t\tmodel claude-stream-break\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n", mockAddr)
+	startInProcessWith(t, func(cfg string) string {
+		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
+	})
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "100")
+	key, hash := c.newKey(org.MgmtKey, `{"name":"native","limit":50}`)
+
+	const user = "please call lookup now"
+	bodies := map[string]string{
+		"messages/tool_use": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}],` +
+			`"tools":[{"name":"lookup","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}]}`,
+		"messages/thinking": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"` + user + `"}]}`,
+		"chat/tool_use": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}],` +
+			`"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}}]}`,
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			path := "/messages"
+			if strings.HasPrefix(name, "chat/") {
+				path = "/chat/completions"
+			}
+			before := c.snapshot(key, org.MgmtKey)
+			res, err := c.send(path, key, body, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, _ := readStream(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("status %d: %v", res.StatusCode, evs)
+			}
+			// The output received: tool names and arguments, thinking, text.
+			received := 0
+			for _, ev := range evs {
+				d := gjson.Parse(ev.Data)
+				if path == "/messages" {
+					received += len(d.Get("content_block.name").Str) + len(d.Get("delta.partial_json").Str) +
+						len(d.Get("delta.thinking").Str) + len(d.Get("delta.text").Str)
+					continue
+				}
+				for _, tc := range d.Get("choices.0.delta.tool_calls").Array() {
+					received += len(tc.Get("function.name").Str) + len(tc.Get("function.arguments").Str)
+				}
+			}
+			if received == 0 {
+				t.Fatalf("no output before the cut: %v", evs)
+			}
+			after := c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 100*time.Millisecond)
+			g := c.generationOf(t, key, res.Header)
+			if g.completion != textEstimate(received) || g.prompt <= 0 {
+				t.Fatalf("charged %d prompt and %d completion tokens, want the prompt and %d (%d bytes)", g.prompt, g.completion, textEstimate(received), received)
+			}
+			expectCharged(t, before, after, g.cost, name)
+		})
+	}
+	expectNoHolds(t, c, org.MgmtKey, key, hash)
+}
