@@ -16,8 +16,6 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
-
-	"github.com/tidwall/gjson"
 )
 
 // notOutput are member names whose values are not model output.
@@ -32,51 +30,37 @@ var notOutput = map[string]bool{
 	"usage": true, "model": true,
 }
 
-// Value is the output in a JSON value v, as raw JSON: a string's decoded
-// bytes, a number's or boolean's bytes, a container's members and
-// elements (those named in notOutput aside).
+// Value is the output in the JSON value v: a string's decoded bytes, a
+// number's or boolean's bytes, a container's members and elements (those
+// named in notOutput aside).
 func Value(v string) int {
-	return value(gjson.Parse(v))
-}
-
-func value(v gjson.Result) int {
-	switch v.Type {
-	case gjson.String:
-		return StringLen(v.Raw)
-	case gjson.Number, gjson.True, gjson.False:
-		return len(v.Raw)
-	case gjson.JSON:
-		n := 0
-		object := v.IsObject()
-		v.ForEach(func(k, e gjson.Result) bool {
-			if object && notOutput[k.Str] {
-				return true
-			}
-			n += value(e)
-			return true
-		})
-		return n
-	}
-	return 0
+	n, _ := walk(v, skipSpace(v, 0))
+	return n
 }
 
 // Chat is the output of a Chat Completions chunk or answer: every choice's
 // delta (a stream) or message (an answer).
 func Chat(doc []byte) int {
-	choices := gjson.Get(view(doc), "choices")
-	if !choices.IsArray() {
+	d := view(doc)
+	i := member(d, skipSpace(d, 0), "choices")
+	if i < 0 || d[i] != '[' {
 		return 0
 	}
 	n := 0
-	choices.ForEach(func(_, c gjson.Result) bool {
-		d := c.Get("delta")
-		if !d.Exists() {
-			d = c.Get("message")
+	eachElement(d, i, func(e int) int {
+		if d[e] != '{' {
+			return skip(d, e)
 		}
-		if d.IsObject() {
-			n += value(d)
-		}
-		return true
+		// One walk of the choice: its delta or message measured, the
+		// rest skipped.
+		return eachMember(d, e, func(k string, v int) int {
+			if (k == "delta" || k == "message") && d[v] == '{' {
+				m, end := walk(d, v)
+				n += m
+				return end
+			}
+			return skip(d, v)
+		})
 	})
 	return n
 }
@@ -90,22 +74,17 @@ func Chat(doc []byte) int {
 func ResponsesEvent(typ string, doc []byte) int {
 	switch {
 	case typ == "response.output_item.added":
-		return value(gjson.Get(view(doc), "item"))
+		return memberOutput(view(doc), "item")
 	case strings.HasSuffix(typ, ".delta"):
-		return value(gjson.Get(view(doc), "delta"))
+		return memberOutput(view(doc), "delta")
 	case strings.HasSuffix(typ, ".partial_image"):
-		return value(gjson.Get(view(doc), "partial_image_b64"))
+		return memberOutput(view(doc), "partial_image_b64")
 	}
 	return 0
 }
 
 // ResponsesAnswer is the output of a Responses object: its output items.
-func ResponsesAnswer(doc []byte) int {
-	if out := gjson.Get(view(doc), "output"); out.IsArray() {
-		return value(out)
-	}
-	return 0
-}
+func ResponsesAnswer(doc []byte) int { return memberOutput(view(doc), "output") }
 
 // MessagesEvent is the output of an Anthropic Messages stream event: the
 // delta of content_block_delta (text, tool input JSON, thinking) and what
@@ -113,20 +92,209 @@ func ResponsesAnswer(doc []byte) int {
 func MessagesEvent(typ string, doc []byte) int {
 	switch typ {
 	case "content_block_delta":
-		return value(gjson.Get(view(doc), "delta"))
+		return memberOutput(view(doc), "delta")
 	case "content_block_start":
-		return value(gjson.Get(view(doc), "content_block"))
+		return memberOutput(view(doc), "content_block")
 	}
 	return 0
 }
 
 // MessagesAnswer is the output of an Anthropic Messages answer: its
 // content blocks.
-func MessagesAnswer(doc []byte) int {
-	if c := gjson.Get(view(doc), "content"); c.IsArray() {
-		return value(c)
+func MessagesAnswer(doc []byte) int { return memberOutput(view(doc), "content") }
+
+// memberOutput is the output of the top-level member key of the object doc.
+func memberOutput(doc, key string) int {
+	i := member(doc, skipSpace(doc, 0), key)
+	if i < 0 {
+		return 0
 	}
-	return 0
+	n, _ := walk(doc, i)
+	return n
+}
+
+// The walk reads JSON in place, as written: no string is decoded (gjson
+// would copy every string with an escape, as tool-call arguments all
+// have). A malformed document counts what came before the fault.
+
+// member returns where the value of the first member key of the object at
+// doc[i] starts, or -1.
+func member(doc string, i int, key string) int {
+	found := -1
+	eachMember(doc, i, func(k string, v int) int {
+		if k == key {
+			found = v
+			return -1
+		}
+		return skip(doc, v)
+	})
+	return found
+}
+
+// eachMember calls fn with each member of the object at doc[i]: its key as
+// written and where its value starts; fn returns the index after the value,
+// or -1 to stop. It returns the index after the object, -1 when stopped or
+// malformed.
+func eachMember(doc string, i int, fn func(key string, v int) int) int {
+	if i >= len(doc) || doc[i] != '{' {
+		return -1
+	}
+	if i = skipSpace(doc, i+1); i < len(doc) && doc[i] == '}' {
+		return i + 1
+	}
+	for i < len(doc) && doc[i] == '"' {
+		kEnd := skipString(doc, i)
+		if kEnd < 0 {
+			return -1
+		}
+		key := doc[i+1 : kEnd-1]
+		if i = skipSpace(doc, kEnd); i >= len(doc) || doc[i] != ':' {
+			return -1
+		}
+		if i = fn(key, skipSpace(doc, i+1)); i < 0 {
+			return -1
+		}
+		if i = skipSpace(doc, i); i >= len(doc) {
+			return -1
+		}
+		switch doc[i] {
+		case '}':
+			return i + 1
+		case ',':
+			i = skipSpace(doc, i+1)
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// eachElement calls fn with where each element of the array at doc[i]
+// starts; fn returns the index after it, or -1 to stop. It returns the
+// index after the array, -1 when stopped or malformed.
+func eachElement(doc string, i int, fn func(e int) int) int {
+	if i = skipSpace(doc, i+1); i < len(doc) && doc[i] == ']' {
+		return i + 1
+	}
+	for i < len(doc) {
+		if i = fn(i); i < 0 {
+			return -1
+		}
+		if i = skipSpace(doc, i); i >= len(doc) {
+			return -1
+		}
+		switch doc[i] {
+		case ']':
+			return i + 1
+		case ',':
+			i = skipSpace(doc, i+1)
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// walk returns the output of the value at doc[i] and the index after it
+// (-1: malformed).
+func walk(doc string, i int) (n, end int) {
+	if i >= len(doc) {
+		return 0, -1
+	}
+	switch c := doc[i]; c {
+	case '"':
+		end = skipString(doc, i)
+		if end < 0 {
+			return 0, -1
+		}
+		return StringLen(doc[i:end]), end
+	case '{':
+		end = eachMember(doc, i, func(k string, v int) int {
+			if notOutput[k] {
+				return skip(doc, v)
+			}
+			m, end := walk(doc, v)
+			n += m
+			return end
+		})
+	case '[':
+		end = eachElement(doc, i, func(e int) int {
+			m, end := walk(doc, e)
+			n += m
+			return end
+		})
+	default:
+		end = skipScalar(doc, i)
+		if c != 'n' && end > i {
+			n = end - i
+		}
+	}
+	return n, end
+}
+
+// skip returns the index after the value at doc[i], -1 when malformed.
+func skip(doc string, i int) int {
+	if i >= len(doc) {
+		return -1
+	}
+	switch doc[i] {
+	case '"':
+		return skipString(doc, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(doc); j++ {
+			switch doc[j] {
+			case '"':
+				if j = skipString(doc, j); j < 0 {
+					return -1
+				}
+				j--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	return skipScalar(doc, i)
+}
+
+// skipString returns the index after the string that opens at doc[i], or
+// -1 when it does not close.
+func skipString(doc string, i int) int {
+	for j := i + 1; j < len(doc); {
+		k := strings.IndexAny(doc[j:], `"\`)
+		if k < 0 {
+			return -1
+		}
+		j += k
+		if doc[j] == '"' {
+			return j + 1
+		}
+		j += 2
+	}
+	return -1
+}
+
+func skipScalar(doc string, i int) int {
+	j := i
+	for j < len(doc) && doc[j] != ',' && doc[j] != '}' && doc[j] != ']' && doc[j] != ' ' && doc[j] != '\n' && doc[j] != '\r' && doc[j] != '\t' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+func skipSpace(doc string, i int) int {
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t') {
+		i++
+	}
+	return i
 }
 
 // StringLen is the decoded length in bytes of the JSON string literal raw

@@ -89,3 +89,24 @@ func TestResponsesAndMessages(t *testing.T) {
 		t.Errorf("MessagesAnswer = %d", got)
 	}
 }
+
+// The meter measures every streamed event: measuring allocates nothing.
+func TestMeasuringAllocatesNothing(t *testing.T) {
+	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello \"there\""},"finish_reason":null}]}`)
+	tool := []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}]}}]}`)
+	ev := []byte(`{"type":"response.output_text.delta","sequence_number":4,"item_id":"m","output_index":0,"content_index":0,"delta":"Hello"}`)
+	msg := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`)
+	if n := testing.AllocsPerRun(100, func() {
+		_ = Chat(chunk) + Chat(tool) + ResponsesEvent("response.output_text.delta", ev) + MessagesEvent("content_block_delta", msg)
+	}); n != 0 {
+		t.Fatalf("%v allocations per run", n)
+	}
+}
+
+func BenchmarkChatChunk(b *testing.B) {
+	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello there"},"finish_reason":null}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		Chat(chunk)
+	}
+}
