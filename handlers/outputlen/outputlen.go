@@ -18,16 +18,20 @@ import (
 	"unsafe"
 )
 
-// notOutput are member names whose values are not model output.
-var notOutput = map[string]bool{
-	"role": true, "id": true, "type": true, "index": true, "object": true,
-	"annotations": true, "citations": true, "citation": true, "logprobs": true,
-	"finish_reason": true, "stop_reason": true, "stop_sequence": true,
-	"status": true, "call_id": true, "item_id": true, "output_index": true,
-	"content_index": true, "sequence_number": true, "summary_index": true,
-	"signature": true, "format": true, "encrypted_content": true,
-	"expires_at": true, "created": true, "created_at": true, "obfuscation": true,
-	"usage": true, "model": true,
+// notOutput reports whether a member named k holds no model output.
+func notOutput(k string) bool {
+	switch k {
+	case "role", "id", "type", "index", "object",
+		"annotations", "citations", "citation", "logprobs",
+		"finish_reason", "stop_reason", "stop_sequence",
+		"status", "call_id", "item_id", "output_index",
+		"content_index", "sequence_number", "summary_index",
+		"signature", "format", "encrypted_content",
+		"expires_at", "created", "created_at", "obfuscation",
+		"usage", "model":
+		return true
+	}
+	return false
 }
 
 // Value is the output in the JSON value v: a string's decoded bytes, a
@@ -120,15 +124,32 @@ func memberOutput(doc, key string) int {
 // member returns where the value of the first member key of the object at
 // doc[i] starts, or -1.
 func member(doc string, i int, key string) int {
-	found := -1
-	eachMember(doc, i, func(k string, v int) int {
-		if k == key {
-			found = v
+	if i >= len(doc) || doc[i] != '{' {
+		return -1
+	}
+	i = skipSpace(doc, i+1)
+	for i < len(doc) && doc[i] == '"' {
+		kEnd := skipString(doc, i)
+		if kEnd < 0 {
 			return -1
 		}
-		return skip(doc, v)
-	})
-	return found
+		k := doc[i+1 : kEnd-1]
+		if i = skipSpace(doc, kEnd); i >= len(doc) || doc[i] != ':' {
+			return -1
+		}
+		v := skipSpace(doc, i+1)
+		if k == key {
+			return v
+		}
+		if i = skip(doc, v); i < 0 {
+			return -1
+		}
+		if i = skipSpace(doc, i); i >= len(doc) || doc[i] != ',' {
+			return -1
+		}
+		i = skipSpace(doc, i+1)
+	}
+	return -1
 }
 
 // eachMember calls fn with each member of the object at doc[i]: its key as
@@ -210,7 +231,7 @@ func walk(doc string, i int) (n, end int) {
 		return StringLen(doc[i:end]), end
 	case '{':
 		end = eachMember(doc, i, func(k string, v int) int {
-			if notOutput[k] {
+			if notOutput(k) {
 				return skip(doc, v)
 			}
 			m, end := walk(doc, v)
@@ -263,18 +284,35 @@ func skip(doc string, i int) int {
 }
 
 // skipString returns the index after the string that opens at doc[i], or
-// -1 when it does not close.
+// -1 when it does not close. Keys and short values end within a few
+// bytes, read one by one; a longer text is searched by IndexByte.
 func skipString(doc string, i int) int {
-	for j := i + 1; j < len(doc); {
-		k := strings.IndexAny(doc[j:], `"\`)
+	j := i + 1
+	for n := 0; n < 24 && j < len(doc); n++ {
+		switch doc[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			j++ // the escaped byte
+		}
+		j++
+	}
+	from := j
+	for j < len(doc) {
+		k := strings.IndexByte(doc[j:], '"')
 		if k < 0 {
 			return -1
 		}
 		j += k
-		if doc[j] == '"' {
+		// Escaped when an odd run of backslashes precedes it.
+		b := j
+		for b > from && doc[b-1] == '\\' {
+			b--
+		}
+		if (j-b)%2 == 0 {
 			return j + 1
 		}
-		j += 2
+		j++
 	}
 	return -1
 }

@@ -1,6 +1,9 @@
 package outputlen
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestStringLen(t *testing.T) {
 	for raw, want := range map[string]int{
@@ -108,5 +111,17 @@ func BenchmarkChatChunk(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Chat(chunk)
+	}
+}
+
+func TestSkipString(t *testing.T) {
+	for _, s := range []string{`"a"`, `"a\"b"`, `"\\"`, `"\\\""`, `"` + strings.Repeat("x", 30) + `\\"`, `"` + strings.Repeat("x", 22) + `\"` + strings.Repeat("y", 30) + `"`,
+		`"` + strings.Repeat("x", 23) + `\\` + `"`, `"` + strings.Repeat("\\\\", 20) + `"`} {
+		if got := skipString(s+`,"next"`, 0); got != len(s) {
+			t.Errorf("skipString(%s) = %d, want %d", s, got, len(s))
+		}
+	}
+	if skipString(`"open`, 0) != -1 || skipString(`"`+strings.Repeat("x", 40)+`\"`, 0) != -1 {
+		t.Error("an open string closed")
 	}
 }
