@@ -295,3 +295,44 @@ func TestChargeNativeMessagesCut(t *testing.T) {
 	}
 	expectNoHolds(t, c, org.MgmtKey, key, hash)
 }
+
+// TestChargeTranslatedResponses: a Responses request served by a chat-only
+// provider (`api chat`), whose refusals and reasoning the translation does
+// not carry to the client: the output the provider produced is charged
+// when it cuts the stream.
+func TestChargeTranslatedResponses(t *testing.T) {
+	kinds := []string{"text", "tools", "reasoning", "refusal"}
+	var blocks strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&blocks, "\t\tmodel chatonly/%s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+			"\t\t\tprovider mock http://%s/v1 {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key mock\n\t\t\t\tapi chat\n\t\t\t}\n\t\t}\n", k, mockAddr, outputModel(k, "stream-break"))
+	}
+	startInProcessWith(t, func(cfg string) string {
+		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", blocks.String()+"\t\tmodel tollgate-mock:free {\n")
+	})
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "100")
+	key, hash := c.newKey(org.MgmtKey, `{"name":"translated","limit":50}`)
+	for _, k := range kinds {
+		t.Run(k, func(t *testing.T) {
+			_, body := outputBody("responses", k, "chatonly/"+k)
+			before := c.snapshot(key, org.MgmtKey)
+			res, err := c.send("/responses", key, body, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, _ := readStream(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("status %d: %v", res.StatusCode, evs)
+			}
+			after := c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 100*time.Millisecond)
+			g := c.generationOf(t, key, res.Header)
+			if want := textEstimate(producedBytes(k, "chat")); g.completion != want || g.prompt <= 0 {
+				t.Fatalf("charged %d prompt and %d completion tokens, want the prompt and %d", g.prompt, g.completion, want)
+			}
+			expectCharged(t, before, after, g.cost, k)
+		})
+	}
+	expectNoHolds(t, c, org.MgmtKey, key, hash)
+}
