@@ -101,12 +101,14 @@ const (
 //
 // Each correction is a provider anomaly: counted
 // (tollgate_provider_usage_anomalies_total) and logged as a warning with
-// the figures only.
+// the figures only; the answer then reports the usage charged (chat and
+// Messages; a Responses answer keeps the provider's, with the cost).
 func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 	route, seen := st.route, mw.usage
 	u := billing.Usage{PromptTokens: seen.prompt, CompletionTokens: seen.completion,
 		CacheReadTokens: seen.cacheRead, CacheWriteTokens: seen.cacheWrite}
 	report := func(kind string, reported, charged int64) {
+		mw.corrected = true
 		telemetry.UsageAnomaly(route.Provider.Name, kind)
 		m.logger.Warn("provider usage anomaly; charged the gateway's bound",
 			zap.String("anomaly", kind), zap.String("generation", st.genID),

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -60,6 +61,11 @@ func TestDefendUsage(t *testing.T) {
 				tc.want.PromptTokens = f.upstreamPrompt(t)
 			}
 			f.wantCharged(t, testCost(tc.want))
+			// The answer reports the usage charged.
+			if u := res.JSON.Get("usage"); u.Get("prompt_tokens").Int() != tc.want.PromptTokens ||
+				u.Get("completion_tokens").Int() != tc.want.CompletionTokens || u.Get("cost").Type != gjson.Number {
+				t.Errorf("answer usage %s, want %+v", u.Raw, tc.want)
+			}
 			var got []string
 			for _, e := range logs.FilterMessage("provider usage anomaly; charged the gateway's bound").All() {
 				got = append(got, e.ContextMap()["anomaly"].(string))

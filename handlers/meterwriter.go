@@ -45,6 +45,7 @@ type meterWriter struct {
 	delivered   int       // bytes of model output forwarded to the client (outputlen)
 	produced    int       // bytes of model output the provider sent, when a translation is between (outputlen)
 	empty       bool      // a complete answer without usage and without output
+	corrected   bool      // defendUsage corrected the provider's usage: the answer reports the charged one
 	firstText   time.Time // when the first output was forwarded (time to first token)
 	sawDone     bool      // [DONE] or a terminal response event arrived
 	lastSeq     int64     // Responses events: the last sequence_number seen
@@ -661,12 +662,14 @@ func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 // rewriteAnswer is the answer the client gets, in two steps: usage.cost
 // added (built in buf), then the identity rewritten (in idBuf).
 func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
-	if mw.usageJSON.IsObject() {
+	replace := mw.corrected && (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil
+	if mw.usageJSON.IsObject() && !replace {
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
 	} else if (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil {
-		// The provider reported no usage: the answer carries the one charged.
+		// The provider reported no usage, or one the gateway corrected:
+		// the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
 			body = out
 		}
@@ -686,7 +689,7 @@ func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf 
 // the gateway writes, which rewriteAnswer then replaces.
 func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost money.Amount) (out []byte, ok bool) {
 	l, u, id := &mw.layout, mw.usageJSON, mw.identity
-	if id == nil || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
+	if id == nil || mw.corrected || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
 		return dst, false
 	}
 	closing := l.usage.end - 1
@@ -735,7 +738,12 @@ func (mw *meterWriter) sendTail(cost money.Amount) error {
 			if mw.kind == "responses" {
 				path = "response.usage"
 			}
-			if u := gjson.GetBytes(data, path); u.IsObject() {
+			if u := gjson.GetBytes(data, path); u.IsObject() && mw.corrected && mw.kind != "responses" && mw.bill != nil {
+				// A usage the gateway corrected: the one charged instead.
+				if out, err := sjson.SetRawBytes(data, path, mw.billUsage()); err == nil {
+					ev = sse.ReplaceData(ev, data, out)
+				}
+			} else if u.IsObject() {
 				ev = sse.ReplaceData(ev, data, withCost(data, u, path, mw.usageMembers(cost)))
 			} else if mw.kind == "messages" && mw.bill != nil {
 				ev = mw.withBilledUsage(ev, data)

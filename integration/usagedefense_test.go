@@ -8,6 +8,8 @@ package integration
 import (
 	"fmt"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestUsageReportsAreBounded(t *testing.T) {
@@ -33,6 +35,7 @@ func TestUsageReportsAreBounded(t *testing.T) {
 					before, mBefore := c.snapshot(key, org.MgmtKey), scrapeMetrics(t, metricsURL)
 					var text string
 					var g servedGeneration
+					var answerUsage gjson.Result
 					if stream {
 						res, err := c.send(path, key, body, nil)
 						if err != nil {
@@ -43,11 +46,12 @@ func TestUsageReportsAreBounded(t *testing.T) {
 						if err != nil || res.StatusCode != 200 {
 							t.Fatalf("status %d, %v", res.StatusCode, err)
 						}
-						text = parseStream(t, evs).text
+						ps := parseStream(t, evs)
+						text, answerUsage = ps.text, ps.usage
 						g = c.generationOf(t, key, res.Header)
 					} else {
 						r := c.mustPost(path, key, body, nil).expect(t, 200)
-						text = r.JSON.Get("choices.0.message.content").Str
+						text, answerUsage = r.JSON.Get("choices.0.message.content").Str, r.JSON.Get("usage")
 						if route == "responses" {
 							text = r.JSON.Get("output.0.content.0.text").Str
 						}
@@ -76,6 +80,11 @@ func TestUsageReportsAreBounded(t *testing.T) {
 						t.Fatalf("cost %s, want %s", g.cost, want)
 					}
 					expectCharged(t, before, after, g.cost, name)
+					// A chat answer reports the usage charged, and its cost.
+					if route == "chat" && (answerUsage.Get("prompt_tokens").Int() != wantPrompt ||
+						answerUsage.Get("completion_tokens").Int() != wantCompletion || creditAmount(t, answerUsage.Get("cost")) != g.cost) {
+						t.Fatalf("the answer's usage %s, want %d prompt and %d completion tokens costing %s", answerUsage.Raw, wantPrompt, wantCompletion, g.cost)
+					}
 					if after.usage > *after.limit {
 						t.Fatalf("usage %s above the key's limit %s", after.usage, *after.limit)
 					}
