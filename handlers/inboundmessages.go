@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -66,6 +67,7 @@ func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rou
 	cw.Limit = maxBufferedBody
 	err := proxy(next, cw, r)
 	cw.Finish(err)
+	mw.produced = cw.Produced
 	return err
 }
 
@@ -73,14 +75,14 @@ func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rou
 // hold reports whether it and every event after it wait for the charge:
 // message_delta (the stop reason and the usage), message_stop, error.
 func (mw *meterWriter) messagesEvent(data []byte) (hold bool) {
-	res := gjson.GetManyBytes(data, "type", "delta.text", "delta.partial_json", "delta.thinking")
-	switch res[0].Str {
+	typ := peekJSON(data, "type").Str
+	switch typ {
 	case "message_start":
 		m := gjson.GetBytes(data, "message")
 		mw.upstreamID = m.Get("id").Str
 		mw.startUsage = messagesUsage(m.Get("usage"), usageSeen{})
-	case "content_block_delta":
-		mw.deliveredTxt += len(res[1].Str) + len(res[2].Str) + len(res[3].Str)
+	case "content_block_delta", "content_block_start":
+		mw.delivered += outputlen.MessagesEvent(typ, data)
 	case "message_delta":
 		if f := gjson.GetBytes(data, "delta.stop_reason").Str; f != "" {
 			mw.finish = f
@@ -108,10 +110,20 @@ func (mw *meterWriter) messagesEvent(data []byte) (hold bool) {
 func messagesUsage(u gjson.Result, start usageSeen) usageSeen {
 	c := gjson.GetMany(u.Raw, "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
 	seen := start
-	seen.ok, seen.completion = true, c[3].Int()
-	if c[0].Type == gjson.Number {
-		seen.prompt = c[0].Int() + c[1].Int() + c[2].Int()
-		seen.cacheRead, seen.cacheWrite = c[1].Int(), c[2].Int()
+	var completionOK bool
+	seen.ok = true
+	seen.completion, completionOK = usageCount(c[3].Raw)
+	seen.completionBad = !completionOK
+	if c[0].Exists() && c[0].Type != gjson.Null {
+		input, ok := usageCount(c[0].Raw)
+		// The cache's counts are optional; one that is there is checked.
+		read, readOK := usageCount(c[1].Raw)
+		write, writeOK := usageCount(c[2].Raw)
+		seen.promptBad = !ok || (c[1].Exists() && c[1].Type != gjson.Null && !readOK) || (c[2].Exists() && c[2].Type != gjson.Null && !writeOK)
+		seen.prompt = max(input, 0) + max(read, 0) + max(write, 0)
+		seen.cacheRead, seen.cacheWrite = max(read, 0), max(write, 0)
+	} else if !start.ok {
+		seen.promptBad = true // neither message_start nor this usage says
 	}
 	return seen
 }
@@ -128,11 +140,8 @@ func (mw *meterWriter) readMessagesUsage(body []byte) bool {
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
 		return false
 	}
-	gjson.GetBytes(body, "content.#.text").ForEach(func(_, t gjson.Result) bool {
-		mw.deliveredTxt += len(t.Str)
-		return true
-	})
-	return true
+	mw.delivered = mw.heldOutput()
+	return mw.nonEmpty()
 }
 
 // messagesBillUsage is the Messages usage object of what settle charged,

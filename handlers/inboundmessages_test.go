@@ -71,9 +71,9 @@ func TestMeterWriterMessagesStream(t *testing.T) {
 	if log.body() != start+text+args+stop {
 		t.Fatalf("client got %q before the charge", log.body())
 	}
-	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 4 || mw.deliveredTxt != len("Hi there{}hm") ||
+	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 4 || mw.delivered != len("Hi there{}hm") ||
 		!mw.sawDone || mw.finish != "max_tokens" || mw.upstreamID != "msg_1" {
-		t.Fatalf("usage %+v delivered %d sawDone %v finish %q id %q", mw.usage, mw.deliveredTxt, mw.sawDone, mw.finish, mw.upstreamID)
+		t.Fatalf("usage %+v delivered %d sawDone %v finish %q id %q", mw.usage, mw.delivered, mw.sawDone, mw.finish, mw.upstreamID)
 	}
 	if err := mw.sendTail(testAmount("0.000018")); err != nil {
 		t.Fatal(err)

@@ -34,11 +34,11 @@ import (
 // The hold bounds the prompt's tokens from above (promptbound.go), so that
 // with max_tokens set no cap is ever exceeded.
 //
-// Charging rule when the upstream reports no usage (a stream the client
-// aborts, or that breaks): the prompt is charged at one token per three
-// bytes of request body (at most the hold) and the completion at one
-// token per four bytes of text delivered to the client. A request that
-// fails before any answer reaches the client is not charged.
+// What is charged, the provider's usage within the gateway's bounds or,
+// without one (a stream the client aborts, or that breaks), the gateway's
+// estimate from all the output of any kind, is decided in one place for
+// every dialect (chargebasis.go). A request that fails before any answer
+// reaches the client is not charged.
 type Meter struct {
 	gw     gateway.Gateway
 	logger *zap.Logger
@@ -275,24 +275,27 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return apierror.Fail(r, upstreamError(st.failed))
 	}
 
-	usage := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion,
-		CacheReadTokens: mw.usage.cacheRead, CacheWriteTokens: mw.usage.cacheWrite}
+	// What is charged: the provider's usage within the gateway's bounds,
+	// or without one the gateway's estimate (chargebasis.go).
+	var usage billing.Usage
 	estimated := !mw.usage.ok
-	if estimated && mw.deliveredTxt == 0 && !mw.sawDone {
-		// The stream ended before any answer reached the client: a failed
-		// request, not charged.
-		_ = store.Release(res)
-		if !clientGone {
-			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended before any output")
-		}
-		return nil
-	}
 	if estimated {
-		prompt := route.InputTokens
-		if c := route.Model.ContextLength; c > 0 {
-			prompt = min(prompt, c) // as the hold: no prompt exceeds the context window
+		var charge bool
+		if usage, charge = mw.estimateUsage(route, clientGone); !charge {
+			// No output reached the client or came from the provider: a
+			// failed attempt, not charged.
+			_ = store.Release(res)
+			if !clientGone {
+				msg := "Provider stream ended before any output"
+				if mw.sawDone {
+					msg = "Provider returned an empty answer"
+				}
+				_ = mw.sendStreamError(route, http.StatusBadGateway, msg)
+			}
+			return nil
 		}
-		usage = billing.Usage{PromptTokens: prompt, CompletionTokens: billing.EstimateTextTokens(mw.deliveredTxt)}
+	} else {
+		usage = m.defendUsage(st, mw)
 	}
 	pricing := route.Model.Pricing
 	var credits money.Amount // a BYOK request's part paid in credits
@@ -410,9 +413,11 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 	err := proxy(next, w, r)
 	if aw != nil {
 		aw.Finish()
+		mw.produced = max(mw.produced, aw.Produced)
 	}
 	if cw != nil {
 		cw.Finish(err)
+		mw.produced = max(mw.produced, cw.Produced)
 	}
 	return err
 }
@@ -487,6 +492,8 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 		if secs, err := strconv.Atoi(mw.Header().Get("Retry-After")); err == nil && secs >= 0 {
 			f.retry = time.Duration(max(secs, 1)) * time.Second
 		}
+	case mw.answerHeld() && mw.empty:
+		f.status, f.message = http.StatusBadGateway, "Provider returned an empty answer"
 	case mw.answerHeld():
 		f.status, f.message = http.StatusBadGateway, "Provider returned an invalid response"
 	default:

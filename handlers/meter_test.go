@@ -33,6 +33,7 @@ type meterFixture struct {
 	key     string
 	keyHash string
 	h       caddyhttp.Handler
+	meter   *Meter // its logger may be replaced before a request
 
 	// provider answers the requests that reach the upstream.
 	provider caddyhttp.HandlerFunc
@@ -73,6 +74,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 		t.Fatal(err)
 	}
 	meter := &Meter{gw: gw, logger: zap.NewNop()}
+	f.meter = meter
 	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		f.calls.Add(1)
 		r = asSent(r)
@@ -571,13 +573,18 @@ func TestMeterBalance(t *testing.T) {
 			f.wantNothingCharged(t)
 		})
 		t.Run("negative balance "+model, func(t *testing.T) {
-			// a provider that reports more than the estimate is charged
-			// in full, and the balance goes negative
+			// a charge above the balance (a request without an output
+			// limit whose hold per_request_cap bounds) takes it below
+			// zero: every model is refused, free ones too
 			f := newMeterFixture(t, "0.001", storage.NewAPIKey{})
-			f.provider = answerJSON(200, chatAnswer("long", "stop", 1000, 1000))
-			f.do(t, "/api/v1/chat/completions", `{"model":"m","messages":[],"max_tokens":1}`).Must(t, 200)
-			cost := testCost(billing.Usage{PromptTokens: 1000, CompletionTokens: 1000})
-			f.wantCharged(t, cost)
+			r, err := f.store().Reserve(f.acct.ID, f.keyHash, storage.Holds{}, func(storage.LedgerView) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			cost := money.Amount(3_000_000)
+			if err := f.store().Settle(r, storage.Charge{Cost: cost}); err != nil {
+				t.Fatal(err)
+			}
 			if a, _ := f.store().Account(f.acct.ID); a.Balance() != 1_000_000-cost || a.Balance() >= 0 {
 				t.Fatalf("balance %s", a.Balance())
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -40,18 +41,21 @@ type meterWriter struct {
 	tail [][]byte // stream mode: held events, in order
 
 	// What the client has been sent or will be sent.
-	usage        usageSeen
-	deliveredTxt int       // bytes of generated text forwarded to the client
-	firstText    time.Time // when the first text was forwarded (time to first token)
-	sawDone      bool      // [DONE] or a terminal response event arrived
-	lastSeq      int64     // Responses events: the last sequence_number seen
-	seqSeen      bool      // a Responses event carried a sequence_number
-	finish       string
-	jsonChecked  bool // usableJSON ran
-	jsonOK       bool
-	usageJSON    gjson.Result // the JSON answer's usage object
-	usageRaw     string       // the upstream's usage object, as sent
-	startUsage   usageSeen    // Messages streams: the prompt figures message_start reported
+	usage       usageSeen
+	delivered   int       // bytes of model output forwarded to the client (outputlen)
+	produced    int       // bytes of model output the provider sent, when a translation is between (outputlen)
+	empty       bool      // a complete answer without usage and without output
+	corrected   bool      // defendUsage corrected the provider's usage: the answer reports the charged one
+	firstText   time.Time // when the first output was forwarded (time to first token)
+	sawDone     bool      // [DONE] or a terminal response event arrived
+	lastSeq     int64     // Responses events: the last sequence_number seen
+	seqSeen     bool      // a Responses event carried a sequence_number
+	finish      string
+	jsonChecked bool // usableJSON ran
+	jsonOK      bool
+	usageJSON   gjson.Result // the JSON answer's usage object
+	usageRaw    string       // the upstream's usage object, as sent
+	startUsage  usageSeen    // Messages streams: the prompt figures message_start reported
 
 	// identity, for chat completions, rewrites the answer's id, model and
 	// provider (identity.go); upstreamID is the provider's id of it.
@@ -77,6 +81,9 @@ type usageSeen struct {
 	// Of prompt, the tokens read from and written to the provider's
 	// prompt cache (prompt_tokens_details, or input_tokens_details).
 	cacheRead, cacheWrite int64
+	// A count that is missing, negative or not a number (usageCount):
+	// defendUsage replaces it.
+	promptBad, completionBad bool
 }
 
 // usageOf reads a usage object: chat's prompt and completion tokens, or
@@ -87,10 +94,12 @@ func usageOf(u gjson.Result, responses bool) usageSeen {
 		in, out, details = "input_tokens", "output_tokens", "input_tokens_details"
 	}
 	seen := usageSeen{ok: true}
-	var found bool
-	if seen.prompt, seen.completion, found = usageTokens(u.Raw, in, out); !found {
-		seen.prompt, seen.completion = u.Get(in).Int(), u.Get(out).Int()
+	var found, promptOK, completionOK bool
+	if seen.prompt, seen.completion, promptOK, completionOK, found = usageTokens(u.Raw, in, out); !found {
+		seen.prompt, promptOK = usageCount(u.Get(in).Raw)
+		seen.completion, completionOK = usageCount(u.Get(out).Raw)
 	}
+	seen.promptBad, seen.completionBad = !promptOK, !completionOK
 	if strings.Contains(u.Raw, "cache") {
 		d := u.Get(details)
 		seen.cacheRead, seen.cacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
@@ -100,8 +109,9 @@ func usageOf(u gjson.Result, responses bool) usageSeen {
 
 // usageTokens is gjson's Get(in).Int() and Get(out).Int() on the usage
 // object raw, read in one walk of its members; found is false when the
-// walk cannot stand for the lookups (see answerLayout's plain).
-func usageTokens(raw, in, out string) (prompt, completion int64, found bool) {
+// walk cannot stand for the lookups (see answerLayout's plain); promptOK
+// and completionOK are usageCount's verdicts.
+func usageTokens(raw, in, out string) (prompt, completion int64, promptOK, completionOK, found bool) {
 	var vals [2]string
 	plain := true
 	doc := viewBytes(raw)
@@ -117,26 +127,11 @@ func usageTokens(raw, in, out string) (prompt, completion int64, found bool) {
 		return plain
 	})
 	if !ok || !plain {
-		return 0, 0, false
+		return 0, 0, false, false, false
 	}
-	return tokenInt(vals[0]), tokenInt(vals[1]), true
-}
-
-// tokenInt is gjson.Parse(v).Int() on a member's value v, read directly
-// when it is a short run of digits (exact as a float64, as gjson reads it
-// first).
-func tokenInt(v string) int64 {
-	if len(v) == 0 || len(v) > 15 {
-		return gjson.Parse(v).Int()
-	}
-	var n int64
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return gjson.Parse(v).Int()
-		}
-		n = n*10 + int64(v[i]-'0')
-	}
-	return n
+	prompt, promptOK = usageCount(vals[0])
+	completion, completionOK = usageCount(vals[1])
+	return prompt, completion, promptOK, completionOK, true
 }
 
 func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
@@ -201,8 +196,6 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			mw.upstreamID = gjson.GetBytes(data, "response.id").Str
 		}
 		switch typ {
-		case "response.output_text.delta":
-			mw.deliveredTxt += len(peekJSON(data, "delta").Str)
 		case "response.completed", "response.incomplete", "response.failed":
 			u := gjson.GetBytes(data, "response.usage")
 			if u.IsObject() {
@@ -211,6 +204,8 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			}
 			mw.finish = strings.Clone(strings.TrimPrefix(typ, "response."))
 			mw.sawDone, hold = true, true
+		default:
+			mw.delivered += outputlen.ResponsesEvent(typ, data)
 		}
 	default:
 		if mw.identity != nil {
@@ -219,10 +214,10 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			}
 			ev, data = mw.ownEvent(ev, data)
 		}
-		// One scan for the text (measured only: not copied); the rarer
-		// fields only when their bytes say they are there (most chunks
-		// carry "finish_reason":null and no usage).
-		mw.deliveredTxt += len(peekJSON(data, "choices.0.delta.content").Str)
+		// One scan for the output, of any kind (measured only: not
+		// copied); the rarer fields only when their bytes say they are
+		// there (most chunks carry "finish_reason":null and no usage).
+		mw.delivered += outputlen.Chat(data)
 		if bytes.Contains(data, finishKey) && !bytes.Contains(data, finishNull) && !bytes.Contains(data, finishNullSp) {
 			if f := gjson.GetBytes(data, "choices.0.finish_reason").Str; f != "" {
 				mw.finish = f
@@ -236,7 +231,7 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			}
 		}
 	}
-	if mw.firstText.IsZero() && mw.deliveredTxt > 0 {
+	if mw.firstText.IsZero() && mw.delivered > 0 {
 		mw.firstText = now()
 	}
 	if hold {
@@ -315,15 +310,28 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		return false
 	}
 	mw.finish = gjson.GetBytes(body, finishPath).Str
-	if mw.kind == "responses" {
-		gjson.GetBytes(body, "output.#.content.#.text").ForEach(func(_, v gjson.Result) bool {
-			v.ForEach(func(_, t gjson.Result) bool { mw.deliveredTxt += len(t.Str); return true })
-			return true
-		})
-	} else {
-		mw.deliveredTxt += len(gjson.GetBytes(body, "choices.0.message.content").Str)
+	mw.delivered = mw.heldOutput()
+	return mw.nonEmpty()
+}
+
+// heldOutput is the model output of the held answer (outputlen).
+func (mw *meterWriter) heldOutput() int {
+	body := mw.Body.Bytes()
+	switch mw.kind {
+	case "responses":
+		return outputlen.ResponsesAnswer(body)
+	case "messages":
+		return outputlen.MessagesAnswer(body)
 	}
-	return true
+	return outputlen.Chat(body)
+}
+
+// nonEmpty reports whether an answer without usage has output; one that
+// has neither is no answer (an empty object, no choices, no output
+// items): the attempt failed.
+func (mw *meterWriter) nonEmpty() bool {
+	mw.empty = mw.delivered == 0
+	return !mw.empty
 }
 
 // internFinish is a finish reason (or a Responses status) as a string of
@@ -654,12 +662,14 @@ func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 // rewriteAnswer is the answer the client gets, in two steps: usage.cost
 // added (built in buf), then the identity rewritten (in idBuf).
 func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
-	if mw.usageJSON.IsObject() {
+	replace := mw.corrected && (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil
+	if mw.usageJSON.IsObject() && !replace {
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
 	} else if (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil {
-		// The provider reported no usage: the answer carries the one charged.
+		// The provider reported no usage, or one the gateway corrected:
+		// the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
 			body = out
 		}
@@ -679,7 +689,7 @@ func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf 
 // the gateway writes, which rewriteAnswer then replaces.
 func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost money.Amount) (out []byte, ok bool) {
 	l, u, id := &mw.layout, mw.usageJSON, mw.identity
-	if id == nil || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
+	if id == nil || mw.corrected || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
 		return dst, false
 	}
 	closing := l.usage.end - 1
@@ -728,7 +738,12 @@ func (mw *meterWriter) sendTail(cost money.Amount) error {
 			if mw.kind == "responses" {
 				path = "response.usage"
 			}
-			if u := gjson.GetBytes(data, path); u.IsObject() {
+			if u := gjson.GetBytes(data, path); u.IsObject() && mw.corrected && mw.kind != "responses" && mw.bill != nil {
+				// A usage the gateway corrected: the one charged instead.
+				if out, err := sjson.SetRawBytes(data, path, mw.billUsage()); err == nil {
+					ev = sse.ReplaceData(ev, data, out)
+				}
+			} else if u.IsObject() {
 				ev = sse.ReplaceData(ev, data, withCost(data, u, path, mw.usageMembers(cost)))
 			} else if mw.kind == "messages" && mw.bill != nil {
 				ev = mw.withBilledUsage(ev, data)

@@ -113,8 +113,8 @@ func TestMeterWriterStreamPassesEventByEvent(t *testing.T) {
 	step(usage[20:])
 	step(chunk("late"))
 	step(done)
-	if mw.deliveredTxt != len("Hello, wörld!late") {
-		t.Errorf("deliveredTxt = %d, want %d", mw.deliveredTxt, len("Hello, wörld!late"))
+	if mw.delivered != len("Hello, wörld!late") {
+		t.Errorf("delivered = %d, want %d", mw.delivered, len("Hello, wörld!late"))
 	}
 	if !mw.usage.ok || mw.usage.prompt != 12 || mw.usage.completion != 4 || !mw.sawDone || mw.finish != "stop" {
 		t.Errorf("usage %+v sawDone %v finish %q", mw.usage, mw.sawDone, mw.finish)
@@ -141,13 +141,13 @@ func TestMeterWriterStreamEventLines(t *testing.T) {
 	mw, log := streamWriter(t, "chat")
 	ev := "event: message\nid: 7\ndata:" + `{"choices":[{"delta":{"content":"abc"}}]}` + "\n\n"
 	mustWrite(t, mw, ev)
-	if log.body() != ev || mw.deliveredTxt != 3 {
-		t.Errorf("client got %q, delivered %d", log.body(), mw.deliveredTxt)
+	if log.body() != ev || mw.delivered != 3 {
+		t.Errorf("client got %q, delivered %d", log.body(), mw.delivered)
 	}
 	u := "event: message\ndata: " + `{"choices":[{"delta":{"content":"de"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}` + "\n\n"
 	mustWrite(t, mw, u)
-	if log.body() != ev || mw.deliveredTxt != 5 || mw.finish != "length" {
-		t.Errorf("usage event forwarded early: %q (delivered %d, finish %q)", log.body(), mw.deliveredTxt, mw.finish)
+	if log.body() != ev || mw.delivered != 5 || mw.finish != "length" {
+		t.Errorf("usage event forwarded early: %q (delivered %d, finish %q)", log.body(), mw.delivered, mw.finish)
 	}
 	if err := mw.sendTail(testAmount("1.5")); err != nil {
 		t.Fatal(err)
@@ -179,9 +179,9 @@ func TestMeterWriterResponsesStream(t *testing.T) {
 	if log.body() != created+added+d1+d2 {
 		t.Errorf("terminal event forwarded before the charge: %q", log.body())
 	}
-	if mw.deliveredTxt != len("Hi there") || !mw.usage.ok || mw.usage.prompt != 9 || mw.usage.completion != 2 ||
+	if mw.delivered != len("Hi there") || !mw.usage.ok || mw.usage.prompt != 9 || mw.usage.completion != 2 ||
 		!mw.sawDone || mw.finish != "completed" {
-		t.Errorf("delivered %d usage %+v sawDone %v finish %q", mw.deliveredTxt, mw.usage, mw.sawDone, mw.finish)
+		t.Errorf("delivered %d usage %+v sawDone %v finish %q", mw.delivered, mw.usage, mw.sawDone, mw.finish)
 	}
 	if err := mw.sendTail(testAmount("0.000013")); err != nil {
 		t.Fatal(err)
@@ -256,8 +256,8 @@ func TestMeterWriterReadFrom(t *testing.T) {
 	if strings.Join(log.writes, "|") != e1+"|"+e2 {
 		t.Errorf("client got %q", log.writes)
 	}
-	if mw.deliveredTxt != 6 || !mw.usage.ok || !mw.sawDone || len(mw.tail) != 2 {
-		t.Errorf("delivered %d usage %+v sawDone %v tail %d", mw.deliveredTxt, mw.usage, mw.sawDone, len(mw.tail))
+	if mw.delivered != 6 || !mw.usage.ok || !mw.sawDone || len(mw.tail) != 2 {
+		t.Errorf("delivered %d usage %+v sawDone %v tail %d", mw.delivered, mw.usage, mw.sawDone, len(mw.tail))
 	}
 
 	// and a JSON answer read with ReadFrom is buffered
@@ -292,8 +292,8 @@ func TestMeterWriterJSON(t *testing.T) {
 		t.Fatal("readJSONUsage = false")
 	}
 	// With usage reported, the text is not read: usage is the charge's basis.
-	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 3 || mw.deliveredTxt != 0 || mw.finish != "stop" {
-		t.Errorf("usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
+	if !mw.usage.ok || mw.usage.prompt != 10 || mw.usage.completion != 3 || mw.delivered != 0 || mw.finish != "stop" {
+		t.Errorf("usage %+v delivered %d finish %q", mw.usage, mw.delivered, mw.finish)
 	}
 	if err := mw.sendJSON(testAmount("0.000016"), "gen-1"); err != nil {
 		t.Fatal(err)
@@ -314,14 +314,14 @@ func TestMeterWriterJSON(t *testing.T) {
 	log = newWriteLog()
 	mw = newMeterWriter(log, "responses")
 	mustWrite(t, mw, rbody) // no WriteHeader: 200
-	if !mw.readJSONUsage() || mw.usage.prompt != 4 || mw.usage.completion != 2 || mw.deliveredTxt != 0 || mw.finish != "incomplete" {
-		t.Errorf("responses: usage %+v delivered %d finish %q", mw.usage, mw.deliveredTxt, mw.finish)
+	if !mw.readJSONUsage() || mw.usage.prompt != 4 || mw.usage.completion != 2 || mw.delivered != 0 || mw.finish != "incomplete" {
+		t.Errorf("responses: usage %+v delivered %d finish %q", mw.usage, mw.delivered, mw.finish)
 	}
 	// Without usage, the output text is what the charge is estimated from.
 	noUsage := newMeterWriter(newWriteLog(), "responses")
 	mustWrite(t, noUsage, rbody[:strings.LastIndex(rbody, `,"usage"`)]+"}")
-	if !noUsage.readJSONUsage() || noUsage.usage.ok || noUsage.deliveredTxt != 6 || noUsage.finish != "incomplete" {
-		t.Errorf("responses without usage: %+v delivered %d finish %q", noUsage.usage, noUsage.deliveredTxt, noUsage.finish)
+	if !noUsage.readJSONUsage() || noUsage.usage.ok || noUsage.delivered != 6 || noUsage.finish != "incomplete" {
+		t.Errorf("responses without usage: %+v delivered %d finish %q", noUsage.usage, noUsage.delivered, noUsage.finish)
 	}
 	if err := mw.sendJSON(testAmount("0"), "gen-2"); err != nil {
 		t.Fatal(err)
@@ -335,8 +335,8 @@ func TestMeterWriterJSON(t *testing.T) {
 	log = newWriteLog()
 	mw = newMeterWriter(log, "chat")
 	mustWrite(t, mw, plain)
-	if !mw.readJSONUsage() || mw.usage.ok || mw.deliveredTxt != 3 {
-		t.Errorf("no usage: usage %+v delivered %d", mw.usage, mw.deliveredTxt)
+	if !mw.readJSONUsage() || mw.usage.ok || mw.delivered != 3 {
+		t.Errorf("no usage: usage %+v delivered %d", mw.usage, mw.delivered)
 	}
 	if err := mw.sendJSON(testAmount("0.1"), "gen-3"); err != nil {
 		t.Fatal(err)
@@ -415,8 +415,8 @@ func TestMeterWriterCRLFStream(t *testing.T) {
 	done := "data: [DONE]\r\n\r\n"
 	mustWrite(t, mw, e1[:7])
 	mustWrite(t, mw, e1[7:]+usage[:5])
-	if log.body() != e1 || mw.deliveredTxt != 2 {
-		t.Fatalf("client got %q, delivered %d", log.body(), mw.deliveredTxt)
+	if log.body() != e1 || mw.delivered != 2 {
+		t.Fatalf("client got %q, delivered %d", log.body(), mw.delivered)
 	}
 	mustWrite(t, mw, usage[5:]+done)
 	if log.body() != e1 || !mw.usage.ok || !mw.sawDone {

@@ -20,7 +20,7 @@ import (
 // Route is the router's decision for one inference request, kept in the
 // request state for the meter.
 type Route struct {
-	// Model, Provider and BYOK describe the current attempt.
+	// Model, Provider and BYOK describe the current attempt, Attempts[current].
 	Model    *catalog.Model
 	Provider *catalog.Provider
 	// BYOK is true when the upstream call uses the account's own key.
@@ -49,6 +49,8 @@ type Route struct {
 	// Routing says how the attempts were chosen and ranked, for the
 	// generation record (ranking.go's routingOf).
 	Routing string
+
+	current int // the index of the current attempt
 
 	body []byte // as the client sent it, less the gateway's own fields
 	uri  string // path below the provider's base path, with the query
@@ -132,6 +134,7 @@ func (rt *Route) placeholder(key string) (any, bool) {
 // and the placeholders for reverse_proxy name the provider's address.
 func (rt *Route) apply(r *http.Request, i int) error {
 	a := rt.Attempts[i]
+	rt.current = i
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
 	body := rt.body
 	// A Messages request is translated to chat unless its provider speaks

@@ -74,7 +74,9 @@ func TestAnalyticsEqualChargedGenerations(t *testing.T) {
 	org := c.newTenant("organization", "200")
 	other := c.newTenant("organization", "200")
 	k1, h1 := c.newKey(org.MgmtKey, `{"name":"one"}`)
-	k2, h2 := c.newKey(org.MgmtKey, `{"name":"two","creator_user_id":"user_two"}`)
+	// A key created for a member of the organization.
+	two := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"two@example.com"}`).expect(t, 201).JSON.Get("data.id").Str
+	k2, h2 := c.newKey(org.MgmtKey, `{"name":"two","creator_user_id":"`+two+`"}`)
 	ok, _ := c.newKey(other.MgmtKey, `{"name":"other"}`)
 
 	var (
@@ -155,13 +157,13 @@ func TestAnalyticsEqualChargedGenerations(t *testing.T) {
 	if got := sumRows(t, keyAct, "usage"); got != *byKey[h2] {
 		t.Fatalf("activity of key two %+v, want %+v", got, *byKey[h2])
 	}
-	memberAct := c.api("GET", "/activity?user_id=user_two", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()
+	memberAct := c.api("GET", "/activity?user_id="+two, org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()
 	if got := sumRows(t, memberAct, "usage"); got != *byKey[h2] {
 		t.Fatalf("activity of the member who created key two %+v, want %+v", got, *byKey[h2])
 	}
 	byMember := c.api("POST", "/analytics/query", org.MgmtKey, `{"metrics":["usage","request_count","prompt_tokens","completion_tokens"],"dimensions":["user"],
-		"filters":[{"field":"user","operator":"eq","value":"user_two"}]}`).expect(t, 200).JSON.Get("data.data").Array()
-	if len(byMember) != 1 || byMember[0].Get("user").String() != "user_two" || sumRows(t, byMember, "usage") != *byKey[h2] {
+		"filters":[{"field":"user","operator":"eq","value":"`+two+`"}]}`).expect(t, 200).JSON.Get("data.data").Array()
+	if len(byMember) != 1 || byMember[0].Get("user").String() != two || sumRows(t, byMember, "usage") != *byKey[h2] {
 		t.Fatalf("analytics by member %v, want %+v", byMember, *byKey[h2])
 	}
 	ws := c.api("GET", "/activity?group_by=workspace", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()

@@ -143,7 +143,11 @@ func TestQueryUsage(t *testing.T) {
 	s := openTemp(t, t.TempDir())
 	defer s.Close()
 	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
-	creator := "user_1"
+	m, err := s.CreateMember(NewMember{AccountID: acct.ID, Email: "one@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creator := m.ID
 	k1, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k1", CreatorUserID: &creator})
 	k2, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k2"})
 	// Sunday 2026-03-01 23:30 and Monday 2026-03-02 00:30 UTC.
@@ -184,8 +188,8 @@ func TestQueryUsage(t *testing.T) {
 		"in with unset":         {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, IncludeUnset: true}}}, map[string]money.Amount{"-|alice": 100, "-|": 200}},
 		"not_in":                {UsageQuery{GroupBy: []string{DimEndUser}, Filters: []UsageFilter{{Dim: DimEndUser, Values: []string{"alice"}, Negate: true}}}, map[string]money.Amount{"-|bob": 400}},
 		"byok":                  {UsageQuery{GroupBy: []string{DimBYOK}, Filters: []UsageFilter{{Dim: DimBYOK, Values: []string{"false"}}}}, map[string]money.Amount{"-|false": 300}},
-		"key creator":           {UsageQuery{GroupBy: []string{DimUser, DimProvider}}, map[string]money.Amount{"-|user_1|p": 300, "-||q": 400}},
-		"key creator filter":    {UsageQuery{Filters: []UsageFilter{{Dim: DimUser, Values: []string{"user_1"}}}}, map[string]money.Amount{"-": 300}},
+		"key creator":           {UsageQuery{GroupBy: []string{DimUser, DimProvider}}, map[string]money.Amount{"-|" + creator + "|p": 300, "-||q": 400}},
+		"key creator filter":    {UsageQuery{Filters: []UsageFilter{{Dim: DimUser, Values: []string{creator}}}}, map[string]money.Amount{"-": 300}},
 		"unknown value":         {UsageQuery{Filters: []UsageFilter{{Dim: DimModel, Values: []string{"nope"}}}}, map[string]money.Amount{}},
 		"whole hours":           {UsageQuery{From: mon.Add(-10 * time.Minute), To: mon.Add(-5 * time.Minute)}, map[string]money.Amount{"-": 600}},
 		"range excludes":        {UsageQuery{From: sun.Add(-48 * time.Hour), To: sun.Add(-30 * time.Minute)}, map[string]money.Amount{}},

@@ -118,6 +118,10 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
 	n.WorkspaceID = ws.ID
+	if n.CreatorUserID != nil && !s.org.isAccountUser(acct, *n.CreatorUserID) {
+		s.k.Unlock()
+		return APIKey{}, "", fmt.Errorf("%w: creator_user_id: not a member of this account", ErrInvalid)
+	}
 	creator := n.CreatorUserID
 	if creator == nil && acct.OwnerUserID != "" {
 		owner := acct.OwnerUserID
@@ -138,6 +142,17 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		return APIKey{}, "", err
 	}
 	return k, secret, nil
+}
+
+// isAccountUser reports whether userID is a user of the account: an
+// active member of an organization, the owner of a personal account.
+// Callers hold the kernel's lock.
+func (s *OrgStore) isAccountUser(acct *Account, userID string) bool {
+	if acct.Kind != AccountOrganization {
+		return userID == acct.OwnerUserID
+	}
+	m, ok := s.members[acct.ID][userID]
+	return ok && m.Active
 }
 
 // APIKey returns the regular key with the given hash.

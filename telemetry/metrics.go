@@ -63,6 +63,8 @@ type metrics struct {
 	refusals    *prometheus.CounterVec // limit_source
 	rateLimited *prometheus.CounterVec // origin
 
+	usageAnomalies *prometheus.CounterVec // provider, anomaly
+
 	holds       prometheus.GaugeFunc
 	heldCredits prometheus.GaugeFunc
 
@@ -119,6 +121,10 @@ func newMetrics() *metrics {
 			Namespace: namespace, Name: "credit_refusals_total",
 			Help: "Requests refused with 402, by the limit_source of the answer.",
 		}, []string{"limit_source"}),
+		usageAnomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "provider_usage_anomalies_total",
+			Help: "Provider-reported token counts the gateway replaced by its own bound (missing, negative or non-numeric, or above the prompt bound or the output limit sent), by provider and anomaly.",
+		}, []string{"provider", "anomaly"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "rate_limited_total",
 			Help: "Requests answered 429, by origin: the gateway's limit_type (abuse_per_key, abuse_per_ip, free_model_per_minute, free_model_per_day) or provider.",
@@ -179,7 +185,7 @@ func newMetrics() *metrics {
 func (m *metrics) collectors(perKey bool) []prometheus.Collector {
 	cs := []prometheus.Collector{
 		m.requests, m.attempts, m.fallbacks, m.tokens, m.credits, m.byokUsage,
-		m.upstreamDuration, m.ttft, m.refusals, m.rateLimited, m.holds, m.heldCredits,
+		m.upstreamDuration, m.ttft, m.refusals, m.rateLimited, m.usageAnomalies, m.holds, m.heldCredits,
 		m.commitDuration, m.commitFailures, m.searchCalls, m.searchResults, m.searchFailures,
 		m.exportQueue, m.exportDelivered, m.exportDropped,
 	}
@@ -239,6 +245,11 @@ func ObserveCommit(d time.Duration, err error) {
 // Refused counts a 402 with its limit_source.
 func Refused(limitSource string) {
 	std.refusals.WithLabelValues(limitSource).Inc()
+}
+
+// UsageAnomaly counts a provider's usage report the gateway corrected.
+func UsageAnomaly(provider, anomaly string) {
+	std.usageAnomalies.WithLabelValues(provider, anomaly).Inc()
 }
 
 // RateLimited counts a 429 by its origin.

@@ -91,6 +91,7 @@ func everyFamily(t *testing.T) *prometheus.Registry {
 	s.Charged(1, 1, 1, 1)
 	Refused("service_key_limit")
 	RateLimited("provider")
+	UsageAnomaly("p", "completion_above_limit")
 	WebSearch("lint", 1, true)
 	WebSearch("lint", 1, false)
 	SetKeyBound(10)

@@ -179,6 +179,13 @@ func (ar *adminRequest) createKey() *apierror.Error {
 		if !ext.IsObject() || user.Type != gjson.String {
 			return apierror.BadRequest("external.user: expected a string")
 		}
+		// An end-user id, bounded as every id is.
+		if apiErr := reqbody.CheckTextField("external.user", user); apiErr != nil {
+			return apiErr
+		}
+		if user.Str == "" {
+			return apierror.BadRequest("external.user: must not be empty")
+		}
 		n.ExternalUser = &user.Str
 	}
 	if f.Err != nil {

@@ -76,9 +76,10 @@ func newAdminFixture(t *testing.T) *adminFixture {
 func TestAdminCreateKey(t *testing.T) {
 	f := newAdminFixture(t)
 	ws := f.Org.DefaultWorkspaceID
+	member := f.member(t, f.Org)
 	before := time.Now().UTC().Truncate(time.Second)
 	body := `{"name":"ci","limit":12.5,"limit_reset":"daily","include_byok_in_limit":true,` +
-		`"expires_at":"2099-01-02T03:04:05.5Z","creator_user_id":"user_42","external":{"user":"ext-7"},` +
+		`"expires_at":"2099-01-02T03:04:05.5Z","creator_user_id":"` + member + `","external":{"user":"ext-7"},` +
 		`"workspace_id":"` + ws + `"}`
 	res := f.c.do(t, "POST", "/api/v1/keys", f.OrgMgmt, body, "Content-Type", "application/json").Must(t, 201)
 	after := time.Now().UTC()
@@ -111,7 +112,7 @@ func TestAdminCreateKey(t *testing.T) {
 		"limit_reset":           `"daily"`,
 		"include_byok_in_limit": `true`,
 		"expires_at":            `"2099-01-02T03:04:05.5Z"`,
-		"creator_user_id":       `"user_42"`,
+		"creator_user_id":       `"` + member + `"`,
 		"external_user":         `"ext-7"`,
 		"workspace_id":          `"` + ws + `"`,
 	})
@@ -179,8 +180,27 @@ func TestAdminCreateKeyDefaults(t *testing.T) {
 	}
 }
 
+// member adds a member to the organization acct and returns its user id.
+func (f *adminFixture) member(t *testing.T, acct storage.Account) string {
+	t.Helper()
+	m, err := f.c.gw.Storage.CreateMember(storage.NewMember{AccountID: acct.ID, Email: "m" + strconv.Itoa(int(time.Now().UnixNano()%1e9)) + "@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
 func TestAdminCreateKeyErrors(t *testing.T) {
 	f := newAdminFixture(t)
+	other, err := f.c.gw.Storage.CreateAccount(storage.NewAccount{Name: "Other", Kind: storage.AccountOrganization})
+	if err != nil {
+		t.Fatal(err)
+	}
+	othersMember := f.member(t, other)
+	gone := f.member(t, f.Org)
+	if _, err := f.c.gw.Storage.UpdateMember(f.Org.ID, gone, storage.MemberUpdate{Active: new(false)}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		body    string
 		status  int
@@ -205,6 +225,13 @@ func TestAdminCreateKeyErrors(t *testing.T) {
 		{`{"name":"k","expires_at":5}`, 400, "expires_at: expected a string or null"},
 		{`{"name":"k","creator_user_id":""}`, 400, "creator_user_id: must not be empty"},
 		{`{"name":"k","creator_user_id":7}`, 400, "creator_user_id: expected a string or null"},
+		{`{"name":"k","creator_user_id":"user_42"}`, 400, "creator_user_id: not a member of this account"},
+		{`{"name":"k","creator_user_id":"` + othersMember + `"}`, 400, "creator_user_id: not a member of this account"},
+		{`{"name":"k","creator_user_id":"` + gone + `"}`, 400, "creator_user_id: not a member of this account"},
+		{`{"name":"k","creator_user_id":"` + f.Personal.OwnerUserID + `"}`, 400, "creator_user_id: not a member of this account"},
+		{`{"name":"k","external":{"user":"` + strings.Repeat("u", 257) + `"}}`, 400, "external.user: expected at most 256 characters"},
+		{`{"name":"k","external":{"user":"a\nb"}}`, 400, "external.user: control characters are not allowed"},
+		{`{"name":"k","external":{"user":""}}`, 400, "external.user: must not be empty"},
 		{`{"name":"k","external":"bob"}`, 400, "external.user: expected a string"},
 		{`{"name":"k","external":{"user":7}}`, 400, "external.user: expected a string"},
 		{`{"name":"k","external":{}}`, 400, "external.user: expected a string"},
@@ -573,11 +600,12 @@ func charge(t *testing.T, s *storage.Store, accountID, keyHash string, cost mone
 
 func TestAdminCurrentKeyRegular(t *testing.T) {
 	f := newAdminFixture(t)
+	creator := f.member(t, f.Org)
 	limit := money.Amount(2_500_000_000)
 	expires := time.Date(2099, 5, 6, 7, 8, 9, 0, time.UTC)
 	_, secret := f.c.gw.APIKey(t, f.Org, storage.NewAPIKey{
 		Name: "capped", Limit: &limit, LimitReset: money.IntervalWeekly, IncludeBYOKInLimit: true,
-		ExpiresAt: &expires, CreatorUserID: new("user_9"),
+		ExpiresAt: &expires, CreatorUserID: &creator,
 	})
 	res := f.c.do(t, "GET", "/api/v1/key", secret, "").Must(t, 200)
 	if got := objectKeys(res.JSON); !slices.Equal(got, []string{"data"}) {
@@ -599,7 +627,7 @@ func TestAdminCurrentKeyRegular(t *testing.T) {
 		"is_provisioning_key":       `false`,
 		"free_model_daily_requests": `{"used":0,"limit":50,"remaining":50}`,
 		"rate_limit":                `{"requests":-1,"interval":"10s","note":"This field is deprecated and safe to ignore."}`,
-		"creator_user_id":           `"user_9"`,
+		"creator_user_id":           `"` + creator + `"`,
 		"expires_at":                `"2099-05-06T07:08:09Z"`,
 		"organization_id":           `"` + f.Org.ID + `"`,
 		"workspace_id":              `"` + f.Org.DefaultWorkspaceID + `"`,

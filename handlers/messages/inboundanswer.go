@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
@@ -55,6 +56,11 @@ type ChatToMessages struct {
 	stopSeq  *string // the stop sequence that ended the answer, when the provider says
 	usage    gjson.Result
 	err      error // an event could not be encoded
+
+	// Produced is the model output of the provider's answer (outputlen),
+	// what the meter charges for when no usage comes: the translation
+	// may carry less of it to the client.
+	Produced int
 }
 
 // textBlock is the text block being streamed.
@@ -84,7 +90,9 @@ func (cw *ChatToMessages) Decide(status int) sse.Mode { return cw.TranslateMode(
 // Event implements sse.Hooks: one chat chunk becomes its Messages events.
 func (cw *ChatToMessages) Event(ev []byte) ([]byte, error) {
 	cw.out = cw.out[:0]
-	cw.chunk(sse.Data(ev))
+	data := sse.Data(ev)
+	cw.Produced += outputlen.Chat(data)
+	cw.chunk(data)
 	return cw.out, cw.err
 }
 
@@ -175,6 +183,7 @@ func (cw *ChatToMessages) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
+	cw.Produced = outputlen.Chat(body)
 	c := gjson.ParseBytes(body)
 	if !c.IsObject() || !c.Get("choices").IsArray() {
 		return nil, false

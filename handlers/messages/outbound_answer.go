@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
@@ -53,6 +54,11 @@ type AnthropicToChat struct {
 	err        error
 	sawMessage bool
 	textPrefix []byte // a content chunk's bytes before the text
+
+	// Produced is the model output of the provider's answer (outputlen),
+	// what the meter charges for when no usage comes: the translation
+	// may carry less of it to the client.
+	Produced int
 }
 
 // streamBlock is one content block being streamed.
@@ -130,7 +136,9 @@ func (aw *AnthropicToChat) Decide(status int) sse.Mode { return aw.TranslateMode
 func (aw *AnthropicToChat) Event(ev []byte) ([]byte, error) {
 	aw.out = aw.out[:0]
 	if data := sse.Data(ev); data != nil && aw.err == nil {
-		aw.event(gjson.ParseBytes(data))
+		e := gjson.ParseBytes(data)
+		aw.Produced += outputlen.MessagesEvent(e.Get("type").Str, data)
+		aw.event(e)
 	}
 	return aw.out, aw.err
 }
@@ -228,6 +236,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
+	aw.Produced = outputlen.MessagesAnswer(body)
 	m := gjson.ParseBytes(body)
 	if !m.IsObject() || m.Get("type").Str != "message" || !m.Get("content").IsArray() {
 		return nil, false

@@ -72,6 +72,10 @@ import (
 //	               usage and no [DONE]; plain: half of the JSON body, then cut
 //	slow           an extra 2s before answering
 //
+// and others ask for other kinds of output (tool calls, reasoning,
+// refusals, audio, images), a stream that stalls, a usage report that is
+// wrong, or an empty answer (outputs.go).
+//
 // A request header X-Mock-Latency (a duration such as 250ms) overrides the
 // configured latency for that request.
 type Handler struct {
@@ -414,6 +418,13 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api st
 		q.prompt = OpenAIPromptTokens(enc, api, body)
 	}
 	parseMockSearch(body, q)
+	shape, shaped := shapeOf(q.model)
+	if shaped {
+		if e := shape.check(body, api); e != nil {
+			writeError(w, e)
+			return nil
+		}
+	}
 
 	if strings.Contains(q.model, "slow") {
 		latency += mockSlowDelay
@@ -422,6 +433,10 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api st
 		return nil // the client left; nobody reads an answer
 	}
 	if writeInjectedError(w, q.model) {
+		return nil
+	}
+	if shaped {
+		m.writeShaped(r.Context(), w, q, newMockAnswer(q), shape, api)
 		return nil
 	}
 	write(r.Context(), w, q, newMockAnswer(q), strings.Contains(q.model, "stream-break"))

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
@@ -57,6 +58,11 @@ type ChatToResponses struct {
 	finishReason string
 	usage        gjson.Result
 	err          error // an event could not be encoded
+
+	// Produced is the model output of the provider's answer (outputlen),
+	// what the meter charges for when no usage comes: the translation
+	// may carry less of it to the client.
+	Produced int
 }
 
 // streamMessage is the assistant message item being streamed.
@@ -93,7 +99,9 @@ func (cw *ChatToResponses) Decide(status int) sse.Mode { return cw.TranslateMode
 // Event implements sse.Hooks: one chat chunk becomes its Responses events.
 func (cw *ChatToResponses) Event(ev []byte) ([]byte, error) {
 	cw.out = cw.out[:0]
-	cw.chunk(sse.Data(ev))
+	data := sse.Data(ev)
+	cw.Produced += outputlen.Chat(data)
+	cw.chunk(data)
 	return cw.out, cw.err
 }
 
@@ -118,6 +126,7 @@ func (cw *ChatToResponses) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
+	cw.Produced = outputlen.Chat(body)
 	c := gjson.ParseBytes(body)
 	if !c.IsObject() || !c.Get("choices").IsArray() {
 		return nil, false

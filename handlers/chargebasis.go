@@ -1,0 +1,193 @@
+package handlers
+
+import (
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/telemetry"
+)
+
+// What an attempt whose answer reached the meter is charged for, for every
+// dialect (chat, Responses, Messages) and every translation between them:
+// the usage its provider reported, within the bounds the gateway can
+// prove (defendUsage), or, when it reported none, the gateway's estimate
+// (estimateUsage). settle asks nothing else.
+
+// estimateUsage decides the charge of an attempt whose provider reported
+// no usage: a stream the client aborted, one the provider cut, or an
+// answer that carries none. Its output is all the model output the
+// client received or the provider produced (outputlen: text, tool-call
+// arguments, reasoning, refusals, audio, images, function calls), the
+// larger of the two when a translation is between them.
+//
+//   - An attempt the provider accepted (it answered with a stream) and
+//     the client left is charged at least its prompt, output or not.
+//   - Otherwise an attempt without any output is no answer (a stream cut
+//     before its first output, or that ended empty): not charged.
+//   - The prompt counts one token per three bytes of the body the
+//     provider received (at most the model's context window), the output
+//     one token per four bytes (billing.EstimateTextTokens), at most the
+//     output limit the provider was sent.
+func (mw *meterWriter) estimateUsage(route *Route, clientGone bool) (usage billing.Usage, charge bool) {
+	out := max(mw.delivered, mw.produced)
+	if out == 0 && !(clientGone && mw.Mode == sse.Stream) {
+		return billing.Usage{}, false
+	}
+	completion := billing.EstimateTextTokens(out)
+	if bound := route.outputBound(); bound > 0 {
+		completion = min(completion, bound)
+	}
+	return billing.Usage{PromptTokens: route.promptEstimate(), CompletionTokens: completion}, true
+}
+
+// promptEstimate is the prompt's tokens charged without a report: one per
+// three bytes of the body the provider received, no more than the context
+// window, as the hold.
+func (rt *Route) promptEstimate() int64 {
+	prompt := rt.InputTokens
+	if c := rt.Model.ContextLength; c > 0 {
+		prompt = min(prompt, c)
+	}
+	return prompt
+}
+
+// outputBound is the most output tokens the current attempt's provider
+// may produce: the output limit it was sent (admission's fitted limit,
+// the client's own, or the one an Anthropic-style provider requires), else
+// the model's context window; 0: no bound is known.
+func (rt *Route) outputBound() int64 {
+	a := rt.Attempts[rt.current]
+	switch {
+	case a.OutputLimit > 0:
+		return a.OutputLimit
+	case rt.MaxTokens > 0:
+		return rt.MaxTokens
+	case a.Provider.Anthropic():
+		return a.anthropicMaxTokens()
+	}
+	return a.Model.ContextLength
+}
+
+// choices is the request's n (chat completions' number of choices, each
+// up to the output limit), at least 1.
+func (rt *Route) choices() int64 {
+	if rt.Kind != "chat" {
+		return 1
+	}
+	return max(gjson.GetBytes(rt.body, "n").Int(), 1)
+}
+
+// Provider usage anomalies, as telemetry counts them.
+const (
+	anomalyPromptInvalid     = "prompt_invalid"     // missing, negative or not a number
+	anomalyPromptAbove       = "prompt_above_bound" // above admission's prompt bound
+	anomalyCompletionInvalid = "completion_invalid"
+	anomalyCompletionAbove   = "completion_above_limit" // above the output limit sent
+	anomalyCacheInvalid      = "cache_invalid"          // negative, or more cached than prompt tokens
+)
+
+// defendUsage is the usage the provider reported, within what the gateway
+// can prove, so that no cap is exceeded because of a provider's report:
+//
+//   - a count that is missing, negative or not a number is replaced by
+//     the gateway's estimate (estimateUsage's rule);
+//   - a prompt above admission's prompt bound (an upper bound of any
+//     tokenizer's count of the body) is lowered to that bound;
+//   - a completion above the output limit the provider was sent (times n
+//     choices) is lowered to that limit;
+//   - cached tokens are at least 0 and at most the prompt.
+//
+// Each correction is a provider anomaly: counted
+// (tollgate_provider_usage_anomalies_total) and logged as a warning with
+// the figures only; the answer then reports the usage charged (chat and
+// Messages; a Responses answer keeps the provider's, with the cost).
+func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
+	route, seen := st.route, mw.usage
+	u := billing.Usage{PromptTokens: seen.prompt, CompletionTokens: seen.completion,
+		CacheReadTokens: seen.cacheRead, CacheWriteTokens: seen.cacheWrite}
+	report := func(kind string, reported, charged int64) {
+		mw.corrected = true
+		telemetry.UsageAnomaly(route.Provider.Name, kind)
+		m.logger.Warn("provider usage anomaly; charged the gateway's bound",
+			zap.String("anomaly", kind), zap.String("generation", st.genID),
+			zap.String("provider", route.Provider.Name), zap.String("model", route.Model.ID),
+			zap.Int64("reported", reported), zap.Int64("charged", charged))
+	}
+	if seen.promptBad {
+		u.PromptTokens = route.promptEstimate()
+		report(anomalyPromptInvalid, seen.prompt, u.PromptTokens)
+	} else if bound, ok := route.promptBoundFor(st.plan); ok && u.PromptTokens > bound {
+		u.PromptTokens = bound
+		report(anomalyPromptAbove, seen.prompt, bound)
+	}
+	if seen.completionBad {
+		if mw.answerHeld() {
+			// Measured only now: an answer with usage is not searched.
+			mw.delivered = mw.heldOutput()
+		}
+		est, _ := mw.estimateUsage(route, true)
+		u.CompletionTokens = est.CompletionTokens
+		report(anomalyCompletionInvalid, seen.completion, u.CompletionTokens)
+	} else if bound := route.outputBound(); bound > 0 && u.CompletionTokens > bound {
+		if bound *= route.choices(); u.CompletionTokens > bound {
+			u.CompletionTokens = bound
+			report(anomalyCompletionAbove, seen.completion, bound)
+		}
+	}
+	if read, write := u.CacheReadTokens, u.CacheWriteTokens; read < 0 || write < 0 || read+write > u.PromptTokens || read+write < 0 {
+		u.CacheReadTokens = min(max(read, 0), u.PromptTokens)
+		u.CacheWriteTokens = min(max(write, 0), u.PromptTokens-u.CacheReadTokens)
+		report(anomalyCacheInvalid, read+write, u.CacheReadTokens+u.CacheWriteTokens)
+	}
+	return u
+}
+
+// promptBoundFor is admission's bound of the current attempt's prompt,
+// with the results a gateway-side search added after admission (which the
+// hold covers apart), when there is one. A prompt that holds content the
+// body does not (a previous response, a file by reference, a provider's
+// own search) is bounded by the context window alone.
+func (rt *Route) promptBoundFor(search *searchPlan) (int64, bool) {
+	unbounded, extra := rt.prompt.unbounded, int64(0)
+	if search != nil {
+		unbounded = unbounded || search.engine == "native"
+		extra = search.injectedTokens()
+	}
+	c := rt.Model.ContextLength
+	switch {
+	case c > 0 && (unbounded || rt.prompt.tokens+extra > c):
+		return c, true
+	case unbounded:
+		return 0, false
+	}
+	return rt.prompt.tokens + extra, true
+}
+
+// usageCount reads a token count as written in a usage object: a
+// non-negative integer (a number with a fraction counts its whole part);
+// ok is false for anything else, a missing member included.
+func usageCount(raw string) (n int64, ok bool) {
+	if raw == "" {
+		return 0, false
+	}
+	if len(raw) <= 15 {
+		digits := true
+		for i := 0; i < len(raw); i++ {
+			if raw[i] < '0' || raw[i] > '9' {
+				digits = false
+				break
+			}
+			n = n*10 + int64(raw[i]-'0')
+		}
+		if digits {
+			return n, true
+		}
+	}
+	v := gjson.Parse(raw)
+	if v.Type != gjson.Number || v.Num < 0 {
+		return v.Int(), false
+	}
+	return v.Int(), true
+}
