@@ -29,7 +29,7 @@ import (
 //   - The prompt counts one token per three bytes of the body the
 //     provider received (at most the model's context window), the output
 //     one token per four bytes (billing.EstimateTextTokens), at most the
-//     output limit the provider was sent.
+//     output limit the provider was sent for each of the request's choices.
 func (mw *meterWriter) estimateUsage(route *Route, clientGone bool) (usage billing.Usage, charge bool) {
 	out := max(mw.delivered, mw.produced)
 	if out == 0 && !(clientGone && mw.Mode == sse.Stream) {
@@ -37,7 +37,7 @@ func (mw *meterWriter) estimateUsage(route *Route, clientGone bool) (usage billi
 	}
 	completion := billing.EstimateTextTokens(out)
 	if bound := route.outputBound(); bound > 0 {
-		completion = min(completion, bound)
+		completion = min(completion, bound*route.choices())
 	}
 	return billing.Usage{PromptTokens: route.promptEstimate(), CompletionTokens: completion}, true
 }
@@ -72,12 +72,7 @@ func (rt *Route) outputBound() int64 {
 
 // choices is the request's n (chat completions' number of choices, each
 // up to the output limit), at least 1.
-func (rt *Route) choices() int64 {
-	if rt.Kind != "chat" {
-		return 1
-	}
-	return max(gjson.GetBytes(rt.body, "n").Int(), 1)
-}
+func (rt *Route) choices() int64 { return max(rt.Choices, 1) }
 
 // Provider usage anomalies, as telemetry counts them.
 const (

@@ -215,6 +215,7 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 			Pricing:       a.Model.Pricing,
 			InputTokens:   route.prompt.tokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
+			Choices:       route.Choices,
 			ContextLength: a.Model.ContextLength,
 			Free:          a.Model.IsFree(),
 			BYOK:          a.BYOK,

@@ -37,6 +37,7 @@ func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold, tokens mo
 			Pricing:       a.Model.Pricing,
 			InputTokens:   route.prompt.tokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
+			Choices:       route.Choices,
 			ContextLength: a.Model.ContextLength,
 			OutputLimit:   a.Model.MaxCompletionTokens,
 			Free:          a.Model.IsFree(),

@@ -33,6 +33,9 @@ type Route struct {
 	Kind      string
 	Stream    bool
 	MaxTokens int64 // max_tokens, max_completion_tokens or max_output_tokens; 0: unset
+	// Choices is chat's n, at least 1: each choice may run to the output
+	// limit, so holds and bounds count the output limit that many times.
+	Choices int64
 	// MaxTokensField is the name of the field MaxTokens came from.
 	MaxTokensField string
 	// InputTokens is the prompt's tokens charged when the provider reports

@@ -339,6 +339,13 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			route.MaxTokens, route.MaxTokensField = n, name
 		}
 	}
+	route.Choices = 1
+	if kind == "chat" {
+		// Each of n choices may run to the output limit (validated above).
+		if n, ok := tokenCount(field("n")); ok {
+			route.Choices = n
+		}
+	}
 	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
 		return nil, apiErr
 	}
@@ -528,6 +535,13 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 		if v, ok := f.Get("messages"); !ok || !v.IsArray() {
 			f.Fail("messages", "an array of messages")
 		}
+		// n choices multiply the output the hold must cover: bounded as
+		// OpenAI bounds it.
+		if v, ok := f.Get("n"); ok && v.Type != gjson.Null {
+			if n, ok := tokenCount(v); !ok || n > maxChoices {
+				f.Fail("n", "an integer from 1 to 128")
+			}
+		}
 	case "/responses":
 		if v, ok := f.Get("input"); ok && v.Type != gjson.String && !v.IsArray() {
 			f.Fail("input", "a string or an array of input items")
@@ -537,6 +551,9 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 	}
 	return f, f.Err
 }
+
+// maxChoices is the most choices (n) a chat request may ask for.
+const maxChoices = 128
 
 // maxTokensFields bound a request's output, by route and API generation.
 var maxTokensFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens"}

@@ -304,3 +304,21 @@ func mustEstimate(t *testing.T, f RequestFacts, p InFlightPolicy) Estimate {
 	}
 	return e
 }
+
+// n choices each may run to max_tokens: the hold covers them all, and the
+// output a budget affords is per choice.
+func TestEstimateRequestChoices(t *testing.T) {
+	p := Pricing{Prompt: price(t, "0.001"), Completion: price(t, "0.002")}
+	one := mustEstimate(t, RequestFacts{Pricing: p, InputTokens: 100, MaxTokens: 50}, policy)
+	three := mustEstimate(t, RequestFacts{Pricing: p, InputTokens: 100, MaxTokens: 50, Choices: 3}, policy)
+	if one.Hold != credits("0.2") || three.Hold != credits("0.4") {
+		t.Fatalf("holds %s and %s, want 0.2 and 0.4", one.Hold, three.Hold)
+	}
+	if _, err := EstimateRequest(RequestFacts{Pricing: p, MaxTokens: 1 << 62, Choices: 4}, policy); err == nil {
+		t.Fatal("an output beyond an int64 was priced")
+	}
+	// 0.4 credits after the prompt's 0.1 buy 150 output tokens: 50 each.
+	if got := AffordableOutput(RequestFacts{Pricing: p, InputTokens: 100, Choices: 3}, credits("0.4")); got != 50 {
+		t.Fatalf("affordable per choice %d, want 50", got)
+	}
+}

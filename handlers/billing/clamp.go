@@ -61,10 +61,10 @@ func (c *Caps) Add(b Budget) {
 // Tightest returns the deciding cap; false when no cap binds the request.
 func (c *Caps) Tightest() (Budget, bool) { return c.tight, c.any }
 
-// AffordableOutput is the most output tokens a request of f may ask for
-// when its token cost and per-request fee may reach budget: the largest n
-// with TokenCost(in, n) + fee <= budget, math.MaxInt64 when output is
-// free, and -1 when not even the prompt fits.
+// AffordableOutput is the most output tokens each answer of a request of f
+// may ask for when its token cost and per-request fee may reach budget: the
+// largest n with TokenCost(in, n × choices) + fee <= budget, math.MaxInt64
+// when output is free, and -1 when not even the prompt fits.
 func AffordableOutput(f RequestFacts, budget money.Amount) int64 {
 	fee, err := Cost(Pricing{Request: f.Pricing.Request}, Usage{})
 	if err != nil || f.Free {
@@ -95,7 +95,8 @@ func AffordableOutput(f RequestFacts, budget money.Amount) int64 {
 		return math.MaxInt64
 	}
 	n, _ := divide(hi, lo, c)
-	return int64(min(n, math.MaxInt64))
+	// Each of the answers may run to the limit: the budget covers them all.
+	return int64(min(n, math.MaxInt64)) / f.choices()
 }
 
 // OutputPlan is how a request runs under the caps that bind it.
@@ -154,7 +155,8 @@ func PlanOutput(attempts []RequestFacts, extra money.Amount, tight Budget, p InF
 			plan.Limits = append(plan.Limits, make([]int64, len(attempts))...)
 		}
 		plan.Limits[i] = n
-		tokens, _ := TokenCost(f.Pricing, f.InputTokens, n) // within room, so in range
+		out, _ := f.outputTokens(n)
+		tokens, _ := TokenCost(f.Pricing, f.InputTokens, out) // within room, so in range
 		fee, _ := Cost(Pricing{Request: f.Pricing.Request}, Usage{})
 		plan.Hold = max(plan.Hold, tokens+fee)
 	}
@@ -199,7 +201,8 @@ func tooCostly(attempts []RequestFacts, room money.Amount, tight Budget, p InFli
 // and a minimal completion do not fit.
 func promptTooCostly(f RequestFacts, room money.Amount, tight Budget) *Rejection {
 	least := leastOutput(f)
-	cost, _ := TokenCost(f.Pricing, f.InputTokens, least)
+	out, _ := f.outputTokens(least)
+	cost, _ := TokenCost(f.Pricing, f.InputTokens, out)
 	fee, _ := Cost(Pricing{Request: f.Pricing.Request}, Usage{})
 	total, _ := money.AddAmounts(cost, fee)
 	return &Rejection{Source: tight.Source, RemedyHint: tight.Hint,

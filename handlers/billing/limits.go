@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"math"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -70,6 +71,9 @@ type RequestFacts struct {
 	Pricing     Pricing
 	InputTokens int64 // estimated
 	MaxTokens   int64 // 0: not set by the client
+	// Choices is how many answers the request asks for (chat's n), each
+	// up to MaxTokens; 0 counts as 1.
+	Choices int64
 	// ContextLength bounds output when MaxTokens is unset (0: unknown).
 	ContextLength int64
 	// OutputLimit is the model's max_completion_tokens (0: unknown): a
@@ -100,14 +104,18 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 	var tokens money.Amount
 	if f.MaxTokens > 0 {
 		// Refused when out of range: the client asked for the tokens.
-		if tokens, err = TokenCost(f.Pricing, f.InputTokens, f.MaxTokens); err != nil {
+		out, ok := f.outputTokens(f.MaxTokens)
+		if !ok {
+			return Estimate{}, ErrCostRange
+		}
+		if tokens, err = TokenCost(f.Pricing, f.InputTokens, out); err != nil {
 			return Estimate{}, err
 		}
 		e.InFlight = min(tokens, p.PerRequestCap)
 	} else {
 		e.InFlight = p.PerRequestCap
 		tokens = p.PerRequestCap
-		if out := f.ContextLength - f.InputTokens; out > 0 {
+		if out, ok := f.outputTokens(f.ContextLength - f.InputTokens); ok && out > 0 {
 			// A cost beyond any Amount is beyond the cap too.
 			if c, err := TokenCost(f.Pricing, f.InputTokens, out); err == nil {
 				tokens = min(c, tokens)
@@ -122,6 +130,19 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 		e.InFlight = 0
 	}
 	return e, nil
+}
+
+// choices is the number of answers, at least 1.
+func (f RequestFacts) choices() int64 { return max(f.Choices, 1) }
+
+// outputTokens is the most output tokens the request may produce when each
+// answer may have perAnswer; ok is false past an int64.
+func (f RequestFacts) outputTokens(perAnswer int64) (int64, bool) {
+	n := f.choices()
+	if perAnswer > 0 && perAnswer > math.MaxInt64/n {
+		return 0, false
+	}
+	return perAnswer * n, true
 }
 
 // AccountFacts are an account's figures at admission.
