@@ -323,17 +323,19 @@ func (b *RedisBackend) Synced() bool { return !b.stale.Load() }
 // state, was deleted and recreated, or was trimmed past it), or when a
 // batch could not be applied.
 func (b *RedisBackend) Follow(ctx context.Context, last string, h FeedHandler) {
+	var failed resyncFailures
 	for ctx.Err() == nil {
 		if b.stale.Load() {
 			id, err := b.resync(ctx, h)
 			if err != nil {
 				if ctx.Err() == nil {
-					b.log.Error("resynchronizing from redis failed; retrying", zap.Error(err))
+					failed.report(b.log, err)
 				}
 				sleep(ctx, 100*time.Millisecond)
 				continue
 			}
-			b.log.Info("resynchronized from redis", zap.String("feed_position", id))
+			b.log.Info("resynchronized from redis", zap.String("feed_position", id), zap.Int("failed_attempts", failed.total))
+			failed = resyncFailures{}
 			last = id
 			b.stale.Store(false)
 		}
@@ -365,6 +367,27 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, h FeedHandler) {
 			}
 		}
 	}
+}
+
+// resyncFailures logs the failed attempts of one resynchronization: the
+// first at once, then one line per resyncLogEvery with the count, so that
+// an outage retried every 100 ms does not flood the log.
+type resyncFailures struct {
+	total, unlogged int
+	logged          time.Time
+}
+
+// resyncLogEvery spaces the log lines of a failing resynchronization.
+const resyncLogEvery = 10 * time.Second
+
+func (f *resyncFailures) report(log *zap.Logger, err error) {
+	f.total++
+	f.unlogged++
+	if f.total > 1 && time.Since(f.logged) < resyncLogEvery {
+		return
+	}
+	log.Error("resynchronizing from redis failed; retrying every 100ms", zap.Error(err), zap.Int("failed_attempts", f.unlogged))
+	f.unlogged, f.logged = 0, time.Now()
 }
 
 // resync takes the feed's position, then reloads memory from the server:
