@@ -57,7 +57,9 @@ func responsesText(r response) string {
 // unhealed; the charge is the answer's usage, healing being free; bad
 // plugin objects are 400s naming the field.
 func TestResponseHealing(t *testing.T) {
-	startInProcess(t)
+	// heal/chat: a chat-only provider, whose answers to Responses requests
+	// the gateway translates.
+	startInProcessWith(t, withModels(t, apiModel("heal/chat", [4]string{"chatty", "http://" + mockAddr + "/v1", "tollgate-mock", "chat"})))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"healing"}`)
@@ -157,6 +159,15 @@ func TestResponseHealing(t *testing.T) {
 		r = c.mustPost("/responses", key, healResponses(`{"name": "Ada"}`, format, healPlugin, ""), nil).expect(t, 200)
 		if h := r.Header.Get("X-Response-Healing"); h != "repaired=none; schema=invalid; schema_path=/" {
 			t.Fatalf("json_schema invalid: %s %q", r.Body, h)
+		}
+	})
+
+	t.Run("responses translated from a chat-only provider", func(t *testing.T) {
+		body := strings.Replace(healResponses(broken, jsonObject, healPlugin, ""), `"tollgate-mock"`, `"heal/chat"`, 1)
+		r := c.mustPost("/responses", key, body, nil).expect(t, 200)
+		if responsesText(r) != `{"name":"Ada","age":36}` || r.JSON.Get("object").Str != "response" ||
+			r.Header.Get("X-Response-Healing") != "repaired=code_fence,prose,trailing_comma,unquoted_key,single_quote" {
+			t.Fatalf("translated: %s %q", r.Body, r.Header.Get("X-Response-Healing"))
 		}
 	})
 
