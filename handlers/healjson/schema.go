@@ -29,7 +29,10 @@ var schemaCache = struct {
 	m map[string]*Schema
 }{m: map[string]*Schema{}}
 
-const maxCachedSchemas = 256
+const (
+	maxCachedSchemas   = 256
+	maxCachedSchemaLen = 64 << 10 // larger ones are compiled every time
+)
 
 // Compile compiles the schema text raw (a JSON object or boolean).
 func Compile(raw []byte) (*Schema, error) {
@@ -55,6 +58,9 @@ func Compile(raw []byte) (*Schema, error) {
 		return nil, err
 	}
 	s = &Schema{compiled}
+	if len(raw) > maxCachedSchemaLen {
+		return s, nil
+	}
 	schemaCache.Lock()
 	if len(schemaCache.m) >= maxCachedSchemas {
 		clear(schemaCache.m)
