@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/healjson"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
 func TestHealingFor(t *testing.T) {
@@ -89,5 +92,54 @@ func BenchmarkHealingForWithout(b *testing.B) {
 		if h, _ := healingFor("chat", body); h != nil {
 			b.Fatal("healing without the plugin")
 		}
+	}
+}
+
+// healBenchAnswer is a chat answer whose 10 KB text needs most repairs,
+// and a schema it satisfies.
+func healBenchAnswer(b *testing.B) ([]byte, *healjson.Schema) {
+	var text strings.Builder
+	text.WriteString("Here is the JSON:\n```json\n{items: [\n")
+	for text.Len() < 10<<10 {
+		text.WriteString("  {id: 12345, 'name': 'item number twelve', \"tags\": [\"alpha\", \"beta\",], ok: True,},\n")
+	}
+	text.WriteString("]}\n```")
+	body := []byte(`{"id":"gen-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":` +
+		string(jsonstr.Quote(text.String())) + `},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2000}}`)
+	s, err := healjson.Compile([]byte(`{"type":"object","properties":{"items":{"type":"array","items":{"type":"object",
+		"properties":{"id":{"type":"integer"},"name":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"ok":{"type":"boolean"}},
+		"required":["id","name","tags","ok"]}}},"required":["items"]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body, s
+}
+
+// Healing a 10 KB answer (json_object): the goal is under 200 µs.
+func BenchmarkHealAnswer10KB(b *testing.B) {
+	body, _ := healBenchAnswer(b)
+	h := &healing{kind: "chat"}
+	if _, report := h.heal(body); !strings.HasPrefix(report, "repaired=code_fence") {
+		b.Fatalf("report %q", report)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		h.heal(body)
+	}
+}
+
+// The same with json_schema: the JSON Schema check of its 115 objects
+// comes on top.
+func BenchmarkHealAnswer10KBSchema(b *testing.B) {
+	body, s := healBenchAnswer(b)
+	h := &healing{kind: "chat", schema: s}
+	if _, report := h.heal(body); !strings.HasSuffix(report, "schema=valid") {
+		b.Fatalf("report %q", report)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		h.heal(body)
 	}
 }
