@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,6 +149,7 @@ func (hw *healWriter) finish() {
 type textSpan struct {
 	start, end int
 	text       string
+	healed     []byte // nil: left as it is
 }
 
 // heal returns the answer with its texts healed, and the report for the
@@ -164,7 +166,7 @@ func (h *healing) heal(body []byte) ([]byte, string) {
 	var texts []textSpan
 	add := func(v gjson.Result) {
 		if v.Type == gjson.String && v.Index > 0 {
-			texts = append(texts, textSpan{v.Index, v.Index + len(v.Raw), v.Str})
+			texts = append(texts, textSpan{start: v.Index, end: v.Index + len(v.Raw), text: v.Str})
 		}
 	}
 	if h.kind == "chat" {
@@ -184,13 +186,14 @@ func (h *healing) heal(body []byte) ([]byte, string) {
 			}
 			return true
 		})
+		// The convenience member some providers add, the texts joined.
+		add(gjson.GetBytes(body, "output_text"))
 	}
 	if len(texts) == 0 {
 		return body, ""
 	}
 	var repairs healjson.Repair
 	unrepairable, schemaOK, where := false, true, ""
-	healed := make([][]byte, len(texts))
 	for i, t := range texts {
 		out, r, ok := healjson.Heal([]byte(t.text))
 		if !ok {
@@ -199,7 +202,7 @@ func (h *healing) heal(body []byte) ([]byte, string) {
 		}
 		repairs |= r
 		if r != 0 {
-			healed[i] = out
+			texts[i].healed = out
 		}
 		if h.schema != nil && schemaOK {
 			schemaOK, where = h.schema.Check(out)
@@ -224,15 +227,16 @@ func (h *healing) heal(body []byte) ([]byte, string) {
 	if repairs == 0 {
 		return body, report
 	}
-	// Splice the healed texts in (found in the answer's order).
+	// Splice the healed texts in, in the answer's order.
+	slices.SortFunc(texts, func(a, b textSpan) int { return a.start - b.start })
 	out := make([]byte, 0, len(body)+64)
 	at := 0
-	for i, t := range texts {
-		if healed[i] == nil {
+	for _, t := range texts {
+		if t.healed == nil {
 			continue
 		}
 		out = append(out, body[at:t.start]...)
-		out = jsonstr.Append(out, string(healed[i]))
+		out = jsonstr.Append(out, string(t.healed))
 		at = t.end
 	}
 	return append(out, body[at:]...), report

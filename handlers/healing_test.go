@@ -76,6 +76,13 @@ func TestHealAnswer(t *testing.T) {
 		}
 	}
 	r := &healing{kind: "responses"}
+	// output_text, before output here, is healed too.
+	body = `{"output_text":"{a:1}","output":[{"type":"message","content":[{"type":"output_text","text":"{a:1}"}]}]}`
+	out, report = r.heal([]byte(body))
+	if string(out) != `{"output_text":"{\"a\":1}","output":[{"type":"message","content":[{"type":"output_text","text":"{\"a\":1}"}]}]}` ||
+		report != "repaired=unquoted_key" {
+		t.Fatalf("heal(output_text) = %s, %q", out, report)
+	}
 	body = `{"output":[{"type":"reasoning","summary":[]},{"type":"message","content":[{"type":"output_text","text":"'x'"},{"type":"output_text","text":"[1,]"}]}]}`
 	out, report = r.heal([]byte(body))
 	if string(out) != `{"output":[{"type":"reasoning","summary":[]},{"type":"message","content":[{"type":"output_text","text":"'x'"},{"type":"output_text","text":"[1]"}]}]}` ||
