@@ -204,3 +204,19 @@ func TestResponseHealing(t *testing.T) {
 			expectError(t, 400, "plugins[0].id: the response-healing plugin applies to /chat/completions and /responses")
 	})
 }
+
+// Healing and web search together: the citation writer annotates the
+// healed text, and the search is charged as usual.
+func TestResponseHealingWithWebSearch(t *testing.T) {
+	e := startWebSearch(t)
+	body := strings.Replace(healChat("```json\n{topic: 'caddy',}\n```", jsonObject, `{"id":"web"},`+healPlugin, ""),
+		`"tollgate-mock"`, `"ws/plain"`, 1)
+	r := e.c.mustPost("/chat/completions", e.key, body, nil).expect(t, 200)
+	if r.JSON.Get("choices.0.message.content").Str != `{"topic":"caddy"}` ||
+		r.Header.Get("X-Response-Healing") != "repaired=code_fence,trailing_comma,unquoted_key,single_quote" {
+		t.Fatalf("%s %q", r.Body, r.Header.Get("X-Response-Healing"))
+	}
+	if !r.JSON.Get("choices.0.message.annotations").IsArray() || !r.JSON.Get("usage.server_tool_use_details").Exists() {
+		t.Fatalf("no citations or search usage: %s", r.Body)
+	}
+}
