@@ -259,16 +259,35 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr == nil {
 		apiErr = t.moderate(r, st, body)
 	}
+	var heal *healing
+	if apiErr == nil {
+		heal, apiErr = healingFor(st.route.Kind, body)
+	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
 	setCompressionHeader(w.Header(), st.route)
-	if st.plan == nil {
+	if st.plan == nil && heal == nil {
 		return t.meter.run(w, r, st, t.proxies)
 	}
-	cw := newCiteWriter(w, st)
-	err := t.meter.run(cw, r, st, t.proxies)
-	cw.finish()
+	// The answer's rewriters, closest to the client first: citations
+	// index the text that healing (healing.go) wrote.
+	out := w
+	var cw *citeWriter
+	if st.plan != nil {
+		cw = newCiteWriter(w, st)
+		out = cw
+	}
+	var hw *healWriter
+	if heal != nil {
+		hw = newHealWriter(out, heal)
+		out = hw
+	}
+	err := t.meter.run(out, r, st, t.proxies)
+	hw.finish()
+	if cw != nil {
+		cw.finish()
+	}
 	return err
 }
 

@@ -216,12 +216,18 @@ type mockRequest struct {
 // mockAnswer is the generated text, split into stream chunks.
 type mockAnswer struct {
 	words     []string
+	verbatim  bool // words hold their own spaces (a scripted answer)
 	truncated bool
 	prompt    int
 	calls     []mockToolCall // an answer of tool calls has no words
 }
 
-func (a *mockAnswer) text() string { return strings.Join(a.words, " ") }
+func (a *mockAnswer) text() string {
+	if a.verbatim {
+		return strings.Join(a.words, "")
+	}
+	return strings.Join(a.words, " ")
+}
 func (a *mockAnswer) completion() int {
 	n := len(a.words)
 	for _, c := range a.calls {
@@ -234,8 +240,8 @@ func (a *mockAnswer) total() int { return a.prompt + a.completion() }
 
 // delta is the i-th stream chunk; the chunks concatenate to text().
 func (a *mockAnswer) delta(i int) string {
-	if i == 0 {
-		return a.words[0]
+	if i == 0 || a.verbatim {
+		return a.words[i]
 	}
 	return " " + a.words[i]
 }
@@ -243,6 +249,13 @@ func (a *mockAnswer) delta(i int) string {
 func newMockAnswer(q *mockRequest) *mockAnswer {
 	if len(q.calls) > 0 {
 		return &mockAnswer{prompt: q.prompt, calls: q.calls}
+	}
+	if text, ok := scriptedAnswer(q.lastUser); ok {
+		a := &mockAnswer{words: verbatimPieces(text), verbatim: true, prompt: q.prompt}
+		if q.limit > 0 && int64(len(a.words)) > q.limit {
+			a.words, a.truncated = a.words[:q.limit], true
+		}
+		return a
 	}
 	echo := strings.Fields(q.lastUser)
 	if len(echo) > mockEchoWords {
