@@ -102,7 +102,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
 	tokenHold := est.Hold
-	var searchCredits money.Amount // a BYOK request's search, held against the balance
+	var searchCredits money.Amount // a BYOK request's search and moderation, held against the balance
 	if st.plan != nil && err == nil {
 		// The worst case of the search charge is held too.
 		var extra, credits money.Amount

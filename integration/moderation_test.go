@@ -206,6 +206,19 @@ func TestModerationPrice(t *testing.T) {
 			t.Fatalf("%d moderation calls for a request that could not pay", modCalls.Load())
 		}
 	})
+	t.Run("held", func(t *testing.T) {
+		// Admission holds the price: a key whose limit covers the tokens
+		// but not a 1-credit moderation call is refused before the call.
+		var modCalls atomic.Int64
+		modTap := startTap(t, mockAddr, func(string, []byte) { modCalls.Add(1) }, nil)
+		c, org, _, _ := startModerationPriced(t, "http://"+modTap.Listener.Addr().String()+"/v1", false, "1")
+		capped, _ := c.newKey(org.MgmtKey, `{"name":"capped","limit":0.5}`)
+		c.mustPost("/chat/completions", capped, moderationBody("mod/plain", "hi", `,"max_tokens":50`), nil).expect(t, 200)
+		c.mustPost("/chat/completions", capped, moderationBody("mod/required", "hi", `,"max_tokens":50`), nil).expectError(t, 402, "")
+		if modCalls.Load() != 0 {
+			t.Fatalf("%d moderation calls for a request whose price was not held", modCalls.Load())
+		}
+	})
 	t.Run("down", func(t *testing.T) {
 		dead := "http://" + freeport.Addr(t) + "/v1"
 		c, org, key, _ := startModerationPriced(t, dead, false, "0.000125")
