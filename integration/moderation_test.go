@@ -219,6 +219,29 @@ func TestModerationPrice(t *testing.T) {
 			t.Fatalf("%d moderation calls for a request whose price was not held", modCalls.Load())
 		}
 	})
+	t.Run("byok", func(t *testing.T) {
+		// The caller's own provider key pays the tokens; the operator's
+		// moderation call is paid in credits, served or flagged.
+		c, org, _, _ := startModerationPriced(t, "http://"+mockAddr+"/v1", false, "0.000125")
+		c.api("POST", "/byok", org.MgmtKey, `{"provider":"p","key":"sk-own-moderated-key-123456"}`).expect(t, 201)
+		key, hash := c.newKey(org.MgmtKey, `{"name":"own key"}`)
+		keyUsage := func() (credits, byok money.Amount) {
+			k := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+			return creditAmount(t, k.Get("usage")), creditAmount(t, k.Get("byok_usage"))
+		}
+		r := c.mustPost("/chat/completions", key, moderationBody("mod/required", "a kind word", ""), nil).expect(t, 200)
+		tokens := moderatedTokenCost(t, r.JSON.Get("usage"))
+		if got := creditAmount(t, r.JSON.Get("usage.cost")); got != tokens+price || !r.JSON.Get("usage.is_byok").Bool() {
+			t.Fatalf("usage %s, want cost %s", r.JSON.Get("usage").Raw, tokens+price)
+		}
+		if credits, byok := keyUsage(); credits != price || byok != tokens {
+			t.Fatalf("served: usage %s byok_usage %s, want %s and %s", credits, byok, price, tokens)
+		}
+		c.mustPost("/chat/completions", key, moderationBody("mod/required", "kill", ""), nil).expectError(t, 403, "requires moderation")
+		if credits, byok := keyUsage(); credits != 2*price || byok != tokens {
+			t.Fatalf("flagged: usage %s byok_usage %s, want %s and %s", credits, byok, 2*price, tokens)
+		}
+	})
 	t.Run("down", func(t *testing.T) {
 		dead := "http://" + freeport.Addr(t) + "/v1"
 		c, org, key, _ := startModerationPriced(t, dead, false, "0.000125")
