@@ -63,6 +63,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			api_key  <key or {env.VAR}>
 //			model    <moderation model>
 //			name     <provider name reported>
+//			price    <credits per moderation call>
 //			timeout  <duration>
 //			fail_open
 //		}
@@ -259,6 +260,8 @@ func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error)
 			dst = &cfg.Model
 		case "name":
 			dst = &cfg.Name
+		case "price":
+			dst = &cfg.Price
 		case "timeout":
 			dur, err := durationArg(d)
 			if err != nil {
@@ -273,7 +276,7 @@ func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error)
 			cfg.FailOpen = true
 			continue
 		default:
-			return nil, suggest.UnknownOption(d, "moderation", []string{"base_url", "api_key", "model", "name", "timeout", "fail_open"})
+			return nil, suggest.UnknownOption(d, "moderation", []string{"base_url", "api_key", "model", "name", "price", "timeout", "fail_open"})
 		}
 		if !d.AllArgs(dst) {
 			return nil, d.ArgErr()
@@ -281,6 +284,9 @@ func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error)
 	}
 	if cfg.BaseURL == "" {
 		return nil, d.Err("moderation: base_url is required")
+	}
+	if _, err := cfg.PriceAmount(); err != nil {
+		return nil, d.Err(err.Error())
 	}
 	return cfg, nil
 }

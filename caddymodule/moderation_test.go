@@ -19,6 +19,7 @@ func TestModerationCaddyfile(t *testing.T) {
 			model omni-moderation-latest
 			name OpenAI
 			timeout 5s
+			price 0.0001
 			fail_open
 		}
 		model m {
@@ -30,7 +31,7 @@ func TestModerationCaddyfile(t *testing.T) {
 		}
 	}`)
 	want := handlers.ModerationConfig{BaseURL: "https://api.openai.com/v1", APIKey: "{env.OPENAI_KEY}", Model: "omni-moderation-latest",
-		Name: "OpenAI", Timeout: caddy.Duration(5 * time.Second), FailOpen: true}
+		Name: "OpenAI", Timeout: caddy.Duration(5 * time.Second), FailOpen: true, Price: "0.0001"}
 	if app.Moderation == nil || *app.Moderation != want {
 		t.Fatalf("moderation = %+v", app.Moderation)
 	}
@@ -47,6 +48,9 @@ func TestModerationCaddyfile(t *testing.T) {
 		{"tollgate {\n moderation {\n base_url http://x\n level 3\n }\n}", `unrecognized moderation option "level"`},
 		{"tollgate {\n moderation {\n base_url http://x\n fail_open yes\n }\n}", "wrong argument count"},
 		{"tollgate {\n model a {\n moderation on\n }\n}", "wrong argument count"},
+		{"tollgate {\n moderation {\n base_url http://x\n price -0.001\n }\n}", "moderation: price: expected a non-negative decimal"},
+		{"tollgate {\n moderation {\n base_url http://x\n price abc\n }\n}", "moderation: price:"},
+		{"tollgate {\n moderation {\n base_url http://x\n price 0.0000000001\n }\n}", "at most 9 decimal places"},
 	} {
 		caddyfile := "{\n" + tt.global + "\n}\n\n:8080 {\n\ttollgate\n}\n"
 		_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
@@ -56,5 +60,9 @@ func TestModerationCaddyfile(t *testing.T) {
 	}
 	if _, err := (&handlers.ModerationConfig{BaseURL: "ftp://x"}).Build(nil); err == nil {
 		t.Error("ftp base_url accepted")
+	}
+	// JSON configs, which skip the Caddyfile, are checked at provision.
+	if _, err := (&handlers.ModerationConfig{BaseURL: "http://x", Price: "-1"}).Build(nil); err == nil || !strings.Contains(err.Error(), "moderation: price") {
+		t.Errorf("negative price: %v", err)
 	}
 }

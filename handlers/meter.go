@@ -68,6 +68,12 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	held := int64(st.res.Hold + st.res.Credits)
 	telemetry.HoldOpened(held)
 	defer telemetry.HoldClosed(held)
+	if st.moderation != nil {
+		// Only an admitted request is moderated, once, before any attempt.
+		if apiErr := m.moderate(r, st); apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
+	}
 	// The output limit the reservation fitted reaches the first attempt's body.
 	if err := st.clamp.apply(r); err != nil {
 		_ = store.Release(st.res)
@@ -96,7 +102,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
 	tokenHold := est.Hold
-	var searchCredits money.Amount // a BYOK request's search, held against the balance
+	var searchCredits money.Amount // a BYOK request's search and moderation, held against the balance
 	if st.plan != nil && err == nil {
 		// The worst case of the search charge is held too.
 		var extra, credits money.Amount
@@ -105,6 +111,12 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		}
 		if facts.BYOK {
 			searchCredits = credits
+		}
+	}
+	if m := st.moderationCost; m > 0 && err == nil {
+		// The moderation call, paid in credits (the operator's provider) even by BYOK.
+		if est.Hold, err = addCost(est.Hold, m); err == nil && facts.BYOK {
+			searchCredits, err = addCost(searchCredits, m)
 		}
 	}
 	if err != nil {
@@ -305,6 +317,11 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		var c money.Amount
 		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.anthropic); route.BYOK {
 			credits = c
+		}
+	}
+	if m := st.moderationCost; m > 0 && err == nil {
+		if usage.Extra, err = addCost(usage.Extra, m); err == nil && route.BYOK {
+			credits, err = addCost(credits, m)
 		}
 	}
 	var cost money.Amount

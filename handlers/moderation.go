@@ -20,6 +20,9 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // ModerationConfig is the operator's moderation provider (the tollgate
@@ -42,12 +45,17 @@ type ModerationConfig struct {
 	// FailOpen serves requests unmoderated when the provider cannot
 	// answer; by default they are refused with 503.
 	FailOpen bool `json:"fail_open,omitempty"`
+	// Price is what one moderation call costs the caller, in credits, as
+	// an exact decimal ("0.0001"); unset: moderation is free. It is
+	// charged with the request a clean verdict lets through.
+	Price string `json:"price,omitempty"`
 }
 
 // Moderation is a provisioned moderation provider.
 type Moderation struct {
 	url, key, model, name string
 	failOpen              bool
+	price                 money.Amount // per call, charged with the request
 	client                *http.Client
 }
 
@@ -73,7 +81,11 @@ func (c *ModerationConfig) Build(repl *caddy.Replacer) (*Moderation, error) {
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("moderation: timeout: must not be negative")
 	}
-	m := &Moderation{url: base + "/moderations", key: c.APIKey, model: c.Model, name: c.Name, failOpen: c.FailOpen}
+	price, err := c.PriceAmount()
+	if err != nil {
+		return nil, err
+	}
+	m := &Moderation{url: base + "/moderations", key: c.APIKey, model: c.Model, name: c.Name, failOpen: c.FailOpen, price: price}
 	if repl != nil {
 		m.key = repl.ReplaceAll(m.key, "")
 	}
@@ -87,6 +99,23 @@ func (c *ModerationConfig) Build(repl *caddy.Replacer) (*Moderation, error) {
 	m.client = &http.Client{Timeout: timeout}
 	return m, nil
 }
+
+// PriceAmount parses Price: a non-negative decimal of credits with no
+// more precision than a nano-credit, so that the charge is exactly the
+// price; unset is free.
+func (c *ModerationConfig) PriceAmount() (money.Amount, error) {
+	if c.Price == "" {
+		return 0, nil
+	}
+	p, err := billing.ParsePrice(c.Price)
+	if err != nil || p%femtoPerNanoCredit != 0 {
+		return 0, fmt.Errorf("moderation: price: expected a non-negative decimal of credits with at most 9 decimal places, got %q", c.Price)
+	}
+	return money.Amount(p / femtoPerNanoCredit), nil
+}
+
+// femtoPerNanoCredit converts a billing.Price to nano-credits.
+const femtoPerNanoCredit = 1_000_000
 
 // flaggedInputMax bounds the flagged text a refusal echoes.
 const flaggedInputMax = 100
@@ -151,9 +180,19 @@ func (m *Moderation) check(ctx context.Context, texts []string) (verdict, error)
 	return v, nil
 }
 
-// moderate runs the moderation the request needs (its model's switch or
-// the moderation plugin) on its text, after the content filters: a
-// flagged input is a 403 and nothing reaches the model's provider.
+// moderate plans the moderation the request needs (its model's switch or
+// the moderation plugin), after the content filters: the call itself is
+// made by the meter once admission has held the request's cost
+// (Meter.moderate), so that a request the caller cannot pay for never
+// costs the operator a moderation call.
+//
+// Charging (the operator's price per call, if set): admission holds it;
+// a clean verdict charges it with the answer; a flagged input, refused
+// with 403, is still charged it (the call was made: otherwise flagged
+// input would be a free moderation service at the operator's expense),
+// and its generation record says so. A request refused because the
+// provider is down is not charged, nor is one served unmoderated under
+// fail_open: no verdict was had.
 func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *apierror.Error {
 	asked, apiErr := moderationPlugin(body)
 	if apiErr != nil {
@@ -181,13 +220,30 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 	if len(texts) == 0 {
 		return nil
 	}
-	v, err := m.check(r.Context(), texts)
+	st.moderation = &moderationCall{m: m, texts: texts, slug: slug}
+	st.moderationCost = m.price
+	return nil
+}
+
+// moderationCall is a request's planned moderation.
+type moderationCall struct {
+	m     *Moderation
+	texts []string
+	slug  string // the model the refusal names
+}
+
+// run asks the provider: nil lets the request through (clean, or down
+// under fail_open, which also drops the price); otherwise the refusal.
+func (mc *moderationCall) run(r *http.Request, st *requestState, logger *zap.Logger) *apierror.Error {
+	m := mc.m
+	v, err := m.check(r.Context(), mc.texts)
 	if err != nil {
+		st.moderationCost = 0
 		if m.failOpen {
-			t.logger.Warn("moderation provider unavailable; serving unmoderated (fail_open)", zap.String("provider", m.name))
+			logger.Warn("moderation provider unavailable; serving unmoderated (fail_open)", zap.String("provider", m.name))
 			return nil
 		}
-		t.logger.Warn("moderation provider unavailable; request refused", zap.String("provider", m.name))
+		logger.Warn("moderation provider unavailable; request refused", zap.String("provider", m.name))
 		return apierror.New(http.StatusServiceUnavailable, "The moderation provider is unavailable; the request was not sent")
 	}
 	if !v.flagged {
@@ -198,9 +254,43 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 		reasons = []string{}
 	}
 	return &apierror.Error{Status: http.StatusForbidden,
-		Message: slug + " requires moderation on " + m.name + ". Your input was flagged for " + strings.Join(reasons, ", "),
+		Message: mc.slug + " requires moderation on " + m.name + ". Your input was flagged for " + strings.Join(reasons, ", "),
 		Metadata: map[string]any{"reasons": reasons, "flagged_input": truncateRunes(v.input, flaggedInputMax),
-			"provider_name": m.name, "model_slug": slug}}
+			"provider_name": m.name, "model_slug": mc.slug}}
+}
+
+// moderate makes an admitted request's moderation call. A refusal
+// releases the hold, except that a flagged input is charged the call's
+// price (st.moderationCost, zeroed when no verdict was had).
+func (m *Meter) moderate(r *http.Request, st *requestState) *apierror.Error {
+	began := now()
+	apiErr := st.moderation.run(r, st, m.logger)
+	if apiErr == nil {
+		return nil
+	}
+	if st.moderationCost == 0 {
+		_ = st.store.Release(st.res)
+		return apiErr
+	}
+	route, id, price := st.route, st.id, st.moderationCost
+	var credits money.Amount // a BYOK request pays the operator's provider in credits
+	if route.BYOK {
+		credits = price
+	}
+	gen := &storage.Generation{
+		ID: storage.NewGenerationID(began), AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
+		Model: st.moderation.slug, Provider: st.moderation.m.name, Cost: price, BYOK: route.BYOK, Credits: credits,
+		Status: "error", FinishReason: "content_filter", LatencyMS: now().Sub(began).Milliseconds(), User: route.User,
+		CreatedAt: began.UTC(), ContentFlags: st.contentFlags,
+	}
+	window := m.gw.InFlightPolicy().SettlementWindow
+	if err := st.store.Settle(st.res, storage.Charge{Cost: price, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen}); err != nil {
+		// The refusal stands; a shared store lands the charge later.
+		m.logger.Error("moderation charge not durable", zap.String("generation", gen.ID), zap.Error(err))
+		return apiErr
+	}
+	observeCharge(st, gen)
+	return apiErr
 }
 
 // moderationPlugin reports whether the body asks for moderation with the

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 )
 
@@ -15,6 +16,20 @@ import (
 // moderation switch.
 func moderationState(required bool) *requestState {
 	return &requestState{route: &Route{Attempts: []Attempt{{Model: &catalog.Model{ID: "acme/m", Moderation: required}}}}}
+}
+
+func TestModerationPrice(t *testing.T) {
+	for price, want := range map[string]int64{"": 0, "0": 0, "0.001": 1_000_000, "1e-9": 1, "2.5": 2_500_000_000} {
+		got, err := (&ModerationConfig{Price: price}).PriceAmount()
+		if err != nil || int64(got) != want {
+			t.Errorf("price %q = %d, %v; want %d", price, got, err, want)
+		}
+	}
+	for _, price := range []string{"-0.001", "abc", "0.0000000001", "1/3", "NaN"} {
+		if _, err := (&ModerationConfig{Price: price}).PriceAmount(); err == nil || !strings.Contains(err.Error(), "moderation: price") {
+			t.Errorf("price %q: %v", price, err)
+		}
+	}
 }
 
 func TestModerateWithoutProvider(t *testing.T) {
@@ -45,7 +60,7 @@ func TestModerateProvider(t *testing.T) {
 		_, _ = w.Write([]byte(answer))
 	}))
 	defer srv.Close()
-	m, err := (&ModerationConfig{BaseURL: srv.URL + "/v1/", APIKey: "k", Model: "mod", Name: "Mod"}).Build(nil)
+	m, err := (&ModerationConfig{BaseURL: srv.URL + "/v1/", APIKey: "k", Model: "mod", Name: "Mod", Price: "0.000125"}).Build(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +68,18 @@ func TestModerateProvider(t *testing.T) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	long := strings.Repeat("é", 150)
 	body := []byte(`{"model":"acme/m","messages":[{"role":"system","content":"be nice"},{"role":"user","content":"` + long + `"}]}`)
-	apiErr := tg.moderate(r, moderationState(true), body)
-	if apiErr == nil || apiErr.Status != http.StatusForbidden {
-		t.Fatalf("flagged: %v", apiErr)
+	// moderate plans the call (priced for the hold); run makes it.
+	call := func() (*requestState, *apierror.Error) {
+		t.Helper()
+		st := moderationState(true)
+		if apiErr := tg.moderate(r, st, body); apiErr != nil || st.moderation == nil || st.moderationCost != 125_000 {
+			t.Fatalf("plan: %v, call %v, price %d", apiErr, st.moderation, st.moderationCost)
+		}
+		return st, st.moderation.run(r, st, zap.NewNop())
+	}
+	st, apiErr := call()
+	if apiErr == nil || apiErr.Status != http.StatusForbidden || st.moderationCost != 125_000 {
+		t.Fatalf("flagged: %v, price %v", apiErr, st.moderationCost)
 	}
 	md := apiErr.Metadata
 	if strings.Join(md["reasons"].([]string), ",") != "harassment,hate" || md["provider_name"] != "Mod" || md["model_slug"] != "acme/m" ||
@@ -65,12 +89,18 @@ func TestModerateProvider(t *testing.T) {
 	if got != `{"input":["be nice","`+long+`"],"model":"mod"} Bearer k` {
 		t.Errorf("provider got %s", got)
 	}
+	// A clean verdict keeps the price on the request, exactly.
+	answer = `{"results":[{"flagged":false,"categories":{}},{"flagged":false,"categories":{}}]}`
+	if st, apiErr = call(); apiErr != nil || st.moderationCost != 125_000 {
+		t.Fatalf("clean: %v, price %d", apiErr, st.moderationCost)
+	}
+	// Down: refused, or served under fail_open; the price dropped either way.
 	answer = `{"results":[]}`
-	if apiErr := tg.moderate(r, moderationState(true), body); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
-		t.Fatalf("malformed answer: %v", apiErr)
+	if st, apiErr = call(); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable || st.moderationCost != 0 {
+		t.Fatalf("malformed answer: %v, price %d", apiErr, st.moderationCost)
 	}
 	m.failOpen = true
-	if apiErr := tg.moderate(r, moderationState(true), body); apiErr != nil {
-		t.Fatalf("fail open: %v", apiErr)
+	if st, apiErr = call(); apiErr != nil || st.moderationCost != 0 {
+		t.Fatalf("fail open: %v, price %d", apiErr, st.moderationCost)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -28,11 +29,12 @@ import (
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
 //  3. plan an inference request: apply the guardrails' content filters
 //     (contentfilter.go), rewrite web search (WebSearch), check the body
-//     and route it to its model's providers (Router), ask the moderation
-//     provider when the model or the request needs it (moderation.go), or
-//     serve the model lists;
-//  4. hold its cost, run a gateway-side search, try the providers in turn
-//     through reverse_proxy, and charge what the answer used (Meter).
+//     and route it to its model's providers (Router), plan the moderation
+//     the model or the request needs (moderation.go), or serve the model
+//     lists;
+//  4. hold its cost, ask the moderation provider, run a gateway-side
+//     search, try the providers in turn through reverse_proxy, and charge
+//     what the answer used (Meter).
 //
 // Each attempt goes through Caddy's own reverse_proxy, provisioned inside
 // this handler (HTTPSProxyRaw, HTTPProxyRaw): no route leads to it, and the
@@ -194,6 +196,11 @@ type requestState struct {
 	// contentFlags are the flagging content filters that matched
 	// (contentfilter.go), for the generation record.
 	contentFlags []storage.ContentFlag
+	// moderation is the request's moderation call, made once admitted;
+	// moderationCost its price, held and charged with the request
+	// (moderation.go); 0: none, free, or no verdict had.
+	moderation     *moderationCall
+	moderationCost money.Amount
 
 	// For the metrics (metrics.go).
 	inference bool // a POST to an inference route: counted in requests_total

@@ -251,3 +251,36 @@ func TestContentFilterSettingsRefused(t *testing.T) {
 		t.Errorf("%d guardrails, want 1", n)
 	}
 }
+
+// A flagged request is counted in the activity (flagged_requests per day,
+// model and provider) and in analytics (flagged_request_count, by any
+// dimension), beside the requests that were not flagged.
+func TestContentFlagsInAnalytics(t *testing.T) {
+	e := startContentFilters(t)
+	for _, text := range []string{"call me at 415-555-2671", "or at (415) 555-2672", "hi"} {
+		r, _ := e.send(t, "/chat/completions", `{"model":"ws/plain","messages":[{"role":"user","content":"`+text+`"}]}`)
+		r.expect(t, 200)
+	}
+	var requests, flagged int64
+	for _, row := range e.c.api("GET", "/activity", e.org.Mgmt, nil).expect(t, 200).JSON.Get("data").Array() {
+		if !row.Get("flagged_requests").Exists() {
+			t.Fatalf("activity row without flagged_requests: %s", row.Raw)
+		}
+		requests += row.Get("requests").Int()
+		flagged += row.Get("flagged_requests").Int()
+	}
+	if requests != 3 || flagged != 2 {
+		t.Fatalf("activity: %d requests, %d flagged; want 3 and 2", requests, flagged)
+	}
+	rows := e.c.api("POST", "/analytics/query", e.org.Mgmt, `{"metrics":["flagged_request_count","request_count"],"dimensions":["model"]}`).
+		expect(t, 200).JSON.Get("data.data").Array()
+	if len(rows) != 1 || rows[0].Get("model").Str != "ws/plain" || rows[0].Get("flagged_request_count").Int() != 2 || rows[0].Get("request_count").Int() != 3 {
+		t.Fatalf("analytics rows %v", rows)
+	}
+	// Ordered by it, and listed by the meta route.
+	e.c.api("POST", "/analytics/query", e.org.Mgmt, `{"metrics":["flagged_request_count"],"dimensions":["api_key_id"],"order_by":{"field":"flagged_request_count","direction":"desc"}}`).expect(t, 200)
+	meta := e.c.api("GET", "/analytics/meta", e.org.Mgmt, nil).expect(t, 200).JSON
+	if !strings.Contains(meta.Raw, `"flagged_request_count"`) {
+		t.Fatalf("meta lacks flagged_request_count: %s", meta.Raw)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // startModeration starts Caddy with a moderation provider at base (the
@@ -15,11 +18,21 @@ import (
 // mod/plain, moderated only when a request asks with the plugin.
 func startModeration(t *testing.T, base string, failOpen bool) (*client, tenant, string, *atomic.Int64) {
 	t.Helper()
+	return startModerationPriced(t, base, failOpen, "")
+}
+
+// startModerationPriced is startModeration with the operator's price per
+// moderation call ("": none).
+func startModerationPriced(t *testing.T, base string, failOpen bool, price string) (*client, tenant, string, *atomic.Int64) {
+	t.Helper()
 	var calls atomic.Int64
 	tap := startTap(t, mockAddr, func(string, []byte) { calls.Add(1) }, nil)
 	fo := ""
 	if failOpen {
 		fo = "\t\t\tfail_open\n"
+	}
+	if price != "" {
+		fo += "\t\t\tprice " + price + "\n"
 	}
 	model := func(id, sw string) string {
 		return fmt.Sprintf("\t\tmodel %s {\n%s\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
@@ -99,5 +112,148 @@ func TestModeration(t *testing.T) {
 		if calls.Load() != 1 {
 			t.Fatalf("%d provider calls", calls.Load())
 		}
+	})
+}
+
+// moderatedTokenCost is the moderation models' token cost of a usage object, in
+// nano-credits: 0.000001 per prompt token, 0.000002 per completion token.
+func moderatedTokenCost(t *testing.T, usage gjson.Result) money.Amount {
+	t.Helper()
+	p, c := usage.Get("prompt_tokens").Int(), usage.Get("completion_tokens").Int()
+	if p <= 0 || c <= 0 {
+		t.Fatalf("usage without tokens: %s", usage.Raw)
+	}
+	return money.Amount(p*1000 + c*2000)
+}
+
+// A priced moderation provider through Caddy: each request a clean verdict
+// lets through is charged the price on top of its tokens, exactly, in
+// usage.cost, the generation record and the key's usage, streamed or not;
+// a request that needs no moderation is not; a flagged request is charged
+// the call alone; a request the caller cannot pay for makes no call; a
+// request refused because the provider is down, or served unmoderated
+// (fail_open), pays no moderation.
+func TestModerationPrice(t *testing.T) {
+	const price = money.Amount(125_000) // 0.000125 credits
+	t.Run("charged", func(t *testing.T) {
+		c, org, key, calls := startModerationPriced(t, "http://"+mockAddr+"/v1", false, "0.000125")
+		check := func(what string, usage gjson.Result, id string, before usageSnapshot, moderated bool) {
+			t.Helper()
+			want := moderatedTokenCost(t, usage)
+			if moderated {
+				want += price
+			}
+			if got := creditAmount(t, usage.Get("cost")); got != want {
+				t.Fatalf("%s: usage.cost %s, want %s", what, got, want)
+			}
+			g := c.api("GET", "/generation?id="+id, key, nil).expect(t, 200).JSON.Get("data")
+			if got := creditAmount(t, g.Get("total_cost")); got != want {
+				t.Fatalf("%s: generation total_cost %s, want %s", what, got, want)
+			}
+			expectCharged(t, before, c.snapshot(key, org.MgmtKey), want, what)
+		}
+
+		before := c.snapshot(key, org.MgmtKey)
+		r := c.mustPost("/chat/completions", key, moderationBody("mod/required", "a kind word", ""), nil).expect(t, 200)
+		check("required", r.JSON.Get("usage"), r.JSON.Get("id").Str, before, true)
+
+		before = c.snapshot(key, org.MgmtKey)
+		evs := c.streamOf(t, "/chat/completions", key, moderationBody("mod/required", "a kind word", `,"stream":true,"stream_options":{"include_usage":true}`))
+		s := parseStream(t, evs)
+		if !s.done || !s.usage.Exists() {
+			t.Fatalf("stream: done %v usage %s", s.done, s.usage.Raw)
+		}
+		check("streamed", s.usage, gjson.Get(evs[0].Data, "id").Str, before, true)
+
+		before = c.snapshot(key, org.MgmtKey)
+		r = c.mustPost("/chat/completions", key, moderationBody("mod/plain", "hi", `,"plugins":[{"id":"moderation"}]`), nil).expect(t, 200)
+		check("plugin", r.JSON.Get("usage"), r.JSON.Get("id").Str, before, true)
+
+		before = c.snapshot(key, org.MgmtKey)
+		r = c.mustPost("/chat/completions", key, moderationBody("mod/plain", "hi", ""), nil).expect(t, 200)
+		check("not moderated", r.JSON.Get("usage"), r.JSON.Get("id").Str, before, false)
+
+		// Flagged: refused before the model's provider, and charged the
+		// moderation call alone, recorded against the moderation provider.
+		served := calls.Load()
+		before = c.snapshot(key, org.MgmtKey)
+		c.mustPost("/chat/completions", key, moderationBody("mod/required", "kill", ""), nil).expectError(t, 403, "requires moderation")
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), price, "flagged")
+		if calls.Load() != served {
+			t.Fatal("a flagged request reached the provider")
+		}
+		var found bool
+		for _, row := range c.api("GET", "/activity", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array() {
+			if row.Get("provider_name").Str == "OpenAI" {
+				found = true
+				if row.Get("model").Str != "mod/required" || row.Get("requests").Int() != 1 || creditAmount(t, row.Get("usage")) != price {
+					t.Errorf("the flagged request's activity: %s", row.Raw)
+				}
+			}
+		}
+		if !found {
+			t.Error("the flagged request's charge is not in the activity")
+		}
+	})
+	t.Run("admission first", func(t *testing.T) {
+		// A key that cannot pay is refused (402) before any moderation call.
+		var modCalls atomic.Int64
+		modTap := startTap(t, mockAddr, func(string, []byte) { modCalls.Add(1) }, nil)
+		c, org, _, _ := startModerationPriced(t, "http://"+modTap.Listener.Addr().String()+"/v1", false, "0.000125")
+		broke, _ := c.newKey(org.MgmtKey, `{"name":"broke","limit":0.00001}`)
+		c.mustPost("/chat/completions", broke, moderationBody("mod/required", "kill", ""), nil).expectError(t, 402, "")
+		if modCalls.Load() != 0 {
+			t.Fatalf("%d moderation calls for a request that could not pay", modCalls.Load())
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		// Admission holds the price: a key whose limit covers the tokens
+		// but not a 1-credit moderation call is refused before the call.
+		var modCalls atomic.Int64
+		modTap := startTap(t, mockAddr, func(string, []byte) { modCalls.Add(1) }, nil)
+		c, org, _, _ := startModerationPriced(t, "http://"+modTap.Listener.Addr().String()+"/v1", false, "1")
+		capped, _ := c.newKey(org.MgmtKey, `{"name":"capped","limit":0.5}`)
+		c.mustPost("/chat/completions", capped, moderationBody("mod/plain", "hi", `,"max_tokens":50`), nil).expect(t, 200)
+		c.mustPost("/chat/completions", capped, moderationBody("mod/required", "hi", `,"max_tokens":50`), nil).expectError(t, 402, "")
+		if modCalls.Load() != 0 {
+			t.Fatalf("%d moderation calls for a request whose price was not held", modCalls.Load())
+		}
+	})
+	t.Run("byok", func(t *testing.T) {
+		// The caller's own provider key pays the tokens; the operator's
+		// moderation call is paid in credits, served or flagged.
+		c, org, _, _ := startModerationPriced(t, "http://"+mockAddr+"/v1", false, "0.000125")
+		c.api("POST", "/byok", org.MgmtKey, `{"provider":"p","key":"sk-own-moderated-key-123456"}`).expect(t, 201)
+		key, hash := c.newKey(org.MgmtKey, `{"name":"own key"}`)
+		keyUsage := func() (credits, byok money.Amount) {
+			k := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+			return creditAmount(t, k.Get("usage")), creditAmount(t, k.Get("byok_usage"))
+		}
+		r := c.mustPost("/chat/completions", key, moderationBody("mod/required", "a kind word", ""), nil).expect(t, 200)
+		tokens := moderatedTokenCost(t, r.JSON.Get("usage"))
+		if got := creditAmount(t, r.JSON.Get("usage.cost")); got != tokens+price || !r.JSON.Get("usage.is_byok").Bool() {
+			t.Fatalf("usage %s, want cost %s", r.JSON.Get("usage").Raw, tokens+price)
+		}
+		if credits, byok := keyUsage(); credits != price || byok != tokens {
+			t.Fatalf("served: usage %s byok_usage %s, want %s and %s", credits, byok, price, tokens)
+		}
+		c.mustPost("/chat/completions", key, moderationBody("mod/required", "kill", ""), nil).expectError(t, 403, "requires moderation")
+		if credits, byok := keyUsage(); credits != 2*price || byok != tokens {
+			t.Fatalf("flagged: usage %s byok_usage %s, want %s and %s", credits, byok, 2*price, tokens)
+		}
+	})
+	t.Run("down", func(t *testing.T) {
+		dead := "http://" + freeport.Addr(t) + "/v1"
+		c, org, key, _ := startModerationPriced(t, dead, false, "0.000125")
+		before := c.snapshot(key, org.MgmtKey)
+		c.mustPost("/chat/completions", key, moderationBody("mod/required", "hello", ""), nil).expectError(t, 503, "moderation provider is unavailable")
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), 0, "refused while down")
+	})
+	t.Run("down, fail open", func(t *testing.T) {
+		dead := "http://" + freeport.Addr(t) + "/v1"
+		c, org, key, _ := startModerationPriced(t, dead, true, "0.000125")
+		before := c.snapshot(key, org.MgmtKey)
+		r := c.mustPost("/chat/completions", key, moderationBody("mod/required", "hello", ""), nil).expect(t, 200)
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), moderatedTokenCost(t, r.JSON.Get("usage")), "served unmoderated")
 	})
 }

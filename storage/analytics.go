@@ -60,6 +60,9 @@ type Sums struct {
 	BYOKUsage        money.Amount
 	LatencyMS        int64 // sum over requests
 	Feedback         int64 // feedback records on these generations
+	// Flagged counts the generations a flagging content filter matched
+	// (Generation.ContentFlags not empty).
+	Flagged int64
 }
 
 func (s *Sums) add(o Sums) {
@@ -70,6 +73,7 @@ func (s *Sums) add(o Sums) {
 	s.BYOKUsage += o.BYOKUsage
 	s.LatencyMS += o.LatencyMS
 	s.Feedback += o.Feedback
+	s.Flagged += o.Flagged
 }
 
 // cellKey identifies a rollup cell; strings are interned per account.
@@ -196,6 +200,9 @@ func (a *acctRollup) cellOf(hour int32, d genDims) int32 {
 // addGeneration counts one generation record.
 func (r *rollup) addGeneration(g Generation) {
 	s := Sums{Requests: 1, PromptTokens: g.PromptTokens, CompletionTokens: g.CompletionTokens, LatencyMS: g.LatencyMS}
+	if len(g.ContentFlags) > 0 {
+		s.Flagged = 1
+	}
 	if g.BYOK {
 		// As Settle splits the charge.
 		s.Usage = min(max(g.Credits, 0), g.Cost)
@@ -389,6 +396,13 @@ func decodeGenerationSums(v []byte, g *Generation) error {
 			if g.CreatedAt, err = time.Parse(time.RFC3339Nano, x.Str); err != nil {
 				err = fmt.Errorf("created_at: %w", err)
 			}
+		case "content_flags":
+			// Rare: decoded whole.
+			x.ForEach(func(_, f gjson.Result) bool {
+				g.ContentFlags = append(g.ContentFlags, ContentFlag{GuardrailID: f.Get("guardrail_id").Str,
+					Label: f.Get("label").Str, Builtin: f.Get("builtin").Str})
+				return true
+			})
 		}
 		return err == nil
 	})

@@ -37,7 +37,8 @@ func TestAnalyticsRollupSurvivesReopenWithoutDoubleCounting(t *testing.T) {
 	okey, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: other.ID, Name: "k"})
 	t0 := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour) // t0 and t0+1m in one hour cell
 	g1 := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 3, CompletionTokens: 4, Status: "completed", User: "alice", LatencyMS: 10, CreatedAt: t0}, 1500)
-	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 5, CompletionTokens: 6, Status: "completed", User: "alice", LatencyMS: 30, CreatedAt: t0.Add(time.Minute)}, 2500)
+	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 5, CompletionTokens: 6, Status: "completed", User: "alice", LatencyMS: 30, CreatedAt: t0.Add(time.Minute),
+		ContentFlags: []ContentFlag{{GuardrailID: "g", Label: "[PHONE]", Builtin: "phone"}, {GuardrailID: "g", Label: "x"}}}, 2500)
 	settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m2", Provider: "q", PromptTokens: 1, CompletionTokens: 1, Status: "completed", BYOK: true, CreatedAt: t0.Add(2 * time.Hour)}, 700)
 	settleGen(t, s, other.ID, okey.Hash, Generation{Model: "m1", Provider: "p", PromptTokens: 9, CompletionTokens: 9, Status: "completed", User: "alice", CreatedAt: t0}, 9999)
 	if _, err := s.AddFeedback(g1, "latency", nil); err != nil {
@@ -46,7 +47,8 @@ func TestAnalyticsRollupSurvivesReopenWithoutDoubleCounting(t *testing.T) {
 	if _, err := s.AddFeedback(g1, "nonsense", nil); err == nil {
 		t.Fatal("unknown category accepted")
 	}
-	want := Sums{Requests: 3, PromptTokens: 9, CompletionTokens: 11, Usage: 4000, BYOKUsage: 700, LatencyMS: 40, Feedback: 1}
+	// One request flagged (by two filters), counted once, live and rebuilt.
+	want := Sums{Requests: 3, PromptTokens: 9, CompletionTokens: 11, Usage: 4000, BYOKUsage: 700, LatencyMS: 40, Feedback: 1, Flagged: 1}
 	check := func(s *Store, when string) {
 		t.Helper()
 		got, cells := totals(s, acct.ID)
@@ -124,7 +126,8 @@ func TestEndUsersLifecycle(t *testing.T) {
 func TestDecodeGenerationSumsMatchesJSON(t *testing.T) {
 	g := Generation{ID: "gen-1", AccountID: "a", KeyHash: "k", WorkspaceID: "w", Model: "m\"x", Provider: "p",
 		PromptTokens: 12, CompletionTokens: 34, Cost: 56789, BYOK: true, Status: "completed", LatencyMS: 78,
-		User: "u\u00e9", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+		User: "u\u00e9", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+		ContentFlags: []ContentFlag{{GuardrailID: "g1", Label: "[EMAIL]", Builtin: "email"}, {GuardrailID: "g2", Label: "code"}}}
 	b, _ := g.MarshalJSON()
 	var got Generation
 	if err := decodeGenerationSums(b, &got); err != nil {

@@ -41,6 +41,7 @@ type activityItem struct {
 	PromptTokens       int64        `json:"prompt_tokens"`
 	CompletionTokens   int64        `json:"completion_tokens"`
 	ReasoningTokens    int64        `json:"reasoning_tokens"`
+	FlaggedRequests    int64        `json:"flagged_requests"` // the gateway's own: requests a flagging content filter matched
 	WorkspaceID        *string      `json:"workspace_id,omitempty"`
 }
 
@@ -123,7 +124,7 @@ func (ar *adminRequest) activity() *apierror.Error {
 			Date: r.Bucket.Format(time.DateOnly), Model: model, ModelPermaslug: model,
 			EndpointID: endpointID(model, provider), ProviderName: provider,
 			Usage: r.Sums.Usage, BYOKUsageInference: r.Sums.BYOKUsage, Requests: r.Sums.Requests,
-			PromptTokens: r.Sums.PromptTokens, CompletionTokens: r.Sums.CompletionTokens,
+			PromptTokens: r.Sums.PromptTokens, CompletionTokens: r.Sums.CompletionTokens, FlaggedRequests: r.Sums.Flagged,
 		}
 		if byWorkspace {
 			ws := r.Dims[2]
@@ -184,6 +185,7 @@ var analyticsMetrics = []analyticsMetric{
 	amountMetric("usage", "Spend (credits)", func(s *storage.Sums) money.Amount { return s.Usage }),
 	amountMetric("byok_usage", "BYOK Spend", func(s *storage.Sums) money.Amount { return s.BYOKUsage }),
 	intMetric("feedback_count", "Feedback Count", func(s *storage.Sums) int64 { return s.Feedback }),
+	intMetric("flagged_request_count", "Flagged Requests", func(s *storage.Sums) int64 { return s.Flagged }),
 	{Name: "avg_latency_ms", DisplayLabel: "Average Latency", IsRate: true, DisplayFormat: "latency",
 		value: func(s *storage.Sums) any { return avgLatency(s) },
 		less:  func(a, b *storage.Sums) bool { return avgLatency(a) < avgLatency(b) }},
