@@ -266,6 +266,8 @@ func TestCatalogErrors(t *testing.T) {
 		{"query", prov(ProviderConfig{Name: "p", BaseURL: "https://x/v1?a=1"}), "", `model "m": provider "p": base_url:`},
 		{"relative", prov(ProviderConfig{Name: "p", BaseURL: "api.openai.com/v1"}), "", `model "m": provider "p": base_url:`},
 		{"bad search_family", prov(ProviderConfig{Name: "p", BaseURL: "http://x", SearchFamily: "google"}), "", `model "m": provider "p": search_family: expected openai, anthropic, x or none`},
+		{"bad system_messages", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "anthropic", SystemMessages: "merge"}), "", `model "m": provider "p": system_messages: expected pass or fold, got "merge"`},
+		{"fold for chat", prov(ProviderConfig{Name: "p", BaseURL: "http://x", SystemMessages: "fold"}), "", `model "m": provider "p": system_messages: fold applies to style anthropic only`},
 		{"file not json", nil, `{"data":[`, "not valid JSON"},
 		{"file no data", nil, `[]`, `expected {"data": [models...]}`},
 		{"file model not object", nil, `{"data":[1]}`, "data[0]: expected a model object"},

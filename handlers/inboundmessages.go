@@ -35,9 +35,9 @@ func (rt *Route) translateMessages() *apierror.Error {
 	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() }) {
 		return nil
 	}
-	chat, err := messages.MessagesToChat(rt.body)
+	chat, err := messages.ToChat(rt.body)
 	if err == nil {
-		rt.chatBody = chat
+		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort
 		return nil
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() })
