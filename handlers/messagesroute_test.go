@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"testing"
@@ -48,5 +49,11 @@ func TestRouteMessagesPerAttempt(t *testing.T) {
 		if b := r.Header.Get("Anthropic-Beta"); b != want.betas {
 			t.Errorf("attempt %d: anthropic-beta %q, want %q", i, b, want.betas)
 		}
+	}
+	// Without a provider that takes reasoning, the translation leaves the
+	// effort out: no copy per attempt.
+	rt = &Route{Kind: "messages", Attempts: attempts[:1], body: []byte(body), uri: "/messages"}
+	if err := rt.translateFor(); err != nil || rt.impliedEffort || bytes.Contains(rt.chatBody, []byte("reasoning_effort")) {
+		t.Errorf("no reasoning provider: %v %v %s", err, rt.impliedEffort, rt.chatBody)
 	}
 }

@@ -25,12 +25,17 @@ func TestToChatImpliedEffort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := ToChat([]byte(tt.in))
+			c, err := ToChat([]byte(tt.in), false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := gjson.GetBytes(c.Body, "reasoning_effort").Str; got != tt.effort || c.ImpliedEffort != tt.implied {
 				t.Fatalf("reasoning_effort %q implied %v, want %q %v", got, c.ImpliedEffort, tt.effort, tt.implied)
+			}
+			// Left out when no provider takes it; a named one stays.
+			none, err := ToChat([]byte(tt.in), true)
+			if e := gjson.GetBytes(none.Body, "reasoning_effort"); err != nil || none.ImpliedEffort || e.Exists() != (tt.effort != "" && !tt.implied) {
+				t.Fatalf("without implied effort: %s %v", none.Body, err)
 			}
 			lean := WithoutReasoningEffort(c.Body)
 			if !json.Valid(lean) || gjson.GetBytes(lean, "reasoning_effort").Exists() {

@@ -31,7 +31,9 @@ import (
 // function tools), tool_choice (auto, any as required, tool, none;
 // disable_parallel_tool_use as parallel_tool_calls false), stop_sequences
 // (stop), temperature, top_p, metadata.user_id (user, unless the request
-// sets user), thinking and output_config.effort (reasoning_effort),
+// sets user), thinking and output_config.effort (reasoning_effort; left
+// out with ToChat's noImplied, or later by WithoutReasoningEffort, for
+// providers whose models take no reasoning effort),
 // output_config.format (response_format), stream (with
 // stream_options.include_usage, so that the answer reports usage).
 // Dropped, having no chat form and changing nothing the answer means:
@@ -120,7 +122,7 @@ func (q *inRequest) readFields(req gjson.Result) error {
 // MessagesToChat translates a Messages request body into a chat
 // completions body. An error names the field that has no chat form.
 func MessagesToChat(body []byte) ([]byte, error) {
-	c, err := ToChat(body)
+	c, err := ToChat(body, false)
 	return c.Body, err
 }
 
@@ -136,8 +138,10 @@ type Chat struct {
 }
 
 // ToChat is MessagesToChat, telling where the body's reasoning_effort
-// came from.
-func ToChat(body []byte) (Chat, error) {
+// came from. With noImplied, a reasoning_effort that thinking or
+// output_config.effort implies is left out: for a request none of whose
+// providers take reasoning, which then costs no copy per attempt.
+func ToChat(body []byte, noImplied bool) (Chat, error) {
 	// A view of body, not a copy (gjson.ParseBytes copies): what is read
 	// from it is copied into the result, which keeps no reference to it.
 	req := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
@@ -148,7 +152,7 @@ func ToChat(body []byte) (Chat, error) {
 	if err := q.readFields(req); err != nil {
 		return Chat{}, err
 	}
-	out, implied, err := q.toChat(len(body))
+	out, implied, err := q.toChat(len(body), noImplied)
 	return Chat{Body: out, ImpliedEffort: implied}, err
 }
 
@@ -177,8 +181,8 @@ func WithoutReasoningEffort(chat []byte) []byte {
 
 // toChat writes the chat body of the request's fields; size is the
 // Messages body's, to size the result. implied reports a reasoning_effort
-// from thinking or output_config.effort.
-func (q *inRequest) toChat(size int) (out []byte, implied bool, err error) {
+// from thinking or output_config.effort, which noImplied leaves out.
+func (q *inRequest) toChat(size int, noImplied bool) (out []byte, implied bool, err error) {
 	out = make([]byte, 0, size+size/4)
 	out = append(out, '{')
 	field := func(name string) {
@@ -221,12 +225,17 @@ func (q *inRequest) toChat(size int) (out []byte, implied bool, err error) {
 		return nil, false, err
 	}
 	if effort != "" {
-		out = append(out, effortMember...)
-		out = append(append(append(out, '"'), effort...), '"')
 		// Not implied: the public reasoning object, which counts only
 		// without thinking and output_config.effort.
 		implied = q.thinking.Exists() && q.thinking.Type != gjson.Null ||
 			q.outputConfig.Get("effort").Exists() && q.outputConfig.Get("effort").Type != gjson.Null
+		if implied && noImplied {
+			effort, implied = "", false
+		}
+	}
+	if effort != "" {
+		out = append(out, effortMember...)
+		out = append(append(append(out, '"'), effort...), '"')
 	}
 	if format := q.outputConfig.Get("format"); format.Exists() && format.Type != gjson.Null {
 		field("response_format")
