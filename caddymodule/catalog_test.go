@@ -384,6 +384,8 @@ func TestModelCaddyfileErrors(t *testing.T) {
 		{"tollgate {\n model a {\n provider p\n }\n}", "wrong argument count"},
 		{"tollgate {\n model a {\n provider p http://x extra\n }\n}", "wrong argument count"},
 		{"tollgate {\n model a {\n provider p http://x {\n key k\n }\n }\n}", `unrecognized provider option "key"`},
+		{"tollgate {\n model a {\n pricing {\n prompt 0\n completion 0\n }\n provider p http://x {\n system_messages fold\n }\n }\n}", "system_messages: fold applies to style anthropic only"},
+		{"tollgate {\n model a {\n pricing {\n prompt 0\n completion 0\n }\n provider p http://x {\n style anthropic\n system_messages merge\n }\n }\n}", `system_messages: expected pass or fold, got "merge"`},
 		{"tollgate {\n models_file\n}", "wrong argument count"},
 		{"tollgate {\n in_flight {\n fraction 0\n }\n}", "in_flight: fraction: expected a decimal in (0, 1]"},
 		{"tollgate {\n in_flight {\n fraction 1.5\n }\n}", "in_flight: fraction: expected a decimal in (0, 1]"},
