@@ -241,7 +241,7 @@ var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "g
 
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
-	"data_collection", "publication", "region", "quantization", "supported_parameters", "pricing"}
+	"data_collection", "publication", "region", "quantization", "supported_parameters", "system_messages", "pricing"}
 
 // parseModeration parses the moderation block.
 func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {
@@ -413,6 +413,8 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					dst = &p.Region
 				case "quantization":
 					dst = &p.Quantization
+				case "system_messages":
+					dst = &p.SystemMessages
 				case "supported_parameters":
 					p.SupportedParameters = d.RemainingArgs()
 					if len(p.SupportedParameters) == 0 {

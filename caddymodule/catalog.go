@@ -124,6 +124,12 @@ type ProviderConfig struct {
 	// SupportedParameters are the request parameters the provider takes
 	// (a request's provider.require_parameters); default: its dialect's.
 	SupportedParameters []string `json:"supported_parameters,omitempty"`
+	// SystemMessages is what an Anthropic-style provider gets of the
+	// system messages inside a Messages request's messages: "pass" (the
+	// default: as they are, with the mid-conversation-system beta) or
+	// "fold" (into the top-level system, for a provider without that
+	// beta).
+	SystemMessages string `json:"system_messages,omitempty"`
 	// Pricing is the provider's own price for the model when it differs
 	// from the model's; requests it serves are charged at it.
 	Pricing *PricingConfig `json:"pricing,omitempty"`
@@ -146,7 +152,7 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	}
 	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
 		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
-		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters}
+		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages}
 	if pc.Pricing != nil {
 		pricing, err := pc.Pricing.pricing()
 		if err != nil {
@@ -738,6 +744,15 @@ func checkProvider(p *catalog.Provider) error {
 	case "", "openai", "anthropic", "x", "none":
 	default:
 		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
+	}
+	switch p.SystemMessages {
+	case "", catalog.SystemPass:
+	case catalog.SystemFold:
+		if !p.Anthropic() {
+			return errors.New("system_messages: fold applies to style anthropic only (chat providers take system messages anywhere)")
+		}
+	default:
+		return fmt.Errorf("system_messages: expected pass or fold, got %q", p.SystemMessages)
 	}
 	return nil
 }

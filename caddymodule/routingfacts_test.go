@@ -62,9 +62,11 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 	if plain.Stats == nil || plain.Stats == fast.Stats {
 		t.Error("each endpoint has its own measurements")
 	}
-	// The public list's supported_parameters: any provider's.
+	// The public list's supported_parameters: any provider's (the
+	// Anthropic-style one adds top_k and reasoning, which the OpenAI
+	// dialect's defaults leave out).
 	params := gjson.GetBytes(m.Public, "supported_parameters").Array()
-	if len(params) != len(catalog.OpenAIParameters)+1 || params[len(params)-1].Str != "top_k" {
+	if len(params) != len(catalog.OpenAIParameters)+2 || params[len(params)-2].Str != "top_k" || params[len(params)-1].Str != "reasoning" {
 		t.Errorf("supported_parameters %v", params)
 	}
 }

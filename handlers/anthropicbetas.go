@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 )
 
 // Anthropic's betas (the anthropic-beta header) on the Messages route: a
@@ -66,4 +68,28 @@ func (rt *Router) allowedBetas(h http.Header) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// betaMidConversationSystem lets system messages come inside messages;
+// a provider that folds them (system_messages fold) does not take it.
+const betaMidConversationSystem = "mid-conversation-system-2026-04-07"
+
+// betasFor is the anthropic-beta header of the attempt at p ("" for
+// none): the allowed betas of a Messages request for an Anthropic-style
+// provider, without the mid-conversation-system beta where the system
+// messages are folded.
+func (rt *Route) betasFor(p *catalog.Provider) string {
+	if rt.betas == "" || !rt.anthropic || rt.Kind != "messages" {
+		return ""
+	}
+	if !p.FoldsSystem() || !strings.Contains(rt.betas, betaMidConversationSystem) {
+		return rt.betas
+	}
+	var kept []string
+	for b := range strings.SplitSeq(rt.betas, ",") {
+		if b != betaMidConversationSystem {
+			kept = append(kept, b)
+		}
+	}
+	return strings.Join(kept, ",")
 }

@@ -35,9 +35,22 @@ func (rt *Route) translateMessages() *apierror.Error {
 	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() }) {
 		return nil
 	}
-	chat, err := messages.MessagesToChat(rt.body)
+	// The reasoning_effort thinking implies goes to the providers that
+	// take reasoning: left out when none does (no copy per attempt), else
+	// taken out for those that do not (apply).
+	takes, lacks := false, false
+	for _, a := range rt.Attempts {
+		if !a.Provider.Anthropic() {
+			if slices.Contains(a.Provider.Parameters(), "reasoning") {
+				takes = true
+			} else {
+				lacks = true
+			}
+		}
+	}
+	chat, err := messages.ToChat(rt.body, !takes)
 	if err == nil {
-		rt.chatBody = chat
+		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort && lacks
 		return nil
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() })

@@ -68,6 +68,10 @@ type Route struct {
 	chatBody  []byte
 	echo      *translate.Echo
 	translate bool
+	// impliedEffort: a Messages request's chat body carries the
+	// reasoning_effort its thinking or output_config.effort implies,
+	// which reaches only providers that take reasoning (see apply).
+	impliedEffort bool
 	// anthropic: the current attempt's provider speaks Anthropic's
 	// Messages API (catalog.StyleAnthropic). toAnthropic: the request is
 	// a chat (or Responses) request, translated (messages.ChatToAnthropic)
@@ -145,6 +149,12 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	rt.translate = rt.Kind == "responses" && a.Provider.ChatOnly() || rt.Kind == "messages" && !a.Provider.Anthropic()
 	if rt.translate {
 		body = rt.chatBody
+		if rt.impliedEffort && !slices.Contains(a.Provider.Parameters(), "reasoning") {
+			// The client (Claude Code always) sent thinking, not a chat
+			// parameter: a model that takes no reasoning effort (gpt-4o,
+			// gpt-4.1) would refuse it with a 400.
+			body = messages.WithoutReasoningEffort(body)
+		}
 	}
 	if rt.translate || rt.Kind == "chat" {
 		body = forProvider(body, a.Provider)
@@ -166,14 +176,17 @@ func (rt *Route) apply(r *http.Request, i int) error {
 		// A Messages request: sent as it is, but for the model id (set
 		// above) and the max_tokens Anthropic requires.
 		body, err = messages.WithMaxTokens(body, a.anthropicMaxTokens())
+		if err == nil && a.Provider.FoldsSystem() {
+			body, err = messages.FoldSystem(body)
+		}
 	}
 	if err != nil {
 		return err
 	}
 	rt.key = a.Key
 	setDialect(r.Header, rt.anthropic)
-	if rt.betas != "" && rt.anthropic && rt.Kind == "messages" {
-		r.Header["Anthropic-Beta"] = []string{rt.betas}
+	if betas := rt.betasFor(a.Provider); betas != "" {
+		r.Header["Anthropic-Beta"] = []string{betas}
 	} else {
 		delete(r.Header, "Anthropic-Beta")
 	}

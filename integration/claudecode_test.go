@@ -20,6 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -151,19 +152,67 @@ func runClaude(t *testing.T, bin, base, key, model, dir, prompt string) gjson.Re
 // plain answer; a tool loop in which the mock asks for Read of a file of
 // the test's directory, Claude Code runs it and the mock answers from its
 // result; each model call charged exactly once.
+//
+// The chat models are served by a mock that, as OpenAI does for gpt-4o,
+// refuses reasoning_effort for a model that does not reason: cc/mock's
+// provider lists the OpenAI dialect's default parameters (no reasoning),
+// so Claude Code's thinking must not reach it; cc/o3's lists reasoning
+// and gets the effort. cc/claude-fold's Anthropic-style provider takes no
+// system message inside messages (nor the mid-conversation-system beta):
+// with system_messages fold it gets them in the top-level system.
 func TestClaudeCode(t *testing.T) {
 	bin := claudeBinary(t)
-	chatUp, anthropicUp := newRequestTap(t, mockAddr), newRequestTap(t, mockAddr)
-	startInProcessWith(t, withModels(t, fmt.Sprintf(`		model cc/mock {
+	quirks := freeport.Addr(t)
+	chatUp, anthropicUp, foldUp := newRequestTap(t, quirks), newRequestTap(t, mockAddr), newRequestTap(t, quirks)
+	withQuirkMock := func(cfg string) string {
+		return cfg + fmt.Sprintf(`
+http://%s {
+	bind 127.0.0.1
+	tollgate_mock_provider {
+		strict
+		non_reasoning_models tollgate-mock-4o
+		no_system_messages
+	}
+}
+`, quirks)
+	}
+	withCCModels := withModels(t, fmt.Sprintf(`		model cc/mock {
 			context_length 200000
 			max_completion_tokens 8192
 			pricing {
 				prompt 0.000001
 				completion 0.000002
 			}
-			provider mock http://%s/v1 {
-				model tollgate-mock
+			provider mock http://%[1]s/v1 {
+				model tollgate-mock-4o
 				api_key mock
+			}
+		}
+		model cc/o3 {
+			context_length 200000
+			max_completion_tokens 8192
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+			provider mock http://%[1]s/v1 {
+				model tollgate-mock-o3
+				api_key mock
+				supported_parameters max_tokens temperature top_p stop tools tool_choice parallel_tool_calls reasoning
+			}
+		}
+		model cc/claude-fold {
+			context_length 200000
+			max_completion_tokens 8192
+			pricing {
+				prompt 0.000003
+				completion 0.000015
+			}
+			provider anthropic http://%[3]s {
+				model claude-mock
+				api_key sk-ant-operator
+				style anthropic
+				system_messages fold
 			}
 		}
 		model cc/claude {
@@ -175,13 +224,14 @@ func TestClaudeCode(t *testing.T) {
 				input_cache_read 0.0000003
 				input_cache_write 0.00000375
 			}
-			provider anthropic http://%s {
+			provider anthropic http://%[2]s {
 				model claude-mock
 				api_key sk-ant-operator
 				style anthropic
 			}
 		}
-`, chatUp.addr(), anthropicUp.addr())))
+`, chatUp.addr(), anthropicUp.addr(), foldUp.addr()))
+	startInProcessWith(t, func(cfg string) string { return withQuirkMock(withCCModels(cfg)) })
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"claude-code"}`)
@@ -200,8 +250,20 @@ func TestClaudeCode(t *testing.T) {
 	// allow-list today.
 	check := func(t *testing.T, model, prompt string) gjson.Result {
 		provider := chatUp
-		if model == "cc/claude" {
+		switch model {
+		case "cc/claude":
 			provider = anthropicUp
+		case "cc/claude-fold":
+			provider = foldUp
+		}
+		// Forget what an earlier run that failed left in the taps.
+		tap.take()
+		for drained := false; !drained; {
+			select {
+			case <-provider.last:
+			default:
+				drained = true
+			}
 		}
 		before := c.snapshot(key, org.MgmtKey)
 		res := runClaude(t, bin, base, key, model, dir, prompt)
@@ -224,20 +286,56 @@ func TestClaudeCode(t *testing.T) {
 		if calls == 0 || len(gens) != calls {
 			t.Fatalf("%d model calls, %d generations", calls, len(gens))
 		}
+		// What the run must have exercised, so that the checks below can
+		// fail: thinking (every run), system messages inside messages.
+		var thought, midSystem bool
 		for _, r := range reqs {
 			if !strings.HasPrefix(r.uri, "/api/v1/messages") {
 				continue
 			}
 			up := provider.take(t)
 			sent := strings.ReplaceAll(r.header.Get("Anthropic-Beta"), " ", "")
+			// Claude Code's thinking (adaptive, with output_config.effort)
+			// implies a reasoning effort, for the models that reason.
+			thinks := gjson.GetBytes(r.body, "thinking").Exists() && gjson.GetBytes(r.body, "thinking.type").Str != "disabled" ||
+				gjson.GetBytes(r.body, "output_config.effort").Exists()
+			effort := gjson.GetBytes(up.body, "reasoning_effort")
+			thought = thought || thinks
+			midSystem = midSystem || gjson.GetBytes(r.body, `messages.#(role=="system")`).Exists()
+			if model == "cc/claude-fold" {
+				// Folded, not dropped: each text is in the system prompt.
+				system := gjson.GetBytes(up.body, "system").Raw
+				for _, m := range gjson.GetBytes(r.body, `messages.#(role=="system")#`).Array() {
+					texts := m.Get("content.#.text").Array()
+					if c := m.Get("content"); c.Type == gjson.String {
+						texts = []gjson.Result{c}
+					}
+					for _, text := range texts {
+						if !strings.Contains(system, text.Raw) {
+							t.Fatalf("system message %.100s not in the provider's system %.300s", text.Raw, system)
+						}
+					}
+				}
+			}
 			switch {
-			case model == "cc/mock" && (up.uri != "/v1/chat/completions" || up.header.Get("Anthropic-Beta") != ""):
+			case (model == "cc/mock" || model == "cc/o3") && (up.uri != "/v1/chat/completions" || up.header.Get("Anthropic-Beta") != ""):
 				t.Fatalf("chat provider got %s with %v", up.uri, up.header)
+			case model == "cc/mock" && effort.Exists():
+				t.Fatalf("a model without reasoning got reasoning_effort %s", effort.Raw)
+			case model == "cc/o3" && thinks != effort.Exists():
+				t.Fatalf("a reasoning model got reasoning_effort %q for thinking %s, output_config %s", effort.Str,
+					gjson.GetBytes(r.body, "thinking").Raw, gjson.GetBytes(r.body, "output_config").Raw)
+			case model == "cc/claude-fold" && (up.uri != "/v1/messages?beta=true" || strings.Contains(up.header.Get("Anthropic-Beta"), "mid-conversation-system") ||
+				gjson.GetBytes(up.body, `messages.#(role=="system")`).Exists()):
+				t.Fatalf("folding provider got %s with anthropic-beta %q: %.300s", up.uri, up.header.Get("Anthropic-Beta"), up.body)
 			case model == "cc/claude" && (up.uri != "/v1/messages?beta=true" || sent == "" || up.header.Get("Anthropic-Beta") != sent ||
 				!gjson.GetBytes(up.body, "thinking").Exists() || !gjson.GetBytes(up.body, "context_management").Exists()):
 				t.Fatalf("Anthropic-style provider got %s with anthropic-beta %q (Claude Code sent %q): %.300s",
 					up.uri, up.header.Get("Anthropic-Beta"), sent, up.body)
 			}
+		}
+		if !thought || model == "cc/claude-fold" && !midSystem {
+			t.Fatalf("Claude Code sent no thinking (%v) or no system message inside messages (%v)", thought, midSystem)
 		}
 		var total money.Amount
 		for _, id := range gens {
@@ -254,7 +352,8 @@ func TestClaudeCode(t *testing.T) {
 		return res
 	}
 
-	for _, tc := range []struct{ model, upstream string }{{"cc/mock", "tollgate-mock"}, {"cc/claude", "claude-mock"}} {
+	for _, tc := range []struct{ model, upstream string }{{"cc/mock", "tollgate-mock-4o"}, {"cc/o3", "tollgate-mock-o3"},
+		{"cc/claude", "claude-mock"}, {"cc/claude-fold", "claude-mock"}} {
 		t.Run(tc.model+" plain answer", func(t *testing.T) {
 			res := check(t, tc.model, "Say hello")
 			if r := res.Get("result").Str; !strings.HasPrefix(r, "Mock answer from "+tc.upstream) || res.Get("num_turns").Int() != 1 {

@@ -49,6 +49,9 @@ type Provider struct {
 	// SupportedParameters are the request parameters the provider takes;
 	// nil: its dialect's (DefaultParameters).
 	SupportedParameters []string `json:"supported_parameters,omitempty"`
+	// SystemMessages: SystemPass (or empty) or SystemFold, for an
+	// Anthropic-style provider.
+	SystemMessages string `json:"system_messages,omitempty"`
 	// Pricing is what the provider charges for the model when it differs
 	// from the model's pricing; nil: the model's. Model.For gives the
 	// model as this provider prices it.
@@ -94,11 +97,15 @@ const (
 var Quantizations = []string{"int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"}
 
 // OpenAIParameters are the request parameters an OpenAI-style provider
-// takes (the gateway's own fields aside).
+// takes by default (the gateway's own fields aside). reasoning is not
+// one: most chat models refuse reasoning_effort (OpenAI's gpt-4o and
+// gpt-4.1 with a 400), so the provider of a reasoning model (o3, gpt-5)
+// lists it in its supported_parameters. Without it, a Messages request's
+// thinking is not sent as reasoning_effort.
 var OpenAIParameters = []string{
 	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
 	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
-	"tools", "tool_choice", "parallel_tool_calls", "reasoning", "include_reasoning",
+	"tools", "tool_choice", "parallel_tool_calls", "include_reasoning",
 }
 
 // AnthropicParameters are those the Messages API takes, directly or by the
@@ -119,6 +126,21 @@ func (p *Provider) Parameters() []string {
 	}
 	return OpenAIParameters
 }
+
+// What an Anthropic-style provider gets of the system messages inside a
+// Messages request's messages (Provider.SystemMessages).
+const (
+	// SystemPass: the messages as they are, with the client's
+	// mid-conversation-system beta.
+	SystemPass = "pass"
+	// SystemFold: their text is appended to the top-level system, in
+	// order, for a provider that does not take that beta.
+	SystemFold = "fold"
+)
+
+// FoldsSystem reports whether p takes system messages only as the
+// top-level system.
+func (p *Provider) FoldsSystem() bool { return p.SystemMessages == SystemFold }
 
 // Anthropic reports whether p speaks Anthropic's Messages API.
 func (p *Provider) Anthropic() bool { return p.Style == StyleAnthropic }

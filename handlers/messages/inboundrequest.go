@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
@@ -30,7 +31,9 @@ import (
 // function tools), tool_choice (auto, any as required, tool, none;
 // disable_parallel_tool_use as parallel_tool_calls false), stop_sequences
 // (stop), temperature, top_p, metadata.user_id (user, unless the request
-// sets user), thinking and output_config.effort (reasoning_effort),
+// sets user), thinking and output_config.effort (reasoning_effort; left
+// out with ToChat's noImplied, or later by WithoutReasoningEffort, for
+// providers whose models take no reasoning effort),
 // output_config.format (response_format), stream (with
 // stream_options.include_usage, so that the answer reports usage).
 // Dropped, having no chat form and changing nothing the answer means:
@@ -119,17 +122,68 @@ func (q *inRequest) readFields(req gjson.Result) error {
 // MessagesToChat translates a Messages request body into a chat
 // completions body. An error names the field that has no chat form.
 func MessagesToChat(body []byte) ([]byte, error) {
+	c, err := ToChat(body, false)
+	return c.Body, err
+}
+
+// Chat is a Messages request translated into Chat Completions.
+type Chat struct {
+	Body []byte
+	// ImpliedEffort: Body's reasoning_effort comes from the request's
+	// thinking or output_config.effort, which the client sends to any
+	// model (Claude Code always does), not from a reasoning object it
+	// named. A provider whose model takes no reasoning effort gets the
+	// body without it (WithoutReasoningEffort).
+	ImpliedEffort bool
+}
+
+// ToChat is MessagesToChat, telling where the body's reasoning_effort
+// came from. With noImplied, a reasoning_effort that thinking or
+// output_config.effort implies is left out: for a request none of whose
+// providers take reasoning, which then costs no copy per attempt.
+func ToChat(body []byte, noImplied bool) (Chat, error) {
 	// A view of body, not a copy (gjson.ParseBytes copies): what is read
 	// from it is copied into the result, which keeps no reference to it.
 	req := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if !req.IsObject() {
-		return nil, fieldErr("body", "must be a JSON object")
+		return Chat{}, fieldErr("body", "must be a JSON object")
 	}
 	var q inRequest
 	if err := q.readFields(req); err != nil {
-		return nil, err
+		return Chat{}, err
 	}
-	out := make([]byte, 0, len(body)+len(body)/4)
+	out, implied, err := q.toChat(len(body), noImplied)
+	return Chat{Body: out, ImpliedEffort: implied}, err
+}
+
+// effortMember is how toChat writes reasoning_effort: always after
+// messages, so with a comma.
+const effortMember = `,"reasoning_effort":`
+
+// WithoutReasoningEffort is chat (a body of ToChat's, as it is or with
+// messages added) less its top-level reasoning_effort: a copy, or chat
+// itself when it has none.
+func WithoutReasoningEffort(chat []byte) []byte {
+	v := gjson.Get(unsafe.String(unsafe.SliceData(chat), len(chat)), "reasoning_effort")
+	if !v.Exists() {
+		return chat
+	}
+	from, to := v.Index-len(effortMember), v.Index+len(v.Raw)
+	if v.Index <= 0 || from < 0 || string(chat[from:v.Index]) != effortMember {
+		if out, err := sjson.DeleteBytes(chat, "reasoning_effort"); err == nil {
+			return out
+		}
+		return chat
+	}
+	out := make([]byte, 0, len(chat)-(to-from))
+	return append(append(out, chat[:from]...), chat[to:]...)
+}
+
+// toChat writes the chat body of the request's fields; size is the
+// Messages body's, to size the result. implied reports a reasoning_effort
+// from thinking or output_config.effort, which noImplied leaves out.
+func (q *inRequest) toChat(size int, noImplied bool) (out []byte, implied bool, err error) {
+	out = make([]byte, 0, size+size/4)
 	out = append(out, '{')
 	field := func(name string) {
 		if len(out) > 1 {
@@ -155,13 +209,12 @@ func MessagesToChat(body []byte) ([]byte, error) {
 		}
 	}
 	field("messages")
-	var err error
 	if out, err = appendChatMessages(out, q.system, q.messages); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	stop, err := stopSequences(q.stop)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if stop != "" {
 		field("stop")
@@ -169,28 +222,37 @@ func MessagesToChat(body []byte) ([]byte, error) {
 	}
 	effort, err := reasoningEffort(q.thinking, q.outputConfig, q.reasoning, q.maxTokens)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if effort != "" {
-		field("reasoning_effort")
+		// Not implied: the public reasoning object, which counts only
+		// without thinking and output_config.effort.
+		implied = q.thinking.Exists() && q.thinking.Type != gjson.Null ||
+			q.outputConfig.Get("effort").Exists() && q.outputConfig.Get("effort").Type != gjson.Null
+		if implied && noImplied {
+			effort, implied = "", false
+		}
+	}
+	if effort != "" {
+		out = append(out, effortMember...)
 		out = append(append(append(out, '"'), effort...), '"')
 	}
 	if format := q.outputConfig.Get("format"); format.Exists() && format.Type != gjson.Null {
 		field("response_format")
 		if out, err = appendResponseFormat(out, format); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	ntools := 0
 	if q.tools.Exists() && q.tools.Type != gjson.Null {
 		field("tools")
 		if out, ntools, err = appendChatTools(out, q.tools); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	choice, parallel, err := chatToolChoice(q.toolChoice)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if choice != "" {
 		field("tool_choice")
@@ -205,7 +267,7 @@ func MessagesToChat(body []byte) ([]byte, error) {
 		field("stream")
 		out = append(out, `true,"stream_options":{"include_usage":true}`...)
 	}
-	return append(out, '}'), nil
+	return append(out, '}'), implied, nil
 }
 
 // chatEfforts maps Anthropic's output_config.effort to the chat

@@ -27,7 +27,10 @@ import (
 //     answer a tool_use of the previous (assistant) message;
 //   - an anthropic-beta value it does not know is a 400, and
 //     context_management needs its beta (context-management-2025-06-27);
-//     system messages may come anywhere in messages (Claude Code's);
+//     system messages may come anywhere in messages (Claude Code's),
+//     unless NoSystemMessages: then, as an Anthropic-style API without
+//     the mid-conversation-system beta, a system role is a 400 and so is
+//     that beta;
 //     output_config.effort must be low, medium, high, xhigh or max, and
 //     thinking may be adaptive;
 //   - errors are {"type":"error","error":{"type","message"}}.
@@ -79,17 +82,20 @@ var anthropicBetas = paramSet(
 	"files-api-2025-04-14", "mcp-client-2025-11-20", "code-execution-2025-08-25", "skills-2025-10-02",
 )
 
+// betaMidConversationSystem lets system messages come inside messages.
+const betaMidConversationSystem = "mid-conversation-system-2026-04-07"
+
 // betaContextManagement is the beta context_management needs.
 const betaContextManagement = "context-management-2025-06-27"
 
 // checkBetas refuses an unknown anthropic-beta value and returns the set
 // the request sent.
-func checkBetas(h http.Header) (map[string]bool, *anthropicRefusal) {
+func checkBetas(h http.Header, noSystem bool) (map[string]bool, *anthropicRefusal) {
 	sent := map[string]bool{}
 	for _, v := range h.Values("Anthropic-Beta") {
 		for _, b := range strings.Split(v, ",") {
 			b = strings.TrimSpace(b)
-			if !anthropicBetas[b] {
+			if !anthropicBetas[b] || noSystem && b == betaMidConversationSystem {
 				return nil, invalidRequest("Unexpected value(s) `%s` for the `anthropic-beta` header. Please consult our documentation at docs.claude.com or try again without the header.", b)
 			}
 			sent[b] = true
@@ -158,6 +164,7 @@ func writeAnthropicError(w http.ResponseWriter, status int, typ, msg string) {
 
 // anthropicRequest is what the mock needs from a Messages request.
 type anthropicRequest struct {
+	noSystem  bool // system messages in messages are refused
 	model     string
 	stream    bool
 	maxTokens int64
@@ -195,10 +202,10 @@ func (m *Handler) serveAnthropic(w http.ResponseWriter, r *http.Request) error {
 	if apiErr == nil {
 		var body []byte
 		if body, apiErr = readMockBody(w, r); apiErr == nil {
-			betas, refusal := checkBetas(r.Header)
+			betas, refusal := checkBetas(r.Header, m.NoSystemMessages)
 			var q *anthropicRequest
 			if refusal == nil {
-				q, refusal = parseAnthropic(body, betas)
+				q, refusal = parseAnthropic(body, betas, m.NoSystemMessages)
 			}
 			if refusal != nil {
 				writeAnthropicError(w, refusal.status, refusal.typ, refusal.msg)
@@ -265,7 +272,7 @@ func writeAnthropicFault(w http.ResponseWriter, model string) bool {
 
 // parseAnthropic checks a Messages request as Anthropic does and reads
 // what the answer needs.
-func parseAnthropic(body []byte, betas map[string]bool) (*anthropicRequest, *anthropicRefusal) {
+func parseAnthropic(body []byte, betas map[string]bool, noSystem bool) (*anthropicRequest, *anthropicRefusal) {
 	req := gjson.ParseBytes(body)
 	var refusal *anthropicRefusal
 	req.ForEach(func(k, _ gjson.Result) bool {
@@ -277,7 +284,7 @@ func parseAnthropic(body []byte, betas map[string]bool) (*anthropicRequest, *ant
 	if refusal != nil {
 		return nil, refusal
 	}
-	q := &anthropicRequest{model: req.Get("model").Str, stream: req.Get("stream").Bool()}
+	q := &anthropicRequest{model: req.Get("model").Str, stream: req.Get("stream").Bool(), noSystem: noSystem}
 	if q.model == "" {
 		return nil, invalidRequest("model: Field required")
 	}
@@ -448,7 +455,7 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 	for i, msg := range list {
 		role := msg.Get("role").Str
 		kinds, ok := anthropicBlockTypes[role]
-		if role == "system" {
+		if role == "system" && !q.noSystem {
 			// System messages in the conversation (Claude Code sends them
 			// with or without the mid-conversation-system beta).
 			if refusal := parseSystem(msg.Get("content"), c); refusal != nil {

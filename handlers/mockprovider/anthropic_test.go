@@ -194,3 +194,24 @@ func TestAnthropicBetas(t *testing.T) {
 		t.Fatalf("%d %s", res.Status, res.Body)
 	}
 }
+
+// With NoSystemMessages the mock refuses system messages inside messages
+// and the mid-conversation-system beta, as an Anthropic-style API
+// without that beta does; the same prompt folded into system passes.
+func TestAnthropicNoSystemMessages(t *testing.T) {
+	srv := mockServer(t, &Handler{NoSystemMessages: true})
+	post := func(body string, extra ...string) testgw.UpstreamResult {
+		return testgw.Post(t, srv, "/v1/messages", body, append(append([]string{}, anthropicHeaders...), extra...)...)
+	}
+	mid := `{"model":"claude","max_tokens":50,"messages":[{"role":"user","content":"Hi"},{"role":"system","content":"Be brief."},{"role":"user","content":"again"}]}`
+	if res := post(mid); res.Status != http.StatusBadRequest || !strings.Contains(res.Body, "messages.1.role: Input should be 'user' or 'assistant'") {
+		t.Errorf("system message: %d %s", res.Status, res.Body)
+	}
+	folded := `{"model":"claude","max_tokens":50,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":"Hi"},{"role":"user","content":"again"}]}`
+	if res := post(folded, "Anthropic-Beta", "mid-conversation-system-2026-04-07"); res.Status != http.StatusBadRequest || !strings.Contains(res.Body, "mid-conversation-system-2026-04-07") {
+		t.Errorf("beta: %d %s", res.Status, res.Body)
+	}
+	if res := post(folded, "Anthropic-Beta", "claude-code-20250219"); res.Status != http.StatusOK {
+		t.Errorf("folded: %d %s", res.Status, res.Body)
+	}
+}

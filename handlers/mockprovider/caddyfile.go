@@ -30,6 +30,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    chunk_delay   <duration>
 //	    prompt_tokens words|bytes|o200k_base|cl100k_base
 //	    strict
+//	    non_reasoning_models <prefix>...  # strict: refuse reasoning_effort for these models
+//	    no_system_messages  # Messages mode: refuse system messages inside messages
 //	}
 //
 // The block is optional.
@@ -54,6 +56,18 @@ func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			m.Strict = true
+			continue
+		case "non_reasoning_models":
+			m.NonReasoningModels = append(m.NonReasoningModels, d.RemainingArgs()...)
+			if len(m.NonReasoningModels) == 0 {
+				return d.ArgErr()
+			}
+			continue
+		case "no_system_messages":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			m.NoSystemMessages = true
 			continue
 		case "latency":
 			dst = &m.Latency

@@ -70,3 +70,20 @@ func TestUnmarshalCaddyfileStrict(t *testing.T) {
 		t.Fatal("strict takes no argument")
 	}
 }
+
+func TestUnmarshalCaddyfileReasoningAndSystem(t *testing.T) {
+	h := httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser("tollgate_mock_provider {\n\tstrict\n\tnon_reasoning_models gpt-4o gpt-4.1\n\tno_system_messages\n}")}
+	got, err := parseCaddyfile(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got.(*Handler); !m.NoSystemMessages || len(m.NonReasoningModels) != 2 || m.NonReasoningModels[1] != "gpt-4.1" {
+		t.Fatalf("%+v", m)
+	}
+	for _, bad := range []string{"non_reasoning_models", "no_system_messages yes"} {
+		h = httpcaddyfile.Helper{Dispenser: caddyfile.NewTestDispenser("tollgate_mock_provider {\n\t" + bad + "\n}")}
+		if _, err := parseCaddyfile(h); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}

@@ -92,6 +92,14 @@ type Handler struct {
 	// parameters are refused, streams report usage only when asked, and
 	// answers name a dated model.
 	Strict bool `json:"strict,omitempty"`
+	// NonReasoningModels are models (by name prefix) that, in strict
+	// mode, refuse reasoning_effort on chat completions as OpenAI's
+	// gpt-4o and gpt-4.1 do (400 unsupported_parameter).
+	NonReasoningModels []string `json:"non_reasoning_models,omitempty"`
+	// NoSystemMessages: the Messages mode refuses system messages inside
+	// messages, and the mid-conversation-system beta, as an
+	// Anthropic-style API without that beta does (anthropic.go).
+	NoSystemMessages bool `json:"no_system_messages,omitempty"`
 
 	// anthropicCache is the Anthropic mode's prompt cache (anthropic.go).
 	anthropicCache *anthropicCache
@@ -420,7 +428,7 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api st
 	}
 	q.answerModel, q.streamUsage = q.model, true
 	if m.Strict {
-		if !checkStrict(w, r.Header, body, api) {
+		if !checkStrict(w, r.Header, body, api) || !m.checkReasoning(w, body, q.model, api) {
 			return nil
 		}
 		q.answerModel += strictDated

@@ -115,6 +115,23 @@ func checkStrict(w http.ResponseWriter, h http.Header, body []byte, api string) 
 	return true
 }
 
+// checkReasoning refuses reasoning_effort on a chat completions request
+// for one of NonReasoningModels, as OpenAI refuses it for a model that
+// does not reason, and reports whether the request may go on.
+func (m *Handler) checkReasoning(w http.ResponseWriter, body []byte, model, api string) bool {
+	if api != "chat" || len(m.NonReasoningModels) == 0 || !gjson.GetBytes(body, "reasoning_effort").Exists() {
+		return true
+	}
+	for _, prefix := range m.NonReasoningModels {
+		if strings.HasPrefix(model, prefix) {
+			writeOpenAIError(w, http.StatusBadRequest,
+				"Unsupported parameter: 'reasoning_effort' is not supported with this model.", "reasoning_effort", "unsupported_parameter")
+			return false
+		}
+	}
+	return true
+}
+
 // strictError is OpenAI's error body with its param, null when unset.
 type strictError struct {
 	Error struct {

@@ -72,3 +72,30 @@ func TestStrictStreamUsageOnlyWhenAsked(t *testing.T) {
 		t.Errorf("usage %s", usage.Raw)
 	}
 }
+
+// A model configured as non-reasoning refuses reasoning_effort as
+// OpenAI's gpt-4o does; other models take it.
+func TestStrictNonReasoningModels(t *testing.T) {
+	srv := mockServer(t, &Handler{Strict: true, NonReasoningModels: []string{"gpt-4o"}})
+	for _, tc := range []struct {
+		model, extra string
+		status       int
+	}{
+		{"gpt-4o-mini", `,"reasoning_effort":"high"`, http.StatusBadRequest},
+		{"gpt-4o", `,"reasoning_effort":"low"`, http.StatusBadRequest},
+		{"gpt-4o", "", http.StatusOK},
+		{"o3", `,"reasoning_effort":"high"`, http.StatusOK},
+	} {
+		body := strings.Replace(mockChat(tc.extra), `"model":"m1"`, `"model":"`+tc.model+`"`, 1)
+		res := testgw.Post(t, srv, "/v1/chat/completions", body)
+		if res.Status != tc.status {
+			t.Errorf("%s %s: %d %s", tc.model, tc.extra, res.Status, res.Body)
+			continue
+		}
+		if e := gjson.Get(res.Body, "error"); tc.status == http.StatusBadRequest &&
+			(e.Get("param").Str != "reasoning_effort" || e.Get("code").Str != "unsupported_parameter" ||
+				e.Get("message").Str != "Unsupported parameter: 'reasoning_effort' is not supported with this model.") {
+			t.Errorf("refusal %s", res.Body)
+		}
+	}
+}
