@@ -147,7 +147,11 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil {
 		// Bounded on the longest body any provider receives: the model id
 		// spliced in per attempt is no prompt text.
-		route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		bf := f
+		if route.parsedFields != nil {
+			bf = route.parsedFields // PDFs as their text
+		}
+		route.prompt = boundPrompt(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 		apiErr = route.countPrompt(rt.MediaPartTokens)
 	}
 	if apiErr != nil {
@@ -324,6 +328,10 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
 		return nil, apiErr
 	}
+	var parsed *reqbody.Fields
+	if body, parsed, apiErr = parseFiles(kind, body, f, attempts); apiErr != nil {
+		return nil, apiErr
+	}
 	route := &Route{
 		Attempts: attempts,
 		Kind:     kind,
@@ -331,6 +339,8 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		User:     field("user").Str,
 		Routing:  routing,
 		body:     body,
+
+		parsedFields: parsed,
 	}
 	// With several of the fields, the provider reads one of them: the hold
 	// and the limit take the largest.
