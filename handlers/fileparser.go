@@ -36,9 +36,9 @@ const (
 	maxPDFBytes = 10 << 20
 )
 
-// fileWord is in every body with a file part or the file-parser plugin
-// (as the part's "file" member or its type).
-var fileWord = []byte(`"file`)
+// fileWord is in every body with a file part (its "file" member and
+// type).
+var fileWord = []byte(`"file"`)
 
 // pdfEngines are the pdf.engine values the gateway serves: pdf-text reads
 // the text layer; cloudflare-ai (the public API's default, which
@@ -118,15 +118,14 @@ func readsFiles(m *catalog.Model) bool {
 // the file-parser plugin or a model of the route asks for it; the body
 // itself and nil fields otherwise.
 func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
-	if !bytes.Contains(body, fileWord) {
-		return body, nil, nil
+	engine, at := "", -1
+	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
+		engine, at = fileParserEngine(plugins)
 	}
-	plugins, _ := f.Get("plugins")
-	engine, at := fileParserEngine(plugins)
 	if at >= 0 && kind != "chat" {
 		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions")
 	}
-	if kind != "chat" || engine == "native" {
+	if kind != "chat" || engine == "native" || !bytes.Contains(body, fileWord) {
 		return body, nil, nil
 	}
 	if engine == "" {
