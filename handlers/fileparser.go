@@ -2,16 +2,22 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext"
@@ -19,7 +25,8 @@ import (
 )
 
 // The file-parser plugin: on /chat/completions, a `file` content part
-// holding a PDF as a base64 data URL becomes a text part with the PDF's
+// holding a PDF (a base64 data URL, or an http(s) URL the gateway fetches
+// under the customer_egress policy) becomes a text part with the PDF's
 // text (engine pdf-text, package pdftext) when a model of the route does
 // not read files itself: its catalog entry's architecture.input_modalities
 // lacks "file" (the gateway's default text-to-text entries do), or the
@@ -32,9 +39,79 @@ import (
 const (
 	// maxPDFPages bounds a parsed PDF's pages.
 	maxPDFPages = 100
-	// maxPDFBytes bounds a parsed PDF's decoded size.
+	// maxPDFBytes bounds a parsed PDF's decoded (or fetched) size.
 	maxPDFBytes = 10 << 20
+	// maxFileRedirects bounds the redirects a file URL's fetch follows,
+	// each hop's address checked by the egress policy when dialed.
+	maxFileRedirects = 5
 )
+
+// fileFetchTimeout bounds the fetch of a file URL, headers and body.
+var fileFetchTimeout = 15 * time.Second
+
+// errFileTooLarge: a fetched file above maxPDFBytes.
+var errFileTooLarge = errors.New("too large")
+
+// fileFetcher fetches a file URL's body, at most maxPDFBytes (more is
+// errFileTooLarge).
+type fileFetcher func(rawURL string) ([]byte, error)
+
+// newFileClient is the client of rt's file URL fetches: every
+// connection, at every redirect, reaches only the addresses the customer
+// egress policy allows (public ones by default), over http or https.
+func newFileClient(rt *Router) *http.Client {
+	return &http.Client{
+		Transport: egress.Transport(func() *egress.Policy {
+			if rt.gw == nil {
+				return nil // public addresses only
+			}
+			return rt.gw.EgressPolicy()
+		}),
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxFileRedirects {
+				return fmt.Errorf("more than %d redirects", maxFileRedirects)
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("a redirect to a %s URL", req.URL.Scheme)
+			}
+			return nil
+		},
+	}
+}
+
+// fetchFile fetches a file URL with the router's file client.
+func (rt *Router) fetchFile(rawURL string) ([]byte, error) {
+	client := rt.fileClient
+	if client == nil { // a router not provisioned (unit tests)
+		client = newFileClient(rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fileFetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/pdf")
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the URL answered %s", res.Status)
+	}
+	if res.ContentLength > maxPDFBytes {
+		return nil, errFileTooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxPDFBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPDFBytes {
+		return nil, errFileTooLarge
+	}
+	return b, nil
+}
 
 // fileWord is in every body with a file part (its "file" member and
 // type).
@@ -117,7 +194,7 @@ func readsFiles(m *catalog.Model) bool {
 // with its PDF file parts turned into text parts, and its fields, when
 // the file-parser plugin or a model of the route asks for it; the body
 // itself and nil fields otherwise.
-func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
+func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
 	engine, at := "", -1
 	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
 		engine, at = fileParserEngine(plugins)
@@ -156,7 +233,7 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt)
 			path := "messages[" + mi + "].content[" + pj + "].file"
 			var text string
 			var ok bool
-			text, ok, apiErr = pdfPartText(path, part.Get("file"))
+			text, ok, apiErr = pdfPartText(path, part.Get("file"), fetch)
 			if apiErr != nil || !ok {
 				return apiErr == nil
 			}
@@ -186,36 +263,49 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt)
 
 // pdfPartText is the text part's text for a file part's file object (at
 // path) holding a PDF; false for a file the parser leaves to the
-// provider (by file_id, or a data URL of another media type).
-func pdfPartText(path string, file gjson.Result) (string, bool, *apierror.Error) {
+// provider (by file_id, or a data URL of another media type). A URL is
+// fetched with fetch.
+func pdfPartText(path string, file gjson.Result, fetch fileFetcher) (string, bool, *apierror.Error) {
 	data := file.Get("file_data")
 	if data.Type != gjson.String {
 		return "", false, nil // by file_id: the provider's own file
 	}
-	u := data.Str
-	if !strings.HasPrefix(u, "data:") {
-		if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
-			return "", false, apierror.BadRequest(path + ".file_data: the pdf-text engine reads PDFs sent as base64 data URLs (data:application/pdf;base64,...); this gateway does not fetch file URLs")
+	tooLarge := apierror.BadRequest(fmt.Sprintf("%s: the PDF is larger than the %d MiB the gateway parses", path, maxPDFBytes>>20))
+	var pdf []byte
+	switch u := data.Str; {
+	case strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://"):
+		b, err := fetch(u)
+		switch {
+		case errors.Is(err, errFileTooLarge):
+			return "", false, tooLarge
+		case errors.Is(err, egress.ErrRefused):
+			return "", false, apierror.BadRequest(path + ".file_data: " + egress.ErrRefused.Error() + " (the URL must reach a public address)")
+		case err != nil:
+			return "", false, apierror.BadRequest(path + ".file_data: the file could not be fetched: " + fetchReason(err))
 		}
-		return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL or a URL")
-	}
-	meta, payload, found := strings.Cut(u[len("data:"):], ",")
-	mediaType, params, _ := strings.Cut(meta, ";")
-	if !found || !strings.HasSuffix(params, "base64") {
-		return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL (data:<media type>;base64,...)")
-	}
-	if !strings.EqualFold(mediaType, "application/pdf") {
-		return "", false, nil // not a PDF: for the provider to read or refuse
-	}
-	if base64.StdEncoding.DecodedLen(len(payload)) > maxPDFBytes+2 {
-		return "", false, apierror.BadRequest(fmt.Sprintf("%s: the PDF is larger than the %d MiB the gateway parses", path, maxPDFBytes>>20))
-	}
-	pdf, err := base64.StdEncoding.DecodeString(payload)
-	if err != nil {
-		return "", false, apierror.BadRequest(path + ".file_data: invalid base64")
-	}
-	if len(pdf) > maxPDFBytes {
-		return "", false, apierror.BadRequest(fmt.Sprintf("%s: the PDF is larger than the %d MiB the gateway parses", path, maxPDFBytes>>20))
+		pdf = b
+	case strings.HasPrefix(u, "data:"):
+		meta, payload, found := strings.Cut(u[len("data:"):], ",")
+		mediaType, params, _ := strings.Cut(meta, ";")
+		if !found || !strings.HasSuffix(params, "base64") {
+			return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL (data:<media type>;base64,...)")
+		}
+		if !strings.EqualFold(mediaType, "application/pdf") {
+			return "", false, nil // not a PDF: for the provider to read or refuse
+		}
+		if base64.StdEncoding.DecodedLen(len(payload)) > maxPDFBytes+2 {
+			return "", false, tooLarge
+		}
+		b, err := base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			return "", false, apierror.BadRequest(path + ".file_data: invalid base64")
+		}
+		if len(b) > maxPDFBytes {
+			return "", false, tooLarge
+		}
+		pdf = b
+	default:
+		return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL or an http(s) URL")
 	}
 	doc, err := pdftext.Extract(pdf, maxPDFPages)
 	switch {
@@ -231,9 +321,27 @@ func pdfPartText(path string, file gjson.Result) (string, bool, *apierror.Error)
 	if name == "" {
 		name = "document.pdf"
 	}
+	name = strings.Map(func(r rune) rune { // one line
+		if r < ' ' {
+			return ' '
+		}
+		return r
+	}, name)
 	pages := "1 page"
 	if doc.Pages > 1 {
 		pages = strconv.Itoa(doc.Pages) + " pages"
 	}
 	return fmt.Sprintf("File %s (%s, text extracted by the gateway):\n\n%s", name, pages, doc.Text), true, nil
+}
+
+// fetchReason is a fetch error without the URL, which the client sent.
+func fetchReason(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within %s", fileFetchTimeout)
+	}
+	return err.Error()
 }

@@ -3,11 +3,16 @@ package handlers
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext/pdftest"
@@ -36,6 +41,19 @@ var (
 	pdfModel      = &catalog.Model{ID: "p", Public: json.RawMessage(`{"architecture":{"input_modalities":["text","image","file"]}}`)}
 )
 
+// fakeFetch serves the URLs of fetched, and fails the others.
+func fakeFetch(u string) ([]byte, error) {
+	switch u {
+	case "https://example.com/q3.pdf":
+		return pdftest.Build("Revenue grew 12% in Q3.", "Costs fell."), nil
+	case "https://example.com/big.pdf":
+		return nil, errFileTooLarge
+	case "http://169.254.169.254/latest":
+		return nil, fmt.Errorf("dial: %w: 169.254.169.254 is not a public address", egress.ErrRefused)
+	}
+	return nil, errors.New("the URL answered 404 Not Found")
+}
+
 func parseFilesOf(t *testing.T, kind, body string, models ...*catalog.Model) (string, *reqbody.Fields, *apierror.Error) {
 	t.Helper()
 	f, apiErr := reqbody.ParseObject([]byte(body))
@@ -46,7 +64,7 @@ func parseFilesOf(t *testing.T, kind, body string, models ...*catalog.Model) (st
 	for _, m := range models {
 		attempts = append(attempts, Attempt{Model: m})
 	}
-	out, parsed, apiErr := parseFiles(kind, []byte(body), f, attempts)
+	out, parsed, apiErr := parseFiles(kind, []byte(body), f, attempts, fakeFetch)
 	if apiErr != nil {
 		return "", nil, apiErr
 	}
@@ -78,6 +96,18 @@ func TestParseFiles(t *testing.T) {
 		}
 		if b := boundPrompt(parsed, len(out), 1000); b.unbounded || b.tokens < int64(len(want)) {
 			t.Fatalf("bound %+v for %d bytes of text", b, len(want))
+		}
+	})
+
+	t.Run("by URL", func(t *testing.T) {
+		out, _, err := parseFilesOf(t, "chat", fileChat("https://example.com/q3.pdf", ""), textOnlyModel)
+		if err != nil || gjson.Get(out, "messages.1.content.1.text").Str != want {
+			t.Fatalf("%s %v", out, err)
+		}
+		// A model that reads files gets the URL.
+		in := fileChat("https://example.com/none.pdf", "")
+		if out, _, err := parseFilesOf(t, "chat", in, pdfModel); err != nil || out != in {
+			t.Fatalf("%s %v", out, err)
 		}
 	})
 
@@ -139,7 +169,10 @@ func TestParseFiles(t *testing.T) {
 			"oversized":      {fileChat(pdfURL(big), ""), "messages[1].content[1].file: the PDF is larger than the 10 MiB"},
 			"bad base64":     {fileChat("data:application/pdf;base64,%%%", ""), "messages[1].content[1].file.file_data: invalid base64"},
 			"not base64":     {fileChat("data:application/pdf,abc", ""), "messages[1].content[1].file.file_data: expected a base64 data URL"},
-			"URL":            {fileChat("https://example.com/q3.pdf", ""), "messages[1].content[1].file.file_data: the pdf-text engine reads PDFs sent as base64 data URLs"},
+			"URL refused":    {fileChat("http://169.254.169.254/latest", ""), "messages[1].content[1].file.file_data: refused by the gateway's customer_egress policy (the URL must reach a public address)"},
+			"URL not found":  {fileChat("https://example.com/none.pdf", ""), "messages[1].content[1].file.file_data: the file could not be fetched: the URL answered 404 Not Found"},
+			"URL too large":  {fileChat("https://example.com/big.pdf", ""), "messages[1].content[1].file: the PDF is larger than the 10 MiB"},
+			"not a URL":      {fileChat("ftp://example.com/q3.pdf", ""), "messages[1].content[1].file.file_data: expected a base64 data URL or an http(s) URL"},
 			"other route":    {`{"model":"m","input":"x","plugins":[{"id":"file-parser"}]}`, "plugins[0].id: the file-parser plugin applies to /chat/completions"},
 		} {
 			kind := "chat"
@@ -182,8 +215,34 @@ func BenchmarkParseFilesNone(b *testing.B) {
 	attempts := []Attempt{{Model: textOnlyModel}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, parsed, _ := parseFiles("chat", body, f, attempts); parsed != nil {
+		if _, parsed, _ := parseFiles("chat", body, f, attempts, nil); parsed != nil {
 			b.Fatal("parsed")
 		}
 	}
+}
+
+// The router's fetch dials under the egress policy: with none configured,
+// a loopback server is refused.
+func TestFetchFileEgress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(pdftest.Build("secret"))
+	}))
+	defer srv.Close()
+	rt := &Router{}
+	if _, err := rt.fetchFile(srv.URL + "/a.pdf"); !errors.Is(err, egress.ErrRefused) {
+		t.Fatalf("loopback: %v", err)
+	}
+	_, _, apiErr := parseFiles("chat", []byte(fileChat(srv.URL+"/a.pdf", "")), mustFields(t, fileChat(srv.URL+"/a.pdf", "")), []Attempt{{Model: textOnlyModel}}, rt.fetchFile)
+	if apiErr == nil || !strings.HasPrefix(apiErr.Message, "messages[1].content[1].file.file_data: refused by the gateway's customer_egress policy") {
+		t.Fatalf("%v", apiErr)
+	}
+}
+
+func mustFields(t *testing.T, body string) *reqbody.Fields {
+	t.Helper()
+	f, apiErr := reqbody.ParseObject([]byte(body))
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	return f
 }

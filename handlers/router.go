@@ -68,6 +68,8 @@ type Router struct {
 	betas  map[string]bool // the allow-list
 	// random draws load balancing's choices, in [0, 1); nil: math/rand.
 	random func() float64
+	// fileClient fetches the file parser's file URLs (fileparser.go).
+	fileClient *http.Client
 }
 
 // Load balancing modes (Router.LoadBalancing).
@@ -97,6 +99,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
 	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
+	rt.fileClient = newFileClient(rt)
 	betas, err := betaSet(rt.AnthropicBetas)
 	if err != nil {
 		return err
@@ -329,7 +332,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields
-	if body, parsed, apiErr = parseFiles(kind, body, f, attempts); apiErr != nil {
+	if body, parsed, apiErr = parseFiles(kind, body, f, attempts, rt.fetchFile); apiErr != nil {
 		return nil, apiErr
 	}
 	route := &Route{

@@ -3,6 +3,8 @@ package integration
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -30,8 +32,10 @@ func pdfDataURL(pdf []byte) string {
 // refuses file parts for its text-only model: a PDF part reaches the
 // provider as the PDF's text (plain and streamed), never as the PDF; the
 // charge is the answer's usage, parsing being free; engine native passes
-// the file to a model that reads files; scanned, malformed and URL PDFs
-// are 400s naming the part, and the provider is never called for them.
+// the file to a model that reads files; a PDF by URL is fetched under the
+// customer egress policy; scanned and malformed PDFs, and URLs that fail or
+// that the policy refuses (at any redirect), are 400s naming the part, and
+// the provider is never called for them.
 func TestFileParser(t *testing.T) {
 	tap := newBodyTap(t)
 	startInProcessWith(t, chain(tap.through,
@@ -41,6 +45,19 @@ func TestFileParser(t *testing.T) {
 	key, _ := c.newKey(org.MgmtKey, `{"name":"files"}`)
 	pdf := pdftest.Build("Revenue grew 12% in Q3.", "", "Costs fell by a third.")
 	b64 := base64.StdEncoding.EncodeToString(pdf)
+	// The customer's file server.
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/q3.pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			w.Write(pdf)
+		case "/elsewhere":
+			http.Redirect(w, r, "http://127.0.0.2"+portOnly(r.Host)+"/q3.pdf", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(files.Close)
 	const text = "File q3.pdf (3 pages, text extracted by the gateway):\n\nRevenue grew 12% in Q3.\n\nCosts fell by a third."
 
 	// checkUpstream checks that the provider received the text, not the PDF.
@@ -85,6 +102,12 @@ func TestFileParser(t *testing.T) {
 		}
 	})
 
+	t.Run("by URL", func(t *testing.T) {
+		tap.take()
+		c.mustPost("/chat/completions", key, pdfChat("tollgate-mock", files.URL+"/q3.pdf", "", `,"stream":true`), nil).expect(t, 200)
+		checkUpstream(t)
+	})
+
 	t.Run("engine native", func(t *testing.T) {
 		tap.take()
 		c.mustPost("/chat/completions", key, pdfChat("files/native", pdfDataURL(pdf), `[{"id":"file-parser","pdf":{"engine":"native"}}]`, ""), nil).expect(t, 200)
@@ -103,12 +126,15 @@ func TestFileParser(t *testing.T) {
 	t.Run("refusals name the part", func(t *testing.T) {
 		tap.take()
 		for name, tc := range map[string]struct{ body, msg string }{
-			"scanned":   {pdfChat("tollgate-mock", pdfDataURL(pdftest.Build("", "")), "", ""), "messages[0].content[1].file: the PDF has no text layer"},
-			"malformed": {pdfChat("tollgate-mock", pdfDataURL(pdf[:len(pdf)/3]), "", `,"stream":true`), "messages[0].content[1].file: the PDF cannot be read"},
-			"URL":       {pdfChat("tollgate-mock", "https://example.com/q3.pdf", "", ""), "messages[0].content[1].file.file_data: the pdf-text engine reads PDFs sent as base64 data URLs"},
-			"OCR":       {pdfChat("tollgate-mock", pdfDataURL(pdf), `[{"id":"file-parser","pdf":{"engine":"mistral-ocr"}}]`, ""), `plugins[0].pdf.engine: this gateway does not offer OCR`},
-			"field":     {pdfChat("tollgate-mock", pdfDataURL(pdf), `[{"id":"file-parser","pages":3}]`, ""), `plugins[0].pages: unknown field of the file-parser plugin`},
-			"route":     {`{"model":"tollgate-mock","input":"hi","plugins":[{"id":"file-parser"}]}`, "plugins[0].id: the file-parser plugin applies to /chat/completions"},
+			"scanned":       {pdfChat("tollgate-mock", pdfDataURL(pdftest.Build("", "")), "", ""), "messages[0].content[1].file: the PDF has no text layer"},
+			"malformed":     {pdfChat("tollgate-mock", pdfDataURL(pdf[:len(pdf)/3]), "", `,"stream":true`), "messages[0].content[1].file: the PDF cannot be read"},
+			"URL not found": {pdfChat("tollgate-mock", files.URL+"/missing.pdf", "", ""), "messages[0].content[1].file.file_data: the file could not be fetched: the URL answered 404 Not Found"},
+			// Allowed at the first hop (the harness allows 127.0.0.1), not
+			// at the redirect's.
+			"URL redirected": {pdfChat("tollgate-mock", files.URL+"/elsewhere", "", ""), "messages[0].content[1].file.file_data: refused by the gateway's customer_egress policy"},
+			"OCR":            {pdfChat("tollgate-mock", pdfDataURL(pdf), `[{"id":"file-parser","pdf":{"engine":"mistral-ocr"}}]`, ""), `plugins[0].pdf.engine: this gateway does not offer OCR`},
+			"field":          {pdfChat("tollgate-mock", pdfDataURL(pdf), `[{"id":"file-parser","pages":3}]`, ""), `plugins[0].pages: unknown field of the file-parser plugin`},
+			"route":          {`{"model":"tollgate-mock","input":"hi","plugins":[{"id":"file-parser"}]}`, "plugins[0].id: the file-parser plugin applies to /chat/completions"},
 		} {
 			path := "/chat/completions"
 			if name == "route" {
