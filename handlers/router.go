@@ -141,6 +141,11 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil {
 		route, apiErr = rt.route(st.sub, body, f, st.id)
 	}
+	if apiErr == nil && route.parsedFields != nil {
+		// The PDFs' text passes the content filters, as the rest of the
+		// prompt did before routing.
+		route.body, apiErr = rt.filterBody(st, route.body)
+	}
 	if apiErr == nil {
 		apiErr = route.chatSearch(st.plan)
 	}

@@ -149,3 +149,20 @@ func TestFileParser(t *testing.T) {
 		}
 	})
 }
+
+// A PDF's text passes the content filters as the rest of the prompt does:
+// a blocked pattern in it is a 403, and the provider receives its
+// redactions.
+func TestFileParserContentFilters(t *testing.T) {
+	e := startContentFilters(t)
+	r, seen := e.send(t, "/chat/completions", pdfChat("ws/plain", pdfDataURL(pdftest.Build("Status of PROJ-1234?")), "", ""))
+	r.expectError(t, 403, `Request blocked by content filter "project code" of guardrail "Key rules"`)
+	if seen != "" {
+		t.Fatalf("the provider received %s", seen)
+	}
+	r, seen = e.send(t, "/chat/completions", pdfChat("ws/plain", pdfDataURL(pdftest.Build("Mail bob@example.com the key sk-abcd1234.")), "", ""))
+	r.expect(t, 200)
+	if !strings.Contains(seen, "Mail [EMAIL] the key [API_KEY].") || strings.Contains(seen, "sk-abcd1234") || strings.Contains(seen, "file_data") {
+		t.Fatalf("the provider received %s", seen)
+	}
+}
