@@ -41,6 +41,11 @@ const (
 	maxPDFPages = 100
 	// maxPDFBytes bounds a parsed PDF's decoded (or fetched) size.
 	maxPDFBytes = 10 << 20
+	// maxPDFText bounds the text extracted from a request's PDFs, and
+	// maxPDFContent what their pages' content decompresses to (a
+	// compression bomb), in all.
+	maxPDFText    = 4 << 20
+	maxPDFContent = 64 << 20
 	// maxFileRedirects bounds the redirects a file URL's fetch follows,
 	// each hop's address checked by the egress policy when dialed.
 	maxFileRedirects = 5
@@ -220,6 +225,7 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 	}
 	var out []replacement
 	var apiErr *apierror.Error
+	budget := pdftext.Limits{Pages: maxPDFPages, Content: maxPDFContent, Text: maxPDFText}
 	gjson.GetBytes(body, "messages").ForEach(func(i, msg gjson.Result) bool {
 		content := msg.Get("content")
 		if !content.IsArray() {
@@ -233,7 +239,7 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 			path := "messages[" + mi + "].content[" + pj + "].file"
 			var text string
 			var ok bool
-			text, ok, apiErr = pdfPartText(path, part.Get("file"), fetch)
+			text, ok, apiErr = pdfPartText(path, part.Get("file"), fetch, &budget)
 			if apiErr != nil || !ok {
 				return apiErr == nil
 			}
@@ -264,8 +270,9 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 // pdfPartText is the text part's text for a file part's file object (at
 // path) holding a PDF; false for a file the parser leaves to the
 // provider (by file_id, or a data URL of another media type). A URL is
-// fetched with fetch.
-func pdfPartText(path string, file gjson.Result, fetch fileFetcher) (string, bool, *apierror.Error) {
+// fetched with fetch. The text and content it reads are taken from the
+// request's budget.
+func pdfPartText(path string, file gjson.Result, fetch fileFetcher, budget *pdftext.Limits) (string, bool, *apierror.Error) {
 	data := file.Get("file_data")
 	if data.Type != gjson.String {
 		return "", false, nil // by file_id: the provider's own file
@@ -307,9 +314,13 @@ func pdfPartText(path string, file gjson.Result, fetch fileFetcher) (string, boo
 	default:
 		return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL or an http(s) URL")
 	}
-	doc, err := pdftext.Extract(pdf, maxPDFPages)
+	doc, err := pdftext.Extract(pdf, *budget)
 	switch {
 	case err == nil:
+		budget.Text -= int64(len(doc.Text))
+		budget.Content -= doc.Content
+	case errors.Is(err, pdftext.ErrTooLarge):
+		return "", false, apierror.BadRequest(fmt.Sprintf("%s: the PDF's text or content is larger than the gateway extracts (%d MiB of text, %d MiB of page content, for all of a request's PDFs)", path, maxPDFText>>20, maxPDFContent>>20))
 	case errors.Is(err, pdftext.ErrTooManyPages):
 		return "", false, apierror.BadRequest(fmt.Sprintf("%s: the PDF has more than the %d pages the gateway parses", path, maxPDFPages))
 	case errors.Is(err, pdftext.ErrNoText):
