@@ -103,7 +103,6 @@ func Extract(data []byte, lim Limits) (doc Document, err error) {
 	case n > lim.Pages:
 		return Document{}, fmt.Errorf("%w: %d pages, more than %d", ErrTooManyPages, n, lim.Pages)
 	}
-	fonts := map[string]*pdf.Font{}
 	var b strings.Builder
 	content := lim.Content // what the pages' content may still decompress to
 	for i := 1; i <= n; i++ {
@@ -116,13 +115,8 @@ func Extract(data []byte, lim Limits) (doc Document, err error) {
 		if content -= streamSize(p.V.Key("Contents"), content); content < 0 {
 			return Document{}, fmt.Errorf("%w: the content of its pages decompresses to more than %d bytes", ErrTooLarge, lim.Content)
 		}
-		for _, name := range p.Fonts() {
-			if _, ok := fonts[name]; !ok {
-				f := p.Font(name)
-				fonts[name] = &f
-			}
-		}
-		text, err := p.GetPlainText(fonts)
+		// The page's own fonts: two pages may give one name to two fonts.
+		text, err := p.GetPlainText(nil)
 		if err != nil {
 			return Document{}, fmt.Errorf("%w: page %d: %v", ErrMalformed, i, err)
 		}
