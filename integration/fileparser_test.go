@@ -166,3 +166,25 @@ func TestFileParserContentFilters(t *testing.T) {
 		t.Fatalf("the provider received %s", seen)
 	}
 }
+
+// Admission counts the PDF's text, which the provider receives, with the
+// model's tokenizer: a PDF whose text overflows the context window is
+// refused before any provider call, one whose text fits is served (a file
+// part left as it came would be bounded by the window alone).
+func TestFileParserAdmission(t *testing.T) {
+	tap := newBodyTap(t)
+	startInProcessWith(t, chain(withTokenizedModels(t), tap.through))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"files"}`)
+	long := strings.Repeat("The quarterly figures show steady growth across every region.\n", 40) // about 400 tokens
+	c.mustPost("/chat/completions", key, pdfChat("openai/small", pdfDataURL(pdftest.Build(long)), "", ""), nil).
+		expectError(t, 400, "messages: the prompt has")
+	if b := tap.take(); len(b) != 0 {
+		t.Fatalf("the provider was called: %d", len(b))
+	}
+	r := c.mustPost("/chat/completions", key, pdfChat("openai/small", pdfDataURL(pdftest.Build("Revenue grew.")), "", ""), nil).expect(t, 200)
+	if got := tap.last(t); !strings.Contains(got.Raw, "Revenue grew.") || r.JSON.Get("usage.prompt_tokens").Int() >= 300 {
+		t.Fatalf("served: %s / %s", got.Raw, r.Body)
+	}
+}
