@@ -29,7 +29,7 @@ import (
 // under the customer_egress policy) becomes a text part with the PDF's
 // text (engine pdf-text, package pdftext) when a model of the route does
 // not read files itself: its catalog entry's architecture.input_modalities
-// lacks "file" (the gateway's default text-to-text entries do), or the
+// lacks "file" (as the gateway's default text-to-text entry does), or the
 // plugin asks for pdf-text (or cloudflare-ai, served by pdf-text).
 // Engine native passes every part as it came. The provider receives the
 // text, never the PDF, and the prompt's admission bound counts the text.
@@ -49,6 +49,8 @@ const (
 	// maxFileRedirects bounds the redirects a file URL's fetch follows,
 	// each hop's address checked by the egress policy when dialed.
 	maxFileRedirects = 5
+	// maxFileURLs bounds the file URLs a request has the gateway fetch.
+	maxFileURLs = 10
 )
 
 // fileFetchTimeout bounds the fetch of a file URL, headers and body.
@@ -56,6 +58,9 @@ var fileFetchTimeout = 15 * time.Second
 
 // errFileTooLarge: a fetched file above maxPDFBytes.
 var errFileTooLarge = errors.New("too large")
+
+// errTooManyURLs: a request's file URL beyond maxFileURLs.
+var errTooManyURLs = fmt.Errorf("the gateway fetches at most %d file URLs per request", maxFileURLs)
 
 // fileFetcher fetches a file URL's body, at most maxPDFBytes (more is
 // errFileTooLarge).
@@ -226,6 +231,13 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 	var out []replacement
 	var apiErr *apierror.Error
 	budget := pdftext.Limits{Pages: maxPDFPages, Content: maxPDFContent, Text: maxPDFText}
+	urls := 0
+	limited := func(u string) ([]byte, error) {
+		if urls++; urls > maxFileURLs {
+			return nil, errTooManyURLs
+		}
+		return fetch(u)
+	}
 	gjson.GetBytes(body, "messages").ForEach(func(i, msg gjson.Result) bool {
 		content := msg.Get("content")
 		if !content.IsArray() {
@@ -239,7 +251,7 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 			path := "messages[" + mi + "].content[" + pj + "].file"
 			var text string
 			var ok bool
-			text, ok, apiErr = pdfPartText(path, part.Get("file"), fetch, &budget)
+			text, ok, apiErr = pdfPartText(path, part.Get("file"), limited, &budget)
 			if apiErr != nil || !ok {
 				return apiErr == nil
 			}
@@ -285,6 +297,8 @@ func pdfPartText(path string, file gjson.Result, fetch fileFetcher, budget *pdft
 		switch {
 		case errors.Is(err, errFileTooLarge):
 			return "", false, tooLarge
+		case errors.Is(err, errTooManyURLs):
+			return "", false, apierror.BadRequest(path + ".file_data: " + err.Error())
 		case errors.Is(err, egress.ErrRefused):
 			return "", false, apierror.BadRequest(path + ".file_data: " + egress.ErrRefused.Error() + " (the URL must reach a public address)")
 		case err != nil:

@@ -104,6 +104,13 @@ func TestParseFiles(t *testing.T) {
 		if err != nil || gjson.Get(out, "messages.1.content.1.text").Str != want {
 			t.Fatalf("%s %v", out, err)
 		}
+		// At most maxFileURLs fetches.
+		parts := strings.Repeat(`{"type":"file","file":{"file_data":"https://example.com/q3.pdf"}},`, maxFileURLs+1)
+		many := `{"model":"m","messages":[{"role":"user","content":[` + strings.TrimSuffix(parts, ",") + `]}]}`
+		if _, _, err := parseFilesOf(t, "chat", many, textOnlyModel); err == nil ||
+			err.Message != "messages[0].content[10].file.file_data: the gateway fetches at most 10 file URLs per request" {
+			t.Fatalf("many URLs: %v", err)
+		}
 		// A model that reads files gets the URL.
 		in := fileChat("https://example.com/none.pdf", "")
 		if out, _, err := parseFilesOf(t, "chat", in, pdfModel); err != nil || out != in {
