@@ -216,6 +216,9 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 		}
 		return apierror.New(http.StatusServiceUnavailable, "Model "+slug+" requires moderation, and this gateway has no moderation provider")
 	}
+	if route.parsedFields != nil {
+		body = route.body // with the PDFs' text (fileparser.go)
+	}
 	texts := contentfilter.Texts(body)
 	if len(texts) == 0 {
 		return nil

@@ -54,9 +54,9 @@ func openAIUnsupported(kind, name string) bool {
 
 // referencePlugins are the plugins the public API defines (besides the web
 // search plugin, which tollgate_websearch serves, context-compression,
-// middle-out, moderation, which moderation.go serves, and
-// response-healing, which healing.go serves): this gateway offers none of
-// the others.
+// middle-out, moderation, which moderation.go serves, response-healing,
+// which healing.go serves, and file-parser, which fileparser.go serves):
+// this gateway offers none of the others.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
@@ -158,6 +158,8 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 			// Served before routing reaches a provider (moderation.go).
 		case id.Str == "response-healing":
 			apiErr = checkHealingPlugin(path, p) // served on the answer (healing.go)
+		case id.Str == "file-parser":
+			apiErr = checkFileParserPlugin(path, p) // served on the request (fileparser.go)
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:

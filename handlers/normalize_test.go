@@ -65,7 +65,7 @@ func TestNormalizeRequest(t *testing.T) {
 func TestNormalizeRequestRefuses(t *testing.T) {
 	for _, tc := range []struct{ in, msg string }{
 		{`{"plugins":[{"id":"fusion"}]}`, `plugins[0].id: this gateway does not offer the "fusion" plugin`},
-		{`{"plugins":[{"id":"file-parser","pdf":{}},{"id":"x"}]}`, `plugins[0].id: this gateway does not offer the "file-parser" plugin`},
+		{`{"plugins":[{"id":"web-fetch"},{"id":"x"}]}`, `plugins[0].id: this gateway does not offer the "web-fetch" plugin`},
 		{`{"plugins":[{"id":"response-healing","enabled":false},{"id":"nope"}]}`, `plugins[1].id: unknown plugin "nope"`},
 		{`{"plugins":[{}]}`, `plugins[0].id: required string`},
 		{`{"plugins":{}}`, `plugins: expected an array`},

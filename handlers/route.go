@@ -60,6 +60,9 @@ type Route struct {
 	// betas is the anthropic-beta header of a Messages request's
 	// Anthropic-style attempts: the client's betas on the allow-list.
 	betas string
+	// parsedFields are body's fields when the file parser turned its PDF
+	// parts into text (fileparser.go): the prompt's bound counts the text.
+	parsedFields *reqbody.Fields
 
 	// A Responses request for providers that speak only Chat Completions
 	// (catalog.APIChat), or a Messages request: the translated body, the

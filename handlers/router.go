@@ -68,6 +68,8 @@ type Router struct {
 	betas  map[string]bool // the allow-list
 	// random draws load balancing's choices, in [0, 1); nil: math/rand.
 	random func() float64
+	// fileClient fetches the file parser's file URLs (fileparser.go).
+	fileClient *http.Client
 }
 
 // Load balancing modes (Router.LoadBalancing).
@@ -97,6 +99,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
 	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
+	rt.fileClient = newFileClient(rt)
 	betas, err := betaSet(rt.AnthropicBetas)
 	if err != nil {
 		return err
@@ -138,6 +141,11 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil {
 		route, apiErr = rt.route(st.sub, body, f, st.id)
 	}
+	if apiErr == nil && route.parsedFields != nil {
+		// The PDFs' text passes the content filters, as the rest of the
+		// prompt did before routing.
+		route.body, apiErr = rt.filterBody(st, route.body)
+	}
 	if apiErr == nil {
 		apiErr = route.chatSearch(st.plan)
 	}
@@ -147,7 +155,11 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil {
 		// Bounded on the longest body any provider receives: the model id
 		// spliced in per attempt is no prompt text.
-		route.prompt = boundPrompt(f, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		bf := f
+		if route.parsedFields != nil {
+			bf = route.parsedFields // PDFs as their text
+		}
+		route.prompt = boundPrompt(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 		apiErr = route.countPrompt(rt.MediaPartTokens)
 	}
 	if apiErr != nil {
@@ -324,6 +336,10 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
 		return nil, apiErr
 	}
+	var parsed *reqbody.Fields
+	if body, parsed, apiErr = parseFiles(kind, body, f, attempts, rt.fetchFile); apiErr != nil {
+		return nil, apiErr
+	}
 	route := &Route{
 		Attempts: attempts,
 		Kind:     kind,
@@ -331,6 +347,8 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		User:     field("user").Str,
 		Routing:  routing,
 		body:     body,
+
+		parsedFields: parsed,
 	}
 	// With several of the fields, the provider reads one of them: the hold
 	// and the limit take the largest.

@@ -154,6 +154,13 @@ func writeOpenAIError(w http.ResponseWriter, status int, msg, param, code string
 	writeJSON(w, status, e)
 }
 
+// readsFiles reports whether the requested model takes file parts (PDFs),
+// as OpenAI's text-only models do not: in the mock, a model whose name
+// holds "files".
+func readsFiles(body []byte) bool {
+	return strings.Contains(gjson.GetBytes(body, "model").Str, "files")
+}
+
 // strictChatShape is OpenAI's refusal of a member its chat schema does not
 // define in a message, a content part or a tool ("" for none).
 func strictChatShape(body []byte) string {
@@ -186,6 +193,9 @@ func strictChatShape(body []byte) string {
 			}
 			if msg := extra(path+".content."+strconv.Itoa(j), p, known); msg != "" {
 				return msg
+			}
+			if p.Get("type").Str == "file" && !readsFiles(body) {
+				return "Invalid content type. file is only supported for models that accept file input. - '" + path + ".content." + strconv.Itoa(j) + ".type'"
 			}
 		}
 	}

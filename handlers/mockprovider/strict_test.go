@@ -99,3 +99,20 @@ func TestStrictNonReasoningModels(t *testing.T) {
 		}
 	}
 }
+
+// A text-only model refuses file parts, as OpenAI's do; a model whose name
+// holds "files" reads them.
+func TestStrictFileParts(t *testing.T) {
+	srv := mockServer(t, &Handler{Strict: true})
+	body := func(model string) string {
+		return `{"model":"` + model + `","messages":[{"role":"user","content":[{"type":"text","text":"read"},` +
+			`{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}}]}]}`
+	}
+	res := testgw.Post(t, srv, "/v1/chat/completions", body("m1"))
+	if res.Status != http.StatusBadRequest || !strings.Contains(gjson.Get(res.Body, "error.message").Str, "file is only supported for models that accept file input") {
+		t.Fatalf("text-only model: %d %s", res.Status, res.Body)
+	}
+	if res = testgw.Post(t, srv, "/v1/chat/completions", body("m1-files")); res.Status != http.StatusOK {
+		t.Fatalf("file model: %d %s", res.Status, res.Body)
+	}
+}
