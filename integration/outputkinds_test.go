@@ -336,3 +336,75 @@ func TestChargeTranslatedResponses(t *testing.T) {
 	}
 	expectNoHolds(t, c, org.MgmtKey, key, hash)
 }
+
+// TestChargeNativeMessagesAbort: on /messages served by an Anthropic-style
+// provider (passed through, no translation), a client that leaves a
+// stream of a tool call, of thinking or of text before usage is charged
+// the prompt and the output it received.
+func TestChargeNativeMessagesAbort(t *testing.T) {
+	block := fmt.Sprintf("\t\tmodel anthropic/claude-stall {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+		"\t\t\tprovider anthropic http://%s/v1 {\n\t\t\t\tmodel claude-stream-stall\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n", mockAddr)
+	startInProcessWith(t, func(cfg string) string {
+		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
+	})
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "100")
+	key, hash := c.newKey(org.MgmtKey, `{"name":"native-abort","limit":50}`)
+
+	const user = "please call lookup now"
+	bodies := map[string]string{
+		"tool_use": `{"model":"anthropic/claude-stall","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}],` +
+			`"tools":[{"name":"lookup","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}]}`,
+		"thinking": `{"model":"anthropic/claude-stall","stream":true,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"` + user + `"}]}`,
+		"text":     `{"model":"anthropic/claude-stall","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}]}`,
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			before := c.snapshot(key, org.MgmtKey)
+			res, err := c.send("/messages", key, body, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != 200 {
+				res.Body.Close()
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			// Read up to the ping the mock sends once its first block's
+			// output is out, then leave.
+			r := bufio.NewReader(res.Body)
+			received, deltas := 0, 0
+			for {
+				ev, err := readEvent(r)
+				if err != nil {
+					t.Fatalf("the stream ended before the stall: %v", err)
+				}
+				d := gjson.Parse(ev.Data)
+				if d.Get("usage.output_tokens").Exists() && d.Get("type").Str == "message_delta" {
+					t.Fatalf("a stalled stream reported usage: %s", ev.Data)
+				}
+				if d.Get("type").Str == "content_block_delta" {
+					deltas++
+				}
+				received += len(d.Get("content_block.name").Str) + len(d.Get("delta.partial_json").Str) +
+					len(d.Get("delta.thinking").Str) + len(d.Get("delta.text").Str)
+				if d.Get("type").Str == "ping" && deltas > 0 {
+					break
+				}
+			}
+			res.Body.Close()
+			if received == 0 {
+				t.Fatal("no output before the stall")
+			}
+			after := c.waitUsage(key, org.MgmtKey, before, 5*time.Second, 100*time.Millisecond)
+			g := c.generationOf(t, key, res.Header)
+			if g.completion != textEstimate(received) || g.prompt <= 0 {
+				t.Fatalf("charged %d prompt and %d completion tokens, want the prompt and %d (%d bytes)", g.prompt, g.completion, textEstimate(received), received)
+			}
+			if !generationJSON(t, c, key, res.Header).Get("cancelled").Bool() {
+				t.Fatal("the generation is not recorded as cancelled")
+			}
+			expectCharged(t, before, after, g.cost, name)
+		})
+	}
+	expectNoHolds(t, c, org.MgmtKey, key, hash)
+}

@@ -61,7 +61,9 @@ import (
 // (cache_read_input_tokens); input_tokens is the rest of the prompt.
 //
 // The model name's faults apply (error-400, error-429, error-500,
-// error-502 in Anthropic's shape; error-garbage, stream-break, slow).
+// error-502 in Anthropic's shape; error-garbage, stream-break, slow), and
+// stream-stall: the first content block's deltas (a few words of text),
+// then a ping, then nothing until the client leaves.
 
 // anthropicParams are the Messages API's request parameters.
 var anthropicParams = paramSet(
@@ -247,7 +249,14 @@ func (m *Handler) answerAnthropic(w http.ResponseWriter, r *http.Request, q *ant
 		writeJSON(w, http.StatusOK, msg)
 		return
 	}
-	streamAnthropic(r.Context(), newSSEWriter(w), msg, time.Duration(m.ChunkDelay), brk)
+	fault := streamComplete
+	switch {
+	case brk:
+		fault = streamCut
+	case strings.Contains(q.model, "stream-stall"):
+		fault = streamStall
+	}
+	streamAnthropic(r.Context(), newSSEWriter(w), msg, time.Duration(m.ChunkDelay), fault)
 }
 
 // writeAnthropicFault answers the fault the model name asks for, if any.
@@ -778,8 +787,11 @@ func cutWords(t string, n int) string {
 // per block content_block_start, deltas (text_delta per word,
 // citations_delta, input_json_delta) and content_block_stop, a ping after
 // the first block starts, message_delta with the stop reason and usage,
-// message_stop. With brk the connection is cut after a few text deltas.
-func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, delay time.Duration, brk bool) {
+// message_stop. streamCut cuts the connection after a few text deltas (or
+// before message_delta); streamStall stops after the first block's deltas
+// (a few words of text), sends a ping and waits for the client to leave.
+func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, delay time.Duration, fault streamFault) {
+	brk := fault == streamCut
 	start := *msg
 	start.Content, start.StopReason, start.StopSequence = []anthropicBlock{}, nil, nil
 	start.Usage.OutputTokens, start.Usage.ServerToolUse = 1, nil
@@ -813,6 +825,9 @@ func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, d
 				if brk && sent == mockBreakAfter {
 					abortResponse()
 				}
+				if fault == streamStall && sent == mockBreakAfter {
+					break
+				}
 				if (k > 0 || sent > 0) && !sleepCtx(ctx, delay) {
 					return
 				}
@@ -828,6 +843,11 @@ func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, d
 			delta(map[string]string{"type": "input_json_delta", "partial_json": in[:half]})
 			delta(map[string]string{"type": "input_json_delta", "partial_json": in[half:]})
 		}
+		if fault == streamStall {
+			s.send("ping", map[string]string{"type": "ping"})
+			<-ctx.Done()
+			return
+		}
 		s.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 		if s.err != nil {
 			return
@@ -841,6 +861,15 @@ func streamAnthropic(ctx context.Context, s *sseWriter, msg *anthropicMessage, d
 		"usage": map[string]any{"output_tokens": msg.Usage.OutputTokens, "server_tool_use": msg.Usage.ServerToolUse}})
 	s.send("message_stop", map[string]string{"type": "message_stop"})
 }
+
+// streamFault is how streamAnthropic ends a stream.
+type streamFault int
+
+const (
+	streamComplete streamFault = iota // message_delta with usage, message_stop
+	streamCut                         // the connection cut without usage
+	streamStall                       // stalls after the first block until the client leaves
+)
 
 // splitKeepSpaces splits t into words, each but the first with its
 // leading space, so that the pieces concatenate to t.
