@@ -135,22 +135,12 @@ var pdfEngines = map[string]bool{"pdf-text": true, "cloudflare-ai": true, "nativ
 // checkFileParserPlugin checks a file-parser plugin entry (at path) that
 // is not disabled: id, enabled and pdf.engine are its members.
 func checkFileParserPlugin(path string, p gjson.Result) *apierror.Error {
-	var apiErr *apierror.Error
-	p.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-		case "enabled":
-			if v.Type != gjson.True && v.Type != gjson.False {
-				apiErr = apierror.BadRequest(path + ".enabled: expected a boolean")
-			}
-		case "pdf":
-			apiErr = checkPDFOptions(path+".pdf", v)
-		default:
-			apiErr = apierror.BadRequest(fmt.Sprintf("%s.%s: unknown field of the file-parser plugin", path, k.Str))
+	return checkPluginMembers(path, "file-parser", p, func(name string, v gjson.Result) (bool, *apierror.Error) {
+		if name != "pdf" {
+			return false, nil
 		}
-		return apiErr == nil
+		return true, checkPDFOptions(path+".pdf", v)
 	})
-	return apiErr
 }
 
 func checkPDFOptions(path string, v gjson.Result) *apierror.Error {

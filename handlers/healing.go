@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,20 +39,7 @@ var healingWord = []byte("response-healing")
 // checkHealingPlugin checks a response-healing plugin entry (at path) that
 // is not disabled: id and enabled are its only members.
 func checkHealingPlugin(path string, p gjson.Result) *apierror.Error {
-	var apiErr *apierror.Error
-	p.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-		case "enabled":
-			if v.Type != gjson.True && v.Type != gjson.False {
-				apiErr = apierror.BadRequest(path + ".enabled: expected a boolean")
-			}
-		default:
-			apiErr = apierror.BadRequest(fmt.Sprintf("%s.%s: unknown field of the response-healing plugin", path, k.Str))
-		}
-		return apiErr == nil
-	})
-	return apiErr
+	return checkPluginMembers(path, "response-healing", p, nil)
 }
 
 // healingFor is what the request body of a route of kind asks the plugin

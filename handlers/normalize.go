@@ -170,6 +170,32 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 	return apiErr
 }
 
+// checkPluginMembers checks the members of a plugin entry (at path) that
+// is not disabled: id, a boolean enabled, and those member knows (it
+// checks their values); any other member is a 400 naming it.
+func checkPluginMembers(path, id string, p gjson.Result, member func(name string, v gjson.Result) (known bool, apiErr *apierror.Error)) *apierror.Error {
+	var apiErr *apierror.Error
+	p.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+		case "enabled":
+			if v.Type != gjson.True && v.Type != gjson.False {
+				apiErr = apierror.BadRequest(path + ".enabled: expected a boolean")
+			}
+		default:
+			known := false
+			if member != nil {
+				known, apiErr = member(k.Str, v)
+			}
+			if !known {
+				apiErr = apierror.BadRequest(fmt.Sprintf("%s.%s: unknown field of the %s plugin", path, k.Str, id))
+			}
+		}
+		return apiErr == nil
+	})
+	return apiErr
+}
+
 // reasoningFor is the public reasoning object as the member the dialect
 // takes; nil when it asks for nothing the dialect can express (a token
 // budget or exclude). chat: reasoning_effort, unless the client set that
