@@ -236,21 +236,15 @@ func generationJSON(t *testing.T, c *client, key string, h http.Header) gjson.Re
 // route: the output it produced is charged (on /messages, what the client
 // received, every event passed as the provider sent it).
 func TestChargeNativeMessagesCut(t *testing.T) {
-	block := fmt.Sprintf("\t\tmodel anthropic/claude-cut {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
-		"\t\t\tprovider anthropic http://%s/v1 {\n\t\t\t\tmodel claude-stream-break\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n", mockAddr)
-	startInProcessWith(t, func(cfg string) string {
-		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
-	})
+	startInProcessWith(t, withNativeAnthropic(t, "anthropic/claude-cut", "claude-stream-break"))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "100")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"native","limit":50}`)
 
-	const user = "please call lookup now"
 	bodies := map[string]string{
-		"messages/tool_use": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}],` +
-			`"tools":[{"name":"lookup","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}]}`,
-		"messages/thinking": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"` + user + `"}]}`,
-		"chat/tool_use": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}],` +
+		"messages/tool_use": nativeMessagesBody("anthropic/claude-cut", "tool_use"),
+		"messages/thinking": nativeMessagesBody("anthropic/claude-cut", "thinking"),
+		"chat/tool_use": `{"model":"anthropic/claude-cut","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + nativeUser + `"}],` +
 			`"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}}]}`,
 	}
 	for name, body := range bodies {
@@ -274,8 +268,7 @@ func TestChargeNativeMessagesCut(t *testing.T) {
 			for _, ev := range evs {
 				d := gjson.Parse(ev.Data)
 				if path == "/messages" {
-					received += len(d.Get("content_block.name").Str) + len(d.Get("delta.partial_json").Str) +
-						len(d.Get("delta.thinking").Str) + len(d.Get("delta.text").Str)
+					received += messagesOutputBytes(d)
 					continue
 				}
 				for _, tc := range d.Get("choices.0.delta.tool_calls").Array() {
@@ -342,23 +335,13 @@ func TestChargeTranslatedResponses(t *testing.T) {
 // stream of a tool call, of thinking or of text before usage is charged
 // the prompt and the output it received.
 func TestChargeNativeMessagesAbort(t *testing.T) {
-	block := fmt.Sprintf("\t\tmodel anthropic/claude-stall {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
-		"\t\t\tprovider anthropic http://%s/v1 {\n\t\t\t\tmodel claude-stream-stall\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n", mockAddr)
-	startInProcessWith(t, func(cfg string) string {
-		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
-	})
+	startInProcessWith(t, withNativeAnthropic(t, "anthropic/claude-stall", "claude-stream-stall"))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "100")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"native-abort","limit":50}`)
 
-	const user = "please call lookup now"
-	bodies := map[string]string{
-		"tool_use": `{"model":"anthropic/claude-stall","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}],` +
-			`"tools":[{"name":"lookup","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}]}`,
-		"thinking": `{"model":"anthropic/claude-stall","stream":true,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"` + user + `"}]}`,
-		"text":     `{"model":"anthropic/claude-stall","stream":true,"max_tokens":500,"messages":[{"role":"user","content":"` + user + `"}]}`,
-	}
-	for name, body := range bodies {
+	for _, name := range []string{"tool_use", "thinking", "text"} {
+		body := nativeMessagesBody("anthropic/claude-stall", name)
 		t.Run(name, func(t *testing.T) {
 			before := c.snapshot(key, org.MgmtKey)
 			res, err := c.send("/messages", key, body, nil)
@@ -385,8 +368,7 @@ func TestChargeNativeMessagesAbort(t *testing.T) {
 				if d.Get("type").Str == "content_block_delta" {
 					deltas++
 				}
-				received += len(d.Get("content_block.name").Str) + len(d.Get("delta.partial_json").Str) +
-					len(d.Get("delta.thinking").Str) + len(d.Get("delta.text").Str)
+				received += messagesOutputBytes(d)
 				if d.Get("type").Str == "ping" && deltas > 0 {
 					break
 				}
@@ -407,4 +389,38 @@ func TestChargeNativeMessagesAbort(t *testing.T) {
 		})
 	}
 	expectNoHolds(t, c, org.MgmtKey, key, hash)
+}
+
+// nativeUser asks the Anthropic mock for a tool call when tools are given.
+const nativeUser = "please call lookup now"
+
+// withNativeAnthropic adds model id to the catalog, served by the Anthropic
+// mock's model upstream as an Anthropic-style provider.
+func withNativeAnthropic(t *testing.T, id, upstream string) func(string) string {
+	block := fmt.Sprintf("\t\tmodel %s {\n\t\t\tcontext_length 8192\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+		"\t\t\tprovider anthropic http://%s/v1 {\n\t\t\t\tmodel %s\n\t\t\t\tapi_key sk-ant-operator\n\t\t\t\tstyle anthropic\n\t\t\t}\n\t\t}\n", id, mockAddr, upstream)
+	return func(cfg string) string {
+		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", block+"\t\tmodel tollgate-mock:free {\n")
+	}
+}
+
+// nativeMessagesBody is a streamed /messages request for model whose
+// answer is a tool call (kind tool_use), thinking and text, or text.
+func nativeMessagesBody(model, kind string) string {
+	head := `{"model":"` + model + `","stream":true,`
+	msgs := `"messages":[{"role":"user","content":"` + nativeUser + `"}]`
+	switch kind {
+	case "tool_use":
+		return head + `"max_tokens":500,` + msgs + `,"tools":[{"name":"lookup","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}]}`
+	case "thinking":
+		return head + `"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs + `}`
+	}
+	return head + `"max_tokens":500,` + msgs + `}`
+}
+
+// messagesOutputBytes is the model output a Messages stream event carries:
+// a tool's name and input, thinking, text.
+func messagesOutputBytes(d gjson.Result) int {
+	return len(d.Get("content_block.name").Str) + len(d.Get("delta.partial_json").Str) +
+		len(d.Get("delta.thinking").Str) + len(d.Get("delta.text").Str)
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,39 +34,25 @@ func TestReplicasEnforceEveryRecordAfterRedisRestart(t *testing.T) {
 
 	// Load at both replicas from before the kill until the end.
 	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"load across the redis restart"}]}`
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var served atomic.Int64
 	var mu sync.Mutex
 	var odd []string // answers other than 200 and the spec's 503
-	for w := range 6 {
-		c := cs[w%2]
-		wc := &client{t: t, gateway: c.gateway, admin: c.admin,
-			http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r, err := wc.post("/chat/completions", loadKey, body, map[string]string{"X-Mock-Latency": "10ms"})
-				switch {
-				case err == nil && r.Status == 200:
-					served.Add(1)
-					continue
-				case err == nil && (r.Status != 503 || r.JSON.Get("error.code").Int() != 503 || r.JSON.Get("error.message").Str == ""):
-					mu.Lock()
-					odd = append(odd, fmt.Sprintf("%d %s", r.Status, r.Body))
-					mu.Unlock()
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		})
-	}
+	stopLoad := loadReplicas(cs, 6, func(wc *client) bool {
+		r, err := wc.post("/chat/completions", loadKey, body, map[string]string{"X-Mock-Latency": "10ms"})
+		switch {
+		case err == nil && r.Status == 200:
+			served.Add(1)
+			return true
+		case err == nil && (r.Status != 503 || r.JSON.Get("error.code").Int() != 503 || r.JSON.Get("error.message").Str == ""):
+			mu.Lock()
+			odd = append(odd, fmt.Sprintf("%d %s", r.Status, r.Body))
+			mu.Unlock()
+		}
+		time.Sleep(5 * time.Millisecond)
+		return true
+	})
 	defer func() {
-		close(stop)
-		wg.Wait()
+		stopLoad()
 		if len(odd) > 0 {
 			t.Errorf("%d answers under load were neither 200 nor a 503 in the spec's shape, e.g. %s", len(odd), odd[0])
 		}

@@ -166,39 +166,22 @@ func TestReplicaKilledUnderLoadLosesNoCharge(t *testing.T) {
 	var mu sync.Mutex
 	var received money.Amount
 	var complete, cut int
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 8 {
-		c := cs[w%2]
-		wc := &client{t: t, gateway: c.gateway, admin: c.admin,
-			http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r, err := wc.post("/chat/completions", key, body, map[string]string{"X-Mock-Latency": "20ms"})
-				mu.Lock()
-				if err == nil && r.Status == 200 {
-					received += creditAmount(t, r.JSON.Get("usage.cost"))
-					complete++
-				} else {
-					cut++
-				}
-				mu.Unlock()
-				if err != nil {
-					return // the replica is gone
-				}
-			}
-		})
-	}
+	stopLoad := loadReplicas(cs, 8, func(wc *client) bool {
+		r, err := wc.post("/chat/completions", key, body, map[string]string{"X-Mock-Latency": "20ms"})
+		mu.Lock()
+		if err == nil && r.Status == 200 {
+			received += creditAmount(t, r.JSON.Get("usage.cost"))
+			complete++
+		} else {
+			cut++
+		}
+		mu.Unlock()
+		return err == nil // else the replica is gone
+	})
 	time.Sleep(1500 * time.Millisecond)
 	ps[0].kill()
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stopLoad()
 	if complete < 20 {
 		t.Fatalf("only %d complete answers", complete)
 	}
@@ -435,4 +418,33 @@ func TestReplicasShareThePerKeyCeiling(t *testing.T) {
 	sent := time.Now()
 	// Four requests a minute: a token every 15s.
 	expectPlatform429(t, cs[1].api("POST", "/chat/completions", key, body), "abuse_per_key", 4, sent, 15*time.Second)
+}
+
+// loadReplicas runs n workers, worker w sending through replica w%len(cs)
+// with an HTTP client of its own, each calling send until it returns false
+// or until the returned stop, which waits for them.
+func loadReplicas(cs []*client, n int, send func(wc *client) bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range n {
+		c := cs[w%len(cs)]
+		wc := &client{t: c.t, gateway: c.gateway, admin: c.admin,
+			http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !send(wc) {
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
