@@ -134,17 +134,16 @@ http://:$UP {
 }
 EOF
 
-# A: bare reverse_proxy under /api/v1 (all B's handler serves), flushing
-# every write as B's does, so that the difference is only what tollgate adds.
+# A: bare reverse_proxy under /api/v1 (all B's handler serves), with
+# Caddy's defaults, as an operator runs it for JSON traffic (Caddy flushes
+# event streams by itself); B's provider proxies keep the same defaults.
 cat >"$WORK/bare.caddyfile" <<EOF
 {
 $(globals "$A_ADMIN")
 }
 http://:$A {
 	bind 127.0.0.1
-	reverse_proxy /api/v1/* 127.0.0.1:$UP {
-		flush_interval -1
-	}
+	reverse_proxy /api/v1/* 127.0.0.1:$UP
 }
 EOF
 

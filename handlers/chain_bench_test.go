@@ -208,7 +208,7 @@ var benchUpstreamJSON = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *htt
 })
 
 // benchUpstreamSSE answers benchSSEEvents, writing and flushing each event
-// as reverse_proxy does with flush_interval -1.
+// as reverse_proxy does for an event stream.
 var benchUpstreamSSE = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 	_, _ = io.Copy(io.Discard, r.Body)
 	w.Header().Set("Content-Type", "text/event-stream")

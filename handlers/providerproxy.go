@@ -44,19 +44,24 @@ func (p *providerProxies) forward(pr *catalog.Provider) caddyhttp.Handler {
 }
 
 // ConfigureProviderProxy makes rp the pipeline's reverse_proxy: its
-// upstream and path are the attempt's provider, it flushes every write
-// (streams are never buffered), and for HTTPS providers it speaks TLS (the
-// operator's `transport http { tls ... }` settings, if any) to the
-// provider's host name, since a private endpoint is dialed at its checked
-// IP address. rp may carry an operator's other settings (header_up,
-// timeouts, ...), but no upstreams of its own.
+// upstream and path are the attempt's provider, and for HTTPS providers it
+// speaks TLS (the operator's `transport http { tls ... }` settings, if
+// any) to the provider's host name, since a private endpoint is dialed at
+// its checked IP address. rp may carry an operator's other settings (header_up,
+// timeouts, flush_interval, ...), but no upstreams of its own.
+//
+// Its flush interval stays Caddy's default: reverse_proxy flushes every
+// write of an event stream (text/event-stream), of a body without a
+// length and of incremental answers by itself, so streams are never
+// buffered; a JSON answer of known length, which the meter holds whole
+// anyway, is copied without the per-request flush timer that
+// flush_interval -1 would start.
 func ConfigureProviderProxy(rp *reverseproxy.Handler, https bool) error {
 	if len(rp.Upstreams) > 0 || rp.DynamicUpstreamsRaw != nil {
 		return fmt.Errorf("the upstream is the provider the gateway picks for each request; remove to and dynamic")
 	}
 	rp.Upstreams = reverseproxy.UpstreamPool{{Dial: upstreamDial}}
 	rp.Rewrite = &rewrite.Rewrite{URI: upstreamURI}
-	rp.FlushInterval = -1
 	var transport reverseproxy.HTTPTransport
 	if rp.TransportRaw != nil {
 		var proto struct {

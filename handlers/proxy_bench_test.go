@@ -91,8 +91,9 @@ func BenchmarkProxyChainJSONParallel(b *testing.B) {
 
 func benchProxyBare(b *testing.B) caddyhttp.Handler {
 	up := newBenchUpstream(b)
-	// Flushing every write, as the pipeline's does.
-	rp := newBenchProxy(b, &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: up.Listener.Addr().String()}}, FlushInterval: -1})
+	// Default settings, as an operator runs it (and as the pipeline's:
+	// Caddy flushes event streams by itself).
+	rp := newBenchProxy(b, &reverseproxy.Handler{Upstreams: reverseproxy.UpstreamPool{{Dial: up.Listener.Addr().String()}}})
 	h := withVars(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return rp.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil }))
 	}))
