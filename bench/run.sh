@@ -6,29 +6,48 @@
 # bench/README.md for how to read the output. C runs when redis-server is
 # installed (BENCH_REDIS=0: never).
 #
-#   bench/run.sh                         # report only
+#   bench/run.sh                         # pinned mode: report only
+#   BENCH_MODE=shared bench/run.sh       # shared-box mode: nothing pinned, 30 s runs, 16 and 64 connections
+#   BENCH_MODE=memory bench/run.sh       # resident memory of A and B over 500,000 requests each
 #   BENCH_MIN_RATIO=0.85 bench/run.sh    # exit 1 if throughput(B)/throughput(A) < 0.85
 set -euo pipefail
 
 # ---- settings (environment) -------------------------------------------------
-DURATION=${BENCH_DURATION:-10}          # seconds per measured run
+# BENCH_MODE picks the defaults below: pinned (each gateway alone on one
+# core, the client on the other: the chain's CPU in isolation), shared
+# (nothing pinned, GOMAXPROCS as Caddy sets it, the gateway sharing the
+# cores with the client and the upstream, as on a small box) or memory
+# (shared, load in turns until B served BENCH_REQUESTS requests; RSS).
+MODE=${BENCH_MODE:-pinned}
+case $MODE in
+pinned) d_duration=10 d_slice=2 d_settle=1.5 d_conns=32 d_threads=1 ;;
+shared) d_duration=30 d_slice=10 d_settle=3 d_conns="16 64" d_threads=1 ;;
+memory) d_duration=10 d_slice=10 d_settle=1 d_conns=32 d_threads=1 ;;
+*) printf 'bench: BENCH_MODE must be pinned, shared or memory\n' >&2; exit 2 ;;
+esac
+DURATION=${BENCH_DURATION:-$d_duration} # seconds per measured run (memory: per turn)
 ROUNDS=${BENCH_ROUNDS:-3}               # A+B pairs
-SLICE=${BENCH_SLICE:-2}                 # seconds per slice: a round alternates the configs in slices
-SETTLE=${BENCH_SETTLE:-1.5}             # seconds after a slice before its CPU is read (background work)
+SLICE=${BENCH_SLICE:-$d_slice}          # seconds per slice: a round alternates the configs in slices
+SETTLE=${BENCH_SETTLE:-$d_settle}       # seconds after a slice before its CPU is read (background work)
 WARMUP=${BENCH_WARMUP:-3}               # seconds of unmeasured load per config first
-CONNECTIONS=${BENCH_CONNECTIONS:-32}    # wrk connections
-THREADS=${BENCH_THREADS:-1}             # wrk threads
+CONNECTIONS=${BENCH_CONNECTIONS:-$d_conns}  # wrk connections; a list ("16 64") measures each in turn
+THREADS=${BENCH_THREADS:-$d_threads}    # wrk threads
+REQUESTS=${BENCH_REQUESTS:-500000}      # memory: requests B serves in all
+RSS_FROM=${BENCH_RSS_FROM:-50000}       # memory: RSS growth is measured from this many requests
+MAX_RSS_GROWTH=${BENCH_MAX_RSS_GROWTH_MB:-}  # memory: exit 1 if B's RSS grows more (MB); empty: report only
 MIN_RATIO=${BENCH_MIN_RATIO:-}          # empty: report only
 RATIO_METRIC=${BENCH_RATIO_METRIC:-throughput}  # what BENCH_MIN_RATIO checks: throughput or cpu
 MAX_CPU_DELTA=${BENCH_MAX_CPU_DELTA_US:-}  # empty: report only
-GATEWAY_CPUS=${BENCH_GATEWAY_CPUS:-0}   # taskset list for the gateway under test
-CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}     # taskset list for wrk and the upstream
+MAX_CPU_RATIO=${BENCH_MAX_CPU_RATIO:-}  # exit 1 if CPU per request B/A is above it; empty: report only
+GATEWAY_CPUS=${BENCH_GATEWAY_CPUS:-0}   # pinned: taskset list for the gateway under test
+CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}     # pinned: taskset list for wrk and the upstream
 CADDY=${BENCH_CADDY:-}                  # a prebuilt binary; empty: build ./cmd/caddy
 KEEP=${BENCH_KEEP:-}                    # non-empty: keep the work directory
 DATA_DIR=${BENCH_DATA_DIR:-}            # Badger directory of B; empty: in the work dir
-PROFILE=${BENCH_PROFILE:-}              # a directory: save CPU profiles of the last round there
+PROFILE=${BENCH_PROFILE:-}              # a directory: save CPU and allocation profiles of the last round there
 REDIS=${BENCH_REDIS:-1}                 # 0: skip configuration C (storage redis)
 REDIS_FSYNC=${BENCH_REDIS_FSYNC:-always}  # appendfsync of C's redis-server: always or everysec
+[[ $MODE == memory ]] && REDIS=0
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tollgate-bench.XXXXXX")
@@ -77,7 +96,9 @@ fi
 
 PIN_GW=() PIN_CLIENT=()
 NCPU=$(nproc)
-if command -v taskset >/dev/null && ((NCPU >= 2)); then
+if [[ $MODE != pinned ]]; then
+	PINNING="nothing pinned ($MODE mode): gateways, wrk and upstream share $NCPU CPU(s), GOMAXPROCS as Caddy sets it"
+elif command -v taskset >/dev/null && ((NCPU >= 2)); then
 	PIN_GW=(taskset -c "$GATEWAY_CPUS")
 	PIN_CLIENT=(taskset -c "$CLIENT_CPUS")
 	PINNING="gateway on CPU $GATEWAY_CPUS; wrk and upstream on CPU $CLIENT_CPUS"
@@ -178,6 +199,8 @@ sed -e "s|^\t\tdata_dir .*|\t\tstorage redis {\n\t\t\taddress 127.0.0.1:$REDIS_P
 	-e "s|admin 127.0.0.1:$B_ADMIN|admin 127.0.0.1:$C_ADMIN|" -e "s|http://:$B {|http://:$C {|" \
 	"$WORK/chain.caddyfile" >"$WORK/redis.caddyfile"
 
+# Caddy sets GOMAXPROCS itself (the CPUs it may run on, its cgroup's quota).
+unset GOMAXPROCS
 start_caddy() { # name config pin...
 	local name=$1 config=$2
 	shift 2
@@ -270,15 +293,18 @@ cpu_ticks() { # pid -> utime+stime of the whole process, in clock ticks
 	s=${s##*) }
 	awk '{print $12 + $13}' <<<"$s"
 }
+# rss pid -> "resident anon" in kB: all resident memory (VmRSS) and its
+# anonymous part (the heap and stacks, without mapped files).
+rss() { awk '/^VmRSS:/ {r = $2} /^RssAnon:/ {a = $2} END {print r + 0, a + 0}' "/proc/$1/status"; }
 
 # to_ms turns a wrk latency ("512.00us", "1.20ms", "2.01s") into ms.
 to_ms() { awk '{v = $1 + 0; if ($1 ~ /us$/) v /= 1000; else if ($1 ~ /[0-9]s$/) v *= 1000; printf "%.3f", v}' <<<"$1"; }
 
-# run_wrk port seconds [lua] -> "requests seconds non2xx socket_errors p50_ms p99_ms"
+# run_wrk port seconds connections [lua] -> "requests seconds non2xx socket_errors p50_ms p99_ms"
 run_wrk() {
 	local out reqs secs non2xx errs p50 p99
-	out=$(timeout $(($2 + 30)) "${PIN_CLIENT[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${2}s" --latency \
-		-s "${3:-$WORK/post.lua}" "http://127.0.0.1:$1/api/v1/chat/completions") || die "wrk failed: $out"
+	out=$(timeout $(($2 + 30)) "${PIN_CLIENT[@]}" wrk -t"$THREADS" -c"$3" -d"${2}s" --latency \
+		-s "${4:-$WORK/post.lua}" "http://127.0.0.1:$1/api/v1/chat/completions") || die "wrk failed: $out"
 	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
 	secs=$(awk '/requests in/ {sub(/s,$/, "", $4); print $4}' <<<"$out")
 	non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
@@ -288,115 +314,198 @@ run_wrk() {
 	echo "$reqs $secs ${non2xx:-0} ${errs:-0} $p50 $p99"
 }
 
+# config_of cfg: sets port, pid, admin, name and lua of a configuration.
+config_of() {
+	lua=$WORK/post.lua
+	case $1 in
+	A) port=$A pid=$A_PID admin=$A_ADMIN name=bare ;;
+	B) port=$B pid=$B_PID admin=$B_ADMIN name=chain ;;
+	C) port=$C pid=$C_PID admin=$C_ADMIN name=redis lua=$WORK/post-c.lua ;;
+	esac
+}
+
+FIRST_CONNS=${CONNECTIONS%% *}
 ((SLICE > 0 && SLICE <= DURATION)) || SLICE=$DURATION
 SLICES=$(((DURATION + SLICE - 1) / SLICE))
-log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}, in turns of ${SLICE}s) after ${WARMUP}s warm-up each"
+declare -A served=() # requests each config served so far, warm-up included
+if [[ $MODE == memory ]]; then
+	log "bench: $PINNING; $FIRST_CONNS connections; A and B in turns of ${DURATION}s until B served $REQUESTS requests"
+else
+	log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}, in turns of ${SLICE}s) after ${WARMUP}s warm-up each"
+fi
 [[ $REDIS != 0 ]] && log "bench: C is storage redis (appendfsync $REDIS_FSYNC); its CPU per request includes redis-server's"
-run_wrk "$A" "$WARMUP" >/dev/null || exit 2
-run_wrk "$B" "$WARMUP" >/dev/null || exit 2
-if [[ $REDIS != 0 ]]; then run_wrk "$C" "$WARMUP" "$WORK/post-c.lua" >/dev/null || exit 2; fi
+for cfg in "${CONFIGS[@]}"; do
+	config_of "$cfg"
+	read -r rss_start_kb _ <<<"$(rss "$pid")"
+	log "bench: $cfg ($name) resident at start: $((rss_start_kb / 1024)) MB"
+	res=$(run_wrk "$port" "$WARMUP" "$FIRST_CONNS" "$lua") || exit 2
+	served[$cfg]=${res%% *}
+done
 
-RESULTS=$WORK/results
-: >"$RESULTS"
-printf '%-6s %5s %10s %9s %11s %8s %13s %8s %8s\n' config round req/s requests "gw µs/req" "gw util" "upstream µs/req" "p50 ms" "p99 ms"
+# ---- memory mode --------------------------------------------------------------
+# Load A and B in turns (same connections, same time) until B served
+# REQUESTS requests, reading each one's resident memory after every turn;
+# B's growth from RSS_FROM requests to the end is the figure.
+if [[ $MODE == memory ]]; then
+	MEM=$WORK/memory
+	: >"$MEM"
+	printf '%-6s %11s %10s %10s %10s\n' config requests "req/s" "RSS MB" "anon MB"
+	while ((served[B] < REQUESTS)); do
+		for cfg in A B; do
+			config_of "$cfg"
+			res=$(run_wrk "$port" "$DURATION" "$FIRST_CONNS" "$lua") || exit 2
+			read -r reqs secs non2xx _ <<<"$res"
+			((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
+			sleep "$SETTLE"
+			served[$cfg]=$((served[$cfg] + reqs))
+			read -r r a <<<"$(rss "$pid")"
+			printf '%-6s %11d %10.0f %10.1f %10.1f\n' "$cfg" "${served[$cfg]}" "$(awk -v n="$reqs" -v s="$secs" 'BEGIN {print n / s}')" \
+				"$(awk -v k="$r" 'BEGIN {print k / 1024}')" "$(awk -v k="$a" 'BEGIN {print k / 1024}')"
+			echo "$cfg ${served[$cfg]} $r $a" >>"$MEM"
+		done
+	done
+	if [[ -n $PROFILE ]]; then
+		mkdir -p "$PROFILE"
+		curl -sS -o "$PROFILE/chain-heap.pprof" "http://127.0.0.1:$B_ADMIN/debug/pprof/heap" || log "bench: heap profile failed"
+	fi
+	awk -v from="$RSS_FROM" -v maxg="$MAX_RSS_GROWTH" '
+	{ if (!($1 in at) && $2 >= from) { at[$1] = $2; r0[$1] = $3; a0[$1] = $4 }; n[$1] = $2; r1[$1] = $3; a1[$1] = $4 }
+	END {
+		fail = 0
+		for (c in n) {
+			if (!(c in at)) { printf "%s: fewer than %d requests\n", c, from; continue }
+			printf "%s: RSS %.1f MB after %d requests, %.1f MB after %d: %+.1f MB (anon %.1f -> %.1f MB)\n", c, r0[c] / 1024, at[c], r1[c] / 1024, n[c], (r1[c] - r0[c]) / 1024, a0[c] / 1024, a1[c] / 1024
+		}
+		if (maxg != "" && ("B" in at) && (r1["B"] - r0["B"]) / 1024 > maxg + 0) { printf "FAIL: B grew more than BENCH_MAX_RSS_GROWTH_MB=%s\n", maxg; fail = 1 }
+		exit fail
+	}' "$MEM"
+	exit
+fi
+
+# ---- CPU per request ----------------------------------------------------------
+printf '%-6s %5s %5s %10s %9s %11s %8s %13s %8s %8s %13s %8s\n' config conns round req/s requests "gw µs/req" "gw util" "upstream µs/req" "p50 ms" "p99 ms" "RSS MB" "anon MB"
 # A round gives each config DURATION seconds of load, in slices of SLICE
 # seconds taken in turn (A B C A B C ...): the host's speed drifts over tens
 # of seconds (other tenants, frequency), and configs measured in one long
 # run each were exposed to different drift; slices spread it over all of
 # them alike. Requests, CPU ticks and time add up over a round's slices.
-for round in $(seq 1 "$ROUNDS"); do
-	declare -A n_req=() n_secs=() n_g=() n_u=() n_t=() s50=() s99=()
-	for slice in $(seq 1 "$SLICES"); do
-		len=$SLICE
-		((slice == SLICES)) && len=$((DURATION - SLICE * (SLICES - 1)))
+measure() { # connections
+	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 r a
+	: >"$RESULTS"
+	for round in $(seq 1 "$ROUNDS"); do
+		declare -A n_req=() n_secs=() n_g=() n_u=() n_t=() s50=() s99=() rss0=() rss1=() anon1=()
+		for slice in $(seq 1 "$SLICES"); do
+			len=$SLICE
+			((slice == SLICES)) && len=$((DURATION - SLICE * (SLICES - 1)))
+			for cfg in "${CONFIGS[@]}"; do
+				config_of "$cfg"
+				[[ $slice == 1 ]] && read -r r _ <<<"$(rss "$pid")" && rss0[$cfg]=$r
+				prof= aprof=
+				if [[ -n $PROFILE && $round == "$ROUNDS" && $slice == 1 ]]; then
+					mkdir -p "$PROFILE"
+					curl -sS -o "$PROFILE/$name-c$conns.pprof" \
+						"http://127.0.0.1:$admin/debug/pprof/profile?seconds=$((len > 2 ? len - 1 : 1))" &
+					prof=$!
+					curl -sS -o "$PROFILE/$name-c$conns-allocs.pprof" \
+						"http://127.0.0.1:$admin/debug/pprof/allocs?seconds=$((len > 2 ? len - 1 : 1))" &
+					aprof=$!
+				fi
+				g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
+				[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
+				res=$(run_wrk "$port" "$len" "$conns" "$lua") || exit 2
+				[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
+				[[ -n $aprof ]] && { wait "$aprof" || log "bench: allocation profile of $name failed"; }
+				read -r reqs secs non2xx errs p50 p99 <<<"$res"
+				t1=$(date +%s.%N)
+				# The work the turn left to the gateway's background (the
+				# journal's checkpoint, Badger's flushes) is counted in its turn.
+				sleep "$SETTLE"
+				g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID")
+				[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
+				((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
+				((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
+				served[$cfg]=$((served[$cfg] + reqs))
+				read -r r a <<<"$(rss "$pid")"
+				rss1[$cfg]=$r anon1[$cfg]=$a
+				n_req[$cfg]=$((${n_req[$cfg]:-0} + reqs))
+				n_secs[$cfg]=$(awk -v a="${n_secs[$cfg]:-0}" -v b="$secs" 'BEGIN {print a + b}')
+				n_g[$cfg]=$((${n_g[$cfg]:-0} + g1 - g0))
+				n_u[$cfg]=$((${n_u[$cfg]:-0} + u1 - u0))
+				n_t[$cfg]=$(awk -v a="${n_t[$cfg]:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN {print a + t1 - t0}')
+				# Latency: the slices' percentiles weighted by their requests.
+				s50[$cfg]="${s50[$cfg]:-} $reqs:$p50" s99[$cfg]="${s99[$cfg]:-} $reqs:$p99"
+			done
+		done
 		for cfg in "${CONFIGS[@]}"; do
-			lua=$WORK/post.lua
-			case $cfg in
-			A) port=$A pid=$A_PID admin=$A_ADMIN name=bare ;;
-			B) port=$B pid=$B_PID admin=$B_ADMIN name=chain ;;
-			C) port=$C pid=$C_PID admin=$C_ADMIN name=redis lua=$WORK/post-c.lua ;;
-			esac
-			prof=
-			if [[ -n $PROFILE && $round == "$ROUNDS" && $slice == 1 ]]; then
-				mkdir -p "$PROFILE"
-				curl -sS -o "$PROFILE/$name.pprof" \
-					"http://127.0.0.1:$admin/debug/pprof/profile?seconds=$((len > 2 ? len - 1 : 1))" &
-				prof=$!
-			fi
-			g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
-			[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
-			res=$(run_wrk "$port" "$len" "$lua") || exit 2
-			[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
-			read -r reqs secs non2xx errs p50 p99 <<<"$res"
-			t1=$(date +%s.%N)
-			# The work the turn left to the gateway's background (the
-			# journal's checkpoint, Badger's flushes) is counted in its turn.
-			sleep "$SETTLE"
-			g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID")
-			[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
-			((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
-			((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
-			n_req[$cfg]=$((${n_req[$cfg]:-0} + reqs))
-			n_secs[$cfg]=$(awk -v a="${n_secs[$cfg]:-0}" -v b="$secs" 'BEGIN {print a + b}')
-			n_g[$cfg]=$((${n_g[$cfg]:-0} + g1 - g0))
-			n_u[$cfg]=$((${n_u[$cfg]:-0} + u1 - u0))
-			n_t[$cfg]=$(awk -v a="${n_t[$cfg]:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN {print a + t1 - t0}')
-			# Latency: the slices' percentiles weighted by their requests.
-			s50[$cfg]="${s50[$cfg]:-} $reqs:$p50" s99[$cfg]="${s99[$cfg]:-} $reqs:$p99"
+			awk -v c="$cfg" -v k="$conns" -v r="$round" -v n="${n_req[$cfg]}" -v s="${n_secs[$cfg]}" -v g="${n_g[$cfg]}" -v u="${n_u[$cfg]}" \
+				-v tck="$TCK" -v t="${n_t[$cfg]}" -v out="$RESULTS" -v l50="${s50[$cfg]}" -v l99="${s99[$cfg]}" \
+				-v m0="${rss0[$cfg]}" -v m1="${rss1[$cfg]}" -v a1="${anon1[$cfg]}" '
+			function weighted(list,   k, i, parts, x, w, sum) {
+				k = split(list, parts, " "); w = 0; sum = 0
+				for (i = 1; i <= k; i++) { split(parts[i], x, ":"); w += x[1]; sum += x[1] * x[2] }
+				return w ? sum / w : 0
+			}
+			BEGIN {
+				rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / t * 100
+				p50 = weighted(l50); p99 = weighted(l99)
+				printf "%-6s %5d %5d %10.0f %9d %11.1f %7.0f%% %13.1f %8.2f %8.2f %6.0f->%-6.0f %8.0f\n", c, k, r, rps, n, gus, util, uus, p50, p99, m0 / 1024, m1 / 1024, a1 / 1024
+				printf "%s %d %f %f %f %f %f %f %f %f\n", c, r, rps, gus, uus, util, p50, p99, m0, m1 >> out
+			}'
 		done
 	done
-	for cfg in "${CONFIGS[@]}"; do
-		awk -v c="$cfg" -v r="$round" -v n="${n_req[$cfg]}" -v s="${n_secs[$cfg]}" -v g="${n_g[$cfg]}" -v u="${n_u[$cfg]}" \
-			-v tck="$TCK" -v t="${n_t[$cfg]}" -v out="$RESULTS" -v l50="${s50[$cfg]}" -v l99="${s99[$cfg]}" '
-		function weighted(list,   k, i, parts, x, w, sum) {
-			k = split(list, parts, " "); w = 0; sum = 0
-			for (i = 1; i <= k; i++) { split(parts[i], x, ":"); w += x[1]; sum += x[1] * x[2] }
-			return w ? sum / w : 0
-		}
-		BEGIN {
-			rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / t * 100
-			p50 = weighted(l50); p99 = weighted(l99)
-			printf "%-6s %5d %10.0f %9d %11.1f %7.0f%% %13.1f %8.2f %8.2f\n", c, r, rps, n, gus, util, uus, p50, p99
-			printf "%s %d %f %f %f %f %f %f\n", c, r, rps, gus, uus, util, p50, p99 >> out
-		}'
-	done
-done
+	summary "$conns" "$RESULTS"
+}
 
 # Pairwise (B_i vs A_i, measured back to back) then the median over rounds,
 # which is robust to a noisy neighbour hitting one round.
-awk -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" '
-function median(a, n,   i, j, t) {
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+summary() { # connections results
+	awk -v conns="$1" -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" -v maxr="$MAX_CPU_RATIO" '
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+	}
+	$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8 }
+	$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8 }
+	$1 == "C" { rc[$2] = $3; cc[$2] = $4; pc50[$2] = $7; pc99[$2] = $8 }
+	{ if (!($1 in m0) || $2 < first[$1]) { first[$1] = $2; m0[$1] = $9 }; if ($2 >= last[$1]) { last[$1] = $2; m1[$1] = $10 } }
+	END {
+		n = 0
+		for (r in ra) if (r in rb) {
+			n++; ratio[n] = rb[r] / ra[r]; eff[n] = ca[r] / cb[r]; cpur[n] = cb[r] / ca[r]; delta[n] = cb[r] - ca[r]; a[n] = ca[r]; b[n] = cb[r]
+			util[2*n-1] = ua[r]; util[2*n] = ub[r]
+			lo = (n == 1 || ratio[n] < lo) ? ratio[n] : lo; hi = (n == 1 || ratio[n] > hi) ? ratio[n] : hi
+			dlo = (n == 1 || delta[n] < dlo) ? delta[n] : dlo; dhi = (n == 1 || delta[n] > dhi) ? delta[n] : dhi
+		}
+		if (n == 0) { print "no complete rounds"; exit 2 }
+		mr = median(ratio, n); me = median(eff, n); md = median(delta, n); ma = median(a, n); mb = median(b, n); mc = median(cpur, n)
+		mu = median(util, 2*n)
+		printf "\n%d connections:\n", conns
+		printf "throughput(B)/throughput(A):   %.3f  (median of %d rounds; range %.3f-%.3f)\n", mr, n, lo, hi
+		printf "CPU-bound ratio A µs / B µs:   %.3f  (the throughput ratio on a saturated gateway core)\n", me
+		printf "gateway CPU per request:       A %.1f µs, B %.1f µs, B-A %+.1f µs (rounds %+.1f to %+.1f), B/A %.3fx (medians)\n", ma, mb, md, dlo, dhi, mc
+		k = 0
+		for (r in ra) if (r in rb) { k++; x50[k] = pa50[r]; x99[k] = pa99[r]; y50[k] = pb50[r]; y99[k] = pb99[r] }
+		printf "latency p50/p99:               A %.2f/%.2f ms, B %.2f/%.2f ms (medians)\n", median(x50, k), median(x99, k), median(y50, k), median(y99, k)
+		printf "resident memory:               A %.0f -> %.0f MB, B %.0f -> %.0f MB", m0["A"] / 1024, m1["A"] / 1024, m0["B"] / 1024, m1["B"] / 1024
+		if ("C" in m0) printf ", C %.0f -> %.0f MB", m0["C"] / 1024, m1["C"] / 1024
+		printf " (start of the first round, end of the last)\n"
+		m = 0
+		for (r in rc) if (r in ra) { m++; cr[m] = rc[r] / ra[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
+		if (m > 0) {
+			printf "C (storage redis):             throughput(C)/throughput(A) %.3f; CPU %.1f µs/req, C-A %+.1f µs (gateway + redis-server); p50/p99 %.2f/%.2f ms (medians)\n", median(cr, m), median(cu, m), median(cd, m), median(z50, m), median(z99, m)
+		}
+		if (mu < 90) printf "note: the gateway was only %.0f%% of a core busy (median): the client or other load limited throughput, so trust the CPU numbers over req/s\n", mu
+		fail = 0
+		gate = metric == "cpu" ? me : mr
+		if (min != "" && gate < min + 0) { printf "FAIL: %s ratio %.3f below BENCH_MIN_RATIO=%s\n", metric, gate, min; fail = 1 }
+		if (maxd != "" && md > maxd + 0) { printf "FAIL: B-A %.1f µs above BENCH_MAX_CPU_DELTA_US=%s\n", md, maxd; fail = 1 }
+		if (maxr != "" && mc > maxr + 0) { printf "FAIL: CPU per request B/A %.3f above BENCH_MAX_CPU_RATIO=%s\n", mc, maxr; fail = 1 }
+		exit fail
+	}' "$2"
 }
-$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8 }
-$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8 }
-$1 == "C" { rc[$2] = $3; cc[$2] = $4; pc50[$2] = $7; pc99[$2] = $8 }
-END {
-	n = 0
-	for (r in ra) if (r in rb) {
-		n++; ratio[n] = rb[r] / ra[r]; eff[n] = ca[r] / cb[r]; delta[n] = cb[r] - ca[r]; a[n] = ca[r]; b[n] = cb[r]
-		util[2*n-1] = ua[r]; util[2*n] = ub[r]
-		lo = (n == 1 || ratio[n] < lo) ? ratio[n] : lo; hi = (n == 1 || ratio[n] > hi) ? ratio[n] : hi
-	}
-	if (n == 0) { print "no complete rounds"; exit 2 }
-	mr = median(ratio, n); me = median(eff, n); md = median(delta, n); ma = median(a, n); mb = median(b, n)
-	mu = median(util, 2*n)
-	printf "\nthroughput(B)/throughput(A):   %.3f  (median of %d rounds; range %.3f-%.3f)\n", mr, n, lo, hi
-	printf "CPU-bound ratio A µs / B µs:   %.3f  (the throughput ratio on a saturated gateway core)\n", me
-	printf "gateway CPU per request:       A %.1f µs, B %.1f µs, B-A %+.1f µs (medians)\n", ma, mb, md
-	k = 0
-	for (r in ra) if (r in rb) { k++; x50[k] = pa50[r]; x99[k] = pa99[r]; y50[k] = pb50[r]; y99[k] = pb99[r] }
-	printf "latency p50/p99:               A %.2f/%.2f ms, B %.2f/%.2f ms (medians)\n", median(x50, k), median(x99, k), median(y50, k), median(y99, k)
-	m = 0
-	for (r in rc) if (r in ra) { m++; cr[m] = rc[r] / ra[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
-	if (m > 0) {
-		printf "C (storage redis):             throughput(C)/throughput(A) %.3f; CPU %.1f µs/req, C-A %+.1f µs (gateway + redis-server); p50/p99 %.2f/%.2f ms (medians)\n", median(cr, m), median(cu, m), median(cd, m), median(z50, m), median(z99, m)
-	}
-	if (mu < 90) printf "note: the gateway core was only %.0f%% busy (median): the client core or other load limited throughput, so trust the CPU numbers over req/s\n", mu
-	fail = 0
-	gate = metric == "cpu" ? me : mr
-	if (min != "" && gate < min + 0) { printf "FAIL: %s ratio %.3f below BENCH_MIN_RATIO=%s\n", metric, gate, min; fail = 1 }
-	if (maxd != "" && md > maxd + 0) { printf "FAIL: B-A %.1f µs above BENCH_MAX_CPU_DELTA_US=%s\n", md, maxd; fail = 1 }
-	exit fail
-}' "$RESULTS"
+
+status=0
+for conns in $CONNECTIONS; do
+	measure "$conns" || { rc=$?; ((rc > status)) && status=$rc; }
+done
+exit "$status"
