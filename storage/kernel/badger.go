@@ -36,9 +36,10 @@ const valueThreshold = 256
 
 // badgerBackend is the embedded single-node Backend.
 type badgerBackend struct {
-	db     *badger.DB
-	stopGC chan struct{}
-	gcDone chan struct{}
+	db      *badger.DB
+	stopGC  chan struct{}
+	gcDone  chan struct{}
+	pageOut chan struct{} // closed when pageOutLoop (pageout_linux.go) returned
 }
 
 // openBadger opens the embedded backend: on disk, Badger with its commits
@@ -97,11 +98,16 @@ func openBadgerDB(opts Options, log *zap.Logger) (*badgerBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
 	}
-	b := &badgerBackend{db: db, stopGC: make(chan struct{}), gcDone: make(chan struct{})}
+	b := &badgerBackend{db: db, stopGC: make(chan struct{}), gcDone: make(chan struct{}), pageOut: make(chan struct{})}
 	if opts.GCInterval > 0 && !opts.InMemory {
 		go b.gcLoop(opts.GCInterval)
 	} else {
 		close(b.gcDone)
+	}
+	if opts.InMemory {
+		close(b.pageOut)
+	} else {
+		go pageOutLoop(opts.Dir, b.stopGC, b.pageOut)
 	}
 	return b, nil
 }
@@ -109,6 +115,7 @@ func openBadgerDB(opts Options, log *zap.Logger) (*badgerBackend, error) {
 func (b *badgerBackend) Close() error {
 	close(b.stopGC)
 	<-b.gcDone
+	<-b.pageOut
 	return b.db.Close()
 }
 
