@@ -255,6 +255,18 @@ tenant() {
 	curl -sS -f "http://127.0.0.1:$gw/api/v1/keys" -H "Authorization: Bearer $mgmt" \
 		-H 'Content-Type: application/json' -d '{"name":"bench"}' | json .key
 }
+# The operator API answers 503 until the tollgate app runs (Caddy serves
+# the site a moment before, on a loaded machine).
+wait_operator() { # admin_port name
+	local i
+	for i in $(seq 1 200); do
+		[[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$1/tollgate/accounts") == 200 ]] && return 0
+		sleep 0.05
+	done
+	die "$2: the operator API did not come up; log: $(tail -20 "$WORK/$2.log")"
+}
+wait_operator "$B_ADMIN" chain
+[[ $REDIS != 0 ]] && wait_operator "$C_ADMIN" redis
 KEY=$(tenant "$B_ADMIN" "$B")
 [[ $KEY == sk-* ]] || die "could not create an API key"
 KEY_C=
