@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,11 @@ func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {
 }
 
 var _ gateway.Gateway = (*benchGateway)(nil)
+
+// benchCommits counts the benchmarks' group commits: the Parallel
+// variants report commits/op, how many requests share one commit (each
+// costs a journal write and wakes its waiters).
+var benchCommits atomic.Int64
 
 // benchChatBody is a typical small chat completion request.
 const benchChatBody = `{"model":"bench-model","messages":[{"role":"system","content":"You are a helpful assistant."},` +
@@ -119,7 +125,7 @@ func newBenchSetup(b *testing.B) *benchSetup { return newBenchSetupAt(b, "127.0.
 func newBenchSetupAt(b *testing.B, dial string) *benchSetup {
 	b.Helper()
 	// On disk, as a gateway runs: commits go through the journal.
-	s, err := storage.Open(storage.Options{Dir: b.TempDir()})
+	s, err := storage.Open(storage.Options{Dir: b.TempDir(), OnCommit: func(time.Duration, error) { benchCommits.Add(1) }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -271,6 +277,8 @@ func runServe(b *testing.B, h caddyhttp.Handler, body, secret string) {
 // runServeParallel serves from many goroutines, as under load: they share
 // the store (and, here, one account and key, the most contended case).
 func runServeParallel(b *testing.B, h caddyhttp.Handler, body, secret string) {
+	c0 := benchCommits.Load()
+	defer func() { b.ReportMetric(float64(benchCommits.Load()-c0)/float64(b.N), "commits/op") }()
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()
