@@ -113,6 +113,12 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 			searchCredits = credits
 		}
 	}
+	if f := st.fetch; f != nil && f.cost > 0 && err == nil {
+		// The fetches, paid in credits (the gateway fetched) even by BYOK.
+		if est.Hold, err = addCost(est.Hold, f.cost); err == nil && facts.BYOK {
+			searchCredits, err = addCost(searchCredits, f.cost)
+		}
+	}
 	if m := st.moderationCost; m > 0 && err == nil {
 		// The moderation call, paid in credits (the operator's provider) even by BYOK.
 		if est.Hold, err = addCost(est.Hold, m); err == nil && facts.BYOK {
@@ -318,6 +324,12 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.anthropic); route.BYOK {
 			credits = c
 		}
+	}
+	if f := st.fetch; f != nil && err == nil {
+		if usage.Extra, err = addCost(usage.Extra, f.cost); err == nil && route.BYOK {
+			credits, err = addCost(credits, f.cost)
+		}
+		f.charged = err == nil
 	}
 	if m := st.moderationCost; m > 0 && err == nil {
 		if usage.Extra, err = addCost(usage.Extra, m); err == nil && route.BYOK {

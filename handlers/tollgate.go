@@ -64,6 +64,9 @@ type Tollgate struct {
 	// (the default: weighted by the inverse square of their price) or
 	// "ordered" (the catalog's order). See Router.LoadBalancing.
 	LoadBalancing string `json:"load_balancing,omitempty"`
+	// WebFetchPrice is the price of one fetch of the web-fetch plugin, in
+	// credits (webfetchmw.go). Default DefaultWebFetchPrice.
+	WebFetchPrice string `json:"web_fetch_price,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -75,6 +78,7 @@ type Tollgate struct {
 	auth    Auth
 	admin   *admin.Admin
 	search  WebSearch
+	fetch   fetchStage
 	router  Router
 	meter   Meter
 	// moderation is the operator's moderation provider; nil: none.
@@ -128,6 +132,11 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
+	price, err := t.webFetchPrice()
+	if err != nil {
+		return err
+	}
+	t.fetch = newFetchStage(gw, price)
 	if p, ok := gw.(ModerationProvider); ok {
 		t.moderation = p.ModerationService()
 	}
@@ -158,6 +167,9 @@ func (t *Tollgate) Validate() error {
 	default:
 		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, t.LoadBalancing)
 	}
+	if _, err := t.webFetchPrice(); err != nil {
+		return err
+	}
 	if p := t.UpstreamBasePath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("upstream_base_path: must start with /, got %q", p)
 	}
@@ -182,6 +194,7 @@ type requestState struct {
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
+	fetch *fetchRun         // the request's web-fetch plugin; nil without
 	route *Route            // the model, providers and attempts; nil when not routed
 
 	// Set by the meter.
@@ -261,6 +274,9 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		apiErr = t.router.filterSearchQuery(st)
 	}
 	if apiErr == nil {
+		body, apiErr = t.fetch.plan(r, st, body)
+	}
+	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
 	}
 	if apiErr == nil {
@@ -274,14 +290,14 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		return apierror.Fail(r, apiErr)
 	}
 	setCompressionHeader(w.Header(), st.route)
-	if st.plan == nil && heal == nil {
+	if st.plan == nil && st.fetch == nil && heal == nil {
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
 	// index the text that healing (healing.go) wrote.
 	out := w
 	var cw *citeWriter
-	if st.plan != nil {
+	if st.plan != nil || st.fetch != nil {
 		cw = newCiteWriter(w, st)
 		out = cw
 	}
