@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -63,8 +66,42 @@ type fetchRun struct {
 	pages   []webfetch.Page
 	sources []websearch.Source
 	fetched int64        // fetches the sites answered: the ones charged
+	price   money.Amount // of one fetch
 	cost    money.Amount // fetched × the price
 	charged bool         // set by the meter's settle
+
+	// The server tool (webfetchtool.go); nil without. prior is the usage
+	// of the rounds before the answer the client gets, rounds their
+	// number.
+	tool    *fetchTool
+	fetcher *webfetch.Fetcher
+	prior   billing.Usage
+	rounds  int
+}
+
+// holdExtra is what the fetches add to the request's hold: the plugin's
+// fetches made, the server tool's worst case; credits is the part a BYOK
+// request pays in credits (the fetches).
+func (f *fetchRun) holdExtra(route *Route) (hold, credits money.Amount, err error) {
+	hold, credits = f.cost, f.cost
+	if f.tool == nil {
+		return hold, credits, nil
+	}
+	h, c, err := f.tool.holdExtra(route, f.price)
+	if err == nil {
+		hold, err = addCost(hold, h)
+	}
+	if err == nil {
+		credits, err = addCost(credits, c)
+	}
+	return hold, credits, err
+}
+
+// addPrior adds the earlier rounds' tokens to the answer's usage.
+func (f *fetchRun) addPrior(u *billing.Usage) {
+	u.PromptTokens += f.prior.PromptTokens
+	u.CompletionTokens += f.prior.CompletionTokens
+	u.CacheReadTokens += f.prior.CacheReadTokens
 }
 
 // plan fetches the pages of a request with the web-fetch plugin and puts
@@ -85,23 +122,44 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	default:
 		return body, nil
 	}
-	brand := "service"
-	if fs.gw != nil {
-		brand = fs.gw.Brand()
-	}
-	if apiErr := refuseFetchTool(body, brand); apiErr != nil {
+	brand := fs.brand()
+	body, tool, apiErr := planFetchTool(body, kind, brand)
+	if apiErr != nil {
 		return nil, apiErr
 	}
 	opts, at, apiErr := webFetchPlugin(gjson.GetBytes(body, "plugins"))
-	if apiErr != nil || at < 0 {
-		return body, apiErr
+	if apiErr != nil {
+		return nil, apiErr
 	}
-	if kind == "messages" {
+	if at >= 0 && kind == "messages" {
 		return nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the web-fetch plugin applies to /chat/completions and /responses")
 	}
+	var run *fetchRun
+	if at >= 0 {
+		if body, run, apiErr = fs.fetchNamed(r, body, kind, at, opts); apiErr != nil {
+			return nil, apiErr
+		}
+	}
+	if tool != nil {
+		if run == nil {
+			run = &fetchRun{}
+		}
+		run.tool = tool
+	}
+	if run != nil {
+		run.price, run.fetcher = fs.price, &fs.fetcher
+	}
+	st.fetch = run
+	return body, nil
+}
+
+// fetchNamed fetches the URLs of the last user message for the plugin
+// (at index at) and puts the pages into the body; run is nil when the
+// message names none.
+func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind string, at int, opts webfetch.Options) ([]byte, *fetchRun, *apierror.Error) {
 	urls := webfetch.URLs(lastUserText(body, kind))
 	if len(urls) == 0 {
-		return body, nil // nothing named: nothing fetched or charged
+		return body, nil, nil // nothing named: nothing fetched or charged
 	}
 	run := &fetchRun{pages: make([]webfetch.Page, len(urls))}
 	var wg sync.WaitGroup
@@ -118,7 +176,7 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	}
 	wg.Wait()
 	if r.Context().Err() != nil {
-		return nil, apierror.New(499, "Client closed the request")
+		return nil, nil, apierror.New(499, "Client closed the request")
 	}
 	for _, p := range run.pages {
 		if p.Fetched {
@@ -132,14 +190,13 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	}
 	var ok bool
 	if run.cost, ok = money.MulAmount(fs.price, run.fetched); !ok {
-		return nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "]: the fetches' price is beyond any cost")
+		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "]: the fetches' price is beyond any cost")
 	}
 	out, ferr := websearch.Insert(body, webfetch.Message(run.pages))
 	if ferr != nil {
-		return nil, apierror.BadRequest(ferr.Error())
+		return nil, nil, apierror.BadRequest(ferr.Error())
 	}
-	st.fetch = run
-	return out, nil
+	return out, run, nil
 }
 
 // webFetchPlugin is the options of the request's web-fetch plugin entry
@@ -177,21 +234,45 @@ func checkWebFetchPlugin(path string, p gjson.Result) *apierror.Error {
 	return nil
 }
 
-// refuseFetchTool refuses the web_fetch server tool, which this gateway
-// does not run: the model would ask for fetches no one performs.
-func refuseFetchTool(body []byte, brand string) *apierror.Error {
-	var apiErr *apierror.Error
-	gjson.GetBytes(body, "tools").ForEach(func(i, tool gjson.Result) bool {
-		switch tool.Get("type").Str {
-		case brand + ":web_fetch":
-			apiErr = apierror.BadRequest(fmt.Sprintf("tools[%d].type: this gateway does not run the %s:web_fetch server tool; use the web-fetch plugin (plugins: [{\"id\":\"web-fetch\"}]) to fetch the URLs of the user's message", i.Int(), brand))
-		}
-		return apiErr == nil
-	})
-	return apiErr
-}
-
 // serverToolUse is the fetch's part of usage.server_tool_use_details.
 func (f *fetchRun) serverToolUse() string {
 	return `"web_fetch_requests":` + strconv.FormatInt(f.fetched, 10)
+}
+
+// handler is the attempt's provider handler: next, run in rounds by the
+// server tool's loop when the request has the tool.
+func (f *fetchRun) handler(next caddyhttp.Handler, route *Route) caddyhttp.Handler {
+	if f == nil || f.tool == nil {
+		return next
+	}
+	return &fetchLoop{next: next, tool: f.tool, run: f, route: route}
+}
+
+// brand is the server tools' type prefix.
+func (fs *fetchStage) brand() string {
+	if fs.gw == nil {
+		return "service"
+	}
+	return fs.gw.Brand()
+}
+
+// withPriorTokens adds the server tool's earlier rounds to a Responses
+// usage object (at path) once charged: chat answers get the charged
+// usage from the meter, which leaves a Responses usage's counts as the
+// provider's.
+func (f *fetchRun) withPriorTokens(doc []byte, path string) []byte {
+	if !f.charged || f.rounds == 0 {
+		return doc
+	}
+	u := gjson.GetManyBytes(doc, path+".input_tokens", path+".output_tokens", path+".total_tokens")
+	if u[0].Type != gjson.Number || u[1].Type != gjson.Number {
+		return doc
+	}
+	in, out := u[0].Int()+f.prior.PromptTokens, u[1].Int()+f.prior.CompletionTokens
+	doc, _ = sjson.SetBytes(doc, path+".input_tokens", in)
+	doc, _ = sjson.SetBytes(doc, path+".output_tokens", out)
+	if u[2].Exists() {
+		doc, _ = sjson.SetBytes(doc, path+".total_tokens", in+out)
+	}
+	return doc
 }

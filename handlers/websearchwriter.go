@@ -214,6 +214,9 @@ func (cw *citeWriter) serverToolUse() string {
 
 // withUsage adds usage.server_tool_use_details once the search was charged.
 func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
+	if cw.kind == "responses" && cw.fetch != nil {
+		doc = cw.fetch.withPriorTokens(doc, path)
+	}
 	details := cw.serverToolUse()
 	if details == "" || !gjson.GetBytes(doc, path).IsObject() {
 		return doc

@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -39,6 +42,8 @@ func newPageSite(t *testing.T) *pageSite {
 		case "/q3.pdf":
 			w.Header().Set("Content-Type", "application/pdf")
 			w.Write(pdf)
+		case "/slow":
+			<-r.Context().Done() // until the gateway gives up
 		case "/elsewhere":
 			http.Redirect(w, r, "http://127.0.0.2"+portOnly(r.Host)+"/article", http.StatusFound)
 		default:
@@ -206,6 +211,239 @@ func TestWebFetchPlugin(t *testing.T) {
 		}
 		if site.hits.Load() != hits || len(tap.take()) != 0 {
 			t.Fatal("a refused request fetched or reached the provider")
+		}
+	})
+}
+
+// mockUsageOf posts body to the mock provider directly and returns the
+// usage it answers with: what each round of the loop cost.
+func mockUsageOf(t *testing.T, body string) gjson.Result {
+	t.Helper()
+	req, _ := http.NewRequest("POST", "http://"+mockAddr+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer mock")
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b strings.Builder
+	if _, err := io.Copy(&b, res.Body); err != nil || res.StatusCode != 200 {
+		t.Fatalf("mock: %d %v %s", res.StatusCode, err, b.String())
+	}
+	return gjson.Get(b.String(), "usage")
+}
+
+// roundsCost is the token cost of the upstream rounds at tollgate-mock's
+// prices, each asked of the mock again, and their summed usage.
+func roundsCost(t *testing.T, bodies []string) (money.Amount, int64, int64) {
+	t.Helper()
+	in, _ := money.ParseAmount("0.000001")
+	out, _ := money.ParseAmount("0.000002")
+	var sum money.Amount
+	var prompt, completion int64
+	for _, b := range bodies {
+		u := mockUsageOf(t, b)
+		p, _ := money.MulAmount(in, u.Get("prompt_tokens").Int())
+		q, _ := money.MulAmount(out, u.Get("completion_tokens").Int())
+		sum, _ = money.AddAmounts(sum, p)
+		sum, _ = money.AddAmounts(sum, q)
+		prompt += u.Get("prompt_tokens").Int()
+		completion += u.Get("completion_tokens").Int()
+	}
+	return sum, prompt, completion
+}
+
+// plusFetches adds n fetches at webFetchPrice to a cost.
+func plusFetches(a money.Amount, n int64) money.Amount {
+	price, _ := money.ParseAmount(webFetchPrice)
+	f, _ := money.MulAmount(price, n)
+	s, _ := money.AddAmounts(a, f)
+	return s
+}
+
+// toolChat is a chat request offering the web_fetch server tool (with
+// params, "" for none) whose user message asks the mock to call it for
+// each of urls.
+func toolChat(model, params string, urls ...string) string {
+	text := "Read these."
+	for _, u := range urls {
+		text += "\nmock-tool-call: web_fetch {\"url\":\"" + u + "\"}"
+	}
+	q, _ := json.Marshal(text)
+	tool := `{"type":"service:web_fetch"}`
+	if params != "" {
+		tool = `{"type":"service:web_fetch","parameters":` + params + `}`
+	}
+	return `{"model":"` + model + `","messages":[{"role":"user","content":` + string(q) + `}],"tools":[` + tool + `]}`
+}
+
+// The web_fetch server tool through Caddy against the strict mock, which
+// calls the function the gateway offers in its place: the gateway fetches
+// the page and calls the model again with it; the client gets the last
+// answer only, its link to the page a url_citation, and is charged every
+// round's tokens (each priced as the mock prices it alone) plus the
+// fetches the sites answered, exactly once. Refused and failed fetches
+// are the tool's error text for the model; max_uses withdraws the tool;
+// a client that leaves mid-loop is charged the rounds done.
+func TestWebFetchServerTool(t *testing.T) {
+	tap := newBodyTap(t)
+	startInProcessWith(t, chain(tap.through, withTollgateOptions(t, "web_fetch_price "+webFetchPrice),
+		withModels(t, apiModel("fetch/chat", [4]string{"mockchat", "http://" + tap.addr + "/v1", "tollgate-mock", "chat"}))))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"fetch-tool"}`)
+	site := newPageSite(t)
+
+	t.Run("chat", func(t *testing.T) {
+		tap.take()
+		before := c.snapshot(key, org.MgmtKey)
+		r := c.mustPost("/chat/completions", key, toolChat("tollgate-mock", `{"max_uses":2,"max_content_tokens":500}`, site.URL+"/article"), nil).expect(t, 200)
+		rounds := tap.take()
+		if len(rounds) != 2 {
+			t.Fatalf("%d upstream rounds, want 2", len(rounds))
+		}
+		first, second := gjson.Parse(rounds[0]), gjson.Parse(rounds[1])
+		if first.Get("tools.0.type").Str != "function" || first.Get("tools.0.function.name").Str != "web_fetch" {
+			t.Fatalf("the provider got tools %s", first.Get("tools").Raw)
+		}
+		result := second.Get("messages.2")
+		if second.Get("messages.1.tool_calls.0.function.name").Str != "web_fetch" || result.Get("role").Str != "tool" ||
+			!strings.Contains(result.Get("content").Str, "# Go 1.26\n\nThe green tea collector is the default.") {
+			t.Fatalf("second round: %s", second.Get("messages").Raw)
+		}
+		msg := r.JSON.Get("choices.0.message")
+		anns := msg.Get("annotations").Array()
+		if r.JSON.Get("choices.0.finish_reason").Str != "stop" || msg.Get("tool_calls").Exists() || !strings.Contains(msg.Get("content").Str, "tool result URL: "+site.URL+"/article") ||
+			len(anns) != 1 || anns[0].Get("url_citation.url").Str != site.URL+"/article" || anns[0].Get("url_citation.title").Str != "Green Tea" {
+			t.Fatalf("answer: %s", r.Body)
+		}
+		tokens, prompt, completion := roundsCost(t, rounds)
+		want := plusFetches(tokens, 1)
+		u := r.JSON.Get("usage")
+		if creditAmount(t, u.Get("cost")) != want || u.Get("prompt_tokens").Int() != prompt || u.Get("completion_tokens").Int() != completion ||
+			u.Get("server_tool_use_details.web_fetch_requests").Int() != 1 {
+			t.Fatalf("usage %s, want cost %v, %d+%d tokens", u.Raw, want, prompt, completion)
+		}
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), want, "two rounds and a fetch")
+	})
+
+	t.Run("responses through a chat provider", func(t *testing.T) {
+		tap.take()
+		body := `{"model":"fetch/chat","input":[{"role":"user","content":"mock-tool-call: web_fetch {\"url\":\"` + site.URL + `/q3.pdf\"}"}],"tools":[{"type":"service:web_fetch"}]}`
+		r := c.mustPost("/responses", key, body, nil).expect(t, 200)
+		rounds := tap.take()
+		var text string
+		var anns []gjson.Result
+		for _, it := range r.JSON.Get("output").Array() {
+			if it.Get("type").Str == "function_call" {
+				t.Fatalf("the gateway's call reached the client: %s", r.Body)
+			}
+			text += it.Get("content.0.text").Str
+			anns = append(anns, it.Get("content.0.annotations").Array()...)
+		}
+		tokens, prompt, completion := roundsCost(t, rounds)
+		u := r.JSON.Get("usage")
+		if len(rounds) != 2 || !strings.Contains(text, "Revenue grew 12% in Q3.") || len(anns) != 1 || anns[0].Get("url").Str != site.URL+"/q3.pdf" ||
+			creditAmount(t, u.Get("cost")) != plusFetches(tokens, 1) || u.Get("server_tool_use_details.web_fetch_requests").Int() != 1 ||
+			u.Get("input_tokens").Int() != prompt || u.Get("output_tokens").Int() != completion || u.Get("total_tokens").Int() != prompt+completion {
+			t.Fatalf("answer (%d rounds): %s", len(rounds), r.Body)
+		}
+		// A provider speaking Responses cannot run the loop.
+		r = c.mustPost("/responses", key, `{"model":"tollgate-mock","input":"hi","tools":[{"type":"service:web_fetch"}]}`, nil)
+		if r.Status != 400 || !strings.Contains(r.JSON.Get("error.message").Str, "tools[0].type: the service:web_fetch server tool needs a provider that speaks chat completions") {
+			t.Fatalf("responses provider: %d %s", r.Status, r.Body)
+		}
+	})
+
+	t.Run("refused and failed fetches are the tool's error text", func(t *testing.T) {
+		tap.take()
+		refused := "http://127.0.0.2" + portOnly(strings.TrimPrefix(site.URL, "http://")) + "/article"
+		r := c.mustPost("/chat/completions", key, toolChat("tollgate-mock", "", refused, site.URL+"/missing", "http://169.254.169.254/latest/meta-data/"), nil).expect(t, 200)
+		rounds := tap.take()
+		if len(rounds) != 2 {
+			t.Fatalf("%d rounds", len(rounds))
+		}
+		results := gjson.Get(rounds[1], `messages.#(role=="tool")#.content`).Array()
+		if len(results) != 3 || !strings.HasPrefix(results[0].Str, "Error fetching "+refused+": could not be fetched: refused by the gateway's customer_egress policy: 127.0.0.2 is not a public address") ||
+			results[1].Str != "Error fetching "+site.URL+"/missing: the URL answered 404 Not Found" ||
+			!strings.Contains(results[2].Str, "refused by the gateway's customer_egress policy: 169.254.169.254 is not a public address") {
+			t.Fatalf("tool results: %v", results)
+		}
+		tokens, _, _ := roundsCost(t, rounds)
+		// Only the 404 was an answer from a site.
+		if u := r.JSON.Get("usage"); creditAmount(t, u.Get("cost")) != plusFetches(tokens, 1) || u.Get("server_tool_use_details.web_fetch_requests").Int() != 1 {
+			t.Fatalf("usage: %s", u.Raw)
+		}
+	})
+
+	t.Run("max_uses withdraws the tool", func(t *testing.T) {
+		tap.take()
+		r := c.mustPost("/chat/completions", key, toolChat("tollgate-mock", `{"max_uses":1}`, site.URL+"/article", site.URL+"/q3.pdf"), nil).expect(t, 200)
+		rounds := tap.take()
+		if len(rounds) != 2 || gjson.Get(rounds[1], "tools").Exists() {
+			t.Fatalf("rounds: %q", rounds)
+		}
+		results := gjson.Get(rounds[1], `messages.#(role=="tool")#.content`).Array()
+		if len(results) != 2 || results[1].Str != "Error fetching "+site.URL+"/q3.pdf: max_uses_exceeded: this request may fetch at most 1 pages" ||
+			r.JSON.Get("usage.server_tool_use_details.web_fetch_requests").Int() != 1 {
+			t.Fatalf("results %v, answer %s", results, r.Body)
+		}
+	})
+
+	t.Run("a client leaving mid-loop pays the rounds done", func(t *testing.T) {
+		tap.take()
+		before := c.snapshot(key, org.MgmtKey)
+		hits := site.hits.Load()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", c.gateway+"/api/v1/chat/completions", strings.NewReader(toolChat("tollgate-mock", "", site.URL+"/slow")))
+		req.Header.Set("Authorization", "Bearer "+key)
+		done := make(chan error, 1)
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				res.Body.Close()
+			}
+			done <- err
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for site.hits.Load() == hits {
+			if time.Now().After(deadline) {
+				t.Fatal("the gateway never fetched the page")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		after := c.waitUsage(key, org.MgmtKey, before, 10*time.Second, 200*time.Millisecond)
+		rounds := tap.take()
+		if len(rounds) != 1 {
+			t.Fatalf("%d rounds", len(rounds))
+		}
+		// The first round's tokens; the fetch the client abandoned is free.
+		tokens, _, _ := roundsCost(t, rounds)
+		expectCharged(t, before, after, tokens, "the first round")
+	})
+
+	t.Run("refusals name the field", func(t *testing.T) {
+		tap.take()
+		for name, tc := range map[string]struct{ path, body, msg string }{
+			"max_uses": {"/chat/completions", toolChat("tollgate-mock", `{"max_uses":26}`, site.URL), "tools[0].parameters.max_uses: expected an integer from 1 to 25"},
+			"engine":   {"/chat/completions", toolChat("tollgate-mock", `{"engine":"exa"}`, site.URL), `tools[0].parameters.engine: this gateway fetches pages itself: expected one of "auto", "service"`},
+			"unknown":  {"/chat/completions", toolChat("tollgate-mock", `{"depth":1}`, site.URL), "tools[0].parameters.depth: unknown field of the web_fetch tool's parameters"},
+			"stream":   {"/chat/completions", strings.TrimSuffix(toolChat("tollgate-mock", "", site.URL), "}") + `,"stream":true}`, "tools[0].type: the service:web_fetch server tool is served on plain requests"},
+			"name":     {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"web_fetch"}},{"type":"service:web_fetch"}]}`, `tools[0]: the function name "web_fetch" is the service:web_fetch server tool's`},
+			"twice":    {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"},{"type":"service:web_fetch"}]}`, "tools[1]: only one service:web_fetch tool"},
+			"messages": {"/messages", `{"model":"tollgate-mock","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"}]}`, "tools[0].type: the service:web_fetch server tool applies to /chat/completions and /responses"},
+		} {
+			r := c.mustPost(tc.path, key, tc.body, nil)
+			if r.Status != 400 || !strings.Contains(r.JSON.Get("error.message").Str, tc.msg) {
+				t.Errorf("%s: %d %s", name, r.Status, r.Body)
+			}
+		}
+		if n := len(tap.take()); n != 0 {
+			t.Fatalf("%d refused requests reached the provider", n)
 		}
 	})
 }

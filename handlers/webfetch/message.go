@@ -76,6 +76,7 @@ func ToolResult(p *Page) string {
 	if p.Title != "" {
 		b.WriteString("Title: " + oneLine(p.Title) + "\n")
 	}
+	b.WriteString("Cite this page as [" + linkText(p.CitationTitle()) + "](" + p.URL + ").\n")
 	b.WriteString("\n" + p.Text)
 	if p.Truncated {
 		b.WriteString("\n[content truncated at max_content_tokens]")
@@ -93,4 +94,9 @@ func (p *Page) Snippet() string {
 		r = r[:300]
 	}
 	return string(r)
+}
+
+// linkText is a title as a markdown link's text.
+func linkText(t string) string {
+	return strings.NewReplacer("[", "(", "]", ")").Replace(oneLine(t))
 }
