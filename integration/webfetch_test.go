@@ -426,6 +426,26 @@ func TestWebFetchServerTool(t *testing.T) {
 		expectCharged(t, before, after, tokens, "the first round")
 	})
 
+	t.Run("the hold covers the rounds and fetches", func(t *testing.T) {
+		tap.take()
+		// max_uses 1 holds one more round of tollgate-mock's whole
+		// context window (8192 tokens at 0.000002) and one fetch (0.01):
+		// 0.026384 beyond the request's own hold, which a key limited to
+		// 0.02 cannot cover; the request without the tool fits.
+		capped, _ := c.newKey(org.MgmtKey, `{"name":"fetch-capped","limit":0.02}`)
+		body := toolChat("tollgate-mock", `{"max_uses":1}`, site.URL+"/article")
+		r := c.mustPost("/chat/completions", capped, body, nil)
+		if r.Status != 402 || len(tap.take()) != 0 {
+			t.Fatalf("with the tool: %d %s", r.Status, r.Body)
+		}
+		without := strings.Replace(body, `,"tools":[{"type":"service:web_fetch","parameters":{"max_uses":1}}]`, "", 1)
+		if without == body {
+			t.Fatal("the tool was not taken out")
+		}
+		c.mustPost("/chat/completions", capped, without, nil).expect(t, 200)
+		tap.take()
+	})
+
 	t.Run("refusals name the field", func(t *testing.T) {
 		tap.take()
 		for name, tc := range map[string]struct{ path, body, msg string }{
