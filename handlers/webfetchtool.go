@@ -51,6 +51,9 @@ const fetchToolParameters = `{"type":"object","properties":{"url":{"type":"strin
 type fetchTool struct {
 	opts  webfetch.Options
 	index int // its place in tools, for messages
+	// clientTools are the request's tools as the client sent them, which
+	// a translated Responses answer echoes.
+	clientTools json.RawMessage
 }
 
 // defaultRoundContext bounds a round's tokens for a model whose context
@@ -83,7 +86,7 @@ func planFetchTool(body []byte, kind, brand string) ([]byte, *fetchTool, *apierr
 			apiErr = apierror.BadRequest(path + ": only one " + brand + ":web_fetch tool")
 			return false
 		}
-		tool = &fetchTool{index: int(i.Int())}
+		tool = &fetchTool{index: int(i.Int()), clientTools: json.RawMessage(tools.Raw)}
 		t.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "type":
@@ -143,6 +146,9 @@ func (ft *fetchTool) restrictAttempts(r *http.Request, route *Route, brand strin
 			return a.Provider.ChatOnly() && route.chatBody != nil
 		}
 		return false
+	}
+	if route.echo != nil {
+		route.echo.Tools = ft.clientTools // the answer shows the client's tools
 	}
 	if !slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !chat(a) }) {
 		return nil

@@ -346,7 +346,8 @@ func TestWebFetchServerTool(t *testing.T) {
 		u := r.JSON.Get("usage")
 		if len(rounds) != 2 || !strings.Contains(text, "Revenue grew 12% in Q3.") || len(anns) != 1 || anns[0].Get("url").Str != site.URL+"/q3.pdf" ||
 			creditAmount(t, u.Get("cost")) != plusFetches(tokens, 1) || u.Get("server_tool_use_details.web_fetch_requests").Int() != 1 ||
-			u.Get("input_tokens").Int() != prompt || u.Get("output_tokens").Int() != completion || u.Get("total_tokens").Int() != prompt+completion {
+			u.Get("input_tokens").Int() != prompt || u.Get("output_tokens").Int() != completion || u.Get("total_tokens").Int() != prompt+completion ||
+			r.JSON.Get("tools").Raw != `[{"type":"service:web_fetch"}]` {
 			t.Fatalf("answer (%d rounds): %s", len(rounds), r.Body)
 		}
 		// A provider speaking Responses cannot run the loop.
