@@ -28,7 +28,9 @@ import (
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
 //  3. plan an inference request: apply the guardrails' content filters
-//     (contentfilter.go), rewrite web search (WebSearch), check the body
+//     (contentfilter.go), rewrite web search (WebSearch), fetch the
+//     web-fetch plugin's pages and set up the web_fetch server tool
+//     (webfetchmw.go, webfetchtool.go), check the body
 //     and route it to its model's providers (Router), plan the moderation
 //     the model or the request needs (moderation.go), or serve the model
 //     lists;
