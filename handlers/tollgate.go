@@ -270,13 +270,15 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		body, apiErr = t.router.filterBody(st, body)
 	}
 	if apiErr == nil {
+		// Before the search stage, which reorders tools: the web_fetch
+		// tool's errors name its place as the client sent it.
+		body, apiErr = t.fetch.plan(r, st, body)
+	}
+	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
 	}
 	if apiErr == nil {
 		apiErr = t.router.filterSearchQuery(st)
-	}
-	if apiErr == nil {
-		body, apiErr = t.fetch.plan(r, st, body)
 	}
 	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)

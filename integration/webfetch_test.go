@@ -450,13 +450,14 @@ func TestWebFetchServerTool(t *testing.T) {
 	t.Run("refusals name the field", func(t *testing.T) {
 		tap.take()
 		for name, tc := range map[string]struct{ path, body, msg string }{
-			"max_uses": {"/chat/completions", toolChat("tollgate-mock", `{"max_uses":26}`, site.URL), "tools[0].parameters.max_uses: expected an integer from 1 to 25"},
-			"engine":   {"/chat/completions", toolChat("tollgate-mock", `{"engine":"exa"}`, site.URL), `tools[0].parameters.engine: this gateway fetches pages itself: expected one of "auto", "service"`},
-			"unknown":  {"/chat/completions", toolChat("tollgate-mock", `{"depth":1}`, site.URL), "tools[0].parameters.depth: unknown field of the web_fetch tool's parameters"},
-			"stream":   {"/chat/completions", strings.TrimSuffix(toolChat("tollgate-mock", "", site.URL), "}") + `,"stream":true}`, "tools[0].type: the service:web_fetch server tool is served on plain requests"},
-			"name":     {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"web_fetch"}},{"type":"service:web_fetch"}]}`, `tools[0]: the function name "web_fetch" is the service:web_fetch server tool's`},
-			"twice":    {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"},{"type":"service:web_fetch"}]}`, "tools[1]: only one service:web_fetch tool"},
-			"messages": {"/messages", `{"model":"tollgate-mock","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"}]}`, "tools[0].type: the service:web_fetch server tool applies to /chat/completions and /responses"},
+			"max_uses":    {"/chat/completions", toolChat("tollgate-mock", `{"max_uses":26}`, site.URL), "tools[0].parameters.max_uses: expected an integer from 1 to 25"},
+			"engine":      {"/chat/completions", toolChat("tollgate-mock", `{"engine":"exa"}`, site.URL), `tools[0].parameters.engine: this gateway fetches pages itself: expected one of "auto", "service"`},
+			"unknown":     {"/chat/completions", toolChat("tollgate-mock", `{"depth":1}`, site.URL), "tools[0].parameters.depth: unknown field of the web_fetch tool's parameters"},
+			"stream":      {"/chat/completions", strings.TrimSuffix(toolChat("tollgate-mock", "", site.URL), "}") + `,"stream":true}`, "tools[0].type: the service:web_fetch server tool is served on plain requests"},
+			"name":        {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"web_fetch"}},{"type":"service:web_fetch"}]}`, `tools[0]: the function name "web_fetch" is the service:web_fetch server tool's`},
+			"with search": {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_search"},{"type":"service:web_fetch","parameters":{"max_uses":0}}]}`, "tools[1].parameters.max_uses: expected an integer from 1 to 25"},
+			"twice":       {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"},{"type":"service:web_fetch"}]}`, "tools[1]: only one service:web_fetch tool"},
+			"messages":    {"/messages", `{"model":"tollgate-mock","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"}]}`, "tools[0].type: the service:web_fetch server tool applies to /chat/completions and /responses"},
 		} {
 			r := c.mustPost(tc.path, key, tc.body, nil)
 			if r.Status != 400 || !strings.Contains(r.JSON.Get("error.message").Str, tc.msg) {
