@@ -36,7 +36,9 @@ import (
 //
 // The loop reads and writes the chat completions dialect: it serves
 // /chat/completions, and /responses through providers that speak only
-// chat (the translation sits above it); plain requests only, one choice.
+// chat (the translation sits above it); one choice. The rounds are plain
+// calls; a streamed request gets the last answer as a stream of chunks
+// once it is complete.
 
 // fetchToolName is the function the model calls.
 const fetchToolName = "web_fetch"
@@ -114,9 +116,6 @@ func planFetchTool(body []byte, kind, brand string) ([]byte, *fetchTool, *apierr
 	}
 	if kind == "messages" {
 		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool applies to /chat/completions and /responses", tool.index, brand))
-	}
-	if gjson.GetBytes(body, "stream").Type == gjson.True {
-		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool is served on plain requests; set stream to false", tool.index, brand))
 	}
 	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() > 1 {
 		return nil, nil, apierror.BadRequest("n: the web_fetch server tool serves one choice")
@@ -253,6 +252,16 @@ func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if l.route.Stream {
+		// Each round is a plain call: whether it is the last is known only
+		// at its end; the last is sent to the client as a stream.
+		if body, err = sjson.SetBytes(body, "stream", false); err == nil && gjson.GetBytes(body, "stream_options").Exists() {
+			body, err = sjson.DeleteBytes(body, "stream_options")
+		}
+		if err != nil {
+			return err
+		}
+	}
 	var last *roundCapture
 	offered := true
 	for round := 0; ; round++ {
@@ -280,7 +289,7 @@ func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 				l.deliver(w, c, "", false) // the client's own calls, without the gateway's
 				return nil
 			}
-			c.replay(w, answer)
+			l.send(w, c, answer)
 			return nil
 		}
 		// A round that asks for pages: its tokens are the request's.
@@ -476,5 +485,78 @@ func (l *fetchLoop) deliver(w http.ResponseWriter, c *roundCapture, finish strin
 	if counted {
 		l.addRound(answer, -1)
 	}
-	c.replay(w, out)
+	l.send(w, c, out)
+}
+
+// send delivers the client's answer: as it came, or for a streamed
+// request (whose rounds are plain calls) as the stream of chunks it
+// amounts to.
+func (l *fetchLoop) send(w http.ResponseWriter, c *roundCapture, answer []byte) {
+	if !l.route.Stream {
+		c.replay(w, answer)
+		return
+	}
+	h := w.Header()
+	for k, v := range c.header {
+		h[k] = v
+	}
+	delete(h, "Content-Length")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(c.status)
+	_, _ = w.Write(chatAnswerAsStream(answer))
+	_ = http.NewResponseController(w).Flush()
+}
+
+// chatAnswerAsStream is a chat completion as the chunks of its stream:
+// the message in one delta (its tool calls indexed), the finish, the
+// usage, [DONE].
+func chatAnswerAsStream(answer []byte) []byte {
+	a := gjson.ParseBytes(answer)
+	head := `{"object":"chat.completion.chunk"}`
+	for _, k := range []string{"id", "created", "model", "system_fingerprint"} {
+		if v := a.Get(k); v.Exists() {
+			head, _ = sjson.SetRaw(head, k, v.Raw)
+		}
+	}
+	var b bytes.Buffer
+	event := func(chunk string) {
+		b.WriteString("data: ")
+		b.WriteString(chunk)
+		b.WriteString("\n\n")
+	}
+	a.Get("choices").ForEach(func(_, ch gjson.Result) bool {
+		idx := ch.Get("index").Int()
+		delta := `{"role":"assistant"}`
+		msg := ch.Get("message")
+		if c := msg.Get("content"); c.Type == gjson.String {
+			delta, _ = sjson.Set(delta, "content", c.Str)
+		}
+		for _, k := range []string{"refusal", "reasoning", "annotations"} {
+			if v := msg.Get(k); v.Exists() && v.Type != gjson.Null {
+				delta, _ = sjson.SetRaw(delta, k, v.Raw)
+			}
+		}
+		msg.Get("tool_calls").ForEach(func(i, tc gjson.Result) bool {
+			t, _ := sjson.Set(tc.Raw, "index", i.Int())
+			delta, _ = sjson.SetRaw(delta, "tool_calls.-1", t)
+			return true
+		})
+		chunk, _ := sjson.SetRaw(head, "choices", `[{"index":`+strconv.FormatInt(idx, 10)+`,"delta":`+delta+`,"finish_reason":null}]`)
+		event(chunk)
+		finish := ch.Get("finish_reason")
+		if !finish.Exists() {
+			finish = gjson.Parse("null")
+		}
+		chunk, _ = sjson.SetRaw(head, "choices", `[{"index":`+strconv.FormatInt(idx, 10)+`,"delta":{},"finish_reason":`+finish.Raw+`}]`)
+		event(chunk)
+		return true
+	})
+	if u := a.Get("usage"); u.IsObject() {
+		chunk, _ := sjson.SetRaw(head, "choices", `[]`)
+		chunk, _ = sjson.SetRaw(chunk, "usage", u.Raw)
+		event(chunk)
+	}
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
 }

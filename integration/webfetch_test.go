@@ -328,6 +328,38 @@ func TestWebFetchServerTool(t *testing.T) {
 		expectCharged(t, before, c.snapshot(key, org.MgmtKey), want, "two rounds and a fetch")
 	})
 
+	t.Run("streamed", func(t *testing.T) {
+		tap.take()
+		before := c.snapshot(key, org.MgmtKey)
+		body := strings.TrimSuffix(toolChat("tollgate-mock", "", site.URL+"/article"), "}") + `,"stream":true}`
+		evs := c.streamOf(t, "/chat/completions", key, body)
+		s := parseStream(t, evs)
+		rounds := tap.take()
+		var anns []gjson.Result
+		for _, ev := range evs {
+			anns = append(anns, gjson.Get(ev.Data, "choices.0.delta.annotations").Array()...)
+			if gjson.Get(ev.Data, "choices.0.delta.tool_calls").Exists() {
+				t.Fatalf("the gateway's call reached the client: %s", ev.Data)
+			}
+		}
+		tokens, prompt, completion := roundsCost(t, rounds)
+		want := plusFetches(tokens, 1)
+		if len(rounds) != 2 || gjson.Get(rounds[0], "stream").Bool() || !s.done || !strings.Contains(s.text, "The green tea collector is the default.") ||
+			len(anns) != 1 || anns[0].Get("url_citation.url").Str != site.URL+"/article" ||
+			creditAmount(t, s.usage.Get("cost")) != want || s.usage.Get("prompt_tokens").Int() != prompt || s.usage.Get("completion_tokens").Int() != completion ||
+			s.usage.Get("server_tool_use_details.web_fetch_requests").Int() != 1 {
+			t.Fatalf("stream (%d rounds): %+v %v", len(rounds), s, anns)
+		}
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), want, "a streamed loop")
+		// Responses, streamed through a chat provider.
+		body = `{"model":"fetch/chat","stream":true,"input":[{"role":"user","content":"mock-tool-call: web_fetch {\"url\":\"` + site.URL + `/q3.pdf\"}"}],"tools":[{"type":"service:web_fetch"}]}`
+		s = parseStream(t, c.streamOf(t, "/responses", key, body))
+		tokens, _, _ = roundsCost(t, tap.take())
+		if s.finalEvent != "response.completed" || !strings.Contains(s.text, "Revenue grew 12% in Q3.") || creditAmount(t, s.usage.Get("cost")) != plusFetches(tokens, 1) {
+			t.Fatalf("responses stream: %+v", s)
+		}
+	})
+
 	t.Run("responses through a chat provider", func(t *testing.T) {
 		tap.take()
 		body := `{"model":"fetch/chat","input":[{"role":"user","content":"mock-tool-call: web_fetch {\"url\":\"` + site.URL + `/q3.pdf\"}"}],"tools":[{"type":"service:web_fetch"}]}`
@@ -453,7 +485,6 @@ func TestWebFetchServerTool(t *testing.T) {
 			"max_uses":    {"/chat/completions", toolChat("tollgate-mock", `{"max_uses":26}`, site.URL), "tools[0].parameters.max_uses: expected an integer from 1 to 25"},
 			"engine":      {"/chat/completions", toolChat("tollgate-mock", `{"engine":"exa"}`, site.URL), `tools[0].parameters.engine: this gateway fetches pages itself: expected one of "auto", "service"`},
 			"unknown":     {"/chat/completions", toolChat("tollgate-mock", `{"depth":1}`, site.URL), "tools[0].parameters.depth: unknown field of the web_fetch tool's parameters"},
-			"stream":      {"/chat/completions", strings.TrimSuffix(toolChat("tollgate-mock", "", site.URL), "}") + `,"stream":true}`, "tools[0].type: the service:web_fetch server tool is served on plain requests"},
 			"name":        {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"web_fetch"}},{"type":"service:web_fetch"}]}`, `tools[0]: the function name "web_fetch" is the service:web_fetch server tool's`},
 			"with search": {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_search"},{"type":"service:web_fetch","parameters":{"max_uses":0}}]}`, "tools[1].parameters.max_uses: expected an integer from 1 to 25"},
 			"twice":       {"/chat/completions", `{"model":"tollgate-mock","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"service:web_fetch"},{"type":"service:web_fetch"}]}`, "tools[1]: only one service:web_fetch tool"},
