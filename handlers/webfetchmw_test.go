@@ -76,3 +76,20 @@ func TestNextRoundBody(t *testing.T) {
 		t.Fatalf("withdrawn: %s %v", out, err)
 	}
 }
+
+func TestChatAnswerAsStream(t *testing.T) {
+	answer := []byte(`{"id":"gen-1","object":"chat.completion","created":7,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi [A](https://a.com)","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`)
+	got := string(chatAnswerAsStream(answer))
+	want := `data: {"object":"chat.completion.chunk","id":"gen-1","created":7,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi [A](https://a.com)","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"},"index":0}]},"finish_reason":null}]}
+
+data: {"object":"chat.completion.chunk","id":"gen-1","created":7,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+data: {"object":"chat.completion.chunk","id":"gen-1","created":7,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}
+
+data: [DONE]
+
+`
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}

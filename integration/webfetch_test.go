@@ -288,8 +288,28 @@ func toolChat(model, params string, urls ...string) string {
 // a client that leaves mid-loop is charged the rounds done.
 func TestWebFetchServerTool(t *testing.T) {
 	tap := newBodyTap(t)
+	// flaky fails every round that carries tool results, recording it
+	// with the tap.
+	var laterRound atomic.Bool
+	flaky := startTap(t, mockAddr, func(_ string, b []byte) {
+		laterRound.Store(strings.Contains(string(b), `"role":"tool"`))
+		tap.mu.Lock()
+		tap.bodies = append(tap.bodies, string(b))
+		tap.mu.Unlock()
+	}, func(res *http.Response) error {
+		if laterRound.Load() {
+			res.Body.Close()
+			res.StatusCode, res.Status = 500, "500 Internal Server Error"
+			res.Body = io.NopCloser(strings.NewReader(`{"error":{"message":"boom","code":500}}`))
+			res.ContentLength = -1
+			res.Header.Del("Content-Length")
+			res.Header.Set("Content-Type", "application/json")
+		}
+		return nil
+	})
 	startInProcessWith(t, chain(tap.through, withTollgateOptions(t, "web_fetch_price "+webFetchPrice),
-		withModels(t, apiModel("fetch/chat", [4]string{"mockchat", "http://" + tap.addr + "/v1", "tollgate-mock", "chat"}))))
+		withModels(t, apiModel("fetch/chat", [4]string{"mockchat", "http://" + tap.addr + "/v1", "tollgate-mock", "chat"}),
+			apiModel("fetch/flaky", [4]string{"mockflaky", flaky.URL + "/v1", "tollgate-mock", "chat"}))))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"fetch-tool"}`)
@@ -422,6 +442,23 @@ func TestWebFetchServerTool(t *testing.T) {
 			r.JSON.Get("usage.server_tool_use_details.web_fetch_requests").Int() != 1 {
 			t.Fatalf("results %v, answer %s", results, r.Body)
 		}
+	})
+
+	t.Run("a later round failing ends the loop with the rounds done", func(t *testing.T) {
+		tap.take()
+		before := c.snapshot(key, org.MgmtKey)
+		r := c.mustPost("/chat/completions", key, toolChat("fetch/flaky", "", site.URL+"/article"), nil).expect(t, 200)
+		rounds := tap.take()
+		if len(rounds) != 2 {
+			t.Fatalf("%d rounds", len(rounds))
+		}
+		// The first round's tokens and the fetch; the failed round is free.
+		want := plusFetches(func() money.Amount { a, _, _ := roundsCost(t, rounds[:1]); return a }(), 1)
+		if r.JSON.Get("choices.0.finish_reason").Str != "error" || r.JSON.Get("choices.0.message.tool_calls").Exists() ||
+			creditAmount(t, r.JSON.Get("usage.cost")) != want || r.JSON.Get("usage.server_tool_use_details.web_fetch_requests").Int() != 1 {
+			t.Fatalf("answer: %s (want cost %v)", r.Body, want)
+		}
+		expectCharged(t, before, c.snapshot(key, org.MgmtKey), want, "the first round and the fetch")
 	})
 
 	t.Run("a client leaving mid-loop pays the rounds done", func(t *testing.T) {
