@@ -93,3 +93,26 @@ data: [DONE]
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestWebFetchPriceOption(t *testing.T) {
+	var tg Tollgate
+	if known, err := tg.SetOption("web_fetch_price", []string{"0.002"}); !known || err != nil || tg.WebFetchPrice != "0.002" {
+		t.Fatalf("%v %v %q", known, err, tg.WebFetchPrice)
+	}
+	if p, err := tg.webFetchPrice(); err != nil || p.String() != "0.002" {
+		t.Fatalf("%v %v", p, err)
+	}
+	for _, args := range [][]string{{"-1"}, {"cheap"}, {}, {"1", "2"}} {
+		var tg Tollgate
+		if _, err := tg.SetOption("web_fetch_price", args); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	bad := Tollgate{WebFetchPrice: "x"}
+	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "web_fetch_price:") {
+		t.Errorf("Validate: %v", err)
+	}
+	if p, err := new(Tollgate).webFetchPrice(); err != nil || p.String() != DefaultWebFetchPrice {
+		t.Errorf("default %v %v", p, err)
+	}
+}
