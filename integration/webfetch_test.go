@@ -184,6 +184,29 @@ func TestWebFetchPlugin(t *testing.T) {
 		}
 	})
 
+	t.Run("BYOK pays the fetches in credits", func(t *testing.T) {
+		tap.take()
+		own := c.newTenant("organization", "10")
+		okey, ohash := c.newKey(own.MgmtKey, `{"name":"byok-fetch"}`)
+		c.api("POST", "/byok", own.MgmtKey, `{"provider":"mock","key":"sk-own-mock-provider-key-123456"}`).expect(t, 201)
+		r := c.mustPost("/chat/completions", okey, fetchChat("Read "+site.URL+"/article", plugin, ""), nil).expect(t, 200)
+		tap.take()
+		u := r.JSON.Get("usage")
+		price, _ := money.ParseAmount(webFetchPrice)
+		cost := creditAmount(t, u.Get("cost"))
+		if !u.Get("is_byok").Bool() || cost != fetchCost(t, u, 1) {
+			t.Fatalf("usage: %s", u.Raw)
+		}
+		k := c.api("GET", "/keys/"+ohash, own.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+		tokens, _ := money.AddAmounts(cost, -price)
+		if got := creditAmount(t, k.Get("usage")); got != price {
+			t.Errorf("usage %v, want the fetch's %v", got, price)
+		}
+		if got := creditAmount(t, k.Get("byok_usage")); got != tokens {
+			t.Errorf("byok_usage %v, want the tokens' %v", got, tokens)
+		}
+	})
+
 	t.Run("max_uses", func(t *testing.T) {
 		tap.take()
 		r := c.mustPost("/chat/completions", key, fetchChat(site.URL+"/article "+site.URL+"/q3.pdf", `[{"id":"web-fetch","max_uses":1}]`, ""), nil).expect(t, 200)
