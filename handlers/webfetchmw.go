@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
@@ -161,20 +160,11 @@ func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind string, at i
 	if len(urls) == 0 {
 		return body, nil, nil // nothing named: nothing fetched or charged
 	}
-	run := &fetchRun{pages: make([]webfetch.Page, len(urls))}
-	var wg sync.WaitGroup
-	for i, u := range urls {
-		if i >= opts.MaxUses {
-			run.pages[i] = webfetch.Page{URL: u, Err: fmt.Sprintf("not fetched: the request's max_uses (%d) was reached", opts.MaxUses)}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run.pages[i] = fs.fetcher.Fetch(r.Context(), u, &opts)
-		}()
+	n := min(len(urls), opts.MaxUses)
+	run := &fetchRun{pages: fs.fetcher.FetchAll(r.Context(), urls[:n], &opts)}
+	for _, u := range urls[n:] {
+		run.pages = append(run.pages, webfetch.Page{URL: u, Err: fmt.Sprintf("not fetched: the request's max_uses (%d) was reached", opts.MaxUses)})
 	}
-	wg.Wait()
 	if r.Context().Err() != nil {
 		return nil, nil, apierror.New(499, "Client closed the request")
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
@@ -366,7 +365,8 @@ func (l *fetchLoop) addRound(answer []byte, sign int64) {
 func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 	results := make([]string, len(calls))
 	pages := make([]webfetch.Page, len(calls))
-	var wg sync.WaitGroup
+	var urls []string
+	var at []int
 	for i, c := range calls {
 		u := gjson.Get(c.Get("function.arguments").Str, "url")
 		switch {
@@ -378,13 +378,11 @@ func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 			continue
 		}
 		l.used++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pages[i] = l.run.fetcher.Fetch(r.Context(), u.Str, &l.tool.opts)
-		}()
+		urls, at = append(urls, u.Str), append(at, i)
 	}
-	wg.Wait()
+	for j, p := range l.run.fetcher.FetchAll(r.Context(), urls, &l.tool.opts) {
+		pages[at[j]] = p
+	}
 	for i := range pages {
 		p := &pages[i]
 		results[i] = webfetch.ToolResult(p)

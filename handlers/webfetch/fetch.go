@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -235,4 +236,26 @@ func cut(text string, n int) (string, bool) {
 		n--
 	}
 	return text[:n], true
+}
+
+// parallel bounds the fetches of one request made at once, and so the
+// bodies held at once (MaxBytes each).
+const parallel = 4
+
+// FetchAll fetches urls, at most parallel at a time, the pages in their
+// order.
+func (f *Fetcher) FetchAll(ctx context.Context, urls []string, o *Options) []Page {
+	pages := make([]Page, len(urls))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			pages[i] = f.Fetch(ctx, u, o)
+		}()
+	}
+	wg.Wait()
+	return pages
 }
