@@ -370,11 +370,14 @@ func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 	for i, c := range calls {
 		u := gjson.Get(c.Get("function.arguments").Str, "url")
 		switch {
-		case u.Type != gjson.String || u.Str == "":
-			pages[i] = webfetch.Page{Err: "invalid_tool_input: expected arguments {\"url\": \"https://...\"}"}
-			continue
 		case l.used >= l.tool.opts.MaxUses:
 			pages[i] = webfetch.Page{URL: u.Str, Err: fmt.Sprintf("max_uses_exceeded: this request may fetch at most %d pages", l.tool.opts.MaxUses)}
+			continue
+		case u.Type != gjson.String || u.Str == "":
+			// A use all the same: every round that continues the loop
+			// spends one at least, so rounds stay within max_uses + 1.
+			l.used++
+			pages[i] = webfetch.Page{Err: "invalid_tool_input: expected arguments {\"url\": \"https://...\"}"}
 			continue
 		}
 		l.used++

@@ -467,6 +467,20 @@ func TestWebFetchServerTool(t *testing.T) {
 		}
 	})
 
+	t.Run("invalid calls spend max_uses", func(t *testing.T) {
+		tap.take()
+		// The mock calls web_fetch without a url in every round that
+		// offers it: the second round withdraws the tool.
+		body := `{"model":"tollgate-mock","messages":[{"role":"user","content":"mock-tool-call: web_fetch {\"href\":\"x\"}"}],"tools":[{"type":"service:web_fetch","parameters":{"max_uses":1}}]}`
+		r := c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
+		rounds := tap.take()
+		if len(rounds) != 2 || gjson.Get(rounds[1], "tools").Exists() ||
+			!strings.Contains(gjson.Get(rounds[1], `messages.#(role=="tool").content`).Str, "invalid_tool_input") ||
+			r.JSON.Get("usage.server_tool_use_details.web_fetch_requests").Int() != 0 {
+			t.Fatalf("rounds %q, answer %s", rounds, r.Body)
+		}
+	})
+
 	t.Run("a later round failing ends the loop with the rounds done", func(t *testing.T) {
 		tap.take()
 		before := c.snapshot(key, org.MgmtKey)
