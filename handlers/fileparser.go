@@ -25,6 +25,7 @@ import (
 )
 
 // The file-parser plugin: on /chat/completions, a `file` content part
+// (on /responses an `input_file` part, on /messages a `document` block)
 // holding a PDF (a base64 data URL, or an http(s) URL the gateway fetches
 // under the customer_egress policy) becomes a text part with the PDF's
 // text (engine pdf-text, package pdftext) when a model of the route does
@@ -190,19 +191,21 @@ func readsFiles(m *catalog.Model) bool {
 	return false
 }
 
-// parseFiles is the chat body (of a route of kind, tried on attempts)
-// with its PDF file parts turned into text parts, and its fields, when
-// the file-parser plugin or a model of the route asks for it; the body
-// itself and nil fields otherwise.
+// parseFiles is the body (of a route of kind, tried on attempts) with
+// its PDF parts turned into text parts, and its fields, when the
+// file-parser plugin or a model of the route asks for it; the body itself
+// and nil fields otherwise. The parts, per dialect: chat's `file` parts,
+// Responses' `input_file` parts and the Messages API's `document` blocks.
 func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
 	engine, at := "", -1
 	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
 		engine, at = fileParserEngine(plugins)
 	}
-	if at >= 0 && kind != "chat" {
-		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions")
+	dialect, served := fileDialects[kind]
+	if at >= 0 && !served {
+		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions, /responses and /messages")
 	}
-	if kind != "chat" || engine == "native" || !bytes.Contains(body, fileWord) {
+	if !served || engine == "native" || !bytes.Contains(body, dialect.word) {
 		return body, nil, nil
 	}
 	if engine == "" {
@@ -228,29 +231,35 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 		}
 		return fetch(u)
 	}
-	gjson.GetBytes(body, "messages").ForEach(func(i, msg gjson.Result) bool {
+	items := gjson.GetBytes(body, dialect.items)
+	if !items.IsArray() {
+		return body, nil, nil
+	}
+	items.ForEach(func(i, msg gjson.Result) bool {
 		content := msg.Get("content")
 		if !content.IsArray() {
 			return true
 		}
 		content.ForEach(func(j, part gjson.Result) bool {
-			if part.Get("type").Str != "file" {
+			if part.Get("type").Str != dialect.partType {
 				return true
 			}
 			mi, pj := strconv.Itoa(int(i.Int())), strconv.Itoa(int(j.Int()))
-			path := "messages[" + mi + "].content[" + pj + "].file"
+			src, ok := dialect.source(dialect.items+"["+mi+"].content["+pj+"]", part)
+			if !ok {
+				return true // by file id, or not a PDF: for the provider
+			}
 			var text string
-			var ok bool
-			text, ok, apiErr = pdfPartText(path, part.Get("file"), limited, &budget)
+			text, ok, apiErr = pdfText(src, limited, &budget)
 			if apiErr != nil || !ok {
 				return apiErr == nil
 			}
 			p, _ := json.Marshal(text)
-			np := append([]byte(`{"type":"text","text":`), p...)
+			np := append([]byte(`{"type":"`+dialect.textType+`","text":`), p...)
 			if cc := part.Get("cache_control"); cc.Exists() {
 				np = append(append(np, `,"cache_control":`...), cc.Raw...)
 			}
-			out = append(out, replacement{"messages." + mi + ".content." + pj, append(np, '}')})
+			out = append(out, replacement{dialect.items + "." + mi + ".content." + pj, append(np, '}')})
 			return true
 		})
 		return apiErr == nil
@@ -269,37 +278,98 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 	return body, parsed, apiErr
 }
 
-// pdfPartText is the text part's text for a file part's file object (at
-// path) holding a PDF; false for a file the parser leaves to the
-// provider (by file_id, or a data URL of another media type). A URL is
-// fetched with fetch. The text and content it reads are taken from the
-// request's budget.
-func pdfPartText(path string, file gjson.Result, fetch fileFetcher, budget *pdftext.Limits) (string, bool, *apierror.Error) {
-	data := file.Get("file_data")
-	if data.Type != gjson.String {
-		return "", false, nil // by file_id: the provider's own file
-	}
+// fileDialect is where a route kind's requests hold PDF parts, and what
+// their text becomes.
+type fileDialect struct {
+	word     []byte // in every body with such a part
+	items    string // the messages' member
+	partType string // the part's type
+	textType string // the text part's type
+	// source reads a part (at path): its PDF's data, or false when the
+	// part is not one the parser reads.
+	source func(path string, part gjson.Result) (pdfSource, bool)
+}
+
+var fileDialects = map[string]fileDialect{
+	"chat": {word: fileWord, items: "messages", partType: "file", textType: "text",
+		source: func(path string, part gjson.Result) (pdfSource, bool) {
+			file := part.Get("file")
+			data := file.Get("file_data")
+			return pdfSource{path: path + ".file", field: path + ".file.file_data", name: file.Get("filename").Str, data: data.Str}, data.Type == gjson.String
+		}},
+	"responses": {word: []byte(`"input_file"`), items: "input", partType: "input_file", textType: "input_text",
+		source: func(path string, part gjson.Result) (pdfSource, bool) {
+			src := pdfSource{path: path, field: path + ".file_data", name: part.Get("filename").Str}
+			if d := part.Get("file_data"); d.Type == gjson.String {
+				src.data = d.Str
+				if !strings.HasPrefix(d.Str, "data:") && !strings.HasPrefix(d.Str, "http://") && !strings.HasPrefix(d.Str, "https://") {
+					// Bare base64: a PDF when its file name says so.
+					if !strings.HasSuffix(strings.ToLower(src.name), ".pdf") {
+						return src, false
+					}
+					src.data = "data:application/pdf;base64," + d.Str
+				}
+				return src, true
+			}
+			if u := part.Get("file_url"); u.Type == gjson.String {
+				src.field, src.data = path+".file_url", u.Str
+				return src, true
+			}
+			return src, false
+		}},
+	"messages": {word: []byte(`"document"`), items: "messages", partType: "document", textType: "text",
+		source: func(path string, part gjson.Result) (pdfSource, bool) {
+			s := part.Get("source")
+			src := pdfSource{path: path, name: part.Get("title").Str}
+			switch s.Get("type").Str {
+			case "base64":
+				if !strings.EqualFold(s.Get("media_type").Str, "application/pdf") {
+					return src, false
+				}
+				src.field, src.data = path+".source.data", "data:application/pdf;base64,"+s.Get("data").Str
+				return src, true
+			case "url":
+				src.field, src.data = path+".source.url", s.Get("url").Str
+				return src, true
+			}
+			return src, false // text, content or file sources: the provider's
+		}},
+}
+
+// pdfSource is a PDF part's data: a data URL or an http(s) URL (data),
+// the part's path and its data member's (field) for messages, and its
+// file name.
+type pdfSource struct {
+	path, field, name, data string
+}
+
+// pdfText is the text part's text for a PDF part; false for a data URL
+// of another media type, which the parser leaves to the provider. A URL
+// is fetched with fetch. The text and content it reads are taken from
+// the request's budget.
+func pdfText(src pdfSource, fetch fileFetcher, budget *pdftext.Limits) (string, bool, *apierror.Error) {
+	path := src.path
 	tooLarge := apierror.BadRequest(fmt.Sprintf("%s: the PDF is larger than the %d MiB the gateway parses", path, maxPDFBytes>>20))
 	var pdf []byte
-	switch u := data.Str; {
+	switch u := src.data; {
 	case strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://"):
 		b, err := fetch(u)
 		switch {
 		case errors.Is(err, errFileTooLarge):
 			return "", false, tooLarge
 		case errors.Is(err, errTooManyURLs):
-			return "", false, apierror.BadRequest(path + ".file_data: " + err.Error())
+			return "", false, apierror.BadRequest(src.field + ": " + err.Error())
 		case errors.Is(err, egress.ErrRefused):
-			return "", false, apierror.BadRequest(path + ".file_data: " + egress.ErrRefused.Error() + " (the URL must reach a public address)")
+			return "", false, apierror.BadRequest(src.field + ": " + egress.ErrRefused.Error() + " (the URL must reach a public address)")
 		case err != nil:
-			return "", false, apierror.BadRequest(path + ".file_data: the file could not be fetched: " + fetchReason(err))
+			return "", false, apierror.BadRequest(src.field + ": the file could not be fetched: " + fetchReason(err))
 		}
 		pdf = b
 	case strings.HasPrefix(u, "data:"):
 		meta, payload, found := strings.Cut(u[len("data:"):], ",")
 		mediaType, params, _ := strings.Cut(meta, ";")
 		if !found || !strings.HasSuffix(params, "base64") {
-			return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL (data:<media type>;base64,...)")
+			return "", false, apierror.BadRequest(src.field + ": expected a base64 data URL (data:<media type>;base64,...)")
 		}
 		if !strings.EqualFold(mediaType, "application/pdf") {
 			return "", false, nil // not a PDF: for the provider to read or refuse
@@ -309,14 +379,14 @@ func pdfPartText(path string, file gjson.Result, fetch fileFetcher, budget *pdft
 		}
 		b, err := base64.StdEncoding.DecodeString(payload)
 		if err != nil {
-			return "", false, apierror.BadRequest(path + ".file_data: invalid base64")
+			return "", false, apierror.BadRequest(src.field + ": invalid base64")
 		}
 		if len(b) > maxPDFBytes {
 			return "", false, tooLarge
 		}
 		pdf = b
 	default:
-		return "", false, apierror.BadRequest(path + ".file_data: expected a base64 data URL or an http(s) URL")
+		return "", false, apierror.BadRequest(src.field + ": expected a base64 data URL or an http(s) URL")
 	}
 	doc, err := pdftext.Extract(pdf, *budget)
 	switch {
@@ -332,7 +402,7 @@ func pdfPartText(path string, file gjson.Result, fetch fileFetcher, budget *pdft
 	default:
 		return "", false, apierror.BadRequest(path + ": the PDF cannot be read (malformed, damaged or encrypted)")
 	}
-	name := file.Get("filename").Str
+	name := src.name
 	if name == "" {
 		name = "document.pdf"
 	}

@@ -180,11 +180,11 @@ func TestParseFiles(t *testing.T) {
 			"URL not found":  {fileChat("https://example.com/none.pdf", ""), "messages[1].content[1].file.file_data: the file could not be fetched: the URL answered 404 Not Found"},
 			"URL too large":  {fileChat("https://example.com/big.pdf", ""), "messages[1].content[1].file: the PDF is larger than the 10 MiB"},
 			"not a URL":      {fileChat("ftp://example.com/q3.pdf", ""), "messages[1].content[1].file.file_data: expected a base64 data URL or an http(s) URL"},
-			"other route":    {`{"model":"m","input":"x","plugins":[{"id":"file-parser"}]}`, "plugins[0].id: the file-parser plugin applies to /chat/completions"},
+			"other route":    {`{"model":"m","input":"x","plugins":[{"id":"file-parser"}]}`, "plugins[0].id: the file-parser plugin applies to /chat/completions, /responses and /messages"},
 		} {
 			kind := "chat"
 			if name == "other route" {
-				kind = "responses"
+				kind = "other"
 			}
 			_, _, err := parseFilesOf(t, kind, tc.body, textOnlyModel)
 			if err == nil || !strings.HasPrefix(err.Message, tc.msg) {
@@ -252,4 +252,65 @@ func mustFields(t *testing.T, body string) *reqbody.Fields {
 		t.Fatal(apiErr)
 	}
 	return f
+}
+
+// Responses' input_file parts and the Messages API's document blocks
+// holding PDFs become text parts of their dialect, with the same limits
+// and the part named in refusals.
+func TestParseFilesOtherDialects(t *testing.T) {
+	doc := pdftest.Build("Revenue grew 12% in Q3.")
+	b64 := base64.StdEncoding.EncodeToString(doc)
+	want := "File q3.pdf (1 page, text extracted by the gateway):\n\nRevenue grew 12% in Q3."
+	for name, tc := range map[string]struct{ kind, body, path, part string }{
+		"responses data URL": {"responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"Sum"},{"type":"input_file","filename":"q3.pdf","file_data":"` + pdfURL(doc) + `"}]}]}`,
+			"input.0.content.1", `{"type":"input_text","text":` + jsonString(want) + `}`},
+		"responses bare base64": {"responses", `{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_file","filename":"q3.pdf","file_data":"` + b64 + `"}]}]}`,
+			"input.0.content.0", `{"type":"input_text","text":` + jsonString(want) + `}`},
+		"responses URL": {"responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","filename":"q3.pdf","file_url":"https://example.com/q3.pdf"}]}]}`,
+			"input.0.content.0", ""},
+		"messages base64": {"messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","title":"q3.pdf","source":{"type":"base64","media_type":"application/pdf","data":"` + b64 + `"},"cache_control":{"type":"ephemeral"}}]}]}`,
+			"messages.0.content.0", `{"type":"text","text":` + jsonString(want) + `,"cache_control":{"type":"ephemeral"}}`},
+		"messages URL": {"messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","title":"q3.pdf","source":{"type":"url","url":"https://example.com/q3.pdf"}}]}]}`,
+			"messages.0.content.0", ""},
+	} {
+		out, parsed, err := parseFilesOf(t, tc.kind, tc.body, textOnlyModel)
+		if err != nil || parsed == nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		part := gjson.Get(out, tc.path)
+		if tc.part != "" && part.Raw != tc.part {
+			t.Errorf("%s: part %s", name, part.Raw)
+		}
+		if !strings.HasPrefix(part.Get("text").Str, "File q3.pdf (") {
+			t.Errorf("%s: %s", name, out)
+		}
+	}
+	// A model that reads files gets them as they came; a text document
+	// block is the provider's.
+	for _, body := range []string{
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_data":"` + pdfURL(doc) + `"}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hi"}}]}]}`,
+	} {
+		kind := "responses"
+		if strings.Contains(body, "max_tokens") {
+			kind = "messages"
+		}
+		models := []*catalog.Model{pdfModel}
+		if kind == "messages" {
+			models = []*catalog.Model{textOnlyModel}
+		}
+		if out, parsed, err := parseFilesOf(t, kind, body, models...); err != nil || parsed != nil || out != body {
+			t.Errorf("%s: changed: %s %v", kind, out, err)
+		}
+	}
+	for name, tc := range map[string]struct{ kind, body, msg string }{
+		"responses scanned": {"responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_data":"` + pdfURL(pdftest.Build("")) + `"}]}]}`, "input[0].content[0]: the PDF has no text layer"},
+		"responses refused": {"responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"http://169.254.169.254/latest"}]}]}`, "input[0].content[0].file_url: refused by the gateway's customer_egress policy"},
+		"messages base64":   {"messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"%%%"}}]}]}`, "messages[0].content[0].source.data: invalid base64"},
+		"messages missing":  {"messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url","url":"https://example.com/none.pdf"}}]}]}`, "messages[0].content[0].source.url: the file could not be fetched: the URL answered 404 Not Found"},
+	} {
+		if _, _, err := parseFilesOf(t, tc.kind, tc.body, textOnlyModel); err == nil || !strings.HasPrefix(err.Message, tc.msg) {
+			t.Errorf("%s: %v, want %q", name, err, tc.msg)
+		}
+	}
 }

@@ -56,7 +56,7 @@ func (cw *citeWriter) annotateMessages(body []byte) []byte {
 	out := body
 	gjson.GetBytes(body, "content").ForEach(func(i, b gjson.Result) bool {
 		if b.Get("type").Str == "text" {
-			anns := websearch.Annotate(b.Get("text").Str, cw.plan.sources)
+			anns := websearch.Annotate(b.Get("text").Str, cw.sources())
 			out, _ = sjson.SetRawBytes(out, "content."+i.String()+".citations", messagesCitations(anns))
 		}
 		return true
@@ -85,7 +85,7 @@ func (cw *citeWriter) messagesEvent(ev, data []byte) []byte {
 	switch r[0].Str {
 	case "content_block_start":
 		if r[4].Str == "text" {
-			cw.chat[idx] = websearch.NewStreamer(cw.plan.sources)
+			cw.chat[idx] = websearch.NewStreamer(cw.sources())
 		}
 	case "content_block_delta":
 		switch s := cw.chat[idx]; {

@@ -113,6 +113,16 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 			searchCredits = credits
 		}
 	}
+	if f := st.fetch; f != nil && err == nil {
+		// The fetches (paid in credits even by BYOK: the gateway fetched)
+		// and the server tool's further rounds (webfetchmw.go).
+		var extra, credits money.Amount
+		if extra, credits, err = f.holdExtra(route); err == nil {
+			if est.Hold, err = addCost(est.Hold, extra); err == nil && facts.BYOK {
+				searchCredits, err = addCost(searchCredits, credits)
+			}
+		}
+	}
 	if m := st.moderationCost; m > 0 && err == nil {
 		// The moderation call, paid in credits (the operator's provider) even by BYOK.
 		if est.Hold, err = addCost(est.Hold, m); err == nil && facts.BYOK {
@@ -194,7 +204,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 			mw.rewriteIdentity(st.genID, route)
 		}
 		began := now()
-		proxyErr := proxyAttempt(up.forward(route.Provider), mw, r, route, st.genID)
+		proxyErr := proxyAttempt(st.fetch.handler(up.forward(route.Provider), route), mw, r, route, st.genID)
 		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr)
 		observeAttempt(st, mw, began, fallback)
 		if fallback {
@@ -318,6 +328,14 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.anthropic); route.BYOK {
 			credits = c
 		}
+	}
+	if f := st.fetch; f != nil && err == nil {
+		f.addPrior(&usage) // the server tool's earlier rounds
+		mw.corrected = mw.corrected || f.rounds > 0
+		if usage.Extra, err = addCost(usage.Extra, f.cost); err == nil && route.BYOK {
+			credits, err = addCost(credits, f.cost)
+		}
+		f.charged = err == nil
 	}
 	if m := st.moderationCost; m > 0 && err == nil {
 		if usage.Extra, err = addCost(usage.Extra, m); err == nil && route.BYOK {

@@ -53,7 +53,8 @@ func openAIUnsupported(kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which tollgate_websearch serves, context-compression,
+// search plugin, which tollgate_websearch serves, web-fetch, which
+// webfetchmw.go serves, context-compression,
 // middle-out, moderation, which moderation.go serves, response-healing,
 // which healing.go serves, and file-parser, which fileparser.go serves):
 // this gateway offers none of the others.
@@ -160,6 +161,8 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 			apiErr = checkHealingPlugin(path, p) // served on the answer (healing.go)
 		case id.Str == "file-parser":
 			apiErr = checkFileParserPlugin(path, p) // served on the request (fileparser.go)
+		case id.Str == "web-fetch":
+			apiErr = checkWebFetchPlugin(path, p) // served before routing (webfetchmw.go)
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:

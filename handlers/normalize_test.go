@@ -65,7 +65,9 @@ func TestNormalizeRequest(t *testing.T) {
 func TestNormalizeRequestRefuses(t *testing.T) {
 	for _, tc := range []struct{ in, msg string }{
 		{`{"plugins":[{"id":"fusion"}]}`, `plugins[0].id: this gateway does not offer the "fusion" plugin`},
-		{`{"plugins":[{"id":"web-fetch"},{"id":"x"}]}`, `plugins[0].id: this gateway does not offer the "web-fetch" plugin`},
+		{`{"plugins":[{"id":"web-fetch"},{"id":"x"}]}`, `plugins[1].id: unknown plugin "x"`},
+		{`{"plugins":[{"id":"web-fetch","max_uses":"3"}]}`, `plugins[0].max_uses: expected an integer from 1 to 25`},
+		{`{"plugins":[{"id":"auto-router"}]}`, `plugins[0].id: this gateway does not offer the "auto-router" plugin`},
 		{`{"plugins":[{"id":"response-healing","enabled":false},{"id":"nope"}]}`, `plugins[1].id: unknown plugin "nope"`},
 		{`{"plugins":[{}]}`, `plugins[0].id: required string`},
 		{`{"plugins":{}}`, `plugins: expected an array`},

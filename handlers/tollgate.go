@@ -28,7 +28,9 @@ import (
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
 //  3. plan an inference request: apply the guardrails' content filters
-//     (contentfilter.go), rewrite web search (WebSearch), check the body
+//     (contentfilter.go), rewrite web search (WebSearch), fetch the
+//     web-fetch plugin's pages and set up the web_fetch server tool
+//     (webfetchmw.go, webfetchtool.go), check the body
 //     and route it to its model's providers (Router), plan the moderation
 //     the model or the request needs (moderation.go), or serve the model
 //     lists;
@@ -64,6 +66,9 @@ type Tollgate struct {
 	// (the default: weighted by the inverse square of their price) or
 	// "ordered" (the catalog's order). See Router.LoadBalancing.
 	LoadBalancing string `json:"load_balancing,omitempty"`
+	// WebFetchPrice is the price of one fetch of the web-fetch plugin, in
+	// credits (webfetchmw.go). Default DefaultWebFetchPrice.
+	WebFetchPrice string `json:"web_fetch_price,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -75,6 +80,7 @@ type Tollgate struct {
 	auth    Auth
 	admin   *admin.Admin
 	search  WebSearch
+	fetch   fetchStage
 	router  Router
 	meter   Meter
 	// moderation is the operator's moderation provider; nil: none.
@@ -128,6 +134,11 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
+	price, err := t.webFetchPrice()
+	if err != nil {
+		return err
+	}
+	t.fetch = newFetchStage(gw, price)
 	if p, ok := gw.(ModerationProvider); ok {
 		t.moderation = p.ModerationService()
 	}
@@ -158,6 +169,9 @@ func (t *Tollgate) Validate() error {
 	default:
 		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, t.LoadBalancing)
 	}
+	if _, err := t.webFetchPrice(); err != nil {
+		return err
+	}
 	if p := t.UpstreamBasePath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("upstream_base_path: must start with /, got %q", p)
 	}
@@ -182,6 +196,7 @@ type requestState struct {
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
+	fetch *fetchRun         // the request's web-fetch plugin; nil without
 	route *Route            // the model, providers and attempts; nil when not routed
 
 	// Set by the meter.
@@ -255,6 +270,11 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		body, apiErr = t.router.filterBody(st, body)
 	}
 	if apiErr == nil {
+		// Before the search stage, which reorders tools: the web_fetch
+		// tool's errors name its place as the client sent it.
+		body, apiErr = t.fetch.plan(r, st, body)
+	}
+	if apiErr == nil {
 		body, apiErr = t.search.plan(w, st, body)
 	}
 	if apiErr == nil {
@@ -262,6 +282,9 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	}
 	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
+	}
+	if apiErr == nil && st.fetch != nil && st.fetch.tool != nil {
+		apiErr = st.fetch.tool.restrictAttempts(r, st.route, t.fetch.brand())
 	}
 	if apiErr == nil {
 		apiErr = t.moderate(r, st, body)
@@ -274,14 +297,14 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		return apierror.Fail(r, apiErr)
 	}
 	setCompressionHeader(w.Header(), st.route)
-	if st.plan == nil && heal == nil {
+	if st.plan == nil && st.fetch == nil && heal == nil {
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
 	// index the text that healing (healing.go) wrote.
 	out := w
 	var cw *citeWriter
-	if st.plan != nil {
+	if st.plan != nil || st.fetch != nil {
 		cw = newCiteWriter(w, st)
 		out = cw
 	}

@@ -20,6 +20,7 @@ import (
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
 //		upstream_base_path <path>
+//		web_fetch_price    <credits>
 //	}
 //
 // The tollgate directive (package caddymodule) reads the same options with
@@ -44,7 +45,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "upstream_base_path", "anthropic_betas", "load_balancing"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "upstream_base_path", "anthropic_betas", "load_balancing", "web_fetch_price"}
 
 // SetOption sets the option name from its arguments; known is false when
 // name is not an option of the handler.
@@ -70,6 +71,12 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 			return true, fmt.Errorf("%s: expected %s or %s", name, LoadBalancingPrice, LoadBalancingOrdered)
 		}
 		t.LoadBalancing = args[0]
+	case "web_fetch_price":
+		if len(args) != 1 {
+			return true, fmt.Errorf("%s: expected a price in credits", name)
+		}
+		t.WebFetchPrice = args[0]
+		_, err = t.webFetchPrice()
 	case "upstream_base_path":
 		if len(args) != 1 {
 			return true, fmt.Errorf("%s: expected one path", name)

@@ -35,7 +35,9 @@ import (
 // charged it.
 type citeWriter struct {
 	sse.Writer
-	plan    *searchPlan
+	plan    *searchPlan   // nil: the request fetched pages only
+	fetch   *fetchRun     // the web-fetch plugin's pages; nil: none
+	kind    string        // the route's: chat, responses or messages
 	st      *requestState // for the route's attempt that answered
 	passAnn bool          // the provider annotates its own answer
 
@@ -55,11 +57,17 @@ type partState struct {
 func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 	plan := st.plan
 	cw := &citeWriter{
-		plan:    plan,
-		st:      st,
-		passAnn: plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses"),
-		chat:    map[int64]*websearch.Streamer{},
-		parts:   map[[2]int64]*partState{},
+		plan:  plan,
+		fetch: st.fetch,
+		st:    st,
+		chat:  map[int64]*websearch.Streamer{},
+		parts: map[[2]int64]*partState{},
+	}
+	if plan != nil {
+		cw.kind = plan.kind
+		cw.passAnn = plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses")
+	} else if st.route != nil {
+		cw.kind = st.route.Kind
 	}
 	cw.Init(w, cw)
 	return cw
@@ -68,7 +76,7 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 // Decide implements sse.Hooks: errors pass through, streams are rewritten
 // per event, JSON answers are held.
 func (cw *citeWriter) Decide(status int) sse.Mode {
-	if cw.st != nil {
+	if cw.st != nil && cw.plan != nil {
 		if rt := cw.st.route; rt != nil && rt.translate {
 			// A chat-only provider answered a Responses request: it
 			// annotates its own answer as in chat completions.
@@ -141,17 +149,17 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	if !jsoncheck.Valid(body) {
 		return body
 	}
-	if cw.plan.kind == "messages" {
+	if cw.kind == "messages" {
 		return cw.annotateMessages(body)
 	}
 	out := body
-	if cw.plan.kind == "chat" {
+	if cw.kind == "chat" {
 		if !cw.passAnn {
 			n := gjson.GetBytes(body, "choices.#").Int()
 			for i := range n {
 				p := "choices." + strconv.FormatInt(i, 10) + ".message"
 				text := gjson.GetBytes(out, p+".content").Str
-				out, _ = sjson.SetRawBytes(out, p+".annotations", []byte(chatAnnotations(websearch.Annotate(text, cw.plan.sources))))
+				out, _ = sjson.SetRawBytes(out, p+".annotations", []byte(chatAnnotations(websearch.Annotate(text, cw.sources()))))
 			}
 		}
 		return cw.withUsage(out, "usage")
@@ -164,7 +172,7 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 			item.Get("content").ForEach(func(ci, part gjson.Result) bool {
 				if part.Get("type").Str == "output_text" {
 					p := "output." + oi.String() + ".content." + ci.String() + ".annotations"
-					anns := websearch.Annotate(part.Get("text").Str, cw.plan.sources)
+					anns := websearch.Annotate(part.Get("text").Str, cw.sources())
 					out, _ = sjson.SetRawBytes(out, p, []byte(responsesAnnotations(anns)))
 				}
 				return true
@@ -175,12 +183,45 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	return cw.withUsage(out, "usage")
 }
 
+// sources are the pages the answer may cite: the search results, then
+// the fetched pages.
+func (cw *citeWriter) sources() []websearch.Source {
+	switch {
+	case cw.fetch == nil:
+		return cw.plan.sources
+	case cw.plan == nil:
+		return cw.fetch.sources
+	}
+	return append(cw.plan.sources[:len(cw.plan.sources):len(cw.plan.sources)], cw.fetch.sources...)
+}
+
+// serverToolUse is usage.server_tool_use_details: the search's and the
+// fetches' counts, of those charged; "" when none was.
+func (cw *citeWriter) serverToolUse() string {
+	search := cw.plan != nil && cw.plan.charged
+	fetch := cw.fetch != nil && cw.fetch.charged
+	switch {
+	case search && fetch:
+		s := cw.plan.serverToolUse()
+		return s[:len(s)-1] + "," + cw.fetch.serverToolUse() + "}"
+	case search:
+		return cw.plan.serverToolUse()
+	case fetch:
+		return "{" + cw.fetch.serverToolUse() + "}"
+	}
+	return ""
+}
+
 // withUsage adds usage.server_tool_use_details once the search was charged.
 func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
-	if !cw.plan.charged || !gjson.GetBytes(doc, path).IsObject() {
+	if cw.kind == "responses" && cw.fetch != nil {
+		doc = cw.fetch.withPriorTokens(doc, path)
+	}
+	details := cw.serverToolUse()
+	if details == "" || !gjson.GetBytes(doc, path).IsObject() {
 		return doc
 	}
-	out, err := sjson.SetRawBytes(doc, path+".server_tool_use_details", []byte(cw.plan.serverToolUse()))
+	out, err := sjson.SetRawBytes(doc, path+".server_tool_use_details", []byte(details))
 	if err != nil {
 		return doc
 	}
@@ -194,7 +235,7 @@ func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
 	if data == nil || sse.IsDone(data) || !jsoncheck.Valid(data) {
 		return ev, nil
 	}
-	switch cw.plan.kind {
+	switch cw.kind {
 	case "chat":
 		return cw.chatEvent(ev, data), nil
 	case "messages":
@@ -210,7 +251,7 @@ func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
 			idx := c.Get("index").Int()
 			s := cw.chat[idx]
 			if s == nil {
-				s = websearch.NewStreamer(cw.plan.sources)
+				s = websearch.NewStreamer(cw.sources())
 				cw.chat[idx] = s
 			}
 			var anns []websearch.Annotation
@@ -257,14 +298,14 @@ func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
 		switch typ {
 		case "response.output_text.delta":
 			if st == nil {
-				st = &partState{itemID: res[4].Str, streamer: websearch.NewStreamer(cw.plan.sources)}
+				st = &partState{itemID: res[4].Str, streamer: websearch.NewStreamer(cw.sources())}
 				cw.parts[key] = st
 				cw.order = append(cw.order, key)
 			}
 			post = st.streamer.Feed(gjson.GetBytes(data, "delta").Str)
 		case "response.output_text.done":
 			if st == nil {
-				st = &partState{itemID: res[4].Str, streamer: websearch.NewStreamer(cw.plan.sources)}
+				st = &partState{itemID: res[4].Str, streamer: websearch.NewStreamer(cw.sources())}
 				st.streamer.Feed(gjson.GetBytes(data, "text").Str)
 				cw.parts[key] = st
 				cw.order = append(cw.order, key)

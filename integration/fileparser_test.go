@@ -123,6 +123,39 @@ func TestFileParser(t *testing.T) {
 		tap.take()
 	})
 
+	t.Run("responses and messages", func(t *testing.T) {
+		tap.take()
+		// Responses' input_file part, to a provider speaking Responses.
+		body := `{"model":"tollgate-mock","input":[{"role":"user","content":[{"type":"input_text","text":"Summarize:"},` +
+			`{"type":"input_file","filename":"q3.pdf","file_data":"` + pdfDataURL(pdf) + `"}]}]}`
+		r := c.mustPost("/responses", key, body, nil).expect(t, 200)
+		got := tap.last(t)
+		if part := got.Get("input.0.content.1"); part.Get("type").Str != "input_text" || part.Get("text").Str != text || strings.Contains(got.Raw, b64[:40]) {
+			t.Fatalf("upstream body: %.400s", got.Raw)
+		}
+		if !strings.Contains(r.JSON.Get("output.0.content.0.text").Str, "Costs fell by a third.") {
+			t.Fatalf("answer: %s", r.Body)
+		}
+		// The Messages API's document block by URL, translated to chat.
+		body = `{"model":"tollgate-mock","max_tokens":200,"messages":[{"role":"user","content":[{"type":"text","text":"Summarize:"},` +
+			`{"type":"document","title":"q3.pdf","source":{"type":"url","url":"` + files.URL + `/q3.pdf"}}]}]}`
+		r = c.mustPost("/messages", key, body, nil).expect(t, 200)
+		got = tap.last(t)
+		if !strings.Contains(got.Raw, jsonText(text)) || strings.Contains(got.Raw, `"document"`) {
+			t.Fatalf("upstream body: %.400s", got.Raw)
+		}
+		if !strings.Contains(r.JSON.Get("content.0.text").Str, "Costs fell by a third.") {
+			t.Fatalf("answer: %s", r.Body)
+		}
+		// A refusal names the block's member.
+		body = `{"model":"tollgate-mock","max_tokens":200,"messages":[{"role":"user","content":[` +
+			`{"type":"document","source":{"type":"url","url":"` + files.URL + `/elsewhere"}}]}]}`
+		c.mustPost("/messages", key, body, nil).expectError(t, 400, "messages[0].content[0].source.url: refused by the gateway's customer_egress policy")
+		if b := tap.take(); len(b) != 0 {
+			t.Fatalf("the provider was called %d times", len(b))
+		}
+	})
+
 	t.Run("refusals name the part", func(t *testing.T) {
 		tap.take()
 		for name, tc := range map[string]struct{ body, msg string }{
@@ -134,7 +167,7 @@ func TestFileParser(t *testing.T) {
 			"URL redirected": {pdfChat("tollgate-mock", files.URL+"/elsewhere", "", ""), "messages[0].content[1].file.file_data: refused by the gateway's customer_egress policy"},
 			"OCR":            {pdfChat("tollgate-mock", pdfDataURL(pdf), `[{"id":"file-parser","pdf":{"engine":"mistral-ocr"}}]`, ""), `plugins[0].pdf.engine: this gateway does not offer OCR`},
 			"field":          {pdfChat("tollgate-mock", pdfDataURL(pdf), `[{"id":"file-parser","pages":3}]`, ""), `plugins[0].pages: unknown field of the file-parser plugin`},
-			"route":          {`{"model":"tollgate-mock","input":"hi","plugins":[{"id":"file-parser"}]}`, "plugins[0].id: the file-parser plugin applies to /chat/completions"},
+			"route":          {`{"model":"tollgate-mock","input":[{"role":"user","content":[{"type":"input_file","filename":"s.pdf","file_data":"` + pdfDataURL(pdftest.Build("", "")) + `"}]}]}`, "input[0].content[0]: the PDF has no text layer"},
 		} {
 			path := "/chat/completions"
 			if name == "route" {
@@ -187,4 +220,10 @@ func TestFileParserAdmission(t *testing.T) {
 	if got := tap.last(t); !strings.Contains(got.Raw, "Revenue grew.") || r.JSON.Get("usage.prompt_tokens").Int() >= 300 {
 		t.Fatalf("served: %s / %s", got.Raw, r.Body)
 	}
+}
+
+// jsonText is text as a JSON string's contents (without the quotes).
+func jsonText(text string) string {
+	b, _ := json.Marshal(text)
+	return string(b[1 : len(b)-1])
 }

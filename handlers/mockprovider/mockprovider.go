@@ -40,6 +40,8 @@ import (
 //	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
 //	                           SearXNG search APIs (standin.APIs), so
 //	                           web search works offline
+//	GET  /pages/...            a small web site (pages.go), so web fetch
+//	                           works offline
 //
 // and passes every other path to the next handler.
 //
@@ -179,6 +181,9 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		// Offline search engines (standin.APIs), e.g. SearXNG at
 		// <mock>/search-api/search.
 		http.StripPrefix(mockSearchPrefix, mockSearchAPI).ServeHTTP(w, r)
+		return nil
+	case strings.HasPrefix(path, mockPagesPrefix+"/"):
+		servePage(w, r)
 		return nil
 	case strings.HasSuffix(path, "/chat/completions"):
 		return m.serveGeneration(w, r, "chat", parseChatRequest, m.writeChat)

@@ -35,6 +35,10 @@ const (
 
 const injectedPrefix = "A web search was run on "
 
+// fetchedPrefix starts the web-fetch plugin's pages (webfetch.Message),
+// numbered and cited as search results are.
+const fetchedPrefix = "The gateway fetched the web pages "
+
 var sourceLine = regexp.MustCompile(`^\[(\d+)\] (.*)$`)
 
 // parseMockSearch fills q.search from the request body.
@@ -47,7 +51,7 @@ func parseMockSearch(body []byte, q *mockRequest) {
 		if it.Get("role").Str != "system" {
 			continue
 		}
-		if text := strings.TrimSpace(contentText(it.Get("content"))); strings.HasPrefix(text, injectedPrefix) {
+		if text := strings.TrimSpace(contentText(it.Get("content"))); strings.HasPrefix(text, injectedPrefix) || strings.HasPrefix(text, fetchedPrefix) {
 			q.search.sources = parseInjected(text)
 		}
 	}

@@ -1,0 +1,563 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+)
+
+// The web_fetch server tool ({"type":"<brand>:web_fetch","parameters":
+// {...}} in tools): the model gets a function tool web_fetch(url); when
+// its answer calls it, the gateway fetches the URLs (webfetch, under the
+// customer egress policy and the tool's domain lists), appends the call
+// and the pages (or their errors) to the conversation and calls the model
+// again, within the same attempt, until it answers without the tool. At
+// most max_uses fetches are made; after that the tool is withdrawn, so
+// the model answers with what it has. Only the last answer reaches the
+// client; the earlier rounds' tokens are charged with it (settle adds
+// fetchRun.prior) and the fetches at web_fetch_price, both held at
+// admission for the worst case (max_uses more rounds, each up to the
+// model's context window).
+//
+// The loop reads and writes the chat completions dialect: it serves
+// /chat/completions, and /responses through providers that speak only
+// chat (the translation sits above it); one choice. The rounds are plain
+// calls; a streamed request gets the last answer as a stream of chunks
+// once it is complete.
+
+// fetchToolName is the function the model calls.
+const fetchToolName = "web_fetch"
+
+// fetchToolFunction is the function tool's definition, without its
+// dialect's wrapping.
+const fetchToolDescription = "Fetch a web page or PDF by its http(s) URL and return its content as text (HTML as markdown). Use it to read pages the user names or that you need to answer."
+
+const fetchToolParameters = `{"type":"object","properties":{"url":{"type":"string","description":"The http(s) URL to fetch"}},"required":["url"],"additionalProperties":false}`
+
+// fetchTool is a request's web_fetch server tool.
+type fetchTool struct {
+	opts  webfetch.Options
+	index int // its place in tools, for messages
+	// clientTools are the request's tools as the client sent them, which
+	// a translated Responses answer echoes.
+	clientTools json.RawMessage
+}
+
+// defaultRoundContext bounds a round's tokens for a model whose context
+// window the catalog does not give.
+const defaultRoundContext = 128_000
+
+// planFetchTool finds the server tool in a chat or Responses body and
+// puts the function tool in its place; tool is nil without one.
+func planFetchTool(body []byte, kind, brand string) ([]byte, *fetchTool, *apierror.Error) {
+	tools := gjson.GetBytes(body, "tools")
+	if !tools.IsArray() {
+		return body, nil, nil
+	}
+	var tool *fetchTool
+	var apiErr *apierror.Error
+	clientNamed := -1
+	tools.ForEach(func(i, t gjson.Result) bool {
+		path := "tools[" + strconv.Itoa(int(i.Int())) + "]"
+		name := t.Get("function.name").Str
+		if kind == "responses" {
+			name = t.Get("name").Str
+		}
+		if t.Get("type").Str == "function" && name == fetchToolName {
+			clientNamed = int(i.Int())
+		}
+		if t.Get("type").Str != brand+":web_fetch" {
+			return true
+		}
+		if tool != nil {
+			apiErr = apierror.BadRequest(path + ": only one " + brand + ":web_fetch tool")
+			return false
+		}
+		tool = &fetchTool{index: int(i.Int()), clientTools: json.RawMessage(tools.Raw)}
+		t.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+			case "parameters":
+				o, ferr := webfetch.Parse(path+".parameters", v, false, "auto", brand)
+				if ferr != nil {
+					apiErr = apierror.BadRequest(ferr.Error())
+				}
+				tool.opts = o
+			default:
+				apiErr = apierror.BadRequest(path + "." + k.Str + ": unknown field of the " + brand + ":web_fetch tool")
+			}
+			return apiErr == nil
+		})
+		if !t.Get("parameters").Exists() {
+			tool.opts, _ = webfetch.Parse(path+".parameters", gjson.Result{}, false)
+		}
+		return apiErr == nil
+	})
+	if apiErr != nil || tool == nil {
+		return body, nil, apiErr
+	}
+	if clientNamed >= 0 {
+		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d]: the function name %q is the %s:web_fetch server tool's", clientNamed, fetchToolName, brand))
+	}
+	if kind == "messages" {
+		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool applies to /chat/completions and /responses", tool.index, brand))
+	}
+	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() > 1 {
+		return nil, nil, apierror.BadRequest("n: the web_fetch server tool serves one choice")
+	}
+	def := `{"type":"function","function":{"name":"` + fetchToolName + `","parameters":` + fetchToolParameters + `}}`
+	def, _ = sjson.Set(def, "function.description", fetchToolDescription)
+	if kind == "responses" {
+		def = `{"type":"function","name":"` + fetchToolName + `","parameters":` + fetchToolParameters + `}`
+		def, _ = sjson.Set(def, "description", fetchToolDescription)
+	}
+	out, err := sjson.SetRawBytes(body, "tools."+strconv.Itoa(tool.index), []byte(def))
+	if err != nil {
+		return nil, nil, apierror.BadRequest("Request body is not valid JSON")
+	}
+	return out, tool, nil
+}
+
+// restrictAttempts keeps the attempts whose upstream dialect is chat
+// completions, which the loop reads: a chat request's chat providers, a
+// Responses request's chat-only providers. None left is a 400.
+func (ft *fetchTool) restrictAttempts(r *http.Request, route *Route, brand string) *apierror.Error {
+	chat := func(a Attempt) bool {
+		switch route.Kind {
+		case "chat":
+			return !a.Provider.Anthropic()
+		case "responses":
+			return a.Provider.ChatOnly() && route.chatBody != nil
+		}
+		return false
+	}
+	if route.echo != nil {
+		route.echo.Tools = ft.clientTools // the answer shows the client's tools
+	}
+	if !slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !chat(a) }) {
+		return nil
+	}
+	route.Attempts = slices.DeleteFunc(route.Attempts, func(a Attempt) bool { return !chat(a) })
+	if len(route.Attempts) == 0 {
+		return apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool needs a provider that speaks chat completions; the model's providers do not", ft.index, brand))
+	}
+	if err := route.apply(r, 0); err != nil {
+		return apierror.BadRequest("Request body is not valid JSON")
+	}
+	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	return nil
+}
+
+// holdExtra is the worst case the tool adds on the costliest attempt:
+// max_uses fetches, and max_uses more rounds of up to the model's context
+// window at its dearer token price. credits is the fetches' part, which
+// a BYOK request pays in credits.
+func (ft *fetchTool) holdExtra(route *Route, price money.Amount) (hold, credits money.Amount, err error) {
+	n := int64(ft.opts.MaxUses)
+	fetches, ok := money.MulAmount(price, n)
+	if !ok {
+		return 0, 0, billing.ErrCostRange
+	}
+	for _, a := range route.Attempts {
+		window := a.Model.ContextLength
+		if window <= 0 {
+			window = defaultRoundContext
+		}
+		p := a.Model.Pricing
+		round, err := billing.TokenCost(p, window, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		out, err := billing.TokenCost(p, 0, window)
+		if err != nil {
+			return 0, 0, err
+		}
+		rounds, ok := money.MulAmount(max(round, out), n)
+		if !ok {
+			return 0, 0, billing.ErrCostRange
+		}
+		hold = max(hold, rounds)
+	}
+	hold, err = addCost(hold, fetches)
+	return hold, fetches, err
+}
+
+// fetchLoop is the caddyhttp.Handler of one attempt with the server
+// tool: it calls next (the provider's reverse_proxy) once per round.
+type fetchLoop struct {
+	next  caddyhttp.Handler
+	tool  *fetchTool
+	run   *fetchRun
+	route *Route
+	used  int // fetches made (or refused) so far, across the attempt's rounds
+}
+
+// roundCapture holds one round's answer.
+type roundCapture struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	over   bool
+}
+
+func (c *roundCapture) Header() http.Header { return c.header }
+func (c *roundCapture) WriteHeader(s int) {
+	if c.status == 0 {
+		c.status = s
+	}
+}
+func (c *roundCapture) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if c.body.Len()+len(b) > maxBufferedBody {
+		c.over = true
+		return len(b), nil
+	}
+	return c.body.Write(b)
+}
+
+// replay sends a captured answer to w.
+func (c *roundCapture) replay(w http.ResponseWriter, body []byte) {
+	for k, v := range c.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(c.status)
+	_, _ = w.Write(body)
+}
+
+// ServeHTTP runs the rounds. The first round's failure is the attempt's
+// (the meter may fall back); a later round's failure, or the client
+// leaving, ends the loop with the last round's answer, its web_fetch
+// calls removed and finish_reason "error", so that the rounds made are
+// charged.
+func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	body, err := readAll(r)
+	if err != nil {
+		return err
+	}
+	if l.route.Stream {
+		// Each round is a plain call: whether it is the last is known only
+		// at its end; the last is sent to the client as a stream.
+		if body, err = sjson.SetBytes(body, "stream", false); err == nil && gjson.GetBytes(body, "stream_options").Exists() {
+			body, err = sjson.DeleteBytes(body, "stream_options")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var last *roundCapture
+	offered := true
+	for round := 0; ; round++ {
+		c := &roundCapture{header: http.Header{}}
+		r.Body = reqbody.NewBuffered(body)
+		r.ContentLength = int64(len(body))
+		r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
+		perr := proxy(l.next, c, r)
+		ok := perr == nil && c.status == http.StatusOK && !c.over && gjson.ValidBytes(c.body.Bytes())
+		if !ok || r.Context().Err() != nil {
+			if round == 0 {
+				if c.status != 0 {
+					c.replay(w, c.body.Bytes())
+				}
+				return perr
+			}
+			l.deliver(w, last, "error", true)
+			return nil
+		}
+		answer := c.body.Bytes()
+		msg := gjson.GetBytes(answer, "choices.0.message")
+		calls, others := splitFetchCalls(msg.Get("tool_calls"))
+		if len(calls) == 0 || len(others) > 0 || !offered {
+			if len(calls) > 0 {
+				l.deliver(w, c, "", false) // the client's own calls, without the gateway's
+				return nil
+			}
+			l.send(w, c, answer)
+			return nil
+		}
+		// A round that asks for pages: its tokens are the request's.
+		l.addRound(answer, 1)
+		last = c
+		results := l.fetchAll(r, calls)
+		if r.Context().Err() != nil {
+			l.deliver(w, last, "error", true)
+			return nil
+		}
+		offered = l.used < l.tool.opts.MaxUses
+		if body, err = nextRoundBody(body, msg, calls, results, offered); err != nil {
+			l.deliver(w, last, "error", true)
+			return nil
+		}
+	}
+}
+
+// readAll reads the attempt's upstream body.
+func readAll(r *http.Request) ([]byte, error) {
+	var b bytes.Buffer
+	if r.Body != nil {
+		if _, err := b.ReadFrom(r.Body); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// splitFetchCalls parts an answer's tool calls into the web_fetch ones
+// and the client's.
+func splitFetchCalls(calls gjson.Result) (fetch, others []gjson.Result) {
+	for _, c := range calls.Array() {
+		if c.Get("function.name").Str == fetchToolName {
+			fetch = append(fetch, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	return fetch, others
+}
+
+// roundUsage is a round's usage, each count within the bounds the meter
+// applies to one answer.
+func (l *fetchLoop) roundUsage(answer []byte) billing.Usage {
+	u := gjson.GetManyBytes(answer, "usage.prompt_tokens", "usage.completion_tokens", "usage.prompt_tokens_details.cached_tokens")
+	window := l.route.Model.ContextLength
+	if window <= 0 {
+		window = defaultRoundContext
+	}
+	prompt := min(max(u[0].Int(), 0), window)
+	completion := max(u[1].Int(), 0)
+	if b := l.route.outputBound(); b > 0 {
+		completion = min(completion, b)
+	}
+	return billing.Usage{PromptTokens: prompt, CompletionTokens: completion, CacheReadTokens: min(max(u[2].Int(), 0), prompt)}
+}
+
+// addRound adds a completed round's usage to the run's (sign -1 takes
+// it out again).
+func (l *fetchLoop) addRound(answer []byte, sign int64) {
+	u := l.roundUsage(answer)
+	l.run.prior.PromptTokens += sign * u.PromptTokens
+	l.run.prior.CompletionTokens += sign * u.CompletionTokens
+	l.run.prior.CacheReadTokens += sign * u.CacheReadTokens
+	l.run.rounds += int(sign)
+	// The last answer's prompt holds the pages: only the context window
+	// bounds it.
+	l.route.prompt.unbounded = true
+}
+
+// fetchAll fetches the calls' URLs concurrently, those beyond max_uses
+// refused, and records the pages for citations and the charge.
+func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
+	results := make([]string, len(calls))
+	pages := make([]webfetch.Page, len(calls))
+	var urls []string
+	var at []int
+	for i, c := range calls {
+		u := gjson.Get(c.Get("function.arguments").Str, "url")
+		switch {
+		case l.used >= l.tool.opts.MaxUses:
+			pages[i] = webfetch.Page{URL: u.Str, Err: fmt.Sprintf("max_uses_exceeded: this request may fetch at most %d pages", l.tool.opts.MaxUses)}
+			continue
+		case u.Type != gjson.String || u.Str == "":
+			// A use all the same: every round that continues the loop
+			// spends one at least, so rounds stay within max_uses + 1.
+			l.used++
+			pages[i] = webfetch.Page{Err: "invalid_tool_input: expected arguments {\"url\": \"https://...\"}"}
+			continue
+		}
+		l.used++
+		urls, at = append(urls, u.Str), append(at, i)
+	}
+	for j, p := range l.run.fetcher.FetchAll(r.Context(), urls, &l.tool.opts) {
+		pages[at[j]] = p
+	}
+	for i := range pages {
+		p := &pages[i]
+		results[i] = webfetch.ToolResult(p)
+		if p.URL == "" {
+			continue
+		}
+		if p.Fetched {
+			l.run.fetched++
+			l.run.cost, _ = addCost(l.run.cost, l.run.price)
+		}
+		src := websearch.Source{Title: p.CitationTitle(), URL: p.URL}
+		if p.Err == "" {
+			src.Snippet = p.Snippet()
+		}
+		l.run.sources = append(l.run.sources, src)
+	}
+	return results
+}
+
+// nextRoundBody is the chat body of the next round: the conversation
+// with the round's assistant message and one tool message per call; the
+// web_fetch tool withdrawn when offered is false.
+func nextRoundBody(body []byte, msg gjson.Result, calls []gjson.Result, results []string, offered bool) ([]byte, error) {
+	add := []string{msg.Raw}
+	for i, c := range calls {
+		tm, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.Get("id").Str, "content": results[i]})
+		add = append(add, string(tm))
+	}
+	var err error
+	for _, m := range add {
+		if body, err = sjson.SetRawBytes(body, "messages.-1", []byte(m)); err != nil {
+			return nil, err
+		}
+	}
+	if offered {
+		return body, nil
+	}
+	var kept []string
+	for _, t := range gjson.GetBytes(body, "tools").Array() {
+		if t.Get("function.name").Str != fetchToolName {
+			kept = append(kept, t.Raw)
+		}
+	}
+	if len(kept) == 0 {
+		body, err = sjson.DeleteBytes(body, "tools")
+		if err == nil && gjson.GetBytes(body, "tool_choice").Exists() {
+			body, err = sjson.DeleteBytes(body, "tool_choice")
+		}
+		return body, err
+	}
+	if tc := gjson.GetBytes(body, "tool_choice"); tc.IsObject() && tc.Get("function.name").Str == fetchToolName {
+		if body, err = sjson.SetBytes(body, "tool_choice", "auto"); err != nil {
+			return nil, err
+		}
+	}
+	return sjson.SetRawBytes(body, "tools", []byte("["+joinComma(kept)+"]"))
+}
+
+func joinComma(items []string) string {
+	var b bytes.Buffer
+	for i, s := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// deliver sends a round's answer without its web_fetch calls (the
+// gateway's, not the client's), with finish_reason set when given. The
+// answer's usage is the meter's to read: a round counted among the prior
+// ones (counted) is taken out of them.
+func (l *fetchLoop) deliver(w http.ResponseWriter, c *roundCapture, finish string, counted bool) {
+	answer := c.body.Bytes()
+	msg := gjson.GetBytes(answer, "choices.0.message")
+	_, others := splitFetchCalls(msg.Get("tool_calls"))
+	var out []byte
+	var err error
+	if len(others) == 0 {
+		out, err = sjson.DeleteBytes(answer, "choices.0.message.tool_calls")
+		if finish == "" {
+			finish = "stop"
+		}
+	} else {
+		raws := make([]string, len(others))
+		for i, o := range others {
+			raws[i] = o.Raw
+		}
+		out, err = sjson.SetRawBytes(answer, "choices.0.message.tool_calls", []byte("["+joinComma(raws)+"]"))
+	}
+	if err == nil && finish != "" {
+		out, err = sjson.SetBytes(out, "choices.0.finish_reason", finish)
+	}
+	if err != nil {
+		out = answer
+	}
+	if counted {
+		l.addRound(answer, -1)
+	}
+	l.send(w, c, out)
+}
+
+// send delivers the client's answer: as it came, or for a streamed
+// request (whose rounds are plain calls) as the stream of chunks it
+// amounts to.
+func (l *fetchLoop) send(w http.ResponseWriter, c *roundCapture, answer []byte) {
+	if !l.route.Stream {
+		c.replay(w, answer)
+		return
+	}
+	h := w.Header()
+	for k, v := range c.header {
+		h[k] = v
+	}
+	delete(h, "Content-Length")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(c.status)
+	_, _ = w.Write(chatAnswerAsStream(answer))
+	_ = http.NewResponseController(w).Flush()
+}
+
+// chatAnswerAsStream is a chat completion as the chunks of its stream:
+// the message in one delta (its tool calls indexed), the finish, the
+// usage, [DONE].
+func chatAnswerAsStream(answer []byte) []byte {
+	a := gjson.ParseBytes(answer)
+	head := `{"object":"chat.completion.chunk"}`
+	for _, k := range []string{"id", "created", "model", "system_fingerprint"} {
+		if v := a.Get(k); v.Exists() {
+			head, _ = sjson.SetRaw(head, k, v.Raw)
+		}
+	}
+	var b bytes.Buffer
+	event := func(chunk string) {
+		b.WriteString("data: ")
+		b.WriteString(chunk)
+		b.WriteString("\n\n")
+	}
+	a.Get("choices").ForEach(func(_, ch gjson.Result) bool {
+		idx := ch.Get("index").Int()
+		delta := `{"role":"assistant"}`
+		msg := ch.Get("message")
+		if c := msg.Get("content"); c.Type == gjson.String {
+			delta, _ = sjson.Set(delta, "content", c.Str)
+		}
+		for _, k := range []string{"refusal", "reasoning", "annotations"} {
+			if v := msg.Get(k); v.Exists() && v.Type != gjson.Null {
+				delta, _ = sjson.SetRaw(delta, k, v.Raw)
+			}
+		}
+		msg.Get("tool_calls").ForEach(func(i, tc gjson.Result) bool {
+			t, _ := sjson.Set(tc.Raw, "index", i.Int())
+			delta, _ = sjson.SetRaw(delta, "tool_calls.-1", t)
+			return true
+		})
+		chunk, _ := sjson.SetRaw(head, "choices", `[{"index":`+strconv.FormatInt(idx, 10)+`,"delta":`+delta+`,"finish_reason":null}]`)
+		event(chunk)
+		finish := ch.Get("finish_reason")
+		if !finish.Exists() {
+			finish = gjson.Parse("null")
+		}
+		chunk, _ = sjson.SetRaw(head, "choices", `[{"index":`+strconv.FormatInt(idx, 10)+`,"delta":{},"finish_reason":`+finish.Raw+`}]`)
+		event(chunk)
+		return true
+	})
+	if u := a.Get("usage"); u.IsObject() {
+		chunk, _ := sjson.SetRaw(head, "choices", `[]`)
+		chunk, _ = sjson.SetRaw(chunk, "usage", u.Raw)
+		event(chunk)
+	}
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
