@@ -70,11 +70,12 @@ func (s *AnalyticsStore) KeyCreators(accountID string) map[string]string {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	out := map[string]string{}
-	for _, k := range s.acct.keys {
-		if k.AccountID == accountID && k.CreatorUserID != nil {
+	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
+		if k.CreatorUserID != nil {
 			out[k.Hash] = *k.CreatorUserID
 		}
-	}
+		return true
+	})
 	return out
 }
 

@@ -244,9 +244,9 @@ func (s *Store) removeRecord(key string) {
 	case strings.HasPrefix(key, prefixAccount):
 		delete(s.accounts, rest)
 	case strings.HasPrefix(key, prefixAPIKey):
-		delete(s.keys, rest)
+		s.dropKey(rest)
 	case strings.HasPrefix(key, prefixMgmtKey):
-		delete(s.mgmtKeys, rest)
+		s.dropMgmtKey(rest)
 	case strings.HasPrefix(key, prefixMember):
 		s.members.Remove(accountID, id)
 	case strings.HasPrefix(key, prefixWorkspace):

@@ -84,6 +84,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
+	s.keyIdx.sort()
 	if err := s.buildAnalytics(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
@@ -122,6 +123,8 @@ func newStore(k *kernel.Kernel) *Store {
 			accounts:  map[string]*Account{},
 			keys:      map[string]*APIKey{},
 			mgmtKeys:  map[string]*ManagementKey{},
+			keyIdx:    keyIndex{},
+			mgmtIdx:   mgmtKeyIndex{},
 			purchases: map[string][]Purchase{},
 		},
 		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},

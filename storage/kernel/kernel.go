@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -91,6 +92,10 @@ type Kernel struct {
 	// read of the backend meanwhile may miss them (Reload, Apply).
 	inFlight       *Batch
 	inFlightWrites []Write
+	// visits counts the records account-scoped reads walked (Visited):
+	// tests assert with it that a read's cost follows its account's
+	// records, not the gateway's.
+	visits atomic.Uint64
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
@@ -205,6 +210,12 @@ func (k *Kernel) NextSeq() uint64 {
 	k.seq++
 	return k.seq
 }
+
+// Visited counts n records walked by an account-scoped read.
+func (k *Kernel) Visited(n int) { k.visits.Add(uint64(n)) }
+
+// Visits is the number of records account-scoped reads walked so far.
+func (k *Kernel) Visits() uint64 { return k.visits.Load() }
 
 // ObserveSeq raises the sequence to a loaded record's, so that new records
 // sort after it. Called from Kind.Load.
