@@ -165,7 +165,7 @@ func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow,
 			return 0
 		}
 	cells:
-		for i := start; i < min(start+scanChunk, n); i++ {
+		for i := start; i < min(start+scanChunk, n, len(a.cells)); i++ { // dropBefore may shrink cells between chunks
 			x := &a.cells[i]
 			if x.k.hour < lo || x.k.hour >= hi {
 				continue

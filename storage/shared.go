@@ -169,6 +169,9 @@ func changedRecords(changes []kernel.Change) ([]string, bool) {
 	var keys []string
 	for _, c := range changes {
 		for _, k := range c.Keys {
+			if strings.HasPrefix(k, prefixSealedHour) {
+				continue // sums this replica's rollup counted itself
+			}
 			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
 				return nil, false
 			}
@@ -298,7 +301,7 @@ func (s *Store) addRemoteGenerations(changes []kernel.Change) {
 			return
 		}
 		// Its end user, if new, reaches this replica as a record.
-		s.AnalyticsStore.analytics.addGeneration(g)
+		s.AnalyticsStore.countGeneration(g, false)
 	})
 	if err != nil {
 		s.shared.log.Error("reading other replicas' generations failed", zap.Error(err))

@@ -103,12 +103,18 @@ func Open(opts Options) (*Store, error) {
 		s.k.Unlock()
 	}
 	k.Start()
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s.startSealing(log)
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
 func (s *Store) Close() error {
+	s.stopSealing()
 	s.closeShared()
 	return s.k.Close()
 }
@@ -173,7 +179,7 @@ func (s *Store) registerKinds() {
 	for _, kinds := range [][]kernel.Kind{
 		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
 		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
-		s.LedgerStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
+		s.LedgerStore.withExpiry(s.LedgerStore.kinds()), s.AnalyticsStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
 	} {
 		s.k.Register(kinds...)
 	}

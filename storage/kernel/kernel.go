@@ -40,6 +40,11 @@ type Kind struct {
 	// Append marks immutable records, written once through Append and
 	// never rewritten.
 	Append bool
+	// Expires, when set, gives each record of the kind its expiry (Unix
+	// milliseconds, 0: never) from its key and encoded value: the backend
+	// deletes the record then (expiry.go). A chunk of records expires
+	// with its last record.
+	Expires func(key string, value []byte) int64
 	// Slot, for an Append kind, names the slot a record's key falls in
 	// (false: none); slots sort in the order the records should scan. The
 	// on-disk backend then stores a checkpoint's records of one slot as
@@ -154,6 +159,7 @@ func (k *Kernel) Register(kinds ...Kind) {
 		}
 		k.kinds = append(k.kinds, n)
 		useSlots(k.backend, n)
+		useExpiry(k.backend, n)
 	}
 }
 
