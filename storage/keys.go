@@ -128,7 +128,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
-	n.WorkspaceID = ws.ID
+	n.AccountID, n.WorkspaceID = acct.ID, ws.ID // the account's strings, not the request's
 	if n.CreatorUserID != nil && !s.org.isAccountUser(acct, *n.CreatorUserID) {
 		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: creator_user_id: not a member of this account", ErrInvalid)
