@@ -131,8 +131,10 @@ func (s *Store) applyChanges(changes []kernel.Change) error {
 			// A reload re-reads every account's money as well.
 			return s.resync()
 		}
-		if err := s.applyRecords(keys); err != nil {
-			return err
+		if len(keys) > 0 {
+			if err := s.applyRecords(keys); err != nil {
+				return err
+			}
 		}
 	}
 	byField := map[string][]string{}
