@@ -228,7 +228,7 @@ func (s *AccountStore) loadMgmtKey(_, v []byte) error {
 
 func (s *AccountStore) loadAPIKey(_, v []byte) error {
 	var k APIKey
-	if err := json.Unmarshal(v, &k); err != nil {
+	if err := decodeAPIKey(v, &k); err != nil {
 		return err
 	}
 	s.shareIDs(&k)
