@@ -156,8 +156,8 @@ func TestGenerationRetentionRedis(t *testing.T) {
 	}
 	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	key, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
-	// Stored until its creation + retention + margin: 2 s from now.
-	created := time.Now().Add(-time.Hour - expiryMargin + 2*time.Second)
+	// Stored until its creation + retention + margin: 5 s from now.
+	created := time.Now().Add(-time.Hour - expiryMargin + 5*time.Second)
 	g := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m", Provider: "p", Status: "completed",
 		UpstreamID: "resp_1", CreatedAt: created}, 100)
 	fresh := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m", Provider: "p", Status: "completed", CreatedAt: clock}, 100)
@@ -175,7 +175,7 @@ func TestGenerationRetentionRedis(t *testing.T) {
 		t.Fatalf("fresh generation's TTL %v, want the retention plus the margin", ttl)
 	}
 	wantExpired(t, s, acct.ID, g.ID) // past the retention already
-	eventually(t, 10*time.Second, "redis deletes the expired generation and its index", func() bool {
+	eventually(t, 20*time.Second, "redis deletes the expired generation and its index", func() bool {
 		return c.Exists(ctx, genKey, upKey).Val() == 0
 	})
 	if _, err := s.AccountGeneration(acct.ID, fresh.ID); err != nil {
