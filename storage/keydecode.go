@@ -20,6 +20,10 @@ import (
 // was most of that time at a million keys. Strings are copied out of the
 // record, so that no key keeps the whole record alive.
 func decodeAPIKey(v []byte, k *APIKey) error {
+	if decodeAPIKeyFast(v, k) {
+		return nil
+	}
+	*k = APIKey{}
 	if !gjson.ValidBytes(v) {
 		return errors.New("invalid JSON")
 	}
@@ -236,4 +240,197 @@ func decodeWindowed(x gjson.Result, w *money.Windowed) error {
 		return err == nil
 	})
 	return err
+}
+
+// decodeAPIKeyFast decodes a key record written by apiKeyJSON, member by
+// member in its order, and reports false at the first byte it does not
+// expect (another order, escapes or non-ASCII text in a string, white
+// space, a number JSON would refuse): the caller then decodes the record
+// with decodeAPIKey. What it accepts is valid JSON that it decodes as
+// encoding/json does.
+func decodeAPIKeyFast(v []byte, k *APIKey) bool {
+	p := keyParser{b: v}
+	ok := p.lit(`{"hash":`) && p.str(&k.Hash) &&
+		p.lit(`,"account_id":`) && p.str(&k.AccountID) &&
+		p.lit(`,"workspace_id":`) && p.str(&k.WorkspaceID) &&
+		p.lit(`,"name":`) && p.str(&k.Name) &&
+		p.lit(`,"label":`) && p.str(&k.Label) &&
+		p.lit(`,"disabled":`) && p.boolean(&k.Disabled) &&
+		p.lit(`,"limit":`) && p.nullableAmount(&k.Limit)
+	var reset string
+	ok = ok && p.lit(`,"limit_reset":`) && p.str(&reset)
+	k.LimitReset = money.Interval(reset)
+	ok = ok && p.lit(`,"include_byok_in_limit":`) && p.boolean(&k.IncludeBYOKInLimit) &&
+		p.lit(`,"creator_user_id":`) && p.nullableStr(&k.CreatorUserID) &&
+		p.lit(`,"external_user":`) && p.nullableStr(&k.ExternalUser) &&
+		p.lit(`,"created_at":`) && p.time(&k.CreatedAt) &&
+		p.lit(`,"updated_at":`) && p.time(&k.UpdatedAt) &&
+		p.lit(`,"expires_at":`) && p.nullableTime(&k.ExpiresAt) &&
+		p.lit(`,"seq":`) && p.uint(&k.Seq) &&
+		p.lit(`,"usage":`) && p.counters(&k.Usage) &&
+		p.lit(`,"byok_usage":`) && p.counters(&k.BYOKUsage) &&
+		p.lit(`}`)
+	return ok && len(p.b) == 0
+}
+
+// keyParser reads a record apiKeyJSON wrote, from the front of b.
+type keyParser struct{ b []byte }
+
+func (p *keyParser) lit(s string) bool {
+	if len(p.b) < len(s) || string(p.b[:len(s)]) != s {
+		return false
+	}
+	p.b = p.b[len(s):]
+	return true
+}
+
+// rawStr returns a string's text between its quotes, when it has no
+// escape, control or non-ASCII byte.
+func (p *keyParser) rawStr() ([]byte, bool) {
+	if len(p.b) == 0 || p.b[0] != '"' {
+		return nil, false
+	}
+	for i := 1; i < len(p.b); i++ {
+		switch c := p.b[i]; {
+		case c == '"':
+			s := p.b[1:i]
+			p.b = p.b[i+1:]
+			return s, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (p *keyParser) str(s *string) bool {
+	raw, ok := p.rawStr()
+	if ok {
+		*s = string(raw)
+	}
+	return ok
+}
+
+func (p *keyParser) nullableStr(s **string) bool {
+	if p.lit("null") {
+		*s = nil
+		return true
+	}
+	v := new(string)
+	*s = v
+	return p.str(v)
+}
+
+func (p *keyParser) boolean(b *bool) bool {
+	switch {
+	case p.lit("true"):
+		*b = true
+	case p.lit("false"):
+		*b = false
+	default:
+		return false
+	}
+	return true
+}
+
+// number returns a JSON number of the form -?(0|[1-9][0-9]*)(.[0-9]+)?
+// (fraction only when frac), the only numbers apiKeyJSON writes.
+func (p *keyParser) number(frac bool) ([]byte, bool) {
+	i := 0
+	if i < len(p.b) && p.b[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9' {
+		i++
+	}
+	if i == start || p.b[start] == '0' && i-start > 1 {
+		return nil, false
+	}
+	if frac && i < len(p.b) && p.b[i] == '.' {
+		i++
+		f := i
+		for i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9' {
+			i++
+		}
+		if i == f {
+			return nil, false
+		}
+	}
+	if i < len(p.b) && (p.b[i] == '.' || p.b[i] == 'e' || p.b[i] == 'E') {
+		return nil, false // a form this parser leaves to decodeAPIKey
+	}
+	n := p.b[:i]
+	p.b = p.b[i:]
+	return n, true
+}
+
+func (p *keyParser) amount(a *money.Amount) bool {
+	n, ok := p.number(true)
+	if !ok {
+		return false
+	}
+	v, err := money.ParseAmount(unsafe.String(unsafe.SliceData(n), len(n)))
+	*a = v
+	return err == nil
+}
+
+func (p *keyParser) nullableAmount(a **money.Amount) bool {
+	if p.lit("null") {
+		*a = nil
+		return true
+	}
+	v := new(money.Amount)
+	*a = v
+	return p.amount(v)
+}
+
+func (p *keyParser) int(n *int64) bool {
+	d, ok := p.number(false)
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(d), len(d)), 10, 64)
+	*n = v
+	return err == nil
+}
+
+func (p *keyParser) uint(n *uint64) bool {
+	d, ok := p.number(false)
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseUint(unsafe.String(unsafe.SliceData(d), len(d)), 10, 64)
+	*n = v
+	return err == nil
+}
+
+func (p *keyParser) time(t *time.Time) bool {
+	start := p.b
+	if _, ok := p.rawStr(); !ok {
+		return false
+	}
+	return t.UnmarshalJSON(start[:len(start)-len(p.b)]) == nil
+}
+
+func (p *keyParser) nullableTime(t **time.Time) bool {
+	if p.lit("null") {
+		*t = nil
+		return true
+	}
+	v := new(time.Time)
+	*t = v
+	return p.time(v)
+}
+
+func (p *keyParser) windowed(w *money.Windowed) bool {
+	return p.lit(`{"p":`) && p.int(&w.Period) && p.lit(`,"v":`) && p.amount(&w.Value) && p.lit(`}`)
+}
+
+func (p *keyParser) counters(c *money.UsageCounters) bool {
+	return p.lit(`{"total":`) && p.amount(&c.Total) &&
+		p.lit(`,"daily":`) && p.windowed(&c.Daily) &&
+		p.lit(`,"weekly":`) && p.windowed(&c.Weekly) &&
+		p.lit(`,"monthly":`) && p.windowed(&c.Monthly) &&
+		p.lit(`}`)
 }

@@ -42,6 +42,7 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 		}
 		return money.UsageCounters{Total: money.Amount(r.Int64()), Daily: w(), Weekly: w(), Monthly: w()}
 	}
+	fastHits := 0
 	for range 2000 {
 		k := APIKey{Hash: pick(), AccountID: pick(), WorkspaceID: pick(), Name: pick(), Label: pick(),
 			Disabled: r.IntN(2) == 0, LimitReset: money.Interval([]string{"", "daily", "weekly", "monthly"}[r.IntN(4)]),
@@ -68,9 +69,30 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		same(rec)
+		var fast, want APIKey
+		if decodeAPIKeyFast(rec, &fast) {
+			fastHits++
+			_ = json.Unmarshal(rec, &want)
+			if !reflect.DeepEqual(want, fast) {
+				t.Fatalf("%s: the fast path decoded %+v", rec, fast)
+			}
+		}
 		var got APIKey
 		if err := decodeAPIKey(rec, &got); err != nil || !reflect.DeepEqual(got.Usage, k.Usage) || got.Seq != k.Seq {
 			t.Fatalf("round trip of %s: %v", rec, err)
+		}
+	}
+	if fastHits < 100 {
+		t.Fatalf("the fast path decoded %d of 2000 records", fastHits)
+	}
+	// Records the fast path refuses part way are decoded whole again.
+	plain, _ := apiKeyJSON(APIKey{Hash: "h", Name: "n", Seq: 7}).MarshalJSON()
+	for i := range len(plain) {
+		same(plain[:i])
+		for _, b := range []byte{' ', '"', '0', 'x', '\\', '.', 'e', '-'} {
+			mut := append([]byte(nil), plain...)
+			mut[i] = b
+			same(mut)
 		}
 	}
 	for _, rec := range []string{
