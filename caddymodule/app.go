@@ -42,6 +42,9 @@ type App struct {
 	// GCInterval is how often Badger's value log is garbage-collected.
 	// Default: 5m.
 	GCInterval caddy.Duration `json:"gc_interval,omitempty"`
+	// GenerationRetention is how long generation records are kept (their
+	// analytics sums are kept apart). Default: 30 days; at least 1h.
+	GenerationRetention caddy.Duration `json:"generation_retention,omitempty"`
 	// SyncWrites fsyncs every group commit. Without it an acknowledged
 	// change survives a crash of the process (kill -9), the database's log
 	// being in the kernel's page cache; with it, a power loss too, at the
@@ -192,6 +195,9 @@ func (a *App) Validate() error {
 	if a.GCInterval < 0 {
 		return fmt.Errorf("gc_interval: must not be negative, got %v", time.Duration(a.GCInterval))
 	}
+	if err := checkGenerationRetention(a.GenerationRetention); err != nil {
+		return err
+	}
 	if err := validateFreeModel(a.FreeModel); err != nil {
 		return err
 	}
@@ -277,6 +283,15 @@ func (a *App) Cleanup() error {
 	return err
 }
 
+// checkGenerationRetention refuses a retention under an hour (0 is the
+// default).
+func checkGenerationRetention(d caddy.Duration) error {
+	if r := time.Duration(d); r < 0 || r > 0 && r < storage.MinGenerationRetention {
+		return fmt.Errorf("generation_retention: must be at least 1h, got %v", r)
+	}
+	return nil
+}
+
 // Store returns the shared store, opening it on first use.
 func (a *App) Store() (*storage.Store, error) {
 	a.mu.Lock()
@@ -310,6 +325,10 @@ func (a *App) Store() (*storage.Store, error) {
 		return nil, err
 	}
 	a.store = val.(storeCloser).Store
+	// The store outlives a config reload; the retention is this config's.
+	if err := a.store.SetGenerationRetention(time.Duration(a.GenerationRetention)); err != nil {
+		return nil, err
+	}
 	return a.store, nil
 }
 

@@ -31,6 +31,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		data_dir     <path>
 //		brand        <name>
 //		gc_interval  <duration>
+//		generation_retention <duration>
 //		sync_writes  [on|off]
 //		free_model {
 //			per_minute     <n>
@@ -161,6 +162,15 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.GCInterval = dur
+		case "generation_retention":
+			dur, err := durationArg(d)
+			if err != nil {
+				return err
+			}
+			if err := checkGenerationRetention(dur); err != nil {
+				return d.Err(err.Error())
+			}
+			a.GenerationRetention = dur
 		case "free_model":
 			for inner := d.Nesting(); d.NextBlock(inner); {
 				opt := d.Val()
@@ -236,7 +246,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // tollgateOptions are the tollgate global option's options, for suggestions.
-var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "free_model", "in_flight",
+var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "generation_retention", "free_model", "in_flight",
 	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model", "moderation"}
 
 // providerOptions are a model's provider's options, for suggestions.

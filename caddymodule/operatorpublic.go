@@ -32,6 +32,9 @@ func forAccount(c *operatorCall) (int, any, *apierror.Error) {
 func (c *operatorCall) generation() (int, any, *apierror.Error) {
 	id := c.r.PathValue("gen")
 	g, err := c.store.Generation(id)
+	if exp := (*storage.ExpiredError)(nil); errors.As(err, &exp) {
+		return 0, nil, apierror.NotFound(err.Error())
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, nil, apierror.NotFound("generation " + id + " not found")
 	}

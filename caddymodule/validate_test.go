@@ -33,6 +33,7 @@ func TestValidateRefuses(t *testing.T) {
 
 	jsonApps := []struct{ name, app, want string }{
 		{"gc_interval", `"gc_interval": -1`, "gc_interval: must not be negative"},
+		{"generation_retention", `"generation_retention": 1800000000000`, "generation_retention: must be at least 1h, got 30m0s"},
 		{"per_minute", `"free_model": {"per_minute": -1}`, "free_model: per_minute"},
 		{"per_day", `"free_model": {"per_day": -5}`, "free_model: per_day"},
 		{"per_day_paid", `"free_model": {"per_day_paid": -1}`, "free_model: per_day_paid"},

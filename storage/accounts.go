@@ -18,6 +18,8 @@ type AccountStore struct {
 	accounts  map[string]*Account
 	keys      map[string]*APIKey        // by hash
 	mgmtKeys  map[string]*ManagementKey // by hash
+	keyIdx    keyIndex                  // keys by account (keyindex.go)
+	mgmtIdx   mgmtKeyIndex              // management keys by account
 	purchases map[string][]Purchase     // by account id
 	// the domain stores it reads or updates, under the same lock
 	org *OrgStore
@@ -36,8 +38,8 @@ func (s *AccountStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
 		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot},
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
-		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys) }, Snapshot: s.mgmtKeySnapshot},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys) }, Snapshot: s.apiKeySnapshot},
+		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot},
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot},
 	}
 }
 
@@ -220,18 +222,34 @@ func (s *AccountStore) loadMgmtKey(_, v []byte) error {
 	if err := json.Unmarshal(v, &m); err != nil {
 		return err
 	}
-	s.mgmtKeys[m.Hash] = &m
+	s.putMgmtKey(&m)
 	return nil
 }
 
 func (s *AccountStore) loadAPIKey(_, v []byte) error {
 	var k APIKey
-	if err := json.Unmarshal(v, &k); err != nil {
+	if err := decodeAPIKey(v, &k); err != nil {
 		return err
 	}
-	s.keys[k.Hash] = &k
+	s.shareIDs(&k)
+	s.putKey(&k)
 	s.k.ObserveSeq(k.Seq)
 	return nil
+}
+
+// shareIDs points a loaded key's account and workspace ids at its
+// account's own strings (accounts load before keys): one copy per account
+// instead of one per key, which is most of a key's strings besides its
+// hash at a million keys.
+func (s *AccountStore) shareIDs(k *APIKey) {
+	a, ok := s.accounts[k.AccountID]
+	if !ok {
+		return
+	}
+	k.AccountID = a.ID
+	if k.WorkspaceID == a.DefaultWorkspaceID {
+		k.WorkspaceID = a.DefaultWorkspaceID
+	}
 }
 
 func (s *AccountStore) accountSnapshot(key string) any {

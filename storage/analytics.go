@@ -18,6 +18,7 @@ import (
 type AnalyticsStore struct {
 	k         *kernel.Kernel
 	analytics *rollup
+	seal      *sealer // rollupseal.go
 	// the domain stores it reads or updates, under the same lock
 	acct  *AccountStore
 	led   *LedgerStore
@@ -97,6 +98,12 @@ type acctRollup struct {
 	cells []cell
 	index map[cellKey]int32
 	users map[string]*Sums // totals per end user
+	// hours lists each hour's cells; sealed marks the hours whose sums
+	// are kept in a record of their own, unsealed those with cells that
+	// are not yet (rollupseal.go).
+	hours    map[int32][]int32
+	sealed   map[int32]bool
+	unsealed map[int32]struct{}
 	// last is the cell addCell counted in last and the dimensions that
 	// found it (CreatedAt unset: lastHour instead). A gateway's requests
 	// mostly repeat the last one's key, model, provider and status, and
@@ -124,7 +131,8 @@ func (r *rollup) account(id string, create bool) *acctRollup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a = r.accounts[id]; a == nil {
-		a = &acctRollup{strs: []string{""}, ids: map[string]uint32{"": 0}, index: map[cellKey]int32{}, users: map[string]*Sums{}, lastCell: -1}
+		a = &acctRollup{strs: []string{""}, ids: map[string]uint32{"": 0}, index: map[cellKey]int32{}, users: map[string]*Sums{}, lastCell: -1,
+			hours: map[int32][]int32{}, sealed: map[int32]bool{}, unsealed: map[int32]struct{}{}}
 		r.accounts[id] = a
 	}
 	return a
@@ -193,12 +201,18 @@ func (a *acctRollup) cellOf(hour int32, d genDims) int32 {
 		i = int32(len(a.cells))
 		a.cells = append(a.cells, cell{k: k})
 		a.index[k] = i
+		a.hours[hour] = append(a.hours[hour], i)
+		if !a.sealed[hour] {
+			a.unsealed[hour] = struct{}{}
+		}
 	}
 	return i
 }
 
-// addGeneration counts one generation record.
-func (r *rollup) addGeneration(g Generation) {
+// addGeneration counts one generation record. It reports the account and
+// hour when that hour's sums were sealed already (a request that ran
+// across the seal): their record must be written again.
+func (r *rollup) addGeneration(g Generation) (resealAccount string, resealHour int32, reseal bool) {
 	s := Sums{Requests: 1, PromptTokens: g.PromptTokens, CompletionTokens: g.CompletionTokens, LatencyMS: g.LatencyMS}
 	if len(g.ContentFlags) > 0 {
 		s.Flagged = 1
@@ -213,7 +227,10 @@ func (r *rollup) addGeneration(g Generation) {
 	a := r.account(g.AccountID, true)
 	a.mu.Lock()
 	a.addCell(dimsOf(&g), s)
+	hour := hourOf(g.CreatedAt)
+	reseal = a.sealed[hour]
 	a.mu.Unlock()
+	return g.AccountID, hour, reseal
 }
 
 // addFeedback counts one feedback record on its generation's cell.
@@ -280,7 +297,7 @@ func (s *AnalyticsStore) ScanUsage(accountID string, from, to time.Time, fn func
 	var c Cell
 	for start := 0; start < n; start += scanChunk {
 		a.mu.RLock()
-		for i := start; i < min(start+scanChunk, n); i++ {
+		for i := start; i < min(start+scanChunk, n, len(a.cells)); i++ { // dropBefore may shrink cells between chunks
 			x := &a.cells[i]
 			if x.k.hour < lo || x.k.hour >= hi {
 				continue
@@ -323,14 +340,22 @@ func (s *AnalyticsStore) UsageDimValues(accountID, dim string) []string {
 	return out
 }
 
-// buildAnalytics fills the rollup from the stored records; Open calls it
-// before any write can happen, then subscribes it to new generations.
+// buildAnalytics fills the rollup from the stored records: the sealed
+// hours' sums (rollupseal.go), then the generations of the hours not
+// sealed; Open calls it before any write can happen, then subscribes it
+// to new generations.
 func (s *AnalyticsStore) buildAnalytics() error {
 	s.analytics = newRollup()
+	if err := s.loadSealedHours(); err != nil {
+		return err
+	}
 	if err := s.k.Scan(prefixGeneration, func(key, v []byte) (bool, error) {
 		var g Generation
 		if err := decodeGenerationSums(v, &g); err != nil {
 			return false, fmt.Errorf("generation %q: %w", key, err)
+		}
+		if s.analytics.isSealed(g.AccountID, hourOf(g.CreatedAt)) {
+			return true, nil
 		}
 		s.analytics.addGeneration(g)
 		s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
@@ -341,15 +366,27 @@ func (s *AnalyticsStore) buildAnalytics() error {
 	if err := s.fb.loadFeedback(); err != nil {
 		return err
 	}
-	s.led.SubscribeGenerations(func(g Generation) {
-		s.analytics.addGeneration(g)
-		if g.User != "" && !s.users.hasEndUser(g.AccountID, g.User) {
-			s.k.Lock()
-			s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
-			s.k.Unlock()
-		}
-	})
+	s.led.SubscribeGenerations(func(g Generation) { s.countGeneration(g, true) })
 	return nil
+}
+
+// countGeneration adds a settled generation to the rollup (this
+// replica's, or another's: its end user, if new, reaches this replica as
+// a record, so only this replica's records one).
+func (s *AnalyticsStore) countGeneration(g Generation, ownUser bool) {
+	accountID, hour, reseal := s.analytics.addGeneration(g)
+	newUser := ownUser && g.User != "" && !s.users.hasEndUser(g.AccountID, g.User)
+	if !reseal && !newUser {
+		return
+	}
+	s.k.Lock()
+	if newUser {
+		s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+	}
+	if reseal {
+		s.k.MarkDirty(sealedHourKey(accountID, hour))
+	}
+	s.k.Unlock()
 }
 
 // decodeGenerationSums decodes what the rollup needs of a stored generation

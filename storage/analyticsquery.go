@@ -70,11 +70,12 @@ func (s *AnalyticsStore) KeyCreators(accountID string) map[string]string {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	out := map[string]string{}
-	for _, k := range s.acct.keys {
-		if k.AccountID == accountID && k.CreatorUserID != nil {
+	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
+		if k.CreatorUserID != nil {
 			out[k.Hash] = *k.CreatorUserID
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -164,7 +165,7 @@ func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow,
 			return 0
 		}
 	cells:
-		for i := start; i < min(start+scanChunk, n); i++ {
+		for i := start; i < min(start+scanChunk, n, len(a.cells)); i++ { // dropBefore may shrink cells between chunks
 			x := &a.cells[i]
 			if x.k.hour < lo || x.k.hour >= hi {
 				continue

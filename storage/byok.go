@@ -213,6 +213,7 @@ func (s *SecretStore) ListBYOK(f BYOKFilter) ([]Credential, int) {
 		}
 		all = append(all, *c)
 	}
+	s.k.Visited(len(s.byok[f.AccountID]))
 	s.k.RUnlock()
 	return newestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
 }

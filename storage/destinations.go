@@ -157,6 +157,7 @@ func (s *DestinationStore) ListDestinations(accountID, workspaceID string, offse
 			all = append(all, d.clone())
 		}
 	}
+	s.k.Visited(len(s.destinations[accountID]))
 	s.k.RUnlock()
 	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }

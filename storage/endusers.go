@@ -147,6 +147,7 @@ func (s *EndUserStore) ListEndUsers(accountID string) []EndUser {
 	for _, u := range s.endUsers[accountID] {
 		out = append(out, *u)
 	}
+	s.k.Visited(len(out))
 	s.k.RUnlock()
 	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out

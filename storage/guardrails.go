@@ -178,6 +178,7 @@ func (s *OrgStore) Guardrails(accountID, workspaceID string) []Guardrail {
 			out = append(out, *g)
 		}
 	}
+	s.k.Visited(len(s.guardrails[accountID]))
 	s.k.RUnlock()
 	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out

@@ -42,7 +42,7 @@ func (s *AccountStore) CreateManagementKey(n NewManagementKey) (ManagementKey, s
 		s.k.Unlock()
 		return ManagementKey{}, "", err
 	}
-	s.mgmtKeys[hash] = &k
+	s.putMgmtKey(&k)
 	b := s.k.MarkDirty(prefixMgmtKey + hash)
 	s.k.Unlock()
 	if err := b.Wait(); err != nil {
@@ -52,28 +52,39 @@ func (s *AccountStore) CreateManagementKey(n NewManagementKey) (ManagementKey, s
 }
 
 // ManagementKeys lists an account's management keys, newest first; with an
-// empty accountID it lists every account's.
+// empty accountID it lists every account's (the operator's view).
 func (s *AccountStore) ManagementKeys(accountID string) []ManagementKey {
 	s.k.RLock()
 	var out []ManagementKey
-	for _, k := range s.mgmtKeys {
-		if accountID == "" || k.AccountID == accountID {
+	if accountID == "" {
+		out = make([]ManagementKey, 0, len(s.mgmtKeys))
+		for _, k := range s.mgmtKeys {
 			out = append(out, *k)
 		}
+	} else {
+		out = make([]ManagementKey, 0, len(s.mgmtIdx[accountID]))
+		for h := range s.mgmtIdx[accountID] {
+			out = append(out, *s.mgmtKeys[h])
+		}
 	}
+	s.k.Visited(len(out))
 	s.k.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].Hash < out[j].Hash
+	})
 	return out
 }
 
 // DeleteManagementKey revokes a management key; it stops working at once.
 func (s *AccountStore) DeleteManagementKey(hash string) error {
 	s.k.Lock()
-	if _, ok := s.mgmtKeys[hash]; !ok {
+	if !s.dropMgmtKey(hash) {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	delete(s.mgmtKeys, hash)
 	b := s.k.MarkDirty(prefixMgmtKey + hash)
 	s.k.Unlock()
 	return b.Wait()
@@ -117,7 +128,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: workspace_id %q is not a workspace of this account", ErrNotFound, n.WorkspaceID)
 	}
-	n.WorkspaceID = ws.ID
+	n.AccountID, n.WorkspaceID = acct.ID, ws.ID // the account's strings, not the request's
 	if n.CreatorUserID != nil && !s.org.isAccountUser(acct, *n.CreatorUserID) {
 		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: creator_user_id: not a member of this account", ErrInvalid)
@@ -134,7 +145,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
 		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(),
 	}
-	s.keys[hash] = &k
+	s.putKey(&k)
 	s.org.rulesChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
@@ -175,28 +186,36 @@ type KeyFilter struct {
 }
 
 // ListAPIKeys returns one page of an account's keys, most recent first.
+// It walks the account's own keys from the newest (keyindex.go) and stops
+// at the page's end, copying only the page's records under the lock; the
+// order (creation, Seq) never changes, so a key created or deleted while a
+// client pages shifts later offsets by one, never reorders them.
 func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
+	out := []APIKey{}
 	s.k.RLock()
-	var all []APIKey
-	for _, k := range s.keys {
-		if k.AccountID != f.AccountID || (f.WorkspaceID != "" && k.WorkspaceID != f.WorkspaceID) {
+	defer s.k.RUnlock()
+	ak := s.accountKeysRLocked(f.AccountID)
+	if ak == nil {
+		return out
+	}
+	skip, visited := f.Offset, 0
+	for i := len(ak.entries) - 1; i >= 0; i-- {
+		visited++
+		k := s.keys[ak.entries[i].hash]
+		if k == nil || (f.WorkspaceID != "" && k.WorkspaceID != f.WorkspaceID) || (k.Disabled && !f.IncludeDisabled) {
 			continue
 		}
-		if k.Disabled && !f.IncludeDisabled {
+		if skip > 0 {
+			skip--
 			continue
 		}
-		all = append(all, *k)
+		out = append(out, *k)
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
 	}
-	s.k.RUnlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].Seq > all[j].Seq })
-	if f.Offset >= len(all) {
-		return []APIKey{}
-	}
-	all = all[f.Offset:]
-	if f.Limit > 0 && len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
-	return all
+	s.k.Visited(visited)
+	return out
 }
 
 // UpdateAPIKey applies fn to a copy of the key and persists the result; fn
@@ -217,7 +236,7 @@ func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey
 	k.Hash, k.AccountID, k.Label, k.CreatedAt, k.Seq = cur.Hash, cur.AccountID, cur.Label, cur.CreatedAt, cur.Seq
 	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
 	k.UpdatedAt = now().UTC()
-	s.keys[hash] = &k
+	s.putKey(&k)
 	s.org.rulesChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
@@ -227,12 +246,11 @@ func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey
 // DeleteAPIKey removes a regular key; it stops working at once.
 func (s *AccountStore) DeleteAPIKey(hash string) error {
 	s.k.Lock()
-	k, ok := s.keys[hash]
+	k, ok := s.dropKey(hash)
 	if !ok {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	delete(s.keys, hash)
 	s.org.dropKeyAssignments(k.AccountID, hash)
 	s.org.rulesChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)

@@ -73,6 +73,8 @@ type LedgerStore struct {
 	k       *kernel.Kernel
 	ledger  ledger
 	genSubs generationSubscribers // SubscribeGenerations
+	// retention is how long generation records are kept (retention.go).
+	retention retention
 	// the domain stores it reads or updates, under the same lock
 	acct *AccountStore
 	org  *OrgStore
@@ -632,6 +634,9 @@ var idRand = sync.Pool{New: func() any {
 // Generation reads a stored generation record (from disk: it is not a hot
 // path).
 func (s *LedgerStore) Generation(id string) (Generation, error) {
+	if err := s.expired(id); err != nil {
+		return Generation{}, err
+	}
 	var g Generation
 	err := s.k.Get(prefixGeneration+id, func(v []byte) error { return json.Unmarshal(v, &g) })
 	return g, err
@@ -642,6 +647,10 @@ func (s *LedgerStore) Generation(id string) (Generation, error) {
 // passed through. Another account's generation is ErrNotFound.
 func (s *LedgerStore) AccountGeneration(accountID, id string) (Generation, error) {
 	g, err := s.Generation(id)
+	var expired *ExpiredError
+	if errors.As(err, &expired) {
+		return Generation{}, err
+	}
 	if errors.Is(err, ErrNotFound) {
 		var genID string
 		if err = s.k.Get(prefixUpstreamID+accountID+"/"+id, func(v []byte) error { return json.Unmarshal(v, &genID) }); err == nil {

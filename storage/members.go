@@ -164,6 +164,7 @@ func (s *OrgStore) Members(accountID string) []Member {
 			out = append(out, *m)
 		}
 	}
+	s.k.Visited(len(s.members[accountID]))
 	s.k.RUnlock()
 	sortMembers(out)
 	return out

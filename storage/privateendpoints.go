@@ -159,6 +159,7 @@ func (s *EndpointStore) ListPrivateEndpoints(accountID string, offset, limit int
 	for _, e := range s.endpoints[accountID] {
 		all = append(all, e.clone())
 	}
+	s.k.Visited(len(s.endpoints[accountID]))
 	s.k.RUnlock()
 	return newestFirstPage(all, func(e *PrivateEndpoint) uint64 { return e.Seq }, offset, limit)
 }

@@ -131,8 +131,10 @@ func (s *Store) applyChanges(changes []kernel.Change) error {
 			// A reload re-reads every account's money as well.
 			return s.resync()
 		}
-		if err := s.applyRecords(keys); err != nil {
-			return err
+		if len(keys) > 0 {
+			if err := s.applyRecords(keys); err != nil {
+				return err
+			}
 		}
 	}
 	byField := map[string][]string{}
@@ -169,6 +171,9 @@ func changedRecords(changes []kernel.Change) ([]string, bool) {
 	var keys []string
 	for _, c := range changes {
 		for _, k := range c.Keys {
+			if strings.HasPrefix(k, prefixSealedHour) {
+				continue // sums this replica's rollup counted itself
+			}
 			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
 				return nil, false
 			}
@@ -244,9 +249,9 @@ func (s *Store) removeRecord(key string) {
 	case strings.HasPrefix(key, prefixAccount):
 		delete(s.accounts, rest)
 	case strings.HasPrefix(key, prefixAPIKey):
-		delete(s.keys, rest)
+		s.dropKey(rest)
 	case strings.HasPrefix(key, prefixMgmtKey):
-		delete(s.mgmtKeys, rest)
+		s.dropMgmtKey(rest)
 	case strings.HasPrefix(key, prefixMember):
 		s.members.Remove(accountID, id)
 	case strings.HasPrefix(key, prefixWorkspace):
@@ -298,7 +303,7 @@ func (s *Store) addRemoteGenerations(changes []kernel.Change) {
 			return
 		}
 		// Its end user, if new, reaches this replica as a record.
-		s.AnalyticsStore.analytics.addGeneration(g)
+		s.AnalyticsStore.countGeneration(g, false)
 	})
 	if err != nil {
 		s.shared.log.Error("reading other replicas' generations failed", zap.Error(err))

@@ -56,7 +56,8 @@ import (
 // generation JSON, upstream JSON, feed length, n, then n triples (field,
 // expected, new; an empty string is an absent field), then the generation
 // id for the feed, then the key's abuse ceiling (tokens per ms, or "" for
-// none) and its burst. Answers {1} done, {0, field, value, ...} the
+// none) and its burst, then the generation's expiry (Unix ms, PXAT; 0:
+// none). Answers {1} done, {0, field, value, ...} the
 // current values on a mismatch, {2} the generation was already written,
 // {3} the lease is still alive, {4, ms} the abuse ceiling refused (ms
 // until its next token).
@@ -100,8 +101,14 @@ local changed = table.concat(fs, ' ')
 if ARGV[3] == 'add' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
 elseif ARGV[3] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
 if ARGV[6] ~= '' then
-  redis.call('SET', KEYS[4], ARGV[6])
-  if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7]) end
+  local exp = tonumber(ARGV[13 + 3 * n]) or 0
+  if exp > 0 then
+    redis.call('SET', KEYS[4], ARGV[6], 'PXAT', exp)
+    if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7], 'PXAT', exp) end
+  else
+    redis.call('SET', KEYS[4], ARGV[6])
+    if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7]) end
+  end
 end
 if ARGV[6] ~= '' then
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', changed, 'g', ARGV[10 + 3 * n])
@@ -564,6 +571,7 @@ type script struct {
 	leaseScore       int64
 	genID            string
 	genKey, genValue string
+	genExpireAt      int64 // Unix ms; 0: never
 	upKey, upValue   string
 	triples          []string
 	// values are the values the triples' new strings encode, one per
@@ -611,6 +619,7 @@ func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 		args = append(args, "", 0)
 		ceilingKey = genKey
 	}
+	args = append(args, sc.genExpireAt)
 	return []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}, args
 }
 
@@ -895,6 +904,9 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 			return nil, false, c, err
 		}
 		sc.genID, sc.genKey, sc.genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
+		if ms, ok := generationMillis(g.ID); ok {
+			sc.genExpireAt = l.s.storedUntil(ms)
+		}
 		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
 			id, _ := json.Marshal(g.ID)
 			sc.upKey, sc.upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)

@@ -84,6 +84,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
+	s.keyIdx.sort()
 	if err := s.buildAnalytics(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
@@ -102,12 +103,18 @@ func Open(opts Options) (*Store, error) {
 		s.k.Unlock()
 	}
 	k.Start()
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s.startSealing(log)
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
 func (s *Store) Close() error {
+	s.stopSealing()
 	s.closeShared()
 	return s.k.Close()
 }
@@ -122,6 +129,8 @@ func newStore(k *kernel.Kernel) *Store {
 			accounts:  map[string]*Account{},
 			keys:      map[string]*APIKey{},
 			mgmtKeys:  map[string]*ManagementKey{},
+			keyIdx:    keyIndex{},
+			mgmtIdx:   mgmtKeyIndex{},
 			purchases: map[string][]Purchase{},
 		},
 		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},
@@ -170,7 +179,7 @@ func (s *Store) registerKinds() {
 	for _, kinds := range [][]kernel.Kind{
 		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
 		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
-		s.LedgerStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
+		s.LedgerStore.withExpiry(s.LedgerStore.kinds()), s.AnalyticsStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
 	} {
 		s.k.Register(kinds...)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -187,7 +188,7 @@ func (s *OrgStore) ensureDefaultWorkspaces() {
 			if a, ok := s.acct.accounts[k.AccountID]; ok {
 				c := *k
 				c.WorkspaceID = a.DefaultWorkspaceID
-				s.acct.keys[c.Hash] = &c
+				s.acct.putKey(&c)
 				s.k.MarkDirty(prefixAPIKey + c.Hash)
 			}
 		}
@@ -244,6 +245,7 @@ func (s *OrgStore) Workspaces(accountID string) []Workspace {
 	for _, w := range s.workspaces[accountID] {
 		out = append(out, *w)
 	}
+	s.k.Visited(len(out))
 	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		if (out[i].ID == def) != (out[j].ID == def) {
@@ -346,11 +348,12 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
-	for _, k := range s.acct.keys {
-		if k.AccountID == accountID && k.WorkspaceID == w.ID {
+	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
+		if k.WorkspaceID == w.ID {
 			n++
 		}
-	}
+		return true
+	})
 	if n > 0 {
 		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
@@ -509,15 +512,17 @@ func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []strin
 		s.k.Unlock()
 		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 	}
-	for _, k := range s.acct.keys {
-		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil {
-			for _, u := range userIDs {
-				if u == *k.CreatorUserID {
-					s.k.Unlock()
-					return 0, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, u)
-				}
-			}
+	var holder string
+	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
+		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil && slices.Contains(userIDs, *k.CreatorUserID) {
+			holder = *k.CreatorUserID
+			return false
 		}
+		return true
+	})
+	if holder != "" {
+		s.k.Unlock()
+		return 0, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, holder)
 	}
 	w := cur.clone()
 	n := 0

@@ -52,7 +52,7 @@ func (ar *adminRequest) submitFeedback() *apierror.Error {
 	// through (Responses).
 	g, err := ar.store.AccountGeneration(ar.id.AccountID, id.Str)
 	if errors.Is(err, storage.ErrNotFound) {
-		return apierror.NotFound("Generation not found")
+		return generationNotFound(err)
 	}
 	if err != nil {
 		return storeError(err, "Generation")

@@ -24,13 +24,24 @@ func (ar *adminRequest) getGeneration() *apierror.Error {
 	}
 	g, err := ar.store.AccountGeneration(ar.id.AccountID, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return apierror.NotFound("Generation not found")
+		return generationNotFound(err)
 	}
 	if err != nil {
 		return storeError(err, "Generation")
 	}
 	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": ar.generationView(g)})
 	return nil
+}
+
+// generationNotFound is the 404 of a generation lookup: one older than
+// the retention says it was removed.
+func generationNotFound(err error) *apierror.Error {
+	var exp *storage.ExpiredError
+	if errors.As(err, &exp) {
+		return apierror.NotFound("Generation not found: " + exp.ID + " has expired (generations are removed " +
+			storage.FormatRetention(exp.Retention) + " after they are created, generation_retention)")
+	}
+	return apierror.NotFound("Generation not found")
 }
 
 // generationView is a generation record in the public GenerationResponse

@@ -37,6 +37,7 @@ const valueThreshold = 256
 // badgerBackend is the embedded single-node Backend.
 type badgerBackend struct {
 	db      *badger.DB
+	exp     expiries // expiry.go
 	stopGC  chan struct{}
 	gcDone  chan struct{}
 	pageOut chan struct{} // closed when pageOutLoop (pageout_linux.go) returned
@@ -181,14 +182,14 @@ func (b *badgerBackend) Commit(writes []Write) error {
 	for i, w := range writes {
 		keys = append(keys, w.Key...)
 		key := keys[len(keys)-len(w.Key) : len(keys) : len(keys)]
-		err := put(txn, key, w.Value, &entries[i])
+		err := b.put(txn, key, w, &entries[i])
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			if err := txn.Commit(); err != nil {
 				return err
 			}
 			txn = b.db.NewTransaction(true)
 			entries[i] = badger.Entry{}
-			err = put(txn, key, w.Value, &entries[i])
+			err = b.put(txn, key, w, &entries[i])
 		}
 		if err != nil {
 			return err
@@ -197,16 +198,22 @@ func (b *badgerBackend) Commit(writes []Write) error {
 	return txn.Commit()
 }
 
-// put adds one write to a transaction, in e unless it deletes.
-func put(txn *badger.Txn, key []byte, value any, e *badger.Entry) error {
-	if value == nil {
+// put adds one write to a transaction, in e unless it deletes; a record
+// that expires gets its TTL.
+func (b *badgerBackend) put(txn *badger.Txn, key []byte, w Write, e *badger.Entry) error {
+	if w.Value == nil {
 		return txn.Delete(key)
 	}
-	v, err := encode(value)
+	v, err := encode(w.Value)
 	if err != nil {
 		return err
 	}
 	e.Key, e.Value = key, v
+	exp := w.ExpiresAt
+	if exp == 0 {
+		exp = b.exp.at(w.Key, v)
+	}
+	e.ExpiresAt = ttlSeconds(exp)
 	return txn.SetEntry(e)
 }
 

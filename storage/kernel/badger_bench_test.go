@@ -57,9 +57,9 @@ func benchCommits(b *testing.B, be Backend) {
 	b.ResetTimer()
 	cpu := processCPU()
 	for i := 0; i < b.N; i += 8 {
-		ws := []Write{{"a/acct", acct}, {"k/key", key}}
+		ws := []Write{{Key: "a/acct", Value: acct}, {Key: "k/key", Value: key}}
 		for j := i; j < i+8; j++ {
-			ws = append(ws, Write{fmt.Sprintf("g/%012d", j), gen})
+			ws = append(ws, Write{Key: fmt.Sprintf("g/%012d", j), Value: gen})
 		}
 		if err := be.Commit(ws); err != nil {
 			b.Fatal(err)
@@ -82,7 +82,7 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 	cs := []chunker{{"g/", func(key string) (string, bool) { return key[6:18], true }}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = checkpointWrites(m, cs)
+		_ = checkpointWrites(m, cs, &expiries{})
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(m)), "ns/record")
 }

@@ -70,7 +70,9 @@ func useSlots(b Backend, kinds ...Kind) {
 
 // checkpointWrites turns journaled writes into Badger's: the records of
 // chunked kinds grouped into one chunk per slot, the others as they are.
-func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
+// A chunk expires with the last of its records to expire (exp), never
+// before any of them.
+func checkpointWrites(m map[string][]byte, cs []chunker, exp *expiries) []Write {
 	type group struct {
 		c    *chunker
 		slot string // a substring of the records' keys: no copy per record
@@ -113,10 +115,18 @@ func checkpointWrites(m map[string][]byte, cs []chunker) []Write {
 			size += 2*binary.MaxVarintLen32 + len(k) + len(v)
 		}
 		b := make([]byte, 0, size)
+		var expires int64
 		for i, k := range *keys {
 			b = appendField(appendField(b, k), values[i])
+			if expires >= 0 {
+				if at := exp.at(k, values[i]); at > 0 {
+					expires = max(expires, at)
+				} else {
+					expires = -1 // one record never expires: nor does the chunk
+				}
+			}
 		}
-		writes = append(writes, Write{Key: chunkPrefix + g.c.prefix + g.slot + "/" + suffix, Value: rawValue(b)})
+		writes = append(writes, Write{Key: chunkPrefix + g.c.prefix + g.slot + "/" + suffix, Value: rawValue(b), ExpiresAt: max(expires, 0)})
 	}
 	return writes
 }

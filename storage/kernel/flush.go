@@ -63,6 +63,10 @@ func (b *Batch) end() { b.overOnce.Do(func() { close(b.over) }) }
 type Write struct {
 	Key   string
 	Value any
+	// ExpiresAt, when not zero, is the record's expiry in Unix
+	// milliseconds (a chunk's, set by the checkpoint); otherwise the
+	// backend asks the record's kind (Kind.Expires).
+	ExpiresAt int64
 }
 
 // MarkDirty records that the record under key must be written (or
@@ -87,7 +91,7 @@ func (k *Kernel) MarkDirtyAt(prefix, id string) *Batch {
 
 // Append queues an immutable record. Callers hold Lock.
 func (k *Kernel) Append(key string, v any) *Batch {
-	k.appends = append(k.appends, Write{key, v})
+	k.appends = append(k.appends, Write{Key: key, Value: v})
 	return k.Pending()
 }
 
@@ -165,7 +169,7 @@ func (k *Kernel) flushOnce() error {
 	}
 	writes := make([]Write, 0, len(k.dirty)+len(k.appends))
 	for key := range k.dirty {
-		writes = append(writes, Write{key, k.snapshot(key)})
+		writes = append(writes, Write{Key: key, Value: k.snapshot(key)})
 	}
 	writes = append(writes, k.appends...)
 	b := k.open

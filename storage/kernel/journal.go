@@ -484,7 +484,7 @@ func (j *journal) moveOut() error {
 	if moving == nil {
 		return nil
 	}
-	if err := j.db.Commit(checkpointWrites(moving, cs)); err != nil {
+	if err := j.db.Commit(checkpointWrites(moving, cs, &j.db.exp)); err != nil {
 		return err
 	}
 	j.mu.Lock()

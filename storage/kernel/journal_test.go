@@ -90,10 +90,10 @@ func TestJournalServesWritesBeforeAndAfterTheCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
 	defer j.Close()
-	if err := j.Commit([]Write{{"a/1", "one"}, {"a/2", "two"}, {"a/3", "three"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/1", Value: "one"}, {Key: "a/2", Value: "two"}, {Key: "a/3", Value: "three"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Commit([]Write{{"a/2", "two again"}, {"a/3", nil}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/2", Value: "two again"}, {Key: "a/3", Value: nil}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"a/1": `"one"`, "a/2": `"two again"`, "a/3": ""}
@@ -116,14 +116,14 @@ func TestJournalServesWritesBeforeAndAfterTheCheckpoint(t *testing.T) {
 func TestJournalKeepsCommitsAcrossACrash(t *testing.T) {
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
-	if err := j.Commit([]Write{{"a/old", "old"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/old", Value: "old"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		if err := j.Commit([]Write{{fmt.Sprintf("a/%02d", i), i}, {"a/old", nil}}); err != nil {
+		if err := j.Commit([]Write{{Key: fmt.Sprintf("a/%02d", i), Value: i}, {Key: "a/old", Value: nil}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,13 +154,13 @@ func TestJournalSyncedKeepsCommitsAcrossACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := b.(*journal)
-	if err := j.Commit([]Write{{"a/1", "one"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/1", Value: "one"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Commit([]Write{{"a/2", "two"}, {"a/1", nil}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/2", Value: "two"}, {Key: "a/1", Value: nil}}); err != nil {
 		t.Fatal(err)
 	}
 	crash(t, j)
@@ -181,12 +181,12 @@ func TestJournalDropsATornWrite(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTestJournal(t, dir)
-			if err := j.Commit([]Write{{"a/1", "kept"}}); err != nil {
+			if err := j.Commit([]Write{{Key: "a/1", Value: "kept"}}); err != nil {
 				t.Fatal(err)
 			}
 			last := name == "zeros after"
 			if !last {
-				if err := j.Commit([]Write{{"a/2", "torn"}}); err != nil {
+				if err := j.Commit([]Write{{Key: "a/2", Value: "torn"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -211,14 +211,14 @@ func TestJournalDropsATornWrite(t *testing.T) {
 func TestJournalStartsANewFileAfterAFailedWrite(t *testing.T) {
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
-	if err := j.Commit([]Write{{"a/1", "before"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/1", Value: "before"}}); err != nil {
 		t.Fatal(err)
 	}
 	_ = j.f.Close() // the next write fails
-	if err := j.Commit([]Write{{"a/2", "failed"}}); err == nil {
+	if err := j.Commit([]Write{{Key: "a/2", Value: "failed"}}); err == nil {
 		t.Fatal("a write to a closed file succeeded")
 	}
-	if err := j.Commit([]Write{{"a/3", "after"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/3", Value: "after"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := journalFileCount(t, dir); n != 2 {
@@ -247,7 +247,7 @@ func TestChunkedRecordsAreStoredBySlotAndReadOnce(t *testing.T) {
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
 	j.chunk("g/", firstLetterSlot)
-	writes := []Write{{"g/a1", "a1"}, {"g/a2", "a2"}, {"g/b1", "b1"}, {"g/-x", "alone"}, {"k/1", "key"}}
+	writes := []Write{{Key: "g/a1", Value: "a1"}, {Key: "g/a2", Value: "a2"}, {Key: "g/b1", Value: "b1"}, {Key: "g/-x", Value: "alone"}, {Key: "k/1", Value: "key"}}
 	if err := j.Commit(writes); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestChunkedRecordsAreStoredBySlotAndReadOnce(t *testing.T) {
 func TestJournalKeepsLaterFilesWhenOneCannotBeDeleted(t *testing.T) {
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
-	if err := j.Commit([]Write{{"a/balance", 100}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/balance", Value: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	stuck := j.f.Name()
@@ -323,7 +323,7 @@ func TestJournalKeepsLaterFilesWhenOneCannotBeDeleted(t *testing.T) {
 	if err := j.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Commit([]Write{{"a/balance", 40}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/balance", Value: 40}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.checkpoint(); err != nil {
@@ -349,7 +349,7 @@ func TestJournalEmptyCommitKeepsLaterCommits(t *testing.T) {
 	if err := j.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Commit([]Write{{"a/1", "after"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/1", Value: "after"}}); err != nil {
 		t.Fatal(err)
 	}
 	crash(t, j)
@@ -372,8 +372,8 @@ func (r appendRecord) AppendJSON(b []byte) ([]byte, error) {
 // value is capped at its end, so that nothing can run into the next.
 func TestJournalEncodesAppendersInTheFrame(t *testing.T) {
 	long, longer := strings.Repeat("4", 5000), strings.Repeat("5", 20000)
-	writes := []Write{{"a/1", appendRecord("one")}, {"a/2", "two"}, {"a/gone", nil}, {"a/3", appendRecord("")},
-		{"a/4", appendRecord(long)}, {"a/5", appendRecord(longer)}, {"a/6", appendRecord(strings.Repeat("6", 125))}}
+	writes := []Write{{Key: "a/1", Value: appendRecord("one")}, {Key: "a/2", Value: "two"}, {Key: "a/gone", Value: nil}, {Key: "a/3", Value: appendRecord("")},
+		{Key: "a/4", Value: appendRecord(long)}, {Key: "a/5", Value: appendRecord(longer)}, {Key: "a/6", Value: appendRecord(strings.Repeat("6", 125))}}
 	apart := make([]Write, len(writes))
 	for i, w := range writes {
 		apart[i] = w
@@ -401,7 +401,7 @@ func TestJournalEncodesAppendersInTheFrame(t *testing.T) {
 
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
-	if err := j.Commit([]Write{{"a/gone", "x"}}); err != nil {
+	if err := j.Commit([]Write{{Key: "a/gone", Value: "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 { // the later commits size their frame by the first's

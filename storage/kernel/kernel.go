@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,6 +40,11 @@ type Kind struct {
 	// Append marks immutable records, written once through Append and
 	// never rewritten.
 	Append bool
+	// Expires, when set, gives each record of the kind its expiry (Unix
+	// milliseconds, 0: never) from its key and encoded value: the backend
+	// deletes the record then (expiry.go). A chunk of records expires
+	// with its last record.
+	Expires func(key string, value []byte) int64
 	// Slot, for an Append kind, names the slot a record's key falls in
 	// (false: none); slots sort in the order the records should scan. The
 	// on-disk backend then stores a checkpoint's records of one slot as
@@ -91,6 +97,10 @@ type Kernel struct {
 	// read of the backend meanwhile may miss them (Reload, Apply).
 	inFlight       *Batch
 	inFlightWrites []Write
+	// visits counts the records account-scoped reads walked (Visited):
+	// tests assert with it that a read's cost follows its account's
+	// records, not the gateway's.
+	visits atomic.Uint64
 }
 
 // Open opens (or creates) the Badger database at opts.Dir. Register the
@@ -149,6 +159,7 @@ func (k *Kernel) Register(kinds ...Kind) {
 		}
 		k.kinds = append(k.kinds, n)
 		useSlots(k.backend, n)
+		useExpiry(k.backend, n)
 	}
 }
 
@@ -205,6 +216,12 @@ func (k *Kernel) NextSeq() uint64 {
 	k.seq++
 	return k.seq
 }
+
+// Visited counts n records walked by an account-scoped read.
+func (k *Kernel) Visited(n int) { k.visits.Add(uint64(n)) }
+
+// Visits is the number of records account-scoped reads walked so far.
+func (k *Kernel) Visits() uint64 { return k.visits.Load() }
 
 // ObserveSeq raises the sequence to a loaded record's, so that new records
 // sort after it. Called from Kind.Load.

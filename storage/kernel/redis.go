@@ -52,6 +52,7 @@ const feedBlock = 250 * time.Millisecond
 // changed.
 type RedisBackend struct {
 	c       *redis.Client
+	exp     expiries // expiry.go
 	prefix  string
 	feed    string // the change feed's stream key
 	replica string // this process's id in the feed's entries
@@ -168,6 +169,9 @@ func (b *RedisBackend) Commit(writes []Write) error {
 				return err
 			}
 			p.Set(ctx, b.prefix+w.Key, v, 0)
+			if at := b.exp.at(w.Key, v); at > 0 {
+				p.PExpireAt(ctx, b.prefix+w.Key, time.UnixMilli(at))
+			}
 		}
 		p.XAdd(ctx, &redis.XAddArgs{
 			Stream: b.feed, MaxLen: feedMaxLen, Approx: true,

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Tollgate scale benchmark: a gateway on Badger holding N API keys (10 per
+# account, one account with BIG keys). For each N it fills a fresh data
+# directory (bench/scale populate, the storage package with the gateway
+# stopped), starts Caddy on it and measures: the time from start to the
+# first 200 of an inference request, resident memory, GET /api/v1/keys of
+# a 10-key and of the big account, the gateway's CPU per inference request
+# under wrk over 1,000 keys spread over the accounts (and the GC's share of
+# the process's time, from GODEBUG=gctrace), and a restart to the first 200.
+#
+#   bench/scale.sh                   # N = 10000 100000
+#   SCALE_SIZES="10000 1000000" bench/scale.sh
+set -euo pipefail
+
+SIZES=${SCALE_SIZES:-10000 100000}
+BIG=${SCALE_BIG:-10000}
+DURATION=${SCALE_DURATION:-10}      # seconds of measured load
+CONNECTIONS=${SCALE_CONNECTIONS:-32}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tollgate-scale.XXXXXX")
+PIDS=()
+log() { printf '%s\n' "$*" >&2; }
+die() { log "scale: $*"; exit 2; }
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	[[ -n ${SCALE_KEEP:-} ]] && log "scale: kept $WORK" || rm -rf "$WORK"
+}
+trap cleanup EXIT
+command -v wrk >/dev/null || die "wrk is required (apt-get install wrk)"
+
+(cd "$ROOT" && go build -o "$WORK/caddy" ./cmd/caddy && go build -o "$WORK/scale" ./bench/scale) || die "build failed"
+port() { local p; while :; do p=$((20000 + RANDOM % 12000)); (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }; done; }
+UP=$(port) UP_ADMIN=$(port) GW=$(port) GW_ADMIN=$(port)
+globals() { printf '\tadmin 127.0.0.1:%s\n\tpersist_config off\n\tskip_install_trust\n\tauto_https off\n' "$1"; }
+cat >"$WORK/upstream.caddyfile" <<EOF
+{
+$(globals "$UP_ADMIN")
+}
+http://:$UP {
+	bind 127.0.0.1
+	tollgate_mock_provider {
+		latency 0ms
+	}
+}
+EOF
+start() { # name config -> LAST_PID
+	mkdir -p "$WORK/home"
+	HOME=$WORK/home XDG_DATA_HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home GODEBUG=gctrace=1 \
+		"$WORK/caddy" run --config "$2" --adapter caddyfile >"$WORK/$1.log" 2>&1 &
+	LAST_PID=$!
+	PIDS+=("$LAST_PID")
+}
+start upstream "$WORK/upstream.caddyfile"
+for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$UP/" && break; sleep 0.05; done
+
+BODY='{"model":"tollgate-mock","messages":[{"role":"user","content":"Write one sentence about the sea, please."}],"max_tokens":64}'
+TCK=$(getconf CLK_TCK)
+cpu_ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{print $12 + $13}' <<<"$s"; }
+rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+first200() { # key -> seconds from now until an inference request answers 200
+	local t0 code
+	t0=$(date +%s.%N)
+	while :; do
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$GW/api/v1/chat/completions" \
+			-H "Authorization: Bearer $1" -H 'Content-Type: application/json' -d "$BODY" || true)
+		[[ $code == 200 ]] && break
+		sleep 0.01
+	done
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}'
+}
+gc_pct() { grep -o '^gc [0-9]* @[0-9.]*s [0-9]*%' "$1" | tail -1 | awk '{print $4}'; }
+
+printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s\n' keys "start s" "rss MB" "list10 ms" "listbig ms" "req/s" "gw µs/req" "gc %" "rss2 MB" "restart s"
+for N in $SIZES; do
+	DATA=$WORK/data-$N
+	"$WORK/scale" populate -dir "$DATA" -keys "$N" -big "$BIG" -out "$WORK/sample-$N.json" >&2
+	python3 - "$WORK/sample-$N.json" "$BODY" >"$WORK/post-$N.lua" <<'PY'
+import json, sys
+keys = json.load(open(sys.argv[1]))["keys"]
+print("local keys = {" + ",".join('"%s"' % k for k in keys) + "}")
+print('local body = [[%s]]' % sys.argv[2])
+print('request = function() return wrk.format("POST", nil, {["Authorization"] = "Bearer " .. keys[math.random(#keys)], ["Content-Type"] = "application/json"}, body) end')
+PY
+	KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"][0])' "$WORK/sample-$N.json")
+	cat >"$WORK/gw-$N.caddyfile" <<EOF
+{
+$(globals "$GW_ADMIN")
+	tollgate {
+		data_dir $DATA
+		model tollgate-mock {
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+			provider mock http://127.0.0.1:$UP/v1 {
+				api_key mock
+			}
+		}
+	}
+}
+http://:$GW {
+	bind 127.0.0.1
+	tollgate
+}
+EOF
+	start "gw-$N" "$WORK/gw-$N.caddyfile"
+	PID=$LAST_PID
+	STARTUP=$(first200 "$KEY")
+	RSS=$(rss_mb "$PID")
+	read -r L10 LBIG < <("$WORK/scale" lists -url "http://127.0.0.1:$GW" -in "$WORK/sample-$N.json" |
+		awk '/list_small_p50/ {a=$2} /list_big_p50/ {b=$2} END {print a, b}')
+	wrk -t1 -c"$CONNECTIONS" -d3s -s "$WORK/post-$N.lua" "http://127.0.0.1:$GW/api/v1/chat/completions" >/dev/null
+	g0=$(cpu_ticks "$PID")
+	OUT=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$WORK/post-$N.lua" "http://127.0.0.1:$GW/api/v1/chat/completions")
+	g1=$(cpu_ticks "$PID")
+	REQS=$(awk '/requests in/ {print $1}' <<<"$OUT")
+	NON2XX=$(awk '/Non-2xx/ {print $NF}' <<<"$OUT")
+	[[ -z $NON2XX ]] || die "$NON2XX non-2xx answers under load; log: $WORK/gw-$N.log"
+	RPS=$(awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$OUT")
+	US=$(awk -v t="$((g1 - g0))" -v r="$REQS" -v hz="$TCK" 'BEGIN {printf "%.0f", t / hz * 1e6 / r}')
+	GC=$(gc_pct "$WORK/gw-$N.log")
+	RSS2=$(rss_mb "$PID")
+	kill -TERM "$PID"
+	wait "$PID" 2>/dev/null || true
+	start "gw-$N-restart" "$WORK/gw-$N.caddyfile"
+	PID=$LAST_PID
+	RESTART=$(first200 "$KEY")
+	kill -TERM "$PID"
+	wait "$PID" 2>/dev/null || true
+	printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s\n' "$N" "$STARTUP" "$RSS" "$L10" "$LBIG" "$RPS" "$US" "${GC:-?}" "$RSS2" "$RESTART"
+	rm -rf "$DATA"
+done

@@ -1,0 +1,202 @@
+package storage
+
+import (
+	"slices"
+	"sort"
+)
+
+// keyIndex lists each account's API keys in creation order (Seq), so that
+// reading one account's keys walks that account's keys only, never the
+// gateway's. It holds hashes, not records: a change of a key's record
+// (counters, name, disabled) publishes a new pointer in AccountStore.keys
+// and leaves the index alone; only a key's arrival or removal changes it.
+// Callers hold the kernel's lock (Lock to change it, RLock to read a
+// sorted account's list).
+type keyIndex map[string]*accountKeys
+
+// accountKeys is one account's keys by Seq, ascending once sorted.
+type accountKeys struct {
+	entries []keyEntry
+	// sorted is false after a load appended keys out of order (a scan
+	// reads them in hash order); the first reader sorts them, once.
+	sorted bool
+}
+
+type keyEntry struct {
+	seq  uint64
+	hash string
+}
+
+// add indexes a key. A new key has the highest Seq and is appended in
+// order; a loaded one may not, and leaves the list to be sorted.
+func (x keyIndex) add(accountID string, seq uint64, hash string) {
+	ak := x[accountID]
+	if ak == nil {
+		ak = &accountKeys{sorted: true}
+		x[accountID] = ak
+	}
+	if n := len(ak.entries); n > 0 && ak.entries[n-1].seq >= seq {
+		ak.sorted = false
+	}
+	ak.entries = append(ak.entries, keyEntry{seq, hash})
+}
+
+// remove drops a key from its account's list.
+func (x keyIndex) remove(accountID string, seq uint64, hash string) {
+	ak := x[accountID]
+	if ak == nil {
+		return
+	}
+	i := -1
+	if ak.sorted {
+		j, found := sort.Find(len(ak.entries), func(j int) int {
+			switch e := ak.entries[j].seq; {
+			case seq < e:
+				return -1
+			case seq > e:
+				return 1
+			}
+			return 0
+		})
+		// Seqs are unique, but a record loaded from an older version
+		// could repeat one: fall back to the hash.
+		if found && ak.entries[j].hash == hash {
+			i = j
+		}
+	}
+	if i < 0 {
+		i = slices.IndexFunc(ak.entries, func(e keyEntry) bool { return e.hash == hash })
+	}
+	if i < 0 {
+		return
+	}
+	ak.entries = slices.Delete(ak.entries, i, i+1)
+	if len(ak.entries) == 0 {
+		delete(x, accountID)
+	}
+}
+
+// sort orders every account's list that a load left unsorted. Callers
+// hold Lock.
+func (x keyIndex) sort() {
+	for _, ak := range x {
+		ak.sort()
+	}
+}
+
+func (ak *accountKeys) sort() {
+	if ak.sorted {
+		return
+	}
+	slices.SortStableFunc(ak.entries, func(a, b keyEntry) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	ak.sorted = true
+}
+
+// putKey publishes a key's record and keeps the account index in step.
+// Callers hold Lock.
+func (s *AccountStore) putKey(k *APIKey) {
+	if cur, ok := s.keys[k.Hash]; ok {
+		if cur.AccountID == k.AccountID && cur.Seq == k.Seq {
+			s.keys[k.Hash] = k
+			return
+		}
+		s.keyIdx.remove(cur.AccountID, cur.Seq, cur.Hash)
+	}
+	s.keys[k.Hash] = k
+	s.keyIdx.add(k.AccountID, k.Seq, k.Hash)
+}
+
+// dropKey unpublishes a key; false when there was none. Callers hold Lock.
+func (s *AccountStore) dropKey(hash string) (*APIKey, bool) {
+	cur, ok := s.keys[hash]
+	if !ok {
+		return nil, false
+	}
+	delete(s.keys, hash)
+	s.keyIdx.remove(cur.AccountID, cur.Seq, hash)
+	return cur, true
+}
+
+// accountKeysRLocked returns the account's key list, sorted, holding
+// RLock when it returns (nil when the account has no keys). A list a load
+// left unsorted is sorted once under Lock. Callers hold RLock; it may be
+// released and taken again meanwhile.
+func (s *AccountStore) accountKeysRLocked(accountID string) *accountKeys {
+	for {
+		ak := s.keyIdx[accountID]
+		if ak == nil || ak.sorted {
+			return ak
+		}
+		s.k.RUnlock()
+		s.k.Lock()
+		if ak := s.keyIdx[accountID]; ak != nil {
+			ak.sort()
+		}
+		s.k.Unlock()
+		s.k.RLock()
+	}
+}
+
+// eachAccountKey calls fn for each of an account's keys, in no particular
+// order, until it returns false. Callers hold the kernel's lock.
+func (s *AccountStore) eachAccountKey(accountID string, fn func(*APIKey) bool) {
+	ak := s.keyIdx[accountID]
+	if ak == nil {
+		return
+	}
+	s.k.Visited(len(ak.entries))
+	for _, e := range ak.entries {
+		if k, ok := s.keys[e.hash]; ok && !fn(k) {
+			return
+		}
+	}
+}
+
+// mgmtKeyIndex holds each account's management key hashes.
+type mgmtKeyIndex map[string]map[string]struct{}
+
+func (x mgmtKeyIndex) add(accountID, hash string) {
+	m := x[accountID]
+	if m == nil {
+		m = map[string]struct{}{}
+		x[accountID] = m
+	}
+	m[hash] = struct{}{}
+}
+
+func (x mgmtKeyIndex) remove(accountID, hash string) {
+	delete(x[accountID], hash)
+	if len(x[accountID]) == 0 {
+		delete(x, accountID)
+	}
+}
+
+// putMgmtKey publishes a management key's record and indexes it. Callers
+// hold Lock.
+func (s *AccountStore) putMgmtKey(m *ManagementKey) {
+	if cur, ok := s.mgmtKeys[m.Hash]; ok && cur.AccountID != m.AccountID {
+		s.mgmtIdx.remove(cur.AccountID, cur.Hash)
+	}
+	s.mgmtKeys[m.Hash] = m
+	s.mgmtIdx.add(m.AccountID, m.Hash)
+}
+
+// dropMgmtKey unpublishes a management key; false when there was none.
+// Callers hold Lock.
+func (s *AccountStore) dropMgmtKey(hash string) bool {
+	cur, ok := s.mgmtKeys[hash]
+	if !ok {
+		return false
+	}
+	delete(s.mgmtKeys, hash)
+	s.mgmtIdx.remove(cur.AccountID, hash)
+	return true
+}
