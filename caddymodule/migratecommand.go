@@ -39,6 +39,10 @@ the prefix is refused unless --force, which replaces it.
 			if err != nil {
 				return err
 			}
+			retention, err := caddy.ParseDuration(fl.String("generation-retention"))
+			if err != nil {
+				return fmt.Errorf("--generation-retention: %w", err)
+			}
 			src, err := kernel.OpenBadger(from, storage.ChunkedKinds()...)
 			if err != nil {
 				return err
@@ -49,7 +53,11 @@ the prefix is refused unless --force, which replaces it.
 				return err
 			}
 			defer dst.Close()
-			n, err := kernel.CopyToRedis(src, dst, fl.Bool("force"))
+			expiring, err := storage.ExpiringKinds(retention)
+			if err != nil {
+				return err
+			}
+			n, err := kernel.CopyToRedis(src, dst, fl.Bool("force"), expiring...)
 			if err != nil {
 				return fmt.Errorf("migrate: %w (%d records copied)", err, n)
 			}
@@ -60,6 +68,7 @@ the prefix is refused unless --force, which replaces it.
 	cmd.Flags().String("to", "", "The Redis URL: redis://[user:password@]host:port[/db], or rediss:// for TLS (required)")
 	cmd.Flags().String("from", "", "The Badger directory (default: the data_dir default)")
 	cmd.Flags().String("key-prefix", "tollgate:", "The key prefix of storage redis")
+	cmd.Flags().String("generation-retention", "30d", "The gateway's generation_retention: copied generations expire after it, older ones are left out")
 	cmd.Flags().Bool("force", false, "Replace what Redis holds under the key prefix")
 	mustMarkRequired(cmd, "to")
 	return cmd

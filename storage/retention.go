@@ -140,3 +140,17 @@ func (s *LedgerStore) withExpiry(kinds []kernel.Kind) []kernel.Kind {
 	}
 	return kinds
 }
+
+// ExpiringKinds are the record kinds that expire, with the expiry a store
+// whose generation retention is retention gives them: a tool that copies
+// records (the migration) passes them, so that the copies expire as the
+// gateway's own writes do.
+func ExpiringKinds(retention time.Duration) ([]kernel.Kind, error) {
+	var s LedgerStore
+	if err := s.SetGenerationRetention(retention); err != nil {
+		return nil, err
+	}
+	kinds := s.withExpiry(s.kinds())
+	var a AnalyticsStore
+	return append(kinds, a.kinds()...), nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -18,8 +19,14 @@ const migrateChunk = 500
 // starts from the records' figures while it has none of its own. A target
 // that already holds data under its prefix is refused unless force, which
 // first deletes everything under the prefix (records, counters, holds and
-// the change feed). Running replicas are told to reload.
-func CopyToRedis(from Backend, to *RedisBackend, force bool) (int, error) {
+// the change feed). Running replicas are told to reload. Records of the
+// kinds with Expires (generations and their index, the sealed analytics
+// hours) get the expiry the gateway would give them, and those already
+// past it are left out, so that migrated generations expire like new ones.
+func CopyToRedis(from Backend, to *RedisBackend, force bool, kinds ...Kind) (int, error) {
+	for _, k := range kinds {
+		useExpiry(to, k)
+	}
 	empty, err := to.Empty()
 	if err != nil {
 		return 0, err
@@ -42,6 +49,9 @@ func CopyToRedis(from Backend, to *RedisBackend, force bool) (int, error) {
 		_, err := to.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, w := range batch {
 				p.Set(ctx, to.prefix+w.Key, w.Value, 0)
+				if w.ExpiresAt > 0 {
+					p.PExpireAt(ctx, to.prefix+w.Key, time.UnixMilli(w.ExpiresAt))
+				}
 			}
 			return nil
 		})
@@ -49,8 +59,13 @@ func CopyToRedis(from Backend, to *RedisBackend, force bool) (int, error) {
 		batch = batch[:0]
 		return to.Observe(err)
 	}
+	nowMs := time.Now().UnixMilli()
 	err = from.Scan("", func(key, value []byte) (bool, error) {
-		batch = append(batch, Write{Key: string(key), Value: slices.Clone(value)})
+		at := to.exp.at(string(key), value)
+		if at > 0 && at <= nowMs {
+			return true, nil // past its retention: the gateway would have removed it
+		}
+		batch = append(batch, Write{Key: string(key), Value: slices.Clone(value), ExpiresAt: at})
 		if len(batch) == migrateChunk {
 			return true, flush()
 		}
