@@ -18,6 +18,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -716,7 +717,7 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	p.Host = u.Host
 	// No trailing slash: the router appends paths that start with one.
 	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
-	return nil
+	return p.Resolve()
 }
 
 // checkProvider checks the settings of a provider that need no
@@ -725,10 +726,11 @@ func checkProvider(p *catalog.Provider) error {
 	if p.Name == "" {
 		return errors.New("name: required")
 	}
-	switch p.Style {
-	case "", catalog.StyleOpenAI, catalog.StyleAnthropic:
-	default:
-		return fmt.Errorf("style: unsupported %q (\"openai\" or \"anthropic\")", p.Style)
+	// The dialect checks its style and options (without the host, known
+	// once the base URL is expanded: provisionProvider resolves it again).
+	d := *p
+	if err := d.Resolve(); err != nil {
+		return err
 	}
 	switch p.API {
 	case "", catalog.APIResponses, catalog.APIChat:
@@ -748,7 +750,7 @@ func checkProvider(p *catalog.Provider) error {
 	switch p.SystemMessages {
 	case "", catalog.SystemPass:
 	case catalog.SystemFold:
-		if !p.Anthropic() {
+		if !d.Dialect.Native(dialect.Messages) {
 			return errors.New("system_messages: fold applies to style anthropic only (chat providers take system messages anywhere)")
 		}
 	default:

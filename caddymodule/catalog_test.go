@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -107,6 +108,10 @@ func TestCatalogFromCaddyfile(t *testing.T) {
 	for i, want := range wantProviders {
 		got := *m.Providers[i]
 		got.Stats = nil // the endpoint's measurements, checked by routestats
+		if got.Dialect == nil || got.Dialect.Name() != got.Style {
+			t.Errorf("provider %d: dialect %v for style %s", i, got.Dialect, got.Style)
+		}
+		got.Dialect = nil
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("provider %d = %+v\nwant %+v", i, got, want)
 		}
@@ -485,7 +490,7 @@ func TestCatalogCachePricesAndAnthropicStyle(t *testing.T) {
 	if m.Pricing != want {
 		t.Errorf("pricing %+v", m.Pricing)
 	}
-	if p := m.Providers[0]; !p.Anthropic() || !p.ChatOnly() || p.BasePath != "" {
+	if p := m.Providers[0]; !p.D().Native(dialect.Messages) || !p.ChatOnly() || p.BasePath != "" {
 		t.Errorf("provider %+v", p)
 	}
 	pub := gjson.ParseBytes(m.Public)
@@ -555,6 +560,6 @@ func TestCatalogTokenizers(t *testing.T) {
 // withoutStats is p without its measurements (the catalog's registry).
 func withoutStats(p *catalog.Provider) catalog.Provider {
 	c := *p
-	c.Stats = nil
+	c.Stats, c.Dialect = nil, nil
 	return c
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
@@ -194,15 +195,15 @@ func readsFiles(m *catalog.Model) bool {
 // with its PDF file parts turned into text parts, and its fields, when
 // the file-parser plugin or a model of the route asks for it; the body
 // itself and nil fields otherwise.
-func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
+func parseFiles(kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
 	engine, at := "", -1
 	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
 		engine, at = fileParserEngine(plugins)
 	}
-	if at >= 0 && kind != "chat" {
+	if at >= 0 && kind != dialect.Chat {
 		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions")
 	}
-	if kind != "chat" || engine == "native" || !bytes.Contains(body, fileWord) {
+	if kind != dialect.Chat || engine == "native" || !bytes.Contains(body, fileWord) {
 		return body, nil, nil
 	}
 	if engine == "" {

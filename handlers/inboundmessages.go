@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
@@ -32,7 +33,7 @@ import (
 // no chat form is served by the Anthropic-style providers alone; none
 // left is the translation's 400.
 func (rt *Route) translateMessages() *apierror.Error {
-	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() }) {
+	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) }) {
 		return nil
 	}
 	// The reasoning_effort thinking implies goes to the providers that
@@ -40,7 +41,7 @@ func (rt *Route) translateMessages() *apierror.Error {
 	// taken out for those that do not (apply).
 	takes, lacks := false, false
 	for _, a := range rt.Attempts {
-		if !a.Provider.Anthropic() {
+		if !a.Provider.D().Native(dialect.Messages) {
 			if slices.Contains(a.Provider.Parameters(), "reasoning") {
 				takes = true
 			} else {
@@ -53,7 +54,7 @@ func (rt *Route) translateMessages() *apierror.Error {
 		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort && lacks
 		return nil
 	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() })
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) })
 	if len(rt.Attempts) == 0 {
 		return apierror.BadRequest(err.Error())
 	}

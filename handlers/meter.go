@@ -14,8 +14,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -190,7 +190,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = st.genID
-		if route.Kind == "chat" {
+		if route.Kind == dialect.Chat {
 			mw.rewriteIdentity(st.genID, route)
 		}
 		began := now()
@@ -262,7 +262,7 @@ func costRangeError(route *Route) *apierror.Error {
 	field := route.MaxTokensField
 	if field == "" {
 		field = "messages"
-		if route.Kind == "responses" {
+		if route.Kind == dialect.Responses {
 			field = "input"
 		}
 	}
@@ -315,7 +315,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	var err error
 	if search := st.plan; search != nil {
 		var c money.Amount
-		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.anthropic); route.BYOK {
+		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.messagesAPI); route.BYOK {
 			credits = c
 		}
 	}
@@ -337,7 +337,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		cost, credits = res.Hold, res.Credits
 	}
 	mw.ownBill = newUsageBill(cost, pricing, usage, route.BYOK)
-	mw.ownBill.responses = route.Kind == "responses"
+	mw.ownBill.responses = route.Kind == dialect.Responses
 	mw.bill = &mw.ownBill
 	status := "completed"
 	switch {
@@ -412,7 +412,7 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err 
 // and a Messages request's chat answer a Messages answer. A Messages
 // request to an Anthropic-style provider is passed natively.
 func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
-	if route.Kind == "messages" && route.translate {
+	if route.Kind == dialect.Messages && route.translate {
 		return proxyMessages(next, mw, r, route, genID)
 	}
 	var w http.ResponseWriter = mw
@@ -422,16 +422,15 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 		cw.Limit = maxBufferedBody
 		w = cw
 	}
-	var aw *messages.AnthropicToChat
-	if route.toAnthropic {
-		aw = messages.NewAnthropicToChat(w, route.Provider.Model)
-		aw.Limit = maxBufferedBody
+	var aw dialect.AnswerReader
+	if route.viaChat {
+		aw = route.dialect.ToChat(w, route.Provider.Model, maxBufferedBody)
 		w = aw
 	}
 	err := proxy(next, w, r)
 	if aw != nil {
 		aw.Finish()
-		mw.produced = max(mw.produced, aw.Produced)
+		mw.produced = max(mw.produced, aw.OutputProduced())
 	}
 	if cw != nil {
 		cw.Finish(err)

@@ -173,7 +173,7 @@ func withProviderKey(req *http.Request) *http.Request {
 	*out = *req
 	out.Header = make(http.Header, len(req.Header)+1)
 	maps.Copy(out.Header, req.Header)
-	setProviderKey(out.Header, rt.anthropic, rt.key)
+	rt.dialect.SetKey(out.Header, rt.key)
 	return out
 }
 

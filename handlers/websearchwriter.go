@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -57,7 +58,7 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 	cw := &citeWriter{
 		plan:    plan,
 		st:      st,
-		passAnn: plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses"),
+		passAnn: plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == dialect.Responses),
 		chat:    map[int64]*websearch.Streamer{},
 		parts:   map[[2]int64]*partState{},
 	}
@@ -74,7 +75,7 @@ func (cw *citeWriter) Decide(status int) sse.Mode {
 			// annotates its own answer as in chat completions.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
 		}
-		if rt := cw.st.route; rt != nil && rt.toAnthropic {
+		if rt := cw.st.route; rt != nil && rt.viaChat {
 			// Anthropic's native search cites its sources itself; the
 			// translation made them url_citation annotations.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "anthropic"
@@ -141,11 +142,11 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	if !jsoncheck.Valid(body) {
 		return body
 	}
-	if cw.plan.kind == "messages" {
+	if cw.plan.kind == dialect.Messages {
 		return cw.annotateMessages(body)
 	}
 	out := body
-	if cw.plan.kind == "chat" {
+	if cw.plan.kind == dialect.Chat {
 		if !cw.passAnn {
 			n := gjson.GetBytes(body, "choices.#").Int()
 			for i := range n {
@@ -195,9 +196,9 @@ func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
 		return ev, nil
 	}
 	switch cw.plan.kind {
-	case "chat":
+	case dialect.Chat:
 		return cw.chatEvent(ev, data), nil
-	case "messages":
+	case dialect.Messages:
 		return cw.messagesEvent(ev, data), nil
 	}
 	return cw.responsesEvent(ev, data), nil
