@@ -47,9 +47,6 @@ import (
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// UpstreamBasePath was the upstream API root of requests not routed
-	// by model, which are no longer proxied; accepted and unused.
-	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate (promptbound.go). Default
 	// DefaultMediaPartTokens.
@@ -85,9 +82,6 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MaxBodyBytes == 0 {
 		rt.MaxBodyBytes = 16 << 20
 	}
-	if rt.UpstreamBasePath == "" {
-		rt.UpstreamBasePath = "/v1"
-	}
 	if rt.MediaPartTokens == 0 {
 		rt.MediaPartTokens = DefaultMediaPartTokens
 	}
@@ -99,7 +93,6 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
-	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
 	rt.fileClient = newFileClient(rt)
 	betas, err := betaSet(rt.AnthropicBetas)
 	if err != nil {
