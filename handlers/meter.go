@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
@@ -493,14 +492,11 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 	case mw.upstreamError():
 		f.status, f.message = mw.Status, http.StatusText(mw.Status)
 		if body := mw.Body.Bytes(); len(body) > 0 {
-			if m := gjson.GetBytes(body, "error.message").Str; m != "" {
+			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
+			if m != "" {
 				f.message = m
 			}
-			if c := gjson.GetManyBytes(body, "error.code", "error.type"); c[0].Exists() && c[0].Type != gjson.Null {
-				f.code = c[0].Value()
-			} else if c[1].Str != "" {
-				f.code = c[1].Str
-			}
+			f.code = code
 			f.raw = truncate(string(body), 2000)
 		}
 		if f.code == nil {
