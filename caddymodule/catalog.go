@@ -87,8 +87,9 @@ type ProviderConfig struct {
 	// APIKey is the operator's key, usually a placeholder such as
 	// {env.OPENAI_API_KEY}, expanded at provision time.
 	APIKey string `json:"api_key,omitempty"`
-	// Style is the provider's API dialect: "openai" (the default) or
-	// "anthropic" (Anthropic's Messages API at <base_url>/v1/messages).
+	// Style is the provider's API dialect: "openai" (the default),
+	// "anthropic" (Anthropic's Messages API at <base_url>/v1/messages) or
+	// "azure" (an Azure OpenAI deployment), or any registered dialect.
 	Style string `json:"style,omitempty"`
 	// API is the generation API the provider speaks: "responses" (the
 	// default: Chat Completions and Responses, each passed through) or
@@ -100,6 +101,9 @@ type ProviderConfig struct {
 	// (OpenAI's newer models refuse max_tokens); the gateway renames the
 	// client's max_tokens to it.
 	MaxTokensField string `json:"max_tokens_field,omitempty"`
+	// Settings are the options of the provider's dialect (style azure's
+	// deployment and api_version), each checked by the dialect.
+	Settings map[string]string `json:"settings,omitempty"`
 
 	// Data-policy facts, which guardrails' data-policy fields are decided
 	// from. The defaults assume the least, so that a provider the operator
@@ -153,7 +157,8 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	}
 	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
 		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
-		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages}
+		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages,
+		Settings: pc.Settings}
 	if pc.Pricing != nil {
 		pricing, err := pc.Pricing.pricing()
 		if err != nil {
@@ -731,6 +736,9 @@ func checkProvider(p *catalog.Provider) error {
 	d := *p
 	if err := d.Resolve(); err != nil {
 		return err
+	}
+	if kr, ok := d.Dialect.(dialect.KeyRequirer); ok && kr.RequiresKey() && p.APIKey == "" {
+		return fmt.Errorf("api_key: required for style %s", d.Dialect.Name())
 	}
 	switch p.API {
 	case "", catalog.APIResponses, catalog.APIChat:

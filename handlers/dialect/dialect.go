@@ -167,6 +167,11 @@ func New(style string, o Options) (Dialect, error) {
 	if !ok {
 		return nil, fmt.Errorf("style: unsupported %q (%s)", style, choices())
 	}
+	for name := range o.Settings {
+		if !slices.Contains(SettingsOf(style), name) {
+			return nil, fmt.Errorf("%s: not an option of style %s", name, style)
+		}
+	}
 	return c(o)
 }
 
@@ -220,4 +225,11 @@ func SettingsOf(style string) []string {
 	mu.RLock()
 	defer mu.RUnlock()
 	return settings[style]
+}
+
+// KeyRequirer is implemented by a dialect whose provider block must name
+// an api_key (a provider of another dialect may be keyless, serving
+// BYOK credentials only).
+type KeyRequirer interface {
+	RequiresKey() bool
 }

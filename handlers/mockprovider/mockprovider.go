@@ -180,6 +180,8 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		// <mock>/search-api/search.
 		http.StripPrefix(mockSearchPrefix, mockSearchAPI).ServeHTTP(w, r)
 		return nil
+	case strings.Contains(path, azurePrefix):
+		return m.serveAzure(w, r, path)
 	case strings.HasSuffix(path, "/chat/completions"):
 		return m.serveGeneration(w, r, "chat", parseChatRequest, m.writeChat)
 	case strings.HasSuffix(path, "/responses"):
