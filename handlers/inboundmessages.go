@@ -79,9 +79,21 @@ func validateMessages(f *reqbody.Fields) {
 func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
 	cw := messages.NewChatToMessages(mw, genID, route.Model.ID, route.Provider.Name)
 	cw.Limit = maxBufferedBody
-	err := proxy(next, cw, r)
+	var w http.ResponseWriter = cw
+	var aw dialect.AnswerReader
+	if route.viaChat { // a provider that answers chat in its own API
+		aw = route.dialect.ToChat(cw, route.Provider.Model, maxBufferedBody)
+		w = aw
+	}
+	err := proxy(next, w, r)
+	if aw != nil {
+		aw.Finish()
+	}
 	cw.Finish(err)
 	mw.produced = cw.Produced
+	if aw != nil {
+		mw.produced = max(mw.produced, aw.OutputProduced())
+	}
 	return err
 }
 

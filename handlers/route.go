@@ -85,9 +85,10 @@ type Route struct {
 	// native: the current attempt's provider takes the request in the
 	// client's API (Dialect.Native).
 	native bool
-	// anthropicExtra are members the Anthropic dialect adds to the
-	// Messages body: fields of the request the chat body cannot carry
-	// (normalize.go's anthropicFields).
+	// anthropicExtra are members of the request the chat body cannot
+	// carry (normalize.go's anthropicFields: top_k) that the dialects
+	// translating chat into their own API take: Anthropic's adds them to
+	// the Messages body, the others read them in the chat body.
 	anthropicExtra string
 	// key is the current attempt's provider key. It is never put on the
 	// request, which reverse_proxy logs: the provider proxies' transport
@@ -166,11 +167,15 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	case err != nil:
 	case native:
 		body, err = d.Adapt(rt.Kind, body, a.requiredOutputLimit())
-	case rt.viaChat:
+	case rt.viaChat && rt.messagesAPI:
 		body, err = d.FromChat(body, a.requiredOutputLimit())
-		if err == nil && rt.messagesAPI {
+		if err == nil {
 			body = anthropic.WithExtra(body, rt.anthropicExtra)
 		}
+	case rt.viaChat:
+		// The public fields chat cannot carry (top_k) reach the
+		// dialect's translation in the chat body.
+		body, err = d.FromChat(dialect.WithMembers(body, rt.anthropicExtra), a.requiredOutputLimit())
 	default:
 		body, err = d.Adapt(dialect.Chat, body, a.requiredOutputLimit())
 	}

@@ -364,7 +364,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr := route.dialectsFor(); apiErr != nil {
 		return nil, apiErr
 	}
-	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return a.Provider.D().Native(dialect.Messages) }) {
+	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
 		route.anthropicExtra = anthropicExtra(f)
 	}
 	return route, nil

@@ -139,7 +139,7 @@ func (p *Provider) Resolve() error {
 	if style == "" {
 		style = StyleOpenAI
 	}
-	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, API: p.API,
+	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
 		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings})
 	if err != nil {
 		return err

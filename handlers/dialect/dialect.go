@@ -127,6 +127,9 @@ type AnswerReader interface {
 type Options struct {
 	Name string // the provider's name
 	Host string // its host (and port)
+	// Model is the provider's model id, for a dialect that names it in
+	// the URL rather than the body.
+	Model string
 	// API: "responses" (or empty) or "chat", for OpenAI-style dialects.
 	API string
 	// MaxTokensField: "max_tokens" (or empty) or "max_completion_tokens".

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"net/http"
 
 	"github.com/tidwall/gjson"
@@ -32,4 +33,22 @@ func ClearCredentials(h http.Header) {
 	delete(h, "Api-Key")
 	delete(h, "X-Goog-Api-Key")
 	delete(h, "Anthropic-Version")
+}
+
+// WithMembers adds members (JSON text without braces) to a JSON object.
+func WithMembers(obj []byte, members string) []byte {
+	if members == "" {
+		return obj
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	if end < 0 {
+		return obj
+	}
+	out := make([]byte, 0, len(obj)+len(members)+1)
+	out = append(out, obj[:end]...)
+	if head := bytes.TrimSpace(obj[:end]); len(head) > 0 && head[len(head)-1] != '{' {
+		out = append(out, ',')
+	}
+	out = append(out, members...)
+	return append(out, obj[end:]...)
 }

@@ -4,7 +4,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"net/http"
 
 	"github.com/tidwall/gjson"
@@ -66,25 +65,7 @@ func WithExtra(body []byte, members string) []byte {
 	if members == "" || gjson.GetBytes(body, "thinking").Exists() {
 		return body
 	}
-	return WithMembers(body, members)
-}
-
-// WithMembers adds members (JSON text without braces) to a JSON object.
-func WithMembers(obj []byte, members string) []byte {
-	if members == "" {
-		return obj
-	}
-	end := bytes.LastIndexByte(obj, '}')
-	if end < 0 {
-		return obj
-	}
-	out := make([]byte, 0, len(obj)+len(members)+1)
-	out = append(out, obj[:end]...)
-	if head := bytes.TrimSpace(obj[:end]); len(head) > 0 && head[len(head)-1] != '{' {
-		out = append(out, ',')
-	}
-	out = append(out, members...)
-	return append(out, obj[end:]...)
+	return dialect.WithMembers(body, members)
 }
 
 // ToChat implements dialect.Dialect (messages.AnthropicToChat).
