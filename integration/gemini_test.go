@@ -63,6 +63,7 @@ func withGeminiModels(t *testing.T, tap *callTap, saFile string) func(string) st
 		model("google/gemini-thinking", studio("gemini-thinking-cached")) +
 		model("google/gemini-safety", studio("gemini-safety")) +
 		model("google/gemini-break", studio("gemini-stream-break")) +
+		model("google/gemini-garbage", studio("gemini-error-garbage")) +
 		model("google/gemini-fallback", studio("gemini-error-429")+fmt.Sprintf("\t\t\tprovider azure %s {\n\t\t\t\tstyle azure\n\t\t\t\tmodel gpt-mock\n"+
 			"\t\t\t\tdeployment gpt-prod\n\t\t\t\tapi_version 2024-10-21\n\t\t\t\tapi_key az-operator-key\n\t\t\t}\n", tap.srv.URL)) +
 		model("google/vertex", fmt.Sprintf("\t\t\tprovider vertex %s/v1/projects/acme-prod/locations/us-central1/publishers/google {\n"+
@@ -272,4 +273,62 @@ func TestGeminiProvider(t *testing.T) {
 			t.Errorf("answer %s", r.Body)
 		}
 	})
+}
+
+// Caps and clamping in each dialect's output-limit field, and an answer
+// that does not parse: a 502 naming the provider, its hold released.
+func TestDialectClampAndInvalidAnswer(t *testing.T) {
+	tap := newCallTap(t)
+	startInProcessWith(t, func(cfg string) string {
+		return withAzureModels(t, tap)(withGeminiModels(t, tap, serviceAccountFile(t))(cfg))
+	})
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	const prompt = `"messages":[{"role":"user","content":"hello there"}]`
+
+	for _, tc := range []struct{ model, field string }{
+		{"google/gemini-mock", "generationConfig.maxOutputTokens"},
+		{"azure/gpt-mock", "max_tokens"},
+	} {
+		t.Run("clamped "+tc.model, func(t *testing.T) {
+			// 1,000 output tokens cost 0.015: a 0.005 cap affords a third.
+			key, _ := c.newKey(org.MgmtKey, `{"name":"small","limit":0.005}`)
+			tap.take()
+			r := c.mustPost("/chat/completions", key, `{"model":"`+tc.model+`",`+prompt+`}`, nil).expect(t, 200)
+			calls := tap.take()
+			if len(calls) != 1 {
+				t.Fatalf("%d upstream calls", len(calls))
+			}
+			limit := calls[0].body.Get(tc.field).Int()
+			if limit < 250 || limit > 333 {
+				t.Fatalf("upstream %s = %d, want the cap's share (%s)", tc.field, limit, calls[0].body.Raw)
+			}
+			after := c.snapshot(key, org.MgmtKey)
+			if cost := creditAmount(t, r.JSON.Get("usage.cost")); after.usage != cost || cost == 0 || *after.remaining != 5_000_000-cost {
+				t.Errorf("charged %s, usage %s, remaining %s", cost, after.usage, *after.remaining)
+			}
+		})
+	}
+
+	for _, tc := range []struct{ model, provider string }{
+		{"google/gemini-garbage", "google"},
+	} {
+		t.Run("invalid answer "+tc.model, func(t *testing.T) {
+			// The cap fits one full hold (1,000 output tokens): a hold the
+			// 502 kept would clamp the next request.
+			key, _ := c.newKey(org.MgmtKey, `{"name":"one","limit":0.02}`)
+			r := c.mustPost("/chat/completions", key, `{"model":"`+tc.model+`",`+prompt+`}`, nil).expect(t, 502)
+			if got := r.JSON.Get("error.metadata.provider_name").Str; got != tc.provider || r.JSON.Get("error.code").Int() != 502 {
+				t.Errorf("error %s", r.Body)
+			}
+			if s := c.snapshot(key, org.MgmtKey); s.usage != 0 || *s.remaining != 20_000_000 {
+				t.Errorf("after the 502: usage %s remaining %s", s.usage, *s.remaining)
+			}
+			tap.take()
+			c.mustPost("/chat/completions", key, `{"model":"google/gemini-mock",`+prompt+`}`, nil).expect(t, 200)
+			if calls := tap.take(); len(calls) != 1 || calls[0].body.Get("generationConfig.maxOutputTokens").Int() != 1000 {
+				t.Errorf("the next request was clamped: %+v", calls)
+			}
+		})
+	}
 }

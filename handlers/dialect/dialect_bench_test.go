@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
+	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/gemini"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/openai"
 )
 
@@ -32,6 +33,9 @@ var answers4K = map[string][]byte{
 	"anthropic": []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"` +
 		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 88) + `"}],"stop_reason":"end_turn","stop_sequence":null,` +
 		`"usage":{"input_tokens":1000,"output_tokens":900,"cache_read_input_tokens":100,"cache_creation_input_tokens":0}}`),
+	"gemini": []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"` +
+		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 88) + `"}]},"finishReason":"STOP","index":0}],` +
+		`"usageMetadata":{"promptTokenCount":1000,"candidatesTokenCount":900,"totalTokenCount":1900,"cachedContentTokenCount":100},"modelVersion":"gemini-2.5-flash"}`),
 }
 
 // BenchmarkDialectTranslate measures one attempt's translation per
@@ -40,8 +44,8 @@ var answers4K = map[string][]byte{
 // (ToChat; nothing where chat is native). The README's goal: under 30 µs.
 func BenchmarkDialectTranslate(b *testing.B) {
 	for _, style := range dialect.Names() {
-		o := dialect.Options{Name: style, MaxTokensField: "max_completion_tokens",
-			Settings: map[string]string{"deployment": "d", "api_version": "2024-10-21"}}
+		o := dialect.Options{Name: style, Model: "m", MaxTokensField: "max_completion_tokens",
+			Settings: map[string]string{"deployment": "d", "api_version": "2024-10-21", "auth": "api_key"}}
 		o.Settings = pick(dialect.SettingsOf(style), o.Settings)
 		d, err := dialect.New(style, o)
 		if err != nil {
