@@ -3,6 +3,8 @@ module github.com/tollgate-dev/caddy-tollgate
 go 1.26.8
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.47.0
+	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/elimity-com/scim v0.0.0-20240320110924-172bf2aee9c8
@@ -28,6 +30,7 @@ require (
 require (
 	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
 	cloud.google.com/go/auth v0.23.3 // indirect
 	cloud.google.com/go/auth/oauth2adapt v0.2.8 // indirect
 	cloud.google.com/go/compute/metadata v0.9.1 // indirect

@@ -245,7 +245,7 @@ var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "g
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
 	"data_collection", "publication", "region", "quantization", "supported_parameters", "system_messages", "pricing",
-	"deployment", "api_version", "auth"} // the last: dialects' own (dialect.Settings)
+	"deployment", "api_version", "auth", "aws_region"} // the last: dialects' own (dialect.Settings)
 
 // parseModeration parses the moderation block.
 func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {

@@ -264,6 +264,8 @@ func TestCatalogErrors(t *testing.T) {
 		{"duplicate of file", []ModelConfig{{ID: "f", Pricing: ok}}, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"}}]}`, `model "f": duplicate id`},
 		{"provider no name", prov(ProviderConfig{BaseURL: "http://x"}), "", `model "m": provider "": name: required`},
 		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "palm"}), "", `model "m": provider "p": style: unsupported "palm"`},
+		{"bedrock no region", prov(ProviderConfig{Name: "p", BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com", APIKey: "AKID:s", Style: "bedrock"}), "", `model "m": provider "p": aws_region: required for style bedrock`},
+		{"bedrock no key", prov(ProviderConfig{Name: "p", BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com", Style: "bedrock", Settings: map[string]string{"aws_region": "us-east-1"}}), "", `model "m": provider "p": api_key: required for style bedrock`},
 		{"bad gemini auth", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "gemini", Settings: map[string]string{"auth": "oauth"}}), "", `model "m": provider "p": auth: expected api_key or service_account, got "oauth"`},
 		{"bad api", prov(ProviderConfig{Name: "p", BaseURL: "http://x", API: "completions"}), "", `model "m": provider "p": api: unsupported "completions"`},
 		{"no base_url", prov(ProviderConfig{Name: "p"}), "", `model "m": provider "p": base_url:`},

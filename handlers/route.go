@@ -85,6 +85,9 @@ type Route struct {
 	// native: the current attempt's provider takes the request in the
 	// client's API (Dialect.Native).
 	native bool
+	// sent is the body the current attempt sends, which a dialect.Signer
+	// signs.
+	sent []byte
 	// anthropicExtra are members of the request the chat body cannot
 	// carry (normalize.go's anthropicFields: top_k) that the dialects
 	// translating chat into their own API take: Anthropic's adds them to
@@ -194,6 +197,7 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.Host = a.Provider.Host
 	r.Body = reqbody.NewBuffered(body)
+	rt.sent = body
 	r.ContentLength = int64(len(body))
 	return nil
 }

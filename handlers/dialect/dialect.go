@@ -236,3 +236,11 @@ func SettingsOf(style string) []string {
 type KeyRequirer interface {
 	RequiresKey() bool
 }
+
+// Signer is implemented by a dialect whose credential signs the whole
+// request (AWS Signature V4) instead of being a header: the transport
+// calls Sign on the copy of the request it sends, with its body, in place
+// of SetKey.
+type Signer interface {
+	Sign(req *http.Request, body []byte, key string) error
+}

@@ -184,6 +184,8 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return m.serveAzure(w, r, path)
 	case isGeminiPath(path):
 		return m.serveGemini(w, r, path)
+	case isBedrockPath(path):
+		return m.serveBedrock(w, r, path)
 	case path == "/token":
 		return m.serveToken(w, r)
 	case strings.HasSuffix(path, "/chat/completions"):
