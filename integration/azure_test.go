@@ -161,6 +161,16 @@ func TestAzureProvider(t *testing.T) {
 		if r.JSON.Get("usage.input_tokens").Int() == 0 || r.JSON.Get("usage.output_tokens").Int() == 0 {
 			t.Errorf("usage %s", r.JSON.Get("usage").Raw)
 		}
+		res, err := c.send("/messages", key, `{"model":"azure/gpt-mock","max_tokens":60,"stream":true,"messages":[{"role":"user","content":"hello azure"}]}`, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(stream), "event: message_stop") || !strings.Contains(string(stream), `"text":" azure"`) {
+			t.Errorf("messages stream %d %s", res.StatusCode, stream)
+		}
+		expectAzureCall(t, tap.take())
 	})
 
 	t.Run("fallback to another dialect", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
+	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/bedrock"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/gemini"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/openai"
 )
@@ -33,6 +34,9 @@ var answers4K = map[string][]byte{
 	"anthropic": []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"` +
 		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 88) + `"}],"stop_reason":"end_turn","stop_sequence":null,` +
 		`"usage":{"input_tokens":1000,"output_tokens":900,"cache_read_input_tokens":100,"cache_creation_input_tokens":0}}`),
+	"bedrock": []byte(`{"output":{"message":{"role":"assistant","content":[{"text":"` +
+		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 88) + `"}]}},"stopReason":"end_turn",` +
+		`"usage":{"inputTokens":900,"outputTokens":900,"totalTokens":1900,"cacheReadInputTokens":100},"metrics":{"latencyMs":100}}`),
 	"gemini": []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"` +
 		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 88) + `"}]},"finishReason":"STOP","index":0}],` +
 		`"usageMetadata":{"promptTokenCount":1000,"candidatesTokenCount":900,"totalTokenCount":1900,"cachedContentTokenCount":100},"modelVersion":"gemini-2.5-flash"}`),
@@ -45,7 +49,7 @@ var answers4K = map[string][]byte{
 func BenchmarkDialectTranslate(b *testing.B) {
 	for _, style := range dialect.Names() {
 		o := dialect.Options{Name: style, Model: "m", MaxTokensField: "max_completion_tokens",
-			Settings: map[string]string{"deployment": "d", "api_version": "2024-10-21", "auth": "api_key"}}
+			Settings: map[string]string{"deployment": "d", "api_version": "2024-10-21", "auth": "api_key", "aws_region": "us-east-1"}}
 		o.Settings = pick(dialect.SettingsOf(style), o.Settings)
 		d, err := dialect.New(style, o)
 		if err != nil {
