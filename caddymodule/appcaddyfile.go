@@ -2,11 +2,14 @@ package caddymodule
 
 import (
 	"fmt"
+	"slices"
+
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
@@ -251,7 +254,8 @@ var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "g
 
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
-	"data_collection", "publication", "region", "quantization", "supported_parameters", "system_messages", "pricing"}
+	"data_collection", "publication", "region", "quantization", "supported_parameters", "system_messages", "pricing",
+	"deployment", "api_version", "auth", "aws_region"} // the last: dialects' own (dialect.Settings)
 
 // parseModeration parses the moderation block.
 func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {
@@ -438,6 +442,18 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					}
 					continue
 				default:
+					// A dialect's own option; its style checks it.
+					if name := d.Val(); slices.Contains(dialect.Settings(), name) {
+						var v string
+						if !d.AllArgs(&v) {
+							return m, d.ArgErr()
+						}
+						if p.Settings == nil {
+							p.Settings = map[string]string{}
+						}
+						p.Settings[name] = v
+						continue
+					}
 					return m, suggest.UnknownOption(d, "provider", providerOptions)
 				}
 				if !d.AllArgs(dst) {

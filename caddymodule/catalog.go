@@ -18,6 +18,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -86,8 +87,9 @@ type ProviderConfig struct {
 	// APIKey is the operator's key, usually a placeholder such as
 	// {env.OPENAI_API_KEY}, expanded at provision time.
 	APIKey string `json:"api_key,omitempty"`
-	// Style is the provider's API dialect: "openai" (the default) or
-	// "anthropic" (Anthropic's Messages API at <base_url>/v1/messages).
+	// Style is the provider's API dialect: "openai" (the default),
+	// "anthropic" (Anthropic's Messages API at <base_url>/v1/messages) or
+	// "azure" (an Azure OpenAI deployment), or any registered dialect.
 	Style string `json:"style,omitempty"`
 	// API is the generation API the provider speaks: "responses" (the
 	// default: Chat Completions and Responses, each passed through) or
@@ -99,6 +101,9 @@ type ProviderConfig struct {
 	// (OpenAI's newer models refuse max_tokens); the gateway renames the
 	// client's max_tokens to it.
 	MaxTokensField string `json:"max_tokens_field,omitempty"`
+	// Settings are the options of the provider's dialect (style azure's
+	// deployment and api_version), each checked by the dialect.
+	Settings map[string]string `json:"settings,omitempty"`
 
 	// Data-policy facts, which guardrails' data-policy fields are decided
 	// from. The defaults assume the least, so that a provider the operator
@@ -152,7 +157,8 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	}
 	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
 		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
-		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages}
+		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages,
+		Settings: pc.Settings}
 	if pc.Pricing != nil {
 		pricing, err := pc.Pricing.pricing()
 		if err != nil {
@@ -716,7 +722,7 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 	p.Host = u.Host
 	// No trailing slash: the router appends paths that start with one.
 	p.BasePath = strings.TrimRight(u.EscapedPath(), "/")
-	return nil
+	return p.Resolve()
 }
 
 // checkProvider checks the settings of a provider that need no
@@ -725,10 +731,14 @@ func checkProvider(p *catalog.Provider) error {
 	if p.Name == "" {
 		return errors.New("name: required")
 	}
-	switch p.Style {
-	case "", catalog.StyleOpenAI, catalog.StyleAnthropic:
-	default:
-		return fmt.Errorf("style: unsupported %q (\"openai\" or \"anthropic\")", p.Style)
+	// The dialect checks its style and options (without the host, known
+	// once the base URL is expanded: provisionProvider resolves it again).
+	d := *p
+	if err := d.Resolve(); err != nil {
+		return err
+	}
+	if kr, ok := d.Dialect.(dialect.KeyRequirer); ok && kr.RequiresKey() && p.APIKey == "" {
+		return fmt.Errorf("api_key: required for style %s", d.Dialect.Name())
 	}
 	switch p.API {
 	case "", catalog.APIResponses, catalog.APIChat:
@@ -748,7 +758,7 @@ func checkProvider(p *catalog.Provider) error {
 	switch p.SystemMessages {
 	case "", catalog.SystemPass:
 	case catalog.SystemFold:
-		if !p.Anthropic() {
+		if !d.Dialect.Native(dialect.Messages) {
 			return errors.New("system_messages: fold applies to style anthropic only (chat providers take system messages anywhere)")
 		}
 	default:

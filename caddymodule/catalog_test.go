@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -107,6 +108,10 @@ func TestCatalogFromCaddyfile(t *testing.T) {
 	for i, want := range wantProviders {
 		got := *m.Providers[i]
 		got.Stats = nil // the endpoint's measurements, checked by routestats
+		if got.Dialect == nil || got.Dialect.Name() != got.Style {
+			t.Errorf("provider %d: dialect %v for style %s", i, got.Dialect, got.Style)
+		}
+		got.Dialect = nil
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("provider %d = %+v\nwant %+v", i, got, want)
 		}
@@ -258,7 +263,10 @@ func TestCatalogErrors(t *testing.T) {
 		{"duplicate", []ModelConfig{{ID: "m", Pricing: ok}, {ID: "m", Pricing: ok}}, "", `model "m": duplicate id`},
 		{"duplicate of file", []ModelConfig{{ID: "f", Pricing: ok}}, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"}}]}`, `model "f": duplicate id`},
 		{"provider no name", prov(ProviderConfig{BaseURL: "http://x"}), "", `model "m": provider "": name: required`},
-		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "gemini"}), "", `model "m": provider "p": style: unsupported "gemini"`},
+		{"bad style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "palm"}), "", `model "m": provider "p": style: unsupported "palm"`},
+		{"bedrock no region", prov(ProviderConfig{Name: "p", BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com", APIKey: "AKID:s", Style: "bedrock"}), "", `model "m": provider "p": aws_region: required for style bedrock`},
+		{"bedrock no key", prov(ProviderConfig{Name: "p", BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com", Style: "bedrock", Settings: map[string]string{"aws_region": "us-east-1"}}), "", `model "m": provider "p": api_key: required for style bedrock`},
+		{"bad gemini auth", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "gemini", Settings: map[string]string{"auth": "oauth"}}), "", `model "m": provider "p": auth: expected api_key or service_account, got "oauth"`},
 		{"bad api", prov(ProviderConfig{Name: "p", BaseURL: "http://x", API: "completions"}), "", `model "m": provider "p": api: unsupported "completions"`},
 		{"no base_url", prov(ProviderConfig{Name: "p"}), "", `model "m": provider "p": base_url:`},
 		{"ftp base_url", prov(ProviderConfig{Name: "p", BaseURL: "ftp://x/v1"}), "", `model "m": provider "p": base_url: expected an http or https URL`},
@@ -268,6 +276,12 @@ func TestCatalogErrors(t *testing.T) {
 		{"bad search_family", prov(ProviderConfig{Name: "p", BaseURL: "http://x", SearchFamily: "google"}), "", `model "m": provider "p": search_family: expected openai, anthropic, x or none`},
 		{"bad system_messages", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Style: "anthropic", SystemMessages: "merge"}), "", `model "m": provider "p": system_messages: expected pass or fold, got "merge"`},
 		{"fold for chat", prov(ProviderConfig{Name: "p", BaseURL: "http://x", SystemMessages: "fold"}), "", `model "m": provider "p": system_messages: fold applies to style anthropic only`},
+		{"azure no deployment", prov(ProviderConfig{Name: "p", BaseURL: "https://x.openai.azure.com", APIKey: "k", Style: "azure", Settings: map[string]string{"api_version": "2024-10-21"}}), "", `model "m": provider "p": deployment: required for style azure`},
+		{"azure bad deployment", prov(ProviderConfig{Name: "p", BaseURL: "https://x.openai.azure.com", APIKey: "k", Style: "azure", Settings: map[string]string{"deployment": "a/../b", "api_version": "2024-10-21"}}), "", `model "m": provider "p": deployment: "a/../b" is not a deployment name`},
+		{"azure no api_version", prov(ProviderConfig{Name: "p", BaseURL: "https://x.openai.azure.com", APIKey: "k", Style: "azure", Settings: map[string]string{"deployment": "gpt4o"}}), "", `model "m": provider "p": api_version: required for style azure`},
+		{"azure bad api_version", prov(ProviderConfig{Name: "p", BaseURL: "https://x.openai.azure.com", APIKey: "k", Style: "azure", Settings: map[string]string{"deployment": "gpt4o", "api_version": "latest"}}), "", `model "m": provider "p": api_version: expected a date`},
+		{"azure no key", prov(ProviderConfig{Name: "p", BaseURL: "https://x.openai.azure.com", Style: "azure", Settings: map[string]string{"deployment": "gpt4o", "api_version": "2024-10-21"}}), "", `model "m": provider "p": api_key: required for style azure`},
+		{"setting of another style", prov(ProviderConfig{Name: "p", BaseURL: "http://x", Settings: map[string]string{"deployment": "gpt4o", "api_version": "2024-10-21"}}), "", `model "m": provider "p": `},
 		{"file not json", nil, `{"data":[`, "not valid JSON"},
 		{"file no data", nil, `[]`, `expected {"data": [models...]}`},
 		{"file model not object", nil, `{"data":[1]}`, "data[0]: expected a model object"},
@@ -485,7 +499,7 @@ func TestCatalogCachePricesAndAnthropicStyle(t *testing.T) {
 	if m.Pricing != want {
 		t.Errorf("pricing %+v", m.Pricing)
 	}
-	if p := m.Providers[0]; !p.Anthropic() || !p.ChatOnly() || p.BasePath != "" {
+	if p := m.Providers[0]; !p.D().Native(dialect.Messages) || !p.ChatOnly() || p.BasePath != "" {
 		t.Errorf("provider %+v", p)
 	}
 	pub := gjson.ParseBytes(m.Public)
@@ -555,6 +569,6 @@ func TestCatalogTokenizers(t *testing.T) {
 // withoutStats is p without its measurements (the catalog's registry).
 func withoutStats(p *catalog.Provider) catalog.Provider {
 	c := *p
-	c.Stats = nil
+	c.Stats, c.Dialect = nil, nil
 	return c
 }

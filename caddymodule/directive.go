@@ -37,7 +37,6 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
-//		upstream_base_path <path>
 //		<any reverse_proxy subdirective>
 //	}
 //

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 )
 
 // Anthropic's betas (the anthropic-beta header) on the Messages route: a
@@ -79,7 +80,7 @@ const betaMidConversationSystem = "mid-conversation-system-2026-04-07"
 // provider, without the mid-conversation-system beta where the system
 // messages are folded.
 func (rt *Route) betasFor(p *catalog.Provider) string {
-	if rt.betas == "" || !rt.anthropic || rt.Kind != "messages" {
+	if rt.betas == "" || !rt.messagesAPI || rt.Kind != dialect.Messages {
 		return ""
 	}
 	if !p.FoldsSystem() || !strings.Contains(rt.betas, betaMidConversationSystem) {

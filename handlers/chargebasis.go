@@ -64,8 +64,8 @@ func (rt *Route) outputBound() int64 {
 		return a.OutputLimit
 	case rt.MaxTokens > 0:
 		return rt.MaxTokens
-	case a.Provider.Anthropic():
-		return a.anthropicMaxTokens()
+	case a.Provider.D().RequiresOutputLimit():
+		return a.requiredOutputLimit()
 	}
 	return a.Model.ContextLength
 }

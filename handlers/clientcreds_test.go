@@ -3,6 +3,9 @@ package handlers
 import (
 	"net/http"
 	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 )
 
 func TestWithoutCredentialParams(t *testing.T) {
@@ -39,7 +42,7 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 	for _, anthropic := range []bool{false, true} {
 		r, _ := http.NewRequest("POST", "http://provider.test/v1/chat/completions", nil)
 		r.Header.Set("Content-Type", "application/json")
-		rt := &Route{key: "sk-provider-secret", anthropic: anthropic}
+		rt := &Route{key: "sk-provider-secret", dialect: testDialect(anthropic)}
 		r = withRoute(r, rt)
 		sent := withProviderKey(r)
 		name, want := "Authorization", "Bearer sk-provider-secret"
@@ -53,7 +56,7 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 			t.Errorf("anthropic %t: the logged request got %v", anthropic, r.Header)
 		}
 		// A fallback to the other dialect carries only its own header.
-		rt.anthropic = !anthropic
+		rt.dialect = testDialect(!anthropic)
 		if again := withProviderKey(r); len(again.Header) != 2 || again.Header.Get(name) != "" {
 			t.Errorf("anthropic %t: fallback sent %v", anthropic, again.Header)
 		}
@@ -62,4 +65,17 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 	if withProviderKey(plain) != plain {
 		t.Error("a request without a route was changed")
 	}
+}
+
+// testDialect is the OpenAI dialect, or Anthropic's.
+func testDialect(anthropic bool) dialect.Dialect {
+	style := catalog.StyleOpenAI
+	if anthropic {
+		style = catalog.StyleAnthropic
+	}
+	d, err := dialect.New(style, dialect.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
@@ -196,16 +197,16 @@ func readsFiles(m *catalog.Model) bool {
 // file-parser plugin or a model of the route asks for it; the body itself
 // and nil fields otherwise. The parts, per dialect: chat's `file` parts,
 // Responses' `input_file` parts and the Messages API's `document` blocks.
-func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
+func parseFiles(kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
 	engine, at := "", -1
 	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
 		engine, at = fileParserEngine(plugins)
 	}
-	dialect, served := fileDialects[kind]
+	fd, served := fileDialects[kind]
 	if at >= 0 && !served {
 		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions, /responses and /messages")
 	}
-	if !served || engine == "native" || !bytes.Contains(body, dialect.word) {
+	if !served || engine == "native" || !bytes.Contains(body, fd.word) {
 		return body, nil, nil
 	}
 	if engine == "" {
@@ -231,7 +232,7 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 		}
 		return fetch(u)
 	}
-	items := gjson.GetBytes(body, dialect.items)
+	items := gjson.GetBytes(body, fd.items)
 	if !items.IsArray() {
 		return body, nil, nil
 	}
@@ -241,11 +242,11 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 			return true
 		}
 		content.ForEach(func(j, part gjson.Result) bool {
-			if part.Get("type").Str != dialect.partType {
+			if part.Get("type").Str != fd.partType {
 				return true
 			}
 			mi, pj := strconv.Itoa(int(i.Int())), strconv.Itoa(int(j.Int()))
-			src, ok := dialect.source(dialect.items+"["+mi+"].content["+pj+"]", part)
+			src, ok := fd.source(fd.items+"["+mi+"].content["+pj+"]", part)
 			if !ok {
 				return true // by file id, or not a PDF: for the provider
 			}
@@ -255,11 +256,11 @@ func parseFiles(kind string, body []byte, f *reqbody.Fields, attempts []Attempt,
 				return apiErr == nil
 			}
 			p, _ := json.Marshal(text)
-			np := append([]byte(`{"type":"`+dialect.textType+`","text":`), p...)
+			np := append([]byte(`{"type":"`+fd.textType+`","text":`), p...)
 			if cc := part.Get("cache_control"); cc.Exists() {
 				np = append(append(np, `,"cache_control":`...), cc.Raw...)
 			}
-			out = append(out, replacement{dialect.items + "." + mi + ".content." + pj, append(np, '}')})
+			out = append(out, replacement{fd.items + "." + mi + ".content." + pj, append(np, '}')})
 			return true
 		})
 		return apiErr == nil
@@ -290,14 +291,14 @@ type fileDialect struct {
 	source func(path string, part gjson.Result) (pdfSource, bool)
 }
 
-var fileDialects = map[string]fileDialect{
-	"chat": {word: fileWord, items: "messages", partType: "file", textType: "text",
+var fileDialects = map[dialect.Kind]fileDialect{
+	dialect.Chat: {word: fileWord, items: "messages", partType: "file", textType: "text",
 		source: func(path string, part gjson.Result) (pdfSource, bool) {
 			file := part.Get("file")
 			data := file.Get("file_data")
 			return pdfSource{path: path + ".file", field: path + ".file.file_data", name: file.Get("filename").Str, data: data.Str}, data.Type == gjson.String
 		}},
-	"responses": {word: []byte(`"input_file"`), items: "input", partType: "input_file", textType: "input_text",
+	dialect.Responses: {word: []byte(`"input_file"`), items: "input", partType: "input_file", textType: "input_text",
 		source: func(path string, part gjson.Result) (pdfSource, bool) {
 			src := pdfSource{path: path, field: path + ".file_data", name: part.Get("filename").Str}
 			if d := part.Get("file_data"); d.Type == gjson.String {
@@ -317,7 +318,7 @@ var fileDialects = map[string]fileDialect{
 			}
 			return src, false
 		}},
-	"messages": {word: []byte(`"document"`), items: "messages", partType: "document", textType: "text",
+	dialect.Messages: {word: []byte(`"document"`), items: "messages", partType: "document", textType: "text",
 		source: func(path string, part gjson.Result) (pdfSource, bool) {
 			s := part.Get("source")
 			src := pdfSource{path: path, name: part.Get("title").Str}

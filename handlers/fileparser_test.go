@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext/pdftest"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
@@ -64,7 +65,7 @@ func parseFilesOf(t *testing.T, kind, body string, models ...*catalog.Model) (st
 	for _, m := range models {
 		attempts = append(attempts, Attempt{Model: m})
 	}
-	out, parsed, apiErr := parseFiles(kind, []byte(body), f, attempts, fakeFetch)
+	out, parsed, apiErr := parseFiles(dialect.Kind(kind), []byte(body), f, attempts, fakeFetch)
 	if apiErr != nil {
 		return "", nil, apiErr
 	}

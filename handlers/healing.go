@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/healjson"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
@@ -29,7 +30,7 @@ const healingHeader = "X-Response-Healing"
 
 // healing is what a request's response-healing plugin asks for.
 type healing struct {
-	kind      string           // "chat" or "responses"
+	kind      dialect.Kind     // chat or responses
 	schema    *healjson.Schema // nil: json_object, or a schema not checked
 	unchecked bool             // json_schema whose schema could not be compiled
 }
@@ -45,7 +46,7 @@ func checkHealingPlugin(path string, p gjson.Result) *apierror.Error {
 // healingFor is what the request body of a route of kind asks the plugin
 // for; nil when it does not ask for it or asks for no JSON. The plugin
 // entries were checked by checkPlugins.
-func healingFor(kind string, body []byte) (*healing, *apierror.Error) {
+func healingFor(kind dialect.Kind, body []byte) (*healing, *apierror.Error) {
 	// Most bodies never name it: a byte search instead of a JSON walk.
 	if !bytes.Contains(body, healingWord) {
 		return nil, nil
@@ -62,8 +63,8 @@ func healingFor(kind string, body []byte) (*healing, *apierror.Error) {
 	}
 	formatPath, schemaPath := "response_format", "response_format.json_schema.schema"
 	switch kind {
-	case "chat":
-	case "responses":
+	case dialect.Chat:
+	case dialect.Responses:
 		formatPath, schemaPath = "text.format", "text.format.schema"
 	default:
 		return nil, apierror.BadRequest("plugins[" + strconv.Itoa(asked) +
@@ -155,7 +156,7 @@ func (h *healing) heal(body []byte) ([]byte, string) {
 			texts = append(texts, textSpan{start: v.Index, end: v.Index + len(v.Raw), text: v.Str})
 		}
 	}
-	if h.kind == "chat" {
+	if h.kind == dialect.Chat {
 		gjson.GetBytes(body, "choices").ForEach(func(_, c gjson.Result) bool {
 			add(c.Get("message.content"))
 			return true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/healjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
@@ -27,7 +28,7 @@ func TestHealingFor(t *testing.T) {
 		{"word in the prompt only", "chat", `{"messages":[{"role":"user","content":"response-healing"}]}`, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, apiErr := healingFor(tc.kind, []byte(tc.body))
+			h, apiErr := healingFor(dialect.Kind(tc.kind), []byte(tc.body))
 			if tc.err != "" {
 				if apiErr == nil || !strings.Contains(apiErr.Message, tc.err) || apiErr.Status != 400 {
 					t.Fatalf("error %v, want %q", apiErr, tc.err)

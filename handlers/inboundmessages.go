@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
@@ -32,7 +33,7 @@ import (
 // no chat form is served by the Anthropic-style providers alone; none
 // left is the translation's 400.
 func (rt *Route) translateMessages() *apierror.Error {
-	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() }) {
+	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) }) {
 		return nil
 	}
 	// The reasoning_effort thinking implies goes to the providers that
@@ -40,7 +41,7 @@ func (rt *Route) translateMessages() *apierror.Error {
 	// taken out for those that do not (apply).
 	takes, lacks := false, false
 	for _, a := range rt.Attempts {
-		if !a.Provider.Anthropic() {
+		if !a.Provider.D().Native(dialect.Messages) {
 			if slices.Contains(a.Provider.Parameters(), "reasoning") {
 				takes = true
 			} else {
@@ -53,7 +54,7 @@ func (rt *Route) translateMessages() *apierror.Error {
 		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort && lacks
 		return nil
 	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.Anthropic() })
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) })
 	if len(rt.Attempts) == 0 {
 		return apierror.BadRequest(err.Error())
 	}
@@ -78,9 +79,21 @@ func validateMessages(f *reqbody.Fields) {
 func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
 	cw := messages.NewChatToMessages(mw, genID, route.Model.ID, route.Provider.Name)
 	cw.Limit = maxBufferedBody
-	err := proxy(next, cw, r)
+	var w http.ResponseWriter = cw
+	var aw dialect.AnswerReader
+	if route.viaChat { // a provider that answers chat in its own API
+		aw = route.dialect.ToChat(cw, route.Provider.Model, maxBufferedBody)
+		w = aw
+	}
+	err := proxy(next, w, r)
+	if aw != nil {
+		aw.Finish()
+	}
 	cw.Finish(err)
 	mw.produced = cw.Produced
+	if aw != nil {
+		mw.produced = max(mw.produced, aw.OutputProduced())
+	}
 	return err
 }
 

@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -200,7 +199,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = st.genID
-		if route.Kind == "chat" {
+		if route.Kind == dialect.Chat {
 			mw.rewriteIdentity(st.genID, route)
 		}
 		began := now()
@@ -272,7 +271,7 @@ func costRangeError(route *Route) *apierror.Error {
 	field := route.MaxTokensField
 	if field == "" {
 		field = "messages"
-		if route.Kind == "responses" {
+		if route.Kind == dialect.Responses {
 			field = "input"
 		}
 	}
@@ -325,7 +324,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	var err error
 	if search := st.plan; search != nil {
 		var c money.Amount
-		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.anthropic); route.BYOK {
+		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.messagesAPI); route.BYOK {
 			credits = c
 		}
 	}
@@ -355,7 +354,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		cost, credits = res.Hold, res.Credits
 	}
 	mw.ownBill = newUsageBill(cost, pricing, usage, route.BYOK)
-	mw.ownBill.responses = route.Kind == "responses"
+	mw.ownBill.responses = route.Kind == dialect.Responses
 	mw.bill = &mw.ownBill
 	status := "completed"
 	switch {
@@ -430,7 +429,7 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err 
 // and a Messages request's chat answer a Messages answer. A Messages
 // request to an Anthropic-style provider is passed natively.
 func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
-	if route.Kind == "messages" && route.translate {
+	if route.Kind == dialect.Messages && route.translate {
 		return proxyMessages(next, mw, r, route, genID)
 	}
 	var w http.ResponseWriter = mw
@@ -440,16 +439,15 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 		cw.Limit = maxBufferedBody
 		w = cw
 	}
-	var aw *messages.AnthropicToChat
-	if route.toAnthropic {
-		aw = messages.NewAnthropicToChat(w, route.Provider.Model)
-		aw.Limit = maxBufferedBody
+	var aw dialect.AnswerReader
+	if route.viaChat {
+		aw = route.dialect.ToChat(w, route.Provider.Model, maxBufferedBody)
 		w = aw
 	}
 	err := proxy(next, w, r)
 	if aw != nil {
 		aw.Finish()
-		mw.produced = max(mw.produced, aw.Produced)
+		mw.produced = max(mw.produced, aw.OutputProduced())
 	}
 	if cw != nil {
 		cw.Finish(err)
@@ -512,14 +510,11 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 	case mw.upstreamError():
 		f.status, f.message = mw.Status, http.StatusText(mw.Status)
 		if body := mw.Body.Bytes(); len(body) > 0 {
-			if m := gjson.GetBytes(body, "error.message").Str; m != "" {
+			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
+			if m != "" {
 				f.message = m
 			}
-			if c := gjson.GetManyBytes(body, "error.code", "error.type"); c[0].Exists() && c[0].Type != gjson.Null {
-				f.code = c[0].Value()
-			} else if c[1].Str != "" {
-				f.code = c[1].Str
-			}
+			f.code = code
 			f.raw = truncate(string(body), 2000)
 		}
 		if f.code == nil {

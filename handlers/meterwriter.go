@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
@@ -35,7 +36,7 @@ import (
 //     answer with its own error shape and charge nothing.
 type meterWriter struct {
 	sse.Writer
-	kind  string // "chat", "responses", "messages", "other"
+	kind  dialect.Kind
 	genID string // sent as X-Generation-Id with answers that are charged
 
 	tail [][]byte // stream mode: held events, in order
@@ -134,7 +135,7 @@ func usageTokens(raw, in, out string) (prompt, completion int64, promptOK, compl
 	return prompt, completion, promptOK, completionOK, true
 }
 
-func newMeterWriter(w http.ResponseWriter, kind string) *meterWriter {
+func newMeterWriter(w http.ResponseWriter, kind dialect.Kind) *meterWriter {
 	mw := &meterWriter{kind: kind}
 	mw.Init(w, mw)
 	mw.Limit = maxBufferedBody
@@ -184,9 +185,9 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	case data == nil:
 	case sse.IsDone(data):
 		mw.sawDone, hold = true, true
-	case mw.kind == "messages":
+	case mw.kind == dialect.Messages:
 		hold = mw.messagesEvent(data) || hold
-	case mw.kind == "responses":
+	case mw.kind == dialect.Responses:
 		// Compared and measured only: not copied.
 		typ, seq := peekJSON(data, "type").Str, peekJSON(data, "sequence_number")
 		if seq.Exists() {
@@ -281,18 +282,18 @@ func (mw *meterWriter) usableJSON() bool {
 // searched for its text, which is then the basis of the charge.
 func (mw *meterWriter) readJSONUsage() (ok bool) {
 	body := mw.Body.Bytes()
-	if mw.kind == "messages" {
+	if mw.kind == dialect.Messages {
 		return mw.readMessagesUsage(body)
 	}
 	finishPath := "choices.0.finish_reason"
-	if mw.kind == "responses" {
+	if mw.kind == dialect.Responses {
 		finishPath = "status"
 	}
 	var layout *answerLayout
 	if mw.identity != nil {
 		layout = &mw.layout
 	}
-	top := readAnswerMembers(body, mw.kind == "responses", layout)
+	top := readAnswerMembers(body, mw.kind == dialect.Responses, layout)
 	// The generation record keeps these: copies, not views of the body.
 	mw.upstreamID = strings.Clone(top.id.Str)
 	u := top.usage
@@ -302,7 +303,7 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 	if u.IsObject() {
 		mw.usageJSON = u
 		mw.usageRaw = u.Raw
-		mw.usage = usageOf(u, mw.kind == "responses")
+		mw.usage = usageOf(u, mw.kind == dialect.Responses)
 		mw.finish = internFinish(top.finish.Str)
 		return true
 	}
@@ -318,9 +319,9 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 func (mw *meterWriter) heldOutput() int {
 	body := mw.Body.Bytes()
 	switch mw.kind {
-	case "responses":
+	case dialect.Responses:
 		return outputlen.ResponsesAnswer(body)
-	case "messages":
+	case dialect.Messages:
 		return outputlen.MessagesAnswer(body)
 	}
 	return outputlen.Chat(body)
@@ -662,12 +663,12 @@ func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 // rewriteAnswer is the answer the client gets, in two steps: usage.cost
 // added (built in buf), then the identity rewritten (in idBuf).
 func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
-	replace := mw.corrected && (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil
+	replace := mw.corrected && (mw.kind == dialect.Chat || mw.kind == dialect.Messages) && mw.bill != nil
 	if mw.usageJSON.IsObject() && !replace {
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
-	} else if (mw.kind == "chat" || mw.kind == "messages") && mw.bill != nil {
+	} else if (mw.kind == dialect.Chat || mw.kind == dialect.Messages) && mw.bill != nil {
 		// The provider reported no usage, or one the gateway corrected:
 		// the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
@@ -735,20 +736,20 @@ func (mw *meterWriter) sendTail(cost money.Amount) error {
 	for _, ev := range mw.tail {
 		if data := sse.Data(ev); data != nil && !sse.IsDone(data) {
 			path := "usage"
-			if mw.kind == "responses" {
+			if mw.kind == dialect.Responses {
 				path = "response.usage"
 			}
-			if u := gjson.GetBytes(data, path); u.IsObject() && mw.corrected && mw.kind != "responses" && mw.bill != nil {
+			if u := gjson.GetBytes(data, path); u.IsObject() && mw.corrected && mw.kind != dialect.Responses && mw.bill != nil {
 				// A usage the gateway corrected: the one charged instead.
 				if out, err := sjson.SetRawBytes(data, path, mw.billUsage()); err == nil {
 					ev = sse.ReplaceData(ev, data, out)
 				}
 			} else if u.IsObject() {
 				ev = sse.ReplaceData(ev, data, withCost(data, u, path, mw.usageMembers(cost)))
-			} else if mw.kind == "messages" && mw.bill != nil {
+			} else if mw.kind == dialect.Messages && mw.bill != nil {
 				ev = mw.withBilledUsage(ev, data)
 			}
-		} else if data != nil && mw.kind == "chat" && !mw.usage.ok && mw.bill != nil {
+		} else if data != nil && mw.kind == dialect.Chat && !mw.usage.ok && mw.bill != nil {
 			// The provider reported no usage: the stream still ends with
 			// one, the usage charged.
 			if err := mw.Send(mw.usageChunk()); err != nil {
@@ -777,7 +778,7 @@ func (mw *meterWriter) usageChunk() []byte {
 // billUsage is the usage object of what settle charged, in the route's
 // dialect.
 func (mw *meterWriter) billUsage() []byte {
-	if mw.kind == "messages" {
+	if mw.kind == dialect.Messages {
 		return mw.messagesBillUsage()
 	}
 	t := mw.bill.tokens
@@ -803,11 +804,11 @@ func failedResponse(route *Route, id string, created int64, msg string) *transla
 func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error {
 	created := now().Unix()
 	var ev []byte
-	if mw.kind == "messages" {
+	if mw.kind == dialect.Messages {
 		// Anthropic's streams end with no [DONE].
 		return mw.sendMessagesError(code, msg)
 	}
-	if mw.kind == "responses" {
+	if mw.kind == dialect.Responses {
 		// Numbered after the events sent.
 		next := int64(0)
 		if mw.seqSeen {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -54,7 +55,7 @@ func (l *writeLog) body() string { return strings.Join(l.writes, "") }
 func streamWriter(t *testing.T, kind string) (*meterWriter, *writeLog) {
 	t.Helper()
 	log := newWriteLog()
-	mw := newMeterWriter(log, kind)
+	mw := newMeterWriter(log, dialect.Kind(kind))
 	mw.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	mw.Header().Set("Content-Length", "999")
 	mw.WriteHeader(http.StatusOK)

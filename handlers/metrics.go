@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -23,9 +24,9 @@ import (
 // "private", one series for all.
 func seriesOf(route *Route) *telemetry.Series {
 	if strings.HasPrefix(route.Provider.Name, privateProviderPrefix) {
-		return telemetry.For(route.Kind, telemetry.Private, telemetry.Private)
+		return telemetry.For(string(route.Kind), telemetry.Private, telemetry.Private)
 	}
-	return telemetry.For(route.Kind, route.Model.ID, route.Provider.Name)
+	return telemetry.For(string(route.Kind), route.Model.ID, route.Provider.Name)
 }
 
 // isInferencePost reports whether a request counts in requests_total: a
@@ -48,7 +49,7 @@ func observeAnswer(r *http.Request, st *requestState, err error) error {
 	if st.route != nil {
 		seriesOf(st.route).Request(status)
 	} else {
-		telemetry.For(routeKindOf(st.sub), telemetry.None, telemetry.None).Request(status)
+		telemetry.For(string(dialect.KindOf(st.sub)), telemetry.None, telemetry.None).Request(status)
 	}
 	return err
 }

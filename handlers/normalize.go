@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 
@@ -9,7 +8,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
@@ -39,14 +38,14 @@ func gatewayOnlyField(name string) bool {
 // sampling fields that OpenAI's APIs of the route kind do not define;
 // providers that lack a parameter ignore it in the public API, so the
 // gateway drops them.
-func openAIUnsupported(kind, name string) bool {
+func openAIUnsupported(kind dialect.Kind, name string) bool {
 	switch kind {
-	case "chat", "responses":
+	case dialect.Chat, dialect.Responses:
 		switch name {
 		case "min_p", "top_a", "top_k", "repetition_penalty":
 			return true
 		case "frequency_penalty", "presence_penalty", "modalities":
-			return kind == "responses"
+			return kind == dialect.Responses
 		}
 	}
 	return false
@@ -78,7 +77,7 @@ var reasoningEfforts = map[string]bool{
 // A plugin the gateway does not offer is a 400 naming it. The body was
 // checked by validateInference; one that needs no change is returned as
 // it is.
-func normalizeRequest(kind string, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
+func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
 	var drop []string
 	var reasoning, streamOptions gjson.Result
 	hasEffort := false
@@ -94,14 +93,14 @@ func normalizeRequest(kind string, body []byte, f *reqbody.Fields) ([]byte, *api
 			drop = append(drop, name)
 		case gatewayOnlyField(name) || openAIUnsupported(kind, name):
 			drop = append(drop, name)
-		case name == "reasoning" && kind != "other":
+		case name == "reasoning" && kind != dialect.Other:
 			reasoning = gjson.Parse(raw)
 			drop = append(drop, name)
 		case name == "reasoning_effort":
 			hasEffort = gjson.Parse(raw).Type != gjson.Null
 		case name == "stream":
 			stream = gjson.Parse(raw).Type == gjson.True
-		case name == "stream_options" && kind == "chat":
+		case name == "stream_options" && kind == dialect.Chat:
 			streamOptions = gjson.Parse(raw)
 		}
 	}
@@ -115,7 +114,7 @@ func normalizeRequest(kind string, body []byte, f *reqbody.Fields) ([]byte, *api
 			extra = append(extra, add)
 		}
 	}
-	if kind == "chat" && stream && !gjson.Get(streamOptions.Raw, "include_usage").Bool() {
+	if kind == dialect.Chat && stream && !gjson.Get(streamOptions.Raw, "include_usage").Bool() {
 		opts := []byte(`{"include_usage":true}`)
 		if streamOptions.IsObject() {
 			opts, _ = sjson.SetBytes([]byte(streamOptions.Raw), "include_usage", true)
@@ -203,7 +202,7 @@ func checkPluginMembers(path, id string, p gjson.Result, member func(name string
 // takes; nil when it asks for nothing the dialect can express (a token
 // budget or exclude). chat: reasoning_effort, unless the client set that
 // too; Responses: reasoning with effort and summary.
-func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *apierror.Error) {
+func reasoningFor(kind dialect.Kind, r gjson.Result, hasEffort bool) ([]byte, *apierror.Error) {
 	if r.Type == gjson.Null {
 		return nil, nil
 	}
@@ -217,7 +216,7 @@ func reasoningFor(kind string, r gjson.Result, hasEffort bool) ([]byte, *apierro
 	if r.Get("enabled").Type == gjson.False && effort.Type != gjson.String {
 		effort = gjson.Parse(`"none"`)
 	}
-	if kind == "chat" {
+	if kind == dialect.Chat {
 		if hasEffort || effort.Type != gjson.String {
 			return nil, nil
 		}
@@ -256,45 +255,4 @@ func anthropicExtra(f *reqbody.Fields) string {
 		}
 	}
 	return string(b)
-}
-
-// withMembers adds members (JSON text without braces) to a JSON object.
-func withMembers(obj []byte, members string) []byte {
-	if members == "" {
-		return obj
-	}
-	end := bytes.LastIndexByte(obj, '}')
-	if end < 0 {
-		return obj
-	}
-	out := make([]byte, 0, len(obj)+len(members)+1)
-	out = append(out, obj[:end]...)
-	if head := bytes.TrimSpace(obj[:end]); len(head) > 0 && head[len(head)-1] != '{' {
-		out = append(out, ',')
-	}
-	out = append(out, members...)
-	return append(out, obj[end:]...)
-}
-
-// forProvider adapts an attempt's chat completions body to its provider:
-// max_tokens becomes max_completion_tokens for providers that take only
-// that (catalog.Provider.MaxTokensField).
-func forProvider(body []byte, p *catalog.Provider) []byte {
-	if p.MaxTokensField != "max_completion_tokens" || !bytes.Contains(body, []byte(`"max_tokens"`)) {
-		return body
-	}
-	mt := gjson.GetBytes(body, "max_tokens")
-	if !mt.Exists() {
-		return body
-	}
-	out, err := sjson.DeleteBytes(body, "max_tokens")
-	if err != nil {
-		return body
-	}
-	if !gjson.GetBytes(out, "max_completion_tokens").Exists() {
-		if out, err = sjson.SetRawBytes(out, "max_completion_tokens", []byte(mt.Raw)); err != nil {
-			return body
-		}
-	}
-	return out
 }

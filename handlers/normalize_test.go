@@ -7,11 +7,12 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
-func normalizeBody(t *testing.T, kind, body string) (string, *apierror.Error) {
+func normalizeBody(t *testing.T, kind dialect.Kind, body string) (string, *apierror.Error) {
 	t.Helper()
 	f, apiErr := reqbody.ParseObject([]byte(body))
 	if apiErr != nil {
@@ -26,7 +27,8 @@ func normalizeBody(t *testing.T, kind, body string) (string, *apierror.Error) {
 
 func TestNormalizeRequest(t *testing.T) {
 	for _, tc := range []struct {
-		kind, in, want string
+		kind     dialect.Kind
+		in, want string
 	}{
 		// Nothing to change: the same bytes.
 		{"chat", `{"model":"m", "messages":[]}`, `{"model":"m", "messages":[]}`},
@@ -81,20 +83,6 @@ func TestNormalizeRequestRefuses(t *testing.T) {
 	}
 }
 
-func TestForProvider(t *testing.T) {
-	newer := &catalog.Provider{MaxTokensField: "max_completion_tokens"}
-	if got := string(forProvider([]byte(`{"max_tokens":5,"messages":[]}`), newer)); got != `{"messages":[],"max_completion_tokens":5}` {
-		t.Errorf("got %s", got)
-	}
-	if got := string(forProvider([]byte(`{"max_tokens":5,"max_completion_tokens":7}`), newer)); got != `{"max_completion_tokens":7}` {
-		t.Errorf("got %s", got)
-	}
-	body := []byte(`{"max_tokens":5}`)
-	if got := forProvider(body, &catalog.Provider{}); string(got) != string(body) {
-		t.Errorf("got %s", got)
-	}
-}
-
 // A body without gateway fields is passed on without a copy.
 func BenchmarkNormalizeRequest(b *testing.B) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":100,"temperature":0.2}`)
@@ -116,10 +104,13 @@ func TestAnthropicDialectKeepsTopK(t *testing.T) {
 	if extra != `"top_k":5` {
 		t.Fatalf("extra %q", extra)
 	}
-	if got := string(withMembers([]byte(`{"a":1}`), extra)); got != `{"a":1,"top_k":5}` {
-		t.Errorf("withMembers: %s", got)
+	if got := string(anthropic.WithExtra([]byte(`{"a":1}`), extra)); got != `{"a":1,"top_k":5}` {
+		t.Errorf("WithExtra: %s", got)
 	}
-	if got := string(withMembers([]byte(`{}`), extra)); got != `{"top_k":5}` {
-		t.Errorf("withMembers of {}: %s", got)
+	if got := string(anthropic.WithExtra([]byte(`{}`), extra)); got != `{"top_k":5}` {
+		t.Errorf("WithExtra of {}: %s", got)
+	}
+	if got := string(anthropic.WithExtra([]byte(`{"thinking":{}}`), extra)); got != `{"thinking":{}}` {
+		t.Errorf("WithExtra with thinking: %s", got)
 	}
 }

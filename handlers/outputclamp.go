@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -86,29 +87,15 @@ func (c *outputClamp) apply(r *http.Request) error {
 // field the gateway can set. A Messages request always sets max_tokens,
 // which the clamp never lowers.
 func (rt *Route) clampable() bool {
-	return rt.Kind == "chat" || rt.Kind == "responses" || rt.Kind == "messages"
-}
-
-// outputLimitField is the field that bounds the output of a request of
-// kind on a's provider: max_output_tokens for Responses, for Chat
-// Completions max_completion_tokens on OpenAI (whose reasoning models
-// refuse max_tokens) and max_tokens elsewhere, as every compatible server
-// reads it (a Responses request translated for a chat-only provider too).
-func (a Attempt) outputLimitField(kind string) string {
-	switch {
-	case kind == "responses" && !a.Provider.ChatOnly():
-		return "max_output_tokens"
-	case kind == "chat" && (a.Provider.Name == "openai" || a.Provider.Host == "api.openai.com"):
-		return "max_completion_tokens"
-	}
-	return "max_tokens"
+	return rt.Kind != dialect.Other
 }
 
 // withOutputLimit sets the attempt's fitted output limit in the body it
-// is sent, when admission lowered it.
-func (a Attempt) withOutputLimit(body []byte, kind string) ([]byte, error) {
+// is sent, when admission lowered it, in the field its dialect reads for
+// the route (native: as the client's API, else as chat completions).
+func (a Attempt) withOutputLimit(body []byte, kind dialect.Kind, native bool) ([]byte, error) {
 	if a.OutputLimit <= 0 {
 		return body, nil
 	}
-	return sjson.SetBytes(body, a.outputLimitField(kind), a.OutputLimit)
+	return sjson.SetBytes(body, a.Provider.D().OutputLimitField(kind, native), a.OutputLimit)
 }

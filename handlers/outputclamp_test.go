@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -143,7 +144,7 @@ func TestOutputClampPerAttempt(t *testing.T) {
 			p.API = catalog.APIChat
 			a.Provider = &p
 		}
-		body, err := a.withOutputLimit([]byte(`{"model":"x"}`), tc.kind)
+		body, err := a.withOutputLimit([]byte(`{"model":"x"}`), dialect.Kind(tc.kind), tc.kind != "responses" || !tc.chatOnlyP)
 		if err != nil || gjson.GetBytes(body, tc.field).Int() != a.OutputLimit {
 			t.Errorf("%s on %s: %s, %v", tc.kind, a.Provider.Name, body, err)
 		}

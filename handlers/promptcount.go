@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
@@ -328,7 +329,7 @@ const (
 // model has no tokenizer keep the byte bound. A chat request that asks
 // for middle-out compression is compressed first (middleout.go).
 func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
-	if rt.compress && rt.Kind == "chat" {
+	if rt.compress && rt.Kind == dialect.Chat {
 		if apiErr := rt.middleOut(mediaPart); apiErr != nil {
 			return apiErr
 		}
@@ -376,7 +377,7 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 	kept := slices.DeleteFunc(slices.Clone(rt.Attempts), func(a Attempt) bool { return !fits(&a) })
 	if len(kept) == 0 {
 		field := "messages"
-		if rt.Kind == "responses" {
+		if rt.Kind == dialect.Responses {
 			field = "input"
 		}
 		return apierror.BadRequest(fmt.Sprintf("%s: the prompt has %d tokens, more than the %d of model %s's context_length",
@@ -391,15 +392,15 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 // Anthropic-style provider, a route without messages).
 func (rt *Route) countedBody(a *Attempt) (int, []byte) {
 	switch rt.Kind {
-	case "chat":
+	case dialect.Chat:
 		return formChat, rt.body
-	case "responses":
+	case dialect.Responses:
 		if a.Provider.ChatOnly() && rt.chatBody != nil {
 			return formChatBody, rt.chatBody
 		}
 		return formResponses, rt.body
-	case "messages":
-		if !a.Provider.Anthropic() && rt.chatBody != nil {
+	case dialect.Messages:
+		if !a.Provider.D().Native(dialect.Messages) && rt.chatBody != nil {
 			return formChatBody, rt.chatBody
 		}
 	}

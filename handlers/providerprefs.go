@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 )
 
@@ -357,7 +358,7 @@ func (c *priceCeiling) exceeds(m *catalog.Model) string {
 // requestParameters are the parameters of the public API a request uses,
 // by their names in the chat dialect (what providers' supported_parameters
 // list), for `require_parameters`.
-func requestParameters(kind string, get func(string) gjson.Result) []string {
+func requestParameters(kind dialect.Kind, get func(string) gjson.Result) []string {
 	var used []string
 	has := func(name string) bool { v := get(name); return v.Exists() && v.Type != gjson.Null }
 	add := func(param string, present bool) {
@@ -374,10 +375,10 @@ func requestParameters(kind string, get func(string) gjson.Result) []string {
 	add("logprobs", get("logprobs").Type == gjson.True)
 	add("max_tokens", has("max_completion_tokens") || has("max_output_tokens"))
 	switch kind {
-	case "responses":
+	case dialect.Responses:
 		add("response_format", has("text.format"))
 		add("structured_outputs", get("text.format.type").Str == "json_schema")
-	case "messages":
+	case dialect.Messages:
 		add("reasoning", has("thinking"))
 		add("stop", has("stop_sequences"))
 	default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routestats"
@@ -416,7 +417,7 @@ func TestRequestParameters(t *testing.T) {
 		{"messages", `{"max_tokens":5,"thinking":{"type":"enabled"},"stop_sequences":["x"]}`, "max_tokens,reasoning,stop"},
 	} {
 		root := gjson.Parse(tt.body)
-		got := requestParameters(tt.kind, func(name string) gjson.Result { return root.Get(name) })
+		got := requestParameters(dialect.Kind(tt.kind), func(name string) gjson.Result { return root.Get(name) })
 		if strings.Join(got, ",") != tt.want {
 			t.Errorf("%s %s: %v, want %s", tt.kind, tt.body, got, tt.want)
 		}

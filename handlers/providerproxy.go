@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 )
 
 // The placeholders through which the router points reverse_proxy at the
@@ -178,7 +179,11 @@ func withProviderKey(req *http.Request) *http.Request {
 	*out = *req
 	out.Header = make(http.Header, len(req.Header)+1)
 	maps.Copy(out.Header, req.Header)
-	setProviderKey(out.Header, rt.anthropic, rt.key)
+	if s, ok := rt.dialect.(dialect.Signer); ok {
+		_ = s.Sign(out, rt.sent, rt.key) // unsigned, the provider's 403 is the answer
+	} else {
+		rt.dialect.SetKey(out.Header, rt.key)
+	}
 	return out
 }
 

@@ -4,13 +4,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -28,9 +29,8 @@ type Route struct {
 	// Attempts are the endpoints to try in order: the model's providers,
 	// then those of the request's `models` fallbacks.
 	Attempts []Attempt
-	// Kind is "chat" (chat completions), "responses", "messages"
-	// (Anthropic's Messages API) or "other".
-	Kind      string
+	// Kind is the route the client called: the API of the body.
+	Kind      dialect.Kind
 	Stream    bool
 	MaxTokens int64 // max_tokens, max_completion_tokens or max_output_tokens; 0: unset
 	// Choices is chat's n, at least 1: each choice may run to the output
@@ -75,14 +75,23 @@ type Route struct {
 	// reasoning_effort its thinking or output_config.effort implies,
 	// which reaches only providers that take reasoning (see apply).
 	impliedEffort bool
-	// anthropic: the current attempt's provider speaks Anthropic's
-	// Messages API (catalog.StyleAnthropic). toAnthropic: the request is
-	// a chat (or Responses) request, translated (messages.ChatToAnthropic)
-	// and so is the answer; a Messages request (Kind "messages") is not.
-	anthropic, toAnthropic bool
-	// anthropicExtra are members the Anthropic dialect adds to the
-	// Messages body: fields of the request the chat body cannot carry
-	// (normalize.go's anthropicFields).
+	// dialect speaks the current attempt's provider's API.
+	dialect dialect.Dialect
+	// messagesAPI: the current attempt's provider speaks Anthropic's
+	// Messages API natively. viaChat: the request reaches it as a chat
+	// (or Responses) request in the provider's own API (the dialect's
+	// FromChat), and so the answer comes back (its ToChat).
+	messagesAPI, viaChat bool
+	// native: the current attempt's provider takes the request in the
+	// client's API (Dialect.Native).
+	native bool
+	// sent is the body the current attempt sends, which a dialect.Signer
+	// signs.
+	sent []byte
+	// anthropicExtra are members of the request the chat body cannot
+	// carry (normalize.go's anthropicFields: top_k) that the dialects
+	// translating chat into their own API take: Anthropic's adds them to
+	// the Messages body, the others read them in the chat body.
 	anthropicExtra string
 	// key is the current attempt's provider key. It is never put on the
 	// request, which reverse_proxy logs: the provider proxies' transport
@@ -112,19 +121,7 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	case "tollgate.upstream.dial":
 		return p.Dial, true
 	case "tollgate.upstream.uri":
-		if rt.anthropic {
-			return p.BasePath + messages.Path, true
-		}
-		if rt.translate && rt.Kind == "messages" {
-			// Anthropic's query parameters (Claude Code's beta=true) mean
-			// nothing to a chat provider; Caddy's rewrite clears the query
-			// for a URI ending in "?".
-			return p.BasePath + "/chat/completions?", true
-		}
-		if rt.translate {
-			return p.BasePath + "/chat/completions" + strings.TrimPrefix(rt.uri, "/responses"), true
-		}
-		return p.BasePath + rt.uri, true
+		return p.BasePath + rt.dialect.URI(rt.Kind, rt.native, rt.uri, rt.Stream), true
 	case "tollgate.upstream.host":
 		return p.Host, true
 	case "tollgate.upstream.scheme":
@@ -147,9 +144,13 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	rt.current = i
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
 	body := rt.body
-	// A Messages request is translated to chat unless its provider speaks
-	// Anthropic's Messages API.
-	rt.translate = rt.Kind == "responses" && a.Provider.ChatOnly() || rt.Kind == "messages" && !a.Provider.Anthropic()
+	d := a.Provider.D()
+	rt.dialect = d
+	// A Responses or Messages request the provider does not take as it
+	// is goes to it as chat completions.
+	native := d.Native(rt.Kind)
+	rt.native = native
+	rt.translate = !native && (rt.Kind == dialect.Responses || rt.Kind == dialect.Messages)
 	if rt.translate {
 		body = rt.chatBody
 		if rt.impliedEffort && !slices.Contains(a.Provider.Parameters(), "reasoning") {
@@ -159,35 +160,33 @@ func (rt *Route) apply(r *http.Request, i int) error {
 			body = messages.WithoutReasoningEffort(body)
 		}
 	}
-	if rt.translate || rt.Kind == "chat" {
-		body = forProvider(body, a.Provider)
-	}
 	body, err := withModel(body, a.Provider.Model)
 	if err == nil {
-		body, err = a.withOutputLimit(body, rt.Kind)
+		body, err = a.withOutputLimit(body, rt.Kind, native)
 	}
-	rt.anthropic = a.Provider.Anthropic()
-	rt.toAnthropic = rt.anthropic && (rt.Kind == "chat" || rt.Kind == "responses")
+	rt.messagesAPI = d.Native(dialect.Messages)
+	rt.viaChat = !native && !d.Native(dialect.Chat)
 	switch {
 	case err != nil:
-	case rt.toAnthropic:
-		body, err = messages.ChatToAnthropic(body, a.anthropicMaxTokens())
-		if !gjson.GetBytes(body, "thinking").Exists() { // thinking refuses top_k
-			body = withMembers(body, rt.anthropicExtra)
+	case native:
+		body, err = d.Adapt(rt.Kind, body, a.requiredOutputLimit())
+	case rt.viaChat && rt.messagesAPI:
+		body, err = d.FromChat(body, a.requiredOutputLimit())
+		if err == nil {
+			body = anthropic.WithExtra(body, rt.anthropicExtra)
 		}
-	case rt.anthropic:
-		// A Messages request: sent as it is, but for the model id (set
-		// above) and the max_tokens Anthropic requires.
-		body, err = messages.WithMaxTokens(body, a.anthropicMaxTokens())
-		if err == nil && a.Provider.FoldsSystem() {
-			body, err = messages.FoldSystem(body)
-		}
+	case rt.viaChat:
+		// The public fields chat cannot carry (top_k) reach the
+		// dialect's translation in the chat body.
+		body, err = d.FromChat(dialect.WithMembers(body, rt.anthropicExtra), a.requiredOutputLimit())
+	default:
+		body, err = d.Adapt(dialect.Chat, body, a.requiredOutputLimit())
 	}
 	if err != nil {
 		return err
 	}
 	rt.key = a.Key
-	setDialect(r.Header, rt.anthropic)
+	d.SetHeaders(r.Header)
 	if betas := rt.betasFor(a.Provider); betas != "" {
 		r.Header["Anthropic-Beta"] = []string{betas}
 	} else {
@@ -198,41 +197,16 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.Host = a.Provider.Host
 	r.Body = reqbody.NewBuffered(body)
+	rt.sent = body
 	r.ContentLength = int64(len(body))
 	return nil
 }
 
-// setDialect sets the headers of the attempt's provider dialect but its
-// key: Anthropic's anthropic-version. No credential header remains: the
-// key is added by the transport (withProviderKey), and a fallback never
-// carries the previous provider's headers.
-//
-// The names are canonical already: the map is used directly, without
-// Header's canonicalization of each name on every request.
-func setDialect(h http.Header, anthropic bool) {
-	delete(h, "X-Api-Key")
-	delete(h, "Authorization")
-	delete(h, "Anthropic-Version")
-	if anthropic {
-		h["Anthropic-Version"] = []string{messages.Version}
-	}
-}
-
-// setProviderKey authenticates a request to the provider with key in its
-// dialect: Anthropic's x-api-key, else a bearer token.
-func setProviderKey(h http.Header, anthropic bool, key string) {
-	if anthropic {
-		h["X-Api-Key"] = []string{key}
-		return
-	}
-	h["Authorization"] = []string{"Bearer " + key}
-}
-
-// anthropicMaxTokens is the max_tokens an Anthropic-style provider gets
-// when the request sets none (the Messages API requires it): the model's
+// requiredOutputLimit is the output limit a provider that requires one
+// (Anthropic's max_tokens) gets when the request sets none: the model's
 // max_completion_tokens, else messages.DefaultMaxTokens within its
 // context window. A limit admission fitted is already in the body.
-func (a Attempt) anthropicMaxTokens() int64 {
+func (a Attempt) requiredOutputLimit() int64 {
 	if n := a.Model.MaxCompletionTokens; n > 0 {
 		return n
 	}
@@ -242,48 +216,72 @@ func (a Attempt) anthropicMaxTokens() int64 {
 	return messages.DefaultMaxTokens
 }
 
-// anthropicFor checks that the request can be sent to its Anthropic-style
-// providers: only chat completions and Responses requests are translated,
-// and only those the Messages API can express. The others are served by
-// the other providers alone; none left is the translation's 400.
-func (rt *Route) anthropicFor() *apierror.Error {
-	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.Anthropic() }) {
+// dialectsFor checks that the request can be sent to its providers whose
+// dialect does not take it natively and speaks chat in its own API
+// (FromChat): only the routes they serve, and only requests their
+// translation can express. The others are served by the other providers
+// alone; none left is the translation's 400.
+func (rt *Route) dialectsFor() *apierror.Error {
+	viaChat := func(a Attempt) bool {
+		d := a.Provider.D()
+		return !d.Native(rt.Kind) && !d.Native(dialect.Chat)
+	}
+	if !slices.ContainsFunc(rt.Attempts, viaChat) {
 		return nil
 	}
 	var refusal *apierror.Error
-	switch rt.Kind {
-	case "messages":
-		return nil // Anthropic's own API: passed natively
-	case "chat", "responses":
+	checked := map[string]bool{} // dialects whose translation took the body
+	refused := func(a Attempt) bool {
+		if !viaChat(a) {
+			return false
+		}
+		d := a.Provider.D()
+		if checked[d.Name()] {
+			return false
+		}
+		if !d.Serves(rt.Kind) {
+			if refusal == nil {
+				refusal = apierror.BadRequest("model: its providers speak " + dialectAPI(d) + ", which does not serve " + rt.uriPath())
+			}
+			return true
+		}
 		chat := rt.body
-		if rt.Kind == "responses" {
+		if rt.Kind != dialect.Chat {
 			chat = rt.chatBody
 		}
 		if chat == nil {
-			break // dropped with the chat-only providers by translateFor
+			return false // dropped with the chat-only providers by translateFor
 		}
-		if _, err := messages.ChatToAnthropic(chat, messages.DefaultMaxTokens); err != nil {
-			refusal = apierror.BadRequest(err.Error())
+		if _, err := d.FromChat(chat, messages.DefaultMaxTokens); err != nil {
+			if refusal == nil {
+				refusal = apierror.BadRequest(err.Error())
+			}
+			return true
 		}
-	default:
-		refusal = apierror.BadRequest("model: its providers speak Anthropic's Messages API, which does not serve " + rt.uriPath())
+		checked[d.Name()] = true
+		return false
 	}
-	if refusal == nil {
-		return nil
-	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.Anthropic() })
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, refused)
 	if len(rt.Attempts) == 0 {
 		return refusal
 	}
 	return nil
 }
 
+// dialectAPI names a dialect's API in messages.
+func dialectAPI(d dialect.Dialect) string {
+	if d.Native(dialect.Messages) {
+		return "Anthropic's Messages API"
+	}
+	return "the " + d.Name() + " API"
+}
+
 // uriPath names the route's kind for messages.
 func (rt *Route) uriPath() string {
-	if rt.Kind == "other" {
+	if rt.Kind == dialect.Other {
 		return "this route"
 	}
-	return "/" + rt.Kind
+	return rt.Kind.Path()
 }
 
 // translateFor prepares a Responses request for the chat-only providers
@@ -291,10 +289,10 @@ func (rt *Route) uriPath() string {
 // providers that speak Responses: the chat-only ones are dropped, and
 // none left is the translation's 400.
 func (rt *Route) translateFor() *apierror.Error {
-	if rt.Kind == "messages" {
+	if rt.Kind == dialect.Messages {
 		return rt.translateMessages()
 	}
-	if rt.Kind != "responses" || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
+	if rt.Kind != dialect.Responses || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
 		return nil
 	}
 	chat, err := translate.ResponsesToChat(rt.body)

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -46,9 +47,6 @@ import (
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// UpstreamBasePath was the upstream API root of requests not routed
-	// by model, which are no longer proxied; accepted and unused.
-	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate (promptbound.go). Default
 	// DefaultMediaPartTokens.
@@ -84,9 +82,6 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MaxBodyBytes == 0 {
 		rt.MaxBodyBytes = 16 << 20
 	}
-	if rt.UpstreamBasePath == "" {
-		rt.UpstreamBasePath = "/v1"
-	}
 	if rt.MediaPartTokens == 0 {
 		rt.MediaPartTokens = DefaultMediaPartTokens
 	}
@@ -98,7 +93,6 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
-	rt.UpstreamBasePath = strings.TrimSuffix(rt.UpstreamBasePath, "/")
 	rt.fileClient = newFileClient(rt)
 	betas, err := betaSet(rt.AnthropicBetas)
 	if err != nil {
@@ -179,7 +173,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// reverse_proxy with request_buffers (an operator's option) refuses a
 	// request that asks for that.
 	delete(r.Header, "Incremental")
-	if route.Kind == "messages" {
+	if route.Kind == dialect.Messages {
 		route.betas = rt.allowedBetas(r.Header)
 		dropAnthropicHeaders(r.Header)
 	}
@@ -215,19 +209,6 @@ func withQuery(path string, r *http.Request) string {
 	return path
 }
 
-// routeKindOf is the Route.Kind of an inference path.
-func routeKindOf(sub string) string {
-	switch sub {
-	case "/chat/completions":
-		return "chat"
-	case "/responses":
-		return "responses"
-	case "/messages":
-		return "messages"
-	}
-	return "other"
-}
-
 // route finds the request's model (and its `models` fallbacks) in the
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
@@ -245,7 +226,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	kind := routeKindOf(sub)
+	kind := dialect.KindOf(sub)
 	ef := endpointFilter{prefs: &prefs}
 	if prefs.requireParameters {
 		ef.params = requestParameters(kind, field)
@@ -358,7 +339,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		}
 	}
 	route.Choices = 1
-	if kind == "chat" {
+	if kind == dialect.Chat {
 		// Each of n choices may run to the output limit (validated above).
 		if n, ok := tokenCount(field("n")); ok {
 			route.Choices = n
@@ -370,7 +351,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if route.compress, apiErr = compressionAsked(field("transforms"), field("plugins")); apiErr != nil {
 		return nil, apiErr
 	}
-	if route.compress && kind != "chat" {
+	if route.compress && kind != dialect.Chat {
 		name := "transforms"
 		if !field("transforms").Exists() {
 			name = "plugins"
@@ -380,10 +361,10 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr
 	}
-	if apiErr := route.anthropicFor(); apiErr != nil {
+	if apiErr := route.dialectsFor(); apiErr != nil {
 		return nil, apiErr
 	}
-	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return a.Provider.Anthropic() }) {
+	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
 		route.anthropicExtra = anthropicExtra(f)
 	}
 	return route, nil

@@ -179,7 +179,7 @@ func TestRouterRoutes(t *testing.T) {
 				}
 			}
 			rte := got.route
-			if !got.hasRoute || rte.Model.ID != tt.model || rte.Provider.Name != tt.provider || rte.Kind != tt.kind ||
+			if !got.hasRoute || rte.Model.ID != tt.model || rte.Provider.Name != tt.provider || string(rte.Kind) != tt.kind ||
 				rte.Stream != tt.stream || rte.MaxTokens != tt.maxTokens || rte.User != tt.user || rte.BYOK ||
 				rte.InputTokens != billing.EstimateTokens(len(want)) {
 				t.Errorf("route = %+v", rte)

@@ -112,15 +112,15 @@ func TestRouterDefaults(t *testing.T) {
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
-	if rt.MaxBodyBytes != 16<<20 || rt.UpstreamBasePath != "/v1" {
-		t.Errorf("defaults = %d %q", rt.MaxBodyBytes, rt.UpstreamBasePath)
+	if rt.MaxBodyBytes != 16<<20 {
+		t.Errorf("defaults = %d", rt.MaxBodyBytes)
 	}
-	rt = &Router{MaxBodyBytes: 10, UpstreamBasePath: "/openai/v1/"}
+	rt = &Router{MaxBodyBytes: 10}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
-	if rt.MaxBodyBytes != 10 || rt.UpstreamBasePath != "/openai/v1" {
-		t.Errorf("set = %d %q", rt.MaxBodyBytes, rt.UpstreamBasePath)
+	if rt.MaxBodyBytes != 10 {
+		t.Errorf("set = %d", rt.MaxBodyBytes)
 	}
 }
 
@@ -145,19 +145,18 @@ func TestRouterForwardsBody(t *testing.T) {
 	tests := []struct {
 		name     string
 		provider string // the provider's base path
-		base     string // the router's UpstreamBasePath: not used for routed requests
 		target   string
 		uri      string
 	}{
-		{"chat", "/v1", "", "/api/v1/chat/completions", "/v1/chat/completions"},
-		{"trailing slash", "/v1", "", "/api/v1/chat/completions/", "/v1/chat/completions"},
-		{"query kept", "/v1", "", "/api/v1/chat/completions?a=1&b=x%20y&a=2", "/v1/chat/completions?a=1&b=x%20y&a=2"},
-		{"custom base", "/openai/v1", "/other/v1/", "/api/v1/chat/completions?x=1", "/openai/v1/chat/completions?x=1"},
-		{"root base", "", "/", "/api/v1/chat/completions", "/chat/completions"},
+		{"chat", "/v1", "/api/v1/chat/completions", "/v1/chat/completions"},
+		{"trailing slash", "/v1", "/api/v1/chat/completions/", "/v1/chat/completions"},
+		{"query kept", "/v1", "/api/v1/chat/completions?a=1&b=x%20y&a=2", "/v1/chat/completions?a=1&b=x%20y&a=2"},
+		{"custom base", "/openai/v1", "/api/v1/chat/completions?x=1", "/openai/v1/chat/completions?x=1"},
+		{"root base", "", "/api/v1/chat/completions", "/chat/completions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, &Router{UpstreamBasePath: tt.base}, testgw.Catalog(tt.provider))
+			c := routerWithCatalog(t, &Router{}, testgw.Catalog(tt.provider))
 			r, repl := testgw.NewRequest("POST", tt.target, body,
 				"Accept-Encoding", "gzip, br", "Incremental", "?1", "Content-Type", "application/json", "Content-Length", "3")
 			r.ContentLength = -1 // as for a chunked request

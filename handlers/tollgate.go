@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,9 +52,6 @@ type Tollgate struct {
 	PerKey *RateCeiling `json:"per_key,omitempty"`
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// UpstreamBasePath is the upstream API root of requests that are not
-	// routed by model. Default "/v1".
-	UpstreamBasePath string `json:"upstream_base_path,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
 	// in the admission estimate. Default DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
@@ -125,7 +121,7 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
-	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, UpstreamBasePath: t.UpstreamBasePath, MediaPartTokens: t.MediaPartTokens,
+	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, MediaPartTokens: t.MediaPartTokens,
 		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, gw: gw}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
@@ -171,9 +167,6 @@ func (t *Tollgate) Validate() error {
 	}
 	if _, err := t.webFetchPrice(); err != nil {
 		return err
-	}
-	if p := t.UpstreamBasePath; p != "" && !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("upstream_base_path: must start with /, got %q", p)
 	}
 	return nil
 }

@@ -25,13 +25,12 @@ func TestTollgateValidate(t *testing.T) {
 		want string // "" valid; else the error's start
 	}{
 		{"defaults", Tollgate{}, ""},
-		{"set", Tollgate{PerIP: &RateCeiling{Requests: 600, Window: minute, Burst: 50}, MaxBodyBytes: 1, UpstreamBasePath: "/v1"}, ""},
+		{"set", Tollgate{PerIP: &RateCeiling{Requests: 600, Window: minute, Burst: 50}, MaxBodyBytes: 1}, ""},
 		{"per_ip requests", Tollgate{PerIP: &RateCeiling{Requests: 0, Window: minute}}, "per_ip: requests"},
 		{"per_key window", Tollgate{PerKey: &RateCeiling{Requests: 5}}, "per_key: window"},
 		{"per_key burst", Tollgate{PerKey: &RateCeiling{Requests: 5, Window: minute, Burst: -1}}, "per_key: burst"},
 		{"max_body_bytes", Tollgate{MaxBodyBytes: -1}, "max_body_bytes:"},
 		{"media_part_tokens", Tollgate{MediaPartTokens: -5}, "media_part_tokens:"},
-		{"upstream_base_path", Tollgate{UpstreamBasePath: "v1"}, "upstream_base_path:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

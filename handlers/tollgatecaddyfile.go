@@ -19,7 +19,6 @@ import (
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
-//		upstream_base_path <path>
 //		web_fetch_price    <credits>
 //	}
 //
@@ -45,7 +44,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "upstream_base_path", "anthropic_betas", "load_balancing", "web_fetch_price"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "web_fetch_price"}
 
 // SetOption sets the option name from its arguments; known is false when
 // name is not an option of the handler.
@@ -78,10 +77,9 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		t.WebFetchPrice = args[0]
 		_, err = t.webFetchPrice()
 	case "upstream_base_path":
-		if len(args) != 1 {
-			return true, fmt.Errorf("%s: expected one path", name)
-		}
-		t.UpstreamBasePath = args[0]
+		// Only requests routed by model reach a provider, each under its
+		// own base_url: the option had nothing left to set.
+		return true, fmt.Errorf("%s: removed; each provider's base_url sets its path", name)
 	default:
 		return false, nil
 	}

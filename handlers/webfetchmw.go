@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -110,15 +111,8 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if !bytes.Contains(body, webFetchWord) {
 		return body, nil
 	}
-	kind := ""
-	switch st.sub {
-	case "/chat/completions":
-		kind = "chat"
-	case "/responses":
-		kind = "responses"
-	case "/messages":
-		kind = "messages"
-	default:
+	kind := dialect.KindOf(st.sub)
+	if kind == dialect.Other {
 		return body, nil
 	}
 	brand := fs.brand()
@@ -130,7 +124,7 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	if at >= 0 && kind == "messages" {
+	if at >= 0 && kind == dialect.Messages {
 		return nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the web-fetch plugin applies to /chat/completions and /responses")
 	}
 	var run *fetchRun
@@ -155,7 +149,7 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 // fetchNamed fetches the URLs of the last user message for the plugin
 // (at index at) and puts the pages into the body; run is nil when the
 // message names none.
-func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind string, at int, opts webfetch.Options) ([]byte, *fetchRun, *apierror.Error) {
+func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind dialect.Kind, at int, opts webfetch.Options) ([]byte, *fetchRun, *apierror.Error) {
 	urls := webfetch.URLs(lastUserText(body, kind))
 	if len(urls) == 0 {
 		return body, nil, nil // nothing named: nothing fetched or charged

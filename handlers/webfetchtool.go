@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -63,7 +64,7 @@ const defaultRoundContext = 128_000
 
 // planFetchTool finds the server tool in a chat or Responses body and
 // puts the function tool in its place; tool is nil without one.
-func planFetchTool(body []byte, kind, brand string) ([]byte, *fetchTool, *apierror.Error) {
+func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetchTool, *apierror.Error) {
 	tools := gjson.GetBytes(body, "tools")
 	if !tools.IsArray() {
 		return body, nil, nil
@@ -138,10 +139,10 @@ func planFetchTool(body []byte, kind, brand string) ([]byte, *fetchTool, *apierr
 func (ft *fetchTool) restrictAttempts(r *http.Request, route *Route, brand string) *apierror.Error {
 	chat := func(a Attempt) bool {
 		switch route.Kind {
-		case "chat":
-			return !a.Provider.Anthropic()
-		case "responses":
-			return a.Provider.ChatOnly() && route.chatBody != nil
+		case dialect.Chat:
+			return a.Provider.D().Native(dialect.Chat)
+		case dialect.Responses:
+			return a.Provider.ChatOnly() && a.Provider.D().Native(dialect.Chat) && route.chatBody != nil
 		}
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 )
 
@@ -33,7 +34,7 @@ func FuzzWebSearchPrepare(f *testing.F) {
 		if responses {
 			kind = "responses"
 		}
-		out, plan, _, apiErr := ws.prepare(body, kind)
+		out, plan, _, apiErr := ws.prepare(body, dialect.Kind(kind))
 		if apiErr != nil {
 			if apiErr.Status != 400 || plan != nil {
 				t.Fatalf("refusal %+v with plan %v", apiErr, plan)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
@@ -75,7 +76,7 @@ func TestNativeTranslatePerFamily(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body, spec := normalized(t, tc.body)
-			out, apiErr := nativeTranslate(body, tc.kind, tc.family, spec)
+			out, apiErr := nativeTranslate(body, dialect.Kind(tc.kind), tc.family, spec)
 			if tc.err != "" {
 				if apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, tc.err) {
 					t.Fatalf("error %v, want 400 naming %s", apiErr, tc.err)
@@ -274,7 +275,7 @@ func TestCiteWriterChat(t *testing.T) {
 // [DONE] at once; providers batch events too).
 func TestCiteWriterSeveralEventsInOneWrite(t *testing.T) {
 	for _, kind := range []string{"chat", "responses"} {
-		plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: kind}
+		plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: dialect.Kind(kind)}
 		const errEv = `data: {"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"message":"Provider stream ended unexpectedly"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}` + "\n\n"
 		partial := `data: {"choices":[{"index":0,"delta":{"content":"cut`
 		for _, writes := range [][]string{{errEv + "data: [DONE]\n\n"}, {errEv + errEv + "data: [DONE]\n\n" + partial}} {

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -64,9 +65,9 @@ func (ws *WebSearch) setup(gw gateway.Gateway, logger *zap.Logger) {
 // goroutine).
 type searchPlan struct {
 	spec   *websearch.Spec
-	engine string // "native" or a gateway-side engine name
-	family string // provider family of the model: openai, anthropic, x, ""
-	kind   string // chat or responses
+	engine string       // "native" or a gateway-side engine name
+	family string       // provider family of the model: openai, anthropic, x, ""
+	kind   dialect.Kind // chat, responses or messages
 	query  string
 
 	eng   engines.Engine
@@ -89,15 +90,9 @@ type searchPlan struct {
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	if st.kind != admin.RouteInference || (st.sub != "/chat/completions" && st.sub != "/responses" && st.sub != "/messages") {
+	apiKind := dialect.KindOf(st.sub)
+	if st.kind != admin.RouteInference || apiKind == dialect.Other {
 		return body, nil
-	}
-	apiKind := "chat"
-	switch st.sub {
-	case "/responses":
-		apiKind = "responses"
-	case "/messages":
-		apiKind = "messages"
 	}
 	out, plan, deprecated, apiErr := ws.prepare(body, apiKind)
 	if apiErr != nil {
@@ -114,12 +109,12 @@ func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) 
 
 // prepare normalizes the body and plans the search; plan is nil when the
 // request asks for none (out is then body).
-func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []string, *apierror.Error) {
+func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPlan, []string, *apierror.Error) {
 	if !mentionsSearch(body) {
 		// The router answers for bodies that are not JSON objects.
 		return body, nil, nil, nil
 	}
-	if kind == "messages" {
+	if kind == dialect.Messages {
 		var apiErr *apierror.Error
 		if body, apiErr = anthropicSearchTools(body, ws.gw.Brand()); apiErr != nil {
 			return nil, nil, nil, apiErr
@@ -134,7 +129,7 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	}
 	model := gjson.GetBytes(out, "model").Str
 	plan := &searchPlan{spec: spec, family: ws.family(model), kind: kind}
-	if kind == "messages" {
+	if kind == dialect.Messages {
 		if spec.Engine == "native" {
 			return nil, nil, nil, apierror.BadRequest("engine: native web search is not available on the Messages route; use one of the gateway's engines")
 		}
@@ -177,7 +172,7 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	plan.eng, plan.price = se.engine, se.price
 	plan.query = spec.SearchPrompt
 	if plan.query == "" {
-		if kind == "messages" {
+		if kind == dialect.Messages {
 			plan.query = lastMessagesUserText(out)
 		} else {
 			plan.query = lastUserText(out, kind)
@@ -185,7 +180,7 @@ func (ws *WebSearch) prepare(body []byte, kind string) ([]byte, *searchPlan, []s
 	}
 	if strings.TrimSpace(plan.query) == "" {
 		field := "messages"
-		if kind == "responses" {
+		if kind == dialect.Responses {
 			field = "input"
 		}
 		return nil, nil, nil, apierror.BadRequest(field + ": web search needs a user message (or search_prompt) to search for")
@@ -201,8 +196,8 @@ func (ws *WebSearch) family(model string) string {
 		switch f := m.Providers[0].SearchFamily; {
 		case f == "none":
 			return ""
-		case f == "" && m.Providers[0].Anthropic():
-			return "anthropic"
+		case f == "" && m.Providers[0].D().SearchFamily() != "":
+			return m.Providers[0].D().SearchFamily()
 		case f == "":
 		default:
 			return f
@@ -239,8 +234,8 @@ func removeServerTool(body []byte) []byte {
 
 // lastUserText is the text of the last user message (chat) or input item
 // (Responses).
-func lastUserText(body []byte, kind string) string {
-	if kind == "responses" {
+func lastUserText(body []byte, kind dialect.Kind) string {
+	if kind == dialect.Responses {
 		in := gjson.GetBytes(body, "input")
 		if in.Type == gjson.String {
 			return in.Str
@@ -413,7 +408,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 		}
 	}
 	msg := websearch.SystemMessage(p.sources, now(), p.query)
-	if route.Kind != "messages" {
+	if route.Kind != dialect.Messages {
 		// A Messages body has no system messages; its providers get the
 		// chat body below.
 		body, ferr := websearch.Insert(route.body, msg)

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -24,13 +25,13 @@ import (
 //   - x: chat completions get the vendor's search_parameters (live search)
 //     with a web source and, only with x_search, an X source; the Responses
 //     API gets its web_search tool and, only with x_search, its x_search tool.
-func nativeTranslate(body []byte, kind, family string, spec *websearch.Spec) ([]byte, *apierror.Error) {
+func nativeTranslate(body []byte, kind dialect.Kind, family string, spec *websearch.Spec) ([]byte, *apierror.Error) {
 	switch family {
 	case "openai":
 		if len(spec.ExcludeDomains) > 0 {
 			return nil, apierror.BadRequest("excluded_domains: not supported by this model's native web search; choose engine exa, firecrawl, parallel or searxng")
 		}
-		if kind == "chat" {
+		if kind == dialect.Chat {
 			if len(spec.IncludeDomains) > 0 {
 				return nil, apierror.BadRequest("allowed_domains: not supported by this model's native web search in chat completions; use the Responses API or a gateway engine")
 			}
@@ -58,7 +59,7 @@ func nativeTranslate(body []byte, kind, family string, spec *websearch.Spec) ([]
 		}
 		return appendTool(body, tool)
 	case "x":
-		if kind == "chat" {
+		if kind == dialect.Chat {
 			web := `{"type":"web"}`
 			if len(spec.IncludeDomains) > 0 {
 				web, _ = sjson.Set(web, "allowed_websites", spec.IncludeDomains)

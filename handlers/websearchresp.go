@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 )
 
 // Web search on the Responses route for providers that speak only Chat
@@ -30,7 +31,7 @@ func (p *searchPlan) chatNative(chat []byte) ([]byte, *apierror.Error) {
 // that speak Responses, as any untranslatable field does; none left is a
 // 400 naming the field.
 func (rt *Route) chatSearch(p *searchPlan) *apierror.Error {
-	if p == nil || p.engine != "native" || p.kind != "responses" || rt.chatBody == nil {
+	if p == nil || p.engine != "native" || p.kind != dialect.Responses || rt.chatBody == nil {
 		return nil
 	}
 	chat, apiErr := p.chatNative(rt.chatBody)

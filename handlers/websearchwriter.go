@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -37,7 +38,7 @@ type citeWriter struct {
 	sse.Writer
 	plan    *searchPlan   // nil: the request fetched pages only
 	fetch   *fetchRun     // the web-fetch plugin's pages; nil: none
-	kind    string        // the route's: chat, responses or messages
+	kind    dialect.Kind  // the route's: chat, responses or messages
 	st      *requestState // for the route's attempt that answered
 	passAnn bool          // the provider annotates its own answer
 
@@ -65,7 +66,7 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 	}
 	if plan != nil {
 		cw.kind = plan.kind
-		cw.passAnn = plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == "responses")
+		cw.passAnn = plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == dialect.Responses)
 	} else if st.route != nil {
 		cw.kind = st.route.Kind
 	}
@@ -82,7 +83,7 @@ func (cw *citeWriter) Decide(status int) sse.Mode {
 			// annotates its own answer as in chat completions.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
 		}
-		if rt := cw.st.route; rt != nil && rt.toAnthropic {
+		if rt := cw.st.route; rt != nil && rt.viaChat {
 			// Anthropic's native search cites its sources itself; the
 			// translation made them url_citation annotations.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "anthropic"
@@ -149,11 +150,11 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	if !jsoncheck.Valid(body) {
 		return body
 	}
-	if cw.kind == "messages" {
+	if cw.kind == dialect.Messages {
 		return cw.annotateMessages(body)
 	}
 	out := body
-	if cw.kind == "chat" {
+	if cw.kind == dialect.Chat {
 		if !cw.passAnn {
 			n := gjson.GetBytes(body, "choices.#").Int()
 			for i := range n {
@@ -214,7 +215,7 @@ func (cw *citeWriter) serverToolUse() string {
 
 // withUsage adds usage.server_tool_use_details once the search was charged.
 func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
-	if cw.kind == "responses" && cw.fetch != nil {
+	if cw.kind == dialect.Responses && cw.fetch != nil {
 		doc = cw.fetch.withPriorTokens(doc, path)
 	}
 	details := cw.serverToolUse()
@@ -236,9 +237,9 @@ func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
 		return ev, nil
 	}
 	switch cw.kind {
-	case "chat":
+	case dialect.Chat:
 		return cw.chatEvent(ev, data), nil
-	case "messages":
+	case dialect.Messages:
 		return cw.messagesEvent(ev, data), nil
 	}
 	return cw.responsesEvent(ev, data), nil

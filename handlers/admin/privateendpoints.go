@@ -228,10 +228,11 @@ func EndpointProvider(base string) (*catalog.Provider, error) {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	return &catalog.Provider{
-		BaseURL: base, Style: "openai", Scheme: u.Scheme, Dial: net.JoinHostPort(u.Hostname(), port),
+	p := &catalog.Provider{
+		BaseURL: base, Style: catalog.StyleOpenAI, Scheme: u.Scheme, Dial: net.JoinHostPort(u.Hostname(), port),
 		Host: u.Host, BasePath: strings.TrimRight(u.EscapedPath(), "/"),
-	}, nil
+	}
+	return p, p.Resolve()
 }
 
 // readPricing reads {prompt, completion, request?} as exact decimals

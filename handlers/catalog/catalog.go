@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routestats"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -27,9 +28,13 @@ type Provider struct {
 	// BYOK credentials are used. Placeholders such as {env.OPENAI_API_KEY}
 	// are expanded at provision time and never logged.
 	APIKey string `json:"api_key,omitempty"`
-	// Style is the provider's API dialect: StyleOpenAI (or empty) or
-	// StyleAnthropic.
+	// Style is the provider's API dialect: a registered dialect's name
+	// (StyleOpenAI, the default, StyleAnthropic, ...).
 	Style string `json:"style,omitempty"`
+	// Settings are the dialect's own options (an Azure deployment, ...).
+	Settings map[string]string `json:"settings,omitempty"`
+	// Dialect speaks the provider's API; set by Resolve.
+	Dialect dialect.Dialect `json:"-"`
 	// API is the generation API the provider speaks: APIResponses (or
 	// empty: both APIs, passed through) or APIChat (Chat Completions only).
 	API string `json:"api,omitempty"`
@@ -118,13 +123,51 @@ var AnthropicParameters = []string{
 // Parameters are the request parameters p takes: its SupportedParameters,
 // else its dialect's.
 func (p *Provider) Parameters() []string {
-	switch {
-	case p.SupportedParameters != nil:
+	if p.SupportedParameters != nil {
 		return p.SupportedParameters
-	case p.Anthropic():
-		return AnthropicParameters
 	}
-	return OpenAIParameters
+	if d := p.resolved(); d != nil {
+		return d.Parameters()
+	}
+	return nil // an unknown style, which the config load reports
+}
+
+// Resolve sets p's Dialect from its Style and options: the error names
+// the option that is missing or wrong.
+func (p *Provider) Resolve() error {
+	style := p.Style
+	if style == "" {
+		style = StyleOpenAI
+	}
+	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
+		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings})
+	if err != nil {
+		return err
+	}
+	p.Dialect = d
+	return nil
+}
+
+// D is p's dialect. A provider made without Resolve (a test's) gets its
+// style's on each call; an unknown style panics.
+func (p *Provider) D() dialect.Dialect {
+	d := p.resolved()
+	if d == nil {
+		panic("catalog: provider " + p.Name + " has an unknown style " + p.Style)
+	}
+	return d
+}
+
+// resolved is p's dialect; nil for an unknown style.
+func (p *Provider) resolved() dialect.Dialect {
+	if p.Dialect != nil {
+		return p.Dialect
+	}
+	q := *p
+	if q.Resolve() != nil {
+		return nil
+	}
+	return q.Dialect
 }
 
 // What an Anthropic-style provider gets of the system messages inside a
@@ -142,9 +185,6 @@ const (
 // top-level system.
 func (p *Provider) FoldsSystem() bool { return p.SystemMessages == SystemFold }
 
-// Anthropic reports whether p speaks Anthropic's Messages API.
-func (p *Provider) Anthropic() bool { return p.Style == StyleAnthropic }
-
 // Provider APIs.
 const (
 	// APIResponses: the provider speaks Chat Completions and Responses;
@@ -156,7 +196,7 @@ const (
 )
 
 // ChatOnly reports whether Responses requests must be translated for p.
-func (p *Provider) ChatOnly() bool { return p.API == APIChat || p.Style == StyleAnthropic }
+func (p *Provider) ChatOnly() bool { return !p.D().Native(dialect.Responses) }
 
 // Model is one entry of the catalog.
 type Model struct {
@@ -211,6 +251,9 @@ func New(models []*Model) *Catalog {
 		for _, p := range m.Providers {
 			if p.Stats == nil {
 				p.Stats = routestats.For(m.ID, p.Name)
+			}
+			if p.Dialect == nil {
+				_ = p.Resolve() // the config load resolved and checked it; a test's provider
 			}
 			if p.Pricing != nil {
 				priced := *m

@@ -185,6 +185,14 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	case strings.HasPrefix(path, mockPagesPrefix+"/"):
 		servePage(w, r)
 		return nil
+	case strings.Contains(path, azurePrefix):
+		return m.serveAzure(w, r, path)
+	case isGeminiPath(path):
+		return m.serveGemini(w, r, path)
+	case isBedrockPath(path):
+		return m.serveBedrock(w, r, path)
+	case path == "/token":
+		return m.serveToken(w, r)
 	case strings.HasSuffix(path, "/chat/completions"):
 		return m.serveGeneration(w, r, "chat", parseChatRequest, m.writeChat)
 	case strings.HasSuffix(path, "/responses"):

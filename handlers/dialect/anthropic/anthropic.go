@@ -1,0 +1,113 @@
+// Package anthropic is Anthropic's Messages API as a provider dialect
+// (style anthropic): Messages requests pass natively, chat completions
+// (and Responses, through chat) are translated by handlers/messages.
+package anthropic
+
+import (
+	"net/http"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+)
+
+func init() { dialect.Register(catalog.StyleAnthropic, New) }
+
+// Dialect is one Anthropic-style provider.
+type Dialect struct {
+	// foldSystem: the provider takes system messages only as the
+	// top-level system (system_messages fold).
+	foldSystem bool
+}
+
+// New is the dialect of one provider block.
+func New(o dialect.Options) (dialect.Dialect, error) {
+	return &Dialect{foldSystem: o.SystemMessages == catalog.SystemFold}, nil
+}
+
+// Name implements dialect.Dialect.
+func (d *Dialect) Name() string { return catalog.StyleAnthropic }
+
+// Native implements dialect.Dialect: Messages only.
+func (d *Dialect) Native(k dialect.Kind) bool { return k == dialect.Messages }
+
+// Serves implements dialect.Dialect: the generation routes; not
+// /completions or /embeddings.
+func (d *Dialect) Serves(k dialect.Kind) bool { return k != dialect.Other }
+
+// Adapt implements dialect.Dialect: a Messages request is sent as it is
+// but for the max_tokens Anthropic requires, and its system messages
+// folded for a provider that takes only the top-level system.
+func (d *Dialect) Adapt(_ dialect.Kind, body []byte, maxTokens int64) ([]byte, error) {
+	body, err := messages.WithMaxTokens(body, maxTokens)
+	if err == nil && d.foldSystem {
+		body, err = messages.FoldSystem(body)
+	}
+	return body, err
+}
+
+// FromChat implements dialect.Dialect (messages.ChatToAnthropic).
+func (d *Dialect) FromChat(chat []byte, maxTokens int64) ([]byte, error) {
+	return messages.ChatToAnthropic(chat, maxTokens)
+}
+
+// FoldsSystem reports whether the provider takes system messages only as
+// the top-level system, so that the mid-conversation-system beta is not
+// sent to it.
+func (d *Dialect) FoldsSystem() bool { return d.foldSystem }
+
+// WithExtra adds members (JSON text without braces) of the client's
+// request that the chat body cannot carry (top_k) to a Messages body
+// made by FromChat, unless it enables thinking, which refuses them.
+func WithExtra(body []byte, members string) []byte {
+	if members == "" || gjson.GetBytes(body, "thinking").Exists() {
+		return body
+	}
+	return dialect.WithMembers(body, members)
+}
+
+// ToChat implements dialect.Dialect (messages.AnthropicToChat).
+func (d *Dialect) ToChat(w http.ResponseWriter, model string, limit int) dialect.AnswerReader {
+	aw := messages.NewAnthropicToChat(w, model)
+	aw.Limit = limit
+	return reader{aw}
+}
+
+// reader is the translation as a dialect.AnswerReader.
+type reader struct{ *messages.AnthropicToChat }
+
+func (r reader) OutputProduced() int { return r.Produced }
+
+// URI implements dialect.Dialect: every request goes to the Messages
+// endpoint, without the client's query.
+func (d *Dialect) URI(dialect.Kind, bool, string, bool) string { return messages.Path }
+
+// SetHeaders implements dialect.Dialect: anthropic-version.
+func (d *Dialect) SetHeaders(h http.Header) {
+	dialect.ClearCredentials(h)
+	h["Anthropic-Version"] = []string{messages.Version}
+}
+
+// SetKey implements dialect.Dialect: x-api-key, never Authorization.
+func (d *Dialect) SetKey(h http.Header, key string) { h["X-Api-Key"] = []string{key} }
+
+// OutputLimitField implements dialect.Dialect: max_tokens, in the
+// Messages body and in the chat body it is made from.
+func (d *Dialect) OutputLimitField(dialect.Kind, bool) string { return "max_tokens" }
+
+// RequiresOutputLimit implements dialect.Dialect: the Messages API
+// requires max_tokens.
+func (d *Dialect) RequiresOutputLimit() bool { return true }
+
+// Parameters implements dialect.Dialect.
+func (d *Dialect) Parameters() []string { return catalog.AnthropicParameters }
+
+// SearchFamily implements dialect.Dialect: Anthropic's web search tool.
+func (d *Dialect) SearchFamily() string { return "anthropic" }
+
+// Failure implements dialect.Dialect: {"type":"error","error":{type,message}}.
+func (d *Dialect) Failure(_ int, _ http.Header, body []byte) (any, string) {
+	return dialect.ErrorBody(body)
+}

@@ -1,0 +1,345 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+)
+
+var now = time.Now
+
+// toChat translates a Converse answer, or a ConverseStream's event stream
+// (application/vnd.amazon.eventstream, decoded frame by frame by the AWS
+// SDK's eventstream decoder), into a chat completion or its SSE chunks:
+// text blocks are the content, reasoningContent the reasoning, toolUse
+// tool_calls; stopReason end_turn and stop_sequence are stop, max_tokens
+// length, tool_use tool_calls, guardrail_intervened and content_filtered
+// content_filter; usage inputTokens (+ cacheReadInputTokens +
+// cacheWriteInputTokens) and outputTokens, with the cache reads and
+// writes in prompt_tokens_details. A stream ends with the usage chunk and
+// [DONE] at its metadata event; an exception frame ends it without, as a
+// broken stream. Error statuses pass unchanged.
+type toChat struct {
+	w       http.ResponseWriter
+	model   string
+	limit   int
+	status  int
+	mode    int // 0 undecided, 1 pass, 2 hold, 3 stream
+	held    bytes.Buffer
+	pending []byte // stream bytes not yet a whole frame
+	dec     *eventstream.Decoder
+
+	id       string
+	created  int64
+	calls    map[int64]int // content block index -> tool call index
+	ncalls   int
+	finish   string
+	produced int
+	broken   bool
+}
+
+const (
+	modeUndecided = iota
+	modePass
+	modeHold
+	modeStream
+)
+
+func newToChat(w http.ResponseWriter, model string, limit int) *toChat {
+	return &toChat{w: w, model: model, limit: limit, dec: eventstream.NewDecoder(), calls: map[int64]int{}}
+}
+
+func (t *toChat) Header() http.Header { return t.w.Header() }
+
+// Unwrap lets http.ResponseController flush the client's writer.
+func (t *toChat) Unwrap() http.ResponseWriter { return t.w }
+
+// Flush passes a flush on while streaming.
+func (t *toChat) Flush() {
+	if t.mode == modeStream || t.mode == modePass {
+		_ = http.NewResponseController(t.w).Flush()
+	}
+}
+
+func (t *toChat) WriteHeader(status int) {
+	if t.mode != modeUndecided || (status >= 100 && status < 200) {
+		return
+	}
+	t.status = status
+	h := t.w.Header()
+	switch {
+	case status >= 400:
+		t.mode = modePass
+		t.w.WriteHeader(status)
+	case strings.HasPrefix(h.Get("Content-Type"), "application/vnd.amazon.eventstream"):
+		t.mode = modeStream
+		h.Del("Content-Length")
+		h.Set("Content-Type", "text/event-stream")
+		t.w.WriteHeader(status)
+	default:
+		t.mode = modeHold
+		h.Del("Content-Length")
+	}
+}
+
+func (t *toChat) Write(p []byte) (int, error) {
+	if t.mode == modeUndecided {
+		t.WriteHeader(http.StatusOK)
+	}
+	switch t.mode {
+	case modePass:
+		return t.w.Write(p)
+	case modeHold:
+		if t.held.Len()+len(p) > t.limit {
+			return 0, http.ErrContentLength
+		}
+		return t.held.Write(p)
+	}
+	t.pending = append(t.pending, p...)
+	var out []byte
+	for len(t.pending) >= 4 {
+		n := int(binary.BigEndian.Uint32(t.pending))
+		if n < 16 || n > 16<<20 {
+			t.broken = true
+			return len(p), nil
+		}
+		if len(t.pending) < n {
+			break
+		}
+		msg, err := t.dec.Decode(bytes.NewReader(t.pending[:n]), nil)
+		t.pending = t.pending[n:]
+		if err != nil {
+			t.broken = true
+			break
+		}
+		out = t.frame(out, msg)
+	}
+	if len(t.pending) == 0 {
+		t.pending = nil
+	}
+	if len(out) > 0 {
+		if _, err := t.w.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Finish converts a held answer; a body that is not an answer passes
+// unchanged (the meter reports it as invalid).
+func (t *toChat) Finish() {
+	if t.mode != modeHold {
+		return
+	}
+	body := t.held.Bytes()
+	if out, ok := t.convertJSON(body); ok {
+		body = out
+		t.w.Header().Set("Content-Type", "application/json")
+	}
+	t.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	t.w.WriteHeader(t.status)
+	_, _ = t.w.Write(body)
+}
+
+// OutputProduced implements dialect.AnswerReader.
+func (t *toChat) OutputProduced() int { return t.produced }
+
+func finishReason(stop string, calls bool) string {
+	switch stop {
+	case "max_tokens":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "guardrail_intervened", "content_filtered":
+		return "content_filter"
+	}
+	if calls {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+type chatUsage struct {
+	PromptTokens        int64         `json:"prompt_tokens"`
+	CompletionTokens    int64         `json:"completion_tokens"`
+	TotalTokens         int64         `json:"total_tokens"`
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
+}
+
+type promptDetails struct {
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+}
+
+func usageOf(u gjson.Result) *chatUsage {
+	if !u.IsObject() {
+		return nil
+	}
+	read, write := u.Get("cacheReadInputTokens").Int(), u.Get("cacheWriteInputTokens").Int()
+	prompt := u.Get("inputTokens").Int() + read + write
+	out := u.Get("outputTokens").Int()
+	return &chatUsage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out,
+		PromptTokensDetails: promptDetails{CachedTokens: read, CacheWriteTokens: write}}
+}
+
+type toolCall struct {
+	Index    *int     `json:"index,omitempty"`
+	ID       string   `json:"id,omitempty"`
+	Type     string   `json:"type,omitempty"`
+	Function function `json:"function"`
+}
+
+type function struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+type chatMessage struct {
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+type choice struct {
+	Index        int          `json:"index"`
+	Message      *chatMessage `json:"message,omitempty"`
+	Delta        *chatMessage `json:"delta,omitempty"`
+	FinishReason *string      `json:"finish_reason"`
+}
+
+type completion struct {
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Created int64      `json:"created"`
+	Model   string     `json:"model"`
+	Choices []choice   `json:"choices"`
+	Usage   *chatUsage `json:"usage,omitempty"`
+}
+
+func newID() string { return "bedrock-" + strconv.FormatInt(now().UnixNano(), 36) }
+
+// convertJSON turns a Converse answer into a chat completion.
+func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
+	if !jsoncheck.Valid(body) {
+		return nil, false
+	}
+	r := gjson.ParseBytes(body)
+	content := r.Get("output.message.content")
+	if !content.IsArray() {
+		return nil, false
+	}
+	var text, reasoning strings.Builder
+	var calls []toolCall
+	for _, b := range content.Array() {
+		switch {
+		case b.Get("text").Exists():
+			text.WriteString(b.Get("text").Str)
+			t.produced += outputlen.StringLen(b.Get("text").Raw)
+		case b.Get("reasoningContent").Exists():
+			reasoning.WriteString(b.Get("reasoningContent.reasoningText.text").Str)
+			t.produced += outputlen.StringLen(b.Get("reasoningContent.reasoningText.text").Raw)
+		case b.Get("toolUse").Exists():
+			u := b.Get("toolUse")
+			input := u.Get("input").Raw
+			if input == "" {
+				input = "{}"
+			}
+			t.produced += len(u.Get("name").Str) + outputlen.Value(input)
+			calls = append(calls, toolCall{ID: u.Get("toolUseId").Str, Type: "function", Function: function{Name: u.Get("name").Str, Arguments: input}})
+		}
+	}
+	finish := finishReason(r.Get("stopReason").Str, len(calls) > 0)
+	msg := &chatMessage{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
+	if s := text.String(); s != "" || len(calls) == 0 {
+		msg.Content = &s
+	}
+	c := completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
+		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usage"))}
+	out, err := json.Marshal(c)
+	return out, err == nil
+}
+
+// frame appends the chunks of one ConverseStream frame to out.
+func (t *toChat) frame(out []byte, msg eventstream.Message) []byte {
+	header := func(name string) string {
+		if v := msg.Headers.Get(name); v != nil {
+			return v.String()
+		}
+		return ""
+	}
+	if header(":message-type") != "event" {
+		t.broken = true // an exception: the stream ends without [DONE]
+		return out
+	}
+	p := gjson.ParseBytes(msg.Payload)
+	if t.id == "" {
+		t.id, t.created = newID(), now().Unix()
+	}
+	switch header(":event-type") {
+	case "messageStart":
+		empty := ""
+		out = t.chunk(out, &chatMessage{Role: "assistant", Content: &empty}, "", nil)
+	case "contentBlockStart":
+		if u := p.Get("start.toolUse"); u.Exists() {
+			i := t.ncalls
+			t.ncalls++
+			t.calls[p.Get("contentBlockIndex").Int()] = i
+			t.produced += len(u.Get("name").Str)
+			out = t.chunk(out, &chatMessage{ToolCalls: []toolCall{{Index: &i, ID: u.Get("toolUseId").Str, Type: "function",
+				Function: function{Name: u.Get("name").Str}}}}, "", nil)
+		}
+	case "contentBlockDelta":
+		d := p.Get("delta")
+		switch {
+		case d.Get("text").Exists():
+			s := d.Get("text").Str
+			t.produced += outputlen.StringLen(d.Get("text").Raw)
+			out = t.chunk(out, &chatMessage{Content: &s}, "", nil)
+		case d.Get("reasoningContent.text").Exists():
+			t.produced += outputlen.StringLen(d.Get("reasoningContent.text").Raw)
+			out = t.chunk(out, &chatMessage{Reasoning: d.Get("reasoningContent.text").Str}, "", nil)
+		case d.Get("toolUse.input").Exists():
+			i := t.calls[p.Get("contentBlockIndex").Int()]
+			t.produced += outputlen.StringLen(d.Get("toolUse.input").Raw)
+			out = t.chunk(out, &chatMessage{ToolCalls: []toolCall{{Index: &i, Function: function{Arguments: d.Get("toolUse.input").Str}}}}, "", nil)
+		}
+	case "messageStop":
+		t.finish = finishReason(p.Get("stopReason").Str, t.ncalls > 0)
+		out = t.chunk(out, &chatMessage{}, t.finish, nil)
+	case "metadata":
+		out = t.chunk(out, nil, "", usageOf(p.Get("usage")))
+		out = append(out, "data: [DONE]\n\n"...)
+	}
+	return out
+}
+
+// chunk appends one chat.completion.chunk event: a delta (with a finish
+// reason), or (delta nil) the usage chunk without choices.
+func (t *toChat) chunk(out []byte, delta *chatMessage, finish string, usage *chatUsage) []byte {
+	c := completion{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []choice{}, Usage: usage}
+	if delta != nil {
+		ch := choice{Delta: delta}
+		if finish != "" {
+			ch.FinishReason = &finish
+		}
+		c.Choices = []choice{ch}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return out
+	}
+	out = append(out, "data: "...)
+	out = append(out, b...)
+	return append(out, "\n\n"...)
+}

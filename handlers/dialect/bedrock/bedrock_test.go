@@ -1,0 +1,114 @@
+package bedrock
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+)
+
+func TestFromChat(t *testing.T) {
+	body, err := fromChat([]byte(`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},` +
+		`{"role":"tool","tool_call_id":"t1","content":"{\"ok\":true}"}],"max_tokens":9,"top_k":4,"stop":["X"],"seed":1,"response_format":{"type":"json_object"},` +
+		`"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gjson.ParseBytes(body)
+	for path, want := range map[string]string{
+		"system":                                  `[{"text":"S"}]`,
+		"messages.#.role":                         `["user","assistant","user"]`,
+		"messages.0.content.1.image":              `{"format":"png","source":{"bytes":"AAAA"}}`,
+		"messages.1.content.0.toolUse":            `{"toolUseId":"t1","name":"f","input":{"x":1}}`,
+		"messages.2.content.0.toolResult":         `{"toolUseId":"t1","content":[{"json":{"ok":true}}]}`,
+		"inferenceConfig":                         `{"maxTokens":9,"stopSequences":["X"]}`,
+		"additionalModelRequestFields":            `{"top_k":4}`,
+		"toolConfig.toolChoice":                   `{"tool":{"name":"f"}}`,
+		"toolConfig.tools.0.toolSpec.inputSchema": `{"json":{"type":"object"}}`,
+	} {
+		if got := b.Get(path).Raw; got != want {
+			t.Errorf("%s = %s, want %s", path, got, want)
+		}
+	}
+	if b.Get("model").Exists() || b.Get("seed").Exists() || b.Get("response_format").Exists() {
+		t.Errorf("OpenAI fields sent: %s", body)
+	}
+	for in, msg := range map[string]string{
+		`{"messages":[{"role":"user","content":"a"}],"n":3}`:                                                    "n:",
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`: "image_url.url",
+		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"web_search"}]}`:                          "tools[0].type",
+	} {
+		if _, err := fromChat([]byte(in)); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", in, err, msg)
+		}
+	}
+}
+
+func TestToChat(t *testing.T) {
+	d, _ := New(dialect.Options{Model: "m", Settings: map[string]string{"aws_region": "eu-west-1"}})
+	rec := httptest.NewRecorder()
+	w := d.ToChat(rec, "m", 1<<20)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, _ = w.Write([]byte(`{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"hmm"}}},{"text":"Hi"}]}},` +
+		`"stopReason":"guardrail_intervened","usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5,"cacheReadInputTokens":4,"cacheWriteInputTokens":1}}`))
+	w.Finish()
+	a := gjson.Parse(rec.Body.String())
+	if a.Get("choices.0.message.content").Str != "Hi" || a.Get("choices.0.message.reasoning").Str != "hmm" ||
+		a.Get("choices.0.finish_reason").Str != "content_filter" || a.Get("usage.prompt_tokens").Int() != 8 ||
+		a.Get("usage.prompt_tokens_details").Raw != `{"cached_tokens":4,"cache_write_tokens":1}` {
+		t.Errorf("answer %s", rec.Body)
+	}
+
+	// A stream, its frames split across writes.
+	var frames bytes.Buffer
+	enc := eventstream.NewEncoder()
+	for _, e := range [][2]string{{"messageStart", `{"role":"assistant"}`}, {"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"He"}}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"llo"}}`}, {"messageStop", `{"stopReason":"max_tokens"}`},
+		{"metadata", `{"usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5}}`}} {
+		var h eventstream.Headers
+		h.Set(":message-type", eventstream.StringValue("event"))
+		h.Set(":event-type", eventstream.StringValue(e[0]))
+		_ = enc.Encode(&frames, eventstream.Message{Headers: h, Payload: []byte(e[1])})
+	}
+	rec = httptest.NewRecorder()
+	w = d.ToChat(rec, "m", 1<<20)
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	all := frames.Bytes()
+	for len(all) > 0 {
+		n := min(7, len(all))
+		_, _ = w.Write(all[:n])
+		all = all[n:]
+	}
+	out := rec.Body.String()
+	if rec.Header().Get("Content-Type") != "text/event-stream" || !strings.Contains(out, `"content":"He"`) || !strings.Contains(out, `"content":"llo"`) ||
+		!strings.Contains(out, `"finish_reason":"length"`) || !strings.Contains(out, `"completion_tokens":2`) || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		t.Errorf("stream %s", out)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for settings, msg := range map[string]string{"": "aws_region: required", "mars-1": "aws_region: \"mars-1\" is not an AWS region"} {
+		o := dialect.Options{Settings: map[string]string{}}
+		if settings != "" {
+			o.Settings["aws_region"] = settings
+		}
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: %v", settings, err)
+		}
+	}
+	if _, err := Credentials("only-an-id"); err == nil {
+		t.Error("a key without its secret")
+	}
+	if c, err := Credentials("AKID:secret:token"); err != nil || c.SessionToken != "token" {
+		t.Errorf("%+v %v", c, err)
+	}
+}

@@ -1,0 +1,269 @@
+package bedrock
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// converse is a Converse request, as the gateway writes it: only members
+// the API defines (it refuses any other).
+type converse struct {
+	Messages                     []message        `json:"messages"`
+	System                       []block          `json:"system,omitempty"`
+	InferenceConfig              *inferenceConfig `json:"inferenceConfig,omitempty"`
+	ToolConfig                   *toolConfig      `json:"toolConfig,omitempty"`
+	AdditionalModelRequestFields json.RawMessage  `json:"additionalModelRequestFields,omitempty"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+type block struct {
+	Text       *string     `json:"text,omitempty"`
+	Image      *image      `json:"image,omitempty"`
+	ToolUse    *toolUse    `json:"toolUse,omitempty"`
+	ToolResult *toolResult `json:"toolResult,omitempty"`
+}
+
+type image struct {
+	Format string      `json:"format"`
+	Source imageSource `json:"source"`
+}
+
+type imageSource struct {
+	Bytes string `json:"bytes"`
+}
+
+type toolUse struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type toolResult struct {
+	ToolUseID string            `json:"toolUseId"`
+	Content   []json.RawMessage `json:"content"`
+}
+
+type inferenceConfig struct {
+	MaxTokens     int64    `json:"maxTokens,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty"`
+	TopP          *float64 `json:"topP,omitempty"`
+	StopSequences []string `json:"stopSequences,omitempty"`
+}
+
+type toolConfig struct {
+	Tools      []toolSpecOf    `json:"tools"`
+	ToolChoice json.RawMessage `json:"toolChoice,omitempty"`
+}
+
+type toolSpecOf struct {
+	ToolSpec toolSpec `json:"toolSpec"`
+}
+
+type toolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg) }
+
+// fromChat translates a chat completions body into a Converse request.
+func fromChat(chat []byte) ([]byte, error) {
+	req := gjson.ParseBytes(chat)
+	if !req.IsObject() {
+		return nil, fieldError("body", "expected a JSON object")
+	}
+	var out converse
+	ic := &inferenceConfig{}
+	var choice gjson.Result
+	var err error
+	req.ForEach(func(k, v gjson.Result) bool {
+		switch name := k.Str; name {
+		case "messages":
+			out.System, out.Messages, err = messagesOf(v)
+		case "tools":
+			var tools []toolSpecOf
+			for i, t := range v.Array() {
+				if t.Get("type").Str != "function" {
+					err = fieldError(fmt.Sprintf("tools[%d].type", i), "Bedrock providers take function tools only")
+					return false
+				}
+				f := t.Get("function")
+				schema := f.Get("parameters").Raw
+				if schema == "" {
+					schema = `{"type":"object"}`
+				}
+				tools = append(tools, toolSpecOf{toolSpec{Name: f.Get("name").Str, Description: f.Get("description").Str,
+					InputSchema: json.RawMessage(`{"json":` + schema + `}`)}})
+			}
+			if len(tools) > 0 {
+				out.ToolConfig = &toolConfig{Tools: tools}
+			}
+		case "tool_choice":
+			choice = v
+		case "max_tokens", "max_completion_tokens":
+			ic.MaxTokens = max(ic.MaxTokens, v.Int())
+		case "temperature":
+			f := v.Float()
+			ic.Temperature = &f
+		case "top_p":
+			f := v.Float()
+			ic.TopP = &f
+		case "stop":
+			if v.Type == gjson.String {
+				ic.StopSequences = []string{v.Str}
+			} else {
+				for _, s := range v.Array() {
+					ic.StopSequences = append(ic.StopSequences, s.Str)
+				}
+			}
+		case "top_k":
+			// The model's own field, passed through Converse.
+			out.AdditionalModelRequestFields = json.RawMessage(`{"top_k":` + v.Raw + `}`)
+		case "n":
+			if v.Int() > 1 {
+				err = fieldError("n", "Bedrock providers answer one choice")
+			}
+		case "functions", "function_call":
+			err = fieldError(name, "not served by Bedrock providers; send tools")
+		}
+		// Any other field (penalties, seed, logprobs, response_format,
+		// user, stream_options, ...) has no Converse member: dropped.
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if choice.Exists() && out.ToolConfig != nil {
+		switch {
+		case choice.Str == "auto":
+			out.ToolConfig.ToolChoice = json.RawMessage(`{"auto":{}}`)
+		case choice.Str == "required":
+			out.ToolConfig.ToolChoice = json.RawMessage(`{"any":{}}`)
+		case choice.Str == "none":
+			out.ToolConfig = nil // Converse has no "none": no tools offered
+		case choice.Get("type").Str == "function":
+			name, _ := json.Marshal(choice.Get("function.name").Str)
+			out.ToolConfig.ToolChoice = json.RawMessage(`{"tool":{"name":` + string(name) + `}}`)
+		default:
+			return nil, fieldError("tool_choice", "expected auto, none, required or a function")
+		}
+	}
+	if ic.MaxTokens > 0 || ic.Temperature != nil || ic.TopP != nil || ic.StopSequences != nil {
+		out.InferenceConfig = ic
+	}
+	if len(out.Messages) == 0 {
+		return nil, fieldError("messages", "needs a user message")
+	}
+	return json.Marshal(out)
+}
+
+// messagesOf translates the messages: system and developer messages into
+// system blocks, tool results into toolResult blocks of a user message,
+// consecutive messages of one role merged (Converse alternates roles).
+func messagesOf(msgs gjson.Result) ([]block, []message, error) {
+	var system []block
+	var out []message
+	add := func(role string, blocks ...block) {
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
+		}
+		out = append(out, message{Role: role, Content: blocks})
+	}
+	for i, m := range msgs.Array() {
+		path := fmt.Sprintf("messages[%d]", i)
+		switch role := m.Get("role").Str; role {
+		case "system", "developer":
+			b, err := textBlocks(m.Get("content"), path, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			system = append(system, b...)
+		case "user":
+			b, err := textBlocks(m.Get("content"), path, true)
+			if err != nil {
+				return nil, nil, err
+			}
+			add("user", b...)
+		case "assistant":
+			var blocks []block
+			if c := m.Get("content"); c.Exists() && c.Type != gjson.Null {
+				b, err := textBlocks(c, path, false)
+				if err != nil {
+					return nil, nil, err
+				}
+				blocks = b
+			}
+			for j, call := range m.Get("tool_calls").Array() {
+				args := call.Get("function.arguments").Str
+				if args == "" {
+					args = "{}"
+				}
+				if !gjson.Valid(args) || !gjson.Parse(args).IsObject() {
+					return nil, nil, fieldError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", path, j), "expected a JSON object")
+				}
+				blocks = append(blocks, block{ToolUse: &toolUse{ToolUseID: call.Get("id").Str, Name: call.Get("function.name").Str, Input: json.RawMessage(args)}})
+			}
+			if len(blocks) > 0 {
+				add("assistant", blocks...)
+			}
+		case "tool":
+			c := m.Get("content")
+			text := c.Str
+			if c.IsArray() {
+				var b strings.Builder
+				for _, p := range c.Array() {
+					b.WriteString(p.Get("text").Str)
+				}
+				text = b.String()
+			}
+			var content json.RawMessage
+			if gjson.Valid(text) && gjson.Parse(text).IsObject() {
+				content = json.RawMessage(`{"json":` + text + `}`)
+			} else {
+				s, _ := json.Marshal(text)
+				content = json.RawMessage(`{"text":` + string(s) + `}`)
+			}
+			add("user", block{ToolResult: &toolResult{ToolUseID: m.Get("tool_call_id").Str, Content: []json.RawMessage{content}}})
+		default:
+			return nil, nil, fieldError(path+".role", fmt.Sprintf("unsupported role %q", role))
+		}
+	}
+	return system, out, nil
+}
+
+// textBlocks are a content's text (and, for user messages, base64 images).
+func textBlocks(c gjson.Result, path string, images bool) ([]block, error) {
+	if c.Type == gjson.String {
+		s := c.Str
+		return []block{{Text: &s}}, nil
+	}
+	var out []block
+	for j, p := range c.Array() {
+		at := fmt.Sprintf("%s.content[%d]", path, j)
+		switch typ := p.Get("type").Str; {
+		case typ == "text":
+			s := p.Get("text").Str
+			out = append(out, block{Text: &s})
+		case typ == "image_url" && images:
+			u := p.Get("image_url.url").Str
+			rest, ok := strings.CutPrefix(u, "data:image/")
+			format, data, ok2 := strings.Cut(rest, ";base64,")
+			if !ok || !ok2 || !strings.Contains("png jpeg gif webp", format) {
+				return nil, fieldError(at+".image_url.url", "Bedrock providers take base64 data: URLs of PNG, JPEG, GIF or WebP images")
+			}
+			out = append(out, block{Image: &image{Format: format, Source: imageSource{Bytes: data}}})
+		default:
+			return nil, fieldError(at+".type", fmt.Sprintf("unsupported part %q for Bedrock providers", typ))
+		}
+	}
+	return out, nil
+}

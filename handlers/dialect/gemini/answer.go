@@ -1,0 +1,289 @@
+package gemini
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+)
+
+var now = time.Now
+
+// toChat translates a GenerateContentResponse (plain, or the events of
+// streamGenerateContent?alt=sse) into a chat completion or its chunks:
+//
+//   - text parts are the content, thought parts the reasoning, function
+//     calls tool_calls (ids call_<n>);
+//   - finishReason STOP is stop (tool_calls when the answer calls a
+//     function), MAX_TOKENS length, and a safety block (SAFETY,
+//     RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, IMAGE_SAFETY, or a
+//     blocked prompt's promptFeedback.blockReason) content_filter;
+//   - usageMetadata is the usage: prompt_tokens promptTokenCount (of
+//     which cachedContentTokenCount cached), completion_tokens
+//     candidatesTokenCount + thoughtsTokenCount (thinking is billed as
+//     output), with completion_tokens_details.reasoning_tokens.
+//
+// A stream ends with the finish chunk, a usage chunk and [DONE] when the
+// provider's last event (the one with finishReason) arrives; a stream cut
+// before it ends without [DONE], which the meter reports as broken.
+type toChat struct {
+	sse.Writer
+	model string
+
+	id        string
+	created   int64
+	out       []byte
+	calls     int // tool calls sent
+	finished  bool
+	produced  int
+	lastUsage gjson.Result
+}
+
+func newToChat(w http.ResponseWriter, model string, limit int) *toChat {
+	t := &toChat{model: model}
+	t.Init(w, t)
+	t.Limit = limit
+	return t
+}
+
+// Decide implements sse.Hooks.
+func (t *toChat) Decide(status int) sse.Mode { return t.TranslateMode(status) }
+
+// Finish converts a held JSON answer; a body that is not an answer passes
+// unchanged (the meter reports it as invalid).
+func (t *toChat) Finish() { t.FinishHeld(t.convertJSON) }
+
+// OutputProduced implements dialect.AnswerReader.
+func (t *toChat) OutputProduced() int { return t.produced }
+
+// outputOf is the model output of a candidate's parts (outputlen's rule).
+func outputOf(parts gjson.Result) int {
+	n := 0
+	for _, p := range parts.Array() {
+		if s := p.Get("text"); s.Exists() {
+			n += outputlen.StringLen(s.Raw)
+		}
+		if c := p.Get("functionCall"); c.Exists() {
+			n += len(c.Get("name").Str) + outputlen.Value(c.Get("args").Raw)
+		}
+	}
+	return n
+}
+
+// finishReason maps Gemini's finish reasons.
+func finishReason(r string, calls bool) string {
+	switch r {
+	case "":
+		return ""
+	case "MAX_TOKENS":
+		return "length"
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "LANGUAGE":
+		return "content_filter"
+	}
+	if calls {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+type chatUsage struct {
+	PromptTokens            int64         `json:"prompt_tokens"`
+	CompletionTokens        int64         `json:"completion_tokens"`
+	TotalTokens             int64         `json:"total_tokens"`
+	PromptTokensDetails     promptDetails `json:"prompt_tokens_details"`
+	CompletionTokensDetails outDetails    `json:"completion_tokens_details"`
+}
+
+type promptDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+type outDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+}
+
+// usageOf is usageMetadata as chat usage; nil without one.
+func usageOf(u gjson.Result) *chatUsage {
+	if !u.IsObject() {
+		return nil
+	}
+	prompt, thoughts := u.Get("promptTokenCount").Int(), u.Get("thoughtsTokenCount").Int()
+	completion := u.Get("candidatesTokenCount").Int() + thoughts
+	return &chatUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
+		PromptTokensDetails:     promptDetails{CachedTokens: u.Get("cachedContentTokenCount").Int()},
+		CompletionTokensDetails: outDetails{ReasoningTokens: thoughts}}
+}
+
+type toolCall struct {
+	Index    *int     `json:"index,omitempty"`
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Function function `json:"function"`
+}
+
+type function struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type message struct {
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+type choice struct {
+	Index        int      `json:"index"`
+	Message      *message `json:"message,omitempty"`
+	Delta        *message `json:"delta,omitempty"`
+	FinishReason *string  `json:"finish_reason"`
+}
+
+type completion struct {
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Created int64      `json:"created"`
+	Model   string     `json:"model"`
+	Choices []choice   `json:"choices"`
+	Usage   *chatUsage `json:"usage,omitempty"`
+}
+
+// partsOf splits a candidate's parts into text, reasoning and calls.
+func (t *toChat) partsOf(parts gjson.Result) (text, reasoning string, calls []toolCall) {
+	var tb, rb strings.Builder
+	for _, p := range parts.Array() {
+		switch {
+		case p.Get("thought").Bool():
+			rb.WriteString(p.Get("text").Str)
+		case p.Get("functionCall").Exists():
+			c := p.Get("functionCall")
+			args := c.Get("args").Raw
+			if args == "" {
+				args = "{}"
+			}
+			i := t.calls
+			t.calls++
+			calls = append(calls, toolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
+				Function: function{Name: c.Get("name").Str, Arguments: args}})
+		default:
+			tb.WriteString(p.Get("text").Str)
+		}
+	}
+	return tb.String(), rb.String(), calls
+}
+
+// convertJSON turns a GenerateContentResponse into a chat completion.
+func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
+	if !jsoncheck.Valid(body) {
+		return nil, false
+	}
+	r := gjson.ParseBytes(body)
+	if !r.IsObject() || !(r.Get("candidates").IsArray() || r.Get("promptFeedback").Exists()) {
+		return nil, false
+	}
+	cand := r.Get("candidates.0")
+	t.produced = outputOf(cand.Get("content.parts"))
+	text, reasoning, calls := t.partsOf(cand.Get("content.parts"))
+	for i := range calls {
+		calls[i].Index = nil
+	}
+	finish := finishReason(cand.Get("finishReason").Str, len(calls) > 0)
+	if r.Get("promptFeedback.blockReason").Str != "" {
+		finish = "content_filter" // the prompt was blocked: no candidate
+	} else if finish == "" {
+		finish = "stop"
+	}
+	msg := &message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
+	if text != "" || len(calls) == 0 {
+		msg.Content = &text
+	}
+	c := completion{ID: t.idOf(r), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(r),
+		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usageMetadata"))}
+	out, err := json.Marshal(c)
+	return out, err == nil
+}
+
+func (t *toChat) idOf(r gjson.Result) string {
+	if id := r.Get("responseId").Str; id != "" {
+		return id
+	}
+	return "gemini-" + strconv.FormatInt(now().UnixNano(), 36)
+}
+
+func (t *toChat) modelOf(r gjson.Result) string {
+	if m := r.Get("modelVersion").Str; m != "" {
+		return m
+	}
+	return t.model
+}
+
+// Event implements sse.Hooks: one streamed GenerateContentResponse
+// becomes its chunks.
+func (t *toChat) Event(ev []byte) ([]byte, error) {
+	t.out = t.out[:0]
+	data := sse.Data(ev)
+	if data == nil || t.finished {
+		return t.out, nil
+	}
+	r := gjson.ParseBytes(data)
+	if t.id == "" {
+		t.id, t.created = t.idOf(r), now().Unix()
+		if m := r.Get("modelVersion").Str; m != "" {
+			t.model = m
+		}
+		empty := ""
+		t.chunk(&message{Role: "assistant", Content: &empty}, "", nil)
+	}
+	if u := r.Get("usageMetadata"); u.IsObject() {
+		t.lastUsage = u
+	}
+	cand := r.Get("candidates.0")
+	t.produced += outputOf(cand.Get("content.parts"))
+	text, reasoning, calls := t.partsOf(cand.Get("content.parts"))
+	if text != "" || reasoning != "" || len(calls) > 0 {
+		d := &message{Reasoning: reasoning, ToolCalls: calls}
+		if text != "" {
+			d.Content = &text
+		}
+		t.chunk(d, "", nil)
+	}
+	finish := finishReason(cand.Get("finishReason").Str, t.calls > 0)
+	if r.Get("promptFeedback.blockReason").Str != "" {
+		finish = "content_filter"
+	}
+	if finish != "" {
+		t.finished = true
+		t.chunk(&message{}, finish, nil)
+		t.chunk(nil, "", usageOf(t.lastUsage))
+		t.out = append(t.out, "data: [DONE]\n\n"...)
+	}
+	return t.out, nil
+}
+
+// chunk appends one chat.completion.chunk event: a delta, a finish
+// reason, or (delta nil) the usage chunk without choices.
+func (t *toChat) chunk(delta *message, finish string, usage *chatUsage) {
+	c := completion{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []choice{}, Usage: usage}
+	if delta != nil {
+		ch := choice{Delta: delta}
+		if finish != "" {
+			ch.FinishReason = &finish
+		}
+		c.Choices = []choice{ch}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return
+	}
+	t.out = append(t.out, "data: "...)
+	t.out = append(t.out, b...)
+	t.out = append(t.out, "\n\n"...)
+}

@@ -1,0 +1,155 @@
+package gemini
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+)
+
+func TestFromChat(t *testing.T) {
+	body, err := fromChat([]byte(`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"developer","content":[{"type":"text","text":"D"}]},`+
+		`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},`+
+		`{"role":"assistant","content":"ok","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},`+
+		`{"role":"tool","tool_call_id":"c1","content":"{\"t\":2}"},{"role":"tool","tool_call_id":"c1","content":"plain"}],`+
+		`"max_tokens":7,"temperature":0.2,"stop":"END","seed":3,"user":"u","logprobs":true,"reasoning_effort":"high",`+
+		`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}},`+
+		`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gjson.ParseBytes(body)
+	for path, want := range map[string]string{
+		"systemInstruction.parts.#.text":                      `["S","D"]`,
+		"contents.#.role":                                     `["user","model","user"]`,
+		"contents.0.parts.1.inlineData":                       `{"mimeType":"image/png","data":"AAAA"}`,
+		"contents.1.parts.1.functionCall":                     `{"name":"f","args":{"a":1}}`,
+		"contents.2.parts.0.functionResponse":                 `{"name":"f","response":{"t":2}}`,
+		"contents.2.parts.1.functionResponse.response":        `{"content":"plain"}`,
+		"generationConfig.maxOutputTokens":                    `7`,
+		"generationConfig.stopSequences":                      `["END"]`,
+		"generationConfig.thinkingConfig":                     `{"thinkingBudget":24576,"includeThoughts":true}`,
+		"generationConfig.responseJsonSchema":                 `{"type":"object"}`,
+		"toolConfig.functionCallingConfig":                    `{"mode":"ANY","allowedFunctionNames":["f"]}`,
+		"tools.0.functionDeclarations.0.parametersJsonSchema": `{"type":"object"}`,
+	} {
+		if got := b.Get(path).Raw; got != want {
+			t.Errorf("%s = %s, want %s", path, got, want)
+		}
+	}
+	for _, gone := range []string{"model", "user", "logprobs", "seed"} {
+		if b.Get(gone).Exists() {
+			t.Errorf("%s sent: %s", gone, body)
+		}
+	}
+	for in, msg := range map[string]string{
+		`{"messages":[{"role":"user","content":"a"}],"n":2}`:                                                                     "n:",
+		`{"messages":[{"role":"user","content":"a"}],"functions":[]}`:                                                            "functions:",
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`:                  "messages[0].content[0].image_url.url",
+		`{"messages":[{"role":"tool","tool_call_id":"x","content":"a"}]}`:                                                        "messages[0].tool_call_id",
+		`{"messages":[{"role":"wizard","content":"a"}]}`:                                                                         "messages[0].role",
+		`{"messages":[{"role":"system","content":"a"}]}`:                                                                         "messages:",
+		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"web_search"}]}`:                                           "tools[0].type",
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","function":{"name":"f","arguments":"[1]"}}]}]}`: "arguments",
+	} {
+		if _, err := fromChat([]byte(in), 0); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", in, err, msg)
+		}
+	}
+}
+
+func post(t *testing.T, d dialect.Dialect, contentType, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	w := d.ToChat(rec, "gemini-x", 1<<20)
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(body))
+	w.Finish()
+	return rec
+}
+
+func TestToChat(t *testing.T) {
+	d, _ := New(dialect.Options{Model: "gemini-x"})
+	rec := post(t, d, "application/json", `{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Hi"},{"functionCall":{"name":"f","args":{"a":1}}}]},"finishReason":"STOP"}],`+
+		`"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"cachedContentTokenCount":6,"thoughtsTokenCount":3,"totalTokenCount":17},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`)
+	a := gjson.Parse(rec.Body.String())
+	for path, want := range map[string]string{
+		"choices.0.message.content":                        `"Hi"`,
+		"choices.0.message.reasoning":                      `"thinking"`,
+		"choices.0.message.tool_calls.0.function":          `{"name":"f","arguments":"{\"a\":1}"}`,
+		"choices.0.finish_reason":                          `"tool_calls"`,
+		"usage.prompt_tokens":                              `10`,
+		"usage.completion_tokens":                          `7`,
+		"usage.prompt_tokens_details.cached_tokens":        `6`,
+		"usage.completion_tokens_details.reasoning_tokens": `3`,
+		"model": `"gemini-2.5-flash"`,
+	} {
+		if got := a.Get(path).Raw; got != want {
+			t.Errorf("%s = %s, want %s (%s)", path, got, want, rec.Body)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"candidates":[{"finishReason":"SAFETY","safetyRatings":[]}],"usageMetadata":{"promptTokenCount":3}}`: "content_filter",
+		`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":3}}`:       "content_filter",
+		`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"MAX_TOKENS"}]}`:                    "length",
+	} {
+		if got := gjson.Get(post(t, d, "application/json", body).Body.String(), "choices.0.finish_reason").Str; got != want {
+			t.Errorf("%s: %s, want %s", body, got, want)
+		}
+	}
+	// Not an answer: passed on for the meter to report.
+	if got := post(t, d, "application/json", `{"foo":1}`).Body.String(); got != `{"foo":1}` {
+		t.Errorf("non-answer %s", got)
+	}
+
+	stream := "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"He\"}]}}],\"usageMetadata\":{\"promptTokenCount\":5},\"responseId\":\"r2\"}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"llo\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":5,\"candidatesTokenCount\":2,\"totalTokenCount\":7}}\r\n\r\n"
+	out := post(t, d, "text/event-stream", stream).Body.String()
+	var text, finish string
+	var usage gjson.Result
+	for ev := range strings.SplitSeq(out, "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		c := gjson.Parse(data)
+		text += c.Get("choices.0.delta.content").Str
+		if f := c.Get("choices.0.finish_reason").Str; f != "" {
+			finish = f
+		}
+		if u := c.Get("usage"); u.Exists() {
+			usage = u
+		}
+	}
+	if text != "Hello" || finish != "stop" || usage.Get("completion_tokens").Int() != 2 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		t.Errorf("stream %q", out)
+	}
+}
+
+func TestURIAndKey(t *testing.T) {
+	d, _ := New(dialect.Options{Model: "gemini-2.5-flash"})
+	if got := d.URI(dialect.Chat, false, "/chat/completions", true); got != "/models/gemini-2.5-flash:streamGenerateContent?alt=sse" {
+		t.Errorf("stream uri %s", got)
+	}
+	if got := d.URI(dialect.Responses, false, "/responses", false); got != "/models/gemini-2.5-flash:generateContent" {
+		t.Errorf("uri %s", got)
+	}
+	h := http.Header{"Authorization": {"Bearer client"}, "X-Api-Key": {"x"}}
+	d.SetHeaders(h)
+	d.SetKey(h, "AIza-1")
+	if len(h) != 1 || h.Get("X-Goog-Api-Key") != "AIza-1" {
+		t.Errorf("headers %v", h)
+	}
+	if _, err := New(dialect.Options{Settings: map[string]string{"auth": "oauth"}}); err == nil || !strings.HasPrefix(err.Error(), "auth:") {
+		t.Errorf("bad auth: %v", err)
+	}
+	code, msg := d.Failure(429, nil, []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`))
+	if code != "RESOURCE_EXHAUSTED" || msg != "quota" {
+		t.Errorf("failure %v %q", code, msg)
+	}
+}

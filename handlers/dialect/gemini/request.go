@@ -1,0 +1,358 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// request is a GenerateContentRequest, as the gateway writes it: only
+// members the API defines (it refuses any other).
+type request struct {
+	Contents          []content         `json:"contents"`
+	SystemInstruction *content          `json:"systemInstruction,omitempty"`
+	Tools             []tool            `json:"tools,omitempty"`
+	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
+	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
+}
+
+type content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []part `json:"parts"`
+}
+
+type part struct {
+	Text             *string           `json:"text,omitempty"`
+	InlineData       *blob             `json:"inlineData,omitempty"`
+	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
+}
+
+type blob struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type functionCall struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type functionResponse struct {
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
+}
+
+type tool struct {
+	FunctionDeclarations []functionDeclaration `json:"functionDeclarations"`
+}
+
+type functionDeclaration struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+}
+
+type toolConfig struct {
+	FunctionCallingConfig functionCallingConfig `json:"functionCallingConfig"`
+}
+
+type functionCallingConfig struct {
+	Mode                 string   `json:"mode"`
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
+}
+
+type generationConfig struct {
+	MaxOutputTokens    int64           `json:"maxOutputTokens,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"topP,omitempty"`
+	TopK               *int64          `json:"topK,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	Seed               *int64          `json:"seed,omitempty"`
+	PresencePenalty    *float64        `json:"presencePenalty,omitempty"`
+	FrequencyPenalty   *float64        `json:"frequencyPenalty,omitempty"`
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ThinkingConfig     *thinkingConfig `json:"thinkingConfig,omitempty"`
+}
+
+type thinkingConfig struct {
+	ThinkingBudget  *int64 `json:"thinkingBudget,omitempty"`
+	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+}
+
+// fieldError is a 400 naming the chat request's field.
+func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg) }
+
+// budgets are the thinking budgets of reasoning efforts, in tokens.
+var budgets = map[string]int64{"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+
+// fromChat translates a chat completions body into a GenerateContentRequest.
+func fromChat(chat []byte, maxTokens int64) ([]byte, error) {
+	req := gjson.ParseBytes(chat)
+	if !req.IsObject() {
+		return nil, fieldError("body", "expected a JSON object")
+	}
+	var out request
+	gc := &generationConfig{}
+	var err error
+	req.ForEach(func(k, v gjson.Result) bool {
+		switch name := k.Str; name {
+		case "messages":
+			out.SystemInstruction, out.Contents, err = contentsOf(v)
+		case "tools":
+			out.Tools, err = toolsOf(v)
+		case "tool_choice":
+			out.ToolConfig, err = toolChoiceOf(v)
+		case "max_tokens", "max_completion_tokens":
+			gc.MaxOutputTokens = max(gc.MaxOutputTokens, v.Int())
+		case "temperature":
+			f := v.Float()
+			gc.Temperature = &f
+		case "top_p":
+			f := v.Float()
+			gc.TopP = &f
+		case "top_k":
+			n := v.Int()
+			gc.TopK = &n
+		case "seed":
+			n := v.Int()
+			gc.Seed = &n
+		case "presence_penalty":
+			f := v.Float()
+			gc.PresencePenalty = &f
+		case "frequency_penalty":
+			f := v.Float()
+			gc.FrequencyPenalty = &f
+		case "stop":
+			if v.Type == gjson.String {
+				gc.StopSequences = []string{v.Str}
+			} else {
+				for _, s := range v.Array() {
+					gc.StopSequences = append(gc.StopSequences, s.Str)
+				}
+			}
+		case "n":
+			if v.Int() > 1 {
+				err = fieldError("n", "Gemini providers answer one choice")
+			}
+		case "response_format":
+			switch v.Get("type").Str {
+			case "json_object":
+				gc.ResponseMimeType = "application/json"
+			case "json_schema":
+				gc.ResponseMimeType = "application/json"
+				if s := v.Get("json_schema.schema"); s.Exists() {
+					gc.ResponseJSONSchema = json.RawMessage(s.Raw)
+				}
+			}
+		case "reasoning_effort":
+			if b, ok := budgets[v.Str]; ok {
+				gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: &b, IncludeThoughts: b > 0}
+			}
+		case "functions", "function_call":
+			err = fieldError(name, "not served by Gemini providers; send tools")
+		default:
+			// Fields Gemini has no equivalent of (user, logprobs,
+			// logit_bias, stream_options, ...) are dropped, as providers
+			// that lack a parameter ignore it.
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if gc.MaxOutputTokens == 0 && maxTokens > 0 {
+		gc.MaxOutputTokens = maxTokens
+	}
+	if b, _ := json.Marshal(gc); string(b) != "{}" {
+		out.GenerationConfig = gc
+	}
+	if len(out.Contents) == 0 {
+		return nil, fieldError("messages", "needs a user or assistant message")
+	}
+	return json.Marshal(out)
+}
+
+// contentsOf translates the messages: system and developer messages
+// become the system instruction; the others contents of role user or
+// model (tool results are user parts, consecutive parts of one role
+// merged).
+func contentsOf(msgs gjson.Result) (*content, []content, error) {
+	var system *content
+	var contents []content
+	names := map[string]string{} // tool call id -> function name
+	add := func(role string, parts ...part) {
+		if n := len(contents); n > 0 && contents[n-1].Role == role {
+			contents[n-1].Parts = append(contents[n-1].Parts, parts...)
+			return
+		}
+		contents = append(contents, content{Role: role, Parts: parts})
+	}
+	for i, m := range msgs.Array() {
+		path := fmt.Sprintf("messages[%d]", i)
+		switch role := m.Get("role").Str; role {
+		case "system", "developer":
+			parts, err := textParts(m.Get("content"), path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if system == nil {
+				system = &content{}
+			}
+			system.Parts = append(system.Parts, parts...)
+		case "user":
+			parts, err := userParts(m.Get("content"), path)
+			if err != nil {
+				return nil, nil, err
+			}
+			add("user", parts...)
+		case "assistant":
+			var parts []part
+			if c := m.Get("content"); c.Exists() && c.Type != gjson.Null {
+				p, err := textParts(c, path)
+				if err != nil {
+					return nil, nil, err
+				}
+				parts = p
+			}
+			for j, call := range m.Get("tool_calls").Array() {
+				args := call.Get("function.arguments").Str
+				if args == "" {
+					args = "{}"
+				}
+				if !gjson.Valid(args) || !gjson.Parse(args).IsObject() {
+					return nil, nil, fieldError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", path, j), "expected a JSON object")
+				}
+				name := call.Get("function.name").Str
+				names[call.Get("id").Str] = name
+				parts = append(parts, part{FunctionCall: &functionCall{Name: name, Args: json.RawMessage(args)}})
+			}
+			if len(parts) > 0 {
+				add("model", parts...)
+			}
+		case "tool":
+			id := m.Get("tool_call_id").Str
+			name, ok := names[id]
+			if !ok {
+				return nil, nil, fieldError(path+".tool_call_id", fmt.Sprintf("no assistant tool call %q before it", id))
+			}
+			result := m.Get("content")
+			text := result.Str
+			if result.IsArray() {
+				var b strings.Builder
+				for _, p := range result.Array() {
+					b.WriteString(p.Get("text").Str)
+				}
+				text = b.String()
+			}
+			// The response is an object: the tool's JSON object as it is,
+			// any other result under "content".
+			resp := `{"content":` + string(mustJSON(text)) + `}`
+			if gjson.Valid(text) && gjson.Parse(text).IsObject() {
+				resp = text
+			}
+			add("user", part{FunctionResponse: &functionResponse{Name: name, Response: json.RawMessage(resp)}})
+		default:
+			return nil, nil, fieldError(path+".role", fmt.Sprintf("unsupported role %q", role))
+		}
+	}
+	return system, contents, nil
+}
+
+func mustJSON(s string) []byte { b, _ := json.Marshal(s); return b }
+
+// textParts are a string content's or text parts' text.
+func textParts(c gjson.Result, path string) ([]part, error) {
+	if c.Type == gjson.String {
+		s := c.Str
+		return []part{{Text: &s}}, nil
+	}
+	var parts []part
+	for j, p := range c.Array() {
+		if p.Get("type").Str != "text" {
+			return nil, fieldError(fmt.Sprintf("%s.content[%d].type", path, j), "only text parts here")
+		}
+		s := p.Get("text").Str
+		parts = append(parts, part{Text: &s})
+	}
+	return parts, nil
+}
+
+// userParts are a user message's text and images (base64 data: URLs).
+func userParts(c gjson.Result, path string) ([]part, error) {
+	if c.Type == gjson.String {
+		return textParts(c, path)
+	}
+	var parts []part
+	for j, p := range c.Array() {
+		at := fmt.Sprintf("%s.content[%d]", path, j)
+		switch p.Get("type").Str {
+		case "text":
+			s := p.Get("text").Str
+			parts = append(parts, part{Text: &s})
+		case "image_url":
+			b, err := dataURL(p.Get("image_url.url").Str, at+".image_url.url")
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, part{InlineData: b})
+		case "file":
+			b, err := dataURL(p.Get("file.file_data").Str, at+".file.file_data")
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, part{InlineData: b})
+		default:
+			return nil, fieldError(at+".type", fmt.Sprintf("unsupported part %q for Gemini providers", p.Get("type").Str))
+		}
+	}
+	return parts, nil
+}
+
+// dataURL is a base64 data: URL's blob; Gemini reads no http URLs inline.
+func dataURL(u, path string) (*blob, error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	mime, data, ok2 := strings.Cut(rest, ";base64,")
+	if !ok || !ok2 || mime == "" {
+		return nil, fieldError(path, "Gemini providers take base64 data: URLs only")
+	}
+	return &blob{MimeType: mime, Data: data}, nil
+}
+
+// toolsOf translates function tools into function declarations.
+func toolsOf(tools gjson.Result) ([]tool, error) {
+	var decls []functionDeclaration
+	for i, t := range tools.Array() {
+		if t.Get("type").Str != "function" {
+			return nil, fieldError(fmt.Sprintf("tools[%d].type", i), "Gemini providers take function tools only")
+		}
+		f := t.Get("function")
+		d := functionDeclaration{Name: f.Get("name").Str, Description: f.Get("description").Str}
+		if p := f.Get("parameters"); p.Exists() {
+			d.ParametersJSONSchema = json.RawMessage(p.Raw)
+		}
+		decls = append(decls, d)
+	}
+	if len(decls) == 0 {
+		return nil, nil
+	}
+	return []tool{{FunctionDeclarations: decls}}, nil
+}
+
+// toolChoiceOf translates tool_choice into the function calling mode.
+func toolChoiceOf(c gjson.Result) (*toolConfig, error) {
+	switch {
+	case c.Str == "auto":
+		return &toolConfig{functionCallingConfig{Mode: "AUTO"}}, nil
+	case c.Str == "none":
+		return &toolConfig{functionCallingConfig{Mode: "NONE"}}, nil
+	case c.Str == "required":
+		return &toolConfig{functionCallingConfig{Mode: "ANY"}}, nil
+	case c.Get("type").Str == "function":
+		return &toolConfig{functionCallingConfig{Mode: "ANY", AllowedFunctionNames: []string{c.Get("function.name").Str}}}, nil
+	}
+	return nil, fieldError("tool_choice", "expected auto, none, required or a function")
+}

@@ -1,0 +1,80 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+)
+
+// StyleAzure is Azure OpenAI: OpenAI's chat completions (and completions,
+// embeddings) at a deployment's URL, authenticated by an api-key header.
+const StyleAzure = "azure"
+
+func init() { dialect.Register(StyleAzure, NewAzure, "deployment", "api_version") }
+
+// Azure is an Azure OpenAI deployment: the OpenAI dialect but for its
+// URLs, its key header and the API version every request names.
+type Azure struct {
+	*Dialect
+	// prefix is the deployment's path, /openai/deployments/<name>, and
+	// query its ?api-version=<version>.
+	prefix, query string
+}
+
+var (
+	// Azure's deployment names: letters, digits, '-', '_' and '.'.
+	deploymentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	// Azure's API versions: a date, maybe a preview.
+	apiVersion = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}(-preview)?$`)
+)
+
+// NewAzure is the dialect of one style azure provider block: its
+// deployment and api_version are required.
+func NewAzure(o dialect.Options) (dialect.Dialect, error) {
+	dep, ver := o.Settings["deployment"], o.Settings["api_version"]
+	switch {
+	case dep == "":
+		return nil, errors.New("deployment: required for style azure (the deployment's name in Azure OpenAI)")
+	case !deploymentName.MatchString(dep):
+		return nil, fmt.Errorf("deployment: %q is not a deployment name (letters, digits, '-', '_', '.')", dep)
+	case ver == "":
+		return nil, errors.New("api_version: required for style azure, e.g. 2024-10-21")
+	case !apiVersion.MatchString(ver):
+		return nil, fmt.Errorf("api_version: expected a date such as 2024-10-21 or 2025-04-01-preview, got %q", ver)
+	}
+	base := newDialect(o)
+	// Azure serves Chat Completions at deployments; Responses requests
+	// reach it as chat.
+	base.chatOnly = true
+	return &Azure{Dialect: base, prefix: "/openai/deployments/" + dep, query: "?api-version=" + ver}, nil
+}
+
+// Name implements dialect.Dialect.
+func (a *Azure) Name() string { return StyleAzure }
+
+// RequiresKey implements dialect.KeyRequirer: an Azure resource is always
+// called with its key.
+func (a *Azure) RequiresKey() bool { return true }
+
+// URI implements dialect.Dialect: the deployment's path for the route
+// (chat completions for translated requests) and the API version; the
+// client's own query is not passed.
+func (a *Azure) URI(k dialect.Kind, native bool, uri string, _ bool) string {
+	path := "/chat/completions"
+	if native && k == dialect.Other {
+		path = uri
+		for i := 0; i < len(uri); i++ {
+			if uri[i] == '?' {
+				path = uri[:i]
+				break
+			}
+		}
+	}
+	return a.prefix + path + a.query
+}
+
+// SetKey implements dialect.Dialect: Azure's api-key header.
+func (a *Azure) SetKey(h http.Header, key string) { h["Api-Key"] = []string{key} }

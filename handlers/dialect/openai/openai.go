@@ -1,0 +1,152 @@
+// Package openai is the OpenAI dialect: Chat Completions and Responses,
+// spoken by OpenAI and by most compatible servers. Azure OpenAI is a
+// variant with its own URLs and key header (azure.go).
+package openai
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+)
+
+func init() { dialect.Register(catalog.StyleOpenAI, New) }
+
+// Dialect is one OpenAI-style provider.
+type Dialect struct {
+	chatOnly bool // api chat: Responses requests are translated
+	// chatLimit is the output-limit field of chat requests: the
+	// provider's max_tokens_field, else max_completion_tokens on OpenAI's
+	// own API (its reasoning models refuse max_tokens) and max_tokens
+	// elsewhere, as every compatible server reads it.
+	chatLimit string
+	// rename: the provider takes only max_completion_tokens, so a
+	// client's max_tokens is renamed.
+	rename bool
+}
+
+// New is the dialect of one provider block.
+func New(o dialect.Options) (dialect.Dialect, error) {
+	return newDialect(o), nil
+}
+
+func newDialect(o dialect.Options) *Dialect {
+	d := &Dialect{chatOnly: o.API == catalog.APIChat, chatLimit: "max_tokens"}
+	switch {
+	case o.MaxTokensField != "":
+		d.chatLimit = o.MaxTokensField
+	case o.Name == "openai" || o.Host == "api.openai.com":
+		d.chatLimit = "max_completion_tokens"
+	}
+	d.rename = o.MaxTokensField == "max_completion_tokens"
+	return d
+}
+
+// Name implements dialect.Dialect.
+func (d *Dialect) Name() string { return catalog.StyleOpenAI }
+
+// Native implements dialect.Dialect: every route but Messages, and
+// Responses unless the provider speaks only chat.
+func (d *Dialect) Native(k dialect.Kind) bool {
+	switch k {
+	case dialect.Messages:
+		return false
+	case dialect.Responses:
+		return !d.chatOnly
+	}
+	return true
+}
+
+// Serves implements dialect.Dialect.
+func (d *Dialect) Serves(dialect.Kind) bool { return true }
+
+// Adapt implements dialect.Dialect: a chat body's max_tokens becomes
+// max_completion_tokens for a provider that takes only that.
+func (d *Dialect) Adapt(k dialect.Kind, body []byte, _ int64) ([]byte, error) {
+	if k != dialect.Chat || !d.rename {
+		return body, nil
+	}
+	return WithMaxCompletionTokens(body), nil
+}
+
+// FromChat implements dialect.Dialect: chat is native.
+func (d *Dialect) FromChat(chat []byte, _ int64) ([]byte, error) { return chat, nil }
+
+// ToChat implements dialect.Dialect: chat is native.
+func (d *Dialect) ToChat(http.ResponseWriter, string, int) dialect.AnswerReader { return nil }
+
+// URI implements dialect.Dialect: the client's path, or a translated
+// request's chat completions path.
+func (d *Dialect) URI(k dialect.Kind, native bool, uri string, _ bool) string {
+	switch {
+	case native:
+		return uri
+	case k == dialect.Messages:
+		// Anthropic's query parameters (Claude Code's beta=true) mean
+		// nothing to a chat provider; Caddy's rewrite clears the query
+		// for a URI ending in "?".
+		return "/chat/completions?"
+	}
+	return "/chat/completions" + strings.TrimPrefix(uri, "/responses")
+}
+
+// SetHeaders implements dialect.Dialect.
+func (d *Dialect) SetHeaders(h http.Header) { dialect.ClearCredentials(h) }
+
+// SetKey implements dialect.Dialect: a bearer token.
+func (d *Dialect) SetKey(h http.Header, key string) { h["Authorization"] = []string{"Bearer " + key} }
+
+// OutputLimitField implements dialect.Dialect: max_output_tokens for
+// Responses, the chat field for chat completions, and max_tokens for a
+// request translated to chat.
+func (d *Dialect) OutputLimitField(k dialect.Kind, native bool) string {
+	switch {
+	case k == dialect.Responses && native:
+		return "max_output_tokens"
+	case k == dialect.Chat:
+		return d.chatLimit
+	}
+	return "max_tokens"
+}
+
+// RequiresOutputLimit implements dialect.Dialect.
+func (d *Dialect) RequiresOutputLimit() bool { return false }
+
+// Parameters implements dialect.Dialect.
+func (d *Dialect) Parameters() []string { return catalog.OpenAIParameters }
+
+// SearchFamily implements dialect.Dialect: OpenAI's search models are
+// known by the model id's vendor, not by the dialect.
+func (d *Dialect) SearchFamily() string { return "" }
+
+// Failure implements dialect.Dialect.
+func (d *Dialect) Failure(_ int, _ http.Header, body []byte) (any, string) {
+	return dialect.ErrorBody(body)
+}
+
+// WithMaxCompletionTokens renames a chat body's max_tokens to
+// max_completion_tokens (a max_completion_tokens the body has wins).
+func WithMaxCompletionTokens(body []byte) []byte {
+	if !bytes.Contains(body, []byte(`"max_tokens"`)) {
+		return body
+	}
+	mt := gjson.GetBytes(body, "max_tokens")
+	if !mt.Exists() {
+		return body
+	}
+	out, err := sjson.DeleteBytes(body, "max_tokens")
+	if err != nil {
+		return body
+	}
+	if !gjson.GetBytes(out, "max_completion_tokens").Exists() {
+		if out, err = sjson.SetRawBytes(out, "max_completion_tokens", []byte(mt.Raw)); err != nil {
+			return body
+		}
+	}
+	return out
+}
