@@ -117,7 +117,7 @@ type activityScan struct {
 // member's). The figures per day and value are kept for the values in
 // charted (nil: every value; the breakdown by key, which may have
 // thousands of values, charts only the largest, found by a first pass).
-func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, charted map[string]bool, choices bool) activityScan {
+func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, charted []string, choices bool) activityScan {
 	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
 		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
 	dim := q.dim()
@@ -145,7 +145,7 @@ func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to
 				a.groups[v] = g
 			}
 			addSums(g, c.Sums)
-		} else if !charted[v] {
+		} else if !slices.Contains(charted, v) {
 			if day := int(c.Hour.Sub(from) / (24 * time.Hour)); day >= 0 && day < len(a.other) {
 				a.other[day].usage += c.Sums.Usage.Float64()
 				a.other[day].requests += float64(c.Sums.Requests)
@@ -384,8 +384,9 @@ func (d *Dashboard) keepChoices(accountID string, days int, member bool, scan ac
 	return c
 }
 
-// topGroups is the set of the n values of largest spend.
-func topGroups(groups map[string]*storage.Sums, n int) map[string]bool {
+// topGroups are the n values of largest spend (a few: a slice is
+// searched faster than a map of long keys is hashed).
+func topGroups(groups map[string]*storage.Sums, n int) []string {
 	type kv struct {
 		k string
 		u money.Amount
@@ -400,9 +401,9 @@ func topGroups(groups map[string]*storage.Sums, n int) map[string]bool {
 		}
 		return all[i].k < all[j].k
 	})
-	top := map[string]bool{}
+	var top []string
 	for _, e := range all[:min(n, len(all))] {
-		top[e.k] = true
+		top = append(top, e.k)
 	}
 	return top
 }
