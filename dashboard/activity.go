@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -175,12 +176,16 @@ const maxOnePassDays = 31
 // rest summed.
 func scanKeys(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, choices bool) activityScan {
 	type keyAgg struct {
+		key  string
 		sums storage.Sums
 		days []dayFigures
 	}
 	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
 		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
-	keys := map[string]*keyAgg{}
+	// By the key string's bytes' address: the rollup keeps one copy of
+	// each string, so this is a pointer's hash rather than a 64-byte
+	// one; copies of one key, if any, are merged below.
+	byData := map[*byte]*keyAgg{}
 	var slab []dayFigures
 	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
 		if own != nil && !own[c.APIKey] {
@@ -202,14 +207,14 @@ func scanKeys(st *storage.Store, accountID string, q activityQuery, from, to tim
 			return
 		}
 		addSums(&a.totals, c.Sums)
-		k := keys[c.APIKey]
+		k := byData[unsafe.StringData(c.APIKey)]
 		if k == nil {
 			if len(slab)+q.Days > cap(slab) {
 				slab = make([]dayFigures, 0, 1024*q.Days)
 			}
-			k = &keyAgg{days: slab[len(slab) : len(slab)+q.Days]}
+			k = &keyAgg{key: c.APIKey, days: slab[len(slab) : len(slab)+q.Days]}
 			slab = slab[:len(slab)+q.Days]
-			keys[c.APIKey] = k
+			byData[unsafe.StringData(c.APIKey)] = k
 		}
 		addSums(&k.sums, c.Sums)
 		f := &k.days[day]
@@ -217,6 +222,20 @@ func scanKeys(st *storage.Store, accountID string, q activityQuery, from, to tim
 		f.requests += float64(c.Sums.Requests)
 		f.tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
 	})
+	keys := make(map[string]*keyAgg, len(byData))
+	for _, k := range byData {
+		into, ok := keys[k.key]
+		if !ok {
+			keys[k.key] = k
+			continue
+		}
+		addSums(&into.sums, k.sums)
+		for day, f := range k.days {
+			into.days[day].usage += f.usage
+			into.days[day].requests += f.requests
+			into.days[day].tokens += f.tokens
+		}
+	}
 	for v, k := range keys {
 		a.groups[v] = &k.sums
 	}
