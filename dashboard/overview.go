@@ -89,7 +89,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s Session) 
 		IsOrg: acct.Kind == storage.AccountOrganization, Member: s.Role == RoleMember}
 	// 31 days: the month's start is at most 30 days back, so one pass
 	// over the rollup gives the chart's 30 days and the month.
-	days := dailySpend(st, acct.ID, t, 31, nil)
+	var mine []storage.UsageFilter
+	if !s.CanManageAccount() {
+		// A member's spend is their keys'.
+		mine = []storage.UsageFilter{{Dim: storage.DimUser, Values: []string{s.MemberID}}}
+	}
+	days := dailySpend(st, acct.ID, t, 31, mine)
 	weekStart, monthStart := storage.BucketStart(t, storage.GranularityWeek), storage.BucketStart(t, storage.GranularityMonth)
 	today := storage.BucketStart(t, storage.GranularityDay)
 	for _, p := range days {

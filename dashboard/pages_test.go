@@ -239,6 +239,14 @@ func TestActivityCSVAndMembersSeeTheirOwnUsage(t *testing.T) {
 			t.Fatalf("member's %s shows another's usage:\n%s", path, body)
 		}
 	}
+	// The overview: the member's spend (one generation of 1000), the
+	// admin's the account's (two).
+	if body := m.do("GET", "/dashboard/", nil).Body.String(); !strings.Contains(body, "Your spend today</div><div class=\"value\">$0.000001</div>") {
+		t.Fatalf("member's overview:\n%s", body)
+	}
+	if body := admin.do("GET", "/dashboard/", nil).Body.String(); !strings.Contains(body, "Spend today</div><div class=\"value\">$0.000002</div>") {
+		t.Fatalf("admin's overview:\n%s", body)
+	}
 }
 
 func TestRefusalsAreLoggedWithoutTheToken(t *testing.T) {
