@@ -573,27 +573,22 @@ type recentIndex struct {
 	seeded chan struct{}
 }
 
-var (
-	recentMu sync.Mutex
-	recents  = map[*storage.Store]*recentIndex{}
-)
-
-// recentOf returns the store's index, made at first use: it subscribes to
-// settled generations and loads the stored ones in the background.
+// recentOf returns the store's index, made at first use (with the
+// dashboard's domain store, so it lives and goes with the store): it
+// subscribes to settled generations and loads the stored ones in the
+// background.
 func recentOf(st *storage.Store) *recentIndex {
-	recentMu.Lock()
-	defer recentMu.Unlock()
-	if x, ok := recents[st]; ok {
-		return x
-	}
-	x := &recentIndex{acc: map[string][]recentGen{}, seeded: make(chan struct{})}
-	recents[st] = x
-	st.SubscribeGenerations(func(g storage.Generation) { x.add(g) })
-	go func() {
-		defer close(x.seeded)
-		_ = st.Generations(func(g storage.Generation) bool { x.add(g); return true })
-	}()
-	return x
+	ds := StoreOf(st)
+	ds.recentOnce.Do(func() {
+		x := &recentIndex{acc: map[string][]recentGen{}, seeded: make(chan struct{})}
+		ds.recent = x
+		st.SubscribeGenerations(func(g storage.Generation) { x.add(g) })
+		go func() {
+			defer close(x.seeded)
+			_ = st.Generations(func(g storage.Generation) bool { x.add(g); return true })
+		}()
+	})
+	return ds.recent
 }
 
 // add files g in its account's list, in time order, keeping the newest.

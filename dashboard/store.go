@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -55,8 +56,11 @@ type Store struct {
 	sessions map[string]*sessionRecord // by hash
 	links    map[string]*linkRecord    // by hash
 	// claim, on the shared backend, makes a link's use atomic across
-	// replicas (claimShared); nil on Badger, where the kernel's lock is.
+	// replicas; nil on Badger, where the kernel's lock is.
 	claim func(hash string, ttl time.Duration) (bool, error)
+	// recent indexes the latest generations (activity.go, recentOf).
+	recentOnce sync.Once
+	recent     *recentIndex
 }
 
 // StoreOf returns the dashboard store of st.
