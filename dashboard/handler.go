@@ -135,6 +135,9 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 
 // setup is Provision with the gateway given (tests).
 func (d *Dashboard) setup(gw gateway.Gateway, logger *zap.Logger) error {
+	if err := d.Validate(); err != nil {
+		return err // before the prefix makes the routes' patterns
+	}
 	if d.Prefix == "" {
 		d.Prefix = DefaultPrefix
 	}

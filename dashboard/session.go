@@ -87,6 +87,9 @@ func from(r *http.Request) *Dashboard {
 // dashboard does not serve.
 var errNoDashboard = errors.New("dashboard: the request is not served by the dashboard handler")
 
+// errNoStore: the gateway's database could not be opened.
+var errNoStore = errors.New("dashboard: the gateway's database is unavailable")
+
 // StartSession signs p in: it ends the request's current session if any
 // (a new session id at every sign-in, so a planted cookie is worthless),
 // stores a new session for p and sets its cookie (HttpOnly, SameSite=Lax,
@@ -99,12 +102,16 @@ func StartSession(w http.ResponseWriter, r *http.Request, p Principal) (Session,
 	if d == nil {
 		return Session{}, errNoDashboard
 	}
+	st := d.store()
+	if st == nil {
+		return Session{}, errNoStore
+	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		if err := d.store().deleteSession(c.Value); err != nil {
+		if err := st.deleteSession(c.Value); err != nil {
 			return Session{}, err
 		}
 	}
-	token, rec, err := d.store().createSession(p, d.sessionTTL())
+	token, rec, err := st.createSession(p, d.sessionTTL())
 	if err != nil {
 		return Session{}, err
 	}
@@ -118,8 +125,12 @@ func SignOut(w http.ResponseWriter, r *http.Request) error {
 	if d == nil {
 		return errNoDashboard
 	}
+	st := d.store()
+	if st == nil {
+		return errNoStore
+	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		if err := d.store().deleteSession(c.Value); err != nil {
+		if err := st.deleteSession(c.Value); err != nil {
 			return err
 		}
 	}
@@ -139,11 +150,12 @@ func SessionFrom(r *http.Request) (Session, bool) {
 	if d == nil {
 		return Session{}, false
 	}
+	st := d.store()
 	c, err := r.Cookie(CookieName)
-	if err != nil {
+	if err != nil || st == nil {
 		return Session{}, false
 	}
-	rec, ok := d.store().session(c.Value)
+	rec, ok := st.session(c.Value)
 	if !ok {
 		return Session{}, false
 	}
