@@ -42,7 +42,9 @@
 //     each dashboard's Provision: Dashboard.Handle mounts a route below the
 //     prefix (its handler runs with the dashboard in its request context,
 //     so the functions above work), AddSignInOption shows a sign-in method
-//     on the sign-in page.
+//     on the sign-in page, AllowSignIn applies the sign-in rate limit,
+//     ReturnTo checks where to go after sign-in (the return_to of
+//     RequireSession's redirect), ErrorPage writes a refusal's page.
 //
 // These functions work on requests the dashboard serves (its handler puts
 // itself in the request context).

@@ -327,3 +327,18 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Dashboard)(nil)
 	_ caddyfile.Unmarshaler       = (*Dashboard)(nil)
 )
+
+// AllowSignIn counts a sign-in attempt from r's client address and
+// reports whether it is within signin_attempts a minute; a sign-in method
+// refuses the attempt (429) when it is not.
+func (d *Dashboard) AllowSignIn(r *http.Request) bool { return d.limiter.allow(clientIP(r), now()) }
+
+// ErrorPage writes the dashboard's page of a refused request: its title
+// and what to do, in the layout, with status.
+func (d *Dashboard) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
+	d.errorPage(w, r, status, title, detail)
+}
+
+// ReturnTo is p when it is a page of this dashboard (never another site,
+// nor the sign-in page), else the home page: where to go after a sign-in.
+func (d *Dashboard) ReturnTo(p string) string { return d.returnTo(p) }

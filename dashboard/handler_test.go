@@ -196,3 +196,41 @@ func TestSignInAttemptsAreRateLimited(t *testing.T) {
 		t.Fatalf("attempt past the cap: %d", w.Code)
 	}
 }
+
+// The extension seam: a route mounted by an extension signs people in
+// with StartSession and renders in the layout.
+func TestExtensionStartsSessions(t *testing.T) {
+	RegisterExtension(func(d *Dashboard) error {
+		d.AddSignInOption(SignInOption{Label: "Sign in with Example SSO", Path: "/test-sso"})
+		d.Handle("GET /test-sso", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !d.AllowSignIn(r) {
+				d.ErrorPage(w, r, http.StatusTooManyRequests, "Too many", "wait")
+				return
+			}
+			if _, err := StartSession(w, r, Principal{AccountID: r.URL.Query().Get("account"), Method: "sso"}); err != nil {
+				d.ErrorPage(w, r, http.StatusForbidden, "No", err.Error())
+				return
+			}
+			http.Redirect(w, r, d.ReturnTo(r.URL.Query().Get("return_to")), http.StatusSeeOther)
+		}))
+		return nil
+	})
+	defer func() { extMu.Lock(); extensions = extensions[:len(extensions)-1]; extMu.Unlock() }()
+	d, st := testDashboard(t)
+	a, _, _ := org(t, st)
+	c := &client{t: t, d: d}
+	if !strings.Contains(c.do("GET", "/dashboard/signin", nil).Body.String(), "Sign in with Example SSO") {
+		t.Fatal("the sign-in page does not offer the extension's method")
+	}
+	if w := c.do("GET", "/dashboard/test-sso?account=org_nope", nil); w.Code != http.StatusForbidden || c.cookie != nil {
+		t.Fatalf("unknown account: %d", w.Code)
+	}
+	w := c.do("GET", "/dashboard/test-sso?account="+a.ID+"&return_to=/dashboard/keys", nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/dashboard/keys" || c.cookie == nil {
+		t.Fatalf("extension sign-in: %d %q", w.Code, w.Header().Get("Location"))
+	}
+	s, ok := StoreOf(st).session(c.cookie.Value)
+	if !ok || s.Principal.Method != "sso" || s.Principal.Role != RoleOwner {
+		t.Fatalf("session %+v", s)
+	}
+}
