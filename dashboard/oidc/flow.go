@@ -35,6 +35,14 @@ import (
 //
 // Nothing is written to the store until the dashboard starts the session.
 
+// The dashboard's sign-in routes: Begin at BeginPath?account=<id>, the
+// provider's callback (the redirect URI registered at the provider) at
+// CallbackPath.
+const (
+	BeginPath    = "/dashboard/signin/oidc"
+	CallbackPath = BeginPath + "/callback"
+)
+
 // FlowTTL is how long a begun sign-in may take at the identity provider.
 const FlowTTL = 10 * time.Minute
 
