@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/dashboard"
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -46,7 +47,7 @@ func newOperatorOIDC(c oidc.Config) operatorOIDC {
 		domains = []string{}
 	}
 	return operatorOIDC{AccountID: c.AccountID, Issuer: c.Issuer, ClientID: c.ClientID, SecretLabel: c.SecretLabel,
-		AllowedDomains: domains, SignInPath: oidc.BeginPath + "?account=" + c.AccountID, CallbackPath: oidc.CallbackPath,
+		AllowedDomains: domains, SignInPath: dashboard.DefaultPrefix + oidc.SignInPath + "?account=" + c.AccountID, CallbackPath: dashboard.DefaultPrefix + oidc.CallbackPath,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
 

@@ -35,12 +35,12 @@ import (
 //
 // Nothing is written to the store until the dashboard starts the session.
 
-// The dashboard's sign-in routes: Begin at BeginPath?account=<id>, the
-// provider's callback (the redirect URI registered at the provider) at
-// CallbackPath.
+// The dashboard's sign-in routes, below its prefix (/dashboard by
+// default): Begin at SignInPath?account=<organization id>, the provider's
+// callback (the redirect URI registered at the provider) at CallbackPath.
 const (
-	BeginPath    = "/dashboard/signin/oidc"
-	CallbackPath = BeginPath + "/callback"
+	SignInPath   = "/signin/oidc"
+	CallbackPath = SignInPath + "/callback"
 )
 
 // FlowTTL is how long a begun sign-in may take at the identity provider.
@@ -63,10 +63,14 @@ type Service struct {
 	log    *zap.Logger
 	client *http.Client
 	provs  providers
-
-	usedMu sync.Mutex
-	used   map[string]time.Time // states used, until their flow expires
 }
+
+// The states used, until their flow expires: one set per process, so
+// that a config reload (a new Service) does not forget them.
+var (
+	usedMu sync.Mutex
+	used   = map[string]time.Time{}
+)
 
 // Options configure a Service.
 type Options struct {
@@ -91,7 +95,6 @@ func NewService(o Options) *Service {
 	return &Service{
 		store: o.Store, sealer: o.Sealer, log: o.Logger, client: o.HTTPClient,
 		provs: providers{client: o.HTTPClient, byAcct: map[string]*cachedProvider{}},
-		used:  map[string]time.Time{},
 	}
 }
 
@@ -245,7 +248,7 @@ func (s *Service) Finish(w http.ResponseWriter, r *http.Request, redirectURL str
 	if f.Redirect != redirectURL {
 		return Identity{}, s.fail(r, f.Account, errStartAgain("redirect_mismatch", "This sign-in was begun at another address."))
 	}
-	if !s.useState(f.State, time.Unix(f.Expires, 0)) {
+	if !useState(f.State, time.Unix(f.Expires, 0)) {
 		return Identity{}, s.fail(r, f.Account, errStartAgain("state_replayed", "This sign-in answer was already used."))
 	}
 	if code := q.Get("error"); code != "" {
@@ -291,21 +294,21 @@ func oauthErrorCode(code string) string {
 // useState marks a flow's state used, once: a replayed callback (the same
 // state again, within its lifetime) is refused. Per process: across
 // replicas the provider's code, which it redeems once, ends a replay.
-func (s *Service) useState(state string, expires time.Time) bool {
-	s.usedMu.Lock()
-	defer s.usedMu.Unlock()
+func useState(state string, expires time.Time) bool {
+	usedMu.Lock()
+	defer usedMu.Unlock()
 	t := now()
-	if len(s.used) > 1024 {
-		for k, exp := range s.used {
+	if len(used) > 1024 {
+		for k, exp := range used {
 			if t.After(exp) {
-				delete(s.used, k)
+				delete(used, k)
 			}
 		}
 	}
-	if _, ok := s.used[state]; ok {
+	if _, ok := used[state]; ok {
 		return false
 	}
-	s.used[state] = expires
+	used[state] = expires
 	return true
 }
 
