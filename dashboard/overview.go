@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -11,12 +12,21 @@ import (
 // pageRoutes registers the pages, each behind RequireSession.
 func (d *Dashboard) pageRoutes() {
 	page := func(pattern string, h func(w http.ResponseWriter, r *http.Request, s Session)) {
+		// The account's pages need a session of an account (an operator's
+		// alone has none).
+		account := !strings.Contains(pattern, " /operator") && pattern != "GET /{$}"
 		d.Handle(pattern, RequireSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s, _ := SessionFrom(r)
+			if account && s.AccountID == "" {
+				d.errorPage(w, r, http.StatusForbidden, "No account", "This session is the operator's only: it has no account's pages.")
+				return
+			}
 			h(w, r, s)
 		})))
 	}
 	page("GET /{$}", d.overview)
+	d.accountRoutes(page)
+	d.operatorRoutes(page)
 }
 
 // nearLimit is the share of a key's limit past which the overview lists it.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 )
 
@@ -18,8 +19,13 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// templates are the pages' bodies and the layout, parsed once.
+// templates are the pages' bodies and the layout, parsed once and never
+// executed themselves: each page runs a clone with the request's csrf
+// function (html/template cannot clone a set once it has run).
 var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+
+// layoutTemplates runs the layout, which needs no request function.
+var layoutTemplates = template.Must(templates.Clone())
 
 // Page is one page in the dashboard's look: Render wraps Body in the
 // layout (header, navigation for the session, footer).
@@ -77,7 +83,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, p Page) {
 		ld.Nav = navFor(s.Principal, d.Prefix, p.Nav)
 	}
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, "layout", ld); err != nil {
+	if err := layoutTemplates.ExecuteTemplate(&b, "layout", ld); err != nil {
 		d.logger.Error("dashboard page failed to render", zap.String("path", r.URL.Path), zap.Error(err))
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
 		return
@@ -94,7 +100,15 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, p Page) {
 
 // page renders one of the package's templates as a page.
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request, status int, title, nav, tmpl string, data any) {
-	body, err := ExecuteBody(templates, tmpl, data)
+	t, err := templates.Clone()
+	if err == nil {
+		token := CSRFToken(r)
+		t.Funcs(template.FuncMap{"csrf": func() string { return token }})
+	}
+	var body template.HTML
+	if err == nil {
+		body, err = ExecuteBody(t, tmpl, data)
+	}
 	if err != nil {
 		d.logger.Error("dashboard page failed to render", zap.String("template", tmpl), zap.Error(err))
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
@@ -139,6 +153,19 @@ func (d *Dashboard) staticHandler() http.Handler {
 }
 
 var funcs = template.FuncMap{
+	"csrf": func() string { return "" }, // the request's, set by page
+	"list": func(v ...string) []string { return v },
+	"sect": func(d settingsData, name string) map[string]any {
+		return map[string]any{"S": name, "Section": d.Section, "Errors": d.Errors}
+	},
+	"arr": func(r gjson.Result) []string {
+		var out []string
+		for _, v := range r.Array() {
+			out = append(out, v.String())
+		}
+		return out
+	},
+	"chart": func(title string, c chartSVG) map[string]any { return map[string]any{"Title": title, "Chart": c} },
 	"money": formatMoney,
 	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"day":   func(t time.Time) string { return t.UTC().Format("2006-01-02") },

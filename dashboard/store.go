@@ -204,9 +204,9 @@ func (s *Store) IssueLink(p Principal, ttl time.Duration) (string, Link, error) 
 	if ttl <= 0 || ttl > MaxLinkTTL {
 		return "", Link{}, fmt.Errorf("%w: expires_in: must be positive and at most %s", storage.ErrInvalid, MaxLinkTTL)
 	}
-	token, hash := randomToken()
+	token, _ := randomToken()
 	token = LinkPrefix + token
-	hash = hashToken(token)
+	hash := hashToken(token)
 	s.k.Lock()
 	if err := s.checkPrincipal(&p); err != nil {
 		s.k.Unlock()
