@@ -1,10 +1,16 @@
 package integration
 
 import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc/testissuer"
 )
@@ -92,5 +98,145 @@ func TestOIDCCLIAndRestart(t *testing.T) {
 	}
 	if strings.Contains(p.log.String(), oidcSecret) {
 		t.Fatal("the client secret is in the gateway's log")
+	}
+}
+
+// oidcBrowser is a browser of the in-process gateway: cookies kept,
+// redirects followed (to the test provider and back).
+type oidcBrowser struct {
+	t *testing.T
+	c *http.Client
+}
+
+func newOIDCBrowser(t *testing.T) *oidcBrowser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oidcBrowser{t: t, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
+}
+
+func (b *oidcBrowser) do(method, path string, form url.Values) (int, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, "http://"+gatewayAddr+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(out)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// csrf reads the session's CSRF token from a page's form.
+func (b *oidcBrowser) csrf(page string) string {
+	b.t.Helper()
+	code, body := b.do("GET", page, nil)
+	m := csrfField.FindStringSubmatch(body)
+	if code != 200 || m == nil {
+		b.t.Fatalf("%s: %d, no CSRF token", page, code)
+	}
+	return m[1]
+}
+
+// TestOIDCDashboardSignIn signs an organization's people in to the
+// dashboard through Caddy with the test provider: the admin's session
+// creates a management key, the member's is refused it; a stranger and a
+// deactivated member get a page, no session.
+func TestOIDCDashboardSignIn(t *testing.T) {
+	startInProcessWith(t, func(cfg string) string {
+		return replaceOnce(t, cfg, "\tbind 127.0.0.1\n\ttollgate {", "\tbind 127.0.0.1\n\ttollgate_dashboard\n\ttollgate {")
+	})
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newOrg("10")
+	is := testissuer.New(t, "tollgate", oidcSecret)
+	c.operator("PUT", "/accounts/"+org.AccountID+"/oidc", `{"issuer":"`+is.URL+`","client_id":"tollgate","client_secret":"`+oidcSecret+`"}`).expect(t, 201)
+	signIn := "/dashboard/signin/oidc?account=" + org.AccountID
+
+	// The sign-in page offers it.
+	if code, body := newOIDCBrowser(t).do("GET", "/dashboard/signin", nil); code != 200 || !strings.Contains(body, "Sign in with your identity provider") {
+		t.Fatalf("sign-in page %d", code)
+	}
+
+	ada := newOIDCBrowser(t)
+	is.SignIn(testissuer.User{Subject: "idp-ada", Email: "ada@example.com", EmailVerified: true})
+	if code, body := ada.do("GET", signIn, nil); code != 200 || !strings.Contains(body, "test organization") {
+		t.Fatalf("admin's overview after sign-in: %d %s", code, body)
+	}
+	code, body := ada.do("POST", "/dashboard/management-keys", url.Values{"name": {"from oidc"}, "csrf_token": {ada.csrf("/dashboard/keys")}})
+	if code != 201 || !strings.Contains(body, "sk-") {
+		t.Fatalf("admin creates a management key: %d %s", code, body)
+	}
+
+	mia := newOIDCBrowser(t)
+	is.SignIn(testissuer.User{Subject: "idp-mia", Email: "mia@example.com", EmailVerified: true})
+	if code, _ := mia.do("GET", signIn, nil); code != 200 {
+		t.Fatalf("member's overview after sign-in: %d", code)
+	}
+	if code, _ := mia.do("GET", "/dashboard/keys", nil); code != 200 {
+		t.Fatalf("member's keys page: %d", code)
+	}
+	if code, _ := mia.do("POST", "/dashboard/management-keys", url.Values{"name": {"not mine"}, "csrf_token": {mia.csrf("/dashboard/keys")}}); code != 403 {
+		t.Fatalf("member creates a management key: %d", code)
+	}
+	mkeys := c.operator("GET", "/accounts/"+org.AccountID+"/management-keys", nil).expect(t, 200)
+	if n := strings.Count(string(mkeys.Body), `"name":"not mine"`); n != 0 || !strings.Contains(string(mkeys.Body), `"name":"from oidc"`) {
+		t.Fatalf("management keys: %s", mkeys.Body)
+	}
+
+	// A stranger, then the member once deactivated: a page, no session.
+	zed := newOIDCBrowser(t)
+	is.SignIn(testissuer.User{Subject: "idp-zed", Email: "zed@example.com", EmailVerified: true})
+	if code, body := zed.do("GET", signIn, nil); code != 403 || !strings.Contains(body, "not a member") {
+		t.Fatalf("stranger: %d %s", code, body)
+	}
+	if code, body := zed.do("GET", "/dashboard/keys", nil); code != 200 || !strings.Contains(body, "Sign in") || strings.Contains(body, "csrf_token") {
+		t.Fatalf("stranger's keys page: %d", code)
+	}
+	c.operator("DELETE", "/accounts/"+org.AccountID+"/members/"+org.Member, nil).expect(t, 200)
+	again := newOIDCBrowser(t)
+	is.SignIn(testissuer.User{Subject: "idp-mia", Email: "mia@example.com", EmailVerified: true})
+	if code, body := again.do("GET", signIn, nil); code != 403 || !strings.Contains(body, "deactivated") {
+		t.Fatalf("deactivated member: %d %s", code, body)
+	}
+
+	// The provider down when the browser comes back: a page that says
+	// so, no session.
+	is.SignIn(testissuer.User{Subject: "idp-ada", Email: "ada@example.com", EmailVerified: true})
+	late := newOIDCBrowser(t)
+	late.c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, err := late.c.Get("http://" + gatewayAddr + signIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	atIdP, err := late.c.Get(res.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	atIdP.Body.Close()
+	back := atIdP.Header.Get("Location")
+	if res.StatusCode != 302 || atIdP.StatusCode != 302 || !strings.HasPrefix(back, "http://"+gatewayAddr+"/dashboard/signin/oidc/callback?") {
+		t.Fatalf("to the provider: %d, back: %d %s", res.StatusCode, atIdP.StatusCode, back)
+	}
+	is.Close()
+	if code, body := late.do("GET", strings.TrimPrefix(back, "http://"+gatewayAddr), nil); code != 502 || !strings.Contains(body, "could not be reached") {
+		t.Fatalf("provider down: %d %s", code, body)
+	}
+	// No session: the page sends the browser to sign in.
+	if code, _ := late.do("GET", "/dashboard/keys", nil); code != http.StatusSeeOther {
+		t.Fatalf("a session after a failed sign-in: %d", code)
 	}
 }
