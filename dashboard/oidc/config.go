@@ -202,9 +202,11 @@ func newStore(st *storage.Store) *Store {
 	return &Store{k: st.Kernel(), org: st.Locked(), configs: map[string]*Config{}}
 }
 
-// Kinds is the settings' one kind (storage.Domain).
+// Kinds is the settings' one kind (storage.Domain). With Remove, another
+// replica's change of an organization's settings is applied alone.
 func (s *Store) Kinds() []kernel.Kind {
-	return []kernel.Kind{{Prefix: prefix, Load: s.load, Reset: s.reset, Snapshot: s.snapshot}}
+	return []kernel.Kind{{Prefix: prefix, Load: s.load, Reset: s.reset, Snapshot: s.snapshot,
+		Remove: func(key string) { delete(s.configs, strings.TrimPrefix(key, prefix)) }}}
 }
 
 func (s *Store) load(_, v []byte) error {

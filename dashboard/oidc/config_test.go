@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc/testissuer"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
 
 func TestSettingsCheck(t *testing.T) {
@@ -151,4 +154,45 @@ func TestDiscover(t *testing.T) {
 	if _, err := Discover(ctx, NewHTTPClient(), huge.URL); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("huge: %v", err)
 	}
+}
+
+// Two replicas on one Redis: settings set on one are used by the other,
+// and removed there too.
+func TestSettingsShareAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	open := func() *storage.Store {
+		st, err := storage.Open(storage.Options{Redis: &kernel.RedisOptions{Address: srv.Addr, KeyPrefix: "oidc:"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	a, b := open(), open()
+	acct, err := a.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for start := time.Now(); !cond(); time.Sleep(2 * time.Millisecond) {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("%s: not within 5s", what)
+			}
+		}
+	}
+	until("account on b", func() bool { _, ok := b.Account(acct.ID); return ok })
+	sealer := testSealer(t)
+	if _, _, err := StoreOf(a).Put(acct.ID, Settings{Issuer: "https://idp.example.com", ClientID: "c", ClientSecret: "secret-on-a-0000"}, sealer); err != nil {
+		t.Fatal(err)
+	}
+	until("settings on b", func() bool {
+		c, ok := StoreOf(b).Config(acct.ID)
+		secret, err := c.ClientSecret(sealer)
+		return ok && err == nil && secret == "secret-on-a-0000"
+	})
+	if err := StoreOf(b).Delete(acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	until("removal on a", func() bool { _, ok := StoreOf(a).Config(acct.ID); return !ok })
 }
