@@ -314,9 +314,10 @@ func useState(state string, expires time.Time) bool {
 
 // claims are the ID token's claims the matching reads.
 type claims struct {
-	Subject       string          `json:"sub"`
-	Email         string          `json:"email"`
-	EmailVerified json.RawMessage `json:"email_verified"`
+	Subject         string          `json:"sub"`
+	AuthorizedParty string          `json:"azp"`
+	Email           string          `json:"email"`
+	EmailVerified   json.RawMessage `json:"email_verified"`
 }
 
 // verified reads email_verified as a boolean; some providers send the
@@ -383,6 +384,13 @@ func (s *Service) exchange(ctx context.Context, c Config, f flow, code string) (
 	if err := idt.Claims(&cl); err != nil || cl.Subject == "" {
 		return claims{}, refused(http.StatusForbidden, "id_token_invalid", "Your identity provider's answer was refused",
 			"The ID token carries no subject.")
+	}
+	// A token for several audiences must name this client as the party
+	// it was issued to (OpenID Connect Core 3.1.3.7).
+	if len(idt.Audience) > 1 && cl.AuthorizedParty != c.ClientID {
+		s.log.Warn("ID token refused", zap.String("account_id", c.AccountID), zap.String("reason", "azp_mismatch"))
+		return claims{}, refused(http.StatusForbidden, "id_token_invalid", "Your identity provider's answer was refused",
+			"The ID token was issued to another application (azp).")
 	}
 	return cl, nil
 }

@@ -377,6 +377,10 @@ func TestSignInRefusesBadIDTokens(t *testing.T) {
 			c["exp"] = time.Now().Add(-30 * time.Minute).Unix()
 		}, "id_token_expired"},
 		{"no subject", func(c map[string]any) { delete(c, "sub") }, "id_token_invalid"},
+		{"several audiences, issued to another", func(c map[string]any) {
+			c["aud"] = []string{clientID, "another-client"}
+			c["azp"] = "another-client"
+		}, "id_token_invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -386,6 +390,19 @@ func TestSignInRefusesBadIDTokens(t *testing.T) {
 			_, e, _ := f.finish(f.authorize(loc), ck)
 			wantRefused(t, e, http.StatusForbidden, tc.reason)
 		})
+	}
+}
+
+func TestSignInSeveralAudiencesIssuedToUs(t *testing.T) {
+	f := newFixture(t)
+	f.is.SignIn(testissuer.User{Subject: "idp-ada", Email: "ada@acme.test", EmailVerified: true})
+	f.is.EditClaims(func(c map[string]any) {
+		c["aud"] = []string{clientID, "another-client"}
+		c["azp"] = clientID
+	})
+	ck, loc := f.begin()
+	if id, e, _ := f.finish(f.authorize(loc), ck); e != nil || id.MemberID != f.admin.ID {
+		t.Fatalf("%+v %v", id, e)
 	}
 }
 
