@@ -1,19 +1,18 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
-	"github.com/tollgate-dev/caddy-tollgate/dashboard"
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -28,30 +27,6 @@ import (
 //
 // PUT checks the provider's discovery document before storing anything;
 // the client secret is sealed with byok_encryption_key and never shown.
-
-type operatorOIDC struct {
-	AccountID      string    `json:"account_id"`
-	Issuer         string    `json:"issuer"`
-	ClientID       string    `json:"client_id"`
-	SecretLabel    string    `json:"client_secret_label"`
-	AllowedDomains []string  `json:"allowed_email_domains"`
-	SignInPath     string    `json:"signin_path"`
-	CallbackPath   string    `json:"redirect_path"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-}
-
-func newOperatorOIDC(c oidc.Config) operatorOIDC {
-	domains := c.AllowedDomains
-	if domains == nil {
-		domains = []string{}
-	}
-	return operatorOIDC{AccountID: c.AccountID, Issuer: c.Issuer, ClientID: c.ClientID, SecretLabel: c.SecretLabel,
-		AllowedDomains: domains, SignInPath: dashboard.DefaultPrefix + oidc.SignInPath + "?account=" + c.AccountID, CallbackPath: dashboard.DefaultPrefix + oidc.CallbackPath,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
-}
-
-const msgOIDCOff = "Identity provider sign-in is not configured on this gateway: the operator must set byok_encryption_key, which encrypts the client secret"
 
 func (c *operatorCall) setOIDC() (int, any, *apierror.Error) {
 	body, e := c.readBody("issuer", "client_id", "client_secret", "allowed_email_domains")
@@ -79,26 +54,14 @@ func (c *operatorCall) setOIDC() (int, any, *apierror.Error) {
 	default:
 		return 0, nil, apierror.BadRequest("allowed_email_domains: must be an array of domain names")
 	}
-	if fe := in.Check(); fe != nil {
+	cfg, created, err := oidc.Configure(c.r.Context(), c.store, c.acct.ID, in, c.app.BYOKSealer(), oidc.NewHTTPClient())
+	var fe *oidc.FieldError
+	switch {
+	case errors.As(err, &fe):
 		return 0, nil, apierror.BadRequest(fe.Error())
-	}
-	if c.acct.Kind != storage.AccountOrganization {
-		return 0, nil, apierror.BadRequest("account: only organizations sign in through an identity provider")
-	}
-	sealer := c.app.BYOKSealer()
-	if sealer == nil {
-		return 0, nil, apierror.BadRequest(msgOIDCOff)
-	}
-	if _, has := oidc.StoreOf(c.store).Config(c.acct.ID); !has && in.ClientSecret == "" {
-		return 0, nil, apierror.BadRequest("client_secret: must be a non-empty string")
-	}
-	// The provider answers before anything is stored: a wrong issuer is
-	// a 400 now, not a failed sign-in later.
-	if _, err := oidc.Discover(c.r.Context(), oidc.NewHTTPClient(), in.Issuer); err != nil {
-		return 0, nil, apierror.BadRequest("issuer: " + err.Error())
-	}
-	cfg, created, err := oidc.StoreOf(c.store).Put(c.acct.ID, in, sealer)
-	if err != nil {
+	case errors.Is(err, oidc.ErrNoSealer):
+		return 0, nil, apierror.BadRequest(oidc.MsgNoSealer)
+	case err != nil:
 		return 0, nil, c.storeError(err)
 	}
 	c.log.Info("identity provider set", zap.String("account_id", cfg.AccountID), zap.String("issuer", cfg.Issuer))
@@ -106,7 +69,7 @@ func (c *operatorCall) setOIDC() (int, any, *apierror.Error) {
 	if created {
 		status = http.StatusCreated
 	}
-	return status, dataOf(newOperatorOIDC(cfg)), nil
+	return status, dataOf(cfg.View()), nil
 }
 
 func (c *operatorCall) showOIDC() (int, any, *apierror.Error) {
@@ -114,7 +77,7 @@ func (c *operatorCall) showOIDC() (int, any, *apierror.Error) {
 	if !ok {
 		return 0, nil, apierror.NotFound("account " + c.acct.ID + " has no identity provider")
 	}
-	return http.StatusOK, dataOf(newOperatorOIDC(cfg)), nil
+	return http.StatusOK, dataOf(cfg.View()), nil
 }
 
 func (c *operatorCall) deleteOIDC() (int, any, *apierror.Error) {

@@ -196,3 +196,44 @@ func TestSettingsShareAcrossReplicas(t *testing.T) {
 	}
 	until("removal on a", func() bool { _, ok := StoreOf(a).Config(acct.ID); return !ok })
 }
+
+func TestConfigureChecksDiscoveryFirst(t *testing.T) {
+	st, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	org, _ := st.CreateAccount(storage.NewAccount{Name: "Acme", Kind: storage.AccountOrganization})
+	personal, _ := st.CreateAccount(storage.NewAccount{Name: "Me", Kind: storage.AccountPersonal})
+	is := testissuer.New(t, "c", "s")
+	sealer, client, ctx := testSealer(t), NewHTTPClient(), context.Background()
+	field := func(err error) string {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return fe.Field
+		}
+		return ""
+	}
+	good := Settings{Issuer: is.URL, ClientID: "c", ClientSecret: "s"}
+	down := good
+	down.Issuer = "http://127.0.0.1:1"
+	if _, _, err := Configure(ctx, st, org.ID, down, sealer, client); field(err) != "issuer" {
+		t.Fatalf("unreachable issuer: %v", err)
+	}
+	if _, ok := StoreOf(st).Config(org.ID); ok {
+		t.Fatal("stored despite a failed discovery")
+	}
+	if _, _, err := Configure(ctx, st, personal.ID, good, sealer, client); field(err) != "account" {
+		t.Fatalf("personal: %v", err)
+	}
+	if _, _, err := Configure(ctx, st, "org_missing", good, sealer, client); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	if _, _, err := Configure(ctx, st, org.ID, good, nil, client); !errors.Is(err, ErrNoSealer) {
+		t.Fatalf("no sealer: %v", err)
+	}
+	c, created, err := Configure(ctx, st, org.ID, good, sealer, client)
+	if err != nil || !created || c.View().RedirectPath != "/dashboard/signin/oidc/callback" || c.View().AllowedDomains == nil {
+		t.Fatalf("%+v %v %v", c, created, err)
+	}
+}
