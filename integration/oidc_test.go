@@ -240,3 +240,82 @@ func TestOIDCDashboardSignIn(t *testing.T) {
 		t.Fatalf("a session after a failed sign-in: %d", code)
 	}
 }
+
+// exampleRedaction is Caddyfile.example's log redaction snippet, read
+// from the example so that the test checks what operators copy.
+func exampleRedaction(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "(tollgate_log_redaction) {\n")
+	snippet, _, ok2 := strings.Cut(rest, "\n}\n")
+	if !ok || !ok2 || !strings.Contains(snippet, "replace code REDACTED") {
+		t.Fatal("Caddyfile.example has no tollgate_log_redaction snippet with the OIDC code")
+	}
+	return "(tollgate_log_redaction) {\n" + snippet + "\n}\n"
+}
+
+// TestOIDCSignInLogsNoSecret signs in through the built gateway with its
+// access log and Caddy's DEBUG log (both with Caddyfile.example's
+// redaction): the client secret, the authorization code, the ID token and
+// the cookies are in no log line.
+func TestOIDCSignInLogsNoSecret(t *testing.T) {
+	redaction := exampleRedaction(t)
+	p := startProcessWith(t, t.TempDir(), func(cfg string) string {
+		cfg = replaceOnce(t, cfg, "\tskip_install_trust\n", "\tskip_install_trust\n\tlog default {\n\t\tlevel DEBUG\n\t\timport tollgate_log_redaction\n\t}\n")
+		cfg = replaceOnce(t, cfg, "\tbind 127.0.0.1\n\ttollgate {", "\tbind 127.0.0.1\n\tlog {\n\t\timport tollgate_log_redaction\n\t}\n\ttollgate_dashboard\n\ttollgate {")
+		return redaction + cfg
+	})
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newOrg("")
+	is := testissuer.New(t, "tollgate", oidcSecret)
+	c.operator("PUT", "/accounts/"+org.AccountID+"/oidc", `{"issuer":"`+is.URL+`","client_id":"tollgate","client_secret":"`+oidcSecret+`"}`).expect(t, 201)
+	is.SignIn(testissuer.User{Subject: "idp-ada", Email: "ada@example.com", EmailVerified: true})
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string) *http.Response {
+		t.Helper()
+		res, err := browser.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	base := "http://" + p.gateway
+	begin := get(base + "/dashboard/signin/oidc?account=" + org.AccountID)
+	back := get(begin.Header.Get("Location")).Header.Get("Location")
+	cb, _ := url.Parse(back)
+	code := cb.Query().Get("code")
+	done := get(back)
+	if done.StatusCode != http.StatusSeeOther || code == "" {
+		t.Fatalf("callback: %d", done.StatusCode)
+	}
+	if res := get(base + "/dashboard/"); res.StatusCode != 200 {
+		t.Fatalf("overview: %d", res.StatusCode)
+	}
+	secrets := map[string]string{"client secret": oidcSecret, "authorization code": code, "ID token": "eyJ"}
+	for _, ck := range append(begin.Cookies(), done.Cookies()...) {
+		if ck.Value != "" {
+			secrets["cookie "+ck.Name] = ck.Value
+		}
+	}
+	if len(secrets) != 5 {
+		t.Fatalf("the test needs the flow and session cookies: %v", secrets)
+	}
+	p.stop(t)
+	logs := p.log.String()
+	for _, want := range []string{"http.log.access", "/dashboard/signin/oidc/callback", "dashboard sign-in through the identity provider"} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("%q is not in the log: the test needs its access log and sign-in lines", want)
+		}
+	}
+	for name, s := range secrets {
+		if i := strings.Index(logs, s); i >= 0 {
+			t.Errorf("the %s is in the logs: %s", name, logs[max(i-300, 0):min(i+100, len(logs))])
+		}
+	}
+}
