@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -138,9 +137,8 @@ func (b *oidcBrowser) do(method, path string, form url.Values) (int, string) {
 	return res.StatusCode, string(out)
 }
 
-var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
-
-// csrf reads the session's CSRF token from a page's form.
+// csrf reads the session's CSRF token from a page's form (csrfField is
+// the dashboard tests').
 func (b *oidcBrowser) csrf(page string) string {
 	b.t.Helper()
 	code, body := b.do("GET", page, nil)
