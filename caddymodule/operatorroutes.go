@@ -34,6 +34,9 @@ var operatorRoutes = []operatorRoute{
 	{"GET /tollgate/accounts/{id}/scim-token", (*operatorCall).showSCIMToken},
 	{"POST /tollgate/accounts/{id}/scim-token", (*operatorCall).rotateSCIMToken},
 	{"DELETE /tollgate/accounts/{id}/scim-token", (*operatorCall).revokeSCIMToken},
+	{"GET /tollgate/accounts/{id}/oidc", (*operatorCall).showOIDC},
+	{"PUT /tollgate/accounts/{id}/oidc", (*operatorCall).setOIDC},
+	{"DELETE /tollgate/accounts/{id}/oidc", (*operatorCall).deleteOIDC},
 	{"GET /tollgate/accounts/{id}/members", (*operatorCall).listMembers},
 	{"POST /tollgate/accounts/{id}/members", func(c *operatorCall) (int, any, *apierror.Error) { return c.createMember(c.acct.ID) }},
 	{"GET /tollgate/accounts/{id}/members/{member}", func(c *operatorCall) (int, any, *apierror.Error) {
