@@ -19,6 +19,7 @@ type AccountStore struct {
 	keys      map[string]*APIKey        // by hash
 	mgmtKeys  map[string]*ManagementKey // by hash
 	purchases map[string][]Purchase     // by account id
+	codes     map[string]*ConnectCode   // connect authorization codes, by hash (connect.go)
 	// the domain stores it reads or updates, under the same lock
 	org *OrgStore
 }
@@ -38,6 +39,7 @@ func (s *AccountStore) kinds() []kernel.Kind {
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
 		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys) }, Snapshot: s.mgmtKeySnapshot},
 		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys) }, Snapshot: s.apiKeySnapshot},
+		s.connectKinds()[0],
 	}
 }
 

@@ -123,6 +123,7 @@ func newStore(k *kernel.Kernel) *Store {
 			keys:      map[string]*APIKey{},
 			mgmtKeys:  map[string]*ManagementKey{},
 			purchases: map[string][]Purchase{},
+			codes:     map[string]*ConnectCode{},
 		},
 		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},
 		OrgStore: &OrgStore{
