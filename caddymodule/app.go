@@ -75,6 +75,9 @@ type App struct {
 	// Storage selects a shared database for several replicas
 	// (redisconfig.go); unset: Badger under DataDir.
 	Storage *StorageConfig `json:"storage,omitempty"`
+	// CodeTTL is how long an authorization code of the connect
+	// flow (OAuth PKCE) may wait for its exchange. Default 5m, at most 10m.
+	CodeTTL caddy.Duration `json:"connect_code_ttl,omitempty"`
 
 	logger *zap.Logger
 
@@ -120,6 +123,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.GCInterval == 0 {
 		a.GCInterval = caddy.Duration(5 * time.Minute)
+	}
+	if a.CodeTTL == 0 {
+		a.CodeTTL = caddy.Duration(gateway.DefaultConnectCodeTTL)
 	}
 	a.FreeModel = a.FreeModel.WithDefaults()
 	a.inFlight = a.InFlight.policy()
@@ -191,6 +197,9 @@ func (a *App) Validate() error {
 	}
 	if a.GCInterval < 0 {
 		return fmt.Errorf("gc_interval: must not be negative, got %v", time.Duration(a.GCInterval))
+	}
+	if a.CodeTTL < 0 || time.Duration(a.CodeTTL) > gateway.MaxConnectCodeTTL {
+		return fmt.Errorf("connect_code_ttl: expected a duration up to %v, got %v", gateway.MaxConnectCodeTTL, time.Duration(a.CodeTTL))
 	}
 	if err := validateFreeModel(a.FreeModel); err != nil {
 		return err
@@ -324,6 +333,9 @@ func (a *App) InFlightPolicy() billing.InFlightPolicy { return a.inFlight }
 
 // Brand is the prefix of limit_source values and server tool types.
 func (a *App) Brand() string { return a.BrandName }
+
+// ConnectCodeTTL is the lifetime of a connect flow's authorization code.
+func (a *App) ConnectCodeTTL() time.Duration { return time.Duration(a.CodeTTL) }
 
 // WebSearchSettings is the provisioned web search setup.
 func (a *App) WebSearchSettings() *handlers.WebSearchSettings { return a.search }
