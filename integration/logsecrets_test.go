@@ -220,6 +220,9 @@ func useEverySecret(t *testing.T, c *client, mock string) map[string]string {
 			logRequest(t, c, "POST", "/messages", apiKey, msgs(pfx+"/slow", false), false).expectFault(t)
 		}
 	}
+	for name, secret := range useConnectSecrets(t, c) {
+		secrets[name] = secret
+	}
 	bearer := http.Header{"Authorization": {"Bearer " + key}}
 	logRequest(t, c, "POST", "/chat/completions", bearer, chat("acme/private", false), false).expect(t, 200)
 	logRequest(t, c, "POST", "/chat/completions", bearer, chat("acme/private", true), true).expect(t, 200)

@@ -1,0 +1,230 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+)
+
+// RFC 7636 Appendix B: a verifier and its S256 challenge.
+const (
+	pkceVerifier  = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	pkceChallenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+)
+
+// connectCodeTTL is the test gateway's connect_code_ttl: short, so that a
+// code's expiry is seen without a clock of the test's own.
+const connectCodeTTL = 2 * time.Second
+
+func withConnectCodeTTL(t *testing.T) func(string) string {
+	return func(cfg string) string {
+		return replaceOnce(t, cfg, "\t\tbrand service\n", fmt.Sprintf("\t\tbrand service\n\t\tconnect_code_ttl %v\n", connectCodeTTL))
+	}
+}
+
+// authCode asks for a code with mgmt and returns it.
+func authCode(t *testing.T, c *client, mgmt, body string) string {
+	t.Helper()
+	r := c.api("POST", "/auth/keys/code", mgmt, body).expect(t, 200)
+	code := r.JSON.Get("data.id").Str
+	if !strings.HasPrefix(code, "auth_code_") || r.JSON.Get("data.app_id").Int() <= 0 || r.JSON.Get("data.created_at").Str == "" {
+		t.Fatalf("code answer %s", r.Body)
+	}
+	return code
+}
+
+func s256Code(callback, extra string) string {
+	return `{"callback_url":"` + callback + `","code_challenge":"` + pkceChallenge + `","code_challenge_method":"S256"` + extra + `}`
+}
+
+func exchangeBody(code, verifier string) string {
+	return `{"code":"` + code + `","code_verifier":"` + verifier + `","code_challenge_method":"S256"}`
+}
+
+// TestConnectFlowThroughCaddy: the connect flow's two routes, their bad
+// input, single use, expiry, and the key that results: the member's,
+// recorded with its app, usable, listed to a management key, which cannot
+// change or delete it; its expiry is an expired OAuth session.
+func TestConnectFlowThroughCaddy(t *testing.T) {
+	startInProcessWith(t, withConnectCodeTTL(t))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newOrg("10")
+	regular, _ := c.newKey(org.Mgmt, `{"name":"regular"}`)
+	keyCount := func() int {
+		return len(c.api("GET", "/keys?include_disabled=true", org.Mgmt, nil).expect(t, 200).JSON.Get("data").Array())
+	}
+	before := keyCount()
+
+	// Bad input names the field; the wrong key kinds are refused.
+	for _, tc := range []struct{ body, msg string }{
+		{`{}`, "callback_url: required"},
+		{`{"callback_url":"http://myapp.com/cb","code_challenge":"` + pkceChallenge + `"}`, "callback_url: must be https"},
+		{`{"callback_url":"myapp://cb","code_challenge":"` + pkceChallenge + `"}`, "callback_url:"},
+		{`{"callback_url":"https://myapp.com/cb"}`, "code_challenge: required"},
+		{`{"callback_url":"https://myapp.com/cb","code_challenge":"` + pkceChallenge + `","code_challenge_method":"S512"}`, "code_challenge_method: expected S256 or plain"},
+		{s256Code("https://myapp.com/cb", `,"limit":-1`), "limit: must not be negative"},
+		{s256Code("https://myapp.com/cb", `,"expires_at":"2001-01-01T00:00:00Z"`), "expires_at: must be in the future"},
+	} {
+		c.api("POST", "/auth/keys/code", org.Mgmt, tc.body).expectError(t, 400, tc.msg)
+	}
+	good := s256Code("http://localhost:5555/callback", `,"limit":1.5,"key_label":"My IDE"`)
+	c.api("POST", "/auth/keys/code", "", good).expectError(t, 401, "Missing Authentication header")
+	c.api("POST", "/auth/keys/code", regular, good).expectError(t, 403, "Only management keys")
+	c.api("POST", "/auth/keys/code", org.MgmtKey, good).expectError(t, 403, "no creator member")
+	c.api("GET", "/auth/keys/code", org.Mgmt, nil).expectError(t, 405, "")
+	c.api("GET", "/auth/keys", "", nil).expectError(t, 405, "")
+
+	// A wrong verifier: 403, the code is spent, nothing created. A key
+	// sent along with the exchange is not looked at.
+	code := authCode(t, c, org.Mgmt, good)
+	wrong := strings.Replace(pkceVerifier, "d", "e", 1)
+	c.api("POST", "/auth/keys", "sk-tg-v1-not-a-key", exchangeBody(code, wrong)).expectError(t, 403, "code_verifier does not match")
+	c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expectError(t, 400, "code: unknown or already used")
+	c.api("POST", "/auth/keys", "", `{"code_verifier":"`+pkceVerifier+`"}`).expectError(t, 400, "code: required")
+	c.api("POST", "/auth/keys", "", `{"code":"auth_code_x"}`).expectError(t, 400, "code_verifier: required")
+	c.api("POST", "/auth/keys", "", `{"code":"auth_code_x","code_verifier":"`+pkceVerifier+`","code_challenge_method":"S1"}`).
+		expectError(t, 400, "code_challenge_method")
+
+	// The exchange: the member's key, once.
+	code = authCode(t, c, org.Mgmt, good)
+	r := c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expect(t, 200)
+	key := r.JSON.Get("key").Str
+	if !strings.HasPrefix(key, "sk-tg-v1-") || r.JSON.Get("user_id").Str != org.Admin {
+		t.Fatalf("exchange answer %s", r.Body)
+	}
+	c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expectError(t, 400, "code: unknown or already used")
+	if n := keyCount(); n != before+1 {
+		t.Fatalf("%d keys, want %d: a refused exchange created one", n, before+1)
+	}
+
+	// It answers on the API, with the limit the member approved.
+	me := c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data")
+	if me.Get("limit").Float() != 1.5 || me.Get("creator_user_id").Str != org.Admin {
+		t.Fatalf("GET /key: %s", me.Raw)
+	}
+	c.api("POST", "/chat/completions", key, `{"model":"mock/echo","messages":[{"role":"user","content":"hello"}]}`).expect(t, 200)
+
+	// A management key lists it, with its app, but cannot change or delete it.
+	var hash string
+	for _, k := range c.api("GET", "/keys", org.Mgmt, nil).expect(t, 200).JSON.Get("data").Array() {
+		if k.Get("connect").Exists() {
+			hash = k.Get("hash").Str
+			if k.Get("name").Str != "My IDE" || k.Get("connect.origin").Str != "http://localhost:5555" ||
+				k.Get("connect.name").Str != "localhost:5555" || k.Get("connect.app_id").Int() != connect.AppID("http://localhost:5555") ||
+				k.Get("creator_user_id").Str != org.Admin || k.Get("limit").Float() != 1.5 {
+				t.Fatalf("connect key in the list: %s", k.Raw)
+			}
+		}
+	}
+	if hash == "" {
+		t.Fatal("the connect key is not in the list")
+	}
+	c.api("GET", "/keys/"+hash, org.Mgmt, nil).expect(t, 200)
+	c.api("PATCH", "/keys/"+hash, org.Mgmt, `{"disabled":true}`).expectError(t, 403, "provisioned by a connect client")
+	c.api("DELETE", "/keys/"+hash, org.Mgmt, nil).expectError(t, 403, "provisioned by a connect client")
+	c.api("GET", "/key", key, nil).expect(t, 200)
+
+	// plain: the verifier is the challenge.
+	code = authCode(t, c, org.Mgmt, `{"callback_url":"https://chat.example/cb","code_challenge":"`+pkceVerifier+`","code_challenge_method":"plain"}`)
+	c.api("POST", "/auth/keys", "", `{"code":"`+code+`","code_verifier":"`+pkceVerifier+`"}`).expect(t, 200)
+
+	// A code waits connect_code_ttl for its exchange.
+	code = authCode(t, c, org.Mgmt, good)
+	issued := time.Now()
+	time.Sleep(time.Until(issued.Add(connectCodeTTL + 100*time.Millisecond))) // the code's lifetime, not a wait for an event
+	c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expectError(t, 400, "code: expired")
+
+	// The key's expiry the app asked for ends its OAuth session: 401.
+	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	code = authCode(t, c, org.Mgmt, s256Code("https://chat.example/cb", `,"expires_at":"`+at+`"`))
+	short := c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expect(t, 200).JSON.Get("key").Str
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := c.api("GET", "/key", short, nil)
+		if r.Status == 401 {
+			break
+		}
+		if r.Status != 200 || time.Now().After(deadline) {
+			t.Fatalf("before it expires: %d %s", r.Status, r.Body)
+		}
+	}
+	c.api("GET", "/key", short, nil).expectError(t, 401, "OAuth session expired")
+	c.api("POST", "/chat/completions", short, `{"model":"mock/echo","messages":[{"role":"user","content":"hi"}]}`).
+		expectError(t, 401, "OAuth session expired")
+
+	// A personal account's management key asks for its owner.
+	personal := c.newTenant("personal", "1")
+	code = authCode(t, c, personal.MgmtKey, good)
+	r = c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expect(t, 200)
+	if r.JSON.Get("user_id").Str != personal.AccountID {
+		t.Fatalf("personal: %s", r.Body)
+	}
+}
+
+// TestReplicasConnectCodeOnce: a code issued at one replica is exchanged
+// once, whichever replicas its concurrent exchanges reach.
+func TestReplicasConnectCodeOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ps := []*process{startReplica(t, srv), startReplica(t, srv)}
+	cs := replicaClients(t, ps)
+	org := cs[0].newOrg("10")
+	for round := range 3 {
+		code := authCode(t, cs[0], org.Mgmt, s256Code("https://app.example/cb", ""))
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		var keys []string
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				r, err := cs[i%2].try("POST", cs[i%2].gateway+"/api/v1/auth/keys", "", exchangeBody(code, pkceVerifier))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				statuses[r.Status]++
+				if r.Status == http.StatusOK {
+					keys = append(keys, r.JSON.Get("key").Str)
+				}
+			})
+		}
+		wg.Wait()
+		if statuses[200] != 1 || statuses[400] != 7 {
+			t.Fatalf("round %d: statuses %v; want one 200", round, statuses)
+		}
+		// The key works at both replicas.
+		for _, c := range cs {
+			within(t, time.Second, "the key reaches every replica", func() bool {
+				return c.api("GET", "/key", keys[0], nil).Status == 200
+			})
+		}
+	}
+}
+
+// useConnectSecrets runs the connect flow's routes with the secrets they
+// take (codes, verifiers, the key they give) on success and refusal, and
+// returns them by name for the log test.
+func useConnectSecrets(t *testing.T, c *client) map[string]string {
+	t.Helper()
+	tn := c.newTenant("personal", "1")
+	verifier := "log-test-verifier-0123456789-abcdefghijklmnopqrstuvwxyz"
+	challenge := connect.ChallengeS256(verifier)
+	body := `{"callback_url":"http://localhost:5555/cb","code_challenge":"` + challenge + `","code_challenge_method":"S256"}`
+	refused := authCode(t, c, tn.MgmtKey, body)
+	c.api("POST", "/auth/keys", "", exchangeBody(refused, verifier+"x")).expect(t, 403)
+	code := authCode(t, c, tn.MgmtKey, body)
+	key := c.api("POST", "/auth/keys", "", exchangeBody(code, verifier)).expect(t, 200).JSON.Get("key").Str
+	c.api("POST", "/auth/keys", "", exchangeBody(code, verifier)).expect(t, 400)
+	c.api("GET", "/key", key, nil).expect(t, 200)
+	plain := "log-test-plain-verifier-9876543210-zyxwvutsrqponmlkjihgf"
+	code2 := authCode(t, c, tn.MgmtKey, `{"callback_url":"https://app.example/cb","code_challenge":"`+plain+`","code_challenge_method":"plain"}`)
+	c.api("POST", "/auth/keys", "", `{"code":"`+code2+`","code_verifier":"`+plain+`"}`).expect(t, 200)
+	return map[string]string{"connect code": code, "refused connect code": refused, "plain connect code": code2,
+		"PKCE verifier": verifier, "plain PKCE verifier": plain, "connect key": key}
+}
