@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
+	"github.com/tollgate-dev/caddy-tollgate/dashboard"
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -28,6 +29,9 @@ func init() {
 		httpcaddyfile.RegisterDirective(name, replacedDirective)
 		httpcaddyfile.RegisterDirectiveOrder(name, httpcaddyfile.Before, "reverse_proxy")
 	}
+	// The dashboard registers its own module and directive; it serves
+	// its prefix, which the pipeline passes on.
+	httpcaddyfile.RegisterDirectiveOrder(dashboard.Directive, httpcaddyfile.Before, "reverse_proxy")
 	// The mock provider registers its own module and directive; it answers
 	// after the pipeline, as the upstream it stands in for would.
 	httpcaddyfile.RegisterDirectiveOrder(mockprovider.Directive, httpcaddyfile.Before, "reverse_proxy")

@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "tollgate",
-		Usage: "<account|credits|mgmt-key|keys|usage|activity|generation|member|scim-token|migrate> ... [--address <interface>] [--config <path> [--adapter <name>]]",
+		Usage: "<account|credits|mgmt-key|keys|usage|activity|generation|member|scim-token|signin-link|migrate> ... [--address <interface>] [--config <path> [--adapter <name>]]",
 		Short: "Manages the tollgate gateway's accounts, credits and management keys",
 		Long: `
 Calls the operator API (the admin.api.tollgate module) of a running Caddy
@@ -53,7 +53,7 @@ func buildTollgateCommand(cmd *cobra.Command) {
 	pf.StringP("config", "c", "", "Configuration file to use to parse the admin address, if --address is not used")
 	pf.StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
 	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), keysCommand(), usageCommand(), activityCommand(),
-		generationCommand(), memberCommand(), scimTokenCommand(), migrateCommand())
+		generationCommand(), memberCommand(), scimTokenCommand(), migrateCommand(), signInLinkCommand())
 }
 
 func accountCommand() *cobra.Command {

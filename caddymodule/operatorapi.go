@@ -75,6 +75,7 @@ func (o *OperatorAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/tollgate/management-keys", Handler: h},
 		{Pattern: "/tollgate/management-keys/", Handler: h},
 		{Pattern: "/tollgate/generations/", Handler: h},
+		{Pattern: "/tollgate/signin-links", Handler: h},
 	}
 }
 

@@ -52,6 +52,7 @@ var operatorRoutes = []operatorRoute{
 	{"POST /tollgate/accounts/{id}/analytics/query", forAccount},
 	{"GET /tollgate/accounts/{id}/generation", forAccount},
 	{"GET /tollgate/generations/{gen}", (*operatorCall).generation},
+	{"POST /tollgate/signin-links", (*operatorCall).createSignInLink},
 	{"GET /tollgate/management-keys", func(c *operatorCall) (int, any, *apierror.Error) { return c.listMgmtKeys("") }},
 	{"DELETE /tollgate/management-keys/{hash}", func(c *operatorCall) (int, any, *apierror.Error) {
 		return c.revokeMgmtKey(c.r.PathValue("hash"))

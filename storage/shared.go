@@ -126,7 +126,7 @@ func (s *Store) applyChanges(changes []kernel.Change) error {
 		}
 	}
 	if records {
-		keys, incremental := changedRecords(changes)
+		keys, incremental := changedRecords(changes, s.k.Incremental)
 		if !incremental {
 			// A reload re-reads every account's money as well.
 			return s.resync()
@@ -163,13 +163,14 @@ var incrementalPrefixes = []string{
 }
 
 // changedRecords lists the record keys of the feed entries, and whether
-// each can be applied alone.
-func changedRecords(changes []kernel.Change) ([]string, bool) {
+// each can be applied alone (one of incrementalPrefixes, or of a kind
+// with a Remove: alone reports that).
+func changedRecords(changes []kernel.Change, alone func(key string) bool) ([]string, bool) {
 	seen := map[string]struct{}{}
 	var keys []string
 	for _, c := range changes {
 		for _, k := range c.Keys {
-			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) && !alone(k) {
 				return nil, false
 			}
 			if _, ok := seen[k]; !ok {
@@ -263,6 +264,8 @@ func (s *Store) removeRecord(key string) {
 		s.destinations.Remove(accountID, id)
 	case strings.HasPrefix(key, prefixPrivateEndpoint):
 		s.endpoints.Remove(accountID, id)
+	default:
+		s.k.RemoveRecord(key)
 	}
 	// Purchases are never deleted; a deleted usage record leaves the
 	// counters to the money fields.

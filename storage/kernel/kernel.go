@@ -44,6 +44,11 @@ type Kind struct {
 	// on-disk backend then stores a checkpoint's records of one slot as
 	// one chunk (chunks.go) instead of one entry each.
 	Slot func(key string) (string, bool)
+	// Remove, when set, drops the record under key from memory (it runs
+	// under Lock). A kind with Remove is applied record by record from
+	// other replicas' changes on a shared backend (Load for a changed
+	// record, Remove for a deleted one) instead of reloading every kind.
+	Remove func(key string)
 }
 
 // Options configure Open.
@@ -355,6 +360,21 @@ func writesAny(writes []Write, keys []string) bool {
 		}
 	}
 	return false
+}
+
+// Incremental reports whether the kind of key has a Remove, so that
+// another replica's change of it is applied alone.
+func (k *Kernel) Incremental(key string) bool {
+	kind, ok := k.kind(key)
+	return ok && kind.Remove != nil
+}
+
+// RemoveRecord drops a record another writer deleted through its kind's
+// Remove, if it has one. Callers hold Lock.
+func (k *Kernel) RemoveRecord(key string) {
+	if kind, ok := k.kind(key); ok && kind.Remove != nil {
+		kind.Remove(key)
+	}
 }
 
 // LoadRecord decodes one record into memory through its kind's Load.

@@ -1,0 +1,338 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// keysPage is how many keys the list shows at once.
+const keysPage = 100
+
+type pageFunc func(pattern string, h func(w http.ResponseWriter, r *http.Request, s Session))
+
+// accountRoutes registers the account's pages.
+func (d *Dashboard) accountRoutes(page pageFunc) {
+	page("GET /keys", d.keysList)
+	page("POST /keys", d.createKey)
+	page("GET /keys/{hash}", d.keyPage)
+	page("POST /keys/{hash}", d.updateKey)
+	page("POST /keys/{hash}/disable", d.setKeyDisabled(true))
+	page("POST /keys/{hash}/enable", d.setKeyDisabled(false))
+	page("GET /keys/{hash}/delete", d.confirmDeleteKey)
+	page("POST /keys/{hash}/delete", d.deleteKey)
+	page("POST /management-keys", d.createMgmtKey)
+	d.activityRoutes(page)
+	d.settingsRoutes(page)
+}
+
+// jsonNumber is a form's number for a JSON body: the number itself when
+// it is one, else the text (which the API refuses, naming the field).
+func jsonNumber(s string) any {
+	s = strings.TrimSpace(s)
+	if json.Valid([]byte(s)) {
+		var n json.Number
+		if json.Unmarshal([]byte(s), &n) == nil {
+			return n
+		}
+	}
+	return s
+}
+
+type keysData struct {
+	Prefix      string
+	Keys        []keyUse
+	Total       int
+	Offset      int
+	Next, Prev  int
+	Workspaces  []storage.Workspace
+	Workspace   string
+	Form        url.Values
+	Errors      formErrors
+	MgmtKeys    []storage.ManagementKey
+	MgmtErrors  formErrors
+	MgmtForm    url.Values
+	CanManage   bool
+	IsOrg       bool
+	Role        Role
+	Created     string // a key string shown once
+	CreatedName string
+	CreatedKind string
+}
+
+// keysList shows the keys the session may see, one page at a time.
+func (d *Dashboard) keysList(w http.ResponseWriter, r *http.Request, s Session) {
+	d.renderKeys(w, r, s, http.StatusOK, keysData{Form: url.Values{}, MgmtForm: url.Values{}})
+}
+
+func (d *Dashboard) renderKeys(w http.ResponseWriter, r *http.Request, s Session, status int, data keysData) {
+	st, acct, ok := d.account(w, r, s)
+	if !ok {
+		return
+	}
+	t := now()
+	data.Prefix, data.CanManage, data.Role = d.Prefix, s.CanManageAccount(), s.Role
+	data.IsOrg = acct.Kind == storage.AccountOrganization
+	data.Workspaces = d.workspacesOf(st, s, acct)
+	data.Workspace = r.URL.Query().Get("workspace")
+	wsID := ""
+	if data.Workspace != "" {
+		if ws, ok := st.Workspace(acct.ID, data.Workspace); ok {
+			wsID = ws.ID
+		}
+	}
+	keys := d.visibleKeys(st, s, acct, wsID)
+	data.Total = len(keys)
+	data.Offset, _ = strconv.Atoi(r.URL.Query().Get("offset"))
+	data.Offset = max(0, min(data.Offset, max(0, len(keys)-1)))
+	end := min(len(keys), data.Offset+keysPage)
+	for _, k := range keys[data.Offset:end] {
+		data.Keys = append(data.Keys, useOf(k, t))
+	}
+	data.Next, data.Prev = -1, -1
+	if end < len(keys) {
+		data.Next = end
+	}
+	if data.Offset > 0 {
+		data.Prev = max(0, data.Offset-keysPage)
+	}
+	if data.CanManage {
+		data.MgmtKeys = st.ManagementKeys(acct.ID)
+	}
+	d.page(w, r, status, "API keys", "keys", "keys", data)
+}
+
+// workspacesOf are the workspaces a session may create keys in: every one
+// for an owner or admin, those the member belongs to for a member.
+func (d *Dashboard) workspacesOf(st *storage.Store, s Session, acct storage.Account) []storage.Workspace {
+	all := st.Workspaces(acct.ID)
+	if s.CanManageAccount() {
+		return all
+	}
+	var out []storage.Workspace
+	for _, w := range all {
+		if w.ID == acct.DefaultWorkspaceID || w.Members[s.MemberID] != nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// keyFields are the key form's fields, as the API names them.
+var keyFields = []string{"name", "limit", "limit_reset", "include_byok_in_limit", "workspace_id", "expires_at", "disabled"}
+
+// keyBody is the API body of the key form; with all, every field (an
+// update), else only those filled in (a creation).
+func keyBody(f url.Values, all bool) map[string]any {
+	body := map[string]any{}
+	if v := f.Get("name"); v != "" || all {
+		body["name"] = v
+	}
+	switch v := strings.TrimSpace(f.Get("limit")); {
+	case v != "":
+		body["limit"] = jsonNumber(v)
+	case all:
+		body["limit"] = nil
+	}
+	switch v := f.Get("limit_reset"); {
+	case v != "":
+		body["limit_reset"] = v
+	case all:
+		body["limit_reset"] = nil
+	}
+	body["include_byok_in_limit"] = f.Get("include_byok_in_limit") == "on"
+	if v := f.Get("workspace_id"); v != "" && !all {
+		body["workspace_id"] = v
+	}
+	if v := f.Get("expires_at"); v != "" && !all {
+		// A date input's day, to its end in UTC.
+		if t, err := time.Parse("2006-01-02", v); err == nil {
+			v = t.Add(24*time.Hour - time.Second).Format(time.RFC3339)
+		}
+		body["expires_at"] = v
+	}
+	return body
+}
+
+// createKey creates an API key through POST /keys; a member's key is
+// theirs (creator_user_id), in a workspace they belong to.
+func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, s Session) {
+	st, acct, ok := d.account(w, r, s)
+	if !ok {
+		return
+	}
+	_ = r.ParseForm()
+	body := keyBody(r.PostForm, false)
+	if s.MemberID != "" {
+		body["creator_user_id"] = s.MemberID
+	}
+	if !s.CanManageAccount() {
+		ws := r.PostFormValue("workspace_id")
+		if ws != "" && !slices.ContainsFunc(d.workspacesOf(st, s, acct), func(w storage.Workspace) bool { return w.ID == ws || w.Slug == ws }) {
+			d.forbidden(w, r, s, "create keys in a workspace you are not a member of")
+			return
+		}
+	}
+	a := d.callAccount(r, s, http.MethodPost, "/keys", "", body)
+	d.logAction(r, s, "create API key", a)
+	if !a.ok() {
+		d.renderKeys(w, r, s, a.Status, keysData{Form: r.PostForm, Errors: fieldError(a.Err, keyFields...), MgmtForm: url.Values{}})
+		return
+	}
+	d.renderKeys(w, r, s, http.StatusCreated, keysData{Form: url.Values{}, MgmtForm: url.Values{},
+		Created: a.get("key").Str, CreatedName: a.get("data.name").Str, CreatedKind: "API key"})
+}
+
+type keyPageData struct {
+	Prefix    string
+	Key       keyUse
+	Form      url.Values
+	Errors    formErrors
+	Saved     bool
+	Workspace string
+	Resets    []string
+}
+
+// keyPage shows one key with its edit form.
+func (d *Dashboard) keyPage(w http.ResponseWriter, r *http.Request, s Session) {
+	d.renderKey(w, r, s, http.StatusOK, nil, nil)
+}
+
+func (d *Dashboard) renderKey(w http.ResponseWriter, r *http.Request, s Session, status int, form url.Values, errs formErrors) {
+	st, acct, ok := d.account(w, r, s)
+	if !ok {
+		return
+	}
+	k, ok := d.ownKey(st, s, r.PathValue("hash"))
+	if !ok {
+		d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash.")
+		return
+	}
+	if form == nil {
+		form = url.Values{"name": {k.Name}, "limit_reset": {string(k.LimitReset)}}
+		if k.Limit != nil {
+			form.Set("limit", strings.TrimRight(strings.TrimRight(k.Limit.String(), "0"), "."))
+		}
+		if k.IncludeBYOKInLimit {
+			form.Set("include_byok_in_limit", "on")
+		}
+	}
+	data := keyPageData{Prefix: d.Prefix, Key: useOf(k, now()), Form: form, Errors: errs, Saved: r.URL.Query().Get("saved") != "",
+		Resets: []string{"daily", "weekly", "monthly"}}
+	if ws, ok := st.Workspace(acct.ID, k.WorkspaceID); ok {
+		data.Workspace = ws.Name
+	}
+	d.page(w, r, status, "API key "+k.Name, "keys", "key", data)
+}
+
+// updateKey changes a key through PATCH /keys/{hash}.
+func (d *Dashboard) updateKey(w http.ResponseWriter, r *http.Request, s Session) {
+	st, err := d.gatewayStore()
+	if err != nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable", "Nothing was changed.")
+		return
+	}
+	hash := r.PathValue("hash")
+	if _, ok := d.ownKey(st, s, hash); !ok {
+		d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash. Nothing was changed.")
+		return
+	}
+	_ = r.ParseForm()
+	a := d.callAccount(r, s, http.MethodPatch, "/keys/"+url.PathEscape(hash), "", keyBody(r.PostForm, true))
+	d.logAction(r, s, "update API key", a)
+	if !a.ok() {
+		d.renderKey(w, r, s, a.Status, r.PostForm, fieldError(a.Err, keyFields...))
+		return
+	}
+	http.Redirect(w, r, d.Prefix+"/keys/"+url.PathEscape(hash)+"?saved=1", http.StatusSeeOther)
+}
+
+// setKeyDisabled disables or enables a key through PATCH /keys/{hash}.
+func (d *Dashboard) setKeyDisabled(disabled bool) func(http.ResponseWriter, *http.Request, Session) {
+	return func(w http.ResponseWriter, r *http.Request, s Session) {
+		st, err := d.gatewayStore()
+		if err != nil {
+			d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable", "Nothing was changed.")
+			return
+		}
+		hash := r.PathValue("hash")
+		if _, ok := d.ownKey(st, s, hash); !ok {
+			d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash. Nothing was changed.")
+			return
+		}
+		a := d.callAccount(r, s, http.MethodPatch, "/keys/"+url.PathEscape(hash), "", map[string]any{"disabled": disabled})
+		d.logAction(r, s, map[bool]string{true: "disable API key", false: "enable API key"}[disabled], a)
+		if !a.ok() {
+			d.errorPage(w, r, a.Status, "The key was not changed", a.Err.Message)
+			return
+		}
+		http.Redirect(w, r, d.Prefix+"/keys/"+url.PathEscape(hash)+"?saved=1", http.StatusSeeOther)
+	}
+}
+
+// confirmDeleteKey asks before deleting (without script too).
+func (d *Dashboard) confirmDeleteKey(w http.ResponseWriter, r *http.Request, s Session) {
+	st, err := d.gatewayStore()
+	if err != nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable", "Retry in a moment.")
+		return
+	}
+	k, ok := d.ownKey(st, s, r.PathValue("hash"))
+	if !ok {
+		d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash.")
+		return
+	}
+	d.page(w, r, http.StatusOK, "Delete API key "+k.Name+"?", "keys", "confirmdelete", map[string]any{"Prefix": d.Prefix, "Key": k})
+}
+
+// deleteKey deletes a key through DELETE /keys/{hash}.
+func (d *Dashboard) deleteKey(w http.ResponseWriter, r *http.Request, s Session) {
+	st, err := d.gatewayStore()
+	if err != nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable", "Nothing was changed.")
+		return
+	}
+	hash := r.PathValue("hash")
+	if _, ok := d.ownKey(st, s, hash); !ok {
+		d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash. Nothing was changed.")
+		return
+	}
+	a := d.callAccount(r, s, http.MethodDelete, "/keys/"+url.PathEscape(hash), "", nil)
+	d.logAction(r, s, "delete API key", a)
+	if !a.ok() {
+		d.errorPage(w, r, a.Status, "The key was not deleted", a.Err.Message)
+		return
+	}
+	http.Redirect(w, r, d.Prefix+"/keys", http.StatusSeeOther)
+}
+
+// mgmtFields are the management key form's fields.
+var mgmtFields = []string{"name", "expires_in", "expires_at", "creator_user_id"}
+
+// createMgmtKey creates a management key through the operator API's
+// route, as the signed-in member (creator_user_id): the store lets only
+// an organization's active admins create one.
+func (d *Dashboard) createMgmtKey(w http.ResponseWriter, r *http.Request, s Session) {
+	_ = r.ParseForm()
+	body := map[string]any{"name": r.PostFormValue("name")}
+	if v := r.PostFormValue("expires_in"); v != "" {
+		body["expires_in"] = v
+	}
+	if s.MemberID != "" {
+		body["creator_user_id"] = s.MemberID
+	}
+	a := d.callOperator(r, http.MethodPost, "/tollgate/accounts/"+url.PathEscape(s.AccountID)+"/management-keys", body)
+	d.logAction(r, s, "create management key", a)
+	if !a.ok() {
+		d.renderKeys(w, r, s, a.Status, keysData{Form: url.Values{}, MgmtForm: r.PostForm, MgmtErrors: fieldError(a.Err, mgmtFields...)})
+		return
+	}
+	d.renderKeys(w, r, s, http.StatusCreated, keysData{Form: url.Values{}, MgmtForm: url.Values{},
+		Created: a.get("key").Str, CreatedName: a.get("data.name").Str, CreatedKind: "management key"})
+}

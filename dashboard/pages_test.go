@@ -1,0 +1,198 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// csrfForm is a form with the client's CSRF token.
+func (c *client) form(kv ...string) url.Values {
+	v := url.Values{"csrf_token": {c.csrf()}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return v
+}
+
+var keyString = regexp.MustCompile(`sk-tg-v1-[0-9a-f]{64}`)
+
+func TestEveryPageRendersForEveryRole(t *testing.T) {
+	d, st := testDashboard(t)
+	a, admin, member := org(t, st)
+	for _, p := range []Principal{{AccountID: a.ID}, {AccountID: a.ID, MemberID: admin.ID}, {AccountID: a.ID, MemberID: member.ID},
+		{AccountID: a.ID, Operator: true}} {
+		c := &client{t: t, d: d}
+		c.signIn(st, p)
+		for _, path := range []string{"/dashboard/", "/dashboard/keys", "/dashboard/activity", "/dashboard/activity?by=key&days=7",
+			"/dashboard/activity?by=provider&days=365", "/dashboard/settings"} {
+			if w := c.do("GET", path, nil); w.Code != http.StatusOK {
+				t.Fatalf("%+v %s: %d %s", p, path, w.Code, w.Body)
+			}
+		}
+		want := http.StatusForbidden
+		if p.Operator {
+			want = http.StatusOK
+		}
+		for _, path := range []string{"/dashboard/operator", "/dashboard/operator/accounts/" + a.ID} {
+			if w := c.do("GET", path, nil); w.Code != want {
+				t.Fatalf("%+v %s: %d, want %d", p, path, w.Code, want)
+			}
+		}
+	}
+	// An operator without an account sees the operator pages only.
+	c := &client{t: t, d: d}
+	c.signIn(st, Principal{Operator: true})
+	if w := c.do("GET", "/dashboard/", nil); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/dashboard/operator" {
+		t.Fatalf("operator home: %d", w.Code)
+	}
+	if w := c.do("GET", "/dashboard/keys", nil); w.Code != http.StatusForbidden {
+		t.Fatalf("operator keys: %d", w.Code)
+	}
+}
+
+func TestKeyLifecycleThroughTheAPIsCode(t *testing.T) {
+	d, st := testDashboard(t)
+	a, _, _ := org(t, st)
+	c := &client{t: t, d: d}
+	c.signIn(st, Principal{AccountID: a.ID})
+	// A field error comes back next to its field, in the API's words.
+	w := c.do("POST", "/dashboard/keys", c.form("name", "ci", "limit", "-1"))
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "must not be negative") {
+		t.Fatalf("negative limit: %d", w.Code)
+	}
+	w = c.do("POST", "/dashboard/keys", c.form("name", "ci", "limit", "10", "limit_reset", "monthly"))
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	secret := keyString.FindString(w.Body.String())
+	if secret == "" {
+		t.Fatal("the new key is not shown")
+	}
+	p, err := st.Authenticate(secret)
+	if err != nil || p.Key.Limit == nil || p.Key.Limit.Float64() != 10 || p.Key.LimitReset != "monthly" {
+		t.Fatalf("created key: %+v %v", p.Key, err)
+	}
+	hash := p.Hash
+	// Shown once: the list and the key's page never show it again.
+	for _, path := range []string{"/dashboard/keys", "/dashboard/keys/" + hash} {
+		if w := c.do("GET", path, nil); strings.Contains(w.Body.String(), secret) {
+			t.Fatalf("%s shows the key again", path)
+		}
+	}
+	w = c.do("POST", "/dashboard/keys/"+hash, c.form("name", "ci-2", "limit", "", "include_byok_in_limit", "on"))
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("update: %d %s", w.Code, w.Body)
+	}
+	k, _ := st.APIKey(hash)
+	if k.Name != "ci-2" || k.Limit != nil || !k.IncludeBYOKInLimit {
+		t.Fatalf("updated key: %+v", k)
+	}
+	if w := c.do("POST", "/dashboard/keys/"+hash+"/disable", c.form()); w.Code != http.StatusSeeOther {
+		t.Fatalf("disable: %d", w.Code)
+	}
+	if k, _ := st.APIKey(hash); !k.Disabled {
+		t.Fatal("not disabled")
+	}
+	// Without the CSRF token nothing changes.
+	if w := c.do("POST", "/dashboard/keys/"+hash+"/delete", url.Values{}); w.Code != http.StatusForbidden {
+		t.Fatalf("delete without CSRF: %d", w.Code)
+	}
+	if _, ok := st.APIKey(hash); !ok {
+		t.Fatal("deleted without CSRF")
+	}
+	if w := c.do("GET", "/dashboard/keys/"+hash+"/delete", nil); w.Code != http.StatusOK {
+		t.Fatalf("delete confirmation: %d", w.Code)
+	}
+	if w := c.do("POST", "/dashboard/keys/"+hash+"/delete", c.form()); w.Code != http.StatusSeeOther {
+		t.Fatalf("delete: %d", w.Code)
+	}
+	if _, ok := st.APIKey(hash); ok {
+		t.Fatal("not deleted")
+	}
+}
+
+func TestMembersActWithinTheirRole(t *testing.T) {
+	d, st := testDashboard(t)
+	a, _, member := org(t, st)
+	other, _, err := st.CreateAPIKey(storage.NewAPIKey{AccountID: a.ID, Name: "admin's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, d: d}
+	c.signIn(st, Principal{AccountID: a.ID, MemberID: member.ID})
+	// A member's key is theirs.
+	w := c.do("POST", "/dashboard/keys", c.form("name", "mine"))
+	if w.Code != http.StatusCreated {
+		t.Fatalf("member create: %d %s", w.Code, w.Body)
+	}
+	p, _ := st.Authenticate(keyString.FindString(w.Body.String()))
+	if p.Key.CreatorUserID == nil || *p.Key.CreatorUserID != member.ID {
+		t.Fatalf("member's key creator: %v", p.Key.CreatorUserID)
+	}
+	// Another's key: not found, unchanged.
+	for _, path := range []string{"/dashboard/keys/" + other.Hash + "/disable", "/dashboard/keys/" + other.Hash + "/delete"} {
+		if w := c.do("POST", path, c.form()); w.Code != http.StatusNotFound {
+			t.Fatalf("member on another's key %s: %d", path, w.Code)
+		}
+	}
+	if k, ok := st.APIKey(other.Hash); !ok || k.Disabled {
+		t.Fatal("a member changed another's key")
+	}
+	if strings.Contains(c.do("GET", "/dashboard/keys", nil).Body.String(), "admin&#39;s") {
+		t.Fatal("a member sees another's key")
+	}
+	// Account settings are an admin's.
+	for _, f := range []struct{ path string }{{"/dashboard/settings/organization"}, {"/dashboard/settings/workspaces"}, {"/dashboard/settings/guardrails"}} {
+		if w := c.do("POST", f.path, c.form("name", "x", "is_filtered_model_catalog_enabled", "on")); w.Code != http.StatusForbidden {
+			t.Fatalf("member %s: %d", f.path, w.Code)
+		}
+	}
+	if acct, _ := st.Account(a.ID); acct.FilteredModelCatalog || len(st.Workspaces(a.ID)) != 1 {
+		t.Fatal("a member changed the organization")
+	}
+}
+
+func TestAdminManagesTheOrganization(t *testing.T) {
+	d, st := testDashboard(t)
+	a, admin, member := org(t, st)
+	c := &client{t: t, d: d}
+	c.signIn(st, Principal{AccountID: a.ID, MemberID: admin.ID})
+	if w := c.do("POST", "/dashboard/settings/organization", c.form("is_filtered_model_catalog_enabled", "on")); w.Code != http.StatusSeeOther {
+		t.Fatalf("org settings: %d", w.Code)
+	}
+	if acct, _ := st.Account(a.ID); !acct.FilteredModelCatalog {
+		t.Fatal("org setting not saved")
+	}
+	if w := c.do("POST", "/dashboard/settings/workspaces", c.form("name", "Research", "slug", "research")); w.Code != http.StatusSeeOther {
+		t.Fatalf("workspace: %d %s", w.Code, w.Body)
+	}
+	// A duplicate slug: the API's 400, on the page.
+	if w := c.do("POST", "/dashboard/settings/workspaces", c.form("name", "Again", "slug", "research")); w.Code != http.StatusBadRequest {
+		t.Fatalf("duplicate slug: %d", w.Code)
+	}
+	ws, _ := st.Workspace(a.ID, "research")
+	if w := c.do("POST", "/dashboard/settings/workspaces/"+ws.ID+"/budgets", c.form("interval", "monthly", "limit_usd", "50")); w.Code != http.StatusSeeOther {
+		t.Fatalf("budget: %d %s", w.Code, w.Body)
+	}
+	if w := c.do("POST", "/dashboard/settings/workspaces/"+ws.ID+"/members", c.form("user_ids", member.ID)); w.Code != http.StatusSeeOther {
+		t.Fatalf("add member: %d %s", w.Code, w.Body)
+	}
+	ws, _ = st.Workspace(a.ID, "research")
+	if ws.Members[member.ID] == nil || len(ws.Budgets) != 1 {
+		t.Fatalf("workspace: %+v", ws)
+	}
+	if w := c.do("POST", "/dashboard/settings/guardrails", c.form("name", "cheap", "allowed_models", "tollgate-mock")); w.Code != http.StatusSeeOther {
+		t.Fatalf("guardrail: %d %s", w.Code, w.Body)
+	}
+	if gs := st.Guardrails(a.ID, ""); len(gs) != 1 {
+		t.Fatalf("guardrails: %+v", gs)
+	}
+	if w := c.do("GET", "/dashboard/settings", nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "cheap") {
+		t.Fatalf("settings: %d", w.Code)
+	}
+}
