@@ -84,7 +84,8 @@ type NewConnectCode struct {
 
 func (s *AccountStore) connectKinds() []kernel.Kind {
 	return []kernel.Kind{{Prefix: prefixConnectCode, Load: s.loadConnectCode,
-		Reset: func() { clear(s.codes) }, Snapshot: s.connectCodeSnapshot}}
+		Reset: func() { clear(s.codes) }, Snapshot: s.connectCodeSnapshot,
+		Remove: func(key string) { delete(s.codes, key[len(prefixConnectCode):]) }}}
 }
 
 func (s *AccountStore) loadConnectCode(_, v []byte) error {

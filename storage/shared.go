@@ -159,7 +159,7 @@ func (s *Store) applyChanges(changes []kernel.Change) error {
 var incrementalPrefixes = []string{
 	prefixAccount, prefixPurchase, prefixMgmtKey, prefixAPIKey,
 	prefixMember, prefixWorkspace, prefixGuardrail, prefixWorkspaceUsage, prefixMemberUsage,
-	prefixBYOK, prefixEndUser, prefixDestination, prefixPrivateEndpoint, prefixConnectCode,
+	prefixBYOK, prefixEndUser, prefixDestination, prefixPrivateEndpoint,
 }
 
 // changedRecords lists the record keys of the feed entries, and whether
@@ -248,8 +248,6 @@ func (s *Store) removeRecord(key string) {
 		delete(s.keys, rest)
 	case strings.HasPrefix(key, prefixMgmtKey):
 		delete(s.mgmtKeys, rest)
-	case strings.HasPrefix(key, prefixConnectCode):
-		delete(s.codes, rest)
 	case strings.HasPrefix(key, prefixMember):
 		s.members.Remove(accountID, id)
 	case strings.HasPrefix(key, prefixWorkspace):
@@ -278,7 +276,7 @@ func recordAccount(key string) (string, bool) {
 		return "", false
 	}
 	rest := key[i+1:]
-	if strings.HasPrefix(key, prefixAPIKey) || strings.HasPrefix(key, prefixMgmtKey) || strings.HasPrefix(key, prefixConnectCode) {
+	if strings.HasPrefix(key, prefixAPIKey) || strings.HasPrefix(key, prefixMgmtKey) {
 		return "", false // by hash: the key's account is in its record
 	}
 	id, _, _ := strings.Cut(rest, "/")
