@@ -1,0 +1,207 @@
+package integration
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// startDashboard runs the test gateway with the dashboard at /dashboard.
+func startDashboard(t *testing.T) *client {
+	t.Helper()
+	startInProcessWith(t, func(cfg string) string {
+		return replaceOnce(t, cfg, "\ttollgate {\n\t\t# the gateway's options", "\ttollgate_dashboard {\n\t\tsignin_attempts 50\n\t}\n\ttollgate {\n\t\t# the gateway's options")
+	})
+	return newClient(t, gatewayAddr, adminAddr)
+}
+
+// browser is a cookie-keeping HTTP client of the dashboard that does not
+// follow redirects.
+type browser struct {
+	t    *testing.T
+	base string
+	http *http.Client
+	csrf string
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: "http://" + gatewayAddr, http: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// page GETs or POSTs (form not nil) a dashboard path; it remembers the
+// page's CSRF token.
+func (b *browser) page(method, path string, form url.Values) (int, string, http.Header) {
+	b.t.Helper()
+	var res *http.Response
+	var err error
+	if form == nil {
+		res, err = b.http.Get(b.base + path)
+	} else {
+		res, err = b.http.PostForm(b.base+path, form)
+	}
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := res.Body.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if m := csrfField.FindStringSubmatch(sb.String()); m != nil {
+		b.csrf = m[1]
+	}
+	return res.StatusCode, sb.String(), res.Header
+}
+
+func (b *browser) form(kv ...string) url.Values {
+	v := url.Values{"csrf_token": {b.csrf}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return v
+}
+
+// signInLink issues a sign-in link through the operator API.
+func (c *client) signInLink(body string) (token, link string) {
+	c.t.Helper()
+	r := c.operator("POST", "/signin-links", body).expect(c.t, 201)
+	return r.JSON.Get("token").String(), r.JSON.Get("url").String()
+}
+
+func TestDashboardSignInLinkIsOneTimeAndConcurrentUseSignsInOnce(t *testing.T) {
+	c := startDashboard(t)
+	org := c.newTenant("organization", "10")
+	// Refusals of the operator route name the field.
+	c.operator("POST", "/signin-links", `{}`).expectError(t, 400, "account")
+	c.operator("POST", "/signin-links", `{"account_id":"org_nope"}`).expectError(t, 404, "org_nope")
+	c.operator("POST", "/signin-links", `{"account_id":"`+org.AccountID+`","expires_in":"48h"}`).expectError(t, 400, "expires_in")
+	c.operator("POST", "/signin-links", `{"account_id":"`+org.AccountID+`","member_id":"user_nope"}`).expectError(t, 404, "user_nope")
+
+	token, link := c.signInLink(`{"account_id":"` + org.AccountID + `","base_url":"http://` + gatewayAddr + `"}`)
+	if !strings.HasPrefix(link, "http://"+gatewayAddr+"/dashboard/signin?token=tgl_") {
+		t.Fatalf("link %q", link)
+	}
+	// Opening the link changes nothing; 16 browsers posting it at once:
+	// one signs in.
+	b := newBrowser(t)
+	if status, body, _ := b.page("GET", strings.TrimPrefix(link, b.base), nil); status != 200 || !strings.Contains(body, "Continue to the dashboard") {
+		t.Fatalf("link page: %d", status)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	signedIn := 0
+	for range 16 {
+		wg.Go(func() {
+			nb := newBrowser(t)
+			res, err := nb.http.PostForm(nb.base+"/dashboard/signin", url.Values{"token": {token}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			res.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			switch res.StatusCode {
+			case http.StatusSeeOther:
+				signedIn++
+			case http.StatusBadRequest:
+			default:
+				t.Errorf("concurrent sign-in: %d", res.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if signedIn != 1 {
+		t.Fatalf("%d sign-ins with one link", signedIn)
+	}
+	// Forged: a clear page, no cookie.
+	status, body, hdr := b.page("POST", "/dashboard/signin", url.Values{"token": {"tgl_forged"}})
+	if status != 400 || !strings.Contains(body, "not valid") || hdr.Get("Set-Cookie") != "" {
+		t.Fatalf("forged link: %d %v", status, hdr)
+	}
+	if hdr.Get("Content-Security-Policy") == "" || strings.Contains(hdr.Get("Content-Security-Policy"), "unsafe-inline") {
+		t.Fatalf("CSP %q", hdr.Get("Content-Security-Policy"))
+	}
+}
+
+func TestDashboardRolesThroughCaddy(t *testing.T) {
+	c := startDashboard(t)
+	org := c.newTenant("organization", "10")
+	admin := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@example.com","role":"admin"}`).expect(t, 201).JSON.Get("data.id").String()
+	member := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"bob@example.com"}`).expect(t, 201).JSON.Get("data.id").String()
+	signIn := func(body string) *browser {
+		token, _ := c.signInLink(body)
+		b := newBrowser(t)
+		if status, _, _ := b.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+			t.Fatalf("sign-in: %d", status)
+		}
+		b.page("GET", "/dashboard/keys", nil)
+		return b
+	}
+	// A member cannot create a management key: the store's rule, the
+	// operator API's message; nothing created.
+	m := signIn(`{"account_id":"` + org.AccountID + `","member_id":"` + member + `"}`)
+	status, body, _ := m.page("POST", "/dashboard/management-keys", m.form("name", "sneaky", "expires_in", "720h"))
+	if status != 403 || !strings.Contains(body, "only organization admins can create management keys") {
+		t.Fatalf("member management key: %d", status)
+	}
+	if n := len(c.operator("GET", "/accounts/"+org.AccountID+"/management-keys", nil).JSON.Get("data").Array()); n != 1 {
+		t.Fatalf("%d management keys", n)
+	}
+	// Nor top up credits.
+	if status, _, _ := m.page("POST", "/dashboard/operator/accounts/"+org.AccountID+"/credits", m.form("amount", "100")); status != 403 {
+		t.Fatalf("member top-up: %d", status)
+	}
+	// An admin creates one, shown once.
+	a := signIn(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `"}`)
+	status, body, _ = a.page("POST", "/dashboard/management-keys", a.form("name", "ops-2", "expires_in", "720h"))
+	mgmt := regexp.MustCompile(`sk-tg-mgmt-v1-[0-9a-f]{64}`).FindString(body)
+	if status != 201 || mgmt == "" {
+		t.Fatalf("admin management key: %d", status)
+	}
+	c.api("GET", "/keys", mgmt, nil).expect(t, 200)
+	// The operator tops up through the operator API's route.
+	op := signIn(`{"operator":true}`)
+	op.page("GET", "/dashboard/operator", nil)
+	if status, body, _ := op.page("POST", "/dashboard/operator/accounts/"+org.AccountID+"/credits", op.form("amount", "abc")); status != 400 || !strings.Contains(body, "amount") {
+		t.Fatalf("bad top-up: %d", status)
+	}
+	if status, _, _ := op.page("POST", "/dashboard/operator/accounts/"+org.AccountID+"/credits", op.form("amount", "5")); status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d", status)
+	}
+	credits := c.operator("GET", "/accounts/"+org.AccountID, nil).JSON.Get("data")
+	if got := gjson.Get(credits.Raw, "total_credits").Float(); got != 15 {
+		t.Fatalf("credits after top-up: %s", credits.Raw)
+	}
+	// Another account's ids in a URL: not found.
+	other := c.newTenant("organization", "1")
+	otherKey := c.api("POST", "/keys", other.MgmtKey, `{"name":"theirs"}`).expect(t, 201).JSON.Get("data.hash").String()
+	if status, _, _ := a.page("POST", "/dashboard/keys/"+otherKey+"/delete", a.form()); status != 404 {
+		t.Fatalf("other account's key: %d", status)
+	}
+	c.api("GET", "/keys/"+otherKey, other.MgmtKey, nil).expect(t, 200)
+	// Sign-out ends the session.
+	a.page("GET", "/dashboard/", nil)
+	if status, _, _ := a.page("POST", "/dashboard/signout", a.form()); status != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", status)
+	}
+	if status, _, hdr := a.page("GET", "/dashboard/keys", nil); status != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/dashboard/signin") {
+		t.Fatalf("after sign-out: %d", status)
+	}
+}
