@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -125,7 +126,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.GCInterval = caddy.Duration(5 * time.Minute)
 	}
 	if a.CodeTTL == 0 {
-		a.CodeTTL = caddy.Duration(gateway.DefaultConnectCodeTTL)
+		a.CodeTTL = caddy.Duration(connect.DefaultCodeTTL)
 	}
 	a.FreeModel = a.FreeModel.WithDefaults()
 	a.inFlight = a.InFlight.policy()
@@ -198,8 +199,8 @@ func (a *App) Validate() error {
 	if a.GCInterval < 0 {
 		return fmt.Errorf("gc_interval: must not be negative, got %v", time.Duration(a.GCInterval))
 	}
-	if a.CodeTTL < 0 || time.Duration(a.CodeTTL) > gateway.MaxConnectCodeTTL {
-		return fmt.Errorf("connect_code_ttl: expected a duration up to %v, got %v", gateway.MaxConnectCodeTTL, time.Duration(a.CodeTTL))
+	if a.CodeTTL < 0 || time.Duration(a.CodeTTL) > connect.MaxCodeTTL {
+		return fmt.Errorf("connect_code_ttl: expected a duration up to %v, got %v", connect.MaxCodeTTL, time.Duration(a.CodeTTL))
 	}
 	if err := validateFreeModel(a.FreeModel); err != nil {
 		return err

@@ -2,7 +2,10 @@ package integration
 
 import (
 	"fmt"
+	"html"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +230,155 @@ func useConnectSecrets(t *testing.T, c *client) map[string]string {
 	c.api("POST", "/auth/keys", "", `{"code":"`+code2+`","code_verifier":"`+plain+`"}`).expect(t, 200)
 	return map[string]string{"connect code": code, "refused connect code": refused, "plain connect code": code2,
 		"PKCE verifier": verifier, "plain PKCE verifier": plain, "connect key": key}
+}
+
+// startConnectDashboard runs the test gateway with the dashboard at
+// /dashboard and the short connect_code_ttl.
+func startConnectDashboard(t *testing.T) *client {
+	t.Helper()
+	startInProcessWith(t, func(cfg string) string {
+		cfg = withConnectCodeTTL(t)(cfg)
+		return replaceOnce(t, cfg, "\ttollgate {\n\t\t# the gateway's options", "\ttollgate_dashboard {\n\t\tsignin_attempts 50\n\t}\n\ttollgate {\n\t\t# the gateway's options")
+	})
+	return newClient(t, gatewayAddr, adminAddr)
+}
+
+// consentQuery is an app's request, as the query of the consent page.
+func consentQuery(callback, challenge string, extra ...string) string {
+	v := url.Values{"callback_url": {callback}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		v.Set(extra[i], extra[i+1])
+	}
+	return v.Encode()
+}
+
+var returnURL = regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`)
+
+// returnedTo is the URL the page that returns to the app leads to.
+func returnedTo(t *testing.T, body string) *url.URL {
+	t.Helper()
+	m := returnURL.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no return to the app in:\n%s", body)
+	}
+	u, err := url.Parse(html.UnescapeString(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestConnectConsentThroughCaddy: the consent page under the dashboard:
+// sign-in first (with the page as return_to), what the person sees, a
+// request that breaks the rules shown and not sent back, a form without
+// its CSRF token refused, refusal and approval sent back to the app, the
+// code exchanged for the member's key, the member's connected apps and
+// their revocation; a session without a member cannot connect apps.
+func TestConnectConsentThroughCaddy(t *testing.T) {
+	c := startConnectDashboard(t)
+	org := c.newOrg("10")
+	signIn := func(body string) *browser {
+		token, _ := c.signInLink(body)
+		b := newBrowser(t)
+		if status, _, _ := b.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+			t.Fatalf("sign-in: %d", status)
+		}
+		return b
+	}
+	query := consentQuery("http://localhost:5555/callback?state=s1", pkceChallenge, "limit", "2.5", "usage_limit_type", "monthly", "key_label", "Chat app")
+
+	// Not signed in: to the sign-in page, coming back to the request.
+	anon := newBrowser(t)
+	status, _, hdr := anon.page("GET", "/dashboard/connect?"+query, nil)
+	if status != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/signin?return_to="+url.QueryEscape("/dashboard/connect?"+query) {
+		t.Fatalf("signed out: %d %s", status, hdr.Get("Location"))
+	}
+
+	m := signIn(`{"account_id":"` + org.AccountID + `","member_id":"` + org.Member + `"}`)
+	status, body, _ := m.page("GET", "/dashboard/connect?"+query, nil)
+	for _, want := range []string{"http://localhost:5555</strong> asks for an API key", "$2.5, reset monthly", "Chat app",
+		"http://localhost:5555/callback?state=s1", `value="approve"`, `value="refuse"`} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Fatalf("consent page %d lacks %q:\n%s", status, want, body)
+		}
+	}
+	// A request that breaks the rules: a page naming the field, no way back.
+	for _, tc := range []struct{ q, msg string }{
+		{consentQuery("http://evil.example/cb", pkceChallenge), "callback_url: must be https"},
+		{consentQuery("https://app.example/cb", ""), "code_challenge: required"},
+		{strings.Replace(query, "code_challenge_method=S256", "code_challenge_method=S512", 1), "code_challenge_method: expected S256 or plain"},
+	} {
+		status, body, _ := m.page("GET", "/dashboard/connect?"+tc.q, nil)
+		if status != 400 || !strings.Contains(body, tc.msg) || strings.Contains(body, "refresh") {
+			t.Fatalf("%s: %d\n%s", tc.q, status, body)
+		}
+	}
+	keys := func() int {
+		return len(c.api("GET", "/keys?include_disabled=true", org.Mgmt, nil).expect(t, 200).JSON.Get("data").Array())
+	}
+	before := keys()
+	form := func(decision string, withCSRF bool) url.Values {
+		v, _ := url.ParseQuery(query)
+		v.Set("decision", decision)
+		if withCSRF {
+			v.Set("csrf_token", m.csrf)
+		}
+		return v
+	}
+	// Without the CSRF token: refused, no code.
+	if status, body, _ := m.page("POST", "/dashboard/connect", form("approve", false)); status != 403 || strings.Contains(body, "code=") {
+		t.Fatalf("no CSRF: %d", status)
+	}
+	// Refused: back to the app with error=access_denied and its state.
+	_, body, _ = m.page("POST", "/dashboard/connect", form("refuse", true))
+	back := returnedTo(t, body)
+	if back.Host != "localhost:5555" || back.Query().Get("error") != "access_denied" || back.Query().Get("state") != "s1" || back.Query().Has("code") {
+		t.Fatalf("refusal returns to %s", back)
+	}
+	// Approved: back with the code, which the app exchanges for the member's key.
+	m.page("GET", "/dashboard/connect?"+query, nil)
+	status, body, hdr = m.page("POST", "/dashboard/connect", form("approve", true))
+	back = returnedTo(t, body)
+	code := back.Query().Get("code")
+	if status != 200 || hdr.Get("Location") != "" || back.Path != "/callback" || back.Query().Get("state") != "s1" || !strings.HasPrefix(code, "auth_code_") {
+		t.Fatalf("approval: %d, returns to %s", status, back)
+	}
+	r := c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expect(t, 200)
+	key := r.JSON.Get("key").Str
+	if r.JSON.Get("user_id").Str != org.Member || keys() != before+1 {
+		t.Fatalf("exchange: %s", r.Body)
+	}
+	me := c.api("GET", "/key", key, nil).expect(t, 200).JSON.Get("data")
+	if me.Get("limit").Float() != 2.5 || me.Get("limit_reset").Str != "monthly" {
+		t.Fatalf("the approved key: %s", me.Raw)
+	}
+	c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expectError(t, 400, "already used")
+
+	// The member's connected apps; another member cannot revoke it.
+	status, body, _ = m.page("GET", "/dashboard/apps", nil)
+	hash := regexp.MustCompile(`/dashboard/apps/([0-9a-f]{64})/revoke`).FindStringSubmatch(body)
+	if status != 200 || hash == nil || !strings.Contains(body, "localhost:5555") || !strings.Contains(body, "Chat app") {
+		t.Fatalf("connected apps %d:\n%s", status, body)
+	}
+	a := signIn(`{"account_id":"` + org.AccountID + `","member_id":"` + org.Admin + `"}`)
+	a.page("GET", "/dashboard/apps", nil)
+	if status, _, _ := a.page("POST", "/dashboard/apps/"+hash[1]+"/revoke", a.form()); status != 404 {
+		t.Fatalf("another member's revocation: %d", status)
+	}
+	if status, _, _ := m.page("POST", "/dashboard/apps/"+hash[1]+"/revoke", url.Values{}); status != 403 {
+		t.Fatalf("revocation without CSRF: %d", status)
+	}
+	c.api("GET", "/key", key, nil).expect(t, 200)
+	m.page("GET", "/dashboard/apps", nil)
+	if status, _, hdr := m.page("POST", "/dashboard/apps/"+hash[1]+"/revoke", m.form()); status != http.StatusSeeOther ||
+		!strings.HasPrefix(hdr.Get("Location"), "/dashboard/apps?revoked=") {
+		t.Fatalf("revocation: %d", status)
+	}
+	c.api("GET", "/key", key, nil).expectError(t, 401, "Invalid API key")
+
+	// An organization spoken for as a whole has no member to give a key to.
+	whole := signIn(`{"account_id":"` + org.AccountID + `"}`)
+	if status, body, _ := whole.page("GET", "/dashboard/connect?"+query, nil); status != 403 || !strings.Contains(body, "Sign in as yourself") {
+		t.Fatalf("organization as a whole: %d", status)
+	}
 }

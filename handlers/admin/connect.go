@@ -32,7 +32,7 @@ func (ar *adminRequest) createAuthCode() *apierror.Error {
 		return apierror.New(http.StatusForbidden, "This management key has no creator member, and a connect key belongs to a member: "+
 			"use a management key created with creator_user_id, or the dashboard's consent page")
 	}
-	iss, apiErr := connect.Issue(ar.store, ar.id.AccountID, user, req, ar.gw.ConnectCodeTTL())
+	iss, apiErr := connect.Issue(ar.store, ar.id.AccountID, user, req, connect.CodeTTL(ar.gw))
 	if apiErr != nil {
 		return apiErr
 	}

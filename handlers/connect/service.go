@@ -14,6 +14,23 @@ import (
 // now is the flow's clock; tests replace it.
 var now = time.Now
 
+// The lifetime of an authorization code: by default, and at most (an
+// OAuth code is short-lived; RFC 6749 10.5). The operator sets it with
+// the tollgate app's connect_code_ttl.
+const (
+	DefaultCodeTTL = 5 * time.Minute
+	MaxCodeTTL     = 10 * time.Minute
+)
+
+// CodeTTL is the code lifetime the tollgate app gw offers (its
+// ConnectCodeTTL), DefaultCodeTTL without one.
+func CodeTTL(gw any) time.Duration {
+	if c, ok := gw.(interface{ ConnectCodeTTL() time.Duration }); ok && c.ConnectCodeTTL() > 0 {
+		return c.ConnectCodeTTL()
+	}
+	return DefaultCodeTTL
+}
+
 // Messages of the exchange's refusals.
 const (
 	MsgCodeInvalid      = "code: unknown or already used"

@@ -6,7 +6,6 @@ package gateway
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -39,17 +38,7 @@ type Gateway interface {
 	// endpoints, observability destinations) may reach; nil: public
 	// unicast addresses only.
 	EgressPolicy() *egress.Policy
-	// ConnectCodeTTL is how long an authorization code of the connect
-	// flow waits for its exchange.
-	ConnectCodeTTL() time.Duration
 }
-
-// The lifetime of the connect flow's authorization codes: by default,
-// and at most (an OAuth code is short-lived; RFC 6749 10.5).
-const (
-	DefaultConnectCodeTTL = 5 * time.Minute
-	MaxConnectCodeTTL     = 10 * time.Minute
-)
 
 // Load fetches the tollgate app from the Caddy context.
 func Load(ctx caddy.Context) (Gateway, error) {

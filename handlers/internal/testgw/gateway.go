@@ -32,7 +32,6 @@ func (g *Gateway) Catalog() *catalog.Catalog                { return g.ModelCata
 func (g *Gateway) InFlightPolicy() billing.InFlightPolicy   { return g.InFlight }
 func (g *Gateway) BYOKSealer() *storage.Sealer              { return g.Sealer }
 func (g *Gateway) EgressPolicy() *egress.Policy             { return g.Egress }
-func (g *Gateway) ConnectCodeTTL() time.Duration            { return gateway.DefaultConnectCodeTTL }
 
 var _ gateway.Gateway = (*Gateway)(nil)
 
