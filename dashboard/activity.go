@@ -193,7 +193,7 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	if len(keys) <= 500 {
 		data.Keys = keys
 	}
-	data.Recent = recentOf(st).list(acct.ID, 50, func(g *recentGen) bool {
+	data.Recent = recentOf(st).list(acct.ID, 25, func(g *recentGen) bool {
 		return (q.Model == "" || g.Model == q.Model) && (q.Key == "" || g.KeyHash == q.Key) &&
 			(q.Provider == "" || g.Provider == q.Provider) &&
 			(s.CanManageAccount() || keyNames[g.KeyHash] != "")

@@ -141,6 +141,8 @@ func formatCountAxis(v float64) string {
 		return fmt.Sprintf("%.1fM", v/1e6)
 	case v >= 1e3:
 		return fmt.Sprintf("%.1fk", v/1e3)
+	case v != float64(int64(v)):
+		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
 }

@@ -148,6 +148,7 @@ func (d *Dashboard) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		d.operator = op.OperatorHandler()
 	}
 	d.limiter = newAttemptLimiter(d.SignInAttempts, time.Minute)
+
 	d.mux = http.NewServeMux()
 	d.routes()
 	extMu.Lock()
@@ -186,6 +187,11 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		return nil
 	}
 	setSecurityHeaders(w.Header())
+	if st, err := d.gw.Store(); err == nil {
+		// The recent generations are indexed from the first visit of any
+		// page (the store is not opened by Provision).
+		recentOf(st)
+	}
 	r = r.WithContext(context.WithValue(r.Context(), ctxDashboard, d))
 	if !safeMethod(r.Method) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
