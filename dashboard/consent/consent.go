@@ -192,7 +192,7 @@ func (p pages) fail(w http.ResponseWriter, r *http.Request, log *zap.Logger, api
 type appsData struct {
 	Prefix  string
 	Apps    []appRow
-	Revoked string
+	Revoked bool // just revoked one (the notice says so, naming nothing from the URL)
 	CSRF    template.HTML
 	Member  bool
 }
@@ -207,7 +207,7 @@ type appRow struct {
 // appsPage lists the keys apps hold for the person, with a revoke button.
 func (p pages) appsPage(w http.ResponseWriter, r *http.Request) {
 	st, s, user, ok := p.member(r)
-	data := appsData{Prefix: p.d.Prefix, Revoked: r.URL.Query().Get("revoked"), CSRF: dashboard.CSRFField(r), Member: ok}
+	data := appsData{Prefix: p.d.Prefix, Revoked: r.URL.Query().Has("revoked"), CSRF: dashboard.CSRFField(r), Member: ok}
 	if ok {
 		t := time.Now()
 		for _, k := range connect.Apps(st, s.AccountID, user) {
@@ -237,7 +237,7 @@ func (p pages) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	p.d.Logger().Info("connect key revoked by its member", zap.String("account_id", s.AccountID),
 		zap.String("member_id", user), zap.String("key_hash", hash), zap.String("app_origin", origin))
-	http.Redirect(w, r, p.d.Prefix+AppsPath+"?revoked="+url.QueryEscape(origin), http.StatusSeeOther)
+	http.Redirect(w, r, p.d.Prefix+AppsPath+"?revoked", http.StatusSeeOther)
 }
 
 // message is a page with a title and one paragraph.
