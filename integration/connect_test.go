@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -215,8 +216,9 @@ func TestReplicasConnectCodeOnce(t *testing.T) {
 
 // useConnectSecrets runs the connect flow's routes with the secrets they
 // take (codes, verifiers, the key they give) on success and refusal, and
-// returns them by name for the log test.
-func useConnectSecrets(t *testing.T, c *client) map[string]string {
+// returns them by name for the log test; with consent, the gateway's
+// dashboard issues a code on its consent page too.
+func useConnectSecrets(t *testing.T, c *client, consent bool) map[string]string {
 	t.Helper()
 	tn := c.newTenant("personal", "1")
 	verifier := "log-test-verifier-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -231,8 +233,37 @@ func useConnectSecrets(t *testing.T, c *client) map[string]string {
 	plain := "log-test-plain-verifier-9876543210-zyxwvutsrqponmlkjihgf"
 	code2 := authCode(t, c, tn.MgmtKey, `{"callback_url":"https://app.example/cb","code_challenge":"`+plain+`","code_challenge_method":"plain"}`)
 	c.api("POST", "/auth/keys", "", `{"code":"`+code2+`","code_verifier":"`+plain+`"}`).expect(t, 200)
-	return map[string]string{"connect code": code, "refused connect code": refused, "plain connect code": code2,
+	secrets := map[string]string{"connect code": code, "refused connect code": refused, "plain connect code": code2,
 		"PKCE verifier": verifier, "plain PKCE verifier": plain, "connect key": key}
+	if consent {
+		secrets["consent page's code"] = consentCode(t, c, challenge)
+	}
+	return secrets
+}
+
+// consentCode approves an S256 request on the consent page of the
+// gateway's dashboard (as a personal account's owner) and returns the
+// code the page sends back to the app.
+func consentCode(t *testing.T, c *client, challenge string) string {
+	t.Helper()
+	tn := c.newTenant("personal", "1")
+	token, _ := c.signInLink(`{"account_id":"` + tn.AccountID + `"}`)
+	b := newBrowser(t)
+	b.base = c.gateway
+	if status, _, _ := b.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", status)
+	}
+	query := consentQuery("http://localhost:5555/cb", challenge)
+	b.page("GET", "/dashboard/connect?"+query, nil)
+	v, _ := url.ParseQuery(query)
+	v.Set("decision", "approve")
+	v.Set("csrf_token", b.csrf)
+	_, body, _ := b.page("POST", "/dashboard/connect", v)
+	code := returnedTo(t, body).Query().Get("code")
+	if code == "" {
+		t.Fatalf("no code from the consent page:\n%s", body)
+	}
+	return code
 }
 
 // startConnectDashboard runs the test gateway with the dashboard at
@@ -449,4 +480,64 @@ func TestConnectInBrowser(t *testing.T) {
 	c.api("GET", "/key", key, nil).expectError(t, 401, "Invalid API key")
 	c.api("POST", "/chat/completions", key, `{"model":"mock/echo","messages":[{"role":"user","content":"hi"}]}`).expectError(t, 401, "")
 	shot(t, ctx, dir, "connect-revoked")
+}
+
+// TestReplicasConnectRevocation: on two replicas of one Redis, the person
+// approves at one (their session and the code are shared records), the
+// app exchanges the code at the other, and the person's revocation at the
+// first is refused at the second within 100 ms.
+func TestReplicasConnectRevocation(t *testing.T) {
+	srv := redistest.Start(t)
+	ps := []*process{startReplica(t, srv), startReplica(t, srv)}
+	for _, p := range ps {
+		// The dashboard beside the gateway, as in Caddyfile.example.
+		cfg, err := os.ReadFile(p.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = []byte(replaceOnce(t, string(cfg), "\ttollgate {\n\t\t# the gateway's options", "\ttollgate_dashboard\n\ttollgate {\n\t\t# the gateway's options"))
+		if err := os.WriteFile(p.config, cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.stop(t)
+		p.start(t)
+	}
+	cs := replicaClients(t, ps)
+	org := cs[0].newOrg("10")
+	token, _ := cs[0].signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + org.Member + `"}`)
+	b := newBrowser(t)
+	b.base = cs[0].gateway
+	if status, _, _ := b.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", status)
+	}
+	query := consentQuery("https://app.example/cb", pkceChallenge)
+	b.page("GET", "/dashboard/connect?"+query, nil)
+	v, _ := url.ParseQuery(query)
+	v.Set("decision", "approve")
+	v.Set("csrf_token", b.csrf)
+	_, body, _ := b.page("POST", "/dashboard/connect", v)
+	code := returnedTo(t, body).Query().Get("code")
+	var key string
+	within(t, time.Second, "the code reaches the other replica", func() bool {
+		r := cs[1].api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier))
+		key = r.JSON.Get("key").Str
+		return r.Status == 200
+	})
+	cs[1].api("GET", "/key", key, nil).expect(t, 200)
+	within(t, time.Second, "the key reaches the first replica", func() bool { return cs[0].api("GET", "/key", key, nil).Status == 200 })
+
+	_, body, _ = b.page("GET", "/dashboard/apps", nil)
+	hash := regexp.MustCompile(`/dashboard/apps/([0-9a-f]{64})/revoke`).FindStringSubmatch(body)
+	if hash == nil {
+		t.Fatalf("connected apps:\n%s", body)
+	}
+	if status, _, _ := b.page("POST", "/dashboard/apps/"+hash[1]+"/revoke", b.form()); status != http.StatusSeeOther {
+		t.Fatalf("revocation: %d", status)
+	}
+	cs[0].api("GET", "/key", key, nil).expectError(t, 401, "Invalid API key")
+	took := within(t, 100*time.Millisecond, "the revocation reaches the other replica", func() bool {
+		return cs[1].api("GET", "/key", key, nil).Status == 401
+	})
+	t.Logf("revoked at the other replica after %v", took)
+	cs[1].api("POST", "/chat/completions", key, `{"model":"mock/echo","messages":[{"role":"user","content":"hi"}]}`).expectError(t, 401, "Invalid API key")
 }

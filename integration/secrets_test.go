@@ -74,7 +74,7 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 	rec(c.api("GET", "/key", key, nil).expect(t, 200))
 	// The connect flow's codes, verifiers and key (their own answers carry
 	// the code and the key, by design: they are not recorded).
-	for name, secret := range useConnectSecrets(t, c) {
+	for name, secret := range useConnectSecrets(t, c, false) {
 		secrets[name] = secret
 	}
 
