@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
@@ -423,8 +424,8 @@ func TestConnectConsentThroughCaddy(t *testing.T) {
 // approve, and are sent back to the app with a code; the app exchanges it
 // with its verifier for the person's key, which answers on the API; a
 // management key cannot delete it; the person revokes it under Connected
-// apps and it is refused from then on. Screenshots: connect-consent,
-// connect-return, connect-apps.
+// apps and it is refused from then on. Screenshots: connect-consent (and
+// -phone), connect-return, connect-apps, connect-revoked.
 func TestConnectInBrowser(t *testing.T) {
 	c := startConnectDashboard(t)
 	dir := screenshotDir(t)
@@ -451,6 +452,9 @@ func TestConnectInBrowser(t *testing.T) {
 		}
 	}
 	shot(t, ctx, dir, "connect-consent")
+	run(t, ctx, "phone", emulation.SetDeviceMetricsOverride(390, 844, 2, true))
+	shot(t, ctx, dir, "connect-consent-phone")
+	run(t, ctx, "desktop", emulation.ClearDeviceMetricsOverride())
 
 	var at string
 	run(t, ctx, "approve", chromedp.Click(`button[value=approve]`), chromedp.WaitVisible(`#connected`), chromedp.Location(&at))
