@@ -90,7 +90,101 @@ type activityData struct {
 	Models, Providers    []string
 	Keys                 []storage.APIKey
 	CSV                  string
+	MoreGroups           int
 }
+
+// dayGroup is one value of the breakdown on one day.
+type dayGroup struct {
+	day int
+	g   string
+}
+
+type dayFigures struct{ usage, requests, tokens float64 }
+
+// activityScan is the Activity page's figures, gathered in one pass over
+// the account's rollup cells (storage.ScanUsage): per value of the
+// breakdown, per day and value, and the models and providers of the range.
+type activityScan struct {
+	groups            map[string]*storage.Sums
+	days              map[dayGroup]*dayFigures
+	totals            storage.Sums
+	models, providers map[string]struct{}
+	other             []dayFigures // per day, the values not charted alone
+}
+
+// scanActivity reads the selection from the analytics rollup: never the
+// generation records. own, when not nil, keeps only those keys (a
+// member's). The figures per day and value are kept for the values in
+// charted (nil: every value; the breakdown by key, which may have
+// thousands of values, charts only the largest, found by a first pass).
+func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, charted map[string]bool, choices bool) activityScan {
+	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
+		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
+	dim := q.dim()
+	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
+		if own != nil && !own[c.APIKey] {
+			return
+		}
+		if choices {
+			if _, ok := a.models[c.Model]; !ok && c.Model != "" {
+				a.models[c.Model] = struct{}{}
+			}
+			if _, ok := a.providers[c.Provider]; !ok && c.Provider != "" {
+				a.providers[c.Provider] = struct{}{}
+			}
+		}
+		if (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
+			return
+		}
+		v := c.Dim(dim)
+		addSums(&a.totals, c.Sums)
+		if charted == nil {
+			g := a.groups[v]
+			if g == nil {
+				g = new(storage.Sums)
+				a.groups[v] = g
+			}
+			addSums(g, c.Sums)
+		} else if !charted[v] {
+			if day := int(c.Hour.Sub(from) / (24 * time.Hour)); day >= 0 && day < len(a.other) {
+				a.other[day].usage += c.Sums.Usage.Float64()
+				a.other[day].requests += float64(c.Sums.Requests)
+				a.other[day].tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
+			}
+			return
+		}
+		k := dayGroup{int(c.Hour.Sub(from) / (24 * time.Hour)), v}
+		f := a.days[k]
+		if f == nil {
+			f = new(dayFigures)
+			a.days[k] = f
+		}
+		f.usage += c.Sums.Usage.Float64()
+		f.requests += float64(c.Sums.Requests)
+		f.tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
+	})
+	return a
+}
+
+// keyGroups is the first pass of the breakdown by key: each key's sums.
+func keyGroups(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool) map[string]*storage.Sums {
+	groups := map[string]*storage.Sums{}
+	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
+		if (own != nil && !own[c.APIKey]) || (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
+			return
+		}
+		g := groups[c.APIKey]
+		if g == nil {
+			g = new(storage.Sums)
+			groups[c.APIKey] = g
+		}
+		addSums(g, c.Sums)
+	})
+	return groups
+}
+
+// maxGroupRows is how many values of the breakdown the table lists.
+const maxGroupRows = 100
 
 // activity shows spend, requests and tokens per day by model, key or
 // provider, from the analytics rollup (never a scan of generations), and
@@ -104,92 +198,110 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	t := now().UTC()
 	today := storage.BucketStart(t, storage.GranularityDay)
 	from := today.AddDate(0, 0, -(q.Days - 1))
-	rows, _ := st.QueryUsage(acct.ID, storage.UsageQuery{From: from, To: today.AddDate(0, 0, 1),
-		Granularity: storage.GranularityDay, GroupBy: []string{q.dim()}, Filters: q.filters(s)})
-	data := activityData{Prefix: d.Prefix, Q: q, Dims: activityDims, DayOptions: []int{1, 7, 30, 90, 365}}
-	// Totals per value, largest spend first: the chart's series order.
-	totals := map[string]*groupRow{}
-	for _, row := range rows {
-		g := totals[row.Dims[0]]
-		if g == nil {
-			g = &groupRow{Value: row.Dims[0]}
-			totals[row.Dims[0]] = g
-		}
-		addSums(&g.Sums, row.Sums)
-		addSums(&data.Totals, row.Sums)
-	}
 	keyNames := map[string]string{}
 	keys := d.visibleKeys(st, s, acct, "")
+	var own map[string]bool
+	if !s.CanManageAccount() {
+		own = map[string]bool{}
+	}
 	for _, k := range keys {
 		keyNames[k.Hash] = k.Name
+		if own != nil {
+			own[k.Hash] = true
+		}
 	}
-	for _, g := range totals {
-		g.Label = g.Value
+	to := today.AddDate(0, 0, 1)
+	choices := d.cachedChoices(acct.ID, q.Days, own != nil)
+	var scan activityScan
+	if q.By == "key" {
+		// Thousands of keys: their sums first, then the days of the
+		// largest, the rest as one series.
+		groups := keyGroups(st, acct.ID, q, from, to, own)
+		scan = scanActivity(st, acct.ID, q, from, to, own, topGroups(groups, maxSeries-1), choices == nil)
+		scan.groups = groups
+	} else {
+		scan = scanActivity(st, acct.ID, q, from, to, own, nil, choices == nil)
+	}
+	if choices == nil {
+		choices = d.keepChoices(acct.ID, q.Days, own != nil, scan)
+	}
+	data := activityData{Prefix: d.Prefix, Q: q, Dims: activityDims, DayOptions: []int{1, 7, 30, 90, 365}, Totals: scan.totals}
+	for v, sums := range scan.groups {
+		g := groupRow{Value: v, Label: v, Sums: *sums, Usage: sums.Usage, Tokens: sums.PromptTokens + sums.CompletionTokens}
 		if q.By == "key" {
-			if n, ok := keyNames[g.Value]; ok {
+			if n, ok := keyNames[v]; ok {
 				g.Label = n
-			} else if len(g.Value) > 12 {
-				g.Label = g.Value[:12] + "…"
+			} else if len(v) > 12 {
+				g.Label = v[:12] + "…"
 			}
 		}
 		if g.Label == "" {
 			g.Label = "(none)"
 		}
-		g.Usage, g.Tokens = g.Sums.Usage, g.Sums.PromptTokens+g.Sums.CompletionTokens
-		if g.Sums.Requests > 0 {
-			g.AvgLatencyMS = g.Sums.LatencyMS / g.Sums.Requests
+		if sums.Requests > 0 {
+			g.AvgLatencyMS = sums.LatencyMS / sums.Requests
 		}
-		data.Groups = append(data.Groups, *g)
+		data.Groups = append(data.Groups, g)
 	}
+	// Largest spend first: the chart's series order.
 	sort.Slice(data.Groups, func(i, j int) bool {
 		if data.Groups[i].Usage != data.Groups[j].Usage {
 			return data.Groups[i].Usage > data.Groups[j].Usage
 		}
-		return data.Groups[i].Sums.Requests > data.Groups[j].Sums.Requests
+		return data.Groups[i].Value < data.Groups[j].Value
 	})
+	// The charts stack the first maxSeries-1 values and the rest as one.
 	index := map[string]int{}
+	n := min(len(data.Groups), maxSeries)
 	for i := range data.Groups {
-		index[data.Groups[i].Value] = i
 		data.Groups[i].ChartClass = "c" + strconv.Itoa(min(i, maxSeries-1))
+		index[data.Groups[i].Value] = min(i, maxSeries-1)
 	}
 	days := make([]time.Time, q.Days)
 	for i := range days {
 		days[i] = from.AddDate(0, 0, i)
 	}
 	mk := func() []series {
-		ss := make([]series, len(data.Groups))
-		for i, g := range data.Groups {
-			ss[i] = series{Name: g.Label, Values: make([]float64, q.Days)}
+		ss := make([]series, n)
+		for i := range ss {
+			ss[i] = series{Name: data.Groups[i].Label, Values: make([]float64, q.Days)}
+		}
+		if len(data.Groups) > maxSeries {
+			ss[maxSeries-1].Name = "other"
 		}
 		return ss
 	}
 	spend, reqs, toks := mk(), mk(), mk()
-	for _, row := range rows {
-		i := int(row.Bucket.Sub(from) / (24 * time.Hour))
-		j := index[row.Dims[0]]
-		if i < 0 || i >= q.Days {
+	for k, f := range scan.days {
+		if k.day < 0 || k.day >= q.Days {
 			continue
 		}
-		spend[j].Values[i] += row.Sums.Usage.Float64()
-		reqs[j].Values[i] += float64(row.Sums.Requests)
-		toks[j].Values[i] += float64(row.Sums.PromptTokens + row.Sums.CompletionTokens)
+		j := index[k.g]
+		spend[j].Values[k.day] += f.usage
+		reqs[j].Values[k.day] += f.requests
+		toks[j].Values[k.day] += f.tokens
+	}
+	if len(data.Groups) >= maxSeries {
+		for day, f := range scan.other {
+			spend[maxSeries-1].Values[day] += f.usage
+			reqs[maxSeries-1].Values[day] += f.requests
+			toks[maxSeries-1].Values[day] += f.tokens
+		}
+	}
+	if q.Days > 90 {
+		// A year's bars by week: 53 bars, not 365.
+		_, spend = byWeek(days, spend)
+		_, reqs = byWeek(days, reqs)
+		days, toks = byWeek(days, toks)
 	}
 	data.Spend = stackedChart(days, spend, formatMoneyAxis)
 	data.Requests = stackedChart(days, reqs, formatCountAxis)
 	data.Tok = stackedChart(days, toks, formatCountAxis)
-	// The filters' choices: the models and providers of the range.
-	choices, _ := st.QueryUsage(acct.ID, storage.UsageQuery{From: from, To: today.AddDate(0, 0, 1),
-		GroupBy: []string{storage.DimModel, storage.DimProvider}, Filters: activityQuery{}.filters(s)})
-	for _, c := range choices {
-		if c.Dims[0] != "" && !slices.Contains(data.Models, c.Dims[0]) {
-			data.Models = append(data.Models, c.Dims[0])
-		}
-		if c.Dims[1] != "" && !slices.Contains(data.Providers, c.Dims[1]) {
-			data.Providers = append(data.Providers, c.Dims[1])
-		}
+	if len(data.Groups) > maxGroupRows {
+		data.MoreGroups = len(data.Groups) - maxGroupRows
+		data.Groups = data.Groups[:maxGroupRows]
 	}
-	slices.Sort(data.Models)
-	slices.Sort(data.Providers)
+	data.Models, data.Providers = choices.models, choices.providers
 	if len(keys) <= 500 {
 		data.Keys = keys
 	}
@@ -201,9 +313,98 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	for i := range data.Recent {
 		data.Recent[i].KeyName = keyNames[data.Recent[i].KeyHash]
 	}
-	v := r.URL.Query()
-	data.CSV = d.Prefix + "/activity.csv?" + v.Encode()
+	data.CSV = d.Prefix + "/activity.csv?" + r.URL.Query().Encode()
 	d.page(w, r, http.StatusOK, "Activity", "activity", "activity", data)
+}
+
+// byWeek sums daily series into 7-day bars (the last may be shorter),
+// each named by its first day.
+func byWeek(days []time.Time, ss []series) ([]time.Time, []series) {
+	n := (len(days) + 6) / 7
+	out := make([]series, len(ss))
+	for j, s := range ss {
+		out[j] = series{Name: s.Name, Values: make([]float64, n)}
+		for i, v := range s.Values {
+			out[j].Values[i/7] += v
+		}
+	}
+	weeks := make([]time.Time, n)
+	for i := range weeks {
+		weeks[i] = days[i*7]
+	}
+	return weeks, out
+}
+
+// filterChoices are the models and providers the Activity page's filters
+// offer: those of the range, kept a minute per account and range, so that
+// a page does not pay two map lookups per rollup cell for them.
+type filterChoices struct {
+	models, providers []string
+	until             time.Time
+}
+
+type choiceKey struct {
+	account string
+	days    int
+	member  bool
+}
+
+const choicesTTL = time.Minute
+
+func (d *Dashboard) cachedChoices(accountID string, days int, member bool) *filterChoices {
+	d.choicesMu.Lock()
+	defer d.choicesMu.Unlock()
+	c, ok := d.choices[choiceKey{accountID, days, member}]
+	if !ok || now().After(c.until) {
+		return nil
+	}
+	return c
+}
+
+func (d *Dashboard) keepChoices(accountID string, days int, member bool, scan activityScan) *filterChoices {
+	c := &filterChoices{until: now().Add(choicesTTL)}
+	for m := range scan.models {
+		c.models = append(c.models, m)
+	}
+	for p := range scan.providers {
+		c.providers = append(c.providers, p)
+	}
+	slices.Sort(c.models)
+	slices.Sort(c.providers)
+	if member {
+		// Members' views differ by member: not kept.
+		return c
+	}
+	d.choicesMu.Lock()
+	defer d.choicesMu.Unlock()
+	if d.choices == nil || len(d.choices) > 10_000 {
+		d.choices = map[choiceKey]*filterChoices{}
+	}
+	d.choices[choiceKey{accountID, days, member}] = c
+	return c
+}
+
+// topGroups is the set of the n values of largest spend.
+func topGroups(groups map[string]*storage.Sums, n int) map[string]bool {
+	type kv struct {
+		k string
+		u money.Amount
+	}
+	all := make([]kv, 0, len(groups))
+	for k, v := range groups {
+		all = append(all, kv{k, v.Usage})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].u != all[j].u {
+			return all[i].u > all[j].u
+		}
+		return all[i].k < all[j].k
+	})
+	top := map[string]bool{}
+	for _, e := range all[:min(n, len(all))] {
+		top[e.k] = true
+	}
+	return top
 }
 
 func addSums(a *storage.Sums, b storage.Sums) {
@@ -273,6 +474,8 @@ type recentGen struct {
 type recentIndex struct {
 	mu  sync.RWMutex
 	acc map[string][]recentGen // by account, oldest first
+	// seeded is closed once the stored records are read.
+	seeded chan struct{}
 }
 
 var (
@@ -288,10 +491,11 @@ func recentOf(st *storage.Store) *recentIndex {
 	if x, ok := recents[st]; ok {
 		return x
 	}
-	x := &recentIndex{acc: map[string][]recentGen{}}
+	x := &recentIndex{acc: map[string][]recentGen{}, seeded: make(chan struct{})}
 	recents[st] = x
 	st.SubscribeGenerations(func(g storage.Generation) { x.add(g) })
 	go func() {
+		defer close(x.seeded)
 		_ = st.Generations(func(g storage.Generation) bool { x.add(g); return true })
 	}()
 	return x

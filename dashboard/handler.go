@@ -59,6 +59,9 @@ type Dashboard struct {
 	// signIn are the sign-in methods besides the link, shown on the
 	// sign-in page (AddSignInOption).
 	signIn []SignInOption
+	// choices caches the Activity page's filter choices (activity.go).
+	choicesMu sync.Mutex
+	choices   map[choiceKey]*filterChoices
 }
 
 // CaddyModule returns the Caddy module information.

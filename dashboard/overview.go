@@ -87,7 +87,9 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s Session) 
 	t := now().UTC()
 	data := overviewData{Prefix: d.Prefix, Account: acct, Balance: acct.Balance(), CanManage: s.CanManageAccount(),
 		IsOrg: acct.Kind == storage.AccountOrganization, Member: s.Role == RoleMember}
-	days := dailySpend(st, acct.ID, t, 30, nil)
+	// 31 days: the month's start is at most 30 days back, so one pass
+	// over the rollup gives the chart's 30 days and the month.
+	days := dailySpend(st, acct.ID, t, 31, nil)
 	weekStart, monthStart := storage.BucketStart(t, storage.GranularityWeek), storage.BucketStart(t, storage.GranularityMonth)
 	today := storage.BucketStart(t, storage.GranularityDay)
 	for _, p := range days {
@@ -101,13 +103,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s Session) 
 			data.Month += p.Usage
 		}
 	}
-	if monthStart.Before(days[0].Day) {
-		// The month began before the chart's 30 days.
-		rows, _ := st.QueryUsage(acct.ID, storage.UsageQuery{From: monthStart, To: days[0].Day})
-		for _, row := range rows {
-			data.Month += row.Sums.Usage
-		}
-	}
+	days = days[1:]
 	data.Chart = barChart(days, func(p dayPoint) float64 { return p.Usage.Float64() }, formatMoneyAxis)
 	var near []keyUse
 	for _, k := range d.visibleKeys(st, s, acct, "") {

@@ -1,11 +1,16 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -194,5 +199,71 @@ func TestAdminManagesTheOrganization(t *testing.T) {
 	}
 	if w := c.do("GET", "/dashboard/settings", nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "cheap") {
 		t.Fatalf("settings: %d", w.Code)
+	}
+}
+
+func TestActivityCSVAndMembersSeeTheirOwnUsage(t *testing.T) {
+	d, st := testDashboard(t)
+	a, _, member := org(t, st)
+	mine, _, err := st.CreateAPIKey(storage.NewAPIKey{AccountID: a.ID, Name: "mine", CreatorUserID: &member.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, _, err := st.CreateAPIKey(storage.NewAPIKey{AccountID: a.ID, Name: "theirs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []storage.APIKey{mine, theirs} {
+		res, err := st.Reserve(a.ID, k.Hash, storage.Holds{Hold: 1}, func(storage.LedgerView) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := storage.Generation{ID: storage.NewGenerationID(now()), AccountID: a.ID, KeyHash: k.Hash,
+			Model: "model-of-" + k.Name, Provider: "p", Status: "completed", PromptTokens: 10, CompletionTokens: 5, Cost: 1000, CreatedAt: now()}
+		if err := st.Settle(res, storage.Charge{Cost: 1000, Generation: &g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := &client{t: t, d: d}
+	admin.signIn(st, Principal{AccountID: a.ID})
+	w := admin.do("GET", "/dashboard/activity.csv?by=model", nil)
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/csv") ||
+		!strings.Contains(w.Body.String(), "model-of-mine") || !strings.Contains(w.Body.String(), "model-of-theirs") {
+		t.Fatalf("admin CSV: %d %s", w.Code, w.Body)
+	}
+	m := &client{t: t, d: d}
+	m.signIn(st, Principal{AccountID: a.ID, MemberID: member.ID})
+	for _, path := range []string{"/dashboard/activity.csv?by=model", "/dashboard/activity?by=model"} {
+		body := m.do("GET", path, nil).Body.String()
+		if !strings.Contains(body, "model-of-mine") || strings.Contains(body, "model-of-theirs") {
+			t.Fatalf("member's %s shows another's usage:\n%s", path, body)
+		}
+	}
+}
+
+func TestRefusalsAreLoggedWithoutTheToken(t *testing.T) {
+	st := openStore(t)
+	core, logs := observer.New(zap.InfoLevel)
+	d := &Dashboard{}
+	if err := d.setup(fakeGateway{st}, zap.New(core)); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := org(t, st)
+	token, _, _ := StoreOf(st).IssueLink(Principal{AccountID: a.ID}, time.Minute)
+	c := &client{t: t, d: d}
+	c.do("POST", "/dashboard/signin", url.Values{"token": {token}})
+	c.do("POST", "/dashboard/signin", url.Values{"token": {token}})
+	c.do("POST", "/dashboard/signin", url.Values{"token": {"tgl_forged-secret"}})
+	c.do("POST", "/dashboard/keys", url.Values{"name": {"x"}})
+	if logs.Len() < 3 {
+		t.Fatalf("%d log entries", logs.Len())
+	}
+	for _, e := range logs.All() {
+		line := e.Message + fmt.Sprint(e.ContextMap())
+		for _, secret := range []string{token, "forged-secret", c.cookie.Value} {
+			if strings.Contains(line, secret) {
+				t.Fatalf("log entry %q carries a secret", line)
+			}
+		}
 	}
 }

@@ -145,6 +145,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal("Activity does not show the key's spend")
 	}
 	shot(t, ctx, dir, "activity")
+	var top []byte
+	run(t, ctx, "activity top", chromedp.CaptureScreenshot(&top))
+	if err := os.WriteFile(filepath.Join(dir, "activity-top.png"), top, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// Disable it: the API refuses it from then on.
 	hash := c.api("GET", "/keys", org.MgmtKey, nil).JSON.Get(`data.#(name=="browser-key").hash`).String()
