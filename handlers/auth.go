@@ -24,7 +24,8 @@ var now = time.Now
 // call the route: regular keys call inference routes, management keys the
 // administrative ones. It refuses with 401 and 403, and 404 for paths
 // under /api/v1 that the gateway does not serve, so that they never reach
-// a provider.
+// a provider. The connect flow's code exchange (admin.RouteKeyless) takes
+// no key: its code and verifier are its credential.
 //
 // On success the caller's identity goes into the request state for the
 // stages after it, and is exposed as placeholders for logs:
