@@ -117,7 +117,7 @@ type activityScan struct {
 // member's). The figures per day and value are kept for the values in
 // charted (nil: every value; the breakdown by key, which may have
 // thousands of values, charts only the largest, found by a first pass).
-func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, charted map[string]bool, choices bool) activityScan {
+func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, charted []string, choices bool) activityScan {
 	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
 		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
 	dim := q.dim()
@@ -145,7 +145,7 @@ func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to
 				a.groups[v] = g
 			}
 			addSums(g, c.Sums)
-		} else if !charted[v] {
+		} else if !slices.Contains(charted, v) {
 			if day := int(c.Hour.Sub(from) / (24 * time.Hour)); day >= 0 && day < len(a.other) {
 				a.other[day].usage += c.Sums.Usage.Float64()
 				a.other[day].requests += float64(c.Sums.Requests)
@@ -163,6 +163,78 @@ func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to
 		f.requests += float64(c.Sums.Requests)
 		f.tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
 	})
+	return a
+}
+
+// maxOnePassDays is the longest range whose breakdown by key keeps every
+// key's days in one pass (10,000 keys x 31 days of figures: 7 MB).
+const maxOnePassDays = 31
+
+// scanKeys is scanActivity for the breakdown by key in one pass: each
+// key's sums and days, then the days of the largest four apart and the
+// rest summed.
+func scanKeys(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, choices bool) activityScan {
+	type keyAgg struct {
+		sums storage.Sums
+		days []dayFigures
+	}
+	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
+		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
+	keys := map[string]*keyAgg{}
+	var slab []dayFigures
+	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
+		if own != nil && !own[c.APIKey] {
+			return
+		}
+		if choices {
+			if _, ok := a.models[c.Model]; !ok && c.Model != "" {
+				a.models[c.Model] = struct{}{}
+			}
+			if _, ok := a.providers[c.Provider]; !ok && c.Provider != "" {
+				a.providers[c.Provider] = struct{}{}
+			}
+		}
+		if (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
+			return
+		}
+		day := int(c.Hour.Sub(from) / (24 * time.Hour))
+		if day < 0 || day >= q.Days {
+			return
+		}
+		addSums(&a.totals, c.Sums)
+		k := keys[c.APIKey]
+		if k == nil {
+			if len(slab)+q.Days > cap(slab) {
+				slab = make([]dayFigures, 0, 1024*q.Days)
+			}
+			k = &keyAgg{days: slab[len(slab) : len(slab)+q.Days]}
+			slab = slab[:len(slab)+q.Days]
+			keys[c.APIKey] = k
+		}
+		addSums(&k.sums, c.Sums)
+		f := &k.days[day]
+		f.usage += c.Sums.Usage.Float64()
+		f.requests += float64(c.Sums.Requests)
+		f.tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
+	})
+	for v, k := range keys {
+		a.groups[v] = &k.sums
+	}
+	top := topGroups(a.groups, maxSeries-1)
+	for v, k := range keys {
+		if slices.Contains(top, v) {
+			for day := range k.days {
+				f := k.days[day]
+				a.days[dayGroup{day, v}] = &f
+			}
+			continue
+		}
+		for day, f := range k.days {
+			a.other[day].usage += f.usage
+			a.other[day].requests += f.requests
+			a.other[day].tokens += f.tokens
+		}
+	}
 	return a
 }
 
@@ -213,13 +285,16 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	to := today.AddDate(0, 0, 1)
 	choices := d.cachedChoices(acct.ID, q.Days, own != nil)
 	var scan activityScan
-	if q.By == "key" {
-		// Thousands of keys: their sums first, then the days of the
-		// largest, the rest as one series.
+	switch {
+	case q.By == "key" && q.Days <= maxOnePassDays:
+		scan = scanKeys(st, acct.ID, q, from, to, own, choices == nil)
+	case q.By == "key":
+		// Thousands of keys over a long range: their sums first, then
+		// the days of the largest, the rest as one series.
 		groups := keyGroups(st, acct.ID, q, from, to, own)
 		scan = scanActivity(st, acct.ID, q, from, to, own, topGroups(groups, maxSeries-1), choices == nil)
 		scan.groups = groups
-	} else {
+	default:
 		scan = scanActivity(st, acct.ID, q, from, to, own, nil, choices == nil)
 	}
 	if choices == nil {
@@ -384,8 +459,9 @@ func (d *Dashboard) keepChoices(accountID string, days int, member bool, scan ac
 	return c
 }
 
-// topGroups is the set of the n values of largest spend.
-func topGroups(groups map[string]*storage.Sums, n int) map[string]bool {
+// topGroups are the n values of largest spend (a few: a slice is
+// searched faster than a map of long keys is hashed).
+func topGroups(groups map[string]*storage.Sums, n int) []string {
 	type kv struct {
 		k string
 		u money.Amount
@@ -400,9 +476,9 @@ func topGroups(groups map[string]*storage.Sums, n int) map[string]bool {
 		}
 		return all[i].k < all[j].k
 	})
-	top := map[string]bool{}
+	var top []string
 	for _, e := range all[:min(n, len(all))] {
-		top[e.k] = true
+		top = append(top, e.k)
 	}
 	return top
 }

@@ -267,3 +267,43 @@ func TestRefusalsAreLoggedWithoutTheToken(t *testing.T) {
 		}
 	}
 }
+
+// A workspace's admin adds members to it; a plain member cannot.
+func TestWorkspaceAdminsAddMembers(t *testing.T) {
+	d, st := testDashboard(t)
+	a, _, lead := org(t, st)
+	plain, err := st.CreateMember(storage.NewMember{AccountID: a.ID, Email: "cy@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newcomer, err := st.CreateMember(storage.NewMember{AccountID: a.ID, Email: "di@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := st.CreateWorkspace(a.ID, func(w *storage.Workspace) { w.Name, w.Slug = "Research", "research" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddWorkspaceMembers(a.ID, ws.ID, []string{lead.ID, plain.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetWorkspaceMember(a.ID, ws.ID, lead.ID, storage.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	p := &client{t: t, d: d}
+	p.signIn(st, Principal{AccountID: a.ID, MemberID: plain.ID})
+	if w := p.do("POST", "/dashboard/settings/workspaces/"+ws.ID+"/members", p.form("user_ids", newcomer.ID)); w.Code != http.StatusForbidden {
+		t.Fatalf("plain member adds a member: %d", w.Code)
+	}
+	l := &client{t: t, d: d}
+	l.signIn(st, Principal{AccountID: a.ID, MemberID: lead.ID})
+	if w := l.do("GET", "/dashboard/settings", nil); !strings.Contains(w.Body.String(), "Add members") {
+		t.Fatal("the workspace admin is not offered to add members")
+	}
+	if w := l.do("POST", "/dashboard/settings/workspaces/"+ws.ID+"/members", l.form("user_ids", newcomer.ID)); w.Code != http.StatusSeeOther {
+		t.Fatalf("workspace admin adds a member: %d %s", w.Code, w.Body)
+	}
+	if w, _ := st.Workspace(a.ID, ws.ID); w.Members[newcomer.ID] == nil {
+		t.Fatal("member not added")
+	}
+}
