@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -78,6 +79,9 @@ type App struct {
 	// Storage selects a shared database for several replicas
 	// (redisconfig.go); unset: Badger under DataDir.
 	Storage *StorageConfig `json:"storage,omitempty"`
+	// CodeTTL is how long an authorization code of the connect
+	// flow (OAuth PKCE) may wait for its exchange. Default 5m, at most 10m.
+	CodeTTL caddy.Duration `json:"connect_code_ttl,omitempty"`
 
 	logger *zap.Logger
 
@@ -123,6 +127,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.GCInterval == 0 {
 		a.GCInterval = caddy.Duration(5 * time.Minute)
+	}
+	if a.CodeTTL == 0 {
+		a.CodeTTL = caddy.Duration(connect.DefaultCodeTTL)
 	}
 	a.FreeModel = a.FreeModel.WithDefaults()
 	a.inFlight = a.InFlight.policy()
@@ -197,6 +204,9 @@ func (a *App) Validate() error {
 	}
 	if err := checkGenerationRetention(a.GenerationRetention); err != nil {
 		return err
+	}
+	if a.CodeTTL < 0 || time.Duration(a.CodeTTL) > connect.MaxCodeTTL {
+		return fmt.Errorf("connect_code_ttl: expected a duration up to %v, got %v", connect.MaxCodeTTL, time.Duration(a.CodeTTL))
 	}
 	if err := validateFreeModel(a.FreeModel); err != nil {
 		return err
@@ -343,6 +353,9 @@ func (a *App) InFlightPolicy() billing.InFlightPolicy { return a.inFlight }
 
 // Brand is the prefix of limit_source values and server tool types.
 func (a *App) Brand() string { return a.BrandName }
+
+// ConnectCodeTTL is the lifetime of a connect flow's authorization code.
+func (a *App) ConnectCodeTTL() time.Duration { return time.Duration(a.CodeTTL) }
 
 // WebSearchSettings is the provisioned web search setup.
 func (a *App) WebSearchSettings() *handlers.WebSearchSettings { return a.search }

@@ -174,6 +174,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err(err.Error())
 			}
 			a.GenerationRetention = dur
+		case "connect_code_ttl":
+			dur, err := durationArg(d)
+			if err != nil {
+				return err
+			}
+			a.CodeTTL = dur
 		case "free_model":
 			for inner := d.Nesting(); d.NextBlock(inner); {
 				opt := d.Val()
@@ -250,7 +256,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // tollgateOptions are the tollgate global option's options, for suggestions.
 var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "generation_retention", "free_model", "in_flight",
-	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model", "moderation"}
+	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model", "moderation",
+	"connect_code_ttl"}
 
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",

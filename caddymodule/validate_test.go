@@ -15,6 +15,7 @@ func TestValidateRefuses(t *testing.T) {
 	const site = "\n\n:8080 {\n\ttollgate\n}\n"
 	caddyfiles := []struct{ name, global, want string }{
 		{"brand", "brand Bad!", `brand "Bad!"`},
+		{"connect_code_ttl", "connect_code_ttl 20m", "connect_code_ttl: expected a duration up to 10m0s, got 20m0s"},
 		{"engine price", "web_search {\n\t\t\tengine exa {\n\t\t\t\tprice_per_result -1\n\t\t\t}\n\t\t}", "web_search: engine exa: price_per_result"},
 		{"native price", "web_search {\n\t\t\tnative_price cheap\n\t\t}", "web_search: native_price"},
 		{"default engine", "web_search {\n\t\t\tdefault_engine exa\n\t\t}", `web_search: default_engine "exa"`},
@@ -34,6 +35,8 @@ func TestValidateRefuses(t *testing.T) {
 	jsonApps := []struct{ name, app, want string }{
 		{"gc_interval", `"gc_interval": -1`, "gc_interval: must not be negative"},
 		{"generation_retention", `"generation_retention": 1800000000000`, "generation_retention: must be at least 1h, got 30m0s"},
+		{"connect_code_ttl", `"connect_code_ttl": "11m"`, "connect_code_ttl: expected a duration up to 10m0s"},
+		{"connect_code_ttl negative", `"connect_code_ttl": -1`, "connect_code_ttl: expected a duration up to 10m0s"},
 		{"per_minute", `"free_model": {"per_minute": -1}`, "free_model: per_minute"},
 		{"per_day", `"free_model": {"per_day": -5}`, "free_model: per_day"},
 		{"per_day_paid", `"free_model": {"per_day_paid": -1}`, "free_model: per_day_paid"},

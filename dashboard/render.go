@@ -132,6 +132,7 @@ func navFor(p Principal, prefix, current string) []navItem {
 	if p.AccountID != "" {
 		add("overview", "Overview", "/")
 		add("keys", "API keys", "/keys")
+		add("apps", "Connected apps", "/apps") // package consent
 		add("activity", "Activity", "/activity")
 		add("settings", "Settings", "/settings")
 	}

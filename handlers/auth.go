@@ -24,7 +24,8 @@ var now = time.Now
 // call the route: regular keys call inference routes, management keys the
 // administrative ones. It refuses with 401 and 403, and 404 for paths
 // under /api/v1 that the gateway does not serve, so that they never reach
-// a provider.
+// a provider. The connect flow's code exchange (admin.RouteKeyless) takes
+// no key: its code and verifier are its credential.
 //
 // On success the caller's identity goes into the request state for the
 // stages after it, and is exposed as placeholders for logs:
@@ -57,6 +58,11 @@ const (
 	msgNoInference    = "Management keys cannot call inference routes; use a regular API key"
 )
 
+// msgExpiredOAuth is the 401 of a key of the connect flow whose expiry
+// (the one the app asked for: the person's "OAuth session" with the app)
+// has passed.
+const msgExpiredOAuth = "OAuth session expired: the key this app holds reached its expires_at; connect the app again"
+
 // authenticate identifies the caller of a route under /api/v1 into st, or
 // refuses: 404 for a path the gateway does not serve (it never reaches a
 // provider), 401, 403, and the abuse ceilings' 429.
@@ -69,6 +75,13 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		if apiErr := a.ceiling(a.byIP, ip, "per_ip"); apiErr != nil {
 			return apiErr
 		}
+	}
+	if st.kind == admin.RouteKeyless {
+		// Its credential is in the body; a key sent along is not checked,
+		// and goes no further than any other.
+		r.Header.Del("Authorization")
+		r.Header.Del("X-Api-Key")
+		return nil
 	}
 	secret, present := bearer(r)
 	if !present && isMessagesPath(st.sub) {
@@ -129,6 +142,9 @@ func (a *Auth) identify(secret string, kind admin.RouteKind) (*gateway.Identity,
 			return nil, apierror.New(http.StatusUnauthorized, msgDisabledKey)
 		}
 		if p.Key.Expired(t) {
+			if p.Key.Connect != nil {
+				return nil, apierror.New(http.StatusUnauthorized, msgExpiredOAuth)
+			}
 			return nil, apierror.New(http.StatusUnauthorized, msgExpiredKey)
 		}
 		if kind == admin.RouteManagement {

@@ -35,7 +35,7 @@ func errStoreResyncing() *apierror.Error {
 // store is always available and synced.
 func (t *Tollgate) refuseWhileUnavailable(r *http.Request, kind admin.RouteKind, scim bool) *apierror.Error {
 	write := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
-	if !write || (!scim && kind != admin.RouteInference && kind != admin.RouteManagement && kind != admin.RouteAnyKey) {
+	if !write || (!scim && kind != admin.RouteInference && kind != admin.RouteManagement && kind != admin.RouteAnyKey && kind != admin.RouteKeyless) {
 		return nil
 	}
 	store, err := t.auth.gw.Store()

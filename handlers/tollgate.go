@@ -240,7 +240,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return observeAnswer(r, st, apierror.Fail(r, apiErr))
 	}
 	switch st.kind {
-	case admin.RouteManagement, admin.RouteAnyKey:
+	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
 		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))

@@ -76,7 +76,7 @@ func withLogSecrets(t *testing.T, logging, siteLog string) func(string) string {
 		cfg = replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", models.String()+"\t\tmodel tollgate-mock:free {\n")
 		cfg = replaceOnce(t, cfg, "\tadmin ", logging+"\tadmin ")
 		cfg = replaceOnce(t, cfg, "\ttollgate {\n\t\t# the gateway's options\n",
-			siteLog+"\ttollgate {\n\t\t# the gateway's options\n\t\ttransport http {\n\t\t\tresponse_header_timeout 1s\n\t\t}\n")
+			siteLog+"\ttollgate_dashboard\n\ttollgate {\n\t\t# the gateway's options\n\t\ttransport http {\n\t\t\tresponse_header_timeout 1s\n\t\t}\n")
 		cfg = replaceOnce(t, cfg, "\t\tlatency 1ms\n", "\t\tlatency 1ms\n\t\tchunk_delay 50ms\n")
 		// The mock stands for a remote provider: its own access log (on
 		// with log_credentials, which turns on every server's) is the
@@ -219,6 +219,9 @@ func useEverySecret(t *testing.T, c *client, mock string) map[string]string {
 			logRequest(t, c, "POST", "/responses", bearer, resp(pfx+"/slow", false), false).expectFault(t)
 			logRequest(t, c, "POST", "/messages", apiKey, msgs(pfx+"/slow", false), false).expectFault(t)
 		}
+	}
+	for name, secret := range useConnectSecrets(t, c, true) {
+		secrets[name] = secret
 	}
 	bearer := http.Header{"Authorization": {"Bearer " + key}}
 	logRequest(t, c, "POST", "/chat/completions", bearer, chat("acme/private", false), false).expect(t, 200)

@@ -72,6 +72,11 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 		rec(c.api("GET", path, org.MgmtKey, nil).expect(t, 200))
 	}
 	rec(c.api("GET", "/key", key, nil).expect(t, 200))
+	// The connect flow's codes, verifiers and key (their own answers carry
+	// the code and the key, by design: they are not recorded).
+	for name, secret := range useConnectSecrets(t, c, false) {
+		secrets[name] = secret
+	}
 
 	// Error paths: each is the spec's JSON error.
 	errs := []struct {

@@ -21,6 +21,7 @@ type AccountStore struct {
 	keyIdx    keyIndex                  // keys by account (keyindex.go)
 	mgmtIdx   mgmtKeyIndex              // management keys by account
 	purchases map[string][]Purchase     // by account id
+	codes     map[string]*ConnectCode   // connect authorization codes, by hash (connect.go)
 	// the domain stores it reads or updates, under the same lock
 	org *OrgStore
 }
@@ -40,6 +41,7 @@ func (s *AccountStore) kinds() []kernel.Kind {
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
 		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot},
 		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot},
+		s.connectKinds()[0],
 	}
 }
 

@@ -88,6 +88,16 @@ func decodeAPIKey(v []byte, k *APIKey) error {
 			err = decodeCounters(x, &k.Usage)
 		case "byok_usage":
 			err = decodeCounters(x, &k.BYOKUsage)
+		case "connect":
+			// Rare (keys of the connect flow): encoding/json copies
+			// its strings.
+			k.Connect = nil
+			if x.Type != gjson.Null {
+				var c ConnectApp
+				if err = json.Unmarshal([]byte(x.Raw), &c); err == nil {
+					k.Connect = &c
+				}
+			}
 		default:
 			// Any other member is not APIKey's (encoding/json ignores
 			// it), unless it names a field in another case: those are

@@ -64,6 +64,9 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 			e := when()
 			k.ExpiresAt = &e
 		}
+		if r.IntN(4) == 0 {
+			k.Connect = &ConnectApp{ID: r.Int64(), Name: pick(), Origin: pick()}
+		}
 		rec, err := apiKeyJSON(k).MarshalJSON()
 		if err != nil {
 			t.Fatal(err)

@@ -101,6 +101,9 @@ type NewAPIKey struct {
 	ExpiresAt          *time.Time
 	CreatorUserID      *string
 	ExternalUser       *string
+	// Connect: the app of a key provisioned through the connect flow,
+	// which needs CreatorUserID.
+	Connect *ConnectApp
 }
 
 // CreateAPIKey creates a regular key and returns it with the key string,
@@ -133,6 +136,10 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		s.k.Unlock()
 		return APIKey{}, "", fmt.Errorf("%w: creator_user_id: not a member of this account", ErrInvalid)
 	}
+	if n.Connect != nil && n.CreatorUserID == nil {
+		s.k.Unlock()
+		return APIKey{}, "", fmt.Errorf("%w: a connect key needs its member", ErrInvalid)
+	}
 	creator := n.CreatorUserID
 	if creator == nil && acct.OwnerUserID != "" {
 		owner := acct.OwnerUserID
@@ -143,7 +150,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		Name: n.Name, Label: label, Limit: n.Limit, LimitReset: n.LimitReset,
 		IncludeBYOKInLimit: n.IncludeBYOKInLimit, CreatorUserID: creator,
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
-		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(),
+		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(), Connect: n.Connect,
 	}
 	s.putKey(&k)
 	s.org.rulesChanged()

@@ -128,6 +128,15 @@ func (k apiKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 	b = appendCounters(b, k.Usage)
 	b = append(b, `,"byok_usage":`...)
 	b = appendCounters(b, k.BYOKUsage)
+	if k.Connect != nil {
+		b = append(b, `,"connect":{"id":`...)
+		b = strconv.AppendInt(b, k.Connect.ID, 10)
+		b = append(b, `,"name":`...)
+		b = jsonstr.Append(b, k.Connect.Name)
+		b = append(b, `,"origin":`...)
+		b = jsonstr.Append(b, k.Connect.Origin)
+		b = append(b, '}')
+	}
 	return append(b, '}'), nil
 }
 

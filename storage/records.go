@@ -125,6 +125,10 @@ type APIKey struct {
 	Seq       uint64              `json:"seq"`
 	Usage     money.UsageCounters `json:"usage"`
 	BYOKUsage money.UsageCounters `json:"byok_usage"`
+	// Connect is the app the key was provisioned for through the connect
+	// flow (connect.go); nil for keys created otherwise. Such a key is
+	// its member's: management keys cannot change or delete it.
+	Connect *ConnectApp `json:"connect,omitempty"`
 }
 
 // Expired reports whether the key's expiration has passed at now.

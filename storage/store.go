@@ -132,6 +132,7 @@ func newStore(k *kernel.Kernel) *Store {
 			keyIdx:    keyIndex{},
 			mgmtIdx:   mgmtKeyIndex{},
 			purchases: map[string][]Purchase{},
+			codes:     map[string]*ConnectCode{},
 		},
 		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},
 		OrgStore: &OrgStore{

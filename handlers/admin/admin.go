@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -65,7 +66,7 @@ type adminRequest struct {
 // found to be of kind with sub its path below APIPrefix, for the caller
 // id.
 func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, id *gateway.Identity, kind RouteKind, sub string) error {
-	if id == nil {
+	if id == nil && kind != RouteKeyless {
 		// Unreachable through the pipeline: refuse rather than serve unauthenticated.
 		a.logger.Error("administrative route without an identity", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
@@ -234,7 +235,9 @@ func (ar *adminRequest) getKey(hash string) *apierror.Error {
 }
 
 func (ar *adminRequest) updateKey(hash string) *apierror.Error {
-	if _, apiErr := ar.ownKey(hash); apiErr != nil {
+	if k, apiErr := ar.ownKey(hash); apiErr != nil {
+		return apiErr
+	} else if apiErr := connect.ManagedByMember(k); apiErr != nil {
 		return apiErr
 	}
 	f, apiErr := ar.object()
@@ -272,7 +275,9 @@ func (ar *adminRequest) updateKey(hash string) *apierror.Error {
 }
 
 func (ar *adminRequest) deleteKey(hash string) *apierror.Error {
-	if _, apiErr := ar.ownKey(hash); apiErr != nil {
+	if k, apiErr := ar.ownKey(hash); apiErr != nil {
+		return apiErr
+	} else if apiErr := connect.ManagedByMember(k); apiErr != nil {
 		return apiErr
 	}
 	if err := ar.store.DeleteAPIKey(hash); err != nil {

@@ -21,6 +21,9 @@ const (
 	RouteInference            // regular keys only
 	RouteAnyKey               // regular or management key (GET /key)
 	RouteManagement           // management keys only
+	// RouteKeyless takes no key: the request carries its own credential
+	// (the connect flow's code and verifier). A key sent is not looked at.
+	RouteKeyless
 )
 
 // adminHandler serves one administrative route.
@@ -65,6 +68,11 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /generation", kind: RouteAnyKey, serve: (*adminRequest).getGeneration},
 
 	{pattern: "GET /key", kind: RouteAnyKey, serve: (*adminRequest).currentKey},
+
+	// The connect flow (OAuth PKCE, connect.go): a code for a management
+	// key's member, and its exchange, whose credential is the verifier.
+	{pattern: "POST /auth/keys/code", kind: RouteManagement, serve: (*adminRequest).createAuthCode},
+	{pattern: "POST /auth/keys", kind: RouteKeyless, serve: (*adminRequest).exchangeAuthCode},
 
 	{pattern: "/keys", kind: RouteManagement},
 	{pattern: "GET /keys", kind: RouteManagement, serve: (*adminRequest).listKeys},
@@ -203,7 +211,7 @@ func resolveRoute(r *http.Request, kind RouteKind, sub string) route {
 
 // administrative reports whether Admin serves the route.
 func (rt route) administrative() bool {
-	return rt.kind == RouteManagement || rt.kind == RouteAnyKey
+	return rt.kind == RouteManagement || rt.kind == RouteAnyKey || rt.kind == RouteKeyless
 }
 
 // serve answers an administrative request: the group's guard, then the

@@ -37,6 +37,8 @@ var spec45 = []string{
 	"GET /workspaces/{id}/members", "POST /workspaces/{id}/members/add", "POST /workspaces/{id}/members/remove",
 	"GET /workspaces/{workspace_ref}/budgets", "GET /workspaces/{workspace_ref}/budgets/{interval}",
 	"PUT /workspaces/{workspace_ref}/budgets/{interval}", "DELETE /workspaces/{workspace_ref}/budgets/{interval}",
+	// The connect flow's code: the reference's 403 names management keys.
+	"POST /auth/keys/code",
 }
 
 // sample fills a pattern's wildcards with sample values.
@@ -90,12 +92,15 @@ func TestRoutesMatchSpec(t *testing.T) {
 	if !slices.Equal(table, spec) {
 		t.Errorf("management routes of the table:\n%v\nof SPEC.md 4.5:\n%v", table, spec)
 	}
-	for _, p := range append(spec45, "GET /key") {
+	for _, p := range append(spec45, "GET /key", "POST /auth/keys") {
 		method, path, _ := strings.Cut(p, " ")
 		rt, _ := lookup(t, method, APIPrefix+sample(path))
 		want := RouteManagement
-		if p == "GET /key" {
+		switch p {
+		case "GET /key":
 			want = RouteAnyKey
+		case "POST /auth/keys": // the code exchange: its credential is the verifier
+			want = RouteKeyless
 		}
 		if rt.kind != want || rt.handler == nil || rt.method != method {
 			t.Errorf("%s: kind %d, method %q, handler %v; want kind %d", p, rt.kind, rt.method, rt.handler != nil, want)

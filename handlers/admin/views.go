@@ -45,6 +45,16 @@ type keyView struct {
 	CreatorUserID *string `json:"creator_user_id"`
 	ExternalUser  *string `json:"external_user"`
 	WorkspaceID   string  `json:"workspace_id"`
+	// Connect is the app a key was provisioned for through the connect
+	// flow (its member is creator_user_id); absent for other keys.
+	Connect *connectAppView `json:"connect,omitempty"`
+}
+
+// connectAppView is the app of a key provisioned through the connect flow.
+type connectAppView struct {
+	AppID  int64  `json:"app_id"`
+	Name   string `json:"name"`
+	Origin string `json:"origin"`
 }
 
 // counterView is the usage counters of a key as of a moment.
@@ -81,7 +91,15 @@ func newKeyView(k storage.APIKey, t time.Time) keyView {
 		counterView:        countersAt(k, t),
 		CreatedAt:          apiTime(k.CreatedAt), UpdatedAt: &updated, ExpiresAt: apiTimePtr(k.ExpiresAt),
 		CreatorUserID: k.CreatorUserID, ExternalUser: k.ExternalUser, WorkspaceID: k.WorkspaceID,
+		Connect: connectView(k.Connect),
 	}
+}
+
+func connectView(a *storage.ConnectApp) *connectAppView {
+	if a == nil {
+		return nil
+	}
+	return &connectAppView{AppID: a.ID, Name: a.Name, Origin: a.Origin}
 }
 
 // freeModelDailyView is free_model_daily_requests of GET /key.
