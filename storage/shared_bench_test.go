@@ -84,7 +84,7 @@ func BenchmarkSharedReserveSettleParallel(b *testing.B) {
 // command statistics: less noisy than ns/op on a shared machine.
 func reportScriptCPU(b *testing.B, s *Store) {
 	b.Helper()
-	info, err := s.shared.rb.Client().Info(context.Background(), "commandstats").Result()
+	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}

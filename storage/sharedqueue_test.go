@@ -53,7 +53,7 @@ func queueScripts(t *testing.T, l *sharedLedger, accountID string, scs ...script
 func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 	srv := redistest.Start(t)
 	st := openSharedReplica(t, srv, "q:")
-	l := st.shared.ledger
+	l := sharedOf(t, st)
 	rc := l.rb.Client()
 	if err := casScript.Load(t.Context(), rc).Err(); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 func TestSharedBatchAfterScriptFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	st := openSharedReplica(t, srv, "n:")
-	l := st.shared.ledger
+	l := sharedOf(t, st)
 	rc := l.rb.Client()
 	if err := rc.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 	srv := redistest.Start(t)
 	st := openSharedReplica(t, srv, "b:")
 	st.ShareKeyCeiling(&KeyCeiling{Requests: 1, Window: time.Hour, Burst: 3})
-	rc := st.shared.rb.Client()
+	rc := sharedOf(t, st).rb.Client()
 	if err := casScript.Load(t.Context(), rc).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +174,7 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 	if int64(a.Usage) != charged.Load() {
 		t.Fatalf("account usage %s, charged %d", a.Usage, charged.Load())
 	}
-	st.k.RLock()
-	held := st.ledger.accountHeld.get(acct.ID)
-	st.k.RUnlock()
+	held, _ := st.impl.held(acct.ID, "")
 	if held != 0 {
 		t.Fatalf("%s still held after every request ended", held)
 	}
