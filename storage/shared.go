@@ -265,8 +265,8 @@ func recordAccount(key string) (string, bool) {
 func (s *Store) addRemoteGenerations(changes []kernel.Change) {
 	var keys []string
 	for _, c := range changes {
-		if c.Generation != "" {
-			keys = append(keys, prefixGeneration+c.Generation)
+		for _, id := range c.Generations {
+			keys = append(keys, prefixGeneration+id)
 		}
 	}
 	err := s.feed.GetMany(keys, func(key string, v []byte) {

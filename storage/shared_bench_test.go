@@ -60,10 +60,11 @@ func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
 func BenchmarkSharedReserveSettle(b *testing.B) {
 	s, a, k := sharedBenchStore(b)
 	b.ReportAllocs()
+	cpu := redisCPU(b, s)
 	for b.Loop() {
 		reserveSettle(b, s, a, k)
 	}
-	reportScriptCPU(b, s)
+	reportScriptCPU(b, s, cpu)
 }
 
 // BenchmarkSharedReserveSettleParallel is many requests of one account at
@@ -72,18 +73,21 @@ func BenchmarkSharedReserveSettleParallel(b *testing.B) {
 	s, a, k := sharedBenchStore(b)
 	b.ReportAllocs()
 	b.SetParallelism(8)
+	cpu := redisCPU(b, s)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			reserveSettle(b, s, a, k)
 		}
 	})
-	reportScriptCPU(b, s)
+	reportScriptCPU(b, s, cpu)
 }
 
-// reportScriptCPU reports the server's CPU per ledger script, from its
-// command statistics: less noisy than ns/op on a shared machine.
-func reportScriptCPU(b *testing.B, s *Store) {
+// reportScriptCPU reports the server's CPU per request (reservation and
+// settlement) since it used cpu0 seconds, and per script call, from its
+// statistics: less noisy than ns/op on a shared machine.
+func reportScriptCPU(b *testing.B, s *Store, cpu0 float64) {
 	b.Helper()
+	b.ReportMetric((redisCPU(b, s)-cpu0)/float64(b.N)*1e6, "redis-µs/op")
 	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
@@ -96,10 +100,29 @@ func reportScriptCPU(b *testing.B, s *Store) {
 		for kv := range strings.SplitSeq(rest, ",") {
 			if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
 				f, _ := strconv.ParseFloat(v, 64)
-				b.ReportMetric(f, "redis-µs/script")
+				b.ReportMetric(f, "redis-µs/call")
 			}
 		}
 	}
+}
+
+// redisCPU is the CPU seconds the server used so far (user and system,
+// of every thread).
+func redisCPU(b *testing.B, s *Store) float64 {
+	b.Helper()
+	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			sum += f
+		}
+	}
+	return sum
 }
 
 // benchFsync is the benchmarks' appendfsync: everysec, or always with
