@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,13 +46,14 @@ func sharedBenchStore(b *testing.B) (*Store, Account, APIKey) {
 func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
 	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
 	if err != nil {
-		b.Fatal(err)
+		b.Error(err) // not Fatal: RunParallel's goroutines may not end the benchmark
+		return
 	}
 	t := time.Now()
 	gen := &Generation{ID: NewGenerationID(t), AccountID: a.ID, KeyHash: k.Hash, Model: "m", Provider: "p",
 		PromptTokens: 100, CompletionTokens: 50, Cost: 900, Status: "completed", CreatedAt: t}
 	if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Second, Generation: gen}); err != nil {
-		b.Fatal(err)
+		b.Error(err)
 	}
 }
 
@@ -128,3 +130,37 @@ func redisCPU(b *testing.B, s *Store) float64 {
 // benchFsync is the benchmarks' appendfsync: everysec, or always with
 // TOLLGATE_BENCH_FSYNC=always (the setting production runs with).
 var benchFsync = cmp.Or(os.Getenv("TOLLGATE_BENCH_FSYNC"), "everysec")
+
+// BenchmarkSharedReserveSettleParallelAccounts is many requests at once
+// spread over 100 accounts: one script call per account's batch, the
+// calls of different accounts pipelined together.
+func BenchmarkSharedReserveSettleParallelAccounts(b *testing.B) {
+	s, a, k := sharedBenchStore(b)
+	type acctKey struct {
+		a Account
+		k APIKey
+	}
+	accts := []acctKey{{a, k}}
+	for i := 1; i < 100; i++ {
+		a, err := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, _, err := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		accts = append(accts, acctKey{a, k})
+	}
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	cpu := redisCPU(b, s)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ak := accts[next.Add(1)%int64(len(accts))]
+			reserveSettle(b, s, ak.a, ak.k)
+		}
+	})
+	reportScriptCPU(b, s, cpu)
+}

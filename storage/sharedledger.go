@@ -181,6 +181,7 @@ type sharedLedger struct {
 	org     *OrgStore
 	publish func(Generation) // a settled generation, once in Redis
 	rb      *kernel.RedisBackend
+	pipe    *scriptPipe // every ledger script call, pipelined across accounts
 	log     *zap.Logger
 	lease   time.Duration
 
@@ -218,7 +219,7 @@ func newSharedLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publis
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
 }
 
 func (l *sharedLedger) moneyKey(accountID string) string { return l.rb.Prefix() + "~m/" + accountID }
@@ -598,9 +599,7 @@ type script struct {
 // or flushMu as flush does).
 func (l *sharedLedger) run(sc script) (status int64, err error) {
 	keys, args := l.scriptArgs(sc)
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	out, err := l.pipe.call(casScript, keys, args)
 	return l.apply(sc, out, err)
 }
 

@@ -340,9 +340,7 @@ func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
 		args = append(args, a[2:7]...)
 		args = append(args, a[8:]...)
 	}
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	answers, err := casBatchScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	answers, err := l.pipe.call(casBatchScript, keys, args)
 	for i, p := range batch {
 		var answer []any
 		if err == nil && i < len(answers) {
