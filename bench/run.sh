@@ -383,9 +383,17 @@ for round in $(seq 1 "$ROUNDS"); do
 	done
 done
 
+# Resident memory of each gateway (and of C's redis-server): the peak over
+# the whole run (VmHWM) and now (VmRSS), in MB.
+rss() { # pid -> "peak now"
+	awk '/^VmHWM:/ {p = $2} /^VmRSS:/ {r = $2} END {printf "%.0f/%.0f", p / 1024, r / 1024}' "/proc/$1/status"
+}
+MEM="A $(rss "$A_PID"), B $(rss "$B_PID")"
+[[ $REDIS != 0 ]] && MEM+=", C $(rss "$C_PID") (+ redis-server $(rss "$REDIS_PID"))"
+
 # Pairwise (B_i vs A_i, measured back to back) then the median over rounds,
 # which is robust to a noisy neighbour hitting one round.
-awk -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" '
+awk -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" -v mem="$MEM" '
 function median(a, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
@@ -415,6 +423,7 @@ END {
 		printf "C (storage redis):             throughput(C)/throughput(A) %.3f; CPU %.1f µs/req, C-A %+.1f µs (gateway + redis-server); p50/p99 %.2f/%.2f ms (medians)\n", median(cr, m), median(cu, m), median(cd, m), median(z50, m), median(z99, m)
 		printf "C against B (Badger):          throughput(C)/throughput(B) %.3f; CPU per request C/B %.2f (medians)\n", median(cbr, m), median(ccb, m)
 	}
+	printf "resident memory MB (peak/now): %s\n", mem
 	if (mu < 90) printf "note: the gateway core was only %.0f%% busy (median): the client core or other load limited throughput, so trust the CPU numbers over req/s\n", mu
 	fail = 0
 	gate = metric == "cpu" ? me : mr
