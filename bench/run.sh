@@ -9,6 +9,7 @@
 #   bench/run.sh                         # pinned mode: report only
 #   BENCH_MODE=shared bench/run.sh       # shared-box mode: nothing pinned, 30 s runs, 16 and 64 connections
 #   BENCH_MODE=memory bench/run.sh       # resident memory of A and B over 500,000 requests each
+#   BENCH_KEYS=100 bench/run.sh          # 100 accounts with a key each, requests spread over them
 #   BENCH_MIN_RATIO=0.85 bench/run.sh    # exit 1 if throughput(B)/throughput(A) < 0.85
 set -euo pipefail
 
@@ -48,6 +49,7 @@ PROFILE=${BENCH_PROFILE:-}              # a directory: save CPU and allocation p
 REDIS=${BENCH_REDIS:-1}                 # 0: skip configuration C (storage redis)
 REDIS_FSYNC=${BENCH_REDIS_FSYNC:-always}  # appendfsync of C's redis-server: always or everysec
 [[ $MODE == memory ]] && REDIS=0
+KEYS=${BENCH_KEYS:-1}                   # accounts, one API key each; wrk spreads its requests over them
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tollgate-bench.XXXXXX")
@@ -267,20 +269,38 @@ wait_operator() { # admin_port name
 }
 wait_operator "$B_ADMIN" chain
 [[ $REDIS != 0 ]] && wait_operator "$C_ADMIN" redis
-KEY=$(tenant "$B_ADMIN" "$B")
-[[ $KEY == sk-* ]] || die "could not create an API key"
-KEY_C=
+# tenants admin_port gateway_port -> KEYS API keys of as many accounts, one a line
+tenants() {
+	local i key
+	for i in $(seq 1 "$KEYS"); do
+		key=$(tenant "$1" "$2")
+		[[ $key == sk-* ]] || die "could not create an API key on port $2"
+		echo "$key"
+	done
+}
+((KEYS >= 1)) || die "BENCH_KEYS must be at least 1"
+KEYS_B=$(tenants "$B_ADMIN" "$B")
+KEY=${KEYS_B%%$'\n'*}
+KEY_C= KEYS_C=
 if [[ $REDIS != 0 ]]; then
-	KEY_C=$(tenant "$C_ADMIN" "$C")
-	[[ $KEY_C == sk-* ]] || die "could not create an API key on C"
+	KEYS_C=$(tenants "$C_ADMIN" "$C")
+	KEY_C=${KEYS_C%%$'\n'*}
 fi
 
 BODY='{"model":"tollgate-mock","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write one sentence about the sea, please."}],"max_tokens":256}'
-post_lua() { # key file
-	printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BODY" "$1" >"$2"
+post_lua() { # keys (one a line) file: each request takes the next key in turn
+	{
+		printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' "$BODY"
+		printf 'wrk.headers["Authorization"] = "Bearer %s"\n' "${1%%$'\n'*}"
+		if ((KEYS > 1)); then
+			printf 'local keys = {'
+			printf '"%s",' $1
+			printf '}\nlocal n = 0\nrequest = function()\n\tn = n %% #keys + 1\n\twrk.headers["Authorization"] = "Bearer " .. keys[n]\n\treturn wrk.format()\nend\n'
+		fi
+	} >"$2"
 }
-post_lua "$KEY" "$WORK/post.lua"
-[[ -n $KEY_C ]] && post_lua "$KEY_C" "$WORK/post-c.lua"
+post_lua "$KEYS_B" "$WORK/post.lua"
+[[ -n $KEYS_C ]] && post_lua "$KEYS_C" "$WORK/post-c.lua"
 
 check() { # port name [key]
 	local out
@@ -343,7 +363,7 @@ declare -A served=() # requests each config served so far, warm-up included
 if [[ $MODE == memory ]]; then
 	log "bench: $PINNING; $FIRST_CONNS connections; A and B in turns of ${DURATION}s until B served $REQUESTS requests"
 else
-	log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s); ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}, in turns of ${SLICE}s) after ${WARMUP}s warm-up each"
+	log "bench: $PINNING; $CONNECTIONS connections, $THREADS wrk thread(s), $KEYS key(s) of as many accounts; ${ROUNDS}x(${DURATION}s each of ${CONFIGS[*]}, in turns of ${SLICE}s) after ${WARMUP}s warm-up each"
 fi
 [[ $REDIS != 0 ]] && log "bench: C is storage redis (appendfsync $REDIS_FSYNC); its CPU per request includes redis-server's"
 for cfg in "${CONFIGS[@]}"; do
@@ -502,9 +522,10 @@ summary() { # connections results
 		if ("C" in m0) printf ", C %.0f -> %.0f MB", m0["C"] / 1024, m1["C"] / 1024
 		printf " (start of the first round, end of the last)\n"
 		m = 0
-		for (r in rc) if (r in ra) { m++; cr[m] = rc[r] / ra[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
+		for (r in rc) if (r in ra && r in rb) { m++; cr[m] = rc[r] / ra[r]; cbr[m] = rc[r] / rb[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; ccb[m] = cc[r] / cb[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
 		if (m > 0) {
 			printf "C (storage redis):             throughput(C)/throughput(A) %.3f; CPU %.1f µs/req, C-A %+.1f µs (gateway + redis-server); p50/p99 %.2f/%.2f ms (medians)\n", median(cr, m), median(cu, m), median(cd, m), median(z50, m), median(z99, m)
+			printf "C against B (Badger):          throughput(C)/throughput(B) %.3f; CPU per request C/B %.2f (medians)\n", median(cbr, m), median(ccb, m)
 		}
 		if (mu < 90) printf "note: the gateway was only %.0f%% of a core busy (median): the client or other load limited throughput, so trust the CPU numbers over req/s\n", mu
 		fail = 0

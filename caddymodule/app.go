@@ -122,6 +122,7 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 // directory lock.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.warnBesideRedis()
 	if a.BrandName == "" {
 		a.BrandName = "service"
 	}

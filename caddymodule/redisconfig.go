@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 
@@ -161,4 +162,22 @@ func (c *RedisConfig) options(repl *caddy.Replacer) (*kernel.RedisOptions, error
 // database and prefix, as one Badger store per directory.
 func redisPoolKey(o *kernel.RedisOptions) string {
 	return "redis://" + o.Address + "/" + strconv.Itoa(o.DB) + "/" + o.KeyPrefix
+}
+
+// warnBesideRedis warns, at start, of the embedded database's options set
+// beside `storage redis`, which keeps every record in Redis: they do not
+// apply, and an operator who set data_dir may believe the data is there.
+func (a *App) warnBesideRedis() {
+	if a.Storage == nil || a.Storage.Redis == nil || a.logger == nil {
+		return
+	}
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{{"data_dir", a.DataDir != ""}, {"sync_writes", a.SyncWrites}, {"gc_interval", a.GCInterval != 0}} {
+		if o.set {
+			a.logger.Warn(o.name+" does not apply with storage redis: every record is in Redis, nothing is written under data_dir",
+				zap.String("option", o.name))
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
@@ -112,6 +113,7 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 			}
 			*proxy.raw = caddyconfig.JSONModuleObject(rp, "handler", "reverse_proxy", nil)
 		}
+		idleSet := gjson.GetBytes(*proxy.raw, "transport.keep_alive.max_idle_conns_per_host").Exists()
 		mod, err := ctx.LoadModule(t, proxy.field)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", proxy.name, err)
@@ -123,11 +125,47 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		if err := addProviderKeys(rp); err != nil {
 			return nil, fmt.Errorf("%s: %v", proxy.name, err)
 		}
+		if !idleSet {
+			keepProviderConns(rp)
+		}
+		if loadedProxy != nil {
+			loadedProxy(rp)
+		}
 		*proxy.h = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return rp.ServeHTTP(w, r, answered)
 		})
 	}
 	return p, nil
+}
+
+// loadedProxy, when set (by tests), sees each provider proxy
+// loadProxies provisioned.
+var loadedProxy func(*reverseproxy.Handler)
+
+// providerIdleConns is how many idle connections to one provider host
+// the provider proxies keep, unless the operator's transport sets
+// keep_alive max_idle_conns_per_host. Caddy's default (32) is below a
+// busy gateway's concurrency to one provider: each request beyond it
+// would open a connection (and a TLS handshake) and close another.
+const providerIdleConns = 1024
+
+// keepProviderConns raises a provisioned provider proxy's idle pool per
+// host to providerIdleConns, before it serves anything.
+func keepProviderConns(rp *reverseproxy.Handler) {
+	var ht *reverseproxy.HTTPTransport
+	switch tr := rp.Transport.(type) {
+	case keyTransport:
+		ht = tr.HTTPTransport
+	case *reverseproxy.HTTPTransport:
+		ht = tr
+	}
+	if ht == nil || ht.Transport == nil {
+		return
+	}
+	ht.Transport.MaxIdleConnsPerHost = max(ht.Transport.MaxIdleConnsPerHost, providerIdleConns)
+	if ht.KeepAlive != nil {
+		ht.KeepAlive.MaxIdleConnsPerHost = ht.Transport.MaxIdleConnsPerHost
+	}
 }
 
 // addProviderKeys makes a provisioned reverse_proxy send each attempt with

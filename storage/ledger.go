@@ -1,14 +1,13 @@
 package storage
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	mrand "math/rand/v2"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,13 +15,19 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
+	"go.uber.org/zap"
 )
 
 // Ledger is the money seam: admission and charging, each one atomic
-// operation over every level that caps a request. LedgerStore implements
-// it over the kernel's one lock; a ledger for several replicas implements
-// it as one server-side script per call (one round trip at admission, one
-// at settlement).
+// operation over every level that caps a request. One implementation is
+// chosen when the store opens (openLedger): the in-process ledger
+// (localLedger, under the kernel's one lock) on Badger, or a shared
+// ledger for several replicas (sharedLedger on Redis: one server-side
+// script per call, one round trip at admission and one at settlement).
+// Every implementation applies the same arithmetic to the levels
+// (package storage/levels) and passes the same conformance tests
+// (ledger_conformance_test.go).
 //
 // Admission is a decision function over a LedgerView, not data, because
 // its rules (free-model request caps, guardrail and workspace budgets,
@@ -49,8 +54,8 @@ import (
 //
 // Either way holds carry a lease, since a replica may die holding them;
 // Settle releases the holds, adds the charge to every counter and appends
-// the generation record in one step, and returns only once the shared
-// database accepted it.
+// the generation record in one step, and returns only once the database
+// accepted it.
 type Ledger interface {
 	// ReserveHolds runs decide on the figures of every level at one
 	// instant and, when it returns no error, places the holds it returns
@@ -62,23 +67,107 @@ type Ledger interface {
 	Settle(res *Reservation, c Charge) error
 	// Release drops a reservation without a charge.
 	Release(res *Reservation) error
+	// ReapExpired releases the holds whose lease lapsed (the replica that
+	// placed them stopped renewing them: it died) and reports how many.
+	// The in-process ledger's holds live and die with its process: none.
+	ReapExpired() (int, error)
 }
 
-var _ Ledger = (*LedgerStore)(nil)
+// ledgerBackend is a Ledger with what the store needs of it besides
+// reservations: its lifecycle, and for a ledger whose counters live in a
+// shared database, bringing them into the records in memory.
+type ledgerBackend interface {
+	Ledger
+	// start runs background work (the lease keeper) until ctx ends; wait
+	// returns once it stopped.
+	start(ctx context.Context)
+	wait()
+	// admissible is nil when the ledger may decide a reservation now
+	// (ErrUnavailable, ErrResyncing otherwise).
+	admissible() error
+	// settleFailed is called with a settlement that failed for err: a
+	// shared ledger retries one its database could not take until it lands.
+	settleFailed(res *Reservation, c Charge, err error)
+	// loadAll reads every account's counters from the ledger's database;
+	// refresh re-reads the named fields of the named accounts (changes
+	// other replicas announced on the feed); overlay and overlayAll
+	// apply what was read to the records in memory (under the kernel's
+	// lock).
+	loadAll() error
+	refresh(fields map[string][]string) error
+	overlay(accountID string)
+	overlayAll()
+	// shareKeyCeiling makes the per-key abuse ceiling one bucket per key
+	// for every replica, when the ledger is shared.
+	shareKeyCeiling(c *KeyCeiling)
+	// held is what running requests hold against an account's balance and
+	// against a key's cap ("": none), as this replica last knows it.
+	held(accountID, keyHash string) (account, key money.Amount)
+}
 
-// LedgerStore reserves and settles requests' money: the holds of running
-// requests against every level that caps them, the charges that land in
-// the counters, and the generation records (see Ledger).
+// sharedLedgers open the shared ledgers, tried in order when the store
+// opens: each claims the backends it runs on (the Redis one, its own). The
+// in-process ledger runs on any other.
+var sharedLedgers []func(s *Store, b kernel.Backend, log *zap.Logger) (ledgerBackend, bool)
+
+// openLedger chooses the store's ledger, once.
+func openLedger(s *Store, log *zap.Logger) ledgerBackend {
+	for _, open := range sharedLedgers {
+		if l, ok := open(s, s.k.Backend(), log); ok {
+			return l
+		}
+	}
+	return newLocalLedger(s.k, s.AccountStore, s.OrgStore, s.LedgerStore.genSubs.publish)
+}
+
+var (
+	_ Ledger = (*LedgerStore)(nil)
+	_ Ledger = (*localLedger)(nil)
+)
+
+// LedgerStore reserves and settles requests' money through the store's
+// Ledger, and keeps the generation records.
 type LedgerStore struct {
 	k       *kernel.Kernel
-	ledger  ledger
+	impl    ledgerBackend
 	genSubs generationSubscribers // SubscribeGenerations
 	// retention is how long generation records are kept (retention.go).
 	retention retention
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
-	org  *OrgStore
 }
+
+// Reserve runs decide on the account's and key's current figures and, if it
+// returns nil, places the holds, atomically: concurrent requests cannot
+// both fit in the same room.
+func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
+}
+
+// ReserveHolds is Reserve with holds that decide computes from the view.
+func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+	if err := s.impl.admissible(); err != nil {
+		return nil, err
+	}
+	return s.impl.ReserveHolds(accountID, keyHash, decide)
+}
+
+// Settle turns a reservation into a charge, exactly once: it releases the
+// holds, adds the cost to every level's counters, keeps the cost in the
+// in-flight budget for the settlement window, and appends the generation
+// record. It returns once all of that is durable.
+func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
+	err := s.impl.Settle(res, c)
+	if err != nil {
+		s.impl.settleFailed(res, c, err)
+	}
+	return err
+}
+
+// Release drops a reservation without a charge: the request failed before
+// it cost anything.
+func (s *LedgerStore) Release(res *Reservation) error { return s.impl.Release(res) }
+
+// ReapExpired releases the holds whose lease lapsed (see Ledger).
+func (s *LedgerStore) ReapExpired() (int, error) { return s.impl.ReapExpired() }
 
 // prefixGeneration keys the generation records: append-only, read from
 // disk on demand, never loaded into memory.
@@ -117,137 +206,6 @@ func generationSlot(key string) (string, bool) {
 	return id[:12], true
 }
 
-// ledger is the in-memory state of running requests: what they hold against
-// balances, key caps and the in-flight budget. It is not persisted: after a
-// restart nothing is running, so nothing is held.
-type ledger struct {
-	accountHeld held
-	keyHeld     held
-	inFlight    map[string]*inFlightState
-	// workspaceHeld and memberHeld are by "<account id>/<id>".
-	workspaceHeld held
-	memberHeld    held
-}
-
-// held sums the holds of running requests by account, key, workspace or
-// member. Its sums are pointers, so that adding to one is one map access,
-// and a sum back at zero stays for the key's next request (no allocation,
-// no map write) until zeros are half of the map, when they are removed.
-type held struct {
-	sums  map[string]*money.Amount
-	zeros int // sums at zero
-}
-
-func newHeld() held { return held{sums: map[string]*money.Amount{}} }
-
-func (h *held) get(k string) money.Amount {
-	if p := h.sums[k]; p != nil {
-		return *p
-	}
-	return 0
-}
-
-func (h *held) add(k string, d money.Amount) {
-	if d == 0 {
-		return
-	}
-	p := h.sums[k]
-	switch {
-	case p == nil:
-		p = new(money.Amount)
-		h.sums[k] = p
-	case *p == 0:
-		h.zeros--
-	}
-	if *p += d; *p == 0 {
-		h.zeros++
-		if h.zeros > 64 && 2*h.zeros > len(h.sums) {
-			h.sweep()
-		}
-	}
-}
-
-// set makes k's sum v.
-func (h *held) set(k string, v money.Amount) { h.add(k, v-h.get(k)) }
-
-// sweep removes the sums at zero: amortized over the zeros it removes,
-// at least half of the map's entries.
-func (h *held) sweep() {
-	for k, p := range h.sums {
-		if *p == 0 {
-			delete(h.sums, k)
-		}
-	}
-	h.zeros = 0
-}
-
-// live is how many sums are not zero.
-func (h *held) live() int { return len(h.sums) - h.zeros }
-
-// inFlightState is one account's use of its in-flight budget.
-type inFlightState struct {
-	running money.Amount // in-flight holds of running requests
-	// settling[head:] holds finished requests' costs until their window
-	// ends, ordered by expiry; settled is their sum.
-	settling []settling
-	head     int
-	settled  money.Amount
-}
-
-type settling struct {
-	until  time.Time
-	amount money.Amount
-}
-
-func newLedger() ledger {
-	return ledger{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld()}
-}
-
-// state returns the account's in-flight state with expired settlements
-// released; the state is registered only once something is added to it.
-func (l *ledger) state(accountID string, t time.Time) *inFlightState {
-	st, ok := l.inFlight[accountID]
-	if !ok {
-		return &inFlightState{}
-	}
-	for st.head < len(st.settling) && !st.settling[st.head].until.After(t) {
-		st.settled -= st.settling[st.head].amount
-		st.head++
-	}
-	// Compact once the released prefix dominates: amortized O(1).
-	if st.head > 64 && st.head*2 > len(st.settling) {
-		st.settling = append(st.settling[:0], st.settling[st.head:]...)
-		st.head = 0
-	}
-	if st.running == 0 && st.head == len(st.settling) {
-		delete(l.inFlight, accountID)
-	}
-	return st
-}
-
-// settle keeps a finished request's cost until the window ends. Windows are
-// usually equal, so this appends; a changed window inserts in order.
-func (st *inFlightState) settle(e settling) {
-	st.settled += e.amount
-	if n := len(st.settling); n == st.head || !st.settling[n-1].until.After(e.until) {
-		st.settling = append(st.settling, e) // the usual case: no search
-		return
-	}
-	live := st.settling[st.head:]
-	i := st.head + sort.Search(len(live), func(i int) bool { return live[i].until.After(e.until) })
-	st.settling = slices.Insert(st.settling, i, e)
-}
-
-func (st *inFlightState) held() money.Amount { return st.running + st.settled }
-
-// nextRelease is the time until the first settling cost is released.
-func (st *inFlightState) nextRelease(t time.Time) time.Duration {
-	if st.head == len(st.settling) {
-		return 0
-	}
-	return st.settling[st.head].until.Sub(t)
-}
-
 // LedgerView is what an admission decision sees, all taken at one instant.
 type LedgerView struct {
 	Now          time.Time
@@ -268,21 +226,9 @@ type LedgerView struct {
 	MemberHeld money.Amount
 }
 
-// Holds are the amounts a request reserves at admission.
-type Holds struct {
-	Hold     money.Amount // against the balance and the key cap
-	InFlight money.Amount // against the in-flight budget
-	// CountFree counts the request against the account's free-model
-	// request windows when it is admitted.
-	CountFree bool
-	// KeyOnly holds against the key's cap but not the account's balance:
-	// the request spends the caller's own provider credits (BYOK).
-	KeyOnly bool
-	// Credits is held against the account's balance even with KeyOnly:
-	// what a BYOK request costs the platform itself (a gateway-side web
-	// search).
-	Credits money.Amount
-}
+// Holds are the amounts a request reserves at admission (see
+// levels.Holds).
+type Holds = levels.Holds
 
 // Reservation is an admitted request's holds, until Settle or Release.
 type Reservation struct {
@@ -291,151 +237,13 @@ type Reservation struct {
 	Holds
 	done bool
 	// scope keys ("<account id>/<id>") of the key's workspace and member,
-	// and what the workspace holds for this reservation.
+	// and what the reservation placed on each level.
 	workspace, member string
-	workspaceHold     money.Amount
+	placed            levels.Placed
 }
 
 // ErrSettled is returned when a reservation is settled or released twice.
 var ErrSettled = errors.New("reservation already settled")
-
-// Reserve runs decide on the account's and key's current figures and, if it
-// returns nil, places the holds, atomically: concurrent requests cannot
-// both fit in the same room.
-func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
-	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
-}
-
-// ReserveHolds is Reserve with holds that decide computes from the view,
-// under the same lock.
-func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	s.k.Lock()
-	defer s.k.Unlock()
-	acct, ok := s.acct.accounts[accountID]
-	if !ok {
-		return nil, ErrNotFound
-	}
-	t := now()
-	v := LedgerView{Now: t, Account: *acct, AccountHeld: s.ledger.accountHeld.get(accountID)}
-	var wsKey, memberKey string
-	if keyHash != "" {
-		if k, ok := s.acct.keys[keyHash]; ok {
-			v.Key = *k
-			if ws, ok := s.org.workspaces[accountID][k.WorkspaceID]; ok {
-				wsKey = accountID + "/" + ws.ID
-				v.Workspace, v.WorkspaceHeld = ws, s.ledger.workspaceHeld.get(wsKey)
-			}
-			if k.CreatorUserID != nil {
-				if m, ok := s.org.members[accountID][*k.CreatorUserID]; ok {
-					memberKey = accountID + "/" + m.ID
-					v.Member, v.MemberHeld = m, s.ledger.memberHeld.get(memberKey)
-				}
-			}
-		}
-		v.KeyHeld = s.ledger.keyHeld.get(keyHash)
-	}
-	st := s.ledger.state(accountID, t)
-	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
-	h, err := decide(v)
-	if err != nil {
-		return nil, err
-	}
-	if !holdsFit(v, st, h) {
-		return nil, money.ErrAmountRange
-	}
-	if !h.KeyOnly {
-		s.ledger.accountHeld.add(accountID, h.Hold)
-	} else if h.Credits > 0 {
-		s.ledger.accountHeld.add(accountID, h.Credits)
-	}
-	if keyHash != "" {
-		s.ledger.keyHeld.add(keyHash, h.Hold)
-	}
-	// A BYOK request holds all of its hold against its workspace only when
-	// the workspace counts BYOK spending, else only its Credits; the charge
-	// lands in the counters either way.
-	var wsHold money.Amount
-	if wsKey != "" {
-		wsHold = h.Hold
-		if h.KeyOnly && !v.Workspace.IncludeBYOKInBudgets {
-			wsHold = max(h.Credits, 0)
-		}
-		s.ledger.workspaceHeld.add(wsKey, wsHold)
-	}
-	if memberKey != "" {
-		s.ledger.memberHeld.add(memberKey, h.Hold)
-	}
-	if h.InFlight > 0 {
-		st.running += h.InFlight
-		s.ledger.inFlight[accountID] = st
-	}
-	if h.CountFree {
-		// Not waited for: a count lost in a crash only favours the client.
-		a := *acct
-		a.FreeModelRequests = a.FreeModelRequests.Add(money.IntervalDaily, t, 1)
-		a.FreeModelMinute = a.FreeModelMinute.Add(money.IntervalMinute, t, 1)
-		s.acct.accounts[a.ID] = &a
-		s.k.MarkDirty(prefixAccount + a.ID)
-	}
-	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey, workspaceHold: wsHold}
-	return res, nil
-}
-
-// holdsFit reports whether adding h to every sum it lands in (the
-// account's, key's, workspace's and member's holds, the in-flight budget)
-// stays within MaxAmount; holds never wrap. A caller's decide usually
-// refuses long before, but a key without a cap on an account billed after
-// use has no other bound.
-func holdsFit(v LedgerView, st *inFlightState, h Holds) bool {
-	hold := max(h.Hold, h.Credits)
-	for _, sum := range []money.Amount{v.AccountHeld, v.KeyHeld, v.WorkspaceHeld, v.MemberHeld} {
-		if _, ok := money.AddAmounts(sum, hold); !ok {
-			return false
-		}
-	}
-	_, ok := money.SumAmounts(st.held(), h.InFlight)
-	return ok
-}
-
-// release drops the reservation's holds. Callers hold the kernel's lock.
-func (s *LedgerStore) release(res *Reservation) {
-	if !res.KeyOnly {
-		s.ledger.accountHeld.add(res.AccountID, -res.Hold)
-	} else if res.Credits > 0 {
-		s.ledger.accountHeld.add(res.AccountID, -res.Credits)
-	}
-	if res.KeyHash != "" {
-		s.ledger.keyHeld.add(res.KeyHash, -res.Hold)
-	}
-	if res.workspace != "" {
-		s.ledger.workspaceHeld.add(res.workspace, -res.workspaceHold)
-	}
-	if res.member != "" {
-		s.ledger.memberHeld.add(res.member, -res.Hold)
-	}
-	if res.InFlight > 0 {
-		st := s.ledger.state(res.AccountID, now())
-		st.running -= res.InFlight
-		if st.running != 0 || st.head != len(st.settling) {
-			s.ledger.inFlight[res.AccountID] = st
-		} else {
-			delete(s.ledger.inFlight, res.AccountID)
-		}
-	}
-}
-
-// Release drops a reservation without a charge: the request failed before
-// it cost anything.
-func (s *LedgerStore) Release(res *Reservation) error {
-	s.k.Lock()
-	defer s.k.Unlock()
-	if res.done {
-		return ErrSettled
-	}
-	res.done = true
-	s.release(res)
-	return nil
-}
 
 // Charge is the settled outcome of a request.
 type Charge struct {
@@ -452,94 +260,25 @@ type Charge struct {
 	Generation       *Generation
 }
 
-// Settle turns a reservation into a charge, exactly once: it releases the
-// holds, adds the cost to the account's and key's counters, keeps the cost
-// in the in-flight budget for the settlement window, and appends the
-// generation record. It returns once all of that is durable.
-func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
-	s.k.Lock()
-	if res.done {
-		s.k.Unlock()
-		return ErrSettled
-	}
-	res.done = true
-	s.release(res)
-	t := now()
-	c = c.within(s.acct.accounts[res.AccountID])
-	credits, byok := c.Cost, money.Amount(0)
-	if c.BYOK {
-		credits = min(max(c.Credits, 0), c.Cost)
-		byok = c.Cost - credits
-	}
-	if acct, ok := s.acct.accounts[res.AccountID]; ok && c.Cost != 0 {
-		a := *acct
-		a.BYOKUsage += byok
-		a.Usage += credits
-		s.acct.accounts[a.ID] = &a
-		s.k.MarkDirtyAt(prefixAccount, a.ID)
-	}
-	if key, ok := s.acct.keys[res.KeyHash]; ok && c.Cost != 0 {
-		k := *key
-		if c.BYOK {
-			k.BYOKUsage = k.BYOKUsage.Add(t, byok)
-		}
-		if !c.BYOK || credits != 0 {
-			k.Usage = k.Usage.Add(t, credits)
-		}
-		s.acct.keys[k.Hash] = &k
-		s.k.MarkDirtyAt(prefixAPIKey, k.Hash)
-	}
-	if c.Cost != 0 {
-		s.chargeScopes(res, credits, byok, t)
-	}
-	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
-		st := s.ledger.state(res.AccountID, t)
-		st.settle(settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
-		s.ledger.inFlight[res.AccountID] = st
-	}
-	var b *kernel.Batch
-	if g := c.Generation; g != nil {
-		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
-			s.k.Append(prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, g.ID)
-		}
-		// The record itself, not a copy: Settle returns only once the
-		// flusher has encoded it, so the caller cannot change it before.
-		b = s.k.Append(prefixGeneration+g.ID, g)
-	} else {
-		b = s.k.Pending()
-	}
-	s.k.Unlock()
-	if err := b.Wait(); err != nil {
-		return err
-	}
-	if c.Generation != nil {
-		s.genSubs.publish(*c.Generation)
-	}
-	return nil
-}
-
-// within bounds the charge by what the account's counters can still take.
-// Admission holds only requests whose hold fits in them, so only a cost
-// above its hold on an account that has charged about MaxAmount in all gets
-// here; the counters then stop at MaxAmount instead of wrapping. Every
-// other counter a charge lands in (key, workspace, member, in-flight) is at
-// most the account's all-time charges.
-func (c Charge) within(acct *Account) Charge {
-	if acct == nil || c.Cost <= 0 {
+// within bounds the charge by what the account's counters can still take
+// (levels.Charge.Within), the generation record alike.
+func (c Charge) within(usage, byokUsage money.Amount) Charge {
+	lc := levels.Charge{Cost: c.Cost, BYOK: c.BYOK, Credits: c.Credits}.Within(usage, byokUsage)
+	if lc.Cost == c.Cost {
 		return c
 	}
-	room := money.MaxAmount - max(acct.Usage, 0)
-	room -= min(max(acct.BYOKUsage, 0), room)
-	if c.Cost <= room {
-		return c
-	}
-	c.Cost, c.Credits = room, min(c.Credits, room)
+	c.Cost, c.Credits = lc.Cost, lc.Credits
 	if c.Generation != nil {
 		g := *c.Generation
 		g.Cost, g.Credits = c.Cost, c.Credits
 		c.Generation = &g
 	}
 	return c
+}
+
+// levels is the charge as the levels' arithmetic takes it.
+func (c Charge) levels() levels.Charge {
+	return levels.Charge{Cost: c.Cost, BYOK: c.BYOK, Credits: c.Credits}
 }
 
 // Generation is the record of one inference request. Credits is the part
@@ -673,37 +412,4 @@ func (s *LedgerStore) Generations(fn func(Generation) bool) error {
 		}
 		return fn(g), nil
 	})
-}
-
-// chargeScopes adds a charge to the counters of the key's workspace and
-// member, which workspace budgets and member guardrails cap, split like the
-// account's and key's: the part paid in credits to Usage, the caller's own
-// provider spending to BYOKUsage. The records are replaced, not edited,
-// and these counters do not change any key's rules, so the rules cache
-// stays valid. Callers hold the kernel's lock.
-func (s *LedgerStore) chargeScopes(res *Reservation, credits, byok money.Amount, t time.Time) {
-	add := func(usage, byokUsage *money.UsageCounters) {
-		if credits != 0 {
-			*usage = usage.Add(t, credits)
-		}
-		if byok != 0 {
-			*byokUsage = byokUsage.Add(t, byok)
-		}
-	}
-	if accountID, id, ok := strings.Cut(res.workspace, "/"); ok {
-		if ws, ok := s.org.workspaces[accountID][id]; ok {
-			w := *ws
-			add(&w.Usage, &w.BYOKUsage)
-			s.org.workspaces[accountID][id] = &w
-			s.k.MarkDirtyAt(prefixWorkspaceUsage, res.workspace) // accountID + "/" + id
-		}
-	}
-	if accountID, id, ok := strings.Cut(res.member, "/"); ok {
-		if mem, ok := s.org.members[accountID][id]; ok {
-			m := *mem
-			add(&m.Usage, &m.BYOKUsage)
-			s.org.members[accountID][id] = &m
-			s.k.MarkDirtyAt(prefixMemberUsage, res.member) // accountID + "/" + id
-		}
-	}
 }

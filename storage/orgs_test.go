@@ -326,7 +326,8 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 		}
 	}
 	s.k.RLock()
-	held := s.ledger.workspaceHeld.live() + s.ledger.memberHeld.live()
+	l := s.impl.(*localLedger)
+	held := l.workspaceHeld.live() + l.memberHeld.live()
 	s.k.RUnlock()
 	if held != 0 {
 		t.Fatal("holds left after release")

@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,5 +182,42 @@ func TestGenerationRetentionRedis(t *testing.T) {
 	})
 	if _, err := s.AccountGeneration(acct.ID, fresh.ID); err != nil {
 		t.Fatalf("fresh generation: %v", err)
+	}
+}
+
+// TestGenerationRetentionRedisBatched: generations settled together, so
+// that the ledger sends one account's settlements as one batch script,
+// get their expiry as one settled alone does.
+func TestGenerationRetentionRedisBatched(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openSharedReplica(t, srv, "retb:")
+	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	key, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	const n = 32
+	ids := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m", Provider: "p", Status: "completed",
+				UpstreamID: fmt.Sprintf("resp_%d", i), CreatedAt: time.Now()}, 100)
+			ids <- g.ID
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	for id := range ids {
+		if ttl := c.PTTL(ctx, "retb:"+prefixGeneration+id).Val(); ttl <= 0 {
+			t.Fatalf("generation %s: TTL %v, want the retention's", id, ttl)
+		}
+	}
+	for i := range n {
+		if ttl := c.PTTL(ctx, fmt.Sprintf("retb:%s%s/resp_%d", prefixUpstreamID, acct.ID, i)).Val(); ttl <= 0 {
+			t.Fatalf("upstream id %d: TTL %v, want the retention's", i, ttl)
+		}
 	}
 }

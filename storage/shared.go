@@ -16,11 +16,15 @@ import (
 
 // Several replicas on one Redis.
 //
-// With Options.Redis the records live in Redis (kernel.RedisBackend) and
-// every replica keeps its full in-memory copy, so that authentication and
-// admission still read memory only. Each commit announces its keys on the
-// change feed; the other replicas reload their memory from Redis when they
-// read such an entry (Kernel.Reload) and re-apply the money fields, which
+// The store never asks which backend it runs on: it follows the
+// backend's change feed (kernel.Feed: Kernel.Feed chooses it once; on
+// Badger a feed that never changes) and reserves through the Ledger
+// chosen once at Open (openLedger). With Options.Redis the records live
+// in Redis (kernel.RedisBackend) and every replica keeps its full
+// in-memory copy, so that authentication and admission still read memory
+// only. Each commit announces its keys on the change feed; the other
+// replicas reload their memory from Redis when they read such an entry
+// (Kernel.Reload) and have the ledger re-apply the money fields, which
 // live apart from the records (sharedledger.go) so that no replica ever
 // overwrites a counter with a stale copy. When the feed cannot prove that
 // nothing was missed (kernel.RedisBackend.Follow), the replica reloads
@@ -37,69 +41,43 @@ var ErrUnavailable = kernel.ErrUnavailable
 // 503.
 var ErrResyncing = errors.New("reloading the records from the shared database")
 
-// shared is a Store's link to the other replicas; nil on Badger.
-type shared struct {
-	rb     *kernel.RedisBackend
-	ledger *sharedLedger
-	stop   context.CancelFunc
-	done   chan struct{}
-	log    *zap.Logger
-}
-
-// Shared reports whether the store runs on the shared backend.
-func (s *Store) Shared() bool { return s.shared != nil }
+// Shared reports whether the store runs on a shared backend.
+func (s *Store) Shared() bool { return s.feed.Shared() }
 
 // Available reports whether the store can make changes durable right now:
 // always on Badger; on Redis, while the server answers.
-func (s *Store) Available() bool { return s.shared == nil || s.shared.rb.Available() }
+func (s *Store) Available() bool { return s.feed.Available() }
 
 // Synced reports whether the records in memory provably include every
 // other replica's change: always on Badger; on Redis, except from the
 // moment the change feed loses continuity (a broken connection, a Redis
 // restart or failover, a gap in the feed) until every record of every
 // kind is reloaded.
-func (s *Store) Synced() bool { return s.shared == nil || s.shared.rb.Synced() }
+func (s *Store) Synced() bool { return s.feed.Synced() }
 
-// admissible is nil when the shared store may decide a reservation now:
-// ErrUnavailable while Redis cannot be reached, ErrResyncing while the
-// replica is not synced.
-func (sh *shared) admissible() error {
-	if sh.rb.Synced() {
-		return nil
+// follow starts the ledger's background work and follows the change feed
+// from position pos (taken before the warm-up), after the ledger's
+// counters are read; on Badger both are no-ops.
+func (s *Store) follow(pos string) error {
+	if err := s.impl.loadAll(); err != nil {
+		return fmt.Errorf("loading the money counters: %w", err)
 	}
-	if !sh.rb.Available() {
-		return ErrUnavailable
-	}
-	return ErrResyncing
-}
-
-// openShared finishes Open on the shared backend: the money fields, then
-// the change feed from position pos (taken before the warm-up).
-func (s *Store) openShared(rb *kernel.RedisBackend, pos string, log *zap.Logger) error {
-	sh := &shared{rb: rb, log: log, done: make(chan struct{})}
-	sh.ledger = newSharedLedger(s, rb, log)
-	s.shared = sh
-	if err := sh.ledger.loadAll(); err != nil {
-		return fmt.Errorf("loading the money counters from redis: %w", err)
-	}
+	s.k.Lock()
+	s.impl.overlayAll()
+	s.k.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	sh.stop = cancel
-	go func() {
-		defer close(sh.done)
-		rb.Follow(ctx, pos, kernel.FeedHandler{Apply: s.applyChanges, Resync: s.resync})
-	}()
-	sh.ledger.start(ctx)
-	return nil
-}
-
-// closeShared stops following the feed and the lease keeper.
-func (s *Store) closeShared() {
-	if s.shared == nil {
-		return
+	done := make(chan struct{})
+	s.stopFollowing = func() {
+		cancel()
+		<-done
+		s.impl.wait()
 	}
-	s.shared.stop()
-	<-s.shared.done
-	s.shared.ledger.wait()
+	go func() {
+		defer close(done)
+		s.feed.Follow(ctx, pos, kernel.FeedHandler{Apply: s.applyChanges, Resync: s.resync})
+	}()
+	s.impl.start(ctx)
+	return nil
 }
 
 // applyChanges applies other replicas' feed entries: refreshed money
@@ -148,8 +126,8 @@ func (s *Store) applyChanges(changes []kernel.Change) error {
 	}
 	// Stale money fields are safe (a script that read them fails its
 	// comparison and reads them again): no reload for these.
-	if err := s.shared.ledger.refreshFields(byField); err != nil && !errors.Is(err, ErrUnavailable) {
-		s.shared.log.Error("reading accounts' counters from redis failed", zap.Error(err))
+	if err := s.impl.refresh(byField); err != nil && !errors.Is(err, ErrUnavailable) {
+		s.log.Error("reading accounts' counters from redis failed", zap.Error(err))
 	}
 	return nil
 }
@@ -192,7 +170,7 @@ func changedRecords(changes []kernel.Change, alone func(key string) bool) ([]str
 // counters, or none).
 func (s *Store) applyRecords(keys []string) error {
 	accounts := map[string]struct{}{}
-	return s.k.Apply(keys, s.shared.rb.GetValues, func(key string, value []byte) error {
+	return s.k.Apply(keys, s.feed.GetValues, func(key string, value []byte) error {
 		if id, ok := recordAccount(key); ok {
 			accounts[id] = struct{}{}
 		}
@@ -208,7 +186,7 @@ func (s *Store) applyRecords(keys []string) error {
 	}, func() {
 		s.OrgStore.rulesChanged()
 		for id := range accounts {
-			s.shared.ledger.overlay(id)
+			s.impl.overlay(id)
 		}
 	})
 }
@@ -295,34 +273,34 @@ func recordAccount(key string) (string, bool) {
 func (s *Store) addRemoteGenerations(changes []kernel.Change) {
 	var keys []string
 	for _, c := range changes {
-		if c.Generation != "" {
-			keys = append(keys, prefixGeneration+c.Generation)
+		for _, id := range c.Generations {
+			keys = append(keys, prefixGeneration+id)
 		}
 	}
-	err := s.shared.rb.GetMany(keys, func(key string, v []byte) {
+	err := s.feed.GetMany(keys, func(key string, v []byte) {
 		var g Generation
 		if err := json.Unmarshal(v, &g); err != nil {
-			s.shared.log.Error("decoding another replica's generation failed", zap.String("key", key), zap.Error(err))
+			s.log.Error("decoding another replica's generation failed", zap.String("key", key), zap.Error(err))
 			return
 		}
 		// Its end user, if new, reaches this replica as a record.
 		s.AnalyticsStore.countGeneration(g, false)
 	})
 	if err != nil {
-		s.shared.log.Error("reading other replicas' generations failed", zap.Error(err))
+		s.log.Error("reading other replicas' generations failed", zap.Error(err))
 	}
 }
 
 // resync reloads every record and every account's money fields from
 // Redis: after another replica's commit, or a broken feed.
 func (s *Store) resync() error {
-	if err := s.shared.ledger.loadAll(); err != nil {
+	if err := s.impl.loadAll(); err != nil {
 		return err
 	}
 	return s.k.Reload(func() {
 		s.ensureDefaultWorkspacesInMemory()
 		s.OrgStore.rulesChanged()
-		s.shared.ledger.overlayAll()
+		s.impl.overlayAll()
 	})
 }
 
@@ -341,57 +319,6 @@ func (s *Store) ensureDefaultWorkspacesInMemory() {
 // every replica on the shared backend, taken in the admission script (no
 // extra round trip): an inference request beyond it fails its reservation
 // with a *CeilingError. Nil removes it; nothing on Badger.
-func (s *Store) ShareKeyCeiling(c *KeyCeiling) {
-	if s.shared == nil {
-		return
-	}
-	if c != nil && (c.Requests <= 0 || c.Window <= 0 || c.Burst <= 0) {
-		c = nil
-	}
-	s.shared.ledger.keyCeiling.Store(c)
-}
-
-// ReserveHolds is LedgerStore.ReserveHolds, on the shared ledger when the
-// store runs on Redis.
-func (s *Store) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	if s.shared != nil {
-		if err := s.shared.admissible(); err != nil {
-			return nil, err
-		}
-		return s.shared.ledger.reserve(accountID, keyHash, decide)
-	}
-	return s.LedgerStore.ReserveHolds(accountID, keyHash, decide)
-}
-
-// Reserve is LedgerStore.Reserve, on the shared ledger when the store
-// runs on Redis.
-func (s *Store) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
-	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
-}
-
-// Settle is LedgerStore.Settle, on the shared ledger when the store runs
-// on Redis.
-func (s *Store) Settle(res *Reservation, c Charge) error {
-	if s.shared != nil {
-		err := s.shared.ledger.settle(res, c)
-		if errors.Is(err, ErrUnavailable) {
-			// The provider answered, so the charge is owed: it lands once
-			// Redis answers again (a settled generation is never written
-			// twice), though this request reports the failure.
-			s.shared.ledger.settleLater(res, c)
-		}
-		return err
-	}
-	return s.LedgerStore.Settle(res, c)
-}
-
-// Release is LedgerStore.Release, on the shared ledger when the store
-// runs on Redis.
-func (s *Store) Release(res *Reservation) error {
-	if s.shared != nil {
-		return s.shared.ledger.release(res)
-	}
-	return s.LedgerStore.Release(res)
-}
+func (s *Store) ShareKeyCeiling(c *KeyCeiling) { s.impl.shareKeyCeiling(c) }
 
 var _ Ledger = (*Store)(nil)

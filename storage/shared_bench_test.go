@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,13 +46,14 @@ func sharedBenchStore(b *testing.B) (*Store, Account, APIKey) {
 func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
 	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
 	if err != nil {
-		b.Fatal(err)
+		b.Error(err) // not Fatal: RunParallel's goroutines may not end the benchmark
+		return
 	}
 	t := time.Now()
 	gen := &Generation{ID: NewGenerationID(t), AccountID: a.ID, KeyHash: k.Hash, Model: "m", Provider: "p",
 		PromptTokens: 100, CompletionTokens: 50, Cost: 900, Status: "completed", CreatedAt: t}
 	if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Second, Generation: gen}); err != nil {
-		b.Fatal(err)
+		b.Error(err)
 	}
 }
 
@@ -60,10 +62,11 @@ func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
 func BenchmarkSharedReserveSettle(b *testing.B) {
 	s, a, k := sharedBenchStore(b)
 	b.ReportAllocs()
+	cpu := redisCPU(b, s)
 	for b.Loop() {
 		reserveSettle(b, s, a, k)
 	}
-	reportScriptCPU(b, s)
+	reportScriptCPU(b, s, cpu)
 }
 
 // BenchmarkSharedReserveSettleParallel is many requests of one account at
@@ -72,19 +75,22 @@ func BenchmarkSharedReserveSettleParallel(b *testing.B) {
 	s, a, k := sharedBenchStore(b)
 	b.ReportAllocs()
 	b.SetParallelism(8)
+	cpu := redisCPU(b, s)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			reserveSettle(b, s, a, k)
 		}
 	})
-	reportScriptCPU(b, s)
+	reportScriptCPU(b, s, cpu)
 }
 
-// reportScriptCPU reports the server's CPU per ledger script, from its
-// command statistics: less noisy than ns/op on a shared machine.
-func reportScriptCPU(b *testing.B, s *Store) {
+// reportScriptCPU reports the server's CPU per request (reservation and
+// settlement) since it used cpu0 seconds, and per script call, from its
+// statistics: less noisy than ns/op on a shared machine.
+func reportScriptCPU(b *testing.B, s *Store, cpu0 float64) {
 	b.Helper()
-	info, err := s.shared.rb.Client().Info(context.Background(), "commandstats").Result()
+	b.ReportMetric((redisCPU(b, s)-cpu0)/float64(b.N)*1e6, "redis-µs/op")
+	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,12 +102,65 @@ func reportScriptCPU(b *testing.B, s *Store) {
 		for kv := range strings.SplitSeq(rest, ",") {
 			if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
 				f, _ := strconv.ParseFloat(v, 64)
-				b.ReportMetric(f, "redis-µs/script")
+				b.ReportMetric(f, "redis-µs/call")
 			}
 		}
 	}
 }
 
+// redisCPU is the CPU seconds the server used so far (user and system,
+// of every thread).
+func redisCPU(b *testing.B, s *Store) float64 {
+	b.Helper()
+	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			sum += f
+		}
+	}
+	return sum
+}
+
 // benchFsync is the benchmarks' appendfsync: everysec, or always with
 // TOLLGATE_BENCH_FSYNC=always (the setting production runs with).
 var benchFsync = cmp.Or(os.Getenv("TOLLGATE_BENCH_FSYNC"), "everysec")
+
+// BenchmarkSharedReserveSettleParallelAccounts is many requests at once
+// spread over 100 accounts: one script call per account's batch, the
+// calls of different accounts pipelined together.
+func BenchmarkSharedReserveSettleParallelAccounts(b *testing.B) {
+	s, a, k := sharedBenchStore(b)
+	type acctKey struct {
+		a Account
+		k APIKey
+	}
+	accts := []acctKey{{a, k}}
+	for i := 1; i < 100; i++ {
+		a, err := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, _, err := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		accts = append(accts, acctKey{a, k})
+	}
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	cpu := redisCPU(b, s)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ak := accts[next.Add(1)%int64(len(accts))]
+			reserveSettle(b, s, ak.a, ak.k)
+		}
+	})
+	reportScriptCPU(b, s, cpu)
+}

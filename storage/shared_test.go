@@ -195,9 +195,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	b.k.RLock()
-	held := b.ledger.keyHeld.get(k.Hash)
-	b.k.RUnlock()
+	_, held := b.impl.held(acct.ID, k.Hash)
 	if held != hold {
 		t.Fatalf("a renewed hold reads %s at B, want %s", held, hold)
 	}
@@ -210,7 +208,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := func() int64 {
-		n, err := b.shared.rb.Client().ZCard(t.Context(), "l:~leases").Result()
+		n, err := sharedOf(t, b).rb.Client().ZCard(t.Context(), "l:~leases").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,11 +217,12 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	if n := leases(); n != 1 {
 		t.Fatalf("%d leases while one request runs", n)
 	}
-	a.closeShared()
+	a.stopFollowing()
 	eventually(t, 3*time.Second, "the dead replica's hold is released", func() bool {
 		b.k.RLock()
 		defer b.k.RUnlock()
-		return b.ledger.keyHeld.get(k.Hash) == 0 && leases() == 0
+		_, held := b.impl.held(acct.ID, k.Hash)
+		return held == 0 && leases() == 0
 	})
 }
 
@@ -231,7 +230,7 @@ func TestSharedSettlingCostsStaySmall(t *testing.T) {
 	var am acctMoney
 	t0 := time.UnixMilli(1_700_000_000_050)
 	for i := range 1000 {
-		am.keepSettling(t0.Add(time.Duration(i)*time.Millisecond), 1)
+		am.Settling = keepSettling(am.Settling, t0.Add(time.Duration(i)*time.Millisecond), 1)
 	}
 	if len(am.Settling) > 11 {
 		t.Fatalf("%d settling entries for one second of costs", len(am.Settling))
@@ -247,7 +246,8 @@ func TestSharedSettlingCostsStaySmall(t *testing.T) {
 		t.Fatalf("settling costs sum to %s, want 1000 nano-credits", sum)
 	}
 	// No cost is released before its window ends.
-	st := am.inFlight(t0.Add(999 * time.Millisecond))
+	lv := fieldLevels{settling: am.Settling}
+	st := lv.inFlight(t0.Add(999 * time.Millisecond))
 	if st.held() < 1 {
 		t.Fatalf("the last cost was released early: %s held", st.held())
 	}
@@ -282,18 +282,17 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 	if _, err := dying.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
 		t.Fatal(err)
 	}
-	dying.closeShared() // its lease, renewed a third of a lease ago at most, lapses during the outage
+	dying.stopFollowing() // its lease, renewed a third of a lease ago at most, lapses during the outage
 	srv.Stop()
 	time.Sleep(2 * lease) // every lease expires
 	srv.Restart()
 	restarted := time.Now()
 
 	held := func() money.Amount {
-		b.k.RLock()
-		defer b.k.RUnlock()
-		return b.ledger.keyHeld.get(k.Hash)
+		_, held := b.impl.held(acct.ID, k.Hash)
+		return held
 	}
-	eventually(t, 2*time.Second, "B reads Redis again", func() bool { return b.shared.rb.Available() && held() != 0 })
+	eventually(t, 2*time.Second, "B reads Redis again", func() bool { return b.Available() && held() != 0 })
 	// Within the lease after the outage both holds stand, and the cap
 	// counts them: 1 credit is left of 3, not 2 or 3.
 	time.Sleep(time.Until(restarted.Add(lease / 2)))
@@ -314,4 +313,14 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Second, "the live hold is released at B", func() bool { return held() == 0 })
+}
+
+// sharedOf is the store's ledger on Redis.
+func sharedOf(t testing.TB, s *Store) *sharedLedger {
+	t.Helper()
+	l, ok := s.impl.(*sharedLedger)
+	if !ok {
+		t.Fatalf("the store's ledger is %T, not the shared one", s.impl)
+	}
+	return l
 }

@@ -15,7 +15,7 @@ func checkDecodedFields(t *testing.T, s *Store, accountID string) {
 	t.Helper()
 	s.k.RLock()
 	defer s.k.RUnlock()
-	for name, f := range s.shared.ledger.raw[accountID] {
+	for name, f := range sharedOf(t, s).raw[accountID] {
 		if f.val == nil {
 			continue
 		}
@@ -79,19 +79,19 @@ func TestSharedLevelsDoNotChangeTheKeptValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := s.shared.ledger
+	l := sharedOf(t, s)
 	s.k.RLock()
 	lv, err := l.readLevels(fieldView{raw: l.raw[acct.ID]}, acct.ID, k.Hash, "", "", "")
 	s.k.RUnlock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lv.am.Settling) == 0 {
+	if len(lv.settling) == 0 {
 		t.Fatal("no settling costs to change")
 	}
-	lv.am.Settling[0].Amount += 7
-	lv.am.keepSettling(time.Now().Add(time.Hour), 5)
-	lv.am.Held += 3
+	lv.settling[0].Amount += 7
+	lv.settling = keepSettling(lv.settling, time.Now().Add(time.Hour), 5)
+	lv.figures.Account.Held += 3
 	lv.ks.Held += 3
 	lv.ks.Usage.Total += 3
 	checkDecodedFields(t, s, acct.ID)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 )
 
 // The ledger of several replicas (see Ledger for the two designs; this is
@@ -157,17 +158,49 @@ type holdRecord struct {
 	WSHold    money.Amount `json:"wh,omitempty"`
 }
 
+// placed is what the hold record says was placed on each level.
+func (r *holdRecord) placed() levels.Placed {
+	return levels.Placed{
+		Account: Holds{Hold: r.Hold, KeyOnly: r.KeyOnly, Credits: r.Credits}.OnAccount(),
+		OnKey:   r.Key != "", Key: r.Hold,
+		OnWorkspace: r.Workspace != "", Workspace: r.WSHold,
+		OnMember: r.Member != "", Member: r.Hold,
+		InFlight: max(r.InFlight, 0),
+	}
+}
+
+func init() {
+	sharedLedgers = append(sharedLedgers, func(s *Store, b kernel.Backend, log *zap.Logger) (ledgerBackend, bool) {
+		rb, ok := b.(*kernel.RedisBackend)
+		if !ok {
+			return nil, false
+		}
+		l := newSharedLedger(s.k, s.AccountStore, s.OrgStore, s.LedgerStore.genSubs.publish, rb, log)
+		l.storedUntil = s.LedgerStore.storedUntil
+		return l, true
+	})
+}
+
+var _ ledgerBackend = (*sharedLedger)(nil)
+
 // sharedLedger implements the ledger over Redis for one Store.
 type sharedLedger struct {
-	s     *Store
-	rb    *kernel.RedisBackend
-	log   *zap.Logger
-	lease time.Duration
+	k *kernel.Kernel
+	// storedUntil is when Redis deletes a generation created at Unix ms
+	// (the generation retention's, retention.go).
+	storedUntil func(ms int64) int64
+	acct        *AccountStore
+	org         *OrgStore
+	publish     func(Generation) // a settled generation, once in Redis
+	rb          *kernel.RedisBackend
+	pipe        *scriptPipe // every ledger script call, pipelined across accounts
+	log         *zap.Logger
+	lease       time.Duration
 
 	// mu and queues order this replica's ledger scripts of one account
 	// (RLock, then the account's queue: acctQueue), so that its own
 	// requests do not invalidate each other's reads while other accounts'
-	// run beside them; whole-ledger reads (loadAll, refreshFields) take
+	// run beside them; whole-ledger reads (loadAll, refresh) take
 	// Lock, which also waits for the batches in flight. Authentication
 	// never takes either.
 	mu     sync.RWMutex
@@ -193,12 +226,12 @@ type sharedLedger struct {
 	ctx context.Context // ends when the store closes
 }
 
-func newSharedLedger(s *Store, rb *kernel.RedisBackend, log *zap.Logger) *sharedLedger {
+func newSharedLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation), rb *kernel.RedisBackend, log *zap.Logger) *sharedLedger {
 	lease := rb.HoldLease()
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{s: s, rb: rb, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
 }
 
 func (l *sharedLedger) moneyKey(accountID string) string { return l.rb.Prefix() + "~m/" + accountID }
@@ -240,9 +273,9 @@ func (l *sharedLedger) loadAll() error {
 		}
 	}
 	l.seq.Add(1)
-	l.s.k.Lock()
+	l.k.Lock()
 	l.raw = raw
-	l.s.k.Unlock()
+	l.k.Unlock()
 	return nil
 }
 
@@ -260,9 +293,7 @@ func (l *sharedLedger) rawFields(accountID string) moneyFields {
 // overlayAll applies every account's money fields to memory. Callers hold
 // the kernel's lock.
 func (l *sharedLedger) overlayAll() {
-	for id := range l.s.accounts {
-		l.overlay(id)
-	}
+	l.acct.ledgerAccountIDs(l.overlay)
 }
 
 // overlay applies an account's known money fields to its records in
@@ -279,17 +310,12 @@ func (l *sharedLedger) overlay(accountID string) {
 // raw) to memory; after a script, only the fields it changed need it.
 // Callers hold the kernel's lock.
 func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name string) {
-	s := l.s
 	if name == "a" {
-		if acct, ok := s.accounts[accountID]; ok && fs[name].raw != "" {
+		if acct := l.acct.ledgerAccount(accountID); acct != nil && fs[name].raw != "" {
 			am, _ := fs.decoded(name).(*acctMoney)
-			if am == nil { // not valid: the record's figures, as acctOf reads it
-				am = &acctMoney{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage, FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute}
+			if am != nil { // not valid: the record's figures stay, as acctOf reads them
+				l.acct.setAccountCounters(accountID, am.level())
 			}
-			a := *acct
-			a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = am.Usage, am.BYOKUsage, am.FreeDay, am.FreeMinute
-			s.accounts[accountID] = &a
-			s.ledger.accountHeld.set(accountID, am.Held)
 		}
 		return
 	}
@@ -303,28 +329,11 @@ func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name strin
 	}
 	switch kind {
 	case "k":
-		if key, ok := s.keys[id]; ok {
-			k := *key
-			k.Usage, k.BYOKUsage = sm.Usage, sm.BYOKUsage
-			s.keys[id] = &k
-		}
-		s.ledger.keyHeld.set(id, sm.Held)
+		l.acct.setKeyCounters(id, levels.Scope(*sm))
 	case "w":
-		if w, ok := s.workspaces[accountID][id]; ok {
-			c := *w
-			c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
-			s.workspaces[accountID][id] = &c
-		}
-		k := accountID + "/" + id
-		s.ledger.workspaceHeld.set(k, sm.Held)
+		l.org.setWorkspaceCounters(accountID, id, levels.Scope(*sm))
 	case "m":
-		if m, ok := s.members[accountID][id]; ok {
-			c := *m
-			c.Usage, c.BYOKUsage = sm.Usage, sm.BYOKUsage
-			s.members[accountID][id] = &c
-		}
-		k := accountID + "/" + id
-		s.ledger.memberHeld.set(k, sm.Held)
+		l.org.setMemberCounters(accountID, id, levels.Scope(*sm))
 	}
 }
 
@@ -421,21 +430,30 @@ func holdOf(name string, f moneyField) (*holdRecord, error) {
 	return &h, nil
 }
 
-// levels is one request's money fields, decoded, with what was read.
-type levels struct {
-	accountID   string
-	acct        *Account
-	acctField   fieldRead
-	am          acctMoney
+// level is the account's figures as the levels' arithmetic takes them.
+func (am *acctMoney) level() levels.Account {
+	return levels.Account{Usage: am.Usage, BYOKUsage: am.BYOKUsage, FreeDay: am.FreeDay, FreeMinute: am.FreeMinute, Held: am.Held, Running: am.Running}
+}
+
+// fieldLevels is one request's money fields, decoded into its levels,
+// with what was read.
+type fieldLevels struct {
+	accountID string
+	acct      *Account
+	acctField fieldRead
+	// figures are the levels; its Key, Workspace and Member point at ks,
+	// wm and mm when the request has them.
+	figures     levels.Levels
+	settling    []settleEntry
 	key         *APIKey
 	keyField    fieldRead
-	ks          scopeMoney
+	ks          levels.Scope
 	ws          *Workspace
 	wsField     fieldRead
-	wm          scopeMoney
+	wm          levels.Scope
 	member      *Member
 	memberField fieldRead
-	mm          scopeMoney
+	mm          levels.Scope
 	hold        *holdRecord // the reservation's, when asked and present
 	holdField   fieldRead   // the reservation's; no name: not asked
 }
@@ -447,21 +465,22 @@ type fieldRead struct{ name, read string }
 // readLevels decodes the fields of an account, key, workspace and member
 // from the replica's copy (fv). Callers hold the account's locks and the
 // kernel's lock.
-func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, memberID, holdField string) (*levels, error) {
-	s := l.s
-	acct, ok := s.accounts[accountID]
-	if !ok {
+func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, memberID, holdField string) (*fieldLevels, error) {
+	acct := l.acct.ledgerAccount(accountID)
+	if acct == nil {
 		return nil, ErrNotFound
 	}
 	a := fv.get("a")
-	lv := &levels{accountID: accountID, acct: acct, acctField: fieldRead{"a", a.raw}}
-	lv.am = acctOf(a, acct)
+	lv := &fieldLevels{accountID: accountID, acct: acct, acctField: fieldRead{"a", a.raw}}
+	am := acctOf(a, acct)
+	lv.figures.Account, lv.settling = am.level(), am.Settling
 	if keyHash != "" {
-		if k, ok := s.keys[keyHash]; ok {
+		if k := l.acct.ledgerKey(keyHash); k != nil {
 			f := "k:" + keyHash
 			v := fv.get(f)
 			lv.key, lv.keyField = k, fieldRead{f, v.raw}
-			lv.ks = scopeOf(f, v, k.Usage, k.BYOKUsage)
+			lv.ks = levels.Scope(scopeOf(f, v, k.Usage, k.BYOKUsage))
+			lv.figures.Key = &lv.ks
 			if wsID == "" && memberID == "" && holdField == "" {
 				wsID = k.WorkspaceID
 				if k.CreatorUserID != nil {
@@ -470,17 +489,19 @@ func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, member
 			}
 		}
 	}
-	if ws, ok := s.workspaces[accountID][wsID]; ok {
+	if ws := l.org.ledgerWorkspace(accountID, wsID); ws != nil {
 		f := "w:" + wsID
 		v := fv.get(f)
 		lv.ws, lv.wsField = ws, fieldRead{f, v.raw}
-		lv.wm = scopeOf(f, v, ws.Usage, ws.BYOKUsage)
+		lv.wm = levels.Scope(scopeOf(f, v, ws.Usage, ws.BYOKUsage))
+		lv.figures.Workspace, lv.figures.WorkspaceCountsBYOK = &lv.wm, ws.IncludeBYOKInBudgets
 	}
-	if m, ok := s.members[accountID][memberID]; ok {
+	if m := l.org.ledgerMember(accountID, memberID); m != nil {
 		f := "m:" + memberID
 		v := fv.get(f)
 		lv.member, lv.memberField = m, fieldRead{f, v.raw}
-		lv.mm = scopeOf(f, v, m.Usage, m.BYOKUsage)
+		lv.mm = levels.Scope(scopeOf(f, v, m.Usage, m.BYOKUsage))
+		lv.figures.Member = &lv.mm
 	}
 	if holdField != "" {
 		v := fv.get(holdField)
@@ -496,16 +517,16 @@ func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, member
 
 // inFlight is the account's in-flight state at t, expired settling costs
 // dropped.
-func (am *acctMoney) inFlight(t time.Time) *inFlightState {
+func (lv *fieldLevels) inFlight(t time.Time) *inFlightState {
 	ms := t.UnixMilli()
-	live := am.Settling[:0:0]
-	for _, e := range am.Settling {
+	live := lv.settling[:0:0]
+	for _, e := range lv.settling {
 		if e.Until > ms {
 			live = append(live, e)
 		}
 	}
-	am.Settling = live
-	st := &inFlightState{running: am.Running}
+	lv.settling = live
+	st := &inFlightState{running: lv.figures.Account.Running}
 	for _, e := range live {
 		st.settling = append(st.settling, settling{until: time.UnixMilli(e.Until), amount: e.Amount})
 		st.settled += e.Amount
@@ -516,7 +537,7 @@ func (am *acctMoney) inFlight(t time.Time) *inFlightState {
 // writes encodes the levels: the triples for casScript, in the order of
 // the fields' names, and the value each new string encodes (kept as the
 // field's decoded value). The new strings share one allocation.
-func (lv *levels) writes() (triples []string, values []any) {
+func (lv *fieldLevels) writes() (triples []string, values []any) {
 	type encoded struct {
 		field fieldRead
 		end   int // of its string in buf
@@ -525,8 +546,9 @@ func (lv *levels) writes() (triples []string, values []any) {
 	var encs [5]encoded
 	n := 0
 	buf := make([]byte, 0, 1024)
-	am := new(acctMoney)
-	*am = lv.am
+	a := lv.figures.Account
+	am := &acctMoney{Usage: a.Usage, BYOKUsage: a.BYOKUsage, FreeDay: a.FreeDay, FreeMinute: a.FreeMinute,
+		Held: a.Held, Running: a.Running, Settling: lv.settling}
 	buf = appendAcct(buf, am)
 	encs[n], n = encoded{lv.acctField, len(buf), am}, n+1
 	if lv.holdField.name != "" {
@@ -538,8 +560,8 @@ func (lv *levels) writes() (triples []string, values []any) {
 		}
 		encs[n], n = encoded{lv.holdField, len(buf), val}, n+1
 	}
-	scope := func(f fieldRead, v scopeMoney) {
-		sm := &v
+	scope := func(f fieldRead, v levels.Scope) {
+		sm := (*scopeMoney)(&v)
 		buf = appendScope(buf, sm)
 		encs[n], n = encoded{f, len(buf), sm}, n+1
 	}
@@ -590,9 +612,7 @@ type script struct {
 // or flushMu as flush does).
 func (l *sharedLedger) run(sc script) (status int64, err error) {
 	keys, args := l.scriptArgs(sc)
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	out, err := casScript.Run(ctx, l.rb.Client(), keys, args...).Slice()
+	out, err := l.pipe.call(casScript, keys, args)
 	return l.apply(sc, out, err)
 }
 
@@ -640,8 +660,8 @@ func (l *sharedLedger) apply(sc script, out []any, err error) (status int64, _ e
 		return status, nil // nothing changed
 	}
 	l.seq.Add(1)
-	l.s.k.Lock()
-	defer l.s.k.Unlock()
+	l.k.Lock()
+	defer l.k.Unlock()
 	fs := l.rawFields(sc.accountID)
 	if status == 0 {
 		for i := 1; i+1 < len(out); i += 2 {
@@ -684,8 +704,9 @@ const maxAttempts = 100
 // changed.
 var errContended = errors.New("ledger: the account's counters kept changing")
 
-// reserve is ReserveHolds on the shared ledger.
-func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+// ReserveHolds decides on the replica's copy of the account's fields
+// and places the holds with one script that re-checks them.
+func (l *sharedLedger) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
 	q := l.queueOf(accountID)
 	resID := newReservationID()
 	member := accountID + "\n" + resID
@@ -714,18 +735,18 @@ func (l *sharedLedger) reserve(accountID, keyHash string, decide func(LedgerView
 func (l *sharedLedger) queueReserve(q *acctQueue, accountID, keyHash, resID, member string, decide func(LedgerView) (Holds, error)) (*Reservation, *queued, bool, error) {
 	defer l.lockQueue(q)()
 	t := now()
-	l.s.k.RLock()
+	l.k.RLock()
 	lv, err := l.readLevels(l.view(q, accountID), accountID, keyHash, "", "", "")
-	l.s.k.RUnlock()
+	l.k.RUnlock()
 	if err != nil {
 		return nil, nil, false, err
 	}
-	v, st := lv.view(t)
+	v, _ := lv.view(t)
 	h, err := decide(v)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if !holdsFit(v, st, h) {
+	if !lv.figures.Fits(h, v.InFlightHeld) {
 		return nil, nil, false, money.ErrAmountRange
 	}
 	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
@@ -742,10 +763,11 @@ func (l *sharedLedger) queueReserve(q *acctQueue, accountID, keyHash, resID, mem
 }
 
 // view is the LedgerView of these levels at t, and the in-flight state.
-func (lv *levels) view(t time.Time) (LedgerView, *inFlightState) {
+func (lv *fieldLevels) view(t time.Time) (LedgerView, *inFlightState) {
+	fa := lv.figures.Account
 	a := *lv.acct
-	a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = lv.am.Usage, lv.am.BYOKUsage, lv.am.FreeDay, lv.am.FreeMinute
-	v := LedgerView{Now: t, Account: a, AccountHeld: lv.am.Held}
+	a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = fa.Usage, fa.BYOKUsage, fa.FreeDay, fa.FreeMinute
+	v := LedgerView{Now: t, Account: a, AccountHeld: fa.Held}
 	if lv.key != nil {
 		v.Key = *lv.key
 		v.Key.Usage, v.Key.BYOKUsage = lv.ks.Usage, lv.ks.BYOKUsage
@@ -761,73 +783,38 @@ func (lv *levels) view(t time.Time) (LedgerView, *inFlightState) {
 		m.Usage, m.BYOKUsage = lv.mm.Usage, lv.mm.BYOKUsage
 		v.Member, v.MemberHeld = &m, lv.mm.Held
 	}
-	st := lv.am.inFlight(t)
+	st := lv.inFlight(t)
 	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
 	return v, st
 }
 
-// place adds an admitted request's holds to the levels, as
-// LedgerStore.ReserveHolds does in memory, and returns its hold record.
-func (lv *levels) place(res *Reservation, t time.Time) *holdRecord {
+// place adds an admitted request's holds to the levels (levels.Place)
+// and returns its hold record.
+func (lv *fieldLevels) place(res *Reservation, t time.Time) *holdRecord {
 	h := res.Holds
+	p := lv.figures.Place(h, t)
+	res.placed = p
 	rec := &holdRecord{Hold: h.Hold, InFlight: h.InFlight, Credits: h.Credits, KeyOnly: h.KeyOnly}
-	if !h.KeyOnly {
-		lv.am.Held += h.Hold
-	} else if h.Credits > 0 {
-		lv.am.Held += h.Credits
-	}
-	if lv.key != nil {
-		lv.ks.Held += h.Hold
+	if p.OnKey {
 		rec.Key = res.KeyHash
 	}
-	if lv.ws != nil {
-		rec.WSHold = h.Hold
-		if h.KeyOnly && !lv.ws.IncludeBYOKInBudgets {
-			rec.WSHold = max(h.Credits, 0)
-		}
-		lv.wm.Held += rec.WSHold
-		rec.Workspace = lv.ws.ID
-		res.workspace, res.workspaceHold = res.AccountID+"/"+lv.ws.ID, rec.WSHold
+	if p.OnWorkspace {
+		rec.Workspace, rec.WSHold = lv.ws.ID, p.Workspace
+		res.workspace = res.AccountID + "/" + lv.ws.ID
 	}
-	if lv.member != nil {
-		lv.mm.Held += h.Hold
+	if p.OnMember {
 		rec.Member = lv.member.ID
 		res.member = res.AccountID + "/" + lv.member.ID
-	}
-	if h.InFlight > 0 {
-		lv.am.Running += h.InFlight
-	}
-	if h.CountFree {
-		lv.am.FreeDay = lv.am.FreeDay.Add(money.IntervalDaily, t, 1)
-		lv.am.FreeMinute = lv.am.FreeMinute.Add(money.IntervalMinute, t, 1)
 	}
 	return rec
 }
 
-// unhold takes a hold record's holds off the levels.
-func (lv *levels) unhold(rec *holdRecord) {
-	if !rec.KeyOnly {
-		lv.am.Held -= rec.Hold
-	} else if rec.Credits > 0 {
-		lv.am.Held -= rec.Credits
-	}
-	if rec.Key != "" && lv.key != nil {
-		lv.ks.Held -= rec.Hold
-	}
-	if rec.Workspace != "" && lv.ws != nil {
-		lv.wm.Held -= rec.WSHold
-	}
-	if rec.Member != "" && lv.member != nil {
-		lv.mm.Held -= rec.Hold
-	}
-	if rec.InFlight > 0 {
-		lv.am.Running -= rec.InFlight
-	}
-}
+// unhold takes a hold record's holds off the levels (levels.Unhold).
+func (lv *fieldLevels) unhold(rec *holdRecord) { lv.figures.Unhold(rec.placed()) }
 
 // readHeld reads the levels a reservation holds, with its hold record, as
 // the account's queued scripts leave them. Callers hold the queue's lock.
-func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*levels, error) {
+func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*fieldLevels, error) {
 	wsID, memberID := "", ""
 	if _, id, ok := strings.Cut(res.workspace, "/"); ok {
 		wsID = id
@@ -841,8 +828,8 @@ func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*levels, error)
 	if !ok {
 		return nil, ErrSettled
 	}
-	l.s.k.RLock()
-	defer l.s.k.RUnlock()
+	l.k.RLock()
+	defer l.k.RUnlock()
 	return l.readLevels(l.view(q, res.AccountID), res.AccountID, res.KeyHash, wsID, memberID, "h:"+resID)
 }
 
@@ -853,8 +840,9 @@ func (l *sharedLedger) member(res *Reservation) string {
 	return res.AccountID + "\n" + l.ids[res]
 }
 
-// settle is Settle on the shared ledger.
-func (l *sharedLedger) settle(res *Reservation, c Charge) error {
+// Settle releases the holds, charges every level and writes the
+// generation record in one script, once.
+func (l *sharedLedger) Settle(res *Reservation, c Charge) error {
 	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
 		p, lead, ch, err := l.queueSettle(q, res, c)
@@ -869,7 +857,7 @@ func (l *sharedLedger) settle(res *Reservation, c Charge) error {
 			res.done = true
 			l.forget(res, p.sc.leaseMember)
 			if status == 1 && ch.Generation != nil {
-				l.s.genSubs.publish(*ch.Generation)
+				l.publish(*ch.Generation)
 			}
 			return nil
 		}
@@ -893,10 +881,11 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 		lv.unhold(lv.hold)
 		lv.hold = nil
 	}
-	acct := *lv.acct
-	acct.Usage, acct.BYOKUsage = lv.am.Usage, lv.am.BYOKUsage
-	ch := c.within(&acct)
-	lv.charge(res, ch, t)
+	ch := c.within(lv.figures.Account.Usage, lv.figures.Account.BYOKUsage)
+	lv.figures.Charge(ch.levels(), t)
+	if levels.KeepsSettling(res.Holds.InFlight, ch.Cost, ch.SettlementWindow) {
+		lv.settling = keepSettling(lv.settling, t.Add(ch.SettlementWindow), ch.Cost)
+	}
 	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
 	if g := ch.Generation; g != nil {
 		b, err := json.Marshal(*g)
@@ -904,8 +893,8 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 			return nil, false, c, err
 		}
 		sc.genID, sc.genKey, sc.genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
-		if ms, ok := generationMillis(g.ID); ok {
-			sc.genExpireAt = l.s.storedUntil(ms)
+		if ms, ok := generationMillis(g.ID); ok && l.storedUntil != nil {
+			sc.genExpireAt = l.storedUntil(ms)
 		}
 		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
 			id, _ := json.Marshal(g.ID)
@@ -917,46 +906,6 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 	return p, lead, ch, nil
 }
 
-// charge adds a settled charge to the levels' counters, as
-// LedgerStore.Settle does in memory.
-func (lv *levels) charge(res *Reservation, c Charge, t time.Time) {
-	if c.Cost == 0 {
-		return
-	}
-	credits, byok := c.Cost, money.Amount(0)
-	if c.BYOK {
-		credits = min(max(c.Credits, 0), c.Cost)
-		byok = c.Cost - credits
-	}
-	lv.am.BYOKUsage += byok
-	lv.am.Usage += credits
-	if lv.key != nil {
-		if c.BYOK {
-			lv.ks.BYOKUsage = lv.ks.BYOKUsage.Add(t, byok)
-		}
-		if !c.BYOK || credits != 0 {
-			lv.ks.Usage = lv.ks.Usage.Add(t, credits)
-		}
-	}
-	add := func(sm *scopeMoney) {
-		if credits != 0 {
-			sm.Usage = sm.Usage.Add(t, credits)
-		}
-		if byok != 0 {
-			sm.BYOKUsage = sm.BYOKUsage.Add(t, byok)
-		}
-	}
-	if lv.ws != nil {
-		add(&lv.wm)
-	}
-	if lv.member != nil {
-		add(&lv.mm)
-	}
-	if res.InFlight > 0 && c.SettlementWindow > 0 && c.Cost > 0 {
-		lv.am.keepSettling(t.Add(c.SettlementWindow), c.Cost)
-	}
-}
-
 // settleBucket coarsens the settling costs' release times: costs released
 // in the same bucket are one entry, so the account's field stays small at
 // any request rate (at most window/bucket entries), and each cost is held
@@ -965,16 +914,16 @@ const settleBucket = 100 * time.Millisecond
 
 // keepSettling holds a finished request's cost until until (rounded up to
 // the bucket), in release order.
-func (am *acctMoney) keepSettling(until time.Time, cost money.Amount) {
+func keepSettling(s []settleEntry, until time.Time, cost money.Amount) []settleEntry {
 	b := settleBucket.Milliseconds()
 	ms := until.UnixMilli()
 	ms = (ms + b - 1) / b * b
-	i, found := slices.BinarySearchFunc(am.Settling, ms, func(x settleEntry, u int64) int { return compareInt(x.Until, u) })
+	i, found := slices.BinarySearchFunc(s, ms, func(x settleEntry, u int64) int { return compareInt(x.Until, u) })
 	if found {
-		am.Settling[i].Amount += cost
-		return
+		s[i].Amount += cost
+		return s
 	}
-	am.Settling = slices.Insert(am.Settling, i, settleEntry{Until: ms, Amount: cost})
+	return slices.Insert(s, i, settleEntry{Until: ms, Amount: cost})
 }
 
 func compareInt(a, b int64) int {
@@ -987,8 +936,8 @@ func compareInt(a, b int64) int {
 	return 0
 }
 
-// release is Release on the shared ledger.
-func (l *sharedLedger) release(res *Reservation) error {
+// Release takes the reservation's holds off the account's fields.
+func (l *sharedLedger) Release(res *Reservation) error {
 	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
 		p, lead, err := l.queueRelease(q, res)
@@ -1056,7 +1005,7 @@ func (l *sharedLedger) start(ctx context.Context) {
 			case <-t.C:
 			}
 			l.renew()
-			if err := l.reap(); err != nil && !errors.Is(err, ErrUnavailable) {
+			if _, err := l.ReapExpired(); err != nil && !errors.Is(err, ErrUnavailable) {
 				l.log.Error("releasing expired holds failed", zap.Error(err))
 			}
 		}
@@ -1078,7 +1027,7 @@ func (l *sharedLedger) settleLater(res *Reservation, c Charge) {
 				return
 			case <-time.After(backoff):
 			}
-			err := l.settle(res, c)
+			err := l.Settle(res, c)
 			if err == nil || errors.Is(err, ErrSettled) {
 				return
 			}
@@ -1116,51 +1065,56 @@ func (l *sharedLedger) renew() {
 // no replica could renew its leases while Redis was down, and a live one
 // renews them within a third of a lease once it is back, so until then
 // an expired lease does not mean a dead replica.
-func (l *sharedLedger) reap() error {
+func (l *sharedLedger) ReapExpired() (int, error) {
 	ctx, cancel := ctxTimeout()
 	nowMS := now().UnixMilli()
 	members, err := l.rb.Client().ZRangeArgs(ctx, redis.ZRangeArgs{Key: l.leaseKey(), ByScore: true, Start: "-inf", Stop: strconv.FormatInt(nowMS, 10), Count: 100}).Result()
 	cancel()
 	if err := l.rb.Observe(err); err != nil {
-		return err
+		return 0, err
 	}
 	if time.Since(l.rb.UpSince()) < l.lease {
-		return nil
+		return 0, nil
 	}
+	n := 0
 	for _, m := range members {
 		accountID, resID, ok := strings.Cut(m, "\n")
 		if !ok {
 			continue
 		}
-		if err := l.reapOne(accountID, resID, m, nowMS); err != nil {
-			return err
+		reaped, err := l.reapOne(accountID, resID, m, nowMS)
+		if err != nil {
+			return n, err
+		}
+		if reaped {
+			n++
 		}
 	}
-	return nil
+	return n, nil
 }
 
-func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) error {
+func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) (bool, error) {
 	defer l.lockAccount(accountID)()
 	if err := l.refreshLocked(accountID); err != nil {
-		return err
+		return false, err
 	}
 	for range maxAttempts {
-		l.s.k.RLock()
+		l.k.RLock()
 		rec, err := holdOf("h:"+resID, l.raw[accountID]["h:"+resID])
 		if err != nil {
-			l.s.k.RUnlock()
-			return err
+			l.k.RUnlock()
+			return false, err
 		}
 		if rec == nil {
 			rec = &holdRecord{}
 		}
 		lv, err := l.readLevels(fieldView{raw: l.raw[accountID]}, accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
-		l.s.k.RUnlock()
+		l.k.RUnlock()
 		if errors.Is(err, ErrNotFound) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if lv.hold != nil {
 			lv.unhold(lv.hold)
@@ -1172,10 +1126,10 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) err
 			if status == 1 {
 				l.log.Warn("released the holds of a request whose replica stopped renewing them", zap.String("account", accountID))
 			}
-			return err
+			return status == 1, err
 		}
 	}
-	return errContended
+	return false, errContended
 }
 
 // refreshLocked re-reads an account's fields. Callers hold the account's
@@ -1188,19 +1142,19 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 		return err
 	}
 	l.seq.Add(1)
-	l.s.k.Lock()
+	l.k.Lock()
 	l.raw[accountID] = newMoneyFields(m)
 	l.overlay(accountID)
-	l.s.k.Unlock()
+	l.k.Unlock()
 	return nil
 }
 
-// refreshFields re-reads the fields other replicas' scripts changed, by
+// refresh re-reads the fields other replicas' scripts changed, by
 // account, in one round trip. The read runs without mu, so that this
 // replica's admissions do not wait on it; it is applied only if no script
 // of this replica ran meanwhile (else it is read again under mu), so an
 // older answer never overwrites a newer one.
-func (l *sharedLedger) refreshFields(fields map[string][]string) error {
+func (l *sharedLedger) refresh(fields map[string][]string) error {
 	seq := l.seq.Load()
 	vals, err := l.readFields(fields)
 	if err != nil {
@@ -1214,8 +1168,8 @@ func (l *sharedLedger) refreshFields(fields map[string][]string) error {
 		}
 	}
 	l.seq.Add(1)
-	l.s.k.Lock()
-	defer l.s.k.Unlock()
+	l.k.Lock()
+	defer l.k.Unlock()
 	for accountID, fs := range fields {
 		raw := l.rawFields(accountID)
 		for i, f := range fs {
@@ -1272,3 +1226,50 @@ type CeilingError struct {
 }
 
 func (e *CeilingError) Error() string { return "the key's abuse ceiling is reached" }
+
+// admissible is nil when the replica may decide a reservation now:
+// ErrUnavailable while Redis cannot be reached, ErrResyncing while the
+// replica is not synced.
+func (l *sharedLedger) admissible() error {
+	if l.rb.Synced() {
+		return nil
+	}
+	if !l.rb.Available() {
+		return ErrUnavailable
+	}
+	return ErrResyncing
+}
+
+// settleFailed: the provider answered, so a charge Redis could not take
+// is owed: it lands once Redis answers again (a settled generation is
+// never written twice), though this request reports the failure.
+func (l *sharedLedger) settleFailed(res *Reservation, c Charge, err error) {
+	if errors.Is(err, ErrUnavailable) {
+		l.settleLater(res, c)
+	}
+}
+
+// shareKeyCeiling sets the per-key abuse ceiling taken in the admission
+// script; nil (or a ceiling without a rate) removes it.
+func (l *sharedLedger) shareKeyCeiling(c *KeyCeiling) {
+	if c != nil && (c.Requests <= 0 || c.Window <= 0 || c.Burst <= 0) {
+		c = nil
+	}
+	l.keyCeiling.Store(c)
+}
+
+// held is what the replica's copy of the account's fields holds.
+func (l *sharedLedger) held(accountID, keyHash string) (account, key money.Amount) {
+	l.k.RLock()
+	defer l.k.RUnlock()
+	fs := l.raw[accountID]
+	if v, _ := fs["a"].value("a"); v != nil {
+		account = v.(*acctMoney).Held
+	}
+	if keyHash != "" {
+		if v, _ := fs["k:"+keyHash].value("k:" + keyHash); v != nil {
+			key = v.(*scopeMoney).Held
+		}
+	}
+	return account, key
+}

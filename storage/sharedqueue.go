@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +16,7 @@ import (
 //
 // Exactness does not rest on the batching: every script still writes only
 // if each field its decision read holds the string it expected, and Redis
-// runs each script whole. A script expecting what an earlier one of its
+// runs the batch whole. A script expecting what an earlier one of its
 // batch failed to write finds a mismatch and changes nothing; as every
 // script writes the account's field, the rest of that batch fails alike,
 // and the scripts queued meanwhile are sent back to decide again on the
@@ -235,39 +234,124 @@ func wrote(out []queueEvent) bool {
 	return true
 }
 
-// runBatch runs a batch's scripts in one round trip, in order, applies
-// each outcome to the replica's copy as run does, and sets it in out.
+// casBatchScript runs a batch of casScript calls of one account in one
+// script call, in order, each exactly as casScript would (a call expecting
+// what an earlier one failed to write finds a mismatch), and announces
+// what they changed in one feed entry. KEYS: the money hash, the lease
+// set, the change feed, then per call its generation key, upstream id key
+// and abuse-ceiling bucket. ARGV: replica, account id, feed length, the
+// number of calls, then per call the number of its arguments and
+// casScript's arguments but the replica, account id and feed length. It
+// answers one casScript answer per call.
+var casBatchScript = redis.NewScript(`
+local out, changed, seen, gens = {}, {}, {}, {}
+local a = 5
+for c = 1, tonumber(ARGV[4]) do
+  local argc = tonumber(ARGV[a])
+  local b = a
+  a = a + 1 + argc
+  local gk, uk, ck = KEYS[1 + 3 * c], KEYS[2 + 3 * c], KEYS[3 + 3 * c]
+  local op, member, score, gen, up = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+  local n = tonumber(ARGV[b + 6])
+  local res
+  if gen ~= '' and redis.call('EXISTS', gk) == 1 then res = {2} end
+  if not res and op == 'reap' then
+    local s = redis.call('ZSCORE', KEYS[2], member)
+    if s and tonumber(s) > tonumber(score) then res = {3} end
+  end
+  if not res then
+    local cur = {0}
+    local ok = true
+    for i = 0, n - 1 do
+      local f = ARGV[b + 7 + 3 * i]
+      local v = redis.call('HGET', KEYS[1], f)
+      if not v then v = '' end
+      cur[#cur + 1] = f
+      cur[#cur + 1] = v
+      if v ~= ARGV[b + 8 + 3 * i] then ok = false end
+    end
+    if not ok then res = cur end
+  end
+  if not res and ARGV[b + 8 + 3 * n] ~= '' then
+    local rate, burst = tonumber(ARGV[b + 8 + 3 * n]), tonumber(ARGV[b + 9 + 3 * n])
+    local tm = redis.call('TIME')
+    local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+    local bk = redis.call('HMGET', ck, 't', 'at')
+    local tokens, at = tonumber(bk[1]) or burst, tonumber(bk[2]) or now
+    tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+    if tokens < 1 then
+      res = {4, math.ceil((1 - tokens) / rate)}
+    else
+      redis.call('HSET', ck, 't', tostring(tokens - 1), 'at', now)
+      redis.call('PEXPIRE', ck, math.ceil(burst / rate) + 1000)
+    end
+  end
+  if not res then
+    for i = 0, n - 1 do
+      local f, v = ARGV[b + 7 + 3 * i], ARGV[b + 9 + 3 * i]
+      if v == '' then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, v) end
+      if not seen[f] then
+        seen[f] = true
+        changed[#changed + 1] = f
+      end
+    end
+    if op == 'add' then redis.call('ZADD', KEYS[2], score, member)
+    elseif op ~= '' then redis.call('ZREM', KEYS[2], member) end
+    if gen ~= '' then
+      local exp = tonumber(ARGV[b + 10 + 3 * n]) or 0
+      if exp > 0 then
+        redis.call('SET', gk, gen, 'PXAT', exp)
+        if up ~= '' then redis.call('SET', uk, up, 'PXAT', exp) end
+      else
+        redis.call('SET', gk, gen)
+        if up ~= '' then redis.call('SET', uk, up) end
+      end
+      gens[#gens + 1] = ARGV[b + 7 + 3 * n]
+    end
+    res = {1}
+  end
+  out[c] = res
+end
+if #changed > 0 then
+  if #gens > 0 then
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', table.concat(changed, ' '), 'g', table.concat(gens, ' '))
+  else
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', table.concat(changed, ' '))
+  end
+end
+return out
+`)
+
+// runBatch runs a batch's scripts in one script call (casBatchScript),
+// in order, applies each outcome to the replica's copy as run does, and
+// sets it in out. Redis runs the call whole and, with appendfsync
+// always, answers it once it is on disk: one round trip and one fsync
+// for every request of the batch, each acknowledged only when durable.
 func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
 	if len(batch) == 1 {
 		out[0].status, out[0].err = l.run(batch[0].sc)
 		return
 	}
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	pipe := l.rb.Client().Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
+	keys := make([]string, 3, 3+3*len(batch))
+	args := make([]any, 4, 4+len(batch)*16)
 	for i, p := range batch {
-		keys, args := l.scriptArgs(p.sc)
-		cmds[i] = casScript.EvalSha(ctx, pipe, keys, args...)
+		k, a := l.scriptArgs(p.sc)
+		if i == 0 {
+			copy(keys, k[:3])
+			args[0], args[1], args[2], args[3] = a[0], a[1], a[7], len(batch)
+		}
+		keys = append(keys, k[3:]...)
+		// casScript's arguments but the replica, account id and feed length
+		args = append(args, len(a)-3)
+		args = append(args, a[2:7]...)
+		args = append(args, a[8:]...)
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	var notRun []int      // the server lost the script (a restart)
+	answers, err := l.pipe.call(casBatchScript, keys, args)
 	for i, p := range batch {
-		answer, err := cmds[i].Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			notRun = append(notRun, i)
-			continue
+		var answer []any
+		if err == nil && i < len(answers) {
+			answer, _ = answers[i].([]any)
 		}
 		out[i].status, out[i].err = l.apply(p.sc, answer, err)
-	}
-	if len(notRun) == 0 {
-		return
-	}
-	// Loaded again, the requests decide again (status 0) and send it.
-	lctx, lcancel := ctxTimeout()
-	defer lcancel()
-	err := l.rb.Observe(casScript.Load(lctx, l.rb.Client()).Err())
-	for _, i := range notRun {
-		out[i] = queueEvent{err: err}
 	}
 }

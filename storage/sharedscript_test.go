@@ -11,7 +11,7 @@ import (
 func TestSharedLedgerScript(t *testing.T) {
 	srv := redistest.Start(t)
 	st := openSharedReplica(t, srv, "s:")
-	l := st.shared.ledger
+	l := sharedOf(t, st)
 	rc := l.rb.Client()
 	ctx := t.Context()
 	run := func(sc script) int64 {

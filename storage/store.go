@@ -59,8 +59,12 @@ type Store struct {
 	*FeedbackStore
 	// domains are the domain stores kept outside this package (domains.go).
 	domains map[string]Domain
-	// shared links the replicas on the shared backend (shared.go).
-	shared *shared
+	// feed brings other replicas' changes (shared.go; one that never
+	// changes on Badger); stopFollowing stops following it and the
+	// ledger's background work.
+	feed          kernel.Feed
+	stopFollowing func()
+	log           *zap.Logger
 }
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
@@ -69,15 +73,16 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(k)
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := newStore(k, log)
 	s.registerKinds()
-	rb, isShared := k.Backend().(*kernel.RedisBackend)
-	var feedPos string
-	if isShared {
-		if feedPos, err = rb.FeedPosition(); err != nil {
-			_ = k.Close()
-			return nil, err
-		}
+	feedPos, err := s.feed.Position()
+	if err != nil {
+		_ = k.Close()
+		return nil, err
 	}
 	if err := k.Load(); err != nil {
 		_ = k.Close()
@@ -89,24 +94,11 @@ func Open(opts Options) (*Store, error) {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
-	if isShared {
-		log := opts.Logger
-		if log == nil {
-			log = zap.NewNop()
-		}
-		if err := s.openShared(rb, feedPos, log); err != nil {
-			_ = k.Close()
-			return nil, err
-		}
-		s.k.Lock()
-		s.shared.ledger.overlayAll()
-		s.k.Unlock()
+	if err := s.follow(feedPos); err != nil {
+		_ = k.Close()
+		return nil, err
 	}
 	k.Start()
-	log := opts.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
 	s.startSealing(log)
 	return s, nil
 }
@@ -115,15 +107,19 @@ func Open(opts Options) (*Store, error) {
 // database.
 func (s *Store) Close() error {
 	s.stopSealing()
-	s.closeShared()
+	if s.stopFollowing != nil {
+		s.stopFollowing()
+	}
 	return s.k.Close()
 }
 
 // newStore makes the domain stores over k and wires each to the others
 // it reads.
-func newStore(k *kernel.Kernel) *Store {
+func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
 	s := &Store{
-		k: k,
+		k:    k,
+		feed: k.Feed(),
+		log:  log,
 		AccountStore: &AccountStore{
 			k:         k,
 			accounts:  map[string]*Account{},
@@ -134,7 +130,7 @@ func newStore(k *kernel.Kernel) *Store {
 			purchases: map[string][]Purchase{},
 			codes:     map[string]*ConnectCode{},
 		},
-		LedgerStore: &LedgerStore{k: k, ledger: newLedger()},
+		LedgerStore: &LedgerStore{k: k},
 		OrgStore: &OrgStore{
 			k:          k,
 			members:    kernel.Records[Member]{},
@@ -149,6 +145,7 @@ func newStore(k *kernel.Kernel) *Store {
 		FeedbackStore:    &FeedbackStore{k: k},
 	}
 	s.wire()
+	s.LedgerStore.impl = openLedger(s, log)
 	s.newDomains()
 	return s
 }
@@ -164,8 +161,6 @@ func (s *Store) wire() {
 	s.EndUserStore.acct = s.AccountStore
 	s.EndpointStore.acct = s.AccountStore
 	s.FeedbackStore.stats = s.AnalyticsStore
-	s.LedgerStore.acct = s.AccountStore
-	s.LedgerStore.org = s.OrgStore
 	s.OrgStore.acct = s.AccountStore
 	s.OrgStore.sec = s.SecretStore
 	s.SecretStore.acct = s.AccountStore

@@ -70,5 +70,7 @@
 // RedisBackend (redis.go) is that backend: Commit is one MULTI/EXEC with
 // a change-feed entry, Follow reads the feed, Apply and Reload bring the
 // other replicas' changes into memory; the ledger's script lives with the
-// store (storage/sharedledger.go).
+// store (storage/sharedledger.go). The store reaches the feed only
+// through the Feed interface (feed.go), which the embedded backend
+// answers with a feed that never changes.
 package kernel

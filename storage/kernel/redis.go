@@ -283,8 +283,9 @@ type Change struct {
 	Account string // a ledger script's entry: the account's money changed
 	// Fields are the money fields it changed.
 	Fields []string
-	// Generation is the id of the generation record a settlement wrote.
-	Generation string
+	// Generations are the ids of the generation records the settlements
+	// of a batch of ledger scripts wrote.
+	Generations []string
 }
 
 // FeedPosition is where Follow starts: taken before the warm-up Load, so
@@ -459,7 +460,9 @@ func (b *RedisBackend) changes(msgs []redis.XMessage) []Change {
 			c.Keys = strings.Split(k, "\n")
 		}
 		c.Account, _ = m.Values["m"].(string)
-		c.Generation, _ = m.Values["g"].(string)
+		if g, _ := m.Values["g"].(string); g != "" {
+			c.Generations = strings.Fields(g)
+		}
 		if f, _ := m.Values["f"].(string); f != "" {
 			c.Fields = strings.Fields(f)
 		}

@@ -1,0 +1,386 @@
+package storage
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
+)
+
+// localLedger is the in-process Ledger: the holds of running requests in
+// memory, the counters in the records (made durable by the kernel's group
+// commit), every reservation under the kernel's one lock.
+type localLedger struct {
+	k *kernel.Kernel
+	ledger
+	acct    *AccountStore
+	org     *OrgStore
+	publish func(Generation) // a settled generation, once durable
+}
+
+func newLocalLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation)) *localLedger {
+	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish}
+}
+
+// ReserveHolds runs decide on the account's and key's current figures
+// and, if it returns no error, places the holds, under the kernel's lock.
+func (l *localLedger) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+	l.k.Lock()
+	defer l.k.Unlock()
+	acct := l.acct.ledgerAccount(accountID)
+	if acct == nil {
+		return nil, ErrNotFound
+	}
+	t := now()
+	v := LedgerView{Now: t, Account: *acct, AccountHeld: l.accountHeld.get(accountID)}
+	var wsKey, memberKey string
+	if keyHash != "" {
+		if k := l.acct.ledgerKey(keyHash); k != nil {
+			v.Key = *k
+			if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
+				wsKey = accountID + "/" + ws.ID
+				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(wsKey)
+			}
+			if k.CreatorUserID != nil {
+				if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
+					memberKey = accountID + "/" + m.ID
+					v.Member, v.MemberHeld = m, l.memberHeld.get(memberKey)
+				}
+			}
+		}
+		v.KeyHeld = l.keyHeld.get(keyHash)
+	}
+	st := l.state(accountID, t)
+	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
+	h, err := decide(v)
+	if err != nil {
+		return nil, err
+	}
+	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey}
+	var sc heldScopes
+	lv := l.heldLevels(res, st, &sc)
+	lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
+	if v.Workspace != nil {
+		lv.WorkspaceCountsBYOK = v.Workspace.IncludeBYOKInBudgets
+	}
+	if !lv.Fits(h, v.InFlightHeld) {
+		return nil, money.ErrAmountRange
+	}
+	res.placed = lv.Place(h, t)
+	l.storeHeld(res, lv, st)
+	if h.CountFree {
+		// Not waited for: a count lost in a crash only favours the client.
+		l.acct.setAccountCounters(accountID, lv.Account)
+		l.k.MarkDirty(prefixAccount + accountID)
+	}
+	return res, nil
+}
+
+// heldScopes holds the scopes of heldLevels, on the caller's stack.
+type heldScopes struct{ key, ws, member levels.Scope }
+
+// heldLevels are the holds on a reservation's levels (no counters), and
+// the account's running in-flight holds; sc holds the scopes. A level is
+// there whether or not its record still is: holds are summed by key,
+// apart from the records. Callers hold the kernel's lock.
+func (l *localLedger) heldLevels(res *Reservation, st *inFlightState, sc *heldScopes) levels.Levels {
+	lv := levels.Levels{Account: levels.Account{Held: l.accountHeld.get(res.AccountID), Running: st.running}}
+	if res.KeyHash != "" {
+		sc.key.Held = l.keyHeld.get(res.KeyHash)
+		lv.Key = &sc.key
+	}
+	if res.workspace != "" {
+		sc.ws.Held = l.workspaceHeld.get(res.workspace)
+		lv.Workspace = &sc.ws
+	}
+	if res.member != "" {
+		sc.member.Held = l.memberHeld.get(res.member)
+		lv.Member = &sc.member
+	}
+	return lv
+}
+
+// storeHeld writes the levels' holds back (see heldLevels). Callers hold
+// the kernel's lock.
+func (l *localLedger) storeHeld(res *Reservation, lv levels.Levels, st *inFlightState) {
+	l.accountHeld.set(res.AccountID, lv.Account.Held)
+	if lv.Key != nil {
+		l.keyHeld.set(res.KeyHash, lv.Key.Held)
+	}
+	if lv.Workspace != nil {
+		l.workspaceHeld.set(res.workspace, lv.Workspace.Held)
+	}
+	if lv.Member != nil {
+		l.memberHeld.set(res.member, lv.Member.Held)
+	}
+	if st.running != lv.Account.Running {
+		st.running = lv.Account.Running
+		l.keepState(res.AccountID, st)
+	}
+}
+
+// keepState registers the account's in-flight state while it holds
+// anything, and drops it once it holds nothing.
+func (l *localLedger) keepState(accountID string, st *inFlightState) {
+	if st.running != 0 || st.head != len(st.settling) {
+		l.inFlight[accountID] = st
+	} else {
+		delete(l.inFlight, accountID)
+	}
+}
+
+// Release drops a reservation without a charge: the request failed before
+// it cost anything.
+func (l *localLedger) Release(res *Reservation) error {
+	l.k.Lock()
+	defer l.k.Unlock()
+	if res.done {
+		return ErrSettled
+	}
+	res.done = true
+	st := l.state(res.AccountID, now())
+	var sc heldScopes
+	lv := l.heldLevels(res, st, &sc)
+	lv.Unhold(res.placed)
+	l.storeHeld(res, lv, st)
+	return nil
+}
+
+// Settle turns a reservation into a charge, exactly once: it releases the
+// holds, adds the cost to every level's counters, keeps the cost in the
+// in-flight budget for the settlement window, and appends the generation
+// record. It returns once all of that is durable.
+func (l *localLedger) Settle(res *Reservation, c Charge) error {
+	l.k.Lock()
+	if res.done {
+		l.k.Unlock()
+		return ErrSettled
+	}
+	res.done = true
+	t := now()
+	st := l.state(res.AccountID, t)
+	var sc heldScopes
+	lv := l.heldLevels(res, st, &sc)
+	lv.Unhold(res.placed)
+	acct := l.acct.ledgerAccount(res.AccountID)
+	if acct != nil {
+		lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
+		lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
+		c = c.within(acct.Usage, acct.BYOKUsage)
+	}
+	key := l.acct.ledgerKey(res.KeyHash)
+	if key != nil && lv.Key != nil {
+		lv.Key.Usage, lv.Key.BYOKUsage = key.Usage, key.BYOKUsage
+	}
+	wsAccount, wsID, _ := cutScope(res.workspace)
+	ws := l.org.ledgerWorkspace(wsAccount, wsID)
+	if ws != nil && lv.Workspace != nil {
+		lv.Workspace.Usage, lv.Workspace.BYOKUsage = ws.Usage, ws.BYOKUsage
+	}
+	mAccount, memberID, _ := cutScope(res.member)
+	mem := l.org.ledgerMember(mAccount, memberID)
+	if mem != nil && lv.Member != nil {
+		lv.Member.Usage, lv.Member.BYOKUsage = mem.Usage, mem.BYOKUsage
+	}
+	charged := lv.Charge(c.levels(), t)
+	l.storeHeld(res, lv, st)
+	if charged {
+		if acct != nil && l.acct.setAccountCounters(res.AccountID, lv.Account) {
+			l.k.MarkDirtyAt(prefixAccount, res.AccountID)
+		}
+		if key != nil && l.acct.setKeyCounters(res.KeyHash, *lv.Key) {
+			l.k.MarkDirtyAt(prefixAPIKey, res.KeyHash)
+		}
+		if ws != nil && l.org.setWorkspaceCounters(wsAccount, wsID, *lv.Workspace) {
+			l.k.MarkDirtyAt(prefixWorkspaceUsage, res.workspace)
+		}
+		if mem != nil && l.org.setMemberCounters(mAccount, memberID, *lv.Member) {
+			l.k.MarkDirtyAt(prefixMemberUsage, res.member)
+		}
+	}
+	if levels.KeepsSettling(res.Holds.InFlight, c.Cost, c.SettlementWindow) {
+		st.settle(settling{until: t.Add(c.SettlementWindow), amount: c.Cost})
+		l.inFlight[res.AccountID] = st
+	}
+	var b *kernel.Batch
+	if g := c.Generation; g != nil {
+		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
+			l.k.Append(prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, g.ID)
+		}
+		// The record itself, not a copy: Settle returns only once the
+		// flusher has encoded it, so the caller cannot change it before.
+		b = l.k.Append(prefixGeneration+g.ID, g)
+	} else {
+		b = l.k.Pending()
+	}
+	l.k.Unlock()
+	if err := b.Wait(); err != nil {
+		return err
+	}
+	if c.Generation != nil {
+		l.publish(*c.Generation)
+	}
+	return nil
+}
+
+// cutScope splits a scope key "<account id>/<id>".
+func cutScope(key string) (accountID, id string, ok bool) { return strings.Cut(key, "/") }
+
+// ReapExpired: the in-process ledger's holds end with its process.
+func (l *localLedger) ReapExpired() (int, error) { return 0, nil }
+
+func (l *localLedger) start(context.Context)                    {}
+func (l *localLedger) wait()                                    {}
+func (l *localLedger) admissible() error                        { return nil }
+func (l *localLedger) settleFailed(*Reservation, Charge, error) {}
+func (l *localLedger) loadAll() error                           { return nil }
+func (l *localLedger) refresh(map[string][]string) error        { return nil }
+func (l *localLedger) overlay(string)                           {}
+func (l *localLedger) overlayAll()                              {}
+func (l *localLedger) shareKeyCeiling(*KeyCeiling)              {}
+
+func (l *localLedger) held(accountID, keyHash string) (account, key money.Amount) {
+	l.k.RLock()
+	defer l.k.RUnlock()
+	account = l.accountHeld.get(accountID)
+	if keyHash != "" {
+		key = l.keyHeld.get(keyHash)
+	}
+	return account, key
+}
+
+// ledger is the in-memory state of running requests: what they hold against
+// balances, key caps and the in-flight budget. It is not persisted: after a
+// restart nothing is running, so nothing is held.
+type ledger struct {
+	accountHeld held
+	keyHeld     held
+	inFlight    map[string]*inFlightState
+	// workspaceHeld and memberHeld are by "<account id>/<id>".
+	workspaceHeld held
+	memberHeld    held
+}
+
+// held sums the holds of running requests by account, key, workspace or
+// member. Its sums are pointers, so that adding to one is one map access,
+// and a sum back at zero stays for the key's next request (no allocation,
+// no map write) until zeros are half of the map, when they are removed.
+type held struct {
+	sums  map[string]*money.Amount
+	zeros int // sums at zero
+}
+
+func newHeld() held { return held{sums: map[string]*money.Amount{}} }
+
+func (h *held) get(k string) money.Amount {
+	if p := h.sums[k]; p != nil {
+		return *p
+	}
+	return 0
+}
+
+func (h *held) add(k string, d money.Amount) {
+	if d == 0 {
+		return
+	}
+	p := h.sums[k]
+	switch {
+	case p == nil:
+		p = new(money.Amount)
+		h.sums[k] = p
+	case *p == 0:
+		h.zeros--
+	}
+	if *p += d; *p == 0 {
+		h.zeros++
+		if h.zeros > 64 && 2*h.zeros > len(h.sums) {
+			h.sweep()
+		}
+	}
+}
+
+// set makes k's sum v.
+func (h *held) set(k string, v money.Amount) { h.add(k, v-h.get(k)) }
+
+// sweep removes the sums at zero: amortized over the zeros it removes,
+// at least half of the map's entries.
+func (h *held) sweep() {
+	for k, p := range h.sums {
+		if *p == 0 {
+			delete(h.sums, k)
+		}
+	}
+	h.zeros = 0
+}
+
+// live is how many sums are not zero.
+func (h *held) live() int { return len(h.sums) - h.zeros }
+
+// inFlightState is one account's use of its in-flight budget.
+type inFlightState struct {
+	running money.Amount // in-flight holds of running requests
+	// settling[head:] holds finished requests' costs until their window
+	// ends, ordered by expiry; settled is their sum.
+	settling []settling
+	head     int
+	settled  money.Amount
+}
+
+type settling struct {
+	until  time.Time
+	amount money.Amount
+}
+
+func newLedger() ledger {
+	return ledger{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld()}
+}
+
+// state returns the account's in-flight state with expired settlements
+// released; the state is registered only once something is added to it.
+func (l *ledger) state(accountID string, t time.Time) *inFlightState {
+	st, ok := l.inFlight[accountID]
+	if !ok {
+		return &inFlightState{}
+	}
+	for st.head < len(st.settling) && !st.settling[st.head].until.After(t) {
+		st.settled -= st.settling[st.head].amount
+		st.head++
+	}
+	// Compact once the released prefix dominates: amortized O(1).
+	if st.head > 64 && st.head*2 > len(st.settling) {
+		st.settling = append(st.settling[:0], st.settling[st.head:]...)
+		st.head = 0
+	}
+	if st.running == 0 && st.head == len(st.settling) {
+		delete(l.inFlight, accountID)
+	}
+	return st
+}
+
+// settle keeps a finished request's cost until the window ends. Windows are
+// usually equal, so this appends; a changed window inserts in order.
+func (st *inFlightState) settle(e settling) {
+	st.settled += e.amount
+	if n := len(st.settling); n == st.head || !st.settling[n-1].until.After(e.until) {
+		st.settling = append(st.settling, e) // the usual case: no search
+		return
+	}
+	live := st.settling[st.head:]
+	i := st.head + sort.Search(len(live), func(i int) bool { return live[i].until.After(e.until) })
+	st.settling = slices.Insert(st.settling, i, e)
+}
+
+func (st *inFlightState) held() money.Amount { return st.running + st.settled }
+
+// nextRelease is the time until the first settling cost is released.
+func (st *inFlightState) nextRelease(t time.Time) time.Duration {
+	if st.head == len(st.settling) {
+		return 0
+	}
+	return st.settling[st.head].until.Sub(t)
+}

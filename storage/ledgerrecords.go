@@ -1,0 +1,87 @@
+package storage
+
+import "github.com/tollgate-dev/caddy-tollgate/storage/levels"
+
+// The records whose counters a ledger reads and changes belong to the
+// account store (accounts, keys) and the org store (workspaces, members).
+// Ledgers reach them only through these methods, which read the record
+// in memory and replace it with its counters changed; they never mark a
+// record dirty (the in-process ledger does, for the records it charged; a
+// shared ledger's counters live in its own database). Callers hold the
+// kernel's lock.
+
+// ledgerAccount is the account's record; nil when there is none.
+func (s *AccountStore) ledgerAccount(id string) *Account { return s.accounts[id] }
+
+// ledgerKey is the API key's record; nil when there is none.
+func (s *AccountStore) ledgerKey(hash string) *APIKey { return s.keys[hash] }
+
+// ledgerAccountIDs calls fn with every account's id.
+func (s *AccountStore) ledgerAccountIDs(fn func(id string)) {
+	for id := range s.accounts {
+		fn(id)
+	}
+}
+
+// setAccountCounters replaces the account's record with its usage and
+// free-model counters taken from a; false when there is no record.
+func (s *AccountStore) setAccountCounters(id string, a levels.Account) bool {
+	acct, ok := s.accounts[id]
+	if !ok {
+		return false
+	}
+	c := *acct
+	c.Usage, c.BYOKUsage, c.FreeModelRequests, c.FreeModelMinute = a.Usage, a.BYOKUsage, a.FreeDay, a.FreeMinute
+	s.accounts[id] = &c
+	return true
+}
+
+// setKeyCounters replaces the key's record with its usage counters taken
+// from sc; false when there is no record.
+func (s *AccountStore) setKeyCounters(hash string, sc levels.Scope) bool {
+	key, ok := s.keys[hash]
+	if !ok {
+		return false
+	}
+	k := *key
+	k.Usage, k.BYOKUsage = sc.Usage, sc.BYOKUsage
+	s.keys[hash] = &k
+	return true
+}
+
+// ledgerWorkspace is the workspace's record; nil when there is none.
+func (s *OrgStore) ledgerWorkspace(accountID, id string) *Workspace {
+	return s.workspaces[accountID][id]
+}
+
+// ledgerMember is the member's record; nil when there is none.
+func (s *OrgStore) ledgerMember(accountID, id string) *Member {
+	return s.members[accountID][id]
+}
+
+// setWorkspaceCounters replaces the workspace's record with its usage
+// counters taken from sc; false when there is no record. These counters
+// change no key's rules, so the rules cache stays valid.
+func (s *OrgStore) setWorkspaceCounters(accountID, id string, sc levels.Scope) bool {
+	ws, ok := s.workspaces[accountID][id]
+	if !ok {
+		return false
+	}
+	w := *ws
+	w.Usage, w.BYOKUsage = sc.Usage, sc.BYOKUsage
+	s.workspaces[accountID][id] = &w
+	return true
+}
+
+// setMemberCounters replaces the member's record with its usage counters
+// taken from sc; false when there is no record.
+func (s *OrgStore) setMemberCounters(accountID, id string, sc levels.Scope) bool {
+	mem, ok := s.members[accountID][id]
+	if !ok {
+		return false
+	}
+	m := *mem
+	m.Usage, m.BYOKUsage = sc.Usage, sc.BYOKUsage
+	s.members[accountID][id] = &m
+	return true
+}
