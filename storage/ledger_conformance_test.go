@@ -127,6 +127,7 @@ func TestLedgerConformance(t *testing.T) {
 			t.Run("ReleaseChargesNothing", func(t *testing.T) { conformRelease(t, b) })
 			t.Run("ExactCapUnderConcurrency", func(t *testing.T) { conformExactCap(t, b) })
 			t.Run("BYOKAndFreeModels", func(t *testing.T) { conformBYOK(t, b) })
+			t.Run("FreeModelRequestKeepsTheUsage", func(t *testing.T) { conformFreeKeepsUsage(t, b) })
 			t.Run("SettlementWindowHoldsTheInFlightBudget", func(t *testing.T) { conformSettling(t, b) })
 			t.Run("AbandonedHoldsAreReleased", func(t *testing.T) { conformAbandoned(t, b) })
 		})
@@ -301,6 +302,34 @@ func conformBYOK(t *testing.T, b ledgerBackendCase) {
 	v = viewOf(t, s, f.acct.ID, f.key.Hash)
 	if v.AccountHeld != 0 || v.KeyHeld != 0 || v.WorkspaceHeld != 0 || v.MemberHeld != 0 {
 		t.Fatalf("still held: %+v", v)
+	}
+}
+
+// conformFreeKeepsUsage: counting a free-model request leaves the
+// account's charged usage as it was.
+func conformFreeKeepsUsage(t *testing.T, b ledgerBackendCase) {
+	reps, _ := b.open(t, 1)
+	s := reps[0]
+	f := newConformanceFixture(t, s, 10*money.AmountScale)
+	res, err := s.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1000}, capDecide(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(res, Charge{Cost: 700}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Reserve(f.acct.ID, f.key.Hash, Holds{CountFree: true}, capDecide(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.Account(f.acct.ID); a.Usage != 700 {
+		t.Fatalf("account usage %s after a free-model request was counted, want 700", a.Usage)
+	}
+	if err := s.Settle(res, Charge{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.Account(f.acct.ID); a.Usage != 700 || a.FreeModelRequests.At(money.IntervalDaily, now()) != 1 {
+		t.Fatalf("after the free request: usage %s, free requests today %s; want 700 and 1", a.Usage, a.FreeModelRequests.At(money.IntervalDaily, now()))
 	}
 }
 

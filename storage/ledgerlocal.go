@@ -64,6 +64,9 @@ func (l *localLedger) ReserveHolds(accountID, keyHash string, decide func(Ledger
 	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey}
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
+	// The counters too: a free-model request writes the account's
+	// counters back (setAccountCounters), usage included.
+	lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
 	lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
 	if v.Workspace != nil {
 		lv.WorkspaceCountsBYOK = v.Workspace.IncludeBYOKInBudgets
