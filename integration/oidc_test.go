@@ -95,6 +95,7 @@ func TestOIDCCLIAndRestart(t *testing.T) {
 	if del := cli(t, p, "oidc", "delete", "--account", acct); !del.Get("deleted").Bool() {
 		t.Fatalf("oidc delete: %s", del.Raw)
 	}
+	p.stop(t) // its log is written no more
 	if strings.Contains(p.log.String(), oidcSecret) {
 		t.Fatal("the client secret is in the gateway's log")
 	}
