@@ -1,15 +1,16 @@
 package dashboard
 
 import (
+	"cmp"
 	"encoding/csv"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -91,191 +92,233 @@ type activityData struct {
 	Models, Providers    []string
 	Keys                 []storage.APIKey
 	CSV                  string
-	MoreGroups           int
-}
-
-// dayGroup is one value of the breakdown on one day.
-type dayGroup struct {
-	day int
-	g   string
+	// The table's page of values: rows From to To of Count; PrevURL and
+	// NextURL page it ("" on the first or last page).
+	From, To, Count  int
+	PrevURL, NextURL string
 }
 
 type dayFigures struct{ usage, requests, tokens float64 }
 
-// activityScan is the Activity page's figures, gathered in one pass over
-// the account's rollup cells (storage.ScanUsage): per value of the
-// breakdown, per day and value, and the models and providers of the range.
+func (f *dayFigures) add(s *storage.Sums) {
+	f.usage += s.Usage.Float64()
+	f.requests += float64(s.Requests)
+	f.tokens += float64(s.PromptTokens + s.CompletionTokens)
+}
+
+// valueAgg is one value of the breakdown over the range.
+type valueAgg struct {
+	value string
+	sums  storage.Sums
+	seen  bool
+	slot  int32 // its row of per-day figures in the first pass; -1: none
+}
+
+// activityScan is the Activity page's figures from the account's rollup
+// cells (storage.ScanUsage), never the generation records: each value of
+// the breakdown's sums, the days of the charted values (the largest
+// maxSeries-1 when there are more than maxSeries, else all) and of the
+// rest as one series, and the models and providers of the range.
 type activityScan struct {
-	groups            map[string]*storage.Sums
-	days              map[dayGroup]*dayFigures
-	totals            storage.Sums
-	models, providers map[string]struct{}
+	values            []valueAgg // by the rollup's id of the value (Cell.DimID)
+	order             []int32    // ids of the values seen, largest spend first
+	series            [][]dayFigures
 	other             []dayFigures // per day, the values not charted alone
+	totals            storage.Sums
+	models, providers []string
 }
 
-// scanActivity reads the selection from the analytics rollup: never the
-// generation records. own, when not nil, keeps only those keys (a
-// member's). The figures per day and value are kept for the values in
-// charted (nil: every value; the breakdown by key, which may have
-// thousands of values, charts only the largest, found by a first pass).
-func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, charted []string, choices bool) activityScan {
-	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
-		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
+// onePassValues is how many values of the breakdown get their days in
+// the first pass over the cells: models and providers are a few, so one
+// pass gives everything; thousands of keys would need a slab of
+// megabytes visited at random, so a breakdown with more values reads the
+// cells again for the days of the few it charts.
+var onePassValues int32 = 64 // a variable for tests
+
+// cellFilter admits a cell of the selection and places it in a day.
+type cellFilter struct {
+	q        activityQuery
+	fromUnix int64
+	own      map[string]bool // a member's keys; nil: every key
+	ownOf    []uint8         // by key id: 0 unknown, 1 own, 2 not
+}
+
+// mine reports whether the cell is of the session's keys.
+func (f *cellFilter) mine(c *storage.Cell) bool {
+	if f.own == nil {
+		return true
+	}
+	id := c.DimID(storage.DimAPIKey)
+	f.ownOf = growTo(f.ownOf, int(id)+1)
+	if f.ownOf[id] == 0 {
+		f.ownOf[id] = 2
+		if f.own[c.APIKey] {
+			f.ownOf[id] = 1
+		}
+	}
+	return f.ownOf[id] == 1
+}
+
+// day admits a cell of the session's keys that the filters select and
+// returns its day in the range.
+func (f *cellFilter) day(c *storage.Cell) (int, bool) {
+	q := &f.q
+	if (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
+		return 0, false
+	}
+	day := int((c.Hour.Unix() - f.fromUnix) / 86400)
+	return day, day >= 0 && day < q.Days
+}
+
+// growTo returns s with at least n elements, the new ones zero.
+func growTo[T any](s []T, n int) []T {
+	if n <= len(s) {
+		return s
+	}
+	if n <= cap(s) {
+		return s[:n]
+	}
+	t := make([]T, n, max(n, 2*cap(s), 64))
+	copy(t, s)
+	return t
+}
+
+// scanActivity reads the selection from the analytics rollup: one pass
+// for each value's sums (in a slice by the value's id: no hashing of
+// strings per cell), and, when the breakdown has more than onePassValues
+// values, a second for the days of the charted ones. own, when not nil,
+// keeps only those keys (a member's); choices also gathers the models and
+// providers of the range (for the filters).
+func scanActivity(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, choices bool) activityScan {
 	dim := q.dim()
+	f := &cellFilter{q: q, fromUnix: from.Unix(), own: own}
+	a := activityScan{other: make([]dayFigures, q.Days)}
+	var slab []dayFigures // per slot, per day
+	slots, overflow := int32(0), false
+	var models, providers []string // by id
 	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
-		if own != nil && !own[c.APIKey] {
+		if !f.mine(c) {
 			return
 		}
 		if choices {
-			if _, ok := a.models[c.Model]; !ok && c.Model != "" {
-				a.models[c.Model] = struct{}{}
+			if mid := c.DimID(storage.DimModel); mid != 0 {
+				if models = growTo(models, int(mid)+1); models[mid] == "" {
+					models[mid] = c.Model
+				}
 			}
-			if _, ok := a.providers[c.Provider]; !ok && c.Provider != "" {
-				a.providers[c.Provider] = struct{}{}
-			}
-		}
-		if (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
-			return
-		}
-		v := c.Dim(dim)
-		addSums(&a.totals, c.Sums)
-		if charted == nil {
-			g := a.groups[v]
-			if g == nil {
-				g = new(storage.Sums)
-				a.groups[v] = g
-			}
-			addSums(g, c.Sums)
-		} else if !slices.Contains(charted, v) {
-			if day := int(c.Hour.Sub(from) / (24 * time.Hour)); day >= 0 && day < len(a.other) {
-				a.other[day].usage += c.Sums.Usage.Float64()
-				a.other[day].requests += float64(c.Sums.Requests)
-				a.other[day].tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
-			}
-			return
-		}
-		k := dayGroup{int(c.Hour.Sub(from) / (24 * time.Hour)), v}
-		f := a.days[k]
-		if f == nil {
-			f = new(dayFigures)
-			a.days[k] = f
-		}
-		f.usage += c.Sums.Usage.Float64()
-		f.requests += float64(c.Sums.Requests)
-		f.tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
-	})
-	return a
-}
-
-// maxOnePassDays is the longest range whose breakdown by key keeps every
-// key's days in one pass (10,000 keys x 31 days of figures: 7 MB).
-const maxOnePassDays = 31
-
-// scanKeys is scanActivity for the breakdown by key in one pass: each
-// key's sums and days, then the days of the largest four apart and the
-// rest summed.
-func scanKeys(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool, choices bool) activityScan {
-	type keyAgg struct {
-		key  string
-		sums storage.Sums
-		days []dayFigures
-	}
-	a := activityScan{groups: map[string]*storage.Sums{}, days: map[dayGroup]*dayFigures{},
-		models: map[string]struct{}{}, providers: map[string]struct{}{}, other: make([]dayFigures, q.Days)}
-	// By the key string's bytes' address: the rollup keeps one copy of
-	// each string, so this is a pointer's hash rather than a 64-byte
-	// one; copies of one key, if any, are merged below.
-	byData := map[*byte]*keyAgg{}
-	var slab []dayFigures
-	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
-		if own != nil && !own[c.APIKey] {
-			return
-		}
-		if choices {
-			if _, ok := a.models[c.Model]; !ok && c.Model != "" {
-				a.models[c.Model] = struct{}{}
-			}
-			if _, ok := a.providers[c.Provider]; !ok && c.Provider != "" {
-				a.providers[c.Provider] = struct{}{}
+			if pid := c.DimID(storage.DimProvider); pid != 0 {
+				if providers = growTo(providers, int(pid)+1); providers[pid] == "" {
+					providers[pid] = c.Provider
+				}
 			}
 		}
-		if (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
-			return
-		}
-		day := int(c.Hour.Sub(from) / (24 * time.Hour))
-		if day < 0 || day >= q.Days {
-			return
-		}
-		addSums(&a.totals, c.Sums)
-		k := byData[unsafe.StringData(c.APIKey)]
-		if k == nil {
-			if len(slab)+q.Days > cap(slab) {
-				slab = make([]dayFigures, 0, 1024*q.Days)
-			}
-			k = &keyAgg{key: c.APIKey, days: slab[len(slab) : len(slab)+q.Days]}
-			slab = slab[:len(slab)+q.Days]
-			byData[unsafe.StringData(c.APIKey)] = k
-		}
-		addSums(&k.sums, c.Sums)
-		f := &k.days[day]
-		f.usage += c.Sums.Usage.Float64()
-		f.requests += float64(c.Sums.Requests)
-		f.tokens += float64(c.Sums.PromptTokens + c.Sums.CompletionTokens)
-	})
-	keys := make(map[string]*keyAgg, len(byData))
-	for _, k := range byData {
-		into, ok := keys[k.key]
+		day, ok := f.day(c)
 		if !ok {
-			keys[k.key] = k
-			continue
+			return
 		}
-		addSums(&into.sums, k.sums)
-		for day, f := range k.days {
-			into.days[day].usage += f.usage
-			into.days[day].requests += f.requests
-			into.days[day].tokens += f.tokens
-		}
-	}
-	for v, k := range keys {
-		a.groups[v] = &k.sums
-	}
-	top := topGroups(a.groups, maxSeries-1)
-	for v, k := range keys {
-		if slices.Contains(top, v) {
-			for day := range k.days {
-				f := k.days[day]
-				a.days[dayGroup{day, v}] = &f
+		addSums(&a.totals, c.Sums)
+		id := c.DimID(dim)
+		a.values = growTo(a.values, int(id)+1)
+		v := &a.values[id]
+		if !v.seen {
+			v.seen, v.value, v.slot = true, c.Dim(dim), -1
+			a.order = append(a.order, int32(id))
+			if slots < onePassValues {
+				v.slot = slots
+				slots++
+				slab = append(slab, make([]dayFigures, q.Days)...)
+			} else {
+				overflow = true
 			}
-			continue
 		}
-		for day, f := range k.days {
-			a.other[day].usage += f.usage
-			a.other[day].requests += f.requests
-			a.other[day].tokens += f.tokens
+		addSums(&v.sums, c.Sums)
+		if v.slot >= 0 {
+			slab[int(v.slot)*q.Days+day].add(&c.Sums)
 		}
+	})
+	if choices {
+		a.models, a.providers = nonEmpty(models), nonEmpty(providers)
 	}
+	// Largest spend first: the chart's series order and the table's.
+	slices.SortFunc(a.order, func(x, y int32) int {
+		vx, vy := &a.values[x], &a.values[y]
+		if vx.sums.Usage != vy.sums.Usage {
+			return cmp.Compare(vy.sums.Usage, vx.sums.Usage)
+		}
+		return strings.Compare(vx.value, vy.value)
+	})
+	charted := a.order
+	if len(charted) > maxSeries {
+		charted = charted[:maxSeries-1]
+	}
+	a.series = make([][]dayFigures, len(charted))
+	if !overflow {
+		// Every value has its days in the slab.
+		seriesOf := make([]int, slots)
+		for i := range seriesOf {
+			seriesOf[i] = -1
+		}
+		for i, id := range charted {
+			seriesOf[a.values[id].slot] = i
+		}
+		for _, id := range a.order {
+			slot := int(a.values[id].slot)
+			days := slab[slot*q.Days : (slot+1)*q.Days]
+			if i := seriesOf[slot]; i >= 0 {
+				a.series[i] = days
+				continue
+			}
+			for d := range days {
+				a.other[d].usage += days[d].usage
+				a.other[d].requests += days[d].requests
+				a.other[d].tokens += days[d].tokens
+			}
+		}
+		return a
+	}
+	// Many values: the days of the charted ones, the rest summed.
+	seriesOf := make([]int8, len(a.values))
+	for i := range seriesOf {
+		seriesOf[i] = -1
+	}
+	for i, id := range charted {
+		seriesOf[id] = int8(i)
+		a.series[i] = make([]dayFigures, q.Days)
+	}
+	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
+		if !f.mine(c) {
+			return
+		}
+		day, ok := f.day(c)
+		if !ok {
+			return
+		}
+		if id := c.DimID(dim); int(id) < len(seriesOf) && seriesOf[id] >= 0 {
+			a.series[seriesOf[id]][day].add(&c.Sums)
+			return
+		}
+		a.other[day].add(&c.Sums)
+	})
 	return a
 }
 
-// keyGroups is the first pass of the breakdown by key: each key's sums.
-func keyGroups(st *storage.Store, accountID string, q activityQuery, from, to time.Time, own map[string]bool) map[string]*storage.Sums {
-	groups := map[string]*storage.Sums{}
-	st.ScanUsage(accountID, from, to, func(c *storage.Cell) {
-		if (own != nil && !own[c.APIKey]) || (q.Model != "" && c.Model != q.Model) || (q.Key != "" && c.APIKey != q.Key) || (q.Provider != "" && c.Provider != q.Provider) {
-			return
+// nonEmpty is the set values of a slice by id, sorted.
+func nonEmpty(byID []string) []string {
+	var out []string
+	for _, v := range byID {
+		if v != "" {
+			out = append(out, v)
 		}
-		g := groups[c.APIKey]
-		if g == nil {
-			g = new(storage.Sums)
-			groups[c.APIKey] = g
-		}
-		addSums(g, c.Sums)
-	})
-	return groups
+	}
+	slices.Sort(out)
+	return out
 }
 
-// maxGroupRows is how many values of the breakdown the table lists.
-const maxGroupRows = 100
+// keyChoices is how many keys the key filter lists at most.
+const keyChoices = 500
+
+// tableRows is how many values of the breakdown a page of the table lists.
+const tableRows = 100
 
 // activity shows spend, requests and tokens per day by model, key or
 // provider, from the analytics rollup (never a scan of generations), and
@@ -289,97 +332,104 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	t := now().UTC()
 	today := storage.BucketStart(t, storage.GranularityDay)
 	from := today.AddDate(0, 0, -(q.Days - 1))
-	keyNames := map[string]string{}
-	keys := d.visibleKeys(st, s, acct, "")
+	// The key filter lists up to keyChoices keys; an account with more
+	// (thousands) is not listed whole: the names of the keys a page shows
+	// are looked up one by one.
+	var keys []storage.APIKey
 	var own map[string]bool
-	if !s.CanManageAccount() {
+	if s.CanManageAccount() {
+		keys = st.ListAPIKeys(storage.KeyFilter{AccountID: acct.ID, IncludeDisabled: true, Limit: keyChoices + 1})
+	} else {
+		keys = d.visibleKeys(st, s, acct, "")
 		own = map[string]bool{}
 	}
+	keyNames := make(map[string]string, min(len(keys), keyChoices))
 	for _, k := range keys {
 		keyNames[k.Hash] = k.Name
 		if own != nil {
 			own[k.Hash] = true
 		}
 	}
+	keyName := func(hash string) (string, bool) {
+		if n, ok := keyNames[hash]; ok || own != nil || len(keys) <= keyChoices {
+			return n, ok
+		}
+		k, ok := st.APIKey(hash)
+		if !ok || k.AccountID != acct.ID {
+			return "", false
+		}
+		return k.Name, true
+	}
 	to := today.AddDate(0, 0, 1)
 	choices := d.cachedChoices(acct.ID, q.Days, own != nil)
-	var scan activityScan
-	switch {
-	case q.By == "key" && q.Days <= maxOnePassDays:
-		scan = scanKeys(st, acct.ID, q, from, to, own, choices == nil)
-	case q.By == "key":
-		// Thousands of keys over a long range: their sums first, then
-		// the days of the largest, the rest as one series.
-		groups := keyGroups(st, acct.ID, q, from, to, own)
-		scan = scanActivity(st, acct.ID, q, from, to, own, topGroups(groups, maxSeries-1), choices == nil)
-		scan.groups = groups
-	default:
-		scan = scanActivity(st, acct.ID, q, from, to, own, nil, choices == nil)
-	}
+	scan := scanActivity(st, acct.ID, q, from, to, own, choices == nil)
 	if choices == nil {
 		choices = d.keepChoices(acct.ID, q.Days, own != nil, scan)
 	}
 	data := activityData{Prefix: d.Prefix, Q: q, Dims: activityDims, DayOptions: []int{1, 7, 30, 90, 365}, Totals: scan.totals}
-	for v, sums := range scan.groups {
-		g := groupRow{Value: v, Label: v, Sums: *sums, Usage: sums.Usage, Tokens: sums.PromptTokens + sums.CompletionTokens}
+	label := func(v string) string {
 		if q.By == "key" {
-			if n, ok := keyNames[v]; ok {
-				g.Label = n
+			if n, ok := keyName(v); ok {
+				return n
 			} else if len(v) > 12 {
-				g.Label = v[:12] + "…"
+				return v[:12] + "…"
 			}
 		}
-		if g.Label == "" {
-			g.Label = "(none)"
+		if v == "" {
+			return "(none)"
 		}
-		if sums.Requests > 0 {
-			g.AvgLatencyMS = sums.LatencyMS / sums.Requests
+		return v
+	}
+	// The table's page: rows built for it alone, not for every value.
+	data.Count = len(scan.order)
+	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	offset = max(0, min(offset, (max(0, data.Count-1)/tableRows)*tableRows))
+	end := min(data.Count, offset+tableRows)
+	for i, id := range scan.order[offset:end] {
+		v := &scan.values[id]
+		g := groupRow{Value: v.value, Label: label(v.value), Sums: v.sums, Usage: v.sums.Usage,
+			Tokens: v.sums.PromptTokens + v.sums.CompletionTokens, ChartClass: "c" + strconv.Itoa(min(offset+i, maxSeries-1))}
+		if v.sums.Requests > 0 {
+			g.AvgLatencyMS = v.sums.LatencyMS / v.sums.Requests
 		}
 		data.Groups = append(data.Groups, g)
 	}
-	// Largest spend first: the chart's series order.
-	sort.Slice(data.Groups, func(i, j int) bool {
-		if data.Groups[i].Usage != data.Groups[j].Usage {
-			return data.Groups[i].Usage > data.Groups[j].Usage
+	data.From, data.To = offset+1, end
+	pageURL := func(o int) string {
+		v := r.URL.Query()
+		v.Del("offset")
+		if o > 0 {
+			v.Set("offset", strconv.Itoa(o))
 		}
-		return data.Groups[i].Value < data.Groups[j].Value
-	})
-	// The charts stack the first maxSeries-1 values and the rest as one.
-	index := map[string]int{}
-	n := min(len(data.Groups), maxSeries)
-	for i := range data.Groups {
-		data.Groups[i].ChartClass = "c" + strconv.Itoa(min(i, maxSeries-1))
-		index[data.Groups[i].Value] = min(i, maxSeries-1)
+		return d.Prefix + "/activity?" + v.Encode()
 	}
+	if offset > 0 {
+		data.PrevURL = pageURL(offset - tableRows)
+	}
+	if end < data.Count {
+		data.NextURL = pageURL(end)
+	}
+	// The charts: the charted values, then the rest as "other".
 	days := make([]time.Time, q.Days)
 	for i := range days {
 		days[i] = from.AddDate(0, 0, i)
 	}
-	mk := func() []series {
-		ss := make([]series, n)
-		for i := range ss {
-			ss[i] = series{Name: data.Groups[i].Label, Values: make([]float64, q.Days)}
-		}
-		if len(data.Groups) > maxSeries {
-			ss[maxSeries-1].Name = "other"
-		}
-		return ss
+	n := len(scan.series)
+	if len(scan.order) > n {
+		n++
 	}
-	spend, reqs, toks := mk(), mk(), mk()
-	for k, f := range scan.days {
-		if k.day < 0 || k.day >= q.Days {
-			continue
+	spend, reqs, toks := make([]series, n), make([]series, n), make([]series, n)
+	for i := range n {
+		name := "other"
+		figs := scan.other
+		if i < len(scan.series) {
+			name, figs = label(scan.values[scan.order[i]].value), scan.series[i]
 		}
-		j := index[k.g]
-		spend[j].Values[k.day] += f.usage
-		reqs[j].Values[k.day] += f.requests
-		toks[j].Values[k.day] += f.tokens
-	}
-	if len(data.Groups) >= maxSeries {
-		for day, f := range scan.other {
-			spend[maxSeries-1].Values[day] += f.usage
-			reqs[maxSeries-1].Values[day] += f.requests
-			toks[maxSeries-1].Values[day] += f.tokens
+		spend[i] = series{Name: name, Values: make([]float64, q.Days)}
+		reqs[i] = series{Name: name, Values: make([]float64, q.Days)}
+		toks[i] = series{Name: name, Values: make([]float64, q.Days)}
+		for day, f := range figs {
+			spend[i].Values[day], reqs[i].Values[day], toks[i].Values[day] = f.usage, f.requests, f.tokens
 		}
 	}
 	if q.Days > 90 {
@@ -391,21 +441,17 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	data.Spend = stackedChart(days, spend, formatMoneyAxis)
 	data.Requests = stackedChart(days, reqs, formatCountAxis)
 	data.Tok = stackedChart(days, toks, formatCountAxis)
-	if len(data.Groups) > maxGroupRows {
-		data.MoreGroups = len(data.Groups) - maxGroupRows
-		data.Groups = data.Groups[:maxGroupRows]
-	}
 	data.Models, data.Providers = choices.models, choices.providers
-	if len(keys) <= 500 {
+	if len(keys) <= keyChoices {
 		data.Keys = keys
 	}
 	data.Recent = recentOf(st).list(acct.ID, 25, func(g *recentGen) bool {
 		return (q.Model == "" || g.Model == q.Model) && (q.Key == "" || g.KeyHash == q.Key) &&
 			(q.Provider == "" || g.Provider == q.Provider) &&
-			(s.CanManageAccount() || keyNames[g.KeyHash] != "")
+			(s.CanManageAccount() || own[g.KeyHash])
 	})
 	for i := range data.Recent {
-		data.Recent[i].KeyName = keyNames[data.Recent[i].KeyHash]
+		data.Recent[i].KeyName, _ = keyName(data.Recent[i].KeyHash)
 	}
 	data.CSV = d.Prefix + "/activity.csv?" + r.URL.Query().Encode()
 	d.page(w, r, http.StatusOK, "Activity", "activity", "activity", data)
@@ -456,15 +502,7 @@ func (d *Dashboard) cachedChoices(accountID string, days int, member bool) *filt
 }
 
 func (d *Dashboard) keepChoices(accountID string, days int, member bool, scan activityScan) *filterChoices {
-	c := &filterChoices{until: now().Add(choicesTTL)}
-	for m := range scan.models {
-		c.models = append(c.models, m)
-	}
-	for p := range scan.providers {
-		c.providers = append(c.providers, p)
-	}
-	slices.Sort(c.models)
-	slices.Sort(c.providers)
+	c := &filterChoices{until: now().Add(choicesTTL), models: scan.models, providers: scan.providers}
 	if member {
 		// Members' views differ by member: not kept.
 		return c
@@ -476,30 +514,6 @@ func (d *Dashboard) keepChoices(accountID string, days int, member bool, scan ac
 	}
 	d.choices[choiceKey{accountID, days, member}] = c
 	return c
-}
-
-// topGroups are the n values of largest spend (a few: a slice is
-// searched faster than a map of long keys is hashed).
-func topGroups(groups map[string]*storage.Sums, n int) []string {
-	type kv struct {
-		k string
-		u money.Amount
-	}
-	all := make([]kv, 0, len(groups))
-	for k, v := range groups {
-		all = append(all, kv{k, v.Usage})
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].u != all[j].u {
-			return all[i].u > all[j].u
-		}
-		return all[i].k < all[j].k
-	})
-	var top []string
-	for _, e := range all[:min(n, len(all))] {
-		top = append(top, e.k)
-	}
-	return top
 }
 
 func addSums(a *storage.Sums, b storage.Sums) {

@@ -112,7 +112,7 @@ func BenchmarkPages(b *testing.B) {
 	d, cookie := benchDashboard(b)
 	for _, path := range []string{
 		"/dashboard/", "/dashboard/keys", "/dashboard/keys?offset=9900", "/dashboard/keys/" + benchKey,
-		"/dashboard/activity", "/dashboard/activity?by=key", "/dashboard/activity?by=provider&days=365&model=vendor/model-03",
+		"/dashboard/activity", "/dashboard/activity?by=key", "/dashboard/activity?by=key&days=90&offset=9900", "/dashboard/activity?by=provider&days=365&model=vendor/model-03",
 		"/dashboard/settings",
 	} {
 		b.Run(path, func(b *testing.B) {
@@ -141,7 +141,7 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkActivityByKey is the Activity page by key alone (for
-// profiles): the page with the most values.
+// profiles): the page with the most values (two passes over the cells).
 func BenchmarkActivityByKey(b *testing.B) {
 	d, cookie := benchDashboard(b)
 	for b.Loop() {

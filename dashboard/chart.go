@@ -36,7 +36,7 @@ const maxSeries = 5
 
 const (
 	chartW, chartH = 800, 220
-	padL, padB     = 64, 24
+	padL, padB     = 64, 30
 	padT, padR     = 10, 8
 )
 
@@ -72,14 +72,21 @@ func stackedChart(days []time.Time, ss []series, axis func(float64) string) char
 		}
 		top = math.Max(top, sum)
 	}
+	empty := top == 0
 	top = niceCeil(top)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg viewBox="0 0 %d %d" role="img" aria-hidden="true" xmlns="http://www.w3.org/2000/svg">`, chartW, chartH)
 	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	if empty {
+		// No scale to read: the plot says there is nothing in it.
+		fmt.Fprintf(&b, `<text class="empty" x="%.1f" y="%.1f" text-anchor="middle">Nothing in these days</text>`, float64(padL)+plotW/2, float64(padT)+plotH/2)
+	}
 	for i := 0; i <= 4; i++ {
 		y := float64(padT) + plotH*float64(4-i)/4
 		fmt.Fprintf(&b, `<line class="axis" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, y, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-6, y+4, template.HTMLEscapeString(axis(top*float64(i)/4)))
+		if !empty || i == 0 {
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-6, y+4, template.HTMLEscapeString(axis(top*float64(i)/4)))
+		}
 	}
 	n := max(len(days), 1)
 	slot := plotW / float64(n)
@@ -98,7 +105,7 @@ func stackedChart(days []time.Time, ss []series, axis func(float64) string) char
 				j, x, y, barW, h, day.Format("Jan 2"), template.HTMLEscapeString(s.Name), template.HTMLEscapeString(axis(v)))
 		}
 		if n <= 10 || i%max(1, n/6) == 0 || i == n-1 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x+barW/2, chartH-6, day.Format("Jan 2"))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x+barW/2, chartH-4, day.Format("Jan 2"))
 		}
 	}
 	b.WriteString(`</svg>`)

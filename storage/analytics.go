@@ -248,6 +248,24 @@ type Cell struct {
 	Model, Provider, APIKey, EndUser, Workspace, Status string
 	BYOK                                                bool
 	Sums                                                Sums
+	// ids are the interned ids of Model, Provider, APIKey (DimID).
+	ids [3]uint32
+}
+
+// DimID returns the account's id of the cell's model, provider or API key
+// value: a small number, 0 for "", the same for a value as long as the
+// store runs, so a caller aggregating thousands of values can index a
+// slice rather than hash strings. Other dimensions return 0.
+func (c *Cell) DimID(name string) uint32 {
+	switch name {
+	case DimModel:
+		return c.ids[0]
+	case DimProvider:
+		return c.ids[1]
+	case DimAPIKey:
+		return c.ids[2]
+	}
+	return 0
 }
 
 // Dim returns the value of the named dimension ("" when unset).
@@ -305,7 +323,7 @@ func (s *AnalyticsStore) ScanUsage(accountID string, from, to time.Time, fn func
 			c = Cell{
 				Hour: time.Unix(int64(x.k.hour)*3600, 0).UTC(), Model: a.strs[x.k.model], Provider: a.strs[x.k.provider],
 				APIKey: a.strs[x.k.key], EndUser: a.strs[x.k.user], Workspace: a.strs[x.k.workspace],
-				Status: a.strs[x.k.st], BYOK: x.k.byok, Sums: x.s,
+				Status: a.strs[x.k.st], BYOK: x.k.byok, Sums: x.s, ids: [3]uint32{x.k.model, x.k.provider, x.k.key},
 			}
 			fn(&c)
 		}

@@ -118,6 +118,9 @@ func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow,
 	buckets := map[int32]int64{}
 	groups := map[groupKey]*Sums{}
 	var userOf []uint32 // by key id: creator's local id
+	lastHour, lastBucket := int32(-1), int64(0)
+	var lastKey groupKey
+	var lastGroup *Sums
 	a.mu.RLock()
 	n := len(a.cells)
 	a.mu.RUnlock()
@@ -177,22 +180,31 @@ func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow,
 			}
 			var k groupKey
 			if q.Granularity != GranularityNone {
-				b, ok := buckets[x.k.hour]
-				if !ok {
-					b = BucketStart(time.Unix(int64(x.k.hour)*3600, 0), q.Granularity).Unix()
-					buckets[x.k.hour] = b
+				// Cells mostly come in hour order: the last hour's
+				// bucket saves a map lookup per cell.
+				if x.k.hour != lastHour {
+					b, ok := buckets[x.k.hour]
+					if !ok {
+						b = BucketStart(time.Unix(int64(x.k.hour)*3600, 0), q.Granularity).Unix()
+						buckets[x.k.hour] = b
+					}
+					lastHour, lastBucket = x.k.hour, b
 				}
-				k.bucket = b
+				k.bucket = lastBucket
 			}
 			for j, d := range q.GroupBy {
 				k.d[j] = dim(x, d)
 			}
-			g := groups[k]
-			if g == nil {
-				g = &Sums{}
-				groups[k] = g
+			// Likewise the last group (every cell of a day, without GroupBy).
+			if lastGroup == nil || k != lastKey {
+				lastGroup = groups[k]
+				if lastGroup == nil {
+					lastGroup = &Sums{}
+					groups[k] = lastGroup
+				}
+				lastKey = k
 			}
-			g.add(x.s)
+			lastGroup.add(x.s)
 		}
 		a.mu.RUnlock()
 	}
