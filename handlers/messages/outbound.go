@@ -11,7 +11,6 @@
 package messages
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
@@ -402,62 +403,13 @@ func appendBlocks(b []byte, blocks [][]byte) []byte {
 	return append(b, ']')
 }
 
-// appendRaw appends the JSON text raw as encoding/json writes a
-// json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped.
-// Most raw values need neither, and are copied as they are.
-func appendRaw(b []byte, raw string) ([]byte, error) {
-	if rawIsPlain(raw) {
-		return append(b, raw...), nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, []byte(raw)); err != nil {
-		return b, err
-	}
-	var esc bytes.Buffer
-	json.HTMLEscape(&esc, buf.Bytes())
-	return append(b, esc.Bytes()...), nil
-}
-
-// rawIsPlain reports whether raw has no space outside its strings and no
-// character encoding/json escapes in them.
-func rawIsPlain(raw string) bool {
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; c {
-		case ' ', '\t', '\n', '\r', '<', '>', '&':
-			return false
-		case 0xE2: // the first byte of U+2028 and U+2029
-			if i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9) {
-				return false
-			}
-		case '"':
-			// Inside a string only the escaped characters matter.
-			end := skipString(raw, i)
-			if end < 0 {
-				return false
-			}
-			for j := i + 1; j < end-1; j++ {
-				switch raw[j] {
-				case '<', '>', '&':
-					return false
-				case 0xE2:
-					if j+2 < end && raw[j+1] == 0x80 && (raw[j+2] == 0xA8 || raw[j+2] == 0xA9) {
-						return false
-					}
-				}
-			}
-			i = end - 1
-		}
-	}
-	return true
-}
-
 // appendCacheControl appends a block's cache_control member, if v is an
 // object.
 func appendCacheControl(b []byte, v gjson.Result) ([]byte, error) {
 	if !v.IsObject() {
 		return b, nil
 	}
-	return appendRaw(append(b, `,"cache_control":`...), v.Raw)
+	return rawjson.AppendRaw(append(b, `,"cache_control":`...), v.Raw)
 }
 
 // appendTextBlock appends a text block.
@@ -629,7 +581,7 @@ func toolUseBlocks(calls gjson.Result, path func() string) ([][]byte, error) {
 		b = append(b, `,"name":`...)
 		b = jsonstr.Append(b, name)
 		b = append(b, `,"input":`...)
-		if b, err = appendRaw(b, input); err != nil {
+		if b, err = rawjson.AppendRaw(b, input); err != nil {
 			return false
 		}
 		out = append(out, append(b, '}'))
@@ -677,7 +629,7 @@ func translateTools(tools gjson.Result) ([]byte, error) {
 			out = append(out, ',')
 		}
 		if t.Get("type").Str != "function" {
-			out, err = appendRaw(out, t.Raw)
+			out, err = rawjson.AppendRaw(out, t.Raw)
 			return err == nil
 		}
 		fn := t.Get("function")
@@ -694,7 +646,7 @@ func translateTools(tools gjson.Result) ([]byte, error) {
 		}
 		out = append(out, `,"input_schema":`...)
 		if p := fn.Get("parameters"); p.IsObject() {
-			if out, err = appendRaw(out, p.Raw); err != nil {
+			if out, err = rawjson.AppendRaw(out, p.Raw); err != nil {
 				return false
 			}
 		} else {
