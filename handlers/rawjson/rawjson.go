@@ -11,6 +11,8 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -150,13 +152,11 @@ func EachElem(raw string, fn func(val string) bool) {
 func Member(raw string, unescape bool) gjson.Result {
 	if len(raw) >= 2 && raw[0] == '"' {
 		r := gjson.Result{Type: gjson.String, Raw: raw}
-		for k := 1; k < len(raw)-1; k++ {
-			if raw[k] == '\\' {
-				if unescape {
-					return gjson.Parse(raw)
-				}
-				return r
+		if strings.IndexByte(raw[1:len(raw)-1], '\\') >= 0 {
+			if unescape {
+				return gjson.Parse(raw)
 			}
+			return r
 		}
 		r.Str = raw[1 : len(raw)-1]
 		return r
@@ -227,5 +227,57 @@ func Lookup(raw string, keys []string, out []gjson.Result) {
 			}
 		}
 		return true
+	})
+}
+
+// AppendFloat appends f as encoding/json writes a float64; ok is false
+// (nothing appended) for NaN and infinities, which it refuses.
+func AppendFloat(b []byte, f float64) (_ []byte, ok bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9, as encoding/json does
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// Array is r.Array() (gjson's: the elements of an array, a value that is
+// not one as its only element, nothing for null or a missing value) with
+// an array's elements found in one walk and kept as Member unescaping.
+func Array(r gjson.Result) []gjson.Result {
+	if !r.IsArray() {
+		return r.Array()
+	}
+	var out []gjson.Result
+	EachElem(r.Raw, func(v string) bool {
+		out = append(out, Member(v, true))
+		return true
+	})
+	return out
+}
+
+// ForEach is r.ForEach for an object (gjson's: each member's unescaped
+// key and value, in order, until fn returns false) in one walk, values
+// kept as Member unescaping.
+func ForEach(r gjson.Result, fn func(key string, val gjson.Result) bool) {
+	if !r.IsObject() {
+		r.ForEach(func(k, v gjson.Result) bool { return fn(k.Str, v) })
+		return
+	}
+	EachMember(r.Raw, func(key, val string) bool {
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(`"` + key + `"`).Str
+		}
+		return fn(key, Member(val, true))
 	})
 }

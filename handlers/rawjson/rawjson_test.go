@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -59,6 +60,48 @@ func TestLookupIsGjsonGet(t *testing.T) {
 		want := gjson.Get(doc, k)
 		if out[i].Raw != want.Raw || out[i].Str != want.Str || out[i].Type != want.Type || out[i].Exists() != want.Exists() {
 			t.Errorf("%s: got %+v, want %+v", k, out[i], want)
+		}
+	}
+}
+
+func TestAppendFloatIsEncodingJSONs(t *testing.T) {
+	for _, f := range []float64{0, 1, -1, 0.5, 1e-7, 1.5e-7, 1e20, 1e21, 1.23456789e25, -3e-10, 123456.789, 5e-324} {
+		want, _ := json.Marshal(f)
+		if got, ok := AppendFloat(nil, f); !ok || string(got) != string(want) {
+			t.Errorf("%v: got %s, want %s", f, got, want)
+		}
+	}
+}
+
+// TestArrayIsGjsons checks Array against gjson's Array.
+func TestArrayIsGjsons(t *testing.T) {
+	for _, doc := range []string{`[]`, `[1,"a\"b",{"c":[2]},null,true]`, `{"a":1}`, `"s"`, `null`, ``, `5`} {
+		want, got := gjson.Parse(doc).Array(), Array(gjson.Parse(doc))
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d elements, want %d", doc, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Raw != want[i].Raw || got[i].Str != want[i].Str || got[i].Type != want[i].Type || got[i].Num != want[i].Num {
+				t.Errorf("%s[%d]: got %+v, want %+v", doc, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestForEachIsGjsons checks ForEach against gjson's ForEach.
+func TestForEachIsGjsons(t *testing.T) {
+	for _, doc := range []string{`{}`, `{"a":1,"b\"c":"x\\ny","\u0064":[1,{"e":2}],"a":null,"f":"plain"}`, `[1,2]`, `"s"`} {
+		var want, got []string
+		gjson.Parse(doc).ForEach(func(k, v gjson.Result) bool {
+			want = append(want, k.Str+"="+v.Raw+"|"+v.Str+"|"+v.Type.String())
+			return true
+		})
+		ForEach(gjson.Parse(doc), func(k string, v gjson.Result) bool {
+			got = append(got, k+"="+v.Raw+"|"+v.Str+"|"+v.Type.String())
+			return true
+		})
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s:\n got %q\nwant %q", doc, got, want)
 		}
 	}
 }
