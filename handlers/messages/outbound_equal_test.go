@@ -4,8 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 )
 
 // chatBodies are chat requests that reach every branch of ChatToAnthropic:
@@ -84,4 +93,97 @@ func checkChatToAnthropic(t *testing.T, name string, body []byte, max int64) {
 	if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) || !bytes.Equal(want, got) {
 		t.Fatalf("%s: %s\n got %s (%v)\nwant %s (%v)", name, body, got, gotErr, want, wantErr)
 	}
+}
+
+// anthropicAnswers reach every member of the answer encoder.
+var anthropicAnswers = []string{
+	`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"Hello <b> & \u2028 \"q\" ` + "\xff" + ` é"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":3,"cache_creation_input_tokens":1,"server_tool_use":{ "web_search_requests" : 1 }}}`,
+	`{"id":"m","type":"message","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"see","citations":[{"type":"web_search_result_location","url":"https://x","title":"X <t>","cited_text":"c"},{"url":"u","title":""}]},{"type":"tool_use","id":"t1","name":"f","input":{ "a" : 1 }},{"type":"tool_use","id":"t2","name":"g"},{"type":"server_tool_use","id":"s"},5,"odd"],"stop_reason":"tool_use"}`,
+	`{"type":"message","content":[],"stop_reason":"max_tokens","usage":{}}`,
+	`{"type":"message","type":"error","content":[{"type":"text","text":"a","text":"b"}],"content":"x","model":"","model":"second","stop_reason":"refusal"}`,
+	`{"type":"message","content":{}}`, `{"type":"error","content":[]}`, `[]`, `{"type":"message","content":[{"type":"text","text":"esc \u0041\n"}],"usage":"x"}`,
+}
+
+// TestAnthropicConvertJSONEqualsTheReference checks the plain answer's
+// translation against the encoding/json one it replaced.
+func TestAnthropicConvertJSONEqualsTheReference(t *testing.T) {
+	for _, a := range anthropicAnswers {
+		checkAnthropicConvertJSON(t, []byte(a))
+	}
+}
+
+func FuzzAnthropicConvertJSONEqualsTheReference(f *testing.F) {
+	for _, a := range anthropicAnswers {
+		f.Add([]byte(a))
+	}
+	f.Fuzz(func(t *testing.T, a []byte) {
+		if json.Valid(a) {
+			checkAnthropicConvertJSON(t, a)
+		}
+	})
+}
+
+func checkAnthropicConvertJSON(t *testing.T, a []byte) {
+	t.Helper()
+	defer func(n func() time.Time) { now = n }(now)
+	now = func() time.Time { return time.Unix(1700000000, 5) }
+	old, neu := NewAnthropicToChat(httptest.NewRecorder(), "m"), NewAnthropicToChat(httptest.NewRecorder(), "m")
+	want, wantOK := old.refConvertJSON(a)
+	got, gotOK := neu.convertJSON(a)
+	if gotOK != wantOK || !bytes.Equal(got, want) || old.Produced != neu.Produced {
+		t.Fatalf("%s:\n got %s (%v, %d)\nwant %s (%v, %d)", a, got, gotOK, neu.Produced, want, wantOK, old.Produced)
+	}
+}
+
+// refConvertJSON is convertJSON as it was, with encoding/json: it turns a Messages answer into a chat completion.
+func (aw *AnthropicToChat) refConvertJSON(body []byte) ([]byte, bool) {
+	if !jsoncheck.Valid(body) {
+		return nil, false
+	}
+	aw.Produced = outputlen.MessagesAnswer(body)
+	m := gjson.ParseBytes(body)
+	if !m.IsObject() || m.Get("type").Str != "message" || !m.Get("content").IsArray() {
+		return nil, false
+	}
+	model := m.Get("model").Str
+	if model == "" {
+		model = aw.model
+	}
+	var text, reasoning strings.Builder
+	var runes int64
+	msg := &outChatMessage{Role: "assistant"}
+	for _, b := range m.Get("content").Array() {
+		switch b.Get("type").Str {
+		case "thinking":
+			reasoning.WriteString(b.Get("thinking").Str)
+		case "text":
+			t := b.Get("text").Str
+			start := runes
+			text.WriteString(t)
+			runes += int64(utf8.RuneCountInString(t))
+			msg.Annotations = append(msg.Annotations, citationsOf(b.Get("citations").Array(), start, runes)...)
+		case "tool_use":
+			input := b.Get("input").Raw
+			if input == "" {
+				input = "{}"
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: b.Get("id").Str, Type: "function",
+				Function: chatFunction{Name: b.Get("name").Str, Arguments: input}})
+		}
+	}
+	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
+		s := text.String()
+		msg.Content = &s
+	}
+	msg.Reasoning = reasoning.String()
+	finish := FinishReason(m.Get("stop_reason").Str)
+	var u anthropicUsage
+	u.merge(m.Get("usage"))
+	c := chatCompletion{ID: m.Get("id").Str, Object: "chat.completion", Created: now().Unix(), Model: model,
+		Choices: []chatChoice{{Message: msg, FinishReason: &finish}}}
+	if u.seen {
+		c.Usage = u.chat()
+	}
+	out, err := json.Marshal(c)
+	return out, err == nil
 }
