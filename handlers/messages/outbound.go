@@ -82,7 +82,7 @@ var mappedChatFields = map[string]bool{
 // Messages request body; maxTokens is the max_tokens sent when the body
 // sets none (Anthropic requires it). The body was checked by the router.
 func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
-	req := gjson.ParseBytes(chat)
+	req := gjson.Parse(rawjson.View(chat)) // nothing kept: out is copied
 	if !req.IsObject() {
 		return nil, fieldErr("messages", "expected a JSON object body")
 	}
@@ -308,13 +308,16 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 		out = append(out, anthropicMessage{role: role, blocks: blocks})
 	}
 	i := -1
-	messages.ForEach(func(_, m gjson.Result) bool {
+	// The messages and their members in one walk, texts unescaped only
+	// when they have escapes.
+	eachElem(messages.Raw, func(raw string) bool {
 		i++
+		m := member(raw, true)
 		path := func() string { return "messages[" + strconv.Itoa(i) + "]" }
 		var fields struct{ role, content, cache, toolCalls, toolCallID gjson.Result }
-		m.ForEach(func(k, v gjson.Result) bool {
+		rawjson.ForEach(m, func(k string, v gjson.Result) bool {
 			var f *gjson.Result
-			switch k.Str {
+			switch k {
 			case "role":
 				f = &fields.role
 			case "content":

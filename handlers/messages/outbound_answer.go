@@ -238,7 +238,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	aw.Produced = outputlen.MessagesAnswer(body)
-	m := gjson.ParseBytes(body)
+	m := gjson.Parse(rawjson.View(body)) // nothing kept: out is copied
 	if !m.IsObject() {
 		return nil, false
 	}
