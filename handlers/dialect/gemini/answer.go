@@ -236,7 +236,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
-	r := gjson.ParseBytes(body)
+	r := gjson.Parse(rawjson.View(body)) // nothing kept: out is copied
 	if !r.IsObject() {
 		return nil, false
 	}

@@ -107,7 +107,7 @@ func fromChat(chat []byte, maxTokens int64) ([]byte, error) {
 
 // buildRequest is the GenerateContentRequest of a chat completions body.
 func buildRequest(chat []byte, maxTokens int64) (*request, error) {
-	req := gjson.ParseBytes(chat)
+	req := gjson.Parse(rawjson.View(chat)) // fromChat copies what it keeps
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
 	}
