@@ -234,7 +234,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
-	r := gjson.ParseBytes(body)
+	r := gjson.Parse(rawjson.View(body)) // nothing kept: out is copied
 	// The members read, each found in one walk of the answer.
 	var top [3]gjson.Result
 	if r.IsObject() {

@@ -80,7 +80,7 @@ func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg)
 
 // fromChat translates a chat completions body into a Converse request.
 func fromChat(chat []byte) ([]byte, error) {
-	req := gjson.ParseBytes(chat)
+	req := gjson.Parse(rawjson.View(chat)) // nothing kept: out is copied
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
 	}
