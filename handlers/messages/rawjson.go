@@ -13,10 +13,6 @@ import (
 // their JSON text (member), so that the translation costs one scan of the
 // body.
 
-func skipValue(s string, i int) int  { return rawjson.SkipValue(s, i) }
-func skipString(s string, i int) int { return rawjson.SkipString(s, i) }
-func skipSpace(s string, i int) int  { return rawjson.SkipSpace(s, i) }
-
 func eachMember(raw string, fn func(key, val string) bool) { rawjson.EachMember(raw, fn) }
 func eachElem(raw string, fn func(val string) bool)        { rawjson.EachElem(raw, fn) }
 
