@@ -254,6 +254,8 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 		model = aw.model
 	}
 	var text, reasoning strings.Builder
+	var first string // the text while there is one
+	var texts int
 	var runes int64
 	msg := &outChatMessage{Role: "assistant"}
 	for _, b := range rawjson.Array(content) {
@@ -267,7 +269,16 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 		case "text":
 			t := f[2].Str
 			start := runes
-			text.WriteString(t)
+			// The common answer has one text: used as it is, not copied.
+			switch texts++; texts {
+			case 1:
+				first = t
+			case 2:
+				text.WriteString(first)
+				fallthrough
+			default:
+				text.WriteString(t)
+			}
 			runes += int64(utf8.RuneCountInString(t))
 			msg.Annotations = append(msg.Annotations, citationsOf(f[3].Array(), start, runes)...)
 		case "tool_use":
@@ -279,8 +290,11 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 				Function: chatFunction{Name: f[6].Str, Arguments: input}})
 		}
 	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		s := text.String()
+	s := first
+	if texts > 1 {
+		s = text.String()
+	}
+	if s != "" || len(msg.ToolCalls) == 0 {
 		msg.Content = &s
 	}
 	msg.Reasoning = reasoning.String()
