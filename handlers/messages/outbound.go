@@ -13,10 +13,13 @@ package messages
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
@@ -79,13 +82,71 @@ var mappedChatFields = map[string]bool{
 // Messages request body; maxTokens is the max_tokens sent when the body
 // sets none (Anthropic requires it). The body was checked by the router.
 func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
-	req := gjson.ParseBytes(chat)
+	req := gjson.Parse(rawjson.View(chat)) // nothing kept: out is copied
 	if !req.IsObject() {
 		return nil, fieldErr("messages", "expected a JSON object body")
 	}
+	// One walk of the body: the mapped members (a key's first occurrence,
+	// as gjson's Get takes) and the others, in order.
+	var f struct {
+		model, n, functions, functionCall, messages, maxTokens, maxCompletionTokens,
+		reasoningEffort, thinking, stop, temperature, topP, stream, user,
+		tools, toolChoice, parallelToolCalls gjson.Result
+	}
+	type rawMember struct{ key, val string }
+	var rest []rawMember
+	eachMember(req.Raw, func(key, val string) bool {
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(`"` + key + `"`).Str
+		}
+		var p *gjson.Result
+		switch key {
+		case "model":
+			p = &f.model
+		case "n":
+			p = &f.n
+		case "functions":
+			p = &f.functions
+		case "function_call":
+			p = &f.functionCall
+		case "messages":
+			p = &f.messages
+		case "max_tokens":
+			p = &f.maxTokens
+		case "max_completion_tokens":
+			p = &f.maxCompletionTokens
+		case "reasoning_effort":
+			p = &f.reasoningEffort
+		case "thinking":
+			p = &f.thinking
+		case "stop":
+			p = &f.stop
+		case "temperature":
+			p = &f.temperature
+		case "top_p":
+			p = &f.topP
+		case "stream":
+			p = &f.stream
+		case "user":
+			p = &f.user
+		case "tools":
+			p = &f.tools
+		case "tool_choice":
+			p = &f.toolChoice
+		case "parallel_tool_calls":
+			p = &f.parallelToolCalls
+		}
+		if p != nil && !p.Exists() {
+			*p = member(val, true)
+		}
+		if !mappedChatFields[key] && !droppedChatFields[key] {
+			rest = append(rest, rawMember{key, val})
+		}
+		return true
+	})
 	out := make([]byte, 0, len(chat)+64)
 	out = append(out, '{')
-	add := func(name string, raw []byte) {
+	add := func(name string, raw string) {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
@@ -93,97 +154,95 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		out = append(out, ':')
 		out = append(out, raw...)
 	}
-	if m := req.Get("model"); m.Exists() {
-		add("model", []byte(m.Raw))
+	addBytes := func(name string, raw []byte) {
+		add(name, "")
+		out = append(out, raw...)
 	}
-	if n := req.Get("n"); n.Exists() && n.Type != gjson.Null && n.Int() != 1 {
+	if f.model.Exists() {
+		add("model", f.model.Raw)
+	}
+	if n := f.n; n.Exists() && n.Type != gjson.Null && n.Int() != 1 {
 		return nil, fieldErr("n", "Anthropic-style providers give one choice; n must be 1")
 	}
-	for _, name := range []string{"functions", "function_call"} {
-		if v := req.Get(name); v.Exists() && v.Type != gjson.Null {
-			return nil, fieldErr(name, "not supported by Anthropic-style providers; use tools")
-		}
+	if v := f.functions; v.Exists() && v.Type != gjson.Null {
+		return nil, fieldErr("functions", "not supported by Anthropic-style providers; use tools")
 	}
-	system, msgs, err := translateMessages(req.Get("messages"))
+	if v := f.functionCall; v.Exists() && v.Type != gjson.Null {
+		return nil, fieldErr("function_call", "not supported by Anthropic-style providers; use tools")
+	}
+	system, msgs, err := translateMessages(f.messages)
 	if err != nil {
 		return nil, err
 	}
 	if system != nil {
-		add("system", system)
+		addBytes("system", system)
 	}
-	add("messages", msgs)
-	limit := req.Get("max_tokens")
+	addBytes("messages", msgs)
+	limit := f.maxTokens
 	if limit.Type != gjson.Number {
-		limit = req.Get("max_completion_tokens")
+		limit = f.maxCompletionTokens
 	}
 	if limit.Type == gjson.Number {
 		maxTokens = limit.Int()
-		add("max_tokens", []byte(limit.Raw))
+		add("max_tokens", limit.Raw)
 	} else {
 		if maxTokens <= 0 {
 			maxTokens = DefaultMaxTokens
 		}
-		add("max_tokens", fmt.Appendf(nil, "%d", maxTokens))
+		add("max_tokens", strconv.FormatInt(maxTokens, 10))
 	}
-	thinking := thinkingFor(req.Get("reasoning_effort").Str, maxTokens, req.Get("tool_choice"))
-	if thinking != nil && !req.Get("thinking").Exists() {
-		add("thinking", thinking)
+	thinking := thinkingFor(f.reasoningEffort.Str, maxTokens, f.toolChoice)
+	if thinking != nil && !f.thinking.Exists() {
+		addBytes("thinking", thinking)
 	} else {
 		thinking = nil
 	}
-	if stop := req.Get("stop"); stop.Type == gjson.String {
-		add("stop_sequences", append(append([]byte{'['}, stop.Raw...), ']'))
+	if stop := f.stop; stop.Type == gjson.String {
+		add("stop_sequences", "["+stop.Raw+"]")
 	} else if stop.IsArray() {
-		add("stop_sequences", []byte(stop.Raw))
+		add("stop_sequences", stop.Raw)
 	}
 	// Extended thinking refuses sampling changes: they are dropped.
-	if t := req.Get("temperature"); t.Type == gjson.Number && thinking == nil {
+	if t := f.temperature; t.Type == gjson.Number && thinking == nil {
 		if t.Float() > 1 {
-			add("temperature", []byte("1"))
+			add("temperature", "1")
 		} else {
-			add("temperature", []byte(t.Raw))
+			add("temperature", t.Raw)
 		}
 	}
-	if p := req.Get("top_p"); p.Type == gjson.Number && (thinking == nil || p.Float() >= 0.95) {
-		add("top_p", []byte(p.Raw))
+	if p := f.topP; p.Type == gjson.Number && (thinking == nil || p.Float() >= 0.95) {
+		add("top_p", p.Raw)
 	}
-	if s := req.Get("stream"); s.Type == gjson.True {
-		add("stream", []byte("true"))
+	if s := f.stream; s.Type == gjson.True {
+		add("stream", "true")
 	}
-	if u := req.Get("user"); u.Type == gjson.String && u.Str != "" {
-		add("metadata", append(append([]byte(`{"user_id":`), u.Raw...), '}'))
+	if u := f.user; u.Type == gjson.String && u.Str != "" {
+		add("metadata", `{"user_id":`+u.Raw+"}")
 	}
-	tools, err := translateTools(req.Get("tools"))
+	tools, err := translateTools(f.tools)
 	if err != nil {
 		return nil, err
 	}
 	if tools != nil {
-		add("tools", tools)
+		addBytes("tools", tools)
 	}
-	choice, err := translateToolChoice(req.Get("tool_choice"), req.Get("parallel_tool_calls"))
+	choice, err := translateToolChoice(f.toolChoice, f.parallelToolCalls)
 	if err != nil {
 		return nil, err
 	}
 	if choice != nil && tools != nil {
-		add("tool_choice", choice)
+		addBytes("tool_choice", choice)
 	}
-	var rest error
-	req.ForEach(func(k, v gjson.Result) bool {
+	for _, m := range rest {
 		switch {
-		case mappedChatFields[k.Str], droppedChatFields[k.Str]:
-		case k.Str == "system":
-			rest = fieldErr("system", "not a chat completions field; send a system message")
-			return false
-		case k.Str == "top_k" && thinking != nil:
+		case m.key == "system":
+			return nil, fieldErr("system", "not a chat completions field; send a system message")
+		case m.key == "top_k" && thinking != nil:
 		default:
 			// Anthropic's own fields (thinking, top_k, ...), and anything
 			// the provider may know better than the gateway.
-			add(k.Str, []byte(v.Raw))
+			add(m.key, m.val)
 		}
-		return true
-	})
-	if rest != nil {
-		return nil, rest
 	}
 	return append(out, '}'), nil
 }
@@ -227,7 +286,7 @@ func thinkingFor(effort string, maxTokens int64, toolChoice gjson.Result) []byte
 // anthropicMessage is one message being built: its role and blocks.
 type anthropicMessage struct {
 	role   string
-	blocks []json.RawMessage
+	blocks [][]byte
 }
 
 // translateMessages turns chat messages into the system blocks and the
@@ -236,9 +295,9 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 	if !messages.IsArray() {
 		return nil, nil, fieldErr("messages", "expected an array of messages")
 	}
-	var sys []json.RawMessage
-	var out []*anthropicMessage
-	push := func(role string, blocks ...json.RawMessage) {
+	var sys [][]byte
+	var out []anthropicMessage
+	push := func(role string, blocks ...[]byte) {
 		if len(blocks) == 0 {
 			return
 		}
@@ -246,92 +305,129 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 			out[n-1].blocks = append(out[n-1].blocks, blocks...)
 			return
 		}
-		out = append(out, &anthropicMessage{role: role, blocks: blocks})
+		out = append(out, anthropicMessage{role: role, blocks: blocks})
 	}
-	for i, m := range messages.Array() {
-		path := fmt.Sprintf("messages[%d]", i)
-		role := m.Get("role").Str
-		switch role {
-		case "system", "developer":
-			blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
-			if err != nil {
-				return nil, nil, err
+	i := -1
+	// The messages and their members in one walk, texts unescaped only
+	// when they have escapes.
+	eachElem(messages.Raw, func(raw string) bool {
+		i++
+		m := member(raw, true)
+		path := func() string { return "messages[" + strconv.Itoa(i) + "]" }
+		var fields struct{ role, content, cache, toolCalls, toolCallID gjson.Result }
+		rawjson.ForEach(m, func(k string, v gjson.Result) bool {
+			var f *gjson.Result
+			switch k {
+			case "role":
+				f = &fields.role
+			case "content":
+				f = &fields.content
+			case "cache_control":
+				f = &fields.cache
+			case "tool_calls":
+				f = &fields.toolCalls
+			case "tool_call_id":
+				f = &fields.toolCallID
+			default:
+				return true
 			}
+			if !f.Exists() { // gjson's Get takes a key's first occurrence
+				*f = v
+			}
+			return true
+		})
+		switch fields.role.Str {
+		case "system", "developer":
+			var blocks [][]byte
+			blocks, err = outContentBlocks(fields.content, path, fields.cache, false)
 			sys = append(sys, blocks...)
 		case "user":
-			blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), true)
-			if err != nil {
-				return nil, nil, err
-			}
+			var blocks [][]byte
+			blocks, err = outContentBlocks(fields.content, path, fields.cache, true)
 			push("user", blocks...)
 		case "assistant":
-			blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
-			if err != nil {
-				return nil, nil, err
+			var blocks, calls [][]byte
+			if blocks, err = outContentBlocks(fields.content, path, fields.cache, false); err != nil {
+				return false
 			}
-			calls, err := toolUseBlocks(m.Get("tool_calls"), path+".tool_calls")
-			if err != nil {
-				return nil, nil, err
+			if calls, err = toolUseBlocks(fields.toolCalls, path); err != nil {
+				return false
 			}
 			push("assistant", append(blocks, calls...)...)
 		case "tool":
-			block, err := toolResultBlock(m, path)
-			if err != nil {
-				return nil, nil, err
-			}
+			var block []byte
+			block, err = toolResultBlock(fields.toolCallID, fields.content, fields.cache, path)
 			push("user", block)
 		default:
-			return nil, nil, fieldErr(path+".role", "expected system, developer, user, assistant or tool")
+			err = fieldErr(path()+".role", "expected system, developer, user, assistant or tool")
 		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(out) == 0 {
 		return nil, nil, fieldErr("messages", "Anthropic-style providers need at least one user or assistant message")
 	}
 	if len(sys) > 0 {
-		system, _ = json.Marshal(sys)
+		system = appendBlocks(nil, sys)
 	}
-	type wire struct {
-		Role    string            `json:"role"`
-		Content []json.RawMessage `json:"content"`
+	size := 2
+	for _, m := range out {
+		size += 32
+		for _, b := range m.blocks {
+			size += len(b) + 1
+		}
 	}
-	ws := make([]wire, len(out))
+	msgs = make([]byte, 0, size)
+	msgs = append(msgs, '[')
 	for i, m := range out {
-		ws[i] = wire{Role: m.role, Content: m.blocks}
+		if i > 0 {
+			msgs = append(msgs, ',')
+		}
+		msgs = append(msgs, `{"role":`...)
+		msgs = jsonstr.Append(msgs, m.role)
+		msgs = append(msgs, `,"content":`...)
+		msgs = appendBlocks(msgs, m.blocks)
+		msgs = append(msgs, '}')
 	}
-	msgs, err = json.Marshal(ws)
-	return system, msgs, err
+	return system, append(msgs, ']'), nil
 }
 
-type outTextBlock struct {
-	Type         string          `json:"type"`
-	Text         string          `json:"text"`
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+// appendBlocks appends blocks as a JSON array.
+func appendBlocks(b []byte, blocks [][]byte) []byte {
+	b = append(b, '[')
+	for i, block := range blocks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, block...)
+	}
+	return append(b, ']')
 }
 
-type imageBlock struct {
-	Type         string          `json:"type"`
-	Source       outImageSource  `json:"source"`
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+// appendCacheControl appends a block's cache_control member, if v is an
+// object.
+func appendCacheControl(b []byte, v gjson.Result) ([]byte, error) {
+	if !v.IsObject() {
+		return b, nil
+	}
+	return rawjson.AppendRaw(append(b, `,"cache_control":`...), v.Raw)
 }
 
-type outImageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
+// appendTextBlock appends a text block.
+func appendTextBlock(b []byte, text string, cache gjson.Result) ([]byte, error) {
+	b = append(b, `{"type":"text","text":`...)
+	b = jsonstr.Append(b, text)
+	b, err := appendCacheControl(b, cache)
+	return append(b, '}'), err
 }
 
 // outContentBlocks turns a message's content into blocks: a string is one
 // text block (with the message's cache_control, if any); parts are text
 // blocks, and with images, image blocks. Empty texts are left out, as the
-// API refuses empty text blocks.
-func outContentBlocks(content gjson.Result, path string, cache gjson.Result, images bool) ([]json.RawMessage, error) {
-	cc := func(v gjson.Result) json.RawMessage {
-		if v.IsObject() {
-			return json.RawMessage(v.Raw)
-		}
-		return nil
-	}
+// API refuses empty text blocks. path names the message.
+func outContentBlocks(content gjson.Result, path func() string, cache gjson.Result, images bool) ([][]byte, error) {
 	switch {
 	case content.Type == gjson.Null || !content.Exists():
 		return nil, nil
@@ -339,53 +435,85 @@ func outContentBlocks(content gjson.Result, path string, cache gjson.Result, ima
 		if content.Str == "" {
 			return nil, nil
 		}
-		b, err := json.Marshal(outTextBlock{Type: "text", Text: content.Str, CacheControl: cc(cache)})
-		return []json.RawMessage{b}, err
+		b, err := appendTextBlock(make([]byte, 0, len(content.Raw)+48), content.Str, cache)
+		return [][]byte{b}, err
 	case !content.IsArray():
-		return nil, fieldErr(path, "expected a string or an array of content parts")
+		return nil, fieldErr(path()+".content", "expected a string or an array of content parts")
 	}
-	var out []json.RawMessage
-	for j, part := range content.Array() {
-		ppath := fmt.Sprintf("%s[%d]", path, j)
-		var block any
+	var out [][]byte
+	var err error
+	j := -1
+	content.ForEach(func(_, part gjson.Result) bool {
+		j++
+		ppath := func() string { return path() + ".content[" + strconv.Itoa(j) + "]" }
+		var b []byte
 		switch typ := part.Get("type").Str; typ {
 		case "text":
-			if part.Get("text").Str == "" {
-				continue
+			text := part.Get("text").Str
+			if text == "" {
+				return true
 			}
-			block = outTextBlock{Type: "text", Text: part.Get("text").Str, CacheControl: cc(part.Get("cache_control"))}
+			b, err = appendTextBlock(nil, text, part.Get("cache_control"))
 		case "image_url":
 			if !images {
-				return nil, fieldErr(ppath+".type", "images are allowed only in user messages")
+				err = fieldErr(ppath()+".type", "images are allowed only in user messages")
+				return false
 			}
 			u := part.Get("image_url.url").Str
 			if iu := part.Get("image_url"); iu.Type == gjson.String {
 				u = iu.Str // the short form some clients send
 			}
-			src, err := imageSourceOf(u, ppath+".image_url.url")
-			if err != nil {
-				return nil, err
+			var src outImageSource
+			if src, err = imageSourceOf(u, ppath()+".image_url.url"); err != nil {
+				return false
 			}
-			block = imageBlock{Type: "image", Source: src, CacheControl: cc(part.Get("cache_control"))}
+			b, err = appendSourceBlock(nil, "image", src, part.Get("cache_control"))
 		case "file":
 			if !images {
-				return nil, fieldErr(ppath+".type", "files are allowed only in user messages")
+				err = fieldErr(ppath()+".type", "files are allowed only in user messages")
+				return false
 			}
-			src, err := documentSourceOf(part.Get("file.file_data").Str, ppath+".file.file_data")
-			if err != nil {
-				return nil, err
+			var src outImageSource
+			if src, err = documentSourceOf(part.Get("file.file_data").Str, ppath()+".file.file_data"); err != nil {
+				return false
 			}
-			block = imageBlock{Type: "document", Source: src, CacheControl: cc(part.Get("cache_control"))}
+			b, err = appendSourceBlock(nil, "document", src, part.Get("cache_control"))
 		default:
-			return nil, fieldErr(ppath+".type", "%q parts are not supported by Anthropic-style providers (text, image_url and PDF files are)", typ)
-		}
-		b, err := json.Marshal(block)
-		if err != nil {
-			return nil, err
+			err = fieldErr(ppath()+".type", "%q parts are not supported by Anthropic-style providers (text, image_url and PDF files are)", typ)
 		}
 		out = append(out, b)
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// appendSourceBlock appends an image or document block.
+func appendSourceBlock(b []byte, typ string, src outImageSource, cache gjson.Result) ([]byte, error) {
+	b = append(b, `{"type":`...)
+	b = jsonstr.Append(b, typ)
+	b = append(b, `,"source":{"type":`...)
+	b = jsonstr.Append(b, src.Type)
+	for _, f := range [...]struct{ name, v string }{{"media_type", src.MediaType}, {"data", src.Data}, {"url", src.URL}} {
+		if f.v != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.name...)
+			b = append(b, '"', ':')
+			b = jsonstr.Append(b, f.v)
+		}
+	}
+	b = append(b, '}')
+	b, err := appendCacheControl(b, cache)
+	return append(b, '}'), err
+}
+
+type outImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
 }
 
 // anthropicImageTypes are the media types the Messages API takes.
@@ -422,69 +550,68 @@ func documentSourceOf(u, path string) (outImageSource, error) {
 	return outImageSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
 }
 
-type toolUseBlock struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-}
-
 // toolUseBlocks turns an assistant's tool_calls into tool_use blocks.
-func toolUseBlocks(calls gjson.Result, path string) ([]json.RawMessage, error) {
+func toolUseBlocks(calls gjson.Result, path func() string) ([][]byte, error) {
 	if !calls.Exists() || calls.Type == gjson.Null {
 		return nil, nil
 	}
 	if !calls.IsArray() {
-		return nil, fieldErr(path, "expected an array of tool calls")
+		return nil, fieldErr(path()+".tool_calls", "expected an array of tool calls")
 	}
-	var out []json.RawMessage
-	for j, c := range calls.Array() {
-		cpath := fmt.Sprintf("%s[%d]", path, j)
+	var out [][]byte
+	var err error
+	j := -1
+	calls.ForEach(func(_, c gjson.Result) bool {
+		j++
+		cpath := func() string { return path() + ".tool_calls[" + strconv.Itoa(j) + "]" }
 		id, name := c.Get("id").Str, c.Get("function.name").Str
 		if id == "" || name == "" {
-			return nil, fieldErr(cpath, "expected an id and a function name")
+			err = fieldErr(cpath(), "expected an id and a function name")
+			return false
 		}
-		input := gjson.Parse(c.Get("function.arguments").Str)
 		args := c.Get("function.arguments").Str
-		if strings.TrimSpace(args) == "" {
-			input = gjson.Parse("{}")
-		} else if !gjson.Valid(args) || !input.IsObject() {
-			return nil, fieldErr(cpath+".function.arguments", "expected a JSON object")
+		input := "{}"
+		if strings.TrimSpace(args) != "" {
+			in := gjson.Parse(args)
+			if !gjson.Valid(args) || !in.IsObject() {
+				err = fieldErr(cpath()+".function.arguments", "expected a JSON object")
+				return false
+			}
+			input = in.Raw
 		}
-		b, err := json.Marshal(toolUseBlock{Type: "tool_use", ID: id, Name: name, Input: json.RawMessage(input.Raw)})
-		if err != nil {
-			return nil, err
+		b := append(make([]byte, 0, len(id)+len(name)+len(input)+48), `{"type":"tool_use","id":`...)
+		b = jsonstr.Append(b, id)
+		b = append(b, `,"name":`...)
+		b = jsonstr.Append(b, name)
+		b = append(b, `,"input":`...)
+		if b, err = rawjson.AppendRaw(b, input); err != nil {
+			return false
 		}
-		out = append(out, b)
+		out = append(out, append(b, '}'))
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-type toolResultOut struct {
-	Type      string            `json:"type"`
-	ToolUseID string            `json:"tool_use_id"`
-	Content   []json.RawMessage `json:"content,omitempty"`
-}
-
 // toolResultBlock turns a tool message into a tool_result block.
-func toolResultBlock(m gjson.Result, path string) (json.RawMessage, error) {
-	id := m.Get("tool_call_id").Str
-	if id == "" {
-		return nil, fieldErr(path+".tool_call_id", "required string")
+func toolResultBlock(id, content, cache gjson.Result, path func() string) ([]byte, error) {
+	if id.Str == "" {
+		return nil, fieldErr(path()+".tool_call_id", "required string")
 	}
-	blocks, err := outContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), true)
+	blocks, err := outContentBlocks(content, path, cache, true)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(toolResultOut{Type: "tool_result", ToolUseID: id, Content: blocks})
-	return b, err
-}
-
-type toolOut struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema"`
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	b := append([]byte(`{"type":"tool_result","tool_use_id":`), nil...)
+	b = jsonstr.Append(b, id.Str)
+	if len(blocks) > 0 {
+		b = append(b, `,"content":`...)
+		b = appendBlocks(b, blocks)
+	}
+	return append(b, '}'), nil
 }
 
 // translateTools turns function tools into Anthropic's tool definitions;
@@ -496,34 +623,51 @@ func translateTools(tools gjson.Result) ([]byte, error) {
 	if !tools.IsArray() {
 		return nil, fieldErr("tools", "expected an array of tools")
 	}
-	var out []json.RawMessage
-	for i, t := range tools.Array() {
+	out := []byte{'['}
+	var err error
+	i := -1
+	tools.ForEach(func(_, t gjson.Result) bool {
+		i++
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
 		if t.Get("type").Str != "function" {
-			out = append(out, json.RawMessage(t.Raw))
-			continue
+			out, err = rawjson.AppendRaw(out, t.Raw)
+			return err == nil
 		}
 		fn := t.Get("function")
-		if fn.Get("name").Str == "" {
-			return nil, fieldErr(fmt.Sprintf("tools[%d].function.name", i), "required string")
+		name := fn.Get("name").Str
+		if name == "" {
+			err = fieldErr("tools["+strconv.Itoa(i)+"].function.name", "required string")
+			return false
 		}
-		schema := json.RawMessage(`{"type":"object"}`)
+		out = append(out, `{"name":`...)
+		out = jsonstr.Append(out, name)
+		if d := fn.Get("description").Str; d != "" {
+			out = append(out, `,"description":`...)
+			out = jsonstr.Append(out, d)
+		}
+		out = append(out, `,"input_schema":`...)
 		if p := fn.Get("parameters"); p.IsObject() {
-			schema = json.RawMessage(p.Raw)
+			if out, err = rawjson.AppendRaw(out, p.Raw); err != nil {
+				return false
+			}
+		} else {
+			out = append(out, `{"type":"object"}`...)
 		}
-		to := toolOut{Name: fn.Get("name").Str, Description: fn.Get("description").Str, InputSchema: schema}
-		if cc := t.Get("cache_control"); cc.IsObject() {
-			to.CacheControl = json.RawMessage(cc.Raw)
+		if out, err = appendCacheControl(out, t.Get("cache_control")); err != nil {
+			return false
 		}
-		b, err := json.Marshal(to)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
+		out = append(out, '}')
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
+	if len(out) == 1 {
 		return nil, nil
 	}
-	return json.Marshal(out)
+	return append(out, ']'), nil
 }
 
 // translateToolChoice maps chat's tool_choice (and parallel_tool_calls)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
@@ -237,52 +238,87 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	aw.Produced = outputlen.MessagesAnswer(body)
-	m := gjson.ParseBytes(body)
-	if !m.IsObject() || m.Get("type").Str != "message" || !m.Get("content").IsArray() {
+	m := gjson.Parse(rawjson.View(body)) // nothing kept: out is copied
+	if !m.IsObject() {
 		return nil, false
 	}
-	model := m.Get("model").Str
+	// The members read, each found in one walk of the answer.
+	var top [6]gjson.Result
+	rawjson.Lookup(m.Raw, answerMembers, top[:])
+	typ, content, mmodel, stop, usage, id := top[0], top[1], top[2], top[3], top[4], top[5]
+	if typ.Str != "message" || !content.IsArray() {
+		return nil, false
+	}
+	model := mmodel.Str
 	if model == "" {
 		model = aw.model
 	}
 	var text, reasoning strings.Builder
+	var first string // the text while there is one
+	var texts int
 	var runes int64
 	msg := &outChatMessage{Role: "assistant"}
-	for _, b := range m.Get("content").Array() {
-		switch b.Get("type").Str {
+	for _, b := range rawjson.Array(content) {
+		var f [7]gjson.Result
+		if b.IsObject() {
+			rawjson.Lookup(b.Raw, blockMembers, f[:])
+		}
+		switch f[0].Str {
 		case "thinking":
-			reasoning.WriteString(b.Get("thinking").Str)
+			reasoning.WriteString(f[1].Str)
 		case "text":
-			t := b.Get("text").Str
+			t := f[2].Str
 			start := runes
-			text.WriteString(t)
+			// The common answer has one text: used as it is, not copied.
+			switch texts++; texts {
+			case 1:
+				first = t
+			case 2:
+				text.WriteString(first)
+				fallthrough
+			default:
+				text.WriteString(t)
+			}
 			runes += int64(utf8.RuneCountInString(t))
-			msg.Annotations = append(msg.Annotations, citationsOf(b.Get("citations").Array(), start, runes)...)
+			msg.Annotations = append(msg.Annotations, citationsOf(f[3].Array(), start, runes)...)
 		case "tool_use":
-			input := b.Get("input").Raw
+			input := f[4].Raw
 			if input == "" {
 				input = "{}"
 			}
-			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: b.Get("id").Str, Type: "function",
-				Function: chatFunction{Name: b.Get("name").Str, Arguments: input}})
+			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: f[5].Str, Type: "function",
+				Function: chatFunction{Name: f[6].Str, Arguments: input}})
 		}
 	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		s := text.String()
+	s := first
+	if texts > 1 {
+		s = text.String()
+	}
+	if s != "" || len(msg.ToolCalls) == 0 {
 		msg.Content = &s
 	}
 	msg.Reasoning = reasoning.String()
-	finish := FinishReason(m.Get("stop_reason").Str)
+	finish := FinishReason(stop.Str)
 	var u anthropicUsage
-	u.merge(m.Get("usage"))
-	c := chatCompletion{ID: m.Get("id").Str, Object: "chat.completion", Created: now().Unix(), Model: model,
+	u.merge(usage)
+	c := chatCompletion{ID: id.Str, Object: "chat.completion", Created: now().Unix(), Model: model,
 		Choices: []chatChoice{{Message: msg, FinishReason: &finish}}}
 	if u.seen {
 		c.Usage = u.chat()
 	}
-	out, err := json.Marshal(c)
+	if out, ok := appendChatCompletion(make([]byte, 0, len(body)+256), &c); ok {
+		return out, true
+	}
+	out, err := json.Marshal(c) // for its error
 	return out, err == nil
 }
+
+// answerMembers and blockMembers are the members convertJSON reads of the
+// answer and of a content block.
+var (
+	answerMembers = []string{"type", "content", "model", "stop_reason", "usage", "id"}
+	blockMembers  = []string{"type", "thinking", "text", "citations", "input", "id", "name"}
+)
 
 // event converts one stream event.
 func (aw *AnthropicToChat) event(e gjson.Result) {

@@ -3,7 +3,6 @@ package bedrock
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 )
 
 var now = time.Now
@@ -234,40 +234,69 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
-	r := gjson.ParseBytes(body)
-	content := r.Get("output.message.content")
+	r := gjson.Parse(rawjson.View(body)) // nothing kept: out is copied
+	// The members read, each found in one walk of the answer.
+	var top [3]gjson.Result
+	if r.IsObject() {
+		rawjson.Lookup(r.Raw, answerMembers, top[:])
+	}
+	output, stopReason, usage := top[0], top[1], top[2]
+	content := memberAt(output, "message", "content")
 	if !content.IsArray() {
 		return nil, false
 	}
 	var text, reasoning strings.Builder
 	var calls []toolCall
-	for _, b := range content.Array() {
-		switch {
-		case b.Get("text").Exists():
-			text.WriteString(b.Get("text").Str)
-			t.produced += outputlen.StringLen(b.Get("text").Raw)
-		case b.Get("reasoningContent").Exists():
-			reasoning.WriteString(b.Get("reasoningContent.reasoningText.text").Str)
-			t.produced += outputlen.StringLen(b.Get("reasoningContent.reasoningText.text").Raw)
-		case b.Get("toolUse").Exists():
-			u := b.Get("toolUse")
-			input := u.Get("input").Raw
+	for _, b := range rawjson.Array(content) {
+		var m [3]gjson.Result
+		if b.IsObject() {
+			rawjson.Lookup(b.Raw, blockMembers, m[:])
+		}
+		switch bt, br, bu := m[0], m[1], m[2]; {
+		case bt.Exists():
+			text.WriteString(bt.Str)
+			t.produced += outputlen.StringLen(bt.Raw)
+		case br.Exists():
+			rt := br.Get("reasoningText.text")
+			reasoning.WriteString(rt.Str)
+			t.produced += outputlen.StringLen(rt.Raw)
+		case bu.Exists():
+			input := bu.Get("input").Raw
 			if input == "" {
 				input = "{}"
 			}
-			t.produced += len(u.Get("name").Str) + outputlen.Value(input)
-			calls = append(calls, toolCall{ID: u.Get("toolUseId").Str, Type: "function", Function: function{Name: u.Get("name").Str, Arguments: input}})
+			t.produced += len(bu.Get("name").Str) + outputlen.Value(input)
+			calls = append(calls, toolCall{ID: bu.Get("toolUseId").Str, Type: "function", Function: function{Name: bu.Get("name").Str, Arguments: input}})
 		}
 	}
-	finish := finishReason(r.Get("stopReason").Str, len(calls) > 0)
+	finish := finishReason(stopReason.Str, len(calls) > 0)
 	msg := &chatMessage{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
 	if s := text.String(); s != "" || len(calls) == 0 {
 		msg.Content = &s
 	}
 	c := completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
-		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usage"))}
-	out, err := json.Marshal(c)
-	return out, err == nil
+		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
+	return appendCompletion(make([]byte, 0, len(body)+256), &c), true
+}
+
+// answerMembers and blockMembers are the members convertJSON reads of
+// the answer and of a content block.
+var (
+	answerMembers = []string{"output", "stopReason", "usage"}
+	blockMembers  = []string{"text", "reasoningContent", "toolUse"}
+)
+
+// memberAt is r.Get of the path of keys, each object walked once.
+func memberAt(r gjson.Result, keys ...string) gjson.Result {
+	for _, k := range keys {
+		if !r.IsObject() {
+			return gjson.Result{}
+		}
+		var m [1]gjson.Result
+		rawjson.Lookup(r.Raw, []string{k}, m[:])
+		r = m[0]
+	}
+	return r
 }
 
 // frame appends the chunks of one ConverseStream frame to out.
@@ -335,11 +364,7 @@ func (t *toChat) chunk(out []byte, delta *chatMessage, finish string, usage *cha
 		}
 		c.Choices = []choice{ch}
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return out
-	}
 	out = append(out, "data: "...)
-	out = append(out, b...)
+	out = appendCompletion(out, &c)
 	return append(out, "\n\n"...)
 }

@@ -3,9 +3,13 @@ package bedrock
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
 // converse is a Converse request, as the gateway writes it: only members
@@ -76,7 +80,7 @@ func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg)
 
 // fromChat translates a chat completions body into a Converse request.
 func fromChat(chat []byte) ([]byte, error) {
-	req := gjson.ParseBytes(chat)
+	req := gjson.Parse(rawjson.View(chat)) // nothing kept: out is copied
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
 	}
@@ -84,8 +88,8 @@ func fromChat(chat []byte) ([]byte, error) {
 	ic := &inferenceConfig{}
 	var choice gjson.Result
 	var err error
-	req.ForEach(func(k, v gjson.Result) bool {
-		switch name := k.Str; name {
+	rawjson.ForEach(req, func(name string, v gjson.Result) bool {
+		switch name {
 		case "messages":
 			out.System, out.Messages, err = messagesOf(v)
 		case "tools":
@@ -150,7 +154,7 @@ func fromChat(chat []byte) ([]byte, error) {
 		case choice.Str == "none":
 			out.ToolConfig = nil // Converse has no "none": no tools offered
 		case choice.Get("type").Str == "function":
-			name, _ := json.Marshal(choice.Get("function.name").Str)
+			name := jsonstr.Quote(choice.Get("function.name").Str)
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"tool":{"name":` + string(name) + `}}`)
 		default:
 			return nil, fieldError("tool_choice", "expected auto, none, required or a function")
@@ -162,8 +166,14 @@ func fromChat(chat []byte) ([]byte, error) {
 	if len(out.Messages) == 0 {
 		return nil, fieldError("messages", "needs a user message")
 	}
-	return json.Marshal(out)
+	if b, ok := appendConverse(make([]byte, 0, len(chat)+256), &out); ok {
+		return b, nil
+	}
+	return json.Marshal(out) // for its error
 }
+
+// messageMembers are the members of a message messagesOf reads.
+var messageMembers = []string{"role", "content", "tool_calls", "tool_call_id"}
 
 // messagesOf translates the messages: system and developer messages into
 // system blocks, tool results into toolResult blocks of a user message,
@@ -178,31 +188,36 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 		}
 		out = append(out, message{Role: role, Content: blocks})
 	}
-	for i, m := range msgs.Array() {
-		path := fmt.Sprintf("messages[%d]", i)
-		switch role := m.Get("role").Str; role {
+	for i, m := range rawjson.Array(msgs) {
+		path := "messages[" + strconv.Itoa(i) + "]"
+		var f [4]gjson.Result // one walk of the message for its members
+		if m.IsObject() {
+			rawjson.Lookup(m.Raw, messageMembers, f[:])
+		}
+		mrole, mcontent, mcalls, mid := f[0], f[1], f[2], f[3]
+		switch role := mrole.Str; role {
 		case "system", "developer":
-			b, err := textBlocks(m.Get("content"), path, false)
+			b, err := textBlocks(mcontent, path, false)
 			if err != nil {
 				return nil, nil, err
 			}
 			system = append(system, b...)
 		case "user":
-			b, err := textBlocks(m.Get("content"), path, true)
+			b, err := textBlocks(mcontent, path, true)
 			if err != nil {
 				return nil, nil, err
 			}
 			add("user", b...)
 		case "assistant":
 			var blocks []block
-			if c := m.Get("content"); c.Exists() && c.Type != gjson.Null {
+			if c := mcontent; c.Exists() && c.Type != gjson.Null {
 				b, err := textBlocks(c, path, false)
 				if err != nil {
 					return nil, nil, err
 				}
 				blocks = b
 			}
-			for j, call := range m.Get("tool_calls").Array() {
+			for j, call := range mcalls.Array() {
 				args := call.Get("function.arguments").Str
 				if args == "" {
 					args = "{}"
@@ -216,7 +231,7 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 				add("assistant", blocks...)
 			}
 		case "tool":
-			c := m.Get("content")
+			c := mcontent
 			text := c.Str
 			if c.IsArray() {
 				var b strings.Builder
@@ -229,10 +244,9 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 			if gjson.Valid(text) && gjson.Parse(text).IsObject() {
 				content = json.RawMessage(`{"json":` + text + `}`)
 			} else {
-				s, _ := json.Marshal(text)
-				content = json.RawMessage(`{"text":` + string(s) + `}`)
+				content = json.RawMessage(`{"text":` + string(jsonstr.Quote(text)) + `}`)
 			}
-			add("user", block{ToolResult: &toolResult{ToolUseID: m.Get("tool_call_id").Str, Content: []json.RawMessage{content}}})
+			add("user", block{ToolResult: &toolResult{ToolUseID: mid.Str, Content: []json.RawMessage{content}}})
 		default:
 			return nil, nil, fieldError(path+".role", fmt.Sprintf("unsupported role %q", role))
 		}

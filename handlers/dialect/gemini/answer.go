@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 )
 
@@ -64,17 +64,65 @@ func (t *toChat) Finish() { t.FinishHeld(t.convertJSON) }
 func (t *toChat) OutputProduced() int { return t.produced }
 
 // outputOf is the model output of a candidate's parts (outputlen's rule).
-func outputOf(parts gjson.Result) int {
+func outputOf(parts []partView) int {
 	n := 0
-	for _, p := range parts.Array() {
-		if s := p.Get("text"); s.Exists() {
-			n += outputlen.StringLen(s.Raw)
+	for _, p := range parts {
+		if p.text.Exists() {
+			n += outputlen.StringLen(p.text.Raw)
 		}
-		if c := p.Get("functionCall"); c.Exists() {
+		if c := p.call; c.Exists() {
 			n += len(c.Get("name").Str) + outputlen.Value(c.Get("args").Raw)
 		}
 	}
 	return n
+}
+
+// partView is a part's members the translation reads.
+type partView struct{ text, thought, call gjson.Result }
+
+var partMembers = []string{"text", "thought", "functionCall"}
+
+// partsView reads a candidate's parts, each in one walk.
+func partsView(parts gjson.Result) []partView {
+	ps := rawjson.Array(parts)
+	out := make([]partView, len(ps))
+	for i, p := range ps {
+		var m [3]gjson.Result
+		if p.IsObject() {
+			rawjson.Lookup(p.Raw, partMembers, m[:])
+		}
+		out[i] = partView{text: m[0], thought: m[1], call: m[2]}
+	}
+	return out
+}
+
+// candidateParts are the parts and finish reason of a candidate.
+func candidateParts(cand gjson.Result) (parts []partView, finish string) {
+	if !cand.IsObject() {
+		return partsView(cand.Get("content.parts")), cand.Get("finishReason").Str
+	}
+	var m [2]gjson.Result
+	rawjson.Lookup(cand.Raw, []string{"content", "finishReason"}, m[:])
+	content := m[0]
+	if content.IsObject() {
+		var p [1]gjson.Result
+		rawjson.Lookup(content.Raw, []string{"parts"}, p[:])
+		return partsView(p[0]), m[1].Str
+	}
+	return partsView(content.Get("parts")), m[1].Str
+}
+
+// firstCandidate is candidates.0.
+func firstCandidate(candidates gjson.Result) gjson.Result {
+	if !candidates.IsArray() {
+		return candidates.Get("0")
+	}
+	var first gjson.Result
+	rawjson.EachElem(candidates.Raw, func(v string) bool {
+		first = rawjson.Member(v, true)
+		return false
+	})
+	return first
 }
 
 // finishReason maps Gemini's finish reasons.
@@ -157,14 +205,17 @@ type completion struct {
 }
 
 // partsOf splits a candidate's parts into text, reasoning and calls.
-func (t *toChat) partsOf(parts gjson.Result) (text, reasoning string, calls []toolCall) {
+func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []toolCall) {
+	if len(parts) == 1 && !parts[0].thought.Bool() && !parts[0].call.Exists() {
+		return parts[0].text.Str, "", nil // the common answer: one text
+	}
 	var tb, rb strings.Builder
-	for _, p := range parts.Array() {
+	for _, p := range parts {
 		switch {
-		case p.Get("thought").Bool():
-			rb.WriteString(p.Get("text").Str)
-		case p.Get("functionCall").Exists():
-			c := p.Get("functionCall")
+		case p.thought.Bool():
+			rb.WriteString(p.text.Str)
+		case p.call.Exists():
+			c := p.call
 			args := c.Get("args").Raw
 			if args == "" {
 				args = "{}"
@@ -174,7 +225,7 @@ func (t *toChat) partsOf(parts gjson.Result) (text, reasoning string, calls []to
 			calls = append(calls, toolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
 				Function: function{Name: c.Get("name").Str, Arguments: args}})
 		default:
-			tb.WriteString(p.Get("text").Str)
+			tb.WriteString(p.text.Str)
 		}
 	}
 	return tb.String(), rb.String(), calls
@@ -185,18 +236,25 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
-	r := gjson.ParseBytes(body)
-	if !r.IsObject() || !(r.Get("candidates").IsArray() || r.Get("promptFeedback").Exists()) {
+	r := gjson.Parse(rawjson.View(body)) // nothing kept: out is copied
+	if !r.IsObject() {
 		return nil, false
 	}
-	cand := r.Get("candidates.0")
-	t.produced = outputOf(cand.Get("content.parts"))
-	text, reasoning, calls := t.partsOf(cand.Get("content.parts"))
+	// The top-level members in one walk of the answer.
+	var top [5]gjson.Result
+	rawjson.Lookup(r.Raw, topMembers, top[:])
+	candidates, feedback, usage, id, modelVersion := top[0], top[1], top[2], top[3], top[4]
+	if !(candidates.IsArray() || feedback.Exists()) {
+		return nil, false
+	}
+	parts, reason := candidateParts(firstCandidate(candidates))
+	t.produced = outputOf(parts)
+	text, reasoning, calls := t.partsOf(parts)
 	for i := range calls {
 		calls[i].Index = nil
 	}
-	finish := finishReason(cand.Get("finishReason").Str, len(calls) > 0)
-	if r.Get("promptFeedback.blockReason").Str != "" {
+	finish := finishReason(reason, len(calls) > 0)
+	if feedback.Get("blockReason").Str != "" {
 		finish = "content_filter" // the prompt was blocked: no candidate
 	} else if finish == "" {
 		finish = "stop"
@@ -205,21 +263,25 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
-	c := completion{ID: t.idOf(r), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(r),
-		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usageMetadata"))}
-	out, err := json.Marshal(c)
-	return out, err == nil
+	c := completion{ID: t.idOf(id), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(modelVersion),
+		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
+	return appendCompletion(make([]byte, 0, len(body)+256), &c), true
 }
 
-func (t *toChat) idOf(r gjson.Result) string {
-	if id := r.Get("responseId").Str; id != "" {
+// topMembers are the answer's members convertJSON reads.
+var topMembers = []string{"candidates", "promptFeedback", "usageMetadata", "responseId", "modelVersion"}
+
+// idOf is the answer's responseId, or one made up.
+func (t *toChat) idOf(responseID gjson.Result) string {
+	if id := responseID.Str; id != "" {
 		return id
 	}
 	return "gemini-" + strconv.FormatInt(now().UnixNano(), 36)
 }
 
-func (t *toChat) modelOf(r gjson.Result) string {
-	if m := r.Get("modelVersion").Str; m != "" {
+// modelOf is the answer's modelVersion, or the provider's model.
+func (t *toChat) modelOf(modelVersion gjson.Result) string {
+	if m := modelVersion.Str; m != "" {
 		return m
 	}
 	return t.model
@@ -235,7 +297,7 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 	}
 	r := gjson.ParseBytes(data)
 	if t.id == "" {
-		t.id, t.created = t.idOf(r), now().Unix()
+		t.id, t.created = t.idOf(r.Get("responseId")), now().Unix()
 		if m := r.Get("modelVersion").Str; m != "" {
 			t.model = m
 		}
@@ -245,9 +307,9 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 	if u := r.Get("usageMetadata"); u.IsObject() {
 		t.lastUsage = u
 	}
-	cand := r.Get("candidates.0")
-	t.produced += outputOf(cand.Get("content.parts"))
-	text, reasoning, calls := t.partsOf(cand.Get("content.parts"))
+	parts, reason := candidateParts(r.Get("candidates.0"))
+	t.produced += outputOf(parts)
+	text, reasoning, calls := t.partsOf(parts)
 	if text != "" || reasoning != "" || len(calls) > 0 {
 		d := &message{Reasoning: reasoning, ToolCalls: calls}
 		if text != "" {
@@ -255,7 +317,7 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 		}
 		t.chunk(d, "", nil)
 	}
-	finish := finishReason(cand.Get("finishReason").Str, t.calls > 0)
+	finish := finishReason(reason, t.calls > 0)
 	if r.Get("promptFeedback.blockReason").Str != "" {
 		finish = "content_filter"
 	}
@@ -279,11 +341,7 @@ func (t *toChat) chunk(delta *message, finish string, usage *chatUsage) {
 		}
 		c.Choices = []choice{ch}
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return
-	}
 	t.out = append(t.out, "data: "...)
-	t.out = append(t.out, b...)
+	t.out = appendCompletion(t.out, &c)
 	t.out = append(t.out, "\n\n"...)
 }

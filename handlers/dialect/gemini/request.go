@@ -3,9 +3,13 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
 // request is a GenerateContentRequest, as the gateway writes it: only
@@ -91,15 +95,27 @@ var budgets = map[string]int64{"none": 0, "minimal": 512, "low": 1024, "medium":
 
 // fromChat translates a chat completions body into a GenerateContentRequest.
 func fromChat(chat []byte, maxTokens int64) ([]byte, error) {
-	req := gjson.ParseBytes(chat)
+	out, err := buildRequest(chat, maxTokens)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := appendRequest(make([]byte, 0, len(chat)+256), out); ok {
+		return b, nil
+	}
+	return json.Marshal(out) // for its error
+}
+
+// buildRequest is the GenerateContentRequest of a chat completions body.
+func buildRequest(chat []byte, maxTokens int64) (*request, error) {
+	req := gjson.Parse(rawjson.View(chat)) // fromChat copies what it keeps
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
 	}
 	var out request
 	gc := &generationConfig{}
 	var err error
-	req.ForEach(func(k, v gjson.Result) bool {
-		switch name := k.Str; name {
+	rawjson.ForEach(req, func(name string, v gjson.Result) bool {
+		switch name {
 		case "messages":
 			out.SystemInstruction, out.Contents, err = contentsOf(v)
 		case "tools":
@@ -167,14 +183,17 @@ func fromChat(chat []byte, maxTokens int64) ([]byte, error) {
 	if gc.MaxOutputTokens == 0 && maxTokens > 0 {
 		gc.MaxOutputTokens = maxTokens
 	}
-	if b, _ := json.Marshal(gc); string(b) != "{}" {
+	if !gc.empty() {
 		out.GenerationConfig = gc
 	}
 	if len(out.Contents) == 0 {
 		return nil, fieldError("messages", "needs a user or assistant message")
 	}
-	return json.Marshal(out)
+	return &out, nil
 }
+
+// messageMembers are the members of a message contentsOf reads.
+var messageMembers = []string{"role", "content", "tool_calls", "tool_call_id"}
 
 // contentsOf translates the messages: system and developer messages
 // become the system instruction; the others contents of role user or
@@ -191,11 +210,16 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 		}
 		contents = append(contents, content{Role: role, Parts: parts})
 	}
-	for i, m := range msgs.Array() {
-		path := fmt.Sprintf("messages[%d]", i)
-		switch role := m.Get("role").Str; role {
+	for i, m := range rawjson.Array(msgs) {
+		path := "messages[" + strconv.Itoa(i) + "]"
+		var f [4]gjson.Result // one walk of the message for its members
+		if m.IsObject() {
+			rawjson.Lookup(m.Raw, messageMembers, f[:])
+		}
+		mrole, mcontent, mcalls, mid := f[0], f[1], f[2], f[3]
+		switch role := mrole.Str; role {
 		case "system", "developer":
-			parts, err := textParts(m.Get("content"), path)
+			parts, err := textParts(mcontent, path)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -204,21 +228,21 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 			}
 			system.Parts = append(system.Parts, parts...)
 		case "user":
-			parts, err := userParts(m.Get("content"), path)
+			parts, err := userParts(mcontent, path)
 			if err != nil {
 				return nil, nil, err
 			}
 			add("user", parts...)
 		case "assistant":
 			var parts []part
-			if c := m.Get("content"); c.Exists() && c.Type != gjson.Null {
+			if c := mcontent; c.Exists() && c.Type != gjson.Null {
 				p, err := textParts(c, path)
 				if err != nil {
 					return nil, nil, err
 				}
 				parts = p
 			}
-			for j, call := range m.Get("tool_calls").Array() {
+			for j, call := range mcalls.Array() {
 				args := call.Get("function.arguments").Str
 				if args == "" {
 					args = "{}"
@@ -234,12 +258,12 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 				add("model", parts...)
 			}
 		case "tool":
-			id := m.Get("tool_call_id").Str
+			id := mid.Str
 			name, ok := names[id]
 			if !ok {
 				return nil, nil, fieldError(path+".tool_call_id", fmt.Sprintf("no assistant tool call %q before it", id))
 			}
-			result := m.Get("content")
+			result := mcontent
 			text := result.Str
 			if result.IsArray() {
 				var b strings.Builder
@@ -250,7 +274,7 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 			}
 			// The response is an object: the tool's JSON object as it is,
 			// any other result under "content".
-			resp := `{"content":` + string(mustJSON(text)) + `}`
+			resp := `{"content":` + string(jsonstr.Quote(text)) + `}`
 			if gjson.Valid(text) && gjson.Parse(text).IsObject() {
 				resp = text
 			}
@@ -261,8 +285,6 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 	}
 	return system, contents, nil
 }
-
-func mustJSON(s string) []byte { b, _ := json.Marshal(s); return b }
 
 // textParts are a string content's or text parts' text.
 func textParts(c gjson.Result, path string) ([]part, error) {
