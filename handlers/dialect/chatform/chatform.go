@@ -200,25 +200,20 @@ func (c *Completion) AppendJSON(b []byte) (_ []byte, ok bool) {
 
 func appendMessage(b []byte, m *Message) []byte {
 	sep := byte('{')
-	member := func(name string) {
-		b = append(b, sep)
-		b = append(b, name...)
-		sep = ','
-	}
 	if m.Role != "" {
-		member(`"role":`)
+		b = member(b, &sep, `"role":`)
 		b = jsonstr.Append(b, m.Role)
 	}
 	if m.Content != nil {
-		member(`"content":`)
+		b = member(b, &sep, `"content":`)
 		b = jsonstr.Append(b, *m.Content)
 	}
 	if m.Reasoning != "" {
-		member(`"reasoning":`)
+		b = member(b, &sep, `"reasoning":`)
 		b = jsonstr.Append(b, m.Reasoning)
 	}
 	if len(m.ToolCalls) > 0 {
-		member(`"tool_calls":[`)
+		b = member(b, &sep, `"tool_calls":[`)
 		for i := range m.ToolCalls {
 			if i > 0 {
 				b = append(b, ',')
@@ -228,7 +223,7 @@ func appendMessage(b []byte, m *Message) []byte {
 		b = append(b, ']')
 	}
 	if len(m.Annotations) > 0 {
-		member(`"annotations":[`)
+		b = member(b, &sep, `"annotations":[`)
 		for i := range m.Annotations {
 			if i > 0 {
 				b = append(b, ',')
@@ -260,24 +255,19 @@ func appendMessage(b []byte, m *Message) []byte {
 
 func appendToolCall(b []byte, c *ToolCall) []byte {
 	sep := byte('{')
-	member := func(name string) {
-		b = append(b, sep)
-		b = append(b, name...)
-		sep = ','
-	}
 	if c.Index != nil {
-		member(`"index":`)
+		b = member(b, &sep, `"index":`)
 		b = strconv.AppendInt(b, int64(*c.Index), 10)
 	}
 	if c.ID != "" {
-		member(`"id":`)
+		b = member(b, &sep, `"id":`)
 		b = jsonstr.Append(b, c.ID)
 	}
 	if c.Type != "" {
-		member(`"type":`)
+		b = member(b, &sep, `"type":`)
 		b = jsonstr.Append(b, c.Type)
 	}
-	member(`"function":`)
+	b = member(b, &sep, `"function":`)
 	if c.Function.Name != "" {
 		b = append(b, `{"name":`...)
 		b = jsonstr.Append(b, c.Function.Name)
@@ -287,4 +277,12 @@ func appendToolCall(b []byte, c *ToolCall) []byte {
 	}
 	b = jsonstr.Append(b, c.Function.Arguments)
 	return append(b, "}}"...)
+}
+
+// member appends an object's member name after the separator sep (the
+// object's '{' before its first member, ',' after).
+func member(b []byte, sep *byte, name string) []byte {
+	b = append(b, *sep)
+	*sep = ','
+	return append(b, name...)
 }
