@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
@@ -95,24 +96,10 @@ func (u *anthropicUsage) merge(v gjson.Result) {
 	}
 }
 
-// chatUsage is the usage object in chat's form.
-type chatUsage struct {
-	PromptTokens        int64           `json:"prompt_tokens"`
-	CompletionTokens    int64           `json:"completion_tokens"`
-	TotalTokens         int64           `json:"total_tokens"`
-	PromptTokensDetails promptDetails   `json:"prompt_tokens_details"`
-	ServerToolUse       json.RawMessage `json:"server_tool_use,omitempty"`
-}
-
-type promptDetails struct {
-	CachedTokens     int64 `json:"cached_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens"`
-}
-
-func (u *anthropicUsage) chat() *chatUsage {
+func (u *anthropicUsage) chat() *chatform.Usage {
 	prompt := u.input + u.cacheRead + u.cacheWrite
-	c := &chatUsage{PromptTokens: prompt, CompletionTokens: u.output, TotalTokens: prompt + u.output,
-		PromptTokensDetails: promptDetails{CachedTokens: u.cacheRead, CacheWriteTokens: u.cacheWrite}}
+	c := chatform.WithCacheWrites(chatform.Usage{PromptTokens: prompt, CompletionTokens: u.output, TotalTokens: prompt + u.output,
+		PromptTokensDetails: chatform.PromptDetails{CachedTokens: u.cacheRead}}, u.cacheWrite)
 	if u.serverToolUse != "" {
 		c.ServerToolUse = json.RawMessage(u.serverToolUse)
 	}
@@ -151,58 +138,6 @@ func (aw *AnthropicToChat) Finish() {
 	aw.FinishHeld(aw.convertJSON)
 }
 
-// chatCompletion is the converted JSON answer.
-type chatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *chatUsage   `json:"usage,omitempty"`
-}
-
-type chatChoice struct {
-	Index        int             `json:"index"`
-	Message      *outChatMessage `json:"message,omitempty"`
-	Delta        *outChatMessage `json:"delta,omitempty"`
-	FinishReason *string         `json:"finish_reason"`
-}
-
-type outChatMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-	// Reasoning is the text of the answer's thinking blocks (the public
-	// API's message.reasoning).
-	Reasoning   string           `json:"reasoning,omitempty"`
-	ToolCalls   []chatToolCall   `json:"tool_calls,omitempty"`
-	Annotations []chatAnnotation `json:"annotations,omitempty"`
-}
-
-type chatToolCall struct {
-	Index    *int         `json:"index,omitempty"`
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type,omitempty"`
-	Function chatFunction `json:"function"`
-}
-
-type chatFunction struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
-type chatAnnotation struct {
-	Type        string      `json:"type"`
-	URLCitation urlCitation `json:"url_citation"`
-}
-
-type urlCitation struct {
-	URL        string `json:"url"`
-	Title      string `json:"title"`
-	Content    string `json:"content,omitempty"`
-	StartIndex int64  `json:"start_index"`
-	EndIndex   int64  `json:"end_index"`
-}
-
 // FinishReason maps Anthropic's stop_reason to chat's finish_reason.
 func FinishReason(stop string) string {
 	switch stop {
@@ -218,13 +153,13 @@ func FinishReason(stop string) string {
 
 // citationsOf are a text block's web search citations as annotations of
 // the span [start, end) of the message text (code points).
-func citationsOf(citations []gjson.Result, start, end int64) []chatAnnotation {
-	var out []chatAnnotation
+func citationsOf(citations []gjson.Result, start, end int64) []chatform.Annotation {
+	var out []chatform.Annotation
 	for _, c := range citations {
 		if c.Get("type").Str != "web_search_result_location" || c.Get("url").Str == "" {
 			continue
 		}
-		out = append(out, chatAnnotation{Type: "url_citation", URLCitation: urlCitation{
+		out = append(out, chatform.Annotation{Type: "url_citation", URLCitation: chatform.URLCitation{
 			URL: c.Get("url").Str, Title: c.Get("title").Str, Content: c.Get("cited_text").Str,
 			StartIndex: start, EndIndex: end,
 		}})
@@ -257,7 +192,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	var first string // the text while there is one
 	var texts int
 	var runes int64
-	msg := &outChatMessage{Role: "assistant"}
+	msg := &chatform.Message{Role: "assistant"}
 	for _, b := range rawjson.Array(content) {
 		var f [7]gjson.Result
 		if b.IsObject() {
@@ -286,8 +221,8 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 			if input == "" {
 				input = "{}"
 			}
-			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: f[5].Str, Type: "function",
-				Function: chatFunction{Name: f[6].Str, Arguments: input}})
+			msg.ToolCalls = append(msg.ToolCalls, chatform.ToolCall{ID: f[5].Str, Type: "function",
+				Function: chatform.Function{Name: f[6].Str, Arguments: input}})
 		}
 	}
 	s := first
@@ -301,12 +236,12 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	finish := FinishReason(stop.Str)
 	var u anthropicUsage
 	u.merge(usage)
-	c := chatCompletion{ID: id.Str, Object: "chat.completion", Created: now().Unix(), Model: model,
-		Choices: []chatChoice{{Message: msg, FinishReason: &finish}}}
+	c := chatform.Completion{ID: id.Str, Object: "chat.completion", Created: now().Unix(), Model: model,
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}}
 	if u.seen {
 		c.Usage = u.chat()
 	}
-	if out, ok := appendChatCompletion(make([]byte, 0, len(body)+256), &c); ok {
+	if out, ok := c.AppendJSON(make([]byte, 0, len(body)+256)); ok {
 		return out, true
 	}
 	out, err := json.Marshal(c) // for its error
@@ -331,7 +266,7 @@ func (aw *AnthropicToChat) event(e gjson.Result) {
 		}
 		aw.usage.merge(msg.Get("usage"))
 		empty := ""
-		aw.chunk(&outChatMessage{Role: "assistant", Content: &empty}, nil)
+		aw.chunk(&chatform.Message{Role: "assistant", Content: &empty}, nil)
 	case "content_block_start":
 		aw.blockStart(e.Get("index").Int(), e.Get("content_block"))
 	case "content_block_delta":
@@ -348,10 +283,10 @@ func (aw *AnthropicToChat) event(e gjson.Result) {
 		if finish == "" {
 			finish = "stop"
 		}
-		aw.chunk(&outChatMessage{}, &finish)
+		aw.chunk(&chatform.Message{}, &finish)
 		if aw.usage.seen {
-			aw.send(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
-				Choices: []chatChoice{}, Usage: aw.usage.chat()})
+			aw.send(chatform.Completion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
+				Choices: []chatform.Choice{}, Usage: aw.usage.chat()})
 		}
 		aw.out = append(aw.out, "data: [DONE]\n\n"...)
 	case "error":
@@ -388,8 +323,8 @@ func (aw *AnthropicToChat) blockStart(i int64, cb gjson.Result) {
 		b.toolIndex = aw.toolCalls
 		aw.toolCalls++
 		idx := b.toolIndex
-		aw.chunk(&outChatMessage{ToolCalls: []chatToolCall{{Index: &idx, ID: cb.Get("id").Str, Type: "function",
-			Function: chatFunction{Name: cb.Get("name").Str}}}}, nil)
+		aw.chunk(&chatform.Message{ToolCalls: []chatform.ToolCall{{Index: &idx, ID: cb.Get("id").Str, Type: "function",
+			Function: chatform.Function{Name: cb.Get("name").Str}}}}, nil)
 	}
 }
 
@@ -404,14 +339,14 @@ func (aw *AnthropicToChat) blockDelta(i int64, d gjson.Result) {
 	case "input_json_delta":
 		if b.typ == "tool_use" {
 			idx := b.toolIndex
-			aw.chunk(&outChatMessage{ToolCalls: []chatToolCall{{Index: &idx,
-				Function: chatFunction{Arguments: d.Get("partial_json").Str}}}}, nil)
+			aw.chunk(&chatform.Message{ToolCalls: []chatform.ToolCall{{Index: &idx,
+				Function: chatform.Function{Arguments: d.Get("partial_json").Str}}}}, nil)
 		}
 	case "citations_delta":
 		b.citations = append(b.citations, d.Get("citation"))
 	case "thinking_delta":
 		if t := d.Get("thinking").Str; t != "" {
-			aw.chunk(&outChatMessage{Reasoning: t}, nil)
+			aw.chunk(&chatform.Message{Reasoning: t}, nil)
 		}
 	}
 }
@@ -425,7 +360,7 @@ func (aw *AnthropicToChat) blockStop(i int64) {
 	}
 	if anns := citationsOf(b.citations, b.start, aw.textRunes); len(anns) > 0 {
 		empty := ""
-		aw.chunk(&outChatMessage{Content: &empty, Annotations: anns}, nil)
+		aw.chunk(&chatform.Message{Content: &empty, Annotations: anns}, nil)
 	}
 }
 
@@ -437,7 +372,7 @@ func (aw *AnthropicToChat) text(t string) {
 	}
 	aw.textRunes += int64(utf8.RuneCountInString(t))
 	if aw.textPrefix == nil {
-		head, err := json.Marshal(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model})
+		head, err := json.Marshal(chatform.Completion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model})
 		if err != nil {
 			aw.err = err
 			return
@@ -458,9 +393,9 @@ func (aw *AnthropicToChat) text(t string) {
 }
 
 // chunk sends one chat chunk with delta and finish reason.
-func (aw *AnthropicToChat) chunk(delta *outChatMessage, finish *string) {
-	aw.send(chatCompletion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
-		Choices: []chatChoice{{Delta: delta, FinishReason: finish}}})
+func (aw *AnthropicToChat) chunk(delta *chatform.Message, finish *string) {
+	aw.send(chatform.Completion{ID: aw.id, Object: "chat.completion.chunk", Created: aw.created, Model: aw.model,
+		Choices: []chatform.Choice{{Delta: delta, FinishReason: finish}}})
 }
 
 func (aw *AnthropicToChat) send(v any) {

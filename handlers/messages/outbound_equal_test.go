@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 )
@@ -151,7 +152,7 @@ func (aw *AnthropicToChat) refConvertJSON(body []byte) ([]byte, bool) {
 	}
 	var text, reasoning strings.Builder
 	var runes int64
-	msg := &outChatMessage{Role: "assistant"}
+	msg := &chatform.Message{Role: "assistant"}
 	for _, b := range m.Get("content").Array() {
 		switch b.Get("type").Str {
 		case "thinking":
@@ -167,8 +168,8 @@ func (aw *AnthropicToChat) refConvertJSON(body []byte) ([]byte, bool) {
 			if input == "" {
 				input = "{}"
 			}
-			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: b.Get("id").Str, Type: "function",
-				Function: chatFunction{Name: b.Get("name").Str, Arguments: input}})
+			msg.ToolCalls = append(msg.ToolCalls, chatform.ToolCall{ID: b.Get("id").Str, Type: "function",
+				Function: chatform.Function{Name: b.Get("name").Str, Arguments: input}})
 		}
 	}
 	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
@@ -179,8 +180,8 @@ func (aw *AnthropicToChat) refConvertJSON(body []byte) ([]byte, bool) {
 	finish := FinishReason(m.Get("stop_reason").Str)
 	var u anthropicUsage
 	u.merge(m.Get("usage"))
-	c := chatCompletion{ID: m.Get("id").Str, Object: "chat.completion", Created: now().Unix(), Model: model,
-		Choices: []chatChoice{{Message: msg, FinishReason: &finish}}}
+	c := chatform.Completion{ID: m.Get("id").Str, Object: "chat.completion", Created: now().Unix(), Model: model,
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}}
 	if u.seen {
 		c.Usage = u.chat()
 	}

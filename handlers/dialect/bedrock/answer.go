@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
@@ -169,62 +170,15 @@ func finishReason(stop string, calls bool) string {
 	return "stop"
 }
 
-type chatUsage struct {
-	PromptTokens        int64         `json:"prompt_tokens"`
-	CompletionTokens    int64         `json:"completion_tokens"`
-	TotalTokens         int64         `json:"total_tokens"`
-	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
-}
-
-type promptDetails struct {
-	CachedTokens     int64 `json:"cached_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens"`
-}
-
-func usageOf(u gjson.Result) *chatUsage {
+func usageOf(u gjson.Result) *chatform.Usage {
 	if !u.IsObject() {
 		return nil
 	}
 	read, write := u.Get("cacheReadInputTokens").Int(), u.Get("cacheWriteInputTokens").Int()
 	prompt := u.Get("inputTokens").Int() + read + write
 	out := u.Get("outputTokens").Int()
-	return &chatUsage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out,
-		PromptTokensDetails: promptDetails{CachedTokens: read, CacheWriteTokens: write}}
-}
-
-type toolCall struct {
-	Index    *int     `json:"index,omitempty"`
-	ID       string   `json:"id,omitempty"`
-	Type     string   `json:"type,omitempty"`
-	Function function `json:"function"`
-}
-
-type function struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
-type chatMessage struct {
-	Role      string     `json:"role,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	Reasoning string     `json:"reasoning,omitempty"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
-}
-
-type choice struct {
-	Index        int          `json:"index"`
-	Message      *chatMessage `json:"message,omitempty"`
-	Delta        *chatMessage `json:"delta,omitempty"`
-	FinishReason *string      `json:"finish_reason"`
-}
-
-type completion struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Created int64      `json:"created"`
-	Model   string     `json:"model"`
-	Choices []choice   `json:"choices"`
-	Usage   *chatUsage `json:"usage,omitempty"`
+	return chatform.WithCacheWrites(chatform.Usage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out,
+		PromptTokensDetails: chatform.PromptDetails{CachedTokens: read}}, write)
 }
 
 func newID() string { return "bedrock-" + strconv.FormatInt(now().UnixNano(), 36) }
@@ -246,7 +200,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	var text, reasoning strings.Builder
-	var calls []toolCall
+	var calls []chatform.ToolCall
 	for _, b := range rawjson.Array(content) {
 		var m [3]gjson.Result
 		if b.IsObject() {
@@ -266,17 +220,18 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 				input = "{}"
 			}
 			t.produced += len(bu.Get("name").Str) + outputlen.Value(input)
-			calls = append(calls, toolCall{ID: bu.Get("toolUseId").Str, Type: "function", Function: function{Name: bu.Get("name").Str, Arguments: input}})
+			calls = append(calls, chatform.ToolCall{ID: bu.Get("toolUseId").Str, Type: "function", Function: chatform.Function{Name: bu.Get("name").Str, Arguments: input}})
 		}
 	}
 	finish := finishReason(stopReason.Str, len(calls) > 0)
-	msg := &chatMessage{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
 	if s := text.String(); s != "" || len(calls) == 0 {
 		msg.Content = &s
 	}
-	c := completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
-		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
-	return appendCompletion(make([]byte, 0, len(body)+256), &c), true
+	c := chatform.Completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
+	out, _ := c.AppendJSON(make([]byte, 0, len(body)+256)) // no raw member to fail on
+	return out, true
 }
 
 // answerMembers and blockMembers are the members convertJSON reads of
@@ -318,15 +273,15 @@ func (t *toChat) frame(out []byte, msg eventstream.Message) []byte {
 	switch header(":event-type") {
 	case "messageStart":
 		empty := ""
-		out = t.chunk(out, &chatMessage{Role: "assistant", Content: &empty}, "", nil)
+		out = t.chunk(out, &chatform.Message{Role: "assistant", Content: &empty}, "", nil)
 	case "contentBlockStart":
 		if u := p.Get("start.toolUse"); u.Exists() {
 			i := t.ncalls
 			t.ncalls++
 			t.calls[p.Get("contentBlockIndex").Int()] = i
 			t.produced += len(u.Get("name").Str)
-			out = t.chunk(out, &chatMessage{ToolCalls: []toolCall{{Index: &i, ID: u.Get("toolUseId").Str, Type: "function",
-				Function: function{Name: u.Get("name").Str}}}}, "", nil)
+			out = t.chunk(out, &chatform.Message{ToolCalls: []chatform.ToolCall{{Index: &i, ID: u.Get("toolUseId").Str, Type: "function",
+				Function: chatform.Function{Name: u.Get("name").Str}}}}, "", nil)
 		}
 	case "contentBlockDelta":
 		d := p.Get("delta")
@@ -334,18 +289,18 @@ func (t *toChat) frame(out []byte, msg eventstream.Message) []byte {
 		case d.Get("text").Exists():
 			s := d.Get("text").Str
 			t.produced += outputlen.StringLen(d.Get("text").Raw)
-			out = t.chunk(out, &chatMessage{Content: &s}, "", nil)
+			out = t.chunk(out, &chatform.Message{Content: &s}, "", nil)
 		case d.Get("reasoningContent.text").Exists():
 			t.produced += outputlen.StringLen(d.Get("reasoningContent.text").Raw)
-			out = t.chunk(out, &chatMessage{Reasoning: d.Get("reasoningContent.text").Str}, "", nil)
+			out = t.chunk(out, &chatform.Message{Reasoning: d.Get("reasoningContent.text").Str}, "", nil)
 		case d.Get("toolUse.input").Exists():
 			i := t.calls[p.Get("contentBlockIndex").Int()]
 			t.produced += outputlen.StringLen(d.Get("toolUse.input").Raw)
-			out = t.chunk(out, &chatMessage{ToolCalls: []toolCall{{Index: &i, Function: function{Arguments: d.Get("toolUse.input").Str}}}}, "", nil)
+			out = t.chunk(out, &chatform.Message{ToolCalls: []chatform.ToolCall{{Index: &i, Function: chatform.Function{Arguments: d.Get("toolUse.input").Str}}}}, "", nil)
 		}
 	case "messageStop":
 		t.finish = finishReason(p.Get("stopReason").Str, t.ncalls > 0)
-		out = t.chunk(out, &chatMessage{}, t.finish, nil)
+		out = t.chunk(out, &chatform.Message{}, t.finish, nil)
 	case "metadata":
 		out = t.chunk(out, nil, "", usageOf(p.Get("usage")))
 		out = append(out, "data: [DONE]\n\n"...)
@@ -355,16 +310,16 @@ func (t *toChat) frame(out []byte, msg eventstream.Message) []byte {
 
 // chunk appends one chat.completion.chunk event: a delta (with a finish
 // reason), or (delta nil) the usage chunk without choices.
-func (t *toChat) chunk(out []byte, delta *chatMessage, finish string, usage *chatUsage) []byte {
-	c := completion{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []choice{}, Usage: usage}
+func (t *toChat) chunk(out []byte, delta *chatform.Message, finish string, usage *chatform.Usage) []byte {
+	c := chatform.Completion{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []chatform.Choice{}, Usage: usage}
 	if delta != nil {
-		ch := choice{Delta: delta}
+		ch := chatform.Choice{Delta: delta}
 		if finish != "" {
 			ch.FinishReason = &finish
 		}
-		c.Choices = []choice{ch}
+		c.Choices = []chatform.Choice{ch}
 	}
 	out = append(out, "data: "...)
-	out = appendCompletion(out, &c)
+	out, _ = c.AppendJSON(out)
 	return append(out, "\n\n"...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 )
@@ -106,18 +107,18 @@ func checkConvertJSON(t *testing.T, a []byte) {
 // TestCompletionEncoderIsEncodingJSONs covers the stream's chunk shapes.
 func TestCompletionEncoderIsEncodingJSONs(t *testing.T) {
 	s, empty, stop, i := "a<b>", "", "stop", 2
-	for _, c := range []completion{
+	for _, c := range []chatform.Completion{
 		{},
-		{ID: "x", Object: "chat.completion.chunk", Created: 1, Model: "m", Choices: []choice{}},
-		{Choices: []choice{{Delta: &chatMessage{Role: "assistant", Content: &empty}}}},
-		{Choices: []choice{{Index: 1, Delta: &chatMessage{}, FinishReason: &stop}}},
-		{Choices: []choice{{Delta: &chatMessage{ToolCalls: []toolCall{{Index: &i, ID: "t", Type: "function", Function: function{Name: "f"}}}}}}},
-		{Choices: []choice{{Delta: &chatMessage{Reasoning: "r", ToolCalls: []toolCall{{Index: &i, Function: function{Arguments: `{"a":"<"}`}}}}}}},
-		{Choices: []choice{{Message: &chatMessage{Content: &s}}}, Usage: &chatUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3,
-			PromptTokensDetails: promptDetails{CachedTokens: 4, CacheWriteTokens: 5}}},
+		{ID: "x", Object: "chat.completion.chunk", Created: 1, Model: "m", Choices: []chatform.Choice{}},
+		{Choices: []chatform.Choice{{Delta: &chatform.Message{Role: "assistant", Content: &empty}}}},
+		{Choices: []chatform.Choice{{Index: 1, Delta: &chatform.Message{}, FinishReason: &stop}}},
+		{Choices: []chatform.Choice{{Delta: &chatform.Message{ToolCalls: []chatform.ToolCall{{Index: &i, ID: "t", Type: "function", Function: chatform.Function{Name: "f"}}}}}}},
+		{Choices: []chatform.Choice{{Delta: &chatform.Message{Reasoning: "r", ToolCalls: []chatform.ToolCall{{Index: &i, Function: chatform.Function{Arguments: `{"a":"<"}`}}}}}}},
+		{Choices: []chatform.Choice{{Message: &chatform.Message{Content: &s}}}, Usage: chatform.WithCacheWrites(chatform.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3,
+			PromptTokensDetails: chatform.PromptDetails{CachedTokens: 4}}, 5)},
 	} {
 		want, _ := json.Marshal(c)
-		if got := appendCompletion(nil, &c); !bytes.Equal(got, want) {
+		if got, _ := c.AppendJSON(nil); !bytes.Equal(got, want) {
 			t.Errorf("got %s\nwant %s", got, want)
 		}
 	}
@@ -300,7 +301,7 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	var text, reasoning strings.Builder
-	var calls []toolCall
+	var calls []chatform.ToolCall
 	for _, b := range content.Array() {
 		switch {
 		case b.Get("text").Exists():
@@ -316,16 +317,16 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 				input = "{}"
 			}
 			t.produced += len(u.Get("name").Str) + outputlen.Value(input)
-			calls = append(calls, toolCall{ID: u.Get("toolUseId").Str, Type: "function", Function: function{Name: u.Get("name").Str, Arguments: input}})
+			calls = append(calls, chatform.ToolCall{ID: u.Get("toolUseId").Str, Type: "function", Function: chatform.Function{Name: u.Get("name").Str, Arguments: input}})
 		}
 	}
 	finish := finishReason(r.Get("stopReason").Str, len(calls) > 0)
-	msg := &chatMessage{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
 	if s := text.String(); s != "" || len(calls) == 0 {
 		msg.Content = &s
 	}
-	c := completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
-		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usage"))}
+	c := chatform.Completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usage"))}
 	out, err := json.Marshal(c)
 	return out, err == nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
@@ -141,71 +142,19 @@ func finishReason(r string, calls bool) string {
 	return "stop"
 }
 
-type chatUsage struct {
-	PromptTokens            int64         `json:"prompt_tokens"`
-	CompletionTokens        int64         `json:"completion_tokens"`
-	TotalTokens             int64         `json:"total_tokens"`
-	PromptTokensDetails     promptDetails `json:"prompt_tokens_details"`
-	CompletionTokensDetails outDetails    `json:"completion_tokens_details"`
-}
-
-type promptDetails struct {
-	CachedTokens int64 `json:"cached_tokens"`
-}
-
-type outDetails struct {
-	ReasoningTokens int64 `json:"reasoning_tokens"`
-}
-
 // usageOf is usageMetadata as chat usage; nil without one.
-func usageOf(u gjson.Result) *chatUsage {
+func usageOf(u gjson.Result) *chatform.Usage {
 	if !u.IsObject() {
 		return nil
 	}
 	prompt, thoughts := u.Get("promptTokenCount").Int(), u.Get("thoughtsTokenCount").Int()
 	completion := u.Get("candidatesTokenCount").Int() + thoughts
-	return &chatUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
-		PromptTokensDetails:     promptDetails{CachedTokens: u.Get("cachedContentTokenCount").Int()},
-		CompletionTokensDetails: outDetails{ReasoningTokens: thoughts}}
-}
-
-type toolCall struct {
-	Index    *int     `json:"index,omitempty"`
-	ID       string   `json:"id"`
-	Type     string   `json:"type"`
-	Function function `json:"function"`
-}
-
-type function struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type message struct {
-	Role      string     `json:"role,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	Reasoning string     `json:"reasoning,omitempty"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
-}
-
-type choice struct {
-	Index        int      `json:"index"`
-	Message      *message `json:"message,omitempty"`
-	Delta        *message `json:"delta,omitempty"`
-	FinishReason *string  `json:"finish_reason"`
-}
-
-type completion struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Created int64      `json:"created"`
-	Model   string     `json:"model"`
-	Choices []choice   `json:"choices"`
-	Usage   *chatUsage `json:"usage,omitempty"`
+	return chatform.WithReasoningTokens(chatform.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
+		PromptTokensDetails: chatform.PromptDetails{CachedTokens: u.Get("cachedContentTokenCount").Int()}}, thoughts)
 }
 
 // partsOf splits a candidate's parts into text, reasoning and calls.
-func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []toolCall) {
+func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []chatform.ToolCall) {
 	if len(parts) == 1 && !parts[0].thought.Bool() && !parts[0].call.Exists() {
 		return parts[0].text.Str, "", nil // the common answer: one text
 	}
@@ -222,8 +171,8 @@ func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []tool
 			}
 			i := t.calls
 			t.calls++
-			calls = append(calls, toolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
-				Function: function{Name: c.Get("name").Str, Arguments: args}})
+			calls = append(calls, chatform.ToolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
+				Function: chatform.Function{Name: c.Get("name").Str, Arguments: args}})
 		default:
 			tb.WriteString(p.text.Str)
 		}
@@ -259,13 +208,14 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	} else if finish == "" {
 		finish = "stop"
 	}
-	msg := &message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
-	c := completion{ID: t.idOf(id), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(modelVersion),
-		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
-	return appendCompletion(make([]byte, 0, len(body)+256), &c), true
+	c := chatform.Completion{ID: t.idOf(id), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(modelVersion),
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
+	out, _ := c.AppendJSON(make([]byte, 0, len(body)+256)) // no raw member to fail on
+	return out, true
 }
 
 // topMembers are the answer's members convertJSON reads.
@@ -302,7 +252,7 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 			t.model = m
 		}
 		empty := ""
-		t.chunk(&message{Role: "assistant", Content: &empty}, "", nil)
+		t.chunk(&chatform.Message{Role: "assistant", Content: &empty}, "", nil)
 	}
 	if u := r.Get("usageMetadata"); u.IsObject() {
 		t.lastUsage = u
@@ -311,7 +261,7 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 	t.produced += outputOf(parts)
 	text, reasoning, calls := t.partsOf(parts)
 	if text != "" || reasoning != "" || len(calls) > 0 {
-		d := &message{Reasoning: reasoning, ToolCalls: calls}
+		d := &chatform.Message{Reasoning: reasoning, ToolCalls: calls}
 		if text != "" {
 			d.Content = &text
 		}
@@ -323,7 +273,7 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 	}
 	if finish != "" {
 		t.finished = true
-		t.chunk(&message{}, finish, nil)
+		t.chunk(&chatform.Message{}, finish, nil)
 		t.chunk(nil, "", usageOf(t.lastUsage))
 		t.out = append(t.out, "data: [DONE]\n\n"...)
 	}
@@ -332,16 +282,16 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 
 // chunk appends one chat.completion.chunk event: a delta, a finish
 // reason, or (delta nil) the usage chunk without choices.
-func (t *toChat) chunk(delta *message, finish string, usage *chatUsage) {
-	c := completion{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []choice{}, Usage: usage}
+func (t *toChat) chunk(delta *chatform.Message, finish string, usage *chatform.Usage) {
+	c := chatform.Completion{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []chatform.Choice{}, Usage: usage}
 	if delta != nil {
-		ch := choice{Delta: delta}
+		ch := chatform.Choice{Delta: delta}
 		if finish != "" {
 			ch.FinishReason = &finish
 		}
-		c.Choices = []choice{ch}
+		c.Choices = []chatform.Choice{ch}
 	}
 	t.out = append(t.out, "data: "...)
-	t.out = appendCompletion(t.out, &c)
+	t.out, _ = c.AppendJSON(t.out)
 	t.out = append(t.out, "\n\n"...)
 }

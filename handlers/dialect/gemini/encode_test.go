@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -116,12 +117,12 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 	} else if finish == "" {
 		finish = "stop"
 	}
-	msg := &message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
-	c := completion{ID: t.idOf(r.Get("responseId")), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(r.Get("modelVersion")),
-		Choices: []choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usageMetadata"))}
+	c := chatform.Completion{ID: t.idOf(r.Get("responseId")), Object: "chat.completion", Created: now().Unix(), Model: t.modelOf(r.Get("modelVersion")),
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(r.Get("usageMetadata"))}
 	out, err := json.Marshal(c)
 	return out, err == nil
 }
@@ -178,17 +179,17 @@ func checkConvertJSON(t *testing.T, a []byte) {
 // TestCompletionEncoderIsEncodingJSONs covers the stream's chunk shapes.
 func TestCompletionEncoderIsEncodingJSONs(t *testing.T) {
 	s, empty, stop, i := "a<b>", "", "stop", 2
-	for _, c := range []completion{
+	for _, c := range []chatform.Completion{
 		{},
-		{ID: "x", Object: "chat.completion.chunk", Created: 1, Model: "m", Choices: []choice{}},
-		{Choices: []choice{{Delta: &message{Role: "assistant", Content: &empty}}}},
-		{Choices: []choice{{Index: 1, Delta: &message{}, FinishReason: &stop}}},
-		{Choices: []choice{{Delta: &message{Reasoning: "r", ToolCalls: []toolCall{{Index: &i, ID: "call_2", Type: "function", Function: function{Name: "f", Arguments: `{"a":"<"}`}}}}}}},
-		{Choices: []choice{{Message: &message{Content: &s}}}, Usage: &chatUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3,
-			PromptTokensDetails: promptDetails{CachedTokens: 4}, CompletionTokensDetails: outDetails{ReasoningTokens: 5}}},
+		{ID: "x", Object: "chat.completion.chunk", Created: 1, Model: "m", Choices: []chatform.Choice{}},
+		{Choices: []chatform.Choice{{Delta: &chatform.Message{Role: "assistant", Content: &empty}}}},
+		{Choices: []chatform.Choice{{Index: 1, Delta: &chatform.Message{}, FinishReason: &stop}}},
+		{Choices: []chatform.Choice{{Delta: &chatform.Message{Reasoning: "r", ToolCalls: []chatform.ToolCall{{Index: &i, ID: "call_2", Type: "function", Function: chatform.Function{Name: "f", Arguments: `{"a":"<"}`}}}}}}},
+		{Choices: []chatform.Choice{{Message: &chatform.Message{Content: &s}}}, Usage: chatform.WithReasoningTokens(chatform.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3,
+			PromptTokensDetails: chatform.PromptDetails{CachedTokens: 4}}, 5)},
 	} {
 		want, _ := json.Marshal(c)
-		if got := appendCompletion(nil, &c); !bytes.Equal(got, want) {
+		if got, _ := c.AppendJSON(nil); !bytes.Equal(got, want) {
 			t.Errorf("got %s\nwant %s", got, want)
 		}
 	}
@@ -209,7 +210,7 @@ func refOutputOf(parts gjson.Result) int {
 }
 
 // refPartsOf is the old partsOf: it splits a candidate's parts into text, reasoning and calls.
-func (t *toChat) refPartsOf(parts gjson.Result) (text, reasoning string, calls []toolCall) {
+func (t *toChat) refPartsOf(parts gjson.Result) (text, reasoning string, calls []chatform.ToolCall) {
 	var tb, rb strings.Builder
 	for _, p := range parts.Array() {
 		switch {
@@ -223,8 +224,8 @@ func (t *toChat) refPartsOf(parts gjson.Result) (text, reasoning string, calls [
 			}
 			i := t.calls
 			t.calls++
-			calls = append(calls, toolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
-				Function: function{Name: c.Get("name").Str, Arguments: args}})
+			calls = append(calls, chatform.ToolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
+				Function: chatform.Function{Name: c.Get("name").Str, Arguments: args}})
 		default:
 			tb.WriteString(p.Get("text").Str)
 		}
