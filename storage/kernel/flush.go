@@ -45,6 +45,9 @@ type Batch struct {
 
 func newBatch() *Batch { return &Batch{done: make(chan struct{}), over: make(chan struct{})} }
 
+// durableBatch is the batch of no change: already durable.
+var durableBatch = func() *Batch { b := newBatch(); b.finish(); return b }()
+
 // finish marks b durable and stops its timer.
 func (b *Batch) finish() {
 	b.durable.Store(true)
@@ -96,8 +99,16 @@ func (k *Kernel) Append(key string, v any) *Batch {
 }
 
 // Pending returns the open batch and wakes the flusher: waiting for it
-// waits for every change made so far. Callers hold Lock.
+// waits for every change made so far. With nothing dirty, those changes
+// are in the batch being committed, or already durable: the open batch
+// would wait for a commit nothing asks for. Callers hold Lock.
 func (k *Kernel) Pending() *Batch {
+	if len(k.dirty) == 0 && len(k.appends) == 0 {
+		if k.inFlight != nil {
+			return k.inFlight
+		}
+		return durableBatch
+	}
 	select {
 	case k.wake <- struct{}{}:
 	default:
@@ -206,11 +217,13 @@ func (k *Kernel) flushOnce() error {
 		k.mu.Unlock()
 		return err
 	}
+	// b is durable before it stops being the batch in flight, so that
+	// Pending never answers durableBatch while b's writes are not.
+	b.finish()
 	k.mu.Lock()
 	k.commits++
 	k.inFlight, k.inFlightWrites = nil, nil
 	k.mu.Unlock()
-	b.finish()
 	return nil
 }
 

@@ -159,6 +159,40 @@ func TestKernelWriteWaitsUntilDurable(t *testing.T) {
 	}
 }
 
+// TestPendingWithNothingDirtyIsDurable: waiting for "every change so
+// far" when every change is already committed returns at once, rather
+// than waiting for a commit nothing will ask for (it ran out the
+// durability timeout and answered ErrNotDurable).
+func TestPendingWithNothingDirtyIsDurable(t *testing.T) {
+	b := &memBackend{data: map[string]string{}}
+	k := New(b, zap.NewNop())
+	mem := map[string]string{}
+	k.Register(Kind{Prefix: "r/", Snapshot: func(key string) any { return mem[key] }})
+	if err := k.Load(); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	defer k.Close()
+	k.Lock()
+	mem["r/1"] = "v1"
+	batch := k.MarkDirty("r/1")
+	k.Unlock()
+	if err := batch.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	k.Lock()
+	batch = k.Pending()
+	k.Unlock()
+	if err := batch.Wait(); err != nil {
+		t.Fatalf("nothing dirty: %v", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data["r/1"] != "v1" {
+		t.Fatalf("the change is not in the backend: %v", b.data)
+	}
+}
+
 func TestEncodeStringMatchesEncodingJSON(t *testing.T) {
 	for _, s := range []string{"", "gen-0001763900000000-abcdef", "chatcmpl-9", "a\"b", `a\b`, "<&>", "\x01", "日本", "\xff", "\u2028", "\x7f"} {
 		got, err := encode(s)
