@@ -18,9 +18,18 @@ import (
 // resident until pageOut hands them back, and read back intact after.
 func TestPageOutReleasesValueLog(t *testing.T) {
 	dir := t.TempDir()
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err == nil && fs.Type == 0x01021994 {
-		t.Skip("TMPDIR is a tmpfs: its pages are memory, which MADV_PAGEOUT cannot drop without swap")
+	if onTmpfs(dir) {
+		// A tmpfs's pages are memory, which MADV_PAGEOUT cannot drop
+		// without swap: use the source tree's disk instead.
+		d, err := os.MkdirTemp(".", "pageout-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	if onTmpfs(dir) {
+		t.Skip("both TMPDIR and the source tree are on a tmpfs: no disk-backed directory to test on")
 	}
 	b, err := openBadgerDB(Options{Dir: dir}, zap.NewNop())
 	if err != nil {
@@ -101,4 +110,10 @@ func TestVlogMappings(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %x, want %x", got, want)
 	}
+}
+
+// onTmpfs reports whether dir is on a tmpfs.
+func onTmpfs(dir string) bool {
+	var fs syscall.Statfs_t
+	return syscall.Statfs(dir, &fs) == nil && fs.Type == 0x01021994
 }
