@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
+	"github.com/tollgate-dev/caddy-tollgate/scim"
 )
 
 // An organization's SCIM token on the operator API:
@@ -37,7 +38,7 @@ func (c *operatorCall) rotateSCIMToken() (int, any, *apierror.Error) {
 		return 0, nil, c.storeError(err)
 	}
 	return http.StatusCreated, map[string]any{"data": newOperatorSCIMToken(t), "token": secret,
-		"scim_base_path": scim.Prefix}, nil
+		"scim_base_path": scimapi.Prefix}, nil
 }
 
 func (c *operatorCall) showSCIMToken() (int, any, *apierror.Error) {

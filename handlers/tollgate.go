@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -138,7 +138,7 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	if p, ok := gw.(ModerationProvider); ok {
 		t.moderation = p.ModerationService()
 	}
-	srv, err := scim.NewService(gw.Store, logger)
+	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
 	return err
 }
@@ -315,7 +315,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 }
 
 // isSCIMPath reports whether path is the SCIM service's.
-func isSCIMPath(path string) bool { return scim.Serves(path) }
+func isSCIMPath(path string) bool { return scimapi.Serves(path) }
 
 // Interface guards
 var (

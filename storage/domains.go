@@ -11,13 +11,12 @@ import (
 
 // Domain stores kept outside this package.
 //
-// A domain store whose records belong with the service that owns them
-// (the SCIM service's, in handlers/scim) lives in that service's package
-// and registers itself here from its init, as a Caddy module does. Open
-// makes one for each Store, registers its record kinds with the kernel
-// after the built-in ones and loads them with the rest, so that it is a
-// domain store like the others: reads from memory under the kernel's lock,
-// writes through Kernel.MarkDirty and Batch.Wait.
+// A domain store kept in its own package (SCIM's, package scim) registers
+// itself here from its init, as a Caddy module does. Open makes one for
+// each Store, registers its record kinds with the kernel after the
+// built-in ones and loads them with the rest, so that it is a domain store
+// like the others: reads from memory under the kernel's lock, writes
+// through Kernel.MarkDirty and Batch.Wait.
 //
 // When one of its changes must change another domain's records in the
 // same atomic step (SCIM deactivating a member takes it out of every

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc/testissuer"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

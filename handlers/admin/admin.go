@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -26,12 +26,12 @@ import (
 type Admin struct {
 	gw     gateway.Gateway
 	logger *zap.Logger
-	scim   *scim.Service // the SCIM 2.0 service under scim.Prefix
+	scim   *scimapi.Service // the SCIM 2.0 service under scimapi.Prefix
 }
 
 // New is the administrative stage over gw; scimService serves the SCIM
 // 2.0 protocol.
-func New(gw gateway.Gateway, logger *zap.Logger, scimService *scim.Service) *Admin {
+func New(gw gateway.Gateway, logger *zap.Logger, scimService *scimapi.Service) *Admin {
 	return &Admin{gw: gw, logger: logger, scim: scimService}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
+	"github.com/tollgate-dev/caddy-tollgate/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -19,8 +19,8 @@ import (
 //	POST               /scim/sync-jobs              (202; the job runs asynchronously)
 //	GET                /scim/sync-jobs/{id}
 //
-// The SCIM 2.0 service itself, which the identity provider calls, and the
-// store of the SCIM records are package scim.
+// The SCIM 2.0 service itself, which the identity provider calls, is
+// package scimapi; the store of the SCIM records is package scim.
 
 type scimGroupView struct {
 	ID             string  `json:"id"`

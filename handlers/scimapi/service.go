@@ -1,4 +1,7 @@
-package scim
+// Package scimapi is the SCIM 2.0 service (RFC 7643/7644) through which
+// an organization's identity provider provisions its members and groups:
+// the HTTP protocol over the records of package scim.
+package scimapi
 
 import (
 	"bytes"
@@ -20,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -36,8 +40,8 @@ import (
 // active false deactivates it (removed from every workspace, as for any
 // deactivated member); DELETE deactivates it too and hides it from the
 // service. SCIM Groups are stored as identity-provider groups with their
-// members; group mappings and sync jobs (sync.go) turn them into workspace
-// memberships.
+// members; group mappings and sync jobs (package scim) turn them into
+// workspace memberships.
 const Prefix = "/scim/v2"
 
 // Serves reports whether path is the SCIM service's.
@@ -57,7 +61,7 @@ type callerKey struct{}
 
 // caller is the organization a SCIM request acts for.
 type caller struct {
-	store     *Store
+	store     *scim.Store
 	accountID string
 }
 
@@ -112,7 +116,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, scimerrors.ScimErrorInternal)
 		return
 	}
-	store := StoreOf(st)
+	store := scim.StoreOf(st)
 	token, ok := bearer(r)
 	var acct storage.Account
 	if ok {
@@ -196,20 +200,20 @@ func writeError(w http.ResponseWriter, e scimerrors.ScimError) {
 // scimError maps a store error to a SCIM error.
 func scimError(err error, id string) error {
 	msg := err.Error()
-	for _, s := range []error{ErrInvalid, ErrConflict, ErrNotFound} {
+	for _, s := range []error{scim.ErrInvalid, scim.ErrConflict, scim.ErrNotFound} {
 		msg = strings.TrimPrefix(msg, s.Error()+": ")
 	}
 	switch {
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, scim.ErrInvalid):
 		e := scimerrors.ScimErrorInvalidValue
 		e.Detail = msg
 		return e
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, scim.ErrConflict):
 		e := scimerrors.ScimErrorUniqueness
 		e.Detail = msg
 		return e
-	case errors.Is(err, ErrNotFound):
-		if err == ErrNotFound {
+	case errors.Is(err, scim.ErrNotFound):
+		if err == scim.ErrNotFound {
 			return scimerrors.ScimErrorResourceNotFound(id)
 		}
 		e := scimerrors.ScimErrorInvalidValue
@@ -253,7 +257,7 @@ func scimPage(params scimlib.ListRequestParams, all []scimlib.Resource) scimlib.
 
 type userHandler struct{}
 
-func userResource(u User) scimlib.Resource {
+func userResource(u scim.User) scimlib.Resource {
 	name := map[string]any{}
 	var parts []string
 	if u.FirstName != nil {
@@ -288,8 +292,8 @@ func scimResource(id string, attrs scimlib.ResourceAttributes, externalID *strin
 }
 
 // userInput reads a user's attributes as the store takes them.
-func userInput(a scimlib.ResourceAttributes) (UserInput, error) {
-	in := UserInput{Active: true}
+func userInput(a scimlib.ResourceAttributes) (scim.UserInput, error) {
+	in := scim.UserInput{Active: true}
 	in.UserName, _ = a["userName"].(string)
 	if in.UserName == "" {
 		return in, invalidValue("userName: required")
@@ -497,7 +501,7 @@ func pathOf(k string) *filter.Path {
 
 type groupHandler struct{}
 
-func groupResource(g Group, users map[string]User) scimlib.Resource {
+func groupResource(g scim.Group, users map[string]scim.User) scimlib.Resource {
 	members := make([]any, 0, len(g.Members))
 	for _, id := range g.MemberIDs() {
 		m := map[string]any{"value": id, "$ref": "Users/" + id, "type": "User"}
@@ -510,8 +514,8 @@ func groupResource(g Group, users map[string]User) scimlib.Resource {
 	return scimResource(g.ID, attrs, g.ExternalID, g.CreatedAt, g.UpdatedAt)
 }
 
-func (c caller) usersByID() map[string]User {
-	out := map[string]User{}
+func (c caller) usersByID() map[string]scim.User {
+	out := map[string]scim.User{}
 	for _, u := range c.store.Users(c.accountID) {
 		out[u.ID] = u
 	}
@@ -588,7 +592,7 @@ func (groupHandler) Replace(r *http.Request, id string, a scimlib.ResourceAttrib
 		return scimlib.Resource{}, err
 	}
 	name, _ := a["displayName"].(string)
-	g, err := c.store.UpdateGroup(c.accountID, id, func(g *Group) error {
+	g, err := c.store.UpdateGroup(c.accountID, id, func(g *scim.Group) error {
 		g.DisplayName = name
 		g.ExternalID = nil
 		if e, ok := a["externalId"].(string); ok {
@@ -617,10 +621,10 @@ func (groupHandler) Delete(r *http.Request, id string) error {
 func (groupHandler) Patch(r *http.Request, id string, ops []scimlib.PatchOperation) (scimlib.Resource, error) {
 	c := callerOf(r)
 	var opErr error
-	g, err := c.store.UpdateGroup(c.accountID, id, func(g *Group) error {
+	g, err := c.store.UpdateGroup(c.accountID, id, func(g *scim.Group) error {
 		for _, op := range ops {
 			if opErr = patchGroup(g, op); opErr != nil {
-				return ErrInvalid
+				return scim.ErrInvalid
 			}
 		}
 		return nil
@@ -634,7 +638,7 @@ func (groupHandler) Patch(r *http.Request, id string, ops []scimlib.PatchOperati
 	return groupResource(g, c.usersByID()), nil
 }
 
-func patchGroup(g *Group, op scimlib.PatchOperation) error {
+func patchGroup(g *scim.Group, op scimlib.PatchOperation) error {
 	if op.Path == nil {
 		m, ok := op.Value.(map[string]any)
 		if !ok || op.Op == scimlib.PatchOperationRemove {
@@ -675,7 +679,7 @@ func patchGroup(g *Group, op scimlib.PatchOperation) error {
 	return nil
 }
 
-func patchMembers(g *Group, op scimlib.PatchOperation) error {
+func patchMembers(g *scim.Group, op scimlib.PatchOperation) error {
 	// members[value eq "id"]: the member named by the filter.
 	if op.Path.ValueExpression != nil {
 		e, ok := op.Path.ValueExpression.(*filter.AttributeExpression)

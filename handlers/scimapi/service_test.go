@@ -1,4 +1,4 @@
-package scim
+package scimapi
 
 import (
 	"io"
@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -25,7 +26,7 @@ func scimPath(t *testing.T, p string) *filter.Path {
 }
 
 func TestPatchGroupMembers(t *testing.T) {
-	g := &Group{DisplayName: "G", Members: map[string]bool{"a": true, "b": true}}
+	g := &scim.Group{DisplayName: "G", Members: map[string]bool{"a": true, "b": true}}
 	steps := []struct {
 		op    scimlib.PatchOperation
 		want  string
@@ -103,7 +104,7 @@ func TestSCIMServiceAuth(t *testing.T) {
 		b, _ := io.ReadAll(w.Result().Body)
 		return w.Result(), gjson.ParseBytes(b)
 	}
-	for _, tok := range []string{"", "nope", TokenPrefix + strings.Repeat("a", 64)} {
+	for _, tok := range []string{"", "nope", scim.TokenPrefix + strings.Repeat("a", 64)} {
 		res, body := call(tok, "GET", "/scim/v2/Users", "")
 		if res.StatusCode != 401 || body.Get("status").Str != "401" || res.Header.Get("WWW-Authenticate") == "" {
 			t.Fatalf("token %q: %d %s", tok, res.StatusCode, body.Raw)
@@ -212,7 +213,7 @@ func newTestOrg(t *testing.T) (*storage.Store, storage.Account, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := StoreOf(st).RotateToken(acct.ID)
+	token, _, err := scim.StoreOf(st).RotateToken(acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

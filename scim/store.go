@@ -1,14 +1,16 @@
-// Package scim is the SCIM 2.0 service through which an organization's
-// identity provider provisions its members and groups, together with the
-// domain store that keeps the SCIM records: tokens, provisioned users and
-// groups, group-to-workspace mappings and the sync jobs that apply them.
+// Package scim keeps the SCIM records through which an organization's
+// identity provider provisions its members and groups: tokens, provisioned
+// users and groups, group-to-workspace mappings and the sync jobs that
+// apply them. The SCIM 2.0 service that serves them over HTTP is
+// handlers/scimapi; the administrative routes over mappings and sync jobs
+// are handlers/admin's.
 //
-// The store is a domain store of package storage kept here, with its
-// service: it registers itself with storage.RegisterDomain, keeps its
-// records in memory under the kernel's one lock and writes them through
-// the kernel. What it changes of other domains in the same atomic step
-// (members, workspace memberships) it changes through storage.Locked; see
-// StoreOf for reaching it from a *storage.Store.
+// The store is a domain store of package storage kept here: it registers
+// itself with storage.RegisterDomain, keeps its records in memory under
+// the kernel's one lock and writes them through the kernel. What it
+// changes of other domains in the same atomic step (members, workspace
+// memberships) it changes through storage.Locked; see StoreOf for
+// reaching it from a *storage.Store.
 package scim
 
 import (
