@@ -14,8 +14,19 @@ import (
 type DestinationStore struct {
 	k            *kernel.Kernel
 	destinations kernel.Records[Destination] // by account id, then id
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
+	// acct is the accounts, workspaces and keys a destination names
+	// (AccountStore).
+	acct destinationAccounts
+}
+
+// destinationAccounts is what the destinations ask of the accounts, under
+// the kernel's lock, which the caller holds (store.go).
+type destinationAccounts interface {
+	// accountWorkspace resolves a new record's workspace ("": the
+	// account's default).
+	accountWorkspace(accountID, workspaceID string) (string, error)
+	// checkKeyHashes refuses a hash that is not a key of the account.
+	checkKeyHashes(accountID string, hashes []string) error
 }
 
 // prefixDestination keys observability destinations:

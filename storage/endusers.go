@@ -12,8 +12,15 @@ import (
 type EndUserStore struct {
 	k        *kernel.Kernel
 	endUsers kernel.Records[EndUser] // by account id, then user
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
+	// acct is the accounts end users belong to (AccountStore).
+	acct endUserAccounts
+}
+
+// endUserAccounts is what the end users ask of the accounts, under the
+// kernel's lock, which the caller holds (store.go).
+type endUserAccounts interface {
+	// accountOf is an account's published record.
+	accountOf(id string) (*Account, bool)
 }
 
 func (s *EndUserStore) kinds() []kernel.Kind {
@@ -98,10 +105,9 @@ func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
 	s.k.MarkDirty(endUserKey(accountID, user))
 }
 
-// hasEndUser reports whether the end user is known.
+// hasEndUser reports whether the end user is known. Callers hold the
+// kernel's lock.
 func (s *EndUserStore) hasEndUser(accountID, user string) bool {
-	s.k.RLock()
-	defer s.k.RUnlock()
 	_, ok := s.endUsers[accountID][user]
 	return ok
 }
@@ -112,7 +118,7 @@ func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndU
 		return EndUser{}, err
 	}
 	s.k.Lock()
-	if _, ok := s.acct.accounts[accountID]; !ok {
+	if _, ok := s.acct.accountOf(accountID); !ok {
 		s.k.Unlock()
 		return EndUser{}, ErrNotFound
 	}

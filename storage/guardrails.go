@@ -140,7 +140,7 @@ func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) 
 		return Guardrail{}, err
 	}
 	s.k.Lock()
-	a, ok := s.acct.accounts[accountID]
+	a, ok := s.acct.accountOf(accountID)
 	if !ok {
 		s.k.Unlock()
 		return Guardrail{}, ErrNotFound
@@ -258,7 +258,7 @@ func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string)
 		return 0, err
 	}
 	for _, h := range hashes {
-		if k, ok := s.acct.keys[h]; !ok || k.AccountID != accountID {
+		if k, ok := s.acct.keyOf(h); !ok || k.AccountID != accountID {
 			s.k.Unlock()
 			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
 		}
@@ -387,7 +387,7 @@ func (s *OrgStore) KeyAssignments(accountID, id string) []KeyAssignment {
 			continue
 		}
 		for h, a := range g.Keys {
-			if k, ok := s.acct.keys[h]; ok {
+			if k, ok := s.acct.keyOf(h); ok {
 				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: *k})
 			}
 		}
@@ -415,9 +415,9 @@ func (s *OrgStore) MemberAssignments(accountID, id string) []MemberAssignment {
 	return out
 }
 
-// dropKeyAssignments removes a deleted key from its guardrail. Callers hold
-// the kernel's lock.
-func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
+// keyDeleted removes a deleted key from its guardrail. Callers hold the
+// kernel's lock.
+func (s *OrgStore) keyDeleted(accountID, hash string) {
 	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
 			c := g.clone()
@@ -425,6 +425,7 @@ func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
 			s.putGuardrail(c)
 		}
 	}
+	s.rulesChanged()
 }
 
 // loaded readies a guardrail read from the database or another replica:

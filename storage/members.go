@@ -89,7 +89,7 @@ func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 		return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
 	s.k.Lock()
-	acct, ok := s.acct.accounts[n.AccountID]
+	acct, ok := s.acct.accountOf(n.AccountID)
 	if !ok {
 		s.k.Unlock()
 		return Member{}, ErrNotFound
@@ -259,6 +259,17 @@ func (s *OrgStore) IsOrgAdmin(accountID, userID string) bool {
 	defer s.k.RUnlock()
 	m, ok := s.members[accountID][userID]
 	return ok && m.Active && m.Role == RoleAdmin
+}
+
+// isAccountUser reports whether userID is a user of the account: an
+// active member of an organization, the owner of a personal account.
+// Callers hold the kernel's lock.
+func (s *OrgStore) isAccountUser(acct *Account, userID string) bool {
+	if acct.Kind != AccountOrganization {
+		return userID == acct.OwnerUserID
+	}
+	m, ok := s.members[acct.ID][userID]
+	return ok && m.Active
 }
 
 // checkMgmtKeyCreator enforces that only organization admins create

@@ -19,9 +19,40 @@ type OrgStore struct {
 	// invalidates them.
 	rules    sync.Map
 	rulesGen atomic.Uint64
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
-	sec  *SecretStore
+	// acct is the accounts and keys its records belong to (AccountStore);
+	// sec the credentials that live in its workspaces (SecretStore).
+	acct orgAccounts
+	sec  orgSecrets
+}
+
+// orgAccounts is what the organizations ask of the accounts. Its methods
+// run under the kernel's lock, which the caller holds, and never take it
+// (store.go); UpdateAPIKey takes it, and is called without it.
+type orgAccounts interface {
+	// accountOf is an account's published record.
+	accountOf(id string) (*Account, bool)
+	// keyOf is an API key's published record.
+	keyOf(hash string) (*APIKey, bool)
+	// eachAccountKey calls fn for each of an account's keys until it
+	// returns false.
+	eachAccountKey(accountID string, fn func(*APIKey) bool)
+	// eachAccount calls fn with every account.
+	eachAccount(fn func(*Account))
+	UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error)
+}
+
+// orgSecrets is what the organizations ask of the BYOK credentials, under
+// the kernel's lock.
+type orgSecrets interface {
+	// credentialsIn counts the account's credentials in a workspace.
+	credentialsIn(accountID, workspaceID string) int
+}
+
+// isDefaultWorkspace reports whether id is the account's default
+// workspace. Callers hold the kernel's lock.
+func (s *OrgStore) isDefaultWorkspace(accountID, id string) bool {
+	a, ok := s.acct.accountOf(accountID)
+	return ok && a.DefaultWorkspaceID == id
 }
 
 // kinds are the organizations' kinds of record; the usage counters come

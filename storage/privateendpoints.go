@@ -14,8 +14,17 @@ import (
 type EndpointStore struct {
 	k         *kernel.Kernel
 	endpoints kernel.Records[PrivateEndpoint] // by account id, then id
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
+	// acct is the accounts and workspaces endpoints belong to
+	// (AccountStore).
+	acct endpointAccounts
+}
+
+// endpointAccounts is what the private endpoints ask of the accounts,
+// under the kernel's lock, which the caller holds (store.go).
+type endpointAccounts interface {
+	// accountWorkspace resolves a new record's workspace ("": the
+	// account's default).
+	accountWorkspace(accountID, workspaceID string) (string, error)
 }
 
 // prefixPrivateEndpoint keys private endpoints:

@@ -298,21 +298,10 @@ func (s *Store) resync() error {
 		return err
 	}
 	return s.k.Reload(func() {
-		s.ensureDefaultWorkspacesInMemory()
+		s.OrgStore.ensureDefaultWorkspacesInMemory()
 		s.OrgStore.rulesChanged()
 		s.impl.overlayAll()
 	})
-}
-
-// ensureDefaultWorkspacesInMemory gives every account its default
-// workspace in memory when the record is not stored yet (it is written by
-// the replica that created the account). Callers hold the kernel's lock.
-func (s *Store) ensureDefaultWorkspacesInMemory() {
-	for _, a := range s.accounts {
-		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok && a.DefaultWorkspaceID != "" {
-			s.workspaces.Put(defaultWorkspace(a))
-		}
-	}
 }
 
 // ShareKeyCeiling makes the per-key abuse ceiling one bucket per key for

@@ -46,6 +46,18 @@ type Options = kernel.Options
 // domain stores share the kernel's one lock: admission reads accounts,
 // keys, workspaces and members at one instant, and several domains'
 // changes (a SCIM sync, deleting a key) are one atomic step.
+//
+// Who locks. A domain store's exported methods take the kernel's lock,
+// once per call (RLock to read, Lock to change), around all the reads and
+// writes of the stores they touch, and release it before waiting for
+// durability. The unexported methods the stores ask each other through
+// (the small interfaces each declares: accountOrgs, orgAccounts, ...)
+// never take it: their callers hold it. With one lock among the domain
+// stores there is no order to keep between them; the only nesting is the
+// kernel's lock, then an analytics rollup account's (the group commit's
+// snapshot of a sealed hour), and the rollup never takes the kernel's
+// lock while it holds its own. The ledgers' own locks are ordered in
+// sharedledger.go.
 type Store struct {
 	k *kernel.Kernel
 	*AccountStore
@@ -89,7 +101,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
-	s.keyIdx.sort()
+	s.AccountStore.sortKeyIndex()
 	if err := s.buildAnalytics(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
@@ -150,7 +162,17 @@ func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
 	return s
 }
 
-// wire points each domain store at the others it uses.
+// ensureDefaultWorkspaces gives the records stored before workspaces
+// existed their account's default workspace: the accounts an id for it
+// first, then the organizations its record, then the credentials.
+func (s *Store) ensureDefaultWorkspaces() {
+	s.AccountStore.ensureDefaultWorkspaceIDs()
+	s.OrgStore.ensureDefaultWorkspaces()
+	s.SecretStore.ensureCredentialWorkspaces()
+}
+
+// wire points each domain store at the others it asks, each through the
+// small interface it declares (accountOrgs, orgAccounts, ...).
 func (s *Store) wire() {
 	s.AccountStore.org = s.OrgStore
 	s.AnalyticsStore.acct = s.AccountStore

@@ -169,44 +169,25 @@ func defaultWorkspace(a *Account) *Workspace {
 }
 
 // ensureDefaultWorkspaces gives every loaded account its default workspace
-// record (accounts created before workspaces existed). Called by load.
+// record (accounts created before workspaces existed). Called by Open,
+// after the accounts' ensureDefaultWorkspaceIDs.
 func (s *OrgStore) ensureDefaultWorkspaces() {
-	for _, a := range s.acct.accounts {
-		if a.DefaultWorkspaceID == "" {
-			c := *a
-			c.DefaultWorkspaceID = newUUID()
-			s.acct.accounts[c.ID] = &c
-			s.k.MarkDirty(prefixAccount + c.ID)
-			a = &c
-		}
+	s.acct.eachAccount(func(a *Account) {
 		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok {
 			s.putWorkspace(defaultWorkspace(a))
 		}
-	}
-	for _, k := range s.acct.keys {
-		if k.WorkspaceID == "" {
-			if a, ok := s.acct.accounts[k.AccountID]; ok {
-				c := *k
-				c.WorkspaceID = a.DefaultWorkspaceID
-				s.acct.putKey(&c)
-				s.k.MarkDirty(prefixAPIKey + c.Hash)
-			}
+	})
+}
+
+// ensureDefaultWorkspacesInMemory gives every account its default
+// workspace in memory when the record is not stored yet (it is written by
+// the replica that created the account). Callers hold the kernel's lock.
+func (s *OrgStore) ensureDefaultWorkspacesInMemory() {
+	s.acct.eachAccount(func(a *Account) {
+		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok && a.DefaultWorkspaceID != "" {
+			s.workspaces.Put(defaultWorkspace(a))
 		}
-	}
-	// BYOK credentials stored before they belonged to a workspace.
-	for accountID, creds := range s.sec.byok {
-		a, ok := s.acct.accounts[accountID]
-		if !ok {
-			continue
-		}
-		for _, cr := range creds {
-			if cr.WorkspaceID == "" {
-				c := cr.clone()
-				c.WorkspaceID = a.DefaultWorkspaceID
-				kernel.PutDirty(s.k, s.sec.byok, prefixBYOK, &c)
-			}
-		}
-	}
+	})
 }
 
 // resolveWorkspace finds a workspace by id or slug. Callers hold the kernel's lock.
@@ -238,7 +219,7 @@ func (s *OrgStore) Workspace(accountID, ref string) (Workspace, bool) {
 func (s *OrgStore) Workspaces(accountID string) []Workspace {
 	s.k.RLock()
 	def := ""
-	if a, ok := s.acct.accounts[accountID]; ok {
+	if a, ok := s.acct.accountOf(accountID); ok {
 		def = a.DefaultWorkspaceID
 	}
 	out := make([]Workspace, 0, len(s.workspaces[accountID]))
@@ -288,7 +269,7 @@ func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Works
 		return Workspace{}, fmt.Errorf("%w: name: required non-empty string", ErrInvalid)
 	}
 	s.k.Lock()
-	if _, ok := s.acct.accounts[accountID]; !ok {
+	if _, ok := s.acct.accountOf(accountID); !ok {
 		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
@@ -343,7 +324,7 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if s.isDefaultWorkspace(accountID, w.ID) {
 		s.k.Unlock()
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
@@ -358,12 +339,7 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
 	}
-	for _, c := range s.sec.byok[accountID] {
-		if c.WorkspaceID == w.ID {
-			n++
-		}
-	}
-	if n > 0 {
+	if n := s.sec.credentialsIn(accountID, w.ID); n > 0 {
 		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d BYOK credential(s); delete them first", ErrConflict, w.Slug, n)
 	}
@@ -449,7 +425,7 @@ func (s *OrgStore) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, W
 		return nil, Workspace{}, ErrNotFound
 	}
 	var out []WorkspaceMember
-	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if s.isDefaultWorkspace(accountID, w.ID) {
 		for _, m := range s.members[accountID] {
 			if m.Active {
 				out = append(out, WorkspaceMember{UserID: m.ID, Role: m.Role, CreatedAt: m.CreatedAt})
@@ -508,7 +484,7 @@ func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []strin
 		s.k.Unlock()
 		return 0, ErrNotFound
 	}
-	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
+	if s.isDefaultWorkspace(accountID, cur.ID) {
 		s.k.Unlock()
 		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 	}
@@ -570,7 +546,7 @@ func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn
 // MoveAPIKey moves a key to another workspace of its account.
 func (s *OrgStore) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
 	s.k.RLock()
-	k, ok := s.acct.keys[hash]
+	k, ok := s.acct.keyOf(hash)
 	var ws *Workspace
 	if ok {
 		ws, ok = s.resolveWorkspace(k.AccountID, workspaceRef)
