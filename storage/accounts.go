@@ -57,10 +57,13 @@ const (
 // kinds are the accounts' kinds of record.
 func (s *AccountStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
-		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot},
+		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot,
+			Remove: func(key string) { delete(s.accounts, key[len(prefixAccount):]) }},
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
-		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot},
+		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot,
+			Remove: func(key string) { s.dropMgmtKey(key[len(prefixMgmtKey):]) }},
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot,
+			Remove: func(key string) { s.dropKey(key[len(prefixAPIKey):]) }},
 		s.connectKinds()[0],
 	}
 }
@@ -217,6 +220,17 @@ func (s *AccountStore) accountOf(id string) (*Account, bool) {
 func (s *AccountStore) keyOf(hash string) (*APIKey, bool) {
 	k, ok := s.keys[hash]
 	return k, ok
+}
+
+// creatorHasKeysIn reports whether the user created API keys in the
+// workspace. Callers hold the kernel's lock.
+func (s *AccountStore) creatorHasKeysIn(workspaceID, userID string) bool {
+	for _, k := range s.keys {
+		if k.WorkspaceID == workspaceID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
+			return true
+		}
+	}
+	return false
 }
 
 // eachAccount calls fn with every account. Callers hold the kernel's lock.

@@ -41,7 +41,7 @@ type secretWorkspaces interface {
 const prefixBYOK = "b/"
 
 func (s *SecretStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) })}
+	return []kernel.Kind{removable(s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) }), s.byok)}
 }
 
 // Credential is a BYOK (bring your own key) provider credential: an

@@ -34,7 +34,7 @@ type destinationAccounts interface {
 const prefixDestination = "o/"
 
 func (s *DestinationStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) })}
+	return []kernel.Kind{removable(s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) }), s.destinations)}
 }
 
 // Destination is an observability destination: where an account's

@@ -24,7 +24,7 @@ type endUserAccounts interface {
 }
 
 func (s *EndUserStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.endUsers.Kind(prefixEndUser, nil)}
+	return []kernel.Kind{removable(s.endUsers.Kind(prefixEndUser, nil), s.endUsers)}
 }
 
 // EndUser is one of an account's own users, named by the `user` field of

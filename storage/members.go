@@ -2,6 +2,8 @@ package storage
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"net/mail"
 	"strings"
 	"time"
@@ -112,6 +114,18 @@ func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 	b := s.k.MarkDirty(memberKey(m.AccountID, m.ID))
 	s.k.Unlock()
 	return m, b.Wait()
+}
+
+// memberOf is a member's published record. Callers hold the kernel's lock.
+func (s *OrgStore) memberOf(accountID, id string) (*Member, bool) {
+	m, ok := s.members[accountID][id]
+	return m, ok
+}
+
+// membersOf ranges over an organization's members, in no order. Callers
+// hold the kernel's lock.
+func (s *OrgStore) membersOf(accountID string) iter.Seq[*Member] {
+	return maps.Values(s.members[accountID])
 }
 
 // memberByEmail finds a member by normalized email. Callers hold the kernel's lock.

@@ -60,9 +60,9 @@ func (s *OrgStore) isDefaultWorkspace(accountID, id string) bool {
 // them: their Reset does nothing).
 func (s *OrgStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
-		s.members.Kind(prefixMember, nil),
-		s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps),
-		s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded),
+		removable(s.members.Kind(prefixMember, nil), s.members),
+		removable(s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps), s.workspaces),
+		removable(s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded), s.guardrails),
 		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 	}

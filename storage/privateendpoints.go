@@ -32,7 +32,7 @@ type endpointAccounts interface {
 const prefixPrivateEndpoint = "pe/"
 
 func (s *EndpointStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) })}
+	return []kernel.Kind{removable(s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) }), s.endpoints)}
 }
 
 // EndpointStatus is a private endpoint's state.

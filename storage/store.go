@@ -9,6 +9,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -187,6 +188,17 @@ func (s *Store) wire() {
 	s.OrgStore.sec = s.SecretStore
 	s.SecretStore.acct = s.AccountStore
 	s.SecretStore.org = s.OrgStore
+}
+
+// removable gives a kind of per-account records the Remove that drops a
+// record another replica deleted (Kernel.RemoveRecord), each store its
+// own.
+func removable[T kernel.AccountRecord](kind kernel.Kind, r kernel.Records[T]) kernel.Kind {
+	kind.Remove = func(key string) {
+		accountID, id, _ := strings.Cut(key[len(kind.Prefix):], "/")
+		r.Remove(accountID, id)
+	}
+	return kind
 }
 
 // registerKinds registers every domain store's kinds of record with the

@@ -190,6 +190,13 @@ func (s *OrgStore) ensureDefaultWorkspacesInMemory() {
 	})
 }
 
+// workspaceOf is a workspace's published record, by id. Callers hold the
+// kernel's lock.
+func (s *OrgStore) workspaceOf(accountID, id string) (*Workspace, bool) {
+	w, ok := s.workspaces[accountID][id]
+	return w, ok
+}
+
 // resolveWorkspace finds a workspace by id or slug. Callers hold the kernel's lock.
 func (s *OrgStore) resolveWorkspace(accountID, ref string) (*Workspace, bool) {
 	if w, ok := s.workspaces[accountID][ref]; ok {
