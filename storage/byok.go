@@ -168,32 +168,31 @@ func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) 
 	}
 	c = c.clone()
 	c.SetSecret(sealer, n.Secret)
-	s.k.Lock()
-	acct, ok := s.acct.accountOf(n.AccountID)
-	if !ok {
-		s.k.Unlock()
-		return Credential{}, ErrNotFound
-	}
-	if n.WorkspaceID == "" {
-		n.WorkspaceID = acct.DefaultWorkspaceID
-	}
-	ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
-	if !ok {
-		s.k.Unlock()
-		return Credential{}, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
-	}
-	c.WorkspaceID = ws.ID
-	if err := s.acct.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
-		s.k.Unlock()
-		return Credential{}, err
-	}
-	for _, o := range s.byok[n.AccountID] {
-		if o.Provider == c.Provider && o.WorkspaceID == c.WorkspaceID {
-			c.SortOrder = max(c.SortOrder, o.SortOrder+1)
+	err := create(s.k, s.byok, prefixBYOK, func() (*Credential, error) {
+		acct, ok := s.acct.accountOf(n.AccountID)
+		if !ok {
+			return nil, ErrNotFound
 		}
-	}
-	c.Seq = s.k.NextSeq()
-	if err := kernel.Publish(s.k, s.byok, prefixBYOK, &c); err != nil {
+		if n.WorkspaceID == "" {
+			n.WorkspaceID = acct.DefaultWorkspaceID
+		}
+		ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
+		if !ok {
+			return nil, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
+		}
+		c.WorkspaceID = ws.ID
+		if err := s.acct.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
+			return nil, err
+		}
+		for _, o := range s.byok[n.AccountID] {
+			if o.Provider == c.Provider && o.WorkspaceID == c.WorkspaceID {
+				c.SortOrder = max(c.SortOrder, o.SortOrder+1)
+			}
+		}
+		c.Seq = s.k.NextSeq()
+		return &c, nil
+	})
+	if err != nil {
 		return Credential{}, err
 	}
 	return c, nil
@@ -202,13 +201,7 @@ func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) 
 // BYOK returns one of an account's credentials; another account's
 // credential is not found.
 func (s *SecretStore) BYOK(accountID, id string) (Credential, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	c, ok := s.byok[accountID][id]
-	if !ok {
-		return Credential{}, false
-	}
-	return *c, true
+	return lookup(s.k, s.byok, accountID, id)
 }
 
 // BYOKFilter selects credentials for ListBYOK.
@@ -222,17 +215,9 @@ type BYOKFilter struct {
 // ListBYOK returns one page of an account's credentials, most recent
 // first, and how many match the filter in all.
 func (s *SecretStore) ListBYOK(f BYOKFilter) ([]Credential, int) {
-	s.k.RLock()
-	var all []Credential
-	for _, c := range s.byok[f.AccountID] {
-		if (f.WorkspaceID != "" && c.WorkspaceID != f.WorkspaceID) ||
-			(f.Provider != "" && c.Provider != f.Provider) {
-			continue
-		}
-		all = append(all, *c)
-	}
-	s.k.Visited(len(s.byok[f.AccountID]))
-	s.k.RUnlock()
+	all := collect(s.k, s.byok, f.AccountID, func(c *Credential) bool {
+		return (f.WorkspaceID == "" || c.WorkspaceID == f.WorkspaceID) && (f.Provider == "" || c.Provider == f.Provider)
+	})
 	return newestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
 }
 

@@ -113,30 +113,29 @@ func (s *DestinationStore) CreateDestination(d Destination) (Destination, error)
 	}
 	t := now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
-	s.k.Lock()
-	ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
-	if err != nil {
-		s.k.Unlock()
-		return Destination{}, err
-	}
-	d.WorkspaceID = ws
-	if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
-		s.k.Unlock()
-		return Destination{}, destinationKeyHashesError(err)
-	}
-	n := 0
-	for _, o := range s.destinations[d.AccountID] {
-		if o.Type == d.Type {
-			n++
+	err := create(s.k, s.destinations, prefixDestination, func() (*Destination, error) {
+		ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if n >= MaxDestinationsPerType {
-		s.k.Unlock()
-		return Destination{}, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
-	}
-	d.Seq = s.k.NextSeq()
-	c := d.clone()
-	if err := kernel.Publish(s.k, s.destinations, prefixDestination, &c); err != nil {
+		d.WorkspaceID = ws
+		if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
+			return nil, destinationKeyHashesError(err)
+		}
+		n := 0
+		for _, o := range s.destinations[d.AccountID] {
+			if o.Type == d.Type {
+				n++
+			}
+		}
+		if n >= MaxDestinationsPerType {
+			return nil, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
+		}
+		d.Seq = s.k.NextSeq()
+		c := d.clone()
+		return &c, nil
+	})
+	if err != nil {
 		return Destination{}, err
 	}
 	return d, nil
@@ -149,9 +148,7 @@ func destinationKeyHashesError(err error) error {
 
 // Destination returns one of an account's destinations.
 func (s *DestinationStore) Destination(accountID, id string) (Destination, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	d, ok := s.destinations[accountID][id]
+	d, ok := lookup(s.k, s.destinations, accountID, id)
 	if !ok {
 		return Destination{}, false
 	}
@@ -161,15 +158,12 @@ func (s *DestinationStore) Destination(accountID, id string) (Destination, bool)
 // ListDestinations returns one page of an account's destinations in a
 // workspace, most recent first, and how many there are in all.
 func (s *DestinationStore) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
-	s.k.RLock()
-	var all []Destination
-	for _, d := range s.destinations[accountID] {
-		if workspaceID == "" || d.WorkspaceID == workspaceID {
-			all = append(all, d.clone())
-		}
+	all := collect(s.k, s.destinations, accountID, func(d *Destination) bool {
+		return workspaceID == "" || d.WorkspaceID == workspaceID
+	})
+	for i := range all {
+		all[i] = all[i].clone()
 	}
-	s.k.Visited(len(s.destinations[accountID]))
-	s.k.RUnlock()
 	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }
 

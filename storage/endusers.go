@@ -85,9 +85,7 @@ var ErrExists = fmt.Errorf("already exists")
 // EndUserDeactivated reports whether the account deactivated this end user:
 // a memory lookup for the request path. Unknown end users are active.
 func (s *EndUserStore) EndUserDeactivated(accountID, user string) bool {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	u, ok := s.endUsers[accountID][user]
+	u, ok := s.EndUser(accountID, user)
 	return ok && !u.Active
 }
 
@@ -137,24 +135,12 @@ func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndU
 
 // EndUser returns one end user.
 func (s *EndUserStore) EndUser(accountID, user string) (EndUser, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	u, ok := s.endUsers[accountID][user]
-	if !ok {
-		return EndUser{}, false
-	}
-	return *u, true
+	return lookup(s.k, s.endUsers, accountID, user)
 }
 
 // ListEndUsers returns an account's end users ordered by creation, then id.
 func (s *EndUserStore) ListEndUsers(accountID string) []EndUser {
-	s.k.RLock()
-	out := make([]EndUser, 0, len(s.endUsers[accountID]))
-	for _, u := range s.endUsers[accountID] {
-		out = append(out, *u)
-	}
-	s.k.Visited(len(out))
-	s.k.RUnlock()
+	out := collect(s.k, s.endUsers, accountID, nil)
 	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out
 }

@@ -146,13 +146,7 @@ func (s *OrgStore) putMember(m *Member) {
 
 // Member returns an organization's member by user id.
 func (s *OrgStore) Member(accountID, id string) (Member, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	m, ok := s.members[accountID][id]
-	if !ok {
-		return Member{}, false
-	}
-	return *m, true
+	return lookup(s.k, s.members, accountID, id)
 }
 
 // MemberByEmail returns an organization's member by email.
@@ -171,15 +165,7 @@ func (s *OrgStore) MemberByEmail(accountID, email string) (Member, bool) {
 
 // Members lists an organization's active members, oldest first.
 func (s *OrgStore) Members(accountID string) []Member {
-	s.k.RLock()
-	out := make([]Member, 0, len(s.members[accountID]))
-	for _, m := range s.members[accountID] {
-		if m.Active {
-			out = append(out, *m)
-		}
-	}
-	s.k.Visited(len(s.members[accountID]))
-	s.k.RUnlock()
+	out := collect(s.k, s.members, accountID, func(m *Member) bool { return m.Active })
 	sortMembers(out)
 	return out
 }
@@ -269,9 +255,7 @@ func (s *OrgStore) DeactivateMember(accountID, id string) (Member, error) {
 
 // IsOrgAdmin reports whether userID is an active admin of the organization.
 func (s *OrgStore) IsOrgAdmin(accountID, userID string) bool {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	m, ok := s.members[accountID][userID]
+	m, ok := s.Member(accountID, userID)
 	return ok && m.Active && m.Role == RoleAdmin
 }
 

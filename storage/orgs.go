@@ -27,7 +27,7 @@ type OrgStore struct {
 
 // orgAccounts is what the organizations ask of the accounts. Its methods
 // run under the kernel's lock, which the caller holds, and never take it
-// (store.go); UpdateAPIKey takes it, and is called without it.
+// (store.go).
 type orgAccounts interface {
 	// accountOf is an account's published record.
 	accountOf(id string) (*Account, bool)
@@ -38,7 +38,6 @@ type orgAccounts interface {
 	eachAccountKey(accountID string, fn func(*APIKey) bool)
 	// eachAccount calls fn with every account.
 	eachAccount(fn func(*Account))
-	UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error)
 }
 
 // orgSecrets is what the organizations ask of the BYOK credentials, under

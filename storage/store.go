@@ -201,6 +201,51 @@ func removable[T kernel.AccountRecord](kind kernel.Kind, r kernel.Records[T]) ke
 	return kind
 }
 
+// lookup returns a copy of an account's record, read under RLock: the one
+// lock site of the stores' reads of a record by id.
+func lookup[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], accountID, id string) (T, bool) {
+	k.RLock()
+	defer k.RUnlock()
+	v, ok := r[accountID][id]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return *v, true
+}
+
+// collect returns copies of an account's records that keep admits (nil:
+// all), in no order, read under RLock: the one lock site of the stores'
+// lists of an account's records. Their slices and maps are the published
+// records', never modified: a caller that hands them out clones them.
+func collect[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], accountID string, keep func(*T) bool) []T {
+	k.RLock()
+	defer k.RUnlock()
+	m := r[accountID]
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		if keep == nil || keep(v) {
+			out = append(out, *v)
+		}
+	}
+	k.Visited(len(m))
+	return out
+}
+
+// create publishes the new record that prepare makes under Lock (it may
+// refuse with an error: nothing written) and waits until it is durable:
+// the one lock site of the stores' new per-account records that publish
+// nothing else.
+func create[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], prefix string, prepare func() (*T, error)) error {
+	k.Lock()
+	v, err := prepare()
+	if err != nil {
+		k.Unlock()
+		return err
+	}
+	return kernel.Publish(k, r, prefix, v)
+}
+
 // registerKinds registers every domain store's kinds of record with the
 // kernel, in load order: the organizations' usage counters decorate the
 // workspaces and members loaded before them; the outside domain stores'
