@@ -22,8 +22,28 @@ type AccountStore struct {
 	mgmtIdx   mgmtKeyIndex              // management keys by account
 	purchases map[string][]Purchase     // by account id
 	codes     map[string]*ConnectCode   // connect authorization codes, by hash (connect.go)
-	// the domain stores it reads or updates, under the same lock
-	org *OrgStore
+	// org is the organizations its keys and codes belong to (OrgStore).
+	org accountOrgs
+}
+
+// accountOrgs is what the accounts ask of the organizations: the
+// workspaces and members a key or code names, and telling them of a key
+// that changed. Its methods run under the kernel's lock, which the
+// caller holds, and never take it (store.go).
+type accountOrgs interface {
+	// putWorkspace publishes a new account's default workspace.
+	putWorkspace(w *Workspace) *kernel.Batch
+	// resolveWorkspace finds an account's workspace by id or slug.
+	resolveWorkspace(accountID, ref string) (*Workspace, bool)
+	// isAccountUser reports whether userID is a user of the account.
+	isAccountUser(acct *Account, userID string) bool
+	// checkMgmtKeyCreator refuses a management key's creator who may not
+	// create one.
+	checkMgmtKeyCreator(acct *Account, creator *string) error
+	// keyChanged: a key was created or changed (its rules may differ).
+	keyChanged()
+	// keyDeleted: a key of the account is gone (its assignments go too).
+	keyDeleted(accountID, hash string)
 }
 
 // Database key prefixes of the accounts' records.
@@ -37,10 +57,13 @@ const (
 // kinds are the accounts' kinds of record.
 func (s *AccountStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
-		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot},
+		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot,
+			Remove: func(key string) { delete(s.accounts, key[len(prefixAccount):]) }},
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
-		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot},
+		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot,
+			Remove: func(key string) { s.dropMgmtKey(key[len(prefixMgmtKey):]) }},
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot,
+			Remove: func(key string) { s.dropKey(key[len(prefixAPIKey):]) }},
 		s.connectKinds()[0],
 	}
 }
@@ -90,9 +113,7 @@ func (s *AccountStore) CreateAccount(na NewAccount) (Account, error) {
 
 // Account returns the account with the given id.
 func (s *AccountStore) Account(id string) (Account, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	a, ok := s.accounts[id]
+	a, ok := s.AccountSnapshot(id)
 	if !ok {
 		return Account{}, false
 	}
@@ -185,6 +206,63 @@ func (s *AccountStore) Purchases(accountID string) []Purchase {
 	s.k.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
+}
+
+// accountOf is the account's published record, never modified (a change
+// publishes a new one). Callers hold the kernel's lock.
+func (s *AccountStore) accountOf(id string) (*Account, bool) {
+	a, ok := s.accounts[id]
+	return a, ok
+}
+
+// keyOf is the API key's published record, never modified. Callers hold
+// the kernel's lock.
+func (s *AccountStore) keyOf(hash string) (*APIKey, bool) {
+	k, ok := s.keys[hash]
+	return k, ok
+}
+
+// creatorHasKeysIn reports whether the user created API keys in the
+// workspace. Callers hold the kernel's lock.
+func (s *AccountStore) creatorHasKeysIn(workspaceID, userID string) bool {
+	for _, k := range s.keys {
+		if k.WorkspaceID == workspaceID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
+			return true
+		}
+	}
+	return false
+}
+
+// eachAccount calls fn with every account. Callers hold the kernel's lock.
+func (s *AccountStore) eachAccount(fn func(*Account)) {
+	for _, a := range s.accounts {
+		fn(a)
+	}
+}
+
+// ensureDefaultWorkspaceIDs gives every loaded account a default workspace
+// id, and every key without a workspace its account's default (records
+// stored before workspaces existed). Called by Open, before the
+// organizations' ensureDefaultWorkspaces.
+func (s *AccountStore) ensureDefaultWorkspaceIDs() {
+	for id, a := range s.accounts {
+		if a.DefaultWorkspaceID == "" {
+			c := *a
+			c.DefaultWorkspaceID = newUUID()
+			s.accounts[id] = &c
+			s.k.MarkDirty(prefixAccount + c.ID)
+		}
+	}
+	for _, k := range s.keys {
+		if k.WorkspaceID == "" {
+			if a, ok := s.accounts[k.AccountID]; ok {
+				c := *k
+				c.WorkspaceID = a.DefaultWorkspaceID
+				s.putKey(&c)
+				s.k.MarkDirty(prefixAPIKey + c.Hash)
+			}
+		}
+	}
 }
 
 // accountWorkspace resolves the workspace of a new record of an account

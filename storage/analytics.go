@@ -19,11 +19,41 @@ type AnalyticsStore struct {
 	k         *kernel.Kernel
 	analytics *rollup
 	seal      *sealer // rollupseal.go
-	// the domain stores it reads or updates, under the same lock
-	acct  *AccountStore
-	led   *LedgerStore
-	users *EndUserStore
-	fb    *FeedbackStore
+	// acct is the keys its rows name (AccountStore), led the settled
+	// generations it counts (LedgerStore), users the end users it
+	// records on first sight (EndUserStore), fb the feedback it counts
+	// at Open (FeedbackStore).
+	acct  analyticsKeys
+	led   generationSource
+	users analyticsEndUsers
+	fb    feedbackSource
+}
+
+// analyticsKeys is what the analytics ask of the accounts, under the
+// kernel's lock, which the caller holds (store.go).
+type analyticsKeys interface {
+	// eachAccountKey calls fn for each of an account's keys until it
+	// returns false.
+	eachAccountKey(accountID string, fn func(*APIKey) bool)
+}
+
+// analyticsEndUsers is what the analytics ask of the end users, under the
+// kernel's lock (or in Open).
+type analyticsEndUsers interface {
+	// hasEndUser reports whether the end user is known.
+	hasEndUser(accountID, user string) bool
+	// ensureEndUser records an end user on first use.
+	ensureEndUser(accountID, user string, t time.Time)
+}
+
+// generationSource tells the analytics of each settled generation.
+type generationSource interface {
+	SubscribeGenerations(fn func(Generation)) (cancel func())
+}
+
+// feedbackSource counts the stored feedback into the analytics at Open.
+type feedbackSource interface {
+	loadFeedback() error
 }
 
 // The analytics rollup keeps, per account, one cell of sums per UTC hour and
@@ -388,12 +418,20 @@ func (s *AnalyticsStore) buildAnalytics() error {
 	return nil
 }
 
+// countFeedback adds durable feedback to the rollup.
+func (s *AnalyticsStore) countFeedback(f Feedback) { s.analytics.addFeedback(f) }
+
 // countGeneration adds a settled generation to the rollup (this
 // replica's, or another's: its end user, if new, reaches this replica as
 // a record, so only this replica's records one).
 func (s *AnalyticsStore) countGeneration(g Generation, ownUser bool) {
 	accountID, hour, reseal := s.analytics.addGeneration(g)
-	newUser := ownUser && g.User != "" && !s.users.hasEndUser(g.AccountID, g.User)
+	newUser := false
+	if ownUser && g.User != "" {
+		s.k.RLock()
+		newUser = !s.users.hasEndUser(g.AccountID, g.User)
+		s.k.RUnlock()
+	}
 	if !reseal && !newUser {
 		return
 	}

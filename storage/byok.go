@@ -14,16 +14,34 @@ import (
 type SecretStore struct {
 	k    *kernel.Kernel
 	byok kernel.Records[Credential] // by account id, then id
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
-	org  *OrgStore
+	// acct is the accounts and keys a credential names (AccountStore);
+	// org the workspaces it lives in (OrgStore).
+	acct secretAccounts
+	org  secretWorkspaces
+}
+
+// secretAccounts is what the credentials ask of the accounts. Its methods
+// run under the kernel's lock, which the caller holds, and never take it
+// (store.go).
+type secretAccounts interface {
+	// accountOf is an account's published record.
+	accountOf(id string) (*Account, bool)
+	// checkKeyHashes refuses a hash that is not a key of the account.
+	checkKeyHashes(accountID string, hashes []string) error
+}
+
+// secretWorkspaces is what the credentials ask of the organizations, under
+// the kernel's lock.
+type secretWorkspaces interface {
+	// resolveWorkspace finds an account's workspace by id or slug.
+	resolveWorkspace(accountID, ref string) (*Workspace, bool)
 }
 
 // prefixBYOK keys credentials: b/<account id>/<credential id>.
 const prefixBYOK = "b/"
 
 func (s *SecretStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) })}
+	return []kernel.Kind{removable(s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) }), s.byok)}
 }
 
 // Credential is a BYOK (bring your own key) provider credential: an
@@ -41,7 +59,7 @@ type Credential struct {
 	// of that workspace use it. "" is global (every workspace of the
 	// account); the API creates no global credential, and one stored
 	// before workspaces held credentials is moved to the account's default
-	// workspace when the store opens (see ensureDefaultWorkspaces).
+	// workspace when the store opens (see ensureCredentialWorkspaces).
 	WorkspaceID         string    `json:"workspace_id"`
 	Provider            string    `json:"provider"`
 	Name                *string   `json:"name"`
@@ -150,32 +168,31 @@ func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) 
 	}
 	c = c.clone()
 	c.SetSecret(sealer, n.Secret)
-	s.k.Lock()
-	acct, ok := s.acct.accounts[n.AccountID]
-	if !ok {
-		s.k.Unlock()
-		return Credential{}, ErrNotFound
-	}
-	if n.WorkspaceID == "" {
-		n.WorkspaceID = acct.DefaultWorkspaceID
-	}
-	ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
-	if !ok {
-		s.k.Unlock()
-		return Credential{}, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
-	}
-	c.WorkspaceID = ws.ID
-	if err := s.acct.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
-		s.k.Unlock()
-		return Credential{}, err
-	}
-	for _, o := range s.byok[n.AccountID] {
-		if o.Provider == c.Provider && o.WorkspaceID == c.WorkspaceID {
-			c.SortOrder = max(c.SortOrder, o.SortOrder+1)
+	err := create(s.k, s.byok, prefixBYOK, func() (*Credential, error) {
+		acct, ok := s.acct.accountOf(n.AccountID)
+		if !ok {
+			return nil, ErrNotFound
 		}
-	}
-	c.Seq = s.k.NextSeq()
-	if err := kernel.Publish(s.k, s.byok, prefixBYOK, &c); err != nil {
+		if n.WorkspaceID == "" {
+			n.WorkspaceID = acct.DefaultWorkspaceID
+		}
+		ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
+		if !ok {
+			return nil, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
+		}
+		c.WorkspaceID = ws.ID
+		if err := s.acct.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
+			return nil, err
+		}
+		for _, o := range s.byok[n.AccountID] {
+			if o.Provider == c.Provider && o.WorkspaceID == c.WorkspaceID {
+				c.SortOrder = max(c.SortOrder, o.SortOrder+1)
+			}
+		}
+		c.Seq = s.k.NextSeq()
+		return &c, nil
+	})
+	if err != nil {
 		return Credential{}, err
 	}
 	return c, nil
@@ -184,13 +201,7 @@ func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) 
 // BYOK returns one of an account's credentials; another account's
 // credential is not found.
 func (s *SecretStore) BYOK(accountID, id string) (Credential, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	c, ok := s.byok[accountID][id]
-	if !ok {
-		return Credential{}, false
-	}
-	return *c, true
+	return lookup(s.k, s.byok, accountID, id)
 }
 
 // BYOKFilter selects credentials for ListBYOK.
@@ -204,17 +215,9 @@ type BYOKFilter struct {
 // ListBYOK returns one page of an account's credentials, most recent
 // first, and how many match the filter in all.
 func (s *SecretStore) ListBYOK(f BYOKFilter) ([]Credential, int) {
-	s.k.RLock()
-	var all []Credential
-	for _, c := range s.byok[f.AccountID] {
-		if (f.WorkspaceID != "" && c.WorkspaceID != f.WorkspaceID) ||
-			(f.Provider != "" && c.Provider != f.Provider) {
-			continue
-		}
-		all = append(all, *c)
-	}
-	s.k.Visited(len(s.byok[f.AccountID]))
-	s.k.RUnlock()
+	all := collect(s.k, s.byok, f.AccountID, func(c *Credential) bool {
+		return (f.WorkspaceID == "" || c.WorkspaceID == f.WorkspaceID) && (f.Provider == "" || c.Provider == f.Provider)
+	})
 	return newestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
 }
 
@@ -262,12 +265,12 @@ type BYOKUse struct {
 // allowlist restriction. Memory only.
 func (s *SecretStore) BYOKFor(accountID, provider string) (Credential, bool) {
 	s.k.RLock()
+	defer s.k.RUnlock()
 	var ws string
-	if a, ok := s.acct.accounts[accountID]; ok {
+	if a, ok := s.acct.accountOf(accountID); ok {
 		ws = a.DefaultWorkspaceID
 	}
-	s.k.RUnlock()
-	return s.BYOKForRequest(accountID, provider, BYOKUse{WorkspaceID: ws})
+	return s.byokFor(accountID, provider, BYOKUse{WorkspaceID: ws})
 }
 
 // BYOKForRequest is BYOKFor for a request: credentials whose allowlists
@@ -276,6 +279,11 @@ func (s *SecretStore) BYOKFor(accountID, provider string) (Credential, bool) {
 func (s *SecretStore) BYOKForRequest(accountID, provider string, use BYOKUse) (Credential, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
+	return s.byokFor(accountID, provider, use)
+}
+
+// byokFor is BYOKForRequest. Callers hold the kernel's lock.
+func (s *SecretStore) byokFor(accountID, provider string, use BYOKUse) (Credential, bool) {
 	var best *Credential
 	for _, c := range s.byok[accountID] {
 		if c.Provider != provider || c.Disabled || !c.allows(use) {
@@ -289,6 +297,37 @@ func (s *SecretStore) BYOKForRequest(accountID, provider string, use BYOKUse) (C
 		return Credential{}, false
 	}
 	return *best, true
+}
+
+// credentialsIn counts the account's credentials in a workspace. Callers
+// hold the kernel's lock.
+func (s *SecretStore) credentialsIn(accountID, workspaceID string) int {
+	n := 0
+	for _, c := range s.byok[accountID] {
+		if c.WorkspaceID == workspaceID {
+			n++
+		}
+	}
+	return n
+}
+
+// ensureCredentialWorkspaces moves the credentials stored before they
+// belonged to a workspace into their account's default workspace. Called
+// by Open, after the accounts' ensureDefaultWorkspaceIDs.
+func (s *SecretStore) ensureCredentialWorkspaces() {
+	for accountID, creds := range s.byok {
+		a, ok := s.acct.accountOf(accountID)
+		if !ok {
+			continue
+		}
+		for _, cr := range creds {
+			if cr.WorkspaceID == "" {
+				c := cr.clone()
+				c.WorkspaceID = a.DefaultWorkspaceID
+				kernel.PutDirty(s.k, s.byok, prefixBYOK, &c)
+			}
+		}
+	}
 }
 
 func (c *Credential) triedBefore(o *Credential) bool {

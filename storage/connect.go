@@ -177,7 +177,8 @@ const codeSweepGrace = time.Hour
 // it deletes the record, which the feed then removes everywhere.
 func (s *AccountStore) ConsumeConnectCode(hash string) (ConnectCode, error) {
 	var c ConnectCode
-	if rb, shared := s.k.Backend().(*kernel.RedisBackend); shared {
+	rb, shared := s.k.Backend().(*kernel.RedisBackend)
+	if shared {
 		var err error
 		if c, err = s.sharedCode(rb, hash); err != nil {
 			return ConnectCode{}, err
@@ -192,9 +193,9 @@ func (s *AccountStore) ConsumeConnectCode(hash string) (ConnectCode, error) {
 		if !won {
 			return ConnectCode{}, ErrNotFound
 		}
-		s.k.Lock()
-	} else {
-		s.k.Lock()
+	}
+	s.k.Lock()
+	if !shared {
 		p, ok := s.codes[hash]
 		if !ok {
 			s.k.Unlock()

@@ -14,8 +14,19 @@ import (
 type DestinationStore struct {
 	k            *kernel.Kernel
 	destinations kernel.Records[Destination] // by account id, then id
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
+	// acct is the accounts, workspaces and keys a destination names
+	// (AccountStore).
+	acct destinationAccounts
+}
+
+// destinationAccounts is what the destinations ask of the accounts, under
+// the kernel's lock, which the caller holds (store.go).
+type destinationAccounts interface {
+	// accountWorkspace resolves a new record's workspace ("": the
+	// account's default).
+	accountWorkspace(accountID, workspaceID string) (string, error)
+	// checkKeyHashes refuses a hash that is not a key of the account.
+	checkKeyHashes(accountID string, hashes []string) error
 }
 
 // prefixDestination keys observability destinations:
@@ -23,7 +34,7 @@ type DestinationStore struct {
 const prefixDestination = "o/"
 
 func (s *DestinationStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) })}
+	return []kernel.Kind{removable(s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) }), s.destinations)}
 }
 
 // Destination is an observability destination: where an account's
@@ -102,30 +113,29 @@ func (s *DestinationStore) CreateDestination(d Destination) (Destination, error)
 	}
 	t := now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
-	s.k.Lock()
-	ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
-	if err != nil {
-		s.k.Unlock()
-		return Destination{}, err
-	}
-	d.WorkspaceID = ws
-	if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
-		s.k.Unlock()
-		return Destination{}, destinationKeyHashesError(err)
-	}
-	n := 0
-	for _, o := range s.destinations[d.AccountID] {
-		if o.Type == d.Type {
-			n++
+	err := create(s.k, s.destinations, prefixDestination, func() (*Destination, error) {
+		ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if n >= MaxDestinationsPerType {
-		s.k.Unlock()
-		return Destination{}, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
-	}
-	d.Seq = s.k.NextSeq()
-	c := d.clone()
-	if err := kernel.Publish(s.k, s.destinations, prefixDestination, &c); err != nil {
+		d.WorkspaceID = ws
+		if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
+			return nil, destinationKeyHashesError(err)
+		}
+		n := 0
+		for _, o := range s.destinations[d.AccountID] {
+			if o.Type == d.Type {
+				n++
+			}
+		}
+		if n >= MaxDestinationsPerType {
+			return nil, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
+		}
+		d.Seq = s.k.NextSeq()
+		c := d.clone()
+		return &c, nil
+	})
+	if err != nil {
 		return Destination{}, err
 	}
 	return d, nil
@@ -138,9 +148,7 @@ func destinationKeyHashesError(err error) error {
 
 // Destination returns one of an account's destinations.
 func (s *DestinationStore) Destination(accountID, id string) (Destination, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	d, ok := s.destinations[accountID][id]
+	d, ok := lookup(s.k, s.destinations, accountID, id)
 	if !ok {
 		return Destination{}, false
 	}
@@ -150,15 +158,12 @@ func (s *DestinationStore) Destination(accountID, id string) (Destination, bool)
 // ListDestinations returns one page of an account's destinations in a
 // workspace, most recent first, and how many there are in all.
 func (s *DestinationStore) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
-	s.k.RLock()
-	var all []Destination
-	for _, d := range s.destinations[accountID] {
-		if workspaceID == "" || d.WorkspaceID == workspaceID {
-			all = append(all, d.clone())
-		}
+	all := collect(s.k, s.destinations, accountID, func(d *Destination) bool {
+		return workspaceID == "" || d.WorkspaceID == workspaceID
+	})
+	for i := range all {
+		all[i] = all[i].clone()
 	}
-	s.k.Visited(len(s.destinations[accountID]))
-	s.k.RUnlock()
 	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }
 

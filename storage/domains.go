@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"iter"
-	"maps"
 	"sync"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
@@ -103,7 +102,7 @@ func (s *Store) Locked() Locked { return Locked{s} }
 
 // Account returns an account.
 func (l Locked) Account(id string) (Account, bool) {
-	a, ok := l.s.AccountStore.accounts[id]
+	a, ok := l.s.AccountStore.accountOf(id)
 	if !ok {
 		return Account{}, false
 	}
@@ -112,13 +111,12 @@ func (l Locked) Account(id string) (Account, bool) {
 
 // Members ranges over an organization's members, in no order.
 func (l Locked) Members(accountID string) iter.Seq[*Member] {
-	return maps.Values(l.s.OrgStore.members[accountID])
+	return l.s.OrgStore.membersOf(accountID)
 }
 
 // Member returns an organization's member by user id.
 func (l Locked) Member(accountID, id string) (*Member, bool) {
-	m, ok := l.s.OrgStore.members[accountID][id]
-	return m, ok
+	return l.s.OrgStore.memberOf(accountID, id)
 }
 
 // MemberByEmail returns the member with an email normalized by
@@ -142,8 +140,7 @@ func (l Locked) LeaveWorkspaces(accountID, userID string) {
 
 // Workspace returns a workspace by id.
 func (l Locked) Workspace(accountID, id string) (*Workspace, bool) {
-	w, ok := l.s.OrgStore.workspaces[accountID][id]
-	return w, ok
+	return l.s.OrgStore.workspaceOf(accountID, id)
 }
 
 // ResolveWorkspace returns a workspace by id or slug.
@@ -154,7 +151,7 @@ func (l Locked) ResolveWorkspace(accountID, ref string) (*Workspace, bool) {
 // WorkspaceCopy returns a writable copy of a workspace (by id), to change
 // and publish with PutWorkspace; nil when there is none.
 func (l Locked) WorkspaceCopy(accountID, id string) *Workspace {
-	w, ok := l.s.OrgStore.workspaces[accountID][id]
+	w, ok := l.s.OrgStore.workspaceOf(accountID, id)
 	if !ok {
 		return nil
 	}
@@ -170,12 +167,7 @@ func (l Locked) PutWorkspace(w *Workspace) *kernel.Batch {
 // HasKeysIn reports whether the user created API keys in the workspace
 // (such a member cannot be removed from it).
 func (l Locked) HasKeysIn(workspaceID, userID string) bool {
-	for _, k := range l.s.AccountStore.keys {
-		if k.WorkspaceID == workspaceID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
-			return true
-		}
-	}
-	return false
+	return l.s.AccountStore.creatorHasKeysIn(workspaceID, userID)
 }
 
 // NormalizeEmail checks an email address and returns it lowercased, the

@@ -12,12 +12,19 @@ import (
 type EndUserStore struct {
 	k        *kernel.Kernel
 	endUsers kernel.Records[EndUser] // by account id, then user
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
+	// acct is the accounts end users belong to (AccountStore).
+	acct endUserAccounts
+}
+
+// endUserAccounts is what the end users ask of the accounts, under the
+// kernel's lock, which the caller holds (store.go).
+type endUserAccounts interface {
+	// accountOf is an account's published record.
+	accountOf(id string) (*Account, bool)
 }
 
 func (s *EndUserStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.endUsers.Kind(prefixEndUser, nil)}
+	return []kernel.Kind{removable(s.endUsers.Kind(prefixEndUser, nil), s.endUsers)}
 }
 
 // EndUser is one of an account's own users, named by the `user` field of
@@ -78,9 +85,7 @@ var ErrExists = fmt.Errorf("already exists")
 // EndUserDeactivated reports whether the account deactivated this end user:
 // a memory lookup for the request path. Unknown end users are active.
 func (s *EndUserStore) EndUserDeactivated(accountID, user string) bool {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	u, ok := s.endUsers[accountID][user]
+	u, ok := s.EndUser(accountID, user)
 	return ok && !u.Active
 }
 
@@ -98,10 +103,9 @@ func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
 	s.k.MarkDirty(endUserKey(accountID, user))
 }
 
-// hasEndUser reports whether the end user is known.
+// hasEndUser reports whether the end user is known. Callers hold the
+// kernel's lock.
 func (s *EndUserStore) hasEndUser(accountID, user string) bool {
-	s.k.RLock()
-	defer s.k.RUnlock()
 	_, ok := s.endUsers[accountID][user]
 	return ok
 }
@@ -112,7 +116,7 @@ func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndU
 		return EndUser{}, err
 	}
 	s.k.Lock()
-	if _, ok := s.acct.accounts[accountID]; !ok {
+	if _, ok := s.acct.accountOf(accountID); !ok {
 		s.k.Unlock()
 		return EndUser{}, ErrNotFound
 	}
@@ -131,24 +135,12 @@ func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndU
 
 // EndUser returns one end user.
 func (s *EndUserStore) EndUser(accountID, user string) (EndUser, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	u, ok := s.endUsers[accountID][user]
-	if !ok {
-		return EndUser{}, false
-	}
-	return *u, true
+	return lookup(s.k, s.endUsers, accountID, user)
 }
 
 // ListEndUsers returns an account's end users ordered by creation, then id.
 func (s *EndUserStore) ListEndUsers(accountID string) []EndUser {
-	s.k.RLock()
-	out := make([]EndUser, 0, len(s.endUsers[accountID]))
-	for _, u := range s.endUsers[accountID] {
-		out = append(out, *u)
-	}
-	s.k.Visited(len(out))
-	s.k.RUnlock()
+	out := collect(s.k, s.endUsers, accountID, nil)
 	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out
 }

@@ -11,8 +11,15 @@ import (
 // FeedbackStore records feedback on generations.
 type FeedbackStore struct {
 	k *kernel.Kernel
-	// the domain stores it reads or updates, under the same lock
-	stats *AnalyticsStore
+	// stats counts feedback into the analytics (AnalyticsStore).
+	stats feedbackCounter
+}
+
+// feedbackCounter is what the feedback asks of the analytics; it takes no
+// kernel lock (store.go).
+type feedbackCounter interface {
+	// countFeedback adds durable feedback to the analytics rollup.
+	countFeedback(f Feedback)
 }
 
 func (s *FeedbackStore) kinds() []kernel.Kind {
@@ -62,7 +69,7 @@ func (s *FeedbackStore) AddFeedback(g Generation, category string, comment *stri
 	if err := b.Wait(); err != nil {
 		return Feedback{}, err
 	}
-	s.stats.analytics.addFeedback(f)
+	s.stats.countFeedback(f)
 	return f, nil
 }
 
@@ -73,7 +80,7 @@ func (s *FeedbackStore) loadFeedback() error {
 		if err := json.Unmarshal(v, &f); err != nil {
 			return false, fmt.Errorf("loading feedback %q: %w", key, err)
 		}
-		s.stats.analytics.addFeedback(f)
+		s.stats.countFeedback(f)
 		return true, nil
 	})
 }

@@ -140,7 +140,7 @@ func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) 
 		return Guardrail{}, err
 	}
 	s.k.Lock()
-	a, ok := s.acct.accounts[accountID]
+	a, ok := s.acct.accountOf(accountID)
 	if !ok {
 		s.k.Unlock()
 		return Guardrail{}, ErrNotFound
@@ -159,27 +159,15 @@ func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) 
 
 // Guardrail returns a guardrail by id.
 func (s *OrgStore) Guardrail(accountID, id string) (Guardrail, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	g, ok := s.guardrails[accountID][id]
-	if !ok {
-		return Guardrail{}, false
-	}
-	return *g, true
+	return lookup(s.k, s.guardrails, accountID, id)
 }
 
 // Guardrails lists the guardrails of a workspace (empty: every workspace),
 // oldest first.
 func (s *OrgStore) Guardrails(accountID, workspaceID string) []Guardrail {
-	s.k.RLock()
-	var out []Guardrail
-	for _, g := range s.guardrails[accountID] {
-		if workspaceID == "" || g.WorkspaceID == workspaceID {
-			out = append(out, *g)
-		}
-	}
-	s.k.Visited(len(s.guardrails[accountID]))
-	s.k.RUnlock()
+	out := collect(s.k, s.guardrails, accountID, func(g *Guardrail) bool {
+		return workspaceID == "" || g.WorkspaceID == workspaceID
+	})
 	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
@@ -251,36 +239,51 @@ func (s *OrgStore) DeleteGuardrail(accountID, id string) error {
 // most one guardrail: assigning replaces its previous one. It returns how
 // many keys were newly assigned here.
 func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string) (int, error) {
+	check := func() error {
+		for _, h := range hashes {
+			if k, ok := s.acct.keyOf(h); !ok || k.AccountID != accountID {
+				return fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
+			}
+		}
+		return nil
+	}
+	return s.assign(accountID, id, check, func(g *Guardrail, t time.Time) int {
+		n := 0
+		for _, h := range hashes {
+			if _, in := g.Keys[h]; in {
+				continue
+			}
+			// A key holds one guardrail: take it off any other.
+			for oid, o := range s.guardrails[accountID] {
+				if _, in := o.Keys[h]; in && oid != id {
+					oc := o.clone()
+					delete(oc.Keys, h)
+					s.putGuardrail(oc)
+				}
+			}
+			g.Keys[h] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
+			n++
+		}
+		return n
+	})
+}
+
+// assign adds assignments to a guardrail that takes them, and waits until
+// they are durable: the one lock site of assigning. Under Lock, check
+// refuses what cannot be assigned, then add adds to g (a copy of the
+// guardrail) and returns how many are new.
+func (s *OrgStore) assign(accountID, id string, check func() error, add func(g *Guardrail, t time.Time) int) (int, error) {
 	s.k.Lock()
 	cur, err := s.assignable(accountID, id)
+	if err == nil {
+		err = check()
+	}
 	if err != nil {
 		s.k.Unlock()
 		return 0, err
 	}
-	for _, h := range hashes {
-		if k, ok := s.acct.keys[h]; !ok || k.AccountID != accountID {
-			s.k.Unlock()
-			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
-		}
-	}
 	g := cur.clone()
-	t := now().UTC()
-	n := 0
-	for _, h := range hashes {
-		if _, in := g.Keys[h]; in {
-			continue
-		}
-		// A key holds one guardrail: take it off any other.
-		for oid, o := range s.guardrails[accountID] {
-			if _, in := o.Keys[h]; in && oid != id {
-				oc := o.clone()
-				delete(oc.Keys, h)
-				s.putGuardrail(oc)
-			}
-		}
-		g.Keys[h] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
-		n++
-	}
+	n := add(g, now().UTC())
 	b := s.putGuardrail(g)
 	s.k.Unlock()
 	return n, b.Wait()
@@ -307,30 +310,24 @@ func (s *OrgStore) UnassignKeys(accountID, id string, hashes []string) (int, err
 // AssignMembers assigns organization members to a guardrail and returns
 // how many were newly assigned.
 func (s *OrgStore) AssignMembers(accountID, id string, userIDs []string, by *string) (int, error) {
-	s.k.Lock()
-	cur, err := s.assignable(accountID, id)
-	if err != nil {
-		s.k.Unlock()
-		return 0, err
-	}
-	for _, u := range userIDs {
-		if m, ok := s.members[accountID][u]; !ok || !m.Active {
-			s.k.Unlock()
-			return 0, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
+	check := func() error {
+		for _, u := range userIDs {
+			if m, ok := s.members[accountID][u]; !ok || !m.Active {
+				return fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
+			}
 		}
+		return nil
 	}
-	g := cur.clone()
-	t := now().UTC()
-	n := 0
-	for _, u := range userIDs {
-		if _, in := g.Members[u]; !in {
-			g.Members[u] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
-			n++
+	return s.assign(accountID, id, check, func(g *Guardrail, t time.Time) int {
+		n := 0
+		for _, u := range userIDs {
+			if _, in := g.Members[u]; !in {
+				g.Members[u] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
+				n++
+			}
 		}
-	}
-	b := s.putGuardrail(g)
-	s.k.Unlock()
-	return n, b.Wait()
+		return n
+	})
 }
 
 // UnassignMembers removes members from a guardrail and returns how many
@@ -387,7 +384,7 @@ func (s *OrgStore) KeyAssignments(accountID, id string) []KeyAssignment {
 			continue
 		}
 		for h, a := range g.Keys {
-			if k, ok := s.acct.keys[h]; ok {
+			if k, ok := s.acct.keyOf(h); ok {
 				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: *k})
 			}
 		}
@@ -415,9 +412,9 @@ func (s *OrgStore) MemberAssignments(accountID, id string) []MemberAssignment {
 	return out
 }
 
-// dropKeyAssignments removes a deleted key from its guardrail. Callers hold
-// the kernel's lock.
-func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
+// keyDeleted removes a deleted key from its guardrail. Callers hold the
+// kernel's lock.
+func (s *OrgStore) keyDeleted(accountID, hash string) {
 	for _, g := range s.guardrails[accountID] {
 		if _, in := g.Keys[hash]; in {
 			c := g.clone()
@@ -425,6 +422,7 @@ func (s *OrgStore) dropKeyAssignments(accountID, hash string) {
 			s.putGuardrail(c)
 		}
 	}
+	s.rulesChanged()
 }
 
 // loaded readies a guardrail read from the database or another replica:

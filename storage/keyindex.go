@@ -84,6 +84,10 @@ func (x keyIndex) sort() {
 	}
 }
 
+// sortKeyIndex sorts the key lists a load left unsorted (Open, before
+// any reader). Callers hold Lock, or run in Open.
+func (s *AccountStore) sortKeyIndex() { s.keyIdx.sort() }
+
 func (ak *accountKeys) sort() {
 	if ak.sorted {
 		return

@@ -153,24 +153,13 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(), Connect: n.Connect,
 	}
 	s.putKey(&k)
-	s.org.rulesChanged()
+	s.org.keyChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	if err := b.Wait(); err != nil {
 		return APIKey{}, "", err
 	}
 	return k, secret, nil
-}
-
-// isAccountUser reports whether userID is a user of the account: an
-// active member of an organization, the owner of a personal account.
-// Callers hold the kernel's lock.
-func (s *OrgStore) isAccountUser(acct *Account, userID string) bool {
-	if acct.Kind != AccountOrganization {
-		return userID == acct.OwnerUserID
-	}
-	m, ok := s.members[acct.ID][userID]
-	return ok && m.Active
 }
 
 // APIKey returns the regular key with the given hash.
@@ -244,7 +233,7 @@ func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey
 	k.Usage, k.BYOKUsage = cur.Usage, cur.BYOKUsage
 	k.UpdatedAt = now().UTC()
 	s.putKey(&k)
-	s.org.rulesChanged()
+	s.org.keyChanged()
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	return k, b.Wait()
@@ -258,8 +247,7 @@ func (s *AccountStore) DeleteAPIKey(hash string) error {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	s.org.dropKeyAssignments(k.AccountID, hash)
-	s.org.rulesChanged()
+	s.org.keyDeleted(k.AccountID, hash)
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	return b.Wait()

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"net/mail"
 	"strings"
 	"time"
@@ -89,7 +91,7 @@ func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 		return Member{}, fmt.Errorf("%w: role: expected admin or member", ErrInvalid)
 	}
 	s.k.Lock()
-	acct, ok := s.acct.accounts[n.AccountID]
+	acct, ok := s.acct.accountOf(n.AccountID)
 	if !ok {
 		s.k.Unlock()
 		return Member{}, ErrNotFound
@@ -114,6 +116,18 @@ func (s *OrgStore) CreateMember(n NewMember) (Member, error) {
 	return m, b.Wait()
 }
 
+// memberOf is a member's published record. Callers hold the kernel's lock.
+func (s *OrgStore) memberOf(accountID, id string) (*Member, bool) {
+	m, ok := s.members[accountID][id]
+	return m, ok
+}
+
+// membersOf ranges over an organization's members, in no order. Callers
+// hold the kernel's lock.
+func (s *OrgStore) membersOf(accountID string) iter.Seq[*Member] {
+	return maps.Values(s.members[accountID])
+}
+
 // memberByEmail finds a member by normalized email. Callers hold the kernel's lock.
 func (s *OrgStore) memberByEmail(accountID, email string) *Member {
 	for _, m := range s.members[accountID] {
@@ -132,13 +146,7 @@ func (s *OrgStore) putMember(m *Member) {
 
 // Member returns an organization's member by user id.
 func (s *OrgStore) Member(accountID, id string) (Member, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	m, ok := s.members[accountID][id]
-	if !ok {
-		return Member{}, false
-	}
-	return *m, true
+	return lookup(s.k, s.members, accountID, id)
 }
 
 // MemberByEmail returns an organization's member by email.
@@ -157,15 +165,7 @@ func (s *OrgStore) MemberByEmail(accountID, email string) (Member, bool) {
 
 // Members lists an organization's active members, oldest first.
 func (s *OrgStore) Members(accountID string) []Member {
-	s.k.RLock()
-	out := make([]Member, 0, len(s.members[accountID]))
-	for _, m := range s.members[accountID] {
-		if m.Active {
-			out = append(out, *m)
-		}
-	}
-	s.k.Visited(len(s.members[accountID]))
-	s.k.RUnlock()
+	out := collect(s.k, s.members, accountID, func(m *Member) bool { return m.Active })
 	sortMembers(out)
 	return out
 }
@@ -255,10 +255,19 @@ func (s *OrgStore) DeactivateMember(accountID, id string) (Member, error) {
 
 // IsOrgAdmin reports whether userID is an active admin of the organization.
 func (s *OrgStore) IsOrgAdmin(accountID, userID string) bool {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	m, ok := s.members[accountID][userID]
+	m, ok := s.Member(accountID, userID)
 	return ok && m.Active && m.Role == RoleAdmin
+}
+
+// isAccountUser reports whether userID is a user of the account: an
+// active member of an organization, the owner of a personal account.
+// Callers hold the kernel's lock.
+func (s *OrgStore) isAccountUser(acct *Account, userID string) bool {
+	if acct.Kind != AccountOrganization {
+		return userID == acct.OwnerUserID
+	}
+	m, ok := s.members[acct.ID][userID]
+	return ok && m.Active
 }
 
 // checkMgmtKeyCreator enforces that only organization admins create

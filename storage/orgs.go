@@ -19,9 +19,39 @@ type OrgStore struct {
 	// invalidates them.
 	rules    sync.Map
 	rulesGen atomic.Uint64
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
-	sec  *SecretStore
+	// acct is the accounts and keys its records belong to (AccountStore);
+	// sec the credentials that live in its workspaces (SecretStore).
+	acct orgAccounts
+	sec  orgSecrets
+}
+
+// orgAccounts is what the organizations ask of the accounts. Its methods
+// run under the kernel's lock, which the caller holds, and never take it
+// (store.go).
+type orgAccounts interface {
+	// accountOf is an account's published record.
+	accountOf(id string) (*Account, bool)
+	// keyOf is an API key's published record.
+	keyOf(hash string) (*APIKey, bool)
+	// eachAccountKey calls fn for each of an account's keys until it
+	// returns false.
+	eachAccountKey(accountID string, fn func(*APIKey) bool)
+	// eachAccount calls fn with every account.
+	eachAccount(fn func(*Account))
+}
+
+// orgSecrets is what the organizations ask of the BYOK credentials, under
+// the kernel's lock.
+type orgSecrets interface {
+	// credentialsIn counts the account's credentials in a workspace.
+	credentialsIn(accountID, workspaceID string) int
+}
+
+// isDefaultWorkspace reports whether id is the account's default
+// workspace. Callers hold the kernel's lock.
+func (s *OrgStore) isDefaultWorkspace(accountID, id string) bool {
+	a, ok := s.acct.accountOf(accountID)
+	return ok && a.DefaultWorkspaceID == id
 }
 
 // kinds are the organizations' kinds of record; the usage counters come
@@ -29,9 +59,9 @@ type OrgStore struct {
 // them: their Reset does nothing).
 func (s *OrgStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
-		s.members.Kind(prefixMember, nil),
-		s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps),
-		s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded),
+		removable(s.members.Kind(prefixMember, nil), s.members),
+		removable(s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps), s.workspaces),
+		removable(s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded), s.guardrails),
 		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 	}

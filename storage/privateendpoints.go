@@ -14,8 +14,17 @@ import (
 type EndpointStore struct {
 	k         *kernel.Kernel
 	endpoints kernel.Records[PrivateEndpoint] // by account id, then id
-	// the domain stores it reads or updates, under the same lock
-	acct *AccountStore
+	// acct is the accounts and workspaces endpoints belong to
+	// (AccountStore).
+	acct endpointAccounts
+}
+
+// endpointAccounts is what the private endpoints ask of the accounts,
+// under the kernel's lock, which the caller holds (store.go).
+type endpointAccounts interface {
+	// accountWorkspace resolves a new record's workspace ("": the
+	// account's default).
+	accountWorkspace(accountID, workspaceID string) (string, error)
 }
 
 // prefixPrivateEndpoint keys private endpoints:
@@ -23,7 +32,7 @@ type EndpointStore struct {
 const prefixPrivateEndpoint = "pe/"
 
 func (s *EndpointStore) kinds() []kernel.Kind {
-	return []kernel.Kind{s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) })}
+	return []kernel.Kind{removable(s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) }), s.endpoints)}
 }
 
 // EndpointStatus is a private endpoint's state.
@@ -125,16 +134,17 @@ func (s *EndpointStore) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoin
 	}
 	t := now().UTC()
 	e.CreatedAt, e.UpdatedAt, e.Status, e.Validation = t, t, EndpointDraft, nil
-	s.k.Lock()
-	ws, err := s.acct.accountWorkspace(e.AccountID, e.WorkspaceID)
+	err := create(s.k, s.endpoints, prefixPrivateEndpoint, func() (*PrivateEndpoint, error) {
+		ws, err := s.acct.accountWorkspace(e.AccountID, e.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		e.WorkspaceID = ws
+		e.Seq = s.k.NextSeq()
+		c := e.clone()
+		return &c, nil
+	})
 	if err != nil {
-		s.k.Unlock()
-		return PrivateEndpoint{}, err
-	}
-	e.WorkspaceID = ws
-	e.Seq = s.k.NextSeq()
-	c := e.clone()
-	if err := kernel.Publish(s.k, s.endpoints, prefixPrivateEndpoint, &c); err != nil {
 		return PrivateEndpoint{}, err
 	}
 	return e, nil
@@ -142,9 +152,7 @@ func (s *EndpointStore) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoin
 
 // PrivateEndpoint returns one of an account's endpoints.
 func (s *EndpointStore) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
-	s.k.RLock()
-	defer s.k.RUnlock()
-	e, ok := s.endpoints[accountID][id]
+	e, ok := lookup(s.k, s.endpoints, accountID, id)
 	if !ok {
 		return PrivateEndpoint{}, false
 	}
@@ -154,13 +162,10 @@ func (s *EndpointStore) PrivateEndpoint(accountID, id string) (PrivateEndpoint, 
 // ListPrivateEndpoints returns one page of an account's endpoints, most
 // recent first, and how many there are in all.
 func (s *EndpointStore) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
-	s.k.RLock()
-	var all []PrivateEndpoint
-	for _, e := range s.endpoints[accountID] {
-		all = append(all, e.clone())
+	all := collect(s.k, s.endpoints, accountID, nil)
+	for i := range all {
+		all[i] = all[i].clone()
 	}
-	s.k.Visited(len(s.endpoints[accountID]))
-	s.k.RUnlock()
 	return newestFirstPage(all, func(e *PrivateEndpoint) uint64 { return e.Seq }, offset, limit)
 }
 

@@ -43,6 +43,10 @@ type Rules struct {
 // rulesChanged invalidates every cached Rules. Callers hold the kernel's lock (write).
 func (s *OrgStore) rulesChanged() { s.rulesGen.Add(1) }
 
+// keyChanged: a key was created or changed, so its rules may differ.
+// Callers hold the kernel's lock (write).
+func (s *OrgStore) keyChanged() { s.rulesChanged() }
+
 // EffectiveRules returns the key's effective rules from memory.
 func (s *OrgStore) EffectiveRules(keyHash string) *Rules {
 	if v, ok := s.rules.Load(keyHash); ok {
@@ -61,7 +65,7 @@ func (s *OrgStore) EffectiveRules(keyHash string) *Rules {
 // stable meanwhile, since it changes only under the write lock.
 func (s *OrgStore) computeRules(keyHash string) *Rules {
 	r := &Rules{gen: s.rulesGen.Load()}
-	k, ok := s.acct.keys[keyHash]
+	k, ok := s.acct.keyOf(keyHash)
 	if !ok {
 		return r
 	}

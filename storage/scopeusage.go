@@ -71,6 +71,36 @@ func (s *OrgStore) usageSnapshot(key string) any {
 	return nil
 }
 
+// keepUsage remembers the usage in memory of the workspace or member under
+// key, whose record another replica's change is about to replace: the
+// record does not carry its usage (its usage record and the money fields
+// do). restore puts it back on the new record. Callers hold the kernel's
+// lock.
+func (s *OrgStore) keepUsage(key string) (restore func()) {
+	accountID, id, _ := strings.Cut(key[strings.IndexByte(key, '/')+1:], "/")
+	switch {
+	case strings.HasPrefix(key, prefixWorkspace):
+		if w, ok := s.workspaces[accountID][id]; ok {
+			u, b := w.Usage, w.BYOKUsage
+			return func() {
+				if w, ok := s.workspaces[accountID][id]; ok {
+					w.Usage, w.BYOKUsage = u, b
+				}
+			}
+		}
+	case strings.HasPrefix(key, prefixMember):
+		if m, ok := s.members[accountID][id]; ok {
+			u, b := m.Usage, m.BYOKUsage
+			return func() {
+				if m, ok := s.members[accountID][id]; ok {
+					m.Usage, m.BYOKUsage = u, b
+				}
+			}
+		}
+	}
+	return func() {}
+}
+
 // loadUsage applies a counters record to its workspace or member, loaded
 // before it.
 func (s *OrgStore) loadUsage(prefix string, key, v []byte) error {

@@ -179,8 +179,10 @@ func (s *Store) applyRecords(keys []string) error {
 			return nil
 		}
 		err := s.loadRecord(key, value)
-		if k, ok := s.keys[strings.TrimPrefix(key, prefixAPIKey)]; ok && strings.HasPrefix(key, prefixAPIKey) {
-			accounts[k.AccountID] = struct{}{}
+		if hash, ok := strings.CutPrefix(key, prefixAPIKey); ok {
+			if k, ok := s.AccountStore.keyOf(hash); ok {
+				accounts[k.AccountID] = struct{}{}
+			}
 		}
 		return err
 	}, func() {
@@ -195,62 +197,15 @@ func (s *Store) applyRecords(keys []string) error {
 // does not carry its usage (its usage record and the money fields do), so
 // the usage in memory is kept. Callers hold the kernel's lock.
 func (s *Store) loadRecord(key string, value []byte) error {
-	accountID, id, _ := strings.Cut(key[strings.IndexByte(key, '/')+1:], "/")
-	switch {
-	case strings.HasPrefix(key, prefixWorkspace):
-		if w, ok := s.workspaces[accountID][id]; ok {
-			u, b := w.Usage, w.BYOKUsage
-			defer func() {
-				if w, ok := s.workspaces[accountID][id]; ok {
-					w.Usage, w.BYOKUsage = u, b
-				}
-			}()
-		}
-	case strings.HasPrefix(key, prefixMember):
-		if m, ok := s.members[accountID][id]; ok {
-			u, b := m.Usage, m.BYOKUsage
-			defer func() {
-				if m, ok := s.members[accountID][id]; ok {
-					m.Usage, m.BYOKUsage = u, b
-				}
-			}()
-		}
-	}
+	defer s.OrgStore.keepUsage(key)()
 	return s.k.LoadRecord(key, value)
 }
 
-// removeRecord drops a record another replica deleted. Callers hold the
+// removeRecord drops a record another replica deleted: the kind's store
+// drops its own (Kind.Remove). Purchases are never deleted; a deleted
+// usage record leaves the counters to the money fields. Callers hold the
 // kernel's lock.
-func (s *Store) removeRecord(key string) {
-	rest := key[strings.IndexByte(key, '/')+1:]
-	accountID, id, _ := strings.Cut(rest, "/")
-	switch {
-	case strings.HasPrefix(key, prefixAccount):
-		delete(s.accounts, rest)
-	case strings.HasPrefix(key, prefixAPIKey):
-		s.dropKey(rest)
-	case strings.HasPrefix(key, prefixMgmtKey):
-		s.dropMgmtKey(rest)
-	case strings.HasPrefix(key, prefixMember):
-		s.members.Remove(accountID, id)
-	case strings.HasPrefix(key, prefixWorkspace):
-		s.workspaces.Remove(accountID, id)
-	case strings.HasPrefix(key, prefixGuardrail):
-		s.guardrails.Remove(accountID, id)
-	case strings.HasPrefix(key, prefixBYOK):
-		s.byok.Remove(accountID, id)
-	case strings.HasPrefix(key, prefixEndUser):
-		s.endUsers.Remove(accountID, id)
-	case strings.HasPrefix(key, prefixDestination):
-		s.destinations.Remove(accountID, id)
-	case strings.HasPrefix(key, prefixPrivateEndpoint):
-		s.endpoints.Remove(accountID, id)
-	default:
-		s.k.RemoveRecord(key)
-	}
-	// Purchases are never deleted; a deleted usage record leaves the
-	// counters to the money fields.
-}
+func (s *Store) removeRecord(key string) { s.k.RemoveRecord(key) }
 
 // recordAccount is the account a record key belongs to.
 func recordAccount(key string) (string, bool) {
@@ -298,21 +253,10 @@ func (s *Store) resync() error {
 		return err
 	}
 	return s.k.Reload(func() {
-		s.ensureDefaultWorkspacesInMemory()
+		s.OrgStore.ensureDefaultWorkspacesInMemory()
 		s.OrgStore.rulesChanged()
 		s.impl.overlayAll()
 	})
-}
-
-// ensureDefaultWorkspacesInMemory gives every account its default
-// workspace in memory when the record is not stored yet (it is written by
-// the replica that created the account). Callers hold the kernel's lock.
-func (s *Store) ensureDefaultWorkspacesInMemory() {
-	for _, a := range s.accounts {
-		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok && a.DefaultWorkspaceID != "" {
-			s.workspaces.Put(defaultWorkspace(a))
-		}
-	}
 }
 
 // ShareKeyCeiling makes the per-key abuse ceiling one bucket per key for

@@ -9,6 +9,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,6 +47,18 @@ type Options = kernel.Options
 // domain stores share the kernel's one lock: admission reads accounts,
 // keys, workspaces and members at one instant, and several domains'
 // changes (a SCIM sync, deleting a key) are one atomic step.
+//
+// Who locks. A domain store's exported methods take the kernel's lock,
+// once per call (RLock to read, Lock to change), around all the reads and
+// writes of the stores they touch, and release it before waiting for
+// durability. The unexported methods the stores ask each other through
+// (the small interfaces each declares: accountOrgs, orgAccounts, ...)
+// never take it: their callers hold it. With one lock among the domain
+// stores there is no order to keep between them; the only nesting is the
+// kernel's lock, then an analytics rollup account's (the group commit's
+// snapshot of a sealed hour), and the rollup never takes the kernel's
+// lock while it holds its own. The ledgers' own locks are ordered in
+// sharedledger.go.
 type Store struct {
 	k *kernel.Kernel
 	*AccountStore
@@ -89,7 +102,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
-	s.keyIdx.sort()
+	s.AccountStore.sortKeyIndex()
 	if err := s.buildAnalytics(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
@@ -150,7 +163,17 @@ func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
 	return s
 }
 
-// wire points each domain store at the others it uses.
+// ensureDefaultWorkspaces gives the records stored before workspaces
+// existed their account's default workspace: the accounts an id for it
+// first, then the organizations its record, then the credentials.
+func (s *Store) ensureDefaultWorkspaces() {
+	s.AccountStore.ensureDefaultWorkspaceIDs()
+	s.OrgStore.ensureDefaultWorkspaces()
+	s.SecretStore.ensureCredentialWorkspaces()
+}
+
+// wire points each domain store at the others it asks, each through the
+// small interface it declares (accountOrgs, orgAccounts, ...).
 func (s *Store) wire() {
 	s.AccountStore.org = s.OrgStore
 	s.AnalyticsStore.acct = s.AccountStore
@@ -165,6 +188,62 @@ func (s *Store) wire() {
 	s.OrgStore.sec = s.SecretStore
 	s.SecretStore.acct = s.AccountStore
 	s.SecretStore.org = s.OrgStore
+}
+
+// removable gives a kind of per-account records the Remove that drops a
+// record another replica deleted (Kernel.RemoveRecord), each store its
+// own.
+func removable[T kernel.AccountRecord](kind kernel.Kind, r kernel.Records[T]) kernel.Kind {
+	kind.Remove = func(key string) {
+		accountID, id, _ := strings.Cut(key[len(kind.Prefix):], "/")
+		r.Remove(accountID, id)
+	}
+	return kind
+}
+
+// lookup returns a copy of an account's record, read under RLock: the one
+// lock site of the stores' reads of a record by id.
+func lookup[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], accountID, id string) (T, bool) {
+	k.RLock()
+	defer k.RUnlock()
+	v, ok := r[accountID][id]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return *v, true
+}
+
+// collect returns copies of an account's records that keep admits (nil:
+// all), in no order, read under RLock: the one lock site of the stores'
+// lists of an account's records. Their slices and maps are the published
+// records', never modified: a caller that hands them out clones them.
+func collect[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], accountID string, keep func(*T) bool) []T {
+	k.RLock()
+	defer k.RUnlock()
+	m := r[accountID]
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		if keep == nil || keep(v) {
+			out = append(out, *v)
+		}
+	}
+	k.Visited(len(m))
+	return out
+}
+
+// create publishes the new record that prepare makes under Lock (it may
+// refuse with an error: nothing written) and waits until it is durable:
+// the one lock site of the stores' new per-account records that publish
+// nothing else.
+func create[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], prefix string, prepare func() (*T, error)) error {
+	k.Lock()
+	v, err := prepare()
+	if err != nil {
+		k.Unlock()
+		return err
+	}
+	return kernel.Publish(k, r, prefix, v)
 }
 
 // registerKinds registers every domain store's kinds of record with the

@@ -169,44 +169,32 @@ func defaultWorkspace(a *Account) *Workspace {
 }
 
 // ensureDefaultWorkspaces gives every loaded account its default workspace
-// record (accounts created before workspaces existed). Called by load.
+// record (accounts created before workspaces existed). Called by Open,
+// after the accounts' ensureDefaultWorkspaceIDs.
 func (s *OrgStore) ensureDefaultWorkspaces() {
-	for _, a := range s.acct.accounts {
-		if a.DefaultWorkspaceID == "" {
-			c := *a
-			c.DefaultWorkspaceID = newUUID()
-			s.acct.accounts[c.ID] = &c
-			s.k.MarkDirty(prefixAccount + c.ID)
-			a = &c
-		}
+	s.acct.eachAccount(func(a *Account) {
 		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok {
 			s.putWorkspace(defaultWorkspace(a))
 		}
-	}
-	for _, k := range s.acct.keys {
-		if k.WorkspaceID == "" {
-			if a, ok := s.acct.accounts[k.AccountID]; ok {
-				c := *k
-				c.WorkspaceID = a.DefaultWorkspaceID
-				s.acct.putKey(&c)
-				s.k.MarkDirty(prefixAPIKey + c.Hash)
-			}
+	})
+}
+
+// ensureDefaultWorkspacesInMemory gives every account its default
+// workspace in memory when the record is not stored yet (it is written by
+// the replica that created the account). Callers hold the kernel's lock.
+func (s *OrgStore) ensureDefaultWorkspacesInMemory() {
+	s.acct.eachAccount(func(a *Account) {
+		if _, ok := s.workspaces[a.ID][a.DefaultWorkspaceID]; !ok && a.DefaultWorkspaceID != "" {
+			s.workspaces.Put(defaultWorkspace(a))
 		}
-	}
-	// BYOK credentials stored before they belonged to a workspace.
-	for accountID, creds := range s.sec.byok {
-		a, ok := s.acct.accounts[accountID]
-		if !ok {
-			continue
-		}
-		for _, cr := range creds {
-			if cr.WorkspaceID == "" {
-				c := cr.clone()
-				c.WorkspaceID = a.DefaultWorkspaceID
-				kernel.PutDirty(s.k, s.sec.byok, prefixBYOK, &c)
-			}
-		}
-	}
+	})
+}
+
+// workspaceOf is a workspace's published record, by id. Callers hold the
+// kernel's lock.
+func (s *OrgStore) workspaceOf(accountID, id string) (*Workspace, bool) {
+	w, ok := s.workspaces[accountID][id]
+	return w, ok
 }
 
 // resolveWorkspace finds a workspace by id or slug. Callers hold the kernel's lock.
@@ -238,7 +226,7 @@ func (s *OrgStore) Workspace(accountID, ref string) (Workspace, bool) {
 func (s *OrgStore) Workspaces(accountID string) []Workspace {
 	s.k.RLock()
 	def := ""
-	if a, ok := s.acct.accounts[accountID]; ok {
+	if a, ok := s.acct.accountOf(accountID); ok {
 		def = a.DefaultWorkspaceID
 	}
 	out := make([]Workspace, 0, len(s.workspaces[accountID]))
@@ -288,7 +276,7 @@ func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Works
 		return Workspace{}, fmt.Errorf("%w: name: required non-empty string", ErrInvalid)
 	}
 	s.k.Lock()
-	if _, ok := s.acct.accounts[accountID]; !ok {
+	if _, ok := s.acct.accountOf(accountID); !ok {
 		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
@@ -304,30 +292,42 @@ func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Works
 // UpdateWorkspace applies fn to a copy of the workspace found by id or
 // slug; fn may return an error to abort.
 func (s *OrgStore) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
+	return s.changeWorkspace(accountID, ref, func(cur *Workspace) (*Workspace, error) {
+		w := cur.clone()
+		if err := fn(w); err != nil {
+			return nil, err
+		}
+		w.ID, w.AccountID, w.CreatedAt, w.DefaultGuardrailID = cur.ID, cur.AccountID, cur.CreatedAt, cur.DefaultGuardrailID
+		w.Usage, w.BYOKUsage, w.Members = cur.Usage, cur.BYOKUsage, cur.Members
+		w.Name = strings.TrimSpace(w.Name)
+		if w.Name == "" {
+			return nil, fmt.Errorf("%w: name: must not be empty", ErrInvalid)
+		}
+		if err := s.checkSlug(accountID, w.Slug, w.ID); err != nil {
+			return nil, err
+		}
+		t := now().UTC()
+		w.UpdatedAt = &t
+		return w, nil
+	})
+}
+
+// changeWorkspace publishes what next derives from the workspace found by
+// id or slug, and waits until it is durable: the one lock site of the
+// changes of a workspace. next runs under Lock; it may refuse with an
+// error, or return nil to write nothing (both: the empty workspace).
+func (s *OrgStore) changeWorkspace(accountID, ref string, next func(cur *Workspace) (*Workspace, error)) (Workspace, error) {
 	s.k.Lock()
 	cur, ok := s.resolveWorkspace(accountID, ref)
 	if !ok {
 		s.k.Unlock()
 		return Workspace{}, ErrNotFound
 	}
-	w := cur.clone()
-	if err := fn(w); err != nil {
+	w, err := next(cur)
+	if err != nil || w == nil {
 		s.k.Unlock()
 		return Workspace{}, err
 	}
-	w.ID, w.AccountID, w.CreatedAt, w.DefaultGuardrailID = cur.ID, cur.AccountID, cur.CreatedAt, cur.DefaultGuardrailID
-	w.Usage, w.BYOKUsage, w.Members = cur.Usage, cur.BYOKUsage, cur.Members
-	w.Name = strings.TrimSpace(w.Name)
-	if w.Name == "" {
-		s.k.Unlock()
-		return Workspace{}, fmt.Errorf("%w: name: must not be empty", ErrInvalid)
-	}
-	if err := s.checkSlug(accountID, w.Slug, w.ID); err != nil {
-		s.k.Unlock()
-		return Workspace{}, err
-	}
-	t := now().UTC()
-	w.UpdatedAt = &t
 	b := s.putWorkspace(w)
 	s.k.Unlock()
 	return *w, b.Wait()
@@ -343,7 +343,7 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if s.isDefaultWorkspace(accountID, w.ID) {
 		s.k.Unlock()
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
@@ -358,12 +358,7 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d API key(s); delete or move them first", ErrConflict, w.Slug, n)
 	}
-	for _, c := range s.sec.byok[accountID] {
-		if c.WorkspaceID == w.ID {
-			n++
-		}
-	}
-	if n > 0 {
+	if n := s.sec.credentialsIn(accountID, w.ID); n > 0 {
 		s.k.Unlock()
 		return fmt.Errorf("%w: workspace %q still holds %d BYOK credential(s); delete them first", ErrConflict, w.Slug, n)
 	}
@@ -449,7 +444,7 @@ func (s *OrgStore) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, W
 		return nil, Workspace{}, ErrNotFound
 	}
 	var out []WorkspaceMember
-	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == w.ID {
+	if s.isDefaultWorkspace(accountID, w.ID) {
 		for _, m := range s.members[accountID] {
 			if m.Active {
 				out = append(out, WorkspaceMember{UserID: m.ID, Role: m.Role, CreatedAt: m.CreatedAt})
@@ -502,84 +497,54 @@ func (s *OrgStore) SetWorkspaceMember(accountID, ref, userID string, role Member
 // still has API keys in the workspace cannot be removed (ErrConflict).
 // It returns how many were removed.
 func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []string) (int, error) {
-	s.k.Lock()
-	cur, ok := s.resolveWorkspace(accountID, ref)
-	if !ok {
-		s.k.Unlock()
-		return 0, ErrNotFound
-	}
-	if a := s.acct.accounts[accountID]; a != nil && a.DefaultWorkspaceID == cur.ID {
-		s.k.Unlock()
-		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
-	}
-	var holder string
-	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil && slices.Contains(userIDs, *k.CreatorUserID) {
-			holder = *k.CreatorUserID
-			return false
-		}
-		return true
-	})
-	if holder != "" {
-		s.k.Unlock()
-		return 0, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, holder)
-	}
-	w := cur.clone()
 	n := 0
-	for _, u := range userIDs {
-		if _, in := w.Members[u]; in {
-			delete(w.Members, u)
-			n++
+	_, err := s.changeWorkspace(accountID, ref, func(cur *Workspace) (*Workspace, error) {
+		if s.isDefaultWorkspace(accountID, cur.ID) {
+			return nil, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 		}
-	}
-	if n == 0 {
-		s.k.Unlock()
-		return 0, nil
-	}
-	b := s.putWorkspace(w)
-	s.k.Unlock()
-	return n, b.Wait()
+		var holder string
+		s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
+			if k.WorkspaceID == cur.ID && k.CreatorUserID != nil && slices.Contains(userIDs, *k.CreatorUserID) {
+				holder = *k.CreatorUserID
+				return false
+			}
+			return true
+		})
+		if holder != "" {
+			return nil, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, holder)
+		}
+		w := cur.clone()
+		for _, u := range userIDs {
+			if _, in := w.Members[u]; in {
+				delete(w.Members, u)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		return w, nil
+	})
+	return n, err
 }
 
 // updateMemberships checks the user ids and applies fn for each to a copy
 // of the workspace. Adding to the default workspace is a no-op: every
 // member belongs to it.
 func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn func(*Workspace, *Member, time.Time)) (Workspace, error) {
-	s.k.Lock()
-	cur, ok := s.resolveWorkspace(accountID, ref)
-	if !ok {
-		s.k.Unlock()
-		return Workspace{}, ErrNotFound
-	}
-	for _, u := range userIDs {
-		if m, ok := s.members[accountID][u]; !ok || !m.Active {
-			s.k.Unlock()
-			return Workspace{}, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
+	return s.changeWorkspace(accountID, ref, func(cur *Workspace) (*Workspace, error) {
+		for _, u := range userIDs {
+			if m, ok := s.members[accountID][u]; !ok || !m.Active {
+				return nil, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
+			}
 		}
-	}
-	w := cur.clone()
-	t := now().UTC()
-	for _, u := range userIDs {
-		fn(w, s.members[accountID][u], t)
-	}
-	b := s.putWorkspace(w)
-	s.k.Unlock()
-	return *w, b.Wait()
-}
-
-// MoveAPIKey moves a key to another workspace of its account.
-func (s *OrgStore) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
-	s.k.RLock()
-	k, ok := s.acct.keys[hash]
-	var ws *Workspace
-	if ok {
-		ws, ok = s.resolveWorkspace(k.AccountID, workspaceRef)
-	}
-	s.k.RUnlock()
-	if !ok {
-		return APIKey{}, ErrNotFound
-	}
-	return s.acct.UpdateAPIKey(hash, func(k *APIKey) error { k.WorkspaceID = ws.ID; return nil })
+		w := cur.clone()
+		t := now().UTC()
+		for _, u := range userIDs {
+			fn(w, s.members[accountID][u], t)
+		}
+		return w, nil
+	})
 }
 
 // initMaps gives a loaded workspace the maps that JSON leaves nil.
