@@ -29,7 +29,7 @@ func BenchmarkReserve(b *testing.B) {
 	defer s.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,13 +43,13 @@ func BenchmarkReserve(b *testing.B) {
 func BenchmarkReserveRunning(b *testing.B) {
 	s, a, k := benchStore(b, b.TempDir())
 	defer s.Close()
-	running, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+	running, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}

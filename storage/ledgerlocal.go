@@ -2,9 +2,11 @@ package storage
 
 import (
 	"context"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -14,64 +16,158 @@ import (
 
 // localLedger is the in-process Ledger: the holds of running requests in
 // memory, the counters in the records (made durable by the kernel's group
-// commit), every reservation under the kernel's one lock.
+// commit), every change under the kernel's one lock. A snapshot copies the
+// figures under the lock's read side and the decision runs without it; the
+// commit compares them under the lock.
 type localLedger struct {
 	k *kernel.Kernel
 	ledger
 	acct    *AccountStore
 	org     *OrgStore
 	publish func(Generation) // a settled generation, once durable
+	// stripes are the accounts' own locks, by a hash of the account id:
+	// taken by every commit, settlement and release of the account (before
+	// the kernel's lock), and held by an exclusive snapshot across its
+	// decision, so that nothing changes the account's figures meanwhile.
+	stripes [64]sync.Mutex
+	seed    maphash.Seed
 }
 
 func newLocalLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation)) *localLedger {
-	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish}
+	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish, seed: maphash.MakeSeed()}
 }
 
-// ReserveHolds runs decide on the account's and key's current figures
-// and, if it returns no error, places the holds, under the kernel's lock.
-func (l *localLedger) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	l.k.Lock()
-	defer l.k.Unlock()
+// stripe is the account's lock.
+func (l *localLedger) stripe(accountID string) *sync.Mutex {
+	return &l.stripes[maphash.String(l.seed, accountID)%uint64(len(l.stripes))]
+}
+
+// localFigures are the figures a decision reads that requests change: the
+// account's counters, holds and in-flight use, and its key's, workspace's
+// and member's counters and holds. A commit compares them whole. The
+// records' settings (limits, budgets) are not compared: an administrator
+// changes them without reading the figures, so a decision on the settings
+// as they were is one made just before the change.
+type localFigures struct {
+	account                levels.Account
+	settled                money.Amount
+	key, workspace, member levels.Scope
+}
+
+// Snapshot copies the account's and its key's figures under the kernel's
+// read lock.
+func (l *localLedger) Snapshot(accountID, keyHash string, exclusive bool) (*Snapshot, error) {
+	snap := &Snapshot{accountID: accountID, keyHash: keyHash}
+	if exclusive {
+		snap.stripe = l.stripe(accountID)
+		snap.stripe.Lock()
+	}
+	l.k.RLock()
+	err := l.read(snap, now())
+	l.k.RUnlock()
+	if err != nil {
+		snap.release()
+		return nil, err
+	}
+	return snap, nil
+}
+
+// read fills the snapshot's view and figures at t. Callers hold the
+// kernel's lock (either side).
+func (l *localLedger) read(snap *Snapshot, t time.Time) error {
+	accountID, keyHash := snap.accountID, snap.keyHash
 	acct := l.acct.ledgerAccount(accountID)
 	if acct == nil {
-		return nil, ErrNotFound
+		return ErrNotFound
 	}
-	t := now()
-	v := LedgerView{Now: t, Account: *acct, AccountHeld: l.accountHeld.get(accountID)}
-	var wsKey, memberKey string
+	v := &snap.View
+	*v = LedgerView{Now: t, Account: *acct, AccountHeld: l.accountHeld.get(accountID)}
 	if keyHash != "" {
 		if k := l.acct.ledgerKey(keyHash); k != nil {
 			v.Key = *k
 			if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
-				wsKey = accountID + "/" + ws.ID
-				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(wsKey)
+				snap.workspace = accountID + "/" + ws.ID
+				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(snap.workspace)
 			}
 			if k.CreatorUserID != nil {
 				if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
-					memberKey = accountID + "/" + m.ID
-					v.Member, v.MemberHeld = m, l.memberHeld.get(memberKey)
+					snap.member = accountID + "/" + m.ID
+					v.Member, v.MemberHeld = m, l.memberHeld.get(snap.member)
 				}
 			}
 		}
 		v.KeyHeld = l.keyHeld.get(keyHash)
 	}
-	st := l.state(accountID, t)
-	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
-	h, err := decide(v)
-	if err != nil {
-		return nil, err
+	running, settled, next := l.inFlightAt(accountID, t)
+	v.InFlightHeld, v.NextRelease = running+settled, next
+	snap.local = l.figures(snap, acct, t)
+	return nil
+}
+
+// figures are the snapshot's levels' figures as they are now, with the
+// in-flight budget's settling costs as at the snapshot's t (their release
+// since only gives room back). Callers hold the kernel's lock.
+func (l *localLedger) figures(snap *Snapshot, acct *Account, t time.Time) localFigures {
+	f := localFigures{account: levels.Account{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage,
+		FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute, Held: l.accountHeld.get(snap.accountID)}}
+	f.account.Running, f.settled, _ = l.inFlightAt(snap.accountID, t)
+	if snap.keyHash != "" {
+		f.key.Held = l.keyHeld.get(snap.keyHash)
+		if k := l.acct.ledgerKey(snap.keyHash); k != nil {
+			f.key.Usage, f.key.BYOKUsage = k.Usage, k.BYOKUsage
+		}
 	}
-	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey}
+	if snap.workspace != "" {
+		f.workspace.Held = l.workspaceHeld.get(snap.workspace)
+		accountID, id, _ := cutScope(snap.workspace)
+		if ws := l.org.ledgerWorkspace(accountID, id); ws != nil {
+			f.workspace.Usage, f.workspace.BYOKUsage = ws.Usage, ws.BYOKUsage
+		}
+	}
+	if snap.member != "" {
+		f.member.Held = l.memberHeld.get(snap.member)
+		accountID, id, _ := cutScope(snap.member)
+		if m := l.org.ledgerMember(accountID, id); m != nil {
+			f.member.Usage, f.member.BYOKUsage = m.Usage, m.BYOKUsage
+		}
+	}
+	return f
+}
+
+// Commit places the holds under the account's and the kernel's locks if
+// the snapshot's figures are unchanged.
+func (l *localLedger) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
+	if !snap.end() {
+		return nil, errCommitted
+	}
+	if snap.stripe == nil {
+		snap.stripe = l.stripe(snap.accountID)
+		snap.stripe.Lock()
+	}
+	defer snap.release()
+	l.k.Lock()
+	defer l.k.Unlock()
+	accountID := snap.accountID
+	acct := l.acct.ledgerAccount(accountID)
+	if acct == nil {
+		return nil, ErrNotFound
+	}
+	if l.figures(snap, acct, snap.View.Now) != snap.local {
+		return nil, ErrStale
+	}
+	t := now()
+	st := l.state(accountID, t)
+	res := &Reservation{AccountID: accountID, KeyHash: snap.keyHash, Holds: h, workspace: snap.workspace, member: snap.member}
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
 	// The counters too: a free-model request writes the account's
 	// counters back (setAccountCounters), usage included.
 	lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
 	lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
-	if v.Workspace != nil {
-		lv.WorkspaceCountsBYOK = v.Workspace.IncludeBYOKInBudgets
+	if snap.View.Workspace != nil {
+		lv.WorkspaceCountsBYOK = snap.View.Workspace.IncludeBYOKInBudgets
 	}
-	if !lv.Fits(h, v.InFlightHeld) {
+	if !lv.Fits(h, st.held()) {
 		return nil, money.ErrAmountRange
 	}
 	res.placed = lv.Place(h, t)
@@ -82,6 +178,13 @@ func (l *localLedger) ReserveHolds(accountID, keyHash string, decide func(Ledger
 		l.k.MarkDirty(prefixAccount + accountID)
 	}
 	return res, nil
+}
+
+// Abandon lets go of the account's lock, if the snapshot holds it.
+func (l *localLedger) Abandon(snap *Snapshot) {
+	if snap.end() {
+		snap.release()
+	}
 }
 
 // heldScopes holds the scopes of heldLevels, on the caller's stack.
@@ -140,6 +243,9 @@ func (l *localLedger) keepState(accountID string, st *inFlightState) {
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
 func (l *localLedger) Release(res *Reservation) error {
+	stripe := l.stripe(res.AccountID)
+	stripe.Lock()
+	defer stripe.Unlock()
 	l.k.Lock()
 	defer l.k.Unlock()
 	if res.done {
@@ -159,10 +265,29 @@ func (l *localLedger) Release(res *Reservation) error {
 // in-flight budget for the settlement window, and appends the generation
 // record. It returns once all of that is durable.
 func (l *localLedger) Settle(res *Reservation, c Charge) error {
+	b, err := l.settle(res, c)
+	if err != nil {
+		return err
+	}
+	if err := b.Wait(); err != nil {
+		return err
+	}
+	if c.Generation != nil {
+		l.publish(*c.Generation)
+	}
+	return nil
+}
+
+// settle applies the settlement in memory under the account's and the
+// kernel's locks and returns the batch that makes it durable.
+func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) {
+	stripe := l.stripe(res.AccountID)
+	stripe.Lock()
+	defer stripe.Unlock()
 	l.k.Lock()
+	defer l.k.Unlock()
 	if res.done {
-		l.k.Unlock()
-		return ErrSettled
+		return nil, ErrSettled
 	}
 	res.done = true
 	t := now()
@@ -221,14 +346,7 @@ func (l *localLedger) Settle(res *Reservation, c Charge) error {
 	} else {
 		b = l.k.Pending()
 	}
-	l.k.Unlock()
-	if err := b.Wait(); err != nil {
-		return err
-	}
-	if c.Generation != nil {
-		l.publish(*c.Generation)
-	}
-	return nil
+	return b, nil
 }
 
 // cutScope splits a scope key "<account id>/<id>".
@@ -363,6 +481,25 @@ func (l *ledger) state(accountID string, t time.Time) *inFlightState {
 		delete(l.inFlight, accountID)
 	}
 	return st
+}
+
+// inFlightAt is the account's in-flight use at t: its running holds, the
+// settling costs not released by t, and the time until the next release;
+// read only (callers may hold the kernel's read lock).
+func (l *ledger) inFlightAt(accountID string, t time.Time) (running, settled money.Amount, next time.Duration) {
+	st := l.inFlight[accountID]
+	if st == nil {
+		return 0, 0, 0
+	}
+	settled = st.settled
+	i := st.head
+	for ; i < len(st.settling) && !st.settling[i].until.After(t); i++ {
+		settled -= st.settling[i].amount
+	}
+	if i < len(st.settling) {
+		next = st.settling[i].until.Sub(t)
+	}
+	return st.running, settled, next
 }
 
 // settle keeps a finished request's cost until the window ends. Windows are
