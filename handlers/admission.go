@@ -23,16 +23,22 @@ func admit(s *storage.Store, accountID, keyHash string, decide func(storage.Ledg
 
 // admitOnce is one attempt of admit.
 func admitOnce(s *storage.Store, accountID, keyHash string, attempt int, decide func(storage.LedgerView) (storage.Holds, error)) (*storage.Reservation, error) {
-	snap, err := s.Snapshot(accountID, keyHash, attempt)
-	if err != nil {
+	var snap storage.Snapshot
+	if err := s.Snapshot(&snap, accountID, keyHash, attempt); err != nil {
 		return nil, err
 	}
 	// A refusal (or a panic) ends the snapshot: a late attempt's holds the
-	// account's lock. Nothing after Commit.
-	defer s.Abandon(snap)
+	// account's lock.
+	committed := false
+	defer func() {
+		if !committed {
+			s.Abandon(&snap)
+		}
+	}()
 	h, err := decide(snap.View)
 	if err != nil {
 		return nil, err
 	}
-	return s.Commit(snap, h)
+	committed = true
+	return s.Commit(&snap, h)
 }

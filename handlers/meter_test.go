@@ -106,11 +106,11 @@ func (f *meterFixture) store() *storage.Store { return f.gw.Storage }
 // ledger is the account's and key's current holds.
 func (f *meterFixture) ledger(t *testing.T) storage.LedgerView {
 	t.Helper()
-	snap, err := f.store().Snapshot(f.acct.ID, f.keyHash, 0)
-	if err != nil {
+	var snap storage.Snapshot
+	if err := f.store().Snapshot(&snap, f.acct.ID, f.keyHash, 0); err != nil {
 		t.Fatalf("Snapshot: %v", err)
 	}
-	f.store().Abandon(snap)
+	f.store().Abandon(&snap)
 	return snap.View
 }
 

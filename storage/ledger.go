@@ -61,15 +61,17 @@ import (
 // database accepted it.
 type Ledger interface {
 	// Snapshot reads the figures of every level of a request at one
-	// instant, for a decision on snap.View; exclusive: it keeps the
-	// account's lock until Commit or Abandon (see above).
-	Snapshot(accountID, keyHash string, exclusive bool) (*Snapshot, error)
-	// Commit places the holds decided on snap if the figures it read are
-	// unchanged, else answers ErrStale. It ends the snapshot either way.
-	Commit(snap *Snapshot, h Holds) (*Reservation, error)
+	// instant, for a decision on the view, and the stamp its commit
+	// compares; exclusive: the stamp keeps the account's lock until
+	// Commit or Abandon (see above).
+	Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error)
+	// Commit places the holds decided on a snapshot if the figures it
+	// read are unchanged, else answers ErrStale (a stamp committed once is
+	// stale). It ends the snapshot either way.
+	Commit(st Stamp, h Holds) (*Reservation, error)
 	// Abandon ends a snapshot without a commit (the decision refused);
 	// after Commit it does nothing.
-	Abandon(snap *Snapshot)
+	Abandon(st Stamp)
 	// Settle turns a reservation into a charge, exactly once.
 	Settle(res *Reservation, c Charge) error
 	// Release drops a reservation without a charge.
@@ -148,39 +150,48 @@ type LedgerStore struct {
 // lock so that the next commit cannot fail for this process's requests.
 const optimisticAttempts = 2
 
-// Snapshot reads the figures of every level of a request for an admission
-// decision (see Ledger): attempt counts the commits of this admission that
-// answered ErrStale. The decision is then Commit, or Abandon on a refusal.
-// Past maxAttempts it answers ErrContended.
-func (s *LedgerStore) Snapshot(accountID, keyHash string, attempt int) (*Snapshot, error) {
+// Snapshot reads into snap the figures of every level of a request, for
+// an admission decision on snap.View (see Ledger): attempt counts the
+// commits of this admission that answered ErrStale. The decision is then
+// Commit, or Abandon on a refusal. Past maxAttempts it answers
+// ErrContended. snap is filled in place (the in-process ledger writes the
+// view where the caller keeps it: a view is 600 bytes, and copying it
+// along the calls cost more than the rest of the snapshot).
+func (s *LedgerStore) Snapshot(snap *Snapshot, accountID, keyHash string, attempt int) error {
 	if attempt >= maxAttempts {
-		return nil, ErrContended
+		return ErrContended
 	}
 	if err := s.impl.admissible(); err != nil {
-		return nil, err
+		return err
 	}
-	return s.impl.Snapshot(accountID, keyHash, attempt >= optimisticAttempts)
+	exclusive := attempt >= optimisticAttempts
+	if l, ok := s.impl.(*localLedger); ok {
+		return l.snapshot(&snap.View, &snap.stamp, accountID, keyHash, exclusive)
+	}
+	var err error
+	snap.View, snap.stamp, err = s.impl.Snapshot(accountID, keyHash, exclusive)
+	return err
 }
 
 // Commit places the holds decided on snap, if the figures it read are
 // unchanged; ErrStale otherwise (take a new snapshot and decide again).
 func (s *LedgerStore) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
-	return s.impl.Commit(snap, h)
+	return s.impl.Commit(snap.stamp, h)
 }
 
 // Abandon ends a snapshot whose decision refused (nothing after Commit).
-func (s *LedgerStore) Abandon(snap *Snapshot) { s.impl.Abandon(snap) }
+func (s *LedgerStore) Abandon(snap *Snapshot) { s.impl.Abandon(snap.stamp) }
 
 // Reserve places holds without a decision (nothing but their sums' range
 // is checked): for tools and tests that need running requests. Admission
 // is Snapshot, the gateway's decision, then Commit.
 func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds) (*Reservation, error) {
 	for attempt := 0; ; attempt++ {
-		snap, err := s.Snapshot(accountID, keyHash, attempt)
-		if err != nil {
+		var snap Snapshot
+		if err := s.Snapshot(&snap, accountID, keyHash, attempt); err != nil {
 			return nil, err
 		}
-		res, err := s.Commit(snap, h)
+		res, err := s.Commit(&snap, h)
 		if !errors.Is(err, ErrStale) {
 			return res, err
 		}
@@ -251,54 +262,53 @@ var ErrStale = errors.New("ledger: the figures changed since the snapshot")
 // found the figures changed.
 var ErrContended = errors.New("ledger: the account's counters kept changing")
 
-// errCommitted answers a second Commit of one snapshot.
-var errCommitted = errors.New("ledger: the snapshot was committed or abandoned")
-
 // maxAttempts bounds the attempts of one ledger call: each retry follows
 // another writer's success, so only a storm of them exhausts it.
 const maxAttempts = 100
 
-// Snapshot is one admission's read of the ledger (Ledger.Snapshot): the
-// view its decision reads, and what the ledger's commit compares.
+// Snapshot is one admission's read of the ledger (LedgerStore.Snapshot):
+// the view its decision reads, and the stamp of what its commit compares.
+// The caller keeps it (an admission allocates nothing for it).
 type Snapshot struct {
 	// View is every level's figures at one instant, for the decision.
-	View LedgerView
+	View  LedgerView
+	stamp Stamp
+}
 
+// Stamp is what a ledger's commit needs of a snapshot besides the view:
+// the request's levels, what the snapshot read of them, and an exclusive
+// snapshot's lock on the account.
+type Stamp struct {
 	accountID, keyHash string
 	// workspace and member are the scope keys ("<account id>/<id>") of
 	// the key's workspace and member the view has; "": none.
 	workspace, member string
-	ended             bool
-	// An exclusive snapshot's lock, held until Commit or Abandon: the
-	// in-process ledger's account stripe, or a shared ledger's release.
-	stripe *sync.Mutex
-	unlock func()
-	// What the commit compares: the in-process ledger's figures, or a
-	// shared ledger's fields as read (with the account's queue).
-	local  localFigures
+	countsBYOK        bool // the workspace counts BYOK spending
+	at                time.Time
+	inFlightHeld      money.Amount
+	// The in-process ledger's: the account's stripe and its version as
+	// read.
+	stripe  uint16
+	version uint64
+	// A shared ledger's: the fields as read, and the account's queue.
 	shared *fieldLevels
 	queue  *acctQueue
+	// lock is an exclusive snapshot's hold on the account; nil otherwise.
+	lock *accountLock
 }
 
-// release lets go of an exclusive snapshot's lock, once.
-func (snap *Snapshot) release() {
-	if snap.stripe != nil {
-		snap.stripe.Unlock()
-		snap.stripe = nil
-	}
-	if snap.unlock != nil {
-		snap.unlock()
-		snap.unlock = nil
-	}
+// accountLock is an exclusive snapshot's hold on its account, let go of
+// once, by Commit or Abandon.
+type accountLock struct {
+	unlock   func()
+	released bool
 }
 
-// end marks the snapshot used; false when it already was.
-func (snap *Snapshot) end() bool {
-	if snap.ended {
-		return false
+func (l *accountLock) release() {
+	if l != nil && !l.released {
+		l.released = true
+		l.unlock()
 	}
-	snap.ended = true
-	return true
 }
 
 // LedgerView is what an admission decision sees, all taken at one instant.
@@ -331,6 +341,8 @@ type Reservation struct {
 	KeyHash   string
 	Holds
 	done bool
+	// stripe is the in-process ledger's stripe of the account.
+	stripe uint16
 	// scope keys ("<account id>/<id>") of the key's workspace and member,
 	// and what the reservation placed on each level.
 	workspace, member string

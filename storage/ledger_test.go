@@ -34,16 +34,16 @@ func reserveIf(s *Store, accountID, keyHash string, h Holds, decide func(LedgerV
 // reserveHolds is reserveIf with holds that decide computes from the view.
 func reserveHolds(s *Store, accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
 	for attempt := 0; ; attempt++ {
-		snap, err := s.Snapshot(accountID, keyHash, attempt)
-		if err != nil {
+		var snap Snapshot
+		if err := s.Snapshot(&snap, accountID, keyHash, attempt); err != nil {
 			return nil, err
 		}
 		h, err := decide(snap.View)
 		if err != nil {
-			s.Abandon(snap)
+			s.Abandon(&snap)
 			return nil, err
 		}
-		res, err := s.Commit(snap, h)
+		res, err := s.Commit(&snap, h)
 		if !errors.Is(err, ErrStale) {
 			return res, err
 		}

@@ -18,81 +18,92 @@ import (
 // memory, the counters in the records (made durable by the kernel's group
 // commit), every change under the kernel's one lock. A snapshot copies the
 // figures under the lock's read side and the decision runs without it; the
-// commit compares them under the lock.
+// commit compares the account's version under the lock.
 type localLedger struct {
 	k *kernel.Kernel
 	ledger
 	acct    *AccountStore
 	org     *OrgStore
 	publish func(Generation) // a settled generation, once durable
-	// stripes are the accounts' own locks, by a hash of the account id:
-	// taken by every commit, settlement and release of the account (before
-	// the kernel's lock), and held by an exclusive snapshot across its
-	// decision, so that nothing changes the account's figures meanwhile.
-	stripes [64]sync.Mutex
+	// stripes are the accounts' versions and locks, by a hash of the
+	// account id (see stripe).
+	stripes [256]stripe
 	seed    maphash.Seed
+}
+
+// stripe is the version and the lock of the accounts whose ids hash to
+// it. The version counts the changes of their figures (holds, counters,
+// in-flight use: every commit, settlement and release, under the
+// kernel's lock), so a commit whose snapshot read the current version
+// decides on current figures; it only grows, so a version read once is
+// never read again after a change. The lock is taken by each of those
+// changes (before the kernel's lock) and held by an exclusive snapshot
+// across its decision, so that its commit finds the version unchanged.
+// Accounts sharing a stripe only make each other's commits retry now and
+// then.
+type stripe struct {
+	mu      sync.Mutex
+	version uint64
 }
 
 func newLocalLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation)) *localLedger {
 	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish, seed: maphash.MakeSeed()}
 }
 
-// stripe is the account's lock.
-func (l *localLedger) stripe(accountID string) *sync.Mutex {
-	return &l.stripes[maphash.String(l.seed, accountID)%uint64(len(l.stripes))]
+// stripeOf is the account's stripe.
+func (l *localLedger) stripeOf(accountID string) uint16 {
+	return uint16(maphash.String(l.seed, accountID) % uint64(len(l.stripes)))
 }
 
-// localFigures are the figures a decision reads that requests change: the
-// account's counters, holds and in-flight use, and its key's, workspace's
-// and member's counters and holds. A commit compares them whole. The
-// records' settings (limits, budgets) are not compared: an administrator
-// changes them without reading the figures, so a decision on the settings
-// as they were is one made just before the change.
-type localFigures struct {
-	account                levels.Account
-	settled                money.Amount
-	key, workspace, member levels.Scope
+// Snapshot copies the account's and its key's figures, and the account's
+// version, under the kernel's read lock.
+func (l *localLedger) Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error) {
+	var v LedgerView
+	var st Stamp
+	err := l.snapshot(&v, &st, accountID, keyHash, exclusive)
+	return v, st, err
 }
 
-// Snapshot copies the account's and its key's figures under the kernel's
-// read lock.
-func (l *localLedger) Snapshot(accountID, keyHash string, exclusive bool) (*Snapshot, error) {
-	snap := &Snapshot{accountID: accountID, keyHash: keyHash}
+// snapshot is Snapshot into the caller's view and stamp.
+func (l *localLedger) snapshot(v *LedgerView, st *Stamp, accountID, keyHash string, exclusive bool) error {
+	*st = Stamp{accountID: accountID, keyHash: keyHash, stripe: l.stripeOf(accountID)}
 	if exclusive {
-		snap.stripe = l.stripe(accountID)
-		snap.stripe.Lock()
+		mu := &l.stripes[st.stripe].mu
+		mu.Lock()
+		st.lock = &accountLock{unlock: mu.Unlock}
 	}
 	l.k.RLock()
-	err := l.read(snap, now())
+	err := l.read(v, st, now())
 	l.k.RUnlock()
 	if err != nil {
-		snap.release()
-		return nil, err
+		st.lock.release()
+		*st = Stamp{}
 	}
-	return snap, nil
+	return err
 }
 
-// read fills the snapshot's view and figures at t. Callers hold the
-// kernel's lock (either side).
-func (l *localLedger) read(snap *Snapshot, t time.Time) error {
-	accountID, keyHash := snap.accountID, snap.keyHash
+// read fills in the view of the stamp's account and key at t, and the
+// stamp. Callers hold the kernel's lock (either side).
+func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
+	accountID, keyHash := st.accountID, st.keyHash
 	acct := l.acct.ledgerAccount(accountID)
 	if acct == nil {
 		return ErrNotFound
 	}
-	v := &snap.View
-	*v = LedgerView{Now: t, Account: *acct, AccountHeld: l.accountHeld.get(accountID)}
+	st.version, st.at = l.stripes[st.stripe].version, t
+	*v = LedgerView{}
+	v.Now, v.Account, v.AccountHeld = t, *acct, l.accountHeld.get(accountID)
 	if keyHash != "" {
 		if k := l.acct.ledgerKey(keyHash); k != nil {
 			v.Key = *k
 			if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
-				snap.workspace = accountID + "/" + ws.ID
-				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(snap.workspace)
+				st.workspace, st.countsBYOK = accountID+"/"+ws.ID, ws.IncludeBYOKInBudgets
+				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(st.workspace)
 			}
 			if k.CreatorUserID != nil {
 				if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
-					snap.member = accountID + "/" + m.ID
-					v.Member, v.MemberHeld = m, l.memberHeld.get(snap.member)
+					st.member = accountID + "/" + m.ID
+					v.Member, v.MemberHeld = m, l.memberHeld.get(st.member)
 				}
 			}
 		}
@@ -100,78 +111,52 @@ func (l *localLedger) read(snap *Snapshot, t time.Time) error {
 	}
 	running, settled, next := l.inFlightAt(accountID, t)
 	v.InFlightHeld, v.NextRelease = running+settled, next
-	snap.local = l.figures(snap, acct, t)
+	st.inFlightHeld = v.InFlightHeld
 	return nil
 }
 
-// figures are the snapshot's levels' figures as they are now, with the
-// in-flight budget's settling costs as at the snapshot's t (their release
-// since only gives room back). Callers hold the kernel's lock.
-func (l *localLedger) figures(snap *Snapshot, acct *Account, t time.Time) localFigures {
-	f := localFigures{account: levels.Account{Usage: acct.Usage, BYOKUsage: acct.BYOKUsage,
-		FreeDay: acct.FreeModelRequests, FreeMinute: acct.FreeModelMinute, Held: l.accountHeld.get(snap.accountID)}}
-	f.account.Running, f.settled, _ = l.inFlightAt(snap.accountID, t)
-	if snap.keyHash != "" {
-		f.key.Held = l.keyHeld.get(snap.keyHash)
-		if k := l.acct.ledgerKey(snap.keyHash); k != nil {
-			f.key.Usage, f.key.BYOKUsage = k.Usage, k.BYOKUsage
-		}
-	}
-	if snap.workspace != "" {
-		f.workspace.Held = l.workspaceHeld.get(snap.workspace)
-		accountID, id, _ := cutScope(snap.workspace)
-		if ws := l.org.ledgerWorkspace(accountID, id); ws != nil {
-			f.workspace.Usage, f.workspace.BYOKUsage = ws.Usage, ws.BYOKUsage
-		}
-	}
-	if snap.member != "" {
-		f.member.Held = l.memberHeld.get(snap.member)
-		accountID, id, _ := cutScope(snap.member)
-		if m := l.org.ledgerMember(accountID, id); m != nil {
-			f.member.Usage, f.member.BYOKUsage = m.Usage, m.BYOKUsage
-		}
-	}
-	return f
-}
-
 // Commit places the holds under the account's and the kernel's locks if
-// the snapshot's figures are unchanged.
-func (l *localLedger) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
-	if !snap.end() {
-		return nil, errCommitted
+// the account's version is the one the snapshot read. The records'
+// settings (limits, budgets) are not compared: an administrator changes
+// them without reading the figures, so a decision on the settings as they
+// were is one made just before the change.
+func (l *localLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
+	sp := &l.stripes[st.stripe]
+	if st.lock == nil {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+	} else {
+		defer st.lock.release()
+		if st.lock.released {
+			return nil, ErrStale
+		}
 	}
-	if snap.stripe == nil {
-		snap.stripe = l.stripe(snap.accountID)
-		snap.stripe.Lock()
-	}
-	defer snap.release()
 	l.k.Lock()
 	defer l.k.Unlock()
-	accountID := snap.accountID
+	if sp.version != st.version {
+		return nil, ErrStale
+	}
+	accountID := st.accountID
 	acct := l.acct.ledgerAccount(accountID)
 	if acct == nil {
 		return nil, ErrNotFound
 	}
-	if l.figures(snap, acct, snap.View.Now) != snap.local {
-		return nil, ErrStale
-	}
 	t := now()
-	st := l.state(accountID, t)
-	res := &Reservation{AccountID: accountID, KeyHash: snap.keyHash, Holds: h, workspace: snap.workspace, member: snap.member}
+	ifs := l.state(accountID, t)
+	res := &Reservation{AccountID: accountID, KeyHash: st.keyHash, Holds: h, stripe: st.stripe, workspace: st.workspace, member: st.member}
 	var sc heldScopes
-	lv := l.heldLevels(res, st, &sc)
+	lv := l.heldLevels(res, ifs, &sc)
 	// The counters too: a free-model request writes the account's
 	// counters back (setAccountCounters), usage included.
 	lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
 	lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
-	if snap.View.Workspace != nil {
-		lv.WorkspaceCountsBYOK = snap.View.Workspace.IncludeBYOKInBudgets
-	}
-	if !lv.Fits(h, st.held()) {
+	lv.WorkspaceCountsBYOK = st.countsBYOK
+	if !lv.Fits(h, ifs.held()) {
 		return nil, money.ErrAmountRange
 	}
+	sp.version++
 	res.placed = lv.Place(h, t)
-	l.storeHeld(res, lv, st)
+	l.storeHeld(res, lv, ifs)
 	if h.CountFree {
 		// Not waited for: a count lost in a crash only favours the client.
 		l.acct.setAccountCounters(accountID, lv.Account)
@@ -181,11 +166,7 @@ func (l *localLedger) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
 }
 
 // Abandon lets go of the account's lock, if the snapshot holds it.
-func (l *localLedger) Abandon(snap *Snapshot) {
-	if snap.end() {
-		snap.release()
-	}
-}
+func (l *localLedger) Abandon(st Stamp) { st.lock.release() }
 
 // heldScopes holds the scopes of heldLevels, on the caller's stack.
 type heldScopes struct{ key, ws, member levels.Scope }
@@ -243,15 +224,16 @@ func (l *localLedger) keepState(accountID string, st *inFlightState) {
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
 func (l *localLedger) Release(res *Reservation) error {
-	stripe := l.stripe(res.AccountID)
-	stripe.Lock()
-	defer stripe.Unlock()
+	sp := &l.stripes[res.stripe]
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	l.k.Lock()
 	defer l.k.Unlock()
 	if res.done {
 		return ErrSettled
 	}
 	res.done = true
+	sp.version++
 	st := l.state(res.AccountID, now())
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
@@ -281,15 +263,16 @@ func (l *localLedger) Settle(res *Reservation, c Charge) error {
 // settle applies the settlement in memory under the account's and the
 // kernel's locks and returns the batch that makes it durable.
 func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) {
-	stripe := l.stripe(res.AccountID)
-	stripe.Lock()
-	defer stripe.Unlock()
+	sp := &l.stripes[res.stripe]
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	l.k.Lock()
 	defer l.k.Unlock()
 	if res.done {
 		return nil, ErrSettled
 	}
 	res.done = true
+	sp.version++
 	t := now()
 	st := l.state(res.AccountID, t)
 	var sc heldScopes

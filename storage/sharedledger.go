@@ -700,7 +700,7 @@ func (fs moneyFields) set(name, raw string, val any) {
 // Snapshot reads the account's fields as its queued scripts leave them
 // (under the queue's lock, held on when exclusive, so that no decision of
 // this replica on the account runs beside it).
-func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (*Snapshot, error) {
+func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error) {
 	q := l.queueOf(accountID)
 	unlock := l.lockQueue(q)
 	t := now()
@@ -709,32 +709,32 @@ func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (*Sna
 	l.k.RUnlock()
 	if err != nil {
 		unlock()
-		return nil, err
+		return LedgerView{}, Stamp{}, err
 	}
-	snap := &Snapshot{accountID: accountID, keyHash: keyHash, shared: lv, queue: q}
+	st := Stamp{accountID: accountID, keyHash: keyHash, at: t, shared: lv, queue: q}
 	if exclusive {
-		snap.unlock = unlock
+		st.lock = &accountLock{unlock: unlock}
 	} else {
 		unlock()
 	}
-	snap.View, _ = lv.view(t)
-	return snap, nil
+	v, _ := lv.view(t)
+	st.inFlightHeld = v.InFlightHeld
+	return v, st, nil
 }
 
 // Commit places the holds with one script that re-checks every field the
 // snapshot read: first against the fields as this replica's queued scripts
 // leave them (a decision on older strings would fail, and fail the rest of
 // its batch with it), then in Redis against what other replicas wrote.
-func (l *sharedLedger) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
-	if !snap.end() {
-		return nil, errCommitted
+func (l *sharedLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
+	q := st.queue
+	if st.lock == nil {
+		st.lock = &accountLock{unlock: l.lockQueue(q)}
+	} else if st.lock.released {
+		return nil, ErrStale
 	}
-	q := snap.queue
-	if snap.unlock == nil {
-		snap.unlock = l.lockQueue(q)
-	}
-	res, p, lead, err := l.queueCommit(snap, h)
-	snap.release()
+	res, p, lead, err := l.queueCommit(st, h)
+	st.lock.release()
 	if err != nil {
 		return nil, err
 	}
@@ -755,38 +755,33 @@ func (l *sharedLedger) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
 // queueCommit queues the script of a snapshot's holds if the fields it
 // read are still those the account's queued scripts leave. Callers hold
 // the queue's lock.
-func (l *sharedLedger) queueCommit(snap *Snapshot, h Holds) (*Reservation, *queued, bool, error) {
-	lv, q := snap.shared, snap.queue
+func (l *sharedLedger) queueCommit(st Stamp, h Holds) (*Reservation, *queued, bool, error) {
+	lv, q := st.shared, st.queue
 	l.k.RLock()
-	fresh := lv.unchanged(l.view(q, snap.accountID))
+	fresh := lv.hold == nil && lv.unchanged(l.view(q, st.accountID))
 	l.k.RUnlock()
 	if !fresh {
 		return nil, nil, false, ErrStale
 	}
-	if !lv.figures.Fits(h, snap.View.InFlightHeld) {
+	if !lv.figures.Fits(h, st.inFlightHeld) {
 		return nil, nil, false, money.ErrAmountRange
 	}
-	t := snap.View.Now
 	resID := newReservationID()
-	res := &Reservation{AccountID: snap.accountID, KeyHash: snap.keyHash, Holds: h}
-	rec := lv.place(res, t)
+	res := &Reservation{AccountID: st.accountID, KeyHash: st.keyHash, Holds: h}
+	rec := lv.place(res, st.at)
 	lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
 	triples, values := lv.writes()
-	sc := script{accountID: snap.accountID, leaseOp: "add", leaseMember: snap.accountID + "\n" + resID,
-		leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
-	if c := l.keyCeiling.Load(); c != nil && snap.keyHash != "" {
-		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+snap.keyHash
+	sc := script{accountID: st.accountID, leaseOp: "add", leaseMember: st.accountID + "\n" + resID,
+		leaseScore: st.at.Add(l.lease).UnixMilli(), triples: triples, values: values}
+	if c := l.keyCeiling.Load(); c != nil && st.keyHash != "" {
+		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+st.keyHash
 	}
 	p, lead := q.enqueue(sc)
 	return res, p, lead, nil
 }
 
-// Abandon lets go of the snapshot's lock, if it holds it.
-func (l *sharedLedger) Abandon(snap *Snapshot) {
-	if snap.end() {
-		snap.release()
-	}
-}
+// Abandon lets go of the account's lock, if the snapshot holds it.
+func (l *sharedLedger) Abandon(st Stamp) { st.lock.release() }
 
 // unchanged reports whether every field the levels were read from still
 // reads the same in fv. Callers hold the kernel's lock.
