@@ -21,8 +21,6 @@ func benchStore(b *testing.B, dir string) (*Store, Account, APIKey) {
 	return s, a, k
 }
 
-func admitAll(LedgerView) error { return nil }
-
 // BenchmarkReserve is the admission hold alone: memory only.
 func BenchmarkReserve(b *testing.B) {
 	s, a, k := benchStore(b, b.TempDir())

@@ -91,23 +91,28 @@ func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
 		return ErrNotFound
 	}
 	st.version, st.at = l.stripes[st.stripe].version, t
-	*v = LedgerView{}
 	v.Now, v.Account, v.AccountHeld = t, *acct, l.accountHeld.get(accountID)
+	// Every field set (the caller's view may be a used one), none twice.
+	v.KeyHeld, v.Workspace, v.WorkspaceHeld, v.Member, v.MemberHeld = 0, nil, 0, nil, 0
+	var k *APIKey
 	if keyHash != "" {
-		if k := l.acct.ledgerKey(keyHash); k != nil {
-			v.Key = *k
-			if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
-				st.workspace, st.countsBYOK = accountID+"/"+ws.ID, ws.IncludeBYOKInBudgets
-				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(st.workspace)
-			}
-			if k.CreatorUserID != nil {
-				if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
-					st.member = accountID + "/" + m.ID
-					v.Member, v.MemberHeld = m, l.memberHeld.get(st.member)
-				}
+		k = l.acct.ledgerKey(keyHash)
+		v.KeyHeld = l.keyHeld.get(keyHash)
+	}
+	if k == nil {
+		v.Key = APIKey{}
+	} else {
+		v.Key = *k
+		if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
+			st.workspace, st.countsBYOK = accountID+"/"+ws.ID, ws.IncludeBYOKInBudgets
+			v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(st.workspace)
+		}
+		if k.CreatorUserID != nil {
+			if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
+				st.member = accountID + "/" + m.ID
+				v.Member, v.MemberHeld = m, l.memberHeld.get(st.member)
 			}
 		}
-		v.KeyHeld = l.keyHeld.get(keyHash)
 	}
 	running, settled, next := l.inFlightAt(accountID, t)
 	v.InFlightHeld, v.NextRelease = running+settled, next
@@ -137,20 +142,22 @@ func (l *localLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
 		return nil, ErrStale
 	}
 	accountID := st.accountID
-	acct := l.acct.ledgerAccount(accountID)
-	if acct == nil {
-		return nil, ErrNotFound
-	}
 	t := now()
 	ifs := l.state(accountID, t)
 	res := &Reservation{AccountID: accountID, KeyHash: st.keyHash, Holds: h, stripe: st.stripe, workspace: st.workspace, member: st.member}
 	var sc heldScopes
 	lv := l.heldLevels(res, ifs, &sc)
-	// The counters too: a free-model request writes the account's
-	// counters back (setAccountCounters), usage included.
-	lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
-	lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
 	lv.WorkspaceCountsBYOK = st.countsBYOK
+	if h.CountFree {
+		// The counters too: a free-model request writes the account's
+		// counters back (setAccountCounters), usage included.
+		acct := l.acct.ledgerAccount(accountID)
+		if acct == nil {
+			return nil, ErrNotFound
+		}
+		lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
+		lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
+	}
 	if !lv.Fits(h, ifs.held()) {
 		return nil, money.ErrAmountRange
 	}
