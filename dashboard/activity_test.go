@@ -30,7 +30,7 @@ func TestActivityByKeyScansAgree(t *testing.T) {
 	end := time.Now().UTC()
 	for range 300 {
 		k := keys[rng.IntN(len(keys))]
-		res, err := st.Reserve(a.ID, k, storage.Holds{Hold: 1}, func(storage.LedgerView) error { return nil })
+		res, err := st.Reserve(a.ID, k, storage.Holds{Hold: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestActivityTablePages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := st.Reserve(a.ID, k.Hash, storage.Holds{Hold: 1}, func(storage.LedgerView) error { return nil })
+		res, err := st.Reserve(a.ID, k.Hash, storage.Holds{Hold: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,7 +214,7 @@ func TestActivityCSVAndMembersSeeTheirOwnUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []storage.APIKey{mine, theirs} {
-		res, err := st.Reserve(a.ID, k.Hash, storage.Holds{Hold: 1}, func(storage.LedgerView) error { return nil })
+		res, err := st.Reserve(a.ID, k.Hash, storage.Holds{Hold: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func TestExporterEgressPolicy(t *testing.T) {
 	seq := 0
 	settle := func() {
 		t.Helper()
-		res, err := s.Reserve(acct.ID, key.Hash, storage.Holds{Hold: 1}, func(storage.LedgerView) error { return nil })
+		res, err := s.Reserve(acct.ID, key.Hash, storage.Holds{Hold: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

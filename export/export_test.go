@@ -155,7 +155,7 @@ func TestExporterQueueBoundAndIsolation(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		for i := 0; i < n; i++ {
-			res, err := s.Reserve(acct.ID, key.Hash, storage.Holds{Hold: 1}, func(storage.LedgerView) error { return nil })
+			res, err := s.Reserve(acct.ID, key.Hash, storage.Holds{Hold: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

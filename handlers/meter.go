@@ -137,7 +137,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
 	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold, tokenHold)
-	st.res, err = st.store.ReserveHolds(id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
+	st.res, err = admit(st.store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
 			if rl := limits.Check(v.Account, v.Now); rl != nil {
@@ -174,7 +174,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	switch {
 	case errors.Is(err, money.ErrAmountRange):
 		return costRangeError(route)
-	case errors.Is(err, storage.ErrUnavailable):
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrContended):
 		return errStoreUnavailable()
 	case errors.Is(err, storage.ErrResyncing):
 		return errStoreResyncing()

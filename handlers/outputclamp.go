@@ -15,8 +15,9 @@ import (
 // outputClamp fits a request to what the caps binding it still afford
 // (billing.PlanOutput): a request without an output limit is sent upstream
 // with the limit the tightest cap's room affords, and held for that. It
-// decides inside the ledger's reservation, so that concurrent requests
-// share the room instead of each seeing all of it.
+// decides in the admission (admit), whose holds are committed only on the
+// figures it read, so that concurrent requests share the room instead of
+// each seeing all of it.
 type outputClamp struct {
 	route  *Route
 	policy billing.InFlightPolicy

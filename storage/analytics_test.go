@@ -12,7 +12,7 @@ import (
 // settleGen settles one request of cost with a generation record.
 func settleGen(t *testing.T, s *Store, acct, key string, g Generation, cost money.Amount) Generation {
 	t.Helper()
-	res, err := s.Reserve(acct, key, Holds{Hold: 1}, func(LedgerView) error { return nil })
+	res, err := s.Reserve(acct, key, Holds{Hold: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestGenerationsOnDiskAfterTheUpgrade(t *testing.T) {
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	var ids []string
 	for i := range 30 {
-		res, err := s.Reserve(a.ID, "", Holds{Hold: 10}, func(LedgerView) error { return nil })
+		res, err := s.Reserve(a.ID, "", Holds{Hold: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,40 +29,49 @@ import (
 // (package storage/levels) and passes the same conformance tests
 // (ledger_conformance_test.go).
 //
-// Admission is a decision function over a LedgerView, not data, because
-// its rules (free-model request caps, guardrail and workspace budgets,
-// key cap, balance, in-flight budget: handlers/meter.go and package
-// billing) belong to the gateway's policy, not to storage, and their
-// rejections carry the policy's messages. decide is a pure function of
-// the view, so a replicated Ledger has two ways to keep Reserve atomic
-// without changing behaviour:
+// Admission is decided outside the ledger, on a snapshot: its rules
+// (free-model request caps, guardrail and workspace budgets, key cap,
+// balance, in-flight budget: handlers' admission and package billing)
+// belong to the gateway's policy, not to storage, and their rejections
+// carry the policy's messages. So a reservation is two calls with the
+// decision between them, made by the caller on the figures the first
+// returned, and the ledger never calls back into it:
 //
-//   - run decide on a view read in the same script that places the
-//     holds, with the limits passed in as data: per level, the limit, the
-//     usage counted against it in its window (money.Interval) and what
-//     running requests hold: the key's cap (limit, limit_reset,
-//     include_byok_in_limit), the account's balance (credits purchased
-//     minus usage minus holds) and in-flight budget (running holds plus
-//     costs settling until their window ends, with the time to the next
-//     release), each workspace budget (daily, weekly, monthly, lifetime),
-//     each guardrail's limit on the key and on its member, and the
-//     account's free-model counters for the current UTC minute and day;
-//     the hold is placed only if every level admits it;
-//   - or read the view, decide locally, and place the holds with a
-//     script that re-checks the figures the decision read (optimistic
-//     concurrency), retrying on a change.
+//   - Snapshot reads every level's figures at one instant (a LedgerView)
+//     and what a commit compares: the in-process ledger takes the kernel's
+//     lock only to copy them, a shared one reads its copy of the
+//     account's money fields;
+//   - Commit places the holds decided only if every figure the decision
+//     read is unchanged (compare and set: the in-process ledger compares
+//     them under the kernel's lock, the shared one in the script that
+//     writes them), and answers ErrStale otherwise: the caller takes a new
+//     snapshot and decides again.
 //
-// Either way holds carry a lease, since a replica may die holding them;
-// Settle releases the holds, adds the charge to every counter and appends
-// the generation record in one step, and returns only once the database
-// accepted it.
+// A decision is a pure function of the view, so deciding again on fresh
+// figures is what deciding under one lock would have done. On an account
+// so busy that its figures keep changing under the decision, the later
+// attempts' snapshots are exclusive (Snapshot's attempt): they hold the
+// account's own lock (never the kernel's) until Commit or Abandon, so that
+// no other reservation or settlement of this process changes the figures
+// meanwhile and the commit succeeds unless another replica wrote them.
+//
+// Holds carry a lease in a shared ledger, since a replica may die holding
+// them; Settle releases the holds, adds the charge to every counter and
+// appends the generation record in one step, and returns only once the
+// database accepted it.
 type Ledger interface {
-	// ReserveHolds runs decide on the figures of every level at one
-	// instant and, when it returns no error, places the holds it returns
-	// before any other reservation can read those figures. The holds
-	// depend on the view when a request is fitted to what its caps still
-	// afford (the output clamp, billing.PlanOutput).
-	ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error)
+	// Snapshot reads the figures of every level of a request at one
+	// instant, for a decision on the view, and the stamp its commit
+	// compares; exclusive: the stamp keeps the account's lock until
+	// Commit or Abandon (see above).
+	Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error)
+	// Commit places the holds decided on a snapshot if the figures it
+	// read are unchanged, else answers ErrStale (a stamp committed once is
+	// stale). It ends the snapshot either way.
+	Commit(st Stamp, h Holds) (*Reservation, error)
+	// Abandon ends a snapshot without a commit (the decision refused);
+	// after Commit it does nothing.
+	Abandon(st Stamp)
 	// Settle turns a reservation into a charge, exactly once.
 	Settle(res *Reservation, c Charge) error
 	// Release drops a reservation without a charge.
@@ -121,8 +130,8 @@ func openLedger(s *Store, log *zap.Logger) ledgerBackend {
 }
 
 var (
-	_ Ledger = (*LedgerStore)(nil)
 	_ Ledger = (*localLedger)(nil)
+	_ Ledger = (*sharedLedger)(nil)
 )
 
 // LedgerStore reserves and settles requests' money through the store's
@@ -135,19 +144,58 @@ type LedgerStore struct {
 	retention retention
 }
 
-// Reserve runs decide on the account's and key's current figures and, if it
-// returns nil, places the holds, atomically: concurrent requests cannot
-// both fit in the same room.
-func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
-	return s.ReserveHolds(accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
+// optimisticAttempts is how many snapshots of one admission are taken
+// without the account's lock: past them, the account is so busy that its
+// figures kept changing under the decision, and the snapshot holds the
+// lock so that the next commit cannot fail for this process's requests.
+const optimisticAttempts = 2
+
+// Snapshot reads into snap the figures of every level of a request, for
+// an admission decision on snap.View (see Ledger): attempt counts the
+// commits of this admission that answered ErrStale. The decision is then
+// Commit, or Abandon on a refusal. Past maxAttempts it answers
+// ErrContended. snap is filled in place (the in-process ledger writes the
+// view where the caller keeps it: a view is 600 bytes, and copying it
+// along the calls cost more than the rest of the snapshot).
+func (s *LedgerStore) Snapshot(snap *Snapshot, accountID, keyHash string, attempt int) error {
+	if attempt >= maxAttempts {
+		return ErrContended
+	}
+	if err := s.impl.admissible(); err != nil {
+		return err
+	}
+	exclusive := attempt >= optimisticAttempts
+	if l, ok := s.impl.(*localLedger); ok {
+		return l.snapshot(&snap.View, &snap.stamp, accountID, keyHash, exclusive)
+	}
+	var err error
+	snap.View, snap.stamp, err = s.impl.Snapshot(accountID, keyHash, exclusive)
+	return err
 }
 
-// ReserveHolds is Reserve with holds that decide computes from the view.
-func (s *LedgerStore) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	if err := s.impl.admissible(); err != nil {
-		return nil, err
+// Commit places the holds decided on snap, if the figures it read are
+// unchanged; ErrStale otherwise (take a new snapshot and decide again).
+func (s *LedgerStore) Commit(snap *Snapshot, h Holds) (*Reservation, error) {
+	return s.impl.Commit(snap.stamp, h)
+}
+
+// Abandon ends a snapshot whose decision refused (nothing after Commit).
+func (s *LedgerStore) Abandon(snap *Snapshot) { s.impl.Abandon(snap.stamp) }
+
+// Reserve places holds without a decision (nothing but their sums' range
+// is checked): for tools and tests that need running requests. Admission
+// is Snapshot, the gateway's decision, then Commit.
+func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds) (*Reservation, error) {
+	for attempt := 0; ; attempt++ {
+		var snap Snapshot
+		if err := s.Snapshot(&snap, accountID, keyHash, attempt); err != nil {
+			return nil, err
+		}
+		res, err := s.Commit(&snap, h)
+		if !errors.Is(err, ErrStale) {
+			return res, err
+		}
 	}
-	return s.impl.ReserveHolds(accountID, keyHash, decide)
 }
 
 // Settle turns a reservation into a charge, exactly once: it releases the
@@ -206,6 +254,63 @@ func generationSlot(key string) (string, bool) {
 	return id[:12], true
 }
 
+// ErrStale answers a Commit whose snapshot's figures changed before it:
+// the decision must be made again on a new snapshot.
+var ErrStale = errors.New("ledger: the figures changed since the snapshot")
+
+// ErrContended is returned when maxAttempts commits of one admission all
+// found the figures changed.
+var ErrContended = errors.New("ledger: the account's counters kept changing")
+
+// maxAttempts bounds the attempts of one ledger call: each retry follows
+// another writer's success, so only a storm of them exhausts it.
+const maxAttempts = 100
+
+// Snapshot is one admission's read of the ledger (LedgerStore.Snapshot):
+// the view its decision reads, and the stamp of what its commit compares.
+// The caller keeps it (an admission allocates nothing for it).
+type Snapshot struct {
+	// View is every level's figures at one instant, for the decision.
+	View  LedgerView
+	stamp Stamp
+}
+
+// Stamp is what a ledger's commit needs of a snapshot besides the view:
+// the request's levels, what the snapshot read of them, and an exclusive
+// snapshot's lock on the account.
+type Stamp struct {
+	accountID, keyHash string
+	// workspace and member are the scope keys ("<account id>/<id>") of
+	// the key's workspace and member the view has; "": none.
+	workspace, member string
+	countsBYOK        bool // the workspace counts BYOK spending
+	at                time.Time
+	inFlightHeld      money.Amount
+	// The in-process ledger's: the account's stripe and its version as
+	// read.
+	stripe  uint16
+	version uint64
+	// A shared ledger's: the fields as read, and the account's queue.
+	shared *fieldLevels
+	queue  *acctQueue
+	// lock is an exclusive snapshot's hold on the account; nil otherwise.
+	lock *accountLock
+}
+
+// accountLock is an exclusive snapshot's hold on its account, let go of
+// once, by Commit or Abandon.
+type accountLock struct {
+	unlock   func()
+	released bool
+}
+
+func (l *accountLock) release() {
+	if l != nil && !l.released {
+		l.released = true
+		l.unlock()
+	}
+}
+
 // LedgerView is what an admission decision sees, all taken at one instant.
 type LedgerView struct {
 	Now          time.Time
@@ -236,6 +341,8 @@ type Reservation struct {
 	KeyHash   string
 	Holds
 	done bool
+	// stripe is the in-process ledger's stripe of the account.
+	stripe uint16
 	// scope keys ("<account id>/<id>") of the key's workspace and member,
 	// and what the reservation placed on each level.
 	workspace, member string

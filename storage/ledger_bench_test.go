@@ -21,15 +21,13 @@ func benchStore(b *testing.B, dir string) (*Store, Account, APIKey) {
 	return s, a, k
 }
 
-func admitAll(LedgerView) error { return nil }
-
 // BenchmarkReserve is the admission hold alone: memory only.
 func BenchmarkReserve(b *testing.B) {
 	s, a, k := benchStore(b, b.TempDir())
 	defer s.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,13 +41,13 @@ func BenchmarkReserve(b *testing.B) {
 func BenchmarkReserveRunning(b *testing.B) {
 	s, a, k := benchStore(b, b.TempDir())
 	defer s.Close()
-	running, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+	running, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -130,6 +131,10 @@ func TestLedgerConformance(t *testing.T) {
 			t.Run("FreeModelRequestKeepsTheUsage", func(t *testing.T) { conformFreeKeepsUsage(t, b) })
 			t.Run("SettlementWindowHoldsTheInFlightBudget", func(t *testing.T) { conformSettling(t, b) })
 			t.Run("AbandonedHoldsAreReleased", func(t *testing.T) { conformAbandoned(t, b) })
+			t.Run("ExactlyTheCapsHoldsAreAdmitted", func(t *testing.T) { conformExactlyN(t, b) })
+			t.Run("StaleCommitDecidesAgain", func(t *testing.T) { conformStale(t, b) })
+			t.Run("ExclusiveSnapshotCommits", func(t *testing.T) { conformExclusive(t, b) })
+			t.Run("BusyAccountDoesNotStarve", func(t *testing.T) { conformBusy(t, b) })
 		})
 	}
 }
@@ -139,7 +144,7 @@ func conformSettle(t *testing.T, b ledgerBackendCase) {
 	f := newConformanceFixture(t, reps[0], 10*money.AmountScale)
 	f.seen(t, reps[1])
 	var view LedgerView
-	res, err := reps[1].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 500}, func(v LedgerView) error { view = v; return nil })
+	res, err := reserveIf(reps[1], f.acct.ID, f.key.Hash, Holds{Hold: 500}, func(v LedgerView) error { view = v; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,11 +184,11 @@ func conformSettle(t *testing.T, b ledgerBackendCase) {
 func conformRelease(t *testing.T, b ledgerBackendCase) {
 	reps, _ := b.open(t, 1)
 	f := newConformanceFixture(t, reps[0], money.AmountScale)
-	res, err := reps[0].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale, InFlight: 10}, capDecide(money.AmountScale))
+	res, err := reserveIf(reps[0], f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale, InFlight: 10}, capDecide(money.AmountScale))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reps[0].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1}, capDecide(1)); !errors.Is(err, errRefused) {
+	if _, err := reserveIf(reps[0], f.acct.ID, f.key.Hash, Holds{Hold: 1}, capDecide(1)); !errors.Is(err, errRefused) {
 		t.Fatalf("a full cap admitted another request: %v", err)
 	}
 	if err := reps[0].Release(res); err != nil {
@@ -199,7 +204,7 @@ func conformRelease(t *testing.T, b ledgerBackendCase) {
 	if c := f.counters(reps[0]); c != (counters{}) {
 		t.Fatalf("a release charged %+v", c)
 	}
-	if _, err := reps[0].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale}, capDecide(money.AmountScale)); err != nil {
+	if _, err := reserveIf(reps[0], f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale}, capDecide(money.AmountScale)); err != nil {
 		t.Fatalf("the whole cap after a release: %v", err)
 	}
 }
@@ -220,7 +225,7 @@ func conformExactCap(t *testing.T, b ledgerBackendCase) {
 			defer wg.Done()
 			r := reps[i%len(reps)]
 			<-start
-			res, err := r.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold))
+			res, err := reserveIf(r, f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold))
 			if errors.Is(err, errRefused) {
 				return
 			}
@@ -250,7 +255,7 @@ func conformExactCap(t *testing.T, b ledgerBackendCase) {
 	// replica's release reaches within the feed's delay: a refusal may
 	// come before it.)
 	for deadline := time.Now().Add(5 * time.Second); charged.Load() < int64(f.limit); {
-		res, err := reps[0].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold))
+		res, err := reserveIf(reps[0], f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold))
 		if errors.Is(err, errRefused) && time.Now().Before(deadline) {
 			time.Sleep(2 * time.Millisecond)
 			continue
@@ -269,7 +274,7 @@ func conformExactCap(t *testing.T, b ledgerBackendCase) {
 	want := counters{f.limit, f.limit, f.limit, f.limit}
 	for _, r := range reps {
 		eventually(t, 2*time.Second, "every replica reads the full cap", func() bool { return f.counters(r) == want })
-		if _, err := r.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1}, capDecide(1)); !errors.Is(err, errRefused) {
+		if _, err := reserveIf(r, f.acct.ID, f.key.Hash, Holds{Hold: 1}, capDecide(1)); !errors.Is(err, errRefused) {
 			t.Fatalf("a full cap admitted: %v", err)
 		}
 	}
@@ -279,7 +284,7 @@ func conformBYOK(t *testing.T, b ledgerBackendCase) {
 	reps, _ := b.open(t, 1)
 	s := reps[0]
 	f := newConformanceFixture(t, s, 10*money.AmountScale)
-	res, err := s.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1000, KeyOnly: true, Credits: 100, CountFree: true}, capDecide(1000))
+	res, err := reserveIf(s, f.acct.ID, f.key.Hash, Holds{Hold: 1000, KeyOnly: true, Credits: 100, CountFree: true}, capDecide(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,14 +316,14 @@ func conformFreeKeepsUsage(t *testing.T, b ledgerBackendCase) {
 	reps, _ := b.open(t, 1)
 	s := reps[0]
 	f := newConformanceFixture(t, s, 10*money.AmountScale)
-	res, err := s.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1000}, capDecide(1000))
+	res, err := reserveIf(s, f.acct.ID, f.key.Hash, Holds{Hold: 1000}, capDecide(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Settle(res, Charge{Cost: 700}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Reserve(f.acct.ID, f.key.Hash, Holds{CountFree: true}, capDecide(0))
+	res, err = reserveIf(s, f.acct.ID, f.key.Hash, Holds{CountFree: true}, capDecide(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +342,7 @@ func conformSettling(t *testing.T, b ledgerBackendCase) {
 	reps, _ := b.open(t, 1)
 	s := reps[0]
 	f := newConformanceFixture(t, s, 10*money.AmountScale)
-	res, err := s.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
+	res, err := reserveIf(s, f.acct.ID, f.key.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,12 +364,12 @@ func conformAbandoned(t *testing.T, b ledgerBackendCase) {
 	reps, die := b.open(t, 2)
 	f := newConformanceFixture(t, reps[0], money.AmountScale)
 	f.seen(t, reps[1])
-	if _, err := reps[0].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale}, capDecide(money.AmountScale)); err != nil {
+	if _, err := reserveIf(reps[0], f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale}, capDecide(money.AmountScale)); err != nil {
 		t.Fatal(err)
 	}
 	// The hold outlives a lease while its replica lives (renewed).
 	time.Sleep(2 * conformanceLease)
-	if _, err := reps[1].Reserve(f.acct.ID, f.key.Hash, Holds{Hold: 1}, capDecide(1)); !errors.Is(err, errRefused) {
+	if _, err := reserveIf(reps[1], f.acct.ID, f.key.Hash, Holds{Hold: 1}, capDecide(1)); !errors.Is(err, errRefused) {
 		t.Fatalf("a live replica's hold was released: %v", err)
 	}
 	live := die(reps[0])
@@ -375,7 +380,7 @@ func conformAbandoned(t *testing.T, b ledgerBackendCase) {
 		_, held := live.impl.held(f.acct.ID, f.key.Hash)
 		return held == 0
 	})
-	res, err := live.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale}, capDecide(money.AmountScale))
+	res, err := reserveIf(live, f.acct.ID, f.key.Hash, Holds{Hold: money.AmountScale}, capDecide(money.AmountScale))
 	if err != nil {
 		t.Fatalf("the whole cap once the hold is released: %v", err)
 	}
@@ -385,4 +390,188 @@ func conformAbandoned(t *testing.T, b ledgerBackendCase) {
 	if c := f.counters(live); c != (counters{1, 1, 1, 1}) {
 		t.Fatalf("counters %+v: the abandoned request was charged", c)
 	}
+}
+
+// conformExactlyN: many requests at once, at every replica, on a cap of
+// exactly n holds: exactly n are admitted, whatever their order.
+func conformExactlyN(t *testing.T, b ledgerBackendCase) {
+	reps, _ := b.open(t, 3)
+	const n = 7
+	hold := money.Amount(money.AmountScale)
+	f := newConformanceFixture(t, reps[0], n*hold)
+	for _, r := range reps[1:] {
+		f.seen(t, r)
+	}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 90 {
+		wg.Go(func() {
+			<-start
+			_, err := reserveIf(reps[i%len(reps)], f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold))
+			switch {
+			case err == nil:
+				admitted.Add(1)
+			case !errors.Is(err, errRefused):
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if admitted.Load() != n {
+		t.Fatalf("admitted %d against a cap of exactly %d holds", admitted.Load(), n)
+	}
+	for i, r := range reps {
+		eventually(t, 2*time.Second, "every replica reads the cap's holds", func() bool {
+			return viewOf(t, r, f.acct.ID, f.key.Hash).KeyHeld == n*hold
+		})
+		if v := viewOf(t, r, f.acct.ID, f.key.Hash); v.AccountHeld != n*hold || v.WorkspaceHeld != n*hold || v.MemberHeld != n*hold {
+			t.Fatalf("replica %d holds %+v", i, v)
+		}
+	}
+}
+
+// conformStale: a commit whose figures another request changed after its
+// snapshot (at another replica, or at its own) fails and places nothing;
+// the next snapshot reads the change, and the decision made on it holds.
+func conformStale(t *testing.T, b ledgerBackendCase) {
+	reps, _ := b.open(t, 2)
+	hold := money.Amount(money.AmountScale)
+	f := newConformanceFixture(t, reps[0], 2*hold)
+	f.seen(t, reps[1])
+	for i, other := range []*Store{reps[0], reps[1]} {
+		var snap Snapshot
+		if err := reps[1].Snapshot(&snap, f.acct.ID, f.key.Hash, 0); err != nil {
+			t.Fatal(err)
+		}
+		if snap.View.KeyHeld != money.Amount(i)*hold {
+			t.Fatalf("round %d: the snapshot reads %s held", i, snap.View.KeyHeld)
+		}
+		// Room for one more on this snapshot; another request takes it.
+		if _, err := other.Reserve(f.acct.ID, f.key.Hash, Holds{Hold: hold}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reps[1].Commit(&snap, Holds{Hold: hold}); !errors.Is(err, ErrStale) {
+			t.Fatalf("round %d: a commit on changed figures: %v, want ErrStale", i, err)
+		}
+		reps[1].Abandon(&snap) // nothing after a commit
+	}
+	// The two holds fill the cap: a decision on fresh figures refuses.
+	eventually(t, 2*time.Second, "the replica reads both holds", func() bool {
+		return viewOf(t, reps[1], f.acct.ID, f.key.Hash).KeyHeld == 2*hold
+	})
+	if _, err := reserveIf(reps[1], f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold)); !errors.Is(err, errRefused) {
+		t.Fatalf("over the cap after stale commits: %v", err)
+	}
+	for i, r := range reps {
+		eventually(t, 2*time.Second, "both holds reach the replica", func() bool {
+			return viewOf(t, r, f.acct.ID, f.key.Hash).AccountHeld == 2*hold
+		})
+		if v := viewOf(t, r, f.acct.ID, f.key.Hash); v.KeyHeld != 2*hold || v.WorkspaceHeld != 2*hold || v.MemberHeld != 2*hold {
+			t.Fatalf("replica %d: a stale commit placed holds: %+v", i, v)
+		}
+	}
+}
+
+// conformExclusive: an exclusive snapshot (a late attempt) holds the
+// account: another reservation of the same replica waits for its commit,
+// which therefore succeeds.
+func conformExclusive(t *testing.T, b ledgerBackendCase) {
+	reps, _ := b.open(t, 1)
+	s := reps[0]
+	hold := money.Amount(money.AmountScale)
+	f := newConformanceFixture(t, s, 2*hold)
+	var snap Snapshot
+	if err := s.Snapshot(&snap, f.acct.ID, f.key.Hash, optimisticAttempts); err != nil {
+		t.Fatal(err)
+	}
+	other := make(chan error, 1)
+	go func() {
+		_, err := reserveIf(s, f.acct.ID, f.key.Hash, Holds{Hold: hold}, capDecide(hold))
+		other <- err
+	}()
+	select {
+	case err := <-other:
+		t.Fatalf("a reservation ran beside an exclusive snapshot: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := s.Commit(&snap, Holds{Hold: hold}); err != nil {
+		t.Fatalf("the exclusive commit: %v", err)
+	}
+	if err := <-other; err != nil {
+		t.Fatalf("the reservation after it: %v", err)
+	}
+	if v := viewOf(t, s, f.acct.ID, f.key.Hash); v.KeyHeld != 2*hold {
+		t.Fatalf("held %s, want both holds", v.KeyHeld)
+	}
+	// A snapshot commits once: again, it is stale, and places nothing.
+	if _, err := s.Commit(&snap, Holds{Hold: hold}); !errors.Is(err, ErrStale) {
+		t.Fatalf("a second commit of an exclusive snapshot: %v, want ErrStale", err)
+	}
+	s.Abandon(&snap) // nothing after a commit
+	if err := s.Snapshot(&snap, f.acct.ID, f.key.Hash, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(&snap, Holds{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(&snap, Holds{Hold: hold}); !errors.Is(err, ErrStale) {
+		t.Fatalf("a second commit of a snapshot: %v, want ErrStale", err)
+	}
+	// Abandon lets go of an exclusive snapshot's lock too.
+	if err := s.Snapshot(&snap, f.acct.ID, f.key.Hash, optimisticAttempts); err != nil {
+		t.Fatal(err)
+	}
+	s.Abandon(&snap)
+	s.Abandon(&snap)
+	if _, err := s.Reserve(f.acct.ID, f.key.Hash, Holds{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := viewOf(t, s, f.acct.ID, f.key.Hash); v.KeyHeld != 2*hold {
+		t.Fatalf("held %s after commits of used snapshots, want 2 holds", v.KeyHeld)
+	}
+}
+
+// conformBusy: requests reserving and settling on one account as fast as
+// they can, each deciding slowly enough that the figures change under
+// most decisions: every one is admitted (the later attempts decide
+// holding the account), none fails for contention.
+func conformBusy(t *testing.T, b ledgerBackendCase) {
+	reps, _ := b.open(t, 2)
+	f := newConformanceFixture(t, reps[0], 1000*money.AmountScale)
+	f.seen(t, reps[1])
+	slow := func(LedgerView) error {
+		for range 20 {
+			runtime.Gosched()
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	var charged atomic.Int64
+	for i := range 16 {
+		wg.Go(func() {
+			r := reps[i%len(reps)]
+			for range 20 {
+				res, err := reserveIf(r, f.acct.ID, f.key.Hash, Holds{Hold: 10, InFlight: 10}, slow)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := r.Settle(res, Charge{Cost: 3}); err != nil {
+					t.Error(err)
+					return
+				}
+				charged.Add(3)
+			}
+		})
+	}
+	wg.Wait()
+	want := money.Amount(charged.Load())
+	if want != 16*20*3 {
+		t.Fatalf("charged %s, want every request's", want)
+	}
+	eventually(t, 2*time.Second, "every charge on every level", func() bool {
+		return f.counters(reps[0]) == counters{want, want, want, want}
+	})
 }

@@ -12,10 +12,10 @@ func TestBYOKCredits(t *testing.T) {
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
 	held := func() LedgerView {
 		var seen LedgerView
-		_, _ = s.Reserve(a.ID, k.Hash, Holds{}, func(v LedgerView) error { seen = v; return errRefused })
+		_, _ = reserveIf(s, a.ID, k.Hash, Holds{}, func(v LedgerView) error { seen = v; return errRefused })
 		return seen
 	}
-	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 100, KeyOnly: true, Credits: 30}, func(LedgerView) error { return nil })
+	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 100, KeyOnly: true, Credits: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestBYOKCredits(t *testing.T) {
 	if v := held(); v.AccountHeld != 0 || v.KeyHeld != 0 {
 		t.Fatalf("after release: account %s key %s", v.AccountHeld, v.KeyHeld)
 	}
-	res, _ = s.Reserve(a.ID, k.Hash, Holds{Hold: 100, KeyOnly: true, Credits: 30}, func(LedgerView) error { return nil })
+	res, _ = s.Reserve(a.ID, k.Hash, Holds{Hold: 100, KeyOnly: true, Credits: 30})
 	if err := s.Settle(res, Charge{Cost: 70, BYOK: true, Credits: 25}); err != nil {
 		t.Fatal(err)
 	}

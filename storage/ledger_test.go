@@ -24,6 +24,32 @@ func capDecide(hold money.Amount) func(LedgerView) error {
 	}
 }
 
+// reserveIf is an admission as the gateway makes it: decide on a snapshot
+// and commit the holds, again on fresh figures when the commit finds them
+// changed.
+func reserveIf(s *Store, accountID, keyHash string, h Holds, decide func(LedgerView) error) (*Reservation, error) {
+	return reserveHolds(s, accountID, keyHash, func(v LedgerView) (Holds, error) { return h, decide(v) })
+}
+
+// reserveHolds is reserveIf with holds that decide computes from the view.
+func reserveHolds(s *Store, accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+	for attempt := 0; ; attempt++ {
+		var snap Snapshot
+		if err := s.Snapshot(&snap, accountID, keyHash, attempt); err != nil {
+			return nil, err
+		}
+		h, err := decide(snap.View)
+		if err != nil {
+			s.Abandon(&snap)
+			return nil, err
+		}
+		res, err := s.Commit(&snap, h)
+		if !errors.Is(err, ErrStale) {
+			return res, err
+		}
+	}
+}
+
 func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 	s := openTemp(t, t.TempDir())
 	defer s.Close()
@@ -40,7 +66,7 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+			res, err := reserveIf(s, a.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
 			if err != nil {
 				refused.Add(1)
 				return
@@ -67,7 +93,7 @@ func TestReserveNeverOverspendsUnderConcurrency(t *testing.T) {
 		t.Fatalf("account usage %s != key usage %s", acct.Usage, got.Usage.Total)
 	}
 	// Holds are all released: a request that fits is admitted.
-	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1}, capDecide(1)); err != nil && got.Usage.Total < limit {
+	if _, err := reserveIf(s, a.ID, k.Hash, Holds{Hold: 1}, capDecide(1)); err != nil && got.Usage.Total < limit {
 		t.Fatalf("phantom refusal after all holds were released: %v", err)
 	}
 }
@@ -93,7 +119,7 @@ func TestReserveHoldsFromTheView(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 200 {
 		wg.Go(func() {
-			if res, err := s.ReserveHolds(a.ID, k.Hash, fitted); err == nil {
+			if res, err := reserveHolds(s, a.ID, k.Hash, fitted); err == nil {
 				mu.Lock()
 				held = append(held, res)
 				mu.Unlock()
@@ -113,7 +139,7 @@ func TestReserveHoldsFromTheView(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if res, err := s.ReserveHolds(a.ID, k.Hash, fitted); err != nil || res.Hold != 3*money.AmountScale {
+	if res, err := reserveHolds(s, a.ID, k.Hash, fitted); err != nil || res.Hold != 3*money.AmountScale {
 		t.Fatalf("after settling: %+v, %v", res, err)
 	}
 }
@@ -121,7 +147,7 @@ func TestReserveHoldsFromTheView(t *testing.T) {
 func viewOf(t *testing.T, s *Store, accountID, keyHash string) LedgerView {
 	t.Helper()
 	var v LedgerView
-	if _, err := s.Reserve(accountID, keyHash, Holds{}, func(lv LedgerView) error { v = lv; return errRefused }); err != errRefused {
+	if _, err := reserveIf(s, accountID, keyHash, Holds{}, func(lv LedgerView) error { v = lv; return errRefused }); err != errRefused {
 		t.Fatal(err)
 	}
 	return v
@@ -132,7 +158,7 @@ func TestSettleOnceAndDurable(t *testing.T) {
 	s := openTemp(t, dir)
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountPersonal})
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
-	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 100, InFlight: 100}, func(LedgerView) error { return nil })
+	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 100, InFlight: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +174,12 @@ func TestSettleOnceAndDurable(t *testing.T) {
 	}
 	// The settled cost stays in the in-flight budget for its window.
 	var seen LedgerView
-	_, _ = s.Reserve(a.ID, k.Hash, Holds{}, func(v LedgerView) error { seen = v; return errRefused })
+	_, _ = reserveIf(s, a.ID, k.Hash, Holds{}, func(v LedgerView) error { seen = v; return errRefused })
 	if seen.InFlightHeld != 42 || seen.AccountHeld != 0 || seen.KeyHeld != 0 || seen.NextRelease <= 0 {
 		t.Fatalf("after settle: %+v", seen)
 	}
 	// BYOK charges land in their own counters.
-	res, _ = s.Reserve(a.ID, k.Hash, Holds{Hold: 5}, func(LedgerView) error { return nil })
+	res, _ = s.Reserve(a.ID, k.Hash, Holds{Hold: 5})
 	if err := s.Settle(res, Charge{Cost: 5, BYOK: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +211,11 @@ func TestSettlementWindowExpires(t *testing.T) {
 	base := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	now = func() time.Time { return base }
 	defer func() { now = time.Now }()
-	res, _ := s.Reserve(a.ID, "", Holds{Hold: 10, InFlight: 10}, func(LedgerView) error { return nil })
+	res, _ := s.Reserve(a.ID, "", Holds{Hold: 10, InFlight: 10})
 	_ = s.Settle(res, Charge{Cost: 7, SettlementWindow: 10 * time.Second})
 	view := func() LedgerView {
 		var v LedgerView
-		_, _ = s.Reserve(a.ID, "", Holds{}, func(lv LedgerView) error { v = lv; return errRefused })
+		_, _ = reserveIf(s, a.ID, "", Holds{}, func(lv LedgerView) error { v = lv; return errRefused })
 		return v
 	}
 	if v := view(); v.InFlightHeld != 7 || v.NextRelease != 10*time.Second {
@@ -200,7 +226,7 @@ func TestSettlementWindowExpires(t *testing.T) {
 		t.Fatalf("after window: %+v", v)
 	}
 	// A released reservation charges nothing.
-	res, _ = s.Reserve(a.ID, "", Holds{Hold: 10, InFlight: 10}, func(LedgerView) error { return nil })
+	res, _ = s.Reserve(a.ID, "", Holds{Hold: 10, InFlight: 10})
 	_ = s.Release(res)
 	acct, _ := s.Account(a.ID)
 	if v := view(); v.InFlightHeld != 0 || v.AccountHeld != 0 || acct.Usage != 7 {
@@ -253,20 +279,20 @@ func TestReserveRefusesOverflowingHolds(t *testing.T) {
 	a, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
 	admit := func(LedgerView) error { return nil }
-	first, err := s.Reserve(a.ID, k.Hash, Holds{Hold: money.MaxAmount - 1}, admit)
+	first, err := reserveIf(s, a.ID, k.Hash, Holds{Hold: money.MaxAmount - 1}, admit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 2}, admit); !errors.Is(err, money.ErrAmountRange) {
+	if _, err := reserveIf(s, a.ID, k.Hash, Holds{Hold: 2}, admit); !errors.Is(err, money.ErrAmountRange) {
 		t.Fatalf("overflowing hold: %v", err)
 	}
-	if _, err := s.Reserve(a.ID, "", Holds{InFlight: 1, Hold: 1}, admit); err != nil {
+	if _, err := reserveIf(s, a.ID, "", Holds{InFlight: 1, Hold: 1}, admit); err != nil {
 		t.Fatalf("a hold that fits: %v", err)
 	}
 	if err := s.Release(first); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 2}, admit); err != nil {
+	if _, err := reserveIf(s, a.ID, k.Hash, Holds{Hold: 2}, admit); err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 }
@@ -280,7 +306,7 @@ func TestSettleNeverWrapsCounters(t *testing.T) {
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "k"})
 	admit := func(LedgerView) error { return nil }
 	for _, cost := range []money.Amount{money.MaxAmount - 10, 100} {
-		res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1}, admit)
+		res, err := reserveIf(s, a.ID, k.Hash, Holds{Hold: 1}, admit)
 		if err != nil {
 			t.Fatal(err)
 		}

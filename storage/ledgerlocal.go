@@ -2,9 +2,11 @@ package storage
 
 import (
 	"context"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -14,68 +16,154 @@ import (
 
 // localLedger is the in-process Ledger: the holds of running requests in
 // memory, the counters in the records (made durable by the kernel's group
-// commit), every reservation under the kernel's one lock.
+// commit), every change under the kernel's one lock. A snapshot copies the
+// figures under the lock's read side and the decision runs without it; the
+// commit compares the account's version under the lock.
 type localLedger struct {
 	k *kernel.Kernel
 	ledger
 	acct    *AccountStore
 	org     *OrgStore
 	publish func(Generation) // a settled generation, once durable
+	// stripes are the accounts' versions and locks, by a hash of the
+	// account id (see stripe).
+	stripes [256]stripe
+	seed    maphash.Seed
+}
+
+// stripe is the version and the lock of the accounts whose ids hash to
+// it. The version counts the changes of their figures (holds, counters,
+// in-flight use: every commit, settlement and release, under the
+// kernel's lock), so a commit whose snapshot read the current version
+// decides on current figures; it only grows, so a version read once is
+// never read again after a change. The lock is taken by each of those
+// changes (before the kernel's lock) and held by an exclusive snapshot
+// across its decision, so that its commit finds the version unchanged.
+// Accounts sharing a stripe only make each other's commits retry now and
+// then.
+type stripe struct {
+	mu      sync.Mutex
+	version uint64
 }
 
 func newLocalLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation)) *localLedger {
-	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish}
+	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish, seed: maphash.MakeSeed()}
 }
 
-// ReserveHolds runs decide on the account's and key's current figures
-// and, if it returns no error, places the holds, under the kernel's lock.
-func (l *localLedger) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
-	l.k.Lock()
-	defer l.k.Unlock()
+// stripeOf is the account's stripe.
+func (l *localLedger) stripeOf(accountID string) uint16 {
+	return uint16(maphash.String(l.seed, accountID) % uint64(len(l.stripes)))
+}
+
+// Snapshot copies the account's and its key's figures, and the account's
+// version, under the kernel's read lock.
+func (l *localLedger) Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error) {
+	var v LedgerView
+	var st Stamp
+	err := l.snapshot(&v, &st, accountID, keyHash, exclusive)
+	return v, st, err
+}
+
+// snapshot is Snapshot into the caller's view and stamp.
+func (l *localLedger) snapshot(v *LedgerView, st *Stamp, accountID, keyHash string, exclusive bool) error {
+	*st = Stamp{accountID: accountID, keyHash: keyHash, stripe: l.stripeOf(accountID)}
+	if exclusive {
+		mu := &l.stripes[st.stripe].mu
+		mu.Lock()
+		st.lock = &accountLock{unlock: mu.Unlock}
+	}
+	l.k.RLock()
+	err := l.read(v, st, now())
+	l.k.RUnlock()
+	if err != nil {
+		st.lock.release()
+		*st = Stamp{}
+	}
+	return err
+}
+
+// read fills in the view of the stamp's account and key at t, and the
+// stamp. Callers hold the kernel's lock (either side).
+func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
+	accountID, keyHash := st.accountID, st.keyHash
 	acct := l.acct.ledgerAccount(accountID)
 	if acct == nil {
-		return nil, ErrNotFound
+		return ErrNotFound
 	}
-	t := now()
-	v := LedgerView{Now: t, Account: *acct, AccountHeld: l.accountHeld.get(accountID)}
-	var wsKey, memberKey string
+	st.version, st.at = l.stripes[st.stripe].version, t
+	v.Now, v.Account, v.AccountHeld = t, *acct, l.accountHeld.get(accountID)
+	// Every field set (the caller's view may be a used one), none twice.
+	v.KeyHeld, v.Workspace, v.WorkspaceHeld, v.Member, v.MemberHeld = 0, nil, 0, nil, 0
+	var k *APIKey
 	if keyHash != "" {
-		if k := l.acct.ledgerKey(keyHash); k != nil {
-			v.Key = *k
-			if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
-				wsKey = accountID + "/" + ws.ID
-				v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(wsKey)
-			}
-			if k.CreatorUserID != nil {
-				if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
-					memberKey = accountID + "/" + m.ID
-					v.Member, v.MemberHeld = m, l.memberHeld.get(memberKey)
-				}
-			}
-		}
+		k = l.acct.ledgerKey(keyHash)
 		v.KeyHeld = l.keyHeld.get(keyHash)
 	}
-	st := l.state(accountID, t)
-	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
-	h, err := decide(v)
-	if err != nil {
-		return nil, err
+	if k == nil {
+		v.Key = APIKey{}
+	} else {
+		v.Key = *k
+		if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
+			st.workspace, st.countsBYOK = accountID+"/"+ws.ID, ws.IncludeBYOKInBudgets
+			v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(st.workspace)
+		}
+		if k.CreatorUserID != nil {
+			if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
+				st.member = accountID + "/" + m.ID
+				v.Member, v.MemberHeld = m, l.memberHeld.get(st.member)
+			}
+		}
 	}
-	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h, workspace: wsKey, member: memberKey}
+	running, settled, next := l.inFlightAt(accountID, t)
+	v.InFlightHeld, v.NextRelease = running+settled, next
+	st.inFlightHeld = v.InFlightHeld
+	return nil
+}
+
+// Commit places the holds under the account's and the kernel's locks if
+// the account's version is the one the snapshot read. The records'
+// settings (limits, budgets) are not compared: an administrator changes
+// them without reading the figures, so a decision on the settings as they
+// were is one made just before the change.
+func (l *localLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
+	sp := &l.stripes[st.stripe]
+	if st.lock == nil {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+	} else {
+		defer st.lock.release()
+		if st.lock.released {
+			return nil, ErrStale
+		}
+	}
+	l.k.Lock()
+	defer l.k.Unlock()
+	if sp.version != st.version {
+		return nil, ErrStale
+	}
+	accountID := st.accountID
+	t := now()
+	ifs := l.state(accountID, t)
+	res := &Reservation{AccountID: accountID, KeyHash: st.keyHash, Holds: h, stripe: st.stripe, workspace: st.workspace, member: st.member}
 	var sc heldScopes
-	lv := l.heldLevels(res, st, &sc)
-	// The counters too: a free-model request writes the account's
-	// counters back (setAccountCounters), usage included.
-	lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
-	lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
-	if v.Workspace != nil {
-		lv.WorkspaceCountsBYOK = v.Workspace.IncludeBYOKInBudgets
+	lv := l.heldLevels(res, ifs, &sc)
+	lv.WorkspaceCountsBYOK = st.countsBYOK
+	if h.CountFree {
+		// The counters too: a free-model request writes the account's
+		// counters back (setAccountCounters), usage included.
+		acct := l.acct.ledgerAccount(accountID)
+		if acct == nil {
+			return nil, ErrNotFound
+		}
+		lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
+		lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
 	}
-	if !lv.Fits(h, v.InFlightHeld) {
+	if !lv.Fits(h, ifs.held()) {
 		return nil, money.ErrAmountRange
 	}
+	sp.version++
 	res.placed = lv.Place(h, t)
-	l.storeHeld(res, lv, st)
+	l.storeHeld(res, lv, ifs)
 	if h.CountFree {
 		// Not waited for: a count lost in a crash only favours the client.
 		l.acct.setAccountCounters(accountID, lv.Account)
@@ -83,6 +171,9 @@ func (l *localLedger) ReserveHolds(accountID, keyHash string, decide func(Ledger
 	}
 	return res, nil
 }
+
+// Abandon lets go of the account's lock, if the snapshot holds it.
+func (l *localLedger) Abandon(st Stamp) { st.lock.release() }
 
 // heldScopes holds the scopes of heldLevels, on the caller's stack.
 type heldScopes struct{ key, ws, member levels.Scope }
@@ -140,12 +231,16 @@ func (l *localLedger) keepState(accountID string, st *inFlightState) {
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
 func (l *localLedger) Release(res *Reservation) error {
+	sp := &l.stripes[res.stripe]
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	l.k.Lock()
 	defer l.k.Unlock()
 	if res.done {
 		return ErrSettled
 	}
 	res.done = true
+	sp.version++
 	st := l.state(res.AccountID, now())
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
@@ -159,12 +254,32 @@ func (l *localLedger) Release(res *Reservation) error {
 // in-flight budget for the settlement window, and appends the generation
 // record. It returns once all of that is durable.
 func (l *localLedger) Settle(res *Reservation, c Charge) error {
+	b, err := l.settle(res, c)
+	if err != nil {
+		return err
+	}
+	if err := b.Wait(); err != nil {
+		return err
+	}
+	if c.Generation != nil {
+		l.publish(*c.Generation)
+	}
+	return nil
+}
+
+// settle applies the settlement in memory under the account's and the
+// kernel's locks and returns the batch that makes it durable.
+func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) {
+	sp := &l.stripes[res.stripe]
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	l.k.Lock()
+	defer l.k.Unlock()
 	if res.done {
-		l.k.Unlock()
-		return ErrSettled
+		return nil, ErrSettled
 	}
 	res.done = true
+	sp.version++
 	t := now()
 	st := l.state(res.AccountID, t)
 	var sc heldScopes
@@ -221,14 +336,7 @@ func (l *localLedger) Settle(res *Reservation, c Charge) error {
 	} else {
 		b = l.k.Pending()
 	}
-	l.k.Unlock()
-	if err := b.Wait(); err != nil {
-		return err
-	}
-	if c.Generation != nil {
-		l.publish(*c.Generation)
-	}
-	return nil
+	return b, nil
 }
 
 // cutScope splits a scope key "<account id>/<id>".
@@ -363,6 +471,25 @@ func (l *ledger) state(accountID string, t time.Time) *inFlightState {
 		delete(l.inFlight, accountID)
 	}
 	return st
+}
+
+// inFlightAt is the account's in-flight use at t: its running holds, the
+// settling costs not released by t, and the time until the next release;
+// read only (callers may hold the kernel's read lock).
+func (l *ledger) inFlightAt(accountID string, t time.Time) (running, settled money.Amount, next time.Duration) {
+	st := l.inFlight[accountID]
+	if st == nil {
+		return 0, 0, 0
+	}
+	settled = st.settled
+	i := st.head
+	for ; i < len(st.settling) && !st.settling[i].until.After(t); i++ {
+		settled -= st.settling[i].amount
+	}
+	if i < len(st.settling) {
+		next = st.settling[i].until.Sub(t)
+	}
+	return st.running, settled, next
 }
 
 // settle keeps a finished request's cost until the window ends. Windows are

@@ -250,7 +250,7 @@ func TestEffectiveRulesCachedAndInvalidated(t *testing.T) {
 		t.Fatalf("scopes %v", scopes)
 	}
 	// Settling charges does not invalidate the cache.
-	res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1}, func(LedgerView) error { return nil })
+	res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 			if i%2 == 1 {
 				k = k2
 			}
-			if res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1}, decide(1)); err == nil {
+			if res, err := reserveIf(s, acct.ID, k.Hash, Holds{Hold: 1}, decide(1)); err == nil {
 				mu.Lock()
 				admitted = append(admitted, res)
 				mu.Unlock()
@@ -339,7 +339,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 	}
 
 	// A BYOK request holds against the workspace only when it counts BYOK.
-	byok, err := s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true}, func(LedgerView) error { return nil })
+	byok, err := s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 	if _, _, err := s.SetWorkspaceBudget(acct.ID, ws.ID, BudgetDaily, 100, &on); err != nil {
 		t.Fatal(err)
 	}
-	byok, _ = s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true}, func(LedgerView) error { return nil })
+	byok, _ = s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true})
 	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 7 || v.Workspace.BudgetUsage(BudgetDaily, v.Now) != 4+3 {
 		t.Fatalf("BYOK counted: held %s, usage %s", v.WorkspaceHeld, v.Workspace.BudgetUsage(BudgetDaily, v.Now))
 	}
@@ -371,7 +371,7 @@ func TestReserveWorkspaceAndMemberHolds(t *testing.T) {
 	if _, _, err := s.SetWorkspaceBudget(acct.ID, ws.ID, BudgetDaily, 100, &off); err != nil {
 		t.Fatal(err)
 	}
-	byok, _ = s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true, Credits: 2}, func(LedgerView) error { return nil })
+	byok, _ = s.Reserve(acct.ID, k1.Hash, Holds{Hold: 7, KeyOnly: true, Credits: 2})
 	if v := s.view(t, acct.ID, k1.Hash); v.WorkspaceHeld != 2 || v.MemberHeld != 7 {
 		t.Fatalf("BYOK credit holds: workspace %s, member %s", v.WorkspaceHeld, v.MemberHeld)
 	}
@@ -393,7 +393,7 @@ func (s *Store) view(t *testing.T, accountID, keyHash string) LedgerView {
 	t.Helper()
 	var v LedgerView
 	errSeen := errors.New("seen")
-	if _, err := s.Reserve(accountID, keyHash, Holds{}, func(lv LedgerView) error { v = lv; return errSeen }); err != errSeen {
+	if _, err := reserveIf(s, accountID, keyHash, Holds{}, func(lv LedgerView) error { v = lv; return errSeen }); err != errSeen {
 		t.Fatal(err)
 	}
 	return v
@@ -405,7 +405,7 @@ func TestScopeUsagePersists(t *testing.T) {
 	s, acct, _, member := newOrgStore(t, dir)
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", CreatorUserID: &member.ID})
 	for _, c := range []Charge{{Cost: 5 * money.AmountScale / 4}, {Cost: 7, BYOK: true}} {
-		res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1, KeyOnly: c.BYOK}, func(LedgerView) error { return nil })
+		res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1, KeyOnly: c.BYOK})
 		if err != nil {
 			t.Fatal(err)
 		}

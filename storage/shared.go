@@ -264,5 +264,3 @@ func (s *Store) resync() error {
 // extra round trip): an inference request beyond it fails its reservation
 // with a *CeilingError. Nil removes it; nothing on Badger.
 func (s *Store) ShareKeyCeiling(c *KeyCeiling) { s.impl.shareKeyCeiling(c) }
-
-var _ Ledger = (*Store)(nil)

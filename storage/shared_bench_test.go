@@ -44,7 +44,7 @@ func sharedBenchStore(b *testing.B) (*Store, Account, APIKey) {
 // reserveSettle is one inference request's ledger calls: an in-flight
 // hold, then a charge with a settlement window and a generation record.
 func reserveSettle(b *testing.B, s *Store, a Account, k APIKey) {
-	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, admitAll)
+	res, err := s.Reserve(a.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000})
 	if err != nil {
 		b.Error(err) // not Fatal: RunParallel's goroutines may not end the benchmark
 		return

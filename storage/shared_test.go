@@ -61,7 +61,7 @@ func TestSharedRecordsReachTheOtherReplica(t *testing.T) {
 	// A charge at B, then a change of the key's record at A that B had
 	// not yet seen the charge of: B keeps the charge.
 	hold := money.Amount(money.AmountScale)
-	res, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, func(LedgerView) error { return nil })
+	res, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestSharedReserveIsExactAcrossReplicas(t *testing.T) {
 			defer wg.Done()
 			<-start
 			r := reps[i%3]
-			res, err := r.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+			res, err := reserveIf(r, acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
 			if err != nil {
 				return
 			}
@@ -190,7 +190,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	k, _, _ := a.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
 	hold := money.Amount(money.AmountScale)
 	// A's running request renews its lease past its first term.
-	res, err := a.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+	res, err := reserveIf(a, acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	}
 	// Then A "dies" holding another: its lease keeper stops, and B's
 	// reaper releases the hold once the lease lapses.
-	if _, err := a.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
+	if _, err := reserveIf(a, acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
 		t.Fatal(err)
 	}
 	leases := func() int64 {
@@ -275,11 +275,11 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 		return atDying && atB
 	})
 	// One request runs at a live replica, one at a replica that dies.
-	running, err := alive.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
+	running, err := reserveIf(alive, acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dying.Reserve(acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
+	if _, err := reserveIf(dying, acct.ID, k.Hash, Holds{Hold: hold}, capDecide(hold)); err != nil {
 		t.Fatal(err)
 	}
 	dying.stopFollowing() // its lease, renewed a third of a lease ago at most, lapses during the outage
@@ -299,7 +299,7 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 	if got := held(); got != 2*hold {
 		t.Fatalf("%v after Redis came back, B holds %s; want both holds (%s)", time.Since(restarted), got, 2*hold)
 	}
-	if _, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: 2 * hold}, capDecide(2*hold)); err == nil {
+	if _, err := reserveIf(b, acct.ID, k.Hash, Holds{Hold: 2 * hold}, capDecide(2*hold)); err == nil {
 		t.Fatal("B admitted 2 credits on a key capped at 3 while 2 are held")
 	}
 	// The dead replica's hold is released a lease later; the live one's,

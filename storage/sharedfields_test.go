@@ -42,7 +42,7 @@ func TestSharedDecodedFieldsMatchTheirStrings(t *testing.T) {
 	k, _, _ := a.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
 	eventually(t, time.Second, "key reaches B", func() bool { _, ok := b.APIKey(k.Hash); return ok })
 	for i, r := range []*Store{a, b, a} {
-		res, err := r.Reserve(acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
+		res, err := reserveIf(r, acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestSharedDecodedFieldsMatchTheirStrings(t *testing.T) {
 		}
 	}
 	// One request still running: its hold record is a field too.
-	if _, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000)); err != nil {
+	if _, err := reserveIf(b, acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000)); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []*Store{a, b} {
@@ -71,7 +71,7 @@ func TestSharedLevelsDoNotChangeTheKeptValues(t *testing.T) {
 	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
 	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
 	for range 2 {
-		res, err := s.Reserve(acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
+		res, err := reserveIf(s, acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
 		if err != nil {
 			t.Fatal(err)
 		}

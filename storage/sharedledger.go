@@ -36,14 +36,15 @@ import (
 //	h:<res id> one running request's holds (holdRecord), with its lease
 //	           in the sorted set "<prefix>~leases" (score: expiry, ms)
 //
-// Reserve runs the gateway's decide on the replica's in-memory copy of
-// these fields, computes the new fields and sends them with the exact
-// strings it read to one script (casScript), which writes them only if
-// every field it read is unchanged; otherwise it answers the current
-// strings, the replica adopts them and decides again. So a decision is
-// always made on the figures it is applied to, over every level of the
-// account at once, as under the one lock of a single process; one round
-// trip when the replica's copy is fresh. Settle and Release are the same
+// A snapshot is the replica's in-memory copy of these fields; the
+// gateway decides on it, and Commit computes the new fields and sends
+// them with the exact strings the snapshot read to one script
+// (casScript), which writes them only if every field read is unchanged;
+// otherwise it answers the current strings, the replica adopts them and
+// the gateway decides again. So a decision is always applied to the
+// figures it was made on, over every level of the account at once, as
+// under the one lock of a single process; one round trip when the
+// replica's copy is fresh. Settle and Release are the same
 // script, and Settle also writes the generation record, once (a repeated
 // Settle finds it and changes nothing). A lease that expires (its replica
 // died) is released by any replica's reaper with the same script, which
@@ -696,70 +697,101 @@ func (fs moneyFields) set(name, raw string, val any) {
 	}
 }
 
-// maxAttempts bounds the retries of one ledger call: each retry follows
-// another writer's success, so only a storm of them exhausts it.
-const maxAttempts = 100
-
-// errContended is returned when maxAttempts scripts all found the figures
-// changed.
-var errContended = errors.New("ledger: the account's counters kept changing")
-
-// ReserveHolds decides on the replica's copy of the account's fields
-// and places the holds with one script that re-checks them.
-func (l *sharedLedger) ReserveHolds(accountID, keyHash string, decide func(LedgerView) (Holds, error)) (*Reservation, error) {
+// Snapshot reads the account's fields as its queued scripts leave them
+// (under the queue's lock, held on when exclusive, so that no decision of
+// this replica on the account runs beside it).
+func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error) {
 	q := l.queueOf(accountID)
-	resID := newReservationID()
-	member := accountID + "\n" + resID
-	for range maxAttempts {
-		res, p, lead, err := l.queueReserve(q, accountID, keyHash, resID, member, decide)
-		if err != nil {
-			return nil, err
-		}
-		status, err := l.await(q, p, lead)
-		if err != nil {
-			return nil, err
-		}
-		if status == 1 {
-			l.liveMu.Lock()
-			l.live[member] = accountID
-			l.ids[res] = resID
-			l.liveMu.Unlock()
-			return res, nil
-		}
-	}
-	return nil, errContended
-}
-
-// queueReserve decides a reservation on the account's fields as its queued
-// scripts leave them, and queues the script that applies its holds.
-func (l *sharedLedger) queueReserve(q *acctQueue, accountID, keyHash, resID, member string, decide func(LedgerView) (Holds, error)) (*Reservation, *queued, bool, error) {
-	defer l.lockQueue(q)()
+	unlock := l.lockQueue(q)
 	t := now()
 	l.k.RLock()
 	lv, err := l.readLevels(l.view(q, accountID), accountID, keyHash, "", "", "")
 	l.k.RUnlock()
 	if err != nil {
-		return nil, nil, false, err
+		unlock()
+		return LedgerView{}, Stamp{}, err
+	}
+	st := Stamp{accountID: accountID, keyHash: keyHash, at: t, shared: lv, queue: q}
+	if exclusive {
+		st.lock = &accountLock{unlock: unlock}
+	} else {
+		unlock()
 	}
 	v, _ := lv.view(t)
-	h, err := decide(v)
-	if err != nil {
-		return nil, nil, false, err
+	st.inFlightHeld = v.InFlightHeld
+	return v, st, nil
+}
+
+// Commit places the holds with one script that re-checks every field the
+// snapshot read: first against the fields as this replica's queued scripts
+// leave them (a decision on older strings would fail, and fail the rest of
+// its batch with it), then in Redis against what other replicas wrote.
+func (l *sharedLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
+	q := st.queue
+	if st.lock == nil {
+		st.lock = &accountLock{unlock: l.lockQueue(q)}
+	} else if st.lock.released {
+		return nil, ErrStale
 	}
-	if !lv.figures.Fits(h, v.InFlightHeld) {
+	res, p, lead, err := l.queueCommit(st, h)
+	st.lock.release()
+	if err != nil {
+		return nil, err
+	}
+	status, err := l.await(q, p, lead)
+	if err != nil {
+		return nil, err
+	}
+	if status != 1 {
+		return nil, ErrStale // the current fields are adopted: decide again
+	}
+	l.liveMu.Lock()
+	l.live[p.sc.leaseMember] = res.AccountID
+	l.ids[res] = p.sc.leaseMember[len(res.AccountID)+1:]
+	l.liveMu.Unlock()
+	return res, nil
+}
+
+// queueCommit queues the script of a snapshot's holds if the fields it
+// read are still those the account's queued scripts leave. Callers hold
+// the queue's lock.
+func (l *sharedLedger) queueCommit(st Stamp, h Holds) (*Reservation, *queued, bool, error) {
+	lv, q := st.shared, st.queue
+	l.k.RLock()
+	fresh := lv.hold == nil && lv.unchanged(l.view(q, st.accountID))
+	l.k.RUnlock()
+	if !fresh {
+		return nil, nil, false, ErrStale
+	}
+	if !lv.figures.Fits(h, st.inFlightHeld) {
 		return nil, nil, false, money.ErrAmountRange
 	}
-	res := &Reservation{AccountID: accountID, KeyHash: keyHash, Holds: h}
-	rec := lv.place(res, t)
+	resID := newReservationID()
+	res := &Reservation{AccountID: st.accountID, KeyHash: st.keyHash, Holds: h}
+	rec := lv.place(res, st.at)
 	lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
 	triples, values := lv.writes()
-	sc := script{accountID: accountID, leaseOp: "add", leaseMember: member,
-		leaseScore: t.Add(l.lease).UnixMilli(), triples: triples, values: values}
-	if c := l.keyCeiling.Load(); c != nil && keyHash != "" {
-		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+keyHash
+	sc := script{accountID: st.accountID, leaseOp: "add", leaseMember: st.accountID + "\n" + resID,
+		leaseScore: st.at.Add(l.lease).UnixMilli(), triples: triples, values: values}
+	if c := l.keyCeiling.Load(); c != nil && st.keyHash != "" {
+		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+st.keyHash
 	}
 	p, lead := q.enqueue(sc)
 	return res, p, lead, nil
+}
+
+// Abandon lets go of the account's lock, if the snapshot holds it.
+func (l *sharedLedger) Abandon(st Stamp) { st.lock.release() }
+
+// unchanged reports whether every field the levels were read from still
+// reads the same in fv. Callers hold the kernel's lock.
+func (lv *fieldLevels) unchanged(fv fieldView) bool {
+	for _, f := range [...]*fieldRead{&lv.acctField, &lv.keyField, &lv.wsField, &lv.memberField} {
+		if f.name != "" && fv.get(f.name).raw != f.read {
+			return false
+		}
+	}
+	return true
 }
 
 // view is the LedgerView of these levels at t, and the in-flight state.
@@ -862,7 +894,7 @@ func (l *sharedLedger) Settle(res *Reservation, c Charge) error {
 			return nil
 		}
 	}
-	return errContended
+	return ErrContended
 }
 
 // queueSettle computes a settlement on the account's fields as its queued
@@ -954,7 +986,7 @@ func (l *sharedLedger) Release(res *Reservation) error {
 			return nil
 		}
 	}
-	return errContended
+	return ErrContended
 }
 
 // queueRelease queues the script that takes a reservation's holds off the
@@ -1129,7 +1161,7 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) (bo
 			return status == 1, err
 		}
 	}
-	return false, errContended
+	return false, ErrContended
 }
 
 // refreshLocked re-reads an account's fields. Callers hold the account's

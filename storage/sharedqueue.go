@@ -7,10 +7,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// One account's scripts of this replica are decided one at a time but sent
+// One account's scripts of this replica are queued one at a time but sent
 // in batches. A request decides on the account's fields as the scripts
 // already queued or in flight will leave them (spec over raw), queues its
-// script and, unless another request is sending, sends every queued script
+// script if they still read so (Commit) and, unless another request is
+// sending, sends every queued script
 // in one pipeline: one round trip (and, with appendfsync always, one
 // fsync) for all of them, where each used to wait for the one before.
 //

@@ -137,7 +137,7 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 			if i%2 == 0 {
 				keyHash = "" // no key: no ceiling
 			}
-			res, err := st.Reserve(acct.ID, keyHash, Holds{Hold: 1000, InFlight: 1000}, func(LedgerView) error { return nil })
+			res, err := st.Reserve(acct.ID, keyHash, Holds{Hold: 1000, InFlight: 1000})
 			var ce *CeilingError
 			switch {
 			case errors.As(err, &ce):

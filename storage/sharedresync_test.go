@@ -203,7 +203,7 @@ func TestSharedNotSyncedRefusesAdmission(t *testing.T) {
 	}
 	eventually(t, time.Second, "the key reaches B", func() bool { _, ok := b.APIKey(k.Hash); return ok })
 	reserve := func() error {
-		res, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: 1}, func(LedgerView) error { return nil })
+		res, err := b.Reserve(acct.ID, k.Hash, Holds{Hold: 1})
 		if err == nil {
 			return b.Release(res)
 		}

@@ -13,7 +13,7 @@ func TestSubscribeGenerations(t *testing.T) {
 	var got []string
 	cancel := s.SubscribeGenerations(func(g Generation) { got = append(got, g.ID) })
 	settle := func(id string) {
-		res, err := s.Reserve(acct.ID, key.Hash, Holds{Hold: 1}, func(LedgerView) error { return nil })
+		res, err := s.Reserve(acct.ID, key.Hash, Holds{Hold: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -589,7 +589,7 @@ func TestAdminCredits(t *testing.T) {
 // through the store's ledger, at the store's (real) clock.
 func charge(t *testing.T, s *storage.Store, accountID, keyHash string, cost money.Amount, byok bool) {
 	t.Helper()
-	res, err := s.Reserve(accountID, keyHash, storage.Holds{}, func(storage.LedgerView) error { return nil })
+	res, err := s.Reserve(accountID, keyHash, storage.Holds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +759,7 @@ func countFreeRequests(t *testing.T, s *storage.Store, accountID string, n int64
 		return time.Now().UTC().Truncate(24 * time.Hour), 0
 	}
 	for range n {
-		res, err := s.Reserve(accountID, "", storage.Holds{CountFree: true}, func(storage.LedgerView) error { return nil })
+		res, err := s.Reserve(accountID, "", storage.Holds{CountFree: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,11 +30,13 @@
 //  3. A reservation or a settlement is one atomic operation over all of its
 //     levels (key cap and its reset windows, account balance and in-flight
 //     budget, workspace budget, member and guardrail limits, free-model
-//     counters): the ledger (storage.Ledger) checks and changes them all
-//     under one Lock, so two requests can never both fit in the same room.
-//     This is why there is one lock for every domain rather than one per
-//     store: admission reads accounts, keys, workspaces and members at one
-//     instant.
+//     counters): the ledger (storage.Ledger) reads them all at one instant
+//     for the admission decision (a snapshot, under RLock) and places the
+//     holds decided under one Lock only if none of them changed meanwhile
+//     (compare and set), so two requests can never both fit in the same
+//     room. This is why there is one lock for every domain rather than one
+//     per store: admission reads accounts, keys, workspaces and members at
+//     one instant.
 //  4. Record kinds are registered, not hard-coded: each domain store calls
 //     Register with its key prefix, a Load that decodes one stored record
 //     into memory, a Reset that empties its records in memory (a full
