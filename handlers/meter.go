@@ -52,15 +52,11 @@ func errInternal() *apierror.Error {
 // search runs, the attempts go to their providers in turn until one
 // answers, and settle charges what the answer used.
 func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
-	if st.id == nil || st.id.Management {
-		m.logger.Error("inference request without an authenticated regular key")
+	if st.id == nil || st.id.Management || st.store == nil {
+		m.logger.Error("inference request without an authenticated regular key or a store")
 		return apierror.Fail(r, errInternal())
 	}
-	store, err := m.gw.Store()
-	if err != nil {
-		return apierror.Fail(r, errInternal())
-	}
-	st.store = store
+	store := st.store
 	if apiErr := m.reserve(st); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}

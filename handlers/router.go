@@ -133,7 +133,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	f, apiErr := validateInference(st.sub, body)
 	var route *Route
 	if apiErr == nil {
-		route, apiErr = rt.route(st.sub, body, f, st.id)
+		route, apiErr = rt.route(st, body, f)
 	}
 	if apiErr == nil && route.parsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
@@ -144,7 +144,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		apiErr = route.chatSearch(st.plan)
 	}
 	if apiErr == nil {
-		apiErr = rt.checkEndUser(st.id, route)
+		apiErr = rt.checkEndUser(st, route)
 	}
 	if apiErr == nil {
 		// Bounded on the longest body any provider receives: the model id
@@ -213,7 +213,8 @@ func withQuery(path string, r *http.Request) string {
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
 // validateInference.
-func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
+func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Route, *apierror.Error) {
+	sub := st.sub
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
 	if apiErr == nil && sub == "/messages" {
@@ -243,7 +244,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	var excluded string         // the preference that excluded the last endpoint
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
 	available := false
-	rules, apiErr := rt.rulesFor(id)
+	rules, apiErr := rulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -262,7 +263,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		}
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have (privaterouting.go).
-		candidates, refused := rt.privateAttempts(modelID, m, id)
+		candidates, refused := rt.privateAttempts(modelID, m, st)
 		if refusal == nil {
 			refusal = refused
 		}
@@ -280,7 +281,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			return nil, refusalError(denied)
 		}
 		if ok {
-			candidates = appendAttempts(candidates, rt.candidates(m, id))
+			candidates = appendAttempts(candidates, rt.candidates(m, st))
 		}
 		candidates, denied := policy.AllowedEndpoints(rules, candidates, attemptEndpoint)
 		if denied != nil {
@@ -419,10 +420,10 @@ func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
 // credential), then
 // those with the operator's key. A provider without an operator key is
 // usable only through BYOK.
-func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
+func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
 	var out []Attempt
 	byok := map[*catalog.Provider]bool{}
-	for _, a := range rt.byokAttempts(m, id) {
+	for _, a := range rt.byokAttempts(m, st) {
 		byok[a.Provider] = true
 		out = append(out, a)
 	}
@@ -438,16 +439,13 @@ func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
 // the calling key's workspace holds a credential that admits this request
 // (another workspace's credentials never serve it), until fn returns
 // false. Memory only; nothing when BYOK is off.
-func (rt *Router) byokCredentials(m *catalog.Model, id *gateway.Identity, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
-	if rt.gw == nil || id == nil || id.Management {
+func (rt *Router) byokCredentials(m *catalog.Model, st *requestState, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
+	id, store := st.id, st.store
+	if rt.gw == nil || id == nil || id.Management || store == nil {
 		return
 	}
 	sealer := rt.gw.BYOKSealer()
 	if sealer == nil {
-		return
-	}
-	store, err := rt.gw.Store()
-	if err != nil {
 		return
 	}
 	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
@@ -466,9 +464,9 @@ func (rt *Router) byokCredentials(m *catalog.Model, id *gateway.Identity, fn fun
 
 // byokAttempts are the providers of m the caller reaches with its
 // workspace's own keys, the keys opened.
-func (rt *Router) byokAttempts(m *catalog.Model, id *gateway.Identity) []Attempt {
+func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []Attempt {
 	var out []Attempt
-	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
+	rt.byokCredentials(m, st, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
 		key, err := c.Open(sealer)
 		if err != nil {
 			// Sealed under another byok_encryption_key, or damaged.
@@ -491,9 +489,9 @@ func (rt *Router) log() *zap.Logger {
 
 // reachableByBYOK reports whether the caller's workspace holds a credential
 // admitting this caller for some provider of m (without opening it).
-func (rt *Router) reachableByBYOK(m *catalog.Model, id *gateway.Identity) bool {
+func (rt *Router) reachableByBYOK(m *catalog.Model, st *requestState) bool {
 	found := false
-	rt.byokCredentials(m, id, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
+	rt.byokCredentials(m, st, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
 		found = true
 		return false
 	})

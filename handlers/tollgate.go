@@ -186,6 +186,10 @@ func (t *Tollgate) Cleanup() error {
 type requestState struct {
 	kind admin.RouteKind // classified once, from the path
 	sub  string          // the path below admin.APIPrefix
+	// store is the gateway's store, resolved once by ServeHTTP (which
+	// refuses the request when it cannot be had): every stage after it
+	// reads and writes through this one.
+	store *storage.Store
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
@@ -193,7 +197,6 @@ type requestState struct {
 	route *Route            // the model, providers and attempts; nil when not routed
 
 	// Set by the meter.
-	store  *storage.Store
 	res    *storage.Reservation
 	clamp  *outputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
@@ -222,7 +225,11 @@ type requestState struct {
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
-		if apiErr := t.refuseWhileUnavailable(r, 0, true); apiErr != nil {
+		store, apiErr := t.openStore()
+		if apiErr == nil {
+			apiErr = t.refuseWhileUnavailable(r, store, 0, true)
+		}
+		if apiErr != nil {
 			return apierror.Fail(r, apiErr)
 		}
 		return t.admin.ServeSCIM(w, r)
@@ -233,7 +240,11 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return next.ServeHTTP(w, r)
 	}
 	st.inference = st.kind == admin.RouteInference && isInferencePost(r, st)
-	if apiErr := t.refuseWhileUnavailable(r, st.kind, false); apiErr != nil {
+	var apiErr *apierror.Error
+	if st.store, apiErr = t.openStore(); apiErr == nil {
+		apiErr = t.refuseWhileUnavailable(r, st.store, st.kind, false)
+	}
+	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
@@ -241,7 +252,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	}
 	switch st.kind {
 	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
-		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
+		return t.admin.Serve(w, r, st.store, st.id, st.kind, st.sub)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
 }
