@@ -30,8 +30,10 @@ import (
 // read usage from it. It serves the model lists (GET /models and
 // GET /models/user) itself.
 //
-// For reverse_proxy it sets the request's Host and the provider's
-// Authorization, and the placeholders
+// It changes nothing on the request: its plan (the *Route in the request
+// state) holds the endpoints in order and what each is sent, and the
+// meter points its own copy of the request at each attempt, with the
+// provider's Host and key, and the placeholders
 //
 //	{tollgate.upstream.dial}         the provider's host:port (a private endpoint's checked IP:port)
 //	{tollgate.upstream.uri}          path below /api/v1 under the provider's base path, with the query
@@ -41,7 +43,7 @@ import (
 //	{tollgate.model}                 the public model id
 //	{tollgate.provider}              the provider's name
 //
-// and puts the *Route in the request state for the meter. It answers
+// which the pipeline maps once the request is planned. It answers
 // the other requests of its routes itself (catalogroutes.go): nothing but
 // an inference POST reaches a provider.
 type Router struct {
@@ -126,9 +128,10 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 	return rt.serveGateway(w, r, st)
 }
 
-// plan checks an inference request's body (read by readBody) and routes it: st.route gets the
-// attempts, and the request is pointed at the first one (the provider's
-// key and Host; the placeholders for reverse_proxy).
+// plan checks an inference request's body (read by readBody) and routes
+// it: st.route gets the attempts, the header and query they are sent
+// with, and the first attempt prepared (its body is the one the input
+// estimate counts). r is read, never changed.
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
 	f, apiErr := validateInference(st.sub, body)
 	var route *Route
@@ -160,37 +163,48 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		return apiErr
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
-	r.URL.RawQuery = withoutCredentialParams(r.URL.RawQuery)
-	route.uri = withQuery(st.sub, r)
+	route.query = withoutCredentialParams(r.URL.RawQuery)
+	route.uri = st.sub
+	if route.query != "" {
+		route.uri += "?" + route.query
+	}
 	st.route = route
-	// The header map is shared with the request Caddy logs: copy it before
-	// adding the provider's key (the operator's, or the account's own BYOK
-	// secret, which must never reach a log, even with log_credentials).
-	r.Header = upstreamHeader(r.Header)
-	delete(r.Header, "Accept-Encoding") // canonical: no per-request canonicalization
-	dropClientCredentials(r.Header)
+	// The attempts' header is a copy of the client's: the client's request
+	// (and its header map) is left as it came.
+	h := upstreamHeader(r.Header)
+	delete(h, "Accept-Encoding") // canonical: no per-request canonicalization
+	dropClientCredentials(h)
 	// The body was read whole, so it is not forwarded as it arrives; and
 	// reverse_proxy with request_buffers (an operator's option) refuses a
 	// request that asks for that.
-	delete(r.Header, "Incremental")
+	delete(h, "Incremental")
 	if route.Kind == dialect.Messages {
-		route.betas = rt.allowedBetas(r.Header)
-		dropAnthropicHeaders(r.Header)
+		route.betas = rt.allowedBetas(h)
+		dropAnthropicHeaders(h)
 	}
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Map(route.placeholder)
-	}
-	if err := route.apply(r, 0); err != nil {
+	route.header = h
+	if err := route.prepare(0); err != nil {
 		return apierror.BadRequest("Request body is not valid JSON")
 	}
 	// Estimated on the body as the first provider receives it.
-	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	route.InputTokens = billing.EstimateTokens(len(route.sent))
 	return nil
+}
+
+// mapPlaceholders exposes the route's placeholders (Router) to
+// reverse_proxy and the logs; they name the current attempt.
+func mapPlaceholders(r *http.Request, route *Route) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Map(route.placeholder)
+	}
 }
 
 // upstreamHeader copies the map of a request's header, not its values: the
 // gateway replaces or deletes whole entries of the copy, never edits a value
 // slice, and reverse_proxy deep-copies the header before it changes any.
+// The provider's key is added only to the copy the transport sends (the
+// operator's, or the account's own BYOK secret, which must never reach a
+// log, even with log_credentials).
 // Header.Clone would also copy every value (one more allocation and a copy
 // of every header, per request).
 func upstreamHeader(h http.Header) http.Header {
@@ -199,14 +213,6 @@ func upstreamHeader(h http.Header) http.Header {
 		c[k] = v
 	}
 	return c
-}
-
-// withQuery appends the request's query to an upstream path.
-func withQuery(path string, r *http.Request) string {
-	if r.URL.RawQuery != "" {
-		return path + "?" + r.URL.RawQuery
-	}
-	return path
 }
 
 // route finds the request's model (and its `models` fallbacks) in the

@@ -146,7 +146,14 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
-	return next.ServeHTTP(w, r)
+	// As the pipeline and the meter do: the placeholders, and the first
+	// attempt applied to the meter's copy of the request.
+	mapPlaceholders(r, st.route)
+	out := withRoute(r, st.route)
+	if err := st.route.apply(out, 0); err != nil {
+		return err
+	}
+	return next.ServeHTTP(w, out)
 }
 
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {

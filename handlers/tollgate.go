@@ -287,8 +287,11 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
 	}
+	if apiErr == nil {
+		mapPlaceholders(r, st.route)
+	}
 	if apiErr == nil && st.fetch != nil && st.fetch.tool != nil {
-		apiErr = st.fetch.tool.restrictAttempts(r, st.route, t.fetch.brand())
+		apiErr = st.fetch.tool.restrictAttempts(st.route, t.fetch.brand())
 	}
 	if apiErr == nil {
 		apiErr = t.moderate(r, st, body)
