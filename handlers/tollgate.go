@@ -22,7 +22,8 @@ import (
 
 // Tollgate is the gateway's one HTTP handler. It runs the fixed pipeline
 // of every request, in this order, with no stage that configuration can
-// leave out or reorder:
+// leave out or reorder, each stage reading the store that ServeHTTP looked
+// up once, at the start (a store that cannot be had is a 503 there):
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
@@ -30,12 +31,14 @@ import (
 //     (contentfilter.go), rewrite web search (WebSearch), fetch the
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (webfetchmw.go, webfetchtool.go), check the body
-//     and route it to its model's providers (Router), plan the moderation
+//     and plan its route: the model's providers and what each is sent,
+//     changing nothing on the request (Router); plan the moderation
 //     the model or the request needs (moderation.go), or serve the model
 //     lists;
 //  4. hold its cost, ask the moderation provider, run a gateway-side
-//     search, try the providers in turn through reverse_proxy, and charge
-//     what the answer used (Meter).
+//     search, send each attempt in turn through reverse_proxy on the
+//     meter's own copy of the request, and charge what the answer used
+//     (Meter).
 //
 // Each attempt goes through Caddy's own reverse_proxy, provisioned inside
 // this handler (HTTPSProxyRaw, HTTPProxyRaw): no route leads to it, and the
