@@ -262,7 +262,7 @@ func TestAdminStoreUnavailable(t *testing.T) {
 	acct := c.gw.Account(t, storage.AccountOrganization)
 	_, mgmt := c.gw.ManagementKey(t, acct, nil)
 	c.auth.gw = &brokenGateway{c.gw}
-	c.do(t, "GET", "/api/v1/keys", mgmt, "").WantError(t, http.StatusInternalServerError, "Internal Server Error")
+	c.do(t, "GET", "/api/v1/keys", mgmt, "").WantError(t, http.StatusServiceUnavailable, msgStoreUnavailable)
 }
 
 // brokenGateway fails to open its store.

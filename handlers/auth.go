@@ -96,7 +96,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		}
 		return apierror.New(http.StatusUnauthorized, msgMissingAuth)
 	}
-	id, apiErr := a.identify(secret, st.kind)
+	id, apiErr := a.identify(st.store, secret, st.kind)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -111,12 +111,11 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 	return nil
 }
 
-// identify resolves the key and checks that it may call a route of kind.
-func (a *Auth) identify(secret string, kind admin.RouteKind) (*gateway.Identity, *apierror.Error) {
-	store, err := a.gw.Store()
-	if err != nil {
-		a.logger.Error("store unavailable", zap.Error(err))
-		return nil, apierror.New(http.StatusInternalServerError, "Internal Server Error")
+// identify resolves the key in the request's store and checks that it
+// may call a route of kind.
+func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKind) (*gateway.Identity, *apierror.Error) {
+	if store == nil {
+		return nil, errStoreUnavailable() // no key can be known: none is taken
 	}
 	p, err := store.Authenticate(secret)
 	if errors.Is(err, storage.ErrNotFound) {

@@ -24,9 +24,9 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *reque
 	author, slug, isEndpoints := endpointsPath(sub)
 	switch {
 	case get && sub == "/models":
-		return rt.serveModels(w, r, st.id, false)
+		return rt.serveModels(w, r, st, false)
 	case get && sub == "/models/user":
-		return rt.serveModels(w, r, st.id, true)
+		return rt.serveModels(w, r, st, true)
 	case get && sub == "/models/count":
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(rt.catalog().Models())}})
 	case get && sub == "/providers":

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
-	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -21,8 +20,8 @@ import (
 // filtersFor returns the content filters in force for the caller; a
 // store that cannot be had refuses the request (503), since its filters
 // are unknown.
-func (rt *Router) filtersFor(id *gateway.Identity) (contentfilter.Set, *apierror.Error) {
-	rules, apiErr := rt.rulesFor(id)
+func (rt *Router) filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
+	rules, apiErr := rulesFor(st)
 	if apiErr != nil || rules == nil {
 		return nil, apiErr
 	}
@@ -38,7 +37,7 @@ func (rt *Router) filtersFor(id *gateway.Identity) (contentfilter.Set, *apierror
 // back in the body; flags go to the request state for the generation
 // record.
 func (rt *Router) filterBody(st *requestState, body []byte) ([]byte, *apierror.Error) {
-	set, apiErr := rt.filtersFor(st.id)
+	set, apiErr := rt.filtersFor(st)
 	if apiErr != nil || set == nil {
 		return body, apiErr
 	}
@@ -56,7 +55,7 @@ func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
 	if st.plan == nil || st.plan.query == "" {
 		return nil
 	}
-	set, apiErr := rt.filtersFor(st.id)
+	set, apiErr := rt.filtersFor(st)
 	if apiErr != nil || set == nil {
 		return apiErr
 	}

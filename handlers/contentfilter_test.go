@@ -23,10 +23,10 @@ func TestContentFiltersFailClosed(t *testing.T) {
 	if _, apiErr := rt.filterBody(st, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("store down: %v, want 503", apiErr)
 	}
-	if _, apiErr := rt.rulesFor(st.id); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := rulesFor(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor with the store down: %v, want 503", apiErr)
 	}
-	if rt.modelsFor(st.id) != nil {
+	if ms, apiErr := rt.modelsFor(st); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatal("models listed with unknown guardrails")
 	}
 	st.plan = &searchPlan{query: "q"}
@@ -59,7 +59,7 @@ func TestContentFiltersFromRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := Router{gw: gw}
-	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}}
+	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage}
 	if _, apiErr := rt.filterBody(st, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("block: %v", apiErr)
 	}

@@ -90,7 +90,7 @@ func (rt *Router) countedModel(st *requestState, model string) (*catalog.Model, 
 	if !ok {
 		return nil, apierror.BadRequest(fmt.Sprintf("model: unknown model %q", model))
 	}
-	rules, apiErr := rt.rulesFor(st.id)
+	rules, apiErr := rulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}

@@ -42,8 +42,9 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	add("acme/local", "https://localhost:8443/v1")
 	meta := add("acme/meta", "http://169.254.169.254/v1")
 	id := &gateway.Identity{Principal: storage.Principal{AccountID: acct.ID}}
+	st := &requestState{id: id, store: gw.Storage}
 
-	atts, refusal := rt.privateAttempts("acme/local", nil, id)
+	atts, refusal := rt.privateAttempts("acme/local", nil, st)
 	if refusal != nil || len(atts) != 1 {
 		t.Fatalf("loopback allowed: %v, %d attempts", refusal, len(atts))
 	}
@@ -56,7 +57,7 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 		t.Fatalf("server_name %v", v)
 	}
 
-	_, refusal = rt.privateAttempts("acme/meta", nil, id)
+	_, refusal = rt.privateAttempts("acme/meta", nil, st)
 	if refusal == nil || refusal.Status != http.StatusForbidden ||
 		!strings.Contains(refusal.Message, "Private endpoint "+meta+" is refused by the gateway's customer_egress policy: 169.254.169.254") {
 		t.Fatalf("metadata address: %+v", refusal)
@@ -65,11 +66,11 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	// The default policy refuses loopback too, and the request is answered
 	// with the refusal when no other provider serves the model.
 	gw.Egress = egress.New(nil)
-	if atts, refusal := rt.privateAttempts("acme/local", nil, id); len(atts) != 0 || refusal == nil || refusal.Status != http.StatusForbidden {
+	if atts, refusal := rt.privateAttempts("acme/local", nil, st); len(atts) != 0 || refusal == nil || refusal.Status != http.StatusForbidden {
 		t.Fatalf("default policy: %d attempts, %+v", len(atts), refusal)
 	}
 	gw.Egress = egress.New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
-	if _, refusal := rt.privateAttempts("acme/local", nil, id); refusal == nil {
+	if _, refusal := rt.privateAttempts("acme/local", nil, st); refusal == nil {
 		t.Fatal("an allow list without loopback accepted localhost")
 	}
 }

@@ -52,15 +52,11 @@ func errInternal() *apierror.Error {
 // search runs, the attempts go to their providers in turn until one
 // answers, and settle charges what the answer used.
 func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
-	if st.id == nil || st.id.Management {
-		m.logger.Error("inference request without an authenticated regular key")
+	if st.id == nil || st.id.Management || st.store == nil {
+		m.logger.Error("inference request without an authenticated regular key or a store")
 		return apierror.Fail(r, errInternal())
 	}
-	store, err := m.gw.Store()
-	if err != nil {
-		return apierror.Fail(r, errInternal())
-	}
-	st.store = store
+	store := st.store
 	if apiErr := m.reserve(st); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
@@ -74,7 +70,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 		}
 	}
 	// The output limit the reservation fitted reaches the first attempt's body.
-	if err := st.clamp.apply(r); err != nil {
+	if err := st.clamp.apply(); err != nil {
 		_ = store.Release(st.res)
 		return apierror.Fail(r, errInternal())
 	}
@@ -187,15 +183,16 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 
 // attempt sends each of the route's attempts to its provider in turn,
 // until one answers or fails in a way the next provider would not fix,
-// and settles.
+// and settles. r is the meter's own copy of the client's request
+// (withRoute): each attempt is applied to it once, here.
 func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
 	route := st.route
 	for i := 0; ; i++ {
 		if i > 0 {
 			resetHeader(w, st.header)
-			if err := route.apply(r, i); err != nil {
-				break
-			}
+		}
+		if err := route.apply(r, i); err != nil {
+			break
 		}
 		mw := newMeterWriter(w, route.Kind)
 		mw.genID = st.genID

@@ -23,7 +23,7 @@ const maxModelsLimit = 1000
 // GET /models/user (the models the calling key can use). With both offset
 // and limit omitted the whole list is returned; otherwise one page and a
 // link to the next.
-func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *gateway.Identity, perUser bool) error {
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *requestState, perUser bool) error {
 	q := r.URL.Query()
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
 	if paged {
@@ -37,8 +37,11 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, id *gatewa
 	}
 
 	var models []*catalog.Model
-	if perUser || filtersCatalog(id) {
-		models = rt.modelsFor(id)
+	if perUser || filtersCatalog(st.id) {
+		var apiErr *apierror.Error
+		if models, apiErr = rt.modelsFor(st); apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
 	} else {
 		models = rt.catalog().Models()
 	}
@@ -86,20 +89,21 @@ func filtersCatalog(id *gateway.Identity) bool {
 // operator's key or with one of the account's BYOK credentials.
 // The caller's guardrails narrow it (package policy): a model they do
 // not admit, or whose usable providers they all exclude, is left out.
-func (rt *Router) modelsFor(id *gateway.Identity) []*catalog.Model {
+// Guardrails that cannot be read refuse the listing (rulesFor).
+func (rt *Router) modelsFor(st *requestState) ([]*catalog.Model, *apierror.Error) {
 	var out []*catalog.Model
-	rules, apiErr := rt.rulesFor(id)
+	rules, apiErr := rulesFor(st)
 	if apiErr != nil {
-		return nil // the guardrails are unknown: nothing is shown as usable
+		return nil, apiErr
 	}
 	for _, m := range rt.catalog().Models() {
-		if !slices.ContainsFunc(m.Providers, operatorUsable) && !rt.reachableByBYOK(m, id) {
+		if !slices.ContainsFunc(m.Providers, operatorUsable) && !rt.reachableByBYOK(m, st) {
 			continue
 		}
-		if rules != nil && len(rules.Guardrails) > 0 && !policy.AdmitsModel(rules, m, rt.usableBy(m, id)) {
+		if rules != nil && len(rules.Guardrails) > 0 && !policy.AdmitsModel(rules, m, rt.usableBy(m, st)) {
 			continue
 		}
 		out = append(out, m)
 	}
-	return out
+	return out, nil
 }

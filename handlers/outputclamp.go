@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"net/http"
-
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
@@ -72,16 +70,16 @@ func (c *outputClamp) fit(v storage.LedgerView, rules *storage.Rules, byok bool)
 	return plan.Hold + c.extra, nil
 }
 
-// apply gives the attempts their fitted output limits and prepares r for
-// the first attempt again with its own.
-func (c *outputClamp) apply(r *http.Request) error {
+// apply gives the attempts their fitted output limits and prepares the
+// first attempt again with its own (the meter sends it).
+func (c *outputClamp) apply() error {
 	if c.limits == nil {
 		return nil
 	}
 	for i, n := range c.limits {
 		c.route.Attempts[i].OutputLimit = n
 	}
-	return c.route.apply(r, 0)
+	return c.route.prepare(0)
 }
 
 // clampable reports whether the route's requests have an output-limit

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
@@ -28,16 +27,19 @@ const privateProviderPrefix = policy.PrivateProviderPrefix
 // expired (egress.CacheTTL): an endpoint whose host the customer_egress
 // policy refuses is skipped, and the first refusal returned, for the
 // caller to answer when no other provider serves the request.
-func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, id *gateway.Identity) ([]Attempt, *apierror.Error) {
+func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, st *requestState) ([]Attempt, *apierror.Error) {
+	id := st.id
 	if rt.gw == nil || id == nil || id.Management {
 		return nil, nil
 	}
 	sealer := rt.gw.BYOKSealer()
-	store, err := rt.gw.Store()
-	if sealer == nil || err != nil {
+	if sealer == nil {
 		return nil, nil
 	}
-	eps := store.EnabledEndpointsFor(id.AccountID, modelID)
+	if st.store == nil {
+		return nil, errStoreUnavailable() // the account's endpoints are unknown
+	}
+	eps := st.store.EnabledEndpointsFor(id.AccountID, modelID)
 	if len(eps) == 0 {
 		return nil, nil
 	}
@@ -76,21 +78,21 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, i
 // checkEndUser refuses, with 403, a request whose `user` names an end user
 // its account deactivated: a memory lookup, before any hold or upstream
 // call. A `user` longer than the public API allows gets 400.
-func (rt *Router) checkEndUser(id *gateway.Identity, route *Route) *apierror.Error {
+func (rt *Router) checkEndUser(st *requestState, route *Route) *apierror.Error {
 	if route.User == "" || rt.gw == nil {
 		return nil
 	}
 	if storage.ValidEndUser(route.User) != nil {
 		return apierror.BadRequest("user: expected at most 256 characters")
 	}
+	id := st.id
 	if id == nil {
 		return nil
 	}
-	store, err := rt.gw.Store()
-	if err != nil {
-		return apierror.New(http.StatusInternalServerError, "Internal Server Error")
+	if st.store == nil {
+		return errStoreUnavailable()
 	}
-	if store.EndUserDeactivated(id.AccountID, route.User) {
+	if st.store.EndUserDeactivated(id.AccountID, route.User) {
 		return apierror.New(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
 	}
 	return nil

@@ -69,7 +69,7 @@ func routeOf(t *testing.T, rt *Router, members string) (*Route, int, string) {
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
-	route, apiErr := rt.route("/chat/completions", []byte(body), f, nil)
+	route, apiErr := rt.route(&requestState{sub: "/chat/completions"}, []byte(body), f)
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
@@ -445,7 +445,7 @@ func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 	route := func(prefs string) (string, int, string) {
 		body := `{"model":"multi","messages":[],"provider":` + prefs + `}`
 		f, _ := validateInference("/chat/completions", []byte(body))
-		r, apiErr := rt.route("/chat/completions", []byte(body), f, id)
+		r, apiErr := rt.route(&requestState{sub: "/chat/completions", id: id, store: gw.Storage}, []byte(body), f)
 		if apiErr != nil {
 			return "", apiErr.Status, apiErr.Message
 		}

@@ -18,8 +18,11 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
-// Route is the router's decision for one inference request, kept in the
-// request state for the meter.
+// Route is the router's plan for one inference request, kept in the
+// request state for the meter: the endpoints to try in order and, for
+// each, the body and the header it is sent (prepare). Routing changes
+// nothing on the client's request; the meter sends each attempt, once,
+// in its loop (apply).
 type Route struct {
 	// Model, Provider and BYOK describe the current attempt, Attempts[current].
 	Model    *catalog.Model
@@ -57,6 +60,17 @@ type Route struct {
 
 	body []byte // as the client sent it, less the gateway's own fields
 	uri  string // path below the provider's base path, with the query
+	// query is the client's query less its credential parameters
+	// (clientcreds.go): the one the attempts are sent with.
+	query string
+	// header is the header the attempts are sent with: the client's, less
+	// what never reaches a provider (router.go), with the current
+	// attempt's dialect headers and length (prepare). It is the route's
+	// own map: the client's request keeps its own.
+	header http.Header
+	// prepared is 1 + the attempt whose body (sent) and header prepare
+	// computed last; 0: none yet.
+	prepared int
 	// betas is the anthropic-beta header of a Messages request's
 	// Anthropic-style attempts: the client's betas on the allow-list.
 	betas string
@@ -86,7 +100,7 @@ type Route struct {
 	// client's API (Dialect.Native).
 	native bool
 	// sent is the body the current attempt sends, which a dialect.Signer
-	// signs.
+	// signs (prepare).
 	sent []byte
 	// anthropicExtra are members of the request the chat body cannot
 	// carry (normalize.go's anthropicFields: top_k) that the dialects
@@ -136,11 +150,41 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	return nil, false
 }
 
-// apply points r at attempt i: the body (replayed from the start) carries
-// the provider's model id, the request carries the provider's key and Host,
-// and the placeholders for reverse_proxy name the provider's address.
+// apply points r, the request the meter sends for one attempt (never
+// the client's own), at attempt i: the route's header, the provider's
+// Host, the attempt's body (replayed from the start) and the query
+// without the client's credentials. The attempt is prepared unless
+// prepare just did; the provider's key is added by the provider
+// proxies' transport (keyTransport), and reverse_proxy's placeholders
+// name the current attempt's provider.
 func (rt *Route) apply(r *http.Request, i int) error {
+	if rt.prepared != i+1 {
+		if err := rt.prepare(i); err != nil {
+			return err
+		}
+	}
+	r.Header = rt.header
+	r.Host = rt.Provider.Host
+	r.Body = reqbody.NewBuffered(rt.sent)
+	r.ContentLength = int64(len(rt.sent))
+	if r.URL.RawQuery != rt.query {
+		// The client's URL is shared with its request: a copy, only
+		// when the query loses a credential.
+		u := *r.URL
+		u.RawQuery = rt.query
+		r.URL = &u
+	}
+	return nil
+}
+
+// prepare makes attempt i the current one and computes what it is sent,
+// changing no request: the body (sent) carries the provider's model id in
+// the provider's API and the output limit admission fitted; the header
+// (header) the provider's dialect headers, its anthropic-beta and the
+// body's length.
+func (rt *Route) prepare(i int) error {
 	a := rt.Attempts[i]
+	rt.prepared = 0
 	rt.current = i
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
 	body := rt.body
@@ -186,19 +230,22 @@ func (rt *Route) apply(r *http.Request, i int) error {
 		return err
 	}
 	rt.key = a.Key
-	d.SetHeaders(r.Header)
+	h := rt.header
+	if h == nil {
+		h = make(http.Header, 4)
+		rt.header = h
+	}
+	d.SetHeaders(h)
 	if betas := rt.betasFor(a.Provider); betas != "" {
-		r.Header["Anthropic-Beta"] = []string{betas}
+		h["Anthropic-Beta"] = []string{betas}
 	} else {
-		delete(r.Header, "Anthropic-Beta")
+		delete(h, "Anthropic-Beta")
 	}
 	// A canonical name, set directly: Header.Set would canonicalize it on
 	// every request.
-	r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
-	r.Host = a.Provider.Host
-	r.Body = reqbody.NewBuffered(body)
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	rt.sent = body
-	r.ContentLength = int64(len(body))
+	rt.prepared = i + 1
 	return nil
 }
 

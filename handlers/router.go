@@ -30,8 +30,10 @@ import (
 // read usage from it. It serves the model lists (GET /models and
 // GET /models/user) itself.
 //
-// For reverse_proxy it sets the request's Host and the provider's
-// Authorization, and the placeholders
+// It changes nothing on the request: its plan (the *Route in the request
+// state) holds the endpoints in order and what each is sent, and the
+// meter points its own copy of the request at each attempt, with the
+// provider's Host and key, and the placeholders
 //
 //	{tollgate.upstream.dial}         the provider's host:port (a private endpoint's checked IP:port)
 //	{tollgate.upstream.uri}          path below /api/v1 under the provider's base path, with the query
@@ -41,7 +43,7 @@ import (
 //	{tollgate.model}                 the public model id
 //	{tollgate.provider}              the provider's name
 //
-// and puts the *Route in the request state for the meter. It answers
+// which the pipeline maps once the request is planned. It answers
 // the other requests of its routes itself (catalogroutes.go): nothing but
 // an inference POST reaches a provider.
 type Router struct {
@@ -126,14 +128,15 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 	return rt.serveGateway(w, r, st)
 }
 
-// plan checks an inference request's body (read by readBody) and routes it: st.route gets the
-// attempts, and the request is pointed at the first one (the provider's
-// key and Host; the placeholders for reverse_proxy).
+// plan checks an inference request's body (read by readBody) and routes
+// it: st.route gets the attempts, the header and query they are sent
+// with, and the first attempt prepared (its body is the one the input
+// estimate counts). r is read, never changed.
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
 	f, apiErr := validateInference(st.sub, body)
 	var route *Route
 	if apiErr == nil {
-		route, apiErr = rt.route(st.sub, body, f, st.id)
+		route, apiErr = rt.route(st, body, f)
 	}
 	if apiErr == nil && route.parsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
@@ -144,7 +147,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		apiErr = route.chatSearch(st.plan)
 	}
 	if apiErr == nil {
-		apiErr = rt.checkEndUser(st.id, route)
+		apiErr = rt.checkEndUser(st, route)
 	}
 	if apiErr == nil {
 		// Bounded on the longest body any provider receives: the model id
@@ -160,37 +163,48 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		return apiErr
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
-	r.URL.RawQuery = withoutCredentialParams(r.URL.RawQuery)
-	route.uri = withQuery(st.sub, r)
+	route.query = withoutCredentialParams(r.URL.RawQuery)
+	route.uri = st.sub
+	if route.query != "" {
+		route.uri += "?" + route.query
+	}
 	st.route = route
-	// The header map is shared with the request Caddy logs: copy it before
-	// adding the provider's key (the operator's, or the account's own BYOK
-	// secret, which must never reach a log, even with log_credentials).
-	r.Header = upstreamHeader(r.Header)
-	delete(r.Header, "Accept-Encoding") // canonical: no per-request canonicalization
-	dropClientCredentials(r.Header)
+	// The attempts' header is a copy of the client's: the client's request
+	// (and its header map) is left as it came.
+	h := upstreamHeader(r.Header)
+	delete(h, "Accept-Encoding") // canonical: no per-request canonicalization
+	dropClientCredentials(h)
 	// The body was read whole, so it is not forwarded as it arrives; and
 	// reverse_proxy with request_buffers (an operator's option) refuses a
 	// request that asks for that.
-	delete(r.Header, "Incremental")
+	delete(h, "Incremental")
 	if route.Kind == dialect.Messages {
-		route.betas = rt.allowedBetas(r.Header)
-		dropAnthropicHeaders(r.Header)
+		route.betas = rt.allowedBetas(h)
+		dropAnthropicHeaders(h)
 	}
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Map(route.placeholder)
-	}
-	if err := route.apply(r, 0); err != nil {
+	route.header = h
+	if err := route.prepare(0); err != nil {
 		return apierror.BadRequest("Request body is not valid JSON")
 	}
 	// Estimated on the body as the first provider receives it.
-	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	route.InputTokens = billing.EstimateTokens(len(route.sent))
 	return nil
+}
+
+// mapPlaceholders exposes the route's placeholders (Router) to
+// reverse_proxy and the logs; they name the current attempt.
+func mapPlaceholders(r *http.Request, route *Route) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Map(route.placeholder)
+	}
 }
 
 // upstreamHeader copies the map of a request's header, not its values: the
 // gateway replaces or deletes whole entries of the copy, never edits a value
 // slice, and reverse_proxy deep-copies the header before it changes any.
+// The provider's key is added only to the copy the transport sends (the
+// operator's, or the account's own BYOK secret, which must never reach a
+// log, even with log_credentials).
 // Header.Clone would also copy every value (one more allocation and a copy
 // of every header, per request).
 func upstreamHeader(h http.Header) http.Header {
@@ -201,19 +215,12 @@ func upstreamHeader(h http.Header) http.Header {
 	return c
 }
 
-// withQuery appends the request's query to an upstream path.
-func withQuery(path string, r *http.Request) string {
-	if r.URL.RawQuery != "" {
-		return path + "?" + r.URL.RawQuery
-	}
-	return path
-}
-
 // route finds the request's model (and its `models` fallbacks) in the
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
 // validateInference.
-func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
+func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Route, *apierror.Error) {
+	sub := st.sub
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
 	if apiErr == nil && sub == "/messages" {
@@ -243,7 +250,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	var excluded string         // the preference that excluded the last endpoint
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
 	available := false
-	rules, apiErr := rt.rulesFor(id)
+	rules, apiErr := rulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -262,7 +269,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 		}
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have (privaterouting.go).
-		candidates, refused := rt.privateAttempts(modelID, m, id)
+		candidates, refused := rt.privateAttempts(modelID, m, st)
 		if refusal == nil {
 			refusal = refused
 		}
@@ -280,7 +287,7 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 			return nil, refusalError(denied)
 		}
 		if ok {
-			candidates = appendAttempts(candidates, rt.candidates(m, id))
+			candidates = appendAttempts(candidates, rt.candidates(m, st))
 		}
 		candidates, denied := policy.AllowedEndpoints(rules, candidates, attemptEndpoint)
 		if denied != nil {
@@ -419,10 +426,10 @@ func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
 // credential), then
 // those with the operator's key. A provider without an operator key is
 // usable only through BYOK.
-func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
+func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
 	var out []Attempt
 	byok := map[*catalog.Provider]bool{}
-	for _, a := range rt.byokAttempts(m, id) {
+	for _, a := range rt.byokAttempts(m, st) {
 		byok[a.Provider] = true
 		out = append(out, a)
 	}
@@ -438,16 +445,13 @@ func (rt *Router) candidates(m *catalog.Model, id *gateway.Identity) []Attempt {
 // the calling key's workspace holds a credential that admits this request
 // (another workspace's credentials never serve it), until fn returns
 // false. Memory only; nothing when BYOK is off.
-func (rt *Router) byokCredentials(m *catalog.Model, id *gateway.Identity, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
-	if rt.gw == nil || id == nil || id.Management {
+func (rt *Router) byokCredentials(m *catalog.Model, st *requestState, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
+	id, store := st.id, st.store
+	if rt.gw == nil || id == nil || id.Management || store == nil {
 		return
 	}
 	sealer := rt.gw.BYOKSealer()
 	if sealer == nil {
-		return
-	}
-	store, err := rt.gw.Store()
-	if err != nil {
 		return
 	}
 	use := storage.BYOKUse{WorkspaceID: id.Key.WorkspaceID, KeyHash: id.Hash, Model: m.ID}
@@ -466,9 +470,9 @@ func (rt *Router) byokCredentials(m *catalog.Model, id *gateway.Identity, fn fun
 
 // byokAttempts are the providers of m the caller reaches with its
 // workspace's own keys, the keys opened.
-func (rt *Router) byokAttempts(m *catalog.Model, id *gateway.Identity) []Attempt {
+func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []Attempt {
 	var out []Attempt
-	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
+	rt.byokCredentials(m, st, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
 		key, err := c.Open(sealer)
 		if err != nil {
 			// Sealed under another byok_encryption_key, or damaged.
@@ -491,9 +495,9 @@ func (rt *Router) log() *zap.Logger {
 
 // reachableByBYOK reports whether the caller's workspace holds a credential
 // admitting this caller for some provider of m (without opening it).
-func (rt *Router) reachableByBYOK(m *catalog.Model, id *gateway.Identity) bool {
+func (rt *Router) reachableByBYOK(m *catalog.Model, st *requestState) bool {
 	found := false
-	rt.byokCredentials(m, id, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
+	rt.byokCredentials(m, st, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
 		found = true
 		return false
 	})

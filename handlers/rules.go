@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -12,19 +11,19 @@ import (
 // come from the store's cache (storage.Store.EffectiveRules), package
 // policy decides what they admit, and its refusals become API errors here.
 
-// rulesFor returns the caller's effective guardrails; nil (no rule) for
-// management keys, anonymous callers or without a gateway. A store that
-// cannot be had is a 503: the rules are unknown, and a request is never
-// served as if it had none.
-func (rt *Router) rulesFor(id *gateway.Identity) (*storage.Rules, *apierror.Error) {
-	if rt.gw == nil || id == nil || id.Management || id.Hash == "" {
+// rulesFor returns the caller's effective guardrails from the request's
+// store; nil (no rule) for management keys and anonymous callers. It
+// fails closed: without a store the rules are unknown, and a request is
+// never served as if it had none (503).
+func rulesFor(st *requestState) (*storage.Rules, *apierror.Error) {
+	id := st.id
+	if id == nil || id.Management || id.Hash == "" {
 		return nil, nil
 	}
-	store, err := rt.gw.Store()
-	if err != nil {
+	if st.store == nil {
 		return nil, errStoreUnavailable()
 	}
-	return store.EffectiveRules(id.Hash), nil
+	return st.store.EffectiveRules(id.Hash), nil
 }
 
 // refusalError is the API error of a policy refusal (nil for none).
@@ -48,9 +47,9 @@ func attemptEndpoint(a Attempt) policy.Endpoint {
 // usableBy returns whether the caller reaches a provider of m: through one
 // of its workspace's BYOK credentials (which then serves it, with its
 // declared_zdr), or with the operator's key.
-func (rt *Router) usableBy(m *catalog.Model, id *gateway.Identity) func(*catalog.Provider) (bool, *bool) {
+func (rt *Router) usableBy(m *catalog.Model, st *requestState) func(*catalog.Provider) (bool, *bool) {
 	byok := map[*catalog.Provider]*storage.Credential{}
-	rt.byokCredentials(m, id, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
+	rt.byokCredentials(m, st, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
 		byok[p] = &c
 		return true
 	})

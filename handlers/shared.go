@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"go.uber.org/zap"
 )
 
 // msgStoreUnavailable answers requests that would change state while the
@@ -29,17 +30,28 @@ func errStoreResyncing() *apierror.Error {
 	return apierror.New(http.StatusServiceUnavailable, msgStoreResyncing)
 }
 
+// openStore resolves the gateway's store for a request, once, at its
+// start: the one place that answers a store that cannot be had (the
+// database could not be opened), with 503. Every stage after it uses
+// the request state's store, so none has an error of its own to handle
+// and none can serve a request as if the store had nothing (no key, no
+// guardrail, no budget).
+func (t *Tollgate) openStore() (*storage.Store, *apierror.Error) {
+	store, err := t.auth.gw.Store()
+	if err != nil {
+		t.logger.Error("store unavailable", zap.Error(err))
+		return nil, errStoreUnavailable()
+	}
+	return store, nil
+}
+
 // refuseWhileUnavailable answers 503 to an inference request or a write
 // while the shared database is down or the replica is reloading its
 // records from it; reads are still served from memory. On Badger the
 // store is always available and synced.
-func (t *Tollgate) refuseWhileUnavailable(r *http.Request, kind admin.RouteKind, scim bool) *apierror.Error {
+func (t *Tollgate) refuseWhileUnavailable(r *http.Request, store *storage.Store, kind admin.RouteKind, scim bool) *apierror.Error {
 	write := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
-	if !write || (!scim && kind != admin.RouteInference && kind != admin.RouteManagement && kind != admin.RouteAnyKey && kind != admin.RouteKeyless) {
-		return nil
-	}
-	store, err := t.auth.gw.Store()
-	if err != nil {
+	if !write || store == nil || (!scim && kind != admin.RouteInference && kind != admin.RouteManagement && kind != admin.RouteAnyKey && kind != admin.RouteKeyless) {
 		return nil
 	}
 	if t.shareCeiling != nil {

@@ -38,6 +38,14 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
+// useStore resolves the gateway's store into st, as Tollgate.ServeHTTP
+// does, unless an earlier stage did.
+func useStore(st *requestState, gw gateway.Gateway) {
+	if st.store == nil && gw != nil {
+		st.store, _ = gw.Store()
+	}
+}
+
 // IdentityFrom is the identity the auth stage found.
 func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
 	st, ok := r.Context().Value(testStateKey{}).(*requestState)
@@ -73,6 +81,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return next.ServeHTTP(w, r)
 	}
 	st, r := stateOf(r)
+	useStore(st, a.gw)
 	if apiErr := a.authenticate(r, st); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
@@ -90,7 +99,7 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.Serve(w, r, st.id, st.kind, st.sub)
+	return a.Serve(w, r, st.store, st.id, st.kind, st.sub)
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -123,6 +132,7 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
+	useStore(st, rt.gw)
 	if st.kind != admin.RouteInference && st.kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
@@ -136,11 +146,19 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
-	return next.ServeHTTP(w, r)
+	// As the pipeline and the meter do: the placeholders, and the first
+	// attempt applied to the meter's copy of the request.
+	mapPlaceholders(r, st.route)
+	out := withRoute(r, st.route)
+	if err := st.route.apply(out, 0); err != nil {
+		return err
+	}
+	return next.ServeHTTP(w, out)
 }
 
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
+	useStore(st, m.gw)
 	if st.route == nil {
 		return next.ServeHTTP(w, r)
 	}

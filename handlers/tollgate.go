@@ -22,7 +22,8 @@ import (
 
 // Tollgate is the gateway's one HTTP handler. It runs the fixed pipeline
 // of every request, in this order, with no stage that configuration can
-// leave out or reorder:
+// leave out or reorder, each stage reading the store that ServeHTTP looked
+// up once, at the start (a store that cannot be had is a 503 there):
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
@@ -30,12 +31,14 @@ import (
 //     (contentfilter.go), rewrite web search (WebSearch), fetch the
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (webfetchmw.go, webfetchtool.go), check the body
-//     and route it to its model's providers (Router), plan the moderation
+//     and plan its route: the model's providers and what each is sent,
+//     changing nothing on the request (Router); plan the moderation
 //     the model or the request needs (moderation.go), or serve the model
 //     lists;
 //  4. hold its cost, ask the moderation provider, run a gateway-side
-//     search, try the providers in turn through reverse_proxy, and charge
-//     what the answer used (Meter).
+//     search, send each attempt in turn through reverse_proxy on the
+//     meter's own copy of the request, and charge what the answer used
+//     (Meter).
 //
 // Each attempt goes through Caddy's own reverse_proxy, provisioned inside
 // this handler (HTTPSProxyRaw, HTTPProxyRaw): no route leads to it, and the
@@ -186,6 +189,10 @@ func (t *Tollgate) Cleanup() error {
 type requestState struct {
 	kind admin.RouteKind // classified once, from the path
 	sub  string          // the path below admin.APIPrefix
+	// store is the gateway's store, resolved once by ServeHTTP (which
+	// refuses the request when it cannot be had): every stage after it
+	// reads and writes through this one.
+	store *storage.Store
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
@@ -193,7 +200,6 @@ type requestState struct {
 	route *Route            // the model, providers and attempts; nil when not routed
 
 	// Set by the meter.
-	store  *storage.Store
 	res    *storage.Reservation
 	clamp  *outputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
@@ -222,7 +228,11 @@ type requestState struct {
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
-		if apiErr := t.refuseWhileUnavailable(r, 0, true); apiErr != nil {
+		store, apiErr := t.openStore()
+		if apiErr == nil {
+			apiErr = t.refuseWhileUnavailable(r, store, 0, true)
+		}
+		if apiErr != nil {
 			return apierror.Fail(r, apiErr)
 		}
 		return t.admin.ServeSCIM(w, r)
@@ -233,7 +243,11 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return next.ServeHTTP(w, r)
 	}
 	st.inference = st.kind == admin.RouteInference && isInferencePost(r, st)
-	if apiErr := t.refuseWhileUnavailable(r, st.kind, false); apiErr != nil {
+	var apiErr *apierror.Error
+	if st.store, apiErr = t.openStore(); apiErr == nil {
+		apiErr = t.refuseWhileUnavailable(r, st.store, st.kind, false)
+	}
+	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
@@ -241,7 +255,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	}
 	switch st.kind {
 	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
-		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
+		return t.admin.Serve(w, r, st.store, st.id, st.kind, st.sub)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
 }
@@ -276,8 +290,11 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr == nil {
 		apiErr = t.router.plan(r, st, body)
 	}
+	if apiErr == nil {
+		mapPlaceholders(r, st.route)
+	}
 	if apiErr == nil && st.fetch != nil && st.fetch.tool != nil {
-		apiErr = st.fetch.tool.restrictAttempts(r, st.route, t.fetch.brand())
+		apiErr = st.fetch.tool.restrictAttempts(st.route, t.fetch.brand())
 	}
 	if apiErr == nil {
 		apiErr = t.moderate(r, st, body)

@@ -136,7 +136,7 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 // restrictAttempts keeps the attempts whose upstream dialect is chat
 // completions, which the loop reads: a chat request's chat providers, a
 // Responses request's chat-only providers. None left is a 400.
-func (ft *fetchTool) restrictAttempts(r *http.Request, route *Route, brand string) *apierror.Error {
+func (ft *fetchTool) restrictAttempts(route *Route, brand string) *apierror.Error {
 	chat := func(a Attempt) bool {
 		switch route.Kind {
 		case dialect.Chat:
@@ -156,10 +156,10 @@ func (ft *fetchTool) restrictAttempts(r *http.Request, route *Route, brand strin
 	if len(route.Attempts) == 0 {
 		return apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool needs a provider that speaks chat completions; the model's providers do not", ft.index, brand))
 	}
-	if err := route.apply(r, 0); err != nil {
+	if err := route.prepare(0); err != nil {
 		return apierror.BadRequest("Request body is not valid JSON")
 	}
-	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	route.InputTokens = billing.EstimateTokens(len(route.sent))
 	return nil
 }
 

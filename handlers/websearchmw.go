@@ -428,13 +428,13 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 	}
 	for i, a := range route.Attempts {
 		if a.Provider == route.Provider && a.Model == route.Model {
-			if err := route.apply(r, i); err != nil {
+			if err := route.prepare(i); err != nil {
 				return apierror.BadRequest("Request body is not valid JSON")
 			}
 			break
 		}
 	}
-	route.InputTokens = billing.EstimateTokens(int(r.ContentLength))
+	route.InputTokens = billing.EstimateTokens(len(route.sent))
 	return nil
 }
 

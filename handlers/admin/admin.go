@@ -64,16 +64,11 @@ type adminRequest struct {
 
 // Serve serves an administrative route (or GET /key), which ClassifyRoute
 // found to be of kind with sub its path below APIPrefix, for the caller
-// id.
-func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, id *gateway.Identity, kind RouteKind, sub string) error {
-	if id == nil && kind != RouteKeyless {
+// id, with the store the pipeline resolved for the request.
+func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, store *storage.Store, id *gateway.Identity, kind RouteKind, sub string) error {
+	if (id == nil && kind != RouteKeyless) || store == nil {
 		// Unreachable through the pipeline: refuse rather than serve unauthenticated.
-		a.logger.Error("administrative route without an identity", zap.String("path", r.URL.Path))
-		return apierror.Fail(r, errInternal())
-	}
-	store, err := a.gw.Store()
-	if err != nil {
-		a.logger.Error("store unavailable", zap.Error(err))
+		a.logger.Error("administrative route without an identity or a store", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}

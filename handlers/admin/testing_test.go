@@ -48,7 +48,7 @@ func (c *chain) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 		return apierror.Fail(r, apierror.New(http.StatusUnauthorized, msgInvalidKey))
 	}
 	acct, _ := c.gw.Storage.AccountSnapshot(p.AccountID)
-	return c.admin.Serve(w, r, &gateway.Identity{Principal: p, Account: acct}, kind, sub)
+	return c.admin.Serve(w, r, c.gw.Storage, &gateway.Identity{Principal: p, Account: acct}, kind, sub)
 }
 
 // do sends a request through the chain; key may be empty for no

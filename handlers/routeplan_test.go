@@ -1,0 +1,179 @@
+package handlers
+
+import (
+	"io"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+)
+
+// planCatalog: "two" on two providers (one an Anthropic-style one), for
+// plans with a fallback and a translated attempt.
+func planCatalog() *catalog.Catalog {
+	a := testgw.Provider("first", "https", "one.test", "one.test:443", "/v1", "up-one", "k1")
+	b := testgw.Provider("second", "http", "two.test:8000", "two.test:8000", "", "up-two", "k2")
+	b.Style = "anthropic"
+	return catalog.New([]*catalog.Model{testgw.Model("two", 0, a, b)})
+}
+
+// requestSnapshot is what routing must leave as it found on the client's
+// request.
+type requestSnapshot struct {
+	header        http.Header
+	url, host     string
+	contentLength int64
+	body          io.ReadCloser
+}
+
+func snapshot(r *http.Request) requestSnapshot {
+	h := make(http.Header, len(r.Header))
+	for k, v := range r.Header {
+		h[k] = slices.Clone(v)
+	}
+	return requestSnapshot{header: h, url: r.URL.String(), host: r.Host, contentLength: r.ContentLength, body: r.Body}
+}
+
+func (s requestSnapshot) check(t *testing.T, r *http.Request, when string) {
+	t.Helper()
+	if !reflect.DeepEqual(r.Header, s.header) || r.URL.String() != s.url || r.Host != s.host ||
+		r.ContentLength != s.contentLength || r.Body != s.body {
+		t.Errorf("%s: the client's request changed: header %v url %s host %s length %d", when, r.Header, r.URL, r.Host, r.ContentLength)
+	}
+}
+
+// Routing is pure: the same request routed twice gives the same plan,
+// and the client's request is left as it came (header, query, Host,
+// body, length). Only applying an attempt, to the meter's copy of the
+// request, points a request at a provider.
+func TestRoutePlanIsPure(t *testing.T) {
+	rt := newRoutingRouter(t, planCatalog())
+	rt.random = func() float64 { return 0.25 }
+	for _, c := range []struct{ name, sub, body string }{
+		{"chat", "/chat/completions", `{"model":"two","messages":[{"role":"user","content":"hi"}],"max_tokens":7}`},
+		{"messages", "/messages", `{"model":"two","max_tokens":7,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := testgw.NewRequest("POST", "/api/v1"+c.sub+"?key=sk-client&beta=true", c.body,
+				"Accept-Encoding", "gzip", "X-Goog-Api-Key", "sk-google", "Incremental", "?1",
+				"Anthropic-Beta", "not-allowed", "Content-Type", "application/json")
+			r.Host = "gateway.test"
+			before := snapshot(r)
+			plan := func() *Route {
+				st := &requestState{kind: admin.RouteInference, sub: c.sub}
+				if apiErr := rt.plan(r, st, []byte(c.body)); apiErr != nil {
+					t.Fatal(apiErr)
+				}
+				return st.route
+			}
+			first, second := plan(), plan()
+			before.check(t, r, "after routing")
+			if !reflect.DeepEqual(first, second) {
+				t.Errorf("two plans of one request differ:\n%+v\n%+v", first, second)
+			}
+			if len(first.Attempts) != 2 || first.Provider != first.Attempts[0].Provider {
+				t.Fatalf("plan: %d attempts, current %v", len(first.Attempts), first.Provider)
+			}
+			if first.InputTokens <= 0 || first.query != "beta=true" {
+				t.Errorf("input estimate %d, query %q", first.InputTokens, first.query)
+			}
+
+			// The meter applies each attempt to its own copy.
+			for i, a := range first.Attempts {
+				out := withRoute(r, first)
+				if err := first.apply(out, i); err != nil {
+					t.Fatal(err)
+				}
+				before.check(t, r, "after applying an attempt")
+				sent, _ := io.ReadAll(out.Body)
+				if out.Host != a.Provider.Host || out.URL.RawQuery != "beta=true" || out.ContentLength != int64(len(sent)) ||
+					!strings.Contains(string(sent), `"`+a.Provider.Model+`"`) {
+					t.Errorf("attempt %d: host %s query %q length %d body %s", i, out.Host, out.URL.RawQuery, out.ContentLength, sent)
+				}
+				for _, k := range []string{"Accept-Encoding", "X-Goog-Api-Key", "Incremental", "Authorization"} {
+					if _, ok := out.Header[k]; ok {
+						t.Errorf("attempt %d sends %s", i, k)
+					}
+				}
+				if b := out.Header.Get("Anthropic-Beta"); b == "not-allowed" {
+					t.Errorf("attempt %d sends a beta off the allow-list", i)
+				}
+				if got := withProviderKey(out).Header; got.Get("Authorization") == "" && got.Get("X-Api-Key") == "" {
+					t.Errorf("attempt %d sent without its provider key: %v", i, got)
+				}
+			}
+		})
+	}
+}
+
+// The attempts' header is the route's own map: sending an attempt never
+// writes into the client's header map.
+func TestRouteHeaderIsItsOwn(t *testing.T) {
+	rt := newRoutingRouter(t, planCatalog())
+	body := `{"model":"two","messages":[{"role":"user","content":"hi"}]}`
+	r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body, "Content-Type", "application/json")
+	client := r.Header
+	keys := slices.Sorted(maps.Keys(client))
+	st := &requestState{kind: admin.RouteInference, sub: "/chat/completions"}
+	if apiErr := rt.plan(r, st, []byte(body)); apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	out := withRoute(r, st.route)
+	if err := st.route.apply(out, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(client)); !slices.Equal(got, keys) {
+		t.Fatalf("the client's header map changed: %v, was %v", got, keys)
+	}
+	if out.Header.Get("Content-Length") == "" {
+		t.Fatal("the attempt has no Content-Length")
+	}
+}
+
+// Through the whole pipeline, with a fallback: each attempt reaches its
+// provider once, pointed at it, and the client's request is left as
+// authentication left it (its key removed).
+func TestPipelineLeavesTheClientRequest(t *testing.T) {
+	f := newStoreFixture(t)
+	a := testgw.Provider("first", "https", "one.test", "one.test:443", "/v1", "up-one", "k1")
+	b := testgw.Provider("second", "http", "two.test:8000", "two.test:8000", "", "up-two", "k2")
+	f.gw.ModelCatalog = catalog.New([]*catalog.Model{testgw.Model("two", 0, a, b)})
+	f.tg.router.LoadBalancing = LoadBalancingOrdered
+	var hosts []string
+	f.tg.proxies = oneUpstream{caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		sent, _ := io.ReadAll(r.Body)
+		hosts = append(hosts, r.Host+" "+r.URL.RawQuery+" "+string(sent))
+		if r.Host == "one.test" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return nil
+		}
+		r.Body = io.NopCloser(strings.NewReader(""))
+		return benchUpstreamJSON(w, r)
+	})}
+	body := `{"model":"two","messages":[{"role":"user","content":"hi"}]}`
+	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions?key=sk-client", body,
+		"Authorization", "Bearer "+f.regular, "Accept-Encoding", "gzip", "Content-Type", "application/json")
+	r.Host = "gateway.test"
+	before := snapshot(r)
+	delete(before.header, "Authorization")
+	res := testgw.Serve(t, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return f.tg.ServeHTTP(w, r, notReached)
+	}), r, repl)
+	res.Must(t, http.StatusOK)
+	before.check(t, r, "after serving")
+	want := []string{
+		`one.test  {"model":"up-one","messages":[{"role":"user","content":"hi"}]}`,
+		`two.test:8000  {"model":"up-two","messages":[{"role":"user","content":"hi"}]}`,
+	}
+	if !slices.Equal(hosts, want) {
+		t.Errorf("attempts sent:\n%q\nwant\n%q", hosts, want)
+	}
+}
