@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -84,7 +85,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		return nil
 	}
 	secret, present := bearer(r)
-	if !present && isMessagesPath(st.sub) {
+	if !present && st.dialect == dialect.Messages {
 		secret, present = anthropicAPIKey(r)
 	}
 	// A key sent Anthropic's way never reaches a provider either.

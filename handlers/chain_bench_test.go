@@ -32,6 +32,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -302,7 +303,7 @@ func BenchmarkAuth(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
+		st := requestState{kind: admin.RouteInference, sub: "/chat/completions", op: admin.OpInfer, dialect: dialect.Chat}
 		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 			b.Fatal(apiErr)
 		}
@@ -319,7 +320,7 @@ func BenchmarkAuthParallel(b *testing.B) {
 		r := newBenchRequest(benchChatBody, s.secret)
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
+			st := requestState{kind: admin.RouteInference, sub: "/chat/completions", op: admin.OpInfer, dialect: dialect.Chat}
 			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 				b.Error(apiErr)
 				return
@@ -341,7 +342,7 @@ func BenchmarkRouter(b *testing.B) {
 	for b.Loop() {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
-		st := requestState{kind: admin.RouteInference, sub: "/chat/completions"}
+		st := requestState{kind: admin.RouteInference, sub: "/chat/completions", op: admin.OpInfer, dialect: dialect.Chat}
 		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
 			apiErr = s.router.plan(r, &st, body)

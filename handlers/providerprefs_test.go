@@ -65,7 +65,7 @@ func prefsCatalog() *catalog.Catalog {
 func routeOf(t *testing.T, rt *Router, members string) (*Route, int, string) {
 	t.Helper()
 	body := `{"messages":[{"role":"user","content":"hi"}],` + members + `}`
-	f, apiErr := validateInference("/chat/completions", []byte(body))
+	f, apiErr := validateInference(dialect.Chat, []byte(body))
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
@@ -444,7 +444,7 @@ func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 	}
 	route := func(prefs string) (string, int, string) {
 		body := `{"model":"multi","messages":[],"provider":` + prefs + `}`
-		f, _ := validateInference("/chat/completions", []byte(body))
+		f, _ := validateInference(dialect.Chat, []byte(body))
 		r, apiErr := rt.route("/chat/completions", []byte(body), f, id)
 		if apiErr != nil {
 			return "", apiErr.Status, apiErr.Message

@@ -130,10 +130,10 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 // attempts, and the request is pointed at the first one (the provider's
 // key and Host; the placeholders for reverse_proxy).
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
-	f, apiErr := validateInference(st.sub, body)
+	f, apiErr := validateInference(st.dialect, body)
 	var route *Route
 	if apiErr == nil {
-		route, apiErr = rt.route(st.sub, body, f, st.id)
+		route, apiErr = rt.route(st.dialect, body, f, st.id)
 	}
 	if apiErr == nil && route.parsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
@@ -213,10 +213,10 @@ func withQuery(path string, r *http.Request) string {
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
 // validateInference.
-func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
+func (rt *Router) route(kind dialect.Kind, body []byte, f *reqbody.Fields, id *gateway.Identity) (*Route, *apierror.Error) {
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
-	if apiErr == nil && sub == "/messages" {
+	if apiErr == nil && kind == dialect.Messages {
 		ids, apiErr = withMessagesFallbacks(ids, field("fallbacks"), field("models"))
 	}
 	if apiErr != nil {
@@ -226,7 +226,6 @@ func (rt *Router) route(sub string, body []byte, f *reqbody.Fields, id *gateway.
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	kind := dialect.KindOf(sub)
 	ef := endpointFilter{prefs: &prefs}
 	if prefs.requireParameters {
 		ef.params = requestParameters(kind, field)
@@ -507,7 +506,7 @@ func operatorUsable(p *catalog.Provider) bool { return p.Dial != "" && p.APIKey 
 
 // validateInference checks the fields every inference route shares and the
 // route's own input field.
-func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Error) {
+func validateInference(kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
 	f, apiErr := reqbody.ParseObject(body)
 	if apiErr != nil {
 		return nil, apiErr
@@ -529,8 +528,8 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 			}
 		}
 	}
-	switch sub {
-	case "/chat/completions":
+	switch kind {
+	case dialect.Chat:
 		if v, ok := f.Get("messages"); !ok || !v.IsArray() {
 			f.Fail("messages", "an array of messages")
 		}
@@ -541,11 +540,11 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 				f.Fail("n", "an integer from 1 to 128")
 			}
 		}
-	case "/responses":
+	case dialect.Responses:
 		if v, ok := f.Get("input"); ok && v.Type != gjson.String && !v.IsArray() {
 			f.Fail("input", "a string or an array of input items")
 		}
-	case "/messages":
+	case dialect.Messages:
 		validateMessages(f)
 	}
 	return f, f.Err

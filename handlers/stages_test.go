@@ -33,8 +33,8 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 	if st, ok := r.Context().Value(testStateKey{}).(*requestState); ok {
 		return st, r
 	}
-	st := new(requestState)
-	st.kind, st.sub, _ = admin.ClassifyRoute(r.URL.Path)
+	api, _ := admin.ClassifyRoute(r.URL.Path)
+	st := newRequestState(api)
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
@@ -69,7 +69,7 @@ func asSent(r *http.Request) *http.Request {
 }
 
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if _, _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
+	if _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
 	}
 	st, r := stateOf(r)
@@ -90,7 +90,7 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.Serve(w, r, st.id, st.kind, st.sub)
+	return a.Serve(w, r, st.id, admin.APIRoute{Kind: st.kind, Sub: st.sub, Op: st.op, Dialect: st.dialect})
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -126,7 +126,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if st.kind != admin.RouteInference && st.kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
+	if r.Method != http.MethodPost || (st.op != admin.OpInfer && st.op != admin.OpInferBelow) {
 		return rt.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)

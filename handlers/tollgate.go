@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
@@ -184,8 +185,12 @@ func (t *Tollgate) Cleanup() error {
 // requestState is one request's way through the pipeline, made once and
 // handed to each stage.
 type requestState struct {
-	kind admin.RouteKind // classified once, from the path
-	sub  string          // the path below admin.APIPrefix
+	// The route, classified once from the path by the route table
+	// (admin.ClassifyRoute).
+	kind    admin.RouteKind
+	sub     string       // the path below admin.APIPrefix
+	op      admin.Op     // what the pipeline does on it
+	dialect dialect.Kind // the API the client speaks on an inference route
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
@@ -219,6 +224,11 @@ type requestState struct {
 	attempts []storage.ProviderAttempt
 }
 
+// newRequestState is the state of a request the route table classified.
+func newRequestState(api admin.APIRoute) *requestState {
+	return &requestState{kind: api.Kind, sub: api.Sub, op: api.Op, dialect: api.Dialect}
+}
+
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
@@ -227,12 +237,12 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		}
 		return t.admin.ServeSCIM(w, r)
 	}
-	st := new(requestState)
-	var ok bool
-	if st.kind, st.sub, ok = admin.ClassifyRoute(r.URL.Path); !ok {
+	api, ok := admin.ClassifyRoute(r.URL.Path)
+	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st.inference = st.kind == admin.RouteInference && isInferencePost(r, st)
+	st := newRequestState(api)
+	st.inference = isInferencePost(r, st)
 	if apiErr := t.refuseWhileUnavailable(r, st.kind, false); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
@@ -241,7 +251,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	}
 	switch st.kind {
 	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
-		return t.admin.Serve(w, r, st.id, st.kind, st.sub)
+		return t.admin.Serve(w, r, st.id, api)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
 }
@@ -249,14 +259,15 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
-	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
+	switch {
+	case !st.op.Takes(r.Method):
 		return t.router.serveOther(w, r, st)
-	}
-	switch st.sub {
-	case countTokensPath:
+	case st.op == admin.OpCountTokens:
 		return t.router.countTokens(w, r, st)
-	case inputTokensPath:
+	case st.op == admin.OpInputTokens:
 		return t.router.inputTokens(w, r, st)
+	case st.op != admin.OpInfer && st.op != admin.OpInferBelow:
+		return t.router.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
@@ -111,8 +112,8 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if !bytes.Contains(body, webFetchWord) {
 		return body, nil
 	}
-	kind := dialect.KindOf(st.sub)
-	if kind == dialect.Other {
+	kind := st.dialect
+	if st.op != admin.OpInfer || kind == dialect.Other {
 		return body, nil
 	}
 	brand := fs.brand()

@@ -62,11 +62,10 @@ type adminRequest struct {
 	gw     gateway.Gateway
 }
 
-// Serve serves an administrative route (or GET /key), which ClassifyRoute
-// found to be of kind with sub its path below APIPrefix, for the caller
-// id.
-func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, id *gateway.Identity, kind RouteKind, sub string) error {
-	if id == nil && kind != RouteKeyless {
+// Serve serves an administrative route (or GET /key), as ClassifyRoute
+// classified it, for the caller id.
+func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, id *gateway.Identity, api APIRoute) error {
+	if id == nil && api.Kind != RouteKeyless {
 		// Unreachable through the pipeline: refuse rather than serve unauthenticated.
 		a.logger.Error("administrative route without an identity", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
@@ -77,7 +76,7 @@ func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, id *gateway.Identi
 		return apierror.Fail(r, errInternal())
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
-	apiErr := resolveRoute(r, kind, sub).serve(ar)
+	apiErr := resolveRoute(r, api).serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {
 			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))

@@ -15,6 +15,7 @@ import (
 
 // Table is a compiled table of routes of type R.
 type Table[R any] struct {
+	prefix string
 	mux    *http.ServeMux
 	groups []group[R] // longest path first
 }
@@ -88,13 +89,16 @@ func Compile[R any](prefix string, rows []R, pattern func(*R) string) *Table[R] 
 			handle("", e.path, Match[R]{Group: g, Allow: allow[e.path]})
 		}
 	}
+	// A group's own path is registered; the paths below it are not (the
+	// ServeMux would refuse a subtree that crosses a wildcard route, such
+	// as /models/user/ and /models/{author}/{slug}/endpoints): Lookup
+	// finds them by Group.
 	for _, g := range t.groups {
-		m := Match[R]{Group: g.row}
 		if methods[g.path] == nil {
-			handle("", g.path, m)
+			handle("", g.path, Match[R]{Group: g.row})
 		}
-		t.mux.Handle(prefix+g.path+"/", &entry[R]{m})
 	}
+	t.prefix = prefix
 	return t
 }
 
@@ -105,10 +109,17 @@ func Compile[R any](prefix string, rows []R, pattern func(*R) string) *Table[R] 
 func (t *Table[R]) Lookup(r *http.Request) (m Match[R], ok bool) {
 	var c capture[R]
 	t.mux.ServeHTTP(&c, r)
-	if c.entry == nil {
-		return Match[R]{}, false
+	if c.entry != nil {
+		return c.entry.Match, true
 	}
-	return c.entry.Match, true
+	if c.status == http.StatusNotFound { // not a redirect to the clean path
+		if sub, ok := strings.CutPrefix(r.URL.Path, t.prefix); ok {
+			if g := t.Group(sub); g != nil {
+				return Match[R]{Group: g}, true
+			}
+		}
+	}
+	return Match[R]{}, false
 }
 
 // Group is the innermost group that holds path (below the prefix): the
@@ -134,10 +145,14 @@ func (e *entry[R]) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// capture is the writer of a match: it learns the entry and swallows what
-// the mux itself would answer (404, a redirect).
-type capture[R any] struct{ entry *entry[R] }
+// capture is the writer of a match: it learns the entry, or the status
+// of what the mux itself would answer (404, a redirect), and swallows the
+// answer.
+type capture[R any] struct {
+	entry  *entry[R]
+	status int
+}
 
 func (*capture[R]) Header() http.Header         { return http.Header{} }
 func (*capture[R]) Write(b []byte) (int, error) { return len(b), nil }
-func (*capture[R]) WriteHeader(int)             {}
+func (c *capture[R]) WriteHeader(status int)    { c.status = status }
