@@ -143,8 +143,8 @@ type operatorCall struct {
 // path names first (404 when missing), then the handler of its method or
 // 405.
 func (c *operatorCall) route() (int, any, *apierror.Error) {
-	m, ok := operatorTable.Lookup(c.r)
-	if !ok {
+	m := operatorTable.Lookup(c.r)
+	if m == nil {
 		return 0, nil, apierror.NotFound("no such route: " + c.r.URL.Path)
 	}
 	if apiErr := c.load(); apiErr != nil {

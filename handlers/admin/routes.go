@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
@@ -14,7 +15,7 @@ import (
 const APIPrefix = "/api/v1"
 
 // RouteKind says which key may call a route.
-type RouteKind int
+type RouteKind uint8
 
 const (
 	RouteUnknown    RouteKind = iota
@@ -64,8 +65,8 @@ func (o Op) Takes(method string) bool {
 // APIRoute is what the route table says about a request's path, classified
 // once per request (ClassifyRoute) and carried by the pipeline.
 type APIRoute struct {
-	Kind RouteKind
 	Sub  string // the path below APIPrefix, without one trailing slash
+	Kind RouteKind
 	Op   Op
 	// Dialect is the API the client speaks on an inference or token
 	// counting route; "" on the others.
@@ -237,7 +238,7 @@ var apiRoutes = []apiRoute{
 // route is what the table says about one administrative request.
 type route struct {
 	APIRoute
-	routetable.Match[apiRoute]
+	*routetable.Match[apiRoute]
 }
 
 // routeFor looks the request up in the table; ok is false for paths
@@ -249,25 +250,33 @@ func routeFor(r *http.Request) (route, bool) {
 	if !ok {
 		return route{}, false
 	}
-	return resolveRoute(r, api), true
+	return route{api, matchFor(r, api.Kind)}, true
 }
 
 // resolveRoute is routeFor for a path already classified (once per
-// request, by the pipeline): administrative routes are looked up in the mux,
-// which sets r's path values.
+// request, by the pipeline).
 func resolveRoute(r *http.Request, api APIRoute) route {
-	rt := route{APIRoute: api}
-	if rt.administrative() {
-		// No match: a path that is not clean ("//", "/../"), which no
-		// route is written as.
-		rt.Match, _ = routes.Lookup(r)
-	}
-	return rt
+	return route{api, matchFor(r, api.Kind)}
 }
 
-// administrative reports whether Admin serves the route.
-func (rt route) administrative() bool {
-	return rt.Kind == RouteManagement || rt.Kind == RouteAnyKey || rt.Kind == RouteKeyless
+// matchFor looks a route of kind up in the mux, which sets r's path
+// values, when it is administrative; noMatch for the others and for a
+// path that is not clean ("//", "/../"), which no route is written as.
+func matchFor(r *http.Request, kind RouteKind) *routetable.Match[apiRoute] {
+	if kind.administrative() {
+		if m := routes.Lookup(r); m != nil {
+			return m
+		}
+	}
+	return noMatch
+}
+
+// noMatch is the match of a path without an administrative route.
+var noMatch = new(routetable.Match[apiRoute])
+
+// administrative reports whether Admin serves the routes of kind k.
+func (k RouteKind) administrative() bool {
+	return k == RouteManagement || k == RouteAnyKey || k == RouteKeyless
 }
 
 // serve answers an administrative request: the group's guard, then the
@@ -301,18 +310,28 @@ func ClassifyRoute(path string) (APIRoute, bool) {
 		return APIRoute{}, false
 	}
 	sub = strings.TrimSuffix(sub, "/")
-	if c, ok := routes.exact[sub]; ok {
-		c.Sub = sub
-		return c, true
-	}
-	if g := routes.Group(sub); g != nil {
-		c := APIRoute{Kind: g.kind, Sub: sub}
-		if g.op == OpInfer {
-			c.Op, c.Dialect = OpInferBelow, dialect.Other
+	// The groups first: an inference route's own path, the hot one, is
+	// a group's, and needs no map lookup.
+	for i := range routes.groups {
+		g := &routes.groups[i]
+		if !strings.HasPrefix(sub, g.path) {
+			continue
 		}
-		return c, true
+		if len(sub) == len(g.path) {
+			return APIRoute{Sub: sub, Kind: g.self.Kind, Op: g.self.Op, Dialect: g.self.Dialect}, true
+		}
+		if sub[len(g.path)] == '/' {
+			c, ok := routes.exact[sub]
+			if !ok {
+				c = g.below
+			}
+			c.Sub = sub
+			return c, true
+		}
 	}
-	return APIRoute{Sub: sub}, true
+	c := routes.exact[sub]
+	c.Sub = sub
+	return c, true
 }
 
 // ResolveOp is the op of the endpoint whose method and path r matches
@@ -320,8 +339,8 @@ func ClassifyRoute(path string) (APIRoute, bool) {
 // with wildcards (GET /models/{author}/{slug}/endpoints). It sets r's path
 // values.
 func ResolveOp(r *http.Request) Op {
-	m, ok := routes.Lookup(r)
-	if !ok || m.Endpoint == nil {
+	m := routes.Lookup(r)
+	if m == nil || m.Endpoint == nil {
 		return OpNone
 	}
 	return m.Endpoint.op
@@ -330,9 +349,18 @@ func ResolveOp(r *http.Request) Op {
 // routeTable is apiRoutes compiled.
 type routeTable struct {
 	*routetable.Table[apiRoute]
-	// exact is every path of the table written without wildcards, with
-	// what ClassifyRoute answers for it.
+	// groups is each group's classification, longest path first: its own
+	// path's, and the one of the paths below it the table does not name.
+	groups []groupClass
+	// exact is every path of the table written without wildcards that
+	// is not a group's, with what ClassifyRoute answers for it.
 	exact map[string]APIRoute
+}
+
+// groupClass is what ClassifyRoute answers for a group's paths.
+type groupClass struct {
+	path        string
+	self, below APIRoute
 }
 
 var routes = compileRoutes(apiRoutes)
@@ -373,7 +401,7 @@ func compileRoutes(table []apiRoute) routeTable {
 		case !strings.Contains(path, "{"):
 			classify(path, APIRoute{Kind: rt.kind, Op: rt.op, Dialect: rt.dialect})
 		}
-		admin := rt.kind == RouteManagement || rt.kind == RouteAnyKey || rt.kind == RouteKeyless
+		admin := rt.kind.administrative()
 		switch {
 		case admin && rt.op == OpNone:
 			rt.handler = bind(rt.pattern, rt.serve, wildcards(path))
@@ -382,6 +410,17 @@ func compileRoutes(table []apiRoute) routeTable {
 			panic("route " + rt.pattern + ": an administrative route has a handler, any other an op that takes its method")
 		}
 	}
+	for _, g := range table {
+		if !strings.Contains(g.pattern, " ") {
+			c := groupClass{path: g.pattern, self: t.exact[g.pattern], below: APIRoute{Kind: g.kind}}
+			if g.op == OpInfer {
+				c.below.Op, c.below.Dialect = OpInferBelow, dialect.Other
+			}
+			t.groups = append(t.groups, c)
+			delete(t.exact, g.pattern)
+		}
+	}
+	slices.SortStableFunc(t.groups, func(a, b groupClass) int { return len(b.path) - len(a.path) })
 	return t
 }
 

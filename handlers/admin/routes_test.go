@@ -124,7 +124,11 @@ func TestRoutesAgree(t *testing.T) {
 		for _, target := range []string{APIPrefix + sample(path), APIPrefix + sample(path) + "/"} {
 			api, _ := ClassifyRoute(target)
 			got, r := lookup(t, method, target)
-			m, ok := routes.Lookup(r)
+			m := routes.Lookup(r)
+			ok := m != nil
+			if !ok {
+				m = noMatch
+			}
 			declared := m.Group
 			if m.Endpoint != nil {
 				declared = m.Endpoint
@@ -133,10 +137,10 @@ func TestRoutesAgree(t *testing.T) {
 				t.Errorf("%s %s: ClassifyRoute %d, routeFor %d, table %+v; declared %d", method, target, api.Kind, got.Kind, m, rt.kind)
 			}
 			switch {
-			case got.administrative() && endpoint && (got.Endpoint == nil || got.Endpoint.handler == nil || got.Method != method):
+			case got.Kind.administrative() && endpoint && (got.Endpoint == nil || got.Endpoint.handler == nil || got.Method != method):
 				t.Errorf("%s %s: no handler", method, target)
-			case !endpoint && got.administrative() != (rt.kind == RouteManagement):
-				t.Errorf("%s %s: administrative %v", method, target, got.administrative())
+			case !endpoint && got.Kind.administrative() != (rt.kind == RouteManagement):
+				t.Errorf("%s %s: administrative %v", method, target, got.Kind.administrative())
 			case rt.op == OpNone:
 			case strings.Contains(path, "{"):
 				if op := ResolveOp(httptest.NewRequest(method, target, nil)); api.Op != OpNone || op != rt.op {

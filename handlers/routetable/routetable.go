@@ -9,6 +9,7 @@ package routetable
 
 import (
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 )
@@ -22,8 +23,9 @@ type Table[R any] struct {
 
 // group is a group route: its path and every path below it.
 type group[R any] struct {
-	path string // below the table's prefix
-	row  *R
+	path  string // below the table's prefix
+	row   *R
+	below *Match[R] // the match of the paths below it that no route names
 }
 
 // Match is what the table says about one request.
@@ -93,7 +95,8 @@ func Compile[R any](prefix string, rows []R, pattern func(*R) string) *Table[R] 
 	// ServeMux would refuse a subtree that crosses a wildcard route, such
 	// as /models/user/ and /models/{author}/{slug}/endpoints): Lookup
 	// finds them by Group.
-	for _, g := range t.groups {
+	for i, g := range t.groups {
+		t.groups[i].below = &Match[R]{Group: g.row}
 		if methods[g.path] == nil {
 			handle("", g.path, Match[R]{Group: g.row})
 		}
@@ -102,24 +105,26 @@ func Compile[R any](prefix string, rows []R, pattern func(*R) string) *Table[R] 
 	return t
 }
 
-// Lookup finds r's route; ok is false for a path the table does not
-// know, and for a path that is not clean ("//", "/../"), which no route
-// is written as. It sets r's path values (r.PathValue) as the ServeMux
-// does.
-func (t *Table[R]) Lookup(r *http.Request) (m Match[R], ok bool) {
+// Lookup finds r's route (shared: not to be changed); nil for a path the
+// table does not know, and for a path that is not clean ("//", "/../"),
+// which no route is written as. It sets r's path values (r.PathValue) as
+// the ServeMux does.
+func (t *Table[R]) Lookup(r *http.Request) *Match[R] {
 	var c capture[R]
 	t.mux.ServeHTTP(&c, r)
 	if c.entry != nil {
-		return c.entry.Match, true
+		return &c.entry.Match
 	}
-	if c.status == http.StatusNotFound { // not a redirect to the clean path
+	if isClean(r.URL.Path) { // else the mux redirected it to the clean path
 		if sub, ok := strings.CutPrefix(r.URL.Path, t.prefix); ok {
-			if g := t.Group(sub); g != nil {
-				return Match[R]{Group: g}, true
+			for _, g := range t.groups {
+				if inGroup(sub, g.path) {
+					return g.below
+				}
 			}
 		}
 	}
-	return Match[R]{}, false
+	return nil
 }
 
 // Group is the innermost group that holds path (below the prefix): the
@@ -127,11 +132,16 @@ func (t *Table[R]) Lookup(r *http.Request) (m Match[R], ok bool) {
 // strings only, so that a request's path can ask it at no cost.
 func (t *Table[R]) Group(path string) *R {
 	for _, g := range t.groups {
-		if strings.HasPrefix(path, g.path) && (len(path) == len(g.path) || path[len(g.path)] == '/') {
+		if inGroup(path, g.path) {
 			return g.row
 		}
 	}
 	return nil
+}
+
+// inGroup reports whether path is the group's path or one below it.
+func inGroup(path, group string) bool {
+	return strings.HasPrefix(path, group) && (len(path) == len(group) || path[len(group)] == '/')
 }
 
 // entry is the handler the mux holds for one registered pattern; the mux
@@ -145,14 +155,20 @@ func (e *entry[R]) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// capture is the writer of a match: it learns the entry, or the status
-// of what the mux itself would answer (404, a redirect), and swallows the
-// answer.
-type capture[R any] struct {
-	entry  *entry[R]
-	status int
+// isClean reports whether the ServeMux takes p as it is, without
+// redirecting it to its clean form (path.Clean, keeping a trailing slash).
+func isClean(p string) bool {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
+
+// capture is the writer of a match: it learns the entry and swallows what
+// the mux itself would answer (404, a redirect).
+type capture[R any] struct{ entry *entry[R] }
 
 func (*capture[R]) Header() http.Header         { return http.Header{} }
 func (*capture[R]) Write(b []byte) (int, error) { return len(b), nil }
-func (c *capture[R]) WriteHeader(status int)    { c.status = status }
+func (*capture[R]) WriteHeader(int)             {}
