@@ -45,7 +45,7 @@ func (ErrorWriter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	}
 	// The Messages API's errors take Anthropic's shape. The error route
 	// has no request state: it asks the route table again.
-	if api, _ := admin.ClassifyRoute(r.URL.Path); api.Dialect == dialect.Messages {
+	if api, _ := admin.ClassifyRoute(r.URL.Path); api.Dialect() == dialect.Messages {
 		messages.WriteError(w, apiErr)
 		return nil
 	}

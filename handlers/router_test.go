@@ -82,7 +82,7 @@ func TestValidateInference(t *testing.T) {
 	}
 	for _, tt := range tests {
 		api, _ := admin.ClassifyRoute(admin.APIPrefix + tt.sub)
-		_, got := validateInference(api.Dialect, []byte(tt.body))
+		_, got := validateInference(api.Dialect(), []byte(tt.body))
 		switch {
 		case tt.want == "" && got != nil:
 			t.Errorf("%s %s: unexpected error %v", tt.sub, tt.body, got)

@@ -90,7 +90,7 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.Serve(w, r, st.id, admin.APIRoute{Kind: st.kind, Sub: st.sub, Op: st.op, Dialect: st.dialect})
+	return a.Serve(w, r, st.id, admin.APIRoute{Kind: st.kind, Sub: st.sub, Op: st.op})
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {

@@ -226,7 +226,7 @@ type requestState struct {
 
 // newRequestState is the state of a request the route table classified.
 func newRequestState(api admin.APIRoute) *requestState {
-	return &requestState{kind: api.Kind, sub: api.Sub, op: api.Op, dialect: api.Dialect}
+	return &requestState{kind: api.Kind, sub: api.Sub, op: api.Op, dialect: api.Dialect()}
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.

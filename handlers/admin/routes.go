@@ -68,9 +68,27 @@ type APIRoute struct {
 	Sub  string // the path below APIPrefix, without one trailing slash
 	Kind RouteKind
 	Op   Op
-	// Dialect is the API the client speaks on an inference or token
-	// counting route; "" on the others.
-	Dialect dialect.Kind
+	// dialectIx is the route's dialect, an index of dialects: the
+	// pipeline copies an APIRoute per request, kept at three words.
+	dialectIx uint8
+}
+
+// dialects are the dialect kinds of the inference and token counting
+// routes, and "" for the others.
+var dialects = [...]dialect.Kind{"", dialect.Chat, dialect.Responses, dialect.Messages, dialect.Other}
+
+// Dialect is the API the client speaks on an inference or token counting
+// route; "" on the others.
+func (a APIRoute) Dialect() dialect.Kind { return dialects[a.dialectIx] }
+
+// withDialect is a with its dialect k (one of dialects).
+func (a APIRoute) withDialect(k dialect.Kind) APIRoute {
+	i := slices.Index(dialects[:], k)
+	if i < 0 {
+		panic("route dialect " + string(k) + ": not in dialects")
+	}
+	a.dialectIx = uint8(i)
+	return a
 }
 
 // adminHandler serves one administrative route.
@@ -318,11 +336,11 @@ func ClassifyRoute(path string) (APIRoute, bool) {
 			continue
 		}
 		if len(sub) == len(g.path) {
-			return APIRoute{Sub: sub, Kind: g.self.Kind, Op: g.self.Op, Dialect: g.self.Dialect}, true
+			return APIRoute{Sub: sub, Kind: g.self.Kind, Op: g.self.Op, dialectIx: g.self.dialectIx}, true
 		}
 		if sub[len(g.path)] == '/' {
 			c, ok := routes.exact[sub]
-			if !ok {
+			if !g.named || !ok {
 				c = g.below
 			}
 			c.Sub = sub
@@ -361,6 +379,7 @@ type routeTable struct {
 type groupClass struct {
 	path        string
 	self, below APIRoute
+	named       bool // exact holds paths below it
 }
 
 var routes = compileRoutes(apiRoutes)
@@ -389,7 +408,7 @@ func compileRoutes(table []apiRoute) routeTable {
 			if rt.op != OpNone && rt.op != OpInfer {
 				panic("route " + rt.pattern + ": a group's op is OpInfer or none")
 			}
-			classify(method, APIRoute{Kind: rt.kind, Op: rt.op, Dialect: rt.dialect})
+			classify(method, APIRoute{Kind: rt.kind, Op: rt.op}.withDialect(rt.dialect))
 			continue
 		}
 		g := t.Group(path)
@@ -399,7 +418,7 @@ func compileRoutes(table []apiRoute) routeTable {
 		case g == nil && strings.Contains(path, "{"):
 			panic("route " + rt.pattern + ": a path with wildcards must lie in a group")
 		case !strings.Contains(path, "{"):
-			classify(path, APIRoute{Kind: rt.kind, Op: rt.op, Dialect: rt.dialect})
+			classify(path, APIRoute{Kind: rt.kind, Op: rt.op}.withDialect(rt.dialect))
 		}
 		admin := rt.kind.administrative()
 		switch {
@@ -414,13 +433,18 @@ func compileRoutes(table []apiRoute) routeTable {
 		if !strings.Contains(g.pattern, " ") {
 			c := groupClass{path: g.pattern, self: t.exact[g.pattern], below: APIRoute{Kind: g.kind}}
 			if g.op == OpInfer {
-				c.below.Op, c.below.Dialect = OpInferBelow, dialect.Other
+				c.below = APIRoute{Kind: g.kind, Op: OpInferBelow}.withDialect(dialect.Other)
 			}
 			t.groups = append(t.groups, c)
 			delete(t.exact, g.pattern)
 		}
 	}
 	slices.SortStableFunc(t.groups, func(a, b groupClass) int { return len(b.path) - len(a.path) })
+	for i := range t.groups {
+		for path := range t.exact {
+			t.groups[i].named = t.groups[i].named || strings.HasPrefix(path, t.groups[i].path+"/")
+		}
+	}
 	return t
 }
 

@@ -146,8 +146,8 @@ func TestRoutesAgree(t *testing.T) {
 				if op := ResolveOp(httptest.NewRequest(method, target, nil)); api.Op != OpNone || op != rt.op {
 					t.Errorf("%s %s: ClassifyRoute op %d, ResolveOp %d; want %d", method, target, api.Op, op, rt.op)
 				}
-			case api.Op != rt.op || api.Dialect != rt.dialect:
-				t.Errorf("%s %s: op %d, dialect %q; want %d, %q", method, target, api.Op, api.Dialect, rt.op, rt.dialect)
+			case api.Op != rt.op || api.Dialect() != rt.dialect:
+				t.Errorf("%s %s: op %d, dialect %q; want %d, %q", method, target, api.Op, api.Dialect(), rt.op, rt.dialect)
 			}
 		}
 	}
@@ -208,8 +208,8 @@ func TestClassifyRouteOps(t *testing.T) {
 		{"/nope", OpNone, ""},
 	} {
 		api, _ := ClassifyRoute(APIPrefix + tc.path)
-		if api.Op != tc.op || api.Dialect != tc.dialect {
-			t.Errorf("%s: op %d, dialect %q; want %d, %q", tc.path, api.Op, api.Dialect, tc.op, tc.dialect)
+		if api.Op != tc.op || api.Dialect() != tc.dialect {
+			t.Errorf("%s: op %d, dialect %q; want %d, %q", tc.path, api.Op, api.Dialect(), tc.op, tc.dialect)
 		}
 	}
 	for _, tc := range []struct {
