@@ -14,7 +14,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
@@ -112,7 +111,7 @@ func TestSeriesOfPrivateEndpoint(t *testing.T) {
 func BenchmarkPipelineMetrics(b *testing.B) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	route := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	st := &requestState{inference: true, dialect: dialect.Chat, route: route, start: time.Now()}
+	st := &requestState{inference: true, api: chatRoute, route: route, start: time.Now()}
 	mw := &meterWriter{firstText: time.Now()}
 	mw.Mode, mw.Status = sse.Stream, 200
 	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}

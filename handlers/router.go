@@ -130,10 +130,10 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 // attempts, and the request is pointed at the first one (the provider's
 // key and Host; the placeholders for reverse_proxy).
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
-	f, apiErr := validateInference(st.dialect, body)
+	f, apiErr := validateInference(st.api.Dialect(), body)
 	var route *Route
 	if apiErr == nil {
-		route, apiErr = rt.route(st.dialect, body, f, st.id)
+		route, apiErr = rt.route(st.api.Dialect(), body, f, st.id)
 	}
 	if apiErr == nil && route.parsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
@@ -161,7 +161,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
 	r.URL.RawQuery = withoutCredentialParams(r.URL.RawQuery)
-	route.uri = withQuery(st.sub, r)
+	route.uri = withQuery(st.api.Sub, r)
 	st.route = route
 	// The header map is shared with the request Caddy logs: copy it before
 	// adding the provider's key (the operator's, or the account's own BYOK

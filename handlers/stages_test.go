@@ -34,9 +34,12 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 		return st, r
 	}
 	api, _ := admin.ClassifyRoute(r.URL.Path)
-	st := newRequestState(api)
+	st := &requestState{api: api}
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
+
+// chatRoute is /chat/completions's route, as ClassifyRoute makes it.
+var chatRoute, _ = admin.ClassifyRoute(admin.APIPrefix + "/chat/completions")
 
 // IdentityFrom is the identity the auth stage found.
 func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
@@ -87,10 +90,10 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		return a.ServeSCIM(w, r)
 	}
 	st, r := stateOf(r)
-	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
+	if st.api.Kind != admin.RouteManagement && st.api.Kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.Serve(w, r, st.id, admin.APIRoute{Kind: st.kind, Sub: st.sub, Op: st.op})
+	return a.Serve(w, r, st.id, st.api)
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -123,10 +126,10 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
-	if st.kind != admin.RouteInference && st.kind != admin.RoutePublic {
+	if st.api.Kind != admin.RouteInference && st.api.Kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost || (st.op != admin.OpInfer && st.op != admin.OpInferBelow) {
+	if r.Method != http.MethodPost || (st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow) {
 		return rt.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)

@@ -14,7 +14,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scim"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -185,12 +184,7 @@ func (t *Tollgate) Cleanup() error {
 // requestState is one request's way through the pipeline, made once and
 // handed to each stage.
 type requestState struct {
-	// The route, classified once from the path by the route table
-	// (admin.ClassifyRoute).
-	kind    admin.RouteKind
-	sub     string       // the path below admin.APIPrefix
-	op      admin.Op     // what the pipeline does on it
-	dialect dialect.Kind // the API the client speaks on an inference route
+	api admin.APIRoute // the route, classified once from the path by the route table
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
@@ -224,11 +218,6 @@ type requestState struct {
 	attempts []storage.ProviderAttempt
 }
 
-// newRequestState is the state of a request the route table classified.
-func newRequestState(api admin.APIRoute) *requestState {
-	return &requestState{kind: api.Kind, sub: api.Sub, op: api.Op, dialect: api.Dialect()}
-}
-
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
@@ -241,17 +230,17 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st := newRequestState(api)
+	st := &requestState{api: api}
 	st.inference = isInferencePost(r, st)
-	if apiErr := t.refuseWhileUnavailable(r, st.kind, false); apiErr != nil {
+	if apiErr := t.refuseWhileUnavailable(r, st.api.Kind, false); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
 		return observeAnswer(r, st, apierror.Fail(r, apiErr))
 	}
-	switch st.kind {
+	switch st.api.Kind {
 	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
-		return t.admin.Serve(w, r, st.id, api)
+		return t.admin.Serve(w, r, st.id, st.api)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
 }
@@ -260,13 +249,13 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
 	switch {
-	case !st.op.Takes(r.Method):
+	case !st.api.Op.Takes(r.Method):
 		return t.router.serveOther(w, r, st)
-	case st.op == admin.OpCountTokens:
+	case st.api.Op == admin.OpCountTokens:
 		return t.router.countTokens(w, r, st)
-	case st.op == admin.OpInputTokens:
+	case st.api.Op == admin.OpInputTokens:
 		return t.router.inputTokens(w, r, st)
-	case st.op != admin.OpInfer && st.op != admin.OpInferBelow:
+	case st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow:
 		return t.router.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)

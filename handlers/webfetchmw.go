@@ -112,8 +112,8 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if !bytes.Contains(body, webFetchWord) {
 		return body, nil
 	}
-	kind := st.dialect
-	if st.op != admin.OpInfer || kind == dialect.Other {
+	kind := st.api.Dialect()
+	if st.api.Op != admin.OpInfer || kind == dialect.Other {
 		return body, nil
 	}
 	brand := fs.brand()

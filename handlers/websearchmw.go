@@ -90,10 +90,10 @@ type searchPlan struct {
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	if st.op != admin.OpInfer || st.dialect == dialect.Other {
+	if st.api.Op != admin.OpInfer || st.api.Dialect() == dialect.Other {
 		return body, nil
 	}
-	out, plan, deprecated, apiErr := ws.prepare(body, st.dialect)
+	out, plan, deprecated, apiErr := ws.prepare(body, st.api.Dialect())
 	if apiErr != nil {
 		return nil, apiErr
 	}
