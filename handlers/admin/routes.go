@@ -29,8 +29,9 @@ const (
 )
 
 // Op is what the pipeline (package handlers) does on a route Admin does
-// not serve. A request whose method the op does not take is answered 405
-// on an inference route's own path (OpInfer), 404 anywhere else.
+// not serve. There, a request whose method the op does not take is
+// answered 405 on an inference route's own path (OpInfer), 404 anywhere
+// else.
 type Op uint8
 
 const (
@@ -97,8 +98,9 @@ type adminHandler func(ar *adminRequest) *apierror.Error
 // apiRoute is one entry of the public API's route table.
 type apiRoute struct {
 	// pattern is an http.ServeMux pattern relative to APIPrefix. With a
-	// method it is one endpoint, served by Admin. Without one it is a
-	// group: the path and every path below it, for any method.
+	// method it is one endpoint: Admin's (serve) or the pipeline's (op).
+	// Without one it is a group: the path and every path below it, for
+	// any method.
 	pattern string
 	kind    RouteKind
 	// serve is an endpoint's handler: an adminHandler, or a method of
