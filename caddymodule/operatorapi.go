@@ -66,7 +66,7 @@ func runningApp() *App {
 }
 
 // Routes returns the /tollgate/ routes. Caddy's admin mux hands every path
-// below them to serveHTTP, which routes them on operatorMux.
+// below them to serveHTTP, which routes them on operatorTable.
 func (o *OperatorAPI) Routes() []caddy.AdminRoute {
 	h := caddy.AdminHandlerFunc(o.serveHTTP)
 	return []caddy.AdminRoute{
@@ -139,26 +139,25 @@ type operatorCall struct {
 	member storage.Member  // the member of {member}, likewise
 }
 
-// route answers the request from operatorMux: the account and member its
+// route answers the request from operatorTable: the account and member its
 // path names first (404 when missing), then the handler of its method or
 // 405.
 func (c *operatorCall) route() (int, any, *apierror.Error) {
-	var m operatorMatch
-	operatorMux.ServeHTTP(&m, c.r)
-	if m.entry == nil {
+	m := operatorTable.Lookup(c.r)
+	if m == nil {
 		return 0, nil, apierror.NotFound("no such route: " + c.r.URL.Path)
 	}
 	if apiErr := c.load(); apiErr != nil {
 		return 0, nil, apiErr
 	}
-	if m.entry.serve == nil || m.entry.method != c.r.Method {
+	if m.Endpoint == nil || m.Method != c.r.Method {
 		return 0, nil, &apierror.Error{
 			Status:  http.StatusMethodNotAllowed,
-			Message: fmt.Sprintf("method %s not allowed; use %s", c.r.Method, *m.entry.allow),
-			Header:  http.Header{"Allow": {*m.entry.allow}},
+			Message: fmt.Sprintf("method %s not allowed; use %s", c.r.Method, m.Allow),
+			Header:  http.Header{"Allow": {m.Allow}},
 		}
 	}
-	return m.entry.serve(c)
+	return m.Endpoint.serve(c)
 }
 
 // load reads the account ({id}) and member ({member}) the path names.

@@ -2,10 +2,9 @@ package caddymodule
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routetable"
 )
 
 // operatorFunc answers a request with a status and a body to encode.
@@ -62,54 +61,5 @@ var operatorRoutes = []operatorRoute{
 	}},
 }
 
-// operatorEntry is what operatorMux holds for one registered pattern.
-type operatorEntry struct {
-	method string       // "" for the path's other methods
-	serve  operatorFunc // nil for the path's other methods
-	allow  *string      // the methods the path takes
-}
-
-// ServeHTTP reports the entry the mux matched to the operatorMatch.
-func (e *operatorEntry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	if m, ok := w.(*operatorMatch); ok {
-		m.entry = e
-	}
-}
-
-// operatorMatch is the writer of a match: it learns the entry and swallows
-// what the mux itself would answer (404, redirects).
-type operatorMatch struct{ entry *operatorEntry }
-
-func (*operatorMatch) Header() http.Header         { return http.Header{} }
-func (*operatorMatch) Write(b []byte) (int, error) { return len(b), nil }
-func (*operatorMatch) WriteHeader(int)             {}
-
-var operatorMux = compileOperatorRoutes(operatorRoutes)
-
-// compileOperatorRoutes registers each route, also with a trailing slash,
-// and each path without a method, to answer 405 with the methods it takes.
-func compileOperatorRoutes(table []operatorRoute) *http.ServeMux {
-	mux := http.NewServeMux()
-	handle := func(method, path string, e *operatorEntry) {
-		mux.Handle(strings.TrimSpace(method+" "+path), e)
-		mux.Handle(strings.TrimSpace(method+" "+path+"/{$}"), e)
-	}
-	paths := map[string]*operatorEntry{}
-	methods := map[string][]string{}
-	for _, rt := range table {
-		method, path, _ := strings.Cut(rt.pattern, " ")
-		other := paths[path]
-		if other == nil {
-			other = &operatorEntry{allow: new(string)}
-			paths[path] = other
-			handle("", path, other)
-		}
-		methods[path] = append(methods[path], method)
-		handle(method, path, &operatorEntry{method: method, serve: rt.serve, allow: other.allow})
-	}
-	for path, e := range paths {
-		slices.Sort(methods[path])
-		*e.allow = strings.Join(methods[path], ", ")
-	}
-	return mux
-}
+// operatorTable is operatorRoutes compiled.
+var operatorTable = routetable.Compile("", operatorRoutes, func(rt *operatorRoute) string { return rt.pattern })

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -67,7 +68,7 @@ const msgExpiredOAuth = "OAuth session expired: the key this app holds reached i
 // refuses: 404 for a path the gateway does not serve (it never reaches a
 // provider), 401, 403, and the abuse ceilings' 429.
 func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
-	if st.kind == admin.RouteUnknown {
+	if st.api.Kind == admin.RouteUnknown {
 		return apierror.NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
 	if a.byIP != nil {
@@ -76,7 +77,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 			return apiErr
 		}
 	}
-	if st.kind == admin.RouteKeyless {
+	if st.api.Kind == admin.RouteKeyless {
 		// Its credential is in the body; a key sent along is not checked,
 		// and goes no further than any other.
 		r.Header.Del("Authorization")
@@ -84,19 +85,19 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		return nil
 	}
 	secret, present := bearer(r)
-	if !present && isMessagesPath(st.sub) {
+	if !present && st.api.Dialect() == dialect.Messages {
 		secret, present = anthropicAPIKey(r)
 	}
 	// A key sent Anthropic's way never reaches a provider either.
 	r.Header.Del("X-Api-Key")
 	if !present {
-		if st.kind == admin.RoutePublic {
+		if st.api.Kind == admin.RoutePublic {
 			r.Header.Del("Authorization") // a malformed header must not reach the provider either
 			return nil
 		}
 		return apierror.New(http.StatusUnauthorized, msgMissingAuth)
 	}
-	id, apiErr := a.identify(st.store, secret, st.kind)
+	id, apiErr := a.identify(st.store, secret, st.api.Kind)
 	if apiErr != nil {
 		return apiErr
 	}

@@ -68,9 +68,9 @@ func TestClassifyRoute(t *testing.T) {
 		{"/api/v1/workspaces/w/budgets/daily", admin.RouteManagement, "/workspaces/w/budgets/daily", true},
 	}
 	for _, tt := range tests {
-		kind, sub, ok := admin.ClassifyRoute(tt.path)
-		if kind != tt.kind || sub != tt.sub || ok != tt.ok {
-			t.Errorf("admin.ClassifyRoute(%q) = %d, %q, %v; want %d, %q, %v", tt.path, kind, sub, ok, tt.kind, tt.sub, tt.ok)
+		api, ok := admin.ClassifyRoute(tt.path)
+		if api.Kind != tt.kind || api.Sub != tt.sub || ok != tt.ok {
+			t.Errorf("admin.ClassifyRoute(%q) = %d, %q, %v; want %d, %q, %v", tt.path, api.Kind, api.Sub, ok, tt.kind, tt.sub, tt.ok)
 		}
 	}
 }

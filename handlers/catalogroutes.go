@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -15,50 +14,42 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 )
 
-// serveGateway answers a request the router does not send to a provider
-// (any method but POST): the catalog's lists, else 405 on an inference
-// path and 404 on any other. Only inference POSTs reach providers.
+// serveGateway answers a request the router does not send to a provider:
+// the catalog's lists (GET), else 405 on an inference route's own path and
+// 404 on any other. Only inference POSTs reach providers.
 func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *requestState) error {
-	kind, sub := st.kind, st.sub
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	author, slug, isEndpoints := endpointsPath(sub)
-	switch {
-	case get && sub == "/models":
+	op := st.api.Op
+	if op == admin.OpNone && admin.OpListModels.Takes(r.Method) {
+		op = admin.ResolveOp(r) // a catalog route with path values
+	}
+	if !op.Takes(r.Method) {
+		if op == admin.OpInfer {
+			e := apierror.New(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
+			e.Header = http.Header{"Allow": {http.MethodPost}}
+			return apierror.Fail(r, e)
+		}
+		return apierror.Fail(r, apierror.NotFound("Not found: "+r.Method+" "+r.URL.Path))
+	}
+	switch op {
+	case admin.OpListModels:
 		return rt.serveModels(w, r, st, false)
-	case get && sub == "/models/user":
+	case admin.OpListUserModels:
 		return rt.serveModels(w, r, st, true)
-	case get && sub == "/models/count":
+	case admin.OpCountModels:
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(rt.catalog().Models())}})
-	case get && sub == "/providers":
+	case admin.OpListProviders:
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": providerList(rt.catalog())})
-	case get && isEndpoints:
-		m, ok := rt.catalog().Lookup(author + "/" + slug)
+	case admin.OpModelEndpoints:
+		id := r.PathValue("author") + "/" + r.PathValue("slug")
+		m, ok := rt.catalog().Lookup(id)
 		if !ok {
-			return apierror.Fail(r, apierror.NotFound("Model not found: "+author+"/"+slug))
+			return apierror.Fail(r, apierror.NotFound("Model not found: "+id))
 		}
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": endpointList(m)})
-	case kind == admin.RouteInference && admin.IsGroupPath(sub, admin.RouteInference):
-		e := apierror.New(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
-		e.Header = http.Header{"Allow": {http.MethodPost}}
-		return apierror.Fail(r, e)
 	default:
 		return apierror.Fail(r, apierror.NotFound("Not found: "+r.Method+" "+r.URL.Path))
 	}
 	return nil
-}
-
-// endpointsPath reads /models/{author}/{slug}/endpoints.
-func endpointsPath(sub string) (author, slug string, ok bool) {
-	rest, ok := strings.CutPrefix(sub, "/models/")
-	if !ok {
-		return "", "", false
-	}
-	rest, ok = strings.CutSuffix(rest, "/endpoints")
-	if !ok {
-		return "", "", false
-	}
-	author, slug, ok = strings.Cut(rest, "/")
-	return author, slug, ok && author != "" && slug != "" && !strings.Contains(slug, "/")
 }
 
 // providerInfo is one entry of GET /providers. The catalog knows providers

@@ -9,22 +9,12 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 )
-
-// The token counting routes: Anthropic's, below /messages, and
-// OpenAI's, below /responses.
-const (
-	countTokensPath = "/messages/count_tokens"
-	inputTokensPath = "/responses/input_tokens"
-)
-
-// isCountPath reports a token counting route: answered by the gateway,
-// never metered.
-func isCountPath(sub string) bool { return sub == countTokensPath || sub == inputTokensPath }
 
 // inputTokens answers POST /responses/input_tokens as OpenAI does,
 // {"object":"response.input_tokens","input_tokens":n}, for a Responses
@@ -45,7 +35,7 @@ func (rt *Router) inputTokens(w http.ResponseWriter, r *http.Request, st *reques
 }
 
 func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *apierror.Error) {
-	f, apiErr := validateInference("/responses", body)
+	f, apiErr := validateInference(dialect.Responses, body)
 	if apiErr != nil {
 		return 0, apiErr
 	}
@@ -159,7 +149,3 @@ func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *ap
 	n, _ := countChatBody(m.Tokenizer, chat, rt.MediaPartTokens)
 	return n, nil
 }
-
-// isMessagesPath reports the paths of the Messages API: its errors take
-// Anthropic's shape, and its key may come as X-Api-Key.
-func isMessagesPath(sub string) bool { return sub == "/messages" || sub == countTokensPath }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
 )
 
@@ -42,7 +43,9 @@ func (ErrorWriter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !errors.As(err, &apiErr) {
 		return next.ServeHTTP(w, r)
 	}
-	if _, sub, _ := admin.ClassifyRoute(r.URL.Path); isMessagesPath(sub) {
+	// The Messages API's errors take Anthropic's shape. The error route
+	// has no request state: it asks the route table again.
+	if api, _ := admin.ClassifyRoute(r.URL.Path); api.Dialect() == dialect.Messages {
 		messages.WriteError(w, apiErr)
 		return nil
 	}

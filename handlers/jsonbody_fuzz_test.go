@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
@@ -36,8 +37,8 @@ func FuzzRequestValidators(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, sub := range []string{"/chat/completions", "/responses"} {
-			if fl, apiErr := validateInference(sub, b); apiErr == nil {
+		for _, kind := range []dialect.Kind{dialect.Chat, dialect.Responses} {
+			if fl, apiErr := validateInference(kind, b); apiErr == nil {
 				checkAccepted(t, b, fl)
 			}
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -32,7 +32,7 @@ func seriesOf(route *Route) *telemetry.Series {
 // isInferencePost reports whether a request counts in requests_total: a
 // POST to an inference route (the model lists and token counts are not).
 func isInferencePost(r *http.Request, st *requestState) bool {
-	return r.Method == http.MethodPost && st.sub != "/models/user" && !isCountPath(st.sub)
+	return r.Method == http.MethodPost && (st.api.Op == admin.OpInfer || st.api.Op == admin.OpInferBelow)
 }
 
 // observeAnswer counts how the gateway answered a request: its 402s and
@@ -49,7 +49,7 @@ func observeAnswer(r *http.Request, st *requestState, err error) error {
 	if st.route != nil {
 		seriesOf(st.route).Request(status)
 	} else {
-		telemetry.For(string(dialect.KindOf(st.sub)), telemetry.None, telemetry.None).Request(status)
+		telemetry.For(string(st.api.Dialect()), telemetry.None, telemetry.None).Request(status)
 	}
 	return err
 }

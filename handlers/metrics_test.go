@@ -111,7 +111,7 @@ func TestSeriesOfPrivateEndpoint(t *testing.T) {
 func BenchmarkPipelineMetrics(b *testing.B) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	route := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	st := &requestState{inference: true, sub: "/chat/completions", route: route, start: time.Now()}
+	st := &requestState{inference: true, api: chatRoute, route: route, start: time.Now()}
 	mw := &meterWriter{firstText: time.Now()}
 	mw.Mode, mw.Status = sse.Stream, 200
 	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}

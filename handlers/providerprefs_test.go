@@ -65,11 +65,11 @@ func prefsCatalog() *catalog.Catalog {
 func routeOf(t *testing.T, rt *Router, members string) (*Route, int, string) {
 	t.Helper()
 	body := `{"messages":[{"role":"user","content":"hi"}],` + members + `}`
-	f, apiErr := validateInference("/chat/completions", []byte(body))
+	f, apiErr := validateInference(dialect.Chat, []byte(body))
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
-	route, apiErr := rt.route(&requestState{sub: "/chat/completions"}, []byte(body), f)
+	route, apiErr := rt.route(&requestState{api: chatRoute}, []byte(body), f)
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
@@ -444,8 +444,8 @@ func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 	}
 	route := func(prefs string) (string, int, string) {
 		body := `{"model":"multi","messages":[],"provider":` + prefs + `}`
-		f, _ := validateInference("/chat/completions", []byte(body))
-		r, apiErr := rt.route(&requestState{sub: "/chat/completions", id: id, store: gw.Storage}, []byte(body), f)
+		f, _ := validateInference(dialect.Chat, []byte(body))
+		r, apiErr := rt.route(&requestState{api: chatRoute, id: id, store: gw.Storage}, []byte(body), f)
 		if apiErr != nil {
 			return "", apiErr.Status, apiErr.Message
 		}

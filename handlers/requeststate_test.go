@@ -132,7 +132,7 @@ func TestRulesFailClosed(t *testing.T) {
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	noStore := &requestState{sub: "/chat/completions", id: id}
+	noStore := &requestState{api: chatRoute, id: id}
 	if rules, apiErr := rulesFor(noStore); rules != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor without a store: %v, %v; want the 503", rules, apiErr)
 	}
@@ -146,7 +146,7 @@ func TestRulesFailClosed(t *testing.T) {
 		t.Fatalf("listed %d models without a store: %v", len(ms), apiErr)
 	}
 	// With the store, the same request routes.
-	withStore := &requestState{sub: "/chat/completions", id: id, store: gw.Storage}
+	withStore := &requestState{api: chatRoute, id: id, store: gw.Storage}
 	if _, apiErr := rt.route(withStore, body, f); apiErr != nil {
 		t.Fatalf("with the store: %v", apiErr)
 	}

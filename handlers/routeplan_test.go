@@ -68,7 +68,8 @@ func TestRoutePlanIsPure(t *testing.T) {
 			r.Host = "gateway.test"
 			before := snapshot(r)
 			plan := func() *Route {
-				st := &requestState{kind: admin.RouteInference, sub: c.sub}
+				api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
+				st := &requestState{api: api}
 				if apiErr := rt.plan(r, st, []byte(c.body)); apiErr != nil {
 					t.Fatal(apiErr)
 				}
@@ -122,7 +123,7 @@ func TestRouteHeaderIsItsOwn(t *testing.T) {
 	r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body, "Content-Type", "application/json")
 	client := r.Header
 	keys := slices.Sorted(maps.Keys(client))
-	st := &requestState{kind: admin.RouteInference, sub: "/chat/completions"}
+	st := &requestState{api: chatRoute}
 	if apiErr := rt.plan(r, st, []byte(body)); apiErr != nil {
 		t.Fatal(apiErr)
 	}

@@ -133,7 +133,7 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 // with, and the first attempt prepared (its body is the one the input
 // estimate counts). r is read, never changed.
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
-	f, apiErr := validateInference(st.sub, body)
+	f, apiErr := validateInference(st.api.Dialect(), body)
 	var route *Route
 	if apiErr == nil {
 		route, apiErr = rt.route(st, body, f)
@@ -164,7 +164,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
 	route.query = withoutCredentialParams(r.URL.RawQuery)
-	route.uri = st.sub
+	route.uri = st.api.Sub
 	if route.query != "" {
 		route.uri += "?" + route.query
 	}
@@ -220,10 +220,10 @@ func upstreamHeader(h http.Header) http.Header {
 // request's `provider` preferences. The body was checked by
 // validateInference.
 func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Route, *apierror.Error) {
-	sub := st.sub
+	kind := st.api.Dialect()
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	ids, apiErr := requestedModels(field("model"), field("models"))
-	if apiErr == nil && sub == "/messages" {
+	if apiErr == nil && kind == dialect.Messages {
 		ids, apiErr = withMessagesFallbacks(ids, field("fallbacks"), field("models"))
 	}
 	if apiErr != nil {
@@ -233,7 +233,6 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	kind := dialect.KindOf(sub)
 	ef := endpointFilter{prefs: &prefs}
 	if prefs.requireParameters {
 		ef.params = requestParameters(kind, field)
@@ -511,7 +510,7 @@ func operatorUsable(p *catalog.Provider) bool { return p.Dial != "" && p.APIKey 
 
 // validateInference checks the fields every inference route shares and the
 // route's own input field.
-func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Error) {
+func validateInference(kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
 	f, apiErr := reqbody.ParseObject(body)
 	if apiErr != nil {
 		return nil, apiErr
@@ -533,8 +532,8 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 			}
 		}
 	}
-	switch sub {
-	case "/chat/completions":
+	switch kind {
+	case dialect.Chat:
 		if v, ok := f.Get("messages"); !ok || !v.IsArray() {
 			f.Fail("messages", "an array of messages")
 		}
@@ -545,11 +544,11 @@ func validateInference(sub string, body []byte) (*reqbody.Fields, *apierror.Erro
 				f.Fail("n", "an integer from 1 to 128")
 			}
 		}
-	case "/responses":
+	case dialect.Responses:
 		if v, ok := f.Get("input"); ok && v.Type != gjson.String && !v.IsArray() {
 			f.Fail("input", "a string or an array of input items")
 		}
-	case "/messages":
+	case dialect.Messages:
 		validateMessages(f)
 	}
 	return f, f.Err

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 )
 
@@ -80,7 +81,8 @@ func TestValidateInference(t *testing.T) {
 		{"/messages", `{"model":"m","messages":[],"max_tokens":null}`, "max_tokens: required (a positive integer)"},
 	}
 	for _, tt := range tests {
-		_, got := validateInference(tt.sub, []byte(tt.body))
+		api, _ := admin.ClassifyRoute(admin.APIPrefix + tt.sub)
+		_, got := validateInference(api.Dialect(), []byte(tt.body))
 		switch {
 		case tt.want == "" && got != nil:
 			t.Errorf("%s %s: unexpected error %v", tt.sub, tt.body, got)
@@ -222,6 +224,14 @@ func TestRouterAnswersWhatIsNotInference(t *testing.T) {
 		{"GET", "/api/v1/responses/resp_1", 404, "Not found: GET /api/v1/responses/resp_1"},
 		{"POST", "/api/v1/providers", 404, "Not found: POST /api/v1/providers"},
 		{"POST", "/api/v1/models", 404, "Not found: POST /api/v1/models"},
+		{"HEAD", "/api/v1/messages/", 405, "Method HEAD is not allowed on /api/v1/messages/"},
+		{"GET", "/api/v1/chat/completions/x", 404, "Not found: GET /api/v1/chat/completions/x"},
+		{"GET", "/api/v1/messages/count_tokens", 404, "Not found: GET /api/v1/messages/count_tokens"},
+		{"GET", "/api/v1/models/openai/gpt-4o/endpoints/x", 404, "Not found: GET /api/v1/models/openai/gpt-4o/endpoints/x"},
+		{"GET", "/api/v1/models/openai", 404, "Not found: GET /api/v1/models/openai"},
+		// The model list takes GET only; nothing below it reaches a provider.
+		{"POST", "/api/v1/models/user", 404, "Not found: POST /api/v1/models/user"},
+		{"POST", "/api/v1/models/user/x", 404, "Not found: POST /api/v1/models/user/x"},
 	} {
 		c := routerWithCatalog(t, new(Router), testgw.Catalog("/v1"))
 		r, repl := testgw.NewRequest(tc.method, tc.target, "")

@@ -33,8 +33,8 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 	if st, ok := r.Context().Value(testStateKey{}).(*requestState); ok {
 		return st, r
 	}
-	st := new(requestState)
-	st.kind, st.sub, _ = admin.ClassifyRoute(r.URL.Path)
+	api, _ := admin.ClassifyRoute(r.URL.Path)
+	st := &requestState{api: api}
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
@@ -45,6 +45,9 @@ func useStore(st *requestState, gw gateway.Gateway) {
 		st.store, _ = gw.Store()
 	}
 }
+
+// chatRoute is /chat/completions's route, as ClassifyRoute makes it.
+var chatRoute, _ = admin.ClassifyRoute(admin.APIPrefix + "/chat/completions")
 
 // IdentityFrom is the identity the auth stage found.
 func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
@@ -77,7 +80,7 @@ func asSent(r *http.Request) *http.Request {
 }
 
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if _, _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
+	if _, ok := admin.ClassifyRoute(r.URL.Path); !ok {
 		return next.ServeHTTP(w, r)
 	}
 	st, r := stateOf(r)
@@ -96,10 +99,10 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		return a.ServeSCIM(w, r)
 	}
 	st, r := stateOf(r)
-	if st.kind != admin.RouteManagement && st.kind != admin.RouteAnyKey {
+	if st.api.Kind != admin.RouteManagement && st.api.Kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.Serve(w, r, st.store, st.id, st.kind, st.sub)
+	return a.Serve(w, r, st.store, st.id, st.api)
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -133,10 +136,10 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
 	useStore(st, rt.gw)
-	if st.kind != admin.RouteInference && st.kind != admin.RoutePublic {
+	if st.api.Kind != admin.RouteInference && st.api.Kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
+	if r.Method != http.MethodPost || (st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow) {
 		return rt.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)

@@ -187,8 +187,7 @@ func (t *Tollgate) Cleanup() error {
 // requestState is one request's way through the pipeline, made once and
 // handed to each stage.
 type requestState struct {
-	kind admin.RouteKind // classified once, from the path
-	sub  string          // the path below admin.APIPrefix
+	api admin.APIRoute // the route, classified once from the path by the route table
 	// store is the gateway's store, resolved once by ServeHTTP (which
 	// refuses the request when it cannot be had): every stage after it
 	// reads and writes through this one.
@@ -237,15 +236,15 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		}
 		return t.admin.ServeSCIM(w, r)
 	}
-	st := new(requestState)
-	var ok bool
-	if st.kind, st.sub, ok = admin.ClassifyRoute(r.URL.Path); !ok {
+	api, ok := admin.ClassifyRoute(r.URL.Path)
+	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st.inference = st.kind == admin.RouteInference && isInferencePost(r, st)
+	st := &requestState{api: api}
+	st.inference = isInferencePost(r, st)
 	var apiErr *apierror.Error
 	if st.store, apiErr = t.openStore(); apiErr == nil {
-		apiErr = t.refuseWhileUnavailable(r, st.store, st.kind, false)
+		apiErr = t.refuseWhileUnavailable(r, st.store, st.api.Kind, false)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
@@ -253,9 +252,9 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
 		return observeAnswer(r, st, apierror.Fail(r, apiErr))
 	}
-	switch st.kind {
+	switch st.api.Kind {
 	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
-		return t.admin.Serve(w, r, st.store, st.id, st.kind, st.sub)
+		return t.admin.Serve(w, r, st.store, st.id, st.api)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
 }
@@ -263,14 +262,15 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
-	if r.Method != http.MethodPost || st.kind != admin.RouteInference || st.sub == "/models/user" {
+	switch {
+	case !st.api.Op.Takes(r.Method):
 		return t.router.serveOther(w, r, st)
-	}
-	switch st.sub {
-	case countTokensPath:
+	case st.api.Op == admin.OpCountTokens:
 		return t.router.countTokens(w, r, st)
-	case inputTokensPath:
+	case st.api.Op == admin.OpInputTokens:
 		return t.router.inputTokens(w, r, st)
+	case st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow:
+		return t.router.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
@@ -111,8 +112,8 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if !bytes.Contains(body, webFetchWord) {
 		return body, nil
 	}
-	kind := dialect.KindOf(st.sub)
-	if kind == dialect.Other {
+	kind := st.api.Dialect()
+	if st.api.Op != admin.OpInfer || kind == dialect.Other {
 		return body, nil
 	}
 	brand := fs.brand()

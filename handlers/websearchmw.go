@@ -90,11 +90,10 @@ type searchPlan struct {
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	apiKind := dialect.KindOf(st.sub)
-	if st.kind != admin.RouteInference || apiKind == dialect.Other {
+	if st.api.Op != admin.OpInfer || st.api.Dialect() == dialect.Other {
 		return body, nil
 	}
-	out, plan, deprecated, apiErr := ws.prepare(body, apiKind)
+	out, plan, deprecated, apiErr := ws.prepare(body, st.api.Dialect())
 	if apiErr != nil {
 		return nil, apiErr
 	}

@@ -21,7 +21,7 @@ func TestSharedDeletionsReachTheOtherReplica(t *testing.T) {
 	// workspace at A must not reset B's usage of it.
 	key, _ := a.APIKey(f.apiKey)
 	hold := money.Amount(money.AmountScale)
-	res, err := b.Reserve(f.account, f.apiKey, Holds{Hold: hold}, func(LedgerView) error { return nil })
+	res, err := b.Reserve(f.account, f.apiKey, Holds{Hold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}

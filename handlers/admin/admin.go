@@ -62,17 +62,17 @@ type adminRequest struct {
 	gw     gateway.Gateway
 }
 
-// Serve serves an administrative route (or GET /key), which ClassifyRoute
-// found to be of kind with sub its path below APIPrefix, for the caller
-// id, with the store the pipeline resolved for the request.
-func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, store *storage.Store, id *gateway.Identity, kind RouteKind, sub string) error {
-	if (id == nil && kind != RouteKeyless) || store == nil {
+// Serve serves an administrative route (or GET /key), as ClassifyRoute
+// classified it, for the caller id, with the store the pipeline resolved
+// for the request.
+func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, store *storage.Store, id *gateway.Identity, api APIRoute) error {
+	if (id == nil && api.Kind != RouteKeyless) || store == nil {
 		// Unreachable through the pipeline: refuse rather than serve unauthenticated.
 		a.logger.Error("administrative route without an identity or a store", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
-	apiErr := resolveRoute(r, kind, sub).serve(ar)
+	apiErr := resolveRoute(r, api).serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {
 			a.logger.Error("admin route failed", zap.String("path", r.URL.Path), zap.String("error", apiErr.Message))

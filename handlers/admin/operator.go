@@ -16,20 +16,20 @@ import (
 // call are served; r's path is replaced by the public one. It writes a success
 // itself and returns an error for the caller to write in its own way.
 func (a *Admin) ServeForAccount(w http.ResponseWriter, r *http.Request, acct storage.Account, sub string) *apierror.Error {
-	kind, sub, _ := ClassifyRoute(APIPrefix + sub)
-	if kind != RouteManagement && kind != RouteAnyKey {
-		return apierror.NotFound("Not found: " + r.Method + " " + APIPrefix + sub)
+	api, _ := ClassifyRoute(APIPrefix + sub)
+	if api.Kind != RouteManagement && api.Kind != RouteAnyKey {
+		return apierror.NotFound("Not found: " + r.Method + " " + APIPrefix + api.Sub)
 	}
 	store, err := a.gw.Store()
 	if err != nil {
 		return apierror.New(http.StatusServiceUnavailable, "tollgate database unavailable: "+err.Error())
 	}
 	r = r.Clone(r.Context())
-	r.URL.Path, r.URL.RawPath = APIPrefix+sub, ""
+	r.URL.Path, r.URL.RawPath = APIPrefix+api.Sub, ""
 	id := &gateway.Identity{
 		Principal: storage.Principal{Management: true, AccountID: acct.ID, Key: &storage.APIKey{}, MgmtKey: &storage.ManagementKey{}},
 		Account:   &acct,
 	}
 	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
-	return resolveRoute(r, kind, sub).serve(ar)
+	return resolveRoute(r, api).serve(ar)
 }

@@ -7,13 +7,15 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routetable"
 )
 
 // APIPrefix is where every route of the public API lives.
 const APIPrefix = "/api/v1"
 
 // RouteKind says which key may call a route.
-type RouteKind int
+type RouteKind uint8
 
 const (
 	RouteUnknown    RouteKind = iota
@@ -26,14 +28,79 @@ const (
 	RouteKeyless
 )
 
+// Op is what the pipeline (package handlers) does on a route Admin does
+// not serve. There, a request whose method the op does not take is
+// answered 405 on an inference route's own path (OpInfer), 404 anywhere
+// else.
+type Op uint8
+
+const (
+	OpNone Op = iota // Admin's routes, unknown paths
+	// OpInfer is an inference route's own path: a POST reaches a provider
+	// in the route's dialect (APIRoute.Dialect).
+	OpInfer
+	// OpInferBelow is a path below an inference route: a POST reaches a
+	// provider as it is (dialect.Other).
+	OpInferBelow
+	OpCountTokens    // POST /messages/count_tokens, answered by the gateway
+	OpInputTokens    // POST /responses/input_tokens, likewise
+	OpListModels     // GET /models
+	OpListUserModels // GET /models/user
+	OpCountModels    // GET /models/count
+	OpListProviders  // GET /providers
+	OpModelEndpoints // GET /models/{author}/{slug}/endpoints
+)
+
+// Takes reports whether the op serves method: the catalog's lists GET
+// (and HEAD), the others POST.
+func (o Op) Takes(method string) bool {
+	switch o {
+	case OpNone:
+		return false
+	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints:
+		return method == http.MethodGet || method == http.MethodHead
+	}
+	return method == http.MethodPost
+}
+
+// APIRoute is what the route table says about a request's path, classified
+// once per request (ClassifyRoute) and carried by the pipeline.
+type APIRoute struct {
+	Sub  string // the path below APIPrefix, without one trailing slash
+	Kind RouteKind
+	Op   Op
+	// dialectIx is the route's dialect, an index of dialects: the
+	// pipeline copies an APIRoute per request, kept at three words.
+	dialectIx uint8
+}
+
+// dialects are the dialect kinds of the inference and token counting
+// routes, and "" for the others.
+var dialects = [...]dialect.Kind{"", dialect.Chat, dialect.Responses, dialect.Messages, dialect.Other}
+
+// Dialect is the API the client speaks on an inference or token counting
+// route; "" on the others.
+func (a APIRoute) Dialect() dialect.Kind { return dialects[a.dialectIx] }
+
+// withDialect is a with its dialect k (one of dialects).
+func (a APIRoute) withDialect(k dialect.Kind) APIRoute {
+	i := slices.Index(dialects[:], k)
+	if i < 0 {
+		panic("route dialect " + string(k) + ": not in dialects")
+	}
+	a.dialectIx = uint8(i)
+	return a
+}
+
 // adminHandler serves one administrative route.
 type adminHandler func(ar *adminRequest) *apierror.Error
 
 // apiRoute is one entry of the public API's route table.
 type apiRoute struct {
 	// pattern is an http.ServeMux pattern relative to APIPrefix. With a
-	// method it is one endpoint, served by Admin. Without one it is a
-	// group: the path and every path below it, for any method.
+	// method it is one endpoint: Admin's (serve) or the pipeline's (op).
+	// Without one it is a group: the path and every path below it, for
+	// any method.
 	pattern string
 	kind    RouteKind
 	// serve is an endpoint's handler: an adminHandler, or a method of
@@ -42,28 +109,43 @@ type apiRoute struct {
 	// guard runs first on every request to a group's paths (including
 	// unknown ones and wrong methods); its error is the answer.
 	guard adminHandler
+	// op is what the pipeline does on a route Admin does not serve: an
+	// endpoint's, or OpInfer for an inference route's group; dialect is
+	// the API its client speaks.
+	op      Op
+	dialect dialect.Kind
+
+	handler adminHandler // serve, its wildcards bound (compileRoutes)
 }
 
 // apiRoutes is the public API, each route once with the key kind it needs
-// (SPEC.md 4.5 and 5). The pipeline's authentication (ClassifyRoute),
-// Admin (resolveRoute) and the pipeline's router (IsGroupPath) read their
-// decisions from it.
+// (SPEC.md 4.5 and 5). The pipeline classifies each request by it once
+// (ClassifyRoute: key kind, op, dialect) and Admin dispatches by it
+// (resolveRoute).
 //
-// The pipeline (package handlers) serves the groups without a handler:
-// inference, whose POST reaches a provider (no other request does: other
-// methods get 405, other paths 404), and the catalog's lists.
-// An administrative group gives its unlisted paths its key kind, so that a
-// caller learns a path does not exist only once authorized: 404 then.
+// The pipeline (package handlers) serves the routes with an op: the
+// inference routes, each in its dialect, whose POST reaches a provider
+// (no other request does: other methods get 405, other paths 404), the
+// token counts and the catalog's lists.
+// A group gives its unlisted paths its key kind, so that a caller learns
+// a path does not exist only once authorized: 404 then.
 var apiRoutes = []apiRoute{
-	{pattern: "/chat/completions", kind: RouteInference},
-	{pattern: "/completions", kind: RouteInference},
-	{pattern: "/responses", kind: RouteInference},
-	{pattern: "/embeddings", kind: RouteInference},
-	{pattern: "/messages", kind: RouteInference},
+	{pattern: "/chat/completions", kind: RouteInference, op: OpInfer, dialect: dialect.Chat},
+	{pattern: "/completions", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
+	{pattern: "/responses", kind: RouteInference, op: OpInfer, dialect: dialect.Responses},
+	{pattern: "POST /responses/input_tokens", kind: RouteInference, op: OpInputTokens, dialect: dialect.Responses},
+	{pattern: "/embeddings", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
+	{pattern: "/messages", kind: RouteInference, op: OpInfer, dialect: dialect.Messages},
+	{pattern: "POST /messages/count_tokens", kind: RouteInference, op: OpCountTokens, dialect: dialect.Messages},
+
 	{pattern: "/models/user", kind: RouteInference},
-	// GET /models, /models/count and /models/{author}/{slug}/endpoints.
+	{pattern: "GET /models/user", kind: RouteInference, op: OpListUserModels},
 	{pattern: "/models", kind: RoutePublic},
+	{pattern: "GET /models", kind: RoutePublic, op: OpListModels},
+	{pattern: "GET /models/count", kind: RoutePublic, op: OpCountModels},
+	{pattern: "GET /models/{author}/{slug}/endpoints", kind: RoutePublic, op: OpModelEndpoints},
 	{pattern: "/providers", kind: RoutePublic},
+	{pattern: "GET /providers", kind: RoutePublic, op: OpListProviders},
 
 	{pattern: "GET /generation", kind: RouteAnyKey, serve: (*adminRequest).getGeneration},
 
@@ -173,11 +255,10 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /scim/sync-jobs/{id}", kind: RouteManagement, serve: (*adminRequest).getSCIMSyncJob},
 }
 
-// route is what the table says about one request.
+// route is what the table says about one administrative request.
 type route struct {
-	kind RouteKind
-	sub  string // the path below APIPrefix, without one trailing slash
-	*routeEntry
+	APIRoute
+	*routetable.Match[apiRoute]
 }
 
 // routeFor looks the request up in the table; ok is false for paths
@@ -185,190 +266,187 @@ type route struct {
 // which sets its path values on r (r.PathValue); the others need no more
 // than ClassifyRoute.
 func routeFor(r *http.Request) (route, bool) {
-	kind, sub, ok := ClassifyRoute(r.URL.Path)
+	api, ok := ClassifyRoute(r.URL.Path)
 	if !ok {
 		return route{}, false
 	}
-	return resolveRoute(r, kind, sub), true
+	return route{api, matchFor(r, api.Kind)}, true
 }
 
 // resolveRoute is routeFor for a path already classified (once per
-// request, by the pipeline): administrative routes are looked up in the mux,
-// which sets r's path values.
-func resolveRoute(r *http.Request, kind RouteKind, sub string) route {
-	rt := route{kind: kind, sub: sub, routeEntry: noEndpoint}
-	if rt.administrative() {
-		var c routeCapture
-		routes.mux.ServeHTTP(&c, r)
-		// No entry: ServeMux redirects a path that is not clean ("//",
-		// "/../"), and no route is written that way.
-		if c.entry != nil {
-			rt.routeEntry = c.entry
-		}
-	}
-	return rt
+// request, by the pipeline).
+func resolveRoute(r *http.Request, api APIRoute) route {
+	return route{api, matchFor(r, api.Kind)}
 }
 
-// administrative reports whether Admin serves the route.
-func (rt route) administrative() bool {
-	return rt.kind == RouteManagement || rt.kind == RouteAnyKey || rt.kind == RouteKeyless
+// matchFor looks a route of kind up in the mux, which sets r's path
+// values, when it is administrative; noMatch for the others and for a
+// path that is not clean ("//", "/../"), which no route is written as.
+func matchFor(r *http.Request, kind RouteKind) *routetable.Match[apiRoute] {
+	if kind.administrative() {
+		if m := routes.Lookup(r); m != nil {
+			return m
+		}
+	}
+	return noMatch
+}
+
+// noMatch is the match of a path without an administrative route.
+var noMatch = new(routetable.Match[apiRoute])
+
+// administrative reports whether Admin serves the routes of kind k.
+func (k RouteKind) administrative() bool {
+	return k == RouteManagement || k == RouteAnyKey || k == RouteKeyless
 }
 
 // serve answers an administrative request: the group's guard, then the
 // endpoint, 405 for a method the path does not take, 404 for an unknown
 // path.
 func (rt route) serve(ar *adminRequest) *apierror.Error {
-	if rt.guard != nil {
-		if apiErr := rt.guard(ar); apiErr != nil {
+	if rt.Group != nil && rt.Group.guard != nil {
+		if apiErr := rt.Group.guard(ar); apiErr != nil {
 			return apiErr
 		}
 	}
 	switch {
-	case rt.handler != nil && rt.method == ar.r.Method:
-		return rt.handler(ar)
-	case rt.allow != nil:
+	case rt.Endpoint != nil && rt.Endpoint.handler != nil && rt.Method == ar.r.Method:
+		return rt.Endpoint.handler(ar)
+	case rt.Allow != "":
 		e := apierror.New(http.StatusMethodNotAllowed, "Method "+ar.r.Method+" is not allowed on "+ar.r.URL.Path)
-		e.Header = http.Header{"Allow": {*rt.allow}}
+		e.Header = http.Header{"Allow": {rt.Allow}}
 		return e
 	}
 	return apierror.NotFound("Not found: " + ar.r.Method + " " + ar.r.URL.Path)
 }
 
-// ClassifyRoute returns the route's kind and its path below APIPrefix;
-// paths outside APIPrefix are RouteUnknown with ok false. It reads the
-// table's groups and its endpoints outside them, by string comparison
+// ClassifyRoute returns what the table says about a path: its key kind,
+// its path below APIPrefix, and the pipeline's op and dialect; paths
+// outside APIPrefix are RouteUnknown with ok false. It reads the table's
+// paths written without wildcards and its groups, by string comparison
 // alone, so that the request path can ask it at no cost.
-func ClassifyRoute(path string) (kind RouteKind, sub string, ok bool) {
-	sub, ok = strings.CutPrefix(path, APIPrefix)
+func ClassifyRoute(path string) (APIRoute, bool) {
+	sub, ok := strings.CutPrefix(path, APIPrefix)
 	if !ok || (sub != "" && sub[0] != '/') {
-		return RouteUnknown, "", false
+		return APIRoute{}, false
 	}
 	sub = strings.TrimSuffix(sub, "/")
-	if kind, ok := routes.exact[sub]; ok {
-		return kind, sub, true
-	}
-	for _, g := range routes.groups {
-		if strings.HasPrefix(sub, g.path) && (len(sub) == len(g.path) || sub[len(g.path)] == '/') {
-			return g.kind, sub, true
+	// The groups first: an inference route's own path, the hot one, is
+	// a group's, and needs no map lookup.
+	for i := range routes.groups {
+		g := &routes.groups[i]
+		if !strings.HasPrefix(sub, g.path) {
+			continue
+		}
+		if len(sub) == len(g.path) {
+			return APIRoute{Sub: sub, Kind: g.self.Kind, Op: g.self.Op, dialectIx: g.self.dialectIx}, true
+		}
+		if sub[len(g.path)] == '/' {
+			c, ok := routes.exact[sub]
+			if !g.named || !ok {
+				c = g.below
+			}
+			c.Sub = sub
+			return c, true
 		}
 	}
-	return RouteUnknown, sub, true
+	c := routes.exact[sub]
+	c.Sub = sub
+	return c, true
 }
 
-// routeEntry is the handler the mux holds for one registered pattern; the
-// mux only finds it (and sets the path values), Admin serves it.
-type routeEntry struct {
-	method   string       // an endpoint's method; "" for a group or a path's other methods
-	handler  adminHandler // an endpoint's handler, wildcards bound
-	allow    *string      // for an endpoint's path: the methods it takes
-	guard    adminHandler // the enclosing group's guard
-	declared RouteKind    // the key kind the table gives the pattern
-}
-
-// ServeHTTP reports the entry the mux matched to the routeCapture.
-func (e *routeEntry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	if c, ok := w.(*routeCapture); ok {
-		c.entry = e
+// ResolveOp is the op of the endpoint whose method and path r matches
+// (OpNone when none does), for a path ClassifyRoute cannot tell alone: one
+// with wildcards (GET /models/{author}/{slug}/endpoints). It sets r's path
+// values.
+func ResolveOp(r *http.Request) Op {
+	m := routes.Lookup(r)
+	if m == nil || m.Endpoint == nil {
+		return OpNone
 	}
-}
-
-// noEndpoint is the entry of a path without an administrative endpoint.
-var noEndpoint = new(routeEntry)
-
-// routeCapture is the writer of a match: it learns the entry and
-// swallows what the mux itself would answer (a redirect).
-type routeCapture struct{ entry *routeEntry }
-
-func (*routeCapture) Header() http.Header         { return http.Header{} }
-func (*routeCapture) Write(b []byte) (int, error) { return len(b), nil }
-func (*routeCapture) WriteHeader(int)             {}
-
-// routeGroup is a group of the table, for ClassifyRoute.
-type routeGroup struct {
-	path string
-	kind RouteKind
+	return m.Endpoint.op
 }
 
 // routeTable is apiRoutes compiled.
 type routeTable struct {
-	mux    *http.ServeMux
-	groups []routeGroup         // longest path first
-	exact  map[string]RouteKind // endpoint paths outside every group
+	*routetable.Table[apiRoute]
+	// groups is each group's classification, longest path first: its own
+	// path's, and the one of the paths below it the table does not name.
+	groups []groupClass
+	// exact is every path of the table written without wildcards that
+	// is not a group's, with what ClassifyRoute answers for it.
+	exact map[string]APIRoute
+}
+
+// groupClass is what ClassifyRoute answers for a group's paths.
+type groupClass struct {
+	path        string
+	self, below APIRoute
+	named       bool // exact holds paths below it
 }
 
 var routes = compileRoutes(apiRoutes)
 
-// compileRoutes registers the table on a ServeMux. Every pattern is also
-// registered with a trailing slash ({$}), which is trimmed as it was
-// always; every endpoint path also without its method, to answer 405 with
-// the methods it takes; every group as its path and the subtree below.
+// compileRoutes checks the table, binds each endpoint's handler to its
+// wildcards and compiles it (routetable.Compile). Every route of a group
+// has the group's kind; a path with wildcards lies in a group (ClassifyRoute
+// finds it by the group); an endpoint is Admin's (a handler) or the
+// pipeline's (an op the method takes), by its kind.
 func compileRoutes(table []apiRoute) routeTable {
-	t := routeTable{mux: http.NewServeMux(), exact: map[string]RouteKind{}}
-	handle := func(path string, e *routeEntry) {
-		t.mux.Handle(e.method+" "+APIPrefix+path, e)
-		if !strings.HasSuffix(path, "/") {
-			t.mux.Handle(e.method+" "+APIPrefix+path+"/{$}", e)
+	table = append([]apiRoute(nil), table...) // the compiled table points into it
+	t := routeTable{exact: map[string]APIRoute{}}
+	t.Table = routetable.Compile(APIPrefix, table, func(rt *apiRoute) string { return rt.pattern })
+	classify := func(path string, c APIRoute) {
+		if prev, ok := t.exact[path]; ok && prev.Op != OpNone && c.Op != OpNone && prev != c {
+			panic(fmt.Sprintf("route %s: op %d, and %d on the same path", path, c.Op, prev.Op))
+		} else if ok && c.Op == OpNone {
+			return
 		}
+		t.exact[path] = c
 	}
-	groups := map[string]apiRoute{}
-	for _, rt := range table {
-		if method, path, ok := strings.Cut(rt.pattern, " "); !ok {
-			groups[method] = rt
-			t.groups = append(t.groups, routeGroup{path: method, kind: rt.kind})
-		} else if path == "" {
-			panic("route " + rt.pattern + ": no path")
-		}
-	}
-	slices.SortFunc(t.groups, func(a, b routeGroup) int { return len(b.path) - len(a.path) })
-	enclosing := func(path string) (apiRoute, bool) {
-		for _, g := range t.groups {
-			if strings.HasPrefix(path, g.path) && (len(path) == len(g.path) || path[len(g.path)] == '/') {
-				return groups[g.path], true
+	for i := range table {
+		rt := &table[i]
+		method, path, endpoint := strings.Cut(rt.pattern, " ")
+		if !endpoint {
+			if rt.op != OpNone && rt.op != OpInfer {
+				panic("route " + rt.pattern + ": a group's op is OpInfer or none")
 			}
-		}
-		return apiRoute{}, false
-	}
-
-	paths := map[string]*routeEntry{} // each endpoint path's entry for other methods
-	methods := map[string][]string{}
-	for _, rt := range table {
-		method, path, ok := strings.Cut(rt.pattern, " ")
-		if !ok {
+			classify(method, APIRoute{Kind: rt.kind, Op: rt.op}.withDialect(rt.dialect))
 			continue
 		}
-		g, inGroup := enclosing(path)
+		g := t.Group(path)
 		switch {
-		case inGroup && g.kind != rt.kind:
+		case g != nil && g.kind != rt.kind:
 			panic(fmt.Sprintf("route %s: kind %d inside group %s of kind %d", rt.pattern, rt.kind, g.pattern, g.kind))
-		case !inGroup && strings.Contains(path, "{"):
+		case g == nil && strings.Contains(path, "{"):
 			panic("route " + rt.pattern + ": a path with wildcards must lie in a group")
-		case !inGroup:
-			t.exact[path] = rt.kind
+		case !strings.Contains(path, "{"):
+			classify(path, APIRoute{Kind: rt.kind, Op: rt.op}.withDialect(rt.dialect))
 		}
-		names := wildcards(path)
-		other := paths[path]
-		if other == nil {
-			other = &routeEntry{allow: new(string), guard: g.guard, declared: rt.kind}
-			paths[path] = other
-			handle(path, other)
+		admin := rt.kind.administrative()
+		switch {
+		case admin && rt.op == OpNone:
+			rt.handler = bind(rt.pattern, rt.serve, wildcards(path))
+		case !admin && rt.serve == nil && rt.op.Takes(method):
+		default:
+			panic("route " + rt.pattern + ": an administrative route has a handler, any other an op that takes its method")
 		}
-		methods[path] = append(methods[path], method)
-		handle(path, &routeEntry{method: method, handler: bind(rt.pattern, rt.serve, names),
-			allow: other.allow, guard: g.guard, declared: rt.kind})
 	}
-	for path, e := range paths {
-		slices.Sort(methods[path])
-		*e.allow = strings.Join(methods[path], ", ")
-	}
-	for path, g := range groups {
-		e := &routeEntry{guard: g.guard, declared: g.kind}
-		if paths[path] == nil {
-			handle(path, e)
+	for _, g := range table {
+		if !strings.Contains(g.pattern, " ") {
+			c := groupClass{path: g.pattern, self: t.exact[g.pattern], below: APIRoute{Kind: g.kind}}
+			if g.op == OpInfer {
+				c.below = APIRoute{Kind: g.kind, Op: OpInferBelow}.withDialect(dialect.Other)
+			}
+			t.groups = append(t.groups, c)
+			delete(t.exact, g.pattern)
 		}
-		t.mux.Handle(APIPrefix+path+"/", e)
 	}
-	t.mux.Handle(APIPrefix, noEndpoint)
-	t.mux.Handle(APIPrefix+"/", noEndpoint)
+	slices.SortStableFunc(t.groups, func(a, b groupClass) int { return len(b.path) - len(a.path) })
+	for i := range t.groups {
+		for path := range t.exact {
+			t.groups[i].named = t.groups[i].named || strings.HasPrefix(path, t.groups[i].path+"/")
+		}
+	}
 	return t
 }
 
@@ -436,15 +514,4 @@ func withID[R any](open func(*adminRequest) (R, *apierror.Error), h func(R, stri
 func requireOrganization(ar *adminRequest) *apierror.Error {
 	_, apiErr := ar.orgAccount()
 	return apiErr
-}
-
-// IsGroupPath reports whether sub is the path of a group of the route
-// table of kind (an inference endpoint such as /chat/completions).
-func IsGroupPath(sub string, kind RouteKind) bool {
-	for _, g := range routes.groups {
-		if g.path == sub {
-			return g.kind == kind
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 )
 
 // spec45 is SPEC.md 4.5: the routes that need a management key.
@@ -102,16 +103,18 @@ func TestRoutesMatchSpec(t *testing.T) {
 		case "POST /auth/keys": // the code exchange: its credential is the verifier
 			want = RouteKeyless
 		}
-		if rt.kind != want || rt.handler == nil || rt.method != method {
-			t.Errorf("%s: kind %d, method %q, handler %v; want kind %d", p, rt.kind, rt.method, rt.handler != nil, want)
+		if rt.Kind != want || rt.Endpoint == nil || rt.Endpoint.handler == nil || rt.Method != method {
+			t.Errorf("%s: kind %d, method %q, endpoint %v; want kind %d", p, rt.Kind, rt.Method, rt.Endpoint, want)
 		}
 	}
 }
 
-// TestRoutesAgree checks that ClassifyRoute, which authentication asks,
-// and the ServeMux, which Admin dispatches with, give every pattern of the
-// table the kind it declares, with and without a trailing slash, and that
-// every endpoint has its handler.
+// TestRoutesAgree checks that ClassifyRoute, which the pipeline asks once
+// per request, and the ServeMux, which Admin dispatches with, give every
+// pattern of the table the kind it declares, with and without a trailing
+// slash; that every administrative endpoint has its handler, and that
+// every other route's op is found: by ClassifyRoute, or by ResolveOp for a
+// path with wildcards.
 func TestRoutesAgree(t *testing.T) {
 	for _, rt := range apiRoutes {
 		method, path, endpoint := strings.Cut(rt.pattern, " ")
@@ -119,17 +122,32 @@ func TestRoutesAgree(t *testing.T) {
 			method, path = http.MethodPost, method
 		}
 		for _, target := range []string{APIPrefix + sample(path), APIPrefix + sample(path) + "/"} {
-			kind, _, _ := ClassifyRoute(target)
+			api, _ := ClassifyRoute(target)
 			got, r := lookup(t, method, target)
-			h, _ := routes.mux.Handler(r)
-			if e, _ := h.(*routeEntry); kind != rt.kind || got.kind != rt.kind || e == nil || e.declared != rt.kind {
-				t.Errorf("%s %s: ClassifyRoute %d, routeFor %d, mux %+v; declared %d", method, target, kind, got.kind, h, rt.kind)
+			m := routes.Lookup(r)
+			ok := m != nil
+			if !ok {
+				m = noMatch
 			}
-			if endpoint && (got.handler == nil || got.method != method) {
+			declared := m.Group
+			if m.Endpoint != nil {
+				declared = m.Endpoint
+			}
+			if api.Kind != rt.kind || got.Kind != rt.kind || !ok || declared == nil || declared.kind != rt.kind {
+				t.Errorf("%s %s: ClassifyRoute %d, routeFor %d, table %+v; declared %d", method, target, api.Kind, got.Kind, m, rt.kind)
+			}
+			switch {
+			case got.Kind.administrative() && endpoint && (got.Endpoint == nil || got.Endpoint.handler == nil || got.Method != method):
 				t.Errorf("%s %s: no handler", method, target)
-			}
-			if !endpoint && got.administrative() != (rt.kind == RouteManagement) {
-				t.Errorf("%s %s: administrative %v", method, target, got.administrative())
+			case !endpoint && got.Kind.administrative() != (rt.kind == RouteManagement):
+				t.Errorf("%s %s: administrative %v", method, target, got.Kind.administrative())
+			case rt.op == OpNone:
+			case strings.Contains(path, "{"):
+				if op := ResolveOp(httptest.NewRequest(method, target, nil)); api.Op != OpNone || op != rt.op {
+					t.Errorf("%s %s: ClassifyRoute op %d, ResolveOp %d; want %d", method, target, api.Op, op, rt.op)
+				}
+			case api.Op != rt.op || api.Dialect() != rt.dialect:
+				t.Errorf("%s %s: op %d, dialect %q; want %d, %q", method, target, api.Op, api.Dialect(), rt.op, rt.dialect)
 			}
 		}
 	}
@@ -149,14 +167,67 @@ func TestRoutesAgree(t *testing.T) {
 		{"/keyz", RouteUnknown},
 		{"", RouteUnknown},
 	} {
-		kind, _, _ := ClassifyRoute(APIPrefix + tc.path)
+		api, _ := ClassifyRoute(APIPrefix + tc.path)
 		got, _ := lookup(t, http.MethodGet, APIPrefix+tc.path)
-		if kind != tc.kind || got.kind != tc.kind || got.handler != nil || got.allow != nil {
-			t.Errorf("%s: ClassifyRoute %d, routeFor %+v; want kind %d, no endpoint", tc.path, kind, got, tc.kind)
+		if api.Kind != tc.kind || got.Kind != tc.kind || got.Endpoint != nil || got.Allow != "" {
+			t.Errorf("%s: ClassifyRoute %d, routeFor %+v; want kind %d, no endpoint", tc.path, api.Kind, got, tc.kind)
 		}
 	}
 	if _, ok := routeFor(httptest.NewRequest(http.MethodGet, "/api/v10/keys", nil)); ok {
 		t.Error("/api/v10/keys is under the prefix")
+	}
+}
+
+// TestClassifyRouteOps checks the pipeline's ops and dialects: an
+// inference route's own path in its dialect, the paths below it as they
+// are (dialect.Other), the token counts in their API's dialect.
+func TestClassifyRouteOps(t *testing.T) {
+	for _, tc := range []struct {
+		path    string
+		op      Op
+		dialect dialect.Kind
+	}{
+		{"/chat/completions", OpInfer, dialect.Chat},
+		{"/chat/completions/", OpInfer, dialect.Chat},
+		{"/chat/completions/x", OpInferBelow, dialect.Other},
+		{"/responses", OpInfer, dialect.Responses},
+		{"/responses/resp_1", OpInferBelow, dialect.Other},
+		{"/responses/input_tokens", OpInputTokens, dialect.Responses},
+		{"/messages", OpInfer, dialect.Messages},
+		{"/messages/count_tokens/", OpCountTokens, dialect.Messages},
+		{"/messages/batches", OpInferBelow, dialect.Other},
+		{"/completions", OpInfer, dialect.Other},
+		{"/embeddings", OpInfer, dialect.Other},
+		{"/models", OpListModels, ""},
+		{"/models/user", OpListUserModels, ""},
+		{"/models/user/x", OpNone, ""},
+		{"/models/count", OpCountModels, ""},
+		{"/models/a/b/endpoints", OpNone, ""}, // ResolveOp
+		{"/providers", OpListProviders, ""},
+		{"/keys", OpNone, ""},
+		{"/nope", OpNone, ""},
+	} {
+		api, _ := ClassifyRoute(APIPrefix + tc.path)
+		if api.Op != tc.op || api.Dialect() != tc.dialect {
+			t.Errorf("%s: op %d, dialect %q; want %d, %q", tc.path, api.Op, api.Dialect(), tc.op, tc.dialect)
+		}
+	}
+	for _, tc := range []struct {
+		method, path string
+		op           Op
+		author, slug string
+	}{
+		{"GET", "/models/a/b/endpoints", OpModelEndpoints, "a", "b"},
+		{"HEAD", "/models/a/b/endpoints/", OpModelEndpoints, "a", "b"},
+		{"GET", "/models/user/b/endpoints", OpModelEndpoints, "user", "b"},
+		{"GET", "/models/a/b/c/endpoints", OpNone, "", ""},
+		{"POST", "/models/a/b/endpoints", OpNone, "a", "b"}, // the path, not the method
+		{"GET", "/models/a", OpNone, "", ""},
+	} {
+		r := httptest.NewRequest(tc.method, APIPrefix+tc.path, nil)
+		if op := ResolveOp(r); op != tc.op || r.PathValue("author") != tc.author || r.PathValue("slug") != tc.slug {
+			t.Errorf("%s %s: ResolveOp %d, %q/%q; want %d, %q/%q", tc.method, tc.path, op, r.PathValue("author"), r.PathValue("slug"), tc.op, tc.author, tc.slug)
+		}
 	}
 }
 
@@ -235,9 +306,15 @@ func TestRouteWithOpen(t *testing.T) {
 // miss its path values, or a route escape its group's kind, does not load.
 func TestCompileRoutesRefuses(t *testing.T) {
 	for name, table := range map[string][]apiRoute{
-		"arity":    {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).listKeys}},
-		"kind":     {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/b", kind: RouteAnyKey, serve: (*adminRequest).listKeys}},
-		"no group": {{pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).getKey}},
+		"arity":     {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).listKeys}},
+		"kind":      {{pattern: "/a", kind: RouteManagement}, {pattern: "GET /a/b", kind: RouteAnyKey, serve: (*adminRequest).listKeys}},
+		"no group":  {{pattern: "GET /a/{id}", kind: RouteManagement, serve: (*adminRequest).getKey}},
+		"no op":     {{pattern: "GET /a", kind: RoutePublic}},
+		"op method": {{pattern: "POST /a", kind: RoutePublic, op: OpListModels}},
+		"admin op":  {{pattern: "GET /a", kind: RouteManagement, op: OpListModels}},
+		"group op":  {{pattern: "/a", kind: RouteInference, op: OpCountTokens}},
+		"two ops": {{pattern: "/a", kind: RouteInference, op: OpInfer, dialect: dialect.Chat},
+			{pattern: "POST /a", kind: RouteInference, op: OpCountTokens}},
 	} {
 		func() {
 			defer func() {
@@ -267,8 +344,8 @@ func BenchmarkRouteFor(b *testing.B) {
 func BenchmarkClassifyRoute(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if kind, _, _ := ClassifyRoute("/api/v1/chat/completions"); kind != RouteInference {
-			b.Fatal(kind)
+		if api, _ := ClassifyRoute("/api/v1/chat/completions"); api.Kind != RouteInference {
+			b.Fatal(api.Kind)
 		}
 	}
 }

@@ -36,8 +36,8 @@ func newChain(t *testing.T) *chain {
 }
 
 func (c *chain) serveHTTP(w http.ResponseWriter, r *http.Request) error {
-	kind, sub, _ := ClassifyRoute(r.URL.Path)
-	if kind != RouteManagement && kind != RouteAnyKey {
+	api, _ := ClassifyRoute(r.URL.Path)
+	if api.Kind != RouteManagement && api.Kind != RouteAnyKey {
 		c.got = &upstreamRequest{method: r.Method, path: r.URL.Path}
 		w.WriteHeader(http.StatusTeapot)
 		return nil
@@ -48,7 +48,7 @@ func (c *chain) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 		return apierror.Fail(r, apierror.New(http.StatusUnauthorized, msgInvalidKey))
 	}
 	acct, _ := c.gw.Storage.AccountSnapshot(p.AccountID)
-	return c.admin.Serve(w, r, c.gw.Storage, &gateway.Identity{Principal: p, Account: acct}, kind, sub)
+	return c.admin.Serve(w, r, c.gw.Storage, &gateway.Identity{Principal: p, Account: acct}, api)
 }
 
 // do sends a request through the chain; key may be empty for no

@@ -31,19 +31,6 @@ const (
 	Other     Kind = "other"     // any other inference path (/completions, /embeddings)
 )
 
-// KindOf is the Kind of an inference path below /api/v1.
-func KindOf(path string) Kind {
-	switch path {
-	case "/chat/completions":
-		return Chat
-	case "/responses":
-		return Responses
-	case "/messages":
-		return Messages
-	}
-	return Other
-}
-
 // Path is the route's path below /api/v1 ("" for Other).
 func (k Kind) Path() string {
 	switch k {
