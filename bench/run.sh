@@ -43,6 +43,7 @@ MAX_CPU_RATIO=${BENCH_MAX_CPU_RATIO:-}  # exit 1 if CPU per request B/A is above
 GATEWAY_CPUS=${BENCH_GATEWAY_CPUS:-0}   # pinned: taskset list for the gateway under test
 CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}     # pinned: taskset list for wrk and the upstream
 CADDY=${BENCH_CADDY:-}                  # a prebuilt binary; empty: build ./cmd/caddy
+UPSTREAM_BIN=${BENCH_UPSTREAM:-}        # a prebuilt ./bench/upstream; empty: build it
 KEEP=${BENCH_KEEP:-}                    # non-empty: keep the work directory
 DATA_DIR=${BENCH_DATA_DIR:-}            # Badger directory of B; empty: in the work dir
 PROFILE=${BENCH_PROFILE:-}              # a directory: save CPU and allocation profiles of the last round there
@@ -113,6 +114,11 @@ if [[ -z $CADDY ]]; then
 	CADDY=$WORK/caddy
 	(cd "$ROOT" && go build -o "$CADDY" ./cmd/caddy) || die "build failed"
 fi
+if [[ -z $UPSTREAM_BIN ]]; then
+	log "bench: building bench/upstream"
+	UPSTREAM_BIN=$WORK/upstream
+	(cd "$ROOT" && go build -o "$UPSTREAM_BIN" ./bench/upstream) || die "build failed"
+fi
 
 # ---- ports and configs ------------------------------------------------------
 # Ports below the kernel's ephemeral range (32768 up), which outgoing
@@ -144,10 +150,18 @@ globals() { # admin port
 }
 
 # The upstream: the mock provider, no artificial latency, so that the run is
-# CPU-bound. Same process for A and B.
+# CPU-bound. Same process for A and B. It is bench/upstream, the gateway's
+# binary with a listener wrapper that counts the connections it accepts
+# (read at its admin API's /bench/conns): the connections each gateway
+# opened to its upstream during its turns.
 cat >"$WORK/upstream.caddyfile" <<EOF
 {
 $(globals "$UP_ADMIN")
+	servers {
+		listener_wrappers {
+			bench_conns
+		}
+	}
 }
 http://:$UP {
 	bind 127.0.0.1
@@ -203,12 +217,12 @@ sed -e "s|^\t\tdata_dir .*|\t\tstorage redis {\n\t\t\taddress 127.0.0.1:$REDIS_P
 
 # Caddy sets GOMAXPROCS itself (the CPUs it may run on, its cgroup's quota).
 unset GOMAXPROCS
-start_caddy() { # name config pin...
+start_caddy() { # name config pin... (the binary: $BIN, else $CADDY)
 	local name=$1 config=$2
 	shift 2
 	mkdir -p "$WORK/home-$name"
 	HOME=$WORK/home-$name XDG_DATA_HOME=$WORK/home-$name XDG_CONFIG_HOME=$WORK/home-$name \
-		"$@" "$CADDY" run --config "$config" --adapter caddyfile >"$WORK/$name.log" 2>&1 &
+		"$@" "${BIN:-$CADDY}" run --config "$config" --adapter caddyfile >"$WORK/$name.log" 2>&1 &
 	LAST_PID=$!
 	PIDS+=("$LAST_PID")
 }
@@ -222,7 +236,7 @@ wait_http() { # url name
 	die "$2 did not start; log: $(tail -20 "$WORK/$2.log")"
 }
 
-start_caddy upstream "$WORK/upstream.caddyfile" "${PIN_CLIENT[@]}"
+BIN=$UPSTREAM_BIN start_caddy upstream "$WORK/upstream.caddyfile" "${PIN_CLIENT[@]}"
 UP_PID=$LAST_PID
 start_caddy bare "$WORK/bare.caddyfile" "${PIN_GW[@]}"
 A_PID=$LAST_PID
@@ -325,6 +339,8 @@ cpu_ticks() { # pid -> utime+stime of the whole process, in clock ticks
 	s=${s##*) }
 	awk '{print $12 + $13}' <<<"$s"
 }
+# up_conns -> the connections the upstream accepted so far.
+up_conns() { curl -sS -f --max-time 5 "http://127.0.0.1:$UP_ADMIN/bench/conns" || die "reading the upstream's connection count failed"; }
 # rss pid -> "resident anon" in kB: all resident memory (VmRSS) and its
 # anonymous part (the heap and stacks, without mapped files).
 rss() { awk '/^VmRSS:/ {r = $2} /^RssAnon:/ {a = $2} END {print r + 0, a + 0}' "/proc/$1/status"; }
@@ -415,17 +431,17 @@ if [[ $MODE == memory ]]; then
 fi
 
 # ---- CPU per request ----------------------------------------------------------
-printf '%-6s %5s %5s %10s %9s %11s %8s %13s %8s %8s %13s %8s\n' config conns round req/s requests "gw µs/req" "gw util" "upstream µs/req" "p50 ms" "p99 ms" "RSS MB" "anon MB"
+printf '%-6s %5s %5s %10s %9s %11s %8s %13s %8s %8s %13s %8s %8s\n' config conns round req/s requests "gw µs/req" "gw util" "upstream µs/req" "p50 ms" "p99 ms" "RSS MB" "anon MB" "up conns"
 # A round gives each config DURATION seconds of load, in slices of SLICE
 # seconds taken in turn (A B C A B C ...): the host's speed drifts over tens
 # of seconds (other tenants, frequency), and configs measured in one long
 # run each were exposed to different drift; slices spread it over all of
 # them alike. Requests, CPU ticks and time add up over a round's slices.
 measure() { # connections
-	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 r a
+	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 c0 c1 r a
 	: >"$RESULTS"
 	for round in $(seq 1 "$ROUNDS"); do
-		declare -A n_req=() n_secs=() n_g=() n_u=() n_t=() s50=() s99=() rss0=() rss1=() anon1=()
+		declare -A n_req=() n_secs=() n_g=() n_u=() n_t=() n_c=() s50=() s99=() rss0=() rss1=() anon1=()
 		for slice in $(seq 1 "$SLICES"); do
 			len=$SLICE
 			((slice == SLICES)) && len=$((DURATION - SLICE * (SLICES - 1)))
@@ -442,6 +458,7 @@ measure() { # connections
 						"http://127.0.0.1:$admin/debug/pprof/allocs?seconds=$((len > 2 ? len - 1 : 1))" &
 					aprof=$!
 				fi
+				c0=$(up_conns)
 				g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
 				[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
 				res=$(run_wrk "$port" "$len" "$conns" "$lua") || exit 2
@@ -449,6 +466,7 @@ measure() { # connections
 				[[ -n $aprof ]] && { wait "$aprof" || log "bench: allocation profile of $name failed"; }
 				read -r reqs secs non2xx errs p50 p99 <<<"$res"
 				t1=$(date +%s.%N)
+				c1=$(up_conns)
 				# The work the turn left to the gateway's background (the
 				# journal's checkpoint, Badger's flushes) is counted in its turn.
 				sleep "$SETTLE"
@@ -463,6 +481,7 @@ measure() { # connections
 				n_secs[$cfg]=$(awk -v a="${n_secs[$cfg]:-0}" -v b="$secs" 'BEGIN {print a + b}')
 				n_g[$cfg]=$((${n_g[$cfg]:-0} + g1 - g0))
 				n_u[$cfg]=$((${n_u[$cfg]:-0} + u1 - u0))
+				n_c[$cfg]=$((${n_c[$cfg]:-0} + c1 - c0))
 				n_t[$cfg]=$(awk -v a="${n_t[$cfg]:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN {print a + t1 - t0}')
 				# Latency: the slices' percentiles weighted by their requests.
 				s50[$cfg]="${s50[$cfg]:-} $reqs:$p50" s99[$cfg]="${s99[$cfg]:-} $reqs:$p99"
@@ -471,7 +490,7 @@ measure() { # connections
 		for cfg in "${CONFIGS[@]}"; do
 			awk -v c="$cfg" -v k="$conns" -v r="$round" -v n="${n_req[$cfg]}" -v s="${n_secs[$cfg]}" -v g="${n_g[$cfg]}" -v u="${n_u[$cfg]}" \
 				-v tck="$TCK" -v t="${n_t[$cfg]}" -v out="$RESULTS" -v l50="${s50[$cfg]}" -v l99="${s99[$cfg]}" \
-				-v m0="${rss0[$cfg]}" -v m1="${rss1[$cfg]}" -v a1="${anon1[$cfg]}" '
+				-v m0="${rss0[$cfg]}" -v m1="${rss1[$cfg]}" -v a1="${anon1[$cfg]}" -v uc="${n_c[$cfg]}" '
 			function weighted(list,   k, i, parts, x, w, sum) {
 				k = split(list, parts, " "); w = 0; sum = 0
 				for (i = 1; i <= k; i++) { split(parts[i], x, ":"); w += x[1]; sum += x[1] * x[2] }
@@ -480,8 +499,8 @@ measure() { # connections
 			BEGIN {
 				rps = n / s; gus = g / tck / n * 1e6; uus = u / tck / n * 1e6; util = g / tck / t * 100
 				p50 = weighted(l50); p99 = weighted(l99)
-				printf "%-6s %5d %5d %10.0f %9d %11.1f %7.0f%% %13.1f %8.2f %8.2f %6.0f->%-6.0f %8.0f\n", c, k, r, rps, n, gus, util, uus, p50, p99, m0 / 1024, m1 / 1024, a1 / 1024
-				printf "%s %d %f %f %f %f %f %f %f %f\n", c, r, rps, gus, uus, util, p50, p99, m0, m1 >> out
+				printf "%-6s %5d %5d %10.0f %9d %11.1f %7.0f%% %13.1f %8.2f %8.2f %6.0f->%-6.0f %8.0f %8d\n", c, k, r, rps, n, gus, util, uus, p50, p99, m0 / 1024, m1 / 1024, a1 / 1024, uc
+				printf "%s %d %f %f %f %f %f %f %f %f %d\n", c, r, rps, gus, uus, util, p50, p99, m0, m1, uc >> out
 			}'
 		done
 	done
@@ -491,14 +510,14 @@ measure() { # connections
 # Pairwise (B_i vs A_i, measured back to back) then the median over rounds,
 # which is robust to a noisy neighbour hitting one round.
 summary() { # connections results
-	awk -v conns="$1" -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" -v maxr="$MAX_CPU_RATIO" '
+	awk -v conns="$1" -v dur="$DURATION" -v min="$MIN_RATIO" -v metric="$RATIO_METRIC" -v maxd="$MAX_CPU_DELTA" -v maxr="$MAX_CPU_RATIO" '
 	function median(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
 	}
-	$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8 }
-	$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8 }
-	$1 == "C" { rc[$2] = $3; cc[$2] = $4; pc50[$2] = $7; pc99[$2] = $8 }
+	$1 == "A" { ra[$2] = $3; ca[$2] = $4; ua[$2] = $6; pa50[$2] = $7; pa99[$2] = $8; oa[$2] = $11 }
+	$1 == "B" { rb[$2] = $3; cb[$2] = $4; ub[$2] = $6; pb50[$2] = $7; pb99[$2] = $8; ob[$2] = $11 }
+	$1 == "C" { rc[$2] = $3; cc[$2] = $4; pc50[$2] = $7; pc99[$2] = $8; oc[$2] = $11 }
 	{ if (!($1 in m0) || $2 < first[$1]) { first[$1] = $2; m0[$1] = $9 }; if ($2 >= last[$1]) { last[$1] = $2; m1[$1] = $10 } }
 	END {
 		n = 0
@@ -520,7 +539,14 @@ summary() { # connections results
 		printf "latency p50/p99:               A %.2f/%.2f ms, B %.2f/%.2f ms (medians)\n", median(x50, k), median(x99, k), median(y50, k), median(y99, k)
 		printf "resident memory:               A %.0f -> %.0f MB, B %.0f -> %.0f MB", m0["A"] / 1024, m1["A"] / 1024, m0["B"] / 1024, m1["B"] / 1024
 		if ("C" in m0) printf ", C %.0f -> %.0f MB", m0["C"] / 1024, m1["C"] / 1024
-		printf " (start of the first round, end of the last)\n"
+		printf " (start of the first round, end of the last); at the end B/A %.2fx\n", m1["B"] / m1["A"]
+		k = 0
+		for (r in ra) if (r in rb) { k++; xo[k] = oa[r]; yo[k] = ob[r] }
+		printf "upstream connections opened:   A %d, B %d per round of %d s (medians; %d connections to the gateway)", median(xo, k), median(yo, k), dur, conns
+		k = 0
+		for (r in rc) { k++; zo[k] = oc[r] }
+		if (k > 0) printf ", C %d", median(zo, k)
+		printf "\n"
 		m = 0
 		for (r in rc) if (r in ra && r in rb) { m++; cr[m] = rc[r] / ra[r]; cbr[m] = rc[r] / rb[r]; cu[m] = cc[r]; cd[m] = cc[r] - ca[r]; ccb[m] = cc[r] / cb[r]; z50[m] = pc50[r]; z99[m] = pc99[r] }
 		if (m > 0) {

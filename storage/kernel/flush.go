@@ -87,7 +87,13 @@ func (k *Kernel) MarkDirtyAt(prefix, id string) *Batch {
 	var buf [96]byte
 	key := append(append(buf[:0], prefix...), id...)
 	if _, ok := k.dirty[string(key)]; !ok { // no allocation for the lookup
-		k.dirty[string(key)] = struct{}{}
+		// The records one commit writes are mostly the last one's (the
+		// busy account's, key's and workspace's): their names are reused.
+		name, ok := k.names[string(key)]
+		if !ok {
+			name = string(key)
+		}
+		k.dirty[name] = struct{}{}
 	}
 	return k.Pending()
 }
@@ -129,6 +135,12 @@ func (b *Batch) Wait() error {
 	}
 	return nil
 }
+
+// reuseDirty is the largest dirty set whose map the next commit reuses,
+// cleared, and whose record names MarkDirtyAt reuses: a commit of a few
+// requests allocates neither; a bulk change's map is dropped, so that
+// clearing and walking it does not cost every later commit.
+const reuseDirty = 256
 
 // flushLoop commits batches until Close.
 func (k *Kernel) flushLoop() {
@@ -179,12 +191,26 @@ func (k *Kernel) flushOnce() error {
 		return nil
 	}
 	writes := make([]Write, 0, len(k.dirty)+len(k.appends))
+	small := len(k.dirty) <= reuseDirty
+	if small {
+		clear(k.names)
+	} else {
+		k.names = nil
+	}
 	for key := range k.dirty {
 		writes = append(writes, Write{Key: key, Value: k.snapshot(key)})
+		if small {
+			k.names[key] = key
+		}
 	}
 	writes = append(writes, k.appends...)
 	b := k.open
-	k.dirty = make(map[string]struct{}, len(k.dirty))
+	if small {
+		clear(k.dirty) // its buckets serve the next commit
+	} else {
+		k.dirty = make(map[string]struct{})
+		k.names = make(map[string]string)
+	}
 	k.appends = nil
 	k.open = newBatch()
 	k.inFlight, k.inFlightWrites = b, writes

@@ -88,6 +88,7 @@ type Kernel struct {
 
 	// group commit (flush.go)
 	dirty     map[string]struct{}
+	names     map[string]string // the last commit's dirty keys (MarkDirtyAt)
 	appends   []Write
 	open      *Batch
 	wake      chan struct{}
@@ -136,6 +137,7 @@ func New(b Backend, log *zap.Logger) *Kernel {
 		backend:   b,
 		log:       log,
 		dirty:     map[string]struct{}{},
+		names:     map[string]string{},
 		open:      newBatch(),
 		wake:      make(chan struct{}, 1),
 		stopFlush: make(chan struct{}),

@@ -325,3 +325,53 @@ func TestKernelWaitGivesUpAfterDurableTimeout(t *testing.T) {
 		t.Fatalf("backend holds %v", b.data)
 	}
 }
+
+// TestKernelCommitsAfterReusingTheDirtySet: the dirty set's map and its
+// record names are reused from one commit to the next (reuseDirty); a
+// record marked again after a commit, by a small or a bulk change, is in
+// the next commit with its latest value, and a bulk change's set is not
+// kept.
+func TestKernelCommitsAfterReusingTheDirtySet(t *testing.T) {
+	b := &memBackend{data: map[string]string{}}
+	k := New(b, zap.NewNop())
+	vals := map[string]string{}
+	k.Register(Kind{Prefix: "r/", Snapshot: func(key string) any {
+		if v, ok := vals[key]; ok {
+			return v
+		}
+		return nil
+	}})
+	k.Start()
+	defer k.Close()
+	set := func(n int, v string) {
+		t.Helper()
+		k.Lock()
+		var batch *Batch
+		for i := range n {
+			id := string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+			vals["r/"+id] = v
+			batch = k.MarkDirtyAt("r/", id)
+		}
+		k.Unlock()
+		if err := batch.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for key, want := range vals {
+			if b.data[key] != want {
+				t.Fatalf("%s = %q after the commit, want %q", key, b.data[key], want)
+			}
+		}
+	}
+	set(3, "one")
+	set(3, "two")
+	set(reuseDirty*2, "bulk")
+	k.Lock()
+	if len(k.names) != 0 {
+		t.Errorf("a bulk change's %d names are kept", len(k.names))
+	}
+	k.Unlock()
+	set(5, "three")
+	set(reuseDirty*2, "four")
+}
