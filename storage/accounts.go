@@ -16,7 +16,7 @@ import (
 type AccountStore struct {
 	k         *kernel.Kernel
 	accounts  map[string]*Account
-	keys      map[string]*APIKey        // by hash
+	keys      *keyTable                 // by hash (keytable.go)
 	mgmtKeys  map[string]*ManagementKey // by hash
 	keyIdx    keyIndex                  // keys by account (keyindex.go)
 	mgmtIdx   mgmtKeyIndex              // management keys by account
@@ -40,7 +40,7 @@ func (s *AccountStore) kinds() []kernel.Kind {
 		{Prefix: prefixAccount, Load: s.loadAccount, Reset: func() { clear(s.accounts) }, Snapshot: s.accountSnapshot},
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
 		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot},
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { s.keys.reset(); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot},
 		s.connectKinds()[0],
 	}
 }
@@ -262,8 +262,8 @@ func (s *AccountStore) accountSnapshot(key string) any {
 }
 
 func (s *AccountStore) apiKeySnapshot(key string) any {
-	if k, ok := s.keys[key[len(prefixAPIKey):]]; ok {
-		return apiKeyJSON(*k)
+	if k, ok := s.keys.get(key[len(prefixAPIKey):]); ok {
+		return apiKeyJSON(k)
 	}
 	return nil
 }

@@ -70,9 +70,10 @@ func (s *AnalyticsStore) KeyCreators(accountID string) map[string]string {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	out := map[string]string{}
-	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-		if k.CreatorUserID != nil {
-			out[k.Hash] = *k.CreatorUserID
+	keys := s.acct.keys
+	s.acct.eachAccountKey(accountID, func(slot uint32) bool {
+		if c, ok := keys.slotCreator(slot); ok {
+			out[keys.slotHash(slot)] = c
 		}
 		return true
 	})

@@ -171,12 +171,14 @@ func (l Locked) PutWorkspace(w *Workspace) *kernel.Batch {
 // HasKeysIn reports whether the user created API keys in the workspace
 // (such a member cannot be removed from it).
 func (l Locked) HasKeysIn(workspaceID, userID string) bool {
-	for _, k := range l.s.AccountStore.keys {
-		if k.WorkspaceID == workspaceID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
-			return true
+	keys, found := l.s.AccountStore.keys, false
+	keys.each(func(slot uint32) bool {
+		if c, ok := keys.slotCreator(slot); ok && c == userID && keys.slotWorkspace(slot) == workspaceID {
+			found = true
 		}
-	}
-	return false
+		return !found
+	})
+	return found
 }
 
 // NormalizeEmail checks an email address and returns it lowercased, the

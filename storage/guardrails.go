@@ -258,7 +258,7 @@ func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string)
 		return 0, err
 	}
 	for _, h := range hashes {
-		if k, ok := s.acct.keys[h]; !ok || k.AccountID != accountID {
+		if a, ok := s.acct.keys.accountOf(h); !ok || a != accountID {
 			s.k.Unlock()
 			return 0, fmt.Errorf("%w: API key %s not found", ErrNotFound, h)
 		}
@@ -387,8 +387,8 @@ func (s *OrgStore) KeyAssignments(accountID, id string) []KeyAssignment {
 			continue
 		}
 		for h, a := range g.Keys {
-			if k, ok := s.acct.keys[h]; ok {
-				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: *k})
+			if k, ok := s.acct.keys.get(h); ok {
+				out = append(out, KeyAssignment{Assignment: *a, GuardrailID: gid, Key: k})
 			}
 		}
 	}

@@ -7,9 +7,10 @@ import (
 
 // keyIndex lists each account's API keys in creation order (Seq), so that
 // reading one account's keys walks that account's keys only, never the
-// gateway's. It holds hashes, not records: a change of a key's record
-// (counters, name, disabled) publishes a new pointer in AccountStore.keys
-// and leaves the index alone; only a key's arrival or removal changes it.
+// gateway's. It holds the keys' slots in the key table (keytable.go), not
+// records: a change of a key's record (counters, name, disabled) rewrites
+// its slot and leaves the index alone; only a key's arrival or removal
+// changes it.
 // Callers hold the kernel's lock (Lock to change it, RLock to read a
 // sorted account's list).
 type keyIndex map[string]*accountKeys
@@ -24,12 +25,12 @@ type accountKeys struct {
 
 type keyEntry struct {
 	seq  uint64
-	hash string
+	slot uint32
 }
 
 // add indexes a key. A new key has the highest Seq and is appended in
 // order; a loaded one may not, and leaves the list to be sorted.
-func (x keyIndex) add(accountID string, seq uint64, hash string) {
+func (x keyIndex) add(accountID string, seq uint64, slot uint32) {
 	ak := x[accountID]
 	if ak == nil {
 		ak = &accountKeys{sorted: true}
@@ -38,11 +39,11 @@ func (x keyIndex) add(accountID string, seq uint64, hash string) {
 	if n := len(ak.entries); n > 0 && ak.entries[n-1].seq >= seq {
 		ak.sorted = false
 	}
-	ak.entries = append(ak.entries, keyEntry{seq, hash})
+	ak.entries = append(ak.entries, keyEntry{seq, slot})
 }
 
 // remove drops a key from its account's list.
-func (x keyIndex) remove(accountID string, seq uint64, hash string) {
+func (x keyIndex) remove(accountID string, seq uint64, slot uint32) {
 	ak := x[accountID]
 	if ak == nil {
 		return
@@ -59,13 +60,13 @@ func (x keyIndex) remove(accountID string, seq uint64, hash string) {
 			return 0
 		})
 		// Seqs are unique, but a record loaded from an older version
-		// could repeat one: fall back to the hash.
-		if found && ak.entries[j].hash == hash {
+		// could repeat one: fall back to the slot.
+		if found && ak.entries[j].slot == slot {
 			i = j
 		}
 	}
 	if i < 0 {
-		i = slices.IndexFunc(ak.entries, func(e keyEntry) bool { return e.hash == hash })
+		i = slices.IndexFunc(ak.entries, func(e keyEntry) bool { return e.slot == slot })
 	}
 	if i < 0 {
 		return
@@ -103,26 +104,25 @@ func (ak *accountKeys) sort() {
 // putKey publishes a key's record and keeps the account index in step.
 // Callers hold Lock.
 func (s *AccountStore) putKey(k *APIKey) {
-	if cur, ok := s.keys[k.Hash]; ok {
-		if cur.AccountID == k.AccountID && cur.Seq == k.Seq {
-			s.keys[k.Hash] = k
+	slot, oldAccount, oldSeq, replaced := s.keys.put(k)
+	if replaced {
+		if oldAccount == k.AccountID && oldSeq == k.Seq {
 			return
 		}
-		s.keyIdx.remove(cur.AccountID, cur.Seq, cur.Hash)
+		s.keyIdx.remove(oldAccount, oldSeq, slot)
 	}
-	s.keys[k.Hash] = k
-	s.keyIdx.add(k.AccountID, k.Seq, k.Hash)
+	s.keyIdx.add(k.AccountID, k.Seq, slot)
 }
 
-// dropKey unpublishes a key; false when there was none. Callers hold Lock.
-func (s *AccountStore) dropKey(hash string) (*APIKey, bool) {
-	cur, ok := s.keys[hash]
+// dropKey unpublishes a key and returns its account; false when there was
+// none. Callers hold Lock.
+func (s *AccountStore) dropKey(hash string) (string, bool) {
+	slot, account, seq, ok := s.keys.remove(hash)
 	if !ok {
-		return nil, false
+		return "", false
 	}
-	delete(s.keys, hash)
-	s.keyIdx.remove(cur.AccountID, cur.Seq, hash)
-	return cur, true
+	s.keyIdx.remove(account, seq, slot)
+	return account, true
 }
 
 // accountKeysRLocked returns the account's key list, sorted, holding
@@ -145,16 +145,16 @@ func (s *AccountStore) accountKeysRLocked(accountID string) *accountKeys {
 	}
 }
 
-// eachAccountKey calls fn for each of an account's keys, in no particular
-// order, until it returns false. Callers hold the kernel's lock.
-func (s *AccountStore) eachAccountKey(accountID string, fn func(*APIKey) bool) {
+// eachAccountKey calls fn with each of an account's keys' slots, in no
+// particular order, until it returns false. Callers hold the kernel's lock.
+func (s *AccountStore) eachAccountKey(accountID string, fn func(slot uint32) bool) {
 	ak := s.keyIdx[accountID]
 	if ak == nil {
 		return
 	}
 	s.k.Visited(len(ak.entries))
 	for _, e := range ak.entries {
-		if k, ok := s.keys[e.hash]; ok && !fn(k) {
+		if !fn(e.slot) {
 			return
 		}
 	}

@@ -14,7 +14,8 @@ import "github.com/tollgate-dev/caddy-tollgate/storage/levels"
 func (s *AccountStore) ledgerAccount(id string) *Account { return s.accounts[id] }
 
 // ledgerKey is the API key's record; nil when there is none.
-func (s *AccountStore) ledgerKey(hash string) *APIKey { return s.keys[hash] }
+// It is a copy, made for the caller.
+func (s *AccountStore) ledgerKey(hash string) *APIKey { return s.keys.ptr(hash) }
 
 // ledgerAccountIDs calls fn with every account's id.
 func (s *AccountStore) ledgerAccountIDs(fn func(id string)) {
@@ -39,14 +40,7 @@ func (s *AccountStore) setAccountCounters(id string, a levels.Account) bool {
 // setKeyCounters replaces the key's record with its usage counters taken
 // from sc; false when there is no record.
 func (s *AccountStore) setKeyCounters(hash string, sc levels.Scope) bool {
-	key, ok := s.keys[hash]
-	if !ok {
-		return false
-	}
-	k := *key
-	k.Usage, k.BYOKUsage = sc.Usage, sc.BYOKUsage
-	s.keys[hash] = &k
-	return true
+	return s.keys.setCounters(hash, sc.Usage, sc.BYOKUsage)
 }
 
 // ledgerWorkspace is the workspace's record; nil when there is none.

@@ -61,7 +61,7 @@ func (s *OrgStore) EffectiveRules(keyHash string) *Rules {
 // stable meanwhile, since it changes only under the write lock.
 func (s *OrgStore) computeRules(keyHash string) *Rules {
 	r := &Rules{gen: s.rulesGen.Load()}
-	k, ok := s.acct.keys[keyHash]
+	k, ok := s.acct.keys.get(keyHash)
 	if !ok {
 		return r
 	}

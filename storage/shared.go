@@ -179,8 +179,8 @@ func (s *Store) applyRecords(keys []string) error {
 			return nil
 		}
 		err := s.loadRecord(key, value)
-		if k, ok := s.keys[strings.TrimPrefix(key, prefixAPIKey)]; ok && strings.HasPrefix(key, prefixAPIKey) {
-			accounts[k.AccountID] = struct{}{}
+		if a, ok := s.keys.accountOf(strings.TrimPrefix(key, prefixAPIKey)); ok && strings.HasPrefix(key, prefixAPIKey) {
+			accounts[a] = struct{}{}
 		}
 		return err
 	}, func() {

@@ -123,7 +123,7 @@ func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
 		AccountStore: &AccountStore{
 			k:         k,
 			accounts:  map[string]*Account{},
-			keys:      map[string]*APIKey{},
+			keys:      newKeyTable(),
 			mgmtKeys:  map[string]*ManagementKey{},
 			keyIdx:    keyIndex{},
 			mgmtIdx:   mgmtKeyIndex{},

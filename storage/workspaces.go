@@ -183,15 +183,20 @@ func (s *OrgStore) ensureDefaultWorkspaces() {
 			s.putWorkspace(defaultWorkspace(a))
 		}
 	}
-	for _, k := range s.acct.keys {
-		if k.WorkspaceID == "" {
-			if a, ok := s.acct.accounts[k.AccountID]; ok {
-				c := *k
+	var moved []APIKey
+	s.acct.keys.each(func(slot uint32) bool {
+		if s.acct.keys.slotWorkspace(slot) == "" {
+			if a, ok := s.acct.accounts[s.acct.keys.slotAccount(slot)]; ok {
+				c := s.acct.keys.at(slot)
 				c.WorkspaceID = a.DefaultWorkspaceID
-				s.acct.putKey(&c)
-				s.k.MarkDirty(prefixAPIKey + c.Hash)
+				moved = append(moved, c)
 			}
 		}
+		return true
+	})
+	for i := range moved {
+		s.acct.putKey(&moved[i])
+		s.k.MarkDirty(prefixAPIKey + moved[i].Hash)
 	}
 	// BYOK credentials stored before they belonged to a workspace.
 	for accountID, creds := range s.sec.byok {
@@ -348,8 +353,8 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
-	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-		if k.WorkspaceID == w.ID {
+	s.acct.eachAccountKey(accountID, func(slot uint32) bool {
+		if s.acct.keys.slotWorkspace(slot) == w.ID {
 			n++
 		}
 		return true
@@ -513,9 +518,9 @@ func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []strin
 		return 0, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 	}
 	var holder string
-	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-		if k.WorkspaceID == cur.ID && k.CreatorUserID != nil && slices.Contains(userIDs, *k.CreatorUserID) {
-			holder = *k.CreatorUserID
+	s.acct.eachAccountKey(accountID, func(slot uint32) bool {
+		if c, ok := s.acct.keys.slotCreator(slot); ok && s.acct.keys.slotWorkspace(slot) == cur.ID && slices.Contains(userIDs, c) {
+			holder = c
 			return false
 		}
 		return true
@@ -570,10 +575,10 @@ func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn
 // MoveAPIKey moves a key to another workspace of its account.
 func (s *OrgStore) MoveAPIKey(hash, workspaceRef string) (APIKey, error) {
 	s.k.RLock()
-	k, ok := s.acct.keys[hash]
+	accountID, ok := s.acct.keys.accountOf(hash)
 	var ws *Workspace
 	if ok {
-		ws, ok = s.resolveWorkspace(k.AccountID, workspaceRef)
+		ws, ok = s.resolveWorkspace(accountID, workspaceRef)
 	}
 	s.k.RUnlock()
 	if !ok {
