@@ -19,7 +19,7 @@ func tableKey(r *rand.Rand, i int) APIKey {
 	k := APIKey{
 		Hash: hash, AccountID: fmt.Sprintf("acct-%d", i%7), WorkspaceID: fmt.Sprintf("ws-%d", i%3),
 		Name: fmt.Sprintf("key %d", i), Label: label, Disabled: i%5 == 0,
-		LimitReset: []money.Interval{money.IntervalNone, money.IntervalDaily, money.IntervalMonthly}[i%3],
+		LimitReset:         []money.Interval{money.IntervalNone, money.IntervalDaily, money.IntervalMonthly}[i%3],
 		IncludeBYOKInLimit: i%2 == 0, CreatedAt: t, UpdatedAt: t.Add(time.Second), Seq: uint64(i + 1),
 		Usage:     money.UsageCounters{Total: money.Amount(i), Daily: money.Windowed{Period: 3, Value: money.Amount(i)}},
 		BYOKUsage: money.UsageCounters{Monthly: money.Windowed{Period: 9, Value: 4}},
