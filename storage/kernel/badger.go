@@ -29,6 +29,19 @@ type Backend interface {
 	Close() error
 }
 
+// Versioned is a backend that can say which version of its content it
+// opened on and closed with, so that a snapshot of memory state written at
+// a clean close can be recognized as current at the next open (Badger on
+// disk: its highest commit version, which every commit raises).
+type Versioned interface {
+	// OpenVersion is the version the backend opened on; false when it
+	// cannot tell (it had a journal to replay).
+	OpenVersion() (uint64, bool)
+	// ClosedVersion is the version it closed with, everything written;
+	// false before Close, or when Close left something unwritten.
+	ClosedVersion() (uint64, bool)
+}
+
 // valueThreshold is the size from which Badger keeps a value in its value
 // log rather than in the LSM tree: index records (a provider's answer id)
 // stay in the tree, records and generations go to the log.
