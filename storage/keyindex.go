@@ -160,20 +160,20 @@ func (s *AccountStore) eachAccountKey(accountID string, fn func(slot uint32) boo
 	}
 }
 
-// mgmtKeyIndex holds each account's management key hashes.
-type mgmtKeyIndex map[string]map[string]struct{}
+// mgmtKeyIndex holds each account's management key hashes: a slice, not
+// a set, since an account has a few (a map per account cost about 300
+// bytes at a hundred thousand accounts).
+type mgmtKeyIndex map[string][]string
 
+// add appends a hash the account's list does not hold.
 func (x mgmtKeyIndex) add(accountID, hash string) {
-	m := x[accountID]
-	if m == nil {
-		m = map[string]struct{}{}
-		x[accountID] = m
-	}
-	m[hash] = struct{}{}
+	x[accountID] = append(x[accountID], hash)
 }
 
 func (x mgmtKeyIndex) remove(accountID, hash string) {
-	delete(x[accountID], hash)
+	if i := slices.Index(x[accountID], hash); i >= 0 {
+		x[accountID] = slices.Delete(x[accountID], i, i+1)
+	}
 	if len(x[accountID]) == 0 {
 		delete(x, accountID)
 	}
@@ -182,11 +182,15 @@ func (x mgmtKeyIndex) remove(accountID, hash string) {
 // putMgmtKey publishes a management key's record and indexes it. Callers
 // hold Lock.
 func (s *AccountStore) putMgmtKey(m *ManagementKey) {
-	if cur, ok := s.mgmtKeys[m.Hash]; ok && cur.AccountID != m.AccountID {
+	cur, ok := s.mgmtKeys[m.Hash]
+	if ok && cur.AccountID != m.AccountID {
 		s.mgmtIdx.remove(cur.AccountID, cur.Hash)
+		ok = false
 	}
 	s.mgmtKeys[m.Hash] = m
-	s.mgmtIdx.add(m.AccountID, m.Hash)
+	if !ok {
+		s.mgmtIdx.add(m.AccountID, m.Hash)
+	}
 }
 
 // dropMgmtKey unpublishes a management key; false when there was none.

@@ -63,7 +63,7 @@ func (s *AccountStore) ManagementKeys(accountID string) []ManagementKey {
 		}
 	} else {
 		out = make([]ManagementKey, 0, len(s.mgmtIdx[accountID]))
-		for h := range s.mgmtIdx[accountID] {
+		for _, h := range s.mgmtIdx[accountID] {
 			out = append(out, *s.mgmtKeys[h])
 		}
 	}

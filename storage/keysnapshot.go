@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 )
 
@@ -39,6 +40,8 @@ type keySnapshotHeader struct {
 	Cold     uint64
 	Dead     uint64
 	Strs     uint64
+	Ctrs     uint64
+	CtrFree  uint64
 }
 
 // writeKeySnapshot writes the table to dir for the database at version,
@@ -59,12 +62,15 @@ func writeKeySnapshot(dir string, version uint64, t *keyTable) error {
 		Version: version, Seq: seq, SlotSize: uint64(unsafe.Sizeof(keySlot{})),
 		Slots: uint64(len(t.slots)), Free: uint64(len(t.free)), Cold: uint64(len(t.cold)),
 		Dead: uint64(t.dead), Strs: uint64(len(t.strs.list)),
+		Ctrs: uint64(len(t.ctrs)), CtrFree: uint64(len(t.ctrFree)),
 	}
 	_, _ = w.WriteString(keySnapshotMagic)
 	_ = binary.Write(w, binary.LittleEndian, h)
 	_, _ = w.Write(sliceBytes(t.slots))
 	_, _ = w.Write(sliceBytes(t.free))
 	_, _ = w.Write(t.cold)
+	_, _ = w.Write(sliceBytes(t.ctrs))
+	_, _ = w.Write(sliceBytes(t.ctrFree))
 	var n [binary.MaxVarintLen64]byte
 	for _, s := range t.strs.list {
 		_, _ = w.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
@@ -93,27 +99,33 @@ var errStaleSnapshot = errors.New("the key table snapshot is for another databas
 
 // readKeySnapshot restores the table from dir's snapshot if it was written
 // for version, and removes the file in any case; it returns the highest
-// key Seq. os.ErrNotExist when there is none.
+// key Seq. os.ErrNotExist when there is none. It reads the file straight
+// into the table's slices.
 func readKeySnapshot(dir string, version uint64, t *keyTable) (uint64, error) {
 	path := filepath.Join(dir, keySnapshotFile)
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
+	defer f.Close()
 	if err := os.Remove(path); err != nil {
 		return 0, err
 	}
-	const hdr = len(keySnapshotMagic) + int(unsafe.Sizeof(keySnapshotHeader{}))
-	if len(data) < hdr+4 || string(data[:len(keySnapshotMagic)]) != keySnapshotMagic {
-		return 0, errors.New("the key table snapshot is damaged")
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
 	}
-	body := data[:len(data)-4]
-	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
-		return 0, errors.New("the key table snapshot fails its checksum")
+	size := fi.Size()
+	crc := crc32.New(crcTable)
+	r := bufio.NewReaderSize(io.TeeReader(io.LimitReader(f, max(size-4, 0)), crc), 1<<20)
+	damaged := errors.New("the key table snapshot is damaged or truncated")
+	magic := make([]byte, len(keySnapshotMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != keySnapshotMagic {
+		return 0, damaged
 	}
 	var h keySnapshotHeader
-	if _, err := binary.Decode(data[len(keySnapshotMagic):hdr], binary.LittleEndian, &h); err != nil {
-		return 0, err
+	if err := binary.Read(r, binary.LittleEndian, &h); err != nil {
+		return 0, damaged
 	}
 	if h.Version != version {
 		return 0, errStaleSnapshot
@@ -121,48 +133,55 @@ func readKeySnapshot(dir string, version uint64, t *keyTable) (uint64, error) {
 	if h.SlotSize != uint64(unsafe.Sizeof(keySlot{})) {
 		return 0, fmt.Errorf("the key table snapshot has slots of %d bytes, this build %d", h.SlotSize, unsafe.Sizeof(keySlot{}))
 	}
-	r := body[hdr:]
-	take := func(n uint64) ([]byte, bool) {
-		if n > uint64(len(r)) {
-			return nil, false
+	body := uint64(len(keySnapshotMagic)) + uint64(unsafe.Sizeof(h)) + h.Slots*h.SlotSize + 4*h.Free + h.Cold +
+		uint64(unsafe.Sizeof(keyCounters{}))*h.Ctrs + 4*h.CtrFree
+	for _, n := range []uint64{h.Slots, h.Free, h.Cold, h.Ctrs, h.CtrFree, h.Strs} {
+		if n > uint64(size) {
+			return 0, damaged
 		}
-		b := r[:n]
-		r = r[n:]
-		return b, true
 	}
-	slotBytes, ok1 := take(h.Slots * h.SlotSize)
-	freeBytes, ok2 := take(h.Free * 4)
-	cold, ok3 := take(h.Cold)
-	if !ok1 || !ok2 || !ok3 {
-		return 0, errors.New("the key table snapshot is truncated")
+	if body > uint64(size-4) || h.Strs == 0 {
+		return 0, damaged
 	}
 	var nt keyTable
 	nt.reset()
 	nt.slots = make([]keySlot, h.Slots)
-	copy(sliceBytes(nt.slots), slotBytes)
 	nt.free = make([]uint32, h.Free)
-	copy(sliceBytes(nt.free), freeBytes)
-	nt.cold = append([]byte(nil), cold...)
-	nt.dead = int(h.Dead)
-	nt.strs.list = make([]string, 0, h.Strs)
-	nt.strs.ids = make(map[string]uint32, h.Strs)
-	for range h.Strs {
-		n, w := binary.Uvarint(r)
-		if w <= 0 || n > uint64(len(r)-w) {
-			return 0, errors.New("the key table snapshot is truncated")
+	nt.cold = make([]byte, h.Cold)
+	nt.ctrs = make([]keyCounters, h.Ctrs)
+	nt.ctrFree = make([]uint32, h.CtrFree)
+	for _, b := range [][]byte{sliceBytes(nt.slots), sliceBytes(nt.free), nt.cold, sliceBytes(nt.ctrs), sliceBytes(nt.ctrFree)} {
+		if _, err := io.ReadFull(r, b); err != nil {
+			return 0, damaged
 		}
-		s := string(r[w : w+int(n)])
-		r = r[w+int(n):]
+	}
+	nt.dead = int(h.Dead)
+	nt.strs.list = make([]string, 0, min(h.Strs, uint64(size)))
+	nt.strs.ids = make(map[string]uint32, min(h.Strs, uint64(size)))
+	var buf []byte
+	for range h.Strs {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > uint64(size) {
+			return 0, damaged
+		}
+		buf = slices.Grow(buf[:0], int(n))[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return 0, damaged
+		}
+		s := string(buf)
 		nt.strs.ids[s] = uint32(len(nt.strs.list))
 		nt.strs.list = append(nt.strs.list, s)
 	}
-	if len(r) != 0 || len(nt.strs.list) == 0 || nt.strs.list[0] != "" {
-		return 0, errors.New("the key table snapshot is damaged")
+	if n, _ := io.Copy(io.Discard, r); n != 0 || nt.strs.list[0] != "" {
+		return 0, damaged
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(f, sum[:]); err != nil || binary.LittleEndian.Uint32(sum[:]) != crc.Sum32() {
+		return 0, errors.New("the key table snapshot fails its checksum")
 	}
 	if err := nt.check(); err != nil {
 		return 0, err
 	}
-	nt.live = 0
 	for i := range nt.slots {
 		if nt.slots[i].flags&slotLive != 0 {
 			nt.live++
@@ -186,7 +205,7 @@ func (t *keyTable) check() error {
 			continue
 		}
 		if sl.account >= strs || sl.workspace >= strs || sl.creator >= strs || sl.reset >= strs ||
-			uint64(sl.coldAt)+uint64(sl.coldLen) > uint64(len(t.cold)) {
+			uint64(sl.coldAt)+uint64(sl.coldLen) > uint64(len(t.cold)) || int(sl.ctr) > len(t.ctrs) {
 			return fmt.Errorf("the key table snapshot's slot %d is damaged", i)
 		}
 	}
@@ -195,11 +214,16 @@ func (t *keyTable) check() error {
 			return errors.New("the key table snapshot's free list is damaged")
 		}
 	}
+	for _, f := range t.ctrFree {
+		if f >= uint32(len(t.ctrs)) {
+			return errors.New("the key table snapshot's free counters are damaged")
+		}
+	}
 	return nil
 }
 
 // sliceBytes views a slice of pointer-free values as its bytes.
-func sliceBytes[T keySlot | uint32](s []T) []byte {
+func sliceBytes[T keySlot | keyCounters | uint32](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}

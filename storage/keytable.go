@@ -16,9 +16,11 @@ import (
 // fixed-size keySlot in a slice; the rest of the record (name, label,
 // timestamps, external user, connect app) is one encoded run of bytes in
 // an append-only arena; account, workspace and user ids are interned, one
-// string per distinct id. An open-addressing index maps a key's hash to
-// its slot. At a million keys this is about 350 bytes a key (a map of
-// records was about 1.9 KB, and the collector's work grew with it).
+// string per distinct id; a key's usage counters, once it has any, are in
+// a second slice (most keys of a large gateway are idle). An
+// open-addressing index maps a key's hash to its slot. At a million keys
+// this is about 180 bytes a key (a map of records was about 1.9 KB, and
+// the collector's work grew with it).
 //
 // A slot's number is stable while the key lives (keyIndex refers to keys
 // by it); a deleted key's slot is reused. Callers hold the kernel's lock
@@ -35,6 +37,15 @@ type keyTable struct {
 	cold []byte
 	dead int
 	strs strTable
+	// ctrs are the counters of keys that have any (keySlot.ctr);
+	// ctrFree the entries of deleted keys, reused first.
+	ctrs    []keyCounters
+	ctrFree []uint32
+}
+
+// keyCounters is a key's usage counters.
+type keyCounters struct {
+	usage, byok money.UsageCounters
 }
 
 // keySlot is one key's hot part. It holds no pointer.
@@ -44,14 +55,13 @@ type keySlot struct {
 	limit     money.Amount
 	expires   int64 // Unix seconds and nanoseconds, with slotExpires
 	expiresNs uint32
-	usage     money.UsageCounters
-	byok      money.UsageCounters
 	account   uint32 // strTable ids
 	workspace uint32
 	creator   uint32
 	reset     uint32
 	coldAt    uint32 // the cold part: cold[coldAt:coldAt+coldLen]
 	coldLen   uint32
+	ctr       uint32 // ctrs[ctr-1] holds the counters; 0: all zero
 	flags     uint8
 }
 
@@ -76,6 +86,7 @@ func newKeyTable() *keyTable {
 // reset empties the table. Materialized records keep the old arena.
 func (t *keyTable) reset() {
 	t.slots, t.free, t.live, t.cold, t.dead = nil, nil, 0, nil, 0
+	t.ctrs, t.ctrFree = nil, nil
 	t.index = make([]uint32, 64)
 	t.strs.reset()
 }
@@ -198,7 +209,11 @@ func (t *keyTable) read(s uint32, hash string, k *APIKey) {
 		Hash: hash, AccountID: t.strs.get(sl.account), WorkspaceID: t.strs.get(sl.workspace),
 		Name: name, Label: label, Disabled: sl.flags&slotDisabled != 0,
 		LimitReset: money.Interval(t.strs.get(sl.reset)), IncludeBYOKInLimit: sl.flags&slotIncludeBYOK != 0,
-		CreatedAt: created, UpdatedAt: updated, Seq: sl.seq, Usage: sl.usage, BYOKUsage: sl.byok,
+		CreatedAt: created, UpdatedAt: updated, Seq: sl.seq,
+	}
+	if sl.ctr != 0 {
+		c := &t.ctrs[sl.ctr-1]
+		k.Usage, k.BYOKUsage = c.usage, c.byok
 	}
 	if sl.flags&(slotLimit|slotExpires|slotCreator) == 0 && !hasExternal && !hasConnect {
 		return
@@ -231,10 +246,12 @@ func (t *keyTable) read(s uint32, hash string, k *APIKey) {
 func (t *keyTable) put(k *APIKey) (slot uint32, oldAccount string, oldSeq uint64, replaced bool) {
 	id, odd := keyID(k.Hash)
 	s, at, ok := t.find(&id)
+	var ctr uint32
 	if ok {
 		old := &t.slots[s]
 		oldAccount, oldSeq, replaced = t.strs.get(old.account), old.seq, true
 		t.dead += int(old.coldLen)
+		ctr = old.ctr
 	} else {
 		if n := len(t.free); n > 0 {
 			s = t.free[n-1]
@@ -247,7 +264,7 @@ func (t *keyTable) put(k *APIKey) (slot uint32, oldAccount string, oldSeq uint64
 		t.live++
 	}
 	sl := keySlot{
-		id: id, seq: k.Seq, usage: k.Usage, byok: k.BYOKUsage, flags: slotLive,
+		id: id, seq: k.Seq, ctr: ctr, flags: slotLive,
 		account: t.strs.intern(k.AccountID), workspace: t.strs.intern(k.WorkspaceID),
 		reset: t.strs.intern(string(k.LimitReset)),
 	}
@@ -274,6 +291,7 @@ func (t *keyTable) put(k *APIKey) (slot uint32, oldAccount string, oldSeq uint64
 	}
 	sl.coldAt, sl.coldLen = t.writeCold(k, odd)
 	t.slots[s] = sl
+	t.storeCounters(&t.slots[s], k.Usage, k.BYOKUsage)
 	if !ok {
 		t.maybeGrow()
 	}
@@ -314,8 +332,26 @@ func (t *keyTable) setCounters(hash string, usage, byok money.UsageCounters) boo
 	if !ok {
 		return false
 	}
-	t.slots[s].usage, t.slots[s].byok = usage, byok
+	t.storeCounters(&t.slots[s], usage, byok)
 	return true
+}
+
+// storeCounters sets a slot's counters, giving it an entry in ctrs the
+// first time they are not zero.
+func (t *keyTable) storeCounters(sl *keySlot, usage, byok money.UsageCounters) {
+	if sl.ctr == 0 {
+		if usage == (money.UsageCounters{}) && byok == (money.UsageCounters{}) {
+			return
+		}
+		if n := len(t.ctrFree); n > 0 {
+			sl.ctr = t.ctrFree[n-1] + 1
+			t.ctrFree = t.ctrFree[:n-1]
+		} else {
+			t.ctrs = append(t.ctrs, keyCounters{})
+			sl.ctr = uint32(len(t.ctrs))
+		}
+	}
+	t.ctrs[sl.ctr-1] = keyCounters{usage, byok}
 }
 
 // remove deletes a key; it returns its slot, account and Seq.
@@ -328,6 +364,10 @@ func (t *keyTable) remove(hash string) (slot uint32, account string, seq uint64,
 	sl := &t.slots[s]
 	account, seq = t.strs.get(sl.account), sl.seq
 	t.dead += int(sl.coldLen)
+	if sl.ctr != 0 {
+		t.ctrs[sl.ctr-1] = keyCounters{}
+		t.ctrFree = append(t.ctrFree, sl.ctr-1)
+	}
 	*sl = keySlot{}
 	t.free = append(t.free, s)
 	t.live--

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap"
@@ -73,6 +74,10 @@ type Store struct {
 	keysRestored bool
 }
 
+// bigStore is the number of keys from which Open returns the warm-up's
+// garbage to the operating system at once.
+const bigStore = 50_000
+
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
 	k, err := kernel.Open(opts)
@@ -98,6 +103,11 @@ func Open(opts Options) (*Store, error) {
 	if err := k.Load(restored...); err != nil {
 		_ = k.Close()
 		return nil, err
+	}
+	if s.keys.len() >= bigStore {
+		// The warm-up's garbage (decoded records' buffers) is as large
+		// as what it kept: hand it back now, not over minutes.
+		defer debug.FreeOSMemory()
 	}
 	s.ensureDefaultWorkspaces()
 	s.keyIdx.sort()

@@ -135,6 +135,8 @@ func openJournal(db *badgerBackend, dir string, sync bool, log *zap.Logger) (*jo
 	return j, nil
 }
 
+func (j *journal) loaded() { j.db.loaded() }
+
 // OpenVersion and ClosedVersion implement Versioned.
 func (j *journal) OpenVersion() (uint64, bool)   { return j.opened, j.opened != 0 }
 func (j *journal) ClosedVersion() (uint64, bool) { return j.closed, j.closed != 0 }

@@ -187,6 +187,11 @@ func (k *Kernel) Load(skip ...string) error {
 			return err
 		}
 	}
+	// The records were read through the backend's memory mappings;
+	// nothing reads most of them again.
+	if l, ok := k.backend.(interface{ loaded() }); ok {
+		l.loaded()
+	}
 	return nil
 }
 
