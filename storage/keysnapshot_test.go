@@ -170,3 +170,66 @@ func TestKeySnapshotStaleOrDamagedIsIgnored(t *testing.T) {
 		t.Fatalf("keys after ignoring a damaged snapshot:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// BenchmarkOpenKeys is a restart of a store of 50,000 keys (10 per
+// account): from the key table's snapshot, as after a clean close, and
+// from the key records, as after a crash. bench/scale.sh measures the
+// same at a million keys through Caddy.
+func BenchmarkOpenKeys(b *testing.B) {
+	const accounts, perAccount = 5000, 10
+	dir := b.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	errs := make(chan error, 32)
+	for w := range 32 {
+		go func() {
+			for i := w; i < accounts; i += 32 {
+				a, err := s.CreateAccount(NewAccount{Name: "bench", Kind: AccountOrganization})
+				for j := 0; err == nil && j < perAccount; j++ {
+					_, _, err = s.CreateAPIKey(NewAPIKey{AccountID: a.ID, Name: "bench key"})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 32 {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, fromSnapshot := range []bool{true, false} {
+		name := "records"
+		if fromSnapshot {
+			name = "snapshot"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if !fromSnapshot {
+					_ = os.Remove(filepath.Join(dir, keySnapshotFile))
+				}
+				s, err := Open(Options{Dir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if s.keysRestored != fromSnapshot || s.keys.len() != accounts*perAccount {
+					b.Fatalf("restored %v, %d keys", s.keysRestored, s.keys.len())
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(accounts*perAccount, "keys")
+		})
+	}
+}
