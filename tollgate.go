@@ -6,4 +6,6 @@ package tollgate
 import (
 	// The modules, the Caddyfile directives and the tollgate app.
 	_ "github.com/tollgate-dev/caddy-tollgate/caddymodule"
+	// The mock provider, for the quickstart; nothing else imports it.
+	_ "github.com/tollgate-dev/caddy-tollgate/standin"
 )

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/dashboard"
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -32,9 +31,8 @@ func init() {
 	// The dashboard registers its own module and directive; it serves
 	// its prefix, which the pipeline passes on.
 	httpcaddyfile.RegisterDirectiveOrder(dashboard.Directive, httpcaddyfile.Before, "reverse_proxy")
-	// The mock provider registers its own module and directive; it answers
-	// after the pipeline, as the upstream it stands in for would.
-	httpcaddyfile.RegisterDirectiveOrder(mockprovider.Directive, httpcaddyfile.Before, "reverse_proxy")
+	// The mock provider (package standin) registers its own module,
+	// directive and place in the order, after those above.
 }
 
 func durationArg(d *caddyfile.Dispenser) (caddy.Duration, error) {

@@ -11,8 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 )
 
 // The routing facts of a provider (quantization, supported parameters, its

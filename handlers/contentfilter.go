@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -7,12 +7,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/policy"
 )
 
 // The token counting routes: Anthropic's, below /messages, and

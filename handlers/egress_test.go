@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -12,12 +12,12 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 )
 
 // The Messages route (POST /messages, Anthropic's Messages API) is served

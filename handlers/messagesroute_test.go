@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 )
 
 // A Messages request's thinking reaches, as reasoning_effort, only the

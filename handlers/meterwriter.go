@@ -14,11 +14,11 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 )
 
 // meterWriter sits between reverse_proxy and the client and reads usage

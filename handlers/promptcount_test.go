@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
+	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 

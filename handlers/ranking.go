@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/routestats"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/routestats"
 )
 
 // ranker orders one request's endpoints, most preferred first:

@@ -8,8 +8,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 )
 
 func TestValidateInference(t *testing.T) {

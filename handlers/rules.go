@@ -1,10 +1,10 @@
 package handlers
 
 import (
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/policy"
+	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 )
 
 // FuzzWebSearchPrepare checks that no body panics the middleware's rewrite

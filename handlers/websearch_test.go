@@ -15,12 +15,12 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
 // citeWriter adds url_citation annotations to the client-facing answer of

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
+	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 )
 
 // Amazon Bedrock providers (style bedrock) through a real Caddy: the

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext/pdftest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
 // pdfChat is a chat request for model whose user message asks about a

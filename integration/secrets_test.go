@@ -14,8 +14,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
 )
 
 // TestNoSecretInLogsAnswersOrDisk runs the built gateway with debug logs

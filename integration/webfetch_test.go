@@ -13,8 +13,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext/pdftest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
 // webFetchPrice is the harness's web_fetch_price in the web-fetch tests.

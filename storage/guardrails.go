@@ -14,7 +14,7 @@ import (
 
 // Guardrail restricts the keys and members it is assigned to: the models
 // and providers they may use, a spending limit per key or per member, and
-// data policies. Package handlers/policy decides what it admits, against
+// data policies. Package policy decides what it admits, against
 // the catalog's facts about each provider.
 //
 // Each workspace has a default guardrail (Workspace.DefaultGuardrailID)

@@ -7,7 +7,7 @@ import "github.com/tollgate-dev/caddy-tollgate/contentfilter"
 // guardrails assigned to its member (the key's creator_user_id, when that
 // user is a member of the organization), then the guardrail assigned to the
 // key itself. Every one of them must admit a request; package
-// handlers/policy decides what they admit, from this plain data.
+// policy decides what they admit, from this plain data.
 //
 // They are computed once per key and cached in memory; any change to a
 // guardrail, an assignment, a member, a workspace or a key bumps a

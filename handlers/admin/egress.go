@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
 )
 
 // checkEgressURL is the store-time check of a customer URL; field names

@@ -15,13 +15,13 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

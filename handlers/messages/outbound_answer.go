@@ -10,10 +10,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 // now is the clock of the answers' created times.

@@ -14,8 +14,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 )
 
 // chatBodies are chat requests that reach every branch of ChatToAnthropic:

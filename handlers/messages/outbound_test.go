@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
+	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 )
 
 func TestChatToAnthropicTranslatesTheRequest(t *testing.T) {

@@ -3,7 +3,7 @@ package messages
 import (
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 // A Claude Code request is mostly long texts (its system prompt, tool

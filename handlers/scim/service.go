@@ -19,7 +19,7 @@ import (
 	filter "github.com/scim2/filter-parser/v2"
 	"go.uber.org/zap"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 )
 
 // now is the clock of the answers' dates.

@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/internal/testgw"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/mockprovider"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 )
 
 func TestResponsesToChat(t *testing.T) {

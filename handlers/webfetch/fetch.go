@@ -21,7 +21,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext"
+	"github.com/tollgate-dev/caddy-tollgate/pdftext"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/pdftext/pdftest"
+	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
 func TestParse(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
 // Values of the deprecated slice returned by Normalize, one per deprecated

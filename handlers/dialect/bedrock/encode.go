@@ -3,8 +3,8 @@ package bedrock
 import (
 	"strconv"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 // The Converse request written by hand (the chat answer is chatform's), byte for byte

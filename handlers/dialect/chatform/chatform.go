@@ -11,8 +11,8 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 // Completion is a chat completion (Object "chat.completion") or one chunk

@@ -3,8 +3,8 @@ package gemini
 import (
 	"strconv"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 // The request written by hand (the answer is chatform's), byte for byte as encoding/json

@@ -14,9 +14,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 )
 
 // chatBodies reach every member of the request encoder: texts needing

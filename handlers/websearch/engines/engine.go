@@ -5,7 +5,7 @@
 // Every engine follows its vendor's public HTTP API (see the doc comment of
 // each engine type for the page its request shape follows). The base URL of
 // every engine is configurable so that a self-hosted instance, a proxy, or the
-// offline stand-ins of package standin can take the vendor's place.
+// offline stand-ins of package searchapis can take the vendor's place.
 //
 // All engines behave alike around the vendor call:
 //   - Query.MaxResults <= 0 means DefaultMaxResults; results are truncated to
@@ -37,7 +37,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
 // Engine names, as used by New and returned by Engine.Name.

@@ -15,7 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines/enginestest"
+	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
 )
 
 const testKey = "test-key-s3cret"

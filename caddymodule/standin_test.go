@@ -1,0 +1,62 @@
+package caddymodule_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	// The golden Caddyfiles use the mock provider's directive; the tests
+	// may import the stand-ins, the package may not.
+	_ "github.com/tollgate-dev/caddy-tollgate/standin"
+)
+
+const module = "github.com/tollgate-dev/caddy-tollgate"
+
+// TestProductionPathImportsNoStandIn lists every package of the module
+// with the packages it imports, directly or not (tests excluded), and
+// fails if one on the production path imports the stand-in tree. Only the
+// root package (the quickstart's build), cmd/caddy, which imports it, and
+// the stand-ins themselves may.
+func TestProductionPathImportsNoStandIn(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
+	}
+	isStandIn := func(p string) bool { return p == module+"/standin" || strings.HasPrefix(p, module+"/standin/") }
+	allowed := map[string]bool{module: true, module + "/cmd/caddy": true}
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg, deps := fields[0], fields[1:]
+		seen[pkg] = true
+		var imported []string
+		for _, d := range deps {
+			if isStandIn(d) {
+				imported = append(imported, d)
+			}
+		}
+		switch {
+		case isStandIn(pkg) || strings.HasPrefix(pkg, module+"/integration"):
+		case allowed[pkg]:
+			if len(imported) == 0 {
+				t.Errorf("%s no longer imports the stand-ins: the quickstart's mock provider is gone from the default build", pkg)
+			}
+		case len(imported) > 0:
+			t.Errorf("%s is on the production path but imports %s", pkg, strings.Join(imported, ", "))
+		}
+	}
+	for _, pkg := range []string{module + "/handlers", module + "/storage", module + "/caddymodule", module + "/billing", module} {
+		if !seen[pkg] {
+			t.Errorf("go list did not list %s", pkg)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+// Package catalog is the operator's model catalog: the models the gateway
+// offers, their prices and the provider endpoints that serve them.
+package catalog
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/routestats"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
+)
+
+// Provider is one upstream endpoint that serves a model.
+type Provider struct {
+	// Name identifies the provider ("openai", "mock"); BYOK credentials
+	// match on it.
+	Name string `json:"name"`
+	// BaseURL is the provider's API root, e.g. https://api.openai.com/v1.
+	BaseURL string `json:"base_url"`
+	// Model is the provider's id for the model, written into the request.
+	Model string `json:"model"`
+	// SearchFamily, when set, overrides the native web search family of
+	// the model id's vendor: "openai", "anthropic", "x" or "none".
+	SearchFamily string `json:"search_family,omitempty"`
+	// APIKey is the operator's key for the provider; may be empty when only
+	// BYOK credentials are used. Placeholders such as {env.OPENAI_API_KEY}
+	// are expanded at provision time and never logged.
+	APIKey string `json:"api_key,omitempty"`
+	// Style is the provider's API dialect: a registered dialect's name
+	// (StyleOpenAI, the default, StyleAnthropic, ...).
+	Style string `json:"style,omitempty"`
+	// Settings are the dialect's own options (an Azure deployment, ...).
+	Settings map[string]string `json:"settings,omitempty"`
+	// Dialect speaks the provider's API; set by Resolve.
+	Dialect dialect.Dialect `json:"-"`
+	// API is the generation API the provider speaks: APIResponses (or
+	// empty: both APIs, passed through) or APIChat (Chat Completions only).
+	API string `json:"api,omitempty"`
+	// MaxTokensField is the output limit field the provider takes on chat
+	// completions: "max_tokens" (or empty) or "max_completion_tokens".
+	MaxTokensField string `json:"max_tokens_field,omitempty"`
+
+	// Data-policy facts, as the operator states them; guardrails'
+	// data-policy fields are decided from them. The defaults assume the
+	// least: no zero data retention, prompts may be collected (trained
+	// on or retained) and published, region global.
+	DataPolicy DataPolicy `json:"data_policy,omitzero"`
+
+	// Quantization is the numeric format the provider runs the model in
+	// (one of Quantizations); empty: unknown.
+	Quantization string `json:"quantization,omitempty"`
+	// SupportedParameters are the request parameters the provider takes;
+	// nil: its dialect's (DefaultParameters).
+	SupportedParameters []string `json:"supported_parameters,omitempty"`
+	// SystemMessages: SystemPass (or empty) or SystemFold, for an
+	// Anthropic-style provider.
+	SystemMessages string `json:"system_messages,omitempty"`
+	// Pricing is what the provider charges for the model when it differs
+	// from the model's pricing; nil: the model's. Model.For gives the
+	// model as this provider prices it.
+	Pricing *billing.Pricing `json:"-"`
+	// Stats are the gateway's recent measurements of this endpoint (nil
+	// for a provider outside a catalog: not measured).
+	Stats *routestats.Stats `json:"-"`
+
+	priced *Model // the model at Pricing; set by New
+
+	// Derived from BaseURL at provision time.
+	Scheme   string `json:"-"` // "http" or "https"
+	Dial     string `json:"-"` // host:port for reverse_proxy
+	Host     string `json:"-"` // Host header value
+	BasePath string `json:"-"` // path prefix without trailing slash, e.g. "/v1"
+}
+
+// DataPolicy is what a provider does with the prompts it receives.
+type DataPolicy struct {
+	// ZDR: zero data retention; implies no collection and no publication.
+	ZDR bool `json:"zdr,omitempty"`
+	// NoDataCollection: the provider neither trains on nor retains
+	// prompts ("data_collection deny").
+	NoDataCollection bool `json:"no_data_collection,omitempty"`
+	// NoPublication: the provider does not publish prompts
+	// ("publication deny").
+	NoPublication bool `json:"no_publication,omitempty"`
+	// Region: "global" (or empty), "europe" or "us".
+	Region string `json:"region,omitempty"`
+}
+
+// Provider dialects (Style).
+const (
+	// StyleOpenAI: OpenAI's Chat Completions (and Responses) API.
+	StyleOpenAI = "openai"
+	// StyleAnthropic: Anthropic's Messages API, at <base_url>/v1/messages;
+	// chat completions and Responses requests are translated.
+	StyleAnthropic = "anthropic"
+)
+
+// Quantizations are the values of Provider.Quantization, as the public API
+// names them.
+var Quantizations = []string{"int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"}
+
+// OpenAIParameters are the request parameters an OpenAI-style provider
+// takes by default (the gateway's own fields aside). reasoning is not
+// one: most chat models refuse reasoning_effort (OpenAI's gpt-4o and
+// gpt-4.1 with a 400), so the provider of a reasoning model (o3, gpt-5)
+// lists it in its supported_parameters. Without it, a Messages request's
+// thinking is not sent as reasoning_effort.
+var OpenAIParameters = []string{
+	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
+	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
+	"tools", "tool_choice", "parallel_tool_calls", "include_reasoning",
+}
+
+// AnthropicParameters are those the Messages API takes, directly or by the
+// gateway's translation of a chat request.
+var AnthropicParameters = []string{
+	"max_tokens", "temperature", "top_p", "top_k", "stop", "tools", "tool_choice",
+	"reasoning", "include_reasoning",
+}
+
+// Parameters are the request parameters p takes: its SupportedParameters,
+// else its dialect's.
+func (p *Provider) Parameters() []string {
+	if p.SupportedParameters != nil {
+		return p.SupportedParameters
+	}
+	if d := p.resolved(); d != nil {
+		return d.Parameters()
+	}
+	return nil // an unknown style, which the config load reports
+}
+
+// Resolve sets p's Dialect from its Style and options: the error names
+// the option that is missing or wrong.
+func (p *Provider) Resolve() error {
+	style := p.Style
+	if style == "" {
+		style = StyleOpenAI
+	}
+	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
+		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings})
+	if err != nil {
+		return err
+	}
+	p.Dialect = d
+	return nil
+}
+
+// D is p's dialect. A provider made without Resolve (a test's) gets its
+// style's on each call; an unknown style panics.
+func (p *Provider) D() dialect.Dialect {
+	d := p.resolved()
+	if d == nil {
+		panic("catalog: provider " + p.Name + " has an unknown style " + p.Style)
+	}
+	return d
+}
+
+// resolved is p's dialect; nil for an unknown style.
+func (p *Provider) resolved() dialect.Dialect {
+	if p.Dialect != nil {
+		return p.Dialect
+	}
+	q := *p
+	if q.Resolve() != nil {
+		return nil
+	}
+	return q.Dialect
+}
+
+// What an Anthropic-style provider gets of the system messages inside a
+// Messages request's messages (Provider.SystemMessages).
+const (
+	// SystemPass: the messages as they are, with the client's
+	// mid-conversation-system beta.
+	SystemPass = "pass"
+	// SystemFold: their text is appended to the top-level system, in
+	// order, for a provider that does not take that beta.
+	SystemFold = "fold"
+)
+
+// FoldsSystem reports whether p takes system messages only as the
+// top-level system.
+func (p *Provider) FoldsSystem() bool { return p.SystemMessages == SystemFold }
+
+// Provider APIs.
+const (
+	// APIResponses: the provider speaks Chat Completions and Responses;
+	// both routes pass through.
+	APIResponses = "responses"
+	// APIChat: the provider speaks only Chat Completions; the gateway
+	// serves /responses by translating the request and the answer.
+	APIChat = "chat"
+)
+
+// ChatOnly reports whether Responses requests must be translated for p.
+func (p *Provider) ChatOnly() bool { return !p.D().Native(dialect.Responses) }
+
+// Model is one entry of the catalog.
+type Model struct {
+	ID                  string          `json:"id"`
+	Name                string          `json:"name"`
+	ContextLength       int64           `json:"context_length"`
+	MaxCompletionTokens int64           `json:"max_completion_tokens,omitempty"`
+	Pricing             billing.Pricing `json:"-"`
+	Providers           []*Provider     `json:"providers"`
+	// Tokenizer counts the model's prompt tokens for admission as its
+	// provider bills them; nil: unknown, bounded by the body's bytes.
+	Tokenizer *tokenizer.Encoding `json:"-"`
+	// Moderation: every request for the model passes the operator's
+	// moderation provider first.
+	Moderation bool `json:"moderation,omitempty"`
+	// Distillable: the model's author allows its text output to be used
+	// to train other models (`provider.enforce_distillable_text`).
+	Distillable bool `json:"distillable,omitempty"`
+	// Public is the model's object in the public models-list format, with
+	// every field the public schema requires, as served by GET /models.
+	Public json.RawMessage `json:"-"`
+}
+
+// For is m as provider p serves it: priced at p's own pricing when p has
+// one, else m itself.
+func (m *Model) For(p *Provider) *Model {
+	if p.priced != nil {
+		return p.priced
+	}
+	return m
+}
+
+// IsFree reports whether the model id names a free variant.
+func (m *Model) IsFree() bool { return strings.HasSuffix(m.ID, ":free") }
+
+// Catalog is an immutable set of models, in the operator's order.
+type Catalog struct {
+	models []*Model
+	byID   map[string]*Model
+}
+
+// New builds a catalog (and each provider's model at its own pricing); later duplicates of an id are an error for the
+// caller to report, so New keeps the first.
+func New(models []*Model) *Catalog {
+	c := &Catalog{byID: make(map[string]*Model, len(models))}
+	for _, m := range models {
+		if _, dup := c.byID[m.ID]; dup {
+			continue
+		}
+		c.models = append(c.models, m)
+		c.byID[m.ID] = m
+		for _, p := range m.Providers {
+			if p.Stats == nil {
+				p.Stats = routestats.For(m.ID, p.Name)
+			}
+			if p.Dialect == nil {
+				_ = p.Resolve() // the config load resolved and checked it; a test's provider
+			}
+			if p.Pricing != nil {
+				priced := *m
+				priced.Pricing = *p.Pricing
+				p.priced = &priced
+			}
+		}
+	}
+	return c
+}
+
+// Lookup finds a model by id.
+func (c *Catalog) Lookup(id string) (*Model, bool) {
+	if c == nil {
+		return nil, false
+	}
+	m, ok := c.byID[id]
+	return m, ok
+}
+
+// Models returns the models in catalog order; callers must not modify it.
+func (c *Catalog) Models() []*Model {
+	if c == nil {
+		return nil
+	}
+	return c.models
+}

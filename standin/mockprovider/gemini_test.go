@@ -1,0 +1,43 @@
+package mockprovider
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+)
+
+func TestGeminiRefusesWhatGoogleRefuses(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	const path = "/v1beta/models/gemini-x:generateContent"
+	const ok = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	key := []string{"X-Goog-Api-Key", "AIza-test"}
+	for _, tc := range []struct {
+		name, path, body string
+		header           []string
+		status           int
+		msg              string
+	}{
+		{"no key", path, ok, nil, http.StatusForbidden, "unregistered callers"},
+		{"a bearer token at AI Studio", path, ok, append([]string{"Authorization", "Bearer x"}, key...), http.StatusUnauthorized, "OAuth 2"},
+		{"vertex without a token", "/v1/projects/p/locations/l/publishers/google/models/gemini-x:generateContent", ok, []string{"Authorization", "Bearer forged"}, http.StatusUnauthorized, "OAuth 2"},
+		{"unknown member", path, `{"model":"x","contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, key, http.StatusBadRequest, `Unknown name "model"`},
+		{"unknown config", path, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"max_tokens":3}}`, key, http.StatusBadRequest, `Unknown name "max_tokens"`},
+		{"unknown part", path, `{"contents":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}`, key, http.StatusBadRequest, `Unknown name "type"`},
+		{"bad role", path, `{"contents":[{"role":"assistant","parts":[{"text":"hi"}]}]}`, key, http.StatusBadRequest, "valid role"},
+		{"no contents", path, `{}`, key, http.StatusBadRequest, "contents is not specified"},
+		{"ok", path, ok, key, http.StatusOK, ""},
+	} {
+		res := testgw.Post(t, srv, tc.path, tc.body, tc.header...)
+		if res.Status != tc.status || !strings.Contains(gjson.Get(res.Body, "error.message").Str, tc.msg) {
+			t.Errorf("%s: %d %s", tc.name, res.Status, res.Body)
+		}
+	}
+	res := testgw.Post(t, srv, path, `{"contents":[{"role":"user","parts":[{"text":"one two"}]}],"generationConfig":{"maxOutputTokens":2}}`, key...)
+	if a := gjson.Parse(res.Body); a.Get("candidates.0.finishReason").Str != "MAX_TOKENS" || a.Get("usageMetadata.candidatesTokenCount").Int() != 2 {
+		t.Errorf("limited answer %s", res.Body)
+	}
+}
