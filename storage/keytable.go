@@ -166,6 +166,16 @@ func (t *keyTable) get(hash string) (APIKey, bool) {
 	return k, true
 }
 
+// readInto is get into k; false, leaving k alone, when there is no such
+// key.
+func (t *keyTable) readInto(hash string, k *APIKey) bool {
+	s, ok := t.lookup(hash)
+	if ok {
+		t.read(s, hash, k)
+	}
+	return ok
+}
+
 // ptr is get on the heap; nil when there is no such key.
 func (t *keyTable) ptr(hash string) *APIKey {
 	s, ok := t.lookup(hash)

@@ -14,8 +14,15 @@ import "github.com/tollgate-dev/caddy-tollgate/storage/levels"
 func (s *AccountStore) ledgerAccount(id string) *Account { return s.accounts[id] }
 
 // ledgerKey is the API key's record; nil when there is none.
-// It is a copy, made for the caller.
-func (s *AccountStore) ledgerKey(hash string) *APIKey { return s.keys.ptr(hash) }
+// It is a copy, made for the caller: small enough to inline, so that a
+// caller that does not keep it has it on its stack.
+func (s *AccountStore) ledgerKey(hash string) *APIKey {
+	k := new(APIKey)
+	if !s.keys.readInto(hash, k) {
+		return nil
+	}
+	return k
+}
 
 // ledgerAccountIDs calls fn with every account's id.
 func (s *AccountStore) ledgerAccountIDs(fn func(id string)) {
