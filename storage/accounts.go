@@ -233,25 +233,9 @@ func (s *AccountStore) loadAPIKey(_, v []byte) error {
 	if err := decodeAPIKey(v, &k); err != nil {
 		return err
 	}
-	s.shareIDs(&k)
 	s.putKey(&k)
 	s.k.ObserveSeq(k.Seq)
 	return nil
-}
-
-// shareIDs points a loaded key's account and workspace ids at its
-// account's own strings (accounts load before keys): one copy per account
-// instead of one per key, which is most of a key's strings besides its
-// hash at a million keys.
-func (s *AccountStore) shareIDs(k *APIKey) {
-	a, ok := s.accounts[k.AccountID]
-	if !ok {
-		return
-	}
-	k.AccountID = a.ID
-	if k.WorkspaceID == a.DefaultWorkspaceID {
-		k.WorkspaceID = a.DefaultWorkspaceID
-	}
 }
 
 func (s *AccountStore) accountSnapshot(key string) any {

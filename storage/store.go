@@ -140,7 +140,7 @@ func (s *Store) Close() error {
 // wrote for the version the database opened on (keysnapshot.go); false:
 // the key records must be loaded.
 func (s *Store) restoreKeys() bool {
-	if s.dir == "" {
+	if s.dir == "" || !s.k.Versioned() {
 		return false
 	}
 	v, ok := s.k.OpenVersion()
@@ -171,7 +171,7 @@ func (s *Store) restoreKeys() bool {
 // saveKeys writes the key table's snapshot after a clean close: when the
 // database holds every change memory does.
 func (s *Store) saveKeys() {
-	if s.dir == "" {
+	if s.dir == "" || !s.k.Versioned() {
 		return
 	}
 	s.k.Lock()

@@ -195,6 +195,13 @@ func (k *Kernel) Load(skip ...string) error {
 	return nil
 }
 
+// Versioned reports whether the backend can tell its content's version
+// (Versioned): Badger on disk, not in memory nor Redis.
+func (k *Kernel) Versioned() bool {
+	_, ok := k.backend.(Versioned)
+	return ok
+}
+
 // OpenVersion is the version of the backend's content at open, when it
 // can tell (Versioned).
 func (k *Kernel) OpenVersion() (uint64, bool) {
