@@ -29,6 +29,12 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// The slots are stored as they are in memory; the header's fields are
+// little-endian, and so must the host be for the two to agree.
+var errByteOrder = errors.New("the key table snapshot needs a little-endian host")
+
+func littleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
+
 // keySnapshotHeader follows the magic; slotSize guards against a build
 // whose slots are laid out differently.
 type keySnapshotHeader struct {
@@ -47,6 +53,9 @@ type keySnapshotHeader struct {
 // writeKeySnapshot writes the table to dir for the database at version,
 // through a temporary file renamed into place.
 func writeKeySnapshot(dir string, version uint64, t *keyTable) error {
+	if !littleEndian() {
+		return errByteOrder
+	}
 	tmp, err := os.CreateTemp(dir, keySnapshotFile+".*")
 	if err != nil {
 		return err
@@ -110,6 +119,9 @@ func readKeySnapshot(dir string, version uint64, t *keyTable) (uint64, error) {
 	defer f.Close()
 	if err := os.Remove(path); err != nil {
 		return 0, err
+	}
+	if !littleEndian() {
+		return 0, errByteOrder
 	}
 	fi, err := f.Stat()
 	if err != nil {
