@@ -6,7 +6,9 @@
 # first 200 of an inference request, resident memory, GET /api/v1/keys of
 # a 10-key and of the big account, the gateway's CPU per inference request
 # under wrk over 1,000 keys spread over the accounts (and the GC's share of
-# the process's time, from GODEBUG=gctrace), and a restart to the first 200.
+# the process's time, from GODEBUG=gctrace), a restart to the first 200
+# after a clean stop (the key table's snapshot) and one after a kill -9
+# (every key record read back).
 #
 #   bench/scale.sh                   # N = 10000 100000
 #   SCALE_SIZES="10000 1000000" bench/scale.sh
@@ -72,7 +74,7 @@ first200() { # key -> seconds from now until an inference request answers 200
 }
 gc_pct() { grep -o '^gc [0-9]* @[0-9.]*s [0-9]*%' "$1" | tail -1 | awk '{print $4}'; }
 
-printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s\n' keys "start s" "rss MB" "list10 ms" "listbig ms" "req/s" "gw µs/req" "gc %" "rss2 MB" "restart s"
+printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s\n' keys "start s" "rss MB" "list10 ms" "listbig ms" "req/s" "gw µs/req" "gc %" "rss2 MB" "restart s" "crash s"
 for N in $SIZES; do
 	DATA=$WORK/data-$N
 	"$WORK/scale" populate -dir "$DATA" -keys "$N" -big "$BIG" -out "$WORK/sample-$N.json" >&2
@@ -127,8 +129,13 @@ EOF
 	start "gw-$N-restart" "$WORK/gw-$N.caddyfile"
 	PID=$LAST_PID
 	RESTART=$(first200 "$KEY")
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null || true
+	start "gw-$N-crash" "$WORK/gw-$N.caddyfile"
+	PID=$LAST_PID
+	CRASH=$(first200 "$KEY")
 	kill -TERM "$PID"
 	wait "$PID" 2>/dev/null || true
-	printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s\n' "$N" "$STARTUP" "$RSS" "$L10" "$LBIG" "$RPS" "$US" "${GC:-?}" "$RSS2" "$RESTART"
+	printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s\n' "$N" "$STARTUP" "$RSS" "$L10" "$LBIG" "$RPS" "$US" "${GC:-?}" "$RSS2" "$RESTART" "$CRASH"
 	rm -rf "$DATA"
 done

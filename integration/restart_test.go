@@ -2,6 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +54,70 @@ func TestRestartKeepsEveryKey(t *testing.T) {
 	if n != 20 {
 		t.Fatalf("%d keys after restart, want 20", n)
 	}
+}
+
+// A clean stop writes the key table's snapshot and the next start restores
+// the keys from it, counters included, instead of reading every key
+// record; a kill -9 after that start is not mistaken for the snapshot's
+// state: the start after it reads the records, with the charge made in
+// between.
+func TestRestartFromKeySnapshot(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := newClient(t, p.gateway, p.admin)
+	org := c.newTenant("organization", "10")
+	key, hash := c.newKey(org.MgmtKey, `{"name":"capped","limit":5,"limit_reset":"daily"}`)
+	body := chatBody("tollgate-mock", `,"max_tokens":20`)
+	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
+	before := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+	if before.Get("usage").Float() <= 0 {
+		t.Fatalf("the request charged the key nothing: %s", before.Raw)
+	}
+
+	p.stop(t)
+	if snapshotFiles(t, dir) != 1 {
+		t.Fatal("a clean stop wrote no key table snapshot")
+	}
+	p.start(t)
+	if n := snapshotFiles(t, dir); n != 0 {
+		t.Fatal("the key table snapshot outlived the start that read it")
+	}
+	if n := strings.Count(p.log.String(), "key table restored from its snapshot"); n != 1 {
+		t.Fatalf("the start after a clean stop restored the key table %d times; log:\n%s", n, p.log)
+	}
+	c = newClient(t, p.gateway, p.admin)
+	if got := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != before.Raw {
+		t.Fatalf("the key changed across a clean restart:\n got %s\nwant %s", got.Raw, before.Raw)
+	}
+
+	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
+	charged := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+	if charged.Get("usage").Float() <= before.Get("usage").Float() {
+		t.Fatalf("the second request charged nothing: %s", charged.Raw)
+	}
+	p.kill()
+	p.start(t)
+	if n := strings.Count(p.log.String(), "key table restored from its snapshot"); n != 1 {
+		t.Fatalf("the start after a kill -9 restored a key table snapshot; log:\n%s", p.log)
+	}
+	c = newClient(t, p.gateway, p.admin)
+	if got := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != charged.Raw {
+		t.Fatalf("the key lost a charge across a kill -9:\n got %s\nwant %s", got.Raw, charged.Raw)
+	}
+}
+
+// snapshotFiles counts the key table snapshots under dir.
+func snapshotFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "keytable.snapshot" {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -16,7 +16,7 @@ import (
 type AccountStore struct {
 	k         *kernel.Kernel
 	accounts  map[string]*Account
-	keys      map[string]*APIKey        // by hash
+	keys      *keyTable                 // by hash (keytable.go)
 	mgmtKeys  map[string]*ManagementKey // by hash
 	keyIdx    keyIndex                  // keys by account (keyindex.go)
 	mgmtIdx   mgmtKeyIndex              // management keys by account
@@ -62,7 +62,7 @@ func (s *AccountStore) kinds() []kernel.Kind {
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
 		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot,
 			Remove: func(key string) { s.dropMgmtKey(key[len(prefixMgmtKey):]) }},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { clear(s.keys); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot,
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { s.keys.reset(); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot,
 			Remove: func(key string) { s.dropKey(key[len(prefixAPIKey):]) }},
 		s.connectKinds()[0],
 	}
@@ -218,19 +218,24 @@ func (s *AccountStore) accountOf(id string) (*Account, bool) {
 // keyOf is the API key's published record, never modified. Callers hold
 // the kernel's lock.
 func (s *AccountStore) keyOf(hash string) (*APIKey, bool) {
-	k, ok := s.keys[hash]
-	return k, ok
+	k, ok := s.keys.get(hash)
+	if !ok {
+		return nil, false
+	}
+	return &k, true
 }
 
 // creatorHasKeysIn reports whether the user created API keys in the
 // workspace. Callers hold the kernel's lock.
 func (s *AccountStore) creatorHasKeysIn(workspaceID, userID string) bool {
-	for _, k := range s.keys {
-		if k.WorkspaceID == workspaceID && k.CreatorUserID != nil && *k.CreatorUserID == userID {
-			return true
+	found := false
+	s.keys.each(func(slot uint32) bool {
+		if c, ok := s.keys.slotCreator(slot); ok && c == userID && s.keys.slotWorkspace(slot) == workspaceID {
+			found = true
 		}
-	}
-	return false
+		return !found
+	})
+	return found
 }
 
 // eachAccount calls fn with every account. Callers hold the kernel's lock.
@@ -253,15 +258,20 @@ func (s *AccountStore) ensureDefaultWorkspaceIDs() {
 			s.k.MarkDirty(prefixAccount + c.ID)
 		}
 	}
-	for _, k := range s.keys {
-		if k.WorkspaceID == "" {
-			if a, ok := s.accounts[k.AccountID]; ok {
-				c := *k
+	var moved []APIKey
+	s.keys.each(func(slot uint32) bool {
+		if s.keys.slotWorkspace(slot) == "" {
+			if a, ok := s.accounts[s.keys.slotAccount(slot)]; ok {
+				c := s.keys.at(slot)
 				c.WorkspaceID = a.DefaultWorkspaceID
-				s.putKey(&c)
-				s.k.MarkDirty(prefixAPIKey + c.Hash)
+				moved = append(moved, c)
 			}
 		}
+		return true
+	})
+	for i := range moved {
+		s.putKey(&moved[i])
+		s.k.MarkDirty(prefixAPIKey + moved[i].Hash)
 	}
 }
 
@@ -311,25 +321,9 @@ func (s *AccountStore) loadAPIKey(_, v []byte) error {
 	if err := decodeAPIKey(v, &k); err != nil {
 		return err
 	}
-	s.shareIDs(&k)
 	s.putKey(&k)
 	s.k.ObserveSeq(k.Seq)
 	return nil
-}
-
-// shareIDs points a loaded key's account and workspace ids at its
-// account's own strings (accounts load before keys): one copy per account
-// instead of one per key, which is most of a key's strings besides its
-// hash at a million keys.
-func (s *AccountStore) shareIDs(k *APIKey) {
-	a, ok := s.accounts[k.AccountID]
-	if !ok {
-		return
-	}
-	k.AccountID = a.ID
-	if k.WorkspaceID == a.DefaultWorkspaceID {
-		k.WorkspaceID = a.DefaultWorkspaceID
-	}
 }
 
 func (s *AccountStore) accountSnapshot(key string) any {
@@ -340,8 +334,8 @@ func (s *AccountStore) accountSnapshot(key string) any {
 }
 
 func (s *AccountStore) apiKeySnapshot(key string) any {
-	if k, ok := s.keys[key[len(prefixAPIKey):]]; ok {
-		return apiKeyJSON(*k)
+	if k, ok := s.keys.get(key[len(prefixAPIKey):]); ok {
+		return apiKeyJSON(k)
 	}
 	return nil
 }

@@ -7,9 +7,10 @@ import (
 
 // keyIndex lists each account's API keys in creation order (Seq), so that
 // reading one account's keys walks that account's keys only, never the
-// gateway's. It holds hashes, not records: a change of a key's record
-// (counters, name, disabled) publishes a new pointer in AccountStore.keys
-// and leaves the index alone; only a key's arrival or removal changes it.
+// gateway's. It holds the keys' slots in the key table (keytable.go), not
+// records: a change of a key's record (counters, name, disabled) rewrites
+// its slot and leaves the index alone; only a key's arrival or removal
+// changes it.
 // Callers hold the kernel's lock (Lock to change it, RLock to read a
 // sorted account's list).
 type keyIndex map[string]*accountKeys
@@ -24,12 +25,12 @@ type accountKeys struct {
 
 type keyEntry struct {
 	seq  uint64
-	hash string
+	slot uint32
 }
 
 // add indexes a key. A new key has the highest Seq and is appended in
 // order; a loaded one may not, and leaves the list to be sorted.
-func (x keyIndex) add(accountID string, seq uint64, hash string) {
+func (x keyIndex) add(accountID string, seq uint64, slot uint32) {
 	ak := x[accountID]
 	if ak == nil {
 		ak = &accountKeys{sorted: true}
@@ -38,11 +39,11 @@ func (x keyIndex) add(accountID string, seq uint64, hash string) {
 	if n := len(ak.entries); n > 0 && ak.entries[n-1].seq >= seq {
 		ak.sorted = false
 	}
-	ak.entries = append(ak.entries, keyEntry{seq, hash})
+	ak.entries = append(ak.entries, keyEntry{seq, slot})
 }
 
 // remove drops a key from its account's list.
-func (x keyIndex) remove(accountID string, seq uint64, hash string) {
+func (x keyIndex) remove(accountID string, seq uint64, slot uint32) {
 	ak := x[accountID]
 	if ak == nil {
 		return
@@ -59,13 +60,13 @@ func (x keyIndex) remove(accountID string, seq uint64, hash string) {
 			return 0
 		})
 		// Seqs are unique, but a record loaded from an older version
-		// could repeat one: fall back to the hash.
-		if found && ak.entries[j].hash == hash {
+		// could repeat one: fall back to the slot.
+		if found && ak.entries[j].slot == slot {
 			i = j
 		}
 	}
 	if i < 0 {
-		i = slices.IndexFunc(ak.entries, func(e keyEntry) bool { return e.hash == hash })
+		i = slices.IndexFunc(ak.entries, func(e keyEntry) bool { return e.slot == slot })
 	}
 	if i < 0 {
 		return
@@ -107,26 +108,25 @@ func (ak *accountKeys) sort() {
 // putKey publishes a key's record and keeps the account index in step.
 // Callers hold Lock.
 func (s *AccountStore) putKey(k *APIKey) {
-	if cur, ok := s.keys[k.Hash]; ok {
-		if cur.AccountID == k.AccountID && cur.Seq == k.Seq {
-			s.keys[k.Hash] = k
+	slot, oldAccount, oldSeq, replaced := s.keys.put(k)
+	if replaced {
+		if oldAccount == k.AccountID && oldSeq == k.Seq {
 			return
 		}
-		s.keyIdx.remove(cur.AccountID, cur.Seq, cur.Hash)
+		s.keyIdx.remove(oldAccount, oldSeq, slot)
 	}
-	s.keys[k.Hash] = k
-	s.keyIdx.add(k.AccountID, k.Seq, k.Hash)
+	s.keyIdx.add(k.AccountID, k.Seq, slot)
 }
 
-// dropKey unpublishes a key; false when there was none. Callers hold Lock.
-func (s *AccountStore) dropKey(hash string) (*APIKey, bool) {
-	cur, ok := s.keys[hash]
+// dropKey unpublishes a key and returns its account; false when there was
+// none. Callers hold Lock.
+func (s *AccountStore) dropKey(hash string) (string, bool) {
+	slot, account, seq, ok := s.keys.remove(hash)
 	if !ok {
-		return nil, false
+		return "", false
 	}
-	delete(s.keys, hash)
-	s.keyIdx.remove(cur.AccountID, cur.Seq, hash)
-	return cur, true
+	s.keyIdx.remove(account, seq, slot)
+	return account, true
 }
 
 // accountKeysRLocked returns the account's key list, sorted, holding
@@ -149,35 +149,47 @@ func (s *AccountStore) accountKeysRLocked(accountID string) *accountKeys {
 	}
 }
 
-// eachAccountKey calls fn for each of an account's keys, in no particular
-// order, until it returns false. Callers hold the kernel's lock.
+// eachAccountKey calls fn with each of an account's keys, in no
+// particular order, until it returns false. The record fn gets is
+// materialized into one variable reused for the next key: fn must not
+// keep it. Callers hold the kernel's lock.
 func (s *AccountStore) eachAccountKey(accountID string, fn func(*APIKey) bool) {
+	var k APIKey
+	s.eachAccountSlot(accountID, func(slot uint32) bool {
+		k = s.keys.at(slot)
+		return fn(&k)
+	})
+}
+
+// eachAccountSlot calls fn with each of an account's keys' slots, in no
+// particular order, until it returns false. Callers hold the kernel's lock.
+func (s *AccountStore) eachAccountSlot(accountID string, fn func(slot uint32) bool) {
 	ak := s.keyIdx[accountID]
 	if ak == nil {
 		return
 	}
 	s.k.Visited(len(ak.entries))
 	for _, e := range ak.entries {
-		if k, ok := s.keys[e.hash]; ok && !fn(k) {
+		if !fn(e.slot) {
 			return
 		}
 	}
 }
 
-// mgmtKeyIndex holds each account's management key hashes.
-type mgmtKeyIndex map[string]map[string]struct{}
+// mgmtKeyIndex holds each account's management key hashes: a slice, not
+// a set, since an account has a few (a map per account cost about 300
+// bytes at a hundred thousand accounts).
+type mgmtKeyIndex map[string][]string
 
+// add appends a hash the account's list does not hold.
 func (x mgmtKeyIndex) add(accountID, hash string) {
-	m := x[accountID]
-	if m == nil {
-		m = map[string]struct{}{}
-		x[accountID] = m
-	}
-	m[hash] = struct{}{}
+	x[accountID] = append(x[accountID], hash)
 }
 
 func (x mgmtKeyIndex) remove(accountID, hash string) {
-	delete(x[accountID], hash)
+	if i := slices.Index(x[accountID], hash); i >= 0 {
+		x[accountID] = slices.Delete(x[accountID], i, i+1)
+	}
 	if len(x[accountID]) == 0 {
 		delete(x, accountID)
 	}
@@ -186,11 +198,15 @@ func (x mgmtKeyIndex) remove(accountID, hash string) {
 // putMgmtKey publishes a management key's record and indexes it. Callers
 // hold Lock.
 func (s *AccountStore) putMgmtKey(m *ManagementKey) {
-	if cur, ok := s.mgmtKeys[m.Hash]; ok && cur.AccountID != m.AccountID {
+	cur, ok := s.mgmtKeys[m.Hash]
+	if ok && cur.AccountID != m.AccountID {
 		s.mgmtIdx.remove(cur.AccountID, cur.Hash)
+		ok = false
 	}
 	s.mgmtKeys[m.Hash] = m
-	s.mgmtIdx.add(m.AccountID, m.Hash)
+	if !ok {
+		s.mgmtIdx.add(m.AccountID, m.Hash)
+	}
 }
 
 // dropMgmtKey unpublishes a management key; false when there was none.

@@ -63,7 +63,7 @@ func (s *AccountStore) ManagementKeys(accountID string) []ManagementKey {
 		}
 	} else {
 		out = make([]ManagementKey, 0, len(s.mgmtIdx[accountID]))
-		for h := range s.mgmtIdx[accountID] {
+		for _, h := range s.mgmtIdx[accountID] {
 			out = append(out, *s.mgmtKeys[h])
 		}
 	}
@@ -166,11 +166,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 func (s *AccountStore) APIKey(hash string) (APIKey, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
-	k, ok := s.keys[hash]
-	if !ok {
-		return APIKey{}, false
-	}
-	return *k, true
+	return s.keys.get(hash)
 }
 
 // KeyFilter selects keys for ListAPIKeys.
@@ -197,15 +193,15 @@ func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
 	skip, visited := f.Offset, 0
 	for i := len(ak.entries) - 1; i >= 0; i-- {
 		visited++
-		k := s.keys[ak.entries[i].hash]
-		if k == nil || (f.WorkspaceID != "" && k.WorkspaceID != f.WorkspaceID) || (k.Disabled && !f.IncludeDisabled) {
+		slot := ak.entries[i].slot
+		if (f.WorkspaceID != "" && s.keys.slotWorkspace(slot) != f.WorkspaceID) || (s.keys.slotDisabled(slot) && !f.IncludeDisabled) {
 			continue
 		}
 		if skip > 0 {
 			skip--
 			continue
 		}
-		out = append(out, *k)
+		out = append(out, s.keys.at(slot))
 		if f.Limit > 0 && len(out) == f.Limit {
 			break
 		}
@@ -219,12 +215,12 @@ func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
 // counters cannot be changed through it.
 func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
 	s.k.Lock()
-	cur, ok := s.keys[hash]
+	cur, ok := s.keys.get(hash)
 	if !ok {
 		s.k.Unlock()
 		return APIKey{}, ErrNotFound
 	}
-	k := *cur
+	k := cur
 	if err := fn(&k); err != nil {
 		s.k.Unlock()
 		return APIKey{}, err
@@ -242,12 +238,12 @@ func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey
 // DeleteAPIKey removes a regular key; it stops working at once.
 func (s *AccountStore) DeleteAPIKey(hash string) error {
 	s.k.Lock()
-	k, ok := s.dropKey(hash)
+	accountID, ok := s.dropKey(hash)
 	if !ok {
 		s.k.Unlock()
 		return ErrNotFound
 	}
-	s.org.keyDeleted(k.AccountID, hash)
+	s.org.keyDeleted(accountID, hash)
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	return b.Wait()
@@ -255,9 +251,10 @@ func (s *AccountStore) DeleteAPIKey(hash string) error {
 
 // Principal is the authenticated caller behind a key string.
 //
-// Key and MgmtKey point at the store's snapshots, which are never modified
-// (every change publishes a new record), so no copy is made per request;
-// callers must not modify them.
+// Key is a copy of the key's record, made for the caller (the store holds
+// keys in a compact table, keytable.go); MgmtKey points at the store's
+// snapshot, which is never modified (every change publishes a new
+// record). Callers must not modify MgmtKey.
 type Principal struct {
 	Management bool
 	Hash       string
@@ -281,7 +278,7 @@ func (s *AccountStore) Authenticate(secret string) (Principal, error) {
 	hash := HashSecret(secret)
 	s.k.RLock()
 	defer s.k.RUnlock()
-	if k, ok := s.keys[hash]; ok {
+	if k := s.keys.ptr(hash); k != nil {
 		return Principal{Hash: hash, AccountID: k.AccountID, Key: k, MgmtKey: noManagementKey}, nil
 	}
 	if m, ok := s.mgmtKeys[hash]; ok {
@@ -302,7 +299,7 @@ func utcPtr(t *time.Time) *time.Time {
 // Callers hold the kernel's lock.
 func (s *AccountStore) checkKeyHashes(accountID string, hashes []string) error {
 	for _, h := range hashes {
-		if k, ok := s.keys[h]; !ok || k.AccountID != accountID {
+		if a, ok := s.keys.accountOf(h); !ok || a != accountID {
 			return fmt.Errorf("%w: allowed_api_key_hashes: %q is not an API key of this account", ErrInvalid, h)
 		}
 	}

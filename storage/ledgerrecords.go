@@ -14,7 +14,15 @@ import "github.com/tollgate-dev/caddy-tollgate/storage/levels"
 func (s *AccountStore) ledgerAccount(id string) *Account { return s.accounts[id] }
 
 // ledgerKey is the API key's record; nil when there is none.
-func (s *AccountStore) ledgerKey(hash string) *APIKey { return s.keys[hash] }
+// It is a copy, made for the caller: small enough to inline, so that a
+// caller that does not keep it has it on its stack.
+func (s *AccountStore) ledgerKey(hash string) *APIKey {
+	k := new(APIKey)
+	if !s.keys.readInto(hash, k) {
+		return nil
+	}
+	return k
+}
 
 // ledgerAccountIDs calls fn with every account's id.
 func (s *AccountStore) ledgerAccountIDs(fn func(id string)) {
@@ -39,14 +47,7 @@ func (s *AccountStore) setAccountCounters(id string, a levels.Account) bool {
 // setKeyCounters replaces the key's record with its usage counters taken
 // from sc; false when there is no record.
 func (s *AccountStore) setKeyCounters(hash string, sc levels.Scope) bool {
-	key, ok := s.keys[hash]
-	if !ok {
-		return false
-	}
-	k := *key
-	k.Usage, k.BYOKUsage = sc.Usage, sc.BYOKUsage
-	s.keys[hash] = &k
-	return true
+	return s.keys.setCounters(hash, sc.Usage, sc.BYOKUsage)
 }
 
 // ledgerWorkspace is the workspace's record; nil when there is none.

@@ -175,9 +175,9 @@ func TestLegacyAccountGetsDefaultWorkspace(t *testing.T) {
 	// a key without workspace.
 	s.k.Lock()
 	delete(s.workspaces, acct.ID)
-	c := *s.keys[k.Hash]
+	c, _ := s.keys.get(k.Hash)
 	c.WorkspaceID = ""
-	s.keys[k.Hash] = &c
+	s.putKey(&c)
 	s.k.MarkDirty(workspaceKey(acct.ID, acct.DefaultWorkspaceID))
 	b := s.k.MarkDirty(prefixAPIKey + k.Hash)
 	s.k.Unlock()

@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap"
@@ -78,7 +81,15 @@ type Store struct {
 	feed          kernel.Feed
 	stopFollowing func()
 	log           *zap.Logger
+	// dir holds the key table's snapshot (keysnapshot.go); empty: none.
+	// keysRestored: Open restored the keys from it.
+	dir          string
+	keysRestored bool
 }
+
+// bigStore is the number of keys from which Open returns the warm-up's
+// garbage to the operating system at once.
+const bigStore = 50_000
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
@@ -91,15 +102,25 @@ func Open(opts Options) (*Store, error) {
 		log = zap.NewNop()
 	}
 	s := newStore(k, log)
+	s.dir = opts.Dir
 	s.registerKinds()
 	feedPos, err := s.feed.Position()
 	if err != nil {
 		_ = k.Close()
 		return nil, err
 	}
-	if err := k.Load(); err != nil {
+	var restored []string
+	if s.restoreKeys() {
+		restored = append(restored, prefixAPIKey)
+	}
+	if err := k.Load(restored...); err != nil {
 		_ = k.Close()
 		return nil, err
+	}
+	if s.keys.len() >= bigStore {
+		// The warm-up's garbage (decoded records' buffers) is as large
+		// as what it kept: hand it back now, not over minutes.
+		defer debug.FreeOSMemory()
 	}
 	s.ensureDefaultWorkspaces()
 	s.AccountStore.sortKeyIndex()
@@ -123,7 +144,58 @@ func (s *Store) Close() error {
 	if s.stopFollowing != nil {
 		s.stopFollowing()
 	}
-	return s.k.Close()
+	err := s.k.Close()
+	s.saveKeys()
+	return err
+}
+
+// restoreKeys restores the key table from the snapshot a clean close
+// wrote for the version the database opened on (keysnapshot.go); false:
+// the key records must be loaded.
+func (s *Store) restoreKeys() bool {
+	if s.dir == "" || !s.k.Versioned() {
+		return false
+	}
+	v, ok := s.k.OpenVersion()
+	if !ok {
+		// A journal to replay (a crash): a snapshot there is older.
+		_ = os.Remove(filepath.Join(s.dir, keySnapshotFile))
+		return false
+	}
+	began := time.Now()
+	seq, err := readKeySnapshot(s.dir, v, s.keys)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("not using the key table's snapshot; loading the key records", zap.Error(err))
+		}
+		s.keys.reset()
+		return false
+	}
+	s.k.ObserveSeq(seq)
+	s.keys.each(func(slot uint32) bool {
+		s.keyIdx.add(s.keys.slotAccount(slot), s.keys.slots[slot].seq, slot)
+		return true
+	})
+	s.keysRestored = true
+	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.len()), zap.Duration("took", time.Since(began)))
+	return true
+}
+
+// saveKeys writes the key table's snapshot after a clean close: when the
+// database holds every change memory does.
+func (s *Store) saveKeys() {
+	if s.dir == "" || !s.k.Versioned() {
+		return
+	}
+	s.k.Lock()
+	defer s.k.Unlock()
+	v, ok := s.k.ClosedVersion()
+	if !ok {
+		return
+	}
+	if err := writeKeySnapshot(s.dir, v, s.keys); err != nil {
+		s.log.Warn("writing the key table's snapshot failed; the next start loads the key records", zap.Error(err))
+	}
 }
 
 // newStore makes the domain stores over k and wires each to the others
@@ -136,7 +208,7 @@ func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
 		AccountStore: &AccountStore{
 			k:         k,
 			accounts:  map[string]*Account{},
-			keys:      map[string]*APIKey{},
+			keys:      newKeyTable(),
 			mgmtKeys:  map[string]*ManagementKey{},
 			keyIdx:    keyIndex{},
 			mgmtIdx:   mgmtKeyIndex{},

@@ -29,6 +29,19 @@ type Backend interface {
 	Close() error
 }
 
+// Versioned is a backend that can say which version of its content it
+// opened on and closed with, so that a snapshot of memory state written at
+// a clean close can be recognized as current at the next open (Badger on
+// disk: its highest commit version, which every commit raises).
+type Versioned interface {
+	// OpenVersion is the version the backend opened on; false when it
+	// cannot tell (it had a journal to replay).
+	OpenVersion() (uint64, bool)
+	// ClosedVersion is the version it closed with, everything written;
+	// false before Close, or when Close left something unwritten.
+	ClosedVersion() (uint64, bool)
+}
+
 // valueThreshold is the size from which Badger keeps a value in its value
 // log rather than in the LSM tree: index records (a provider's answer id)
 // stay in the tree, records and generations go to the log.
@@ -37,6 +50,7 @@ const valueThreshold = 256
 // badgerBackend is the embedded single-node Backend.
 type badgerBackend struct {
 	db      *badger.DB
+	dir     string   // on disk; empty in memory
 	exp     expiries // expiry.go
 	stopGC  chan struct{}
 	gcDone  chan struct{}
@@ -100,6 +114,9 @@ func openBadgerDB(opts Options, log *zap.Logger) (*badgerBackend, error) {
 		return nil, fmt.Errorf("opening badger at %q: %w", opts.Dir, err)
 	}
 	b := &badgerBackend{db: db, stopGC: make(chan struct{}), gcDone: make(chan struct{}), pageOut: make(chan struct{})}
+	if !opts.InMemory {
+		b.dir = opts.Dir
+	}
 	if opts.GCInterval > 0 && !opts.InMemory {
 		go b.gcLoop(opts.GCInterval)
 	} else {
@@ -111,6 +128,13 @@ func openBadgerDB(opts Options, log *zap.Logger) (*badgerBackend, error) {
 		go pageOutLoop(opts.Dir, b.stopGC, b.pageOut)
 	}
 	return b, nil
+}
+
+// loaded hands back the value-log pages the warm-up read (pageout_linux.go).
+func (b *badgerBackend) loaded() {
+	if b.dir != "" {
+		pageOutDir(b.dir)
+	}
 }
 
 func (b *badgerBackend) Close() error {

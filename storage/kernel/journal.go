@@ -95,6 +95,11 @@ type journal struct {
 	kick      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
+
+	// opened and closed are Badger's version when it opened with no
+	// journal to replay and when it closed with everything checkpointed
+	// (Versioned); zero: none.
+	opened, closed uint64
 }
 
 // rawValue is a value already encoded, handed to Badger as it is.
@@ -121,11 +126,20 @@ func openJournal(db *badgerBackend, dir string, sync bool, log *zap.Logger) (*jo
 	if err := j.replay(); err != nil {
 		return nil, err
 	}
+	if j.moving == nil {
+		j.opened = db.db.MaxVersion()
+	}
 	if err := j.rotate(); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
+
+func (j *journal) loaded() { j.db.loaded() }
+
+// OpenVersion and ClosedVersion implement Versioned.
+func (j *journal) OpenVersion() (uint64, bool)   { return j.opened, j.opened != 0 }
+func (j *journal) ClosedVersion() (uint64, bool) { return j.closed, j.closed != 0 }
 
 // journalFiles lists the journal's files in the order they were written.
 func (j *journal) journalFiles() ([]string, uint64, error) {
@@ -597,6 +611,7 @@ func (j *journal) Close() error {
 		_ = j.f.Close()
 		if err == nil && len(j.recent) == 0 && j.moving == nil {
 			_ = os.Remove(j.f.Name()) // holds no write
+			j.closed = j.db.db.MaxVersion()
 		}
 		j.f = nil
 	}

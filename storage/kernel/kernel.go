@@ -171,11 +171,12 @@ func (k *Kernel) Register(kinds ...Kind) {
 }
 
 // Load loads every loaded kind into memory, in registration order (the
-// warm-up). Nothing commits until Start, so the caller may still fix up
-// what it loaded, without the lock.
-func (k *Kernel) Load() error {
+// warm-up), but the kinds whose prefix is in skip (restored otherwise, from
+// a snapshot the caller validated with OpenVersion). Nothing commits until
+// Start, so the caller may still fix up what it loaded, without the lock.
+func (k *Kernel) Load(skip ...string) error {
 	for _, kind := range k.kinds {
-		if kind.Load == nil {
+		if kind.Load == nil || slices.Contains(skip, kind.Prefix) {
 			continue
 		}
 		err := k.backend.Scan(kind.Prefix, func(key, value []byte) (bool, error) {
@@ -188,7 +189,40 @@ func (k *Kernel) Load() error {
 			return err
 		}
 	}
+	// The records were read through the backend's memory mappings;
+	// nothing reads most of them again.
+	if l, ok := k.backend.(interface{ loaded() }); ok {
+		l.loaded()
+	}
 	return nil
+}
+
+// Versioned reports whether the backend can tell its content's version
+// (Versioned): Badger on disk, not in memory nor Redis.
+func (k *Kernel) Versioned() bool {
+	_, ok := k.backend.(Versioned)
+	return ok
+}
+
+// OpenVersion is the version of the backend's content at open, when it
+// can tell (Versioned).
+func (k *Kernel) OpenVersion() (uint64, bool) {
+	if v, ok := k.backend.(Versioned); ok {
+		return v.OpenVersion()
+	}
+	return 0, false
+}
+
+// ClosedVersion, after Close, is the version of the backend's content
+// that memory matches: false when the backend cannot tell or memory holds
+// a change that did not reach it (made after the last commit). Callers
+// hold the lock, so that memory does not change meanwhile.
+func (k *Kernel) ClosedVersion() (uint64, bool) {
+	v, ok := k.backend.(Versioned)
+	if !ok || !k.closing || len(k.dirty) != 0 || len(k.appends) != 0 || k.inFlight != nil {
+		return 0, false
+	}
+	return v.ClosedVersion()
 }
 
 // Start begins committing: from now on, writes reach the backend.

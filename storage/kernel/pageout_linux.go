@@ -57,6 +57,14 @@ func pageOutLoop(dir string, stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
+// pageOutDir runs pageOut once over dir's value-log mappings: after the
+// warm-up, which read every loaded record through them.
+func pageOutDir(dir string) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		pageOut(abs)
+	}
+}
+
 // pageOut writes out and releases the resident pages of the .vlog files
 // in dir the process maps. It reports false when the kernel refuses
 // MADV_PAGEOUT.

@@ -4,3 +4,6 @@ package kernel
 
 // pageOutLoop does nothing but on Linux (pageout_linux.go).
 func pageOutLoop(_ string, _ <-chan struct{}, done chan<- struct{}) { close(done) }
+
+// pageOutDir does nothing but on Linux.
+func pageOutDir(string) {}

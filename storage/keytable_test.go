@@ -1,0 +1,160 @@
+package storage
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/money"
+)
+
+func tableKey(r *rand.Rand, i int) APIKey {
+	_, hash, label := newSecret(APIKeyPrefix)
+	if i%17 == 0 {
+		hash = fmt.Sprintf("odd-%d", i) // a hash written by hand
+	}
+	t := time.Date(2026, 11, 25, 4, 0, 0, int(r.Int32N(1e9)), time.UTC)
+	k := APIKey{
+		Hash: hash, AccountID: fmt.Sprintf("acct-%d", i%7), WorkspaceID: fmt.Sprintf("ws-%d", i%3),
+		Name: fmt.Sprintf("key %d", i), Label: label, Disabled: i%5 == 0,
+		LimitReset:         []money.Interval{money.IntervalNone, money.IntervalDaily, money.IntervalMonthly}[i%3],
+		IncludeBYOKInLimit: i%2 == 0, CreatedAt: t, UpdatedAt: t.Add(time.Second), Seq: uint64(i + 1),
+		Usage:     money.UsageCounters{Total: money.Amount(i), Daily: money.Windowed{Period: 3, Value: money.Amount(i)}},
+		BYOKUsage: money.UsageCounters{Monthly: money.Windowed{Period: 9, Value: 4}},
+	}
+	if i%3 == 0 {
+		l := money.Amount(r.Int64N(1e9))
+		k.Limit = &l
+	}
+	if i%4 == 0 {
+		c := fmt.Sprintf("user-%d", i%11)
+		k.CreatorUserID = &c
+	}
+	if i%6 == 0 {
+		e := t.AddDate(1, 0, 0)
+		k.ExpiresAt = &e
+	}
+	if i%9 == 0 {
+		x := "ext"
+		k.ExternalUser = &x
+		k.Connect = &ConnectApp{ID: int64(i), Name: "app", Origin: "https://app.example"}
+	}
+	return k
+}
+
+// TestKeyTableMatchesMap runs random puts, replacements, counter updates
+// and removals on the table and on a map of records, and compares them.
+func TestKeyTableMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	tab := newKeyTable()
+	ref := map[string]APIKey{}
+	var hashes []string
+	for i := range 20000 {
+		switch op := r.IntN(10); {
+		case op < 5 || len(hashes) == 0:
+			k := tableKey(r, i)
+			tab.put(&k)
+			if _, ok := ref[k.Hash]; !ok {
+				hashes = append(hashes, k.Hash)
+			}
+			ref[k.Hash] = k
+		case op < 7: // rewrite a key: the arena fills with dead records
+			h := hashes[r.IntN(len(hashes))]
+			k := ref[h]
+			k.Name = fmt.Sprintf("renamed %d with a longer name to waste arena space", i)
+			k.Disabled = !k.Disabled
+			tab.put(&k)
+			ref[h] = k
+		case op < 8:
+			h := hashes[r.IntN(len(hashes))]
+			k := ref[h]
+			k.Usage.Total += 7
+			if !tab.setCounters(h, k.Usage, k.BYOKUsage) {
+				t.Fatalf("setCounters(%q) found no key", h)
+			}
+			ref[h] = k
+		default:
+			j := r.IntN(len(hashes))
+			h := hashes[j]
+			hashes[j] = hashes[len(hashes)-1]
+			hashes = hashes[:len(hashes)-1]
+			if _, acct, seq, ok := tab.remove(h); !ok || acct != ref[h].AccountID || seq != ref[h].Seq {
+				t.Fatalf("remove(%q) = %q %d %v", h, acct, seq, ok)
+			}
+			delete(ref, h)
+			if tab.has(h) {
+				t.Fatalf("removed key %q still there", h)
+			}
+		}
+	}
+	if tab.len() != len(ref) {
+		t.Fatalf("table holds %d keys, want %d", tab.len(), len(ref))
+	}
+	for h, want := range ref {
+		got, ok := tab.get(h)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("get(%q):\n got %+v\nwant %+v", h, got, want)
+		}
+		if a, _ := tab.accountOf(h); a != want.AccountID {
+			t.Fatalf("accountOf(%q) = %q, want %q", h, a, want.AccountID)
+		}
+	}
+	n := 0
+	tab.each(func(slot uint32) bool {
+		k := tab.at(slot)
+		if !reflect.DeepEqual(k, ref[k.Hash]) || tab.slotHash(slot) != k.Hash {
+			t.Fatalf("slot %d: %+v, want %+v", slot, k, ref[k.Hash])
+		}
+		n++
+		return true
+	})
+	if n != len(ref) {
+		t.Fatalf("each visited %d keys, want %d", n, len(ref))
+	}
+	if tab.has("0000000000000000000000000000000000000000000000000000000000000000") || tab.has("nope") {
+		t.Fatal("an unknown hash was found")
+	}
+}
+
+// TestKeyTableMaterializedRecordsStay: a record read before its key
+// changed keeps its values (the arena's bytes are never rewritten).
+func TestKeyTableMaterializedRecordsStay(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	tab := newKeyTable()
+	k := tableKey(r, 1)
+	tab.put(&k)
+	before, _ := tab.get(k.Hash)
+	want := before.Name
+	for i := range 100000 { // enough rewrites to compact the arena many times
+		c := k
+		c.Name = fmt.Sprintf("name %d %0100d", i, i)
+		tab.put(&c)
+	}
+	if before.Name != want {
+		t.Fatalf("a materialized name changed to %q", before.Name)
+	}
+	if len(tab.cold) > 4<<20 {
+		t.Fatalf("the arena holds %d bytes for one key: not compacted", len(tab.cold))
+	}
+}
+
+// BenchmarkKeyTableGet is the per-request materialization of a key.
+func BenchmarkKeyTableGet(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tab := newKeyTable()
+	var hashes []string
+	for i := range 100000 {
+		k := tableKey(r, i*17+1)
+		tab.put(&k)
+		hashes = append(hashes, k.Hash)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if tab.ptr(hashes[i%len(hashes)]) == nil {
+			b.Fatal("missing")
+		}
+	}
+}
