@@ -9,10 +9,10 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
