@@ -190,11 +190,11 @@ func TestReplicaKilledUnderLoadLosesNoCharge(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rc.Close()
 	within(t, 5*time.Second, "the killed replica's holds are released", func() bool {
-		n, err := rc.ZCard(t.Context(), "replicas:~leases").Result()
+		n, err := rc.ZCard(t.Context(), "replicas:{tg}~leases").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, _ := rc.HGet(t.Context(), "replicas:~m/"+org.AccountID, "k:"+keyHash).Result()
+		f, _ := rc.HGet(t.Context(), "replicas:{tg}~m/"+org.AccountID, "k:"+keyHash).Result()
 		return n == 0 && gjson.Get(f, "h").Int() == 0
 	})
 	s := cs[1].snapshot(key, org.MgmtKey)

@@ -208,7 +208,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := func() int64 {
-		n, err := sharedOf(t, b).rb.Client().ZCard(t.Context(), "l:~leases").Result()
+		n, err := sharedOf(t, b).rb.Client().ZCard(t.Context(), "l:{tg}~leases").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
