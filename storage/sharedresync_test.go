@@ -214,7 +214,7 @@ func TestSharedNotSyncedRefusesAdmission(t *testing.T) {
 	}
 
 	ctx := t.Context()
-	if err := rc.Set(ctx, "ns:"+prefixGuardrail+acct.ID+"/broken", "{not json", 0).Err(); err != nil {
+	if err := rc.Set(ctx, "ns:{tg}"+prefixGuardrail+acct.ID+"/broken", "{not json", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := rc.XTrimMaxLen(ctx, "ns:{tg}~feed", 0).Err(); err != nil {
@@ -224,7 +224,7 @@ func TestSharedNotSyncedRefusesAdmission(t *testing.T) {
 	if err := reserve(); err != ErrResyncing {
 		t.Fatalf("a reservation at a replica that is not synced: %v, want ErrResyncing", err)
 	}
-	if err := rc.Del(ctx, "ns:"+prefixGuardrail+acct.ID+"/broken").Err(); err != nil {
+	if err := rc.Del(ctx, "ns:{tg}"+prefixGuardrail+acct.ID+"/broken").Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Second, "B reloads once it can", func() bool { return b.Synced() })

@@ -144,14 +144,14 @@ func (b *RedisBackend) checkCluster(addrs []string, tlsConfig *tls.Config, o Red
 		slots, err := c.ClusterSlots(ctx).Result()
 		_ = c.Close()
 		if err != nil {
-			return fmt.Errorf("redis cluster: node %s: %w", addr, err)
+			return fmt.Errorf("redis: cluster: node %s does not answer as a cluster node: %w", addr, err)
 		}
 		covered := 0
 		for _, s := range slots {
 			covered += s.End - s.Start + 1
 		}
 		if covered < clusterSlots {
-			return fmt.Errorf("redis cluster: node %s: only %d of the %d slots have a master (every slot must be served)", addr, covered, clusterSlots)
+			return fmt.Errorf("redis: cluster: node %s: only %d of the %d slots have a master (every slot must be served)", addr, covered, clusterSlots)
 		}
 	}
 	return nil
@@ -288,43 +288,56 @@ func (b *RedisBackend) Commit(writes []Write) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	keys := map[int][]string{}
+	type cmd struct {
+		key, full string
+		value     []byte // nil: delete
+		at        int64
+	}
+	byBucket := map[int][]cmd{}
+	for _, w := range writes {
+		if w.Value == nil {
+			bk, ok := b.bucketOf(w.Key, nil)
+			for i := range b.layout.buckets() {
+				if !ok || i == bk {
+					byBucket[i] = append(byBucket[i], cmd{key: w.Key, full: b.layout.key(i, w.Key)})
+				}
+			}
+			continue
+		}
+		v, err := encode(w.Value)
+		if err != nil {
+			return err
+		}
+		bk, _ := b.bucketOf(w.Key, v)
+		byBucket[bk] = append(byBucket[bk], cmd{w.Key, b.layout.key(bk, w.Key), v, b.exp.at(w.Key, v)})
+	}
 	ctx, cancel := b.ctx()
 	defer cancel()
-	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, w := range writes {
-			if w.Value == nil {
-				bk, ok := b.bucketOf(w.Key, nil)
-				for i := range b.layout.buckets() {
-					if ok && i != bk {
-						continue
-					}
-					keys[i] = append(keys[i], w.Key)
-					p.Del(ctx, b.layout.key(i, w.Key))
+	for bk, cmds := range byBucket {
+		keys := make([]string, len(cmds))
+		_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for i, c := range cmds {
+				keys[i] = c.key
+				if c.value == nil {
+					p.Del(ctx, c.full)
+					continue
 				}
-				continue
+				p.Set(ctx, c.full, c.value, 0)
+				if c.at > 0 {
+					p.PExpireAt(ctx, c.full, time.UnixMilli(c.at))
+				}
 			}
-			v, err := encode(w.Value)
-			if err != nil {
-				return err
-			}
-			bk, _ := b.bucketOf(w.Key, v)
-			keys[bk] = append(keys[bk], w.Key)
-			k := b.layout.key(bk, w.Key)
-			p.Set(ctx, k, v, 0)
-			if at := b.exp.at(w.Key, v); at > 0 {
-				p.PExpireAt(ctx, k, time.UnixMilli(at))
-			}
-		}
-		for bk, ks := range keys {
 			p.XAdd(ctx, &redis.XAddArgs{
 				Stream: b.layout.feedKey(bk), MaxLen: feedMaxLen, Approx: true,
-				Values: []string{"r", b.replica, "k", strings.Join(ks, "\n")},
+				Values: []string{"r", b.replica, "k", strings.Join(keys, "\n")},
 			})
+			return nil
+		})
+		if err := b.Observe(err); err != nil {
+			return err
 		}
-		return nil
-	})
-	return b.Observe(err)
+	}
+	return nil
 }
 
 func (b *RedisBackend) Get(key string, decode func(value []byte) error) error {
@@ -631,12 +644,20 @@ func (b *RedisBackend) readFeed(ctx context.Context, last string) ([]redis.XMess
 	ids := b.positions(last)
 	checks := make([]*redis.XMessageSliceCmd, len(ids))
 	reads := make([]*redis.XStreamSliceCmd, len(ids))
-	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	pipelined := b.c.TxPipelined
+	if b.cluster != nil {
+		// A cluster runs no MULTI across slots: each bucket's check
+		// follows its read on the same connection instead. An entry that
+		// still exists after the read existed at the read (a stream only
+		// loses its oldest entries, and ids only grow).
+		pipelined = b.c.Pipelined
+	}
+	_, err := pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
+			reads[i] = p.XRead(ctx, &redis.XReadArgs{Streams: []string{b.layout.feedKey(i), id}, Count: 1000, Block: -1})
 			if id != "0" {
 				checks[i] = p.XRangeN(ctx, b.layout.feedKey(i), id, id, 1)
 			}
-			reads[i] = p.XRead(ctx, &redis.XReadArgs{Streams: []string{b.layout.feedKey(i), id}, Count: 1000, Block: -1})
 		}
 		return nil
 	})
