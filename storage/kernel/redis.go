@@ -102,6 +102,9 @@ func OpenRedis(o RedisOptions, log *zap.Logger) (*RedisBackend, error) {
 			// cluster client still follows MOVED and ASK (a reshard)
 			// and finds a promoted replica.
 			MaxRetries: -1,
+			// A reshard may take a few redirections while the nodes
+			// learn the slot's new owner.
+			MaxRedirects: 8,
 		})
 		b.c = b.cluster
 		b.layout = newLayout(o.KeyPrefix, ClusterBuckets)
@@ -228,11 +231,27 @@ func (b *RedisBackend) Observe(err error) error {
 		return err
 	}
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
+	if errors.As(err, &rerr) && !clusterUnavailable(rerr.Error()) {
 		return err // the server answered: it is up
 	}
 	b.down.Store(true)
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+// clusterUnavailable reports a cluster's answer that it cannot serve the
+// slot now: a shard without a master (CLUSTERDOWN), keys of one slot
+// split by a reshard (TRYAGAIN), a server still loading its data
+// (LOADING), a replica cut from its master (MASTERDOWN), a redirection
+// still not followed after MaxRedirects (MOVED, ASK). The request is
+// refused (503) as when the server cannot be reached, and a charge owed
+// is settled once it answers.
+func clusterUnavailable(msg string) bool {
+	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *RedisBackend) ctx() (context.Context, context.CancelFunc) {
