@@ -28,16 +28,29 @@ import (
 // on srv under the test's key prefix.
 func startReplica(t *testing.T, srv *redistest.Server, directive ...string) *process {
 	t.Helper()
+	return startReplicaOn(t, "address "+srv.Addr, directive...)
+}
+
+// startClusterReplica starts a replica on a Redis Cluster.
+func startClusterReplica(t *testing.T, c *redistest.Cluster, directive ...string) *process {
+	t.Helper()
+	return startReplicaOn(t, "cluster "+strings.Join(c.Addrs()[:2], " "), directive...)
+}
+
+// startReplicaOn starts a replica whose storage redis block has server
+// (its address or cluster line).
+func startReplicaOn(t *testing.T, server string, directive ...string) *process {
+	t.Helper()
 	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(bytes.Buffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	dir := t.TempDir()
 	cfg := gatewayCaddyfile(p.admin, dir, p.gateway, p.mock, "1ms")
 	cfg = strings.Replace(cfg, "data_dir "+dir, fmt.Sprintf(`storage redis {
-			address %s
+			%s
 			password {env.TOLLGATE_TEST_REDIS_PASSWORD}
 			key_prefix replicas:
 			hold_lease 2s
-		}`, srv.Addr), 1)
+		}`, server), 1)
 	if len(directive) > 0 {
 		cfg = withTollgateOptions(t, directive...)(cfg)
 	}

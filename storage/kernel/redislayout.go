@@ -149,3 +149,10 @@ func (p Layout) FeedKey(b int) string { return p.l.feedKey(b) }
 
 // Tag is bucket b's "<prefix>{<tag>}".
 func (p Layout) Tag(b int) string { return p.l.tags[b] }
+
+// ClusterAccountSlot is the slot of an account's keys on a cluster, for
+// tests that place accounts on different shards.
+func ClusterAccountSlot(accountID string) int {
+	l := newLayout("", ClusterBuckets)
+	return Slot(l.tags[l.accountBucket(accountID)])
+}

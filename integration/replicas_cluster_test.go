@@ -1,0 +1,62 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+)
+
+// Two Caddy processes on a real 3-master Redis Cluster: a key created at
+// one authenticates at the other, and the key caps of accounts whose
+// slots are on three different shards are exact under concurrent
+// requests through both.
+func TestReplicasOnClusterCapsExactAcrossShards(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ps := []*process{startClusterReplica(t, c), startClusterReplica(t, c)}
+	cs := replicaClients(t, ps)
+	// One organization per master.
+	byMaster := map[*redistest.Server]tenant{}
+	for range 60 {
+		org := cs[0].newTenant("organization", "1000")
+		m := c.MasterOf(kernel.ClusterAccountSlot(org.AccountID))
+		if _, ok := byMaster[m]; !ok {
+			byMaster[m] = org
+		}
+		if len(byMaster) == 3 {
+			break
+		}
+	}
+	if len(byMaster) != 3 {
+		t.Fatalf("organizations on %d masters, want 3", len(byMaster))
+	}
+	const n, fit = 60, 5
+	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"one of many concurrent requests"}]}`
+	hold := holdOf(body, 20)
+	limit := hold*fit + hold/2
+	for _, org := range byMaster {
+		key, _ := cs[0].newKey(org.MgmtKey, fmt.Sprintf(`{"name":"crowded","limit":%s}`, limit))
+		within(t, time.Second, "the key reaches the other replica", func() bool {
+			r, _ := cs[1].try("GET", cs[1].gateway+"/api/v1/key", key, nil)
+			return r.Status == 200
+		})
+		results, errs, _ := postAtOnceVia(t, cs, n, func(int) string { return key }, body)
+		ok, limited, charged := tallyCharges(t, results, errs, "service_key_limit")
+		t.Logf("account %s: %d passed, %d refused", org.AccountID, ok, limited)
+		if ok > fit || ok == 0 {
+			t.Fatalf("%d requests passed over two replicas; the cap holds %d", ok, fit)
+		}
+		for i, c := range cs {
+			var s usageSnapshot
+			within(t, 2*time.Second, fmt.Sprintf("replica %d reads every charge", i), func() bool {
+				s = c.snapshot(key, org.MgmtKey)
+				return s.usage == charged
+			})
+			if s.totalUsage != charged || s.usage > limit {
+				t.Fatalf("replica %d: key usage %s, account usage %s, answers %s, cap %s", i, s.usage, s.totalUsage, charged, limit)
+			}
+		}
+	}
+}
