@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
@@ -58,5 +59,59 @@ func TestReplicasOnClusterCapsExactAcrossShards(t *testing.T) {
 				t.Fatalf("replica %d: key usage %s, account usage %s, answers %s, cap %s", i, s.usage, s.totalUsage, charged, limit)
 			}
 		}
+	}
+}
+
+// kill -9 of the master serving an account's slot (no replica to take
+// over): both Caddy processes answer that account's inference with 503 in
+// the spec's shape, before serving anything; once the master is back
+// (appendfsync always) they serve again and every acknowledged charge is
+// there.
+func TestReplicasOnClusterShardDownThenBack(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ps := []*process{startClusterReplica(t, c), startClusterReplica(t, c)}
+	cs := replicaClients(t, ps)
+	org := cs[0].newTenant("organization", "100")
+	key, _ := cs[0].newKey(org.MgmtKey, `{"name":"k"}`)
+	within(t, time.Second, "the key reaches replica 1", func() bool {
+		r, _ := cs[1].try("GET", cs[1].gateway+"/api/v1/key", key, nil)
+		return r.Status == 200
+	})
+	body := `{"model":"tollgate-mock","messages":[{"role":"user","content":"charged before the shard went away"}]}`
+	var acked money.Amount
+	for i := range 6 {
+		r := cs[i%2].api("POST", "/chat/completions", key, body).expect(t, 200)
+		acked += creditAmount(t, r.JSON.Get("usage.cost"))
+	}
+
+	victim := c.MasterOf(kernel.ClusterAccountSlot(org.AccountID))
+	victim.Kill()
+	for i, c := range cs {
+		within(t, 5*time.Second, fmt.Sprintf("replica %d refuses the account's inference while its shard is down", i), func() bool {
+			r, err := c.try("POST", c.gateway+"/api/v1/chat/completions", key, body)
+			return err == nil && r.Status == 503
+		})
+		r := c.api("POST", "/chat/completions", key, body)
+		if r.Status != 503 || r.JSON.Get("error.code").Int() != 503 || r.JSON.Get("error.message").Str == "" {
+			t.Fatalf("replica %d with the shard down: %d %s", i, r.Status, r.Body)
+		}
+	}
+
+	victim.Restart()
+	c.WaitHealthy(20 * time.Second)
+	for i, c := range cs {
+		within(t, 10*time.Second, fmt.Sprintf("replica %d serves again", i), func() bool {
+			r, err := c.try("POST", c.gateway+"/api/v1/chat/completions", key, body)
+			if err == nil && r.Status == 200 {
+				acked += creditAmount(t, r.JSON.Get("usage.cost"))
+				return true
+			}
+			return false
+		})
+	}
+	for i, c := range cs {
+		within(t, 2*time.Second, fmt.Sprintf("replica %d reads every acknowledged charge", i), func() bool {
+			return c.snapshot(key, org.MgmtKey).usage == acked
+		})
 	}
 }
