@@ -234,3 +234,58 @@ func TestClusterMasterKilledLosesNothingAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// The migration copies a Badger database into a cluster: every record in
+// its slot (generations and their upstream ids in their account's), so
+// that a replica on the cluster authenticates the key, reads the usage and
+// finds the generation by either id, then charges on from there.
+func TestMigrateIntoCluster(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	key, secret, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	g := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m", Provider: "p", Status: "completed",
+		UpstreamID: "resp_1", CreatedAt: time.Now()}, 300)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c := redistest.StartCluster(t, 3, 0)
+	src, err := kernel.OpenBadger(dir, ChunkedKinds()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := kernel.OpenRedis(kernel.RedisOptions{Cluster: c.Addrs()[:1], KeyPrefix: "mc:"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	kinds, err := ExpiringKinds(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kernel.CopyToRedis(src, dst, false, kinds...); err != nil {
+		t.Fatal(err)
+	}
+
+	r := openClusterReplica(t, c, "mc:", 0)
+	if _, err := r.Authenticate(secret); err != nil {
+		t.Fatalf("the migrated key: %v", err)
+	}
+	if a, _ := r.Account(acct.ID); a.Usage != 300 {
+		t.Fatalf("migrated usage %v, want 300", a.Usage)
+	}
+	for _, id := range []string{g.ID, "resp_1"} {
+		if got, err := r.AccountGeneration(acct.ID, id); err != nil || got.ID != g.ID {
+			t.Fatalf("the migrated generation by %s: %v, %v", id, got.ID, err)
+		}
+	}
+	settleGen(t, r, acct.ID, key.Hash, Generation{Model: "m", Provider: "p", Status: "completed", CreatedAt: time.Now()}, 200)
+	if a, _ := r.Account(acct.ID); a.Usage != 500 {
+		t.Fatalf("usage after a charge on the cluster %v, want 500", a.Usage)
+	}
+}
