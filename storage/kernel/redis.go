@@ -144,14 +144,19 @@ func (b *RedisBackend) checkCluster(addrs []string, tlsConfig *tls.Config, o Red
 	for _, addr := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: tlsConfig,
 			DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout, MaxRetries: -1})
-		slots, err := c.ClusterSlots(ctx).Result()
+		shards, err := c.ClusterShards(ctx).Result()
 		_ = c.Close()
 		if err != nil {
 			return fmt.Errorf("redis: cluster: node %s does not answer as a cluster node: %w", addr, err)
 		}
 		covered := 0
-		for _, s := range slots {
-			covered += s.End - s.Start + 1
+		for _, sh := range shards {
+			if !slices.ContainsFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" && n.Health == "online" }) {
+				continue // its master failed, no replica promoted yet
+			}
+			for _, r := range sh.Slots {
+				covered += int(r.End - r.Start + 1)
+			}
 		}
 		if covered < clusterSlots {
 			return fmt.Errorf("redis: cluster: node %s: only %d of the %d slots have a master (every slot must be served)", addr, covered, clusterSlots)
