@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
@@ -114,4 +116,15 @@ func TestReplicasOnClusterShardDownThenBack(t *testing.T) {
 			return c.snapshot(key, org.MgmtKey).usage == acked
 		})
 	}
+}
+
+// TestReplicaKilledUnderLoadLosesNoCharge on a 3-master cluster: the dead
+// replica's holds are released from its account's bucket's lease set.
+func TestReplicaOnClusterKilledUnderLoadLosesNoCharge(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer rc.Close()
+	replicaKilledUnderLoad(t, func() *process { return startClusterReplica(t, c) }, rc, func(accountID string) (leases, money string) {
+		return kernel.ClusterAccountKey("replicas:", accountID, "~leases"), kernel.ClusterAccountKey("replicas:", accountID, "~m/"+accountID)
+	})
 }

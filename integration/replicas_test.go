@@ -164,7 +164,18 @@ func TestReplicasKeyCapIsExact(t *testing.T) {
 // released when their lease (2s here) lapses.
 func TestReplicaKilledUnderLoadLosesNoCharge(t *testing.T) {
 	srv := redistest.Start(t)
-	ps := []*process{startReplica(t, srv), startReplica(t, srv)}
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	replicaKilledUnderLoad(t, func() *process { return startReplica(t, srv) }, rc, func(accountID string) (leases, money string) {
+		return "replicas:{tg}~leases", "replicas:{tg}~m/" + accountID
+	})
+}
+
+// replicaKilledUnderLoad is TestReplicaKilledUnderLoadLosesNoCharge on
+// replicas start starts, rc reading the keys keys names (the account's
+// lease set and money hash).
+func replicaKilledUnderLoad(t *testing.T, start func() *process, rc redis.UniversalClient, keys func(accountID string) (leases, money string)) {
+	ps := []*process{start(), start()}
 	cs := replicaClients(t, ps)
 	org := cs[0].newTenant("organization", "1000")
 	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"a request under load before the crash"}]}`
@@ -200,14 +211,13 @@ func TestReplicaKilledUnderLoadLosesNoCharge(t *testing.T) {
 	}
 	// Once the lease lapses, nothing is held: no lease is left and the
 	// key's holds are back to zero.
-	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rc.Close()
+	leases, moneyHash := keys(org.AccountID)
 	within(t, 5*time.Second, "the killed replica's holds are released", func() bool {
-		n, err := rc.ZCard(t.Context(), "replicas:{tg}~leases").Result()
+		n, err := rc.ZCard(t.Context(), leases).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, _ := rc.HGet(t.Context(), "replicas:{tg}~m/"+org.AccountID, "k:"+keyHash).Result()
+		f, _ := rc.HGet(t.Context(), moneyHash, "k:"+keyHash).Result()
 		return n == 0 && gjson.Get(f, "h").Int() == 0
 	})
 	s := cs[1].snapshot(key, org.MgmtKey)

@@ -156,3 +156,11 @@ func ClusterAccountSlot(accountID string) int {
 	l := newLayout("", ClusterBuckets)
 	return Slot(l.tags[l.accountBucket(accountID)])
 }
+
+// ClusterAccountKey is the Redis key name of an account's key on a
+// cluster (name as the ledger names it: "~leases", "~m/<account id>"),
+// for tests that read them.
+func ClusterAccountKey(prefix, accountID, name string) string {
+	l := newLayout(prefix, ClusterBuckets)
+	return l.key(l.accountBucket(accountID), name)
+}
