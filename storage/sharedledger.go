@@ -26,7 +26,9 @@ import (
 // the optimistic one).
 //
 // Every counter that requests change lives in one Redis hash per account,
-// "<prefix>~m/<account id>", apart from the records, so that an
+// "<prefix>{<bucket tag>}~m/<account id>" (kernel's redislayout.go: every
+// key one script touches shares the account's bucket's tag, so that it
+// runs on one slot of a cluster), apart from the records, so that an
 // administrative write (a record rewritten whole) never carries a counter:
 //
 //	a          the account's usage, BYOK usage, free-model windows, holds,
@@ -34,7 +36,8 @@ import (
 //	k:<hash>   a key's usage counters and holds (scopeMoney)
 //	w:<id>     a workspace's, m:<id> a member's (scopeMoney)
 //	h:<res id> one running request's holds (holdRecord), with its lease
-//	           in the sorted set "<prefix>~leases" (score: expiry, ms)
+//	           in its bucket's sorted set "<prefix>{<tag>}~leases"
+//	           (score: expiry, ms)
 //
 // Reserve runs the gateway's decide on the replica's in-memory copy of
 // these fields, computes the new fields and sends them with the exact
