@@ -107,6 +107,27 @@ func (b *RedisBackend) deleteAll(ctx context.Context) error {
 	return nil
 }
 
+// oldLayoutKey reports a key name (after the prefix) the previous layout
+// wrote: the backend's own ("~...", but the one-use claims of connect
+// codes, "~cc/") and the records ("<kind>/...", a kind being one to three
+// lowercase letters). A longer prefix of another gateway sharing the
+// server ("tollgate:eu:" beside "tollgate:") never matches.
+func oldLayoutKey(rest string) bool {
+	if strings.HasPrefix(rest, "~") {
+		return !strings.HasPrefix(rest, "~cc/")
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 1 || i > 3 {
+		return false
+	}
+	for _, c := range rest[:i] {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
 // upgradeLayout moves a store written before the hash-tagged key layout
 // (redislayout.go), "<prefix><name>", to "<prefix>{tg}<name>", once, when
 // a replica of this version first opens it: every record, money hash,
@@ -123,11 +144,9 @@ func (b *RedisBackend) upgradeLayout(ctx context.Context) error {
 	}
 	var old []string
 	for _, k := range keys {
-		rest := k[len(b.prefix):]
-		if strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, "~cc/") || strings.HasPrefix(rest, "dashboard-link-used/") {
-			continue
+		if rest := k[len(b.prefix):]; oldLayoutKey(rest) {
+			old = append(old, k)
 		}
-		old = append(old, k)
 	}
 	if len(old) == 0 {
 		return nil
