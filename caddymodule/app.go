@@ -314,9 +314,9 @@ func (a *App) Store() (*storage.Store, error) {
 		if a.redis != nil {
 			s, err := storage.Open(storage.Options{Redis: a.redis, Logger: a.logger.Named("redis")})
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("storage: %w", err)
 			}
-			a.logger.Info("opened the shared tollgate database", zap.String("redis", a.redis.Address), zap.String("key_prefix", a.redis.KeyPrefix))
+			a.logger.Info("opened the shared tollgate database", zap.String("redis", a.redis.Address), zap.Strings("cluster", a.redis.Cluster), zap.String("key_prefix", a.redis.KeyPrefix))
 			return storeCloser{s}, nil
 		}
 		s, err := storage.Open(storage.Options{

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -19,14 +20,16 @@ import (
 // stopped (Badger locks its directory).
 func migrateCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "migrate --to redis://[user:password@]host:port[/db] [--from <data_dir>] [--key-prefix <prefix>] [--force]",
+		Use:   "migrate --to redis://[user:password@]host:port[/db] [--cluster] [--from <data_dir>] [--key-prefix <prefix>] [--force]",
 		Short: "Copies the embedded database into Redis for several replicas (storage redis)",
 		Long: `
 Copies every record of the embedded Badger database (accounts, keys with
 their hashes, counters, organizations, secrets, generations...) into Redis
 under the key prefix, for the storage redis option. Stop the gateway first.
-A rediss:// URL connects over TLS. A Redis that already holds data under
-the prefix is refused unless --force, which replaces it.
+A rediss:// URL connects over TLS. With --cluster, the URL names nodes of
+a Redis Cluster (redis://host:port?addr=host2:port2&addr=...), for
+storage redis { cluster ... }. A Redis that already holds data under the
+prefix is refused unless --force, which replaces it.
 `,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -35,7 +38,7 @@ the prefix is refused unless --force, which replaces it.
 			if from == "" {
 				from = filepath.Join(caddy.AppDataDir(), "tollgate")
 			}
-			to, err := redisURLOptions(fl.String("to"), fl.String("key-prefix"))
+			to, err := redisURLOptions(fl.String("to"), fl.String("key-prefix"), fl.Bool("cluster"))
 			if err != nil {
 				return err
 			}
@@ -57,11 +60,15 @@ the prefix is refused unless --force, which replaces it.
 			if err != nil {
 				return err
 			}
+			where := to.Address
+			if len(to.Cluster) > 0 {
+				where = "cluster " + strings.Join(to.Cluster, ",")
+			}
 			n, err := kernel.CopyToRedis(src, dst, fl.Bool("force"), expiring...)
 			if err != nil {
 				return fmt.Errorf("migrate: %w (%d records copied)", err, n)
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "copied %d records from %s to redis at %s under key prefix %q\n", n, from, to.Address, to.KeyPrefix)
+			_, err = fmt.Fprintf(c.OutOrStdout(), "copied %d records from %s to redis at %s under key prefix %q\n", n, from, where, to.KeyPrefix)
 			return err
 		},
 	}
@@ -69,13 +76,21 @@ the prefix is refused unless --force, which replaces it.
 	cmd.Flags().String("from", "", "The Badger directory (default: the data_dir default)")
 	cmd.Flags().String("key-prefix", "tollgate:", "The key prefix of storage redis")
 	cmd.Flags().String("generation-retention", "30d", "The gateway's generation_retention: copied generations expire after it, older ones are left out")
+	cmd.Flags().Bool("cluster", false, "The --to URL names nodes of a Redis Cluster (storage redis { cluster ... })")
 	cmd.Flags().Bool("force", false, "Replace what Redis holds under the key prefix")
 	mustMarkRequired(cmd, "to")
 	return cmd
 }
 
 // redisURLOptions reads a redis:// or rediss:// URL.
-func redisURLOptions(u, prefix string) (*kernel.RedisOptions, error) {
+func redisURLOptions(u, prefix string, cluster bool) (*kernel.RedisOptions, error) {
+	if cluster {
+		o, err := redis.ParseClusterURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("--to: %v", err)
+		}
+		return &kernel.RedisOptions{Cluster: o.Addrs, Username: o.Username, Password: o.Password, TLS: o.TLSConfig != nil, KeyPrefix: prefix}, nil
+	}
 	o, err := redis.ParseURL(u)
 	if err != nil {
 		return nil, fmt.Errorf("--to: %v", err)

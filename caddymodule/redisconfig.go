@@ -28,8 +28,12 @@ type StorageConfig struct {
 // placeholders such as {env.REDIS_PASSWORD}, expanded when the config
 // loads.
 type RedisConfig struct {
-	// Address is host:port.
+	// Address is host:port of one server.
 	Address string `json:"address,omitempty"`
+	// Cluster are host:port of nodes of a Redis Cluster (or Valkey
+	// Cluster), instead of Address: one or more, the client learns the
+	// others. Every slot must be served.
+	Cluster []string `json:"cluster,omitempty"`
 	// Username is the ACL user; empty: the default user.
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
@@ -74,6 +78,12 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 			case "key_prefix":
 				r.KeyPrefix = v
 			}
+		case "cluster":
+			addrs := d.RemainingArgs()
+			if len(addrs) == 0 {
+				return nil, d.Err("storage redis: cluster: expected one or more host:port")
+			}
+			r.Cluster = append(r.Cluster, addrs...)
 		case "db":
 			var v string
 			if !d.AllArgs(&v) {
@@ -96,11 +106,17 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 			}
 			r.HoldLease = dur
 		default:
-			return nil, suggest.UnknownOption(d, "storage redis", []string{"address", "username", "password", "key_prefix", "db", "tls", "hold_lease"})
+			return nil, suggest.UnknownOption(d, "storage redis", redisOptions)
 		}
+	}
+	if r.Address != "" && len(r.Cluster) > 0 {
+		return nil, d.Err("storage redis: address and cluster: set one (address for one server, cluster for a Redis Cluster)")
 	}
 	return &StorageConfig{Redis: r}, nil
 }
+
+// redisOptions are the options of `storage redis { ... }`.
+var redisOptions = []string{"address", "cluster", "username", "password", "key_prefix", "db", "tls", "hold_lease"}
 
 // validate refuses what the connection could not use; each error names
 // its field. Placeholders are checked once expanded (options).
@@ -115,9 +131,33 @@ func (c *StorageConfig) validate() error {
 	if r.HoldLease < 0 || (r.HoldLease > 0 && time.Duration(r.HoldLease) < 300*time.Millisecond) {
 		return fmt.Errorf("storage: redis: hold_lease: expected at least 300ms, got %v", time.Duration(r.HoldLease))
 	}
+	if len(r.Cluster) > 0 {
+		return r.validateCluster(r.Cluster)
+	}
 	if !strings.Contains(r.Address, "{") {
 		if _, err := redisAddress(r.Address); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validateCluster refuses a cluster beside standalone settings, and a
+// node that is not host:port. Whether the nodes answer and serve every
+// slot is checked when the store opens, at load.
+func (r *RedisConfig) validateCluster(addrs []string) error {
+	if r.Address != "" {
+		return fmt.Errorf("storage: redis: address and cluster: set one (address for one server, cluster for a Redis Cluster)")
+	}
+	if r.DB != 0 {
+		return fmt.Errorf("storage: redis: db: a Redis Cluster has only database 0, got %d", r.DB)
+	}
+	for _, a := range addrs {
+		if strings.Contains(a, "{") {
+			continue
+		}
+		if _, err := redisAddress(a); err != nil {
+			return fmt.Errorf("storage: redis: cluster: %s", strings.TrimPrefix(err.Error(), "storage: redis: address: "))
 		}
 	}
 	return nil
@@ -149,7 +189,14 @@ func (c *RedisConfig) options(repl *caddy.Replacer) (*kernel.RedisOptions, error
 		KeyPrefix: repl.ReplaceAll(c.KeyPrefix, ""),
 		HoldLease: time.Duration(c.HoldLease),
 	}
-	if _, err := redisAddress(o.Address); err != nil {
+	for _, a := range c.Cluster {
+		o.Cluster = append(o.Cluster, strings.TrimSpace(repl.ReplaceAll(a, "")))
+	}
+	if len(o.Cluster) > 0 {
+		if err := c.validateCluster(o.Cluster); err != nil {
+			return nil, err
+		}
+	} else if _, err := redisAddress(o.Address); err != nil {
 		return nil, err
 	}
 	if c.KeyPrefix == "" {
@@ -161,6 +208,9 @@ func (c *RedisConfig) options(repl *caddy.Replacer) (*kernel.RedisOptions, error
 // poolKey names the shared store in the usage pool: one per server,
 // database and prefix, as one Badger store per directory.
 func redisPoolKey(o *kernel.RedisOptions) string {
+	if len(o.Cluster) > 0 {
+		return "redis-cluster://" + strings.Join(o.Cluster, ",") + "/" + o.KeyPrefix
+	}
 	return "redis://" + o.Address + "/" + strconv.Itoa(o.DB) + "/" + o.KeyPrefix
 }
 

@@ -58,6 +58,9 @@ func TestValidateRefuses(t *testing.T) {
 		{"redis address placeholder", `"storage": {"redis": {"address": "{env.TOLLGATE_UNSET_REDIS_ADDR}"}}`, "storage: redis: address: required"},
 		{"redis db", `"storage": {"redis": {"address": "localhost:6379", "db": -1}}`, "storage: redis: db"},
 		{"redis hold_lease", `"storage": {"redis": {"address": "localhost:6379", "hold_lease": 1000}}`, "storage: redis: hold_lease"},
+		{"redis address beside cluster", `"storage": {"redis": {"address": "localhost:6379", "cluster": ["localhost:7000"]}}`, "storage: redis: address and cluster"},
+		{"redis cluster node", `"storage": {"redis": {"cluster": ["localhost:7000", "nohost"]}}`, `storage: redis: cluster: expected host:port, got "nohost"`},
+		{"redis cluster db", `"storage": {"redis": {"cluster": ["localhost:7000"], "db": 2}}`, "storage: redis: db: a Redis Cluster has only database 0"},
 	}
 	for _, tc := range jsonApps {
 		t.Run(tc.name, func(t *testing.T) {

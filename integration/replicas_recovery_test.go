@@ -129,11 +129,11 @@ func TestReplicaNotSyncedRefusesWith503(t *testing.T) {
 
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rc.Close()
-	broken := "replicas:r/" + org.AccountID + "/undecodable"
+	broken := "replicas:{tg}r/" + org.AccountID + "/undecodable"
 	if err := rc.Set(t.Context(), broken, "{not json", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.XTrimMaxLen(t.Context(), "replicas:~feed", 0).Err(); err != nil {
+	if err := rc.XTrimMaxLen(t.Context(), "replicas:{tg}~feed", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	const msg = "reloading its records from the shared database"

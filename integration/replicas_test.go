@@ -28,16 +28,29 @@ import (
 // on srv under the test's key prefix.
 func startReplica(t *testing.T, srv *redistest.Server, directive ...string) *process {
 	t.Helper()
+	return startReplicaOn(t, "address "+srv.Addr, directive...)
+}
+
+// startClusterReplica starts a replica on a Redis Cluster.
+func startClusterReplica(t *testing.T, c *redistest.Cluster, directive ...string) *process {
+	t.Helper()
+	return startReplicaOn(t, "cluster "+strings.Join(c.Addrs()[:2], " "), directive...)
+}
+
+// startReplicaOn starts a replica whose storage redis block has server
+// (its address or cluster line).
+func startReplicaOn(t *testing.T, server string, directive ...string) *process {
+	t.Helper()
 	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(bytes.Buffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	dir := t.TempDir()
 	cfg := gatewayCaddyfile(p.admin, dir, p.gateway, p.mock, "1ms")
 	cfg = strings.Replace(cfg, "data_dir "+dir, fmt.Sprintf(`storage redis {
-			address %s
+			%s
 			password {env.TOLLGATE_TEST_REDIS_PASSWORD}
 			key_prefix replicas:
 			hold_lease 2s
-		}`, srv.Addr), 1)
+		}`, server), 1)
 	if len(directive) > 0 {
 		cfg = withTollgateOptions(t, directive...)(cfg)
 	}
@@ -151,7 +164,18 @@ func TestReplicasKeyCapIsExact(t *testing.T) {
 // released when their lease (2s here) lapses.
 func TestReplicaKilledUnderLoadLosesNoCharge(t *testing.T) {
 	srv := redistest.Start(t)
-	ps := []*process{startReplica(t, srv), startReplica(t, srv)}
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	replicaKilledUnderLoad(t, func() *process { return startReplica(t, srv) }, rc, func(accountID string) (leases, money string) {
+		return "replicas:{tg}~leases", "replicas:{tg}~m/" + accountID
+	})
+}
+
+// replicaKilledUnderLoad is TestReplicaKilledUnderLoadLosesNoCharge on
+// replicas start starts, rc reading the keys keys names (the account's
+// lease set and money hash).
+func replicaKilledUnderLoad(t *testing.T, start func() *process, rc redis.UniversalClient, keys func(accountID string) (leases, money string)) {
+	ps := []*process{start(), start()}
 	cs := replicaClients(t, ps)
 	org := cs[0].newTenant("organization", "1000")
 	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"a request under load before the crash"}]}`
@@ -187,14 +211,13 @@ func TestReplicaKilledUnderLoadLosesNoCharge(t *testing.T) {
 	}
 	// Once the lease lapses, nothing is held: no lease is left and the
 	// key's holds are back to zero.
-	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rc.Close()
+	leases, moneyHash := keys(org.AccountID)
 	within(t, 5*time.Second, "the killed replica's holds are released", func() bool {
-		n, err := rc.ZCard(t.Context(), "replicas:~leases").Result()
+		n, err := rc.ZCard(t.Context(), leases).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, _ := rc.HGet(t.Context(), "replicas:~m/"+org.AccountID, "k:"+keyHash).Result()
+		f, _ := rc.HGet(t.Context(), moneyHash, "k:"+keyHash).Result()
 		return n == 0 && gjson.Get(f, "h").Int() == 0
 	})
 	s := cs[1].snapshot(key, org.MgmtKey)

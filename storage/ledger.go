@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
@@ -227,14 +228,32 @@ const prefixGeneration = "g/"
 const prefixUpstreamID = "gu/"
 
 func (s *LedgerStore) kinds() []kernel.Kind {
-	return append(ChunkedKinds(), kernel.Kind{Prefix: prefixUpstreamID, Append: true})
+	return append(ChunkedKinds(), kernel.Kind{Prefix: prefixUpstreamID, Append: true, Account: upstreamIDAccount})
 }
 
 // ChunkedKinds are the record kinds whose records the on-disk store keeps
 // in chunks (kernel.Kind.Slot): a tool that opens the database itself
 // (kernel.OpenBadger) passes them, so that it reads those records.
 func ChunkedKinds() []kernel.Kind {
-	return []kernel.Kind{{Prefix: prefixGeneration, Append: true, Slot: generationSlot}}
+	return []kernel.Kind{{Prefix: prefixGeneration, Append: true, Slot: generationSlot, Account: generationAccount}}
+}
+
+// generationAccount is the account of a generation record, from its value:
+// on Redis the record lives in its account's slot, where the ledger's
+// script writes it.
+func generationAccount(_ string, value []byte) (string, bool) {
+	if value == nil {
+		return "", false
+	}
+	id := gjson.GetBytes(value, "account_id").String()
+	return id, id != ""
+}
+
+// upstreamIDAccount is the account of an upstream id's record, from its
+// key ("gu/<account id>/<upstream id>").
+func upstreamIDAccount(key string, _ []byte) (string, bool) {
+	id, _, ok := strings.Cut(strings.TrimPrefix(key, prefixUpstreamID), "/")
+	return id, ok && id != ""
 }
 
 // generationSlot is the 10 ms of its creation a generation record falls in,

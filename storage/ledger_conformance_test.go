@@ -70,6 +70,26 @@ func ledgerBackends() []ledgerBackendCase {
 				}
 			},
 		},
+		{
+			name: "redis-cluster",
+			open: func(t *testing.T, n int) ([]*Store, func(*Store) *Store) {
+				c := redistest.StartCluster(t, 3, 0)
+				out := make([]*Store, n)
+				for i := range out {
+					out[i] = openClusterReplica(t, c, "conf:", conformanceLease)
+				}
+				return out, func(s *Store) *Store {
+					s.stopFollowing() // no more lease renewals
+					for _, o := range out {
+						if o != s {
+							return o
+						}
+					}
+					t.Fatal("no other replica")
+					return nil
+				}
+			},
+		},
 	}
 }
 

@@ -51,16 +51,16 @@ func TestMigrateGivesGenerationsTheirExpiry(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	ctx := context.Background()
-	for _, k := range []string{"mig:" + prefixGeneration + fresh.ID, "mig:" + prefixUpstreamID + acct.ID + "/resp_1"} {
+	for _, k := range []string{"mig:{tg}" + prefixGeneration + fresh.ID, "mig:{tg}" + prefixUpstreamID + acct.ID + "/resp_1"} {
 		ttl, err := c.PTTL(ctx, k).Result()
 		if err != nil || ttl <= time.Hour || ttl > time.Hour+expiryMargin+time.Minute {
 			t.Fatalf("%s: TTL %v, %v; want the retention plus the margin", k, ttl, err)
 		}
 	}
-	if n := c.Exists(ctx, "mig:"+prefixGeneration+old.ID).Val(); n != 0 {
+	if n := c.Exists(ctx, "mig:{tg}"+prefixGeneration+old.ID).Val(); n != 0 {
 		t.Fatalf("a generation past the retention was copied")
 	}
-	if ttl := c.PTTL(ctx, "mig:"+prefixAccount+acct.ID).Val(); ttl != -1 {
+	if ttl := c.PTTL(ctx, "mig:{tg}"+prefixAccount+acct.ID).Val(); ttl != -1 {
 		t.Fatalf("account record TTL %v, want none", ttl)
 	}
 	if _, err := ExpiringKinds(time.Minute); err == nil {

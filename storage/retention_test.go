@@ -166,14 +166,14 @@ func TestGenerationRetentionRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	ctx := context.Background()
-	genKey, upKey := "ret:"+prefixGeneration+g.ID, "ret:"+prefixUpstreamID+acct.ID+"/resp_1"
-	for _, k := range []string{genKey, upKey, "ret:" + prefixGeneration + fresh.ID} {
+	genKey, upKey := "ret:{tg}"+prefixGeneration+g.ID, "ret:{tg}"+prefixUpstreamID+acct.ID+"/resp_1"
+	for _, k := range []string{genKey, upKey, "ret:{tg}" + prefixGeneration + fresh.ID} {
 		ttl, err := c.PTTL(ctx, k).Result()
 		if err != nil || ttl <= 0 {
 			t.Fatalf("%s: TTL %v, %v; want one set with the write", k, ttl, err)
 		}
 	}
-	if ttl := c.PTTL(ctx, "ret:"+prefixGeneration+fresh.ID).Val(); ttl < time.Hour+expiryMargin-time.Minute {
+	if ttl := c.PTTL(ctx, "ret:{tg}"+prefixGeneration+fresh.ID).Val(); ttl < time.Hour+expiryMargin-time.Minute {
 		t.Fatalf("fresh generation's TTL %v, want the retention plus the margin", ttl)
 	}
 	wantExpired(t, s, acct.ID, g.ID) // past the retention already
@@ -211,12 +211,12 @@ func TestGenerationRetentionRedisBatched(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	for id := range ids {
-		if ttl := c.PTTL(ctx, "retb:"+prefixGeneration+id).Val(); ttl <= 0 {
+		if ttl := c.PTTL(ctx, "retb:{tg}"+prefixGeneration+id).Val(); ttl <= 0 {
 			t.Fatalf("generation %s: TTL %v, want the retention's", id, ttl)
 		}
 	}
 	for i := range n {
-		if ttl := c.PTTL(ctx, fmt.Sprintf("retb:%s%s/resp_%d", prefixUpstreamID, acct.ID, i)).Val(); ttl <= 0 {
+		if ttl := c.PTTL(ctx, fmt.Sprintf("retb:{tg}%s%s/resp_%d", prefixUpstreamID, acct.ID, i)).Val(); ttl <= 0 {
 			t.Fatalf("upstream id %d: TTL %v, want the retention's", i, ttl)
 		}
 	}

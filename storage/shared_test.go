@@ -30,6 +30,18 @@ func openLeasedReplica(t *testing.T, srv *redistest.Server, prefix string, lease
 	return s
 }
 
+// openClusterReplica opens a replica on a Redis Cluster, its holds
+// leased for lease (0: the default).
+func openClusterReplica(t *testing.T, c *redistest.Cluster, prefix string, lease time.Duration) *Store {
+	t.Helper()
+	s, err := Open(Options{Redis: &kernel.RedisOptions{Cluster: c.Addrs()[:1], KeyPrefix: prefix, HoldLease: lease}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // eventually polls cond for up to d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
@@ -208,7 +220,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := func() int64 {
-		n, err := sharedOf(t, b).rb.Client().ZCard(t.Context(), "l:~leases").Result()
+		n, err := sharedOf(t, b).rb.Client().ZCard(t.Context(), "l:{tg}~leases").Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,9 @@ import (
 // the optimistic one).
 //
 // Every counter that requests change lives in one Redis hash per account,
-// "<prefix>~m/<account id>", apart from the records, so that an
+// "<prefix>{<bucket tag>}~m/<account id>" (kernel's redislayout.go: every
+// key one script touches shares the account's bucket's tag, so that it
+// runs on one slot of a cluster), apart from the records, so that an
 // administrative write (a record rewritten whole) never carries a counter:
 //
 //	a          the account's usage, BYOK usage, free-model windows, holds,
@@ -34,7 +36,8 @@ import (
 //	k:<hash>   a key's usage counters and holds (scopeMoney)
 //	w:<id>     a workspace's, m:<id> a member's (scopeMoney)
 //	h:<res id> one running request's holds (holdRecord), with its lease
-//	           in the sorted set "<prefix>~leases" (score: expiry, ms)
+//	           in its bucket's sorted set "<prefix>{<tag>}~leases"
+//	           (score: expiry, ms)
 //
 // A snapshot is the replica's in-memory copy of these fields; the
 // gateway decides on it, and Commit computes the new fields and sends
@@ -194,7 +197,8 @@ type sharedLedger struct {
 	org         *OrgStore
 	publish     func(Generation) // a settled generation, once in Redis
 	rb          *kernel.RedisBackend
-	pipe        *scriptPipe // every ledger script call, pipelined across accounts
+	lay         kernel.Layout // the keys' names
+	pipe        *scriptPipe   // every ledger script call, pipelined across accounts
 	log         *zap.Logger
 	lease       time.Duration
 
@@ -232,11 +236,17 @@ func newSharedLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publis
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, lay: rb.Layout(), pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
 }
 
-func (l *sharedLedger) moneyKey(accountID string) string { return l.rb.Prefix() + "~m/" + accountID }
-func (l *sharedLedger) leaseKey() string                 { return l.rb.Prefix() + "~leases" }
+// moneyKey is the account's money hash, in the account's bucket (see
+// kernel's redislayout.go: every key a script touches is in one slot).
+func (l *sharedLedger) moneyKey(accountID string) string {
+	return l.lay.AccountKey(accountID, "~m/"+accountID)
+}
+
+// leaseKey is bucket b's lease set: the leases of its accounts' holds.
+func (l *sharedLedger) leaseKey(b int) string { return l.lay.Key(b, "~leases") }
 
 func ctxTimeout() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 2*time.Second)
@@ -247,13 +257,12 @@ func (l *sharedLedger) loadAll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ctx := context.Background()
-	prefix := l.moneyKey("")
-	var keys []string
-	iter := l.rb.Client().Scan(ctx, 0, kernel.GlobEscape(prefix)+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	match := kernel.GlobEscape(l.lay.Tag(0)+"~m/") + "*"
+	if l.lay.Buckets() > 1 {
+		match = kernel.GlobEscape(l.rb.Prefix()) + "{*}~m/*"
 	}
-	if err := l.rb.Observe(iter.Err()); err != nil {
+	keys, err := l.rb.ScanKeys(ctx, match)
+	if err != nil {
 		return err
 	}
 	raw := map[string]moneyFields{}
@@ -270,7 +279,8 @@ func (l *sharedLedger) loadAll() error {
 			return err
 		}
 		for i, c := range cmds {
-			raw[chunk[i][len(prefix):]] = newMoneyFields(c.(*redis.MapStringStringCmd).Val())
+			_, id, _ := strings.Cut(chunk[i][len(l.rb.Prefix()):], "}~m/")
+			raw[id] = newMoneyFields(c.(*redis.MapStringStringCmd).Val())
 		}
 	}
 	l.seq.Add(1)
@@ -621,7 +631,7 @@ func (l *sharedLedger) run(sc script) (status int64, err error) {
 func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
-		genKey = l.rb.Prefix() + "~none"
+		genKey = l.lay.AccountKey(sc.accountID, "~none")
 	}
 	if upKey == "" {
 		upKey = genKey
@@ -641,7 +651,8 @@ func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 		ceilingKey = genKey
 	}
 	args = append(args, sc.genExpireAt)
-	return []string{l.moneyKey(sc.accountID), l.leaseKey(), l.rb.FeedKey(), genKey, upKey, ceilingKey}, args
+	b := l.lay.AccountBucket(sc.accountID)
+	return []string{l.moneyKey(sc.accountID), l.leaseKey(b), l.lay.FeedKey(b), genKey, upKey, ceilingKey}, args
 }
 
 // apply reads a casScript answer (see run).
@@ -774,7 +785,7 @@ func (l *sharedLedger) queueCommit(st Stamp, h Holds) (*Reservation, *queued, bo
 	sc := script{accountID: st.accountID, leaseOp: "add", leaseMember: st.accountID + "\n" + resID,
 		leaseScore: st.at.Add(l.lease).UnixMilli(), triples: triples, values: values}
 	if c := l.keyCeiling.Load(); c != nil && st.keyHash != "" {
-		sc.ceiling, sc.ceilingKey = c, l.rb.Prefix()+"~ab/"+st.keyHash
+		sc.ceiling, sc.ceilingKey = c, l.lay.AccountKey(st.accountID, "~ab/"+st.keyHash)
 	}
 	p, lead := q.enqueue(sc)
 	return res, p, lead, nil
@@ -924,13 +935,13 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 		if err != nil {
 			return nil, false, c, err
 		}
-		sc.genID, sc.genKey, sc.genValue = g.ID, l.rb.Prefix()+prefixGeneration+g.ID, string(b)
+		sc.genID, sc.genKey, sc.genValue = g.ID, l.lay.AccountKey(res.AccountID, prefixGeneration+g.ID), string(b)
 		if ms, ok := generationMillis(g.ID); ok && l.storedUntil != nil {
 			sc.genExpireAt = l.storedUntil(ms)
 		}
 		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
 			id, _ := json.Marshal(g.ID)
-			sc.upKey, sc.upValue = l.rb.Prefix()+prefixUpstreamID+g.AccountID+"/"+g.UpstreamID, string(id)
+			sc.upKey, sc.upValue = l.lay.AccountKey(res.AccountID, prefixUpstreamID+g.AccountID+"/"+g.UpstreamID), string(id)
 		}
 	}
 	sc.triples, sc.values = lv.writes()
@@ -1083,13 +1094,21 @@ func (l *sharedLedger) renew() {
 		return
 	}
 	score := float64(now().Add(l.lease).UnixMilli())
-	zs := make([]redis.Z, len(members))
-	for i, m := range members {
-		zs[i] = redis.Z{Score: score, Member: m}
+	byBucket := map[int][]redis.Z{}
+	for _, m := range members {
+		accountID, _, _ := strings.Cut(m, "\n")
+		b := l.lay.AccountBucket(accountID)
+		byBucket[b] = append(byBucket[b], redis.Z{Score: score, Member: m})
 	}
 	ctx, cancel := ctxTimeout()
 	defer cancel()
-	_ = l.rb.Observe(l.rb.Client().ZAddXX(ctx, l.leaseKey(), zs...).Err())
+	_, err := l.rb.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b, zs := range byBucket {
+			p.ZAddXX(ctx, l.leaseKey(b), zs...)
+		}
+		return nil
+	})
+	_ = l.rb.Observe(err)
 }
 
 // reap releases holds whose lease expired: their replica died. Not
@@ -1100,10 +1119,21 @@ func (l *sharedLedger) renew() {
 func (l *sharedLedger) ReapExpired() (int, error) {
 	ctx, cancel := ctxTimeout()
 	nowMS := now().UnixMilli()
-	members, err := l.rb.Client().ZRangeArgs(ctx, redis.ZRangeArgs{Key: l.leaseKey(), ByScore: true, Start: "-inf", Stop: strconv.FormatInt(nowMS, 10), Count: 100}).Result()
+	// Every bucket's lease set, in one round trip (per master).
+	cmds := make([]*redis.StringSliceCmd, l.lay.Buckets())
+	_, err := l.rb.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range cmds {
+			cmds[b] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: l.leaseKey(b), ByScore: true, Start: "-inf", Stop: strconv.FormatInt(nowMS, 10), Count: 100})
+		}
+		return nil
+	})
 	cancel()
 	if err := l.rb.Observe(err); err != nil {
 		return 0, err
+	}
+	var members []string
+	for _, c := range cmds {
+		members = append(members, c.Val()...)
 	}
 	if time.Since(l.rb.UpSince()) < l.lease {
 		return 0, nil

@@ -68,7 +68,7 @@ func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 			t.Fatalf("script %d: status %d, %v", i, o.status, o.err)
 		}
 	}
-	if v, _ := rc.HGet(t.Context(), "q:~m/acct", "a").Result(); v != "3" || l.raw["acct"]["a"].raw != "3" {
+	if v, _ := rc.HGet(t.Context(), "q:{tg}~m/acct", "a").Result(); v != "3" || l.raw["acct"]["a"].raw != "3" {
 		t.Fatalf("a is %q in redis, %q in memory; want 3", v, l.raw["acct"]["a"].raw)
 	}
 	// A stale first script fails, and so does every one that expected its
@@ -81,7 +81,7 @@ func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 			t.Fatalf("script %d after a stale one: status %d, %v; want 0", i, o.status, o.err)
 		}
 	}
-	if v, _ := rc.HGet(t.Context(), "q:~m/acct", "k:x").Result(); v != "9" {
+	if v, _ := rc.HGet(t.Context(), "q:{tg}~m/acct", "k:x").Result(); v != "9" {
 		t.Fatalf("k:x is %q, want 9 (unchanged)", v)
 	}
 	if l.raw["acct"]["a"].raw != "3" {
@@ -107,10 +107,10 @@ func TestSharedBatchAfterScriptFlush(t *testing.T) {
 			t.Fatalf("script %d without the script loaded: status %d, %v; want 1", i, o.status, o.err)
 		}
 	}
-	if v, _ := rc.HGet(t.Context(), "n:~m/acct", "a").Result(); v != "2" {
+	if v, _ := rc.HGet(t.Context(), "n:{tg}~m/acct", "a").Result(); v != "2" {
 		t.Fatalf("field a is %q after the batch, want 2", v)
 	}
-	if n, _ := rc.XLen(t.Context(), l.rb.FeedKey()).Result(); n != 1 {
+	if n, _ := rc.XLen(t.Context(), l.rb.Layout().FeedKey(0)).Result(); n != 1 {
 		t.Fatalf("%d feed entries for one batch, want 1", n)
 	}
 }
@@ -188,7 +188,7 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 }
 
 // scriptCalls is how many ledger scripts the server ran.
-func scriptCalls(t *testing.T, rc *redis.Client) int {
+func scriptCalls(t *testing.T, rc redis.UniversalClient) int {
 	t.Helper()
 	info, err := rc.Info(t.Context(), "commandstats").Result()
 	if err != nil {

@@ -103,7 +103,7 @@ func deleteAccountRecords(t *testing.T, rc *redis.Client, prefix, accountID stri
 	}
 	n := 0
 	for _, k := range keys {
-		if strings.HasPrefix(k, prefix+"~") {
+		if strings.HasPrefix(k, prefix+"{tg}~") {
 			continue
 		}
 		v, err := rc.Get(ctx, k).Result()
@@ -172,7 +172,7 @@ func TestSharedFeedGapReloadsEveryKind(t *testing.T) {
 			if !knowsAll(b, gone, true) {
 				t.Fatal("B forgot records before any gap")
 			}
-			if err := g.gap(t.Context(), prefix+"~feed"); err != nil {
+			if err := g.gap(t.Context(), prefix+"{tg}~feed"); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, time.Second, "B reloads every kind", func() bool { return b.Synced() && knowsAll(b, gone, false) })
@@ -214,17 +214,17 @@ func TestSharedNotSyncedRefusesAdmission(t *testing.T) {
 	}
 
 	ctx := t.Context()
-	if err := rc.Set(ctx, "ns:"+prefixGuardrail+acct.ID+"/broken", "{not json", 0).Err(); err != nil {
+	if err := rc.Set(ctx, "ns:{tg}"+prefixGuardrail+acct.ID+"/broken", "{not json", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.XTrimMaxLen(ctx, "ns:~feed", 0).Err(); err != nil {
+	if err := rc.XTrimMaxLen(ctx, "ns:{tg}~feed", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Second, "B notices the gap", func() bool { return !b.Synced() })
 	if err := reserve(); err != ErrResyncing {
 		t.Fatalf("a reservation at a replica that is not synced: %v, want ErrResyncing", err)
 	}
-	if err := rc.Del(ctx, "ns:"+prefixGuardrail+acct.ID+"/broken").Err(); err != nil {
+	if err := rc.Del(ctx, "ns:{tg}"+prefixGuardrail+acct.ID+"/broken").Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Second, "B reloads once it can", func() bool { return b.Synced() })

@@ -33,7 +33,7 @@ func TestSharedLedgerScript(t *testing.T) {
 	if got := run(script{accountID: "acct", triples: []string{"a", `{"u":"0"}`, `{"u":"5"}`, "k:x", `{"h":"2"}`, ""}}); got != 0 {
 		t.Fatalf("stale write: status %d", got)
 	}
-	if v, _ := rc.HGet(ctx, "s:~m/acct", "a").Result(); v != `{"u":"1"}` {
+	if v, _ := rc.HGet(ctx, "s:{tg}~m/acct", "a").Result(); v != `{"u":"1"}` {
 		t.Fatalf("a stale write changed the field: %s", v)
 	}
 	if l.raw["acct"]["a"].raw != `{"u":"1"}` || l.raw["acct"]["k:x"].raw != `{"h":"2"}` {
@@ -43,7 +43,7 @@ func TestSharedLedgerScript(t *testing.T) {
 	if got := run(script{accountID: "acct", triples: []string{"k:x", `{"h":"2"}`, ""}}); got != 1 {
 		t.Fatalf("delete: status %d", got)
 	}
-	if n, _ := rc.HExists(ctx, "s:~m/acct", "k:x").Result(); n {
+	if n, _ := rc.HExists(ctx, "s:{tg}~m/acct", "k:x").Result(); n {
 		t.Fatal("the field was not deleted")
 	}
 
@@ -57,7 +57,7 @@ func TestSharedLedgerScript(t *testing.T) {
 	if got := run(settle); got != 2 {
 		t.Fatalf("repeated settle: status %d, want 2 (already written)", got)
 	}
-	if v, _ := rc.HGet(ctx, "s:~m/acct", "a").Result(); v != `{"u":"2"}` {
+	if v, _ := rc.HGet(ctx, "s:{tg}~m/acct", "a").Result(); v != `{"u":"2"}` {
 		t.Fatalf("a repeated settlement charged again: %s", v)
 	}
 
@@ -75,11 +75,11 @@ func TestSharedLedgerScript(t *testing.T) {
 		triples: []string{"h:r1", `{"h":"1"}`, ""}}); got != 1 {
 		t.Fatalf("reaping an expired lease: status %d", got)
 	}
-	if n, _ := rc.ZCard(ctx, "s:~leases").Result(); n != 0 {
+	if n, _ := rc.ZCard(ctx, "s:{tg}~leases").Result(); n != 0 {
 		t.Fatalf("%d leases left", n)
 	}
 	// Every applied script is on the change feed, naming what it changed.
-	msgs, err := rc.XRange(ctx, "s:~feed", "-", "+").Result()
+	msgs, err := rc.XRange(ctx, "s:{tg}~feed", "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,3 +68,11 @@ func ttlSeconds(ms int64) uint64 {
 	}
 	return uint64((ms + 999) / 1000)
 }
+
+// usePlacement has the shared backend keep the records of a kind with
+// Account in their account's bucket.
+func usePlacement(b Backend, kind Kind) {
+	if rb, ok := b.(*RedisBackend); ok && kind.Account != nil {
+		rb.places.add(kind.Prefix, kind.Account)
+	}
+}

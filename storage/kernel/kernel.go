@@ -55,6 +55,11 @@ type Kind struct {
 	// other replicas' changes on a shared backend (Load for a changed
 	// record, Remove for a deleted one) instead of reloading every kind.
 	Remove func(key string)
+	// Account, when set, names the account whose bucket holds a record on
+	// Redis (redislayout.go), from its key or its encoded value (value nil
+	// when only the key is known; false: the key alone cannot say): the
+	// records the ledger's scripts write in the account's slot.
+	Account func(key string, value []byte) (string, bool)
 }
 
 // Options configure Open.
@@ -167,6 +172,7 @@ func (k *Kernel) Register(kinds ...Kind) {
 		k.kinds = append(k.kinds, n)
 		useSlots(k.backend, n)
 		useExpiry(k.backend, n)
+		usePlacement(k.backend, n)
 	}
 }
 

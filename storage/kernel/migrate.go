@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,7 @@ const migrateChunk = 500
 func CopyToRedis(from Backend, to *RedisBackend, force bool, kinds ...Kind) (int, error) {
 	for _, k := range kinds {
 		useExpiry(to, k)
+		usePlacement(to, k)
 	}
 	empty, err := to.Empty()
 	if err != nil {
@@ -48,9 +50,11 @@ func CopyToRedis(from Backend, to *RedisBackend, force bool, kinds ...Kind) (int
 		}
 		_, err := to.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, w := range batch {
-				p.Set(ctx, to.prefix+w.Key, w.Value, 0)
+				bk, _ := to.bucketOf(w.Key, w.Value.([]byte))
+				k := to.layout.key(bk, w.Key)
+				p.Set(ctx, k, w.Value, 0)
 				if w.ExpiresAt > 0 {
-					p.PExpireAt(ctx, to.prefix+w.Key, time.UnixMilli(w.ExpiresAt))
+					p.PExpireAt(ctx, k, time.UnixMilli(w.ExpiresAt))
 				}
 			}
 			return nil
@@ -78,25 +82,101 @@ func CopyToRedis(from Backend, to *RedisBackend, force bool, kinds ...Kind) (int
 		return n, err
 	}
 	// Any replica already following the feed reloads everything.
-	err = to.c.XAdd(ctx, &redis.XAddArgs{Stream: to.feed, Values: []string{"r", "migrate", "k", "*"}}).Err()
+	err = to.c.XAdd(ctx, &redis.XAddArgs{Stream: to.layout.feedKey(0), Values: []string{"r", "migrate", "k", "*"}}).Err()
 	return n, to.Observe(err)
 }
 
 // deleteAll deletes every key under the prefix.
 func (b *RedisBackend) deleteAll(ctx context.Context) error {
-	iter := b.c.Scan(ctx, 0, GlobEscape(b.prefix)+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := b.Observe(iter.Err()); err != nil {
+	keys, err := b.ScanKeys(ctx, GlobEscape(b.prefix)+"*")
+	if err != nil {
 		return err
 	}
 	for chunk := range slices.Chunk(keys, migrateChunk) {
-		if err := b.Observe(b.c.Unlink(ctx, chunk...).Err()); err != nil {
+		// One key per command: a cluster refuses one across slots.
+		_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range chunk {
+				p.Unlink(ctx, k)
+			}
+			return nil
+		})
+		if err := b.Observe(err); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// oldLayoutKey reports a key name (after the prefix) the previous layout
+// wrote: the backend's own ("~...", but the one-use claims of connect
+// codes, "~cc/") and the records ("<kind>/...", a kind being one to three
+// lowercase letters). A longer prefix of another gateway sharing the
+// server ("tollgate:eu:" beside "tollgate:") never matches.
+func oldLayoutKey(rest string) bool {
+	if strings.HasPrefix(rest, "~") {
+		return !strings.HasPrefix(rest, "~cc/")
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 1 || i > 3 {
+		return false
+	}
+	for _, c := range rest[:i] {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// upgradeLayout moves a store written before the hash-tagged key layout
+// (redislayout.go), "<prefix><name>", to "<prefix>{tg}<name>", once, when
+// a replica of this version first opens it: every record, money hash,
+// lease set and abuse-ceiling bucket is renamed; the old change feed is
+// dropped and the new one tells any replica already following it to
+// reload. The one-use claims (connect codes, dashboard links) are single
+// keys that need no tag and stay where they are. Every replica must run
+// this version before any writes again (an older one would keep writing
+// the old names).
+func (b *RedisBackend) upgradeLayout(ctx context.Context) error {
+	keys, err := b.ScanKeys(ctx, GlobEscape(b.prefix)+"*")
+	if err != nil {
+		return err
+	}
+	var old []string
+	for _, k := range keys {
+		if rest := k[len(b.prefix):]; oldLayoutKey(rest) {
+			old = append(old, k)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	for chunk := range slices.Chunk(old, migrateChunk) {
+		cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range chunk {
+				if k == b.prefix+"~feed" {
+					p.Del(ctx, k)
+					continue
+				}
+				p.Rename(ctx, k, b.layout.key(0, k[len(b.prefix):]))
+			}
+			return nil
+		})
+		for _, c := range cmds {
+			// A replica starting beside this one may have renamed it.
+			if e := c.Err(); e != nil && !strings.Contains(e.Error(), "no such key") {
+				return fmt.Errorf("redis: moving the keys to the hash-tagged layout: %w", b.Observe(e))
+			}
+		}
+		if err != nil && !strings.Contains(err.Error(), "no such key") {
+			return b.Observe(err)
+		}
+	}
+	err = b.c.XAdd(ctx, &redis.XAddArgs{Stream: b.layout.feedKey(0), Values: []string{"r", "migrate", "k", "*"}}).Err()
+	if err := b.Observe(err); err != nil {
+		return err
+	}
+	b.log.Info("moved the redis keys to the hash-tagged layout", zap.Int("keys", len(old)), zap.String("key_prefix", b.prefix))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,9 +18,12 @@ import (
 )
 
 // RedisOptions select the shared backend: several gateway replicas on one
-// Redis (or Valkey) server.
+// Redis (or Valkey) server, or on a Redis Cluster (or Valkey Cluster).
 type RedisOptions struct {
-	Address   string // host:port
+	Address string // host:port of one server
+	// Cluster are the host:port of some of a cluster's nodes (any of them;
+	// the client learns the others): set instead of Address.
+	Cluster   []string
 	Username  string // ACL user; empty: the default user
 	Password  string
 	DB        int
@@ -48,13 +52,15 @@ const feedBlock = 250 * time.Millisecond
 
 // RedisBackend keeps the records under KeyPrefix, one string key per
 // record holding the same JSON Badger stores, and announces every commit
-// on a change feed (a Redis stream) so that the other replicas reload what
-// changed.
+// on a change feed (a Redis stream per bucket of the key layout:
+// redislayout.go) so that the other replicas reload what changed.
 type RedisBackend struct {
-	c       *redis.Client
-	exp     expiries // expiry.go
+	c       redis.UniversalClient
+	cluster *redis.ClusterClient // nil on one server
+	exp     expiries             // expiry.go
 	prefix  string
-	feed    string // the change feed's stream key
+	layout  layout
+	places  placements
 	replica string // this process's id in the feed's entries
 	log     *zap.Logger
 	down    atomic.Bool
@@ -63,39 +69,136 @@ type RedisBackend struct {
 	lease   time.Duration
 }
 
-// OpenRedis connects to the server and checks that it answers.
+// OpenRedis connects to the server, or to the cluster, and checks that it
+// answers: on a cluster, that every node given answers and that every one
+// of the 16384 slots has a master.
 func OpenRedis(o RedisOptions, log *zap.Logger) (*RedisBackend, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	opts := &redis.Options{
-		Addr: o.Address, Username: o.Username, Password: o.Password, DB: o.DB,
+	if o.Address != "" && len(o.Cluster) > 0 {
+		return nil, errors.New("redis: address and cluster are exclusive: one server or a cluster")
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	b := &RedisBackend{prefix: o.KeyPrefix, replica: hex.EncodeToString(id[:]), log: log, lease: o.HoldLease}
+	var tlsConfig *tls.Config
+	if o.TLS {
+		addr := o.Address
+		if addr == "" && len(o.Cluster) > 0 {
+			addr = o.Cluster[0]
+		}
+		host, _, _ := strings.Cut(addr, ":")
+		tlsConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	if len(o.Cluster) > 0 {
+		if o.DB != 0 {
+			return nil, errors.New("redis: db: a cluster has only database 0")
+		}
+		b.cluster = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: o.Cluster, Username: o.Username, Password: o.Password, TLSConfig: tlsConfig,
+			DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout,
+			// A node's own retries are off, as on one server; the
+			// cluster client still follows MOVED and ASK (a reshard)
+			// and finds a promoted replica.
+			MaxRetries: -1,
+			// A reshard may take a few redirections while the nodes
+			// learn the slot's new owner.
+			MaxRedirects: 8,
+		})
+		b.c = b.cluster
+		b.layout = newLayout(o.KeyPrefix, ClusterBuckets)
+		if err := b.checkCluster(o.Cluster, tlsConfig, o); err != nil {
+			_ = b.c.Close()
+			return nil, err
+		}
+		return b, nil
+	}
+	b.c = redis.NewClient(&redis.Options{
+		Addr: o.Address, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: tlsConfig,
 		DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout,
 		// A failed command is answered at once (503) rather than retried
 		// behind the client's back; the feed reader reconnects.
 		MaxRetries: -1,
-	}
-	if o.TLS {
-		host, _, _ := strings.Cut(o.Address, ":")
-		opts.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-	}
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	b := &RedisBackend{
-		c: redis.NewClient(opts), prefix: o.KeyPrefix, feed: o.KeyPrefix + "~feed",
-		replica: hex.EncodeToString(id[:]), log: log, lease: o.HoldLease,
-	}
+	})
+	b.layout = newLayout(o.KeyPrefix, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	defer cancel()
 	if err := b.c.Ping(ctx).Err(); err != nil {
 		_ = b.c.Close()
 		return nil, fmt.Errorf("connecting to redis at %s: %w", o.Address, err)
 	}
+	if err := b.upgradeLayout(ctx); err != nil {
+		_ = b.c.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
-// Client is the connection pool, for the ledger's scripts.
-func (b *RedisBackend) Client() *redis.Client { return b.c }
+// checkCluster refuses a cluster the gateway could not use: a node given
+// that does not answer (named), a node that is not in cluster mode, or a
+// slot no master serves.
+func (b *RedisBackend) checkCluster(addrs []string, tlsConfig *tls.Config, o RedisOptions) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
+	defer cancel()
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: tlsConfig,
+			DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout, MaxRetries: -1})
+		shards, err := c.ClusterShards(ctx).Result()
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("redis: cluster: node %s does not answer as a cluster node: %w", addr, err)
+		}
+		covered := 0
+		for _, sh := range shards {
+			if !slices.ContainsFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" && n.Health == "online" }) {
+				continue // its master failed, no replica promoted yet
+			}
+			for _, r := range sh.Slots {
+				covered += int(r.End - r.Start + 1)
+			}
+		}
+		if covered < clusterSlots {
+			return fmt.Errorf("redis: cluster: node %s: only %d of the %d slots have a master (every slot must be served)", addr, covered, clusterSlots)
+		}
+	}
+	return nil
+}
+
+// Client is the connection pool (one server's, or the cluster's), for the
+// ledger's scripts.
+func (b *RedisBackend) Client() redis.UniversalClient { return b.c }
+
+// Cluster reports whether the backend is a Redis Cluster.
+func (b *RedisBackend) Cluster() bool { return b.cluster != nil }
+
+// Layout is the key layout, for the ledger's scripts (redislayout.go).
+func (b *RedisBackend) Layout() Layout { return Layout{b.layout} }
+
+// ScanKeys lists the keys matching a SCAN pattern, on every master of a
+// cluster.
+func (b *RedisBackend) ScanKeys(ctx context.Context, match string) ([]string, error) {
+	var mu sync.Mutex
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, match, 1000).Iterator()
+		var ks []string
+		for iter.Next(ctx) {
+			ks = append(ks, iter.Val())
+		}
+		mu.Lock()
+		keys = append(keys, ks...)
+		mu.Unlock()
+		return iter.Err()
+	}
+	var err error
+	if b.cluster != nil {
+		err = b.cluster.ForEachMaster(ctx, scan)
+	} else {
+		err = scan(ctx, b.c.(*redis.Client))
+	}
+	return keys, b.Observe(err)
+}
 
 // Prefix starts every key of this gateway's data.
 func (b *RedisBackend) Prefix() string { return b.prefix }
@@ -105,9 +208,6 @@ func (b *RedisBackend) Replica() string { return b.replica }
 
 // HoldLease is the configured lease of running requests' holds.
 func (b *RedisBackend) HoldLease() time.Duration { return b.lease }
-
-// FeedKey is the change feed's stream key.
-func (b *RedisBackend) FeedKey() string { return b.feed }
 
 // Available reports whether the last command reached the server.
 func (b *RedisBackend) Available() bool { return !b.down.Load() }
@@ -136,115 +236,250 @@ func (b *RedisBackend) Observe(err error) error {
 		return err
 	}
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
+	if errors.As(err, &rerr) && !clusterUnavailable(rerr.Error()) {
 		return err // the server answered: it is up
 	}
 	b.down.Store(true)
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
+// clusterUnavailable reports a cluster's answer that it cannot serve the
+// slot now: a shard without a master (CLUSTERDOWN), keys of one slot
+// split by a reshard (TRYAGAIN), a server still loading its data
+// (LOADING), a replica cut from its master (MASTERDOWN), a redirection
+// still not followed after MaxRedirects (MOVED, ASK). The request is
+// refused (503) as when the server cannot be reached, and a charge owed
+// is settled once it answers.
+func clusterUnavailable(msg string) bool {
+	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *RedisBackend) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), redisTimeout)
 }
 
+// placements are the kinds whose records live in their account's bucket
+// (the ledger's scripts write them): the account from a record's key, or
+// its value. Registered before the first commit, read by every commit.
+type placements struct {
+	mu sync.RWMutex
+	ps []placement
+}
+
+type placement struct {
+	prefix  string
+	account func(key string, value []byte) (string, bool)
+}
+
+func (x *placements) add(prefix string, account func(key string, value []byte) (string, bool)) {
+	x.mu.Lock()
+	x.ps = append(x.ps, placement{prefix, account})
+	x.mu.Unlock()
+}
+
+// bucketOf is the bucket of a record (value nil: from its key alone);
+// false when only its value could say (a lookup then reads every bucket).
+func (b *RedisBackend) bucketOf(key string, value []byte) (int, bool) {
+	if b.layout.buckets() == 1 {
+		return 0, true
+	}
+	b.places.mu.RLock()
+	defer b.places.mu.RUnlock()
+	for _, p := range b.places.ps {
+		if strings.HasPrefix(key, p.prefix) {
+			id, ok := p.account(key, value)
+			if !ok {
+				return 0, false
+			}
+			return b.layout.accountBucket(id), true
+		}
+	}
+	return 0, true
+}
+
 // Commit writes the batch and its feed entry in one MULTI/EXEC: the other
 // replicas see either all of it or nothing. With appendfsync always the
-// server answers only once the batch is on its disk.
+// server answers only once the batch is on its disk. On a cluster the
+// records are in bucket 0 but for those written in their account's bucket
+// (a migration's generations): each bucket's writes are one MULTI/EXEC
+// with their own feed entry.
 func (b *RedisBackend) Commit(writes []Write) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(writes))
+	type cmd struct {
+		key, full string
+		value     []byte // nil: delete
+		at        int64
+	}
+	byBucket := map[int][]cmd{}
+	for _, w := range writes {
+		if w.Value == nil {
+			bk, ok := b.bucketOf(w.Key, nil)
+			for i := range b.layout.buckets() {
+				if !ok || i == bk {
+					byBucket[i] = append(byBucket[i], cmd{key: w.Key, full: b.layout.key(i, w.Key)})
+				}
+			}
+			continue
+		}
+		v, err := encode(w.Value)
+		if err != nil {
+			return err
+		}
+		bk, _ := b.bucketOf(w.Key, v)
+		byBucket[bk] = append(byBucket[bk], cmd{w.Key, b.layout.key(bk, w.Key), v, b.exp.at(w.Key, v)})
+	}
 	ctx, cancel := b.ctx()
 	defer cancel()
-	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, w := range writes {
-			keys = append(keys, w.Key)
-			if w.Value == nil {
-				p.Del(ctx, b.prefix+w.Key)
-				continue
+	for bk, cmds := range byBucket {
+		keys := make([]string, len(cmds))
+		_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for i, c := range cmds {
+				keys[i] = c.key
+				if c.value == nil {
+					p.Del(ctx, c.full)
+					continue
+				}
+				p.Set(ctx, c.full, c.value, 0)
+				if c.at > 0 {
+					p.PExpireAt(ctx, c.full, time.UnixMilli(c.at))
+				}
 			}
-			v, err := encode(w.Value)
-			if err != nil {
-				return err
-			}
-			p.Set(ctx, b.prefix+w.Key, v, 0)
-			if at := b.exp.at(w.Key, v); at > 0 {
-				p.PExpireAt(ctx, b.prefix+w.Key, time.UnixMilli(at))
-			}
-		}
-		p.XAdd(ctx, &redis.XAddArgs{
-			Stream: b.feed, MaxLen: feedMaxLen, Approx: true,
-			Values: []string{"r", b.replica, "k", strings.Join(keys, "\n")},
+			p.XAdd(ctx, &redis.XAddArgs{
+				Stream: b.layout.feedKey(bk), MaxLen: feedMaxLen, Approx: true,
+				Values: []string{"r", b.replica, "k", strings.Join(keys, "\n")},
+			})
+			return nil
 		})
-		return nil
-	})
-	return b.Observe(err)
+		if err := b.Observe(err); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *RedisBackend) Get(key string, decode func(value []byte) error) error {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	v, err := b.c.Get(ctx, b.prefix+key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		b.up()
-		return ErrNotFound
-	}
-	if err := b.Observe(err); err != nil {
+	var v []byte
+	err := b.GetMany([]string{key}, func(_ string, value []byte) { v = value })
+	if err != nil {
 		return err
+	}
+	if v == nil {
+		return ErrNotFound
 	}
 	return decode(v)
 }
 
 // GetMany calls fn with the value of each of keys that exists, reading
-// them in chunks of one round trip each.
+// them in chunks of one round trip each (on a cluster, one per master).
 func (b *RedisBackend) GetMany(keys []string, fn func(key string, value []byte)) error {
 	for chunk := range slices.Chunk(keys, 500) {
-		full := make([]string, len(chunk))
-		for i, k := range chunk {
-			full[i] = b.prefix + k
+		var full []string
+		var of []string // the record key of each of full
+		for _, k := range chunk {
+			bk, ok := b.bucketOf(k, nil)
+			for i := range b.layout.buckets() {
+				if !ok || i == bk {
+					full, of = append(full, b.layout.key(i, k)), append(of, k)
+				}
+			}
 		}
-		ctx, cancel := b.ctx()
-		vals, err := b.c.MGet(ctx, full...).Result()
-		cancel()
-		if err := b.Observe(err); err != nil {
+		vals, err := b.values(full)
+		if err != nil {
 			return err
 		}
+		seen := map[string]bool{}
 		for i, v := range vals {
-			if s, ok := v.(string); ok {
-				fn(chunk[i], []byte(s))
+			if v != nil && !seen[of[i]] {
+				seen[of[i]] = true
+				fn(of[i], v)
 			}
 		}
 	}
 	return nil
 }
 
-// Scan lists the keys under prefix with SCAN, sorts them (Badger's key
-// order, which loading relies on) and reads them in chunks.
-func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
-	ctx := context.Background()
-	var keys []string
-	iter := b.c.Scan(ctx, 0, GlobEscape(b.prefix+prefix)+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+// values reads Redis keys: MGET on one server, GETs pipelined by master on
+// a cluster (a cluster refuses an MGET across slots). Nil for a missing
+// key.
+func (b *RedisBackend) values(full []string) ([][]byte, error) {
+	out := make([][]byte, len(full))
+	if len(full) == 0 {
+		return out, nil
 	}
-	if err := b.Observe(iter.Err()); err != nil {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	if b.cluster == nil {
+		vals, err := b.c.MGet(ctx, full...).Result()
+		if err := b.Observe(err); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if s, ok := v.(string); ok {
+				out[i] = []byte(s)
+			}
+		}
+		return out, nil
+	}
+	cmds := make([]*redis.StringCmd, len(full))
+	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range full {
+			cmds[i] = p.Get(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, b.Observe(err)
+	}
+	b.up()
+	for i, c := range cmds {
+		if v, err := c.Bytes(); err == nil {
+			out[i] = v
+		}
+	}
+	return out, nil
+}
+
+// Scan lists the keys under prefix with SCAN (every master of a cluster),
+// sorts them (Badger's key order, which loading relies on) and reads them
+// in chunks.
+func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
+	match := GlobEscape(b.layout.tags[0]+prefix) + "*"
+	if b.layout.buckets() > 1 {
+		match = GlobEscape(b.prefix) + "{*}" + GlobEscape(prefix) + "*"
+	}
+	found, err := b.ScanKeys(context.Background(), match)
+	if err != nil {
 		return err
 	}
-	slices.Sort(keys)
-	for chunk := range slices.Chunk(keys, 500) {
-		cctx, cancel := b.ctx()
-		vals, err := b.c.MGet(cctx, chunk...).Result()
-		cancel()
-		if err := b.Observe(err); err != nil {
+	type entry struct{ record, full string }
+	var entries []entry
+	for _, k := range found {
+		if rec, _, ok := b.layout.record(k); ok && strings.HasPrefix(rec, prefix) {
+			entries = append(entries, entry{rec, k})
+		}
+	}
+	slices.SortFunc(entries, func(x, y entry) int { return strings.Compare(x.record, y.record) })
+	for chunk := range slices.Chunk(entries, 500) {
+		full := make([]string, len(chunk))
+		for i, e := range chunk {
+			full[i] = e.full
+		}
+		vals, err := b.values(full)
+		if err != nil {
 			return err
 		}
 		for i, v := range vals {
-			s, ok := v.(string)
-			if !ok {
+			if v == nil {
 				continue // deleted since the SCAN
 			}
-			more, err := fn([]byte(chunk[i][len(b.prefix):]), []byte(s))
+			more, err := fn([]byte(chunk[i].record), v)
 			if err != nil || !more {
 				return err
 			}
@@ -256,10 +491,8 @@ func (b *RedisBackend) Scan(prefix string, fn func(key, value []byte) (bool, err
 // Empty reports whether no record exists under the key prefix (migrate
 // refuses to overwrite a database in use).
 func (b *RedisBackend) Empty() (bool, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	keys, _, err := b.c.Scan(ctx, 0, GlobEscape(b.prefix)+"*", 100).Result()
-	return len(keys) == 0, b.Observe(err)
+	keys, err := b.ScanKeys(context.Background(), GlobEscape(b.prefix)+"*")
+	return len(keys) == 0, err
 }
 
 func (b *RedisBackend) Close() error { return b.c.Close() }
@@ -293,7 +526,7 @@ type Change struct {
 func (b *RedisBackend) FeedPosition() (string, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
-	return b.lastFeedID(ctx)
+	return b.lastFeedIDs(ctx)
 }
 
 // FeedHandler is what Follow does with the change feed.
@@ -344,7 +577,7 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, h FeedHandler) {
 			last = id
 			b.stale.Store(false)
 		}
-		msgs, err := b.readFeed(ctx, last)
+		msgs, next, err := b.readFeed(ctx, last)
 		if err == nil && len(msgs) == 0 {
 			err = b.waitFeed(ctx, last)
 		}
@@ -364,7 +597,7 @@ func (b *RedisBackend) Follow(ctx context.Context, last string, h FeedHandler) {
 		if len(msgs) == 0 {
 			continue
 		}
-		last = msgs[len(msgs)-1].ID
+		last = next
 		if changes := b.changes(msgs); len(changes) > 0 {
 			if err := h.Apply(changes); err != nil {
 				b.stale.Store(true)
@@ -401,46 +634,84 @@ func (b *RedisBackend) resync(ctx context.Context, h FeedHandler) (string, error
 	if err := b.Observe(b.c.Ping(ctx).Err()); err != nil {
 		return "", err
 	}
-	id, err := b.lastFeedID(ctx)
+	id, err := b.lastFeedIDs(ctx)
 	if err != nil {
 		return "", err
 	}
 	return id, h.Resync()
 }
 
-// readFeed returns the feed's entries after last (at most 1000), in one
-// MULTI with a check that last still exists, so that the entries read are
-// provably the ones that follow it: errFeedGap otherwise. Position "0" (an
-// empty feed at warm-up) has nothing to check.
-func (b *RedisBackend) readFeed(ctx context.Context, last string) ([]redis.XMessage, error) {
-	args := &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1000, Block: -1}
-	var check *redis.XMessageSliceCmd
-	var read *redis.XStreamSliceCmd
-	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if last != "0" {
-			check = p.XRangeN(ctx, b.feed, last, last, 1)
+// feedPoll is how often a replica reads the feeds of a cluster's buckets
+// when they had nothing new (one server's single feed is read blocking).
+const feedPoll = 20 * time.Millisecond
+
+// positions splits a feed position ("<id>" per bucket, comma-separated)
+// into the buckets' ids; a position of another layout reads every
+// bucket's feed from its start.
+func (b *RedisBackend) positions(pos string) []string {
+	ids := strings.Split(pos, ",")
+	if len(ids) != b.layout.buckets() {
+		ids = make([]string, b.layout.buckets())
+		for i := range ids {
+			ids[i] = "0"
 		}
-		read = p.XRead(ctx, args)
+	}
+	return ids
+}
+
+// readFeed returns the feeds' entries after last (at most 1000 per
+// bucket) and the position after them, each bucket's in one MULTI with a
+// check that its last entry read still exists, so that the entries read
+// are provably the ones that follow it: errFeedGap otherwise. Position
+// "0" (an empty feed at warm-up) has nothing to check.
+func (b *RedisBackend) readFeed(ctx context.Context, last string) ([]redis.XMessage, string, error) {
+	ids := b.positions(last)
+	checks := make([]*redis.XMessageSliceCmd, len(ids))
+	reads := make([]*redis.XStreamSliceCmd, len(ids))
+	pipelined := b.c.TxPipelined
+	if b.cluster != nil {
+		// A cluster runs no MULTI across slots: each bucket's check
+		// follows its read on the same connection instead. An entry that
+		// still exists after the read existed at the read (a stream only
+		// loses its oldest entries, and ids only grow).
+		pipelined = b.c.Pipelined
+	}
+	_, err := pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reads[i] = p.XRead(ctx, &redis.XReadArgs{Streams: []string{b.layout.feedKey(i), id}, Count: 1000, Block: -1})
+			if id != "0" {
+				checks[i] = p.XRangeN(ctx, b.layout.feedKey(i), id, id, 1)
+			}
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, b.Observe(err)
+		return nil, "", b.Observe(err)
 	}
 	b.up()
-	if check != nil && len(check.Val()) == 0 {
-		return nil, errFeedGap
-	}
 	var msgs []redis.XMessage
-	for _, s := range read.Val() {
-		msgs = append(msgs, s.Messages...)
+	for i := range ids {
+		if checks[i] != nil && len(checks[i].Val()) == 0 {
+			return nil, "", errFeedGap
+		}
+		for _, st := range reads[i].Val() {
+			if n := len(st.Messages); n > 0 {
+				msgs = append(msgs, st.Messages...)
+				ids[i] = st.Messages[n-1].ID
+			}
+		}
 	}
-	return msgs, nil
+	return msgs, strings.Join(ids, ","), nil
 }
 
-// waitFeed waits up to feedBlock for an entry after last; readFeed then
-// reads it.
+// waitFeed waits up to feedBlock for an entry after last on one server's
+// feed, feedPoll on a cluster's; readFeed then reads it.
 func (b *RedisBackend) waitFeed(ctx context.Context, last string) error {
-	err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.feed, last}, Count: 1, Block: feedBlock}).Err()
+	if b.layout.buckets() > 1 {
+		sleep(ctx, feedPoll)
+		return nil
+	}
+	err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.layout.feedKey(0), last}, Count: 1, Block: feedBlock}).Err()
 	if errors.Is(err, redis.Nil) {
 		b.up()
 		return nil
@@ -471,16 +742,27 @@ func (b *RedisBackend) changes(msgs []redis.XMessage) []Change {
 	return changes
 }
 
-// lastFeedID is the id of the feed's newest entry ("0" when empty).
-func (b *RedisBackend) lastFeedID(ctx context.Context) (string, error) {
-	msgs, err := b.c.XRevRangeN(ctx, b.feed, "+", "-", 1).Result()
+// lastFeedIDs is the position of the feeds' newest entries ("0" for an
+// empty one), in one round trip (per master).
+func (b *RedisBackend) lastFeedIDs(ctx context.Context) (string, error) {
+	cmds := make([]*redis.XMessageSliceCmd, b.layout.buckets())
+	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.XRevRangeN(ctx, b.layout.feedKey(i), "+", "-", 1)
+		}
+		return nil
+	})
 	if err := b.Observe(err); err != nil {
 		return "", err
 	}
-	if len(msgs) == 0 {
-		return "0", nil
+	ids := make([]string, len(cmds))
+	for i, c := range cmds {
+		ids[i] = "0"
+		if msgs := c.Val(); len(msgs) > 0 {
+			ids[i] = msgs[0].ID
+		}
 	}
-	return msgs[0].ID, nil
+	return strings.Join(ids, ","), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
