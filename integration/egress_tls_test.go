@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -51,7 +50,7 @@ func TestEgressHTTPSPrivateEndpoint(t *testing.T) {
 	}
 	t.Setenv("SSL_CERT_FILE", caFile)
 
-	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: t.TempDir(), log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: t.TempDir(), log: new(lockedBuffer)}
 	// The TLS endpoint: records the server names it is reached with and
 	// forwards to the gateway's mock provider.
 	var mu sync.Mutex

@@ -316,14 +316,33 @@ type process struct {
 	cmd                  *exec.Cmd
 	gateway, admin, mock string
 	dataDir, config      string
-	log                  *bytes.Buffer
+	log                  *lockedBuffer
+}
+
+// lockedBuffer is the process's output: written by exec's copying
+// goroutine while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startProcess runs the built gateway on fresh loopback ports over dataDir
 // and waits until it serves.
 func startProcess(t *testing.T, dataDir string) *process {
 	t.Helper()
-	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: dataDir, log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: dataDir, log: new(lockedBuffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	cfg := gatewayCaddyfile(p.admin, dataDir, p.gateway, p.mock, "1ms")
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {

@@ -4,7 +4,6 @@ package integration
 // and the abuse ceilings of the tollgate directive, through a real Caddy.
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -308,7 +307,7 @@ func TestFreeModelPerDay(t *testing.T) {
 // startProcessWith is startProcess with the Caddyfile changed by edit.
 func startProcessWith(t *testing.T, dataDir string, edit func(string) string) *process {
 	t.Helper()
-	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: dataDir, log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), dataDir: dataDir, log: new(lockedBuffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	cfg := edit(gatewayCaddyfile(p.admin, dataDir, p.gateway, p.mock, "1ms"))
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {

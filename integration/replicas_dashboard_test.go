@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +19,7 @@ import (
 // (a generous sign-in attempt limit: the test polls sign-ins).
 func startDashboardReplica(t *testing.T, srv *redistest.Server) *process {
 	t.Helper()
-	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(lockedBuffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	dir := t.TempDir()
 	cfg := gatewayCaddyfile(p.admin, dir, p.gateway, p.mock, "1ms")

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -41,7 +40,7 @@ func startClusterReplica(t *testing.T, c *redistest.Cluster, directive ...string
 // (its address or cluster line).
 func startReplicaOn(t *testing.T, server string, directive ...string) *process {
 	t.Helper()
-	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(bytes.Buffer)}
+	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(lockedBuffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	dir := t.TempDir()
 	cfg := gatewayCaddyfile(p.admin, dir, p.gateway, p.mock, "1ms")
