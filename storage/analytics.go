@@ -34,7 +34,7 @@ type AnalyticsStore struct {
 type analyticsKeys interface {
 	// eachAccountKey calls fn for each of an account's keys until it
 	// returns false.
-	eachAccountKey(accountID string, fn func(*APIKey) bool)
+	eachAccountKey(accountID string, fn func(keyRef) bool)
 }
 
 // analyticsEndUsers is what the analytics ask of the end users, under the

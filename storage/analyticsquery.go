@@ -70,9 +70,9 @@ func (s *AnalyticsStore) KeyCreators(accountID string) map[string]string {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	out := map[string]string{}
-	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-		if k.CreatorUserID != nil {
-			out[k.Hash] = *k.CreatorUserID
+	s.acct.eachAccountKey(accountID, func(k keyRef) bool {
+		if c, ok := k.creator(); ok {
+			out[k.hash()] = c
 		}
 		return true
 	})

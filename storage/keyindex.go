@@ -149,16 +149,21 @@ func (s *AccountStore) accountKeysRLocked(accountID string) *accountKeys {
 	}
 }
 
+// keyRef is one key of the table, read field by field from its slot
+// without materializing the record; valid while the kernel's lock is held.
+type keyRef struct {
+	t    *keyTable
+	slot uint32
+}
+
+func (r keyRef) hash() string            { return r.t.slotHash(r.slot) }
+func (r keyRef) workspaceID() string     { return r.t.slotWorkspace(r.slot) }
+func (r keyRef) creator() (string, bool) { return r.t.slotCreator(r.slot) }
+
 // eachAccountKey calls fn with each of an account's keys, in no
-// particular order, until it returns false. The record fn gets is
-// materialized into one variable reused for the next key: fn must not
-// keep it. Callers hold the kernel's lock.
-func (s *AccountStore) eachAccountKey(accountID string, fn func(*APIKey) bool) {
-	var k APIKey
-	s.eachAccountSlot(accountID, func(slot uint32) bool {
-		k = s.keys.at(slot)
-		return fn(&k)
-	})
+// particular order, until it returns false. Callers hold the kernel's lock.
+func (s *AccountStore) eachAccountKey(accountID string, fn func(keyRef) bool) {
+	s.eachAccountSlot(accountID, func(slot uint32) bool { return fn(keyRef{s.keys, slot}) })
 }
 
 // eachAccountSlot calls fn with each of an account's keys' slots, in no

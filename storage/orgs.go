@@ -35,7 +35,7 @@ type orgAccounts interface {
 	keyOf(hash string) (*APIKey, bool)
 	// eachAccountKey calls fn for each of an account's keys until it
 	// returns false.
-	eachAccountKey(accountID string, fn func(*APIKey) bool)
+	eachAccountKey(accountID string, fn func(keyRef) bool)
 	// eachAccount calls fn with every account.
 	eachAccount(fn func(*Account))
 }

@@ -348,8 +348,8 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
-	s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-		if k.WorkspaceID == w.ID {
+	s.acct.eachAccountKey(accountID, func(k keyRef) bool {
+		if k.workspaceID() == w.ID {
 			n++
 		}
 		return true
@@ -503,9 +503,9 @@ func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []strin
 			return nil, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 		}
 		var holder string
-		s.acct.eachAccountKey(accountID, func(k *APIKey) bool {
-			if k.WorkspaceID == cur.ID && k.CreatorUserID != nil && slices.Contains(userIDs, *k.CreatorUserID) {
-				holder = *k.CreatorUserID
+		s.acct.eachAccountKey(accountID, func(k keyRef) bool {
+			if c, ok := k.creator(); ok && k.workspaceID() == cur.ID && slices.Contains(userIDs, c) {
+				holder = c
 				return false
 			}
 			return true
