@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/textlimit"
 )
 
 // The store's errors are storage's, so that callers map them as any
@@ -364,15 +364,15 @@ type attr struct {
 	value *string
 }
 
-// checkStrings checks each present attribute with reqbody.CheckString;
-// the error names the attribute.
+// checkStrings checks each present attribute against its bounds
+// (textlimit.Check); the error names the attribute.
 func checkStrings(attrs []attr) error {
 	for _, a := range attrs {
 		if a.value == nil {
 			continue
 		}
-		if err := reqbody.CheckString(a.name, *a.value); err != nil {
-			return fmt.Errorf("%w: %s", ErrInvalid, err.Message)
+		if err := textlimit.Check(a.name, *a.value); err != nil {
+			return fmt.Errorf("%w: %s", ErrInvalid, err)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/textlimit"
 )
 
 // FeedbackStore records feedback on generations.
@@ -30,7 +31,7 @@ func (s *FeedbackStore) kinds() []kernel.Kind {
 var FeedbackCategories = []string{"latency", "incoherence", "incorrect_response", "formatting", "billing", "api_error", "other"}
 
 // MaxFeedbackComment bounds a feedback comment (characters).
-const MaxFeedbackComment = 1000
+const MaxFeedbackComment = textlimit.MaxCommentLen
 
 // Feedback is an account's structured feedback on one of its generations.
 // It carries the generation's dimensions, so that the analytics rollup

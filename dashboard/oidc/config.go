@@ -20,9 +20,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/textlimit"
 )
 
 // now is the package's clock.
@@ -115,8 +115,8 @@ func (s *Settings) Check() *FieldError {
 	if s.ClientID == "" {
 		return &FieldError{"client_id", "must be a non-empty string (the client id the identity provider gave the gateway)"}
 	}
-	if err := reqbody.CheckString("client_id", s.ClientID); err != nil {
-		return &FieldError{"client_id", strings.TrimPrefix(err.Message, "client_id: ")}
+	if err := textlimit.Check("client_id", s.ClientID); err != nil {
+		return &FieldError{"client_id", strings.TrimPrefix(err.Error(), "client_id: ")}
 	}
 	if len(s.ClientSecret) > 1024 || strings.ContainsFunc(s.ClientSecret, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return &FieldError{"client_secret", "must be at most 1024 characters without control characters"}
