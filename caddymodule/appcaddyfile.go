@@ -8,9 +8,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )

@@ -18,7 +18,9 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -151,7 +153,7 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 		return nil, fmt.Errorf("provider %q: quantization: expected one of %s, got %q", pc.Name, strings.Join(catalog.Quantizations, ", "), pc.Quantization)
 	}
 	for _, param := range pc.SupportedParameters {
-		if !slices.Contains(catalog.OpenAIParameters, param) && !slices.Contains(catalog.AnthropicParameters, param) && !slices.Contains(extraParameters, param) {
+		if !slices.Contains(openai.Parameters, param) && !slices.Contains(anthropic.Parameters, param) && !slices.Contains(extraParameters, param) {
 			return nil, fmt.Errorf("provider %q: supported_parameters: unknown parameter %q", pc.Name, param)
 		}
 	}
@@ -189,8 +191,8 @@ func inheritPrices(m *catalog.Model, providers []ProviderConfig) {
 }
 
 // extraParameters are request parameters a provider may state it takes
-// beyond the dialects' defaults (catalog.OpenAIParameters,
-// catalog.AnthropicParameters).
+// beyond the dialects' defaults (openai.Parameters,
+// anthropic.Parameters).
 var extraParameters = []string{"min_p", "top_a", "repetition_penalty", "verbosity", "web_search_options", "prediction"}
 
 // pricing parses the prices.
@@ -704,7 +706,7 @@ func provisionProvider(p *catalog.Provider, modelID string, repl *caddy.Replacer
 		p.Model = modelID
 	}
 	if p.Style == "" {
-		p.Style = catalog.StyleOpenAI
+		p.Style = openai.Style
 	}
 	configured := p.BaseURL // as written: the expanded form may hold secrets
 	p.APIKey = repl.ReplaceKnown(p.APIKey, "")
@@ -741,7 +743,7 @@ func checkProvider(p *catalog.Provider) error {
 		return fmt.Errorf("api_key: required for style %s", d.Dialect.Name())
 	}
 	switch p.API {
-	case "", catalog.APIResponses, catalog.APIChat:
+	case "", dialect.APIResponses, dialect.APIChat:
 	default:
 		return fmt.Errorf("api: unsupported %q (\"chat\" or \"responses\")", p.API)
 	}
@@ -756,8 +758,8 @@ func checkProvider(p *catalog.Provider) error {
 		return fmt.Errorf("search_family: expected openai, anthropic, x or none, got %q", p.SearchFamily)
 	}
 	switch p.SystemMessages {
-	case "", catalog.SystemPass:
-	case catalog.SystemFold:
+	case "", dialect.SystemPass:
+	case dialect.SystemFold:
 		if !d.Dialect.Native(dialect.Messages) {
 			return errors.New("system_messages: fold applies to style anthropic only (chat providers take system messages anywhere)")
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 

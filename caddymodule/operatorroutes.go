@@ -3,7 +3,7 @@ package caddymodule
 import (
 	"net/http"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routetable"
 )
 

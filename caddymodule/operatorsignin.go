@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dashboard"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // The dashboard's sign-in links on the operator API:

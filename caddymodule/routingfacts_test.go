@@ -12,7 +12,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 )
 
 // The routing facts of a provider (quantization, supported parameters, its
@@ -46,7 +47,7 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 		t.Fatalf("model = %+v", m)
 	}
 	plain, fast, claude := m.Providers[0], m.Providers[1], m.Providers[2]
-	if plain.Quantization != "" || plain.Pricing != nil || m.For(plain) != m || !slices.Equal(plain.Parameters(), catalog.OpenAIParameters) {
+	if plain.Quantization != "" || plain.Pricing != nil || m.For(plain) != m || !slices.Equal(plain.Parameters(), openai.Parameters) {
 		t.Errorf("plain: %+v", plain)
 	}
 	// Its own request price; the model's web search price, which it does
@@ -56,7 +57,7 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 		m.For(fast).ID != "acme/m" || !slices.Equal(fast.Parameters(), []string{"max_tokens", "temperature", "seed"}) {
 		t.Errorf("fast: %+v", fast)
 	}
-	if !slices.Equal(claude.Parameters(), catalog.AnthropicParameters) {
+	if !slices.Equal(claude.Parameters(), anthropic.Parameters) {
 		t.Errorf("claude parameters %v", claude.Parameters())
 	}
 	if plain.Stats == nil || plain.Stats == fast.Stats {
@@ -66,7 +67,7 @@ func TestProviderRoutingFactsFromCaddyfile(t *testing.T) {
 	// Anthropic-style one adds top_k and reasoning, which the OpenAI
 	// dialect's defaults leave out).
 	params := gjson.GetBytes(m.Public, "supported_parameters").Array()
-	if len(params) != len(catalog.OpenAIParameters)+2 || params[len(params)-2].Str != "top_k" || params[len(params)-1].Str != "reasoning" {
+	if len(params) != len(openai.Parameters)+2 || params[len(params)-2].Str != "top_k" || params[len(params)-1].Str != "reasoning" {
 		t.Errorf("supported_parameters %v", params)
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -29,14 +30,14 @@ type Provider struct {
 	// are expanded at provision time and never logged.
 	APIKey string `json:"api_key,omitempty"`
 	// Style is the provider's API dialect: a registered dialect's name
-	// (StyleOpenAI, the default, StyleAnthropic, ...).
+	// (openai.Style, the default, anthropic.Style, ...).
 	Style string `json:"style,omitempty"`
 	// Settings are the dialect's own options (an Azure deployment, ...).
 	Settings map[string]string `json:"settings,omitempty"`
 	// Dialect speaks the provider's API; set by Resolve.
 	Dialect dialect.Dialect `json:"-"`
-	// API is the generation API the provider speaks: APIResponses (or
-	// empty: both APIs, passed through) or APIChat (Chat Completions only).
+	// API is the generation API the provider speaks: dialect.APIResponses (or
+	// empty: both APIs, passed through) or dialect.APIChat (Chat Completions only).
 	API string `json:"api,omitempty"`
 	// MaxTokensField is the output limit field the provider takes on chat
 	// completions: "max_tokens" (or empty) or "max_completion_tokens".
@@ -54,7 +55,7 @@ type Provider struct {
 	// SupportedParameters are the request parameters the provider takes;
 	// nil: its dialect's (DefaultParameters).
 	SupportedParameters []string `json:"supported_parameters,omitempty"`
-	// SystemMessages: SystemPass (or empty) or SystemFold, for an
+	// SystemMessages: dialect.SystemPass (or empty) or dialect.SystemFold, for an
 	// Anthropic-style provider.
 	SystemMessages string `json:"system_messages,omitempty"`
 	// Pricing is what the provider charges for the model when it differs
@@ -88,37 +89,9 @@ type DataPolicy struct {
 	Region string `json:"region,omitempty"`
 }
 
-// Provider dialects (Style).
-const (
-	// StyleOpenAI: OpenAI's Chat Completions (and Responses) API.
-	StyleOpenAI = "openai"
-	// StyleAnthropic: Anthropic's Messages API, at <base_url>/v1/messages;
-	// chat completions and Responses requests are translated.
-	StyleAnthropic = "anthropic"
-)
-
 // Quantizations are the values of Provider.Quantization, as the public API
 // names them.
 var Quantizations = []string{"int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"}
-
-// OpenAIParameters are the request parameters an OpenAI-style provider
-// takes by default (the gateway's own fields aside). reasoning is not
-// one: most chat models refuse reasoning_effort (OpenAI's gpt-4o and
-// gpt-4.1 with a 400), so the provider of a reasoning model (o3, gpt-5)
-// lists it in its supported_parameters. Without it, a Messages request's
-// thinking is not sent as reasoning_effort.
-var OpenAIParameters = []string{
-	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
-	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
-	"tools", "tool_choice", "parallel_tool_calls", "include_reasoning",
-}
-
-// AnthropicParameters are those the Messages API takes, directly or by the
-// gateway's translation of a chat request.
-var AnthropicParameters = []string{
-	"max_tokens", "temperature", "top_p", "top_k", "stop", "tools", "tool_choice",
-	"reasoning", "include_reasoning",
-}
 
 // Parameters are the request parameters p takes: its SupportedParameters,
 // else its dialect's.
@@ -137,7 +110,7 @@ func (p *Provider) Parameters() []string {
 func (p *Provider) Resolve() error {
 	style := p.Style
 	if style == "" {
-		style = StyleOpenAI
+		style = openai.Style
 	}
 	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
 		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings})
@@ -170,30 +143,9 @@ func (p *Provider) resolved() dialect.Dialect {
 	return q.Dialect
 }
 
-// What an Anthropic-style provider gets of the system messages inside a
-// Messages request's messages (Provider.SystemMessages).
-const (
-	// SystemPass: the messages as they are, with the client's
-	// mid-conversation-system beta.
-	SystemPass = "pass"
-	// SystemFold: their text is appended to the top-level system, in
-	// order, for a provider that does not take that beta.
-	SystemFold = "fold"
-)
-
 // FoldsSystem reports whether p takes system messages only as the
 // top-level system.
-func (p *Provider) FoldsSystem() bool { return p.SystemMessages == SystemFold }
-
-// Provider APIs.
-const (
-	// APIResponses: the provider speaks Chat Completions and Responses;
-	// both routes pass through.
-	APIResponses = "responses"
-	// APIChat: the provider speaks only Chat Completions; the gateway
-	// serves /responses by translating the request and the answer.
-	APIChat = "chat"
-)
+func (p *Provider) FoldsSystem() bool { return p.SystemMessages == dialect.SystemFold }
 
 // ChatOnly reports whether Responses requests must be translated for p.
 func (p *Provider) ChatOnly() bool { return !p.D().Native(dialect.Responses) }

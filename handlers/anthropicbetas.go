@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // Anthropic's betas (the anthropic-beta header) on the Messages route: a

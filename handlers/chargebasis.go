@@ -5,7 +5,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 

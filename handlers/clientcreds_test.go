@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 )
 
 func TestWithoutCredentialParams(t *testing.T) {
@@ -68,10 +69,10 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 }
 
 // testDialect is the OpenAI dialect, or Anthropic's.
-func testDialect(anthropic bool) dialect.Dialect {
-	style := catalog.StyleOpenAI
-	if anthropic {
-		style = catalog.StyleAnthropic
+func testDialect(isAnthropic bool) dialect.Dialect {
+	style := openai.Style
+	if isAnthropic {
+		style = anthropic.Style
 	}
 	d, err := dialect.New(style, dialect.Options{})
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

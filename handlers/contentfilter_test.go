@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

@@ -7,12 +7,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/messages"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 )
 

@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // Customer-supplied URLs (private endpoints, observability destinations)

@@ -10,14 +10,14 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/messages"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // The Messages route (POST /messages, Anthropic's Messages API) is served

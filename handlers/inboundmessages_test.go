@@ -9,8 +9,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // Anthropic's SDKs and Claude Code send an API key as X-Api-Key: the

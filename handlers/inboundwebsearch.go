@@ -6,8 +6,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // The citation writer's Messages form: a gateway-side search's sources

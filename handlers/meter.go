@@ -11,14 +11,14 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )

@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )

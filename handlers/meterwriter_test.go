@@ -13,10 +13,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // writeLog is the client's side of a meterWriter: it records every call that

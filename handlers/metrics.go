@@ -8,10 +8,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )

@@ -11,10 +11,10 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry/telemetrytest"

@@ -18,9 +18,9 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )

@@ -6,9 +6,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 

@@ -4,7 +4,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"

@@ -9,9 +9,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -141,7 +140,7 @@ func TestOutputClampPerAttempt(t *testing.T) {
 		a := tc.a
 		if tc.chatOnlyP {
 			p := *a.Provider
-			p.API = catalog.APIChat
+			p.API = dialect.APIChat
 			a.Provider = &p
 		}
 		body, err := a.withOutputLimit([]byte(`{"model":"x"}`), dialect.Kind(tc.kind), tc.kind != "responses" || !tc.chatOnlyP)

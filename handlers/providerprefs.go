@@ -8,9 +8,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 )
 

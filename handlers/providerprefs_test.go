@@ -11,9 +11,10 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -51,7 +52,7 @@ func prefsCatalog() *catalog.Catalog {
 		p.Pricing.Request = testgw.Price("0.01")
 		p.SupportedParameters = []string{"max_tokens", "temperature"}
 	})
-	claude := prov("claude", func(p *catalog.Provider) { p.Style = catalog.StyleAnthropic })
+	claude := prov("claude", func(p *catalog.Provider) { p.Style = anthropic.Style })
 	multi := testgw.PricedModel("multi", testgw.Pricing, zdr, deny, cheap, claude)
 	multi.Distillable = true
 	solo := testgw.PricedModel("solo", testgw.Pricing, prov("cheap", func(*catalog.Provider) {}))

@@ -15,7 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // The placeholders through which the router points reverse_proxy at the

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // rateLimitError is the platform's 429: the spec's body, X-RateLimit-*

@@ -8,14 +8,14 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/messages"
 )
 
 // Route is the router's plan for one inference request, kept in the
@@ -79,7 +79,7 @@ type Route struct {
 	parsedFields *reqbody.Fields
 
 	// A Responses request for providers that speak only Chat Completions
-	// (catalog.APIChat), or a Messages request: the translated body, the
+	// (dialect.APIChat), or a Messages request: the translated body, the
 	// fields a Responses answer repeats, and whether the current attempt
 	// is translated.
 	chatBody  []byte

@@ -1,8 +1,8 @@
 package handlers
 
 import (
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"go.uber.org/zap"
 )

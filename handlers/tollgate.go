@@ -11,9 +11,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 	"github.com/tollgate-dev/caddy-tollgate/money"

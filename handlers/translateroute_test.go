@@ -9,8 +9,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 func TestRouteTranslatesPerAttempt(t *testing.T) {

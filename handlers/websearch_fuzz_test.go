@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 )
 
 // FuzzWebSearchPrepare checks that no body panics the middleware's rewrite

@@ -16,9 +16,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"

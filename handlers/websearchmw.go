@@ -12,11 +12,11 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -417,7 +417,7 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 		route.body = body
 	}
 	// A chat-only provider gets the translated chat body (handlers/translate,
-	// handlers/messages): the results go into it too.
+	// messages): the results go into it too.
 	if route.chatBody != nil {
 		cb, ferr := websearch.InsertIntoMessages(route.chatBody, msg)
 		if ferr != nil {

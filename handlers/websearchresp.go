@@ -3,12 +3,12 @@ package handlers
 import (
 	"slices"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // Web search on the Responses route for providers that speak only Chat
-// Completions (catalog.APIChat). The middleware wrote a native search in
+// Completions (dialect.APIChat). The middleware wrote a native search in
 // the Responses form (the web_search / x_search tools, Anthropic's tool)
 // before routing; the request translation (responsesToChat) passes tools
 // it does not know through untouched, so the chat body of a translated

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
@@ -44,7 +45,7 @@ func TestChatSearchNativeChatForm(t *testing.T) {
 		{"x", &websearch.Spec{MaxResults: 3}, `search_parameters.sources.#(type=="web")`, 1},
 		{"x", &websearch.Spec{MaxResults: 3, XSearch: &websearch.XSearch{AllowedXHandles: []string{"a"}}}, `search_parameters.sources.#(type=="x").included_x_handles`, 1},
 	} {
-		rt, plan := nativeResponsesRoute(t, tc.family, tc.spec, catalog.APIChat, "")
+		rt, plan := nativeResponsesRoute(t, tc.family, tc.spec, dialect.APIChat, "")
 		if apiErr := rt.chatSearch(plan); apiErr != nil {
 			t.Fatalf("%s: %s", tc.family, apiErr.Message)
 		}
@@ -70,17 +71,17 @@ func TestChatSearchNativeChatForm(t *testing.T) {
 func TestChatSearchWithoutChatForm(t *testing.T) {
 	spec := &websearch.Spec{MaxResults: 5, IncludeDomains: []string{"meteo.example"}}
 	// A provider that speaks Responses serves the request alone.
-	rt, plan := nativeResponsesRoute(t, "openai", spec, catalog.APIChat, "")
+	rt, plan := nativeResponsesRoute(t, "openai", spec, dialect.APIChat, "")
 	if apiErr := rt.chatSearch(plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.chatBody != nil {
 		t.Fatalf("attempts %v, error %v", rt.Attempts, apiErr)
 	}
 	// None: 400 naming the field.
-	rt, plan = nativeResponsesRoute(t, "openai", spec, catalog.APIChat)
+	rt, plan = nativeResponsesRoute(t, "openai", spec, dialect.APIChat)
 	if apiErr := rt.chatSearch(plan); apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, "allowed_domains:") {
 		t.Fatalf("error %v", apiErr)
 	}
 	// Gateway engines and chat requests are left alone.
-	rt, plan = nativeResponsesRoute(t, "openai", &websearch.Spec{MaxResults: 5}, catalog.APIChat)
+	rt, plan = nativeResponsesRoute(t, "openai", &websearch.Spec{MaxResults: 5}, dialect.APIChat)
 	chat := rt.chatBody
 	plan.engine = "exa"
 	if apiErr := rt.chatSearch(plan); apiErr != nil || string(rt.chatBody) != string(chat) {

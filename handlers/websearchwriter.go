@@ -10,10 +10,10 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // citeWriter adds url_citation annotations to the client-facing answer of

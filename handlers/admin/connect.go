@@ -3,7 +3,7 @@ package admin
 import (
 	"net/http"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )

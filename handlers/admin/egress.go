@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 )
 
 // checkEgressURL is the store-time check of a customer URL; field names

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

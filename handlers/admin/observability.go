@@ -9,9 +9,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/export"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )

@@ -15,11 +15,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -229,7 +230,7 @@ func EndpointProvider(base string) (*catalog.Provider, error) {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	p := &catalog.Provider{
-		BaseURL: base, Style: catalog.StyleOpenAI, Scheme: u.Scheme, Dial: net.JoinHostPort(u.Hostname(), port),
+		BaseURL: base, Style: openai.Style, Scheme: u.Scheme, Dial: net.JoinHostPort(u.Hostname(), port),
 		Host: u.Host, BasePath: strings.TrimRight(u.EscapedPath(), "/"),
 	}
 	return p, p.Resolve()

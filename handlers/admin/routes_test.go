@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // spec45 is SPEC.md 4.5: the routes that need a management key.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

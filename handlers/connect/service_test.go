@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )

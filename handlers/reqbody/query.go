@@ -3,7 +3,7 @@ package reqbody
 import (
 	"strconv"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 )
 
 // IntParam parses an integer query parameter within [lo, hi] (hi < 0: no

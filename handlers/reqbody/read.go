@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
 )
 
 // Buffered is a request body held in memory: one an earlier handler

@@ -14,7 +14,7 @@ import (
 
 // Responses -> Chat Completions, the request side of serving
 // POST /responses with a provider that speaks only Chat Completions
-// (catalog.APIChat). The answer is translated back by ChatToResponses.
+// (dialect.APIChat). The answer is translated back by ChatToResponses.
 //
 // Translated: instructions (a system message first), input (a string, or
 // message items with roles user, system, developer (sent as system) and

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 )
 
 func TestMockCitations(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 // FuzzMessagesToChat checks that the hand-written translation of any JSON
 // object is either an error or valid JSON.
 //
-//	go test ./handlers/messages -run '^$' -fuzz FuzzMessagesToChat -fuzztime 30s
+//	go test ./messages -run '^$' -fuzz FuzzMessagesToChat -fuzztime 30s
 func FuzzMessagesToChat(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"a\"b\\n"}],"messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":"\u00e9"}}]},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 func TestFromChat(t *testing.T) {

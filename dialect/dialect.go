@@ -117,15 +117,36 @@ type Options struct {
 	// Model is the provider's model id, for a dialect that names it in
 	// the URL rather than the body.
 	Model string
-	// API: "responses" (or empty) or "chat", for OpenAI-style dialects.
+	// API: APIResponses (or empty) or APIChat, for OpenAI-style dialects.
 	API string
 	// MaxTokensField: "max_tokens" (or empty) or "max_completion_tokens".
 	MaxTokensField string
-	// SystemMessages: "pass" (or empty) or "fold", for Anthropic's.
+	// SystemMessages: SystemPass (or empty) or SystemFold, for Anthropic's.
 	SystemMessages string
 	// Settings are the dialect's own options (e.g. a deployment).
 	Settings map[string]string
 }
+
+// Values of Options.API, for OpenAI-style dialects.
+const (
+	// APIResponses: the provider speaks Chat Completions and Responses;
+	// both routes pass through.
+	APIResponses = "responses"
+	// APIChat: the provider speaks only Chat Completions; the gateway
+	// serves /responses by translating the request and the answer.
+	APIChat = "chat"
+)
+
+// Values of Options.SystemMessages: what an Anthropic-style provider gets
+// of the system messages inside a Messages request's messages.
+const (
+	// SystemPass: the messages as they are, with the client's
+	// mid-conversation-system beta.
+	SystemPass = "pass"
+	// SystemFold: their text is appended to the top-level system, in
+	// order, for a provider that does not take that beta.
+	SystemFold = "fold"
+)
 
 // Constructor builds a dialect for one provider block, or says which
 // option is missing or wrong.

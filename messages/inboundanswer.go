@@ -8,9 +8,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // ChatToMessages is the answer side of a translated Messages request: it

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/anthropic"
-	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/bedrock"
-	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/gemini"
-	_ "github.com/tollgate-dev/caddy-tollgate/handlers/dialect/openai"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	_ "github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	_ "github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"
+	_ "github.com/tollgate-dev/caddy-tollgate/dialect/gemini"
+	_ "github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 )
 
 // chat4K is a 4 KB chat completions request: a system prompt, a few

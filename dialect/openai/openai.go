@@ -11,11 +11,26 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
-func init() { dialect.Register(catalog.StyleOpenAI, New) }
+func init() { dialect.Register(Style, New) }
+
+// Style is the dialect's name in a provider block: OpenAI's Chat
+// Completions (and Responses) API, and the default style.
+const Style = "openai"
+
+// Parameters are the request parameters an OpenAI-style provider
+// takes by default (the gateway's own fields aside). reasoning is not
+// one: most chat models refuse reasoning_effort (OpenAI's gpt-4o and
+// gpt-4.1 with a 400), so the provider of a reasoning model (o3, gpt-5)
+// lists it in its supported_parameters. Without it, a Messages request's
+// thinking is not sent as reasoning_effort.
+var Parameters = []string{
+	"max_tokens", "temperature", "top_p", "stop", "frequency_penalty", "presence_penalty",
+	"seed", "logit_bias", "logprobs", "top_logprobs", "response_format", "structured_outputs",
+	"tools", "tool_choice", "parallel_tool_calls", "include_reasoning",
+}
 
 // Dialect is one OpenAI-style provider.
 type Dialect struct {
@@ -36,7 +51,7 @@ func New(o dialect.Options) (dialect.Dialect, error) {
 }
 
 func newDialect(o dialect.Options) *Dialect {
-	d := &Dialect{chatOnly: o.API == catalog.APIChat, chatLimit: "max_tokens"}
+	d := &Dialect{chatOnly: o.API == dialect.APIChat, chatLimit: "max_tokens"}
 	switch {
 	case o.MaxTokensField != "":
 		d.chatLimit = o.MaxTokensField
@@ -48,7 +63,7 @@ func newDialect(o dialect.Options) *Dialect {
 }
 
 // Name implements dialect.Dialect.
-func (d *Dialect) Name() string { return catalog.StyleOpenAI }
+func (d *Dialect) Name() string { return Style }
 
 // Native implements dialect.Dialect: every route but Messages, and
 // Responses unless the provider speaks only chat.
@@ -118,7 +133,7 @@ func (d *Dialect) OutputLimitField(k dialect.Kind, native bool) string {
 func (d *Dialect) RequiresOutputLimit() bool { return false }
 
 // Parameters implements dialect.Dialect.
-func (d *Dialect) Parameters() []string { return catalog.OpenAIParameters }
+func (d *Dialect) Parameters() []string { return Parameters }
 
 // SearchFamily implements dialect.Dialect: OpenAI's search models are
 // known by the model id's vendor, not by the dialect.

@@ -27,7 +27,7 @@ func claudeCodeRequest(tb testing.TB) []byte {
 // request for a chat provider, as it came and with its tools twice (24,
 // about 80 KB); the goal is under 100 µs of CPU (cpu-ns/op) for the first.
 //
-//	go test ./handlers/messages -run '^$' -bench MessagesToChatClaudeCode -benchmem
+//	go test ./messages -run '^$' -bench MessagesToChatClaudeCode -benchmem
 func BenchmarkMessagesToChatClaudeCode(b *testing.B) {
 	b.Run("12 tools", func(b *testing.B) { benchMessagesToChat(b, claudeCodeRequest(b)) })
 	b.Run("24 tools", func(b *testing.B) { benchMessagesToChat(b, withToolsTwice(b, claudeCodeRequest(b))) })

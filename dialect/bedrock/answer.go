@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/rawjson"

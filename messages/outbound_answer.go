@@ -9,11 +9,11 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/sse"
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/rawjson"
+	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // now is the clock of the answers' created times.

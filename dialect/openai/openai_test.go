@@ -3,7 +3,7 @@ package openai
 import (
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 func TestMaxTokensField(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package anthropic is Anthropic's Messages API as a provider dialect
 // (style anthropic): Messages requests pass natively, chat completions
-// (and Responses, through chat) are translated by handlers/messages.
+// (and Responses, through chat) are translated by package messages.
 package anthropic
 
 import (
@@ -8,12 +8,23 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/messages"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/messages"
 )
 
-func init() { dialect.Register(catalog.StyleAnthropic, New) }
+func init() { dialect.Register(Style, New) }
+
+// Style is the dialect's name in a provider block: Anthropic's Messages
+// API, at <base_url>/v1/messages; chat completions and Responses requests
+// are translated.
+const Style = "anthropic"
+
+// Parameters are those the Messages API takes, directly or by the
+// gateway's translation of a chat request.
+var Parameters = []string{
+	"max_tokens", "temperature", "top_p", "top_k", "stop", "tools", "tool_choice",
+	"reasoning", "include_reasoning",
+}
 
 // Dialect is one Anthropic-style provider.
 type Dialect struct {
@@ -24,11 +35,11 @@ type Dialect struct {
 
 // New is the dialect of one provider block.
 func New(o dialect.Options) (dialect.Dialect, error) {
-	return &Dialect{foldSystem: o.SystemMessages == catalog.SystemFold}, nil
+	return &Dialect{foldSystem: o.SystemMessages == dialect.SystemFold}, nil
 }
 
 // Name implements dialect.Dialect.
-func (d *Dialect) Name() string { return catalog.StyleAnthropic }
+func (d *Dialect) Name() string { return Style }
 
 // Native implements dialect.Dialect: Messages only.
 func (d *Dialect) Native(k dialect.Kind) bool { return k == dialect.Messages }
@@ -102,7 +113,7 @@ func (d *Dialect) OutputLimitField(dialect.Kind, bool) string { return "max_toke
 func (d *Dialect) RequiresOutputLimit() bool { return true }
 
 // Parameters implements dialect.Dialect.
-func (d *Dialect) Parameters() []string { return catalog.AnthropicParameters }
+func (d *Dialect) Parameters() []string { return Parameters }
 
 // SearchFamily implements dialect.Dialect: Anthropic's web search tool.
 func (d *Dialect) SearchFamily() string { return "anthropic" }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/dialect/chatform"
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
