@@ -539,7 +539,7 @@ func TestReplicasConnectRevocation(t *testing.T) {
 		t.Fatalf("revocation: %d", status)
 	}
 	cs[0].api("GET", "/key", key, nil).expectError(t, 401, "Invalid API key")
-	took := within(t, 100*time.Millisecond, "the revocation reaches the other replica", func() bool {
+	took := within(t, feedBound, "the revocation reaches the other replica", func() bool {
 		return cs[1].api("GET", "/key", key, nil).Status == 401
 	})
 	t.Logf("revoked at the other replica after %v", took)
