@@ -61,8 +61,12 @@ func (p *scriptPipe) call(script *redis.Script, keys []string, args []any) ([]an
 	return p.do(&pipeCall{script: script, keys: keys, args: args})
 }
 
+// batchLead is the number of free slots before a batch's arguments:
+// a batch sent alone is the call's arguments in place.
+const batchLead = 3
+
 // callBatch runs one account's batch of casBatchScript (keys and args
-// are one batch's) and returns its answers.
+// are one batch's, after batchLead free slots) and returns its answers.
 func (p *scriptPipe) callBatch(bucket int, keys []string, args []any) ([]any, error) {
 	return p.do(&pipeCall{script: casBatchScript, keys: keys, args: args, batch: true, bucket: bucket})
 }
@@ -150,16 +154,20 @@ next:
 		if !m.calls[0].batch {
 			continue
 		}
+		if len(m.calls) == 1 {
+			m.args[0], m.args[1], m.args[2] = 1, len(m.keys), len(m.args)-batchLead
+			continue
+		}
 		nk, na := 0, 1
 		for _, c := range m.calls {
-			nk, na = nk+len(c.keys), na+2+len(c.args)
+			nk, na = nk+len(c.keys), na+2+len(c.args)-batchLead
 		}
 		m.keys, m.args = make([]string, 0, nk), make([]any, 1, na)
 		m.args[0] = len(m.calls)
 		for _, c := range m.calls {
 			m.keys = append(m.keys, c.keys...)
-			m.args = append(m.args, len(c.keys), len(c.args))
-			m.args = append(m.args, c.args...)
+			m.args = append(m.args, len(c.keys), len(c.args)-batchLead)
+			m.args = append(m.args, c.args[batchLead:]...)
 		}
 	}
 	return cmds

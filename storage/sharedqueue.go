@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -251,7 +252,8 @@ func wrote(out []queueEvent) bool {
 // (sharedpipe.go): each call costs the server more than its commands.
 var casBatchScript = redis.NewScript(`
 local function batch(kb, ab)
-local out, changed, seen, gens = {}, {}, {}, {}
+-- known: the fields' strings as this batch read or wrote them
+local out, changed, seen, gens, known = {}, {}, {}, {}, {}
 local a = ab + 5
 for c = 1, tonumber(ARGV[ab + 4]) do
   local argc = tonumber(ARGV[a])
@@ -267,12 +269,21 @@ for c = 1, tonumber(ARGV[ab + 4]) do
     if s and tonumber(s) > tonumber(score) then res = {3} end
   end
   if not res then
+    -- the fields this batch has not read or written yet, in one HMGET
+    local miss = {}
+    for i = 0, n - 1 do
+      local f = ARGV[b + 7 + 3 * i]
+      if known[f] == nil then miss[#miss + 1] = f end
+    end
+    if #miss > 0 then
+      local vs = redis.call('HMGET', KEYS[kb + 1], unpack(miss))
+      for i, f in ipairs(miss) do known[f] = vs[i] or '' end
+    end
     local cur = {0}
     local ok = true
     for i = 0, n - 1 do
       local f = ARGV[b + 7 + 3 * i]
-      local v = redis.call('HGET', KEYS[kb + 1], f)
-      if not v then v = '' end
+      local v = known[f]
       cur[#cur + 1] = f
       cur[#cur + 1] = v
       if v ~= ARGV[b + 8 + 3 * i] then ok = false end
@@ -294,14 +305,21 @@ for c = 1, tonumber(ARGV[ab + 4]) do
     end
   end
   if not res then
+    local sets, dels = {}, {}
     for i = 0, n - 1 do
       local f, v = ARGV[b + 7 + 3 * i], ARGV[b + 9 + 3 * i]
-      if v == '' then redis.call('HDEL', KEYS[kb + 1], f) else redis.call('HSET', KEYS[kb + 1], f, v) end
+      if v == '' then dels[#dels + 1] = f else
+        sets[#sets + 1] = f
+        sets[#sets + 1] = v
+      end
+      known[f] = v
       if not seen[f] then
         seen[f] = true
         changed[#changed + 1] = f
       end
     end
+    if #sets > 0 then redis.call('HSET', KEYS[kb + 1], unpack(sets)) end
+    if #dels > 0 then redis.call('HDEL', KEYS[kb + 1], unpack(dels)) end
     if op == 'add' then redis.call('ZADD', KEYS[kb + 2], score, member)
     elseif op ~= '' then redis.call('ZREM', KEYS[kb + 2], member) end
     if gen ~= '' then
@@ -362,21 +380,46 @@ func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
 }
 
 // batchArgs are one account's batch's keys and arguments in
-// casBatchScript.
+// casBatchScript, after batchLead free slots (the call's leading counts,
+// set by the pipe): built at once, each value boxed once.
 func (l *sharedLedger) batchArgs(batch []*queued) (keys []string, args []any) {
-	keys = make([]string, 3, 3+3*len(batch))
-	args = make([]any, 4, 4+len(batch)*16)
-	for i, p := range batch {
-		k, a := l.scriptArgs(p.sc)
-		if i == 0 {
-			copy(keys, k[:3])
-			args[0], args[1], args[2], args[3] = a[0], a[1], a[7], len(batch)
+	accountID := batch[0].sc.accountID
+	b := l.lay.AccountBucket(accountID)
+	none := l.lay.AccountKey(accountID, "~none")
+	n := batchLead + 4
+	for _, p := range batch {
+		n += 11 + len(p.sc.triples)
+	}
+	keys = make([]string, 0, 3+3*len(batch))
+	keys = append(keys, l.moneyKey(accountID), l.leaseKey(b), l.lay.FeedKey(b))
+	args = make([]any, batchLead, n)
+	args = append(args, l.rb.Replica(), accountID, feedLength, len(batch))
+	for _, p := range batch {
+		sc := &p.sc
+		genKey, upKey, ceilingKey := sc.genKey, sc.upKey, sc.ceilingKey
+		if genKey == "" {
+			genKey = none
 		}
-		keys = append(keys, k[3:]...)
+		if upKey == "" {
+			upKey = genKey
+		}
 		// casScript's arguments but the replica, account id and feed length
-		args = append(args, len(a)-3)
-		args = append(args, a[2:7]...)
-		args = append(args, a[8:]...)
+		args = append(args, 10+len(sc.triples), sc.leaseOp, sc.leaseMember, sc.leaseScore, sc.genValue, sc.upValue, len(sc.triples)/3)
+		for _, t := range sc.triples {
+			args = append(args, t)
+		}
+		args = append(args, sc.genID)
+		if sc.ceiling != nil && ceilingKey != "" {
+			args = append(args, strconv.FormatFloat(sc.ceiling.Requests/float64(sc.ceiling.Window.Milliseconds()), 'g', -1, 64), sc.ceiling.Burst)
+		} else {
+			args = append(args, "", 0)
+			ceilingKey = genKey
+		}
+		args = append(args, sc.genExpireAt)
+		keys = append(keys, genKey, upKey, ceilingKey)
 	}
 	return keys, args
 }
+
+// feedLength is the change feed's length (MAXLEN ~), boxed once.
+var feedLength any = 100000
