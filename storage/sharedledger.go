@@ -638,7 +638,7 @@ func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 	}
 	args = make([]any, 0, 12+len(sc.triples))
 	args = append(args, l.rb.Replica(), sc.accountID, sc.leaseOp, sc.leaseMember, sc.leaseScore,
-		sc.genValue, sc.upValue, feedLength, len(sc.triples)/3)
+		sc.genValue, sc.upValue, 100000, len(sc.triples)/3)
 	for _, t := range sc.triples {
 		args = append(args, t)
 	}

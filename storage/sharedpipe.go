@@ -15,12 +15,6 @@ import (
 // while fewer than maxPipes pipelines are in flight, else with every call
 // that arrives meanwhile, in the next pipeline, when one comes back.
 // Redis runs each call whole, so pipelining changes no outcome.
-//
-// The accounts' batches of one pipeline whose keys share a slot (on one
-// server, all of them: it has one bucket) go as one casBatchScript call,
-// which runs each in turn as its own call would: a script call costs
-// redis-server more than the commands it runs, and with many accounts
-// each batch is small.
 
 // maxPipes is how many pipelines are in flight at once: enough that a
 // call rarely waits for a slow one, few enough that calls share them.
@@ -50,29 +44,11 @@ type pipeCall struct {
 	// lock), then false once its call is answered.
 	ch     chan bool
 	handed bool
-	// batch: one account's casBatchScript batch (keys and args without
-	// the call's leading count), sent with its bucket's other batches.
-	batch  bool
-	bucket int
 }
 
 // call runs a script call and returns its answer.
 func (p *scriptPipe) call(script *redis.Script, keys []string, args []any) ([]any, error) {
-	return p.do(&pipeCall{script: script, keys: keys, args: args})
-}
-
-// batchLead is the number of free slots before a batch's arguments:
-// a batch sent alone is the call's arguments in place.
-const batchLead = 3
-
-// callBatch runs one account's batch of casBatchScript (keys and args
-// are one batch's, after batchLead free slots) and returns its answers.
-func (p *scriptPipe) callBatch(bucket int, keys []string, args []any) ([]any, error) {
-	return p.do(&pipeCall{script: casBatchScript, keys: keys, args: args, batch: true, bucket: bucket})
-}
-
-func (p *scriptPipe) do(c *pipeCall) ([]any, error) {
-	c.ch = make(chan bool, 2)
+	c := &pipeCall{script: script, keys: keys, args: args, ch: make(chan bool, 2)}
 	p.mu.Lock()
 	p.pending = append(p.pending, c)
 	lead := p.pipes < maxPipes
@@ -126,78 +102,6 @@ func (p *scriptPipe) send() {
 	p.run(calls)
 }
 
-// pipeCmd is one command of a pipeline: a call, or the batches of one
-// bucket as one casBatchScript call.
-type pipeCmd struct {
-	calls []*pipeCall
-	keys  []string
-	args  []any
-	cmd   *redis.Cmd
-}
-
-// commands turns calls into the pipeline's commands (see above).
-func commands(calls []*pipeCall) []*pipeCmd {
-	cmds := make([]*pipeCmd, 0, len(calls))
-next:
-	for _, c := range calls {
-		if c.batch {
-			for _, m := range cmds {
-				if m.calls[0].batch && m.calls[0].bucket == c.bucket {
-					m.calls = append(m.calls, c)
-					continue next
-				}
-			}
-		}
-		cmds = append(cmds, &pipeCmd{calls: []*pipeCall{c}, keys: c.keys, args: c.args})
-	}
-	for _, m := range cmds {
-		if !m.calls[0].batch {
-			continue
-		}
-		if len(m.calls) == 1 {
-			m.args[0], m.args[1], m.args[2] = 1, len(m.keys), len(m.args)-batchLead
-			continue
-		}
-		nk, na := 0, 1
-		for _, c := range m.calls {
-			nk, na = nk+len(c.keys), na+2+len(c.args)-batchLead
-		}
-		m.keys, m.args = make([]string, 0, nk), make([]any, 1, na)
-		m.args[0] = len(m.calls)
-		for _, c := range m.calls {
-			m.keys = append(m.keys, c.keys...)
-			m.args = append(m.args, len(c.keys), len(c.args)-batchLead)
-			m.args = append(m.args, c.args[batchLead:]...)
-		}
-	}
-	return cmds
-}
-
-// answer sets the answers of a command's calls.
-func (m *pipeCmd) answer(out []any, err error) {
-	if !m.calls[0].batch {
-		m.calls[0].out, m.calls[0].err = out, err
-		return
-	}
-	for i, c := range m.calls {
-		switch {
-		case err != nil:
-			c.err = err
-		case i >= len(out):
-			c.err = errBatchLost
-		default:
-			switch a := out[i].(type) {
-			case []any:
-				c.out = a
-			case error:
-				c.err = a
-			default:
-				c.err = errBatchLost
-			}
-		}
-	}
-}
-
 // run sends calls in one pipeline and sets their answers. A call the
 // server did not run for want of its script (a restart flushed it) is
 // sent again with the script's text.
@@ -208,22 +112,21 @@ func (p *scriptPipe) run(calls []*pipeCall) {
 	p.sent.Add(1)
 	ctx, cancel := ctxTimeout()
 	defer cancel()
-	cmds := commands(calls)
-	if len(cmds) == 1 {
-		m := cmds[0]
-		m.answer(m.calls[0].script.Run(ctx, p.client, m.keys, m.args...).Slice())
+	if len(calls) == 1 {
+		c := calls[0]
+		c.out, c.err = c.script.Run(ctx, p.client, c.keys, c.args...).Slice()
 		return
 	}
 	pipe := p.client.Pipeline()
-	for _, m := range cmds {
-		m.cmd = m.calls[0].script.EvalSha(ctx, pipe, m.keys, m.args...)
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for _, m := range cmds {
-		out, err := m.cmd.Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			out, err = m.calls[0].script.Run(ctx, p.client, m.keys, m.args...).Slice()
+	for i, c := range calls {
+		c.out, c.err = cmds[i].Slice()
+		if c.err != nil && strings.HasPrefix(c.err.Error(), "NOSCRIPT") {
+			c.out, c.err = c.script.Run(ctx, p.client, c.keys, c.args...).Slice()
 		}
-		m.answer(out, err)
 	}
 }

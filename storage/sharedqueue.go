@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -236,54 +235,38 @@ func wrote(out []queueEvent) bool {
 	return true
 }
 
-// casBatchScript runs batches of casScript calls, each of one account,
-// in one script call: each batch in order, each of its calls exactly as
-// casScript would (a call expecting what an earlier one failed to write
-// finds a mismatch), and announces what a batch changed in one feed entry.
-// ARGV[1] is the number of batches; then per batch the number of its keys
-// and of its arguments, then its arguments. A batch's KEYS (in order, after
-// the batches' before it): the money hash, the lease set, the change feed,
-// then per call its generation key, upstream id key and abuse-ceiling
-// bucket. A batch's arguments: replica, account id, feed length, the
+// casBatchScript runs a batch of casScript calls of one account in one
+// script call, in order, each exactly as casScript would (a call expecting
+// what an earlier one failed to write finds a mismatch), and announces
+// what they changed in one feed entry. KEYS: the money hash, the lease
+// set, the change feed, then per call its generation key, upstream id key
+// and abuse-ceiling bucket. ARGV: replica, account id, feed length, the
 // number of calls, then per call the number of its arguments and
 // casScript's arguments but the replica, account id and feed length. It
-// answers per batch one casScript answer per call, or the batch's error.
-// Several accounts' batches share a call where their keys share a slot
-// (sharedpipe.go): each call costs the server more than its commands.
+// answers one casScript answer per call.
 var casBatchScript = redis.NewScript(`
-local function batch(kb, ab)
--- known: the fields' strings as this batch read or wrote them
-local out, changed, seen, gens, known = {}, {}, {}, {}, {}
-local a = ab + 5
-for c = 1, tonumber(ARGV[ab + 4]) do
+local out, changed, seen, gens = {}, {}, {}, {}
+local a = 5
+for c = 1, tonumber(ARGV[4]) do
   local argc = tonumber(ARGV[a])
   local b = a
   a = a + 1 + argc
-  local gk, uk, ck = KEYS[kb + 1 + 3 * c], KEYS[kb + 2 + 3 * c], KEYS[kb + 3 + 3 * c]
+  local gk, uk, ck = KEYS[1 + 3 * c], KEYS[2 + 3 * c], KEYS[3 + 3 * c]
   local op, member, score, gen, up = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
   local n = tonumber(ARGV[b + 6])
   local res
   if gen ~= '' and redis.call('EXISTS', gk) == 1 then res = {2} end
   if not res and op == 'reap' then
-    local s = redis.call('ZSCORE', KEYS[kb + 2], member)
+    local s = redis.call('ZSCORE', KEYS[2], member)
     if s and tonumber(s) > tonumber(score) then res = {3} end
   end
   if not res then
-    -- the fields this batch has not read or written yet, in one HMGET
-    local miss = {}
-    for i = 0, n - 1 do
-      local f = ARGV[b + 7 + 3 * i]
-      if known[f] == nil then miss[#miss + 1] = f end
-    end
-    if #miss > 0 then
-      local vs = redis.call('HMGET', KEYS[kb + 1], unpack(miss))
-      for i, f in ipairs(miss) do known[f] = vs[i] or '' end
-    end
     local cur = {0}
     local ok = true
     for i = 0, n - 1 do
       local f = ARGV[b + 7 + 3 * i]
-      local v = known[f]
+      local v = redis.call('HGET', KEYS[1], f)
+      if not v then v = '' end
       cur[#cur + 1] = f
       cur[#cur + 1] = v
       if v ~= ARGV[b + 8 + 3 * i] then ok = false end
@@ -305,23 +288,16 @@ for c = 1, tonumber(ARGV[ab + 4]) do
     end
   end
   if not res then
-    local sets, dels = {}, {}
     for i = 0, n - 1 do
       local f, v = ARGV[b + 7 + 3 * i], ARGV[b + 9 + 3 * i]
-      if v == '' then dels[#dels + 1] = f else
-        sets[#sets + 1] = f
-        sets[#sets + 1] = v
-      end
-      known[f] = v
+      if v == '' then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, v) end
       if not seen[f] then
         seen[f] = true
         changed[#changed + 1] = f
       end
     end
-    if #sets > 0 then redis.call('HSET', KEYS[kb + 1], unpack(sets)) end
-    if #dels > 0 then redis.call('HDEL', KEYS[kb + 1], unpack(dels)) end
-    if op == 'add' then redis.call('ZADD', KEYS[kb + 2], score, member)
-    elseif op ~= '' then redis.call('ZREM', KEYS[kb + 2], member) end
+    if op == 'add' then redis.call('ZADD', KEYS[2], score, member)
+    elseif op ~= '' then redis.call('ZREM', KEYS[2], member) end
     if gen ~= '' then
       local exp = tonumber(ARGV[b + 10 + 3 * n]) or 0
       if exp > 0 then
@@ -339,27 +315,12 @@ for c = 1, tonumber(ARGV[ab + 4]) do
 end
 if #changed > 0 then
   if #gens > 0 then
-    redis.call('XADD', KEYS[kb + 3], 'MAXLEN', '~', ARGV[ab + 3], '*', 'r', ARGV[ab + 1], 'm', ARGV[ab + 2], 'f', table.concat(changed, ' '), 'g', table.concat(gens, ' '))
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', table.concat(changed, ' '), 'g', table.concat(gens, ' '))
   else
-    redis.call('XADD', KEYS[kb + 3], 'MAXLEN', '~', ARGV[ab + 3], '*', 'r', ARGV[ab + 1], 'm', ARGV[ab + 2], 'f', table.concat(changed, ' '))
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1], 'm', ARGV[2], 'f', table.concat(changed, ' '))
   end
 end
 return out
-end
-local res = {}
-local p, kb = 2, 0
-for g = 1, tonumber(ARGV[1]) do
-  local nk, na = tonumber(ARGV[p]), tonumber(ARGV[p + 1])
-  -- a batch that fails answers its error and spares the others, as
-  -- separate calls would
-  local ok, r = pcall(batch, kb, p + 1)
-  if ok then res[g] = r
-  elseif type(r) == 'table' and r.err then res[g] = r
-  else res[g] = {err = tostring(r)} end
-  kb = kb + nk
-  p = p + 2 + na
-end
-return res
 `)
 
 // runBatch runs a batch's scripts in one script call (casBatchScript),
@@ -368,8 +329,25 @@ return res
 // always, answers it once it is on disk: one round trip and one fsync
 // for every request of the batch, each acknowledged only when durable.
 func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
-	keys, args := l.batchArgs(batch)
-	answers, err := l.pipe.callBatch(l.lay.AccountBucket(batch[0].sc.accountID), keys, args)
+	if len(batch) == 1 {
+		out[0].status, out[0].err = l.run(batch[0].sc)
+		return
+	}
+	keys := make([]string, 3, 3+3*len(batch))
+	args := make([]any, 4, 4+len(batch)*16)
+	for i, p := range batch {
+		k, a := l.scriptArgs(p.sc)
+		if i == 0 {
+			copy(keys, k[:3])
+			args[0], args[1], args[2], args[3] = a[0], a[1], a[7], len(batch)
+		}
+		keys = append(keys, k[3:]...)
+		// casScript's arguments but the replica, account id and feed length
+		args = append(args, len(a)-3)
+		args = append(args, a[2:7]...)
+		args = append(args, a[8:]...)
+	}
+	answers, err := l.pipe.call(casBatchScript, keys, args)
 	for i, p := range batch {
 		var answer []any
 		if err == nil && i < len(answers) {
@@ -378,48 +356,3 @@ func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
 		out[i].status, out[i].err = l.apply(p.sc, answer, err)
 	}
 }
-
-// batchArgs are one account's batch's keys and arguments in
-// casBatchScript, after batchLead free slots (the call's leading counts,
-// set by the pipe): built at once, each value boxed once.
-func (l *sharedLedger) batchArgs(batch []*queued) (keys []string, args []any) {
-	accountID := batch[0].sc.accountID
-	b := l.lay.AccountBucket(accountID)
-	none := l.lay.AccountKey(accountID, "~none")
-	n := batchLead + 4
-	for _, p := range batch {
-		n += 11 + len(p.sc.triples)
-	}
-	keys = make([]string, 0, 3+3*len(batch))
-	keys = append(keys, l.moneyKey(accountID), l.leaseKey(b), l.lay.FeedKey(b))
-	args = make([]any, batchLead, n)
-	args = append(args, l.rb.Replica(), accountID, feedLength, len(batch))
-	for _, p := range batch {
-		sc := &p.sc
-		genKey, upKey, ceilingKey := sc.genKey, sc.upKey, sc.ceilingKey
-		if genKey == "" {
-			genKey = none
-		}
-		if upKey == "" {
-			upKey = genKey
-		}
-		// casScript's arguments but the replica, account id and feed length
-		args = append(args, 10+len(sc.triples), sc.leaseOp, sc.leaseMember, sc.leaseScore, sc.genValue, sc.upValue, len(sc.triples)/3)
-		for _, t := range sc.triples {
-			args = append(args, t)
-		}
-		args = append(args, sc.genID)
-		if sc.ceiling != nil && ceilingKey != "" {
-			args = append(args, strconv.FormatFloat(sc.ceiling.Requests/float64(sc.ceiling.Window.Milliseconds()), 'g', -1, 64), sc.ceiling.Burst)
-		} else {
-			args = append(args, "", 0)
-			ceilingKey = genKey
-		}
-		args = append(args, sc.genExpireAt)
-		keys = append(keys, genKey, upKey, ceilingKey)
-	}
-	return keys, args
-}
-
-// feedLength is the change feed's length (MAXLEN ~), boxed once.
-var feedLength any = 100000

@@ -89,8 +89,8 @@ func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 	}
 }
 
-// A batch reads each field from Redis once and then as its earlier
-// scripts left it: deleted, written again, or refused (unchanged).
+// A batch's scripts read each field as its earlier scripts left it:
+// deleted, written again, or refused (unchanged).
 func TestSharedBatchReadsFieldsAsItsScriptsLeaveThem(t *testing.T) {
 	srv := redistest.Start(t)
 	st := openSharedReplica(t, srv, "f:")
