@@ -89,6 +89,33 @@ func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 	}
 }
 
+// A batch's scripts read each field as its earlier scripts left it:
+// deleted, written again, or refused (unchanged).
+func TestSharedBatchReadsFieldsAsItsScriptsLeaveThem(t *testing.T) {
+	srv := redistest.Start(t)
+	st := openSharedReplica(t, srv, "f:")
+	l := sharedOf(t, st)
+	rc := l.rb.Client()
+	if err := rc.HSet(t.Context(), "f:{tg}~m/acct", "k:y", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	out := queueScripts(t, l, "acct",
+		script{accountID: "acct", triples: []string{"a", "", "1", "k:y", "1", ""}},
+		script{accountID: "acct", triples: []string{"a", "1", "2", "k:y", "", "2"}},
+		script{accountID: "acct", triples: []string{"a", "2", "3", "k:y", "1", "3"}}, // stale: k:y is 2
+	)
+	want := []int64{1, 1, 0}
+	for i, o := range out {
+		if o.err != nil || o.status != want[i] {
+			t.Fatalf("script %d: status %d, %v; want %d", i, o.status, o.err, want[i])
+		}
+	}
+	got, err := rc.HGetAll(t.Context(), "f:{tg}~m/acct").Result()
+	if err != nil || got["a"] != "2" || got["k:y"] != "2" || len(got) != 2 {
+		t.Fatalf("fields %v, %v; want a=2, k:y=2", got, err)
+	}
+}
+
 // A server that lost its scripts (restarted) runs a batch once the
 // script is sent again, each of its calls once.
 func TestSharedBatchAfterScriptFlush(t *testing.T) {
