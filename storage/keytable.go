@@ -176,6 +176,14 @@ func (t *keyTable) readInto(hash string, k *APIKey) bool {
 	return ok
 }
 
+// slotCounters are slot s's usage counters.
+func (t *keyTable) slotCounters(s uint32) (usage, byok money.UsageCounters) {
+	if c := t.slots[s].ctr; c != 0 {
+		return t.ctrs[c-1].usage, t.ctrs[c-1].byok
+	}
+	return usage, byok
+}
+
 // ptr is get on the heap; nil when there is no such key.
 func (t *keyTable) ptr(hash string) *APIKey {
 	s, ok := t.lookup(hash)
