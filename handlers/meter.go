@@ -132,7 +132,8 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold, tokenHold)
+	st.ownClamp.init(route, inFlightPolicy, est.Hold, tokenHold)
+	st.clamp = &st.ownClamp
 	st.res, err = admit(st.store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
