@@ -118,7 +118,12 @@ func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKin
 	if store == nil {
 		return nil, errStoreUnavailable() // no key can be known: none is taken
 	}
-	p, err := store.Authenticate(secret)
+	// The identity and the key's record in one allocation.
+	own := new(struct {
+		id  gateway.Identity
+		key storage.APIKey
+	})
+	p, err := store.AuthenticateInto(secret, &own.key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, apierror.New(http.StatusUnauthorized, msgInvalidKey)
 	}
@@ -151,7 +156,8 @@ func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKin
 			return nil, apierror.New(http.StatusForbidden, msgManagementOnly)
 		}
 	}
-	return &gateway.Identity{Principal: p, Account: acct}, nil
+	own.id = gateway.Identity{Principal: p, Account: acct}
+	return &own.id, nil
 }
 
 // ceiling takes a token from the named bucket or answers 429.

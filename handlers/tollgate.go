@@ -212,6 +212,9 @@ type requestState struct {
 
 	// ownClamp is what clamp points to, in the state's allocation.
 	ownClamp outputClamp
+	// gen is the generation record settle charges, in the state's
+	// allocation.
+	gen storage.Generation
 
 	// contentFlags are the flagging content filters that matched
 	// (contentfilter.go), for the generation record.
