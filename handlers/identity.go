@@ -20,11 +20,8 @@ type answerIdentity struct {
 	id, model, provider []byte // JSON strings
 }
 
-// set quotes the three values into one allocation.
-func (a *answerIdentity) set(genID string, route *Route) { a.setIn(nil, genID, route) }
-
-// setIn is set in buf's space when they fit it (the writer's own array),
-// else in an allocation.
+// setIn quotes the three values into buf's space when they fit it (the
+// meter writer's own array), else into one allocation.
 func (a *answerIdentity) setIn(buf []byte, genID string, route *Route) {
 	// Sized for the quotes; a value that needs escaping grows it once.
 	b := buf[:0]
