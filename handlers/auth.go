@@ -108,7 +108,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 	}
 	delete(r.Header, "Authorization") // Header.Del, without canonicalizing a canonical name
 	st.id = id
-	a.annotate(r, id)
+	a.annotate(r, st)
 	return nil
 }
 
@@ -118,7 +118,12 @@ func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKin
 	if store == nil {
 		return nil, errStoreUnavailable() // no key can be known: none is taken
 	}
-	p, err := store.Authenticate(secret)
+	// The identity and the key's record in one allocation.
+	own := new(struct {
+		id  gateway.Identity
+		key storage.APIKey
+	})
+	p, err := store.AuthenticateInto(secret, &own.key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, apierror.New(http.StatusUnauthorized, msgInvalidKey)
 	}
@@ -151,7 +156,8 @@ func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKin
 			return nil, apierror.New(http.StatusForbidden, msgManagementOnly)
 		}
 	}
-	return &gateway.Identity{Principal: p, Account: acct}, nil
+	own.id = gateway.Identity{Principal: p, Account: acct}
+	return &own.id, nil
 }
 
 // ceiling takes a token from the named bucket or answers 429.
@@ -164,34 +170,37 @@ func (a *Auth) ceiling(c *ceilings, name, scope string) *apierror.Error {
 	return rateLimitError(&gateway.RateLimited{Limit: int64(c.burst), Reset: next, Scope: "abuse_" + scope}, t)
 }
 
-// annotate exposes the identity to logs and later handlers as placeholders.
-func (a *Auth) annotate(r *http.Request, id *gateway.Identity) {
-	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if !ok {
-		return
+// annotate exposes the identity to logs and later handlers as placeholders
+// (requestState.placeholder).
+func (a *Auth) annotate(r *http.Request, st *requestState) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.mapped {
+		st.mapped = true
+		repl.Map(st.placeholder)
 	}
-	kindName := "regular"
-	workspace := id.Key.WorkspaceID
-	if id.Management {
-		kindName = "management"
-		workspace = ""
-	}
-	repl.Set("http.auth.user.id", id.Hash)
-	// The rest resolve on lookup: most requests never read them, and
-	// setting each would grow the replacer's map on every request.
-	repl.Map(func(key string) (any, bool) {
-		switch key {
-		case "tollgate.key.hash":
-			return id.Hash, true
-		case "tollgate.key.kind":
-			return kindName, true
-		case "tollgate.account.id":
-			return id.AccountID, true
-		case "tollgate.workspace.id":
-			return workspace, true
+}
+
+// identityPlaceholder resolves the identity's placeholders on lookup: most
+// requests never read them (http.auth.user.id is read only by access
+// logs), and setting each would grow the replacer's map and box its value
+// on every request.
+func identityPlaceholder(id *gateway.Identity, key string) (any, bool) {
+	switch key {
+	case "http.auth.user.id", "tollgate.key.hash":
+		return id.Hash, true
+	case "tollgate.key.kind":
+		if id.Management {
+			return "management", true
 		}
-		return nil, false
-	})
+		return "regular", true
+	case "tollgate.account.id":
+		return id.AccountID, true
+	case "tollgate.workspace.id":
+		if id.Management {
+			return "", true
+		}
+		return id.Key.WorkspaceID, true
+	}
+	return nil, false
 }
 
 // bearer extracts the key from "Authorization: Bearer <key>".

@@ -20,10 +20,14 @@ type answerIdentity struct {
 	id, model, provider []byte // JSON strings
 }
 
-// set quotes the three values into one allocation.
-func (a *answerIdentity) set(genID string, route *Route) {
+// setIn quotes the three values into buf's space when they fit it (the
+// meter writer's own array), else into one allocation.
+func (a *answerIdentity) setIn(buf []byte, genID string, route *Route) {
 	// Sized for the quotes; a value that needs escaping grows it once.
-	b := make([]byte, 0, len(genID)+len(route.Model.ID)+len(route.Provider.Name)+6)
+	b := buf[:0]
+	if n := len(genID) + len(route.Model.ID) + len(route.Provider.Name) + 6; cap(b) < n {
+		b = make([]byte, 0, n)
+	}
 	b = jsonstr.Append(b, genID)
 	id := len(b)
 	b = jsonstr.Append(b, route.Model.ID)

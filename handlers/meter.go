@@ -132,7 +132,8 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	st.clamp = newOutputClamp(route, inFlightPolicy, est.Hold, tokenHold)
+	st.ownClamp.init(route, inFlightPolicy, est.Hold, tokenHold)
+	st.clamp = &st.ownClamp
 	st.res, err = admit(st.store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
@@ -362,7 +363,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	case mw.finish == "length" || mw.finish == "incomplete" || mw.finish == "max_tokens":
 		status = "incomplete"
 	}
-	gen := &storage.Generation{
+	st.gen = storage.Generation{
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID, UpstreamIDHidden: mw.identity != nil,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
@@ -371,6 +372,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		ContentFlags: st.contentFlags,
 		Attempts:     st.attempts, Routing: route.Routing,
 	}
+	gen := &st.gen
 	window := m.gw.InFlightPolicy().SettlementWindow
 	err = store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen})
 	if err != nil {

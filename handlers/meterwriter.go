@@ -62,6 +62,7 @@ type meterWriter struct {
 	// provider (identity.go); upstreamID is the provider's id of it.
 	identity    *answerIdentity
 	ownIdentity answerIdentity // what identity points to, in the same allocation
+	identityBuf [96]byte       // ownIdentity's values, when they fit
 	layout      answerLayout   // a held answer's, read with its usage when identity is set
 	upstreamID  string
 	evBuf       []byte // the last event rewritten by ownEvent
@@ -69,6 +70,9 @@ type meterWriter struct {
 	// in the writer's allocation.
 	bill    *usageBill
 	ownBill usageBill
+	// headerVals back the answer's X-Generation-Id and Content-Length
+	// (sendJSON), in the writer's allocation.
+	headerVals [2]string
 }
 
 // maxBufferedBody bounds a buffered answer; larger ones are refused.
@@ -245,7 +249,7 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 // rewriteIdentity makes the writer rewrite a chat answer's identity to
 // the generation's (identity.go).
 func (mw *meterWriter) rewriteIdentity(genID string, route *Route) {
-	mw.ownIdentity.set(genID, route)
+	mw.ownIdentity.setIn(mw.identityBuf[:], genID, route)
 	mw.identity = &mw.ownIdentity
 }
 
@@ -652,8 +656,8 @@ func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 		body = mw.rewriteAnswer(body, cost, buf, idBuf)
 	}
 	// Canonical names, set directly (see Route.apply); the two values in
-	// one allocation, each slice full so that an append copies it.
-	h, vals := mw.Header(), make([]string, 2)
+	// the writer's allocation, each slice full so that an append copies it.
+	h, vals := mw.Header(), mw.headerVals[:]
 	vals[0], vals[1] = genID, strconv.Itoa(len(body))
 	h["X-Generation-Id"], h["Content-Length"] = vals[0:1:1], vals[1:2:2]
 	mw.ResponseWriter.WriteHeader(mw.Status)

@@ -30,7 +30,15 @@ type outputClamp struct {
 // hold, of which tokens (estimateAttempts's hold) for the tokens and fees
 // of its costliest attempt.
 func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) *outputClamp {
-	c := &outputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
+	c := new(outputClamp)
+	c.init(route, policy, hold, tokens)
+	return c
+}
+
+// init is newOutputClamp in c's space (the request state's own clamp: one
+// allocation less per request).
+func (c *outputClamp) init(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) {
+	*c = outputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
 	c.facts = c.one[:0] // most requests have one attempt
 	for _, a := range route.Attempts {
 		c.facts = append(c.facts, billing.RequestFacts{
@@ -44,7 +52,6 @@ func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold, tokens mo
 			BYOK:          a.BYOK,
 		})
 	}
-	return c
 }
 
 // fit returns the request's hold under the caps that bind it in v (the

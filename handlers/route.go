@@ -68,6 +68,9 @@ type Route struct {
 	// attempt's dialect headers and length (prepare). It is the route's
 	// own map: the client's request keeps its own.
 	header http.Header
+	// length is header's Content-Length value, in the route's allocation
+	// (reverse_proxy copies the values it sends).
+	length [1]string
 	// prepared is 1 + the attempt whose body (sent) and header prepare
 	// computed last; 0: none yet.
 	prepared int
@@ -243,7 +246,8 @@ func (rt *Route) prepare(i int) error {
 	}
 	// A canonical name, set directly: Header.Set would canonicalize it on
 	// every request.
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	rt.length[0] = strconv.Itoa(len(body))
+	h["Content-Length"] = rt.length[:1:1]
 	rt.sent = body
 	rt.prepared = i + 1
 	return nil

@@ -193,10 +193,28 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 
 // mapPlaceholders exposes the route's placeholders (Router) to
 // reverse_proxy and the logs; they name the current attempt.
-func mapPlaceholders(r *http.Request, route *Route) {
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Map(route.placeholder)
+func mapPlaceholders(r *http.Request, st *requestState) {
+	st.routed = true
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.mapped {
+		st.mapped = true
+		repl.Map(st.placeholder)
 	}
+}
+
+// placeholder resolves the request's placeholders: the identity's once
+// authenticated, the route's once mapPlaceholders exposed them. One
+// function for both: each Map costs the request a closure, and every
+// lookup a call per function.
+func (st *requestState) placeholder(key string) (any, bool) {
+	if st.routed {
+		if v, ok := st.route.placeholder(key); ok {
+			return v, true
+		}
+	}
+	if st.id != nil {
+		return identityPlaceholder(st.id, key)
+	}
+	return nil, false
 }
 
 // upstreamHeader copies the map of a request's header, not its values: the
@@ -613,6 +631,17 @@ func outputLimit(m *catalog.Model) int64 {
 // first model's provider would give, naming the field.
 func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Attempt, *apierror.Error) {
 	if maxTokens == 0 {
+		return attempts, nil
+	}
+	// Mostly every attempt can: attempts itself, not a copy.
+	fit := true
+	for _, a := range attempts {
+		if limit := outputLimit(a.Model); limit != 0 && maxTokens > limit {
+			fit = false
+			break
+		}
+	}
+	if fit {
 		return attempts, nil
 	}
 	out := attempts[:0:0]

@@ -151,7 +151,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	// As the pipeline and the meter do: the placeholders, and the first
 	// attempt applied to the meter's copy of the request.
-	mapPlaceholders(r, st.route)
+	mapPlaceholders(r, st)
 	out := withRoute(r, st.route)
 	if err := st.route.apply(out, 0); err != nil {
 		return err

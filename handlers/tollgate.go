@@ -198,6 +198,10 @@ type requestState struct {
 	fetch *fetchRun         // the request's web-fetch plugin; nil without
 	route *Route            // the model, providers and attempts; nil when not routed
 
+	// mapped: the replacer resolves placeholder; routed: with the
+	// route's placeholders (mapPlaceholders).
+	mapped, routed bool
+
 	// Set by the meter.
 	res    *storage.Reservation
 	clamp  *outputClamp // the output limit fitted to the caps' room, if any
@@ -205,6 +209,12 @@ type requestState struct {
 	genID  string
 	failed []failure   // attempts that got no usable answer
 	header http.Header // the response headers before any provider answered
+
+	// ownClamp is what clamp points to, in the state's allocation.
+	ownClamp outputClamp
+	// gen is the generation record settle charges, in the state's
+	// allocation.
+	gen storage.Generation
 
 	// contentFlags are the flagging content filters that matched
 	// (contentfilter.go), for the generation record.
@@ -291,7 +301,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		apiErr = t.router.plan(r, st, body)
 	}
 	if apiErr == nil {
-		mapPlaceholders(r, st.route)
+		mapPlaceholders(r, st)
 	}
 	if apiErr == nil && st.fetch != nil && st.fetch.tool != nil {
 		apiErr = st.fetch.tool.restrictAttempts(st.route, t.fetch.brand())

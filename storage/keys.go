@@ -275,10 +275,21 @@ var (
 // returns ErrNotFound for an unknown key; disabled and expired keys are
 // returned so that the caller can say why they are refused.
 func (s *AccountStore) Authenticate(secret string) (Principal, error) {
+	return s.AuthenticateInto(secret, nil)
+}
+
+// AuthenticateInto is Authenticate reading a regular key's record into k,
+// which the caller allocated (with what it keeps the principal in: one
+// allocation less per request); k nil: a record of its own.
+func (s *AccountStore) AuthenticateInto(secret string, k *APIKey) (Principal, error) {
 	hash := HashSecret(secret)
 	s.k.RLock()
 	defer s.k.RUnlock()
-	if k := s.keys.ptr(hash); k != nil {
+	if slot, ok := s.keys.lookup(hash); ok {
+		if k == nil {
+			k = new(APIKey)
+		}
+		s.keys.read(slot, hash, k)
 		return Principal{Hash: hash, AccountID: k.AccountID, Key: k, MgmtKey: noManagementKey}, nil
 	}
 	if m, ok := s.mgmtKeys[hash]; ok {

@@ -94,21 +94,35 @@ func (t *keyTable) reset() {
 // keyID is the table's form of a hash: the SHA-256 it spells in hex, or
 // for any other string, the SHA-256 of the string itself.
 func keyID(hash string) (id [32]byte, odd bool) {
-	if len(hash) == 64 && lowerHex(hash) {
-		hex.Decode(id[:], unsafe.Slice(unsafe.StringData(hash), len(hash)))
-		return id, false
+	if len(hash) == 64 {
+		// Checked and decoded in one pass: every request looks its key
+		// up a few times.
+		var bad byte
+		for i := range id {
+			hi, lo := unhexLower[hash[2*i]], unhexLower[hash[2*i+1]]
+			bad |= hi | lo
+			id[i] = hi<<4 | lo
+		}
+		if bad&0xf0 == 0 {
+			return id, false
+		}
 	}
 	return sha256.Sum256([]byte("odd key hash:" + hash)), true
 }
 
-func lowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+// unhexLower is a lowercase hex digit's value; 0xff for any other byte.
+var unhexLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return true
-}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // bucket is id's first probe in an index of n (a power of two) entries;
 // ids are uniform hashes already.
@@ -174,6 +188,14 @@ func (t *keyTable) readInto(hash string, k *APIKey) bool {
 		t.read(s, hash, k)
 	}
 	return ok
+}
+
+// slotCounters are slot s's usage counters.
+func (t *keyTable) slotCounters(s uint32) (usage, byok money.UsageCounters) {
+	if c := t.slots[s].ctr; c != 0 {
+		return t.ctrs[c-1].usage, t.ctrs[c-1].byok
+	}
+	return usage, byok
 }
 
 // ptr is get on the heap; nil when there is no such key.

@@ -291,9 +291,9 @@ func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) 
 		lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
 		c = c.within(acct.Usage, acct.BYOKUsage)
 	}
-	key := l.acct.ledgerKey(res.KeyHash)
-	if key != nil && lv.Key != nil {
-		lv.Key.Usage, lv.Key.BYOKUsage = key.Usage, key.BYOKUsage
+	keyUsage, keyBYOK, keySlot, hasKey := l.acct.ledgerKeyUsage(res.KeyHash)
+	if hasKey && lv.Key != nil {
+		lv.Key.Usage, lv.Key.BYOKUsage = keyUsage, keyBYOK
 	}
 	wsAccount, wsID, _ := cutScope(res.workspace)
 	ws := l.org.ledgerWorkspace(wsAccount, wsID)
@@ -311,7 +311,8 @@ func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) 
 		if acct != nil && l.acct.setAccountCounters(res.AccountID, lv.Account) {
 			l.k.MarkDirtyAt(prefixAccount, res.AccountID)
 		}
-		if key != nil && l.acct.setKeyCounters(res.KeyHash, *lv.Key) {
+		if hasKey {
+			l.acct.setKeySlotCounters(keySlot, *lv.Key)
 			l.k.MarkDirtyAt(prefixAPIKey, res.KeyHash)
 		}
 		if ws != nil && l.org.setWorkspaceCounters(wsAccount, wsID, *lv.Workspace) {

@@ -1,6 +1,9 @@
 package storage
 
-import "github.com/tollgate-dev/caddy-tollgate/storage/levels"
+import (
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
+)
 
 // The records whose counters a ledger reads and changes belong to the
 // account store (accounts, keys) and the org store (workspaces, members).
@@ -22,6 +25,23 @@ func (s *AccountStore) ledgerKey(hash string) *APIKey {
 		return nil
 	}
 	return k
+}
+
+// ledgerKeyUsage is the API key's usage counters, all a settlement reads
+// of the key, and its slot, where setKeySlotCounters replaces them: one
+// lookup of the hash, no record materialized. ok is false when there is
+// no record.
+func (s *AccountStore) ledgerKeyUsage(hash string) (usage, byok money.UsageCounters, slot uint32, ok bool) {
+	if slot, ok = s.keys.lookup(hash); ok {
+		usage, byok = s.keys.slotCounters(slot)
+	}
+	return usage, byok, slot, ok
+}
+
+// setKeySlotCounters is setKeyCounters on the slot ledgerKeyUsage
+// returned, under the same hold of the kernel's lock.
+func (s *AccountStore) setKeySlotCounters(slot uint32, sc levels.Scope) {
+	s.keys.storeCounters(&s.keys.slots[slot], sc.Usage, sc.BYOKUsage)
 }
 
 // ledgerAccountIDs calls fn with every account's id.
