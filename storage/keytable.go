@@ -41,6 +41,9 @@ type keyTable struct {
 	// ctrFree the entries of deleted keys, reused first.
 	ctrs    []keyCounters
 	ctrFree []uint32
+	// gen changes when slots change without their keys' records: a new
+	// arena (compaction, reset). A snapshot taken in steps is void then.
+	gen uint64
 }
 
 // keyCounters is a key's usage counters.
@@ -85,6 +88,7 @@ func newKeyTable() *keyTable {
 
 // reset empties the table. Materialized records keep the old arena.
 func (t *keyTable) reset() {
+	t.gen++
 	t.slots, t.free, t.live, t.cold, t.dead = nil, nil, 0, nil, 0
 	t.ctrs, t.ctrFree = nil, nil
 	t.index = make([]uint32, 64)
@@ -440,6 +444,7 @@ func (t *keyTable) maybeCompact() {
 		sl.coldAt = uint32(at)
 	}
 	t.cold, t.dead = cold, 0
+	t.gen++
 }
 
 // each calls fn with each key's slot until it returns false.
