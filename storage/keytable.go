@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"math/bits"
 	"time"
 	"unsafe"
 
@@ -98,26 +99,41 @@ func (t *keyTable) reset() {
 // keyID is the table's form of a hash: the SHA-256 it spells in hex, or
 // for any other string, the SHA-256 of the string itself.
 func keyID(hash string) (id [32]byte, odd bool) {
-	if len(hash) == 64 && lowerHex(hash) {
-		hex.Decode(id[:], unsafe.Slice(unsafe.StringData(hash), len(hash)))
-		return id, false
+	if len(hash) == 64 {
+		// One table lookup a digit; an invalid one (0xff) shows in bad.
+		var bad byte
+		for i := range id {
+			hi, lo := hexDigit[hash[2*i]], hexDigit[hash[2*i+1]]
+			bad |= hi | lo
+			id[i] = hi<<4 | lo
+		}
+		if bad < 16 {
+			return id, false
+		}
 	}
 	return sha256.Sum256([]byte("odd key hash:" + hash)), true
 }
 
-func lowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+// hexDigit is a lowercase hex digit's value; 0xff for any other byte.
+var hexDigit = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return true
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
-// bucket is id's first probe in an index of n (a power of two) entries;
-// ids are uniform hashes already.
+// bucket is id's first probe in an index of n (a power of two) entries:
+// its leading bits (ids are uniform hashes already), so that keys in
+// their hashes' order, as the database lists them, probe the index in
+// order.
 func bucket(id *[32]byte, n int) int {
-	return int(binary.LittleEndian.Uint64(id[:8]) & uint64(n-1))
+	return int(binary.BigEndian.Uint64(id[:8]) >> bits.LeadingZeros64(uint64(n-1)))
 }
 
 // find returns the slot of id and where the index holds it, or ok false
