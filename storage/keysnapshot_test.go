@@ -85,12 +85,20 @@ func TestKeySnapshotRestoresKeys(t *testing.T) {
 	if !snapshotExists(t, dir) {
 		t.Fatal("a clean close wrote no snapshot")
 	}
+	// A snapshot's temporary file, as a process killed while it wrote
+	// one leaves it.
+	if err := os.WriteFile(filepath.Join(dir, keySnapshotFile+".123"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s = openTemp(t, dir)
 	if !s.keysRestored {
 		t.Fatal("the keys were not restored from the snapshot")
 	}
 	if !s.keysCurrent || s.keysCaughtUp != 0 {
 		t.Fatalf("a start after a clean close read %d key records", s.keysCaughtUp)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, keySnapshotFile+".*")); len(tmps) != 0 {
+		t.Fatalf("temporary snapshot files left: %v", tmps)
 	}
 	if got := keysOf(s, acct.ID); !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored keys:\n got %+v\nwant %+v", got, want)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -193,6 +194,13 @@ func (s *Store) Close() error {
 func (s *Store) restoreKeys() bool {
 	if s.dir == "" || !s.k.Versioned() {
 		return false
+	}
+	// A snapshot being written when the process died stays as its
+	// temporary file.
+	if tmps, _ := filepath.Glob(filepath.Join(s.dir, keySnapshotFile+".*")); len(tmps) > 0 {
+		for _, tmp := range tmps {
+			_ = os.Remove(tmp)
+		}
 	}
 	began := time.Now()
 	r, err := readKeySnapshot(s.dir, s.keys)
