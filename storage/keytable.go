@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"math/bits"
 	"time"
 	"unsafe"
 
@@ -129,11 +128,13 @@ var hexDigit = func() (t [256]byte) {
 }()
 
 // bucket is id's first probe in an index of n (a power of two) entries:
-// its leading bits (ids are uniform hashes already), so that keys in
-// their hashes' order, as the database lists them, probe the index in
-// order.
+// bits of its last bytes (ids are uniform hashes already). The database
+// lists keys in their hashes' order, which the first bytes decide: a load
+// inserting them in that order into an index sized for the keys so far
+// piled them into runs of full buckets when the bucket came from those
+// (40 probes a key, each reading a slot).
 func bucket(id *[32]byte, n int) int {
-	return int(binary.BigEndian.Uint64(id[:8]) >> bits.LeadingZeros64(uint64(n-1)))
+	return int(binary.LittleEndian.Uint64(id[24:]) & uint64(n-1))
 }
 
 // find returns the slot of id and where the index holds it, or ok false
