@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -526,6 +527,61 @@ func TestKeySnapshotTracksChangesWhileTaken(t *testing.T) {
 	defer s.Close()
 	if !s.keysRestored {
 		t.Fatal("the snapshot taken during changes was not restored")
+	}
+	sameKeys(t, "after a crash", allKeys(s), want)
+}
+
+// TestKeySnapshotWrittenWhileKeysChange: the periodic snapshot, written
+// while keys are created, charged and deleted concurrently, restores after
+// a crash to exactly the acknowledged keys.
+func TestKeySnapshotWrittenWhileKeysChange(t *testing.T) {
+	defer func(every time.Duration, chunk int) { keySnapshotEvery, snapshotChunk = every, chunk }(keySnapshotEvery, snapshotChunk)
+	keySnapshotEvery, snapshotChunk = 2*time.Millisecond, 4
+	dir := t.TempDir()
+	s := openTemp(t, dir)
+	acct, hashes := snapshotFixture(t, s)
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			var err error
+			for i := 0; i < 40 && err == nil; i++ {
+				var k APIKey
+				k, _, err = s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: fmt.Sprintf("w%d-%d", w, i)})
+				if err != nil {
+					break
+				}
+				s.k.Lock()
+				for _, h := range []string{k.Hash, hashes[w%len(hashes)]} {
+					c, _ := s.keys.get(h)
+					s.keys.setCounters(h, c.Usage.Add(now(), money.Amount(i+1)), c.BYOKUsage)
+					s.k.MarkDirty(prefixAPIKey + h)
+				}
+				b := s.k.Pending()
+				s.k.Unlock()
+				if err = b.Wait(); err == nil && i%3 == 0 {
+					err = s.DeleteAPIKey(k.Hash)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !snapshotExists(t, dir); {
+		if time.Now().After(deadline) {
+			t.Fatal("no periodic snapshot was written")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	want := allKeys(s)
+	crashStore(t, s)
+	s = openTemp(t, dir)
+	defer s.Close()
+	if !s.keysRestored {
+		t.Fatal("the periodic snapshot was not restored")
 	}
 	sameKeys(t, "after a crash", allKeys(s), want)
 }
