@@ -8,7 +8,8 @@
 # under wrk over 1,000 keys spread over the accounts (and the GC's share of
 # the process's time, from GODEBUG=gctrace), a restart to the first 200
 # after a clean stop (the key table's snapshot) and one after a kill -9
-# (every key record read back).
+# (the snapshot and the key records written since), each also as the
+# process's CPU seconds at its first 200 (cpu s: start/restart/crash).
 #
 #   bench/scale.sh                   # N = 10000 100000
 #   SCALE_SIZES="10000 1000000" bench/scale.sh
@@ -72,9 +73,12 @@ first200() { # key -> seconds from now until an inference request answers 200
 	done
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}'
 }
+# cpu_s PID: the process's CPU seconds so far (user + system): the start's
+# cost on a machine whose other work makes wall times swing.
+cpu_s() { awk -v t="$(cpu_ticks "$1")" -v hz="$TCK" 'BEGIN {printf "%.2f", t / hz}'; }
 gc_pct() { grep -o '^gc [0-9]* @[0-9.]*s [0-9]*%' "$1" | tail -1 | awk '{print $4}'; }
 
-printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s\n' keys "start s" "rss MB" "list10 ms" "listbig ms" "req/s" "gw µs/req" "gc %" "rss2 MB" "restart s" "crash s"
+printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s %10s\n' keys "start s" "rss MB" "list10 ms" "listbig ms" "req/s" "gw µs/req" "gc %" "rss2 MB" "restart s" "crash s" "cpu s"
 for N in $SIZES; do
 	DATA=$WORK/data-$N
 	"$WORK/scale" populate -dir "$DATA" -keys "$N" -big "$BIG" -out "$WORK/sample-$N.json" >&2
@@ -110,6 +114,7 @@ EOF
 	start "gw-$N" "$WORK/gw-$N.caddyfile"
 	PID=$LAST_PID
 	STARTUP=$(first200 "$KEY")
+	CPU_START=$(cpu_s "$PID")
 	RSS=$(rss_mb "$PID")
 	read -r L10 LBIG < <("$WORK/scale" lists -url "http://127.0.0.1:$GW" -in "$WORK/sample-$N.json" |
 		awk '/list_small_p50/ {a=$2} /list_big_p50/ {b=$2} END {print a, b}')
@@ -129,13 +134,16 @@ EOF
 	start "gw-$N-restart" "$WORK/gw-$N.caddyfile"
 	PID=$LAST_PID
 	RESTART=$(first200 "$KEY")
+	CPU_RESTART=$(cpu_s "$PID")
 	kill -KILL "$PID"
 	wait "$PID" 2>/dev/null || true
 	start "gw-$N-crash" "$WORK/gw-$N.caddyfile"
 	PID=$LAST_PID
 	CRASH=$(first200 "$KEY")
+	CPU_CRASH=$(cpu_s "$PID")
 	kill -TERM "$PID"
 	wait "$PID" 2>/dev/null || true
-	printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s\n' "$N" "$STARTUP" "$RSS" "$L10" "$LBIG" "$RPS" "$US" "${GC:-?}" "$RSS2" "$RESTART" "$CRASH"
+	printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s %10s\n' "$N" "$STARTUP" "$RSS" "$L10" "$LBIG" "$RPS" "$US" "${GC:-?}" "$RSS2" "$RESTART" "$CRASH" \
+		"$CPU_START/$CPU_RESTART/$CPU_CRASH"
 	rm -rf "$DATA"
 done

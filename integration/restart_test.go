@@ -58,15 +58,17 @@ func TestRestartKeepsEveryKey(t *testing.T) {
 
 // A clean stop writes the key table's snapshot and the next start restores
 // the keys from it, counters included, instead of reading every key
-// record; a kill -9 after that start is not mistaken for the snapshot's
-// state: the start after it reads the records, with the charge made in
-// between.
+// record. After a kill -9 the start restores the same snapshot, now older
+// than the database, and reads the key records written since: a charge,
+// a new key, a deleted one and a disabled one are all as acknowledged.
 func TestRestartFromKeySnapshot(t *testing.T) {
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	c := newClient(t, p.gateway, p.admin)
 	org := c.newTenant("organization", "10")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"capped","limit":5,"limit_reset":"daily"}`)
+	_, goneHash := c.newKey(org.MgmtKey, `{"name":"to delete"}`)
+	offKey, offHash := c.newKey(org.MgmtKey, `{"name":"to disable"}`)
 	body := chatBody("tollgate-mock", `,"max_tokens":20`)
 	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
 	before := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
@@ -79,9 +81,6 @@ func TestRestartFromKeySnapshot(t *testing.T) {
 		t.Fatal("a clean stop wrote no key table snapshot")
 	}
 	p.start(t)
-	if n := snapshotFiles(t, dir); n != 0 {
-		t.Fatal("the key table snapshot outlived the start that read it")
-	}
 	if n := strings.Count(p.log.String(), "key table restored from its snapshot"); n != 1 {
 		t.Fatalf("the start after a clean stop restored the key table %d times; log:\n%s", n, p.log)
 	}
@@ -95,15 +94,28 @@ func TestRestartFromKeySnapshot(t *testing.T) {
 	if charged.Get("usage").Float() <= before.Get("usage").Float() {
 		t.Fatalf("the second request charged nothing: %s", charged.Raw)
 	}
+	newKey, newHash := c.newKey(org.MgmtKey, `{"name":"after the snapshot","limit":3}`)
+	c.api("DELETE", "/keys/"+goneHash, org.MgmtKey, nil).expect(t, 200)
+	c.api("PATCH", "/keys/"+offHash, org.MgmtKey, `{"disabled":true}`).expect(t, 200)
 	p.kill()
+	if snapshotFiles(t, dir) != 1 {
+		t.Fatal("the snapshot did not outlive the start that read it")
+	}
 	p.start(t)
-	if n := strings.Count(p.log.String(), "key table restored from its snapshot"); n != 1 {
-		t.Fatalf("the start after a kill -9 restored a key table snapshot; log:\n%s", p.log)
+	if n := strings.Count(p.log.String(), "key table restored from its snapshot"); n != 2 {
+		t.Fatalf("the start after a kill -9 did not restore the key table's snapshot; log:\n%s", p.log)
 	}
 	c = newClient(t, p.gateway, p.admin)
 	if got := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != charged.Raw {
 		t.Fatalf("the key lost a charge across a kill -9:\n got %s\nwant %s", got.Raw, charged.Raw)
 	}
+	if got := c.api("GET", "/keys/"+newHash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Get("limit").Float() != 3 {
+		t.Fatalf("the key created after the snapshot: %s", got.Raw)
+	}
+	c.api("GET", "/key", newKey, nil).expect(t, 200)
+	c.api("GET", "/keys/"+goneHash, org.MgmtKey, nil).expectError(t, 404, "")
+	c.api("GET", "/key", offKey, nil).expectError(t, 401, "disabled")
+	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
 }
 
 // snapshotFiles counts the key table snapshots under dir.

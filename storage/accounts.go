@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -291,7 +290,7 @@ func (s *AccountStore) accountWorkspace(accountID, workspaceID string) (string, 
 
 func (s *AccountStore) loadAccount(_, v []byte) error {
 	var a Account
-	if err := json.Unmarshal(v, &a); err != nil {
+	if err := decodeRecord(v, &a, fastAccount); err != nil {
 		return err
 	}
 	s.accounts[a.ID] = &a
@@ -300,7 +299,7 @@ func (s *AccountStore) loadAccount(_, v []byte) error {
 
 func (s *AccountStore) loadPurchase(_, v []byte) error {
 	var p Purchase
-	if err := json.Unmarshal(v, &p); err != nil {
+	if err := decodeRecord(v, &p, fastPurchase); err != nil {
 		return err
 	}
 	s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
@@ -309,7 +308,7 @@ func (s *AccountStore) loadPurchase(_, v []byte) error {
 
 func (s *AccountStore) loadMgmtKey(_, v []byte) error {
 	var m ManagementKey
-	if err := json.Unmarshal(v, &m); err != nil {
+	if err := decodeRecord(v, &m, fastMgmtKey); err != nil {
 		return err
 	}
 	s.putMgmtKey(&m)

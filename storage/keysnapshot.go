@@ -11,20 +11,45 @@ import (
 	"path/filepath"
 	"slices"
 	"unsafe"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
-// The key table's snapshot lets a restart skip reading and decoding every
-// key record (at a million keys, most of the start's 11 s): a clean close
-// writes the table to one file with the database version it matches, and
-// the next open restores it when the database opened on that same
-// version, with no journal to replay. Any other case (a crash, a snapshot
-// from another build or version, a damaged file) loads the records as
-// before. The file is removed once read, so that it never outlives the
-// version it was written for.
+// The key table's snapshot lets a start skip reading and decoding every
+// key record (at a million keys, most of a start's time): the table is
+// written to one file with the database version V it reflects, at a clean
+// close and every keySnapshotEvery while keys change. A start restores it,
+// then brings it up to date from the database: it walks the key records'
+// keys and versions (not their values) and reads only the records written
+// after V, and those the snapshot marks as changed while it was taken;
+// keys the database no longer has are dropped. After a clean close the
+// database is still at V and the walk is skipped.
+//
+// Why that is exact: memory is the truth for keys, and a key record that
+// is neither dirty nor being committed holds in memory what the journal
+// or Badger holds (kernel.Tracker). The snapshot is taken in steps; the
+// keys changed meanwhile (tracked) are written as such and read back from
+// the database. Every other key's durable value is the same all along
+// the snapshot, so its latest version in the database is either at most
+// V, and then that value is the snapshot's, or it was written later (a
+// checkpoint after V, a change after the snapshot, or the journal the
+// start replays after a crash, which is moved into Badger first, at new
+// versions), and then it is read. A damaged file, another build's layout,
+// or a database that contradicts the snapshot (a key at most V the
+// snapshot does not know, a database older than V) loads every record as
+// before.
 
 const (
 	keySnapshotFile  = "keytable.snapshot"
-	keySnapshotMagic = "tollgate key table v1\n"
+	keySnapshotMagic = "tollgate key table v2\n"
+)
+
+// snapshotChunk is how many slots (or counters) one step copies under the
+// lock: about 1.5 MB, a fraction of a millisecond. snapshotStep, when
+// set, runs between steps (tests change keys there).
+var (
+	snapshotChunk = 16 << 10
+	snapshotStep  func()
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -35,24 +60,34 @@ var errByteOrder = errors.New("the key table snapshot needs a little-endian host
 
 func littleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
 
-// keySnapshotHeader follows the magic; slotSize guards against a build
-// whose slots are laid out differently.
+// keySnapshotHeader follows the magic; SlotSize guards against a build
+// whose slots are laid out differently. The body follows: the slots, the
+// counters, the arena, the interned strings and the changed keys' hashes
+// (each length-prefixed), whose CRC-32C is BodyCRC. The file ends with
+// the CRC-32C of the magic and header.
 type keySnapshotHeader struct {
 	Version  uint64 // the backend's version (kernel.Versioned)
 	Seq      uint64 // the highest key Seq
 	SlotSize uint64
 	Slots    uint64
-	Free     uint64
-	Cold     uint64
-	Dead     uint64
-	Strs     uint64
 	Ctrs     uint64
-	CtrFree  uint64
+	Cold     uint64
+	Strs     uint64
+	Changed  uint64 // keys changed while the snapshot was taken
+	BodyCRC  uint64
 }
 
-// writeKeySnapshot writes the table to dir for the database at version,
-// through a temporary file renamed into place.
-func writeKeySnapshot(dir string, version uint64, t *keyTable) error {
+// errSnapshotVoid: the table changed under the snapshot in a way it
+// cannot track (a new arena); the next one is taken later.
+var errSnapshotVoid = errors.New("the key table changed its arena while its snapshot was taken")
+
+// writeKeySnapshot writes the table to dir for the database at version v
+// (a version read before it began), through a temporary file renamed into
+// place, taking the kernel's lock only to copy a step's slots or counters.
+// Keys changed meanwhile are listed as changed. sync: make the database
+// durable on disk before the file is in place (the snapshot must never be
+// ahead of it after a power loss).
+func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync bool) error {
 	if !littleEndian() {
 		return errByteOrder
 	}
@@ -61,175 +96,281 @@ func writeKeySnapshot(dir string, version uint64, t *keyTable) error {
 		return err
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }() // after the rename: nothing
+	fail := func(err error) error { _ = tmp.Close(); return err }
+	var h keySnapshotHeader
+	hdrLen := int64(len(keySnapshotMagic)) + int64(unsafe.Sizeof(h))
+	if _, err := tmp.Seek(hdrLen, io.SeekStart); err != nil {
+		return fail(err)
+	}
 	crc := crc32.New(crcTable)
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
-	var seq uint64
-	for i := range t.slots {
-		seq = max(seq, t.slots[i].seq)
+
+	k.Lock()
+	tr := k.Track(prefixAPIKey, true)
+	gen, slots, ctrs := t.gen, len(t.slots), len(t.ctrs)
+	k.Unlock()
+	abort := func(err error) error {
+		k.Lock()
+		k.EndTrack(tr)
+		k.Unlock()
+		return fail(err)
 	}
-	h := keySnapshotHeader{
-		Version: version, Seq: seq, SlotSize: uint64(unsafe.Sizeof(keySlot{})),
-		Slots: uint64(len(t.slots)), Free: uint64(len(t.free)), Cold: uint64(len(t.cold)),
-		Dead: uint64(t.dead), Strs: uint64(len(t.strs.list)),
-		Ctrs: uint64(len(t.ctrs)), CtrFree: uint64(len(t.ctrFree)),
+	// Keys that exist now are in slots[:slots] with counters in
+	// ctrs[:ctrs]; a later slot or counter belongs to a key created since,
+	// which is tracked.
+	buf := make([]keySlot, snapshotChunk)
+	for at := 0; at < slots; at += snapshotChunk {
+		n := min(snapshotChunk, slots-at)
+		k.Lock()
+		if t.gen != gen {
+			k.Unlock()
+			return abort(errSnapshotVoid)
+		}
+		copy(buf, t.slots[at:at+n])
+		k.Unlock()
+		if snapshotStep != nil {
+			snapshotStep()
+		}
+		for i := range buf[:n] {
+			h.Seq = max(h.Seq, buf[i].seq)
+		}
+		_, _ = w.Write(sliceBytes(buf[:n]))
 	}
-	_, _ = w.WriteString(keySnapshotMagic)
-	_ = binary.Write(w, binary.LittleEndian, h)
-	_, _ = w.Write(sliceBytes(t.slots))
-	_, _ = w.Write(sliceBytes(t.free))
-	_, _ = w.Write(t.cold)
-	_, _ = w.Write(sliceBytes(t.ctrs))
-	_, _ = w.Write(sliceBytes(t.ctrFree))
-	var n [binary.MaxVarintLen64]byte
-	for _, s := range t.strs.list {
-		_, _ = w.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+	cbuf := make([]keyCounters, snapshotChunk)
+	for at := 0; at < ctrs; at += snapshotChunk {
+		n := min(snapshotChunk, ctrs-at)
+		k.Lock()
+		copy(cbuf, t.ctrs[at:at+n])
+		k.Unlock()
+		_, _ = w.Write(sliceBytes(cbuf[:n]))
+	}
+	k.Lock()
+	k.EndTrack(tr)
+	// The arena's bytes and the interned strings up to their length never
+	// change: their headers now cover every slot copied above.
+	same, cold, strs := t.gen == gen, t.cold, t.strs.list
+	k.Unlock()
+	if !same {
+		return fail(errSnapshotVoid)
+	}
+	_, _ = w.Write(cold)
+	var nb [binary.MaxVarintLen64]byte
+	for _, s := range strs {
+		_, _ = w.Write(nb[:binary.PutUvarint(nb[:], uint64(len(s)))])
 		_, _ = w.WriteString(s)
 	}
-	if err := w.Flush(); err != nil {
-		_ = tmp.Close()
-		return err
+	for key := range tr.Keys() {
+		hash := key[len(prefixAPIKey):]
+		_, _ = w.Write(nb[:binary.PutUvarint(nb[:], uint64(len(hash)))])
+		_, _ = w.WriteString(hash)
 	}
-	if err := binary.Write(tmp, binary.LittleEndian, crc.Sum32()); err != nil {
-		_ = tmp.Close()
-		return err
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	h.Version, h.SlotSize = v, uint64(unsafe.Sizeof(keySlot{}))
+	h.Slots, h.Ctrs, h.Cold = uint64(slots), uint64(ctrs), uint64(len(cold))
+	h.Strs, h.Changed, h.BodyCRC = uint64(len(strs)), uint64(len(tr.Keys())), uint64(crc.Sum32())
+	hdr := append(make([]byte, 0, hdrLen), keySnapshotMagic...)
+	hdr, _ = binary.Append(hdr, binary.LittleEndian, h)
+	if _, err := tmp.WriteAt(hdr, 0); err != nil {
+		return fail(err)
+	}
+	if err := binary.Write(tmp, binary.LittleEndian, crc32.Checksum(hdr, crcTable)); err != nil {
+		return fail(err)
 	}
 	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if sync {
+		// What the snapshot holds is durable in the journal or Badger;
+		// on disk too once this returns.
+		if err := k.Sync(); err != nil {
+			return err
+		}
+	}
 	return os.Rename(tmp.Name(), filepath.Join(dir, keySnapshotFile))
 }
 
-// errStaleSnapshot: the snapshot is for another version of the database.
-var errStaleSnapshot = errors.New("the key table snapshot is for another database version")
+// restoredKeys is what readKeySnapshot restored: the version the table
+// reflects, the highest Seq, and the keys it does not hold because they
+// changed while the snapshot was taken (their ids), to be read from the
+// database.
+type restoredKeys struct {
+	version uint64
+	seq     uint64
+	changed map[[32]byte]struct{}
+}
 
-// readKeySnapshot restores the table from dir's snapshot if it was written
-// for version, and removes the file in any case; it returns the highest
-// key Seq. os.ErrNotExist when there is none. It reads the file straight
-// into the table's slices.
-func readKeySnapshot(dir string, version uint64, t *keyTable) (uint64, error) {
-	path := filepath.Join(dir, keySnapshotFile)
-	f, err := os.Open(path)
+// readKeySnapshot restores the table from dir's snapshot into t. The file
+// stays: it remains right for the database (what changed after it is
+// newer there). os.ErrNotExist when there is none.
+func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
+	var r restoredKeys
+	f, err := os.Open(filepath.Join(dir, keySnapshotFile))
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	defer f.Close()
-	if err := os.Remove(path); err != nil {
-		return 0, err
-	}
 	if !littleEndian() {
-		return 0, errByteOrder
+		return r, errByteOrder
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	size := fi.Size()
-	crc := crc32.New(crcTable)
-	r := bufio.NewReaderSize(io.TeeReader(io.LimitReader(f, max(size-4, 0)), crc), 1<<20)
+	size := uint64(fi.Size())
 	damaged := errors.New("the key table snapshot is damaged or truncated")
-	magic := make([]byte, len(keySnapshotMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != keySnapshotMagic {
-		return 0, damaged
-	}
 	var h keySnapshotHeader
-	if err := binary.Read(r, binary.LittleEndian, &h); err != nil {
-		return 0, damaged
+	hdr := make([]byte, len(keySnapshotMagic)+int(unsafe.Sizeof(h)))
+	var sum [4]byte
+	if size < uint64(len(hdr))+4 {
+		return r, damaged
 	}
-	if h.Version != version {
-		return 0, errStaleSnapshot
+	if _, err := f.ReadAt(sum[:], int64(size)-4); err != nil {
+		return r, damaged
+	}
+	if _, err := io.ReadFull(f, hdr); err != nil || string(hdr[:len(keySnapshotMagic)]) != keySnapshotMagic {
+		return r, damaged
+	}
+	if binary.LittleEndian.Uint32(sum[:]) != crc32.Checksum(hdr, crcTable) {
+		return r, errors.New("the key table snapshot's header fails its checksum")
+	}
+	if _, err := binary.Decode(hdr[len(keySnapshotMagic):], binary.LittleEndian, &h); err != nil {
+		return r, damaged
 	}
 	if h.SlotSize != uint64(unsafe.Sizeof(keySlot{})) {
-		return 0, fmt.Errorf("the key table snapshot has slots of %d bytes, this build %d", h.SlotSize, unsafe.Sizeof(keySlot{}))
+		return r, fmt.Errorf("the key table snapshot has slots of %d bytes, this build %d", h.SlotSize, unsafe.Sizeof(keySlot{}))
 	}
-	body := uint64(len(keySnapshotMagic)) + uint64(unsafe.Sizeof(h)) + h.Slots*h.SlotSize + 4*h.Free + h.Cold +
-		uint64(unsafe.Sizeof(keyCounters{}))*h.Ctrs + 4*h.CtrFree
-	for _, n := range []uint64{h.Slots, h.Free, h.Cold, h.Ctrs, h.CtrFree, h.Strs} {
-		if n > uint64(size) {
-			return 0, damaged
+	for _, n := range []uint64{h.Slots, h.Ctrs, h.Cold, h.Strs, h.Changed} {
+		if n > size {
+			return r, damaged
 		}
 	}
-	if body > uint64(size-4) || h.Strs == 0 {
-		return 0, damaged
+	if h.Strs == 0 || uint64(len(hdr))+h.Slots*h.SlotSize+uint64(unsafe.Sizeof(keyCounters{}))*h.Ctrs+h.Cold > size {
+		return r, damaged
 	}
+	crc := crc32.New(crcTable)
+	br := bufio.NewReaderSize(io.TeeReader(io.LimitReader(f, int64(size)-int64(len(hdr))-4), crc), 1<<20)
 	var nt keyTable
 	nt.reset()
 	nt.slots = make([]keySlot, h.Slots)
-	nt.free = make([]uint32, h.Free)
-	nt.cold = make([]byte, h.Cold)
 	nt.ctrs = make([]keyCounters, h.Ctrs)
-	nt.ctrFree = make([]uint32, h.CtrFree)
-	for _, b := range [][]byte{sliceBytes(nt.slots), sliceBytes(nt.free), nt.cold, sliceBytes(nt.ctrs), sliceBytes(nt.ctrFree)} {
-		if _, err := io.ReadFull(r, b); err != nil {
-			return 0, damaged
+	nt.cold = make([]byte, h.Cold)
+	for _, b := range [][]byte{sliceBytes(nt.slots), sliceBytes(nt.ctrs), nt.cold} {
+		if _, err := io.ReadFull(br, b); err != nil {
+			return r, damaged
 		}
 	}
-	nt.dead = int(h.Dead)
-	nt.strs.list = make([]string, 0, min(h.Strs, uint64(size)))
-	nt.strs.ids = make(map[string]uint32, min(h.Strs, uint64(size)))
 	var buf []byte
-	for range h.Strs {
-		n, err := binary.ReadUvarint(r)
-		if err != nil || n > uint64(size) {
-			return 0, damaged
+	str := func() (string, bool) {
+		n, err := binary.ReadUvarint(br)
+		if err != nil || n > size {
+			return "", false
 		}
 		buf = slices.Grow(buf[:0], int(n))[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return 0, damaged
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return "", false
 		}
-		s := string(buf)
+		return string(buf), true
+	}
+	nt.strs.list = make([]string, 0, h.Strs)
+	nt.strs.ids = make(map[string]uint32, h.Strs)
+	for range h.Strs {
+		s, ok := str()
+		if !ok {
+			return r, damaged
+		}
 		nt.strs.ids[s] = uint32(len(nt.strs.list))
 		nt.strs.list = append(nt.strs.list, s)
 	}
-	if n, _ := io.Copy(io.Discard, r); n != 0 || nt.strs.list[0] != "" {
-		return 0, damaged
-	}
-	var sum [4]byte
-	if _, err := io.ReadFull(f, sum[:]); err != nil || binary.LittleEndian.Uint32(sum[:]) != crc.Sum32() {
-		return 0, errors.New("the key table snapshot fails its checksum")
-	}
-	if err := nt.check(); err != nil {
-		return 0, err
-	}
-	for i := range nt.slots {
-		if nt.slots[i].flags&slotLive != 0 {
-			nt.live++
+	r.changed = make(map[[32]byte]struct{}, h.Changed)
+	for range h.Changed {
+		hash, ok := str()
+		if !ok {
+			return r, damaged
 		}
+		id, _ := keyID(hash)
+		r.changed[id] = struct{}{}
 	}
-	n := 64
-	for 4*nt.live > 3*n {
-		n *= 2
+	if n, _ := io.Copy(io.Discard, br); n != 0 || nt.strs.list[0] != "" {
+		return r, damaged
 	}
-	nt.rebuildIndex(n)
+	if uint64(crc.Sum32()) != h.BodyCRC {
+		return r, errors.New("the key table snapshot fails its checksum")
+	}
+	if err := nt.restore(r.changed); err != nil {
+		return r, err
+	}
 	*t = nt
-	return h.Seq, nil
+	r.version, r.seq = h.Version, h.Seq
+	return r, nil
 }
 
-// check verifies that a restored table's references stay in bounds.
-func (t *keyTable) check() error {
+// restore makes a table read from a snapshot whole: it empties the slots
+// of changed keys (copied at any point of the snapshot, they may even
+// hold a slot twice), checks that every other slot's references stay in
+// bounds, and rebuilds what the file does not hold: the free lists, the
+// count of live keys and dead arena bytes, the index.
+func (t *keyTable) restore(changed map[[32]byte]struct{}) error {
 	strs := uint32(len(t.strs.list))
+	used := make([]bool, len(t.ctrs))
+	coldLive := 0
 	for i := range t.slots {
 		sl := &t.slots[i]
 		if sl.flags&slotLive == 0 {
+			*sl = keySlot{}
+			continue
+		}
+		if _, ok := changed[sl.id]; len(changed) > 0 && ok {
+			*sl = keySlot{}
 			continue
 		}
 		if sl.account >= strs || sl.workspace >= strs || sl.creator >= strs || sl.reset >= strs ||
 			uint64(sl.coldAt)+uint64(sl.coldLen) > uint64(len(t.cold)) || int(sl.ctr) > len(t.ctrs) {
 			return fmt.Errorf("the key table snapshot's slot %d is damaged", i)
 		}
+		if sl.ctr != 0 {
+			if used[sl.ctr-1] {
+				return fmt.Errorf("the key table snapshot's slot %d shares its counters", i)
+			}
+			used[sl.ctr-1] = true
+		}
+		t.live++
+		coldLive += int(sl.coldLen)
 	}
-	for _, f := range t.free {
-		if f >= uint32(len(t.slots)) || t.slots[f].flags&slotLive != 0 {
-			return errors.New("the key table snapshot's free list is damaged")
+	t.free = t.free[:0]
+	for i := len(t.slots) - 1; i >= 0; i-- { // reused from the end: lowest first
+		if t.slots[i].flags&slotLive == 0 {
+			t.free = append(t.free, uint32(i))
 		}
 	}
-	for _, f := range t.ctrFree {
-		if f >= uint32(len(t.ctrs)) {
-			return errors.New("the key table snapshot's free counters are damaged")
+	t.ctrFree = t.ctrFree[:0]
+	for i := len(t.ctrs) - 1; i >= 0; i-- {
+		if !used[i] {
+			t.ctrs[i] = keyCounters{}
+			t.ctrFree = append(t.ctrFree, uint32(i))
 		}
+	}
+	t.dead = len(t.cold) - coldLive
+	n := 64
+	for 4*t.live > 3*n {
+		n *= 2
+	}
+	// rebuildIndex, checking that no two slots hold one key.
+	t.index = make([]uint32, n)
+	for s := range t.slots {
+		sl := &t.slots[s]
+		if sl.flags&slotLive == 0 {
+			continue
+		}
+		_, at, dup := t.find(&sl.id)
+		if dup {
+			return fmt.Errorf("the key table snapshot holds a key twice (slot %d)", s)
+		}
+		t.index[at] = uint32(s) + 1
 	}
 	return nil
 }

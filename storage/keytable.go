@@ -41,6 +41,9 @@ type keyTable struct {
 	// ctrFree the entries of deleted keys, reused first.
 	ctrs    []keyCounters
 	ctrFree []uint32
+	// gen changes when slots change without their keys' records: a new
+	// arena (compaction, reset). A snapshot taken in steps is void then.
+	gen uint64
 }
 
 // keyCounters is a key's usage counters.
@@ -85,6 +88,7 @@ func newKeyTable() *keyTable {
 
 // reset empties the table. Materialized records keep the old arena.
 func (t *keyTable) reset() {
+	t.gen++
 	t.slots, t.free, t.live, t.cold, t.dead = nil, nil, 0, nil, 0
 	t.ctrs, t.ctrFree = nil, nil
 	t.index = make([]uint32, 64)
@@ -95,39 +99,42 @@ func (t *keyTable) reset() {
 // for any other string, the SHA-256 of the string itself.
 func keyID(hash string) (id [32]byte, odd bool) {
 	if len(hash) == 64 {
-		// Checked and decoded in one pass: every request looks its key
-		// up a few times.
+		// One table lookup a digit; an invalid one (0xff) shows in bad.
 		var bad byte
 		for i := range id {
-			hi, lo := unhexLower[hash[2*i]], unhexLower[hash[2*i+1]]
+			hi, lo := hexDigit[hash[2*i]], hexDigit[hash[2*i+1]]
 			bad |= hi | lo
 			id[i] = hi<<4 | lo
 		}
-		if bad&0xf0 == 0 {
+		if bad < 16 {
 			return id, false
 		}
 	}
 	return sha256.Sum256([]byte("odd key hash:" + hash)), true
 }
 
-// unhexLower is a lowercase hex digit's value; 0xff for any other byte.
-var unhexLower = func() (t [256]byte) {
+// hexDigit is a lowercase hex digit's value; 0xff for any other byte.
+var hexDigit = func() (t [256]byte) {
 	for i := range t {
 		t[i] = 0xff
 	}
-	for c := byte('0'); c <= '9'; c++ {
-		t[c] = c - '0'
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
 	}
-	for c := byte('a'); c <= 'f'; c++ {
-		t[c] = c - 'a' + 10
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
 	}
 	return t
 }()
 
-// bucket is id's first probe in an index of n (a power of two) entries;
-// ids are uniform hashes already.
+// bucket is id's first probe in an index of n (a power of two) entries:
+// bits of its last bytes (ids are uniform hashes already). The database
+// lists keys in their hashes' order, which the first bytes decide: a load
+// inserting them in that order into an index sized for the keys so far
+// piled them into runs of full buckets when the bucket came from those
+// (40 probes a key, each reading a slot).
 func bucket(id *[32]byte, n int) int {
-	return int(binary.LittleEndian.Uint64(id[:8]) & uint64(n-1))
+	return int(binary.LittleEndian.Uint64(id[24:]) & uint64(n-1))
 }
 
 // find returns the slot of id and where the index holds it, or ok false
@@ -462,6 +469,7 @@ func (t *keyTable) maybeCompact() {
 		sl.coldAt = uint32(at)
 	}
 	t.cold, t.dead = cold, 0
+	t.gen++
 }
 
 // each calls fn with each key's slot until it returns false.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,5 +157,30 @@ func BenchmarkKeyTableGet(b *testing.B) {
 		if tab.ptr(hashes[i%len(hashes)]) == nil {
 			b.Fatal("missing")
 		}
+	}
+}
+
+// TestKeyTableSortedLoadProbesShort: a load inserts keys in their hashes'
+// order (the database's); the index must not pile them up, which would
+// make each insert walk a long run of full buckets.
+func TestKeyTableSortedLoadProbesShort(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	hashes := make([]string, 50_000)
+	for i := range hashes {
+		hashes[i] = fmt.Sprintf("%016x%016x%016x%016x", r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64())
+	}
+	slices.Sort(hashes)
+	tb := newKeyTable()
+	probes := 0
+	for _, h := range hashes {
+		id, _ := keyID(h)
+		mask := len(tb.index) - 1
+		for i := bucket(&id, len(tb.index)); tb.index[i] != 0; i = (i + 1) & mask {
+			probes++
+		}
+		tb.put(&APIKey{Hash: h, AccountID: "a"})
+	}
+	if avg := float64(probes) / float64(len(hashes)); avg > 4 {
+		t.Fatalf("inserting keys in their hashes' order probed %.1f full buckets a key", avg)
 	}
 }

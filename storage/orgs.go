@@ -54,13 +54,28 @@ func (s *OrgStore) isDefaultWorkspace(accountID, id string) bool {
 	return ok && a.DefaultWorkspaceID == id
 }
 
+// workspaceKind is the workspaces' kind, decoded by decodeRecord.
+func (s *OrgStore) workspaceKind() kernel.Kind {
+	kind := s.workspaces.Kind(prefixWorkspace, nil)
+	kind.Load = func(_, v []byte) error {
+		w := new(Workspace)
+		if err := decodeRecord(v, w, fastWorkspace); err != nil {
+			return err
+		}
+		w.initMaps()
+		s.workspaces.Put(w)
+		return nil
+	}
+	return kind
+}
+
 // kinds are the organizations' kinds of record; the usage counters come
 // after the workspaces and members they decorate (and are emptied with
 // them: their Reset does nothing).
 func (s *OrgStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
 		removable(s.members.Kind(prefixMember, nil), s.members),
-		removable(s.workspaces.Kind(prefixWorkspace, (*Workspace).initMaps), s.workspaces),
+		removable(s.workspaceKind(), s.workspaces),
 		removable(s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded), s.guardrails),
 		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},

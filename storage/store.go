@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -82,14 +84,46 @@ type Store struct {
 	stopFollowing func()
 	log           *zap.Logger
 	// dir holds the key table's snapshot (keysnapshot.go); empty: none.
-	// keysRestored: Open restored the keys from it.
-	dir          string
-	keysRestored bool
+	// keysRestored: Open restored the keys from it, reading keysCaughtUp
+	// key records written since (none when keysCurrent).
+	// stopKeySnapshots stops writing it.
+	dir              string
+	keysRestored     bool
+	keysCaughtUp     int
+	keysCurrent      bool // the snapshot was the database's version
+	stopKeySnapshots func()
 }
 
 // bigStore is the number of keys from which Open returns the warm-up's
 // garbage to the operating system at once.
 const bigStore = 50_000
+
+// openGC counts the Opens under way (lessGC).
+var openGC struct {
+	sync.Mutex
+	n, prev int
+}
+
+// lessGC lets the heap grow to five times what is live, not twice, until
+// the function it returns is called (by the last of concurrent Opens):
+// the load's decoded records are mostly kept, and at a million keys the
+// collections that the default setting runs while they pile up were a
+// tenth of a start's CPU. Open hands the garbage back once it is done.
+func lessGC() func() {
+	openGC.Lock()
+	if openGC.n == 0 {
+		openGC.prev = debug.SetGCPercent(400)
+	}
+	openGC.n++
+	openGC.Unlock()
+	return func() {
+		openGC.Lock()
+		if openGC.n--; openGC.n == 0 {
+			debug.SetGCPercent(openGC.prev)
+		}
+		openGC.Unlock()
+	}
+}
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
@@ -101,6 +135,7 @@ func Open(opts Options) (*Store, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	defer lessGC()()
 	s := newStore(k, log)
 	s.dir = opts.Dir
 	s.registerKinds()
@@ -134,6 +169,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	k.Start()
 	s.startSealing(log)
+	s.startKeySnapshots(s.keysCurrent)
 	return s, nil
 }
 
@@ -144,57 +180,204 @@ func (s *Store) Close() error {
 	if s.stopFollowing != nil {
 		s.stopFollowing()
 	}
+	if s.stopKeySnapshots != nil {
+		s.stopKeySnapshots()
+	}
 	err := s.k.Close()
 	s.saveKeys()
 	return err
 }
 
-// restoreKeys restores the key table from the snapshot a clean close
-// wrote for the version the database opened on (keysnapshot.go); false:
-// the key records must be loaded.
+// restoreKeys restores the key table from its snapshot and brings it up to
+// date with the database (keysnapshot.go); false: the key records must be
+// loaded.
 func (s *Store) restoreKeys() bool {
 	if s.dir == "" || !s.k.Versioned() {
 		return false
 	}
-	v, ok := s.k.OpenVersion()
-	if !ok {
-		// A journal to replay (a crash): a snapshot there is older.
-		_ = os.Remove(filepath.Join(s.dir, keySnapshotFile))
-		return false
+	// A snapshot being written when the process died stays as its
+	// temporary file.
+	if tmps, _ := filepath.Glob(filepath.Join(s.dir, keySnapshotFile+".*")); len(tmps) > 0 {
+		for _, tmp := range tmps {
+			_ = os.Remove(tmp)
+		}
 	}
 	began := time.Now()
-	seq, err := readKeySnapshot(s.dir, v, s.keys)
+	r, err := readKeySnapshot(s.dir, s.keys)
+	if err == nil {
+		if v, clean := s.k.OpenVersion(); !clean || v != r.version || len(r.changed) > 0 {
+			s.keysCaughtUp, err = s.catchUpKeys(r)
+		} else {
+			s.keysCurrent = true
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("not using the key table's snapshot; loading the key records", zap.Error(err))
 		}
 		s.keys.reset()
+		s.keysCaughtUp, s.keysCurrent = 0, false
 		return false
 	}
-	s.k.ObserveSeq(seq)
+	s.k.ObserveSeq(r.seq)
 	s.keys.each(func(slot uint32) bool {
 		s.keyIdx.add(s.keys.slotAccount(slot), s.keys.slots[slot].seq, slot)
 		return true
 	})
 	s.keysRestored = true
-	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.len()), zap.Duration("took", time.Since(began)))
+	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.len()),
+		zap.Int("records_read", s.keysCaughtUp), zap.Duration("took", time.Since(began)))
 	return true
 }
 
+// catchUpKeys brings a table restored from a snapshot of version r.version
+// up to date: it walks the key records' versions and reads the records
+// written since, and those of the keys changed while the snapshot was
+// taken; it drops the keys the database no longer holds. It returns how
+// many records it read. An error, on any doubt, means the table is not
+// usable.
+func (s *Store) catchUpKeys(r restoredKeys) (int, error) {
+	t := s.keys
+	seen := make([]bool, len(t.slots))
+	mark := func(slot uint32) {
+		for int(slot) >= len(seen) {
+			seen = append(seen, false)
+		}
+		seen[slot] = true
+	}
+	read := 0
+	at, err := s.k.ScanVersions(prefixAPIKey, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
+		hash := bytesString(key[len(prefixAPIKey):]) // only during the call
+		slot, ok := t.lookup(hash)
+		if version <= r.version {
+			if ok {
+				mark(slot)
+				return true, nil
+			}
+			if id, _ := keyID(hash); !mapHas(r.changed, id) {
+				return false, fmt.Errorf("the database holds key %q unchanged since the snapshot, which the snapshot lacks", hash)
+			}
+		}
+		read++
+		return true, value(func(v []byte) error {
+			var k APIKey
+			if err := decodeAPIKey(v, &k); err != nil {
+				return fmt.Errorf("loading record %q: %w", key, err)
+			}
+			if k.Hash != hash {
+				return fmt.Errorf("the record %q holds key %q", key, k.Hash)
+			}
+			slot, _, _, _ := t.put(&k)
+			s.k.ObserveSeq(k.Seq)
+			mark(slot)
+			return nil
+		})
+	})
+	if err != nil {
+		return read, err
+	}
+	if at < r.version {
+		return read, fmt.Errorf("the database (version %d) is older than the key table's snapshot (%d)", at, r.version)
+	}
+	var gone []string
+	t.each(func(slot uint32) bool {
+		if int(slot) >= len(seen) || !seen[slot] {
+			gone = append(gone, t.slotHash(slot))
+		}
+		return true
+	})
+	for _, h := range gone {
+		t.remove(h)
+	}
+	return read, nil
+}
+
+func mapHas[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// bytesString views b as a string, for a lookup that does not keep it.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// keySnapshotEvery is how often the key table's snapshot is written while
+// keys change, so that a start after a crash reads only the key records
+// written since (a variable for the tests).
+var keySnapshotEvery = time.Minute
+
+// startKeySnapshots writes the key table's snapshot every keySnapshotEvery
+// when keys changed since the last one (or the one on disk is not
+// current: fresh false), until stopKeySnapshots.
+func (s *Store) startKeySnapshots(fresh bool) {
+	if s.dir == "" || !s.k.Versioned() {
+		return
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	s.k.Lock()
+	since := s.k.Track(prefixAPIKey, false)
+	s.k.Unlock()
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(keySnapshotEvery)
+		defer tick.Stop()
+		stale := !fresh
+		for {
+			select {
+			case <-stop:
+				s.k.Lock()
+				s.k.EndTrack(since)
+				s.k.Unlock()
+				return
+			case <-tick.C:
+			}
+			s.k.Lock()
+			if since.Changes() > 0 {
+				stale = true
+				s.k.EndTrack(since)
+				since = s.k.Track(prefixAPIKey, false)
+			}
+			s.k.Unlock()
+			if !stale {
+				continue
+			}
+			if err := s.snapshotKeys(); err != nil {
+				s.log.Warn("writing the key table's snapshot failed; retrying later", zap.Error(err))
+				continue
+			}
+			stale = false
+		}
+	}()
+	s.stopKeySnapshots = func() { close(stop); <-done }
+}
+
+// snapshotKeys writes the key table's snapshot of the running store.
+func (s *Store) snapshotKeys() error {
+	v, err := s.k.ReadVersion() // before the snapshot begins
+	if err != nil {
+		return err
+	}
+	return writeKeySnapshot(s.dir, v, s.k, s.keys, true)
+}
+
 // saveKeys writes the key table's snapshot after a clean close: when the
-// database holds every change memory does.
+// database holds every change memory does, and will open on that version.
 func (s *Store) saveKeys() {
 	if s.dir == "" || !s.k.Versioned() {
 		return
 	}
 	s.k.Lock()
-	defer s.k.Unlock()
 	v, ok := s.k.ClosedVersion()
+	s.k.Unlock()
 	if !ok {
-		return
+		return // the periodic snapshot stays: older, still right
 	}
-	if err := writeKeySnapshot(s.dir, v, s.keys); err != nil {
-		s.log.Warn("writing the key table's snapshot failed; the next start loads the key records", zap.Error(err))
+	if err := writeKeySnapshot(s.dir, v, s.k, s.keys, false); err != nil {
+		s.log.Warn("writing the key table's snapshot failed; the next start reads more key records", zap.Error(err))
 	}
 }
 

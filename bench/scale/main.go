@@ -3,6 +3,7 @@
 //
 //	scale populate -dir D -keys N [-per 10] [-big 10000] -out F
 //	scale lists -url http://127.0.0.1:P -in F [-n 200]
+//	scale open -dir D [-cpuprofile F] [-exit]
 //
 // populate writes through the storage package (the gateway is stopped),
 // with many concurrent writers so that the group commit batches them: one
@@ -10,7 +11,9 @@
 // credits; F records a management key of a small and of the big account
 // and 1,000 API key strings spread over the accounts (the keys are
 // otherwise stored only as hashes). lists times GET /api/v1/keys of both
-// accounts through the gateway.
+// accounts through the gateway. open times storage.Open of D (wall and
+// CPU), then closes it, or with -exit leaves it as a kill -9 would (no
+// close: its journal stays to be replayed).
 package main
 
 import (
@@ -21,9 +24,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -47,6 +52,8 @@ func main() {
 		err = populate(os.Args[2:])
 	case "lists":
 		err = lists(os.Args[2:])
+	case "open":
+		err = open(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -200,4 +207,39 @@ func lists(args []string) error {
 		fmt.Printf("list_%s_p50_ms %.2f\nlist_%s_p99_ms %.2f\n", c.name, ms(ds[len(ds)/2]), c.name, ms(ds[len(ds)*99/100]))
 	}
 	return nil
+}
+
+func open(args []string) error {
+	fs := flag.NewFlagSet("open", flag.ExitOnError)
+	dir := fs.String("dir", "", "Badger directory")
+	profile := fs.String("cpuprofile", "", "CPU profile of the open")
+	exit := fs.Bool("exit", false, "exit without closing, as a kill -9 would")
+	_ = fs.Parse(args)
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	began, cpu0 := time.Now(), cpu()
+	s, err := storage.Open(storage.Options{Dir: *dir})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("open: %.2f s, CPU %.2f s\n", time.Since(began).Seconds(), (cpu() - cpu0).Seconds())
+	if *profile != "" {
+		pprof.StopCPUProfile()
+	}
+	if *exit {
+		os.Exit(0)
+	}
+	return s.Close()
 }

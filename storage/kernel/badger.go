@@ -40,6 +40,19 @@ type Versioned interface {
 	// ClosedVersion is the version it closed with, everything written;
 	// false before Close, or when Close left something unwritten.
 	ClosedVersion() (uint64, bool)
+	// ReadVersion moves the writes still in the journal into the
+	// database, then returns the version of everything committed to it:
+	// every later commit gets a higher one.
+	ReadVersion() (uint64, error)
+	// ScanVersions calls fn for each record under prefix (not a chunked
+	// kind) in key order with its version, the highest commit that
+	// wrote it, without reading its value: fn reads it through value if
+	// it needs it. It returns the version it read at. Writes still in
+	// the journal are moved into the database first.
+	ScanVersions(prefix string, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error)
+	// Sync makes everything committed so far durable on disk, not only
+	// safe from a crash of the process.
+	Sync() error
 }
 
 // valueThreshold is the size from which Badger keeps a value in its value

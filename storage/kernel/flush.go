@@ -149,7 +149,12 @@ func (k *Kernel) flushLoop() {
 		select {
 		case <-k.wake:
 		case <-k.stopFlush:
-			k.flushAll()
+			k.mu.RLock()
+			crashed := k.crashed
+			k.mu.RUnlock()
+			if !crashed {
+				k.flushAll()
+			}
 			return
 		}
 		// Let the requests that are ready to run reach their own
@@ -186,7 +191,7 @@ func (k *Kernel) flushAll() {
 // flushOnce takes a snapshot of the dirty records and commits it.
 func (k *Kernel) flushOnce() error {
 	k.mu.Lock()
-	if len(k.dirty) == 0 && len(k.appends) == 0 {
+	if k.crashed || len(k.dirty) == 0 && len(k.appends) == 0 {
 		k.mu.Unlock()
 		return nil
 	}
@@ -196,6 +201,11 @@ func (k *Kernel) flushOnce() error {
 		clear(k.names)
 	} else {
 		k.names = nil
+	}
+	for _, t := range k.trackers {
+		for key := range k.dirty {
+			t.add(key)
+		}
 	}
 	for key := range k.dirty {
 		writes = append(writes, Write{Key: key, Value: k.snapshot(key)})

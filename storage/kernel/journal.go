@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
 )
 
@@ -140,6 +141,79 @@ func (j *journal) loaded() { j.db.loaded() }
 // OpenVersion and ClosedVersion implement Versioned.
 func (j *journal) OpenVersion() (uint64, bool)   { return j.opened, j.opened != 0 }
 func (j *journal) ClosedVersion() (uint64, bool) { return j.closed, j.closed != 0 }
+
+// ReadVersion implements Versioned: Badger's read timestamp (which waits
+// for the commits that have one) after a checkpoint.
+func (j *journal) ReadVersion() (uint64, error) {
+	if err := j.checkpoint(); err != nil {
+		return 0, err
+	}
+	txn := j.db.db.NewTransaction(false)
+	defer txn.Discard()
+	return txn.ReadTs(), nil
+}
+
+// ScanVersions implements Versioned. The iteration reads keys only:
+// records of 256 bytes and more are in the value log, and a caller that
+// has most of them in memory already reads only the changed ones.
+func (j *journal) ScanVersions(prefix string, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error) {
+	if err := j.checkpoint(); err != nil {
+		return 0, err
+	}
+	j.mu.Lock()
+	chunked := strings.HasPrefix(chunkPrefix, prefix)
+	for _, c := range j.chunkers {
+		chunked = chunked || strings.HasPrefix(c.prefix, prefix) || strings.HasPrefix(prefix, c.prefix)
+	}
+	j.mu.Unlock()
+	if chunked {
+		return 0, fmt.Errorf("journal: no versioned scan of the chunked records under %q", prefix)
+	}
+	txn := j.db.db.NewTransaction(false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(prefix)
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		more, err := fn(item.Key(), item.Version(), item.Value)
+		if err != nil || !more {
+			return txn.ReadTs(), err
+		}
+	}
+	return txn.ReadTs(), nil
+}
+
+// Sync implements Versioned: the journal's files not yet moved, then
+// Badger's logs (which hold what the moved ones held).
+func (j *journal) Sync() error {
+	j.mu.Lock()
+	var files []string
+	if j.f != nil {
+		files = append(files, j.f.Name())
+	}
+	files = append(append(files, j.files...), j.movingFiles...)
+	j.mu.Unlock()
+	for _, name := range files {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // moved into Badger and deleted: synced below
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return j.db.db.Sync()
+}
 
 // journalFiles lists the journal's files in the order they were written.
 func (j *journal) journalFiles() ([]string, uint64, error) {
@@ -599,6 +673,21 @@ func (j *journal) stopCheckpoints() {
 	if started {
 		<-j.done
 	}
+}
+
+// crash closes the journal as a killed process leaves it (Kernel.Crash):
+// no checkpoint, its files as they are; Badger keeps what it committed.
+func (j *journal) crash() error {
+	j.stopCheckpoints()
+	j.ckMu.Lock() // a checkpoint under way finishes first
+	defer j.ckMu.Unlock()
+	j.mu.Lock()
+	if j.f != nil {
+		_ = j.f.Close()
+		j.f = nil
+	}
+	j.mu.Unlock()
+	return j.db.Close()
 }
 
 // Close moves the journal into Badger and closes both. If that last

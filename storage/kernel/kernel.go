@@ -100,6 +100,7 @@ type Kernel struct {
 	stopFlush chan struct{}
 	flushDone chan struct{}
 	closing   bool
+	crashed   bool // Crash: nothing more is committed
 	started   bool
 	onCommit  func(time.Duration, error) // Options.OnCommit
 	commits   uint64                     // successful commits, under mu (Reload)
@@ -108,6 +109,8 @@ type Kernel struct {
 	// read of the backend meanwhile may miss them (Reload, Apply).
 	inFlight       *Batch
 	inFlightWrites []Write
+	// trackers are the running Trackers, under mu.
+	trackers []*Tracker
 	// visits counts the records account-scoped reads walked (Visited):
 	// tests assert with it that a read's cost follows its account's
 	// records, not the gateway's.
@@ -231,6 +234,89 @@ func (k *Kernel) ClosedVersion() (uint64, bool) {
 	return v.ClosedVersion()
 }
 
+// ReadVersion is Versioned.ReadVersion; an error when the backend cannot
+// tell versions.
+func (k *Kernel) ReadVersion() (uint64, error) {
+	if v, ok := k.backend.(Versioned); ok {
+		return v.ReadVersion()
+	}
+	return 0, errors.New("kernel: the backend has no versions")
+}
+
+// ScanVersions is Versioned.ScanVersions; an error when the backend
+// cannot tell versions.
+func (k *Kernel) ScanVersions(prefix string, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error) {
+	v, ok := k.backend.(Versioned)
+	if !ok {
+		return 0, errors.New("kernel: the backend has no versions")
+	}
+	return v.ScanVersions(prefix, fn)
+}
+
+// Sync is Versioned.Sync; nothing to do for a backend without versions.
+func (k *Kernel) Sync() error {
+	if v, ok := k.backend.(Versioned); ok {
+		return v.Sync()
+	}
+	return nil
+}
+
+// Tracker records which records under a prefix this process changed
+// while it ran (Track): a snapshot of memory taken in steps, between
+// which the lock is released, trusts only the records no change touched.
+type Tracker struct {
+	prefix string
+	keys   map[string]struct{} // nil: only counted
+	n      int
+}
+
+// Track starts a Tracker of the records under prefix: those changed and
+// not yet durable now, and those every commit writes from now on until
+// EndTrack (which adds those not yet durable then). keep: remember their
+// keys, else only count them. Callers hold Lock.
+func (k *Kernel) Track(prefix string, keep bool) *Tracker {
+	t := &Tracker{prefix: prefix}
+	if keep {
+		t.keys = map[string]struct{}{}
+	}
+	t.unsettled(k)
+	k.trackers = append(k.trackers, t)
+	return t
+}
+
+// EndTrack stops t and adds the records under its prefix not yet
+// durable now. Callers hold Lock.
+func (k *Kernel) EndTrack(t *Tracker) {
+	t.unsettled(k)
+	k.trackers = slices.DeleteFunc(k.trackers, func(o *Tracker) bool { return o == t })
+}
+
+// unsettled adds the dirty records and those of the commit in flight.
+func (t *Tracker) unsettled(k *Kernel) {
+	for key := range k.dirty {
+		t.add(key)
+	}
+	for _, w := range k.inFlightWrites {
+		t.add(w.Key)
+	}
+}
+
+func (t *Tracker) add(key string) {
+	if !strings.HasPrefix(key, t.prefix) {
+		return
+	}
+	t.n++
+	if t.keys != nil {
+		t.keys[key] = struct{}{}
+	}
+}
+
+// Keys are the tracked records' keys (Track with keep), Changes how many
+// changes it counted (a record changed twice counts twice). Read them
+// after EndTrack, or under Lock.
+func (t *Tracker) Keys() map[string]struct{} { return t.keys }
+func (t *Tracker) Changes() int              { return t.n }
+
 // Start begins committing: from now on, writes reach the backend.
 func (k *Kernel) Start() {
 	k.started = true
@@ -246,6 +332,24 @@ func (k *Kernel) Close() error {
 	close(k.stopFlush)
 	if k.started {
 		<-k.flushDone
+	}
+	return k.backend.Close()
+}
+
+// Crash stops the kernel as a killed process would, for the tests of a
+// start after a crash: what is dirty is not committed (a commit under way
+// finishes, as it may have before a kill), the journal is not moved into
+// the database and its files stay. The backend is closed.
+func (k *Kernel) Crash() error {
+	k.mu.Lock()
+	k.closing, k.crashed = true, true
+	k.mu.Unlock()
+	close(k.stopFlush)
+	if k.started {
+		<-k.flushDone
+	}
+	if c, ok := k.backend.(interface{ crash() error }); ok {
+		return c.crash()
 	}
 	return k.backend.Close()
 }
