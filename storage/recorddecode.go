@@ -105,31 +105,14 @@ func fastWorkspace(p *keyParser, w *Workspace) bool {
 }
 
 // strs reads null (nil) or an array of strings (empty: not nil).
-func (p *keyParser) strs(s *[]string) bool {
-	if p.lit("null") {
-		*s = nil
-		return true
-	}
-	if !p.lit("[") {
-		return false
-	}
-	out := []string{}
-	for i := 0; !p.lit("]"); i++ {
-		if i > 0 && !p.lit(",") {
-			return false
-		}
-		var v string
-		if !p.str(&v) {
-			return false
-		}
-		out = append(out, v)
-	}
-	*s = out
-	return true
-}
+func (p *keyParser) strs(s *[]string) bool { return array(p, s, p.str) }
 
 // ints reads null (nil) or an array of integers (empty: not nil).
-func (p *keyParser) ints(s *[]int64) bool {
+func (p *keyParser) ints(s *[]int64) bool { return array(p, s, p.int) }
+
+// array reads null (nil) or an array (empty: not nil) whose elements one
+// reads.
+func array[T any](p *keyParser, s *[]T, one func(*T) bool) bool {
 	if p.lit("null") {
 		*s = nil
 		return true
@@ -137,13 +120,13 @@ func (p *keyParser) ints(s *[]int64) bool {
 	if !p.lit("[") {
 		return false
 	}
-	out := []int64{}
+	out := []T{}
 	for i := 0; !p.lit("]"); i++ {
 		if i > 0 && !p.lit(",") {
 			return false
 		}
-		var v int64
-		if !p.int(&v) {
+		var v T
+		if !one(&v) {
 			return false
 		}
 		out = append(out, v)
