@@ -26,17 +26,10 @@ type outputClamp struct {
 	limits []int64                 // per attempt, once fitted; nil: none lowered
 }
 
-// newOutputClamp prepares the clamp of a request whose admission holds
-// hold, of which tokens (estimateAttempts's hold) for the tokens and fees
-// of its costliest attempt.
-func newOutputClamp(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) *outputClamp {
-	c := new(outputClamp)
-	c.init(route, policy, hold, tokens)
-	return c
-}
-
-// init is newOutputClamp in c's space (the request state's own clamp: one
-// allocation less per request).
+// init prepares c as the clamp of a request whose admission holds hold,
+// of which tokens (estimateAttempts's hold) for the tokens and fees of its
+// costliest attempt. The request state holds its clamp (one allocation
+// less per request).
 func (c *outputClamp) init(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) {
 	*c = outputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
 	c.facts = c.one[:0] // most requests have one attempt

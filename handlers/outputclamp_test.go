@@ -115,7 +115,8 @@ func TestOutputClampPerAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newOutputClamp(route, defaultPolicy, 0, est.Hold)
+	var c outputClamp
+	c.init(route, defaultPolicy, 0, est.Hold)
 	hold, rej := c.fit(v, nil, false)
 	if rej != nil || hold != limit {
 		t.Fatalf("hold %s, %+v", hold, rej)
@@ -149,7 +150,7 @@ func TestOutputClampPerAttempt(t *testing.T) {
 		}
 	}
 	// Without a cap nothing is fitted.
-	c = newOutputClamp(route, defaultPolicy, 12345, est.Hold)
+	c.init(route, defaultPolicy, 12345, est.Hold)
 	if hold, rej := c.fit(storage.LedgerView{}, nil, false); rej != nil || hold != 12345 || c.limits != nil {
 		t.Fatalf("uncapped: %s %+v %v", hold, rej, c.limits)
 	}

@@ -633,22 +633,20 @@ func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Att
 	if maxTokens == 0 {
 		return attempts, nil
 	}
-	// Mostly every attempt can: attempts itself, not a copy.
-	fit := true
-	for _, a := range attempts {
-		if limit := outputLimit(a.Model); limit != 0 && maxTokens > limit {
-			fit = false
-			break
-		}
-	}
-	if fit {
-		return attempts, nil
-	}
-	out := attempts[:0:0]
-	for _, a := range attempts {
+	// Mostly every attempt can: attempts itself, copied only from the
+	// first that cannot (out nil until then).
+	var out []Attempt
+	for i, a := range attempts {
 		if limit := outputLimit(a.Model); limit == 0 || maxTokens <= limit {
-			out = append(out, a)
+			if out != nil {
+				out = append(out, a)
+			}
+		} else if out == nil {
+			out = append(make([]Attempt, 0, len(attempts)-1), attempts[:i]...)
 		}
+	}
+	if out == nil {
+		return attempts, nil
 	}
 	if len(out) == 0 {
 		m := attempts[0].Model

@@ -258,6 +258,7 @@ func TestRouterOutputLimit(t *testing.T) {
 		{"/api/v1/responses", `{"model":"window","input":"x","max_output_tokens":9007199254740991}`, 400, "max_output_tokens: must be at most 1000 for model window"},
 		{"/api/v1/responses", `{"model":"window","input":"x","max_output_tokens":1000}`, 418, "window"},
 		{"/api/v1/chat/completions", `{"models":["short","window","long"],"messages":[],"max_tokens":5000}`, 418, "long"},
+		{"/api/v1/chat/completions", `{"models":["long","short"],"messages":[],"max_tokens":5000}`, 418, "long"},
 		{"/api/v1/chat/completions", `{"models":["short","window"],"messages":[],"max_tokens":5000}`, 400, "max_tokens: must be at most 100 for model short"},
 	} {
 		var got *routed
