@@ -28,7 +28,7 @@ func decodeAPIKey(v []byte, k *APIKey) error {
 		return errors.New("invalid JSON")
 	}
 	// A view of v, not a copy: every string kept is cloned.
-	root := gjson.Parse(unsafe.String(unsafe.SliceData(v), len(v)))
+	root := gjson.Parse(bytesString(v))
 	if !root.IsObject() {
 		return errors.New("not an object")
 	}
@@ -380,7 +380,7 @@ func (p *keyParser) amount(a *money.Amount) bool {
 	if !ok {
 		return false
 	}
-	v, err := money.ParseAmount(unsafe.String(unsafe.SliceData(n), len(n)))
+	v, err := money.ParseAmount(bytesString(n))
 	*a = v
 	return err == nil
 }
@@ -400,7 +400,7 @@ func (p *keyParser) int(n *int64) bool {
 	if !ok {
 		return false
 	}
-	v, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(d), len(d)), 10, 64)
+	v, err := strconv.ParseInt(bytesString(d), 10, 64)
 	*n = v
 	return err == nil
 }
@@ -410,7 +410,7 @@ func (p *keyParser) uint(n *uint64) bool {
 	if !ok {
 		return false
 	}
-	v, err := strconv.ParseUint(unsafe.String(unsafe.SliceData(d), len(d)), 10, 64)
+	v, err := strconv.ParseUint(bytesString(d), 10, 64)
 	*n = v
 	return err == nil
 }
@@ -443,4 +443,10 @@ func (p *keyParser) counters(c *money.UsageCounters) bool {
 		p.lit(`,"weekly":`) && p.windowed(&c.Weekly) &&
 		p.lit(`,"monthly":`) && p.windowed(&c.Monthly) &&
 		p.lit(`}`)
+}
+
+// bytesString views b as a string, for a parse or lookup that does not
+// keep it.
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -511,7 +511,8 @@ func TestKeySnapshotTracksChangesWhileTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range []string{hashes[0], hashes[1], hashes[3]} {
-		if id, _ := keyID(h); !mapHas(r.changed, id) {
+		id, _ := keyID(h)
+		if _, ok := r.changed[id]; !ok {
 			t.Errorf("key %s changed during the snapshot is not listed as changed", h)
 		}
 		if tbl.has(h) {

@@ -205,17 +205,6 @@ func (t *keyTable) slotCounters(s uint32) (usage, byok money.UsageCounters) {
 	return usage, byok
 }
 
-// ptr is get on the heap; nil when there is no such key.
-func (t *keyTable) ptr(hash string) *APIKey {
-	s, ok := t.lookup(hash)
-	if !ok {
-		return nil
-	}
-	k := new(APIKey)
-	t.read(s, hash, k)
-	return k
-}
-
 // ptrs backs a materialized record's pointer fields in one allocation.
 type keyPtrs struct {
 	limit    money.Amount

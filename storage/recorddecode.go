@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/json"
 	"strconv"
-	"unsafe"
 )
 
 // Opening a database decodes every account, management key, purchase and
@@ -142,7 +141,7 @@ func (p *keyParser) float(f *float64) bool {
 	if !ok {
 		return false
 	}
-	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(n), len(n)), 64)
+	v, err := strconv.ParseFloat(bytesString(n), 64)
 	*f = v
 	return err == nil
 }

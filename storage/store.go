@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -254,7 +253,8 @@ func (s *Store) catchUpKeys(r restoredKeys) (int, error) {
 				mark(slot)
 				return true, nil
 			}
-			if id, _ := keyID(hash); !mapHas(r.changed, id) {
+			id, _ := keyID(hash)
+			if _, changed := r.changed[id]; !changed {
 				return false, fmt.Errorf("the database holds key %q unchanged since the snapshot, which the snapshot lacks", hash)
 			}
 		}
@@ -290,19 +290,6 @@ func (s *Store) catchUpKeys(r restoredKeys) (int, error) {
 		t.remove(h)
 	}
 	return read, nil
-}
-
-func mapHas[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
-}
-
-// bytesString views b as a string, for a lookup that does not keep it.
-func bytesString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 // keySnapshotEvery is how often the key table's snapshot is written while

@@ -202,12 +202,10 @@ func (k *Kernel) flushOnce() error {
 	} else {
 		k.names = nil
 	}
-	for _, t := range k.trackers {
-		for key := range k.dirty {
+	for key := range k.dirty {
+		for _, t := range k.trackers {
 			t.add(key)
 		}
-	}
-	for key := range k.dirty {
 		writes = append(writes, Write{Key: key, Value: k.snapshot(key)})
 		if small {
 			k.names[key] = key
