@@ -10,21 +10,13 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/textlimit"
 )
 
-// The bounds of request bodies' string fields (textlimit's), under the
-// names the handlers use. Administrative bodies are also checked as a
-// whole by jsoncheck.CheckText: no string in them is longer than
-// jsoncheck.MaxTextLen as written.
-const (
-	MaxNameLen        = textlimit.MaxNameLen
-	MaxDescriptionLen = textlimit.MaxDescriptionLen
-	MaxURLLen         = textlimit.MaxURLLen
-	MaxSecretLen      = textlimit.MaxSecretLen
-)
-
 // CheckTextField checks the string field name of a request body: within
-// its length bound, free of control characters (line breaks and tabs only
-// where the field may span lines) and of unpaired surrogate escapes, which
-// decode to U+FFFD and could then not be matched. The 400 names the field.
+// its length bound (textlimit's), free of control characters (line breaks
+// and tabs only where the field may span lines) and of unpaired surrogate
+// escapes, which decode to U+FFFD and could then not be matched. The 400
+// names the field. Administrative bodies are also checked as a whole by
+// jsoncheck.CheckText: no string in them is longer than
+// jsoncheck.MaxTextLen as written.
 func CheckTextField(name string, v gjson.Result) *apierror.Error {
 	if err := CheckString(name, v.Str); err != nil {
 		return err
