@@ -239,29 +239,42 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 }
 
 func TestSharedSettlingCostsStaySmall(t *testing.T) {
-	var am acctMoney
 	t0 := time.UnixMilli(1_700_000_000_050)
-	for i := range 1000 {
-		am.Settling = keepSettling(am.Settling, t0.Add(time.Duration(i)*time.Millisecond), 1)
-	}
-	if len(am.Settling) > 11 {
-		t.Fatalf("%d settling entries for one second of costs", len(am.Settling))
-	}
-	var sum money.Amount
-	for i, e := range am.Settling {
-		sum += e.Amount
-		if i > 0 && e.Until <= am.Settling[i-1].Until {
-			t.Fatalf("entries out of order: %v", am.Settling)
+	for _, window := range []time.Duration{10 * time.Second, time.Second, 50 * time.Millisecond} {
+		var am acctMoney
+		// A cost every 10 ms for a whole window: the field holds at most
+		// one entry a step.
+		n := int(window / (10 * time.Millisecond))
+		for i := range n {
+			am.Settling = keepSettling(am.Settling, t0.Add(time.Duration(i)*10*time.Millisecond), window, 1)
 		}
-	}
-	if sum != 1000 {
-		t.Fatalf("settling costs sum to %s, want 1000 nano-credits", sum)
-	}
-	// No cost is released before its window ends.
-	lv := fieldLevels{settling: am.Settling}
-	st := lv.inFlight(t0.Add(999 * time.Millisecond))
-	if st.held() < 1 {
-		t.Fatalf("the last cost was released early: %s held", st.held())
+		step := max(window/settleSteps, settleMinStep)
+		steps := int((window+step-1)/step) + 1
+		if len(am.Settling) > steps {
+			t.Fatalf("window %s: %d settling entries for one window of costs, want at most %d", window, len(am.Settling), steps)
+		}
+		var sum money.Amount
+		for i, e := range am.Settling {
+			sum += e.Amount
+			if i > 0 && e.Until <= am.Settling[i-1].Until {
+				t.Fatalf("entries out of order: %v", am.Settling)
+			}
+		}
+		if sum != money.Amount(n) {
+			t.Fatalf("window %s: settling costs sum to %s, want %d nano-credits", window, sum, n)
+		}
+		// No cost is released before its window ends.
+		last := t0.Add(time.Duration(n-1) * 10 * time.Millisecond)
+		lv := fieldLevels{settling: am.Settling}
+		st := lv.inFlight(last.Add(window - time.Millisecond))
+		if st.held() < 1 {
+			t.Fatalf("window %s: the last cost was released early: %s held", window, st.held())
+		}
+		// And none is held more than a step past it.
+		lv = fieldLevels{settling: am.Settling}
+		if st := lv.inFlight(last.Add(window + step)); st.held() != 0 {
+			t.Fatalf("window %s: %s still held a step after the last window ended", window, st.held())
+		}
 	}
 }
 

@@ -90,7 +90,7 @@ func TestSharedLevelsDoNotChangeTheKeptValues(t *testing.T) {
 		t.Fatal("no settling costs to change")
 	}
 	lv.settling[0].Amount += 7
-	lv.settling = keepSettling(lv.settling, time.Now().Add(time.Hour), 5)
+	lv.settling = keepSettling(lv.settling, time.Now(), time.Hour, 5)
 	lv.figures.Account.Held += 3
 	lv.ks.Held += 3
 	lv.ks.Usage.Total += 3

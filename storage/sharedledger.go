@@ -927,7 +927,7 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 	ch := c.within(lv.figures.Account.Usage, lv.figures.Account.BYOKUsage)
 	lv.figures.Charge(ch.levels(), t)
 	if levels.KeepsSettling(res.Holds.InFlight, ch.Cost, ch.SettlementWindow) {
-		lv.settling = keepSettling(lv.settling, t.Add(ch.SettlementWindow), ch.Cost)
+		lv.settling = keepSettling(lv.settling, t, ch.SettlementWindow, ch.Cost)
 	}
 	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
 	if g := ch.Generation; g != nil {
@@ -949,17 +949,23 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 	return p, lead, ch, nil
 }
 
-// settleBucket coarsens the settling costs' release times: costs released
-// in the same bucket are one entry, so the account's field stays small at
-// any request rate (at most window/bucket entries), and each cost is held
-// at most one bucket longer than its window, never shorter.
-const settleBucket = 100 * time.Millisecond
+// settleSteps coarsens the settling costs' release times: costs released
+// within the same step (a tenth of the window, at least settleMinStep) are
+// one entry, so the account's field stays small at any request rate (at
+// most settleSteps+1 entries): every script of the account carries that
+// field, and Redis hashes each byte of every string a script reads or
+// receives. Each cost is held at most one step longer than its window,
+// never shorter; Retry-After counts whole seconds anyway.
+const (
+	settleSteps   = 10
+	settleMinStep = 100 * time.Millisecond
+)
 
-// keepSettling holds a finished request's cost until until (rounded up to
-// the bucket), in release order.
-func keepSettling(s []settleEntry, until time.Time, cost money.Amount) []settleEntry {
-	b := settleBucket.Milliseconds()
-	ms := until.UnixMilli()
+// keepSettling holds a finished request's cost until its window from t
+// ends (rounded up to the step), in release order.
+func keepSettling(s []settleEntry, t time.Time, window time.Duration, cost money.Amount) []settleEntry {
+	b := max(window/settleSteps, settleMinStep).Milliseconds()
+	ms := t.Add(window).UnixMilli()
 	ms = (ms + b - 1) / b * b
 	i, found := slices.BinarySearchFunc(s, ms, func(x settleEntry, u int64) int { return compareInt(x.Until, u) })
 	if found {
