@@ -198,6 +198,7 @@ type sharedLedger struct {
 	publish     func(Generation) // a settled generation, once in Redis
 	rb          *kernel.RedisBackend
 	lay         kernel.Layout // the keys' names
+	replica     string        // this replica's id, as the scripts' feed entries name it
 	pipe        *scriptPipe   // every ledger script call, pipelined across accounts
 	log         *zap.Logger
 	lease       time.Duration
@@ -236,7 +237,7 @@ func newSharedLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publis
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, lay: rb.Layout(), pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, replica: rb.Replica(), lay: rb.Layout(), pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
 }
 
 // moneyKey is the account's money hash, in the account's bucket (see
@@ -614,6 +615,8 @@ type script struct {
 	// ceiling (keyCeiling) in the same step.
 	ceilingKey string
 	ceiling    *KeyCeiling
+	// keys are the call's keys (scriptArgs), kept here for the call.
+	keys [6]string
 }
 
 // run calls the script: done, or the current fields on a mismatch
@@ -621,14 +624,18 @@ type script struct {
 // or alive (a reaped lease was renewed); memory then shows the fields the
 // script found or wrote. Callers hold the account's locks (lockAccount,
 // or flushMu as flush does).
-func (l *sharedLedger) run(sc script) (status int64, err error) {
+func (l *sharedLedger) run(sc *script) (status int64, err error) {
 	keys, args := l.scriptArgs(sc)
 	out, err := l.pipe.call(casScript, keys, args)
 	return l.apply(sc, out, err)
 }
 
-// scriptArgs are the keys and arguments of a casScript call.
-func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
+// scriptArgs are the keys and arguments of a casScript call. The strings
+// and integers are passed as pointers into sc (the client writes *string
+// and *int64 as it writes their values): boxing each value in an
+// interface was a fifth of a request's allocations on the shared ledger.
+// So sc must not change until the call is answered.
+func (l *sharedLedger) scriptArgs(sc *script) (keys []string, args []any) {
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
 		genKey = l.lay.AccountKey(sc.accountID, "~none")
@@ -636,13 +643,13 @@ func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 	if upKey == "" {
 		upKey = genKey
 	}
-	args = make([]any, 0, 12+len(sc.triples))
-	args = append(args, l.rb.Replica(), sc.accountID, sc.leaseOp, sc.leaseMember, sc.leaseScore,
-		sc.genValue, sc.upValue, 100000, len(sc.triples)/3)
-	for _, t := range sc.triples {
-		args = append(args, t)
+	args = make([]any, 0, 14+len(sc.triples))
+	args = append(args, &l.replica, &sc.accountID, &sc.leaseOp, &sc.leaseMember, &sc.leaseScore,
+		&sc.genValue, &sc.upValue, 100000, len(sc.triples)/3)
+	for i := range sc.triples {
+		args = append(args, &sc.triples[i])
 	}
-	args = append(args, sc.genID)
+	args = append(args, &sc.genID)
 	ceilingKey := sc.ceilingKey
 	if sc.ceiling != nil && ceilingKey != "" {
 		args = append(args, strconv.FormatFloat(sc.ceiling.Requests/float64(sc.ceiling.Window.Milliseconds()), 'g', -1, 64), sc.ceiling.Burst)
@@ -650,13 +657,14 @@ func (l *sharedLedger) scriptArgs(sc script) (keys []string, args []any) {
 		args = append(args, "", 0)
 		ceilingKey = genKey
 	}
-	args = append(args, sc.genExpireAt)
+	args = append(args, &sc.genExpireAt)
 	b := l.lay.AccountBucket(sc.accountID)
-	return []string{l.moneyKey(sc.accountID), l.leaseKey(b), l.lay.FeedKey(b), genKey, upKey, ceilingKey}, args
+	sc.keys = [6]string{l.moneyKey(sc.accountID), l.leaseKey(b), l.lay.FeedKey(b), genKey, upKey, ceilingKey}
+	return sc.keys[:], args
 }
 
 // apply reads a casScript answer (see run).
-func (l *sharedLedger) apply(sc script, out []any, err error) (status int64, _ error) {
+func (l *sharedLedger) apply(sc *script, out []any, err error) (status int64, _ error) {
 	if err := l.rb.Observe(err); err != nil {
 		return 0, err
 	}
@@ -1189,7 +1197,7 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) (bo
 			lv.hold = nil
 		}
 		triples, values := lv.writes()
-		status, err := l.run(script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples, values: values})
+		status, err := l.run(&script{accountID: accountID, leaseOp: "reap", leaseMember: member, leaseScore: nowMS, triples: triples, values: values})
 		if err != nil || status != 0 {
 			if status == 1 {
 				l.log.Warn("released the holds of a request whose replica stopped renewing them", zap.String("account", accountID))

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,10 @@ type pipeCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	out    []any
-	err    error
+	// hash is the script's SHA1, for EVALSHA (evalSHA).
+	hash string
+	out  []any
+	err  error
 	// ch receives true when the caller is to send the pending calls (at
 	// most once, while its call is pending: handed, under the pipe's
 	// lock), then false once its call is answered.
@@ -48,7 +51,7 @@ type pipeCall struct {
 
 // call runs a script call and returns its answer.
 func (p *scriptPipe) call(script *redis.Script, keys []string, args []any) ([]any, error) {
-	c := &pipeCall{script: script, keys: keys, args: args, ch: make(chan bool, 2)}
+	c := &pipeCall{script: script, keys: keys, args: args, hash: script.Hash(), ch: make(chan bool, 2)}
 	p.mu.Lock()
 	p.pending = append(p.pending, c)
 	lead := p.pipes < maxPipes
@@ -114,19 +117,40 @@ func (p *scriptPipe) run(calls []*pipeCall) {
 	defer cancel()
 	if len(calls) == 1 {
 		c := calls[0]
-		c.out, c.err = c.script.Run(ctx, p.client, c.keys, c.args...).Slice()
+		cmd := c.evalSHA(ctx)
+		_ = p.client.Process(ctx, cmd)
+		c.answer(ctx, p.client, cmd)
 		return
 	}
 	pipe := p.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = c.evalSHA(ctx)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, c := range calls {
-		c.out, c.err = cmds[i].Slice()
-		if c.err != nil && strings.HasPrefix(c.err.Error(), "NOSCRIPT") {
-			c.out, c.err = c.script.Run(ctx, p.client, c.keys, c.args...).Slice()
-		}
+		c.answer(ctx, p.client, cmds[i])
+	}
+}
+
+// evalSHA is the call's EVALSHA command. Its keys are passed as pointers
+// into c.keys, as scriptArgs passes the arguments: go-redis's EvalSha
+// would box each key and copy the arguments into a new slice.
+func (c *pipeCall) evalSHA(ctx context.Context) *redis.Cmd {
+	cmd := make([]any, 0, 3+len(c.keys)+len(c.args))
+	cmd = append(cmd, "evalsha", &c.hash, len(c.keys))
+	for i := range c.keys {
+		cmd = append(cmd, &c.keys[i])
+	}
+	return redis.NewCmd(ctx, append(cmd, c.args...)...)
+}
+
+// answer sets the call's answer from its EVALSHA; a server that did not
+// have the script (a restart flushed it) runs it again with its text.
+func (c *pipeCall) answer(ctx context.Context, client redis.UniversalClient, cmd *redis.Cmd) {
+	c.out, c.err = cmd.Slice()
+	if c.err != nil && strings.HasPrefix(c.err.Error(), "NOSCRIPT") {
+		c.out, c.err = c.script.Run(ctx, client, c.keys, c.args...).Slice()
 	}
 }

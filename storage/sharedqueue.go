@@ -330,13 +330,13 @@ return out
 // for every request of the batch, each acknowledged only when durable.
 func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
 	if len(batch) == 1 {
-		out[0].status, out[0].err = l.run(batch[0].sc)
+		out[0].status, out[0].err = l.run(&batch[0].sc)
 		return
 	}
 	keys := make([]string, 3, 3+3*len(batch))
 	args := make([]any, 4, 4+len(batch)*16)
 	for i, p := range batch {
-		k, a := l.scriptArgs(p.sc)
+		k, a := l.scriptArgs(&p.sc)
 		if i == 0 {
 			copy(keys, k[:3])
 			args[0], args[1], args[2], args[3] = a[0], a[1], a[7], len(batch)
@@ -353,6 +353,6 @@ func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
 		if err == nil && i < len(answers) {
 			answer, _ = answers[i].([]any)
 		}
-		out[i].status, out[i].err = l.apply(p.sc, answer, err)
+		out[i].status, out[i].err = l.apply(&p.sc, answer, err)
 	}
 }

@@ -18,7 +18,7 @@ func TestSharedLedgerScript(t *testing.T) {
 		t.Helper()
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		status, err := l.run(sc)
+		status, err := l.run(&sc)
 		if err != nil {
 			t.Fatal(err)
 		}
