@@ -658,8 +658,8 @@ func (l *sharedLedger) scriptArgs(sc *script) (keys []string, args []any) {
 		ceilingKey = genKey
 	}
 	args = append(args, &sc.genExpireAt)
-	b := l.lay.AccountBucket(sc.accountID)
-	sc.keys = [6]string{l.moneyKey(sc.accountID), l.leaseKey(b), l.lay.FeedKey(b), genKey, upKey, ceilingKey}
+	q := l.queueOf(sc.accountID)
+	sc.keys = [6]string{q.keys[0], q.keys[1], q.keys[2], genKey, upKey, ceilingKey}
 	return sc.keys[:], args
 }
 
@@ -721,20 +721,20 @@ func (fs moneyFields) set(name, raw string, val any) {
 // this replica on the account runs beside it).
 func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error) {
 	q := l.queueOf(accountID)
-	unlock := l.lockQueue(q)
+	l.lockQueue(q)
 	t := now()
 	l.k.RLock()
 	lv, err := l.readLevels(l.view(q, accountID), accountID, keyHash, "", "", "")
 	l.k.RUnlock()
 	if err != nil {
-		unlock()
+		l.unlockQueue(q)
 		return LedgerView{}, Stamp{}, err
 	}
 	st := Stamp{accountID: accountID, keyHash: keyHash, at: t, shared: lv, queue: q}
 	if exclusive {
-		st.lock = &accountLock{unlock: unlock}
+		st.lock = l.queueLock(q)
 	} else {
-		unlock()
+		l.unlockQueue(q)
 	}
 	v, _ := lv.view(t)
 	st.inFlightHeld = v.InFlightHeld
@@ -748,7 +748,8 @@ func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (Ledg
 func (l *sharedLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
 	q := st.queue
 	if st.lock == nil {
-		st.lock = &accountLock{unlock: l.lockQueue(q)}
+		l.lockQueue(q)
+		st.lock = l.queueLock(q)
 	} else if st.lock.released {
 		return nil, ErrStale
 	}
@@ -919,7 +920,8 @@ func (l *sharedLedger) Settle(res *Reservation, c Charge) error {
 // queueSettle computes a settlement on the account's fields as its queued
 // scripts leave them, and queues its script.
 func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*queued, bool, Charge, error) {
-	defer l.lockQueue(q)()
+	l.lockQueue(q)
+	defer l.unlockQueue(q)
 	if res.done {
 		return nil, false, c, ErrSettled
 	}
@@ -1018,7 +1020,8 @@ func (l *sharedLedger) Release(res *Reservation) error {
 // account's fields as its queued scripts leave them; none when they were
 // released meanwhile.
 func (l *sharedLedger) queueRelease(q *acctQueue, res *Reservation) (*queued, bool, error) {
-	defer l.lockQueue(q)()
+	l.lockQueue(q)
+	defer l.unlockQueue(q)
 	if res.done {
 		return nil, false, ErrSettled
 	}

@@ -43,6 +43,9 @@ type acctQueue struct {
 	// barrier, while a queued or in-flight script takes a ceiling token,
 	// is closed once it is answered: decisions wait for it.
 	barrier chan struct{}
+	// keys are the account's money hash, its bucket's lease set and feed
+	// (scriptKeys), named once.
+	keys [3]string
 }
 
 type specField struct {
@@ -83,27 +86,36 @@ func (l *sharedLedger) queueOf(accountID string) *acctQueue {
 	if q, ok := l.queues.Load(accountID); ok {
 		return q.(*acctQueue)
 	}
-	q, _ := l.queues.LoadOrStore(accountID, &acctQueue{})
+	b := l.lay.AccountBucket(accountID)
+	q, _ := l.queues.LoadOrStore(accountID, &acctQueue{keys: [3]string{l.moneyKey(accountID), l.leaseKey(b), l.lay.FeedKey(b)}})
 	return q.(*acctQueue)
 }
 
 // lockQueue takes the locks of a decision on the account (see acctQueue),
-// once no barrier is up, and returns their release.
-func (l *sharedLedger) lockQueue(q *acctQueue) (unlock func()) {
+// once no barrier is up; unlockQueue releases them.
+func (l *sharedLedger) lockQueue(q *acctQueue) {
 	for {
 		l.mu.RLock()
 		q.mu.Lock()
 		b := q.barrier
 		if b == nil {
-			return func() {
-				q.mu.Unlock()
-				l.mu.RUnlock()
-			}
+			return
 		}
 		q.mu.Unlock()
 		l.mu.RUnlock()
 		<-b
 	}
+}
+
+// unlockQueue releases what lockQueue took.
+func (l *sharedLedger) unlockQueue(q *acctQueue) {
+	q.mu.Unlock()
+	l.mu.RUnlock()
+}
+
+// queueLock is a Stamp's hold of the account's locks, taken by lockQueue.
+func (l *sharedLedger) queueLock(q *acctQueue) *accountLock {
+	return &accountLock{unlock: func() { l.unlockQueue(q) }}
 }
 
 // lockAccount takes every lock of the account's scripts, waiting for a

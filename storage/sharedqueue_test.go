@@ -20,7 +20,7 @@ import (
 func queueScripts(t *testing.T, l *sharedLedger, accountID string, scs ...script) []queueEvent {
 	t.Helper()
 	q := l.queueOf(accountID)
-	unlock := l.lockQueue(q)
+	l.lockQueue(q)
 	var ps []*queued
 	lead := false
 	for i, sc := range scs {
@@ -30,7 +30,7 @@ func queueScripts(t *testing.T, l *sharedLedger, accountID string, scs ...script
 			lead = first
 		}
 	}
-	unlock()
+	l.unlockQueue(q)
 	if !lead {
 		t.Fatal("the first queued script does not send the queue")
 	}
