@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
@@ -941,7 +942,8 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 	}
 	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
 	if g := ch.Generation; g != nil {
-		b, err := json.Marshal(*g)
+		// MarshalJSON itself: json.Marshal would scan its output again.
+		b, err := g.MarshalJSON()
 		if err != nil {
 			return nil, false, c, err
 		}
@@ -950,8 +952,7 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 			sc.genExpireAt = l.storedUntil(ms)
 		}
 		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
-			id, _ := json.Marshal(g.ID)
-			sc.upKey, sc.upValue = l.lay.AccountKey(res.AccountID, prefixUpstreamID+g.AccountID+"/"+g.UpstreamID), string(id)
+			sc.upKey, sc.upValue = l.lay.AccountKey(res.AccountID, prefixUpstreamID+g.AccountID+"/"+g.UpstreamID), string(jsonstr.Quote(g.ID))
 		}
 	}
 	sc.triples, sc.values = lv.writes()
