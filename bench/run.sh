@@ -438,8 +438,9 @@ printf '%-6s %5s %5s %10s %9s %11s %8s %13s %8s %8s %13s %8s %8s\n' config conns
 # run each were exposed to different drift; slices spread it over all of
 # them alike. Requests, CPU ticks and time add up over a round's slices.
 measure() { # connections
-	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 c0 c1 r a
+	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 c0 c1 r a c_reqs=0
 	: >"$RESULTS"
+	redis_cmd config resetstat >/dev/null
 	for round in $(seq 1 "$ROUNDS"); do
 		declare -A n_req=() n_secs=() n_g=() n_u=() n_t=() n_c=() s50=() s99=() rss0=() rss1=() anon1=()
 		for slice in $(seq 1 "$SLICES"); do
@@ -475,6 +476,7 @@ measure() { # connections
 				((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
 				((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
 				served[$cfg]=$((served[$cfg] + reqs))
+				[[ $cfg == C ]] && c_reqs=$((c_reqs + reqs))
 				read -r r a <<<"$(rss "$pid")"
 				rss1[$cfg]=$r anon1[$cfg]=$a
 				n_req[$cfg]=$((${n_req[$cfg]:-0} + reqs))
@@ -505,6 +507,31 @@ measure() { # connections
 		done
 	done
 	summary "$conns" "$RESULTS"
+	redis_commands "$c_reqs"
+}
+
+# redis_cmd args...: a command to C's redis-server (nothing without C or
+# redis-cli).
+redis_cmd() {
+	[[ -n $REDIS_PID ]] && command -v redis-cli >/dev/null || return 0
+	redis-cli -p "$REDIS_PORT" "$@"
+}
+
+# redis_commands requests: redis-server's calls and CPU per C request, by
+# command (INFO commandstats since measure's reset; the scripts' time
+# includes the commands they call, which are also listed on their own).
+redis_commands() {
+	(($1 > 0)) || return 0
+	redis_cmd info commandstats | tr -d '\r' | awk -F'[:,=]' -v n="$1" '
+		/^cmdstat_/ { sub(/^cmdstat_/, "", $1); if ($3 / n >= 0.01) line[$1] = sprintf("%s %.2f calls %.1f µs", $1, $3 / n, $5 / n); us[$1] = $5 / n }
+		END {
+			k = 0; for (c in line) order[++k] = c
+			for (i = 2; i <= k; i++) for (j = i; j > 1 && us[order[j-1]] < us[order[j]]; j--) { t = order[j]; order[j] = order[j-1]; order[j-1] = t }
+			if (k == 0) exit
+			printf "redis-server per C request:    "
+			for (i = 1; i <= k; i++) printf "%s%s", (i > 1 ? "; " : ""), line[order[i]]
+			printf "\n"
+		}'
 }
 
 # Pairwise (B_i vs A_i, measured back to back) then the median over rounds,
