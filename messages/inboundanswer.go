@@ -40,27 +40,20 @@ import (
 // input_tokens excludes the cached prompt tokens, which
 // cache_read_input_tokens (and cache_creation_input_tokens) report.
 type ChatToMessages struct {
-	sse.Writer
+	sse.ChatAnswer
 	id, model, provider string
 
 	// Stream state.
-	out      []byte // the events one chunk became
-	started  bool   // message_start sent
-	closed   bool   // message_stop or error sent
-	blocks   int    // content blocks started
-	open     int    // the index of the open block; -1: none
+	started  bool // message_start sent
+	closed   bool // message_stop or error sent
+	blocks   int  // content blocks started
+	open     int  // the index of the open block; -1: none
 	text     *textBlock
 	thinking int                  // the index of the thinking block; -1: none
 	calls    map[int64]*toolBlock // by the chat tool call index
 	finish   string
 	stopSeq  *string // the stop sequence that ended the answer, when the provider says
 	usage    gjson.Result
-	err      error // an event could not be encoded
-
-	// Produced is the model output of the provider's answer (outputlen),
-	// what the meter charges for when no usage comes: the translation
-	// may carry less of it to the client.
-	Produced int
 }
 
 // textBlock is the text block being streamed.
@@ -78,38 +71,12 @@ type toolBlock struct{ index int }
 // bounded by the Limit of the embedded sse.Writer.
 func NewChatToMessages(w http.ResponseWriter, id, model, provider string) *ChatToMessages {
 	cw := &ChatToMessages{id: id, model: model, provider: provider, open: -1, thinking: -1, calls: map[int64]*toolBlock{}}
-	cw.Init(w, cw)
+	cw.InitChat(w, cw)
 	return cw
 }
 
-// Decide implements sse.Hooks: streams are converted, JSON answers held,
-// error statuses passed. The converted body has another length; the meter
-// sets it.
-func (cw *ChatToMessages) Decide(status int) sse.Mode { return cw.TranslateMode(status) }
-
-// Event implements sse.Hooks: one chat chunk becomes its Messages events.
-func (cw *ChatToMessages) Event(ev []byte) ([]byte, error) {
-	cw.out = cw.out[:0]
-	data := sse.Data(ev)
-	cw.Produced += outputlen.Chat(data)
-	cw.chunk(data)
-	return cw.out, cw.err
-}
-
-// Finish runs once reverse_proxy returned. It converts a held JSON
-// answer; a body that is not a chat completion passes unchanged (the
-// meter reports it as an invalid answer). A stream that ended cleanly
-// after its finish_reason but without [DONE] is completed.
-func (cw *ChatToMessages) Finish(proxyErr error) {
-	if cw.Mode == sse.Stream && proxyErr == nil && cw.started && !cw.closed && cw.finish != "" && !cw.failed() {
-		out, _ := cw.Event([]byte("data: [DONE]\n\n"))
-		_ = cw.Send(out)
-		return
-	}
-	cw.FinishHeld(cw.convertJSON)
-}
-
-func (cw *ChatToMessages) failed() bool { return cw.err != nil || cw.SendErr != nil }
+// Unfinished implements sse.ChatConverter.
+func (cw *ChatToMessages) Unfinished() bool { return cw.started && !cw.closed && cw.finish != "" }
 
 // Message is a Messages answer object.
 type Message struct {
@@ -178,8 +145,9 @@ func stopSequence(choice gjson.Result) *string {
 	return nil
 }
 
-// convertJSON turns a chat completion into a Messages object.
-func (cw *ChatToMessages) convertJSON(body []byte) ([]byte, bool) {
+// ConvertJSON implements sse.ChatConverter: a chat completion becomes a
+// Messages object.
+func (cw *ChatToMessages) ConvertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
@@ -266,9 +234,9 @@ func citation(text string, a gjson.Result) (map[string]any, bool) {
 		"title": src.Get("title").Str, "cited_text": cited, "encrypted_index": ""}, true
 }
 
-// chunk converts one chat stream event.
-func (cw *ChatToMessages) chunk(data []byte) {
-	if data == nil || cw.failed() || cw.closed {
+// Chunk implements sse.ChatConverter: it converts one chat stream event.
+func (cw *ChatToMessages) Chunk(data []byte) {
+	if data == nil || cw.Failed() || cw.closed {
 		return
 	}
 	if sse.IsDone(data) {
@@ -411,7 +379,7 @@ func (cw *ChatToMessages) fail(e gjson.Result) {
 	if msg == "" {
 		msg = "Provider error"
 	}
-	cw.out = append(cw.out, ErrorEvent(http.StatusBadGateway, msg)...)
+	cw.Out = append(cw.Out, ErrorEvent(http.StatusBadGateway, msg)...)
 	cw.closed = true
 }
 
@@ -453,27 +421,27 @@ func ErrorType(status int) string {
 // textDelta adds the commonest event, a text_delta, to out without
 // encoding/json: raw is the chunk's text as the provider quoted it.
 func (cw *ChatToMessages) textDelta(index int, raw string) {
-	if cw.err != nil {
+	if cw.Err != nil {
 		return
 	}
-	b := append(cw.out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	b := append(cw.Out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
 	b = strconv.AppendInt(b, int64(index), 10)
 	b = append(b, `,"delta":{"type":"text_delta","text":`...)
 	b = append(b, raw...)
-	cw.out = append(b, "}}\n\n"...)
+	cw.Out = append(b, "}}\n\n"...)
 }
 
 // send adds one named event to out.
 func (cw *ChatToMessages) send(typ string, ev map[string]any) {
-	if cw.err != nil {
+	if cw.Err != nil {
 		return
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {
-		cw.err = err
+		cw.Err = err
 		return
 	}
-	b := append(append(cw.out, "event: "...), typ...)
+	b := append(append(cw.Out, "event: "...), typ...)
 	b = append(append(append(b, "\ndata: "...), data...), "\n\n"...)
-	cw.out = b
+	cw.Out = b
 }

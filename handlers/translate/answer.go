@@ -40,13 +40,12 @@ var now = time.Now
 //     through unchanged, so that the meter's fallback and error rules
 //     apply to them as to any provider's.
 type ChatToResponses struct {
-	sse.Writer
+	sse.ChatAnswer
 	echo  *Echo
 	id    string // the response id: the gateway's generation id
 	model string // the provider's model id, until the answer names one
 
 	// Stream state.
-	out          []byte // the events one chunk became
 	seq          int64
 	created      int64
 	started      bool // response.created sent
@@ -57,12 +56,6 @@ type ChatToResponses struct {
 	nextIndex    int // the next output_index
 	finishReason string
 	usage        gjson.Result
-	err          error // an event could not be encoded
-
-	// Produced is the model output of the provider's answer (outputlen),
-	// what the meter charges for when no usage comes: the translation
-	// may carry less of it to the client.
-	Produced int
 }
 
 // streamMessage is the assistant message item being streamed.
@@ -87,42 +80,18 @@ type streamCall struct {
 // bounded by the Limit of the embedded sse.Writer.
 func NewChatToResponses(w http.ResponseWriter, echo *Echo, id, model string) *ChatToResponses {
 	cw := &ChatToResponses{echo: echo, id: id, model: model, callIdx: map[int64]*streamCall{}}
-	cw.Init(w, cw)
+	cw.InitChat(w, cw)
 	return cw
 }
 
-// Decide implements sse.Hooks: streams are converted, JSON answers held,
-// error statuses passed. The converted body has another length; the meter
-// sets it.
-func (cw *ChatToResponses) Decide(status int) sse.Mode { return cw.TranslateMode(status) }
-
-// Event implements sse.Hooks: one chat chunk becomes its Responses events.
-func (cw *ChatToResponses) Event(ev []byte) ([]byte, error) {
-	cw.out = cw.out[:0]
-	data := sse.Data(ev)
-	cw.Produced += outputlen.Chat(data)
-	cw.chunk(data)
-	return cw.out, cw.err
+// Unfinished implements sse.ChatConverter.
+func (cw *ChatToResponses) Unfinished() bool {
+	return cw.started && !cw.closed && cw.finishReason != ""
 }
 
-// Finish runs once reverse_proxy returned. It converts a held JSON
-// answer; a body that is not a chat completion object passes unchanged
-// (the meter reports it as an invalid answer). A stream that ended cleanly
-// after its finish_reason but without [DONE] is completed.
-func (cw *ChatToResponses) Finish(proxyErr error) {
-	if cw.Mode == sse.Stream && proxyErr == nil && cw.started && !cw.closed && cw.finishReason != "" && !cw.failed() {
-		out, _ := cw.Event([]byte("data: [DONE]\n\n"))
-		_ = cw.Send(out)
-		return
-	}
-	cw.FinishHeld(cw.convertJSON)
-}
-
-// failed reports whether the stream can go on no further.
-func (cw *ChatToResponses) failed() bool { return cw.err != nil || cw.SendErr != nil }
-
-// convertJSON turns a chat completion into a Responses object.
-func (cw *ChatToResponses) convertJSON(body []byte) ([]byte, bool) {
+// ConvertJSON implements sse.ChatConverter: a chat completion becomes a
+// Responses object.
+func (cw *ChatToResponses) ConvertJSON(body []byte) ([]byte, bool) {
 	if !jsoncheck.Valid(body) {
 		return nil, false
 	}
@@ -175,16 +144,16 @@ func responseStatus(finish string) (string, map[string]string) {
 	return "completed", nil
 }
 
-// chunk converts one chat stream event.
-func (cw *ChatToResponses) chunk(data []byte) {
-	if data == nil || cw.failed() {
+// Chunk implements sse.ChatConverter: it converts one chat stream event.
+func (cw *ChatToResponses) Chunk(data []byte) {
+	if data == nil || cw.Failed() {
 		return
 	}
 	if sse.IsDone(data) {
 		if !cw.closed {
 			cw.complete()
 		}
-		cw.out = append(cw.out, "data: [DONE]\n\n"...)
+		cw.Out = append(cw.Out, "data: [DONE]\n\n"...)
 		return
 	}
 	if cw.closed {
@@ -337,20 +306,20 @@ func (cw *ChatToResponses) fail(e gjson.Result) {
 
 // send adds one event, with the next sequence number, to out.
 func (cw *ChatToResponses) send(ev map[string]any) {
-	if cw.err != nil {
+	if cw.Err != nil {
 		return
 	}
 	ev["sequence_number"] = cw.seq
 	cw.seq++
 	data, err := json.Marshal(ev)
 	if err != nil {
-		cw.err = err
+		cw.Err = err
 		return
 	}
 	typ, _ := ev["type"].(string)
-	b := append(append(cw.out, "event: "...), typ...)
+	b := append(append(cw.Out, "event: "...), typ...)
 	b = append(append(append(b, "\ndata: "...), data...), "\n\n"...)
-	cw.out = b
+	cw.Out = b
 }
 
 // Echo are the request's fields a Responses object repeats.

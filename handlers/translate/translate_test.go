@@ -446,12 +446,12 @@ func FuzzChatToResponsesStream(f *testing.F) {
 // so that X search is charged on a translated request too.
 func TestChatToResponsesKeepsXSearchUsage(t *testing.T) {
 	cw := NewChatToResponses(nil, nil, "gen-1", "grok")
-	out, ok := cw.convertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],` +
+	out, ok := cw.ConvertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],` +
 		`"usage":{"prompt_tokens":3,"completion_tokens":2,"x_search_usage":{"posts_fetched":3,"profiles_fetched":1}}}`))
 	if !ok || gjson.GetBytes(out, "usage.x_search_usage.posts_fetched").Int() != 3 || gjson.GetBytes(out, "usage.x_search_usage.profiles_fetched").Int() != 1 {
 		t.Fatalf("%s", out)
 	}
-	out, _ = cw.convertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
+	out, _ = cw.ConvertJSON([]byte(`{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
 	if gjson.GetBytes(out, "usage.x_search_usage").Exists() {
 		t.Fatalf("%s", out)
 	}
