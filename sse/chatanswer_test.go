@@ -11,7 +11,7 @@ import (
 // data in upper case, finishes on a chunk "fin", and wraps a held body.
 type upper struct {
 	ca               *ChatAnswer
-	started, done    bool
+	started          bool
 	finished, closed bool
 }
 
