@@ -2,10 +2,12 @@ package storage
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -573,4 +575,62 @@ func TestRecordSnapshotWrittenWhileRecordsChange(t *testing.T) {
 		t.Fatal("the periodic snapshot was not restored")
 	}
 	sameRecords(t, "after a crash", recordsOf(s), want)
+}
+
+// TestOpenResumesGC: the collector, stopped while the snapshots are
+// restored, runs again at its own setting once concurrent Opens return,
+// whether they restored snapshots, read every record or failed.
+func TestOpenResumesGC(t *testing.T) {
+	prev := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(prev)
+	dir := t.TempDir()
+	s := openTemp(t, dir)
+	recordsFixture(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() {
+			d := dir
+			switch i % 3 {
+			case 1:
+				d = t.TempDir()
+			case 2:
+				d = filepath.Join(t.TempDir(), "not-a-dir")
+				if err := os.WriteFile(d, nil, 0o600); err != nil {
+					errs <- err
+					return
+				}
+			}
+			s, err := Open(Options{Dir: d})
+			if err == nil {
+				if d == dir && !s.recordsRestored {
+					err = errors.New("not restored from the snapshot")
+				}
+				s.Close()
+			} else if i%3 == 2 {
+				err = nil // expected: not a directory
+			}
+			errs <- err
+		}()
+		if i%3 == 0 {
+			if err := <-errs; err != nil { // one store on dir at a time
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Fatalf("the collector's setting after Open: %d, want 77", got)
+	}
+	openGC.Lock()
+	defer openGC.Unlock()
+	if openGC.n != 0 || openGC.paused != 0 {
+		t.Fatalf("Opens still counted: %d, collector stops: %d", openGC.n, openGC.paused)
+	}
 }

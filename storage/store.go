@@ -102,10 +102,12 @@ type Store struct {
 // garbage to the operating system at once.
 const bigStore = 50_000
 
-// openGC counts the Opens under way (lessGC).
+// openGC counts the Opens under way (lessGC) and those restoring
+// snapshots (noGC).
 var openGC struct {
 	sync.Mutex
 	n, prev int
+	paused  int
 }
 
 // lessGC lets the heap grow to five times what is live, not twice, until
@@ -129,6 +131,28 @@ func lessGC() func() {
 	}
 }
 
+// noGC stops the collector until the function it returns is called (by
+// the last of concurrent callers; once each), within lessGC: what the
+// snapshots' restores allocate is kept, but for the files' buffers, so
+// collections meanwhile would only mark it again (at a million keys two
+// full collections, a fifth of a clean start's CPU, where the one that
+// ends Open now marks it once).
+func noGC() func() {
+	openGC.Lock()
+	if openGC.paused == 0 {
+		debug.SetGCPercent(-1)
+	}
+	openGC.paused++
+	openGC.Unlock()
+	return sync.OnceFunc(func() {
+		openGC.Lock()
+		if openGC.paused--; openGC.paused == 0 {
+			debug.SetGCPercent(400) // lessGC's, still in force
+		}
+		openGC.Unlock()
+	})
+}
+
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
 	k, err := kernel.Open(opts)
@@ -148,22 +172,30 @@ func Open(opts Options) (*Store, error) {
 		_ = k.Close()
 		return nil, err
 	}
+	gcOn := noGC()
+	defer gcOn()
 	var restored []string
 	if s.restoreKeys() {
 		restored = append(restored, prefixAPIKey)
 	}
 	restored = append(restored, s.restoreRecords()...)
+	if !s.keysRestored || !s.recordsRestored {
+		gcOn() // the records read from Badger leave as much garbage as they keep
+	}
 	if err := k.Load(restored...); err != nil {
 		_ = k.Close()
 		return nil, err
 	}
-	if s.keys.len() >= bigStore {
-		// The warm-up's garbage (decoded records' buffers) is as large
-		// as what it kept: hand it back now, not over minutes.
-		defer debug.FreeOSMemory()
-	}
 	s.ensureDefaultWorkspaces()
 	s.AccountStore.sortKeyIndex()
+	if s.keys.len() >= bigStore {
+		// The warm-up's garbage (the snapshots' or the decoded records'
+		// buffers) is as large as what it kept: hand it back now, not
+		// over minutes; collected before the collector resumes, so that
+		// it does not run twice.
+		debug.FreeOSMemory()
+	}
+	gcOn() // before the generations' scan, whose garbage is its own
 	if err := s.buildAnalytics(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
