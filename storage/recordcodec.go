@@ -26,13 +26,24 @@ func (s *Store) snapKinds() []snapKind {
 	wsKind := o.workspaceKind()
 	return []snapKind{
 		{prefix: prefixAccount, collect: a.collectAccounts, encode: encodeAccount,
-			load: a.loadSnapAccount, dbLoad: a.loadAccount, reset: func() { clear(a.accounts) }},
+			load: a.loadSnapAccount, dbLoad: a.loadAccount, reset: func() { clear(a.accounts) },
+			grow: func(n int) { grow(&a.accounts, n) }},
 		{prefix: prefixPurchase, collect: a.collectPurchases, keyOf: purchaseSnapKey, encode: encodePurchase,
-			load: a.loadSnapPurchase, dbLoad: a.loadPurchase, reset: func() { clear(a.purchases) }},
+			load: a.loadSnapPurchase, dbLoad: a.loadPurchase, reset: func() { clear(a.purchases) },
+			grow: func(n int) { grow(&a.purchases, n) }},
 		{prefix: prefixMgmtKey, collect: a.collectMgmtKeys, encode: encodeMgmtKey,
-			load: a.loadSnapMgmtKey, dbLoad: a.loadMgmtKey, reset: func() { clear(a.mgmtKeys); clear(a.mgmtIdx) }},
+			load: a.loadSnapMgmtKey, dbLoad: a.loadMgmtKey, reset: func() { clear(a.mgmtKeys); clear(a.mgmtIdx) },
+			grow: func(n int) { grow(&a.mgmtKeys, n); grow(&a.mgmtIdx, n) }},
 		{prefix: prefixWorkspace, collect: o.collectWorkspaces, keyOf: workspaceSnapKey, encode: encodeJSON,
 			load: wsKind.Load, dbLoad: wsKind.Load, reset: wsKind.Reset},
+	}
+}
+
+// grow replaces an empty map (read through its field) by one sized for n
+// entries.
+func grow[M ~map[K]V, K comparable, V any](m *M, n int) {
+	if len(*m) == 0 {
+		*m = make(M, n)
 	}
 }
 

@@ -47,7 +47,9 @@ const (
 // modified afterwards); encode appends a value's snapshot form; load
 // publishes a record from that form at a start, as the kind's Load does
 // from the database's; dbLoad is the kind's Load; reset empties the kind;
-// keyOf, when set, makes the keys collect leaves empty (outside the lock).
+// keyOf, when set, makes the keys collect leaves empty (outside the lock);
+// grow, when set, sizes the kind's empty maps for n records first (their
+// growth was a tenth of loading them).
 type snapKind struct {
 	prefix  string
 	collect func() []snapRecord
@@ -56,6 +58,7 @@ type snapKind struct {
 	load    func(key, value []byte) error
 	dbLoad  func(key, value []byte) error
 	reset   func()
+	grow    func(n int)
 }
 
 // snapRecord is a record collected for the snapshot: its key after the
@@ -351,6 +354,9 @@ func (s *Store) loadRecordSnapshot(r *recordSnapshot, kinds []snapKind) (int, er
 		sec := r.kinds[i]
 		if sec.prefix != kind.prefix {
 			return read, fmt.Errorf("the records' snapshot holds kind %q where this build has %q", sec.prefix, kind.prefix)
+		}
+		if kind.grow != nil {
+			kind.grow(len(sec.keys))
 		}
 		if !s.recordsCurrent {
 			n, err := s.catchUpKind(r, kind, sec)
