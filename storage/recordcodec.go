@@ -2,8 +2,8 @@ package storage
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -13,10 +13,11 @@ import (
 // management keys in a compact binary form: each field in declaration
 // order, strings length-prefixed, integers as varints, times as
 // time.Time's binary form, a pointer as a presence byte and its value.
-// Decoding it costs a fraction of reading their JSON. Workspaces (nested
-// maps, rarely more than one an account) are stored as the database
-// stores them and loaded by their decoder. TestRecordCodecFields fails
-// when a record gains a field these codecs do not know.
+// Workspaces too, with a count before a slice's elements (or a map's
+// entries, in no order) and a presence byte before a slice, so that nil
+// and empty stay apart as in their JSON. Decoding it costs a fraction of
+// reading their JSON. TestRecordCodecs fails when a record gains a field
+// these codecs do not know.
 
 var errRecordCodec = errors.New("malformed record in the records' snapshot")
 
@@ -34,8 +35,8 @@ func (s *Store) snapKinds() []snapKind {
 		{prefix: prefixMgmtKey, collect: a.collectMgmtKeys, encode: encodeMgmtKey,
 			load: a.loadSnapMgmtKey, dbLoad: a.loadMgmtKey, reset: func() { clear(a.mgmtKeys); clear(a.mgmtIdx) },
 			grow: func(n int) { grow(&a.mgmtKeys, n); grow(&a.mgmtIdx, n) }},
-		{prefix: prefixWorkspace, collect: o.collectWorkspaces, keyOf: workspaceSnapKey, encode: encodeJSON,
-			load: wsKind.Load, dbLoad: wsKind.Load, reset: wsKind.Reset},
+		{prefix: prefixWorkspace, collect: o.collectWorkspaces, keyOf: workspaceSnapKey, encode: encodeWorkspace,
+			load: o.loadSnapWorkspace, dbLoad: wsKind.Load, reset: wsKind.Reset},
 	}
 }
 
@@ -97,12 +98,6 @@ func workspaceSnapKey(v any) string {
 	return w.AccountID + "/" + w.ID
 }
 
-// encodeJSON stores a record as the database does.
-func encodeJSON(b []byte, v any) ([]byte, error) {
-	j, err := json.Marshal(v)
-	return append(b, j...), err
-}
-
 func encodeAccount(b []byte, v any) ([]byte, error) {
 	a := v.(*Account)
 	b = appendBytes(b, a.ID)
@@ -119,11 +114,9 @@ func encodeAccount(b []byte, v any) ([]byte, error) {
 	b = appendBool(b, a.FilteredModelCatalog)
 	b = binWindowed(b, a.FreeModelRequests)
 	b = binWindowed(b, a.FreeModelMinute)
-	b, err := binTime(b, a.CreatedAt)
-	if err != nil {
-		return b, err
-	}
-	return binTime(b, a.UpdatedAt)
+	var err error
+	b = binTime(b, a.CreatedAt, &err)
+	return binTime(b, a.UpdatedAt, &err), err
 }
 
 func decodeAccount(v []byte, a *Account) error {
@@ -163,7 +156,8 @@ func encodePurchase(b []byte, v any) ([]byte, error) {
 	b = appendBytes(b, r.AccountID)
 	b = binary.AppendVarint(b, int64(r.Amount))
 	b = appendBytes(b, r.Note)
-	return binTime(b, r.CreatedAt)
+	var err error
+	return binTime(b, r.CreatedAt, &err), err
 }
 
 func decodePurchase(v []byte, r *Purchase) error {
@@ -195,15 +189,13 @@ func encodeMgmtKey(b []byte, v any) ([]byte, error) {
 	if m.CreatorUserID != nil {
 		b = appendBytes(b, *m.CreatorUserID)
 	}
-	b, err := binTime(b, m.CreatedAt)
-	if err != nil {
-		return b, err
-	}
+	var err error
+	b = binTime(b, m.CreatedAt, &err)
 	b = appendBool(b, m.ExpiresAt != nil)
 	if m.ExpiresAt != nil {
-		return binTime(b, *m.ExpiresAt)
+		b = binTime(b, *m.ExpiresAt, &err)
 	}
-	return b, nil
+	return b, err
 }
 
 func decodeMgmtKey(v []byte, m *ManagementKey) error {
@@ -244,17 +236,20 @@ func binWindowed(b []byte, w money.Windowed) []byte {
 	return binary.AppendVarint(binary.AppendVarint(b, w.Period), int64(w.Value))
 }
 
-// binTime appends t's binary form (its instant and zone offset, as
-// its JSON holds them), length-prefixed.
-func binTime(b []byte, t time.Time) ([]byte, error) {
+// binTime appends t's binary form (its instant and zone offset, as its
+// JSON holds them), length-prefixed; the first failure stays in *err.
+func binTime(b []byte, t time.Time, err *error) []byte {
 	at := len(b)
 	b = append(b, 0)
-	b, err := t.AppendBinary(b)
-	if err != nil || len(b)-at-1 > 0x7f {
-		return b, errors.Join(errRecordCodec, err)
+	b, e := t.AppendBinary(b)
+	if e != nil || len(b)-at-1 > 0x7f {
+		if *err == nil {
+			*err = errors.Join(errRecordCodec, e)
+		}
+		return b
 	}
 	b[at] = byte(len(b) - at - 1)
-	return b, nil
+	return b
 }
 
 func (p *snapReader) str() string { return string(p.bytes()) }
@@ -288,4 +283,159 @@ func (p *snapReader) done(ok bool) error {
 		return errRecordCodec
 	}
 	return nil
+}
+
+func encodeWorkspace(b []byte, v any) ([]byte, error) {
+	w := v.(*Workspace)
+	b = appendBytes(b, w.ID)
+	b = appendBytes(b, w.AccountID)
+	b = appendBytes(b, w.Name)
+	b = appendBytes(b, w.Slug)
+	b = appendOptStr(b, w.Description)
+	b = appendOptStr(b, w.CreatedBy)
+	b = appendBytes(b, w.DefaultGuardrailID)
+	b = appendOptStr(b, w.DefaultImageModel)
+	b = appendOptStr(b, w.DefaultProviderSort)
+	b = appendOptStr(b, w.DefaultTextModel)
+	b = appendBool(b, w.DisabledServerTools != nil)
+	b = binary.AppendUvarint(b, uint64(len(w.DisabledServerTools)))
+	for _, t := range w.DisabledServerTools {
+		b = appendBytes(b, t)
+	}
+	b = appendBool(b, w.IOLoggingAPIKeyIDs != nil)
+	b = binary.AppendUvarint(b, uint64(len(w.IOLoggingAPIKeyIDs)))
+	for _, id := range w.IOLoggingAPIKeyIDs {
+		b = binary.AppendVarint(b, id)
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w.IOLoggingSamplingRate))
+	b = appendBool(b, w.IsDataDiscountLoggingEnabled)
+	b = appendBool(b, w.IsObservabilityBroadcastEnabled)
+	b = appendBool(b, w.IsObservabilityIOLoggingEnabled)
+	b = appendBool(b, w.IncludeBYOKInBudgets)
+	var err error
+	b = binTime(b, w.CreatedAt, &err)
+	b = appendBool(b, w.UpdatedAt != nil)
+	if w.UpdatedAt != nil {
+		b = binTime(b, *w.UpdatedAt, &err)
+	}
+	b = binary.AppendUvarint(b, uint64(len(w.Budgets)))
+	for iv, bu := range w.Budgets {
+		b = appendBytes(b, string(iv))
+		b = appendBytes(b, bu.ID)
+		b = appendBytes(b, string(bu.Interval))
+		b = binary.AppendVarint(b, int64(bu.Limit))
+		b = binTime(b, bu.CreatedAt, &err)
+		b = binTime(b, bu.UpdatedAt, &err)
+	}
+	b = binary.AppendUvarint(b, uint64(len(w.Members)))
+	for id, m := range w.Members {
+		b = appendBytes(b, id)
+		b = appendBytes(b, m.UserID)
+		b = appendBytes(b, string(m.Role))
+		b = binTime(b, m.CreatedAt, &err)
+	}
+	return b, err
+}
+
+func decodeWorkspace(v []byte, w *Workspace) error {
+	p := snapReader{b: v}
+	w.ID = p.str()
+	w.AccountID = p.str()
+	w.Name = p.str()
+	w.Slug = p.str()
+	w.Description = p.optStr()
+	w.CreatedBy = p.optStr()
+	w.DefaultGuardrailID = p.str()
+	w.DefaultImageModel = p.optStr()
+	w.DefaultProviderSort = p.optStr()
+	w.DefaultTextModel = p.optStr()
+	if some := p.boolean(); some {
+		w.DisabledServerTools = make([]string, p.count())
+		for i := range w.DisabledServerTools {
+			w.DisabledServerTools[i] = p.str()
+		}
+	} else if p.count() != 0 {
+		p.bad = true
+	}
+	if some := p.boolean(); some {
+		w.IOLoggingAPIKeyIDs = make([]int64, p.count())
+		for i := range w.IOLoggingAPIKeyIDs {
+			w.IOLoggingAPIKeyIDs[i] = p.varint()
+		}
+	} else if p.count() != 0 {
+		p.bad = true
+	}
+	w.IOLoggingSamplingRate = math.Float64frombits(p.uint64())
+	w.IsDataDiscountLoggingEnabled = p.boolean()
+	w.IsObservabilityBroadcastEnabled = p.boolean()
+	w.IsObservabilityIOLoggingEnabled = p.boolean()
+	w.IncludeBYOKInBudgets = p.boolean()
+	w.CreatedAt = p.time()
+	if p.boolean() {
+		t := p.time()
+		w.UpdatedAt = &t
+	}
+	if n := p.count(); n > 0 {
+		w.Budgets = make(map[BudgetInterval]*WorkspaceBudget, n)
+		for range n {
+			iv := BudgetInterval(p.str())
+			w.Budgets[iv] = &WorkspaceBudget{ID: p.str(), Interval: BudgetInterval(p.str()), Limit: money.Amount(p.varint()),
+				CreatedAt: p.time(), UpdatedAt: p.time()}
+		}
+	}
+	if n := p.count(); n > 0 {
+		w.Members = make(map[string]*WorkspaceMember, n)
+		for range n {
+			id := p.str()
+			w.Members[id] = &WorkspaceMember{UserID: p.str(), Role: MemberRole(p.str()), CreatedAt: p.time()}
+		}
+	}
+	return p.done(true)
+}
+
+// loadSnapWorkspace publishes a workspace as the kind's Load does.
+func (s *OrgStore) loadSnapWorkspace(_, v []byte) error {
+	w := new(Workspace)
+	if err := decodeWorkspace(v, w); err != nil {
+		return err
+	}
+	w.initMaps()
+	s.workspaces.Put(w)
+	return nil
+}
+
+func appendOptStr(b []byte, s *string) []byte {
+	b = appendBool(b, s != nil)
+	if s != nil {
+		b = appendBytes(b, *s)
+	}
+	return b
+}
+
+func (p *snapReader) optStr() *string {
+	if !p.boolean() {
+		return nil
+	}
+	s := p.str()
+	return &s
+}
+
+// count reads a number of elements, each at least a byte.
+func (p *snapReader) count() int {
+	n := p.uvarint()
+	if n > uint64(len(p.b)) {
+		p.bad, p.b = true, nil
+		return 0
+	}
+	return int(n)
+}
+
+func (p *snapReader) uint64() uint64 {
+	if len(p.b) < 8 {
+		p.bad, p.b = true, nil
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(p.b)
+	p.b = p.b[8:]
+	return v
 }

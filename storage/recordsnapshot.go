@@ -39,7 +39,7 @@ import (
 
 const (
 	recordSnapshotFile  = "records.snapshot"
-	recordSnapshotMagic = "tollgate records v1\n"
+	recordSnapshotMagic = "tollgate records v2\n"
 )
 
 // snapKind is one kind of record in the snapshot. collect runs under the

@@ -394,6 +394,7 @@ func TestRecordSnapshotContradicted(t *testing.T) {
 func TestRecordCodecs(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
 		reflect.TypeFor[Account](): 16, reflect.TypeFor[Purchase](): 5, reflect.TypeFor[ManagementKey](): 7,
+		reflect.TypeFor[Workspace](): 23, reflect.TypeFor[WorkspaceBudget](): 5, reflect.TypeFor[WorkspaceMember](): 3,
 	} {
 		if typ.NumField() != fields {
 			t.Errorf("%s has %d fields, its snapshot codec (recordcodec.go) %d: update both", typ, typ.NumField(), fields)
@@ -413,7 +414,26 @@ func TestRecordCodecs(t *testing.T) {
 	roundTrip(t, &ManagementKey{Hash: "h", AccountID: "a", Name: "n", Label: "l", CreatorUserID: &creator, CreatedAt: at, ExpiresAt: &exp},
 		encodeMgmtKey, decodeMgmtKey)
 	roundTrip(t, &ManagementKey{Hash: "h", CreatedAt: at}, encodeMgmtKey, decodeMgmtKey)
-	b, _ := encodeAccount(nil, &acct)
+	desc, empty, model := "research", "", "gpt"
+	full := Workspace{ID: "w1", AccountID: "org_1", Name: "R & D", Slug: "rd", Description: &desc, CreatedBy: &empty,
+		DefaultGuardrailID: "g", DefaultImageModel: &model, DefaultProviderSort: &model, DefaultTextModel: &empty,
+		DisabledServerTools: []string{"web", "ü"}, IOLoggingAPIKeyIDs: []int64{-1, 1 << 40}, IOLoggingSamplingRate: 0.25,
+		IsDataDiscountLoggingEnabled: true, IsObservabilityBroadcastEnabled: true, IsObservabilityIOLoggingEnabled: true,
+		IncludeBYOKInBudgets: true, CreatedAt: at, UpdatedAt: &exp,
+		Budgets: map[BudgetInterval]*WorkspaceBudget{"daily": {ID: "b1", Interval: "daily", Limit: 5, CreatedAt: at, UpdatedAt: exp},
+			"monthly": {ID: "b2", Interval: "monthly", Limit: 9, CreatedAt: exp, UpdatedAt: at}},
+		Members: map[string]*WorkspaceMember{"user_1": {UserID: "user_1", Role: MemberRole("admin"), CreatedAt: at}}}
+	roundTrip(t, &full, encodeWorkspace, decodeWorkspace)
+	roundTrip(t, &Workspace{ID: "w2", DisabledServerTools: []string{}, IOLoggingAPIKeyIDs: []int64{}, CreatedAt: at}, encodeWorkspace, decodeWorkspace)
+	roundTrip(t, &Workspace{ID: "w3"}, encodeWorkspace, decodeWorkspace)
+	b, _ := encodeWorkspace(nil, &full)
+	var w Workspace
+	for n := range len(b) {
+		if decodeWorkspace(b[:n], &w) == nil {
+			t.Fatalf("a workspace cut to %d of %d bytes decoded", n, len(b))
+		}
+	}
+	b, _ = encodeAccount(nil, &acct)
 	var a Account
 	for n := range len(b) {
 		if decodeAccount(b[:n], &a) == nil {
