@@ -26,9 +26,10 @@ import (
 //
 // The rules are the key table's: a record that is neither dirty nor being
 // committed holds in memory what the database holds. The file is taken
-// after V was read, each kind's records collected under the lock at one
-// instant and encoded after (a published record is never modified); the
-// records changed meanwhile are tracked and listed as changed. A start
+// after V was read, each kind's records collected under the read lock
+// (in one pass or in steps) and encoded after (a published record is
+// never modified); the records changed meanwhile are tracked and listed
+// as changed, so the others' values are the same at every step. A start
 // after a clean close at V loads the file alone. Otherwise it walks each
 // kind's keys and versions in the database, in key order beside the
 // file's records (sorted the same way): a record at most V and not
@@ -42,9 +43,9 @@ const (
 	recordSnapshotMagic = "tollgate records v2\n"
 )
 
-// snapKind is one kind of record in the snapshot. collect runs under the
-// lock and returns every record's key and its published value (never
-// modified afterwards); encode appends a value's snapshot form; load
+// snapKind is one kind of record in the snapshot. collect returns every
+// record's key and its published value (never modified afterwards),
+// taking the lock itself; encode appends a value's snapshot form; load
 // publishes a record from that form at a start, as the kind's Load does
 // from the database's; dbLoad is the kind's Load; reset empties the kind;
 // keyOf, when set, makes the keys collect leaves empty (outside the lock);
@@ -52,7 +53,7 @@ const (
 // growth was a tenth of loading them).
 type snapKind struct {
 	prefix  string
-	collect func() []snapRecord
+	collect func(k *kernel.Kernel) []snapRecord
 	keyOf   func(v any) string
 	encode  func(b []byte, v any) ([]byte, error)
 	load    func(key, value []byte) error
@@ -94,9 +95,7 @@ func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKin
 	k.Unlock()
 	recs := make([][]snapRecord, len(kinds))
 	for i, kind := range kinds {
-		k.Lock()
-		recs[i] = kind.collect()
-		k.Unlock()
+		recs[i] = kind.collect(k)
 		if snapshotStep != nil {
 			snapshotStep()
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // recordState is what the records' snapshot holds, as the store serves
@@ -373,8 +375,8 @@ func TestRecordSnapshotContradicted(t *testing.T) {
 	}
 	kinds := s.snapKinds()
 	collect := kinds[0].collect
-	kinds[0].collect = func() []snapRecord {
-		return slices.DeleteFunc(collect(), func(r snapRecord) bool { return r.key == acct.ID })
+	kinds[0].collect = func(k *kernel.Kernel) []snapRecord {
+		return slices.DeleteFunc(collect(k), func(r snapRecord) bool { return r.key == acct.ID })
 	}
 	if err := writeRecordSnapshot(dir, v, s.k, kinds, true); err != nil {
 		t.Fatal(err)
@@ -479,11 +481,9 @@ func TestRecordSnapshotChangedIsRead(t *testing.T) {
 	want := recordsOf(s)
 	kinds := s.snapKinds()
 	recs := make([][]snapRecord, len(kinds))
-	s.k.Lock()
 	for i, kind := range kinds {
-		recs[i] = kind.collect()
+		recs[i] = kind.collect(s.k)
 	}
-	s.k.Unlock()
 	for i, r := range recs[0] {
 		if r.key == acct.ID {
 			a := *r.v.(*Account)
@@ -548,12 +548,13 @@ func TestRecordSnapshotNewerThanDatabase(t *testing.T) {
 }
 
 // TestRecordSnapshotWrittenWhileRecordsChange: the periodic snapshot,
-// written while credits are purchased, accounts and management keys
-// created and deleted concurrently, restores after a crash to exactly
+// written (workspaces read one account a step) while credits are
+// purchased, accounts, management keys and workspaces created and
+// deleted concurrently, restores after a crash to exactly
 // the acknowledged records.
 func TestRecordSnapshotWrittenWhileRecordsChange(t *testing.T) {
-	defer func(every time.Duration) { keySnapshotEvery = every }(keySnapshotEvery)
-	keySnapshotEvery = 2 * time.Millisecond
+	defer func(every time.Duration, step int) { keySnapshotEvery, collectStep = every, step }(keySnapshotEvery, collectStep)
+	keySnapshotEvery, collectStep = 2*time.Millisecond, 1
 	dir := t.TempDir()
 	s := openTemp(t, dir)
 	acct, _ := recordsFixture(t, s)
@@ -571,6 +572,14 @@ func TestRecordSnapshotWrittenWhileRecordsChange(t *testing.T) {
 				var m ManagementKey
 				if m, _, err = s.CreateManagementKey(NewManagementKey{AccountID: acct.ID, Name: "m"}); err == nil && i%3 == 0 {
 					err = s.DeleteManagementKey(m.Hash)
+				}
+				if err != nil {
+					break
+				}
+				var ws Workspace
+				slug := fmt.Sprintf("w%d-%d", w, i)
+				if ws, err = s.CreateWorkspace(acct.ID, func(x *Workspace) { x.Name, x.Slug = slug, slug }); err == nil && i%2 == 0 {
+					err = s.DeleteWorkspace(acct.ID, ws.ID)
 				}
 			}
 			errs <- err
