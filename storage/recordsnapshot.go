@@ -119,21 +119,27 @@ func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKin
 // recordSnapshotBytes is the snapshot file of version v holding each
 // kind's records and listing the changed ones.
 func recordSnapshotBytes(v uint64, kinds []snapKind, recs [][]snapRecord, changed []string) ([]byte, error) {
-	var body []byte
+	// The header goes in front of the body once the body is known: one
+	// buffer, not a copy of it (tens of megabytes at a million keys).
+	hdrLen := len(recordSnapshotMagic) + binary.Size(recordSnapshotHeader{})
+	b := make([]byte, hdrLen, hdrLen+1<<20)
 	for i, kind := range kinds {
 		var err error
-		if body, err = appendSnapKind(body, kind, recs[i]); err != nil {
+		if b, err = appendSnapKind(b, kind, recs[i]); err != nil {
 			return nil, err
 		}
 	}
 	for _, key := range changed {
-		body = appendBytes(body, key)
+		b = appendBytes(b, key)
 	}
+	body := b[hdrLen:]
 	h := recordSnapshotHeader{Version: v, Kinds: uint64(len(kinds)), Changed: uint64(len(changed)),
 		BodyLen: uint64(len(body)), BodyCRC: uint64(crc32.Checksum(body, crcTable))}
-	hdr := append([]byte(nil), recordSnapshotMagic...)
-	hdr, _ = binary.Append(hdr, binary.LittleEndian, h)
-	return slices.Concat(hdr, body, binary.LittleEndian.AppendUint32(nil, crc32.Checksum(hdr, crcTable))), nil
+	hdr := append(b[:0:hdrLen], recordSnapshotMagic...)
+	if hdr, err := binary.Append(hdr, binary.LittleEndian, h); err != nil || len(hdr) != hdrLen {
+		return nil, errors.Join(errors.New("the records' snapshot's header does not fit its place"), err)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[:hdrLen], crcTable)), nil
 }
 
 // appendSnapKind appends a kind's section: its records sorted by key, as
