@@ -174,11 +174,20 @@ func Open(opts Options) (*Store, error) {
 	}
 	gcOn := noGC()
 	defer gcOn()
+	// The two snapshots touch disjoint state and load side by side: with
+	// two cores the start waits for the longer (after a kill -9 the key
+	// records' walk), not for both.
 	var restored []string
-	if s.restoreKeys() {
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		restored = s.restoreRecords()
+	}()
+	keys := s.restoreKeys()
+	<-loaded
+	if keys {
 		restored = append(restored, prefixAPIKey)
 	}
-	restored = append(restored, s.restoreRecords()...)
 	if !s.keysRestored || !s.recordsRestored {
 		gcOn() // the records read from Badger leave as much garbage as they keep
 	}
