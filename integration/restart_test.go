@@ -61,6 +61,9 @@ func TestRestartKeepsEveryKey(t *testing.T) {
 // record. After a kill -9 the start restores the same snapshot, now older
 // than the database, and reads the key records written since: a charge,
 // a new key, a deleted one and a disabled one are all as acknowledged.
+// The records' snapshot (accounts, purchases, management keys,
+// workspaces) likewise: credits bought, a setting changed and an account
+// created after it come back after the kill -9.
 func TestRestartFromKeySnapshot(t *testing.T) {
 	dir := t.TempDir()
 	p := startProcess(t, dir)
@@ -76,17 +79,25 @@ func TestRestartFromKeySnapshot(t *testing.T) {
 		t.Fatalf("the request charged the key nothing: %s", before.Raw)
 	}
 
+	credits := c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+
 	p.stop(t)
-	if snapshotFiles(t, dir) != 1 {
-		t.Fatal("a clean stop wrote no key table snapshot")
+	if snapshotFiles(t, dir) != 1 || fileCount(t, dir, "records.snapshot") != 1 {
+		t.Fatal("a clean stop wrote no key table or records snapshot")
 	}
 	p.start(t)
 	if n := strings.Count(p.log.String(), "key table restored from its snapshot"); n != 1 {
 		t.Fatalf("the start after a clean stop restored the key table %d times; log:\n%s", n, p.log)
 	}
+	if n := strings.Count(p.log.String(), "records restored from their snapshot"); n != 1 {
+		t.Fatalf("the start after a clean stop restored the records %d times; log:\n%s", n, p.log)
+	}
 	c = newClient(t, p.gateway, p.admin)
 	if got := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != before.Raw {
 		t.Fatalf("the key changed across a clean restart:\n got %s\nwant %s", got.Raw, before.Raw)
+	}
+	if got := c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != credits.Raw {
+		t.Fatalf("the credits changed across a clean restart:\n got %s\nwant %s", got.Raw, credits.Raw)
 	}
 
 	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
@@ -97,6 +108,13 @@ func TestRestartFromKeySnapshot(t *testing.T) {
 	newKey, newHash := c.newKey(org.MgmtKey, `{"name":"after the snapshot","limit":3}`)
 	c.api("DELETE", "/keys/"+goneHash, org.MgmtKey, nil).expect(t, 200)
 	c.api("PATCH", "/keys/"+offHash, org.MgmtKey, `{"disabled":true}`).expect(t, 200)
+	// The account's records after the snapshot: credits bought, a
+	// setting changed, and a new account with its management key.
+	c.operator("POST", "/accounts/"+org.AccountID+"/credits", `{"amount":"2.5"}`).expect(t, 201)
+	c.api("PATCH", "/organization/settings", org.MgmtKey, `{"is_filtered_model_catalog_enabled":true}`).expect(t, 200)
+	credits = c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+	later := c.newTenant("organization", "4")
+	laterCredits := c.api("GET", "/credits", later.MgmtKey, nil).expect(t, 200).JSON.Get("data")
 	p.kill()
 	if snapshotFiles(t, dir) != 1 {
 		t.Fatal("the snapshot did not outlive the start that read it")
@@ -115,7 +133,35 @@ func TestRestartFromKeySnapshot(t *testing.T) {
 	c.api("GET", "/key", newKey, nil).expect(t, 200)
 	c.api("GET", "/keys/"+goneHash, org.MgmtKey, nil).expectError(t, 404, "")
 	c.api("GET", "/key", offKey, nil).expectError(t, 401, "disabled")
+	if n := strings.Count(p.log.String(), "records restored from their snapshot"); n != 2 {
+		t.Fatalf("the start after a kill -9 did not restore the records' snapshot; log:\n%s", p.log)
+	}
+	if got := c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != credits.Raw {
+		t.Fatalf("the credits bought before a kill -9:\n got %s\nwant %s", got.Raw, credits.Raw)
+	}
+	if !c.api("GET", "/organization/settings", org.MgmtKey, nil).expect(t, 200).JSON.Get("data.is_filtered_model_catalog_enabled").Bool() {
+		t.Fatal("the setting changed before a kill -9 was lost")
+	}
+	if got := c.api("GET", "/credits", later.MgmtKey, nil).expect(t, 200).JSON.Get("data"); got.Raw != laterCredits.Raw {
+		t.Fatalf("the account created before a kill -9:\n got %s\nwant %s", got.Raw, laterCredits.Raw)
+	}
 	c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
+}
+
+// fileCount counts the files named name under dir.
+func fileCount(t *testing.T, dir, name string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == name {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // snapshotFiles counts the key table snapshots under dir.

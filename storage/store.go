@@ -91,16 +91,23 @@ type Store struct {
 	keysCaughtUp     int
 	keysCurrent      bool // the snapshot was the database's version
 	stopKeySnapshots func()
+	// recordsRestored, recordsCaughtUp, recordsCurrent: the same for
+	// the records' snapshot (recordsnapshot.go).
+	recordsRestored bool
+	recordsCaughtUp int
+	recordsCurrent  bool
 }
 
 // bigStore is the number of keys from which Open returns the warm-up's
 // garbage to the operating system at once.
 const bigStore = 50_000
 
-// openGC counts the Opens under way (lessGC).
+// openGC counts the Opens under way (lessGC) and those restoring
+// snapshots (noGC).
 var openGC struct {
 	sync.Mutex
 	n, prev int
+	paused  int
 }
 
 // lessGC lets the heap grow to five times what is live, not twice, until
@@ -124,6 +131,28 @@ func lessGC() func() {
 	}
 }
 
+// noGC stops the collector until the function it returns is called (by
+// the last of concurrent callers; once each), within lessGC: what the
+// snapshots' restores allocate is kept, but for the files' buffers, so
+// collections meanwhile would only mark it again (at a million keys two
+// full collections, a fifth of a clean start's CPU, where the one that
+// ends Open now marks it once).
+func noGC() func() {
+	openGC.Lock()
+	if openGC.paused == 0 {
+		debug.SetGCPercent(-1)
+	}
+	openGC.paused++
+	openGC.Unlock()
+	return sync.OnceFunc(func() {
+		openGC.Lock()
+		if openGC.paused--; openGC.paused == 0 {
+			debug.SetGCPercent(400) // lessGC's, still in force
+		}
+		openGC.Unlock()
+	})
+}
+
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
 	k, err := kernel.Open(opts)
@@ -143,21 +172,39 @@ func Open(opts Options) (*Store, error) {
 		_ = k.Close()
 		return nil, err
 	}
+	gcOn := noGC()
+	defer gcOn()
+	// The two snapshots touch disjoint state and load side by side: with
+	// two cores the start waits for the longer (after a kill -9 the key
+	// records' walk), not for both.
 	var restored []string
-	if s.restoreKeys() {
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		restored = s.restoreRecords()
+	}()
+	keys := s.restoreKeys()
+	<-loaded
+	if keys {
 		restored = append(restored, prefixAPIKey)
+	}
+	if !s.keysRestored || !s.recordsRestored {
+		gcOn() // the records read from Badger leave as much garbage as they keep
 	}
 	if err := k.Load(restored...); err != nil {
 		_ = k.Close()
 		return nil, err
 	}
-	if s.keys.len() >= bigStore {
-		// The warm-up's garbage (decoded records' buffers) is as large
-		// as what it kept: hand it back now, not over minutes.
-		defer debug.FreeOSMemory()
-	}
 	s.ensureDefaultWorkspaces()
 	s.AccountStore.sortKeyIndex()
+	if s.keys.len() >= bigStore {
+		// The warm-up's garbage (the snapshots' or the decoded records'
+		// buffers) is as large as what it kept: hand it back now, not
+		// over minutes; collected before the collector resumes, so that
+		// it does not run twice.
+		debug.FreeOSMemory()
+	}
+	gcOn() // before the generations' scan, whose garbage is its own
 	if err := s.buildAnalytics(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
@@ -168,7 +215,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	k.Start()
 	s.startSealing(log)
-	s.startKeySnapshots(s.keysCurrent)
+	s.startKeySnapshots(s.keysCurrent, s.recordsCurrent)
 	return s, nil
 }
 
@@ -184,6 +231,7 @@ func (s *Store) Close() error {
 	}
 	err := s.k.Close()
 	s.saveKeys()
+	s.saveRecords()
 	return err
 }
 
@@ -297,49 +345,93 @@ func (s *Store) catchUpKeys(r restoredKeys) (int, error) {
 // written since (a variable for the tests).
 var keySnapshotEvery = time.Minute
 
-// startKeySnapshots writes the key table's snapshot every keySnapshotEvery
-// when keys changed since the last one (or the one on disk is not
-// current: fresh false), until stopKeySnapshots.
-func (s *Store) startKeySnapshots(fresh bool) {
+// startKeySnapshots writes the key table's snapshot every
+// keySnapshotEvery when keys changed since the last one (or the one on
+// disk is not current: fresh false), and the records' snapshot likewise
+// (recordsFresh), until stopKeySnapshots.
+func (s *Store) startKeySnapshots(fresh, recordsFresh bool) {
 	if s.dir == "" || !s.k.Versioned() {
 		return
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
-	s.k.Lock()
-	since := s.k.Track(prefixAPIKey, false)
-	s.k.Unlock()
+	keys := newChangeWatch(s.k, []string{prefixAPIKey}, fresh, s.snapshotKeys)
+	var prefixes []string
+	for _, kind := range s.snapKinds() {
+		prefixes = append(prefixes, kind.prefix)
+	}
+	records := newChangeWatch(s.k, prefixes, recordsFresh, s.snapshotRecords)
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(keySnapshotEvery)
 		defer tick.Stop()
-		stale := !fresh
 		for {
 			select {
 			case <-stop:
-				s.k.Lock()
-				s.k.EndTrack(since)
-				s.k.Unlock()
+				keys.end()
+				records.end()
 				return
 			case <-tick.C:
 			}
-			s.k.Lock()
-			if since.Changes() > 0 {
-				stale = true
-				s.k.EndTrack(since)
-				since = s.k.Track(prefixAPIKey, false)
-			}
-			s.k.Unlock()
-			if !stale {
-				continue
-			}
-			if err := s.snapshotKeys(); err != nil {
+			if err := keys.tick(); err != nil {
 				s.log.Warn("writing the key table's snapshot failed; retrying later", zap.Error(err))
-				continue
 			}
-			stale = false
+			if err := records.tick(); err != nil {
+				s.log.Warn("writing the records' snapshot failed; retrying later", zap.Error(err))
+			}
 		}
 	}()
 	s.stopKeySnapshots = func() { close(stop); <-done }
+}
+
+// changeWatch writes a snapshot when the records under its prefixes
+// changed since the last one it wrote.
+type changeWatch struct {
+	k      *kernel.Kernel
+	since  []*kernel.Tracker
+	stale  bool
+	write  func() error
+	prefix []string
+}
+
+func newChangeWatch(k *kernel.Kernel, prefixes []string, fresh bool, write func() error) *changeWatch {
+	w := &changeWatch{k: k, stale: !fresh, write: write, prefix: prefixes}
+	k.Lock()
+	for _, p := range prefixes {
+		w.since = append(w.since, k.Track(p, false))
+	}
+	k.Unlock()
+	return w
+}
+
+// tick writes the snapshot if anything changed since the last (the
+// trackers restart before it is taken: a change during it counts for the
+// next).
+func (w *changeWatch) tick() error {
+	w.k.Lock()
+	for i, t := range w.since {
+		if t.Changes() > 0 {
+			w.stale = true
+			w.k.EndTrack(t)
+			w.since[i] = w.k.Track(w.prefix[i], false)
+		}
+	}
+	w.k.Unlock()
+	if !w.stale {
+		return nil
+	}
+	if err := w.write(); err != nil {
+		return err
+	}
+	w.stale = false
+	return nil
+}
+
+func (w *changeWatch) end() {
+	w.k.Lock()
+	for _, t := range w.since {
+		w.k.EndTrack(t)
+	}
+	w.k.Unlock()
 }
 
 // snapshotKeys writes the key table's snapshot of the running store.

@@ -234,7 +234,9 @@ func open(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("open: %.2f s, CPU %.2f s\n", time.Since(began).Seconds(), (cpu() - cpu0).Seconds())
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	fmt.Printf("open: %.2f s, CPU %.2f s, peak RSS %d MB\n", time.Since(began).Seconds(), (cpu() - cpu0).Seconds(), ru.Maxrss>>10)
 	if *profile != "" {
 		pprof.StopCPUProfile()
 	}

@@ -1,0 +1,448 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// The records' snapshot does for accounts, their purchases and management
+// keys, and workspaces what the key table's does for keys
+// (keysnapshot.go): at a million keys these 400,000 records were most of
+// what a start still read from Badger and decoded. They are written to
+// one file with the database version V it reflects, compactly
+// (recordcodec.go), at a clean close and every keySnapshotEvery while
+// they change; a start loads them from it instead of from Badger.
+//
+// The rules are the key table's: a record that is neither dirty nor being
+// committed holds in memory what the database holds. The file is taken
+// after V was read, each kind's records collected under the read lock
+// (in one pass or in steps) and encoded after (a published record is
+// never modified); the records changed meanwhile are tracked and listed
+// as changed, so the others' values are the same at every step. A start
+// after a clean close at V loads the file alone. Otherwise it walks each
+// kind's keys and versions in the database, in key order beside the
+// file's records (sorted the same way): a record at most V and not
+// changed is the file's; a newer or changed one is read from the
+// database; a record the database no longer holds is left out. A damaged
+// file, another layout, a record at most V the file lacks, or a database
+// older than V: every record is read from the database, as before.
+
+const (
+	recordSnapshotFile  = "records.snapshot"
+	recordSnapshotMagic = "tollgate records v2\n"
+)
+
+// snapKind is one kind of record in the snapshot. collect returns every
+// record's key and its published value (never modified afterwards),
+// taking the lock itself; encode appends a value's snapshot form; load
+// publishes a record from that form at a start, as the kind's Load does
+// from the database's; dbLoad is the kind's Load; reset empties the kind;
+// keyOf, when set, makes the keys collect leaves empty (outside the lock);
+// grow, when set, sizes the kind's empty maps for n records first (their
+// growth was a tenth of loading them).
+type snapKind struct {
+	prefix  string
+	collect func(k *kernel.Kernel) []snapRecord
+	keyOf   func(v any) string
+	encode  func(b []byte, v any) ([]byte, error)
+	load    func(key, value []byte) error
+	dbLoad  func(key, value []byte) error
+	reset   func()
+	grow    func(n int)
+}
+
+// snapRecord is a record collected for the snapshot: its key after the
+// kind's prefix, and its value.
+type snapRecord struct {
+	key string
+	v   any
+}
+
+// recordSnapshotHeader follows the magic; the body follows it, then the
+// CRC-32C of the magic and header. The body holds, for each kind, its
+// prefix, its number of records and each record's key (after the prefix)
+// and value, in key order, then the changed records' keys; each key and
+// value length-prefixed (uvarint).
+type recordSnapshotHeader struct {
+	Version uint64
+	Kinds   uint64
+	Changed uint64
+	BodyLen uint64
+	BodyCRC uint64
+}
+
+// writeRecordSnapshot writes the records of kinds to dir for the database
+// at version v (read before it began), through a temporary file renamed
+// into place. sync: make the database durable first (the file must never
+// be ahead of it after a power loss).
+func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKind, sync bool) error {
+	k.Lock()
+	trackers := make([]*kernel.Tracker, len(kinds))
+	for i, kind := range kinds {
+		trackers[i] = k.Track(kind.prefix, true)
+	}
+	k.Unlock()
+	recs := make([][]snapRecord, len(kinds))
+	for i, kind := range kinds {
+		recs[i] = kind.collect(k)
+		if snapshotStep != nil {
+			snapshotStep()
+		}
+	}
+	k.Lock()
+	var changed []string
+	for _, tr := range trackers {
+		k.EndTrack(tr)
+		for key := range tr.Keys() {
+			changed = append(changed, key)
+		}
+	}
+	k.Unlock()
+	file, err := recordSnapshotBytes(v, kinds, recs, changed)
+	if err != nil {
+		return err
+	}
+	return replaceFile(dir, recordSnapshotFile, file, k, sync)
+}
+
+// recordSnapshotBytes is the snapshot file of version v holding each
+// kind's records and listing the changed ones.
+func recordSnapshotBytes(v uint64, kinds []snapKind, recs [][]snapRecord, changed []string) ([]byte, error) {
+	// The header goes in front of the body once the body is known: one
+	// buffer, not a copy of it (tens of megabytes at a million keys).
+	hdrLen := len(recordSnapshotMagic) + binary.Size(recordSnapshotHeader{})
+	b := make([]byte, hdrLen, hdrLen+1<<20)
+	for i, kind := range kinds {
+		var err error
+		if b, err = appendSnapKind(b, kind, recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	for _, key := range changed {
+		b = appendBytes(b, key)
+	}
+	body := b[hdrLen:]
+	h := recordSnapshotHeader{Version: v, Kinds: uint64(len(kinds)), Changed: uint64(len(changed)),
+		BodyLen: uint64(len(body)), BodyCRC: uint64(crc32.Checksum(body, crcTable))}
+	hdr := append(b[:0:hdrLen], recordSnapshotMagic...)
+	if hdr, err := binary.Append(hdr, binary.LittleEndian, h); err != nil || len(hdr) != hdrLen {
+		return nil, errors.Join(errors.New("the records' snapshot's header does not fit its place"), err)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[:hdrLen], crcTable)), nil
+}
+
+// appendSnapKind appends a kind's section: its records sorted by key, as
+// the database walks them.
+func appendSnapKind(b []byte, kind snapKind, recs []snapRecord) ([]byte, error) {
+	if kind.keyOf != nil {
+		for i := range recs {
+			recs[i].key = kind.keyOf(recs[i].v)
+		}
+	}
+	slices.SortFunc(recs, func(a, b snapRecord) int { return strings.Compare(a.key, b.key) })
+	b = appendBytes(b, kind.prefix)
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	var val []byte
+	for _, r := range recs {
+		var err error
+		if val, err = kind.encode(val[:0], r.v); err != nil {
+			return b, fmt.Errorf("encoding record %q: %w", kind.prefix+r.key, err)
+		}
+		b = appendBytes(b, r.key)
+		b = appendBytes(b, val)
+	}
+	return b, nil
+}
+
+// replaceFile writes data to dir/name through a synced temporary file.
+func replaceFile(dir, name string, data []byte, k *kernel.Kernel, sync bool) error {
+	tmp, err := os.CreateTemp(dir, name+".*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // after the rename: nothing
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if sync {
+		if err := k.Sync(); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}
+
+// recordSnapshot is a snapshot read back: its version, each kind's
+// records (slices of the file's bytes) and the changed records' keys.
+type recordSnapshot struct {
+	version uint64
+	kinds   []snapSection
+	changed map[string]struct{}
+}
+
+type snapSection struct {
+	prefix string
+	keys   [][]byte
+	values [][]byte
+}
+
+var errRecordSnapshotDamaged = errors.New("the records' snapshot is damaged or truncated")
+
+// readRecordSnapshot reads and checks dir's records snapshot.
+// os.ErrNotExist when there is none.
+func readRecordSnapshot(dir string) (*recordSnapshot, error) {
+	data, err := os.ReadFile(filepath.Join(dir, recordSnapshotFile))
+	if err != nil {
+		return nil, err
+	}
+	var h recordSnapshotHeader
+	hdrLen := len(recordSnapshotMagic) + binary.Size(h)
+	if len(data) < hdrLen+4 || string(data[:len(recordSnapshotMagic)]) != recordSnapshotMagic {
+		return nil, errRecordSnapshotDamaged
+	}
+	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(data[:hdrLen], crcTable) {
+		return nil, errors.New("the records' snapshot's header fails its checksum")
+	}
+	if _, err := binary.Decode(data[len(recordSnapshotMagic):hdrLen], binary.LittleEndian, &h); err != nil {
+		return nil, errRecordSnapshotDamaged
+	}
+	body := data[hdrLen : len(data)-4]
+	if h.BodyLen != uint64(len(body)) {
+		return nil, errRecordSnapshotDamaged
+	}
+	if uint64(crc32.Checksum(body, crcTable)) != h.BodyCRC {
+		return nil, errors.New("the records' snapshot fails its checksum")
+	}
+	r := &recordSnapshot{version: h.Version}
+	p := snapReader{b: body}
+	for range min(h.Kinds, uint64(len(body))) {
+		sec := snapSection{prefix: string(p.bytes())}
+		n := p.uvarint()
+		if n > uint64(len(body)) {
+			return nil, errRecordSnapshotDamaged
+		}
+		sec.keys, sec.values = make([][]byte, 0, n), make([][]byte, 0, n)
+		for i := range n {
+			key, value := p.bytes(), p.bytes()
+			if p.bad || i > 0 && string(key) <= string(sec.keys[i-1]) {
+				return nil, errRecordSnapshotDamaged
+			}
+			sec.keys, sec.values = append(sec.keys, key), append(sec.values, value)
+		}
+		r.kinds = append(r.kinds, sec)
+	}
+	r.changed = make(map[string]struct{}, min(h.Changed, uint64(len(body))))
+	for range min(h.Changed, uint64(len(body))) {
+		r.changed[string(p.bytes())] = struct{}{}
+	}
+	if p.bad || len(p.b) != 0 || uint64(len(r.kinds)) != h.Kinds || uint64(len(r.changed)) > h.Changed {
+		return nil, errRecordSnapshotDamaged
+	}
+	return r, nil
+}
+
+// appendBytes appends a length-prefixed string.
+func appendBytes[S string | []byte](b []byte, s S) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// snapReader reads what appendBytes and the codecs append; bad once it
+// ran past its bytes or met a malformed number.
+type snapReader struct {
+	b   []byte
+	bad bool
+}
+
+func (p *snapReader) uvarint() uint64 {
+	v, n := binary.Uvarint(p.b)
+	if n <= 0 {
+		p.bad, p.b = true, nil
+		return 0
+	}
+	p.b = p.b[n:]
+	return v
+}
+
+func (p *snapReader) varint() int64 {
+	v, n := binary.Varint(p.b)
+	if n <= 0 {
+		p.bad, p.b = true, nil
+		return 0
+	}
+	p.b = p.b[n:]
+	return v
+}
+
+// bytes reads a length-prefixed byte string (a slice of the input).
+func (p *snapReader) bytes() []byte {
+	n := p.uvarint()
+	if n > uint64(len(p.b)) {
+		p.bad, p.b = true, nil
+		return nil
+	}
+	v := p.b[:n:n]
+	p.b = p.b[n:]
+	return v
+}
+
+// restoreRecords loads the snapshotted kinds from the records' snapshot
+// and brings them up to date with the database; it returns their
+// prefixes, or nil when they must be loaded from the database (every
+// kind emptied again).
+func (s *Store) restoreRecords() []string {
+	if s.dir == "" || !s.k.Versioned() {
+		return nil
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(s.dir, recordSnapshotFile+".*")); len(tmps) > 0 {
+		for _, tmp := range tmps {
+			_ = os.Remove(tmp)
+		}
+	}
+	began := time.Now()
+	kinds := s.snapKinds()
+	r, err := readRecordSnapshot(s.dir)
+	if err == nil {
+		v, clean := s.k.OpenVersion()
+		s.recordsCurrent = clean && v == r.version && len(r.changed) == 0
+		s.recordsCaughtUp, err = s.loadRecordSnapshot(r, kinds)
+	}
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("not using the records' snapshot; loading the records", zap.Error(err))
+		}
+		for _, kind := range kinds {
+			kind.reset()
+		}
+		s.recordsCaughtUp, s.recordsCurrent = 0, false
+		return nil
+	}
+	s.recordsRestored = true
+	prefixes := make([]string, len(kinds))
+	n := 0
+	for i, kind := range kinds {
+		prefixes[i] = kind.prefix
+		n += len(r.kinds[i].keys)
+	}
+	s.log.Info("records restored from their snapshot", zap.Int("records", n),
+		zap.Int("records_read", s.recordsCaughtUp), zap.Duration("took", time.Since(began)))
+	return prefixes
+}
+
+// loadRecordSnapshot loads r's records, kind by kind, and returns how
+// many records it read from the database instead.
+func (s *Store) loadRecordSnapshot(r *recordSnapshot, kinds []snapKind) (int, error) {
+	if len(r.kinds) != len(kinds) {
+		return 0, fmt.Errorf("the records' snapshot holds %d kinds, this build %d", len(r.kinds), len(kinds))
+	}
+	read := 0
+	var key []byte
+	for i, kind := range kinds {
+		sec := r.kinds[i]
+		if sec.prefix != kind.prefix {
+			return read, fmt.Errorf("the records' snapshot holds kind %q where this build has %q", sec.prefix, kind.prefix)
+		}
+		if kind.grow != nil {
+			kind.grow(len(sec.keys))
+		}
+		if !s.recordsCurrent {
+			n, err := s.catchUpKind(r, kind, sec)
+			read += n
+			if err != nil {
+				return read, err
+			}
+			continue
+		}
+		for j, k := range sec.keys {
+			key = append(append(key[:0], kind.prefix...), k...)
+			if err := kind.load(key, sec.values[j]); err != nil {
+				return read, fmt.Errorf("the records' snapshot's record %q: %w", key, err)
+			}
+		}
+	}
+	return read, nil
+}
+
+// catchUpKind loads a kind from a snapshot older than the database (or
+// taken while records changed): it walks the kind's keys and versions
+// beside the snapshot's records, both in key order, and returns how many
+// records it read from the database.
+func (s *Store) catchUpKind(r *recordSnapshot, kind snapKind, sec snapSection) (int, error) {
+	read, at := 0, 0
+	next, err := s.k.ScanVersions(kind.prefix, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
+		id := key[len(kind.prefix):]
+		for at < len(sec.keys) && string(sec.keys[at]) < string(id) {
+			at++ // gone from the database since
+		}
+		held := at < len(sec.keys) && string(sec.keys[at]) == string(id)
+		_, changed := r.changed[bytesString(key)]
+		if version <= r.version && !changed {
+			if !held {
+				return false, fmt.Errorf("the database holds record %q unchanged since the records' snapshot, which lacks it", key)
+			}
+			at++
+			return true, kind.load(key, sec.values[at-1])
+		}
+		if held {
+			at++
+		}
+		read++
+		return true, value(func(v []byte) error {
+			if err := kind.dbLoad(key, v); err != nil {
+				return fmt.Errorf("loading record %q: %w", key, err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return read, err
+	}
+	if next < r.version {
+		return read, fmt.Errorf("the database (version %d) is older than the records' snapshot (%d)", next, r.version)
+	}
+	return read, nil
+}
+
+// snapshotRecords writes the records' snapshot of the running store.
+func (s *Store) snapshotRecords() error {
+	v, err := s.k.ReadVersion() // before the snapshot begins
+	if err != nil {
+		return err
+	}
+	return writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), true)
+}
+
+// saveRecords writes the records' snapshot after a clean close, as
+// saveKeys does the key table's.
+func (s *Store) saveRecords() {
+	if s.dir == "" || !s.k.Versioned() {
+		return
+	}
+	s.k.Lock()
+	v, ok := s.k.ClosedVersion()
+	s.k.Unlock()
+	if !ok {
+		return
+	}
+	if err := writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), false); err != nil {
+		s.log.Warn("writing the records' snapshot failed; the next start reads more records", zap.Error(err))
+	}
+}
