@@ -663,3 +663,18 @@ func TestOpenResumesGC(t *testing.T) {
 		t.Fatalf("Opens still counted: %d, collector stops: %d", openGC.n, openGC.paused)
 	}
 }
+
+// TestOpenBesideOpenStoreKeepsGC: a store opened while another is open
+// (a reload onto another directory, the first serving meanwhile) leaves
+// the collector running.
+func TestOpenBesideOpenStoreKeepsGC(t *testing.T) {
+	serving := openTemp(t, t.TempDir())
+	defer serving.Close()
+	done := noGC()
+	defer done()
+	if prev := debug.SetGCPercent(100); prev < 0 {
+		t.Fatalf("the collector was stopped (GC percent %d) while another store was open", prev)
+	} else {
+		debug.SetGCPercent(prev)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -96,6 +97,8 @@ type Store struct {
 	recordsRestored bool
 	recordsCaughtUp int
 	recordsCurrent  bool
+	// open: counted in openStores, until the first Close.
+	open atomic.Bool
 }
 
 // bigStore is the number of keys from which Open returns the warm-up's
@@ -137,8 +140,15 @@ func lessGC() func() {
 // collections meanwhile would only mark it again (at a million keys two
 // full collections, a fifth of a clean start's CPU, where the one that
 // ends Open now marks it once).
+//
+// Not while another store of the process is open: it may be serving (a
+// reload that opens another directory), and its garbage would pile up.
 func noGC() func() {
 	openGC.Lock()
+	if openStores.Load() > 0 {
+		openGC.Unlock()
+		return func() {}
+	}
 	if openGC.paused == 0 {
 		debug.SetGCPercent(-1)
 	}
@@ -152,6 +162,9 @@ func noGC() func() {
 		openGC.Unlock()
 	})
 }
+
+// openStores counts the process's open stores (noGC).
+var openStores atomic.Int32
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
@@ -216,12 +229,17 @@ func Open(opts Options) (*Store, error) {
 	k.Start()
 	s.startSealing(log)
 	s.startKeySnapshots(s.keysCurrent, s.recordsCurrent)
+	s.open.Store(true)
+	openStores.Add(1)
 	return s, nil
 }
 
 // Close commits what is pending, stops background work and closes the
 // database.
 func (s *Store) Close() error {
+	if s.open.CompareAndSwap(true, false) {
+		openStores.Add(-1)
+	}
 	s.stopSealing()
 	if s.stopFollowing != nil {
 		s.stopFollowing()
