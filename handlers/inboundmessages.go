@@ -85,7 +85,7 @@ func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rou
 		aw = route.dialect.ToChat(cw, route.Provider.Model, maxBufferedBody)
 		w = aw
 	}
-	err := proxy(next, w, r)
+	err := proxy(next, w, r, route)
 	if aw != nil {
 		aw.Finish()
 	}

@@ -403,12 +403,15 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	return nil
 }
 
-// proxy calls reverse_proxy. When copying the answer fails (the upstream
+// proxy calls reverse_proxy with r pointed at the attempt's provider URI
+// (Route.withUpstreamURI), and puts r back. When copying the answer fails (the upstream
 // cut it, or the client left), reverse_proxy aborts the handler with
 // panic(http.ErrAbortHandler); the meter must still settle what was
 // delivered and release the holds, so that abort becomes an error here.
-func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err error) {
+func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request, route *Route) (err error) {
+	u, uri := route.withUpstreamURI(r)
 	defer func() {
+		r.URL, r.RequestURI = u, uri
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler {
 				panic(v)
@@ -443,7 +446,7 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 		aw = route.dialect.ToChat(w, route.Provider.Model, maxBufferedBody)
 		w = aw
 	}
-	err := proxy(next, w, r)
+	err := proxy(next, w, r, route)
 	if aw != nil {
 		aw.Finish()
 		mw.produced = max(mw.produced, aw.OutputProduced())

@@ -169,14 +169,28 @@ func keepProviderConns(rp *reverseproxy.Handler) {
 }
 
 // addProviderKeys makes a provisioned reverse_proxy send each attempt with
-// its provider key (keyTransport).
+// its provider key (keyTransport), and drops the rewrite to the
+// attempt's URI that ConfigureProviderProxy configures: the meter points
+// each attempt's request at that URI itself (Route.withUpstreamURI). A
+// rewrite with other settings stays, and rewrites the URI again to the
+// same.
 func addProviderKeys(rp *reverseproxy.Handler) error {
 	ht, ok := rp.Transport.(*reverseproxy.HTTPTransport)
 	if !ok {
 		return fmt.Errorf("providers are reached over HTTP; transport %T is not supported", rp.Transport)
 	}
 	rp.Transport = keyTransport{ht}
+	if onlyUpstreamURI(rp.Rewrite) {
+		rp.Rewrite = nil
+	}
 	return nil
+}
+
+// onlyUpstreamURI reports whether rw is ConfigureProviderProxy's rewrite
+// and nothing else.
+func onlyUpstreamURI(rw *rewrite.Rewrite) bool {
+	return rw != nil && rw.URI == upstreamURI && rw.Method == "" && rw.StripPathPrefix == "" &&
+		rw.StripPathSuffix == "" && len(rw.URISubstring) == 0 && len(rw.PathRegexp) == 0 && rw.Query == nil
 }
 
 // keyTransport is the provider proxies' transport: Caddy's HTTP transport,

@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -114,6 +116,9 @@ type Route struct {
 	// request, which reverse_proxy logs: the provider proxies' transport
 	// adds it to the copy it sends (keyTransport).
 	key string
+	// upstream is the URL an attempt's request carries while the provider
+	// proxy handles it (withUpstreamURI).
+	upstream url.URL
 }
 
 // Attempt is one provider endpoint for one model.
@@ -138,7 +143,7 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	case "tollgate.upstream.dial":
 		return p.Dial, true
 	case "tollgate.upstream.uri":
-		return p.BasePath + rt.dialect.URI(rt.Kind, rt.native, rt.uri, rt.Stream), true
+		return rt.upstreamURI(), true
 	case "tollgate.upstream.host":
 		return p.Host, true
 	case "tollgate.upstream.scheme":
@@ -151,6 +156,98 @@ func (rt *Route) placeholder(key string) (any, bool) {
 		return p.Name, true
 	}
 	return nil, false
+}
+
+// upstreamURI is the current attempt's {tollgate.upstream.uri}: the path
+// under the provider's base path, with the query.
+func (rt *Route) upstreamURI() string {
+	return rt.Provider.BasePath + rt.dialect.URI(rt.Kind, rt.native, rt.uri, rt.Stream)
+}
+
+// withUpstreamURI points r at the current attempt's provider URI
+// ({tollgate.upstream.uri}) while the provider proxy handles it, and
+// returns r's URL and RequestURI, which the caller puts back. The
+// proxies' rewrite to that placeholder (ConfigureProviderProxy) is
+// dropped once they are provisioned (addProviderKeys): Caddy's rewrite
+// module parsed the URI template, looked the placeholder up through every
+// replacer provider and rebuilt the URL for every request. r's URL ends
+// up as that rewrite left the copy reverse_proxy sends
+// (rewriteUpstreamURI), and its RequestURI, which reverse_proxy logs, as
+// the rewrite set it.
+func (rt *Route) withUpstreamURI(r *http.Request) (*url.URL, string) {
+	u, uri := r.URL, r.RequestURI
+	rt.upstream = *u
+	rewriteUpstreamURI(&rt.upstream, rt.upstreamURI())
+	r.URL = &rt.upstream
+	r.RequestURI = rt.upstream.RequestURI()
+	return u, uri
+}
+
+// rewriteUpstreamURI sets u's path and query from uri as Caddy's rewrite
+// handler with the URI "{tollgate.upstream.uri}" does once the placeholder
+// is replaced by uri (rewrite.Rewrite.Rewrite, Caddy 2.11): a fragment is
+// dropped; the path is unescaped (kept as it is when it does not
+// unescape) with no raw form; a query in uri, its braces escaped,
+// replaces u's (empty components dropped, as buildQueryString does), and
+// without one u's query stays. TestRewriteUpstreamURIAsCaddy compares the
+// two.
+func rewriteUpstreamURI(u *url.URL, uri string) {
+	uri, _, _ = strings.Cut(uri, "#")
+	path, query, hasQuery := strings.Cut(uri, "?")
+	if p, err := url.PathUnescape(path); err == nil {
+		u.Path = p
+	} else {
+		u.Path = path
+	}
+	u.RawPath = ""
+	if hasQuery {
+		if strings.ContainsAny(query, "{}") {
+			query = strings.ReplaceAll(strings.ReplaceAll(query, "{", "%7B"), "}", "%7D")
+		}
+		u.RawQuery = joinQuery(query)
+	}
+}
+
+// joinQuery is Caddy's rewrite's buildQueryString for a query without
+// placeholders: its keys and values as they are, but for empty keys,
+// which are dropped with their '&', and a last '=' or '&'. The query
+// itself when none of those is there (no allocation).
+func joinQuery(qs string) string {
+	if qs == "" || !strings.Contains(qs, "&&") && !strings.Contains(qs, "&=") &&
+		qs[0] != '&' && qs[0] != '=' && qs[len(qs)-1] != '&' && qs[len(qs)-1] != '=' {
+		return qs
+	}
+	var sb strings.Builder
+	sb.Grow(len(qs))
+	wroteVal := true // the first component is a key
+	for len(qs) > 0 {
+		nextEq, nextAmp := strings.IndexByte(qs, '='), strings.IndexByte(qs, '&')
+		if !wroteVal {
+			nextEq = -1 // a value ends only at '&'
+		}
+		ampIsNext := nextAmp >= 0 && (nextAmp < nextEq || nextEq < 0)
+		end := len(qs)
+		if ampIsNext {
+			end = nextAmp
+		} else if nextEq >= 0 && (nextEq < nextAmp || nextAmp < 0) {
+			end = nextEq
+		}
+		comp := qs[:end]
+		if end < len(qs) {
+			end++
+		}
+		qs = qs[end:]
+		if wroteVal {
+			if sb.Len() > 0 && len(comp) > 0 {
+				sb.WriteByte('&')
+			}
+		} else {
+			sb.WriteByte('=')
+		}
+		sb.WriteString(comp)
+		wroteVal = ampIsNext
+	}
+	return sb.String()
 }
 
 // apply points r, the request the meter sends for one attempt (never

@@ -269,7 +269,7 @@ func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 		r.Body = reqbody.NewBuffered(body)
 		r.ContentLength = int64(len(body))
 		r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
-		perr := proxy(l.next, c, r)
+		perr := proxy(l.next, c, r, l.route)
 		ok := perr == nil && c.status == http.StatusOK && !c.over && gjson.ValidBytes(c.body.Bytes())
 		if !ok || r.Context().Err() != nil {
 			if round == 0 {
