@@ -14,7 +14,8 @@ import (
 // The end-to-end pair of bench/run.sh in process: Caddy's reverse_proxy
 // handler over loopback to an upstream answering benchJSONAnswer, alone
 // (A: bare Caddy) and behind the tollgate handler as the tollgate directive
-// sets it up (B: ConfigureProviderProxy's placeholder upstream and rewrite). Their difference is
+// sets it up (B: ConfigureProviderProxy's placeholder upstream, its rewrite
+// dropped by addProviderKeys as in a gateway). Their difference is
 // what the chain adds per request, less Caddy's server, which both share;
 // compare instruction counts (valgrind --tool=callgrind) rather than
 // times, which the upstream's goroutines make noisy.
