@@ -60,11 +60,17 @@ func grow[M ~map[K]V, K comparable, V any](m *M, n int) {
 var collectStep = 512
 
 func (s *AccountStore) collectAccounts(k *kernel.Kernel) []snapRecord {
+	return collectMap(k, s.accounts)
+}
+
+// collectMap takes a map of published records (never changed in place)
+// in one pass under the read lock.
+func collectMap[V any](k *kernel.Kernel, m map[string]*V) []snapRecord {
 	k.RLock()
 	defer k.RUnlock()
-	out := make([]snapRecord, 0, len(s.accounts))
-	for id, a := range s.accounts {
-		out = append(out, snapRecord{id, a})
+	out := make([]snapRecord, 0, len(m))
+	for key, v := range m {
+		out = append(out, snapRecord{key, v})
 	}
 	return out
 }
@@ -92,13 +98,7 @@ func (s *AccountStore) collectPurchases(k *kernel.Kernel) []snapRecord {
 }
 
 func (s *AccountStore) collectMgmtKeys(k *kernel.Kernel) []snapRecord {
-	k.RLock()
-	defer k.RUnlock()
-	out := make([]snapRecord, 0, len(s.mgmtKeys))
-	for h, m := range s.mgmtKeys {
-		out = append(out, snapRecord{h, m})
-	}
-	return out
+	return collectMap(k, s.mgmtKeys)
 }
 
 // collectWorkspaces lists the accounts that have workspaces, then reads

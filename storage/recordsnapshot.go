@@ -312,11 +312,7 @@ func (s *Store) restoreRecords() []string {
 	if s.dir == "" || !s.k.Versioned() {
 		return nil
 	}
-	if tmps, _ := filepath.Glob(filepath.Join(s.dir, recordSnapshotFile+".*")); len(tmps) > 0 {
-		for _, tmp := range tmps {
-			_ = os.Remove(tmp)
-		}
-	}
+	removeTemporaries(s.dir, recordSnapshotFile)
 	began := time.Now()
 	kinds := s.snapKinds()
 	r, err := readRecordSnapshot(s.dir)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,23 +35,13 @@ func recordsOf(s *Store) recordState {
 		st.Accounts[a.ID] = a
 		st.Purchases[a.ID] = s.Purchases(a.ID)
 		ms := s.ManagementKeys(a.ID)
-		slices.SortFunc(ms, func(x, y ManagementKey) int { return cmpStr(x.Hash, y.Hash) })
+		slices.SortFunc(ms, func(x, y ManagementKey) int { return cmp.Compare(x.Hash, y.Hash) })
 		st.MgmtKeys[a.ID] = ms
 		ws := s.Workspaces(a.ID)
-		slices.SortFunc(ws, func(x, y Workspace) int { return cmpStr(x.ID, y.ID) })
+		slices.SortFunc(ws, func(x, y Workspace) int { return cmp.Compare(x.ID, y.ID) })
 		st.Workspaces[a.ID] = ws
 	}
 	return st
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func sameRecords(t *testing.T, what string, got, want recordState) {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -978,22 +979,12 @@ func keepSettling(s []settleEntry, t time.Time, window time.Duration, cost money
 	b := max(window/settleSteps, settleMinStep).Milliseconds()
 	ms := t.Add(window).UnixMilli()
 	ms = (ms + b - 1) / b * b
-	i, found := slices.BinarySearchFunc(s, ms, func(x settleEntry, u int64) int { return compareInt(x.Until, u) })
+	i, found := slices.BinarySearchFunc(s, ms, func(x settleEntry, u int64) int { return cmp.Compare(x.Until, u) })
 	if found {
 		s[i].Amount += cost
 		return s
 	}
 	return slices.Insert(s, i, settleEntry{Until: ms, Amount: cost})
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Release takes the reservation's holds off the account's fields.

@@ -253,6 +253,15 @@ func (s *Store) Close() error {
 	return err
 }
 
+// removeTemporaries removes the temporary files of a snapshot that was
+// being written when the process died.
+func removeTemporaries(dir, file string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, file+".*"))
+	for _, tmp := range tmps {
+		_ = os.Remove(tmp)
+	}
+}
+
 // restoreKeys restores the key table from its snapshot and brings it up to
 // date with the database (keysnapshot.go); false: the key records must be
 // loaded.
@@ -260,13 +269,7 @@ func (s *Store) restoreKeys() bool {
 	if s.dir == "" || !s.k.Versioned() {
 		return false
 	}
-	// A snapshot being written when the process died stays as its
-	// temporary file.
-	if tmps, _ := filepath.Glob(filepath.Join(s.dir, keySnapshotFile+".*")); len(tmps) > 0 {
-		for _, tmp := range tmps {
-			_ = os.Remove(tmp)
-		}
-	}
+	removeTemporaries(s.dir, keySnapshotFile)
 	began := time.Now()
 	r, err := readKeySnapshot(s.dir, s.keys)
 	if err == nil {
