@@ -178,20 +178,7 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 	if err := binary.Write(tmp, binary.LittleEndian, crc32.Checksum(hdr, crcTable)); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if sync {
-		// What the snapshot holds is durable in the journal or Badger;
-		// on disk too once this returns.
-		if err := k.Sync(); err != nil {
-			return err
-		}
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, keySnapshotFile))
+	return putInPlace(tmp, dir, keySnapshotFile, k, sync)
 }
 
 // restoredKeys is what readKeySnapshot restored: the version the table

@@ -176,6 +176,14 @@ func replaceFile(dir, name string, data []byte, k *kernel.Kernel, sync bool) err
 		_ = tmp.Close()
 		return err
 	}
+	return putInPlace(tmp, dir, name, k, sync)
+}
+
+// putInPlace makes a snapshot's complete temporary file dir/name: the file
+// synced and closed, then (sync) the database durable, so that the
+// snapshot is never ahead of it after a power loss, then renamed over the
+// last one. It closes tmp whatever happens.
+func putInPlace(tmp *os.File, dir, name string, k *kernel.Kernel, sync bool) error {
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
 		return err
@@ -424,21 +432,4 @@ func (s *Store) snapshotRecords() error {
 		return err
 	}
 	return writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), true)
-}
-
-// saveRecords writes the records' snapshot after a clean close, as
-// saveKeys does the key table's.
-func (s *Store) saveRecords() {
-	if s.dir == "" || !s.k.Versioned() {
-		return
-	}
-	s.k.Lock()
-	v, ok := s.k.ClosedVersion()
-	s.k.Unlock()
-	if !ok {
-		return
-	}
-	if err := writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), false); err != nil {
-		s.log.Warn("writing the records' snapshot failed; the next start reads more records", zap.Error(err))
-	}
 }

@@ -248,8 +248,7 @@ func (s *Store) Close() error {
 		s.stopKeySnapshots()
 	}
 	err := s.k.Close()
-	s.saveKeys()
-	s.saveRecords()
+	s.saveSnapshots()
 	return err
 }
 
@@ -464,9 +463,10 @@ func (s *Store) snapshotKeys() error {
 	return writeKeySnapshot(s.dir, v, s.k, s.keys, true)
 }
 
-// saveKeys writes the key table's snapshot after a clean close: when the
-// database holds every change memory does, and will open on that version.
-func (s *Store) saveKeys() {
+// saveSnapshots writes the key table's and the records' snapshots after a
+// clean close: when the database holds every change memory does, and
+// will open on that version.
+func (s *Store) saveSnapshots() {
 	if s.dir == "" || !s.k.Versioned() {
 		return
 	}
@@ -474,10 +474,13 @@ func (s *Store) saveKeys() {
 	v, ok := s.k.ClosedVersion()
 	s.k.Unlock()
 	if !ok {
-		return // the periodic snapshot stays: older, still right
+		return // the periodic snapshots stay: older, still right
 	}
 	if err := writeKeySnapshot(s.dir, v, s.k, s.keys, false); err != nil {
 		s.log.Warn("writing the key table's snapshot failed; the next start reads more key records", zap.Error(err))
+	}
+	if err := writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), false); err != nil {
+		s.log.Warn("writing the records' snapshot failed; the next start reads more records", zap.Error(err))
 	}
 }
 
