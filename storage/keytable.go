@@ -239,10 +239,7 @@ func (t *keyTable) read(s uint32, hash string, k *APIKey) {
 		LimitReset: money.Interval(t.strs.get(sl.reset)), IncludeBYOKInLimit: sl.flags&slotIncludeBYOK != 0,
 		CreatedAt: created, UpdatedAt: updated, Seq: sl.seq,
 	}
-	if sl.ctr != 0 {
-		c := &t.ctrs[sl.ctr-1]
-		k.Usage, k.BYOKUsage = c.usage, c.byok
-	}
+	k.Usage, k.BYOKUsage = t.slotCounters(s)
 	if sl.flags&(slotLimit|slotExpires|slotCreator) == 0 && !hasExternal && !hasConnect {
 		return
 	}
