@@ -638,9 +638,10 @@ func (l *sharedLedger) run(sc *script) (status int64, err error) {
 // interface was a fifth of a request's allocations on the shared ledger.
 // So sc must not change until the call is answered.
 func (l *sharedLedger) scriptArgs(sc *script) (keys []string, args []any) {
+	q := l.queueOf(sc.accountID)
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
-		genKey = l.lay.AccountKey(sc.accountID, "~none")
+		genKey = q.keys[3]
 	}
 	if upKey == "" {
 		upKey = genKey
@@ -660,7 +661,6 @@ func (l *sharedLedger) scriptArgs(sc *script) (keys []string, args []any) {
 		ceilingKey = genKey
 	}
 	args = append(args, &sc.genExpireAt)
-	q := l.queueOf(sc.accountID)
 	sc.keys = [6]string{q.keys[0], q.keys[1], q.keys[2], genKey, upKey, ceilingKey}
 	return sc.keys[:], args
 }

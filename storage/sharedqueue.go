@@ -43,9 +43,10 @@ type acctQueue struct {
 	// barrier, while a queued or in-flight script takes a ceiling token,
 	// is closed once it is answered: decisions wait for it.
 	barrier chan struct{}
-	// keys are the account's money hash, its bucket's lease set and feed
-	// (scriptKeys), named once.
-	keys [3]string
+	// keys are the account's money hash, its bucket's lease set and feed,
+	// and the key a script without a generation names in its place
+	// (scriptArgs), named once.
+	keys [4]string
 }
 
 type specField struct {
@@ -87,7 +88,7 @@ func (l *sharedLedger) queueOf(accountID string) *acctQueue {
 		return q.(*acctQueue)
 	}
 	b := l.lay.AccountBucket(accountID)
-	q, _ := l.queues.LoadOrStore(accountID, &acctQueue{keys: [3]string{l.moneyKey(accountID), l.leaseKey(b), l.lay.FeedKey(b)}})
+	q, _ := l.queues.LoadOrStore(accountID, &acctQueue{keys: [4]string{l.moneyKey(accountID), l.leaseKey(b), l.lay.FeedKey(b), l.lay.AccountKey(accountID, "~none")}})
 	return q.(*acctQueue)
 }
 
