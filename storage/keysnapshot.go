@@ -252,7 +252,8 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 		}
 	}
 	var buf []byte
-	str := func() (string, bool) {
+	var strs strArena
+	str := func(strs *strArena) (string, bool) {
 		n, err := binary.ReadUvarint(br)
 		if err != nil || n > size {
 			return "", false
@@ -261,12 +262,12 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return "", false
 		}
-		return string(buf), true
+		return strs.str(buf), true
 	}
 	nt.strs.list = make([]string, 0, h.Strs)
 	nt.strs.ids = make(map[string]uint32, h.Strs)
 	for range h.Strs {
-		s, ok := str()
+		s, ok := str(&strs)
 		if !ok {
 			return r, damaged
 		}
@@ -275,7 +276,7 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 	}
 	r.changed = make(map[[32]byte]struct{}, h.Changed)
 	for range h.Changed {
-		hash, ok := str()
+		hash, ok := str(nil)
 		if !ok {
 			return r, damaged
 		}

@@ -62,7 +62,6 @@ func (s *OrgStore) workspaceKind() kernel.Kind {
 		if err := decodeRecord(v, w, fastWorkspace); err != nil {
 			return err
 		}
-		w.initMaps()
 		s.workspaces.Put(w)
 		return nil
 	}

@@ -156,8 +156,8 @@ func encodeAccount(b []byte, v any) ([]byte, error) {
 	return binTime(b, a.UpdatedAt, &err), err
 }
 
-func decodeAccount(v []byte, a *Account) error {
-	p := snapReader{b: v}
+func decodeAccount(v []byte, a *Account, strs *strArena) error {
+	p := snapReader{b: v, strs: strs}
 	a.ID = p.str()
 	a.Name = p.str()
 	a.Kind = AccountKind(p.str())
@@ -178,9 +178,9 @@ func decodeAccount(v []byte, a *Account) error {
 	return p.done(int64(a.Purchases) == purchases)
 }
 
-func (s *AccountStore) loadSnapAccount(_, v []byte) error {
+func (s *AccountStore) loadSnapAccount(_, v []byte, strs *strArena) error {
 	a := new(Account)
-	if err := decodeAccount(v, a); err != nil {
+	if err := decodeAccount(v, a, strs); err != nil {
 		return err
 	}
 	s.accounts[a.ID] = a
@@ -197,8 +197,8 @@ func encodePurchase(b []byte, v any) ([]byte, error) {
 	return binTime(b, r.CreatedAt, &err), err
 }
 
-func decodePurchase(v []byte, r *Purchase) error {
-	p := snapReader{b: v}
+func decodePurchase(v []byte, r *Purchase, strs *strArena) error {
+	p := snapReader{b: v, strs: strs}
 	r.ID = p.str()
 	r.AccountID = p.str()
 	r.Amount = money.Amount(p.varint())
@@ -207,9 +207,9 @@ func decodePurchase(v []byte, r *Purchase) error {
 	return p.done(true)
 }
 
-func (s *AccountStore) loadSnapPurchase(_, v []byte) error {
+func (s *AccountStore) loadSnapPurchase(_, v []byte, strs *strArena) error {
 	var r Purchase
-	if err := decodePurchase(v, &r); err != nil {
+	if err := decodePurchase(v, &r, strs); err != nil {
 		return err
 	}
 	s.purchases[r.AccountID] = append(s.purchases[r.AccountID], r)
@@ -235,8 +235,8 @@ func encodeMgmtKey(b []byte, v any) ([]byte, error) {
 	return b, err
 }
 
-func decodeMgmtKey(v []byte, m *ManagementKey) error {
-	p := snapReader{b: v}
+func decodeMgmtKey(v []byte, m *ManagementKey, strs *strArena) error {
+	p := snapReader{b: v, strs: strs}
 	m.Hash = p.str()
 	m.AccountID = p.str()
 	m.Name = p.str()
@@ -253,9 +253,9 @@ func decodeMgmtKey(v []byte, m *ManagementKey) error {
 	return p.done(true)
 }
 
-func (s *AccountStore) loadSnapMgmtKey(_, v []byte) error {
+func (s *AccountStore) loadSnapMgmtKey(_, v []byte, strs *strArena) error {
 	m := new(ManagementKey)
-	if err := decodeMgmtKey(v, m); err != nil {
+	if err := decodeMgmtKey(v, m, strs); err != nil {
 		return err
 	}
 	s.putMgmtKey(m)
@@ -289,7 +289,7 @@ func binTime(b []byte, t time.Time, err *error) []byte {
 	return b
 }
 
-func (p *snapReader) str() string { return string(p.bytes()) }
+func (p *snapReader) str() string { return p.strs.str(p.bytes()) }
 
 func (p *snapReader) boolean() bool {
 	if len(p.b) == 0 || p.b[0] > 1 {
@@ -374,8 +374,8 @@ func encodeWorkspace(b []byte, v any) ([]byte, error) {
 	return b, err
 }
 
-func decodeWorkspace(v []byte, w *Workspace) error {
-	p := snapReader{b: v}
+func decodeWorkspace(v []byte, w *Workspace, strs *strArena) error {
+	p := snapReader{b: v, strs: strs}
 	w.ID = p.str()
 	w.AccountID = p.str()
 	w.Name = p.str()
@@ -431,12 +431,11 @@ func decodeWorkspace(v []byte, w *Workspace) error {
 }
 
 // loadSnapWorkspace publishes a workspace as the kind's Load does.
-func (s *OrgStore) loadSnapWorkspace(_, v []byte) error {
+func (s *OrgStore) loadSnapWorkspace(_, v []byte, strs *strArena) error {
 	w := new(Workspace)
-	if err := decodeWorkspace(v, w); err != nil {
+	if err := decodeWorkspace(v, w, strs); err != nil {
 		return err
 	}
-	w.initMaps()
 	s.workspaces.Put(w)
 	return nil
 }

@@ -56,7 +56,7 @@ type snapKind struct {
 	collect func(k *kernel.Kernel) []snapRecord
 	keyOf   func(v any) string
 	encode  func(b []byte, v any) ([]byte, error)
-	load    func(key, value []byte) error
+	load    func(key, value []byte, strs *strArena) error
 	dbLoad  func(key, value []byte) error
 	reset   func()
 	grow    func(n int)
@@ -205,6 +205,7 @@ type recordSnapshot struct {
 	version uint64
 	kinds   []snapSection
 	changed map[string]struct{}
+	strs    strArena // the loaded records' strings
 }
 
 type snapSection struct {
@@ -276,8 +277,9 @@ func appendBytes[S string | []byte](b []byte, s S) []byte {
 // snapReader reads what appendBytes and the codecs append; bad once it
 // ran past its bytes or met a malformed number.
 type snapReader struct {
-	b   []byte
-	bad bool
+	b    []byte
+	bad  bool
+	strs *strArena // where its strings are copied; nil: each its own
 }
 
 func (p *snapReader) uvarint() uint64 {
@@ -377,7 +379,7 @@ func (s *Store) loadRecordSnapshot(r *recordSnapshot, kinds []snapKind) (int, er
 		}
 		for j, k := range sec.keys {
 			key = append(append(key[:0], kind.prefix...), k...)
-			if err := kind.load(key, sec.values[j]); err != nil {
+			if err := kind.load(key, sec.values[j], &r.strs); err != nil {
 				return read, fmt.Errorf("the records' snapshot's record %q: %w", key, err)
 			}
 		}
@@ -403,7 +405,7 @@ func (s *Store) catchUpKind(r *recordSnapshot, kind snapKind, sec snapSection) (
 				return false, fmt.Errorf("the database holds record %q unchanged since the records' snapshot, which lacks it", key)
 			}
 			at++
-			return true, kind.load(key, sec.values[at-1])
+			return true, kind.load(key, sec.values[at-1], &r.strs)
 		}
 		if held {
 			at++

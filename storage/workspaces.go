@@ -164,7 +164,7 @@ func defaultWorkspace(a *Account) *Workspace {
 	return &Workspace{
 		ID: a.DefaultWorkspaceID, AccountID: a.ID, Name: "Default", Slug: "default",
 		DefaultGuardrailID: newUUID(), IOLoggingSamplingRate: 1, IsDataDiscountLoggingEnabled: true,
-		CreatedAt: a.CreatedAt, Budgets: map[BudgetInterval]*WorkspaceBudget{}, Members: map[string]*WorkspaceMember{},
+		CreatedAt: a.CreatedAt,
 	}
 }
 
@@ -545,14 +545,4 @@ func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn
 		}
 		return w, nil
 	})
-}
-
-// initMaps gives a loaded workspace the maps that JSON leaves nil.
-func (w *Workspace) initMaps() {
-	if w.Budgets == nil {
-		w.Budgets = map[BudgetInterval]*WorkspaceBudget{}
-	}
-	if w.Members == nil {
-		w.Members = map[string]*WorkspaceMember{}
-	}
 }

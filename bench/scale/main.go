@@ -3,7 +3,7 @@
 //
 //	scale populate -dir D -keys N [-per 10] [-big 10000] -out F
 //	scale lists -url http://127.0.0.1:P -in F [-n 200]
-//	scale open -dir D [-cpuprofile F] [-exit]
+//	scale open -dir D [-cpuprofile F] [-exit] [-gc N]
 //
 // populate writes through the storage package (the gateway is stopped),
 // with many concurrent writers so that the group commit batches them: one
@@ -13,7 +13,10 @@
 // otherwise stored only as hashes). lists times GET /api/v1/keys of both
 // accounts through the gateway. open times storage.Open of D (wall and
 // CPU), then closes it, or with -exit leaves it as a kill -9 would (no
-// close: its journal stays to be replayed).
+// close: its journal stays to be replayed); -gc N then runs N full garbage
+// collections and prints their median CPU time and the live heap: the
+// collector's cost per cycle for the store's records, which a gateway
+// under load pays once per heap's worth of allocation.
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -214,6 +218,7 @@ func open(args []string) error {
 	dir := fs.String("dir", "", "Badger directory")
 	profile := fs.String("cpuprofile", "", "CPU profile of the open")
 	exit := fs.Bool("exit", false, "exit without closing, as a kill -9 would")
+	gcs := fs.Int("gc", 0, "full collections to time after the open")
 	_ = fs.Parse(args)
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -239,6 +244,19 @@ func open(args []string) error {
 	fmt.Printf("open: %.2f s, CPU %.2f s, peak RSS %d MB\n", time.Since(began).Seconds(), (cpu() - cpu0).Seconds(), ru.Maxrss>>10)
 	if *profile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *gcs > 0 {
+		times := make([]time.Duration, *gcs)
+		for i := range times {
+			c := cpu()
+			runtime.GC()
+			times[i] = cpu() - c
+		}
+		slices.Sort(times)
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		fmt.Printf("gc: median %.1f ms CPU per full collection (of %d), live heap %d MB, %d objects\n",
+			float64(times[len(times)/2].Microseconds())/1000, len(times), m.HeapAlloc>>20, m.HeapObjects)
 	}
 	if *exit {
 		os.Exit(0)
