@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -19,6 +20,12 @@ type AnalyticsStore struct {
 	k         *kernel.Kernel
 	analytics *rollup
 	seal      *sealer // rollupseal.go
+	// sealedBefore is the sealed hours' watermark stored (rollupseal.go),
+	// sealNext the one the next SealRollup stores; under the kernel's lock.
+	sealedBefore, sealNext int32
+	// generationsRead counts the generation records the last
+	// buildAnalytics read (tests).
+	generationsRead int
 	// acct is the keys its rows name (AccountStore), led the settled
 	// generations it counts (LedgerStore), users the end users it
 	// records on first sight (EndUserStore), fb the feedback it counts
@@ -147,6 +154,10 @@ type acctRollup struct {
 type rollup struct {
 	mu       sync.RWMutex
 	accounts map[string]*acctRollup
+	// sealedBefore is the hour before which every account's sums are
+	// sealed (rollupseal.go): a generation of an earlier hour is sealed as
+	// it is counted.
+	sealedBefore atomic.Int32
 }
 
 func newRollup() *rollup { return &rollup{accounts: map[string]*acctRollup{}} }
@@ -255,9 +266,15 @@ func (r *rollup) addGeneration(g Generation) (resealAccount string, resealHour i
 		s.Usage = g.Cost
 	}
 	a := r.account(g.AccountID, true)
-	a.mu.Lock()
-	a.addCell(dimsOf(&g), s)
 	hour := hourOf(g.CreatedAt)
+	a.mu.Lock()
+	if hour < r.sealedBefore.Load() {
+		// Read under a.mu: SealRollup raises it before it seals the
+		// accounts, each under its mu, so a cell is either sealed there
+		// or here.
+		a.sealed[hour] = true
+	}
+	a.addCell(dimsOf(&g), s)
 	reseal = a.sealed[hour]
 	a.mu.Unlock()
 	return g.AccountID, hour, reseal
@@ -397,7 +414,13 @@ func (s *AnalyticsStore) buildAnalytics() error {
 	if err := s.loadSealedHours(); err != nil {
 		return err
 	}
-	if err := s.k.Scan(prefixGeneration, func(key, v []byte) (bool, error) {
+	before, err := s.loadSealedBefore()
+	if err != nil {
+		return err
+	}
+	s.generationsRead = 0
+	if err := s.k.ScanFrom(prefixGeneration, generationSlotOfHour(before), func(key, v []byte) (bool, error) {
+		s.generationsRead++
 		var g Generation
 		if err := decodeGenerationSums(v, &g); err != nil {
 			return false, fmt.Errorf("generation %q: %w", key, err)
@@ -411,6 +434,7 @@ func (s *AnalyticsStore) buildAnalytics() error {
 	}); err != nil {
 		return err
 	}
+	s.analytics.sealedBefore.Store(before)
 	if err := s.fb.loadFeedback(); err != nil {
 		return err
 	}

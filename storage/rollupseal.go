@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,6 +29,47 @@ import (
 
 // prefixSealedHour keys the sealed hours' sums.
 const prefixSealedHour = "ah/"
+
+// Once every account's hours before H are sealed, a start need not read
+// their generations at all: the record under sealedBeforeKey holds H, and
+// Open's scan starts at H's slot (generation ids begin with their
+// creation time, which is their CreatedAt), skipping the older records'
+// chunks unread. Without it a start read every generation in retention
+// (30 days by default) to find the few of the unsealed hours. SealRollup
+// raises H in memory before it seals, and from then on a generation of an
+// earlier hour (a request that ran longer than sealGrace, a clock set
+// back) is sealed as it is counted, its hour's record written again. H is
+// stored one SealRollup later, once the records sealed under it, and
+// those written again as their generations were counted, are durable.
+// (Redis has no slots: a start there reads every generation and skips
+// those of sealed hours, as before.)
+const sealedBeforeKey = "ah-before"
+
+// sealedBefore is the record under sealedBeforeKey.
+type sealedBefore struct {
+	Hour int32 `json:"hour"` // hours since the Unix epoch, UTC
+}
+
+// generationSlotOfHour is the slot (generationSlot) of the first
+// generation created in hour; "" for hour 0, the start of every slot.
+func generationSlotOfHour(hour int32) string {
+	if hour <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%013d", int64(hour)*3600*1000)[:12]
+}
+
+// loadSealedBefore reads the stored watermark (0: none, as before the
+// first seal) into the store and returns it.
+func (s *AnalyticsStore) loadSealedBefore() (int32, error) {
+	var rec sealedBefore
+	err := s.k.Get(sealedBeforeKey, func(v []byte) error { return json.Unmarshal(v, &rec) })
+	if err != nil && !errors.Is(err, kernel.ErrNotFound) {
+		return 0, fmt.Errorf("the analytics' sealed hours' watermark: %w", err)
+	}
+	s.sealedBefore, s.sealNext = rec.Hour, rec.Hour
+	return rec.Hour, nil
+}
 
 // sealGrace is how long after an hour ends its sums are sealed.
 const sealGrace = time.Hour
@@ -71,6 +113,14 @@ type sealedCell struct {
 // buildAnalytics rather than the kernel (they decorate the rollup).
 func (s *AnalyticsStore) kinds() []kernel.Kind {
 	return []kernel.Kind{{
+		Prefix: sealedBeforeKey,
+		Snapshot: func(string) any {
+			if s.sealedBefore == 0 {
+				return nil
+			}
+			return sealedBefore{Hour: s.sealedBefore}
+		},
+	}, {
 		Prefix:   prefixSealedHour,
 		Snapshot: s.sealedHourSnapshot,
 		Expires: func(key string, _ []byte) int64 {
@@ -176,6 +226,9 @@ func (r *rollup) isSealed(accountID string, hour int32) bool {
 func (s *AnalyticsStore) SealRollup(t time.Time) error {
 	last := hourOf(t.Add(-sealGrace)) - 1 // the last hour to seal
 	oldest := hourOf(t.Add(-RollupRetention))
+	if s.analytics.sealedBefore.Load() < last+1 {
+		s.analytics.sealedBefore.Store(last + 1) // before any account is sealed
+	}
 	var keys []string
 	s.analytics.mu.RLock()
 	accounts := make(map[string]*acctRollup, len(s.analytics.accounts))
@@ -195,15 +248,23 @@ func (s *AnalyticsStore) SealRollup(t time.Time) error {
 		a.dropBefore(oldest)
 		a.mu.Unlock()
 	}
-	if len(keys) == 0 {
-		return nil
-	}
 	s.k.Lock()
 	var b *kernel.Batch
 	for _, k := range keys {
 		b = s.k.MarkDirty(k)
 	}
+	// The watermark of the previous call: the hours before it were sealed
+	// then, and the records written again since for their late generations
+	// went into earlier batches.
+	if s.sealNext > s.sealedBefore {
+		s.sealedBefore = s.sealNext
+		b = s.k.MarkDirty(sealedBeforeKey)
+	}
+	s.sealNext = max(s.sealNext, s.analytics.sealedBefore.Load())
 	s.k.Unlock()
+	if b == nil {
+		return nil
+	}
 	return b.Wait()
 }
 

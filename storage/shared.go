@@ -150,8 +150,8 @@ func changedRecords(changes []kernel.Change, alone func(key string) bool) ([]str
 	var keys []string
 	for _, c := range changes {
 		for _, k := range c.Keys {
-			if strings.HasPrefix(k, prefixSealedHour) {
-				continue // sums this replica's rollup counted itself
+			if strings.HasPrefix(k, prefixSealedHour) || k == sealedBeforeKey {
+				continue // sums this replica's rollup counted itself, and their watermark
 			}
 			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) && !alone(k) {
 				return nil, false

@@ -268,12 +268,17 @@ func (b *badgerBackend) Get(key string, decode func(value []byte) error) error {
 }
 
 func (b *badgerBackend) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
+	return b.scanFrom(prefix, prefix, fn)
+}
+
+// scanFrom is Scan from the first key at or after from.
+func (b *badgerBackend) scanFrom(prefix, from string, fn func(key, value []byte) (bool, error)) error {
 	return b.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte(prefix)
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		for it.Seek([]byte(from)); it.Valid(); it.Next() {
 			item := it.Item()
 			more := true
 			err := item.Value(func(v []byte) error {

@@ -195,12 +195,12 @@ func (j *journal) getChunked(c *chunker, key string, decode func(value []byte) e
 // scanChunked calls fn for each chunked record of c's kind whose key starts
 // with prefix, slot by slot, each once; it reports whether fn always asked
 // for more.
-func (j *journal) scanChunked(c *chunker, prefix string, fn func(key, value []byte) (bool, error)) (bool, error) {
+func (j *journal) scanChunked(c *chunker, prefix, fromSlot string, fn func(key, value []byte) (bool, error)) (bool, error) {
 	from := chunkPrefix + c.prefix
 	seen := map[string]struct{}{}
 	var slot []byte
 	more := true
-	err := j.db.Scan(from, func(ck, v []byte) (bool, error) {
+	err := j.db.scanFrom(from, from+fromSlot, func(ck, v []byte) (bool, error) {
 		s := ck[len(from):]
 		if i := bytes.LastIndexByte(s, '/'); i >= 0 {
 			s = s[:i]

@@ -633,6 +633,11 @@ func (j *journal) Get(key string, decode func(value []byte) error) error {
 // Scan checkpoints first, so that Badger holds every write so far; the
 // records of chunked kinds come after the others, slot by slot.
 func (j *journal) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
+	return j.ScanFrom(prefix, "", fn)
+}
+
+// ScanFrom is Scan without the chunks of slots before slot (SlotScanner).
+func (j *journal) ScanFrom(prefix, slot string, fn func(key, value []byte) (bool, error)) error {
 	if err := j.checkpoint(); err != nil {
 		return err
 	}
@@ -658,7 +663,7 @@ func (j *journal) Scan(prefix string, fn func(key, value []byte) (bool, error)) 
 			break
 		}
 		if strings.HasPrefix(cs[i].prefix, prefix) || strings.HasPrefix(prefix, cs[i].prefix) {
-			more, err = j.scanChunked(&cs[i], prefix, fn)
+			more, err = j.scanChunked(&cs[i], prefix, slot, fn)
 		}
 	}
 	return err

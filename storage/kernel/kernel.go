@@ -392,6 +392,25 @@ func (k *Kernel) Scan(prefix string, fn func(key, value []byte) (bool, error)) e
 	return k.backend.Scan(prefix, fn)
 }
 
+// SlotScanner is a backend that stores the records of kinds with a Slot
+// by slot (Badger on disk: chunks.go) and can start a scan at one.
+type SlotScanner interface {
+	// ScanFrom is Scan, but skips the records of those kinds whose slot
+	// sorts before slot without reading them (the records stored alone
+	// are all read).
+	ScanFrom(prefix, slot string, fn func(key, value []byte) (bool, error)) error
+}
+
+// ScanFrom is Scan, but a backend that stores records by slot
+// (SlotScanner) skips those of the slots before slot; other backends read
+// them too, so the caller still tells them apart.
+func (k *Kernel) ScanFrom(prefix, slot string, fn func(key, value []byte) (bool, error)) error {
+	if b, ok := k.backend.(SlotScanner); ok {
+		return b.ScanFrom(prefix, slot, fn)
+	}
+	return k.backend.Scan(prefix, fn)
+}
+
 // Backend is the database under the kernel.
 func (k *Kernel) Backend() Backend { return k.backend }
 
