@@ -253,19 +253,24 @@ func (s *AnalyticsStore) SealRollup(t time.Time) error {
 	for _, k := range keys {
 		b = s.k.MarkDirty(k)
 	}
-	// The watermark of the previous call: the hours before it were sealed
-	// then, and the records written again since for their late generations
-	// went into earlier batches.
+	// The watermark of the previous call that sealed durably: the hours
+	// before it were sealed then, and the records written again since for
+	// their late generations went into earlier batches.
 	if s.sealNext > s.sealedBefore {
 		s.sealedBefore = s.sealNext
 		b = s.k.MarkDirty(sealedBeforeKey)
 	}
-	s.sealNext = max(s.sealNext, s.analytics.sealedBefore.Load())
+	next := s.analytics.sealedBefore.Load()
 	s.k.Unlock()
-	if b == nil {
-		return nil
+	if b != nil {
+		if err := b.Wait(); err != nil {
+			return err
+		}
 	}
-	return b.Wait()
+	s.k.Lock()
+	s.sealNext = max(s.sealNext, next)
+	s.k.Unlock()
+	return nil
 }
 
 // dropBefore removes the cells of hours before oldest, rebuilding the
