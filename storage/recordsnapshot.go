@@ -391,7 +391,7 @@ func (s *Store) loadRecordSnapshot(r *recordSnapshot, kinds []snapKind) (int, er
 // records it read from the database.
 func (s *Store) catchUpKind(r *recordSnapshot, kind snapKind, sec snapSection) (int, error) {
 	read, at := 0, 0
-	next, err := s.k.ScanVersions(kind.prefix, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
+	next, err := s.k.ScanVersions(kind.prefix, 0, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
 		id := key[len(kind.prefix):]
 		for at < len(sec.keys) && string(sec.keys[at]) < string(id) {
 			at++ // gone from the database since

@@ -313,7 +313,7 @@ func (s *Store) catchUpKeys(r restoredKeys) (int, error) {
 		seen[slot] = true
 	}
 	read := 0
-	at, err := s.k.ScanVersions(prefixAPIKey, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
+	at, err := s.k.ScanVersions(prefixAPIKey, 0, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
 		hash := bytesString(key[len(prefixAPIKey):]) // only during the call
 		slot, ok := t.lookup(hash)
 		if version <= r.version {
