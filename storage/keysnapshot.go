@@ -19,11 +19,12 @@ import (
 // key record (at a million keys, most of a start's time): the table is
 // written to one file with the database version V it reflects, at a clean
 // close and every keySnapshotEvery while keys change. A start restores it,
-// then brings it up to date from the database: it walks the key records'
-// keys and versions (not their values) and reads only the records written
-// after V, and those the snapshot marks as changed while it was taken;
-// keys the database no longer has are dropped. After a clean close the
-// database is still at V and the walk is skipped.
+// then brings it up to date from what changed since (changesSince): the
+// key records written after V (a walk of the versions after V, which
+// skips Badger's older tables whole), those the snapshot marks as
+// changed while it was taken, and the keys deleted after V, which the
+// kernel's deletion log names (a tombstone may be compacted away). After
+// a clean close the database is still at V and nothing is read.
 //
 // Why that is exact: memory is the truth for keys, and a key record that
 // is neither dirty nor being committed holds in memory what the journal
@@ -31,17 +32,21 @@ import (
 // keys changed meanwhile (tracked) are written as such and read back from
 // the database. Every other key's durable value is the same all along
 // the snapshot, so its latest version in the database is either at most
-// V, and then that value is the snapshot's, or it was written later (a
-// checkpoint after V, a change after the snapshot, or the journal the
-// start replays after a crash, which is moved into Badger first, at new
-// versions), and then it is read. A damaged file, another build's layout,
-// or a database that contradicts the snapshot (a key at most V the
-// snapshot does not know, a database older than V) loads every record as
-// before.
+// V, and then that value is the snapshot's, or it was written (or
+// deleted) later (a checkpoint after V, a change after the snapshot, or
+// the journal the start replays after a crash, which is moved into
+// Badger first, at new versions), and then it is read (or dropped). A
+// deletion at most V is already the snapshot's: its entry in the
+// deletion log is ignored, and dropped once the snapshot is durably in
+// place. A damaged file, another build's layout, or a database older than
+// V loads every record as before.
 
+// v3: written by a build that logs deletions. A v2 file's catch-up by
+// this build would miss the deletions its own build made after it,
+// which left no entry in the log: it is another layout, all read.
 const (
 	keySnapshotFile  = "keytable.snapshot"
-	keySnapshotMagic = "tollgate key table v2\n"
+	keySnapshotMagic = "tollgate key table v3\n"
 )
 
 // snapshotChunk is how many slots (or counters) one step copies under the
@@ -86,7 +91,9 @@ var errSnapshotVoid = errors.New("the key table changed its arena while its snap
 // place, taking the kernel's lock only to copy a step's slots or counters.
 // Keys changed meanwhile are listed as changed. sync: make the database
 // durable on disk before the file is in place (the snapshot must never be
-// ahead of it after a power loss).
+// ahead of it after a power loss), and once the file is in place drop
+// the deletion log's entries it makes redundant (forgetDeletions; a
+// clean close, the database closed, leaves them to the next snapshot).
 func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync bool) error {
 	if !littleEndian() {
 		return errByteOrder
@@ -178,17 +185,21 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 	if err := binary.Write(tmp, binary.LittleEndian, crc32.Checksum(hdr, crcTable)); err != nil {
 		return fail(err)
 	}
-	return putInPlace(tmp, dir, keySnapshotFile, k, sync)
+	if err := putInPlace(tmp, dir, keySnapshotFile, k, sync); err != nil || !sync {
+		return err
+	}
+	return forgetDeletions(k, v, prefixAPIKey)
 }
 
 // restoredKeys is what readKeySnapshot restored: the version the table
 // reflects, the highest Seq, and the keys it does not hold because they
-// changed while the snapshot was taken (their ids), to be read from the
-// database.
+// changed while the snapshot was taken (their ids, and their hashes), to
+// be read from the database.
 type restoredKeys struct {
-	version uint64
-	seq     uint64
-	changed map[[32]byte]struct{}
+	version       uint64
+	seq           uint64
+	changed       map[[32]byte]struct{}
+	changedHashes []string
 }
 
 // readKeySnapshot restores the table from dir's snapshot into t. The file
@@ -282,6 +293,7 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 		}
 		id, _ := keyID(hash)
 		r.changed[id] = struct{}{}
+		r.changedHashes = append(r.changedHashes, hash)
 	}
 	if n, _ := io.Copy(io.Discard, br); n != 0 || nt.strs.list[0] != "" {
 		return r, damaged

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,17 +31,18 @@ import (
 // (in one pass or in steps) and encoded after (a published record is
 // never modified); the records changed meanwhile are tracked and listed
 // as changed, so the others' values are the same at every step. A start
-// after a clean close at V loads the file alone. Otherwise it walks each
-// kind's keys and versions in the database, in key order beside the
-// file's records (sorted the same way): a record at most V and not
-// changed is the file's; a newer or changed one is read from the
-// database; a record the database no longer holds is left out. A damaged
-// file, another layout, a record at most V the file lacks, or a database
-// older than V: every record is read from the database, as before.
+// after a clean close at V loads the file alone. Otherwise it reads what
+// changed since, as the key table's does (changesSince): the records
+// written after V or changed while the file was taken are read from the
+// database, those deleted after V left out, and every other record is
+// the file's, merged in key order with the records read. A damaged file,
+// another layout, or a database older than V: every record is read from
+// the database, as before.
 
+// v3: written by a build that logs deletions (as the key table's).
 const (
 	recordSnapshotFile  = "records.snapshot"
-	recordSnapshotMagic = "tollgate records v2\n"
+	recordSnapshotMagic = "tollgate records v3\n"
 )
 
 // snapKind is one kind of record in the snapshot. collect returns every
@@ -85,7 +87,8 @@ type recordSnapshotHeader struct {
 // writeRecordSnapshot writes the records of kinds to dir for the database
 // at version v (read before it began), through a temporary file renamed
 // into place. sync: make the database durable first (the file must never
-// be ahead of it after a power loss).
+// be ahead of it after a power loss), and once the file is in place drop
+// the deletion log's entries it makes redundant (as writeKeySnapshot).
 func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKind, sync bool) error {
 	k.Lock()
 	trackers := make([]*kernel.Tracker, len(kinds))
@@ -113,7 +116,14 @@ func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKin
 	if err != nil {
 		return err
 	}
-	return replaceFile(dir, recordSnapshotFile, file, k, sync)
+	if err := replaceFile(dir, recordSnapshotFile, file, k, sync); err != nil || !sync {
+		return err
+	}
+	prefixes := make([]string, len(kinds))
+	for i, kind := range kinds {
+		prefixes[i] = kind.prefix
+	}
+	return forgetDeletions(k, v, prefixes...)
 }
 
 // recordSnapshotBytes is the snapshot file of version v holding each
@@ -182,7 +192,8 @@ func replaceFile(dir, name string, data []byte, k *kernel.Kernel, sync bool) err
 // putInPlace makes a snapshot's complete temporary file dir/name: the file
 // synced and closed, then (sync) the database durable, so that the
 // snapshot is never ahead of it after a power loss, then renamed over the
-// last one. It closes tmp whatever happens.
+// last one, and (sync) the rename durable, so that the deletion log's
+// entries it covers can go. It closes tmp whatever happens.
 func putInPlace(tmp *os.File, dir, name string, k *kernel.Kernel, sync bool) error {
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
@@ -196,7 +207,23 @@ func putInPlace(tmp *os.File, dir, name string, k *kernel.Kernel, sync bool) err
 			return err
 		}
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil || !sync {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a directory's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // recordSnapshot is a snapshot read back: its version, each kind's
@@ -329,7 +356,7 @@ func (s *Store) restoreRecords() []string {
 	if err == nil {
 		v, clean := s.k.OpenVersion()
 		s.recordsCurrent = clean && v == r.version && len(r.changed) == 0
-		s.recordsCaughtUp, err = s.loadRecordSnapshot(r, kinds)
+		s.recordsCaughtUp, s.recordsVisited, err = s.loadRecordSnapshot(r, kinds)
 	}
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -338,7 +365,7 @@ func (s *Store) restoreRecords() []string {
 		for _, kind := range kinds {
 			kind.reset()
 		}
-		s.recordsCaughtUp, s.recordsCurrent = 0, false
+		s.recordsCaughtUp, s.recordsVisited, s.recordsCurrent = 0, 0, false
 		return nil
 	}
 	s.recordsRestored = true
@@ -349,82 +376,107 @@ func (s *Store) restoreRecords() []string {
 		n += len(r.kinds[i].keys)
 	}
 	s.log.Info("records restored from their snapshot", zap.Int("records", n),
-		zap.Int("records_read", s.recordsCaughtUp), zap.Duration("took", time.Since(began)))
+		zap.Int("records_read", s.recordsCaughtUp), zap.Int("records_visited", s.recordsVisited), zap.Duration("took", time.Since(began)))
 	return prefixes
 }
 
 // loadRecordSnapshot loads r's records, kind by kind, and returns how
-// many records it read from the database instead.
-func (s *Store) loadRecordSnapshot(r *recordSnapshot, kinds []snapKind) (int, error) {
+// many records it read from the database instead, and how many records
+// and deletions it visited to find them.
+func (s *Store) loadRecordSnapshot(r *recordSnapshot, kinds []snapKind) (read, visited int, err error) {
 	if len(r.kinds) != len(kinds) {
-		return 0, fmt.Errorf("the records' snapshot holds %d kinds, this build %d", len(r.kinds), len(kinds))
+		return 0, 0, fmt.Errorf("the records' snapshot holds %d kinds, this build %d", len(r.kinds), len(kinds))
 	}
-	read := 0
 	var key []byte
 	for i, kind := range kinds {
 		sec := r.kinds[i]
 		if sec.prefix != kind.prefix {
-			return read, fmt.Errorf("the records' snapshot holds kind %q where this build has %q", sec.prefix, kind.prefix)
+			return read, visited, fmt.Errorf("the records' snapshot holds kind %q where this build has %q", sec.prefix, kind.prefix)
 		}
 		if kind.grow != nil {
 			kind.grow(len(sec.keys))
 		}
 		if !s.recordsCurrent {
-			n, err := s.catchUpKind(r, kind, sec)
-			read += n
+			n, m, err := s.catchUpKind(r, kind, sec)
+			read, visited = read+n, visited+m
 			if err != nil {
-				return read, err
+				return read, visited, err
 			}
 			continue
 		}
 		for j, k := range sec.keys {
 			key = append(append(key[:0], kind.prefix...), k...)
 			if err := kind.load(key, sec.values[j], &r.strs); err != nil {
-				return read, fmt.Errorf("the records' snapshot's record %q: %w", key, err)
+				return read, visited, fmt.Errorf("the records' snapshot's record %q: %w", key, err)
 			}
 		}
 	}
-	return read, nil
+	return read, visited, nil
 }
 
 // catchUpKind loads a kind from a snapshot older than the database (or
-// taken while records changed): it walks the kind's keys and versions
-// beside the snapshot's records, both in key order, and returns how many
-// records it read from the database.
-func (s *Store) catchUpKind(r *recordSnapshot, kind snapKind, sec snapSection) (int, error) {
-	read, at := 0, 0
-	next, err := s.k.ScanVersions(kind.prefix, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
-		id := key[len(kind.prefix):]
-		for at < len(sec.keys) && string(sec.keys[at]) < string(id) {
-			at++ // gone from the database since
+// taken while records changed): the snapshot's records but for those
+// that changed since (changesSince), read from the database or left out,
+// in key order as a full load reads them (a kind may depend on it:
+// purchases are appended to their account's list). It returns how many
+// records it read from the database, and how many it visited.
+func (s *Store) catchUpKind(r *recordSnapshot, kind snapKind, sec snapSection) (read, visited int, err error) {
+	var changed []string
+	for key := range r.changed {
+		if strings.HasPrefix(key, kind.prefix) {
+			changed = append(changed, key)
 		}
-		held := at < len(sec.keys) && string(sec.keys[at]) == string(id)
-		_, changed := r.changed[bytesString(key)]
-		if version <= r.version && !changed {
-			if !held {
-				return false, fmt.Errorf("the database holds record %q unchanged since the records' snapshot, which lacks it", key)
-			}
-			at++
-			return true, kind.load(key, sec.values[at-1], &r.strs)
-		}
-		if held {
-			at++
-		}
+	}
+	since := map[string][]byte{} // by key after the prefix; nil: gone
+	visited, err = s.changesSince(kind.prefix, r.version, changed, func(key, v []byte) error {
 		read++
-		return true, value(func(v []byte) error {
-			if err := kind.dbLoad(key, v); err != nil {
-				return fmt.Errorf("loading record %q: %w", key, err)
-			}
-			return nil
-		})
+		since[string(key[len(kind.prefix):])] = append([]byte{}, v...)
+		return nil
+	}, func(key []byte) error {
+		since[string(key[len(kind.prefix):])] = nil
+		return nil
 	})
 	if err != nil {
-		return read, err
+		return read, visited, err
 	}
-	if next < r.version {
-		return read, fmt.Errorf("the database (version %d) is older than the records' snapshot (%d)", next, r.version)
+	ids := slices.Sorted(maps.Keys(since))
+	var key []byte
+	next := 0
+	fromDB := func(id string) error { // ids[next], as the database holds it
+		next++
+		v := since[id]
+		if v == nil {
+			return nil
+		}
+		key = append(append(key[:0], kind.prefix...), id...)
+		if err := kind.dbLoad(key, v); err != nil {
+			return fmt.Errorf("loading record %q: %w", key, err)
+		}
+		return nil
 	}
-	return read, nil
+	for j, id := range sec.keys {
+		for next < len(ids) && ids[next] < string(id) {
+			if err := fromDB(ids[next]); err != nil {
+				return read, visited, err
+			}
+		}
+		if next < len(ids) && ids[next] == string(id) {
+			if err := fromDB(ids[next]); err != nil {
+				return read, visited, err
+			}
+			continue
+		}
+		key = append(append(key[:0], kind.prefix...), id...)
+		if err := kind.load(key, sec.values[j], &r.strs); err != nil {
+			return read, visited, fmt.Errorf("the records' snapshot's record %q: %w", key, err)
+		}
+	}
+	for next < len(ids) {
+		if err := fromDB(ids[next]); err != nil {
+			return read, visited, err
+		}
+	}
+	return read, visited, nil
 }
 
 // snapshotRecords writes the records' snapshot of the running store.

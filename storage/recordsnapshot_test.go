@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // recordState is what the records' snapshot holds, as the store serves
@@ -359,35 +358,6 @@ func TestRecordSnapshotTracksChangesWhileTaken(t *testing.T) {
 		t.Fatalf("restored %v, %d records read", s.recordsRestored, s.recordsCaughtUp)
 	}
 	sameRecords(t, "after a crash", recordsOf(s), want)
-}
-
-// TestRecordSnapshotContradicted: a database record at most the
-// snapshot's version and unchanged that the snapshot lacks means the
-// snapshot is not the database's: every record is read instead.
-func TestRecordSnapshotContradicted(t *testing.T) {
-	dir := t.TempDir()
-	s := openTemp(t, dir)
-	acct, _ := recordsFixture(t, s)
-	v, err := s.k.ReadVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds := s.snapKinds()
-	collect := kinds[0].collect
-	kinds[0].collect = func(k *kernel.Kernel) []snapRecord {
-		return slices.DeleteFunc(collect(k), func(r snapRecord) bool { return r.key == acct.ID })
-	}
-	if err := writeRecordSnapshot(dir, v, s.k, kinds, true); err != nil {
-		t.Fatal(err)
-	}
-	want := recordsOf(s)
-	crashStore(t, s)
-	s = openTemp(t, dir)
-	defer s.Close()
-	if s.recordsRestored {
-		t.Fatal("a snapshot that lacks a record the database holds was restored")
-	}
-	sameRecords(t, "contradicted", recordsOf(s), want)
 }
 
 // TestRecordCodecs: each binary codec gives back the record that its

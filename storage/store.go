@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,17 +86,20 @@ type Store struct {
 	log           *zap.Logger
 	// dir holds the key table's snapshot (keysnapshot.go); empty: none.
 	// keysRestored: Open restored the keys from it, reading keysCaughtUp
-	// key records written since (none when keysCurrent).
+	// key records written since (none when keysCurrent), visiting
+	// keysVisited records and deletions to find them.
 	// stopKeySnapshots stops writing it.
 	dir              string
 	keysRestored     bool
 	keysCaughtUp     int
+	keysVisited      int
 	keysCurrent      bool // the snapshot was the database's version
 	stopKeySnapshots func()
-	// recordsRestored, recordsCaughtUp, recordsCurrent: the same for
-	// the records' snapshot (recordsnapshot.go).
+	// recordsRestored, recordsCaughtUp, recordsVisited, recordsCurrent:
+	// the same for the records' snapshot (recordsnapshot.go).
 	recordsRestored bool
 	recordsCaughtUp int
+	recordsVisited  int
 	recordsCurrent  bool
 	// open: counted in openStores, until the first Close.
 	open atomic.Bool
@@ -273,7 +277,7 @@ func (s *Store) restoreKeys() bool {
 	r, err := readKeySnapshot(s.dir, s.keys)
 	if err == nil {
 		if v, clean := s.k.OpenVersion(); !clean || v != r.version || len(r.changed) > 0 {
-			s.keysCaughtUp, err = s.catchUpKeys(r)
+			s.keysCaughtUp, s.keysVisited, err = s.catchUpKeys(r)
 		} else {
 			s.keysCurrent = true
 		}
@@ -283,7 +287,7 @@ func (s *Store) restoreKeys() bool {
 			s.log.Warn("not using the key table's snapshot; loading the key records", zap.Error(err))
 		}
 		s.keys.reset()
-		s.keysCaughtUp, s.keysCurrent = 0, false
+		s.keysCaughtUp, s.keysVisited, s.keysCurrent = 0, 0, false
 		return false
 	}
 	s.k.ObserveSeq(r.seq)
@@ -293,71 +297,104 @@ func (s *Store) restoreKeys() bool {
 	})
 	s.keysRestored = true
 	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.len()),
-		zap.Int("records_read", s.keysCaughtUp), zap.Duration("took", time.Since(began)))
+		zap.Int("records_read", s.keysCaughtUp), zap.Int("records_visited", s.keysVisited), zap.Duration("took", time.Since(began)))
 	return true
 }
 
 // catchUpKeys brings a table restored from a snapshot of version r.version
-// up to date: it walks the key records' versions and reads the records
-// written since, and those of the keys changed while the snapshot was
-// taken; it drops the keys the database no longer holds. It returns how
-// many records it read. An error, on any doubt, means the table is not
-// usable.
-func (s *Store) catchUpKeys(r restoredKeys) (int, error) {
+// up to date from what changed since (changesSince): it reads the key
+// records written since and those of the keys changed while the snapshot
+// was taken, and drops the keys deleted since. It returns how many
+// records it read and how many it visited. An error, on any doubt, means
+// the table is not usable.
+func (s *Store) catchUpKeys(r restoredKeys) (read, visited int, err error) {
 	t := s.keys
-	seen := make([]bool, len(t.slots))
-	mark := func(slot uint32) {
-		for int(slot) >= len(seen) {
-			seen = append(seen, false)
-		}
-		seen[slot] = true
+	changed := make([]string, len(r.changedHashes))
+	for i, h := range r.changedHashes {
+		changed[i] = prefixAPIKey + h
 	}
-	read := 0
-	at, err := s.k.ScanVersions(prefixAPIKey, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
-		hash := bytesString(key[len(prefixAPIKey):]) // only during the call
-		slot, ok := t.lookup(hash)
-		if version <= r.version {
-			if ok {
-				mark(slot)
-				return true, nil
-			}
-			id, _ := keyID(hash)
-			if _, changed := r.changed[id]; !changed {
-				return false, fmt.Errorf("the database holds key %q unchanged since the snapshot, which the snapshot lacks", hash)
-			}
-		}
+	visited, err = s.changesSince(prefixAPIKey, r.version, changed, func(key, v []byte) error {
 		read++
-		return true, value(func(v []byte) error {
-			var k APIKey
-			if err := decodeAPIKey(v, &k); err != nil {
-				return fmt.Errorf("loading record %q: %w", key, err)
-			}
-			if k.Hash != hash {
-				return fmt.Errorf("the record %q holds key %q", key, k.Hash)
-			}
-			slot, _, _, _ := t.put(&k)
-			s.k.ObserveSeq(k.Seq)
-			mark(slot)
-			return nil
-		})
+		hash := bytesString(key[len(prefixAPIKey):]) // only during the call
+		var k APIKey
+		if err := decodeAPIKey(v, &k); err != nil {
+			return fmt.Errorf("loading record %q: %w", key, err)
+		}
+		if k.Hash != hash {
+			return fmt.Errorf("the record %q holds key %q", key, k.Hash)
+		}
+		t.put(&k)
+		s.k.ObserveSeq(k.Seq)
+		return nil
+	}, func(key []byte) error {
+		t.remove(bytesString(key[len(prefixAPIKey):]))
+		return nil
+	})
+	return read, visited, err
+}
+
+// changesSince walks what changed under prefix (a kind with LogDeletes)
+// after a snapshot of version v, not every record: put gets each record
+// written since (its latest value), gone each record deleted since and
+// not written again; then each key of changed (records changed while the
+// snapshot was taken: their copy is not trusted) not met yet is read
+// back, put as the database holds it or gone. A deletion after v is
+// found in the deletion log, not from its tombstone, which compaction
+// may have dropped. key and value are valid only during a call. It
+// returns how many records and deletions it visited; an error when the
+// database is older than the snapshot.
+func (s *Store) changesSince(prefix string, v uint64, changed []string, put func(key, value []byte) error, gone func(key []byte) error) (int, error) {
+	visited := 0
+	met := map[string]struct{}{}
+	at, err := s.k.ScanVersions(prefix, v, func(key []byte, _ uint64, value func(func([]byte) error) error) (bool, error) {
+		visited++
+		met[string(key)] = struct{}{}
+		return true, value(func(b []byte) error { return put(key, b) })
 	})
 	if err != nil {
-		return read, err
+		return visited, err
 	}
-	if at < r.version {
-		return read, fmt.Errorf("the database (version %d) is older than the key table's snapshot (%d)", at, r.version)
+	if at < v {
+		return visited, fmt.Errorf("the database (version %d) is older than the snapshot (%d)", at, v)
 	}
-	var gone []string
-	t.each(func(slot uint32) bool {
-		if int(slot) >= len(seen) || !seen[slot] {
-			gone = append(gone, t.slotHash(slot))
+	err = s.k.ScanDeletions(prefix, v, func(key []byte) error {
+		visited++
+		if _, again := met[string(key)]; again {
+			return nil // written again after its deletion: read above
 		}
-		return true
+		met[string(key)] = struct{}{}
+		return gone(key)
 	})
-	for _, h := range gone {
-		t.remove(h)
+	if err != nil {
+		return visited, err
 	}
-	return read, nil
+	for _, key := range changed {
+		if _, ok := met[key]; ok {
+			continue
+		}
+		visited++
+		err := s.k.Get(key, func(b []byte) error { return put([]byte(key), b) })
+		if errors.Is(err, kernel.ErrNotFound) {
+			err = gone([]byte(key))
+		}
+		if err != nil {
+			return visited, err
+		}
+	}
+	return visited, nil
+}
+
+// forgetDeletions drops the deletion log's entries under prefixes at
+// most v, once a snapshot of v holding their records is durably in
+// place: each of those deletions was committed before v was read, so the
+// snapshot lacks the record or holds it created again.
+func forgetDeletions(k *kernel.Kernel, v uint64, prefixes ...string) error {
+	for _, p := range prefixes {
+		if _, err := k.ForgetDeletions(p, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keySnapshotEvery is how often the key table's snapshot is written while
@@ -609,11 +646,26 @@ func create[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], prefi
 // workspaces and members loaded before them; the outside domain stores'
 // come last.
 func (s *Store) registerKinds() {
+	snapshotted := s.snapshotPrefixes()
 	for _, kinds := range [][]kernel.Kind{
 		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
 		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
 		s.LedgerStore.withExpiry(s.LedgerStore.kinds()), s.AnalyticsStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
 	} {
+		for i := range kinds {
+			kinds[i].LogDeletes = slices.Contains(snapshotted, kinds[i].Prefix)
+		}
 		s.k.Register(kinds...)
 	}
+}
+
+// snapshotPrefixes are the kinds the two snapshots hold: their deletions
+// are logged, so that a start after a crash reads only what changed
+// since the snapshots (changesSince).
+func (s *Store) snapshotPrefixes() []string {
+	prefixes := []string{prefixAPIKey}
+	for _, kind := range s.snapKinds() {
+		prefixes = append(prefixes, kind.prefix)
+	}
+	return prefixes
 }

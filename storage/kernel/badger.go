@@ -45,11 +45,21 @@ type Versioned interface {
 	// every later commit gets a higher one.
 	ReadVersion() (uint64, error)
 	// ScanVersions calls fn for each record under prefix (not a chunked
-	// kind) in key order with its version, the highest commit that
-	// wrote it, without reading its value: fn reads it through value if
-	// it needs it. It returns the version it read at. Writes still in
-	// the journal are moved into the database first.
-	ScanVersions(prefix string, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error)
+	// kind) whose version, the highest commit that wrote it, is above
+	// since, in key order, without reading its value: fn reads it
+	// through value if it needs it. It returns the version it read at.
+	// Writes still in the journal are moved into the database first. A
+	// record deleted after since is not among them, nor always its
+	// deletion: ScanDeletions names those of a kind with LogDeletes.
+	ScanVersions(prefix string, since uint64, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error)
+	// ScanDeletions calls fn with the key of each record under prefix (a
+	// kind with LogDeletes) whose last deletion was committed at a
+	// version above since; it may have been written again since.
+	ScanDeletions(prefix string, since uint64, fn func(key []byte) error) error
+	// ForgetDeletions drops what the deletion log holds of the records
+	// under prefix deleted at a version at most upTo (a snapshot of upTo
+	// covering prefix is durably in place), and returns how many.
+	ForgetDeletions(prefix string, upTo uint64) (int, error)
 	// Sync makes everything committed so far durable on disk, not only
 	// safe from a crash of the process.
 	Sync() error
@@ -62,12 +72,13 @@ const valueThreshold = 256
 
 // badgerBackend is the embedded single-node Backend.
 type badgerBackend struct {
-	db      *badger.DB
-	dir     string   // on disk; empty in memory
-	exp     expiries // expiry.go
-	stopGC  chan struct{}
-	gcDone  chan struct{}
-	pageOut chan struct{} // closed when pageOutLoop (pageout_linux.go) returned
+	db        *badger.DB
+	dir       string      // on disk; empty in memory
+	exp       expiries    // expiry.go
+	deletions deletionLog // deletions.go
+	stopGC    chan struct{}
+	gcDone    chan struct{}
+	pageOut   chan struct{} // closed when pageOutLoop (pageout_linux.go) returned
 }
 
 // openBadger opens the embedded backend: on disk, Badger with its commits
@@ -221,18 +232,33 @@ func (b *badgerBackend) Commit(writes []Write) error {
 		key := keys[len(keys)-len(w.Key) : len(keys) : len(keys)]
 		err := b.put(txn, key, w, &entries[i])
 		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err := txn.Commit(); err != nil {
-				return err
+			if txn, err = b.split(txn); err == nil {
+				entries[i] = badger.Entry{}
+				err = b.put(txn, key, w, &entries[i])
 			}
-			txn = b.db.NewTransaction(true)
-			entries[i] = badger.Entry{}
-			err = b.put(txn, key, w, &entries[i])
+		}
+		if err == nil && w.Value == nil && b.deletions.logs(w.Key) {
+			// With the deletion, or after it when the transaction
+			// splits: never a marker older than its tombstone.
+			if err = logDeletion(txn, key); errors.Is(err, badger.ErrTxnTooBig) {
+				if txn, err = b.split(txn); err == nil {
+					err = logDeletion(txn, key)
+				}
+			}
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return txn.Commit()
+}
+
+// split commits a transaction Badger found too big and starts the next.
+func (b *badgerBackend) split(txn *badger.Txn) (*badger.Txn, error) {
+	if err := txn.Commit(); err != nil {
+		return txn, err
+	}
+	return b.db.NewTransaction(true), nil
 }
 
 // put adds one write to a transaction, in e unless it deletes; a record

@@ -156,7 +156,7 @@ func (j *journal) ReadVersion() (uint64, error) {
 // ScanVersions implements Versioned. The iteration reads keys only:
 // records of 256 bytes and more are in the value log, and a caller that
 // has most of them in memory already reads only the changed ones.
-func (j *journal) ScanVersions(prefix string, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error) {
+func (j *journal) ScanVersions(prefix string, since uint64, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error) {
 	if err := j.checkpoint(); err != nil {
 		return 0, err
 	}
@@ -174,6 +174,7 @@ func (j *journal) ScanVersions(prefix string, fn func(key []byte, version uint64
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = []byte(prefix)
 	opts.PrefetchValues = false
+	opts.SinceTs = since // whole tables older than since are skipped
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -653,6 +654,9 @@ func (j *journal) ScanFrom(prefix, slot string, fn func(key, value []byte) (bool
 				return false, fmt.Errorf("the database holds records of a chunked kind the reader did not register (chunk %q)", key)
 			}
 			return true, nil
+		}
+		if bytes.HasPrefix(key, []byte(deletedPrefix)) {
+			return true, nil // the deletion log's, not a record
 		}
 		var err error
 		more, err = fn(key, value)

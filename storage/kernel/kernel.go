@@ -45,6 +45,12 @@ type Kind struct {
 	// deletes the record then (expiry.go). A chunk of records expires
 	// with its last record.
 	Expires func(key string, value []byte) int64
+	// LogDeletes has the on-disk backend log each deletion of a record
+	// of the kind (deletions.go), so that a snapshot of the kind can be
+	// caught up from the records changed since it (ScanVersions and
+	// ScanDeletions after its version). Not with Expires: Badger drops
+	// an expired record without a marker (Register panics).
+	LogDeletes bool
 	// Slot, for an Append kind, names the slot a record's key falls in
 	// (false: none); slots sort in the order the records should scan. The
 	// on-disk backend then stores a checkpoint's records of one slot as
@@ -167,6 +173,9 @@ func (k *Kernel) Register(kinds ...Kind) {
 		if n.Slot != nil && !n.Append {
 			panic(fmt.Sprintf("kernel: record prefix %q: only an Append kind has slots", n.Prefix))
 		}
+		if n.LogDeletes && n.Expires != nil {
+			panic(fmt.Sprintf("kernel: record prefix %q: an expiring record leaves no mark in the deletion log", n.Prefix))
+		}
 		for _, o := range k.kinds {
 			if strings.HasPrefix(n.Prefix, o.Prefix) || strings.HasPrefix(o.Prefix, n.Prefix) {
 				panic(fmt.Sprintf("kernel: record prefix %q overlaps %q", n.Prefix, o.Prefix))
@@ -175,6 +184,7 @@ func (k *Kernel) Register(kinds ...Kind) {
 		k.kinds = append(k.kinds, n)
 		useSlots(k.backend, n)
 		useExpiry(k.backend, n)
+		useDeletionLog(k.backend, n)
 		usePlacement(k.backend, n)
 	}
 }
@@ -240,18 +250,53 @@ func (k *Kernel) ReadVersion() (uint64, error) {
 	if v, ok := k.backend.(Versioned); ok {
 		return v.ReadVersion()
 	}
-	return 0, errors.New("kernel: the backend has no versions")
+	return 0, errNoVersions
 }
 
 // ScanVersions is Versioned.ScanVersions; an error when the backend
 // cannot tell versions.
-func (k *Kernel) ScanVersions(prefix string, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error) {
+func (k *Kernel) ScanVersions(prefix string, since uint64, fn func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error)) (uint64, error) {
 	v, ok := k.backend.(Versioned)
 	if !ok {
-		return 0, errors.New("kernel: the backend has no versions")
+		return 0, errNoVersions
 	}
-	return v.ScanVersions(prefix, fn)
+	return v.ScanVersions(prefix, since, fn)
 }
+
+// ScanDeletions is Versioned.ScanDeletions; an error when the backend
+// cannot tell versions, or the kind under prefix has no LogDeletes.
+func (k *Kernel) ScanDeletions(prefix string, since uint64, fn func(key []byte) error) error {
+	v, ok := k.backend.(Versioned)
+	if !ok {
+		return errNoVersions
+	}
+	if !k.logsDeletes(prefix) {
+		return fmt.Errorf("kernel: the deletions of the records under %q are not logged", prefix)
+	}
+	return v.ScanDeletions(prefix, since, fn)
+}
+
+// ForgetDeletions is Versioned.ForgetDeletions; nothing to do for a
+// backend without versions.
+func (k *Kernel) ForgetDeletions(prefix string, upTo uint64) (int, error) {
+	if v, ok := k.backend.(Versioned); ok {
+		return v.ForgetDeletions(prefix, upTo)
+	}
+	return 0, nil
+}
+
+// logsDeletes reports whether prefix is a registered kind's with
+// LogDeletes.
+func (k *Kernel) logsDeletes(prefix string) bool {
+	for _, kind := range k.kinds {
+		if kind.Prefix == prefix {
+			return kind.LogDeletes
+		}
+	}
+	return false
+}
+
+var errNoVersions = errors.New("kernel: the backend has no versions")
 
 // Sync is Versioned.Sync; nothing to do for a backend without versions.
 func (k *Kernel) Sync() error {

@@ -67,7 +67,7 @@ func TestScanVersions(t *testing.T) {
 	j = openTestJournal(t, dir)
 	defer j.Close()
 	got := map[string]string{}
-	at, err := j.ScanVersions("k/", func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
+	at, err := j.ScanVersions("k/", 0, func(key []byte, version uint64, value func(func([]byte) error) error) (bool, error) {
 		if version <= v {
 			got[string(key)] = "unchanged"
 			return true, nil
