@@ -85,6 +85,49 @@ func (x keyIndex) sort() {
 	}
 }
 
+// indexTable builds the index of a whole table (restored from its
+// snapshot): the keys counted by account (the table's interned id), placed
+// account by account in one array, each account's run sorted by Seq, and
+// one map entry per account. Adding them one at a time walked the map in
+// slot order, which, for a table once filled from the key records (read
+// in hash order), is another account at every key: at a million keys
+// 0.59 s of a start's CPU, against 0.16 s for slots in creation order.
+func indexTable(t *keyTable) keyIndex {
+	starts := make([]int, len(t.strs.list)+1)
+	t.each(func(slot uint32) bool {
+		starts[t.slots[slot].account+1]++
+		return true
+	})
+	accounts := 0
+	for id := 1; id < len(starts); id++ {
+		if starts[id] > 0 {
+			accounts++
+		}
+		starts[id] += starts[id-1]
+	}
+	all := make([]keyEntry, starts[len(starts)-1])
+	next := slices.Clone(starts[:len(starts)-1])
+	t.each(func(slot uint32) bool {
+		id := t.slots[slot].account
+		all[next[id]] = keyEntry{t.slots[slot].seq, slot}
+		next[id]++
+		return true
+	})
+	x := make(keyIndex, accounts)
+	for id := range len(starts) - 1 {
+		from, to := starts[id], starts[id+1]
+		if from == to {
+			continue
+		}
+		// Capped: an account's next key reallocates its list rather
+		// than overwrite the next account's.
+		ak := &accountKeys{entries: all[from:to:to]}
+		ak.sort()
+		x[t.strs.get(uint32(id))] = ak
+	}
+	return x
+}
+
 // sortKeyIndex sorts the key lists a load left unsorted (Open, before
 // any reader). Callers hold Lock, or run in Open.
 func (s *AccountStore) sortKeyIndex() { s.keyIdx.sort() }

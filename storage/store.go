@@ -291,10 +291,7 @@ func (s *Store) restoreKeys() bool {
 		return false
 	}
 	s.k.ObserveSeq(r.seq)
-	s.keys.each(func(slot uint32) bool {
-		s.keyIdx.add(s.keys.slotAccount(slot), s.keys.slots[slot].seq, slot)
-		return true
-	})
+	s.keyIdx = indexTable(s.keys)
 	s.keysRestored = true
 	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.len()),
 		zap.Int("records_read", s.keysCaughtUp), zap.Int("records_visited", s.keysVisited), zap.Duration("took", time.Since(began)))
