@@ -210,20 +210,7 @@ func putInPlace(tmp *os.File, dir, name string, k *kernel.Kernel, sync bool) err
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil || !sync {
 		return err
 	}
-	return syncDir(dir)
-}
-
-// syncDir makes a directory's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return kernel.SyncDir(dir)
 }
 
 // recordSnapshot is a snapshot read back: its version, each kind's

@@ -477,7 +477,7 @@ func (j *journal) rotate() error {
 	_, err = f.WriteString(journalMagic)
 	if err == nil && j.sync {
 		if err = f.Sync(); err == nil {
-			err = syncDir(j.dir)
+			err = SyncDir(j.dir)
 		}
 	}
 	if err != nil {
@@ -493,8 +493,9 @@ func (j *journal) rotate() error {
 	return nil
 }
 
-// syncDir makes a directory's entries durable.
-func syncDir(dir string) error {
+// SyncDir makes a directory's entries durable (a file created or renamed
+// in it survives a power loss).
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
