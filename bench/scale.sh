@@ -11,14 +11,23 @@
 # (the snapshot and the key records written since), each also as the
 # process's CPU seconds at its first 200 (cpu s: start/restart/crash).
 #
+# With SCALE_PAIRS=P it then starts the smallest and the largest size's
+# gateways at once and loads them in turn, P pairs of SCALE_PAIR_DURATION
+# (8) s each: the ratio of their CPU per request, pair by pair, and its
+# median. Runs minutes apart on a shared machine differ more than the two
+# sizes do; loaded in turn, both meet the same neighbours.
+#
 #   bench/scale.sh                   # N = 10000 100000
 #   SCALE_SIZES="10000 1000000" bench/scale.sh
+#   SCALE_SIZES="10000 1000000" SCALE_PAIRS=10 bench/scale.sh
 set -euo pipefail
 
 SIZES=${SCALE_SIZES:-10000 100000}
 BIG=${SCALE_BIG:-10000}
 DURATION=${SCALE_DURATION:-10}      # seconds of measured load
 CONNECTIONS=${SCALE_CONNECTIONS:-32}
+PAIRS=${SCALE_PAIRS:-0}             # alternating pairs of the smallest and largest size
+PAIR_DURATION=${SCALE_PAIR_DURATION:-8}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tollgate-scale.XXXXXX")
 PIDS=()
@@ -58,6 +67,30 @@ start() { # name config -> LAST_PID
 start upstream "$WORK/upstream.caddyfile"
 for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$UP/" && break; sleep 0.05; done
 
+gwconf() { # data_dir admin_port port -> a gateway's Caddyfile
+	cat <<EOF
+{
+$(globals "$2")
+	tollgate {
+		data_dir $1
+		model tollgate-mock {
+			pricing {
+				prompt 0.000001
+				completion 0.000002
+			}
+			provider mock http://127.0.0.1:$UP/v1 {
+				api_key mock
+			}
+		}
+	}
+}
+http://:$3 {
+	bind 127.0.0.1
+	tollgate
+}
+EOF
+}
+
 BODY='{"model":"tollgate-mock","messages":[{"role":"user","content":"Write one sentence about the sea, please."}],"max_tokens":64}'
 TCK=$(getconf CLK_TCK)
 cpu_ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{print $12 + $13}' <<<"$s"; }
@@ -90,27 +123,7 @@ print('local body = [[%s]]' % sys.argv[2])
 print('request = function() return wrk.format("POST", nil, {["Authorization"] = "Bearer " .. keys[math.random(#keys)], ["Content-Type"] = "application/json"}, body) end')
 PY
 	KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"][0])' "$WORK/sample-$N.json")
-	cat >"$WORK/gw-$N.caddyfile" <<EOF
-{
-$(globals "$GW_ADMIN")
-	tollgate {
-		data_dir $DATA
-		model tollgate-mock {
-			pricing {
-				prompt 0.000001
-				completion 0.000002
-			}
-			provider mock http://127.0.0.1:$UP/v1 {
-				api_key mock
-			}
-		}
-	}
-}
-http://:$GW {
-	bind 127.0.0.1
-	tollgate
-}
-EOF
+	gwconf "$DATA" "$GW_ADMIN" "$GW" >"$WORK/gw-$N.caddyfile"
 	start "gw-$N" "$WORK/gw-$N.caddyfile"
 	PID=$LAST_PID
 	STARTUP=$(first200 "$KEY")
@@ -145,5 +158,42 @@ EOF
 	wait "$PID" 2>/dev/null || true
 	printf '%-8s %9s %9s %9s %9s %10s %10s %9s %8s %10s %10s %10s\n' "$N" "$STARTUP" "$RSS" "$L10" "$LBIG" "$RPS" "$US" "${GC:-?}" "$RSS2" "$RESTART" "$CRASH" \
 		"$CPU_START/$CPU_RESTART/$CPU_CRASH"
-	rm -rf "$DATA"
+	((PAIRS > 0)) || rm -rf "$DATA"
 done
+
+# Pairs: the smallest and the largest size's gateways up at once, loaded
+# in turn, so that both meet the same moments of a shared machine; the
+# ratio of their CPU per request, pair by pair, and its median.
+((PAIRS > 0)) || exit 0
+SMALL=$(tr ' ' '\n' <<<"$SIZES" | sort -n | head -1)
+LARGE=$(tr ' ' '\n' <<<"$SIZES" | sort -n | tail -1)
+[[ $SMALL != "$LARGE" ]] || die "SCALE_PAIRS needs two sizes"
+GW2=$(port) GW2_ADMIN=$(port)
+gwconf "$WORK/data-$SMALL" "$GW_ADMIN" "$GW" >"$WORK/pair-small.caddyfile"
+gwconf "$WORK/data-$LARGE" "$GW2_ADMIN" "$GW2" >"$WORK/pair-large.caddyfile"
+start pair-small "$WORK/pair-small.caddyfile"
+PSMALL=$LAST_PID
+start pair-large "$WORK/pair-large.caddyfile"
+PLARGE=$LAST_PID
+firstkey() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"][0])' "$WORK/sample-$1.json"; }
+first200 "$(firstkey "$SMALL")" >/dev/null
+GW=$GW2 first200 "$(firstkey "$LARGE")" >/dev/null
+load() { # pid port size seconds -> CPU µs per request
+	local g0 g1 out
+	g0=$(cpu_ticks "$1")
+	out=$(wrk -t1 -c"$CONNECTIONS" -d"$4s" -s "$WORK/post-$3.lua" "http://127.0.0.1:$2/api/v1/chat/completions")
+	g1=$(cpu_ticks "$1")
+	awk -v t="$((g1 - g0))" -v r="$(awk '/requests in/ {print $1}' <<<"$out")" -v hz="$TCK" 'BEGIN {printf "%.1f", t / hz * 1e6 / r}'
+}
+load "$PSMALL" "$GW" "$SMALL" 3 >/dev/null
+load "$PLARGE" "$GW2" "$LARGE" 3 >/dev/null
+printf '\n%-6s %12s %12s %8s   (gw µs/req: %s and %s keys up at once, loaded in turn, %s s each)\n' pair "$SMALL" "$LARGE" ratio "$SMALL" "$LARGE" "$PAIR_DURATION"
+RATIOS=()
+for i in $(seq 1 "$PAIRS"); do
+	a=$(load "$PSMALL" "$GW" "$SMALL" "$PAIR_DURATION")
+	b=$(load "$PLARGE" "$GW2" "$LARGE" "$PAIR_DURATION")
+	r=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b / a}')
+	RATIOS+=("$r")
+	printf '%-6s %12s %12s %8s\n' "$i" "$a" "$b" "$r"
+done
+printf 'median ratio %s\n' "$(printf '%s\n' "${RATIOS[@]}" | sort -n | awk '{v[NR] = $1} END {printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')"
