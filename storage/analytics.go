@@ -469,10 +469,76 @@ func (s *AnalyticsStore) countGeneration(g Generation, ownUser bool) {
 	s.k.Unlock()
 }
 
+// fastGenerationSums reads what Generation.AppendJSON writes, member by
+// member in its order, in the forms keyParser reads (no escapes or
+// non-ASCII bytes in a string), keeping what the rollup needs: about four
+// times faster than gjson's validation and walk, for the generations a
+// start reads. False at the first byte it does not expect: the caller
+// then decodes the record with gjson.
+func fastGenerationSums(v []byte, g *Generation) bool {
+	p := keyParser{b: v}
+	var n int64
+	var b bool
+	ok := p.lit(`{"id":`) && p.skipStr() &&
+		p.lit(`,"account_id":`) && p.str(&g.AccountID) &&
+		p.lit(`,"key_hash":`) && p.str(&g.KeyHash)
+	ok = ok && (!p.lit(`,"workspace_id":`) || p.str(&g.WorkspaceID))
+	ok = ok && p.lit(`,"model":`) && p.str(&g.Model) &&
+		p.lit(`,"provider":`) && p.str(&g.Provider)
+	ok = ok && (!p.lit(`,"upstream_model":`) || p.skipStr())
+	ok = ok && (!p.lit(`,"upstream_id":`) || p.skipStr())
+	ok = ok && p.lit(`,"prompt_tokens":`) && p.int(&g.PromptTokens) &&
+		p.lit(`,"completion_tokens":`) && p.int(&g.CompletionTokens)
+	for _, opt := range []string{`,"cache_read_tokens":`, `,"cache_write_tokens":`, `,"search_results":`} {
+		ok = ok && (!p.lit(opt) || p.int(&n))
+	}
+	ok = ok && p.lit(`,"cost":`) && p.amount(&g.Cost)
+	g.BYOK = ok && p.lit(`,"byok":true`)
+	ok = ok && (!p.lit(`,"credits":`) || p.amount(&g.Credits))
+	ok = ok && p.lit(`,"status":`) && p.str(&g.Status) &&
+		p.lit(`,"streamed":`) && p.boolean(&b)
+	ok = ok && (!p.lit(`,"finish_reason":`) || p.skipStr())
+	if ok {
+		p.lit(`,"usage_estimated":true`) // optional, not summed
+	}
+	ok = ok && p.lit(`,"latency_ms":`) && p.int(&g.LatencyMS)
+	ok = ok && (!p.lit(`,"user":`) || p.str(&g.User))
+	ok = ok && p.lit(`,"created_at":`) && p.time(&g.CreatedAt)
+	if ok && p.lit(`,"content_flags":[`) {
+		for first := true; ok && !p.lit(`]`); first = false {
+			var f ContentFlag
+			ok = (first || p.lit(`,`)) && p.lit(`{"guardrail_id":`) && p.str(&f.GuardrailID) &&
+				p.lit(`,"label":`) && p.str(&f.Label)
+			ok = ok && (!p.lit(`,"builtin":`) || p.str(&f.Builtin)) && p.lit(`}`)
+			g.ContentFlags = append(g.ContentFlags, f)
+		}
+	}
+	if ok && p.lit(`,"attempts":[`) {
+		for first := true; ok && !p.lit(`]`); first = false {
+			ok = (first || p.lit(`,`)) && p.lit(`{"provider":`) && p.skipStr() &&
+				p.lit(`,"model":`) && p.skipStr() &&
+				p.lit(`,"status":`) && p.int(&n) &&
+				p.lit(`,"latency_ms":`) && p.int(&n)
+			ok = ok && (p.lit(`,"byok":true}`) || p.lit(`}`))
+		}
+	}
+	ok = ok && (!p.lit(`,"routing":`) || p.skipStr())
+	return ok && p.lit(`}`) && len(p.b) == 0
+}
+
 // decodeGenerationSums decodes what the rollup needs of a stored generation
 // record in one pass, several times faster than encoding/json over the
 // whole record: the rollup is rebuilt from every record at startup.
 func decodeGenerationSums(v []byte, g *Generation) error {
+	if fastGenerationSums(v, g) {
+		return nil
+	}
+	*g = Generation{}
+	return decodeGenerationSumsGJSON(v, g)
+}
+
+// decodeGenerationSumsGJSON decodes any JSON form of a generation.
+func decodeGenerationSumsGJSON(v []byte, g *Generation) error {
 	if !gjson.ValidBytes(v) {
 		return errors.New("invalid JSON")
 	}

@@ -313,6 +313,12 @@ func (p *keyParser) rawStr() ([]byte, bool) {
 	return nil, false
 }
 
+// skipStr reads a string it does not keep.
+func (p *keyParser) skipStr() bool {
+	_, ok := p.rawStr()
+	return ok
+}
+
 func (p *keyParser) str(s *string) bool {
 	raw, ok := p.rawStr()
 	if ok {
