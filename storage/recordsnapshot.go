@@ -64,6 +64,15 @@ type snapKind struct {
 	grow    func(n int)
 }
 
+// prefixesOf lists the kinds' prefixes.
+func prefixesOf(kinds []snapKind) []string {
+	prefixes := make([]string, len(kinds))
+	for i, kind := range kinds {
+		prefixes[i] = kind.prefix
+	}
+	return prefixes
+}
+
 // snapRecord is a record collected for the snapshot: its key after the
 // kind's prefix, and its value.
 type snapRecord struct {
@@ -119,11 +128,7 @@ func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKin
 	if err := replaceFile(dir, recordSnapshotFile, file, k, sync); err != nil || !sync {
 		return err
 	}
-	prefixes := make([]string, len(kinds))
-	for i, kind := range kinds {
-		prefixes[i] = kind.prefix
-	}
-	return forgetDeletions(k, v, prefixes...)
+	return forgetDeletions(k, v, prefixesOf(kinds)...)
 }
 
 // recordSnapshotBytes is the snapshot file of version v holding each
@@ -356,15 +361,13 @@ func (s *Store) restoreRecords() []string {
 		return nil
 	}
 	s.recordsRestored = true
-	prefixes := make([]string, len(kinds))
 	n := 0
-	for i, kind := range kinds {
-		prefixes[i] = kind.prefix
-		n += len(r.kinds[i].keys)
+	for _, sec := range r.kinds {
+		n += len(sec.keys)
 	}
 	s.log.Info("records restored from their snapshot", zap.Int("records", n),
 		zap.Int("records_read", s.recordsCaughtUp), zap.Int("records_visited", s.recordsVisited), zap.Duration("took", time.Since(began)))
-	return prefixes
+	return prefixesOf(kinds)
 }
 
 // loadRecordSnapshot loads r's records, kind by kind, and returns how

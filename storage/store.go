@@ -409,11 +409,7 @@ func (s *Store) startKeySnapshots(fresh, recordsFresh bool) {
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	keys := newChangeWatch(s.k, []string{prefixAPIKey}, fresh, s.snapshotKeys)
-	var prefixes []string
-	for _, kind := range s.snapKinds() {
-		prefixes = append(prefixes, kind.prefix)
-	}
-	records := newChangeWatch(s.k, prefixes, recordsFresh, s.snapshotRecords)
+	records := newChangeWatch(s.k, prefixesOf(s.snapKinds()), recordsFresh, s.snapshotRecords)
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(keySnapshotEvery)
@@ -660,9 +656,5 @@ func (s *Store) registerKinds() {
 // are logged, so that a start after a crash reads only what changed
 // since the snapshots (changesSince).
 func (s *Store) snapshotPrefixes() []string {
-	prefixes := []string{prefixAPIKey}
-	for _, kind := range s.snapKinds() {
-		prefixes = append(prefixes, kind.prefix)
-	}
-	return prefixes
+	return append(prefixesOf(s.snapKinds()), prefixAPIKey)
 }
