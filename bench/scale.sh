@@ -95,6 +95,9 @@ BODY='{"model":"tollgate-mock","messages":[{"role":"user","content":"Write one s
 TCK=$(getconf CLK_TCK)
 cpu_ticks() { local s; s=$(<"/proc/$1/stat"); s=${s##*) }; awk '{print $12 + $13}' <<<"$s"; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+firstkey() { # size -> the first of its sample's keys
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"][0])' "$WORK/sample-$1.json"
+}
 first200() { # key -> seconds from now until an inference request answers 200
 	local t0 code
 	t0=$(date +%s.%N)
@@ -122,7 +125,7 @@ print("local keys = {" + ",".join('"%s"' % k for k in keys) + "}")
 print('local body = [[%s]]' % sys.argv[2])
 print('request = function() return wrk.format("POST", nil, {["Authorization"] = "Bearer " .. keys[math.random(#keys)], ["Content-Type"] = "application/json"}, body) end')
 PY
-	KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"][0])' "$WORK/sample-$N.json")
+	KEY=$(firstkey "$N")
 	gwconf "$DATA" "$GW_ADMIN" "$GW" >"$WORK/gw-$N.caddyfile"
 	start "gw-$N" "$WORK/gw-$N.caddyfile"
 	PID=$LAST_PID
@@ -175,7 +178,6 @@ start pair-small "$WORK/pair-small.caddyfile"
 PSMALL=$LAST_PID
 start pair-large "$WORK/pair-large.caddyfile"
 PLARGE=$LAST_PID
-firstkey() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"][0])' "$WORK/sample-$1.json"; }
 first200 "$(firstkey "$SMALL")" >/dev/null
 GW=$GW2 first200 "$(firstkey "$LARGE")" >/dev/null
 load() { # pid port size seconds -> CPU µs per request
