@@ -42,6 +42,7 @@ MAX_CPU_DELTA=${BENCH_MAX_CPU_DELTA_US:-}  # empty: report only
 MAX_CPU_RATIO=${BENCH_MAX_CPU_RATIO:-}  # exit 1 if CPU per request B/A is above it; empty: report only
 GATEWAY_CPUS=${BENCH_GATEWAY_CPUS:-0}   # pinned: taskset list for the gateway under test
 CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}     # pinned: taskset list for wrk and the upstream
+REDIS_CPUS=${BENCH_REDIS_CPUS:-}        # pinned: taskset list for C's redis-server; default the gateway's
 CADDY=${BENCH_CADDY:-}                  # a prebuilt binary; empty: build ./cmd/caddy
 UPSTREAM_BIN=${BENCH_UPSTREAM:-}        # a prebuilt ./bench/upstream; empty: build it
 KEEP=${BENCH_KEEP:-}                    # non-empty: keep the work directory
@@ -97,13 +98,14 @@ else
 	die "jq or python3 is required"
 fi
 
-PIN_GW=() PIN_CLIENT=()
+PIN_GW=() PIN_CLIENT=() PIN_REDIS=()
 NCPU=$(nproc)
 if [[ $MODE != pinned ]]; then
 	PINNING="nothing pinned ($MODE mode): gateways, wrk and upstream share $NCPU CPU(s), GOMAXPROCS as Caddy sets it"
 elif command -v taskset >/dev/null && ((NCPU >= 2)); then
 	PIN_GW=(taskset -c "$GATEWAY_CPUS")
 	PIN_CLIENT=(taskset -c "$CLIENT_CPUS")
+	PIN_REDIS=(taskset -c "${REDIS_CPUS:-$GATEWAY_CPUS}")
 	PINNING="gateway on CPU $GATEWAY_CPUS; wrk and upstream on CPU $CLIENT_CPUS"
 else
 	PINNING="none (taskset missing or a single CPU): expect noisier numbers"
@@ -248,7 +250,7 @@ wait_http "http://127.0.0.1:$B/" chain
 C_PID= REDIS_PID=
 if [[ $REDIS != 0 ]]; then
 	mkdir -p "$WORK/redis"
-	"${PIN_GW[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" --save '' \
+	"${PIN_REDIS[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" --save '' \
 		--appendonly yes --appendfsync "$REDIS_FSYNC" --protected-mode no --loglevel warning >"$WORK/redis-server.log" 2>&1 &
 	REDIS_PID=$!
 	PIDS+=("$REDIS_PID")
@@ -438,7 +440,7 @@ printf '%-6s %5s %5s %10s %9s %11s %8s %13s %8s %8s %13s %8s %8s\n' config conns
 # run each were exposed to different drift; slices spread it over all of
 # them alike. Requests, CPU ticks and time add up over a round's slices.
 measure() { # connections
-	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 c0 c1 r a c_reqs=0
+	local conns=$1 RESULTS=$WORK/results-$1 round slice len cfg prof aprof res reqs secs non2xx errs p50 p99 t0 t1 g0 g1 u0 u1 c0 c1 r a c_reqs=0 r0 r_ticks=0
 	: >"$RESULTS"
 	redis_cmd config resetstat >/dev/null
 	for round in $(seq 1 "$ROUNDS"); do
@@ -461,7 +463,7 @@ measure() { # connections
 				fi
 				c0=$(up_conns)
 				g0=$(cpu_ticks "$pid") u0=$(cpu_ticks "$UP_PID") t0=$(date +%s.%N)
-				[[ $cfg == C ]] && g0=$((g0 + $(cpu_ticks "$REDIS_PID")))
+				[[ $cfg == C ]] && r0=$(cpu_ticks "$REDIS_PID") && g0=$((g0 + r0))
 				res=$(run_wrk "$port" "$len" "$conns" "$lua") || exit 2
 				[[ -n $prof ]] && { wait "$prof" || log "bench: profiling $name failed"; }
 				[[ -n $aprof ]] && { wait "$aprof" || log "bench: allocation profile of $name failed"; }
@@ -472,7 +474,7 @@ measure() { # connections
 				# journal's checkpoint, Badger's flushes) is counted in its turn.
 				sleep "$SETTLE"
 				g1=$(cpu_ticks "$pid") u1=$(cpu_ticks "$UP_PID")
-				[[ $cfg == C ]] && g1=$((g1 + $(cpu_ticks "$REDIS_PID")))
+				[[ $cfg == C ]] && r=$(cpu_ticks "$REDIS_PID") && g1=$((g1 + r)) && r_ticks=$((r_ticks + r - r0))
 				((non2xx == 0)) || die "config $cfg: $non2xx answers were not 2xx (see $WORK/*.log with BENCH_KEEP=1)"
 				((errs == 0)) || log "bench: config $cfg round $round: $errs socket errors"
 				served[$cfg]=$((served[$cfg] + reqs))
@@ -507,7 +509,7 @@ measure() { # connections
 		done
 	done
 	summary "$conns" "$RESULTS"
-	redis_commands "$c_reqs"
+	redis_commands "$c_reqs" "$r_ticks"
 }
 
 # redis_cmd args...: a command to C's redis-server (nothing without C or
@@ -517,11 +519,13 @@ redis_cmd() {
 	redis-cli -p "$REDIS_PORT" "$@"
 }
 
-# redis_commands requests: redis-server's calls and CPU per C request, by
-# command (INFO commandstats since measure's reset; the scripts' time
-# includes the commands they call, which are also listed on their own).
+# redis_commands requests ticks: redis-server's CPU per C request (its
+# ticks in C's turns), then its calls and CPU by command (INFO
+# commandstats since measure's reset; the scripts' time includes the
+# commands they call, which are also listed on their own).
 redis_commands() {
 	(($1 > 0)) || return 0
+	awk -v n="$1" -v t="$2" -v tck="$TCK" 'BEGIN { printf "redis-server CPU per C request: %.1f µs (the rest of C'"'"'s is the gateway'"'"'s)\n", t / tck / n * 1e6 }'
 	redis_cmd info commandstats | tr -d '\r' | awk -F'[:,=]' -v n="$1" '
 		/^cmdstat_/ { sub(/^cmdstat_/, "", $1); if ($3 / n >= 0.01) line[$1] = sprintf("%s %.2f calls %.1f µs", $1, $3 / n, $5 / n); us[$1] = $5 / n }
 		END {

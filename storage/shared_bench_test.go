@@ -3,6 +3,7 @@ package storage
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -95,6 +96,9 @@ func reportScriptCPU(b *testing.B, s *Store, cpu0 float64) {
 		b.Fatal(err)
 	}
 	for line := range strings.Lines(info) {
+		if os.Getenv("TOLLGATE_BENCH_STATS") != "" {
+			fmt.Fprintf(os.Stderr, "N=%d %s\n", b.N, strings.TrimSpace(line))
+		}
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
 		if !ok {
 			continue
