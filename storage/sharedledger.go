@@ -533,19 +533,13 @@ func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, member
 }
 
 // inFlight is the account's in-flight state at t, expired settling costs
-// dropped.
+// dropped (in place: lv.settling is the request's own copy, acctOf).
 func (lv *fieldLevels) inFlight(t time.Time) *inFlightState {
 	ms := t.UnixMilli()
-	live := lv.settling[:0:0]
-	for _, e := range lv.settling {
-		if e.Until > ms {
-			live = append(live, e)
-		}
-	}
-	lv.settling = live
-	st := &inFlightState{running: lv.figures.Account.Running}
-	for _, e := range live {
-		st.settling = append(st.settling, settling{until: time.UnixMilli(e.Until), amount: e.Amount})
+	lv.settling = slices.DeleteFunc(lv.settling, func(e settleEntry) bool { return e.Until <= ms })
+	st := &inFlightState{running: lv.figures.Account.Running, settling: make([]settling, len(lv.settling))}
+	for i, e := range lv.settling {
+		st.settling[i] = settling{until: time.UnixMilli(e.Until), amount: e.Amount}
 		st.settled += e.Amount
 	}
 	return st
@@ -563,7 +557,10 @@ func (lv *fieldLevels) writes() (triples []string, values []any) {
 	}
 	var encs [5]encoded
 	n := 0
-	buf := make([]byte, 0, 1280) // an account, a hold and three scopes: 0.7-1.1 KB
+	// The new strings are about as long as the ones read (a new hold
+	// about 200 bytes; a settling list grows by one entry at most).
+	size := 256 + len(lv.acctField.read) + len(lv.holdField.read) + len(lv.keyField.read) + len(lv.wsField.read) + len(lv.memberField.read)
+	buf := make([]byte, 0, size)
 	a := lv.figures.Account
 	am := &acctMoney{Usage: a.Usage, BYOKUsage: a.BYOKUsage, FreeDay: a.FreeDay, FreeMinute: a.FreeMinute,
 		Held: a.Held, Running: a.Running, Settling: lv.settling}
