@@ -195,7 +195,12 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		if err := route.apply(r, i); err != nil {
 			break
 		}
-		mw := newMeterWriter(w, route.Kind)
+		var mw *meterWriter
+		if i == 0 {
+			mw = initMeterWriter(&st.ownWriter, w, route.Kind) // in the state's allocation
+		} else {
+			mw = newMeterWriter(w, route.Kind)
+		}
 		mw.genID = st.genID
 		if route.Kind == dialect.Chat {
 			mw.rewriteIdentity(st.genID, route)

@@ -140,7 +140,12 @@ func usageTokens(raw, in, out string) (prompt, completion int64, promptOK, compl
 }
 
 func newMeterWriter(w http.ResponseWriter, kind dialect.Kind) *meterWriter {
-	mw := &meterWriter{kind: kind}
+	return initMeterWriter(new(meterWriter), w, kind)
+}
+
+// initMeterWriter makes mw, a zero meterWriter, newMeterWriter's.
+func initMeterWriter(mw *meterWriter, w http.ResponseWriter, kind dialect.Kind) *meterWriter {
+	mw.kind = kind
 	mw.Init(w, mw)
 	mw.Limit = maxBufferedBody
 	return mw

@@ -119,6 +119,10 @@ type Route struct {
 	// upstream is the URL an attempt's request carries while the provider
 	// proxy handles it (withUpstreamURI).
 	upstream url.URL
+	// firstBody is the body of the first attempt apply sends, in the
+	// route's allocation (firstBodyUsed once it has).
+	firstBody     reqbody.Buffered
+	firstBodyUsed bool
 }
 
 // Attempt is one provider endpoint for one model.
@@ -265,7 +269,14 @@ func (rt *Route) apply(r *http.Request, i int) error {
 	}
 	r.Header = rt.header
 	r.Host = rt.Provider.Host
-	r.Body = reqbody.NewBuffered(rt.sent)
+	if !rt.firstBodyUsed {
+		// The first attempt's body, in the route's allocation; each
+		// later one is its own (a transport may still read the last).
+		rt.firstBodyUsed = true
+		r.Body = reqbody.InitBuffered(&rt.firstBody, rt.sent)
+	} else {
+		r.Body = reqbody.NewBuffered(rt.sent)
+	}
 	r.ContentLength = int64(len(rt.sent))
 	if r.URL.RawQuery != rt.query {
 		// The client's URL is shared with its request: a copy, only

@@ -345,7 +345,9 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	if body, parsed, apiErr = parseFiles(kind, body, f, attempts, rt.fetchFile); apiErr != nil {
 		return nil, apiErr
 	}
-	route := &Route{
+	// In the request state's allocation: a request is routed once.
+	route := &st.ownRoute
+	*route = Route{
 		Attempts: attempts,
 		Kind:     kind,
 		Stream:   field("stream").Bool(),

@@ -212,6 +212,11 @@ type requestState struct {
 
 	// ownClamp is what clamp points to, in the state's allocation.
 	ownClamp outputClamp
+	// ownRoute is what route points to, in the state's allocation.
+	ownRoute Route
+	// ownWriter is the first attempt's meter writer, in the state's
+	// allocation; a fallback's writers are their own.
+	ownWriter meterWriter
 	// gen is the generation record settle charges, in the state's
 	// allocation.
 	gen storage.Generation

@@ -20,8 +20,11 @@ type Buffered struct {
 func (*Buffered) Close() error { return nil }
 
 // NewBuffered is b as a request body, in one allocation.
-func NewBuffered(b []byte) *Buffered {
-	bb := &Buffered{b: b}
+func NewBuffered(b []byte) *Buffered { return InitBuffered(new(Buffered), b) }
+
+// InitBuffered makes bb, which no request reads, b as a request body.
+func InitBuffered(bb *Buffered, b []byte) *Buffered {
+	bb.b = b
 	bb.Reset(b)
 	return bb
 }
