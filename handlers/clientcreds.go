@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 )
@@ -10,17 +9,10 @@ import (
 // the ways other APIs take a key (Google's x-goog-api-key, Azure's
 // api-key), a session cookie or proxy credentials. Auth removes the two
 // the gateway reads (Authorization, X-Api-Key); these are removed from
-// the request a provider receives, as neither the provider nor
-// reverse_proxy's log of that request should see them.
+// the request a provider receives (upstreamHeader leaves them out), as
+// neither the provider nor reverse_proxy's log of that request should
+// see them.
 var clientCredentialHeaders = []string{"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization"}
-
-// dropClientCredentials removes clientCredentialHeaders from h (canonical
-// names: no canonicalization per request).
-func dropClientCredentials(h http.Header) {
-	for _, k := range clientCredentialHeaders {
-		delete(h, k)
-	}
-}
 
 // credentialParams are the query parameters that carry a key (Google's
 // ?key=, and its spellings elsewhere).

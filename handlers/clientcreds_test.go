@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
@@ -25,14 +26,17 @@ func TestWithoutCredentialParams(t *testing.T) {
 	}
 }
 
-func TestDropClientCredentials(t *testing.T) {
+func TestUpstreamHeaderDropsClientCredentials(t *testing.T) {
 	h := http.Header{}
-	for _, k := range []string{"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization", "Content-Type", "Api-Version"} {
+	for _, k := range slices.Concat(clientCredentialHeaders, []string{"Accept-Encoding", "Incremental", "Content-Type", "Api-Version"}) {
 		h.Set(k, "v")
 	}
-	dropClientCredentials(h)
-	if len(h) != 2 || h.Get("Content-Type") == "" || h.Get("Api-Version") == "" {
-		t.Errorf("left %v, want Content-Type and Api-Version only", h)
+	c := upstreamHeader(h)
+	if len(c) != 2 || c.Get("Content-Type") == "" || c.Get("Api-Version") == "" {
+		t.Errorf("left %v, want Content-Type and Api-Version only", c)
+	}
+	if len(h) != len(clientCredentialHeaders)+4 {
+		t.Errorf("the client's header changed: %v", h)
 	}
 }
 

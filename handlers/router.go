@@ -172,12 +172,6 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// The attempts' header is a copy of the client's: the client's request
 	// (and its header map) is left as it came.
 	h := upstreamHeader(r.Header)
-	delete(h, "Accept-Encoding") // canonical: no per-request canonicalization
-	dropClientCredentials(h)
-	// The body was read whole, so it is not forwarded as it arrives; and
-	// reverse_proxy with request_buffers (an operator's option) refuses a
-	// request that asks for that.
-	delete(h, "Incremental")
 	if route.Kind == dialect.Messages {
 		route.betas = rt.allowedBetas(h)
 		dropAnthropicHeaders(h)
@@ -224,13 +218,32 @@ func (st *requestState) placeholder(key string) (any, bool) {
 // operator's, or the account's own BYOK secret, which must never reach a
 // log, even with log_credentials).
 // Header.Clone would also copy every value (one more allocation and a copy
-// of every header, per request).
+// of every header, per request). The entries no provider is sent
+// (notForwarded) are left out of the copy rather than deleted from it.
 func upstreamHeader(h http.Header) http.Header {
 	c := make(http.Header, len(h)+2) // room for the provider's headers
 	for k, v := range h {
-		c[k] = v
+		if !notForwarded(k) {
+			c[k] = v
+		}
 	}
 	return c
+}
+
+// notForwarded reports whether the client's header entry named k (a
+// canonical name: none is canonicalized per request) is never sent to a
+// provider: Accept-Encoding, the client's credentials
+// (clientCredentialHeaders) and Incremental (the body was read whole, so
+// it is not forwarded as it arrives; and reverse_proxy with
+// request_buffers, an operator's option, refuses a request that asks for
+// that).
+func notForwarded(k string) bool {
+	switch k {
+	case "Accept-Encoding", "Incremental",
+		"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization": // clientCredentialHeaders
+		return true
+	}
+	return false
 }
 
 // route finds the request's model (and its `models` fallbacks) in the
