@@ -26,11 +26,7 @@ func Append(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		// A tight loop over the run of safe bytes (most strings are all
-		// safe): the compiler keeps it to a handful of instructions a byte.
-		for i < len(s) && safe[s[i]] {
-			i++
-		}
+		i = skipSafe(s, i)
 		if i == len(s) {
 			break
 		}
@@ -64,6 +60,48 @@ func Append(b []byte, s string) []byte {
 }
 
 // appendEscapedASCII appends the escape of an ASCII byte that is not safe.
+// skipSafe is the index of the first byte of s from i on that is not
+// safe; len(s) if none. Most strings are all safe: it reads them eight
+// bytes at a time (plainWord), and the bytes of the word that holds an
+// unsafe one, and of a last partial word, one by one from the table.
+func skipSafe(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		// One 8-byte load (the compiler combines the bytes).
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		if !plainWord(x) {
+			break
+		}
+	}
+	for i < len(s) && safe[s[i]] {
+		i++
+	}
+	return i
+}
+
+const (
+	ones = 0x0101010101010101 // 0x01 in every byte
+	tops = 0x8080808080808080 // the top bit of every byte
+)
+
+// plainWord reports whether each of the 8 bytes of x is safe: ASCII, at
+// least 0x20, and none of '"', '\\', '<', '>' and '&'. It uses the exact
+// tests for "some byte is zero" ((v - ones) &^ v & tops) and "some byte is
+// below n" ((v - n*ones) &^ v & tops, n <= 0x80), which can be wrong only
+// about which byte, never about whether there is one. OR-ing in 0x02 maps
+// '<' (0x3c) to '>' (0x3e) and nothing else to it; OR-ing in 0x04 maps
+// '"' (0x22) to '&' (0x26), and nothing else to it.
+func plainWord(x uint64) bool {
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & tops }
+	bad := x&tops | // not ASCII
+		(x-0x20*ones)&^x&tops | // a control character
+		zero(x^('\\'*ones)) |
+		zero((x|0x02*ones)^('>'*ones)) |
+		zero((x|0x04*ones)^('&'*ones))
+	return bad == 0
+}
+
 func appendEscapedASCII(b []byte, c byte) []byte {
 	switch c {
 	case '"', '\\':
