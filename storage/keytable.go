@@ -99,33 +99,40 @@ func (t *keyTable) reset() {
 // for any other string, the SHA-256 of the string itself.
 func keyID(hash string) (id [32]byte, odd bool) {
 	if len(hash) == 64 {
-		// One table lookup a digit; an invalid one (0xff) shows in bad.
-		var bad byte
-		for i := range id {
-			hi, lo := hexDigit[hash[2*i]], hexDigit[hash[2*i+1]]
-			bad |= hi | lo
-			id[i] = hi<<4 | lo
+		// Eight digits at a time (hexWord), read in place; a word with
+		// any byte that is not a lowercase hex digit makes the hash odd.
+		digits := (*[64]byte)(unsafe.Pointer(unsafe.StringData(hash)))
+		bad := false
+		for i := range 8 {
+			v, ok := hexWord(binary.LittleEndian.Uint64(digits[8*i:]))
+			bad = bad || !ok
+			binary.LittleEndian.PutUint32(id[4*i:], v)
 		}
-		if bad < 16 {
+		if !bad {
 			return id, false
 		}
 	}
 	return sha256.Sum256([]byte("odd key hash:" + hash)), true
 }
 
-// hexDigit is a lowercase hex digit's value; 0xff for any other byte.
-var hexDigit = func() (t [256]byte) {
-	for i := range t {
-		t[i] = 0xff
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = byte(c - '0')
-	}
-	for c := 'a'; c <= 'f'; c++ {
-		t[c] = byte(c - 'a' + 10)
-	}
-	return t
-}()
+// hexWord decodes the eight hex digits in x's bytes (x's first byte the
+// first digit) into four bytes (the first in v's low byte); ok is false
+// unless each is a lowercase hex digit. The digits' ranges are tested in
+// every byte at once: adding 0x80-lo to an ASCII byte sets its top bit
+// exactly when it is lo or more, and carries into no other byte (a byte
+// that is not ASCII makes ok false whatever its carry does).
+func hexWord(x uint64) (v uint32, ok bool) {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	digit := (x + (0x80-'0')*ones) &^ (x + (0x80-'9'-1)*ones)
+	letter := (x + (0x80-'a')*ones) &^ (x + (0x80-'f'-1)*ones)
+	ok = (digit|letter)&^x&tops == tops
+	// A digit's value is its low four bits, plus 9 for a letter (bit 6);
+	// pairs of digits into bytes, then the bytes together.
+	n := x&(0x0f*ones) + (x>>6&ones)*9
+	p := (n&0x000f000f000f000f)<<4 | (n>>8)&0x000f000f000f000f
+	p = (p | p>>8) & 0x0000ffff0000ffff
+	return uint32(p | p>>16), ok
+}
 
 // bucket is id's first probe in an index of n (a power of two) entries:
 // bits of its last bytes (ids are uniform hashes already). The database

@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +190,96 @@ func TestKeyTableSortedLoadProbesShort(t *testing.T) {
 	}
 	if avg := float64(probes) / float64(len(hashes)); avg > 4 {
 		t.Fatalf("inserting keys in their hashes' order probed %.1f full buckets a key", avg)
+	}
+}
+
+// hexDigit is a lowercase hex digit's value; 0xff for any other byte.
+var hexDigit = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
+
+// keyIDByTable is keyID one digit at a time from hexDigit, the reference
+// for its word-at-a-time decoding.
+func keyIDByTable(hash string) (id [32]byte, odd bool) {
+	if len(hash) == 64 {
+		var bad byte
+		for i := range id {
+			hi, lo := hexDigit[hash[2*i]], hexDigit[hash[2*i+1]]
+			bad |= hi | lo
+			id[i] = hi<<4 | lo
+		}
+		if bad < 16 {
+			return id, false
+		}
+	}
+	return sha256.Sum256([]byte("odd key hash:" + hash)), true
+}
+
+// TestKeyIDMatchesTable: keyID decodes as the table does, and calls the
+// same hashes odd, for every byte value at every place of a hash (over
+// three hashes), every pair of byte values at three pairs of places of a
+// word, and random hashes and words.
+func TestKeyIDMatchesTable(t *testing.T) {
+	check := func(h string) {
+		t.Helper()
+		id, odd := keyID(h)
+		wantID, wantOdd := keyIDByTable(h)
+		if id != wantID || odd != wantOdd {
+			t.Fatalf("keyID(%q) = %x, %t; want %x, %t", h, id, odd, wantID, wantOdd)
+		}
+	}
+	for _, base := range []string{HashSecret("a"), strings.Repeat("0", 64), strings.Repeat("f", 64), "0123456789abcdef9876543210fedcba0123456789abcdef9876543210fedcba"} {
+		check(base)
+		check(base[:63])
+		check(strings.ToUpper(base))
+		for p := range 64 {
+			for c := range 256 {
+				check(base[:p] + string([]byte{byte(c)}) + base[p+1:])
+			}
+		}
+	}
+	base := []byte(HashSecret("b"))
+	for c := range 256 {
+		for d := range 256 {
+			for _, p := range [][2]int{{0, 1}, {9, 15}, {62, 58}} {
+				h := slices.Clone(base)
+				h[p[0]], h[p[1]] = byte(c), byte(d)
+				check(string(h))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const digits = "0123456789abcdef"
+	for range 100000 {
+		var h [64]byte
+		for i := range h {
+			h[i] = digits[r.IntN(16)]
+		}
+		check(string(h[:]))
+		h[r.IntN(64)] = byte(r.Uint32())
+		check(string(h[:]))
+		var x uint64
+		for i := range 8 {
+			x |= uint64(byte(r.Uint32())) << (8 * i)
+		}
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], x)
+		check(string(w[:]) + string(h[8:]))
+	}
+}
+
+func BenchmarkKeyID(b *testing.B) {
+	h := HashSecret("bench")
+	for b.Loop() {
+		keyID(h)
 	}
 }
