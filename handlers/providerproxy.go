@@ -229,8 +229,12 @@ func withProviderKey(req *http.Request) *http.Request {
 	}
 	out := new(http.Request)
 	*out = *req
-	out.Header = make(http.Header, len(req.Header)+1)
-	maps.Copy(out.Header, req.Header)
+	// The runtime copies the map's groups as they are: no entry is hashed
+	// and inserted again, as a copy entry by entry would.
+	out.Header = maps.Clone(req.Header)
+	if out.Header == nil {
+		out.Header = make(http.Header, 1)
+	}
 	if s, ok := rt.dialect.(dialect.Signer); ok {
 		_ = s.Sign(out, rt.sent, rt.key) // unsigned, the provider's 403 is the answer
 	} else {
