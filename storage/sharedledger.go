@@ -76,18 +76,17 @@ if ARGV[3] == 'reap' then
   if s and tonumber(s) > tonumber(ARGV[5]) then return {3} end
 end
 local n = tonumber(ARGV[9])
-local names = {}
-for i = 1, n do names[i] = ARGV[7 + 3 * i] end
-local vals = redis.call('HMGET', KEYS[1], unpack(names))
-for i = 1, n do
-  if (vals[i] or '') ~= ARGV[8 + 3 * i] then
-    local cur = {0}
-    for j = 1, n do
-      cur[2 * j], cur[2 * j + 1] = names[j], vals[j] or ''
-    end
-    return cur
-  end
+local cur = {0}
+local ok = true
+for i = 0, n - 1 do
+  local f = ARGV[10 + 3 * i]
+  local v = redis.call('HGET', KEYS[1], f)
+  if not v then v = '' end
+  cur[#cur + 1] = f
+  cur[#cur + 1] = v
+  if v ~= ARGV[11 + 3 * i] then ok = false end
 end
+if not ok then return cur end
 if ARGV[11 + 3 * n] ~= '' then
   -- the key's shared abuse ceiling: a token bucket (tokens, at ms)
   local rate, burst = tonumber(ARGV[11 + 3 * n]), tonumber(ARGV[12 + 3 * n])
@@ -100,14 +99,13 @@ if ARGV[11 + 3 * n] ~= '' then
   redis.call('HSET', KEYS[6], 't', tostring(tokens - 1), 'at', now)
   redis.call('PEXPIRE', KEYS[6], math.ceil(burst / rate) + 1000)
 end
-local sets = {}
-for i = 1, n do
-  local v = ARGV[9 + 3 * i]
-  if v == '' then redis.call('HDEL', KEYS[1], names[i])
-  else sets[#sets + 1], sets[#sets + 2] = names[i], v end
+local fs = {}
+for i = 0, n - 1 do
+  local f, v = ARGV[10 + 3 * i], ARGV[12 + 3 * i]
+  if v == '' then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, v) end
+  fs[#fs + 1] = f
 end
-if #sets > 0 then redis.call('HSET', KEYS[1], unpack(sets)) end
-local changed = table.concat(names, ' ')
+local changed = table.concat(fs, ' ')
 if ARGV[3] == 'add' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
 elseif ARGV[3] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
 if ARGV[6] ~= '' then

@@ -273,19 +273,18 @@ for c = 1, tonumber(ARGV[4]) do
     local s = redis.call('ZSCORE', KEYS[2], member)
     if s and tonumber(s) > tonumber(score) then res = {3} end
   end
-  local names = {}
-  for i = 1, n do names[i] = ARGV[b + 4 + 3 * i] end
   if not res then
-    local vals = redis.call('HMGET', KEYS[1], unpack(names))
-    for i = 1, n do
-      if (vals[i] or '') ~= ARGV[b + 5 + 3 * i] then
-        res = {0}
-        for j = 1, n do
-          res[2 * j], res[2 * j + 1] = names[j], vals[j] or ''
-        end
-        break
-      end
+    local cur = {0}
+    local ok = true
+    for i = 0, n - 1 do
+      local f = ARGV[b + 7 + 3 * i]
+      local v = redis.call('HGET', KEYS[1], f)
+      if not v then v = '' end
+      cur[#cur + 1] = f
+      cur[#cur + 1] = v
+      if v ~= ARGV[b + 8 + 3 * i] then ok = false end
     end
+    if not ok then res = cur end
   end
   if not res and ARGV[b + 8 + 3 * n] ~= '' then
     local rate, burst = tonumber(ARGV[b + 8 + 3 * n]), tonumber(ARGV[b + 9 + 3 * n])
@@ -302,17 +301,14 @@ for c = 1, tonumber(ARGV[4]) do
     end
   end
   if not res then
-    local sets = {}
-    for i = 1, n do
-      local f, v = names[i], ARGV[b + 6 + 3 * i]
-      if v == '' then redis.call('HDEL', KEYS[1], f)
-      else sets[#sets + 1], sets[#sets + 2] = f, v end
+    for i = 0, n - 1 do
+      local f, v = ARGV[b + 7 + 3 * i], ARGV[b + 9 + 3 * i]
+      if v == '' then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, v) end
       if not seen[f] then
         seen[f] = true
         changed[#changed + 1] = f
       end
     end
-    if #sets > 0 then redis.call('HSET', KEYS[1], unpack(sets)) end
     if op == 'add' then redis.call('ZADD', KEYS[2], score, member)
     elseif op ~= '' then redis.call('ZREM', KEYS[2], member) end
     if gen ~= '' then
