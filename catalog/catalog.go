@@ -67,6 +67,9 @@ type Provider struct {
 	Stats *routestats.Stats `json:"-"`
 
 	priced *Model // the model at Pricing; set by New
+	// dial is Dial as an interface value, set by New: reverse_proxy looks
+	// {tollgate.upstream.dial} up on every request (DialValue).
+	dial any
 
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
@@ -184,6 +187,16 @@ func (m *Model) For(p *Provider) *Model {
 // IsFree reports whether the model id names a free variant.
 func (m *Model) IsFree() bool { return strings.HasSuffix(m.ID, ":free") }
 
+// DialValue is p.Dial as an interface value: the one New made when Dial
+// is still the string it boxed (no allocation), else a new one (Dial set
+// after New, or a copy's).
+func (p *Provider) DialValue() any {
+	if d, ok := p.dial.(string); ok && d == p.Dial {
+		return p.dial
+	}
+	return p.Dial
+}
+
 // Catalog is an immutable set of models, in the operator's order.
 type Catalog struct {
 	models []*Model
@@ -206,6 +219,9 @@ func New(models []*Model) *Catalog {
 			}
 			if p.Dialect == nil {
 				_ = p.Resolve() // the config load resolved and checked it; a test's provider
+			}
+			if d, ok := p.dial.(string); !ok || d != p.Dial {
+				p.dial = p.Dial
 			}
 			if p.Pricing != nil {
 				priced := *m

@@ -145,7 +145,7 @@ func (rt *Route) placeholder(key string) (any, bool) {
 	p := rt.Provider
 	switch key {
 	case "tollgate.upstream.dial":
-		return p.Dial, true
+		return p.DialValue(), true
 	case "tollgate.upstream.uri":
 		return rt.upstreamURI(), true
 	case "tollgate.upstream.host":
