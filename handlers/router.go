@@ -253,7 +253,8 @@ func notForwarded(k string) bool {
 func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Route, *apierror.Error) {
 	kind := st.api.Dialect()
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
-	ids, apiErr := requestedModels(field("model"), field("models"))
+	var idsBuf [4]string // most requests name one or two models
+	ids, apiErr := requestedModels(idsBuf[:0], field("model"), field("models"))
 	if apiErr == nil && kind == dialect.Messages {
 		ids, apiErr = withMessagesFallbacks(ids, field("fallbacks"), field("models"))
 	}
@@ -419,9 +420,9 @@ func appendAttempts(to, more []Attempt) []Attempt {
 }
 
 // requestedModels is `model` followed by the `models` fallbacks, without
-// repeats; `models` alone names the primary first.
-func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
-	var ids []string
+// repeats; `models` alone names the primary first. They are appended to
+// ids (empty: the caller's buffer).
+func requestedModels(ids []string, model, models gjson.Result) ([]string, *apierror.Error) {
 	seen := map[string]bool{}
 	add := func(id string) {
 		if !seen[id] {
@@ -460,6 +461,12 @@ func requestedModels(model, models gjson.Result) ([]string, *apierror.Error) {
 // usable only through BYOK.
 func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
 	var out []Attempt
+	if !st.ownAttemptsUsed {
+		// The first list in the state's allocation (a request is routed
+		// once): one endpoint fits, more grow it onto the heap.
+		st.ownAttemptsUsed = true
+		out = st.ownAttempts[:0]
+	}
 	byok := map[*catalog.Provider]bool{}
 	for _, a := range rt.byokAttempts(m, st) {
 		byok[a.Provider] = true
@@ -469,6 +476,9 @@ func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
 		if !byok[p] && operatorUsable(p) {
 			out = append(out, Attempt{Model: m.For(p), Provider: p, Key: p.APIKey})
 		}
+	}
+	if len(out) == 0 {
+		return nil // none, as before the buffer
 	}
 	return out
 }

@@ -214,6 +214,10 @@ type requestState struct {
 	ownClamp outputClamp
 	// ownRoute is what route points to, in the state's allocation.
 	ownRoute Route
+	// ownAttempts holds the first list of candidates (Router.candidates)
+	// when the model has a single usable endpoint; ownAttemptsUsed: taken.
+	ownAttempts     [1]Attempt
+	ownAttemptsUsed bool
 	// ownWriter is the first attempt's meter writer, in the state's
 	// allocation; a fallback's writers are their own.
 	ownWriter meterWriter
