@@ -5,6 +5,7 @@ package catalog
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
@@ -70,6 +71,14 @@ type Provider struct {
 	// dial is Dial as an interface value, set by New: reverse_proxy looks
 	// {tollgate.upstream.dial} up on every request (DialValue).
 	dial any
+	// key is the header entry the dialect sets for APIKey, made by New
+	// when the dialect's entry depends on the key alone (KeyEntry).
+	key struct {
+		of      string // the APIKey it was made for
+		dialect dialect.Dialect
+		name    string
+		value   []string
+	}
 
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
@@ -197,6 +206,24 @@ func (p *Provider) DialValue() any {
 	return p.Dial
 }
 
+// KeyEntry is the header entry d's SetKey(h, key) sets, made once by New,
+// when key is p's APIKey as New saw it (the same string: the operator's
+// key, compared by address, never by content) and d the dialect New
+// made it with; ok false otherwise (a BYOK key, a copy's other key or
+// dialect, a dialect whose entry changes, p nil: the caller calls
+// SetKey). The value is shared by every request: only read it.
+func (p *Provider) KeyEntry(d dialect.Dialect, key string) (name string, value []string, ok bool) {
+	if !p.keyEntryFor(d, key) {
+		return "", nil, false
+	}
+	return p.key.name, p.key.value, true
+}
+
+// keyEntryFor: p.key was made for d and the very string key.
+func (p *Provider) keyEntryFor(d dialect.Dialect, key string) bool {
+	return p != nil && p.key.value != nil && len(key) == len(p.key.of) && unsafe.StringData(key) == unsafe.StringData(p.key.of) && d == p.key.dialect
+}
+
 // Catalog is an immutable set of models, in the operator's order.
 type Catalog struct {
 	models []*Model
@@ -222,6 +249,11 @@ func New(models []*Model) *Catalog {
 			}
 			if d, ok := p.dial.(string); !ok || d != p.Dial {
 				p.dial = p.Dial
+			}
+			if ke, ok := p.Dialect.(dialect.KeyEntry); ok && p.APIKey != "" && !p.keyEntryFor(p.Dialect, p.APIKey) {
+				p.key.of, p.key.dialect = p.APIKey, p.Dialect
+				name, value := ke.KeyEntry(p.APIKey)
+				p.key.name, p.key.value = name, []string{value}
 			}
 			if p.Pricing != nil {
 				priced := *m

@@ -245,6 +245,13 @@ type KeyRequirer interface {
 	RequiresKey() bool
 }
 
+// KeyEntry is implemented by a dialect whose SetKey(h, key) is
+// h[name] = []string{value}, name and value depending on the key alone:
+// the entry can be made once for a key used on every request.
+type KeyEntry interface {
+	KeyEntry(key string) (name, value string)
+}
+
 // Signer is implemented by a dialect whose credential signs the whole
 // request (AWS Signature V4) instead of being a header: the transport
 // calls Sign on the copy of the request it sends, with its body, in place

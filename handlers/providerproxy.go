@@ -237,6 +237,8 @@ func withProviderKey(req *http.Request) *http.Request {
 	}
 	if s, ok := rt.dialect.(dialect.Signer); ok {
 		_ = s.Sign(out, rt.sent, rt.key) // unsigned, the provider's 403 is the answer
+	} else if name, value, ok := rt.Provider.KeyEntry(rt.dialect, rt.key); ok {
+		out.Header[name] = value // made once for the operator's key; only read
 	} else {
 		rt.dialect.SetKey(out.Header, rt.key)
 	}

@@ -104,6 +104,9 @@ func (d *Dialect) SetHeaders(h http.Header) {
 // SetKey implements dialect.Dialect: x-api-key, never Authorization.
 func (d *Dialect) SetKey(h http.Header, key string) { h["X-Api-Key"] = []string{key} }
 
+// KeyEntry implements dialect.KeyEntry: SetKey's entry.
+func (d *Dialect) KeyEntry(key string) (string, string) { return "X-Api-Key", key }
+
 // OutputLimitField implements dialect.Dialect: max_tokens, in the
 // Messages body and in the chat body it is made from.
 func (d *Dialect) OutputLimitField(dialect.Kind, bool) string { return "max_tokens" }

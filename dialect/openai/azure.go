@@ -78,3 +78,7 @@ func (a *Azure) URI(k dialect.Kind, native bool, uri string, _ bool) string {
 
 // SetKey implements dialect.Dialect: Azure's api-key header.
 func (a *Azure) SetKey(h http.Header, key string) { h["Api-Key"] = []string{key} }
+
+// KeyEntry implements dialect.KeyEntry: SetKey's entry (not the embedded
+// Dialect's).
+func (a *Azure) KeyEntry(key string) (string, string) { return "Api-Key", key }

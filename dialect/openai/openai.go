@@ -116,6 +116,9 @@ func (d *Dialect) SetHeaders(h http.Header) { dialect.ClearCredentials(h) }
 // SetKey implements dialect.Dialect: a bearer token.
 func (d *Dialect) SetKey(h http.Header, key string) { h["Authorization"] = []string{"Bearer " + key} }
 
+// KeyEntry implements dialect.KeyEntry: SetKey's entry.
+func (d *Dialect) KeyEntry(key string) (string, string) { return "Authorization", "Bearer " + key }
+
 // OutputLimitField implements dialect.Dialect: max_output_tokens for
 // Responses, the chat field for chat completions, and max_tokens for a
 // request translated to chat.
