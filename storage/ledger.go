@@ -98,6 +98,9 @@ type ledgerBackend interface {
 	// settleFailed is called with a settlement that failed for err: a
 	// shared ledger retries one its database could not take until it lands.
 	settleFailed(res *Reservation, c Charge, err error)
+	// releaseFailed is called with a release that failed for err: a
+	// shared ledger retries it as settleFailed does.
+	releaseFailed(res *Reservation, err error)
 	// loadAll reads every account's counters from the ledger's database;
 	// refresh re-reads the named fields of the named accounts (changes
 	// other replicas announced on the feed); overlay and overlayAll
@@ -213,7 +216,13 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
-func (s *LedgerStore) Release(res *Reservation) error { return s.impl.Release(res) }
+func (s *LedgerStore) Release(res *Reservation) error {
+	err := s.impl.Release(res)
+	if err != nil {
+		s.impl.releaseFailed(res, err)
+	}
+	return err
+}
 
 // ReapExpired releases the holds whose lease lapsed (see Ledger).
 func (s *LedgerStore) ReapExpired() (int, error) { return s.impl.ReapExpired() }

@@ -1065,30 +1065,56 @@ func (l *sharedLedger) start(ctx context.Context) {
 
 func (l *sharedLedger) wait() { l.wg.Wait() }
 
-// settleLater retries a settlement that failed for want of Redis until it
-// lands or the store closes.
+// settleLater retries a settlement that failed for want of Redis, or
+// because other replicas kept changing the account's counters under it,
+// until it lands or the store closes.
 func (l *sharedLedger) settleLater(res *Reservation, c Charge) {
+	l.later(res, "charge", func() error { return l.Settle(res, c) })
+}
+
+// releaseLater retries a release as settleLater retries a settlement.
+func (l *sharedLedger) releaseLater(res *Reservation) {
+	l.later(res, "release", func() error { return l.Release(res) })
+}
+
+// later retries do (a settlement or release of res) with a growing
+// backoff while it fails for a reason that passes (retryLater). On any
+// other failure the request's lease is no longer renewed, so that any
+// replica's reaper releases its holds once it lapses.
+func (l *sharedLedger) later(res *Reservation, what string, do func() error) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		for backoff := 50 * time.Millisecond; ; backoff = min(backoff*2, 2*time.Second) {
 			select {
 			case <-l.ctx.Done():
-				l.log.Error("store closed before a charge could reach redis", zap.String("account", res.AccountID))
+				l.log.Error("store closed before a "+what+" could reach redis", zap.String("account", res.AccountID))
 				return
 			case <-time.After(backoff):
 			}
-			err := l.Settle(res, c)
+			err := do()
 			if err == nil || errors.Is(err, ErrSettled) {
 				return
 			}
-			if !errors.Is(err, ErrUnavailable) {
-				l.log.Error("a charge could not be settled", zap.String("account", res.AccountID), zap.Error(err))
+			if !retryLater(err) {
+				l.log.Error("a "+what+" could not be made", zap.String("account", res.AccountID), zap.Error(err))
+				l.abandon(res)
 				return
 			}
 		}
 	}()
 }
+
+// retryLater reports whether a settlement or release that failed for err
+// may land if tried again: Redis could not be reached, or other replicas
+// changed the account's counters at every attempt (maxAttempts).
+func retryLater(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrContended)
+}
+
+// abandon stops renewing res's lease: its holds are released by a
+// reaper once it lapses, as a dead replica's are.
+func (l *sharedLedger) abandon(res *Reservation) { l.forget(res, l.member(res)) }
 
 // renew extends the leases of this replica's running requests.
 func (l *sharedLedger) renew() {
@@ -1311,11 +1337,30 @@ func (l *sharedLedger) admissible() error {
 }
 
 // settleFailed: the provider answered, so a charge Redis could not take
-// is owed: it lands once Redis answers again (a settled generation is
-// never written twice), though this request reports the failure.
+// is owed: it lands once Redis answers again, or once other replicas stop
+// changing the account's counters at every attempt (a settled generation
+// is never written twice), though this request reports the failure. A
+// charge that cannot land stops its lease's renewal, so that its holds
+// are released.
 func (l *sharedLedger) settleFailed(res *Reservation, c Charge, err error) {
-	if errors.Is(err, ErrUnavailable) {
+	switch {
+	case retryLater(err):
 		l.settleLater(res, c)
+	case !errors.Is(err, ErrSettled):
+		l.abandon(res)
+	}
+}
+
+// releaseFailed retries a release that failed for a reason that passes
+// (retryLater); on any other failure the lease's renewal stops, so that
+// the holds are released once it lapses. Until then they stay held: a
+// renewed lease is never reaped.
+func (l *sharedLedger) releaseFailed(res *Reservation, err error) {
+	switch {
+	case retryLater(err):
+		l.releaseLater(res)
+	case !errors.Is(err, ErrSettled):
+		l.abandon(res)
 	}
 }
 
