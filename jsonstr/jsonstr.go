@@ -59,7 +59,6 @@ func Append(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendEscapedASCII appends the escape of an ASCII byte that is not safe.
 // skipSafe is the index of the first byte of s from i on that is not
 // safe; len(s) if none. Most strings are all safe: it reads them eight
 // bytes at a time (plainWord), and the bytes of the word that holds an
@@ -102,6 +101,7 @@ func plainWord(x uint64) bool {
 	return bad == 0
 }
 
+// appendEscapedASCII appends the escape of an ASCII byte that is not safe.
 func appendEscapedASCII(b []byte, c byte) []byte {
 	switch c {
 	case '"', '\\':
