@@ -101,10 +101,13 @@ func (d *Dialect) SetHeaders(h http.Header) {
 	h["Anthropic-Version"] = []string{messages.Version}
 }
 
-// SetKey implements dialect.Dialect: x-api-key, never Authorization.
-func (d *Dialect) SetKey(h http.Header, key string) { h["X-Api-Key"] = []string{key} }
+// SetKey implements dialect.Dialect: KeyEntry's header.
+func (d *Dialect) SetKey(h http.Header, key string) {
+	name, value := d.KeyEntry(key)
+	h[name] = []string{value}
+}
 
-// KeyEntry implements dialect.KeyEntry: SetKey's entry.
+// KeyEntry implements dialect.KeyEntry: x-api-key, never Authorization.
 func (d *Dialect) KeyEntry(key string) (string, string) { return "X-Api-Key", key }
 
 // OutputLimitField implements dialect.Dialect: max_tokens, in the

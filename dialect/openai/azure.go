@@ -76,9 +76,12 @@ func (a *Azure) URI(k dialect.Kind, native bool, uri string, _ bool) string {
 	return a.prefix + path + a.query
 }
 
-// SetKey implements dialect.Dialect: Azure's api-key header.
-func (a *Azure) SetKey(h http.Header, key string) { h["Api-Key"] = []string{key} }
+// SetKey implements dialect.Dialect: KeyEntry's header (not the
+// embedded Dialect's).
+func (a *Azure) SetKey(h http.Header, key string) {
+	name, value := a.KeyEntry(key)
+	h[name] = []string{value}
+}
 
-// KeyEntry implements dialect.KeyEntry: SetKey's entry (not the embedded
-// Dialect's).
+// KeyEntry implements dialect.KeyEntry: Azure's api-key header.
 func (a *Azure) KeyEntry(key string) (string, string) { return "Api-Key", key }

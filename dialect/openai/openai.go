@@ -113,10 +113,13 @@ func (d *Dialect) URI(k dialect.Kind, native bool, uri string, _ bool) string {
 // SetHeaders implements dialect.Dialect.
 func (d *Dialect) SetHeaders(h http.Header) { dialect.ClearCredentials(h) }
 
-// SetKey implements dialect.Dialect: a bearer token.
-func (d *Dialect) SetKey(h http.Header, key string) { h["Authorization"] = []string{"Bearer " + key} }
+// SetKey implements dialect.Dialect: KeyEntry's header.
+func (d *Dialect) SetKey(h http.Header, key string) {
+	name, value := d.KeyEntry(key)
+	h[name] = []string{value}
+}
 
-// KeyEntry implements dialect.KeyEntry: SetKey's entry.
+// KeyEntry implements dialect.KeyEntry: a bearer token.
 func (d *Dialect) KeyEntry(key string) (string, string) { return "Authorization", "Bearer " + key }
 
 // OutputLimitField implements dialect.Dialect: max_output_tokens for
