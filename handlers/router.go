@@ -238,12 +238,7 @@ func upstreamHeader(h http.Header) http.Header {
 // request_buffers, an operator's option, refuses a request that asks for
 // that).
 func notForwarded(k string) bool {
-	switch k {
-	case "Accept-Encoding", "Incremental",
-		"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization": // clientCredentialHeaders
-		return true
-	}
-	return false
+	return k == "Accept-Encoding" || k == "Incremental" || slices.Contains(clientCredentialHeaders, k)
 }
 
 // route finds the request's model (and its `models` fallbacks) in the
