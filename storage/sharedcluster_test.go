@@ -93,7 +93,7 @@ func TestClusterReplicasExactCapsAcrossShards(t *testing.T) {
 // clusterLoad runs requests of cost 1 on the fixtures at both replicas
 // until stop is closed, each settled with a generation: acked counts the
 // settlements acknowledged, owed those that failed for want of Redis or
-// for contention (settled later: settleLater), by fixture.
+// for contention (settled later: settleFailed), by fixture.
 type clusterLoad struct {
 	acked, owed []atomic.Int64
 	failed      atomic.Int64 // reservations refused for want of Redis
@@ -133,7 +133,7 @@ func runClusterLoad(t *testing.T, reps []*Store, fs []conformanceFixture, stop c
 					case err == nil:
 						l.acked[fi].Add(1)
 					case errors.Is(err, ErrUnavailable), errors.Is(err, ErrContended):
-						l.owed[fi].Add(1) // lands later (settleLater)
+						l.owed[fi].Add(1) // lands later (settleFailed)
 					default:
 						t.Errorf("settle: %v", err)
 						return

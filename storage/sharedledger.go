@@ -1065,20 +1065,9 @@ func (l *sharedLedger) start(ctx context.Context) {
 
 func (l *sharedLedger) wait() { l.wg.Wait() }
 
-// settleLater retries a settlement that failed for want of Redis, or
-// because other replicas kept changing the account's counters under it,
-// until it lands or the store closes.
-func (l *sharedLedger) settleLater(res *Reservation, c Charge) {
-	l.later(res, "charge", func() error { return l.Settle(res, c) })
-}
-
-// releaseLater retries a release as settleLater retries a settlement.
-func (l *sharedLedger) releaseLater(res *Reservation) {
-	l.later(res, "release", func() error { return l.Release(res) })
-}
-
 // later retries do (a settlement or release of res) with a growing
-// backoff while it fails for a reason that passes (retryLater). On any
+// backoff while it fails for a reason that passes (retryLater), until it
+// lands or the store closes. On any
 // other failure the request's lease is no longer renewed, so that any
 // replica's reaper releases its holds once it lapses.
 func (l *sharedLedger) later(res *Reservation, what string, do func() error) {
@@ -1343,22 +1332,23 @@ func (l *sharedLedger) admissible() error {
 // charge that cannot land stops its lease's renewal, so that its holds
 // are released.
 func (l *sharedLedger) settleFailed(res *Reservation, c Charge, err error) {
-	switch {
-	case retryLater(err):
-		l.settleLater(res, c)
-	case !errors.Is(err, ErrSettled):
-		l.abandon(res)
-	}
+	l.failed(res, err, "charge", func() error { return l.Settle(res, c) })
 }
 
-// releaseFailed retries a release that failed for a reason that passes
-// (retryLater); on any other failure the lease's renewal stops, so that
-// the holds are released once it lapses. Until then they stay held: a
-// renewed lease is never reaped.
+// releaseFailed retries a release as settleFailed retries a settlement.
+// Until it lands or its lease lapses the holds stay held: a renewed lease
+// is never reaped.
 func (l *sharedLedger) releaseFailed(res *Reservation, err error) {
+	l.failed(res, err, "release", func() error { return l.Release(res) })
+}
+
+// failed follows a settlement or release of res (do, named what) that
+// failed for err: retried later when err passes (retryLater), else the
+// lease's renewal stops; nothing when res was settled already.
+func (l *sharedLedger) failed(res *Reservation, err error, what string, do func() error) {
 	switch {
 	case retryLater(err):
-		l.releaseLater(res)
+		l.later(res, what, do)
 	case !errors.Is(err, ErrSettled):
 		l.abandon(res)
 	}
