@@ -418,8 +418,22 @@ func appendAttempts(to, more []Attempt) []Attempt {
 // repeats; `models` alone names the primary first. They are appended to
 // ids (empty: the caller's buffer).
 func requestedModels(ids []string, model, models gjson.Result) ([]string, *apierror.Error) {
-	seen := map[string]bool{}
+	// A few ids are compared one by one; a map (its hash seed and
+	// inserts cost more than the comparisons) only past linearIDs.
+	var seen map[string]bool
 	add := func(id string) {
+		if seen == nil && len(ids) < linearIDs {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+			return
+		}
+		if seen == nil {
+			seen = make(map[string]bool, 2*linearIDs)
+			for _, prev := range ids {
+				seen[prev] = true
+			}
+		}
 		if !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
@@ -448,6 +462,9 @@ func requestedModels(ids []string, model, models gjson.Result) ([]string, *apier
 	return ids, nil
 }
 
+// linearIDs is how many model ids requestedModels compares one by one.
+const linearIDs = 8
+
 // candidates are the endpoints of m the caller can use (each priced as its
 // provider prices m), in order: those the
 // calling key's workspace holds a BYOK credential for (called with that
@@ -462,8 +479,12 @@ func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
 		st.ownAttemptsUsed = true
 		out = st.ownAttempts[:0]
 	}
-	byok := map[*catalog.Provider]bool{}
+	// Most requests have no BYOK attempt: no map to build then.
+	var byok map[*catalog.Provider]bool
 	for _, a := range rt.byokAttempts(m, st) {
+		if byok == nil {
+			byok = map[*catalog.Provider]bool{}
+		}
 		byok[a.Provider] = true
 		out = append(out, a)
 	}
