@@ -133,7 +133,7 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 // with, and the first attempt prepared (its body is the one the input
 // estimate counts). r is read, never changed.
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
-	f, apiErr := validateInference(st.api.Dialect(), body)
+	f, apiErr := validateInferenceIn(&st.ownFields, st.api.Dialect(), body)
 	var route *Route
 	if apiErr == nil {
 		route, apiErr = rt.route(st, body, f)
@@ -570,7 +570,12 @@ func operatorUsable(p *catalog.Provider) bool { return p.Dial != "" && p.APIKey 
 // validateInference checks the fields every inference route shares and the
 // route's own input field.
 func validateInference(kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
-	f, apiErr := reqbody.ParseObject(body)
+	return validateInferenceIn(new(reqbody.Fields), kind, body)
+}
+
+// validateInferenceIn is validateInference with the fields read into f.
+func validateInferenceIn(f *reqbody.Fields, kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
+	f, apiErr := reqbody.ParseObjectIn(f, body)
 	if apiErr != nil {
 		return nil, apiErr
 	}

@@ -214,6 +214,9 @@ type requestState struct {
 	ownClamp outputClamp
 	// ownRoute is what route points to, in the state's allocation.
 	ownRoute Route
+	// ownFields are the body's fields as routing reads them, in the
+	// state's allocation (a request is routed once).
+	ownFields reqbody.Fields
 	// ownAttempts holds the first list of candidates (Router.candidates)
 	// when the model has a single usable endpoint; ownAttemptsUsed: taken.
 	ownAttempts     [1]Attempt

@@ -33,21 +33,31 @@ type Fields struct {
 // jsoncheck (depth, UTF-8, no repeated key at any depth), without
 // recursion. An empty body reads as {}.
 func ParseObject(b []byte) (*Fields, *apierror.Error) {
-	return parseWith(b, jsoncheck.Check)
+	return parseWith(new(Fields), b, jsoncheck.Check)
+}
+
+// ParseObjectIn is ParseObject into f, which the caller owns (a request's
+// state holds one): no allocation of its own. f is overwritten; on an
+// error it holds nothing usable.
+func ParseObjectIn(f *Fields, b []byte) (*Fields, *apierror.Error) {
+	return parseWith(f, b, jsoncheck.Check)
 }
 
 // ParseText is ParseObject for administrative bodies, whose strings are
 // all names, ids and descriptions (jsoncheck.CheckText).
 func ParseText(b []byte) (*Fields, *apierror.Error) {
-	return parseWith(b, jsoncheck.CheckText)
+	return parseWith(new(Fields), b, jsoncheck.CheckText)
 }
 
-func parseWith(b []byte, check func([]byte, *[]jsoncheck.Member) *jsoncheck.Error) (*Fields, *apierror.Error) {
-	if len(b) == 0 {
-		return &Fields{root: gjson.Parse("{}")}, nil
-	}
-	f := new(Fields)
+func parseWith(f *Fields, b []byte, check func([]byte, *[]jsoncheck.Member) *jsoncheck.Error) (*Fields, *apierror.Error) {
+	// What the fields below do not set (small's entries are set as
+	// members grows over them).
+	f.Err, f.raw, f.names = nil, "", 0
 	f.members = f.small[:0]
+	if len(b) == 0 {
+		f.root = gjson.Parse("{}")
+		return f, nil
+	}
 	if err := check(b, &f.members); err != nil {
 		return nil, bodyError(err)
 	}

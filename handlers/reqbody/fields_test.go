@@ -368,3 +368,51 @@ func TestNullableField(t *testing.T) {
 		t.Fatalf("raw s: %v %q", ok, errMessage(f.Err))
 	}
 }
+
+// TestParseObjectInReused parses bodies one after another into one Fields:
+// each reads as ParseObject reads it alone, nothing left of the one
+// before (an error, a member, a name bit).
+func TestParseObjectInReused(t *testing.T) {
+	bodies := []string{
+		`{"model":"a","stream":true,"messages":[]}`,
+		`{"stream":1}`,
+		``,
+		`{"a\u0062":2,"x":{"y":1}}`,
+		`[1]`,
+		`{"model":"b"}`,
+		`{`,
+		`{"n":3}`,
+	}
+	var f Fields
+	for _, b := range bodies {
+		want, wantErr := ParseObject([]byte(b))
+		got, gotErr := ParseObjectIn(&f, []byte(b))
+		if !reflect.DeepEqual(gotErr, wantErr) {
+			t.Fatalf("%q: error %v, want %v", b, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			if got != nil {
+				t.Fatalf("%q: fields with the error", b)
+			}
+			continue
+		}
+		if got != &f {
+			t.Fatalf("%q: not parsed into f", b)
+		}
+		for _, name := range []string{"model", "stream", "messages", "ab", "x", "n", "y"} {
+			gv, gok := got.Get(name)
+			wv, wok := want.Get(name)
+			if gok != wok || gv.Raw != wv.Raw {
+				t.Errorf("%q: Get(%q) = %q, %v; want %q, %v", b, name, gv.Raw, gok, wv.Raw, wok)
+			}
+		}
+		got.Bool("stream")
+		want.Bool("stream")
+		if !reflect.DeepEqual(got.Err, want.Err) {
+			t.Errorf("%q: Bool(stream) error %v, want %v", b, got.Err, want.Err)
+		}
+		if got.Root().Raw != want.Root().Raw {
+			t.Errorf("%q: root %q, want %q", b, got.Root().Raw, want.Root().Raw)
+		}
+	}
+}
