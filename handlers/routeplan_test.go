@@ -178,3 +178,37 @@ func TestPipelineLeavesTheClientRequest(t *testing.T) {
 		t.Errorf("attempts sent:\n%q\nwant\n%q", hosts, want)
 	}
 }
+
+// Routing and applying every attempt leave the body's bytes as the
+// client sent them: the fields reqbody parses share them (no copy), so
+// any body the gateway sends is built anew, never written in place.
+func TestRoutingLeavesBodyBytes(t *testing.T) {
+	rt := newRoutingRouter(t, planCatalog())
+	for _, c := range []struct{ sub, body string }{
+		{"/chat/completions", `{"model":"two","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":7,"user":"u-1","stream":true}`},
+		{"/chat/completions", `{"models":["two"],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"transforms":["middle-out"],"max_completion_tokens":9}`},
+		{"/messages", `{"model":"two","max_tokens":7,"system":"be brief","messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1024},"top_k":3}`},
+		{"/responses", `{"model":"two","input":[{"role":"user","content":"hi"}],"max_output_tokens":20,"instructions":"be brief"}`},
+	} {
+		api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
+		r, _ := testgw.NewRequest("POST", "/api/v1"+c.sub, c.body, "Content-Type", "application/json")
+		body := []byte(c.body)
+		st := &requestState{api: api}
+		if apiErr := rt.plan(r, st, body); apiErr != nil {
+			t.Fatalf("%s: %v", c.sub, apiErr)
+		}
+		for i := range st.route.Attempts {
+			st.route.Attempts[i].OutputLimit = 5 // as admission's clamp sets it
+			out := withRoute(r, st.route)
+			if err := st.route.apply(out, i); err != nil {
+				t.Fatalf("%s: attempt %d: %v", c.sub, i, err)
+			}
+			if _, err := io.ReadAll(out.Body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if string(body) != c.body {
+			t.Errorf("%s: the body changed:\n%s\nwas\n%s", c.sub, body, c.body)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -414,5 +415,19 @@ func TestParseObjectInReused(t *testing.T) {
 		if got.Root().Raw != want.Root().Raw {
 			t.Errorf("%q: root %q, want %q", b, got.Root().Raw, want.Root().Raw)
 		}
+	}
+}
+
+// The fields share the body's memory, not a copy of it (ParseObject's
+// contract: the body does not change afterwards).
+func TestParseObjectSharesBody(t *testing.T) {
+	b := []byte(`{"model":"abc"}`)
+	f, apiErr := ParseObject(b)
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	s, _ := f.String("model")
+	if s != "abc" || unsafe.StringData(s) != &b[10] {
+		t.Fatalf("model %q is not a view of the body", s)
 	}
 }
