@@ -86,7 +86,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	// The response headers before any provider answered: a failed attempt's
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
-	st.header = w.Header().Clone()
+	st.header.take(w.Header())
 	return m.attempt(w, withRoute(r, st.route), st, up)
 }
 
@@ -190,7 +190,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 	route := st.route
 	for i := 0; ; i++ {
 		if i > 0 {
-			resetHeader(w, st.header)
+			st.header.restore(w)
 		}
 		if err := route.apply(r, i); err != nil {
 			break
@@ -221,10 +221,60 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 	return apierror.Fail(r, errInternal())
 }
 
-// resetHeader puts the response headers back to a snapshot.
-func resetHeader(w http.ResponseWriter, snapshot http.Header) {
-	clear(w.Header())
-	maps.Copy(w.Header(), snapshot)
+// headerSnapshot is a copy of a response header, as Header.Clone makes
+// it (each value slice copied, nil ones kept nil, each full so that an
+// append copies it), kept in the request state's allocation when the
+// header is as small as it is before any provider answered (Caddy's
+// Server, maybe Alt-Svc); a larger one is a Header.Clone.
+type headerSnapshot struct {
+	n     int
+	keys  [snapshotEntries]string
+	vals  [snapshotEntries][]string
+	store [snapshotEntries]string // the values' copies
+	large http.Header             // more than fits above, when not nil
+}
+
+// snapshotEntries is how many entries, and values, headerSnapshot holds
+// in place.
+const snapshotEntries = 3
+
+// take snapshots h.
+func (s *headerSnapshot) take(h http.Header) {
+	s.n, s.large = 0, nil
+	used := 0
+	for _, vv := range h {
+		used += len(vv)
+	}
+	if len(h) > snapshotEntries || used > snapshotEntries {
+		s.large = h.Clone()
+		return
+	}
+	used = 0
+	for k, vv := range h {
+		s.keys[s.n] = k
+		if vv == nil {
+			s.vals[s.n] = nil
+		} else {
+			n := copy(s.store[used:], vv)
+			s.vals[s.n] = s.store[used : used+n : used+n]
+			used += n
+		}
+		s.n++
+	}
+}
+
+// restore puts w's response headers back to the snapshot: what
+// clear(w.Header()) and maps.Copy of the Header.Clone did.
+func (s *headerSnapshot) restore(w http.ResponseWriter) {
+	h := w.Header()
+	clear(h)
+	if s.large != nil {
+		maps.Copy(h, s.large)
+		return
+	}
+	for i := range s.n {
+		h[s.keys[i]] = s.vals[i]
+	}
 }
 
 // estimateAttempts holds for the costliest endpoint the request may end up
@@ -296,7 +346,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		st.failed = append(st.failed, mw.failure(route, proxyErr))
 		// The provider's headers are not ours to pass on (upstreamError sets
 		// Retry-After only when every attempt gave one).
-		resetHeader(mw, st.header)
+		st.header.restore(mw)
 		return apierror.Fail(r, upstreamError(st.failed))
 	}
 

@@ -207,8 +207,8 @@ type requestState struct {
 	clamp  *outputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
 	genID  string
-	failed []failure   // attempts that got no usable answer
-	header http.Header // the response headers before any provider answered
+	failed []failure      // attempts that got no usable answer
+	header headerSnapshot // the response headers before any provider answered
 
 	// ownClamp is what clamp points to, in the state's allocation.
 	ownClamp outputClamp
