@@ -102,7 +102,9 @@ func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 }
 
 func skipJSONSpace(doc []byte, i int) int {
-	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t') {
+	// Most calls stop at once, at a byte above the space: one comparison
+	// says so, where the four below took four.
+	for i < len(doc) && doc[i] <= ' ' && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t') {
 		i++
 	}
 	return i

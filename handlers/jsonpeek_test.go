@@ -55,3 +55,17 @@ func FuzzSkipJSONString(f *testing.F) {
 		}
 	})
 }
+
+// skipJSONSpace skips exactly JSON's four whitespace bytes.
+func TestSkipJSONSpaceEveryByte(t *testing.T) {
+	for c := range 256 {
+		b := []byte{'\n', byte(c), '\r', byte(c)}
+		want := 1
+		if c == ' ' || c == '\n' || c == '\r' || c == '\t' {
+			want = len(b)
+		}
+		if got := skipJSONSpace(b, 0); got != want {
+			t.Errorf("byte %#x: skipped to %d, want %d", c, got, want)
+		}
+	}
+}

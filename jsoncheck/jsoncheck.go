@@ -564,7 +564,9 @@ func digits(b []byte, i int) int {
 }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+	// Most calls stop at once, at a byte above the space: one comparison
+	// says so, where the four below took four.
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
 	}
 	return i

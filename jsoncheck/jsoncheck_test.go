@@ -369,3 +369,17 @@ func firstNonPlain(b []byte) (got, want int) {
 	}
 	return got, want
 }
+
+// skipSpace skips exactly JSON's four whitespace bytes, whatever follows.
+func TestSkipSpaceEveryByte(t *testing.T) {
+	for c := range 256 {
+		b := []byte{' ', byte(c), '\t', byte(c)}
+		want := 1
+		if c == ' ' || c == '\n' || c == '\r' || c == '\t' {
+			want = len(b)
+		}
+		if got := skipSpace(b, 0); got != want {
+			t.Errorf("byte %#x: skipped to %d, want %d", c, got, want)
+		}
+	}
+}
