@@ -167,6 +167,7 @@ type checker struct {
 	depth   int
 	keys    []key  // keys of the open objects, innermost last
 	scratch []byte // decoded keys that held escapes
+	escaped bool   // the string str last read holds an escape
 }
 
 func (c *checker) run() *Error {
@@ -280,7 +281,7 @@ func (c *checker) key(i int) (int, *Error) {
 	}
 	f := &c.stack[c.depth-1]
 	k := key{start: uint32(i + 1), end: uint32(end - 1)}
-	escaped := bytes.IndexByte(b[i+1:end-1], '\\') >= 0
+	escaped := c.escaped
 	if c.members != nil && c.depth == 1 {
 		*c.members = append(*c.members, Member{KeyStart: k.start, KeyEnd: k.end, Escaped: escaped})
 	}
@@ -373,6 +374,7 @@ func (c *checker) path(n int) string {
 func (c *checker) str(i int, isKey bool) (int, *Error) {
 	b := c.b
 	start := i
+	c.escaped = false
 	for i++; i < len(b); {
 		// Eight plain bytes at a time: a prompt's text is mostly runs of
 		// them, and the byte loop below read them at about 1 GB/s. A word
@@ -401,6 +403,7 @@ func (c *checker) str(i int, isKey bool) (int, *Error) {
 		case ch < ' ':
 			return i, &Error{Kind: Syntax}
 		case ch == '\\':
+			c.escaped = true
 			i++
 			if i >= len(b) {
 				return i, &Error{Kind: Syntax}

@@ -383,3 +383,25 @@ func TestSkipSpaceEveryByte(t *testing.T) {
 		}
 	}
 }
+
+// A member's Escaped is whether its key, as written, holds a backslash:
+// also after a value with escapes, and for escapes anywhere in the key.
+func TestMemberEscaped(t *testing.T) {
+	keys := []string{`a`, `a\"b`, `\n`, `x\\`, `\u0061bc`, `plain`, `long key without any escape in it`, `q\/`}
+	for _, prefix := range []string{``, `"v\n":"x\ty",`, `"w":["\u00e9"],`} {
+		for _, k := range keys {
+			body := `{` + prefix + `"` + k + `":"a\"b"}`
+			var members []Member
+			if err := Check([]byte(body), &members); err != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+			m := members[len(members)-1]
+			if got, want := m.Escaped, strings.Contains(k, `\`); got != want || body[m.KeyStart:m.KeyEnd] != k {
+				t.Errorf("%s: key %q escaped %v, want %q %v", body, body[m.KeyStart:m.KeyEnd], got, k, want)
+			}
+			if len(members) > 1 && members[0].Escaped != strings.Contains(prefix[:strings.Index(prefix[1:], `"`)+1], `\`) {
+				t.Errorf("%s: first key escaped %v", body, members[0].Escaped)
+			}
+		}
+	}
+}
