@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -213,6 +214,16 @@ func memberKey(doc string, keyStart, keyEnd int, escaped bool) string {
 		return gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
 	}
 	return doc[keyStart:keyEnd]
+}
+
+// parseSkipped is gjson.Parse(doc[start:end]) for a value skipJSONValue
+// found to end at end: a string without a backslash is taken as it is,
+// where gjson would read its text again for escapes (an answer's id).
+func parseSkipped(doc string, start, end int) gjson.Result {
+	if end-start >= 2 && doc[start] == '"' && strings.IndexByte(doc[start+1:end-1], '\\') < 0 {
+		return gjson.Result{Type: gjson.String, Raw: doc[start:end], Str: doc[start+1 : end-1]}
+	}
+	return gjson.Parse(doc[start:end])
 }
 
 // jsonStructural marks the bytes skipJSONValue stops at inside a container.

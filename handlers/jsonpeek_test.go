@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // skipJSONStringByBytes is skipJSONString one byte at a time, the
@@ -66,6 +69,24 @@ func TestSkipJSONSpaceEveryByte(t *testing.T) {
 		}
 		if got := skipJSONSpace(b, 0); got != want {
 			t.Errorf("byte %#x: skipped to %d, want %d", c, got, want)
+		}
+	}
+}
+
+// parseSkipped is gjson.Parse on each value skipJSONValue skips.
+func TestParseSkippedAsGJSON(t *testing.T) {
+	values := []string{`""`, `"a"`, `"chatcmpl-Q2ZKXB7LJ4C5GQ6ZT3W7N2HMUA"`, `"a\"b"`, `"\\"`, `"\u00e9t\u00e9"`, `"é"`,
+		`"x\ny"`, `12`, `-1.5e3`, `true`, `false`, `null`, `{"a":"b"}`, `[1,"\""]`, `"unclosed`, `"\\\\"`}
+	for _, v := range values {
+		doc := `{"k":` + v + `}`
+		start := len(`{"k":`)
+		end := skipJSONValue([]byte(doc), start)
+		if end < 0 {
+			continue
+		}
+		got, want := parseSkipped(doc, start, end), gjson.Parse(doc[start:end])
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %#v, want %#v", v, got, want)
 		}
 	}
 }

@@ -441,7 +441,7 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 			}
 		case k == "id" || k == "usage" || k == p.finishKey:
 			if end = skipJSONValue(body, start); end >= 0 {
-				v := gjson.Parse(doc[start:end])
+				v := parseSkipped(doc, start, end)
 				v.Index = start
 				p.take(k, v)
 			}
