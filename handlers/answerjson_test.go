@@ -322,8 +322,24 @@ func readAnswerMembersSkipping(body []byte, responses bool) answerMembers {
 	return pickByGJSON(doc, responses)
 }
 
+// layoutBySkipping is the layout of body as a walk that skips every
+// member and tests each value with plainValue finds it; ok is false when
+// the walk does not reach the end of the top level.
+func layoutBySkipping(body []byte) (l answerLayout, ok bool) {
+	l.plain = true
+	doc := string(body)
+	ok = eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		l.record(memberKey(doc, keyStart, keyEnd, escaped), span{start, end})
+		l.plain = l.plain && !escaped && plainValue(body[start:end])
+		return true
+	})
+	l.plain = l.plain && ok
+	return l, ok
+}
+
 // oneWalkDiff compares readAnswerMembers, with and without a layout, with
-// readAnswerMembersSkipping on body; "" when they agree.
+// readAnswerMembersSkipping on body, and the layout with
+// layoutBySkipping's; "" when they agree.
 func oneWalkDiff(body []byte) string {
 	for _, responses := range []bool{false, true} {
 		want := readAnswerMembersSkipping(body, responses)
@@ -335,6 +351,9 @@ func oneWalkDiff(body []byte) string {
 					return fmt.Sprintf("%s (responses %v, layout %v): member %d %+v, want %+v", body, responses, layout != nil, i, r[0], r[1])
 				}
 			}
+		}
+		if wantLayout, ok := layoutBySkipping(body); ok && l != wantLayout {
+			return fmt.Sprintf("%s (responses %v): layout %+v, want %+v", body, responses, l, wantLayout)
 		}
 	}
 	return ""
@@ -361,6 +380,12 @@ var choicesAnswers = []string{
 	`{"id":"x","usage":{},"choices":[`,
 	`{"choices":[ `,
 	`{"choices":`,
+	`{"choices":[{"message":{"content":"(a)"},"finish_reason":"stop"}],"usage":{}}`,
+	`{"choices":[{"message":{"content":"a"},"x":(1),"finish_reason":"stop"}],"usage":{}}`,
+	`{"choices":[{"message":{"content":"a","y":[(]},"finish_reason":"stop"}],"usage":{}}`,
+	`{"choices":[{"finish_reason":"stop"},{"z":")"},()],"usage":{}}`,
+	`{"choices":[{"finish_reason":"stop"},{"z":")"},"("],"usage":{}}`,
+	`{"choices":[{"n":1(,"finish_reason":"stop"}],"usage":{}}`,
 }
 
 func TestReadAnswerMembersOneWalk(t *testing.T) {

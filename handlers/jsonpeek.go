@@ -226,8 +226,9 @@ func parseSkipped(doc string, start, end int) gjson.Result {
 	return gjson.Parse(doc[start:end])
 }
 
-// jsonStructural marks the bytes skipJSONValue stops at inside a container.
-var jsonStructural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+// jsonStructural marks the bytes skipJSONValue stops at inside a container
+// (and parentheses, which closeJSONContainerParens notes).
+var jsonStructural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, '(': true, ')': true}
 
 // skipJSONValue returns the index after the value that starts at doc[i],
 // or -1 when it runs past the end.
@@ -255,6 +256,15 @@ func skipJSONValue(doc []byte, i int) int {
 // closeJSONContainer returns the index after the container that doc[i:]
 // closes, depth brackets deep at doc[i] (0: at its opening bracket), or -1.
 func closeJSONContainer(doc []byte, i, depth int) int {
+	end, _ := closeJSONContainerParens(doc, i, depth)
+	return end
+}
+
+// closeJSONContainerParens is closeJSONContainer that also reports a
+// parenthesis outside the strings it skipped (parensOutsideStrings of
+// what it walked), so that a walk need not read a long text again for
+// plainValue.
+func closeJSONContainerParens(doc []byte, i, depth int) (end int, parens bool) {
 	for j := i; j < len(doc); j++ {
 		for j < len(doc) && !jsonStructural[doc[j]] {
 			j++
@@ -266,18 +276,20 @@ func closeJSONContainer(doc []byte, i, depth int) int {
 		case '"':
 			end, _ := skipJSONString(doc, j)
 			if end < 0 {
-				return -1
+				return -1, parens
 			}
 			j = end - 1
 		case '{', '[':
 			depth++
+		case '(', ')':
+			parens = true
 		default:
 			if depth--; depth == 0 {
-				return j + 1
+				return j + 1, parens
 			}
 		}
 	}
-	return -1
+	return -1, parens
 }
 
 // plainValue reports whether the value v, as skipJSONValue skipped it, is

@@ -430,13 +430,14 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 	doc := viewString(body)
 	ok := eachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
 		k := memberKey(doc, keyStart, keyEnd, escaped)
+		parensKnown, parens := false, false // of the value, when its walk saw
 		switch {
 		case k == p.finishKey && p.finishRest != "" && !p.seen[2] && start < len(body) && body[start] == '[':
 			// choices: its first element's finish_reason, found without
 			// gjson reading the message text byte by byte.
 			var v gjson.Result
 			var found bool
-			if end, v, found = readChoices(body, start); found {
+			if end, v, found, parens, parensKnown = readChoices(body, start); found {
 				p.m.finish, p.seen[2] = v, true
 			}
 		case k == "id" || k == "usage" || k == p.finishKey:
@@ -453,7 +454,12 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 		}
 		if layout != nil {
 			l.record(k, span{start, end})
-			l.plain = l.plain && !escaped && plainValue(body[start:end])
+			if parensKnown {
+				// plainValue of the array, as the walk found it.
+				l.plain = l.plain && !escaped && !parens
+			} else {
+				l.plain = l.plain && !escaped && plainValue(body[start:end])
+			}
 			return end, true
 		}
 		return end, !p.done()
@@ -511,32 +517,60 @@ func (l *answerLayout) record(k string, v span) {
 // follow the brackets as skipping does (a value other than a string or a
 // container holds a quote or a bracket), or does not close, the array is
 // skipped and the element read apart.
-func readChoices(body []byte, start int) (end int, finish gjson.Result, found bool) {
+//
+// When the walk went through, parensKnown is set and parens is whether the
+// array has a parenthesis outside its strings (plainValue's test), seen on
+// the way: a long text is then read once, not again by plainValue.
+func readChoices(body []byte, start int) (end int, finish gjson.Result, found, parens, parensKnown bool) {
 	doc := viewString(body)
 	brackets := true // the walk of the element saw the brackets that skipping would
-	elem, _ := walkObject(body, skipJSONSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
-		if c := body[vs]; c != '"' && c != '{' && c != '[' && bytes.ContainsAny(body[vs:ve], `"{[`) {
-			brackets = false
+	elem, _ := walkValues(body, skipJSONSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs int) (int, bool) {
+		// skipJSONValue, with the parentheses outside strings noted.
+		ve := -1
+		switch {
+		case vs >= len(body):
+		case body[vs] == '"':
+			ve, _ = skipJSONString(body, vs)
+		case body[vs] == '{' || body[vs] == '[':
+			var p bool
+			ve, p = closeJSONContainerParens(body, vs, 0)
+			parens = parens || p
+		default:
+			if ve = skipJSONValue(body, vs); ve < 0 {
+				break
+			}
+			for _, c := range body[vs:ve] { // a short token
+				switch c {
+				case '"', '{', '[':
+					brackets = false
+				case '(', ')':
+					parens = true
+				}
+			}
+		}
+		if ve < 0 {
+			return ve, false
 		}
 		if !found && memberKey(doc, keyStart, keyEnd, escaped) == "finish_reason" {
 			finish, found = gjson.Parse(doc[vs:ve]), true
 			finish.Index = vs
 		}
-		return true
+		return ve, true
 	})
 	if elem < 0 || !brackets {
 		if end = skipJSONValue(body, start); end < 0 {
-			return -1, gjson.Result{}, false
+			return -1, gjson.Result{}, false, false, false
 		}
 		finish, found = firstChoiceFinish(body, start, end)
-		return end, finish, found
+		return end, finish, found, false, false
 	}
 	// The first element closed where skipping it would have: the rest of
 	// the array is skipped from there, one bracket deep.
-	if end = closeJSONContainer(body, elem, 1); end < 0 {
-		return -1, gjson.Result{}, false
+	end, rest := closeJSONContainerParens(body, elem, 1)
+	if end < 0 {
+		return -1, gjson.Result{}, false, false, false
 	}
-	return end, finish, found
+	return end, finish, found, parens || rest, true
 }
 
 // firstChoiceFinish is the finish_reason member of the first element of
