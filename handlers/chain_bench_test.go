@@ -301,7 +301,7 @@ func BenchmarkAuth(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		st := requestState{api: chatRoute}
+		st := requestState{api: chatRoute, store: s.gw.store}
 		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 			b.Fatal(apiErr)
 		}
@@ -318,7 +318,7 @@ func BenchmarkAuthParallel(b *testing.B) {
 		r := newBenchRequest(benchChatBody, s.secret)
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			st := requestState{api: chatRoute}
+			st := requestState{api: chatRoute, store: s.gw.store}
 			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 				b.Error(apiErr)
 				return
