@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
 // peekJSON is gjson.GetBytes without its copies: the result's Raw and Str
@@ -30,14 +32,14 @@ func peekJSON(doc []byte, path string) gjson.Result {
 // object of that shape (then fn may have seen some members); the values
 // are not validated, as gjson does not validate them either.
 func eachTopMember(doc []byte, fn memberFunc) (ok bool) {
-	end, stopped := walkObject(doc, skipJSONSpace(doc, 0), fn)
-	return stopped || end >= 0 && skipJSONSpace(doc, end) == len(doc)
+	end, stopped := walkObject(doc, jsoncheck.SkipSpace(doc, 0), fn)
+	return stopped || end >= 0 && jsoncheck.SkipSpace(doc, end) == len(doc)
 }
 
 // eachTopValue is eachTopMember for a caller that reads the values itself.
 func eachTopValue(doc []byte, fn valueFunc) (ok bool) {
-	end, stopped := walkValues(doc, skipJSONSpace(doc, 0), fn)
-	return stopped || end >= 0 && skipJSONSpace(doc, end) == len(doc)
+	end, stopped := walkValues(doc, jsoncheck.SkipSpace(doc, 0), fn)
+	return stopped || end >= 0 && jsoncheck.SkipSpace(doc, end) == len(doc)
 }
 
 // memberFunc is called with one member's offsets; false stops the walk.
@@ -63,7 +65,7 @@ func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 	if i >= len(doc) || doc[i] != '{' {
 		return -1, false
 	}
-	i = skipJSONSpace(doc, i+1)
+	i = jsoncheck.SkipSpace(doc, i+1)
 	if i < len(doc) && doc[i] == '}' {
 		return i + 1, false
 	}
@@ -76,39 +78,30 @@ func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 			return -1, false
 		}
 		keyStart := i + 1
-		i = skipJSONSpace(doc, keyEnd)
+		i = jsoncheck.SkipSpace(doc, keyEnd)
 		if i >= len(doc) || doc[i] != ':' {
 			return -1, false
 		}
-		end, more := fn(keyStart, keyEnd-1, escaped, skipJSONSpace(doc, i+1))
+		end, more := fn(keyStart, keyEnd-1, escaped, jsoncheck.SkipSpace(doc, i+1))
 		if end < 0 {
 			return -1, false
 		}
 		if !more {
 			return end, true
 		}
-		i = skipJSONSpace(doc, end)
+		i = jsoncheck.SkipSpace(doc, end)
 		if i >= len(doc) {
 			return -1, false
 		}
 		switch doc[i] {
 		case ',':
-			i = skipJSONSpace(doc, i+1)
+			i = jsoncheck.SkipSpace(doc, i+1)
 		case '}':
 			return i + 1, false
 		default:
 			return -1, false
 		}
 	}
-}
-
-func skipJSONSpace(doc []byte, i int) int {
-	// Most calls stop at once, at a byte above the space: one comparison
-	// says so, where the four below took four.
-	for i < len(doc) && doc[i] <= ' ' && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 // skipJSONString returns the index after the string that opens at doc[i]
@@ -171,7 +164,7 @@ func eachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok
 	if i >= len(doc) || doc[i] != '[' {
 		return false
 	}
-	i = skipJSONSpace(doc, i+1)
+	i = jsoncheck.SkipSpace(doc, i+1)
 	if i < len(doc) && doc[i] == ']' {
 		return true
 	}
@@ -186,13 +179,13 @@ func eachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok
 		if !more {
 			return true
 		}
-		i = skipJSONSpace(doc, end)
+		i = jsoncheck.SkipSpace(doc, end)
 		if i >= len(doc) {
 			return false
 		}
 		switch doc[i] {
 		case ',':
-			i = skipJSONSpace(doc, i+1)
+			i = jsoncheck.SkipSpace(doc, i+1)
 		case ']':
 			return true
 		default:

@@ -59,20 +59,6 @@ func FuzzSkipJSONString(f *testing.F) {
 	})
 }
 
-// skipJSONSpace skips exactly JSON's four whitespace bytes.
-func TestSkipJSONSpaceEveryByte(t *testing.T) {
-	for c := range 256 {
-		b := []byte{'\n', byte(c), '\r', byte(c)}
-		want := 1
-		if c == ' ' || c == '\n' || c == '\r' || c == '\t' {
-			want = len(b)
-		}
-		if got := skipJSONSpace(b, 0); got != want {
-			t.Errorf("byte %#x: skipped to %d, want %d", c, got, want)
-		}
-	}
-}
-
 // parseSkipped is gjson.Parse on each value skipJSONValue skips.
 func TestParseSkippedAsGJSON(t *testing.T) {
 	values := []string{`""`, `"a"`, `"chatcmpl-Q2ZKXB7LJ4C5GQ6ZT3W7N2HMUA"`, `"a\"b"`, `"\\"`, `"\u00e9t\u00e9"`, `"é"`,

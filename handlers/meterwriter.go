@@ -524,7 +524,7 @@ func (l *answerLayout) record(k string, v span) {
 func readChoices(body []byte, start int) (end int, finish gjson.Result, found, parens, parensKnown bool) {
 	doc := viewString(body)
 	brackets := true // the walk of the element saw the brackets that skipping would
-	elem, _ := walkValues(body, skipJSONSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs int) (int, bool) {
+	elem, _ := walkValues(body, jsoncheck.SkipSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs int) (int, bool) {
 		// skipJSONValue, with the parentheses outside strings noted.
 		ve := -1
 		switch {
@@ -578,7 +578,7 @@ func readChoices(body []byte, start int) (end int, finish gjson.Result, found, p
 func firstChoiceFinish(body []byte, start, end int) (v gjson.Result, found bool) {
 	arr := body[:end]
 	doc := viewString(body)
-	walkObject(arr, skipJSONSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+	walkObject(arr, jsoncheck.SkipSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
 		if memberKey(doc, keyStart, keyEnd, escaped) != "finish_reason" {
 			return true
 		}

@@ -175,7 +175,7 @@ func (c *checker) run() *Error {
 	if len(b) > MaxLen {
 		return &Error{Kind: Syntax}
 	}
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	for {
 		// A value starts at i.
 		if i >= len(b) {
@@ -190,7 +190,7 @@ func (c *checker) run() *Error {
 			}
 			c.stack[c.depth] = frame{object: ch == '{', keys: int32(len(c.keys))}
 			c.depth++
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			if i < len(b) && b[i] == ch+2 { // '}' is '{'+2, ']' is '['+2
 				c.depth--
 				i++
@@ -219,7 +219,7 @@ func (c *checker) run() *Error {
 		c.valueAt(i, true)
 		// After a value: close what ends here, then find the next value.
 		for {
-			i = skipSpace(b, i)
+			i = SkipSpace(b, i)
 			if c.depth == 0 {
 				if i != len(b) {
 					return &Error{Kind: Syntax}
@@ -231,7 +231,7 @@ func (c *checker) run() *Error {
 			}
 			f := &c.stack[c.depth-1]
 			if b[i] == ',' {
-				i = skipSpace(b, i+1)
+				i = SkipSpace(b, i+1)
 				if f.object {
 					if i, err = c.key(i); err != nil {
 						return err
@@ -301,11 +301,11 @@ func (c *checker) key(i int) (int, *Error) {
 		c.keys = append(c.keys, k)
 	}
 	f.cur = k
-	i = skipSpace(b, end)
+	i = SkipSpace(b, end)
 	if i >= len(b) || b[i] != ':' {
 		return i, &Error{Kind: Syntax}
 	}
-	return skipSpace(b, i+1), nil
+	return SkipSpace(b, i+1), nil
 }
 
 // closeObject checks an object with many keys for repeats and forgets its
@@ -566,7 +566,10 @@ func digits(b []byte, i int) int {
 	return i
 }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace is the index of the first byte of b from i on that is not
+// JSON whitespace (space, tab, CR, LF); len(b) if none. It serves the
+// packages that walk JSON themselves, on bytes or on a string.
+func SkipSpace[T string | []byte](b T, i int) int {
 	// Most calls stop at once, at a byte above the space: one comparison
 	// says so, where the four below took four.
 	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {

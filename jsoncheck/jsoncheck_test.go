@@ -370,7 +370,8 @@ func firstNonPlain(b []byte) (got, want int) {
 	return got, want
 }
 
-// skipSpace skips exactly JSON's four whitespace bytes, whatever follows.
+// SkipSpace skips exactly JSON's four whitespace bytes, whatever
+// follows, in bytes and in a string.
 func TestSkipSpaceEveryByte(t *testing.T) {
 	for c := range 256 {
 		b := []byte{' ', byte(c), '\t', byte(c)}
@@ -378,8 +379,11 @@ func TestSkipSpaceEveryByte(t *testing.T) {
 		if c == ' ' || c == '\n' || c == '\r' || c == '\t' {
 			want = len(b)
 		}
-		if got := skipSpace(b, 0); got != want {
+		if got := SkipSpace(b, 0); got != want {
 			t.Errorf("byte %#x: skipped to %d, want %d", c, got, want)
+		}
+		if got := SkipSpace(string(b), 0); got != want {
+			t.Errorf("byte %#x in a string: skipped to %d, want %d", c, got, want)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
 // notOutput reports whether a member named k holds no model output.
@@ -38,7 +40,7 @@ func notOutput(k string) bool {
 // number's or boolean's bytes, a container's members and elements (those
 // named in notOutput aside).
 func Value(v string) int {
-	n, _ := walk(v, skipSpace(v, 0))
+	n, _ := walk(v, jsoncheck.SkipSpace(v, 0))
 	return n
 }
 
@@ -46,7 +48,7 @@ func Value(v string) int {
 // delta (a stream) or message (an answer).
 func Chat(doc []byte) int {
 	d := view(doc)
-	i := member(d, skipSpace(d, 0), "choices")
+	i := member(d, jsoncheck.SkipSpace(d, 0), "choices")
 	if i < 0 || d[i] != '[' {
 		return 0
 	}
@@ -109,7 +111,7 @@ func MessagesAnswer(doc []byte) int { return memberOutput(view(doc), "content") 
 
 // memberOutput is the output of the top-level member key of the object doc.
 func memberOutput(doc, key string) int {
-	i := member(doc, skipSpace(doc, 0), key)
+	i := member(doc, jsoncheck.SkipSpace(doc, 0), key)
 	if i < 0 {
 		return 0
 	}
@@ -127,27 +129,27 @@ func member(doc string, i int, key string) int {
 	if i >= len(doc) || doc[i] != '{' {
 		return -1
 	}
-	i = skipSpace(doc, i+1)
+	i = jsoncheck.SkipSpace(doc, i+1)
 	for i < len(doc) && doc[i] == '"' {
 		kEnd := skipString(doc, i)
 		if kEnd < 0 {
 			return -1
 		}
 		k := doc[i+1 : kEnd-1]
-		if i = skipSpace(doc, kEnd); i >= len(doc) || doc[i] != ':' {
+		if i = jsoncheck.SkipSpace(doc, kEnd); i >= len(doc) || doc[i] != ':' {
 			return -1
 		}
-		v := skipSpace(doc, i+1)
+		v := jsoncheck.SkipSpace(doc, i+1)
 		if k == key {
 			return v
 		}
 		if i = skip(doc, v); i < 0 {
 			return -1
 		}
-		if i = skipSpace(doc, i); i >= len(doc) || doc[i] != ',' {
+		if i = jsoncheck.SkipSpace(doc, i); i >= len(doc) || doc[i] != ',' {
 			return -1
 		}
-		i = skipSpace(doc, i+1)
+		i = jsoncheck.SkipSpace(doc, i+1)
 	}
 	return -1
 }
@@ -160,7 +162,7 @@ func eachMember(doc string, i int, fn func(key string, v int) int) int {
 	if i >= len(doc) || doc[i] != '{' {
 		return -1
 	}
-	if i = skipSpace(doc, i+1); i < len(doc) && doc[i] == '}' {
+	if i = jsoncheck.SkipSpace(doc, i+1); i < len(doc) && doc[i] == '}' {
 		return i + 1
 	}
 	for i < len(doc) && doc[i] == '"' {
@@ -169,20 +171,20 @@ func eachMember(doc string, i int, fn func(key string, v int) int) int {
 			return -1
 		}
 		key := doc[i+1 : kEnd-1]
-		if i = skipSpace(doc, kEnd); i >= len(doc) || doc[i] != ':' {
+		if i = jsoncheck.SkipSpace(doc, kEnd); i >= len(doc) || doc[i] != ':' {
 			return -1
 		}
-		if i = fn(key, skipSpace(doc, i+1)); i < 0 {
+		if i = fn(key, jsoncheck.SkipSpace(doc, i+1)); i < 0 {
 			return -1
 		}
-		if i = skipSpace(doc, i); i >= len(doc) {
+		if i = jsoncheck.SkipSpace(doc, i); i >= len(doc) {
 			return -1
 		}
 		switch doc[i] {
 		case '}':
 			return i + 1
 		case ',':
-			i = skipSpace(doc, i+1)
+			i = jsoncheck.SkipSpace(doc, i+1)
 		default:
 			return -1
 		}
@@ -194,21 +196,21 @@ func eachMember(doc string, i int, fn func(key string, v int) int) int {
 // starts; fn returns the index after it, or -1 to stop. It returns the
 // index after the array, -1 when stopped or malformed.
 func eachElement(doc string, i int, fn func(e int) int) int {
-	if i = skipSpace(doc, i+1); i < len(doc) && doc[i] == ']' {
+	if i = jsoncheck.SkipSpace(doc, i+1); i < len(doc) && doc[i] == ']' {
 		return i + 1
 	}
 	for i < len(doc) {
 		if i = fn(i); i < 0 {
 			return -1
 		}
-		if i = skipSpace(doc, i); i >= len(doc) {
+		if i = jsoncheck.SkipSpace(doc, i); i >= len(doc) {
 			return -1
 		}
 		switch doc[i] {
 		case ']':
 			return i + 1
 		case ',':
-			i = skipSpace(doc, i+1)
+			i = jsoncheck.SkipSpace(doc, i+1)
 		default:
 			return -1
 		}
@@ -326,13 +328,6 @@ func skipScalar(doc string, i int) int {
 		return -1
 	}
 	return j
-}
-
-func skipSpace(doc string, i int) int {
-	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 // StringLen is the decoded length in bytes of the JSON string literal raw
