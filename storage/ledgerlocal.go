@@ -350,13 +350,12 @@ func (l *localLedger) start(context.Context)                    {}
 func (l *localLedger) wait()                                    {}
 func (l *localLedger) admissible() error                        { return nil }
 func (l *localLedger) settleFailed(*Reservation, Charge, error) {}
-
-func (l *localLedger) releaseFailed(*Reservation, error) {}
-func (l *localLedger) loadAll() error                    { return nil }
-func (l *localLedger) refresh(map[string][]string) error { return nil }
-func (l *localLedger) overlay(string)                    {}
-func (l *localLedger) overlayAll()                       {}
-func (l *localLedger) shareKeyCeiling(*KeyCeiling)       {}
+func (l *localLedger) releaseFailed(*Reservation, error)        {}
+func (l *localLedger) loadAll() error                           { return nil }
+func (l *localLedger) refresh(map[string][]string) error        { return nil }
+func (l *localLedger) overlay(string)                           {}
+func (l *localLedger) overlayAll()                              {}
+func (l *localLedger) shareKeyCeiling(*KeyCeiling)              {}
 
 func (l *localLedger) held(accountID, keyHash string) (account, key money.Amount) {
 	l.k.RLock()
