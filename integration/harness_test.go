@@ -29,6 +29,8 @@ import (
 	_ "github.com/tollgate-dev/caddy-tollgate"
 	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	// The tests' Caddyfiles call the demo provider.
+	_ "github.com/tollgate-dev/caddy-tollgate/standin"
 )
 
 // Ports of the in-process Caddy: the gateway on 9480, the mock provider on

@@ -9,7 +9,7 @@ import (
 )
 
 // xcaddyManifest is xcaddy.json: what `xcaddy build` must be given to build
-// the same Caddy as cmd/caddy.
+// the production gateway; cmd/caddy is that build plus the demo provider.
 type xcaddyManifest struct {
 	CaddyVersion string `json:"caddy_version"`
 	Plugins      []struct {
@@ -63,8 +63,13 @@ func TestXcaddyManifestMatchesBuild(t *testing.T) {
 		}
 		withArgs = append(withArgs, arg)
 	}
-	if len(imported) != len(m.Plugins)+1 {
-		t.Errorf("cmd/caddy imports %d modules; xcaddy.json lists %d plugins plus standard", len(imported), len(m.Plugins))
+	// cmd/caddy is the xcaddy build plus the demo provider.
+	demo := string(module[1]) + "/standin"
+	if !imported[demo] {
+		t.Errorf("cmd/caddy does not import the demo provider %s", demo)
+	}
+	if len(imported) != len(m.Plugins)+2 {
+		t.Errorf("cmd/caddy imports %d modules; xcaddy.json lists %d plugins, plus standard and the demo", len(imported), len(m.Plugins))
 	}
 	want := "xcaddy build " + m.CaddyVersion + " " + strings.Join(withArgs, " ")
 	if !strings.Contains(string(readme), want) {

@@ -1,8 +1,9 @@
 // Package standin holds the stand-ins of the upstreams a gateway talks to:
 // the mock provider (package mockprovider) and the search APIs (package
 // searchapis). The quickstart, the demos and the tests run against them;
-// nothing on the production path imports them. The root package imports
-// this one so that the default build keeps the quickstart working.
+// nothing on the production path imports them. cmd/caddy imports this
+// package so that the quickstart's build has the demo provider; an xcaddy
+// build adds it with `--with github.com/tollgate-dev/caddy-tollgate/standin`.
 //
 // Importing standin plugs the mock provider into the Caddyfile: its
 // directive is ordered after the tollgate pipeline's, as the upstream it

@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/tollgate-dev/caddy-tollgate"
+	_ "github.com/tollgate-dev/caddy-tollgate/standin"
 )
 
 func init() {
