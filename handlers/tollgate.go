@@ -27,7 +27,8 @@ import (
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
-//  3. plan an inference request: apply the guardrails' content filters
+//  3. plan an inference request: refuse a key that cannot pay before
+//     any work on the body (admission.go), apply the guardrails' content filters
 //     (contentfilter.go), rewrite web search (WebSearch), fetch the
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (webfetchmw.go, webfetchtool.go), check the body
@@ -293,6 +294,10 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		return t.router.inputTokens(w, r, st)
 	case st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow:
 		return t.router.serveOther(w, r, st)
+	}
+	// A key that cannot pay is refused before the body costs any work.
+	if apiErr := t.meter.precheck(st); apiErr != nil {
+		return apierror.Fail(r, apiErr)
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
