@@ -141,7 +141,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil && route.parsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
 		// prompt did before routing.
-		route.body, apiErr = rt.filterBody(st, route.body)
+		route.body, apiErr = rt.filterBody(r.Context(), st, route.body)
 	}
 	if apiErr == nil {
 		apiErr = route.chatSearch(st.plan)

@@ -301,7 +301,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
-		body, apiErr = t.router.filterBody(st, body)
+		body, apiErr = t.router.filterBody(r.Context(), st, body)
 	}
 	if apiErr == nil {
 		// Before the search stage, which reorders tools: the web_fetch
