@@ -351,7 +351,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields
-	if body, parsed, apiErr = parseFiles(kind, body, f, attempts, rt.fetchFile); apiErr != nil {
+	if body, parsed, apiErr = parseFiles(st.context(), kind, body, f, attempts, rt.fetchFileIn(st.context())); apiErr != nil {
 		return nil, apiErr
 	}
 	// In the request state's allocation: a request is routed once.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -193,6 +194,9 @@ type requestState struct {
 	// refuses the request when it cannot be had): every stage after it
 	// reads and writes through this one.
 	store *storage.Store
+	// ctx is the request's context: the stages' work on the body stops
+	// when it ends (the client left); nil in tests, never ending.
+	ctx context.Context
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
@@ -263,7 +267,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st := &requestState{api: api}
+	st := &requestState{api: api, ctx: r.Context()}
 	st.inference = isInferencePost(r, st)
 	var apiErr *apierror.Error
 	if st.store, apiErr = t.openStore(); apiErr == nil {
@@ -280,6 +284,14 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return t.admin.Serve(w, r, st.store, st.id, st.api)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
+}
+
+// context is the request's context (Background without one).
+func (st *requestState) context() context.Context {
+	if st.ctx == nil {
+		return context.Background()
+	}
+	return st.ctx
 }
 
 // infer serves an inference route: the model lists and requests not routed
