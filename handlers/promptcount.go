@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"image"
@@ -60,13 +61,24 @@ type promptCounter struct {
 	mediaPart int64
 	tokens    int64
 	unbounded bool
+	// ctx stops the counting when the request ends; the count is then
+	// not to be used.
+	ctx context.Context
 }
 
-func (c *promptCounter) text(s string) { c.tokens += int64(c.enc.Count(s)) }
+func (c *promptCounter) text(s string) {
+	n, _ := c.enc.CountContext(c.ctx, s)
+	c.tokens += int64(n)
+}
 
 // countChatBody counts a chat completions body.
 func countChatBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
-	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens}
+	return countChatBodyIn(context.Background(), enc, body, mediaPart)
+}
+
+// countChatBodyIn is countChatBody stopping when ctx ends.
+func countChatBodyIn(ctx context.Context, enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
+	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens, ctx: ctx}
 	// One pass over the top-level members (a Get each would scan the
 	// body once per field).
 	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
@@ -99,7 +111,12 @@ func eachOf(list gjson.Result, fn func(gjson.Result)) {
 // input as messages, function calls and their outputs as tool calls and
 // tool messages.
 func countResponsesBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
-	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens}
+	return countResponsesBodyIn(context.Background(), enc, body, mediaPart)
+}
+
+// countResponsesBodyIn is countResponsesBody stopping when ctx ends.
+func countResponsesBodyIn(ctx context.Context, enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
+	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens, ctx: ctx}
 	doc := gjson.ParseBytes(body)
 	if ins := doc.Get("instructions"); ins.Type == gjson.String {
 		c.tokens += tokensPerMessage
@@ -327,8 +344,9 @@ const (
 // the attempts whose model's context window the prompt alone exceeds;
 // none left is a 400 naming the count and the limit. Attempts whose
 // model has no tokenizer keep the byte bound. A chat request that asks
-// for middle-out compression is compressed first (middleout.go).
-func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
+// for middle-out compression is compressed first (middleout.go). The
+// counting stops when ctx ends (the client left).
+func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Error {
 	if rt.compress && rt.Kind == dialect.Chat {
 		if apiErr := rt.middleOut(mediaPart); apiErr != nil {
 			return apiErr
@@ -358,9 +376,12 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 			var n int64
 			var unbounded bool
 			if form == formResponses {
-				n, unbounded = countResponsesBody(enc, body, mediaPart)
+				n, unbounded = countResponsesBodyIn(ctx, enc, body, mediaPart)
 			} else {
-				n, unbounded = countChatBody(enc, body, mediaPart)
+				n, unbounded = countChatBodyIn(ctx, enc, body, mediaPart)
+			}
+			if ctx.Err() != nil {
+				return apierror.New(499, "Client closed the request")
 			}
 			// A previous response, a stored prompt...: as the byte bound.
 			unbounded = unbounded || rt.prompt.unbounded

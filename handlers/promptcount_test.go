@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"os"
 	"strings"
 	"testing"
@@ -162,5 +164,25 @@ func BenchmarkCountChatShort(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		countChatBody(enc, body, DefaultMediaPartTokens)
+	}
+}
+
+// The prompt's counting stops when the request's context ends (the client
+// left): a 499, no count kept.
+func TestCountPromptStopsWithTheRequest(t *testing.T) {
+	enc, _ := tokenizer.Get(tokenizer.O200kBase)
+	m := &catalog.Model{ID: "openai/m", ContextLength: 1 << 30, Tokenizer: enc}
+	body := []byte(`{"model":"openai/m","messages":[{"role":"user","content":"` + strings.Repeat("many words here ", 20000) + `"}]}`)
+	rt := &Route{Kind: "chat", body: body, Attempts: []Attempt{{Model: m, Provider: &catalog.Provider{}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if apiErr := rt.countPrompt(ctx, DefaultMediaPartTokens); apiErr == nil || apiErr.Status != 499 {
+		t.Fatalf("canceled: %v", apiErr)
+	}
+	if apiErr := rt.countPrompt(context.Background(), DefaultMediaPartTokens); apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	if c, ok := rt.prompt.count(m); !ok || c.tokens < 60000 {
+		t.Fatalf("count %+v", c)
 	}
 }

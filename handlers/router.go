@@ -157,7 +157,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 			bf = route.parsedFields // PDFs as their text
 		}
 		route.prompt = boundPrompt(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
-		apiErr = route.countPrompt(rt.MediaPartTokens)
+		apiErr = route.countPrompt(r.Context(), rt.MediaPartTokens)
 	}
 	if apiErr != nil {
 		return apiErr

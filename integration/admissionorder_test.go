@@ -1,7 +1,13 @@
 package integration
 
 import (
+	"context"
+	"math/rand"
+	"net/http"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
@@ -31,5 +37,72 @@ func TestAdmissionBeforeWork(t *testing.T) {
 	c.mustPost("/chat/completions", key, broken, nil).expectError(t, 400, "messages[0].content[1].file: the PDF cannot be read")
 	if b := tap.take(); len(b) != 0 {
 		t.Fatalf("the provider was called %d times", len(b))
+	}
+}
+
+// cpuTime is the CPU the process (the test and the in-process gateway)
+// has used.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// settledCPU waits for the process's CPU use to settle (no request
+// still working) and returns what it used since from.
+func settledCPU(t *testing.T, from time.Duration) time.Duration {
+	last := cpuTime(t)
+	for range 100 {
+		time.Sleep(300 * time.Millisecond)
+		now := cpuTime(t)
+		if now-last < 30*time.Millisecond {
+			return now - from
+		}
+		last = now
+	}
+	t.Fatal("the process kept working")
+	return 0
+}
+
+// A client that leaves stops the work on its request's body: a prompt
+// of 8 MiB that takes the tokenizer seconds of CPU is left early, and
+// the gateway stops counting it (the process's CPU shows it) instead of
+// counting it to its end for nobody.
+func TestClientLeavingStopsWork(t *testing.T) {
+	startInProcessWith(t, withTokenizedModels(t))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"leaves"}`)
+	r := rand.New(rand.NewSource(48))
+	var words strings.Builder
+	for words.Len() < 8<<20 {
+		for range 255 {
+			words.WriteByte(byte('a' + r.Intn(26)))
+		}
+		words.WriteByte(' ')
+	}
+	body := `{"model":"openai/small","messages":[{"role":"user","content":"` + words.String() + `"}]}`
+
+	// The whole work: counted, then refused for the model's context.
+	from := settledCPU(t, 0)
+	c.mustPost("/chat/completions", key, body, nil).expectError(t, 400, "messages: the prompt has")
+	whole := settledCPU(t, from)
+
+	// The client leaves a quarter of the way.
+	from = settledCPU(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), whole/4)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.gateway+"/api/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+		t.Fatalf("answered %d before the client left", res.StatusCode)
+	}
+	left := settledCPU(t, from)
+	if left > whole*2/3 {
+		t.Fatalf("the request the client left used %v of CPU, the whole work %v", left, whole)
 	}
 }

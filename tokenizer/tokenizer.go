@@ -12,6 +12,7 @@ package tokenizer
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strconv"
@@ -100,6 +101,26 @@ func (e *Encoding) Count(s string) int {
 		i = end
 	}
 	return n
+}
+
+// CountContext is Count for a request: it stops, with ctx's error and
+// the count so far, once ctx ends (checked every 64 KiB of text).
+func (e *Encoding) CountContext(ctx context.Context, s string) (int, error) {
+	const every = 64 << 10
+	n := 0
+	for len(s) > every {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		// A piece may cross the cut: the split goes on to its end.
+		i := 0
+		for i < every {
+			i = e.split(s, i)
+		}
+		n += e.Count(s[:i])
+		s = s[i:]
+	}
+	return n + e.Count(s), ctx.Err()
 }
 
 // smallPiece bounds the pieces merged on the stack by scanning for the

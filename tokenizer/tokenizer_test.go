@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math/rand"
 	"os"
 	"strings"
@@ -127,6 +129,28 @@ func TestLongPieceBound(t *testing.T) {
 				t.Errorf("%s %s: %.1f%% above the exact counts", name, g, 100*over)
 			}
 		}
+	}
+}
+
+// CountContext counts as Count, in steps of 64 KiB cut between pieces,
+// and stops once its context ends.
+func TestCountContext(t *testing.T) {
+	var b strings.Builder
+	for _, r := range loadCorpus(t) {
+		b.WriteString(r.Text + "   ")
+	}
+	text := strings.Repeat(b.String(), (300<<10)/b.Len()+1)
+	for _, name := range Names() {
+		e, _ := Get(name)
+		if n, err := e.CountContext(context.Background(), text); err != nil || n != e.Count(text) {
+			t.Fatalf("%s: %d, %v; Count says %d", name, n, err, e.Count(text))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e, _ := Get(O200kBase)
+	if n, err := e.CountContext(ctx, text); !errors.Is(err, context.Canceled) || n != 0 {
+		t.Fatalf("canceled: %d, %v", n, err)
 	}
 }
 
