@@ -67,11 +67,16 @@ func settledCPU(t *testing.T, from time.Duration) time.Duration {
 }
 
 // A client that leaves stops the work on its request's body: a prompt
-// of 8 MiB that takes the tokenizer seconds of CPU is left early, and
-// the gateway stops counting it (the process's CPU shows it) instead of
-// counting it to its end for nobody.
+// of 8 MiB for a model of a million tokens' window, which takes the
+// tokenizer a second or more of CPU, is left early, and the gateway stops
+// counting it (the process's CPU shows it) instead of counting it to its
+// end for nobody.
 func TestClientLeavingStopsWork(t *testing.T) {
-	startInProcessWith(t, withTokenizedModels(t))
+	wide := func(cfg string) string {
+		return replaceOnce(t, cfg, "\t\tmodel tollgate-mock:free {\n", "\t\tmodel openai/wide {\n\t\t\tcontext_length 1000000\n\t\t\tpricing {\n\t\t\t\tprompt 0.000001\n\t\t\t\tcompletion 0.000002\n\t\t\t}\n"+
+			"\t\t\tprovider mock http://"+mockAddr+"/v1 {\n\t\t\t\tmodel tollgate-mock\n\t\t\t\tapi_key mock\n\t\t\t}\n\t\t}\n\t\tmodel tollgate-mock:free {\n")
+	}
+	startInProcessWith(t, chain(withTokenizedModels(t), wide))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"leaves"}`)
@@ -83,11 +88,11 @@ func TestClientLeavingStopsWork(t *testing.T) {
 		}
 		words.WriteByte(' ')
 	}
-	body := `{"model":"openai/small","messages":[{"role":"user","content":"` + words.String() + `"}]}`
+	body := `{"model":"openai/wide","messages":[{"role":"user","content":"` + words.String() + `"}]}`
 
-	// The whole work: counted, then refused for the model's context.
+	// The whole work: counted up to the model's window, then refused.
 	from := settledCPU(t, 0)
-	c.mustPost("/chat/completions", key, body, nil).expectError(t, 400, "messages: the prompt has")
+	c.mustPost("/chat/completions", key, body, nil).expectError(t, 400, "messages: the prompt has over ")
 	whole := settledCPU(t, from)
 
 	// The client leaves a quarter of the way.

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -103,14 +104,22 @@ func (e *Encoding) Count(s string) int {
 	return n
 }
 
-// CountContext is Count for a request: it stops, with ctx's error and
-// the count so far, once ctx ends (checked every 64 KiB of text).
-func (e *Encoding) CountContext(ctx context.Context, s string) (int, error) {
+// ErrOverLimit ends a CountUpTo whose count passed its limit.
+var ErrOverLimit = errors.New("tokenizer: the count passed its limit")
+
+// CountUpTo is Count for a request, in steps of 64 KiB of text (cut
+// between pieces): it stops with ctx's error once ctx ends, and with
+// ErrOverLimit once the count passes limit (0: no limit), returning the
+// count so far, a lower bound.
+func (e *Encoding) CountUpTo(ctx context.Context, s string, limit int) (int, error) {
 	const every = 64 << 10
 	n := 0
 	for len(s) > every {
 		if err := ctx.Err(); err != nil {
 			return n, err
+		}
+		if limit > 0 && n > limit {
+			return n, ErrOverLimit
 		}
 		// A piece may cross the cut: the split goes on to its end.
 		i := 0

@@ -132,9 +132,9 @@ func TestLongPieceBound(t *testing.T) {
 	}
 }
 
-// CountContext counts as Count, in steps of 64 KiB cut between pieces,
-// and stops once its context ends.
-func TestCountContext(t *testing.T) {
+// CountUpTo counts as Count, in steps of 64 KiB cut between pieces; it
+// stops once its context ends, or once the count passes its limit.
+func TestCountUpTo(t *testing.T) {
 	var b strings.Builder
 	for _, r := range loadCorpus(t) {
 		b.WriteString(r.Text + "   ")
@@ -142,14 +142,21 @@ func TestCountContext(t *testing.T) {
 	text := strings.Repeat(b.String(), (300<<10)/b.Len()+1)
 	for _, name := range Names() {
 		e, _ := Get(name)
-		if n, err := e.CountContext(context.Background(), text); err != nil || n != e.Count(text) {
-			t.Fatalf("%s: %d, %v; Count says %d", name, n, err, e.Count(text))
+		all := e.Count(text)
+		if n, err := e.CountUpTo(context.Background(), text, 0); err != nil || n != all {
+			t.Fatalf("%s: %d, %v; Count says %d", name, n, err, all)
+		}
+		if n, err := e.CountUpTo(context.Background(), text, all); err != nil || n != all {
+			t.Fatalf("%s at its count: %d, %v; Count says %d", name, n, err, all)
+		}
+		if n, err := e.CountUpTo(context.Background(), text, 1000); !errors.Is(err, ErrOverLimit) || n <= 1000 || n >= all {
+			t.Fatalf("%s over 1000: %d, %v of %d", name, n, err, all)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	e, _ := Get(O200kBase)
-	if n, err := e.CountContext(ctx, text); !errors.Is(err, context.Canceled) || n != 0 {
+	if n, err := e.CountUpTo(ctx, text, 0); !errors.Is(err, context.Canceled) || n != 0 {
 		t.Fatalf("canceled: %d, %v", n, err)
 	}
 }
