@@ -59,11 +59,9 @@ func TestPatternCostGrowsWithCount(t *testing.T) {
 }
 
 // slowestAccepted is the costliest pattern the model accepts of the kind
-// that is slowest to run (a class under a counted repetition), and its
-// worst text: letters that keep every count alive.
+// that is slowest to run (a class under a counted repetition); its worst
+// text is letters, which keep every count alive.
 const slowestAccepted = `[a-z]{1,30}x`
-
-func slowText(n int) string { return strings.Repeat("abcdefghij", n/10+1)[:n] }
 
 // A request whose text times its patterns' cost exceeds the budget is
 // refused before the scan; one within it is scanned.
@@ -108,16 +106,27 @@ func TestScanStopsWithTheRequest(t *testing.T) {
 }
 
 // BenchmarkSlowestAcceptedPattern scans the longest text the budget lets
-// the slowest accepted pattern scan, on the text that is its worst: the
-// request's worst case for custom patterns (goal: about a second).
+// each of the slowest accepted patterns scan, on the text that is its
+// worst: the request's worst case for custom patterns (goal: about a
+// second).
 func BenchmarkSlowestAcceptedPattern(b *testing.B) {
-	s := Set{mustGuard(b, "g", `[{"pattern":"`+slowestAccepted+`","action":"block"}]`, ``)}
-	text := slowText(ScanBudget / s[0].rules[0].cost)
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		var res Result
-		if s.Text(text, true, &res); res.Stopped() {
-			b.Fatal("stopped")
-		}
+	for _, c := range []struct{ name, pattern, text string }{
+		{"class", slowestAccepted, "abcdefghij"},
+		{"folded", `(?i)[a-z]{1,30}x`, "abcdefghij"},
+		{"unicode", `[\\p{L}\\p{N}]{1,30}z`, "abcdéfghij"},
+		{"stars", `(.*a){8}x`, "aaaaaaaaaa"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := Set{mustGuard(b, "g", `[{"pattern":"`+c.pattern+`","action":"block"}]`, ``)}
+			n := ScanBudget / s[0].rules[0].cost
+			text := strings.Repeat(c.text, n/len(c.text)+1)[:n]
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				var res Result
+				if s.Text(text, true, &res); res.Stopped() {
+					b.Fatal("stopped")
+				}
+			}
+		})
 	}
 }
