@@ -219,8 +219,7 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 	}
 	available, ok := money.AddAmounts(acct.Balance, -acct.Held)
 	if acct.Balance <= 0 || !ok || available < e.Hold {
-		return &Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request",
-			RemedyHint: "Add credits to the account, or lower max_tokens."}
+		return InsufficientCredits()
 	}
 	if e.InFlight == 0 || acct.Balance >= p.BalanceThreshold ||
 		(p.EstablishedUsage > 0 && acct.Usage >= p.EstablishedUsage) {
@@ -242,6 +241,13 @@ func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlig
 			RemedyHint: "Wait for Retry-After and retry.", RetryAfter: retry}
 	}
 	return nil
+}
+
+// InsufficientCredits is the refusal of a request a prepaid account's
+// balance cannot cover.
+func InsufficientCredits() *Rejection {
+	return &Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request",
+		RemedyHint: "Add credits to the account, or lower max_tokens."}
 }
 
 // fits reports whether the amounts add up to at most limit; a sum beyond

@@ -111,6 +111,7 @@ type rule struct {
 	// userOnly scans user messages only (prompt injection's scan_scope).
 	userOnly bool
 	re       *regexp.Regexp // a custom pattern
+	cost     int            // re's instructions a byte at worst (cost.go)
 	find     detector       // a builtin
 }
 
@@ -197,7 +198,7 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 		if len(p) > MaxPatternLen {
 			return nil, fieldErr(list, i, "pattern", "at most "+strconv.Itoa(MaxPatternLen)+" bytes")
 		}
-		re, why := compilePattern(p)
+		re, cost, why := compilePattern(p)
 		if why != "" {
 			return nil, fieldErr(list, i, "pattern", why)
 		}
@@ -217,37 +218,43 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 				label = *e.Label
 			}
 		}
-		g.rules = append(g.rules, rule{action: a, label: label, re: re})
+		g.rules = append(g.rules, rule{action: a, label: label, re: re, cost: cost})
 		out = append(out, map[string]any{"pattern": p, "action": a.String(), "label": e.Label})
 	}
 	b, _ := json.Marshal(out)
 	return b, nil
 }
 
-// compilePattern compiles an RE2 pattern and refuses what cannot run per
-// request: too large a program, or a pattern that matches the empty
-// string (it would redact between every two characters).
-func compilePattern(p string) (*regexp.Regexp, string) {
+// compilePattern compiles an RE2 pattern and its cost (cost.go), and
+// refuses what cannot run per request: too large a program, too costly a
+// scan, or a pattern that matches the empty string (it would redact
+// between every two characters).
+func compilePattern(p string) (*regexp.Regexp, int, string) {
 	re, err := regexp.Compile(p)
 	if err != nil {
 		var se *syntax.Error
 		if errors.As(err, &se) {
-			return nil, "invalid RE2 pattern: " + string(se.Code)
+			return nil, 0, "invalid RE2 pattern: " + string(se.Code)
 		}
-		return nil, "invalid RE2 pattern"
+		return nil, 0, "invalid RE2 pattern"
 	}
 	parsed, err := syntax.Parse(p, syntax.Perl)
 	if err != nil {
-		return nil, "invalid RE2 pattern"
+		return nil, 0, "invalid RE2 pattern"
 	}
 	prog, err := syntax.Compile(parsed.Simplify())
 	if err != nil || len(prog.Inst) > MaxProgramInst {
-		return nil, "pattern too complex (its compiled program exceeds " + strconv.Itoa(MaxProgramInst) + " instructions)"
+		return nil, 0, "pattern too complex (its compiled program exceeds " + strconv.Itoa(MaxProgramInst) + " instructions)"
 	}
 	if re.MatchString("") {
-		return nil, "pattern matches the empty string"
+		return nil, 0, "pattern matches the empty string"
 	}
-	return re, ""
+	cost := patternCost(prog)
+	if cost > MaxPatternCost {
+		return nil, 0, "pattern too costly to scan: a text can keep more than " + strconv.Itoa(MaxPatternCost) +
+			" of its instructions running at each byte (a counted repetition such as [a-z]{1,100} is the usual cause)"
+	}
+	return re, cost, ""
 }
 
 func compileBuiltins(g *Guard, raw json.RawMessage) (json.RawMessage, error) {

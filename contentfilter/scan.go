@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -52,7 +53,40 @@ type Result struct {
 	Flags []Hit
 	// Redacted counts the texts that were rewritten.
 	Redacted int
+	// TooCostly: the text times the cost of the patterns in force
+	// exceeded ScanBudget, and the scan stopped before it (cost.go).
+	TooCostly bool
+	// Err is the request's context's error when it ended (the client
+	// left) and the scan stopped.
+	Err error
+
+	ctx   context.Context
+	spent int64 // instructions charged to ScanBudget
 }
+
+// Stopped reports whether the scan stopped before its end: a block, a
+// scan too costly, or the request's end. The text is not to be used.
+func (r *Result) Stopped() bool { return r.Block != nil || r.TooCostly || r.Err != nil }
+
+// charge takes a custom pattern's scan of n bytes from the budget, and
+// checks that the request still runs.
+func (r *Result) charge(n, cost int) bool {
+	if r.ctx != nil {
+		if err := r.ctx.Err(); err != nil {
+			r.Err = err
+			return false
+		}
+	}
+	r.spent += int64(n) * int64(cost)
+	if r.spent > ScanBudget {
+		r.TooCostly = true
+		return false
+	}
+	return true
+}
+
+// WithContext makes a Result whose scans stop when ctx ends.
+func WithContext(ctx context.Context) Result { return Result{ctx: ctx} }
 
 func (r *Result) flag(h Hit) {
 	for _, f := range r.Flags {
@@ -76,6 +110,9 @@ func (s Set) Text(text string, user bool, res *Result) string {
 	if text == "" {
 		return text
 	}
+	if res.Stopped() {
+		return text
+	}
 	var spans []span
 	for _, g := range s {
 		if g == nil {
@@ -85,6 +122,9 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			r := &g.rules[i]
 			if r.userOnly && !user {
 				continue
+			}
+			if r.re != nil && !res.charge(len(text), r.cost) {
+				return text
 			}
 			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
 			switch r.action {
@@ -185,14 +225,20 @@ type edit struct {
 
 // Body applies the set to an inference request body (any dialect). It
 // returns the body with every redaction applied (body itself when there
-// is none) and what the filters did; after a block the body is not to be
-// used.
+// is none) and what the filters did; after a block, or a scan stopped
+// (Result.Stopped), the body is not to be used.
 func (s Set) Body(body []byte) ([]byte, Result) {
-	var res Result
+	return s.BodyContext(context.Background(), body)
+}
+
+// BodyContext is Body for a request: the scan stops (Result.Err) once
+// ctx ends.
+func (s Set) BodyContext(ctx context.Context, body []byte) ([]byte, Result) {
+	res := WithContext(ctx)
 	var edits []edit
 	visit := func(v gjson.Result, user bool) bool {
 		out := s.Text(v.Str, user, &res)
-		if res.Block != nil {
+		if res.Stopped() {
 			return false
 		}
 		if out == v.Str {

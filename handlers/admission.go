@@ -3,6 +3,9 @@ package handlers
 import (
 	"errors"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -41,4 +44,58 @@ func admitOnce(s *storage.Store, accountID, keyHash string, attempt int, decide 
 	}
 	committed = true
 	return s.Commit(&snap, h)
+}
+
+// precheck refuses, before the request's body is read, a request that
+// admission would refuse whatever its body and route: the key's credit
+// limit spent, or a prepaid account without balance. The body's work
+// (file parsing, web fetches, content filters, token counting) costs the
+// gateway CPU, and a key that cannot pay must not be able to spend it.
+//
+// It reads the account and key as authentication found them and refuses
+// only what admission's own rules would refuse with any hold (billing.Admit
+// first checks the key's cap, then the balance): a limit spent on usage
+// alone, ignoring running holds, and a balance at or below zero. A request
+// that could run on one of the account's own provider keys (BYOK), which
+// spends no credits and may sit outside the key's limit, is left to
+// admission. Nothing is held or charged here.
+func (m *Meter) precheck(st *requestState) *apierror.Error {
+	id := st.id
+	if id == nil || id.Management || id.Account == nil || id.Key == nil {
+		return nil
+	}
+	key := billing.KeyFacts{Limit: id.Key.Limit, CapUsage: id.Key.CapUsage(now()),
+		LimitResets: id.Key.LimitReset != money.IntervalNone, IncludeBYOK: id.Key.IncludeBYOKInLimit}
+	var rej *billing.Rejection
+	if b, ok := key.Cap(false); ok {
+		rej = billing.AdmitBudget(0, b)
+	}
+	if rej == nil && id.Account.Billing == storage.BillingPrepaid && id.Account.Balance() <= 0 {
+		rej = billing.InsufficientCredits()
+	}
+	if rej == nil {
+		return nil
+	}
+	if rej.Source != "key_limit" || !key.IncludeBYOK {
+		// Spent on credits only: a BYOK route may still be admitted.
+		if m.mayUseBYOK(st) {
+			return nil
+		}
+	}
+	return m.creditError(rej)
+}
+
+// mayUseBYOK reports whether the account holds a provider key of its own
+// that a request could use (one enabled, with the gateway able to open it).
+func (m *Meter) mayUseBYOK(st *requestState) bool {
+	if m.gw == nil || m.gw.BYOKSealer() == nil || st.store == nil {
+		return false
+	}
+	creds, _ := st.store.ListBYOK(storage.BYOKFilter{AccountID: st.id.AccountID})
+	for _, c := range creds {
+		if !c.Disabled {
+			return true
+		}
+	}
+	return false
 }

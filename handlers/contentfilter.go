@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -35,15 +36,16 @@ func (rt *Router) filtersFor(st *requestState) (contentfilter.Set, *apierror.Err
 // filterBody applies the caller's content filters to an inference body:
 // a block is a 403 naming the guardrail and the filter; redactions come
 // back in the body; flags go to the request state for the generation
-// record.
-func (rt *Router) filterBody(st *requestState, body []byte) ([]byte, *apierror.Error) {
+// record. A text too long for the custom patterns' cost is a 413, before
+// its scan; the scan stops when ctx ends (the client left).
+func (rt *Router) filterBody(ctx context.Context, st *requestState, body []byte) ([]byte, *apierror.Error) {
 	set, apiErr := rt.filtersFor(st)
 	if apiErr != nil || set == nil {
 		return body, apiErr
 	}
-	out, res := set.Body(body)
-	if res.Block != nil {
-		return nil, blockedError(res.Block)
+	out, res := set.BodyContext(ctx, body)
+	if apiErr := stoppedError(&res); apiErr != nil {
+		return nil, apiErr
 	}
 	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
 	return out, nil
@@ -61,11 +63,26 @@ func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
 	}
 	var res contentfilter.Result
 	q := set.Text(st.plan.query, true, &res)
-	if res.Block != nil {
-		return blockedError(res.Block)
+	if apiErr := stoppedError(&res); apiErr != nil {
+		return apiErr
 	}
 	st.plan.query = q
 	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
+	return nil
+}
+
+// stoppedError is the answer to a scan that stopped: a block's 403, the
+// 413 of a text too costly to scan, the client gone; nil when it ran.
+func stoppedError(res *contentfilter.Result) *apierror.Error {
+	switch {
+	case res.Block != nil:
+		return blockedError(res.Block)
+	case res.TooCostly:
+		return apierror.New(http.StatusRequestEntityTooLarge, "content_filters: the request's text is too long for the custom patterns of its guardrails: "+
+			"its bytes times the patterns' cost exceed the "+strconv.Itoa(contentfilter.ScanBudget>>20)+"M instructions a request's scan may take; send less text or use fewer or cheaper patterns")
+	case res.Err != nil:
+		return apierror.New(499, "Client closed the request")
+	}
 	return nil
 }
 

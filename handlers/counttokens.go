@@ -56,16 +56,19 @@ func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *a
 		}
 		return b.tokensFor(m), nil
 	}
-	var n int64
-	var unbounded bool
+	c := promptCounter{enc: m.Tokenizer, mediaPart: rt.MediaPartTokens, tokens: replyPrimingTokens, ctx: st.context()}
 	if len(m.Providers) > 0 && m.Providers[0].ChatOnly() {
 		chat, err := translate.ResponsesToChat(body)
 		if err != nil {
 			return 0, apierror.BadRequest(err.Error())
 		}
-		n, unbounded = countChatBody(m.Tokenizer, chat, rt.MediaPartTokens)
+		c.chatBody(chat)
 	} else {
-		n, unbounded = countResponsesBody(m.Tokenizer, body, rt.MediaPartTokens)
+		c.responsesBody(body)
+	}
+	n, unbounded := c.tokens, c.unbounded
+	if c.ctx.Err() != nil {
+		return 0, apierror.New(499, "Client closed the request")
 	}
 	if unbounded {
 		return 0, apierror.BadRequest("input: holds content the gateway cannot count (a file or a stored item)")
@@ -146,6 +149,10 @@ func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *ap
 		b := boundPrompt(f, len(chat), rt.MediaPartTokens)
 		return b.tokensFor(m), nil
 	}
-	n, _ := countChatBody(m.Tokenizer, chat, rt.MediaPartTokens)
-	return n, nil
+	c := promptCounter{enc: m.Tokenizer, mediaPart: rt.MediaPartTokens, tokens: replyPrimingTokens, ctx: st.context()}
+	c.chatBody(chat)
+	if c.ctx.Err() != nil {
+		return 0, apierror.New(499, "Client closed the request")
+	}
+	return c.tokens, nil
 }

@@ -48,6 +48,11 @@ const (
 	// compression bomb), in all.
 	maxPDFText    = 4 << 20
 	maxPDFContent = 64 << 20
+	// maxPDFRead bounds what the parser reads of a request's PDFs, in
+	// all (it reads an object at each use: a file whose links loop, or
+	// many small files, would have it read and lex without end): about a
+	// second of CPU at worst, and twice the largest file and more.
+	maxPDFRead = 32 << 20
 	// maxFileRedirects bounds the redirects a file URL's fetch follows,
 	// each hop's address checked by the egress policy when dialed.
 	maxFileRedirects = 5
@@ -93,11 +98,20 @@ func newFileClient(rt *Router) *http.Client {
 
 // fetchFile fetches a file URL with the router's file client.
 func (rt *Router) fetchFile(rawURL string) ([]byte, error) {
+	return rt.fetchFileIn(context.Background())(rawURL)
+}
+
+// fetchFileIn is fetchFile for a request: the fetch stops when ctx ends.
+func (rt *Router) fetchFileIn(ctx context.Context) fileFetcher {
+	return func(rawURL string) ([]byte, error) { return rt.fetchFileCtx(ctx, rawURL) }
+}
+
+func (rt *Router) fetchFileCtx(parent context.Context, rawURL string) ([]byte, error) {
 	client := rt.fileClient
 	if client == nil { // a router not provisioned (unit tests)
 		client = newFileClient(rt)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), fileFetchTimeout)
+	ctx, cancel := context.WithTimeout(parent, fileFetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -197,7 +211,8 @@ func readsFiles(m *catalog.Model) bool {
 // file-parser plugin or a model of the route asks for it; the body itself
 // and nil fields otherwise. The parts, per dialect: chat's `file` parts,
 // Responses' `input_file` parts and the Messages API's `document` blocks.
-func parseFiles(kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
+// The parsing stops when ctx ends (the client left).
+func parseFiles(ctx context.Context, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
 	engine, at := "", -1
 	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
 		engine, at = fileParserEngine(plugins)
@@ -224,7 +239,7 @@ func parseFiles(kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []At
 	}
 	var out []replacement
 	var apiErr *apierror.Error
-	budget := pdftext.Limits{Pages: maxPDFPages, Content: maxPDFContent, Text: maxPDFText}
+	budget := pdftext.Limits{Pages: maxPDFPages, Content: maxPDFContent, Text: maxPDFText, Read: maxPDFRead}
 	urls := 0
 	limited := func(u string) ([]byte, error) {
 		if urls++; urls > maxFileURLs {
@@ -251,7 +266,7 @@ func parseFiles(kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []At
 				return true // by file id, or not a PDF: for the provider
 			}
 			var text string
-			text, ok, apiErr = pdfText(src, limited, &budget)
+			text, ok, apiErr = pdfText(ctx, src, limited, &budget)
 			if apiErr != nil || !ok {
 				return apiErr == nil
 			}
@@ -348,7 +363,7 @@ type pdfSource struct {
 // of another media type, which the parser leaves to the provider. A URL
 // is fetched with fetch. The text and content it reads are taken from
 // the request's budget.
-func pdfText(src pdfSource, fetch fileFetcher, budget *pdftext.Limits) (string, bool, *apierror.Error) {
+func pdfText(ctx context.Context, src pdfSource, fetch fileFetcher, budget *pdftext.Limits) (string, bool, *apierror.Error) {
 	path := src.path
 	tooLarge := apierror.BadRequest(fmt.Sprintf("%s: the PDF is larger than the %d MiB the gateway parses", path, maxPDFBytes>>20))
 	var pdf []byte
@@ -389,11 +404,14 @@ func pdfText(src pdfSource, fetch fileFetcher, budget *pdftext.Limits) (string, 
 	default:
 		return "", false, apierror.BadRequest(src.field + ": expected a base64 data URL or an http(s) URL")
 	}
-	doc, err := pdftext.Extract(pdf, *budget)
+	doc, err := pdftext.ExtractContext(ctx, pdf, *budget)
+	budget.Read -= doc.Read
 	switch {
 	case err == nil:
 		budget.Text -= int64(len(doc.Text))
 		budget.Content -= doc.Content
+	case ctx.Err() != nil:
+		return "", false, apierror.New(499, "Client closed the request")
 	case errors.Is(err, pdftext.ErrTooLarge):
 		return "", false, apierror.BadRequest(fmt.Sprintf("%s: the PDF's text or content is larger than the gateway extracts (%d MiB of text, %d MiB of page content, for all of a request's PDFs)", path, maxPDFText>>20, maxPDFContent>>20))
 	case errors.Is(err, pdftext.ErrTooManyPages):

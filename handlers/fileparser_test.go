@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -65,7 +66,7 @@ func parseFilesOf(t *testing.T, kind, body string, models ...*catalog.Model) (st
 	for _, m := range models {
 		attempts = append(attempts, Attempt{Model: m})
 	}
-	out, parsed, apiErr := parseFiles(dialect.Kind(kind), []byte(body), f, attempts, fakeFetch)
+	out, parsed, apiErr := parseFiles(context.Background(), dialect.Kind(kind), []byte(body), f, attempts, fakeFetch)
 	if apiErr != nil {
 		return "", nil, apiErr
 	}
@@ -223,7 +224,7 @@ func BenchmarkParseFilesNone(b *testing.B) {
 	attempts := []Attempt{{Model: textOnlyModel}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, parsed, _ := parseFiles("chat", body, f, attempts, nil); parsed != nil {
+		if _, parsed, _ := parseFiles(context.Background(), "chat", body, f, attempts, nil); parsed != nil {
 			b.Fatal("parsed")
 		}
 	}
@@ -240,7 +241,7 @@ func TestFetchFileEgress(t *testing.T) {
 	if _, err := rt.fetchFile(srv.URL + "/a.pdf"); !errors.Is(err, egress.ErrRefused) {
 		t.Fatalf("loopback: %v", err)
 	}
-	_, _, apiErr := parseFiles("chat", []byte(fileChat(srv.URL+"/a.pdf", "")), mustFields(t, fileChat(srv.URL+"/a.pdf", "")), []Attempt{{Model: textOnlyModel}}, rt.fetchFile)
+	_, _, apiErr := parseFiles(context.Background(), "chat", []byte(fileChat(srv.URL+"/a.pdf", "")), mustFields(t, fileChat(srv.URL+"/a.pdf", "")), []Attempt{{Model: textOnlyModel}}, rt.fetchFile)
 	if apiErr == nil || !strings.HasPrefix(apiErr.Message, "messages[1].content[1].file.file_data: refused by the gateway's customer_egress policy") {
 		t.Fatalf("%v", apiErr)
 	}

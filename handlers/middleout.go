@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -92,7 +93,7 @@ func (rt *Route) middleOut(mediaPart int64) *apierror.Error {
 	// What a message counts, as countChatBody counts it.
 	cost := make([]int64, len(msgs))
 	for i, m := range msgs {
-		c := promptCounter{enc: enc, mediaPart: mediaPart}
+		c := promptCounter{enc: enc, mediaPart: mediaPart, ctx: context.Background()}
 		c.message(m)
 		cost[i] = c.tokens
 	}

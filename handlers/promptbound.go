@@ -60,6 +60,9 @@ type promptCount struct {
 	enc       *tokenizer.Encoding
 	tokens    int64
 	unbounded bool
+	// partial: counted no further than every context window it could go
+	// to (tokens is then a lower bound, above them all).
+	partial bool
 }
 
 // add keeps a count, the larger for a tokenizer counted twice (on two
@@ -69,6 +72,7 @@ func (b *promptBound) add(c promptCount) {
 		if b.counted[i].enc == c.enc {
 			b.counted[i].tokens = max(b.counted[i].tokens, c.tokens)
 			b.counted[i].unbounded = b.counted[i].unbounded || c.unbounded
+			b.counted[i].partial = b.counted[i].partial || c.partial
 			return
 		}
 	}

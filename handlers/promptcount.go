@@ -2,13 +2,17 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/gif" // image sizes of data: URLs, for the tile rule
 	_ "image/jpeg"
 	_ "image/png"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -60,13 +64,40 @@ type promptCounter struct {
 	mediaPart int64
 	tokens    int64
 	unbounded bool
+	// ctx stops the counting when the request ends; the count is then
+	// not to be used.
+	ctx context.Context
+	// limit stops the counting once the count passes it (0: never): a
+	// prompt larger than every context window it could go to is refused
+	// whatever its exact count. partial says the count stopped, a lower
+	// bound.
+	limit   int64
+	partial bool
 }
 
-func (c *promptCounter) text(s string) { c.tokens += int64(c.enc.Count(s)) }
+func (c *promptCounter) text(s string) {
+	if c.limit > 0 && c.tokens > c.limit {
+		c.partial = c.partial || s != ""
+		return
+	}
+	left := 0
+	if c.limit > 0 {
+		left = int(min(c.limit-c.tokens, math.MaxInt32))
+	}
+	n, err := c.enc.CountUpTo(c.ctx, s, left)
+	c.tokens += int64(n)
+	c.partial = c.partial || errors.Is(err, tokenizer.ErrOverLimit)
+}
 
 // countChatBody counts a chat completions body.
 func countChatBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
-	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens}
+	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens, ctx: context.Background()}
+	c.chatBody(body)
+	return c.tokens, c.unbounded
+}
+
+// chatBody counts a chat completions body into c.
+func (c *promptCounter) chatBody(body []byte) {
 	// One pass over the top-level members (a Get each would scan the
 	// body once per field).
 	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
@@ -80,7 +111,6 @@ func countChatBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64
 		}
 		return true
 	})
-	return c.tokens, c.unbounded
 }
 
 // eachOf calls fn with each element of an array; nothing for another
@@ -99,7 +129,13 @@ func eachOf(list gjson.Result, fn func(gjson.Result)) {
 // input as messages, function calls and their outputs as tool calls and
 // tool messages.
 func countResponsesBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (int64, bool) {
-	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens}
+	c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens, ctx: context.Background()}
+	c.responsesBody(body)
+	return c.tokens, c.unbounded
+}
+
+// responsesBody counts a Responses body into c.
+func (c *promptCounter) responsesBody(body []byte) {
 	doc := gjson.ParseBytes(body)
 	if ins := doc.Get("instructions"); ins.Type == gjson.String {
 		c.tokens += tokensPerMessage
@@ -135,7 +171,6 @@ func countResponsesBody(enc *tokenizer.Encoding, body []byte, mediaPart int64) (
 	if f := doc.Get("text.format"); f.Get("type").Str == "json_schema" {
 		c.schema(f)
 	}
-	return c.tokens, c.unbounded
 }
 
 // message counts one chat message (or Responses message item), reading
@@ -327,8 +362,9 @@ const (
 // the attempts whose model's context window the prompt alone exceeds;
 // none left is a 400 naming the count and the limit. Attempts whose
 // model has no tokenizer keep the byte bound. A chat request that asks
-// for middle-out compression is compressed first (middleout.go).
-func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
+// for middle-out compression is compressed first (middleout.go). The
+// counting stops when ctx ends (the client left).
+func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Error {
 	if rt.compress && rt.Kind == dialect.Chat {
 		if apiErr := rt.middleOut(mediaPart); apiErr != nil {
 			return apiErr
@@ -355,16 +391,19 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 		}
 		if key := (counted{enc, form}); !slices.Contains(seen, key) {
 			seen = append(seen, key)
-			var n int64
-			var unbounded bool
+			c := promptCounter{enc: enc, mediaPart: mediaPart, tokens: replyPrimingTokens, ctx: ctx,
+				limit: rt.windowOf(enc, form)}
 			if form == formResponses {
-				n, unbounded = countResponsesBody(enc, body, mediaPart)
+				c.responsesBody(body)
 			} else {
-				n, unbounded = countChatBody(enc, body, mediaPart)
+				c.chatBody(body)
+			}
+			if ctx.Err() != nil {
+				return apierror.New(499, "Client closed the request")
 			}
 			// A previous response, a stored prompt...: as the byte bound.
-			unbounded = unbounded || rt.prompt.unbounded
-			rt.prompt.add(promptCount{enc: enc, tokens: n, unbounded: unbounded})
+			unbounded := c.unbounded || rt.prompt.unbounded
+			rt.prompt.add(promptCount{enc: enc, tokens: c.tokens, unbounded: unbounded, partial: c.partial})
 		}
 		if over == nil && !fits(a) {
 			c, _ := rt.prompt.count(a.Model)
@@ -380,11 +419,34 @@ func (rt *Route) countPrompt(mediaPart int64) *apierror.Error {
 		if rt.Kind == dialect.Responses {
 			field = "input"
 		}
-		return apierror.BadRequest(fmt.Sprintf("%s: the prompt has %d tokens, more than the %d of model %s's context_length",
-			field, overBy, over.Model.ContextLength, over.Model.ID))
+		has := strconv.FormatInt(overBy, 10)
+		if c, _ := rt.prompt.count(over.Model); c.partial {
+			has = "over " + has // counted no further than needed
+		}
+		return apierror.BadRequest(fmt.Sprintf("%s: the prompt has %s tokens, more than the %d of model %s's context_length",
+			field, has, over.Model.ContextLength, over.Model.ID))
 	}
 	rt.Attempts = kept
 	return nil
+}
+
+// windowOf is where counting the prompt with enc on the body of form may
+// stop: past the largest context window of the attempts counted so, the
+// count drops them all, however large it is. 0 (no stop) when one of
+// them states no window.
+func (rt *Route) windowOf(enc *tokenizer.Encoding, form int) int64 {
+	var most int64
+	for i := range rt.Attempts {
+		a := &rt.Attempts[i]
+		if f, body := rt.countedBody(a); a.Model.Tokenizer != enc || f != form || body == nil {
+			continue
+		}
+		if a.Model.ContextLength <= 0 {
+			return 0
+		}
+		most = max(most, a.Model.ContextLength)
+	}
+	return most
 }
 
 // countedBody is the body a's provider receives, in the form counted;

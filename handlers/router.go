@@ -141,7 +141,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	if apiErr == nil && route.parsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
 		// prompt did before routing.
-		route.body, apiErr = rt.filterBody(st, route.body)
+		route.body, apiErr = rt.filterBody(r.Context(), st, route.body)
 	}
 	if apiErr == nil {
 		apiErr = route.chatSearch(st.plan)
@@ -157,7 +157,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 			bf = route.parsedFields // PDFs as their text
 		}
 		route.prompt = boundPrompt(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
-		apiErr = route.countPrompt(rt.MediaPartTokens)
+		apiErr = route.countPrompt(r.Context(), rt.MediaPartTokens)
 	}
 	if apiErr != nil {
 		return apiErr
@@ -351,7 +351,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields
-	if body, parsed, apiErr = parseFiles(kind, body, f, attempts, rt.fetchFile); apiErr != nil {
+	if body, parsed, apiErr = parseFiles(st.context(), kind, body, f, attempts, rt.fetchFileIn(st.context())); apiErr != nil {
 		return nil, apiErr
 	}
 	// In the request state's allocation: a request is routed once.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -27,7 +28,8 @@ import (
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
-//  3. plan an inference request: apply the guardrails' content filters
+//  3. plan an inference request: refuse a key that cannot pay before
+//     any work on the body (admission.go), apply the guardrails' content filters
 //     (contentfilter.go), rewrite web search (WebSearch), fetch the
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (webfetchmw.go, webfetchtool.go), check the body
@@ -192,6 +194,9 @@ type requestState struct {
 	// refuses the request when it cannot be had): every stage after it
 	// reads and writes through this one.
 	store *storage.Store
+	// ctx is the request's context: the stages' work on the body stops
+	// when it ends (the client left); nil in tests, never ending.
+	ctx context.Context
 
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
@@ -262,7 +267,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st := &requestState{api: api}
+	st := &requestState{api: api, ctx: r.Context()}
 	st.inference = isInferencePost(r, st)
 	var apiErr *apierror.Error
 	if st.store, apiErr = t.openStore(); apiErr == nil {
@@ -281,6 +286,14 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	return observeAnswer(r, st, t.infer(w, r, st))
 }
 
+// context is the request's context (Background without one).
+func (st *requestState) context() context.Context {
+	if st.ctx == nil {
+		return context.Background()
+	}
+	return st.ctx
+}
+
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
@@ -294,9 +307,13 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	case st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow:
 		return t.router.serveOther(w, r, st)
 	}
+	// A key that cannot pay is refused before the body costs any work.
+	if apiErr := t.meter.precheck(st); apiErr != nil {
+		return apierror.Fail(r, apiErr)
+	}
 	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
 	if apiErr == nil {
-		body, apiErr = t.router.filterBody(st, body)
+		body, apiErr = t.router.filterBody(r.Context(), st, body)
 	}
 	if apiErr == nil {
 		// Before the search stage, which reorders tools: the web_fetch

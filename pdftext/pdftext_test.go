@@ -2,7 +2,10 @@ package pdftext
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,5 +106,91 @@ func TestClean(t *testing.T) {
 	}
 	if strings.Contains(clean("x\x1by"), "\x1b") {
 		t.Fatal("control kept")
+	}
+}
+
+// withXref rewrites the cross-reference table of a pdftest document
+// after an edit moved its objects.
+func withXref(b []byte) []byte {
+	body := b[:bytes.Index(b, []byte("xref\n"))]
+	locs := regexp.MustCompile(`(?m)^(\d+) 0 obj`).FindAllSubmatchIndex(body, -1)
+	offsets := make([]int, len(locs))
+	for _, l := range locs {
+		id, _ := strconv.Atoi(string(body[l[2]:l[3]]))
+		offsets[id-1] = l[0]
+	}
+	out := bytes.NewBuffer(append([]byte(nil), body...))
+	fmt.Fprintf(out, "xref\n0 %d\n0000000000 65535 f \n", len(locs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(out, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(out, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(locs)+1, len(body))
+	return out.Bytes()
+}
+
+// selfReferencing is a document whose page tree lists itself among its
+// kids, size bytes long.
+func selfReferencing(size int) []byte {
+	kids := "/Kids [" + strings.Repeat("2 0 R ", size/6) + "4 0 R]"
+	return withXref(bytes.Replace(pdftest.Build("hello"), []byte("/Kids [4 0 R]"), []byte(kids), 1))
+}
+
+// A page tree that loops, however it loops, is refused by the walk's
+// bounds on the objects it visits, not by the read budget after seconds
+// of parsing: a node among its own kids (once, or a million times), two
+// nodes each other's kid, a page whose parents loop.
+func TestExtractPageTreeLoops(t *testing.T) {
+	doc := pdftest.Build("hello")
+	for name, c := range map[string]struct {
+		doc  []byte
+		want string
+	}{
+		"itself":         {withXref(bytes.Replace(doc, []byte("/Kids [4 0 R] /Count 1"), []byte("/Kids [2 0 R 4 0 R] /Count 2"), 1)), "page tree loops"},
+		"itself 1 MB":    {selfReferencing(1 << 20), "kids, more than its 1 pages"},
+		"each other":     {withXref(bytes.Replace(bytes.Replace(doc, []byte("/Kids [4 0 R]"), []byte("/Kids [6 0 R]"), 1), []byte("xref\n"), []byte("6 0 obj\n<< /Type /Pages /Kids [2 0 R] /Count 1 >>\nendobj\nxref\n"), 1)), "page tree loops"},
+		"parents":        {bytes.Replace(doc, []byte("/Parent 2 0 R"), []byte("/Parent 4 0 R"), 1), "parents loop"},
+		"count too high": {bytes.Replace(doc, []byte("/Count 1"), []byte("/Count 3"), 1), "page 2 is missing"},
+	} {
+		_, err := Extract(c.doc, testLimits)
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want malformed: %s", name, err, c.want)
+		}
+	}
+}
+
+// The parse reads at most Limits.Read bytes of the file, and says how
+// much it read.
+func TestExtractReadBudget(t *testing.T) {
+	doc := pdftest.Build("hello", "world")
+	d, err := Extract(doc, testLimits)
+	if err != nil || d.Read <= 0 {
+		t.Fatalf("read %d: %v", d.Read, err)
+	}
+	lim := testLimits
+	lim.Read = d.Read / 2
+	if d, err := Extract(doc, lim); !errors.Is(err, ErrMalformed) || d.Read > lim.Read {
+		t.Fatalf("read %d of %d: %v", d.Read, lim.Read, err)
+	}
+}
+
+// A parse stops once its request's context ends.
+func TestExtractStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ExtractContext(ctx, pdftest.Build("hello"), testLimits); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// BenchmarkSelfReferencingPageTree7MB parses the 7 MB document whose page
+// tree lists itself a million times (goal: refused within about a
+// second; the parser must lex the node once).
+func BenchmarkSelfReferencingPageTree7MB(b *testing.B) {
+	doc := selfReferencing(7 << 20)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := Extract(doc, testLimits); !errors.Is(err, ErrMalformed) {
+			b.Fatal(err)
+		}
 	}
 }
