@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Role is what a signed-in person may do in the dashboard.
@@ -141,7 +143,7 @@ func SignOut(w http.ResponseWriter, r *http.Request) error {
 }
 
 // SessionFrom returns the request's live session: the one RequireSession
-// found, or the one its cookie names.
+// found, or the one its cookie names, with the role the member has now.
 func SessionFrom(r *http.Request) (Session, bool) {
 	if s, ok := r.Context().Value(ctxSession).(Session); ok {
 		return s, true
@@ -155,7 +157,9 @@ func SessionFrom(r *http.Request) (Session, bool) {
 	if err != nil || st == nil {
 		return Session{}, false
 	}
-	rec, ok := st.session(c.Value)
+	rec, ok := st.liveSession(c.Value, func(err error) {
+		d.logger.Warn("dashboard session: the member's record could not be read from the database", zap.Error(err))
+	})
 	if !ok {
 		return Session{}, false
 	}

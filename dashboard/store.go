@@ -52,6 +52,7 @@ func init() {
 // Store keeps the dashboard's sessions and unused sign-in links.
 type Store struct {
 	k        *kernel.Kernel
+	st       *storage.Store
 	org      storage.Locked
 	sessions map[string]*sessionRecord // by hash
 	links    map[string]*linkRecord    // by hash
@@ -70,7 +71,10 @@ func StoreOf(st *storage.Store) *Store {
 }
 
 func newStore(st *storage.Store) *Store {
-	s := &Store{k: st.Kernel(), org: st.Locked(), sessions: map[string]*sessionRecord{}, links: map[string]*linkRecord{}}
+	s := &Store{k: st.Kernel(), st: st, org: st.Locked(), sessions: map[string]*sessionRecord{}, links: map[string]*linkRecord{}}
+	// A deactivated member's sessions end with the deactivation, in its
+	// batch, on every replica.
+	st.OnMemberDeactivated(func(accountID, memberID string) { s.endMemberSessionsLocked(accountID, memberID) })
 	if rb, ok := st.Kernel().Backend().(*kernel.RedisBackend); ok {
 		s.claim = func(hash string, ttl time.Duration) (bool, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -307,6 +311,72 @@ func (s *Store) session(token string) (sessionRecord, bool) {
 		return sessionRecord{}, false
 	}
 	return *rec, true
+}
+
+// liveSession returns the live session of a cookie value with its rights
+// as they are now: the member's record (role, active) is read again at
+// every request, so that a demotion takes effect at the next request and a
+// deactivation, or the account's or member's removal, ends the session
+// (and every other session of the member). The session record keeps only
+// who signed in; what they may do follows the member.
+func (s *Store) liveSession(token string, logger func(error)) (sessionRecord, bool) {
+	rec, ok := s.session(token)
+	if !ok {
+		return sessionRecord{}, false
+	}
+	p := &rec.Principal
+	if p.AccountID == "" {
+		return rec, true // the operator alone: no record to follow
+	}
+	if _, ok := s.st.Account(p.AccountID); !ok {
+		_ = s.deleteSession(token)
+		return sessionRecord{}, false
+	}
+	if p.MemberID == "" {
+		return rec, true
+	}
+	m, ok, err := s.st.CurrentMember(p.AccountID, p.MemberID)
+	if err != nil {
+		// The shared database did not answer: memory's record decides,
+		// and changes are refused meanwhile (the handler checks the
+		// database before any state-changing request).
+		logger(err)
+	}
+	if !ok || !m.Active {
+		if err := s.endMemberSessions(p.AccountID, p.MemberID); err != nil {
+			logger(err)
+		}
+		return sessionRecord{}, false
+	}
+	p.Role = RoleMember
+	if m.Role == storage.RoleAdmin {
+		p.Role = RoleAdmin
+	}
+	return rec, true
+}
+
+// endMemberSessions ends every session of a member.
+func (s *Store) endMemberSessions(accountID, memberID string) error {
+	s.k.Lock()
+	b := s.endMemberSessionsLocked(accountID, memberID)
+	s.k.Unlock()
+	if b == nil {
+		return nil
+	}
+	return b.Wait()
+}
+
+// endMemberSessionsLocked deletes every session of a member; nil when it
+// had none. Callers hold Lock.
+func (s *Store) endMemberSessionsLocked(accountID, memberID string) *kernel.Batch {
+	var b *kernel.Batch
+	for h, r := range s.sessions {
+		if r.Principal.AccountID == accountID && r.Principal.MemberID == memberID {
+			delete(s.sessions, h)
+			b = s.k.MarkDirty(prefixSession + h)
+		}
+	}
+	return b
 }
 
 // deleteSession ends the session of a cookie value (sign-out, rotation);

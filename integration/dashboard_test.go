@@ -205,3 +205,47 @@ func TestDashboardRolesThroughCaddy(t *testing.T) {
 		t.Fatalf("after sign-out: %d", status)
 	}
 }
+
+// A session follows the member's record at every request: an admin the
+// operator demotes loses the admin's actions with the same cookie; a
+// member the operator deactivates is signed out of every browser at once,
+// and adding the member again does not bring the old sessions back.
+func TestDashboardSessionFollowsTheMember(t *testing.T) {
+	c := startDashboard(t)
+	org := c.newTenant("organization", "10")
+	admin := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@example.com","role":"admin"}`).expect(t, 201).JSON.Get("data.id").String()
+	theirs := c.api("POST", "/keys", org.MgmtKey, `{"name":"theirs"}`).expect(t, 201).JSON.Get("data.hash").String()
+	signIn := func() *browser {
+		token, _ := c.signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `"}`)
+		b := newBrowser(t)
+		if status, _, _ := b.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+			t.Fatalf("sign-in: %d", status)
+		}
+		b.page("GET", "/dashboard/settings", nil)
+		return b
+	}
+	a, other := signIn(), signIn()
+	if status, _, _ := a.page("POST", "/dashboard/settings/workspaces", a.form("name", "Before", "slug", "before")); status != http.StatusSeeOther {
+		t.Fatalf("admin creates a workspace: %d", status)
+	}
+	c.operator("PATCH", "/accounts/"+org.AccountID+"/members/"+admin, `{"role":"member"}`).expect(t, 200)
+	if status, _, _ := a.page("POST", "/dashboard/settings/workspaces", a.form("name", "After", "slug", "after")); status != http.StatusForbidden {
+		t.Fatalf("demoted admin creates a workspace: %d", status)
+	}
+	if status, _, _ := a.page("POST", "/dashboard/keys/"+theirs+"/disable", a.form()); status != http.StatusNotFound {
+		t.Fatalf("demoted admin disables another's key: %d", status)
+	}
+	if c.api("GET", "/keys/"+theirs, org.MgmtKey, nil).expect(t, 200).JSON.Get("data.disabled").Bool() {
+		t.Fatal("a demoted admin disabled another's key")
+	}
+	if _, body, _ := a.page("GET", "/dashboard/keys", nil); strings.Contains(body, "theirs") {
+		t.Fatal("a demoted admin lists every key")
+	}
+	c.operator("DELETE", "/accounts/"+org.AccountID+"/members/"+admin, nil).expect(t, 200)
+	c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@example.com","role":"admin"}`).expect(t, 201)
+	for _, b := range []*browser{a, other} {
+		if status, _, hdr := b.page("GET", "/dashboard/keys", nil); status != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/dashboard/signin") {
+			t.Fatalf("after deactivation: %d %q", status, hdr.Get("Location"))
+		}
+	}
+}
