@@ -15,7 +15,8 @@
 // A session is a record of the gateway's store (this package's domain
 // store, registered with storage.RegisterDomain), so replicas on one
 // Redis share it. Its cookie (CookieName: 256 random bits; the store
-// keeps only its SHA-256) is HttpOnly, SameSite=Lax, Secure over TLS and
+// keeps only its SHA-256) is HttpOnly, SameSite=Lax, Secure over TLS
+// (TLS at Caddy, or a trusted proxy's X-Forwarded-Proto: https) and
 // scoped to the prefix; a session lasts session_ttl from sign-in (default
 // 12h) and ends at sign-out. A session records who signed in, not what
 // they may do: every request reads the member's record again (on a

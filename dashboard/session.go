@@ -95,7 +95,7 @@ var errNoStore = errors.New("dashboard: the gateway's database is unavailable")
 // StartSession signs p in: it ends the request's current session if any
 // (a new session id at every sign-in, so a planted cookie is worthless),
 // stores a new session for p and sets its cookie (HttpOnly, SameSite=Lax,
-// Secure over TLS, scoped to the dashboard's path). p.Method says how p
+// Secure over HTTPS, scoped to the dashboard's path). p.Method says how p
 // signed in ("link", "oidc"). The store checks p (the account exists, the
 // member is active) and fills its Role. Call it only on a request the
 // dashboard serves (its handler, or a route added with Handle).

@@ -249,3 +249,49 @@ func TestDashboardSessionFollowsTheMember(t *testing.T) {
 		}
 	}
 }
+
+// Behind a load balancer that ends TLS: the session cookie is Secure when
+// the request came from one of the server's trusted_proxies with
+// X-Forwarded-Proto: https; the same header from a client Caddy does not
+// trust leaves it as the connection is (plain HTTP: not Secure).
+func TestDashboardCookieSecureBehindATrustedProxy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		proxies string // the trusted_proxies ranges; the test client is 127.0.0.1
+		secure  bool
+	}{
+		{"trusted", "127.0.0.1/32", true},
+		{"untrusted", "10.0.0.0/8", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			startInProcessWith(t, func(cfg string) string {
+				cfg = replaceOnce(t, cfg, "\tskip_install_trust\n", "\tskip_install_trust\n\tservers {\n\t\ttrusted_proxies static "+c.proxies+"\n\t}\n")
+				return replaceOnce(t, cfg, "\ttollgate {\n\t\t# the gateway's options", "\ttollgate_dashboard {\n\t\tsignin_attempts 50\n\t}\n\ttollgate {\n\t\t# the gateway's options")
+			})
+			cl := newClient(t, gatewayAddr, adminAddr)
+			org := cl.newTenant("organization", "1")
+			token, _ := cl.signInLink(`{"account_id":"` + org.AccountID + `"}`)
+			req, _ := http.NewRequest("POST", "http://"+gatewayAddr+"/dashboard/signin", strings.NewReader(url.Values{"token": {token}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-Proto", "https")
+			b := newBrowser(t)
+			res, err := b.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			var cookie *http.Cookie
+			for _, ck := range res.Cookies() {
+				if ck.Name == "tollgate_dashboard" {
+					cookie = ck
+				}
+			}
+			if res.StatusCode != http.StatusSeeOther || cookie == nil {
+				t.Fatalf("sign-in: %d %v", res.StatusCode, res.Cookies())
+			}
+			if cookie.Secure != c.secure {
+				t.Fatalf("cookie Secure %v, want %v (Set-Cookie %q)", cookie.Secure, c.secure, res.Header.Get("Set-Cookie"))
+			}
+		})
+	}
+}
