@@ -147,6 +147,13 @@ func (d *Dashboard) staticHandler() http.Handler {
 	sub, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix(d.Prefix+"/static/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Files only: a directory (the folder itself, any path ending in
+		// /) is not found rather than listed.
+		name := strings.TrimPrefix(r.URL.Path, d.Prefix+"/static/")
+		if fi, err := fs.Stat(sub, name); name == "" || strings.HasSuffix(name, "/") || err != nil || fi.IsDir() {
+			d.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at "+r.URL.Path+".")
+			return
+		}
 		// Pages carry no-store; the assets may be cached.
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)

@@ -25,9 +25,11 @@ import (
 //
 //	ds/<session hash>   a session (the cookie's SHA-256; the cookie itself is stored nowhere)
 //	dl/<link hash>      an unused sign-in link (the token's SHA-256)
+//	df/<flash hash>     what a page shows once after a redirect (flash.go)
 const (
 	prefixSession = "ds/"
 	prefixLink    = "dl/"
+	prefixFlash   = "df/"
 	domainName    = "dashboard"
 )
 
@@ -56,9 +58,11 @@ type Store struct {
 	org      storage.Locked
 	sessions map[string]*sessionRecord // by hash
 	links    map[string]*linkRecord    // by hash
-	// claim, on the shared backend, makes a link's use atomic across
-	// replicas; nil on Badger, where the kernel's lock is.
-	claim func(hash string, ttl time.Duration) (bool, error)
+	flashes  map[string]*flashRecord   // by hash
+	// claim, on the shared backend, makes a link's or a flash's use
+	// atomic across replicas (the first to claim name owns it); nil on
+	// Badger, where the kernel's lock is.
+	claim func(name string, ttl time.Duration) (bool, error)
 	// recent indexes the latest generations (activity.go, recentOf).
 	recentOnce sync.Once
 	recent     *recentIndex
@@ -71,15 +75,16 @@ func StoreOf(st *storage.Store) *Store {
 }
 
 func newStore(st *storage.Store) *Store {
-	s := &Store{k: st.Kernel(), st: st, org: st.Locked(), sessions: map[string]*sessionRecord{}, links: map[string]*linkRecord{}}
+	s := &Store{k: st.Kernel(), st: st, org: st.Locked(), sessions: map[string]*sessionRecord{}, links: map[string]*linkRecord{},
+		flashes: map[string]*flashRecord{}}
 	// A deactivated member's sessions end with the deactivation, in its
 	// batch, on every replica.
 	st.OnMemberDeactivated(func(accountID, memberID string) { s.endMemberSessionsLocked(accountID, memberID) })
 	if rb, ok := st.Kernel().Backend().(*kernel.RedisBackend); ok {
-		s.claim = func(hash string, ttl time.Duration) (bool, error) {
+		s.claim = func(name string, ttl time.Duration) (bool, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			return rb.Client().SetNX(ctx, rb.Prefix()+"dashboard-link-used/"+hash, 1, ttl).Result()
+			return rb.Client().SetNX(ctx, rb.Prefix()+name, 1, ttl).Result()
 		}
 	}
 	return s
@@ -94,6 +99,10 @@ func (s *Store) Kinds() []kernel.Kind {
 		{Prefix: prefixLink, Load: s.loadLink, Reset: func() { clear(s.links) },
 			Snapshot: func(key string) any { return snapshotOf(s.links, key[len(prefixLink):]) },
 			Remove:   func(key string) { delete(s.links, key[len(prefixLink):]) }},
+		{Prefix: prefixFlash, Load: s.loadFlash, Reset: func() { clear(s.flashes) },
+			Snapshot: func(key string) any { return snapshotOf(s.flashes, key[len(prefixFlash):]) },
+			Remove:   func(key string) { delete(s.flashes, key[len(prefixFlash):]) },
+			Expires:  flashExpiry},
 	}
 }
 
@@ -251,7 +260,7 @@ func (s *Store) ConsumeLink(token string) (Principal, error) {
 		// to set the claim in Redis owns it. The lock is released for
 		// the round trip; a second request here finds the claim taken.
 		s.k.Unlock()
-		won, err := s.claim(hash, MaxLinkTTL+time.Hour)
+		won, err := s.claim("dashboard-link-used/"+hash, MaxLinkTTL+time.Hour)
 		if err != nil {
 			return Principal{}, fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
 		}
@@ -405,6 +414,12 @@ func (s *Store) pruneLocked(t time.Time) {
 		if !t.Before(r.ExpiresAt) {
 			delete(s.sessions, h)
 			s.k.MarkDirty(prefixSession + h)
+		}
+	}
+	for h, r := range s.flashes {
+		if !t.Before(r.ExpiresAt) {
+			delete(s.flashes, h)
+			s.k.MarkDirty(prefixFlash + h)
 		}
 	}
 	for h, r := range s.links {
