@@ -91,3 +91,25 @@ func TestDeactivatedMemberSessionsEnd(t *testing.T) {
 		}
 	}
 }
+
+// The header names the account and the member where known, not their ids.
+func TestHeaderShowsNames(t *testing.T) {
+	d, st := testDashboard(t)
+	a, _, _ := org(t, st)
+	first, last := "Grace", "Hopper"
+	m, err := st.CreateMember(storage.NewMember{AccountID: a.ID, Email: "grace@example.com", FirstName: &first, LastName: &last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noName, _ := st.CreateMember(storage.NewMember{AccountID: a.ID, Email: "anon@example.com"})
+	for member, want := range map[string]string{m.ID: "(<span title=\"" + m.ID + "\">Grace Hopper</span>)", noName.ID: ">anon@example.com</span>"} {
+		c := &client{t: t, d: d}
+		c.signIn(st, Principal{AccountID: a.ID, MemberID: member})
+		body := c.do("GET", "/dashboard/", nil).Body.String()
+		who := body[strings.Index(body, `class="who"`):]
+		who = who[:strings.Index(who, "</form>")]
+		if !strings.Contains(who, ">Acme</span>") || !strings.Contains(who, want) {
+			t.Fatalf("header %s", who)
+		}
+	}
+}
