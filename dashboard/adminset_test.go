@@ -47,7 +47,7 @@ func TestMemberCannotUndoWhatAnAdminSetOnTheirKey(t *testing.T) {
 	// Their key page says so, without the fields and the button; renaming
 	// it (the form without the limit's fields) is theirs.
 	body := m.do("GET", "/dashboard/keys/"+hash, nil).Body.String()
-	if !strings.Contains(body, "Set by an organization admin") || strings.Contains(body, "/enable") {
+	if !strings.Contains(body, "The limit was set by an organization admin") || strings.Contains(body, "/enable") {
 		t.Fatal("the member's key page offers to change what an admin set")
 	}
 	if w := m.do("POST", "/dashboard/keys/"+hash, m.form("name", "renamed")); w.Code != http.StatusSeeOther {

@@ -37,7 +37,7 @@ const maxSeries = 5
 
 const (
 	chartW, chartH = 800, 220
-	padL, padB     = 64, 30
+	padL, padB     = 76, 30
 	padT, padR     = 10, 8
 )
 
@@ -129,29 +129,26 @@ func stackedChart(days []time.Time, ss []series, ax axis) chartSVG {
 	return c
 }
 
-// niceTop is the top of a chart's scale for its largest value v: its
-// four ticks (a quarter of it apart) are 1, 2 or 5 times a power of ten
-// apart, and whole numbers when the chart counts whole things.
+// niceTop is the top of a chart's scale for its largest value v: four
+// ticks a quarter of it apart, each step 1, 2, 2.5 or 5 times a power of
+// ten (short labels: $0.00002, not $0.0000375), and a whole number when
+// the chart counts whole things.
 func niceTop(v float64, whole bool) float64 {
-	top := niceCeil(v)
-	if q := top / 4; !whole || q == math.Trunc(q) {
-		return top
-	}
-	return 4 * math.Max(1, math.Ceil(niceCeil(v/4)))
-}
-
-// niceCeil rounds a chart's top up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*p {
-			return m * p
+	step := v / 4
+	p := math.Pow(10, math.Floor(math.Log10(step)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if step <= m*p*(1+1e-9) {
+			step = m * p
+			break
 		}
 	}
-	return 10 * p
+	if whole {
+		step = math.Max(1, math.Ceil(step))
+	}
+	return 4 * step
 }
 
 func formatMoneyAxis(v float64) string {

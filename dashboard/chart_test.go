@@ -40,7 +40,7 @@ func TestChartTicks(t *testing.T) {
 		}
 	}
 	c := stackedChart(days, []series{{Name: "spend", Values: []float64{0.00004, 0.00001}}}, moneyAxis)
-	if s := string(c.SVG); strings.Contains(s, "e-0") || !strings.Contains(s, "$0.00005") {
+	if s := string(c.SVG); strings.Contains(s, "e-0") || !strings.Contains(s, ">$0.00004<") || !strings.Contains(s, ">$0.00001<") {
 		t.Fatalf("money chart: %s", s)
 	}
 }

@@ -170,10 +170,14 @@ func TestDashboardRolesThroughCaddy(t *testing.T) {
 	}
 	// An admin creates one, shown once.
 	a := signIn(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `"}`)
-	status, body, _ = a.page("POST", "/dashboard/management-keys", a.form("name", "ops-2", "expires_in", "720h"))
+	status, _, hdr := a.page("POST", "/dashboard/management-keys", a.form("name", "ops-2", "expires_in", "720h"))
+	if status != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/dashboard/keys?created=") {
+		t.Fatalf("admin management key: %d %q", status, hdr.Get("Location"))
+	}
+	_, body, _ = a.page("GET", hdr.Get("Location"), nil)
 	mgmt := regexp.MustCompile(`sk-tg-mgmt-v1-[0-9a-f]{64}`).FindString(body)
-	if status != 201 || mgmt == "" {
-		t.Fatalf("admin management key: %d", status)
+	if mgmt == "" {
+		t.Fatal("the new management key is not shown")
 	}
 	c.api("GET", "/keys", mgmt, nil).expect(t, 200)
 	// The operator tops up through the operator API's route.
@@ -293,5 +297,75 @@ func TestDashboardCookieSecureBehindATrustedProxy(t *testing.T) {
 				t.Fatalf("cookie Secure %v, want %v (Set-Cookie %q)", cookie.Secure, c.secure, res.Header.Get("Set-Cookie"))
 			}
 		})
+	}
+}
+
+// Daily use through Caddy: a key's creation answers with a redirect to a
+// page that shows the key once (a refresh creates nothing and shows
+// nothing); the static folder lists nothing; what an admin set on a
+// member's key (through the management API) the member cannot undo from
+// the dashboard.
+func TestDashboardDailyUseThroughCaddy(t *testing.T) {
+	c := startDashboard(t)
+	org := c.newTenant("organization", "10")
+	member := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"bob@example.com","first_name":"Bob"}`).expect(t, 201).JSON.Get("data.id").String()
+	token, _ := c.signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + member + `"}`)
+	m := newBrowser(t)
+	if status, _, _ := m.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", status)
+	}
+	_, body, _ := m.page("GET", "/dashboard/keys", nil)
+	if !strings.Contains(body, ">Bob</span>") {
+		t.Fatal("the header does not name the member")
+	}
+	status, _, hdr := m.page("POST", "/dashboard/keys", m.form("name", "bob's"))
+	loc := hdr.Get("Location")
+	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/keys?created=") {
+		t.Fatalf("create: %d %q", status, loc)
+	}
+	keyRE := regexp.MustCompile(`sk-tg-v1-[0-9a-f]{64}`)
+	_, body, _ = m.page("GET", loc, nil)
+	if keyRE.FindString(body) == "" {
+		t.Fatal("the new key is not shown after the redirect")
+	}
+	_, body, _ = m.page("GET", loc, nil)
+	if keyRE.FindString(body) != "" || !strings.Contains(body, "shown only once") {
+		t.Fatal("a refresh shows the key again")
+	}
+	keys := c.api("GET", "/keys", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()
+	if len(keys) != 1 {
+		t.Fatalf("%d keys after one creation and a refresh", len(keys))
+	}
+	hash := keys[0].Get("hash").String()
+
+	// The static folder: files, not a listing.
+	if status, _, _ := m.page("GET", "/dashboard/static/dashboard.css", nil); status != 200 {
+		t.Fatalf("stylesheet: %d", status)
+	}
+	if status, body, _ := m.page("GET", "/dashboard/static/", nil); status != 404 || strings.Contains(body, `href="dashboard.js"`) {
+		t.Fatalf("static folder: %d", status)
+	}
+
+	// The admin (the management key) caps and disables the member's key.
+	c.api("PATCH", "/keys/"+hash, org.MgmtKey, `{"limit":5,"disabled":true}`).expect(t, 200)
+	m.page("GET", "/dashboard/keys/"+hash, nil)
+	for path, form := range map[string]url.Values{
+		"/dashboard/keys/" + hash:             m.form("name", "bob's", "limit", "500"),
+		"/dashboard/keys/" + hash + "#remove": m.form("name", "bob's", "limit", ""),
+		"/dashboard/keys/" + hash + "/enable": m.form(),
+	} {
+		path, _, _ = strings.Cut(path, "#")
+		if status, body, _ := m.page("POST", path, form); status != 403 || !strings.Contains(body, "only an admin can") {
+			t.Fatalf("member %s: %d", path, status)
+		}
+	}
+	k := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+	if k.Get("limit").Float() != 5 || !k.Get("disabled").Bool() {
+		t.Fatalf("the member undid the admin's limit or disable: %s", k.Raw)
+	}
+	// The admin's own route changes it.
+	c.api("PATCH", "/keys/"+hash, org.MgmtKey, `{"limit":null,"disabled":false}`).expect(t, 200)
+	if status, _, _ := m.page("POST", "/dashboard/keys/"+hash, m.form("name", "bob's", "limit", "3")); status != http.StatusSeeOther {
+		t.Fatalf("member's own limit: %d", status)
 	}
 }
