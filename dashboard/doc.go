@@ -76,4 +76,9 @@
 // admin.Admin.ServeForAccount, the operator's through the operator API's
 // handler in process (OperatorAPI), so a rule and its error message have
 // one implementation; the dashboard adds only which role may ask for what.
+// A member's calls go through admin.Admin.ServeForMember, so that what an
+// admin set on the member's key (its limit, its disable) is refused to
+// them by the route's own rule. A POST that changes something answers
+// with a redirect; a new key is shown by the page it redirects to, once,
+// from a flash stored sealed under a random id bound to the session.
 package dashboard

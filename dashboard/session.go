@@ -34,8 +34,8 @@ const (
 )
 
 // Principal is who a session is for. The store fills Role from the
-// account and the member when a session starts (so a caller sets
-// AccountID, MemberID and Operator).
+// account and the member when a session starts and again at every
+// request (so a caller sets AccountID, MemberID and Operator).
 type Principal struct {
 	// AccountID is the account signed in to; "" for an operator alone.
 	AccountID string `json:"account_id,omitempty"`
