@@ -438,9 +438,9 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 		_, reqs = byWeek(days, reqs)
 		days, toks = byWeek(days, toks)
 	}
-	data.Spend = stackedChart(days, spend, formatMoneyAxis)
-	data.Requests = stackedChart(days, reqs, formatCountAxis)
-	data.Tok = stackedChart(days, toks, formatCountAxis)
+	data.Spend = stackedChart(days, spend, moneyAxis)
+	data.Requests = stackedChart(days, reqs, countAxis)
+	data.Tok = stackedChart(days, toks, countAxis)
 	data.Models, data.Providers = choices.models, choices.providers
 	if len(keys) <= keyChoices {
 		data.Keys = keys

@@ -94,7 +94,14 @@ func (d *Dashboard) callAccount(r *http.Request, s Session, method, sub, query s
 		return answer{Err: apierror.BadRequest(err.Error())}
 	}
 	var c capture
-	if e := d.admin.ServeForAccount(&c, req, acct, sub); e != nil {
+	serve := d.admin.ServeForAccount
+	if !s.CanManageAccount() {
+		// A member: what an admin set on their key stays the admin's.
+		serve = func(w http.ResponseWriter, r *http.Request, acct storage.Account, sub string) *apierror.Error {
+			return d.admin.ServeForMember(w, r, acct, s.MemberID, sub)
+		}
+	}
+	if e := serve(&c, req, acct, sub); e != nil {
 		if e.Status == 0 {
 			e.Status = http.StatusInternalServerError
 		}

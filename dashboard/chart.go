@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -36,25 +37,37 @@ const maxSeries = 5
 
 const (
 	chartW, chartH = 800, 220
-	padL, padB     = 64, 30
+	padL, padB     = 76, 30
 	padT, padR     = 10, 8
 )
 
+// axis is how a chart's scale reads: its labels, and whether it counts
+// whole things (requests, tokens), whose ticks are whole numbers.
+type axis struct {
+	label func(float64) string
+	whole bool
+}
+
+var (
+	moneyAxis = axis{label: formatMoneyAxis}
+	countAxis = axis{label: formatCountAxis, whole: true}
+)
+
 // barChart draws one value per day.
-func barChart(days []dayPoint, val func(dayPoint) float64, axis func(float64) string) chartSVG {
+func barChart(days []dayPoint, val func(dayPoint) float64, ax axis) chartSVG {
 	s := series{Name: "total", Values: make([]float64, len(days))}
 	ts := make([]time.Time, len(days))
 	for i, p := range days {
 		s.Values[i], ts[i] = val(p), p.Day
 	}
-	c := stackedChart(ts, []series{s}, axis)
+	c := stackedChart(ts, []series{s}, ax)
 	c.Legend = nil
 	return c
 }
 
 // stackedChart draws days of stacked series (at most maxSeries, in the
 // order given, the rest summed as "other").
-func stackedChart(days []time.Time, ss []series, axis func(float64) string) chartSVG {
+func stackedChart(days []time.Time, ss []series, ax axis) chartSVG {
 	if len(ss) > maxSeries {
 		other := series{Name: "other", Values: make([]float64, len(days))}
 		for _, s := range ss[maxSeries-1:] {
@@ -73,7 +86,7 @@ func stackedChart(days []time.Time, ss []series, axis func(float64) string) char
 		top = math.Max(top, sum)
 	}
 	empty := top == 0
-	top = niceCeil(top)
+	top = niceTop(top, ax.whole)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg viewBox="0 0 %d %d" role="img" aria-hidden="true" xmlns="http://www.w3.org/2000/svg">`, chartW, chartH)
 	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
@@ -85,7 +98,7 @@ func stackedChart(days []time.Time, ss []series, axis func(float64) string) char
 		y := float64(padT) + plotH*float64(4-i)/4
 		fmt.Fprintf(&b, `<line class="axis" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, y, y)
 		if !empty || i == 0 {
-			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-6, y+4, template.HTMLEscapeString(axis(top*float64(i)/4)))
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-6, y+4, template.HTMLEscapeString(ax.label(top*float64(i)/4)))
 		}
 	}
 	n := max(len(days), 1)
@@ -102,7 +115,7 @@ func stackedChart(days []time.Time, ss []series, axis func(float64) string) char
 			h := plotH * v / top
 			y -= h
 			fmt.Fprintf(&b, `<rect class="c%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s %s: %s</title></rect>`,
-				j, x, y, barW, h, day.Format("Jan 2"), template.HTMLEscapeString(s.Name), template.HTMLEscapeString(axis(v)))
+				j, x, y, barW, h, day.Format("Jan 2"), template.HTMLEscapeString(s.Name), template.HTMLEscapeString(ax.label(v)))
 		}
 		if n <= 10 || i%max(1, n/6) == 0 || i == n-1 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x+barW/2, chartH-4, day.Format("Jan 2"))
@@ -116,18 +129,26 @@ func stackedChart(days []time.Time, ss []series, axis func(float64) string) char
 	return c
 }
 
-// niceCeil rounds a chart's top up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
+// niceTop is the top of a chart's scale for its largest value v: four
+// ticks a quarter of it apart, each step 1, 2, 2.5 or 5 times a power of
+// ten (short labels: $0.00002, not $0.0000375), and a whole number when
+// the chart counts whole things.
+func niceTop(v float64, whole bool) float64 {
 	if v <= 0 {
 		return 1
 	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*p {
-			return m * p
+	step := v / 4
+	p := math.Pow(10, math.Floor(math.Log10(step)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if step <= m*p*(1+1e-9) {
+			step = m * p
+			break
 		}
 	}
-	return 10 * p
+	if whole {
+		step = math.Max(1, math.Ceil(step))
+	}
+	return 4 * step
 }
 
 func formatMoneyAxis(v float64) string {
@@ -139,7 +160,14 @@ func formatMoneyAxis(v float64) string {
 	case v >= 1:
 		return fmt.Sprintf("$%.2f", v)
 	}
-	return fmt.Sprintf("$%.4g", v)
+	// Below a dollar: three significant digits, as a plain amount (never
+	// 5e-05), at least cents, at most the credits' own precision.
+	dec := min(max(int(math.Ceil(-math.Log10(v)))+2, 2), 9)
+	s := strconv.FormatFloat(v, 'f', dec, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return "$" + s
 }
 
 func formatCountAxis(v float64) string {

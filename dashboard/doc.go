@@ -15,13 +15,20 @@
 // A session is a record of the gateway's store (this package's domain
 // store, registered with storage.RegisterDomain), so replicas on one
 // Redis share it. Its cookie (CookieName: 256 random bits; the store
-// keeps only its SHA-256) is HttpOnly, SameSite=Lax, Secure over TLS and
+// keeps only its SHA-256) is HttpOnly, SameSite=Lax, Secure over TLS
+// (TLS at Caddy, or a trusted proxy's X-Forwarded-Proto: https) and
 // scoped to the prefix; a session lasts session_ttl from sign-in (default
-// 12h) and ends at sign-out. The API for other sign-in methods and pages:
+// 12h) and ends at sign-out. A session records who signed in, not what
+// they may do: every request reads the member's record again (on a
+// database replicas share, the record there), so a demoted admin is a
+// member at the next request, and deactivating a member (by an admin, the
+// operator or SCIM) ends every session of theirs at once. The API for
+// other sign-in methods and pages:
 //
 //   - Principal is who signs in: AccountID, MemberID (empty for the
 //     account's owner), Operator, Method; the store fills Role (RoleOwner,
-//     RoleAdmin, RoleMember, RoleOperator) from the member's record.
+//     RoleAdmin, RoleMember, RoleOperator) from the member's record as it
+//     is at each request.
 //   - StartSession(w, r, p) checks p (the account exists, the member is
 //     active), ends the request's previous session (a new id at each
 //     sign-in), stores the new one and sets its cookie.
@@ -69,4 +76,9 @@
 // admin.Admin.ServeForAccount, the operator's through the operator API's
 // handler in process (OperatorAPI), so a rule and its error message have
 // one implementation; the dashboard adds only which role may ask for what.
+// A member's calls go through admin.Admin.ServeForMember, so that what an
+// admin set on the member's key (its limit, its disable) is refused to
+// them by the route's own rule. A POST that changes something answers
+// with a redirect; a new key is shown by the page it redirects to, once,
+// from a flash stored sealed under a random id bound to the session.
 package dashboard

@@ -246,8 +246,25 @@ func (d *Dashboard) sessionTTL() time.Duration { return time.Duration(d.SessionT
 func (d *Dashboard) cookie(r *http.Request, value string, expires time.Time) *http.Cookie {
 	return &http.Cookie{
 		Name: CookieName, Value: value, Path: d.Prefix + "/", Expires: expires,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: viaHTTPS(r), SameSite: http.SameSiteLaxMode,
 	}
+}
+
+// viaHTTPS reports whether the browser reached the gateway over HTTPS:
+// TLS ended at Caddy, or the request came from one of the server's
+// trusted_proxies (as Caddy decided for the request) saying so in
+// X-Forwarded-Proto. From any other client the header is ignored: it
+// could be anyone's.
+func viaHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
+		return false
+	}
+	// The first value is the scheme the first proxy was reached with.
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
 // sessionFields are the log fields of a session: who, never the cookie.

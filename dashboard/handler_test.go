@@ -234,3 +234,18 @@ func TestExtensionStartsSessions(t *testing.T) {
 		t.Fatalf("session %+v", s)
 	}
 }
+
+// The static folder serves its files, never a listing of itself.
+func TestStaticServesFilesOnly(t *testing.T) {
+	d, _ := testDashboard(t)
+	c := &client{t: t, d: d}
+	if w := c.do("GET", "/dashboard/static/dashboard.css", nil); w.Code != http.StatusOK || !strings.Contains(w.Header().Get("Content-Type"), "text/css") {
+		t.Fatalf("stylesheet: %d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	for _, path := range []string{"/dashboard/static/", "/dashboard/static/nope.css"} {
+		w := c.do("GET", path, nil)
+		if w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), `href="dashboard.js"`) {
+			t.Fatalf("%s: %d, lists files: %v", path, w.Code, strings.Contains(w.Body.String(), `href="dashboard.js"`))
+		}
+	}
+}

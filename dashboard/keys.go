@@ -2,12 +2,15 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -64,11 +67,35 @@ type keysData struct {
 	Created     string // a key string shown once
 	CreatedName string
 	CreatedKind string
+	// CreatedGone: the page of a new key was opened again; the key is
+	// not shown twice.
+	CreatedGone bool
 }
 
 // keysList shows the keys the session may see, one page at a time.
 func (d *Dashboard) keysList(w http.ResponseWriter, r *http.Request, s Session) {
-	d.renderKeys(w, r, s, http.StatusOK, keysData{Form: url.Values{}, MgmtForm: url.Values{}})
+	data := keysData{Form: url.Values{}, MgmtForm: url.Values{}}
+	if id := r.URL.Query().Get("created"); id != "" {
+		// The new key of the POST that redirected here, shown once.
+		st := d.store()
+		if st == nil {
+			d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable", "Retry in a moment.")
+			return
+		}
+		f, err := st.takeFlash(sessionCookie(r), id)
+		switch {
+		case err == nil:
+			data.Created, data.CreatedName, data.CreatedKind = f.Key, f.Name, f.Kind
+		case errors.Is(err, errFlashGone):
+			data.CreatedGone = true
+		default:
+			d.logger.Error("dashboard: the new key's page could not be read", append(sessionFields(s, r), zap.Error(err))...)
+			d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable",
+				"The new key is kept for a few minutes: reload this page in a moment to see it.")
+			return
+		}
+	}
+	d.renderKeys(w, r, s, http.StatusOK, data)
 }
 
 func (d *Dashboard) renderKeys(w http.ResponseWriter, r *http.Request, s Session, status int, data keysData) {
@@ -185,12 +212,39 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, s Session)
 		d.renderKeys(w, r, s, a.Status, keysData{Form: r.PostForm, Errors: fieldError(a.Err, keyFields...), MgmtForm: url.Values{}})
 		return
 	}
+	d.showOnce(w, r, s, flash{Key: a.get("key").Str, Name: a.get("data.name").Str, Kind: "API key"})
+}
+
+// showOnce answers the POST that created a key with a redirect to the
+// keys page, which shows the key once (a flash): a refresh of that page
+// repeats the GET, never the POST, and shows the key no more. If the
+// flash cannot be stored, the key is shown in the POST's answer rather
+// than lost.
+func (d *Dashboard) showOnce(w http.ResponseWriter, r *http.Request, s Session, f flash) {
+	if st, c := d.store(), sessionCookie(r); st != nil && c != "" {
+		id, err := st.putFlash(c, f)
+		if err == nil {
+			http.Redirect(w, r, d.Prefix+"/keys?created="+url.QueryEscape(id), http.StatusSeeOther)
+			return
+		}
+		d.logger.Error("dashboard: the new key's page could not be stored; shown in the answer", append(sessionFields(s, r), zap.Error(err))...)
+	}
 	d.renderKeys(w, r, s, http.StatusCreated, keysData{Form: url.Values{}, MgmtForm: url.Values{},
-		Created: a.get("key").Str, CreatedName: a.get("data.name").Str, CreatedKind: "API key"})
+		Created: f.Key, CreatedName: f.Name, CreatedKind: f.Kind})
+}
+
+// sessionCookie is the request's session cookie value; "" without one.
+func sessionCookie(r *http.Request) string {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return ""
+	}
+	return c.Value
 }
 
 type keyPageData struct {
 	Prefix    string
+	CanManage bool
 	Key       keyUse
 	Form      url.Values
 	Errors    formErrors
@@ -223,7 +277,7 @@ func (d *Dashboard) renderKey(w http.ResponseWriter, r *http.Request, s Session,
 			form.Set("include_byok_in_limit", "on")
 		}
 	}
-	data := keyPageData{Prefix: d.Prefix, Key: useOf(k, now()), Form: form, Errors: errs, Saved: r.URL.Query().Get("saved") != "",
+	data := keyPageData{Prefix: d.Prefix, CanManage: s.CanManageAccount(), Key: useOf(k, now()), Form: form, Errors: errs, Saved: r.URL.Query().Get("saved") != "",
 		Resets: []string{"daily", "weekly", "monthly"}}
 	if ws, ok := st.Workspace(acct.ID, k.WorkspaceID); ok {
 		data.Workspace = ws.Name
@@ -239,12 +293,22 @@ func (d *Dashboard) updateKey(w http.ResponseWriter, r *http.Request, s Session)
 		return
 	}
 	hash := r.PathValue("hash")
-	if _, ok := d.ownKey(st, s, hash); !ok {
+	k, ok := d.ownKey(st, s, hash)
+	if !ok {
 		d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash. Nothing was changed.")
 		return
 	}
 	_ = r.ParseForm()
-	a := d.callAccount(r, s, http.MethodPatch, "/keys/"+url.PathEscape(hash), "", keyBody(r.PostForm, true))
+	body := keyBody(r.PostForm, true)
+	if k.LimitByAdmin && !s.CanManageAccount() && !r.PostForm.Has("limit") {
+		// The member's form shows an admin's limit without its fields:
+		// the rest of the key is theirs to change. (Fields sent anyway
+		// go to the API, whose rule refuses a change of them.)
+		delete(body, "limit")
+		delete(body, "limit_reset")
+		delete(body, "include_byok_in_limit")
+	}
+	a := d.callAccount(r, s, http.MethodPatch, "/keys/"+url.PathEscape(hash), "", body)
 	d.logAction(r, s, "update API key", a)
 	if !a.ok() {
 		d.renderKey(w, r, s, a.Status, r.PostForm, fieldError(a.Err, keyFields...))
@@ -333,6 +397,5 @@ func (d *Dashboard) createMgmtKey(w http.ResponseWriter, r *http.Request, s Sess
 		d.renderKeys(w, r, s, a.Status, keysData{Form: url.Values{}, MgmtForm: r.PostForm, MgmtErrors: fieldError(a.Err, mgmtFields...)})
 		return
 	}
-	d.renderKeys(w, r, s, http.StatusCreated, keysData{Form: url.Values{}, MgmtForm: url.Values{},
-		Created: a.get("key").Str, CreatedName: a.get("data.name").Str, CreatedKind: "management key"})
+	d.showOnce(w, r, s, flash{Key: a.get("key").Str, Name: a.get("data.name").Str, Kind: "management key"})
 }

@@ -57,7 +57,7 @@ func (o *oidcSignIn) service() (*oidc.Service, *storage.Store, error) {
 // the request came to.
 func (o *oidcSignIn) callbackURL(r *http.Request) string {
 	scheme := "http"
-	if r.TLS != nil {
+	if viaHTTPS(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + o.d.Prefix + oidc.CallbackPath

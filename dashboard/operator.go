@@ -124,7 +124,7 @@ func (d *Dashboard) operatorAccount(w http.ResponseWriter, r *http.Request, s Se
 	t := now().UTC()
 	days := dailySpend(st, acct.ID, t, 30, nil)
 	data := operatorAccountData{Prefix: d.Prefix, Account: acct, Balance: acct.Balance(),
-		Chart: barChart(days, func(p dayPoint) float64 { return p.Usage.Float64() }, formatMoneyAxis)}
+		Chart: barChart(days, func(p dayPoint) float64 { return p.Usage.Float64() }, moneyAxis)}
 	rows, _ := st.QueryUsage(acct.ID, storage.UsageQuery{From: days[0].Day, To: t.Add(time.Hour), GroupBy: []string{storage.DimModel}})
 	for _, row := range rows {
 		g := groupRow{Value: row.Dims[0], Label: row.Dims[0], Sums: row.Sums, Usage: row.Sums.Usage, Tokens: row.Sums.PromptTokens + row.Sums.CompletionTokens}

@@ -109,7 +109,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s Session) 
 		}
 	}
 	days = days[1:]
-	data.Chart = barChart(days, func(p dayPoint) float64 { return p.Usage.Float64() }, formatMoneyAxis)
+	data.Chart = barChart(days, func(p dayPoint) float64 { return p.Usage.Float64() }, moneyAxis)
 	var near []keyUse
 	for _, k := range d.visibleKeys(st, s, acct, "") {
 		if k.Limit == nil {

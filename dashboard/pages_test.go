@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -25,6 +26,24 @@ func (c *client) form(kv ...string) url.Values {
 }
 
 var keyString = regexp.MustCompile(`sk-tg-v1-[0-9a-f]{64}`)
+
+// created follows the redirect that answers a key's creation to the page
+// that shows the key once.
+func (c *client) created(w *httptest.ResponseRecorder) *httptest.ResponseRecorder {
+	c.t.Helper()
+	loc := w.Header().Get("Location")
+	if w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/keys?created=") {
+		c.t.Fatalf("create: %d %q %s", w.Code, loc, w.Body)
+	}
+	if keyString.MatchString(w.Body.String()) {
+		c.t.Fatal("the redirect carries the key")
+	}
+	page := c.do("GET", loc, nil)
+	if page.Code != http.StatusOK {
+		c.t.Fatalf("the new key's page: %d", page.Code)
+	}
+	return page
+}
 
 func TestEveryPageRendersForEveryRole(t *testing.T) {
 	d, st := testDashboard(t)
@@ -70,10 +89,7 @@ func TestKeyLifecycleThroughTheAPIsCode(t *testing.T) {
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "must not be negative") {
 		t.Fatalf("negative limit: %d", w.Code)
 	}
-	w = c.do("POST", "/dashboard/keys", c.form("name", "ci", "limit", "10", "limit_reset", "monthly"))
-	if w.Code != http.StatusCreated {
-		t.Fatalf("create: %d %s", w.Code, w.Body)
-	}
+	w = c.created(c.do("POST", "/dashboard/keys", c.form("name", "ci", "limit", "10", "limit_reset", "monthly")))
 	secret := keyString.FindString(w.Body.String())
 	if secret == "" {
 		t.Fatal("the new key is not shown")
@@ -131,10 +147,7 @@ func TestMembersActWithinTheirRole(t *testing.T) {
 	c := &client{t: t, d: d}
 	c.signIn(st, Principal{AccountID: a.ID, MemberID: member.ID})
 	// A member's key is theirs.
-	w := c.do("POST", "/dashboard/keys", c.form("name", "mine"))
-	if w.Code != http.StatusCreated {
-		t.Fatalf("member create: %d %s", w.Code, w.Body)
-	}
+	w := c.created(c.do("POST", "/dashboard/keys", c.form("name", "mine")))
 	p, _ := st.Authenticate(keyString.FindString(w.Body.String()))
 	if p.Key.CreatorUserID == nil || *p.Key.CreatorUserID != member.ID {
 		t.Fatalf("member's key creator: %v", p.Key.CreatorUserID)

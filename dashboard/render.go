@@ -58,6 +58,9 @@ type layoutData struct {
 	Session *Session
 	Nav     []navItem
 	CSRF    string
+	// AccountName and Person are the names the header shows for the
+	// session's account and member, where known ("" otherwise: the ids).
+	AccountName, Person string
 }
 
 type navItem struct {
@@ -81,6 +84,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, p Page) {
 	if s, ok := SessionFrom(r); ok {
 		ld.Session, ld.CSRF = &s, s.CSRF
 		ld.Nav = navFor(s.Principal, d.Prefix, p.Nav)
+		ld.AccountName, ld.Person = d.names(s.Principal)
 	}
 	var b bytes.Buffer
 	if err := layoutTemplates.ExecuteTemplate(&b, "layout", ld); err != nil {
@@ -96,6 +100,33 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, p Page) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
+}
+
+// names are the account's name and the member's (their first and last
+// name, else their email) of a principal, "" where not known.
+func (d *Dashboard) names(p Principal) (account, person string) {
+	st, err := d.gatewayStore()
+	if err != nil || p.AccountID == "" {
+		return "", ""
+	}
+	if a, ok := st.Account(p.AccountID); ok {
+		account = a.Name
+	}
+	if p.MemberID != "" {
+		if m, ok := st.Member(p.AccountID, p.MemberID); ok {
+			var parts []string
+			for _, n := range []*string{m.FirstName, m.LastName} {
+				if n != nil && strings.TrimSpace(*n) != "" {
+					parts = append(parts, strings.TrimSpace(*n))
+				}
+			}
+			person = strings.Join(parts, " ")
+			if person == "" {
+				person = m.Email
+			}
+		}
+	}
+	return account, person
 }
 
 // page renders one of the package's templates as a page.
@@ -147,6 +178,13 @@ func (d *Dashboard) staticHandler() http.Handler {
 	sub, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix(d.Prefix+"/static/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Files only: a directory (the folder itself, any path ending in
+		// /) is not found rather than listed.
+		name := strings.TrimPrefix(r.URL.Path, d.Prefix+"/static/")
+		if fi, err := fs.Stat(sub, name); name == "" || strings.HasSuffix(name, "/") || err != nil || fi.IsDir() {
+			d.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at "+r.URL.Path+".")
+			return
+		}
 		// Pages carry no-store; the assets may be cached.
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)

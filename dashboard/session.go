@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Role is what a signed-in person may do in the dashboard.
@@ -32,8 +34,8 @@ const (
 )
 
 // Principal is who a session is for. The store fills Role from the
-// account and the member when a session starts (so a caller sets
-// AccountID, MemberID and Operator).
+// account and the member when a session starts and again at every
+// request (so a caller sets AccountID, MemberID and Operator).
 type Principal struct {
 	// AccountID is the account signed in to; "" for an operator alone.
 	AccountID string `json:"account_id,omitempty"`
@@ -93,7 +95,7 @@ var errNoStore = errors.New("dashboard: the gateway's database is unavailable")
 // StartSession signs p in: it ends the request's current session if any
 // (a new session id at every sign-in, so a planted cookie is worthless),
 // stores a new session for p and sets its cookie (HttpOnly, SameSite=Lax,
-// Secure over TLS, scoped to the dashboard's path). p.Method says how p
+// Secure over HTTPS, scoped to the dashboard's path). p.Method says how p
 // signed in ("link", "oidc"). The store checks p (the account exists, the
 // member is active) and fills its Role. Call it only on a request the
 // dashboard serves (its handler, or a route added with Handle).
@@ -141,7 +143,7 @@ func SignOut(w http.ResponseWriter, r *http.Request) error {
 }
 
 // SessionFrom returns the request's live session: the one RequireSession
-// found, or the one its cookie names.
+// found, or the one its cookie names, with the role the member has now.
 func SessionFrom(r *http.Request) (Session, bool) {
 	if s, ok := r.Context().Value(ctxSession).(Session); ok {
 		return s, true
@@ -155,7 +157,9 @@ func SessionFrom(r *http.Request) (Session, bool) {
 	if err != nil || st == nil {
 		return Session{}, false
 	}
-	rec, ok := st.session(c.Value)
+	rec, ok := st.liveSession(c.Value, func(err error) {
+		d.logger.Warn("dashboard session: the member's record could not be read from the database", zap.Error(err))
+	})
 	if !ok {
 		return Session{}, false
 	}

@@ -25,9 +25,11 @@ import (
 //
 //	ds/<session hash>   a session (the cookie's SHA-256; the cookie itself is stored nowhere)
 //	dl/<link hash>      an unused sign-in link (the token's SHA-256)
+//	df/<flash hash>     what a page shows once after a redirect (flash.go)
 const (
 	prefixSession = "ds/"
 	prefixLink    = "dl/"
+	prefixFlash   = "df/"
 	domainName    = "dashboard"
 )
 
@@ -52,12 +54,15 @@ func init() {
 // Store keeps the dashboard's sessions and unused sign-in links.
 type Store struct {
 	k        *kernel.Kernel
+	st       *storage.Store
 	org      storage.Locked
 	sessions map[string]*sessionRecord // by hash
 	links    map[string]*linkRecord    // by hash
-	// claim, on the shared backend, makes a link's use atomic across
-	// replicas; nil on Badger, where the kernel's lock is.
-	claim func(hash string, ttl time.Duration) (bool, error)
+	flashes  map[string]*flashRecord   // by hash
+	// claim, on the shared backend, makes a link's or a flash's use
+	// atomic across replicas (the first to claim name owns it); nil on
+	// Badger, where the kernel's lock is.
+	claim func(name string, ttl time.Duration) (bool, error)
 	// recent indexes the latest generations (activity.go, recentOf).
 	recentOnce sync.Once
 	recent     *recentIndex
@@ -70,12 +75,16 @@ func StoreOf(st *storage.Store) *Store {
 }
 
 func newStore(st *storage.Store) *Store {
-	s := &Store{k: st.Kernel(), org: st.Locked(), sessions: map[string]*sessionRecord{}, links: map[string]*linkRecord{}}
+	s := &Store{k: st.Kernel(), st: st, org: st.Locked(), sessions: map[string]*sessionRecord{}, links: map[string]*linkRecord{},
+		flashes: map[string]*flashRecord{}}
+	// A deactivated member's sessions end with the deactivation, in its
+	// batch, on every replica.
+	st.OnMemberDeactivated(func(accountID, memberID string) { s.endMemberSessionsLocked(accountID, memberID) })
 	if rb, ok := st.Kernel().Backend().(*kernel.RedisBackend); ok {
-		s.claim = func(hash string, ttl time.Duration) (bool, error) {
+		s.claim = func(name string, ttl time.Duration) (bool, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			return rb.Client().SetNX(ctx, rb.Prefix()+"dashboard-link-used/"+hash, 1, ttl).Result()
+			return rb.Client().SetNX(ctx, rb.Prefix()+name, 1, ttl).Result()
 		}
 	}
 	return s
@@ -90,6 +99,10 @@ func (s *Store) Kinds() []kernel.Kind {
 		{Prefix: prefixLink, Load: s.loadLink, Reset: func() { clear(s.links) },
 			Snapshot: func(key string) any { return snapshotOf(s.links, key[len(prefixLink):]) },
 			Remove:   func(key string) { delete(s.links, key[len(prefixLink):]) }},
+		{Prefix: prefixFlash, Load: s.loadFlash, Reset: func() { clear(s.flashes) },
+			Snapshot: func(key string) any { return snapshotOf(s.flashes, key[len(prefixFlash):]) },
+			Remove:   func(key string) { delete(s.flashes, key[len(prefixFlash):]) },
+			Expires:  flashExpiry},
 	}
 }
 
@@ -247,7 +260,7 @@ func (s *Store) ConsumeLink(token string) (Principal, error) {
 		// to set the claim in Redis owns it. The lock is released for
 		// the round trip; a second request here finds the claim taken.
 		s.k.Unlock()
-		won, err := s.claim(hash, MaxLinkTTL+time.Hour)
+		won, err := s.claim("dashboard-link-used/"+hash, MaxLinkTTL+time.Hour)
 		if err != nil {
 			return Principal{}, fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
 		}
@@ -309,6 +322,72 @@ func (s *Store) session(token string) (sessionRecord, bool) {
 	return *rec, true
 }
 
+// liveSession returns the live session of a cookie value with its rights
+// as they are now: the member's record (role, active) is read again at
+// every request, so that a demotion takes effect at the next request and a
+// deactivation, or the account's or member's removal, ends the session
+// (and every other session of the member). The session record keeps only
+// who signed in; what they may do follows the member.
+func (s *Store) liveSession(token string, logger func(error)) (sessionRecord, bool) {
+	rec, ok := s.session(token)
+	if !ok {
+		return sessionRecord{}, false
+	}
+	p := &rec.Principal
+	if p.AccountID == "" {
+		return rec, true // the operator alone: no record to follow
+	}
+	if _, ok := s.st.Account(p.AccountID); !ok {
+		_ = s.deleteSession(token)
+		return sessionRecord{}, false
+	}
+	if p.MemberID == "" {
+		return rec, true
+	}
+	m, ok, err := s.st.CurrentMember(p.AccountID, p.MemberID)
+	if err != nil {
+		// The shared database did not answer: memory's record decides,
+		// and changes are refused meanwhile (the handler checks the
+		// database before any state-changing request).
+		logger(err)
+	}
+	if !ok || !m.Active {
+		if err := s.endMemberSessions(p.AccountID, p.MemberID); err != nil {
+			logger(err)
+		}
+		return sessionRecord{}, false
+	}
+	p.Role = RoleMember
+	if m.Role == storage.RoleAdmin {
+		p.Role = RoleAdmin
+	}
+	return rec, true
+}
+
+// endMemberSessions ends every session of a member.
+func (s *Store) endMemberSessions(accountID, memberID string) error {
+	s.k.Lock()
+	b := s.endMemberSessionsLocked(accountID, memberID)
+	s.k.Unlock()
+	if b == nil {
+		return nil
+	}
+	return b.Wait()
+}
+
+// endMemberSessionsLocked deletes every session of a member; nil when it
+// had none. Callers hold Lock.
+func (s *Store) endMemberSessionsLocked(accountID, memberID string) *kernel.Batch {
+	var b *kernel.Batch
+	for h, r := range s.sessions {
+		if r.Principal.AccountID == accountID && r.Principal.MemberID == memberID {
+			delete(s.sessions, h)
+			b = s.k.MarkDirty(prefixSession + h)
+		}
+	}
+	return b
+}
+
 // deleteSession ends the session of a cookie value (sign-out, rotation);
 // no error when there is none.
 func (s *Store) deleteSession(token string) error {
@@ -335,6 +414,12 @@ func (s *Store) pruneLocked(t time.Time) {
 		if !t.Before(r.ExpiresAt) {
 			delete(s.sessions, h)
 			s.k.MarkDirty(prefixSession + h)
+		}
+	}
+	for h, r := range s.flashes {
+		if !t.Before(r.ExpiresAt) {
+			delete(s.flashes, h)
+			s.k.MarkDirty(prefixFlash + h)
 		}
 	}
 	for h, r := range s.links {

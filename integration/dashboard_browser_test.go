@@ -225,3 +225,97 @@ func TestDashboardInBrowser(t *testing.T) {
 	run(t, ctx, "phone keys", chromedp.Navigate(base+"/keys"), chromedp.WaitVisible(`table`))
 	shot(t, ctx, dir, "keys-phone")
 }
+
+// Daily use in a real Chromium: a new key's page after the redirect, and
+// its refresh; a member's key with a limit and a disable an admin set;
+// plain amounts and whole-number ticks in the charts; the header's names;
+// the static folder. Screenshots of each (screenshotDir).
+func TestDashboardDailyUseInBrowser(t *testing.T) {
+	c := startDashboard(t)
+	dir := screenshotDir(t)
+	org := c.newAccount(`{"name":"Acme Robotics","type":"organization"}`, "25")
+	admin := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@acme.example","role":"admin","first_name":"Ada","last_name":"Lovelace"}`).expect(t, 201).JSON.Get("data.id").String()
+	member := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"bob@acme.example"}`).expect(t, 201).JSON.Get("data.id").String()
+	// A little spend (fractions of a cent) over three requests.
+	key, _ := c.newKey(org.MgmtKey, `{"name":"service"}`)
+	for range 3 {
+		c.api("POST", "/chat/completions", key, `{"model":"tollgate-mock","messages":[{"role":"user","content":"Hi"}]}`).expect(t, 200)
+	}
+	ctx := headless(t)
+	base := "http://" + gatewayAddr + "/dashboard"
+	signIn := func(memberID string) {
+		_, link := c.signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + memberID + `","base_url":"http://` + gatewayAddr + `"}`)
+		run(t, ctx, "sign in", chromedp.Navigate(link), chromedp.WaitVisible(`button.primary`), chromedp.Click(`button.primary`),
+			chromedp.WaitVisible(`.chart svg`))
+	}
+	signIn(admin)
+	var who, svg string
+	run(t, ctx, "overview", chromedp.Text(`.who`, &who), chromedp.OuterHTML(`.chart svg`, &svg))
+	if !strings.Contains(who, "Acme Robotics") || !strings.Contains(who, "Ada Lovelace") || strings.Contains(who, "org_") {
+		t.Fatalf("header %q", who)
+	}
+	if strings.Contains(svg, "e-0") {
+		t.Fatal("the spend chart prints an amount in exponent notation")
+	}
+	shot(t, ctx, dir, "daily-overview")
+	run(t, ctx, "activity", chromedp.Navigate(base+"/activity"), chromedp.WaitVisible(`.chart svg rect`))
+	shot(t, ctx, dir, "daily-activity")
+
+	// A key: the redirect's page shows it once; a reload shows it no more
+	// and creates nothing.
+	var secret, loc string
+	run(t, ctx, "create key", chromedp.Navigate(base+"/keys"), chromedp.WaitVisible(`#k-name`),
+		chromedp.SendKeys(`#k-name`, "once"), chromedp.Submit(`#k-name`), chromedp.WaitVisible(`#new-key`),
+		chromedp.Text(`#new-key`, &secret), chromedp.Location(&loc))
+	if !strings.HasPrefix(secret, "sk-tg-v1-") || !strings.Contains(loc, "/dashboard/keys?created=") {
+		t.Fatalf("new key %q at %s", secret, loc)
+	}
+	shot(t, ctx, dir, "daily-key-created")
+	var html string
+	run(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(`table`), chromedp.OuterHTML(`html`, &html))
+	if strings.Contains(html, secret) || !strings.Contains(html, "shown only once") {
+		t.Fatal("a reload shows the key again")
+	}
+	shot(t, ctx, dir, "daily-key-reloaded")
+	if n := len(c.api("GET", "/keys", org.MgmtKey, nil).JSON.Get(`data.#(name=="once")#`).Array()); n != 1 {
+		t.Fatalf("%d keys named once after a reload", n)
+	}
+
+	// The static folder lists nothing.
+	var title string
+	run(t, ctx, "static", chromedp.Navigate(base+"/static/"), chromedp.WaitVisible(`h1`), chromedp.Text(`h1`, &title))
+	if title != "Page not found" {
+		t.Fatalf("static folder: %q", title)
+	}
+	shot(t, ctx, dir, "daily-static-404")
+
+	// The member's key, capped and disabled by the admin.
+	mine := c.api("POST", "/keys", org.MgmtKey, `{"name":"bob's","creator_user_id":"`+member+`"}`).expect(t, 201).JSON.Get("data.hash").String()
+	c.api("PATCH", "/keys/"+mine, org.MgmtKey, `{"limit":2,"disabled":true}`).expect(t, 200)
+	run(t, ctx, "sign out", chromedp.Navigate(base+"/"), chromedp.WaitVisible(`.signout button`), chromedp.Click(`.signout button`),
+		chromedp.WaitVisible(`#token`))
+	signIn(member)
+	var locked bool
+	run(t, ctx, "member key", chromedp.Navigate(base+"/keys/"+mine), chromedp.WaitVisible(`#e-name`),
+		chromedp.Evaluate(`document.querySelector("#e-limit").disabled && !document.querySelector('form[action$="/enable"]')`, &locked),
+		chromedp.OuterHTML(`main`, &html))
+	if !locked || !strings.Contains(html, "The limit was set by an organization admin") {
+		t.Fatal("the member's key page offers to change what an admin set")
+	}
+	shot(t, ctx, dir, "daily-member-key-admin-set")
+	// A forged form that lifts the limit: refused.
+	run(t, ctx, "member lifts", chromedp.Evaluate(`(function(){
+			var f = document.createElement("form"); f.method = "post"; f.action = "`+base+`/keys/`+mine+`";
+			[["csrf_token", document.querySelector("input[name=csrf_token]").value], ["name", "bob's"], ["limit", "100"]].forEach(function(kv){
+				var i = document.createElement("input"); i.name = kv[0]; i.value = kv[1]; f.appendChild(i);
+			});
+			document.body.appendChild(f); f.submit(); return true;
+		})()`, nil), chromedp.WaitVisible(`.error, [role=alert]`), chromedp.OuterHTML(`main`, &html))
+	if !strings.Contains(html, "only an admin can change or remove it") {
+		t.Fatal("the member's lift of the admin's limit is not refused")
+	}
+	shot(t, ctx, dir, "daily-member-lift-refused")
+	if got := c.api("GET", "/keys/"+mine, org.MgmtKey, nil).JSON.Get("data.limit").Float(); got != 2 {
+		t.Fatalf("limit after the member's attempt: %v", got)
+	}
+}

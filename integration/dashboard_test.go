@@ -170,10 +170,14 @@ func TestDashboardRolesThroughCaddy(t *testing.T) {
 	}
 	// An admin creates one, shown once.
 	a := signIn(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `"}`)
-	status, body, _ = a.page("POST", "/dashboard/management-keys", a.form("name", "ops-2", "expires_in", "720h"))
+	status, _, hdr := a.page("POST", "/dashboard/management-keys", a.form("name", "ops-2", "expires_in", "720h"))
+	if status != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/dashboard/keys?created=") {
+		t.Fatalf("admin management key: %d %q", status, hdr.Get("Location"))
+	}
+	_, body, _ = a.page("GET", hdr.Get("Location"), nil)
 	mgmt := regexp.MustCompile(`sk-tg-mgmt-v1-[0-9a-f]{64}`).FindString(body)
-	if status != 201 || mgmt == "" {
-		t.Fatalf("admin management key: %d", status)
+	if mgmt == "" {
+		t.Fatal("the new management key is not shown")
 	}
 	c.api("GET", "/keys", mgmt, nil).expect(t, 200)
 	// The operator tops up through the operator API's route.
@@ -203,5 +207,165 @@ func TestDashboardRolesThroughCaddy(t *testing.T) {
 	}
 	if status, _, hdr := a.page("GET", "/dashboard/keys", nil); status != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/dashboard/signin") {
 		t.Fatalf("after sign-out: %d", status)
+	}
+}
+
+// A session follows the member's record at every request: an admin the
+// operator demotes loses the admin's actions with the same cookie; a
+// member the operator deactivates is signed out of every browser at once,
+// and adding the member again does not bring the old sessions back.
+func TestDashboardSessionFollowsTheMember(t *testing.T) {
+	c := startDashboard(t)
+	org := c.newTenant("organization", "10")
+	admin := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@example.com","role":"admin"}`).expect(t, 201).JSON.Get("data.id").String()
+	theirs := c.api("POST", "/keys", org.MgmtKey, `{"name":"theirs"}`).expect(t, 201).JSON.Get("data.hash").String()
+	signIn := func() *browser {
+		token, _ := c.signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `"}`)
+		b := newBrowser(t)
+		if status, _, _ := b.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+			t.Fatalf("sign-in: %d", status)
+		}
+		b.page("GET", "/dashboard/settings", nil)
+		return b
+	}
+	a, other := signIn(), signIn()
+	if status, _, _ := a.page("POST", "/dashboard/settings/workspaces", a.form("name", "Before", "slug", "before")); status != http.StatusSeeOther {
+		t.Fatalf("admin creates a workspace: %d", status)
+	}
+	c.operator("PATCH", "/accounts/"+org.AccountID+"/members/"+admin, `{"role":"member"}`).expect(t, 200)
+	if status, _, _ := a.page("POST", "/dashboard/settings/workspaces", a.form("name", "After", "slug", "after")); status != http.StatusForbidden {
+		t.Fatalf("demoted admin creates a workspace: %d", status)
+	}
+	if status, _, _ := a.page("POST", "/dashboard/keys/"+theirs+"/disable", a.form()); status != http.StatusNotFound {
+		t.Fatalf("demoted admin disables another's key: %d", status)
+	}
+	if c.api("GET", "/keys/"+theirs, org.MgmtKey, nil).expect(t, 200).JSON.Get("data.disabled").Bool() {
+		t.Fatal("a demoted admin disabled another's key")
+	}
+	if _, body, _ := a.page("GET", "/dashboard/keys", nil); strings.Contains(body, "theirs") {
+		t.Fatal("a demoted admin lists every key")
+	}
+	c.operator("DELETE", "/accounts/"+org.AccountID+"/members/"+admin, nil).expect(t, 200)
+	c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@example.com","role":"admin"}`).expect(t, 201)
+	for _, b := range []*browser{a, other} {
+		if status, _, hdr := b.page("GET", "/dashboard/keys", nil); status != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/dashboard/signin") {
+			t.Fatalf("after deactivation: %d %q", status, hdr.Get("Location"))
+		}
+	}
+}
+
+// Behind a load balancer that ends TLS: the session cookie is Secure when
+// the request came from one of the server's trusted_proxies with
+// X-Forwarded-Proto: https; the same header from a client Caddy does not
+// trust leaves it as the connection is (plain HTTP: not Secure).
+func TestDashboardCookieSecureBehindATrustedProxy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		proxies string // the trusted_proxies ranges; the test client is 127.0.0.1
+		secure  bool
+	}{
+		{"trusted", "127.0.0.1/32", true},
+		{"untrusted", "10.0.0.0/8", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			startInProcessWith(t, func(cfg string) string {
+				cfg = replaceOnce(t, cfg, "\tskip_install_trust\n", "\tskip_install_trust\n\tservers {\n\t\ttrusted_proxies static "+c.proxies+"\n\t}\n")
+				return replaceOnce(t, cfg, "\ttollgate {\n\t\t# the gateway's options", "\ttollgate_dashboard {\n\t\tsignin_attempts 50\n\t}\n\ttollgate {\n\t\t# the gateway's options")
+			})
+			cl := newClient(t, gatewayAddr, adminAddr)
+			org := cl.newTenant("organization", "1")
+			token, _ := cl.signInLink(`{"account_id":"` + org.AccountID + `"}`)
+			req, _ := http.NewRequest("POST", "http://"+gatewayAddr+"/dashboard/signin", strings.NewReader(url.Values{"token": {token}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-Proto", "https")
+			b := newBrowser(t)
+			res, err := b.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			var cookie *http.Cookie
+			for _, ck := range res.Cookies() {
+				if ck.Name == "tollgate_dashboard" {
+					cookie = ck
+				}
+			}
+			if res.StatusCode != http.StatusSeeOther || cookie == nil {
+				t.Fatalf("sign-in: %d %v", res.StatusCode, res.Cookies())
+			}
+			if cookie.Secure != c.secure {
+				t.Fatalf("cookie Secure %v, want %v (Set-Cookie %q)", cookie.Secure, c.secure, res.Header.Get("Set-Cookie"))
+			}
+		})
+	}
+}
+
+// Daily use through Caddy: a key's creation answers with a redirect to a
+// page that shows the key once (a refresh creates nothing and shows
+// nothing); the static folder lists nothing; what an admin set on a
+// member's key (through the management API) the member cannot undo from
+// the dashboard.
+func TestDashboardDailyUseThroughCaddy(t *testing.T) {
+	c := startDashboard(t)
+	org := c.newTenant("organization", "10")
+	member := c.operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"bob@example.com","first_name":"Bob"}`).expect(t, 201).JSON.Get("data.id").String()
+	token, _ := c.signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + member + `"}`)
+	m := newBrowser(t)
+	if status, _, _ := m.page("POST", "/dashboard/signin", url.Values{"token": {token}}); status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", status)
+	}
+	_, body, _ := m.page("GET", "/dashboard/keys", nil)
+	if !strings.Contains(body, ">Bob</span>") {
+		t.Fatal("the header does not name the member")
+	}
+	status, _, hdr := m.page("POST", "/dashboard/keys", m.form("name", "bob's"))
+	loc := hdr.Get("Location")
+	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/keys?created=") {
+		t.Fatalf("create: %d %q", status, loc)
+	}
+	keyRE := regexp.MustCompile(`sk-tg-v1-[0-9a-f]{64}`)
+	_, body, _ = m.page("GET", loc, nil)
+	if keyRE.FindString(body) == "" {
+		t.Fatal("the new key is not shown after the redirect")
+	}
+	_, body, _ = m.page("GET", loc, nil)
+	if keyRE.FindString(body) != "" || !strings.Contains(body, "shown only once") {
+		t.Fatal("a refresh shows the key again")
+	}
+	keys := c.api("GET", "/keys", org.MgmtKey, nil).expect(t, 200).JSON.Get("data").Array()
+	if len(keys) != 1 {
+		t.Fatalf("%d keys after one creation and a refresh", len(keys))
+	}
+	hash := keys[0].Get("hash").String()
+
+	// The static folder: files, not a listing.
+	if status, _, _ := m.page("GET", "/dashboard/static/dashboard.css", nil); status != 200 {
+		t.Fatalf("stylesheet: %d", status)
+	}
+	if status, body, _ := m.page("GET", "/dashboard/static/", nil); status != 404 || strings.Contains(body, `href="dashboard.js"`) {
+		t.Fatalf("static folder: %d", status)
+	}
+
+	// The admin (the management key) caps and disables the member's key.
+	c.api("PATCH", "/keys/"+hash, org.MgmtKey, `{"limit":5,"disabled":true}`).expect(t, 200)
+	m.page("GET", "/dashboard/keys/"+hash, nil)
+	for path, form := range map[string]url.Values{
+		"/dashboard/keys/" + hash:             m.form("name", "bob's", "limit", "500"),
+		"/dashboard/keys/" + hash + "#remove": m.form("name", "bob's", "limit", ""),
+		"/dashboard/keys/" + hash + "/enable": m.form(),
+	} {
+		path, _, _ = strings.Cut(path, "#")
+		if status, body, _ := m.page("POST", path, form); status != 403 || !strings.Contains(body, "only an admin can") {
+			t.Fatalf("member %s: %d", path, status)
+		}
+	}
+	k := c.api("GET", "/keys/"+hash, org.MgmtKey, nil).expect(t, 200).JSON.Get("data")
+	if k.Get("limit").Float() != 5 || !k.Get("disabled").Bool() {
+		t.Fatalf("the member undid the admin's limit or disable: %s", k.Raw)
+	}
+	// The admin's own route changes it.
+	c.api("PATCH", "/keys/"+hash, org.MgmtKey, `{"limit":null,"disabled":false}`).expect(t, 200)
+	if status, _, _ := m.page("POST", "/dashboard/keys/"+hash, m.form("name", "bob's", "limit", "3")); status != http.StatusSeeOther {
+		t.Fatalf("member's own limit: %d", status)
 	}
 }

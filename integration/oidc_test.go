@@ -174,8 +174,9 @@ func TestOIDCDashboardSignIn(t *testing.T) {
 	if code, body := ada.do("GET", signIn, nil); code != 200 || !strings.Contains(body, "test organization") {
 		t.Fatalf("admin's overview after sign-in: %d %s", code, body)
 	}
+	// (The POST's redirect leads to the page that shows the key once.)
 	code, body := ada.do("POST", "/dashboard/management-keys", url.Values{"name": {"from oidc"}, "csrf_token": {ada.csrf("/dashboard/keys")}})
-	if code != 201 || !strings.Contains(body, "sk-") {
+	if code != 200 || !strings.Contains(body, "sk-tg-mgmt-") {
 		t.Fatalf("admin creates a management key: %d %s", code, body)
 	}
 
@@ -209,6 +210,16 @@ func TestOIDCDashboardSignIn(t *testing.T) {
 	is.SignIn(testissuer.User{Subject: "idp-mia", Email: "mia@example.com", EmailVerified: true})
 	if code, body := again.do("GET", signIn, nil); code != 403 || !strings.Contains(body, "deactivated") {
 		t.Fatalf("deactivated member: %d %s", code, body)
+	}
+	// The deactivated member's earlier session ended with the deactivation.
+	if code, body := mia.do("GET", "/dashboard/keys", nil); code != 200 || !strings.Contains(body, "Sign in") || strings.Contains(body, "csrf_token") {
+		t.Fatalf("deactivated member's old session: %d", code)
+	}
+	// The admin demoted: the session of the provider's sign-in is a
+	// member's at the next request.
+	c.operator("PATCH", "/accounts/"+org.AccountID+"/members/"+org.Admin, `{"role":"member"}`).expect(t, 200)
+	if code, _ := ada.do("POST", "/dashboard/settings/workspaces", url.Values{"name": {"after demotion"}, "csrf_token": {ada.csrf("/dashboard/keys")}}); code != 403 {
+		t.Fatalf("demoted admin creates a workspace: %d", code)
 	}
 
 	// The provider down when the browser comes back: a page that says

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,62 @@ func TestReplicasShareDashboardSessionsAndLinks(t *testing.T) {
 	// Ended: A sends the cookie's bearer to sign in.
 	if status, _, h := a.do("/dashboard/keys", cookie, nil); status != http.StatusSeeOther || !strings.Contains(h.Get("Location"), "/dashboard/signin") {
 		t.Fatalf("after sign-out, A's keys page: %d %v", status, h)
+	}
+}
+
+// Across replicas: a member demoted at replica A is a member at replica B
+// at the next request (B reads the member's record from Redis, not only
+// its memory, which the feed updates a moment later); a key created at A
+// is shown once by B, right after A's redirect.
+func TestReplicasDashboardFollowsTheMemberAndShowsKeysOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ps := []*process{startDashboardReplica(t, srv), startDashboardReplica(t, srv)}
+	cs := replicaClients(t, ps)
+	a, b := newDashClient(t, ps[0].gateway), newDashClient(t, ps[1].gateway)
+	org := cs[0].newTenant("organization", "10")
+	admin := cs[0].operator("POST", "/accounts/"+org.AccountID+"/members", `{"email":"ada@example.com","role":"admin"}`).expect(t, 201).JSON.Get("data.id").String()
+	token, _ := cs[0].signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `"}`)
+	var cookie string
+	within(t, 5*time.Second, "sign-in at A", func() bool {
+		status, _, h := a.do("/dashboard/signin", "", url.Values{"token": {token}})
+		if status == http.StatusSeeOther {
+			cookie = sessionCookie(t, h)
+		}
+		return cookie != ""
+	})
+	within(t, 5*time.Second, "the session at B", func() bool { return b.signedIn(cookie) })
+	csrf := func(c *dashClient) string {
+		_, page, _ := c.do("/dashboard/keys", cookie, nil)
+		m := csrfField.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatal("no CSRF token")
+		}
+		return m[1]
+	}
+	// A key created at A, shown at B at once, and only once.
+	status, _, h := a.do("/dashboard/keys", cookie, url.Values{"csrf_token": {csrf(a)}, "name": {"replicated"}})
+	loc := h.Get("Location")
+	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/dashboard/keys?created=") {
+		t.Fatalf("create at A: %d %q", status, loc)
+	}
+	keyRE := regexp.MustCompile(`sk-tg-v1-[0-9a-f]{64}`)
+	if _, page, _ := b.do(loc, cookie, nil); keyRE.FindString(page) == "" {
+		t.Fatal("B does not show the key A created")
+	}
+	for _, c := range []*dashClient{a, b} {
+		if _, page, _ := c.do(loc, cookie, nil); keyRE.FindString(page) != "" {
+			t.Fatalf("%s shows the key a second time", c.base)
+		}
+	}
+	// Demoted at A: at B the next request is a member's.
+	token2 := csrf(b)
+	cs[0].operator("PATCH", "/accounts/"+org.AccountID+"/members/"+admin, `{"role":"member"}`).expect(t, 200)
+	if status, _, _ := b.do("/dashboard/settings/workspaces", cookie, url.Values{"csrf_token": {token2}, "name": {"late"}}); status != http.StatusForbidden {
+		t.Fatalf("demoted at A, creates a workspace at B: %d", status)
+	}
+	// Deactivated at A: signed out at B.
+	cs[0].operator("DELETE", "/accounts/"+org.AccountID+"/members/"+admin, nil).expect(t, 200)
+	if b.signedIn(cookie) {
+		t.Fatal("deactivated at A, still signed in at B")
 	}
 }

@@ -84,6 +84,10 @@ func decodeAPIKey(v []byte, k *APIKey) error {
 			if x.Type != gjson.Null {
 				k.Seq, err = strconv.ParseUint(x.Raw, 10, 64)
 			}
+		case "limit_by_admin":
+			err = decodeBool(x, &k.LimitByAdmin)
+		case "disabled_by_admin":
+			err = decodeBool(x, &k.DisabledByAdmin)
 		case "usage":
 			err = decodeCounters(x, &k.Usage)
 		case "byok_usage":
@@ -278,8 +282,10 @@ func decodeAPIKeyFast(v []byte, k *APIKey) bool {
 		p.lit(`,"expires_at":`) && p.nullableTime(&k.ExpiresAt) &&
 		p.lit(`,"seq":`) && p.uint(&k.Seq) &&
 		p.lit(`,"usage":`) && p.counters(&k.Usage) &&
-		p.lit(`,"byok_usage":`) && p.counters(&k.BYOKUsage) &&
-		p.lit(`}`)
+		p.lit(`,"byok_usage":`) && p.counters(&k.BYOKUsage)
+	k.LimitByAdmin = ok && p.lit(`,"limit_by_admin":true`)
+	k.DisabledByAdmin = ok && p.lit(`,"disabled_by_admin":true`)
+	ok = ok && p.lit(`}`)
 	return ok && len(p.b) == 0
 }
 

@@ -67,6 +67,7 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 		if r.IntN(4) == 0 {
 			k.Connect = &ConnectApp{ID: r.Int64(), Name: pick(), Origin: pick()}
 		}
+		k.LimitByAdmin, k.DisabledByAdmin = r.IntN(4) == 0, r.IntN(4) == 0
 		rec, err := apiKeyJSON(k).MarshalJSON()
 		if err != nil {
 			t.Fatal(err)

@@ -101,6 +101,9 @@ type NewAPIKey struct {
 	ExpiresAt          *time.Time
 	CreatorUserID      *string
 	ExternalUser       *string
+	// ByAdmin: an admin creates the key (the account's management key),
+	// so its limit is an admin's (APIKey.LimitByAdmin).
+	ByAdmin bool
 	// Connect: the app of a key provisioned through the connect flow,
 	// which needs CreatorUserID.
 	Connect *ConnectApp
@@ -151,6 +154,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		IncludeBYOKInLimit: n.IncludeBYOKInLimit, CreatorUserID: creator,
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
 		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(), Connect: n.Connect,
+		LimitByAdmin: n.ByAdmin && n.Limit != nil,
 	}
 	s.putKey(&k)
 	s.org.keyChanged()
@@ -233,6 +237,37 @@ func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	return k, b.Wait()
+}
+
+// CheckKeyChange applies the rule of what an admin set on a key to next,
+// a change of cur: a limit (with its reset and whether BYOK counts) that
+// an admin set, and an admin's disable, are an admin's to change. A
+// member's change of them is ErrForbidden, naming the field; byAdmin (an
+// organization admin, the account's owner, its management key) changes
+// anything and makes what it changes the admin's. Call it from the
+// function given to UpdateAPIKey, with cur the record before the change.
+func CheckKeyChange(cur APIKey, next *APIKey, byAdmin bool) error {
+	limitChanged := !sameAmount(cur.Limit, next.Limit) || cur.LimitReset != next.LimitReset ||
+		cur.IncludeBYOKInLimit != next.IncludeBYOKInLimit
+	if !byAdmin {
+		if cur.LimitByAdmin && limitChanged {
+			return fmt.Errorf("%w: limit: an organization admin set this key's limit; only an admin can change or remove it", ErrForbidden)
+		}
+		if cur.DisabledByAdmin && cur.Disabled && !next.Disabled {
+			return fmt.Errorf("%w: disabled: an organization admin disabled this key; only an admin can enable it", ErrForbidden)
+		}
+	}
+	if limitChanged {
+		next.LimitByAdmin = byAdmin && next.Limit != nil
+	}
+	if cur.Disabled != next.Disabled {
+		next.DisabledByAdmin = byAdmin && next.Disabled
+	}
+	return nil
+}
+
+func sameAmount(a, b *money.Amount) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // DeleteAPIKey removes a regular key; it stops working at once.

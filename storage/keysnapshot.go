@@ -46,7 +46,7 @@ import (
 // which left no entry in the log: it is another layout, all read.
 const (
 	keySnapshotFile  = "keytable.snapshot"
-	keySnapshotMagic = "tollgate key table v3\n"
+	keySnapshotMagic = "tollgate key table v4\n"
 )
 
 // snapshotChunk is how many slots (or counters) one step copies under the

@@ -65,11 +65,11 @@ type keySlot struct {
 	coldAt    uint32 // the cold part: cold[coldAt:coldAt+coldLen]
 	coldLen   uint32
 	ctr       uint32 // ctrs[ctr-1] holds the counters; 0: all zero
-	flags     uint8
+	flags     uint16
 }
 
 const (
-	slotLive uint8 = 1 << iota
+	slotLive uint16 = 1 << iota
 	slotDisabled
 	slotLimit
 	slotIncludeBYOK
@@ -78,6 +78,8 @@ const (
 	// slotOddHash: the hash is not 64 lowercase hex digits (records
 	// written by hand); id is its SHA-256 and the cold part holds it.
 	slotOddHash
+	slotLimitByAdmin
+	slotDisabledByAdmin
 )
 
 func newKeyTable() *keyTable {
@@ -245,6 +247,7 @@ func (t *keyTable) read(s uint32, hash string, k *APIKey) {
 		Name: name, Label: label, Disabled: sl.flags&slotDisabled != 0,
 		LimitReset: money.Interval(t.strs.get(sl.reset)), IncludeBYOKInLimit: sl.flags&slotIncludeBYOK != 0,
 		CreatedAt: created, UpdatedAt: updated, Seq: sl.seq,
+		LimitByAdmin: sl.flags&slotLimitByAdmin != 0, DisabledByAdmin: sl.flags&slotDisabledByAdmin != 0,
 	}
 	k.Usage, k.BYOKUsage = t.slotCounters(s)
 	if sl.flags&(slotLimit|slotExpires|slotCreator) == 0 && !hasExternal && !hasConnect {
@@ -320,6 +323,12 @@ func (t *keyTable) put(k *APIKey) (slot uint32, oldAccount string, oldSeq uint64
 	}
 	if odd {
 		sl.flags |= slotOddHash
+	}
+	if k.LimitByAdmin {
+		sl.flags |= slotLimitByAdmin
+	}
+	if k.DisabledByAdmin {
+		sl.flags |= slotDisabledByAdmin
 	}
 	sl.coldAt, sl.coldLen = t.writeCold(k, odd)
 	t.slots[s] = sl

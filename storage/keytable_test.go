@@ -31,7 +31,9 @@ func tableKey(r *rand.Rand, i int) APIKey {
 	if i%3 == 0 {
 		l := money.Amount(r.Int64N(1e9))
 		k.Limit = &l
+		k.LimitByAdmin = i%9 == 0
 	}
+	k.DisabledByAdmin = i%10 == 0
 	if i%4 == 0 {
 		c := fmt.Sprintf("user-%d", i%11)
 		k.CreatorUserID = &c

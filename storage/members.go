@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -140,8 +142,51 @@ func (s *OrgStore) memberByEmail(accountID, email string) *Member {
 
 // putMember publishes a member record. Callers hold the kernel's lock.
 func (s *OrgStore) putMember(m *Member) {
+	prev, had := s.members[m.AccountID][m.ID]
+	deactivated := had && prev.Active && !m.Active
 	s.members.Put(m)
 	s.rulesChanged()
+	if deactivated {
+		for _, fn := range s.onDeactivate {
+			fn(m.AccountID, m.ID)
+		}
+	}
+}
+
+// OnMemberDeactivated calls fn whenever a member of an organization is
+// deactivated on this replica (by an admin, the operator or SCIM), with
+// the kernel's lock held, so that what fn marks dirty commits with the
+// member's record: a domain store ends what the member had signed in to.
+// Register it when the domain store is made.
+func (s *OrgStore) OnMemberDeactivated(fn func(accountID, memberID string)) {
+	s.onDeactivate = append(s.onDeactivate, fn)
+}
+
+// CurrentMember returns an organization's member for a check of rights
+// that must follow a change at once on every replica (a dashboard
+// session's role): on a database several replicas share it also reads the
+// member's record there, so that another replica's demotion or
+// deactivation counts before its change reaches this replica's memory,
+// and of the two it keeps the lesser rights (memory holds this replica's
+// own change before its commit). One read of one record.
+func (s *OrgStore) CurrentMember(accountID, id string) (Member, bool, error) {
+	m, ok := s.Member(accountID, id)
+	if !ok || !s.k.Feed().Shared() {
+		return m, ok, nil
+	}
+	var db Member
+	err := s.k.Get(memberKey(accountID, id), func(v []byte) error { return json.Unmarshal(v, &db) })
+	switch {
+	case errors.Is(err, kernel.ErrNotFound):
+		return Member{}, false, nil
+	case err != nil:
+		return m, true, err
+	}
+	m.Active = m.Active && db.Active
+	if db.Role != RoleAdmin {
+		m.Role = db.Role
+	}
+	return m, true, nil
 }
 
 // Member returns an organization's member by user id.

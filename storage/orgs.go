@@ -23,6 +23,9 @@ type OrgStore struct {
 	// sec the credentials that live in its workspaces (SecretStore).
 	acct orgAccounts
 	sec  orgSecrets
+	// onDeactivate are called when a member is deactivated
+	// (OnMemberDeactivated).
+	onDeactivate []func(accountID, memberID string)
 }
 
 // orgAccounts is what the organizations ask of the accounts. Its methods

@@ -128,6 +128,12 @@ func (k apiKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 	b = appendCounters(b, k.Usage)
 	b = append(b, `,"byok_usage":`...)
 	b = appendCounters(b, k.BYOKUsage)
+	if k.LimitByAdmin {
+		b = append(b, `,"limit_by_admin":true`...)
+	}
+	if k.DisabledByAdmin {
+		b = append(b, `,"disabled_by_admin":true`...)
+	}
 	if k.Connect != nil {
 		b = append(b, `,"connect":{"id":`...)
 		b = strconv.AppendInt(b, k.Connect.ID, 10)

@@ -33,7 +33,10 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 		{Hash: "abc", AccountID: "org_1", WorkspaceID: "ws", Name: weird, Label: "sk-...", Disabled: true, Limit: &limit,
 			LimitReset: money.IntervalMonthly, IncludeBYOKInLimit: true, CreatorUserID: &weird, ExternalUser: new(string),
 			CreatedAt: at, UpdatedAt: zoned, ExpiresAt: &zoned, Seq: 1 << 63, Usage: counters, BYOKUsage: counters,
-			Connect: &ConnectApp{ID: 1<<53 - 1, Name: weird, Origin: "https://app.example:8443"}},
+			Connect:      &ConnectApp{ID: 1<<53 - 1, Name: weird, Origin: "https://app.example:8443"},
+			LimitByAdmin: true, DisabledByAdmin: true},
+		{Hash: "def", LimitByAdmin: true},
+		{Hash: "ghi", DisabledByAdmin: true},
 	}
 	everyFieldSet(t, keys[1])
 	for _, k := range keys {

@@ -125,6 +125,11 @@ type APIKey struct {
 	Seq       uint64              `json:"seq"`
 	Usage     money.UsageCounters `json:"usage"`
 	BYOKUsage money.UsageCounters `json:"byok_usage"`
+	// LimitByAdmin: an organization admin (or the account's management
+	// key) set the key's limit; DisabledByAdmin: one disabled it. Those
+	// are an admin's to change, not the key's member's (CheckKeyChange).
+	LimitByAdmin    bool `json:"limit_by_admin,omitempty"`
+	DisabledByAdmin bool `json:"disabled_by_admin,omitempty"`
 	// Connect is the app the key was provisioned for through the connect
 	// flow (connect.go); nil for keys created otherwise. Such a key is
 	// its member's: management keys cannot change or delete it.

@@ -195,7 +195,9 @@ func (s *Service) Begin(w http.ResponseWriter, r *http.Request, accountID, redir
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: FlowCookie, Value: base64.RawURLEncoding.EncodeToString(s.sealer.Seal(b, flowAD)),
-		Path: u.Path, MaxAge: int(FlowTTL / time.Second), HttpOnly: true, Secure: r.TLS != nil,
+		// Secure when the browser comes back over HTTPS (TLS at Caddy, or
+		// a trusted proxy's: the caller's callback address says which).
+		Path: u.Path, MaxAge: int(FlowTTL / time.Second), HttpOnly: true, Secure: r.TLS != nil || u.Scheme == "https",
 		// Lax: the provider sends the browser back with a top-level GET
 		// from its own site, which Strict would strip the cookie from.
 		SameSite: http.SameSiteLaxMode,
@@ -216,7 +218,7 @@ func errProviderDown() *Error {
 func (s *Service) Finish(w http.ResponseWriter, r *http.Request, redirectURL string) (Identity, *Error) {
 	ck, _ := r.Cookie(FlowCookie)
 	if u, err := url.Parse(redirectURL); err == nil {
-		http.SetCookie(w, &http.Cookie{Name: FlowCookie, Value: "", Path: u.Path, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+		http.SetCookie(w, &http.Cookie{Name: FlowCookie, Value: "", Path: u.Path, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil || u.Scheme == "https", SameSite: http.SameSiteLaxMode})
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if s.sealer == nil {

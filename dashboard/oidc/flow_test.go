@@ -472,3 +472,21 @@ func TestSignInCachesDiscovery(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The flow cookie is Secure when the browser comes back over HTTPS: TLS
+// here, or a callback address the dashboard made https (a trusted proxy
+// that ends TLS); not over plain HTTP.
+func TestFlowCookieSecureWithAnHTTPSCallback(t *testing.T) {
+	f := newFixture(t)
+	for cb, secure := range map[string]bool{callback: false, "https://gw.test/dashboard/signin/oidc/callback": true} {
+		rec := httptest.NewRecorder()
+		if e := f.svc.Begin(rec, httptest.NewRequest("GET", "http://gw.test/dashboard/signin/oidc", nil), f.acct.ID, cb); e != nil {
+			t.Fatalf("Begin: %v", e)
+		}
+		for _, c := range rec.Result().Cookies() {
+			if c.Name == FlowCookie && c.Secure != secure {
+				t.Fatalf("%s: flow cookie Secure %v", cb, c.Secure)
+			}
+		}
+	}
+}

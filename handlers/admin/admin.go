@@ -60,6 +60,10 @@ type adminRequest struct {
 	store  *storage.Store
 	limits gateway.FreeModelLimits
 	gw     gateway.Gateway
+	// member, when set, is the organization member the call is made for
+	// (ServeForMember): not an admin, so what an admin set on a key is
+	// not theirs to change.
+	member string
 }
 
 // Serve serves an administrative route (or GET /key), as ClassifyRoute
@@ -96,6 +100,8 @@ func storeError(err error, what string) *apierror.Error {
 		return apierror.NotFound(what + " not found")
 	case errors.Is(err, storage.ErrInvalid):
 		return apierror.BadRequest(strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+	case errors.Is(err, storage.ErrForbidden):
+		return apierror.New(http.StatusForbidden, strings.TrimPrefix(err.Error(), storage.ErrForbidden.Error()+": "))
 	}
 	return apierror.New(http.StatusInternalServerError, "Internal Server Error")
 }
@@ -170,6 +176,7 @@ func (ar *adminRequest) createKey() *apierror.Error {
 	n.ExpiresAt, _ = f.NullableTime("expires_at", true)
 	n.CreatorUserID, _ = f.NullableString("creator_user_id")
 	n.WorkspaceID, _ = f.String("workspace_id")
+	n.ByAdmin = ar.member == ""
 	if ext, ok := f.Get("external"); ok && ext.Type != gjson.Null {
 		user := ext.Get("user")
 		if !ext.IsObject() || user.Type != gjson.String {
@@ -255,12 +262,13 @@ func (ar *adminRequest) updateKey(hash string) *apierror.Error {
 		return apierror.BadRequest("limit: must not be negative")
 	}
 	k, err := ar.store.UpdateAPIKey(hash, func(k *storage.APIKey) error {
+		cur := *k
 		reqbody.SetIf(&k.Name, name, hasName)
 		reqbody.SetIf(&k.Disabled, disabled, hasDisabled)
 		reqbody.SetIf(&k.IncludeBYOKInLimit, incl, hasIncl)
 		reqbody.SetIf(&k.Limit, limit, hasLimit)
 		reqbody.SetIf(&k.LimitReset, reset, hasReset)
-		return nil
+		return storage.CheckKeyChange(cur, k, ar.member == "")
 	})
 	if err != nil {
 		return storeError(err, "API key")

@@ -16,6 +16,18 @@ import (
 // call are served; r's path is replaced by the public one. It writes a success
 // itself and returns an error for the caller to write in its own way.
 func (a *Admin) ServeForAccount(w http.ResponseWriter, r *http.Request, acct storage.Account, sub string) *apierror.Error {
+	return a.serveFor(w, r, acct, "", sub)
+}
+
+// ServeForMember is ServeForAccount for one of the organization's members
+// who is not an admin (the dashboard's member session): the same routes
+// and rules, except that what an admin set on a key (its limit, its
+// disable) is refused to the member, 403.
+func (a *Admin) ServeForMember(w http.ResponseWriter, r *http.Request, acct storage.Account, memberID, sub string) *apierror.Error {
+	return a.serveFor(w, r, acct, memberID, sub)
+}
+
+func (a *Admin) serveFor(w http.ResponseWriter, r *http.Request, acct storage.Account, member, sub string) *apierror.Error {
 	api, _ := ClassifyRoute(APIPrefix + sub)
 	if api.Kind != RouteManagement && api.Kind != RouteAnyKey {
 		return apierror.NotFound("Not found: " + r.Method + " " + APIPrefix + api.Sub)
@@ -30,6 +42,6 @@ func (a *Admin) ServeForAccount(w http.ResponseWriter, r *http.Request, acct sto
 		Principal: storage.Principal{Management: true, AccountID: acct.ID, Key: &storage.APIKey{}, MgmtKey: &storage.ManagementKey{}},
 		Account:   &acct,
 	}
-	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw, member: member}
 	return resolveRoute(r, api).serve(ar)
 }
