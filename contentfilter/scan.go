@@ -71,11 +71,13 @@ type span struct {
 
 // Text applies the set to one text; user says whether it is the user's
 // (scan_scope user_only). It returns the text with every redaction
-// applied; after a block the text is not to be used.
+// applied; after a block the text is not to be used. Each filter matches
+// the text and its folded copy (fold.go).
 func (s Set) Text(text string, user bool, res *Result) string {
 	if text == "" {
 		return text
 	}
+	v := view{text: text, ascii: isASCII(text)}
 	var spans []span
 	for _, g := range s {
 		if g == nil {
@@ -87,9 +89,10 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				continue
 			}
 			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
+			f := v.copy(r.slug != "")
 			switch r.action {
 			case Block, Flag:
-				if !r.matches(text) {
+				if !r.matches(text) && (f == nil || !r.matches(f.s)) {
 					continue
 				}
 				if r.action == Block {
@@ -101,6 +104,12 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				res.flag(hit)
 			case Redact:
 				r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+				if f != nil {
+					r.each(f.s, func(a, b int) {
+						a, b = f.span(a, b)
+						spans = append(spans, span{a, b, r.label})
+					})
+				}
 			}
 		}
 	}
@@ -109,6 +118,39 @@ func (s Set) Text(text string, user bool, res *Result) string {
 	}
 	res.Redacted++
 	return redact(text, spans)
+}
+
+// view is a text and its folded copies, made when a filter first needs
+// them: nil when the copy is the text itself.
+type view struct {
+	text            string
+	ascii           bool
+	plain, builtin  *folded
+	plainOK, confOK bool
+}
+
+// copy is the text's folded copy for a custom pattern or (builtin) for a
+// builtin; nil when it is the text.
+func (v *view) copy(builtin bool) *folded {
+	if v.ascii {
+		return nil
+	}
+	if builtin {
+		if !v.confOK {
+			v.confOK = true
+			if f, changed := fold(v.text, true); changed {
+				v.builtin = &f
+			}
+		}
+		return v.builtin
+	}
+	if !v.plainOK {
+		v.plainOK = true
+		if f, changed := fold(v.text, false); changed {
+			v.plain = &f
+		}
+	}
+	return v.plain
 }
 
 func (r *rule) matches(text string) bool {
