@@ -33,7 +33,7 @@ func benchmarkBuiltins(b *testing.B, size int) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, res := s.Body(body); res.Block != nil {
+		if _, res := s.Body(Chat, body); res.Block != nil {
 			b.Fatal("blocked")
 		}
 	}

@@ -146,8 +146,7 @@ func TestFoldSpans(t *testing.T) {
 	if _, changed := fold("plain é text", false); changed {
 		t.Error("text NFKC leaves alone was changed")
 	}
-	var v view
-	v = view{text: "ascii", ascii: isASCII("ascii")}
+	v := view{text: "ascii", ascii: isASCII("ascii")}
 	if v.copy(true) != nil || v.copy(false) != nil {
 		t.Error("ASCII text got a copy")
 	}

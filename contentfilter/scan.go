@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
@@ -52,6 +50,8 @@ type Result struct {
 	Flags []Hit
 	// Redacted counts the texts that were rewritten.
 	Redacted int
+
+	redactedBy *Hit // the last text's first redaction
 }
 
 func (r *Result) flag(h Hit) {
@@ -79,6 +79,7 @@ func (s Set) Text(text string, user bool, res *Result) string {
 	}
 	v := view{text: text, ascii: isASCII(text)}
 	var spans []span
+	var first *Hit
 	for _, g := range s {
 		if g == nil {
 			continue
@@ -103,12 +104,16 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				}
 				res.flag(hit)
 			case Redact:
+				n := len(spans)
 				r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
 				if f != nil {
 					r.each(f.s, func(a, b int) {
 						a, b = f.span(a, b)
 						spans = append(spans, span{a, b, r.label})
 					})
+				}
+				if len(spans) > n && first == nil {
+					first = &hit
 				}
 			}
 		}
@@ -117,6 +122,7 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		return text
 	}
 	res.Redacted++
+	res.redactedBy = first
 	return redact(text, spans)
 }
 
@@ -205,40 +211,37 @@ func redact(text string, spans []span) string {
 	return b.String()
 }
 
-// The members of an inference request that hold its text, in every
-// dialect: chat and Messages `messages`, Responses `input` and
-// `instructions`, Messages `system`, completions `prompt`, embeddings
-// `input`.
-var textRoots = [...]string{"messages", "input", "instructions", "system", "prompt"}
-
-// skipKeys are members inside messages that carry no prompt text (ids,
-// roles, media, signatures); every other string member is scanned, tool
-// call arguments and tool results included.
-var skipKeys = setOf("role", "type", "id", "call_id", "tool_call_id", "tool_use_id", "name", "status",
-	"image_url", "url", "file_id", "file_data", "data", "source", "cache_control", "signature",
-	"encrypted_content", "format", "detail", "media_type", "mime_type", "model", "input_audio",
-	"filename", "annotations", "logprobs", "container_id")
-
 // edit replaces body[start:end] with repl.
 type edit struct {
 	start, end int
 	repl       []byte
 }
 
-// Body applies the set to an inference request body (any dialect). It
-// returns the body with every redaction applied (body itself when there
-// is none) and what the filters did; after a block the body is not to be
-// used.
-func (s Set) Body(body []byte) ([]byte, Result) {
+// Body applies the set to the text of an inference request body of api
+// (Fields). It returns the body with every redaction applied (body
+// itself when there is none) and what the filters did; after a block the
+// body is not to be used. An identifier a redaction would rewrite
+// refuses the request instead, as that filter's block.
+func (s Set) Body(api API, body []byte) ([]byte, Result) {
 	var res Result
 	var edits []edit
-	visit := func(v gjson.Result, user bool) bool {
-		out := s.Text(v.Str, user, &res)
+	Fields(api, body, func(f *Field) bool {
+		if f.Media != "" {
+			return true
+		}
+		v := f.Value
+		out := s.Text(v.Str, f.User, &res)
 		if res.Block != nil {
 			return false
 		}
 		if out == v.Str {
 			return true
+		}
+		if f.Ident {
+			h := *res.redactedBy
+			h.Action = Block
+			res.Block = &h
+			return false
 		}
 		if v.Index <= 0 || v.Index+len(v.Raw) > len(body) || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
 			// The text's place in the body is unknown: refuse rather
@@ -248,21 +251,8 @@ func (s Set) Body(body []byte) ([]byte, Result) {
 		}
 		edits = append(edits, edit{v.Index, v.Index + len(v.Raw), jsonstr.Append(nil, out)})
 		return true
-	}
-	root := gjson.ParseBytes(body)
-	for _, name := range textRoots {
-		v := root.Get(name)
-		if !v.Exists() {
-			continue
-		}
-		// Top-level strings are the user's (input, prompt), except the
-		// system prompt and instructions.
-		user := name != "instructions" && name != "system"
-		if !walk(v, user, name == "messages" || name == "input", visit) {
-			return body, res
-		}
-	}
-	if len(edits) == 0 {
+	})
+	if res.Block != nil || len(edits) == 0 {
 		return body, res
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
@@ -277,59 +267,4 @@ func (s Set) Body(body []byte) ([]byte, Result) {
 		at = e.end
 	}
 	return append(out, body[at:]...), res
-}
-
-// walk visits the strings of v; items says v is a list of messages or
-// items whose role decides whether their text is the user's.
-func walk(v gjson.Result, user, items bool, visit func(gjson.Result, bool) bool) bool {
-	switch {
-	case v.Type == gjson.String:
-		return visit(v, user)
-	case v.IsArray():
-		ok := true
-		v.ForEach(func(_, el gjson.Result) bool {
-			u := user
-			if items && el.IsObject() {
-				u = itemIsUser(el)
-			}
-			ok = walk(el, u, false, visit)
-			return ok
-		})
-		return ok
-	case v.IsObject():
-		ok := true
-		v.ForEach(func(k, el gjson.Result) bool {
-			if skipKeys[k.Str] {
-				return true
-			}
-			ok = walk(el, user, false, visit)
-			return ok
-		})
-		return ok
-	}
-	return true
-}
-
-// itemIsUser reports whether a message or item is the user's: role user
-// (an item without a role, such as a tool's output, is not).
-func itemIsUser(el gjson.Result) bool {
-	return el.Get("role").Str == "user"
-}
-
-// Texts lists the prompt text of an inference body, every dialect, in
-// the places Body scans (for a moderation provider).
-func Texts(body []byte) []string {
-	var out []string
-	root := gjson.ParseBytes(body)
-	for _, name := range textRoots {
-		if v := root.Get(name); v.Exists() {
-			walk(v, true, false, func(s gjson.Result, _ bool) bool {
-				if strings.TrimSpace(s.Str) != "" {
-					out = append(out, s.Str)
-				}
-				return true
-			})
-		}
-	}
-	return out
 }

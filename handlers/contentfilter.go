@@ -6,6 +6,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -41,12 +43,34 @@ func (rt *Router) filterBody(st *requestState, body []byte) ([]byte, *apierror.E
 	if apiErr != nil || set == nil {
 		return body, apiErr
 	}
-	out, res := set.Body(body)
+	out, res := set.Body(filterAPI(st), body)
 	if res.Block != nil {
 		return nil, blockedError(res.Block)
 	}
 	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
 	return out, nil
+}
+
+// filterAPI is the inbound API whose places of text the filters and
+// moderation read (contentfilter.Fields).
+func filterAPI(st *requestState) contentfilter.API {
+	switch st.api.Dialect() {
+	case dialect.Chat:
+		return contentfilter.Chat
+	case dialect.Responses:
+		return contentfilter.Responses
+	case dialect.Messages:
+		return contentfilter.Messages
+	}
+	if st.api.Op == admin.OpInfer {
+		switch st.api.Sub {
+		case "/completions":
+			return contentfilter.Completions
+		case "/embeddings":
+			return contentfilter.Embeddings
+		}
+	}
+	return contentfilter.AnyAPI
 }
 
 // filterSearchQuery applies the filters to the query a gateway-side

@@ -162,8 +162,9 @@ func (m *Moderation) check(ctx context.Context, texts []string) (verdict, error)
 	if !results.IsArray() || len(results.Array()) != len(texts) {
 		return verdict{}, errModerationDown
 	}
+	list := results.Array()
 	var v verdict
-	for i, res := range results.Array() {
+	for i, res := range list {
 		if !res.Get("flagged").Bool() {
 			continue
 		}
@@ -219,7 +220,7 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 	if route.parsedFields != nil {
 		body = route.body // with the PDFs' text (fileparser.go)
 	}
-	texts := contentfilter.Texts(body)
+	texts := contentfilter.Texts(filterAPI(st), body)
 	if len(texts) == 0 {
 		return nil
 	}
