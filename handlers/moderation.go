@@ -162,10 +162,17 @@ func (m *Moderation) check(ctx context.Context, texts []string) (verdict, error)
 	if !results.IsArray() || len(results.Array()) != len(texts) {
 		return verdict{}, errModerationDown
 	}
+	// An answer is a verdict on every input, or none: a result without a
+	// boolean flagged is a provider that did not answer.
 	list := results.Array()
+	for _, res := range list {
+		if f := res.Get("flagged"); f.Type != gjson.True && f.Type != gjson.False {
+			return verdict{}, errModerationDown
+		}
+	}
 	var v verdict
 	for i, res := range list {
-		if !res.Get("flagged").Bool() {
+		if res.Get("flagged").Type != gjson.True {
 			continue
 		}
 		v.flagged, v.input = true, texts[i]
