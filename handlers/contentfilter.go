@@ -23,6 +23,11 @@ import (
 // store that cannot be had refuses the request (503), since its filters
 // are unknown.
 func (rt *Router) filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
+	return filtersOf(st)
+}
+
+// filtersOf is filtersFor, for the stages that have no router.
+func filtersOf(st *requestState) (contentfilter.Set, *apierror.Error) {
 	rules, apiErr := rulesFor(st)
 	if apiErr != nil || rules == nil {
 		return nil, apiErr
@@ -76,12 +81,17 @@ func filterAPI(st *requestState) contentfilter.API {
 // filterSearchQuery applies the filters to the query a gateway-side
 // engine will receive (a search_prompt is not part of the messages).
 func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
-	if st.plan == nil || st.plan.query == "" {
+	if st.plan == nil {
 		return nil
 	}
 	set, apiErr := rt.filtersFor(st)
-	if apiErr != nil || set == nil {
+	if apiErr != nil || set.Empty() {
 		return apiErr
+	}
+	// The results pass them too, when the search has run (fetchedfilter.go).
+	st.plan.filter = &fetchedFilter{set: set, st: st}
+	if st.plan.query == "" {
+		return nil
 	}
 	var res contentfilter.Result
 	q := set.Text(st.plan.query, true, &res)
