@@ -111,6 +111,7 @@ type rule struct {
 	// userOnly scans user messages only (prompt injection's scan_scope).
 	userOnly bool
 	re       *regexp.Regexp // a custom pattern
+	need     []string       // its prefilter (prefilter.go); nil: none
 	find     detector       // a builtin
 }
 
@@ -217,7 +218,7 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 				label = *e.Label
 			}
 		}
-		g.rules = append(g.rules, rule{action: a, label: label, re: re})
+		g.rules = append(g.rules, rule{action: a, label: label, re: re, need: required(p)})
 		out = append(out, map[string]any{"pattern": p, "action": a.String(), "label": e.Label})
 	}
 	b, _ := json.Marshal(out)

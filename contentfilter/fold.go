@@ -24,6 +24,19 @@ import (
 type folded struct {
 	s          string
 	start, end []int32
+	lower      string // s ASCII-lowercased, for prefilters, once asked for
+	lowerOK    bool
+}
+
+// may reports whether r's prefilter lets the copy through.
+func (f *folded) may(r *rule) bool {
+	if r.need == nil {
+		return true
+	}
+	if !f.lowerOK {
+		f.lower, f.lowerOK = lowerASCII(f.s), true
+	}
+	return mayMatch(r.need, f.lower)
 }
 
 // span maps s[a:b] back to the original's span.
@@ -45,12 +58,19 @@ func isASCII(s string) bool {
 // look-alikes mapped) and whether it differs from text; text must not be
 // ASCII-only (which needs no copy).
 func fold(text string, builtin bool) (folded, bool) {
+	f, changed, _ := foldText(text, builtin)
+	return f, changed
+}
+
+// foldText is fold, and whether the builtins' copy would differ from the
+// plain one (a look-alike or a combining mark).
+func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	buf := make([]byte, 0, len(text))
 	start := make([]int32, 0, len(text))
 	end := make([]int32, 0, len(text))
 	var it norm.Iter
 	it.InitString(norm.NFKC, text)
-	changed := false
+	changed = false
 	var enc [utf8.UTFMax]byte
 	for !it.Done() {
 		p0 := it.Pos()
@@ -69,6 +89,10 @@ func fold(text string, builtin bool) (folded, bool) {
 				a, b = at, at+n
 				at += n
 			}
+			if !builtin && r >= utf8.RuneSelf && !lookalike {
+				_, conf := confusables[r]
+				lookalike = conf || unicode.Is(unicode.Mn, r)
+			}
 			out, keep := foldRune(r, builtin)
 			if out != r || !keep {
 				changed = true
@@ -84,7 +108,7 @@ func fold(text string, builtin bool) (folded, bool) {
 			}
 		}
 	}
-	return folded{s: string(buf), start: start, end: end}, changed
+	return folded{s: string(buf), start: start, end: end}, changed, lookalike
 }
 
 // foldRune is what r becomes in a folded copy (after NFKC); keep is

@@ -91,9 +91,11 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			}
 			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
 			f := v.copy(r.slug != "")
+			inText := v.may(r)
+			inCopy := f != nil && f.may(r)
 			switch r.action {
 			case Block, Flag:
-				if !r.matches(text) && (f == nil || !r.matches(f.s)) {
+				if !(inText && r.matches(text)) && !(inCopy && r.matches(f.s)) {
 					continue
 				}
 				if r.action == Block {
@@ -105,8 +107,10 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				res.flag(hit)
 			case Redact:
 				n := len(spans)
-				r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
-				if f != nil {
+				if inText {
+					r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+				}
+				if inCopy {
 					r.each(f.s, func(a, b int) {
 						a, b = f.span(a, b)
 						spans = append(spans, span{a, b, r.label})
@@ -133,6 +137,19 @@ type view struct {
 	ascii           bool
 	plain, builtin  *folded
 	plainOK, confOK bool
+	lower           string // the text ASCII-lowercased, for prefilters
+	lowerOK         bool
+}
+
+// may reports whether r's prefilter lets the text through.
+func (v *view) may(r *rule) bool {
+	if r.need == nil {
+		return true
+	}
+	if !v.lowerOK {
+		v.lower, v.lowerOK = lowerASCII(v.text), true
+	}
+	return mayMatch(r.need, v.lower)
 }
 
 // copy is the text's folded copy for a custom pattern or (builtin) for a
@@ -141,22 +158,27 @@ func (v *view) copy(builtin bool) *folded {
 	if v.ascii {
 		return nil
 	}
-	if builtin {
-		if !v.confOK {
-			v.confOK = true
-			if f, changed := fold(v.text, true); changed {
-				v.builtin = &f
-			}
-		}
-		return v.builtin
-	}
 	if !v.plainOK {
 		v.plainOK = true
-		if f, changed := fold(v.text, false); changed {
+		f, changed, lookalike := foldText(v.text, false)
+		if changed {
 			v.plain = &f
 		}
+		if !lookalike {
+			// The builtins' copy is the same: not made again.
+			v.builtin, v.confOK = v.plain, true
+		}
 	}
-	return v.plain
+	if !builtin {
+		return v.plain
+	}
+	if !v.confOK {
+		v.confOK = true
+		if f, changed := fold(v.text, true); changed {
+			v.builtin = &f
+		}
+	}
+	return v.builtin
 }
 
 func (r *rule) matches(text string) bool {
