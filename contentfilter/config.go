@@ -113,6 +113,7 @@ type rule struct {
 	re       *regexp.Regexp // a custom pattern
 	need     []string       // its prefilter (prefilter.go); nil: none
 	find     detector       // a builtin
+	number   numberKind     // the kind a number builtin finds (detect.go)
 }
 
 // Guard is one guardrail's compiled filters.
@@ -294,7 +295,7 @@ func compileBuiltins(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fieldErr(list, i, "label", "at most "+strconv.Itoa(MaxLabelLen)+" characters")
 		}
 		entry := map[string]any{"slug": slug, "action": a.String(), "label": label}
-		r := rule{action: a, label: label, slug: slug, find: detectors[slug]}
+		r := rule{action: a, label: label, slug: slug, find: detectors[slug], number: numberKinds[slug]}
 		if e.ScanScope != nil {
 			if slug != "regex-prompt-injection" {
 				return nil, fieldErr(list, i, "scan_scope", "applies to regex-prompt-injection only")

@@ -95,7 +95,7 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			inCopy := f != nil && f.may(r)
 			switch r.action {
 			case Block, Flag:
-				if !(inText && r.matches(text)) && !(inCopy && r.matches(f.s)) {
+				if !(inText && v.matches(r, text, 0)) && !(inCopy && v.matches(r, f.s, 1)) {
 					continue
 				}
 				if r.action == Block {
@@ -108,10 +108,10 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			case Redact:
 				n := len(spans)
 				if inText {
-					r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+					v.each(r, text, 0, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
 				}
 				if inCopy {
-					r.each(f.s, func(a, b int) {
+					v.each(r, f.s, 1, func(a, b int) {
 						a, b = f.span(a, b)
 						spans = append(spans, span{a, b, r.label})
 					})
@@ -139,6 +139,9 @@ type view struct {
 	plainOK, confOK bool
 	lower           string // the text ASCII-lowercased, for prefilters
 	lowerOK         bool
+	// The numbers of the text and of its builtins' copy.
+	numbers   [2][]numberHit
+	numbersOK [2]bool
 }
 
 // may reports whether r's prefilter lets the text through.
@@ -179,6 +182,34 @@ func (v *view) copy(builtin bool) *folded {
 		}
 	}
 	return v.builtin
+}
+
+// matches reports whether r matches t: the text (which 0) or its
+// builtins' copy (1).
+func (v *view) matches(r *rule, t string, which int) bool {
+	if r.number == 0 {
+		return r.matches(t)
+	}
+	found := false
+	v.each(r, t, which, func(int, int) { found = true })
+	return found
+}
+
+// each emits r's matches in t; the number builtins share one scan of
+// the text's numbers.
+func (v *view) each(r *rule, t string, which int, emit func(a, b int)) {
+	if r.number == 0 {
+		r.each(t, emit)
+		return
+	}
+	if !v.numbersOK[which] {
+		v.numbers[which], v.numbersOK[which] = numberHits(t), true
+	}
+	for _, h := range v.numbers[which] {
+		if h.kind == r.number {
+			emit(h.start, h.end)
+		}
+	}
 }
 
 func (r *rule) matches(text string) bool {
