@@ -71,10 +71,14 @@ func benchmarkScanWith(b *testing.B, s Set, text string, size int) {
 	body = append(body, `}]}`...)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	cpu0, ok := cpuTime()
 	for b.Loop() {
 		if _, res := s.Body(Chat, body); res.Block != nil {
 			b.Fatal("blocked")
 		}
+	}
+	if cpu1, _ := cpuTime(); ok {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
 
