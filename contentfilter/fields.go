@@ -123,7 +123,7 @@ func Fields(api API, body []byte, visit func(*Field) bool) bool {
 			// A stored prompt's variables fill its template.
 			if vars := v.Get("variables"); vars.Exists() {
 				w.path = append(w.path, seg{key: "variables"})
-				ok = w.walk(vars, ctx{user: true})
+				ok = w.walk(vars, ctx{user: true, data: true})
 			}
 		default:
 			ok = w.walk(v, ctx{})
@@ -166,6 +166,10 @@ var apiRoots = [...]map[string]rootKind{
 type ctx struct {
 	user  bool
 	ident bool
+	// data: the value is arguments or values whose member names are the
+	// caller's own (a tool call's input, a stored prompt's variables, a
+	// schema's default): every string in it is text.
+	data bool
 }
 
 type walker struct {
@@ -237,6 +241,16 @@ func (w *walker) walk(v gjson.Result, c ctx) bool {
 
 // object walks an object's members by what their names say they hold.
 func (w *walker) object(v gjson.Result, c ctx) bool {
+	if c.data {
+		ok, depth := true, len(w.path)
+		v.ForEach(func(k, el gjson.Result) bool {
+			w.path = append(w.path[:depth], seg{key: k.Str})
+			ok = w.walk(el, c)
+			return ok
+		})
+		w.path = w.path[:depth]
+		return ok
+	}
 	typ := v.Get("type").Str
 	if typ == "tool_result" || strings.HasSuffix(typ, "_output") {
 		// A tool's output is not the user's, whoever's turn carries it.
@@ -252,6 +266,8 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 			ok = w.emit(el, c, mediaKeys[key])
 		case key == "source" && el.IsObject():
 			ok = w.source(el, typ, c)
+		case dataKeys[key] || (key == "input" && strings.HasSuffix(typ, "tool_use")):
+			ok = w.walk(el, ctx{user: c.user, data: true})
 		case key == "name" && el.Type == gjson.String:
 			ok = w.emit(el, ctx{user: c.user, ident: true}, "")
 		case c.ident:
@@ -291,6 +307,10 @@ func (w *walker) source(src gjson.Result, parent string, c ctx) bool {
 var skipKeys = setOf("role", "type", "id", "call_id", "tool_call_id", "tool_use_id", "status",
 	"cache_control", "signature", "encrypted_content", "data", "detail", "media_type",
 	"mime_type", "model", "url", "annotations", "logprobs", "container_id", "citations", "audio")
+
+// dataKeys are a schema's members holding values (any JSON, whose
+// member names are the caller's).
+var dataKeys = setOf("default", "examples", "const", "enum")
 
 // mediaKeys are members holding media, by kind.
 var mediaKeys = map[string]string{
