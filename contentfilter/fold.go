@@ -72,13 +72,22 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	it.InitString(norm.NFKC, text)
 	changed = false
 	var enc [utf8.UTFMax]byte
+	// A long expansion comes in pieces that consume no input but the
+	// last: their bytes' ends are known once the input moves on.
+	pending := -1
 	for !it.Done() {
 		p0 := it.Pos()
 		seg := it.Next()
 		p1 := it.Pos()
+		if p1 == p0 {
+			if pending < 0 {
+				pending = len(end)
+			}
+			p1 = -1
+		}
 		// A segment NFKC left alone maps rune by rune; one it rewrote
 		// maps as a whole to its source.
-		same := string(seg) == text[p0:p1]
+		same := p1 >= 0 && string(seg) == text[p0:p1]
 		changed = changed || !same
 		at := p0
 		for len(seg) > 0 {
@@ -106,6 +115,17 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 				start = append(start, int32(a))
 				end = append(end, int32(b))
 			}
+		}
+		if p1 >= 0 && pending >= 0 {
+			for i := pending; i < len(end); i++ {
+				end[i] = int32(p1)
+			}
+			pending = -1
+		}
+	}
+	if pending >= 0 {
+		for i := pending; i < len(end); i++ {
+			end[i] = int32(len(text))
 		}
 	}
 	return folded{s: string(buf), start: start, end: end}, changed, lookalike

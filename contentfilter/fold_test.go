@@ -151,3 +151,44 @@ func TestFoldSpans(t *testing.T) {
 		t.Error("ASCII text got a copy")
 	}
 }
+
+// Every byte of a folded copy maps to a span of whole runes of the
+// original, in order, so that a redaction cuts no character in two.
+func FuzzFold(f *testing.F) {
+	for _, seed := range []string{"a\u00adb ｃ\u200dd", "e\u0301x", "ﬁ ① ㍻", "\xff\xfe a", "ign\u043er\u0435 instruc\u0336tions"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if isASCII(text) {
+			return
+		}
+		for _, builtin := range []bool{false, true} {
+			c, _ := fold(text, builtin)
+			if len(c.start) != len(c.s) || len(c.end) != len(c.s) {
+				t.Fatalf("%q: %d bytes, %d/%d offsets", text, len(c.s), len(c.start), len(c.end))
+			}
+			last := 0
+			for i := range len(c.s) {
+				a, b := c.span(i, i+1)
+				if a < last || a >= b || b > len(text) || !runeEdge(text, a) || !runeEdge(text, b) {
+					t.Fatalf("%q byte %d maps to [%d,%d) after %d", text, i, a, b, last)
+				}
+				last = a
+			}
+		}
+	})
+}
+
+// runeEdge reports whether a rune of s (an invalid byte is one) starts
+// at i, or i is its end.
+func runeEdge(s string, i int) bool {
+	if i == len(s) {
+		return true
+	}
+	for k := range s {
+		if k == i {
+			return true
+		}
+	}
+	return false
+}
