@@ -64,31 +64,74 @@ func fold(text string, builtin bool) (folded, bool) {
 
 // foldText is fold, and whether the builtins' copy would differ from the
 // plain one (a look-alike or a combining mark).
+//
+// ASCII runs are copied as they are: NFKC leaves ASCII alone, and every
+// ASCII character starts a new normalization segment (none composes with
+// what precedes it), so only the stretches from the last ASCII character
+// before non-ASCII text to the next ASCII character go through NFKC.
 func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
-	buf := make([]byte, 0, len(text))
-	start := make([]int32, 0, len(text))
-	end := make([]int32, 0, len(text))
+	fl := folder{text: text, builtin: builtin,
+		buf: make([]byte, 0, len(text)), start: make([]int32, 0, len(text)), end: make([]int32, 0, len(text))}
+	for i := 0; i < len(text); {
+		j := i
+		for j < len(text) && text[j] < utf8.RuneSelf {
+			j++
+		}
+		k := j
+		if j < len(text) && j > i {
+			k = j - 1 // it may compose with the mark that follows
+		}
+		fl.buf = append(fl.buf, text[i:k]...)
+		for p := i; p < k; p++ {
+			fl.start = append(fl.start, int32(p))
+			fl.end = append(fl.end, int32(p+1))
+		}
+		if k == len(text) {
+			break
+		}
+		m := j
+		for m < len(text) && text[m] >= utf8.RuneSelf {
+			m++
+		}
+		fl.normalize(k, m)
+		i = m
+	}
+	return folded{s: string(fl.buf), start: fl.start, end: fl.end}, fl.changed, fl.lookalike
+}
+
+// folder builds a folded copy.
+type folder struct {
+	text               string
+	builtin            bool
+	buf                []byte
+	start, end         []int32
+	changed, lookalike bool
+}
+
+// normalize folds text[from:to], which starts and ends at normalization
+// segment boundaries.
+func (fl *folder) normalize(from, to int) {
+	text := fl.text
 	var it norm.Iter
-	it.InitString(norm.NFKC, text)
-	changed = false
+	it.InitString(norm.NFKC, text[from:to])
 	var enc [utf8.UTFMax]byte
 	// A long expansion comes in pieces that consume no input but the
 	// last: their bytes' ends are known once the input moves on.
 	pending := -1
 	for !it.Done() {
-		p0 := it.Pos()
+		p0 := from + it.Pos()
 		seg := it.Next()
-		p1 := it.Pos()
+		p1 := from + it.Pos()
 		if p1 == p0 {
 			if pending < 0 {
-				pending = len(end)
+				pending = len(fl.end)
 			}
 			p1 = -1
 		}
 		// A segment NFKC left alone maps rune by rune; one it rewrote
 		// maps as a whole to its source.
 		same := p1 >= 0 && string(seg) == text[p0:p1]
-		changed = changed || !same
+		fl.changed = fl.changed || !same
 		at := p0
 		for len(seg) > 0 {
 			r, n := utf8.DecodeRune(seg)
@@ -98,37 +141,36 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 				a, b = at, at+n
 				at += n
 			}
-			if !builtin && r >= utf8.RuneSelf && !lookalike {
+			if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
 				_, conf := confusables[r]
-				lookalike = conf || unicode.Is(unicode.Mn, r)
+				fl.lookalike = conf || unicode.Is(unicode.Mn, r)
 			}
-			out, keep := foldRune(r, builtin)
+			out, keep := foldRune(r, fl.builtin)
 			if out != r || !keep {
-				changed = true
+				fl.changed = true
 			}
 			if !keep {
 				continue
 			}
 			m := utf8.EncodeRune(enc[:], out)
-			buf = append(buf, enc[:m]...)
+			fl.buf = append(fl.buf, enc[:m]...)
 			for range m {
-				start = append(start, int32(a))
-				end = append(end, int32(b))
+				fl.start = append(fl.start, int32(a))
+				fl.end = append(fl.end, int32(b))
 			}
 		}
 		if p1 >= 0 && pending >= 0 {
-			for i := pending; i < len(end); i++ {
-				end[i] = int32(p1)
+			for i := pending; i < len(fl.end); i++ {
+				fl.end[i] = int32(p1)
 			}
 			pending = -1
 		}
 	}
 	if pending >= 0 {
-		for i := pending; i < len(end); i++ {
-			end[i] = int32(len(text))
+		for i := pending; i < len(fl.end); i++ {
+			fl.end[i] = int32(to)
 		}
 	}
-	return folded{s: string(buf), start: start, end: end}, changed, lookalike
 }
 
 // foldRune is what r becomes in a folded copy (after NFKC); keep is

@@ -3,6 +3,8 @@ package contentfilter
 import (
 	"strings"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // disguises are the ways to hide a phrase from a byte-wise match that a
@@ -164,6 +166,17 @@ func FuzzFold(f *testing.F) {
 		}
 		for _, builtin := range []bool{false, true} {
 			c, _ := fold(text, builtin)
+			// The same text as NFKC over the whole text, then each rune
+			// folded.
+			want := strings.Map(func(r rune) rune {
+				if out, keep := foldRune(r, builtin); keep {
+					return out
+				}
+				return -1
+			}, norm.NFKC.String(text))
+			if c.s != want {
+				t.Fatalf("%q: folded %q, want %q", text, c.s, want)
+			}
 			if len(c.start) != len(c.s) || len(c.end) != len(c.s) {
 				t.Fatalf("%q: %d bytes, %d/%d offsets", text, len(c.s), len(c.start), len(c.end))
 			}
