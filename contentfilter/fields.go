@@ -113,7 +113,11 @@ func Fields(api API, body []byte, visit func(*Field) bool) bool {
 		case rootTokens:
 			ok = w.prompt(v)
 		case rootIdent:
-			ok = w.walk(v, ctx{ident: true})
+			// A mode ("auto", "required") is no text; a choice's names
+			// are identifiers.
+			if v.IsObject() {
+				ok = w.walk(v, ctx{ident: true})
+			}
 		case rootFormat:
 			if f := v.Get("format"); f.Exists() {
 				w.path = append(w.path, seg{key: "format"})
@@ -302,11 +306,11 @@ func (w *walker) source(src gjson.Result, parent string, c ctx) bool {
 }
 
 // skipKeys are members that hold no text the model reads as such: ids,
-// roles, types, statuses, signatures and encrypted reasoning, cache
-// controls, links, formats, and the answer's annotations sent back.
+// roles, types, statuses, modes, signatures and encrypted reasoning,
+// cache controls, links, and the answer's annotations sent back.
 var skipKeys = setOf("role", "type", "id", "call_id", "tool_call_id", "tool_use_id", "status",
 	"cache_control", "signature", "encrypted_content", "data", "detail", "media_type",
-	"mime_type", "model", "url", "annotations", "logprobs", "container_id", "citations", "audio")
+	"mime_type", "model", "url", "annotations", "logprobs", "container_id", "citations", "audio", "mode")
 
 // dataKeys are a schema's members holding values (any JSON, whose
 // member names are the caller's).

@@ -33,7 +33,8 @@ var everyField = []struct {
  "function_call":{"name":"§"},
  "response_format":{"type":"json_schema","json_schema":{"name":"§","description":"§","schema":{"type":"object","properties":{"a":{"type":"string","description":"§"}}}}},
  "prediction":{"type":"content","content":"§"}}`,
-		`{"model":"m","messages":[{"role":"user","content":"§"}],"tool_choice":"§"}`}},
+		`{"model":"m","messages":[{"role":"user","content":"§"}],"tool_choice":"auto","function_call":"none"}`,
+		`{"model":"m","messages":[{"role":"user","content":"§"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","function":{"name":"§"}}]}}`}},
 	{Completions, []string{`{"model":"m","prompt":"§","suffix":"§"}`, `{"model":"m","prompt":["§","§"]}`}},
 	{Embeddings, []string{`{"model":"m","input":"§"}`, `{"model":"m","input":["§","§"]}`,
 		`{"model":"m","input":[{"content":[{"type":"text","text":"§"},{"type":"image_url","image_url":{"url":"https://example.com/i.png"}}]}]}`}},
@@ -197,6 +198,20 @@ func TestFieldsListMedia(t *testing.T) {
 	})
 	if strings.Join(got, " ") != "prompt[0]:tokens prompt[1]:" {
 		t.Errorf("token ids: %v", got)
+	}
+}
+
+// A tool choice's mode is no text: a redaction that matches it changes
+// nothing and refuses nothing.
+func TestToolChoiceModeNotText(t *testing.T) {
+	s := Set{mustGuard(t, "g", `[{"pattern":"auto|required|none","action":"redact"}]`, ``)}
+	for _, body := range []string{
+		`{"messages":[{"role":"user","content":"hi"}],"tool_choice":"auto","function_call":"none"}`,
+		`{"messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[]}}`,
+	} {
+		if out, res := s.Body(Chat, []byte(body)); res.Block != nil || string(out) != body {
+			t.Errorf("%s: %s %+v", body, out, res.Block)
+		}
 	}
 }
 
