@@ -36,6 +36,9 @@ type Field struct {
 	// Media is what the gateway cannot read ("image", "audio", "file",
 	// "tokens"); "" for text.
 	Media string
+	// JSON marks a tool call's arguments: text that holds JSON, whose
+	// escapes (\u0050) the model reads through.
+	JSON bool
 
 	path []seg
 }
@@ -274,6 +277,9 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 			ok = w.walk(el, ctx{user: c.user, data: true})
 		case key == "name" && el.Type == gjson.String:
 			ok = w.emit(el, ctx{user: c.user, ident: true}, "")
+		case key == "arguments" && el.Type == gjson.String:
+			w.f = Field{Value: el, User: c.user, JSON: true, path: w.path}
+			ok = w.visit(&w.f)
 		case c.ident:
 			ok = w.walk(el, c)
 		default:

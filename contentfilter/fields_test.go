@@ -2,8 +2,11 @@ package contentfilter
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
@@ -198,6 +201,34 @@ func TestFieldsListMedia(t *testing.T) {
 	})
 	if strings.Join(got, " ") != "prompt[0]:tokens prompt[1]:" {
 		t.Errorf("token ids: %v", got)
+	}
+}
+
+// A tool call's arguments are JSON the model reads through its escapes:
+// a phrase hidden by them is blocked, and redacted in place.
+func TestArgumentsEscapes(t *testing.T) {
+	s := Set{mustGuard(t, "g", blockingGuard, `[{"slug":"email","action":"redact"}]`)}
+	for api, body := range map[API]string{
+		Chat:      `{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":%s}}]}]}`,
+		Responses: `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":%s}]}`,
+	} {
+		blocked := fmt.Sprintf(body, `"{\"q\":[\"x\",{\"r\":\"\\u0050ROJ\\u002d1234\"}]}"`)
+		if _, res := s.Body(api, []byte(blocked)); res.Block == nil || res.Block.GuardrailID != "g" {
+			t.Errorf("%s: not blocked: %+v", blocked, res.Block)
+		}
+		top := fmt.Sprintf(body, `"\"\\u0050ROJ-1234\""`)
+		if _, res := s.Body(api, []byte(top)); res.Block == nil || res.Block.GuardrailID != "g" {
+			t.Errorf("%s: not blocked", top)
+		}
+		mail := fmt.Sprintf(body, `"{\"to\":\"bob\\u0040example.com\",\"n\":1}"`)
+		out, res := s.Body(api, []byte(mail))
+		args := gjson.GetBytes(out, "messages.0.tool_calls.0.function.arguments|@this")
+		if api == Responses {
+			args = gjson.GetBytes(out, "input.0.arguments")
+		}
+		if res.Block != nil || args.Str != `{"to":"[EMAIL]","n":1}` {
+			t.Errorf("%s: %s %+v", mail, out, res.Block)
+		}
 	}
 }
 

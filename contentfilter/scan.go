@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
@@ -284,6 +286,9 @@ func (s Set) Body(api API, body []byte) ([]byte, Result) {
 		}
 		v := f.Value
 		out := s.Text(v.Str, f.User, &res)
+		if res.Block == nil && f.JSON && strings.IndexByte(out, '\\') >= 0 && gjson.Valid(out) {
+			out = s.jsonStrings(out, f.User, &res)
+		}
 		if res.Block != nil {
 			return false
 		}
@@ -320,4 +325,53 @@ func (s Set) Body(api API, body []byte) ([]byte, Result) {
 		at = e.end
 	}
 	return append(out, body[at:]...), res
+}
+
+// jsonStrings applies the set to the escaped strings of doc (a tool
+// call's arguments), as the model reads them, and rewrites those it
+// redacts.
+func (s Set) jsonStrings(doc string, user bool, res *Result) string {
+	var edits []edit
+	var walk func(v gjson.Result) bool
+	walk = func(v gjson.Result) bool {
+		switch {
+		case v.Type == gjson.String:
+			if strings.IndexByte(v.Raw, '\\') < 0 {
+				return true // its text was scanned with the document's
+			}
+			out := s.Text(v.Str, user, res)
+			if res.Block != nil {
+				return false
+			}
+			if out == v.Str {
+				return true
+			}
+			if v.Index < 0 || v.Index+len(v.Raw) > len(doc) || doc[v.Index:v.Index+len(v.Raw)] != v.Raw {
+				// Its place is unknown: refuse rather than send it.
+				res.Block = &Hit{Label: DefaultLabel, Action: Block}
+				return false
+			}
+			edits = append(edits, edit{v.Index, v.Index + len(v.Raw), jsonstr.Append(nil, out)})
+		case v.IsArray() || v.IsObject():
+			ok := true
+			v.ForEach(func(_, el gjson.Result) bool {
+				ok = walk(el)
+				return ok
+			})
+			return ok
+		}
+		return true
+	}
+	if !walk(gjson.Parse(doc)) || len(edits) == 0 {
+		return doc
+	}
+	var b strings.Builder
+	at := 0
+	for _, e := range edits {
+		b.WriteString(doc[at:e.start])
+		b.Write(e.repl)
+		at = e.end
+	}
+	b.WriteString(doc[at:])
+	return b.String()
 }
