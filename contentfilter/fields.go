@@ -87,7 +87,8 @@ func (f *Field) Path() string {
 //     and text), tools, tool_choice, text.format, prompt.variables;
 //   - Messages: system, messages (text, tool_use input and name,
 //     tool_result content, thinking, document title, context and a text
-//     or content source, search results), tools, tool_choice;
+//     or content source, search results), tools, tool_choice,
+//     output_config.format;
 //   - embeddings: input (strings, or parts with text).
 //
 // Ids, roles, types, signatures, encrypted reasoning, cache controls and
@@ -150,7 +151,7 @@ const (
 	rootTokens                    // the user's strings, or token ids
 	rootPromptRef                 // a stored prompt reference
 	rootIdent                     // a choice of tool: its strings are identifiers
-	rootFormat                    // Responses text: its format's schema
+	rootFormat                    // Responses text, Messages output_config: the format's schema
 )
 
 var chatRoots = map[string]rootKind{"messages": rootItems, "tools": rootOther, "functions": rootOther,
@@ -161,12 +162,13 @@ var apiRoots = [...]map[string]rootKind{
 	Completions: {"prompt": rootTokens, "suffix": rootUser},
 	Responses: {"instructions": rootOther, "input": rootItems, "tools": rootOther, "tool_choice": rootIdent,
 		"text": rootFormat, "prompt": rootPromptRef},
-	Messages:   {"system": rootOther, "messages": rootItems, "tools": rootOther, "tool_choice": rootIdent},
+	Messages: {"system": rootOther, "messages": rootItems, "tools": rootOther, "tool_choice": rootIdent,
+		"output_config": rootFormat},
 	Embeddings: {"input": rootTokens},
 	AnyAPI: {"messages": rootItems, "input": rootItems, "instructions": rootOther, "system": rootOther,
 		"prompt": rootTokens, "suffix": rootUser, "tools": rootOther, "functions": rootOther,
 		"tool_choice": rootIdent, "function_call": rootIdent, "response_format": rootOther,
-		"prediction": rootOther, "text": rootFormat},
+		"prediction": rootOther, "text": rootFormat, "output_config": rootFormat},
 }
 
 // ctx is what a value's place says about it.

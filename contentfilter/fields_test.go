@@ -69,7 +69,8 @@ var everyField = []struct {
    {"type":"tool_use","id":"t1","name":"§","input":{"q":"§","nested":{"list":["§"]},"name":"§","type":"§","id":"§","url":"§","data":"§","source":{"type":"text","data":"§"}}}]},
  {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"§"},{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"§"}]}]}],
  "tools":[{"name":"§","description":"§","input_schema":{"type":"object","properties":{"q":{"type":"string","description":"§"}}}}],
- "tool_choice":{"type":"tool","name":"§"}}`}},
+ "tool_choice":{"type":"tool","name":"§"},
+ "output_config":{"effort":"low","format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"string","description":"§"}}}}}}`}},
 }
 
 // place puts text at the k-th "§" of body, and a harmless word at the
