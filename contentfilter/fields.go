@@ -33,8 +33,8 @@ type Field struct {
 	// or function name, a message's name): it can be matched, not
 	// rewritten.
 	Ident bool
-	// Media is what the gateway cannot read ("image", "audio", "file",
-	// "tokens"); "" for text.
+	// Media is what the gateway cannot read ("image", "audio", "video",
+	// "file", "tokens"); "" for text.
 	Media string
 	// JSON marks a tool call's arguments: text that holds JSON, whose
 	// escapes (\u0050) the model reads through.
@@ -326,7 +326,8 @@ var dataKeys = setOf("default", "examples", "const", "enum")
 
 // mediaKeys are members holding media, by kind.
 var mediaKeys = map[string]string{
-	"image_url": "image", "input_audio": "audio", "file_data": "file", "file_id": "file", "file_url": "file",
+	"image_url": "image", "input_audio": "audio", "audio_url": "audio", "video_url": "video", "input_video": "video",
+	"file_data": "file", "file_id": "file", "file_url": "file",
 }
 
 // Texts lists the text of a body that a moderation provider is asked

@@ -21,7 +21,8 @@ var everyField = []struct {
  {"role":"system","content":"§"},
  {"role":"developer","content":[{"type":"text","text":"§"}]},
  {"role":"user","name":"§","content":[{"type":"text","text":"§"},{"type":"image_url","image_url":{"url":"https://example.com/i.png","detail":"low"}},
-   {"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"file","file":{"filename":"§","file_data":"data:application/pdf;base64,AAAA"}}]},
+   {"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"file","file":{"filename":"§","file_data":"data:application/pdf;base64,AAAA"}},
+   {"type":"video_url","video_url":{"url":"https://example.com/v.mp4"}}]},
  {"role":"assistant","content":"§","refusal":"§","reasoning":"§","reasoning_details":[{"type":"reasoning.text","text":"§","signature":"sig"},
    {"type":"reasoning.summary","summary":"§"},{"type":"reasoning.encrypted","data":"enc"}],
    "tool_calls":[{"id":"c1","type":"function","function":{"name":"§","arguments":"§"}}]},
@@ -176,7 +177,8 @@ func TestEveryFieldRedacted(t *testing.T) {
 // Media are listed as what the gateway cannot read, never as text.
 func TestFieldsListMedia(t *testing.T) {
 	want := map[API][]string{
-		Chat:       {"messages[2].content[1].image_url", "messages[2].content[2].input_audio", "messages[2].content[3].file.file_data"},
+		Chat: {"messages[2].content[1].image_url", "messages[2].content[2].input_audio", "messages[2].content[3].file.file_data",
+			"messages[2].content[4].video_url"},
 		Responses:  {"input[1].content[1].image_url", "input[1].content[2].file_data"},
 		Messages:   {"messages[0].content[1].source", "messages[0].content[4].source"},
 		Embeddings: {"input[0].content[1].image_url"},
