@@ -111,8 +111,10 @@ type rule struct {
 	// userOnly scans user messages only (prompt injection's scan_scope).
 	userOnly bool
 	re       *regexp.Regexp // a custom pattern
-	cost     int            // re's instructions a byte at worst (cost.go)
+	cost     int            // re's instructions a byte at worst
+	need     []string       // its prefilter; nil: none
 	find     detector       // a builtin
+	number   numberKind     // the kind a number builtin finds (detect.go)
 }
 
 // Guard is one guardrail's compiled filters.
@@ -218,7 +220,7 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 				label = *e.Label
 			}
 		}
-		g.rules = append(g.rules, rule{action: a, label: label, re: re, cost: cost})
+		g.rules = append(g.rules, rule{action: a, label: label, re: re, cost: cost, need: required(p)})
 		out = append(out, map[string]any{"pattern": p, "action": a.String(), "label": e.Label})
 	}
 	b, _ := json.Marshal(out)
@@ -300,7 +302,7 @@ func compileBuiltins(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fieldErr(list, i, "label", "at most "+strconv.Itoa(MaxLabelLen)+" characters")
 		}
 		entry := map[string]any{"slug": slug, "action": a.String(), "label": label}
-		r := rule{action: a, label: label, slug: slug, find: detectors[slug]}
+		r := rule{action: a, label: label, slug: slug, find: detectors[slug], number: numberKinds[slug]}
 		if e.ScanScope != nil {
 			if slug != "regex-prompt-injection" {
 				return nil, fieldErr(list, i, "scan_scope", "applies to regex-prompt-injection only")

@@ -87,7 +87,7 @@ func TestScanBudget(t *testing.T) {
 		t.Fatal("the request's second text was scanned past the budget")
 	}
 	body := benchBody(ScanBudget/cost + 1)
-	if _, res := s.Body(body); !res.TooCostly || res.Block != nil {
+	if _, res := s.Body(AnyAPI, body); !res.TooCostly || res.Block != nil {
 		t.Fatalf("result %+v", res)
 	}
 }
@@ -97,10 +97,10 @@ func TestScanStopsWithTheRequest(t *testing.T) {
 	s := Set{mustGuard(t, "g", `[{"pattern":"`+slowestAccepted+`","action":"block"},{"pattern":"PROJ","action":"block"}]`, ``)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, res := s.BodyContext(ctx, benchBody(1000)); !errors.Is(res.Err, context.Canceled) || !res.Stopped() {
+	if _, res := s.BodyContext(ctx, AnyAPI, benchBody(1000)); !errors.Is(res.Err, context.Canceled) || !res.Stopped() {
 		t.Fatalf("result %+v", res)
 	}
-	if _, res := s.BodyContext(context.Background(), benchBody(1000)); res.Err != nil || res.TooCostly {
+	if _, res := s.BodyContext(context.Background(), AnyAPI, benchBody(1000)); res.Err != nil || res.TooCostly {
 		t.Fatalf("result %+v", res)
 	}
 }

@@ -117,30 +117,54 @@ type numberSpan struct {
 // whole, else by its longest runs of consecutive groups.
 func findNumbers(kind numberKind) detector {
 	return func(s string, emit func(int, int)) {
-		eachNumberSpan(s, func(sp *numberSpan) {
-			for a := 0; a < sp.n; {
-				matched := false
-				for b := sp.n; b > a; b-- {
-					if classify(s, sp, a, b) == kind {
-						st, en := sp.groups[a][0], sp.groups[b-1][1]
-						if a == 0 && sp.paren {
-							st--
-						}
-						if a == 0 && sp.plus {
-							st--
-						}
-						emit(max(st, 0), en)
-						a, matched = b, true
-						break
-					}
-				}
-				if !matched {
-					a++
-				}
-			}
-		})
+		eachNumberSpan(s, func(sp *numberSpan) { spanKind(s, sp, kind, emit) })
 	}
 }
+
+// spanKind emits the parts of a span that are of kind.
+func spanKind(s string, sp *numberSpan, kind numberKind, emit func(int, int)) {
+	for a := 0; a < sp.n; {
+		matched := false
+		for b := sp.n; b > a; b-- {
+			if classify(s, sp, a, b) == kind {
+				st, en := sp.groups[a][0], sp.groups[b-1][1]
+				if a == 0 && sp.paren {
+					st--
+				}
+				if a == 0 && sp.plus {
+					st--
+				}
+				emit(max(st, 0), en)
+				a, matched = b, true
+				break
+			}
+		}
+		if !matched {
+			a++
+		}
+	}
+}
+
+// numberHit is a phone number, SSN or card number found in a text.
+type numberHit struct {
+	start, end int
+	kind       numberKind
+}
+
+// numberHits finds the three kinds in one scan of s's numbers, for a
+// text under more than one of the builtins that read them.
+func numberHits(s string) []numberHit {
+	var out []numberHit
+	eachNumberSpan(s, func(sp *numberSpan) {
+		for _, kind := range [...]numberKind{kindPhone, kindSSN, kindCard} {
+			spanKind(s, sp, kind, func(a, b int) { out = append(out, numberHit{a, b, kind}) })
+		}
+	})
+	return out
+}
+
+// numberKinds are the builtins that read numbers.
+var numberKinds = map[string]numberKind{"phone": kindPhone, "ssn": kindSSN, "credit-card": kindCard}
 
 // eachNumberSpan calls fn for each span of digit groups in s.
 func eachNumberSpan(s string, fn func(*numberSpan)) {

@@ -30,7 +30,7 @@ func FuzzBody(f *testing.F) {
 		if !json.Valid([]byte(body)) {
 			return
 		}
-		out, res := s.Body([]byte(body))
+		out, res := s.Body(AnyAPI, []byte(body))
 		if res.Block == nil && !json.Valid(out) {
 			t.Fatalf("invalid JSON from %q: %q", body, out)
 		}

@@ -54,14 +54,15 @@ type Result struct {
 	// Redacted counts the texts that were rewritten.
 	Redacted int
 	// TooCostly: the text times the cost of the patterns in force
-	// exceeded ScanBudget, and the scan stopped before it (cost.go).
+	// exceeded ScanBudget, and the scan stopped before it.
 	TooCostly bool
 	// Err is the request's context's error when it ended (the client
 	// left) and the scan stopped.
 	Err error
 
-	ctx   context.Context
-	spent int64 // instructions charged to ScanBudget
+	ctx        context.Context
+	spent      int64 // instructions charged to ScanBudget
+	redactedBy *Hit  // the last text's first redaction
 }
 
 // Stopped reports whether the scan stopped before its end: a block, a
@@ -105,7 +106,8 @@ type span struct {
 
 // Text applies the set to one text; user says whether it is the user's
 // (scan_scope user_only). It returns the text with every redaction
-// applied; after a block the text is not to be used.
+// applied; after a block the text is not to be used. Each filter matches
+// the text and its folded copy (fold.go).
 func (s Set) Text(text string, user bool, res *Result) string {
 	if text == "" {
 		return text
@@ -113,7 +115,9 @@ func (s Set) Text(text string, user bool, res *Result) string {
 	if res.Stopped() {
 		return text
 	}
+	v := view{text: text, ascii: isASCII(text)}
 	var spans []span
+	var first *Hit
 	for _, g := range s {
 		if g == nil {
 			continue
@@ -123,13 +127,18 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			if r.userOnly && !user {
 				continue
 			}
-			if r.re != nil && !res.charge(len(text), r.cost) {
+			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
+			f := v.copy(r.slug != "")
+			inText := v.may(r)
+			inCopy := f != nil && f.may(r)
+			// A custom pattern's scan of the text, and of its copy,
+			// comes out of the request's budget.
+			if r.re != nil && ((inText && !res.charge(len(text), r.cost)) || (inCopy && !res.charge(len(f.s), r.cost))) {
 				return text
 			}
-			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
 			switch r.action {
 			case Block, Flag:
-				if !r.matches(text) {
+				if !(inText && v.matches(r, text, 0)) && !(inCopy && v.matches(r, f.s, 1)) {
 					continue
 				}
 				if r.action == Block {
@@ -140,7 +149,19 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				}
 				res.flag(hit)
 			case Redact:
-				r.each(text, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+				n := len(spans)
+				if inText {
+					v.each(r, text, 0, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+				}
+				if inCopy {
+					v.each(r, f.s, 1, func(a, b int) {
+						a, b = f.span(a, b)
+						spans = append(spans, span{a, b, r.label})
+					})
+				}
+				if len(spans) > n && first == nil {
+					first = &hit
+				}
 			}
 		}
 	}
@@ -148,7 +169,90 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		return text
 	}
 	res.Redacted++
+	res.redactedBy = first
 	return redact(text, spans)
+}
+
+// view is a text and its folded copies, made when a filter first needs
+// them: nil when the copy is the text itself.
+type view struct {
+	text            string
+	ascii           bool
+	plain, builtin  *folded
+	plainOK, confOK bool
+	lower           string // the text ASCII-lowercased, for prefilters
+	lowerOK         bool
+	// The numbers of the text and of its builtins' copy.
+	numbers   [2][]numberHit
+	numbersOK [2]bool
+}
+
+// may reports whether r's prefilter lets the text through.
+func (v *view) may(r *rule) bool {
+	if r.need == nil {
+		return true
+	}
+	if !v.lowerOK {
+		v.lower, v.lowerOK = lowerASCII(v.text), true
+	}
+	return mayMatch(r.need, v.lower)
+}
+
+// copy is the text's folded copy for a custom pattern or (builtin) for a
+// builtin; nil when it is the text.
+func (v *view) copy(builtin bool) *folded {
+	if v.ascii {
+		return nil
+	}
+	if !v.plainOK {
+		v.plainOK = true
+		f, changed, lookalike := foldText(v.text, false)
+		if changed {
+			v.plain = &f
+		}
+		if !lookalike {
+			// The builtins' copy is the same: not made again.
+			v.builtin, v.confOK = v.plain, true
+		}
+	}
+	if !builtin {
+		return v.plain
+	}
+	if !v.confOK {
+		v.confOK = true
+		if f, changed := fold(v.text, true); changed {
+			v.builtin = &f
+		}
+	}
+	return v.builtin
+}
+
+// matches reports whether r matches t: the text (which 0) or its
+// builtins' copy (1).
+func (v *view) matches(r *rule, t string, which int) bool {
+	if r.number == 0 {
+		return r.matches(t)
+	}
+	found := false
+	v.each(r, t, which, func(int, int) { found = true })
+	return found
+}
+
+// each emits r's matches in t; the number builtins share one scan of
+// the text's numbers.
+func (v *view) each(r *rule, t string, which int, emit func(a, b int)) {
+	if r.number == 0 {
+		r.each(t, emit)
+		return
+	}
+	if !v.numbersOK[which] {
+		v.numbers[which], v.numbersOK[which] = numberHits(t), true
+	}
+	for _, h := range v.numbers[which] {
+		if h.kind == r.number {
+			emit(h.start, h.end)
+		}
+	}
 }
 
 func (r *rule) matches(text string) bool {
@@ -203,46 +307,47 @@ func redact(text string, spans []span) string {
 	return b.String()
 }
 
-// The members of an inference request that hold its text, in every
-// dialect: chat and Messages `messages`, Responses `input` and
-// `instructions`, Messages `system`, completions `prompt`, embeddings
-// `input`.
-var textRoots = [...]string{"messages", "input", "instructions", "system", "prompt"}
-
-// skipKeys are members inside messages that carry no prompt text (ids,
-// roles, media, signatures); every other string member is scanned, tool
-// call arguments and tool results included.
-var skipKeys = setOf("role", "type", "id", "call_id", "tool_call_id", "tool_use_id", "name", "status",
-	"image_url", "url", "file_id", "file_data", "data", "source", "cache_control", "signature",
-	"encrypted_content", "format", "detail", "media_type", "mime_type", "model", "input_audio",
-	"filename", "annotations", "logprobs", "container_id")
-
 // edit replaces body[start:end] with repl.
 type edit struct {
 	start, end int
 	repl       []byte
 }
 
-// Body applies the set to an inference request body (any dialect). It
-// returns the body with every redaction applied (body itself when there
-// is none) and what the filters did; after a block, or a scan stopped
-// (Result.Stopped), the body is not to be used.
-func (s Set) Body(body []byte) ([]byte, Result) {
-	return s.BodyContext(context.Background(), body)
+// Body applies the set to the text of an inference request body of api
+// (Fields). It returns the body with every redaction applied (body
+// itself when there is none) and what the filters did; after a block, or
+// a scan stopped (Result.Stopped), the body is not to be used. An
+// identifier a redaction would rewrite refuses the request instead, as
+// that filter's block.
+func (s Set) Body(api API, body []byte) ([]byte, Result) {
+	return s.BodyContext(context.Background(), api, body)
 }
 
 // BodyContext is Body for a request: the scan stops (Result.Err) once
 // ctx ends.
-func (s Set) BodyContext(ctx context.Context, body []byte) ([]byte, Result) {
+func (s Set) BodyContext(ctx context.Context, api API, body []byte) ([]byte, Result) {
 	res := WithContext(ctx)
 	var edits []edit
-	visit := func(v gjson.Result, user bool) bool {
-		out := s.Text(v.Str, user, &res)
+	Fields(api, body, func(f *Field) bool {
+		if f.Media != "" {
+			return true
+		}
+		v := f.Value
+		out := s.Text(v.Str, f.User, &res)
+		if !res.Stopped() && f.JSON && strings.IndexByte(out, '\\') >= 0 && gjson.Valid(out) {
+			out = s.jsonStrings(out, f.User, &res)
+		}
 		if res.Stopped() {
 			return false
 		}
 		if out == v.Str {
 			return true
+		}
+		if f.Ident {
+			h := *res.redactedBy
+			h.Action = Block
+			res.Block = &h
+			return false
 		}
 		if v.Index <= 0 || v.Index+len(v.Raw) > len(body) || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
 			// The text's place in the body is unknown: refuse rather
@@ -252,21 +357,8 @@ func (s Set) BodyContext(ctx context.Context, body []byte) ([]byte, Result) {
 		}
 		edits = append(edits, edit{v.Index, v.Index + len(v.Raw), jsonstr.Append(nil, out)})
 		return true
-	}
-	root := gjson.ParseBytes(body)
-	for _, name := range textRoots {
-		v := root.Get(name)
-		if !v.Exists() {
-			continue
-		}
-		// Top-level strings are the user's (input, prompt), except the
-		// system prompt and instructions.
-		user := name != "instructions" && name != "system"
-		if !walk(v, user, name == "messages" || name == "input", visit) {
-			return body, res
-		}
-	}
-	if len(edits) == 0 {
+	})
+	if res.Stopped() || len(edits) == 0 {
 		return body, res
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
@@ -283,57 +375,51 @@ func (s Set) BodyContext(ctx context.Context, body []byte) ([]byte, Result) {
 	return append(out, body[at:]...), res
 }
 
-// walk visits the strings of v; items says v is a list of messages or
-// items whose role decides whether their text is the user's.
-func walk(v gjson.Result, user, items bool, visit func(gjson.Result, bool) bool) bool {
-	switch {
-	case v.Type == gjson.String:
-		return visit(v, user)
-	case v.IsArray():
-		ok := true
-		v.ForEach(func(_, el gjson.Result) bool {
-			u := user
-			if items && el.IsObject() {
-				u = itemIsUser(el)
+// jsonStrings applies the set to the escaped strings of doc (a tool
+// call's arguments), as the model reads them, and rewrites those it
+// redacts.
+func (s Set) jsonStrings(doc string, user bool, res *Result) string {
+	var edits []edit
+	var walk func(v gjson.Result) bool
+	walk = func(v gjson.Result) bool {
+		switch {
+		case v.Type == gjson.String:
+			if strings.IndexByte(v.Raw, '\\') < 0 {
+				return true // its text was scanned with the document's
 			}
-			ok = walk(el, u, false, visit)
-			return ok
-		})
-		return ok
-	case v.IsObject():
-		ok := true
-		v.ForEach(func(k, el gjson.Result) bool {
-			if skipKeys[k.Str] {
+			out := s.Text(v.Str, user, res)
+			if res.Stopped() {
+				return false
+			}
+			if out == v.Str {
 				return true
 			}
-			ok = walk(el, user, false, visit)
-			return ok
-		})
-		return ok
-	}
-	return true
-}
-
-// itemIsUser reports whether a message or item is the user's: role user
-// (an item without a role, such as a tool's output, is not).
-func itemIsUser(el gjson.Result) bool {
-	return el.Get("role").Str == "user"
-}
-
-// Texts lists the prompt text of an inference body, every dialect, in
-// the places Body scans (for a moderation provider).
-func Texts(body []byte) []string {
-	var out []string
-	root := gjson.ParseBytes(body)
-	for _, name := range textRoots {
-		if v := root.Get(name); v.Exists() {
-			walk(v, true, false, func(s gjson.Result, _ bool) bool {
-				if strings.TrimSpace(s.Str) != "" {
-					out = append(out, s.Str)
-				}
-				return true
+			if v.Index < 0 || v.Index+len(v.Raw) > len(doc) || doc[v.Index:v.Index+len(v.Raw)] != v.Raw {
+				// Its place is unknown: refuse rather than send it.
+				res.Block = &Hit{Label: DefaultLabel, Action: Block}
+				return false
+			}
+			edits = append(edits, edit{v.Index, v.Index + len(v.Raw), jsonstr.Append(nil, out)})
+		case v.IsArray() || v.IsObject():
+			ok := true
+			v.ForEach(func(_, el gjson.Result) bool {
+				ok = walk(el)
+				return ok
 			})
+			return ok
 		}
+		return true
 	}
-	return out
+	if !walk(gjson.Parse(doc)) || len(edits) == 0 {
+		return doc
+	}
+	var b strings.Builder
+	at := 0
+	for _, e := range edits {
+		b.WriteString(doc[at:e.start])
+		b.Write(e.repl)
+		at = e.end
+	}
+	b.WriteString(doc[at:])
+	return b.String()
 }

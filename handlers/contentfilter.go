@@ -7,6 +7,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -22,6 +24,11 @@ import (
 // store that cannot be had refuses the request (503), since its filters
 // are unknown.
 func (rt *Router) filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
+	return filtersOf(st)
+}
+
+// filtersOf is filtersFor, for the stages that have no router.
+func filtersOf(st *requestState) (contentfilter.Set, *apierror.Error) {
 	rules, apiErr := rulesFor(st)
 	if apiErr != nil || rules == nil {
 		return nil, apiErr
@@ -43,7 +50,7 @@ func (rt *Router) filterBody(ctx context.Context, st *requestState, body []byte)
 	if apiErr != nil || set == nil {
 		return body, apiErr
 	}
-	out, res := set.BodyContext(ctx, body)
+	out, res := set.BodyContext(ctx, filterAPI(st), body)
 	if apiErr := stoppedError(&res); apiErr != nil {
 		return nil, apiErr
 	}
@@ -51,15 +58,42 @@ func (rt *Router) filterBody(ctx context.Context, st *requestState, body []byte)
 	return out, nil
 }
 
+// filterAPI is the inbound API whose places of text the filters and
+// moderation read (contentfilter.Fields).
+func filterAPI(st *requestState) contentfilter.API {
+	switch st.api.Dialect() {
+	case dialect.Chat:
+		return contentfilter.Chat
+	case dialect.Responses:
+		return contentfilter.Responses
+	case dialect.Messages:
+		return contentfilter.Messages
+	}
+	if st.api.Op == admin.OpInfer {
+		switch st.api.Sub {
+		case "/completions":
+			return contentfilter.Completions
+		case "/embeddings":
+			return contentfilter.Embeddings
+		}
+	}
+	return contentfilter.AnyAPI
+}
+
 // filterSearchQuery applies the filters to the query a gateway-side
 // engine will receive (a search_prompt is not part of the messages).
 func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
-	if st.plan == nil || st.plan.query == "" {
+	if st.plan == nil {
 		return nil
 	}
 	set, apiErr := rt.filtersFor(st)
-	if apiErr != nil || set == nil {
+	if apiErr != nil || set.Empty() {
 		return apiErr
+	}
+	// The results pass them too, once the search has run (fetchedFilter).
+	st.plan.filter = &fetchedFilter{set: set, st: st}
+	if st.plan.query == "" {
+		return nil
 	}
 	var res contentfilter.Result
 	q := set.Text(st.plan.query, true, &res)

@@ -2,13 +2,14 @@ package handlers
 
 import (
 	"context"
-	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -107,5 +108,64 @@ func TestContentFiltersBounded(t *testing.T) {
 	cancel()
 	if _, apiErr := rt.filterBody(ctx, st, []byte(`{"input":"y"}`)); apiErr == nil || apiErr.Status != 499 {
 		t.Fatalf("gone: %v", apiErr)
+	}
+}
+
+// Each inference route reads its own API's places of text; a path below
+// one (sent as it is) reads every API's.
+func TestFilterAPIPerRoute(t *testing.T) {
+	for path, want := range map[string]contentfilter.API{
+		"/api/v1/chat/completions":  contentfilter.Chat,
+		"/api/v1/completions":       contentfilter.Completions,
+		"/api/v1/responses":         contentfilter.Responses,
+		"/api/v1/messages":          contentfilter.Messages,
+		"/api/v1/embeddings":        contentfilter.Embeddings,
+		"/api/v1/embeddings/custom": contentfilter.AnyAPI,
+	} {
+		api, ok := admin.ClassifyRoute(path)
+		if !ok {
+			t.Fatalf("%s: not a route", path)
+		}
+		if got := filterAPI(&requestState{api: api}); got != want {
+			t.Errorf("%s: %d, want %d", path, got, want)
+		}
+	}
+}
+
+// A Messages document with a text source (which the gateway turns into a
+// text part) is filtered on the Messages route; an identifier a redaction
+// matches refuses the request.
+func TestFilterBodyMessagesDocument(t *testing.T) {
+	gw := testgw.New(t)
+	acct := gw.Account(t, storage.AccountOrganization)
+	key, _, err := gw.Storage.CreateAPIKey(storage.NewAPIKey{AccountID: acct.ID, Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gw.Storage.CreateGuardrail(acct.ID, func(g *storage.Guardrail) error {
+		g.Name = "G"
+		g.ContentFilters = []byte(`[{"pattern":"PROJ-[0-9]{4}","action":"block"},{"pattern":"secret_[a-z]+","action":"redact"}]`)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
+		t.Fatal(err)
+	}
+	api, _ := admin.ClassifyRoute("/api/v1/messages")
+	rt := Router{gw: gw}
+	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage, api: api}
+	doc := `{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"see PR\u00adOJ-1234"}}]}]}`
+	if _, apiErr := rt.filterBody(context.Background(), st, []byte(doc)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+		t.Fatalf("document: %v", apiErr)
+	}
+	tool := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"secret_tool","input_schema":{"type":"object"}}]}`
+	if _, apiErr := rt.filterBody(context.Background(), st, []byte(tool)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+		t.Fatalf("redacted tool name: %v", apiErr)
+	}
+	desc := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","description":"uses secret_sauce","input_schema":{"type":"object"}}]}`
+	if b, apiErr := rt.filterBody(context.Background(), st, []byte(desc)); apiErr != nil || !strings.Contains(string(b), `"description":"uses [REDACTED]"`) {
+		t.Fatalf("description: %s %v", b, apiErr)
 	}
 }

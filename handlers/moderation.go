@@ -162,9 +162,17 @@ func (m *Moderation) check(ctx context.Context, texts []string) (verdict, error)
 	if !results.IsArray() || len(results.Array()) != len(texts) {
 		return verdict{}, errModerationDown
 	}
+	// An answer is a verdict on every input, or none: a result without a
+	// boolean flagged is a provider that did not answer.
+	list := results.Array()
+	for _, res := range list {
+		if f := res.Get("flagged"); f.Type != gjson.True && f.Type != gjson.False {
+			return verdict{}, errModerationDown
+		}
+	}
 	var v verdict
-	for i, res := range results.Array() {
-		if !res.Get("flagged").Bool() {
+	for i, res := range list {
+		if res.Get("flagged").Type != gjson.True {
 			continue
 		}
 		v.flagged, v.input = true, texts[i]
@@ -219,7 +227,7 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 	if route.parsedFields != nil {
 		body = route.body // with the PDFs' text (fileparser.go)
 	}
-	texts := contentfilter.Texts(body)
+	texts := contentfilter.Texts(filterAPI(st), body)
 	if len(texts) == 0 {
 		return nil
 	}

@@ -104,3 +104,41 @@ func TestModerateProvider(t *testing.T) {
 		t.Fatalf("fail open: %v, price %d", apiErr, st.moderationCost)
 	}
 }
+
+// A 200 whose results lack a boolean flagged (absent, null, a string, a
+// number, a result that is not an object) is no verdict: 503, or served
+// unmoderated under fail_open, never taken as clean.
+func TestModerationMalformedFlagged(t *testing.T) {
+	var answer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(answer))
+	}))
+	defer srv.Close()
+	m, err := (&ModerationConfig{BaseURL: srv.URL}).Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
+	for _, a := range []string{
+		`{"results":[{"categories":{}}]}`,
+		`{"results":[{"flagged":null}]}`,
+		`{"results":[{"flagged":"false"}]}`,
+		`{"results":[{"flagged":0}]}`,
+		`{"results":["clean"]}`,
+		`{"results":[{"flagged":{}}]}`,
+	} {
+		answer = a
+		for _, failOpen := range []bool{false, true} {
+			m.failOpen = failOpen
+			mc := &moderationCall{m: m, texts: []string{"hello"}, slug: "acme/m"}
+			st := moderationState(true)
+			apiErr := mc.run(r, st, zap.NewNop())
+			switch {
+			case failOpen && apiErr != nil:
+				t.Errorf("%s fail_open: %v", a, apiErr)
+			case !failOpen && (apiErr == nil || apiErr.Status != http.StatusServiceUnavailable):
+				t.Errorf("%s: %v, want 503", a, apiErr)
+			}
+		}
+	}
+}

@@ -108,6 +108,9 @@ func (c *promptCounter) chatBody(body []byte) {
 			c.tools(v)
 		case "response_format":
 			c.schema(v.Get("json_schema"))
+		case "prediction":
+			// Predicted output the provider reads with the prompt.
+			c.content(v.Get("content"))
 		}
 		return true
 	})
@@ -201,6 +204,14 @@ func (c *promptCounter) message(m gjson.Result) {
 				c.text(v.Get("name").Str)
 				c.text(v.Get("arguments").Str)
 			}
+		case "refusal", "reasoning":
+			// Text the model reads back, as the content filters see it.
+			if v.Type == gjson.String {
+				c.text(v.Str)
+			}
+		case "reasoning_details":
+			// Their JSON bounds their text, as Responses reasoning items'.
+			c.text(v.Raw)
 		case "audio":
 			if v.Type != gjson.Null {
 				c.unbounded = true // an earlier audio answer, by id

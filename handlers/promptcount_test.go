@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -164,6 +164,29 @@ func BenchmarkCountChatShort(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		countChatBody(enc, body, DefaultMediaPartTokens)
+	}
+}
+
+// Text the model reads back that is not content (an assistant message's
+// refusal, reasoning and reasoning details, a predicted output) is
+// counted, as the content filters list it.
+func TestPromptCountReadsReasoningAndPrediction(t *testing.T) {
+	enc, _ := tokenizer.Get(tokenizer.O200kBase)
+	words := strings.Repeat("several distinct words of reasoning ", 20)
+	q, _ := json.Marshal(words)
+	base := `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"%s}]%s}`
+	plain, _ := countChatBody(enc, []byte(fmt.Sprintf(base, "", "")), 0)
+	least := int64(enc.Count(words))
+	for _, extra := range [][2]string{
+		{`,"reasoning":` + string(q), ""},
+		{`,"refusal":` + string(q), ""},
+		{`,"reasoning_details":[{"type":"reasoning.text","text":` + string(q) + `}]`, ""},
+		{"", `,"prediction":{"type":"content","content":` + string(q) + `}`},
+	} {
+		got, _ := countChatBody(enc, []byte(fmt.Sprintf(base, extra[0], extra[1])), 0)
+		if got-plain < least {
+			t.Errorf("%s%s: counted %d more tokens, the text has %d", extra[0], extra[1], got-plain, least)
+		}
 	}
 }
 

@@ -76,6 +76,7 @@ type fetchRun struct {
 	// number.
 	tool    *fetchTool
 	fetcher *webfetch.Fetcher
+	filter  *fetchedFilter // the caller's content filters, which the pages pass
 	prior   billing.Usage
 	rounds  int
 }
@@ -128,9 +129,15 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if at >= 0 && kind == dialect.Messages {
 		return nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the web-fetch plugin applies to /chat/completions and /responses")
 	}
+	var filter *fetchedFilter
+	if at >= 0 || tool != nil {
+		if filter, apiErr = newFetchedFilter(st); apiErr != nil {
+			return nil, apiErr
+		}
+	}
 	var run *fetchRun
 	if at >= 0 {
-		if body, run, apiErr = fs.fetchNamed(r, body, kind, at, opts); apiErr != nil {
+		if body, run, apiErr = fs.fetchNamed(r, body, kind, at, opts, filter); apiErr != nil {
 			return nil, apiErr
 		}
 	}
@@ -141,7 +148,7 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 		run.tool = tool
 	}
 	if run != nil {
-		run.price, run.fetcher = fs.price, &fs.fetcher
+		run.price, run.fetcher, run.filter = fs.price, &fs.fetcher, filter
 	}
 	st.fetch = run
 	return body, nil
@@ -150,7 +157,7 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 // fetchNamed fetches the URLs of the last user message for the plugin
 // (at index at) and puts the pages into the body; run is nil when the
 // message names none.
-func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind dialect.Kind, at int, opts webfetch.Options) ([]byte, *fetchRun, *apierror.Error) {
+func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind dialect.Kind, at int, opts webfetch.Options, filter *fetchedFilter) ([]byte, *fetchRun, *apierror.Error) {
 	urls := webfetch.URLs(lastUserText(body, kind))
 	if len(urls) == 0 {
 		return body, nil, nil // nothing named: nothing fetched or charged
@@ -162,6 +169,13 @@ func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind dialect.Kind
 	}
 	if r.Context().Err() != nil {
 		return nil, nil, apierror.New(499, "Client closed the request")
+	}
+	for i := range run.pages {
+		// The pages pass the filters as the prompt did: a block refuses
+		// the request, before anything is held or charged.
+		if h := filter.page(&run.pages[i]); h != nil {
+			return nil, nil, blockedError(h)
+		}
 	}
 	for _, p := range run.pages {
 		if p.Fetched {

@@ -389,6 +389,9 @@ func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 	}
 	for i := range pages {
 		p := &pages[i]
+		if h := l.run.filter.page(p); h != nil {
+			withhold(p, h)
+		}
 		results[i] = webfetch.ToolResult(p)
 		if p.URL == "" {
 			continue

@@ -77,6 +77,9 @@ type searchPlan struct {
 	// Responses body (its chat-only attempts get the chat form instead).
 	nativeTools int64
 
+	// filter is the caller's content filters, which the results pass.
+	filter *fetchedFilter
+
 	// After run: the results handed to the model.
 	ran     bool
 	sources []websearch.Source
@@ -404,6 +407,11 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 			URL:           cutBytes(res.URL, maxURLBytes),
 			Snippet:       cutRunes(res.Snippet, maxSnippetRunes),
 			PublishedDate: cutRunes(res.PublishedDate, 40),
+		}
+	}
+	for i := range p.sources {
+		if h := p.filter.source(&p.sources[i]); h != nil {
+			return blockedError(h)
 		}
 	}
 	msg := websearch.SystemMessage(p.sources, now(), p.query)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 )
 
 // A guardrail's content filters are checked and compiled when it is
@@ -51,11 +53,11 @@ func TestGuardrailFiltersCompiledAndReloaded(t *testing.T) {
 		if len(r.Filters) != 1 || r.Filters[0].ID != g.ID || r.Filters.Unusable() != nil {
 			t.Fatalf("%s: filters %+v", when, r.Filters)
 		}
-		out, res := r.Filters.Body([]byte(`{"input":"mail a@b.com"}`))
+		out, res := r.Filters.Body(contentfilter.Responses, []byte(`{"input":"mail a@b.com"}`))
 		if string(out) != `{"input":"mail [EMAIL]"}` || res.Block != nil {
 			t.Fatalf("%s: %s %+v", when, out, res)
 		}
-		if _, res := r.Filters.Body([]byte(`{"input":"PROJ-1"}`)); res.Block == nil {
+		if _, res := r.Filters.Body(contentfilter.Responses, []byte(`{"input":"PROJ-1"}`)); res.Block == nil {
 			t.Fatalf("%s: no block", when)
 		}
 	}

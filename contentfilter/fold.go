@@ -1,0 +1,245 @@
+package contentfilter
+
+import (
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Filters match a folded copy of a text as well as the text itself, so
+// that what a reader (or a model) sees as the same words is the same to
+// them: NFKC (fullwidth and mathematical letters and digits, ligatures,
+// compatibility spaces), default-ignorable characters removed (soft
+// hyphen, zero-width space and joiners, word joiner, bidi controls,
+// variation selectors, tag characters), every Unicode space a space,
+// every dash a hyphen-minus. The builtins' copy also maps common
+// Cyrillic and Greek look-alikes to Latin letters and drops combining
+// marks left over after composition. A match in a copy is mapped back to
+// the span of the original it came from, which is what a redaction
+// replaces. ASCII text is its own copy and costs one pass over its bytes.
+
+// folded is a folded copy of a text: s, and for each of its bytes the
+// span of the original it came from.
+type folded struct {
+	s          string
+	start, end []int32
+	lower      string // s ASCII-lowercased, for prefilters, once asked for
+	lowerOK    bool
+}
+
+// may reports whether r's prefilter lets the copy through.
+func (f *folded) may(r *rule) bool {
+	if r.need == nil {
+		return true
+	}
+	if !f.lowerOK {
+		f.lower, f.lowerOK = lowerASCII(f.s), true
+	}
+	return mayMatch(r.need, f.lower)
+}
+
+// span maps s[a:b] back to the original's span.
+func (f *folded) span(a, b int) (int, int) {
+	return int(f.start[a]), int(f.end[b-1])
+}
+
+// isASCII reports whether s has no byte above 0x7F.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// fold returns the folded copy of text (for the builtins: with
+// look-alikes mapped) and whether it differs from text; text must not be
+// ASCII-only (which needs no copy).
+func fold(text string, builtin bool) (folded, bool) {
+	f, changed, _ := foldText(text, builtin)
+	return f, changed
+}
+
+// foldText is fold, and whether the builtins' copy would differ from the
+// plain one (a look-alike or a combining mark).
+//
+// ASCII runs are copied as they are: NFKC leaves ASCII alone, and every
+// ASCII character starts a new normalization segment (none composes with
+// what precedes it), so only the stretches from the last ASCII character
+// before non-ASCII text to the next ASCII character go through NFKC.
+func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
+	fl := folder{text: text, builtin: builtin,
+		buf: make([]byte, 0, len(text)), start: make([]int32, 0, len(text)), end: make([]int32, 0, len(text))}
+	for i := 0; i < len(text); {
+		j := i
+		for j < len(text) && text[j] < utf8.RuneSelf {
+			j++
+		}
+		k := j
+		if j < len(text) && j > i {
+			k = j - 1 // it may compose with the mark that follows
+		}
+		fl.buf = append(fl.buf, text[i:k]...)
+		for p := i; p < k; p++ {
+			fl.start = append(fl.start, int32(p))
+			fl.end = append(fl.end, int32(p+1))
+		}
+		if k == len(text) {
+			break
+		}
+		m := j
+		for m < len(text) && text[m] >= utf8.RuneSelf {
+			m++
+		}
+		fl.normalize(k, m)
+		i = m
+	}
+	return folded{s: string(fl.buf), start: fl.start, end: fl.end}, fl.changed, fl.lookalike
+}
+
+// folder builds a folded copy.
+type folder struct {
+	text               string
+	builtin            bool
+	buf                []byte
+	start, end         []int32
+	changed, lookalike bool
+}
+
+// normalize folds text[from:to], which starts and ends at normalization
+// segment boundaries.
+func (fl *folder) normalize(from, to int) {
+	text := fl.text
+	var it norm.Iter
+	it.InitString(norm.NFKC, text[from:to])
+	var enc [utf8.UTFMax]byte
+	// A long expansion comes in pieces that consume no input but the
+	// last: their bytes' ends are known once the input moves on.
+	pending := -1
+	for !it.Done() {
+		p0 := from + it.Pos()
+		seg := it.Next()
+		p1 := from + it.Pos()
+		if p1 == p0 {
+			if pending < 0 {
+				pending = len(fl.end)
+			}
+			p1 = -1
+		}
+		// A segment NFKC left alone maps rune by rune; one it rewrote
+		// maps as a whole to its source.
+		same := p1 >= 0 && string(seg) == text[p0:p1]
+		fl.changed = fl.changed || !same
+		at := p0
+		for len(seg) > 0 {
+			r, n := utf8.DecodeRune(seg)
+			seg = seg[n:]
+			a, b := p0, p1
+			if same {
+				a, b = at, at+n
+				at += n
+			}
+			if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
+				_, conf := confusables[r]
+				fl.lookalike = conf || unicode.Is(unicode.Mn, r)
+			}
+			out, keep := foldRune(r, fl.builtin)
+			if out != r || !keep {
+				fl.changed = true
+			}
+			if !keep {
+				continue
+			}
+			m := utf8.EncodeRune(enc[:], out)
+			fl.buf = append(fl.buf, enc[:m]...)
+			for range m {
+				fl.start = append(fl.start, int32(a))
+				fl.end = append(fl.end, int32(b))
+			}
+		}
+		if p1 >= 0 && pending >= 0 {
+			for i := pending; i < len(fl.end); i++ {
+				fl.end[i] = int32(p1)
+			}
+			pending = -1
+		}
+	}
+	if pending >= 0 {
+		for i := pending; i < len(fl.end); i++ {
+			fl.end[i] = int32(to)
+		}
+	}
+}
+
+// foldRune is what r becomes in a folded copy (after NFKC); keep is
+// false for a rune that is dropped.
+func foldRune(r rune, builtin bool) (out rune, keep bool) {
+	if r < utf8.RuneSelf {
+		return r, true
+	}
+	switch {
+	case unicode.Is(ignorable, r):
+		return 0, false
+	case unicode.Is(unicode.White_Space, r):
+		return ' ', true
+	case unicode.Is(unicode.Pd, r) || r == '\u2212' || r == '\u2043':
+		return '-', true
+	}
+	if builtin {
+		if c, ok := confusables[r]; ok {
+			return c, true
+		}
+		if unicode.Is(unicode.Mn, r) {
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// ignorable is Unicode's Default_Ignorable_Code_Point (what renders as
+// nothing): the soft hyphen, combining grapheme joiner, zero-width
+// space, non-joiner and joiner, bidi marks and controls, word joiner and
+// invisible operators, Hangul fillers, variation selectors, the BOM,
+// interlinear annotation and tag characters.
+var ignorable = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x00AD, Hi: 0x00AD, Stride: 1},
+		{Lo: 0x034F, Hi: 0x034F, Stride: 1},
+		{Lo: 0x061C, Hi: 0x061C, Stride: 1},
+		{Lo: 0x115F, Hi: 0x1160, Stride: 1},
+		{Lo: 0x17B4, Hi: 0x17B5, Stride: 1},
+		{Lo: 0x180B, Hi: 0x180F, Stride: 1},
+		{Lo: 0x200B, Hi: 0x200F, Stride: 1},
+		{Lo: 0x202A, Hi: 0x202E, Stride: 1},
+		{Lo: 0x2060, Hi: 0x206F, Stride: 1},
+		{Lo: 0x3164, Hi: 0x3164, Stride: 1},
+		{Lo: 0xFE00, Hi: 0xFE0F, Stride: 1},
+		{Lo: 0xFEFF, Hi: 0xFEFF, Stride: 1},
+		{Lo: 0xFFA0, Hi: 0xFFA0, Stride: 1},
+		{Lo: 0xFFF0, Hi: 0xFFF8, Stride: 1},
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x1BCA0, Hi: 0x1BCA3, Stride: 1},
+		{Lo: 0x1D173, Hi: 0x1D17A, Stride: 1},
+		{Lo: 0xE0000, Hi: 0xE0FFF, Stride: 1},
+	},
+}
+
+// confusables maps the Cyrillic and Greek letters that look like Latin
+// ones (Unicode's confusables for the Latin alphabet, the common part)
+// to them, for the builtins, whose words and shapes are Latin.
+var confusables = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'в': 'b', 'е': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
+	'у': 'y', 'х': 'x', 'ѕ': 's', 'і': 'i', 'ј': 'j', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ӏ': 'l', 'ɡ': 'g',
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T',
+	'У': 'Y', 'Х': 'X', 'Ѕ': 'S', 'І': 'I', 'Ј': 'J', 'Ԁ': 'D', 'Ԛ': 'Q', 'Ԝ': 'W', 'Ӏ': 'I',
+	// Greek
+	'α': 'a', 'ο': 'o', 'ν': 'v', 'ι': 'i', 'κ': 'k', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x',
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O',
+	'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	// Latin look-alikes NFKC keeps
+	'ı': 'i', 'ȷ': 'j', 'ℓ': 'l',
+}

@@ -1,0 +1,231 @@
+package contentfilter
+
+import (
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// A custom pattern's prefilter: strings one of which every match of the
+// pattern contains, lowercased (ASCII), so that a text whose lowercased
+// copy contains none of them cannot match and the regular expression,
+// which runs at tens of MB/s, is not run on it; strings.Contains runs at
+// GB/s. A pattern without such strings (\b[A-Z]{2}[0-9]{6}\b) always
+// runs.
+//
+// Case: a literal under (?i) is looked for in the lowercased text; the
+// only non-ASCII letters Go's case folding equates with ASCII ones (the
+// Kelvin sign, the long s) are NFKC-folded to them in the text's folded
+// copy, which is matched too. A folded literal that is not ASCII gives
+// no prefilter.
+
+// Bounds of the literal sets: more alternatives, or shorter strings, are
+// not worth looking for.
+const (
+	maxLiteralSet = 16
+	maxLiteralLen = 64
+	minLiteralLen = 3
+)
+
+// litInfo is what a node tells about its matches: exact, the strings it
+// matches (nil: unknown, or too many); must, strings one of which each of
+// its matches contains (nil: nothing known).
+type litInfo struct {
+	exact []string
+	must  []string
+}
+
+// required is the prefilter of pattern p (nil: none).
+func required(p string) []string {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	need := best(literals(re.Simplify()))
+	if need == nil || minLen(need) < minLiteralLen {
+		return nil
+	}
+	return need
+}
+
+// best is the most useful strings a node's info gives: its exact
+// strings when none is empty, else its must.
+func best(in litInfo) []string {
+	if in.exact != nil && minLen(in.exact) > 0 {
+		return in.exact
+	}
+	return in.must
+}
+
+func minLen(set []string) int {
+	m := -1
+	for _, s := range set {
+		if m < 0 || len(s) < m {
+			m = len(s)
+		}
+	}
+	return max(m, 0)
+}
+
+// better picks the set more likely to rule a text out: the one whose
+// shortest string is longer.
+func better(a, b []string) []string {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case minLen(b) > minLen(a):
+		return b
+	}
+	return a
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func dedup(set []string) []string {
+	slices.Sort(set)
+	return slices.Compact(set)
+}
+
+// product is every a+b, or nil when the set would be too large or its
+// strings too long.
+func product(as, bs []string) []string {
+	if len(as)*len(bs) > maxLiteralSet {
+		return nil
+	}
+	out := make([]string, 0, len(as)*len(bs))
+	for _, a := range as {
+		for _, b := range bs {
+			if len(a)+len(b) > maxLiteralLen {
+				return nil
+			}
+			out = append(out, a+b)
+		}
+	}
+	return dedup(out)
+}
+
+func literals(re *syntax.Regexp) litInfo {
+	switch re.Op {
+	case syntax.OpLiteral:
+		s := string(re.Rune)
+		if re.Flags&syntax.FoldCase != 0 && !isASCII(s) {
+			return litInfo{}
+		}
+		if len(s) > maxLiteralLen {
+			return litInfo{must: []string{lowerASCII(s[:maxLiteralLen])}}
+		}
+		return litInfo{exact: []string{lowerASCII(s)}}
+	case syntax.OpCharClass:
+		var set []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			if hi >= utf8.RuneSelf || int(hi-lo)+1+len(set) > 4 {
+				return litInfo{}
+			}
+			for r := lo; r <= hi; r++ {
+				set = append(set, lowerASCII(string(r)))
+			}
+		}
+		if len(set) == 0 {
+			return litInfo{}
+		}
+		return litInfo{exact: dedup(set)}
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return litInfo{exact: []string{""}}
+	case syntax.OpCapture:
+		return literals(re.Sub[0])
+	case syntax.OpPlus:
+		return litInfo{must: best(literals(re.Sub[0]))}
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return litInfo{must: best(literals(re.Sub[0]))}
+		}
+		return litInfo{}
+	case syntax.OpConcat:
+		cur := []string{""}
+		var must []string
+		all := true
+		for _, sub := range re.Sub {
+			in := literals(sub)
+			if in.exact != nil {
+				if p := product(cur, in.exact); p != nil {
+					cur = p
+					continue
+				}
+				all = false
+				must = better(must, nonEmpty(cur))
+				cur = in.exact
+				continue
+			}
+			all = false
+			must = better(must, nonEmpty(cur))
+			must = better(must, in.must)
+			cur = []string{""}
+		}
+		if all {
+			return litInfo{exact: cur}
+		}
+		return litInfo{must: better(must, nonEmpty(cur))}
+	case syntax.OpAlternate:
+		var exact, must []string
+		exactOK, mustOK := true, true
+		for _, sub := range re.Sub {
+			in := literals(sub)
+			if in.exact == nil {
+				exactOK = false
+			} else {
+				exact = append(exact, in.exact...)
+			}
+			if b := best(in); b != nil && minLen(b) > 0 {
+				must = append(must, b...)
+			} else {
+				mustOK = false
+			}
+		}
+		var out litInfo
+		if exactOK && len(exact) <= maxLiteralSet {
+			out.exact = dedup(exact)
+		}
+		if mustOK && len(must) <= maxLiteralSet {
+			out.must = dedup(must)
+		}
+		return out
+	}
+	// Any character, stars and questions: nothing known.
+	return litInfo{}
+}
+
+// nonEmpty is set unless one of its strings is empty (which every text
+// contains).
+func nonEmpty(set []string) []string {
+	if minLen(set) == 0 {
+		return nil
+	}
+	return set
+}
+
+// mayMatch reports whether a text whose ASCII-lowercased copy is lower
+// contains one of need (nil need: any text may match).
+func mayMatch(need []string, lower string) bool {
+	if need == nil {
+		return true
+	}
+	for _, s := range need {
+		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return false
+}
