@@ -201,7 +201,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		} else {
 			mw = newMeterWriter(w, route.Kind)
 		}
-		mw.genID = st.genID
+		mw.genID, mw.route = st.genID, route
 		if route.Kind == dialect.Chat {
 			mw.rewriteIdentity(st.genID, route)
 		}
@@ -569,10 +569,15 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 		if body := mw.Body.Bytes(); len(body) > 0 {
 			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
 			if m != "" {
-				f.message = m
+				f.message = route.redact(m)
 			}
 			f.code = code
-			f.raw = truncate(string(body), 2000)
+			if s, ok := code.(string); ok {
+				f.code = route.redact(s)
+			}
+			// Cut, then redacted: a run of a secret cut short is still
+			// one.
+			f.raw = route.redact(truncate(string(body), 2000))
 		}
 		if f.code == nil {
 			f.code = mw.Status

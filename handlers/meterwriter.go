@@ -38,6 +38,9 @@ type meterWriter struct {
 	sse.Writer
 	kind  dialect.Kind
 	genID string // sent as X-Generation-Id with answers that are charged
+	// route is the request's, on this writer's attempt: its secrets are
+	// removed from the provider's error events (redact).
+	route *Route
 
 	tail [][]byte // stream mode: held events, in order
 
@@ -188,6 +191,9 @@ var (
 
 // Event implements sse.Hooks: read what the event says, then pass or hold it.
 func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
+	if mw.route != nil && mayCarryProviderError(ev) {
+		ev = mw.route.redactBytes(ev)
+	}
 	hold := len(mw.tail) > 0 // keep order once holding started
 	data := sse.Data(ev)
 	switch {

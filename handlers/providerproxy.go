@@ -237,6 +237,9 @@ func withProviderKey(req *http.Request) *http.Request {
 	}
 	if s, ok := rt.dialect.(dialect.Signer); ok {
 		_ = s.Sign(out, rt.sent, rt.key) // unsigned, the provider's 403 is the answer
+		if v := out.Header["Authorization"]; len(v) > 0 {
+			rt.signature = signatureOf(v[0])
+		}
 	} else if name, value, ok := rt.Provider.KeyEntry(rt.dialect, rt.key); ok {
 		out.Header[name] = value // made once for the operator's key; only read
 	} else {
