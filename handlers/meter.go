@@ -509,6 +509,7 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 	if cw != nil {
 		cw.Finish(err)
 		mw.produced = max(mw.produced, cw.Produced)
+		mw.takeProviderUsage(cw.ProviderUsage())
 	}
 	return err
 }

@@ -257,6 +257,18 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	return ev, nil
 }
 
+// takeProviderUsage makes u, the chat usage a translation between the
+// provider and the client read, the attempt's reported usage when the
+// answer the client got carried none: the translated answer carries it
+// only at its end, which a stream cut short never reaches.
+func (mw *meterWriter) takeProviderUsage(u gjson.Result) {
+	if mw.usage.ok || !u.IsObject() {
+		return
+	}
+	mw.usage = usageOf(u, false)
+	mw.usageRaw = u.Raw
+}
+
 // rewriteIdentity makes the writer rewrite a chat answer's identity to
 // the generation's (identity.go).
 func (mw *meterWriter) rewriteIdentity(genID string, route *Route) {
