@@ -22,6 +22,7 @@ const (
 	echoAzureKey     = "az0a9b8c7d6e5f4a3bKq2Wj4Eh6Rg8Tf0Yd"
 	echoBedrockKey   = "AKIAQ7W3E9R2T5Y8U1I4:Zr8Xq2Vn5Bm7/Lk9+Jh3Gf6Ds1Ap4Ow0Ie"
 	echoBYOKKey      = "sk-Bb1122334455667788aaNm3Kl5Po7Iu9"
+	echoEndpointKey  = "pe-Hg7Fd5Sa3Lk1Jh9Gf7Ds5Az3Xc1Vb8Nm"
 )
 
 // keyEchoProvider is a provider that answers every call with the
@@ -58,6 +59,12 @@ func newKeyEchoProvider(t *testing.T) *keyEchoProvider {
 		msg := fmt.Sprintf("Incorrect API key provided: Bearer %s. You can find your API key at https://example.com; yours begins %s (header %s)",
 			cred, cut, r.Header.Get("Authorization"))
 		m, _ := json.Marshal(msg)
+		if strings.Contains(string(body), `"probe-ok"`) && strings.Contains(string(body), `"content":"ping"`) {
+			// A private endpoint's validation probe, answered.
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"chatcmpl-p","object":"chat.completion","created":1,"model":"probe-ok","choices":[{"index":0,"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+			return
+		}
 		stream := strings.Contains(string(body), `"stream":true`) || strings.Contains(r.URL.Path, "stream")
 		if stream && !strings.Contains(r.URL.Path, "converse") {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -118,11 +125,30 @@ func TestProviderErrorsCarryNoSecret(t *testing.T) {
 	byok := c.newTenant("organization", "10")
 	byokKey, _ := c.newKey(byok.MgmtKey, `{"name":"echo byok"}`)
 	c.api("POST", "/byok", byok.MgmtKey, `{"provider":"secopenai","key":"`+echoBYOKKey+`"}`).expect(t, 201)
-	secrets := []string{echoOpenAIKey, echoAnthropicKey, echoGeminiKey, echoAzureKey, echoBedrockKey, echoBYOKKey}
+	secrets := []string{echoOpenAIKey, echoAnthropicKey, echoGeminiKey, echoAzureKey, echoBedrockKey, echoBYOKKey, echoEndpointKey}
+	// A customer's own deployment: its validation's error, when the
+	// endpoint refuses the key, carries none of it either.
+	for _, upstream := range []string{"probe-refused", "probe-ok"} {
+		pe := c.api("POST", "/private-endpoints", org.MgmtKey, `{"name":"`+upstream+`","model":"acme/`+upstream+`","base_url":"`+base+`/v1",
+			"upstream_model":"`+upstream+`","api_key":"`+echoEndpointKey+`"}`).expect(t, 201).JSON.Get("data.id").Str
+		v := c.api("POST", "/private-endpoints/"+pe+"/validate", org.MgmtKey, nil)
+		if upstream == "probe-ok" {
+			v.expect(t, 200)
+			c.api("POST", "/private-endpoints/"+pe+"/activate", org.MgmtKey, nil).expect(t, 200)
+			continue
+		}
+		// Answered 200 with the failed validation recorded on the endpoint.
+		if v.Status != 200 || !strings.Contains(v.JSON.Get("data.last_validation.error").Str, "answered 401") {
+			t.Fatalf("validating an endpoint that refuses its key: %d %s", v.Status, v.Body)
+		}
+		if run := secretRuns(string(v.Body), secrets); run != "" {
+			t.Errorf("the validation error carries %q of the endpoint's key: %s", run, v.Body)
+		}
+	}
 
 	type call struct{ path, body string }
 	var calls []call
-	for _, m := range []string{"echo/openai", "echo/chatonly", "echo/anthropic", "echo/gemini", "echo/azure", "echo/bedrock"} {
+	for _, m := range []string{"echo/openai", "echo/chatonly", "echo/anthropic", "echo/gemini", "echo/azure", "echo/bedrock", "acme/probe-ok"} {
 		for _, stream := range []bool{false, true} {
 			calls = append(calls,
 				call{"/chat/completions", fmt.Sprintf(`{"model":%q,"stream":%t,"max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`, m, stream)},
