@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -570,7 +571,8 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 		if body := mw.Body.Bytes(); len(body) > 0 {
 			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
 			if m != "" {
-				f.message = route.redact(m)
+				// Bounded as raw is: the redaction's cost grows with it.
+				f.message = route.redact(truncateText(m, 2000))
 			}
 			f.code = code
 			if s, ok := code.(string); ok {
@@ -627,6 +629,17 @@ func upstreamError(failed []failure) *apierror.Error {
 	}
 	e.Header = http.Header{"Retry-After": {strconv.Itoa(int(hint.Seconds()))}}
 	return e
+}
+
+// truncateText is truncate, cut at a character's start.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func truncate(s string, n int) string {
