@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -111,6 +112,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //				region          global|europe|us
 //				quantization    <int4|int8|fp4|mxfp4|nvfp4|fp6|fp8|mxfp8|fp16|bf16|fp32|unknown>
 //				supported_parameters <parameter>...
+//				dial_timeout            <duration>
+//				response_header_timeout <duration>
+//				first_byte_timeout      <duration>
 //				pricing {
 //					prompt     <credits per token>
 //					completion <credits per token>
@@ -262,6 +266,7 @@ var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "g
 // providerOptions are a model's provider's options, for suggestions.
 var providerOptions = []string{"search_family", "model", "api_key", "style", "api", "max_tokens_field", "zdr",
 	"data_collection", "publication", "region", "quantization", "supported_parameters", "system_messages", "pricing",
+	"dial_timeout", "response_header_timeout", "first_byte_timeout",
 	"deployment", "api_version", "auth", "aws_region"} // the last: dialects' own (dialect.Settings)
 
 // parseModeration parses the moderation block.
@@ -447,6 +452,15 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					if err := parsePricing(d, p.Pricing); err != nil {
 						return m, err
 					}
+					continue
+				case "dial_timeout", "response_header_timeout", "first_byte_timeout":
+					dst := map[string]*caddy.Duration{"dial_timeout": &p.DialTimeout, "response_header_timeout": &p.ResponseHeaderTimeout,
+						"first_byte_timeout": &p.FirstByteTimeout}[d.Val()]
+					dur, err := durationArg(d)
+					if err != nil {
+						return m, err
+					}
+					*dst = dur
 					continue
 				default:
 					// A dialect's own option; its style checks it.

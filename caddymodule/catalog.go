@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
@@ -21,6 +22,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
+	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -140,6 +142,15 @@ type ProviderConfig struct {
 	// Pricing is the provider's own price for the model when it differs
 	// from the model's; requests it serves are charged at it.
 	Pricing *PricingConfig `json:"pricing,omitempty"`
+
+	// DialTimeout, ResponseHeaderTimeout and FirstByteTimeout override
+	// the gateway's upstream timeouts for this provider (a slow
+	// self-hosted model, a provider that thinks long before it answers):
+	// opening a connection (at most 1m), the headers of an answer that
+	// is not a stream, and the first byte of a stream.
+	DialTimeout           caddy.Duration `json:"dial_timeout,omitempty"`
+	ResponseHeaderTimeout caddy.Duration `json:"response_header_timeout,omitempty"`
+	FirstByteTimeout      caddy.Duration `json:"first_byte_timeout,omitempty"`
 }
 
 // provider copies the config into the catalog's form, which Provision
@@ -157,10 +168,22 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 			return nil, fmt.Errorf("provider %q: supported_parameters: unknown parameter %q", pc.Name, param)
 		}
 	}
+	for _, t := range []struct {
+		name string
+		d    caddy.Duration
+	}{{"dial_timeout", pc.DialTimeout}, {"response_header_timeout", pc.ResponseHeaderTimeout}, {"first_byte_timeout", pc.FirstByteTimeout}} {
+		if t.d < 0 {
+			return nil, fmt.Errorf("provider %q: %s: must be positive, got %s", pc.Name, t.name, time.Duration(t.d))
+		}
+	}
+	if time.Duration(pc.DialTimeout) > handlers.MaxDialTimeout {
+		return nil, fmt.Errorf("provider %q: dial_timeout: at most %s, got %s", pc.Name, handlers.MaxDialTimeout, time.Duration(pc.DialTimeout))
+	}
 	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
 		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
 		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages,
-		Settings: pc.Settings}
+		Settings: pc.Settings, Timeouts: catalog.Timeouts{Dial: time.Duration(pc.DialTimeout),
+			ResponseHeader: time.Duration(pc.ResponseHeaderTimeout), FirstByte: time.Duration(pc.FirstByteTimeout)}}
 	if pc.Pricing != nil {
 		pricing, err := pc.Pricing.pricing()
 		if err != nil {

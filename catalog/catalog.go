@@ -5,6 +5,7 @@ package catalog
 import (
 	"encoding/json"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
@@ -59,6 +60,9 @@ type Provider struct {
 	// SystemMessages: dialect.SystemPass (or empty) or dialect.SystemFold, for an
 	// Anthropic-style provider.
 	SystemMessages string `json:"system_messages,omitempty"`
+	// Timeouts bound the waits for the provider; a zero one is the
+	// gateway's default.
+	Timeouts Timeouts `json:"timeouts,omitzero"`
 	// Pricing is what the provider charges for the model when it differs
 	// from the model's pricing; nil: the model's. Model.For gives the
 	// model as this provider prices it.
@@ -280,4 +284,20 @@ func (c *Catalog) Models() []*Model {
 		return nil
 	}
 	return c.models
+}
+
+// Timeouts bound how long the gateway waits for a provider, so that a
+// provider that hangs holds neither the client nor its credit hold: past
+// any of them the attempt fails as timed out (the next provider is tried,
+// or the client gets a 408), and nothing is charged.
+type Timeouts struct {
+	// Dial bounds opening a connection to the provider.
+	Dial time.Duration `json:"dial,omitempty"`
+	// ResponseHeader bounds the wait, once the request is sent, for the
+	// answer's headers: for an answer that is not a stream, the whole
+	// answer, which providers send at once.
+	ResponseHeader time.Duration `json:"response_header,omitempty"`
+	// FirstByte bounds the wait, once the request is sent, for the first
+	// byte of a streamed answer (its headers included).
+	FirstByte time.Duration `json:"first_byte,omitempty"`
 }

@@ -79,8 +79,10 @@ const (
 	anomalyPromptInvalid     = "prompt_invalid"     // missing, negative or not a number
 	anomalyPromptAbove       = "prompt_above_bound" // above admission's prompt bound
 	anomalyCompletionInvalid = "completion_invalid"
-	anomalyCompletionAbove   = "completion_above_limit" // above the output limit sent
-	anomalyCacheInvalid      = "cache_invalid"          // negative, or more cached than prompt tokens
+	anomalyCompletionAbove   = "completion_above_limit"   // above the output limit sent
+	anomalyCacheInvalid      = "cache_invalid"            // negative, or more cached than prompt tokens
+	anomalyPromptBelow       = "prompt_below_visible"     // below the prompt the provider was visibly sent
+	anomalyCompletionBelow   = "completion_below_visible" // below the output the provider visibly produced
 )
 
 // defendUsage is the usage the provider reported, within what the gateway
@@ -92,7 +94,16 @@ const (
 //     tokenizer's count of the body) is lowered to that bound;
 //   - a completion above the output limit the provider was sent (times n
 //     choices) is lowered to that limit;
+//   - a count below what was visibly sent or produced (no prompt tokens
+//     for a request, which always has one; no completion tokens for an
+//     answer with output) is raised to the gateway's estimate, so that a
+//     provider's report cannot make an answer free;
 //   - cached tokens are at least 0 and at most the prompt.
+//
+// Only a count of zero is provably below what was visible: the output's
+// bytes bound no tokenizer's count from below once it holds audio or
+// images, and a prompt's bytes hold images a provider counts in few
+// tokens.
 //
 // Each correction is a provider anomaly: counted
 // (tollgate_provider_usage_anomalies_total) and logged as a warning with
@@ -116,6 +127,18 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 	} else if bound, ok := route.promptBoundFor(st.plan); ok && u.PromptTokens > bound {
 		u.PromptTokens = bound
 		report(anomalyPromptAbove, seen.prompt, bound)
+	} else if u.PromptTokens < 1 {
+		u.PromptTokens = max(route.promptEstimate(), 1)
+		report(anomalyPromptBelow, seen.prompt, u.PromptTokens)
+	}
+	if !seen.completionBad && u.CompletionTokens < 1 {
+		if mw.answerHeld() {
+			mw.delivered = mw.heldOutput()
+		}
+		if est, _ := mw.estimateUsage(route, true); max(mw.delivered, mw.produced) > 0 {
+			u.CompletionTokens = max(est.CompletionTokens, 1)
+			report(anomalyCompletionBelow, seen.completion, u.CompletionTokens)
+		}
 	}
 	if seen.completionBad {
 		if mw.answerHeld() {

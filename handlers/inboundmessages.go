@@ -91,6 +91,7 @@ func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rou
 	}
 	cw.Finish(err)
 	mw.produced = cw.Produced
+	mw.takeProviderUsage(cw.ProviderUsage())
 	if aw != nil {
 		mw.produced = max(mw.produced, aw.OutputProduced())
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -201,7 +202,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		} else {
 			mw = newMeterWriter(w, route.Kind)
 		}
-		mw.genID = st.genID
+		mw.genID, mw.route = st.genID, route
 		if route.Kind == dialect.Chat {
 			mw.rewriteIdentity(st.genID, route)
 		}
@@ -509,6 +510,7 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 	if cw != nil {
 		cw.Finish(err)
 		mw.produced = max(mw.produced, cw.Produced)
+		mw.takeProviderUsage(cw.ProviderUsage())
 	}
 	return err
 }
@@ -569,10 +571,16 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 		if body := mw.Body.Bytes(); len(body) > 0 {
 			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
 			if m != "" {
-				f.message = m
+				// Bounded as raw is: the redaction's cost grows with it.
+				f.message = route.redact(truncateText(m, 2000))
 			}
 			f.code = code
-			f.raw = truncate(string(body), 2000)
+			if s, ok := code.(string); ok {
+				f.code = route.redact(s)
+			}
+			// Cut, then redacted: a run of a secret cut short is still
+			// one.
+			f.raw = route.redact(truncate(string(body), 2000))
 		}
 		if f.code == nil {
 			f.code = mw.Status
@@ -621,6 +629,17 @@ func upstreamError(failed []failure) *apierror.Error {
 	}
 	e.Header = http.Header{"Retry-After": {strconv.Itoa(int(hint.Seconds()))}}
 	return e
+}
+
+// truncateText is truncate, cut at a character's start.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func truncate(s string, n int) string {

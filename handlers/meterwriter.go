@@ -38,6 +38,9 @@ type meterWriter struct {
 	sse.Writer
 	kind  dialect.Kind
 	genID string // sent as X-Generation-Id with answers that are charged
+	// route is the request's, on this writer's attempt: its secrets are
+	// removed from the provider's error events (redact).
+	route *Route
 
 	tail [][]byte // stream mode: held events, in order
 
@@ -188,6 +191,9 @@ var (
 
 // Event implements sse.Hooks: read what the event says, then pass or hold it.
 func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
+	if mw.route != nil && mayCarryProviderError(ev) {
+		ev = mw.route.redactBytes(ev)
+	}
 	hold := len(mw.tail) > 0 // keep order once holding started
 	data := sse.Data(ev)
 	switch {
@@ -249,6 +255,18 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return ev, nil
+}
+
+// takeProviderUsage makes u, the chat usage a translation between the
+// provider and the client read, the attempt's reported usage when the
+// answer the client got carried none: the translated answer carries it
+// only at its end, which a stream cut short never reaches.
+func (mw *meterWriter) takeProviderUsage(u gjson.Result) {
+	if mw.usage.ok || !u.IsObject() {
+		return
+	}
+	mw.usage = usageOf(u, false)
+	mw.usageRaw = u.Raw
 }
 
 // rewriteIdentity makes the writer rewrite a chat answer's identity to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -114,6 +115,11 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 			*proxy.raw = caddyconfig.JSONModuleObject(rp, "handler", "reverse_proxy", nil)
 		}
 		idleSet := gjson.GetBytes(*proxy.raw, "transport.keep_alive.max_idle_conns_per_host").Exists()
+		raw, dial, err := widenDial(*proxy.raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", proxy.name, err)
+		}
+		*proxy.raw = raw
 		mod, err := ctx.LoadModule(t, proxy.field)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", proxy.name, err)
@@ -122,8 +128,11 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: must be the reverse_proxy handler, got %T", proxy.name, mod)
 		}
-		if err := addProviderKeys(rp); err != nil {
+		if err := addProviderKeys(rp, dial); err != nil {
 			return nil, fmt.Errorf("%s: %v", proxy.name, err)
+		}
+		if fb := time.Duration(t.FirstByteTimeout); fb > 0 {
+			rp.Transport.(keyTransport).limits.firstByte = fb
 		}
 		if !idleSet {
 			keepProviderConns(rp)
@@ -169,17 +178,18 @@ func keepProviderConns(rp *reverseproxy.Handler) {
 }
 
 // addProviderKeys makes a provisioned reverse_proxy send each attempt with
-// its provider key (keyTransport), and drops the rewrite to the
+// its provider key and within its provider's timeouts (keyTransport; dial
+// is the proxy's default dial timeout), and drops the rewrite to the
 // attempt's URI that ConfigureProviderProxy configures: the meter points
 // each attempt's request at that URI itself (Route.withUpstreamURI). A
 // rewrite with other settings stays, and rewrites the URI again to the
 // same.
-func addProviderKeys(rp *reverseproxy.Handler) error {
+func addProviderKeys(rp *reverseproxy.Handler, dial time.Duration) error {
 	ht, ok := rp.Transport.(*reverseproxy.HTTPTransport)
 	if !ok {
 		return fmt.Errorf("providers are reached over HTTP; transport %T is not supported", rp.Transport)
 	}
-	rp.Transport = keyTransport{ht}
+	rp.Transport = keyTransport{ht, upstreamLimits(ht, dial)}
 	if onlyUpstreamURI(rp.Rewrite) {
 		rp.Rewrite = nil
 	}
@@ -201,11 +211,20 @@ func onlyUpstreamURI(rw *rewrite.Rewrite) bool {
 // Authorization but not x-api-key, and nothing with log_credentials. The
 // key is never on that request, so no log line of any level can hold it.
 // Its other interfaces (TLS, PROXY protocol, ...) are HTTPTransport's.
-type keyTransport struct{ *reverseproxy.HTTPTransport }
+// It bounds each attempt's waits by its provider's timeouts (limits).
+type keyTransport struct {
+	*reverseproxy.HTTPTransport
+	limits *upstreamTimeouts
+}
 
-// RoundTrip sends req with its provider key.
+// RoundTrip sends req with its provider key, within its timeouts.
 func (t keyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.HTTPTransport.RoundTrip(withProviderKey(req))
+	out := withProviderKey(req)
+	rt, _ := req.Context().Value(routeKey{}).(*Route)
+	if rt == nil || t.limits == nil {
+		return t.HTTPTransport.RoundTrip(out)
+	}
+	return t.roundTripTimed(out, rt.Provider, rt.Stream)
 }
 
 // routeKey is the request context's key of the request's Route, which
@@ -237,6 +256,9 @@ func withProviderKey(req *http.Request) *http.Request {
 	}
 	if s, ok := rt.dialect.(dialect.Signer); ok {
 		_ = s.Sign(out, rt.sent, rt.key) // unsigned, the provider's 403 is the answer
+		if v := out.Header["Authorization"]; len(v) > 0 {
+			rt.signature = signatureOf(v[0])
+		}
 	} else if name, value, ok := rt.Provider.KeyEntry(rt.dialect, rt.key); ok {
 		out.Header[name] = value // made once for the operator's key; only read
 	} else {

@@ -110,7 +110,7 @@ func benchProxyChain(b *testing.B) (caddyhttp.Handler, string) {
 		b.Fatal(err)
 	}
 	newBenchProxy(b, rp)
-	if err := addProviderKeys(rp); err != nil {
+	if err := addProviderKeys(rp, DefaultDialTimeout); err != nil {
 		b.Fatal(err)
 	}
 	h := withVars(s.chain(caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {

@@ -116,6 +116,10 @@ type Route struct {
 	// request, which reverse_proxy logs: the provider proxies' transport
 	// adds it to the copy it sends (keyTransport).
 	key string
+	// signature is the signature the current attempt's signed request
+	// carried (dialect.Signer), removed like key from provider text
+	// (redact).
+	signature string
 	// upstream is the URL an attempt's request carries while the provider
 	// proxy handles it (withUpstreamURI).
 	upstream url.URL
@@ -340,7 +344,7 @@ func (rt *Route) prepare(i int) error {
 	if err != nil {
 		return err
 	}
-	rt.key = a.Key
+	rt.key, rt.signature = a.Key, ""
 	h := rt.header
 	if h == nil {
 		h = make(http.Header, 4)

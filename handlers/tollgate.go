@@ -70,6 +70,10 @@ type Tollgate struct {
 	// WebFetchPrice is the price of one fetch of the web-fetch plugin, in
 	// credits (webfetchmw.go). Default DefaultWebFetchPrice.
 	WebFetchPrice string `json:"web_fetch_price,omitempty"`
+	// FirstByteTimeout bounds the wait for a streamed answer's first byte,
+	// for providers that set no first_byte_timeout of their own. Default
+	// DefaultFirstByteTimeout.
+	FirstByteTimeout caddy.Duration `json:"first_byte_timeout,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.

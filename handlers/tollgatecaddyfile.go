@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -20,6 +21,7 @@ import (
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
 //		web_fetch_price    <credits>
+//		first_byte_timeout <duration>
 //	}
 //
 // The tollgate directive (package caddymodule) reads the same options with
@@ -44,7 +46,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "web_fetch_price"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "web_fetch_price", "first_byte_timeout"}
 
 // SetOption sets the option name from its arguments; known is false when
 // name is not an option of the handler.
@@ -76,6 +78,15 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		}
 		t.WebFetchPrice = args[0]
 		_, err = t.webFetchPrice()
+	case "first_byte_timeout":
+		var d time.Duration
+		if len(args) == 1 {
+			d, err = caddy.ParseDuration(args[0])
+		}
+		if len(args) != 1 || err != nil || d <= 0 {
+			return true, fmt.Errorf("%s: expected a positive duration", name)
+		}
+		t.FirstByteTimeout = caddy.Duration(d)
 	case "upstream_base_path":
 		// Only requests routed by model reach a provider, each under its
 		// own base_url: the option had nothing left to set.

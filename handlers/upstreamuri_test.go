@@ -80,7 +80,7 @@ func TestProviderProxyDropsItsRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp.Transport = new(reverseproxy.HTTPTransport)
-	if err := addProviderKeys(rp); err != nil {
+	if err := addProviderKeys(rp, DefaultDialTimeout); err != nil {
 		t.Fatal(err)
 	}
 	if rp.Rewrite != nil {
@@ -88,7 +88,7 @@ func TestProviderProxyDropsItsRewrite(t *testing.T) {
 	}
 	rp = &reverseproxy.Handler{Transport: new(reverseproxy.HTTPTransport),
 		Rewrite: &rewrite.Rewrite{URI: upstreamURI, StripPathPrefix: "/x"}}
-	if err := addProviderKeys(rp); err != nil || rp.Rewrite == nil {
+	if err := addProviderKeys(rp, DefaultDialTimeout); err != nil || rp.Rewrite == nil {
 		t.Fatalf("an operator's rewrite was dropped (%v)", err)
 	}
 }

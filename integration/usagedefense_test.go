@@ -3,7 +3,8 @@ package integration
 // A provider's usage report the gateway cannot defend: counts above the
 // bounds it sent, negative, or not numbers. The charge stays within the
 // gateway's own bounds, so that no cap is exceeded because of a report,
-// and each correction is counted as a provider anomaly.
+// a report of nothing for an answer does not make it free, and each
+// correction is counted as a provider anomaly.
 
 import (
 	"fmt"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestUsageReportsAreBounded(t *testing.T) {
-	models := []string{"mock-usage-over", "mock-usage-negative", "mock-usage-nonnumeric"}
+	models := []string{"mock-usage-over", "mock-usage-negative", "mock-usage-nonnumeric", "mock-usage-zero"}
 	startInProcessWith(t, withMockModels(t, models...))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "100")
@@ -68,6 +69,11 @@ func TestUsageReportsAreBounded(t *testing.T) {
 						// The prompt bound admission held, the output limit sent.
 						wantPrompt, wantCompletion = promptBound(body), maxTokens
 						anomalies = []string{"prompt_above_bound", "completion_above_limit"}
+					case "mock-usage-zero":
+						// Below what was visibly sent and produced: not free,
+						// but charged the estimates.
+						wantPrompt, wantCompletion = promptEstimate(body), textEstimate(len(text))
+						anomalies = []string{"prompt_below_visible", "completion_below_visible"}
 					default:
 						// Replaced by the estimates of an answer without usage.
 						wantPrompt, wantCompletion = promptEstimate(body), textEstimate(len(text))

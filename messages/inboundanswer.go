@@ -65,6 +65,12 @@ type textBlock struct {
 // toolBlock is one tool_use block being streamed.
 type toolBlock struct{ index int }
 
+// ProviderUsage is the last usage object the provider's chat answer
+// reported (not an object: none), whether or not the answer got as far
+// as carrying it to the client: a stream cut after the provider's usage
+// chunk is charged by it.
+func (cw *ChatToMessages) ProviderUsage() gjson.Result { return cw.usage }
+
 // NewChatToMessages translates the chat answer written to it into the
 // Messages answer with the given id (the generation id), model (the
 // catalog model id) and provider, written to w. A held JSON answer is

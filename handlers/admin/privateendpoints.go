@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/internal/redact"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -493,7 +494,8 @@ func probeEndpoint(ctx context.Context, e storage.PrivateEndpoint, key string, p
 	defer res.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		msg := gjson.GetBytes(b, "error.message").Str
+		// The endpoint's own text may echo the key it was sent.
+		msg := redact.Secrets(gjson.GetBytes(b, "error.message").Str, key)
 		if msg == "" {
 			return fmt.Errorf("the endpoint answered %d", res.StatusCode)
 		}

@@ -73,6 +73,12 @@ type streamCall struct {
 	args             strings.Builder
 }
 
+// ProviderUsage is the last usage object the provider's chat answer
+// reported (not an object: none), whether or not the answer got as far
+// as carrying it to the client: a stream cut after the provider's usage
+// chunk is charged by it.
+func (cw *ChatToResponses) ProviderUsage() gjson.Result { return cw.usage }
+
 // NewChatToResponses translates the chat answer written to it into the
 // Responses answer with the given id, written to w; echo holds the
 // request's fields the answer repeats (nil: their defaults), model the

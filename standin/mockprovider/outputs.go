@@ -42,6 +42,7 @@ import (
 //	                       tokens
 //	usage-negative         usage reports -3 prompt and -7 completion tokens
 //	usage-nonnumeric       usage reports both counts as strings
+//	usage-zero             usage reports 0 prompt and 0 completion tokens
 //	empty                  200 with no output and no usage: chat
 //	                       "choices": [], Responses "output": [] with
 //	                       "usage": null; streamed, the same events with no
@@ -64,7 +65,7 @@ type mockShape struct {
 	stall   bool
 	stallAt int // the output chunks sent before a stall
 	brk     bool
-	usage   string // "", "over", "negative", "nonnumeric"
+	usage   string // "", "over", "negative", "nonnumeric", "zero"
 	empty   string // "", "empty", "object"
 }
 
@@ -78,7 +79,7 @@ func shapeOf(model string) (s mockShape, ok bool) {
 			break
 		}
 	}
-	for _, u := range []string{"over", "negative", "nonnumeric"} {
+	for _, u := range []string{"over", "negative", "nonnumeric", "zero"} {
 		if strings.Contains(model, "usage-"+u) {
 			s.usage, ok = u, true
 		}
@@ -137,6 +138,8 @@ func (s mockShape) usageCounts(prompt, completion int) (p, c any) {
 		return 1_000_000, 1_000_000
 	case "negative":
 		return -3, -7
+	case "zero":
+		return 0, 0
 	case "nonnumeric":
 		return "lots", "many"
 	}

@@ -1,0 +1,23 @@
+package handlers
+
+import "testing"
+
+func TestSignatureOf(t *testing.T) {
+	if got := signatureOf("AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=00ff"); got != "00ff" {
+		t.Errorf("signatureOf: %q", got)
+	}
+	if got := signatureOf("Bearer sk-1"); got != "" {
+		t.Errorf("signatureOf a bearer token: %q", got)
+	}
+}
+
+// A provider's error message is bounded before its secrets are removed,
+// and cut between characters.
+func TestTruncateText(t *testing.T) {
+	if got := truncateText("ééé", 3); got != "é" {
+		t.Errorf("truncateText = %q", got)
+	}
+	if got := truncateText("abc", 3); got != "abc" {
+		t.Errorf("truncateText = %q", got)
+	}
+}
