@@ -161,7 +161,7 @@ func refFromChat(chat []byte) ([]byte, error) {
 		case "max_tokens", "max_completion_tokens":
 			ic.MaxTokens = max(ic.MaxTokens, v.Int())
 		case "temperature":
-			f := v.Float()
+			f := min(v.Float(), 1)
 			ic.Temperature = &f
 		case "top_p":
 			f := v.Float()
@@ -236,7 +236,7 @@ func refMessagesOf(msgs gjson.Result) ([]block, []message, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			system = append(system, b...)
+			system = append(system, nonBlank(b)...)
 		case "user":
 			b, err := textBlocks(m.Get("content"), path, true)
 			if err != nil {
@@ -250,7 +250,7 @@ func refMessagesOf(msgs gjson.Result) ([]block, []message, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				blocks = b
+				blocks = nonBlank(b)
 			}
 			for j, call := range m.Get("tool_calls").Array() {
 				args := call.Get("function.arguments").Str

@@ -115,7 +115,9 @@ func fromChat(chat []byte) ([]byte, error) {
 		case "max_tokens", "max_completion_tokens":
 			ic.MaxTokens = max(ic.MaxTokens, v.Int())
 		case "temperature":
-			f := v.Float()
+			// Converse takes 0 to 1; chat's hotter values are sent as 1,
+			// as for Anthropic-style providers.
+			f := min(v.Float(), 1)
 			ic.Temperature = &f
 		case "top_p":
 			f := v.Float()
@@ -201,7 +203,7 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			system = append(system, b...)
+			system = append(system, nonBlank(b)...)
 		case "user":
 			b, err := textBlocks(mcontent, path, true)
 			if err != nil {
@@ -215,7 +217,9 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				blocks = b
+				// Converse refuses a blank text block, which chat
+				// clients send beside tool calls ("content": "").
+				blocks = nonBlank(b)
 			}
 			for j, call := range mcalls.Array() {
 				args := call.Get("function.arguments").Str
@@ -252,6 +256,18 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 		}
 	}
 	return system, out, nil
+}
+
+// nonBlank is blocks without the text blocks that are empty or only
+// white space.
+func nonBlank(blocks []block) []block {
+	out := blocks[:0]
+	for _, b := range blocks {
+		if b.Text == nil || strings.TrimSpace(*b.Text) != "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // textBlocks are a content's text (and, for user messages, base64 images).
