@@ -432,8 +432,11 @@ func (rt *Route) dialectsFor() *apierror.Error {
 // request as the gateway would send it (contract.CheckChat): too many
 // stop sequences or tools, a tool name the API does not take, ... A
 // request no provider left can take is a 400 naming the client's field,
-// before anything is held.
-func (rt *Route) contractsFor() *apierror.Error {
+// before anything is held. sub is the client's path below /api/v1.
+func (rt *Route) contractsFor(sub string) *apierror.Error {
+	if rt.Kind == dialect.Other && sub == "/embeddings" {
+		return rt.embeddingsFor()
+	}
 	// A client's API passed as it is meets the provider's: only
 	// translated requests are checked.
 	translated := func(a Attempt) bool { return !a.Provider.D().Native(rt.Kind) }
@@ -472,6 +475,25 @@ func (rt *Route) contractsFor() *apierror.Error {
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, refused)
 	if len(rt.Attempts) == 0 && first != nil {
 		return apierror.BadRequest(first.Message())
+	}
+	return nil
+}
+
+// embeddingsFor is contractsFor of an embeddings request, which reaches
+// the OpenAI-style providers (the others do not serve it) as it is: their
+// API takes at most 2048 inputs, none empty.
+func (rt *Route) embeddingsFor() *apierror.Error {
+	openAIStyle := func(a Attempt) bool { return a.Provider.D().Native(dialect.Chat) }
+	if !slices.ContainsFunc(rt.Attempts, openAIStyle) {
+		return nil
+	}
+	r := contract.CheckEmbeddings(rt.body)
+	if r == nil {
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, openAIStyle)
+	if len(rt.Attempts) == 0 {
+		return apierror.BadRequest(r.Message())
 	}
 	return nil
 }

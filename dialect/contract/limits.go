@@ -138,6 +138,38 @@ func CheckChat(style string, kind dialect.Kind, chat []byte) *Refusal {
 	return nil
 }
 
+// maxEmbeddingInputs is the most inputs one request to OpenAI's
+// embeddings API (and Azure OpenAI's) may carry.
+const maxEmbeddingInputs = 2048
+
+// CheckEmbeddings checks an embeddings request passed as it is to an
+// OpenAI-style provider, whose API takes at most 2048 inputs, none empty
+// (the public API sets no count).
+func CheckEmbeddings(body []byte) *Refusal {
+	in := gjson.GetBytes(body, "input")
+	switch {
+	case in.Type == gjson.String && in.Str == "":
+		return &Refusal{"input", "an empty input is refused by this model's provider (OpenAI-style embeddings)"}
+	case !in.IsArray():
+		return nil
+	}
+	n := 0
+	var refusal *Refusal
+	in.ForEach(func(_, v gjson.Result) bool {
+		n++
+		if v.Type == gjson.String && v.Str == "" {
+			refusal = &Refusal{"input", "an empty input is refused by this model's provider (OpenAI-style embeddings)"}
+			return false
+		}
+		return true
+	})
+	if refusal == nil && n > maxEmbeddingInputs {
+		refusal = &Refusal{"input", "at most " + strconv.Itoa(maxEmbeddingInputs) +
+			" inputs for this model's provider (OpenAI-style embeddings); " + strconv.Itoa(n) + " sent"}
+	}
+	return refusal
+}
+
 // stopField is the client's name for chat's stop.
 func stopField(kind dialect.Kind) string {
 	if kind == dialect.Messages {
