@@ -197,6 +197,10 @@ func refFromChat(chat []byte) ([]byte, error) {
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"auto":{}}`)
 		case choice.Str == "required":
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"any":{}}`)
+		case choice.Str == "none" && hasToolBlocks(out.Messages):
+			// Converse needs the tools of a conversation's toolUse and
+			// toolResult blocks, and has no "none" to go with them.
+			return nil, fieldError("tool_choice", "none is not served by Bedrock providers in a conversation with tool calls; send auto")
 		case choice.Str == "none":
 			out.ToolConfig = nil // Converse has no "none": no tools offered
 		case choice.Get("type").Str == "function":

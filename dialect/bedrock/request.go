@@ -153,6 +153,10 @@ func fromChat(chat []byte) ([]byte, error) {
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"auto":{}}`)
 		case choice.Str == "required":
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"any":{}}`)
+		case choice.Str == "none" && hasToolBlocks(out.Messages):
+			// Converse needs the tools of a conversation's toolUse and
+			// toolResult blocks, and has no "none" to go with them.
+			return nil, fieldError("tool_choice", "none is not served by Bedrock providers in a conversation with tool calls; send auto")
 		case choice.Str == "none":
 			out.ToolConfig = nil // Converse has no "none": no tools offered
 		case choice.Get("type").Str == "function":
@@ -256,6 +260,19 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 		}
 	}
 	return system, out, nil
+}
+
+// hasToolBlocks reports whether a conversation has toolUse or toolResult
+// blocks.
+func hasToolBlocks(msgs []message) bool {
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.ToolUse != nil || b.ToolResult != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nonBlank is blocks without the text blocks that are empty or only

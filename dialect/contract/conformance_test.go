@@ -152,6 +152,10 @@ func corpus() []inbound {
 			{"role":"tool","tool_call_id":"c1","content":""}],"tools":[{"type":"function","function":{"name":"f"}}]}`},
 		{name: "chat conversation starting with the assistant", kind: dialect.Chat, body: `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"assistant","content":"Hello!"},{"role":"user","content":"hi"}]}`,
 			refusedBy: map[string]string{"bedrock": "messages"}},
+		{name: "chat only a system message", kind: dialect.Chat, body: `{"model":"m","messages":[{"role":"system","content":"You are terse."}]}`},
+		{name: "chat tool history, tool choice none", kind: dialect.Chat, body: `{"model":"m","messages":[{"role":"user","content":"hi"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"c1","content":"done"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`},
 		{name: "embeddings", kind: dialect.Other, body: `{"model":"m","input":["a","b"],"encoding_format":"float","dimensions":256}`},
 	}
 }
