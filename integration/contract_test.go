@@ -2,10 +2,29 @@ package integration
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/dialect/contract"
 )
+
+// offContract is the check of a test's own provider double: a body its
+// API's contract refuses fails the test and is answered 400, as the
+// provider would; it reports whether it was.
+func offContract(t *testing.T, w http.ResponseWriter, r *http.Request, body []byte) bool {
+	api := contract.APIOf(r.URL.Path)
+	if api == "" {
+		return false
+	}
+	if err := contract.Validate(api, body); err != nil {
+		t.Errorf("the gateway sent %s a body its contract refuses: %v\n%s", r.URL.Path, err, body)
+		http.Error(w, `{"error":{"message":"contract"}}`, http.StatusBadRequest)
+		return true
+	}
+	return false
+}
 
 // TestProviderContractLimits: a request that an OpenAI-style provider's
 // API would refuse as translated (a Messages request with five stop
