@@ -79,7 +79,8 @@ var reasoningEfforts = map[string]bool{
 // it is.
 func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
 	var drop []string
-	var reasoning, streamOptions gjson.Result
+	var reasoning, streamOptions, tools gjson.Result
+	var toolFields []string // tool_choice, parallel_tool_calls
 	hasEffort := false
 	stream := false
 	// Values parsed only for the fields read: most are dropped or passed
@@ -102,7 +103,15 @@ func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte
 			stream = gjson.Parse(raw).Type == gjson.True
 		case name == "stream_options" && kind == dialect.Chat:
 			streamOptions = gjson.Parse(raw)
+		case name == "tools" && kind == dialect.Chat:
+			tools = gjson.Parse(raw)
+		case (name == "tool_choice" || name == "parallel_tool_calls") && kind == dialect.Chat:
+			toolFields = append(toolFields, name)
 		}
+	}
+	if len(toolFields) > 0 && len(tools.Array()) == 0 {
+		// Without tools they mean nothing, and OpenAI refuses them.
+		drop = append(drop, toolFields...)
 	}
 	var extra [][]byte
 	if reasoning.Exists() {

@@ -56,6 +56,12 @@ func TestNormalizeRequest(t *testing.T) {
 		{"responses", `{"model":"m","min_p":0.1,"top_a":0.1,"top_k":3,"repetition_penalty":1,"frequency_penalty":1,"presence_penalty":1,"modalities":["text"],"temperature":1}`,
 			`{"model":"m","temperature":1}`},
 		{"other", `{"model":"m","min_p":0.1,"top_k":3,"models":["x"]}`, `{"model":"m","min_p":0.1,"top_k":3}`},
+		// tool_choice and parallel_tool_calls without tools mean nothing,
+		// and OpenAI refuses them: dropped; with tools, kept.
+		{"chat", `{"model":"m","messages":[],"tool_choice":"auto","parallel_tool_calls":false}`, `{"model":"m","messages":[]}`},
+		{"chat", `{"model":"m","messages":[],"tools":[],"tool_choice":"none"}`, `{"model":"m","messages":[],"tools":[]}`},
+		{"chat", `{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto","parallel_tool_calls":false}`,
+			`{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto","parallel_tool_calls":false}`},
 	} {
 		got, apiErr := normalizeBody(t, tc.kind, tc.in)
 		if apiErr != nil || got != tc.want {

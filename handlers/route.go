@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/contract"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -427,6 +428,76 @@ func (rt *Route) dialectsFor() *apierror.Error {
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, refused)
 	if len(rt.Attempts) == 0 {
 		return refusal
+	}
+	return nil
+}
+
+// contractsFor leaves out the providers whose API would refuse the
+// request as the gateway would send it (contract.CheckChat): too many
+// stop sequences or tools, a tool name the API does not take, ... A
+// request no provider left can take is a 400 naming the client's field,
+// before anything is held. sub is the client's path below /api/v1.
+func (rt *Route) contractsFor(sub string) *apierror.Error {
+	if rt.Kind == dialect.Other && sub == "/embeddings" {
+		return rt.embeddingsFor()
+	}
+	// A client's API passed as it is meets the provider's: only
+	// translated requests are checked.
+	translated := func(a Attempt) bool { return !a.Provider.D().Native(rt.Kind) }
+	if !slices.ContainsFunc(rt.Attempts, translated) {
+		return nil
+	}
+	chat := rt.body
+	if rt.Kind != dialect.Chat {
+		chat = rt.chatBody
+	}
+	if chat == nil {
+		return nil // no provider gets a translation
+	}
+	type verdict struct {
+		style   string
+		refusal *contract.Refusal
+	}
+	var seen []verdict // by style: a request has few providers
+	var first *contract.Refusal
+	refused := func(a Attempt) bool {
+		if !translated(a) {
+			return false
+		}
+		style := a.Provider.D().Name()
+		i := slices.IndexFunc(seen, func(v verdict) bool { return v.style == style })
+		if i < 0 {
+			seen = append(seen, verdict{style, contract.CheckChat(style, rt.Kind, chat)})
+			i = len(seen) - 1
+		}
+		r := seen[i].refusal
+		if r != nil && first == nil {
+			first = r
+		}
+		return r != nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, refused)
+	if len(rt.Attempts) == 0 && first != nil {
+		return apierror.BadRequest(first.Message())
+	}
+	return nil
+}
+
+// embeddingsFor is contractsFor of an embeddings request, which reaches
+// the OpenAI-style providers (the others do not serve it) as it is: their
+// API takes at most 2048 inputs, none empty.
+func (rt *Route) embeddingsFor() *apierror.Error {
+	openAIStyle := func(a Attempt) bool { return a.Provider.D().Native(dialect.Chat) }
+	if !slices.ContainsFunc(rt.Attempts, openAIStyle) {
+		return nil
+	}
+	r := contract.CheckEmbeddings(rt.body)
+	if r == nil {
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, openAIStyle)
+	if len(rt.Attempts) == 0 {
+		return apierror.BadRequest(r.Message())
 	}
 	return nil
 }

@@ -399,6 +399,9 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	if apiErr := route.dialectsFor(); apiErr != nil {
 		return nil, apiErr
 	}
+	if apiErr := route.contractsFor(st.api.Sub); apiErr != nil {
+		return nil, apiErr
+	}
 	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
 		route.anthropicExtra = anthropicExtra(f)
 	}

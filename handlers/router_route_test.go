@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -275,5 +276,33 @@ func TestRouterOutputLimit(t *testing.T) {
 		if got == nil || got.route.Model.ID != tt.want || len(got.route.Attempts) != 1 {
 			t.Errorf("%s: routed %+v", tt.body, got)
 		}
+	}
+}
+
+// TestRouterEmbeddingsWithinTheProviderAPI: an embeddings request that an
+// OpenAI-style provider's API refuses (more than 2048 inputs, an empty
+// one) is a 400 naming input before it is routed; 2048 inputs are sent.
+func TestRouterEmbeddingsWithinTheProviderAPI(t *testing.T) {
+	rt := newRoutingRouter(t, testgw.RoutedCatalog())
+	inputs := func(n int, s string) string {
+		return `{"model":"paid","input":[` + strings.TrimSuffix(strings.Repeat(`"`+s+`",`, n), ",") + `]}`
+	}
+	for body, msg := range map[string]string{
+		inputs(2049, "a"):             "input: at most 2048 inputs for this model's provider (OpenAI-style embeddings); 2049 sent",
+		inputs(2, ""):                 "input: an empty input is refused by this model's provider (OpenAI-style embeddings)",
+		`{"model":"paid","input":""}`: "input: an empty input is refused by this model's provider (OpenAI-style embeddings)",
+	} {
+		var got *routed
+		r, repl := testgw.NewRequest("POST", "/api/v1/embeddings", body)
+		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 400, msg)
+		if got != nil {
+			t.Errorf("%.40s... reached the upstream", body)
+		}
+	}
+	var got *routed
+	r, repl := testgw.NewRequest("POST", "/api/v1/embeddings", inputs(2048, "a"))
+	testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).Must(t, http.StatusTeapot)
+	if got == nil {
+		t.Fatal("2048 inputs were not sent")
 	}
 }

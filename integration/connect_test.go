@@ -99,6 +99,29 @@ func TestConnectFlowThroughCaddy(t *testing.T) {
 	c.api("POST", "/auth/keys", "", `{"code":"auth_code_x","code_verifier":"`+pkceVerifier+`","code_challenge_method":"S1"}`).
 		expectError(t, 400, "code_challenge_method")
 
+	// An exchange refused before its verifier is looked at (none, a bad
+	// method, a malformed field) uses the code up all the same.
+	for _, tc := range []struct{ body, msg string }{
+		{`{"code":"%s"}`, "code_verifier: required"},
+		{`{"code":"%s","code_verifier":"` + pkceVerifier + `","code_challenge_method":"S1"}`, "code_challenge_method"},
+		{`{"code":"%s","code_verifier":7}`, "code_verifier"},
+	} {
+		code := authCode(t, c, org.Mgmt, good)
+		c.api("POST", "/auth/keys", "", fmt.Sprintf(tc.body, code)).expectError(t, 400, tc.msg)
+		c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expectError(t, 400, "code: unknown or already used")
+	}
+
+	// One origin, one app id: the default port and an internationalised
+	// host written in Unicode or in its ASCII form are the same origin.
+	appID := func(callback string) int64 {
+		return c.api("POST", "/auth/keys/code", org.Mgmt, s256Code(callback, "")).expect(t, 200).JSON.Get("data.app_id").Int()
+	}
+	if appID("https://app.example:443/cb") != appID("https://app.example/cb") ||
+		appID("https://\u0430pple.com/cb") != appID("https://xn--pple-43d.com/other") ||
+		appID("https://\u0430pple.com/cb") == appID("https://apple.com/cb") {
+		t.Fatal("one origin written two ways has two app ids, or two origins one")
+	}
+
 	// The exchange: the member's key, once.
 	code = authCode(t, c, org.Mgmt, good)
 	r := c.api("POST", "/auth/keys", "", exchangeBody(code, pkceVerifier)).expect(t, 200)
@@ -337,6 +360,18 @@ func TestConnectConsentThroughCaddy(t *testing.T) {
 			t.Fatalf("consent page %d lacks %q:\n%s", status, want, body)
 		}
 	}
+	// An internationalised host: its ASCII form is the origin, shown beside
+	// the Unicode form the app wrote, with a warning.
+	status, body, _ = m.page("GET", "/dashboard/connect?"+consentQuery("https://\u0430pple.com/cb", pkceChallenge), nil)
+	for _, want := range []string{"https://xn--pple-43d.com</strong> asks for an API key", "role=\"alert\"",
+		"shows as <strong class=\"mono\">\u0430pple.com</strong> but is <strong class=\"mono\">xn--pple-43d.com</strong>"} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Fatalf("consent page for an internationalised host %d lacks %q:\n%s", status, want, body)
+		}
+	}
+	if _, body, _ := m.page("GET", "/dashboard/connect?"+query, nil); strings.Contains(body, "outside the Latin alphabet") {
+		t.Fatal("an ASCII host is warned about")
+	}
 	// A request that breaks the rules: a page naming the field, no way back.
 	for _, tc := range []struct{ q, msg string }{
 		{consentQuery("http://evil.example/cb", pkceChallenge), "callback_url: must be https"},
@@ -455,6 +490,17 @@ func TestConnectInBrowser(t *testing.T) {
 	run(t, ctx, "phone", emulation.SetDeviceMetricsOverride(390, 844, 2, true))
 	shot(t, ctx, dir, "connect-consent-phone")
 	run(t, ctx, "desktop", emulation.ClearDeviceMetricsOverride())
+
+	// An internationalised host: the page shows its ASCII form and warns.
+	run(t, ctx, "internationalised host", chromedp.Navigate("http://"+gatewayAddr+"/dashboard/connect?"+consentQuery("https://\u0430pple.com/callback", pkceChallenge)),
+		chromedp.WaitVisible(`button[value=approve]`), chromedp.Text(`main`, &text))
+	for _, want := range []string{"https://xn--pple-43d.com asks for an API key", "shows as \u0430pple.com but is xn--pple-43d.com"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the consent page for an internationalised host lacks %q:\n%s", want, text)
+		}
+	}
+	shot(t, ctx, dir, "connect-consent-idn")
+	run(t, ctx, "back to the app's request", chromedp.Navigate("http://"+gatewayAddr+consent), chromedp.WaitVisible(`button[value=approve]`))
 
 	var at string
 	run(t, ctx, "approve", chromedp.Click(`button[value=approve]`), chromedp.WaitVisible(`#connected`), chromedp.Location(&at))

@@ -537,6 +537,9 @@ func scriptedChatUpstream(t *testing.T) string {
 			http.Error(w, "only chat completions here", http.StatusNotFound)
 			return
 		}
+		if offContract(t, w, r, body) {
+			return
+		}
 		model, stream := gjson.GetBytes(body, "model").Str, gjson.GetBytes(body, "stream").Bool()
 		var chunks []string
 		switch {

@@ -32,6 +32,9 @@ func earlyBreakUpstream(t *testing.T) string {
 				break
 			}
 		}
+		if offContract(t, w, r, []byte(body.String())) {
+			return
+		}
 		model := gjson.Get(body.String(), "model").Str
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)

@@ -7,6 +7,7 @@ package integration
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,6 +36,9 @@ func newGatedStream(t *testing.T, texts ...string) *gatedStream {
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 			http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+			return
+		}
+		if body, _ := io.ReadAll(r.Body); offContract(t, w, r, body) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -254,7 +254,8 @@ func (q *inRequest) toChat(size int, noImplied bool) (out []byte, implied bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	if choice != "" {
+	if choice != "" && ntools > 0 {
+		// Without tools it means nothing, and OpenAI refuses it.
 		field("tool_choice")
 		out = append(out, choice...)
 	}

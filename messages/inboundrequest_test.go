@@ -105,10 +105,13 @@ func TestMessagesToChat(t *testing.T) {
 			"response_format":{"type":"json_schema","json_schema":{"name":"output","strict":true,"schema":{"type":"object"}}}}`},
 		{"tool_choice tool", `{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}}`,
 			`{"model":"m","max_tokens":5,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`},
-		{"tool_choice auto and none", `{"model":"m","max_tokens":5,"messages":[],"tool_choice":{"type":"none"}}`,
-			`{"model":"m","max_tokens":5,"messages":[],"tool_choice":"none"}`},
-		{"tool_choice auto", `{"model":"m","max_tokens":5,"messages":[],"tool_choice":{"type":"auto"}}`,
-			`{"model":"m","max_tokens":5,"messages":[],"tool_choice":"auto"}`},
+		{"tool_choice auto and none", `{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}}`,
+			`{"model":"m","max_tokens":5,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none"}`},
+		{"tool_choice auto", `{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}}`,
+			`{"model":"m","max_tokens":5,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"auto"}`},
+		// Without tools a tool_choice means nothing, and OpenAI refuses it.
+		{"tool_choice without tools", `{"model":"m","max_tokens":5,"messages":[],"tool_choice":{"type":"auto","disable_parallel_tool_use":true}}`,
+			`{"model":"m","max_tokens":5,"messages":[]}`},
 		{"earlier server tool records are left out", `{"model":"m","max_tokens":5,"messages":[
 			{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}},{"type":"web_search_tool_result","tool_use_id":"s","content":[]},{"type":"text","text":"Found."}]}]}`,
 			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"Found."}]}`},

@@ -84,13 +84,17 @@ func (p pages) noMember(w http.ResponseWriter, r *http.Request) {
 
 type consentData struct {
 	Prefix, Origin, AppName, CallbackURL, KeyName, Workspace string
-	AccountName, Who                                         string
-	Limit                                                    *money.Amount
-	LimitReset                                               money.Interval
-	ExpiresAt                                                *time.Time
-	Fields                                                   [][2]string
-	CSRF                                                     template.HTML
-	CodeTTL                                                  time.Duration
+	// UnicodeHost is the callback's host as the app wrote it, when it is
+	// not ASCII: shown beside the origin's ASCII form, which is the one
+	// no letter of another alphabet can disguise.
+	UnicodeHost      string
+	AccountName, Who string
+	Limit            *money.Amount
+	LimitReset       money.Interval
+	ExpiresAt        *time.Time
+	Fields           [][2]string
+	CSRF             template.HTML
+	CodeTTL          time.Duration
 }
 
 // consentPage shows what the app asks for, with Approve and Refuse. A
@@ -111,7 +115,7 @@ func (p pages) consentPage(w http.ResponseWriter, r *http.Request) {
 	_, name, origin := req.App()
 	data := consentData{
 		Prefix: p.d.Prefix, Origin: origin, AppName: name, CallbackURL: req.CallbackURL, KeyName: req.KeyName(),
-		Workspace: req.WorkspaceID, AccountName: acct.Name, Who: user,
+		Workspace: req.WorkspaceID, AccountName: acct.Name, Who: user, UnicodeHost: connect.UnicodeHost(req.CallbackURL),
 		Limit: req.Limit, LimitReset: req.LimitReset, ExpiresAt: req.ExpiresAt,
 		CSRF: dashboard.CSRFField(r), CodeTTL: connect.CodeTTL(p.d.Gateway()),
 	}

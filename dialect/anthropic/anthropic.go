@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/messages"
@@ -49,9 +50,14 @@ func (d *Dialect) Native(k dialect.Kind) bool { return k == dialect.Messages }
 func (d *Dialect) Serves(k dialect.Kind) bool { return k != dialect.Other }
 
 // Adapt implements dialect.Dialect: a Messages request is sent as it is
-// but for the max_tokens Anthropic requires, and its system messages
+// but for the max_tokens Anthropic requires, without a tool_choice when it
+// has no tools, and its system messages
 // folded for a provider that takes only the top-level system.
 func (d *Dialect) Adapt(_ dialect.Kind, body []byte, maxTokens int64) ([]byte, error) {
+	if f := gjson.GetManyBytes(body, "tool_choice", "tools"); f[0].Exists() && len(f[1].Array()) == 0 {
+		// Without tools it means nothing, and Anthropic refuses it.
+		body, _ = sjson.DeleteBytes(body, "tool_choice")
+	}
 	body, err := messages.WithMaxTokens(body, maxTokens)
 	if err == nil && d.foldSystem {
 		body, err = messages.FoldSystem(body)

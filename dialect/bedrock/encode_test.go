@@ -161,7 +161,7 @@ func refFromChat(chat []byte) ([]byte, error) {
 		case "max_tokens", "max_completion_tokens":
 			ic.MaxTokens = max(ic.MaxTokens, v.Int())
 		case "temperature":
-			f := v.Float()
+			f := min(v.Float(), 1)
 			ic.Temperature = &f
 		case "top_p":
 			f := v.Float()
@@ -197,6 +197,10 @@ func refFromChat(chat []byte) ([]byte, error) {
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"auto":{}}`)
 		case choice.Str == "required":
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"any":{}}`)
+		case choice.Str == "none" && hasToolBlocks(out.Messages):
+			// Converse needs the tools of a conversation's toolUse and
+			// toolResult blocks, and has no "none" to go with them.
+			return nil, fieldError("tool_choice", "none is not served by Bedrock providers in a conversation with tool calls; send auto")
 		case choice.Str == "none":
 			out.ToolConfig = nil // Converse has no "none": no tools offered
 		case choice.Get("type").Str == "function":
@@ -236,7 +240,7 @@ func refMessagesOf(msgs gjson.Result) ([]block, []message, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			system = append(system, b...)
+			system = append(system, nonBlank(b)...)
 		case "user":
 			b, err := textBlocks(m.Get("content"), path, true)
 			if err != nil {
@@ -250,7 +254,7 @@ func refMessagesOf(msgs gjson.Result) ([]block, []message, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				blocks = b
+				blocks = nonBlank(b)
 			}
 			for j, call := range m.Get("tool_calls").Array() {
 				args := call.Get("function.arguments").Str

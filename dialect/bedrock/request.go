@@ -115,7 +115,9 @@ func fromChat(chat []byte) ([]byte, error) {
 		case "max_tokens", "max_completion_tokens":
 			ic.MaxTokens = max(ic.MaxTokens, v.Int())
 		case "temperature":
-			f := v.Float()
+			// Converse takes 0 to 1; chat's hotter values are sent as 1,
+			// as for Anthropic-style providers.
+			f := min(v.Float(), 1)
 			ic.Temperature = &f
 		case "top_p":
 			f := v.Float()
@@ -151,6 +153,10 @@ func fromChat(chat []byte) ([]byte, error) {
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"auto":{}}`)
 		case choice.Str == "required":
 			out.ToolConfig.ToolChoice = json.RawMessage(`{"any":{}}`)
+		case choice.Str == "none" && hasToolBlocks(out.Messages):
+			// Converse needs the tools of a conversation's toolUse and
+			// toolResult blocks, and has no "none" to go with them.
+			return nil, fieldError("tool_choice", "none is not served by Bedrock providers in a conversation with tool calls; send auto")
 		case choice.Str == "none":
 			out.ToolConfig = nil // Converse has no "none": no tools offered
 		case choice.Get("type").Str == "function":
@@ -201,7 +207,7 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			system = append(system, b...)
+			system = append(system, nonBlank(b)...)
 		case "user":
 			b, err := textBlocks(mcontent, path, true)
 			if err != nil {
@@ -215,7 +221,9 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				blocks = b
+				// Converse refuses a blank text block, which chat
+				// clients send beside tool calls ("content": "").
+				blocks = nonBlank(b)
 			}
 			for j, call := range mcalls.Array() {
 				args := call.Get("function.arguments").Str
@@ -252,6 +260,31 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 		}
 	}
 	return system, out, nil
+}
+
+// hasToolBlocks reports whether a conversation has toolUse or toolResult
+// blocks.
+func hasToolBlocks(msgs []message) bool {
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.ToolUse != nil || b.ToolResult != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nonBlank is blocks without the text blocks that are empty or only
+// white space.
+func nonBlank(blocks []block) []block {
+	out := blocks[:0]
+	for _, b := range blocks {
+		if b.Text == nil || strings.TrimSpace(*b.Text) != "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // textBlocks are a content's text (and, for user messages, base64 images).

@@ -52,17 +52,27 @@ func (ar *adminRequest) exchangeAuthCode() *apierror.Error {
 	code, hasCode := f.String("code")
 	verifier, hasVerifier := f.String("code_verifier")
 	method, _ := f.NullableString("code_challenge_method")
-	if f.Err != nil {
-		return f.Err
+	var refusal *apierror.Error
+	switch {
+	case f.Err != nil:
+		refusal = f.Err
+	case !hasVerifier || verifier == "":
+		refusal = apierror.BadRequest("code_verifier: required: every code is bound to a code_challenge")
+	case method != nil && *method != connect.MethodS256 && *method != connect.MethodPlain:
+		refusal = apierror.BadRequest("code_challenge_method: expected S256, plain or null")
 	}
 	if !hasCode || code == "" {
+		if f.Err != nil {
+			return f.Err
+		}
 		return apierror.BadRequest("code: required")
 	}
-	if !hasVerifier || verifier == "" {
-		return apierror.BadRequest("code_verifier: required: every code is bound to a code_challenge")
-	}
-	if method != nil && *method != connect.MethodS256 && *method != connect.MethodPlain {
-		return apierror.BadRequest("code_challenge_method: expected S256, plain or null")
+	if refusal != nil {
+		// A code is worth one try, whatever went wrong with the try.
+		if apiErr := connect.Discard(ar.store, code); apiErr != nil {
+			return apiErr
+		}
+		return refusal
 	}
 	key, k, apiErr := connect.Exchange(ar.store, code, verifier, method)
 	if apiErr != nil {

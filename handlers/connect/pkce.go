@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/idna"
 )
 
 // The code challenge methods of RFC 7636.
@@ -92,7 +94,8 @@ func checkChallenge(method, challenge string) error {
 }
 
 // CheckCallbackURL checks a callback URL and returns its origin
-// (scheme://host[:port]): an absolute https URL, or http on localhost or
+// (scheme://host[:port], the host in ASCII and lower case, without the
+// scheme's default port): an absolute https URL, or http on localhost or
 // 127.0.0.1 (any port) for tools on the person's own machine; no user
 // information and no fragment, which a redirect would carry to the wrong
 // party or drop.
@@ -117,12 +120,63 @@ func CheckCallbackURL(raw string) (origin string, err error) {
 	default:
 		return "", errors.New("must be https, or http on localhost or 127.0.0.1")
 	}
-	if port := u.Port(); port != "" {
+	port := u.Port()
+	if port != "" {
 		if _, err := net.LookupPort("tcp", port); err != nil || strings.HasPrefix(port, "0") {
 			return "", errors.New("has an invalid port")
 		}
 	}
-	return u.Scheme + "://" + strings.ToLower(u.Host), nil
+	// One app, one origin: the scheme's default port is the same origin
+	// written another way.
+	if u.Scheme == "https" && port == "443" || u.Scheme == "http" && port == "80" {
+		port = ""
+	}
+	host, err = asciiHost(host)
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(host, ":") { // an IPv6 literal
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return u.Scheme + "://" + host, nil
+}
+
+// asciiHost is a host name in the form DNS resolves, lower case: an
+// internationalised name (Unicode, such as "аpple.com" with a Cyrillic
+// "а") as its punycode ("xn--pple-43d.com"), which no letter of another
+// alphabet can make look like a familiar name.
+func asciiHost(host string) (string, error) {
+	if isASCII(host) {
+		return strings.ToLower(host), nil
+	}
+	a, err := idna.Lookup.ToASCII(host)
+	if err != nil || a == "" {
+		return "", errors.New("has an invalid internationalised host name")
+	}
+	return a, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// UnicodeHost is the host of a callback URL as it was written, when it
+// is not ASCII: what a person would read in an address bar, to be shown
+// beside the origin's ASCII form. "" for an ASCII host.
+func UnicodeHost(callbackURL string) string {
+	u, err := url.Parse(callbackURL)
+	if err != nil || isASCII(u.Hostname()) {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // AppID is the app_id of an origin: a stable number derived from it, the

@@ -89,6 +89,15 @@ func TestCallbackURLRules(t *testing.T) {
 		{"http://localhost/cb", "http://localhost"},
 		{"http://127.0.0.1:65535/cb", "http://127.0.0.1:65535"},
 		{"https://127.0.0.1:9/cb", "https://127.0.0.1:9"},
+		// The scheme's default port is the same origin.
+		{"https://app.example:443/cb", "https://app.example"},
+		{"http://localhost:80/cb", "http://localhost"},
+		{"https://app.example:80/cb", "https://app.example:80"},
+		// An internationalised host is its ASCII form, however written.
+		{"https://аpple.com/cb", "https://xn--pple-43d.com"},
+		{"https://%D0%B0pple.com/cb", "https://xn--pple-43d.com"},
+		{"https://XN--PPLE-43D.com:443/cb", "https://xn--pple-43d.com"},
+		{"https://Bücher.example/cb", "https://xn--bcher-kva.example"},
 		{"http://myapp.com/cb", ""},
 		{"http://127.0.0.2/cb", ""},
 		{"http://localhost.evil.com/cb", ""},
@@ -103,6 +112,7 @@ func TestCallbackURLRules(t *testing.T) {
 		{"https://myapp.com:0/cb", ""},
 		{"https://myapp.com:70000/cb", ""},
 		{"https:///cb", ""},
+		{"https://a\u200db.example/cb", ""},
 		{"", ""},
 	} {
 		origin, err := CheckCallbackURL(tc.url)
@@ -125,6 +135,20 @@ func TestAppIDIsStableAndExactInJavaScript(t *testing.T) {
 	}
 	if a < 0 || a >= 1<<53 {
 		t.Fatalf("app id %d beyond 2^53", a)
+	}
+	// One app, one id, however its callback writes the origin.
+	id := func(callback string) int64 {
+		o, err := CheckCallbackURL(callback)
+		if err != nil {
+			t.Fatalf("%s: %v", callback, err)
+		}
+		return AppID(o)
+	}
+	if id("https://app.example:443/cb") != id("https://app.example/cb") || id("https://аpple.com/cb") != id("https://xn--pple-43d.com/x") {
+		t.Fatal("one origin written two ways has two app ids")
+	}
+	if UnicodeHost("https://аpple.com:8443/cb") != "аpple.com" || UnicodeHost("https://apple.com/cb") != "" {
+		t.Fatal("UnicodeHost")
 	}
 	if n := AppName("http://localhost:3000"); n != "localhost:3000" {
 		t.Fatalf("name %q", n)

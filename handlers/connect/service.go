@@ -113,6 +113,17 @@ func Exchange(st *storage.Store, code, verifier string, method *string) (key str
 	return key, k, nil
 }
 
+// Discard consumes a code without exchanging it: an exchange refused
+// before its verifier was looked at (no verifier, a malformed body) still
+// uses the code up. An unknown, used or expired code is no error here.
+func Discard(st *storage.Store, code string) *apierror.Error {
+	_, err := st.ConsumeConnectCode(storage.HashSecret(code))
+	if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrCodeExpired) {
+		return storeFailure(err)
+	}
+	return nil
+}
+
 // storeFailure is the answer to a store that failed: 503 while the shared
 // database is away, 500 otherwise.
 func storeFailure(err error) *apierror.Error {

@@ -141,6 +141,10 @@ func ResponsesToChat(body []byte) ([]byte, error) {
 	if out.ToolChoice, err = chatToolChoice(req.Get("tool_choice")); err != nil {
 		return nil, err
 	}
+	if len(out.Tools) == 0 {
+		// Without tools they mean nothing, and chat providers refuse them.
+		out.ToolChoice, out.ParallelToolCalls = nil, nil
+	}
 	if out.ResponseFormat, err = chatResponseFormat(req.Get("text.format")); err != nil {
 		return nil, err
 	}

@@ -213,6 +213,10 @@ func (m *Handler) serveAnthropic(w http.ResponseWriter, r *http.Request) error {
 				writeAnthropicError(w, refusal.status, refusal.typ, refusal.msg)
 				return nil
 			}
+			if apiErr := checkContract(r, body); apiErr != nil {
+				writeAnthropicError(w, apiErr.Code, "invalid_request_error", apiErr.Message)
+				return nil
+			}
 			m.answerAnthropic(w, r, q, latency)
 			return nil
 		}

@@ -80,6 +80,10 @@ func (m *Handler) serveBedrock(w http.ResponseWriter, r *http.Request, path stri
 		bedrockError(w, http.StatusBadRequest, "ValidationException", msg)
 		return nil
 	}
+	if apiErr := checkContract(r, body); apiErr != nil {
+		bedrockError(w, apiErr.Code, "ValidationException", apiErr.Message)
+		return nil
+	}
 	rest := strings.TrimPrefix(path, "/model/")
 	model := rest[:strings.LastIndex(rest, "/")]
 	q := &mockRequest{model: model, stream: strings.HasSuffix(path, "-stream"), limit: gjson.GetBytes(body, "inferenceConfig.maxTokens").Int()}

@@ -89,6 +89,10 @@ func (m *Handler) serveGemini(w http.ResponseWriter, r *http.Request, path strin
 		geminiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", msg)
 		return nil
 	}
+	if apiErr := checkContract(r, body); apiErr != nil {
+		geminiError(w, apiErr.Code, "INVALID_ARGUMENT", apiErr.Message)
+		return nil
+	}
 	q := &mockRequest{model: model, stream: method == "streamGenerateContent", limit: gjson.GetBytes(body, "generationConfig.maxOutputTokens").Int()}
 	parseGeminiRequest(body, q)
 	switch {

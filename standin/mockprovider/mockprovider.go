@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/dialect/contract"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/standin/searchapis"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
@@ -447,6 +448,10 @@ func (m *Handler) serveGeneration(w http.ResponseWriter, r *http.Request, api st
 		q.answerModel += strictDated
 		q.streamUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
 	}
+	if apiErr := checkContract(r, body); apiErr != nil {
+		writeError(w, apiErr)
+		return nil
+	}
 	parse(body, q)
 	if enc, err := tokenizer.Get(m.PromptTokens); err == nil {
 		q.prompt = OpenAIPromptTokens(enc, api, body)
@@ -508,6 +513,19 @@ func readMockBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 		return nil, badRequest("request body must be a JSON object")
 	}
 	return body, nil
+}
+
+// checkContract refuses, as the real provider would, a body its API's
+// contract (package contract) refuses: a translation that breaks a
+// provider's contract fails its test at once. It runs after the mock's own
+// checks, whose messages are the provider's words.
+func checkContract(r *http.Request, body []byte) *apiError {
+	if api := contract.APIOf(r.URL.Path); api != "" {
+		if err := contract.Validate(api, body); err != nil {
+			return badRequest("contract: " + err.Error())
+		}
+	}
+	return nil
 }
 
 // openAIError is OpenAI's error body, which clients of a real upstream

@@ -168,12 +168,13 @@ func TestMockChatEchoCap(t *testing.T) {
 	j := gjson.Parse(res.Body)
 	checkChatUsage(t, j.Get("usage"), 1004, 4+mockEchoWords)
 
-	// No user text still gets an answer.
-	j = gjson.Parse(testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m","messages":[]}`).Body)
+	// No user text still gets an answer (OpenAI refuses no message at
+	// all; an empty one counts its message overhead).
+	j = gjson.Parse(testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":""}]}`).Body)
 	if j.Get("choices.0.message.content").Str != "Mock answer from m: "+mockNoUserText {
 		t.Errorf("empty prompt: %s", j.Raw)
 	}
-	checkChatUsage(t, j.Get("usage"), 0, 7)
+	checkChatUsage(t, j.Get("usage"), 4, 7)
 }
 
 // Usage of testgw.ResponsesBody: instructions (2+4), messages (3+4) (2+4) (3+4)
@@ -333,7 +334,7 @@ func TestMockInjectedErrors(t *testing.T) {
 	} {
 		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 			for _, stream := range []string{"false", "true"} {
-				res := testgw.Post(t, srv, path, `{"model":"`+tc.model+`","stream":`+stream+`,"messages":[],"input":"hi"}`)
+				res := testgw.Post(t, srv, path, `{"model":"`+tc.model+`","stream":`+stream+`,"messages":[{"role":"user","content":"hi"}],"input":"hi"}`)
 				if res.Status != tc.status || gjson.Get(res.Body, "error.type").Str != tc.typ ||
 					gjson.Get(res.Body, "error.message").Str == "" {
 					t.Errorf("%s %s stream=%s: %d %s", tc.model, path, stream, res.Status, res.Body)
@@ -347,7 +348,7 @@ func TestMockInjectedErrors(t *testing.T) {
 		}
 	}
 
-	res := testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m-error-garbage","messages":[]}`)
+	res := testgw.Post(t, srv, "/v1/chat/completions", `{"model":"m-error-garbage","messages":[{"role":"user","content":"hi"}]}`)
 	if res.Status != http.StatusOK || res.Err != nil || gjson.Valid(res.Body) {
 		t.Errorf("garbage: %d %v %q", res.Status, res.Err, res.Body)
 	}
@@ -377,7 +378,7 @@ func TestMockStreamBreak(t *testing.T) {
 		}
 
 		// Plain: half a JSON body.
-		res = testgw.Post(t, srv, path, `{"model":"m-stream-break","input":"hi","messages":[]}`)
+		res = testgw.Post(t, srv, path, `{"model":"m-stream-break","input":"hi","messages":[{"role":"user","content":"hi"}]}`)
 		if !errors.Is(res.Err, io.ErrUnexpectedEOF) || gjson.Valid(res.Body) {
 			t.Errorf("%s plain: read error %v, body %q", path, res.Err, res.Body)
 		}
@@ -417,7 +418,7 @@ func TestMockSlowRespectsCancellation(t *testing.T) {
 	m := &Handler{}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m-slow","messages":[]}`))
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m-slow","messages":[{"role":"user","content":"hi"}]}`))
 	w := httptest.NewRecorder()
 	start := time.Now()
 	if err := m.ServeHTTP(w, r, nil); err != nil {
@@ -434,7 +435,7 @@ func TestMockSlowRespectsCancellation(t *testing.T) {
 	srv := mockServer(t, m)
 	client := srv.Client()
 	client.Timeout = 300 * time.Millisecond
-	resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m-slow","messages":[]}`))
+	resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m-slow","messages":[{"role":"user","content":"hi"}]}`))
 	if err == nil {
 		resp.Body.Close()
 		t.Errorf("slow model answered within 300ms: %d", resp.StatusCode)
