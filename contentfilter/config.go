@@ -114,7 +114,7 @@ type rule struct {
 	cost     int            // re's instructions a byte at worst
 	need     []string       // its prefilter; nil: none
 	find     detector       // a builtin
-	number   numberKind     // the kind a number builtin finds (detect.go)
+	number   numberKind     // the kind a number builtin finds
 }
 
 // Guard is one guardrail's compiled filters.
@@ -227,7 +227,7 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 	return b, nil
 }
 
-// compilePattern compiles an RE2 pattern and its cost (cost.go), and
+// compilePattern compiles an RE2 pattern and its cost (patternCost), and
 // refuses what cannot run per request: too large a program, too costly a
 // scan, or a pattern that matches the empty string (it would redact
 // between every two characters).

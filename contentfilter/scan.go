@@ -107,7 +107,7 @@ type span struct {
 // Text applies the set to one text; user says whether it is the user's
 // (scan_scope user_only). It returns the text with every redaction
 // applied; after a block the text is not to be used. Each filter matches
-// the text and its folded copy (fold.go).
+// the text and its folded copy.
 func (s Set) Text(text string, user bool, res *Result) string {
 	if text == "" {
 		return text

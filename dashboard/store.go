@@ -25,7 +25,7 @@ import (
 //
 //	ds/<session hash>   a session (the cookie's SHA-256; the cookie itself is stored nowhere)
 //	dl/<link hash>      an unused sign-in link (the token's SHA-256)
-//	df/<flash hash>     what a page shows once after a redirect (flash.go)
+//	df/<flash hash>     what a page shows once after a redirect (a new key)
 const (
 	prefixSession = "ds/"
 	prefixLink    = "dl/"

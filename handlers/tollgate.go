@@ -29,7 +29,7 @@ import (
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
 //  3. plan an inference request: refuse a key that cannot pay before
-//     any work on the body (admission.go), apply the guardrails' content filters
+//     any work on the body (Meter.precheck), apply the guardrails' content filters
 //     (contentfilter.go), rewrite web search (WebSearch), fetch the
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (webfetchmw.go, webfetchtool.go), check the body
