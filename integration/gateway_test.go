@@ -146,7 +146,9 @@ func TestKeyListPaging(t *testing.T) {
 func TestErrorsAndValidation(t *testing.T) {
 	startInProcess(t)
 	c := newClient(t, gatewayAddr, adminAddr)
-	org := c.newTenant("organization", "")
+	// Funded: an account that cannot pay is refused (402) before its
+	// inference body is read, so only a paying key sees the body's 400s.
+	org := c.newTenant("organization", "5")
 	key, hash := c.newKey(org.MgmtKey, `{"name":"k"}`)
 
 	for _, tc := range []struct {
@@ -193,6 +195,9 @@ func TestErrorsAndValidation(t *testing.T) {
 	} {
 		c.api("POST", "/chat/completions", key, tc.body).expectError(t, 400, tc.field)
 	}
+	broke := c.newTenant("organization", "")
+	brokeKey, _ := c.newKey(broke.MgmtKey, `{"name":"k"}`)
+	c.api("POST", "/chat/completions", brokeKey, `not json`).expectError(t, 402, "Insufficient credits")
 	c.api("POST", "/responses", key, `{"model":"m","input":5}`).expectError(t, 400, "input")
 
 	// Authentication and permission.
