@@ -50,9 +50,22 @@ func screenshotDir(t *testing.T) string {
 // headless starts a headless Chromium with a 1280 px wide window.
 func headless(t *testing.T) context.Context {
 	t.Helper()
+	// The profile is removed after the browser has stopped (cleanups run
+	// last registered first), and again a moment later: Chromium's helper
+	// processes may still write to it as the browser exits, which made
+	// t.TempDir's single removal fail the test.
+	profile, err := os.MkdirTemp("", "tollgate-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; os.RemoveAll(profile) != nil && i < 20; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
-		chromedp.Flag("user-data-dir", t.TempDir()))
+		chromedp.Flag("user-data-dir", profile))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
