@@ -441,7 +441,12 @@ func (rt *Route) contractsFor(sub string) *apierror.Error {
 	if rt.Kind == dialect.Other && sub == "/embeddings" {
 		return rt.embeddingsFor()
 	}
-	// A client's API passed as it is meets the provider's: only
+	if rt.Kind == dialect.Responses {
+		if err := rt.responsesFor(); err != nil {
+			return err
+		}
+	}
+	// Otherwise a client's API passed as it is meets the provider's: only
 	// translated requests are checked.
 	translated := func(a Attempt) bool { return !a.Provider.D().Native(rt.Kind) }
 	if !slices.ContainsFunc(rt.Attempts, translated) {
@@ -496,6 +501,25 @@ func (rt *Route) embeddingsFor() *apierror.Error {
 		return nil
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, openAIStyle)
+	if len(rt.Attempts) == 0 {
+		return apierror.BadRequest(r.Message())
+	}
+	return nil
+}
+
+// responsesFor leaves out the providers that take a Responses request as
+// it is (OpenAI-style, api responses) when their API would refuse it: a
+// max_output_tokens below 16, which a provider translating to chat takes.
+func (rt *Route) responsesFor() *apierror.Error {
+	native := func(a Attempt) bool { return a.Provider.D().Native(dialect.Responses) }
+	if !slices.ContainsFunc(rt.Attempts, native) {
+		return nil
+	}
+	r := contract.CheckResponses(rt.body)
+	if r == nil {
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, native)
 	if len(rt.Attempts) == 0 {
 		return apierror.BadRequest(r.Message())
 	}

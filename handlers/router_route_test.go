@@ -131,9 +131,9 @@ func TestRouterRoutes(t *testing.T) {
 		},
 		{
 			name: "same model untouched", target: "/api/v1/responses/?trace=1&x=a%20b",
-			body: "{ \"input\" : \"hi\", \"model\":\"mock\" ,\"max_output_tokens\": 7 , \"stream\":false}",
+			body: "{ \"input\" : \"hi\", \"model\":\"mock\" ,\"max_output_tokens\": 17 , \"stream\":false}",
 			dial: "127.0.0.1:8081", uri: "/v1/responses?trace=1&x=a%20b", host: "127.0.0.1:8081", scheme: "http",
-			provider: "mock", model: "mock", key: "mock-key", kind: "responses", maxTokens: 7,
+			provider: "mock", model: "mock", key: "mock-key", kind: "responses", maxTokens: 17,
 		},
 		{
 			name: "first usable provider", target: "/api/v1/completions",

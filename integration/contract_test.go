@@ -32,7 +32,8 @@ func offContract(t *testing.T, w http.ResponseWriter, r *http.Request, body []by
 // such providers it is a 400 naming the client's field, charged nothing;
 // with another provider whose API takes it, that provider serves it, as
 // require_parameters would route; within the limit it is served, through
-// the mock, which refuses whatever the provider's contract refuses.
+// the mock, which refuses whatever the provider's contract refuses. A
+// Responses request passed as it is gets the same care.
 func TestProviderContractLimits(t *testing.T) {
 	var mu sync.Mutex
 	var anthropicCalls []string
@@ -72,8 +73,26 @@ func TestProviderContractLimits(t *testing.T) {
 	// Five, to a model with an Anthropic-style provider too: served by it.
 	r := c.mustPost("/messages", key, body("contract-mixed", 5), nil).expect(t, 200)
 	mu.Lock()
-	defer mu.Unlock()
 	if len(anthropicCalls) != 1 || !strings.Contains(anthropicCalls[0], `"stop_sequences":`+stops(5)) {
+		t.Fatalf("the Anthropic-style provider got %q; answer %s", anthropicCalls, r.Body)
+	}
+	mu.Unlock()
+
+	// A Responses request reaches an OpenAI-style provider as it is, and
+	// OpenAI's Responses API takes a max_output_tokens of at least 16.
+	responses := func(model string, n int) string {
+		return fmt.Sprintf(`{"model":%q,"input":"hello","max_output_tokens":%d}`, model, n)
+	}
+	before = c.snapshot(key, org.MgmtKey)
+	c.mustPost("/responses", key, responses("tollgate-mock", 10), nil).
+		expectError(t, 400, "max_output_tokens: at least 16 for this model's provider (OpenAI-style Responses); 10 sent")
+	expectCharged(t, before, c.snapshot(key, org.MgmtKey), 0, "a Responses request no provider takes")
+	c.mustPost("/responses", key, responses("tollgate-mock", 16), nil).expect(t, 200)
+	// The Anthropic-style provider takes it translated, as max_tokens.
+	r = c.mustPost("/responses", key, responses("contract-mixed", 10), nil).expect(t, 200)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(anthropicCalls) != 2 || !strings.Contains(anthropicCalls[1], `"max_tokens":10`) {
 		t.Fatalf("the Anthropic-style provider got %q; answer %s", anthropicCalls, r.Body)
 	}
 }

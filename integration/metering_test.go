@@ -123,6 +123,7 @@ func TestMeteringChargesExactly(t *testing.T) {
 		return fmt.Sprintf(`{"model":%q,"stream":%t%s,"input":%q}`, model, stream, extra, text)
 	}
 	const q = "hello metering world, how much does this cost"
+	const longQ = q + ", and what would a few more words add to it"
 	ans := "Mock answer from tollgate-mock: " + q
 	cases := []meterCase{
 		{name: "plain chat", path: "/chat/completions", body: chat("tollgate-mock", q, false, ""), prompt: q, answer: ans, finish: "stop"},
@@ -131,8 +132,9 @@ func TestMeteringChargesExactly(t *testing.T) {
 		{name: "streamed responses", path: "/responses", body: resp("tollgate-mock", q, true, ""), stream: true, responses: true, prompt: q, answer: ans, finish: "completed"},
 		{name: "plain chat, max_tokens", path: "/chat/completions", body: chat("tollgate-mock", q, false, `,"max_tokens":3`),
 			prompt: q, answer: "Mock answer from", finish: "length"},
-		{name: "streamed responses, max_output_tokens", path: "/responses", body: resp("tollgate-mock", q, true, `,"max_output_tokens":5`),
-			stream: true, responses: true, prompt: q, answer: "Mock answer from tollgate-mock: hello", finish: "incomplete"},
+		// Sixteen: the least max_output_tokens OpenAI's Responses API takes.
+		{name: "streamed responses, max_output_tokens", path: "/responses", body: resp("tollgate-mock", longQ, true, `,"max_output_tokens":16`),
+			stream: true, responses: true, prompt: longQ, answer: "Mock answer from tollgate-mock: " + strings.Join(strings.Fields(longQ)[:12], " "), finish: "incomplete"},
 		{name: "streamed chat, mock/echo", path: "/chat/completions", body: chat("mock/echo", "echo me", true, ""), stream: true,
 			prompt: "echo me", answer: "Mock answer from mock/echo: echo me", finish: "stop"},
 		{name: "plain chat, free", path: "/chat/completions", body: chat("tollgate-mock:free", q, false, ""), prompt: q, answer: ans, free: true, finish: "stop"},

@@ -19,7 +19,9 @@ import (
 
 // inbound is one request of the corpus: its route and body; refusedBy
 // maps a style to the client field the gateway's 400 names when that
-// style's providers cannot take it ("" everywhere else: accepted).
+// style's providers cannot take it ("" everywhere else: accepted); a
+// style's "/native" entry is for its providers that take the client's API
+// as it is.
 type inbound struct {
 	name      string
 	kind      dialect.Kind
@@ -111,7 +113,7 @@ func corpus() []inbound {
 	return []inbound{
 		{name: "claude code", kind: dialect.Messages, body: claudeCode},
 		{name: "messages minimal", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
-		{name: "messages every field", kind: dialect.Messages, body: `{"model":"m","max_tokens":1000,"temperature":0.3,"top_p":0.8,"top_k":5,
+		{name: "messages every field", kind: dialect.Messages, body: `{"model":"m","max_tokens":4000,"temperature":0.3,"top_p":0.8,"top_k":5,
 			"stop_sequences":["END"],"system":"sys","metadata":{"user_id":"u"},"service_tier":"auto",
 			"tools":[` + msgTool("f") + `],"tool_choice":{"type":"tool","name":"f"},
 			"thinking":{"type":"enabled","budget_tokens":2000},
@@ -133,8 +135,12 @@ func corpus() []inbound {
 			refusedBy: map[string]string{"openai": "tools", "azure": "tools"}},
 		{name: "messages long tool name", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"tools":[` + msgTool(longName) + `],"messages":[{"role":"user","content":"hi"}]}`,
 			refusedBy: openAIName},
-		{name: "messages tool name starting with a digit", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"tools":[` + msgTool("2fa") + `],"messages":[{"role":"user","content":"hi"}]}`,
-			refusedBy: map[string]string{"gemini": "tools"}},
+		{name: "messages tool name starting with a digit", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"tools":[` + msgTool("2fa") + `],"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages no stop sequences", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"stop_sequences":[],"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages tool result without content", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"tools":[` + msgTool("f") + `],"messages":[{"role":"user","content":"hi"},
+			{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1"}]},{"role":"user","content":"and?"}]}`},
+		{name: "messages small max_tokens with reasoning", kind: dialect.Messages, body: `{"model":"m","max_tokens":1100,"output_config":{"effort":"high"},"messages":[{"role":"user","content":"hi"}]}`},
 		{name: "messages server tool", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":2}],"messages":[{"role":"user","content":"hi"}]}`},
 		{name: "messages starting with the assistant", kind: dialect.Messages, body: `{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":"Hello!"},{"role":"user","content":"hi"}]}`,
 			refusedBy: map[string]string{"bedrock": "messages"}},
@@ -144,7 +150,11 @@ func corpus() []inbound {
 			{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}],"instructions":"be brief","max_output_tokens":100,
 			"temperature":1.5,"top_p":0.5,"seed":3,"user":"u","presence_penalty":1,"frequency_penalty":1,"service_tier":"auto","safety_identifier":"s",
 			"text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true}},"truncation":"auto","metadata":{"a":"b"}}`},
+		{name: "responses small max_output_tokens", kind: dialect.Responses, body: `{"model":"m","input":"hi","max_output_tokens":10}`,
+			refusedBy: map[string]string{"openai/native": "max_output_tokens"}},
 		{name: "chat every field", kind: dialect.Chat, body: chatAll},
+		{name: "chat reasoning with a small max_tokens", kind: dialect.Chat, body: `{"model":"m","max_tokens":1024,"reasoning_effort":"high","messages":[{"role":"user","content":"hi"}]}`},
+		{name: "chat reasoning", kind: dialect.Chat, body: `{"model":"m","max_tokens":1100,"reasoning_effort":"max","messages":[{"role":"user","content":"hi"}]}`},
 		{name: "chat minimal", kind: dialect.Chat, body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
 		{name: "chat hot temperature", kind: dialect.Chat, body: `{"model":"m","temperature":1.8,"stop":"END","messages":[{"role":"user","content":"hi"}]}`},
 		{name: "chat tool choice required", kind: dialect.Chat, body: `{"model":"m","messages":[{"role":"user","content":"hi"}],
@@ -211,9 +221,16 @@ func conform(t *testing.T, d dialect.Dialect, in inbound) {
 		return
 	}
 	var refusal *contract.Refusal
+	want := in.refusedBy[style]
 	chat := body
 	switch {
 	case native:
+		if w, ok := in.refusedBy[style+"/native"]; ok {
+			want = w
+		}
+		if in.kind == dialect.Responses {
+			refusal = contract.CheckResponses(body)
+		}
 	default:
 		var err error
 		switch in.kind {
@@ -228,7 +245,7 @@ func conform(t *testing.T, d dialect.Dialect, in inbound) {
 		}
 		refusal = contract.CheckChat(d.Name(), in.kind, chat)
 	}
-	if want := in.refusedBy[style]; want != "" || refusal != nil {
+	if want != "" || refusal != nil {
 		if refusal == nil || refusal.Field != want {
 			t.Fatalf("refusal %+v, want one naming %q", refusal, want)
 		}

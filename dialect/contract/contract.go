@@ -21,6 +21,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/tidwall/gjson"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -113,7 +114,33 @@ func Validate(api string, body []byte) error {
 		ve = deepest(ve)
 		return fmt.Errorf("%s refuses /%s: %s", api, strings.Join(ve.InstanceLocation, "/"), ve.ErrorKind.LocalizedString(printer))
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return crossCheck(api, body)
+}
+
+// crossCheck checks the rules between members that a JSON Schema cannot
+// state: Anthropic's thinking budget below max_tokens, and Bedrock's
+// roles alternating from one message to the next.
+func crossCheck(api string, body []byte) error {
+	switch api {
+	case AnthropicMessage:
+		f := gjson.GetManyBytes(body, "thinking.type", "thinking.budget_tokens", "max_tokens")
+		if f[0].Str == "enabled" && f[1].Int() >= f[2].Int() {
+			return fmt.Errorf("%s refuses /thinking/budget_tokens: %d is not below max_tokens (%d)", api, f[1].Int(), f[2].Int())
+		}
+	case BedrockConverse:
+		prev := ""
+		for i, m := range gjson.GetBytes(body, "messages").Array() {
+			role := m.Get("role").Str
+			if role == prev {
+				return fmt.Errorf("%s refuses /messages/%d/role: two %s messages in a row (roles alternate)", api, i, role)
+			}
+			prev = role
+		}
+	}
+	return nil
 }
 
 // deepest is the leaf cause of a validation error that says most: the

@@ -21,20 +21,22 @@ func (r *Refusal) Message() string { return r.Field + ": " + r.Reason }
 // The limits of each provider style that a request translated for it (or,
 // for OpenAI's Responses API, passed to it) can break and that the
 // gateway cannot express another way that keeps the request's meaning.
-// Each is the provider's, as its schema (schemas/) states it; the gateway
-// checks them before routing: a provider whose limit the request breaks
-// is left out, and a request no provider can take is the client's 400
-// naming its own field. The limits a translation can meet instead
-// (Anthropic's and Bedrock's temperature range: sent as 1) are the
-// translators' business.
+// Each is the provider's, as its schema (schemas/) states it, with the
+// document it was checked against; the gateway checks them before
+// routing: a provider whose limit the request breaks is left out, and a
+// request no provider can take is the client's 400 naming its own field.
+// The limits a translation can meet instead (Anthropic's and Bedrock's
+// temperature range: sent as 1) are the translators' business.
 var (
-	// OpenAI's chat completions (and Azure OpenAI's): function names.
+	// OpenAI's chat completions (and Azure OpenAI's): function names, as
+	// FunctionObject's description in OpenAI's OpenAPI document states.
 	openAIToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	// Anthropic's Messages API: tool names.
+	// Anthropic's Messages API: custom tool names (Tool.name's pattern).
 	anthropicToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
-	// Gemini: function declaration names.
-	geminiToolName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$`)
-	// Bedrock Converse: tool specification names.
+	// Gemini: function declaration names (FunctionDeclaration.name).
+	geminiToolName = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,64}$`)
+	// Bedrock Converse: tool specification names (ToolName: pattern
+	// [a-zA-Z0-9_-]+, length 1 to 64).
 	bedrockToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 )
 
@@ -60,7 +62,7 @@ var limitsByStyle = map[string]styleLimits{
 	"anthropic": {api: "Anthropic's Messages API", toolName: anthropicToolName,
 		nameRule: "1 to 128 characters of a-z, A-Z, 0-9, _ and -", maxUserID: 256},
 	"gemini": {api: "Gemini's generateContent", maxStops: 5, toolName: geminiToolName,
-		nameRule: "1 to 64 characters of a-z, A-Z, 0-9, _, ., : and -, starting with a letter or _"},
+		nameRule: "1 to 64 characters of a-z, A-Z, 0-9, _, ., : and -"},
 	"bedrock": {api: "Bedrock's Converse API", noEmpty: true, userFirst: true, toolName: bedrockToolName,
 		nameRule: "1 to 64 characters of a-z, A-Z, 0-9, _ and -"},
 }
@@ -168,6 +170,22 @@ func CheckEmbeddings(body []byte) *Refusal {
 			" inputs for this model's provider (OpenAI-style embeddings); " + strconv.Itoa(n) + " sent"}
 	}
 	return refusal
+}
+
+// minResponsesOutput is the least max_output_tokens OpenAI's Responses
+// API takes.
+const minResponsesOutput = 16
+
+// CheckResponses checks a Responses request passed as it is to an
+// OpenAI-style provider, whose API takes a max_output_tokens of at least
+// 16 (the gateway's own output limits are never lower).
+func CheckResponses(body []byte) *Refusal {
+	n := gjson.GetBytes(body, "max_output_tokens")
+	if n.Type != gjson.Number || n.Int() >= minResponsesOutput {
+		return nil
+	}
+	return &Refusal{"max_output_tokens", "at least " + strconv.Itoa(minResponsesOutput) +
+		" for this model's provider (OpenAI-style Responses); " + n.Raw + " sent"}
 }
 
 // stopField is the client's name for chat's stop.

@@ -25,8 +25,9 @@ func TestMockCitations(t *testing.T) {
 			t.Errorf("annotation %d: %s over %q", i, a.Raw, string(text))
 		}
 	}
-	// Cut by max_tokens before the second link: only the first is cited.
-	res = testgw.Post(t, srv, "/v1/responses", `{"model":"cite","input":"q","max_output_tokens":8}`)
+	// Cut by max_output_tokens (at least 16, as OpenAI's API takes) before
+	// the second link: only the first is cited.
+	res = testgw.Post(t, srv, "/v1/responses", `{"model":"cite","input":"q r s t u v w x y","max_output_tokens":16}`)
 	if n := gjson.Get(res.Body, "output.0.content.0.annotations.#").Int(); n != 1 {
 		t.Errorf("truncated answer: %s", res.Body)
 	}

@@ -304,17 +304,24 @@ func TestMockResponsesStream(t *testing.T) {
 
 func TestMockResponsesMaxOutputTokens(t *testing.T) {
 	srv := mockServer(t, &Handler{})
+	// An answer longer than 16 words, the least max_output_tokens OpenAI's
+	// API takes.
+	const more = " and then count one two three four five six seven eight nine ten"
+	body := func(extra string) string {
+		return strings.Replace(mockResponses(extra), "Say hello to the world", "Say hello to the world"+more, 1)
+	}
+	const cut = "Mock answer from m1: Say hello to the world and then count one two three four"
 	check := func(j gjson.Result) {
 		t.Helper()
-		checkResponse(t, j, "incomplete", "Mock answer", mockRespPrompt, 2)
-		if j.Get("incomplete_details.reason").Str != "max_output_tokens" || j.Get("max_output_tokens").Int() != 2 {
+		checkResponse(t, j, "incomplete", cut, mockRespPrompt+int64(len(strings.Fields(more))), 16)
+		if j.Get("incomplete_details.reason").Str != "max_output_tokens" || j.Get("max_output_tokens").Int() != 16 {
 			t.Errorf("capped response: %s", j.Raw)
 		}
 	}
-	check(gjson.Parse(testgw.Post(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2`)).Body))
+	check(gjson.Parse(testgw.Post(t, srv, "/v1/responses", body(`,"max_output_tokens":16`)).Body))
 
-	text, final := readResponsesStream(t, testgw.Post(t, srv, "/v1/responses", mockResponses(`,"max_output_tokens":2,"stream":true`)))
-	if text != "Mock answer" || final.Get("type").Str != "response.incomplete" {
+	text, final := readResponsesStream(t, testgw.Post(t, srv, "/v1/responses", body(`,"max_output_tokens":16,"stream":true`)))
+	if text != cut || final.Get("type").Str != "response.incomplete" {
 		t.Errorf("text %q, final %s", text, final.Raw)
 	}
 	check(final.Get("response"))

@@ -30,9 +30,12 @@ func TestScriptedAnswer(t *testing.T) {
 	if text.String() != answer {
 		t.Fatalf("streamed %q", text.String())
 	}
-	// Responses, cut by max_output_tokens after two words.
-	res = testgw.Post(t, srv, "/v1/responses", `{"model":"m1","max_output_tokens":2,"input":`+msg+`}`)
-	if got := gjson.Get(res.Body, "output.0.content.0.text").Str; got != "Here:\n```json\n" || gjson.Get(res.Body, "status").Str != "incomplete" {
+	// Responses, cut by max_output_tokens (at least 16, as OpenAI's API
+	// takes) after sixteen words, the whitespace kept.
+	long := `"mock-answer: Here:\n` + "```json" + `\n{name: 'Ada', one: 1, two: 2, three: 3, four: 4, five: 5, six: 6}\n` + "```" + `"`
+	res = testgw.Post(t, srv, "/v1/responses", `{"model":"m1","max_output_tokens":16,"input":`+long+`}`)
+	if got := gjson.Get(res.Body, "output.0.content.0.text").Str; got != "Here:\n```json\n{name: 'Ada', one: 1, two: 2, three: 3, four: 4, five: 5, six: 6}\n" ||
+		gjson.Get(res.Body, "status").Str != "incomplete" {
 		t.Fatalf("%d %s", res.Status, res.Body)
 	}
 }
