@@ -113,6 +113,7 @@ type rule struct {
 	re       *regexp.Regexp // a custom pattern
 	cost     int            // re's instructions a byte at worst
 	need     []string       // its prefilter; nil: none
+	needIDs  []int32        // need's indices in its guard's litScan
 	find     detector       // a builtin
 	number   numberKind     // the kind a number builtin finds (detect.go)
 }
@@ -121,6 +122,7 @@ type rule struct {
 type Guard struct {
 	ID, Name string
 	rules    []rule
+	lits     *litScan // the custom patterns' prefilters
 	unusable bool
 }
 
@@ -220,7 +222,14 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 				label = *e.Label
 			}
 		}
-		g.rules = append(g.rules, rule{action: a, label: label, re: re, cost: cost, need: required(p)})
+		r := rule{action: a, label: label, re: re, cost: cost, need: required(p)}
+		if r.need != nil {
+			if g.lits == nil {
+				g.lits = &litScan{}
+			}
+			r.needIDs = g.lits.add(r.need)
+		}
+		g.rules = append(g.rules, r)
 		out = append(out, map[string]any{"pattern": p, "action": a.String(), "label": e.Label})
 	}
 	b, _ := json.Marshal(out)

@@ -24,19 +24,6 @@ import (
 type folded struct {
 	s          string
 	start, end []int32
-	lower      string // s ASCII-lowercased, for prefilters, once asked for
-	lowerOK    bool
-}
-
-// may reports whether r's prefilter lets the copy through.
-func (f *folded) may(r *rule) bool {
-	if r.need == nil {
-		return true
-	}
-	if !f.lowerOK {
-		f.lower, f.lowerOK = lowerASCII(f.s), true
-	}
-	return mayMatch(r.need, f.lower)
 }
 
 // span maps s[a:b] back to the original's span.

@@ -229,3 +229,105 @@ func mayMatch(need []string, lower string) bool {
 	}
 	return false
 }
+
+// litWords is the size of a set of a guard's prefilter strings, in
+// 64-bit words: at most maxLiteralSet strings for each of its patterns.
+const litWords = (MaxFilters*maxLiteralSet + 63) / 64
+
+// litScan finds which of a guard's prefilter strings a text holds, for
+// all its custom patterns in one pass over the text (rather than one
+// pass, and a lowercased copy of the text, per string): a table of the
+// strings' first two bytes, ASCII-lowercased, picks the places where one
+// may start, where it is compared.
+type litScan struct {
+	lits  []string     // lowercased, each at least minLiteralLen bytes
+	pairs [1024]uint64 // bit (a<<8|b): some string starts with ab
+	by    map[uint16][]int32
+}
+
+// asciiLower maps a byte to its ASCII lowercase.
+var asciiLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i + 'a' - 'A')
+		}
+	}
+	return t
+}()
+
+// add registers a prefilter and returns its strings' indices.
+func (l *litScan) add(need []string) []int32 {
+	ids := make([]int32, 0, len(need))
+	for _, s := range need {
+		id := int32(slices.Index(l.lits, s))
+		if id < 0 {
+			id = int32(len(l.lits))
+			l.lits = append(l.lits, s)
+			p := uint16(s[0])<<8 | uint16(s[1])
+			l.pairs[p>>6] |= 1 << (p & 63)
+			if l.by == nil {
+				l.by = map[uint16][]int32{}
+			}
+			l.by[p] = append(l.by[p], id)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// scan sets in found (len(lits) bits) the strings text holds, compared
+// ASCII-case-insensitively: as if looked for in lowerASCII(text).
+func (l *litScan) scan(text string, found []uint64) {
+	left := len(l.lits)
+	if left == 0 || len(text) < 2 {
+		return
+	}
+	prev := uint16(asciiLower[text[0]])
+	for i := 1; i < len(text); i++ {
+		c := uint16(asciiLower[text[i]])
+		p := prev<<8 | c
+		prev = c
+		if l.pairs[p>>6]&(1<<(p&63)) == 0 {
+			continue
+		}
+		at := i - 1
+		for _, id := range l.by[p] {
+			if found[id>>6]&(1<<(id&63)) != 0 {
+				continue
+			}
+			s := l.lits[id]
+			if len(text)-at < len(s) || !hasLowerPrefix(text[at:], s) {
+				continue
+			}
+			found[id>>6] |= 1 << (id & 63)
+			if left--; left == 0 {
+				return
+			}
+		}
+	}
+}
+
+// hasLowerPrefix reports whether lowerASCII(t) starts with s.
+func hasLowerPrefix(t, s string) bool {
+	for k := 2; k < len(s); k++ {
+		if asciiLower[t[k]] != s[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// mayHold reports whether one of ids is in found (nil ids: no
+// prefilter, any text may match).
+func mayHold(ids []int32, found []uint64) bool {
+	if ids == nil {
+		return true
+	}
+	for _, id := range ids {
+		if found[id>>6]&(1<<(id&63)) != 0 {
+			return true
+		}
+	}
+	return false
+}

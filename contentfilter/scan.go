@@ -122,6 +122,7 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		if g == nil {
 			continue
 		}
+		v.litsOK = [2]bool{}
 		for i := range g.rules {
 			r := &g.rules[i]
 			if r.userOnly && !user {
@@ -129,8 +130,8 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			}
 			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
 			f := v.copy(r.slug != "")
-			inText := v.may(r)
-			inCopy := f != nil && f.may(r)
+			inText := v.may(g, r, 0, text)
+			inCopy := f != nil && v.may(g, r, 1, f.s)
 			// A custom pattern's scan of the text, and of its copy,
 			// comes out of the request's budget.
 			if r.re != nil && ((inText && !res.charge(len(text), r.cost)) || (inCopy && !res.charge(len(f.s), r.cost))) {
@@ -180,22 +181,26 @@ type view struct {
 	ascii           bool
 	plain, builtin  *folded
 	plainOK, confOK bool
-	lower           string // the text ASCII-lowercased, for prefilters
-	lowerOK         bool
+	// The guard's prefilter strings the text (0) and its plain copy (1)
+	// hold, found when a filter of the guard first asks.
+	lits   [2][litWords]uint64
+	litsOK [2]bool
 	// The numbers of the text and of its builtins' copy.
 	numbers   [2][]numberHit
 	numbersOK [2]bool
 }
 
-// may reports whether r's prefilter lets the text through.
-func (v *view) may(r *rule) bool {
-	if r.need == nil {
+// may reports whether r's prefilter (of guard g) lets t through: the
+// text (which 0) or its plain copy (1).
+func (v *view) may(g *Guard, r *rule, which int, t string) bool {
+	if r.needIDs == nil {
 		return true
 	}
-	if !v.lowerOK {
-		v.lower, v.lowerOK = lowerASCII(v.text), true
+	if !v.litsOK[which] {
+		v.lits[which], v.litsOK[which] = [litWords]uint64{}, true
+		g.lits.scan(t, v.lits[which][:])
 	}
-	return mayMatch(r.need, v.lower)
+	return mayHold(r.needIDs, v.lits[which][:])
 }
 
 // copy is the text's folded copy for a custom pattern or (builtin) for a
