@@ -116,6 +116,7 @@ type rule struct {
 	needIDs  []int32        // need's indices in its guard's litScan
 	find     detector       // a builtin
 	number   numberKind     // the kind a number builtin finds (detect.go)
+	tok      uint8          // the scanTokens detectors of a builtin
 }
 
 // Guard is one guardrail's compiled filters.
@@ -311,7 +312,7 @@ func compileBuiltins(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fieldErr(list, i, "label", "at most "+strconv.Itoa(MaxLabelLen)+" characters")
 		}
 		entry := map[string]any{"slug": slug, "action": a.String(), "label": label}
-		r := rule{action: a, label: label, slug: slug, find: detectors[slug], number: numberKinds[slug]}
+		r := rule{action: a, label: label, slug: slug, find: detectors[slug], number: numberKinds[slug], tok: tokDetectors[slug]}
 		if e.ScanScope != nil {
 			if slug != "regex-prompt-injection" {
 				return nil, fieldErr(list, i, "scan_scope", "applies to regex-prompt-injection only")

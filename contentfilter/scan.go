@@ -116,6 +116,17 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		return text
 	}
 	v := view{text: text, ascii: isASCII(text)}
+	for _, g := range s {
+		if g == nil {
+			continue
+		}
+		for i := range g.rules {
+			if r := &g.rules[i]; !r.userOnly || user {
+				v.want |= r.tok
+				v.kinds |= r.number.bit()
+			}
+		}
+	}
 	var spans []span
 	var first *Hit
 	for _, g := range s {
@@ -185,9 +196,18 @@ type view struct {
 	// hold, found when a filter of the guard first asks.
 	lits   [2][litWords]uint64
 	litsOK [2]bool
-	// The numbers of the text and of its builtins' copy.
-	numbers   [2][]numberHit
-	numbersOK [2]bool
+	// What the token builtins in force (want, and the number kinds)
+	// find in the text and in its builtins' copy, in one scan of each.
+	want, kinds uint8
+	toks        [2][]tokHit
+	toksOK      [2]bool
+}
+
+// tokHit is what a token builtin found.
+type tokHit struct {
+	start, end int
+	det        uint8
+	kind       numberKind
 }
 
 // may reports whether r's prefilter (of guard g) lets t through: the
@@ -235,7 +255,7 @@ func (v *view) copy(builtin bool) *folded {
 // matches reports whether r matches t: the text (which 0) or its
 // builtins' copy (1).
 func (v *view) matches(r *rule, t string, which int) bool {
-	if r.number == 0 {
+	if r.tok == 0 {
 		return r.matches(t)
 	}
 	found := false
@@ -243,18 +263,20 @@ func (v *view) matches(r *rule, t string, which int) bool {
 	return found
 }
 
-// each emits r's matches in t; the number builtins share one scan of
-// the text's numbers.
+// each emits r's matches in t; the token builtins share one scan.
 func (v *view) each(r *rule, t string, which int, emit func(a, b int)) {
-	if r.number == 0 {
+	if r.tok == 0 {
 		r.each(t, emit)
 		return
 	}
-	if !v.numbersOK[which] {
-		v.numbers[which], v.numbersOK[which] = numberHits(t), true
+	if !v.toksOK[which] {
+		v.toksOK[which] = true
+		scanTokens(t, v.want, v.kinds, func(det uint8, kind numberKind, a, b int) {
+			v.toks[which] = append(v.toks[which], tokHit{a, b, det, kind})
+		})
 	}
-	for _, h := range v.numbers[which] {
-		if h.kind == r.number {
+	for _, h := range v.toks[which] {
+		if r.tok&h.det != 0 && h.kind == r.number {
 			emit(h.start, h.end)
 		}
 	}
