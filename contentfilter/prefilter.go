@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"math/bits"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -242,7 +243,12 @@ const litWords = (MaxFilters*maxLiteralSet + 63) / 64
 type litScan struct {
 	lits  []string     // lowercased, each at least minLiteralLen bytes
 	pairs [1024]uint64 // bit (a<<8|b): some string starts with ab
-	by    map[uint16][]int32
+	// The strings of the n-th pair set in pairs (n counts the bits
+	// before it: rank[word] plus those below it in its word) are
+	// byPair[at[n]:at[n+1]].
+	rank   [1024]uint16
+	at     []int32
+	byPair []int32
 }
 
 // asciiLower maps a byte to its ASCII lowercase.
@@ -264,16 +270,46 @@ func (l *litScan) add(need []string) []int32 {
 		if id < 0 {
 			id = int32(len(l.lits))
 			l.lits = append(l.lits, s)
-			p := uint16(s[0])<<8 | uint16(s[1])
-			l.pairs[p>>6] |= 1 << (p & 63)
-			if l.by == nil {
-				l.by = map[uint16][]int32{}
-			}
-			l.by[p] = append(l.by[p], id)
 		}
 		ids = append(ids, id)
 	}
+	l.index()
 	return ids
+}
+
+func pairOf(s string) uint16 { return uint16(s[0])<<8 | uint16(s[1]) }
+
+// index remakes the pair table from lits.
+func (l *litScan) index() {
+	l.pairs = [1024]uint64{}
+	for _, s := range l.lits {
+		p := pairOf(s)
+		l.pairs[p>>6] |= 1 << (p & 63)
+	}
+	n := 0
+	for w := range l.pairs {
+		l.rank[w] = uint16(n)
+		n += bits.OnesCount64(l.pairs[w])
+	}
+	l.at = make([]int32, n+1)
+	for _, s := range l.lits {
+		l.at[l.slot(pairOf(s))+1]++
+	}
+	for k := 1; k <= n; k++ {
+		l.at[k] += l.at[k-1]
+	}
+	l.byPair = make([]int32, len(l.lits))
+	fill := slices.Clone(l.at)
+	for id, s := range l.lits {
+		k := l.slot(pairOf(s))
+		l.byPair[fill[k]] = int32(id)
+		fill[k]++
+	}
+}
+
+// slot is the rank of pair p, which is set in pairs.
+func (l *litScan) slot(p uint16) int {
+	return int(l.rank[p>>6]) + bits.OnesCount64(l.pairs[p>>6]&(1<<(p&63)-1))
 }
 
 // scan sets in found (len(lits) bits) the strings text holds, compared
@@ -292,7 +328,8 @@ func (l *litScan) scan(text string, found []uint64) {
 			continue
 		}
 		at := i - 1
-		for _, id := range l.by[p] {
+		k := l.slot(p)
+		for _, id := range l.byPair[l.at[k]:l.at[k+1]] {
 			if found[id>>6]&(1<<(id&63)) != 0 {
 				continue
 			}
