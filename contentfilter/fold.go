@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -77,9 +78,12 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 			k = j - 1 // it may compose with the mark that follows
 		}
 		fl.buf = append(fl.buf, text[i:k]...)
+		n := len(fl.start)
+		fl.start = slices.Grow(fl.start, k-i)[:n+k-i]
+		fl.end = slices.Grow(fl.end, k-i)[:n+k-i]
 		for p := i; p < k; p++ {
-			fl.start = append(fl.start, int32(p))
-			fl.end = append(fl.end, int32(p+1))
+			fl.start[n+p-i] = int32(p)
+			fl.end[n+p-i] = int32(p + 1)
 		}
 		if k == len(text) {
 			break
@@ -101,13 +105,14 @@ type folder struct {
 	buf                []byte
 	start, end         []int32
 	changed, lookalike bool
+	it                 norm.Iter // reused: it is large, and a text may have many stretches
 }
 
 // normalize folds text[from:to], which starts and ends at normalization
 // segment boundaries.
 func (fl *folder) normalize(from, to int) {
 	text := fl.text
-	var it norm.Iter
+	it := &fl.it
 	it.InitString(norm.NFKC, text[from:to])
 	var enc [utf8.UTFMax]byte
 	// A long expansion comes in pieces that consume no input but the
