@@ -666,7 +666,7 @@ func nameAt(s string, i, j int, emit func(int, int)) int {
 		}
 	case cueShape(w) && cueAt(s, i, j, &rest):
 		start = rest
-	case isUpper(c) && len(w) > 1 && isLower(w[1]) && firstNames[w] && j+1 < len(s) && s[j] == ' ' && isUpper(s[j+1]):
+	case isUpper(c) && len(w) > 1 && isLower(w[1]) && j+1 < len(s) && s[j] == ' ' && isUpper(s[j+1]) && firstNames[w]:
 		// A known first name and a capitalized next word.
 		if loc := nameAfterRE.FindStringIndex(s[i:min(len(s), i+80)]); loc != nil && strings.IndexByte(s[i:i+loc[1]], ' ') > 0 {
 			end := trimNonName(s, i, i+loc[1])
