@@ -113,14 +113,17 @@ type rule struct {
 	re       *regexp.Regexp // a custom pattern
 	cost     int            // re's instructions a byte at worst
 	need     []string       // its prefilter; nil: none
+	needIDs  []int32        // need's indices in its guard's litScan
 	find     detector       // a builtin
 	number   numberKind     // the kind a number builtin finds
+	tok      uint8          // the scanTokens detectors of a builtin
 }
 
 // Guard is one guardrail's compiled filters.
 type Guard struct {
 	ID, Name string
 	rules    []rule
+	lits     *litScan // the custom patterns' prefilters
 	unusable bool
 }
 
@@ -220,7 +223,14 @@ func compileCustom(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 				label = *e.Label
 			}
 		}
-		g.rules = append(g.rules, rule{action: a, label: label, re: re, cost: cost, need: required(p)})
+		r := rule{action: a, label: label, re: re, cost: cost, need: required(p)}
+		if r.need != nil {
+			if g.lits == nil {
+				g.lits = &litScan{}
+			}
+			r.needIDs = g.lits.add(r.need)
+		}
+		g.rules = append(g.rules, r)
 		out = append(out, map[string]any{"pattern": p, "action": a.String(), "label": e.Label})
 	}
 	b, _ := json.Marshal(out)
@@ -302,7 +312,7 @@ func compileBuiltins(g *Guard, raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fieldErr(list, i, "label", "at most "+strconv.Itoa(MaxLabelLen)+" characters")
 		}
 		entry := map[string]any{"slug": slug, "action": a.String(), "label": label}
-		r := rule{action: a, label: label, slug: slug, find: detectors[slug], number: numberKinds[slug]}
+		r := rule{action: a, label: label, slug: slug, find: detectors[slug], number: numberKinds[slug], tok: tokDetectors[slug]}
 		if e.ScanScope != nil {
 			if slug != "regex-prompt-injection" {
 				return nil, fieldErr(list, i, "scan_scope", "applies to regex-prompt-injection only")

@@ -25,10 +25,143 @@ var detectors = map[string]detector{
 	"regex-prompt-injection": findInjections,
 }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
-func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
-func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || isLower(c) }
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+func isUpper(c byte) bool  { return c >= 'A' && c <= 'Z' }
+func isLower(c byte) bool  { return c >= 'a' && c <= 'z' }
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+func isAlnum(c byte) bool  { return byteClass[c]&clAlnum != 0 }
+
+// byteClass classifies bytes for the detectors' skip loops, which look
+// at every byte of a text.
+const (
+	clAlnum   = 1 << iota // a letter or digit
+	clWord                // a letter, digit or _
+	clIP                  // isIPChar or a letter: a byte an IP scan passes over
+	clIPStart             // a hex digit or ':', where an IP address may start
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if isDigit(b) || isUpper(b) || isLower(b) {
+			t[c] |= clAlnum | clWord | clIP
+		}
+		if b == '_' {
+			t[c] |= clWord
+		}
+		if isIPChar(b) {
+			t[c] |= clIP
+		}
+		if isIPChar(b) && b != '.' {
+			t[c] |= clIPStart
+		}
+	}
+	return t
+}()
+
+// ---- one pass for the token builtins ----
+
+// The builtins other than e-mail look for what starts at a token: an IP
+// address at a hex digit or ':', a number at a digit, a street address
+// at a digit or P, a name or an injection phrasing at a word, a role tag
+// at '<' or '['; each at a byte its predecessor does not glue to a
+// longer token. scanTokens walks the text once for all of them: the byte
+// and its predecessor say which may start there (tokStart and tokGlue),
+// and each detector reads on from there, skipping the places before the
+// end of what it last read.
+const (
+	tokIP uint8 = 1 << iota
+	tokNumber
+	tokAddress
+	tokName
+	tokInjection
+	tokTag
+	tokCount = iota
+)
+
+// tokStart are the detectors that may start at a byte; tokGlue those a
+// byte glues to the next.
+var tokStart, tokGlue = func() (start, glue [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if isIPChar(b) && b != '.' {
+			start[c] |= tokIP
+		}
+		if isDigit(b) {
+			start[c] |= tokNumber | tokAddress
+		}
+		if b == 'P' || b == 'p' {
+			start[c] |= tokAddress
+		}
+		if isLetter(b) {
+			start[c] |= tokName | tokInjection
+		}
+		if b == '<' || b == '[' {
+			start[c] |= tokTag
+		}
+		if isAlnum(b) {
+			glue[c] |= tokIP | tokNumber | tokAddress | tokName | tokInjection
+		}
+		if isIPChar(b) {
+			glue[c] |= tokIP
+		}
+		if b == '_' {
+			glue[c] |= tokNumber
+		}
+		if b == '\'' {
+			glue[c] |= tokName
+		}
+	}
+	return start, glue
+}()
+
+// scanTokens emits what the detectors of want find in s (number: the
+// kinds of kinds), each detector's finds in order.
+func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKind, a, b int)) {
+	var next [tokCount]int // where each detector goes on
+	colon := -1
+	glue := uint8(0)
+	emitIP := func(a, b int) { emit(tokIP, 0, a, b) }
+	emitNumber := func(k numberKind, a, b int) { emit(tokNumber, k, a, b) }
+	emitAddress := func(a, b int) { emit(tokAddress, 0, a, b) }
+	emitName := func(a, b int) { emit(tokName, 0, a, b) }
+	emitInjection := func(a, b int) { emit(tokInjection, 0, a, b) }
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		m := tokStart[c] &^ glue & want
+		glue = tokGlue[c]
+		if m == 0 {
+			continue
+		}
+		if m&tokIP != 0 && i >= next[0] {
+			next[0] = ipAt(s, i, &colon, emitIP)
+		}
+		if m&tokNumber != 0 && i >= next[1] {
+			next[1] = numberAt(s, i, kinds, emitNumber)
+		}
+		if m&tokAddress != 0 && i >= next[2] {
+			next[2] = addressAt(s, i, emitAddress)
+		}
+		if m&(tokName|tokInjection) != 0 {
+			j := i + 1
+			for j < len(s) && isLetter(s[j]) {
+				j++
+			}
+			if m&tokName != 0 && i >= next[3] {
+				next[3] = nameAt(s, i, j, emitName)
+			}
+			if m&tokInjection != 0 && i >= next[4] {
+				next[4] = injectionAt(s, i, j, emitInjection)
+			}
+			// Within the word no detector starts: on from its last letter.
+			i = j - 1
+			glue = tokGlue[s[i]]
+		}
+		if m&tokTag != 0 && i >= next[4] {
+			next[4] = tagAt(s, i, emitInjection)
+		}
+	}
+}
 
 // ---- e-mail ----
 
@@ -117,7 +250,7 @@ type numberSpan struct {
 // whole, else by its longest runs of consecutive groups.
 func findNumbers(kind numberKind) detector {
 	return func(s string, emit func(int, int)) {
-		eachNumberSpan(s, func(sp *numberSpan) { spanKind(s, sp, kind, emit) })
+		scanTokens(s, tokNumber, kind.bit(), func(_ uint8, _ numberKind, a, b int) { emit(a, b) })
 	}
 }
 
@@ -145,92 +278,104 @@ func spanKind(s string, sp *numberSpan, kind numberKind, emit func(int, int)) {
 	}
 }
 
-// numberHit is a phone number, SSN or card number found in a text.
-type numberHit struct {
-	start, end int
-	kind       numberKind
-}
-
-// numberHits finds the three kinds in one scan of s's numbers, for a
-// text under more than one of the builtins that read them.
-func numberHits(s string) []numberHit {
-	var out []numberHit
-	eachNumberSpan(s, func(sp *numberSpan) {
-		for _, kind := range [...]numberKind{kindPhone, kindSSN, kindCard} {
-			spanKind(s, sp, kind, func(a, b int) { out = append(out, numberHit{a, b, kind}) })
-		}
-	})
-	return out
-}
+// bit is the kind's bit in a set of kinds.
+func (k numberKind) bit() uint8 { return 1 << k }
 
 // numberKinds are the builtins that read numbers.
 var numberKinds = map[string]numberKind{"phone": kindPhone, "ssn": kindSSN, "credit-card": kindCard}
 
-// eachNumberSpan calls fn for each span of digit groups in s.
-func eachNumberSpan(s string, fn func(*numberSpan)) {
-	var sp numberSpan
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if !isDigit(c) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '_')) {
-			i++
-			continue
+// tokDetectors are the builtins scanTokens runs.
+var tokDetectors = map[string]uint8{"phone": tokNumber, "ssn": tokNumber, "credit-card": tokNumber,
+	"ip-address": tokIP, "address": tokAddress, "person-name": tokName, "regex-prompt-injection": tokInjection | tokTag}
+
+// minDigits is the fewest digits of a number of kind (classify): a
+// phone number has 10 (NANP), or 8 after a + (plus: the span has one);
+// an SSN 9; a card 13. A span with fewer holds none.
+func minDigits(kind numberKind, plus bool) int {
+	switch kind {
+	case kindPhone:
+		if plus {
+			return 8
 		}
-		sp = numberSpan{start: i}
-		if i > 0 && s[i-1] == '(' {
-			sp.paren = true
-			if i > 1 && s[i-2] == '+' {
-				sp.plus = true
-			}
-		} else if i > 0 && s[i-1] == '+' {
+		return 10
+	case kindSSN:
+		return 9
+	}
+	return 13
+}
+
+// digits counts the span's digits.
+func (sp *numberSpan) digits() int {
+	n := 0
+	for g := 0; g < sp.n; g++ {
+		n += sp.groups[g][1] - sp.groups[g][0]
+	}
+	return n
+}
+
+// eachNumberSpan calls fn for each span of digit groups in s.
+// numberAt reads the span of digit groups starting at i (a digit not
+// within a word) and emits its parts of kinds; it returns where the scan
+// goes on.
+func numberAt(s string, i int, kinds uint8, emit func(numberKind, int, int)) int {
+	sp := numberSpan{start: i}
+	if i > 0 && s[i-1] == '(' {
+		sp.paren = true
+		if i > 1 && s[i-2] == '+' {
 			sp.plus = true
 		}
-		j := i
-		for sp.n < len(sp.groups) {
-			k := j
-			for k < len(s) && isDigit(s[k]) {
-				k++
-			}
-			sp.groups[sp.n] = [2]int{j, k}
-			sp.n++
-			// The separator to the next group: one of " -." or ") " / ")"
-			// after a parenthesized first group.
-			if k >= len(s) {
-				j = k
-				break
-			}
-			next := k
-			var sep byte
-			switch {
-			case sp.n == 1 && sp.paren && s[k] == ')':
-				next = k + 1
-				sep = ')'
-				if next < len(s) && (s[next] == ' ' || s[next] == '-') {
-					next++
-				}
-			case s[k] == ' ' || s[k] == '-' || s[k] == '.':
-				sep = s[k]
-				next = k + 1
-			}
-			if sep == 0 || next >= len(s) || !isDigit(s[next]) || sp.n == len(sp.groups) {
-				j = k
-				break
-			}
-			sp.seps[sp.n] = sep
-			j = next
-		}
-		// A span glued to letters or to more digits is part of a word.
-		if j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
-			for j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
-				j++
-			}
-			i = j
-			continue
-		}
-		sp.end = j
-		fn(&sp)
-		i = j + 1
+	} else if i > 0 && s[i-1] == '+' {
+		sp.plus = true
 	}
+	j := i
+	for sp.n < len(sp.groups) {
+		k := j
+		for k < len(s) && isDigit(s[k]) {
+			k++
+		}
+		sp.groups[sp.n] = [2]int{j, k}
+		sp.n++
+		// The separator to the next group: one of " -." or ") " / ")"
+		// after a parenthesized first group.
+		if k >= len(s) {
+			j = k
+			break
+		}
+		next := k
+		var sep byte
+		switch {
+		case sp.n == 1 && sp.paren && s[k] == ')':
+			next = k + 1
+			sep = ')'
+			if next < len(s) && (s[next] == ' ' || s[next] == '-') {
+				next++
+			}
+		case s[k] == ' ' || s[k] == '-' || s[k] == '.':
+			sep = s[k]
+			next = k + 1
+		}
+		if sep == 0 || next >= len(s) || !isDigit(s[next]) || sp.n == len(sp.groups) {
+			j = k
+			break
+		}
+		sp.seps[sp.n] = sep
+		j = next
+	}
+	// A span glued to letters or to more digits is part of a word.
+	if j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
+		for j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
+			j++
+		}
+		return j
+	}
+	sp.end = j
+	d := sp.digits()
+	for _, kind := range [...]numberKind{kindPhone, kindSSN, kindCard} {
+		if kinds&kind.bit() != 0 && d >= minDigits(kind, sp.plus) {
+			spanKind(s, &sp, kind, func(a, b int) { emit(kind, a, b) })
+		}
+	}
+	return j + 1
 }
 
 // classify says what groups [a,b) of a span are.
@@ -360,71 +505,80 @@ func luhn(d []byte) bool {
 // findIPs finds IPv4 dotted quads (each part 0-255, no leading zeros) and
 // IPv6 addresses (as net/netip parses them, with at least two colons).
 func findIPs(s string, emit func(int, int)) {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if !(isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':') || (i > 0 && (isIPChar(s[i-1]) || isAlnum(s[i-1]))) {
-			i++
-			continue
-		}
-		// IPv4 first: digits and dots only (an address may be followed by
-		// :port).
-		if isDigit(c) {
-			j := i
-			dots := 0
-			for j < len(s) && (isDigit(s[j]) || s[j] == '.') && j-i < 16 {
-				if s[j] == '.' {
-					dots++
-				}
-				j++
-			}
-			end := j
-			for end > i && s[end-1] == '.' {
-				end--
-				dots--
-			}
-			if dots == 3 && !glued(s, end) {
-				if a, err := netip.ParseAddr(s[i:end]); err == nil && a.Is4() {
-					emit(i, end)
-					i = end
-					continue
-				}
-			}
-		}
-		// IPv6: a hex group must reach a colon soon.
-		k := i
-		for k < len(s) && k-i < 5 && s[k] != ':' && isIPChar(s[k]) && s[k] != '.' {
-			k++
-		}
-		if k >= len(s) || s[k] != ':' {
-			for k < len(s) && isAlnum(s[k]) {
-				k++
-			}
-			i = max(k, i+1)
-			continue
-		}
+	scanTokens(s, tokIP, 0, func(_ uint8, _ numberKind, a, b int) { emit(a, b) })
+}
+
+// ipAt looks for an address starting at i (a hex digit or ':' not within
+// a token); colon is the first ':' at or after i, once known (len(s):
+// none). It returns where the scan goes on.
+func ipAt(s string, i int, colon *int, emit func(int, int)) int {
+	c := s[i]
+	// IPv4 first: digits and dots only (an address may be followed by
+	// :port).
+	if isDigit(c) {
 		j := i
-		colons, digits := 0, 0
-		for j < len(s) && isIPChar(s[j]) && j-i < 45 {
-			switch {
-			case s[j] == ':':
-				colons++
-			case isDigit(s[j]):
-				digits++
+		dots := 0
+		for j < len(s) && (isDigit(s[j]) || s[j] == '.') && j-i < 16 {
+			if s[j] == '.' {
+				dots++
 			}
 			j++
 		}
 		end := j
 		for end > i && s[end-1] == '.' {
 			end--
+			dots--
 		}
-		if colons >= 2 && digits > 0 && !glued(s, end) {
-			if _, err := netip.ParseAddr(s[i:end]); err == nil {
+		if dots == 3 && !glued(s, end) {
+			if a, err := netip.ParseAddr(s[i:end]); err == nil && a.Is4() {
 				emit(i, end)
+				return end
 			}
 		}
-		i = max(j, i+1)
 	}
+	// IPv6: a hex group must reach a colon soon.
+	if *colon < i {
+		*colon = strings.IndexByte(s[i:], ':')
+		if *colon < 0 {
+			*colon = len(s)
+		} else {
+			*colon += i
+		}
+	}
+	if *colon > i+5 {
+		return i + 1
+	}
+	k := i
+	for k < len(s) && k-i < 5 && s[k] != ':' && isIPChar(s[k]) && s[k] != '.' {
+		k++
+	}
+	if k >= len(s) || s[k] != ':' {
+		for k < len(s) && isAlnum(s[k]) {
+			k++
+		}
+		return max(k, i+1)
+	}
+	j := i
+	colons, digits := 0, 0
+	for j < len(s) && isIPChar(s[j]) && j-i < 45 {
+		switch {
+		case s[j] == ':':
+			colons++
+		case isDigit(s[j]):
+			digits++
+		}
+		j++
+	}
+	end := j
+	for end > i && s[end-1] == '.' {
+		end--
+	}
+	if colons >= 2 && digits > 0 && !glued(s, end) {
+		if _, err := netip.ParseAddr(s[i:end]); err == nil {
+			emit(i, end)
+		}
+	}
+	return max(j, i+1)
 }
 
 // glued reports whether what ends at end continues a longer token (a
@@ -449,40 +603,38 @@ var streetRE = regexp.MustCompile(`^\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]\.?|North|Sou
 var poBoxRE = regexp.MustCompile(`^(?i:P\.?\s?O\.?\s+Box|Post\s+Office\s+Box)\s+\d{1,8}`)
 
 func findAddresses(s string, emit func(int, int)) {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if i > 0 && isAlnum(s[i-1]) {
-			i++
-			continue
+	scanTokens(s, tokAddress, 0, func(_ uint8, _ numberKind, a, b int) { emit(a, b) })
+}
+
+// addressAt looks for an address starting at i (a digit or P not within
+// a word); it returns where the scan goes on.
+func addressAt(s string, i int, emit func(int, int)) int {
+	c := s[i]
+	var loc []int
+	window := s[i:min(len(s), i+200)]
+	switch {
+	case isDigit(c):
+		// The cheap test first: digits, a space, a capital or digit.
+		k := i
+		for k < len(s) && isDigit(s[k]) && k-i < 7 {
+			k++
 		}
-		var loc []int
-		window := s[i:min(len(s), i+200)]
-		switch {
-		case isDigit(c):
-			// The cheap test first: digits, a space, a capital or digit.
-			k := i
-			for k < len(s) && isDigit(s[k]) && k-i < 7 {
-				k++
-			}
-			if k < len(s) && isUpper(s[k]) {
-				k++ // 12B
-			}
-			if k+1 < len(s) && s[k] == ' ' && (isUpper(s[k+1]) || isDigit(s[k+1])) {
-				loc = streetRE.FindStringIndex(window)
-			}
-		case c == 'P' || c == 'p':
-			if len(window) > 4 && (window[1] == 'O' || window[1] == 'o' || window[1] == '.') {
-				loc = poBoxRE.FindStringIndex(window)
-			}
+		if k < len(s) && isUpper(s[k]) {
+			k++ // 12B
 		}
-		if loc != nil {
-			emit(i, i+loc[1])
-			i += loc[1]
-			continue
+		if k+1 < len(s) && s[k] == ' ' && (isUpper(s[k+1]) || isDigit(s[k+1])) {
+			loc = streetRE.FindStringIndex(window)
 		}
-		i++
+	case c == 'P' || c == 'p':
+		if len(window) > 4 && (window[1] == 'O' || window[1] == 'o' || window[1] == '.') {
+			loc = poBoxRE.FindStringIndex(window)
+		}
 	}
+	if loc != nil {
+		emit(i, i+loc[1])
+		return i + loc[1]
+	}
+	return i + 1
 }
 
 // ---- person names ----
@@ -495,59 +647,45 @@ var nameAfterRE = regexp.MustCompile(`^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-
 // "regards,") followed by capitalized words, or a common first name
 // followed by a capitalized surname.
 func findNames(s string, emit func(int, int)) {
-	last := 0
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if !(isUpper(c) || isLower(c)) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '\'')) {
-			i++
-			continue
+	scanTokens(s, tokName, 0, func(_ uint8, _ numberKind, a, b int) { emit(a, b) })
+}
+
+// nameAt looks for a name at word s[i:j] (a word's letters, not after an
+// apostrophe); it returns where the scan goes on.
+func nameAt(s string, i, j int, emit func(int, int)) int {
+	c := s[i]
+	w := s[i:j]
+	start, rest := -1, j
+	switch {
+	case isUpper(c) && honorific(w):
+		if rest < len(s) && s[rest] == '.' {
+			rest++
 		}
-		j := i
-		for j < len(s) && (isUpper(s[j]) || isLower(s[j])) {
-			j++
+		if rest < len(s) && s[rest] == ' ' {
+			start = rest + 1
 		}
-		w := s[i:j]
-		if i < last {
-			i = j
-			continue
-		}
-		start, rest := -1, j
-		switch {
-		case isUpper(c) && honorific(w):
-			if rest < len(s) && s[rest] == '.' {
-				rest++
-			}
-			if rest < len(s) && s[rest] == ' ' {
-				start = rest + 1
-			}
-		case cueShape(w) && cueAt(s, i, j, &rest):
-			start = rest
-		case isUpper(c) && len(w) > 1 && isLower(w[1]) && firstNames[w] && j+1 < len(s) && s[j] == ' ' && isUpper(s[j+1]):
-			// A known first name and a capitalized next word.
-			if loc := nameAfterRE.FindStringIndex(s[i:min(len(s), i+80)]); loc != nil && strings.IndexByte(s[i:i+loc[1]], ' ') > 0 {
-				end := trimNonName(s, i, i+loc[1])
-				if end > j {
-					emit(i, end)
-					last = end
-					i = end
-					continue
-				}
+	case cueShape(w) && cueAt(s, i, j, &rest):
+		start = rest
+	case isUpper(c) && len(w) > 1 && isLower(w[1]) && j+1 < len(s) && s[j] == ' ' && isUpper(s[j+1]) && firstNames[w]:
+		// A known first name and a capitalized next word.
+		if loc := nameAfterRE.FindStringIndex(s[i:min(len(s), i+80)]); loc != nil && strings.IndexByte(s[i:i+loc[1]], ' ') > 0 {
+			end := trimNonName(s, i, i+loc[1])
+			if end > j {
+				emit(i, end)
+				return end
 			}
 		}
-		if start >= 0 && start < len(s) && isUpper(s[start]) {
-			if loc := nameAfterRE.FindStringIndex(s[start:min(len(s), start+80)]); loc != nil {
-				end := trimNonName(s, start, start+loc[1])
-				if end > start {
-					emit(start, end)
-					last = end
-					i = end
-					continue
-				}
-			}
-		}
-		i = j
 	}
+	if start >= 0 && start < len(s) && isUpper(s[start]) {
+		if loc := nameAfterRE.FindStringIndex(s[start:min(len(s), start+80)]); loc != nil {
+			end := trimNonName(s, start, start+loc[1])
+			if end > start {
+				emit(start, end)
+				return end
+			}
+		}
+	}
+	return j
 }
 
 // trimNonName drops trailing words of a match that are common
@@ -598,23 +736,50 @@ func cueShape(w string) bool {
 	return false
 }
 
+// What follows each cue word.
+var (
+	cueMy      = []string{" name is ", " name's ", " full name is "}
+	cueName    = []string{": ", " is "}
+	cueSigned  = []string{", ", ": ", " "}
+	cueClosing = []string{",\n", ", ", ",\r\n"}
+	cueRole    = []string{" name: ", ": "}
+)
+
 // cueAt reports whether a name cue starts at word s[i:j]; rest is where
 // the name would start.
 func cueAt(s string, i, j int, rest *int) bool {
 	w := s[i:j]
 	var tail []string
-	switch {
-	case strings.EqualFold(w, "my"):
-		tail = []string{" name is ", " name's ", " full name is "}
-	case strings.EqualFold(w, "name"):
-		tail = []string{": ", " is "}
-	case strings.EqualFold(w, "signed"):
-		tail = []string{", ", ": ", " "}
-	case strings.EqualFold(w, "regards") || strings.EqualFold(w, "sincerely"):
-		tail = []string{",\n", ", ", ",\r\n"}
-	case strings.EqualFold(w, "patient") || strings.EqualFold(w, "customer") || strings.EqualFold(w, "employee"):
-		tail = []string{" name: ", ": "}
-	default:
+	// w is ASCII letters: it equals a cue of its length only.
+	switch len(w) {
+	case 2:
+		if strings.EqualFold(w, "my") {
+			tail = cueMy
+		}
+	case 4:
+		if strings.EqualFold(w, "name") {
+			tail = cueName
+		}
+	case 6:
+		if strings.EqualFold(w, "signed") {
+			tail = cueSigned
+		}
+	case 7:
+		if strings.EqualFold(w, "regards") {
+			tail = cueClosing
+		} else if strings.EqualFold(w, "patient") {
+			tail = cueRole
+		}
+	case 8:
+		if strings.EqualFold(w, "customer") || strings.EqualFold(w, "employee") {
+			tail = cueRole
+		}
+	case 9:
+		if strings.EqualFold(w, "sincerely") {
+			tail = cueClosing
+		}
+	}
+	if tail == nil {
 		return false
 	}
 	for _, t := range tail {
@@ -666,45 +831,37 @@ var injectionPhrases = func() map[string]*regexp.Regexp {
 // findInjections finds injection phrasings, starting at their trigger
 // words.
 func findInjections(s string, emit func(int, int)) {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if c == '<' || c == '[' {
-			if loc := injectionPhrases[s[i:i+1]].FindStringIndex(s[i:min(len(s), i+40)]); loc != nil {
-				emit(i, i+loc[1])
-				i += loc[1]
-				continue
-			}
-			i++
-			continue
-		}
-		if !(isUpper(c) || isLower(c)) || (i > 0 && isAlnum(s[i-1])) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && (isUpper(s[j]) || isLower(s[j])) {
-			j++
-		}
-		if !maybeTrigger(s[i:j]) {
-			i = j
-			continue
-		}
-		if overrideVerb(s[i:j]) {
-			if end := overrideAt(s, j); end > 0 {
-				emit(i, end)
-				i = end
-				continue
-			}
-		} else if re := injectionTrigger(s, i, j); re != nil {
-			if loc := re.FindStringIndex(s[i:min(len(s), i+240)]); loc != nil {
-				emit(i, i+loc[1])
-				i += loc[1]
-				continue
-			}
-		}
-		i = j
+	scanTokens(s, tokInjection|tokTag, 0, func(_ uint8, _ numberKind, a, b int) { emit(a, b) })
+}
+
+// tagAt looks for a role tag starting at i (a '<' or '['); it returns
+// where the scan goes on.
+func tagAt(s string, i int, emit func(int, int)) int {
+	if loc := injectionPhrases[s[i:i+1]].FindStringIndex(s[i:min(len(s), i+40)]); loc != nil {
+		emit(i, i+loc[1])
+		return i + loc[1]
 	}
+	return i + 1
+}
+
+// injectionAt looks for a phrasing starting at word s[i:j] (a word's
+// letters); it returns where the scan goes on.
+func injectionAt(s string, i, j int, emit func(int, int)) int {
+	if !maybeTrigger(s[i:j]) {
+		return j
+	}
+	if overrideVerb(s[i:j]) {
+		if end := overrideAt(s, j); end > 0 {
+			emit(i, end)
+			return end
+		}
+	} else if re := injectionTrigger(s, i, j); re != nil {
+		if loc := re.FindStringIndex(s[i:min(len(s), i+240)]); loc != nil {
+			emit(i, i+loc[1])
+			return i + loc[1]
+		}
+	}
+	return j
 }
 
 // The instruction override ("ignore all previous instructions") is
@@ -736,10 +893,10 @@ func lowerWord(buf *[16]byte, w string) []byte {
 	return buf[:len(w)]
 }
 
-// triggerShape holds the (length, first letter) of every trigger word: a
-// word of another shape is none, without a map lookup.
-var triggerShape = func() (t [17][26]bool) {
-	add := func(w string) { t[len(w)][w[0]-'a'] = true }
+// triggerShape holds the (length, first letter, second letter) of every
+// trigger word: a word of another shape is none, without a map lookup.
+var triggerShape = func() (t [17][26][26]bool) {
+	add := func(w string) { t[len(w)][w[0]-'a'][w[1]-'a'] = true }
 	for w := range overrideVerbs {
 		add(w)
 	}
@@ -754,11 +911,7 @@ func maybeTrigger(w string) bool {
 	if len(w) < 2 || len(w) >= len(triggerShape) {
 		return false
 	}
-	c := w[0]
-	if isUpper(c) {
-		c += 'a' - 'A'
-	}
-	return triggerShape[len(w)][c-'a']
+	return triggerShape[len(w)][w[0]|0x20-'a'][w[1]|0x20-'a']
 }
 
 func overrideVerb(w string) bool {

@@ -185,6 +185,14 @@ type walker struct {
 	visit func(*Field) bool
 	path  []seg
 	f     Field
+	// members is a stack of the objects' members being walked (each
+	// object's above its parent's).
+	members []member
+}
+
+type member struct {
+	key string
+	val gjson.Result
 }
 
 func (w *walker) emit(v gjson.Result, c ctx, media string) bool {
@@ -260,15 +268,28 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 		w.path = w.path[:depth]
 		return ok
 	}
-	typ := v.Get("type").Str
+	// The members are read once: the type (its first "type", as Get
+	// finds it) decides how the others are walked, and a second reading
+	// would scan a long text again.
+	base := len(w.members)
+	typ, typed := "", false
+	v.ForEach(func(k, el gjson.Result) bool {
+		if !typed && k.Str == "type" {
+			typ, typed = el.Str, true
+		}
+		w.members = append(w.members, member{k.Str, el})
+		return true
+	})
+	top := len(w.members)
+	defer func() { w.members = w.members[:base] }()
 	if typ == "tool_result" || strings.HasSuffix(typ, "_output") {
 		// A tool's output is not the user's, whoever's turn carries it.
 		c.user = false
 	}
 	ok, depth := true, len(w.path)
-	v.ForEach(func(k, el gjson.Result) bool {
-		w.path = append(w.path[:depth], seg{key: k.Str})
-		key := k.Str
+	for m := base; m < top && ok; m++ {
+		key, el := w.members[m].key, w.members[m].val
+		w.path = append(w.path[:depth], seg{key: key})
 		switch {
 		case skipKeys[key]:
 		case mediaKeys[key] != "":
@@ -287,8 +308,7 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 		default:
 			ok = w.walk(el, c)
 		}
-		return ok
-	})
+	}
 	w.path = w.path[:depth]
 	return ok
 }

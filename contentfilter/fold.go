@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,19 +25,6 @@ import (
 type folded struct {
 	s          string
 	start, end []int32
-	lower      string // s ASCII-lowercased, for prefilters, once asked for
-	lowerOK    bool
-}
-
-// may reports whether r's prefilter lets the copy through.
-func (f *folded) may(r *rule) bool {
-	if r.need == nil {
-		return true
-	}
-	if !f.lowerOK {
-		f.lower, f.lowerOK = lowerASCII(f.s), true
-	}
-	return mayMatch(r.need, f.lower)
 }
 
 // span maps s[a:b] back to the original's span.
@@ -46,7 +34,15 @@ func (f *folded) span(a, b int) (int, int) {
 
 // isASCII reports whether s has no byte above 0x7F.
 func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if x&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
 		}
@@ -82,9 +78,12 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 			k = j - 1 // it may compose with the mark that follows
 		}
 		fl.buf = append(fl.buf, text[i:k]...)
+		n := len(fl.start)
+		fl.start = slices.Grow(fl.start, k-i)[:n+k-i]
+		fl.end = slices.Grow(fl.end, k-i)[:n+k-i]
 		for p := i; p < k; p++ {
-			fl.start = append(fl.start, int32(p))
-			fl.end = append(fl.end, int32(p+1))
+			fl.start[n+p-i] = int32(p)
+			fl.end[n+p-i] = int32(p + 1)
 		}
 		if k == len(text) {
 			break
@@ -106,13 +105,14 @@ type folder struct {
 	buf                []byte
 	start, end         []int32
 	changed, lookalike bool
+	it                 norm.Iter // reused: it is large, and a text may have many stretches
 }
 
 // normalize folds text[from:to], which starts and ends at normalization
 // segment boundaries.
 func (fl *folder) normalize(from, to int) {
 	text := fl.text
-	var it norm.Iter
+	it := &fl.it
 	it.InitString(norm.NFKC, text[from:to])
 	var enc [utf8.UTFMax]byte
 	// A long expansion comes in pieces that consume no input but the

@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"math/bits"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -224,6 +225,144 @@ func mayMatch(need []string, lower string) bool {
 	}
 	for _, s := range need {
 		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// litWords is the size of a set of a guard's prefilter strings, in
+// 64-bit words: at most maxLiteralSet strings for each of its patterns.
+const litWords = (MaxFilters*maxLiteralSet + 63) / 64
+
+// litScan finds which of a guard's prefilter strings a text holds, for
+// all its custom patterns in one pass over the text (rather than one
+// pass, and a lowercased copy of the text, per string): a table of the
+// strings' first two bytes, ASCII-lowercased, picks the places where one
+// may start, where it is compared.
+type litScan struct {
+	lits  []string     // lowercased, each at least minLiteralLen bytes
+	pairs [1024]uint64 // bit (a<<8|b): some string starts with ab
+	// The strings of the n-th pair set in pairs (n counts the bits
+	// before it: rank[word] plus those below it in its word) are
+	// byPair[at[n]:at[n+1]].
+	rank   [1024]uint16
+	at     []int32
+	byPair []int32
+}
+
+// asciiLower maps a byte to its ASCII lowercase.
+var asciiLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i + 'a' - 'A')
+		}
+	}
+	return t
+}()
+
+// add registers a prefilter and returns its strings' indices.
+func (l *litScan) add(need []string) []int32 {
+	ids := make([]int32, 0, len(need))
+	for _, s := range need {
+		id := int32(slices.Index(l.lits, s))
+		if id < 0 {
+			id = int32(len(l.lits))
+			l.lits = append(l.lits, s)
+		}
+		ids = append(ids, id)
+	}
+	l.index()
+	return ids
+}
+
+func pairOf(s string) uint16 { return uint16(s[0])<<8 | uint16(s[1]) }
+
+// index remakes the pair table from lits.
+func (l *litScan) index() {
+	l.pairs = [1024]uint64{}
+	for _, s := range l.lits {
+		p := pairOf(s)
+		l.pairs[p>>6] |= 1 << (p & 63)
+	}
+	n := 0
+	for w := range l.pairs {
+		l.rank[w] = uint16(n)
+		n += bits.OnesCount64(l.pairs[w])
+	}
+	l.at = make([]int32, n+1)
+	for _, s := range l.lits {
+		l.at[l.slot(pairOf(s))+1]++
+	}
+	for k := 1; k <= n; k++ {
+		l.at[k] += l.at[k-1]
+	}
+	l.byPair = make([]int32, len(l.lits))
+	fill := slices.Clone(l.at)
+	for id, s := range l.lits {
+		k := l.slot(pairOf(s))
+		l.byPair[fill[k]] = int32(id)
+		fill[k]++
+	}
+}
+
+// slot is the rank of pair p, which is set in pairs.
+func (l *litScan) slot(p uint16) int {
+	return int(l.rank[p>>6]) + bits.OnesCount64(l.pairs[p>>6]&(1<<(p&63)-1))
+}
+
+// scan sets in found (len(lits) bits) the strings text holds, compared
+// ASCII-case-insensitively: as if looked for in lowerASCII(text).
+func (l *litScan) scan(text string, found []uint64) {
+	left := len(l.lits)
+	if left == 0 || len(text) < 2 {
+		return
+	}
+	prev := uint16(asciiLower[text[0]])
+	for i := 1; i < len(text); i++ {
+		c := uint16(asciiLower[text[i]])
+		p := prev<<8 | c
+		prev = c
+		if l.pairs[p>>6]&(1<<(p&63)) == 0 {
+			continue
+		}
+		at := i - 1
+		k := l.slot(p)
+		for _, id := range l.byPair[l.at[k]:l.at[k+1]] {
+			if found[id>>6]&(1<<(id&63)) != 0 {
+				continue
+			}
+			s := l.lits[id]
+			if len(text)-at < len(s) || !hasLowerPrefix(text[at:], s) {
+				continue
+			}
+			found[id>>6] |= 1 << (id & 63)
+			if left--; left == 0 {
+				return
+			}
+		}
+	}
+}
+
+// hasLowerPrefix reports whether lowerASCII(t) starts with s.
+func hasLowerPrefix(t, s string) bool {
+	for k := 2; k < len(s); k++ {
+		if asciiLower[t[k]] != s[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// mayHold reports whether one of ids is in found (nil ids: no
+// prefilter, any text may match).
+func mayHold(ids []int32, found []uint64) bool {
+	if ids == nil {
+		return true
+	}
+	for _, id := range ids {
+		if found[id>>6]&(1<<(id&63)) != 0 {
 			return true
 		}
 	}

@@ -65,3 +65,34 @@ func FuzzPrefilterSound(f *testing.F) {
 		t.Fatalf("pattern %q matches %q but its prefilter %q refuses it", p, text, need)
 	})
 }
+
+// The one-pass scan of a guard's prefilters finds what looking for each
+// string in the lowercased text finds.
+func FuzzLitScan(f *testing.F) {
+	for _, seed := range [][3]string{
+		{`\bPROJ-[0-9]{4}\b`, `(?i)project (falcon|eagle)`, "see PROJ-1234 about Project EAGLE"},
+		{`(?i)password\s*[:=]`, `sk-[a-z]{4}`, "pa pas PASSWORD= sk-abcd"},
+		{`abcabd`, `(?i)bca`, "abcabcabd"},
+		{`xyz`, `xyzxyz`, "xy"},
+	} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, p1, p2, text string) {
+		l := &litScan{}
+		var needs [][]string
+		var ids [][]int32
+		for _, p := range []string{p1, p2} {
+			if need := required(p); need != nil {
+				needs = append(needs, need)
+				ids = append(ids, l.add(need))
+			}
+		}
+		var found [litWords]uint64
+		l.scan(text, found[:])
+		for i, need := range needs {
+			if got, want := mayHold(ids[i], found[:]), mayMatch(need, lowerASCII(text)); got != want {
+				t.Fatalf("prefilter %q on %q: scan says %v, lookup %v", need, text, got, want)
+			}
+		}
+	})
+}

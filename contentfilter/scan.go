@@ -116,12 +116,24 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		return text
 	}
 	v := view{text: text, ascii: isASCII(text)}
+	for _, g := range s {
+		if g == nil {
+			continue
+		}
+		for i := range g.rules {
+			if r := &g.rules[i]; !r.userOnly || user {
+				v.want |= r.tok
+				v.kinds |= r.number.bit()
+			}
+		}
+	}
 	var spans []span
 	var first *Hit
 	for _, g := range s {
 		if g == nil {
 			continue
 		}
+		v.litsOK = [2]bool{}
 		for i := range g.rules {
 			r := &g.rules[i]
 			if r.userOnly && !user {
@@ -129,8 +141,8 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			}
 			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
 			f := v.copy(r.slug != "")
-			inText := v.may(r)
-			inCopy := f != nil && f.may(r)
+			inText := v.may(g, r, 0, text)
+			inCopy := f != nil && v.may(g, r, 1, f.s)
 			// A custom pattern's scan of the text, and of its copy,
 			// comes out of the request's budget.
 			if r.re != nil && ((inText && !res.charge(len(text), r.cost)) || (inCopy && !res.charge(len(f.s), r.cost))) {
@@ -180,22 +192,35 @@ type view struct {
 	ascii           bool
 	plain, builtin  *folded
 	plainOK, confOK bool
-	lower           string // the text ASCII-lowercased, for prefilters
-	lowerOK         bool
-	// The numbers of the text and of its builtins' copy.
-	numbers   [2][]numberHit
-	numbersOK [2]bool
+	// The guard's prefilter strings the text (0) and its plain copy (1)
+	// hold, found when a filter of the guard first asks.
+	lits   [2][litWords]uint64
+	litsOK [2]bool
+	// What the token builtins in force (want, and the number kinds)
+	// find in the text and in its builtins' copy, in one scan of each.
+	want, kinds uint8
+	toks        [2][]tokHit
+	toksOK      [2]bool
 }
 
-// may reports whether r's prefilter lets the text through.
-func (v *view) may(r *rule) bool {
-	if r.need == nil {
+// tokHit is what a token builtin found.
+type tokHit struct {
+	start, end int
+	det        uint8
+	kind       numberKind
+}
+
+// may reports whether r's prefilter (of guard g) lets t through: the
+// text (which 0) or its plain copy (1).
+func (v *view) may(g *Guard, r *rule, which int, t string) bool {
+	if r.needIDs == nil {
 		return true
 	}
-	if !v.lowerOK {
-		v.lower, v.lowerOK = lowerASCII(v.text), true
+	if !v.litsOK[which] {
+		v.lits[which], v.litsOK[which] = [litWords]uint64{}, true
+		g.lits.scan(t, v.lits[which][:])
 	}
-	return mayMatch(r.need, v.lower)
+	return mayHold(r.needIDs, v.lits[which][:])
 }
 
 // copy is the text's folded copy for a custom pattern or (builtin) for a
@@ -230,7 +255,7 @@ func (v *view) copy(builtin bool) *folded {
 // matches reports whether r matches t: the text (which 0) or its
 // builtins' copy (1).
 func (v *view) matches(r *rule, t string, which int) bool {
-	if r.number == 0 {
+	if r.tok == 0 {
 		return r.matches(t)
 	}
 	found := false
@@ -238,18 +263,20 @@ func (v *view) matches(r *rule, t string, which int) bool {
 	return found
 }
 
-// each emits r's matches in t; the number builtins share one scan of
-// the text's numbers.
+// each emits r's matches in t; the token builtins share one scan.
 func (v *view) each(r *rule, t string, which int, emit func(a, b int)) {
-	if r.number == 0 {
+	if r.tok == 0 {
 		r.each(t, emit)
 		return
 	}
-	if !v.numbersOK[which] {
-		v.numbers[which], v.numbersOK[which] = numberHits(t), true
+	if !v.toksOK[which] {
+		v.toksOK[which] = true
+		scanTokens(t, v.want, v.kinds, func(det uint8, kind numberKind, a, b int) {
+			v.toks[which] = append(v.toks[which], tokHit{a, b, det, kind})
+		})
 	}
-	for _, h := range v.numbers[which] {
-		if h.kind == r.number {
+	for _, h := range v.toks[which] {
+		if r.tok&h.det != 0 && h.kind == r.number {
 			emit(h.start, h.end)
 		}
 	}
