@@ -3,10 +3,13 @@ package handlers
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 )
 
@@ -49,7 +52,7 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 		r.Header.Set("Content-Type", "application/json")
 		rt := &Route{key: "sk-provider-secret", dialect: testDialect(anthropic)}
 		r = withRoute(r, rt)
-		sent := withProviderKey(r)
+		sent, _ := withProviderKey(r)
 		name, want := "Authorization", "Bearer sk-provider-secret"
 		if anthropic {
 			name, want = "X-Api-Key", "sk-provider-secret"
@@ -62,13 +65,37 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 		}
 		// A fallback to the other dialect carries only its own header.
 		rt.dialect = testDialect(!anthropic)
-		if again := withProviderKey(r); len(again.Header) != 2 || again.Header.Get(name) != "" {
+		if again, _ := withProviderKey(r); len(again.Header) != 2 || again.Header.Get(name) != "" {
 			t.Errorf("anthropic %t: fallback sent %v", anthropic, again.Header)
 		}
 	}
 	plain, _ := http.NewRequest("GET", "http://provider.test/", nil)
-	if withProviderKey(plain) != plain {
+	if same, _ := withProviderKey(plain); same != plain {
 		t.Error("a request without a route was changed")
+	}
+}
+
+// A request that its dialect cannot sign with the attempt's key is not
+// sent unsigned: the transport fails the attempt, without the key in its
+// error.
+func TestUnsignableRequestIsNotSent(t *testing.T) {
+	d, err := bedrock.New(dialect.Options{Model: "m", Settings: map[string]string{"aws_region": "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest("POST", "http://bedrock.test/model/m/converse", nil)
+	const key = "not-an-access-key-pair" // no "<id>:<secret>"
+	r = withRoute(r, &Route{key: key, dialect: d, Provider: &catalog.Provider{Name: "aws"}})
+	res, err := keyTransport{}.RoundTrip(r)
+	if err == nil || res != nil {
+		t.Fatalf("sent: %v %v", res, err)
+	}
+	if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "aws") {
+		t.Errorf("error %q", err)
+	}
+	good := withRoute(r, &Route{key: "AKIDEXAMPLE:secret", dialect: d, Provider: &catalog.Provider{Name: "aws"}})
+	if sent, err := withProviderKey(good); err != nil || !strings.HasPrefix(sent.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+		t.Fatalf("signed: %v %v", sent.Header, err)
 	}
 }
 

@@ -219,7 +219,10 @@ type keyTransport struct {
 
 // RoundTrip sends req with its provider key, within its timeouts.
 func (t keyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	out := withProviderKey(req)
+	out, err := withProviderKey(req)
+	if err != nil {
+		return nil, err
+	}
 	rt, _ := req.Context().Value(routeKey{}).(*Route)
 	if rt == nil || t.limits == nil {
 		return t.HTTPTransport.RoundTrip(out)
@@ -240,11 +243,13 @@ func withRoute(r *http.Request, rt *Route) *http.Request {
 // withProviderKey is req, as its provider receives it: a shallow copy
 // whose header is a copy with the current attempt's key in the provider's
 // dialect (setProviderKey). req itself, which reverse_proxy logs, is not
-// changed. Without a route, req is sent as it is.
-func withProviderKey(req *http.Request) *http.Request {
+// changed. Without a route, req is sent as it is. A request its dialect
+// cannot sign with the key is not sent: unsigned, the provider would
+// answer with a 403 that hides the gateway's own failure.
+func withProviderKey(req *http.Request) (*http.Request, error) {
 	rt, _ := req.Context().Value(routeKey{}).(*Route)
 	if rt == nil || rt.key == "" {
-		return req
+		return req, nil
 	}
 	out := new(http.Request)
 	*out = *req
@@ -255,7 +260,10 @@ func withProviderKey(req *http.Request) *http.Request {
 		out.Header = make(http.Header, 1)
 	}
 	if s, ok := rt.dialect.(dialect.Signer); ok {
-		_ = s.Sign(out, rt.sent, rt.key) // unsigned, the provider's 403 is the answer
+		if err := s.Sign(out, rt.sent, rt.key); err != nil {
+			// The error names the key's expected form, never the key.
+			return nil, fmt.Errorf("signing the request to provider %s: %w", rt.Provider.Name, err)
+		}
 		if v := out.Header["Authorization"]; len(v) > 0 {
 			rt.signature = signatureOf(v[0])
 		}
@@ -264,7 +272,7 @@ func withProviderKey(req *http.Request) *http.Request {
 	} else {
 		rt.dialect.SetKey(out.Header, rt.key)
 	}
-	return out
+	return out, nil
 }
 
 // answered ends the chain after reverse_proxy, which has written the

@@ -107,8 +107,8 @@ func TestRoutePlanIsPure(t *testing.T) {
 				if b := out.Header.Get("Anthropic-Beta"); b == "not-allowed" {
 					t.Errorf("attempt %d sends a beta off the allow-list", i)
 				}
-				if got := withProviderKey(out).Header; got.Get("Authorization") == "" && got.Get("X-Api-Key") == "" {
-					t.Errorf("attempt %d sent without its provider key: %v", i, got)
+				if sent, _ := withProviderKey(out); sent.Header.Get("Authorization") == "" && sent.Header.Get("X-Api-Key") == "" {
+					t.Errorf("attempt %d sent without its provider key: %v", i, sent.Header)
 				}
 			}
 		})

@@ -76,7 +76,11 @@ func asSent(r *http.Request) *http.Request {
 			r = withRoute(r, rt)
 		}
 	}
-	return withProviderKey(r)
+	sent, err := withProviderKey(r)
+	if err != nil {
+		panic(err)
+	}
+	return sent
 }
 
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
