@@ -57,7 +57,6 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 		m.logger.Error("inference request without an authenticated regular key or a store")
 		return apierror.Fail(r, errInternal())
 	}
-	store := st.store
 	if apiErr := m.reserve(st); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
@@ -72,13 +71,13 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	}
 	// The output limit the reservation fitted reaches the first attempt's body.
 	if err := st.clamp.apply(); err != nil {
-		_ = store.Release(st.res)
+		m.release(st, st.res)
 		return apierror.Fail(r, errInternal())
 	}
 	if st.plan != nil {
 		// Only an admitted request searches, once, before any attempt.
 		if apiErr := st.plan.run(r, st.route); apiErr != nil {
-			_ = store.Release(st.res)
+			m.release(st, st.res)
 			return apierror.Fail(r, apiErr)
 		}
 	}
@@ -218,7 +217,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 		return m.settle(r, st, mw, proxyErr)
 	}
-	_ = st.store.Release(st.res)
+	m.release(st, st.res)
 	return apierror.Fail(r, errInternal())
 }
 
@@ -332,6 +331,17 @@ func costRangeError(route *Route) *apierror.Error {
 	return apierror.BadRequest(field + ": the request's cost at the model's prices is beyond " + money.MaxAmount.String() + " credits")
 }
 
+// release gives back a hold no charge will use. A release that fails is
+// the ledger's to finish (it retries one that failed for want of the
+// store, and otherwise stops renewing the hold's lease, which then
+// lapses); it is logged so that an operator sees holds waiting on either.
+func (m *Meter) release(st *requestState, res *storage.Reservation) {
+	if err := st.store.Release(res); err != nil {
+		m.logger.Warn("releasing a hold failed; the ledger retries it or lets its lease lapse",
+			zap.String("generation", st.genID), zap.Error(err))
+	}
+}
+
 // settle charges what the request consumed and sends what was held back.
 func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxyErr error) error {
 	store, res, route, id := st.store, st.res, st.route, st.id
@@ -340,7 +350,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	// Nothing usable came back: charge nothing, answer with our own error.
 	switch {
 	case mw.Mode == sse.Undecided || mw.upstreamError() || (mw.answerHeld() && !mw.usableJSON()):
-		_ = store.Release(res)
+		m.release(st, res)
 		if clientGone {
 			return nil
 		}
@@ -360,7 +370,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		if usage, charge = mw.estimateUsage(route, clientGone); !charge {
 			// No output reached the client or came from the provider: a
 			// failed attempt, not charged.
-			_ = store.Release(res)
+			m.release(st, res)
 			if !clientGone {
 				msg := "Provider stream ended before any output"
 				if mw.sawDone {

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
@@ -820,5 +821,27 @@ func TestMeterConcurrentKeyLimit(t *testing.T) {
 	}
 	if got := f.generations(t); got != fit {
 		t.Errorf("%d generation records", got)
+	}
+}
+
+// A release that fails (here, of a hold already released) is logged,
+// with the generation, for the operator to see holds left to the ledger.
+func TestFailedReleaseIsLogged(t *testing.T) {
+	f := newMeterFixture(t, "1", storage.NewAPIKey{})
+	core, logs := observer.New(zap.WarnLevel)
+	f.meter.logger = zap.New(core)
+	r, err := f.store().Reserve(f.acct.ID, f.keyHash, storage.Holds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &requestState{store: f.store(), genID: "gen-test"}
+	f.meter.release(st, r)
+	if n := logs.Len(); n != 0 {
+		t.Fatalf("a release that worked logged %d lines", n)
+	}
+	f.meter.release(st, r)
+	entries := logs.All()
+	if len(entries) != 1 || entries[0].ContextMap()["generation"] != "gen-test" || entries[0].ContextMap()["error"] == nil {
+		t.Fatalf("logged %v", entries)
 	}
 }

@@ -280,7 +280,7 @@ func (m *Meter) moderate(r *http.Request, st *requestState) *apierror.Error {
 		return nil
 	}
 	if st.moderationCost == 0 {
-		_ = st.store.Release(st.res)
+		m.release(st, st.res)
 		return apiErr
 	}
 	route, id, price := st.route, st.id, st.moderationCost
