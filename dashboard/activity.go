@@ -14,6 +14,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+
+	"go.uber.org/zap"
 )
 
 func (d *Dashboard) activityRoutes(page pageFunc) {
@@ -445,7 +447,7 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, s Session) 
 	if len(keys) <= keyChoices {
 		data.Keys = keys
 	}
-	data.Recent = recentOf(st).list(acct.ID, 25, func(g *recentGen) bool {
+	data.Recent = recentOf(st, d.logger).list(acct.ID, 25, func(g *recentGen) bool {
 		return (q.Model == "" || g.Model == q.Model) && (q.Key == "" || g.KeyHash == q.Key) &&
 			(q.Provider == "" || g.Provider == q.Provider) &&
 			(s.CanManageAccount() || own[g.KeyHash])
@@ -590,8 +592,8 @@ type recentIndex struct {
 // recentOf returns the store's index, made at first use (with the
 // dashboard's domain store, so it lives and goes with the store): it
 // subscribes to settled generations and loads the stored ones in the
-// background.
-func recentOf(st *storage.Store) *recentIndex {
+// background (seedRecent).
+func recentOf(st *storage.Store, logger *zap.Logger) *recentIndex {
 	ds := StoreOf(st)
 	ds.recentOnce.Do(func() {
 		x := &recentIndex{acc: map[string][]recentGen{}, seeded: make(chan struct{})}
@@ -599,10 +601,42 @@ func recentOf(st *storage.Store) *recentIndex {
 		st.SubscribeGenerations(func(g storage.Generation) { x.add(g) })
 		go func() {
 			defer close(x.seeded)
-			_ = st.Generations(func(g storage.Generation) bool { x.add(g); return true })
+			x.seed(st, logger)
 		}()
 	})
 	return ds.recent
+}
+
+// Reading the stored generations is tried seedTries times, waiting
+// seedWait, then twice as long each time: a read that failed once (the
+// database busy or unreachable) would otherwise leave the list without
+// them until the process restarts. Adding a generation twice is harmless.
+var (
+	seedTries = 6
+	seedWait  = time.Second
+	sleep     = time.Sleep
+	// storedGenerations reads the stored generations (a test's may fail).
+	storedGenerations = func(st *storage.Store, fn func(storage.Generation) bool) error { return st.Generations(fn) }
+)
+
+// seed adds the stored generations to x.
+func (x *recentIndex) seed(st *storage.Store, logger *zap.Logger) {
+	wait := seedWait
+	for try := 1; ; try++ {
+		err := storedGenerations(st, func(g storage.Generation) bool { x.add(g); return true })
+		if err == nil {
+			return
+		}
+		if try == seedTries {
+			logger.Error("the activity page's recent generations lack the stored ones: reading them failed",
+				zap.Int("tries", try), zap.Error(err))
+			return
+		}
+		logger.Warn("reading the stored generations for the activity page failed; trying again",
+			zap.Duration("in", wait), zap.Error(err))
+		sleep(wait)
+		wait *= 2
+	}
 }
 
 // add files g in its account's list, in time order, keeping the newest.

@@ -96,7 +96,7 @@ func benchDashboard(b *testing.B) (*Dashboard, *http.Cookie) {
 		if err := d.setup(fakeGateway{st}, zap.NewNop()); err != nil {
 			b.Fatal(err)
 		}
-		<-recentOf(st).seeded
+		<-recentOf(st, zap.NewNop()).seeded
 		token, _, err := StoreOf(st).createSession(Principal{AccountID: acct.ID}, time.Hour)
 		if err != nil {
 			b.Fatal(err)

@@ -196,7 +196,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	if st, err := d.gw.Store(); err == nil {
 		// The recent generations are indexed from the first visit of any
 		// page (the store is not opened by Provision).
-		recentOf(st)
+		recentOf(st, d.logger)
 	}
 	r = r.WithContext(context.WithValue(r.Context(), ctxDashboard, d))
 	if !safeMethod(r.Method) {

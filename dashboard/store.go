@@ -63,7 +63,7 @@ type Store struct {
 	// atomic across replicas (the first to claim name owns it); nil on
 	// Badger, where the kernel's lock is.
 	claim func(name string, ttl time.Duration) (bool, error)
-	// recent indexes the latest generations (activity.go, recentOf).
+	// recent indexes the latest generations (recentOf).
 	recentOnce sync.Once
 	recent     *recentIndex
 }
