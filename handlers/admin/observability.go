@@ -344,9 +344,13 @@ func (dr *destinationRequest) update(id string) *apierror.Error {
 	}
 	var prev export.Config
 	if s.hasConfig {
+		// A stored config that cannot be opened or read (its sealing key
+		// replaced) leaves prev empty: the new config then stands alone,
+		// and a webhook without a secret gets a new one, returned in this
+		// answer as on creation, rather than the update failing for good.
 		raw, err := cur.OpenConfig(dr.sealer)
-		if err == nil {
-			_ = json.Unmarshal(raw, &prev)
+		if err == nil && json.Unmarshal(raw, &prev) != nil {
+			prev = nil
 		}
 		if _, apiErr := dr.sealConfig(&cur, s.config, prev); apiErr != nil {
 			return apiErr
