@@ -493,18 +493,7 @@ func (rt *Route) contractsFor(sub string) *apierror.Error {
 // API takes at most 2048 inputs, none empty.
 func (rt *Route) embeddingsFor() *apierror.Error {
 	openAIStyle := func(a Attempt) bool { return a.Provider.D().Native(dialect.Chat) }
-	if !slices.ContainsFunc(rt.Attempts, openAIStyle) {
-		return nil
-	}
-	r := contract.CheckEmbeddings(rt.body)
-	if r == nil {
-		return nil
-	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, openAIStyle)
-	if len(rt.Attempts) == 0 {
-		return apierror.BadRequest(r.Message())
-	}
-	return nil
+	return rt.leaveOutRefused(openAIStyle, func() *contract.Refusal { return contract.CheckEmbeddings(rt.body) })
 }
 
 // responsesFor leaves out the providers that take a Responses request as
@@ -512,14 +501,21 @@ func (rt *Route) embeddingsFor() *apierror.Error {
 // max_output_tokens below 16, which a provider translating to chat takes.
 func (rt *Route) responsesFor() *apierror.Error {
 	native := func(a Attempt) bool { return a.Provider.D().Native(dialect.Responses) }
-	if !slices.ContainsFunc(rt.Attempts, native) {
+	return rt.leaveOutRefused(native, func() *contract.Refusal { return contract.CheckResponses(rt.body) })
+}
+
+// leaveOutRefused leaves out the attempts that take the body as it is
+// when check, run only if there is one, refuses it; with none left, the
+// refusal is the client's 400.
+func (rt *Route) leaveOutRefused(takes func(Attempt) bool, check func() *contract.Refusal) *apierror.Error {
+	if !slices.ContainsFunc(rt.Attempts, takes) {
 		return nil
 	}
-	r := contract.CheckResponses(rt.body)
+	r := check()
 	if r == nil {
 		return nil
 	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, native)
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, takes)
 	if len(rt.Attempts) == 0 {
 		return apierror.BadRequest(r.Message())
 	}
