@@ -23,12 +23,7 @@ import (
 // filtersFor returns the content filters in force for the caller; a
 // store that cannot be had refuses the request (503), since its filters
 // are unknown.
-func (rt *Router) filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
-	return filtersOf(st)
-}
-
-// filtersOf is filtersFor, for the stages that have no router.
-func filtersOf(st *requestState) (contentfilter.Set, *apierror.Error) {
+func filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
 	rules, apiErr := rulesFor(st)
 	if apiErr != nil || rules == nil {
 		return nil, apiErr
@@ -46,7 +41,7 @@ func filtersOf(st *requestState) (contentfilter.Set, *apierror.Error) {
 // record. A text too long for the custom patterns' cost is a 413, before
 // its scan; the scan stops when ctx ends (the client left).
 func (rt *Router) filterBody(ctx context.Context, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	set, apiErr := rt.filtersFor(st)
+	set, apiErr := filtersFor(st)
 	if apiErr != nil || set == nil {
 		return body, apiErr
 	}
@@ -86,7 +81,7 @@ func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
 	if st.plan == nil {
 		return nil
 	}
-	set, apiErr := rt.filtersFor(st)
+	set, apiErr := filtersFor(st)
 	if apiErr != nil || set.Empty() {
 		return apiErr
 	}

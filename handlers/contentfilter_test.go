@@ -169,3 +169,37 @@ func TestFilterBodyMessagesDocument(t *testing.T) {
 		t.Fatalf("description: %s %v", b, apiErr)
 	}
 }
+
+// Fetched text too long for the custom patterns' scan budget is blocked,
+// not passed on unscanned.
+func TestFetchedTextBeyondTheScanBudgetIsBlocked(t *testing.T) {
+	gw := testgw.New(t)
+	acct := gw.Account(t, storage.AccountOrganization)
+	key, _, err := gw.Storage.CreateAPIKey(storage.NewAPIKey{AccountID: acct.ID, Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gw.Storage.CreateGuardrail(acct.ID, func(g *storage.Guardrail) error {
+		g.Name = "G"
+		g.ContentFilters = []byte(`[{"pattern":"[a-z]{1,30}x","action":"block"}]`)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage}
+	f, apiErr := newFetchedFilter(st)
+	if apiErr != nil || f == nil {
+		t.Fatalf("filter %v %v", f, apiErr)
+	}
+	short, long := "plain words", strings.Repeat("abcdefghij", contentfilter.ScanBudget/10/20)
+	if h := f.texts(&short); h != nil {
+		t.Fatalf("short text blocked: %+v", h)
+	}
+	if h := f.texts(&long); h == nil || h.Action != contentfilter.Block {
+		t.Fatalf("text beyond the budget: %+v", h)
+	}
+}

@@ -26,7 +26,7 @@ type fetchedFilter struct {
 // newFetchedFilter is the filter of the caller's guardrails; nil when
 // none is in force.
 func newFetchedFilter(st *requestState) (*fetchedFilter, *apierror.Error) {
-	set, apiErr := filtersOf(st)
+	set, apiErr := filtersFor(st)
 	if apiErr != nil || set.Empty() {
 		return nil, apiErr
 	}
@@ -34,7 +34,9 @@ func newFetchedFilter(st *requestState) (*fetchedFilter, *apierror.Error) {
 }
 
 // texts filters each text in place; a block comes back, and the texts
-// are then not to be used.
+// are then not to be used. A scan that stopped before its end (the text
+// too costly for the custom patterns) blocks too: fetched text the
+// filters did not see whole does not reach the model.
 func (f *fetchedFilter) texts(ts ...*string) *contentfilter.Hit {
 	if f == nil {
 		return nil
@@ -45,10 +47,17 @@ func (f *fetchedFilter) texts(ts ...*string) *contentfilter.Hit {
 		if res.Block != nil {
 			return res.Block
 		}
+		if res.Stopped() {
+			return &tooCostlyToScan
+		}
 	}
 	f.st.contentFlags = appendFlags(f.st.contentFlags, res.Flags)
 	return nil
 }
+
+// tooCostlyToScan is the block of fetched text the scan budget did not
+// cover.
+var tooCostlyToScan = contentfilter.Hit{Label: "text too costly to scan", Action: contentfilter.Block}
 
 // page filters a fetched page's title and text.
 func (f *fetchedFilter) page(p *webfetch.Page) *contentfilter.Hit {
