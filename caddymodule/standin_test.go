@@ -29,6 +29,7 @@ func TestProductionPathImportsNoStandIn(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	isStandIn := func(p string) bool { return p == module+"/standin" || strings.HasPrefix(p, module+"/standin/") }
+	isTestKit := func(p string) bool { return p == module+"/internal/testkit" || strings.HasPrefix(p, module+"/internal/testkit/") }
 	allowed := map[string]bool{module + "/cmd/caddy": true}
 	seen := map[string]bool{}
 	for line := range strings.Lines(string(out)) {
@@ -42,6 +43,11 @@ func TestProductionPathImportsNoStandIn(t *testing.T) {
 		for _, d := range deps {
 			if isStandIn(d) {
 				imported = append(imported, d)
+			}
+			// The shared test fixtures are for test files only: no package
+			// but the fixtures themselves and the tests' own may link them.
+			if isTestKit(d) && !isTestKit(pkg) && !strings.HasPrefix(pkg, module+"/integration") {
+				t.Errorf("%s imports the test fixture %s outside a test file", pkg, d)
 			}
 		}
 		switch {

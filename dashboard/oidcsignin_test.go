@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc"
-	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc/testissuer"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testissuer"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 

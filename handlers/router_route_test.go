@@ -13,7 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
 // routed is what the handler after the router saw.

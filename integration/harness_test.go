@@ -27,7 +27,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	_ "github.com/tollgate-dev/caddy-tollgate"
-	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	// The tests' Caddyfiles call the demo provider.
 	_ "github.com/tollgate-dev/caddy-tollgate/standin"

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-dev/caddy-tollgate/export"
-	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 

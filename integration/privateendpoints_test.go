@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 

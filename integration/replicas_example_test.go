@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 )
 
 // The two-replica example of the README (examples/replicas) runs as
@@ -19,7 +19,7 @@ import (
 // charge at both.
 func TestReplicasExampleRuns(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		// As storage/redistest: CI installs the Debian package.
+		// As the redistest fixture: CI installs the Debian package.
 		t.Fatalf("redis-server is not installed (apt-get install redis-server): %v", err)
 	}
 	env := []string{"CADDY=" + caddyBinary, "TMPDIR=" + t.TempDir()}

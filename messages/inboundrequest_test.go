@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
 func TestMessagesToChat(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 )
 
 func openConnectTest(t *testing.T) *Store {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
 
 // The ledger's conformance suite: every Ledger implementation, on its

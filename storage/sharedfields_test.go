@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
 
 // checkDecodedFields fails unless every decoded value the replica keeps is

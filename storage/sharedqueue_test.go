@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/storage/redistest"
 )
 
 // queueScripts queues scripts on an account as requests do and sends them

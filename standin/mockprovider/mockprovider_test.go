@@ -14,7 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
 // mockServer serves m, validated, on testgw's real listener.

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-const importPath = "github.com/tollgate-dev/caddy-tollgate/handlers/testgw"
+const importPath = "github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 
 // TestOnlyTestsImport: no file of the plugin but a _test.go file imports
 // this package.
