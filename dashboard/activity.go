@@ -537,8 +537,15 @@ func (d *Dashboard) activityCSV(w http.ResponseWriter, r *http.Request, s Sessio
 	t := now().UTC()
 	today := storage.BucketStart(t, storage.GranularityDay)
 	from := today.AddDate(0, 0, -(q.Days - 1))
-	rows, _ := st.QueryUsage(acct.ID, storage.UsageQuery{From: from, To: today.AddDate(0, 0, 1),
+	rows, err := st.QueryUsage(acct.ID, storage.UsageQuery{From: from, To: today.AddDate(0, 0, 1),
 		Granularity: storage.GranularityDay, GroupBy: []string{q.dim()}, Filters: q.filters(s)})
+	if err != nil {
+		// An empty file would read as a period without activity.
+		d.logger.Error("activity export: usage query failed", zap.String("account", acct.ID), zap.Error(err))
+		d.errorPage(w, r, http.StatusServiceUnavailable, "The activity could not be read",
+			"The gateway's database did not answer. Retry in a moment.")
+		return
+	}
 	sort.Slice(rows, func(i, j int) bool {
 		if !rows[i].Bucket.Equal(rows[j].Bucket) {
 			return rows[i].Bucket.Before(rows[j].Bucket)
@@ -547,6 +554,8 @@ func (d *Dashboard) activityCSV(w http.ResponseWriter, r *http.Request, s Sessio
 	})
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="activity-`+acct.ID+`-`+today.Format("2006-01-02")+`.csv"`)
+	// csv.Writer keeps its first error and writes nothing after it: the
+	// only one possible here is the browser gone, which ends the export.
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"date", q.dim(), "requests", "prompt_tokens", "completion_tokens", "usage", "byok_usage"})
 	for _, row := range rows {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -201,6 +202,18 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	r = r.WithContext(context.WithValue(r.Context(), ctxDashboard, d))
 	if !safeMethod(r.Method) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		// The form is read once, here, so that every handler (and the CSRF
+		// check) sees either the whole form or an answer that says why not.
+		if err := r.ParseForm(); err != nil {
+			if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+				d.errorPage(w, r, http.StatusRequestEntityTooLarge, "The form is too large",
+					"Nothing was changed. A form may carry at most 1 MiB.")
+				return nil
+			}
+			d.errorPage(w, r, http.StatusBadRequest, "The form could not be read",
+				"Nothing was changed. Send the form again from the page.")
+			return nil
+		}
 		if st, err := d.gw.Store(); err == nil && (!st.Available() || !st.Synced()) {
 			d.errorPage(w, r, http.StatusServiceUnavailable, "The gateway's database is unavailable",
 				"Nothing was changed. Retry in a moment.")

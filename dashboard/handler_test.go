@@ -249,3 +249,33 @@ func TestStaticServesFilesOnly(t *testing.T) {
 		}
 	}
 }
+
+// A form the dashboard cannot read whole is refused with the reason,
+// before any handler acts on the part it could read.
+func TestUnreadableFormIsRefused(t *testing.T) {
+	d, st := testDashboard(t)
+	a, _, _ := org(t, st)
+	c := &client{t: t, d: d}
+	c.signIn(st, Principal{AccountID: a.ID})
+	keys := len(d.visibleKeys(st, Session{Principal: Principal{AccountID: a.ID}}, a, ""))
+
+	big := c.form("name", strings.Repeat("k", maxFormBytes))
+	if w := c.do("POST", "/dashboard/keys", big); w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "too large") {
+		t.Fatalf("an oversized form: %d %s", w.Code, w.Body)
+	}
+	bad := httptest.NewRequest("POST", "/dashboard/keys", strings.NewReader("csrf_token="+c.csrf()+"&name=%zz"))
+	bad.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	bad.AddCookie(c.cookie)
+	w := httptest.NewRecorder()
+	if err := d.ServeHTTP(w, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("a malformed form: %d %s", w.Code, w.Body)
+	}
+	if n := len(d.visibleKeys(st, Session{Principal: Principal{AccountID: a.ID}}, a, "")); n != keys {
+		t.Fatalf("keys: %d before, %d after", keys, n)
+	}
+	// The same form, readable, creates the key.
+	c.created(c.do("POST", "/dashboard/keys", c.form("name", "ok")))
+}

@@ -194,7 +194,6 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, s Session)
 	if !ok {
 		return
 	}
-	_ = r.ParseForm()
 	body := keyBody(r.PostForm, false)
 	if s.MemberID != "" {
 		body["creator_user_id"] = s.MemberID
@@ -298,7 +297,6 @@ func (d *Dashboard) updateKey(w http.ResponseWriter, r *http.Request, s Session)
 		d.errorPage(w, r, http.StatusNotFound, "API key not found", "No key of yours has this hash. Nothing was changed.")
 		return
 	}
-	_ = r.ParseForm()
 	body := keyBody(r.PostForm, true)
 	if k.LimitByAdmin && !s.CanManageAccount() && !r.PostForm.Has("limit") {
 		// The member's form shows an admin's limit without its fields:
@@ -383,7 +381,6 @@ var mgmtFields = []string{"name", "expires_in", "expires_at", "creator_user_id"}
 // route, as the signed-in member (creator_user_id): the store lets only
 // an organization's active admins create one.
 func (d *Dashboard) createMgmtKey(w http.ResponseWriter, r *http.Request, s Session) {
-	_ = r.ParseForm()
 	body := map[string]any{"name": r.PostFormValue("name")}
 	if v := r.PostFormValue("expires_in"); v != "" {
 		body["expires_in"] = v

@@ -82,7 +82,6 @@ func (d *Dashboard) topUp(w http.ResponseWriter, r *http.Request, s Session) {
 	if !d.requireOperator(w, r, s) {
 		return
 	}
-	_ = r.ParseForm()
 	id := r.PathValue("id")
 	body := map[string]any{"amount": jsonNumber(r.PostFormValue("amount"))}
 	if v := r.PostFormValue("note"); v != "" {

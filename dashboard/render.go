@@ -99,7 +99,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, p Page) {
 		status = http.StatusOK
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // the page is whole in b; a failed write is a browser gone
 }
 
 // names are the account's name and the member's (their first and last

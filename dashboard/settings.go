@@ -51,6 +51,7 @@ type settingsData struct {
 	CanManage    bool
 	Workspaces   []wsView
 	Guardrails   []gjson.Result
+	GuardOff     string // why the guardrails could not be listed
 	BYOK         []gjson.Result
 	BYOKOff      string
 	Destinations []gjson.Result
@@ -119,7 +120,7 @@ func (d *Dashboard) renderSettings(w http.ResponseWriter, r *http.Request, s Ses
 			}
 			return a.get("data").Array(), ""
 		}
-		data.Guardrails, _ = list("/guardrails")
+		data.Guardrails, data.GuardOff = list("/guardrails")
 		data.BYOK, data.BYOKOff = list("/byok")
 		data.Destinations, data.DestOff = list("/observability/destinations")
 	}
@@ -151,7 +152,6 @@ func (d *Dashboard) updateOrg(w http.ResponseWriter, r *http.Request, s Session)
 	if !d.requireManage(w, r, s, "change the organization's settings") {
 		return
 	}
-	_ = r.ParseForm()
 	d.settingsAction(w, r, s, "organization", "update organization settings", http.MethodPatch, "/organization/settings",
 		map[string]any{"is_filtered_model_catalog_enabled": r.PostFormValue("is_filtered_model_catalog_enabled") == "on"},
 		"is_filtered_model_catalog_enabled")
@@ -161,7 +161,6 @@ func (d *Dashboard) createWorkspace(w http.ResponseWriter, r *http.Request, s Se
 	if !d.requireManage(w, r, s, "create workspaces") {
 		return
 	}
-	_ = r.ParseForm()
 	body := map[string]any{"name": r.PostFormValue("name")}
 	if v := r.PostFormValue("slug"); v != "" {
 		body["slug"] = v
@@ -176,7 +175,6 @@ func (d *Dashboard) setBudget(w http.ResponseWriter, r *http.Request, s Session)
 	if !d.requireManage(w, r, s, "set workspace budgets") {
 		return
 	}
-	_ = r.ParseForm()
 	ref := url.PathEscape(r.PathValue("ref"))
 	iv := url.PathEscape(r.PostFormValue("interval"))
 	section := "ws-" + r.PathValue("ref")
@@ -207,7 +205,6 @@ func (d *Dashboard) addWorkspaceMembers(w http.ResponseWriter, r *http.Request, 
 			return
 		}
 	}
-	_ = r.ParseForm()
 	ids := r.PostForm["user_ids"]
 	if ids == nil {
 		ids = []string{}
@@ -220,7 +217,6 @@ func (d *Dashboard) createGuardrail(w http.ResponseWriter, r *http.Request, s Se
 	if !d.requireManage(w, r, s, "create guardrails") {
 		return
 	}
-	_ = r.ParseForm()
 	body := map[string]any{"name": r.PostFormValue("name")}
 	if v := strings.TrimSpace(r.PostFormValue("limit_usd")); v != "" {
 		body["limit_usd"] = jsonNumber(v)
@@ -242,7 +238,6 @@ func (d *Dashboard) createBYOK(w http.ResponseWriter, r *http.Request, s Session
 	if !d.requireManage(w, r, s, "add BYOK keys") {
 		return
 	}
-	_ = r.ParseForm()
 	body := map[string]any{"provider": r.PostFormValue("provider"), "key": r.PostFormValue("key")}
 	if v := r.PostFormValue("name"); v != "" {
 		body["name"] = v
@@ -256,7 +251,6 @@ func (d *Dashboard) createDestination(w http.ResponseWriter, r *http.Request, s 
 	if !d.requireManage(w, r, s, "add observability destinations") {
 		return
 	}
-	_ = r.ParseForm()
 	body := map[string]any{"type": "webhook", "name": r.PostFormValue("name"),
 		"config": map[string]any{"url": r.PostFormValue("url")}}
 	d.settingsAction(w, r, s, "observability", "add observability destination", http.MethodPost, "/observability/destinations", body,
@@ -269,7 +263,6 @@ func (d *Dashboard) deleteResource(sub, action string) func(http.ResponseWriter,
 		if !d.requireManage(w, r, s, action) {
 			return
 		}
-		_ = r.ParseForm()
 		section := strings.Trim(strings.TrimPrefix(sub, "/observability"), "/")
 		if section == "destinations" {
 			section = "observability"

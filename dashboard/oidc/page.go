@@ -22,5 +22,7 @@ func WriteErrorPage(w http.ResponseWriter, e *Error, back string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(e.Status)
+	// The template is fixed and its data plain strings: it fails only
+	// when the browser is gone, after the status was sent.
 	_ = errorPage.Execute(w, struct{ Title, Message, Back string }{e.Title, e.Message, back})
 }
