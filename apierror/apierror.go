@@ -41,6 +41,8 @@ func Write(w http.ResponseWriter, e *Error) {
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")
 	w.WriteHeader(e.Status)
+	// An Error is strings and numbers: encoding fails only when the
+	// client is gone, after the status was sent.
 	_ = json.NewEncoder(w).Encode(struct {
 		Error *Error `json:"error"`
 	}{e})
@@ -56,7 +58,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(append(b, '\n')) // the status is sent: a failed write is a client gone
 }
 
 // Var marks a request whose error is the gateway's own, for the matcher

@@ -53,7 +53,7 @@ func (c *InFlightConfig) policy() billing.InFlightPolicy {
 		dst *money.Amount
 	}{{c.Ceiling, &p.Ceiling}, {c.PerRequestCap, &p.PerRequestCap}, {c.BalanceThreshold, &p.BalanceThreshold}, {c.EstablishedUsage, &p.EstablishedUsage}} {
 		if f.s != "" {
-			*f.dst, _ = money.ParseAmount(f.s)
+			*f.dst, _ = money.ParseAmount(f.s) // checked by validate
 		}
 	}
 	if c.SettlementWindow > 0 {

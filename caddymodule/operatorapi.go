@@ -540,7 +540,7 @@ func writeOperatorJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store") // responses may carry a key string
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(buf.Bytes()) // the status is sent: a failed write is a client gone
 }
 
 // operatorAccount is the operator's view of an account. Amounts are exact

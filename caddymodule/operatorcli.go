@@ -135,7 +135,7 @@ printed once, by 'keys create'.`,
 				body["name"] = flagString(c, "name")
 			}
 			if c.Flags().Changed("disabled") {
-				body["disabled"], _ = c.Flags().GetBool("disabled")
+				body["disabled"], _ = c.Flags().GetBool("disabled") // declared just above: cannot fail
 			}
 			if err := keySettings(c, body); err != nil {
 				return err
@@ -204,7 +204,7 @@ func keySettings(c *cobra.Command, body map[string]any) error {
 		}
 	}
 	if fl.Changed("include-byok-in-limit") {
-		body["include_byok_in_limit"], _ = fl.GetBool("include-byok-in-limit")
+		body["include_byok_in_limit"], _ = fl.GetBool("include-byok-in-limit") // declared just above: cannot fail
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func PrepareConfig(typ string, raw json.RawMessage, prev Config) (Config, bool, 
 				c["secret"] = old
 			} else {
 				var b [24]byte
-				_, _ = rand.Read(b[:])
+				_, _ = rand.Read(b[:]) // crypto/rand does not fail (it panics if the system's source breaks)
 				c["secret"] = "whsec_" + hex.EncodeToString(b[:])
 				generated = true
 			}

@@ -29,7 +29,7 @@ func WriteError(w http.ResponseWriter, e *apierror.Error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(append(body, '\n')) // the status is sent: a failed write is a client gone
 }
 
 type errorBody struct {

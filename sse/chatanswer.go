@@ -65,7 +65,7 @@ func (ca *ChatAnswer) Event(ev []byte) ([]byte, error) {
 func (ca *ChatAnswer) Finish(proxyErr error) {
 	if ca.Mode == Stream && proxyErr == nil && !ca.Failed() && ca.conv.Unfinished() {
 		out, _ := ca.Event([]byte("data: [DONE]\n\n"))
-		_ = ca.Send(out)
+		_ = ca.Send(out) // the status is sent: a failed write is a client gone
 		return
 	}
 	ca.FinishHeld(ca.conv.ConvertJSON)

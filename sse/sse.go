@@ -94,7 +94,7 @@ func (sw *Writer) FinishHeld(convert func(body []byte) ([]byte, bool)) {
 		body = out
 	}
 	sw.ResponseWriter.WriteHeader(sw.Status)
-	_ = sw.Send(body)
+	_ = sw.Send(body) // the status is sent: a failed write is a client gone
 }
 
 // Interim reports whether status is an informational response that a

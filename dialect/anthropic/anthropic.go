@@ -56,7 +56,7 @@ func (d *Dialect) Serves(k dialect.Kind) bool { return k != dialect.Other }
 func (d *Dialect) Adapt(_ dialect.Kind, body []byte, maxTokens int64) ([]byte, error) {
 	if f := gjson.GetManyBytes(body, "tool_choice", "tools"); f[0].Exists() && len(f[1].Array()) == 0 {
 		// Without tools it means nothing, and Anthropic refuses it.
-		body, _ = sjson.DeleteBytes(body, "tool_choice")
+		body, _ = sjson.DeleteBytes(body, "tool_choice") // body was read as JSON: deleting a member cannot fail
 	}
 	body, err := messages.WithMaxTokens(body, maxTokens)
 	if err == nil && d.foldSystem {

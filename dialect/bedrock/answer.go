@@ -68,7 +68,7 @@ func (t *toChat) Unwrap() http.ResponseWriter { return t.w }
 // Flush passes a flush on while streaming.
 func (t *toChat) Flush() {
 	if t.mode == modeStream || t.mode == modePass {
-		_ = http.NewResponseController(t.w).Flush()
+		_ = http.NewResponseController(t.w).Flush() // a failed flush is a client gone; the next write says so
 	}
 }
 
@@ -149,7 +149,7 @@ func (t *toChat) Finish() {
 	}
 	t.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	t.w.WriteHeader(t.status)
-	_, _ = t.w.Write(body)
+	_, _ = t.w.Write(body) // the status is sent: a failed write is a client gone
 }
 
 // OutputProduced implements dialect.AnswerReader.
@@ -320,6 +320,6 @@ func (t *toChat) chunk(out []byte, delta *chatform.Message, finish string, usage
 		c.Choices = []chatform.Choice{ch}
 	}
 	out = append(out, "data: "...)
-	out, _ = c.AppendJSON(out)
+	out, _ = c.AppendJSON(out) // no raw member to fail on
 	return append(out, "\n\n"...)
 }

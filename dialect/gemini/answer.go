@@ -292,6 +292,6 @@ func (t *toChat) chunk(delta *chatform.Message, finish string, usage *chatform.U
 		c.Choices = []chatform.Choice{ch}
 	}
 	t.out = append(t.out, "data: "...)
-	t.out, _ = c.AppendJSON(t.out)
+	t.out, _ = c.AppendJSON(t.out) // no raw member to fail on
 	t.out = append(t.out, "\n\n"...)
 }

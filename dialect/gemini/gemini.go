@@ -122,7 +122,7 @@ func (d *Dialect) token(key string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		src, _ = d.tokens.LoadOrStore(key, oauth2.ReuseTokenSource(nil, creds.TokenSource))
+		src, _ = d.tokens.LoadOrStore(key, oauth2.ReuseTokenSource(nil, creds.TokenSource)) // the loaded or the stored source: the same credentials
 	}
 	tok, err := src.(oauth2.TokenSource).Token()
 	if err != nil {

@@ -64,6 +64,7 @@ type adminRequest struct {
 	// (ServeForMember): not an admin, so what an admin set on a key is
 	// not theirs to change.
 	member string
+	logger *zap.Logger
 }
 
 // Serve serves an administrative route (or GET /key), as ClassifyRoute
@@ -75,7 +76,7 @@ func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, store *storage.Sto
 		a.logger.Error("administrative route without an identity or a store", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
 	}
-	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw, logger: a.logger}
 	apiErr := resolveRoute(r, api).serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {
@@ -170,6 +171,8 @@ func (ar *adminRequest) createKey() *apierror.Error {
 		return apierror.BadRequest("name: required non-empty string")
 	}
 	n.Name = name
+	// The fields' second results only say whether a member is present:
+	// f.Err holds the first bad value, checked below.
 	n.Limit, _ = f.NullableAmount("limit")
 	n.LimitReset = ar.limitReset(f)
 	n.IncludeBYOKInLimit, _ = f.Bool("include_byok_in_limit")

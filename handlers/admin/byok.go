@@ -140,6 +140,8 @@ func (br *byokRequest) create() *apierror.Error {
 		return apierror.BadRequest("key: required non-empty string")
 	}
 	n := storage.NewBYOK{AccountID: br.id.AccountID, Provider: provider, Secret: secret}
+	// The second results only say whether a member is present: f.Err
+	// holds the first bad value, checked below.
 	n.WorkspaceID, _ = f.String("workspace_id")
 	n.Name, _ = br.name(f)
 	n.Disabled, _ = f.Bool("disabled")

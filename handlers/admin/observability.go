@@ -240,6 +240,8 @@ func (dr *destinationRequest) sealConfig(d *storage.Destination, raw json.RawMes
 			return nil, apiErr
 		}
 	}
+	// full was read from JSON (strings, numbers, booleans, nested maps):
+	// encoding it again cannot fail.
 	b, _ := json.Marshal(full)
 	d.SealConfig(dr.sealer, b)
 	d.Config, _ = json.Marshal(export.Public(d.Type, full))
@@ -304,7 +306,7 @@ func (dr *destinationRequest) create() *apierror.Error {
 		// A generated webhook secret is shown in full once, here.
 		pub := export.Public(d.Type, shown)
 		pub["secret"] = shown["secret"]
-		v.Config, _ = json.Marshal(pub)
+		v.Config, _ = json.Marshal(pub) // values read from JSON: cannot fail
 	}
 	apierror.WriteJSON(dr.w, http.StatusCreated, map[string]any{"data": v})
 	return nil

@@ -42,6 +42,6 @@ func (a *Admin) serveFor(w http.ResponseWriter, r *http.Request, acct storage.Ac
 		Principal: storage.Principal{Management: true, AccountID: acct.ID, Key: &storage.APIKey{}, MgmtKey: &storage.ManagementKey{}},
 		Account:   &acct,
 	}
-	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw, member: member}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw, member: member, logger: a.logger}
 	return resolveRoute(r, api).serve(ar)
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"go.uber.org/zap"
 	"net/http"
 	"strings"
 
@@ -201,7 +202,14 @@ func (ar *adminRequest) createSCIMSyncJob() *apierror.Error {
 		return storeError(err, "Organization")
 	}
 	accountID := ar.id.AccountID
-	go func() { _, _ = store.RunSyncJob(accountID, j.ID) }()
+	logger := ar.logger
+	go func() {
+		// The job's own record reports its outcome to the client; a
+		// failure to save that record is the operator's to see.
+		if _, err := store.RunSyncJob(accountID, j.ID); err != nil {
+			logger.Error("SCIM sync job failed", zap.String("account", accountID), zap.String("job", j.ID), zap.Error(err))
+		}
+	}()
 	ar.w.Header().Set("Location", APIPrefix+"/scim/sync-jobs/"+j.ID)
 	apierror.WriteJSON(ar.w, http.StatusAccepted, map[string]any{"data": newSCIMSyncJobView(j)})
 	return nil

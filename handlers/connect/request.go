@@ -53,6 +53,8 @@ type raw struct {
 // ParseJSON reads and checks the body of POST /auth/keys/code.
 func ParseJSON(f *reqbody.Fields) (Request, *apierror.Error) {
 	var r raw
+	// The second results only say whether a member is present: f.Err
+	// holds the first bad value, checked below.
 	r.callbackURL, _ = f.NullableString("callback_url")
 	r.challenge, _ = f.NullableString("code_challenge")
 	r.method, _ = f.NullableString("code_challenge_method")

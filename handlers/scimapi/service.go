@@ -194,7 +194,7 @@ func writeError(w http.ResponseWriter, e scimerrors.ScimError) {
 	b, _ := json.Marshal(e)
 	w.Header().Set("Content-Type", "application/scim+json")
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(b) // the status is sent: a failed write is a client gone
 }
 
 // scimError maps a store error to a SCIM error.
@@ -294,7 +294,7 @@ func scimResource(id string, attrs scimlib.ResourceAttributes, externalID *strin
 // userInput reads a user's attributes as the store takes them.
 func userInput(a scimlib.ResourceAttributes) (scim.UserInput, error) {
 	in := scim.UserInput{Active: true}
-	in.UserName, _ = a["userName"].(string)
+	in.UserName, _ = a["userName"].(string) // a missing or non-string userName is refused just below
 	if in.UserName == "" {
 		return in, invalidValue("userName: required")
 	}

@@ -104,7 +104,7 @@ func Insert(body []byte, msg string) ([]byte, *FieldError) {
 
 func textItem(role, text string) string {
 	item := `{"type":"message","role":"` + role + `","content":[{"type":"input_text"}]}`
-	item, _ = sjson.Set(item, "content.0.text", text)
+	item, _ = sjson.Set(item, "content.0.text", text) // setting a path in a fixed valid item cannot fail
 	return item
 }
 
