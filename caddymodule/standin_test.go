@@ -29,7 +29,9 @@ func TestProductionPathImportsNoStandIn(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	isStandIn := func(p string) bool { return p == module+"/standin" || strings.HasPrefix(p, module+"/standin/") }
-	isTestKit := func(p string) bool { return p == module+"/internal/testkit" || strings.HasPrefix(p, module+"/internal/testkit/") }
+	isTestKit := func(p string) bool {
+		return p == module+"/internal/testkit" || strings.HasPrefix(p, module+"/internal/testkit/")
+	}
 	allowed := map[string]bool{module + "/cmd/caddy": true}
 	seen := map[string]bool{}
 	for line := range strings.Lines(string(out)) {
