@@ -10,7 +10,7 @@ import (
 
 // floors are the least share of positives each detector must find
 // (recall) and the most share of negatives it may flag (false positive
-// rate) on testdata/corpus.tsv. The README quotes these numbers.
+// rate) on testdata/corpus.tsv. The content safety docs quote these numbers.
 var floors = map[string]struct{ recall, fpRate float64 }{
 	"email":                  {1.0, 0.0},
 	"phone":                  {0.9, 0.1},

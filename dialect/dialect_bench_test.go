@@ -45,7 +45,7 @@ var answers4K = map[string][]byte{
 // BenchmarkDialectTranslate measures one attempt's translation per
 // dialect: the 4 KB request built for the provider (FromChat, or Adapt
 // where chat is native) and a 4 KB answer read back as a chat completion
-// (ToChat; nothing where chat is native). The README's goal: under 30 µs.
+// (ToChat; nothing where chat is native). The documented goal: under 30 µs.
 func BenchmarkDialectTranslate(b *testing.B) {
 	for _, style := range dialect.Names() {
 		o := dialect.Options{Name: style, Model: "m", MaxTokensField: "max_completion_tokens",

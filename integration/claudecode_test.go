@@ -41,7 +41,7 @@ func claudeBinary(t *testing.T) string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The README names the version tested: the one installed.
+			// The Messages route's docs name the version tested: the one installed.
 			out, err := exec.Command(abs, "--version").Output()
 			if err != nil || !strings.HasPrefix(string(out), claudeCodeVersion+" ") {
 				t.Fatalf("%s --version: %q, %v; want %s (npm ci in integration/sdk)", abs, out, err, claudeCodeVersion)

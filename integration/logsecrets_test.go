@@ -24,7 +24,7 @@ const (
 	logWrongAPIKey     = "sk-tg-v1-0000wrong0000key0000secret0000"
 )
 
-// logRedaction is the README's access and error log filter ("Logs and
+// logRedaction is the documented access and error log filter ("Logs and
 // secrets"): the headers and query parameters that can carry a key as the
 // client sent it.
 const logRedaction = `
@@ -94,7 +94,7 @@ func withLogSecrets(t *testing.T, logging, siteLog string) func(string) string {
 // upstream timeout, a provider 500) with debug logging and an access log,
 // then looks for every secret used in the whole log output.
 //
-// With Caddy's default logging, and at DEBUG with the README's log filter,
+// With Caddy's default logging, and at DEBUG with the documented log filter,
 // every secret must be absent. With log_credentials on and no filter (the
 // operator asked Caddy to log the credentials clients send), the gateway's
 // own secrets, the provider and BYOK keys, must still be absent: they are

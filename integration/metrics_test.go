@@ -1,6 +1,6 @@
 package integration
 
-// Prometheus metrics (README "Metrics"): after a known mix of traffic, the
+// Prometheus metrics (the docs' "Metrics" page): after a known mix of traffic, the
 // counters that Caddy's admin endpoint and its `metrics` handler serve equal
 // what the gateway answered and charged.
 

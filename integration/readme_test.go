@@ -12,21 +12,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 )
 
-// TestReadme runs README.md's examples, in order, against a gateway started
-// from Caddyfile.example by the README's own commands, so that the README
-// cannot rot. The rules (stated at the end of the README's "Quickstart" too):
+// TestReadme runs the examples of README.md and of every page under docs/,
+// in order, against a gateway started from Caddyfile.example by the
+// README's own commands, so that the documentation cannot rot. The rules
+// (stated at the end of the README's "Quickstart" too):
 //
 //   - Fenced blocks tagged sh, bash or shell run in one bash session
 //     (set -eo pipefail: a failing command fails the test), so variables
-//     carry from block to block; curl runs with --fail-with-body, so an
-//     HTTP error fails it too. JavaScript blocks (js, javascript) run as
-//     ES modules with the SDKs of integration/sdk, the shell variables
-//     they name (such as KEY) given as constants. Other blocks (caddy,
-//     json, yaml, untagged) are not programs and are not run.
+//     carry from block to block and from page to page; curl runs with
+//     --fail-with-body, so an HTTP error fails it too. JavaScript blocks
+//     (js, javascript) run as ES modules with the SDKs of integration/sdk,
+//     the shell variables they name (such as KEY) given as constants.
+//     Other blocks (caddy, json, yaml, untagged) are not programs and are
+//     not run.
+//   - The README's blocks run first, then each page's, in the order the
+//     README's map links them (TestDocsMap checks that it links every
+//     page).
 //   - An HTML comment on the line before a block says how to treat it:
 //     <!-- doctest: skip (reason) --> does not run it (the reason is
 //     logged); <!-- doctest: output --> is the output of the block before
@@ -45,9 +51,20 @@ func TestReadme(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := readmeBlocks(string(readme))
+	blocks, err := readmeBlocks("README.md", string(readme))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, page := range docsMap(string(readme)) {
+		text, err := os.ReadFile(filepath.Join("..", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pageBlocks, err := readmeBlocks(page, string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, pageBlocks...)
 	}
 	example, err := os.ReadFile("../Caddyfile.example")
 	if err != nil {
@@ -87,7 +104,7 @@ func TestReadme(t *testing.T) {
 			script = text
 			shellVars = append(shellVars, assignedNames(text)...)
 		case "js":
-			file := filepath.Join(sdk, fmt.Sprintf(".readme-%d-%d.mjs", os.Getpid(), b.line))
+			file := filepath.Join(sdk, fmt.Sprintf(".readme-%d-%d.mjs", os.Getpid(), b.seq))
 			prelude, env := "", ""
 			for _, name := range usedNames(text, shellVars) {
 				prelude += fmt.Sprintf("const %s = process.env.%s;\n", name, name)
@@ -102,14 +119,17 @@ func TestReadme(t *testing.T) {
 		out := sh.run(t, b, script)
 		if b.output != nil {
 			if msg := matchOutput(b.output.text, out); msg != "" {
-				t.Fatalf("README.md:%d: the output differs from README.md:%d: %s\ngot:\n%s", b.line, b.output.line, msg, out)
+				t.Fatalf("%s:%d: the output differs from %s:%d: %s\ngot:\n%s", b.file, b.line, b.file, b.output.line, msg, out)
 			}
 		}
+	}
+	for i := range blocks {
+		blocks[i].seq = i
 	}
 	for _, b := range blocks {
 		switch {
 		case b.skip != "":
-			t.Logf("README.md:%d: %s block not run: %s", b.line, b.lang, b.skip)
+			t.Logf("%s:%d: %s block not run: %s", b.file, b.line, b.lang, b.skip)
 		case b.last:
 			last = append(last, b)
 		default:
@@ -121,9 +141,158 @@ func TestReadme(t *testing.T) {
 	}
 }
 
-// readmeBlock is a fenced block of the README that runs.
+// docsMapRE finds the README's links to the pages under docs/.
+var docsMapRE = regexp.MustCompile(`\]\((docs/[^)#\s]+\.md)(#[^)\s]*)?\)`)
+
+// docsMap is the pages the README's map ("## Documentation") links, in
+// the order it first links them.
+func docsMap(readme string) []string {
+	_, section, _ := strings.Cut(readme, "\n## Documentation\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var pages []string
+	seen := map[string]bool{}
+	for _, m := range docsMapRE.FindAllStringSubmatch(section, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			pages = append(pages, m[1])
+		}
+	}
+	return pages
+}
+
+// readmeMaxLines bounds the README: it is the front door, the pages under
+// docs/ hold the rest.
+const readmeMaxLines = 400
+
+// TestDocsMap checks that the README's map links every page under docs/
+// (so that TestReadme runs each one), that the README stays short, and
+// that every relative link of the README and the pages reaches a file and,
+// for a link to a heading, that heading.
+func TestDocsMap(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.TrimRight(string(readme), "\n"), "\n") + 1; n > readmeMaxLines {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to a page under docs/", n, readmeMaxLines)
+	}
+	linked := map[string]bool{}
+	for _, page := range docsMap(string(readme)) {
+		linked[page] = true
+	}
+	files := []string{"README.md"}
+	err = filepath.WalkDir("../docs", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		page := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+		files = append(files, page)
+		if !linked[page] {
+			t.Errorf("%s is not linked from the README's map (## Documentation), so its examples do not run", page)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 1 {
+		t.Fatal("no page under docs/")
+	}
+	for page := range linked {
+		if _, err := os.Stat(filepath.Join("..", page)); err != nil {
+			t.Errorf("the README's map links %s: %v", page, err)
+		}
+	}
+	for _, file := range files {
+		text, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range brokenLinks(file, string(text)) {
+			t.Errorf("%s: %s", file, msg)
+		}
+	}
+}
+
+var (
+	linkRE     = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE  = regexp.MustCompile(`(?m)^#+ (.+)$`)
+	codeSpanRE = regexp.MustCompile("`[^`]*`")
+)
+
+// brokenLinks lists the relative links of a page (file, from the
+// repository's root) outside its code blocks whose file or heading is
+// missing.
+func brokenLinks(file, text string) []string {
+	var msgs []string
+	for _, m := range linkRE.FindAllStringSubmatch(codeSpanRE.ReplaceAllString(proseOf(text), ""), -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			continue
+		}
+		path, anchor, _ := strings.Cut(target, "#")
+		resolved := file
+		if path != "" {
+			resolved = filepath.ToSlash(filepath.Join(filepath.Dir(file), path))
+		}
+		body, err := os.ReadFile(filepath.Join("..", resolved))
+		if err != nil {
+			msgs = append(msgs, fmt.Sprintf("link %s: no file %s", target, resolved))
+			continue
+		}
+		if anchor == "" {
+			continue
+		}
+		found := false
+		for _, h := range headingRE.FindAllStringSubmatch(proseOf(string(body)), -1) {
+			if headingAnchor(h[1]) == anchor {
+				found = true
+			}
+		}
+		if !found {
+			msgs = append(msgs, fmt.Sprintf("link %s: no heading #%s in %s", target, anchor, resolved))
+		}
+	}
+	return msgs
+}
+
+// proseOf is a page without its fenced blocks.
+func proseOf(text string) string {
+	var b strings.Builder
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if fenceRE.MatchString(line) {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// headingAnchor is a heading's anchor as GitHub makes it: lower case,
+// punctuation dropped, spaces as hyphens.
+func headingAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(strings.ReplaceAll(heading, "`", ""))) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// readmeBlock is a fenced block of the README or of a page that runs.
 type readmeBlock struct {
+	file   string // README.md or docs/...
 	line   int    // of the opening fence
+	seq    int    // its place among all the blocks
 	lang   string // "shell" or "js"
 	text   string
 	skip   string // why it does not run; "" when it runs
@@ -136,10 +305,10 @@ var (
 	markerRE = regexp.MustCompile(`^\s*<!--\s*doctest:\s*(skip|output|last)\b\s*(.*?)\s*-->\s*$`)
 )
 
-// readmeBlocks returns the README's shell and JavaScript blocks, with their
-// markers applied.
-func readmeBlocks(readme string) ([]readmeBlock, error) {
-	lines := strings.Split(readme, "\n")
+// readmeBlocks returns the shell and JavaScript blocks of file (the README
+// or a page), with their markers applied.
+func readmeBlocks(file, text string) ([]readmeBlock, error) {
+	lines := strings.Split(text, "\n")
 	var blocks []readmeBlock
 	marker := ""
 	for i := 0; i < len(lines); i++ {
@@ -164,9 +333,9 @@ func readmeBlocks(readme string) ([]readmeBlock, error) {
 			body = append(body, strings.TrimPrefix(lines[i], indent))
 		}
 		if i == len(lines) {
-			return nil, fmt.Errorf("README.md:%d: unclosed code block", start+1)
+			return nil, fmt.Errorf("%s:%d: unclosed code block", file, start+1)
 		}
-		b := readmeBlock{line: start + 1, text: strings.Join(body, "\n") + "\n"}
+		b := readmeBlock{file: file, line: start + 1, text: strings.Join(body, "\n") + "\n"}
 		switch m[1] {
 		case "sh", "bash", "shell":
 			b.lang = "shell"
@@ -176,17 +345,17 @@ func readmeBlocks(readme string) ([]readmeBlock, error) {
 		switch {
 		case marker == "output":
 			if len(blocks) == 0 || blocks[len(blocks)-1].output != nil {
-				return nil, fmt.Errorf("README.md:%d: an output block must follow a block that runs", b.line)
+				return nil, fmt.Errorf("%s:%d: an output block must follow a block that runs", file, b.line)
 			}
 			blocks[len(blocks)-1].output = &b
 		case b.lang == "":
 			if marker != "" {
-				return nil, fmt.Errorf("README.md:%d: doctest marker on a %q block, which never runs", b.line, m[1])
+				return nil, fmt.Errorf("%s:%d: doctest marker on a %q block, which never runs", file, b.line, m[1])
 			}
 		case strings.HasPrefix(marker, "skip"):
 			b.skip = strings.TrimSpace(strings.TrimPrefix(marker, "skip"))
 			if b.skip == "" {
-				return nil, fmt.Errorf("README.md:%d: doctest: skip needs a reason", b.line)
+				return nil, fmt.Errorf("%s:%d: doctest: skip needs a reason", file, b.line)
 			}
 			blocks = append(blocks, b)
 		default:
@@ -322,7 +491,7 @@ func startDocShell(t *testing.T, dir string, env []string) *docShell {
 // failure (the session exits) fails the test with the block's stderr.
 func (s *docShell) run(t *testing.T, b readmeBlock, script string) string {
 	t.Helper()
-	file := filepath.Join(s.dir, fmt.Sprintf(".block-%d.sh", b.line))
+	file := filepath.Join(s.dir, fmt.Sprintf(".block-%d.sh", b.seq))
 	outFile, errFile := file+".out", file+".err"
 	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
@@ -334,9 +503,9 @@ func (s *docShell) run(t *testing.T, b readmeBlock, script string) string {
 	if err != nil || line != "done\n" {
 		_ = s.cmd.Wait()
 		stderr, _ := os.ReadFile(errFile)
-		t.Fatalf("README.md:%d: the %s block failed (%v):\n%s\nstdout:\n%s\nstderr:\n%s", b.line, b.lang, s.cmd.ProcessState, b.text, out, stderr)
+		t.Fatalf("%s:%d: the %s block failed (%v):\n%s\nstdout:\n%s\nstderr:\n%s", b.file, b.line, b.lang, s.cmd.ProcessState, b.text, out, stderr)
 	}
-	t.Logf("README.md:%d: %s block ran in %v", b.line, b.lang, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s:%d: %s block ran in %v", b.file, b.line, b.lang, time.Since(start).Round(time.Millisecond))
 	return string(out)
 }
 
@@ -360,12 +529,18 @@ func TestReadmeOutputMatch(t *testing.T) {
 			t.Errorf("matchOutput(%q, %q) = %v, want %v", tc.want, tc.got, got, tc.ok)
 		}
 	}
-	blocks, err := readmeBlocks("<!-- doctest: skip (why) -->\n```sh\nx\n```\n\n```sh\necho hi\n```\n<!-- doctest: output -->\n```\nhi\n```\n```caddy\n:80\n```\n<!-- doctest: last -->\n```js\n1\n```\n")
+	blocks, err := readmeBlocks("x.md", "<!-- doctest: skip (why) -->\n```sh\nx\n```\n\n```sh\necho hi\n```\n<!-- doctest: output -->\n```\nhi\n```\n```caddy\n:80\n```\n<!-- doctest: last -->\n```js\n1\n```\n")
 	if err != nil || len(blocks) != 3 || blocks[0].skip != "why" || blocks[1].output == nil || blocks[1].output.text != "hi\n" || !blocks[2].last || blocks[2].lang != "js" {
 		t.Errorf("readmeBlocks: %+v, %v", blocks, err)
 	}
+	if got := docsMap("x\n## Documentation\n- [a](docs/a.md)\n- [b](docs/p/b.md#h) [a](docs/a.md)\n## Next\n[c](docs/c.md)\n"); strings.Join(got, " ") != "docs/a.md docs/p/b.md" {
+		t.Errorf("docsMap: %q", got)
+	}
+	if got := headingAnchor("What a provider receives, and `what` the client gets_back (v1.2)"); got != "what-a-provider-receives-and-what-the-client-gets_back-v12" {
+		t.Errorf("headingAnchor: %q", got)
+	}
 	for _, bad := range []string{"<!-- doctest: skip -->\n```sh\nx\n```\n", "<!-- doctest: output -->\n```\nx\n```\n", "```sh\nx\n"} {
-		if _, err := readmeBlocks(bad); err == nil {
+		if _, err := readmeBlocks("x.md", bad); err == nil {
 			t.Errorf("readmeBlocks(%q): no error", bad)
 		}
 	}

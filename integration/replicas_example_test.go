@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 )
 
-// The two-replica example of the README (examples/replicas) runs as
+// The documented two-replica example (examples/replicas) runs as
 // committed: its script starts Redis, the load balancer and both
 // replicas from the example's Caddyfiles, and its --check finds one key
 // working at both replicas and through the load balancer, with every

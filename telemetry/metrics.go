@@ -14,8 +14,8 @@
 // counting a request is a map lookup and a few atomic adds.
 //
 // Names follow Prometheus conventions (tollgate_ namespace, _total for
-// counters, _seconds, credits as the unit of money); the README's
-// "Metrics" section maps them to the OpenTelemetry GenAI semantic
+// counters, _seconds, credits as the unit of money); the docs'
+// "Metrics" page maps them to the OpenTelemetry GenAI semantic
 // conventions.
 package telemetry
 

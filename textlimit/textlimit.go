@@ -12,7 +12,7 @@ import (
 )
 
 // Bounds of string fields, in characters (Unicode code points), as the
-// README's limits list them.
+// docs' limits list them.
 const (
 	// MaxNameLen bounds names, ids, slugs, labels, e-mail addresses,
 	// model ids, end-user ids: every string field not listed below.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two replicas of one gateway on one Redis, behind a load balancer, on this
-# machine (see the README's "Several replicas"):
+# machine (see docs/replicas.md):
 #
 #   examples/replicas/run.sh           # start everything; Ctrl-C stops it
 #   examples/replicas/run.sh --check   # start, check that the replicas share
