@@ -14,7 +14,8 @@ import (
 // it, admission lowers the output limit sent upstream to what the tightest
 // of those caps still affords, and holds that; the request is refused only
 // when its prompt and a minimal completion do not fit. The account's
-// balance and in-flight budget never clamp (SPEC.md 8.2 stays as it is).
+// balance and in-flight budget never clamp: a request they cannot cover
+// is refused, as before.
 
 // MinCompletionTokens is the least output a clamped request is served
 // with: a shorter answer is of little use, and OpenAI's Responses API

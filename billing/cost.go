@@ -49,7 +49,7 @@ func (p Pricing) IsFree() bool {
 }
 
 // HasTokenPrice reports whether the endpoint prices tokens; a request with
-// no token price is not held by the in-flight budget (SPEC.md 8.2 rule 1).
+// no token price is not held by the in-flight budget.
 func (p Pricing) HasTokenPrice() bool { return p.InputPrice() > 0 || p.Completion > 0 }
 
 // Usage is what one request consumed.

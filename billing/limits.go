@@ -7,7 +7,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-// InFlightPolicy configures the in-flight spending budget (SPEC.md 8.2).
+// InFlightPolicy configures the in-flight spending budget: how much of a
+// prepaid account's balance its running requests may hold at once.
 type InFlightPolicy struct {
 	// Fraction of the balance that may be held at once, in parts per million.
 	FractionPPM int64
@@ -196,7 +197,7 @@ type Rejection struct {
 // budget. It returns nil to admit.
 //
 // A prepaid account's zero or negative balance refuses every request that
-// spends credits, free models included (SPEC.md 7); BYOK requests spend none,
+// spends credits, free models included; BYOK requests spend none,
 // and enterprise, subscription and invoiced accounts are billed after use.
 func Admit(e Estimate, f RequestFacts, acct AccountFacts, key KeyFacts, p InFlightPolicy) *Rejection {
 	if b, ok := key.Cap(f.BYOK); ok {

@@ -1,6 +1,7 @@
 // Package billing holds the gateway's money and limit arithmetic as pure
 // functions: prices, request costs, admission estimates and the credit-limit
-// decisions of SPEC.md 8.2. It does no I/O and keeps no state.
+// decisions (the key's cap, the balance, the in-flight budget). It does no
+// I/O and keeps no state.
 package billing
 
 import (

@@ -53,7 +53,8 @@ type App struct {
 	SyncWrites bool `json:"sync_writes,omitempty"`
 	// FreeModel sets the request caps on ":free" models.
 	FreeModel gateway.FreeModelLimits `json:"free_model,omitempty"`
-	// InFlight configures the in-flight spending budget (SPEC.md 8.2).
+	// InFlight configures the in-flight spending budget: how much of a
+	// prepaid account's balance its running requests may hold at once.
 	InFlight *InFlightConfig `json:"in_flight,omitempty"`
 	// ModelsFile is a JSON models list in the public format whose models
 	// may carry a "tollgate": {"providers": [...]} extension; read at

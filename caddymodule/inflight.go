@@ -9,7 +9,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-// InFlightConfig configures the in-flight spending budget of SPEC.md 8.2.
+// InFlightConfig configures the in-flight spending budget: how much of a
+// prepaid account's balance its running requests may hold at once.
 // Amounts are credits as decimal strings.
 type InFlightConfig struct {
 	// Fraction of the balance that may be held at once. Default "0.5".

@@ -325,7 +325,7 @@ func TestOperatorManagementKeys(t *testing.T) {
 	other := createOperatorAccount(t, h, `{"name":"B","type":"personal"}`).Get("id").Str
 	path := "/tollgate/accounts/" + acct + "/management-keys"
 
-	// Only organization admins create management keys (SPEC.md 5.4): once
+	// Only organization admins create management keys: once
 	// the organization has members, the creator must be named and an admin.
 	members := "/tollgate/accounts/" + acct + "/members"
 	admin := operatorDo(t, h, http.MethodPost, members, `{"email":"ada@example.com","role":"admin"}`).must(t, http.StatusCreated).get("data.id").Str
@@ -464,7 +464,7 @@ func TestOperatorCommand(t *testing.T) {
 	if got := run("credits", "list", "--account", id).Get("data.0.note").Str; got != "wire" {
 		t.Errorf("credits list: note %q", got)
 	}
-	// Only organization admins create management keys (SPEC.md 5.4).
+	// Only organization admins create management keys.
 	admin := run("member", "create", "--account", id, "--email", "ada@example.com", "--role", "admin").Get("data")
 	if admin.Get("role").Str != "admin" || admin.Get("email").Str != "ada@example.com" {
 		t.Errorf("member create: %s", admin.Raw)

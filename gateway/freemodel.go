@@ -7,8 +7,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// FreeModelLimits are the request caps on models whose id ends in ":free"
-// (SPEC.md 8.1), per account.
+// FreeModelLimits are the request caps on models whose id ends in ":free",
+// per account.
 type FreeModelLimits struct {
 	// PerMinute caps requests in any minute. Default 20.
 	PerMinute int64 `json:"per_minute,omitempty"`
@@ -49,7 +49,8 @@ func (l FreeModelLimits) DailyLimit(a storage.Account) int64 {
 	return l.PerDay
 }
 
-// RateLimited is a platform rate-limit refusal (SPEC.md 7.2).
+// RateLimited is a platform rate-limit refusal: a 429 whose
+// X-RateLimit-* headers and Retry-After say which limit and until when.
 type RateLimited struct {
 	Limit     int64
 	Remaining int64

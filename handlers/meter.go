@@ -24,8 +24,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
-// Meter is the pipeline's last stage: it enforces the credit limits of
-// SPEC.md 8.2 before a request reaches a provider and charges it after: it holds the request's estimated cost
+// Meter is the pipeline's last stage: it enforces the credit limits
+// before a request reaches a provider and charges it after: it holds the request's estimated cost
 // against the balance, the key's cap and the in-flight budget (402 when it
 // does not fit), reads the upstream's usage from the answer as it passes
 // through, and turns the hold into the exact charge, durably, before the
@@ -460,7 +460,8 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	if mw.Mode == sse.Stream {
 		_ = mw.sendTail(cost)
 		if !mw.sawDone {
-			// 200 was sent long ago: the error is an event (SPEC.md 6.4).
+			// 200 was sent long ago: the status cannot change, so
+			// the error is an event.
 			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly")
 		}
 		return nil
@@ -530,7 +531,8 @@ type rejection struct{ *billing.Rejection }
 
 func (r rejection) Error() string { return r.Message }
 
-// creditError is the 402 of SPEC.md 7.1.
+// creditError is the 402 of a credit refusal: the brand's limit_source,
+// remedy_hint and, for some, a reason.
 func (m *Meter) creditError(rej *billing.Rejection) *apierror.Error {
 	md := map[string]any{
 		"limit_source": m.gw.Brand() + "_" + rej.Source,
@@ -612,9 +614,9 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 	return f
 }
 
-// upstreamError is the client's answer when every attempt failed (SPEC.md
-// 7.2): the last attempt's error; a provider's 429 carries its own code
-// and, when every attempted provider gave a retry hint, Retry-After.
+// upstreamError is the client's answer when every attempt failed: the
+// last attempt's error; a provider's 429 carries its own code and, when
+// every attempted provider gave a retry hint, Retry-After.
 func upstreamError(failed []failure) *apierror.Error {
 	last := failed[len(failed)-1]
 	md := map[string]any{"provider_name": last.provider}

@@ -415,7 +415,7 @@ func errorBody(status int, message string, metadata map[string]any) string {
 }
 
 // A provider's 429 is the spec's rate-limit error with the provider's own
-// code (SPEC.md 7.2), and Retry-After when the provider gave one.
+// code, and Retry-After when the provider gave one.
 func TestMeterProviderRateLimit(t *testing.T) {
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})
 	f.provider = func(w http.ResponseWriter, r *http.Request) error {

@@ -158,7 +158,7 @@ func initMeterWriter(mw *meterWriter, w http.ResponseWriter, kind dialect.Kind) 
 // and upstream errors (status >= 400) are held.
 func (mw *meterWriter) Decide(status int) sse.Mode {
 	// The provider's own rate-limit headers are not the platform's: only
-	// the gateway's 429 carries X-RateLimit-* (SPEC.md 7.2).
+	// the gateway's 429 carries X-RateLimit-*.
 	for k := range mw.Header() {
 		if strings.HasPrefix(k, "X-Ratelimit-") {
 			mw.Header().Del(k)

@@ -78,7 +78,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *reques
 
 // filtersCatalog reports whether GET /models answers for the caller as
 // GET /models/user does: for a regular key of an organization that enabled
-// is_filtered_model_catalog_enabled (SPEC.md 4.3).
+// is_filtered_model_catalog_enabled.
 func filtersCatalog(id *gateway.Identity) bool {
 	return id != nil && !id.Management &&
 		id.Account.Kind == storage.AccountOrganization && id.Account.FilteredModelCatalog

@@ -255,7 +255,7 @@ func TestModelsUser(t *testing.T) {
 			t.Errorf("key %q: public list = %s", key, res.Body)
 		}
 	}
-	// ...unless the organization filters it for its API keys (SPEC.md 4.3).
+	// ...unless the organization filters it for its API keys.
 	if _, err := f.c.gw.Storage.UpdateAccount(f.acct.ID, func(a *storage.Account) error { a.FilteredModelCatalog = true; return nil }); err != nil {
 		t.Fatal(err)
 	}

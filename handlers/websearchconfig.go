@@ -18,7 +18,7 @@ import (
 // model nor the engine sets one: 4 credits per 1,000 results.
 const DefaultSearchPrice = "0.004"
 
-// X search item prices (SPEC.md 4.4): 5 per 1,000 posts, 10 per 1,000
+// X search item prices, in credits: 5 per 1,000 posts, 10 per 1,000
 // user profiles fetched.
 const (
 	XSearchPostPrice    = "0.005"

@@ -26,7 +26,7 @@ import (
 )
 
 // WebSearch is the pipeline's web search stage: it turns every form of web
-// search request (SPEC.md 4.4 and 9) into one plan before the request is
+// search request into one plan before the request is
 // routed: it validates the parameters (400
 // naming the field), removes the server tool, the deprecated plugin, the
 // ":online" suffix and x_search_filter from the body, picks the engine, and
@@ -101,7 +101,8 @@ func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) 
 		return nil, apiErr
 	}
 	if plan != nil && len(deprecated) > 0 {
-		// The request used a deprecated form (SPEC.md 9.2); clients check
+		// The request used a deprecated form (the web plugin, the
+		// :online suffix); clients check
 		// the header's presence.
 		w.Header().Set("Deprecation", "true")
 	}

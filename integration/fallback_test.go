@@ -1,6 +1,6 @@
 package integration
 
-// Provider fallback (SPEC.md 7.2): a catalog model's providers are tried in
+// Provider fallback: a catalog model's providers are tried in
 // order, then those of the request's `models` fallbacks; the `provider`
 // preferences reorder and trim them; failed attempts are never charged.
 
@@ -285,7 +285,7 @@ func TestFallback(t *testing.T) {
 	t.Run("rate limited after a provider without retry hint", func(t *testing.T) {
 		// The last provider answers 429 with Retry-After, the first 500
 		// without: not every attempted provider gave a hint, so no
-		// Retry-After (SPEC.md 7.2.3).
+		// Retry-After.
 		r := failed(t, `{"model":"fb/mixed",`+prompt+`}`, 429, "Rate limit exceeded", "m1-error-500", "m2-error-429")
 		if r.JSON.Get("error.metadata.provider_code").Str != "rate_limit_exceeded" {
 			t.Fatalf("provider 429 metadata: %s", r.Body)

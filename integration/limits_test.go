@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// expect402 checks a credit refusal of SPEC.md 7.1 exactly: the body is
+// expect402 checks a credit refusal exactly: the body is
 // {"error":{"code":402,"message":...,"metadata":{"limit_source":...,
 // "remedy_hint":...[,"reason":...]}}} and nothing else; Retry-After is
 // there only for the in-flight budget; the request got no generation.
@@ -108,7 +108,7 @@ func TestLimits402(t *testing.T) {
 			key, _ := c.newKey(tn.MgmtKey, `{"name":"broke"}`)
 			refused(t, c, proxy, tn, key, "/chat/completions", paid, "service_credits", "", false)
 			refused(t, c, proxy, tn, key, "/chat/completions", chatBody("tollgate-mock", `,"stream":true`), "service_credits", "", false)
-			// A zero balance also blocks free models (SPEC.md 8.2).
+			// A zero balance also blocks free models.
 			refused(t, c, proxy, tn, key, "/chat/completions", chatBody("tollgate-mock:free", ""), "service_credits", "", false)
 			refused(t, c, proxy, tn, key, "/responses", `{"model":"tollgate-mock:free","input":"free?"}`, "service_credits", "", false)
 		}

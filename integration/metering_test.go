@@ -260,7 +260,7 @@ func TestMeteringClientAbortMidStream(t *testing.T) {
 // A provider stream that breaks (no usage, no [DONE]) after some text is
 // charged the same rule; the client received every event the gateway sent
 // before the break, so the charge is exact. The client learns of the break
-// from an error event (SPEC.md 6.4: chat chunk with error and finish_reason
+// from an error event (chat chunk with error and finish_reason
 // "error"; Responses: response.failed), then [DONE].
 func TestMeteringStreamBreak(t *testing.T) {
 	startInProcessWith(t, withModel(t, "tollgate-mock-stream-break"))

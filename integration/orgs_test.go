@@ -25,7 +25,7 @@ func (c *client) newOrg(credits string) orgFixture {
 	member := c.operator("POST", members, `{"email":"mia@example.com","first_name":"Mia","last_name":"Lee"}`).expect(c.t, 201)
 	f := orgFixture{tenant: org, Admin: admin.JSON.Get("data.id").Str, Member: member.JSON.Get("data.id").Str}
 	// Once the organization has members, only an admin's management key
-	// can be created (SPEC.md 5.4).
+	// can be created.
 	c.operator("POST", "/accounts/"+org.AccountID+"/management-keys", `{"name":"by member","creator_user_id":"`+f.Member+`"}`).
 		expectError(c.t, 403, "only organization admins")
 	f.Mgmt = c.operator("POST", "/accounts/"+org.AccountID+"/management-keys", `{"name":"by admin","creator_user_id":"`+f.Admin+`"}`).

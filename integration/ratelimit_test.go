@@ -1,6 +1,6 @@
 package integration
 
-// Platform rate limits (SPEC.md 7.2, 8.1): the free-model caps per account
+// Platform rate limits: the free-model caps per account
 // and the abuse ceilings of the tollgate directive, through a real Caddy.
 
 import (
@@ -295,7 +295,7 @@ func TestFreeModelPerDay(t *testing.T) {
 		expectDaily(t, c.freeDaily(key), 0, 5, true, "no purchase")
 		use(t, key, 2, 0, 5, true)
 		// A prepaid account without credits is on the free tier too (and
-		// refused free models for its zero balance, SPEC.md 8.2).
+		// refused free models for its zero balance).
 		broke := c.newTenant("organization", "")
 		bkey, _ := c.newKey(broke.MgmtKey, `{"name":"broke"}`)
 		expectDaily(t, c.freeDaily(bkey), 0, 5, true, "prepaid, no purchase")

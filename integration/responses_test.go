@@ -107,8 +107,8 @@ func checkCitations(t *testing.T, what string, part gjson.Result) {
 	}
 }
 
-// checkResponseObject checks the Responses object fields SPEC.md 2.4 and
-// the SDKs require, and returns its output_text part.
+// checkResponseObject checks the Responses object fields the public API
+// and the SDKs require, and returns its output_text part.
 func checkResponseObject(t *testing.T, what string, r gjson.Result, status string) gjson.Result {
 	t.Helper()
 	for _, f := range []string{"id", "created_at", "model", "output", "usage", "status", "tools", "tool_choice",

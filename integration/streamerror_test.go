@@ -1,6 +1,6 @@
 package integration
 
-// Errors after a stream has begun (SPEC.md 6.4): the status stays 200, the
+// Errors after a stream has begun: the status stays 200, the
 // client gets what was delivered, then an error event and [DONE]; the
 // partial output is charged by the abort rule, a stream that broke before
 // any output is not charged.

@@ -1,6 +1,6 @@
 package integration
 
-// The filtered model catalog (SPEC.md 4.3): with
+// The filtered model catalog: with
 // is_filtered_model_catalog_enabled, GET /models called with one of the
 // organization's keys answers as GET /models/user; without a key, or for
 // other accounts, it stays the public catalog.

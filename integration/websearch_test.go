@@ -126,7 +126,7 @@ func TestWebSearchFormsSameUpstream(t *testing.T) {
 				if len(up) != 1 {
 					t.Fatalf("%s: %d upstream calls", form, len(up))
 				}
-				// x_search_filter is legacy but not deprecated (SPEC.md 9.3).
+				// x_search_filter is legacy but not deprecated.
 				if dep := r.Header.Get("Deprecation"); (form == "tool" || form == "filter") != (dep == "") {
 					t.Fatalf("%s: Deprecation header %q", form, dep)
 				}

@@ -316,7 +316,7 @@ func (s *OrgStore) isAccountUser(acct *Account, userID string) bool {
 }
 
 // checkMgmtKeyCreator enforces that only organization admins create
-// management keys (SPEC.md 5.4): in an organization, a key created for a
+// management keys: in an organization, a key created for a
 // user must be created for an active admin; once the organization has
 // members, every new key must name its creator. An organization without
 // members yet is bootstrapped by the operator alone. Callers hold the kernel's lock.

@@ -49,7 +49,8 @@ func errInternal() *apierror.Error {
 // maxAdminBody bounds administrative request bodies.
 const maxAdminBody = 1 << 20
 
-// keysPageSize is the key list page size (SPEC.md 8.3).
+// keysPageSize is the key list page size: GET /keys answers at most the
+// 100 most recent keys a page.
 const keysPageSize = 100
 
 // adminRequest carries what every administrative route needs.
@@ -331,7 +332,8 @@ func (ar *adminRequest) currentKey() *apierror.Error {
 }
 
 // orgAccount returns the caller's account if it is an organization: a
-// personal account's management key gets 404 (SPEC.md 4.3 rule 2).
+// personal account's management key gets 404, since a personal account
+// has no organization resources.
 func (ar *adminRequest) orgAccount() (storage.Account, *apierror.Error) {
 	acct, ok := ar.store.Account(ar.id.AccountID)
 	if !ok || acct.Kind != storage.AccountOrganization {

@@ -16,8 +16,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// keyFields is every field of the public API key schema (SPEC.md 2.1 plus
-// the fields the public schema requires).
+// keyFields is every field of the public API key schema, those the SDKs
+// require included.
 var keyFields = []string{
 	"byok_usage", "byok_usage_daily", "byok_usage_monthly", "byok_usage_weekly",
 	"created_at", "creator_user_id", "disabled", "expires_at", "external_user", "hash",

@@ -104,8 +104,9 @@ func openEndpoints(ar *adminRequest) (*endpointRequest, *apierror.Error) {
 	return &endpointRequest{adminRequest: ar, sealer: sealer, gw: ar.gw}, nil
 }
 
-// activate, disable and enable are the status transitions an operator
-// may ask for (SPEC.md 3.2).
+// activate, disable and enable are the status transitions an account may
+// ask for: a validated endpoint enabled, an enabled one disabled, a
+// disabled one enabled again.
 func (er *endpointRequest) activate(id string) *apierror.Error {
 	return er.transition(id, "activate", storage.EndpointValidated, storage.EndpointEnabled)
 }

@@ -119,7 +119,8 @@ type apiRoute struct {
 }
 
 // apiRoutes is the public API, each route once with the key kind it needs
-// (SPEC.md 4.5 and 5). The pipeline classifies each request by it once
+// (the administrative routes a management key, the inference routes a
+// regular one). The pipeline classifies each request by it once
 // (ClassifyRoute: key kind, op, dialect) and Admin dispatches by it
 // (resolveRoute).
 //
@@ -509,8 +510,8 @@ func withID[R any](open func(*adminRequest) (R, *apierror.Error), h func(R, stri
 	}
 }
 
-// requireOrganization refuses a personal account's management key
-// (SPEC.md 4.3 rule 2).
+// requireOrganization refuses a personal account's management key with
+// 404: a personal account has no organization resources.
 func requireOrganization(ar *adminRequest) *apierror.Error {
 	_, apiErr := ar.orgAccount()
 	return apiErr

@@ -11,7 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
-// spec45 is SPEC.md 4.5: the routes that need a management key.
+// spec45 is the public API's routes that need a management key.
 var spec45 = []string{
 	"GET /activity", "GET /analytics/meta", "POST /analytics/query",
 	"GET /keys", "POST /keys", "GET /keys/{hash}", "PATCH /keys/{hash}", "DELETE /keys/{hash}",
@@ -74,9 +74,9 @@ func lookup(t *testing.T, method, target string) (route, *http.Request) {
 	return rt, r
 }
 
-// TestRoutesMatchSpec checks the table against SPEC.md 4.5 and 5: exactly
-// the spec's management routes need a management key, each with a
-// handler; GET /key takes any key.
+// TestRoutesMatchSpec checks the table against the list above: exactly
+// those management routes need a management key, each with a handler;
+// GET /key takes any key.
 func TestRoutesMatchSpec(t *testing.T) {
 	var table []string
 	for _, rt := range apiRoutes {
@@ -91,7 +91,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	slices.Sort(table)
 	slices.Sort(spec)
 	if !slices.Equal(table, spec) {
-		t.Errorf("management routes of the table:\n%v\nof SPEC.md 4.5:\n%v", table, spec)
+		t.Errorf("management routes of the table:\n%v\nof the public API:\n%v", table, spec)
 	}
 	for _, p := range append(spec45, "GET /key", "POST /auth/keys") {
 		method, path, _ := strings.Cut(p, " ")

@@ -27,8 +27,8 @@ func intervalPtr(iv money.Interval) *string {
 	return &s
 }
 
-// keyView is the API key record of SPEC.md 2.1 with the fields the public
-// schema requires.
+// keyView is the API key record as the public API answers it, with every
+// field its schema requires.
 type keyView struct {
 	Hash               string        `json:"hash"`
 	Name               string        `json:"name"`
@@ -117,7 +117,7 @@ type rateLimitView struct {
 	Note     string `json:"note"`
 }
 
-// currentKeyView is the answer of GET /key (SPEC.md 2.2).
+// currentKeyView is the answer of GET /key: the calling key.
 type currentKeyView struct {
 	Label              string        `json:"label"`
 	Limit              *money.Amount `json:"limit"`
@@ -137,7 +137,8 @@ type currentKeyView struct {
 	AllowedDataRegions     []string           `json:"allowed_data_regions"`
 }
 
-// orgSettingsView is the organization settings record (SPEC.md 2.3).
+// orgSettingsView is the organization settings record of GET and PATCH
+// /organization/settings.
 type orgSettingsView struct {
 	ID                            string `json:"id"`
 	IsFilteredModelCatalogEnabled bool   `json:"is_filtered_model_catalog_enabled"`

@@ -164,7 +164,7 @@ func Revoke(st *storage.Store, accountID, userID, hash string) *apierror.Error {
 }
 
 // ManagedByMember is the 403 of a management key's change to a key an app
-// holds (SPEC: a leaked management key cannot edit or delete keys
+// holds (a leaked management key cannot edit or delete keys
 // provisioned by a connect client); nil for other keys.
 func ManagedByMember(k storage.APIKey) *apierror.Error {
 	if k.Connect == nil {
