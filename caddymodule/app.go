@@ -71,14 +71,14 @@ type App struct {
 	// Moderation is the operator's moderation provider (OpenAI's
 	// /v1/moderations shape); unset: none.
 	Moderation *handlers.ModerationConfig `json:"moderation,omitempty"`
-	// CustomerEgress is the policy of URLs that customers supply (egress.go).
+	// CustomerEgress is the policy of URLs that customers supply.
 	CustomerEgress *EgressConfig `json:"customer_egress,omitempty"`
 	// MetricsPerKey turns on the per-key metrics (account and key hash
 	// labels) for at most this many keys; later keys count as "other".
 	// Default 0: off.
 	MetricsPerKey int `json:"metrics_per_key,omitempty"`
 	// Storage selects a shared database for several replicas
-	// (redisconfig.go); unset: Badger under DataDir.
+	// (StorageConfig); unset: Badger under DataDir.
 	Storage *StorageConfig `json:"storage,omitempty"`
 	// CodeTTL is how long an authorization code of the connect
 	// flow (OAuth PKCE) may wait for its exchange. Default 5m, at most 10m.
@@ -98,7 +98,7 @@ type App struct {
 	redis *kernel.RedisOptions
 	store *storage.Store
 
-	exporter *export.Exporter // observability export (export.go), under mu
+	exporter *export.Exporter // observability export (startExporter), under mu
 }
 
 // MaxMetricsPerKey bounds metrics_per_key: each key labelled costs three

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-// The tollgate directive expands into the whole pipeline (directive.go);
+// The tollgate directive expands into the whole pipeline (parseTollgate);
 // the directives it replaced fail with an error that says so.
 func init() {
 	caddy.RegisterModule(new(handlers.Tollgate))

@@ -3,7 +3,7 @@
 // providers' answers (Anthropic, Gemini, Bedrock) all write it.
 //
 // AppendJSON writes a Completion byte for byte as encoding/json does
-// (chatform_test.go checks), without its reflection: a 4 KB answer's
+// (TestCompletionEncoderIsEncodingJSONs checks), without its reflection: a 4 KB answer's
 // translation spent much of its time there.
 package chatform
 

@@ -60,7 +60,7 @@ type Dashboard struct {
 	// signIn are the sign-in methods besides the link, shown on the
 	// sign-in page (AddSignInOption).
 	signIn []SignInOption
-	// choices caches the Activity page's filter choices (activity.go).
+	// choices caches the Activity page's filter choices.
 	choicesMu sync.Mutex
 	choices   map[choiceKey]*filterChoices
 }

@@ -8,7 +8,7 @@
 // errors back into the gateway's form.
 //
 // A new dialect is a package that calls Register from its init, and one
-// blank import in handlers/dialects.go.
+// blank import in package handlers, beside the other dialects'.
 package dialect
 
 import (

@@ -107,7 +107,7 @@ func writeCount(w http.ResponseWriter, prefix string, n int64) error {
 // countTokens answers POST /messages/count_tokens as Anthropic does,
 // {"input_tokens": n}, for a model of the catalog, without calling a
 // provider or charging anything: n is the prompt as admission counts it
-// (promptcount.go) on the Messages body translated for an OpenAI-style
+// (promptCounter) on the Messages body translated for an OpenAI-style
 // provider, so it equals the prompt_tokens such a provider then reports;
 // for a model without a tokenizer, the byte bound.
 func (rt *Router) countTokens(w http.ResponseWriter, r *http.Request, st *requestState) error {

@@ -1,5 +1,5 @@
 // Package handlers is the gateway's request pipeline: the tollgate
-// handler (tollgate.go) and its stages in order: authentication and the
+// handler (Tollgate) and its stages in order: authentication and the
 // abuse ceilings, the hand-off to the administrative resources (package
 // admin), web search planning, routing to the model's providers, and
 // metering (reserve, attempts with fallback, settle), with the response

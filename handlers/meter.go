@@ -31,13 +31,13 @@ import (
 // through, and turns the hold into the exact charge, durably, before the
 // client sees the end of the answer.
 //
-// The hold bounds the prompt's tokens from above (promptbound.go), so that
+// The hold bounds the prompt's tokens from above (promptBound), so that
 // with max_tokens set no cap is ever exceeded.
 //
 // What is charged, the provider's usage within the gateway's bounds or,
 // without one (a stream the client aborts, or that breaks), the gateway's
 // estimate from all the output of any kind, is decided in one place for
-// every dialect (chargebasis.go). A request that fails before any answer
+// every dialect (estimateUsage, defendUsage). A request that fails before any answer
 // reaches the client is not charged.
 type Meter struct {
 	gw     gateway.Gateway
@@ -110,7 +110,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	}
 	if f := st.fetch; f != nil && err == nil {
 		// The fetches (paid in credits even by BYOK: the gateway fetched)
-		// and the server tool's further rounds (webfetchmw.go).
+		// and the server tool's further rounds (fetchStage).
 		var extra, credits money.Amount
 		if extra, credits, err = f.holdExtra(route); err == nil {
 			if est.Hold, err = addCost(est.Hold, extra); err == nil && facts.BYOK {
@@ -362,7 +362,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	}
 
 	// What is charged: the provider's usage within the gateway's bounds,
-	// or without one the gateway's estimate (chargebasis.go).
+	// or without one the gateway's estimate (estimateUsage).
 	var usage billing.Usage
 	estimated := !mw.usage.ok
 	if estimated {

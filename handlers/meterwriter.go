@@ -62,7 +62,7 @@ type meterWriter struct {
 	startUsage  usageSeen    // Messages streams: the prompt figures message_start reported
 
 	// identity, for chat completions, rewrites the answer's id, model and
-	// provider (identity.go); upstreamID is the provider's id of it.
+	// provider (answerIdentity); upstreamID is the provider's id of it.
 	identity    *answerIdentity
 	ownIdentity answerIdentity // what identity points to, in the same allocation
 	identityBuf [96]byte       // ownIdentity's values, when they fit
@@ -270,7 +270,7 @@ func (mw *meterWriter) takeProviderUsage(u gjson.Result) {
 }
 
 // rewriteIdentity makes the writer rewrite a chat answer's identity to
-// the generation's (identity.go).
+// the generation's.
 func (mw *meterWriter) rewriteIdentity(genID string, route *Route) {
 	mw.ownIdentity.setIn(mw.identityBuf[:], genID, route)
 	mw.identity = &mw.ownIdentity

@@ -52,10 +52,10 @@ func openAIUnsupported(kind dialect.Kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which tollgate_websearch serves, web-fetch, which
-// webfetchmw.go serves, context-compression,
-// middle-out, moderation, which moderation.go serves, response-healing,
-// which healing.go serves, and file-parser, which fileparser.go serves):
+// search plugin, which the WebSearch stage serves, web-fetch, which
+// fetchStage serves, context-compression, middle-out (Route.middleOut),
+// moderation, which Moderation serves, response-healing, which healWriter
+// serves, and file-parser, which parseFiles serves):
 // this gateway offers none of the others.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
@@ -159,18 +159,18 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
 		case id.Str == "context-compression":
-			// Middle-out (middleout.go), its only engine.
+			// Middle-out (Route.middleOut), its only engine.
 			if e := p.Get("engine"); e.Exists() && e.Str != "middle-out" {
 				apiErr = apierror.BadRequest(path + `.engine: expected "middle-out"`)
 			}
 		case id.Str == "moderation":
-			// Served before routing reaches a provider (moderation.go).
+			// Served before routing reaches a provider (Moderation).
 		case id.Str == "response-healing":
-			apiErr = checkHealingPlugin(path, p) // served on the answer (healing.go)
+			apiErr = checkHealingPlugin(path, p) // served on the answer (healWriter)
 		case id.Str == "file-parser":
-			apiErr = checkFileParserPlugin(path, p) // served on the request (fileparser.go)
+			apiErr = checkFileParserPlugin(path, p) // served on the request (parseFiles)
 		case id.Str == "web-fetch":
-			apiErr = checkWebFetchPlugin(path, p) // served before routing (webfetchmw.go)
+			apiErr = checkWebFetchPlugin(path, p) // served before routing (fetchStage)
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:

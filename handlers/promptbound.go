@@ -51,7 +51,7 @@ type promptBound struct {
 	// reference, a previous response...); only the context window bounds it.
 	unbounded bool
 	// counted are the prompt's counts by the tokenizers of the attempts'
-	// models (promptcount.go), which replace the byte bound for them.
+	// models (promptCounter), which replace the byte bound for them.
 	counted []promptCount
 }
 

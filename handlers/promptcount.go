@@ -373,7 +373,7 @@ const (
 // the attempts whose model's context window the prompt alone exceeds;
 // none left is a 400 naming the count and the limit. Attempts whose
 // model has no tokenizer keep the byte bound. A chat request that asks
-// for middle-out compression is compressed first (middleout.go). The
+// for middle-out compression is compressed first (Route.middleOut). The
 // counting stops when ctx ends (the client left).
 func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Error {
 	if rt.compress && rt.Kind == dialect.Chat {

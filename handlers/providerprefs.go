@@ -17,7 +17,7 @@ import (
 // providerPrefs are the request's `provider` routing preferences (the
 // public API's ProviderPreferences): which endpoints may serve it
 // (filters, applied to every model of the request alike) and in what
-// order they are tried (ranking.go). Every field of the object is read
+// order they are tried (ranker). Every field of the object is read
 // here: an unknown one, or one of the wrong type, is a 400 naming it.
 type providerPrefs struct {
 	order          []string

@@ -47,16 +47,16 @@ type Route struct {
 	// InputTokens is the prompt's tokens charged when the provider reports
 	// no usage: one per three bytes of the body the provider received.
 	InputTokens int64
-	// prompt bounds the prompt's tokens for admission (promptbound.go).
+	// prompt bounds the prompt's tokens for admission.
 	prompt promptBound
 	// compress: the request asks for middle-out compression; compressed
-	// says what it removed (middleout.go), "" when nothing.
+	// says what it removed (middleOut), "" when nothing.
 	compress   bool
 	compressed string
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 	// Routing says how the attempts were chosen and ranked, for the
-	// generation record (ranking.go's routingOf).
+	// generation record (routingOf).
 	Routing string
 
 	current int // the index of the current attempt
@@ -64,10 +64,10 @@ type Route struct {
 	body []byte // as the client sent it, less the gateway's own fields
 	uri  string // path below the provider's base path, with the query
 	// query is the client's query less its credential parameters
-	// (clientcreds.go): the one the attempts are sent with.
+	// (withoutCredentialParams): the one the attempts are sent with.
 	query string
 	// header is the header the attempts are sent with: the client's, less
-	// what never reaches a provider (router.go), with the current
+	// what never reaches a provider (notForwarded), with the current
 	// attempt's dialect headers and length (prepare). It is the route's
 	// own map: the client's request keeps its own.
 	header http.Header
@@ -81,7 +81,7 @@ type Route struct {
 	// Anthropic-style attempts: the client's betas on the allow-list.
 	betas string
 	// parsedFields are body's fields when the file parser turned its PDF
-	// parts into text (fileparser.go): the prompt's bound counts the text.
+	// parts into text (parseFiles): the prompt's bound counts the text.
 	parsedFields *reqbody.Fields
 
 	// A Responses request for providers that speak only Chat Completions
@@ -109,7 +109,7 @@ type Route struct {
 	// signs (prepare).
 	sent []byte
 	// anthropicExtra are members of the request the chat body cannot
-	// carry (normalize.go's anthropicFields: top_k) that the dialects
+	// carry (anthropicFields: top_k) that the dialects
 	// translating chat into their own API take: Anthropic's adds them to
 	// the Messages body, the others read them in the chat body.
 	anthropicExtra string
@@ -140,7 +140,7 @@ type Attempt struct {
 	// provider's catalog facts decide ZDR guardrails).
 	DeclaredZDR *bool
 	// OutputLimit is the output limit admission fitted to the caps of a
-	// request that set none (outputclamp.go); 0: as the client sent it.
+	// request that set none (outputClamp); 0: as the client sent it.
 	OutputLimit int64
 }
 

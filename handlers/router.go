@@ -44,17 +44,17 @@ import (
 //	{tollgate.provider}              the provider's name
 //
 // which the pipeline maps once the request is planned. It answers
-// the other requests of its routes itself (catalogroutes.go): nothing but
+// the other requests of its routes itself (serveOther): nothing but
 // an inference POST reaches a provider.
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
-	// in the admission estimate (promptbound.go). Default
+	// in the admission estimate (promptBound). Default
 	// DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
 	// AnthropicBetas extend the anthropic-beta values a Messages request
-	// may send to Anthropic-style providers (anthropicbetas.go).
+	// may send to Anthropic-style providers (betasFor).
 	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
 
 	// LoadBalancing orders equally ranked endpoints of a model:
@@ -68,7 +68,7 @@ type Router struct {
 	betas  map[string]bool // the allow-list
 	// random draws load balancing's choices, in [0, 1); nil: math/rand.
 	random func() float64
-	// fileClient fetches the file parser's file URLs (fileparser.go).
+	// fileClient fetches the file parser's file URLs (fetchFile).
 	fileClient *http.Client
 }
 
@@ -123,7 +123,7 @@ func (rt *Router) catalog() *catalog.Catalog {
 }
 
 // serveOther answers an inference route's request other than a POST, and
-// the public routes, from the catalog (catalogroutes.go).
+// the public routes, from the catalog (serveGateway).
 func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *requestState) error {
 	return rt.serveGateway(w, r, st)
 }
@@ -294,7 +294,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 			}
 		}
 		// The account's own enabled private endpoints serve the id first,
-		// also one the catalog does not have (privaterouting.go).
+		// also one the catalog does not have.
 		candidates, refused := rt.privateAttempts(modelID, m, st)
 		if refusal == nil {
 			refusal = refused

@@ -30,12 +30,12 @@ import (
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
 //  3. plan an inference request: refuse a key that cannot pay before
 //     any work on the body (Meter.precheck), apply the guardrails' content filters
-//     (contentfilter.go), rewrite web search (WebSearch), fetch the
+//     (filterBody), rewrite web search (WebSearch), fetch the
 //     web-fetch plugin's pages and set up the web_fetch server tool
-//     (webfetchmw.go, webfetchtool.go), check the body
+//     (fetchStage, fetchTool), check the body
 //     and plan its route: the model's providers and what each is sent,
 //     changing nothing on the request (Router); plan the moderation
-//     the model or the request needs (moderation.go), or serve the model
+//     the model or the request needs (Moderation), or serve the model
 //     lists;
 //  4. hold its cost, ask the moderation provider, run a gateway-side
 //     search, send each attempt in turn through reverse_proxy on the
@@ -61,14 +61,14 @@ type Tollgate struct {
 	// in the admission estimate. Default DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
 	// AnthropicBetas extend the anthropic-beta values a Messages request
-	// may send to Anthropic-style providers (anthropicbetas.go).
+	// may send to Anthropic-style providers (betasFor).
 	AnthropicBetas []string `json:"anthropic_betas,omitempty"`
 	// LoadBalancing orders a model's equally ranked endpoints: "price"
 	// (the default: weighted by the inverse square of their price) or
 	// "ordered" (the catalog's order). See Router.LoadBalancing.
 	LoadBalancing string `json:"load_balancing,omitempty"`
 	// WebFetchPrice is the price of one fetch of the web-fetch plugin, in
-	// credits (webfetchmw.go). Default DefaultWebFetchPrice.
+	// credits (fetchStage). Default DefaultWebFetchPrice.
 	WebFetchPrice string `json:"web_fetch_price,omitempty"`
 	// FirstByteTimeout bounds the wait for a streamed answer's first byte,
 	// for providers that set no first_byte_timeout of their own. Default
@@ -91,7 +91,7 @@ type Tollgate struct {
 	// moderation is the operator's moderation provider; nil: none.
 	moderation *Moderation
 	logger     *zap.Logger
-	// shareCeiling hands PerKey to the shared store once (shared.go);
+	// shareCeiling hands PerKey to the shared store once (refuseWhileUnavailable);
 	// made by Provision.
 	shareCeiling *sync.Once
 }
@@ -238,15 +238,15 @@ type requestState struct {
 	gen storage.Generation
 
 	// contentFlags are the flagging content filters that matched
-	// (contentfilter.go), for the generation record.
+	// (filterBody), for the generation record.
 	contentFlags []storage.ContentFlag
 	// moderation is the request's moderation call, made once admitted;
 	// moderationCost its price, held and charged with the request
-	// (moderation.go); 0: none, free, or no verdict had.
+	// (Moderation); 0: none, free, or no verdict had.
 	moderation     *moderationCall
 	moderationCost money.Amount
 
-	// For the metrics (metrics.go).
+	// For the metrics (observeAnswer, observeAttempt, observeCharge).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
 
@@ -354,7 +354,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
-	// index the text that healing (healing.go) wrote.
+	// index the text that healing (healWriter) wrote.
 	out := w
 	var cw *citeWriter
 	if st.plan != nil || st.fetch != nil {

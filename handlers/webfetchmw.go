@@ -24,14 +24,14 @@ import (
 // The web-fetch plugin: on /chat/completions and /responses, the gateway
 // fetches the http(s) URLs of the last user message (at most max_uses,
 // concurrently), through a client whose every connection, at every
-// redirect, the customer egress policy checks (egress.go), and hands the
+// redirect, the customer egress policy checks (pinEgress), and hands the
 // pages to the model as a system message (package webfetch: HTML as
 // markdown, PDFs by their text layer, cut to max_content_tokens). The
 // pages are fetched before routing, so admission bounds the prompt with
 // their text and holds their price; a fetch that fails or is refused is
 // told to the model as its error, never answered as the request's. The
 // answer's links to the pages become url_citation annotations (the
-// citation writer, websearchwriter.go). Each fetch the site answered is
+// citation writer, citeWriter). Each fetch the site answered is
 // charged the operator's web_fetch_price, once, with the request.
 // A request that does not name the plugin pays one byte search.
 
@@ -71,7 +71,7 @@ type fetchRun struct {
 	cost    money.Amount // fetched × the price
 	charged bool         // set by the meter's settle
 
-	// The server tool (webfetchtool.go); nil without. prior is the usage
+	// The server tool (fetchTool); nil without. prior is the usage
 	// of the rounds before the answer the client gets, rounds their
 	// number.
 	tool    *fetchTool

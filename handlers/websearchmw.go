@@ -276,7 +276,7 @@ func (p *searchPlan) injectedTokens() int64 {
 	if p.engine == "native" {
 		return 0
 	}
-	// A token per byte, as the prompt's bound (promptbound.go).
+	// A token per byte, as the prompt's bound (promptBound).
 	return int64(searchHeaderSize + 2*len(p.query) + (p.spec.MaxResults+1)*maxResultBytes)
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// outputKinds are the mock's kinds of output (standin/mockprovider,
-// outputs.go) and the routes that can ask for each: audio, images and
+// outputKinds are the mock's kinds of output (standin/mockprovider's
+// mockShape) and the routes that can ask for each: audio, images and
 // legacy function calls exist only in Chat Completions requests.
 var outputKinds = []struct {
 	kind   string

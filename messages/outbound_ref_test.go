@@ -2,7 +2,7 @@ package messages
 
 // The chat -> Messages translation as it was written with encoding/json,
 // kept as the reference the hand-written one must equal byte for byte
-// (outbound_equal_test.go).
+// (TestChatToAnthropicEqualsTheReference).
 
 import (
 	"encoding/json"

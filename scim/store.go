@@ -90,7 +90,7 @@ func (s *Store) Kinds() []kernel.Kind {
 // An organization's identity provider provisions its members (SCIM Users)
 // and groups (SCIM Groups) over the SCIM 2.0 service, authenticated by the
 // organization's SCIM token; group mappings turn identity-provider groups
-// into workspace memberships when a sync job runs (sync.go).
+// into workspace memberships when a sync job runs (RunSyncJob).
 //
 // All SCIM records live under one prefix:
 //

@@ -15,12 +15,12 @@ import (
 type AccountStore struct {
 	k         *kernel.Kernel
 	accounts  map[string]*Account
-	keys      *keyTable                 // by hash (keytable.go)
+	keys      *keyTable                 // by hash
 	mgmtKeys  map[string]*ManagementKey // by hash
-	keyIdx    keyIndex                  // keys by account (keyindex.go)
+	keyIdx    keyIndex                  // keys by account
 	mgmtIdx   mgmtKeyIndex              // management keys by account
 	purchases map[string][]Purchase     // by account id
-	codes     map[string]*ConnectCode   // connect authorization codes, by hash (connect.go)
+	codes     map[string]*ConnectCode   // connect authorization codes, by hash
 	// org is the organizations its keys and codes belong to (OrgStore).
 	org accountOrgs
 }
@@ -28,7 +28,7 @@ type AccountStore struct {
 // accountOrgs is what the accounts ask of the organizations: the
 // workspaces and members a key or code names, and telling them of a key
 // that changed. Its methods run under the kernel's lock, which the
-// caller holds, and never take it (store.go).
+// caller holds, and never take it (see Store).
 type accountOrgs interface {
 	// putWorkspace publishes a new account's default workspace.
 	putWorkspace(w *Workspace) *kernel.Batch

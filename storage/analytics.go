@@ -19,8 +19,8 @@ import (
 type AnalyticsStore struct {
 	k         *kernel.Kernel
 	analytics *rollup
-	seal      *sealer // rollupseal.go
-	// sealedBefore is the sealed hours' watermark stored (rollupseal.go),
+	seal      *sealer // seals finished hours (SealRollup)
+	// sealedBefore is the sealed hours' watermark stored (SealRollup),
 	// sealNext the one the next SealRollup stores; under the kernel's lock.
 	sealedBefore, sealNext int32
 	// generationsRead counts the generation records the last
@@ -37,7 +37,7 @@ type AnalyticsStore struct {
 }
 
 // analyticsKeys is what the analytics ask of the accounts, under the
-// kernel's lock, which the caller holds (store.go).
+// kernel's lock, which the caller holds (see Store).
 type analyticsKeys interface {
 	// eachAccountKey calls fn for each of an account's keys until it
 	// returns false.
@@ -137,7 +137,7 @@ type acctRollup struct {
 	users map[string]*Sums // totals per end user
 	// hours lists each hour's cells; sealed marks the hours whose sums
 	// are kept in a record of their own, unsealed those with cells that
-	// are not yet (rollupseal.go).
+	// are not yet (SealRollup).
 	hours    map[int32][]int32
 	sealed   map[int32]bool
 	unsealed map[int32]struct{}
@@ -155,7 +155,7 @@ type rollup struct {
 	mu       sync.RWMutex
 	accounts map[string]*acctRollup
 	// sealedBefore is the hour before which every account's sums are
-	// sealed (rollupseal.go): a generation of an earlier hour is sealed as
+	// sealed (SealRollup): a generation of an earlier hour is sealed as
 	// it is counted.
 	sealedBefore atomic.Int32
 }
@@ -406,7 +406,7 @@ func (s *AnalyticsStore) UsageDimValues(accountID, dim string) []string {
 }
 
 // buildAnalytics fills the rollup from the stored records: the sealed
-// hours' sums (rollupseal.go), then the generations of the hours not
+// hours' sums (loadSealedHours), then the generations of the hours not
 // sealed; Open calls it before any write can happen, then subscribes it
 // to new generations.
 func (s *AnalyticsStore) buildAnalytics() error {

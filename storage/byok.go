@@ -22,7 +22,7 @@ type SecretStore struct {
 
 // secretAccounts is what the credentials ask of the accounts. Its methods
 // run under the kernel's lock, which the caller holds, and never take it
-// (store.go).
+// (see Store).
 type secretAccounts interface {
 	// accountOf is an account's published record.
 	accountOf(id string) (*Account, bool)

@@ -20,7 +20,7 @@ type DestinationStore struct {
 }
 
 // destinationAccounts is what the destinations ask of the accounts, under
-// the kernel's lock, which the caller holds (store.go).
+// the kernel's lock, which the caller holds (see Store).
 type destinationAccounts interface {
 	// accountWorkspace resolves a new record's workspace ("": the
 	// account's default).

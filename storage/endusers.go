@@ -17,7 +17,7 @@ type EndUserStore struct {
 }
 
 // endUserAccounts is what the end users ask of the accounts, under the
-// kernel's lock, which the caller holds (store.go).
+// kernel's lock, which the caller holds (see Store).
 type endUserAccounts interface {
 	// accountOf is an account's published record.
 	accountOf(id string) (*Account, bool)

@@ -17,7 +17,7 @@ type FeedbackStore struct {
 }
 
 // feedbackCounter is what the feedback asks of the analytics; it takes no
-// kernel lock (store.go).
+// kernel lock (see Store).
 type feedbackCounter interface {
 	// countFeedback adds durable feedback to the analytics rollup.
 	countFeedback(f Feedback)

@@ -7,7 +7,7 @@ import (
 
 // keyIndex lists each account's API keys in creation order (Seq), so that
 // reading one account's keys walks that account's keys only, never the
-// gateway's. It holds the keys' slots in the key table (keytable.go), not
+// gateway's. It holds the keys' slots in the key table (keyTable), not
 // records: a change of a key's record (counters, name, disabled) rewrites
 // its slot and leaves the index alone; only a key's arrival or removal
 // changes it.

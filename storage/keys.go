@@ -182,7 +182,7 @@ type KeyFilter struct {
 }
 
 // ListAPIKeys returns one page of an account's keys, most recent first.
-// It walks the account's own keys from the newest (keyindex.go) and stops
+// It walks the account's own keys from the newest (keyIndex) and stops
 // at the page's end, copying only the page's records under the lock; the
 // order (creation, Seq) never changes, so a key created or deleted while a
 // client pages shifts later offsets by one, never reorders them.
@@ -287,7 +287,7 @@ func (s *AccountStore) DeleteAPIKey(hash string) error {
 // Principal is the authenticated caller behind a key string.
 //
 // Key is a copy of the key's record, made for the caller (the store holds
-// keys in a compact table, keytable.go); MgmtKey points at the store's
+// keys in a compact table, keyTable); MgmtKey points at the store's
 // snapshot, which is never modified (every change publishes a new
 // record). Callers must not modify MgmtKey.
 type Principal struct {

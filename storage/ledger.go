@@ -28,7 +28,7 @@ import (
 // script per call, one round trip at admission and one at settlement).
 // Every implementation applies the same arithmetic to the levels
 // (package storage/levels) and passes the same conformance tests
-// (ledger_conformance_test.go).
+// (TestLedgerConformance).
 //
 // Admission is decided outside the ledger, on a snapshot: its rules
 // (free-model request caps, guardrail and workspace budgets, key cap,
@@ -144,7 +144,8 @@ type LedgerStore struct {
 	k       *kernel.Kernel
 	impl    ledgerBackend
 	genSubs generationSubscribers // SubscribeGenerations
-	// retention is how long generation records are kept (retention.go).
+	// retention is how long generation records are kept
+	// (SetGenerationRetention).
 	retention retention
 }
 

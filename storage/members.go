@@ -47,7 +47,7 @@ type Member struct {
 	Active    bool       `json:"active"`
 	// Usage is the spending of every key the member created: guardrail
 	// budgets assigned to the member cap it (persisted in its own record,
-	// scopeusage.go).
+	// scopeUsage).
 	Usage     money.UsageCounters `json:"-"`
 	BYOKUsage money.UsageCounters `json:"-"`
 	CreatedAt time.Time           `json:"created_at"`

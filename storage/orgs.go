@@ -11,11 +11,11 @@ import (
 // caches each key's effective rules derived from them.
 type OrgStore struct {
 	k *kernel.Kernel
-	// by account id, then id (members.go, workspaces.go, guardrails.go)
+	// by account id, then id
 	members    kernel.Records[Member]
 	workspaces kernel.Records[Workspace]
 	guardrails kernel.Records[Guardrail]
-	// rules caches each key's effective rules (rules.go); rulesGen
+	// rules caches each key's effective rules (EffectiveRules); rulesGen
 	// invalidates them.
 	rules    sync.Map
 	rulesGen atomic.Uint64
@@ -30,7 +30,7 @@ type OrgStore struct {
 
 // orgAccounts is what the organizations ask of the accounts. Its methods
 // run under the kernel's lock, which the caller holds, and never take it
-// (store.go).
+// (see Store).
 type orgAccounts interface {
 	// accountOf is an account's published record.
 	accountOf(id string) (*Account, bool)

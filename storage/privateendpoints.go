@@ -20,7 +20,7 @@ type EndpointStore struct {
 }
 
 // endpointAccounts is what the private endpoints ask of the accounts,
-// under the kernel's lock, which the caller holds (store.go).
+// under the kernel's lock, which the caller holds (see Store).
 type endpointAccounts interface {
 	// accountWorkspace resolves a new record's workspace ("": the
 	// account's default).

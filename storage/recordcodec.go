@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
-// The records' snapshot (recordsnapshot.go) holds accounts, purchases and
+// The records' snapshot (writeRecordSnapshot) holds accounts, purchases and
 // management keys in a compact binary form: each field in declaration
 // order, strings length-prefixed, integers as varints, times as
 // time.Time's binary form, a pointer as a presence byte and its value.

@@ -19,10 +19,10 @@ import (
 
 // The records' snapshot does for accounts, their purchases and management
 // keys, and workspaces what the key table's does for keys
-// (keysnapshot.go): at a million keys these 400,000 records were most of
+// (writeKeySnapshot): at a million keys these 400,000 records were most of
 // what a start still read from Badger and decoded. They are written to
 // one file with the database version V it reflects, compactly
-// (recordcodec.go), at a clean close and every keySnapshotEvery while
+// (encodeAccount and its kin), at a clean close and every keySnapshotEvery while
 // they change; a start loads them from it instead of from Badger.
 //
 // The rules are the key table's: a record that is neither dirty nor being

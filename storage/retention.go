@@ -15,7 +15,7 @@ import (
 // ExpiredError at once, and the backend deletes the records a little later
 // (Badger's TTL, Redis's PEXPIREAT, set with the write). The analytics
 // rollup does not read them back: its hourly sums are kept in records of
-// their own (rollupseal.go), which the retention does not touch.
+// their own (SealRollup), which the retention does not touch.
 
 // DefaultGenerationRetention is how long generation records are kept.
 const DefaultGenerationRetention = 30 * 24 * time.Hour

@@ -10,7 +10,7 @@ import (
 )
 
 // The domain stores ask each other through the small interfaces each
-// declares (store.go, "Who locks"): none holds another store itself, so
+// declares (Store's "Who locks"): none holds another store itself, so
 // none can read another's maps or call a method that is not in its
 // interface.
 func TestDomainStoresHoldNoOtherStore(t *testing.T) {

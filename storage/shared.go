@@ -25,7 +25,7 @@ import (
 // only. Each commit announces its keys on the change feed; the other
 // replicas reload their memory from Redis when they read such an entry
 // (Kernel.Reload) and have the ledger re-apply the money fields, which
-// live apart from the records (sharedledger.go) so that no replica ever
+// live apart from the records (sharedLedger) so that no replica ever
 // overwrites a counter with a stale copy. When the feed cannot prove that
 // nothing was missed (kernel.RedisBackend.Follow), the replica reloads
 // every record of every kind (resync) and refuses admission and writes

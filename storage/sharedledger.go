@@ -29,7 +29,7 @@ import (
 // the optimistic one).
 //
 // Every counter that requests change lives in one Redis hash per account,
-// "<prefix>{<bucket tag>}~m/<account id>" (kernel's redislayout.go: every
+// "<prefix>{<bucket tag>}~m/<account id>" (kernel.Layout: every
 // key one script touches shares the account's bucket's tag, so that it
 // runs on one slot of a cluster), apart from the records, so that an
 // administrative write (a record rewritten whole) never carries a counter:
@@ -55,7 +55,7 @@ import (
 // Settle finds it and changes nothing). A lease that expires (its replica
 // died) is released by any replica's reaper with the same script, which
 // re-checks the expiry. A replica sends one account's concurrent scripts
-// in one round trip (sharedqueue.go).
+// in one round trip (acctQueue).
 
 // casScript compares and sets an account's money fields. KEYS: the money
 // hash, the lease set, the change feed, the generation key, the upstream
@@ -194,7 +194,7 @@ var _ ledgerBackend = (*sharedLedger)(nil)
 type sharedLedger struct {
 	k *kernel.Kernel
 	// storedUntil is when Redis deletes a generation created at Unix ms
-	// (the generation retention's, retention.go).
+	// (the generation retention's).
 	storedUntil func(ms int64) int64
 	acct        *AccountStore
 	org         *OrgStore
@@ -244,7 +244,7 @@ func newSharedLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publis
 }
 
 // moneyKey is the account's money hash, in the account's bucket (see
-// kernel's redislayout.go: every key a script touches is in one slot).
+// kernel.Layout: every key a script touches is in one slot).
 func (l *sharedLedger) moneyKey(accountID string) string {
 	return l.lay.AccountKey(accountID, "~m/"+accountID)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Different accounts' script calls are pipelined together. An account's
-// batch (sharedqueue.go) is one call; with many busy accounts each call
+// batch (acctQueue) is one call; with many busy accounts each call
 // used to be its own round trip, one write and one read on each side of
 // the connection per call. A call waits for no other: it is sent at once
 // while fewer than maxPipes pipelines are in flight, else with every call

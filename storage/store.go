@@ -1,6 +1,7 @@
 // Package storage holds the gateway's state: accounts, keys, credits and
 // the counters that cap them, organizations, secrets and analytics, and
-// hosts the domain stores kept with their service (SCIM, domains.go).
+// hosts the domain stores kept with their service (SCIM's, through
+// RegisterDomain).
 // Every read is served from memory, so that the request path
 // never waits on disk for a lookup; every write goes through the kernel
 // (package storage/kernel), which makes it durable before it returns.
@@ -43,7 +44,7 @@ var ErrNotDurable = kernel.ErrNotDurable
 var now = time.Now
 
 // Options configure Open: the kernel's (Redis, when set, selects the
-// shared backend for several replicas, shared.go, instead of Badger).
+// shared backend for several replicas, Shared, instead of Badger).
 type Options = kernel.Options
 
 // Store is the gateway's persistent state: the domain stores over one
@@ -64,7 +65,7 @@ type Options = kernel.Options
 // kernel's lock, then an analytics rollup account's (the group commit's
 // snapshot of a sealed hour), and the rollup never takes the kernel's
 // lock while it holds its own. The ledgers' own locks are ordered in
-// sharedledger.go.
+// sharedLedger.
 type Store struct {
 	k *kernel.Kernel
 	*AccountStore
@@ -76,15 +77,16 @@ type Store struct {
 	*DestinationStore
 	*EndpointStore
 	*FeedbackStore
-	// domains are the domain stores kept outside this package (domains.go).
+	// domains are the domain stores kept outside this package
+	// (RegisterDomain).
 	domains map[string]Domain
-	// feed brings other replicas' changes (shared.go; one that never
+	// feed brings other replicas' changes (Shared; one that never
 	// changes on Badger); stopFollowing stops following it and the
 	// ledger's background work.
 	feed          kernel.Feed
 	stopFollowing func()
 	log           *zap.Logger
-	// dir holds the key table's snapshot (keysnapshot.go); empty: none.
+	// dir holds the key table's snapshot (writeKeySnapshot); empty: none.
 	// keysRestored: Open restored the keys from it, reading keysCaughtUp
 	// key records written since (none when keysCurrent), visiting
 	// keysVisited records and deletions to find them.
@@ -96,7 +98,7 @@ type Store struct {
 	keysCurrent      bool // the snapshot was the database's version
 	stopKeySnapshots func()
 	// recordsRestored, recordsCaughtUp, recordsVisited, recordsCurrent:
-	// the same for the records' snapshot (recordsnapshot.go).
+	// the same for the records' snapshot (writeRecordSnapshot).
 	recordsRestored bool
 	recordsCaughtUp int
 	recordsVisited  int
@@ -266,7 +268,7 @@ func removeTemporaries(dir, file string) {
 }
 
 // restoreKeys restores the key table from its snapshot and brings it up to
-// date with the database (keysnapshot.go); false: the key records must be
+// date with the database (catchUpKeys); false: the key records must be
 // loaded.
 func (s *Store) restoreKeys() bool {
 	if s.dir == "" || !s.k.Versioned() {

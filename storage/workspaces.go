@@ -44,7 +44,7 @@ type Workspace struct {
 	// are implicit).
 	Members map[string]*WorkspaceMember `json:"members,omitempty"`
 	// Usage is the spending of every key of the workspace (persisted in
-	// its own record, scopeusage.go).
+	// its own record, scopeUsage).
 	Usage     money.UsageCounters `json:"-"`
 	BYOKUsage money.UsageCounters `json:"-"`
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // requestMetrics is what the pipeline records for one served request with
-// one provider attempt (handlers/metrics.go): the hold, the attempt, the
+// one provider attempt (the handlers' observe* calls): the hold, the attempt, the
 // charge (with per-key metrics on or off) and the answer.
 func requestMetrics(model string) {
 	HoldOpened(2_000_000)

@@ -8,7 +8,7 @@ import (
 )
 
 // The Converse request written by hand (the chat answer is chatform's), byte for byte
-// as encoding/json writes them (encode_test.go checks), without its
+// as encoding/json writes them (TestFromChatEqualsTheReference checks), without its
 // reflection: a 4 KB translation spent most of its time there. ok is
 // false when encoding/json would fail on a float that is not finite; the
 // caller then falls back to it for its error. Raw members come from a

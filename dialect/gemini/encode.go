@@ -8,7 +8,7 @@ import (
 )
 
 // The request written by hand (the answer is chatform's), byte for byte as encoding/json
-// writes it (encode_test.go checks), without its reflection: a 4 KB
+// writes it (TestRequestEncoderIsEncodingJSONs checks), without its reflection: a 4 KB
 // translation spent most of its time there. ok is false when
 // encoding/json would fail on a float that is not finite; the caller then
 // falls back to it for its error. Raw members come from a validated body

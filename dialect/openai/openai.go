@@ -1,6 +1,6 @@
 // Package openai is the OpenAI dialect: Chat Completions and Responses,
 // spoken by OpenAI and by most compatible servers. Azure OpenAI is a
-// variant with its own URLs and key header (azure.go).
+// variant with its own URLs and key header (Azure).
 package openai
 
 import (

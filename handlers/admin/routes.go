@@ -152,7 +152,7 @@ var apiRoutes = []apiRoute{
 
 	{pattern: "GET /key", kind: RouteAnyKey, serve: (*adminRequest).currentKey},
 
-	// The connect flow (OAuth PKCE, connect.go): a code for a management
+	// The connect flow (OAuth PKCE: createAuthCode, exchangeAuthCode): a code for a management
 	// key's member, and its exchange, whose credential is the verifier.
 	{pattern: "POST /auth/keys/code", kind: RouteManagement, serve: (*adminRequest).createAuthCode},
 	{pattern: "POST /auth/keys", kind: RouteKeyless, serve: (*adminRequest).exchangeAuthCode},

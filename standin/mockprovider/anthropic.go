@@ -40,7 +40,7 @@ import (
 // one token per word, cut at max_tokens (stop_reason max_tokens) or before
 // a stop sequence (stop_sequence). A user message of the current turn with
 // "mock-tool-call: <name> <json>" lines is answered with those tool_use
-// blocks (toolcalls.go). Otherwise, with custom tools, a last user message
+// blocks (scriptedCalls). Otherwise, with custom tools, a last user message
 // that names a tool (or a tool_choice of any or tool) is answered with a
 // tool_use block calling it with {"query": <the user text>} (stop_reason
 // tool_use); a last message of tool results is answered with their text.
@@ -179,7 +179,7 @@ type anthropicRequest struct {
 	search    bool   // the web_search_20250305 tool is offered
 	thinking  bool   // extended thinking: the answer starts with a thinking block
 	betas     map[string]bool
-	calls     []mockToolCall // scripted tool calls (toolcalls.go)
+	calls     []mockToolCall // scripted tool calls
 	prompt    int            // all prompt tokens
 	prefix    int            // of prompt, the cached prefix's
 	prefixKey [32]byte

@@ -34,14 +34,14 @@ import (
 //	POST .../chat/completions  Chat Completions, plain or streamed
 //	POST .../responses         Responses API, plain or streamed
 //	POST .../messages          Anthropic's Messages API, plain or streamed,
-//	                           always strict (anthropic.go)
+//	                           always strict (serveAnthropic)
 //	GET  .../models            a fixed model list
 //	POST .../moderations       OpenAI's moderation shape, strict
-//	                           (moderation.go)
+//	                           (serveModeration)
 //	/search-api/...            stand-ins of the Exa, Firecrawl, Parallel and
 //	                           SearXNG search APIs (searchapis.APIs), so
 //	                           web search works offline
-//	GET  /pages/...            a small web site (pages.go), so web fetch
+//	GET  /pages/...            a small web site (servePage), so web fetch
 //	                           works offline
 //
 // and passes every other path to the next handler.
@@ -61,7 +61,7 @@ import (
 // same request report the same usage; streamed chat completions end with a
 // usage chunk (in strict mode only when stream_options.include_usage asks).
 //
-// With Strict, requests are checked as OpenAI checks them (strict.go).
+// With Strict, requests are checked as OpenAI checks them (checkStrict).
 //
 // The request's model name injects faults (substring match, so they combine
 // with any prefix, as in "gpt-4o-slow-error-500"):
@@ -77,7 +77,7 @@ import (
 //
 // and others ask for other kinds of output (tool calls, reasoning,
 // refusals, audio, images), a stream that stalls, a usage report that is
-// wrong, or an empty answer (outputs.go).
+// wrong, or an empty answer (mockShape).
 //
 // A request header X-Mock-Latency (a duration such as 250ms) overrides the
 // configured latency for that request.
@@ -91,7 +91,7 @@ type Handler struct {
 	// encoding ("o200k_base", "cl100k_base"): as OpenAI bills a model of
 	// that encoding (OpenAIPromptTokens).
 	PromptTokens string `json:"prompt_tokens,omitempty"`
-	// Strict validates requests as OpenAI does (strict.go): unknown
+	// Strict validates requests as OpenAI does (checkStrict): unknown
 	// parameters are refused, streams report usage only when asked, and
 	// answers name a dated model.
 	Strict bool `json:"strict,omitempty"`
@@ -101,10 +101,10 @@ type Handler struct {
 	NonReasoningModels []string `json:"non_reasoning_models,omitempty"`
 	// NoSystemMessages: the Messages mode refuses system messages inside
 	// messages, and the mid-conversation-system beta, as an
-	// Anthropic-style API without that beta does (anthropic.go).
+	// Anthropic-style API without that beta does.
 	NoSystemMessages bool `json:"no_system_messages,omitempty"`
 
-	// anthropicCache is the Anthropic mode's prompt cache (anthropic.go).
+	// anthropicCache is the Anthropic mode's prompt cache.
 	anthropicCache *anthropicCache
 }
 
@@ -231,7 +231,7 @@ type mockRequest struct {
 	answerModel string
 	// streamUsage: a stream ends with a usage chunk (chat completions).
 	streamUsage bool
-	// calls are the scripted tool calls that answer (toolcalls.go).
+	// calls are the scripted tool calls that answer (scriptedCalls).
 	calls []mockToolCall
 }
 

@@ -13,8 +13,8 @@ import (
 )
 
 // Output kinds and usage faults, chosen by substrings of the model name as
-// the other faults are (Chat Completions and Responses; see anthropic.go for
-// the Messages API):
+// the other faults are (Chat Completions and Responses; see serveAnthropic
+// for the Messages API):
 //
 //	out-text               the answer as text (the default)
 //	out-tools              as the arguments of a call of the tool mock_tool
@@ -70,7 +70,7 @@ type mockShape struct {
 }
 
 // shapeOf reads the model name; ok is false when it asks for none of
-// these (the plain answers of mockprovider.go serve it).
+// these (the plain answers of ServeHTTP serve it).
 func shapeOf(model string) (s mockShape, ok bool) {
 	s.kind = "text"
 	for _, k := range outputKinds {

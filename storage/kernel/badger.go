@@ -24,7 +24,7 @@ type Backend interface {
 	// Scan calls fn for each record under prefix in key order until fn
 	// returns false or an error; key and value are valid only during fn.
 	// (On disk, the records of a kind with a Slot come after the others,
-	// in slot order: chunks.go.)
+	// in slot order: see chunker.)
 	Scan(prefix string, fn func(key, value []byte) (bool, error)) error
 	Close() error
 }
@@ -74,15 +74,15 @@ const valueThreshold = 256
 type badgerBackend struct {
 	db        *badger.DB
 	dir       string      // on disk; empty in memory
-	exp       expiries    // expiry.go
-	deletions deletionLog // deletions.go
+	exp       expiries    // the records' expiries (useExpiry)
+	deletions deletionLog // the log of deletions (logDeletion)
 	stopGC    chan struct{}
 	gcDone    chan struct{}
-	pageOut   chan struct{} // closed when pageOutLoop (pageout_linux.go) returned
+	pageOut   chan struct{} // closed when pageOutLoop returned
 }
 
 // openBadger opens the embedded backend: on disk, Badger with its commits
-// journaled (journal.go); in memory, Badger alone.
+// journaled (openJournal); in memory, Badger alone.
 func openBadger(opts Options, log *zap.Logger) (Backend, error) {
 	db, err := openBadgerDB(opts, log)
 	if err != nil {
@@ -154,7 +154,7 @@ func openBadgerDB(opts Options, log *zap.Logger) (*badgerBackend, error) {
 	return b, nil
 }
 
-// loaded hands back the value-log pages the warm-up read (pageout_linux.go).
+// loaded hands back the value-log pages the warm-up read.
 func (b *badgerBackend) loaded() {
 	if b.dir != "" {
 		pageOutDir(b.dir)

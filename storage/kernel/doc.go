@@ -63,16 +63,16 @@
 //   - Commit acknowledging only writes the shared database accepted, as
 //     the embedded backend's commit acknowledges only writes on disk.
 //
-// The embedded backend on disk is Badger behind a journal (journal.go): a
+// The embedded backend on disk is Badger behind a journal: a
 // commit is one append to a journal file, and a checkpoint moves the
 // journal into Badger every second, records of kinds with a Slot grouped
-// into chunks (chunks.go). Reads of what is not yet moved come from the
+// into chunks. Reads of what is not yet moved come from the
 // journal's own memory, so the contract above holds unchanged.
 //
-// RedisBackend (redis.go) is that backend: Commit is one MULTI/EXEC with
+// RedisBackend is that backend: Commit is one MULTI/EXEC with
 // a change-feed entry, Follow reads the feed, Apply and Reload bring the
 // other replicas' changes into memory; the ledger's script lives with the
-// store (storage/sharedledger.go). The store reaches the feed only
-// through the Feed interface (feed.go), which the embedded backend
+// store (package storage's shared ledger). The store reaches the feed only
+// through the Feed interface, which the embedded backend
 // answers with a feed that never changes.
 package kernel

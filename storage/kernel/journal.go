@@ -87,7 +87,7 @@ type journal struct {
 	files       []string
 	moving      map[string][]byte
 	movingFiles []string
-	chunkers    []chunker // chunks.go
+	chunkers    []chunker // the kinds with a Slot, stored by chunk
 
 	ckMu sync.Mutex // one checkpoint at a time
 	// undeleted are moved files not deleted yet (deleteMoved), under ckMu.

@@ -42,11 +42,11 @@ type Kind struct {
 	Append bool
 	// Expires, when set, gives each record of the kind its expiry (Unix
 	// milliseconds, 0: never) from its key and encoded value: the backend
-	// deletes the record then (expiry.go). A chunk of records expires
+	// deletes the record then. A chunk of records expires
 	// with its last record.
 	Expires func(key string, value []byte) int64
 	// LogDeletes has the on-disk backend log each deletion of a record
-	// of the kind (deletions.go), so that a snapshot of the kind can be
+	// of the kind, so that a snapshot of the kind can be
 	// caught up from the records changed since it (ScanVersions and
 	// ScanDeletions after its version). Not with Expires: Badger drops
 	// an expired record without a marker (Register panics).
@@ -54,7 +54,7 @@ type Kind struct {
 	// Slot, for an Append kind, names the slot a record's key falls in
 	// (false: none); slots sort in the order the records should scan. The
 	// on-disk backend then stores a checkpoint's records of one slot as
-	// one chunk (chunks.go) instead of one entry each.
+	// one chunk instead of one entry each.
 	Slot func(key string) (string, bool)
 	// Remove, when set, drops the record under key from memory (it runs
 	// under Lock). A kind with Remove is applied record by record from
@@ -62,7 +62,7 @@ type Kind struct {
 	// record, Remove for a deleted one) instead of reloading every kind.
 	Remove func(key string)
 	// Account, when set, names the account whose bucket holds a record on
-	// Redis (redislayout.go), from its key or its encoded value (value nil
+	// Redis (Layout), from its key or its encoded value (value nil
 	// when only the key is known; false: the key alone cannot say): the
 	// records the ledger's scripts write in the account's slot.
 	Account func(key string, value []byte) (string, bool)
@@ -97,7 +97,7 @@ type Kernel struct {
 	kinds   []Kind
 	seq     uint64
 
-	// group commit (flush.go)
+	// group commit (Batch, flushLoop)
 	dirty     map[string]struct{}
 	names     map[string]string // the last commit's dirty keys (MarkDirtyAt)
 	appends   []Write
@@ -438,7 +438,7 @@ func (k *Kernel) Scan(prefix string, fn func(key, value []byte) (bool, error)) e
 }
 
 // SlotScanner is a backend that stores the records of kinds with a Slot
-// by slot (Badger on disk: chunks.go) and can start a scan at one.
+// by slot (Badger on disk) and can start a scan at one.
 type SlotScanner interface {
 	// ScanFrom is Scan, but skips the records of those kinds whose slot
 	// sorts before slot without reading them (the records stored alone

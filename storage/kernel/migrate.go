@@ -129,7 +129,7 @@ func oldLayoutKey(rest string) bool {
 }
 
 // upgradeLayout moves a store written before the hash-tagged key layout
-// (redislayout.go), "<prefix><name>", to "<prefix>{tg}<name>", once, when
+// (Layout), "<prefix><name>", to "<prefix>{tg}<name>", once, when
 // a replica of this version first opens it: every record, money hash,
 // lease set and abuse-ceiling bucket is renamed; the old change feed is
 // dropped and the new one tells any replica already following it to

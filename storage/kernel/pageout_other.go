@@ -2,7 +2,8 @@
 
 package kernel
 
-// pageOutLoop does nothing but on Linux (pageout_linux.go).
+// pageOutLoop does nothing but on Linux, where it hands the value log's
+// written pages back.
 func pageOutLoop(_ string, _ <-chan struct{}, done chan<- struct{}) { close(done) }
 
 // pageOutDir does nothing but on Linux.

@@ -53,11 +53,11 @@ const feedBlock = 250 * time.Millisecond
 // RedisBackend keeps the records under KeyPrefix, one string key per
 // record holding the same JSON Badger stores, and announces every commit
 // on a change feed (a Redis stream per bucket of the key layout:
-// redislayout.go) so that the other replicas reload what changed.
+// Layout) so that the other replicas reload what changed.
 type RedisBackend struct {
 	c       redis.UniversalClient
 	cluster *redis.ClusterClient // nil on one server
-	exp     expiries             // expiry.go
+	exp     expiries             // the records' expiries (useExpiry)
 	prefix  string
 	layout  layout
 	places  placements
@@ -172,7 +172,7 @@ func (b *RedisBackend) Client() redis.UniversalClient { return b.c }
 // Cluster reports whether the backend is a Redis Cluster.
 func (b *RedisBackend) Cluster() bool { return b.cluster != nil }
 
-// Layout is the key layout, for the ledger's scripts (redislayout.go).
+// Layout is the key layout, for the ledger's scripts.
 func (b *RedisBackend) Layout() Layout { return Layout{b.layout} }
 
 // ScanKeys lists the keys matching a SCAN pattern, on every master of a

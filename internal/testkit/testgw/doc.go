@@ -3,6 +3,6 @@
 // fixture catalogs, accounts with keys, a way to serve a request and check
 // its answer, and a real listener for the mock provider's tests.
 //
-// Only _test.go files import it (TestOnlyTestsImport checks this): it is
-// no part of the plugin.
+// Only test files import it (TestProductionPathImportsNoStandIn checks
+// this): it is no part of the plugin.
 package testgw
