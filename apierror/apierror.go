@@ -1,4 +1,4 @@
-// Package apierror is the gateway's own error answer: the spec's JSON
+// Package apierror is the gateway's own error answer: the public API's JSON
 // error body {"error":{"code","message","metadata?"}}, its writer, and the
 // handoff of such an error to Caddy's error routes (Fail).
 package apierror
@@ -32,7 +32,7 @@ func BadRequest(msg string) *Error { return New(http.StatusBadRequest, msg) }
 // NotFound is a 404.
 func NotFound(msg string) *Error { return New(http.StatusNotFound, msg) }
 
-// Write writes e as the spec's JSON error body with e.Status.
+// Write writes e as the public API's JSON error body with e.Status.
 func Write(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	for k, vs := range e.Header {

@@ -185,7 +185,8 @@ type Rejection struct {
 	// Source is the limit_source suffix: "credits", "key_limit",
 	// "in_flight_budget".
 	Source string
-	// Reason is the metadata reason, when the spec names one.
+	// Reason is the metadata reason, when the refusal has one
+	// (weight_exceeds_budget, in_flight_budget_exhausted).
 	Reason     string
 	Message    string
 	RemedyHint string

@@ -45,7 +45,7 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 // provider the handler chose for the attempt (one for HTTPS providers, with
 // TLS to the provider's host name, and one for plain HTTP), streaming
 // without buffering. It also adds an error route that writes the gateway's
-// errors as the spec's JSON body. Subdirectives that are not the handler's
+// errors as the public API's JSON body. Subdirectives that are not the handler's
 // go to both reverse_proxy handlers, e.g. `transport http {
 // response_header_timeout 30s }`.
 func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {

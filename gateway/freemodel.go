@@ -23,7 +23,8 @@ type FreeModelLimits struct {
 	PaidThreshold money.Amount `json:"paid_threshold,omitempty"`
 }
 
-// WithDefaults fills unset limits with the spec's values.
+// WithDefaults fills unset limits with their defaults: 20 a minute, 50 a
+// day, 1000 a day once 9 credits were bought.
 func (l FreeModelLimits) WithDefaults() FreeModelLimits {
 	if l.PerMinute == 0 {
 		l.PerMinute = 20

@@ -36,7 +36,7 @@ var now = time.Now
 // so that it can never be forwarded upstream.
 //
 // PerIP and PerKey are the abuse ceilings in front of everything (the
-// spec's DDoS layer): a client IP (as Caddy resolves it, honouring
+// gateway's defence against floods): a client IP (as Caddy resolves it, honouring
 // trusted_proxies) is limited before its key is even looked up, a key
 // after. Both answer the platform's 429.
 type Auth struct {

@@ -22,7 +22,7 @@ import (
 
 // ErrorWriter is the handler of the error route the tollgate directive
 // adds: it writes the gateway's errors (an *apierror.Error returned by
-// Tollgate) as the spec's JSON body, with their headers such as
+// Tollgate) as the public API's JSON body, with their headers such as
 // Retry-After, and passes any other error on to the next error route. On
 // the Messages route the body also has Anthropic's members
 // (messages.WriteError).

@@ -414,7 +414,7 @@ func errorBody(status int, message string, metadata map[string]any) string {
 	return string(b) + "\n"
 }
 
-// A provider's 429 is the spec's rate-limit error with the provider's own
+// A provider's 429 is the public API's rate-limit error with the provider's own
 // code, and Retry-After when the provider gave one.
 func TestMeterProviderRateLimit(t *testing.T) {
 	f := newMeterFixture(t, "1", storage.NewAPIKey{})

@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 )
 
-// rateLimitError is the platform's 429: the spec's body, X-RateLimit-*
+// rateLimitError is the platform's 429: the public API's error body, X-RateLimit-*
 // headers (reset in epoch milliseconds) and Retry-After in seconds.
 func rateLimitError(rl *gateway.RateLimited, t time.Time) *apierror.Error {
 	retry := int64(math.Ceil(rl.Reset.Sub(t).Seconds()))

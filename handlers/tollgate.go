@@ -50,7 +50,7 @@ import (
 //
 // Errors the gateway answers itself are returned as caddyhttp.Error
 // carrying an *apierror.Error; ErrorWriter (the directive's error route) writes
-// them as the spec's JSON body.
+// them as the public API's JSON body.
 type Tollgate struct {
 	// PerIP and PerKey are the abuse ceilings (see Auth).
 	PerIP  *RateCeiling `json:"per_ip,omitempty"`

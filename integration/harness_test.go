@@ -255,7 +255,7 @@ func (r response) expect(t *testing.T, status int) response {
 	return r
 }
 
-// expectError checks the spec's error shape, status and message.
+// expectError checks the public API's error shape, status and message.
 func (r response) expectError(t *testing.T, status int, message string) response {
 	t.Helper()
 	r.expect(t, status)

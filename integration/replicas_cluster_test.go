@@ -66,7 +66,7 @@ func TestReplicasOnClusterCapsExactAcrossShards(t *testing.T) {
 
 // kill -9 of the master serving an account's slot (no replica to take
 // over): both Caddy processes answer that account's inference with 503 in
-// the spec's shape, before serving anything; once the master is back
+// the public API's error shape, before serving anything; once the master is back
 // (appendfsync always) they serve again and every acknowledged charge is
 // there.
 func TestReplicasOnClusterShardDownThenBack(t *testing.T) {

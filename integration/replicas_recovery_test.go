@@ -36,7 +36,7 @@ func TestReplicasEnforceEveryRecordAfterRedisRestart(t *testing.T) {
 	body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"load across the redis restart"}]}`
 	var served atomic.Int64
 	var mu sync.Mutex
-	var odd []string // answers other than 200 and the spec's 503
+	var odd []string // answers other than 200 and the public API's 503
 	stopLoad := loadReplicas(cs, 6, func(wc *client) bool {
 		r, err := wc.post("/chat/completions", loadKey, body, map[string]string{"X-Mock-Latency": "10ms"})
 		switch {
@@ -115,7 +115,7 @@ func TestReplicasEnforceEveryRecordAfterRedisRestart(t *testing.T) {
 
 // A replica that cannot prove it saw every change (the feed was trimmed
 // past its last entry) and cannot reload yet (a record it cannot decode)
-// refuses inference and writes with 503 in the spec's shape instead of
+// refuses inference and writes with 503 in the public API's error shape instead of
 // deciding on rules that may be stale; reads are still served; it serves
 // again once the reload succeeds.
 func TestReplicaNotSyncedRefusesWith503(t *testing.T) {

@@ -242,7 +242,7 @@ func replicaKilledUnderLoad(t *testing.T, start func() *process, rc redis.Univer
 
 // A Redis restart (appendfsync always) loses no acknowledged charge; while
 // Redis is down inference and administrative writes answer 503 in the
-// spec's shape, and once it is back the replicas serve again without a
+// public API's error shape, and once it is back the replicas serve again without a
 // restart.
 func TestReplicasRedisDownThenBack(t *testing.T) {
 	srv := redistest.Start(t)

@@ -24,7 +24,7 @@ import (
 // secret, a search engine's API key) on success and error paths, and then
 // looks for each full secret in the process's logs, in every answer and
 // in the data directory's files; every error answer on the way is the
-// spec's JSON error with its status.
+// public API's JSON error with its status.
 func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 	const (
 		engineKey  = "engine-secret-api-key-0123456789abcdef"
@@ -78,7 +78,7 @@ func TestNoSecretInLogsAnswersOrDisk(t *testing.T) {
 		secrets[name] = secret
 	}
 
-	// Error paths: each is the spec's JSON error.
+	// Error paths: each is the public API's JSON error.
 	errs := []struct {
 		r      response
 		status int

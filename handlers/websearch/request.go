@@ -89,8 +89,8 @@ func (e *FieldError) Error() string {
 	return e.Field + ": " + e.Message
 }
 
-// Limits lowers max_results per engine, because some engines (the spec's
-// "one particular engine family") cap results below 25.
+// Limits lowers max_results per engine, because some engines cap results
+// below 25.
 type Limits struct {
 	// MaxResultsByEngine maps an engine name to its max_results upper bound.
 	// Engines absent from the map (and the automatic choice) get 25; values
@@ -98,7 +98,8 @@ type Limits struct {
 	MaxResultsByEngine map[string]int
 }
 
-// DefaultLimits caps firecrawl at 20 results, the spec's 1-to-20 engine.
+// DefaultLimits caps firecrawl at 20 results: its max_results goes from 1
+// to 20.
 func DefaultLimits() Limits {
 	return Limits{MaxResultsByEngine: map[string]int{"firecrawl": 20}}
 }

@@ -82,7 +82,7 @@ func (r Response) Must(t testing.TB, status int) Response {
 	return r
 }
 
-// WantError checks that r is exactly the spec's JSON error body.
+// WantError checks that r is exactly the public API's JSON error body.
 func (r Response) WantError(t testing.TB, status int, message string) {
 	t.Helper()
 	if r.Status != status {
