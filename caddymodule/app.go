@@ -312,21 +312,19 @@ func (a *App) Store() (*storage.Store, error) {
 		return a.store, nil
 	}
 	val, _, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
+		// Every backend's group commits are timed and counted.
+		opts := storage.Options{OnCommit: telemetry.ObserveCommit}
 		if a.redis != nil {
-			s, err := storage.Open(storage.Options{Redis: a.redis, Logger: a.logger.Named("redis")})
+			opts.Redis, opts.Logger = a.redis, a.logger.Named("redis")
+			s, err := storage.Open(opts)
 			if err != nil {
 				return nil, fmt.Errorf("storage: %w", err)
 			}
 			a.logger.Info("opened the shared tollgate database", zap.String("redis", a.redis.Address), zap.Strings("cluster", a.redis.Cluster), zap.String("key_prefix", a.redis.KeyPrefix))
 			return storeCloser{s}, nil
 		}
-		s, err := storage.Open(storage.Options{
-			Dir:        a.dir,
-			GCInterval: time.Duration(a.GCInterval),
-			SyncWrites: a.SyncWrites,
-			Logger:     a.logger.Named("badger"),
-			OnCommit:   telemetry.ObserveCommit,
-		})
+		opts.Dir, opts.GCInterval, opts.SyncWrites, opts.Logger = a.dir, time.Duration(a.GCInterval), a.SyncWrites, a.logger.Named("badger")
+		s, err := storage.Open(opts)
 		if err != nil {
 			return nil, err
 		}

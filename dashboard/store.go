@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -80,12 +79,8 @@ func newStore(st *storage.Store) *Store {
 	// A deactivated member's sessions end with the deactivation, in its
 	// batch, on every replica.
 	st.OnMemberDeactivated(func(accountID, memberID string) { s.endMemberSessionsLocked(accountID, memberID) })
-	if rb, ok := st.Kernel().Backend().(*kernel.RedisBackend); ok {
-		s.claim = func(name string, ttl time.Duration) (bool, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return rb.Client().SetNX(ctx, rb.Prefix()+name, 1, ttl).Result()
-		}
+	if c, ok := st.Kernel().Claimer(); ok {
+		s.claim = c.Claim
 	}
 	return s
 }

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,17 +176,14 @@ const codeSweepGrace = time.Hour
 // it deletes the record, which the feed then removes everywhere.
 func (s *AccountStore) ConsumeConnectCode(hash string) (ConnectCode, error) {
 	var c ConnectCode
-	rb, shared := s.k.Backend().(*kernel.RedisBackend)
+	claimer, shared := s.k.Claimer()
 	if shared {
 		var err error
-		if c, err = s.sharedCode(rb, hash); err != nil {
+		if c, err = s.sharedCode(hash); err != nil {
 			return ConnectCode{}, err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ttl := max(time.Until(c.ExpiresAt.Add(codeSweepGrace)), time.Minute)
-		won, err := rb.Client().SetNX(ctx, rb.Prefix()+"~cc/"+hash, rb.Replica(), ttl).Result()
-		cancel()
-		if err = rb.Observe(err); err != nil {
+		won, err := claimer.Claim("~cc/"+hash, max(time.Until(c.ExpiresAt.Add(codeSweepGrace)), time.Minute))
+		if err != nil {
 			return ConnectCode{}, err
 		}
 		if !won {
@@ -217,7 +213,7 @@ func (s *AccountStore) ConsumeConnectCode(hash string) (ConnectCode, error) {
 
 // sharedCode returns a code from memory or, when the feed has not brought
 // it to this replica yet, from Redis.
-func (s *AccountStore) sharedCode(rb *kernel.RedisBackend, hash string) (ConnectCode, error) {
+func (s *AccountStore) sharedCode(hash string) (ConnectCode, error) {
 	s.k.RLock()
 	c, ok := s.codes[hash]
 	s.k.RUnlock()
@@ -225,7 +221,7 @@ func (s *AccountStore) sharedCode(rb *kernel.RedisBackend, hash string) (Connect
 		return *c, nil
 	}
 	var out ConnectCode
-	err := rb.Get(prefixConnectCode+hash, func(v []byte) error { return json.Unmarshal(v, &out) })
+	err := s.k.Backend().Get(prefixConnectCode+hash, func(v []byte) error { return json.Unmarshal(v, &out) })
 	if err != nil {
 		return ConnectCode{}, err
 	}

@@ -17,12 +17,11 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
-	"go.uber.org/zap"
 )
 
 // Ledger is the money seam: admission and charging, each one atomic
 // operation over every level that caps a request. One implementation is
-// chosen when the store opens (openLedger): the in-process ledger
+// chosen with the backend when the store opens (openBackend): the in-process ledger
 // (localLedger, under the kernel's one lock) on Badger, or a shared
 // ledger for several replicas (sharedLedger on Redis: one server-side
 // script per call, one round trip at admission and one at settlement).
@@ -116,21 +115,6 @@ type ledgerBackend interface {
 	// held is what running requests hold against an account's balance and
 	// against a key's cap ("": none), as this replica last knows it.
 	held(accountID, keyHash string) (account, key money.Amount)
-}
-
-// sharedLedgers open the shared ledgers, tried in order when the store
-// opens: each claims the backends it runs on (the Redis one, its own). The
-// in-process ledger runs on any other.
-var sharedLedgers []func(s *Store, b kernel.Backend, log *zap.Logger) (ledgerBackend, bool)
-
-// openLedger chooses the store's ledger, once.
-func openLedger(s *Store, log *zap.Logger) ledgerBackend {
-	for _, open := range sharedLedgers {
-		if l, ok := open(s, s.k.Backend(), log); ok {
-			return l
-		}
-	}
-	return newLocalLedger(s.k, s.AccountStore, s.OrgStore, s.LedgerStore.genSubs.publish)
 }
 
 var (

@@ -19,7 +19,7 @@ import (
 // The store never asks which backend it runs on: it follows the
 // backend's change feed (kernel.Feed: Kernel.Feed chooses it once; on
 // Badger a feed that never changes) and reserves through the Ledger
-// chosen once at Open (openLedger). With Options.Redis the records live
+// chosen with the backend at Open (openBackend). With Options.Redis the records live
 // in Redis (kernel.RedisBackend) and every replica keeps its full
 // in-memory copy, so that authentication and admission still read memory
 // only. Each commit announces its keys on the change feed; the other

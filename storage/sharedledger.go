@@ -176,18 +176,6 @@ func (r *holdRecord) placed() levels.Placed {
 	}
 }
 
-func init() {
-	sharedLedgers = append(sharedLedgers, func(s *Store, b kernel.Backend, log *zap.Logger) (ledgerBackend, bool) {
-		rb, ok := b.(*kernel.RedisBackend)
-		if !ok {
-			return nil, false
-		}
-		l := newSharedLedger(s.k, s.AccountStore, s.OrgStore, s.LedgerStore.genSubs.publish, rb, log)
-		l.storedUntil = s.LedgerStore.storedUntil
-		return l, true
-	})
-}
-
 var _ ledgerBackend = (*sharedLedger)(nil)
 
 // sharedLedger implements the ledger over Redis for one Store.

@@ -174,16 +174,18 @@ var openStores atomic.Int32
 
 // Open opens (or creates) the database at opts.Dir and loads it into memory.
 func Open(opts Options) (*Store, error) {
-	k, err := kernel.Open(opts)
-	if err != nil {
-		return nil, err
-	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
+	b, ledger, err := openBackend(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	k := kernel.New(b, log)
+	k.ObserveCommits(opts.OnCommit)
 	defer lessGC()()
-	s := newStore(k, log)
+	s := newStore(k, ledger, log)
 	s.dir = opts.Dir
 	s.registerKinds()
 	feedPos, err := s.feed.Position()
@@ -516,9 +518,9 @@ func (s *Store) saveSnapshots() {
 	}
 }
 
-// newStore makes the domain stores over k and wires each to the others
-// it reads.
-func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
+// newStore makes the domain stores over k and the ledger that runs on its
+// backend, and wires each store to the others it reads.
+func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 	s := &Store{
 		k:    k,
 		feed: k.Feed(),
@@ -548,7 +550,7 @@ func newStore(k *kernel.Kernel, log *zap.Logger) *Store {
 		FeedbackStore:    &FeedbackStore{k: k},
 	}
 	s.wire()
-	s.LedgerStore.impl = openLedger(s, log)
+	s.LedgerStore.impl = ledger(s)
 	s.newDomains()
 	return s
 }

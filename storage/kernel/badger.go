@@ -29,6 +29,19 @@ type Backend interface {
 	Close() error
 }
 
+// KindKeeper is a backend that keeps some kinds' records its own way
+// (an expiry, an account's bucket, chunks, a log of deletions): Register
+// tells it each kind before the first commit.
+type KindKeeper interface {
+	KeepKind(Kind)
+}
+
+var (
+	_ KindKeeper = (*journal)(nil)
+	_ KindKeeper = (*badgerBackend)(nil)
+	_ KindKeeper = (*RedisBackend)(nil)
+)
+
 // Versioned is a backend that can say which version of its content it
 // opened on and closed with, so that a snapshot of memory state written at
 // a clean close can be recognized as current at the next open (Badger on

@@ -56,18 +56,6 @@ func chunkSuffix() string {
 	return fmt.Sprintf("%020d-%x", time.Now().UnixNano(), r)
 }
 
-// useSlots has the on-disk backend chunk the records of kinds with a Slot;
-// other backends store every record alone.
-func useSlots(b Backend, kinds ...Kind) {
-	if j, ok := b.(*journal); ok {
-		for _, kind := range kinds {
-			if kind.Slot != nil {
-				j.chunk(kind.Prefix, kind.Slot)
-			}
-		}
-	}
-}
-
 // checkpointWrites turns journaled writes into Badger's: the records of
 // chunked kinds grouped into one chunk per slot, the others as they are.
 // A chunk expires with the last of its records to expire (exp), never

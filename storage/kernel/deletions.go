@@ -51,15 +51,6 @@ func (d *deletionLog) logs(key string) bool {
 	return false
 }
 
-// useDeletionLog has the on-disk backend log the deletions of a kind with
-// LogDeletes (the only one with versions: Redis and Badger in memory have
-// no snapshots to catch up).
-func useDeletionLog(b Backend, kind Kind) {
-	if j, ok := b.(*journal); ok && kind.LogDeletes {
-		j.db.deletions.add(kind.Prefix)
-	}
-}
-
 // logDeletion adds the marker of the deletion of key to txn.
 func logDeletion(txn *badger.Txn, key []byte) error {
 	return txn.Set(append([]byte(deletedPrefix), key...), []byte{})

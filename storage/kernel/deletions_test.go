@@ -44,7 +44,7 @@ func writtenSince(t *testing.T, j *journal, prefix string, since uint64) []strin
 func TestDeletionLog(t *testing.T) {
 	dir := t.TempDir()
 	j := openTestJournal(t, dir)
-	useDeletionLog(j, Kind{Prefix: "k/", LogDeletes: true})
+	j.KeepKind(Kind{Prefix: "k/", LogDeletes: true})
 	if err := j.Commit([]Write{{Key: "k/a", Value: "a"}, {Key: "k/b", Value: "b"}, {Key: "x/a", Value: "x"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestDeletionLog(t *testing.T) {
 	}
 	crash(t, j) // the deletions still in the journal
 	j = openTestJournal(t, dir)
-	useDeletionLog(j, Kind{Prefix: "k/", LogDeletes: true})
+	j.KeepKind(Kind{Prefix: "k/", LogDeletes: true})
 	defer j.Close()
 	if got := writtenSince(t, j, "k/", v); !slices.Equal(got, []string{"k/c"}) {
 		t.Fatalf("written since the version: %q", got)
@@ -113,7 +113,7 @@ func TestDeletionLogSplitTransaction(t *testing.T) {
 	split := false   // some marker landed in the transaction after its deletion's
 	for _, lead := range []bool{false, true} {
 		j := openTestJournal(t, t.TempDir())
-		useDeletionLog(j, Kind{Prefix: "k/", LogDeletes: true})
+		j.KeepKind(Kind{Prefix: "k/", LogDeletes: true})
 		sets, dels := make([]Write, n), make([]Write, 0, n+1)
 		if lead {
 			dels = append(dels, Write{Key: "a/lead", Value: "v"})

@@ -44,22 +44,6 @@ func (x *expiries) at(key string, value []byte) int64 {
 	return 0
 }
 
-// useExpiry has the backend give the records of a kind with Expires their
-// expiry.
-func useExpiry(b Backend, kind Kind) {
-	if kind.Expires == nil {
-		return
-	}
-	switch b := b.(type) {
-	case *journal:
-		b.db.exp.add(kind.Prefix, kind.Expires)
-	case *badgerBackend:
-		b.exp.add(kind.Prefix, kind.Expires)
-	case *RedisBackend:
-		b.exp.add(kind.Prefix, kind.Expires)
-	}
-}
-
 // ttlSeconds is Badger's expiry (Unix seconds, rounded up) of a record
 // expiring at ms; 0 for never.
 func ttlSeconds(ms int64) uint64 {
@@ -69,10 +53,35 @@ func ttlSeconds(ms int64) uint64 {
 	return uint64((ms + 999) / 1000)
 }
 
-// usePlacement has the shared backend keep the records of a kind with
-// Account in their account's bucket.
-func usePlacement(b Backend, kind Kind) {
-	if rb, ok := b.(*RedisBackend); ok && kind.Account != nil {
-		rb.places.add(kind.Prefix, kind.Account)
+// KeepKind has Badger give the records of a kind with Expires their TTL.
+func (b *badgerBackend) KeepKind(kind Kind) {
+	if kind.Expires != nil {
+		b.exp.add(kind.Prefix, kind.Expires)
+	}
+}
+
+// KeepKind has the journal chunk the records of a kind with a Slot, log
+// the deletions of one with LogDeletes, and Badger expire those of one
+// with Expires.
+func (j *journal) KeepKind(kind Kind) {
+	if kind.Slot != nil {
+		j.chunk(kind.Prefix, kind.Slot)
+	}
+	if kind.LogDeletes {
+		j.db.deletions.add(kind.Prefix)
+	}
+	if kind.Expires != nil {
+		j.db.exp.add(kind.Prefix, kind.Expires)
+	}
+}
+
+// KeepKind has Redis expire the records of a kind with Expires and keep
+// those of a kind with Account in their account's bucket.
+func (b *RedisBackend) KeepKind(kind Kind) {
+	if kind.Expires != nil {
+		b.exp.add(kind.Prefix, kind.Expires)
+	}
+	if kind.Account != nil {
+		b.places.add(kind.Prefix, kind.Account)
 	}
 }

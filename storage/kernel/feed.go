@@ -1,6 +1,9 @@
 package kernel
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Feed is how a kernel learns of other replicas' changes: the change feed
 // of a shared backend (RedisBackend), or, on an embedded one, a feed that
@@ -27,6 +30,19 @@ type Feed interface {
 	GetMany(keys []string, fn func(key string, value []byte)) error
 }
 
+// Claimer is a backend several replicas share, on which one of them can
+// own a name: the first to claim it, until ttl passes. On a backend only
+// this process writes, the kernel's lock decides instead.
+type Claimer interface {
+	Claim(name string, ttl time.Duration) (bool, error)
+}
+
+// Claimer is the backend's, when it is shared.
+func (k *Kernel) Claimer() (Claimer, bool) {
+	c, ok := k.backend.(Claimer)
+	return c, ok
+}
+
 // Feed is the backend's change feed: its own when it has one, else one
 // that never changes.
 func (k *Kernel) Feed() Feed {
@@ -50,8 +66,9 @@ func (localFeed) GetMany([]string, func(string, []byte)) error {
 }
 
 var (
-	_ Feed = localFeed{}
-	_ Feed = (*RedisBackend)(nil)
+	_ Feed    = localFeed{}
+	_ Feed    = (*RedisBackend)(nil)
+	_ Claimer = (*RedisBackend)(nil)
 )
 
 // Shared: several replicas write one Redis.

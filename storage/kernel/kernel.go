@@ -68,7 +68,7 @@ type Kind struct {
 	Account func(key string, value []byte) (string, bool)
 }
 
-// Options configure Open.
+// Options configure a store's backend and kernel (storage.Open).
 type Options struct {
 	// Dir is the Badger directory; it is created if missing.
 	Dir string
@@ -85,7 +85,8 @@ type Options struct {
 	// (the metrics' hook; the storage imports no metrics library).
 	OnCommit func(time.Duration, error)
 	// Redis, when set, selects the shared backend instead of Badger (Dir,
-	// GCInterval, InMemory and SyncWrites then do not apply).
+	// GCInterval, InMemory and SyncWrites then do not apply): the store
+	// chooses (OpenEmbedded or OpenRedis).
 	Redis *RedisOptions
 }
 
@@ -123,26 +124,13 @@ type Kernel struct {
 	visits atomic.Uint64
 }
 
-// Open opens (or creates) the Badger database at opts.Dir. Register the
-// record kinds, Load them, then Start committing.
-func Open(opts Options) (*Kernel, error) {
-	log := opts.Logger
+// OpenEmbedded opens (or creates) the embedded backend: the Badger
+// database at opts.Dir behind its journal, or in memory (InMemory).
+func OpenEmbedded(opts Options, log *zap.Logger) (Backend, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	var b Backend
-	var err error
-	if opts.Redis != nil {
-		b, err = OpenRedis(*opts.Redis, log)
-	} else {
-		b, err = openBadger(opts, log)
-	}
-	if err != nil {
-		return nil, err
-	}
-	k := New(b, log)
-	k.onCommit = opts.OnCommit
-	return k, nil
+	return openBadger(opts, log)
 }
 
 // New returns a kernel over an opened backend.
@@ -158,6 +146,10 @@ func New(b Backend, log *zap.Logger) *Kernel {
 		flushDone: make(chan struct{}),
 	}
 }
+
+// ObserveCommits has fn told each group commit's duration and error
+// (Options.OnCommit), on any backend. Call it before Start.
+func (k *Kernel) ObserveCommits(fn func(time.Duration, error)) { k.onCommit = fn }
 
 // Register adds record kinds. It panics on a prefix that overlaps one
 // already registered (a key must name exactly one kind) and on a loaded
@@ -182,10 +174,9 @@ func (k *Kernel) Register(kinds ...Kind) {
 			}
 		}
 		k.kinds = append(k.kinds, n)
-		useSlots(k.backend, n)
-		useExpiry(k.backend, n)
-		useDeletionLog(k.backend, n)
-		usePlacement(k.backend, n)
+		if kk, ok := k.backend.(KindKeeper); ok {
+			kk.KeepKind(n)
+		}
 	}
 }
 

@@ -26,8 +26,7 @@ const migrateChunk = 500
 // past it are left out, so that migrated generations expire like new ones.
 func CopyToRedis(from Backend, to *RedisBackend, force bool, kinds ...Kind) (int, error) {
 	for _, k := range kinds {
-		useExpiry(to, k)
-		usePlacement(to, k)
+		to.KeepKind(k)
 	}
 	empty, err := to.Empty()
 	if err != nil {
@@ -189,6 +188,10 @@ func OpenBadger(dir string, kinds ...Kind) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	useSlots(b, kinds...)
+	if j, ok := b.(*journal); ok {
+		for _, k := range kinds {
+			j.KeepKind(k)
+		}
+	}
 	return b, nil
 }

@@ -200,6 +200,15 @@ func (b *RedisBackend) ScanKeys(ctx context.Context, match string) ([]string, er
 	return keys, b.Observe(err)
 }
 
+// Claim sets name (under the prefix) for ttl unless it is set: true for
+// the one replica whose claim came first (SET NX).
+func (b *RedisBackend) Claim(name string, ttl time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	won, err := b.c.SetNX(ctx, b.prefix+name, b.replica, ttl).Result()
+	return won, b.Observe(err)
+}
+
 // Prefix starts every key of this gateway's data.
 func (b *RedisBackend) Prefix() string { return b.prefix }
 

@@ -1,0 +1,37 @@
+package storage
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+)
+
+// openLedger makes the ledger that runs on the chosen backend, once the
+// store it keeps the money of exists.
+type openLedger func(s *Store) ledgerBackend
+
+// openBackend opens the backend opts choose and says which ledger runs on
+// it: Redis (Options.Redis) and the shared ledger, whose scripts keep the
+// money in Redis for several replicas, or Badger and the in-process
+// ledger. It is the one place the choice is made: nothing afterwards asks
+// which backend the store runs on.
+func openBackend(opts Options, log *zap.Logger) (kernel.Backend, openLedger, error) {
+	if opts.Redis != nil {
+		rb, err := kernel.OpenRedis(*opts.Redis, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rb, func(s *Store) ledgerBackend {
+			l := newSharedLedger(s.k, s.AccountStore, s.OrgStore, s.LedgerStore.genSubs.publish, rb, log)
+			l.storedUntil = s.LedgerStore.storedUntil
+			return l
+		}, nil
+	}
+	b, err := kernel.OpenEmbedded(opts, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func(s *Store) ledgerBackend {
+		return newLocalLedger(s.k, s.AccountStore, s.OrgStore, s.LedgerStore.genSubs.publish)
+	}, nil
+}
