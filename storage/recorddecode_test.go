@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 )
 
 // recordDecoders are the fast decoders under test, each with encoding/json's
@@ -23,7 +24,7 @@ var recordDecoders = map[string]struct {
 	"workspace":  decoderCase(fastWorkspace),
 }
 
-func decoderCase[T any](fast func(*keyParser, *T) bool) struct {
+func decoderCase[T any](fast func(*codec.Parser, *T) bool) struct {
 	fast func(v []byte) (any, bool)
 	json func(v []byte) (any, error)
 	dec  func(v []byte) (any, error)
@@ -35,8 +36,8 @@ func decoderCase[T any](fast func(*keyParser, *T) bool) struct {
 	}{
 		fast: func(v []byte) (any, bool) {
 			var x T
-			p := keyParser{b: v}
-			ok := fast(&p, &x) && len(p.b) == 0
+			p := codec.NewParser(v)
+			ok := fast(&p, &x) && p.Done()
 			return x, ok
 		},
 		json: func(v []byte) (any, error) {

@@ -1,12 +1,10 @@
 package storage
 
 import (
-	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
-	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -35,8 +33,8 @@ func (a accountJSON) MarshalJSON() ([]byte, error) { return a.AppendJSON(make([]
 
 // AppendJSON appends what MarshalJSON returns (kernel.Appender).
 func (a accountJSON) AppendJSON(b []byte) ([]byte, error) {
-	if !encodableTime(a.CreatedAt) || !encodableTime(a.UpdatedAt) {
-		return appendMarshaled(b, Account(a)) // encoding/json's own error
+	if !codec.EncodableTime(a.CreatedAt) || !codec.EncodableTime(a.UpdatedAt) {
+		return codec.AppendMarshaled(b, Account(a)) // encoding/json's own error
 	}
 	b = append(b, `{"id":`...)
 	b = jsonstr.Append(b, a.ID)
@@ -65,13 +63,13 @@ func (a accountJSON) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"filtered_model_catalog":`...)
 	b = strconv.AppendBool(b, a.FilteredModelCatalog)
 	b = append(b, `,"free_model_requests":`...)
-	b = appendWindowed(b, a.FreeModelRequests)
+	b = codec.AppendWindowed(b, a.FreeModelRequests)
 	b = append(b, `,"free_model_minute":`...)
-	b = appendWindowed(b, a.FreeModelMinute)
+	b = codec.AppendWindowed(b, a.FreeModelMinute)
 	b = append(b, `,"created_at":`...)
-	b = appendTime(b, a.CreatedAt)
+	b = codec.AppendTime(b, a.CreatedAt)
 	b = append(b, `,"updated_at":`...)
-	b = appendTime(b, a.UpdatedAt)
+	b = codec.AppendTime(b, a.UpdatedAt)
 	return append(b, '}'), nil
 }
 
@@ -83,8 +81,8 @@ func (k apiKeyJSON) MarshalJSON() ([]byte, error) { return k.AppendJSON(make([]b
 
 // AppendJSON appends what MarshalJSON returns (kernel.Appender).
 func (k apiKeyJSON) AppendJSON(b []byte) ([]byte, error) {
-	if !encodableTime(k.CreatedAt) || !encodableTime(k.UpdatedAt) || k.ExpiresAt != nil && !encodableTime(*k.ExpiresAt) {
-		return appendMarshaled(b, APIKey(k)) // encoding/json's own error
+	if !codec.EncodableTime(k.CreatedAt) || !codec.EncodableTime(k.UpdatedAt) || k.ExpiresAt != nil && !codec.EncodableTime(*k.ExpiresAt) {
+		return codec.AppendMarshaled(b, APIKey(k)) // encoding/json's own error
 	}
 	b = append(b, `{"hash":`...)
 	b = jsonstr.Append(b, k.Hash)
@@ -109,25 +107,25 @@ func (k apiKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"include_byok_in_limit":`...)
 	b = strconv.AppendBool(b, k.IncludeBYOKInLimit)
 	b = append(b, `,"creator_user_id":`...)
-	b = appendNullableString(b, k.CreatorUserID)
+	b = codec.AppendNullableString(b, k.CreatorUserID)
 	b = append(b, `,"external_user":`...)
-	b = appendNullableString(b, k.ExternalUser)
+	b = codec.AppendNullableString(b, k.ExternalUser)
 	b = append(b, `,"created_at":`...)
-	b = appendTime(b, k.CreatedAt)
+	b = codec.AppendTime(b, k.CreatedAt)
 	b = append(b, `,"updated_at":`...)
-	b = appendTime(b, k.UpdatedAt)
+	b = codec.AppendTime(b, k.UpdatedAt)
 	b = append(b, `,"expires_at":`...)
 	if k.ExpiresAt == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendTime(b, *k.ExpiresAt)
+		b = codec.AppendTime(b, *k.ExpiresAt)
 	}
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, k.Seq, 10)
 	b = append(b, `,"usage":`...)
-	b = appendCounters(b, k.Usage)
+	b = codec.AppendCounters(b, k.Usage)
 	b = append(b, `,"byok_usage":`...)
-	b = appendCounters(b, k.BYOKUsage)
+	b = codec.AppendCounters(b, k.BYOKUsage)
 	if k.LimitByAdmin {
 		b = append(b, `,"limit_by_admin":true`...)
 	}
@@ -144,46 +142,4 @@ func (k apiKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil
-}
-
-// appendMarshaled appends encoding/json's encoding of v.
-func appendMarshaled(b []byte, v any) ([]byte, error) {
-	enc, err := json.Marshal(v)
-	if err != nil {
-		return b, err
-	}
-	return append(b, enc...), nil
-}
-
-func appendWindowed(b []byte, w money.Windowed) []byte {
-	b = append(b, `{"p":`...)
-	b = strconv.AppendInt(b, w.Period, 10)
-	b = append(b, `,"v":`...)
-	b = w.Value.Append(b)
-	return append(b, '}')
-}
-
-func appendNullableString(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return jsonstr.Append(b, *s)
-}
-
-// appendTime is time.Time's MarshalJSON for a time encodableTime accepts.
-func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-// encodableTime reports whether time.Time's MarshalJSON encodes t as
-// appendTime does (it refuses years outside [0,9999] and zone offsets
-// with seconds, or beyond ±24h).
-func encodableTime(t time.Time) bool {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return false
-	}
-	_, off := t.Zone()
-	return off%60 == 0 && off > -24*3600 && off < 24*3600
 }

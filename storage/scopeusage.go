@@ -2,10 +2,10 @@ package storage
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 )
 
 // The spending counters of workspaces and members change with every charge,
@@ -30,28 +30,10 @@ func (u scopeUsage) MarshalJSON() ([]byte, error) { return u.AppendJSON(make([]b
 // AppendJSON appends what MarshalJSON returns (kernel.Appender).
 func (u scopeUsage) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"usage":`...)
-	b = appendCounters(b, u.Usage)
+	b = codec.AppendCounters(b, u.Usage)
 	b = append(b, `,"byok_usage":`...)
-	b = appendCounters(b, u.BYOKUsage)
+	b = codec.AppendCounters(b, u.BYOKUsage)
 	return append(b, '}'), nil
-}
-
-func appendCounters(b []byte, c money.UsageCounters) []byte {
-	b = append(b, `{"total":`...)
-	b = c.Total.Append(b)
-	for _, w := range []struct {
-		name string
-		w    money.Windowed
-	}{{"daily", c.Daily}, {"weekly", c.Weekly}, {"monthly", c.Monthly}} {
-		b = append(b, `,"`...)
-		b = append(b, w.name...)
-		b = append(b, `":{"p":`...)
-		b = strconv.AppendInt(b, w.w.Period, 10)
-		b = append(b, `,"v":`...)
-		b = w.w.Value.Append(b)
-		b = append(b, '}')
-	}
-	return append(b, '}')
 }
 
 // usageSnapshot is snapshot for a counters key. Callers hold the kernel's lock.

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 )
 
 // The shared ledger's money fields, encoded by hand: every script encodes
@@ -11,7 +12,7 @@ import (
 // request's allocations on the shared ledger. They write exactly what
 // json.Marshal writes (TestSharedFieldEncodersMatchJSON), so that replicas
 // of another version read them alike.
-// appendCounters and appendWindowed are the records'; strings are quoted
+// codec.AppendCounters and codec.AppendWindowed are the records'; strings are quoted
 // by jsonstr.Append.
 
 // appendAcct appends an "a" field.
@@ -21,9 +22,9 @@ func appendAcct(b []byte, am *acctMoney) []byte {
 	b = append(b, `,"b":`...)
 	b = am.BYOKUsage.Append(b)
 	b = append(b, `,"fd":`...)
-	b = appendWindowed(b, am.FreeDay)
+	b = codec.AppendWindowed(b, am.FreeDay)
 	b = append(b, `,"fm":`...)
-	b = appendWindowed(b, am.FreeMinute)
+	b = codec.AppendWindowed(b, am.FreeMinute)
 	b = append(b, `,"h":`...)
 	b = am.Held.Append(b)
 	b = append(b, `,"r":`...)
@@ -48,9 +49,9 @@ func appendAcct(b []byte, am *acctMoney) []byte {
 // appendScope appends a key's, workspace's or member's field.
 func appendScope(b []byte, sm *scopeMoney) []byte {
 	b = append(b, `{"u":`...)
-	b = appendCounters(b, sm.Usage)
+	b = codec.AppendCounters(b, sm.Usage)
 	b = append(b, `,"b":`...)
-	b = appendCounters(b, sm.BYOKUsage)
+	b = codec.AppendCounters(b, sm.BYOKUsage)
 	b = append(b, `,"h":`...)
 	b = sm.Held.Append(b)
 	return append(b, '}')

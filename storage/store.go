@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -316,7 +317,7 @@ func (s *Store) catchUpKeys(r restoredKeys) (read, visited int, err error) {
 	}
 	visited, err = s.changesSince(prefixAPIKey, r.version, changed, func(key, v []byte) error {
 		read++
-		hash := bytesString(key[len(prefixAPIKey):]) // only during the call
+		hash := codec.BytesString(key[len(prefixAPIKey):]) // only during the call
 		var k APIKey
 		if err := decodeAPIKey(v, &k); err != nil {
 			return fmt.Errorf("loading record %q: %w", key, err)
@@ -328,7 +329,7 @@ func (s *Store) catchUpKeys(r restoredKeys) (read, visited int, err error) {
 		s.k.ObserveSeq(k.Seq)
 		return nil
 	}, func(key []byte) error {
-		t.remove(bytesString(key[len(prefixAPIKey):]))
+		t.remove(codec.BytesString(key[len(prefixAPIKey):]))
 		return nil
 	})
 	return read, visited, err
