@@ -1,18 +1,15 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // AnalyticsStore answers usage queries from a rollup of the generation and
@@ -146,7 +143,7 @@ type acctRollup struct {
 	// found it (CreatedAt unset: lastHour instead). A gateway's requests
 	// mostly repeat the last one's key, model, provider and status, and
 	// comparing strings costs less than interning six of them.
-	last     genDims
+	last     record.GenerationDims
 	lastHour int32
 	lastCell int32 // -1: none yet
 }
@@ -193,25 +190,8 @@ func (a *acctRollup) intern(s string) uint32 {
 
 func hourOf(t time.Time) int32 { return int32(t.Unix() / 3600) }
 
-// genDims are the dimensions of a generation, as stored with feedback too.
-type genDims struct {
-	KeyHash     string    `json:"key_hash"`
-	Model       string    `json:"model"`
-	Provider    string    `json:"provider"`
-	User        string    `json:"user,omitempty"`
-	WorkspaceID string    `json:"workspace_id,omitempty"`
-	Status      string    `json:"status"`
-	BYOK        bool      `json:"byok,omitempty"`
-	CreatedAt   time.Time `json:"generation_created_at"`
-}
-
-func dimsOf(g *Generation) genDims {
-	return genDims{KeyHash: g.KeyHash, Model: g.Model, Provider: g.Provider, User: g.User,
-		WorkspaceID: g.WorkspaceID, Status: g.Status, BYOK: g.BYOK, CreatedAt: g.CreatedAt}
-}
-
 // addCell adds s to the cell of d. Callers hold a.mu for writing.
-func (a *acctRollup) addCell(d genDims, s Sums) {
+func (a *acctRollup) addCell(d record.GenerationDims, s Sums) {
 	hour := hourOf(d.CreatedAt)
 	d.CreatedAt = time.Time{}
 	i := a.lastCell
@@ -232,7 +212,7 @@ func (a *acctRollup) addCell(d genDims, s Sums) {
 
 // cellOf returns the index of the cell of d in the hour, made if new.
 // Callers hold a.mu for writing.
-func (a *acctRollup) cellOf(hour int32, d genDims) int32 {
+func (a *acctRollup) cellOf(hour int32, d record.GenerationDims) int32 {
 	k := cellKey{
 		hour: hour, key: a.intern(d.KeyHash), model: a.intern(d.Model),
 		provider: a.intern(d.Provider), user: a.intern(d.User), workspace: a.intern(d.WorkspaceID),
@@ -275,7 +255,7 @@ func (r *rollup) addGeneration(g Generation) (resealAccount string, resealHour i
 		// or here.
 		a.sealed[hour] = true
 	}
-	a.addCell(dimsOf(&g), s)
+	a.addCell(record.DimsOf(&g), s)
 	reseal = a.sealed[hour]
 	a.mu.Unlock()
 	return g.AccountID, hour, reseal
@@ -423,7 +403,7 @@ func (s *AnalyticsStore) buildAnalytics() error {
 	if err := s.k.ScanFrom(prefixGeneration, generationSlotOfHour(before), func(key, v []byte) (bool, error) {
 		s.generationsRead++
 		var g Generation
-		if err := decodeGenerationSums(v, &g); err != nil {
+		if err := record.DecodeGenerationSums(v, &g); err != nil {
 			return false, fmt.Errorf("generation %q: %w", key, err)
 		}
 		if s.analytics.isSealed(g.AccountID, hourOf(g.CreatedAt)) {
@@ -468,127 +448,4 @@ func (s *AnalyticsStore) countGeneration(g Generation, ownUser bool) {
 		s.k.MarkDirty(sealedHourKey(accountID, hour))
 	}
 	s.k.Unlock()
-}
-
-// fastGenerationSums reads what Generation.AppendJSON writes, member by
-// member in its order, in the forms codec.Parser reads (no escapes or
-// non-ASCII bytes in a string), keeping what the rollup needs: about four
-// times faster than gjson's validation and walk, for the generations a
-// start reads. False at the first byte it does not expect: the caller
-// then decodes the record with gjson.
-func fastGenerationSums(v []byte, g *Generation) bool {
-	p := codec.NewParser(v)
-	var n int64
-	var b bool
-	ok := p.Lit(`{"id":`) && p.SkipStr() &&
-		p.Lit(`,"account_id":`) && p.Str(&g.AccountID) &&
-		p.Lit(`,"key_hash":`) && p.Str(&g.KeyHash)
-	ok = ok && (!p.Lit(`,"workspace_id":`) || p.Str(&g.WorkspaceID))
-	ok = ok && p.Lit(`,"model":`) && p.Str(&g.Model) &&
-		p.Lit(`,"provider":`) && p.Str(&g.Provider)
-	ok = ok && (!p.Lit(`,"upstream_model":`) || p.SkipStr())
-	ok = ok && (!p.Lit(`,"upstream_id":`) || p.SkipStr())
-	ok = ok && p.Lit(`,"prompt_tokens":`) && p.Int(&g.PromptTokens) &&
-		p.Lit(`,"completion_tokens":`) && p.Int(&g.CompletionTokens)
-	for _, opt := range []string{`,"cache_read_tokens":`, `,"cache_write_tokens":`, `,"search_results":`} {
-		ok = ok && (!p.Lit(opt) || p.Int(&n))
-	}
-	ok = ok && p.Lit(`,"cost":`) && p.Amount(&g.Cost)
-	g.BYOK = ok && p.Lit(`,"byok":true`)
-	ok = ok && (!p.Lit(`,"credits":`) || p.Amount(&g.Credits))
-	ok = ok && p.Lit(`,"status":`) && p.Str(&g.Status) &&
-		p.Lit(`,"streamed":`) && p.Bool(&b)
-	ok = ok && (!p.Lit(`,"finish_reason":`) || p.SkipStr())
-	if ok {
-		p.Lit(`,"usage_estimated":true`) // optional, not summed
-	}
-	ok = ok && p.Lit(`,"latency_ms":`) && p.Int(&g.LatencyMS)
-	ok = ok && (!p.Lit(`,"user":`) || p.Str(&g.User))
-	ok = ok && p.Lit(`,"created_at":`) && p.Time(&g.CreatedAt)
-	if ok && p.Lit(`,"content_flags":[`) {
-		for first := true; ok && !p.Lit(`]`); first = false {
-			var f ContentFlag
-			ok = (first || p.Lit(`,`)) && p.Lit(`{"guardrail_id":`) && p.Str(&f.GuardrailID) &&
-				p.Lit(`,"label":`) && p.Str(&f.Label)
-			ok = ok && (!p.Lit(`,"builtin":`) || p.Str(&f.Builtin)) && p.Lit(`}`)
-			g.ContentFlags = append(g.ContentFlags, f)
-		}
-	}
-	if ok && p.Lit(`,"attempts":[`) {
-		for first := true; ok && !p.Lit(`]`); first = false {
-			ok = (first || p.Lit(`,`)) && p.Lit(`{"provider":`) && p.SkipStr() &&
-				p.Lit(`,"model":`) && p.SkipStr() &&
-				p.Lit(`,"status":`) && p.Int(&n) &&
-				p.Lit(`,"latency_ms":`) && p.Int(&n)
-			ok = ok && (p.Lit(`,"byok":true}`) || p.Lit(`}`))
-		}
-	}
-	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
-	return ok && p.Lit(`}`) && p.Done()
-}
-
-// decodeGenerationSums decodes what the rollup needs of a stored generation
-// record in one pass, several times faster than encoding/json over the
-// whole record: the rollup is rebuilt from every record at startup.
-func decodeGenerationSums(v []byte, g *Generation) error {
-	if fastGenerationSums(v, g) {
-		return nil
-	}
-	*g = Generation{}
-	return decodeGenerationSumsGJSON(v, g)
-}
-
-// decodeGenerationSumsGJSON decodes any JSON form of a generation.
-func decodeGenerationSumsGJSON(v []byte, g *Generation) error {
-	if !gjson.ValidBytes(v) {
-		return errors.New("invalid JSON")
-	}
-	var err error
-	gjson.ParseBytes(v).ForEach(func(k, x gjson.Result) bool {
-		switch k.Str {
-		case "account_id":
-			g.AccountID = x.Str
-		case "key_hash":
-			g.KeyHash = x.Str
-		case "workspace_id":
-			g.WorkspaceID = x.Str
-		case "model":
-			g.Model = x.Str
-		case "provider":
-			g.Provider = x.Str
-		case "prompt_tokens":
-			g.PromptTokens = x.Int()
-		case "completion_tokens":
-			g.CompletionTokens = x.Int()
-		case "cost":
-			if g.Cost, err = money.ParseAmount(x.Raw); err != nil {
-				err = fmt.Errorf("cost: %w", err)
-			}
-		case "byok":
-			g.BYOK = x.Bool()
-		case "credits":
-			if g.Credits, err = money.ParseAmount(x.Raw); err != nil {
-				err = fmt.Errorf("credits: %w", err)
-			}
-		case "status":
-			g.Status = x.Str
-		case "latency_ms":
-			g.LatencyMS = x.Int()
-		case "user":
-			g.User = x.Str
-		case "created_at":
-			if g.CreatedAt, err = time.Parse(time.RFC3339Nano, x.Str); err != nil {
-				err = fmt.Errorf("created_at: %w", err)
-			}
-		case "content_flags":
-			// Rare: decoded whole.
-			x.ForEach(func(_, f gjson.Result) bool {
-				g.ContentFlags = append(g.ContentFlags, ContentFlag{GuardrailID: f.Get("guardrail_id").Str,
-					Label: f.Get("label").Str, Builtin: f.Get("builtin").Str})
-				return true
-			})
-		}
-		return err == nil
-	})
-	return err
 }

@@ -3,9 +3,9 @@ package storage
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 	"github.com/tollgate-dev/caddy-tollgate/textlimit"
 )
 
@@ -33,18 +33,9 @@ var FeedbackCategories = []string{"latency", "incoherence", "incorrect_response"
 // MaxFeedbackComment bounds a feedback comment (characters).
 const MaxFeedbackComment = textlimit.MaxCommentLen
 
-// Feedback is an account's structured feedback on one of its generations.
-// It carries the generation's dimensions, so that the analytics rollup
-// counts it on the generation's cell without reading the generation again.
-type Feedback struct {
-	ID           string    `json:"id"`
-	AccountID    string    `json:"account_id"`
-	GenerationID string    `json:"generation_id"`
-	Category     string    `json:"category"`
-	Comment      *string   `json:"comment"`
-	CreatedAt    time.Time `json:"created_at"`
-	Generation   genDims   `json:"generation"`
-}
+// Feedback is an account's structured feedback on one of its generations
+// (package record).
+type Feedback = record.Feedback
 
 // prefixFeedback keys feedback records, append-only: f/<generation id>/<feedback id>.
 const prefixFeedback = "f/"
@@ -62,7 +53,7 @@ func (s *FeedbackStore) AddFeedback(g Generation, category string, comment *stri
 	t := now().UTC()
 	f := Feedback{
 		ID: newID("fb_"), AccountID: g.AccountID, GenerationID: g.ID, Category: category,
-		Comment: comment, CreatedAt: t, Generation: dimsOf(&g),
+		Comment: comment, CreatedAt: t, Generation: record.DimsOf(&g),
 	}
 	s.k.Lock()
 	b := s.k.Append(prefixFeedback+g.ID+"/"+f.ID, f)

@@ -2,21 +2,16 @@ package storage
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	mrand "math/rand/v2"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // Ledger is the money seam: admission and charging, each one atomic
@@ -401,94 +396,15 @@ func (c Charge) levels() levels.Charge {
 	return levels.Charge{Cost: c.Cost, BYOK: c.BYOK, Credits: c.Credits}
 }
 
-// Generation is the record of one inference request. Credits is the part
-// of a BYOK generation's Cost paid in credits (a gateway-side web search).
-type Generation struct {
-	ID            string `json:"id"`
-	AccountID     string `json:"account_id"`
-	KeyHash       string `json:"key_hash"`
-	WorkspaceID   string `json:"workspace_id,omitempty"`
-	Model         string `json:"model"`
-	Provider      string `json:"provider"`
-	UpstreamModel string `json:"upstream_model,omitempty"`
-	// UpstreamID is the provider's id of the answer (chatcmpl-..., resp_...).
-	UpstreamID string `json:"upstream_id,omitempty"`
-	// UpstreamIDHidden: the client never saw UpstreamID (a chat answer
-	// carries the generation id instead), so no lookup by it is indexed:
-	// one write less per request.
-	UpstreamIDHidden bool  `json:"-"`
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	// Of PromptTokens, those the provider read from or wrote to its
-	// prompt cache, charged at the model's cache prices.
-	CacheReadTokens  int64        `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64        `json:"cache_write_tokens,omitempty"`
-	SearchResults    int64        `json:"search_results,omitempty"`
-	Cost             money.Amount `json:"cost"`
-	BYOK             bool         `json:"byok,omitempty"`
-	Credits          money.Amount `json:"credits,omitempty"`
-	Status           string       `json:"status"` // completed, incomplete, aborted, error
-	Streamed         bool         `json:"streamed"`
-	FinishReason     string       `json:"finish_reason,omitempty"`
-	UsageEstimated   bool         `json:"usage_estimated,omitempty"`
-	LatencyMS        int64        `json:"latency_ms"`
-	User             string       `json:"user,omitempty"`
-	CreatedAt        time.Time    `json:"created_at"`
-	// ContentFlags are the flagging content filters that matched the
-	// request (never the text they matched).
-	ContentFlags []ContentFlag `json:"content_flags,omitempty"`
-	// Attempts are the provider calls, in order, the last the one that
-	// answered; Routing says how the endpoints were ranked.
-	Attempts []ProviderAttempt `json:"attempts,omitempty"`
-	Routing  string            `json:"routing,omitempty"`
-}
-
-// ContentFlag is a flagging content filter that matched a request: its
-// guardrail, its label and, for a builtin, its slug.
-type ContentFlag struct {
-	GuardrailID string `json:"guardrail_id"`
-	Label       string `json:"label"`
-	Builtin     string `json:"builtin,omitempty"`
-}
-
-// ProviderAttempt is one provider call of a generation.
-type ProviderAttempt struct {
-	Provider  string `json:"provider"`
-	Model     string `json:"model"`
-	Status    int    `json:"status"` // 0: no answer (unreachable, broken)
-	LatencyMS int64  `json:"latency_ms"`
-	BYOK      bool   `json:"byok,omitempty"`
-}
+// Generation is the record of one inference request (package record).
+type (
+	Generation      = record.Generation
+	ContentFlag     = record.ContentFlag
+	ProviderAttempt = record.ProviderAttempt
+)
 
 // NewGenerationID returns an id that sorts by creation time.
-func NewGenerationID(t time.Time) string {
-	var b [8]byte
-	g := idRand.Get().(*mrand.ChaCha8)
-	binary.LittleEndian.PutUint64(b[:], g.Uint64())
-	idRand.Put(g)
-	id := make([]byte, 0, 30)
-	id = append(id, "gen-"...)
-	var msb [20]byte
-	ms := strconv.AppendInt(msb[:0], t.UnixMilli(), 10)
-	for range 13 - len(ms) {
-		id = append(id, '0')
-	}
-	id = append(id, ms...)
-	id = append(id, '-')
-	return string(hex.AppendEncode(id, b[:6]))
-}
-
-// idRand holds the generators of generation ids' random part: ChaCha8,
-// cryptographically strong, each seeded once from crypto/rand, so that ids
-// stay unguessable without a getrandom system call per request (0.4 µs of
-// CPU in profiles of bench/run.sh's chain).
-var idRand = sync.Pool{New: func() any {
-	var seed [32]byte
-	if _, err := rand.Read(seed[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return mrand.NewChaCha8(seed)
-}}
+func NewGenerationID(t time.Time) string { return record.NewGenerationID(t) }
 
 // Generation reads a stored generation record (from disk: it is not a hot
 // path).

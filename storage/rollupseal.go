@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // The analytics rollup outlives the generation records it counts: an
@@ -195,7 +196,7 @@ func (s *AnalyticsStore) loadSealedHours() error {
 		a.mu.Lock()
 		a.sealed[rec.Hour] = true
 		for _, c := range rec.Cells {
-			a.addCell(genDims{KeyHash: c.Key, Model: c.Model, Provider: c.Provider, User: c.User,
+			a.addCell(record.GenerationDims{KeyHash: c.Key, Model: c.Model, Provider: c.Provider, User: c.User,
 				WorkspaceID: c.Workspace, Status: c.Status, BYOK: c.BYOK, CreatedAt: at},
 				Sums{Requests: c.Requests, PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens,
 					Usage: c.Usage, BYOKUsage: c.BYOKUsage, LatencyMS: c.LatencyMS, Flagged: c.Flagged})

@@ -1,0 +1,264 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
+)
+
+// MarshalJSON encodes a generation record without reflection: one is
+// written per request inside the group commit, where encoding/json was the
+// largest cost. The output is what encoding/json would produce for the
+// struct tags (checked by TestGenerationJSONMatchesEncodingJSON).
+func (g Generation) MarshalJSON() ([]byte, error) {
+	// Sized for the member names, numbers and time, plus the strings
+	// (escapes aside), so that the record is built in one allocation.
+	return g.AppendJSON(make([]byte, 0, 384+len(g.ID)+len(g.AccountID)+len(g.KeyHash)+len(g.WorkspaceID)+len(g.Model)+
+		len(g.Provider)+len(g.UpstreamModel)+len(g.UpstreamID)+len(g.Status)+len(g.FinishReason)+len(g.User)))
+}
+
+// AppendJSON appends what MarshalJSON returns (kernel.Appender: the group
+// commit encodes its records into one buffer).
+func (g Generation) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = jsonstr.Append(b, g.ID)
+	b = append(b, `,"account_id":`...)
+	b = jsonstr.Append(b, g.AccountID)
+	b = append(b, `,"key_hash":`...)
+	b = jsonstr.Append(b, g.KeyHash)
+	if g.WorkspaceID != "" {
+		b = append(b, `,"workspace_id":`...)
+		b = jsonstr.Append(b, g.WorkspaceID)
+	}
+	b = append(b, `,"model":`...)
+	b = jsonstr.Append(b, g.Model)
+	b = append(b, `,"provider":`...)
+	b = jsonstr.Append(b, g.Provider)
+	if g.UpstreamModel != "" {
+		b = append(b, `,"upstream_model":`...)
+		b = jsonstr.Append(b, g.UpstreamModel)
+	}
+	if g.UpstreamID != "" {
+		b = append(b, `,"upstream_id":`...)
+		b = jsonstr.Append(b, g.UpstreamID)
+	}
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, g.PromptTokens, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, g.CompletionTokens, 10)
+	if g.CacheReadTokens != 0 {
+		b = append(b, `,"cache_read_tokens":`...)
+		b = strconv.AppendInt(b, g.CacheReadTokens, 10)
+	}
+	if g.CacheWriteTokens != 0 {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = strconv.AppendInt(b, g.CacheWriteTokens, 10)
+	}
+	if g.SearchResults != 0 {
+		b = append(b, `,"search_results":`...)
+		b = strconv.AppendInt(b, g.SearchResults, 10)
+	}
+	b = append(b, `,"cost":`...)
+	b = g.Cost.Append(b)
+	if g.BYOK {
+		b = append(b, `,"byok":true`...)
+	}
+	if g.Credits != 0 {
+		b = append(b, `,"credits":`...)
+		b = g.Credits.Append(b)
+	}
+	b = append(b, `,"status":`...)
+	b = jsonstr.Append(b, g.Status)
+	b = append(b, `,"streamed":`...)
+	b = strconv.AppendBool(b, g.Streamed)
+	if g.FinishReason != "" {
+		b = append(b, `,"finish_reason":`...)
+		b = jsonstr.Append(b, g.FinishReason)
+	}
+	if g.UsageEstimated {
+		b = append(b, `,"usage_estimated":true`...)
+	}
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendInt(b, g.LatencyMS, 10)
+	if g.User != "" {
+		b = append(b, `,"user":`...)
+		b = jsonstr.Append(b, g.User)
+	}
+	b = append(b, `,"created_at":"`...)
+	b = g.CreatedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if len(g.ContentFlags) > 0 {
+		b = append(b, `,"content_flags":[`...)
+		for i, f := range g.ContentFlags {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"guardrail_id":`...)
+			b = jsonstr.Append(b, f.GuardrailID)
+			b = append(b, `,"label":`...)
+			b = jsonstr.Append(b, f.Label)
+			if f.Builtin != "" {
+				b = append(b, `,"builtin":`...)
+				b = jsonstr.Append(b, f.Builtin)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(g.Attempts) > 0 {
+		b = append(b, `,"attempts":[`...)
+		for i, a := range g.Attempts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"provider":`...)
+			b = jsonstr.Append(b, a.Provider)
+			b = append(b, `,"model":`...)
+			b = jsonstr.Append(b, a.Model)
+			b = append(b, `,"status":`...)
+			b = strconv.AppendInt(b, int64(a.Status), 10)
+			b = append(b, `,"latency_ms":`...)
+			b = strconv.AppendInt(b, a.LatencyMS, 10)
+			if a.BYOK {
+				b = append(b, `,"byok":true`...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if g.Routing != "" {
+		b = append(b, `,"routing":`...)
+		b = jsonstr.Append(b, g.Routing)
+	}
+	return append(b, '}'), nil
+}
+
+// fastGenerationSums reads what Generation.AppendJSON writes, member by
+// member in its order, in the forms codec.Parser reads (no escapes or
+// non-ASCII bytes in a string), keeping what the rollup needs: about four
+// times faster than gjson's validation and walk, for the generations a
+// start reads. False at the first byte it does not expect: the caller
+// then decodes the record with gjson.
+func fastGenerationSums(v []byte, g *Generation) bool {
+	p := codec.NewParser(v)
+	var n int64
+	var b bool
+	ok := p.Lit(`{"id":`) && p.SkipStr() &&
+		p.Lit(`,"account_id":`) && p.Str(&g.AccountID) &&
+		p.Lit(`,"key_hash":`) && p.Str(&g.KeyHash)
+	ok = ok && (!p.Lit(`,"workspace_id":`) || p.Str(&g.WorkspaceID))
+	ok = ok && p.Lit(`,"model":`) && p.Str(&g.Model) &&
+		p.Lit(`,"provider":`) && p.Str(&g.Provider)
+	ok = ok && (!p.Lit(`,"upstream_model":`) || p.SkipStr())
+	ok = ok && (!p.Lit(`,"upstream_id":`) || p.SkipStr())
+	ok = ok && p.Lit(`,"prompt_tokens":`) && p.Int(&g.PromptTokens) &&
+		p.Lit(`,"completion_tokens":`) && p.Int(&g.CompletionTokens)
+	for _, opt := range []string{`,"cache_read_tokens":`, `,"cache_write_tokens":`, `,"search_results":`} {
+		ok = ok && (!p.Lit(opt) || p.Int(&n))
+	}
+	ok = ok && p.Lit(`,"cost":`) && p.Amount(&g.Cost)
+	g.BYOK = ok && p.Lit(`,"byok":true`)
+	ok = ok && (!p.Lit(`,"credits":`) || p.Amount(&g.Credits))
+	ok = ok && p.Lit(`,"status":`) && p.Str(&g.Status) &&
+		p.Lit(`,"streamed":`) && p.Bool(&b)
+	ok = ok && (!p.Lit(`,"finish_reason":`) || p.SkipStr())
+	if ok {
+		p.Lit(`,"usage_estimated":true`) // optional, not summed
+	}
+	ok = ok && p.Lit(`,"latency_ms":`) && p.Int(&g.LatencyMS)
+	ok = ok && (!p.Lit(`,"user":`) || p.Str(&g.User))
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&g.CreatedAt)
+	if ok && p.Lit(`,"content_flags":[`) {
+		for first := true; ok && !p.Lit(`]`); first = false {
+			var f ContentFlag
+			ok = (first || p.Lit(`,`)) && p.Lit(`{"guardrail_id":`) && p.Str(&f.GuardrailID) &&
+				p.Lit(`,"label":`) && p.Str(&f.Label)
+			ok = ok && (!p.Lit(`,"builtin":`) || p.Str(&f.Builtin)) && p.Lit(`}`)
+			g.ContentFlags = append(g.ContentFlags, f)
+		}
+	}
+	if ok && p.Lit(`,"attempts":[`) {
+		for first := true; ok && !p.Lit(`]`); first = false {
+			ok = (first || p.Lit(`,`)) && p.Lit(`{"provider":`) && p.SkipStr() &&
+				p.Lit(`,"model":`) && p.SkipStr() &&
+				p.Lit(`,"status":`) && p.Int(&n) &&
+				p.Lit(`,"latency_ms":`) && p.Int(&n)
+			ok = ok && (p.Lit(`,"byok":true}`) || p.Lit(`}`))
+		}
+	}
+	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
+	return ok && p.Lit(`}`) && p.Done()
+}
+
+// DecodeGenerationSums decodes what the rollup needs of a stored generation
+// record in one pass, several times faster than encoding/json over the
+// whole record: the rollup is rebuilt from every record at startup.
+func DecodeGenerationSums(v []byte, g *Generation) error {
+	if fastGenerationSums(v, g) {
+		return nil
+	}
+	*g = Generation{}
+	return decodeGenerationSumsGJSON(v, g)
+}
+
+// decodeGenerationSumsGJSON decodes any JSON form of a generation.
+func decodeGenerationSumsGJSON(v []byte, g *Generation) error {
+	if !gjson.ValidBytes(v) {
+		return errors.New("invalid JSON")
+	}
+	var err error
+	gjson.ParseBytes(v).ForEach(func(k, x gjson.Result) bool {
+		switch k.Str {
+		case "account_id":
+			g.AccountID = x.Str
+		case "key_hash":
+			g.KeyHash = x.Str
+		case "workspace_id":
+			g.WorkspaceID = x.Str
+		case "model":
+			g.Model = x.Str
+		case "provider":
+			g.Provider = x.Str
+		case "prompt_tokens":
+			g.PromptTokens = x.Int()
+		case "completion_tokens":
+			g.CompletionTokens = x.Int()
+		case "cost":
+			if g.Cost, err = money.ParseAmount(x.Raw); err != nil {
+				err = fmt.Errorf("cost: %w", err)
+			}
+		case "byok":
+			g.BYOK = x.Bool()
+		case "credits":
+			if g.Credits, err = money.ParseAmount(x.Raw); err != nil {
+				err = fmt.Errorf("credits: %w", err)
+			}
+		case "status":
+			g.Status = x.Str
+		case "latency_ms":
+			g.LatencyMS = x.Int()
+		case "user":
+			g.User = x.Str
+		case "created_at":
+			if g.CreatedAt, err = time.Parse(time.RFC3339Nano, x.Str); err != nil {
+				err = fmt.Errorf("created_at: %w", err)
+			}
+		case "content_flags":
+			// Rare: decoded whole.
+			x.ForEach(func(_, f gjson.Result) bool {
+				g.ContentFlags = append(g.ContentFlags, ContentFlag{GuardrailID: f.Get("guardrail_id").Str,
+					Label: f.Get("label").Str, Builtin: f.Get("builtin").Str})
+				return true
+			})
+		}
+		return err == nil
+	})
+	return err
+}
