@@ -12,15 +12,15 @@ import (
 // FeedbackStore records feedback on generations.
 type FeedbackStore struct {
 	k *kernel.Kernel
-	// stats counts feedback into the analytics (AnalyticsStore).
+	// stats counts feedback into the analytics rollup.
 	stats feedbackCounter
 }
 
 // feedbackCounter is what the feedback asks of the analytics; it takes no
 // kernel lock (see Store).
 type feedbackCounter interface {
-	// countFeedback adds durable feedback to the analytics rollup.
-	countFeedback(f Feedback)
+	// CountFeedback adds durable feedback to the analytics rollup.
+	CountFeedback(f Feedback)
 }
 
 func (s *FeedbackStore) kinds() []kernel.Kind {
@@ -61,7 +61,7 @@ func (s *FeedbackStore) AddFeedback(g Generation, category string, comment *stri
 	if err := b.Wait(); err != nil {
 		return Feedback{}, err
 	}
-	s.stats.countFeedback(f)
+	s.stats.CountFeedback(f)
 	return f, nil
 }
 
@@ -72,7 +72,7 @@ func (s *FeedbackStore) loadFeedback() error {
 		if err := json.Unmarshal(v, &f); err != nil {
 			return false, fmt.Errorf("loading feedback %q: %w", key, err)
 		}
-		s.stats.countFeedback(f)
+		s.stats.CountFeedback(f)
 		return true, nil
 	})
 }

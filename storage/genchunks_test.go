@@ -6,15 +6,16 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 func TestGenerationSlot(t *testing.T) {
 	id := NewGenerationID(time.UnixMilli(1795482078335))
-	if slot, ok := generationSlot(prefixGeneration + id); !ok || slot != "179548207833" {
+	if slot, ok := record.GenerationSlot(prefixGeneration + id); !ok || slot != "179548207833" {
 		t.Errorf("slot of %s = %q, %v; want its creation's 10 ms", id, slot, ok)
 	}
 	for _, key := range []string{prefixGeneration + "gen-17954820783", prefixGeneration + "gen-17954820783x5-ab", prefixGeneration + "other", prefixUpstreamID + id} {
-		if slot, ok := generationSlot(key); ok {
+		if slot, ok := record.GenerationSlot(key); ok {
 			t.Errorf("%q has slot %q, want none", key, slot)
 		}
 	}

@@ -308,7 +308,7 @@ func BenchmarkOpenKeys(b *testing.B) {
 			if err := bt.Wait(); err != nil {
 				b.Fatal(err)
 			}
-			s.stopSealing()
+			s.AnalyticsStore.a.StopSealing()
 			s.stopKeySnapshots()
 			if err := s.k.Crash(); err != nil {
 				b.Fatal(err)
@@ -324,7 +324,7 @@ func BenchmarkOpenKeys(b *testing.B) {
 // replayed.
 func crashStore(t *testing.T, s *Store) {
 	t.Helper()
-	s.stopSealing()
+	s.AnalyticsStore.a.StopSealing()
 	if s.stopFollowing != nil {
 		s.stopFollowing()
 	}

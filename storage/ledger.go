@@ -207,9 +207,8 @@ func (s *LedgerStore) Release(res *Reservation) error {
 // ReapExpired releases the holds whose lease lapsed (see Ledger).
 func (s *LedgerStore) ReapExpired() (int, error) { return s.impl.ReapExpired() }
 
-// prefixGeneration keys the generation records: append-only, read from
-// disk on demand, never loaded into memory.
-const prefixGeneration = "g/"
+// prefixGeneration keys the generation records (package record).
+const prefixGeneration = record.GenerationPrefix
 
 // prefixUpstreamID keys the generation ids by "<account id>/<upstream id>":
 // the provider's id of an answer the client saw unchanged (a Responses
@@ -224,7 +223,7 @@ func (s *LedgerStore) kinds() []kernel.Kind {
 // in chunks (kernel.Kind.Slot): a tool that opens the database itself
 // (kernel.OpenBadger) passes them, so that it reads those records.
 func ChunkedKinds() []kernel.Kind {
-	return []kernel.Kind{{Prefix: prefixGeneration, Append: true, Slot: generationSlot, Account: generationAccount}}
+	return []kernel.Kind{{Prefix: prefixGeneration, Append: true, Slot: record.GenerationSlot, Account: generationAccount}}
 }
 
 // generationAccount is the account of a generation record, from its value:
@@ -243,23 +242,6 @@ func generationAccount(_ string, value []byte) (string, bool) {
 func upstreamIDAccount(key string, _ []byte) (string, bool) {
 	id, _, ok := strings.Cut(strings.TrimPrefix(key, prefixUpstreamID), "/")
 	return id, ok && id != ""
-}
-
-// generationSlot is the 10 ms of its creation a generation record falls in,
-// from the time its id starts with (NewGenerationID): the on-disk store
-// keeps the records of one slot together, so that a lookup reads one slot's
-// and a scan returns them about in creation order.
-func generationSlot(key string) (string, bool) {
-	id, ok := strings.CutPrefix(key, prefixGeneration+"gen-")
-	if !ok || len(id) < 13 {
-		return "", false
-	}
-	for i := range 13 {
-		if id[i] < '0' || id[i] > '9' {
-			return "", false
-		}
-	}
-	return id[:12], true
 }
 
 // ErrStale answers a Commit whose snapshot's figures changed before it:

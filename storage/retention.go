@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -151,6 +152,5 @@ func ExpiringKinds(retention time.Duration) ([]kernel.Kind, error) {
 		return nil, err
 	}
 	kinds := s.withExpiry(s.kinds())
-	var a AnalyticsStore
-	return append(kinds, a.kinds()...), nil
+	return append(kinds, analytics.New(nil).Kinds()...), nil
 }

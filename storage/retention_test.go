@@ -113,10 +113,10 @@ func TestRollupSealsAndResealsLateGenerations(t *testing.T) {
 	if err := s.SealRollup(clock); err != nil {
 		t.Fatal(err)
 	}
-	if !s.analytics.isSealed(acct.ID, hourOf(hour)) {
+	if !s.AnalyticsStore.a.Sealed(acct.ID, hour) {
 		t.Fatal("an hour that ended two hours ago is not sealed")
 	}
-	if s.analytics.isSealed(acct.ID, hourOf(clock)) {
+	if s.AnalyticsStore.a.Sealed(acct.ID, clock) {
 		t.Fatal("the current hour is sealed")
 	}
 	late := settleGen(t, s, acct.ID, key.Hash, Generation{Model: "m", Provider: "p", Status: "completed", CreatedAt: hour.Add(time.Minute)}, 10)

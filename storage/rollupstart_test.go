@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -42,8 +43,8 @@ func TestStartReadsOnlyUnsealedHoursGenerations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openTemp(t, dir)
-	if s.generationsRead != 2 {
-		t.Fatalf("a start read %d generation records, want the current hour's 2", s.generationsRead)
+	if s.AnalyticsStore.a.GenerationsRead() != 2 {
+		t.Fatalf("a start read %d generation records, want the current hour's 2", s.AnalyticsStore.a.GenerationsRead())
 	}
 	if got := sumsOf(s, a.ID); got != wantA {
 		t.Fatalf("account A after the restart: %+v, want %+v", got, wantA)
@@ -66,8 +67,8 @@ func TestStartReadsOnlyUnsealedHoursGenerations(t *testing.T) {
 	if got := sumsOf(s, b.ID); got != wantB || got.Requests != 3 {
 		t.Fatalf("account B after the late generation: %+v, want %+v", got, wantB)
 	}
-	if s.generationsRead != 2 {
-		t.Fatalf("the second start read %d generation records, want 2", s.generationsRead)
+	if s.AnalyticsStore.a.GenerationsRead() != 2 {
+		t.Fatalf("the second start read %d generation records, want 2", s.AnalyticsStore.a.GenerationsRead())
 	}
 }
 
@@ -86,11 +87,8 @@ func TestStartWithoutWatermarkReadsEveryGeneration(t *testing.T) {
 	if err := s.SealRollup(clock); err != nil {
 		t.Fatal(err)
 	}
-	s.stopSealing()
-	s.k.Lock()
-	s.sealedBefore, s.sealNext = 0, 0
-	b := s.k.MarkDirty(sealedBeforeKey) // gone: its Snapshot is nil
-	s.k.Unlock()
+	s.AnalyticsStore.a.StopSealing()
+	b := s.AnalyticsStore.a.ForgetWatermark()
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +98,8 @@ func TestStartWithoutWatermarkReadsEveryGeneration(t *testing.T) {
 	}
 	s = openTemp(t, dir)
 	defer s.Close()
-	if s.generationsRead != 2 {
-		t.Fatalf("a start without a stored watermark read %d generation records, want 2", s.generationsRead)
+	if s.AnalyticsStore.a.GenerationsRead() != 2 {
+		t.Fatalf("a start without a stored watermark read %d generation records, want 2", s.AnalyticsStore.a.GenerationsRead())
 	}
 	if got := sumsOf(s, a.ID); got != want || got.Requests != 2 {
 		t.Fatalf("after the restart: %+v, want %+v", got, want)
@@ -116,7 +114,7 @@ func sumsOf(s *Store, acct string) Sums {
 // TestWatermarkChangeIsNotAReload: on Redis, another replica storing its
 // watermark is applied as nothing, not as a reload of every record.
 func TestWatermarkChangeIsNotAReload(t *testing.T) {
-	keys, incremental := changedRecords([]kernel.Change{{Keys: []string{sealedBeforeKey, sealedHourKey("a", 1)}}},
+	keys, incremental := changedRecords([]kernel.Change{{Keys: []string{analytics.SealedBeforeKey, analytics.SealedHourPrefix + "a/1"}}},
 		func(string) bool { return false })
 	if !incremental || len(keys) != 0 {
 		t.Fatalf("changedRecords = %q, %v; want nothing to apply, incrementally", keys, incremental)

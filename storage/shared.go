@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -150,7 +151,7 @@ func changedRecords(changes []kernel.Change, alone func(key string) bool) ([]str
 	var keys []string
 	for _, c := range changes {
 		for _, k := range c.Keys {
-			if strings.HasPrefix(k, prefixSealedHour) || k == sealedBeforeKey {
+			if strings.HasPrefix(k, analytics.SealedHourPrefix) || k == analytics.SealedBeforeKey {
 				continue // sums this replica's rollup counted itself, and their watermark
 			}
 			if !slices.ContainsFunc(incrementalPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) && !alone(k) {
@@ -239,7 +240,7 @@ func (s *Store) addRemoteGenerations(changes []kernel.Change) {
 			return
 		}
 		// Its end user, if new, reaches this replica as a record.
-		s.AnalyticsStore.countGeneration(g, false)
+		s.AnalyticsStore.a.CountGeneration(g, false)
 	})
 	if err != nil {
 		s.log.Error("reading other replicas' generations failed", zap.Error(err))

@@ -21,14 +21,16 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // Errors returned by the store; handlers map them to HTTP statuses.
 var (
 	ErrNotFound = kernel.ErrNotFound
-	ErrInvalid  = errors.New("invalid")
+	ErrInvalid  = record.ErrInvalid
 	// ErrConflict: the change contradicts the current state (a duplicate,
 	// or a workspace that still holds keys).
 	ErrConflict = errors.New("conflict")
@@ -227,7 +229,7 @@ func Open(opts Options) (*Store, error) {
 		debug.FreeOSMemory()
 	}
 	gcOn() // before the generations' scan, whose garbage is its own
-	if err := s.buildAnalytics(); err != nil {
+	if err := s.AnalyticsStore.a.Build(); err != nil {
 		_ = k.Close()
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
@@ -236,7 +238,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	k.Start()
-	s.startSealing(log)
+	s.AnalyticsStore.a.StartSealing(log)
 	s.startKeySnapshots(s.keysCurrent, s.recordsCurrent)
 	s.open.Store(true)
 	openStores.Add(1)
@@ -249,7 +251,7 @@ func (s *Store) Close() error {
 	if s.open.CompareAndSwap(true, false) {
 		openStores.Add(-1)
 	}
-	s.stopSealing()
+	s.AnalyticsStore.a.StopSealing()
 	if s.stopFollowing != nil {
 		s.stopFollowing()
 	}
@@ -544,7 +546,7 @@ func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 			guardrails: kernel.Records[Guardrail]{},
 		},
 		SecretStore:      &SecretStore{k: k, byok: kernel.Records[Credential]{}},
-		AnalyticsStore:   &AnalyticsStore{k: k},
+		AnalyticsStore:   &AnalyticsStore{analytics.New(k)},
 		EndUserStore:     &EndUserStore{k: k, endUsers: kernel.Records[EndUser]{}},
 		DestinationStore: &DestinationStore{k: k, destinations: kernel.Records[Destination]{}},
 		EndpointStore:    &EndpointStore{k: k, endpoints: kernel.Records[PrivateEndpoint]{}},
@@ -569,14 +571,15 @@ func (s *Store) ensureDefaultWorkspaces() {
 // small interface it declares (accountOrgs, orgAccounts, ...).
 func (s *Store) wire() {
 	s.AccountStore.org = s.OrgStore
-	s.AnalyticsStore.acct = s.AccountStore
-	s.AnalyticsStore.fb = s.FeedbackStore
-	s.AnalyticsStore.led = s.LedgerStore
-	s.AnalyticsStore.users = s.EndUserStore
+	s.AnalyticsStore.a.Use(analytics.Sources{
+		Keys: analyticsKeys{s.AccountStore}, Generations: s.LedgerStore,
+		EndUsers: analyticsEndUsers{s.EndUserStore}, Feedback: analyticsFeedback{s.FeedbackStore},
+		Now: func() time.Time { return now() },
+	})
 	s.DestinationStore.acct = s.AccountStore
 	s.EndUserStore.acct = s.AccountStore
 	s.EndpointStore.acct = s.AccountStore
-	s.FeedbackStore.stats = s.AnalyticsStore
+	s.FeedbackStore.stats = s.AnalyticsStore.a
 	s.OrgStore.acct = s.AccountStore
 	s.OrgStore.sec = s.SecretStore
 	s.SecretStore.acct = s.AccountStore
@@ -648,7 +651,7 @@ func (s *Store) registerKinds() {
 	for _, kinds := range [][]kernel.Kind{
 		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
 		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
-		s.LedgerStore.withExpiry(s.LedgerStore.kinds()), s.AnalyticsStore.kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
+		s.LedgerStore.withExpiry(s.LedgerStore.kinds()), s.AnalyticsStore.a.Kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
 	} {
 		for i := range kinds {
 			kinds[i].LogDeletes = slices.Contains(snapshotted, kinds[i].Prefix)

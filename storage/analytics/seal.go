@@ -1,4 +1,4 @@
-package storage
+package analytics
 
 import (
 	"encoding/json"
@@ -28,11 +28,11 @@ import (
 // Feedback counts are not sealed: they are counted from the feedback
 // records, which do not expire.
 
-// prefixSealedHour keys the sealed hours' sums.
-const prefixSealedHour = "ah/"
+// SealedHourPrefix keys the sealed hours' sums.
+const SealedHourPrefix = "ah/"
 
 // Once every account's hours before H are sealed, a start need not read
-// their generations at all: the record under sealedBeforeKey holds H, and
+// their generations at all: the record under SealedBeforeKey holds H, and
 // Open's scan starts at H's slot (generation ids begin with their
 // creation time, which is their CreatedAt), skipping the older records'
 // chunks unread. Without it a start read every generation in retention
@@ -44,27 +44,18 @@ const prefixSealedHour = "ah/"
 // those written again as their generations were counted, are durable.
 // (Redis has no slots: a start there reads every generation and skips
 // those of sealed hours, as before.)
-const sealedBeforeKey = "ah-before"
+const SealedBeforeKey = "ah-before"
 
-// sealedBefore is the record under sealedBeforeKey.
+// sealedBefore is the record under SealedBeforeKey.
 type sealedBefore struct {
 	Hour int32 `json:"hour"` // hours since the Unix epoch, UTC
 }
 
-// generationSlotOfHour is the slot (generationSlot) of the first
-// generation created in hour; "" for hour 0, the start of every slot.
-func generationSlotOfHour(hour int32) string {
-	if hour <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("%013d", int64(hour)*3600*1000)[:12]
-}
-
 // loadSealedBefore reads the stored watermark (0: none, as before the
 // first seal) into the store and returns it.
-func (s *AnalyticsStore) loadSealedBefore() (int32, error) {
+func (s *Store) loadSealedBefore() (int32, error) {
 	var rec sealedBefore
-	err := s.k.Get(sealedBeforeKey, func(v []byte) error { return json.Unmarshal(v, &rec) })
+	err := s.k.Get(SealedBeforeKey, func(v []byte) error { return json.Unmarshal(v, &rec) })
 	if err != nil && !errors.Is(err, kernel.ErrNotFound) {
 		return 0, fmt.Errorf("the analytics' sealed hours' watermark: %w", err)
 	}
@@ -82,7 +73,7 @@ const RollupRetention = 400 * 24 * time.Hour
 const sealEvery = time.Minute
 
 func sealedHourKey(accountID string, hour int32) string {
-	return prefixSealedHour + accountID + "/" + strconv.FormatInt(int64(hour), 10)
+	return SealedHourPrefix + accountID + "/" + strconv.FormatInt(int64(hour), 10)
 }
 
 // sealedHour is the record of an account's sealed hour.
@@ -111,10 +102,10 @@ type sealedCell struct {
 }
 
 // kinds are the analytics' kinds of record: the sealed hours, loaded by
-// buildAnalytics rather than the kernel (they decorate the rollup).
-func (s *AnalyticsStore) kinds() []kernel.Kind {
+// Build rather than the kernel (they decorate the rollup).
+func (s *Store) Kinds() []kernel.Kind {
 	return []kernel.Kind{{
-		Prefix: sealedBeforeKey,
+		Prefix: SealedBeforeKey,
 		Snapshot: func(string) any {
 			if s.sealedBefore == 0 {
 				return nil
@@ -122,7 +113,7 @@ func (s *AnalyticsStore) kinds() []kernel.Kind {
 			return sealedBefore{Hour: s.sealedBefore}
 		},
 	}, {
-		Prefix:   prefixSealedHour,
+		Prefix:   SealedHourPrefix,
 		Snapshot: s.sealedHourSnapshot,
 		Expires: func(key string, _ []byte) int64 {
 			_, hour, ok := parseSealedHourKey(key)
@@ -135,7 +126,7 @@ func (s *AnalyticsStore) kinds() []kernel.Kind {
 }
 
 func parseSealedHourKey(key string) (accountID string, hour int32, ok bool) {
-	rest, ok := strings.CutPrefix(key, prefixSealedHour)
+	rest, ok := strings.CutPrefix(key, SealedHourPrefix)
 	if !ok {
 		return "", 0, false
 	}
@@ -149,7 +140,7 @@ func parseSealedHourKey(key string) (accountID string, hour int32, ok bool) {
 
 // sealedHourSnapshot encodes an account's hour from the rollup for the
 // group commit (under the kernel's lock, then the account's).
-func (s *AnalyticsStore) sealedHourSnapshot(key string) any {
+func (s *Store) sealedHourSnapshot(key string) any {
 	accountID, hour, ok := parseSealedHourKey(key)
 	if !ok {
 		return nil
@@ -181,9 +172,9 @@ func (s *AnalyticsStore) sealedHourSnapshot(key string) any {
 
 // loadSealedHours fills the rollup with the sealed hours' sums (at Open,
 // before the generations of the other hours).
-func (s *AnalyticsStore) loadSealedHours() error {
-	oldest := hourOf(now().Add(-RollupRetention))
-	return s.k.Scan(prefixSealedHour, func(key, v []byte) (bool, error) {
+func (s *Store) loadSealedHours() error {
+	oldest := hourOf(s.now().Add(-RollupRetention))
+	return s.k.Scan(SealedHourPrefix, func(key, v []byte) (bool, error) {
 		var rec sealedHour
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return false, fmt.Errorf("sealed analytics hour %q: %w", key, err)
@@ -203,7 +194,7 @@ func (s *AnalyticsStore) loadSealedHours() error {
 		}
 		a.mu.Unlock()
 		for _, c := range rec.Cells {
-			s.users.ensureEndUser(rec.AccountID, c.User, at)
+			s.EndUsers.EnsureEndUser(rec.AccountID, c.User, at)
 		}
 		return true, nil
 	})
@@ -224,7 +215,7 @@ func (r *rollup) isSealed(accountID string, hour int32) bool {
 // drops the hours older than RollupRetention, and returns once the sealed
 // records are durable. The store runs it every sealEvery; tests call it
 // with their own clock.
-func (s *AnalyticsStore) SealRollup(t time.Time) error {
+func (s *Store) SealRollup(t time.Time) error {
 	last := hourOf(t.Add(-sealGrace)) - 1 // the last hour to seal
 	oldest := hourOf(t.Add(-RollupRetention))
 	if s.analytics.sealedBefore.Load() < last+1 {
@@ -259,7 +250,7 @@ func (s *AnalyticsStore) SealRollup(t time.Time) error {
 	// their late generations went into earlier batches.
 	if s.sealNext > s.sealedBefore {
 		s.sealedBefore = s.sealNext
-		b = s.k.MarkDirty(sealedBeforeKey)
+		b = s.k.MarkDirty(SealedBeforeKey)
 	}
 	next := s.analytics.sealedBefore.Load()
 	s.k.Unlock()
@@ -314,7 +305,7 @@ func (a *acctRollup) dropBefore(oldest int32) {
 				t = &Sums{}
 				a.users[u] = t
 			}
-			t.add(c.s)
+			t.Add(c.s)
 		}
 	}
 }
@@ -326,7 +317,7 @@ type sealer struct {
 	once sync.Once
 }
 
-func (s *AnalyticsStore) startSealing(log *zap.Logger) {
+func (s *Store) StartSealing(log *zap.Logger) {
 	s.seal = &sealer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.seal.done)
@@ -347,10 +338,20 @@ func (s *AnalyticsStore) startSealing(log *zap.Logger) {
 	}()
 }
 
-func (s *AnalyticsStore) stopSealing() {
+func (s *Store) StopSealing() {
 	if s.seal == nil {
 		return
 	}
 	s.seal.once.Do(func() { close(s.seal.stop) })
 	<-s.seal.done
+}
+
+// ForgetWatermark deletes the stored watermark of the sealed hours, so
+// that the next Build reads the generations as a store written before
+// there was one (tests of that start).
+func (s *Store) ForgetWatermark() *kernel.Batch {
+	s.k.Lock()
+	defer s.k.Unlock()
+	s.sealedBefore, s.sealNext = 0, 0
+	return s.k.MarkDirty(SealedBeforeKey) // gone: its Snapshot is nil
 }

@@ -1,4 +1,4 @@
-package storage
+package analytics
 
 import (
 	"fmt"
@@ -12,53 +12,82 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-// AnalyticsStore answers usage queries from a rollup of the generation and
-// feedback records, built at Open and kept current from settled requests.
-type AnalyticsStore struct {
+// Store answers usage queries from a rollup of the generation and
+// feedback records, built at the store's Open (Build) and kept current
+// from settled requests.
+type Store struct {
 	k         *kernel.Kernel
 	analytics *rollup
 	seal      *sealer // seals finished hours (SealRollup)
 	// sealedBefore is the sealed hours' watermark stored (SealRollup),
 	// sealNext the one the next SealRollup stores; under the kernel's lock.
 	sealedBefore, sealNext int32
-	// generationsRead counts the generation records the last
-	// buildAnalytics read (tests).
+	// generationsRead counts the generation records the last Build read.
 	generationsRead int
-	// acct is the keys its rows name (AccountStore), led the settled
-	// generations it counts (LedgerStore), users the end users it
-	// records on first sight (EndUserStore), fb the feedback it counts
-	// at Open (FeedbackStore).
-	acct  analyticsKeys
-	led   generationSource
-	users analyticsEndUsers
-	fb    feedbackSource
+	Sources
 }
 
-// analyticsKeys is what the analytics ask of the accounts, under the
-// kernel's lock, which the caller holds (see Store).
-type analyticsKeys interface {
-	// eachAccountKey calls fn for each of an account's keys until it
-	// returns false.
-	eachAccountKey(accountID string, fn func(keyRef) bool)
+// Sources are what the analytics read of the other stores.
+type Sources struct {
+	// Keys are the keys its rows name, Generations the settled
+	// generations it counts, EndUsers the end users it records on first
+	// sight, Feedback the feedback it counts at Build.
+	Keys        Keys
+	Generations Generations
+	EndUsers    EndUsers
+	Feedback    FeedbackLoader
+	// Now is the store's clock (time.Now when nil).
+	Now func() time.Time
 }
 
-// analyticsEndUsers is what the analytics ask of the end users, under the
-// kernel's lock (or in Open).
-type analyticsEndUsers interface {
-	// hasEndUser reports whether the end user is known.
-	hasEndUser(accountID, user string) bool
-	// ensureEndUser records an end user on first use.
-	ensureEndUser(accountID, user string, t time.Time)
+// Keys is what the analytics ask of the accounts' keys, under the
+// kernel's lock, which the caller holds.
+type Keys interface {
+	// EachKeyCreator calls fn with each of an account's keys that a
+	// member created, and that member.
+	EachKeyCreator(accountID string, fn func(hash, creator string))
 }
 
-// generationSource tells the analytics of each settled generation.
-type generationSource interface {
-	SubscribeGenerations(fn func(Generation)) (cancel func())
+// EndUsers is what the analytics ask of the end users, under the
+// kernel's lock (or in Build).
+type EndUsers interface {
+	// HasEndUser reports whether the end user is known.
+	HasEndUser(accountID, user string) bool
+	// EnsureEndUser records an end user on first use.
+	EnsureEndUser(accountID, user string, t time.Time)
 }
 
-// feedbackSource counts the stored feedback into the analytics at Open.
-type feedbackSource interface {
-	loadFeedback() error
+// Generations tells the analytics of each settled generation.
+type Generations interface {
+	SubscribeGenerations(fn func(record.Generation)) (cancel func())
+}
+
+// FeedbackLoader counts the stored feedback into the analytics
+// (CountFeedback) at Build.
+type FeedbackLoader interface {
+	LoadFeedback() error
+}
+
+// New returns the analytics over k; Use gives them their sources before
+// Build.
+func New(k *kernel.Kernel) *Store { return &Store{k: k} }
+
+// Use sets the sources the analytics read.
+func (s *Store) Use(src Sources) { s.Sources = src }
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// GenerationsRead is how many generation records the last Build read.
+func (s *Store) GenerationsRead() int { return s.generationsRead }
+
+// Sealed reports whether the account's hour of t is sealed.
+func (s *Store) Sealed(accountID string, t time.Time) bool {
+	return s.analytics.isSealed(accountID, hourOf(t))
 }
 
 // The analytics rollup keeps, per account, one cell of sums per UTC hour and
@@ -97,11 +126,12 @@ type Sums struct {
 	LatencyMS        int64 // sum over requests
 	Feedback         int64 // feedback records on these generations
 	// Flagged counts the generations a flagging content filter matched
-	// (Generation.ContentFlags not empty).
+	// (record.Generation.ContentFlags not empty).
 	Flagged int64
 }
 
-func (s *Sums) add(o Sums) {
+// Add adds o to s.
+func (s *Sums) Add(o Sums) {
 	s.Requests += o.Requests
 	s.PromptTokens += o.PromptTokens
 	s.CompletionTokens += o.CompletionTokens
@@ -199,14 +229,14 @@ func (a *acctRollup) addCell(d record.GenerationDims, s Sums) {
 		i = a.cellOf(hour, d)
 		a.last, a.lastHour, a.lastCell = d, hour, i
 	}
-	a.cells[i].s.add(s)
+	a.cells[i].s.Add(s)
 	if d.User != "" {
 		u := a.users[d.User]
 		if u == nil {
 			u = &Sums{}
 			a.users[d.User] = u
 		}
-		u.add(s)
+		u.Add(s)
 	}
 }
 
@@ -234,7 +264,7 @@ func (a *acctRollup) cellOf(hour int32, d record.GenerationDims) int32 {
 // addGeneration counts one generation record. It reports the account and
 // hour when that hour's sums were sealed already (a request that ran
 // across the seal): their record must be written again.
-func (r *rollup) addGeneration(g Generation) (resealAccount string, resealHour int32, reseal bool) {
+func (r *rollup) addGeneration(g record.Generation) (resealAccount string, resealHour int32, reseal bool) {
 	s := Sums{Requests: 1, PromptTokens: g.PromptTokens, CompletionTokens: g.CompletionTokens, LatencyMS: g.LatencyMS}
 	if len(g.ContentFlags) > 0 {
 		s.Flagged = 1
@@ -262,7 +292,7 @@ func (r *rollup) addGeneration(g Generation) (resealAccount string, resealHour i
 }
 
 // addFeedback counts one feedback record on its generation's cell.
-func (r *rollup) addFeedback(f Feedback) {
+func (r *rollup) addFeedback(f record.Feedback) {
 	a := r.account(f.AccountID, true)
 	a.mu.Lock()
 	a.addCell(f.Generation, Sums{Feedback: 1})
@@ -328,7 +358,7 @@ const scanChunk = 8192
 // in [from, to) (UTC; a partial last hour is included). fn must not call
 // back into the store's analytics. The cell passed to fn is reused between
 // calls. Cells added while the scan runs may or may not be seen.
-func (s *AnalyticsStore) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
+func (s *Store) ScanUsage(accountID string, from, to time.Time, fn func(*Cell)) {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
 		return
@@ -360,7 +390,7 @@ func (s *AnalyticsStore) ScanUsage(accountID string, from, to time.Time, fn func
 }
 
 // EndUserUsage returns the totals of an end user's generations.
-func (s *AnalyticsStore) EndUserUsage(accountID, user string) Sums {
+func (s *Store) EndUserUsage(accountID, user string) Sums {
 	a := s.analytics.account(accountID, false)
 	if a == nil {
 		return Sums{}
@@ -375,7 +405,7 @@ func (s *AnalyticsStore) EndUserUsage(accountID, user string) Sums {
 
 // UsageDimValues returns the distinct values seen for a dimension in an
 // account's cells, sorted (for tests and discovery).
-func (s *AnalyticsStore) UsageDimValues(accountID, dim string) []string {
+func (s *Store) UsageDimValues(accountID, dim string) []string {
 	seen := map[string]bool{}
 	s.ScanUsage(accountID, time.Unix(0, 0), time.Unix(1<<40, 0), func(c *Cell) { seen[c.Dim(dim)] = true })
 	out := make([]string, 0, len(seen))
@@ -386,11 +416,11 @@ func (s *AnalyticsStore) UsageDimValues(accountID, dim string) []string {
 	return out
 }
 
-// buildAnalytics fills the rollup from the stored records: the sealed
+// Build fills the rollup from the stored records: the sealed
 // hours' sums (loadSealedHours), then the generations of the hours not
 // sealed; Open calls it before any write can happen, then subscribes it
 // to new generations.
-func (s *AnalyticsStore) buildAnalytics() error {
+func (s *Store) Build() error {
 	s.analytics = newRollup()
 	if err := s.loadSealedHours(); err != nil {
 		return err
@@ -400,9 +430,9 @@ func (s *AnalyticsStore) buildAnalytics() error {
 		return err
 	}
 	s.generationsRead = 0
-	if err := s.k.ScanFrom(prefixGeneration, generationSlotOfHour(before), func(key, v []byte) (bool, error) {
+	if err := s.k.ScanFrom(record.GenerationPrefix, record.GenerationSlotOfHour(before), func(key, v []byte) (bool, error) {
 		s.generationsRead++
-		var g Generation
+		var g record.Generation
 		if err := record.DecodeGenerationSums(v, &g); err != nil {
 			return false, fmt.Errorf("generation %q: %w", key, err)
 		}
@@ -410,31 +440,31 @@ func (s *AnalyticsStore) buildAnalytics() error {
 			return true, nil
 		}
 		s.analytics.addGeneration(g)
-		s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+		s.EndUsers.EnsureEndUser(g.AccountID, g.User, g.CreatedAt)
 		return true, nil
 	}); err != nil {
 		return err
 	}
 	s.analytics.sealedBefore.Store(before)
-	if err := s.fb.loadFeedback(); err != nil {
+	if err := s.Feedback.LoadFeedback(); err != nil {
 		return err
 	}
-	s.led.SubscribeGenerations(func(g Generation) { s.countGeneration(g, true) })
+	s.Generations.SubscribeGenerations(func(g record.Generation) { s.CountGeneration(g, true) })
 	return nil
 }
 
-// countFeedback adds durable feedback to the rollup.
-func (s *AnalyticsStore) countFeedback(f Feedback) { s.analytics.addFeedback(f) }
+// CountFeedback adds durable feedback to the rollup.
+func (s *Store) CountFeedback(f record.Feedback) { s.analytics.addFeedback(f) }
 
-// countGeneration adds a settled generation to the rollup (this
+// CountGeneration adds a settled generation to the rollup (this
 // replica's, or another's: its end user, if new, reaches this replica as
 // a record, so only this replica's records one).
-func (s *AnalyticsStore) countGeneration(g Generation, ownUser bool) {
+func (s *Store) CountGeneration(g record.Generation, ownUser bool) {
 	accountID, hour, reseal := s.analytics.addGeneration(g)
 	newUser := false
 	if ownUser && g.User != "" {
 		s.k.RLock()
-		newUser = !s.users.hasEndUser(g.AccountID, g.User)
+		newUser = !s.EndUsers.HasEndUser(g.AccountID, g.User)
 		s.k.RUnlock()
 	}
 	if !reseal && !newUser {
@@ -442,7 +472,7 @@ func (s *AnalyticsStore) countGeneration(g Generation, ownUser bool) {
 	}
 	s.k.Lock()
 	if newUser {
-		s.users.ensureEndUser(g.AccountID, g.User, g.CreatedAt)
+		s.EndUsers.EnsureEndUser(g.AccountID, g.User, g.CreatedAt)
 	}
 	if reseal {
 		s.k.MarkDirty(sealedHourKey(accountID, hour))

@@ -1,10 +1,12 @@
-package storage
+package analytics
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // UsageFilter keeps cells whose dimension Dim is (or, Negate, is not) one of
@@ -66,35 +68,30 @@ type groupKey struct {
 
 // KeyCreators maps an account's key hashes to the org member who created
 // each (the `user` dimension).
-func (s *AnalyticsStore) KeyCreators(accountID string) map[string]string {
+func (s *Store) KeyCreators(accountID string) map[string]string {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	out := map[string]string{}
-	s.acct.eachAccountKey(accountID, func(k keyRef) bool {
-		if c, ok := k.creator(); ok {
-			out[k.hash()] = c
-		}
-		return true
-	})
+	s.Keys.EachKeyCreator(accountID, func(hash, creator string) { out[hash] = creator })
 	return out
 }
 
 // QueryUsage aggregates an account's rollup cells; the work per cell is a
 // few integer comparisons and one map update. Rows come in no particular
 // order.
-func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow, error) {
+func (s *Store) QueryUsage(accountID string, q UsageQuery) ([]UsageRow, error) {
 	if len(q.GroupBy) > 3 {
-		return nil, fmt.Errorf("%w: at most 3 dimensions", ErrInvalid)
+		return nil, fmt.Errorf("%w: at most 3 dimensions", record.ErrInvalid)
 	}
 	known := func(d string) bool { return d == DimUser || slices.Contains(Dims, d) }
 	for _, d := range q.GroupBy {
 		if !known(d) {
-			return nil, fmt.Errorf("%w: unknown dimension %q", ErrInvalid, d)
+			return nil, fmt.Errorf("%w: unknown dimension %q", record.ErrInvalid, d)
 		}
 	}
 	for _, f := range q.Filters {
 		if !known(f.Dim) {
-			return nil, fmt.Errorf("%w: unknown dimension %q", ErrInvalid, f.Dim)
+			return nil, fmt.Errorf("%w: unknown dimension %q", record.ErrInvalid, f.Dim)
 		}
 	}
 	a := s.analytics.account(accountID, false)
@@ -204,7 +201,7 @@ func (s *AnalyticsStore) QueryUsage(accountID string, q UsageQuery) ([]UsageRow,
 				}
 				lastKey = k
 			}
-			lastGroup.add(x.s)
+			lastGroup.Add(x.s)
 		}
 		a.mu.RUnlock()
 	}
