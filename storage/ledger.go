@@ -128,11 +128,11 @@ type LedgerStore struct {
 	retention retention
 }
 
-// optimisticAttempts is how many snapshots of one admission are taken
+// OptimisticAttempts is how many snapshots of one admission are taken
 // without the account's lock: past them, the account is so busy that its
 // figures kept changing under the decision, and the snapshot holds the
 // lock so that the next commit cannot fail for this process's requests.
-const optimisticAttempts = 2
+const OptimisticAttempts = 2
 
 // Snapshot reads into snap the figures of every level of a request, for
 // an admission decision on snap.View (see Ledger): attempt counts the
@@ -148,7 +148,7 @@ func (s *LedgerStore) Snapshot(snap *Snapshot, accountID, keyHash string, attemp
 	if err := s.impl.admissible(); err != nil {
 		return err
 	}
-	exclusive := attempt >= optimisticAttempts
+	exclusive := attempt >= OptimisticAttempts
 	if l, ok := s.impl.(*localLedger); ok {
 		return l.snapshot(&snap.View, &snap.stamp, accountID, keyHash, exclusive)
 	}
