@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // AccountStore keeps accounts, their credit purchases and their keys,
@@ -290,7 +292,7 @@ func (s *AccountStore) accountWorkspace(accountID, workspaceID string) (string, 
 
 func (s *AccountStore) loadAccount(_, v []byte) error {
 	var a Account
-	if err := decodeRecord(v, &a, fastAccount); err != nil {
+	if err := codec.Decode(v, &a, record.FastAccount); err != nil {
 		return err
 	}
 	s.accounts[a.ID] = &a
@@ -299,7 +301,7 @@ func (s *AccountStore) loadAccount(_, v []byte) error {
 
 func (s *AccountStore) loadPurchase(_, v []byte) error {
 	var p Purchase
-	if err := decodeRecord(v, &p, fastPurchase); err != nil {
+	if err := codec.Decode(v, &p, record.FastPurchase); err != nil {
 		return err
 	}
 	s.purchases[p.AccountID] = append(s.purchases[p.AccountID], p)
@@ -308,7 +310,7 @@ func (s *AccountStore) loadPurchase(_, v []byte) error {
 
 func (s *AccountStore) loadMgmtKey(_, v []byte) error {
 	var m ManagementKey
-	if err := decodeRecord(v, &m, fastMgmtKey); err != nil {
+	if err := codec.Decode(v, &m, record.FastMgmtKey); err != nil {
 		return err
 	}
 	s.putMgmtKey(&m)
@@ -317,7 +319,7 @@ func (s *AccountStore) loadMgmtKey(_, v []byte) error {
 
 func (s *AccountStore) loadAPIKey(_, v []byte) error {
 	var k APIKey
-	if err := decodeAPIKey(v, &k); err != nil {
+	if err := record.DecodeAPIKey(v, &k); err != nil {
 		return err
 	}
 	s.putKey(&k)
@@ -327,14 +329,14 @@ func (s *AccountStore) loadAPIKey(_, v []byte) error {
 
 func (s *AccountStore) accountSnapshot(key string) any {
 	if a, ok := s.accounts[key[len(prefixAccount):]]; ok {
-		return accountJSON(*a)
+		return record.AccountJSON(*a)
 	}
 	return nil
 }
 
 func (s *AccountStore) apiKeySnapshot(key string) any {
 	if k, ok := s.keys.get(key[len(prefixAPIKey):]); ok {
-		return apiKeyJSON(k)
+		return record.APIKeyJSON(k)
 	}
 	return nil
 }

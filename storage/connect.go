@@ -32,15 +32,6 @@ const prefixConnectCode = "cc/"
 // consumed all the same.
 var ErrCodeExpired = errors.New("authorization code expired")
 
-// ConnectApp is the app a key was provisioned for through the connect
-// flow: its name and the origin of its callback URL, which is what the
-// member saw when approving.
-type ConnectApp struct {
-	ID     int64  `json:"id"`
-	Name   string `json:"name"`
-	Origin string `json:"origin"`
-}
-
 // ConnectCode is an issued authorization code, stored by its hash.
 type ConnectCode struct {
 	Hash      string `json:"hash"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // TestDecodeAPIKeyMatchesEncodingJSON decodes stored key records, random
@@ -21,12 +22,12 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 		t.Helper()
 		var want, got APIKey
 		werr := json.Unmarshal(rec, &want)
-		gerr := decodeAPIKey(rec, &got)
+		gerr := record.DecodeAPIKey(rec, &got)
 		if (werr != nil) != (gerr != nil) {
-			t.Fatalf("%s: encoding/json %v, decodeAPIKey %v", rec, werr, gerr)
+			t.Fatalf("%s: encoding/json %v, record.DecodeAPIKey %v", rec, werr, gerr)
 		}
 		if werr == nil && !reflect.DeepEqual(want, got) {
-			t.Fatalf("%s:\n encoding/json %+v\n decodeAPIKey  %+v", rec, want, got)
+			t.Fatalf("%s:\n encoding/json %+v\n record.DecodeAPIKey  %+v", rec, want, got)
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -68,13 +69,13 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 			k.Connect = &ConnectApp{ID: r.Int64(), Name: pick(), Origin: pick()}
 		}
 		k.LimitByAdmin, k.DisabledByAdmin = r.IntN(4) == 0, r.IntN(4) == 0
-		rec, err := apiKeyJSON(k).MarshalJSON()
+		rec, err := record.APIKeyJSON(k).MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(rec)
 		var fast, want APIKey
-		if decodeAPIKeyFast(rec, &fast) {
+		if record.DecodeAPIKeyFast(rec, &fast) {
 			fastHits++
 			_ = json.Unmarshal(rec, &want)
 			if !reflect.DeepEqual(want, fast) {
@@ -82,7 +83,7 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		var got APIKey
-		if err := decodeAPIKey(rec, &got); err != nil || !reflect.DeepEqual(got.Usage, k.Usage) || got.Seq != k.Seq {
+		if err := record.DecodeAPIKey(rec, &got); err != nil || !reflect.DeepEqual(got.Usage, k.Usage) || got.Seq != k.Seq {
 			t.Fatalf("round trip of %s: %v", rec, err)
 		}
 	}
@@ -90,7 +91,7 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("the fast path decoded %d of 2000 records", fastHits)
 	}
 	// Records the fast path refuses part way are decoded whole again.
-	plain, _ := apiKeyJSON(APIKey{Hash: "h", Name: "n", Seq: 7}).MarshalJSON()
+	plain, _ := record.APIKeyJSON(APIKey{Hash: "h", Name: "n", Seq: 7}).MarshalJSON()
 	for i := range len(plain) {
 		same(plain[:i])
 		for _, b := range []byte{' ', '"', '0', 'x', '\\', '.', 'e', '-'} {
@@ -118,7 +119,7 @@ func TestDecodeAPIKeyMatchesEncodingJSON(t *testing.T) {
 	// No key keeps its whole record alive: its strings are copies.
 	rec := []byte(`{"hash":"` + strings.Repeat("a", 64) + `","name":"n"}`)
 	var k APIKey
-	if err := decodeAPIKey(rec, &k); err != nil {
+	if err := record.DecodeAPIKey(rec, &k); err != nil {
 		t.Fatal(err)
 	}
 	rec[9] = 'b'
@@ -131,7 +132,7 @@ func BenchmarkDecodeAPIKey(b *testing.B) {
 	lim := money.Amount(5e9)
 	creator := "user_0123456789abcdef01234567"
 	at := time.Now().UTC()
-	rec, _ := apiKeyJSON(APIKey{Hash: strings.Repeat("ab", 32), AccountID: "org_0123456789abcdef01234567",
+	rec, _ := record.APIKeyJSON(APIKey{Hash: strings.Repeat("ab", 32), AccountID: "org_0123456789abcdef01234567",
 		WorkspaceID: "5f0c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f", Name: "bench key", Label: "sk-tg-v1-abc...def",
 		Limit: &lim, LimitReset: money.IntervalMonthly, CreatorUserID: &creator, CreatedAt: at, UpdatedAt: at, Seq: 123456,
 		Usage: money.UsageCounters{Total: 12345, Daily: money.Windowed{Period: 20261125, Value: 5}}}).MarshalJSON()
@@ -141,10 +142,10 @@ func BenchmarkDecodeAPIKey(b *testing.B) {
 			_ = json.Unmarshal(rec, &k)
 		}
 	})
-	b.Run("decodeAPIKey", func(b *testing.B) {
+	b.Run("record.DecodeAPIKey", func(b *testing.B) {
 		for range b.N {
 			var k APIKey
-			_ = decodeAPIKey(rec, &k)
+			_ = record.DecodeAPIKey(rec, &k)
 		}
 	})
 }

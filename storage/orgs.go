@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -57,12 +58,12 @@ func (s *OrgStore) isDefaultWorkspace(accountID, id string) bool {
 	return ok && a.DefaultWorkspaceID == id
 }
 
-// workspaceKind is the workspaces' kind, decoded by decodeRecord.
+// workspaceKind is the workspaces' kind, decoded by codec.Decode.
 func (s *OrgStore) workspaceKind() kernel.Kind {
 	kind := s.workspaces.Kind(prefixWorkspace, nil)
 	kind.Load = func(_, v []byte) error {
 		w := new(Workspace)
-		if err := decodeRecord(v, w, fastWorkspace); err != nil {
+		if err := codec.Decode(v, w, fastWorkspace); err != nil {
 			return err
 		}
 		s.workspaces.Put(w)

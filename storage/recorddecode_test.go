@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // recordDecoders are the fast decoders under test, each with encoding/json's
@@ -18,9 +19,9 @@ var recordDecoders = map[string]struct {
 	json func(v []byte) (any, error)
 	dec  func(v []byte) (any, error)
 }{
-	"account":    decoderCase(fastAccount),
-	"purchase":   decoderCase(fastPurchase),
-	"management": decoderCase(fastMgmtKey),
+	"account":    decoderCase(record.FastAccount),
+	"purchase":   decoderCase(record.FastPurchase),
+	"management": decoderCase(record.FastMgmtKey),
 	"workspace":  decoderCase(fastWorkspace),
 }
 
@@ -47,14 +48,14 @@ func decoderCase[T any](fast func(*codec.Parser, *T) bool) struct {
 		},
 		dec: func(v []byte) (any, error) {
 			var x T
-			err := decodeRecord(v, &x, fast)
+			err := codec.Decode(v, &x, fast)
 			return x, err
 		},
 	}
 }
 
 // checkRecordDecoders: wherever a fast decoder accepts rec, encoding/json
-// decodes it to the same value; decodeRecord always decodes as
+// decodes it to the same value; codec.Decode always decodes as
 // encoding/json does, or errs where it errs. It returns which fast
 // decoders accepted rec.
 func checkRecordDecoders(t *testing.T, rec []byte) map[string]bool {
@@ -70,7 +71,7 @@ func checkRecordDecoders(t *testing.T, rec []byte) map[string]bool {
 		}
 		got, gerr := d.dec(rec)
 		if (werr != nil) != (gerr != nil) || werr == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s %s: decodeRecord %+v, %v\nencoding/json %+v, %v", name, rec, got, gerr, want, werr)
+			t.Fatalf("%s %s: codec.Decode %+v, %v\nencoding/json %+v, %v", name, rec, got, gerr, want, werr)
 		}
 	}
 	return accepted
@@ -114,7 +115,7 @@ func sampleRecords(n int) map[string][][]byte {
 			DefaultWorkspaceID: pick(), CreditsPurchased: amount(), Purchases: r.IntN(1000), Usage: amount(), BYOKUsage: amount(),
 			RateLimitExempt: r.IntN(2) == 0, FilteredModelCatalog: r.IntN(2) == 0, FreeModelRequests: w(), FreeModelMinute: w(),
 			CreatedAt: when(), UpdatedAt: when()}
-		b, err := accountJSON(a).MarshalJSON()
+		b, err := record.AccountJSON(a).MarshalJSON()
 		add("account", b, err)
 		b, err = json.Marshal(Purchase{ID: pick(), AccountID: pick(), Amount: amount(), Note: pick(), CreatedAt: when()})
 		add("purchase", b, err)
@@ -160,7 +161,7 @@ func TestRecordDecodersMatchEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, plain := range [][]byte{
-		mustJSON(accountJSON(Account{ID: "org_1", Name: "n", Kind: "organization", Billing: "prepaid", DefaultWorkspaceID: "w", CreditsPurchased: 5})),
+		mustJSON(record.AccountJSON(Account{ID: "org_1", Name: "n", Kind: "organization", Billing: "prepaid", DefaultWorkspaceID: "w", CreditsPurchased: 5})),
 		mustJSON(Purchase{ID: "p", AccountID: "a", Amount: 1_500_000_000, CreatedAt: time.Unix(5, 0).UTC()}),
 		mustJSON(ManagementKey{Hash: "h", AccountID: "a", Name: "n", Label: "l"}),
 		mustJSON(Workspace{ID: "w", AccountID: "a", Name: "Default", Slug: "default", IOLoggingSamplingRate: 1}),
@@ -208,11 +209,11 @@ func FuzzRecordDecoders(f *testing.F) {
 }
 
 // BenchmarkDecodeRecords decodes plain records of each type with
-// decodeRecord and with encoding/json.
+// codec.Decode and with encoding/json.
 func BenchmarkDecodeRecords(b *testing.B) {
 	t := time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.UTC)
 	for name, rec := range map[string][]byte{
-		"account": mustJSON(accountJSON(Account{ID: "org_0123456789abcdef01234567", Name: "bench", Kind: "organization", Billing: "prepaid",
+		"account": mustJSON(record.AccountJSON(Account{ID: "org_0123456789abcdef01234567", Name: "bench", Kind: "organization", Billing: "prepaid",
 			DefaultWorkspaceID: "0b9f6c3e-2a41-4e1b-9a51-3f2a7d1c9e20", CreditsPurchased: 1e15, Purchases: 1, CreatedAt: t, UpdatedAt: t})),
 		"management": mustJSON(ManagementKey{Hash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", AccountID: "org_0123456789abcdef01234567",
 			Name: "bench", Label: "sk-tg-mgmt-v1-abc...def", CreatedAt: t}),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
@@ -26,7 +27,7 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 	}
 	everyFieldSet(t, accounts[1])
 	for _, a := range accounts {
-		compareJSON(t, accountJSON(a), a)
+		compareJSON(t, record.AccountJSON(a), a)
 	}
 	keys := []APIKey{
 		{},
@@ -40,14 +41,14 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 	}
 	everyFieldSet(t, keys[1])
 	for _, k := range keys {
-		compareJSON(t, apiKeyJSON(k), k)
+		compareJSON(t, record.APIKeyJSON(k), k)
 	}
 	// A time encoding/json refuses is refused the same way.
 	bad := Account{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if _, err := json.Marshal(accountJSON(bad)); err == nil {
+	if _, err := json.Marshal(record.AccountJSON(bad)); err == nil {
 		t.Error("year 10000 encoded")
 	}
-	if _, err := json.Marshal(apiKeyJSON(APIKey{ExpiresAt: &bad.CreatedAt})); err == nil {
+	if _, err := json.Marshal(record.APIKeyJSON(APIKey{ExpiresAt: &bad.CreatedAt})); err == nil {
 		t.Error("year 10000 encoded")
 	}
 }

@@ -321,7 +321,7 @@ func (s *Store) catchUpKeys(r restoredKeys) (read, visited int, err error) {
 		read++
 		hash := codec.BytesString(key[len(prefixAPIKey):]) // only during the call
 		var k APIKey
-		if err := decodeAPIKey(v, &k); err != nil {
+		if err := record.DecodeAPIKey(v, &k); err != nil {
 			return fmt.Errorf("loading record %q: %w", key, err)
 		}
 		if k.Hash != hash {

@@ -1,4 +1,4 @@
-package storage
+package record
 
 import (
 	"encoding/json"
@@ -13,13 +13,13 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 )
 
-// decodeAPIKey decodes a stored key record as encoding/json would into
+// DecodeAPIKey decodes a stored key record as encoding/json would into
 // APIKey (TestDecodeAPIKeyMatchesEncodingJSON), in one pass without
 // reflection: opening a database decodes every key, and encoding/json
 // was most of that time at a million keys. Strings are copied out of the
 // record, so that no key keeps the whole record alive.
-func decodeAPIKey(v []byte, k *APIKey) error {
-	if decodeAPIKeyFast(v, k) {
+func DecodeAPIKey(v []byte, k *APIKey) error {
+	if DecodeAPIKeyFast(v, k) {
 		return nil
 	}
 	*k = APIKey{}
@@ -121,13 +121,13 @@ func decodeAPIKey(v []byte, k *APIKey) error {
 	return err
 }
 
-// decodeAPIKeyFast decodes a key record written by apiKeyJSON, member by
+// DecodeAPIKeyFast decodes a key record written by APIKeyJSON, member by
 // member in its order, and reports false at the first byte it does not
 // expect (another order, escapes or non-ASCII text in a string, white
 // space, a number JSON would refuse): the caller then decodes the record
-// with decodeAPIKey. What it accepts is valid JSON that it decodes as
+// with DecodeAPIKey. What it accepts is valid JSON that it decodes as
 // encoding/json does.
-func decodeAPIKeyFast(v []byte, k *APIKey) bool {
+func DecodeAPIKeyFast(v []byte, k *APIKey) bool {
 	p := codec.NewParser(v)
 	ok := p.Lit(`{"hash":`) && p.Str(&k.Hash) &&
 		p.Lit(`,"account_id":`) && p.Str(&k.AccountID) &&
