@@ -12,6 +12,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -263,8 +264,8 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 		}
 	}
 	var buf []byte
-	var strs strArena
-	str := func(strs *strArena) (string, bool) {
+	var strs codec.StrArena
+	str := func(strs *codec.StrArena) (string, bool) {
 		n, err := binary.ReadUvarint(br)
 		if err != nil || n > size {
 			return "", false
@@ -273,7 +274,7 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return "", false
 		}
-		return strs.str(buf), true
+		return strs.Str(buf), true
 	}
 	nt.strs.list = make([]string, 0, h.Strs)
 	nt.strs.ids = make(map[string]uint32, h.Strs)

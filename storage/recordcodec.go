@@ -2,16 +2,17 @@ package storage
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
-	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // The records' snapshot (writeRecordSnapshot) holds accounts, purchases and
-// management keys in a compact binary form: each field in declaration
+// management keys in a compact binary form (their codecs are package
+// record's, its primitives package codec's): each field in declaration
 // order, strings length-prefixed, integers as varints, times as
 // time.Time's binary form, a pointer as a presence byte and its value.
 // Workspaces too, with a count before a slice's elements (or a map's
@@ -20,20 +21,18 @@ import (
 // reading their JSON. TestRecordCodecs fails when a record gains a field
 // these codecs do not know.
 
-var errRecordCodec = errors.New("malformed record in the records' snapshot")
-
 // snapKinds are the kinds in the records' snapshot, in load order.
 func (s *Store) snapKinds() []snapKind {
 	a, o := s.AccountStore, s.OrgStore
 	wsKind := o.workspaceKind()
 	return []snapKind{
-		{prefix: prefixAccount, collect: a.collectAccounts, encode: encodeAccount,
+		{prefix: prefixAccount, collect: a.collectAccounts, encode: record.EncodeAccount,
 			load: a.loadSnapAccount, dbLoad: a.loadAccount, reset: func() { clear(a.accounts) },
 			grow: func(n int) { grow(&a.accounts, n) }},
-		{prefix: prefixPurchase, collect: a.collectPurchases, keyOf: purchaseSnapKey, encode: encodePurchase,
+		{prefix: prefixPurchase, collect: a.collectPurchases, keyOf: purchaseSnapKey, encode: record.EncodePurchase,
 			load: a.loadSnapPurchase, dbLoad: a.loadPurchase, reset: func() { clear(a.purchases) },
 			grow: func(n int) { grow(&a.purchases, n) }},
-		{prefix: prefixMgmtKey, collect: a.collectMgmtKeys, encode: encodeMgmtKey,
+		{prefix: prefixMgmtKey, collect: a.collectMgmtKeys, encode: record.EncodeMgmtKey,
 			load: a.loadSnapMgmtKey, dbLoad: a.loadMgmtKey, reset: func() { clear(a.mgmtKeys); clear(a.mgmtIdx) },
 			grow: func(n int) { grow(&a.mgmtKeys, n); grow(&a.mgmtIdx, n) }},
 		{prefix: prefixWorkspace, collect: o.collectWorkspaces, keyOf: workspaceSnapKey, encode: encodeWorkspace,
@@ -135,343 +134,147 @@ func workspaceSnapKey(v any) string {
 	return w.AccountID + "/" + w.ID
 }
 
-func encodeAccount(b []byte, v any) ([]byte, error) {
-	a := v.(*Account)
-	b = appendBytes(b, a.ID)
-	b = appendBytes(b, a.Name)
-	b = appendBytes(b, string(a.Kind))
-	b = appendBytes(b, string(a.Billing))
-	b = appendBytes(b, a.OwnerUserID)
-	b = appendBytes(b, a.DefaultWorkspaceID)
-	b = binary.AppendVarint(b, int64(a.CreditsPurchased))
-	b = binary.AppendVarint(b, int64(a.Purchases))
-	b = binary.AppendVarint(b, int64(a.Usage))
-	b = binary.AppendVarint(b, int64(a.BYOKUsage))
-	b = appendBool(b, a.RateLimitExempt)
-	b = appendBool(b, a.FilteredModelCatalog)
-	b = binWindowed(b, a.FreeModelRequests)
-	b = binWindowed(b, a.FreeModelMinute)
-	var err error
-	b = binTime(b, a.CreatedAt, &err)
-	return binTime(b, a.UpdatedAt, &err), err
-}
-
-func decodeAccount(v []byte, a *Account, strs *strArena) error {
-	p := snapReader{b: v, strs: strs}
-	a.ID = p.str()
-	a.Name = p.str()
-	a.Kind = AccountKind(p.str())
-	a.Billing = Billing(p.str())
-	a.OwnerUserID = p.str()
-	a.DefaultWorkspaceID = p.str()
-	a.CreditsPurchased = money.Amount(p.varint())
-	purchases := p.varint()
-	a.Purchases = int(purchases)
-	a.Usage = money.Amount(p.varint())
-	a.BYOKUsage = money.Amount(p.varint())
-	a.RateLimitExempt = p.boolean()
-	a.FilteredModelCatalog = p.boolean()
-	a.FreeModelRequests = p.windowed()
-	a.FreeModelMinute = p.windowed()
-	a.CreatedAt = p.time()
-	a.UpdatedAt = p.time()
-	return p.done(int64(a.Purchases) == purchases)
-}
-
-func (s *AccountStore) loadSnapAccount(_, v []byte, strs *strArena) error {
+func (s *AccountStore) loadSnapAccount(_, v []byte, strs *codec.StrArena) error {
 	a := new(Account)
-	if err := decodeAccount(v, a, strs); err != nil {
+	if err := record.DecodeAccount(v, a, strs); err != nil {
 		return err
 	}
 	s.accounts[a.ID] = a
 	return nil
 }
 
-func encodePurchase(b []byte, v any) ([]byte, error) {
-	r := v.(*Purchase)
-	b = appendBytes(b, r.ID)
-	b = appendBytes(b, r.AccountID)
-	b = binary.AppendVarint(b, int64(r.Amount))
-	b = appendBytes(b, r.Note)
-	var err error
-	return binTime(b, r.CreatedAt, &err), err
-}
-
-func decodePurchase(v []byte, r *Purchase, strs *strArena) error {
-	p := snapReader{b: v, strs: strs}
-	r.ID = p.str()
-	r.AccountID = p.str()
-	r.Amount = money.Amount(p.varint())
-	r.Note = p.str()
-	r.CreatedAt = p.time()
-	return p.done(true)
-}
-
-func (s *AccountStore) loadSnapPurchase(_, v []byte, strs *strArena) error {
+func (s *AccountStore) loadSnapPurchase(_, v []byte, strs *codec.StrArena) error {
 	var r Purchase
-	if err := decodePurchase(v, &r, strs); err != nil {
+	if err := record.DecodePurchase(v, &r, strs); err != nil {
 		return err
 	}
 	s.purchases[r.AccountID] = append(s.purchases[r.AccountID], r)
 	return nil
 }
 
-func encodeMgmtKey(b []byte, v any) ([]byte, error) {
-	m := v.(*ManagementKey)
-	b = appendBytes(b, m.Hash)
-	b = appendBytes(b, m.AccountID)
-	b = appendBytes(b, m.Name)
-	b = appendBytes(b, m.Label)
-	b = appendBool(b, m.CreatorUserID != nil)
-	if m.CreatorUserID != nil {
-		b = appendBytes(b, *m.CreatorUserID)
-	}
-	var err error
-	b = binTime(b, m.CreatedAt, &err)
-	b = appendBool(b, m.ExpiresAt != nil)
-	if m.ExpiresAt != nil {
-		b = binTime(b, *m.ExpiresAt, &err)
-	}
-	return b, err
-}
-
-func decodeMgmtKey(v []byte, m *ManagementKey, strs *strArena) error {
-	p := snapReader{b: v, strs: strs}
-	m.Hash = p.str()
-	m.AccountID = p.str()
-	m.Name = p.str()
-	m.Label = p.str()
-	if p.boolean() {
-		c := p.str()
-		m.CreatorUserID = &c
-	}
-	m.CreatedAt = p.time()
-	if p.boolean() {
-		t := p.time()
-		m.ExpiresAt = &t
-	}
-	return p.done(true)
-}
-
-func (s *AccountStore) loadSnapMgmtKey(_, v []byte, strs *strArena) error {
+func (s *AccountStore) loadSnapMgmtKey(_, v []byte, strs *codec.StrArena) error {
 	m := new(ManagementKey)
-	if err := decodeMgmtKey(v, m, strs); err != nil {
+	if err := record.DecodeMgmtKey(v, m, strs); err != nil {
 		return err
 	}
 	s.putMgmtKey(m)
 	return nil
 }
 
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
-func binWindowed(b []byte, w money.Windowed) []byte {
-	return binary.AppendVarint(binary.AppendVarint(b, w.Period), int64(w.Value))
-}
-
-// binTime appends t's binary form (its instant and zone offset, as its
-// JSON holds them), length-prefixed; the first failure stays in *err.
-func binTime(b []byte, t time.Time, err *error) []byte {
-	at := len(b)
-	b = append(b, 0)
-	b, e := t.AppendBinary(b)
-	if e != nil || len(b)-at-1 > 0x7f {
-		if *err == nil {
-			*err = errors.Join(errRecordCodec, e)
-		}
-		return b
-	}
-	b[at] = byte(len(b) - at - 1)
-	return b
-}
-
-func (p *snapReader) str() string { return p.strs.str(p.bytes()) }
-
-func (p *snapReader) boolean() bool {
-	if len(p.b) == 0 || p.b[0] > 1 {
-		p.bad, p.b = true, nil
-		return false
-	}
-	v := p.b[0] == 1
-	p.b = p.b[1:]
-	return v
-}
-
-func (p *snapReader) windowed() money.Windowed {
-	return money.Windowed{Period: p.varint(), Value: money.Amount(p.varint())}
-}
-
-func (p *snapReader) time() time.Time {
-	var t time.Time
-	if err := t.UnmarshalBinary(p.bytes()); err != nil {
-		p.bad, p.b = true, nil
-	}
-	return t
-}
-
-// done reports a record read whole and well formed (ok: the caller's own
-// checks passed).
-func (p *snapReader) done(ok bool) error {
-	if p.bad || len(p.b) != 0 || !ok {
-		return errRecordCodec
-	}
-	return nil
-}
-
 func encodeWorkspace(b []byte, v any) ([]byte, error) {
 	w := v.(*Workspace)
-	b = appendBytes(b, w.ID)
-	b = appendBytes(b, w.AccountID)
-	b = appendBytes(b, w.Name)
-	b = appendBytes(b, w.Slug)
-	b = appendOptStr(b, w.Description)
-	b = appendOptStr(b, w.CreatedBy)
-	b = appendBytes(b, w.DefaultGuardrailID)
-	b = appendOptStr(b, w.DefaultImageModel)
-	b = appendOptStr(b, w.DefaultProviderSort)
-	b = appendOptStr(b, w.DefaultTextModel)
-	b = appendBool(b, w.DisabledServerTools != nil)
+	b = codec.AppendBytes(b, w.ID)
+	b = codec.AppendBytes(b, w.AccountID)
+	b = codec.AppendBytes(b, w.Name)
+	b = codec.AppendBytes(b, w.Slug)
+	b = codec.AppendOptStr(b, w.Description)
+	b = codec.AppendOptStr(b, w.CreatedBy)
+	b = codec.AppendBytes(b, w.DefaultGuardrailID)
+	b = codec.AppendOptStr(b, w.DefaultImageModel)
+	b = codec.AppendOptStr(b, w.DefaultProviderSort)
+	b = codec.AppendOptStr(b, w.DefaultTextModel)
+	b = codec.AppendBool(b, w.DisabledServerTools != nil)
 	b = binary.AppendUvarint(b, uint64(len(w.DisabledServerTools)))
 	for _, t := range w.DisabledServerTools {
-		b = appendBytes(b, t)
+		b = codec.AppendBytes(b, t)
 	}
-	b = appendBool(b, w.IOLoggingAPIKeyIDs != nil)
+	b = codec.AppendBool(b, w.IOLoggingAPIKeyIDs != nil)
 	b = binary.AppendUvarint(b, uint64(len(w.IOLoggingAPIKeyIDs)))
 	for _, id := range w.IOLoggingAPIKeyIDs {
 		b = binary.AppendVarint(b, id)
 	}
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w.IOLoggingSamplingRate))
-	b = appendBool(b, w.IsDataDiscountLoggingEnabled)
-	b = appendBool(b, w.IsObservabilityBroadcastEnabled)
-	b = appendBool(b, w.IsObservabilityIOLoggingEnabled)
-	b = appendBool(b, w.IncludeBYOKInBudgets)
+	b = codec.AppendBool(b, w.IsDataDiscountLoggingEnabled)
+	b = codec.AppendBool(b, w.IsObservabilityBroadcastEnabled)
+	b = codec.AppendBool(b, w.IsObservabilityIOLoggingEnabled)
+	b = codec.AppendBool(b, w.IncludeBYOKInBudgets)
 	var err error
-	b = binTime(b, w.CreatedAt, &err)
-	b = appendBool(b, w.UpdatedAt != nil)
+	b = codec.AppendBinTime(b, w.CreatedAt, &err)
+	b = codec.AppendBool(b, w.UpdatedAt != nil)
 	if w.UpdatedAt != nil {
-		b = binTime(b, *w.UpdatedAt, &err)
+		b = codec.AppendBinTime(b, *w.UpdatedAt, &err)
 	}
 	b = binary.AppendUvarint(b, uint64(len(w.Budgets)))
 	for iv, bu := range w.Budgets {
-		b = appendBytes(b, string(iv))
-		b = appendBytes(b, bu.ID)
-		b = appendBytes(b, string(bu.Interval))
+		b = codec.AppendBytes(b, string(iv))
+		b = codec.AppendBytes(b, bu.ID)
+		b = codec.AppendBytes(b, string(bu.Interval))
 		b = binary.AppendVarint(b, int64(bu.Limit))
-		b = binTime(b, bu.CreatedAt, &err)
-		b = binTime(b, bu.UpdatedAt, &err)
+		b = codec.AppendBinTime(b, bu.CreatedAt, &err)
+		b = codec.AppendBinTime(b, bu.UpdatedAt, &err)
 	}
 	b = binary.AppendUvarint(b, uint64(len(w.Members)))
 	for id, m := range w.Members {
-		b = appendBytes(b, id)
-		b = appendBytes(b, m.UserID)
-		b = appendBytes(b, string(m.Role))
-		b = binTime(b, m.CreatedAt, &err)
+		b = codec.AppendBytes(b, id)
+		b = codec.AppendBytes(b, m.UserID)
+		b = codec.AppendBytes(b, string(m.Role))
+		b = codec.AppendBinTime(b, m.CreatedAt, &err)
 	}
 	return b, err
 }
 
-func decodeWorkspace(v []byte, w *Workspace, strs *strArena) error {
-	p := snapReader{b: v, strs: strs}
-	w.ID = p.str()
-	w.AccountID = p.str()
-	w.Name = p.str()
-	w.Slug = p.str()
-	w.Description = p.optStr()
-	w.CreatedBy = p.optStr()
-	w.DefaultGuardrailID = p.str()
-	w.DefaultImageModel = p.optStr()
-	w.DefaultProviderSort = p.optStr()
-	w.DefaultTextModel = p.optStr()
-	if some := p.boolean(); some {
-		w.DisabledServerTools = make([]string, p.count())
+func decodeWorkspace(v []byte, w *Workspace, strs *codec.StrArena) error {
+	p := codec.NewBinReader(v, strs)
+	w.ID = p.Str()
+	w.AccountID = p.Str()
+	w.Name = p.Str()
+	w.Slug = p.Str()
+	w.Description = p.OptStr()
+	w.CreatedBy = p.OptStr()
+	w.DefaultGuardrailID = p.Str()
+	w.DefaultImageModel = p.OptStr()
+	w.DefaultProviderSort = p.OptStr()
+	w.DefaultTextModel = p.OptStr()
+	if some := p.Bool(); some {
+		w.DisabledServerTools = make([]string, p.Count())
 		for i := range w.DisabledServerTools {
-			w.DisabledServerTools[i] = p.str()
+			w.DisabledServerTools[i] = p.Str()
 		}
-	} else if p.count() != 0 {
-		p.bad = true
+	} else if p.Count() != 0 {
+		p.Fail()
 	}
-	if some := p.boolean(); some {
-		w.IOLoggingAPIKeyIDs = make([]int64, p.count())
+	if some := p.Bool(); some {
+		w.IOLoggingAPIKeyIDs = make([]int64, p.Count())
 		for i := range w.IOLoggingAPIKeyIDs {
-			w.IOLoggingAPIKeyIDs[i] = p.varint()
+			w.IOLoggingAPIKeyIDs[i] = p.Varint()
 		}
-	} else if p.count() != 0 {
-		p.bad = true
+	} else if p.Count() != 0 {
+		p.Fail()
 	}
-	w.IOLoggingSamplingRate = math.Float64frombits(p.uint64())
-	w.IsDataDiscountLoggingEnabled = p.boolean()
-	w.IsObservabilityBroadcastEnabled = p.boolean()
-	w.IsObservabilityIOLoggingEnabled = p.boolean()
-	w.IncludeBYOKInBudgets = p.boolean()
-	w.CreatedAt = p.time()
-	if p.boolean() {
-		t := p.time()
+	w.IOLoggingSamplingRate = math.Float64frombits(p.Uint64())
+	w.IsDataDiscountLoggingEnabled = p.Bool()
+	w.IsObservabilityBroadcastEnabled = p.Bool()
+	w.IsObservabilityIOLoggingEnabled = p.Bool()
+	w.IncludeBYOKInBudgets = p.Bool()
+	w.CreatedAt = p.Time()
+	if p.Bool() {
+		t := p.Time()
 		w.UpdatedAt = &t
 	}
-	if n := p.count(); n > 0 {
+	if n := p.Count(); n > 0 {
 		w.Budgets = make(map[BudgetInterval]*WorkspaceBudget, n)
 		for range n {
-			iv := BudgetInterval(p.str())
-			w.Budgets[iv] = &WorkspaceBudget{ID: p.str(), Interval: BudgetInterval(p.str()), Limit: money.Amount(p.varint()),
-				CreatedAt: p.time(), UpdatedAt: p.time()}
+			iv := BudgetInterval(p.Str())
+			w.Budgets[iv] = &WorkspaceBudget{ID: p.Str(), Interval: BudgetInterval(p.Str()), Limit: money.Amount(p.Varint()),
+				CreatedAt: p.Time(), UpdatedAt: p.Time()}
 		}
 	}
-	if n := p.count(); n > 0 {
+	if n := p.Count(); n > 0 {
 		w.Members = make(map[string]*WorkspaceMember, n)
 		for range n {
-			id := p.str()
-			w.Members[id] = &WorkspaceMember{UserID: p.str(), Role: MemberRole(p.str()), CreatedAt: p.time()}
+			id := p.Str()
+			w.Members[id] = &WorkspaceMember{UserID: p.Str(), Role: MemberRole(p.Str()), CreatedAt: p.Time()}
 		}
 	}
-	return p.done(true)
+	return p.Done(true)
 }
 
 // loadSnapWorkspace publishes a workspace as the kind's Load does.
-func (s *OrgStore) loadSnapWorkspace(_, v []byte, strs *strArena) error {
+func (s *OrgStore) loadSnapWorkspace(_, v []byte, strs *codec.StrArena) error {
 	w := new(Workspace)
 	if err := decodeWorkspace(v, w, strs); err != nil {
 		return err
 	}
 	s.workspaces.Put(w)
 	return nil
-}
-
-func appendOptStr(b []byte, s *string) []byte {
-	b = appendBool(b, s != nil)
-	if s != nil {
-		b = appendBytes(b, *s)
-	}
-	return b
-}
-
-func (p *snapReader) optStr() *string {
-	if !p.boolean() {
-		return nil
-	}
-	s := p.str()
-	return &s
-}
-
-// count reads a number of elements, each at least a byte.
-func (p *snapReader) count() int {
-	n := p.uvarint()
-	if n > uint64(len(p.b)) {
-		p.bad, p.b = true, nil
-		return 0
-	}
-	return int(n)
-}
-
-func (p *snapReader) uint64() uint64 {
-	if len(p.b) < 8 {
-		p.bad, p.b = true, nil
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(p.b)
-	p.b = p.b[8:]
-	return v
 }

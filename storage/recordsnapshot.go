@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
@@ -58,7 +59,7 @@ type snapKind struct {
 	collect func(k *kernel.Kernel) []snapRecord
 	keyOf   func(v any) string
 	encode  func(b []byte, v any) ([]byte, error)
-	load    func(key, value []byte, strs *strArena) error
+	load    func(key, value []byte, strs *codec.StrArena) error
 	dbLoad  func(key, value []byte) error
 	reset   func()
 	grow    func(n int)
@@ -145,7 +146,7 @@ func recordSnapshotBytes(v uint64, kinds []snapKind, recs [][]snapRecord, change
 		}
 	}
 	for _, key := range changed {
-		b = appendBytes(b, key)
+		b = codec.AppendBytes(b, key)
 	}
 	body := b[hdrLen:]
 	h := recordSnapshotHeader{Version: v, Kinds: uint64(len(kinds)), Changed: uint64(len(changed)),
@@ -166,7 +167,7 @@ func appendSnapKind(b []byte, kind snapKind, recs []snapRecord) ([]byte, error) 
 		}
 	}
 	slices.SortFunc(recs, func(a, b snapRecord) int { return strings.Compare(a.key, b.key) })
-	b = appendBytes(b, kind.prefix)
+	b = codec.AppendBytes(b, kind.prefix)
 	b = binary.AppendUvarint(b, uint64(len(recs)))
 	var val []byte
 	for _, r := range recs {
@@ -174,8 +175,8 @@ func appendSnapKind(b []byte, kind snapKind, recs []snapRecord) ([]byte, error) 
 		if val, err = kind.encode(val[:0], r.v); err != nil {
 			return b, fmt.Errorf("encoding record %q: %w", kind.prefix+r.key, err)
 		}
-		b = appendBytes(b, r.key)
-		b = appendBytes(b, val)
+		b = codec.AppendBytes(b, r.key)
+		b = codec.AppendBytes(b, val)
 	}
 	return b, nil
 }
@@ -224,7 +225,7 @@ type recordSnapshot struct {
 	version uint64
 	kinds   []snapSection
 	changed map[string]struct{}
-	strs    strArena // the loaded records' strings
+	strs    codec.StrArena // the loaded records' strings
 }
 
 type snapSection struct {
@@ -261,17 +262,17 @@ func readRecordSnapshot(dir string) (*recordSnapshot, error) {
 		return nil, errors.New("the records' snapshot fails its checksum")
 	}
 	r := &recordSnapshot{version: h.Version}
-	p := snapReader{b: body}
+	p := codec.NewBinReader(body, nil)
 	for range min(h.Kinds, uint64(len(body))) {
-		sec := snapSection{prefix: string(p.bytes())}
-		n := p.uvarint()
+		sec := snapSection{prefix: string(p.Bytes())}
+		n := p.Uvarint()
 		if n > uint64(len(body)) {
 			return nil, errRecordSnapshotDamaged
 		}
 		sec.keys, sec.values = make([][]byte, 0, n), make([][]byte, 0, n)
 		for i := range n {
-			key, value := p.bytes(), p.bytes()
-			if p.bad || i > 0 && string(key) <= string(sec.keys[i-1]) {
+			key, value := p.Bytes(), p.Bytes()
+			if p.Bad() || i > 0 && string(key) <= string(sec.keys[i-1]) {
 				return nil, errRecordSnapshotDamaged
 			}
 			sec.keys, sec.values = append(sec.keys, key), append(sec.values, value)
@@ -280,57 +281,12 @@ func readRecordSnapshot(dir string) (*recordSnapshot, error) {
 	}
 	r.changed = make(map[string]struct{}, min(h.Changed, uint64(len(body))))
 	for range min(h.Changed, uint64(len(body))) {
-		r.changed[string(p.bytes())] = struct{}{}
+		r.changed[string(p.Bytes())] = struct{}{}
 	}
-	if p.bad || len(p.b) != 0 || uint64(len(r.kinds)) != h.Kinds || uint64(len(r.changed)) > h.Changed {
+	if p.Bad() || p.Rest() != 0 || uint64(len(r.kinds)) != h.Kinds || uint64(len(r.changed)) > h.Changed {
 		return nil, errRecordSnapshotDamaged
 	}
 	return r, nil
-}
-
-// appendBytes appends a length-prefixed string.
-func appendBytes[S string | []byte](b []byte, s S) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-// snapReader reads what appendBytes and the codecs append; bad once it
-// ran past its bytes or met a malformed number.
-type snapReader struct {
-	b    []byte
-	bad  bool
-	strs *strArena // where its strings are copied; nil: each its own
-}
-
-func (p *snapReader) uvarint() uint64 {
-	v, n := binary.Uvarint(p.b)
-	if n <= 0 {
-		p.bad, p.b = true, nil
-		return 0
-	}
-	p.b = p.b[n:]
-	return v
-}
-
-func (p *snapReader) varint() int64 {
-	v, n := binary.Varint(p.b)
-	if n <= 0 {
-		p.bad, p.b = true, nil
-		return 0
-	}
-	p.b = p.b[n:]
-	return v
-}
-
-// bytes reads a length-prefixed byte string (a slice of the input).
-func (p *snapReader) bytes() []byte {
-	n := p.uvarint()
-	if n > uint64(len(p.b)) {
-		p.bad, p.b = true, nil
-		return nil
-	}
-	v := p.b[:n:n]
-	p.b = p.b[n:]
-	return v
 }
 
 // restoreRecords loads the snapshotted kinds from the records' snapshot

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // recordState is what the records' snapshot holds, as the store serves
@@ -379,12 +381,12 @@ func TestRecordCodecs(t *testing.T) {
 		Usage: -5, BYOKUsage: 7, RateLimitExempt: true, FilteredModelCatalog: true,
 		FreeModelRequests: money.Windowed{Period: 20000, Value: 9}, FreeModelMinute: money.Windowed{Period: -1, Value: 1},
 		CreatedAt: at, UpdatedAt: at.Add(time.Nanosecond)}
-	roundTrip(t, &acct, encodeAccount, decodeAccount)
-	roundTrip(t, &Account{}, encodeAccount, decodeAccount)
-	roundTrip(t, &Purchase{ID: "p1", AccountID: "org_1", Amount: 12, Note: "n", CreatedAt: at}, encodePurchase, decodePurchase)
+	roundTrip(t, &acct, record.EncodeAccount, record.DecodeAccount)
+	roundTrip(t, &Account{}, record.EncodeAccount, record.DecodeAccount)
+	roundTrip(t, &Purchase{ID: "p1", AccountID: "org_1", Amount: 12, Note: "n", CreatedAt: at}, record.EncodePurchase, record.DecodePurchase)
 	roundTrip(t, &ManagementKey{Hash: "h", AccountID: "a", Name: "n", Label: "l", CreatorUserID: &creator, CreatedAt: at, ExpiresAt: &exp},
-		encodeMgmtKey, decodeMgmtKey)
-	roundTrip(t, &ManagementKey{Hash: "h", CreatedAt: at}, encodeMgmtKey, decodeMgmtKey)
+		record.EncodeMgmtKey, record.DecodeMgmtKey)
+	roundTrip(t, &ManagementKey{Hash: "h", CreatedAt: at}, record.EncodeMgmtKey, record.DecodeMgmtKey)
 	desc, empty, model := "research", "", "gpt"
 	full := Workspace{ID: "w1", AccountID: "org_1", Name: "R & D", Slug: "rd", Description: &desc, CreatedBy: &empty,
 		DefaultGuardrailID: "g", DefaultImageModel: &model, DefaultProviderSort: &model, DefaultTextModel: &empty,
@@ -404,26 +406,26 @@ func TestRecordCodecs(t *testing.T) {
 			t.Fatalf("a workspace cut to %d of %d bytes decoded", n, len(b))
 		}
 	}
-	b, _ = encodeAccount(nil, &acct)
+	b, _ = record.EncodeAccount(nil, &acct)
 	var a Account
 	for n := range len(b) {
-		if decodeAccount(b[:n], &a, nil) == nil {
+		if record.DecodeAccount(b[:n], &a, nil) == nil {
 			t.Fatalf("an account cut to %d of %d bytes decoded", n, len(b))
 		}
 	}
-	if decodeAccount(append(b, 0), &a, nil) == nil {
+	if record.DecodeAccount(append(b, 0), &a, nil) == nil {
 		t.Fatal("an account with a byte more decoded")
 	}
 }
 
-func roundTrip[T any](t *testing.T, v *T, enc func([]byte, any) ([]byte, error), dec func([]byte, *T, *strArena) error) {
+func roundTrip[T any](t *testing.T, v *T, enc func([]byte, any) ([]byte, error), dec func([]byte, *T, *codec.StrArena) error) {
 	t.Helper()
 	b, err := enc(nil, v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got, want T
-	var strs strArena
+	var strs codec.StrArena
 	if err := dec(b, &got, &strs); err != nil {
 		t.Fatal(err)
 	}

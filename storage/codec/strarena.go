@@ -1,8 +1,8 @@
-package storage
+package codec
 
 import "unsafe"
 
-// strArena copies the small strings a start decodes from the snapshots
+// StrArena copies the small strings a start decodes from the snapshots
 // into shared blocks. At a million keys a start decodes about 1.7 million
 // strings (ids, names, hashes); as objects of their own, each is marked by
 // every garbage collection for as long as the gateway runs (there, one
@@ -10,24 +10,24 @@ import "unsafe"
 // block lives while any of its strings does, so blocks are small: what a
 // replaced record's strings keep alive is a block at most. A nil arena
 // copies each string into its own object.
-type strArena struct{ block []byte }
+type StrArena struct{ block []byte }
 
 const (
-	strArenaBlock = 32 << 10
-	strArenaMax   = 1 << 10 // longer strings get their own object
+	arenaBlock = 32 << 10
+	arenaMax   = 1 << 10 // longer strings get their own object
 )
 
-// str returns b's bytes as a string that never changes: the block's bytes
+// Str returns b's bytes as a string that never changes: the block's bytes
 // it uses are never written again.
-func (a *strArena) str(b []byte) string {
+func (a *StrArena) Str(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	if a == nil || len(b) > strArenaMax {
+	if a == nil || len(b) > arenaMax {
 		return string(b)
 	}
 	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, strArenaBlock)
+		a.block = make([]byte, 0, arenaBlock)
 	}
 	at := len(a.block)
 	a.block = append(a.block, b...)
