@@ -155,7 +155,7 @@ func (l Locked) WorkspaceCopy(accountID, id string) *Workspace {
 	if !ok {
 		return nil
 	}
-	return w.clone()
+	return w.Clone()
 }
 
 // PutWorkspace publishes a changed workspace; the batch is durable once

@@ -10,49 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
-
-// MemberRole is a member's role in its organization, and a workspace
-// member's role in its workspace.
-type MemberRole string
-
-const (
-	RoleAdmin  MemberRole = "admin"
-	RoleMember MemberRole = "member"
-)
-
-// ParseMemberRole accepts admin and member.
-func ParseMemberRole(s string) (MemberRole, bool) {
-	switch r := MemberRole(s); r {
-	case RoleAdmin, RoleMember:
-		return r, true
-	}
-	return "", false
-}
-
-// Member is a user of an organization. Members are managed by the operator
-// (and by an identity provider through SCIM): created, updated and
-// deactivated by email; a deactivated member keeps its id (keys and
-// assignments still name it) but is no longer listed and cannot be added
-// to workspaces.
-type Member struct {
-	ID        string     `json:"id"` // user id, "user_..."
-	AccountID string     `json:"account_id"`
-	Email     string     `json:"email"`
-	FirstName *string    `json:"first_name"`
-	LastName  *string    `json:"last_name"`
-	Role      MemberRole `json:"role"`
-	Active    bool       `json:"active"`
-	// Usage is the spending of every key the member created: guardrail
-	// budgets assigned to the member cap it (persisted in its own record,
-	// scopeUsage).
-	Usage     money.UsageCounters `json:"-"`
-	BYOKUsage money.UsageCounters `json:"-"`
-	CreatedAt time.Time           `json:"created_at"`
-	UpdatedAt time.Time           `json:"updated_at"`
-}
 
 // NewMember describes a member to create.
 type NewMember struct {
@@ -66,8 +25,6 @@ type NewMember struct {
 const prefixMember = "u/" // u/<account id>/<user id>
 
 func memberKey(accountID, id string) string { return kernel.RecordKey(prefixMember, accountID, id) }
-
-func (m Member) RecordIDs() (accountID, id string) { return m.AccountID, m.ID }
 
 func normalizeEmail(e string) (string, error) {
 	e = strings.TrimSpace(e)
@@ -285,7 +242,7 @@ func (s *OrgStore) UpdateMember(accountID, id string, u MemberUpdate) (Member, e
 func (s *OrgStore) leaveWorkspaces(accountID, userID string) {
 	for _, ws := range s.workspaces[accountID] {
 		if _, in := ws.Members[userID]; in {
-			w := ws.clone()
+			w := ws.Clone()
 			delete(w.Members, userID)
 			s.putWorkspace(w)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // OrgStore keeps organizations' workspaces, members and guardrails, and
@@ -63,7 +64,7 @@ func (s *OrgStore) workspaceKind() kernel.Kind {
 	kind := s.workspaces.Kind(prefixWorkspace, nil)
 	kind.Load = func(_, v []byte) error {
 		w := new(Workspace)
-		if err := codec.Decode(v, w, fastWorkspace); err != nil {
+		if err := codec.Decode(v, w, record.FastWorkspace); err != nil {
 			return err
 		}
 		s.workspaces.Put(w)

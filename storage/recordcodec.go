@@ -1,10 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
-	"math"
-
-	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
@@ -35,7 +31,7 @@ func (s *Store) snapKinds() []snapKind {
 		{prefix: prefixMgmtKey, collect: a.collectMgmtKeys, encode: record.EncodeMgmtKey,
 			load: a.loadSnapMgmtKey, dbLoad: a.loadMgmtKey, reset: func() { clear(a.mgmtKeys); clear(a.mgmtIdx) },
 			grow: func(n int) { grow(&a.mgmtKeys, n); grow(&a.mgmtIdx, n) }},
-		{prefix: prefixWorkspace, collect: o.collectWorkspaces, keyOf: workspaceSnapKey, encode: encodeWorkspace,
+		{prefix: prefixWorkspace, collect: o.collectWorkspaces, keyOf: workspaceSnapKey, encode: record.EncodeWorkspace,
 			load: o.loadSnapWorkspace, dbLoad: wsKind.Load, reset: wsKind.Reset},
 	}
 }
@@ -161,118 +157,10 @@ func (s *AccountStore) loadSnapMgmtKey(_, v []byte, strs *codec.StrArena) error 
 	return nil
 }
 
-func encodeWorkspace(b []byte, v any) ([]byte, error) {
-	w := v.(*Workspace)
-	b = codec.AppendBytes(b, w.ID)
-	b = codec.AppendBytes(b, w.AccountID)
-	b = codec.AppendBytes(b, w.Name)
-	b = codec.AppendBytes(b, w.Slug)
-	b = codec.AppendOptStr(b, w.Description)
-	b = codec.AppendOptStr(b, w.CreatedBy)
-	b = codec.AppendBytes(b, w.DefaultGuardrailID)
-	b = codec.AppendOptStr(b, w.DefaultImageModel)
-	b = codec.AppendOptStr(b, w.DefaultProviderSort)
-	b = codec.AppendOptStr(b, w.DefaultTextModel)
-	b = codec.AppendBool(b, w.DisabledServerTools != nil)
-	b = binary.AppendUvarint(b, uint64(len(w.DisabledServerTools)))
-	for _, t := range w.DisabledServerTools {
-		b = codec.AppendBytes(b, t)
-	}
-	b = codec.AppendBool(b, w.IOLoggingAPIKeyIDs != nil)
-	b = binary.AppendUvarint(b, uint64(len(w.IOLoggingAPIKeyIDs)))
-	for _, id := range w.IOLoggingAPIKeyIDs {
-		b = binary.AppendVarint(b, id)
-	}
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w.IOLoggingSamplingRate))
-	b = codec.AppendBool(b, w.IsDataDiscountLoggingEnabled)
-	b = codec.AppendBool(b, w.IsObservabilityBroadcastEnabled)
-	b = codec.AppendBool(b, w.IsObservabilityIOLoggingEnabled)
-	b = codec.AppendBool(b, w.IncludeBYOKInBudgets)
-	var err error
-	b = codec.AppendBinTime(b, w.CreatedAt, &err)
-	b = codec.AppendBool(b, w.UpdatedAt != nil)
-	if w.UpdatedAt != nil {
-		b = codec.AppendBinTime(b, *w.UpdatedAt, &err)
-	}
-	b = binary.AppendUvarint(b, uint64(len(w.Budgets)))
-	for iv, bu := range w.Budgets {
-		b = codec.AppendBytes(b, string(iv))
-		b = codec.AppendBytes(b, bu.ID)
-		b = codec.AppendBytes(b, string(bu.Interval))
-		b = binary.AppendVarint(b, int64(bu.Limit))
-		b = codec.AppendBinTime(b, bu.CreatedAt, &err)
-		b = codec.AppendBinTime(b, bu.UpdatedAt, &err)
-	}
-	b = binary.AppendUvarint(b, uint64(len(w.Members)))
-	for id, m := range w.Members {
-		b = codec.AppendBytes(b, id)
-		b = codec.AppendBytes(b, m.UserID)
-		b = codec.AppendBytes(b, string(m.Role))
-		b = codec.AppendBinTime(b, m.CreatedAt, &err)
-	}
-	return b, err
-}
-
-func decodeWorkspace(v []byte, w *Workspace, strs *codec.StrArena) error {
-	p := codec.NewBinReader(v, strs)
-	w.ID = p.Str()
-	w.AccountID = p.Str()
-	w.Name = p.Str()
-	w.Slug = p.Str()
-	w.Description = p.OptStr()
-	w.CreatedBy = p.OptStr()
-	w.DefaultGuardrailID = p.Str()
-	w.DefaultImageModel = p.OptStr()
-	w.DefaultProviderSort = p.OptStr()
-	w.DefaultTextModel = p.OptStr()
-	if some := p.Bool(); some {
-		w.DisabledServerTools = make([]string, p.Count())
-		for i := range w.DisabledServerTools {
-			w.DisabledServerTools[i] = p.Str()
-		}
-	} else if p.Count() != 0 {
-		p.Fail()
-	}
-	if some := p.Bool(); some {
-		w.IOLoggingAPIKeyIDs = make([]int64, p.Count())
-		for i := range w.IOLoggingAPIKeyIDs {
-			w.IOLoggingAPIKeyIDs[i] = p.Varint()
-		}
-	} else if p.Count() != 0 {
-		p.Fail()
-	}
-	w.IOLoggingSamplingRate = math.Float64frombits(p.Uint64())
-	w.IsDataDiscountLoggingEnabled = p.Bool()
-	w.IsObservabilityBroadcastEnabled = p.Bool()
-	w.IsObservabilityIOLoggingEnabled = p.Bool()
-	w.IncludeBYOKInBudgets = p.Bool()
-	w.CreatedAt = p.Time()
-	if p.Bool() {
-		t := p.Time()
-		w.UpdatedAt = &t
-	}
-	if n := p.Count(); n > 0 {
-		w.Budgets = make(map[BudgetInterval]*WorkspaceBudget, n)
-		for range n {
-			iv := BudgetInterval(p.Str())
-			w.Budgets[iv] = &WorkspaceBudget{ID: p.Str(), Interval: BudgetInterval(p.Str()), Limit: money.Amount(p.Varint()),
-				CreatedAt: p.Time(), UpdatedAt: p.Time()}
-		}
-	}
-	if n := p.Count(); n > 0 {
-		w.Members = make(map[string]*WorkspaceMember, n)
-		for range n {
-			id := p.Str()
-			w.Members[id] = &WorkspaceMember{UserID: p.Str(), Role: MemberRole(p.Str()), CreatedAt: p.Time()}
-		}
-	}
-	return p.Done(true)
-}
-
 // loadSnapWorkspace publishes a workspace as the kind's Load does.
 func (s *OrgStore) loadSnapWorkspace(_, v []byte, strs *codec.StrArena) error {
 	w := new(Workspace)
-	if err := decodeWorkspace(v, w, strs); err != nil {
+	if err := record.DecodeWorkspace(v, w, strs); err != nil {
 		return err
 	}
 	s.workspaces.Put(w)

@@ -22,7 +22,7 @@ var recordDecoders = map[string]struct {
 	"account":    decoderCase(record.FastAccount),
 	"purchase":   decoderCase(record.FastPurchase),
 	"management": decoderCase(record.FastMgmtKey),
-	"workspace":  decoderCase(fastWorkspace),
+	"workspace":  decoderCase(record.FastWorkspace),
 }
 
 func decoderCase[T any](fast func(*codec.Parser, *T) bool) struct {

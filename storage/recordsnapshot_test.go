@@ -396,13 +396,13 @@ func TestRecordCodecs(t *testing.T) {
 		Budgets: map[BudgetInterval]*WorkspaceBudget{"daily": {ID: "b1", Interval: "daily", Limit: 5, CreatedAt: at, UpdatedAt: exp},
 			"monthly": {ID: "b2", Interval: "monthly", Limit: 9, CreatedAt: exp, UpdatedAt: at}},
 		Members: map[string]*WorkspaceMember{"user_1": {UserID: "user_1", Role: MemberRole("admin"), CreatedAt: at}}}
-	roundTrip(t, &full, encodeWorkspace, decodeWorkspace)
-	roundTrip(t, &Workspace{ID: "w2", DisabledServerTools: []string{}, IOLoggingAPIKeyIDs: []int64{}, CreatedAt: at}, encodeWorkspace, decodeWorkspace)
-	roundTrip(t, &Workspace{ID: "w3"}, encodeWorkspace, decodeWorkspace)
-	b, _ := encodeWorkspace(nil, &full)
+	roundTrip(t, &full, record.EncodeWorkspace, record.DecodeWorkspace)
+	roundTrip(t, &Workspace{ID: "w2", DisabledServerTools: []string{}, IOLoggingAPIKeyIDs: []int64{}, CreatedAt: at}, record.EncodeWorkspace, record.DecodeWorkspace)
+	roundTrip(t, &Workspace{ID: "w3"}, record.EncodeWorkspace, record.DecodeWorkspace)
+	b, _ := record.EncodeWorkspace(nil, &full)
 	var w Workspace
 	for n := range len(b) {
-		if decodeWorkspace(b[:n], &w, nil) == nil {
+		if record.DecodeWorkspace(b[:n], &w, nil) == nil {
 			t.Fatalf("a workspace cut to %d of %d bytes decoded", n, len(b))
 		}
 	}

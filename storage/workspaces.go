@@ -1,10 +1,7 @@
 package storage
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,142 +10,45 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-// Workspace divides an account's keys. Every account has a default
-// workspace (Account.DefaultWorkspaceID), which cannot be deleted and whose
-// members are implicitly all of the organization's members.
-type Workspace struct {
-	ID                              string     `json:"id"`
-	AccountID                       string     `json:"account_id"`
-	Name                            string     `json:"name"`
-	Slug                            string     `json:"slug"`
-	Description                     *string    `json:"description"`
-	CreatedBy                       *string    `json:"created_by"`
-	DefaultGuardrailID              string     `json:"default_guardrail_id"`
-	DefaultImageModel               *string    `json:"default_image_model"`
-	DefaultProviderSort             *string    `json:"default_provider_sort"`
-	DefaultTextModel                *string    `json:"default_text_model"`
-	DisabledServerTools             []string   `json:"disabled_server_tools"`
-	IOLoggingAPIKeyIDs              []int64    `json:"io_logging_api_key_ids"`
-	IOLoggingSamplingRate           float64    `json:"io_logging_sampling_rate"`
-	IsDataDiscountLoggingEnabled    bool       `json:"is_data_discount_logging_enabled"`
-	IsObservabilityBroadcastEnabled bool       `json:"is_observability_broadcast_enabled"`
-	IsObservabilityIOLoggingEnabled bool       `json:"is_observability_io_logging_enabled"`
-	IncludeBYOKInBudgets            bool       `json:"include_byok_in_budgets"`
-	CreatedAt                       time.Time  `json:"created_at"`
-	UpdatedAt                       *time.Time `json:"updated_at"`
-	// Budgets by interval: daily, weekly, monthly, or lifetime.
-	Budgets map[BudgetInterval]*WorkspaceBudget `json:"budgets,omitempty"`
-	// Members by user id (explicit memberships; the default workspace's
-	// are implicit).
-	Members map[string]*WorkspaceMember `json:"members,omitempty"`
-	// Usage is the spending of every key of the workspace (persisted in
-	// its own record, scopeUsage).
-	Usage     money.UsageCounters `json:"-"`
-	BYOKUsage money.UsageCounters `json:"-"`
-}
+// The workspace and member records are package record's.
+type (
+	Workspace       = record.Workspace
+	WorkspaceMember = record.WorkspaceMember
+	WorkspaceBudget = record.WorkspaceBudget
+	BudgetInterval  = record.BudgetInterval
+	MemberRole      = record.MemberRole
+	Member          = record.Member
+)
 
-// WorkspaceMember is a member's membership in a workspace.
-type WorkspaceMember struct {
-	UserID    string     `json:"user_id"`
-	Role      MemberRole `json:"role"`
-	CreatedAt time.Time  `json:"created_at"`
-}
+// Budget intervals and member roles.
+const (
+	BudgetDaily    = record.BudgetDaily
+	BudgetWeekly   = record.BudgetWeekly
+	BudgetMonthly  = record.BudgetMonthly
+	BudgetLifetime = record.BudgetLifetime
+
+	RoleAdmin  = record.RoleAdmin
+	RoleMember = record.RoleMember
+)
 
 // MembershipID is the stable public id of a user's membership in a
-// workspace (a UUID derived from both ids).
-func MembershipID(workspaceID, userID string) string {
-	sum := sha256.Sum256([]byte(workspaceID + "/" + userID))
-	sum[6] = sum[6]&0x0f | 0x50
-	sum[8] = sum[8]&0x3f | 0x80
-	h := hex.EncodeToString(sum[:16])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+// workspace.
+func MembershipID(workspaceID, userID string) string { return record.MembershipID(workspaceID, userID) }
 
-// BudgetInterval is a workspace budget's period; BudgetLifetime never resets.
-type BudgetInterval string
+// ParseBudgetInterval accepts the budget intervals' names.
+func ParseBudgetInterval(s string) (BudgetInterval, bool) { return record.ParseBudgetInterval(s) }
 
-const (
-	BudgetDaily    BudgetInterval = "daily"
-	BudgetWeekly   BudgetInterval = "weekly"
-	BudgetMonthly  BudgetInterval = "monthly"
-	BudgetLifetime BudgetInterval = "lifetime"
-)
-
-// budgetOrder lists the intervals from the narrowest to the widest: limits
-// must strictly increase along it.
-var budgetOrder = []BudgetInterval{BudgetDaily, BudgetWeekly, BudgetMonthly, BudgetLifetime}
-
-// ParseBudgetInterval accepts daily, weekly, monthly and lifetime.
-func ParseBudgetInterval(s string) (BudgetInterval, bool) {
-	for _, iv := range budgetOrder {
-		if string(iv) == s {
-			return iv, true
-		}
-	}
-	return "", false
-}
-
-// Interval is the usage window of the budget (IntervalNone: all time).
-func (b BudgetInterval) Interval() money.Interval {
-	if b == BudgetLifetime {
-		return money.IntervalNone
-	}
-	return money.Interval(b)
-}
-
-// WorkspaceBudget caps a workspace's pooled spending over an interval.
-type WorkspaceBudget struct {
-	ID        string         `json:"id"`
-	Interval  BudgetInterval `json:"interval"`
-	Limit     money.Amount   `json:"limit"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
-}
-
-// BudgetUsage is the workspace's spending that counts against budgets of
-// the interval at now.
-func (w *Workspace) BudgetUsage(iv BudgetInterval, now time.Time) money.Amount {
-	used := w.Usage.In(iv.Interval(), now)
-	if w.IncludeBYOKInBudgets {
-		used = money.SpendingSum(used, w.BYOKUsage.In(iv.Interval(), now))
-	}
-	return used
-}
-
-// SortedBudgets returns the budgets from the narrowest interval.
-func (w *Workspace) SortedBudgets() []WorkspaceBudget {
-	var out []WorkspaceBudget
-	for _, iv := range budgetOrder {
-		if b, ok := w.Budgets[iv]; ok {
-			out = append(out, *b)
-		}
-	}
-	return out
-}
-
-// clone copies the workspace with its own maps. Callers hold the kernel's lock.
-func (w *Workspace) clone() *Workspace {
-	c := *w
-	c.Budgets = maps.Clone(w.Budgets)
-	c.Members = maps.Clone(w.Members)
-	if c.Budgets == nil {
-		c.Budgets = map[BudgetInterval]*WorkspaceBudget{}
-	}
-	if c.Members == nil {
-		c.Members = map[string]*WorkspaceMember{}
-	}
-	return &c
-}
+// ParseMemberRole accepts admin and member.
+func ParseMemberRole(s string) (MemberRole, bool) { return record.ParseMemberRole(s) }
 
 const prefixWorkspace = "w/" // w/<account id>/<workspace id>
 
 func workspaceKey(accountID, id string) string {
 	return kernel.RecordKey(prefixWorkspace, accountID, id)
 }
-
-func (w Workspace) RecordIDs() (accountID, id string) { return w.AccountID, w.ID }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
@@ -293,7 +193,7 @@ func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Works
 // slug; fn may return an error to abort.
 func (s *OrgStore) UpdateWorkspace(accountID, ref string, fn func(*Workspace) error) (Workspace, error) {
 	return s.changeWorkspace(accountID, ref, func(cur *Workspace) (*Workspace, error) {
-		w := cur.clone()
+		w := cur.Clone()
 		if err := fn(w); err != nil {
 			return nil, err
 		}
@@ -408,7 +308,7 @@ func (s *OrgStore) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, 
 // budgets that are set.
 func checkBudgetOrder(bs map[BudgetInterval]*WorkspaceBudget) error {
 	var prev *WorkspaceBudget
-	for _, iv := range budgetOrder {
+	for _, iv := range record.BudgetOrder {
 		b, ok := bs[iv]
 		if !ok {
 			continue
@@ -513,7 +413,7 @@ func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []strin
 		if holder != "" {
 			return nil, fmt.Errorf("%w: member %s still has API keys in this workspace", ErrConflict, holder)
 		}
-		w := cur.clone()
+		w := cur.Clone()
 		for _, u := range userIDs {
 			if _, in := w.Members[u]; in {
 				delete(w.Members, u)
@@ -538,7 +438,7 @@ func (s *OrgStore) updateMemberships(accountID, ref string, userIDs []string, fn
 				return nil, fmt.Errorf("%w: user %s is not a member of this organization", ErrNotFound, u)
 			}
 		}
-		w := cur.clone()
+		w := cur.Clone()
 		t := now().UTC()
 		for _, u := range userIDs {
 			fn(w, s.members[accountID][u], t)
