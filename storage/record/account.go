@@ -127,7 +127,7 @@ type APIKey struct {
 	LimitByAdmin    bool `json:"limit_by_admin,omitempty"`
 	DisabledByAdmin bool `json:"disabled_by_admin,omitempty"`
 	// Connect is the app the key was provisioned for through the connect
-	// flow (connect.go); nil for keys created otherwise. Such a key is
+	// flow; nil for keys created otherwise. Such a key is
 	// its member's: management keys cannot change or delete it.
 	Connect *ConnectApp `json:"connect,omitempty"`
 }

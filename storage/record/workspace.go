@@ -38,7 +38,7 @@ type Workspace struct {
 	// are implicit).
 	Members map[string]*WorkspaceMember `json:"members,omitempty"`
 	// Usage is the spending of every key of the workspace (persisted in
-	// its own record, scopeusage.go).
+	// its own record by the store).
 	Usage     money.UsageCounters `json:"-"`
 	BYOKUsage money.UsageCounters `json:"-"`
 }
@@ -171,8 +171,8 @@ type Member struct {
 	Role      MemberRole `json:"role"`
 	Active    bool       `json:"active"`
 	// Usage is the spending of every key the member created: guardrail
-	// budgets assigned to the member cap it (persisted in its own record,
-	// scopeusage.go).
+	// budgets assigned to the member cap it (persisted in its own record by
+	// the store).
 	Usage     money.UsageCounters `json:"-"`
 	BYOKUsage money.UsageCounters `json:"-"`
 	CreatedAt time.Time           `json:"created_at"`
