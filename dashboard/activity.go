@@ -3,6 +3,7 @@ package dashboard
 import (
 	"cmp"
 	"encoding/csv"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -633,8 +634,8 @@ func (x *recentIndex) seed(st *storage.Store, logger *zap.Logger) {
 	wait := seedWait
 	for try := 1; ; try++ {
 		err := storedGenerations(st, func(g storage.Generation) bool { x.add(g); return true })
-		if err == nil {
-			return
+		if err == nil || errors.Is(err, storage.ErrClosed) {
+			return // done, or the store closed (a reload or a stop) under the read
 		}
 		if try == seedTries {
 			logger.Error("the activity page's recent generations lack the stored ones: reading them failed",

@@ -37,6 +37,8 @@ var (
 	// ErrForbidden: the change is never allowed (the default workspace
 	// cannot be deleted).
 	ErrForbidden = errors.New("forbidden")
+	// ErrClosed: a scan begun, or cut short, when the store closed.
+	ErrClosed = kernel.ErrClosed
 )
 
 // ErrNotDurable is returned when a write could not be committed in time; the

@@ -122,6 +122,46 @@ type Kernel struct {
 	// tests assert with it that a read's cost follows its account's
 	// records, not the gateway's.
 	visits atomic.Uint64
+
+	// scans lets Close wait for the scans under way before it closes the
+	// backend, which panics under a scan; scansStop makes each of them
+	// stop at its next record instead of reading on to its end.
+	scans     sync.RWMutex
+	scansStop atomic.Bool
+}
+
+// ErrClosed is the error of a scan begun or cut short by Close.
+var ErrClosed = errors.New("storage closed")
+
+// scanning starts a scan: false after Close began. done ends it.
+func (k *Kernel) scanning() (ok bool) {
+	k.scans.RLock()
+	if k.scansStop.Load() {
+		k.scans.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (k *Kernel) scanDone() { k.scans.RUnlock() }
+
+// stopping wraps a scan's fn so that the scan ends at the next record
+// once Close began.
+func (k *Kernel) stopping(fn func(key, value []byte) (bool, error)) func(key, value []byte) (bool, error) {
+	return func(key, value []byte) (bool, error) {
+		if k.scansStop.Load() {
+			return false, ErrClosed
+		}
+		return fn(key, value)
+	}
+}
+
+// stopScans makes the scans under way stop and waits for them.
+func (k *Kernel) stopScans() {
+	k.scansStop.Store(true)
+	k.scans.Lock()
+	//lint:ignore SA2001 the lock is taken only to wait for the scans' read locks
+	k.scans.Unlock()
 }
 
 // OpenEmbedded opens (or creates) the embedded backend: the Badger
@@ -369,6 +409,7 @@ func (k *Kernel) Close() error {
 	if k.started {
 		<-k.flushDone
 	}
+	k.stopScans()
 	return k.backend.Close()
 }
 
@@ -384,6 +425,7 @@ func (k *Kernel) Crash() error {
 	if k.started {
 		<-k.flushDone
 	}
+	k.stopScans()
 	if c, ok := k.backend.(interface{ crash() error }); ok {
 		return c.crash()
 	}
@@ -425,7 +467,11 @@ func (k *Kernel) Get(key string, decode func(value []byte) error) error {
 // key order (see Backend.Scan for kinds with a Slot), until fn returns
 // false or an error; it reads the backend.
 func (k *Kernel) Scan(prefix string, fn func(key, value []byte) (bool, error)) error {
-	return k.backend.Scan(prefix, fn)
+	if !k.scanning() {
+		return ErrClosed
+	}
+	defer k.scanDone()
+	return k.backend.Scan(prefix, k.stopping(fn))
 }
 
 // SlotScanner is a backend that stores the records of kinds with a Slot
@@ -441,6 +487,11 @@ type SlotScanner interface {
 // (SlotScanner) skips those of the slots before slot; other backends read
 // them too, so the caller still tells them apart.
 func (k *Kernel) ScanFrom(prefix, slot string, fn func(key, value []byte) (bool, error)) error {
+	if !k.scanning() {
+		return ErrClosed
+	}
+	defer k.scanDone()
+	fn = k.stopping(fn)
 	if b, ok := k.backend.(SlotScanner); ok {
 		return b.ScanFrom(prefix, slot, fn)
 	}
