@@ -1,7 +1,7 @@
 package contentfilter
 
 import (
-	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,34 +20,72 @@ import (
 // the span of the original it came from, which is what a redaction
 // replaces. ASCII text is its own copy and costs one pass over its bytes.
 
-// folded is a folded copy of a text: s, and for each of its bytes the
-// span of the original it came from.
+// folded is a folded copy of a text: s, and the pieces that map its
+// bytes back to the spans of the original they came from.
 type folded struct {
-	s          string
-	start, end []int32
+	s      string
+	pieces []piece
+}
+
+// piece is a stretch of a folded copy, from at to the next piece's at:
+// an ASCII run copied as it is (linear: its k-th byte is the original's
+// byte orig+k), or bytes that all come from the original's [orig, end).
+// A copy of a text with a few non-ASCII characters has a few pieces,
+// not an offset per byte.
+type piece struct {
+	at, orig, end int32
+	linear        bool
+}
+
+// piece is the piece that holds byte i of s.
+func (f *folded) piece(i int) *piece {
+	lo, hi := 0, len(f.pieces)
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if int(f.pieces[m].at) <= i {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return &f.pieces[lo]
 }
 
 // span maps s[a:b] back to the original's span.
 func (f *folded) span(a, b int) (int, int) {
-	return int(f.start[a]), int(f.end[b-1])
+	p, q := f.piece(a), f.piece(b-1)
+	start, end := int(p.orig), int(q.end)
+	if p.linear {
+		start += a - int(p.at)
+	}
+	if q.linear {
+		end = int(q.orig) + b - int(q.at)
+	}
+	return start, end
 }
 
 // isASCII reports whether s has no byte above 0x7F.
-func isASCII(s string) bool {
+func isASCII(s string) bool { return asciiPrefix(s) == len(s) }
+
+// asciiPrefix is the length of s's leading run of ASCII bytes, tested
+// sixteen bytes at a time.
+func asciiPrefix(s string) int {
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if x&0x8080808080808080 != 0 {
-			return false
+	for ; i+16 <= len(s); i += 16 {
+		if (load64(s, i)|load64(s, i+8))&0x8080808080808080 != 0 {
+			break
 		}
 	}
-	for ; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
+	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
 	}
-	return true
+	return i
+}
+
+// load64 is s[i:i+8] as a little-endian word (one load).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // fold returns the folded copy of text (for the builtins: with
@@ -66,24 +104,16 @@ func fold(text string, builtin bool) (folded, bool) {
 // what precedes it), so only the stretches from the last ASCII character
 // before non-ASCII text to the next ASCII character go through NFKC.
 func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
-	fl := folder{text: text, builtin: builtin,
-		buf: make([]byte, 0, len(text)), start: make([]int32, 0, len(text)), end: make([]int32, 0, len(text))}
+	fl := folder{text: text, builtin: builtin}
+	fl.buf.Grow(len(text))
 	for i := 0; i < len(text); {
-		j := i
-		for j < len(text) && text[j] < utf8.RuneSelf {
-			j++
-		}
+		j := i + asciiPrefix(text[i:])
 		k := j
 		if j < len(text) && j > i {
 			k = j - 1 // it may compose with the mark that follows
 		}
-		fl.buf = append(fl.buf, text[i:k]...)
-		n := len(fl.start)
-		fl.start = slices.Grow(fl.start, k-i)[:n+k-i]
-		fl.end = slices.Grow(fl.end, k-i)[:n+k-i]
-		for p := i; p < k; p++ {
-			fl.start[n+p-i] = int32(p)
-			fl.end[n+p-i] = int32(p + 1)
+		if k > i {
+			fl.ascii(i, k)
 		}
 		if k == len(text) {
 			break
@@ -95,15 +125,18 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 		fl.normalize(k, m)
 		i = m
 	}
-	return folded{s: string(fl.buf), start: fl.start, end: fl.end}, fl.changed, fl.lookalike
+	if len(fl.pieces) == 0 {
+		fl.pieces = append(fl.pieces, piece{})
+	}
+	return folded{s: fl.buf.String(), pieces: fl.pieces}, fl.changed, fl.lookalike
 }
 
 // folder builds a folded copy.
 type folder struct {
 	text               string
 	builtin            bool
-	buf                []byte
-	start, end         []int32
+	buf                strings.Builder // its String is not a copy
+	pieces             []piece
 	changed, lookalike bool
 	it                 norm.Iter // reused: it is large, and a text may have many stretches
 }
@@ -114,7 +147,6 @@ func (fl *folder) normalize(from, to int) {
 	text := fl.text
 	it := &fl.it
 	it.InitString(norm.NFKC, text[from:to])
-	var enc [utf8.UTFMax]byte
 	// A long expansion comes in pieces that consume no input but the
 	// last: their bytes' ends are known once the input moves on.
 	pending := -1
@@ -124,7 +156,7 @@ func (fl *folder) normalize(from, to int) {
 		p1 := from + it.Pos()
 		if p1 == p0 {
 			if pending < 0 {
-				pending = len(fl.end)
+				pending = len(fl.pieces)
 			}
 			p1 = -1
 		}
@@ -152,23 +184,49 @@ func (fl *folder) normalize(from, to int) {
 			if !keep {
 				continue
 			}
-			m := utf8.EncodeRune(enc[:], out)
-			fl.buf = append(fl.buf, enc[:m]...)
-			for range m {
-				fl.start = append(fl.start, int32(a))
-				fl.end = append(fl.end, int32(b))
+			if out < utf8.RuneSelf && b == a+1 {
+				fl.ascii(a, b)
+				continue
 			}
+			fl.add(a, b)
+			fl.buf.WriteRune(out)
 		}
 		if p1 >= 0 && pending >= 0 {
-			for i := pending; i < len(fl.end); i++ {
-				fl.end[i] = int32(p1)
-			}
+			fl.settle(pending, p1)
 			pending = -1
 		}
 	}
 	if pending >= 0 {
-		for i := pending; i < len(fl.end); i++ {
-			fl.end[i] = int32(to)
+		fl.settle(pending, to)
+	}
+}
+
+// ascii appends the original's ASCII bytes [a, b), copied as they are.
+func (fl *folder) ascii(a, b int) {
+	if n := len(fl.pieces); n == 0 || !fl.pieces[n-1].linear ||
+		int(fl.pieces[n-1].orig)+fl.buf.Len()-int(fl.pieces[n-1].at) != a {
+		fl.pieces = append(fl.pieces, piece{at: int32(fl.buf.Len()), orig: int32(a), linear: true})
+	}
+	fl.buf.WriteString(fl.text[a:b])
+}
+
+// add starts the bytes about to be appended from the original's [a, b)
+// (b < 0: not known yet), unless the last piece already maps there.
+func (fl *folder) add(a, b int) {
+	if n := len(fl.pieces); n > 0 {
+		if p := &fl.pieces[n-1]; !p.linear && b >= 0 && int(p.orig) == a && int(p.end) == b {
+			return
+		}
+	}
+	fl.pieces = append(fl.pieces, piece{at: int32(fl.buf.Len()), orig: int32(a), end: int32(b)})
+}
+
+// settle gives the pieces from the pending-th on, which came before the
+// input moved on, their end.
+func (fl *folder) settle(pending, end int) {
+	for i := pending; i < len(fl.pieces); i++ {
+		if fl.pieces[i].end < 0 {
+			fl.pieces[i].end = int32(end)
 		}
 	}
 }
