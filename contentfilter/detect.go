@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"math/bits"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -143,15 +144,16 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			next[2] = addressAt(s, i, emitAddress)
 		}
 		if m&(tokName|tokInjection) != 0 {
-			j := i + 1
-			for j < len(s) && isLetter(s[j]) {
-				j++
-			}
-			if m&tokName != 0 && i >= next[3] {
-				next[3] = nameAt(s, i, j, emitName)
-			}
-			if m&tokInjection != 0 && i >= next[4] {
-				next[4] = injectionAt(s, i, j, emitInjection)
+			j := wordEnd(s, i+1)
+			// Most words are no cue, name or trigger: one lookup says
+			// so, and neither detector is asked (each would return j).
+			if cl := wordClass(s[i:j]); cl != 0 {
+				if m&tokName != 0 && i >= next[3] && cl&wordName != 0 {
+					next[3] = nameAt(s, i, j, emitName)
+				}
+				if m&tokInjection != 0 && i >= next[4] && cl&wordTrigger != 0 {
+					next[4] = injectionAt(s, i, j, emitInjection)
+				}
 			}
 			// Within the word no detector starts: on from its last letter.
 			i = j - 1
@@ -161,6 +163,69 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			next[4] = tagAt(s, i, emitInjection)
 		}
 	}
+}
+
+// wordEnd is the end of the run of ASCII letters at j, found eight
+// bytes at a time.
+func wordEnd(s string, j int) int {
+	const hi = 0x8080808080808080
+	for ; j+8 <= len(s); j += 8 {
+		v := load64(s, j)
+		x := v&^hi | 0x2020202020202020 // lowercased, if a letter
+		// A byte's high bit: x >= 'a', and not x > 'z' (no byte
+		// carries into the next: each is at most 0x7F).
+		letters := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) &^ v & hi
+		if other := ^letters & hi; other != 0 {
+			return j + bits.TrailingZeros64(other)>>3
+		}
+	}
+	for j < len(s) && isLetter(s[j]) {
+		j++
+	}
+	return j
+}
+
+// What a word may be, by its shape (wordClass): a name or a name's cue
+// (nameAt), or an injection's trigger word (injectionAt).
+const (
+	wordName uint8 = 1 << iota
+	wordTrigger
+)
+
+// wordClasses holds, by a hash of a word's length and its first, second
+// and last letters (any case), what the words of that shape may be: a
+// superset, so that a word whose entry is 0 is none of them.
+var wordClasses = func() (t [1 << 12]uint8) {
+	for _, w := range honorifics {
+		t[wordHash(w)] |= wordName
+	}
+	for _, w := range cueWords {
+		t[wordHash(w)] |= wordName
+	}
+	for w := range firstNames {
+		t[wordHash(w)] |= wordName
+	}
+	for w := range overrideVerbs {
+		t[wordHash(w)] |= wordTrigger
+	}
+	for w := range nextWords {
+		t[wordHash(w)] |= wordTrigger
+	}
+	return t
+}()
+
+// wordHash hashes w (ASCII letters, at least two) by its shape.
+func wordHash(w string) uint32 {
+	k := uint32(len(w)) | uint32(w[0]&31)<<5 | uint32(w[1]&31)<<10 | uint32(w[len(w)-1]&31)<<15
+	return k * 0x9E3779B1 >> 20
+}
+
+// wordClass is what the word w may be (0: none).
+func wordClass(w string) uint8 {
+	if len(w) < 2 || len(w) > 16 {
+		return 0
+	}
+	return wordClasses[wordHash(w)]
 }
 
 // ---- e-mail ----
@@ -707,6 +772,9 @@ func trimNonName(s string, start, end int) int {
 	return end
 }
 
+// honorifics are the titles before a name.
+var honorifics = []string{"Mr", "Mrs", "Ms", "Mx", "Dr", "Prof", "Sir", "Dame", "Madam"}
+
 func honorific(w string) bool {
 	switch w {
 	case "Mr", "Mrs", "Ms", "Mx", "Dr", "Prof", "Sir", "Dame", "Madam":
@@ -714,6 +782,9 @@ func honorific(w string) bool {
 	}
 	return false
 }
+
+// cueWords are the words that may start a name's cue (cueAt).
+var cueWords = []string{"my", "name", "signed", "regards", "patient", "customer", "employee", "sincerely"}
 
 // cueShape is the cheap first test of a cue word: its length and first
 // letter.
