@@ -144,6 +144,70 @@ type folder struct {
 // normalize folds text[from:to], which starts and ends at normalization
 // segment boundaries.
 func (fl *folder) normalize(from, to int) {
+	// (An invalid byte misleads the quick check.)
+	if s := fl.text[from:to]; utf8.ValidString(s) && norm.NFKC.QuickSpanString(s) == len(s) {
+		fl.stable(from, to)
+		return
+	}
+	fl.normalizeSegments(from, to)
+}
+
+// stable folds text[from:to], which NFKC leaves as it is (most text:
+// accented letters, typographic quotes): rune by rune, as
+// normalizeSegments maps a segment NFKC leaves alone, without its
+// copies.
+func (fl *folder) stable(from, to int) {
+	text := fl.text
+	for at := from; at < to; {
+		r, n := utf8.DecodeRuneInString(text[at:])
+		if r < rune(len(inert)) && inert[r] {
+			// Kept as it is, in either copy, and no look-alike.
+			fl.add(at, at+n)
+			fl.buf.WriteString(text[at : at+n])
+			at += n
+			continue
+		}
+		fl.fold(r, at, at+n)
+		at += n
+	}
+}
+
+// fold appends r, which came from the original's [a, b), folded.
+func (fl *folder) fold(r rune, a, b int) {
+	if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
+		_, conf := confusables[r]
+		fl.lookalike = conf || unicode.Is(unicode.Mn, r)
+	}
+	out, keep := foldRune(r, fl.builtin)
+	if out != r || !keep {
+		fl.changed = true
+	}
+	if !keep {
+		return
+	}
+	if out < utf8.RuneSelf && b == a+1 {
+		fl.ascii(a, b)
+		return
+	}
+	fl.add(a, b)
+	fl.buf.WriteRune(out)
+}
+
+// inert marks the runes below U+2100 (Latin, Greek, Cyrillic, general
+// punctuation) that fold to themselves in either copy and are no
+// look-alike: most of the non-ASCII text there is.
+var inert = func() (t [0x2100]bool) {
+	for r := rune(utf8.RuneSelf); r < rune(len(t)); r++ {
+		_, conf := confusables[r]
+		a, keepA := foldRune(r, false)
+		b, keepB := foldRune(r, true)
+		t[r] = !conf && !unicode.Is(unicode.Mn, r) && keepA && keepB && a == r && b == r
+	}
+	return t
+}()
+
+// normalizeSegments is normalize through NFKC's segments.
+func (fl *folder) normalizeSegments(from, to int) {
 	text := fl.text
 	it := &fl.it
 	it.InitString(norm.NFKC, text[from:to])
@@ -173,23 +237,7 @@ func (fl *folder) normalize(from, to int) {
 				a, b = at, at+n
 				at += n
 			}
-			if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
-				_, conf := confusables[r]
-				fl.lookalike = conf || unicode.Is(unicode.Mn, r)
-			}
-			out, keep := foldRune(r, fl.builtin)
-			if out != r || !keep {
-				fl.changed = true
-			}
-			if !keep {
-				continue
-			}
-			if out < utf8.RuneSelf && b == a+1 {
-				fl.ascii(a, b)
-				continue
-			}
-			fl.add(a, b)
-			fl.buf.WriteRune(out)
+			fl.fold(r, a, b)
 		}
 		if p1 >= 0 && pending >= 0 {
 			fl.settle(pending, p1)
