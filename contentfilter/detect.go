@@ -135,7 +135,13 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			continue
 		}
 		if m&tokIP != 0 && i >= next[0] {
-			next[0] = ipAt(s, i, &colon, emitIP)
+			if c > '9' && colon > i+5 {
+				// ipAt's first test: a hex letter starts no IPv6
+				// address that far from the next ':'.
+				next[0] = i + 1
+			} else {
+				next[0] = ipAt(s, i, &colon, emitIP)
+			}
 		}
 		if m&tokNumber != 0 && i >= next[1] {
 			next[1] = numberAt(s, i, kinds, emitNumber)
