@@ -1,9 +1,11 @@
 package contentfilter
 
 import (
+	"maps"
 	"math/bits"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -996,7 +998,7 @@ func overrideVerb(w string) bool {
 		return false
 	}
 	var buf [16]byte
-	return overrideVerbs[string(lowerWord(&buf, w))]
+	return lookupWord(lowerWord(&buf, w)).verb
 }
 
 // overrideAt matches the rest of an override after its verb ending at j:
@@ -1017,10 +1019,11 @@ func overrideAt(s string, j int) int {
 			e++
 		}
 		w := lowerWord(&buf, s[k:e])
-		if overrideObjects[string(w)] {
+		info := lookupWord(w)
+		if info.object {
 			return e
 		}
-		if !overrideFillers[string(w)] {
+		if !info.filler {
 			return -1
 		}
 		pos = e
@@ -1049,12 +1052,12 @@ func injectionTrigger(s string, i, j int) *regexp.Regexp {
 	}
 	var buf [16]byte
 	lw := lowerWord(&buf, w)
-	next, ok := nextWords[string(lw)]
-	if !ok {
+	info := lookupWord(lw)
+	if info.trigger == nil {
 		return nil
 	}
-	re := injectionPhrases[string(lw)]
-	if next == nil {
+	re := info.trigger
+	if info.after < 0 {
 		return re
 	}
 	k := j
@@ -1066,8 +1069,94 @@ func injectionTrigger(s string, i, j int) *regexp.Regexp {
 		e++
 	}
 	var nb [16]byte
-	if next[string(lowerWord(&nb, s[k:e]))] {
+	if lookupWord(lowerWord(&nb, s[k:e])).follows&(1<<info.after) != 0 {
 		return re
 	}
 	return nil
+}
+
+// wordInfo is what the injection detector knows of a word (lowercase):
+// an override's verb, filler or object, a trigger word (its phrases'
+// expression, and the index of the set of words that may follow it; -1:
+// any), and the sets of words following a trigger it is in (a bit per
+// set).
+type wordInfo struct {
+	word                 string
+	verb, filler, object bool
+	trigger              *regexp.Regexp
+	after                int
+	follows              uint32
+}
+
+// words holds the injection detector's words by an FNV hash, open
+// addressing: a lookup hashes a few bytes and compares one or two
+// strings, where a map of each set cost a lookup each.
+var words = func() (t [256]wordInfo) {
+	at := func(w string) *wordInfo {
+		for h := wordFNV([]byte(w)); ; h++ {
+			e := &t[h%uint32(len(t))]
+			if e.word == "" {
+				e.word, e.after = w, -1
+			}
+			if e.word == w {
+				return e
+			}
+		}
+	}
+	for w := range overrideVerbs {
+		at(w).verb = true
+	}
+	for w := range overrideFillers {
+		at(w).filler = true
+	}
+	for w := range overrideObjects {
+		at(w).object = true
+	}
+	// The sets of following words, numbered in the triggers' order.
+	triggers := slices.Sorted(maps.Keys(nextWords))
+	var sets []map[string]bool
+	for _, w := range triggers {
+		e := at(w)
+		e.trigger = injectionPhrases[w]
+		next := nextWords[w]
+		if next == nil {
+			continue
+		}
+		e.after = slices.IndexFunc(sets, func(m map[string]bool) bool { return maps.Equal(m, next) })
+		if e.after < 0 {
+			e.after = len(sets)
+			sets = append(sets, next)
+		}
+		for n := range next {
+			at(n).follows |= 1 << e.after
+		}
+	}
+	return t
+}()
+
+func wordFNV(w []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range w {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+// unknownWord is the info of a word the detector does not know.
+var unknownWord = wordInfo{after: -1}
+
+// lookupWord is the info of w (lowercase; nil: too long to be known).
+func lookupWord(w []byte) *wordInfo {
+	if w == nil {
+		return &unknownWord
+	}
+	for h := wordFNV(w); ; h++ {
+		e := &words[h%uint32(len(words))]
+		if e.word == "" {
+			return &unknownWord
+		}
+		if e.word == string(w) {
+			return e
+		}
+	}
 }
