@@ -272,13 +272,7 @@ func (v *view) matches(r *rule, t string, which int) bool {
 // builtins' copy f (1), as spans of the text.
 func (v *view) appendSpans(spans []span, r *rule, t string, which int, f *folded) []span {
 	if r.tok == 0 {
-		r.each(t, func(a, b int) {
-			if f != nil {
-				a, b = f.span(a, b)
-			}
-			spans = append(spans, span{a, b, r.label})
-		})
-		return spans
+		return appendMatches(spans, r, t, f)
 	}
 	for _, h := range v.tokens(t, which) {
 		if r.tok&h.det != 0 && h.kind == r.number {
@@ -289,6 +283,18 @@ func (v *view) appendSpans(spans []span, r *rule, t string, which int, f *folded
 			spans = append(spans, span{a, b, r.label})
 		}
 	}
+	return spans
+}
+
+// appendMatches is appendSpans for a custom pattern or e-mail, apart:
+// its callback's hold on spans would move every call's spans to the heap.
+func appendMatches(spans []span, r *rule, t string, f *folded) []span {
+	r.each(t, func(a, b int) {
+		if f != nil {
+			a, b = f.span(a, b)
+		}
+		spans = append(spans, span{a, b, r.label})
+	})
 	return spans
 }
 
