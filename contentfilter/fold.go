@@ -1,6 +1,7 @@
 package contentfilter
 
 import (
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -81,6 +82,18 @@ func asciiPrefix(s string) int {
 	return i
 }
 
+// nonASCII counts the bytes of s above 0x7F.
+func nonASCII(s string) int {
+	n, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		n += bits.OnesCount64(load64(s, i) & 0x8080808080808080)
+	}
+	for ; i < len(s); i++ {
+		n += int(s[i] >> 7)
+	}
+	return n
+}
+
 // load64 is s[i:i+8] as a little-endian word (one load).
 func load64(s string, i int) uint64 {
 	s = s[i : i+8]
@@ -106,6 +119,9 @@ func fold(text string, builtin bool) (folded, bool) {
 func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	fl := folder{text: text, builtin: builtin}
 	fl.buf.Grow(len(text))
+	// A non-ASCII rune (two bytes or more) starts a piece and the ASCII
+	// run after it another: about as many as the non-ASCII bytes.
+	fl.pieces = make([]piece, 0, nonASCII(text)+2)
 	for i := 0; i < len(text); {
 		j := i + asciiPrefix(text[i:])
 		k := j
