@@ -161,7 +161,7 @@ type folder struct {
 // segment boundaries.
 func (fl *folder) normalize(from, to int) {
 	// (An invalid byte misleads the quick check.)
-	if s := fl.text[from:to]; utf8.ValidString(s) && norm.NFKC.QuickSpanString(s) == len(s) {
+	if s := fl.text[from:to]; stableRunes(s) || (utf8.ValidString(s) && norm.NFKC.QuickSpanString(s) == len(s)) {
 		fl.stable(from, to)
 		return
 	}
@@ -176,7 +176,7 @@ func (fl *folder) stable(from, to int) {
 	text := fl.text
 	for at := from; at < to; {
 		r, n := utf8.DecodeRuneInString(text[at:])
-		if r < rune(len(inert)) && inert[r] {
+		if r < rune(len(inert)) && inert[r] != 0 {
 			// Kept as it is, in either copy, and no look-alike.
 			fl.add(at, at+n)
 			fl.buf.WriteString(text[at : at+n])
@@ -209,18 +209,46 @@ func (fl *folder) fold(r rune, a, b int) {
 	fl.buf.WriteRune(out)
 }
 
+// stableRunes reports whether s has only ASCII and runes that inert
+// marks stable: it is then in NFKC, without asking NFKC's tables.
+func stableRunes(s string) bool {
+	for _, r := range s {
+		if r >= utf8.RuneSelf && (r >= rune(len(inert)) || inert[r]&stable == 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // inert marks the runes below U+2100 (Latin, Greek, Cyrillic, general
 // punctuation) that fold to themselves in either copy and are no
 // look-alike: most of the non-ASCII text there is.
-var inert = func() (t [0x2100]bool) {
+//
+// stable marks those of them that a text of runes each NFKC leaves alone
+// (quick check yes: none changes, and none combines with what precedes
+// it) is made of.
+var inert = func() (t [0x2100]uint8) {
 	for r := rune(utf8.RuneSelf); r < rune(len(t)); r++ {
 		_, conf := confusables[r]
 		a, keepA := foldRune(r, false)
 		b, keepB := foldRune(r, true)
-		t[r] = !conf && !unicode.Is(unicode.Mn, r) && keepA && keepB && a == r && b == r
+		if conf || unicode.Is(unicode.Mn, r) || !keepA || !keepB || a != r || b != r {
+			continue
+		}
+		t[r] = kept
+		s := string(r)
+		if p := norm.NFKC.PropertiesString(s); norm.NFKC.String(s) == s && p.BoundaryBefore() && p.CCC() == 0 {
+			t[r] |= stable
+		}
 	}
 	return t
 }()
+
+// What inert says of a rune.
+const (
+	kept uint8 = 1 << iota
+	stable
+)
 
 // normalizeSegments is normalize through NFKC's segments.
 func (fl *folder) normalizeSegments(from, to int) {
