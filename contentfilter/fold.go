@@ -176,7 +176,7 @@ func (fl *folder) stable(from, to int) {
 	text := fl.text
 	for at := from; at < to; {
 		r, n := utf8.DecodeRuneInString(text[at:])
-		if r < rune(len(inert)) && inert[r] != 0 {
+		if r < rune(len(inert)) && inert[r]&kept != 0 {
 			// Kept as it is, in either copy, and no look-alike.
 			fl.add(at, at+n)
 			fl.buf.WriteString(text[at : at+n])
@@ -220,22 +220,19 @@ func stableRunes(s string) bool {
 	return true
 }
 
-// inert marks the runes below U+2100 (Latin, Greek, Cyrillic, general
-// punctuation) that fold to themselves in either copy and are no
-// look-alike: most of the non-ASCII text there is.
-//
-// stable marks those of them that a text of runes each NFKC leaves alone
-// (quick check yes: none changes, and none combines with what precedes
-// it) is made of.
+// inert says of each rune below U+2100 (Latin, Greek, Cyrillic, general
+// punctuation: most non-ASCII text) whether it is kept, folding to
+// itself in either copy and no look-alike, and whether it is stable, a
+// rune NFKC leaves alone that combines with nothing before it: a text
+// of such runes and ASCII is in NFKC.
 var inert = func() (t [0x2100]uint8) {
 	for r := rune(utf8.RuneSelf); r < rune(len(t)); r++ {
 		_, conf := confusables[r]
 		a, keepA := foldRune(r, false)
 		b, keepB := foldRune(r, true)
-		if conf || unicode.Is(unicode.Mn, r) || !keepA || !keepB || a != r || b != r {
-			continue
+		if !conf && !unicode.Is(unicode.Mn, r) && keepA && keepB && a == r && b == r {
+			t[r] = kept
 		}
-		t[r] = kept
 		s := string(r)
 		if p := norm.NFKC.PropertiesString(s); norm.NFKC.String(s) == s && p.BoundaryBefore() && p.CCC() == 0 {
 			t[r] |= stable
