@@ -249,20 +249,18 @@ type litScan struct {
 	rank   [1024]uint16
 	at     []int32
 	byPair []int32
-	// tri: bit triHash(t) is set when some string starts with three
-	// bytes that read t with every byte's 0x20 bit set (a letter in
-	// either case reads the same); a text's positions are tested six at
-	// a time, without a branch, before the pairs are looked at.
-	tri [triBits / 64]uint64
+	// tri[triHash(t)] is 1 when some string starts with three bytes
+	// that read t with every byte's 0x20 bit set (a letter in either
+	// case reads the same); a text's positions are tested six at a
+	// time, without a branch, before the pairs are looked at. The
+	// strings' few prefixes set few of its entries, and a text's three
+	// bytes rarely hit one by chance.
+	tri [1 << 12]uint8
 }
-
-// triBits is the size of litScan.tri: the strings' few prefixes set few
-// of its bits, and a text's three bytes rarely hit one by chance.
-const triBits = 1 << 16
 
 // triHash hashes the three bytes of x (the low 24 bits), 0x20 bits set.
 func triHash(x uint64) uint32 {
-	return uint32(x&0xffffff|0x202020) * 0x9E3779B1 >> 16
+	return uint32(x&0xffffff|0x202020) * 0x9E3779B1 >> 20
 }
 
 // asciiLower maps a byte to its ASCII lowercase.
@@ -296,12 +294,11 @@ func pairOf(s string) uint16 { return uint16(s[0])<<8 | uint16(s[1]) }
 // index remakes the pair table from lits.
 func (l *litScan) index() {
 	l.pairs = [1024]uint64{}
-	l.tri = [triBits / 64]uint64{}
+	l.tri = [1 << 12]uint8{}
 	for _, s := range l.lits {
 		p := pairOf(s)
 		l.pairs[p>>6] |= 1 << (p & 63)
-		h := triHash(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16)
-		l.tri[h>>6] |= 1 << (h & 63)
+		l.tri[triHash(uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16)] = 1
 	}
 	n := 0
 	for w := range l.pairs {
@@ -342,13 +339,9 @@ func (l *litScan) scan(text string, found []uint64) {
 	at := 0
 	for ; at+8 <= len(text); at += 6 {
 		w := load64(text, at)
-		hit := l.tri[triHash(w)>>6]>>(triHash(w)&63) |
-			l.tri[triHash(w>>8)>>6]>>(triHash(w>>8)&63) |
-			l.tri[triHash(w>>16)>>6]>>(triHash(w>>16)&63) |
-			l.tri[triHash(w>>24)>>6]>>(triHash(w>>24)&63) |
-			l.tri[triHash(w>>32)>>6]>>(triHash(w>>32)&63) |
-			l.tri[triHash(w>>40)>>6]>>(triHash(w>>40)&63)
-		if hit&1 == 0 {
+		hit := l.tri[triHash(w)] | l.tri[triHash(w>>8)] | l.tri[triHash(w>>16)] |
+			l.tri[triHash(w>>24)] | l.tri[triHash(w>>32)] | l.tri[triHash(w>>40)]
+		if hit == 0 {
 			continue
 		}
 		for k := at; k < at+6; k++ {
