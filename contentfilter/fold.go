@@ -2,9 +2,11 @@ package contentfilter
 
 import (
 	"math/bits"
-	"strings"
+	"slices"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -26,6 +28,26 @@ import (
 type folded struct {
 	s      string
 	pieces []piece
+	bufs   *foldBufs // where s and pieces live, until release
+}
+
+// foldBufs are the buffers of a folded copy, kept in foldPool between
+// copies: a copy is as long as its text (a MiB for a MiB), and a scan is
+// done with it before the next text's.
+type foldBufs struct {
+	buf    []byte
+	pieces []piece
+}
+
+var foldPool sync.Pool
+
+// release hands f's buffers back for another copy: f, its s included,
+// is not to be used after.
+func (f *folded) release() {
+	if f != nil && f.bufs != nil {
+		foldPool.Put(f.bufs)
+		f.bufs = nil
+	}
 }
 
 // piece is a stretch of a folded copy, from at to the next piece's at:
@@ -117,11 +139,14 @@ func fold(text string, builtin bool) (folded, bool) {
 // what precedes it), so only the stretches from the last ASCII character
 // before non-ASCII text to the next ASCII character go through NFKC.
 func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
-	fl := folder{text: text, builtin: builtin}
-	fl.buf.Grow(len(text))
+	bufs, _ := foldPool.Get().(*foldBufs)
+	if bufs == nil {
+		bufs = &foldBufs{}
+	}
 	// A non-ASCII rune (two bytes or more) starts a piece and the ASCII
 	// run after it another: about as many as the non-ASCII bytes.
-	fl.pieces = make([]piece, 0, nonASCII(text)+2)
+	fl := folder{text: text, builtin: builtin,
+		buf: slices.Grow(bufs.buf[:0], len(text)), pieces: slices.Grow(bufs.pieces[:0], nonASCII(text)+2)}
 	for i := 0; i < len(text); {
 		j := i + asciiPrefix(text[i:])
 		k := j
@@ -144,14 +169,17 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	if len(fl.pieces) == 0 {
 		fl.pieces = append(fl.pieces, piece{})
 	}
-	return folded{s: fl.buf.String(), pieces: fl.pieces}, fl.changed, fl.lookalike
+	bufs.buf, bufs.pieces = fl.buf, fl.pieces
+	// s is buf's bytes, not a copy: nothing writes them before release.
+	s := unsafe.String(unsafe.SliceData(fl.buf), len(fl.buf))
+	return folded{s: s, pieces: fl.pieces, bufs: bufs}, fl.changed, fl.lookalike
 }
 
 // folder builds a folded copy.
 type folder struct {
 	text               string
 	builtin            bool
-	buf                strings.Builder // its String is not a copy
+	buf                []byte
 	pieces             []piece
 	changed, lookalike bool
 	it                 norm.Iter // reused: it is large, and a text may have many stretches
@@ -179,7 +207,7 @@ func (fl *folder) stable(from, to int) {
 		if r < rune(len(inert)) && inert[r]&kept != 0 {
 			// Kept as it is, in either copy, and no look-alike.
 			fl.add(at, at+n)
-			fl.buf.WriteString(text[at : at+n])
+			fl.buf = append(fl.buf, text[at:at+n]...)
 			at += n
 			continue
 		}
@@ -206,7 +234,7 @@ func (fl *folder) fold(r rune, a, b int) {
 		return
 	}
 	fl.add(a, b)
-	fl.buf.WriteRune(out)
+	fl.buf = utf8.AppendRune(fl.buf, out)
 }
 
 // stableRunes reports whether s has only ASCII and runes that inert
@@ -293,10 +321,10 @@ func (fl *folder) normalizeSegments(from, to int) {
 // ascii appends the original's ASCII bytes [a, b), copied as they are.
 func (fl *folder) ascii(a, b int) {
 	if n := len(fl.pieces); n == 0 || !fl.pieces[n-1].linear ||
-		int(fl.pieces[n-1].orig)+fl.buf.Len()-int(fl.pieces[n-1].at) != a {
-		fl.pieces = append(fl.pieces, piece{at: int32(fl.buf.Len()), orig: int32(a), linear: true})
+		int(fl.pieces[n-1].orig)+len(fl.buf)-int(fl.pieces[n-1].at) != a {
+		fl.pieces = append(fl.pieces, piece{at: int32(len(fl.buf)), orig: int32(a), linear: true})
 	}
-	fl.buf.WriteString(fl.text[a:b])
+	fl.buf = append(fl.buf, fl.text[a:b]...)
 }
 
 // add starts the bytes about to be appended from the original's [a, b)
@@ -307,7 +335,7 @@ func (fl *folder) add(a, b int) {
 			return
 		}
 	}
-	fl.pieces = append(fl.pieces, piece{at: int32(fl.buf.Len()), orig: int32(a), end: int32(b)})
+	fl.pieces = append(fl.pieces, piece{at: int32(len(fl.buf)), orig: int32(a), end: int32(b)})
 }
 
 // settle gives the pieces from the pending-th on, which came before the

@@ -116,6 +116,7 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		return text
 	}
 	v := view{text: text, ascii: isASCII(text)}
+	defer v.release()
 	for _, g := range s {
 		if g == nil {
 			continue
@@ -230,6 +231,8 @@ func (v *view) copy(builtin bool) *folded {
 		f, changed, lookalike := foldText(v.text, false)
 		if changed {
 			v.plain = &f
+		} else {
+			f.release()
 		}
 		if !lookalike {
 			// The builtins' copy is the same: not made again.
@@ -243,6 +246,8 @@ func (v *view) copy(builtin bool) *folded {
 		v.confOK = true
 		if f, changed := fold(v.text, true); changed {
 			v.builtin = &f
+		} else {
+			f.release()
 		}
 	}
 	return v.builtin
@@ -252,6 +257,14 @@ func (v *view) copy(builtin bool) *folded {
 // one is.
 func (g *Guard) hit(r *rule) *Hit {
 	return &Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
+}
+
+// release hands back the buffers of the view's copies.
+func (v *view) release() {
+	if v.builtin != v.plain {
+		v.builtin.release()
+	}
+	v.plain.release()
 }
 
 // matches reports whether r matches t: the text (which 0) or its
