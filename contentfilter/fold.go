@@ -254,6 +254,7 @@ func stableRunes(s string) bool {
 // rune NFKC leaves alone that combines with nothing before it: a text
 // of such runes and ASCII is in NFKC.
 var inert = func() (t [0x2100]uint8) {
+	var buf [utf8.UTFMax]byte
 	for r := rune(utf8.RuneSelf); r < rune(len(t)); r++ {
 		_, conf := confusables[r]
 		a, keepA := foldRune(r, false)
@@ -261,8 +262,8 @@ var inert = func() (t [0x2100]uint8) {
 		if !conf && !unicode.Is(unicode.Mn, r) && keepA && keepB && a == r && b == r {
 			t[r] = kept
 		}
-		s := string(r)
-		if p := norm.NFKC.PropertiesString(s); norm.NFKC.String(s) == s && p.BoundaryBefore() && p.CCC() == 0 {
+		enc := utf8.AppendRune(buf[:0], r)
+		if p := norm.NFKC.Properties(enc); norm.NFKC.QuickSpan(enc) == len(enc) && p.BoundaryBefore() && p.CCC() == 0 {
 			t[r] |= stable
 		}
 	}
