@@ -333,9 +333,9 @@ func (l *litScan) scan(text string, found []uint64) {
 	if left == 0 || len(text) < 2 {
 		return
 	}
-	// Every string is at least minLiteralLen (3) bytes: one starts at
-	// none of the six positions from at whose three bytes set no bit of
-	// tri.
+	// Every string is at least minLiteralLen (3) bytes: none starts at
+	// a position whose three bytes find 0 in tri, and six positions are
+	// looked up at once.
 	at := 0
 	for ; at+8 <= len(text); at += 6 {
 		w := load64(text, at)
