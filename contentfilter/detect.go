@@ -1,8 +1,11 @@
 package contentfilter
 
 import (
+	"maps"
+	"math/bits"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -134,7 +137,13 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			continue
 		}
 		if m&tokIP != 0 && i >= next[0] {
-			next[0] = ipAt(s, i, &colon, emitIP)
+			if c > '9' && colon > i+5 {
+				// ipAt's first test: a hex letter starts no IPv6
+				// address that far from the next ':'.
+				next[0] = i + 1
+			} else {
+				next[0] = ipAt(s, i, &colon, emitIP)
+			}
 		}
 		if m&tokNumber != 0 && i >= next[1] {
 			next[1] = numberAt(s, i, kinds, emitNumber)
@@ -143,15 +152,16 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			next[2] = addressAt(s, i, emitAddress)
 		}
 		if m&(tokName|tokInjection) != 0 {
-			j := i + 1
-			for j < len(s) && isLetter(s[j]) {
-				j++
-			}
-			if m&tokName != 0 && i >= next[3] {
-				next[3] = nameAt(s, i, j, emitName)
-			}
-			if m&tokInjection != 0 && i >= next[4] {
-				next[4] = injectionAt(s, i, j, emitInjection)
+			j := wordEnd(s, i+1)
+			// Most words are no cue, name or trigger: one lookup says
+			// so, and neither detector is asked (each would return j).
+			if cl := wordClass(s[i:j]); cl != 0 {
+				if m&tokName != 0 && i >= next[3] && cl&wordName != 0 {
+					next[3] = nameAt(s, i, j, emitName)
+				}
+				if m&tokInjection != 0 && i >= next[4] && cl&wordTrigger != 0 {
+					next[4] = injectionAt(s, i, j, emitInjection)
+				}
 			}
 			// Within the word no detector starts: on from its last letter.
 			i = j - 1
@@ -161,6 +171,69 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			next[4] = tagAt(s, i, emitInjection)
 		}
 	}
+}
+
+// wordEnd is the end of the run of ASCII letters at j, found eight
+// bytes at a time.
+func wordEnd(s string, j int) int {
+	const hi = 0x8080808080808080
+	for ; j+8 <= len(s); j += 8 {
+		v := load64(s, j)
+		x := v&^hi | 0x2020202020202020 // lowercased, if a letter
+		// A byte's high bit: x >= 'a', and not x > 'z' (no byte
+		// carries into the next: each is at most 0x7F).
+		letters := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) &^ v & hi
+		if other := ^letters & hi; other != 0 {
+			return j + bits.TrailingZeros64(other)>>3
+		}
+	}
+	for j < len(s) && isLetter(s[j]) {
+		j++
+	}
+	return j
+}
+
+// What a word may be, by its shape (wordClass): a name or a name's cue
+// (nameAt), or an injection's trigger word (injectionAt).
+const (
+	wordName uint8 = 1 << iota
+	wordTrigger
+)
+
+// wordClasses holds, by a hash of a word's length and its first, second
+// and last letters (any case), what the words of that shape may be: a
+// superset, so that a word whose entry is 0 is none of them.
+var wordClasses = func() (t [1 << 12]uint8) {
+	for _, w := range honorifics {
+		t[wordHash(w)] |= wordName
+	}
+	for _, w := range cueWords {
+		t[wordHash(w)] |= wordName
+	}
+	for w := range firstNames {
+		t[wordHash(w)] |= wordName
+	}
+	for w := range overrideVerbs {
+		t[wordHash(w)] |= wordTrigger
+	}
+	for w := range nextWords {
+		t[wordHash(w)] |= wordTrigger
+	}
+	return t
+}()
+
+// wordHash hashes w (ASCII letters, at least two) by its shape.
+func wordHash(w string) uint32 {
+	k := uint32(len(w)) | uint32(w[0]&31)<<5 | uint32(w[1]&31)<<10 | uint32(w[len(w)-1]&31)<<15
+	return k * 0x9E3779B1 >> 20
+}
+
+// wordClass is what the word w may be (0: none).
+func wordClass(w string) uint8 {
+	if len(w) < 2 || len(w) > 16 {
+		return 0
+	}
+	return wordClasses[wordHash(w)]
 }
 
 // ---- e-mail ----
@@ -707,6 +780,9 @@ func trimNonName(s string, start, end int) int {
 	return end
 }
 
+// honorifics are the titles before a name.
+var honorifics = []string{"Mr", "Mrs", "Ms", "Mx", "Dr", "Prof", "Sir", "Dame", "Madam"}
+
 func honorific(w string) bool {
 	switch w {
 	case "Mr", "Mrs", "Ms", "Mx", "Dr", "Prof", "Sir", "Dame", "Madam":
@@ -714,6 +790,9 @@ func honorific(w string) bool {
 	}
 	return false
 }
+
+// cueWords are the words that may start a name's cue (cueAt).
+var cueWords = []string{"my", "name", "signed", "regards", "patient", "customer", "employee", "sincerely"}
 
 // cueShape is the cheap first test of a cue word: its length and first
 // letter.
@@ -919,7 +998,7 @@ func overrideVerb(w string) bool {
 		return false
 	}
 	var buf [16]byte
-	return overrideVerbs[string(lowerWord(&buf, w))]
+	return lookupWord(lowerWord(&buf, w)).verb
 }
 
 // overrideAt matches the rest of an override after its verb ending at j:
@@ -940,10 +1019,11 @@ func overrideAt(s string, j int) int {
 			e++
 		}
 		w := lowerWord(&buf, s[k:e])
-		if overrideObjects[string(w)] {
+		info := lookupWord(w)
+		if info.object {
 			return e
 		}
-		if !overrideFillers[string(w)] {
+		if !info.filler {
 			return -1
 		}
 		pos = e
@@ -972,12 +1052,12 @@ func injectionTrigger(s string, i, j int) *regexp.Regexp {
 	}
 	var buf [16]byte
 	lw := lowerWord(&buf, w)
-	next, ok := nextWords[string(lw)]
-	if !ok {
+	info := lookupWord(lw)
+	if info.trigger == nil {
 		return nil
 	}
-	re := injectionPhrases[string(lw)]
-	if next == nil {
+	re := info.trigger
+	if info.after < 0 {
 		return re
 	}
 	k := j
@@ -989,8 +1069,94 @@ func injectionTrigger(s string, i, j int) *regexp.Regexp {
 		e++
 	}
 	var nb [16]byte
-	if next[string(lowerWord(&nb, s[k:e]))] {
+	if lookupWord(lowerWord(&nb, s[k:e])).follows&(1<<info.after) != 0 {
 		return re
 	}
 	return nil
+}
+
+// wordInfo is what the injection detector knows of a word (lowercase):
+// an override's verb, filler or object, a trigger word (its phrases'
+// expression, and the index of the set of words that may follow it; -1:
+// any), and the sets of words following a trigger it is in (a bit per
+// set).
+type wordInfo struct {
+	word                 string
+	verb, filler, object bool
+	trigger              *regexp.Regexp
+	after                int
+	follows              uint32
+}
+
+// words holds the injection detector's words by an FNV hash, open
+// addressing: a lookup hashes a few bytes and compares one or two
+// strings, where a map of each set cost a lookup each.
+var words = func() (t [256]wordInfo) {
+	at := func(w string) *wordInfo {
+		for h := wordFNV([]byte(w)); ; h++ {
+			e := &t[h%uint32(len(t))]
+			if e.word == "" {
+				e.word, e.after = w, -1
+			}
+			if e.word == w {
+				return e
+			}
+		}
+	}
+	for w := range overrideVerbs {
+		at(w).verb = true
+	}
+	for w := range overrideFillers {
+		at(w).filler = true
+	}
+	for w := range overrideObjects {
+		at(w).object = true
+	}
+	// The sets of following words, numbered in the triggers' order.
+	triggers := slices.Sorted(maps.Keys(nextWords))
+	var sets []map[string]bool
+	for _, w := range triggers {
+		e := at(w)
+		e.trigger = injectionPhrases[w]
+		next := nextWords[w]
+		if next == nil {
+			continue
+		}
+		e.after = slices.IndexFunc(sets, func(m map[string]bool) bool { return maps.Equal(m, next) })
+		if e.after < 0 {
+			e.after = len(sets)
+			sets = append(sets, next)
+		}
+		for n := range next {
+			at(n).follows |= 1 << e.after
+		}
+	}
+	return t
+}()
+
+func wordFNV(w []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range w {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+// unknownWord is the info of a word the detector does not know.
+var unknownWord = wordInfo{after: -1}
+
+// lookupWord is the info of w (lowercase; nil: too long to be known).
+func lookupWord(w []byte) *wordInfo {
+	if w == nil {
+		return &unknownWord
+	}
+	for h := wordFNV(w); ; h++ {
+		e := &words[h%uint32(len(words))]
+		if e.word == "" {
+			return &unknownWord
+		}
+		if e.word == string(w) {
+			return e
+		}
+	}
 }

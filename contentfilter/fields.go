@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 // API is an inbound API: it decides where a request body's text is.
@@ -97,18 +99,20 @@ func (f *Field) Path() string {
 // read it) and token ids are visited as media.
 func Fields(api API, body []byte, visit func(*Field) bool) bool {
 	w := walker{visit: visit}
-	root := gjson.ParseBytes(body)
+	// The walk keeps nothing of body's text past the visit: it is read
+	// in place, not copied.
+	root := gjson.Parse(rawjson.View(body))
 	if !root.IsObject() {
 		return true
 	}
 	roots := apiRoots[api]
 	ok := true
-	root.ForEach(func(k, v gjson.Result) bool {
-		r, in := roots[k.Str]
+	w.forEach(root, func(k string, v gjson.Result) bool {
+		r, in := roots[k]
 		if !in {
 			return true
 		}
-		w.path = append(w.path[:0], seg{key: k.Str})
+		w.path = append(w.path[:0], seg{key: k})
 		switch r {
 		case rootItems:
 			ok = w.items(v)
@@ -123,13 +127,13 @@ func Fields(api API, body []byte, visit func(*Field) bool) bool {
 				ok = w.walk(v, ctx{ident: true})
 			}
 		case rootFormat:
-			if f := v.Get("format"); f.Exists() {
+			if f := w.get(v, "format"); f.Exists() {
 				w.path = append(w.path, seg{key: "format"})
 				ok = w.walk(f, ctx{})
 			}
 		case rootPromptRef:
 			// A stored prompt's variables fill its template.
-			if vars := v.Get("variables"); vars.Exists() {
+			if vars := w.get(v, "variables"); vars.Exists() {
 				w.path = append(w.path, seg{key: "variables"})
 				ok = w.walk(vars, ctx{user: true, data: true})
 			}
@@ -210,7 +214,7 @@ func (w *walker) items(v gjson.Result) bool {
 		if !el.IsObject() {
 			return w.prompt(el) // a list of inputs (embeddings under AnyAPI)
 		}
-		return w.walk(el, ctx{user: el.Get("role").Str == "user"})
+		return w.walk(el, ctx{user: w.get(el, "role").Str == "user"})
 	})
 }
 
@@ -222,7 +226,7 @@ func (w *walker) prompt(v gjson.Result) bool {
 	case v.Type == gjson.Number:
 		return w.emit(v, ctx{user: true}, "tokens")
 	case v.IsArray():
-		if first := v.Get("0"); first.Type == gjson.Number {
+		if first := w.get(v, ""); first.Type == gjson.Number {
 			return w.emit(v, ctx{user: true}, "tokens")
 		}
 		return w.each(v, w.prompt)
@@ -233,7 +237,7 @@ func (w *walker) prompt(v gjson.Result) bool {
 // each walks an array's elements with their indexes on the path.
 func (w *walker) each(v gjson.Result, fn func(gjson.Result) bool) bool {
 	ok, i, depth := true, 0, len(w.path)
-	v.ForEach(func(_, el gjson.Result) bool {
+	w.forEach(v, func(_ string, el gjson.Result) bool {
 		w.path = append(w.path[:depth], seg{idx: i})
 		i++
 		ok = fn(el)
@@ -260,8 +264,8 @@ func (w *walker) walk(v gjson.Result, c ctx) bool {
 func (w *walker) object(v gjson.Result, c ctx) bool {
 	if c.data {
 		ok, depth := true, len(w.path)
-		v.ForEach(func(k, el gjson.Result) bool {
-			w.path = append(w.path[:depth], seg{key: k.Str})
+		w.forEach(v, func(k string, el gjson.Result) bool {
+			w.path = append(w.path[:depth], seg{key: k})
 			ok = w.walk(el, c)
 			return ok
 		})
@@ -271,17 +275,22 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 	// The members are read once: the type (its first "type", as Get
 	// finds it) decides how the others are walked, and a second reading
 	// would scan a long text again.
-	base := len(w.members)
-	typ, typed := "", false
-	v.ForEach(func(k, el gjson.Result) bool {
-		if !typed && k.Str == "type" {
-			typ, typed = el.Str, true
-		}
-		w.members = append(w.members, member{k.Str, el})
-		return true
-	})
-	top := len(w.members)
+	base, top, read := w.read(v)
+	if !read {
+		v.ForEach(func(k, el gjson.Result) bool {
+			w.members = append(w.members, member{k.Str, el})
+			return true
+		})
+		top = len(w.members)
+	}
 	defer func() { w.members = w.members[:base] }()
+	typ := ""
+	for m := base; m < top; m++ {
+		if w.members[m].key == "type" {
+			typ = w.members[m].val.Str
+			break
+		}
+	}
 	if typ == "tool_result" || strings.HasSuffix(typ, "_output") {
 		// A tool's output is not the user's, whoever's turn carries it.
 		c.user = false
@@ -322,13 +331,13 @@ func (w *walker) source(src gjson.Result, parent string, c ctx) bool {
 	}
 	depth := len(w.path)
 	defer func() { w.path = w.path[:depth] }()
-	switch src.Get("type").Str {
+	switch w.get(src, "type").Str {
 	case "text":
 		w.path = append(w.path, seg{key: "data"})
-		return w.walk(src.Get("data"), c)
+		return w.walk(w.get(src, "data"), c)
 	case "content":
 		w.path = append(w.path, seg{key: "content"})
-		return w.walk(src.Get("content"), c)
+		return w.walk(w.get(src, "content"), c)
 	}
 	return w.emit(src, c, media)
 }
@@ -357,9 +366,164 @@ func Texts(api API, body []byte) []string {
 	var out []string
 	Fields(api, body, func(f *Field) bool {
 		if f.Media == "" && !f.Ident && strings.TrimSpace(f.Value.Str) != "" {
-			out = append(out, f.Value.Str)
+			out = append(out, strings.Clone(f.Value.Str)) // not body's bytes
 		}
 		return true
 	})
 	return out
+}
+
+// forEach calls fn with the elements of v, an array, or its members
+// (with their unescaped keys), in order until fn returns false, as
+// gjson's ForEach does. They are read onto w.members first by
+// appendMembers, which skips a string with strings.IndexByte: gjson
+// reads a long string byte by byte once for each container around it. A
+// container that is not well-formed JSON at its level is read by gjson,
+// as it always was.
+func (w *walker) forEach(v gjson.Result, fn func(key string, el gjson.Result) bool) {
+	base, top, ok := w.read(v)
+	if !ok {
+		v.ForEach(func(k, el gjson.Result) bool { return fn(k.Str, el) })
+		return
+	}
+	defer func() { w.members = w.members[:base] }()
+	for m := base; m < top; m++ {
+		if !fn(w.members[m].key, w.members[m].val) {
+			return
+		}
+	}
+}
+
+// read puts v's elements or members on w.members[base:top]; ok is false
+// (nothing put) when v is malformed.
+func (w *walker) read(v gjson.Result) (base, top int, ok bool) {
+	base = len(w.members)
+	w.members, ok = appendMembers(w.members, v)
+	if !ok {
+		w.members = w.members[:base]
+	}
+	return base, len(w.members), ok
+}
+
+// get is v.Get(key) for an object, or (key "") v.Get("0") for an array:
+// its first member key, or its first element.
+func (w *walker) get(v gjson.Result, key string) gjson.Result {
+	base, top, ok := w.read(v)
+	if !ok {
+		if key == "" {
+			key = "0"
+		}
+		return v.Get(key)
+	}
+	defer func() { w.members = w.members[:base] }()
+	for m := base; m < top; m++ {
+		if w.members[m].key == key {
+			return w.members[m].val
+		}
+	}
+	return gjson.Result{}
+}
+
+// appendMembers appends to ms the elements of v, an array, or the
+// members of v, an object, each value with its place (Index); ok is
+// false when v is not an array or object that is well-formed at its own
+// level (its strings and its values' bounds: what is inside a value that
+// is a container is read when it is walked).
+func appendMembers(ms []member, v gjson.Result) (_ []member, ok bool) {
+	raw := v.Raw
+	i := rawjson.SkipSpace(raw, 0)
+	if i >= len(raw) || (raw[i] != '{' && raw[i] != '[') {
+		return ms, false
+	}
+	obj := raw[i] == '{'
+	closing := byte(']')
+	if obj {
+		closing = '}'
+	}
+	i = rawjson.SkipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == closing {
+		return ms, rawjson.SkipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		key := ""
+		if obj {
+			if i >= len(raw) || raw[i] != '"' {
+				return ms, false
+			}
+			end := rawjson.SkipString(raw, i)
+			if end < 0 {
+				return ms, false
+			}
+			key = raw[i+1 : end-1]
+			if strings.IndexByte(key, '\\') >= 0 {
+				key = gjson.Parse(raw[i:end]).Str
+			}
+			i = rawjson.SkipSpace(raw, end)
+			if i >= len(raw) || raw[i] != ':' {
+				return ms, false
+			}
+			i = rawjson.SkipSpace(raw, i+1)
+		}
+		end := valueEnd(raw, i)
+		if end < 0 {
+			return ms, false
+		}
+		el := rawjson.Member(raw[i:end], true)
+		el.Index = v.Index + i
+		ms = append(ms, member{key, el})
+		i = rawjson.SkipSpace(raw, end)
+		switch {
+		case i < len(raw) && raw[i] == ',':
+			i = rawjson.SkipSpace(raw, i+1)
+		case i < len(raw) && raw[i] == closing:
+			return ms, rawjson.SkipSpace(raw, i+1) == len(raw)
+		default:
+			return ms, false
+		}
+	}
+}
+
+// valueEnd is the end of the JSON value at s[i], or -1 when it is not
+// one: a string, a container (its brackets counted as gjson counts
+// them, parentheses too), a number or a literal.
+func valueEnd(s string, i int) int {
+	if i >= len(s) {
+		return -1
+	}
+	switch c := s[i]; {
+	case c == '"':
+		return rawjson.SkipString(s, i)
+	case c == '{' || c == '[':
+		depth := 0
+		for ; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				if i = rawjson.SkipString(s, i); i < 0 {
+					return -1
+				}
+				i--
+			case '{', '[', '(':
+				depth++
+			case '}', ']', ')':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if strings.HasPrefix(s[i:], lit) {
+				return i + len(lit)
+			}
+		}
+		return -1
+	case c == '-' || isDigit(c):
+		j := i + 1
+		for j < len(s) && (isDigit(s[j]) || s[j] == '.' || s[j] == 'e' || s[j] == 'E' || s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		return j
+	}
+	return -1
 }

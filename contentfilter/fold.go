@@ -1,9 +1,12 @@
 package contentfilter
 
 import (
+	"math/bits"
 	"slices"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -20,34 +23,104 @@ import (
 // the span of the original it came from, which is what a redaction
 // replaces. ASCII text is its own copy and costs one pass over its bytes.
 
-// folded is a folded copy of a text: s, and for each of its bytes the
-// span of the original it came from.
+// folded is a folded copy of a text: s, and the pieces that map its
+// bytes back to the spans of the original they came from.
 type folded struct {
-	s          string
-	start, end []int32
+	s      string
+	pieces []piece
+	bufs   *foldBufs // where s and pieces live, until release
+}
+
+// foldBufs are the buffers of a folded copy, kept in foldPool between
+// copies: a copy is as long as its text (a MiB for a MiB), and a scan is
+// done with it before the next text's.
+type foldBufs struct {
+	buf    []byte
+	pieces []piece
+}
+
+var foldPool sync.Pool
+
+// release hands f's buffers back for another copy: f, its s included,
+// is not to be used after.
+func (f *folded) release() {
+	if f != nil && f.bufs != nil {
+		foldPool.Put(f.bufs)
+		f.bufs = nil
+	}
+}
+
+// piece is a stretch of a folded copy, from at to the next piece's at:
+// an ASCII run copied as it is (linear: its k-th byte is the original's
+// byte orig+k), or bytes that all come from the original's [orig, end).
+// A copy of a text with a few non-ASCII characters has a few pieces,
+// not an offset per byte.
+type piece struct {
+	at, orig, end int32
+	linear        bool
+}
+
+// piece is the piece that holds byte i of s.
+func (f *folded) piece(i int) *piece {
+	lo, hi := 0, len(f.pieces)
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if int(f.pieces[m].at) <= i {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return &f.pieces[lo]
 }
 
 // span maps s[a:b] back to the original's span.
 func (f *folded) span(a, b int) (int, int) {
-	return int(f.start[a]), int(f.end[b-1])
+	p, q := f.piece(a), f.piece(b-1)
+	start, end := int(p.orig), int(q.end)
+	if p.linear {
+		start += a - int(p.at)
+	}
+	if q.linear {
+		end = int(q.orig) + b - int(q.at)
+	}
+	return start, end
 }
 
 // isASCII reports whether s has no byte above 0x7F.
-func isASCII(s string) bool {
+func isASCII(s string) bool { return asciiPrefix(s) == len(s) }
+
+// asciiPrefix is the length of s's leading run of ASCII bytes, tested
+// sixteen bytes at a time.
+func asciiPrefix(s string) int {
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if x&0x8080808080808080 != 0 {
-			return false
+	for ; i+16 <= len(s); i += 16 {
+		if (load64(s, i)|load64(s, i+8))&0x8080808080808080 != 0 {
+			break
 		}
+	}
+	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
+	}
+	return i
+}
+
+// nonASCII counts the bytes of s above 0x7F.
+func nonASCII(s string) int {
+	n, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		n += bits.OnesCount64(load64(s, i) & 0x8080808080808080)
 	}
 	for ; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
+		n += int(s[i] >> 7)
 	}
-	return true
+	return n
+}
+
+// load64 is s[i:i+8] as a little-endian word (one load).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // fold returns the folded copy of text (for the builtins: with
@@ -66,24 +139,22 @@ func fold(text string, builtin bool) (folded, bool) {
 // what precedes it), so only the stretches from the last ASCII character
 // before non-ASCII text to the next ASCII character go through NFKC.
 func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
+	bufs, _ := foldPool.Get().(*foldBufs)
+	if bufs == nil {
+		bufs = &foldBufs{}
+	}
+	// A non-ASCII rune (two bytes or more) starts a piece and the ASCII
+	// run after it another: about as many as the non-ASCII bytes.
 	fl := folder{text: text, builtin: builtin,
-		buf: make([]byte, 0, len(text)), start: make([]int32, 0, len(text)), end: make([]int32, 0, len(text))}
+		buf: slices.Grow(bufs.buf[:0], len(text)), pieces: slices.Grow(bufs.pieces[:0], nonASCII(text)+2)}
 	for i := 0; i < len(text); {
-		j := i
-		for j < len(text) && text[j] < utf8.RuneSelf {
-			j++
-		}
+		j := i + asciiPrefix(text[i:])
 		k := j
 		if j < len(text) && j > i {
 			k = j - 1 // it may compose with the mark that follows
 		}
-		fl.buf = append(fl.buf, text[i:k]...)
-		n := len(fl.start)
-		fl.start = slices.Grow(fl.start, k-i)[:n+k-i]
-		fl.end = slices.Grow(fl.end, k-i)[:n+k-i]
-		for p := i; p < k; p++ {
-			fl.start[n+p-i] = int32(p)
-			fl.end[n+p-i] = int32(p + 1)
+		if k > i {
+			fl.ascii(i, k)
 		}
 		if k == len(text) {
 			break
@@ -95,7 +166,13 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 		fl.normalize(k, m)
 		i = m
 	}
-	return folded{s: string(fl.buf), start: fl.start, end: fl.end}, fl.changed, fl.lookalike
+	if len(fl.pieces) == 0 {
+		fl.pieces = append(fl.pieces, piece{})
+	}
+	bufs.buf, bufs.pieces = fl.buf, fl.pieces
+	// s is buf's bytes, not a copy: nothing writes them before release.
+	s := unsafe.String(unsafe.SliceData(fl.buf), len(fl.buf))
+	return folded{s: s, pieces: fl.pieces, bufs: bufs}, fl.changed, fl.lookalike
 }
 
 // folder builds a folded copy.
@@ -103,7 +180,7 @@ type folder struct {
 	text               string
 	builtin            bool
 	buf                []byte
-	start, end         []int32
+	pieces             []piece
 	changed, lookalike bool
 	it                 norm.Iter // reused: it is large, and a text may have many stretches
 }
@@ -111,10 +188,99 @@ type folder struct {
 // normalize folds text[from:to], which starts and ends at normalization
 // segment boundaries.
 func (fl *folder) normalize(from, to int) {
+	// (An invalid byte misleads the quick check.)
+	if s := fl.text[from:to]; stableRunes(s) || (utf8.ValidString(s) && norm.NFKC.QuickSpanString(s) == len(s)) {
+		fl.stable(from, to)
+		return
+	}
+	fl.normalizeSegments(from, to)
+}
+
+// stable folds text[from:to], which NFKC leaves as it is (most text:
+// accented letters, typographic quotes): rune by rune, as
+// normalizeSegments maps a segment NFKC leaves alone, without its
+// copies.
+func (fl *folder) stable(from, to int) {
+	text := fl.text
+	for at := from; at < to; {
+		r, n := utf8.DecodeRuneInString(text[at:])
+		if r < rune(len(inert)) && inert[r]&kept != 0 {
+			// Kept as it is, in either copy, and no look-alike.
+			fl.add(at, at+n)
+			fl.buf = append(fl.buf, text[at:at+n]...)
+			at += n
+			continue
+		}
+		fl.fold(r, at, at+n)
+		at += n
+	}
+}
+
+// fold appends r, which came from the original's [a, b), folded.
+func (fl *folder) fold(r rune, a, b int) {
+	if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
+		_, conf := confusables[r]
+		fl.lookalike = conf || unicode.Is(unicode.Mn, r)
+	}
+	out, keep := foldRune(r, fl.builtin)
+	if out != r || !keep {
+		fl.changed = true
+	}
+	if !keep {
+		return
+	}
+	if out < utf8.RuneSelf && b == a+1 {
+		fl.ascii(a, b)
+		return
+	}
+	fl.add(a, b)
+	fl.buf = utf8.AppendRune(fl.buf, out)
+}
+
+// stableRunes reports whether s has only ASCII and runes that inert
+// marks stable: it is then in NFKC, without asking NFKC's tables.
+func stableRunes(s string) bool {
+	for _, r := range s {
+		if r >= utf8.RuneSelf && (r >= rune(len(inert)) || inert[r]&stable == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// inert says of each rune below U+2100 (Latin, Greek, Cyrillic, general
+// punctuation: most non-ASCII text) whether it is kept, folding to
+// itself in either copy and no look-alike, and whether it is stable, a
+// rune NFKC leaves alone that combines with nothing before it: a text
+// of such runes and ASCII is in NFKC.
+var inert = func() (t [0x2100]uint8) {
+	var buf [utf8.UTFMax]byte
+	for r := rune(utf8.RuneSelf); r < rune(len(t)); r++ {
+		_, conf := confusables[r]
+		a, keepA := foldRune(r, false)
+		b, keepB := foldRune(r, true)
+		if !conf && !unicode.Is(unicode.Mn, r) && keepA && keepB && a == r && b == r {
+			t[r] = kept
+		}
+		enc := utf8.AppendRune(buf[:0], r)
+		if p := norm.NFKC.Properties(enc); norm.NFKC.QuickSpan(enc) == len(enc) && p.BoundaryBefore() && p.CCC() == 0 {
+			t[r] |= stable
+		}
+	}
+	return t
+}()
+
+// What inert says of a rune.
+const (
+	kept uint8 = 1 << iota
+	stable
+)
+
+// normalizeSegments is normalize through NFKC's segments.
+func (fl *folder) normalizeSegments(from, to int) {
 	text := fl.text
 	it := &fl.it
 	it.InitString(norm.NFKC, text[from:to])
-	var enc [utf8.UTFMax]byte
 	// A long expansion comes in pieces that consume no input but the
 	// last: their bytes' ends are known once the input moves on.
 	pending := -1
@@ -124,7 +290,7 @@ func (fl *folder) normalize(from, to int) {
 		p1 := from + it.Pos()
 		if p1 == p0 {
 			if pending < 0 {
-				pending = len(fl.end)
+				pending = len(fl.pieces)
 			}
 			p1 = -1
 		}
@@ -141,34 +307,44 @@ func (fl *folder) normalize(from, to int) {
 				a, b = at, at+n
 				at += n
 			}
-			if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
-				_, conf := confusables[r]
-				fl.lookalike = conf || unicode.Is(unicode.Mn, r)
-			}
-			out, keep := foldRune(r, fl.builtin)
-			if out != r || !keep {
-				fl.changed = true
-			}
-			if !keep {
-				continue
-			}
-			m := utf8.EncodeRune(enc[:], out)
-			fl.buf = append(fl.buf, enc[:m]...)
-			for range m {
-				fl.start = append(fl.start, int32(a))
-				fl.end = append(fl.end, int32(b))
-			}
+			fl.fold(r, a, b)
 		}
 		if p1 >= 0 && pending >= 0 {
-			for i := pending; i < len(fl.end); i++ {
-				fl.end[i] = int32(p1)
-			}
+			fl.settle(pending, p1)
 			pending = -1
 		}
 	}
 	if pending >= 0 {
-		for i := pending; i < len(fl.end); i++ {
-			fl.end[i] = int32(to)
+		fl.settle(pending, to)
+	}
+}
+
+// ascii appends the original's ASCII bytes [a, b), copied as they are.
+func (fl *folder) ascii(a, b int) {
+	if n := len(fl.pieces); n == 0 || !fl.pieces[n-1].linear ||
+		int(fl.pieces[n-1].orig)+len(fl.buf)-int(fl.pieces[n-1].at) != a {
+		fl.pieces = append(fl.pieces, piece{at: int32(len(fl.buf)), orig: int32(a), linear: true})
+	}
+	fl.buf = append(fl.buf, fl.text[a:b]...)
+}
+
+// add starts the bytes about to be appended from the original's [a, b)
+// (b < 0: not known yet), unless the last piece already maps there.
+func (fl *folder) add(a, b int) {
+	if n := len(fl.pieces); n > 0 {
+		if p := &fl.pieces[n-1]; !p.linear && b >= 0 && int(p.orig) == a && int(p.end) == b {
+			return
+		}
+	}
+	fl.pieces = append(fl.pieces, piece{at: int32(len(fl.buf)), orig: int32(a), end: int32(b)})
+}
+
+// settle gives the pieces from the pending-th on, which came before the
+// input moved on, their end.
+func (fl *folder) settle(pending, end int) {
+	for i := pending; i < len(fl.pieces); i++ {
+		if fl.pieces[i].end < 0 {
+			fl.pieces[i].end = int32(end)
 		}
 	}
 }

@@ -249,6 +249,18 @@ type litScan struct {
 	rank   [1024]uint16
 	at     []int32
 	byPair []int32
+	// tri[triHash(t)] is 1 when some string starts with three bytes
+	// that read t with every byte's 0x20 bit set (a letter in either
+	// case reads the same); a text's positions are tested six at a
+	// time, without a branch, before the pairs are looked at. The
+	// strings' few prefixes set few of its entries, and a text's three
+	// bytes rarely hit one by chance.
+	tri [1 << 12]uint8
+}
+
+// triHash hashes the three bytes of x (the low 24 bits), 0x20 bits set.
+func triHash(x uint64) uint32 {
+	return uint32(x&0xffffff|0x202020) * 0x9E3779B1 >> 20
 }
 
 // asciiLower maps a byte to its ASCII lowercase.
@@ -282,9 +294,11 @@ func pairOf(s string) uint16 { return uint16(s[0])<<8 | uint16(s[1]) }
 // index remakes the pair table from lits.
 func (l *litScan) index() {
 	l.pairs = [1024]uint64{}
+	l.tri = [1 << 12]uint8{}
 	for _, s := range l.lits {
 		p := pairOf(s)
 		l.pairs[p>>6] |= 1 << (p & 63)
+		l.tri[triHash(uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16)] = 1
 	}
 	n := 0
 	for w := range l.pairs {
@@ -319,30 +333,52 @@ func (l *litScan) scan(text string, found []uint64) {
 	if left == 0 || len(text) < 2 {
 		return
 	}
-	prev := uint16(asciiLower[text[0]])
-	for i := 1; i < len(text); i++ {
-		c := uint16(asciiLower[text[i]])
-		p := prev<<8 | c
-		prev = c
-		if l.pairs[p>>6]&(1<<(p&63)) == 0 {
+	// Every string is at least minLiteralLen (3) bytes: none starts at
+	// a position whose three bytes find 0 in tri, and six positions are
+	// looked up at once.
+	at := 0
+	for ; at+8 <= len(text); at += 6 {
+		w := load64(text, at)
+		hit := l.tri[triHash(w)] | l.tri[triHash(w>>8)] | l.tri[triHash(w>>16)] |
+			l.tri[triHash(w>>24)] | l.tri[triHash(w>>32)] | l.tri[triHash(w>>40)]
+		if hit == 0 {
 			continue
 		}
-		at := i - 1
-		k := l.slot(p)
-		for _, id := range l.byPair[l.at[k]:l.at[k+1]] {
-			if found[id>>6]&(1<<(id&63)) != 0 {
-				continue
-			}
-			s := l.lits[id]
-			if len(text)-at < len(s) || !hasLowerPrefix(text[at:], s) {
-				continue
-			}
-			found[id>>6] |= 1 << (id & 63)
-			if left--; left == 0 {
+		for k := at; k < at+6; k++ {
+			if l.startsAt(text, k, found, &left) {
 				return
 			}
 		}
 	}
+	for ; at+1 < len(text); at++ {
+		if l.startsAt(text, at, found, &left) {
+			return
+		}
+	}
+}
+
+// startsAt sets in found the strings not found yet that text holds at
+// at, and reports whether none is left to find.
+func (l *litScan) startsAt(text string, at int, found []uint64, left *int) bool {
+	p := uint16(asciiLower[text[at]])<<8 | uint16(asciiLower[text[at+1]])
+	if l.pairs[p>>6]&(1<<(p&63)) == 0 {
+		return false
+	}
+	k := l.slot(p)
+	for _, id := range l.byPair[l.at[k]:l.at[k+1]] {
+		if found[id>>6]&(1<<(id&63)) != 0 {
+			continue
+		}
+		s := l.lits[id]
+		if len(text)-at < len(s) || !hasLowerPrefix(text[at:], s) {
+			continue
+		}
+		found[id>>6] |= 1 << (id & 63)
+		if *left--; *left == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasLowerPrefix reports whether lowerASCII(t) starts with s.

@@ -116,6 +116,7 @@ func (s Set) Text(text string, user bool, res *Result) string {
 		return text
 	}
 	v := view{text: text, ascii: isASCII(text)}
+	defer v.release()
 	for _, g := range s {
 		if g == nil {
 			continue
@@ -139,7 +140,6 @@ func (s Set) Text(text string, user bool, res *Result) string {
 			if r.userOnly && !user {
 				continue
 			}
-			hit := Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
 			f := v.copy(r.slug != "")
 			inText := v.may(g, r, 0, text)
 			inCopy := f != nil && v.may(g, r, 1, f.s)
@@ -155,24 +155,21 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				}
 				if r.action == Block {
 					if res.Block == nil {
-						res.Block = &hit
+						res.Block = g.hit(r)
 					}
 					return text
 				}
-				res.flag(hit)
+				res.flag(*g.hit(r))
 			case Redact:
 				n := len(spans)
 				if inText {
-					v.each(r, text, 0, func(a, b int) { spans = append(spans, span{a, b, r.label}) })
+					spans = v.appendSpans(spans, r, text, 0, nil)
 				}
 				if inCopy {
-					v.each(r, f.s, 1, func(a, b int) {
-						a, b = f.span(a, b)
-						spans = append(spans, span{a, b, r.label})
-					})
+					spans = v.appendSpans(spans, r, f.s, 1, f)
 				}
 				if len(spans) > n && first == nil {
-					first = &hit
+					first = g.hit(r)
 				}
 			}
 		}
@@ -234,6 +231,8 @@ func (v *view) copy(builtin bool) *folded {
 		f, changed, lookalike := foldText(v.text, false)
 		if changed {
 			v.plain = &f
+		} else {
+			f.release()
 		}
 		if !lookalike {
 			// The builtins' copy is the same: not made again.
@@ -247,9 +246,25 @@ func (v *view) copy(builtin bool) *folded {
 		v.confOK = true
 		if f, changed := fold(v.text, true); changed {
 			v.builtin = &f
+		} else {
+			f.release()
 		}
 	}
 	return v.builtin
+}
+
+// hit is what a match of r, one of g's rules, reports; made only when
+// one is.
+func (g *Guard) hit(r *rule) *Hit {
+	return &Hit{GuardrailID: g.ID, GuardrailName: g.Name, Label: r.label, Slug: r.slug, Action: r.action}
+}
+
+// release hands back the buffers of the view's copies.
+func (v *view) release() {
+	if v.builtin != v.plain {
+		v.builtin.release()
+	}
+	v.plain.release()
 }
 
 // matches reports whether r matches t: the text (which 0) or its
@@ -258,28 +273,54 @@ func (v *view) matches(r *rule, t string, which int) bool {
 	if r.tok == 0 {
 		return r.matches(t)
 	}
-	found := false
-	v.each(r, t, which, func(int, int) { found = true })
-	return found
+	for _, h := range v.tokens(t, which) {
+		if r.tok&h.det != 0 && h.kind == r.number {
+			return true
+		}
+	}
+	return false
 }
 
-// each emits r's matches in t; the token builtins share one scan.
-func (v *view) each(r *rule, t string, which int, emit func(a, b int)) {
+// appendSpans appends r's matches in t, the text (which 0) or its
+// builtins' copy f (1), as spans of the text.
+func (v *view) appendSpans(spans []span, r *rule, t string, which int, f *folded) []span {
 	if r.tok == 0 {
-		r.each(t, emit)
-		return
+		return appendMatches(spans, r, t, f)
 	}
+	for _, h := range v.tokens(t, which) {
+		if r.tok&h.det != 0 && h.kind == r.number {
+			a, b := h.start, h.end
+			if f != nil {
+				a, b = f.span(a, b)
+			}
+			spans = append(spans, span{a, b, r.label})
+		}
+	}
+	return spans
+}
+
+// appendMatches is appendSpans for a custom pattern or e-mail, apart:
+// its callback's hold on spans would move every call's spans to the heap.
+func appendMatches(spans []span, r *rule, t string, f *folded) []span {
+	r.each(t, func(a, b int) {
+		if f != nil {
+			a, b = f.span(a, b)
+		}
+		spans = append(spans, span{a, b, r.label})
+	})
+	return spans
+}
+
+// tokens is what the token builtins in force find in t, the text (which
+// 0) or its builtins' copy (1): one scan of it for all of them.
+func (v *view) tokens(t string, which int) []tokHit {
 	if !v.toksOK[which] {
 		v.toksOK[which] = true
 		scanTokens(t, v.want, v.kinds, func(det uint8, kind numberKind, a, b int) {
 			v.toks[which] = append(v.toks[which], tokHit{a, b, det, kind})
 		})
 	}
-	for _, h := range v.toks[which] {
-		if r.tok&h.det != 0 && h.kind == r.number {
-			emit(h.start, h.end)
-		}
-	}
+	return v.toks[which]
 }
 
 func (r *rule) matches(text string) bool {
