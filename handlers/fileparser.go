@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/pdftext"
 )
@@ -151,7 +152,7 @@ var pdfEngines = map[string]bool{"pdf-text": true, "cloudflare-ai": true, "nativ
 // checkFileParserPlugin checks a file-parser plugin entry (at path) that
 // is not disabled: id, enabled and pdf.engine are its members.
 func checkFileParserPlugin(path string, p gjson.Result) *apierror.Error {
-	return checkPluginMembers(path, "file-parser", p, func(name string, v gjson.Result) (bool, *apierror.Error) {
+	return plugin.CheckMembers(path, "file-parser", p, func(name string, v gjson.Result) (bool, *apierror.Error) {
 		if name != "pdf" {
 			return false, nil
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
@@ -210,7 +211,7 @@ func TestCheckFileParserPlugin(t *testing.T) {
 		`[{"id":"file-parser","pdf":{"mode":"x"}}]`:                         "plugins[0].pdf.mode: unknown field of the PDF options",
 		`[{"id":"moderation"},{"id":"file-parser","max_pages":3}]`:          "plugins[1].max_pages: unknown field of the file-parser plugin",
 	} {
-		apiErr := checkPlugins(gjson.Parse(body))
+		apiErr := checkPlugins(gjson.Parse(body), plugin.Registered())
 		if (apiErr == nil) != (want == "") || (apiErr != nil && apiErr.Message != want) {
 			t.Errorf("checkPlugins(%s) = %v, want %q", body, apiErr, want)
 		}

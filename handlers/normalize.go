@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
@@ -54,9 +55,9 @@ func openAIUnsupported(kind dialect.Kind, name string) bool {
 // referencePlugins are the plugins the public API defines (besides the web
 // search plugin, which the WebSearch stage serves, web-fetch, which
 // fetchStage serves, context-compression, middle-out (Route.middleOut),
-// moderation, which Moderation serves, response-healing, which healWriter
-// serves, and file-parser, which parseFiles serves):
-// this gateway offers none of the others.
+// moderation, which Moderation serves, file-parser, which parseFiles
+// serves, and the plugin modules): a name of them that no plugin takes is
+// one this gateway does not offer.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
@@ -77,7 +78,7 @@ var reasoningEfforts = map[string]bool{
 // A plugin the gateway does not offer is a 400 naming it. The body was
 // checked by validateInference; one that needs no change is returned as
 // it is.
-func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
+func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields, plugins plugin.Set) ([]byte, *apierror.Error) {
 	var drop []string
 	var reasoning, streamOptions, tools gjson.Result
 	var toolFields []string // tool_choice, parallel_tool_calls
@@ -88,7 +89,7 @@ func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte
 	for name, raw := range f.EachRaw {
 		switch {
 		case name == "plugins":
-			if apiErr := checkPlugins(gjson.Parse(raw)); apiErr != nil {
+			if apiErr := checkPlugins(gjson.Parse(raw), plugins); apiErr != nil {
 				return nil, apiErr
 			}
 			drop = append(drop, name)
@@ -139,10 +140,11 @@ func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte
 	return f.Rebuild(drop, extra), nil
 }
 
-// checkPlugins refuses every plugin entry that asks for something: the web
-// search plugin is taken out before (tollgate_websearch), and this gateway
-// offers no other.
-func checkPlugins(v gjson.Result) *apierror.Error {
+// checkPlugins checks every plugin entry that asks for something: the
+// gateway's plugins (plugins) check their own, the web search plugin is
+// taken out before (tollgate_websearch), and this gateway offers no
+// other.
+func checkPlugins(v gjson.Result, plugins plugin.Set) *apierror.Error {
 	if v.Type == gjson.Null {
 		return nil
 	}
@@ -165,42 +167,16 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 			}
 		case id.Str == "moderation":
 			// Served before routing reaches a provider (Moderation).
-		case id.Str == "response-healing":
-			apiErr = checkHealingPlugin(path, p) // served on the answer (healWriter)
 		case id.Str == "file-parser":
 			apiErr = checkFileParserPlugin(path, p) // served on the request (parseFiles)
 		case id.Str == "web-fetch":
 			apiErr = checkWebFetchPlugin(path, p) // served before routing (fetchStage)
+		case plugins.Lookup(id.Str) != nil:
+			apiErr = plugins.Lookup(id.Str).CheckEntry(path, p) // a plugin module
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: unknown plugin %q", path, id.Str))
-		}
-		return apiErr == nil
-	})
-	return apiErr
-}
-
-// checkPluginMembers checks the members of a plugin entry (at path) that
-// is not disabled: id, a boolean enabled, and those member knows (it
-// checks their values); any other member is a 400 naming it.
-func checkPluginMembers(path, id string, p gjson.Result, member func(name string, v gjson.Result) (known bool, apiErr *apierror.Error)) *apierror.Error {
-	var apiErr *apierror.Error
-	p.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-		case "enabled":
-			if v.Type != gjson.True && v.Type != gjson.False {
-				apiErr = apierror.BadRequest(path + ".enabled: expected a boolean")
-			}
-		default:
-			known := false
-			if member != nil {
-				known, apiErr = member(k.Str, v)
-			}
-			if !known {
-				apiErr = apierror.BadRequest(fmt.Sprintf("%s.%s: unknown field of the %s plugin", path, k.Str, id))
-			}
 		}
 		return apiErr == nil
 	})

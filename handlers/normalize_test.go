@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
@@ -18,7 +19,7 @@ func normalizeBody(t *testing.T, kind dialect.Kind, body string) (string, *apier
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	out, apiErr := normalizeRequest(kind, []byte(body), f)
+	out, apiErr := normalizeRequest(kind, []byte(body), f, plugin.Registered())
 	if apiErr == nil && !gjson.ValidBytes(out) {
 		t.Fatalf("not JSON: %s", out)
 	}
@@ -95,7 +96,7 @@ func BenchmarkNormalizeRequest(b *testing.B) {
 	f, _ := reqbody.ParseObject(body)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, apiErr := normalizeRequest("chat", body, f); apiErr != nil {
+		if _, apiErr := normalizeRequest("chat", body, f, plugin.Registered()); apiErr != nil {
 			b.Fatal(apiErr)
 		}
 	}

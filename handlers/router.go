@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -70,6 +71,17 @@ type Router struct {
 	random func() float64
 	// fileClient fetches the file parser's file URLs (fetchFile).
 	fileClient *http.Client
+	// plugins are the plugins requests may ask for; nil: those
+	// registered (a router not provisioned, in unit tests).
+	plugins plugin.Set
+}
+
+// pluginSet is the plugins requests may ask for.
+func (rt *Router) pluginSet() plugin.Set {
+	if rt.plugins == nil {
+		return plugin.Registered()
+	}
+	return rt.plugins
 }
 
 // Load balancing modes (Router.LoadBalancing).
@@ -347,7 +359,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		rk.preferAcross(attempts)
 	}
 	routing := rk.routingOf(len(attempts), suffixSorted)
-	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
+	if body, apiErr = normalizeRequest(kind, body, f, rt.pluginSet()); apiErr != nil {
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields

@@ -1,0 +1,118 @@
+// Package plugintest is the conformance suite of the plugin seam: every
+// plugin's tests run it, so the handler can rely on what package plugin
+// promises of a plugin.
+package plugintest
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+)
+
+// Case is what a plugin's suite needs of the plugin under test.
+type Case struct {
+	// Plugin is the plugin, as its module's New makes it and provisioned
+	// as a test needs it.
+	Plugin plugin.Plugin
+	// Kind is a route kind the plugin serves, and Asks a body of that kind
+	// that asks for the plugin and for which Plan returns a Run.
+	Kind dialect.Kind
+	Asks string
+}
+
+// Run runs the conformance tests on c.
+func Run(t *testing.T, c Case) {
+	t.Helper()
+	p := c.Plugin
+	name := p.Name()
+	info := p.CaddyModule()
+	t.Run("module", func(t *testing.T) {
+		if info.ID.Namespace() != plugin.Namespace {
+			t.Errorf("module %s: namespace %q, want %q", info.ID, info.ID.Namespace(), plugin.Namespace)
+		}
+		if info.ID.Name() != strings.ReplaceAll(name, "-", "_") {
+			t.Errorf("module %s: its name is not the plugin's %q with underscores", info.ID, name)
+		}
+		if info.New == nil {
+			t.Fatalf("module %s: no New", info.ID)
+		}
+		fresh := info.New()
+		if reflect.TypeOf(fresh) != reflect.TypeOf(p) {
+			t.Errorf("module %s: New makes a %T, the plugin is a %T", info.ID, fresh, p)
+		}
+		if reflect.TypeOf(fresh).Kind() != reflect.Pointer {
+			t.Errorf("module %s: New makes a %T, not a pointer", info.ID, fresh)
+		}
+		if got, ok := fresh.(plugin.Plugin); !ok || got.Name() != name {
+			t.Errorf("module %s: New's plugin is not named %q", info.ID, name)
+		}
+		// Its JSON configuration reads back as it was written.
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("module %s: marshal: %v", info.ID, err)
+		}
+		back := info.New()
+		if err := caddy.StrictUnmarshalJSON(raw, &back); err != nil {
+			t.Fatalf("module %s: its own JSON %s does not load: %v", info.ID, raw, err)
+		}
+	})
+	t.Run("caddyfile", func(t *testing.T) {
+		u, ok := info.New().(caddyfile.Unmarshaler)
+		if !ok {
+			t.Fatalf("module %s: no UnmarshalCaddyfile", info.ID)
+		}
+		if err := u.UnmarshalCaddyfile(caddyfile.NewTestDispenser(info.ID.Name())); err != nil {
+			t.Errorf("module %s: the bare directive: %v", info.ID, err)
+		}
+		if err := u.UnmarshalCaddyfile(caddyfile.NewTestDispenser(info.ID.Name() + " {\n\tno_such_option\n}")); err == nil {
+			t.Errorf("module %s: an unknown option is accepted", info.ID)
+		}
+	})
+	t.Run("entry", func(t *testing.T) {
+		for _, entry := range []string{`{"id":"` + name + `"}`, `{"id":"` + name + `","enabled":true}`} {
+			if apiErr := p.CheckEntry("plugins[0]", gjson.Parse(entry)); apiErr != nil {
+				t.Errorf("CheckEntry(%s) = %v", entry, apiErr)
+			}
+		}
+		for entry, want := range map[string]string{
+			`{"id":"` + name + `","enabled":1}`:           "plugins[3].enabled: ",
+			`{"id":"` + name + `","no_such_member":true}`: "plugins[3].no_such_member: ",
+		} {
+			apiErr := p.CheckEntry("plugins[3]", gjson.Parse(entry))
+			if apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, want) {
+				t.Errorf("CheckEntry(%s) = %v, want a 400 starting %q", entry, apiErr, want)
+			}
+		}
+	})
+	t.Run("plan", func(t *testing.T) {
+		run, apiErr := p.Plan(&plugin.Request{Kind: c.Kind, Body: []byte(c.Asks)})
+		if apiErr != nil || run == nil {
+			t.Fatalf("Plan(%s) = %v, %v; want a run", c.Asks, run, apiErr)
+		}
+		if w, ok := run.(plugin.Coster); ok && w.Charge() > w.Hold() {
+			t.Errorf("Plan(%s): charges %v, above its hold %v", c.Asks, w.Charge(), w.Hold())
+		}
+		for _, body := range []string{
+			`{"model":"m","messages":[{"role":"user","content":"hello"}]}`,
+			`{"model":"m","plugins":[{"id":"` + name + `","enabled":false}]}`,
+		} {
+			if run, apiErr := p.Plan(&plugin.Request{Kind: c.Kind, Body: []byte(body)}); run != nil || apiErr != nil {
+				t.Errorf("Plan(%s) = %v, %v; want nothing", body, run, apiErr)
+			}
+		}
+	})
+	t.Run("plan allocates nothing unasked", func(t *testing.T) {
+		req := &plugin.Request{Kind: c.Kind, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 100) + `"}]}`)}
+		if n := testing.AllocsPerRun(100, func() { _, _ = p.Plan(req) }); n != 0 {
+			t.Errorf("Plan of a body not naming the plugin: %v allocations", n)
+		}
+	})
+}
