@@ -55,9 +55,8 @@ func openAIUnsupported(kind dialect.Kind, name string) bool {
 // referencePlugins are the plugins the public API defines (besides the web
 // search plugin, which the WebSearch stage serves, web-fetch, which
 // fetchStage serves, context-compression, middle-out (Route.middleOut),
-// moderation, which Moderation serves, file-parser, which parseFiles
-// serves, and the plugin modules): a name of them that no plugin takes is
-// one this gateway does not offer.
+// moderation, which Moderation serves, and the plugin modules): a name of
+// them that no plugin takes is one this gateway does not offer.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
@@ -167,8 +166,6 @@ func checkPlugins(v gjson.Result, plugins plugin.Set) *apierror.Error {
 			}
 		case id.Str == "moderation":
 			// Served before routing reaches a provider (Moderation).
-		case id.Str == "file-parser":
-			apiErr = checkFileParserPlugin(path, p) // served on the request (parseFiles)
 		case id.Str == "web-fetch":
 			apiErr = checkWebFetchPlugin(path, p) // served before routing (fetchStage)
 		case plugins.Lookup(id.Str) != nil:

@@ -27,7 +27,7 @@ func (*pricedPlugin) CheckEntry(path string, entry gjson.Result) *apierror.Error
 	return plugin.CheckMembers(path, "test-priced", entry, nil)
 }
 func (p *pricedPlugin) Plan(req *plugin.Request) (plugin.Run, *apierror.Error) {
-	if _, i := plugin.Entry(req.Body, "test-priced"); i < 0 {
+	if _, i := plugin.Entry(req.Plugins, "test-priced"); i < 0 {
 		return nil, nil
 	}
 	return &pricedRun{price: p.price}, nil

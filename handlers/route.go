@@ -81,7 +81,7 @@ type Route struct {
 	// Anthropic-style attempts: the client's betas on the allow-list.
 	betas string
 	// parsedFields are body's fields when the file parser turned its PDF
-	// parts into text (parseFiles): the prompt's bound counts the text.
+	// parts into text (the file-parser plugin): the prompt's bound counts the text.
 	parsedFields *reqbody.Fields
 
 	// A Responses request for providers that speak only Chat Completions

@@ -273,6 +273,10 @@ type requestState struct {
 	// the first few, in the state's allocation.
 	plugins    []plugin.Run
 	ownPlugins [2]plugin.Run
+	// ownPluginReq is what the plugins see of the request, and ownModels
+	// the route's models in it, in the state's allocation.
+	ownPluginReq plugin.Request
+	ownModels    attemptModels
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -401,13 +405,16 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 // as the stages before left it): st.plugins gets the runs. A request
 // without a plugins array asks the plugins nothing.
 func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
-	if _, ok := st.ownFields.Get("plugins"); !ok {
+	plugins, ok := st.ownFields.Get("plugins")
+	if !ok {
 		return nil
 	}
-	req := plugin.Request{Kind: st.route.Kind, Body: body}
+	st.ownModels = st.route.Attempts
+	req := &st.ownPluginReq
+	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels}
 	st.plugins = st.ownPlugins[:0]
 	for _, p := range t.plugins {
-		run, apiErr := p.Plan(&req)
+		run, apiErr := p.Plan(req)
 		if apiErr != nil {
 			return apiErr
 		}

@@ -10,9 +10,11 @@
 //
 //  1. CheckEntry, when the request's body is checked: the entry's
 //     members, each error a 400 naming its place;
-//  2. Plan, once the request is routed: what the plugin does for this
+//  2. an optional body rewrite (BodyRewriter), once the route's models
+//     are known, before the prompt is counted;
+//  3. Plan, once the request is routed: what the plugin does for this
 //     request, a Run, or nil when nothing;
-//  3. the Run's optional parts: Coster adds to the hold admission takes
+//  4. the Run's optional parts: Coster adds to the hold admission takes
 //     and to the charge settlement makes, and AnswerWrapper rewrites the
 //     answer on its way to the client.
 //
@@ -20,15 +22,17 @@
 package plugin
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -52,13 +56,34 @@ type Plugin interface {
 	Plan(req *Request) (Run, *apierror.Error)
 }
 
-// Request is what a plugin's Plan sees of a routed request.
+// Request is what a plugin sees of a request.
 type Request struct {
 	// Kind is the dialect of the route: the client's API.
 	Kind dialect.Kind
-	// Body is the client's body as the gateway's stages left it, its
-	// plugins array still in it.
+	// Body is the client's body as the gateway's stages left it. Plan
+	// sees it with its plugins array; RewriteBody without.
 	Body []byte
+	// Plugins is the request's plugins array, checked; its zero value
+	// when the request has none.
+	Plugins gjson.Result
+	// Models are the catalog models the route may try.
+	Models Models
+}
+
+// Models are the catalog models a route may try, in its order; a model
+// may be nil (a private endpoint's).
+type Models interface {
+	Len() int
+	At(i int) *catalog.Model
+}
+
+// BodyRewriter is a Plugin that rewrites what the providers receive of
+// every request, whether or not it names the plugin: once the route's
+// models are known and the gateway's own fields are out of the body,
+// before its prompt is counted and filtered. rewritten is false when body
+// is returned as it came.
+type BodyRewriter interface {
+	RewriteBody(ctx context.Context, req *Request) (body []byte, rewritten bool, apiErr *apierror.Error)
 }
 
 // Run is a plugin's part in one request; its optional interfaces say
@@ -152,16 +177,16 @@ var Registered = sync.OnceValue(func() Set {
 	return set
 })
 
-// Entry is the first entry of the request body's plugins array that asks
-// for the plugin of the name (not disabled), and its index; -1: none.
-// The entries were checked. A body that does not hold the name costs a
+// Entry is the first entry of a request's plugins array that asks for
+// the plugin of the name (not disabled), and its index; -1: none. The
+// entries were checked. An array that does not hold the name costs a
 // byte search, no allocation.
-func Entry(body []byte, name string) (gjson.Result, int) {
-	if !bytes.Contains(body, []byte(name)) {
+func Entry(plugins gjson.Result, name string) (gjson.Result, int) {
+	if !strings.Contains(plugins.Raw, name) {
 		return gjson.Result{}, -1
 	}
 	at, i := gjson.Result{}, -1
-	gjson.GetBytes(body, "plugins").ForEach(func(k, p gjson.Result) bool {
+	plugins.ForEach(func(k, p gjson.Result) bool {
 		if p.Get("id").Str == name && p.Get("enabled").Type != gjson.False {
 			at, i = p, int(k.Int())
 			return false

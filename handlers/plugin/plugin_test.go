@@ -53,7 +53,7 @@ func (r stampRun) Hold() money.Amount   { return r.price }
 func (r stampRun) Charge() money.Amount { return r.price }
 
 func (s *stamp) Plan(req *plugin.Request) (plugin.Run, *apierror.Error) {
-	if _, i := plugin.Entry(req.Body, "test-stamp"); i < 0 {
+	if _, i := plugin.Entry(req.Plugins, "test-stamp"); i < 0 {
 		return nil, nil
 	}
 	return &stampRun{price: s.Price}, nil
@@ -72,10 +72,10 @@ func TestEntry(t *testing.T) {
 		`{"plugins":[{"id":"web"},{"id":"test-stamp"}]}`:                                   1,
 		`{"plugins":[{"id":"test-stamp","enabled":false},{"id":"test-stamp","mark":"a"}]}`: 1,
 		`{"plugins":[{"id":"test-stamp","enabled":false}]}`:                                -1,
-		`{"messages":[{"content":"test-stamp"}]}`:                                          -1,
+		`{"messages":[{"content":"test-stamp"}],"plugins":[]}`:                             -1,
 		`{}`: -1,
 	} {
-		if _, i := plugin.Entry([]byte(body), "test-stamp"); i != want {
+		if _, i := plugin.Entry(gjson.Get(body, "plugins"), "test-stamp"); i != want {
 			t.Errorf("Entry(%s) = %d, want %d", body, i, want)
 		}
 	}

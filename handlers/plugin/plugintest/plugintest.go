@@ -4,6 +4,7 @@
 package plugintest
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 )
@@ -23,7 +25,8 @@ type Case struct {
 	// as a test needs it.
 	Plugin plugin.Plugin
 	// Kind is a route kind the plugin serves, and Asks a body of that kind
-	// that asks for the plugin and for which Plan returns a Run.
+	// that asks for the plugin and for which Plan returns a Run; "" for a
+	// plugin whose Plan returns none (it rewrites the body).
 	Kind dialect.Kind
 	Asks string
 }
@@ -93,26 +96,58 @@ func Run(t *testing.T, c Case) {
 		}
 	})
 	t.Run("plan", func(t *testing.T) {
-		run, apiErr := p.Plan(&plugin.Request{Kind: c.Kind, Body: []byte(c.Asks)})
-		if apiErr != nil || run == nil {
-			t.Fatalf("Plan(%s) = %v, %v; want a run", c.Asks, run, apiErr)
-		}
-		if w, ok := run.(plugin.Coster); ok && w.Charge() > w.Hold() {
-			t.Errorf("Plan(%s): charges %v, above its hold %v", c.Asks, w.Charge(), w.Hold())
+		if c.Asks != "" {
+			run, apiErr := p.Plan(Request(c.Kind, c.Asks))
+			if apiErr != nil || run == nil {
+				t.Fatalf("Plan(%s) = %v, %v; want a run", c.Asks, run, apiErr)
+			}
+			if w, ok := run.(plugin.Coster); ok && w.Charge() > w.Hold() {
+				t.Errorf("Plan(%s): charges %v, above its hold %v", c.Asks, w.Charge(), w.Hold())
+			}
 		}
 		for _, body := range []string{
 			`{"model":"m","messages":[{"role":"user","content":"hello"}]}`,
 			`{"model":"m","plugins":[{"id":"` + name + `","enabled":false}]}`,
 		} {
-			if run, apiErr := p.Plan(&plugin.Request{Kind: c.Kind, Body: []byte(body)}); run != nil || apiErr != nil {
+			if run, apiErr := p.Plan(Request(c.Kind, body)); run != nil || apiErr != nil {
 				t.Errorf("Plan(%s) = %v, %v; want nothing", body, run, apiErr)
 			}
 		}
 	})
 	t.Run("plan allocates nothing unasked", func(t *testing.T) {
-		req := &plugin.Request{Kind: c.Kind, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 100) + `"}]}`)}
+		req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
 		if n := testing.AllocsPerRun(100, func() { _, _ = p.Plan(req) }); n != 0 {
 			t.Errorf("Plan of a body not naming the plugin: %v allocations", n)
 		}
 	})
+	if bw, ok := p.(plugin.BodyRewriter); ok {
+		t.Run("rewrite leaves a plain body alone", func(t *testing.T) {
+			req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}]}`)
+			body, rewritten, apiErr := bw.RewriteBody(context.Background(), req)
+			if apiErr != nil || rewritten || &body[0] != &req.Body[0] || len(body) != len(req.Body) {
+				t.Fatalf("RewriteBody of a plain body = %s, %v, %v; want it as it came", body, rewritten, apiErr)
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _, _ = bw.RewriteBody(context.Background(), req) }); n != 0 {
+				t.Errorf("RewriteBody of a plain body: %v allocations", n)
+			}
+		})
+	}
 }
+
+// Request is the request of a route of kind with body, its plugins
+// array read from it, tried on one model that reads text only.
+func Request(kind dialect.Kind, body string) *plugin.Request {
+	return &plugin.Request{Kind: kind, Body: []byte(body), Plugins: gjson.Get(body, "plugins"), Models: Models{textOnly}}
+}
+
+// Models are a route's models, in order.
+type Models []*catalog.Model
+
+// Len implements plugin.Models.
+func (m Models) Len() int { return len(m) }
+
+// At implements plugin.Models.
+func (m Models) At(i int) *catalog.Model { return m[i] }
+
+// textOnly is a catalog model that reads text only.
+var textOnly = &catalog.Model{ID: "plugintest/text", Public: json.RawMessage(`{"architecture":{"input_modalities":["text"]}}`)}

@@ -79,7 +79,7 @@ func (*Healing) CheckEntry(path string, entry gjson.Result) *apierror.Error {
 // Plan implements plugin.Plugin: the request's healing, nil when it asks
 // for no JSON answer.
 func (*Healing) Plan(req *plugin.Request) (plugin.Run, *apierror.Error) {
-	h, apiErr := healingFor(req.Kind, req.Body)
+	h, apiErr := healingFor(req.Kind, req.Body, req.Plugins)
 	if h == nil {
 		return nil, apiErr // not a nil *healing in a non-nil Run
 	}
@@ -94,11 +94,11 @@ type healing struct {
 	w         *healWriter      // the answer's writer
 }
 
-// healingFor is what the request body of a route of kind asks the plugin
-// for; nil when it does not ask for it or asks for no JSON. The plugin
-// entries were checked.
-func healingFor(kind dialect.Kind, body []byte) (*healing, *apierror.Error) {
-	_, asked := plugin.Entry(body, name)
+// healingFor is what the request body of a route of kind, with its
+// plugins array, asks the plugin for; nil when it does not ask for it or
+// asks for no JSON. The plugin entries were checked.
+func healingFor(kind dialect.Kind, body []byte, plugins gjson.Result) (*healing, *apierror.Error) {
+	_, asked := plugin.Entry(plugins, name)
 	if asked < 0 {
 		return nil, nil
 	}

@@ -32,7 +32,7 @@ func TestHealingFor(t *testing.T) {
 		{"word in the prompt only", "chat", `{"messages":[{"role":"user","content":"response-healing"}]}`, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, apiErr := healingFor(dialect.Kind(tc.kind), []byte(tc.body))
+			h, apiErr := healingFor(dialect.Kind(tc.kind), []byte(tc.body), gjson.Get(tc.body, "plugins"))
 			if tc.err != "" {
 				if apiErr == nil || !strings.Contains(apiErr.Message, tc.err) || apiErr.Status != 400 {
 					t.Fatalf("error %v, want %q", apiErr, tc.err)
@@ -71,8 +71,8 @@ func TestCheckEntry(t *testing.T) {
 // A healed answer goes out through the plugin's writer, its length and
 // report set.
 func TestWrapAnswer(t *testing.T) {
-	run, apiErr := new(Healing).Plan(&plugin.Request{Kind: dialect.Chat,
-		Body: []byte(`{"response_format":{"type":"json_object"},"plugins":[{"id":"response-healing"}]}`)})
+	run, apiErr := new(Healing).Plan(plugintest.Request(dialect.Chat,
+		`{"response_format":{"type":"json_object"},"plugins":[{"id":"response-healing"}]}`))
 	if apiErr != nil || run == nil {
 		t.Fatalf("Plan = %v, %v", run, apiErr)
 	}
@@ -125,12 +125,12 @@ func TestHealAnswer(t *testing.T) {
 	}
 }
 
-// A request without the plugin pays a byte search of its body.
+// A request without the plugin pays a byte search of its plugins.
 func BenchmarkHealingForWithout(b *testing.B) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 2000) + `"}],"response_format":{"type":"json_object"}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if h, _ := healingFor("chat", body); h != nil {
+		if h, _ := healingFor("chat", body, gjson.GetBytes(body, "plugins")); h != nil {
 			b.Fatal("healing without the plugin")
 		}
 	}
