@@ -109,7 +109,7 @@ type Route struct {
 	// signs (prepare).
 	sent []byte
 	// anthropicExtra are members of the request the chat body cannot
-	// carry (anthropicFields: top_k) that the dialects
+	// carry (normalize.AnthropicExtra: top_k) that the dialects
 	// translating chat into their own API take: Anthropic's adds them to
 	// the Messages body, the others read them in the chat body.
 	anthropicExtra string

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/normalize"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
@@ -396,7 +397,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		rk.preferAcross(attempts)
 	}
 	routing := rk.routingOf(len(attempts), suffixSorted)
-	if body, apiErr = normalizeRequest(kind, body, f, rt.pluginSet()); apiErr != nil {
+	if body, apiErr = normalize.Body(kind, body, f, rt.pluginSet()); apiErr != nil {
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields
@@ -452,7 +453,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		return nil, apiErr
 	}
 	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
-		route.anthropicExtra = anthropicExtra(f)
+		route.anthropicExtra = normalize.AnthropicExtra(f)
 	}
 	return route, nil
 }
