@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/contract"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -568,7 +569,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 	if model == "" {
 		return body, nil
 	}
-	old := peekJSON(body, "model") // only its place and text are read: no copy
+	old := jsonpeek.Get(body, "model") // only its place and text are read: no copy
 	if old.Type == gjson.String && old.Str == model {
 		return body, nil
 	}
