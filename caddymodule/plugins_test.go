@@ -44,7 +44,7 @@ func (p *outsidePlugin) Provision(caddy.Context) error {
 }
 
 func (*outsidePlugin) UnmarshalCaddyfile(*caddyfile.Dispenser) error { return nil }
-func (*outsidePlugin) Name() string                                 { return "test-outside" }
+func (*outsidePlugin) Name() string                                  { return "test-outside" }
 func (*outsidePlugin) CheckEntry(path string, entry gjson.Result) *apierror.Error {
 	return plugin.CheckMembers(path, "test-outside", entry, nil)
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -76,4 +77,28 @@ func TestPluginSeam(t *testing.T) {
 		WantError(t, http.StatusBadRequest, "plugins[0].x: unknown field of the test-priced plugin")
 	f.send(t, "POST", "/api/v1/chat/completions", f.regular, body+`,"plugins":[{"id":"test-unknown"}]}`).
 		WantError(t, http.StatusBadRequest, `plugins[0].id: unknown plugin "test-unknown"`)
+}
+
+// The handler's own directive reads the plugins block as the tollgate
+// directive does: each plugin by its module name, with its own directive.
+func TestUnmarshalPlugins(t *testing.T) {
+	tg := new(Tollgate)
+	d := caddyfile.NewTestDispenser("tollgate {\n\tmax_body_bytes 10\n\tplugins {\n\t\tresponse_healing\n\t\tfile_parser\n\t}\n\tper_key 1 1m\n}")
+	if err := tg.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	if len(tg.PluginsRaw) != 2 || string(tg.PluginsRaw["response_healing"]) != "{}" || tg.MaxBodyBytes != 10 || tg.PerKey == nil {
+		t.Fatalf("read %+v", tg)
+	}
+	for input, want := range map[string]string{
+		"tollgate {\n\tplugins {\n\t\tno_such\n\t}\n}":                                  "module not registered: tollgate.plugins.no_such",
+		"tollgate {\n\tplugins {\n\t\tresponse_healing x\n\t}\n}":                       "wrong argument count",
+		"tollgate {\n\tplugins {\n\t\tfile_parser\n\t\tfile_parser\n\t}\n}":             "plugins: file_parser configured twice",
+		"tollgate {\n\tplugins {\n\t\tresponse_healing {\n\t\t\tlevel 2\n\t\t}\n\t}\n}": `unknown option "level" of the response_healing plugin`,
+	} {
+		err := new(Tollgate).UnmarshalCaddyfile(caddyfile.NewTestDispenser(input))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", input, err, want)
+		}
+	}
 }
