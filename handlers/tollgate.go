@@ -35,13 +35,19 @@ import (
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (fetchStage, fetchTool), check the body
 //     and plan its route: the model's providers and what each is sent,
-//     changing nothing on the request (Router); plan the moderation
-//     the model or the request needs (Moderation), or serve the model
-//     lists;
-//  4. hold its cost, ask the moderation provider, run a gateway-side
-//     search, send each attempt in turn through reverse_proxy on the
-//     meter's own copy of the request, and charge what the answer used
-//     (Meter).
+//     its body normalized (package normalize) and rewritten by the plugins
+//     that rewrite bodies (the file parser), changing nothing on the
+//     request (Router); plan the moderation the model or the request
+//     needs (Moderation) and the plugins the request asks for
+//     (planPlugins), or serve the model lists;
+//  4. hold its cost and the plugins' (Coster), ask the moderation
+//     provider, run a gateway-side search, send each attempt in turn
+//     through reverse_proxy on the meter's own copy of the request, the
+//     answer through the plugins' writers (AnswerWrapper), and charge what
+//     the answer and the plugins used (Meter).
+//
+// The plugins are Caddy modules in the tollgate.plugins namespace (package
+// plugin), every registered one loaded by Provision.
 //
 // Each attempt goes through Caddy's own reverse_proxy, provisioned inside
 // this handler (HTTPSProxyRaw, HTTPProxyRaw): no route leads to it, and the
