@@ -6,6 +6,8 @@ package plugintest
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,6 +106,9 @@ func Run(t *testing.T, c Case) {
 			if w, ok := run.(plugin.Coster); ok && w.Charge() > w.Hold() {
 				t.Errorf("Plan(%s): charges %v, above its hold %v", c.Asks, w.Charge(), w.Hold())
 			}
+			if aw, ok := run.(plugin.AnswerWrapper); ok {
+				wantErrorPassed(t, aw)
+			}
 		}
 		for _, body := range []string{
 			`{"model":"m","messages":[{"role":"user","content":"hello"}]}`,
@@ -151,3 +156,19 @@ func (m Models) At(i int) *catalog.Model { return m[i] }
 
 // textOnly is a catalog model that reads text only.
 var textOnly = &catalog.Model{ID: "plugintest/text", Public: json.RawMessage(`{"architecture":{"input_modalities":["text"]}}`)}
+
+// wantErrorPassed checks that a provider's error answer goes through the
+// wrapper as it came: its status, type and body.
+func wantErrorPassed(t *testing.T, aw plugin.AnswerWrapper) {
+	t.Helper()
+	const answer = `{"error":{"message":"rate limited","code":429}}`
+	rec := httptest.NewRecorder()
+	w := aw.WrapAnswer(rec)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(answer))
+	aw.FinishAnswer()
+	if rec.Code != http.StatusTooManyRequests || rec.Body.String() != answer || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("an error answer through the wrapper: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}
