@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -137,13 +138,13 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 // setup gives every stage the gateway and the handler's options.
 func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.logger = logger
-	byIP, err := loadCeilings("per_ip", t.PerIP)
+	byIP, err := abuse.Load("per_ip", t.PerIP)
 	if err != nil {
 		return err
 	}
-	byKey, err := loadCeilings("per_key", t.PerKey)
+	byKey, err := abuse.Load("per_key", t.PerKey)
 	if err != nil {
-		byIP.release()
+		byIP.Release()
 		return err
 	}
 	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
@@ -179,7 +180,7 @@ func (t *Tollgate) Validate() error {
 		name string
 		rc   *RateCeiling
 	}{{"per_ip", t.PerIP}, {"per_key", t.PerKey}} {
-		if err := c.rc.validate(c.name); err != nil {
+		if err := c.rc.Validate(c.name); err != nil {
 			return err
 		}
 	}
@@ -205,8 +206,8 @@ func (t *Tollgate) Validate() error {
 // The handler keeps its pointers: requests still draining from the old
 // server during a reload read them, and the buckets are plain memory.
 func (t *Tollgate) Cleanup() error {
-	t.auth.byIP.release()
-	t.auth.byKey.release()
+	t.auth.byIP.Release()
+	t.auth.byKey.Release()
 	return nil
 }
 
