@@ -25,6 +25,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -135,7 +136,8 @@ func (s Set) Validate() error {
 
 // Load loads every plugin module registered with Caddy: those
 // configured (by module name, from the ModuleMap field of mod named
-// field) with their configuration, the others with none.
+// field) with their configuration, the others with none; in the order of
+// their module IDs.
 func Load(ctx caddy.Context, mod any, field string, configured caddy.ModuleMap) (Set, error) {
 	var set Set
 	if len(configured) > 0 {
@@ -161,6 +163,9 @@ func Load(ctx caddy.Context, mod any, field string, configured caddy.ModuleMap) 
 		}
 		set = append(set, p)
 	}
+	// In the order of their module IDs, as Registered: the order Plan is
+	// called in and the answer wrapped in does not follow map order.
+	slices.SortFunc(set, func(a, b Plugin) int { return strings.Compare(string(a.CaddyModule().ID), string(b.CaddyModule().ID)) })
 	return set, set.Validate()
 }
 
