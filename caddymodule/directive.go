@@ -37,6 +37,9 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
+//		plugins {
+//			<plugin module name> [...]
+//		}
 //		<any reverse_proxy subdirective>
 //	}
 //
@@ -67,6 +70,17 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 				continue
 			}
 			name := d.Val()
+			if name == "plugins" {
+				// The handler's; reverse_proxy never sees the block.
+				seg := d.NextSegment()
+				pd := caddyfile.NewDispenser(seg)
+				pd.Next()
+				if err := tg.UnmarshalPlugins(pd); err != nil {
+					return nil, err
+				}
+				d.DeleteN(len(seg))
+				continue
+			}
 			file, line := d.File(), d.Line()
 			args := d.RemainingArgs()
 			known, err := tg.SetOption(name, args)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -302,8 +303,8 @@ func FuzzUsageOfMatchesLookups(f *testing.F) {
 func readAnswerMembersSkipping(body []byte, responses bool) answerMembers {
 	p := newMemberPicker(responses)
 	doc := string(body)
-	ok := eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
-		k := memberKey(doc, keyStart, keyEnd, escaped)
+	ok := jsonpeek.EachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		k := jsonpeek.MemberKey(doc, keyStart, keyEnd, escaped)
 		switch {
 		case k == p.finishKey && p.finishRest != "" && !p.seen[2] && body[start] == '[':
 			if v, found := firstChoiceFinish(body, start, end); found {
@@ -323,14 +324,14 @@ func readAnswerMembersSkipping(body []byte, responses bool) answerMembers {
 }
 
 // layoutBySkipping is the layout of body as a walk that skips every
-// member and tests each value with plainValue finds it; ok is false when
+// member and tests each value with jsonpeek.PlainValue finds it; ok is false when
 // the walk does not reach the end of the top level.
 func layoutBySkipping(body []byte) (l answerLayout, ok bool) {
 	l.plain = true
 	doc := string(body)
-	ok = eachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
-		l.record(memberKey(doc, keyStart, keyEnd, escaped), span{start, end})
-		l.plain = l.plain && !escaped && plainValue(body[start:end])
+	ok = jsonpeek.EachTopMember(body, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		l.record(jsonpeek.MemberKey(doc, keyStart, keyEnd, escaped), span{start, end})
+		l.plain = l.plain && !escaped && jsonpeek.PlainValue(body[start:end])
 		return true
 	})
 	l.plain = l.plain && ok

@@ -13,9 +13,14 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
+
+// RateCeiling is one abuse ceiling: Requests per Window, with bursts up
+// to Burst (package abuse).
+type RateCeiling = abuse.Ceiling
 
 // now is the handlers' clock; tests replace it to cross UTC boundaries.
 var now = time.Now
@@ -45,8 +50,8 @@ type Auth struct {
 
 	gw     gateway.Gateway
 	logger *zap.Logger
-	byIP   *ceilings
-	byKey  *ceilings
+	byIP   *abuse.Buckets
+	byKey  *abuse.Buckets
 }
 
 // Messages of the 401 and 403 answers.
@@ -161,13 +166,13 @@ func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKin
 }
 
 // ceiling takes a token from the named bucket or answers 429.
-func (a *Auth) ceiling(c *ceilings, name, scope string) *apierror.Error {
+func (a *Auth) ceiling(c *abuse.Buckets, name, scope string) *apierror.Error {
 	t := now()
-	ok, next := c.allow(name, t)
+	ok, next := c.Allow(name, t)
 	if ok {
 		return nil
 	}
-	return rateLimitError(&gateway.RateLimited{Limit: int64(c.burst), Reset: next, Scope: "abuse_" + scope}, t)
+	return rateLimitError(&gateway.RateLimited{Limit: int64(c.Burst()), Reset: next, Scope: "abuse_" + scope}, t)
 }
 
 // annotate exposes the identity to logs and later handlers as placeholders

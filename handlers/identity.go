@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -55,12 +56,12 @@ func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
 	if open >= len(doc) || doc[open] != '{' {
 		return dst, false
 	}
-	// Only the values' places are used: peekJSON does not copy them.
-	vals := [3]gjson.Result{peekJSON(doc, "id"), peekJSON(doc, "model")}
+	// Only the values' places are used: jsonpeek.Get does not copy them.
+	vals := [3]gjson.Result{jsonpeek.Get(doc, "id"), jsonpeek.Get(doc, "model")}
 	if mayHaveKey(doc, providerKey) {
 		// Providers rarely name themselves: most answers skip this scan
 		// of the whole document.
-		vals[2] = peekJSON(doc, "provider")
+		vals[2] = jsonpeek.Get(doc, "provider")
 	}
 	var edits [3]splice
 	var have [3]bool

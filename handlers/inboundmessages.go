@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -102,7 +103,7 @@ func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rou
 // hold reports whether it and every event after it wait for the charge:
 // message_delta (the stop reason and the usage), message_stop, error.
 func (mw *meterWriter) messagesEvent(data []byte) (hold bool) {
-	typ := peekJSON(data, "type").Str
+	typ := jsonpeek.Get(data, "type").Str
 	switch typ {
 	case "message_start":
 		m := gjson.GetBytes(data, "message")

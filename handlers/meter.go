@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
@@ -122,6 +123,14 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		// The moderation call, paid in credits (the operator's provider) even by BYOK.
 		if est.Hold, err = addCost(est.Hold, m); err == nil && facts.BYOK {
 			searchCredits, err = addCost(searchCredits, m)
+		}
+	}
+	for _, run := range st.plugins {
+		// The plugins' own work, paid in credits even by BYOK (package plugin).
+		if c, ok := run.(plugin.Coster); ok && err == nil {
+			if est.Hold, err = addCost(est.Hold, c.Hold()); err == nil && facts.BYOK {
+				searchCredits, err = addCost(searchCredits, c.Hold())
+			}
 		}
 	}
 	if err != nil {
@@ -403,6 +412,13 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	if m := st.moderationCost; m > 0 && err == nil {
 		if usage.Extra, err = addCost(usage.Extra, m); err == nil && route.BYOK {
 			credits, err = addCost(credits, m)
+		}
+	}
+	for _, run := range st.plugins {
+		if c, ok := run.(plugin.Coster); ok && err == nil {
+			if usage.Extra, err = addCost(usage.Extra, c.Charge()); err == nil && route.BYOK {
+				credits, err = addCost(credits, c.Charge())
+			}
 		}
 	}
 	var cost money.Amount

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -122,9 +123,9 @@ func usageOf(u gjson.Result, responses bool) usageSeen {
 func usageTokens(raw, in, out string) (prompt, completion int64, promptOK, completionOK, found bool) {
 	var vals [2]string
 	plain := true
-	doc := viewBytes(raw)
-	ok := eachTopMember(doc, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
-		plain = plain && !escaped && plainValue(doc[start:end])
+	doc := jsonpeek.ViewBytes(raw)
+	ok := jsonpeek.EachTopMember(doc, func(keyStart, keyEnd int, escaped bool, start, end int) bool {
+		plain = plain && !escaped && jsonpeek.PlainValue(doc[start:end])
 		k := raw[keyStart:keyEnd]
 		switch {
 		case k == in && vals[0] == "":
@@ -204,7 +205,7 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 		hold = mw.messagesEvent(data) || hold
 	case mw.kind == dialect.Responses:
 		// Compared and measured only: not copied.
-		typ, seq := peekJSON(data, "type").Str, peekJSON(data, "sequence_number")
+		typ, seq := jsonpeek.Get(data, "type").Str, jsonpeek.Get(data, "sequence_number")
 		if seq.Exists() {
 			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, seq.Int()), true
 		}
@@ -392,7 +393,7 @@ type answerMembers struct{ id, usage, finish gjson.Result }
 // values of the first id, model, provider and usage members (a zero span:
 // none). plain reports that gjson's lookups of those members find these
 // very values: the whole top level was walked, and no key has an escape
-// and every value is plain (plainValue), so that gjson skips each member as
+// and every value is plain (jsonpeek.PlainValue), so that gjson skips each member as
 // the walk did.
 type answerLayout struct {
 	id, model, provider, usage span
@@ -445,9 +446,9 @@ func (p *memberPicker) done() bool { return p.seen == [3]bool{true, true, true} 
 func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answerMembers {
 	p := newMemberPicker(responses)
 	l := answerLayout{plain: true}
-	doc := viewString(body)
-	ok := eachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
-		k := memberKey(doc, keyStart, keyEnd, escaped)
+	doc := jsonpeek.ViewString(body)
+	ok := jsonpeek.EachTopValue(body, func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool) {
+		k := jsonpeek.MemberKey(doc, keyStart, keyEnd, escaped)
 		parensKnown, parens := false, false // of the value, when its walk saw
 		switch {
 		case k == p.finishKey && p.finishRest != "" && !p.seen[2] && start < len(body) && body[start] == '[':
@@ -459,13 +460,13 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 				p.m.finish, p.seen[2] = v, true
 			}
 		case k == "id" || k == "usage" || k == p.finishKey:
-			if end = skipJSONValue(body, start); end >= 0 {
-				v := parseSkipped(doc, start, end)
+			if end = jsonpeek.SkipValue(body, start); end >= 0 {
+				v := jsonpeek.ParseSkipped(doc, start, end)
 				v.Index = start
 				p.take(k, v)
 			}
 		default:
-			end = skipJSONValue(body, start)
+			end = jsonpeek.SkipValue(body, start)
 		}
 		if end < 0 {
 			return end, false
@@ -473,10 +474,10 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 		if layout != nil {
 			l.record(k, span{start, end})
 			if parensKnown {
-				// plainValue of the array, as the walk found it.
+				// jsonpeek.PlainValue of the array, as the walk found it.
 				l.plain = l.plain && !escaped && !parens
 			} else {
-				l.plain = l.plain && !escaped && plainValue(body[start:end])
+				l.plain = l.plain && !escaped && jsonpeek.PlainValue(body[start:end])
 			}
 			return end, true
 		}
@@ -491,7 +492,7 @@ func readAnswerMembers(body []byte, responses bool, layout *answerLayout) answer
 		}
 		return p.m
 	}
-	// Not an object eachTopValue can walk: gjson's own iteration, as
+	// Not an object jsonpeek.EachTopValue can walk: gjson's own iteration, as
 	// lenient as the lookups it stands for.
 	return pickByGJSON(doc, responses)
 }
@@ -537,24 +538,24 @@ func (l *answerLayout) record(k string, v span) {
 // skipped and the element read apart.
 //
 // When the walk went through, parensKnown is set and parens is whether the
-// array has a parenthesis outside its strings (plainValue's test), seen on
-// the way: a long text is then read once, not again by plainValue.
+// array has a parenthesis outside its strings (jsonpeek.PlainValue's test), seen on
+// the way: a long text is then read once, not again by jsonpeek.PlainValue.
 func readChoices(body []byte, start int) (end int, finish gjson.Result, found, parens, parensKnown bool) {
-	doc := viewString(body)
+	doc := jsonpeek.ViewString(body)
 	brackets := true // the walk of the element saw the brackets that skipping would
-	elem, _ := walkValues(body, jsoncheck.SkipSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs int) (int, bool) {
-		// skipJSONValue, with the parentheses outside strings noted.
+	elem, _ := jsonpeek.WalkValues(body, jsoncheck.SkipSpace(body, start+1), func(keyStart, keyEnd int, escaped bool, vs int) (int, bool) {
+		// jsonpeek.SkipValue, with the parentheses outside strings noted.
 		ve := -1
 		switch {
 		case vs >= len(body):
 		case body[vs] == '"':
-			ve, _ = skipJSONString(body, vs)
+			ve, _ = jsonpeek.SkipString(body, vs)
 		case body[vs] == '{' || body[vs] == '[':
 			var p bool
-			ve, p = closeJSONContainerParens(body, vs, 0)
+			ve, p = jsonpeek.CloseContainerParens(body, vs, 0)
 			parens = parens || p
 		default:
-			if ve = skipJSONValue(body, vs); ve < 0 {
+			if ve = jsonpeek.SkipValue(body, vs); ve < 0 {
 				break
 			}
 			for _, c := range body[vs:ve] { // a short token
@@ -569,14 +570,14 @@ func readChoices(body []byte, start int) (end int, finish gjson.Result, found, p
 		if ve < 0 {
 			return ve, false
 		}
-		if !found && memberKey(doc, keyStart, keyEnd, escaped) == "finish_reason" {
+		if !found && jsonpeek.MemberKey(doc, keyStart, keyEnd, escaped) == "finish_reason" {
 			finish, found = gjson.Parse(doc[vs:ve]), true
 			finish.Index = vs
 		}
 		return ve, true
 	})
 	if elem < 0 || !brackets {
-		if end = skipJSONValue(body, start); end < 0 {
+		if end = jsonpeek.SkipValue(body, start); end < 0 {
 			return -1, gjson.Result{}, false, false, false
 		}
 		finish, found = firstChoiceFinish(body, start, end)
@@ -584,7 +585,7 @@ func readChoices(body []byte, start int) (end int, finish gjson.Result, found, p
 	}
 	// The first element closed where skipping it would have: the rest of
 	// the array is skipped from there, one bracket deep.
-	end, rest := closeJSONContainerParens(body, elem, 1)
+	end, rest := jsonpeek.CloseContainerParens(body, elem, 1)
 	if end < 0 {
 		return -1, gjson.Result{}, false, false, false
 	}
@@ -595,9 +596,9 @@ func readChoices(body []byte, start int) (end int, finish gjson.Result, found, p
 // the array body[start:end], as gjson's lookup of 0.finish_reason finds it.
 func firstChoiceFinish(body []byte, start, end int) (v gjson.Result, found bool) {
 	arr := body[:end]
-	doc := viewString(body)
-	walkObject(arr, jsoncheck.SkipSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
-		if memberKey(doc, keyStart, keyEnd, escaped) != "finish_reason" {
+	doc := jsonpeek.ViewString(body)
+	jsonpeek.WalkObject(arr, jsoncheck.SkipSpace(arr, start+1), func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+		if jsonpeek.MemberKey(doc, keyStart, keyEnd, escaped) != "finish_reason" {
 			return true
 		}
 		v = gjson.Parse(doc[vs:ve])

@@ -27,7 +27,7 @@ const CompressionHeader = "X-Context-Compression"
 
 // compressionAsked reads the request's transforms and plugins: whether
 // they ask for middle-out compression. transforms other than middle-out
-// are a 400 naming the field (the plugins were checked by checkPlugins).
+// are a 400 naming the field (the plugins were checked by normalize.CheckPlugins).
 func compressionAsked(transforms, plugins gjson.Result) (bool, *apierror.Error) {
 	asked := false
 	if transforms.Exists() && transforms.Type != gjson.Null {

@@ -8,6 +8,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/normalize"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
@@ -99,7 +101,7 @@ func TestCompressionAsked(t *testing.T) {
 			t.Errorf("%s %s: %v %v", tc.transforms, tc.plugins, asked, apiErr)
 		}
 	}
-	if apiErr := checkPlugins(gjson.Parse(`[{"id":"context-compression","engine":"summary"}]`)); apiErr == nil || !strings.Contains(apiErr.Message, "plugins[0].engine") {
+	if apiErr := normalize.CheckPlugins(gjson.Parse(`[{"id":"context-compression","engine":"summary"}]`), plugin.Registered()); apiErr == nil || !strings.Contains(apiErr.Message, "plugins[0].engine") {
 		t.Errorf("engine: %v", apiErr)
 	}
 }

@@ -225,7 +225,7 @@ func (t *Tollgate) moderate(r *http.Request, st *requestState, body []byte) *api
 		return apierror.New(http.StatusServiceUnavailable, "Model "+slug+" requires moderation, and this gateway has no moderation provider")
 	}
 	if route.parsedFields != nil {
-		body = route.body // with the PDFs' text (parseFiles)
+		body = route.body // with the PDFs' text (the file-parser plugin)
 	}
 	texts := contentfilter.Texts(filterAPI(st), body)
 	if len(texts) == 0 {

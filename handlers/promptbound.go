@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -150,14 +151,14 @@ func (c *partCount) items(list gjson.Result) {
 		return
 	}
 	raw := list.Raw
-	doc := viewBytes(raw)
-	eachElement(doc, 0, func(start int) (int, bool) {
+	doc := jsonpeek.ViewBytes(raw)
+	jsonpeek.EachElement(doc, 0, func(start int) (int, bool) {
 		if doc[start] != '{' {
-			return skipJSONValue(doc, start), true
+			return jsonpeek.SkipValue(doc, start), true
 		}
 		var typ string
-		end, _ := walkObject(doc, start, func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
-			switch memberKey(raw, keyStart, keyEnd, escaped) {
+		end, _ := jsonpeek.WalkObject(doc, start, func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+			switch jsonpeek.MemberKey(raw, keyStart, keyEnd, escaped) {
 			case "type":
 				typ = gjson.Parse(raw[vs:ve]).Str
 			case "content", "output": // a message's parts, a tool output's
@@ -192,15 +193,15 @@ func (c *partCount) item(typ string) {
 // parts counts the parts of one message content or tool output, given as
 // its JSON text; a string holds no parts.
 func (c *partCount) parts(content string) {
-	doc := viewBytes(content)
-	eachElement(doc, 0, func(start int) (int, bool) {
+	doc := jsonpeek.ViewBytes(content)
+	jsonpeek.EachElement(doc, 0, func(start int) (int, bool) {
 		if doc[start] != '{' {
 			c.part("") // as gjson reads a part that is not an object
-			return skipJSONValue(doc, start), true
+			return jsonpeek.SkipValue(doc, start), true
 		}
 		var typ, inner string
-		end, _ := walkObject(doc, start, func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
-			switch memberKey(content, keyStart, keyEnd, escaped) {
+		end, _ := jsonpeek.WalkObject(doc, start, func(keyStart, keyEnd int, escaped bool, vs, ve int) bool {
+			switch jsonpeek.MemberKey(content, keyStart, keyEnd, escaped) {
 			case "type":
 				typ = gjson.Parse(content[vs:ve]).Str
 			case "content":

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,8 +10,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
 func jsonString(s string) string {
@@ -181,4 +184,23 @@ func FuzzPartCountMatchesGJSON(f *testing.F) {
 			t.Fatalf("%s: walk %+v, gjson %+v", list, got, want)
 		}
 	})
+}
+
+// A PDF part leaves the prompt's bound to the context window; the text
+// the file parser made of it is bounded by its bytes.
+func TestPromptBoundOfParsedFile(t *testing.T) {
+	const text = "Revenue grew 12% in Q3."
+	body := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Summarize:"},{"type":"file","file":{"filename":"q3.pdf","file_data":"data:application/pdf;base64,` +
+		base64.StdEncoding.EncodeToString(pdftest.Build(text)) + `"}}]}]}`
+	if b := boundOf(t, body); !b.unbounded {
+		t.Fatal("a file part should leave the bound to the context window")
+	}
+	f, _ := reqbody.ParseObject([]byte(body))
+	out, parsed, apiErr := new(Router).rewriteBody(new(requestState), dialect.Chat, []byte(body), f, []Attempt{{}})
+	if apiErr != nil || parsed == nil || !strings.Contains(string(out), text) {
+		t.Fatalf("rewriteBody = %s, %v, %v", out, parsed, apiErr)
+	}
+	if b := boundPrompt(parsed, len(out), 1000); b.unbounded || b.tokens < int64(len(text)) {
+		t.Fatalf("bound %+v for %d bytes of text", b, len(text))
+	}
 }

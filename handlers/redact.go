@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/internal/redact"
 )
 
@@ -29,7 +30,7 @@ func (rt *Route) redactBytes(b []byte) []byte {
 	if rt == nil || (rt.key == "" && rt.signature == "") {
 		return b
 	}
-	s := viewString(b)
+	s := jsonpeek.ViewString(b)
 	if out := rt.redact(s); out != s {
 		return []byte(out)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/contract"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -81,7 +82,7 @@ type Route struct {
 	// Anthropic-style attempts: the client's betas on the allow-list.
 	betas string
 	// parsedFields are body's fields when the file parser turned its PDF
-	// parts into text (parseFiles): the prompt's bound counts the text.
+	// parts into text (the file-parser plugin): the prompt's bound counts the text.
 	parsedFields *reqbody.Fields
 
 	// A Responses request for providers that speak only Chat Completions
@@ -109,7 +110,7 @@ type Route struct {
 	// signs (prepare).
 	sent []byte
 	// anthropicExtra are members of the request the chat body cannot
-	// carry (anthropicFields: top_k) that the dialects
+	// carry (normalize.AnthropicExtra: top_k) that the dialects
 	// translating chat into their own API take: Anthropic's adds them to
 	// the Messages body, the others read them in the chat body.
 	anthropicExtra string
@@ -568,7 +569,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 	if model == "" {
 		return body, nil
 	}
-	old := peekJSON(body, "model") // only its place and text are read: no copy
+	old := jsonpeek.Get(body, "model") // only its place and text are read: no copy
 	if old.Type == gjson.String && old.Str == model {
 		return body, nil
 	}

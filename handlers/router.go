@@ -17,6 +17,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/normalize"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -68,8 +70,57 @@ type Router struct {
 	betas  map[string]bool // the allow-list
 	// random draws load balancing's choices, in [0, 1); nil: math/rand.
 	random func() float64
-	// fileClient fetches the file parser's file URLs (fetchFile).
-	fileClient *http.Client
+	// plugins are the plugins requests may ask for; nil: those
+	// registered (a router not provisioned, in unit tests).
+	plugins plugin.Set
+}
+
+// rewriteBody has the plugins that rewrite every request's body (the
+// file parser) rewrite body, of a route of kind tried on attempts, whose
+// fields are f: the body and, when rewritten, its fields; nil fields when
+// no plugin changed it.
+func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
+	st.ownModels = attempts
+	req := &st.ownPluginReq
+	*req = plugin.Request{Kind: kind, Body: body, Models: &st.ownModels}
+	req.Plugins, _ = f.Get("plugins") // the body no longer has them
+	rewritten := false
+	for _, p := range rt.pluginSet() {
+		bw, ok := p.(plugin.BodyRewriter)
+		if !ok {
+			continue
+		}
+		out, changed, apiErr := bw.RewriteBody(st.context(), req)
+		if apiErr != nil {
+			return nil, nil, apiErr
+		}
+		if changed {
+			req.Body, rewritten = out, true
+		}
+	}
+	if !rewritten {
+		return body, nil, nil
+	}
+	parsed, apiErr := reqbody.ParseObject(req.Body)
+	return req.Body, parsed, apiErr
+}
+
+// attemptModels are a route's attempts as the plugins see them: their
+// catalog models.
+type attemptModels []Attempt
+
+// Len implements plugin.Models.
+func (a *attemptModels) Len() int { return len(*a) }
+
+// At implements plugin.Models.
+func (a *attemptModels) At(i int) *catalog.Model { return (*a)[i].Model }
+
+// pluginSet is the plugins requests may ask for.
+func (rt *Router) pluginSet() plugin.Set {
+	if rt.plugins == nil {
+		return plugin.Registered()
+	}
+	return rt.plugins
 }
 
 // Load balancing modes (Router.LoadBalancing).
@@ -95,7 +146,6 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
-	rt.fileClient = newFileClient(rt)
 	betas, err := betaSet(rt.AnthropicBetas)
 	if err != nil {
 		return err
@@ -347,11 +397,11 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		rk.preferAcross(attempts)
 	}
 	routing := rk.routingOf(len(attempts), suffixSorted)
-	if body, apiErr = normalizeRequest(kind, body, f); apiErr != nil {
+	if body, apiErr = normalize.Body(kind, body, f, rt.pluginSet()); apiErr != nil {
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields
-	if body, parsed, apiErr = parseFiles(st.context(), kind, body, f, attempts, rt.fetchFileIn(st.context())); apiErr != nil {
+	if body, parsed, apiErr = rt.rewriteBody(st, kind, body, f, attempts); apiErr != nil {
 		return nil, apiErr
 	}
 	// In the request state's allocation: a request is routed once.
@@ -403,7 +453,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 		return nil, apiErr
 	}
 	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
-		route.anthropicExtra = anthropicExtra(f)
+		route.anthropicExtra = normalize.AnthropicExtra(f)
 	}
 	return route, nil
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -34,13 +36,19 @@ import (
 //     web-fetch plugin's pages and set up the web_fetch server tool
 //     (fetchStage, fetchTool), check the body
 //     and plan its route: the model's providers and what each is sent,
-//     changing nothing on the request (Router); plan the moderation
-//     the model or the request needs (Moderation), or serve the model
-//     lists;
-//  4. hold its cost, ask the moderation provider, run a gateway-side
-//     search, send each attempt in turn through reverse_proxy on the
-//     meter's own copy of the request, and charge what the answer used
-//     (Meter).
+//     its body normalized (package normalize) and rewritten by the plugins
+//     that rewrite bodies (the file parser), changing nothing on the
+//     request (Router); plan the moderation the model or the request
+//     needs (Moderation) and the plugins the request asks for
+//     (planPlugins), or serve the model lists;
+//  4. hold its cost and the plugins' (Coster), ask the moderation
+//     provider, run a gateway-side search, send each attempt in turn
+//     through reverse_proxy on the meter's own copy of the request, the
+//     answer through the plugins' writers (AnswerWrapper), and charge what
+//     the answer and the plugins used (Meter).
+//
+// The plugins are Caddy modules in the tollgate.plugins namespace (package
+// plugin), every registered one loaded by Provision.
 //
 // Each attempt goes through Caddy's own reverse_proxy, provisioned inside
 // this handler (HTTPSProxyRaw, HTTPProxyRaw): no route leads to it, and the
@@ -80,6 +88,13 @@ type Tollgate struct {
 	// Default: ConfigureProviderProxy's settings alone.
 	HTTPSProxyRaw json.RawMessage `json:"https_proxy,omitempty" caddy:"namespace=http.handlers inline_key=handler"`
 	HTTPProxyRaw  json.RawMessage `json:"http_proxy,omitempty" caddy:"namespace=http.handlers inline_key=handler"`
+	// PluginsRaw configures plugin modules by name (response_healing);
+	// every plugin registered is loaded, those not named here with their
+	// defaults.
+	PluginsRaw caddy.ModuleMap `json:"plugins,omitempty" caddy:"namespace=tollgate.plugins"`
+
+	// plugins are the plugins requests may ask for.
+	plugins plugin.Set
 
 	proxies providers
 	auth    Auth
@@ -114,24 +129,30 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 	if t.proxies, err = t.loadProxies(ctx); err != nil {
 		return err
 	}
+	if t.plugins, err = plugin.Load(ctx, t, "PluginsRaw", t.PluginsRaw); err != nil {
+		return err
+	}
 	return t.setup(gw, ctx.Logger())
 }
 
 // setup gives every stage the gateway and the handler's options.
 func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.logger = logger
-	byIP, err := loadCeilings("per_ip", t.PerIP)
+	byIP, err := abuse.Load("per_ip", t.PerIP)
 	if err != nil {
 		return err
 	}
-	byKey, err := loadCeilings("per_key", t.PerKey)
+	byKey, err := abuse.Load("per_key", t.PerKey)
 	if err != nil {
-		byIP.release()
+		byIP.Release()
 		return err
 	}
 	t.auth = Auth{PerIP: t.PerIP, PerKey: t.PerKey, gw: gw, logger: logger, byIP: byIP, byKey: byKey}
+	if t.plugins == nil { // not provisioned by Caddy (unit tests)
+		t.plugins = plugin.Registered()
+	}
 	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, MediaPartTokens: t.MediaPartTokens,
-		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, gw: gw}
+		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, gw: gw, plugins: t.plugins}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}
@@ -159,7 +180,7 @@ func (t *Tollgate) Validate() error {
 		name string
 		rc   *RateCeiling
 	}{{"per_ip", t.PerIP}, {"per_key", t.PerKey}} {
-		if err := c.rc.validate(c.name); err != nil {
+		if err := c.rc.Validate(c.name); err != nil {
 			return err
 		}
 	}
@@ -185,8 +206,8 @@ func (t *Tollgate) Validate() error {
 // The handler keeps its pointers: requests still draining from the old
 // server during a reload read them, and the buckets are plain memory.
 func (t *Tollgate) Cleanup() error {
-	t.auth.byIP.release()
-	t.auth.byKey.release()
+	t.auth.byIP.Release()
+	t.auth.byKey.Release()
 	return nil
 }
 
@@ -253,6 +274,16 @@ type requestState struct {
 	// attempts are the provider calls of a request with several
 	// endpoints, for the generation record (recordAttempt).
 	attempts []storage.ProviderAttempt
+
+	// plugins are the runs of the plugins the request asked for (package
+	// plugin), in the order of the gateway's plugins; ownPlugins holds
+	// the first few, in the state's allocation.
+	plugins    []plugin.Run
+	ownPlugins [2]plugin.Run
+	// ownPluginReq is what the plugins see of the request, and ownModels
+	// the route's models in it, in the state's allocation.
+	ownPluginReq plugin.Request
+	ownModels    attemptModels
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -342,36 +373,63 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr == nil {
 		apiErr = t.moderate(r, st, body)
 	}
-	var heal *healing
 	if apiErr == nil {
-		heal, apiErr = healingFor(st.route.Kind, body)
+		apiErr = t.planPlugins(st, body)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
 	setCompressionHeader(w.Header(), st.route)
-	if st.plan == nil && st.fetch == nil && heal == nil {
+	if st.plan == nil && st.fetch == nil && len(st.plugins) == 0 {
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
-	// index the text that healing (healWriter) wrote.
+	// index the text that the plugins (response-healing) wrote.
 	out := w
 	var cw *citeWriter
 	if st.plan != nil || st.fetch != nil {
 		cw = newCiteWriter(w, st)
 		out = cw
 	}
-	var hw *healWriter
-	if heal != nil {
-		hw = newHealWriter(out, heal)
-		out = hw
+	for _, run := range st.plugins {
+		if aw, ok := run.(plugin.AnswerWrapper); ok {
+			out = aw.WrapAnswer(out)
+		}
 	}
 	err := t.meter.run(out, r, st, t.proxies)
-	hw.finish()
+	for i := len(st.plugins) - 1; i >= 0; i-- {
+		if aw, ok := st.plugins[i].(plugin.AnswerWrapper); ok {
+			aw.FinishAnswer()
+		}
+	}
 	if cw != nil {
 		cw.finish()
 	}
 	return err
+}
+
+// planPlugins has each plugin plan its part in the routed request (body
+// as the stages before left it): st.plugins gets the runs. A request
+// without a plugins array asks the plugins nothing.
+func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
+	plugins, ok := st.ownFields.Get("plugins")
+	if !ok {
+		return nil
+	}
+	st.ownModels = st.route.Attempts
+	req := &st.ownPluginReq
+	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels}
+	st.plugins = st.ownPlugins[:0]
+	for _, p := range t.plugins {
+		run, apiErr := p.Plan(req)
+		if apiErr != nil {
+			return apiErr
+		}
+		if run != nil {
+			st.plugins = append(st.plugins, run)
+		}
+	}
+	return nil
 }
 
 // isSCIMPath reports whether path is the SCIM service's.

@@ -54,7 +54,7 @@ func TestAbuseBucketsSurviveReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Now()
-	if ok, _ := old.auth.byKey.allow("key", at); !ok {
+	if ok, _ := old.auth.byKey.Allow("key", at); !ok {
 		t.Fatal("first request refused")
 	}
 	reloaded := &Tollgate{PerKey: &RateCeiling{Requests: 1, Window: caddy.Duration(time.Hour)}}
@@ -63,7 +63,7 @@ func TestAbuseBucketsSurviveReload(t *testing.T) {
 	}
 	defer reloaded.Cleanup()
 	_ = old.Cleanup() // the old config is stopped after the new one started
-	if ok, _ := reloaded.auth.byKey.allow("key", at); ok {
+	if ok, _ := reloaded.auth.byKey.Allow("key", at); ok {
 		t.Fatal("the reload refilled the key's bucket")
 	}
 	other := &Tollgate{PerKey: &RateCeiling{Requests: 2, Window: caddy.Duration(time.Hour)}}
@@ -71,7 +71,7 @@ func TestAbuseBucketsSurviveReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Cleanup()
-	if ok, _ := other.auth.byKey.allow("key", at); !ok {
+	if ok, _ := other.auth.byKey.Allow("key", at); !ok {
 		t.Fatal("another ceiling shares the old buckets")
 	}
 }

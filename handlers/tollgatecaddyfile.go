@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
@@ -22,10 +24,13 @@ import (
 //		load_balancing     price|ordered
 //		web_fetch_price    <credits>
 //		first_byte_timeout <duration>
+//		plugins {
+//			<plugin module name> [<its own directive's arguments and block>]
+//		}
 //	}
 //
 // The tollgate directive (package caddymodule) reads the same options with
-// SetOption and passes the others to reverse_proxy.
+// SetOption and UnmarshalPlugins and passes the others to reverse_proxy.
 func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -33,6 +38,12 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	for d.NextBlock(0) {
 		name := d.Val()
+		if name == "plugins" {
+			if err := t.UnmarshalPlugins(d); err != nil {
+				return err
+			}
+			continue
+		}
 		known, err := t.SetOption(name, d.RemainingArgs())
 		if !known {
 			return suggest.UnknownOption(d, "tollgate", TollgateOptions)
@@ -46,7 +57,32 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "web_fetch_price", "first_byte_timeout"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "web_fetch_price", "first_byte_timeout", "plugins"}
+
+// UnmarshalPlugins reads the plugins block, d at its name: each line
+// names a plugin module (tollgate.plugins.<name>), whose own
+// UnmarshalCaddyfile reads the rest of the line and its block. A plugin
+// not named keeps its defaults.
+func (t *Tollgate) UnmarshalPlugins(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if _, dup := t.PluginsRaw[name]; dup {
+			return d.Errf("plugins: %s configured twice", name)
+		}
+		unm, err := caddyfile.UnmarshalModule(d, plugin.Namespace+"."+name)
+		if err != nil {
+			return err
+		}
+		if t.PluginsRaw == nil {
+			t.PluginsRaw = caddy.ModuleMap{}
+		}
+		t.PluginsRaw[name] = caddyconfig.JSON(unm, nil)
+	}
+	return nil
+}
 
 // SetOption sets the option name from its arguments; known is false when
 // name is not an option of the handler.

@@ -200,7 +200,7 @@ func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind dialect.Kind
 
 // webFetchPlugin is the options of the request's web-fetch plugin entry
 // and its index (-1: none, or disabled). A malformed entry is a 400
-// naming the field; plugins that are not an array are checkPlugins'.
+// naming the field; plugins that are not an array are the normalizer's.
 func webFetchPlugin(plugins gjson.Result) (webfetch.Options, int, *apierror.Error) {
 	if !plugins.IsArray() {
 		return webfetch.Options{}, -1, nil
@@ -210,8 +210,8 @@ func webFetchPlugin(plugins gjson.Result) (webfetch.Options, int, *apierror.Erro
 			continue
 		}
 		path := "plugins[" + strconv.Itoa(i) + "]"
-		if apiErr := checkWebFetchPlugin(path, p); apiErr != nil {
-			return webfetch.Options{}, -1, apiErr
+		if ferr := webfetch.CheckEntry(path, p); ferr != nil {
+			return webfetch.Options{}, -1, apierror.BadRequest(ferr.Error())
 		}
 		if p.Get("enabled").Type == gjson.False {
 			return webfetch.Options{}, -1, nil
@@ -220,17 +220,6 @@ func webFetchPlugin(plugins gjson.Result) (webfetch.Options, int, *apierror.Erro
 		return o, i, nil
 	}
 	return webfetch.Options{}, -1, nil
-}
-
-// checkWebFetchPlugin checks a web-fetch plugin entry (at path).
-func checkWebFetchPlugin(path string, p gjson.Result) *apierror.Error {
-	if e := p.Get("enabled"); e.Exists() && e.Type != gjson.True && e.Type != gjson.False {
-		return apierror.BadRequest(path + ".enabled: expected a boolean")
-	}
-	if _, ferr := webfetch.Parse(path, p, true); ferr != nil {
-		return apierror.BadRequest(ferr.Error())
-	}
-	return nil
 }
 
 // serverToolUse is the fetch's part of usage.server_tool_use_details.

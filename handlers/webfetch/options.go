@@ -166,3 +166,13 @@ func matches(host, domain string) bool {
 	}
 	return host == domain || strings.HasSuffix(host, "."+domain)
 }
+
+// CheckEntry checks a web-fetch plugin entry (at path): a boolean enabled
+// and the options Parse reads.
+func CheckEntry(path string, p gjson.Result) *FieldError {
+	if e := p.Get("enabled"); e.Exists() && e.Type != gjson.True && e.Type != gjson.False {
+		return &FieldError{Path: path + ".enabled", Message: "expected a boolean"}
+	}
+	_, ferr := Parse(path, p, true)
+	return ferr
+}

@@ -1,4 +1,4 @@
-package handlers
+package fileparser
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/plugintest"
 	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
@@ -56,21 +57,20 @@ func fakeFetch(u string) ([]byte, error) {
 	return nil, errors.New("the URL answered 404 Not Found")
 }
 
-func parseFilesOf(t *testing.T, kind, body string, models ...*catalog.Model) (string, *reqbody.Fields, *apierror.Error) {
+func parseFilesOf(t *testing.T, kind, body string, models ...*catalog.Model) (string, bool, *apierror.Error) {
 	t.Helper()
-	f, apiErr := reqbody.ParseObject([]byte(body))
-	if apiErr != nil {
-		t.Fatal(apiErr)
+	if !gjson.Valid(body) {
+		t.Fatalf("not JSON: %s", body)
 	}
-	var attempts []Attempt
-	for _, m := range models {
-		attempts = append(attempts, Attempt{Model: m})
-	}
-	out, parsed, apiErr := parseFiles(context.Background(), dialect.Kind(kind), []byte(body), f, attempts, fakeFetch)
+	out, parsed, apiErr := parseFiles(context.Background(), dialect.Kind(kind), []byte(body), gjson.Get(body, "plugins"), plugintest.Models(models), fakeFetch)
 	if apiErr != nil {
-		return "", nil, apiErr
+		return "", false, apiErr
 	}
 	return string(out), parsed, nil
+}
+
+func TestConformance(t *testing.T) {
+	plugintest.Run(t, plugintest.Case{Plugin: new(FileParser), Kind: dialect.Chat})
 }
 
 func TestParseFiles(t *testing.T) {
@@ -87,17 +87,8 @@ func TestParseFiles(t *testing.T) {
 		if part.Raw != `{"type":"text","text":`+jsonString(want)+`}` || strings.Contains(out, "base64") {
 			t.Fatalf("part %s in %s", part.Raw, out)
 		}
-		if gjson.Get(out, "messages.1.content.0.text").Str != "Summarize:" || parsed == nil {
-			t.Fatalf("body %s, fields %v", out, parsed)
-		}
-		// The prompt's bound is the text's bytes, where the file part made
-		// it unbounded.
-		before, _ := reqbody.ParseObject([]byte(body))
-		if b := boundPrompt(before, len(body), 1000); !b.unbounded {
-			t.Fatal("a file part should leave the bound to the context window")
-		}
-		if b := boundPrompt(parsed, len(out), 1000); b.unbounded || b.tokens < int64(len(want)) {
-			t.Fatalf("bound %+v for %d bytes of text", b, len(want))
+		if gjson.Get(out, "messages.1.content.0.text").Str != "Summarize:" || !parsed {
+			t.Fatalf("body %s, rewritten %v", out, parsed)
 		}
 	})
 
@@ -122,7 +113,7 @@ func TestParseFiles(t *testing.T) {
 
 	t.Run("a model that reads PDFs gets the file", func(t *testing.T) {
 		out, parsed, err := parseFilesOf(t, "chat", body, pdfModel)
-		if err != nil || out != body || parsed != nil {
+		if err != nil || out != body || parsed {
 			t.Fatalf("%s %v", out, err)
 		}
 		// Unless the plugin asks for pdf-text (or its alias cloudflare-ai).
@@ -157,7 +148,7 @@ func TestParseFiles(t *testing.T) {
 			fileChat("data:text/plain;base64,aGVsbG8=", ""),
 			`{"model":"m","messages":[{"role":"user","content":"no files here"}]}`,
 		} {
-			if out, parsed, err := parseFilesOf(t, "chat", in, textOnlyModel); err != nil || out != in || parsed != nil {
+			if out, parsed, err := parseFilesOf(t, "chat", in, textOnlyModel); err != nil || out != in || parsed {
 				t.Fatalf("%s: %s %v", in, out, err)
 			}
 		}
@@ -196,7 +187,7 @@ func TestParseFiles(t *testing.T) {
 	})
 }
 
-func TestCheckFileParserPlugin(t *testing.T) {
+func TestCheckEntry(t *testing.T) {
 	for body, want := range map[string]string{
 		`[{"id":"file-parser"}]`: "",
 		`[{"id":"file-parser","enabled":true,"pdf":{"engine":"pdf-text"}}]`: "",
@@ -210,9 +201,10 @@ func TestCheckFileParserPlugin(t *testing.T) {
 		`[{"id":"file-parser","pdf":{"mode":"x"}}]`:                         "plugins[0].pdf.mode: unknown field of the PDF options",
 		`[{"id":"moderation"},{"id":"file-parser","max_pages":3}]`:          "plugins[1].max_pages: unknown field of the file-parser plugin",
 	} {
-		apiErr := checkPlugins(gjson.Parse(body))
+		arr := gjson.Parse(body).Array()
+		apiErr := new(FileParser).CheckEntry("plugins["+strconv.Itoa(len(arr)-1)+"]", arr[len(arr)-1])
 		if (apiErr == nil) != (want == "") || (apiErr != nil && apiErr.Message != want) {
-			t.Errorf("checkPlugins(%s) = %v, want %q", body, apiErr, want)
+			t.Errorf("CheckEntry(%s) = %v, want %q", body, apiErr, want)
 		}
 	}
 }
@@ -220,40 +212,36 @@ func TestCheckFileParserPlugin(t *testing.T) {
 // A chat body without a file part: one byte search, no copy.
 func BenchmarkParseFilesNone(b *testing.B) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello there, profile this"}],"max_tokens":100}`)
-	f, _ := reqbody.ParseObject(body)
-	attempts := []Attempt{{Model: textOnlyModel}}
+	models := plugintest.Models{textOnlyModel}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, parsed, _ := parseFiles(context.Background(), "chat", body, f, attempts, nil); parsed != nil {
+		if _, parsed, _ := parseFiles(context.Background(), "chat", body, gjson.Result{}, models, nil); parsed {
 			b.Fatal("parsed")
 		}
 	}
 }
 
-// The router's fetch dials under the egress policy: with none configured,
+// The plugin's fetch dials under the egress policy: with none configured,
 // a loopback server is refused.
 func TestFetchFileEgress(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(pdftest.Build("secret"))
 	}))
 	defer srv.Close()
-	rt := &Router{}
-	if _, err := rt.fetchFile(srv.URL + "/a.pdf"); !errors.Is(err, egress.ErrRefused) {
+	fp := new(FileParser)
+	if _, err := fp.fetch(srv.URL + "/a.pdf"); !errors.Is(err, egress.ErrRefused) {
 		t.Fatalf("loopback: %v", err)
 	}
-	_, _, apiErr := parseFiles(context.Background(), "chat", []byte(fileChat(srv.URL+"/a.pdf", "")), mustFields(t, fileChat(srv.URL+"/a.pdf", "")), []Attempt{{Model: textOnlyModel}}, rt.fetchFile)
+	_, _, apiErr := fp.RewriteBody(context.Background(), plugintest.Request(dialect.Chat, fileChat(srv.URL+"/a.pdf", "")))
 	if apiErr == nil || !strings.HasPrefix(apiErr.Message, "messages[1].content[1].file.file_data: refused by the gateway's customer_egress policy") {
 		t.Fatalf("%v", apiErr)
 	}
 }
 
-func mustFields(t *testing.T, body string) *reqbody.Fields {
-	t.Helper()
-	f, apiErr := reqbody.ParseObject([]byte(body))
-	if apiErr != nil {
-		t.Fatal(apiErr)
-	}
-	return f
+// jsonString is s as a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // Responses' input_file parts and the Messages API's document blocks
@@ -276,7 +264,7 @@ func TestParseFilesOtherDialects(t *testing.T) {
 			"messages.0.content.0", ""},
 	} {
 		out, parsed, err := parseFilesOf(t, tc.kind, tc.body, textOnlyModel)
-		if err != nil || parsed == nil {
+		if err != nil || !parsed {
 			t.Fatalf("%s: %v", name, err)
 		}
 		part := gjson.Get(out, tc.path)
@@ -301,7 +289,7 @@ func TestParseFilesOtherDialects(t *testing.T) {
 		if kind == "messages" {
 			models = []*catalog.Model{textOnlyModel}
 		}
-		if out, parsed, err := parseFilesOf(t, kind, body, models...); err != nil || parsed != nil || out != body {
+		if out, parsed, err := parseFilesOf(t, kind, body, models...); err != nil || parsed || out != body {
 			t.Errorf("%s: changed: %s %v", kind, out, err)
 		}
 	}

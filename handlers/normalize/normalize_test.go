@@ -1,14 +1,16 @@
-package handlers
+package normalize
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 )
 
@@ -18,7 +20,7 @@ func normalizeBody(t *testing.T, kind dialect.Kind, body string) (string, *apier
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	out, apiErr := normalizeRequest(kind, []byte(body), f)
+	out, apiErr := Body(kind, []byte(body), f, plugin.Registered())
 	if apiErr == nil && !gjson.ValidBytes(out) {
 		t.Fatalf("not JSON: %s", out)
 	}
@@ -95,7 +97,7 @@ func BenchmarkNormalizeRequest(b *testing.B) {
 	f, _ := reqbody.ParseObject(body)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, apiErr := normalizeRequest("chat", body, f); apiErr != nil {
+		if _, apiErr := Body("chat", body, f, plugin.Registered()); apiErr != nil {
 			b.Fatal(apiErr)
 		}
 	}
@@ -106,7 +108,7 @@ func TestAnthropicDialectKeepsTopK(t *testing.T) {
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	extra := anthropicExtra(f)
+	extra := AnthropicExtra(f)
 	if extra != `"top_k":5` {
 		t.Fatalf("extra %q", extra)
 	}
@@ -118,5 +120,43 @@ func TestAnthropicDialectKeepsTopK(t *testing.T) {
 	}
 	if got := string(anthropic.WithExtra([]byte(`{"thinking":{}}`), extra)); got != `{"thinking":{}}` {
 		t.Errorf("WithExtra with thinking: %s", got)
+	}
+}
+
+// strict is a plugin module that takes no member but id and enabled.
+type strict struct{}
+
+func (*strict) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "tollgate.plugins.response_healing", New: func() caddy.Module { return new(strict) }}
+}
+func (*strict) Name() string { return "response-healing" }
+func (*strict) CheckEntry(path string, entry gjson.Result) *apierror.Error {
+	return plugin.CheckMembers(path, "response-healing", entry, nil)
+}
+func (*strict) Plan(*plugin.Request) (plugin.Run, *apierror.Error) { return nil, nil }
+
+// The plugin modules check their own entries; a plugin of the public API
+// that no module takes is one the gateway does not offer, and any other
+// name is unknown.
+func TestCheckPluginsAsksTheModules(t *testing.T) {
+	with := plugin.Set{new(strict)}
+	for _, tc := range []struct {
+		set  plugin.Set
+		body string
+		want string
+	}{
+		{with, `[{"id":"response-healing"}]`, ""},
+		{with, `[{"id":"response-healing","enabled":false,"x":1}]`, ""},
+		{with, `[{"id":"moderation"},{"id":"response-healing","x":1}]`, "plugins[1].x: unknown field of the response-healing plugin"},
+		{nil, `[{"id":"response-healing"}]`, `plugins[0].id: this gateway does not offer the "response-healing" plugin`},
+		{with, `[{"id":"fusion"}]`, `plugins[0].id: this gateway does not offer the "fusion" plugin`},
+		{with, `[{"id":"no-such"}]`, `plugins[0].id: unknown plugin "no-such"`},
+		{with, `[{"id":"web-fetch","enabled":"yes"}]`, "plugins[0].enabled: expected a boolean"},
+		{with, `{"id":"web"}`, "plugins: expected an array of plugin objects"},
+	} {
+		apiErr := CheckPlugins(gjson.Parse(tc.body), tc.set)
+		if (apiErr == nil) != (tc.want == "") || (apiErr != nil && (apiErr.Message != tc.want || apiErr.Status != 400)) {
+			t.Errorf("CheckPlugins(%s) = %v, want %q", tc.body, apiErr, tc.want)
+		}
 	}
 }

@@ -1,4 +1,10 @@
-package handlers
+// Package normalize is the request normalizer: it stands between routing
+// and the upstream, so that a provider receives only what its API
+// defines, as strict providers refuse any parameter they do not know
+// (OpenAI answers 400 "Unrecognized request argument supplied"). Body runs
+// once per request, on the body every attempt starts from; it checks the
+// request's plugins array on the way.
+package normalize
 
 import (
 	"fmt"
@@ -9,15 +15,10 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 )
-
-// The request normalizer stands between routing and the upstream: a
-// provider receives only what its API defines, as strict providers refuse
-// any parameter they do not know (OpenAI answers 400 "Unrecognized request
-// argument supplied"). normalizeRequest runs once per request, on the body
-// every attempt starts from; forProvider once per attempt, for what
-// depends on the provider.
 
 // gatewayOnlyField reports whether name is one of the public API's
 // request fields that only the gateway understands: routing, accounting,
@@ -52,11 +53,10 @@ func openAIUnsupported(kind dialect.Kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which the WebSearch stage serves, web-fetch, which
-// fetchStage serves, context-compression, middle-out (Route.middleOut),
-// moderation, which Moderation serves, response-healing, which healWriter
-// serves, and file-parser, which parseFiles serves):
-// this gateway offers none of the others.
+// search plugin, which the web search stage serves, web-fetch,
+// context-compression, which is middle-out, moderation, and the plugin
+// modules): a name of them that no plugin takes is one this gateway does
+// not offer.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
 	"file-parser": true, "moderation": true, "response-healing": true,
@@ -68,16 +68,16 @@ var reasoningEfforts = map[string]bool{
 	"xhigh": true, "high": true, "medium": true, "low": true, "minimal": true, "none": true,
 }
 
-// normalizeRequest returns the body a provider of the route kind ("chat",
+// Body returns the body a provider of the route kind ("chat",
 // "responses", "other") receives: without the gateway's own fields, with
 // the public reasoning object in the dialect's form (chat:
 // reasoning_effort; Responses: reasoning with effort and summary), and a
 // streamed chat request asking for usage (stream_options.include_usage),
 // which the gateway meters and reports whether or not the client asked.
 // A plugin the gateway does not offer is a 400 naming it. The body was
-// checked by validateInference; one that needs no change is returned as
+// checked by the router; one that needs no change is returned as
 // it is.
-func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte, *apierror.Error) {
+func Body(kind dialect.Kind, body []byte, f *reqbody.Fields, plugins plugin.Set) ([]byte, *apierror.Error) {
 	var drop []string
 	var reasoning, streamOptions, tools gjson.Result
 	var toolFields []string // tool_choice, parallel_tool_calls
@@ -88,7 +88,7 @@ func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte
 	for name, raw := range f.EachRaw {
 		switch {
 		case name == "plugins":
-			if apiErr := checkPlugins(gjson.Parse(raw)); apiErr != nil {
+			if apiErr := CheckPlugins(gjson.Parse(raw), plugins); apiErr != nil {
 				return nil, apiErr
 			}
 			drop = append(drop, name)
@@ -139,10 +139,11 @@ func normalizeRequest(kind dialect.Kind, body []byte, f *reqbody.Fields) ([]byte
 	return f.Rebuild(drop, extra), nil
 }
 
-// checkPlugins refuses every plugin entry that asks for something: the web
-// search plugin is taken out before (tollgate_websearch), and this gateway
-// offers no other.
-func checkPlugins(v gjson.Result) *apierror.Error {
+// CheckPlugins checks every plugin entry that asks for something: the
+// gateway's plugins (plugins) check their own, the web search plugin is
+// taken out before (tollgate_websearch), and this gateway offers no
+// other.
+func CheckPlugins(v gjson.Result, plugins plugin.Set) *apierror.Error {
 	if v.Type == gjson.Null {
 		return nil
 	}
@@ -159,48 +160,22 @@ func checkPlugins(v gjson.Result) *apierror.Error {
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
 		case id.Str == "context-compression":
-			// Middle-out (Route.middleOut), its only engine.
+			// Middle-out, its only engine.
 			if e := p.Get("engine"); e.Exists() && e.Str != "middle-out" {
 				apiErr = apierror.BadRequest(path + `.engine: expected "middle-out"`)
 			}
 		case id.Str == "moderation":
-			// Served before routing reaches a provider (Moderation).
-		case id.Str == "response-healing":
-			apiErr = checkHealingPlugin(path, p) // served on the answer (healWriter)
-		case id.Str == "file-parser":
-			apiErr = checkFileParserPlugin(path, p) // served on the request (parseFiles)
+			// Served before routing reaches a provider.
 		case id.Str == "web-fetch":
-			apiErr = checkWebFetchPlugin(path, p) // served before routing (fetchStage)
+			if ferr := webfetch.CheckEntry(path, p); ferr != nil { // served before routing
+				apiErr = apierror.BadRequest(ferr.Error())
+			}
+		case plugins.Lookup(id.Str) != nil:
+			apiErr = plugins.Lookup(id.Str).CheckEntry(path, p) // a plugin module
 		case referencePlugins[id.Str]:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: this gateway does not offer the %q plugin", path, id.Str))
 		default:
 			apiErr = apierror.BadRequest(fmt.Sprintf("%s.id: unknown plugin %q", path, id.Str))
-		}
-		return apiErr == nil
-	})
-	return apiErr
-}
-
-// checkPluginMembers checks the members of a plugin entry (at path) that
-// is not disabled: id, a boolean enabled, and those member knows (it
-// checks their values); any other member is a 400 naming it.
-func checkPluginMembers(path, id string, p gjson.Result, member func(name string, v gjson.Result) (known bool, apiErr *apierror.Error)) *apierror.Error {
-	var apiErr *apierror.Error
-	p.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-		case "enabled":
-			if v.Type != gjson.True && v.Type != gjson.False {
-				apiErr = apierror.BadRequest(path + ".enabled: expected a boolean")
-			}
-		default:
-			known := false
-			if member != nil {
-				known, apiErr = member(k.Str, v)
-			}
-			if !known {
-				apiErr = apierror.BadRequest(fmt.Sprintf("%s.%s: unknown field of the %s plugin", path, k.Str, id))
-			}
 		}
 		return apiErr == nil
 	})
@@ -246,13 +221,13 @@ func reasoningFor(kind dialect.Kind, r gjson.Result, hasEffort bool) ([]byte, *a
 
 // anthropicFields are the public API's request fields that the OpenAI
 // dialect drops (openAIUnsupported) but Anthropic's Messages API defines:
-// an Anthropic-style provider receives them (Route.anthropicExtra).
+// an Anthropic-style provider receives them (AnthropicExtra).
 var anthropicFields = []string{"top_k"}
 
-// anthropicExtra is the members of the request (f) that the Anthropic
+// AnthropicExtra is the members of the request (f) that the Anthropic
 // dialect adds to the translated Messages body, as JSON text without
 // braces ("" for none).
-func anthropicExtra(f *reqbody.Fields) string {
+func AnthropicExtra(f *reqbody.Fields) string {
 	var b []byte
 	for _, name := range anthropicFields {
 		if v, ok := f.Get(name); ok && v.Type == gjson.Number {

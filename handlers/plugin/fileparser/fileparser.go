@@ -1,4 +1,17 @@
-package handlers
+// Package fileparser is the file-parser plugin, the Caddy module
+// tollgate.plugins.file_parser: on /chat/completions, a `file` content
+// part (on /responses an `input_file` part, on /messages a `document`
+// block) holding a PDF (a base64 data URL, or an http(s) URL the gateway
+// fetches under the customer_egress policy) becomes a text part with the
+// PDF's text (engine pdf-text, package pdftext) when a model of the route
+// does not read files itself: its catalog entry's
+// architecture.input_modalities lacks "file" (as the gateway's default
+// text-to-text entry does), or the plugin asks for pdf-text (or
+// cloudflare-ai, served by pdf-text). Engine native passes every part as
+// it came. The provider receives the text, never the PDF, and the
+// prompt's admission bound counts the text. Parsing is free. A request
+// that names no file part and no plugin pays one byte search.
+package fileparser
 
 import (
 	"bytes"
@@ -14,6 +27,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -21,22 +36,10 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/egress"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/pdftext"
 )
-
-// The file-parser plugin: on /chat/completions, a `file` content part
-// (on /responses an `input_file` part, on /messages a `document` block)
-// holding a PDF (a base64 data URL, or an http(s) URL the gateway fetches
-// under the customer_egress policy) becomes a text part with the PDF's
-// text (engine pdf-text, package pdftext) when a model of the route does
-// not read files itself: its catalog entry's architecture.input_modalities
-// lacks "file" (as the gateway's default text-to-text entry does), or the
-// plugin asks for pdf-text (or cloudflare-ai, served by pdf-text).
-// Engine native passes every part as it came. The provider receives the
-// text, never the PDF, and the prompt's admission bound counts the text.
-// Parsing is free. A request that names no file part and no plugin pays
-// one byte search.
 
 const (
 	// maxPDFPages bounds a parsed PDF's pages.
@@ -73,16 +76,80 @@ var errTooManyURLs = fmt.Errorf("the gateway fetches at most %d file URLs per re
 // errFileTooLarge).
 type fileFetcher func(rawURL string) ([]byte, error)
 
-// newFileClient is the client of rt's file URL fetches: every
+func init() {
+	caddy.RegisterModule(new(FileParser))
+}
+
+// name is the plugin's id in a request's plugins array.
+const name = "file-parser"
+
+// FileParser is the file-parser plugin. It takes no configuration; its
+// fetches follow the gateway's customer_egress policy.
+type FileParser struct {
+	// egress is the gateway's policy of the addresses a fetch may
+	// reach; nil: public addresses only.
+	egress func() *egress.Policy
+	// client fetches file URLs; nil (a plugin not provisioned, in unit
+	// tests): one made per fetch.
+	client *http.Client
+}
+
+// CaddyModule returns the Caddy module information.
+func (*FileParser) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "tollgate.plugins.file_parser",
+		New: func() caddy.Module { return new(FileParser) },
+	}
+}
+
+// Provision finds the gateway's egress policy.
+func (fp *FileParser) Provision(ctx caddy.Context) error {
+	gw, err := gateway.Load(ctx)
+	if err != nil {
+		return err
+	}
+	fp.egress = gw.EgressPolicy
+	fp.client = fp.newClient()
+	return nil
+}
+
+// UnmarshalCaddyfile reads the plugin's directive, which takes nothing:
+//
+//	file_parser
+func (*FileParser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the plugin's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		return d.Errf("unknown option %q of the file_parser plugin", d.Val())
+	}
+	return nil
+}
+
+// Name implements plugin.Plugin.
+func (*FileParser) Name() string { return name }
+
+// Plan implements plugin.Plugin: the parsing is done by RewriteBody,
+// before the prompt is counted; the answer is the provider's.
+func (*FileParser) Plan(*plugin.Request) (plugin.Run, *apierror.Error) { return nil, nil }
+
+// RewriteBody implements plugin.BodyRewriter: every request's PDF parts
+// become text parts when the plugin or a model of the route asks for it.
+func (fp *FileParser) RewriteBody(ctx context.Context, req *plugin.Request) ([]byte, bool, *apierror.Error) {
+	return parseFiles(ctx, req.Kind, req.Body, req.Plugins, req.Models, fp.fetchIn(ctx))
+}
+
+// newClient is the client of the plugin's file URL fetches: every
 // connection, at every redirect, reaches only the addresses the customer
 // egress policy allows (public ones by default), over http or https.
-func newFileClient(rt *Router) *http.Client {
+func (fp *FileParser) newClient() *http.Client {
 	return &http.Client{
 		Transport: egress.Transport(func() *egress.Policy {
-			if rt.gw == nil {
+			if fp.egress == nil {
 				return nil // public addresses only
 			}
-			return rt.gw.EgressPolicy()
+			return fp.egress()
 		}),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxFileRedirects {
@@ -96,20 +163,20 @@ func newFileClient(rt *Router) *http.Client {
 	}
 }
 
-// fetchFile fetches a file URL with the router's file client.
-func (rt *Router) fetchFile(rawURL string) ([]byte, error) {
-	return rt.fetchFileIn(context.Background())(rawURL)
+// fetch fetches a file URL with the plugin's client.
+func (fp *FileParser) fetch(rawURL string) ([]byte, error) {
+	return fp.fetchIn(context.Background())(rawURL)
 }
 
-// fetchFileIn is fetchFile for a request: the fetch stops when ctx ends.
-func (rt *Router) fetchFileIn(ctx context.Context) fileFetcher {
-	return func(rawURL string) ([]byte, error) { return rt.fetchFileCtx(ctx, rawURL) }
+// fetchIn is fetch for a request: the fetch stops when ctx ends.
+func (fp *FileParser) fetchIn(ctx context.Context) fileFetcher {
+	return func(rawURL string) ([]byte, error) { return fp.fetchCtx(ctx, rawURL) }
 }
 
-func (rt *Router) fetchFileCtx(parent context.Context, rawURL string) ([]byte, error) {
-	client := rt.fileClient
-	if client == nil { // a router not provisioned (unit tests)
-		client = newFileClient(rt)
+func (fp *FileParser) fetchCtx(parent context.Context, rawURL string) ([]byte, error) {
+	client := fp.client
+	if client == nil { // a plugin not provisioned (unit tests)
+		client = fp.newClient()
 	}
 	ctx, cancel := context.WithTimeout(parent, fileFetchTimeout)
 	defer cancel()
@@ -148,11 +215,11 @@ var fileWord = []byte(`"file"`)
 // converts a PDF to text as well) is served by it.
 var pdfEngines = map[string]bool{"pdf-text": true, "cloudflare-ai": true, "native": true}
 
-// checkFileParserPlugin checks a file-parser plugin entry (at path) that
-// is not disabled: id, enabled and pdf.engine are its members.
-func checkFileParserPlugin(path string, p gjson.Result) *apierror.Error {
-	return checkPluginMembers(path, "file-parser", p, func(name string, v gjson.Result) (bool, *apierror.Error) {
-		if name != "pdf" {
+// CheckEntry implements plugin.Plugin: id, enabled and pdf.engine are an
+// entry's members.
+func (*FileParser) CheckEntry(path string, p gjson.Result) *apierror.Error {
+	return plugin.CheckMembers(path, name, p, func(member string, v gjson.Result) (bool, *apierror.Error) {
+		if member != "pdf" {
 			return false, nil
 		}
 		return true, checkPDFOptions(path+".pdf", v)
@@ -180,18 +247,6 @@ func checkPDFOptions(path string, v gjson.Result) *apierror.Error {
 	return apiErr
 }
 
-// fileParserEngine is the engine the request's file-parser plugin asks
-// for ("" when it names none, or has no such plugin) and the plugin's
-// index (-1: none). The entries were checked by checkPlugins.
-func fileParserEngine(plugins gjson.Result) (string, int) {
-	for i, p := range plugins.Array() {
-		if p.Get("id").Str == "file-parser" && p.Get("enabled").Type != gjson.False {
-			return p.Get("pdf.engine").Str, i
-		}
-	}
-	return "", -1
-}
-
 // readsFiles reports whether model m takes file parts itself: its public
 // entry lists "file" among its input modalities.
 func readsFiles(m *catalog.Model) bool {
@@ -206,31 +261,29 @@ func readsFiles(m *catalog.Model) bool {
 	return false
 }
 
-// parseFiles is the body (of a route of kind, tried on attempts) with
-// its PDF parts turned into text parts, and its fields, when the
-// file-parser plugin or a model of the route asks for it; the body itself
-// and nil fields otherwise. The parts, per dialect: chat's `file` parts,
-// Responses' `input_file` parts and the Messages API's `document` blocks.
-// The parsing stops when ctx ends (the client left).
-func parseFiles(ctx context.Context, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt, fetch fileFetcher) ([]byte, *reqbody.Fields, *apierror.Error) {
-	engine, at := "", -1
-	if plugins, ok := f.Get("plugins"); ok { // the body no longer has them
-		engine, at = fileParserEngine(plugins)
-	}
+// parseFiles is the body (of a route of kind, tried on models, with the
+// request's plugins array) with its PDF parts turned into text parts, and
+// true, when the file-parser plugin or a model of the route asks for it;
+// the body itself and false otherwise. The parts, per dialect: chat's
+// `file` parts, Responses' `input_file` parts and the Messages API's
+// `document` blocks. The parsing stops when ctx ends (the client left).
+func parseFiles(ctx context.Context, kind dialect.Kind, body []byte, plugins gjson.Result, models plugin.Models, fetch fileFetcher) ([]byte, bool, *apierror.Error) {
+	entry, at := plugin.Entry(plugins, name)
+	engine := entry.Get("pdf.engine").Str
 	fd, served := fileDialects[kind]
 	if at >= 0 && !served {
-		return nil, nil, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions, /responses and /messages")
+		return nil, false, apierror.BadRequest("plugins[" + strconv.Itoa(at) + "].id: the file-parser plugin applies to /chat/completions, /responses and /messages")
 	}
 	if !served || engine == "native" || !bytes.Contains(body, fd.word) {
-		return body, nil, nil
+		return body, false, nil
 	}
 	if engine == "" {
 		native := true
-		for _, a := range attempts {
-			native = native && readsFiles(a.Model)
+		for i := range models.Len() {
+			native = native && readsFiles(models.At(i))
 		}
 		if native {
-			return body, nil, nil
+			return body, false, nil
 		}
 	}
 	type replacement struct {
@@ -249,7 +302,7 @@ func parseFiles(ctx context.Context, kind dialect.Kind, body []byte, f *reqbody.
 	}
 	items := gjson.GetBytes(body, fd.items)
 	if !items.IsArray() {
-		return body, nil, nil
+		return body, false, nil
 	}
 	items.ForEach(func(i, msg gjson.Result) bool {
 		content := msg.Get("content")
@@ -281,17 +334,16 @@ func parseFiles(ctx context.Context, kind dialect.Kind, body []byte, f *reqbody.
 		return apiErr == nil
 	})
 	if apiErr != nil || len(out) == 0 {
-		return body, nil, apiErr
+		return body, false, apiErr
 	}
 	for _, r := range out {
 		nb, err := sjson.SetRawBytes(body, r.path, r.part)
 		if err != nil {
-			return nil, nil, apierror.BadRequest("Request body is not valid JSON")
+			return nil, false, apierror.BadRequest("Request body is not valid JSON")
 		}
 		body = nb
 	}
-	parsed, apiErr := reqbody.ParseObject(body)
-	return body, parsed, apiErr
+	return body, true, nil
 }
 
 // fileDialect is where a route kind's requests hold PDF parts, and what
@@ -449,3 +501,11 @@ func fetchReason(err error) string {
 	}
 	return err.Error()
 }
+
+// Interface guards
+var (
+	_ plugin.Plugin         = (*FileParser)(nil)
+	_ plugin.BodyRewriter   = (*FileParser)(nil)
+	_ caddy.Provisioner     = (*FileParser)(nil)
+	_ caddyfile.Unmarshaler = (*FileParser)(nil)
+)

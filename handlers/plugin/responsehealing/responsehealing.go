@@ -1,63 +1,104 @@
-package handlers
+// Package responsehealing is the response-healing plugin, the Caddy
+// module tollgate.plugins.response_healing: when a chat completions or
+// Responses request asks for JSON (response_format, or text.format, of
+// type json_object or json_schema), the texts of its plain answer are
+// repaired into valid JSON (healjson) and, with a schema, checked against
+// it. The header X-Response-Healing reports the outcome. Streams pass
+// unhealed (their text has reached the client before it is complete) and
+// say so in the header. Healing costs nothing: the charge is the
+// answer's usage.
+package responsehealing
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/healjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
-// The response-healing plugin: when a chat completions or Responses
-// request asks for JSON (response_format, or text.format, of type
-// json_object or json_schema), the texts of its plain answer are repaired
-// into valid JSON (healjson) and, with a schema, checked against it. The
-// header X-Response-Healing reports the outcome. Streams pass unhealed
-// (their text has reached the client before it is complete) and say so in
-// the header. Healing costs nothing: the charge is the answer's usage.
-
 // healingHeader reports what the plugin did.
 const healingHeader = "X-Response-Healing"
+
+func init() {
+	caddy.RegisterModule(new(Healing))
+}
+
+// name is the plugin's id in a request's plugins array.
+const name = "response-healing"
+
+// maxAnswer bounds the answer held for healing, as the meter bounds what
+// it holds.
+const maxAnswer = 32 << 20
+
+// Healing is the response-healing plugin. It takes no configuration.
+type Healing struct{}
+
+// CaddyModule returns the Caddy module information.
+func (*Healing) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "tollgate.plugins.response_healing",
+		New: func() caddy.Module { return new(Healing) },
+	}
+}
+
+// UnmarshalCaddyfile reads the plugin's directive, which takes nothing:
+//
+//	response_healing
+func (*Healing) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the plugin's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		return d.Errf("unknown option %q of the response_healing plugin", d.Val())
+	}
+	return nil
+}
+
+// Name implements plugin.Plugin.
+func (*Healing) Name() string { return name }
+
+// CheckEntry implements plugin.Plugin: id and enabled are an entry's only
+// members.
+func (*Healing) CheckEntry(path string, entry gjson.Result) *apierror.Error {
+	return plugin.CheckMembers(path, name, entry, nil)
+}
+
+// Plan implements plugin.Plugin: the request's healing, nil when it asks
+// for no JSON answer.
+func (*Healing) Plan(req *plugin.Request) (plugin.Run, *apierror.Error) {
+	h, apiErr := healingFor(req.Kind, req.Body, req.Plugins)
+	if h == nil {
+		return nil, apiErr // not a nil *healing in a non-nil Run
+	}
+	return h, nil
+}
 
 // healing is what a request's response-healing plugin asks for.
 type healing struct {
 	kind      dialect.Kind     // chat or responses
 	schema    *healjson.Schema // nil: json_object, or a schema not checked
 	unchecked bool             // json_schema whose schema could not be compiled
+	w         *healWriter      // the answer's writer
 }
 
-var healingWord = []byte("response-healing")
-
-// checkHealingPlugin checks a response-healing plugin entry (at path) that
-// is not disabled: id and enabled are its only members.
-func checkHealingPlugin(path string, p gjson.Result) *apierror.Error {
-	return checkPluginMembers(path, "response-healing", p, nil)
-}
-
-// healingFor is what the request body of a route of kind asks the plugin
-// for; nil when it does not ask for it or asks for no JSON. The plugin
-// entries were checked by checkPlugins.
-func healingFor(kind dialect.Kind, body []byte) (*healing, *apierror.Error) {
-	// Most bodies never name it: a byte search instead of a JSON walk.
-	if !bytes.Contains(body, healingWord) {
-		return nil, nil
-	}
-	asked := -1
-	for i, p := range gjson.GetBytes(body, "plugins").Array() {
-		if p.Get("id").Str == "response-healing" && p.Get("enabled").Type != gjson.False {
-			asked = i
-			break
-		}
-	}
+// healingFor is what the request body of a route of kind, with its
+// plugins array, asks the plugin for; nil when it does not ask for it or
+// asks for no JSON. The plugin entries were checked.
+func healingFor(kind dialect.Kind, body []byte, plugins gjson.Result) (*healing, *apierror.Error) {
+	_, asked := plugin.Entry(plugins, name)
 	if asked < 0 {
 		return nil, nil
 	}
@@ -88,6 +129,15 @@ func healingFor(kind dialect.Kind, body []byte) (*healing, *apierror.Error) {
 	return h, nil
 }
 
+// WrapAnswer implements plugin.AnswerWrapper.
+func (h *healing) WrapAnswer(w http.ResponseWriter) http.ResponseWriter {
+	h.w = newHealWriter(w, h)
+	return h.w
+}
+
+// FinishAnswer implements plugin.AnswerWrapper.
+func (h *healing) FinishAnswer() { h.w.finish() }
+
 // healWriter holds a plain JSON answer, heals its texts and sends it;
 // streams and errors pass through.
 type healWriter struct {
@@ -98,7 +148,7 @@ type healWriter struct {
 func newHealWriter(w http.ResponseWriter, h *healing) *healWriter {
 	hw := &healWriter{h: h}
 	hw.Init(w, hw)
-	hw.Limit = maxBufferedBody
+	hw.Limit = maxAnswer
 	return hw
 }
 
@@ -228,3 +278,21 @@ func (h *healing) heal(body []byte) ([]byte, string) {
 	}
 	return append(out, body[at:]...), report
 }
+
+// firstNonSpace is the index of body's first byte that is not JSON
+// whitespace; 0 when none.
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return 0
+}
+
+// Interface guards
+var (
+	_ plugin.Plugin         = (*Healing)(nil)
+	_ caddyfile.Unmarshaler = (*Healing)(nil)
+	_ plugin.AnswerWrapper  = (*healing)(nil)
+)

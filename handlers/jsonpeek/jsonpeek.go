@@ -1,4 +1,8 @@
-package handlers
+// Package jsonpeek reads JSON documents in place, for the meter's and the
+// router's hot paths: values found without copies (their Raw and Str
+// alias the document), members and elements walked by offset, strings and
+// values skipped eight bytes at a time.
+package jsonpeek
 
 import (
 	"bytes"
@@ -12,56 +16,56 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
-// peekJSON is gjson.GetBytes without its copies: the result's Raw and Str
+// Get is gjson.GetBytes without its copies: the result's Raw and Str
 // alias doc. gjson.GetBytes copies each string it returns, which on a
 // streamed answer was three allocations per event for values that are
 // only measured or spliced around. Use the result before doc changes, and
 // strings.Clone what is kept.
-func peekJSON(doc []byte, path string) gjson.Result {
+func Get(doc []byte, path string) gjson.Result {
 	if len(doc) == 0 {
 		return gjson.Result{}
 	}
-	return gjson.Get(viewString(doc), path)
+	return gjson.Get(ViewString(doc), path)
 }
 
-// eachTopMember calls fn with each member of the JSON object doc, in order:
+// EachTopMember calls fn with each member of the JSON object doc, in order:
 // the offsets of the key as written between its quotes (escaped reports a
 // backslash in it) and of the value, until fn returns false. Strings are
 // skipped eight bytes at a time and containers by counting brackets outside
 // strings, without gjson's per-value parsing. ok is false when doc is not an
 // object of that shape (then fn may have seen some members); the values
 // are not validated, as gjson does not validate them either.
-func eachTopMember(doc []byte, fn memberFunc) (ok bool) {
-	end, stopped := walkObject(doc, jsoncheck.SkipSpace(doc, 0), fn)
+func EachTopMember(doc []byte, fn MemberFunc) (ok bool) {
+	end, stopped := WalkObject(doc, jsoncheck.SkipSpace(doc, 0), fn)
 	return stopped || end >= 0 && jsoncheck.SkipSpace(doc, end) == len(doc)
 }
 
-// eachTopValue is eachTopMember for a caller that reads the values itself.
-func eachTopValue(doc []byte, fn valueFunc) (ok bool) {
-	end, stopped := walkValues(doc, jsoncheck.SkipSpace(doc, 0), fn)
+// EachTopValue is EachTopMember for a caller that reads the values itself.
+func EachTopValue(doc []byte, fn ValueFunc) (ok bool) {
+	end, stopped := WalkValues(doc, jsoncheck.SkipSpace(doc, 0), fn)
 	return stopped || end >= 0 && jsoncheck.SkipSpace(doc, end) == len(doc)
 }
 
-// memberFunc is called with one member's offsets; false stops the walk.
-type memberFunc func(keyStart, keyEnd int, escaped bool, start, end int) bool
+// MemberFunc is called with one member's offsets; false stops the walk.
+type MemberFunc func(keyStart, keyEnd int, escaped bool, start, end int) bool
 
-// valueFunc is called with one member's key offsets and where its value
+// ValueFunc is called with one member's key offsets and where its value
 // starts; it reads the value and returns the index after it (-1: there is
 // no value there) and whether the walk goes on.
-type valueFunc func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool)
+type ValueFunc func(keyStart, keyEnd int, escaped bool, start int) (end int, more bool)
 
-// walkObject calls fn for each member of the object that opens at doc[i]
+// WalkObject calls fn for each member of the object that opens at doc[i]
 // and returns the index after it, -1 when there is no such object, or
 // stopped when fn stopped the walk.
-func walkObject(doc []byte, i int, fn memberFunc) (end int, stopped bool) {
-	return walkValues(doc, i, func(keyStart, keyEnd int, escaped bool, start int) (int, bool) {
-		end := skipJSONValue(doc, start)
+func WalkObject(doc []byte, i int, fn MemberFunc) (end int, stopped bool) {
+	return WalkValues(doc, i, func(keyStart, keyEnd int, escaped bool, start int) (int, bool) {
+		end := SkipValue(doc, start)
 		return end, end >= 0 && fn(keyStart, keyEnd, escaped, start, end)
 	})
 }
 
-// walkValues is walkObject for a caller that reads the values itself.
-func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
+// WalkValues is WalkObject for a caller that reads the values itself.
+func WalkValues(doc []byte, i int, fn ValueFunc) (end int, stopped bool) {
 	if i >= len(doc) || doc[i] != '{' {
 		return -1, false
 	}
@@ -73,7 +77,7 @@ func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 		if i >= len(doc) || doc[i] != '"' {
 			return -1, false
 		}
-		keyEnd, escaped := skipJSONString(doc, i)
+		keyEnd, escaped := SkipString(doc, i)
 		if keyEnd < 0 {
 			return -1, false
 		}
@@ -104,14 +108,14 @@ func walkValues(doc []byte, i int, fn valueFunc) (end int, stopped bool) {
 	}
 }
 
-// skipJSONString returns the index after the string that opens at doc[i]
+// SkipString returns the index after the string that opens at doc[i]
 // (a quote), or -1 when it does not close; escaped reports a backslash in
 // a string that closes. Its first 32 bytes are read eight at a time (a
 // word that holds a quote or backslash says where: zeroBytes is exact up
 // to the first zero byte), which ends most keys and ids; a longer text is
 // searched for its quotes and backslashes by bytes.IndexByte, which reads
 // dozens of bytes a step.
-func skipJSONString(doc []byte, i int) (end int, escaped bool) {
+func SkipString(doc []byte, i int) (end int, escaped bool) {
 	j := i + 1
 	for range 4 {
 		if j+8 > len(doc) {
@@ -156,11 +160,11 @@ const (
 // zeroBytes is nonzero exactly when some byte of w is zero.
 func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & high }
 
-// eachElement calls fn with the offset of each element of the array that
+// EachElement calls fn with the offset of each element of the array that
 // opens at doc[i]; fn reads the element and returns the offset after it
 // (-1: malformed), so that each element is walked once, and whether to go
 // on. ok is false when there is no such array.
-func eachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok bool) {
+func EachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok bool) {
 	if i >= len(doc) || doc[i] != '[' {
 		return false
 	}
@@ -194,47 +198,47 @@ func eachElement(doc []byte, i int, fn func(start int) (end int, more bool)) (ok
 	}
 }
 
-// viewBytes is s as bytes, without a copy: for reading only.
-func viewBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+// ViewBytes is s as bytes, without a copy: for reading only.
+func ViewBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// viewString is b as a string, without a copy: valid while b is unchanged.
-func viewString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// ViewString is b as a string, without a copy: valid while b is unchanged.
+func ViewString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// memberKey is the key of a member walkObject reported, decoded when it
+// MemberKey is the key of a member WalkObject reported, decoded when it
 // holds escapes.
-func memberKey(doc string, keyStart, keyEnd int, escaped bool) string {
+func MemberKey(doc string, keyStart, keyEnd int, escaped bool) string {
 	if escaped {
 		return gjson.Parse(doc[keyStart-1 : keyEnd+1]).Str
 	}
 	return doc[keyStart:keyEnd]
 }
 
-// parseSkipped is gjson.Parse(doc[start:end]) for a value skipJSONValue
+// ParseSkipped is gjson.Parse(doc[start:end]) for a value SkipValue
 // found to end at end: a string without a backslash is taken as it is,
 // where gjson would read its text again for escapes (an answer's id).
-func parseSkipped(doc string, start, end int) gjson.Result {
+func ParseSkipped(doc string, start, end int) gjson.Result {
 	if end-start >= 2 && doc[start] == '"' && strings.IndexByte(doc[start+1:end-1], '\\') < 0 {
 		return gjson.Result{Type: gjson.String, Raw: doc[start:end], Str: doc[start+1 : end-1]}
 	}
 	return gjson.Parse(doc[start:end])
 }
 
-// jsonStructural marks the bytes skipJSONValue stops at inside a container
-// (and parentheses, which closeJSONContainerParens notes).
+// jsonStructural marks the bytes SkipValue stops at inside a container
+// (and parentheses, which CloseContainerParens notes).
 var jsonStructural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, '(': true, ')': true}
 
-// skipJSONValue returns the index after the value that starts at doc[i],
+// SkipValue returns the index after the value that starts at doc[i],
 // or -1 when it runs past the end.
-func skipJSONValue(doc []byte, i int) int {
+func SkipValue(doc []byte, i int) int {
 	if i >= len(doc) {
 		return -1
 	}
 	switch doc[i] {
 	case '"':
-		end, _ := skipJSONString(doc, i)
+		end, _ := SkipString(doc, i)
 		return end
 	case '{', '[':
-		return closeJSONContainer(doc, i, 0)
+		return CloseContainer(doc, i, 0)
 	}
 	j := i
 	for j < len(doc) && doc[j] != ',' && doc[j] != '}' && doc[j] != ']' && doc[j] != ' ' && doc[j] != '\n' && doc[j] != '\r' && doc[j] != '\t' {
@@ -246,18 +250,18 @@ func skipJSONValue(doc []byte, i int) int {
 	return j
 }
 
-// closeJSONContainer returns the index after the container that doc[i:]
+// CloseContainer returns the index after the container that doc[i:]
 // closes, depth brackets deep at doc[i] (0: at its opening bracket), or -1.
-func closeJSONContainer(doc []byte, i, depth int) int {
-	end, _ := closeJSONContainerParens(doc, i, depth)
+func CloseContainer(doc []byte, i, depth int) int {
+	end, _ := CloseContainerParens(doc, i, depth)
 	return end
 }
 
-// closeJSONContainerParens is closeJSONContainer that also reports a
+// CloseContainerParens is CloseContainer that also reports a
 // parenthesis outside the strings it skipped (parensOutsideStrings of
 // what it walked), so that a walk need not read a long text again for
-// plainValue.
-func closeJSONContainerParens(doc []byte, i, depth int) (end int, parens bool) {
+// PlainValue.
+func CloseContainerParens(doc []byte, i, depth int) (end int, parens bool) {
 	for j := i; j < len(doc); j++ {
 		for j < len(doc) && !jsonStructural[doc[j]] {
 			j++
@@ -267,7 +271,7 @@ func closeJSONContainerParens(doc []byte, i, depth int) (end int, parens bool) {
 		}
 		switch doc[j] {
 		case '"':
-			end, _ := skipJSONString(doc, j)
+			end, _ := SkipString(doc, j)
 			if end < 0 {
 				return -1, parens
 			}
@@ -285,18 +289,18 @@ func closeJSONContainerParens(doc []byte, i, depth int) (end int, parens bool) {
 	return -1, parens
 }
 
-// plainValue reports whether the value v, as skipJSONValue skipped it, is
+// PlainValue reports whether the value v, as SkipValue skipped it, is
 // one gjson skips to the same end: a string, true, false, null, a number,
 // or a container without a parenthesis outside its strings (gjson counts
 // those as brackets).
-func plainValue(v []byte) bool {
+func PlainValue(v []byte) bool {
 	switch v[0] {
 	case '"':
 		return true
 	case '{', '[':
 		return !parensOutsideStrings(v)
 	case 't', 'f', 'n':
-		s := viewString(v)
+		s := ViewString(v)
 		return s == "true" || s == "false" || s == "null"
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		for _, c := range v {
@@ -320,7 +324,7 @@ func parensOutsideStrings(v []byte) bool {
 		case '(', ')':
 			return true
 		case '"':
-			end, _ := skipJSONString(v, i)
+			end, _ := SkipString(v, i)
 			if end < 0 {
 				return false
 			}

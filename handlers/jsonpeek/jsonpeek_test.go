@@ -1,4 +1,4 @@
-package handlers
+package jsonpeek
 
 import (
 	"reflect"
@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// skipJSONStringByBytes is skipJSONString one byte at a time, the
+// skipJSONStringByBytes is SkipString one byte at a time, the
 // reference for its scans (escaped is compared for strings that close).
 func skipJSONStringByBytes(doc []byte, i int) (end int, escaped bool) {
 	for j := i + 1; j < len(doc); j++ {
@@ -35,10 +35,10 @@ func TestSkipJSONString(t *testing.T) {
 	} {
 		for pad := range 9 { // every alignment of the string in its word
 			doc := []byte(strings.Repeat(" ", pad) + s)
-			end, esc := skipJSONString(doc, pad)
+			end, esc := SkipString(doc, pad)
 			wantEnd, wantEsc := skipJSONStringByBytes(doc, pad)
 			if end != wantEnd || end >= 0 && esc != wantEsc {
-				t.Errorf("skipJSONString(%q, %d) = %d, %v; want %d, %v", doc, pad, end, esc, wantEnd, wantEsc)
+				t.Errorf("SkipString(%q, %d) = %d, %v; want %d, %v", doc, pad, end, esc, wantEnd, wantEsc)
 			}
 		}
 	}
@@ -51,26 +51,26 @@ func FuzzSkipJSONString(f *testing.F) {
 		if i < 0 || i >= len(doc) {
 			return
 		}
-		end, esc := skipJSONString(doc, i)
+		end, esc := SkipString(doc, i)
 		wantEnd, wantEsc := skipJSONStringByBytes(doc, i)
 		if end != wantEnd || end >= 0 && esc != wantEsc {
-			t.Fatalf("skipJSONString(%q, %d) = %d, %v; want %d, %v", doc, i, end, esc, wantEnd, wantEsc)
+			t.Fatalf("SkipString(%q, %d) = %d, %v; want %d, %v", doc, i, end, esc, wantEnd, wantEsc)
 		}
 	})
 }
 
-// parseSkipped is gjson.Parse on each value skipJSONValue skips.
+// ParseSkipped is gjson.Parse on each value SkipValue skips.
 func TestParseSkippedAsGJSON(t *testing.T) {
 	values := []string{`""`, `"a"`, `"chatcmpl-Q2ZKXB7LJ4C5GQ6ZT3W7N2HMUA"`, `"a\"b"`, `"\\"`, `"\u00e9t\u00e9"`, `"é"`,
 		`"x\ny"`, `12`, `-1.5e3`, `true`, `false`, `null`, `{"a":"b"}`, `[1,"\""]`, `"unclosed`, `"\\\\"`}
 	for _, v := range values {
 		doc := `{"k":` + v + `}`
 		start := len(`{"k":`)
-		end := skipJSONValue([]byte(doc), start)
+		end := SkipValue([]byte(doc), start)
 		if end < 0 {
 			continue
 		}
-		got, want := parseSkipped(doc, start, end), gjson.Parse(doc[start:end])
+		got, want := ParseSkipped(doc, start, end), gjson.Parse(doc[start:end])
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %#v, want %#v", v, got, want)
 		}

@@ -1,12 +1,16 @@
-package handlers
+package responsehealing
 
 import (
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/plugintest"
 	"github.com/tollgate-dev/caddy-tollgate/healjson"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
@@ -28,7 +32,7 @@ func TestHealingFor(t *testing.T) {
 		{"word in the prompt only", "chat", `{"messages":[{"role":"user","content":"response-healing"}]}`, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, apiErr := healingFor(dialect.Kind(tc.kind), []byte(tc.body))
+			h, apiErr := healingFor(dialect.Kind(tc.kind), []byte(tc.body), gjson.Get(tc.body, "plugins"))
 			if tc.err != "" {
 				if apiErr == nil || !strings.Contains(apiErr.Message, tc.err) || apiErr.Status != 400 {
 					t.Fatalf("error %v, want %q", apiErr, tc.err)
@@ -42,17 +46,46 @@ func TestHealingFor(t *testing.T) {
 	}
 }
 
-func TestCheckHealingPlugin(t *testing.T) {
-	for body, want := range map[string]string{
-		`[{"id":"response-healing"}]`:                           "",
-		`[{"id":"response-healing","enabled":true}]`:            "",
-		`[{"id":"response-healing","enabled":1}]`:               "plugins[0].enabled: expected a boolean",
-		`[{"id":"moderation"},{"id":"response-healing","x":1}]`: "plugins[1].x: unknown field of the response-healing plugin",
+func TestConformance(t *testing.T) {
+	plugintest.Run(t, plugintest.Case{
+		Plugin: new(Healing),
+		Kind:   dialect.Chat,
+		Asks:   `{"response_format":{"type":"json_object"},"plugins":[{"id":"response-healing"}]}`,
+	})
+}
+
+func TestCheckEntry(t *testing.T) {
+	for entry, want := range map[string]string{
+		`{"id":"response-healing"}`:                "",
+		`{"id":"response-healing","enabled":true}`: "",
+		`{"id":"response-healing","enabled":1}`:    "plugins[1].enabled: expected a boolean",
+		`{"id":"response-healing","x":1}`:          "plugins[1].x: unknown field of the response-healing plugin",
 	} {
-		apiErr := checkPlugins(gjson.Parse(body))
+		apiErr := new(Healing).CheckEntry("plugins[1]", gjson.Parse(entry))
 		if (apiErr == nil) != (want == "") || (apiErr != nil && apiErr.Message != want) {
-			t.Errorf("checkPlugins(%s) = %v, want %q", body, apiErr, want)
+			t.Errorf("CheckEntry(%s) = %v, want %q", entry, apiErr, want)
 		}
+	}
+}
+
+// A healed answer goes out through the plugin's writer, its length and
+// report set.
+func TestWrapAnswer(t *testing.T) {
+	run, apiErr := new(Healing).Plan(plugintest.Request(dialect.Chat,
+		`{"response_format":{"type":"json_object"},"plugins":[{"id":"response-healing"}]}`))
+	if apiErr != nil || run == nil {
+		t.Fatalf("Plan = %v, %v", run, apiErr)
+	}
+	rec := httptest.NewRecorder()
+	aw := run.(plugin.AnswerWrapper)
+	w := aw.WrapAnswer(rec)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"{a: 1}"}}]}`))
+	aw.FinishAnswer()
+	if got := rec.Body.String(); got != `{"choices":[{"message":{"content":"{\"a\":1}"}}]}` ||
+		rec.Header().Get(healingHeader) != "repaired=unquoted_key" || rec.Header().Get("Content-Length") != strconv.Itoa(len(got)) {
+		t.Fatalf("answer %s, headers %v", got, rec.Header())
 	}
 }
 
@@ -92,12 +125,12 @@ func TestHealAnswer(t *testing.T) {
 	}
 }
 
-// A request without the plugin pays a byte search of its body.
+// A request without the plugin pays a byte search of its plugins.
 func BenchmarkHealingForWithout(b *testing.B) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 2000) + `"}],"response_format":{"type":"json_object"}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if h, _ := healingFor("chat", body); h != nil {
+		if h, _ := healingFor("chat", body, gjson.GetBytes(body, "plugins")); h != nil {
 			b.Fatal("healing without the plugin")
 		}
 	}

@@ -1,4 +1,7 @@
-package handlers
+// Package abuse holds the gateway's abuse ceilings: a token bucket per
+// client IP or key, in front of everything else a request meets, kept
+// across config reloads.
+package abuse
 
 import (
 	"fmt"
@@ -9,16 +12,16 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// RateCeiling is one abuse ceiling: Requests per Window, with bursts up to
+// Ceiling is one abuse ceiling: Requests per Window, with bursts up to
 // Burst (default: Requests).
-type RateCeiling struct {
+type Ceiling struct {
 	Requests int64          `json:"requests"`
 	Window   caddy.Duration `json:"window"`
 	Burst    int            `json:"burst,omitempty"`
 }
 
-// validate checks a ceiling's values, naming the option; nil is off.
-func (c *RateCeiling) validate(name string) error {
+// Validate checks a ceiling's values, naming the option; nil is off.
+func (c *Ceiling) Validate(name string) error {
 	switch {
 	case c == nil:
 		return nil
@@ -37,14 +40,14 @@ func (c *RateCeiling) validate(name string) error {
 // so a reload neither refills a client's bucket nor forgets it.
 var ceilingPool = caddy.NewUsagePool()
 
-// loadCeilings returns the pooled buckets for c; nil when c is off.
-func loadCeilings(scope string, c *RateCeiling) (*ceilings, error) {
+// Load returns the pooled buckets for c; nil when c is off.
+func Load(scope string, c *Ceiling) (*Buckets, error) {
 	if c == nil {
 		return nil, nil
 	}
 	key := fmt.Sprintf("%s %d/%d burst %d", scope, c.Requests, c.Window, c.Burst)
 	v, _, err := ceilingPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		cs := newCeilings(c)
+		cs := newBuckets(c)
 		if cs == nil {
 			return nil, fmt.Errorf("%s: invalid ceiling", scope)
 		}
@@ -54,22 +57,22 @@ func loadCeilings(scope string, c *RateCeiling) (*ceilings, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.(*ceilings), nil
+	return v.(*Buckets), nil
 }
 
-// release gives the buckets back to the pool; safe on nil.
-func (c *ceilings) release() {
+// Release gives the buckets back to the pool; safe on nil.
+func (c *Buckets) Release() {
 	if c != nil {
 		_, _ = ceilingPool.Delete(c.poolKey)
 	}
 }
 
 // Destruct implements caddy.Destructor: the buckets are plain memory.
-func (c *ceilings) Destruct() error { return nil }
+func (c *Buckets) Destruct() error { return nil }
 
-// ceilings holds one token bucket per name (client IP or key hash); buckets
+// Buckets holds one token bucket per name (client IP or key hash); buckets
 // idle for a while are dropped so that memory follows active clients.
-type ceilings struct {
+type Buckets struct {
 	limit   rate.Limit
 	burst   int
 	poolKey string
@@ -87,7 +90,7 @@ type bucket struct {
 // idleAfter is how long an unused bucket is kept; by then it is full again.
 const idleAfter = 10 * time.Minute
 
-func newCeilings(c *RateCeiling) *ceilings {
+func newBuckets(c *Ceiling) *Buckets {
 	if c == nil || c.Requests <= 0 || c.Window <= 0 {
 		return nil
 	}
@@ -95,16 +98,19 @@ func newCeilings(c *RateCeiling) *ceilings {
 	if burst <= 0 {
 		burst = int(c.Requests)
 	}
-	return &ceilings{
+	return &Buckets{
 		limit:   rate.Limit(float64(c.Requests) / time.Duration(c.Window).Seconds()),
 		burst:   burst,
 		buckets: map[string]*bucket{},
 	}
 }
 
-// allow takes a token for name at t; when refused it says when the next
+// Burst is the most tokens a bucket holds: the limit a refusal reports.
+func (c *Buckets) Burst() int { return c.burst }
+
+// Allow takes a token for name at t; when refused it says when the next
 // token is due.
-func (c *ceilings) allow(name string, t time.Time) (bool, time.Time) {
+func (c *Buckets) Allow(name string, t time.Time) (bool, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.Sub(c.lastSweep) > idleAfter {

@@ -1,0 +1,229 @@
+// Package plugin is the seam between the gateway's request pipeline and
+// the plugins a request asks for in its plugins array
+// ({"plugins":[{"id":"response-healing"}]}).
+//
+// A plugin is a Caddy module in the tollgate.plugins namespace, one
+// package each, loaded by the tollgate handler with ctx.LoadModule (as
+// reverse_proxy loads its transport): the built-in ones register
+// themselves, and a third party adds one with xcaddy build --with. The
+// handler calls a plugin at fixed points of every request that names it:
+//
+//  1. CheckEntry, when the request's body is checked: the entry's
+//     members, each error a 400 naming its place;
+//  2. an optional body rewrite (BodyRewriter), once the route's models
+//     are known, before the prompt is counted;
+//  3. Plan, once the request is routed: what the plugin does for this
+//     request, a Run, or nil when nothing;
+//  4. the Run's optional parts: Coster adds to the hold admission takes
+//     and to the charge settlement makes, and AnswerWrapper rewrites the
+//     answer on its way to the client.
+//
+// A plugin holds no per-request state: Plan's Run does.
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/money"
+)
+
+// Namespace is the Caddy module namespace of the plugins.
+const Namespace = "tollgate.plugins"
+
+// Plugin is a plugin a request may ask for by its Name.
+type Plugin interface {
+	caddy.Module
+	// Name is the plugin's id in a request's plugins array
+	// ("response-healing").
+	Name() string
+	// CheckEntry checks an entry of the plugins array that asks for the
+	// plugin (not disabled); path is its place ("plugins[2]"), which the
+	// error's message starts with.
+	CheckEntry(path string, entry gjson.Result) *apierror.Error
+	// Plan is what the plugin does for a routed request: nil when the
+	// request does not ask for it or it has nothing to do. A request
+	// that does not name the plugin must cost no allocation.
+	Plan(req *Request) (Run, *apierror.Error)
+}
+
+// Request is what a plugin sees of a request.
+type Request struct {
+	// Kind is the dialect of the route: the client's API.
+	Kind dialect.Kind
+	// Body is the client's body as the gateway's stages left it. Plan
+	// sees it with its plugins array; RewriteBody without.
+	Body []byte
+	// Plugins is the request's plugins array, checked; its zero value
+	// when the request has none.
+	Plugins gjson.Result
+	// Models are the catalog models the route may try.
+	Models Models
+}
+
+// Models are the catalog models a route may try, in its order; a model
+// may be nil (a private endpoint's).
+type Models interface {
+	Len() int
+	At(i int) *catalog.Model
+}
+
+// BodyRewriter is a Plugin that rewrites what the providers receive of
+// every request, whether or not it names the plugin: once the route's
+// models are known and the gateway's own fields are out of the body,
+// before its prompt is counted and filtered. rewritten is false when body
+// is returned as it came.
+type BodyRewriter interface {
+	RewriteBody(ctx context.Context, req *Request) (body []byte, rewritten bool, apiErr *apierror.Error)
+}
+
+// Run is a plugin's part in one request; its optional interfaces say
+// what it adds: Coster and AnswerWrapper.
+type Run any
+
+// Coster is a Run that costs: the gateway's own work, paid in credits
+// even by a request that pays its provider with its own key.
+type Coster interface {
+	// Hold is the most the run may add to the charge, held at admission.
+	Hold() money.Amount
+	// Charge is what it adds to the charge, at settlement (at most Hold).
+	Charge() money.Amount
+}
+
+// AnswerWrapper is a Run that rewrites the answer.
+type AnswerWrapper interface {
+	// WrapAnswer is the writer the answer goes through on its way to w.
+	WrapAnswer(w http.ResponseWriter) http.ResponseWriter
+	// FinishAnswer sends what the wrapper held back, once the answer is
+	// complete.
+	FinishAnswer()
+}
+
+// Set is the plugins a gateway offers.
+type Set []Plugin
+
+// Lookup is the plugin of the name; nil: none.
+func (s Set) Lookup(name string) Plugin {
+	for _, p := range s {
+		if p.Name() == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Validate refuses a set in which two plugins take the same name.
+func (s Set) Validate() error {
+	for i, p := range s {
+		for _, q := range s[:i] {
+			if p.Name() == q.Name() {
+				return fmt.Errorf("plugins %s and %s both take the name %q", q.CaddyModule().ID, p.CaddyModule().ID, p.Name())
+			}
+		}
+	}
+	return nil
+}
+
+// Load loads every plugin module registered with Caddy: those
+// configured (by module name, from the ModuleMap field of mod named
+// field) with their configuration, the others with none; in the order of
+// their module IDs.
+func Load(ctx caddy.Context, mod any, field string, configured caddy.ModuleMap) (Set, error) {
+	var set Set
+	if len(configured) > 0 {
+		loaded, err := ctx.LoadModule(mod, field)
+		if err != nil {
+			return nil, fmt.Errorf("loading plugins: %v", err)
+		}
+		for _, m := range loaded.(map[string]any) {
+			set = append(set, m.(Plugin))
+		}
+	}
+	for _, info := range caddy.GetModules(Namespace) {
+		if _, ok := configured[info.ID.Name()]; ok {
+			continue
+		}
+		m, err := ctx.LoadModuleByID(string(info.ID), nil)
+		if err != nil {
+			return nil, fmt.Errorf("loading plugin %s: %v", info.ID, err)
+		}
+		p, ok := m.(Plugin)
+		if !ok {
+			return nil, fmt.Errorf("module %s is not a plugin", info.ID)
+		}
+		set = append(set, p)
+	}
+	// In the order of their module IDs, as Registered: the order Plan is
+	// called in and the answer wrapped in does not follow map order.
+	slices.SortFunc(set, func(a, b Plugin) int { return strings.Compare(string(a.CaddyModule().ID), string(b.CaddyModule().ID)) })
+	return set, set.Validate()
+}
+
+// Registered is every plugin module registered with Caddy, each as its
+// New made it, not provisioned: for a handler that Caddy did not
+// provision (unit tests), whose plugins only check entries.
+var Registered = sync.OnceValue(func() Set {
+	var set Set
+	for _, info := range caddy.GetModules(Namespace) {
+		if p, ok := info.New().(Plugin); ok {
+			set = append(set, p)
+		}
+	}
+	return set
+})
+
+// Entry is the first entry of a request's plugins array that asks for
+// the plugin of the name (not disabled), and its index; -1: none. The
+// entries were checked. An array that does not hold the name costs a
+// byte search, no allocation.
+func Entry(plugins gjson.Result, name string) (gjson.Result, int) {
+	if !strings.Contains(plugins.Raw, name) {
+		return gjson.Result{}, -1
+	}
+	at, i := gjson.Result{}, -1
+	plugins.ForEach(func(k, p gjson.Result) bool {
+		if p.Get("id").Str == name && p.Get("enabled").Type != gjson.False {
+			at, i = p, int(k.Int())
+			return false
+		}
+		return true
+	})
+	return at, i
+}
+
+// CheckMembers checks the members of an entry (at path) asking for the
+// plugin of the name: id, a boolean enabled, and those member knows (it
+// checks their values); any other member is a 400 naming it. member may
+// be nil: the plugin takes no option.
+func CheckMembers(path, name string, entry gjson.Result, member func(name string, v gjson.Result) (known bool, apiErr *apierror.Error)) *apierror.Error {
+	var apiErr *apierror.Error
+	entry.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+		case "enabled":
+			if v.Type != gjson.True && v.Type != gjson.False {
+				apiErr = apierror.BadRequest(path + ".enabled: expected a boolean")
+			}
+		default:
+			known := false
+			if member != nil {
+				known, apiErr = member(k.Str, v)
+			}
+			if !known {
+				apiErr = apierror.BadRequest(fmt.Sprintf("%s.%s: unknown field of the %s plugin", path, k.Str, name))
+			}
+		}
+		return apiErr == nil
+	})
+	return apiErr
+}

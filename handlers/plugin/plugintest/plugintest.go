@@ -1,0 +1,174 @@
+// Package plugintest is the conformance suite of the plugin seam: every
+// plugin's tests run it, so the handler can rely on what package plugin
+// promises of a plugin.
+package plugintest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+)
+
+// Case is what a plugin's suite needs of the plugin under test.
+type Case struct {
+	// Plugin is the plugin, as its module's New makes it and provisioned
+	// as a test needs it.
+	Plugin plugin.Plugin
+	// Kind is a route kind the plugin serves, and Asks a body of that kind
+	// that asks for the plugin and for which Plan returns a Run; "" for a
+	// plugin whose Plan returns none (it rewrites the body).
+	Kind dialect.Kind
+	Asks string
+}
+
+// Run runs the conformance tests on c.
+func Run(t *testing.T, c Case) {
+	t.Helper()
+	p := c.Plugin
+	name := p.Name()
+	info := p.CaddyModule()
+	t.Run("module", func(t *testing.T) {
+		if info.ID.Namespace() != plugin.Namespace {
+			t.Errorf("module %s: namespace %q, want %q", info.ID, info.ID.Namespace(), plugin.Namespace)
+		}
+		if info.ID.Name() != strings.ReplaceAll(name, "-", "_") {
+			t.Errorf("module %s: its name is not the plugin's %q with underscores", info.ID, name)
+		}
+		if info.New == nil {
+			t.Fatalf("module %s: no New", info.ID)
+		}
+		fresh := info.New()
+		if reflect.TypeOf(fresh) != reflect.TypeOf(p) {
+			t.Errorf("module %s: New makes a %T, the plugin is a %T", info.ID, fresh, p)
+		}
+		if reflect.TypeOf(fresh).Kind() != reflect.Pointer {
+			t.Errorf("module %s: New makes a %T, not a pointer", info.ID, fresh)
+		}
+		if got, ok := fresh.(plugin.Plugin); !ok || got.Name() != name {
+			t.Errorf("module %s: New's plugin is not named %q", info.ID, name)
+		}
+		// Its JSON configuration reads back as it was written.
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("module %s: marshal: %v", info.ID, err)
+		}
+		back := info.New()
+		if err := caddy.StrictUnmarshalJSON(raw, &back); err != nil {
+			t.Fatalf("module %s: its own JSON %s does not load: %v", info.ID, raw, err)
+		}
+	})
+	t.Run("caddyfile", func(t *testing.T) {
+		u, ok := info.New().(caddyfile.Unmarshaler)
+		if !ok {
+			t.Fatalf("module %s: no UnmarshalCaddyfile", info.ID)
+		}
+		if err := u.UnmarshalCaddyfile(caddyfile.NewTestDispenser(info.ID.Name())); err != nil {
+			t.Errorf("module %s: the bare directive: %v", info.ID, err)
+		}
+		if err := u.UnmarshalCaddyfile(caddyfile.NewTestDispenser(info.ID.Name() + " {\n\tno_such_option\n}")); err == nil {
+			t.Errorf("module %s: an unknown option is accepted", info.ID)
+		}
+	})
+	t.Run("entry", func(t *testing.T) {
+		for _, entry := range []string{`{"id":"` + name + `"}`, `{"id":"` + name + `","enabled":true}`} {
+			if apiErr := p.CheckEntry("plugins[0]", gjson.Parse(entry)); apiErr != nil {
+				t.Errorf("CheckEntry(%s) = %v", entry, apiErr)
+			}
+		}
+		for entry, want := range map[string]string{
+			`{"id":"` + name + `","enabled":1}`:           "plugins[3].enabled: ",
+			`{"id":"` + name + `","no_such_member":true}`: "plugins[3].no_such_member: ",
+		} {
+			apiErr := p.CheckEntry("plugins[3]", gjson.Parse(entry))
+			if apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, want) {
+				t.Errorf("CheckEntry(%s) = %v, want a 400 starting %q", entry, apiErr, want)
+			}
+		}
+	})
+	t.Run("plan", func(t *testing.T) {
+		if c.Asks != "" {
+			run, apiErr := p.Plan(Request(c.Kind, c.Asks))
+			if apiErr != nil || run == nil {
+				t.Fatalf("Plan(%s) = %v, %v; want a run", c.Asks, run, apiErr)
+			}
+			if w, ok := run.(plugin.Coster); ok && w.Charge() > w.Hold() {
+				t.Errorf("Plan(%s): charges %v, above its hold %v", c.Asks, w.Charge(), w.Hold())
+			}
+			if aw, ok := run.(plugin.AnswerWrapper); ok {
+				wantErrorPassed(t, aw)
+			}
+		}
+		for _, body := range []string{
+			`{"model":"m","messages":[{"role":"user","content":"hello"}]}`,
+			`{"model":"m","plugins":[{"id":"` + name + `","enabled":false}]}`,
+		} {
+			if run, apiErr := p.Plan(Request(c.Kind, body)); run != nil || apiErr != nil {
+				t.Errorf("Plan(%s) = %v, %v; want nothing", body, run, apiErr)
+			}
+		}
+	})
+	t.Run("plan allocates nothing unasked", func(t *testing.T) {
+		req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
+		if n := testing.AllocsPerRun(100, func() { _, _ = p.Plan(req) }); n != 0 {
+			t.Errorf("Plan of a body not naming the plugin: %v allocations", n)
+		}
+	})
+	if bw, ok := p.(plugin.BodyRewriter); ok {
+		t.Run("rewrite leaves a plain body alone", func(t *testing.T) {
+			req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}]}`)
+			body, rewritten, apiErr := bw.RewriteBody(context.Background(), req)
+			if apiErr != nil || rewritten || &body[0] != &req.Body[0] || len(body) != len(req.Body) {
+				t.Fatalf("RewriteBody of a plain body = %s, %v, %v; want it as it came", body, rewritten, apiErr)
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _, _ = bw.RewriteBody(context.Background(), req) }); n != 0 {
+				t.Errorf("RewriteBody of a plain body: %v allocations", n)
+			}
+		})
+	}
+}
+
+// Request is the request of a route of kind with body, its plugins
+// array read from it, tried on one model that reads text only.
+func Request(kind dialect.Kind, body string) *plugin.Request {
+	return &plugin.Request{Kind: kind, Body: []byte(body), Plugins: gjson.Get(body, "plugins"), Models: Models{textOnly}}
+}
+
+// Models are a route's models, in order.
+type Models []*catalog.Model
+
+// Len implements plugin.Models.
+func (m Models) Len() int { return len(m) }
+
+// At implements plugin.Models.
+func (m Models) At(i int) *catalog.Model { return m[i] }
+
+// textOnly is a catalog model that reads text only.
+var textOnly = &catalog.Model{ID: "plugintest/text", Public: json.RawMessage(`{"architecture":{"input_modalities":["text"]}}`)}
+
+// wantErrorPassed checks that a provider's error answer goes through the
+// wrapper as it came: its status, type and body.
+func wantErrorPassed(t *testing.T, aw plugin.AnswerWrapper) {
+	t.Helper()
+	const answer = `{"error":{"message":"rate limited","code":429}}`
+	rec := httptest.NewRecorder()
+	w := aw.WrapAnswer(rec)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(answer))
+	aw.FinishAnswer()
+	if rec.Code != http.StatusTooManyRequests || rec.Body.String() != answer || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("an error answer through the wrapper: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}
