@@ -5,6 +5,7 @@ package catalog
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -83,6 +84,9 @@ type Provider struct {
 		name    string
 		value   []string
 	}
+	// path is Path's last answer, shared by New with the provider's
+	// copies: most attempts to an endpoint go to one path.
+	path *atomic.Pointer[pathUnder]
 
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
@@ -228,6 +232,26 @@ func (p *Provider) keyEntryFor(d dialect.Dialect, key string) bool {
 	return p != nil && p.key.value != nil && len(key) == len(p.key.of) && unsafe.StringData(key) == unsafe.StringData(p.key.of) && d == p.key.dialect
 }
 
+// pathUnder is a path under a base path.
+type pathUnder struct{ base, rest, path string }
+
+// Path is rest (a path and query) under p's base path: the last one made
+// for p again, when it is the same, and no new string.
+func (p *Provider) Path(rest string) string {
+	if p.BasePath == "" {
+		return rest
+	}
+	if p.path == nil {
+		return p.BasePath + rest
+	}
+	if c := p.path.Load(); c != nil && c.rest == rest && c.base == p.BasePath {
+		return c.path
+	}
+	c := &pathUnder{base: p.BasePath, rest: rest, path: p.BasePath + rest}
+	p.path.Store(c)
+	return c.path
+}
+
 // Catalog is an immutable set of models, in the operator's order.
 type Catalog struct {
 	models []*Model
@@ -250,6 +274,9 @@ func New(models []*Model) *Catalog {
 			}
 			if p.Dialect == nil {
 				_ = p.Resolve() // the config load resolved and checked it; a test's provider
+			}
+			if p.path == nil {
+				p.path = new(atomic.Pointer[pathUnder])
 			}
 			if d, ok := p.dial.(string); !ok || d != p.Dial {
 				p.dial = p.Dial

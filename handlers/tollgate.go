@@ -111,7 +111,7 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 		return err
 	}
 	t.shareCeiling = new(sync.Once)
-	if t.proxies, err = t.loadProxies(ctx); err != nil {
+	if t.proxies, err = t.loadProxies(ctx, gw.Catalog()); err != nil {
 		return err
 	}
 	return t.setup(gw, ctx.Logger())
