@@ -167,6 +167,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.moderate, err = a.Moderation.Build(repl); err != nil {
 		return err
 	}
+	for i := range a.Models {
+		for j := range a.Models[i].Providers {
+			pc := &a.Models[i].Providers[j]
+			if err := pc.loadDialect(ctx); err != nil {
+				return fmt.Errorf("model %q: provider %q: %v", a.Models[i].ID, pc.Name, err)
+			}
+		}
+	}
 	a.catalog, err = a.loadCatalog()
 	return err
 }

@@ -37,6 +37,9 @@ type Provider struct {
 	Style string `json:"style,omitempty"`
 	// Settings are the dialect's own options (an Azure deployment, ...).
 	Settings map[string]string `json:"settings,omitempty"`
+	// Module is the provider's dialect module as its config loaded it,
+	// with its own options; nil: Style's with Settings.
+	Module dialect.Module `json:"-"`
 	// Dialect speaks the provider's API; set by Resolve.
 	Dialect dialect.Dialect `json:"-"`
 	// API is the generation API the provider speaks: dialect.APIResponses (or
@@ -125,15 +128,22 @@ func (p *Provider) Parameters() []string {
 	return nil // an unknown style, which the config load reports
 }
 
-// Resolve sets p's Dialect from its Style and options: the error names
-// the option that is missing or wrong.
+// Resolve sets p's Dialect from its Module, else its Style and Settings:
+// the error names the option that is missing or wrong.
 func (p *Provider) Resolve() error {
 	style := p.Style
 	if style == "" {
 		style = openai.Style
 	}
-	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
-		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings})
+	o := dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
+		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings}
+	var d dialect.Dialect
+	var err error
+	if p.Module != nil {
+		d, err = p.Module.New(o)
+	} else {
+		d, err = dialect.New(style, o)
+	}
 	if err != nil {
 		return err
 	}
