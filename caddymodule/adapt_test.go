@@ -146,7 +146,7 @@ func TestAppProvisionDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			app := tt.app
-			if err := app.Provision(caddy.Context{}); err != nil {
+			if err := app.Provision(appContext(t)); err != nil {
 				t.Fatal(err)
 			}
 			if app.Brand() != tt.brand || time.Duration(app.GCInterval) != tt.gc || app.FreeModelLimits() != tt.free || app.dir != tt.dir {
@@ -199,7 +199,7 @@ func TestBadBrandAdaptsButFailsValidation(t *testing.T) {
 	if err := json.Unmarshal(apps[gateway.AppName], &app); err != nil {
 		t.Fatal(err)
 	}
-	if err := app.Provision(caddy.Context{}); err != nil {
+	if err := app.Provision(appContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := app.Validate(); err == nil || !strings.Contains(err.Error(), `brand "Bad!"`) {

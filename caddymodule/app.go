@@ -3,9 +3,7 @@ package caddymodule
 import (
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,11 +159,22 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.egress, err = a.CustomerEgress.policy(); err != nil {
 		return err
 	}
+	if err := a.WebSearch.Load(ctx); err != nil {
+		return err
+	}
 	if a.search, err = a.WebSearch.Build(repl, nil); err != nil {
 		return err
 	}
 	if a.moderate, err = a.Moderation.Build(repl); err != nil {
 		return err
+	}
+	for i := range a.Models {
+		for j := range a.Models[i].Providers {
+			pc := &a.Models[i].Providers[j]
+			if err := pc.loadDialect(ctx); err != nil {
+				return fmt.Errorf("model %q: provider %q: %v", a.Models[i].ID, pc.Name, err)
+			}
+		}
 	}
 	a.catalog, err = a.loadCatalog()
 	return err
@@ -213,9 +222,6 @@ func (a *App) Validate() error {
 	if err := validateFreeModel(a.FreeModel); err != nil {
 		return err
 	}
-	if err := validateWebSearch(a.WebSearch); err != nil {
-		return err
-	}
 	if a.MetricsPerKey < 0 || a.MetricsPerKey > MaxMetricsPerKey {
 		return fmt.Errorf("metrics_per_key: expected 1 to %d keys, got %d", MaxMetricsPerKey, a.MetricsPerKey)
 	}
@@ -239,21 +245,6 @@ func validateFreeModel(l gateway.FreeModelLimits) error {
 	}
 	if l.PaidThreshold < 0 {
 		return fmt.Errorf("free_model: paid_threshold: expected a non-negative amount, got %s", l.PaidThreshold)
-	}
-	return nil
-}
-
-// validateWebSearch refuses a negative engine timeout, which the engine
-// would silently replace with its default; names, prices and result counts
-// are checked when Provision builds the engines.
-func validateWebSearch(c *handlers.WebSearchConfig) error {
-	if c == nil {
-		return nil
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.Engines)) {
-		if ec := c.Engines[name]; ec != nil && ec.Timeout < 0 {
-			return fmt.Errorf("web_search: engine %s: timeout: must not be negative, got %v", name, time.Duration(ec.Timeout))
-		}
 	}
 	return nil
 }

@@ -410,6 +410,11 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 			if !d.Args(&p.Name, &p.BaseURL) || d.NextArg() {
 				return m, d.ArgErr()
 			}
+			// The dialect's style and its own options, in the block or
+			// the style's (`style X { ... }`), for the dialect's
+			// UnmarshalCaddyfile once the block is read.
+			var style string
+			var dialectOpts []caddyfile.Token
 			for inner := d.Nesting(); d.NextBlock(inner); {
 				var dst *string
 				switch d.Val() {
@@ -420,7 +425,17 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 				case "api_key":
 					dst = &p.APIKey
 				case "style":
-					dst = &p.Style
+					if !d.NextArg() {
+						return m, d.ArgErr()
+					}
+					style = d.Val()
+					if d.NextArg() {
+						return m, d.ArgErr()
+					}
+					for nest := d.Nesting(); d.NextBlock(nest); {
+						dialectOpts = append(dialectOpts, d.NextSegment()...)
+					}
+					continue
 				case "api":
 					dst = &p.API
 				case "max_tokens_field":
@@ -463,22 +478,20 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 					*dst = dur
 					continue
 				default:
-					// A dialect's own option; its style checks it.
-					if name := d.Val(); slices.Contains(dialect.Settings(), name) {
-						var v string
-						if !d.AllArgs(&v) {
-							return m, d.ArgErr()
-						}
-						if p.Settings == nil {
-							p.Settings = map[string]string{}
-						}
-						p.Settings[name] = v
+					// A dialect's own option; its style reads it.
+					if slices.Contains(dialect.Settings(), d.Val()) {
+						dialectOpts = append(dialectOpts, d.NextSegment()...)
 						continue
 					}
 					return m, suggest.UnknownOption(d, "provider", providerOptions)
 				}
 				if !d.AllArgs(dst) {
 					return m, d.ArgErr()
+				}
+			}
+			if style != "" || len(dialectOpts) > 0 {
+				if err := unmarshalDialect(&p, style, dialectOpts); err != nil {
+					return m, err
 				}
 			}
 			if _, err := p.provider(); err != nil {
@@ -523,6 +536,44 @@ func parsePricing(d *caddyfile.Dispenser, pc *PricingConfig) error {
 		if !d.AllArgs(dst) {
 			return d.ArgErr()
 		}
+	}
+	return nil
+}
+
+// unmarshalDialect sets p's dialect: style's module (openai's when
+// empty) with opts, the lines of its options, read by its own
+// UnmarshalCaddyfile as the block of `style { ... }`. A style that no
+// module registers is kept in the older fields, for the provider's check
+// to refuse where it always did.
+func unmarshalDialect(p *ProviderConfig, style string, opts []caddyfile.Token) error {
+	if style == "" {
+		style = "openai"
+	}
+	info, err := caddy.GetModule(dialect.Namespace + "." + style)
+	if err != nil {
+		p.Style = style
+		return nil
+	}
+	mod := info.New()
+	unm, ok := mod.(caddyfile.Unmarshaler)
+	if !ok {
+		return fmt.Errorf("dialect %s: its module %s reads no Caddyfile", style, info.ID)
+	}
+	tokens := []caddyfile.Token{{Text: style}}
+	if len(opts) > 0 {
+		// The option lines keep their places, for errors; the style and
+		// its braces stand on a line of their own, before them.
+		tokens = append(tokens, caddyfile.Token{Text: "{"})
+		tokens = append(tokens, opts...)
+		tokens = append(tokens, caddyfile.Token{File: opts[len(opts)-1].File, Line: opts[len(opts)-1].Line + 1, Text: "}"})
+	}
+	if err := unm.UnmarshalCaddyfile(caddyfile.NewDispenser(tokens)); err != nil {
+		return err
+	}
+	var warnings []caddyconfig.Warning
+	p.DialectRaw = caddyconfig.JSONModuleObject(mod, "style", style, &warnings)
+	if len(warnings) > 0 {
+		return fmt.Errorf("dialect %s: %s", style, warnings[0].Message)
 	}
 	return nil
 }

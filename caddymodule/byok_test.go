@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
@@ -32,7 +31,7 @@ func TestBYOKEncryptionKey(t *testing.T) {
 
 	for _, bad := range []string{"not base64!", base64.StdEncoding.EncodeToString(make([]byte, 16)), base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{0xff}, 32))} {
 		app := &App{BYOKKey: bad, DataDir: t.TempDir()}
-		err := app.Provision(caddy.Context{})
+		err := app.Provision(appContext(t))
 		if err == nil || !strings.Contains(err.Error(), "byok_encryption_key: expected 32 bytes in standard base64") {
 			t.Fatalf("%q: %v", bad, err)
 		}

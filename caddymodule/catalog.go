@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -91,9 +92,15 @@ type ProviderConfig struct {
 	// APIKey is the operator's key, usually a placeholder such as
 	// {env.OPENAI_API_KEY}, expanded at provision time.
 	APIKey string `json:"api_key,omitempty"`
-	// Style is the provider's API dialect: "openai" (the default),
-	// "anthropic" (Anthropic's Messages API at <base_url>/v1/messages) or
-	// "azure" (an Azure OpenAI deployment), or any registered dialect.
+	// DialectRaw is the provider's API dialect, a module of namespace
+	// tollgate.dialects named by its style, with its own options:
+	// {"style": "azure", "deployment": ..., "api_version": ...}. Styles:
+	// "openai" (the default), "anthropic" (Anthropic's Messages API at
+	// <base_url>/v1/messages), "azure" (an Azure OpenAI deployment),
+	// "gemini", "bedrock", or any other registered dialect.
+	DialectRaw json.RawMessage `json:"dialect,omitempty" caddy:"namespace=tollgate.dialects inline_key=style"`
+	// Style and Settings are the older form of DialectRaw: the dialect's
+	// style and its options, read as {"style": Style, Settings...}.
 	Style string `json:"style,omitempty"`
 	// API is the generation API the provider speaks: "responses" (the
 	// default: Chat Completions and Responses, each passed through) or
@@ -104,10 +111,10 @@ type ProviderConfig struct {
 	// completions: "max_tokens" (the default) or "max_completion_tokens"
 	// (OpenAI's newer models refuse max_tokens); the gateway renames the
 	// client's max_tokens to it.
-	MaxTokensField string `json:"max_tokens_field,omitempty"`
-	// Settings are the options of the provider's dialect (style azure's
-	// deployment and api_version), each checked by the dialect.
-	Settings map[string]string `json:"settings,omitempty"`
+	MaxTokensField string            `json:"max_tokens_field,omitempty"`
+	Settings       map[string]string `json:"settings,omitempty"`
+	// dialect is DialectRaw as the app loaded it (loadDialect).
+	dialect dialect.Module
 
 	// Data-policy facts, which guardrails' data-policy fields are decided
 	// from. The defaults assume the least, so that a provider the operator
@@ -179,7 +186,23 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 	if time.Duration(pc.DialTimeout) > handlers.MaxDialTimeout {
 		return nil, fmt.Errorf("provider %q: dial_timeout: at most %s, got %s", pc.Name, handlers.MaxDialTimeout, time.Duration(pc.DialTimeout))
 	}
-	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey, Style: pc.Style, API: pc.API,
+	style, mod := pc.Style, pc.dialect
+	if mod == nil && pc.DialectRaw != nil {
+		raw, err := pc.dialectRaw()
+		if err == nil {
+			mod, err = dialect.Load(raw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("provider %q: %v", pc.Name, err)
+		}
+	}
+	if mod != nil {
+		style = mod.CaddyModule().ID.Name()
+	}
+	// Without a module (the older fields, unloaded), Resolve builds the
+	// dialect from Style and Settings, and reports their errors.
+	p := &catalog.Provider{Name: pc.Name, BaseURL: pc.BaseURL, Model: pc.Model, APIKey: pc.APIKey,
+		Style: style, Module: mod, API: pc.API,
 		MaxTokensField: pc.MaxTokensField, SearchFamily: pc.SearchFamily, DataPolicy: dp,
 		Quantization: pc.Quantization, SupportedParameters: pc.SupportedParameters, SystemMessages: pc.SystemMessages,
 		Settings: pc.Settings, Timeouts: catalog.Timeouts{Dial: time.Duration(pc.DialTimeout),
@@ -192,6 +215,51 @@ func (pc ProviderConfig) provider() (*catalog.Provider, error) {
 		p.Pricing = &pricing
 	}
 	return p, nil
+}
+
+// dialectRaw is the provider's dialect config: DialectRaw, else the one
+// its older fields Style and Settings say, else openai's.
+func (pc *ProviderConfig) dialectRaw() (json.RawMessage, error) {
+	if pc.DialectRaw != nil {
+		if pc.Style != "" || len(pc.Settings) > 0 {
+			return nil, errors.New("dialect: set instead of style and settings, not with them")
+		}
+		return pc.DialectRaw, nil
+	}
+	style := pc.Style
+	if style == "" {
+		style = openai.Style
+	}
+	raw := make(map[string]string, len(pc.Settings)+1)
+	maps.Copy(raw, pc.Settings)
+	if _, ok := raw["style"]; ok {
+		return nil, errors.New(`settings: "style" is not a dialect option`)
+	}
+	raw["style"] = style
+	return json.Marshal(raw)
+}
+
+// loadDialect loads the provider's dialect module with ctx, from
+// DialectRaw or the older fields.
+func (pc *ProviderConfig) loadDialect(ctx caddy.Context) error {
+	raw, err := pc.dialectRaw()
+	if err == nil {
+		_, err = dialect.Load(raw) // its errors name the option, not the module
+	}
+	if err != nil {
+		return err
+	}
+	pc.DialectRaw = raw
+	mod, err := ctx.LoadModule(pc, "DialectRaw")
+	if err != nil {
+		return err
+	}
+	d, ok := mod.(dialect.Module)
+	if !ok {
+		return fmt.Errorf("dialect: module %T is not a dialect", mod)
+	}
+	pc.dialect = d
+	return nil
 }
 
 // inheritPrices gives each provider's own pricing the model's per-request

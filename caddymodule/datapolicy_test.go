@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
@@ -90,7 +89,7 @@ func TestProviderDataPolicyErrors(t *testing.T) {
 	} {
 		tt.p.Name, tt.p.BaseURL = "p", "http://127.0.0.1:1/v1"
 		app := &App{DataDir: t.TempDir(), Models: []ModelConfig{{ID: "m", Pricing: ok, Providers: []ProviderConfig{tt.p}}}}
-		if err := app.Provision(caddy.Context{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := app.Provision(appContext(t)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: Provision = %v, want %q", tt.p, err, tt.want)
 		}
 	}
@@ -100,7 +99,7 @@ func TestProviderDataPolicyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := &App{DataDir: t.TempDir(), ModelsFile: path}
-	if err := app.Provision(caddy.Context{}); err == nil || !strings.Contains(err.Error(), `model "f": tollgate: provider "p": region: expected`) {
+	if err := app.Provision(appContext(t)); err == nil || !strings.Contains(err.Error(), `model "f": tollgate: provider "p": region: expected`) {
 		t.Errorf("models_file: Provision = %v", err)
 	}
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/tidwall/gjson"
 
@@ -101,7 +100,7 @@ func TestProviderRoutingFactsErrors(t *testing.T) {
 	} {
 		tt.p.Name, tt.p.BaseURL = "p", "http://127.0.0.1:1/v1"
 		app := &App{DataDir: t.TempDir(), Models: []ModelConfig{{ID: "m", Pricing: ok, Providers: []ProviderConfig{tt.p}}}}
-		if err := app.Provision(caddy.Context{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := app.Provision(appContext(t)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: Provision = %v, want %q", tt.p, err, tt.want)
 		}
 	}

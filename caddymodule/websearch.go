@@ -1,13 +1,12 @@
 package caddymodule
 
 import (
-	"strconv"
-
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
-
+	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
@@ -16,7 +15,7 @@ import (
 //	web_search {
 //		default_engine <name>
 //		native_price   <credits per result>
-//		engine <exa|firecrawl|parallel|searxng> {
+//		engine <exa|firecrawl|parallel|searxng|another registered engine> {
 //			base_url         <url>
 //			api_key          <key or {env.VAR}>
 //			username         <user>
@@ -41,63 +40,33 @@ func parseWebSearchOption(d *caddyfile.Dispenser) (*handlers.WebSearchConfig, er
 				return nil, d.ArgErr()
 			}
 		case "engine":
-			var name string
 			if !d.NextArg() {
 				return nil, d.ArgErr()
 			}
-			name = d.Val()
-			if d.NextArg() {
-				return nil, d.ArgErr()
+			name := d.Val()
+			info, err := engines.Registered(name)
+			if err != nil {
+				return nil, d.Errf("engine: expected %s, got %q", engines.Choices(), name)
 			}
-			switch name {
-			case "exa", "firecrawl", "parallel", "searxng":
-			default:
-				return nil, d.Errf("engine: expected exa, firecrawl, parallel or searxng, got %q", name)
+			// The engine's module reads its own block.
+			d.Prev()
+			seg := d.NextSegment()
+			mod := info.New()
+			unm, ok := mod.(caddyfile.Unmarshaler)
+			if !ok {
+				return nil, d.Errf("engine %s: its module %s reads no Caddyfile", name, info.ID)
 			}
-			ec := new(handlers.SearchEngineConfig)
-			for inner := d.Nesting(); d.NextBlock(inner); {
-				opt := d.Val()
-				switch opt {
-				case "base_url":
-					if !d.AllArgs(&ec.BaseURL) {
-						return nil, d.ArgErr()
-					}
-				case "api_key":
-					if !d.AllArgs(&ec.APIKey) {
-						return nil, d.ArgErr()
-					}
-				case "username":
-					if !d.AllArgs(&ec.Username) {
-						return nil, d.ArgErr()
-					}
-				case "price_per_result":
-					if !d.AllArgs(&ec.PricePerResult) {
-						return nil, d.ArgErr()
-					}
-				case "max_results":
-					var s string
-					if !d.AllArgs(&s) {
-						return nil, d.ArgErr()
-					}
-					n, err := strconv.Atoi(s)
-					if err != nil || n < 1 || n > 25 {
-						return nil, d.Errf("max_results: expected an integer from 1 to 25, got %q", s)
-					}
-					ec.MaxResults = n
-				case "timeout":
-					dur, err := durationArg(d)
-					if err != nil {
-						return nil, err
-					}
-					ec.Timeout = caddy.Duration(dur)
-				default:
-					return nil, suggest.UnknownOption(d, "web_search engine", []string{"base_url", "api_key", "username", "price_per_result", "max_results", "timeout"})
-				}
+			if err := unm.UnmarshalCaddyfile(caddyfile.NewDispenser(seg[1:])); err != nil {
+				return nil, err
 			}
-			if cfg.Engines == nil {
-				cfg.Engines = map[string]*handlers.SearchEngineConfig{}
+			if cfg.EnginesRaw == nil {
+				cfg.EnginesRaw = caddy.ModuleMap{}
 			}
-			cfg.Engines[name] = ec
+			var warnings []caddyconfig.Warning
+			cfg.EnginesRaw[name] = caddyconfig.JSON(mod, &warnings)
+			if len(warnings) > 0 {
+				return nil, d.Errf("engine %s: %s", name, warnings[0].Message)
+			}
 		default:
 			return nil, suggest.UnknownOption(d, "web_search", []string{"default_engine", "native_price", "engine"})
 		}

@@ -5,6 +5,7 @@ package catalog
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -36,6 +37,9 @@ type Provider struct {
 	Style string `json:"style,omitempty"`
 	// Settings are the dialect's own options (an Azure deployment, ...).
 	Settings map[string]string `json:"settings,omitempty"`
+	// Module is the provider's dialect module as its config loaded it,
+	// with its own options; nil: Style's with Settings.
+	Module dialect.Module `json:"-"`
 	// Dialect speaks the provider's API; set by Resolve.
 	Dialect dialect.Dialect `json:"-"`
 	// API is the generation API the provider speaks: dialect.APIResponses (or
@@ -83,6 +87,9 @@ type Provider struct {
 		name    string
 		value   []string
 	}
+	// path is Path's last answer, shared by New with the provider's
+	// copies: most attempts to an endpoint go to one path.
+	path *atomic.Pointer[pathUnder]
 
 	// Derived from BaseURL at provision time.
 	Scheme   string `json:"-"` // "http" or "https"
@@ -121,15 +128,22 @@ func (p *Provider) Parameters() []string {
 	return nil // an unknown style, which the config load reports
 }
 
-// Resolve sets p's Dialect from its Style and options: the error names
-// the option that is missing or wrong.
+// Resolve sets p's Dialect from its Module, else its Style and Settings:
+// the error names the option that is missing or wrong.
 func (p *Provider) Resolve() error {
 	style := p.Style
 	if style == "" {
 		style = openai.Style
 	}
-	d, err := dialect.New(style, dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
-		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings})
+	o := dialect.Options{Name: p.Name, Host: p.Host, Model: p.Model, API: p.API,
+		MaxTokensField: p.MaxTokensField, SystemMessages: p.SystemMessages, Settings: p.Settings}
+	var d dialect.Dialect
+	var err error
+	if p.Module != nil {
+		d, err = p.Module.New(o)
+	} else {
+		d, err = dialect.New(style, o)
+	}
 	if err != nil {
 		return err
 	}
@@ -228,6 +242,26 @@ func (p *Provider) keyEntryFor(d dialect.Dialect, key string) bool {
 	return p != nil && p.key.value != nil && len(key) == len(p.key.of) && unsafe.StringData(key) == unsafe.StringData(p.key.of) && d == p.key.dialect
 }
 
+// pathUnder is a path under a base path.
+type pathUnder struct{ base, rest, path string }
+
+// Path is rest (a path and query) under p's base path: the last one made
+// for p again, when it is the same, and no new string.
+func (p *Provider) Path(rest string) string {
+	if p.BasePath == "" {
+		return rest
+	}
+	if p.path == nil {
+		return p.BasePath + rest
+	}
+	if c := p.path.Load(); c != nil && c.rest == rest && c.base == p.BasePath {
+		return c.path
+	}
+	c := &pathUnder{base: p.BasePath, rest: rest, path: p.BasePath + rest}
+	p.path.Store(c)
+	return c.path
+}
+
 // Catalog is an immutable set of models, in the operator's order.
 type Catalog struct {
 	models []*Model
@@ -250,6 +284,9 @@ func New(models []*Model) *Catalog {
 			}
 			if p.Dialect == nil {
 				_ = p.Resolve() // the config load resolved and checked it; a test's provider
+			}
+			if p.path == nil {
+				p.path = new(atomic.Pointer[pathUnder])
 			}
 			if d, ok := p.dial.(string); !ok || d != p.Dial {
 				p.dial = p.Dial

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	_ "github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
@@ -84,5 +85,27 @@ func TestKeyEntry(t *testing.T) {
 		if _, _, ok := q.KeyEntry(q.Dialect, q.APIKey); ok {
 			t.Errorf("%s: an entry for a copy's other key", style)
 		}
+	}
+}
+
+// Path puts a path under the base path, and makes the same string once.
+func TestProviderPath(t *testing.T) {
+	p := &Provider{Name: "p", BaseURL: "http://x/v1", BasePath: "/v1", Style: "openai"}
+	New([]*Model{{ID: "m", Providers: []*Provider{p}}})
+	a := p.Path("/chat/completions")
+	b := p.Path("/chat/completions")
+	if a != "/v1/chat/completions" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("%q, %q: want one string", a, b)
+	}
+	if got := p.Path("/responses?x=1"); got != "/v1/responses?x=1" {
+		t.Fatalf("another path: %q", got)
+	}
+	c := *p // a copy with another base path shares the cache, not its answers
+	c.BasePath = "/v2"
+	if got := c.Path("/responses?x=1"); got != "/v2/responses?x=1" {
+		t.Fatalf("copy: %q", got)
+	}
+	if got := (&Provider{}).Path("/chat/completions"); got != "/chat/completions" {
+		t.Fatalf("no base path: %q", got)
 	}
 }

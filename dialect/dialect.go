@@ -7,17 +7,22 @@
 // credential, output-limit field) and reads the provider's answers and
 // errors back into the gateway's form.
 //
-// A new dialect is a package that calls Register from its init, and one
-// blank import in package handlers, beside the other dialects'.
+// A dialect is a Caddy guest module in namespace tollgate.dialects
+// (Module): a new one is a package that registers its module from its
+// init, built in with one blank import (or xcaddy's --with).
 package dialect
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
 // Kind is an inference route, the API the client speaks.
@@ -123,7 +128,8 @@ type Options struct {
 	MaxTokensField string
 	// SystemMessages: SystemPass (or empty) or SystemFold, for Anthropic's.
 	SystemMessages string
-	// Settings are the dialect's own options (e.g. a deployment).
+	// Settings are the dialect's own options (e.g. a deployment), for New;
+	// a Module's New reads its own fields instead.
 	Settings map[string]string
 }
 
@@ -148,42 +154,99 @@ const (
 	SystemFold = "fold"
 )
 
-// Constructor builds a dialect for one provider block, or says which
-// option is missing or wrong.
-type Constructor func(Options) (Dialect, error)
+// Namespace is the Caddy module namespace of the dialects: style X is
+// the guest module tollgate.dialects.X, which a provider's config names
+// with its inline key "style".
+const Namespace = "tollgate.dialects"
 
-var (
-	mu       sync.RWMutex
-	registry = map[string]Constructor{}
-	settings = map[string][]string{}
-)
-
-// Register makes a dialect available as style name, with the names of
-// its own provider options (Options.Settings). It panics on a duplicate.
-func Register(name string, c Constructor, options ...string) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("dialect: " + name + " registered twice")
-	}
-	registry[name] = c
-	settings[name] = options
+// Module is a dialect as a Caddy guest module. Its fields are the
+// dialect's own provider options, under their JSON names, which are
+// also their Caddyfile names (its UnmarshalCaddyfile reads them from
+// `style X { ... }` or the provider block); its Validate, if any,
+// checks them. New builds the dialect of one provider block.
+type Module interface {
+	caddy.Module
+	New(Options) (Dialect, error)
 }
 
-// New builds the dialect style names for a provider.
-func New(style string, o Options) (Dialect, error) {
-	mu.RLock()
-	c, ok := registry[style]
-	mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("style: unsupported %q (%s)", style, choices())
+// Load is the dialect module raw configures ({"style": X, options...}),
+// checked by its Validate: the form a provider's config carries, loaded
+// without a caddy.Context (the Caddyfile adapter's check, a models
+// file). The app loads it with ctx.LoadModule instead.
+func Load(raw json.RawMessage) (Module, error) {
+	var head struct {
+		Style string `json:"style"`
 	}
-	for name := range o.Settings {
-		if !slices.Contains(SettingsOf(style), name) {
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, err
+	}
+	info, err := moduleInfo(head.Style)
+	if err != nil {
+		return nil, err
+	}
+	var opts map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &opts); err != nil {
+		return nil, err
+	}
+	delete(opts, "style")
+	return build(info, head.Style, opts)
+}
+
+// moduleInfo is the module of style.
+func moduleInfo(style string) (caddy.ModuleInfo, error) {
+	info, err := caddy.GetModule(Namespace + "." + style)
+	if err != nil {
+		return info, fmt.Errorf("style: unsupported %q (%s)", style, choices())
+	}
+	return info, nil
+}
+
+// build makes style's module with opts, each one of its options.
+func build(info caddy.ModuleInfo, style string, opts map[string]json.RawMessage) (Module, error) {
+	mod := info.New()
+	m, ok := mod.(Module)
+	if !ok {
+		return nil, fmt.Errorf("module %s is not a dialect (%T)", info.ID, mod)
+	}
+	names := optionNames(mod)
+	for name := range opts {
+		if !slices.Contains(names, name) {
 			return nil, fmt.Errorf("%s: not an option of style %s", name, style)
 		}
 	}
-	return c(o)
+	if len(opts) > 0 {
+		b, err := json.Marshal(opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := caddy.StrictUnmarshalJSON(b, mod); err != nil {
+			return nil, fmt.Errorf("style %s: %v", style, err)
+		}
+	}
+	if v, ok := mod.(caddy.Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// New builds the dialect style names for a provider, o.Settings its
+// options.
+func New(style string, o Options) (Dialect, error) {
+	info, err := moduleInfo(style)
+	if err != nil {
+		return nil, err
+	}
+	opts := make(map[string]json.RawMessage, len(o.Settings))
+	for name, v := range o.Settings {
+		opts[name], _ = json.Marshal(v)
+	}
+	m, err := build(info, style, opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.New(o)
 }
 
 // choices lists the styles for an error: "openai" (the default) first,
@@ -205,11 +268,9 @@ func choices() string {
 
 // Names are the registered styles, sorted.
 func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
+	var names []string
+	for _, info := range caddy.GetModules(Namespace) {
+		names = append(names, info.ID.Name())
 	}
 	sort.Strings(names)
 	return names
@@ -217,11 +278,9 @@ func Names() []string {
 
 // Settings are the provider options of every registered dialect, sorted.
 func Settings() []string {
-	mu.RLock()
-	defer mu.RUnlock()
 	var all []string
-	for _, s := range settings {
-		for _, o := range s {
+	for _, info := range caddy.GetModules(Namespace) {
+		for _, o := range optionNames(info.New()) {
 			if !slices.Contains(all, o) {
 				all = append(all, o)
 			}
@@ -233,9 +292,59 @@ func Settings() []string {
 
 // SettingsOf are the provider options of style.
 func SettingsOf(style string) []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	return settings[style]
+	info, err := caddy.GetModule(Namespace + "." + style)
+	if err != nil {
+		return nil
+	}
+	return optionNames(info.New())
+}
+
+// optionNames are the JSON names of a module's options: its struct's
+// exported fields.
+func optionNames(mod caddy.Module) []string {
+	t := reflect.TypeOf(mod)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// UnmarshalOptions reads a dialect module's Caddyfile, `<style> { name
+// value ... }`, into its options of one argument each, named in opts;
+// any other is refused as not an option of style.
+func UnmarshalOptions(d *caddyfile.Dispenser, style string, opts map[string]*string) error {
+	d.Next() // the style
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		dst, ok := opts[d.Val()]
+		if !ok {
+			return d.Errf("%s: not an option of style %s", d.Val(), style)
+		}
+		if !d.AllArgs(dst) {
+			return d.ArgErr()
+		}
+	}
+	return nil
 }
 
 // KeyRequirer is implemented by a dialect whose provider block must name

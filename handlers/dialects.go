@@ -1,7 +1,8 @@
 package handlers
 
-// The provider dialects (style in a provider block): each registers itself
-// with package dialect. A new dialect is its package and one line here.
+// The provider dialects (style in a provider block): each registers its
+// Caddy module in namespace tollgate.dialects. A new dialect is its
+// package and one line here (or xcaddy's --with).
 import (
 	_ "github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	_ "github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"

@@ -95,8 +95,9 @@ func ConfigureProviderProxy(rp *reverseproxy.Handler, https bool) error {
 }
 
 // loadProxies provisions the handler's reverse_proxy handlers, the
-// defaults of ConfigureProviderProxy where the config has none.
-func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
+// defaults of ConfigureProviderProxy where the config has none, with a
+// lane for the timeouts of each of cat's providers.
+func (t *Tollgate) loadProxies(ctx caddy.Context, cat *catalog.Catalog) (*providerProxies, error) {
 	p := new(providerProxies)
 	for _, proxy := range []struct {
 		name, field string // the JSON name and the struct field
@@ -132,10 +133,13 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 			return nil, fmt.Errorf("%s: %v", proxy.name, err)
 		}
 		if fb := time.Duration(t.FirstByteTimeout); fb > 0 {
-			rp.Transport.(keyTransport).limits.firstByte = fb
+			limits(rp).firstByte = fb
 		}
 		if !idleSet {
 			keepProviderConns(rp)
+		}
+		if err := limits(rp).addLanes(ctx, []byte(gjson.GetBytes(*proxy.raw, "transport").Raw), idleSet, providersOver(cat, proxy.https)); err != nil {
+			return nil, fmt.Errorf("%s: %v", proxy.name, err)
 		}
 		if loadedProxy != nil {
 			loadedProxy(rp)
@@ -145,6 +149,22 @@ func (t *Tollgate) loadProxies(ctx caddy.Context) (*providerProxies, error) {
 		})
 	}
 	return p, nil
+}
+
+// limits is the timeouts of a proxy addProviderKeys set up.
+func limits(rp *reverseproxy.Handler) *upstreamTimeouts { return rp.Transport.(keyTransport).limits }
+
+// providersOver is cat's providers reached over HTTPS, or over HTTP.
+func providersOver(cat *catalog.Catalog, https bool) []*catalog.Provider {
+	var out []*catalog.Provider
+	for _, m := range cat.Models() {
+		for _, p := range m.Providers {
+			if (p.Scheme == "https") == https {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // loadedProxy, when set (by tests), sees each provider proxy
@@ -168,7 +188,14 @@ func keepProviderConns(rp *reverseproxy.Handler) {
 	case *reverseproxy.HTTPTransport:
 		ht = tr
 	}
-	if ht == nil || ht.Transport == nil {
+	if ht != nil {
+		keepIdleConns(ht)
+	}
+}
+
+// keepIdleConns raises ht's idle pool per host to providerIdleConns.
+func keepIdleConns(ht *reverseproxy.HTTPTransport) {
+	if ht.Transport == nil {
 		return
 	}
 	ht.Transport.MaxIdleConnsPerHost = max(ht.Transport.MaxIdleConnsPerHost, providerIdleConns)
@@ -223,21 +250,48 @@ func (t keyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, _ := req.Context().Value(routeKey{}).(*Route)
+	rt := attemptRoute(req)
 	if rt == nil || t.limits == nil {
 		return t.HTTPTransport.RoundTrip(out)
 	}
-	return t.roundTripTimed(out, rt.Provider, rt.Stream)
+	return t.roundTrip(out, rt.Provider, rt.Stream)
 }
 
 // routeKey is the request context's key of the request's Route, which
-// names the current attempt's provider key.
+// names the current attempt's provider key, for a request without
+// Caddy's vars.
 type routeKey struct{}
+
+// routeVar is the name of the request's Route in Caddy's vars of the
+// request: set there, the route takes no context and request copy of
+// its own.
+const routeVar = "tollgate.route"
+
+// routeRef is the request's Route in its vars. A placeholder or log that
+// reads the vars shows nothing of it: the route holds the provider key.
+type routeRef struct{ *Route }
+
+func (routeRef) String() string { return "" }
 
 // withRoute gives the attempts of r the route's provider keys
 // (withProviderKey).
 func withRoute(r *http.Request, rt *Route) *http.Request {
+	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		vars[routeVar] = routeRef{rt}
+		return r
+	}
 	return r.WithContext(context.WithValue(r.Context(), routeKey{}, rt))
+}
+
+// attemptRoute is the Route withRoute gave req, or nil.
+func attemptRoute(req *http.Request) *Route {
+	if vars, ok := req.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		if ref, ok := vars[routeVar].(routeRef); ok {
+			return ref.Route
+		}
+	}
+	rt, _ := req.Context().Value(routeKey{}).(*Route)
+	return rt
 }
 
 // withProviderKey is req, as its provider receives it: a shallow copy
@@ -247,11 +301,15 @@ func withRoute(r *http.Request, rt *Route) *http.Request {
 // cannot sign with the key is not sent: unsigned, the provider would
 // answer with a 403 that hides the gateway's own failure.
 func withProviderKey(req *http.Request) (*http.Request, error) {
-	rt, _ := req.Context().Value(routeKey{}).(*Route)
+	rt := attemptRoute(req)
 	if rt == nil || rt.key == "" {
 		return req, nil
 	}
-	out := new(http.Request)
+	out := &rt.keyed
+	if rt.keyedUsed {
+		out = new(http.Request)
+	}
+	rt.keyedUsed = true
 	*out = *req
 	// The runtime copies the map's groups as they are: no entry is hashed
 	// and inserted again, as a copy entry by entry would.

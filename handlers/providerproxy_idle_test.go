@@ -29,7 +29,7 @@ func TestProviderProxiesKeepIdleConnections(t *testing.T) {
 	var provisioned []*reverseproxy.Handler
 	loadedProxy = func(rp *reverseproxy.Handler) { provisioned = append(provisioned, rp) }
 	t.Cleanup(func() { loadedProxy = nil })
-	if _, err := tg.loadProxies(ctx); err != nil {
+	if _, err := tg.loadProxies(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(provisioned) != 2 {

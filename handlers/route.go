@@ -122,6 +122,12 @@ type Route struct {
 	// carried (dialect.Signer), removed like key from provider text
 	// (redact).
 	signature string
+	// keyed is the first attempt's request as its provider receives it
+	// (withProviderKey), in the route's allocation; keyedUsed: taken. A
+	// later attempt's is its own: the transport may still hold the
+	// first's.
+	keyed     http.Request
+	keyedUsed bool
 	// upstream is the URL an attempt's request carries while the provider
 	// proxy handles it (withUpstreamURI).
 	upstream url.URL
@@ -171,7 +177,7 @@ func (rt *Route) placeholder(key string) (any, bool) {
 // upstreamURI is the current attempt's {tollgate.upstream.uri}: the path
 // under the provider's base path, with the query.
 func (rt *Route) upstreamURI() string {
-	return rt.Provider.BasePath + rt.dialect.URI(rt.Kind, rt.native, rt.uri, rt.Stream)
+	return rt.Provider.Path(rt.dialect.URI(rt.Kind, rt.native, rt.uri, rt.Stream))
 }
 
 // withUpstreamURI points r at the current attempt's provider URI

@@ -71,7 +71,7 @@ func RouteFrom(r *http.Request) (*Route, bool) {
 // proxies' transport adds (keyTransport), also when the router stage
 // hands the request to a test's upstream without the meter.
 func asSent(r *http.Request) *http.Request {
-	if _, ok := r.Context().Value(routeKey{}).(*Route); !ok {
+	if attemptRoute(r) == nil {
 		if rt, ok := RouteFrom(r); ok {
 			r = withRoute(r, rt)
 		}

@@ -126,7 +126,7 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 		return err
 	}
 	t.shareCeiling = new(sync.Once)
-	if t.proxies, err = t.loadProxies(ctx); err != nil {
+	if t.proxies, err = t.loadProxies(ctx, gw.Catalog()); err != nil {
 		return err
 	}
 	if t.plugins, err = plugin.Load(ctx, t, "PluginsRaw", t.PluginsRaw); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -39,12 +40,20 @@ const (
 	MaxDialTimeout = time.Minute
 )
 
-// upstreamTimeouts are a provider proxy's defaults: the operator's
-// transport settings (dial_timeout, response_header_timeout) or the
-// gateway's.
+// upstreamTimeouts are a provider proxy's defaults (the operator's
+// transport settings, dial_timeout and response_header_timeout, or the
+// gateway's) and its lanes.
 type upstreamTimeouts struct {
 	dial, header, firstByte time.Duration
+	// lanes are the proxy's transports for the catalog's providers whose
+	// dial or response header timeout is not the default: each enforces
+	// its own on every connection and request, so that an attempt needs
+	// no context or timer of its own. Read-only once provisioned.
+	lanes map[lane]*reverseproxy.HTTPTransport
 }
+
+// lane is the dial and response header timeouts of a transport.
+type lane struct{ dial, header time.Duration }
 
 // of is the timeouts of an attempt to p: p's own, else the defaults.
 func (u *upstreamTimeouts) of(p *catalog.Provider) catalog.Timeouts {
@@ -61,11 +70,24 @@ func (u *upstreamTimeouts) of(p *catalog.Provider) catalog.Timeouts {
 	return t
 }
 
+// laneOf is the transport that enforces lim's dial and response header
+// timeouts: nil for the defaults (the proxy's own transport); ok is
+// false for timeouts no lane has (a provider outside the catalog the
+// proxy was provisioned with).
+func (u *upstreamTimeouts) laneOf(lim catalog.Timeouts) (ht *reverseproxy.HTTPTransport, ok bool) {
+	l := lane{lim.Dial, lim.ResponseHeader}
+	if l == (lane{u.dial, u.header}) {
+		return nil, true
+	}
+	ht, ok = u.lanes[l]
+	return ht, ok
+}
+
 // widenDial sets the dial timeout of a provider proxy's transport, in
 // its JSON config raw, to MaxDialTimeout, so that a provider may ask for
 // up to that, and returns the proxy's default dial timeout: the one the
-// operator set, else DefaultDialTimeout. The per-attempt dial timeout is
-// enforced by the dialer's wrapper (boundDials).
+// operator set, else DefaultDialTimeout. The dial timeout of each lane
+// is enforced by the dialer's wrapper (boundDials).
 func widenDial(raw json.RawMessage) (json.RawMessage, time.Duration, error) {
 	def := DefaultDialTimeout
 	if gjson.GetBytes(raw, "handler").Str != "reverse_proxy" {
@@ -90,10 +112,9 @@ func widenDial(raw json.RawMessage) (json.RawMessage, time.Duration, error) {
 	return raw, def, err
 }
 
-// upstreamLimits takes over the provisioned transport's response header
-// timeout (the proxy's default from now on, DefaultResponseHeaderTimeout
-// when it sets none), which keyTransport enforces per provider, and makes
-// its dials honor each attempt's dial timeout.
+// upstreamLimits makes the provisioned transport the default lane: its
+// response header timeout the operator's, else
+// DefaultResponseHeaderTimeout, and its dials bounded by dial.
 func upstreamLimits(ht *reverseproxy.HTTPTransport, dial time.Duration) *upstreamTimeouts {
 	u := &upstreamTimeouts{dial: dial, header: DefaultResponseHeaderTimeout, firstByte: DefaultFirstByteTimeout}
 	if ht.Transport == nil {
@@ -101,32 +122,76 @@ func upstreamLimits(ht *reverseproxy.HTTPTransport, dial time.Duration) *upstrea
 	}
 	if h := ht.Transport.ResponseHeaderTimeout; h > 0 {
 		u.header = h
-		ht.Transport.ResponseHeaderTimeout = 0
 	}
-	boundDials(ht.Transport)
+	ht.Transport.ResponseHeaderTimeout = u.header
+	boundDials(ht.Transport, dial)
 	return u
 }
 
-// dialTimeoutKey is the context key of an attempt's dial timeout. The
-// transport dials with a context that keeps the request's values but not
-// its deadline, so the timeout travels as a value.
+// addLanes provisions, with ctx, a lane for the timeouts of each of
+// providers that the default transport does not enforce. transport is
+// the proxy's transport config (widenDial's), idle whether it sets its
+// idle connections per host.
+func (u *upstreamTimeouts) addLanes(ctx caddy.Context, transport json.RawMessage, idle bool, providers []*catalog.Provider) error {
+	for _, p := range providers {
+		lim := u.of(p)
+		if _, ok := u.laneOf(lim); ok {
+			continue
+		}
+		raw, err := sjson.DeleteBytes(transport, "protocol") // the inline key, not a field
+		if err == nil {
+			raw, err = sjson.SetBytes(raw, "response_header_timeout", lim.ResponseHeader.String())
+		}
+		if err != nil {
+			return err
+		}
+		mod, err := ctx.LoadModuleByID("http.reverse_proxy.transport.http", raw)
+		if err != nil {
+			return fmt.Errorf("the transport for provider %s's timeouts: %v", p.Name, err)
+		}
+		ht := mod.(*reverseproxy.HTTPTransport)
+		boundDials(ht.Transport, lim.Dial)
+		if !idle {
+			keepIdleConns(ht)
+		}
+		if u.lanes == nil {
+			u.lanes = make(map[lane]*reverseproxy.HTTPTransport)
+		}
+		u.lanes[lane{lim.Dial, lim.ResponseHeader}] = ht
+	}
+	return nil
+}
+
+// dialTimeoutKey is the context key of an attempt's dial timeout, for an
+// attempt without a lane of its own. The transport dials with a context
+// that keeps the request's values but not its deadline, so the timeout
+// travels as a value.
 type dialTimeoutKey struct{}
 
-// boundDials makes t's dials give up after the dial timeout their
-// request carries.
-func boundDials(t *http.Transport) {
+// boundDials makes t's dials give up after d, or the dial timeout their
+// request carries, as timed out (timedOut).
+func boundDials(t *http.Transport, d time.Duration) {
 	dial := t.DialContext
 	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
+		var nd net.Dialer
+		dial = nd.DialContext
 	}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if d, ok := ctx.Value(dialTimeoutKey{}).(time.Duration); ok && d > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
+		wait := d
+		if v, ok := ctx.Value(dialTimeoutKey{}).(time.Duration); ok && v > 0 {
+			wait = v
 		}
-		return dial(ctx, network, addr)
+		if wait <= 0 {
+			return dial(ctx, network, addr)
+		}
+		dctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		conn, err := dial(dctx, network, addr)
+		if err != nil && ctx.Err() == nil && dctx.Err() == context.DeadlineExceeded {
+			// Caddy's dialer wraps the error in one that hides its cause.
+			return nil, timedOut{"dial", wait}
+		}
+		return conn, err
 	}
 }
 
@@ -144,32 +209,62 @@ func (e timedOut) Temporary() bool { return true }
 
 var _ net.Error = timedOut{}
 
-// roundTripTimed sends out, the attempt's request to provider p, within
-// its timeouts: its headers within the response header timeout and, for
-// a stream, its first byte within the first-byte timeout, both counted
-// from the request's start; its dial within the dial timeout.
-func (t keyTransport) roundTripTimed(out *http.Request, p *catalog.Provider, stream bool) (*http.Response, error) {
+// roundTrip sends out, the attempt's request to provider p, within its
+// timeouts. An answer that is not a stream takes no timer or context of
+// its own: its lane's transport enforces its dial and response header
+// timeouts.
+func (t keyTransport) roundTrip(out *http.Request, p *catalog.Provider, stream bool) (*http.Response, error) {
 	lim := t.limits.of(p)
+	ht, ok := t.limits.laneOf(lim)
+	if ht == nil {
+		ht = t.HTTPTransport
+	}
+	if stream || !ok {
+		return roundTripTimed(ht, out, lim, stream, !ok)
+	}
+	res, err := ht.RoundTrip(out)
+	if err != nil {
+		return nil, headerTimedOut(err, lim)
+	}
+	return res, nil
+}
+
+// headerTimedOut is err, or, when it is the transport's response header
+// timeout, the attempt's timedOut.
+func headerTimedOut(err error, lim catalog.Timeouts) error {
+	var to timedOut
+	var ne net.Error
+	if !errors.As(err, &to) && errors.As(err, &ne) && ne.Timeout() {
+		return timedOut{"response header", lim.ResponseHeader}
+	}
+	return err
+}
+
+// roundTripTimed sends out with ht, within lim: its headers within the
+// response header timeout and, for a stream, its first byte within the
+// first-byte timeout, both counted from the request's start; with
+// ownDial, its dial within the dial timeout (ht's lane is not lim's).
+func roundTripTimed(ht *reverseproxy.HTTPTransport, out *http.Request, lim catalog.Timeouts, stream, ownDial bool) (*http.Response, error) {
 	wait, what := lim.ResponseHeader, "response header"
 	if stream && lim.FirstByte < wait {
 		wait, what = lim.FirstByte, "first byte"
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(out.Context(), dialTimeoutKey{}, lim.Dial))
+	ctx := out.Context()
+	if ownDial {
+		ctx = context.WithValue(ctx, dialTimeoutKey{}, lim.Dial)
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	var fired atomic.Bool
 	start := time.Now()
 	timer := time.AfterFunc(wait, func() { fired.Store(true); cancel() })
-	res, err := t.HTTPTransport.RoundTrip(out.WithContext(ctx))
+	res, err := ht.RoundTrip(out.WithContext(ctx))
 	if err != nil {
 		timer.Stop()
 		cancel()
-		var ne net.Error
-		switch {
-		case fired.Load():
+		if fired.Load() {
 			return nil, timedOut{what, wait}
-		case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-			return nil, timedOut{"dial", lim.Dial}
 		}
-		return nil, err
+		return nil, headerTimedOut(err, lim)
 	}
 	if stream && res.StatusCode < 400 {
 		// The headers came: the stream's first byte has what is left of

@@ -124,9 +124,9 @@ func testWebSearch(t *testing.T, cfg *WebSearchConfig) *WebSearch {
 }
 
 func TestWebSearchPrepareEngineChoice(t *testing.T) {
-	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{
+	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{
 		"exa": {BaseURL: "http://127.0.0.1:1"}, "firecrawl": {MaxResults: 10},
-	}})
+	})})
 	const msgs = `"messages":[{"role":"user","content":"what is new"}]`
 	for _, tc := range []struct {
 		body, engine, err string
@@ -172,18 +172,18 @@ func TestWebSearchConfigBuild(t *testing.T) {
 		cfg WebSearchConfig
 		err string
 	}{
-		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"bing": {}}}, `engine "bing"`},
-		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"searxng": {}}}, "base_url is required"},
+		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"bing": {}})}, `engine "bing"`},
+		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"searxng": {}})}, "base_url is required"},
 		{WebSearchConfig{DefaultEngine: "exa"}, "default_engine"},
-		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"exa": {PricePerResult: "-1"}}}, "price_per_result"},
-		{WebSearchConfig{Engines: map[string]*SearchEngineConfig{"exa": {MaxResults: 26}}}, "max_results"},
+		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {PricePerResult: "-1"}})}, "price_per_result"},
+		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {MaxResults: 26}})}, "max_results"},
 		{WebSearchConfig{NativePrice: "x"}, "native_price"},
 	} {
 		if _, err := tc.cfg.Build(caddy.NewReplacer(), nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.err)
 		}
 	}
-	s, err := (&WebSearchConfig{Engines: map[string]*SearchEngineConfig{"exa": {PricePerResult: "0.01", MaxResults: 8}}}).Build(caddy.NewReplacer(), nil)
+	s, err := (&WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {PricePerResult: "0.01", MaxResults: 8}})}).Build(caddy.NewReplacer(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func equalJSONDoc(a, b string) bool {
 }
 
 func TestWebSearchFamilyFromCatalog(t *testing.T) {
-	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {}}})
+	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {}})})
 	claude := testgw.UpstreamProvider("/v1")
 	claude.SearchFamily = "anthropic"
 	plainOpenAI := testgw.UpstreamProvider("/v1")
@@ -398,7 +398,7 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 	ts := enginestest.StartTestServer()
 	defer ts.Close()
 	f := newMeterFixture(t, "10", storage.NewAPIKey{Name: "k"})
-	s, err := (&WebSearchConfig{DefaultEngine: "exa", Engines: map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}}}).Build(caddy.NewReplacer(), ts.Client())
+	s, err := (&WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}})}).Build(caddy.NewReplacer(), ts.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,4 +474,14 @@ func BenchmarkWebSearchPassThrough(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// engineConfigs is the engines' JSON config, each engine's settings
+// under its name.
+func engineConfigs(m map[string]*SearchEngineConfig) caddy.ModuleMap {
+	out := caddy.ModuleMap{}
+	for name, s := range m {
+		out[name], _ = json.Marshal(s)
+	}
+	return out
 }

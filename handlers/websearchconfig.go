@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,27 +35,63 @@ type WebSearchConfig struct {
 	// NativePrice is the price per result of native searches when the
 	// model sets no web_search price. Default 0.004.
 	NativePrice string `json:"native_price,omitempty"`
-	// Engines are the gateway-side engines, by name (exa, firecrawl,
-	// parallel, searxng).
-	Engines map[string]*SearchEngineConfig `json:"engines,omitempty"`
+	// EnginesRaw are the gateway-side engines, by name: modules of
+	// namespace tollgate.search_engines (exa, firecrawl, parallel,
+	// searxng, or another registered one), each configured by its
+	// engines.Settings.
+	EnginesRaw caddy.ModuleMap `json:"engines,omitempty" caddy:"namespace=tollgate.search_engines"`
+
+	// engines are EnginesRaw as Load loaded them.
+	engines map[string]engines.Module
 }
 
-// SearchEngineConfig configures one gateway-side engine.
-type SearchEngineConfig struct {
-	// BaseURL is the engine's API root; empty: the vendor's public one
-	// (required for searxng).
-	BaseURL string `json:"base_url,omitempty"`
-	// APIKey authenticates the gateway; placeholders are expanded at load.
-	APIKey string `json:"api_key,omitempty"`
-	// Username makes SearXNG requests use Basic auth with APIKey.
-	Username string `json:"username,omitempty"`
-	// PricePerResult is charged per result when the model sets no
-	// web_search price. Default 0.004.
-	PricePerResult string `json:"price_per_result,omitempty"`
-	// MaxResults lowers the 25 results upper bound for this engine.
-	MaxResults int `json:"max_results,omitempty"`
-	// Timeout bounds one search; default 20s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
+// SearchEngineConfig configures one gateway-side engine: the settings
+// every engine module takes.
+type SearchEngineConfig = engines.Settings
+
+// Load loads the engine modules with ctx; a name no module registers is
+// refused with the registered ones, settings their module refuses with
+// the engine's name.
+func (c *WebSearchConfig) Load(ctx caddy.Context) error {
+	if c == nil || len(c.EnginesRaw) == 0 {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.EnginesRaw)) {
+		// Its errors name the engine and option, not the module.
+		if _, err := engines.Load(name, c.EnginesRaw[name]); err != nil {
+			return fmt.Errorf("web_search: %v", err)
+		}
+	}
+	mods, err := ctx.LoadModule(c, "EnginesRaw")
+	if err != nil {
+		return fmt.Errorf("web_search: %v", err)
+	}
+	c.engines = map[string]engines.Module{}
+	for name, mod := range mods.(map[string]any) {
+		m, ok := mod.(engines.Module)
+		if !ok {
+			return fmt.Errorf("web_search: engine %s: module %T is not an engine", name, mod)
+		}
+		c.engines[name] = m
+	}
+	return nil
+}
+
+// modules are the engine modules: those Load loaded, else EnginesRaw's,
+// loaded without a context (engines.Load).
+func (c *WebSearchConfig) modules() (map[string]engines.Module, error) {
+	if c.engines != nil {
+		return c.engines, nil
+	}
+	mods := make(map[string]engines.Module, len(c.EnginesRaw))
+	for _, name := range slices.Sorted(maps.Keys(c.EnginesRaw)) {
+		m, err := engines.Load(name, c.EnginesRaw[name])
+		if err != nil {
+			return nil, fmt.Errorf("web_search: %v", err)
+		}
+		mods[name] = m
+	}
+	return mods, nil
 }
 
 // WebSearchSettings is the provisioned WebSearchConfig.
@@ -85,10 +122,7 @@ func (c *WebSearchConfig) Build(repl *caddy.Replacer, client *http.Client) (*Web
 		return nil, err
 	}
 	limits := map[string]int{}
-	maps := websearch.DefaultLimits().MaxResultsByEngine
-	for k, v := range maps {
-		limits[k] = v
-	}
+	maps.Copy(limits, websearch.DefaultLimits().MaxResultsByEngine)
 	if c == nil {
 		s.limits = websearch.Limits{MaxResultsByEngine: limits}
 		return s, nil
@@ -96,13 +130,12 @@ func (c *WebSearchConfig) Build(repl *caddy.Replacer, client *http.Client) (*Web
 	if s.nativePrice, err = priceOr(repl, c.NativePrice, DefaultSearchPrice); err != nil {
 		return nil, fmt.Errorf("web_search: native_price: %v", err)
 	}
-	for name, ec := range c.Engines {
-		if !slices.Contains([]string{engines.NameExa, engines.NameFirecrawl, engines.NameParallel, engines.NameSearXNG}, name) {
-			return nil, fmt.Errorf("web_search: engine %q: expected exa, firecrawl, parallel or searxng", name)
-		}
-		if ec == nil {
-			ec = new(SearchEngineConfig)
-		}
+	mods, err := c.modules()
+	if err != nil {
+		return nil, err
+	}
+	for name, mod := range mods {
+		ec := mod.Options()
 		base := strings.TrimSpace(repl.ReplaceAll(ec.BaseURL, ""))
 		if name == engines.NameSearXNG && base == "" {
 			return nil, fmt.Errorf("web_search: engine searxng: base_url is required")
@@ -117,7 +150,7 @@ func (c *WebSearchConfig) Build(repl *caddy.Replacer, client *http.Client) (*Web
 		if err != nil {
 			return nil, fmt.Errorf("web_search: engine %s: price_per_result: %v", name, err)
 		}
-		eng, err := engines.New(name, engines.Config{
+		eng, err := mod.New(engines.Config{
 			BaseURL:    base,
 			APIKey:     strings.TrimSpace(repl.ReplaceAll(ec.APIKey, "")),
 			Username:   ec.Username,

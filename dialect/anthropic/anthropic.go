@@ -6,6 +6,8 @@ package anthropic
 import (
 	"net/http"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -13,7 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/messages"
 )
 
-func init() { dialect.Register(Style, New) }
+func init() { caddy.RegisterModule(Module{}) }
 
 // Style is the dialect's name in a provider block: Anthropic's Messages
 // API, at <base_url>/v1/messages; chat completions and Responses requests
@@ -38,6 +40,28 @@ type Dialect struct {
 func New(o dialect.Options) (dialect.Dialect, error) {
 	return &Dialect{foldSystem: o.SystemMessages == dialect.SystemFold}, nil
 }
+
+// Module is the anthropic dialect as a guest module: it has no options
+// of its own (system_messages is the provider block's).
+type Module struct{}
+
+// CaddyModule returns the Caddy module information.
+func (Module) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: dialect.Namespace + "." + Style, New: func() caddy.Module { return new(Module) }}
+}
+
+// UnmarshalCaddyfile reads `anthropic`, which takes no options.
+func (*Module) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return dialect.UnmarshalOptions(d, Style, nil)
+}
+
+// New implements dialect.Module.
+func (*Module) New(o dialect.Options) (dialect.Dialect, error) { return New(o) }
+
+var (
+	_ dialect.Module        = (*Module)(nil)
+	_ caddyfile.Unmarshaler = (*Module)(nil)
+)
 
 // Name implements dialect.Dialect.
 func (d *Dialect) Name() string { return Style }

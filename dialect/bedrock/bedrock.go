@@ -19,6 +19,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
@@ -27,7 +29,7 @@ import (
 // Style is the dialect's name in provider blocks.
 const Style = "bedrock"
 
-func init() { dialect.Register(Style, New, "aws_region") }
+func init() { caddy.RegisterModule(Module{}) }
 
 // Parameters are the chat parameters Converse takes.
 var Parameters = []string{"max_tokens", "temperature", "top_p", "top_k", "stop", "tools", "tool_choice"}
@@ -41,18 +43,54 @@ type Dialect struct {
 	signer           *v4.Signer
 }
 
-// New is the dialect of one provider block: aws_region is required.
+// New is the dialect of one provider block: aws_region (o.Settings) is
+// required.
 func New(o dialect.Options) (dialect.Dialect, error) {
-	r := o.Settings["aws_region"]
-	switch {
-	case r == "":
-		return nil, errors.New("aws_region: required for style bedrock, e.g. us-east-1")
-	case !region.MatchString(r):
-		return nil, fmt.Errorf("aws_region: %q is not an AWS region", r)
+	m := &Module{AWSRegion: o.Settings["aws_region"]}
+	if err := m.Validate(); err != nil {
+		return nil, err
 	}
-	m := url.PathEscape(o.Model)
-	return &Dialect{region: r, converse: "/model/" + m + "/converse", stream: "/model/" + m + "/converse-stream", signer: v4.NewSigner()}, nil
+	return m.New(o)
 }
+
+// Module is the bedrock dialect as a guest module: a model in a region.
+type Module struct {
+	// AWSRegion is the region of the Bedrock endpoint, e.g. us-east-1.
+	AWSRegion string `json:"aws_region,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Module) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: dialect.Namespace + "." + Style, New: func() caddy.Module { return new(Module) }}
+}
+
+// UnmarshalCaddyfile reads `bedrock { aws_region <region> }`.
+func (m *Module) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return dialect.UnmarshalOptions(d, Style, map[string]*string{"aws_region": &m.AWSRegion})
+}
+
+// Validate checks the region.
+func (m *Module) Validate() error {
+	switch r := m.AWSRegion; {
+	case r == "":
+		return errors.New("aws_region: required for style bedrock, e.g. us-east-1")
+	case !region.MatchString(r):
+		return fmt.Errorf("aws_region: %q is not an AWS region", r)
+	}
+	return nil
+}
+
+// New implements dialect.Module.
+func (m *Module) New(o dialect.Options) (dialect.Dialect, error) {
+	p := url.PathEscape(o.Model)
+	return &Dialect{region: m.AWSRegion, converse: "/model/" + p + "/converse", stream: "/model/" + p + "/converse-stream", signer: v4.NewSigner()}, nil
+}
+
+var (
+	_ dialect.Module        = (*Module)(nil)
+	_ caddy.Validator       = (*Module)(nil)
+	_ caddyfile.Unmarshaler = (*Module)(nil)
+)
 
 // Name implements dialect.Dialect.
 func (d *Dialect) Name() string { return Style }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
@@ -22,7 +24,7 @@ import (
 // Style is the dialect's name in provider blocks.
 const Style = "gemini"
 
-func init() { dialect.Register(Style, New, "auth") }
+func init() { caddy.RegisterModule(Module{}) }
 
 // Auth modes (the auth option).
 const (
@@ -48,16 +50,45 @@ type Dialect struct {
 	tokens    sync.Map
 }
 
-// New is the dialect of one provider block.
+// New is the dialect of one provider block, its auth in o.Settings.
 func New(o dialect.Options) (dialect.Dialect, error) {
-	d := &Dialect{model: o.Model}
-	switch o.Settings["auth"] {
-	case "", AuthAPIKey:
-	case AuthServiceAccount:
-		d.vertex = true
-	default:
-		return nil, fmt.Errorf("auth: expected %s or %s, got %q", AuthAPIKey, AuthServiceAccount, o.Settings["auth"])
+	m := &Module{Auth: o.Settings["auth"]}
+	if err := m.Validate(); err != nil {
+		return nil, err
 	}
+	return m.New(o)
+}
+
+// Module is the gemini dialect as a guest module.
+type Module struct {
+	// Auth is how the api_key authenticates: api_key (the default, Google
+	// AI Studio's key) or service_account (Vertex AI: a service
+	// account's JSON key).
+	Auth string `json:"auth,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Module) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: dialect.Namespace + "." + Style, New: func() caddy.Module { return new(Module) }}
+}
+
+// UnmarshalCaddyfile reads `gemini { auth api_key|service_account }`.
+func (m *Module) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return dialect.UnmarshalOptions(d, Style, map[string]*string{"auth": &m.Auth})
+}
+
+// Validate checks the auth mode.
+func (m *Module) Validate() error {
+	switch m.Auth {
+	case "", AuthAPIKey, AuthServiceAccount:
+		return nil
+	}
+	return fmt.Errorf("auth: expected %s or %s, got %q", AuthAPIKey, AuthServiceAccount, m.Auth)
+}
+
+// New implements dialect.Module.
+func (m *Module) New(o dialect.Options) (dialect.Dialect, error) {
+	d := &Dialect{model: o.Model, vertex: m.Auth == AuthServiceAccount}
 	if o.Model != "" {
 		m := url.PathEscape(o.Model)
 		d.generate = "/models/" + m + ":generateContent"
@@ -65,6 +96,12 @@ func New(o dialect.Options) (dialect.Dialect, error) {
 	}
 	return d, nil
 }
+
+var (
+	_ dialect.Module        = (*Module)(nil)
+	_ caddy.Validator       = (*Module)(nil)
+	_ caddyfile.Unmarshaler = (*Module)(nil)
+)
 
 // Name implements dialect.Dialect.
 func (d *Dialect) Name() string { return Style }

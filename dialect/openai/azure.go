@@ -6,14 +6,15 @@ import (
 	"net/http"
 	"regexp"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // StyleAzure is Azure OpenAI: OpenAI's chat completions (and completions,
 // embeddings) at a deployment's URL, authenticated by an api-key header.
 const StyleAzure = "azure"
-
-func init() { dialect.Register(StyleAzure, NewAzure, "deployment", "api_version") }
 
 // Azure is an Azure OpenAI deployment: the OpenAI dialect but for its
 // URLs, its key header and the API version every request names.
@@ -32,25 +33,63 @@ var (
 )
 
 // NewAzure is the dialect of one style azure provider block: its
-// deployment and api_version are required.
+// deployment and api_version (o.Settings) are required.
 func NewAzure(o dialect.Options) (dialect.Dialect, error) {
-	dep, ver := o.Settings["deployment"], o.Settings["api_version"]
-	switch {
-	case dep == "":
-		return nil, errors.New("deployment: required for style azure (the deployment's name in Azure OpenAI)")
-	case !deploymentName.MatchString(dep):
-		return nil, fmt.Errorf("deployment: %q is not a deployment name (letters, digits, '-', '_', '.')", dep)
-	case ver == "":
-		return nil, errors.New("api_version: required for style azure, e.g. 2024-10-21")
-	case !apiVersion.MatchString(ver):
-		return nil, fmt.Errorf("api_version: expected a date such as 2024-10-21 or 2025-04-01-preview, got %q", ver)
+	m := &AzureModule{Deployment: o.Settings["deployment"], APIVersion: o.Settings["api_version"]}
+	if err := m.Validate(); err != nil {
+		return nil, err
 	}
+	return m.New(o)
+}
+
+// AzureModule is the azure dialect as a guest module: an Azure OpenAI
+// deployment and the API version its requests name.
+type AzureModule struct {
+	// Deployment is the deployment's name in Azure OpenAI.
+	Deployment string `json:"deployment,omitempty"`
+	// APIVersion is the api-version every request names, e.g. 2024-10-21.
+	APIVersion string `json:"api_version,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (AzureModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: dialect.Namespace + "." + StyleAzure, New: func() caddy.Module { return new(AzureModule) }}
+}
+
+// UnmarshalCaddyfile reads `azure { deployment <name>; api_version <date> }`.
+func (m *AzureModule) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return dialect.UnmarshalOptions(d, StyleAzure, map[string]*string{"deployment": &m.Deployment, "api_version": &m.APIVersion})
+}
+
+// Validate checks that both options are set and well formed.
+func (m *AzureModule) Validate() error {
+	switch dep, ver := m.Deployment, m.APIVersion; {
+	case dep == "":
+		return errors.New("deployment: required for style azure (the deployment's name in Azure OpenAI)")
+	case !deploymentName.MatchString(dep):
+		return fmt.Errorf("deployment: %q is not a deployment name (letters, digits, '-', '_', '.')", dep)
+	case ver == "":
+		return errors.New("api_version: required for style azure, e.g. 2024-10-21")
+	case !apiVersion.MatchString(ver):
+		return fmt.Errorf("api_version: expected a date such as 2024-10-21 or 2025-04-01-preview, got %q", ver)
+	}
+	return nil
+}
+
+// New implements dialect.Module.
+func (m *AzureModule) New(o dialect.Options) (dialect.Dialect, error) {
 	base := newDialect(o)
 	// Azure serves Chat Completions at deployments; Responses requests
 	// reach it as chat.
 	base.chatOnly = true
-	return &Azure{Dialect: base, prefix: "/openai/deployments/" + dep, query: "?api-version=" + ver}, nil
+	return &Azure{Dialect: base, prefix: "/openai/deployments/" + m.Deployment, query: "?api-version=" + m.APIVersion}, nil
 }
+
+var (
+	_ dialect.Module        = (*AzureModule)(nil)
+	_ caddy.Validator       = (*AzureModule)(nil)
+	_ caddyfile.Unmarshaler = (*AzureModule)(nil)
+)
 
 // Name implements dialect.Dialect.
 func (a *Azure) Name() string { return StyleAzure }

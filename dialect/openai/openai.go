@@ -8,13 +8,18 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
-func init() { dialect.Register(Style, New) }
+func init() {
+	caddy.RegisterModule(Module{})
+	caddy.RegisterModule(AzureModule{})
+}
 
 // Style is the dialect's name in a provider block: OpenAI's Chat
 // Completions (and Responses) API, and the default style.
@@ -49,6 +54,28 @@ type Dialect struct {
 func New(o dialect.Options) (dialect.Dialect, error) {
 	return newDialect(o), nil
 }
+
+// Module is the openai dialect as a guest module: it has no options of
+// its own (api and max_tokens_field are the provider block's).
+type Module struct{}
+
+// CaddyModule returns the Caddy module information.
+func (Module) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: dialect.Namespace + "." + Style, New: func() caddy.Module { return new(Module) }}
+}
+
+// UnmarshalCaddyfile reads `openai`, which takes no options.
+func (*Module) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return dialect.UnmarshalOptions(d, Style, nil)
+}
+
+// New implements dialect.Module.
+func (*Module) New(o dialect.Options) (dialect.Dialect, error) { return New(o) }
+
+var (
+	_ dialect.Module        = (*Module)(nil)
+	_ caddyfile.Unmarshaler = (*Module)(nil)
+)
 
 func newDialect(o dialect.Options) *Dialect {
 	d := &Dialect{chatOnly: o.API == dialect.APIChat, chatLimit: "max_tokens"}

@@ -40,7 +40,9 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
-// Engine names, as used by New and returned by Engine.Name.
+// The built-in engines' names, as used by New and returned by
+// Engine.Name; each is a guest module (Module) of namespace
+// tollgate.search_engines.
 const (
 	NameExa       = "exa"
 	NameFirecrawl = "firecrawl"
@@ -109,19 +111,17 @@ type Config struct {
 }
 
 // New returns the engine called name (NameExa, NameFirecrawl, NameParallel,
-// NameSearXNG).
+// NameSearXNG, or another registered module's) for cfg.
 func New(name string, cfg Config) (Engine, error) {
-	switch strings.ToLower(name) {
-	case NameExa:
-		return NewExa(cfg), nil
-	case NameFirecrawl:
-		return NewFirecrawl(cfg), nil
-	case NameParallel:
-		return NewParallel(cfg), nil
-	case NameSearXNG:
-		return NewSearXNG(cfg), nil
+	info, err := Registered(strings.ToLower(name))
+	if err != nil {
+		return nil, fmt.Errorf("websearch: %v", err)
 	}
-	return nil, fmt.Errorf("websearch: unknown engine %q", name)
+	m, ok := info.New().(Module)
+	if !ok {
+		return nil, fmt.Errorf("websearch: module %s is not an engine", info.ID)
+	}
+	return m.New(cfg)
 }
 
 // Error is the error of a failed search.

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 )
 
@@ -103,3 +105,27 @@ func joinStrings(arr gjson.Result, sep string) string {
 	})
 	return strings.Join(parts, sep)
 }
+
+// ExaModule is the exa engine, Exa (https://exa.ai), as the guest module
+// tollgate.search_engines.exa.
+type ExaModule struct{ Settings }
+
+// CaddyModule returns the Caddy module information.
+func (ExaModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: Namespace + "." + NameExa, New: func() caddy.Module { return new(ExaModule) }}
+}
+
+// UnmarshalCaddyfile reads `exa { base_url ...; api_key ...; ... }`.
+func (m *ExaModule) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return m.UnmarshalEngine(d) }
+
+// Validate checks the settings.
+func (m *ExaModule) Validate() error { return m.Settings.Validate() }
+
+// New implements Module.
+func (m *ExaModule) New(cfg Config) (Engine, error) { return NewExa(cfg), nil }
+
+var (
+	_ Module                = (*ExaModule)(nil)
+	_ caddy.Validator       = (*ExaModule)(nil)
+	_ caddyfile.Unmarshaler = (*ExaModule)(nil)
+)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 )
 
@@ -92,3 +94,29 @@ func (f *Firecrawl) Search(ctx context.Context, q Query) ([]Result, error) {
 	})
 	return finish(results, q), nil
 }
+
+// FirecrawlModule is the firecrawl engine, Firecrawl (https://firecrawl.dev), as the guest module
+// tollgate.search_engines.firecrawl.
+type FirecrawlModule struct{ Settings }
+
+// CaddyModule returns the Caddy module information.
+func (FirecrawlModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: Namespace + "." + NameFirecrawl, New: func() caddy.Module { return new(FirecrawlModule) }}
+}
+
+// UnmarshalCaddyfile reads `firecrawl { base_url ...; api_key ...; ... }`.
+func (m *FirecrawlModule) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return m.UnmarshalEngine(d)
+}
+
+// Validate checks the settings.
+func (m *FirecrawlModule) Validate() error { return m.Settings.Validate() }
+
+// New implements Module.
+func (m *FirecrawlModule) New(cfg Config) (Engine, error) { return NewFirecrawl(cfg), nil }
+
+var (
+	_ Module                = (*FirecrawlModule)(nil)
+	_ caddy.Validator       = (*FirecrawlModule)(nil)
+	_ caddyfile.Unmarshaler = (*FirecrawlModule)(nil)
+)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 )
 
@@ -104,3 +106,29 @@ func (p *Parallel) Search(ctx context.Context, q Query) ([]Result, error) {
 	})
 	return finish(results, q), nil
 }
+
+// ParallelModule is the parallel engine, Parallel's Search API (https://parallel.ai), as the guest module
+// tollgate.search_engines.parallel.
+type ParallelModule struct{ Settings }
+
+// CaddyModule returns the Caddy module information.
+func (ParallelModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: Namespace + "." + NameParallel, New: func() caddy.Module { return new(ParallelModule) }}
+}
+
+// UnmarshalCaddyfile reads `parallel { base_url ...; api_key ...; ... }`.
+func (m *ParallelModule) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return m.UnmarshalEngine(d)
+}
+
+// Validate checks the settings.
+func (m *ParallelModule) Validate() error { return m.Settings.Validate() }
+
+// New implements Module.
+func (m *ParallelModule) New(cfg Config) (Engine, error) { return NewParallel(cfg), nil }
+
+var (
+	_ Module                = (*ParallelModule)(nil)
+	_ caddy.Validator       = (*ParallelModule)(nil)
+	_ caddyfile.Unmarshaler = (*ParallelModule)(nil)
+)

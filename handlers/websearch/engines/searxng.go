@@ -2,10 +2,13 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 )
 
@@ -65,3 +68,33 @@ func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
 	})
 	return finish(results, q), nil
 }
+
+// SearXNGModule is the searxng engine, a SearXNG instance, as the guest module
+// tollgate.search_engines.searxng.
+type SearXNGModule struct{ Settings }
+
+// CaddyModule returns the Caddy module information.
+func (SearXNGModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: Namespace + "." + NameSearXNG, New: func() caddy.Module { return new(SearXNGModule) }}
+}
+
+// UnmarshalCaddyfile reads `searxng { base_url ...; api_key ...; ... }`.
+func (m *SearXNGModule) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return m.UnmarshalEngine(d) }
+
+// Validate checks the settings; SearXNG has no public instance, so its
+// base_url is required.
+func (m *SearXNGModule) Validate() error {
+	if m.BaseURL == "" {
+		return errors.New("base_url is required")
+	}
+	return m.Settings.Validate()
+}
+
+// New implements Module.
+func (m *SearXNGModule) New(cfg Config) (Engine, error) { return NewSearXNG(cfg), nil }
+
+var (
+	_ Module                = (*SearXNGModule)(nil)
+	_ caddy.Validator       = (*SearXNGModule)(nil)
+	_ caddyfile.Unmarshaler = (*SearXNGModule)(nil)
+)
