@@ -1,8 +1,9 @@
 // Command xcaddy-echo is Caddy with the tollgate plugin and the example
-// third-party dialect and search engine, as `xcaddy build --with
+// third-party dialect, search engine and plugin, as `xcaddy build --with
 // github.com/tollgate-dev/caddy-tollgate --with
-// .../examples/dialect-echo --with .../examples/engine-echo` generates
-// it: each is one import line, nothing else changes.
+// .../examples/dialect-echo --with .../examples/engine-echo --with
+// .../examples/plugin-echo` generates it: each is one import line,
+// nothing else changes.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	_ "github.com/tollgate-dev/caddy-tollgate/examples/dialect-echo"
 	_ "github.com/tollgate-dev/caddy-tollgate/examples/engine-echo"
+	_ "github.com/tollgate-dev/caddy-tollgate/examples/plugin-echo"
 )
 
 func main() {
