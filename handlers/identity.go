@@ -146,6 +146,8 @@ type usageBill struct {
 
 func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) usageBill {
 	b := usageBill{cost: cost, byok: byok, tokens: u}
+	// The split shown beside the charge: the charge itself was priced
+	// with its errors checked, and a part out of range shows as 0.
 	b.prompt, _ = billing.InputCost(pricing, u)
 	b.completion, _ = billing.TokenCost(pricing, 0, u.CompletionTokens)
 	return b

@@ -57,6 +57,7 @@ func (cw *citeWriter) annotateMessages(body []byte) []byte {
 	gjson.GetBytes(body, "content").ForEach(func(i, b gjson.Result) bool {
 		if b.Get("type").Str == "text" {
 			anns := websearch.Annotate(b.Get("text").Str, cw.sources())
+			// sjson fails only on a malformed path, and these are well-formed.
 			out, _ = sjson.SetRawBytes(out, "content."+i.String()+".citations", messagesCitations(anns))
 		}
 		return true

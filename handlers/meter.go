@@ -385,7 +385,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 				if mw.sawDone {
 					msg = "Provider returned an empty answer"
 				}
-				_ = mw.sendStreamError(route, http.StatusBadGateway, msg)
+				_ = mw.sendStreamError(route, http.StatusBadGateway, msg) // released: a failed write is the client gone, with nothing charged
 			}
 			return nil
 		}
@@ -474,15 +474,15 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return nil
 	}
 	if mw.Mode == sse.Stream {
-		_ = mw.sendTail(cost)
+		_ = mw.sendTail(cost) // settled: a failed write is the client gone, and the charge stands
 		if !mw.sawDone {
 			// 200 was sent long ago: the status cannot change, so
 			// the error is an event.
-			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly")
+			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly") // settled: a failed write is the client gone, and the charge stands
 		}
 		return nil
 	}
-	_ = mw.sendJSON(cost, st.genID)
+	_ = mw.sendJSON(cost, st.genID) // settled: a failed write is the client gone, and the charge stands
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *reques
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // the status is sent: a failed write is a client gone
 	return nil
 }
 

@@ -67,6 +67,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 			m.ContextLength, m.MaxCompletionTokens = catalogModel.ContextLength, catalogModel.MaxCompletionTokens
 			m.Distillable = catalogModel.Distillable
 		}
+		// The prices were checked when the endpoint was stored.
 		m.Pricing.Prompt, _ = billing.ParsePrice(e.Pricing.Prompt)
 		m.Pricing.Completion, _ = billing.ParsePrice(e.Pricing.Completion)
 		m.Pricing.Request, _ = billing.ParsePrice(e.Pricing.Request)

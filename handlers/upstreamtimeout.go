@@ -313,7 +313,7 @@ func (e failedRead) Read([]byte) (int, error) { return 0, e.err }
 // closeTimedOut discards a response whose wait ran out.
 func closeTimedOut(res *http.Response, cancel context.CancelFunc, err error) error {
 	cancel()
-	_ = res.Body.Close()
+	_ = res.Body.Close() // the attempt already failed with err; closing only frees the connection
 	return err
 }
 

@@ -257,6 +257,7 @@ func (f *fetchRun) withPriorTokens(doc []byte, path string) []byte {
 		return doc
 	}
 	in, out := u[0].Int()+f.prior.PromptTokens, u[1].Int()+f.prior.CompletionTokens
+	// sjson fails only on a malformed path, and these are well-formed.
 	doc, _ = sjson.SetBytes(doc, path+".input_tokens", in)
 	doc, _ = sjson.SetBytes(doc, path+".output_tokens", out)
 	if u[2].Exists() {

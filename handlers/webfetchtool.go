@@ -121,6 +121,7 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 		return nil, nil, apierror.BadRequest("n: the web_fetch server tool serves one choice")
 	}
 	def := `{"type":"function","function":{"name":"` + fetchToolName + `","parameters":` + fetchToolParameters + `}}`
+	// sjson fails only on a malformed path, and these are well-formed.
 	def, _ = sjson.Set(def, "function.description", fetchToolDescription)
 	if kind == "responses" {
 		def = `{"type":"function","name":"` + fetchToolName + `","parameters":` + fetchToolParameters + `}`
@@ -239,7 +240,7 @@ func (c *roundCapture) replay(w http.ResponseWriter, body []byte) {
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(c.status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(body) // the status is sent: a failed write is a client gone
 }
 
 // ServeHTTP runs the rounds. The first round's failure is the attempt's
@@ -398,7 +399,12 @@ func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 		}
 		if p.Fetched {
 			l.run.fetched++
-			l.run.cost, _ = addCost(l.run.cost, l.run.price)
+			// The fetches are bounded by max_uses, whose price the hold
+			// took at admission with the same sum: it cannot overflow
+			// here, and if it did the cost would stay, not drop to 0.
+			if c, err := addCost(l.run.cost, l.run.price); err == nil {
+				l.run.cost = c
+			}
 		}
 		src := websearch.Source{Title: p.CitationTitle(), URL: p.URL}
 		if p.Err == "" {
@@ -509,8 +515,8 @@ func (l *fetchLoop) send(w http.ResponseWriter, c *roundCapture, answer []byte) 
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(c.status)
-	_, _ = w.Write(chatAnswerAsStream(answer))
-	_ = http.NewResponseController(w).Flush()
+	_, _ = w.Write(chatAnswerAsStream(answer)) // the status is sent: a failed write is a client gone
+	_ = http.NewResponseController(w).Flush()  // a failed flush is a client gone; nothing follows
 }
 
 // chatAnswerAsStream is a chat completion as the chunks of its stream:
@@ -521,6 +527,7 @@ func chatAnswerAsStream(answer []byte) []byte {
 	head := `{"object":"chat.completion.chunk"}`
 	for _, k := range []string{"id", "created", "model", "system_fingerprint"} {
 		if v := a.Get(k); v.Exists() {
+			// sjson fails only on a malformed path, and these are well-formed.
 			head, _ = sjson.SetRaw(head, k, v.Raw)
 		}
 	}

@@ -41,6 +41,7 @@ func nativeTranslate(body []byte, kind dialect.Kind, family string, spec *websea
 		}
 		tool := `{"type":"web_search"}`
 		if len(spec.IncludeDomains) > 0 {
+			// sjson fails only on a malformed path, and these are well-formed.
 			tool, _ = sjson.Set(tool, "filters.allowed_domains", spec.IncludeDomains)
 		}
 		tool = withExtra(tool, spec, "search_context_size", "user_location")
@@ -121,6 +122,7 @@ func nativeTranslate(body []byte, kind dialect.Kind, family string, spec *websea
 
 func xFlags(obj string, x *websearch.XSearch) string {
 	if x.EnableImageUnderstanding {
+		// sjson fails only on a malformed path, and these are well-formed.
 		obj, _ = sjson.Set(obj, "enable_image_understanding", true)
 	}
 	if x.EnableVideoUnderstanding {
@@ -133,6 +135,7 @@ func xFlags(obj string, x *websearch.XSearch) string {
 func withExtra(obj string, spec *websearch.Spec, names ...string) string {
 	for _, n := range names {
 		if raw, ok := spec.Extra[n]; ok && json.Valid(raw) {
+			// sjson fails only on a malformed path, and these are well-formed.
 			obj, _ = sjson.SetRaw(obj, n, string(raw))
 		}
 	}

@@ -105,10 +105,10 @@ func (cw *citeWriter) finish() {
 		body := cw.annotateJSON(cw.Body.Bytes())
 		cw.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		cw.ResponseWriter.WriteHeader(cw.Status)
-		_ = cw.Send(body)
+		_ = cw.Send(body) // the status is sent: a failed write is a client gone
 	case sse.Stream:
 		if cw.Body.Len() > 0 {
-			_ = cw.Send(cw.Body.Bytes())
+			_ = cw.Send(cw.Body.Bytes()) // the status is sent: a failed write is a client gone
 		}
 	}
 	cw.Body.Reset()
@@ -160,6 +160,7 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 			for i := range n {
 				p := "choices." + strconv.FormatInt(i, 10) + ".message"
 				text := gjson.GetBytes(out, p+".content").Str
+				// sjson fails only on a malformed path, and these are well-formed.
 				out, _ = sjson.SetRawBytes(out, p+".annotations", []byte(chatAnnotations(websearch.Annotate(text, cw.sources()))))
 			}
 		}
@@ -265,6 +266,7 @@ func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
 			}
 			switch {
 			case len(anns) > 0:
+				// sjson fails only on a malformed path, and these are well-formed.
 				out, _ = sjson.SetRawBytes(out, "choices."+k.String()+".delta.annotations", []byte(chatAnnotations(anns)))
 			case c.Get("delta.annotations").Exists():
 				// The gateway's annotations replace a provider's own.
@@ -325,6 +327,7 @@ func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
 			}
 			ann, _ := json.Marshal(a)
 			e := `{"type":"response.output_text.annotation.added"}`
+			// sjson fails only on a malformed path, and these are well-formed.
 			e, _ = sjson.Set(e, "item_id", st.itemID)
 			e, _ = sjson.Set(e, "output_index", key[0])
 			e, _ = sjson.Set(e, "content_index", key[1])

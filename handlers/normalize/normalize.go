@@ -126,6 +126,7 @@ func Body(kind dialect.Kind, body []byte, f *reqbody.Fields, plugins plugin.Set)
 	if kind == dialect.Chat && stream && !gjson.Get(streamOptions.Raw, "include_usage").Bool() {
 		opts := []byte(`{"include_usage":true}`)
 		if streamOptions.IsObject() {
+			// sjson fails only on a malformed path, and these are well-formed.
 			opts, _ = sjson.SetBytes([]byte(streamOptions.Raw), "include_usage", true)
 		}
 		if streamOptions.Exists() {
@@ -208,6 +209,7 @@ func reasoningFor(kind dialect.Kind, r gjson.Result, hasEffort bool) ([]byte, *a
 	}
 	out := []byte(`{}`)
 	if effort.Type == gjson.String {
+		// sjson fails only on a malformed path, and these are well-formed.
 		out, _ = sjson.SetRawBytes(out, "effort", []byte(effort.Raw))
 	}
 	if s := r.Get("summary"); s.Type == gjson.String {

@@ -178,7 +178,7 @@ func (hw *healWriter) finish() {
 	}
 	hw.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	hw.ResponseWriter.WriteHeader(hw.Status)
-	_ = hw.Send(body)
+	_ = hw.Send(body) // the status is sent: a failed write is a client gone
 	hw.Body.Reset()
 }
 
