@@ -142,6 +142,7 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 		for i := range buf[:n] {
 			h.Seq = max(h.Seq, buf[i].seq)
 		}
+		// w is buffered and keeps its first error: Flush reports it.
 		_, _ = w.Write(sliceBytes(buf[:n]))
 	}
 	cbuf := make([]keyCounters, snapshotChunk)
@@ -161,6 +162,7 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 	if !same {
 		return fail(errSnapshotVoid)
 	}
+	// w keeps its first error, which Flush below reports.
 	_, _ = w.Write(cold)
 	var nb [binary.MaxVarintLen64]byte
 	for _, s := range strs {

@@ -189,7 +189,7 @@ func replaceFile(dir, name string, data []byte, k *kernel.Kernel, sync bool) err
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }() // after the rename: nothing
 	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
+		_ = tmp.Close() // the write failed with err, which is returned
 		return err
 	}
 	return putInPlace(tmp, dir, name, k, sync)
@@ -202,7 +202,7 @@ func replaceFile(dir, name string, data []byte, k *kernel.Kernel, sync bool) err
 // entries it covers can go. It closes tmp whatever happens.
 func putInPlace(tmp *os.File, dir, name string, k *kernel.Kernel, sync bool) error {
 	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
+		_ = tmp.Close() // the sync failed with err, which is returned
 		return err
 	}
 	if err := tmp.Close(); err != nil {

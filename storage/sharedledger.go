@@ -1119,7 +1119,7 @@ func (l *sharedLedger) renew() {
 		}
 		return nil
 	})
-	_ = l.rb.Observe(err)
+	_ = l.rb.Observe(err) // a failure marks Redis down (readiness and metrics show it); the next tick renews again, within the lease
 }
 
 // reap releases holds whose lease expired: their replica died. Not

@@ -118,7 +118,7 @@ func (p *scriptPipe) run(calls []*pipeCall) {
 	if len(calls) == 1 {
 		c := calls[0]
 		cmd := c.evalSHA(ctx)
-		_ = p.client.Process(ctx, cmd)
+		_ = p.client.Process(ctx, cmd) // its error is the command's own, which answer reads
 		c.answer(ctx, p.client, cmd)
 		return
 	}
@@ -126,7 +126,7 @@ func (p *scriptPipe) run(calls []*pipeCall) {
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
 		cmds[i] = c.evalSHA(ctx)
-		_ = pipe.Process(ctx, cmds[i])
+		_ = pipe.Process(ctx, cmds[i]) // its error is the command's own, which answer reads
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, c := range calls {

@@ -195,7 +195,7 @@ func Open(opts Options) (*Store, error) {
 	s.registerKinds()
 	feedPos, err := s.feed.Position()
 	if err != nil {
-		_ = k.Close()
+		_ = k.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, err
 	}
 	gcOn := noGC()
@@ -218,7 +218,7 @@ func Open(opts Options) (*Store, error) {
 		gcOn() // the records read from Badger leave as much garbage as they keep
 	}
 	if err := k.Load(restored...); err != nil {
-		_ = k.Close()
+		_ = k.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, err
 	}
 	s.ensureDefaultWorkspaces()
@@ -232,11 +232,11 @@ func Open(opts Options) (*Store, error) {
 	}
 	gcOn() // before the generations' scan, whose garbage is its own
 	if err := s.AnalyticsStore.a.Build(); err != nil {
-		_ = k.Close()
+		_ = k.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, fmt.Errorf("building the analytics rollup: %w", err)
 	}
 	if err := s.follow(feedPos); err != nil {
-		_ = k.Close()
+		_ = k.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, err
 	}
 	k.Start()
@@ -270,7 +270,7 @@ func (s *Store) Close() error {
 func removeTemporaries(dir, file string) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, file+".*"))
 	for _, tmp := range tmps {
-		_ = os.Remove(tmp)
+		_ = os.Remove(tmp) // a leftover of a dead process: one that stays is removed at the next start
 	}
 }
 

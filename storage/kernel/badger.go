@@ -106,7 +106,7 @@ func openBadger(opts Options, log *zap.Logger) (Backend, error) {
 	}
 	j, err := openJournal(db, opts.Dir, opts.SyncWrites, log)
 	if err != nil {
-		_ = db.Close()
+		_ = db.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, err
 	}
 	return j, nil

@@ -481,12 +481,13 @@ func (j *journal) rotate() error {
 		}
 	}
 	if err != nil {
+		// The create failed with err, which is returned.
 		_ = f.Close()
 		_ = os.Remove(name)
 		return fmt.Errorf("creating a journal file: %w", err)
 	}
 	if j.f != nil {
-		_ = j.f.Close()
+		_ = j.f.Close() // its writes went through write(2) already: a local file's close reports nothing more
 	}
 	j.f, j.size = f, int64(len(journalMagic))
 	j.files = append(j.files, name)
@@ -693,7 +694,7 @@ func (j *journal) crash() error {
 	defer j.ckMu.Unlock()
 	j.mu.Lock()
 	if j.f != nil {
-		_ = j.f.Close()
+		_ = j.f.Close() // a crash: the file is left as a killed process leaves it
 		j.f = nil
 	}
 	j.mu.Unlock()
@@ -707,7 +708,7 @@ func (j *journal) Close() error {
 	err := j.checkpoint()
 	j.mu.Lock()
 	if j.f != nil {
-		_ = j.f.Close()
+		_ = j.f.Close() // its writes were synced or checkpointed: the checkpoint's err decides
 		if err == nil && len(j.recent) == 0 && j.moving == nil {
 			_ = os.Remove(j.f.Name()) // holds no write
 			j.closed = j.db.db.MaxVersion()

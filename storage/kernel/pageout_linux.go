@@ -74,7 +74,7 @@ func pageOut(dir string) bool {
 		return true
 	}
 	for _, m := range vlogMappings(maps, dir) {
-		_, _, _ = syscall.Syscall(syscall.SYS_MSYNC, m.start, m.end-m.start, syscall.MS_SYNC)
+		_, _, _ = syscall.Syscall(syscall.SYS_MSYNC, m.start, m.end-m.start, syscall.MS_SYNC) // a hint: MADV_PAGEOUT below decides, and a failure only keeps pages in memory
 		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, madvPageout); errno == syscall.EINVAL {
 			return false
 		}

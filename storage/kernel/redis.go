@@ -80,7 +80,7 @@ func OpenRedis(o RedisOptions, log *zap.Logger) (*RedisBackend, error) {
 		return nil, errors.New("redis: address and cluster are exclusive: one server or a cluster")
 	}
 	var id [8]byte
-	_, _ = rand.Read(id[:])
+	_, _ = rand.Read(id[:]) // crypto/rand does not fail (it panics if the system's source breaks)
 	b := &RedisBackend{prefix: o.KeyPrefix, replica: hex.EncodeToString(id[:]), log: log, lease: o.HoldLease}
 	var tlsConfig *tls.Config
 	if o.TLS {
@@ -109,7 +109,7 @@ func OpenRedis(o RedisOptions, log *zap.Logger) (*RedisBackend, error) {
 		b.c = b.cluster
 		b.layout = newLayout(o.KeyPrefix, ClusterBuckets)
 		if err := b.checkCluster(o.Cluster, tlsConfig, o); err != nil {
-			_ = b.c.Close()
+			_ = b.c.Close() // opening failed with err, which is returned; closing only frees what was opened
 			return nil, err
 		}
 		return b, nil
@@ -125,11 +125,11 @@ func OpenRedis(o RedisOptions, log *zap.Logger) (*RedisBackend, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	defer cancel()
 	if err := b.c.Ping(ctx).Err(); err != nil {
-		_ = b.c.Close()
+		_ = b.c.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, fmt.Errorf("connecting to redis at %s: %w", o.Address, err)
 	}
 	if err := b.upgradeLayout(ctx); err != nil {
-		_ = b.c.Close()
+		_ = b.c.Close() // opening failed with err, which is returned; closing only frees what was opened
 		return nil, err
 	}
 	return b, nil
@@ -145,7 +145,7 @@ func (b *RedisBackend) checkCluster(addrs []string, tlsConfig *tls.Config, o Red
 		c := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: tlsConfig,
 			DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout, MaxRetries: -1})
 		shards, err := c.ClusterShards(ctx).Result()
-		_ = c.Close()
+		_ = c.Close() // a probe's client: its answer is in err
 		if err != nil {
 			return fmt.Errorf("redis: cluster: node %s does not answer as a cluster node: %w", addr, err)
 		}

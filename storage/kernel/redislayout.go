@@ -83,7 +83,7 @@ func (l layout) accountBucket(accountID string) int {
 		return 0
 	}
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(accountID))
+	_, _ = h.Write([]byte(accountID)) // hash.Hash's Write never fails
 	return int(h.Sum32() % uint32(len(l.tags)))
 }
 
