@@ -2,6 +2,7 @@ package caddymodule_test
 
 import (
 	"os/exec"
+	"path"
 	"strings"
 	"testing"
 
@@ -29,8 +30,15 @@ func TestProductionPathImportsNoStandIn(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	isStandIn := func(p string) bool { return p == module+"/standin" || strings.HasPrefix(p, module+"/standin/") }
-	isTestKit := func(p string) bool {
-		return p == module+"/internal/testkit" || strings.HasPrefix(p, module+"/internal/testkit/")
+	// testOnly: the fixtures under internal/testkit, and the packages
+	// named as Go names its own test helpers (httptest, fstest): the
+	// seams' conformance suites. pdftest, which writes PDFs, also serves
+	// the demo's mock provider.
+	testOnly := func(p string) bool {
+		if p == module+"/internal/testkit" || strings.HasPrefix(p, module+"/internal/testkit/") {
+			return true
+		}
+		return strings.HasPrefix(p, module+"/") && strings.HasSuffix(path.Base(p), "test") && p != module+"/pdftext/pdftest"
 	}
 	allowed := map[string]bool{module + "/cmd/caddy": true}
 	seen := map[string]bool{}
@@ -46,10 +54,10 @@ func TestProductionPathImportsNoStandIn(t *testing.T) {
 			if isStandIn(d) {
 				imported = append(imported, d)
 			}
-			// The shared test fixtures are for test files only: no package
-			// but the fixtures themselves and the tests' own may link them.
-			if isTestKit(d) && !isTestKit(pkg) && !strings.HasPrefix(pkg, module+"/integration") {
-				t.Errorf("%s imports the test fixture %s outside a test file", pkg, d)
+			// The shared test fixtures and the seams' conformance suites are
+			// for test files only: no package but their own kind may link them.
+			if testOnly(d) && !testOnly(pkg) && !strings.HasPrefix(pkg, module+"/integration") {
+				t.Errorf("%s imports the test-only package %s outside a test file", pkg, d)
 			}
 		}
 		switch {

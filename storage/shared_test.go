@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/wait"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,18 +43,8 @@ func openClusterReplica(t *testing.T, c *redistest.Cluster, prefix string, lease
 	return s
 }
 
-// eventually polls cond for up to d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Since(start)
-}
+// eventually is wait.Eventually.
+var eventually = wait.Eventually
 
 func TestSharedRecordsReachTheOtherReplica(t *testing.T) {
 	srv := redistest.Start(t)

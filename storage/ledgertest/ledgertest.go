@@ -7,6 +7,7 @@ package ledgertest
 
 import (
 	"errors"
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/wait"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -578,15 +579,5 @@ func viewOf(t *testing.T, s *storage.Store, accountID, keyHash string) storage.L
 	return v
 }
 
-// eventually waits up to d for cond, failing t with what otherwise.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Since(start)
-}
+// eventually is wait.Eventually.
+var eventually = wait.Eventually
