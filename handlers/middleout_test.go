@@ -2,14 +2,16 @@ package handlers
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/normalize"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/contextcompression"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
@@ -30,19 +32,30 @@ func conversation(turns int) string {
 	return `{"model":"openai/m","messages":[` + strings.Join(msgs, ",") + `]}`
 }
 
+// The context-compression plugin, with the gateway's own count: what
+// remains fits with room for the answer, and the report counts what went.
 func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 	enc, _ := tokenizer.Get(tokenizer.O200kBase)
 	body := conversation(12)
 	full, _ := countChatBody(enc, []byte(body), DefaultMediaPartTokens)
+	rt := &Router{MediaPartTokens: DefaultMediaPartTokens}
 	for _, ctx := range []int64{full + 100, full / 2, full / 4, 200} {
 		m := &catalog.Model{ID: "openai/m", ContextLength: ctx, Tokenizer: enc}
-		rt := &Route{Kind: "chat", MaxTokens: 50, body: []byte(body), Attempts: []Attempt{{Model: m, Provider: &catalog.Provider{}}}}
-		if apiErr := rt.middleOut(DefaultMediaPartTokens); apiErr != nil {
+		st := &requestState{}
+		route := &Route{Kind: "chat", MaxTokens: 50, body: []byte(body), Attempts: []Attempt{{Model: m, Provider: &catalog.Provider{}}}}
+		if _, apiErr := reqbody.ParseObjectIn(&st.ownFields, []byte(`{"transforms":["middle-out"]}`)); apiErr != nil {
 			t.Fatal(apiErr)
 		}
-		got, _ := countChatBody(enc, rt.body, DefaultMediaPartTokens)
+		if apiErr := rt.fitPrompt(st, route); apiErr != nil {
+			t.Fatal(apiErr)
+		}
+		h := http.Header{}
+		for _, run := range st.plugins {
+			run.(plugin.AnswerHeader).SetAnswerHeader(h)
+		}
+		got, _ := countChatBody(enc, route.body, DefaultMediaPartTokens)
 		if ctx > full+50 {
-			if string(rt.body) != body || rt.compressed != "" {
+			if string(route.body) != body || len(st.plugins) != 0 {
 				t.Fatalf("context %d: a fitting prompt changed", ctx)
 			}
 			continue
@@ -50,9 +63,9 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 		if got > ctx-50 {
 			t.Fatalf("context %d: %d tokens left, room for 50 wanted", ctx, got)
 		}
-		msgs := gjson.GetBytes(rt.body, "messages").Array()
+		msgs := gjson.GetBytes(route.body, "messages").Array()
 		if msgs[0].Get("role").Str != "system" || msgs[1].Get("content").Str != "FIRST question" || msgs[len(msgs)-1].Get("content").Str != "LAST question" {
-			t.Fatalf("context %d: head or tail removed: %s", ctx, rt.body)
+			t.Fatalf("context %d: head or tail removed: %s", ctx, route.body)
 		}
 		// Every tool message follows its call; a call keeps its results.
 		for i, m := range msgs {
@@ -62,46 +75,17 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 					j--
 				}
 				if j == 0 || !msgs[j-1].Get("tool_calls").Exists() {
-					t.Fatalf("context %d: an orphan tool message: %s", ctx, rt.body)
+					t.Fatalf("context %d: an orphan tool message: %s", ctx, route.body)
 				}
 			}
 			if m.Get("tool_calls").Exists() && (i+2 >= len(msgs) || msgs[i+2].Get("role").Str != "tool") {
-				t.Fatalf("context %d: a tool call lost its results: %s", ctx, rt.body)
+				t.Fatalf("context %d: a tool call lost its results: %s", ctx, route.body)
 			}
 		}
 		removed := 2 + 12*2 + 3 + 1 - len(msgs)
 		want := fmt.Sprintf("middle-out; removed_messages=%d; removed_tokens=%d", removed, full-got)
-		if rt.compressed != want {
-			t.Fatalf("context %d: header %q, want %q", ctx, rt.compressed, want)
+		if got := h.Get(contextcompression.Header); got != want {
+			t.Fatalf("context %d: header %q, want %q", ctx, got, want)
 		}
-	}
-}
-
-func TestCompressionAsked(t *testing.T) {
-	for _, tc := range []struct {
-		transforms, plugins string
-		asked               bool
-		err                 string
-	}{
-		{`["middle-out"]`, ``, true, ""},
-		{``, `[{"id":"context-compression"}]`, true, ""},
-		{``, `[{"id":"context-compression","enabled":false}]`, false, ""},
-		{`[]`, ``, false, ""},
-		{`["fuzz"]`, ``, false, `transforms[0]: unknown transform "fuzz"`},
-		{`"middle-out"`, ``, false, "transforms: expected an array"},
-	} {
-		asked, apiErr := compressionAsked(gjson.Parse(tc.transforms), gjson.Parse(tc.plugins))
-		if tc.err != "" {
-			if apiErr == nil || !strings.HasPrefix(apiErr.Message, tc.err) {
-				t.Errorf("%s %s: %v, want %q", tc.transforms, tc.plugins, apiErr, tc.err)
-			}
-			continue
-		}
-		if apiErr != nil || asked != tc.asked {
-			t.Errorf("%s %s: %v %v", tc.transforms, tc.plugins, asked, apiErr)
-		}
-	}
-	if apiErr := normalize.CheckPlugins(gjson.Parse(`[{"id":"context-compression","engine":"summary"}]`), plugin.Registered()); apiErr == nil || !strings.Contains(apiErr.Message, "plugins[0].engine") {
-		t.Errorf("engine: %v", apiErr)
 	}
 }

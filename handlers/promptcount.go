@@ -372,15 +372,9 @@ const (
 // model, on the body as that attempt's provider receives it, and drops
 // the attempts whose model's context window the prompt alone exceeds;
 // none left is a 400 naming the count and the limit. Attempts whose
-// model has no tokenizer keep the byte bound. A chat request that asks
-// for middle-out compression is compressed first (Route.middleOut). The
-// counting stops when ctx ends (the client left).
+// model has no tokenizer keep the byte bound. The counting stops when
+// ctx ends (the client left).
 func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Error {
-	if rt.compress && rt.Kind == dialect.Chat {
-		if apiErr := rt.middleOut(mediaPart); apiErr != nil {
-			return apiErr
-		}
-	}
 	type counted struct {
 		enc  *tokenizer.Encoding
 		form int

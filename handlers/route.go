@@ -50,10 +50,6 @@ type Route struct {
 	InputTokens int64
 	// prompt bounds the prompt's tokens for admission.
 	prompt promptBound
-	// compress: the request asks for middle-out compression; compressed
-	// says what it removed (middleOut), "" when nothing.
-	compress   bool
-	compressed string
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 	// Routing says how the attempts were chosen and ranked, for the

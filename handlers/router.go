@@ -207,6 +207,9 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 			bf = route.parsedFields // PDFs as their text
 		}
 		route.prompt = boundPrompt(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		apiErr = rt.fitPrompt(st, route)
+	}
+	if apiErr == nil {
 		apiErr = route.countPrompt(r.Context(), rt.MediaPartTokens)
 	}
 	if apiErr != nil {
@@ -432,16 +435,6 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	}
 	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
 		return nil, apiErr
-	}
-	if route.compress, apiErr = compressionAsked(field("transforms"), field("plugins")); apiErr != nil {
-		return nil, apiErr
-	}
-	if route.compress && kind != dialect.Chat {
-		name := "transforms"
-		if !field("transforms").Exists() {
-			name = "plugins"
-		}
-		return nil, apierror.BadRequest(name + ": middle-out compression is served on /chat/completions only")
 	}
 	if apiErr := route.translateFor(); apiErr != nil {
 		return nil, apiErr

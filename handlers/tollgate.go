@@ -37,8 +37,9 @@ import (
 //     (fetchStage, fetchTool), check the body
 //     and plan its route: the model's providers and what each is sent,
 //     its body normalized (package normalize) and rewritten by the plugins
-//     that rewrite bodies (the file parser), changing nothing on the
-//     request (Router); plan the moderation the model or the request
+//     that rewrite bodies (the file parser), its prompt fitted to the
+//     context windows by those that fit prompts (context-compression),
+//     changing nothing on the request (Router); plan the moderation the model or the request
 //     needs (Moderation) and the plugins the request asks for
 //     (planPlugins), or serve the model lists;
 //  4. hold its cost and the plugins' (Coster), ask the moderation
@@ -379,7 +380,11 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
-	setCompressionHeader(w.Header(), st.route)
+	for _, run := range st.plugins {
+		if ah, ok := run.(plugin.AnswerHeader); ok {
+			ah.SetAnswerHeader(w.Header())
+		}
+	}
 	if st.plan == nil && st.fetch == nil && len(st.plugins) == 0 {
 		return t.meter.run(w, r, st, t.proxies)
 	}
@@ -419,7 +424,9 @@ func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
 	st.ownModels = st.route.Attempts
 	req := &st.ownPluginReq
 	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels}
-	st.plugins = st.ownPlugins[:0]
+	if st.plugins == nil { // else with the runs of fitPrompt
+		st.plugins = st.ownPlugins[:0]
+	}
 	for _, p := range t.plugins {
 		run, apiErr := p.Plan(req)
 		if apiErr != nil {

@@ -54,8 +54,7 @@ func openAIUnsupported(kind dialect.Kind, name string) bool {
 
 // referencePlugins are the plugins the public API defines (besides the web
 // search plugin, which the web search stage serves, web-fetch,
-// context-compression, which is middle-out, moderation, and the plugin
-// modules): a name of them that no plugin takes is one this gateway does
+// moderation, and the plugin modules): a name of them that no plugin takes is one this gateway does
 // not offer.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
@@ -160,11 +159,6 @@ func CheckPlugins(v gjson.Result, plugins plugin.Set) *apierror.Error {
 			apiErr = apierror.BadRequest(path + ".id: required string")
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
-		case id.Str == "context-compression":
-			// Middle-out, its only engine.
-			if e := p.Get("engine"); e.Exists() && e.Str != "middle-out" {
-				apiErr = apierror.BadRequest(path + `.engine: expected "middle-out"`)
-			}
 		case id.Str == "moderation":
 			// Served before routing reaches a provider.
 		case id.Str == "web-fetch":

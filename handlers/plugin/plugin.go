@@ -12,11 +12,15 @@
 //     members, each error a 400 naming its place;
 //  2. an optional body rewrite (BodyRewriter), once the route's models
 //     are known, before the prompt is counted;
-//  3. Plan, once the request is routed: what the plugin does for this
+//  3. an optional prompt fit (PromptFitter), once the route's attempts
+//     and output limit are final, just before the prompt is counted
+//     against their context windows;
+//  4. Plan, once the request is routed: what the plugin does for this
 //     request, a Run, or nil when nothing;
-//  4. the Run's optional parts: Coster adds to the hold admission takes
-//     and to the charge settlement makes, and AnswerWrapper rewrites the
-//     answer on its way to the client.
+//  5. the Run's optional parts: Coster adds to the hold admission takes
+//     and to the charge settlement makes, AnswerHeader sets headers of
+//     the answer before any attempt is sent, and AnswerWrapper rewrites
+//     the answer on its way to the client.
 //
 // A plugin holds no per-request state: Plan's Run does.
 package plugin
@@ -36,6 +40,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
 // Namespace is the Caddy module namespace of the plugins.
@@ -69,6 +74,27 @@ type Request struct {
 	Plugins gjson.Result
 	// Models are the catalog models the route may try.
 	Models Models
+	// Transforms is the request's transforms array, the public API's
+	// older way to ask for a plugin (["middle-out"]); its zero value when
+	// the request has none. Seen by FitPrompt only.
+	Transforms gjson.Result
+	// MaxTokens is the request's output limit (max_tokens or its
+	// like); 0 unset. Seen by FitPrompt only.
+	MaxTokens int64
+	// Tokens counts prompts as admission counts them. Seen by FitPrompt
+	// only.
+	Tokens PromptCounter
+}
+
+// PromptCounter counts a chat body's prompt tokens as the gateway's
+// admission counts them.
+type PromptCounter interface {
+	// ChatPrompt counts a chat completions body with enc; unbounded: it
+	// holds parts whose tokens no count bounds.
+	ChatPrompt(enc *tokenizer.Encoding, body []byte) (tokens int64, unbounded bool)
+	// ChatMessage counts one message of a chat body, as ChatPrompt
+	// counts it there.
+	ChatMessage(enc *tokenizer.Encoding, msg gjson.Result) int64
 }
 
 // Models are the catalog models a route may try, in its order; a model
@@ -87,9 +113,28 @@ type BodyRewriter interface {
 	RewriteBody(ctx context.Context, req *Request) (body []byte, rewritten bool, apiErr *apierror.Error)
 }
 
+// PromptFitter is a Plugin that fits every routed request's prompt to
+// its route's context windows (context-compression), whether or not its
+// plugins array names the plugin (transforms may ask for it): once the
+// route's attempts and output limit are final, before the prompt is
+// counted against the windows. It returns the body every attempt is sent
+// (req.Body when unchanged) and a Run for the rest of the request, nil
+// when it did nothing. A request that does not ask for it must cost no
+// allocation.
+type PromptFitter interface {
+	FitPrompt(req *Request) (body []byte, run Run, apiErr *apierror.Error)
+}
+
 // Run is a plugin's part in one request; its optional interfaces say
-// what it adds: Coster and AnswerWrapper.
+// what it adds: Coster, AnswerHeader and AnswerWrapper.
 type Run any
+
+// AnswerHeader is a Run that sets headers of the answer: once routed,
+// before any attempt is sent, so that every attempt's answer and the
+// gateway's own errors after routing carry them.
+type AnswerHeader interface {
+	SetAnswerHeader(h http.Header)
+}
 
 // Coster is a Run that costs: the gateway's own work, paid in credits
 // even by a request that pays its provider with its own key.

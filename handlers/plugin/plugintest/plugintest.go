@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
 // Case is what a plugin's suite needs of the plugin under test.
@@ -31,6 +32,10 @@ type Case struct {
 	// plugin whose Plan returns none (it rewrites the body).
 	Kind dialect.Kind
 	Asks string
+	// Fits is, for a PromptFitter, a body of Kind that asks for the
+	// plugin and whose prompt FitPrompt changes to fit a window of
+	// FitWindow tokens (FitRequest); "" for other plugins.
+	Fits string
 }
 
 // Run runs the conformance tests on c.
@@ -109,6 +114,9 @@ func Run(t *testing.T, c Case) {
 			if aw, ok := run.(plugin.AnswerWrapper); ok {
 				wantErrorPassed(t, aw)
 			}
+			if ah, ok := run.(plugin.AnswerHeader); ok {
+				wantHeaderAdded(t, ah)
+			}
 		}
 		for _, body := range []string{
 			`{"model":"m","messages":[{"role":"user","content":"hello"}]}`,
@@ -125,6 +133,34 @@ func Run(t *testing.T, c Case) {
 			t.Errorf("Plan of a body not naming the plugin: %v allocations", n)
 		}
 	})
+	if pf, ok := p.(plugin.PromptFitter); ok {
+		t.Run("fit leaves a body not asking alone", func(t *testing.T) {
+			req := FitRequest(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
+			body, run, apiErr := pf.FitPrompt(req)
+			if apiErr != nil || run != nil || &body[0] != &req.Body[0] || len(body) != len(req.Body) {
+				t.Fatalf("FitPrompt of a body not asking = %s, %v, %v; want it as it came", body, run, apiErr)
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _, _ = pf.FitPrompt(req) }); n != 0 {
+				t.Errorf("FitPrompt of a body not asking: %v allocations", n)
+			}
+		})
+		t.Run("fit", func(t *testing.T) {
+			if c.Fits == "" {
+				t.Fatal("a PromptFitter's case names no body it fits (Fits)")
+			}
+			req := FitRequest(c.Kind, c.Fits)
+			body, run, apiErr := pf.FitPrompt(req)
+			if apiErr != nil || run == nil || string(body) == c.Fits {
+				t.Fatalf("FitPrompt(%s) = %s, %v, %v; want the body changed and a run", c.Fits, body, run, apiErr)
+			}
+			if n, _ := req.Tokens.ChatPrompt(req.Models.At(0).Tokenizer, body); n > FitWindow {
+				t.Errorf("FitPrompt(%s): %d tokens left, more than the window of %d", c.Fits, n, FitWindow)
+			}
+			if ah, ok := run.(plugin.AnswerHeader); ok {
+				wantHeaderAdded(t, ah)
+			}
+		})
+	}
 	if bw, ok := p.(plugin.BodyRewriter); ok {
 		t.Run("rewrite leaves a plain body alone", func(t *testing.T) {
 			req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}]}`)
@@ -145,6 +181,43 @@ func Request(kind dialect.Kind, body string) *plugin.Request {
 	return &plugin.Request{Kind: kind, Body: []byte(body), Plugins: gjson.Get(body, "plugins"), Models: Models{textOnly}}
 }
 
+// FitWindow is the context window of FitRequest's model, in tokens.
+const FitWindow = 64
+
+// FitRequest is Request with its transforms read from the body, tried
+// on one model of FitWindow tokens that counts with o200k_base, each
+// message's tokens those of its JSON text.
+func FitRequest(kind dialect.Kind, body string) *plugin.Request {
+	enc, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		panic(err)
+	}
+	req := Request(kind, body)
+	req.Transforms = gjson.Get(body, "transforms")
+	req.MaxTokens = 8
+	req.Models = Models{{ID: "plugintest/window", ContextLength: FitWindow, Tokenizer: enc}}
+	req.Tokens = jsonCounter{}
+	return req
+}
+
+// jsonCounter counts a body's messages as the tokens of their JSON text.
+type jsonCounter struct{}
+
+// ChatPrompt implements plugin.PromptCounter.
+func (jsonCounter) ChatPrompt(enc *tokenizer.Encoding, body []byte) (int64, bool) {
+	var n int64
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		n += jsonCounter{}.ChatMessage(enc, m)
+		return true
+	})
+	return n, false
+}
+
+// ChatMessage implements plugin.PromptCounter.
+func (jsonCounter) ChatMessage(enc *tokenizer.Encoding, m gjson.Result) int64 {
+	return int64(enc.Count(m.Raw))
+}
+
 // Models are a route's models, in order.
 type Models []*catalog.Model
 
@@ -156,6 +229,17 @@ func (m Models) At(i int) *catalog.Model { return m[i] }
 
 // textOnly is a catalog model that reads text only.
 var textOnly = &catalog.Model{ID: "plugintest/text", Public: json.RawMessage(`{"architecture":{"input_modalities":["text"]}}`)}
+
+// wantHeaderAdded checks that a run's answer headers add to the header
+// and leave what it held.
+func wantHeaderAdded(t *testing.T, ah plugin.AnswerHeader) {
+	t.Helper()
+	h := http.Header{"Server": {"Caddy"}}
+	ah.SetAnswerHeader(h)
+	if len(h) < 2 || h.Get("Server") != "Caddy" {
+		t.Errorf("a run's answer header: %v, want one added beside Server", h)
+	}
+}
 
 // wantErrorPassed checks that a provider's error answer goes through the
 // wrapper as it came: its status, type and body.
