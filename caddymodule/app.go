@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
@@ -68,7 +69,7 @@ type App struct {
 	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
 	// Moderation is the operator's moderation provider (OpenAI's
 	// /v1/moderations shape); unset: none.
-	Moderation *handlers.ModerationConfig `json:"moderation,omitempty"`
+	Moderation *moderation.Config `json:"moderation,omitempty"`
 	// CustomerEgress is the policy of URLs that customers supply.
 	CustomerEgress *EgressConfig `json:"customer_egress,omitempty"`
 	// MetricsPerKey turns on the per-key metrics (account and key hash
@@ -89,7 +90,7 @@ type App struct {
 	sealer   *storage.Sealer
 	search   *handlers.WebSearchSettings
 	egress   *egress.Policy
-	moderate *handlers.Moderation
+	moderate *moderation.Service
 
 	mu    sync.Mutex
 	dir   string // absolute DataDir, or the Redis store's name: the pool key
@@ -352,7 +353,7 @@ func (a *App) ConnectCodeTTL() time.Duration { return time.Duration(a.CodeTTL) }
 func (a *App) WebSearchSettings() *handlers.WebSearchSettings { return a.search }
 
 // ModerationService is the provisioned moderation provider; nil: none.
-func (a *App) ModerationService() *handlers.Moderation { return a.moderate }
+func (a *App) ModerationService() *moderation.Service { return a.moderate }
 
 // BYOKSealer seals and opens BYOK provider keys; nil when BYOK is off.
 func (a *App) BYOKSealer() *storage.Sealer { return a.sealer }
@@ -413,4 +414,4 @@ var (
 )
 
 var _ handlers.WebSearchProvider = (*App)(nil)
-var _ handlers.ModerationProvider = (*App)(nil)
+var _ moderation.Provider = (*App)(nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
@@ -270,8 +270,8 @@ var providerOptions = []string{"search_family", "model", "api_key", "style", "ap
 	"deployment", "api_version", "auth", "aws_region"} // the last: dialects' own (dialect.Settings)
 
 // parseModeration parses the moderation block.
-func parseModeration(d *caddyfile.Dispenser) (*handlers.ModerationConfig, error) {
-	cfg := new(handlers.ModerationConfig)
+func parseModeration(d *caddyfile.Dispenser) (*moderation.Config, error) {
+	cfg := new(moderation.Config)
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
 )
 
 func TestModerationCaddyfile(t *testing.T) {
@@ -30,7 +30,7 @@ func TestModerationCaddyfile(t *testing.T) {
 			}
 		}
 	}`)
-	want := handlers.ModerationConfig{BaseURL: "https://api.openai.com/v1", APIKey: "{env.OPENAI_KEY}", Model: "omni-moderation-latest",
+	want := moderation.Config{BaseURL: "https://api.openai.com/v1", APIKey: "{env.OPENAI_KEY}", Model: "omni-moderation-latest",
 		Name: "OpenAI", Timeout: caddy.Duration(5 * time.Second), FailOpen: true, Price: "0.0001"}
 	if app.Moderation == nil || *app.Moderation != want {
 		t.Fatalf("moderation = %+v", app.Moderation)
@@ -58,11 +58,11 @@ func TestModerationCaddyfile(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", tt.global, err, tt.want)
 		}
 	}
-	if _, err := (&handlers.ModerationConfig{BaseURL: "ftp://x"}).Build(nil); err == nil {
+	if _, err := (&moderation.Config{BaseURL: "ftp://x"}).Build(nil); err == nil {
 		t.Error("ftp base_url accepted")
 	}
 	// JSON configs, which skip the Caddyfile, are checked at provision.
-	if _, err := (&handlers.ModerationConfig{BaseURL: "http://x", Price: "-1"}).Build(nil); err == nil || !strings.Contains(err.Error(), "moderation: price") {
+	if _, err := (&moderation.Config{BaseURL: "http://x", Price: "-1"}).Build(nil); err == nil || !strings.Contains(err.Error(), "moderation: price") {
 		t.Errorf("negative price: %v", err)
 	}
 }

@@ -64,10 +64,12 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	held := int64(st.res.Hold + st.res.Credits)
 	telemetry.HoldOpened(held)
 	defer telemetry.HoldClosed(held)
-	if st.moderation != nil {
+	for _, run := range st.plugins {
 		// Only an admitted request is moderated, once, before any attempt.
-		if apiErr := m.moderate(r, st); apiErr != nil {
-			return apierror.Fail(r, apiErr)
+		if a, ok := run.(plugin.Admitter); ok {
+			if apiErr := m.admitRun(r, st, run, a); apiErr != nil {
+				return apierror.Fail(r, apiErr)
+			}
 		}
 	}
 	// The output limit the reservation fitted reaches the first attempt's body.
@@ -117,12 +119,6 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 			if est.Hold, err = addCost(est.Hold, extra); err == nil && facts.BYOK {
 				searchCredits, err = addCost(searchCredits, credits)
 			}
-		}
-	}
-	if m := st.moderationCost; m > 0 && err == nil {
-		// The moderation call, paid in credits (the operator's provider) even by BYOK.
-		if est.Hold, err = addCost(est.Hold, m); err == nil && facts.BYOK {
-			searchCredits, err = addCost(searchCredits, m)
 		}
 	}
 	for _, run := range st.plugins {
@@ -408,11 +404,6 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 			credits, err = addCost(credits, f.cost)
 		}
 		f.charged = err == nil
-	}
-	if m := st.moderationCost; m > 0 && err == nil {
-		if usage.Extra, err = addCost(usage.Extra, m); err == nil && route.BYOK {
-			credits, err = addCost(credits, m)
-		}
 	}
 	for _, run := range st.plugins {
 		if c, ok := run.(plugin.Coster); ok && err == nil {

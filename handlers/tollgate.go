@@ -19,7 +19,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
-	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -39,11 +38,12 @@ import (
 //     its body normalized (package normalize) and rewritten by the plugins
 //     that rewrite bodies (the file parser), its prompt fitted to the
 //     context windows by those that fit prompts (context-compression),
-//     changing nothing on the request (Router); plan the moderation the model or the request
-//     needs (Moderation) and the plugins the request asks for
-//     (planPlugins), or serve the model lists;
-//  4. hold its cost and the plugins' (Coster), ask the moderation
-//     provider, run a gateway-side search, send each attempt in turn
+//     changing nothing on the request (Router); plan the plugins the
+//     request asks for or its model requires (planPlugins), or serve
+//     the model lists;
+//  4. hold its cost and the plugins' (Coster), let the plugins that act
+//     on an admitted request refuse it (Admitter: moderation), run a
+//     gateway-side search, send each attempt in turn
 //     through reverse_proxy on the meter's own copy of the request, the
 //     answer through the plugins' writers (AnswerWrapper), and charge what
 //     the answer and the plugins used (Meter).
@@ -104,9 +104,7 @@ type Tollgate struct {
 	fetch   fetchStage
 	router  Router
 	meter   Meter
-	// moderation is the operator's moderation provider; nil: none.
-	moderation *Moderation
-	logger     *zap.Logger
+	logger  *zap.Logger
 	// shareCeiling hands PerKey to the shared store once (refuseWhileUnavailable);
 	// made by Provision.
 	shareCeiling *sync.Once
@@ -166,9 +164,6 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.fetch = newFetchStage(gw, price)
-	if p, ok := gw.(ModerationProvider); ok {
-		t.moderation = p.ModerationService()
-	}
 	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
 	return err
@@ -262,12 +257,6 @@ type requestState struct {
 	// contentFlags are the flagging content filters that matched
 	// (filterBody), for the generation record.
 	contentFlags []storage.ContentFlag
-	// moderation is the request's moderation call, made once admitted;
-	// moderationCost its price, held and charged with the request
-	// (Moderation); 0: none, free, or no verdict had.
-	moderation     *moderationCall
-	moderationCost money.Amount
-
 	// For the metrics (observeAnswer, observeAttempt, observeCharge).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
@@ -372,9 +361,6 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		apiErr = st.fetch.tool.restrictAttempts(st.route, t.fetch.brand())
 	}
 	if apiErr == nil {
-		apiErr = t.moderate(r, st, body)
-	}
-	if apiErr == nil {
 		apiErr = t.planPlugins(st, body)
 	}
 	if apiErr != nil {
@@ -414,16 +400,17 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 }
 
 // planPlugins has each plugin plan its part in the routed request (body
-// as the stages before left it): st.plugins gets the runs. A request
-// without a plugins array asks the plugins nothing.
+// as the stages before left it): st.plugins gets the runs. Every request
+// is planned: a model may require a plugin the request does not name
+// (moderation).
 func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
-	plugins, ok := st.ownFields.Get("plugins")
-	if !ok {
-		return nil
-	}
+	plugins, _ := st.ownFields.Get("plugins")
 	st.ownModels = st.route.Attempts
 	req := &st.ownPluginReq
-	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels}
+	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels, API: filterAPI(st)}
+	if st.route.parsedFields != nil {
+		req.Rewritten = st.route.body // with the PDFs' text (the file parser)
+	}
 	if st.plugins == nil { // else with the runs of fitPrompt
 		st.plugins = st.ownPlugins[:0]
 	}

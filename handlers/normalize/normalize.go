@@ -53,8 +53,8 @@ func openAIUnsupported(kind dialect.Kind, name string) bool {
 }
 
 // referencePlugins are the plugins the public API defines (besides the web
-// search plugin, which the web search stage serves, web-fetch,
-// moderation, and the plugin modules): a name of them that no plugin takes is one this gateway does
+// search plugin, which the web search stage serves, web-fetch, and the
+// plugin modules): a name of them that no plugin takes is one this gateway does
 // not offer.
 var referencePlugins = map[string]bool{
 	"auto-router": true, "auto-beta-router": true, "pareto-router": true, "fusion": true,
@@ -159,8 +159,6 @@ func CheckPlugins(v gjson.Result, plugins plugin.Set) *apierror.Error {
 			apiErr = apierror.BadRequest(path + ".id: required string")
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
-		case id.Str == "moderation":
-			// Served before routing reaches a provider.
 		case id.Str == "web-fetch":
 			if ferr := webfetch.CheckEntry(path, p); ferr != nil { // served before routing
 				apiErr = apierror.BadRequest(ferr.Error())

@@ -11,7 +11,11 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+
+	// The built-in plugins a request below names.
+	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/contextcompression"
 )
 
 func normalizeBody(t *testing.T, kind dialect.Kind, body string) (string, *apierror.Error) {
@@ -139,7 +143,7 @@ func (*strict) Plan(*plugin.Request) (plugin.Run, *apierror.Error) { return nil,
 // that no module takes is one the gateway does not offer, and any other
 // name is unknown.
 func TestCheckPluginsAsksTheModules(t *testing.T) {
-	with := plugin.Set{new(strict)}
+	with := plugin.Set{new(strict), new(moderation.Moderation)}
 	for _, tc := range []struct {
 		set  plugin.Set
 		body string

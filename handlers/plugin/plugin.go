@@ -15,12 +15,15 @@
 //  3. an optional prompt fit (PromptFitter), once the route's attempts
 //     and output limit are final, just before the prompt is counted
 //     against their context windows;
-//  4. Plan, once the request is routed: what the plugin does for this
-//     request, a Run, or nil when nothing;
+//  4. Plan, once every request is routed, whether or not it names the
+//     plugin (a model may require one: Plan sees the route's models):
+//     what the plugin does for this request, a Run, or nil when nothing;
 //  5. the Run's optional parts: Coster adds to the hold admission takes
 //     and to the charge settlement makes, AnswerHeader sets headers of
-//     the answer before any attempt is sent, and AnswerWrapper rewrites
-//     the answer on its way to the client.
+//     the answer before any attempt is sent, Admitter acts once the
+//     request is admitted, before any attempt, and may refuse it (a
+//     refusal is charged what the run's Charge then is), and
+//     AnswerWrapper rewrites the answer on its way to the client.
 //
 // A plugin holds no per-request state: Plan's Run does.
 package plugin
@@ -38,6 +41,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
@@ -57,8 +61,9 @@ type Plugin interface {
 	// error's message starts with.
 	CheckEntry(path string, entry gjson.Result) *apierror.Error
 	// Plan is what the plugin does for a routed request: nil when the
-	// request does not ask for it or it has nothing to do. A request
-	// that does not name the plugin must cost no allocation.
+	// request does not ask for it (nor its models require it) or it has
+	// nothing to do. A request to which it does not apply must cost no
+	// allocation.
 	Plan(req *Request) (Run, *apierror.Error)
 }
 
@@ -74,6 +79,13 @@ type Request struct {
 	Plugins gjson.Result
 	// Models are the catalog models the route may try.
 	Models Models
+	// API is the body's API as the content filters read it. Seen by
+	// Plan only.
+	API contentfilter.API
+	// Rewritten is the body as the BodyRewriters left it (the file
+	// parser's PDFs as text), less the gateway's own fields; nil when
+	// none changed it. Seen by Plan only.
+	Rewritten []byte
 	// Transforms is the request's transforms array, the public API's
 	// older way to ask for a plugin (["middle-out"]); its zero value when
 	// the request has none. Seen by FitPrompt only.
@@ -143,6 +155,23 @@ type Coster interface {
 	Hold() money.Amount
 	// Charge is what it adds to the charge, at settlement (at most Hold).
 	Charge() money.Amount
+}
+
+// Admitter is a Run that acts once the request is admitted (its cost and
+// the runs' holds placed), before any search or attempt: a provider the
+// gateway asks about the request (moderation). nil lets the request on.
+type Admitter interface {
+	Admit(ctx context.Context) *Refusal
+}
+
+// Refusal is an Admitter's refusal of the request: Err is the client's
+// answer. When the run is a Coster whose Charge is then above zero (its
+// work was done), the request is charged that alone and recorded as a
+// generation of Model at Provider, an error whose finish reason is
+// content_filter; else nothing is charged.
+type Refusal struct {
+	Err             *apierror.Error
+	Model, Provider string
 }
 
 // AnswerWrapper is a Run that rewrites the answer.

@@ -32,6 +32,10 @@ type Case struct {
 	// plugin whose Plan returns none (it rewrites the body).
 	Kind dialect.Kind
 	Asks string
+	// Applies is a request that does not name the plugin but to which it
+	// applies (a model of its route requires it), for which Plan returns
+	// a Run; nil for a plugin that applies only when named.
+	Applies *plugin.Request
 	// Fits is, for a PromptFitter, a body of Kind that asks for the
 	// plugin and whose prompt FitPrompt changes to fit a window of
 	// FitWindow tokens (FitRequest); "" for other plugins.
@@ -116,6 +120,17 @@ func Run(t *testing.T, c Case) {
 			}
 			if ah, ok := run.(plugin.AnswerHeader); ok {
 				wantHeaderAdded(t, ah)
+			}
+			if a, ok := run.(plugin.Admitter); ok {
+				wantAdmitted(t, run, a)
+			}
+		}
+		if c.Applies != nil {
+			if _, named := plugin.Entry(c.Applies.Plugins, name); named >= 0 {
+				t.Fatalf("Applies names the plugin: %s", c.Applies.Plugins.Raw)
+			}
+			if run, apiErr := p.Plan(c.Applies); apiErr != nil || run == nil {
+				t.Errorf("Plan of a request it applies to unnamed (%s) = %v, %v; want a run", c.Applies.Body, run, apiErr)
 			}
 		}
 		for _, body := range []string{
@@ -229,6 +244,26 @@ func (m Models) At(i int) *catalog.Model { return m[i] }
 
 // textOnly is a catalog model that reads text only.
 var textOnly = &catalog.Model{ID: "plugintest/text", Public: json.RawMessage(`{"architecture":{"input_modalities":["text"]}}`)}
+
+// wantAdmitted checks an Admitter's verdict on the suite's request: a
+// refusal carries a client error and names the model and provider its
+// generation record would name; the run's charge stays within its hold.
+// A context already ended is a refusal or lets the request on, never a
+// panic.
+func wantAdmitted(t *testing.T, run plugin.Run, a plugin.Admitter) {
+	t.Helper()
+	if ref := a.Admit(context.Background()); ref != nil && (ref.Err == nil || ref.Err.Status < 400 || ref.Model == "" || ref.Provider == "") {
+		t.Errorf("Admit = %+v; a refusal wants an error status, a model and a provider", ref)
+	}
+	if c, ok := run.(plugin.Coster); ok && c.Charge() > c.Hold() {
+		t.Errorf("after Admit: charges %v, above its hold %v", c.Charge(), c.Hold())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ref := a.Admit(ctx); ref != nil && ref.Err == nil {
+		t.Errorf("Admit with its context ended = %+v, a refusal without an error", ref)
+	}
+}
 
 // wantHeaderAdded checks that a run's answer headers add to the header
 // and leave what it held.
