@@ -65,7 +65,8 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	telemetry.HoldOpened(held)
 	defer telemetry.HoldClosed(held)
 	for _, run := range st.plugins {
-		// Only an admitted request is moderated, once, before any attempt.
+		// Only an admitted request is moderated (package plugin's
+		// Admitter), once, before any attempt.
 		if a, ok := run.(plugin.Admitter); ok {
 			if apiErr := m.admitRun(r, st, run, a); apiErr != nil {
 				return apierror.Fail(r, apiErr)

@@ -138,12 +138,12 @@ type PromptFitter interface {
 }
 
 // Run is a plugin's part in one request; its optional interfaces say
-// what it adds: Coster, AnswerHeader and AnswerWrapper.
+// what it adds: Coster, AnswerHeader, Admitter and AnswerWrapper.
 type Run any
 
 // AnswerHeader is a Run that sets headers of the answer: once routed,
-// before any attempt is sent, so that every attempt's answer and the
-// gateway's own errors after routing carry them.
+// before any attempt is sent, so that every attempt's answer carries
+// them.
 type AnswerHeader interface {
 	SetAnswerHeader(h http.Header)
 }
