@@ -121,15 +121,38 @@ var tokStart, tokGlue = func() (start, glue [256]uint8) {
 // scanTokens emits what the detectors of want find in s (number: the
 // kinds of kinds), each detector's finds in order.
 func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKind, a, b int)) {
-	var next [tokCount]int // where each detector goes on
-	colon := -1
+	w := tokWalk{s: s, want: want, kinds: kinds, colon: -1}
+	w.run(0, len(s), emit)
+}
+
+// tokWalk is scanTokens' walk over s, which can stop at a place and go
+// on from it: what it carries from one place to the next is where each
+// detector goes on (colon only saves a search).
+type tokWalk struct {
+	s           string
+	want, kinds uint8
+	next        [tokCount]int
+	colon       int
+}
+
+// run walks the places in [from, to) where a detector may start, and
+// returns where it stopped: to, or past it at the end of a word.
+func (w *tokWalk) run(from, to int, emit func(det uint8, kind numberKind, a, b int)) int {
+	s, want, kinds := w.s, w.want, w.kinds
+	to = min(to, len(s))
+	next := w.next
+	colon := w.colon
 	glue := uint8(0)
+	if from > 0 && from <= len(s) {
+		glue = tokGlue[s[from-1]]
+	}
 	emitIP := func(a, b int) { emit(tokIP, 0, a, b) }
 	emitNumber := func(k numberKind, a, b int) { emit(tokNumber, k, a, b) }
 	emitAddress := func(a, b int) { emit(tokAddress, 0, a, b) }
 	emitName := func(a, b int) { emit(tokName, 0, a, b) }
 	emitInjection := func(a, b int) { emit(tokInjection, 0, a, b) }
-	for i := 0; i < len(s); i++ {
+	i := from
+	for ; i < to; i++ {
 		c := s[i]
 		m := tokStart[c] &^ glue & want
 		glue = tokGlue[c]
@@ -171,6 +194,8 @@ func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKin
 			next[4] = tagAt(s, i, emitInjection)
 		}
 	}
+	w.next, w.colon = next, colon
+	return max(i, from)
 }
 
 // wordEnd is the end of the run of ASCII letters at j, found eight

@@ -29,14 +29,18 @@ type folded struct {
 	s      string
 	pieces []piece
 	bufs   *foldBufs // where s and pieces live, until release
+	// The stretches folding changed (changes), once asked for.
+	changeList []change
+	changesOK  bool
 }
 
 // foldBufs are the buffers of a folded copy, kept in foldPool between
 // copies: a copy is as long as its text (a MiB for a MiB), and a scan is
 // done with it before the next text's.
 type foldBufs struct {
-	buf    []byte
-	pieces []piece
+	buf     []byte
+	pieces  []piece
+	changes []change
 }
 
 var foldPool sync.Pool
@@ -45,6 +49,7 @@ var foldPool sync.Pool
 // is not to be used after.
 func (f *folded) release() {
 	if f != nil && f.bufs != nil {
+		f.bufs.changes = f.changeList[:0]
 		foldPool.Put(f.bufs)
 		f.bufs = nil
 	}
@@ -172,7 +177,7 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	bufs.buf, bufs.pieces = fl.buf, fl.pieces
 	// s is buf's bytes, not a copy: nothing writes them before release.
 	s := unsafe.String(unsafe.SliceData(fl.buf), len(fl.buf))
-	return folded{s: s, pieces: fl.pieces, bufs: bufs}, fl.changed, fl.lookalike
+	return folded{s: s, pieces: fl.pieces, bufs: bufs, changeList: bufs.changes[:0]}, fl.changed, fl.lookalike
 }
 
 // folder builds a folded copy.

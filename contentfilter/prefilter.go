@@ -241,8 +241,9 @@ const litWords = (MaxFilters*maxLiteralSet + 63) / 64
 // strings' first two bytes, ASCII-lowercased, picks the places where one
 // may start, where it is compared.
 type litScan struct {
-	lits  []string     // lowercased, each at least minLiteralLen bytes
-	pairs [1024]uint64 // bit (a<<8|b): some string starts with ab
+	lits   []string     // lowercased, each at least minLiteralLen bytes
+	maxLen int          // the longest of lits
+	pairs  [1024]uint64 // bit (a<<8|b): some string starts with ab
 	// The strings of the n-th pair set in pairs (n counts the bits
 	// before it: rank[word] plus those below it in its word) are
 	// byPair[at[n]:at[n+1]].
@@ -295,7 +296,9 @@ func pairOf(s string) uint16 { return uint16(s[0])<<8 | uint16(s[1]) }
 func (l *litScan) index() {
 	l.pairs = [1024]uint64{}
 	l.tri = [1 << 12]uint8{}
+	l.maxLen = 0
 	for _, s := range l.lits {
+		l.maxLen = max(l.maxLen, len(s))
 		p := pairOf(s)
 		l.pairs[p>>6] |= 1 << (p & 63)
 		l.tri[triHash(uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16)] = 1
@@ -403,4 +406,29 @@ func mayHold(ids []int32, found []uint64) bool {
 		}
 	}
 	return false
+}
+
+// scanChanges is scan of f, the folded copy of text, when found holds
+// what scan found in text: a string the copy holds outside the stretches
+// of its changes, widened by the longest string, the text holds too.
+func (l *litScan) scanChanges(text string, f *folded, found []uint64) {
+	if len(l.lits) == 0 {
+		return
+	}
+	w := l.maxLen - 1
+	from, to := -1, -1
+	for _, c := range f.changes(text) {
+		a, b := max(c.ca-w, 0), min(c.cb+w, len(f.s))
+		if from >= 0 && a > to {
+			l.scan(f.s[from:to], found)
+			from = -1
+		}
+		if from < 0 {
+			from = a
+		}
+		to = b
+	}
+	if from >= 0 {
+		l.scan(f.s[from:to], found)
+	}
 }

@@ -141,8 +141,8 @@ func (s Set) Text(text string, user bool, res *Result) string {
 				continue
 			}
 			f := v.copy(r.slug != "")
-			inText := v.may(g, r, 0, text)
-			inCopy := f != nil && v.may(g, r, 1, f.s)
+			inText := v.may(g, r, nil)
+			inCopy := f != nil && v.may(g, r, f)
 			// A custom pattern's scan of the text, and of its copy,
 			// comes out of the request's budget.
 			if r.re != nil && ((inText && !res.charge(len(text), r.cost)) || (inCopy && !res.charge(len(f.s), r.cost))) {
@@ -207,17 +207,24 @@ type tokHit struct {
 	kind       numberKind
 }
 
-// may reports whether r's prefilter (of guard g) lets t through: the
-// text (which 0) or its plain copy (1).
-func (v *view) may(g *Guard, r *rule, which int, t string) bool {
+// may reports whether r's prefilter (of guard g) lets the text (f nil)
+// or its plain copy f through.
+func (v *view) may(g *Guard, r *rule, f *folded) bool {
 	if r.needIDs == nil {
 		return true
 	}
-	if !v.litsOK[which] {
-		v.lits[which], v.litsOK[which] = [litWords]uint64{}, true
-		g.lits.scan(t, v.lits[which][:])
+	if !v.litsOK[0] {
+		v.lits[0], v.litsOK[0] = [litWords]uint64{}, true
+		g.lits.scan(v.text, v.lits[0][:])
 	}
-	return mayHold(r.needIDs, v.lits[which][:])
+	if f == nil {
+		return mayHold(r.needIDs, v.lits[0][:])
+	}
+	if !v.litsOK[1] {
+		v.lits[1], v.litsOK[1] = v.lits[0], true
+		g.lits.scanChanges(v.text, f, v.lits[1][:])
+	}
+	return mayHold(r.needIDs, v.lits[1][:])
 }
 
 // copy is the text's folded copy for a custom pattern or (builtin) for a
@@ -312,14 +319,27 @@ func appendMatches(spans []span, r *rule, t string, f *folded) []span {
 }
 
 // tokens is what the token builtins in force find in t, the text (which
-// 0) or its builtins' copy (1): one scan of it for all of them.
+// 0) or its builtins' copy (1): one scan of it for all of them. With a
+// copy, the copy's list holds what its scan finds where it differs from
+// the text's (scanTokenPair): what it leaves out, the text's list has,
+// at the same place.
 func (v *view) tokens(t string, which int) []tokHit {
-	if !v.toksOK[which] {
-		v.toksOK[which] = true
-		scanTokens(t, v.want, v.kinds, func(det uint8, kind numberKind, a, b int) {
-			v.toks[which] = append(v.toks[which], tokHit{a, b, det, kind})
-		})
+	if v.toksOK[which] {
+		return v.toks[which]
 	}
+	if f := v.builtin; v.confOK && f != nil && !v.toksOK[0] && !v.toksOK[1] {
+		v.toksOK = [2]bool{true, true}
+		scanTokenPair(v.text, f, v.want, v.kinds, func(det uint8, kind numberKind, a, b int) {
+			v.toks[0] = append(v.toks[0], tokHit{a, b, det, kind})
+		}, func(det uint8, kind numberKind, a, b int) {
+			v.toks[1] = append(v.toks[1], tokHit{a, b, det, kind})
+		})
+		return v.toks[which]
+	}
+	v.toksOK[which] = true
+	scanTokens(t, v.want, v.kinds, func(det uint8, kind numberKind, a, b int) {
+		v.toks[which] = append(v.toks[which], tokHit{a, b, det, kind})
+	})
 	return v.toks[which]
 }
 
@@ -345,9 +365,10 @@ func (r *rule) each(text string, emit func(a, b int)) {
 }
 
 // redact replaces the spans (of every filter, possibly overlapping: the
-// earliest and then longest wins, and what it covers goes with it).
+// earliest and then longest wins, and what it covers goes with it; of
+// the same span, the first filter's).
 func redact(text string, spans []span) string {
-	slices.SortFunc(spans, func(a, b span) int {
+	slices.SortStableFunc(spans, func(a, b span) int {
 		if a.start != b.start {
 			return a.start - b.start
 		}
