@@ -63,6 +63,7 @@ func (f *folded) release() {
 type piece struct {
 	at, orig, end int32
 	linear        bool
+	same          bool // a rune copied as it is
 }
 
 // piece is the piece that holds byte i of s.
@@ -98,27 +99,20 @@ func isASCII(s string) bool { return asciiPrefix(s) == len(s) }
 // asciiPrefix is the length of s's leading run of ASCII bytes, tested
 // sixteen bytes at a time.
 func asciiPrefix(s string) int {
+	const hi = 0x8080808080808080
 	i := 0
 	for ; i+16 <= len(s); i += 16 {
-		if (load64(s, i)|load64(s, i+8))&0x8080808080808080 != 0 {
-			break
+		w0, w1 := load64(s, i)&hi, load64(s, i+8)&hi
+		if w0|w1 != 0 {
+			if w0 != 0 {
+				return i + bits.TrailingZeros64(w0)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(w1)>>3
 		}
 	}
 	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
 	}
 	return i
-}
-
-// nonASCII counts the bytes of s above 0x7F.
-func nonASCII(s string) int {
-	n, i := 0, 0
-	for ; i+8 <= len(s); i += 8 {
-		n += bits.OnesCount64(load64(s, i) & 0x8080808080808080)
-	}
-	for ; i < len(s); i++ {
-		n += int(s[i] >> 7)
-	}
-	return n
 }
 
 // load64 is s[i:i+8] as a little-endian word (one load).
@@ -148,12 +142,26 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	if bufs == nil {
 		bufs = &foldBufs{}
 	}
-	// A non-ASCII rune (two bytes or more) starts a piece and the ASCII
-	// run after it another: about as many as the non-ASCII bytes.
+	// (The pieces' buffer grows as a copy needs: a buffer that came
+	// back is as large as the largest copy it held.)
 	fl := folder{text: text, builtin: builtin,
-		buf: slices.Grow(bufs.buf[:0], len(text)), pieces: slices.Grow(bufs.pieces[:0], nonASCII(text)+2)}
+		buf: slices.Grow(bufs.buf[:0], len(text)), pieces: bufs.pieces[:0]}
 	for i := 0; i < len(text); {
 		j := i + asciiPrefix(text[i:])
+		if j < len(text) {
+			// Most often the non-ASCII runes are kept, each stable:
+			// copied as they are, with the ASCII before them (nothing
+			// composes with them); else undone, and folded below.
+			np, nb := len(fl.pieces), len(fl.buf)
+			if j > i {
+				fl.ascii(i, j)
+			}
+			if m, ok := fl.keptRun(j); ok {
+				i = m
+				continue
+			}
+			fl.pieces, fl.buf = fl.pieces[:np], fl.buf[:nb]
+		}
 		k := j
 		if j < len(text) && j > i {
 			k = j - 1 // it may compose with the mark that follows
@@ -211,8 +219,7 @@ func (fl *folder) stable(from, to int) {
 		r, n := utf8.DecodeRuneInString(text[at:])
 		if r < rune(len(inert)) && inert[r]&kept != 0 {
 			// Kept as it is, in either copy, and no look-alike.
-			fl.add(at, at+n)
-			fl.buf = append(fl.buf, text[at:at+n]...)
+			fl.keep(at, at+n)
 			at += n
 			continue
 		}
@@ -224,8 +231,7 @@ func (fl *folder) stable(from, to int) {
 // fold appends r, which came from the original's [a, b), folded.
 func (fl *folder) fold(r rune, a, b int) {
 	if !fl.builtin && r >= utf8.RuneSelf && !fl.lookalike {
-		_, conf := confusables[r]
-		fl.lookalike = conf || unicode.Is(unicode.Mn, r)
+		fl.lookalike = lookalike(r)
 	}
 	out, keep := foldRune(r, fl.builtin)
 	if out != r || !keep {
@@ -240,6 +246,29 @@ func (fl *folder) fold(r rune, a, b int) {
 	}
 	fl.add(a, b)
 	fl.buf = utf8.AppendRune(fl.buf, out)
+}
+
+// keptRun appends the run of non-ASCII runes at j as they are, and
+// returns its end, when each is kept and stable (inert); ok is false
+// (and what it appended is to be undone) at the first that is not.
+func (fl *folder) keptRun(j int) (end int, ok bool) {
+	text := fl.text
+	m := j
+	for m < len(text) && text[m] >= utf8.RuneSelf {
+		r, n := utf8.DecodeRuneInString(text[m:])
+		if r >= rune(len(inert)) || inert[r]&(kept|stable) != kept|stable {
+			return m, false
+		}
+		fl.keep(m, m+n)
+		m += n
+	}
+	return m, true
+}
+
+// keep appends the original's rune [a, b) as it is.
+func (fl *folder) keep(a, b int) {
+	fl.pieces = append(fl.pieces, piece{at: int32(len(fl.buf)), orig: int32(a), end: int32(b), same: true})
+	fl.buf = append(fl.buf, fl.text[a:b]...)
 }
 
 // stableRunes reports whether s has only ASCII and runes that inert
@@ -360,24 +389,76 @@ func foldRune(r rune, builtin bool) (out rune, keep bool) {
 	if r < utf8.RuneSelf {
 		return r, true
 	}
+	var c uint8
+	if r < rune(len(runeClasses)) {
+		c = runeClasses[r]
+	} else {
+		c = runeClass(r)
+	}
 	switch {
-	case unicode.Is(ignorable, r):
+	case c&classIgnorable != 0:
 		return 0, false
-	case unicode.Is(unicode.White_Space, r):
+	case c&classSpace != 0:
 		return ' ', true
-	case unicode.Is(unicode.Pd, r) || r == '\u2212' || r == '\u2043':
+	case c&classDash != 0:
 		return '-', true
 	}
-	if builtin {
+	if builtin && c&(classConfusable|classMark) != 0 {
 		if c, ok := confusables[r]; ok {
 			return c, true
 		}
-		if unicode.Is(unicode.Mn, r) {
-			return 0, false
-		}
+		return 0, false
 	}
 	return r, true
 }
+
+// lookalike reports whether the builtins' copy maps r, which the plain
+// copy keeps: a look-alike or a combining mark.
+func lookalike(r rune) bool {
+	if r < rune(len(runeClasses)) {
+		return runeClasses[r]&(classConfusable|classMark) != 0
+	}
+	return runeClass(r)&(classConfusable|classMark) != 0
+}
+
+// What foldRune asks of a rune (runeClass).
+const (
+	classIgnorable uint8 = 1 << iota
+	classSpace
+	classDash
+	classConfusable
+	classMark // a combining mark (Mn)
+)
+
+// runeClass is what foldRune asks of r, from Unicode's tables.
+func runeClass(r rune) uint8 {
+	var c uint8
+	if unicode.Is(ignorable, r) {
+		c |= classIgnorable
+	}
+	if unicode.Is(unicode.White_Space, r) {
+		c |= classSpace
+	}
+	if unicode.Is(unicode.Pd, r) || r == '\u2212' || r == '\u2043' {
+		c |= classDash
+	}
+	if _, ok := confusables[r]; ok {
+		c |= classConfusable
+	}
+	if unicode.Is(unicode.Mn, r) {
+		c |= classMark
+	}
+	return c
+}
+
+// runeClasses is runeClass of the runes below U+2100, looked up where
+// most text's runes are, instead of searched for in Unicode's tables.
+var runeClasses = func() (t [0x2100]uint8) {
+	for r := range rune(len(t)) {
+		t[r] = runeClass(r)
+	}
+	return t
+}()
 
 // ignorable is Unicode's Default_Ignorable_Code_Point (what renders as
 // nothing): the soft hyphen, combining grapheme joiner, zero-width
