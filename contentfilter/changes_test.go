@@ -16,6 +16,7 @@ var changeFragments = []string{
 	"strictly confidential", "project falcon", " ", " ", ", ", ".", "-", "\n", "1", "22", "a", "Bo", "1.2",
 	"café", "München", "’", "€", "—", "–", "\u00a0", "\u200d", "\u00ad", "\u200b", "ｃ", "１２３", "ﬁ", "①", "e\u0301",
 	"\u212a", "\u017f", "о", "А", "\u0336", "\xff", "ı", "x\u0301",
+	"PROJ", "sk", "pass", "word", "EMP", "xox", "ghp", "ｓｋ", "－", "‐", "_",
 }
 
 func changeText(r *rand.Rand) string {
@@ -107,7 +108,7 @@ func checkLitChanges(t *testing.T, l *litScan, text string) {
 
 func TestScanChanges(t *testing.T) {
 	g := mustGuard(t, "g", tenPatterns, ``)
-	r := rand.New(rand.NewPCG(1, 2))
+	r := newRand()
 	for range 20000 {
 		text := changeText(r)
 		checkTokenPair(t, text)
@@ -125,4 +126,23 @@ func FuzzScanChanges(f *testing.F) {
 		checkTokenPair(t, text)
 		checkLitChanges(t, g.lits, text)
 	})
+}
+
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
+
+// Every prefilter string is found in a copy where folding joined it
+// (an invisible character dropped inside it) or made one of its bytes
+// (a fullwidth form).
+func TestScanChangesJoins(t *testing.T) {
+	g := mustGuard(t, "g", tenPatterns, ``)
+	for _, lit := range g.lits.lits {
+		for k := range len(lit) {
+			for _, text := range []string{
+				"a " + lit[:k] + "\u00ad" + lit[k:] + " b",
+				"a " + lit[:k] + string(rune(lit[k])+0xFEE0) + lit[k+1:] + " b",
+			} {
+				checkLitChanges(t, g.lits, text)
+			}
+		}
+	}
 }

@@ -138,10 +138,16 @@ type tokWalk struct {
 // run walks the places in [from, to) where a detector may start, and
 // returns where it stopped: to, or past it at the end of a word.
 func (w *tokWalk) run(from, to int, emit func(det uint8, kind numberKind, a, b int)) int {
-	s, want, kinds := w.s, w.want, w.kinds
-	to = min(to, len(s))
-	next := w.next
-	colon := w.colon
+	return walkTokens(w.s, from, to, w.want, w.kinds, &w.next, &w.colon, emit)
+}
+
+// walkTokens is tokWalk.run, its state in next and colon.
+func walkTokens(s string, from, to int, want, kinds uint8, state *[tokCount]int, colonAt *int,
+	emit func(det uint8, kind numberKind, a, b int)) int {
+	// The starts are head's bytes; the detectors read on in s.
+	head := s[:min(to, len(s))]
+	next := *state
+	colon := *colonAt
 	glue := uint8(0)
 	if from > 0 && from <= len(s) {
 		glue = tokGlue[s[from-1]]
@@ -152,8 +158,8 @@ func (w *tokWalk) run(from, to int, emit func(det uint8, kind numberKind, a, b i
 	emitName := func(a, b int) { emit(tokName, 0, a, b) }
 	emitInjection := func(a, b int) { emit(tokInjection, 0, a, b) }
 	i := from
-	for ; i < to; i++ {
-		c := s[i]
+	for ; i < len(head); i++ {
+		c := head[i]
 		m := tokStart[c] &^ glue & want
 		glue = tokGlue[c]
 		if m == 0 {
@@ -194,8 +200,8 @@ func (w *tokWalk) run(from, to int, emit func(det uint8, kind numberKind, a, b i
 			next[4] = tagAt(s, i, emitInjection)
 		}
 	}
-	w.next, w.colon = next, colon
-	return max(i, from)
+	*state, *colonAt = next, colon
+	return i
 }
 
 // wordEnd is the end of the run of ASCII letters at j, found eight

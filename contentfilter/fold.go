@@ -102,12 +102,13 @@ func asciiPrefix(s string) int {
 	const hi = 0x8080808080808080
 	i := 0
 	for ; i+16 <= len(s); i += 16 {
-		w0, w1 := load64(s, i)&hi, load64(s, i+8)&hi
-		if w0|w1 != 0 {
-			if w0 != 0 {
-				return i + bits.TrailingZeros64(w0)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(w1)>>3
+		if (load64(s, i)|load64(s, i+8))&hi != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(s); i += 8 {
+		if w := load64(s, i) & hi; w != 0 {
+			return i + bits.TrailingZeros64(w)>>3
 		}
 	}
 	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {

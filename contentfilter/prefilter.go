@@ -241,9 +241,11 @@ const litWords = (MaxFilters*maxLiteralSet + 63) / 64
 // strings' first two bytes, ASCII-lowercased, picks the places where one
 // may start, where it is compared.
 type litScan struct {
-	lits   []string     // lowercased, each at least minLiteralLen bytes
-	maxLen int          // the longest of lits
-	pairs  [1024]uint64 // bit (a<<8|b): some string starts with ab
+	lits   []string // lowercased, each at least minLiteralLen bytes
+	maxLen int      // the longest of lits
+	// offsets[c] has bit k set when some string's k-th byte is c.
+	offsets [256]uint64
+	pairs   [1024]uint64 // bit (a<<8|b): some string starts with ab
 	// The strings of the n-th pair set in pairs (n counts the bits
 	// before it: rank[word] plus those below it in its word) are
 	// byPair[at[n]:at[n+1]].
@@ -297,8 +299,12 @@ func (l *litScan) index() {
 	l.pairs = [1024]uint64{}
 	l.tri = [1 << 12]uint8{}
 	l.maxLen = 0
+	l.offsets = [256]uint64{}
 	for _, s := range l.lits {
 		l.maxLen = max(l.maxLen, len(s))
+		for k := 0; k < len(s) && k < 64; k++ {
+			l.offsets[s[k]] |= 1 << k
+		}
 		p := pairOf(s)
 		l.pairs[p>>6] |= 1 << (p & 63)
 		l.tri[triHash(uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16)] = 1
@@ -409,26 +415,31 @@ func mayHold(ids []int32, found []uint64) bool {
 }
 
 // scanChanges is scan of f, the folded copy of text, when found holds
-// what scan found in text: a string the copy holds outside the stretches
-// of its changes, widened by the longest string, the text holds too.
+// what scan found in text: a string the copy holds that the text does
+// not holds a byte of a change, as its k-th byte for some k (tried where
+// it would start), or joins the bytes either side of one that dropped
+// its bytes (looked for in the strings' length before it).
 func (l *litScan) scanChanges(text string, f *folded, found []uint64) {
-	if len(l.lits) == 0 {
+	left := len(l.lits)
+	if left == 0 {
 		return
 	}
-	w := l.maxLen - 1
-	from, to := -1, -1
+	t := f.s
 	for _, c := range f.changes(text) {
-		a, b := max(c.ca-w, 0), min(c.cb+w, len(f.s))
-		if from >= 0 && a > to {
-			l.scan(f.s[from:to], found)
-			from = -1
+		if c.cb == c.ca {
+			for p := max(c.ca-l.maxLen+1, 0); p < c.ca && p+1 < len(t); p++ {
+				if l.startsAt(t, p, found, &left) {
+					return
+				}
+			}
+			continue
 		}
-		if from < 0 {
-			from = a
+		for x := c.ca; x < c.cb; x++ {
+			for m := l.offsets[asciiLower[t[x]]]; m != 0; m &= m - 1 {
+				if p := x - bits.TrailingZeros64(m); p >= 0 && p+1 < len(t) && l.startsAt(t, p, found, &left) {
+					return
+				}
+			}
 		}
-		to = b
-	}
-	if from >= 0 {
-		l.scan(f.s[from:to], found)
 	}
 }
