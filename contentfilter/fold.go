@@ -150,18 +150,19 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	for i := 0; i < len(text); {
 		j := i + asciiPrefix(text[i:])
 		if j < len(text) {
-			// Most often the non-ASCII runes are kept, each stable:
-			// copied as they are, with the ASCII before them (nothing
-			// composes with them); else undone, and folded below.
-			np, nb := len(fl.pieces), len(fl.buf)
+			// Most often the non-ASCII runes are each stable (nothing
+			// composes with them), and kept: copied as they are, with
+			// the ASCII before them, or folded one by one; else
+			// undone, and folded below.
+			np, nb, changed, lookalike := len(fl.pieces), len(fl.buf), fl.changed, fl.lookalike
 			if j > i {
 				fl.ascii(i, j)
 			}
-			if m, ok := fl.keptRun(j); ok {
+			if m, ok := fl.stableRun(j); ok {
 				i = m
 				continue
 			}
-			fl.pieces, fl.buf = fl.pieces[:np], fl.buf[:nb]
+			fl.pieces, fl.buf, fl.changed, fl.lookalike = fl.pieces[:np], fl.buf[:nb], changed, lookalike
 		}
 		k := j
 		if j < len(text) && j > i {
@@ -249,18 +250,22 @@ func (fl *folder) fold(r rune, a, b int) {
 	fl.buf = utf8.AppendRune(fl.buf, out)
 }
 
-// keptRun appends the run of non-ASCII runes at j as they are, and
-// returns its end, when each is kept and stable (inert); ok is false
-// (and what it appended is to be undone) at the first that is not.
-func (fl *folder) keptRun(j int) (end int, ok bool) {
+// stableRun folds the run of non-ASCII runes at j, as stable does, and
+// returns its end, when each is stable (inert); ok is false (and what
+// it appended is to be undone) at the first that is not.
+func (fl *folder) stableRun(j int) (end int, ok bool) {
 	text := fl.text
 	m := j
 	for m < len(text) && text[m] >= utf8.RuneSelf {
 		r, n := utf8.DecodeRuneInString(text[m:])
-		if r >= rune(len(inert)) || inert[r]&(kept|stable) != kept|stable {
+		if r >= rune(len(inert)) || inert[r]&stable == 0 {
 			return m, false
 		}
-		fl.keep(m, m+n)
+		if inert[r]&kept != 0 {
+			fl.keep(m, m+n)
+		} else {
+			fl.fold(r, m, m+n)
+		}
 		m += n
 	}
 	return m, true
