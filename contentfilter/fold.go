@@ -116,6 +116,18 @@ func asciiPrefix(s string) int {
 	return i
 }
 
+// nonASCII counts the bytes of s above 0x7F.
+func nonASCII(s string) int {
+	n, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		n += bits.OnesCount64(load64(s, i) & 0x8080808080808080)
+	}
+	for ; i < len(s); i++ {
+		n += int(s[i] >> 7)
+	}
+	return n
+}
+
 // load64 is s[i:i+8] as a little-endian word (one load).
 func load64(s string, i int) uint64 {
 	s = s[i : i+8]
@@ -141,10 +153,14 @@ func fold(text string, builtin bool) (folded, bool) {
 func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	bufs, _ := foldPool.Get().(*foldBufs)
 	if bufs == nil {
-		bufs = &foldBufs{}
+		// A non-ASCII rune (two bytes or more) starts a piece and the
+		// ASCII run after it another: about as many as the non-ASCII
+		// bytes. A buffer that came back is as large as the largest
+		// copy it held, and grows if this one needs more.
+		// A change holds a non-ASCII rune: fewer than half as many.
+		n := nonASCII(text)
+		bufs = &foldBufs{pieces: make([]piece, 0, n+2), changes: make([]change, 0, min(n/2+1, 1024))}
 	}
-	// (The pieces' buffer grows as a copy needs: a buffer that came
-	// back is as large as the largest copy it held.)
 	fl := folder{text: text, builtin: builtin,
 		buf: slices.Grow(bufs.buf[:0], len(text)), pieces: bufs.pieces[:0]}
 	for i := 0; i < len(text); {
