@@ -40,7 +40,7 @@ func (f *folded) changes(text string) []change {
 		if p.linear {
 			ob = oa + cend - at
 		}
-		same := p.linear || p.same || (ob-oa == cend-at && text[oa:ob] == f.s[at:cend])
+		same := p.linear || (ob-oa == cend-at && text[oa:ob] == f.s[at:cend])
 		switch {
 		case same && oa == o:
 		case same && oa > o:

@@ -56,14 +56,13 @@ func (f *folded) release() {
 }
 
 // piece is a stretch of a folded copy, from at to the next piece's at:
-// an ASCII run copied as it is (linear: its k-th byte is the original's
-// byte orig+k), or bytes that all come from the original's [orig, end).
-// A copy of a text with a few non-ASCII characters has a few pieces,
-// not an offset per byte.
+// a run of ASCII and kept runes copied as it is (linear: its k-th byte
+// is the original's byte orig+k), or bytes that all come from the
+// original's [orig, end). A copy of a text with a few characters that
+// folding changes has a few pieces, not an offset per byte.
 type piece struct {
 	at, orig, end int32
 	linear        bool
-	same          bool // a rune copied as it is
 }
 
 // piece is the piece that holds byte i of s.
@@ -80,14 +79,20 @@ func (f *folded) piece(i int) *piece {
 	return &f.pieces[lo]
 }
 
-// span maps s[a:b] back to the original's span.
+// span maps s[a:b] back to the original's span, of whole runes.
 func (f *folded) span(a, b int) (int, int) {
 	p, q := f.piece(a), f.piece(b-1)
 	start, end := int(p.orig), int(q.end)
 	if p.linear {
+		for a > int(p.at) && !utf8.RuneStart(f.s[a]) {
+			a--
+		}
 		start += a - int(p.at)
 	}
 	if q.linear {
+		for b < len(f.s) && !utf8.RuneStart(f.s[b]) {
+			b++
+		}
 		end = int(q.orig) + b - int(q.at)
 	}
 	return start, end
@@ -288,10 +293,7 @@ func (fl *folder) stableRun(j int) (end int, ok bool) {
 }
 
 // keep appends the original's rune [a, b) as it is.
-func (fl *folder) keep(a, b int) {
-	fl.pieces = append(fl.pieces, piece{at: int32(len(fl.buf)), orig: int32(a), end: int32(b), same: true})
-	fl.buf = append(fl.buf, fl.text[a:b]...)
-}
+func (fl *folder) keep(a, b int) { fl.ascii(a, b) }
 
 // stableRunes reports whether s has only ASCII and runes that inert
 // marks stable: it is then in NFKC, without asking NFKC's tables.
@@ -375,7 +377,8 @@ func (fl *folder) normalizeSegments(from, to int) {
 	}
 }
 
-// ascii appends the original's ASCII bytes [a, b), copied as they are.
+// ascii appends the original's ASCII bytes [a, b), or kept runes,
+// copied as they are.
 func (fl *folder) ascii(a, b int) {
 	if n := len(fl.pieces); n == 0 || !fl.pieces[n-1].linear ||
 		int(fl.pieces[n-1].orig)+len(fl.buf)-int(fl.pieces[n-1].at) != a {
