@@ -395,6 +395,9 @@ var tokDetectors = map[string]uint8{"phone": tokNumber, "ssn": tokNumber, "credi
 // minDigits is the fewest digits of a number of kind (classify): a
 // phone number has 10 (NANP), or 8 after a + (plus: the span has one);
 // an SSN 9; a card 13. A span with fewer holds none.
+// fewestDigits is the least minDigits.
+const fewestDigits = 8
+
 func minDigits(kind numberKind, plus bool) int {
 	switch kind {
 	case kindPhone:
@@ -474,6 +477,9 @@ func numberAt(s string, i int, kinds uint8, emit func(numberKind, int, int)) int
 	}
 	sp.end = j
 	d := sp.digits()
+	if d < fewestDigits {
+		return j + 1 // most numbers: a year, a count
+	}
 	for _, kind := range [...]numberKind{kindPhone, kindSSN, kindCard} {
 		if kinds&kind.bit() != 0 && d >= minDigits(kind, sp.plus) {
 			spanKind(s, &sp, kind, func(a, b int) { emit(kind, a, b) })
