@@ -101,9 +101,12 @@ func scanTokenPair(text string, f *folded, want, kinds uint8, emit, emitCopy fun
 		}
 		return at + lastNonASCII(text[at:ch[k].oa]) + 1
 	}
-	at := 0
+	at, until := 0, -1 // until: safe(at, k), when known
 	for k := 0; k < len(ch); {
-		at = a.run(at, safe(at, k), emit)
+		if until < at {
+			until = safe(at, k)
+		}
+		at = a.run(at, until, emit)
 		// The copy's walk starts with the text's state, moved to the
 		// copy's places.
 		delta := ch[k].ca - ch[k].oa
@@ -122,7 +125,10 @@ func scanTokenPair(text string, f *folded, want, kinds uint8, emit, emitCopy fun
 				b.run(bt, len(f.s), emitCopy)
 				return
 			}
-			if k < len(ch) && safe(at, k) == at {
+			if k < len(ch) {
+				until = safe(at, k)
+			}
+			if k < len(ch) && until == at {
 				// The next change is near: the copy's walk goes on
 				// through it.
 				stop = max(stop, ch[k].ob+2)
