@@ -138,16 +138,16 @@ type tokWalk struct {
 // run walks the places in [from, to) where a detector may start, and
 // returns where it stopped: to, or past it at the end of a word.
 func (w *tokWalk) run(from, to int, emit func(det uint8, kind numberKind, a, b int)) int {
-	return walkTokens(w.s, from, to, w.want, w.kinds, &w.next, &w.colon, emit)
+	var i int
+	i, w.next, w.colon = walkTokens(w.s, from, to, w.want, w.kinds, w.next, w.colon, emit)
+	return i
 }
 
 // walkTokens is tokWalk.run, its state in next and colon.
-func walkTokens(s string, from, to int, want, kinds uint8, state *[tokCount]int, colonAt *int,
-	emit func(det uint8, kind numberKind, a, b int)) int {
+func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, colon int,
+	emit func(det uint8, kind numberKind, a, b int)) (int, [tokCount]int, int) {
 	// The starts are head's bytes; the detectors read on in s.
 	head := s[:min(to, len(s))]
-	next := *state
-	colon := *colonAt
 	glue := uint8(0)
 	if from > 0 && from <= len(s) {
 		glue = tokGlue[s[from-1]]
@@ -200,8 +200,7 @@ func walkTokens(s string, from, to int, want, kinds uint8, state *[tokCount]int,
 			next[4] = tagAt(s, i, emitInjection)
 		}
 	}
-	*state, *colonAt = next, colon
-	return i
+	return i, next, colon
 }
 
 // wordEnd is the end of the run of ASCII letters at j, found eight
