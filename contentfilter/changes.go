@@ -86,9 +86,9 @@ func lastNonASCII(s string) int {
 
 // scanTokenPair is scanTokens of text, to emit, and of its folded copy f,
 // to emitCopy, except where the copy's scan would find what the text's
-// found at the same place: the copy is walked from the last start before
-// a change that reads into it, with the text's walk's state there, until
-// past the change both walks go on alike.
+// found at the same place: the copy is walked from the first start that
+// may read into a change, with the text's walk's state there, until past
+// the change both walks go on alike.
 func scanTokenPair(text string, f *folded, want, kinds uint8, emit, emitCopy func(det uint8, kind numberKind, a, b int)) {
 	ch := f.changes(text)
 	a := tokWalk{s: text, want: want, kinds: kinds, colon: -1}

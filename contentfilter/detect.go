@@ -16,7 +16,9 @@ type detector func(s string, emit func(start, end int))
 // The builtin detectors are hand-written scans with a cheap first pass
 // (an '@', a digit, a capital letter, a trigger word), so that text
 // without a candidate costs one pass over its bytes; a regular expression
-// runs only on a short window at a candidate.
+// runs only on a short window at a candidate. They read ASCII only, and
+// stop at the first other character: a folded copy is scanned only
+// around its changes on that ground (scanTokenPair).
 var detectors = map[string]detector{
 	"email":                  findEmails,
 	"phone":                  findNumbers(kindPhone),
