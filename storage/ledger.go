@@ -1,121 +1,27 @@
 package storage
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
-	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-// Ledger is the money seam: admission and charging, each one atomic
-// operation over every level that caps a request. One implementation is
-// chosen with the backend when the store opens (openBackend): the in-process ledger
-// (localLedger, under the kernel's one lock) on Badger, or a shared
-// ledger for several replicas (sharedLedger on Redis: one server-side
-// script per call, one round trip at admission and one at settlement).
-// Every implementation applies the same arithmetic to the levels
-// (package storage/levels) and passes the same conformance tests
-// (TestLedgerConformance).
-//
-// Admission is decided outside the ledger, on a snapshot: its rules
-// (free-model request caps, guardrail and workspace budgets, key cap,
-// balance, in-flight budget: handlers' admission and package billing)
-// belong to the gateway's policy, not to storage, and their rejections
-// carry the policy's messages. So a reservation is two calls with the
-// decision between them, made by the caller on the figures the first
-// returned, and the ledger never calls back into it:
-//
-//   - Snapshot reads every level's figures at one instant (a LedgerView)
-//     and what a commit compares: the in-process ledger takes the kernel's
-//     lock only to copy them, a shared one reads its copy of the
-//     account's money fields;
-//   - Commit places the holds decided only if every figure the decision
-//     read is unchanged (compare and set: the in-process ledger compares
-//     them under the kernel's lock, the shared one in the script that
-//     writes them), and answers ErrStale otherwise: the caller takes a new
-//     snapshot and decides again.
-//
-// A decision is a pure function of the view, so deciding again on fresh
-// figures is what deciding under one lock would have done. On an account
-// so busy that its figures keep changing under the decision, the later
-// attempts' snapshots are exclusive (Snapshot's attempt): they hold the
-// account's own lock (never the kernel's) until Commit or Abandon, so that
-// no other reservation or settlement of this process changes the figures
-// meanwhile and the commit succeeds unless another replica wrote them.
-//
-// Holds carry a lease in a shared ledger, since a replica may die holding
-// them; Settle releases the holds, adds the charge to every counter and
-// appends the generation record in one step, and returns only once the
-// database accepted it.
-type Ledger interface {
-	// Snapshot reads the figures of every level of a request at one
-	// instant, for a decision on the view, and the stamp its commit
-	// compares; exclusive: the stamp keeps the account's lock until
-	// Commit or Abandon (see above).
-	Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error)
-	// Commit places the holds decided on a snapshot if the figures it
-	// read are unchanged, else answers ErrStale (a stamp committed once is
-	// stale). It ends the snapshot either way.
-	Commit(st Stamp, h Holds) (*Reservation, error)
-	// Abandon ends a snapshot without a commit (the decision refused);
-	// after Commit it does nothing.
-	Abandon(st Stamp)
-	// Settle turns a reservation into a charge, exactly once.
-	Settle(res *Reservation, c Charge) error
-	// Release drops a reservation without a charge.
-	Release(res *Reservation) error
-	// ReapExpired releases the holds whose lease lapsed (the replica that
-	// placed them stopped renewing them: it died) and reports how many.
-	// The in-process ledger's holds live and die with its process: none.
-	ReapExpired() (int, error)
-}
+// Ledger is the money seam (see package storage/ledger): one
+// implementation is chosen with the backend when the store opens
+// (openBackend), the in-process ledger (localLedger) on Badger or the
+// shared one (package sharedledger) on Redis.
+type Ledger = ledger.Ledger
 
-// ledgerBackend is a Ledger with what the store needs of it besides
-// reservations: its lifecycle, and for a ledger whose counters live in a
-// shared database, bringing them into the records in memory.
-type ledgerBackend interface {
-	Ledger
-	// start runs background work (the lease keeper) until ctx ends; wait
-	// returns once it stopped.
-	start(ctx context.Context)
-	wait()
-	// admissible is nil when the ledger may decide a reservation now
-	// (ErrUnavailable, ErrResyncing otherwise).
-	admissible() error
-	// settleFailed is called with a settlement that failed for err: a
-	// shared ledger retries one its database could not take until it lands.
-	settleFailed(res *Reservation, c Charge, err error)
-	// releaseFailed is called with a release that failed for err: a
-	// shared ledger retries it as settleFailed does.
-	releaseFailed(res *Reservation, err error)
-	// loadAll reads every account's counters from the ledger's database;
-	// refresh re-reads the named fields of the named accounts (changes
-	// other replicas announced on the feed); overlay and overlayAll
-	// apply what was read to the records in memory (under the kernel's
-	// lock).
-	loadAll() error
-	refresh(fields map[string][]string) error
-	overlay(accountID string)
-	overlayAll()
-	// shareKeyCeiling makes the per-key abuse ceiling one bucket per key
-	// for every replica, when the ledger is shared.
-	shareKeyCeiling(c *KeyCeiling)
-	// held is what running requests hold against an account's balance and
-	// against a key's cap ("": none), as this replica last knows it.
-	held(accountID, keyHash string) (account, key money.Amount)
-}
+// ledgerBackend is a Ledger with its lifecycle (see ledger.Backend).
+type ledgerBackend = ledger.Backend
 
-var (
-	_ Ledger = (*localLedger)(nil)
-	_ Ledger = (*sharedLedger)(nil)
-)
+var _ ledgerBackend = (*localLedger)(nil)
 
 // LedgerStore reserves and settles requests' money through the store's
 // Ledger, and keeps the generation records.
@@ -145,7 +51,7 @@ func (s *LedgerStore) Snapshot(snap *Snapshot, accountID, keyHash string, attemp
 	if attempt >= maxAttempts {
 		return ErrContended
 	}
-	if err := s.impl.admissible(); err != nil {
+	if err := s.impl.Admissible(); err != nil {
 		return err
 	}
 	exclusive := attempt >= OptimisticAttempts
@@ -189,7 +95,7 @@ func (s *LedgerStore) Reserve(accountID, keyHash string, h Holds) (*Reservation,
 func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 	err := s.impl.Settle(res, c)
 	if err != nil {
-		s.impl.settleFailed(res, c, err)
+		s.impl.SettleFailed(res, c, err)
 	}
 	return err
 }
@@ -199,7 +105,7 @@ func (s *LedgerStore) Settle(res *Reservation, c Charge) error {
 func (s *LedgerStore) Release(res *Reservation) error {
 	err := s.impl.Release(res)
 	if err != nil {
-		s.impl.releaseFailed(res, err)
+		s.impl.ReleaseFailed(res, err)
 	}
 	return err
 }
@@ -210,10 +116,9 @@ func (s *LedgerStore) ReapExpired() (int, error) { return s.impl.ReapExpired() }
 // prefixGeneration keys the generation records (package record).
 const prefixGeneration = record.GenerationPrefix
 
-// prefixUpstreamID keys the generation ids by "<account id>/<upstream id>":
-// the provider's id of an answer the client saw unchanged (a Responses
-// object passed through), so that it finds its generation.
-const prefixUpstreamID = "gu/"
+// prefixUpstreamID keys the generation ids by upstream id (package
+// record).
+const prefixUpstreamID = record.UpstreamIDPrefix
 
 func (s *LedgerStore) kinds() []kernel.Kind {
 	return append(ChunkedKinds(), kernel.Kind{Prefix: prefixUpstreamID, Append: true, Account: upstreamIDAccount})
@@ -244,13 +149,12 @@ func upstreamIDAccount(key string, _ []byte) (string, bool) {
 	return id, ok && id != ""
 }
 
-// ErrStale answers a Commit whose snapshot's figures changed before it:
-// the decision must be made again on a new snapshot.
-var ErrStale = errors.New("ledger: the figures changed since the snapshot")
-
-// ErrContended is returned when maxAttempts commits of one admission all
-// found the figures changed.
-var ErrContended = errors.New("ledger: the account's counters kept changing")
+// The ledger's errors (package storage/ledger).
+var (
+	ErrStale     = ledger.ErrStale
+	ErrContended = ledger.ErrContended
+	ErrSettled   = ledger.ErrSettled
+)
 
 // maxAttempts bounds the attempts of one ledger call: each retry follows
 // another writer's success, so only a storm of them exhausts it.
@@ -265,118 +169,18 @@ type Snapshot struct {
 	stamp Stamp
 }
 
-// Stamp is what a ledger's commit needs of a snapshot besides the view:
-// the request's levels, what the snapshot read of them, and an exclusive
-// snapshot's lock on the account.
-type Stamp struct {
-	accountID, keyHash string
-	// workspace and member are the scope keys ("<account id>/<id>") of
-	// the key's workspace and member the view has; "": none.
-	workspace, member string
-	countsBYOK        bool // the workspace counts BYOK spending
-	at                time.Time
-	inFlightHeld      money.Amount
-	// The in-process ledger's: the account's stripe and its version as
-	// read.
-	stripe  uint16
-	version uint64
-	// A shared ledger's: the fields as read, and the account's queue.
-	shared *fieldLevels
-	queue  *acctQueue
-	// lock is an exclusive snapshot's hold on the account; nil otherwise.
-	lock *accountLock
-}
-
-// accountLock is an exclusive snapshot's hold on its account, let go of
-// once, by Commit or Abandon.
-type accountLock struct {
-	unlock   func()
-	released bool
-}
-
-func (l *accountLock) release() {
-	if l != nil && !l.released {
-		l.released = true
-		l.unlock()
-	}
-}
-
-// LedgerView is what an admission decision sees, all taken at one instant.
-type LedgerView struct {
-	Now          time.Time
-	Account      Account
-	Key          APIKey       // zero when the request has no key
-	AccountHeld  money.Amount // holds of the account's running requests
-	KeyHeld      money.Amount // holds of the key's running requests
-	InFlightHeld money.Amount // in-flight holds plus settling costs
-	NextRelease  time.Duration
-	// Workspace is the key's workspace (nil without a key); WorkspaceHeld
-	// the holds of its running requests. Both are read-only snapshots.
-	Workspace     *Workspace
-	WorkspaceHeld money.Amount
-	// Member is the key's member (its creator_user_id, when a member of
-	// the organization), nil otherwise; MemberHeld the holds of the
-	// member's running requests.
-	Member     *Member
-	MemberHeld money.Amount
-}
-
-// Holds are the amounts a request reserves at admission (see
-// levels.Holds).
-type Holds = levels.Holds
-
-// Reservation is an admitted request's holds, until Settle or Release.
-type Reservation struct {
-	AccountID string
-	KeyHash   string
-	Holds
-	done bool
-	// stripe is the in-process ledger's stripe of the account.
-	stripe uint16
-	// scope keys ("<account id>/<id>") of the key's workspace and member,
-	// and what the reservation placed on each level.
-	workspace, member string
-	placed            levels.Placed
-}
-
-// ErrSettled is returned when a reservation is settled or released twice.
-var ErrSettled = errors.New("reservation already settled")
-
-// Charge is the settled outcome of a request.
-type Charge struct {
-	Cost money.Amount
-	// BYOK charges land in the byok_usage counters and spend no credits,
-	// but for Credits.
-	BYOK bool
-	// Credits is the part of a BYOK charge that the platform bills in
-	// credits (a gateway-side web search); at most Cost.
-	Credits money.Amount
-	// SettlementWindow keeps the cost in the in-flight budget this long,
-	// for requests that counted against it.
-	SettlementWindow time.Duration
-	Generation       *Generation
-}
-
-// within bounds the charge by what the account's counters can still take
-// (levels.Charge.Within), the generation record alike.
-func (c Charge) within(usage, byokUsage money.Amount) Charge {
-	lc := levels.Charge{Cost: c.Cost, BYOK: c.BYOK, Credits: c.Credits}.Within(usage, byokUsage)
-	if lc.Cost == c.Cost {
-		return c
-	}
-	c.Cost, c.Credits = lc.Cost, lc.Credits
-	if c.Generation != nil {
-		g := *c.Generation
-		g.Cost, g.Credits = c.Cost, c.Credits
-		c.Generation = &g
-	}
-	return c
-}
-
-// levels is the charge as the levels' arithmetic takes it.
-func (c Charge) levels() levels.Charge {
-	return levels.Charge{Cost: c.Cost, BYOK: c.BYOK, Credits: c.Credits}
-}
+// The ledger's figures, stamps, holds, reservations and charges (package
+// storage/ledger).
+type (
+	Stamp       = ledger.Stamp
+	LedgerView  = ledger.View
+	Holds       = ledger.Holds
+	Reservation = ledger.Reservation
+	Charge      = ledger.Charge
+	KeyCeiling  = ledger.KeyCeiling
+	// CeilingError is a refusal of the shared per-key abuse ceiling.
+	CeilingError = ledger.CeilingError
+)
 
 // Generation is the record of one inference request (package record).
 type (

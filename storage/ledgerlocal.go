@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 )
 
@@ -21,7 +22,7 @@ import (
 // commit compares the account's version under the lock.
 type localLedger struct {
 	k *kernel.Kernel
-	ledger
+	runningHolds
 	acct    *AccountStore
 	org     *OrgStore
 	publish func(Generation) // a settled generation, once durable
@@ -47,7 +48,7 @@ type stripe struct {
 }
 
 func newLocalLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation)) *localLedger {
-	return &localLedger{k: k, ledger: newLedger(), acct: acct, org: org, publish: publish, seed: maphash.MakeSeed()}
+	return &localLedger{k: k, runningHolds: newRunningHolds(), acct: acct, org: org, publish: publish, seed: maphash.MakeSeed()}
 }
 
 // stripeOf is the account's stripe.
@@ -66,17 +67,17 @@ func (l *localLedger) Snapshot(accountID, keyHash string, exclusive bool) (Ledge
 
 // snapshot is Snapshot into the caller's view and stamp.
 func (l *localLedger) snapshot(v *LedgerView, st *Stamp, accountID, keyHash string, exclusive bool) error {
-	*st = Stamp{accountID: accountID, keyHash: keyHash, stripe: l.stripeOf(accountID)}
+	*st = Stamp{AccountID: accountID, KeyHash: keyHash, Stripe: l.stripeOf(accountID)}
 	if exclusive {
-		mu := &l.stripes[st.stripe].mu
+		mu := &l.stripes[st.Stripe].mu
 		mu.Lock()
-		st.lock = &accountLock{unlock: mu.Unlock}
+		st.Lock = ledger.NewAccountLock(mu.Unlock)
 	}
 	l.k.RLock()
 	err := l.read(v, st, now())
 	l.k.RUnlock()
 	if err != nil {
-		st.lock.release()
+		st.Lock.Release()
 		*st = Stamp{}
 	}
 	return err
@@ -85,12 +86,12 @@ func (l *localLedger) snapshot(v *LedgerView, st *Stamp, accountID, keyHash stri
 // read fills in the view of the stamp's account and key at t, and the
 // stamp. Callers hold the kernel's lock (either side).
 func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
-	accountID, keyHash := st.accountID, st.keyHash
+	accountID, keyHash := st.AccountID, st.KeyHash
 	acct := l.acct.ledgerAccount(accountID)
 	if acct == nil {
 		return ErrNotFound
 	}
-	st.version, st.at = l.stripes[st.stripe].version, t
+	st.Version, st.At = l.stripes[st.Stripe].version, t
 	v.Now, v.Account, v.AccountHeld = t, *acct, l.accountHeld.get(accountID)
 	// Every field set (the caller's view may be a used one), none twice.
 	v.KeyHeld, v.Workspace, v.WorkspaceHeld, v.Member, v.MemberHeld = 0, nil, 0, nil, 0
@@ -104,19 +105,19 @@ func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
 	} else {
 		v.Key = *k
 		if ws := l.org.ledgerWorkspace(accountID, k.WorkspaceID); ws != nil {
-			st.workspace, st.countsBYOK = accountID+"/"+ws.ID, ws.IncludeBYOKInBudgets
-			v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(st.workspace)
+			st.Workspace, st.CountsBYOK = accountID+"/"+ws.ID, ws.IncludeBYOKInBudgets
+			v.Workspace, v.WorkspaceHeld = ws, l.workspaceHeld.get(st.Workspace)
 		}
 		if k.CreatorUserID != nil {
 			if m := l.org.ledgerMember(accountID, *k.CreatorUserID); m != nil {
-				st.member = accountID + "/" + m.ID
-				v.Member, v.MemberHeld = m, l.memberHeld.get(st.member)
+				st.Member = accountID + "/" + m.ID
+				v.Member, v.MemberHeld = m, l.memberHeld.get(st.Member)
 			}
 		}
 	}
 	running, settled, next := l.inFlightAt(accountID, t)
 	v.InFlightHeld, v.NextRelease = running+settled, next
-	st.inFlightHeld = v.InFlightHeld
+	st.InFlightHeld = v.InFlightHeld
 	return nil
 }
 
@@ -126,28 +127,28 @@ func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
 // them without reading the figures, so a decision on the settings as they
 // were is one made just before the change.
 func (l *localLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
-	sp := &l.stripes[st.stripe]
-	if st.lock == nil {
+	sp := &l.stripes[st.Stripe]
+	if st.Lock == nil {
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
 	} else {
-		defer st.lock.release()
-		if st.lock.released {
+		defer st.Lock.Release()
+		if st.Lock.Released() {
 			return nil, ErrStale
 		}
 	}
 	l.k.Lock()
 	defer l.k.Unlock()
-	if sp.version != st.version {
+	if sp.version != st.Version {
 		return nil, ErrStale
 	}
-	accountID := st.accountID
+	accountID := st.AccountID
 	t := now()
 	ifs := l.state(accountID, t)
-	res := &Reservation{AccountID: accountID, KeyHash: st.keyHash, Holds: h, stripe: st.stripe, workspace: st.workspace, member: st.member}
+	res := &Reservation{AccountID: accountID, KeyHash: st.KeyHash, Holds: h, Stripe: st.Stripe, Workspace: st.Workspace, Member: st.Member}
 	var sc heldScopes
 	lv := l.heldLevels(res, ifs, &sc)
-	lv.WorkspaceCountsBYOK = st.countsBYOK
+	lv.WorkspaceCountsBYOK = st.CountsBYOK
 	if h.CountFree {
 		// The counters too: a free-model request writes the account's
 		// counters back (setAccountCounters), usage included.
@@ -162,7 +163,7 @@ func (l *localLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
 		return nil, money.ErrAmountRange
 	}
 	sp.version++
-	res.placed = lv.Place(h, t)
+	res.Placed = lv.Place(h, t)
 	l.storeHeld(res, lv, ifs)
 	if h.CountFree {
 		// Not waited for: a count lost in a crash only favours the client.
@@ -173,7 +174,7 @@ func (l *localLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
 }
 
 // Abandon lets go of the account's lock, if the snapshot holds it.
-func (l *localLedger) Abandon(st Stamp) { st.lock.release() }
+func (l *localLedger) Abandon(st Stamp) { st.Lock.Release() }
 
 // heldScopes holds the scopes of heldLevels, on the caller's stack.
 type heldScopes struct{ key, ws, member levels.Scope }
@@ -188,12 +189,12 @@ func (l *localLedger) heldLevels(res *Reservation, st *inFlightState, sc *heldSc
 		sc.key.Held = l.keyHeld.get(res.KeyHash)
 		lv.Key = &sc.key
 	}
-	if res.workspace != "" {
-		sc.ws.Held = l.workspaceHeld.get(res.workspace)
+	if res.Workspace != "" {
+		sc.ws.Held = l.workspaceHeld.get(res.Workspace)
 		lv.Workspace = &sc.ws
 	}
-	if res.member != "" {
-		sc.member.Held = l.memberHeld.get(res.member)
+	if res.Member != "" {
+		sc.member.Held = l.memberHeld.get(res.Member)
 		lv.Member = &sc.member
 	}
 	return lv
@@ -207,10 +208,10 @@ func (l *localLedger) storeHeld(res *Reservation, lv levels.Levels, st *inFlight
 		l.keyHeld.set(res.KeyHash, lv.Key.Held)
 	}
 	if lv.Workspace != nil {
-		l.workspaceHeld.set(res.workspace, lv.Workspace.Held)
+		l.workspaceHeld.set(res.Workspace, lv.Workspace.Held)
 	}
 	if lv.Member != nil {
-		l.memberHeld.set(res.member, lv.Member.Held)
+		l.memberHeld.set(res.Member, lv.Member.Held)
 	}
 	if st.running != lv.Account.Running {
 		st.running = lv.Account.Running
@@ -231,20 +232,20 @@ func (l *localLedger) keepState(accountID string, st *inFlightState) {
 // Release drops a reservation without a charge: the request failed before
 // it cost anything.
 func (l *localLedger) Release(res *Reservation) error {
-	sp := &l.stripes[res.stripe]
+	sp := &l.stripes[res.Stripe]
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	l.k.Lock()
 	defer l.k.Unlock()
-	if res.done {
+	if res.Done {
 		return ErrSettled
 	}
-	res.done = true
+	res.Done = true
 	sp.version++
 	st := l.state(res.AccountID, now())
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
-	lv.Unhold(res.placed)
+	lv.Unhold(res.Placed)
 	l.storeHeld(res, lv, st)
 	return nil
 }
@@ -270,42 +271,42 @@ func (l *localLedger) Settle(res *Reservation, c Charge) error {
 // settle applies the settlement in memory under the account's and the
 // kernel's locks and returns the batch that makes it durable.
 func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) {
-	sp := &l.stripes[res.stripe]
+	sp := &l.stripes[res.Stripe]
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	l.k.Lock()
 	defer l.k.Unlock()
-	if res.done {
+	if res.Done {
 		return nil, ErrSettled
 	}
-	res.done = true
+	res.Done = true
 	sp.version++
 	t := now()
 	st := l.state(res.AccountID, t)
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
-	lv.Unhold(res.placed)
+	lv.Unhold(res.Placed)
 	acct := l.acct.ledgerAccount(res.AccountID)
 	if acct != nil {
 		lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
 		lv.Account.FreeDay, lv.Account.FreeMinute = acct.FreeModelRequests, acct.FreeModelMinute
-		c = c.within(acct.Usage, acct.BYOKUsage)
+		c = c.Within(acct.Usage, acct.BYOKUsage)
 	}
 	keyUsage, keyBYOK, keySlot, hasKey := l.acct.ledgerKeyUsage(res.KeyHash)
 	if hasKey && lv.Key != nil {
 		lv.Key.Usage, lv.Key.BYOKUsage = keyUsage, keyBYOK
 	}
-	wsAccount, wsID, _ := cutScope(res.workspace)
+	wsAccount, wsID, _ := cutScope(res.Workspace)
 	ws := l.org.ledgerWorkspace(wsAccount, wsID)
 	if ws != nil && lv.Workspace != nil {
 		lv.Workspace.Usage, lv.Workspace.BYOKUsage = ws.Usage, ws.BYOKUsage
 	}
-	mAccount, memberID, _ := cutScope(res.member)
+	mAccount, memberID, _ := cutScope(res.Member)
 	mem := l.org.ledgerMember(mAccount, memberID)
 	if mem != nil && lv.Member != nil {
 		lv.Member.Usage, lv.Member.BYOKUsage = mem.Usage, mem.BYOKUsage
 	}
-	charged := lv.Charge(c.levels(), t)
+	charged := lv.Charge(c.Levels(), t)
 	l.storeHeld(res, lv, st)
 	if charged {
 		if acct != nil && l.acct.setAccountCounters(res.AccountID, lv.Account) {
@@ -316,10 +317,10 @@ func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) 
 			l.k.MarkDirtyAt(prefixAPIKey, res.KeyHash)
 		}
 		if ws != nil && l.org.setWorkspaceCounters(wsAccount, wsID, *lv.Workspace) {
-			l.k.MarkDirtyAt(prefixWorkspaceUsage, res.workspace)
+			l.k.MarkDirtyAt(prefixWorkspaceUsage, res.Workspace)
 		}
 		if mem != nil && l.org.setMemberCounters(mAccount, memberID, *lv.Member) {
-			l.k.MarkDirtyAt(prefixMemberUsage, res.member)
+			l.k.MarkDirtyAt(prefixMemberUsage, res.Member)
 		}
 	}
 	if levels.KeepsSettling(res.Holds.InFlight, c.Cost, c.SettlementWindow) {
@@ -346,18 +347,18 @@ func cutScope(key string) (accountID, id string, ok bool) { return strings.Cut(k
 // ReapExpired: the in-process ledger's holds end with its process.
 func (l *localLedger) ReapExpired() (int, error) { return 0, nil }
 
-func (l *localLedger) start(context.Context)                    {}
-func (l *localLedger) wait()                                    {}
-func (l *localLedger) admissible() error                        { return nil }
-func (l *localLedger) settleFailed(*Reservation, Charge, error) {}
-func (l *localLedger) releaseFailed(*Reservation, error)        {}
-func (l *localLedger) loadAll() error                           { return nil }
-func (l *localLedger) refresh(map[string][]string) error        { return nil }
-func (l *localLedger) overlay(string)                           {}
-func (l *localLedger) overlayAll()                              {}
-func (l *localLedger) shareKeyCeiling(*KeyCeiling)              {}
+func (l *localLedger) Start(context.Context)                    {}
+func (l *localLedger) Wait()                                    {}
+func (l *localLedger) Admissible() error                        { return nil }
+func (l *localLedger) SettleFailed(*Reservation, Charge, error) {}
+func (l *localLedger) ReleaseFailed(*Reservation, error)        {}
+func (l *localLedger) LoadAll() error                           { return nil }
+func (l *localLedger) Refresh(map[string][]string) error        { return nil }
+func (l *localLedger) Overlay(string)                           {}
+func (l *localLedger) OverlayAll()                              {}
+func (l *localLedger) ShareKeyCeiling(*KeyCeiling)              {}
 
-func (l *localLedger) held(accountID, keyHash string) (account, key money.Amount) {
+func (l *localLedger) Held(accountID, keyHash string) (account, key money.Amount) {
 	l.k.RLock()
 	defer l.k.RUnlock()
 	account = l.accountHeld.get(accountID)
@@ -367,10 +368,10 @@ func (l *localLedger) held(accountID, keyHash string) (account, key money.Amount
 	return account, key
 }
 
-// ledger is the in-memory state of running requests: what they hold against
+// runningHolds is the in-memory state of running requests: what they hold against
 // balances, key caps and the in-flight budget. It is not persisted: after a
 // restart nothing is running, so nothing is held.
-type ledger struct {
+type runningHolds struct {
 	accountHeld held
 	keyHeld     held
 	inFlight    map[string]*inFlightState
@@ -449,13 +450,13 @@ type settling struct {
 	amount money.Amount
 }
 
-func newLedger() ledger {
-	return ledger{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld()}
+func newRunningHolds() runningHolds {
+	return runningHolds{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld()}
 }
 
 // state returns the account's in-flight state with expired settlements
 // released; the state is registered only once something is added to it.
-func (l *ledger) state(accountID string, t time.Time) *inFlightState {
+func (l *runningHolds) state(accountID string, t time.Time) *inFlightState {
 	st, ok := l.inFlight[accountID]
 	if !ok {
 		return &inFlightState{}
@@ -478,7 +479,7 @@ func (l *ledger) state(accountID string, t time.Time) *inFlightState {
 // inFlightAt is the account's in-flight use at t: its running holds, the
 // settling costs not released by t, and the time until the next release;
 // read only (callers may hold the kernel's read lock).
-func (l *ledger) inFlightAt(accountID string, t time.Time) (running, settled money.Amount, next time.Duration) {
+func (l *runningHolds) inFlightAt(accountID string, t time.Time) (running, settled money.Amount, next time.Duration) {
 	st := l.inFlight[accountID]
 	if st == nil {
 		return 0, 0, 0
@@ -508,11 +509,3 @@ func (st *inFlightState) settle(e settling) {
 }
 
 func (st *inFlightState) held() money.Amount { return st.running + st.settled }
-
-// nextRelease is the time until the first settling cost is released.
-func (st *inFlightState) nextRelease(t time.Time) time.Duration {
-	if st.head == len(st.settling) {
-		return 0
-	}
-	return st.settling[st.head].until.Sub(t)
-}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 )
 
@@ -105,4 +106,38 @@ func (s *OrgStore) setMemberCounters(accountID, id string, sc levels.Scope) bool
 	m.Usage, m.BYOKUsage = sc.Usage, sc.BYOKUsage
 	s.members[accountID][id] = &m
 	return true
+}
+
+// ledgerRecords are the account and org stores as a shared ledger reaches
+// them (ledger.Records). The in-process ledger calls the stores' methods
+// directly: its snapshot's copy of a key stays on the caller's stack.
+type ledgerRecords struct {
+	acct *AccountStore
+	org  *OrgStore
+}
+
+var _ ledger.Records = ledgerRecords{}
+
+func (r ledgerRecords) LedgerAccount(id string) *Account { return r.acct.ledgerAccount(id) }
+func (r ledgerRecords) LedgerKey(hash string) *APIKey    { return r.acct.ledgerKey(hash) }
+func (r ledgerRecords) LedgerAccountIDs(fn func(id string)) {
+	r.acct.ledgerAccountIDs(fn)
+}
+func (r ledgerRecords) SetAccountCounters(id string, a levels.Account) bool {
+	return r.acct.setAccountCounters(id, a)
+}
+func (r ledgerRecords) SetKeyCounters(hash string, sc levels.Scope) bool {
+	return r.acct.setKeyCounters(hash, sc)
+}
+func (r ledgerRecords) LedgerWorkspace(accountID, id string) *Workspace {
+	return r.org.ledgerWorkspace(accountID, id)
+}
+func (r ledgerRecords) LedgerMember(accountID, id string) *Member {
+	return r.org.ledgerMember(accountID, id)
+}
+func (r ledgerRecords) SetWorkspaceCounters(accountID, id string, sc levels.Scope) bool {
+	return r.org.setWorkspaceCounters(accountID, id, sc)
+}
+func (r ledgerRecords) SetMemberCounters(accountID, id string, sc levels.Scope) bool {
+	return r.org.setMemberCounters(accountID, id, sc)
 }

@@ -3,12 +3,12 @@ package storage
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // Generation records (one per request) and their upstream-id index expire
@@ -84,21 +84,10 @@ func FormatRetention(d time.Duration) string {
 	return d.String()
 }
 
-// generationMillis is the creation time (Unix milliseconds) a generation
-// id starts with (NewGenerationID: "gen-" and 13 digits).
-func generationMillis(id string) (int64, bool) {
-	rest, ok := strings.CutPrefix(id, "gen-")
-	if !ok || len(rest) < 13 {
-		return 0, false
-	}
-	ms, err := strconv.ParseInt(rest[:13], 10, 64)
-	return ms, err == nil
-}
-
 // expired returns an ExpiredError when the generation id is older than
 // the retention at now, else nil.
 func (s *LedgerStore) expired(id string) error {
-	ms, ok := generationMillis(id)
+	ms, ok := record.GenerationMillis(id)
 	if !ok {
 		return nil
 	}
@@ -121,7 +110,7 @@ func (s *LedgerStore) withExpiry(kinds []kernel.Kind) []kernel.Kind {
 		switch kinds[i].Prefix {
 		case prefixGeneration:
 			kinds[i].Expires = func(key string, _ []byte) int64 {
-				if ms, ok := generationMillis(key[len(prefixGeneration):]); ok {
+				if ms, ok := record.GenerationMillis(key[len(prefixGeneration):]); ok {
 					return s.storedUntil(ms)
 				}
 				return 0
@@ -132,7 +121,7 @@ func (s *LedgerStore) withExpiry(kinds []kernel.Kind) []kernel.Kind {
 				if err != nil {
 					return 0
 				}
-				if ms, ok := generationMillis(id); ok {
+				if ms, ok := record.GenerationMillis(id); ok {
 					return s.storedUntil(ms)
 				}
 				return 0

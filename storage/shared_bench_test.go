@@ -91,7 +91,7 @@ func BenchmarkSharedReserveSettleParallel(b *testing.B) {
 func reportScriptCPU(b *testing.B, s *Store, cpu0 float64) {
 	b.Helper()
 	b.ReportMetric((redisCPU(b, s)-cpu0)/float64(b.N)*1e6, "redis-µs/op")
-	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "commandstats").Result()
+	info, err := sharedOf(b, s).Backend().Client().Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func reportScriptCPU(b *testing.B, s *Store, cpu0 float64) {
 // of every thread).
 func redisCPU(b *testing.B, s *Store) float64 {
 	b.Helper()
-	info, err := sharedOf(b, s).rb.Client().Info(context.Background(), "cpu").Result()
+	info, err := sharedOf(b, s).Backend().Client().Info(context.Background(), "cpu").Result()
 	if err != nil {
 		b.Fatal(err)
 	}

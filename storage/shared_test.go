@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/sharedledger"
 )
 
 // openSharedReplica opens a replica on srv under prefix.
@@ -198,7 +199,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	_, held := b.impl.held(acct.ID, k.Hash)
+	_, held := b.impl.Held(acct.ID, k.Hash)
 	if held != hold {
 		t.Fatalf("a renewed hold reads %s at B, want %s", held, hold)
 	}
@@ -211,7 +212,7 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := func() int64 {
-		n, err := sharedOf(t, b).rb.Client().ZCard(t.Context(), "l:{tg}~leases").Result()
+		n, err := sharedOf(t, b).Backend().Client().ZCard(t.Context(), "l:{tg}~leases").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,49 +225,9 @@ func TestSharedExpiredLeaseReleasesHolds(t *testing.T) {
 	eventually(t, 3*time.Second, "the dead replica's hold is released", func() bool {
 		b.k.RLock()
 		defer b.k.RUnlock()
-		_, held := b.impl.held(acct.ID, k.Hash)
+		_, held := b.impl.Held(acct.ID, k.Hash)
 		return held == 0 && leases() == 0
 	})
-}
-
-func TestSharedSettlingCostsStaySmall(t *testing.T) {
-	t0 := time.UnixMilli(1_700_000_000_050)
-	for _, window := range []time.Duration{10 * time.Second, time.Second, 50 * time.Millisecond} {
-		var am acctMoney
-		// A cost every 10 ms for a whole window: the field holds at most
-		// one entry a step.
-		n := int(window / (10 * time.Millisecond))
-		for i := range n {
-			am.Settling = keepSettling(am.Settling, t0.Add(time.Duration(i)*10*time.Millisecond), window, 1)
-		}
-		step := max(window/settleSteps, settleMinStep)
-		steps := int((window+step-1)/step) + 1
-		if len(am.Settling) > steps {
-			t.Fatalf("window %s: %d settling entries for one window of costs, want at most %d", window, len(am.Settling), steps)
-		}
-		var sum money.Amount
-		for i, e := range am.Settling {
-			sum += e.Amount
-			if i > 0 && e.Until <= am.Settling[i-1].Until {
-				t.Fatalf("entries out of order: %v", am.Settling)
-			}
-		}
-		if sum != money.Amount(n) {
-			t.Fatalf("window %s: settling costs sum to %s, want %d nano-credits", window, sum, n)
-		}
-		// No cost is released before its window ends.
-		last := t0.Add(time.Duration(n-1) * 10 * time.Millisecond)
-		lv := fieldLevels{settling: am.Settling}
-		st := lv.inFlight(last.Add(window - time.Millisecond))
-		if st.held() < 1 {
-			t.Fatalf("window %s: the last cost was released early: %s held", window, st.held())
-		}
-		// And none is held more than a step past it.
-		lv = fieldLevels{settling: am.Settling}
-		if st := lv.inFlight(last.Add(window + step)); st.held() != 0 {
-			t.Fatalf("window %s: %s still held a step after the last window ended", window, st.held())
-		}
-	}
 }
 
 // TestSharedOutageKeepsRunningHolds: no replica can renew its leases
@@ -305,7 +266,7 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 	restarted := time.Now()
 
 	held := func() money.Amount {
-		_, held := b.impl.held(acct.ID, k.Hash)
+		_, held := b.impl.Held(acct.ID, k.Hash)
 		return held
 	}
 	eventually(t, 2*time.Second, "B reads Redis again", func() bool { return b.Available() && held() != 0 })
@@ -332,9 +293,9 @@ func TestSharedOutageKeepsRunningHolds(t *testing.T) {
 }
 
 // sharedOf is the store's ledger on Redis.
-func sharedOf(t testing.TB, s *Store) *sharedLedger {
+func sharedOf(t testing.TB, s *Store) *sharedledger.Ledger {
 	t.Helper()
-	l, ok := s.impl.(*sharedLedger)
+	l, ok := s.impl.(*sharedledger.Ledger)
 	if !ok {
 		t.Fatalf("the store's ledger is %T, not the shared one", s.impl)
 	}

@@ -20,7 +20,7 @@ func fixturesOnEveryMaster(t *testing.T, c *redistest.Cluster, s *Store, limit m
 	byMaster := map[*redistest.Server]conformanceFixture{}
 	for range 200 {
 		f := newConformanceFixture(t, s, limit)
-		m := c.MasterOf(kernel.Slot(sharedOf(t, s).moneyKey(f.acct.ID)))
+		m := c.MasterOf(kernel.Slot(sharedOf(t, s).MoneyKey(f.acct.ID)))
 		if _, ok := byMaster[m]; !ok {
 			byMaster[m] = f
 		}
@@ -93,7 +93,7 @@ func TestClusterReplicasExactCapsAcrossShards(t *testing.T) {
 // clusterLoad runs requests of cost 1 on the fixtures at both replicas
 // until stop is closed, each settled with a generation: acked counts the
 // settlements acknowledged, owed those that failed for want of Redis or
-// for contention (settled later: settleFailed), by fixture.
+// for contention (settled later: SettleFailed), by fixture.
 type clusterLoad struct {
 	acked, owed []atomic.Int64
 	failed      atomic.Int64 // reservations refused for want of Redis
@@ -133,7 +133,7 @@ func runClusterLoad(t *testing.T, reps []*Store, fs []conformanceFixture, stop c
 					case err == nil:
 						l.acked[fi].Add(1)
 					case errors.Is(err, ErrUnavailable), errors.Is(err, ErrContended):
-						l.owed[fi].Add(1) // lands later (settleFailed)
+						l.owed[fi].Add(1) // lands later (SettleFailed)
 					default:
 						t.Errorf("settle: %v", err)
 						return
@@ -171,11 +171,11 @@ func TestClusterReshardWhileServing(t *testing.T) {
 			}
 		}
 	}
-	move(kernel.Slot(sharedOf(t, a).moneyKey(f.acct.ID)))
+	move(kernel.Slot(sharedOf(t, a).MoneyKey(f.acct.ID)))
 	n := load.acked[0].Load()
 	waitCharged(n + 50)
 	// The records' slot: a key created now reaches the other replica.
-	move(kernel.Slot(sharedOf(t, a).lay.Tag(0)))
+	move(kernel.Slot(sharedOf(t, a).Backend().Layout().Tag(0)))
 	k, secret, err := a.CreateAPIKey(NewAPIKey{AccountID: f.acct.ID, Name: "after the move"})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestClusterMasterKilledLosesNothingAcknowledged(t *testing.T) {
 	stop := make(chan struct{})
 	load := runClusterLoad(t, []*Store{a, b}, fs, stop)
 	eventually(t, 10*time.Second, "requests are served", func() bool { return load.acked[0].Load() >= 50 })
-	victim := c.MasterOf(kernel.Slot(sharedOf(t, a).moneyKey(fs[0].acct.ID)))
+	victim := c.MasterOf(kernel.Slot(sharedOf(t, a).MoneyKey(fs[0].acct.ID)))
 	victim.Kill()
 	failed := load.failed.Load()
 	eventually(t, 10*time.Second, "requests of the account on the dead master are refused", func() bool { return load.failed.Load() > failed })
@@ -231,7 +231,7 @@ func TestClusterMasterKilledLosesNothingAcknowledged(t *testing.T) {
 				return f.counters(r) == counters{want, want, want, want}
 			})
 			eventually(t, 5*time.Second, "the holds of the requests cut are released", func() bool {
-				acct, key := sharedOf(t, r).held(f.acct.ID, f.key.Hash)
+				acct, key := sharedOf(t, r).Held(f.acct.ID, f.key.Hash)
 				return acct == 0 && key == 0
 			})
 		}

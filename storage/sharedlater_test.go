@@ -19,16 +19,11 @@ func TestSharedContendedSettleAndReleaseLandLater(t *testing.T) {
 	s := openLeasedReplica(t, srv, "cl:", conformanceLease)
 	f := newConformanceFixture(t, s, 1000)
 	l := sharedOf(t, s)
-	live := func(res *Reservation) bool {
-		l.liveMu.Lock()
-		defer l.liveMu.Unlock()
-		_, ok := l.ids[res]
-		return ok
-	}
+	live := l.Renewing
 	held := func() money.Amount {
 		s.k.RLock()
 		defer s.k.RUnlock()
-		a, _ := l.held(f.acct.ID, f.key.Hash)
+		a, _ := l.Held(f.acct.ID, f.key.Hash)
 		return a
 	}
 
@@ -44,8 +39,8 @@ func TestSharedContendedSettleAndReleaseLandLater(t *testing.T) {
 	// ErrContended.
 	g := &Generation{ID: NewGenerationID(time.Now()), AccountID: f.acct.ID, KeyHash: f.key.Hash, Model: "m", Provider: "p",
 		Status: "completed", Cost: 70, CreatedAt: time.Now()}
-	l.settleFailed(settled, Charge{Cost: 70, Generation: g}, ErrContended)
-	l.releaseFailed(released, ErrContended)
+	l.SettleFailed(settled, Charge{Cost: 70, Generation: g}, ErrContended)
+	l.ReleaseFailed(released, ErrContended)
 	eventually(t, 5*time.Second, "the contended charge lands", func() bool {
 		return f.counters(s) == counters{70, 70, 70, 70}
 	})
@@ -58,7 +53,7 @@ func TestSharedContendedSettleAndReleaseLandLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.releaseFailed(stuck, errors.New("a failure no retry mends"))
+	l.ReleaseFailed(stuck, errors.New("a failure no retry mends"))
 	if live(stuck) {
 		t.Fatal("the lease of a release that cannot land is still renewed")
 	}

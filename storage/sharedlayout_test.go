@@ -65,7 +65,7 @@ func TestSharedStoreOfTheOldLayoutIsUpgraded(t *testing.T) {
 	if !ok || got.Usage != money.Amount(700) {
 		t.Fatalf("account after the upgrade: usage %v, found %v; want 700", got.Usage, ok)
 	}
-	if a, _ := sharedOf(t, r).held(acct.ID, k.Hash); a != 50 {
+	if a, _ := sharedOf(t, r).Held(acct.ID, k.Hash); a != 50 {
 		t.Fatalf("the running request's hold after the upgrade is %v, want 50", a)
 	}
 	if _, err := r.AccountGeneration(acct.ID, g.ID); err != nil {

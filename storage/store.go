@@ -70,7 +70,7 @@ type Options = kernel.Options
 // kernel's lock, then an analytics rollup account's (the group commit's
 // snapshot of a sealed hour), and the rollup never takes the kernel's
 // lock while it holds its own. The ledgers' own locks are ordered in
-// sharedLedger.
+// package sharedledger (its Ledger).
 type Store struct {
 	k *kernel.Kernel
 	*AccountStore

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 )
 
 // Several replicas on one Redis.
@@ -26,7 +27,7 @@ import (
 // only. Each commit announces its keys on the change feed; the other
 // replicas reload their memory from Redis when they read such an entry
 // (Kernel.Reload) and have the ledger re-apply the money fields, which
-// live apart from the records (sharedLedger) so that no replica ever
+// live apart from the records (package sharedledger) so that no replica ever
 // overwrites a counter with a stale copy. When the feed cannot prove that
 // nothing was missed (kernel.RedisBackend.Follow), the replica reloads
 // every record of every kind (resync) and refuses admission and writes
@@ -40,7 +41,7 @@ var ErrUnavailable = kernel.ErrUnavailable
 // records from the shared database after its change feed lost continuity
 // (Synced): it does not decide on rules that may be stale. Handlers answer
 // 503.
-var ErrResyncing = errors.New("reloading the records from the shared database")
+var ErrResyncing = ledger.ErrResyncing
 
 // Shared reports whether the store runs on a shared backend.
 func (s *Store) Shared() bool { return s.feed.Shared() }
@@ -60,24 +61,24 @@ func (s *Store) Synced() bool { return s.feed.Synced() }
 // from position pos (taken before the warm-up), after the ledger's
 // counters are read; on Badger both are no-ops.
 func (s *Store) follow(pos string) error {
-	if err := s.impl.loadAll(); err != nil {
+	if err := s.impl.LoadAll(); err != nil {
 		return fmt.Errorf("loading the money counters: %w", err)
 	}
 	s.k.Lock()
-	s.impl.overlayAll()
+	s.impl.OverlayAll()
 	s.k.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.stopFollowing = func() {
 		cancel()
 		<-done
-		s.impl.wait()
+		s.impl.Wait()
 	}
 	go func() {
 		defer close(done)
 		s.feed.Follow(ctx, pos, kernel.FeedHandler{Apply: s.applyChanges, Resync: s.resync})
 	}()
-	s.impl.start(ctx)
+	s.impl.Start(ctx)
 	return nil
 }
 
@@ -127,7 +128,7 @@ func (s *Store) applyChanges(changes []kernel.Change) error {
 	}
 	// Stale money fields are safe (a script that read them fails its
 	// comparison and reads them again): no reload for these.
-	if err := s.impl.refresh(byField); err != nil && !errors.Is(err, ErrUnavailable) {
+	if err := s.impl.Refresh(byField); err != nil && !errors.Is(err, ErrUnavailable) {
 		s.log.Error("reading accounts' counters from redis failed", zap.Error(err))
 	}
 	return nil
@@ -189,7 +190,7 @@ func (s *Store) applyRecords(keys []string) error {
 	}, func() {
 		s.OrgStore.rulesChanged()
 		for id := range accounts {
-			s.impl.overlay(id)
+			s.impl.Overlay(id)
 		}
 	})
 }
@@ -250,13 +251,13 @@ func (s *Store) addRemoteGenerations(changes []kernel.Change) {
 // resync reloads every record and every account's money fields from
 // Redis: after another replica's commit, or a broken feed.
 func (s *Store) resync() error {
-	if err := s.impl.loadAll(); err != nil {
+	if err := s.impl.LoadAll(); err != nil {
 		return err
 	}
 	return s.k.Reload(func() {
 		s.OrgStore.ensureDefaultWorkspacesInMemory()
 		s.OrgStore.rulesChanged()
-		s.impl.overlayAll()
+		s.impl.OverlayAll()
 	})
 }
 
@@ -264,4 +265,4 @@ func (s *Store) resync() error {
 // every replica on the shared backend, taken in the admission script (no
 // extra round trip): an inference request beyond it fails its reservation
 // with a *CeilingError. Nil removes it; nothing on Badger.
-func (s *Store) ShareKeyCeiling(c *KeyCeiling) { s.impl.shareKeyCeiling(c) }
+func (s *Store) ShareKeyCeiling(c *KeyCeiling) { s.impl.ShareKeyCeiling(c) }

@@ -1,4 +1,4 @@
-package storage
+package sharedledger
 
 import (
 	"reflect"
@@ -7,15 +7,16 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 )
 
 // checkDecodedFields fails unless every decoded value the replica keeps is
 // what its string decodes to.
-func checkDecodedFields(t *testing.T, s *Store, accountID string) {
+func checkDecodedFields(t *testing.T, r *replica, accountID string) {
 	t.Helper()
-	s.k.RLock()
-	defer s.k.RUnlock()
-	for name, f := range sharedOf(t, s).raw[accountID] {
+	r.k.RLock()
+	defer r.k.RUnlock()
+	for name, f := range r.l.raw[accountID] {
 		if f.val == nil {
 			continue
 		}
@@ -36,30 +37,28 @@ func checkDecodedFields(t *testing.T, s *Store, accountID string) {
 
 func TestSharedDecodedFieldsMatchTheirStrings(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := openSharedReplica(t, srv, "f:"), openSharedReplica(t, srv, "f:")
-	acct, _ := a.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
+	a, b := openReplica(t, srv, "f:", 0), openReplica(t, srv, "f:", 0)
+	const acctID = "acct-f"
 	limit := money.Amount(10 * money.AmountScale)
-	k, _, _ := a.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k", Limit: &limit})
-	eventually(t, time.Second, "key reaches B", func() bool { _, ok := b.APIKey(k.Hash); return ok })
-	for i, r := range []*Store{a, b, a} {
-		res, err := reserveIf(r, acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
+	k := addAccount(acctID, &limit, a, b)
+	for i, r := range []*replica{a, b, a} {
+		res, err := r.reserve(acctID, k.Hash, ledger.Holds{Hold: 1000, InFlight: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.Settle(res, Charge{Cost: money.Amount(900 + i), SettlementWindow: time.Minute}); err != nil {
+		if err := r.l.Settle(res, ledger.Charge{Cost: money.Amount(900 + i), SettlementWindow: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// One request still running: its hold record is a field too.
-	if _, err := reserveIf(b, acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000)); err != nil {
+	if _, err := b.reserve(acctID, k.Hash, ledger.Holds{Hold: 1000, InFlight: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []*Store{a, b} {
+	for _, r := range []*replica{a, b} {
 		eventually(t, time.Second, "the charges reach both replicas", func() bool {
-			got, _ := r.APIKey(k.Hash)
-			return got.Usage.Total == 2703
+			return r.key(k.Hash).Usage.Total == 2703
 		})
-		checkDecodedFields(t, r, acct.ID)
+		checkDecodedFields(t, r, acctID)
 	}
 }
 
@@ -67,21 +66,21 @@ func TestSharedDecodedFieldsMatchTheirStrings(t *testing.T) {
 // leaves the kept values (shared by every later read) alone.
 func TestSharedLevelsDoNotChangeTheKeptValues(t *testing.T) {
 	srv := redistest.Start(t)
-	s := openSharedReplica(t, srv, "c:")
-	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
-	k, _, _ := s.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	s := openReplica(t, srv, "c:", 0)
+	const acctID = "acct-c"
+	k := addAccount(acctID, nil, s)
 	for range 2 {
-		res, err := reserveIf(s, acct.ID, k.Hash, Holds{Hold: 1000, InFlight: 1000}, capDecide(1000))
+		res, err := s.reserve(acctID, k.Hash, ledger.Holds{Hold: 1000, InFlight: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Settle(res, Charge{Cost: 900, SettlementWindow: time.Minute}); err != nil {
+		if err := s.l.Settle(res, ledger.Charge{Cost: 900, SettlementWindow: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l := sharedOf(t, s)
+	l := s.l
 	s.k.RLock()
-	lv, err := l.readLevels(fieldView{raw: l.raw[acct.ID]}, acct.ID, k.Hash, "", "", "")
+	lv, err := l.readLevels(fieldView{raw: l.raw[acctID]}, acctID, k.Hash, "", "", "")
 	s.k.RUnlock()
 	if err != nil {
 		t.Fatal(err)
@@ -94,5 +93,5 @@ func TestSharedLevelsDoNotChangeTheKeptValues(t *testing.T) {
 	lv.figures.Account.Held += 3
 	lv.ks.Held += 3
 	lv.ks.Usage.Total += 3
-	checkDecodedFields(t, s, acct.ID)
+	checkDecodedFields(t, s, acctID)
 }

@@ -1,10 +1,12 @@
-package storage
+package sharedledger
 
 import (
 	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 )
 
 // One account's scripts of this replica are queued one at a time but sent
@@ -83,7 +85,7 @@ func (v fieldView) get(name string) moneyField {
 }
 
 // queueOf is the account's queue, made when missing.
-func (l *sharedLedger) queueOf(accountID string) *acctQueue {
+func (l *Ledger) queueOf(accountID string) *acctQueue {
 	if q, ok := l.queues.Load(accountID); ok {
 		return q.(*acctQueue)
 	}
@@ -94,7 +96,7 @@ func (l *sharedLedger) queueOf(accountID string) *acctQueue {
 
 // lockQueue takes the locks of a decision on the account (see acctQueue),
 // once no barrier is up; unlockQueue releases them.
-func (l *sharedLedger) lockQueue(q *acctQueue) {
+func (l *Ledger) lockQueue(q *acctQueue) {
 	for {
 		l.mu.RLock()
 		q.mu.Lock()
@@ -109,20 +111,20 @@ func (l *sharedLedger) lockQueue(q *acctQueue) {
 }
 
 // unlockQueue releases what lockQueue took.
-func (l *sharedLedger) unlockQueue(q *acctQueue) {
+func (l *Ledger) unlockQueue(q *acctQueue) {
 	q.mu.Unlock()
 	l.mu.RUnlock()
 }
 
 // queueLock is a Stamp's hold of the account's locks, taken by lockQueue.
-func (l *sharedLedger) queueLock(q *acctQueue) *accountLock {
-	return &accountLock{unlock: func() { l.unlockQueue(q) }}
+func (l *Ledger) queueLock(q *acctQueue) *ledger.AccountLock {
+	return ledger.NewAccountLock(func() { l.unlockQueue(q) })
 }
 
 // lockAccount takes every lock of the account's scripts, waiting for a
 // batch in flight: for the reaper, which reads Redis and runs its script
 // directly. It returns their release.
-func (l *sharedLedger) lockAccount(accountID string) (unlock func()) {
+func (l *Ledger) lockAccount(accountID string) (unlock func()) {
 	q := l.queueOf(accountID)
 	l.mu.RLock()
 	q.flushMu.Lock()
@@ -136,7 +138,7 @@ func (l *sharedLedger) lockAccount(accountID string) (unlock func()) {
 
 // view is the account's fields as its queued scripts leave them. Callers
 // hold the queue's lock and the kernel's lock.
-func (l *sharedLedger) view(q *acctQueue, accountID string) fieldView {
+func (l *Ledger) view(q *acctQueue, accountID string) fieldView {
 	return fieldView{raw: l.raw[accountID], spec: q.spec}
 }
 
@@ -166,7 +168,7 @@ func (q *acctQueue) enqueue(sc script) (p *queued, lead bool) {
 
 // await sends the queue when it is the caller's turn and returns the
 // script's outcome.
-func (l *sharedLedger) await(q *acctQueue, p *queued, lead bool) (int64, error) {
+func (l *Ledger) await(q *acctQueue, p *queued, lead bool) (int64, error) {
 	if lead {
 		l.flush(q)
 	}
@@ -181,7 +183,7 @@ func (l *sharedLedger) await(q *acctQueue, p *queued, lead bool) (int64, error) 
 
 // flush sends the queued scripts in one round trip, applies their outcomes
 // in order, and hands the turn to the first script queued meanwhile.
-func (l *sharedLedger) flush(q *acctQueue) {
+func (l *Ledger) flush(q *acctQueue) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	q.flushMu.Lock()
@@ -341,7 +343,7 @@ return out
 // sets it in out. Redis runs the call whole and, with appendfsync
 // always, answers it once it is on disk: one round trip and one fsync
 // for every request of the batch, each acknowledged only when durable.
-func (l *sharedLedger) runBatch(batch []*queued, out []queueEvent) {
+func (l *Ledger) runBatch(batch []*queued, out []queueEvent) {
 	if len(batch) == 1 {
 		out[0].status, out[0].err = l.run(&batch[0].sc)
 		return

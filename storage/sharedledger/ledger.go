@@ -1,4 +1,9 @@
-package storage
+// Package sharedledger is the ledger of several replicas on one Redis or
+// Redis Cluster (ledger.Ledger): every counter requests change lives in
+// Redis, and each reservation, settlement and release is one
+// compare-and-set script. It reaches the store's records only through
+// ledger.Records, and the store opens it with the Redis backend.
+package sharedledger
 
 import (
 	"cmp"
@@ -22,11 +27,13 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-// The ledger of several replicas (see Ledger for the two designs; this is
-// the optimistic one).
+// The ledger of several replicas (see ledger.Ledger for the two designs;
+// this is the optimistic one).
 //
 // Every counter that requests change lives in one Redis hash per account,
 // "<prefix>{<bucket tag>}~m/<account id>" (kernel.Layout: every
@@ -126,6 +133,10 @@ end
 return {1}
 `)
 
+// maxAttempts bounds the attempts of one ledger call: each retry follows
+// another writer's success, so only a storm of them exhausts it.
+const maxAttempts = 100
+
 // DefaultHoldLease is how long a running request's holds outlive its
 // replica: renewed every third of it while the request runs.
 const DefaultHoldLease = 30 * time.Second
@@ -168,7 +179,7 @@ type holdRecord struct {
 // placed is what the hold record says was placed on each level.
 func (r *holdRecord) placed() levels.Placed {
 	return levels.Placed{
-		Account: Holds{Hold: r.Hold, KeyOnly: r.KeyOnly, Credits: r.Credits}.OnAccount(),
+		Account: ledger.Holds{Hold: r.Hold, KeyOnly: r.KeyOnly, Credits: r.Credits}.OnAccount(),
 		OnKey:   r.Key != "", Key: r.Hold,
 		OnWorkspace: r.Workspace != "", Workspace: r.WSHold,
 		OnMember: r.Member != "", Member: r.Hold,
@@ -176,17 +187,17 @@ func (r *holdRecord) placed() levels.Placed {
 	}
 }
 
-var _ ledgerBackend = (*sharedLedger)(nil)
+var _ ledger.Backend = (*Ledger)(nil)
 
-// sharedLedger implements the ledger over Redis for one Store.
-type sharedLedger struct {
+// Ledger is the ledger over Redis of one store.
+type Ledger struct {
 	k *kernel.Kernel
 	// storedUntil is when Redis deletes a generation created at Unix ms
 	// (the generation retention's).
 	storedUntil func(ms int64) int64
-	acct        *AccountStore
-	org         *OrgStore
-	publish     func(Generation) // a settled generation, once in Redis
+	recs        ledger.Records
+	now         func() time.Time
+	publish     func(record.Generation) // a settled generation, once in Redis
 	rb          *kernel.RedisBackend
 	lay         kernel.Layout // the keys' names
 	replica     string        // this replica's id, as the scripts' feed entries name it
@@ -197,7 +208,7 @@ type sharedLedger struct {
 	// mu and queues order this replica's ledger scripts of one account
 	// (RLock, then the account's queue: acctQueue), so that its own
 	// requests do not invalidate each other's reads while other accounts'
-	// run beside them; whole-ledger reads (loadAll, refresh) take
+	// run beside them; whole-ledger reads (LoadAll, Refresh) take
 	// Lock, which also waits for the batches in flight. Authentication
 	// never takes either.
 	mu     sync.RWMutex
@@ -213,39 +224,66 @@ type sharedLedger struct {
 	// renewed. Under liveMu.
 	liveMu sync.Mutex
 	live   map[string]string // lease member -> account id
-	ids    map[*Reservation]string
+	ids    map[*ledger.Reservation]string
 
 	// keyCeiling is the per-key abuse ceiling shared by the replicas
 	// (Store.ShareKeyCeiling); nil: none.
-	keyCeiling atomic.Pointer[KeyCeiling]
+	keyCeiling atomic.Pointer[ledger.KeyCeiling]
 
 	wg  sync.WaitGroup
 	ctx context.Context // ends when the store closes
 }
 
-func newSharedLedger(k *kernel.Kernel, acct *AccountStore, org *OrgStore, publish func(Generation), rb *kernel.RedisBackend, log *zap.Logger) *sharedLedger {
+// Config is what a Ledger runs on.
+type Config struct {
+	// Kernel's lock guards Records and the replica's copy of the money
+	// fields.
+	Kernel  *kernel.Kernel
+	Records ledger.Records
+	Backend *kernel.RedisBackend
+	// Publish is given each settled generation, once in Redis.
+	Publish func(record.Generation)
+	// StoredUntil is when Redis deletes a generation created at Unix ms
+	// (the generation retention's); nil: never.
+	StoredUntil func(ms int64) int64
+	// Now is the ledger's clock; nil: time.Now.
+	Now func() time.Time
+	Log *zap.Logger
+}
+
+// New is the shared ledger of one store on c.Backend.
+func New(c Config) *Ledger {
+	rb := c.Backend
 	lease := rb.HoldLease()
 	if lease <= 0 {
 		lease = DefaultHoldLease
 	}
-	return &sharedLedger{k: k, acct: acct, org: org, publish: publish, rb: rb, replica: rb.Replica(), lay: rb.Layout(), pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*Reservation]string{}}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := c.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Ledger{k: c.Kernel, recs: c.Records, now: now, publish: c.Publish, storedUntil: c.StoredUntil, rb: rb, replica: rb.Replica(), lay: rb.Layout(), pipe: &scriptPipe{client: rb.Client()}, log: log, lease: lease, raw: map[string]moneyFields{}, live: map[string]string{}, ids: map[*ledger.Reservation]string{}}
 }
 
 // moneyKey is the account's money hash, in the account's bucket (see
 // kernel.Layout: every key a script touches is in one slot).
-func (l *sharedLedger) moneyKey(accountID string) string {
+func (l *Ledger) moneyKey(accountID string) string {
 	return l.lay.AccountKey(accountID, "~m/"+accountID)
 }
 
 // leaseKey is bucket b's lease set: the leases of its accounts' holds.
-func (l *sharedLedger) leaseKey(b int) string { return l.lay.Key(b, "~leases") }
+func (l *Ledger) leaseKey(b int) string { return l.lay.Key(b, "~leases") }
 
 func ctxTimeout() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 2*time.Second)
 }
 
-// loadAll reads every account's money fields (under mu: see refresh).
-func (l *sharedLedger) loadAll() error {
+// LoadAll reads every account's money fields (under mu: see refresh).
+func (l *Ledger) LoadAll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ctx := context.Background()
@@ -284,7 +322,7 @@ func (l *sharedLedger) loadAll() error {
 
 // rawFields is the account's map in raw, made when missing. Callers hold
 // the kernel's lock.
-func (l *sharedLedger) rawFields(accountID string) moneyFields {
+func (l *Ledger) rawFields(accountID string) moneyFields {
 	raw := l.raw[accountID]
 	if raw == nil {
 		raw = moneyFields{}
@@ -293,16 +331,16 @@ func (l *sharedLedger) rawFields(accountID string) moneyFields {
 	return raw
 }
 
-// overlayAll applies every account's money fields to memory. Callers hold
+// OverlayAll applies every account's money fields to memory. Callers hold
 // the kernel's lock.
-func (l *sharedLedger) overlayAll() {
-	l.acct.ledgerAccountIDs(l.overlay)
+func (l *Ledger) OverlayAll() {
+	l.recs.LedgerAccountIDs(l.Overlay)
 }
 
-// overlay applies an account's known money fields to its records in
+// Overlay applies an account's known money fields to its records in
 // memory and to the held figures that views read. Callers hold the
 // kernel's lock.
-func (l *sharedLedger) overlay(accountID string) {
+func (l *Ledger) Overlay(accountID string) {
 	fs := l.raw[accountID]
 	for name := range fs {
 		l.overlayField(accountID, fs, name)
@@ -312,12 +350,12 @@ func (l *sharedLedger) overlay(accountID string) {
 // overlayField applies one of an account's money fields (fs: its fields in
 // raw) to memory; after a script, only the fields it changed need it.
 // Callers hold the kernel's lock.
-func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name string) {
+func (l *Ledger) overlayField(accountID string, fs moneyFields, name string) {
 	if name == "a" {
-		if acct := l.acct.ledgerAccount(accountID); acct != nil && fs[name].raw != "" {
+		if acct := l.recs.LedgerAccount(accountID); acct != nil && fs[name].raw != "" {
 			am, _ := fs.decoded(name).(*acctMoney)
 			if am != nil { // not valid: the record's figures stay, as acctOf reads them
-				l.acct.setAccountCounters(accountID, am.level())
+				l.recs.SetAccountCounters(accountID, am.level())
 			}
 		}
 		return
@@ -332,11 +370,11 @@ func (l *sharedLedger) overlayField(accountID string, fs moneyFields, name strin
 	}
 	switch kind {
 	case "k":
-		l.acct.setKeyCounters(id, levels.Scope(*sm))
+		l.recs.SetKeyCounters(id, levels.Scope(*sm))
 	case "w":
-		l.org.setWorkspaceCounters(accountID, id, levels.Scope(*sm))
+		l.recs.SetWorkspaceCounters(accountID, id, levels.Scope(*sm))
 	case "m":
-		l.org.setMemberCounters(accountID, id, levels.Scope(*sm))
+		l.recs.SetMemberCounters(accountID, id, levels.Scope(*sm))
 	}
 }
 
@@ -405,7 +443,7 @@ func decodeField(name, raw string) (any, error) {
 
 // acctOf is an "a" field's figures, a copy; absent or not valid, the
 // record's (migrated from Badger, or never charged).
-func acctOf(f moneyField, acct *Account) acctMoney {
+func acctOf(f moneyField, acct *record.Account) acctMoney {
 	if v, _ := f.value("a"); v != nil {
 		am := *v.(*acctMoney)
 		am.Settling = slices.Clone(am.Settling)
@@ -442,19 +480,20 @@ func (am *acctMoney) level() levels.Account {
 // with what was read.
 type fieldLevels struct {
 	accountID string
-	acct      *Account
+	queue     *acctQueue // a snapshot's: the account's
+	acct      *record.Account
 	acctField fieldRead
 	// figures are the levels; its Key, Workspace and Member point at ks,
 	// wm and mm when the request has them.
 	figures     levels.Levels
 	settling    []settleEntry
-	key         *APIKey
+	key         *record.APIKey
 	keyField    fieldRead
 	ks          levels.Scope
-	ws          *Workspace
+	ws          *record.Workspace
 	wsField     fieldRead
 	wm          levels.Scope
-	member      *Member
+	member      *record.Member
 	memberField fieldRead
 	mm          levels.Scope
 	hold        *holdRecord // the reservation's, when asked and present
@@ -468,17 +507,17 @@ type fieldRead struct{ name, read string }
 // readLevels decodes the fields of an account, key, workspace and member
 // from the replica's copy (fv). Callers hold the account's locks and the
 // kernel's lock.
-func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, memberID, holdField string) (*fieldLevels, error) {
-	acct := l.acct.ledgerAccount(accountID)
+func (l *Ledger) readLevels(fv fieldView, accountID, keyHash, wsID, memberID, holdField string) (*fieldLevels, error) {
+	acct := l.recs.LedgerAccount(accountID)
 	if acct == nil {
-		return nil, ErrNotFound
+		return nil, kernel.ErrNotFound
 	}
 	a := fv.get("a")
 	lv := &fieldLevels{accountID: accountID, acct: acct, acctField: fieldRead{"a", a.raw}}
 	am := acctOf(a, acct)
 	lv.figures.Account, lv.settling = am.level(), am.Settling
 	if keyHash != "" {
-		if k := l.acct.ledgerKey(keyHash); k != nil {
+		if k := l.recs.LedgerKey(keyHash); k != nil {
 			f := "k:" + keyHash
 			v := fv.get(f)
 			lv.key, lv.keyField = k, fieldRead{f, v.raw}
@@ -492,14 +531,14 @@ func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, member
 			}
 		}
 	}
-	if ws := l.org.ledgerWorkspace(accountID, wsID); ws != nil {
+	if ws := l.recs.LedgerWorkspace(accountID, wsID); ws != nil {
 		f := "w:" + wsID
 		v := fv.get(f)
 		lv.ws, lv.wsField = ws, fieldRead{f, v.raw}
 		lv.wm = levels.Scope(scopeOf(f, v, ws.Usage, ws.BYOKUsage))
 		lv.figures.Workspace, lv.figures.WorkspaceCountsBYOK = &lv.wm, ws.IncludeBYOKInBudgets
 	}
-	if m := l.org.ledgerMember(accountID, memberID); m != nil {
+	if m := l.recs.LedgerMember(accountID, memberID); m != nil {
 		f := "m:" + memberID
 		v := fv.get(f)
 		lv.member, lv.memberField = m, fieldRead{f, v.raw}
@@ -518,17 +557,21 @@ func (l *sharedLedger) readLevels(fv fieldView, accountID, keyHash, wsID, member
 	return lv, nil
 }
 
-// inFlight is the account's in-flight state at t, expired settling costs
-// dropped (in place: lv.settling is the request's own copy, acctOf).
-func (lv *fieldLevels) inFlight(t time.Time) *inFlightState {
+// inFlight is the account's in-flight use at t (running holds and the
+// settling costs not yet released) and the time until the next release,
+// expired settling costs dropped (in place: lv.settling is the request's
+// own copy, acctOf).
+func (lv *fieldLevels) inFlight(t time.Time) (held money.Amount, next time.Duration) {
 	ms := t.UnixMilli()
 	lv.settling = slices.DeleteFunc(lv.settling, func(e settleEntry) bool { return e.Until <= ms })
-	st := &inFlightState{running: lv.figures.Account.Running, settling: make([]settling, len(lv.settling))}
-	for i, e := range lv.settling {
-		st.settling[i] = settling{until: time.UnixMilli(e.Until), amount: e.Amount}
-		st.settled += e.Amount
+	held = lv.figures.Account.Running
+	for _, e := range lv.settling {
+		held += e.Amount
 	}
-	return st
+	if len(lv.settling) > 0 {
+		next = time.UnixMilli(lv.settling[0].Until).Sub(t)
+	}
+	return held, next
 }
 
 // writes encodes the levels: the triples for casScript, in the order of
@@ -603,7 +646,7 @@ type script struct {
 	// ceilingKey, when set, takes a token from the key's shared abuse
 	// ceiling (keyCeiling) in the same step.
 	ceilingKey string
-	ceiling    *KeyCeiling
+	ceiling    *ledger.KeyCeiling
 	// keys are the call's keys (scriptArgs), kept here for the call.
 	keys [6]string
 }
@@ -613,7 +656,7 @@ type script struct {
 // or alive (a reaped lease was renewed); memory then shows the fields the
 // script found or wrote. Callers hold the account's locks (lockAccount,
 // or flushMu as flush does).
-func (l *sharedLedger) run(sc *script) (status int64, err error) {
+func (l *Ledger) run(sc *script) (status int64, err error) {
 	keys, args := l.scriptArgs(sc)
 	out, err := l.pipe.call(casScript, keys, args)
 	return l.apply(sc, out, err)
@@ -624,7 +667,7 @@ func (l *sharedLedger) run(sc *script) (status int64, err error) {
 // and *int64 as it writes their values): boxing each value in an
 // interface was a fifth of a request's allocations on the shared ledger.
 // So sc must not change until the call is answered.
-func (l *sharedLedger) scriptArgs(sc *script) (keys []string, args []any) {
+func (l *Ledger) scriptArgs(sc *script) (keys []string, args []any) {
 	q := l.queueOf(sc.accountID)
 	genKey, upKey := sc.genKey, sc.upKey
 	if genKey == "" {
@@ -653,7 +696,7 @@ func (l *sharedLedger) scriptArgs(sc *script) (keys []string, args []any) {
 }
 
 // apply reads a casScript answer (see run).
-func (l *sharedLedger) apply(sc *script, out []any, err error) (status int64, _ error) {
+func (l *Ledger) apply(sc *script, out []any, err error) (status int64, _ error) {
 	if err := l.rb.Observe(err); err != nil {
 		return 0, err
 	}
@@ -663,7 +706,7 @@ func (l *sharedLedger) apply(sc *script, out []any, err error) (status int64, _ 
 	status, _ = out[0].(int64)
 	if status == 4 {
 		wait, _ := out[1].(int64)
-		return status, &CeilingError{Burst: sc.ceiling.Burst, Reset: now().Add(time.Duration(wait) * time.Millisecond)}
+		return status, &ledger.CeilingError{Burst: sc.ceiling.Burst, Reset: l.now().Add(time.Duration(wait) * time.Millisecond)}
 	}
 	if status != 0 && status != 1 {
 		return status, nil // nothing changed
@@ -708,25 +751,26 @@ func (fs moneyFields) set(name, raw string, val any) {
 // Snapshot reads the account's fields as its queued scripts leave them
 // (under the queue's lock, held on when exclusive, so that no decision of
 // this replica on the account runs beside it).
-func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (LedgerView, Stamp, error) {
+func (l *Ledger) Snapshot(accountID, keyHash string, exclusive bool) (ledger.View, ledger.Stamp, error) {
 	q := l.queueOf(accountID)
 	l.lockQueue(q)
-	t := now()
+	t := l.now()
 	l.k.RLock()
 	lv, err := l.readLevels(l.view(q, accountID), accountID, keyHash, "", "", "")
 	l.k.RUnlock()
 	if err != nil {
 		l.unlockQueue(q)
-		return LedgerView{}, Stamp{}, err
+		return ledger.View{}, ledger.Stamp{}, err
 	}
-	st := Stamp{accountID: accountID, keyHash: keyHash, at: t, shared: lv, queue: q}
+	lv.queue = q
+	st := ledger.Stamp{AccountID: accountID, KeyHash: keyHash, At: t, Shared: lv}
 	if exclusive {
-		st.lock = l.queueLock(q)
+		st.Lock = l.queueLock(q)
 	} else {
 		l.unlockQueue(q)
 	}
-	v, _ := lv.view(t)
-	st.inFlightHeld = v.InFlightHeld
+	v := lv.view(t)
+	st.InFlightHeld = v.InFlightHeld
 	return v, st, nil
 }
 
@@ -734,16 +778,16 @@ func (l *sharedLedger) Snapshot(accountID, keyHash string, exclusive bool) (Ledg
 // snapshot read: first against the fields as this replica's queued scripts
 // leave them (a decision on older strings would fail, and fail the rest of
 // its batch with it), then in Redis against what other replicas wrote.
-func (l *sharedLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
-	q := st.queue
-	if st.lock == nil {
+func (l *Ledger) Commit(st ledger.Stamp, h ledger.Holds) (*ledger.Reservation, error) {
+	q := st.Shared.(*fieldLevels).queue
+	if st.Lock == nil {
 		l.lockQueue(q)
-		st.lock = l.queueLock(q)
-	} else if st.lock.released {
-		return nil, ErrStale
+		st.Lock = l.queueLock(q)
+	} else if st.Lock.Released() {
+		return nil, ledger.ErrStale
 	}
 	res, p, lead, err := l.queueCommit(st, h)
-	st.lock.release()
+	st.Lock.Release()
 	if err != nil {
 		return nil, err
 	}
@@ -752,7 +796,7 @@ func (l *sharedLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
 		return nil, err
 	}
 	if status != 1 {
-		return nil, ErrStale // the current fields are adopted: decide again
+		return nil, ledger.ErrStale // the current fields are adopted: decide again
 	}
 	l.liveMu.Lock()
 	l.live[p.sc.leaseMember] = res.AccountID
@@ -764,33 +808,34 @@ func (l *sharedLedger) Commit(st Stamp, h Holds) (*Reservation, error) {
 // queueCommit queues the script of a snapshot's holds if the fields it
 // read are still those the account's queued scripts leave. Callers hold
 // the queue's lock.
-func (l *sharedLedger) queueCommit(st Stamp, h Holds) (*Reservation, *queued, bool, error) {
-	lv, q := st.shared, st.queue
+func (l *Ledger) queueCommit(st ledger.Stamp, h ledger.Holds) (*ledger.Reservation, *queued, bool, error) {
+	lv := st.Shared.(*fieldLevels)
+	q := lv.queue
 	l.k.RLock()
-	fresh := lv.hold == nil && lv.unchanged(l.view(q, st.accountID))
+	fresh := lv.hold == nil && lv.unchanged(l.view(q, st.AccountID))
 	l.k.RUnlock()
 	if !fresh {
-		return nil, nil, false, ErrStale
+		return nil, nil, false, ledger.ErrStale
 	}
-	if !lv.figures.Fits(h, st.inFlightHeld) {
+	if !lv.figures.Fits(h, st.InFlightHeld) {
 		return nil, nil, false, money.ErrAmountRange
 	}
 	resID := newReservationID()
-	res := &Reservation{AccountID: st.accountID, KeyHash: st.keyHash, Holds: h}
-	rec := lv.place(res, st.at)
+	res := &ledger.Reservation{AccountID: st.AccountID, KeyHash: st.KeyHash, Holds: h}
+	rec := lv.place(res, st.At)
 	lv.holdField, lv.hold = fieldRead{name: "h:" + resID}, rec
 	triples, values := lv.writes()
-	sc := script{accountID: st.accountID, leaseOp: "add", leaseMember: st.accountID + "\n" + resID,
-		leaseScore: st.at.Add(l.lease).UnixMilli(), triples: triples, values: values}
-	if c := l.keyCeiling.Load(); c != nil && st.keyHash != "" {
-		sc.ceiling, sc.ceilingKey = c, l.lay.AccountKey(st.accountID, "~ab/"+st.keyHash)
+	sc := script{accountID: st.AccountID, leaseOp: "add", leaseMember: st.AccountID + "\n" + resID,
+		leaseScore: st.At.Add(l.lease).UnixMilli(), triples: triples, values: values}
+	if c := l.keyCeiling.Load(); c != nil && st.KeyHash != "" {
+		sc.ceiling, sc.ceilingKey = c, l.lay.AccountKey(st.AccountID, "~ab/"+st.KeyHash)
 	}
 	p, lead := q.enqueue(sc)
 	return res, p, lead, nil
 }
 
 // Abandon lets go of the account's lock, if the snapshot holds it.
-func (l *sharedLedger) Abandon(st Stamp) { st.lock.release() }
+func (l *Ledger) Abandon(st ledger.Stamp) { st.Lock.Release() }
 
 // unchanged reports whether every field the levels were read from still
 // reads the same in fv. Callers hold the kernel's lock.
@@ -804,11 +849,11 @@ func (lv *fieldLevels) unchanged(fv fieldView) bool {
 }
 
 // view is the LedgerView of these levels at t, and the in-flight state.
-func (lv *fieldLevels) view(t time.Time) (LedgerView, *inFlightState) {
+func (lv *fieldLevels) view(t time.Time) ledger.View {
 	fa := lv.figures.Account
 	a := *lv.acct
 	a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = fa.Usage, fa.BYOKUsage, fa.FreeDay, fa.FreeMinute
-	v := LedgerView{Now: t, Account: a, AccountHeld: fa.Held}
+	v := ledger.View{Now: t, Account: a, AccountHeld: fa.Held}
 	if lv.key != nil {
 		v.Key = *lv.key
 		v.Key.Usage, v.Key.BYOKUsage = lv.ks.Usage, lv.ks.BYOKUsage
@@ -824,28 +869,27 @@ func (lv *fieldLevels) view(t time.Time) (LedgerView, *inFlightState) {
 		m.Usage, m.BYOKUsage = lv.mm.Usage, lv.mm.BYOKUsage
 		v.Member, v.MemberHeld = &m, lv.mm.Held
 	}
-	st := lv.inFlight(t)
-	v.InFlightHeld, v.NextRelease = st.held(), st.nextRelease(t)
-	return v, st
+	v.InFlightHeld, v.NextRelease = lv.inFlight(t)
+	return v
 }
 
 // place adds an admitted request's holds to the levels (levels.Place)
 // and returns its hold record.
-func (lv *fieldLevels) place(res *Reservation, t time.Time) *holdRecord {
+func (lv *fieldLevels) place(res *ledger.Reservation, t time.Time) *holdRecord {
 	h := res.Holds
 	p := lv.figures.Place(h, t)
-	res.placed = p
+	res.Placed = p
 	rec := &holdRecord{Hold: h.Hold, InFlight: h.InFlight, Credits: h.Credits, KeyOnly: h.KeyOnly}
 	if p.OnKey {
 		rec.Key = res.KeyHash
 	}
 	if p.OnWorkspace {
 		rec.Workspace, rec.WSHold = lv.ws.ID, p.Workspace
-		res.workspace = res.AccountID + "/" + lv.ws.ID
+		res.Workspace = res.AccountID + "/" + lv.ws.ID
 	}
 	if p.OnMember {
 		rec.Member = lv.member.ID
-		res.member = res.AccountID + "/" + lv.member.ID
+		res.Member = res.AccountID + "/" + lv.member.ID
 	}
 	return rec
 }
@@ -855,19 +899,19 @@ func (lv *fieldLevels) unhold(rec *holdRecord) { lv.figures.Unhold(rec.placed())
 
 // readHeld reads the levels a reservation holds, with its hold record, as
 // the account's queued scripts leave them. Callers hold the queue's lock.
-func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*fieldLevels, error) {
+func (l *Ledger) readHeld(q *acctQueue, res *ledger.Reservation) (*fieldLevels, error) {
 	wsID, memberID := "", ""
-	if _, id, ok := strings.Cut(res.workspace, "/"); ok {
+	if _, id, ok := strings.Cut(res.Workspace, "/"); ok {
 		wsID = id
 	}
-	if _, id, ok := strings.Cut(res.member, "/"); ok {
+	if _, id, ok := strings.Cut(res.Member, "/"); ok {
 		memberID = id
 	}
 	l.liveMu.Lock()
 	resID, ok := l.ids[res]
 	l.liveMu.Unlock()
 	if !ok {
-		return nil, ErrSettled
+		return nil, ledger.ErrSettled
 	}
 	l.k.RLock()
 	defer l.k.RUnlock()
@@ -875,7 +919,7 @@ func (l *sharedLedger) readHeld(q *acctQueue, res *Reservation) (*fieldLevels, e
 }
 
 // member is a reservation's lease member.
-func (l *sharedLedger) member(res *Reservation) string {
+func (l *Ledger) member(res *ledger.Reservation) string {
 	l.liveMu.Lock()
 	defer l.liveMu.Unlock()
 	return res.AccountID + "\n" + l.ids[res]
@@ -883,7 +927,7 @@ func (l *sharedLedger) member(res *Reservation) string {
 
 // Settle releases the holds, charges every level and writes the
 // generation record in one script, once.
-func (l *sharedLedger) Settle(res *Reservation, c Charge) error {
+func (l *Ledger) Settle(res *ledger.Reservation, c ledger.Charge) error {
 	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
 		p, lead, ch, err := l.queueSettle(q, res, c)
@@ -895,7 +939,7 @@ func (l *sharedLedger) Settle(res *Reservation, c Charge) error {
 			return err
 		}
 		if status == 1 || status == 2 {
-			res.done = true
+			res.Done = true
 			l.forget(res, p.sc.leaseMember)
 			if status == 1 && ch.Generation != nil {
 				l.publish(*ch.Generation)
@@ -903,18 +947,18 @@ func (l *sharedLedger) Settle(res *Reservation, c Charge) error {
 			return nil
 		}
 	}
-	return ErrContended
+	return ledger.ErrContended
 }
 
 // queueSettle computes a settlement on the account's fields as its queued
 // scripts leave them, and queues its script.
-func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*queued, bool, Charge, error) {
+func (l *Ledger) queueSettle(q *acctQueue, res *ledger.Reservation, c ledger.Charge) (*queued, bool, ledger.Charge, error) {
 	l.lockQueue(q)
 	defer l.unlockQueue(q)
-	if res.done {
-		return nil, false, c, ErrSettled
+	if res.Done {
+		return nil, false, c, ledger.ErrSettled
 	}
-	t := now()
+	t := l.now()
 	lv, err := l.readHeld(q, res)
 	if err != nil {
 		return nil, false, c, err
@@ -923,8 +967,8 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 		lv.unhold(lv.hold)
 		lv.hold = nil
 	}
-	ch := c.within(lv.figures.Account.Usage, lv.figures.Account.BYOKUsage)
-	lv.figures.Charge(ch.levels(), t)
+	ch := c.Within(lv.figures.Account.Usage, lv.figures.Account.BYOKUsage)
+	lv.figures.Charge(ch.Levels(), t)
 	if levels.KeepsSettling(res.Holds.InFlight, ch.Cost, ch.SettlementWindow) {
 		lv.settling = keepSettling(lv.settling, t, ch.SettlementWindow, ch.Cost)
 	}
@@ -935,12 +979,12 @@ func (l *sharedLedger) queueSettle(q *acctQueue, res *Reservation, c Charge) (*q
 		if err != nil {
 			return nil, false, c, err
 		}
-		sc.genID, sc.genKey, sc.genValue = g.ID, l.lay.AccountKey(res.AccountID, prefixGeneration+g.ID), string(b)
-		if ms, ok := generationMillis(g.ID); ok && l.storedUntil != nil {
+		sc.genID, sc.genKey, sc.genValue = g.ID, l.lay.AccountKey(res.AccountID, record.GenerationPrefix+g.ID), string(b)
+		if ms, ok := record.GenerationMillis(g.ID); ok && l.storedUntil != nil {
 			sc.genExpireAt = l.storedUntil(ms)
 		}
 		if g.UpstreamID != "" && g.UpstreamID != g.ID && !g.UpstreamIDHidden {
-			sc.upKey, sc.upValue = l.lay.AccountKey(res.AccountID, prefixUpstreamID+g.AccountID+"/"+g.UpstreamID), string(jsonstr.Quote(g.ID))
+			sc.upKey, sc.upValue = l.lay.AccountKey(res.AccountID, record.UpstreamIDPrefix+g.AccountID+"/"+g.UpstreamID), string(jsonstr.Quote(g.ID))
 		}
 	}
 	sc.triples, sc.values = lv.writes()
@@ -975,7 +1019,7 @@ func keepSettling(s []settleEntry, t time.Time, window time.Duration, cost money
 }
 
 // Release takes the reservation's holds off the account's fields.
-func (l *sharedLedger) Release(res *Reservation) error {
+func (l *Ledger) Release(res *ledger.Reservation) error {
 	q := l.queueOf(res.AccountID)
 	for range maxAttempts {
 		p, lead, err := l.queueRelease(q, res)
@@ -987,29 +1031,29 @@ func (l *sharedLedger) Release(res *Reservation) error {
 			return err
 		}
 		if status == 1 {
-			res.done = true
+			res.Done = true
 			l.forget(res, p.sc.leaseMember)
 			return nil
 		}
 	}
-	return ErrContended
+	return ledger.ErrContended
 }
 
 // queueRelease queues the script that takes a reservation's holds off the
 // account's fields as its queued scripts leave them; none when they were
 // released meanwhile.
-func (l *sharedLedger) queueRelease(q *acctQueue, res *Reservation) (*queued, bool, error) {
+func (l *Ledger) queueRelease(q *acctQueue, res *ledger.Reservation) (*queued, bool, error) {
 	l.lockQueue(q)
 	defer l.unlockQueue(q)
-	if res.done {
-		return nil, false, ErrSettled
+	if res.Done {
+		return nil, false, ledger.ErrSettled
 	}
 	lv, err := l.readHeld(q, res)
 	if err != nil {
 		return nil, false, err
 	}
 	if lv.hold == nil { // reaped meanwhile
-		res.done = true
+		res.Done = true
 		l.forget(res, l.member(res))
 		return nil, false, nil
 	}
@@ -1021,16 +1065,16 @@ func (l *sharedLedger) queueRelease(q *acctQueue, res *Reservation) (*queued, bo
 	return p, lead, nil
 }
 
-func (l *sharedLedger) forget(res *Reservation, member string) {
+func (l *Ledger) forget(res *ledger.Reservation, member string) {
 	l.liveMu.Lock()
 	delete(l.live, member)
 	delete(l.ids, res)
 	l.liveMu.Unlock()
 }
 
-// start runs the lease keeper until ctx ends: it renews this replica's
+// Start runs the lease keeper until ctx ends: it renews this replica's
 // leases and releases the expired leases of any replica.
-func (l *sharedLedger) start(ctx context.Context) {
+func (l *Ledger) Start(ctx context.Context) {
 	l.ctx = ctx
 	l.wg.Add(1)
 	go func() {
@@ -1044,21 +1088,21 @@ func (l *sharedLedger) start(ctx context.Context) {
 			case <-t.C:
 			}
 			l.renew()
-			if _, err := l.ReapExpired(); err != nil && !errors.Is(err, ErrUnavailable) {
+			if _, err := l.ReapExpired(); err != nil && !errors.Is(err, kernel.ErrUnavailable) {
 				l.log.Error("releasing expired holds failed", zap.Error(err))
 			}
 		}
 	}()
 }
 
-func (l *sharedLedger) wait() { l.wg.Wait() }
+func (l *Ledger) Wait() { l.wg.Wait() }
 
 // later retries do (a settlement or release of res) with a growing
 // backoff while it fails for a reason that passes (retryLater), until it
 // lands or the store closes. On any
 // other failure the request's lease is no longer renewed, so that any
 // replica's reaper releases its holds once it lapses.
-func (l *sharedLedger) later(res *Reservation, what string, do func() error) {
+func (l *Ledger) later(res *ledger.Reservation, what string, do func() error) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -1070,7 +1114,7 @@ func (l *sharedLedger) later(res *Reservation, what string, do func() error) {
 			case <-time.After(backoff):
 			}
 			err := do()
-			if err == nil || errors.Is(err, ErrSettled) {
+			if err == nil || errors.Is(err, ledger.ErrSettled) {
 				return
 			}
 			if !retryLater(err) {
@@ -1086,15 +1130,15 @@ func (l *sharedLedger) later(res *Reservation, what string, do func() error) {
 // may land if tried again: Redis could not be reached, or other replicas
 // changed the account's counters at every attempt (maxAttempts).
 func retryLater(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrContended)
+	return errors.Is(err, kernel.ErrUnavailable) || errors.Is(err, ledger.ErrContended)
 }
 
 // abandon stops renewing res's lease: its holds are released by a
 // reaper once it lapses, as a dead replica's are.
-func (l *sharedLedger) abandon(res *Reservation) { l.forget(res, l.member(res)) }
+func (l *Ledger) abandon(res *ledger.Reservation) { l.forget(res, l.member(res)) }
 
 // renew extends the leases of this replica's running requests.
-func (l *sharedLedger) renew() {
+func (l *Ledger) renew() {
 	l.liveMu.Lock()
 	members := make([]string, 0, len(l.live))
 	for m := range l.live {
@@ -1104,7 +1148,7 @@ func (l *sharedLedger) renew() {
 	if len(members) == 0 {
 		return
 	}
-	score := float64(now().Add(l.lease).UnixMilli())
+	score := float64(l.now().Add(l.lease).UnixMilli())
 	byBucket := map[int][]redis.Z{}
 	for _, m := range members {
 		accountID, _, _ := strings.Cut(m, "\n")
@@ -1127,9 +1171,9 @@ func (l *sharedLedger) renew() {
 // no replica could renew its leases while Redis was down, and a live one
 // renews them within a third of a lease once it is back, so until then
 // an expired lease does not mean a dead replica.
-func (l *sharedLedger) ReapExpired() (int, error) {
+func (l *Ledger) ReapExpired() (int, error) {
 	ctx, cancel := ctxTimeout()
-	nowMS := now().UnixMilli()
+	nowMS := l.now().UnixMilli()
 	// Every bucket's lease set, in one round trip (per master).
 	cmds := make([]*redis.StringSliceCmd, l.lay.Buckets())
 	_, err := l.rb.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -1166,7 +1210,7 @@ func (l *sharedLedger) ReapExpired() (int, error) {
 	return n, nil
 }
 
-func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) (bool, error) {
+func (l *Ledger) reapOne(accountID, resID, member string, nowMS int64) (bool, error) {
 	defer l.lockAccount(accountID)()
 	if err := l.refreshLocked(accountID); err != nil {
 		return false, err
@@ -1183,7 +1227,7 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) (bo
 		}
 		lv, err := l.readLevels(fieldView{raw: l.raw[accountID]}, accountID, rec.Key, rec.Workspace, rec.Member, "h:"+resID)
 		l.k.RUnlock()
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, kernel.ErrNotFound) {
 			return false, nil
 		}
 		if err != nil {
@@ -1202,12 +1246,12 @@ func (l *sharedLedger) reapOne(accountID, resID, member string, nowMS int64) (bo
 			return status == 1, err
 		}
 	}
-	return false, ErrContended
+	return false, ledger.ErrContended
 }
 
 // refreshLocked re-reads an account's fields. Callers hold the account's
 // locks (lockAccount).
-func (l *sharedLedger) refreshLocked(accountID string) error {
+func (l *Ledger) refreshLocked(accountID string) error {
 	ctx, cancel := ctxTimeout()
 	defer cancel()
 	m, err := l.rb.Client().HGetAll(ctx, l.moneyKey(accountID)).Result()
@@ -1217,17 +1261,17 @@ func (l *sharedLedger) refreshLocked(accountID string) error {
 	l.seq.Add(1)
 	l.k.Lock()
 	l.raw[accountID] = newMoneyFields(m)
-	l.overlay(accountID)
+	l.Overlay(accountID)
 	l.k.Unlock()
 	return nil
 }
 
-// refresh re-reads the fields other replicas' scripts changed, by
+// Refresh re-reads the fields other replicas' scripts changed, by
 // account, in one round trip. The read runs without mu, so that this
 // replica's admissions do not wait on it; it is applied only if no script
 // of this replica ran meanwhile (else it is read again under mu), so an
 // older answer never overwrites a newer one.
-func (l *sharedLedger) refresh(fields map[string][]string) error {
+func (l *Ledger) Refresh(fields map[string][]string) error {
 	seq := l.seq.Load()
 	vals, err := l.readFields(fields)
 	if err != nil {
@@ -1255,7 +1299,7 @@ func (l *sharedLedger) refresh(fields map[string][]string) error {
 }
 
 // readFields reads fields by account in one pipeline.
-func (l *sharedLedger) readFields(fields map[string][]string) (map[string][]any, error) {
+func (l *Ledger) readFields(fields map[string][]string) (map[string][]any, error) {
 	ctx, cancel := ctxTimeout()
 	defer cancel()
 	cmds := map[string]*redis.SliceCmd{}
@@ -1283,76 +1327,59 @@ func newReservationID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// KeyCeiling is a per-key abuse ceiling: Requests per Window, bursts up to
-// Burst.
-type KeyCeiling struct {
-	Requests float64
-	Window   time.Duration
-	Burst    int
-}
-
-// CeilingError is a refusal of the shared per-key abuse ceiling: Burst
-// requests at once, the next token at Reset.
-type CeilingError struct {
-	Burst int
-	Reset time.Time
-}
-
-func (e *CeilingError) Error() string { return "the key's abuse ceiling is reached" }
-
-// admissible is nil when the replica may decide a reservation now:
+// Admissible is nil when the replica may decide a reservation now:
 // ErrUnavailable while Redis cannot be reached, ErrResyncing while the
 // replica is not synced.
-func (l *sharedLedger) admissible() error {
+func (l *Ledger) Admissible() error {
 	if l.rb.Synced() {
 		return nil
 	}
 	if !l.rb.Available() {
-		return ErrUnavailable
+		return kernel.ErrUnavailable
 	}
-	return ErrResyncing
+	return ledger.ErrResyncing
 }
 
-// settleFailed: the provider answered, so a charge Redis could not take
+// SettleFailed: the provider answered, so a charge Redis could not take
 // is owed: it lands once Redis answers again, or once other replicas stop
 // changing the account's counters at every attempt (a settled generation
 // is never written twice), though this request reports the failure. A
 // charge that cannot land stops its lease's renewal, so that its holds
 // are released.
-func (l *sharedLedger) settleFailed(res *Reservation, c Charge, err error) {
+func (l *Ledger) SettleFailed(res *ledger.Reservation, c ledger.Charge, err error) {
 	l.failed(res, err, "charge", func() error { return l.Settle(res, c) })
 }
 
-// releaseFailed retries a release as settleFailed retries a settlement.
+// ReleaseFailed retries a release as SettleFailed retries a settlement.
 // Until it lands or its lease lapses the holds stay held: a renewed lease
 // is never reaped.
-func (l *sharedLedger) releaseFailed(res *Reservation, err error) {
+func (l *Ledger) ReleaseFailed(res *ledger.Reservation, err error) {
 	l.failed(res, err, "release", func() error { return l.Release(res) })
 }
 
 // failed follows a settlement or release of res (do, named what) that
 // failed for err: retried later when err passes (retryLater), else the
 // lease's renewal stops; nothing when res was settled already.
-func (l *sharedLedger) failed(res *Reservation, err error, what string, do func() error) {
+func (l *Ledger) failed(res *ledger.Reservation, err error, what string, do func() error) {
 	switch {
 	case retryLater(err):
 		l.later(res, what, do)
-	case !errors.Is(err, ErrSettled):
+	case !errors.Is(err, ledger.ErrSettled):
 		l.abandon(res)
 	}
 }
 
-// shareKeyCeiling sets the per-key abuse ceiling taken in the admission
+// ShareKeyCeiling sets the per-key abuse ceiling taken in the admission
 // script; nil (or a ceiling without a rate) removes it.
-func (l *sharedLedger) shareKeyCeiling(c *KeyCeiling) {
+func (l *Ledger) ShareKeyCeiling(c *ledger.KeyCeiling) {
 	if c != nil && (c.Requests <= 0 || c.Window <= 0 || c.Burst <= 0) {
 		c = nil
 	}
 	l.keyCeiling.Store(c)
 }
 
-// held is what the replica's copy of the account's fields holds.
-func (l *sharedLedger) held(accountID, keyHash string) (account, key money.Amount) {
+// Held is what the replica's copy of the account's fields holds.
+func (l *Ledger) Held(accountID, keyHash string) (account, key money.Amount) {
 	l.k.RLock()
 	defer l.k.RUnlock()
 	fs := l.raw[accountID]
@@ -1365,4 +1392,19 @@ func (l *sharedLedger) held(accountID, keyHash string) (account, key money.Amoun
 		}
 	}
 	return account, key
+}
+
+// Backend is the Redis backend the ledger runs on.
+func (l *Ledger) Backend() *kernel.RedisBackend { return l.rb }
+
+// MoneyKey is the Redis hash of the account's money fields.
+func (l *Ledger) MoneyKey(accountID string) string { return l.moneyKey(accountID) }
+
+// Renewing reports whether this replica still renews the lease of res:
+// until it is settled or released, or its settlement is given up.
+func (l *Ledger) Renewing(res *ledger.Reservation) bool {
+	l.liveMu.Lock()
+	defer l.liveMu.Unlock()
+	_, ok := l.ids[res]
+	return ok
 }

@@ -1,4 +1,4 @@
-package storage
+package sharedledger
 
 import (
 	"encoding/json"

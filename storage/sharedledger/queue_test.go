@@ -1,4 +1,4 @@
-package storage
+package sharedledger
 
 import (
 	"errors"
@@ -13,11 +13,12 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 )
 
 // queueScripts queues scripts on an account as requests do and sends them
 // in one batch, returning their outcomes.
-func queueScripts(t *testing.T, l *sharedLedger, accountID string, scs ...script) []queueEvent {
+func queueScripts(t *testing.T, l *Ledger, accountID string, scs ...script) []queueEvent {
 	t.Helper()
 	q := l.queueOf(accountID)
 	l.lockQueue(q)
@@ -52,8 +53,7 @@ func queueScripts(t *testing.T, l *sharedLedger, accountID string, scs ...script
 
 func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 	srv := redistest.Start(t)
-	st := openSharedReplica(t, srv, "q:")
-	l := sharedOf(t, st)
+	l := openReplica(t, srv, "q:", 0).l
 	rc := l.rb.Client()
 	if err := casScript.Load(t.Context(), rc).Err(); err != nil {
 		t.Fatal(err)
@@ -93,8 +93,7 @@ func TestSharedBatchRunsInOrderAndFailsTogether(t *testing.T) {
 // deleted, written again, or refused (unchanged).
 func TestSharedBatchReadsFieldsAsItsScriptsLeaveThem(t *testing.T) {
 	srv := redistest.Start(t)
-	st := openSharedReplica(t, srv, "f:")
-	l := sharedOf(t, st)
+	l := openReplica(t, srv, "f:", 0).l
 	rc := l.rb.Client()
 	if err := rc.HSet(t.Context(), "f:{tg}~m/acct", "k:y", "1").Err(); err != nil {
 		t.Fatal(err)
@@ -120,8 +119,7 @@ func TestSharedBatchReadsFieldsAsItsScriptsLeaveThem(t *testing.T) {
 // script is sent again, each of its calls once.
 func TestSharedBatchAfterScriptFlush(t *testing.T) {
 	srv := redistest.Start(t)
-	st := openSharedReplica(t, srv, "n:")
-	l := sharedOf(t, st)
+	l := openReplica(t, srv, "n:", 0).l
 	rc := l.rb.Client()
 	if err := rc.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatal(err)
@@ -146,14 +144,14 @@ func TestSharedBatchAfterScriptFlush(t *testing.T) {
 // account's other requests, decided and sent beside them.
 func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 	srv := redistest.Start(t)
-	st := openSharedReplica(t, srv, "b:")
-	st.ShareKeyCeiling(&KeyCeiling{Requests: 1, Window: time.Hour, Burst: 3})
-	rc := sharedOf(t, st).rb.Client()
+	r := openReplica(t, srv, "b:", 0)
+	r.l.ShareKeyCeiling(&ledger.KeyCeiling{Requests: 1, Window: time.Hour, Burst: 3})
+	rc := r.rb.Client()
 	if err := casScript.Load(t.Context(), rc).Err(); err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := st.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
-	k, _, _ := st.CreateAPIKey(NewAPIKey{AccountID: acct.ID, Name: "k"})
+	const acctID = "acct-b"
+	k := addAccount(acctID, nil, r)
 	var admitted, refused, keyless, charged atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -164,8 +162,8 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 			if i%2 == 0 {
 				keyHash = "" // no key: no ceiling
 			}
-			res, err := st.Reserve(acct.ID, keyHash, Holds{Hold: 1000, InFlight: 1000})
-			var ce *CeilingError
+			res, err := r.reserve(acctID, keyHash, ledger.Holds{Hold: 1000, InFlight: 1000})
+			var ce *ledger.CeilingError
 			switch {
 			case errors.As(err, &ce):
 				refused.Add(1)
@@ -180,7 +178,7 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 				admitted.Add(1)
 			}
 			cost := money.Amount(100 + i)
-			if err := st.Settle(res, Charge{Cost: cost, SettlementWindow: time.Second}); err != nil {
+			if err := r.l.Settle(res, ledger.Charge{Cost: cost, SettlementWindow: time.Second}); err != nil {
 				t.Errorf("settle %d: %v", i, err)
 				return
 			}
@@ -192,17 +190,17 @@ func TestSharedCeilingRefusalsSpareTheAccountsOtherRequests(t *testing.T) {
 	if admitted.Load() != 3 || refused.Load() != 27 || keyless.Load() != 30 {
 		t.Fatalf("key: %d admitted, %d refused (want 3, 27); %d of 30 keyless admitted", admitted.Load(), refused.Load(), keyless.Load())
 	}
-	a, _ := st.Account(acct.ID)
+	a := r.account(acctID)
 	if int64(a.Usage) != charged.Load() {
 		t.Fatalf("account usage %s, charged %d", a.Usage, charged.Load())
 	}
-	held, _ := st.impl.held(acct.ID, "")
+	held, _ := r.held(acctID, "")
 	if held != 0 {
 		t.Fatalf("%s still held after every request ended", held)
 	}
 	// One script per reservation and per settlement: no request was
 	// decided again because a refused one was not applied.
-	q := sharedOf(t, st).queueOf(acct.ID)
+	q := r.l.queueOf(acctID)
 	q.mu.Lock()
 	n := q.seq
 	q.mu.Unlock()

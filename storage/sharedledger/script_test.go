@@ -1,4 +1,4 @@
-package storage
+package sharedledger
 
 import (
 	"testing"
@@ -10,8 +10,7 @@ import (
 // The compare-and-set script itself, against a real redis-server.
 func TestSharedLedgerScript(t *testing.T) {
 	srv := redistest.Start(t)
-	st := openSharedReplica(t, srv, "s:")
-	l := sharedOf(t, st)
+	l := openReplica(t, srv, "s:", 0).l
 	rc := l.rb.Client()
 	ctx := t.Context()
 	run := func(sc script) int64 {
