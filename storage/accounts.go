@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
@@ -17,9 +18,9 @@ import (
 type AccountStore struct {
 	k         *kernel.Kernel
 	accounts  map[string]*Account
-	keys      *keyTable                 // by hash
+	keys      *keytable.Table           // by hash
 	mgmtKeys  map[string]*ManagementKey // by hash
-	keyIdx    keyIndex                  // keys by account
+	keyIdx    keytable.Index            // keys by account
 	mgmtIdx   mgmtKeyIndex              // management keys by account
 	purchases map[string][]Purchase     // by account id
 	codes     map[string]*ConnectCode   // connect authorization codes, by hash
@@ -63,7 +64,7 @@ func (s *AccountStore) kinds() []kernel.Kind {
 		{Prefix: prefixPurchase, Load: s.loadPurchase, Reset: func() { clear(s.purchases) }, Append: true},
 		{Prefix: prefixMgmtKey, Load: s.loadMgmtKey, Reset: func() { clear(s.mgmtKeys); clear(s.mgmtIdx) }, Snapshot: s.mgmtKeySnapshot,
 			Remove: func(key string) { s.dropMgmtKey(key[len(prefixMgmtKey):]) }},
-		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { s.keys.reset(); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot,
+		{Prefix: prefixAPIKey, Load: s.loadAPIKey, Reset: func() { s.keys.Reset(); clear(s.keyIdx) }, Snapshot: s.apiKeySnapshot,
 			Remove: func(key string) { s.dropKey(key[len(prefixAPIKey):]) }},
 		s.connectKinds()[0],
 	}
@@ -219,7 +220,7 @@ func (s *AccountStore) accountOf(id string) (*Account, bool) {
 // keyOf is the API key's published record, never modified. Callers hold
 // the kernel's lock.
 func (s *AccountStore) keyOf(hash string) (*APIKey, bool) {
-	k, ok := s.keys.get(hash)
+	k, ok := s.keys.Get(hash)
 	if !ok {
 		return nil, false
 	}
@@ -230,8 +231,8 @@ func (s *AccountStore) keyOf(hash string) (*APIKey, bool) {
 // workspace. Callers hold the kernel's lock.
 func (s *AccountStore) creatorHasKeysIn(workspaceID, userID string) bool {
 	found := false
-	s.keys.each(func(slot uint32) bool {
-		if c, ok := s.keys.slotCreator(slot); ok && c == userID && s.keys.slotWorkspace(slot) == workspaceID {
+	s.keys.Each(func(slot uint32) bool {
+		if c, ok := s.keys.SlotCreator(slot); ok && c == userID && s.keys.SlotWorkspace(slot) == workspaceID {
 			found = true
 		}
 		return !found
@@ -260,10 +261,10 @@ func (s *AccountStore) ensureDefaultWorkspaceIDs() {
 		}
 	}
 	var moved []APIKey
-	s.keys.each(func(slot uint32) bool {
-		if s.keys.slotWorkspace(slot) == "" {
-			if a, ok := s.accounts[s.keys.slotAccount(slot)]; ok {
-				c := s.keys.at(slot)
+	s.keys.Each(func(slot uint32) bool {
+		if s.keys.SlotWorkspace(slot) == "" {
+			if a, ok := s.accounts[s.keys.SlotAccount(slot)]; ok {
+				c := s.keys.At(slot)
 				c.WorkspaceID = a.DefaultWorkspaceID
 				moved = append(moved, c)
 			}
@@ -335,7 +336,7 @@ func (s *AccountStore) accountSnapshot(key string) any {
 }
 
 func (s *AccountStore) apiKeySnapshot(key string) any {
-	if k, ok := s.keys.get(key[len(prefixAPIKey):]); ok {
+	if k, ok := s.keys.Get(key[len(prefixAPIKey):]); ok {
 		return record.APIKeyJSON(k)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 )
 
 // The analytics rollup lives in package analytics; the store answers its
@@ -88,9 +89,9 @@ func (s *AnalyticsStore) SealRollup(t time.Time) error { return s.a.SealRollup(t
 type analyticsKeys struct{ s *AccountStore }
 
 func (k analyticsKeys) EachKeyCreator(accountID string, fn func(hash, creator string)) {
-	k.s.eachAccountKey(accountID, func(r keyRef) bool {
-		if c, ok := r.creator(); ok {
-			fn(r.hash(), c)
+	k.s.eachAccountKey(accountID, func(r keytable.Ref) bool {
+		if c, ok := r.Creator(); ok {
+			fn(r.Hash(), c)
 		}
 		return true
 	})

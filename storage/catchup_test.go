@@ -10,6 +10,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 )
 
 // The tests of the catch-up after a crash (changesSince): a start reads
@@ -25,7 +26,7 @@ func fullLoad(t *testing.T, dir string) (map[string]APIKey, recordState) {
 	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
 		t.Fatalf("copying the data directory: %v %s", err, out)
 	}
-	for _, f := range []string{keySnapshotFile, recordSnapshotFile} {
+	for _, f := range []string{keytable.SnapshotFile, recordSnapshotFile} {
 		if err := os.Remove(filepath.Join(cp, f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func snapshotsWithoutCleanup(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeKeySnapshot(s.dir, v, s.k, s.keys, false); err != nil {
+	if err := s.keySnapshots().Write(s.keys, v, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), false); err != nil {

@@ -170,7 +170,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 func (s *AccountStore) APIKey(hash string) (APIKey, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
-	return s.keys.get(hash)
+	return s.keys.Get(hash)
 }
 
 // KeyFilter selects keys for ListAPIKeys.
@@ -182,7 +182,7 @@ type KeyFilter struct {
 }
 
 // ListAPIKeys returns one page of an account's keys, most recent first.
-// It walks the account's own keys from the newest (keyIndex) and stops
+// It walks the account's own keys from the newest (keytable.Index) and stops
 // at the page's end, copying only the page's records under the lock; the
 // order (creation, Seq) never changes, so a key created or deleted while a
 // client pages shifts later offsets by one, never reorders them.
@@ -195,17 +195,17 @@ func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
 		return out
 	}
 	skip, visited := f.Offset, 0
-	for i := len(ak.entries) - 1; i >= 0; i-- {
+	for i := ak.Len() - 1; i >= 0; i-- {
 		visited++
-		slot := ak.entries[i].slot
-		if (f.WorkspaceID != "" && s.keys.slotWorkspace(slot) != f.WorkspaceID) || (s.keys.slotDisabled(slot) && !f.IncludeDisabled) {
+		slot := ak.Slot(i)
+		if (f.WorkspaceID != "" && s.keys.SlotWorkspace(slot) != f.WorkspaceID) || (s.keys.SlotDisabled(slot) && !f.IncludeDisabled) {
 			continue
 		}
 		if skip > 0 {
 			skip--
 			continue
 		}
-		out = append(out, s.keys.at(slot))
+		out = append(out, s.keys.At(slot))
 		if f.Limit > 0 && len(out) == f.Limit {
 			break
 		}
@@ -219,7 +219,7 @@ func (s *AccountStore) ListAPIKeys(f KeyFilter) []APIKey {
 // counters cannot be changed through it.
 func (s *AccountStore) UpdateAPIKey(hash string, fn func(*APIKey) error) (APIKey, error) {
 	s.k.Lock()
-	cur, ok := s.keys.get(hash)
+	cur, ok := s.keys.Get(hash)
 	if !ok {
 		s.k.Unlock()
 		return APIKey{}, ErrNotFound
@@ -287,7 +287,7 @@ func (s *AccountStore) DeleteAPIKey(hash string) error {
 // Principal is the authenticated caller behind a key string.
 //
 // Key is a copy of the key's record, made for the caller (the store holds
-// keys in a compact table, keyTable); MgmtKey points at the store's
+// keys in a compact table, keytable.Table); MgmtKey points at the store's
 // snapshot, which is never modified (every change publishes a new
 // record). Callers must not modify MgmtKey.
 type Principal struct {
@@ -320,11 +320,11 @@ func (s *AccountStore) AuthenticateInto(secret string, k *APIKey) (Principal, er
 	hash := HashSecret(secret)
 	s.k.RLock()
 	defer s.k.RUnlock()
-	if slot, ok := s.keys.lookup(hash); ok {
+	if slot, ok := s.keys.Lookup(hash); ok {
 		if k == nil {
 			k = new(APIKey)
 		}
-		s.keys.read(slot, hash, k)
+		s.keys.Read(slot, hash, k)
 		return Principal{Hash: hash, AccountID: k.AccountID, Key: k, MgmtKey: noManagementKey}, nil
 	}
 	if m, ok := s.mgmtKeys[hash]; ok {
@@ -345,7 +345,7 @@ func utcPtr(t *time.Time) *time.Time {
 // Callers hold the kernel's lock.
 func (s *AccountStore) checkKeyHashes(accountID string, hashes []string) error {
 	for _, h := range hashes {
-		if a, ok := s.keys.accountOf(h); !ok || a != accountID {
+		if a, ok := s.keys.AccountOf(h); !ok || a != accountID {
 			return fmt.Errorf("%w: allowed_api_key_hashes: %q is not an API key of this account", ErrInvalid, h)
 		}
 	}

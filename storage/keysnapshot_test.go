@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 )
 
 // snapshotFixture fills a store on disk with keys of every shape: limits,
@@ -48,9 +49,9 @@ func snapshotFixture(t *testing.T, s *Store) (acct Account, hashes []string) {
 		t.Fatal(err)
 	}
 	s.k.Lock()
-	c, _ := s.keys.get(hashes[1])
+	c, _ := s.keys.Get(hashes[1])
 	c.Usage = c.Usage.Add(now(), 1234)
-	s.keys.setCounters(c.Hash, c.Usage, c.BYOKUsage)
+	s.keys.SetCounters(c.Hash, c.Usage, c.BYOKUsage)
 	b := s.k.MarkDirty(prefixAPIKey + c.Hash)
 	s.k.Unlock()
 	if err := b.Wait(); err != nil {
@@ -65,7 +66,7 @@ func keysOf(s *Store, accountID string) []APIKey {
 
 func snapshotExists(t *testing.T, dir string) bool {
 	t.Helper()
-	_, err := os.Stat(filepath.Join(dir, keySnapshotFile))
+	_, err := os.Stat(filepath.Join(dir, keytable.SnapshotFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestKeySnapshotRestoresKeys(t *testing.T) {
 	}
 	// A snapshot's temporary file, as a process killed while it wrote
 	// one leaves it.
-	if err := os.WriteFile(filepath.Join(dir, keySnapshotFile+".123"), []byte("partial"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, keytable.SnapshotFile+".123"), []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s = openTemp(t, dir)
@@ -98,7 +99,7 @@ func TestKeySnapshotRestoresKeys(t *testing.T) {
 	if !s.keysCurrent || s.keysCaughtUp != 0 {
 		t.Fatalf("a start after a clean close read %d key records", s.keysCaughtUp)
 	}
-	if tmps, _ := filepath.Glob(filepath.Join(dir, keySnapshotFile+".*")); len(tmps) != 0 {
+	if tmps, _ := filepath.Glob(filepath.Join(dir, keytable.SnapshotFile+".*")); len(tmps) != 0 {
 		t.Fatalf("temporary snapshot files left: %v", tmps)
 	}
 	if got := keysOf(s, acct.ID); !reflect.DeepEqual(got, want) {
@@ -136,7 +137,7 @@ func TestKeySnapshotOlderIsCaughtUp(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	old, err := os.ReadFile(filepath.Join(dir, keySnapshotFile))
+	old, err := os.ReadFile(filepath.Join(dir, keytable.SnapshotFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestKeySnapshotOlderIsCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The older snapshot back in place: the database moved on since.
-	if err := os.WriteFile(filepath.Join(dir, keySnapshotFile), old, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, keytable.SnapshotFile), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s = openTemp(t, dir)
@@ -165,11 +166,12 @@ func TestKeySnapshotOlderIsCaughtUp(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, keySnapshotFile)
+	path := filepath.Join(dir, keytable.SnapshotFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	const keySnapshotMagic = "tollgate key table v4\n" // the file's first bytes
 	for name, damage := range map[string]func([]byte) []byte{
 		"a byte of the body":   func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b },
 		"a byte of the header": func(b []byte) []byte { b[len(keySnapshotMagic)+3] ^= 1; return b },
@@ -229,7 +231,7 @@ func BenchmarkOpenKeys(b *testing.B) {
 	if err := s.Close(); err != nil {
 		b.Fatal(err)
 	}
-	old, err := os.ReadFile(filepath.Join(dir, keySnapshotFile))
+	old, err := os.ReadFile(filepath.Join(dir, keytable.SnapshotFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -241,15 +243,15 @@ func BenchmarkOpenKeys(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				if !fromSnapshot {
-					_ = os.Remove(filepath.Join(dir, keySnapshotFile))
+					_ = os.Remove(filepath.Join(dir, keytable.SnapshotFile))
 				}
 				s, err := Open(Options{Dir: dir})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				if s.keysRestored != fromSnapshot || s.keys.len() != accounts*perAccount {
-					b.Fatalf("restored %v, %d keys", s.keysRestored, s.keys.len())
+				if s.keysRestored != fromSnapshot || s.keys.Len() != accounts*perAccount {
+					b.Fatalf("restored %v, %d keys", s.keysRestored, s.keys.Len())
 				}
 				if err := s.Close(); err != nil {
 					b.Fatal(err)
@@ -266,7 +268,7 @@ func BenchmarkOpenKeys(b *testing.B) {
 		var hashes []string
 		for b.Loop() {
 			b.StopTimer()
-			if err := os.WriteFile(filepath.Join(dir, keySnapshotFile), old, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, keytable.SnapshotFile), old, 0o600); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -289,16 +291,16 @@ func BenchmarkOpenKeys(b *testing.B) {
 					}
 				}
 				s.k.RLock()
-				s.keys.each(func(slot uint32) bool {
-					hashes = append(hashes, s.keys.slotHash(slot))
+				s.keys.Each(func(slot uint32) bool {
+					hashes = append(hashes, s.keys.SlotHash(slot))
 					return len(hashes) < accounts*perAccount/100
 				})
 				s.k.RUnlock()
 			}
 			for _, h := range hashes {
 				s.k.Lock()
-				c, _ := s.keys.get(h)
-				s.keys.setCounters(h, c.Usage.Add(now(), 1), c.BYOKUsage)
+				c, _ := s.keys.Get(h)
+				s.keys.SetCounters(h, c.Usage.Add(now(), 1), c.BYOKUsage)
 				s.k.MarkDirty(prefixAPIKey + h)
 				s.k.Unlock()
 			}
@@ -341,12 +343,12 @@ func crashStore(t *testing.T, s *Store) {
 func charge(t *testing.T, s *Store, hash string, amount money.Amount) {
 	t.Helper()
 	s.k.Lock()
-	c, ok := s.keys.get(hash)
+	c, ok := s.keys.Get(hash)
 	if !ok {
 		s.k.Unlock()
 		t.Fatalf("no key %s to charge", hash)
 	}
-	s.keys.setCounters(hash, c.Usage.Add(now(), amount), c.BYOKUsage.Add(now(), amount/2))
+	s.keys.SetCounters(hash, c.Usage.Add(now(), amount), c.BYOKUsage.Add(now(), amount/2))
 	b := s.k.MarkDirty(prefixAPIKey + hash)
 	s.k.Unlock()
 	if err := b.Wait(); err != nil {
@@ -505,21 +507,20 @@ func TestKeySnapshotTracksChangesWhileTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	snapshotStep = nil
-	var tbl keyTable
-	r, err := readKeySnapshot(dir, &tbl)
+	var tbl keytable.Table
+	r, err := keytable.Read(dir, &tbl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range []string{hashes[0], hashes[1], hashes[3]} {
-		id, _ := keyID(h)
-		if _, ok := r.changed[id]; !ok {
+		if !slices.Contains(r.ChangedHashes, h) {
 			t.Errorf("key %s changed during the snapshot is not listed as changed", h)
 		}
-		if tbl.has(h) {
+		if tbl.Has(h) {
 			t.Errorf("the snapshot's table holds key %s, changed while it was taken", h)
 		}
 	}
-	if !tbl.has(hashes[2]) {
+	if !tbl.Has(hashes[2]) {
 		t.Errorf("the snapshot lacks key %s, unchanged", hashes[2])
 	}
 	want := allKeys(s)
@@ -553,8 +554,8 @@ func TestKeySnapshotWrittenWhileKeysChange(t *testing.T) {
 				}
 				s.k.Lock()
 				for _, h := range []string{k.Hash, hashes[w%len(hashes)]} {
-					c, _ := s.keys.get(h)
-					s.keys.setCounters(h, c.Usage.Add(now(), money.Amount(i+1)), c.BYOKUsage)
+					c, _ := s.keys.Get(h)
+					s.keys.SetCounters(h, c.Usage.Add(now(), money.Amount(i+1)), c.BYOKUsage)
 					s.k.MarkDirty(prefixAPIKey + h)
 				}
 				b := s.k.Pending()

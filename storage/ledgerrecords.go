@@ -22,7 +22,7 @@ func (s *AccountStore) ledgerAccount(id string) *Account { return s.accounts[id]
 // caller that does not keep it has it on its stack.
 func (s *AccountStore) ledgerKey(hash string) *APIKey {
 	k := new(APIKey)
-	if !s.keys.readInto(hash, k) {
+	if !s.keys.ReadInto(hash, k) {
 		return nil
 	}
 	return k
@@ -33,8 +33,8 @@ func (s *AccountStore) ledgerKey(hash string) *APIKey {
 // lookup of the hash, no record materialized. ok is false when there is
 // no record.
 func (s *AccountStore) ledgerKeyUsage(hash string) (usage, byok money.UsageCounters, slot uint32, ok bool) {
-	if slot, ok = s.keys.lookup(hash); ok {
-		usage, byok = s.keys.slotCounters(slot)
+	if slot, ok = s.keys.Lookup(hash); ok {
+		usage, byok = s.keys.SlotCounters(slot)
 	}
 	return usage, byok, slot, ok
 }
@@ -42,7 +42,7 @@ func (s *AccountStore) ledgerKeyUsage(hash string) (usage, byok money.UsageCount
 // setKeySlotCounters is setKeyCounters on the slot ledgerKeyUsage
 // returned, under the same hold of the kernel's lock.
 func (s *AccountStore) setKeySlotCounters(slot uint32, sc levels.Scope) {
-	s.keys.storeCounters(&s.keys.slots[slot], sc.Usage, sc.BYOKUsage)
+	s.keys.StoreSlotCounters(slot, sc.Usage, sc.BYOKUsage)
 }
 
 // ledgerAccountIDs calls fn with every account's id.
@@ -68,7 +68,7 @@ func (s *AccountStore) setAccountCounters(id string, a levels.Account) bool {
 // setKeyCounters replaces the key's record with its usage counters taken
 // from sc; false when there is no record.
 func (s *AccountStore) setKeyCounters(hash string, sc levels.Scope) bool {
-	return s.keys.setCounters(hash, sc.Usage, sc.BYOKUsage)
+	return s.keys.SetCounters(hash, sc.Usage, sc.BYOKUsage)
 }
 
 // ledgerWorkspace is the workspace's record; nil when there is none.

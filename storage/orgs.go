@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
@@ -40,7 +41,7 @@ type orgAccounts interface {
 	keyOf(hash string) (*APIKey, bool)
 	// eachAccountKey calls fn for each of an account's keys until it
 	// returns false.
-	eachAccountKey(accountID string, fn func(keyRef) bool)
+	eachAccountKey(accountID string, fn func(keytable.Ref) bool)
 	// eachAccount calls fn with every account.
 	eachAccount(fn func(*Account))
 }

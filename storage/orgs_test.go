@@ -175,7 +175,7 @@ func TestLegacyAccountGetsDefaultWorkspace(t *testing.T) {
 	// a key without workspace.
 	s.k.Lock()
 	delete(s.workspaces, acct.ID)
-	c, _ := s.keys.get(k.Hash)
+	c, _ := s.keys.Get(k.Hash)
 	c.WorkspaceID = ""
 	s.putKey(&c)
 	s.k.MarkDirty(workspaceKey(acct.ID, acct.DefaultWorkspaceID))

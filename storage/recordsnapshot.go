@@ -16,11 +16,12 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 )
 
 // The records' snapshot does for accounts, their purchases and management
 // keys, and workspaces what the key table's does for keys
-// (writeKeySnapshot): at a million keys these 400,000 records were most of
+// (keytable.Snapshots.Write): at a million keys these 400,000 records were most of
 // what a start still read from Badger and decoded. They are written to
 // one file with the database version V it reflects, compactly
 // (encodeAccount and its kin), at a clean close and every keySnapshotEvery while
@@ -94,11 +95,31 @@ type recordSnapshotHeader struct {
 	BodyCRC uint64
 }
 
+// snapshotChunk is how many keys' slots (or counters) one step of the key
+// table's snapshot copies under the lock (keytable.DefaultChunk).
+// snapshotStep, when set, runs between the steps of either snapshot
+// (tests change records there).
+var (
+	snapshotChunk = keytable.DefaultChunk
+	snapshotStep  func()
+)
+
+// keySnapshots writes the key table's snapshots (package keytable).
+func (s *Store) keySnapshots() keytable.Snapshots {
+	return keytable.Snapshots{Dir: s.dir, Kernel: s.k, Prefix: prefixAPIKey, Chunk: snapshotChunk, Step: func() {
+		if snapshotStep != nil {
+			snapshotStep()
+		}
+	}}
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
 // writeRecordSnapshot writes the records of kinds to dir for the database
 // at version v (read before it began), through a temporary file renamed
 // into place. sync: make the database durable first (the file must never
 // be ahead of it after a power loss), and once the file is in place drop
-// the deletion log's entries it makes redundant (as writeKeySnapshot).
+// the deletion log's entries it makes redundant (as the key table's, keytable.Snapshots.Write).
 func writeRecordSnapshot(dir string, v uint64, k *kernel.Kernel, kinds []snapKind, sync bool) error {
 	k.Lock()
 	trackers := make([]*kernel.Tracker, len(kinds))
@@ -192,31 +213,7 @@ func replaceFile(dir, name string, data []byte, k *kernel.Kernel, sync bool) err
 		_ = tmp.Close() // the write failed with err, which is returned
 		return err
 	}
-	return putInPlace(tmp, dir, name, k, sync)
-}
-
-// putInPlace makes a snapshot's complete temporary file dir/name: the file
-// synced and closed, then (sync) the database durable, so that the
-// snapshot is never ahead of it after a power loss, then renamed over the
-// last one, and (sync) the rename durable, so that the deletion log's
-// entries it covers can go. It closes tmp whatever happens.
-func putInPlace(tmp *os.File, dir, name string, k *kernel.Kernel, sync bool) error {
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close() // the sync failed with err, which is returned
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if sync {
-		if err := k.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil || !sync {
-		return err
-	}
-	return kernel.SyncDir(dir)
+	return k.PutInPlace(tmp, dir, name, sync)
 }
 
 // recordSnapshot is a snapshot read back: its version, each kind's

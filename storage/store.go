@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
@@ -91,7 +92,7 @@ type Store struct {
 	feed          kernel.Feed
 	stopFollowing func()
 	log           *zap.Logger
-	// dir holds the key table's snapshot (writeKeySnapshot); empty: none.
+	// dir holds the key table's snapshot (keytable.Snapshots.Write); empty: none.
 	// keysRestored: Open restored the keys from it, reading keysCaughtUp
 	// key records written since (none when keysCurrent), visiting
 	// keysVisited records and deletions to find them.
@@ -223,7 +224,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.ensureDefaultWorkspaces()
 	s.AccountStore.sortKeyIndex()
-	if s.keys.len() >= bigStore {
+	if s.keys.Len() >= bigStore {
 		// The warm-up's garbage (the snapshots' or the decoded records'
 		// buffers) is as large as what it kept: hand it back now, not
 		// over minutes; collected before the collector resumes, so that
@@ -281,11 +282,11 @@ func (s *Store) restoreKeys() bool {
 	if s.dir == "" || !s.k.Versioned() {
 		return false
 	}
-	removeTemporaries(s.dir, keySnapshotFile)
+	removeTemporaries(s.dir, keytable.SnapshotFile)
 	began := time.Now()
-	r, err := readKeySnapshot(s.dir, s.keys)
+	r, err := keytable.Read(s.dir, s.keys)
 	if err == nil {
-		if v, clean := s.k.OpenVersion(); !clean || v != r.version || len(r.changed) > 0 {
+		if v, clean := s.k.OpenVersion(); !clean || v != r.Version || len(r.Changed) > 0 {
 			s.keysCaughtUp, s.keysVisited, err = s.catchUpKeys(r)
 		} else {
 			s.keysCurrent = true
@@ -295,31 +296,31 @@ func (s *Store) restoreKeys() bool {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("not using the key table's snapshot; loading the key records", zap.Error(err))
 		}
-		s.keys.reset()
+		s.keys.Reset()
 		s.keysCaughtUp, s.keysVisited, s.keysCurrent = 0, 0, false
 		return false
 	}
-	s.k.ObserveSeq(r.seq)
-	s.keyIdx = indexTable(s.keys)
+	s.k.ObserveSeq(r.Seq)
+	s.keyIdx = keytable.IndexOf(s.keys)
 	s.keysRestored = true
-	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.len()),
+	s.log.Info("key table restored from its snapshot", zap.Int("keys", s.keys.Len()),
 		zap.Int("records_read", s.keysCaughtUp), zap.Int("records_visited", s.keysVisited), zap.Duration("took", time.Since(began)))
 	return true
 }
 
-// catchUpKeys brings a table restored from a snapshot of version r.version
+// catchUpKeys brings a table restored from a snapshot of version r.Version
 // up to date from what changed since (changesSince): it reads the key
 // records written since and those of the keys changed while the snapshot
 // was taken, and drops the keys deleted since. It returns how many
 // records it read and how many it visited. An error, on any doubt, means
 // the table is not usable.
-func (s *Store) catchUpKeys(r restoredKeys) (read, visited int, err error) {
+func (s *Store) catchUpKeys(r keytable.Restored) (read, visited int, err error) {
 	t := s.keys
-	changed := make([]string, len(r.changedHashes))
-	for i, h := range r.changedHashes {
+	changed := make([]string, len(r.ChangedHashes))
+	for i, h := range r.ChangedHashes {
 		changed[i] = prefixAPIKey + h
 	}
-	visited, err = s.changesSince(prefixAPIKey, r.version, changed, func(key, v []byte) error {
+	visited, err = s.changesSince(prefixAPIKey, r.Version, changed, func(key, v []byte) error {
 		read++
 		hash := codec.BytesString(key[len(prefixAPIKey):]) // only during the call
 		var k APIKey
@@ -329,11 +330,11 @@ func (s *Store) catchUpKeys(r restoredKeys) (read, visited int, err error) {
 		if k.Hash != hash {
 			return fmt.Errorf("the record %q holds key %q", key, k.Hash)
 		}
-		t.put(&k)
+		t.Put(&k)
 		s.k.ObserveSeq(k.Seq)
 		return nil
 	}, func(key []byte) error {
-		t.remove(codec.BytesString(key[len(prefixAPIKey):]))
+		t.Remove(codec.BytesString(key[len(prefixAPIKey):]))
 		return nil
 	})
 	return read, visited, err
@@ -499,7 +500,7 @@ func (s *Store) snapshotKeys() error {
 	if err != nil {
 		return err
 	}
-	return writeKeySnapshot(s.dir, v, s.k, s.keys, true)
+	return s.keySnapshots().Write(s.keys, v, true)
 }
 
 // saveSnapshots writes the key table's and the records' snapshots after a
@@ -515,7 +516,7 @@ func (s *Store) saveSnapshots() {
 	if !ok {
 		return // the periodic snapshots stay: older, still right
 	}
-	if err := writeKeySnapshot(s.dir, v, s.k, s.keys, false); err != nil {
+	if err := s.keySnapshots().Write(s.keys, v, false); err != nil {
 		s.log.Warn("writing the key table's snapshot failed; the next start reads more key records", zap.Error(err))
 	}
 	if err := writeRecordSnapshot(s.dir, v, s.k, s.snapKinds(), false); err != nil {
@@ -533,9 +534,9 @@ func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 		AccountStore: &AccountStore{
 			k:         k,
 			accounts:  map[string]*Account{},
-			keys:      newKeyTable(),
+			keys:      keytable.New(),
 			mgmtKeys:  map[string]*ManagementKey{},
-			keyIdx:    keyIndex{},
+			keyIdx:    keytable.Index{},
 			mgmtIdx:   mgmtKeyIndex{},
 			purchases: map[string][]Purchase{},
 			codes:     map[string]*ConnectCode{},

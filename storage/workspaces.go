@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
@@ -248,8 +249,8 @@ func (s *OrgStore) DeleteWorkspace(accountID, ref string) error {
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrForbidden)
 	}
 	n := 0
-	s.acct.eachAccountKey(accountID, func(k keyRef) bool {
-		if k.workspaceID() == w.ID {
+	s.acct.eachAccountKey(accountID, func(k keytable.Ref) bool {
+		if k.WorkspaceID() == w.ID {
 			n++
 		}
 		return true
@@ -403,8 +404,8 @@ func (s *OrgStore) RemoveWorkspaceMembers(accountID, ref string, userIDs []strin
 			return nil, fmt.Errorf("%w: members of the default workspace are the organization's members; deactivate the member instead", ErrInvalid)
 		}
 		var holder string
-		s.acct.eachAccountKey(accountID, func(k keyRef) bool {
-			if c, ok := k.creator(); ok && k.workspaceID() == cur.ID && slices.Contains(userIDs, c) {
+		s.acct.eachAccountKey(accountID, func(k keytable.Ref) bool {
+			if c, ok := k.Creator(); ok && k.WorkspaceID() == cur.ID && slices.Contains(userIDs, c) {
 				holder = c
 				return false
 			}

@@ -1,4 +1,8 @@
-package storage
+// Package keytable is the store's API keys in memory: the table of every
+// key (Table), each account's keys in creation order (Index), and the
+// table's snapshot file, which lets a start skip decoding every key
+// record (Snapshots, Read). Callers hold the kernel's lock.
+package keytable
 
 import (
 	"crypto/sha256"
@@ -8,9 +12,10 @@ import (
 	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-// keyTable holds every API key in memory without a pointer per key: the
+// Table holds every API key in memory without a pointer per key: the
 // garbage collector never walks it. What admission reads per request
 // (hash, account, workspace, creator, limit, expiry, counters) is one
 // fixed-size keySlot in a slice; the rest of the record (name, label,
@@ -22,10 +27,10 @@ import (
 // this is about 180 bytes a key (a map of records was about 1.9 KB, and
 // the collector's work grew with it).
 //
-// A slot's number is stable while the key lives (keyIndex refers to keys
+// A slot's number is stable while the key lives (Index refers to keys
 // by it); a deleted key's slot is reused. Callers hold the kernel's lock
 // (Lock to change the table).
-type keyTable struct {
+type Table struct {
 	slots []keySlot
 	free  []uint32 // deleted slots, reused first
 	index []uint32 // slot+1 by the hash's first bits, linear probing; 0: empty
@@ -82,14 +87,14 @@ const (
 	slotDisabledByAdmin
 )
 
-func newKeyTable() *keyTable {
-	t := &keyTable{}
-	t.reset()
+func New() *Table {
+	t := &Table{}
+	t.Reset()
 	return t
 }
 
 // reset empties the table. Materialized records keep the old arena.
-func (t *keyTable) reset() {
+func (t *Table) Reset() {
 	t.gen++
 	t.slots, t.free, t.live, t.cold, t.dead = nil, nil, 0, nil, 0
 	t.ctrs, t.ctrFree = nil, nil
@@ -148,7 +153,7 @@ func bucket(id *[32]byte, n int) int {
 
 // find returns the slot of id and where the index holds it, or ok false
 // and the empty index entry where it would go.
-func (t *keyTable) find(id *[32]byte) (slot uint32, at int, ok bool) {
+func (t *Table) find(id *[32]byte) (slot uint32, at int, ok bool) {
 	mask := len(t.index) - 1
 	for i := bucket(id, len(t.index)); ; i = (i + 1) & mask {
 		e := t.index[i]
@@ -162,22 +167,22 @@ func (t *keyTable) find(id *[32]byte) (slot uint32, at int, ok bool) {
 }
 
 // lookup returns the live slot of a hash.
-func (t *keyTable) lookup(hash string) (uint32, bool) {
+func (t *Table) Lookup(hash string) (uint32, bool) {
 	id, _ := keyID(hash)
 	s, _, ok := t.find(&id)
 	return s, ok
 }
 
-func (t *keyTable) has(hash string) bool {
-	_, ok := t.lookup(hash)
+func (t *Table) Has(hash string) bool {
+	_, ok := t.Lookup(hash)
 	return ok
 }
 
-func (t *keyTable) len() int { return t.live }
+func (t *Table) Len() int { return t.live }
 
 // accountOf returns the account id of the key.
-func (t *keyTable) accountOf(hash string) (string, bool) {
-	s, ok := t.lookup(hash)
+func (t *Table) AccountOf(hash string) (string, bool) {
+	s, ok := t.Lookup(hash)
 	if !ok {
 		return "", false
 	}
@@ -186,28 +191,28 @@ func (t *keyTable) accountOf(hash string) (string, bool) {
 
 // get materializes the key's record (fresh pointer fields; strings shared
 // with the table, which never changes them).
-func (t *keyTable) get(hash string) (APIKey, bool) {
-	s, ok := t.lookup(hash)
+func (t *Table) Get(hash string) (record.APIKey, bool) {
+	s, ok := t.Lookup(hash)
 	if !ok {
-		return APIKey{}, false
+		return record.APIKey{}, false
 	}
-	var k APIKey
-	t.read(s, hash, &k)
+	var k record.APIKey
+	t.Read(s, hash, &k)
 	return k, true
 }
 
 // readInto is get into k; false, leaving k alone, when there is no such
 // key.
-func (t *keyTable) readInto(hash string, k *APIKey) bool {
-	s, ok := t.lookup(hash)
+func (t *Table) ReadInto(hash string, k *record.APIKey) bool {
+	s, ok := t.Lookup(hash)
 	if ok {
-		t.read(s, hash, k)
+		t.Read(s, hash, k)
 	}
 	return ok
 }
 
 // slotCounters are slot s's usage counters.
-func (t *keyTable) slotCounters(s uint32) (usage, byok money.UsageCounters) {
+func (t *Table) SlotCounters(s uint32) (usage, byok money.UsageCounters) {
 	if c := t.slots[s].ctr; c != 0 {
 		return t.ctrs[c-1].usage, t.ctrs[c-1].byok
 	}
@@ -220,18 +225,18 @@ type keyPtrs struct {
 	expires  time.Time
 	creator  string
 	external string
-	connect  ConnectApp
+	connect  record.ConnectApp
 }
 
 // read fills k from slot s; hash is the key's hash (empty: decoded from the
 // slot).
-func (t *keyTable) read(s uint32, hash string, k *APIKey) {
+func (t *Table) Read(s uint32, hash string, k *record.APIKey) {
 	sl := &t.slots[s]
 	c := coldReader{b: t.cold[sl.coldAt : sl.coldAt+sl.coldLen]}
 	name, label := c.str(), c.str()
 	created, updated := c.time(), c.time()
 	external, hasExternal := c.optStr()
-	var connect ConnectApp
+	var connect record.ConnectApp
 	hasConnect := c.byte() == 1
 	if hasConnect {
 		connect.ID = int64(c.u64())
@@ -242,14 +247,14 @@ func (t *keyTable) read(s uint32, hash string, k *APIKey) {
 	} else if hash == "" {
 		hash = hex.EncodeToString(sl.id[:])
 	}
-	*k = APIKey{
+	*k = record.APIKey{
 		Hash: hash, AccountID: t.strs.get(sl.account), WorkspaceID: t.strs.get(sl.workspace),
 		Name: name, Label: label, Disabled: sl.flags&slotDisabled != 0,
 		LimitReset: money.Interval(t.strs.get(sl.reset)), IncludeBYOKInLimit: sl.flags&slotIncludeBYOK != 0,
 		CreatedAt: created, UpdatedAt: updated, Seq: sl.seq,
 		LimitByAdmin: sl.flags&slotLimitByAdmin != 0, DisabledByAdmin: sl.flags&slotDisabledByAdmin != 0,
 	}
-	k.Usage, k.BYOKUsage = t.slotCounters(s)
+	k.Usage, k.BYOKUsage = t.SlotCounters(s)
 	if sl.flags&(slotLimit|slotExpires|slotCreator) == 0 && !hasExternal && !hasConnect {
 		return
 	}
@@ -278,7 +283,7 @@ func (t *keyTable) read(s uint32, hash string, k *APIKey) {
 
 // put stores a key's record, replacing the one with its hash; it returns
 // the slot and, when it replaced one, the old record's account and Seq.
-func (t *keyTable) put(k *APIKey) (slot uint32, oldAccount string, oldSeq uint64, replaced bool) {
+func (t *Table) Put(k *record.APIKey) (slot uint32, oldAccount string, oldSeq uint64, replaced bool) {
 	id, odd := keyID(k.Hash)
 	s, at, ok := t.find(&id)
 	var ctr uint32
@@ -341,7 +346,7 @@ func (t *keyTable) put(k *APIKey) (slot uint32, oldAccount string, oldSeq uint64
 }
 
 // writeCold appends a record's cold part to the arena.
-func (t *keyTable) writeCold(k *APIKey, odd bool) (at, n uint32) {
+func (t *Table) writeCold(k *record.APIKey, odd bool) (at, n uint32) {
 	start := len(t.cold)
 	b := t.cold
 	b = putStr(b, k.Name)
@@ -368,8 +373,8 @@ func (t *keyTable) writeCold(k *APIKey, odd bool) (at, n uint32) {
 }
 
 // setCounters replaces a key's usage counters in place.
-func (t *keyTable) setCounters(hash string, usage, byok money.UsageCounters) bool {
-	s, ok := t.lookup(hash)
+func (t *Table) SetCounters(hash string, usage, byok money.UsageCounters) bool {
+	s, ok := t.Lookup(hash)
 	if !ok {
 		return false
 	}
@@ -379,7 +384,12 @@ func (t *keyTable) setCounters(hash string, usage, byok money.UsageCounters) boo
 
 // storeCounters sets a slot's counters, giving it an entry in ctrs the
 // first time they are not zero.
-func (t *keyTable) storeCounters(sl *keySlot, usage, byok money.UsageCounters) {
+// StoreSlotCounters is SetCounters on a slot Lookup found.
+func (t *Table) StoreSlotCounters(slot uint32, usage, byok money.UsageCounters) {
+	t.storeCounters(&t.slots[slot], usage, byok)
+}
+
+func (t *Table) storeCounters(sl *keySlot, usage, byok money.UsageCounters) {
 	if sl.ctr == 0 {
 		if usage == (money.UsageCounters{}) && byok == (money.UsageCounters{}) {
 			return
@@ -396,7 +406,7 @@ func (t *keyTable) storeCounters(sl *keySlot, usage, byok money.UsageCounters) {
 }
 
 // remove deletes a key; it returns its slot, account and Seq.
-func (t *keyTable) remove(hash string) (slot uint32, account string, seq uint64, ok bool) {
+func (t *Table) Remove(hash string) (slot uint32, account string, seq uint64, ok bool) {
 	id, _ := keyID(hash)
 	s, at, ok := t.find(&id)
 	if !ok {
@@ -418,7 +428,7 @@ func (t *keyTable) remove(hash string) (slot uint32, account string, seq uint64,
 
 // unindex empties index entry at and shifts the entries after it that
 // probed past it back (deletion without tombstones).
-func (t *keyTable) unindex(at int) {
+func (t *Table) unindex(at int) {
 	mask := len(t.index) - 1
 	for j := (at + 1) & mask; t.index[j] != 0; j = (j + 1) & mask {
 		home := bucket(&t.slots[t.index[j]-1].id, len(t.index))
@@ -432,14 +442,14 @@ func (t *keyTable) unindex(at int) {
 }
 
 // maybeGrow doubles the index past a load of 3/4.
-func (t *keyTable) maybeGrow() {
+func (t *Table) maybeGrow() {
 	if 4*t.live <= 3*len(t.index) {
 		return
 	}
 	t.rebuildIndex(2 * len(t.index))
 }
 
-func (t *keyTable) rebuildIndex(n int) {
+func (t *Table) rebuildIndex(n int) {
 	t.index = make([]uint32, n)
 	mask := n - 1
 	for s := range t.slots {
@@ -456,7 +466,7 @@ func (t *keyTable) rebuildIndex(n int) {
 
 // maybeCompact rewrites the arena once replaced records are most of it:
 // amortized over the records written since, a copy of each live one.
-func (t *keyTable) maybeCompact() {
+func (t *Table) maybeCompact() {
 	if t.dead < 1<<20 || 2*t.dead < len(t.cold) {
 		return
 	}
@@ -475,7 +485,7 @@ func (t *keyTable) maybeCompact() {
 }
 
 // each calls fn with each key's slot until it returns false.
-func (t *keyTable) each(fn func(slot uint32) bool) {
+func (t *Table) Each(fn func(slot uint32) bool) {
 	for s := range t.slots {
 		if t.slots[s].flags&slotLive != 0 && !fn(uint32(s)) {
 			return
@@ -484,29 +494,29 @@ func (t *keyTable) each(fn func(slot uint32) bool) {
 }
 
 // at materializes the record in a live slot.
-func (t *keyTable) at(s uint32) APIKey {
-	var k APIKey
-	t.read(s, "", &k)
+func (t *Table) At(s uint32) record.APIKey {
+	var k record.APIKey
+	t.Read(s, "", &k)
 	return k
 }
 
 // slotHash is a live slot's key hash.
-func (t *keyTable) slotHash(s uint32) string {
+func (t *Table) SlotHash(s uint32) string {
 	sl := &t.slots[s]
 	if sl.flags&slotOddHash == 0 {
 		return hex.EncodeToString(sl.id[:])
 	}
-	var k APIKey
-	t.read(s, "", &k)
+	var k record.APIKey
+	t.Read(s, "", &k)
 	return k.Hash
 }
 
 // slotAccount, slotWorkspace and slotCreator read a live slot's ids
 // without materializing its record.
-func (t *keyTable) slotAccount(s uint32) string   { return t.strs.get(t.slots[s].account) }
-func (t *keyTable) slotWorkspace(s uint32) string { return t.strs.get(t.slots[s].workspace) }
-func (t *keyTable) slotDisabled(s uint32) bool    { return t.slots[s].flags&slotDisabled != 0 }
-func (t *keyTable) slotCreator(s uint32) (string, bool) {
+func (t *Table) SlotAccount(s uint32) string   { return t.strs.get(t.slots[s].account) }
+func (t *Table) SlotWorkspace(s uint32) string { return t.strs.get(t.slots[s].workspace) }
+func (t *Table) SlotDisabled(s uint32) bool    { return t.slots[s].flags&slotDisabled != 0 }
+func (t *Table) SlotCreator(s uint32) (string, bool) {
 	if t.slots[s].flags&slotCreator == 0 {
 		return "", false
 	}

@@ -1,4 +1,4 @@
-package storage
+package keytable
 
 import (
 	"bufio"
@@ -19,8 +19,9 @@ import (
 // The key table's snapshot lets a start skip reading and decoding every
 // key record (at a million keys, most of a start's time): the table is
 // written to one file with the database version V it reflects, at a clean
-// close and every keySnapshotEvery while keys change. A start restores it,
-// then brings it up to date from what changed since (changesSince): the
+// close and every minute while keys change (the store's keySnapshotEvery).
+// A start restores it,
+// then the store brings it up to date from what changed since: the
 // key records written after V (a walk of the versions after V, which
 // skips Badger's older tables whole), those the snapshot marks as
 // changed while it was taken, and the keys deleted after V, which the
@@ -46,17 +47,25 @@ import (
 // this build would miss the deletions its own build made after it,
 // which left no entry in the log: it is another layout, all read.
 const (
-	keySnapshotFile  = "keytable.snapshot"
+	SnapshotFile     = "keytable.snapshot"
 	keySnapshotMagic = "tollgate key table v4\n"
 )
 
-// snapshotChunk is how many slots (or counters) one step copies under the
-// lock: about 1.5 MB, a fraction of a millisecond. snapshotStep, when
-// set, runs between steps (tests change keys there).
-var (
-	snapshotChunk = 16 << 10
-	snapshotStep  func()
-)
+// DefaultChunk is how many slots (or counters) one step of a snapshot
+// copies under the lock: about 1.5 MB, a fraction of a millisecond.
+const DefaultChunk = 16 << 10
+
+// Snapshots writes the table's snapshots of a store's database.
+type Snapshots struct {
+	Dir    string
+	Kernel *kernel.Kernel
+	// Prefix keys the key records (the kernel tracks their changes).
+	Prefix string
+	// Chunk is how many slots one step copies (0: DefaultChunk); Step,
+	// when set, runs between steps (tests change keys there).
+	Chunk int
+	Step  func()
+}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -87,19 +96,23 @@ type keySnapshotHeader struct {
 // cannot track (a new arena); the next one is taken later.
 var errSnapshotVoid = errors.New("the key table changed its arena while its snapshot was taken")
 
-// writeKeySnapshot writes the table to dir for the database at version v
+// Write writes the table to o.Dir for the database at version v
 // (a version read before it began), through a temporary file renamed into
 // place, taking the kernel's lock only to copy a step's slots or counters.
 // Keys changed meanwhile are listed as changed. sync: make the database
 // durable on disk before the file is in place (the snapshot must never be
 // ahead of it after a power loss), and once the file is in place drop
-// the deletion log's entries it makes redundant (forgetDeletions; a
+// the deletion log's entries it makes redundant (kernel.ForgetDeletions; a
 // clean close, the database closed, leaves them to the next snapshot).
-func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync bool) error {
+func (o Snapshots) Write(t *Table, v uint64, sync bool) error {
+	dir, k, chunk := o.Dir, o.Kernel, o.Chunk
+	if chunk <= 0 {
+		chunk = DefaultChunk
+	}
 	if !littleEndian() {
 		return errByteOrder
 	}
-	tmp, err := os.CreateTemp(dir, keySnapshotFile+".*")
+	tmp, err := os.CreateTemp(dir, SnapshotFile+".*")
 	if err != nil {
 		return err
 	}
@@ -114,7 +127,7 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
 
 	k.Lock()
-	tr := k.Track(prefixAPIKey, true)
+	tr := k.Track(o.Prefix, true)
 	gen, slots, ctrs := t.gen, len(t.slots), len(t.ctrs)
 	k.Unlock()
 	abort := func(err error) error {
@@ -126,9 +139,9 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 	// Keys that exist now are in slots[:slots] with counters in
 	// ctrs[:ctrs]; a later slot or counter belongs to a key created since,
 	// which is tracked.
-	buf := make([]keySlot, snapshotChunk)
-	for at := 0; at < slots; at += snapshotChunk {
-		n := min(snapshotChunk, slots-at)
+	buf := make([]keySlot, chunk)
+	for at := 0; at < slots; at += chunk {
+		n := min(chunk, slots-at)
 		k.Lock()
 		if t.gen != gen {
 			k.Unlock()
@@ -136,8 +149,8 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 		}
 		copy(buf, t.slots[at:at+n])
 		k.Unlock()
-		if snapshotStep != nil {
-			snapshotStep()
+		if o.Step != nil {
+			o.Step()
 		}
 		for i := range buf[:n] {
 			h.Seq = max(h.Seq, buf[i].seq)
@@ -145,9 +158,9 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 		// w is buffered and keeps its first error: Flush reports it.
 		_, _ = w.Write(sliceBytes(buf[:n]))
 	}
-	cbuf := make([]keyCounters, snapshotChunk)
-	for at := 0; at < ctrs; at += snapshotChunk {
-		n := min(snapshotChunk, ctrs-at)
+	cbuf := make([]keyCounters, chunk)
+	for at := 0; at < ctrs; at += chunk {
+		n := min(chunk, ctrs-at)
 		k.Lock()
 		copy(cbuf, t.ctrs[at:at+n])
 		k.Unlock()
@@ -170,7 +183,7 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 		_, _ = w.WriteString(s)
 	}
 	for key := range tr.Keys() {
-		hash := key[len(prefixAPIKey):]
+		hash := key[len(o.Prefix):]
 		_, _ = w.Write(nb[:binary.PutUvarint(nb[:], uint64(len(hash)))])
 		_, _ = w.WriteString(hash)
 	}
@@ -188,29 +201,30 @@ func writeKeySnapshot(dir string, v uint64, k *kernel.Kernel, t *keyTable, sync 
 	if err := binary.Write(tmp, binary.LittleEndian, crc32.Checksum(hdr, crcTable)); err != nil {
 		return fail(err)
 	}
-	if err := putInPlace(tmp, dir, keySnapshotFile, k, sync); err != nil || !sync {
+	if err := k.PutInPlace(tmp, dir, SnapshotFile, sync); err != nil || !sync {
 		return err
 	}
-	return forgetDeletions(k, v, prefixAPIKey)
+	_, err = k.ForgetDeletions(o.Prefix, v)
+	return err
 }
 
-// restoredKeys is what readKeySnapshot restored: the version the table
+// Restored is what Read restored: the version the table
 // reflects, the highest Seq, and the keys it does not hold because they
 // changed while the snapshot was taken (their ids, and their hashes), to
 // be read from the database.
-type restoredKeys struct {
-	version       uint64
-	seq           uint64
-	changed       map[[32]byte]struct{}
-	changedHashes []string
+type Restored struct {
+	Version       uint64
+	Seq           uint64
+	Changed       map[[32]byte]struct{}
+	ChangedHashes []string
 }
 
-// readKeySnapshot restores the table from dir's snapshot into t. The file
+// Read restores the table from dir's snapshot into t. The file
 // stays: it remains right for the database (what changed after it is
 // newer there). os.ErrNotExist when there is none.
-func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
-	var r restoredKeys
-	f, err := os.Open(filepath.Join(dir, keySnapshotFile))
+func Read(dir string, t *Table) (Restored, error) {
+	var r Restored
+	f, err := os.Open(filepath.Join(dir, SnapshotFile))
 	if err != nil {
 		return r, err
 	}
@@ -255,8 +269,8 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 	}
 	crc := crc32.New(crcTable)
 	br := bufio.NewReaderSize(io.TeeReader(io.LimitReader(f, int64(size)-int64(len(hdr))-4), crc), 1<<20)
-	var nt keyTable
-	nt.reset()
+	var nt Table
+	nt.Reset()
 	nt.slots = make([]keySlot, h.Slots)
 	nt.ctrs = make([]keyCounters, h.Ctrs)
 	nt.cold = make([]byte, h.Cold)
@@ -288,15 +302,15 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 		nt.strs.ids[s] = uint32(len(nt.strs.list))
 		nt.strs.list = append(nt.strs.list, s)
 	}
-	r.changed = make(map[[32]byte]struct{}, h.Changed)
+	r.Changed = make(map[[32]byte]struct{}, h.Changed)
 	for range h.Changed {
 		hash, ok := str(nil)
 		if !ok {
 			return r, damaged
 		}
 		id, _ := keyID(hash)
-		r.changed[id] = struct{}{}
-		r.changedHashes = append(r.changedHashes, hash)
+		r.Changed[id] = struct{}{}
+		r.ChangedHashes = append(r.ChangedHashes, hash)
 	}
 	if n, _ := io.Copy(io.Discard, br); n != 0 || nt.strs.list[0] != "" {
 		return r, damaged
@@ -304,11 +318,11 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 	if uint64(crc.Sum32()) != h.BodyCRC {
 		return r, errors.New("the key table snapshot fails its checksum")
 	}
-	if err := nt.restore(r.changed); err != nil {
+	if err := nt.restore(r.Changed); err != nil {
 		return r, err
 	}
 	*t = nt
-	r.version, r.seq = h.Version, h.Seq
+	r.Version, r.Seq = h.Version, h.Seq
 	return r, nil
 }
 
@@ -317,7 +331,7 @@ func readKeySnapshot(dir string, t *keyTable) (restoredKeys, error) {
 // hold a slot twice), checks that every other slot's references stay in
 // bounds, and rebuilds what the file does not hold: the free lists, the
 // count of live keys and dead arena bytes, the index.
-func (t *keyTable) restore(changed map[[32]byte]struct{}) error {
+func (t *Table) restore(changed map[[32]byte]struct{}) error {
 	strs := uint32(len(t.strs.list))
 	used := make([]bool, len(t.ctrs))
 	coldLive := 0

@@ -1,8 +1,9 @@
-package storage
+package keytable
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -12,15 +13,23 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-func tableKey(r *rand.Rand, i int) APIKey {
-	_, hash, label := newSecret(APIKeyPrefix)
+// hashSecret is a key's hash as the store makes it: SHA-256 in hex.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+func tableKey(r *rand.Rand, i int) record.APIKey {
+	secret := fmt.Sprintf("%s%016x%016x", record.APIKeyPrefix, r.Uint64(), r.Uint64())
+	hash, label := hashSecret(secret), secret[:12]+"..."
 	if i%17 == 0 {
 		hash = fmt.Sprintf("odd-%d", i) // a hash written by hand
 	}
 	t := time.Date(2026, 11, 25, 4, 0, 0, int(r.Int32N(1e9)), time.UTC)
-	k := APIKey{
+	k := record.APIKey{
 		Hash: hash, AccountID: fmt.Sprintf("acct-%d", i%7), WorkspaceID: fmt.Sprintf("ws-%d", i%3),
 		Name: fmt.Sprintf("key %d", i), Label: label, Disabled: i%5 == 0,
 		LimitReset:         []money.Interval{money.IntervalNone, money.IntervalDaily, money.IntervalMonthly}[i%3],
@@ -45,7 +54,7 @@ func tableKey(r *rand.Rand, i int) APIKey {
 	if i%9 == 0 {
 		x := "ext"
 		k.ExternalUser = &x
-		k.Connect = &ConnectApp{ID: int64(i), Name: "app", Origin: "https://app.example"}
+		k.Connect = &record.ConnectApp{ID: int64(i), Name: "app", Origin: "https://app.example"}
 	}
 	return k
 }
@@ -54,14 +63,14 @@ func tableKey(r *rand.Rand, i int) APIKey {
 // and removals on the table and on a map of records, and compares them.
 func TestKeyTableMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	tab := newKeyTable()
-	ref := map[string]APIKey{}
+	tab := New()
+	ref := map[string]record.APIKey{}
 	var hashes []string
 	for i := range 20000 {
 		switch op := r.IntN(10); {
 		case op < 5 || len(hashes) == 0:
 			k := tableKey(r, i)
-			tab.put(&k)
+			tab.Put(&k)
 			if _, ok := ref[k.Hash]; !ok {
 				hashes = append(hashes, k.Hash)
 			}
@@ -71,13 +80,13 @@ func TestKeyTableMatchesMap(t *testing.T) {
 			k := ref[h]
 			k.Name = fmt.Sprintf("renamed %d with a longer name to waste arena space", i)
 			k.Disabled = !k.Disabled
-			tab.put(&k)
+			tab.Put(&k)
 			ref[h] = k
 		case op < 8:
 			h := hashes[r.IntN(len(hashes))]
 			k := ref[h]
 			k.Usage.Total += 7
-			if !tab.setCounters(h, k.Usage, k.BYOKUsage) {
+			if !tab.SetCounters(h, k.Usage, k.BYOKUsage) {
 				t.Fatalf("setCounters(%q) found no key", h)
 			}
 			ref[h] = k
@@ -86,31 +95,31 @@ func TestKeyTableMatchesMap(t *testing.T) {
 			h := hashes[j]
 			hashes[j] = hashes[len(hashes)-1]
 			hashes = hashes[:len(hashes)-1]
-			if _, acct, seq, ok := tab.remove(h); !ok || acct != ref[h].AccountID || seq != ref[h].Seq {
+			if _, acct, seq, ok := tab.Remove(h); !ok || acct != ref[h].AccountID || seq != ref[h].Seq {
 				t.Fatalf("remove(%q) = %q %d %v", h, acct, seq, ok)
 			}
 			delete(ref, h)
-			if tab.has(h) {
+			if tab.Has(h) {
 				t.Fatalf("removed key %q still there", h)
 			}
 		}
 	}
-	if tab.len() != len(ref) {
-		t.Fatalf("table holds %d keys, want %d", tab.len(), len(ref))
+	if tab.Len() != len(ref) {
+		t.Fatalf("table holds %d keys, want %d", tab.Len(), len(ref))
 	}
 	for h, want := range ref {
-		got, ok := tab.get(h)
+		got, ok := tab.Get(h)
 		if !ok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("get(%q):\n got %+v\nwant %+v", h, got, want)
 		}
-		if a, _ := tab.accountOf(h); a != want.AccountID {
+		if a, _ := tab.AccountOf(h); a != want.AccountID {
 			t.Fatalf("accountOf(%q) = %q, want %q", h, a, want.AccountID)
 		}
 	}
 	n := 0
-	tab.each(func(slot uint32) bool {
-		k := tab.at(slot)
-		if !reflect.DeepEqual(k, ref[k.Hash]) || tab.slotHash(slot) != k.Hash {
+	tab.Each(func(slot uint32) bool {
+		k := tab.At(slot)
+		if !reflect.DeepEqual(k, ref[k.Hash]) || tab.SlotHash(slot) != k.Hash {
 			t.Fatalf("slot %d: %+v, want %+v", slot, k, ref[k.Hash])
 		}
 		n++
@@ -119,7 +128,7 @@ func TestKeyTableMatchesMap(t *testing.T) {
 	if n != len(ref) {
 		t.Fatalf("each visited %d keys, want %d", n, len(ref))
 	}
-	if tab.has("0000000000000000000000000000000000000000000000000000000000000000") || tab.has("nope") {
+	if tab.Has("0000000000000000000000000000000000000000000000000000000000000000") || tab.Has("nope") {
 		t.Fatal("an unknown hash was found")
 	}
 }
@@ -128,15 +137,15 @@ func TestKeyTableMatchesMap(t *testing.T) {
 // changed keeps its values (the arena's bytes are never rewritten).
 func TestKeyTableMaterializedRecordsStay(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	tab := newKeyTable()
+	tab := New()
 	k := tableKey(r, 1)
-	tab.put(&k)
-	before, _ := tab.get(k.Hash)
+	tab.Put(&k)
+	before, _ := tab.Get(k.Hash)
 	want := before.Name
 	for i := range 100000 { // enough rewrites to compact the arena many times
 		c := k
 		c.Name = fmt.Sprintf("name %d %0100d", i, i)
-		tab.put(&c)
+		tab.Put(&c)
 	}
 	if before.Name != want {
 		t.Fatalf("a materialized name changed to %q", before.Name)
@@ -149,24 +158,24 @@ func TestKeyTableMaterializedRecordsStay(t *testing.T) {
 // BenchmarkKeyTableGet is the per-request materialization of a key.
 func BenchmarkKeyTableGet(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
-	tab := newKeyTable()
+	tab := New()
 	var hashes []string
 	for i := range 100000 {
 		k := tableKey(r, i*17+1)
-		tab.put(&k)
+		tab.Put(&k)
 		hashes = append(hashes, k.Hash)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	var k APIKey
+	var k record.APIKey
 	for i := 0; b.Loop(); i++ {
 		// As authentication reads it: into a record the caller holds.
 		h := hashes[i%len(hashes)]
-		slot, ok := tab.lookup(h)
+		slot, ok := tab.Lookup(h)
 		if !ok {
 			b.Fatal("missing")
 		}
-		tab.read(slot, h, &k)
+		tab.Read(slot, h, &k)
 	}
 }
 
@@ -180,7 +189,7 @@ func TestKeyTableSortedLoadProbesShort(t *testing.T) {
 		hashes[i] = fmt.Sprintf("%016x%016x%016x%016x", r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64())
 	}
 	slices.Sort(hashes)
-	tb := newKeyTable()
+	tb := New()
 	probes := 0
 	for _, h := range hashes {
 		id, _ := keyID(h)
@@ -188,7 +197,7 @@ func TestKeyTableSortedLoadProbesShort(t *testing.T) {
 		for i := bucket(&id, len(tb.index)); tb.index[i] != 0; i = (i + 1) & mask {
 			probes++
 		}
-		tb.put(&APIKey{Hash: h, AccountID: "a"})
+		tb.Put(&record.APIKey{Hash: h, AccountID: "a"})
 	}
 	if avg := float64(probes) / float64(len(hashes)); avg > 4 {
 		t.Fatalf("inserting keys in their hashes' order probed %.1f full buckets a key", avg)
@@ -239,7 +248,7 @@ func TestKeyIDMatchesTable(t *testing.T) {
 			t.Fatalf("keyID(%q) = %x, %t; want %x, %t", h, id, odd, wantID, wantOdd)
 		}
 	}
-	for _, base := range []string{HashSecret("a"), strings.Repeat("0", 64), strings.Repeat("f", 64), "0123456789abcdef9876543210fedcba0123456789abcdef9876543210fedcba"} {
+	for _, base := range []string{hashSecret("a"), strings.Repeat("0", 64), strings.Repeat("f", 64), "0123456789abcdef9876543210fedcba0123456789abcdef9876543210fedcba"} {
 		check(base)
 		check(base[:63])
 		check(strings.ToUpper(base))
@@ -249,7 +258,7 @@ func TestKeyIDMatchesTable(t *testing.T) {
 			}
 		}
 	}
-	base := []byte(HashSecret("b"))
+	base := []byte(hashSecret("b"))
 	for c := range 256 {
 		for d := range 256 {
 			for _, p := range [][2]int{{0, 1}, {9, 15}, {62, 58}} {
@@ -280,7 +289,7 @@ func TestKeyIDMatchesTable(t *testing.T) {
 }
 
 func BenchmarkKeyID(b *testing.B) {
-	h := HashSecret("bench")
+	h := hashSecret("bench")
 	for b.Loop() {
 		keyID(h)
 	}
