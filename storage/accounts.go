@@ -95,7 +95,7 @@ func (s *AccountStore) CreateAccount(na NewAccount) (Account, error) {
 		Kind:               na.Kind,
 		Billing:            na.Billing,
 		RateLimitExempt:    na.RateLimitExempt,
-		DefaultWorkspaceID: newUUID(),
+		DefaultWorkspaceID: record.NewUUID(),
 		CreatedAt:          t,
 		UpdatedAt:          t,
 	}
@@ -140,7 +140,7 @@ func (s *AccountStore) Accounts() []Account {
 		out = append(out, *a)
 	}
 	s.k.RUnlock()
-	sortOldestFirst(out, func(r *Account) (time.Time, string) { return r.CreatedAt, r.ID })
+	kernel.SortOldestFirst(out, func(r *Account) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -255,7 +255,7 @@ func (s *AccountStore) ensureDefaultWorkspaceIDs() {
 	for id, a := range s.accounts {
 		if a.DefaultWorkspaceID == "" {
 			c := *a
-			c.DefaultWorkspaceID = newUUID()
+			c.DefaultWorkspaceID = record.NewUUID()
 			s.accounts[id] = &c
 			s.k.MarkDirty(prefixAccount + c.ID)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
+	"github.com/tollgate-dev/caddy-tollgate/storage/endusers"
 	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 )
 
@@ -102,11 +103,11 @@ func (k analyticsKeys) EachKeyCreator(accountID string, fn func(hash, creator st
 type analyticsEndUsers struct{ s *EndUserStore }
 
 func (u analyticsEndUsers) HasEndUser(accountID, user string) bool {
-	return u.s.hasEndUser(accountID, user)
+	return endusers.Has(u.s, accountID, user)
 }
 
 func (u analyticsEndUsers) EnsureEndUser(accountID, user string, t time.Time) {
-	u.s.ensureEndUser(accountID, user, t)
+	endusers.Ensure(u.s, accountID, user, t)
 }
 
 // analyticsFeedback counts the stored feedback into the analytics.

@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 func TestDestinationsAndEndpointsPersistAcrossReopen(t *testing.T) {
@@ -10,7 +12,7 @@ func TestDestinationsAndEndpointsPersistAcrossReopen(t *testing.T) {
 	s := openTemp(t, dir)
 	sealer := testSealer(t, 3)
 	acct, _ := s.CreateAccount(NewAccount{Name: "A", Kind: AccountOrganization})
-	d := Destination{ID: newUUID(), AccountID: acct.ID, Type: "webhook", Enabled: true, SamplingRate: 1, Config: []byte(`{"url":"x"}`)}
+	d := Destination{ID: record.NewUUID(), AccountID: acct.ID, Type: "webhook", Enabled: true, SamplingRate: 1, Config: []byte(`{"url":"x"}`)}
 	d.SealConfig(sealer, []byte(`{"url":"x","secret":"s3cret"}`))
 	d, err := s.CreateDestination(d)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // Domain stores kept outside this package.
@@ -179,7 +180,7 @@ func NewUserID() string { return newID("user_") }
 
 // NewUUID returns a random RFC 4122 version 4 UUID, the id of most
 // records.
-func NewUUID() string { return newUUID() }
+func NewUUID() string { return record.NewUUID() }
 
 // NewSecret returns a fresh bearer secret (256 random bits) starting with
 // prefix, with its hash (HashSecret) and masked label.

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // Guardrail restricts the keys and members it is assigned to: the models
@@ -131,7 +132,7 @@ func (g *Guardrail) Filters() *contentfilter.Guard { return g.filters }
 // account's default workspace); fn fills in its settings.
 func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) (Guardrail, error) {
 	t := now().UTC()
-	g := &Guardrail{ID: newUUID(), AccountID: accountID, CreatedAt: t,
+	g := &Guardrail{ID: record.NewUUID(), AccountID: accountID, CreatedAt: t,
 		Keys: map[string]*Assignment{}, Members: map[string]*Assignment{}}
 	if err := fn(g); err != nil {
 		return Guardrail{}, err
@@ -159,16 +160,16 @@ func (s *OrgStore) CreateGuardrail(accountID string, fn func(*Guardrail) error) 
 
 // Guardrail returns a guardrail by id.
 func (s *OrgStore) Guardrail(accountID, id string) (Guardrail, bool) {
-	return lookup(s.k, s.guardrails, accountID, id)
+	return kernel.Lookup(s.k, s.guardrails, accountID, id)
 }
 
 // Guardrails lists the guardrails of a workspace (empty: every workspace),
 // oldest first.
 func (s *OrgStore) Guardrails(accountID, workspaceID string) []Guardrail {
-	out := collect(s.k, s.guardrails, accountID, func(g *Guardrail) bool {
+	out := kernel.Collect(s.k, s.guardrails, accountID, func(g *Guardrail) bool {
 		return workspaceID == "" || g.WorkspaceID == workspaceID
 	})
-	sortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
+	kernel.SortOldestFirst(out, func(r *Guardrail) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -261,7 +262,7 @@ func (s *OrgStore) AssignKeys(accountID, id string, hashes []string, by *string)
 					s.putGuardrail(oc)
 				}
 			}
-			g.Keys[h] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
+			g.Keys[h] = &Assignment{ID: record.NewUUID(), AssignedBy: by, CreatedAt: t}
 			n++
 		}
 		return n
@@ -322,7 +323,7 @@ func (s *OrgStore) AssignMembers(accountID, id string, userIDs []string, by *str
 		n := 0
 		for _, u := range userIDs {
 			if _, in := g.Members[u]; !in {
-				g.Members[u] = &Assignment{ID: newUUID(), AssignedBy: by, CreatedAt: t}
+				g.Members[u] = &Assignment{ID: record.NewUUID(), AssignedBy: by, CreatedAt: t}
 				n++
 			}
 		}
@@ -390,7 +391,7 @@ func (s *OrgStore) KeyAssignments(accountID, id string) []KeyAssignment {
 		}
 	}
 	s.k.RUnlock()
-	sortOldestFirst(out, func(r *KeyAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
+	kernel.SortOldestFirst(out, func(r *KeyAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 
@@ -408,7 +409,7 @@ func (s *OrgStore) MemberAssignments(accountID, id string) []MemberAssignment {
 		}
 	}
 	s.k.RUnlock()
-	sortOldestFirst(out, func(r *MemberAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
+	kernel.SortOldestFirst(out, func(r *MemberAssignment) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out
 }
 

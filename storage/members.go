@@ -148,7 +148,7 @@ func (s *OrgStore) CurrentMember(accountID, id string) (Member, bool, error) {
 
 // Member returns an organization's member by user id.
 func (s *OrgStore) Member(accountID, id string) (Member, bool) {
-	return lookup(s.k, s.members, accountID, id)
+	return kernel.Lookup(s.k, s.members, accountID, id)
 }
 
 // MemberByEmail returns an organization's member by email.
@@ -167,13 +167,13 @@ func (s *OrgStore) MemberByEmail(accountID, email string) (Member, bool) {
 
 // Members lists an organization's active members, oldest first.
 func (s *OrgStore) Members(accountID string) []Member {
-	out := collect(s.k, s.members, accountID, func(m *Member) bool { return m.Active })
+	out := kernel.Collect(s.k, s.members, accountID, func(m *Member) bool { return m.Active })
 	sortMembers(out)
 	return out
 }
 
 func sortMembers(ms []Member) {
-	sortOldestFirst(ms, func(r *Member) (time.Time, string) { return r.CreatedAt, r.ID })
+	kernel.SortOldestFirst(ms, func(r *Member) (time.Time, string) { return r.CreatedAt, r.ID })
 }
 
 // MemberUpdate is a partial update of a member; nil fields are kept.

@@ -79,9 +79,9 @@ func (s *OrgStore) workspaceKind() kernel.Kind {
 // them: their Reset does nothing).
 func (s *OrgStore) kinds() []kernel.Kind {
 	return []kernel.Kind{
-		removable(s.members.Kind(prefixMember, nil), s.members),
-		removable(s.workspaceKind(), s.workspaces),
-		removable(s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded), s.guardrails),
+		kernel.Removable(s.members.Kind(prefixMember, nil), s.members),
+		kernel.Removable(s.workspaceKind(), s.workspaces),
+		kernel.Removable(s.guardrails.Kind(prefixGuardrail, (*Guardrail).loaded), s.guardrails),
 		{Prefix: prefixWorkspaceUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixWorkspaceUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 		{Prefix: prefixMemberUsage, Load: func(k, v []byte) error { return s.loadUsage(prefixMemberUsage, k, v) }, Reset: func() {}, Snapshot: s.usageSnapshot},
 	}

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,27 +16,30 @@ import (
 // interface.
 func TestDomainStoresHoldNoOtherStore(t *testing.T) {
 	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	stores := map[string]*ast.StructType{}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
+	// This package's stores and those kept in packages of their own.
+	for _, dir := range []string{".", "byok", "destinations", "endpoints", "endusers"} {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if ts, ok := n.(*ast.TypeSpec); ok && strings.HasSuffix(ts.Name.Name, "Store") && ts.Name.Name != "Store" {
-				if st, ok := ts.Type.(*ast.StructType); ok {
-					stores[ts.Name.Name] = st
-				}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
 			}
-			return true
-		})
+			f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if ts, ok := n.(*ast.TypeSpec); ok && strings.HasSuffix(ts.Name.Name, "Store") && ts.Name.Name != "Store" {
+					if st, ok := ts.Type.(*ast.StructType); ok {
+						stores[ts.Name.Name] = st
+					}
+				}
+				return true
+			})
+		}
 	}
 	if len(stores) < 9 {
 		t.Fatalf("found %d domain stores, want the 9 built-in ones at least", len(stores))
@@ -45,6 +49,9 @@ func TestDomainStoresHoldNoOtherStore(t *testing.T) {
 			typ := field.Type
 			if star, ok := typ.(*ast.StarExpr); ok {
 				typ = star.X
+			}
+			if sel, ok := typ.(*ast.SelectorExpr); ok {
+				typ = sel.Sel
 			}
 			if id, ok := typ.(*ast.Ident); ok && id.Name != name && stores[id.Name] != nil {
 				t.Errorf("%s holds the %s (%s): ask it through an interface %s declares", name, id.Name, fset.Position(field.Pos()), name)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +21,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
+	"github.com/tollgate-dev/caddy-tollgate/storage/byok"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
+	"github.com/tollgate-dev/caddy-tollgate/storage/destinations"
+	"github.com/tollgate-dev/caddy-tollgate/storage/endpoints"
+	"github.com/tollgate-dev/caddy-tollgate/storage/endusers"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
@@ -34,7 +37,7 @@ var (
 	ErrInvalid  = record.ErrInvalid
 	// ErrConflict: the change contradicts the current state (a duplicate,
 	// or a workspace that still holds keys).
-	ErrConflict = errors.New("conflict")
+	ErrConflict = kernel.ErrConflict
 	// ErrForbidden: the change is never allowed (the default workspace
 	// cannot be deleted).
 	ErrForbidden = errors.New("forbidden")
@@ -548,13 +551,15 @@ func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 			workspaces: kernel.Records[Workspace]{},
 			guardrails: kernel.Records[Guardrail]{},
 		},
-		SecretStore:      &SecretStore{k: k, byok: kernel.Records[Credential]{}},
-		AnalyticsStore:   &AnalyticsStore{analytics.New(k)},
-		EndUserStore:     &EndUserStore{k: k, endUsers: kernel.Records[EndUser]{}},
-		DestinationStore: &DestinationStore{k: k, destinations: kernel.Records[Destination]{}},
-		EndpointStore:    &EndpointStore{k: k, endpoints: kernel.Records[PrivateEndpoint]{}},
-		FeedbackStore:    &FeedbackStore{k: k},
+		AnalyticsStore: &AnalyticsStore{analytics.New(k)},
+		FeedbackStore:  &FeedbackStore{k: k},
 	}
+	clock := func() time.Time { return now() }
+	accts := storeAccounts{s.AccountStore}
+	s.SecretStore = byok.New(k, accts, storeWorkspaces{s.OrgStore}, clock)
+	s.EndUserStore = endusers.New(k, accts, clock)
+	s.DestinationStore = destinations.New(k, accts, clock)
+	s.EndpointStore = endpoints.New(k, accts, clock)
 	s.wire()
 	s.LedgerStore.impl = ledger(s)
 	s.newDomains()
@@ -567,11 +572,12 @@ func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 func (s *Store) ensureDefaultWorkspaces() {
 	s.AccountStore.ensureDefaultWorkspaceIDs()
 	s.OrgStore.ensureDefaultWorkspaces()
-	s.SecretStore.ensureCredentialWorkspaces()
+	byok.EnsureWorkspaces(s.SecretStore)
 }
 
 // wire points each domain store at the others it asks, each through the
-// small interface it declares (accountOrgs, orgAccounts, ...).
+// small interface it declares (accountOrgs, orgAccounts, ...); the
+// stores kept in packages of their own are given theirs by newStore.
 func (s *Store) wire() {
 	s.AccountStore.org = s.OrgStore
 	s.AnalyticsStore.a.Use(analytics.Sources{
@@ -579,70 +585,9 @@ func (s *Store) wire() {
 		EndUsers: analyticsEndUsers{s.EndUserStore}, Feedback: analyticsFeedback{s.FeedbackStore},
 		Now: func() time.Time { return now() },
 	})
-	s.DestinationStore.acct = s.AccountStore
-	s.EndUserStore.acct = s.AccountStore
-	s.EndpointStore.acct = s.AccountStore
 	s.FeedbackStore.stats = s.AnalyticsStore.a
 	s.OrgStore.acct = s.AccountStore
-	s.OrgStore.sec = s.SecretStore
-	s.SecretStore.acct = s.AccountStore
-	s.SecretStore.org = s.OrgStore
-}
-
-// removable gives a kind of per-account records the Remove that drops a
-// record another replica deleted (Kernel.RemoveRecord), each store its
-// own.
-func removable[T kernel.AccountRecord](kind kernel.Kind, r kernel.Records[T]) kernel.Kind {
-	kind.Remove = func(key string) {
-		accountID, id, _ := strings.Cut(key[len(kind.Prefix):], "/")
-		r.Remove(accountID, id)
-	}
-	return kind
-}
-
-// lookup returns a copy of an account's record, read under RLock: the one
-// lock site of the stores' reads of a record by id.
-func lookup[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], accountID, id string) (T, bool) {
-	k.RLock()
-	defer k.RUnlock()
-	v, ok := r[accountID][id]
-	if !ok {
-		var zero T
-		return zero, false
-	}
-	return *v, true
-}
-
-// collect returns copies of an account's records that keep admits (nil:
-// all), in no order, read under RLock: the one lock site of the stores'
-// lists of an account's records. Their slices and maps are the published
-// records', never modified: a caller that hands them out clones them.
-func collect[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], accountID string, keep func(*T) bool) []T {
-	k.RLock()
-	defer k.RUnlock()
-	m := r[accountID]
-	out := make([]T, 0, len(m))
-	for _, v := range m {
-		if keep == nil || keep(v) {
-			out = append(out, *v)
-		}
-	}
-	k.Visited(len(m))
-	return out
-}
-
-// create publishes the new record that prepare makes under Lock (it may
-// refuse with an error: nothing written) and waits until it is durable:
-// the one lock site of the stores' new per-account records that publish
-// nothing else.
-func create[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], prefix string, prepare func() (*T, error)) error {
-	k.Lock()
-	v, err := prepare()
-	if err != nil {
-		k.Unlock()
-		return err
-	}
-	return kernel.Publish(k, r, prefix, v)
+	s.OrgStore.sec = orgCredentials{s.SecretStore}
 }
 
 // registerKinds registers every domain store's kinds of record with the
@@ -652,8 +597,8 @@ func create[T kernel.AccountRecord](k *kernel.Kernel, r kernel.Records[T], prefi
 func (s *Store) registerKinds() {
 	snapshotted := s.snapshotPrefixes()
 	for _, kinds := range [][]kernel.Kind{
-		s.AccountStore.kinds(), s.SecretStore.kinds(), s.EndUserStore.kinds(),
-		s.DestinationStore.kinds(), s.EndpointStore.kinds(), s.OrgStore.kinds(),
+		s.AccountStore.kinds(), s.SecretStore.Kinds(), s.EndUserStore.Kinds(),
+		s.DestinationStore.Kinds(), s.EndpointStore.Kinds(), s.OrgStore.kinds(),
 		s.LedgerStore.withExpiry(s.LedgerStore.kinds()), s.AnalyticsStore.a.Kinds(), s.FeedbackStore.kinds(), s.domainKinds(),
 	} {
 		for i := range kinds {

@@ -64,7 +64,7 @@ func (s *OrgStore) putWorkspace(w *Workspace) *kernel.Batch {
 func defaultWorkspace(a *Account) *Workspace {
 	return &Workspace{
 		ID: a.DefaultWorkspaceID, AccountID: a.ID, Name: "Default", Slug: "default",
-		DefaultGuardrailID: newUUID(), IOLoggingSamplingRate: 1, IsDataDiscountLoggingEnabled: true,
+		DefaultGuardrailID: record.NewUUID(), IOLoggingSamplingRate: 1, IsDataDiscountLoggingEnabled: true,
 		CreatedAt: a.CreatedAt,
 	}
 }
@@ -167,7 +167,7 @@ func (s *OrgStore) checkSlug(accountID, slug, self string) error {
 func (s *OrgStore) CreateWorkspace(accountID string, fn func(*Workspace)) (Workspace, error) {
 	t := now().UTC()
 	w := &Workspace{
-		ID: newUUID(), AccountID: accountID, DefaultGuardrailID: newUUID(),
+		ID: record.NewUUID(), AccountID: accountID, DefaultGuardrailID: record.NewUUID(),
 		IOLoggingSamplingRate: 1, IsDataDiscountLoggingEnabled: true, CreatedAt: t,
 		Budgets: map[BudgetInterval]*WorkspaceBudget{}, Members: map[string]*WorkspaceMember{},
 	}
@@ -286,7 +286,7 @@ func (s *OrgStore) SetWorkspaceBudget(accountID, ref string, iv BudgetInterval, 
 	var out WorkspaceBudget
 	w, err := s.UpdateWorkspace(accountID, ref, func(w *Workspace) error {
 		t := now().UTC()
-		b := &WorkspaceBudget{ID: newUUID(), Interval: iv, CreatedAt: t}
+		b := &WorkspaceBudget{ID: record.NewUUID(), Interval: iv, CreatedAt: t}
 		if cur, ok := w.Budgets[iv]; ok {
 			c := *cur
 			b = &c
@@ -356,7 +356,7 @@ func (s *OrgStore) WorkspaceMembers(accountID, ref string) ([]WorkspaceMember, W
 			out = append(out, *m)
 		}
 	}
-	sortOldestFirst(out, func(r *WorkspaceMember) (time.Time, string) { return r.CreatedAt, r.UserID })
+	kernel.SortOldestFirst(out, func(r *WorkspaceMember) (time.Time, string) { return r.CreatedAt, r.UserID })
 	return out, *w, nil
 }
 

@@ -1,4 +1,7 @@
-package storage
+// Package endusers keeps the end users that accounts' requests name (the
+// `user` field): created on first use or explicitly, deactivated to
+// refuse their requests.
+package endusers
 
 import (
 	"fmt"
@@ -6,25 +9,33 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // EndUserStore keeps the end users that accounts' requests name (user).
 type EndUserStore struct {
 	k        *kernel.Kernel
 	endUsers kernel.Records[EndUser] // by account id, then user
-	// acct is the accounts end users belong to (AccountStore).
-	acct endUserAccounts
+	// acct is the accounts end users belong to (the store's account
+	// store).
+	acct Accounts
+	now  func() time.Time
 }
 
-// endUserAccounts is what the end users ask of the accounts, under the
-// kernel's lock, which the caller holds (see Store).
-type endUserAccounts interface {
-	// accountOf is an account's published record.
-	accountOf(id string) (*Account, bool)
+// Accounts is what the end users ask of the accounts, under the kernel's
+// lock, which the caller holds.
+type Accounts interface {
+	// AccountOf is an account's published record.
+	AccountOf(id string) (*record.Account, bool)
 }
 
-func (s *EndUserStore) kinds() []kernel.Kind {
-	return []kernel.Kind{removable(s.endUsers.Kind(prefixEndUser, nil), s.endUsers)}
+// New is the end users of the accounts acct, over k, on the clock now.
+func New(k *kernel.Kernel, acct Accounts, now func() time.Time) *EndUserStore {
+	return &EndUserStore{k: k, endUsers: kernel.Records[EndUser]{}, acct: acct, now: now}
+}
+
+func (s *EndUserStore) Kinds() []kernel.Kind {
+	return []kernel.Kind{kernel.Removable(s.endUsers.Kind(Prefix, nil), s.endUsers)}
 }
 
 // EndUser is one of an account's own users, named by the `user` field of
@@ -62,11 +73,11 @@ const MaxEndUserLength = 256
 
 func endUserTooLong(user string) bool { return utf8.RuneCountInString(user) > MaxEndUserLength }
 
-// prefixEndUser keys end users: e/<account id>/<user>.
-const prefixEndUser = "e/"
+// Prefix keys end users: e/<account id>/<user>.
+const Prefix = "e/"
 
 func endUserKey(accountID, user string) string {
-	return kernel.RecordKey(prefixEndUser, accountID, user)
+	return kernel.RecordKey(Prefix, accountID, user)
 }
 
 func (u EndUser) RecordIDs() (accountID, id string) { return u.AccountID, u.User }
@@ -74,7 +85,7 @@ func (u EndUser) RecordIDs() (accountID, id string) { return u.AccountID, u.User
 // ValidEndUser checks an end-user id.
 func ValidEndUser(user string) error {
 	if user == "" || endUserTooLong(user) {
-		return fmt.Errorf("%w: user: expected a string of 1 to %d characters", ErrInvalid, MaxEndUserLength)
+		return fmt.Errorf("%w: user: expected a string of 1 to %d characters", record.ErrInvalid, MaxEndUserLength)
 	}
 	return nil
 }
@@ -89,9 +100,10 @@ func (s *EndUserStore) EndUserDeactivated(accountID, user string) bool {
 	return ok && !u.Active
 }
 
-// ensureEndUser records an end user on first use, without waiting for the
-// write (it rides the next group commit). Callers hold the kernel's lock (or run in Open).
-func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
+// Ensure records an end user on first use, without waiting for the write
+// (it rides the next group commit). Callers hold the kernel's lock (or
+// run in Open).
+func Ensure(s *EndUserStore, accountID, user string, t time.Time) {
 	if user == "" || endUserTooLong(user) {
 		return
 	}
@@ -103,9 +115,9 @@ func (s *EndUserStore) ensureEndUser(accountID, user string, t time.Time) {
 	s.k.MarkDirty(endUserKey(accountID, user))
 }
 
-// hasEndUser reports whether the end user is known. Callers hold the
-// kernel's lock.
-func (s *EndUserStore) hasEndUser(accountID, user string) bool {
+// Has reports whether the end user is known. Callers hold the kernel's
+// lock.
+func Has(s *EndUserStore, accountID, user string) bool {
 	_, ok := s.endUsers[accountID][user]
 	return ok
 }
@@ -116,15 +128,15 @@ func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndU
 		return EndUser{}, err
 	}
 	s.k.Lock()
-	if _, ok := s.acct.accountOf(accountID); !ok {
+	if _, ok := s.acct.AccountOf(accountID); !ok {
 		s.k.Unlock()
-		return EndUser{}, ErrNotFound
+		return EndUser{}, kernel.ErrNotFound
 	}
 	if _, ok := s.endUsers[accountID][user]; ok {
 		s.k.Unlock()
 		return EndUser{}, ErrExists
 	}
-	s.ensureEndUser(accountID, user, now())
+	Ensure(s, accountID, user, s.now())
 	u := s.endUsers[accountID][user]
 	u.Name = name
 	out := *u
@@ -135,24 +147,24 @@ func (s *EndUserStore) CreateEndUser(accountID, user string, name *string) (EndU
 
 // EndUser returns one end user.
 func (s *EndUserStore) EndUser(accountID, user string) (EndUser, bool) {
-	return lookup(s.k, s.endUsers, accountID, user)
+	return kernel.Lookup(s.k, s.endUsers, accountID, user)
 }
 
 // ListEndUsers returns an account's end users ordered by creation, then id.
 func (s *EndUserStore) ListEndUsers(accountID string) []EndUser {
-	out := collect(s.k, s.endUsers, accountID, nil)
-	sortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
+	out := kernel.Collect(s.k, s.endUsers, accountID, nil)
+	kernel.SortOldestFirst(out, func(u *EndUser) (time.Time, string) { return u.CreatedAt, u.User })
 	return out
 }
 
 // UpdateEndUser applies fn to a copy of the end user and stores it.
 func (s *EndUserStore) UpdateEndUser(accountID, user string, fn func(*EndUser) error) (EndUser, error) {
-	return kernel.Update(s.k, s.endUsers, prefixEndUser, accountID, user, func(cur *EndUser) (*EndUser, error) {
+	return kernel.Update(s.k, s.endUsers, Prefix, accountID, user, func(cur *EndUser) (*EndUser, error) {
 		u := *cur
 		if err := fn(&u); err != nil {
 			return nil, err
 		}
-		u.UpdatedAt = now().UTC()
+		u.UpdatedAt = s.now().UTC()
 		return &u, nil
 	})
 }
@@ -160,7 +172,7 @@ func (s *EndUserStore) UpdateEndUser(accountID, user string, fn func(*EndUser) e
 // SetEndUserActive activates or deactivates an end user.
 func (s *EndUserStore) SetEndUserActive(accountID, user string, active bool) (EndUser, error) {
 	return s.UpdateEndUser(accountID, user, func(u *EndUser) error {
-		u.SetActive(active, now())
+		u.SetActive(active, s.now())
 		return nil
 	})
 }

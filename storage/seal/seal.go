@@ -1,4 +1,7 @@
-package storage
+// Package seal encrypts the store's secrets at rest (BYOK credentials,
+// destinations' and private endpoints' settings), each bound to its
+// record.
+package seal
 
 import (
 	"crypto/aes"
@@ -8,8 +11,8 @@ import (
 	"fmt"
 )
 
-// SealerKeySize is the size of a Sealer's key: AES-256.
-const SealerKeySize = 32
+// KeySize is the size of a Sealer's key: AES-256.
+const KeySize = 32
 
 // sealVersion is the first byte of every sealed value, so that the format
 // (or the key, on rotation) can change without guessing.
@@ -27,11 +30,11 @@ type Sealer struct {
 	aead cipher.AEAD
 }
 
-// NewSealer returns a Sealer for a 32-byte key. The key is not kept other
+// New returns a Sealer for a 32-byte key. The key is not kept other
 // than inside the cipher.
-func NewSealer(key []byte) (*Sealer, error) {
-	if len(key) != SealerKeySize {
-		return nil, fmt.Errorf("encryption key must be %d bytes, got %d", SealerKeySize, len(key))
+func New(key []byte) (*Sealer, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("encryption key must be %d bytes, got %d", KeySize, len(key))
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
@@ -66,4 +69,18 @@ func (s *Sealer) Open(sealed, ad []byte) ([]byte, error) {
 		return nil, ErrUnseal
 	}
 	return pt, nil
+}
+
+// Mask is the public label of a provider key: a few characters of
+// each end of a long key, fewer of a short one, so that the label never
+// gives away a meaningful part of the key.
+func Mask(secret string) string {
+	r := []rune(secret)
+	switch n := len(r); {
+	case n >= 16:
+		return string(r[:3]) + "..." + string(r[n-4:])
+	case n >= 8:
+		return "..." + string(r[n-2:])
+	}
+	return "..."
 }

@@ -1,4 +1,7 @@
-package storage
+// Package endpoints keeps the accounts' private endpoints: their own model
+// deployments, used as providers for the accounts' requests, through a
+// draft, validated, enabled and disabled lifecycle.
+package endpoints
 
 import (
 	"fmt"
@@ -8,31 +11,39 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
+	"github.com/tollgate-dev/caddy-tollgate/storage/seal"
 )
 
 // EndpointStore keeps the accounts' private endpoints.
 type EndpointStore struct {
 	k         *kernel.Kernel
 	endpoints kernel.Records[PrivateEndpoint] // by account id, then id
-	// acct is the accounts and workspaces endpoints belong to
-	// (AccountStore).
-	acct endpointAccounts
+	// acct is the accounts and workspaces endpoints belong to (the
+	// store's account store).
+	acct Accounts
+	now  func() time.Time
 }
 
-// endpointAccounts is what the private endpoints ask of the accounts,
-// under the kernel's lock, which the caller holds (see Store).
-type endpointAccounts interface {
-	// accountWorkspace resolves a new record's workspace ("": the
+// Accounts is what the private endpoints ask of the accounts, under the
+// kernel's lock, which the caller holds.
+type Accounts interface {
+	// AccountWorkspace resolves a new record's workspace ("": the
 	// account's default).
-	accountWorkspace(accountID, workspaceID string) (string, error)
+	AccountWorkspace(accountID, workspaceID string) (string, error)
 }
 
-// prefixPrivateEndpoint keys private endpoints:
-// pe/<account id>/<endpoint id>.
-const prefixPrivateEndpoint = "pe/"
+// New is the private endpoints of the accounts acct, over k, on the clock
+// now.
+func New(k *kernel.Kernel, acct Accounts, now func() time.Time) *EndpointStore {
+	return &EndpointStore{k: k, endpoints: kernel.Records[PrivateEndpoint]{}, acct: acct, now: now}
+}
 
-func (s *EndpointStore) kinds() []kernel.Kind {
-	return []kernel.Kind{removable(s.endpoints.Kind(prefixPrivateEndpoint, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) }), s.endpoints)}
+// Prefix keys private endpoints: pe/<account id>/<endpoint id>.
+const Prefix = "pe/"
+
+func (s *EndpointStore) Kinds() []kernel.Kind {
+	return []kernel.Kind{kernel.Removable(s.endpoints.Kind(Prefix, func(e *PrivateEndpoint) { s.k.ObserveSeq(e.Seq) }), s.endpoints)}
 }
 
 // EndpointStatus is a private endpoint's state.
@@ -99,22 +110,22 @@ func (e PrivateEndpoint) clone() PrivateEndpoint {
 
 // SetSecret seals the endpoint's API key; "" removes it. The ID must be
 // set.
-func (e *PrivateEndpoint) SetSecret(sealer *Sealer, secret string) {
+func (e *PrivateEndpoint) SetSecret(sealer *seal.Sealer, secret string) {
 	if secret == "" {
 		e.Sealed, e.Label = nil, ""
 		return
 	}
 	e.Sealed = sealer.Seal([]byte(secret), []byte(e.ID))
-	e.Label = maskSecret(secret)
+	e.Label = seal.Mask(secret)
 }
 
 // OpenSecret returns the endpoint's API key ("" when it has none).
-func (e PrivateEndpoint) OpenSecret(sealer *Sealer) (string, error) {
+func (e PrivateEndpoint) OpenSecret(sealer *seal.Sealer) (string, error) {
 	if len(e.Sealed) == 0 {
 		return "", nil
 	}
 	if sealer == nil {
-		return "", ErrUnseal
+		return "", seal.ErrUnseal
 	}
 	b, err := sealer.Open(e.Sealed, []byte(e.ID))
 	return string(b), err
@@ -124,18 +135,18 @@ func (e PrivateEndpoint) RecordIDs() (accountID, id string) { return e.AccountID
 
 // NewEndpointID returns a fresh private endpoint id, for callers that seal
 // a secret before CreatePrivateEndpoint.
-func NewEndpointID() string { return newUUID() }
+func NewEndpointID() string { return record.NewUUID() }
 
 // CreatePrivateEndpoint stores a new endpoint as a draft; e.ID is assigned
 // when empty.
 func (s *EndpointStore) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoint, error) {
 	if e.ID == "" {
-		e.ID = newUUID()
+		e.ID = record.NewUUID()
 	}
-	t := now().UTC()
+	t := s.now().UTC()
 	e.CreatedAt, e.UpdatedAt, e.Status, e.Validation = t, t, EndpointDraft, nil
-	err := create(s.k, s.endpoints, prefixPrivateEndpoint, func() (*PrivateEndpoint, error) {
-		ws, err := s.acct.accountWorkspace(e.AccountID, e.WorkspaceID)
+	err := kernel.Create(s.k, s.endpoints, Prefix, func() (*PrivateEndpoint, error) {
+		ws, err := s.acct.AccountWorkspace(e.AccountID, e.WorkspaceID)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +163,7 @@ func (s *EndpointStore) CreatePrivateEndpoint(e PrivateEndpoint) (PrivateEndpoin
 
 // PrivateEndpoint returns one of an account's endpoints.
 func (s *EndpointStore) PrivateEndpoint(accountID, id string) (PrivateEndpoint, bool) {
-	e, ok := lookup(s.k, s.endpoints, accountID, id)
+	e, ok := kernel.Lookup(s.k, s.endpoints, accountID, id)
 	if !ok {
 		return PrivateEndpoint{}, false
 	}
@@ -162,11 +173,11 @@ func (s *EndpointStore) PrivateEndpoint(accountID, id string) (PrivateEndpoint, 
 // ListPrivateEndpoints returns one page of an account's endpoints, most
 // recent first, and how many there are in all.
 func (s *EndpointStore) ListPrivateEndpoints(accountID string, offset, limit int) ([]PrivateEndpoint, int) {
-	all := collect(s.k, s.endpoints, accountID, nil)
+	all := kernel.Collect(s.k, s.endpoints, accountID, nil)
 	for i := range all {
 		all[i] = all[i].clone()
 	}
-	return newestFirstPage(all, func(e *PrivateEndpoint) uint64 { return e.Seq }, offset, limit)
+	return kernel.NewestFirstPage(all, func(e *PrivateEndpoint) uint64 { return e.Seq }, offset, limit)
 }
 
 // EnabledEndpointsFor returns the account's enabled endpoints for a public
@@ -206,7 +217,7 @@ func (e *StateError) Error() string {
 // result; a wrong status gives a *StateError naming the current one.
 // Identity, ownership and creation cannot change.
 func (s *EndpointStore) UpdatePrivateEndpoint(accountID, id, action string, from []EndpointStatus, fn func(*PrivateEndpoint) error) (PrivateEndpoint, error) {
-	e, err := kernel.Update(s.k, s.endpoints, prefixPrivateEndpoint, accountID, id, func(cur *PrivateEndpoint) (*PrivateEndpoint, error) {
+	e, err := kernel.Update(s.k, s.endpoints, Prefix, accountID, id, func(cur *PrivateEndpoint) (*PrivateEndpoint, error) {
 		if len(from) > 0 && !slices.Contains(from, cur.Status) {
 			return nil, &StateError{Action: action, Status: cur.Status, Want: from}
 		}
@@ -215,7 +226,7 @@ func (s *EndpointStore) UpdatePrivateEndpoint(accountID, id, action string, from
 			return nil, err
 		}
 		e.ID, e.AccountID, e.WorkspaceID, e.CreatedAt, e.Seq = cur.ID, cur.AccountID, cur.WorkspaceID, cur.CreatedAt, cur.Seq
-		e.UpdatedAt = now().UTC()
+		e.UpdatedAt = s.now().UTC()
 		return &e, nil
 	})
 	return e.clone(), err
@@ -223,5 +234,5 @@ func (s *EndpointStore) UpdatePrivateEndpoint(accountID, id, action string, from
 
 // DeletePrivateEndpoint removes an endpoint; it stops routing at once.
 func (s *EndpointStore) DeletePrivateEndpoint(accountID, id string) error {
-	return kernel.Delete(s.k, s.endpoints, prefixPrivateEndpoint, accountID, id)
+	return kernel.Delete(s.k, s.endpoints, Prefix, accountID, id)
 }

@@ -1,4 +1,7 @@
-package storage
+// Package destinations keeps the accounts' observability destinations:
+// where their generation records are exported (package export), each
+// destination's settings sealed with its record.
+package destinations
 
 import (
 	"encoding/json"
@@ -8,33 +11,41 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
+	"github.com/tollgate-dev/caddy-tollgate/storage/seal"
 )
 
 // DestinationStore keeps the accounts' observability destinations.
 type DestinationStore struct {
 	k            *kernel.Kernel
 	destinations kernel.Records[Destination] // by account id, then id
-	// acct is the accounts, workspaces and keys a destination names
-	// (AccountStore).
-	acct destinationAccounts
+	// acct is the accounts, workspaces and keys a destination names (the
+	// store's account store).
+	acct Accounts
+	now  func() time.Time
 }
 
-// destinationAccounts is what the destinations ask of the accounts, under
-// the kernel's lock, which the caller holds (see Store).
-type destinationAccounts interface {
-	// accountWorkspace resolves a new record's workspace ("": the
+// Accounts is what the destinations ask of the accounts, under the
+// kernel's lock, which the caller holds.
+type Accounts interface {
+	// AccountWorkspace resolves a new record's workspace ("": the
 	// account's default).
-	accountWorkspace(accountID, workspaceID string) (string, error)
-	// checkKeyHashes refuses a hash that is not a key of the account.
-	checkKeyHashes(accountID string, hashes []string) error
+	AccountWorkspace(accountID, workspaceID string) (string, error)
+	// CheckKeyHashes refuses a hash that is not a key of the account.
+	CheckKeyHashes(accountID string, hashes []string) error
 }
 
-// prefixDestination keys observability destinations:
-// o/<account id>/<destination id>.
-const prefixDestination = "o/"
+// New is the destinations of the accounts acct, over k, on the clock now.
+func New(k *kernel.Kernel, acct Accounts, now func() time.Time) *DestinationStore {
+	return &DestinationStore{k: k, destinations: kernel.Records[Destination]{}, acct: acct, now: now}
+}
 
-func (s *DestinationStore) kinds() []kernel.Kind {
-	return []kernel.Kind{removable(s.destinations.Kind(prefixDestination, func(d *Destination) { s.k.ObserveSeq(d.Seq) }), s.destinations)}
+// Prefix keys observability destinations: o/<account id>/<destination
+// id>.
+const Prefix = "o/"
+
+func (s *DestinationStore) Kinds() []kernel.Kind {
+	return []kernel.Kind{kernel.Removable(s.destinations.Kind(Prefix, func(d *Destination) { s.k.ObserveSeq(d.Seq) }), s.destinations)}
 }
 
 // Destination is an observability destination: where an account's
@@ -88,16 +99,16 @@ func (d Destination) clone() Destination {
 
 // OpenConfig returns the destination's full settings object (secrets
 // included).
-func (d Destination) OpenConfig(sealer *Sealer) ([]byte, error) {
+func (d Destination) OpenConfig(sealer *seal.Sealer) ([]byte, error) {
 	if sealer == nil {
-		return nil, ErrUnseal
+		return nil, seal.ErrUnseal
 	}
 	return sealer.Open(d.Sealed, []byte(d.ID))
 }
 
 // SealConfig seals the full settings object into the destination, whose ID
 // must be set.
-func (d *Destination) SealConfig(sealer *Sealer, full []byte) {
+func (d *Destination) SealConfig(sealer *seal.Sealer, full []byte) {
 	d.Sealed = sealer.Seal(full, []byte(d.ID))
 }
 
@@ -109,17 +120,17 @@ func (d Destination) RecordIDs() (accountID, id string) { return d.AccountID, d.
 // type and account: ErrConflict past it.
 func (s *DestinationStore) CreateDestination(d Destination) (Destination, error) {
 	if d.ID == "" {
-		d.ID = newUUID()
+		d.ID = record.NewUUID()
 	}
-	t := now().UTC()
+	t := s.now().UTC()
 	d.CreatedAt, d.UpdatedAt, d.Version = t, t, 1
-	err := create(s.k, s.destinations, prefixDestination, func() (*Destination, error) {
-		ws, err := s.acct.accountWorkspace(d.AccountID, d.WorkspaceID)
+	err := kernel.Create(s.k, s.destinations, Prefix, func() (*Destination, error) {
+		ws, err := s.acct.AccountWorkspace(d.AccountID, d.WorkspaceID)
 		if err != nil {
 			return nil, err
 		}
 		d.WorkspaceID = ws
-		if err := s.acct.checkKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
+		if err := s.acct.CheckKeyHashes(d.AccountID, d.APIKeyHashes); err != nil {
 			return nil, destinationKeyHashesError(err)
 		}
 		n := 0
@@ -129,7 +140,7 @@ func (s *DestinationStore) CreateDestination(d Destination) (Destination, error)
 			}
 		}
 		if n >= MaxDestinationsPerType {
-			return nil, fmt.Errorf("%w: at most %d destinations of type %q are allowed", ErrConflict, MaxDestinationsPerType, d.Type)
+			return nil, fmt.Errorf("%w: at most %d destinations of type %q are allowed", kernel.ErrConflict, MaxDestinationsPerType, d.Type)
 		}
 		d.Seq = s.k.NextSeq()
 		c := d.clone()
@@ -141,14 +152,14 @@ func (s *DestinationStore) CreateDestination(d Destination) (Destination, error)
 	return d, nil
 }
 
-// destinationKeyHashesError names api_key_hashes in checkKeyHashes' error.
+// destinationKeyHashesError names api_key_hashes in CheckKeyHashes' error.
 func destinationKeyHashesError(err error) error {
-	return fmt.Errorf("%w: api_key_hashes%s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": allowed_api_key_hashes"))
+	return fmt.Errorf("%w: api_key_hashes%s", record.ErrInvalid, strings.TrimPrefix(err.Error(), record.ErrInvalid.Error()+": allowed_api_key_hashes"))
 }
 
 // Destination returns one of an account's destinations.
 func (s *DestinationStore) Destination(accountID, id string) (Destination, bool) {
-	d, ok := lookup(s.k, s.destinations, accountID, id)
+	d, ok := kernel.Lookup(s.k, s.destinations, accountID, id)
 	if !ok {
 		return Destination{}, false
 	}
@@ -158,13 +169,13 @@ func (s *DestinationStore) Destination(accountID, id string) (Destination, bool)
 // ListDestinations returns one page of an account's destinations in a
 // workspace, most recent first, and how many there are in all.
 func (s *DestinationStore) ListDestinations(accountID, workspaceID string, offset, limit int) ([]Destination, int) {
-	all := collect(s.k, s.destinations, accountID, func(d *Destination) bool {
+	all := kernel.Collect(s.k, s.destinations, accountID, func(d *Destination) bool {
 		return workspaceID == "" || d.WorkspaceID == workspaceID
 	})
 	for i := range all {
 		all[i] = all[i].clone()
 	}
-	return newestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
+	return kernel.NewestFirstPage(all, func(d *Destination) uint64 { return d.Seq }, offset, limit)
 }
 
 // DestinationsFor returns the account's enabled destinations. Memory only:
@@ -189,7 +200,7 @@ func (s *DestinationStore) DestinationsFor(accountID string) []Destination {
 // the result; identity, account, workspace, type and creation cannot
 // change.
 func (s *DestinationStore) UpdateDestination(accountID, id string, fn func(*Destination) error) (Destination, error) {
-	d, err := kernel.Update(s.k, s.destinations, prefixDestination, accountID, id, func(cur *Destination) (*Destination, error) {
+	d, err := kernel.Update(s.k, s.destinations, Prefix, accountID, id, func(cur *Destination) (*Destination, error) {
 		d := cur.clone()
 		if err := fn(&d); err != nil {
 			return nil, err
@@ -197,11 +208,11 @@ func (s *DestinationStore) UpdateDestination(accountID, id string, fn func(*Dest
 		d.ID, d.AccountID, d.WorkspaceID, d.Type = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Type
 		d.CreatedAt, d.Seq, d.Version = cur.CreatedAt, cur.Seq, cur.Version+1
 		if !slices.Equal(d.APIKeyHashes, cur.APIKeyHashes) {
-			if err := s.acct.checkKeyHashes(accountID, d.APIKeyHashes); err != nil {
+			if err := s.acct.CheckKeyHashes(accountID, d.APIKeyHashes); err != nil {
 				return nil, destinationKeyHashesError(err)
 			}
 		}
-		d.UpdatedAt = now().UTC()
+		d.UpdatedAt = s.now().UTC()
 		return &d, nil
 	})
 	return d.clone(), err
@@ -209,5 +220,5 @@ func (s *DestinationStore) UpdateDestination(accountID, id string, fn func(*Dest
 
 // DeleteDestination removes a destination; its export stops at once.
 func (s *DestinationStore) DeleteDestination(accountID, id string) error {
-	return kernel.Delete(s.k, s.destinations, prefixDestination, accountID, id)
+	return kernel.Delete(s.k, s.destinations, Prefix, accountID, id)
 }

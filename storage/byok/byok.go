@@ -1,4 +1,6 @@
-package storage
+// Package byok keeps the accounts' own provider credentials (bring your
+// own key), sealed at rest, and chooses the one a request uses.
+package byok
 
 import (
 	"fmt"
@@ -7,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
+	"github.com/tollgate-dev/caddy-tollgate/storage/seal"
 )
 
 // SecretStore keeps the accounts' own provider credentials (BYOK), sealed
@@ -14,34 +18,40 @@ import (
 type SecretStore struct {
 	k    *kernel.Kernel
 	byok kernel.Records[Credential] // by account id, then id
-	// acct is the accounts and keys a credential names (AccountStore);
-	// org the workspaces it lives in (OrgStore).
-	acct secretAccounts
-	org  secretWorkspaces
+	// acct is the accounts and keys a credential names (the store's
+	// account store); org the workspaces it lives in (its org store).
+	acct Accounts
+	org  Workspaces
+	now  func() time.Time
 }
 
-// secretAccounts is what the credentials ask of the accounts. Its methods
-// run under the kernel's lock, which the caller holds, and never take it
-// (see Store).
-type secretAccounts interface {
-	// accountOf is an account's published record.
-	accountOf(id string) (*Account, bool)
-	// checkKeyHashes refuses a hash that is not a key of the account.
-	checkKeyHashes(accountID string, hashes []string) error
+// Accounts is what the credentials ask of the accounts. Its methods run
+// under the kernel's lock, which the caller holds, and never take it.
+type Accounts interface {
+	// AccountOf is an account's published record.
+	AccountOf(id string) (*record.Account, bool)
+	// CheckKeyHashes refuses a hash that is not a key of the account.
+	CheckKeyHashes(accountID string, hashes []string) error
 }
 
-// secretWorkspaces is what the credentials ask of the organizations, under
-// the kernel's lock.
-type secretWorkspaces interface {
-	// resolveWorkspace finds an account's workspace by id or slug.
-	resolveWorkspace(accountID, ref string) (*Workspace, bool)
+// Workspaces is what the credentials ask of the organizations, under the
+// kernel's lock.
+type Workspaces interface {
+	// ResolveWorkspace finds an account's workspace by id or slug.
+	ResolveWorkspace(accountID, ref string) (*record.Workspace, bool)
 }
 
-// prefixBYOK keys credentials: b/<account id>/<credential id>.
-const prefixBYOK = "b/"
+// New is the credentials of the accounts acct, in the workspaces org,
+// over k, on the clock now.
+func New(k *kernel.Kernel, acct Accounts, org Workspaces, now func() time.Time) *SecretStore {
+	return &SecretStore{k: k, byok: kernel.Records[Credential]{}, acct: acct, org: org, now: now}
+}
 
-func (s *SecretStore) kinds() []kernel.Kind {
-	return []kernel.Kind{removable(s.byok.Kind(prefixBYOK, func(c *Credential) { s.k.ObserveSeq(c.Seq) }), s.byok)}
+// Prefix keys credentials: b/<account id>/<credential id>.
+const Prefix = "b/"
+
+func (s *SecretStore) Kinds() []kernel.Kind {
+	return []kernel.Kind{kernel.Removable(s.byok.Kind(Prefix, func(c *Credential) { s.k.ObserveSeq(c.Seq) }), s.byok)}
 }
 
 // Credential is a BYOK (bring your own key) provider credential: an
@@ -84,16 +94,16 @@ type Credential struct {
 
 // SetSecret seals a new provider key into the credential and regenerates
 // its label. The credential's ID must be set.
-func (c *Credential) SetSecret(sealer *Sealer, secret string) {
+func (c *Credential) SetSecret(sealer *seal.Sealer, secret string) {
 	c.Sealed = sealer.Seal([]byte(secret), []byte(c.ID))
-	c.Label = maskSecret(secret)
+	c.Label = seal.Mask(secret)
 }
 
 // Open returns the credential's provider key in plaintext. Callers keep it
 // only as long as the request that needs it.
-func (c Credential) Open(sealer *Sealer) (string, error) {
+func (c Credential) Open(sealer *seal.Sealer) (string, error) {
 	if sealer == nil {
-		return "", ErrUnseal
+		return "", seal.ErrUnseal
 	}
 	b, err := sealer.Open(c.Sealed, []byte(c.ID))
 	if err != nil {
@@ -118,20 +128,6 @@ func (c Credential) clone() Credential {
 	return c
 }
 
-// maskSecret is the public label of a provider key: a few characters of
-// each end of a long key, fewer of a short one, so that the label never
-// gives away a meaningful part of the key.
-func maskSecret(secret string) string {
-	r := []rune(secret)
-	switch n := len(r); {
-	case n >= 16:
-		return string(r[:3]) + "..." + string(r[n-4:])
-	case n >= 8:
-		return "..." + string(r[n-2:])
-	}
-	return "..."
-}
-
 // NewBYOK describes a BYOK credential to create.
 type NewBYOK struct {
 	AccountID   string
@@ -149,39 +145,39 @@ func (c Credential) RecordIDs() (accountID, id string) { return c.AccountID, c.I
 
 // CreateBYOK creates a credential in a workspace of the account, sealing
 // its secret with sealer; ErrInvalid names an unknown workspace.
-func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) {
+func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *seal.Sealer) (Credential, error) {
 	if sealer == nil {
-		return Credential{}, fmt.Errorf("%w: BYOK is not configured", ErrInvalid)
+		return Credential{}, fmt.Errorf("%w: BYOK is not configured", record.ErrInvalid)
 	}
 	if n.Secret == "" {
-		return Credential{}, fmt.Errorf("%w: key is required", ErrInvalid)
+		return Credential{}, fmt.Errorf("%w: key is required", record.ErrInvalid)
 	}
 	if strings.TrimSpace(n.Provider) == "" {
-		return Credential{}, fmt.Errorf("%w: provider is required", ErrInvalid)
+		return Credential{}, fmt.Errorf("%w: provider is required", record.ErrInvalid)
 	}
-	t := now().UTC()
+	t := s.now().UTC()
 	c := Credential{
-		ID: newUUID(), AccountID: n.AccountID, Provider: n.Provider, Name: n.Name,
+		ID: record.NewUUID(), AccountID: n.AccountID, Provider: n.Provider, Name: n.Name,
 		Disabled: n.Disabled, IsFallback: n.IsFallback, IsBYOKOnly: n.IsBYOKOnly, IsRequired: n.IsRequired,
 		DeclaredZDR: n.DeclaredZDR, AllowedModels: n.AllowedModels, AllowedAPIKeyHashes: n.AllowedAPIKeyHashes,
 		AllowedUserIDs: n.AllowedUserIDs, CreatedAt: t, UpdatedAt: t,
 	}
 	c = c.clone()
 	c.SetSecret(sealer, n.Secret)
-	err := create(s.k, s.byok, prefixBYOK, func() (*Credential, error) {
-		acct, ok := s.acct.accountOf(n.AccountID)
+	err := kernel.Create(s.k, s.byok, Prefix, func() (*Credential, error) {
+		acct, ok := s.acct.AccountOf(n.AccountID)
 		if !ok {
-			return nil, ErrNotFound
+			return nil, kernel.ErrNotFound
 		}
 		if n.WorkspaceID == "" {
 			n.WorkspaceID = acct.DefaultWorkspaceID
 		}
-		ws, ok := s.org.resolveWorkspace(n.AccountID, n.WorkspaceID)
+		ws, ok := s.org.ResolveWorkspace(n.AccountID, n.WorkspaceID)
 		if !ok {
-			return nil, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", ErrInvalid, n.WorkspaceID)
+			return nil, fmt.Errorf("%w: workspace_id: %q is not a workspace of this account", record.ErrInvalid, n.WorkspaceID)
 		}
 		c.WorkspaceID = ws.ID
-		if err := s.acct.checkKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
+		if err := s.acct.CheckKeyHashes(n.AccountID, c.AllowedAPIKeyHashes); err != nil {
 			return nil, err
 		}
 		for _, o := range s.byok[n.AccountID] {
@@ -201,7 +197,7 @@ func (s *SecretStore) CreateBYOK(n NewBYOK, sealer *Sealer) (Credential, error) 
 // BYOK returns one of an account's credentials; another account's
 // credential is not found.
 func (s *SecretStore) BYOK(accountID, id string) (Credential, bool) {
-	return lookup(s.k, s.byok, accountID, id)
+	return kernel.Lookup(s.k, s.byok, accountID, id)
 }
 
 // BYOKFilter selects credentials for ListBYOK.
@@ -215,10 +211,10 @@ type BYOKFilter struct {
 // ListBYOK returns one page of an account's credentials, most recent
 // first, and how many match the filter in all.
 func (s *SecretStore) ListBYOK(f BYOKFilter) ([]Credential, int) {
-	all := collect(s.k, s.byok, f.AccountID, func(c *Credential) bool {
+	all := kernel.Collect(s.k, s.byok, f.AccountID, func(c *Credential) bool {
 		return (f.WorkspaceID == "" || c.WorkspaceID == f.WorkspaceID) && (f.Provider == "" || c.Provider == f.Provider)
 	})
-	return newestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
+	return kernel.NewestFirstPage(all, func(c *Credential) uint64 { return c.Seq }, f.Offset, f.Limit)
 }
 
 // UpdateBYOK applies fn to a copy of the credential and persists the
@@ -226,7 +222,7 @@ func (s *SecretStore) ListBYOK(f BYOKFilter) ([]Credential, int) {
 // the secret with SetSecret. Identity, ownership, provider, workspace and
 // position cannot be changed through it.
 func (s *SecretStore) UpdateBYOK(accountID, id string, fn func(*Credential) error) (Credential, error) {
-	return kernel.Update(s.k, s.byok, prefixBYOK, accountID, id, func(cur *Credential) (*Credential, error) {
+	return kernel.Update(s.k, s.byok, Prefix, accountID, id, func(cur *Credential) (*Credential, error) {
 		c := cur.clone()
 		if err := fn(&c); err != nil {
 			return nil, err
@@ -234,11 +230,11 @@ func (s *SecretStore) UpdateBYOK(accountID, id string, fn func(*Credential) erro
 		c.ID, c.AccountID, c.WorkspaceID, c.Provider = cur.ID, cur.AccountID, cur.WorkspaceID, cur.Provider
 		c.SortOrder, c.CreatedAt, c.Seq = cur.SortOrder, cur.CreatedAt, cur.Seq
 		if !slices.Equal(c.AllowedAPIKeyHashes, cur.AllowedAPIKeyHashes) {
-			if err := s.acct.checkKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
+			if err := s.acct.CheckKeyHashes(accountID, c.AllowedAPIKeyHashes); err != nil {
 				return nil, err
 			}
 		}
-		c.UpdatedAt = now().UTC()
+		c.UpdatedAt = s.now().UTC()
 		return &c, nil
 	})
 }
@@ -246,7 +242,7 @@ func (s *SecretStore) UpdateBYOK(accountID, id string, fn func(*Credential) erro
 // DeleteBYOK removes a credential and its sealed key; it stops being used
 // at once.
 func (s *SecretStore) DeleteBYOK(accountID, id string) error {
-	return kernel.Delete(s.k, s.byok, prefixBYOK, accountID, id)
+	return kernel.Delete(s.k, s.byok, Prefix, accountID, id)
 }
 
 // BYOKUse is the request a credential would serve. An empty field is
@@ -267,7 +263,7 @@ func (s *SecretStore) BYOKFor(accountID, provider string) (Credential, bool) {
 	s.k.RLock()
 	defer s.k.RUnlock()
 	var ws string
-	if a, ok := s.acct.accountOf(accountID); ok {
+	if a, ok := s.acct.AccountOf(accountID); ok {
 		ws = a.DefaultWorkspaceID
 	}
 	return s.byokFor(accountID, provider, BYOKUse{WorkspaceID: ws})
@@ -299,9 +295,9 @@ func (s *SecretStore) byokFor(accountID, provider string, use BYOKUse) (Credenti
 	return *best, true
 }
 
-// credentialsIn counts the account's credentials in a workspace. Callers
+// CredentialsIn counts the account's credentials in a workspace. Callers
 // hold the kernel's lock.
-func (s *SecretStore) credentialsIn(accountID, workspaceID string) int {
+func CredentialsIn(s *SecretStore, accountID, workspaceID string) int {
 	n := 0
 	for _, c := range s.byok[accountID] {
 		if c.WorkspaceID == workspaceID {
@@ -311,12 +307,12 @@ func (s *SecretStore) credentialsIn(accountID, workspaceID string) int {
 	return n
 }
 
-// ensureCredentialWorkspaces moves the credentials stored before they
-// belonged to a workspace into their account's default workspace. Called
-// by Open, after the accounts' ensureDefaultWorkspaceIDs.
-func (s *SecretStore) ensureCredentialWorkspaces() {
+// EnsureWorkspaces moves the credentials stored before they belonged to a
+// workspace into their account's default workspace. Called by the store's
+// Open, after the accounts have their default workspace's id.
+func EnsureWorkspaces(s *SecretStore) {
 	for accountID, creds := range s.byok {
-		a, ok := s.acct.accountOf(accountID)
+		a, ok := s.acct.AccountOf(accountID)
 		if !ok {
 			continue
 		}
@@ -324,7 +320,7 @@ func (s *SecretStore) ensureCredentialWorkspaces() {
 			if cr.WorkspaceID == "" {
 				c := cr.clone()
 				c.WorkspaceID = a.DefaultWorkspaceID
-				kernel.PutDirty(s.k, s.byok, prefixBYOK, &c)
+				kernel.PutDirty(s.k, s.byok, Prefix, &c)
 			}
 		}
 	}
