@@ -2,8 +2,8 @@ package caddymodule
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +22,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
-	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/storage/backends"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
@@ -76,9 +76,13 @@ type App struct {
 	// labels) for at most this many keys; later keys count as "other".
 	// Default 0: off.
 	MetricsPerKey int `json:"metrics_per_key,omitempty"`
-	// Storage selects a shared database for several replicas
-	// (StorageConfig); unset: Badger under DataDir.
-	Storage *StorageConfig `json:"storage,omitempty"`
+	// StorageRaw is the database behind the gateway: a module of namespace
+	// tollgate.storage named by its backend, with its own options:
+	// {"backend": "redis", "address": ...} for several replicas (package
+	// storage/backends/redis). Unset: {"backend": "badger"} with DataDir,
+	// SyncWrites and GCInterval (package storage/backends/badger). The
+	// older form {"redis": {...}} is read as {"backend": "redis", ...}.
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=tollgate.storage inline_key=backend"`
 	// CodeTTL is how long an authorization code of the connect
 	// flow (OAuth PKCE) may wait for its exchange. Default 5m, at most 10m.
 	CodeTTL caddy.Duration `json:"connect_code_ttl,omitempty"`
@@ -92,9 +96,11 @@ type App struct {
 	egress   *egress.Policy
 	moderate *moderation.Service
 
+	// backend is StorageRaw as the app loaded it (loadStorage).
+	backend backends.Module
+
 	mu    sync.Mutex
-	dir   string // absolute DataDir, or the Redis store's name: the pool key
-	redis *kernel.RedisOptions
+	dir   string // the backend's Key: the store's name in the pool
 	store *storage.Store
 
 	exporter *export.Exporter // observability export (startExporter), under mu
@@ -138,22 +144,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := telemetry.Register(ctx.GetMetricsRegistry(), a.MetricsPerKey > 0); err != nil {
 		return fmt.Errorf("metrics: %v", err)
 	}
-	dir := a.DataDir
-	if dir == "" {
-		dir = filepath.Join(caddy.AppDataDir(), "tollgate")
+	if err := a.loadStorage(ctx); err != nil {
+		return err
 	}
+	a.dir = a.backend.Key()
 	repl := caddy.NewReplacer()
-	dir, err := filepath.Abs(repl.ReplaceAll(dir, ""))
-	if err != nil {
-		return fmt.Errorf("data_dir: %v", err)
-	}
-	a.dir = dir
-	if a.Storage != nil && a.Storage.Redis != nil {
-		if a.redis, err = a.Storage.Redis.options(repl); err != nil {
-			return err
-		}
-		a.dir = redisPoolKey(a.redis)
-	}
+	var err error
 	if a.sealer, err = a.byokSealer(repl); err != nil {
 		return err
 	}
@@ -225,9 +221,6 @@ func (a *App) Validate() error {
 	}
 	if a.MetricsPerKey < 0 || a.MetricsPerKey > MaxMetricsPerKey {
 		return fmt.Errorf("metrics_per_key: expected 1 to %d keys, got %d", MaxMetricsPerKey, a.MetricsPerKey)
-	}
-	if err := a.Storage.validate(); err != nil {
-		return err
 	}
 	return a.InFlight.validate()
 }
@@ -305,22 +298,20 @@ func (a *App) Store() (*storage.Store, error) {
 	}
 	val, _, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
 		// Every backend's group commits are timed and counted.
-		opts := storage.Options{OnCommit: telemetry.ObserveCommit}
-		if a.redis != nil {
-			opts.Redis, opts.Logger = a.redis, a.logger.Named("redis")
-			s, err := storage.Open(opts)
-			if err != nil {
-				return nil, fmt.Errorf("storage: %w", err)
-			}
-			a.logger.Info("opened the shared tollgate database", zap.String("redis", a.redis.Address), zap.Strings("cluster", a.redis.Cluster), zap.String("key_prefix", a.redis.KeyPrefix))
-			return storeCloser{s}, nil
-		}
-		opts.Dir, opts.GCInterval, opts.SyncWrites, opts.Logger = a.dir, time.Duration(a.GCInterval), a.SyncWrites, a.logger.Named("badger")
+		opts := a.backend.Options()
+		opts.OnCommit, opts.Logger = telemetry.ObserveCommit, a.logger.Named(a.backend.CaddyModule().ID.Name())
 		s, err := storage.Open(opts)
 		if err != nil {
+			if opts.Redis != nil {
+				return nil, fmt.Errorf("storage: %w", err)
+			}
 			return nil, err
 		}
-		a.logger.Info("opened tollgate database", zap.String("dir", a.dir))
+		msg := "opened tollgate database"
+		if s.Shared() {
+			msg = "opened the shared tollgate database"
+		}
+		a.logger.Info(msg, a.backend.Describe()...)
 		return storeCloser{s}, nil
 	})
 	if err != nil {

@@ -140,11 +140,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "storage":
-			sc, err := parseStorage(d)
+			raw, err := parseStorage(d)
 			if err != nil {
 				return err
 			}
-			a.Storage = sc
+			a.StorageRaw = raw
 		case "brand":
 			if !d.AllArgs(&a.BrandName) {
 				return d.ArgErr()

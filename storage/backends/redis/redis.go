@@ -1,4 +1,8 @@
-package caddymodule
+// Package redis is the shared storage backend (module
+// tollgate.storage.redis): every record in one Redis or Valkey server, or
+// a Redis Cluster, shared by several gateway replicas, with the money
+// ledger of package sharedledger.
+package redis
 
 import (
 	"fmt"
@@ -11,23 +15,20 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
-	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
-
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/storage/backends"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
-// StorageConfig selects the database behind the gateway. Unset: the
-// embedded Badger database under data_dir.
-type StorageConfig struct {
-	// Redis shares one Redis (or Valkey) server between several gateway
-	// replicas: the same keys, counters and caps on every replica.
-	Redis *RedisConfig `json:"redis,omitempty"`
+func init() {
+	caddy.RegisterModule(new(Redis))
 }
 
-// RedisConfig is `storage redis { ... }`. Every string accepts
+// Redis is `storage redis { ... }`. Every string accepts
 // placeholders such as {env.REDIS_PASSWORD}, expanded when the config
 // loads.
-type RedisConfig struct {
+type Redis struct {
 	// Address is host:port of one server.
 	Address string `json:"address,omitempty"`
 	// Cluster are host:port of nodes of a Redis Cluster (or Valkey
@@ -46,27 +47,42 @@ type RedisConfig struct {
 	// HoldLease is how long a running request's holds outlive a replica
 	// that died. Default: 30s.
 	HoldLease caddy.Duration `json:"hold_lease,omitempty"`
+
+	opts *kernel.RedisOptions // the fields expanded (Provision)
 }
 
-// parseStorage parses `storage redis { ... }`.
-func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
-	if !d.NextArg() {
-		return nil, d.Err("storage: expected a backend (redis)")
+// CaddyModule returns the Caddy module information.
+func (*Redis) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  backends.Namespace + ".redis",
+		New: func() caddy.Module { return new(Redis) },
 	}
-	if d.Val() != "redis" {
-		return nil, d.Errf("storage: unknown backend %q (expected redis)", d.Val())
+}
+
+// Provision expands the placeholders; what they expand to is checked as
+// Validate checks the fields.
+func (r *Redis) Provision(caddy.Context) error {
+	o, err := r.options(caddy.NewReplacer())
+	if err != nil {
+		return err
 	}
+	r.opts = o
+	return nil
+}
+
+// UnmarshalCaddyfile reads `storage redis { ... }`.
+func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the backend's name
 	if d.NextArg() {
-		return nil, d.ArgErr()
+		return d.ArgErr()
 	}
-	r := new(RedisConfig)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		opt := d.Val()
 		switch opt {
 		case "address", "username", "password", "key_prefix":
 			var v string
 			if !d.AllArgs(&v) {
-				return nil, d.Errf("storage redis: %s: expected one value", opt)
+				return d.Errf("storage redis: %s: expected one value", opt)
 			}
 			switch opt {
 			case "address":
@@ -81,50 +97,60 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 		case "cluster":
 			addrs := d.RemainingArgs()
 			if len(addrs) == 0 {
-				return nil, d.Err("storage redis: cluster: expected one or more host:port")
+				return d.Err("storage redis: cluster: expected one or more host:port")
 			}
 			r.Cluster = append(r.Cluster, addrs...)
 		case "db":
 			var v string
 			if !d.AllArgs(&v) {
-				return nil, d.Err("storage redis: db: expected one number")
+				return d.Err("storage redis: db: expected one number")
 			}
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return nil, d.Errf("storage redis: db: expected a non-negative integer, got %q", v)
+				return d.Errf("storage redis: db: expected a non-negative integer, got %q", v)
 			}
 			r.DB = n
 		case "tls":
 			if d.NextArg() {
-				return nil, d.ArgErr()
+				return d.ArgErr()
 			}
 			r.TLS = true
 		case "hold_lease":
 			dur, err := durationArg(d)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			r.HoldLease = dur
 		default:
-			return nil, suggest.UnknownOption(d, "storage redis", redisOptions)
+			return suggest.UnknownOption(d, "storage redis", redisOptions)
 		}
 	}
 	if r.Address != "" && len(r.Cluster) > 0 {
-		return nil, d.Err("storage redis: address and cluster: set one (address for one server, cluster for a Redis Cluster)")
+		return d.Err("storage redis: address and cluster: set one (address for one server, cluster for a Redis Cluster)")
 	}
-	return &StorageConfig{Redis: r}, nil
+	return nil
 }
 
 // redisOptions are the options of `storage redis { ... }`.
 var redisOptions = []string{"address", "cluster", "username", "password", "key_prefix", "db", "tls", "hold_lease"}
 
-// validate refuses what the connection could not use; each error names
-// its field. Placeholders are checked once expanded (options).
-func (c *StorageConfig) validate() error {
-	if c == nil || c.Redis == nil {
-		return nil
+// durationArg reads an option's one positive duration.
+func durationArg(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
 	}
-	r := c.Redis
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: invalid duration %q", name, s)
+	}
+	return caddy.Duration(dur), nil
+}
+
+// Validate refuses what the connection could not use; each error names
+// its field. Placeholders are checked once expanded (options).
+func (r *Redis) Validate() error {
 	if r.DB < 0 {
 		return fmt.Errorf("storage: redis: db: expected a non-negative integer, got %d", r.DB)
 	}
@@ -145,7 +171,7 @@ func (c *StorageConfig) validate() error {
 // validateCluster refuses a cluster beside standalone settings, and a
 // node that is not host:port. Whether the nodes answer and serve every
 // slot is checked when the store opens, at load.
-func (r *RedisConfig) validateCluster(addrs []string) error {
+func (r *Redis) validateCluster(addrs []string) error {
 	if r.Address != "" {
 		return fmt.Errorf("storage: redis: address and cluster: set one (address for one server, cluster for a Redis Cluster)")
 	}
@@ -179,7 +205,7 @@ func redisAddress(addr string) (string, error) {
 }
 
 // options expands the placeholders and returns the backend's options.
-func (c *RedisConfig) options(repl *caddy.Replacer) (*kernel.RedisOptions, error) {
+func (c *Redis) options(repl *caddy.Replacer) (*kernel.RedisOptions, error) {
 	o := &kernel.RedisOptions{
 		Address:   strings.TrimSpace(repl.ReplaceAll(c.Address, "")),
 		Username:  repl.ReplaceAll(c.Username, ""),
@@ -205,29 +231,28 @@ func (c *RedisConfig) options(repl *caddy.Replacer) (*kernel.RedisOptions, error
 	return o, nil
 }
 
-// poolKey names the shared store in the usage pool: one per server,
-// database and prefix, as one Badger store per directory.
-func redisPoolKey(o *kernel.RedisOptions) string {
+// Key names the shared store: one per server, database and prefix, as
+// one Badger store per directory.
+func (c *Redis) Key() string {
+	o := c.opts
 	if len(o.Cluster) > 0 {
 		return "redis-cluster://" + strings.Join(o.Cluster, ",") + "/" + o.KeyPrefix
 	}
 	return "redis://" + o.Address + "/" + strconv.Itoa(o.DB) + "/" + o.KeyPrefix
 }
 
-// warnBesideRedis warns, at start, of the embedded database's options set
-// beside `storage redis`, which keeps every record in Redis: they do not
-// apply, and an operator who set data_dir may believe the data is there.
-func (a *App) warnBesideRedis() {
-	if a.Storage == nil || a.Storage.Redis == nil || a.logger == nil {
-		return
-	}
-	for _, o := range []struct {
-		name string
-		set  bool
-	}{{"data_dir", a.DataDir != ""}, {"sync_writes", a.SyncWrites}, {"gc_interval", a.GCInterval != 0}} {
-		if o.set {
-			a.logger.Warn(o.name+" does not apply with storage redis: every record is in Redis, nothing is written under data_dir",
-				zap.String("option", o.name))
-		}
-	}
+// Options select the shared backend.
+func (r *Redis) Options() storage.Options { return storage.Options{Redis: r.opts} }
+
+// Describe names the server or cluster and the key prefix.
+func (r *Redis) Describe() []zap.Field {
+	return []zap.Field{zap.String("redis", r.opts.Address), zap.Strings("cluster", r.opts.Cluster), zap.String("key_prefix", r.opts.KeyPrefix)}
 }
+
+// Interface guards.
+var (
+	_ backends.Module       = (*Redis)(nil)
+	_ caddy.Provisioner     = (*Redis)(nil)
+	_ caddy.Validator       = (*Redis)(nil)
+	_ caddyfile.Unmarshaler = (*Redis)(nil)
+)

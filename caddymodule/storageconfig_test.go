@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -11,16 +12,16 @@ import (
 // The embedded database's options beside storage redis are named in a
 // warning at start; without storage redis, or without them, none.
 func TestWarnsOfBadgerOptionsBesideRedis(t *testing.T) {
-	redis := &StorageConfig{Redis: &RedisConfig{Address: "127.0.0.1:6379"}}
+	redis := json.RawMessage(`{"redis": {"address": "127.0.0.1:6379"}}`)
 	for i, tc := range []struct {
 		app  func() *App
 		want []string
 	}{
-		{func() *App { return &App{DataDir: "/var/lib/tollgate", Storage: redis} }, []string{"data_dir"}},
+		{func() *App { return &App{DataDir: "/var/lib/tollgate", StorageRaw: redis} }, []string{"data_dir"}},
 		{func() *App {
-			return &App{DataDir: "d", SyncWrites: true, GCInterval: caddy.Duration(1), Storage: redis}
+			return &App{DataDir: "d", SyncWrites: true, GCInterval: caddy.Duration(1), StorageRaw: redis}
 		}, []string{"data_dir", "sync_writes", "gc_interval"}},
-		{func() *App { return &App{Storage: redis} }, nil},
+		{func() *App { return &App{StorageRaw: redis} }, nil},
 		{func() *App { return &App{DataDir: "/var/lib/tollgate", SyncWrites: true} }, nil},
 	} {
 		core, logs := observer.New(zap.WarnLevel)
