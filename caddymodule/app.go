@@ -34,7 +34,8 @@ func init() {
 // settings shared by the gateway's handlers.
 type App struct {
 	// DataDir is the Badger directory. Default: "tollgate" under Caddy's
-	// app data directory.
+	// app data directory. DataDir, SyncWrites and GCInterval are the
+	// badger backend's options when StorageRaw does not set them.
 	DataDir string `json:"data_dir,omitempty"`
 	// Brand prefixes limit_source values and the web search tool type.
 	// Default: "service".
