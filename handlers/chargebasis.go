@@ -168,19 +168,19 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 // body does not (a previous response, a file by reference, a provider's
 // own search) is bounded by the context window alone.
 func (rt *Route) promptBoundFor(search *searchPlan) (int64, bool) {
-	unbounded, extra := rt.prompt.unbounded, int64(0)
+	unbounded, extra := rt.prompt.Unbounded, int64(0)
 	if search != nil {
 		unbounded = unbounded || search.engine == "native"
 		extra = search.injectedTokens()
 	}
 	c := rt.Model.ContextLength
 	switch {
-	case c > 0 && (unbounded || rt.prompt.tokens+extra > c):
+	case c > 0 && (unbounded || rt.prompt.Tokens+extra > c):
 		return c, true
 	case unbounded:
 		return 0, false
 	}
-	return rt.prompt.tokens + extra, true
+	return rt.prompt.Tokens + extra, true
 }
 
 // usageCount reads a token count as written in a usage object: a

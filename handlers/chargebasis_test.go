@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -20,7 +21,7 @@ func observeMeter(f *meterFixture) *observer.ObservedLogs {
 }
 
 // promptBoundOf is admission's prompt bound of a body (no media, no tools).
-func promptBoundOf(body string) int64 { return int64(len(body)) + promptOverheadTokens }
+func promptBoundOf(body string) int64 { return int64(len(body)) + prompt.PromptOverheadTokens }
 
 func TestDefendUsage(t *testing.T) {
 	usage := func(members string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/messages"
@@ -50,24 +51,24 @@ func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *a
 		}
 	}
 	if m.Tokenizer == nil {
-		b := boundPrompt(f, len(body), rt.MediaPartTokens)
-		if b.unbounded {
+		b := prompt.NewBound(f, len(body), rt.MediaPartTokens)
+		if b.Unbounded {
 			return 0, apierror.BadRequest("input: holds content the gateway cannot count (a file or a stored item)")
 		}
-		return b.tokensFor(m), nil
+		return b.TokensFor(m), nil
 	}
-	c := promptCounter{enc: m.Tokenizer, mediaPart: rt.MediaPartTokens, tokens: replyPrimingTokens, ctx: st.context()}
+	c := prompt.Counter{Enc: m.Tokenizer, MediaPart: rt.MediaPartTokens, Tokens: prompt.ReplyPrimingTokens, Ctx: st.context()}
 	if len(m.Providers) > 0 && m.Providers[0].ChatOnly() {
 		chat, err := translate.ResponsesToChat(body)
 		if err != nil {
 			return 0, apierror.BadRequest(err.Error())
 		}
-		c.chatBody(chat)
+		c.ChatBody(chat)
 	} else {
-		c.responsesBody(body)
+		c.ResponsesBody(body)
 	}
-	n, unbounded := c.tokens, c.unbounded
-	if c.ctx.Err() != nil {
+	n, unbounded := c.Tokens, c.Unbounded
+	if c.Ctx.Err() != nil {
 		return 0, apierror.New(499, "Client closed the request")
 	}
 	if unbounded {
@@ -107,7 +108,7 @@ func writeCount(w http.ResponseWriter, prefix string, n int64) error {
 // countTokens answers POST /messages/count_tokens as Anthropic does,
 // {"input_tokens": n}, for a model of the catalog, without calling a
 // provider or charging anything: n is the prompt as admission counts it
-// (promptCounter) on the Messages body translated for an OpenAI-style
+// (prompt.Counter) on the Messages body translated for an OpenAI-style
 // provider, so it equals the prompt_tokens such a provider then reports;
 // for a model without a tokenizer, the byte bound.
 func (rt *Router) countTokens(w http.ResponseWriter, r *http.Request, st *requestState) error {
@@ -146,13 +147,13 @@ func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *ap
 		return 0, apierror.BadRequest(err.Error())
 	}
 	if m.Tokenizer == nil {
-		b := boundPrompt(f, len(chat), rt.MediaPartTokens)
-		return b.tokensFor(m), nil
+		b := prompt.NewBound(f, len(chat), rt.MediaPartTokens)
+		return b.TokensFor(m), nil
 	}
-	c := promptCounter{enc: m.Tokenizer, mediaPart: rt.MediaPartTokens, tokens: replyPrimingTokens, ctx: st.context()}
-	c.chatBody(chat)
-	if c.ctx.Err() != nil {
+	c := prompt.Counter{Enc: m.Tokenizer, MediaPart: rt.MediaPartTokens, Tokens: prompt.ReplyPrimingTokens, Ctx: st.context()}
+	c.ChatBody(chat)
+	if c.Ctx.Err() != nil {
 		return 0, apierror.New(499, "Client closed the request")
 	}
-	return c.tokens, nil
+	return c.Tokens, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
@@ -163,8 +164,8 @@ func TestBoundPromptMessages(t *testing.T) {
 		if apiErr != nil {
 			t.Fatal(apiErr)
 		}
-		b := boundPrompt(f, len(tt.body), 1000)
-		if want := int64(len(tt.body)) + promptOverheadTokens + tt.media*1000; b.tokens != want || b.unbounded != tt.unbounded {
+		b := prompt.NewBound(f, len(tt.body), 1000)
+		if want := int64(len(tt.body)) + prompt.PromptOverheadTokens + tt.media*1000; b.Tokens != want || b.Unbounded != tt.unbounded {
 			t.Errorf("%s: bound %+v, want %d tokens, unbounded %v", tt.body, b, want, tt.unbounded)
 		}
 	}

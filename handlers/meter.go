@@ -32,7 +32,7 @@ import (
 // through, and turns the hold into the exact charge, durably, before the
 // client sees the end of the answer.
 //
-// The hold bounds the prompt's tokens from above (promptBound), so that
+// The hold bounds the prompt's tokens from above (prompt.Bound), so that
 // with max_tokens set no cap is ever exceeded.
 //
 // What is charged, the provider's usage within the gateway's bounds or,
@@ -293,7 +293,7 @@ func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.Requ
 	for i, a := range route.Attempts {
 		f := billing.RequestFacts{
 			Pricing:       a.Model.Pricing,
-			InputTokens:   route.prompt.tokensFor(a.Model),
+			InputTokens:   route.prompt.TokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			Choices:       route.Choices,
 			ContextLength: a.Model.ContextLength,

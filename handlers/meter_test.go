@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -147,7 +148,7 @@ func (f *meterFixture) generations(t *testing.T) int {
 // overhead.
 func (f *meterFixture) estimate(body string, maxTokens int64) billing.Estimate {
 	e, err := billing.EstimateRequest(billing.RequestFacts{
-		Pricing: testgw.Pricing, InputTokens: int64(len(body)) + promptOverheadTokens,
+		Pricing: testgw.Pricing, InputTokens: int64(len(body)) + prompt.PromptOverheadTokens,
 		MaxTokens: maxTokens, ContextLength: 8192,
 	}, f.gw.InFlight)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/contextcompression"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -37,8 +38,8 @@ func conversation(turns int) string {
 func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 	enc, _ := tokenizer.Get(tokenizer.O200kBase)
 	body := conversation(12)
-	full, _ := countChatBody(enc, []byte(body), DefaultMediaPartTokens)
-	rt := &Router{MediaPartTokens: DefaultMediaPartTokens}
+	full, _ := prompt.CountChat(enc, []byte(body), prompt.DefaultMediaPartTokens)
+	rt := &Router{MediaPartTokens: prompt.DefaultMediaPartTokens}
 	for _, ctx := range []int64{full + 100, full / 2, full / 4, 200} {
 		m := &catalog.Model{ID: "openai/m", ContextLength: ctx, Tokenizer: enc}
 		st := &requestState{}
@@ -53,7 +54,7 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 		for _, run := range st.plugins {
 			run.(plugin.AnswerHeader).SetAnswerHeader(h)
 		}
-		got, _ := countChatBody(enc, route.body, DefaultMediaPartTokens)
+		got, _ := prompt.CountChat(enc, route.body, prompt.DefaultMediaPartTokens)
 		if ctx > full+50 {
 			if string(route.body) != body || len(st.plugins) != 0 {
 				t.Fatalf("context %d: a fitting prompt changed", ctx)

@@ -36,7 +36,7 @@ func (c *outputClamp) init(route *Route, policy billing.InFlightPolicy, hold, to
 	for _, a := range route.Attempts {
 		c.facts = append(c.facts, billing.RequestFacts{
 			Pricing:       a.Model.Pricing,
-			InputTokens:   route.prompt.tokensFor(a.Model),
+			InputTokens:   route.prompt.TokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			Choices:       route.Choices,
 			ContextLength: a.Model.ContextLength,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -18,14 +19,14 @@ import (
 // msgAfford is the refusal of a request whose max_tokens does not fit in
 // room, on model "m".
 func msgAfford(body string, requested int64, room money.Amount) string {
-	n := billing.AffordableOutput(billing.RequestFacts{Pricing: testgw.Pricing, InputTokens: int64(len(body)) + promptOverheadTokens}, room)
+	n := billing.AffordableOutput(billing.RequestFacts{Pricing: testgw.Pricing, InputTokens: int64(len(body)) + prompt.PromptOverheadTokens}, room)
 	return fmt.Sprintf("This request requires more credits, or fewer max_tokens. You requested up to %d tokens, but can only afford %d", requested, max(n, 0))
 }
 
 // promptCost is what model "m" costs for body's prompt bound and out
 // output tokens.
 func promptCost(body string, out int64) money.Amount {
-	c, err := billing.TokenCost(testgw.Pricing, int64(len(body))+promptOverheadTokens, out)
+	c, err := billing.TokenCost(testgw.Pricing, int64(len(body))+prompt.PromptOverheadTokens, out)
 	if err != nil {
 		panic(err)
 	}
@@ -107,7 +108,7 @@ func TestOutputClampPerAttempt(t *testing.T) {
 	cheap := testgw.PricedModel("cheap", testgw.Pricing, testgw.UpstreamProvider("/v1"))
 	pricey := testgw.PricedModel("pricey", billing.Pricing{Prompt: 2 * testgw.Pricing.Prompt, Completion: 4 * testgw.Pricing.Completion},
 		testgw.Provider("openai", "https", "api.openai.com", "api.openai.com:443", "/v1", "gpt", "sk"))
-	route := &Route{Kind: "chat", prompt: promptBound{tokens: 100},
+	route := &Route{Kind: "chat", prompt: prompt.Bound{Tokens: 100},
 		Attempts: []Attempt{{Model: cheap, Provider: cheap.Providers[0]}, {Model: pricey, Provider: pricey.Providers[0]}}}
 	limit := money.Amount(100*2_000 + 1_000*8_000) // pricey: 100 prompt tokens and 1000 output
 	v := storage.LedgerView{Key: storage.APIKey{Limit: &limit}}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
@@ -60,14 +61,14 @@ type chatCounter int64
 
 // ChatPrompt implements plugin.PromptCounter.
 func (c *chatCounter) ChatPrompt(enc *tokenizer.Encoding, body []byte) (int64, bool) {
-	return countChatBody(enc, body, int64(*c))
+	return prompt.CountChat(enc, body, int64(*c))
 }
 
 // ChatMessage implements plugin.PromptCounter.
 func (c *chatCounter) ChatMessage(enc *tokenizer.Encoding, msg gjson.Result) int64 {
-	pc := promptCounter{enc: enc, mediaPart: int64(*c), ctx: context.Background()}
-	pc.message(msg)
-	return pc.tokens
+	pc := prompt.Counter{Enc: enc, MediaPart: int64(*c), Ctx: context.Background()}
+	pc.Message(msg)
+	return pc.Tokens
 }
 
 // admitRun has an admitted request's run a act (run is a, as the

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/contract"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
@@ -49,7 +50,7 @@ type Route struct {
 	// no usage: one per three bytes of the body the provider received.
 	InputTokens int64
 	// prompt bounds the prompt's tokens for admission.
-	prompt promptBound
+	prompt prompt.Bound
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 	// Routing says how the attempts were chosen and ranked, for the

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/normalize"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -52,7 +53,7 @@ type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 	// MediaPartTokens bounds the prompt tokens of one image or audio part
-	// in the admission estimate (promptBound). Default
+	// in the admission estimate (prompt.Bound). Default
 	// DefaultMediaPartTokens.
 	MediaPartTokens int64 `json:"media_part_tokens,omitempty"`
 	// AnthropicBetas extend the anthropic-beta values a Messages request
@@ -136,7 +137,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		rt.MaxBodyBytes = 16 << 20
 	}
 	if rt.MediaPartTokens == 0 {
-		rt.MediaPartTokens = DefaultMediaPartTokens
+		rt.MediaPartTokens = prompt.DefaultMediaPartTokens
 	}
 	switch rt.LoadBalancing {
 	case "", LoadBalancingPrice, LoadBalancingOrdered:
@@ -206,7 +207,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		if route.parsedFields != nil {
 			bf = route.parsedFields // PDFs as their text
 		}
-		route.prompt = boundPrompt(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		route.prompt = prompt.NewBound(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
 		apiErr = rt.fitPrompt(st, route)
 	}
 	if apiErr == nil {

@@ -359,7 +359,7 @@ func (l *fetchLoop) addRound(answer []byte, sign int64) {
 	l.run.rounds += int(sign)
 	// The last answer's prompt holds the pages: only the context window
 	// bounds it.
-	l.route.prompt.unbounded = true
+	l.route.prompt.Unbounded = true
 }
 
 // fetchAll fetches the calls' URLs concurrently, those beyond max_uses

@@ -133,7 +133,7 @@ const (
 	mockNoUserText = "(no user message)"
 	// mediaPartTokens is what an image or audio part counts with
 	// PromptTokens "bytes": the gateway's default bound of a media part
-	// (handlers.DefaultMediaPartTokens), so that its prompt bound holds.
+	// (prompt.DefaultMediaPartTokens), so that its prompt bound holds.
 	mediaPartTokens = 8192
 )
 

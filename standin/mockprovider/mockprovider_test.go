@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -515,7 +515,7 @@ func TestMockPromptTokensBytes(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a a a"},{"role":"user","name":"bob","content":"漢字🎉"}]}`,
 			5 + 4 + 3 + 10 + 4 + 3},
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"12345"},{"type":"image_url","image_url":{"url":"https://x/i.png"}}]}]}`,
-			5 + handlers.DefaultMediaPartTokens + 4 + 3},
+			5 + prompt.DefaultMediaPartTokens + 4 + 3},
 		{"/v1/responses", `{"model":"m","instructions":"be","input":"x y"}`, 2 + 4 + 3 + 4 + 3},
 		{"/v1/responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"ab"}]}]}`, 2 + 4 + 3},
 	} {

@@ -1,7 +1,6 @@
-package handlers
+package prompt
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,10 +9,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
-	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
 func jsonString(s string) string {
@@ -21,13 +18,13 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-func boundOf(t *testing.T, body string) promptBound {
+func boundOf(t *testing.T, body string) Bound {
 	t.Helper()
 	f, apiErr := reqbody.ParseObject([]byte(body))
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	return boundPrompt(f, len(body), 1000)
+	return NewBound(f, len(body), 1000)
 }
 
 // TestPromptBoundCoversDenseText: for text a byte-level tokenizer cuts a
@@ -45,7 +42,7 @@ func TestPromptBoundCoversDenseText(t *testing.T) {
 			}
 			body := `{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`
 			worst := int64(n)*(int64(len(text))+1+4) + 3
-			if b := boundOf(t, body); b.tokens < worst || b.unbounded {
+			if b := boundOf(t, body); b.Tokens < worst || b.Unbounded {
 				t.Errorf("%d messages of %d runes: bound %+v, worst %d", n, utf8.RuneCountInString(text), b, worst)
 			}
 		}
@@ -78,11 +75,11 @@ func TestPromptBoundParts(t *testing.T) {
 		{`{"prompt":[1, 2, 3]}`, 0, false, false},
 	} {
 		b := boundOf(t, tc.body)
-		want := int64(len(tc.body)) + promptOverheadTokens + tc.media*1000
+		want := int64(len(tc.body)) + PromptOverheadTokens + tc.media*1000
 		if tc.tools {
 			want += toolsOverheadTokens
 		}
-		if b.tokens != want || b.unbounded != tc.unbounded {
+		if b.Tokens != want || b.Unbounded != tc.unbounded {
 			t.Errorf("%s: bound %+v, want %d unbounded %t", tc.body, b, want, tc.unbounded)
 		}
 	}
@@ -91,19 +88,19 @@ func TestPromptBoundParts(t *testing.T) {
 func TestPromptBoundContextWindow(t *testing.T) {
 	m := &catalog.Model{ContextLength: 8192}
 	for _, tc := range []struct {
-		b    promptBound
+		b    Bound
 		want int64
 	}{
-		{promptBound{tokens: 100}, 100},
-		{promptBound{tokens: 100_000}, 8192},
-		{promptBound{tokens: 100, unbounded: true}, 8192},
+		{Bound{Tokens: 100}, 100},
+		{Bound{Tokens: 100_000}, 8192},
+		{Bound{Tokens: 100, Unbounded: true}, 8192},
 	} {
-		if got := tc.b.tokensFor(m); got != tc.want {
+		if got := tc.b.TokensFor(m); got != tc.want {
 			t.Errorf("%+v: %d, want %d", tc.b, got, tc.want)
 		}
 	}
 	// an unknown context window bounds nothing
-	if got := (promptBound{tokens: 100_000, unbounded: true}).tokensFor(&catalog.Model{}); got != 100_000 {
+	if got := (Bound{Tokens: 100_000, Unbounded: true}).TokensFor(&catalog.Model{}); got != 100_000 {
 		t.Errorf("unknown context: %d", got)
 	}
 }
@@ -122,7 +119,7 @@ func BenchmarkPromptBound(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if p := boundPrompt(f, len(body), DefaultMediaPartTokens); p.tokens < int64(len(body)) {
+		if p := NewBound(f, len(body), DefaultMediaPartTokens); p.Tokens < int64(len(body)) {
 			b.Fatal(p)
 		}
 	}
@@ -184,23 +181,4 @@ func FuzzPartCountMatchesGJSON(f *testing.F) {
 			t.Fatalf("%s: walk %+v, gjson %+v", list, got, want)
 		}
 	})
-}
-
-// A PDF part leaves the prompt's bound to the context window; the text
-// the file parser made of it is bounded by its bytes.
-func TestPromptBoundOfParsedFile(t *testing.T) {
-	const text = "Revenue grew 12% in Q3."
-	body := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Summarize:"},{"type":"file","file":{"filename":"q3.pdf","file_data":"data:application/pdf;base64,` +
-		base64.StdEncoding.EncodeToString(pdftest.Build(text)) + `"}}]}]}`
-	if b := boundOf(t, body); !b.unbounded {
-		t.Fatal("a file part should leave the bound to the context window")
-	}
-	f, _ := reqbody.ParseObject([]byte(body))
-	out, parsed, apiErr := new(Router).rewriteBody(new(requestState), dialect.Chat, []byte(body), f, []Attempt{{}})
-	if apiErr != nil || parsed == nil || !strings.Contains(string(out), text) {
-		t.Fatalf("rewriteBody = %s, %v, %v", out, parsed, apiErr)
-	}
-	if b := boundPrompt(parsed, len(out), 1000); b.unbounded || b.tokens < int64(len(text)) {
-		t.Fatalf("bound %+v for %d bytes of text", b, len(text))
-	}
 }

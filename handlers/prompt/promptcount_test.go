@@ -1,14 +1,12 @@
-package handlers
+package prompt
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -16,7 +14,7 @@ import (
 // corpusTexts are the tokenizer's reference texts: prose in several
 // scripts, code, JSON, emoji, numbers, whitespace.
 func corpusTexts(t testing.TB) []string {
-	data, err := os.ReadFile("../tokenizer/testdata/corpus.json")
+	data, err := os.ReadFile("../../tokenizer/testdata/corpus.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +97,14 @@ func TestPromptCountBoundsCorpus(t *testing.T) {
 			}
 		}
 		for _, body := range chat {
-			got, unbounded := countChatBody(enc, []byte(body), DefaultMediaPartTokens)
+			got, unbounded := CountChat(enc, []byte(body), DefaultMediaPartTokens)
 			if unbounded {
 				t.Fatalf("unbounded: %s", body)
 			}
 			check("chat", body, got)
 		}
 		for _, body := range responses {
-			got, _ := countResponsesBody(enc, []byte(body), DefaultMediaPartTokens)
+			got, _ := CountResponses(enc, []byte(body), DefaultMediaPartTokens)
 			check("responses", body, got)
 		}
 	}
@@ -117,8 +115,8 @@ func TestPromptCountBelowByteBound(t *testing.T) {
 	enc, _ := tokenizer.Get(tokenizer.O200kBase)
 	chat, _ := corpusRequests(t)
 	for _, body := range chat {
-		if got, _ := countChatBody(enc, []byte(body), DefaultMediaPartTokens); got > int64(len(body))+promptOverheadTokens {
-			t.Errorf("counted %d, more than the byte bound %d: %s", got, len(body)+promptOverheadTokens, body)
+		if got, _ := CountChat(enc, []byte(body), DefaultMediaPartTokens); got > int64(len(body))+PromptOverheadTokens {
+			t.Errorf("counted %d, more than the byte bound %d: %s", got, len(body)+PromptOverheadTokens, body)
 		}
 	}
 }
@@ -130,7 +128,7 @@ func TestImageTokens(t *testing.T) {
 	body := func(url, detail string) []byte {
 		return []byte(fmt.Sprintf(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":%q,"detail":%q}}]}]}`, url, detail))
 	}
-	base, _ := countChatBody(enc, []byte(`{"messages":[{"role":"user","content":[]}]}`), 1000)
+	base, _ := CountChat(enc, []byte(`{"messages":[{"role":"user","content":[]}]}`), 1000)
 	for _, tc := range []struct {
 		url, detail string
 		want        int64
@@ -139,7 +137,7 @@ func TestImageTokens(t *testing.T) {
 		{"https://example.com/cat.png", "high", 1000}, // size unknown: media_part_tokens
 		{png, "auto", 85 + 170},                       // one tile
 	} {
-		if got, _ := countChatBody(enc, body(tc.url, tc.detail), 1000); got-base != tc.want {
+		if got, _ := CountChat(enc, body(tc.url, tc.detail), 1000); got-base != tc.want {
 			t.Errorf("%s %s: %d tokens, want %d", tc.url[:20], tc.detail, got-base, tc.want)
 		}
 	}
@@ -152,7 +150,7 @@ func TestImageTokens(t *testing.T) {
 		}
 	}
 	// A file part is content the body does not hold.
-	if _, unbounded := countChatBody(enc, []byte(`{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f"}}]}]}`), 1000); !unbounded {
+	if _, unbounded := CountChat(enc, []byte(`{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f"}}]}]}`), 1000); !unbounded {
 		t.Error("a file part is bounded")
 	}
 }
@@ -163,7 +161,7 @@ func BenchmarkCountChatShort(b *testing.B) {
 	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"What is the capital of France? Answer in one word."}]}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		countChatBody(enc, body, DefaultMediaPartTokens)
+		CountChat(enc, body, DefaultMediaPartTokens)
 	}
 }
 
@@ -175,7 +173,7 @@ func TestPromptCountReadsReasoningAndPrediction(t *testing.T) {
 	words := strings.Repeat("several distinct words of reasoning ", 20)
 	q, _ := json.Marshal(words)
 	base := `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"%s}]%s}`
-	plain, _ := countChatBody(enc, []byte(fmt.Sprintf(base, "", "")), 0)
+	plain, _ := CountChat(enc, []byte(fmt.Sprintf(base, "", "")), 0)
 	least := int64(enc.Count(words))
 	for _, extra := range [][2]string{
 		{`,"reasoning":` + string(q), ""},
@@ -183,56 +181,9 @@ func TestPromptCountReadsReasoningAndPrediction(t *testing.T) {
 		{`,"reasoning_details":[{"type":"reasoning.text","text":` + string(q) + `}]`, ""},
 		{"", `,"prediction":{"type":"content","content":` + string(q) + `}`},
 	} {
-		got, _ := countChatBody(enc, []byte(fmt.Sprintf(base, extra[0], extra[1])), 0)
+		got, _ := CountChat(enc, []byte(fmt.Sprintf(base, extra[0], extra[1])), 0)
 		if got-plain < least {
 			t.Errorf("%s%s: counted %d more tokens, the text has %d", extra[0], extra[1], got-plain, least)
 		}
-	}
-}
-
-// The prompt's counting stops when the request's context ends (the client
-// left): a 499, no count kept.
-func TestCountPromptStopsWithTheRequest(t *testing.T) {
-	enc, _ := tokenizer.Get(tokenizer.O200kBase)
-	m := &catalog.Model{ID: "openai/m", ContextLength: 1 << 30, Tokenizer: enc}
-	body := []byte(`{"model":"openai/m","messages":[{"role":"user","content":"` + strings.Repeat("many words here ", 20000) + `"}]}`)
-	rt := &Route{Kind: "chat", body: body, Attempts: []Attempt{{Model: m, Provider: &catalog.Provider{}}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if apiErr := rt.countPrompt(ctx, DefaultMediaPartTokens); apiErr == nil || apiErr.Status != 499 {
-		t.Fatalf("canceled: %v", apiErr)
-	}
-	if apiErr := rt.countPrompt(context.Background(), DefaultMediaPartTokens); apiErr != nil {
-		t.Fatal(apiErr)
-	}
-	if c, ok := rt.prompt.count(m); !ok || c.tokens < 60000 {
-		t.Fatalf("count %+v", c)
-	}
-}
-
-// Counting stops past the largest context window the prompt could go
-// to: a prompt of megabytes for models of small windows is refused after
-// counting a little past them, its count named as a lower bound; a model
-// without a stated window has it counted whole.
-func TestCountPromptStopsPastTheWindows(t *testing.T) {
-	enc, _ := tokenizer.Get(tokenizer.O200kBase)
-	small := &catalog.Model{ID: "openai/small", ContextLength: 1000, Tokenizer: enc}
-	smaller := &catalog.Model{ID: "openai/smaller", ContextLength: 500, Tokenizer: enc}
-	body := []byte(`{"model":"openai/small","messages":[{"role":"user","content":"` + strings.Repeat("many words here ", 1<<18) + `"}]}`)
-	rt := &Route{Kind: "chat", body: body, Attempts: []Attempt{{Model: small, Provider: &catalog.Provider{}}, {Model: smaller, Provider: &catalog.Provider{}}}}
-	apiErr := rt.countPrompt(context.Background(), DefaultMediaPartTokens)
-	if apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, "messages: the prompt has over ") {
-		t.Fatalf("refusal %v", apiErr)
-	}
-	if c, _ := rt.prompt.count(small); !c.partial || c.tokens <= 1000 || c.tokens > 64<<10 {
-		t.Fatalf("count %+v", c)
-	}
-	unknown := &catalog.Model{ID: "openai/unknown", Tokenizer: enc}
-	rt = &Route{Kind: "chat", body: body, Attempts: []Attempt{{Model: small, Provider: &catalog.Provider{}}, {Model: unknown, Provider: &catalog.Provider{}}}}
-	if apiErr := rt.countPrompt(context.Background(), DefaultMediaPartTokens); apiErr != nil {
-		t.Fatal(apiErr)
-	}
-	if c, _ := rt.prompt.count(unknown); c.partial || c.tokens < 3<<18 {
-		t.Fatalf("count %+v", c)
 	}
 }

@@ -1,4 +1,7 @@
-package handlers
+// Package prompt bounds and counts a request's prompt tokens: the byte
+// bound admission holds on (Bound, NewBound) and, for a model whose
+// tokenizer is known, the count as the provider bills it (Counter).
+package prompt
 
 import (
 	"github.com/tidwall/gjson"
@@ -19,13 +22,13 @@ import (
 //   - Chat templates: the JSON of a message is at least 28 bytes
 //     ({"role":"user","content":""}), more than the 3 to 5 tokens a template
 //     wraps a message in, and a "name" adds 10 bytes for its 1 extra token;
-//     promptOverheadTokens covers what a template adds once per request
+//     PromptOverheadTokens covers what a template adds once per request
 //     (the reply's priming, a default system header).
 //   - Tools and structured output: providers add a fixed preamble (for
 //     example Anthropic's 346-token tool-use system prompt):
 //     toolsOverheadTokens when the request has tools or a response_format.
 //   - Images and audio: a short URL can cost thousands of tokens; each such
-//     part adds the router's media_part_tokens (DefaultMediaPartTokens).
+//     part adds the handler's media_part_tokens (DefaultMediaPartTokens).
 //   - Content the body does not hold (a file or video part, a part of a
 //     type the gateway does not know, an item_reference, a
 //     previous_response_id, conversation or stored prompt): only the
@@ -34,7 +37,7 @@ import (
 // Whatever the parts, the prompt never exceeds the model's context_length
 // when the catalog states it, so the estimate is at most that.
 const (
-	promptOverheadTokens = 64
+	PromptOverheadTokens = 64
 	toolsOverheadTokens  = 512
 	// DefaultMediaPartTokens bounds the prompt tokens of one image or audio
 	// part: above OpenAI's high-detail tiles (at most 1,445), its patch
@@ -45,69 +48,69 @@ const (
 	DefaultMediaPartTokens = 8192
 )
 
-// promptBound is the admission estimate of a request's prompt tokens.
-type promptBound struct {
-	tokens int64
+// Bound is the admission estimate of a request's prompt tokens.
+type Bound struct {
+	Tokens int64
 	// unbounded: the prompt holds content the body does not (a file by
 	// reference, a previous response...); only the context window bounds it.
-	unbounded bool
+	Unbounded bool
 	// counted are the prompt's counts by the tokenizers of the attempts'
-	// models (promptCounter), which replace the byte bound for them.
-	counted []promptCount
+	// models (Counter), which replace the byte bound for them.
+	Counted []Count
 }
 
-// promptCount is a prompt counted with one tokenizer.
-type promptCount struct {
-	enc       *tokenizer.Encoding
-	tokens    int64
-	unbounded bool
+// Count is a prompt counted with one tokenizer.
+type Count struct {
+	Enc       *tokenizer.Encoding
+	Tokens    int64
+	Unbounded bool
 	// partial: counted no further than every context window it could go
 	// to (tokens is then a lower bound, above them all).
-	partial bool
+	Partial bool
 }
 
-// add keeps a count, the larger for a tokenizer counted twice (on two
+// Add keeps a count, the larger for a tokenizer counted twice (on two
 // forms of the body).
-func (b *promptBound) add(c promptCount) {
-	for i := range b.counted {
-		if b.counted[i].enc == c.enc {
-			b.counted[i].tokens = max(b.counted[i].tokens, c.tokens)
-			b.counted[i].unbounded = b.counted[i].unbounded || c.unbounded
-			b.counted[i].partial = b.counted[i].partial || c.partial
+func (b *Bound) Add(c Count) {
+	for i := range b.Counted {
+		if b.Counted[i].Enc == c.Enc {
+			b.Counted[i].Tokens = max(b.Counted[i].Tokens, c.Tokens)
+			b.Counted[i].Unbounded = b.Counted[i].Unbounded || c.Unbounded
+			b.Counted[i].Partial = b.Counted[i].Partial || c.Partial
 			return
 		}
 	}
-	b.counted = append(b.counted, c)
+	b.Counted = append(b.Counted, c)
 }
 
-// count is the prompt's count with m's tokenizer, if it was counted.
-func (b *promptBound) count(m *catalog.Model) (promptCount, bool) {
-	for _, c := range b.counted {
-		if m.Tokenizer != nil && c.enc == m.Tokenizer {
+// Of is the prompt's count with m's tokenizer, if it was counted.
+func (b *Bound) Of(m *catalog.Model) (Count, bool) {
+	for _, c := range b.Counted {
+		if m.Tokenizer != nil && c.Enc == m.Tokenizer {
 			return c, true
 		}
 	}
-	return promptCount{}, false
+	return Count{}, false
 }
 
-// boundPrompt bounds the prompt of a request whose largest body (as any of
+// NewBound bounds the prompt of a request whose largest body (as any of
 // its providers receives it) is bodyBytes long; f holds its top-level
 // fields.
-func boundPrompt(f *reqbody.Fields, bodyBytes int, mediaPartTokens int64) promptBound {
-	b := promptBound{tokens: int64(bodyBytes) + promptOverheadTokens}
+func NewBound(f *reqbody.Fields, bodyBytes int, mediaPartTokens int64) Bound {
+	b := Bound{Tokens: int64(bodyBytes) + PromptOverheadTokens}
 	for _, name := range []string{"previous_response_id", "conversation"} {
 		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
-			b.unbounded = true
+			b.Unbounded = true
 		}
 	}
 	// A Responses stored prompt by id; the text prompt of /completions (a
 	// string, or token ids) is in the body.
 	if v, ok := f.Get("prompt"); ok && v.IsObject() {
-		b.unbounded = true
+		b.Unbounded = true
 	}
 	for _, name := range []string{"tools", "functions", "response_format"} {
 		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
-			b.tokens += toolsOverheadTokens
+			b.Tokens += toolsOverheadTokens
 			break
 		}
 	}
@@ -118,16 +121,16 @@ func boundPrompt(f *reqbody.Fields, bodyBytes int, mediaPartTokens int64) prompt
 	if v, ok := f.Get("input"); ok {
 		parts.items(v)
 	}
-	b.tokens += parts.media * mediaPartTokens
-	b.unbounded = b.unbounded || parts.unbounded
+	b.Tokens += parts.media * mediaPartTokens
+	b.Unbounded = b.Unbounded || parts.unbounded
 	return b
 }
 
-// tokensFor is the estimate on model m: at most its context window.
-func (b promptBound) tokensFor(m *catalog.Model) int64 {
-	tokens, unbounded := b.tokens, b.unbounded
-	if n, ok := b.count(m); ok {
-		tokens, unbounded = n.tokens, n.unbounded
+// TokensFor is the estimate on model m: at most its context window.
+func (b Bound) TokensFor(m *catalog.Model) int64 {
+	tokens, unbounded := b.Tokens, b.Unbounded
+	if n, ok := b.Of(m); ok {
+		tokens, unbounded = n.Tokens, n.Unbounded
 	}
 	if c := m.ContextLength; c > 0 && (unbounded || tokens > c) {
 		return c
