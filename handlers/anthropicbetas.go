@@ -53,9 +53,9 @@ func betaSet(extra []string) (map[string]bool, error) {
 }
 
 // allowedBetas is the anthropic-beta header an Anthropic-style provider
-// gets for a request with header h: its betas on the list, in order,
+// gets for a request with header h: its betas on the allow-list, in order,
 // comma separated ("" for none).
-func (rt *Router) allowedBetas(h http.Header) string {
+func allowedBetas(allow map[string]bool, h http.Header) string {
 	values := h["Anthropic-Beta"]
 	if len(values) == 0 {
 		return ""
@@ -63,7 +63,7 @@ func (rt *Router) allowedBetas(h http.Header) string {
 	var out []string
 	for _, v := range values {
 		for b := range strings.SplitSeq(v, ",") {
-			if b = strings.TrimSpace(b); rt.betas[b] {
+			if b = strings.TrimSpace(b); allow[b] {
 				out = append(out, b)
 			}
 		}
@@ -93,4 +93,15 @@ func (rt *Route) betasFor(p *catalog.Provider) string {
 		}
 	}
 	return strings.Join(kept, ",")
+}
+
+// dropAnthropicHeaders removes the headers of Anthropic's API
+// (anthropic-version, anthropic-beta, ...) from a Messages request, whose
+// providers get its chat translation.
+func dropAnthropicHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "Anthropic-") {
+			delete(h, k)
+		}
+	}
 }

@@ -42,38 +42,6 @@ func (mw *meterWriter) estimateUsage(route *Route, clientGone bool) (usage billi
 	return billing.Usage{PromptTokens: route.promptEstimate(), CompletionTokens: completion}, true
 }
 
-// promptEstimate is the prompt's tokens charged without a report: one per
-// three bytes of the body the provider received, no more than the context
-// window, as the hold.
-func (rt *Route) promptEstimate() int64 {
-	prompt := rt.InputTokens
-	if c := rt.Model.ContextLength; c > 0 {
-		prompt = min(prompt, c)
-	}
-	return prompt
-}
-
-// outputBound is the most output tokens the current attempt's provider
-// may produce: the output limit it was sent (admission's fitted limit,
-// the client's own, or the one an Anthropic-style provider requires), else
-// the model's context window; 0: no bound is known.
-func (rt *Route) outputBound() int64 {
-	a := rt.Attempts[rt.current]
-	switch {
-	case a.OutputLimit > 0:
-		return a.OutputLimit
-	case rt.MaxTokens > 0:
-		return rt.MaxTokens
-	case a.Provider.D().RequiresOutputLimit():
-		return a.requiredOutputLimit()
-	}
-	return a.Model.ContextLength
-}
-
-// choices is the request's n (chat completions' number of choices, each
-// up to the output limit), at least 1.
-func (rt *Route) choices() int64 { return max(rt.Choices, 1) }
-
 // Provider usage anomalies, as telemetry counts them.
 const (
 	anomalyPromptInvalid     = "prompt_invalid"     // missing, negative or not a number
@@ -124,7 +92,7 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 	if seen.promptBad {
 		u.PromptTokens = route.promptEstimate()
 		report(anomalyPromptInvalid, seen.prompt, u.PromptTokens)
-	} else if bound, ok := route.promptBoundFor(st.plan); ok && u.PromptTokens > bound {
+	} else if bound, ok := promptBoundFor(route, st.plan); ok && u.PromptTokens > bound {
 		u.PromptTokens = bound
 		report(anomalyPromptAbove, seen.prompt, bound)
 	} else if u.PromptTokens < 1 {
@@ -167,7 +135,7 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 // hold covers apart), when there is one. A prompt that holds content the
 // body does not (a previous response, a file by reference, a provider's
 // own search) is bounded by the context window alone.
-func (rt *Route) promptBoundFor(search *searchPlan) (int64, bool) {
+func promptBoundFor(rt *Route, search *searchPlan) (int64, bool) {
 	unbounded, extra := rt.prompt.Unbounded, int64(0)
 	if search != nil {
 		unbounded = unbounded || search.engine == "native"

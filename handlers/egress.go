@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
@@ -45,12 +44,4 @@ func pinEgress(pol *egress.Policy, p *catalog.Provider, endpointID string) *apie
 	}
 	p.Dial = net.JoinHostPort(ip.String(), port)
 	return nil
-}
-
-// serverName is the TLS server name of a Host header value.
-func serverName(host string) string {
-	if u, err := url.Parse("//" + host); err == nil && u.Hostname() != "" {
-		return u.Hostname()
-	}
-	return host
 }

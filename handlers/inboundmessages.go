@@ -29,39 +29,6 @@ import (
 // (messages.ChatToMessages), so that the meter reads, charges and reports
 // a Messages answer either way.
 
-// translateMessages prepares the chat body of a Messages request's
-// attempts at providers that are not Anthropic-style. A request that has
-// no chat form is served by the Anthropic-style providers alone; none
-// left is the translation's 400.
-func (rt *Route) translateMessages() *apierror.Error {
-	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) }) {
-		return nil
-	}
-	// The reasoning_effort thinking implies goes to the providers that
-	// take reasoning: left out when none does (no copy per attempt), else
-	// taken out for those that do not (apply).
-	takes, lacks := false, false
-	for _, a := range rt.Attempts {
-		if !a.Provider.D().Native(dialect.Messages) {
-			if slices.Contains(a.Provider.Parameters(), "reasoning") {
-				takes = true
-			} else {
-				lacks = true
-			}
-		}
-	}
-	chat, err := messages.ToChat(rt.body, !takes)
-	if err == nil {
-		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort && lacks
-		return nil
-	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) })
-	if len(rt.Attempts) == 0 {
-		return apierror.BadRequest(err.Error())
-	}
-	return nil
-}
-
 // validateMessages checks what a Messages request must have: messages,
 // and max_tokens, which Anthropic's API requires (its value was checked
 // with the other output limits).
@@ -245,17 +212,6 @@ func anthropicSearchTools(body []byte, brand string) ([]byte, *apierror.Error) {
 		return nil, apierror.BadRequest("tools: " + err.Error())
 	}
 	return out, nil
-}
-
-// dropAnthropicHeaders removes the headers of Anthropic's API
-// (anthropic-version, anthropic-beta, ...) from a Messages request, whose
-// providers get its chat translation.
-func dropAnthropicHeaders(h http.Header) {
-	for k := range h {
-		if strings.HasPrefix(k, "Anthropic-") {
-			delete(h, k)
-		}
-	}
 }
 
 // maxMessagesFallbacks bounds a Messages request's fallbacks, as the

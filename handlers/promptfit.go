@@ -123,3 +123,35 @@ func (rt *Route) countedBody(a *Attempt) (int, []byte) {
 	}
 	return 0, nil
 }
+
+// promptEstimate is the prompt's tokens charged without a report: one per
+// three bytes of the body the provider received, no more than the context
+// window, as the hold.
+func (rt *Route) promptEstimate() int64 {
+	prompt := rt.InputTokens
+	if c := rt.Model.ContextLength; c > 0 {
+		prompt = min(prompt, c)
+	}
+	return prompt
+}
+
+// outputBound is the most output tokens the current attempt's provider
+// may produce: the output limit it was sent (admission's fitted limit,
+// the client's own, or the one an Anthropic-style provider requires), else
+// the model's context window; 0: no bound is known.
+func (rt *Route) outputBound() int64 {
+	a := rt.Attempts[rt.current]
+	switch {
+	case a.OutputLimit > 0:
+		return a.OutputLimit
+	case rt.MaxTokens > 0:
+		return rt.MaxTokens
+	case a.Provider.D().RequiresOutputLimit():
+		return a.requiredOutputLimit()
+	}
+	return a.Model.ContextLength
+}
+
+// choices is the request's n (chat completions' number of choices, each
+// up to the output limit), at least 1.
+func (rt *Route) choices() int64 { return max(rt.Choices, 1) }

@@ -585,3 +585,44 @@ func withModel(body []byte, model string) ([]byte, error) {
 	out = append(out, quoted...)
 	return append(out, body[old.Index+len(old.Raw):]...), nil
 }
+
+// translateMessages prepares the chat body of a Messages request's
+// attempts at providers that are not Anthropic-style. A request that has
+// no chat form is served by the Anthropic-style providers alone; none
+// left is the translation's 400.
+func (rt *Route) translateMessages() *apierror.Error {
+	if !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) }) {
+		return nil
+	}
+	// The reasoning_effort thinking implies goes to the providers that
+	// take reasoning: left out when none does (no copy per attempt), else
+	// taken out for those that do not (apply).
+	takes, lacks := false, false
+	for _, a := range rt.Attempts {
+		if !a.Provider.D().Native(dialect.Messages) {
+			if slices.Contains(a.Provider.Parameters(), "reasoning") {
+				takes = true
+			} else {
+				lacks = true
+			}
+		}
+	}
+	chat, err := messages.ToChat(rt.body, !takes)
+	if err == nil {
+		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort && lacks
+		return nil
+	}
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) })
+	if len(rt.Attempts) == 0 {
+		return apierror.BadRequest(err.Error())
+	}
+	return nil
+}
+
+// serverName is the TLS server name of a Host header value.
+func serverName(host string) string {
+	if u, err := url.Parse("//" + host); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return host
+}

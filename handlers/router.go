@@ -195,7 +195,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		route.body, apiErr = rt.filterBody(r.Context(), st, route.body)
 	}
 	if apiErr == nil {
-		apiErr = route.chatSearch(st.plan)
+		apiErr = chatSearch(route, st.plan)
 	}
 	if apiErr == nil {
 		apiErr = rt.checkEndUser(st, route)
@@ -227,7 +227,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	// (and its header map) is left as it came.
 	h := upstreamHeader(r.Header)
 	if route.Kind == dialect.Messages {
-		route.betas = rt.allowedBetas(h)
+		route.betas = allowedBetas(rt.betas, h)
 		dropAnthropicHeaders(h)
 	}
 	route.header = h

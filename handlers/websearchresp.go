@@ -30,7 +30,7 @@ func (p *searchPlan) chatNative(chat []byte) ([]byte, *apierror.Error) {
 // express (OpenAI's domain filters) leaves the request to the providers
 // that speak Responses, as any untranslatable field does; none left is a
 // 400 naming the field.
-func (rt *Route) chatSearch(p *searchPlan) *apierror.Error {
+func chatSearch(rt *Route, p *searchPlan) *apierror.Error {
 	if p == nil || p.engine != "native" || p.kind != dialect.Responses || rt.chatBody == nil {
 		return nil
 	}

@@ -46,7 +46,7 @@ func TestChatSearchNativeChatForm(t *testing.T) {
 		{"x", &websearch.Spec{MaxResults: 3, XSearch: &websearch.XSearch{AllowedXHandles: []string{"a"}}}, `search_parameters.sources.#(type=="x").included_x_handles`, 1},
 	} {
 		rt, plan := nativeResponsesRoute(t, tc.family, tc.spec, dialect.APIChat, "")
-		if apiErr := rt.chatSearch(plan); apiErr != nil {
+		if apiErr := chatSearch(rt, plan); apiErr != nil {
 			t.Fatalf("%s: %s", tc.family, apiErr.Message)
 		}
 		chat := gjson.ParseBytes(rt.chatBody)
@@ -72,22 +72,22 @@ func TestChatSearchWithoutChatForm(t *testing.T) {
 	spec := &websearch.Spec{MaxResults: 5, IncludeDomains: []string{"meteo.example"}}
 	// A provider that speaks Responses serves the request alone.
 	rt, plan := nativeResponsesRoute(t, "openai", spec, dialect.APIChat, "")
-	if apiErr := rt.chatSearch(plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.chatBody != nil {
+	if apiErr := chatSearch(rt, plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.chatBody != nil {
 		t.Fatalf("attempts %v, error %v", rt.Attempts, apiErr)
 	}
 	// None: 400 naming the field.
 	rt, plan = nativeResponsesRoute(t, "openai", spec, dialect.APIChat)
-	if apiErr := rt.chatSearch(plan); apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, "allowed_domains:") {
+	if apiErr := chatSearch(rt, plan); apiErr == nil || apiErr.Status != 400 || !strings.HasPrefix(apiErr.Message, "allowed_domains:") {
 		t.Fatalf("error %v", apiErr)
 	}
 	// Gateway engines and chat requests are left alone.
 	rt, plan = nativeResponsesRoute(t, "openai", &websearch.Spec{MaxResults: 5}, dialect.APIChat)
 	chat := rt.chatBody
 	plan.engine = "exa"
-	if apiErr := rt.chatSearch(plan); apiErr != nil || string(rt.chatBody) != string(chat) {
+	if apiErr := chatSearch(rt, plan); apiErr != nil || string(rt.chatBody) != string(chat) {
 		t.Fatalf("gateway engine: %s", rt.chatBody)
 	}
-	if apiErr := rt.chatSearch(nil); apiErr != nil {
+	if apiErr := chatSearch(rt, nil); apiErr != nil {
 		t.Fatal(apiErr.Message)
 	}
 }
