@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // discardClient is a client connection that takes every write.
@@ -39,7 +40,7 @@ var benchLongAnswer = func() []byte {
 // settle does it less the store: read its usage, then send it with the
 // bill added and the identity rewritten.
 func BenchmarkMeterAnswerJSON(b *testing.B) {
-	route := &Route{Model: &catalog.Model{ID: "tollgate-mock"}, Provider: &catalog.Provider{Name: "mock"}}
+	route := &upstream.Route{Model: &catalog.Model{ID: "tollgate-mock"}, Provider: &catalog.Provider{Name: "mock"}}
 	pricing := billing.Pricing{Prompt: 1_000_000_000, Completion: 2_000_000_000}
 	for _, c := range []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
@@ -77,7 +78,7 @@ func testAmount(s string) money.Amount {
 
 // heldChatAnswer is a meterWriter that has held body and read its usage.
 func heldChatAnswer(body string, billed bool) (*meterWriter, bool) {
-	route := &Route{Model: &catalog.Model{ID: "vendor/m"}, Provider: &catalog.Provider{Name: "prov"}}
+	route := &upstream.Route{Model: &catalog.Model{ID: "vendor/m"}, Provider: &catalog.Provider{Name: "prov"}}
 	mw := newMeterWriter(newWriteLog(), "chat")
 	mw.rewriteIdentity("gen-1", route)
 	mw.WriteHeader(http.StatusOK)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 func TestAllowedBetas(t *testing.T) {
@@ -13,10 +14,10 @@ func TestAllowedBetas(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{"Anthropic-Beta": {"claude-code-20250219, made-up-2099-01-01,context-1m-2025-08-07", "effort-2025-11-24"}}
-	if got := allowedBetas(rt.betas, h); got != "claude-code-20250219,context-1m-2025-08-07,effort-2025-11-24" {
+	if got := upstream.AllowedBetas(rt.betas, h); got != "claude-code-20250219,context-1m-2025-08-07,effort-2025-11-24" {
 		t.Errorf("allowed %q", got)
 	}
-	if got := allowedBetas(rt.betas, http.Header{}); got != "" {
+	if got := upstream.AllowedBetas(rt.betas, http.Header{}); got != "" {
 		t.Errorf("no header: %q", got)
 	}
 	bad := &Router{AnthropicBetas: []string{"a,b"}}

@@ -5,6 +5,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
@@ -30,16 +31,16 @@ import (
 //     provider received (at most the model's context window), the output
 //     one token per four bytes (billing.EstimateTextTokens), at most the
 //     output limit the provider was sent for each of the request's choices.
-func (mw *meterWriter) estimateUsage(route *Route, clientGone bool) (usage billing.Usage, charge bool) {
+func (mw *meterWriter) estimateUsage(route *upstream.Route, clientGone bool) (usage billing.Usage, charge bool) {
 	out := max(mw.delivered, mw.produced)
 	if out == 0 && !(clientGone && mw.Mode == sse.Stream) {
 		return billing.Usage{}, false
 	}
 	completion := billing.EstimateTextTokens(out)
-	if bound := route.outputBound(); bound > 0 {
-		completion = min(completion, bound*route.choices())
+	if bound := route.OutputBound(); bound > 0 {
+		completion = min(completion, bound*route.NChoices())
 	}
-	return billing.Usage{PromptTokens: route.promptEstimate(), CompletionTokens: completion}, true
+	return billing.Usage{PromptTokens: route.PromptEstimate(), CompletionTokens: completion}, true
 }
 
 // Provider usage anomalies, as telemetry counts them.
@@ -90,13 +91,13 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 			zap.Int64("reported", reported), zap.Int64("charged", charged))
 	}
 	if seen.promptBad {
-		u.PromptTokens = route.promptEstimate()
+		u.PromptTokens = route.PromptEstimate()
 		report(anomalyPromptInvalid, seen.prompt, u.PromptTokens)
 	} else if bound, ok := promptBoundFor(route, st.plan); ok && u.PromptTokens > bound {
 		u.PromptTokens = bound
 		report(anomalyPromptAbove, seen.prompt, bound)
 	} else if u.PromptTokens < 1 {
-		u.PromptTokens = max(route.promptEstimate(), 1)
+		u.PromptTokens = max(route.PromptEstimate(), 1)
 		report(anomalyPromptBelow, seen.prompt, u.PromptTokens)
 	}
 	if !seen.completionBad && u.CompletionTokens < 1 {
@@ -116,8 +117,8 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 		est, _ := mw.estimateUsage(route, true)
 		u.CompletionTokens = est.CompletionTokens
 		report(anomalyCompletionInvalid, seen.completion, u.CompletionTokens)
-	} else if bound := route.outputBound(); bound > 0 && u.CompletionTokens > bound {
-		if bound *= route.choices(); u.CompletionTokens > bound {
+	} else if bound := route.OutputBound(); bound > 0 && u.CompletionTokens > bound {
+		if bound *= route.NChoices(); u.CompletionTokens > bound {
 			u.CompletionTokens = bound
 			report(anomalyCompletionAbove, seen.completion, bound)
 		}
@@ -135,20 +136,20 @@ func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
 // hold covers apart), when there is one. A prompt that holds content the
 // body does not (a previous response, a file by reference, a provider's
 // own search) is bounded by the context window alone.
-func promptBoundFor(rt *Route, search *searchPlan) (int64, bool) {
-	unbounded, extra := rt.prompt.Unbounded, int64(0)
+func promptBoundFor(rt *upstream.Route, search *searchPlan) (int64, bool) {
+	unbounded, extra := rt.Prompt.Unbounded, int64(0)
 	if search != nil {
 		unbounded = unbounded || search.engine == "native"
 		extra = search.injectedTokens()
 	}
 	c := rt.Model.ContextLength
 	switch {
-	case c > 0 && (unbounded || rt.prompt.Tokens+extra > c):
+	case c > 0 && (unbounded || rt.Prompt.Tokens+extra > c):
 		return c, true
 	case unbounded:
 		return 0, false
 	}
-	return rt.prompt.Tokens + extra, true
+	return rt.Prompt.Tokens + extra, true
 }
 
 // usageCount reads a token count as written in a usage object: a

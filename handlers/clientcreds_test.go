@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 func TestWithoutCredentialParams(t *testing.T) {
@@ -50,7 +51,7 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 	for _, anthropic := range []bool{false, true} {
 		r, _ := http.NewRequest("POST", "http://provider.test/v1/chat/completions", nil)
 		r.Header.Set("Content-Type", "application/json")
-		rt := &Route{key: "sk-provider-secret", dialect: testDialect(anthropic)}
+		rt := &upstream.Route{Key: "sk-provider-secret", Dialect: testDialect(anthropic)}
 		r = withRoute(r, rt)
 		sent, _ := withProviderKey(r)
 		name, want := "Authorization", "Bearer sk-provider-secret"
@@ -64,7 +65,7 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 			t.Errorf("anthropic %t: the logged request got %v", anthropic, r.Header)
 		}
 		// A fallback to the other dialect carries only its own header.
-		rt.dialect = testDialect(!anthropic)
+		rt.Dialect = testDialect(!anthropic)
 		if again, _ := withProviderKey(r); len(again.Header) != 2 || again.Header.Get(name) != "" {
 			t.Errorf("anthropic %t: fallback sent %v", anthropic, again.Header)
 		}
@@ -85,7 +86,7 @@ func TestUnsignableRequestIsNotSent(t *testing.T) {
 	}
 	r, _ := http.NewRequest("POST", "http://bedrock.test/model/m/converse", nil)
 	const key = "not-an-access-key-pair" // no "<id>:<secret>"
-	r = withRoute(r, &Route{key: key, dialect: d, Provider: &catalog.Provider{Name: "aws"}})
+	r = withRoute(r, &upstream.Route{Key: key, Dialect: d, Provider: &catalog.Provider{Name: "aws"}})
 	res, err := keyTransport{}.RoundTrip(r)
 	if err == nil || res != nil {
 		t.Fatalf("sent: %v %v", res, err)
@@ -93,7 +94,7 @@ func TestUnsignableRequestIsNotSent(t *testing.T) {
 	if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "aws") {
 		t.Errorf("error %q", err)
 	}
-	good := withRoute(r, &Route{key: "AKIDEXAMPLE:secret", dialect: d, Provider: &catalog.Provider{Name: "aws"}})
+	good := withRoute(r, &upstream.Route{Key: "AKIDEXAMPLE:secret", Dialect: d, Provider: &catalog.Provider{Name: "aws"}})
 	if sent, err := withProviderKey(good); err != nil || !strings.HasPrefix(sent.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 		t.Fatalf("signed: %v %v", sent.Header, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -52,8 +53,8 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	if p.Dial != "127.0.0.1:8443" || p.Host != "localhost:8443" || p.Scheme != "https" {
 		t.Fatalf("provider dial %q host %q scheme %q", p.Dial, p.Host, p.Scheme)
 	}
-	route := &Route{Provider: p, Model: atts[0].Model}
-	if v, _ := route.placeholder("tollgate.upstream.server_name"); v != "localhost" {
+	route := &upstream.Route{Provider: p, Model: atts[0].Model}
+	if v, _ := route.Placeholder("tollgate.upstream.server_name"); v != "localhost" {
 		t.Fatalf("server_name %v", v)
 	}
 

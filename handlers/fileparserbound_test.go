@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
 
@@ -21,7 +22,7 @@ func TestPromptBoundOfParsedFile(t *testing.T) {
 	if b := prompt.NewBound(f, len(body), 1000); !b.Unbounded {
 		t.Fatal("a file part should leave the bound to the context window")
 	}
-	out, parsed, apiErr := new(Router).rewriteBody(new(requestState), dialect.Chat, []byte(body), f, []Attempt{{}})
+	out, parsed, apiErr := new(Router).rewriteBody(new(requestState), dialect.Chat, []byte(body), f, []upstream.Attempt{{}})
 	if apiErr != nil || parsed == nil || !strings.Contains(string(out), text) {
 		t.Fatalf("rewriteBody = %s, %v, %v", out, parsed, apiErr)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -23,7 +24,7 @@ type answerIdentity struct {
 
 // setIn quotes the three values into buf's space when they fit it (the
 // meter writer's own array), else into one allocation.
-func (a *answerIdentity) setIn(buf []byte, genID string, route *Route) {
+func (a *answerIdentity) setIn(buf []byte, genID string, route *upstream.Route) {
 	// Sized for the quotes; a value that needs escaping grows it once.
 	b := buf[:0]
 	if n := len(genID) + len(route.Model.ID) + len(route.Provider.Name) + 6; cap(b) < n {

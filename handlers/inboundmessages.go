@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/messages"
@@ -44,13 +45,13 @@ func validateMessages(f *reqbody.Fields) {
 // proxyMessages calls reverse_proxy for a Messages request's attempt,
 // its chat answer translated into a Messages answer for the meter's
 // writer.
-func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
+func proxyMessages(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *upstream.Route, genID string) error {
 	cw := messages.NewChatToMessages(mw, genID, route.Model.ID, route.Provider.Name)
 	cw.Limit = maxBufferedBody
 	var w http.ResponseWriter = cw
 	var aw dialect.AnswerReader
-	if route.viaChat { // a provider that answers chat in its own API
-		aw = route.dialect.ToChat(cw, route.Provider.Model, maxBufferedBody)
+	if route.ViaChat { // a provider that answers chat in its own API
+		aw = route.Dialect.ToChat(cw, route.Provider.Model, maxBufferedBody)
 		w = aw
 	}
 	err := proxy(next, w, r, route)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -22,15 +23,15 @@ func TestRouteMessagesPerAttempt(t *testing.T) {
 	folds := testgw.Provider("folds", "http", "d.test", "d.test:80", "", "claude", "k4")
 	folds.Style, folds.SystemMessages = "anthropic", "fold"
 	m := testgw.Model("m", 0, plain, reasons, claude, folds)
-	var attempts []Attempt
+	var attempts []upstream.Attempt
 	for _, p := range m.Providers {
-		attempts = append(attempts, Attempt{Model: m, Provider: p, Key: "k"})
+		attempts = append(attempts, upstream.Attempt{Model: m, Provider: p, Key: "k"})
 	}
 	body := `{"model":"m","max_tokens":9,"system":"Top.","messages":[{"role":"user","content":"Hi"},{"role":"system","content":"Mid."}],` +
 		`"thinking":{"type":"adaptive"},"output_config":{"effort":"low"}}`
-	rt := &Route{Kind: "messages", Attempts: attempts, body: []byte(body), uri: "/messages",
-		betas: "claude-code-20250219,mid-conversation-system-2026-04-07"}
-	if err := rt.translateFor(); err != nil {
+	rt := &upstream.Route{Kind: "messages", Attempts: attempts, Body: []byte(body), URI: "/messages",
+		Betas: "claude-code-20250219,mid-conversation-system-2026-04-07"}
+	if err := rt.TranslateFor(); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := http.NewRequest(http.MethodPost, "/api/v1/messages", nil)
@@ -41,7 +42,7 @@ func TestRouteMessagesPerAttempt(t *testing.T) {
 		{`{"model":"claude","max_tokens":9,"system":[{"type":"text","text":"Top."},{"type":"text","text":"Mid."}],"messages":[{"role":"user","content":"Hi"}],` +
 			`"thinking":{"type":"adaptive"},"output_config":{"effort":"low"}}`, "claude-code-20250219"},
 	} {
-		if err := rt.apply(r, i); err != nil {
+		if err := rt.Apply(r, i); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := io.ReadAll(r.Body)
@@ -52,8 +53,8 @@ func TestRouteMessagesPerAttempt(t *testing.T) {
 	}
 	// Without a provider that takes reasoning, the translation leaves the
 	// effort out: no copy per attempt.
-	rt = &Route{Kind: "messages", Attempts: attempts[:1], body: []byte(body), uri: "/messages"}
-	if err := rt.translateFor(); err != nil || rt.impliedEffort || bytes.Contains(rt.chatBody, []byte("reasoning_effort")) {
-		t.Errorf("no reasoning provider: %v %v %s", err, rt.impliedEffort, rt.chatBody)
+	rt = &upstream.Route{Kind: "messages", Attempts: attempts[:1], Body: []byte(body), URI: "/messages"}
+	if err := rt.TranslateFor(); err != nil || rt.ImpliedEffort || bytes.Contains(rt.ChatBody, []byte("reasoning_effort")) {
+		t.Errorf("no reasoning provider: %v %v %s", err, rt.ImpliedEffort, rt.ChatBody)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
@@ -74,7 +75,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 		}
 	}
 	// The output limit the reservation fitted reaches the first attempt's body.
-	if err := st.clamp.apply(); err != nil {
+	if err := st.clamp.Apply(); err != nil {
 		m.release(st, st.res)
 		return apierror.Fail(r, errInternal())
 	}
@@ -138,7 +139,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.store.EffectiveRules(id.Hash)
-	st.ownClamp.init(route, inFlightPolicy, est.Hold, tokenHold)
+	st.ownClamp.Init(route, inFlightPolicy, est.Hold, tokenHold)
 	st.clamp = &st.ownClamp
 	st.res, err = admit(st.store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
@@ -149,13 +150,14 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		}
 		// Fitted to the caps' room: a request without max_tokens may hold less.
 		var rej *billing.Rejection
-		if h.Hold, rej = st.clamp.fit(v, rules, facts.BYOK); rej != nil {
+		key := keyFacts(v)
+		if h.Hold, rej = st.clamp.Fit(key, v, rules, facts.BYOK); rej != nil {
 			return h, rejection{rej}
 		}
 		if rej := policy.AdmitScopes(v, rules, h.Hold, facts.BYOK); rej != nil {
 			return h, rejection{rej}
 		}
-		if rej := billing.Admit(billing.Estimate{Hold: h.Hold, InFlight: est.InFlight}, facts, accountFacts(v), keyFacts(v), inFlightPolicy); rej != nil {
+		if rej := billing.Admit(billing.Estimate{Hold: h.Hold, InFlight: est.InFlight}, facts, accountFacts(v), key, inFlightPolicy); rej != nil {
 			return h, rejection{rej}
 		}
 		if rej := admitSearchCredits(searchCredits, v, rules); rej != nil {
@@ -198,7 +200,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 		if i > 0 {
 			st.header.restore(w)
 		}
-		if err := route.apply(r, i); err != nil {
+		if err := route.Apply(r, i); err != nil {
 			break
 		}
 		var mw *meterWriter
@@ -286,14 +288,14 @@ func (s *headerSnapshot) restore(w http.ResponseWriter) {
 // estimateAttempts holds for the costliest endpoint the request may end up
 // on, since a fallback can serve it; the request is BYOK for the limits only
 // when every attempt is. A hold beyond any Amount is billing.ErrCostRange.
-func estimateAttempts(route *Route, policy billing.InFlightPolicy) (billing.RequestFacts, billing.Estimate, error) {
+func estimateAttempts(route *upstream.Route, policy billing.InFlightPolicy) (billing.RequestFacts, billing.Estimate, error) {
 	var facts billing.RequestFacts
 	var est billing.Estimate
 	allBYOK := true
 	for i, a := range route.Attempts {
 		f := billing.RequestFacts{
 			Pricing:       a.Model.Pricing,
-			InputTokens:   route.prompt.TokensFor(a.Model),
+			InputTokens:   route.Prompt.TokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			Choices:       route.Choices,
 			ContextLength: a.Model.ContextLength,
@@ -326,7 +328,7 @@ func addCost(a, b money.Amount) (money.Amount, error) {
 // costRangeError answers a request whose worst-case cost cannot be priced:
 // the client's max_tokens (or, without it, its prompt) is too large at the
 // model's prices. Refused before anything is held or called.
-func costRangeError(route *Route) *apierror.Error {
+func costRangeError(route *upstream.Route) *apierror.Error {
 	field := route.MaxTokensField
 	if field == "" {
 		field = "messages"
@@ -394,7 +396,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	var err error
 	if search := st.plan; search != nil {
 		var c money.Amount
-		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.messagesAPI); route.BYOK {
+		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.MessagesAPI); route.BYOK {
 			credits = c
 		}
 	}
@@ -479,12 +481,12 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 }
 
 // proxy calls reverse_proxy with r pointed at the attempt's provider URI
-// (Route.withUpstreamURI), and puts r back. When copying the answer fails (the upstream
+// (Route.WithUpstreamURI), and puts r back. When copying the answer fails (the upstream
 // cut it, or the client left), reverse_proxy aborts the handler with
 // panic(http.ErrAbortHandler); the meter must still settle what was
 // delivered and release the holds, so that abort becomes an error here.
-func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request, route *Route) (err error) {
-	u, uri := route.withUpstreamURI(r)
+func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request, route *upstream.Route) (err error) {
+	u, uri := route.WithUpstreamURI(r)
 	defer func() {
 		r.URL, r.RequestURI = u, uri
 		if v := recover(); v != nil {
@@ -505,20 +507,20 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request, route
 // (from a chat-only or an Anthropic-style provider) a Responses answer,
 // and a Messages request's chat answer a Messages answer. A Messages
 // request to an Anthropic-style provider is passed natively.
-func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *Route, genID string) error {
-	if route.Kind == dialect.Messages && route.translate {
+func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *upstream.Route, genID string) error {
+	if route.Kind == dialect.Messages && route.Translate {
 		return proxyMessages(next, mw, r, route, genID)
 	}
 	var w http.ResponseWriter = mw
 	var cw *translate.ChatToResponses
-	if route.translate {
-		cw = translate.NewChatToResponses(mw, route.echo, genID, route.Provider.Model)
+	if route.Translate {
+		cw = translate.NewChatToResponses(mw, route.Echo, genID, route.Provider.Model)
 		cw.Limit = maxBufferedBody
 		w = cw
 	}
 	var aw dialect.AnswerReader
-	if route.viaChat {
-		aw = route.dialect.ToChat(w, route.Provider.Model, maxBufferedBody)
+	if route.ViaChat {
+		aw = route.Dialect.ToChat(w, route.Provider.Model, maxBufferedBody)
 		w = aw
 	}
 	err := proxy(next, w, r, route)
@@ -583,7 +585,7 @@ func (mw *meterWriter) retryable(proxyErr error) bool {
 }
 
 // failure describes a failed attempt.
-func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
+func (mw *meterWriter) failure(route *upstream.Route, proxyErr error) failure {
 	f := failure{provider: route.Provider.Name}
 	switch {
 	case mw.upstreamError():
@@ -592,15 +594,15 @@ func (mw *meterWriter) failure(route *Route, proxyErr error) failure {
 			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
 			if m != "" {
 				// Bounded as raw is: the redaction's cost grows with it.
-				f.message = route.redact(truncateText(m, 2000))
+				f.message = route.Redact(truncateText(m, 2000))
 			}
 			f.code = code
 			if s, ok := code.(string); ok {
-				f.code = route.redact(s)
+				f.code = route.Redact(s)
 			}
 			// Cut, then redacted: a run of a secret cut short is still
 			// one.
-			f.raw = route.redact(truncate(string(body), 2000))
+			f.raw = route.Redact(truncate(string(body), 2000))
 		}
 		if f.code == nil {
 			f.code = mw.Status

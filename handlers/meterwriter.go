@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
@@ -41,7 +42,7 @@ type meterWriter struct {
 	genID string // sent as X-Generation-Id with answers that are charged
 	// route is the request's, on this writer's attempt: its secrets are
 	// removed from the provider's error events (redact).
-	route *Route
+	route *upstream.Route
 
 	tail [][]byte // stream mode: held events, in order
 
@@ -192,8 +193,8 @@ var (
 
 // Event implements sse.Hooks: read what the event says, then pass or hold it.
 func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
-	if mw.route != nil && mayCarryProviderError(ev) {
-		ev = mw.route.redactBytes(ev)
+	if mw.route != nil && upstream.MayCarryProviderError(ev) {
+		ev = mw.route.RedactBytes(ev)
 	}
 	hold := len(mw.tail) > 0 // keep order once holding started
 	data := sse.Data(ev)
@@ -272,7 +273,7 @@ func (mw *meterWriter) takeProviderUsage(u gjson.Result) {
 
 // rewriteIdentity makes the writer rewrite a chat answer's identity to
 // the generation's.
-func (mw *meterWriter) rewriteIdentity(genID string, route *Route) {
+func (mw *meterWriter) rewriteIdentity(genID string, route *upstream.Route) {
 	mw.ownIdentity.setIn(mw.identityBuf[:], genID, route)
 	mw.identity = &mw.ownIdentity
 }
@@ -713,7 +714,7 @@ func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 		defer putAnswerBuf(idBuf)
 		body = mw.rewriteAnswer(body, cost, buf, idBuf)
 	}
-	// Canonical names, set directly (see Route.apply); the two values in
+	// Canonical names, set directly (see Route.Apply); the two values in
 	// the writer's allocation, each slice full so that an append copies it.
 	h, vals := mw.Header(), mw.headerVals[:]
 	vals[0], vals[1] = genID, strconv.Itoa(len(body))
@@ -852,10 +853,10 @@ func (mw *meterWriter) billUsage() []byte {
 
 // failedResponse is the Responses object of the response.failed event that
 // ends a broken stream of route.
-func failedResponse(route *Route, id string, created int64, msg string) *translate.Response {
-	echo := route.echo
+func failedResponse(route *upstream.Route, id string, created int64, msg string) *translate.Response {
+	echo := route.Echo
 	if echo == nil {
-		echo = translate.NewEcho(route.body)
+		echo = translate.NewEcho(route.Body)
 	}
 	return translate.FailedResponse(echo, id, route.Model.ID, created, msg)
 }
@@ -863,7 +864,7 @@ func failedResponse(route *Route, id string, created int64, msg string) *transla
 // sendStreamError ends a stream whose upstream failed after the status was
 // sent: a chat completion chunk with error and finish_reason "error", or a
 // Responses "response.failed" event, then [DONE].
-func (mw *meterWriter) sendStreamError(route *Route, code int, msg string) error {
+func (mw *meterWriter) sendStreamError(route *upstream.Route, code int, msg string) error {
 	created := now().Unix()
 	var ev []byte
 	if mw.kind == dialect.Messages {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -22,7 +23,7 @@ import (
 // seriesOf is the metrics of the route's current attempt. A private
 // endpoint's model and provider are the customer's names: they count as
 // "private", one series for all.
-func seriesOf(route *Route) *telemetry.Series {
+func seriesOf(route *upstream.Route) *telemetry.Series {
 	if strings.HasPrefix(route.Provider.Name, privateProviderPrefix) {
 		return telemetry.For(string(route.Kind), telemetry.Private, telemetry.Private)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
@@ -96,8 +97,8 @@ func TestObserveRefusals(t *testing.T) {
 }
 
 func TestSeriesOfPrivateEndpoint(t *testing.T) {
-	public := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	private := &Route{Kind: "chat", Model: &catalog.Model{ID: "customer/model-1"}, Provider: &catalog.Provider{Name: privateProviderPrefix + "ep-123"}}
+	public := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
+	private := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "customer/model-1"}, Provider: &catalog.Provider{Name: privateProviderPrefix + "ep-123"}}
 	if seriesOf(public) != telemetry.For("chat", "m", "up") {
 		t.Error("a catalog route is not counted under its model and provider")
 	}
@@ -110,7 +111,7 @@ func TestSeriesOfPrivateEndpoint(t *testing.T) {
 // request makes through the pipeline (hold, attempt, charge, answer).
 func BenchmarkPipelineMetrics(b *testing.B) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
-	route := &Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
+	route := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
 	st := &requestState{inference: true, api: chatRoute, route: route, start: time.Now()}
 	mw := &meterWriter{firstText: time.Now()}
 	mw.Mode, mw.Status = sse.Stream, 200

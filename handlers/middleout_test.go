@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/contextcompression"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
@@ -43,7 +44,7 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 	for _, ctx := range []int64{full + 100, full / 2, full / 4, 200} {
 		m := &catalog.Model{ID: "openai/m", ContextLength: ctx, Tokenizer: enc}
 		st := &requestState{}
-		route := &Route{Kind: "chat", MaxTokens: 50, body: []byte(body), Attempts: []Attempt{{Model: m, Provider: &catalog.Provider{}}}}
+		route := &upstream.Route{Kind: "chat", MaxTokens: 50, Body: []byte(body), Attempts: []upstream.Attempt{{Model: m, Provider: &catalog.Provider{}}}}
 		if _, apiErr := reqbody.ParseObjectIn(&st.ownFields, []byte(`{"transforms":["middle-out"]}`)); apiErr != nil {
 			t.Fatal(apiErr)
 		}
@@ -54,9 +55,9 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 		for _, run := range st.plugins {
 			run.(plugin.AnswerHeader).SetAnswerHeader(h)
 		}
-		got, _ := prompt.CountChat(enc, route.body, prompt.DefaultMediaPartTokens)
+		got, _ := prompt.CountChat(enc, route.Body, prompt.DefaultMediaPartTokens)
 		if ctx > full+50 {
-			if string(route.body) != body || len(st.plugins) != 0 {
+			if string(route.Body) != body || len(st.plugins) != 0 {
 				t.Fatalf("context %d: a fitting prompt changed", ctx)
 			}
 			continue
@@ -64,9 +65,9 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 		if got > ctx-50 {
 			t.Fatalf("context %d: %d tokens left, room for 50 wanted", ctx, got)
 		}
-		msgs := gjson.GetBytes(route.body, "messages").Array()
+		msgs := gjson.GetBytes(route.Body, "messages").Array()
 		if msgs[0].Get("role").Str != "system" || msgs[1].Get("content").Str != "FIRST question" || msgs[len(msgs)-1].Get("content").Str != "LAST question" {
-			t.Fatalf("context %d: head or tail removed: %s", ctx, route.body)
+			t.Fatalf("context %d: head or tail removed: %s", ctx, route.Body)
 		}
 		// Every tool message follows its call; a call keeps its results.
 		for i, m := range msgs {
@@ -76,11 +77,11 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 					j--
 				}
 				if j == 0 || !msgs[j-1].Get("tool_calls").Exists() {
-					t.Fatalf("context %d: an orphan tool message: %s", ctx, route.body)
+					t.Fatalf("context %d: an orphan tool message: %s", ctx, route.Body)
 				}
 			}
 			if m.Get("tool_calls").Exists() && (i+2 >= len(msgs) || msgs[i+2].Get("role").Str != "tool") {
-				t.Fatalf("context %d: a tool call lost its results: %s", ctx, route.body)
+				t.Fatalf("context %d: a tool call lost its results: %s", ctx, route.Body)
 			}
 		}
 		removed := 2 + 12*2 + 3 + 1 - len(msgs)

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
@@ -25,10 +26,10 @@ import (
 // fitPrompt has the plugins that fit prompts to the context windows
 // (context-compression) fit the routed request's body, before its prompt
 // is counted; their runs are the first of the request's plugins.
-func (rt *Router) fitPrompt(st *requestState, route *Route) *apierror.Error {
+func (rt *Router) fitPrompt(st *requestState, route *upstream.Route) *apierror.Error {
 	st.ownModels = route.Attempts
 	req := &st.ownPluginReq
-	*req = plugin.Request{Kind: route.Kind, Body: route.body, Models: &st.ownModels,
+	*req = plugin.Request{Kind: route.Kind, Body: route.Body, Models: &st.ownModels,
 		MaxTokens: route.MaxTokens, Tokens: (*chatCounter)(&rt.MediaPartTokens)}
 	// The body no longer has them.
 	req.Plugins, _ = st.ownFields.Get("plugins")
@@ -50,7 +51,7 @@ func (rt *Router) fitPrompt(st *requestState, route *Route) *apierror.Error {
 			st.plugins = append(st.plugins, run)
 		}
 	}
-	route.body = req.Body
+	route.Body = req.Body
 	return nil
 }
 

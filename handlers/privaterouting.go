@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -27,7 +28,7 @@ const privateProviderPrefix = policy.PrivateProviderPrefix
 // expired (egress.CacheTTL): an endpoint whose host the customer_egress
 // policy refuses is skipped, and the first refusal returned, for the
 // caller to answer when no other provider serves the request.
-func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, st *requestState) ([]Attempt, *apierror.Error) {
+func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, st *requestState) ([]upstream.Attempt, *apierror.Error) {
 	id := st.id
 	if rt.gw == nil || id == nil || id.Management {
 		return nil, nil
@@ -44,7 +45,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 		return nil, nil
 	}
 	var refusal *apierror.Error
-	var out []Attempt
+	var out []upstream.Attempt
 	for _, e := range eps {
 		key, err := e.OpenSecret(sealer)
 		p, perr := admin.EndpointProvider(e.BaseURL)
@@ -71,7 +72,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 		m.Pricing.Prompt, _ = billing.ParsePrice(e.Pricing.Prompt)
 		m.Pricing.Completion, _ = billing.ParsePrice(e.Pricing.Completion)
 		m.Pricing.Request, _ = billing.ParsePrice(e.Pricing.Request)
-		out = append(out, Attempt{Model: m, Provider: p, Key: key})
+		out = append(out, upstream.Attempt{Model: m, Provider: p, Key: key})
 	}
 	return out, refusal
 }
@@ -79,7 +80,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 // checkEndUser refuses, with 403, a request whose `user` names an end user
 // its account deactivated: a memory lookup, before any hold or upstream
 // call. A `user` longer than the public API allows gets 400.
-func (rt *Router) checkEndUser(st *requestState, route *Route) *apierror.Error {
+func (rt *Router) checkEndUser(st *requestState, route *upstream.Route) *apierror.Error {
 	if route.User == "" || rt.gw == nil {
 		return nil
 	}

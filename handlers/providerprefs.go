@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 )
 
@@ -410,7 +411,7 @@ const (
 // or "" when a meets it. The data-policy facts are the ones guardrails
 // decide from (policy.EndpointOf): a BYOK credential's declared_zdr
 // counts, and the account's own private endpoints meet every data policy.
-func (ef endpointFilter) excludedBy(a Attempt, check int) string {
+func (ef endpointFilter) excludedBy(a upstream.Attempt, check int) string {
 	p := ef.prefs
 	dataPolicy := func() policy.Endpoint { return policy.EndpointOf(a.Model, a.Provider, a.DeclaredZDR) }
 	switch check {
@@ -471,7 +472,7 @@ func quantizationOf(p *catalog.Provider) string {
 // enforce_distillable_text, quantizations, max_price,
 // require_parameters). When one leaves no endpoint, excluded names it
 // and the last endpoint it removed.
-func (ef endpointFilter) filter(c []Attempt) (kept []Attempt, excluded string) {
+func (ef endpointFilter) filter(c []upstream.Attempt) (kept []upstream.Attempt, excluded string) {
 	p := ef.prefs
 	if p.only == nil && p.ignore == nil && !p.filters || len(c) == 0 {
 		return c, ""
@@ -480,7 +481,7 @@ func (ef endpointFilter) filter(c []Attempt) (kept []Attempt, excluded string) {
 	for check := range checks {
 		n := 0
 		var why string
-		var last Attempt
+		var last upstream.Attempt
 		for _, a := range out {
 			if w := ef.excludedBy(a, check); w != "" {
 				why, last = w, a

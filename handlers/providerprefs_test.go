@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -63,7 +64,7 @@ func prefsCatalog() *catalog.Catalog {
 }
 
 // routeOf routes a chat request with the given extra members through rt.
-func routeOf(t *testing.T, rt *Router, members string) (*Route, int, string) {
+func routeOf(t *testing.T, rt *Router, members string) (*upstream.Route, int, string) {
 	t.Helper()
 	body := `{"messages":[{"role":"user","content":"hi"}],` + members + `}`
 	f, apiErr := validateInference(dialect.Chat, []byte(body))
@@ -78,7 +79,7 @@ func routeOf(t *testing.T, rt *Router, members string) (*Route, int, string) {
 }
 
 // providersOf names the attempts' providers, in order.
-func providersOf(r *Route) string {
+func providersOf(r *upstream.Route) string {
 	var names []string
 	for _, a := range r.Attempts {
 		names = append(names, a.Model.ID+"/"+a.Provider.Name)

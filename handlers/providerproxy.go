@@ -17,10 +17,11 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // The placeholders through which the router points reverse_proxy at the
-// provider of each attempt (Route.placeholder).
+// provider of each attempt (Route.Placeholder).
 const (
 	upstreamDial       = "{tollgate.upstream.dial}"
 	upstreamURI        = "{tollgate.upstream.uri}"
@@ -208,7 +209,7 @@ func keepIdleConns(ht *reverseproxy.HTTPTransport) {
 // its provider key and within its provider's timeouts (keyTransport; dial
 // is the proxy's default dial timeout), and drops the rewrite to the
 // attempt's URI that ConfigureProviderProxy configures: the meter points
-// each attempt's request at that URI itself (Route.withUpstreamURI). A
+// each attempt's request at that URI itself (Route.WithUpstreamURI). A
 // rewrite with other settings stays, and rewrites the URI again to the
 // same.
 func addProviderKeys(rp *reverseproxy.Handler, dial time.Duration) error {
@@ -269,13 +270,13 @@ const routeVar = "tollgate.route"
 
 // routeRef is the request's Route in its vars. A placeholder or log that
 // reads the vars shows nothing of it: the route holds the provider key.
-type routeRef struct{ *Route }
+type routeRef struct{ *upstream.Route }
 
 func (routeRef) String() string { return "" }
 
 // withRoute gives the attempts of r the route's provider keys
 // (withProviderKey).
-func withRoute(r *http.Request, rt *Route) *http.Request {
+func withRoute(r *http.Request, rt *upstream.Route) *http.Request {
 	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
 		vars[routeVar] = routeRef{rt}
 		return r
@@ -284,13 +285,13 @@ func withRoute(r *http.Request, rt *Route) *http.Request {
 }
 
 // attemptRoute is the Route withRoute gave req, or nil.
-func attemptRoute(req *http.Request) *Route {
+func attemptRoute(req *http.Request) *upstream.Route {
 	if vars, ok := req.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
 		if ref, ok := vars[routeVar].(routeRef); ok {
 			return ref.Route
 		}
 	}
-	rt, _ := req.Context().Value(routeKey{}).(*Route)
+	rt, _ := req.Context().Value(routeKey{}).(*upstream.Route)
 	return rt
 }
 
@@ -302,14 +303,14 @@ func attemptRoute(req *http.Request) *Route {
 // answer with a 403 that hides the gateway's own failure.
 func withProviderKey(req *http.Request) (*http.Request, error) {
 	rt := attemptRoute(req)
-	if rt == nil || rt.key == "" {
+	if rt == nil || rt.Key == "" {
 		return req, nil
 	}
-	out := &rt.keyed
-	if rt.keyedUsed {
+	out := &rt.Keyed
+	if rt.KeyedUsed {
 		out = new(http.Request)
 	}
-	rt.keyedUsed = true
+	rt.KeyedUsed = true
 	*out = *req
 	// The runtime copies the map's groups as they are: no entry is hashed
 	// and inserted again, as a copy entry by entry would.
@@ -317,18 +318,18 @@ func withProviderKey(req *http.Request) (*http.Request, error) {
 	if out.Header == nil {
 		out.Header = make(http.Header, 1)
 	}
-	if s, ok := rt.dialect.(dialect.Signer); ok {
-		if err := s.Sign(out, rt.sent, rt.key); err != nil {
+	if s, ok := rt.Dialect.(dialect.Signer); ok {
+		if err := s.Sign(out, rt.Sent, rt.Key); err != nil {
 			// The error names the key's expected form, never the key.
 			return nil, fmt.Errorf("signing the request to provider %s: %w", rt.Provider.Name, err)
 		}
 		if v := out.Header["Authorization"]; len(v) > 0 {
-			rt.signature = signatureOf(v[0])
+			rt.Signature = upstream.SignatureOf(v[0])
 		}
-	} else if name, value, ok := rt.Provider.KeyEntry(rt.dialect, rt.key); ok {
+	} else if name, value, ok := rt.Provider.KeyEntry(rt.Dialect, rt.Key); ok {
 		out.Header[name] = value // made once for the operator's key; only read
 	} else {
-		rt.dialect.SetKey(out.Header, rt.key)
+		rt.Dialect.SetKey(out.Header, rt.Key)
 	}
 	return out, nil
 }

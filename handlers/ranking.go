@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 )
 
@@ -50,7 +51,7 @@ type rankKey struct {
 	tie    float64
 }
 
-func (rk *ranker) key(a Attempt) rankKey {
+func (rk *ranker) key(a upstream.Attempt) rankKey {
 	k := rankKey{order: len(rk.prefs.order)}
 	if len(rk.prefs.order) > 0 {
 		if i := slices.Index(rk.prefs.order, strings.ToLower(a.Provider.Name)); i >= 0 {
@@ -123,7 +124,7 @@ func compareBool(a, b bool) int {
 // rank orders one model's endpoints (in place) and applies
 // allow_fallbacks: without fallbacks, only the providers named in order
 // remain, or the first endpoint. One endpoint is not ranked.
-func (rk *ranker) rank(c []Attempt) []Attempt {
+func (rk *ranker) rank(c []upstream.Attempt) []upstream.Attempt {
 	p := rk.prefs
 	if len(c) > 1 && (len(p.order) > 0 || rk.sort != "" || p.maxLatency.set() || p.minThroughput.set() || rk.balance) {
 		keys := make([]rankKey, len(c))
@@ -135,7 +136,7 @@ func (rk *ranker) rank(c []Attempt) []Attempt {
 		if rk.sort == "" && rk.balance {
 			rk.balanceRuns(c, keys, idx)
 		}
-		ranked := make([]Attempt, len(c))
+		ranked := make([]upstream.Attempt, len(c))
 		for i, j := range idx {
 			ranked[i] = c[j]
 		}
@@ -143,7 +144,7 @@ func (rk *ranker) rank(c []Attempt) []Attempt {
 	}
 	if !p.allowFallbacks {
 		if len(p.order) > 0 {
-			c = slices.DeleteFunc(c, func(a Attempt) bool { return !slices.Contains(p.order, strings.ToLower(a.Provider.Name)) })
+			c = slices.DeleteFunc(c, func(a upstream.Attempt) bool { return !slices.Contains(p.order, strings.ToLower(a.Provider.Name)) })
 		} else if len(c) > 1 {
 			c = c[:1]
 		}
@@ -154,7 +155,7 @@ func (rk *ranker) rank(c []Attempt) []Attempt {
 // balanceRuns reorders each run of equally ranked endpoints (not named in
 // order) by drawing them one by one, weighted by the inverse square of
 // their price.
-func (rk *ranker) balanceRuns(c []Attempt, keys []rankKey, idx []int) {
+func (rk *ranker) balanceRuns(c []upstream.Attempt, keys []rankKey, idx []int) {
 	for start := 0; start < len(idx); {
 		end := start + 1
 		for end < len(idx) && compareKeys(keys[idx[start]], keys[idx[end]]) == 0 {
@@ -173,7 +174,7 @@ func (rk *ranker) balanceRuns(c []Attempt, keys []rankKey, idx []int) {
 
 // draw picks one of the endpoints c[run[...]]: free ones (price 0) first,
 // each alike; else each with weight 1/price².
-func (rk *ranker) draw(c []Attempt, run []int) int {
+func (rk *ranker) draw(c []upstream.Attempt, run []int) int {
 	if len(run) == 1 {
 		return 0
 	}
@@ -205,7 +206,7 @@ func (rk *ranker) draw(c []Attempt, run []int) int {
 
 // sortAcross orders the endpoints of every model together (sort with
 // partition "none"), stably.
-func (rk *ranker) sortAcross(c []Attempt) {
+func (rk *ranker) sortAcross(c []upstream.Attempt) {
 	if len(c) < 2 {
 		return
 	}
@@ -213,13 +214,13 @@ func (rk *ranker) sortAcross(c []Attempt) {
 	for _, a := range c {
 		keys[a.Provider] = rk.key(a)
 	}
-	slices.SortStableFunc(c, func(a, b Attempt) int { return compareKeys(keys[a.Provider], keys[b.Provider]) })
+	slices.SortStableFunc(c, func(a, b upstream.Attempt) int { return compareKeys(keys[a.Provider], keys[b.Provider]) })
 }
 
 // preferAcross moves, stably, the endpoints of every model that meet the
 // preferred cutoffs before those that miss them: a fallback model's
 // endpoint that meets them is tried before a primary one that does not.
-func (rk *ranker) preferAcross(c []Attempt) {
+func (rk *ranker) preferAcross(c []upstream.Attempt) {
 	p := rk.prefs
 	if len(c) < 2 || !p.maxLatency.set() && !p.minThroughput.set() {
 		return
@@ -228,7 +229,7 @@ func (rk *ranker) preferAcross(c []Attempt) {
 	for _, a := range c {
 		missed[a.Provider] = rk.key(a).missed
 	}
-	slices.SortStableFunc(c, func(a, b Attempt) int { return compareBool(missed[a.Provider], missed[b.Provider]) })
+	slices.SortStableFunc(c, func(a, b upstream.Attempt) int { return compareBool(missed[a.Provider], missed[b.Provider]) })
 }
 
 // modelSuffixSort is the sort a model id's suffix asks for (:nitro:

@@ -1,12 +1,16 @@
 package handlers
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
+)
 
 func TestSignatureOf(t *testing.T) {
-	if got := signatureOf("AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=00ff"); got != "00ff" {
+	if got := upstream.SignatureOf("AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=00ff"); got != "00ff" {
 		t.Errorf("signatureOf: %q", got)
 	}
-	if got := signatureOf("Bearer sk-1"); got != "" {
+	if got := upstream.SignatureOf("Bearer sk-1"); got != "" {
 		t.Errorf("signatureOf a bearer token: %q", got)
 	}
 }

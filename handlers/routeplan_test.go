@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -67,7 +68,7 @@ func TestRoutePlanIsPure(t *testing.T) {
 				"Anthropic-Beta", "not-allowed", "Content-Type", "application/json")
 			r.Host = "gateway.test"
 			before := snapshot(r)
-			plan := func() *Route {
+			plan := func() *upstream.Route {
 				api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
 				st := &requestState{api: api}
 				if apiErr := rt.plan(r, st, []byte(c.body)); apiErr != nil {
@@ -83,14 +84,14 @@ func TestRoutePlanIsPure(t *testing.T) {
 			if len(first.Attempts) != 2 || first.Provider != first.Attempts[0].Provider {
 				t.Fatalf("plan: %d attempts, current %v", len(first.Attempts), first.Provider)
 			}
-			if first.InputTokens <= 0 || first.query != "beta=true" {
-				t.Errorf("input estimate %d, query %q", first.InputTokens, first.query)
+			if first.InputTokens <= 0 || first.Query != "beta=true" {
+				t.Errorf("input estimate %d, query %q", first.InputTokens, first.Query)
 			}
 
 			// The meter applies each attempt to its own copy.
 			for i, a := range first.Attempts {
 				out := withRoute(r, first)
-				if err := first.apply(out, i); err != nil {
+				if err := first.Apply(out, i); err != nil {
 					t.Fatal(err)
 				}
 				before.check(t, r, "after applying an attempt")
@@ -128,7 +129,7 @@ func TestRouteHeaderIsItsOwn(t *testing.T) {
 		t.Fatal(apiErr)
 	}
 	out := withRoute(r, st.route)
-	if err := st.route.apply(out, 1); err != nil {
+	if err := st.route.Apply(out, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := slices.Sorted(maps.Keys(client)); !slices.Equal(got, keys) {
@@ -200,7 +201,7 @@ func TestRoutingLeavesBodyBytes(t *testing.T) {
 		for i := range st.route.Attempts {
 			st.route.Attempts[i].OutputLimit = 5 // as admission's clamp sets it
 			out := withRoute(r, st.route)
-			if err := st.route.apply(out, i); err != nil {
+			if err := st.route.Apply(out, i); err != nil {
 				t.Fatalf("%s: attempt %d: %v", c.sub, i, err)
 			}
 			if _, err := io.ReadAll(out.Body); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -80,7 +81,7 @@ type Router struct {
 // file parser) rewrite body, of a route of kind tried on attempts, whose
 // fields are f: the body and, when rewritten, its fields; nil fields when
 // no plugin changed it.
-func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
+func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []upstream.Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
 	st.ownModels = attempts
 	req := &st.ownPluginReq
 	*req = plugin.Request{Kind: kind, Body: body, Models: &st.ownModels}
@@ -108,7 +109,7 @@ func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, 
 
 // attemptModels are a route's attempts as the plugins see them: their
 // catalog models.
-type attemptModels []Attempt
+type attemptModels []upstream.Attempt
 
 // Len implements plugin.Models.
 func (a *attemptModels) Len() int { return len(*a) }
@@ -147,7 +148,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MediaPartTokens < 0 {
 		return fmt.Errorf("media_part_tokens must be positive: %d", rt.MediaPartTokens)
 	}
-	betas, err := betaSet(rt.AnthropicBetas)
+	betas, err := upstream.BetaSet(rt.AnthropicBetas)
 	if err != nil {
 		return err
 	}
@@ -185,14 +186,14 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 // estimate counts). r is read, never changed.
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
 	f, apiErr := validateInferenceIn(&st.ownFields, st.api.Dialect(), body)
-	var route *Route
+	var route *upstream.Route
 	if apiErr == nil {
 		route, apiErr = rt.route(st, body, f)
 	}
-	if apiErr == nil && route.parsedFields != nil {
+	if apiErr == nil && route.ParsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
 		// prompt did before routing.
-		route.body, apiErr = rt.filterBody(r.Context(), st, route.body)
+		route.Body, apiErr = rt.filterBody(r.Context(), st, route.Body)
 	}
 	if apiErr == nil {
 		apiErr = chatSearch(route, st.plan)
@@ -204,38 +205,38 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		// Bounded on the longest body any provider receives: the model id
 		// spliced in per attempt is no prompt text.
 		bf := f
-		if route.parsedFields != nil {
-			bf = route.parsedFields // PDFs as their text
+		if route.ParsedFields != nil {
+			bf = route.ParsedFields // PDFs as their text
 		}
-		route.prompt = prompt.NewBound(bf, max(len(route.body), len(route.chatBody)), rt.MediaPartTokens)
+		route.Prompt = prompt.NewBound(bf, max(len(route.Body), len(route.ChatBody)), rt.MediaPartTokens)
 		apiErr = rt.fitPrompt(st, route)
 	}
 	if apiErr == nil {
-		apiErr = route.countPrompt(r.Context(), rt.MediaPartTokens)
+		apiErr = route.CountPrompt(r.Context(), rt.MediaPartTokens)
 	}
 	if apiErr != nil {
 		return apiErr
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
-	route.query = withoutCredentialParams(r.URL.RawQuery)
-	route.uri = st.api.Sub
-	if route.query != "" {
-		route.uri += "?" + route.query
+	route.Query = withoutCredentialParams(r.URL.RawQuery)
+	route.URI = st.api.Sub
+	if route.Query != "" {
+		route.URI += "?" + route.Query
 	}
 	st.route = route
 	// The attempts' header is a copy of the client's: the client's request
 	// (and its header map) is left as it came.
 	h := upstreamHeader(r.Header)
 	if route.Kind == dialect.Messages {
-		route.betas = allowedBetas(rt.betas, h)
-		dropAnthropicHeaders(h)
+		route.Betas = upstream.AllowedBetas(rt.betas, h)
+		upstream.DropAnthropicHeaders(h)
 	}
-	route.header = h
-	if err := route.prepare(0); err != nil {
+	route.Header = h
+	if err := route.Prepare(0); err != nil {
 		return apierror.BadRequest("Request body is not valid JSON")
 	}
 	// Estimated on the body as the first provider receives it.
-	route.InputTokens = billing.EstimateTokens(len(route.sent))
+	route.InputTokens = billing.EstimateTokens(len(route.Sent))
 	return nil
 }
 
@@ -255,7 +256,7 @@ func mapPlaceholders(r *http.Request, st *requestState) {
 // lookup a call per function.
 func (st *requestState) placeholder(key string) (any, bool) {
 	if st.routed {
-		if v, ok := st.route.placeholder(key); ok {
+		if v, ok := st.route.Placeholder(key); ok {
 			return v, true
 		}
 	}
@@ -299,7 +300,7 @@ func notForwarded(k string) bool {
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
 // validateInference.
-func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Route, *apierror.Error) {
+func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upstream.Route, *apierror.Error) {
 	kind := st.api.Dialect()
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	var idsBuf [4]string // most requests name one or two models
@@ -325,7 +326,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	if rk.prefs.maxLatency.set() || rk.prefs.minThroughput.set() || prefs.sort != "" {
 		rk.now = now()
 	}
-	var attempts []Attempt
+	var attempts []upstream.Attempt
 	var refusal *apierror.Error // a private endpoint the egress policy refused
 	var excluded string         // the preference that excluded the last endpoint
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
@@ -410,15 +411,15 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	}
 	// In the request state's allocation: a request is routed once.
 	route := &st.ownRoute
-	*route = Route{
+	*route = upstream.Route{
 		Attempts: attempts,
 		Kind:     kind,
 		Stream:   field("stream").Bool(),
 		User:     field("user").Str,
 		Routing:  routing,
-		body:     body,
+		Body:     body,
 
-		parsedFields: parsed,
+		ParsedFields: parsed,
 	}
 	// With several of the fields, the provider reads one of them: the hold
 	// and the limit take the largest.
@@ -437,24 +438,24 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*Rout
 	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
 		return nil, apiErr
 	}
-	if apiErr := route.translateFor(); apiErr != nil {
+	if apiErr := route.TranslateFor(); apiErr != nil {
 		return nil, apiErr
 	}
-	if apiErr := route.dialectsFor(); apiErr != nil {
+	if apiErr := route.DialectsFor(); apiErr != nil {
 		return nil, apiErr
 	}
-	if apiErr := route.contractsFor(st.api.Sub); apiErr != nil {
+	if apiErr := route.ContractsFor(st.api.Sub); apiErr != nil {
 		return nil, apiErr
 	}
-	if slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
-		route.anthropicExtra = normalize.AnthropicExtra(f)
+	if slices.ContainsFunc(route.Attempts, func(a upstream.Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
+		route.AnthropicExtra = normalize.AnthropicExtra(f)
 	}
 	return route, nil
 }
 
 // appendAttempts is append(to, more...) that takes more itself when to is
 // empty: the lists are each request's own, and most requests have one.
-func appendAttempts(to, more []Attempt) []Attempt {
+func appendAttempts(to, more []upstream.Attempt) []upstream.Attempt {
 	if len(to) == 0 {
 		return more
 	}
@@ -518,8 +519,8 @@ const linearIDs = 8
 // credential), then
 // those with the operator's key. A provider without an operator key is
 // usable only through BYOK.
-func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
-	var out []Attempt
+func (rt *Router) candidates(m *catalog.Model, st *requestState) []upstream.Attempt {
+	var out []upstream.Attempt
 	if !st.ownAttemptsUsed {
 		// The first list in the state's allocation (a request is routed
 		// once): one endpoint fits, more grow it onto the heap.
@@ -537,7 +538,7 @@ func (rt *Router) candidates(m *catalog.Model, st *requestState) []Attempt {
 	}
 	for _, p := range m.Providers {
 		if !byok[p] && operatorUsable(p) {
-			out = append(out, Attempt{Model: m.For(p), Provider: p, Key: p.APIKey})
+			out = append(out, upstream.Attempt{Model: m.For(p), Provider: p, Key: p.APIKey})
 		}
 	}
 	if len(out) == 0 {
@@ -575,8 +576,8 @@ func (rt *Router) byokCredentials(m *catalog.Model, st *requestState, fn func(*c
 
 // byokAttempts are the providers of m the caller reaches with its
 // workspace's own keys, the keys opened.
-func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []Attempt {
-	var out []Attempt
+func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []upstream.Attempt {
+	var out []upstream.Attempt
 	rt.byokCredentials(m, st, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
 		key, err := c.Open(sealer)
 		if err != nil {
@@ -585,7 +586,7 @@ func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []Attempt {
 				zap.String("credential", c.ID), zap.String("provider", p.Name), zap.Error(err))
 			return true
 		}
-		out = append(out, Attempt{Model: m.For(p), Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
+		out = append(out, upstream.Attempt{Model: m.For(p), Provider: p, Key: key, BYOK: true, DeclaredZDR: c.DeclaredZDR})
 		return true
 	})
 	return out
@@ -722,20 +723,20 @@ func outputLimit(m *catalog.Model) int64 {
 // tokens, as the provider would refuse the others; a `models` fallback
 // then serves the request. With none left, the request gets the 400 the
 // first model's provider would give, naming the field.
-func withinOutputLimit(attempts []Attempt, maxTokens int64, field string) ([]Attempt, *apierror.Error) {
+func withinOutputLimit(attempts []upstream.Attempt, maxTokens int64, field string) ([]upstream.Attempt, *apierror.Error) {
 	if maxTokens == 0 {
 		return attempts, nil
 	}
 	// Mostly every attempt can: attempts itself, copied only from the
 	// first that cannot (out nil until then).
-	var out []Attempt
+	var out []upstream.Attempt
 	for i, a := range attempts {
 		if limit := outputLimit(a.Model); limit == 0 || maxTokens <= limit {
 			if out != nil {
 				out = append(out, a)
 			}
 		} else if out == nil {
-			out = append(make([]Attempt, 0, len(attempts)-1), attempts[:i]...)
+			out = append(make([]upstream.Attempt, 0, len(attempts)-1), attempts[:i]...)
 		}
 	}
 	if out == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -21,7 +22,7 @@ type routed struct {
 	host, auth, contentLength string
 	body                      []byte
 	length                    int64
-	route                     *Route
+	route                     *upstream.Route
 	hasRoute                  bool
 }
 

@@ -3,6 +3,7 @@ package handlers
 import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -36,7 +37,7 @@ func refusalError(r *policy.Refusal) *apierror.Error {
 
 // attemptEndpoint states an attempt's endpoint for the policy: a BYOK
 // credential's declared_zdr applies to the attempts it serves only.
-func attemptEndpoint(a Attempt) policy.Endpoint {
+func attemptEndpoint(a upstream.Attempt) policy.Endpoint {
 	var declared *bool
 	if a.BYOK {
 		declared = a.DeclaredZDR

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -22,16 +23,16 @@ func TestAttemptEndpointBYOKDeclaredZDR(t *testing.T) {
 	rules := &storage.Rules{Guardrails: []storage.AppliedGuardrail{{Scope: storage.ScopeAPIKey, Guardrail: g}}}
 	for _, tt := range []struct {
 		name string
-		a    Attempt
+		a    upstream.Attempt
 		kept bool
 	}{
-		{"byok declared zdr on a retaining provider", Attempt{Model: m, Provider: plain, BYOK: true, DeclaredZDR: &yes}, true},
-		{"byok declared non-zdr on a zdr provider", Attempt{Model: m, Provider: zdr, BYOK: true, DeclaredZDR: &no}, false},
-		{"byok null: the provider's fact", Attempt{Model: m, Provider: zdr, BYOK: true}, true},
-		{"byok null on a retaining provider", Attempt{Model: m, Provider: plain, BYOK: true}, false},
-		{"operator's key: no declaration applies", Attempt{Model: m, Provider: plain, DeclaredZDR: &yes}, false},
+		{"byok declared zdr on a retaining provider", upstream.Attempt{Model: m, Provider: plain, BYOK: true, DeclaredZDR: &yes}, true},
+		{"byok declared non-zdr on a zdr provider", upstream.Attempt{Model: m, Provider: zdr, BYOK: true, DeclaredZDR: &no}, false},
+		{"byok null: the provider's fact", upstream.Attempt{Model: m, Provider: zdr, BYOK: true}, true},
+		{"byok null on a retaining provider", upstream.Attempt{Model: m, Provider: plain, BYOK: true}, false},
+		{"operator's key: no declaration applies", upstream.Attempt{Model: m, Provider: plain, DeclaredZDR: &yes}, false},
 	} {
-		out, refused := policy.AllowedEndpoints(rules, []Attempt{tt.a}, attemptEndpoint)
+		out, refused := policy.AllowedEndpoints(rules, []upstream.Attempt{tt.a}, attemptEndpoint)
 		if kept := len(out) == 1; kept != tt.kept {
 			t.Errorf("%s: kept %v (%v), want %v", tt.name, kept, refused, tt.kept)
 		}
@@ -41,10 +42,10 @@ func TestAttemptEndpointBYOKDeclaredZDR(t *testing.T) {
 // A private endpoint, named as a provider, is the account's own deployment.
 func TestAttemptEndpointPrivate(t *testing.T) {
 	m := &catalog.Model{ID: "acme/m"}
-	if e := attemptEndpoint(Attempt{Model: m, Provider: &catalog.Provider{Name: privateProviderPrefix + "ep1"}}); !e.Own {
+	if e := attemptEndpoint(upstream.Attempt{Model: m, Provider: &catalog.Provider{Name: privateProviderPrefix + "ep1"}}); !e.Own {
 		t.Errorf("private endpoint: %+v", e)
 	}
-	if e := attemptEndpoint(Attempt{Model: m, Provider: &catalog.Provider{Name: "acme"}}); e.Own {
+	if e := attemptEndpoint(upstream.Attempt{Model: m, Provider: &catalog.Provider{Name: "acme"}}); e.Own {
 		t.Errorf("catalog provider: %+v", e)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // The stages as separate middlewares, for tests that run a part of the
@@ -59,7 +60,7 @@ func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
 }
 
 // RouteFrom is the route the router stage made.
-func RouteFrom(r *http.Request) (*Route, bool) {
+func RouteFrom(r *http.Request) (*upstream.Route, bool) {
 	st, ok := r.Context().Value(testStateKey{}).(*requestState)
 	if !ok || st.route == nil {
 		return nil, false
@@ -157,7 +158,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// attempt applied to the meter's copy of the request.
 	mapPlaceholders(r, st)
 	out := withRoute(r, st.route)
-	if err := st.route.apply(out, 0); err != nil {
+	if err := st.route.Apply(out, 0); err != nil {
 		return err
 	}
 	return next.ServeHTTP(w, out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -35,7 +36,7 @@ type upstreamRequest struct {
 	body          []byte
 	contentLength int64
 	identity      *gateway.Identity
-	route         *Route // nil when the router did not route the request
+	route         *upstream.Route // nil when the router did not route the request
 }
 
 // chain is Auth, the administrative stage and Router in the order the Caddyfile directives put

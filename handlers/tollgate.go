@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -222,7 +223,7 @@ type requestState struct {
 	id    *gateway.Identity // the caller; nil on a public route without key
 	plan  *searchPlan       // the request's web search; nil without
 	fetch *fetchRun         // the request's web-fetch plugin; nil without
-	route *Route            // the model, providers and attempts; nil when not routed
+	route *upstream.Route   // the model, providers and attempts; nil when not routed
 
 	// mapped: the replacer resolves placeholder; routed: with the
 	// route's placeholders (mapPlaceholders).
@@ -230,22 +231,22 @@ type requestState struct {
 
 	// Set by the meter.
 	res    *storage.Reservation
-	clamp  *outputClamp // the output limit fitted to the caps' room, if any
+	clamp  *upstream.OutputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
 	genID  string
 	failed []failure      // attempts that got no usable answer
 	header headerSnapshot // the response headers before any provider answered
 
 	// ownClamp is what clamp points to, in the state's allocation.
-	ownClamp outputClamp
+	ownClamp upstream.OutputClamp
 	// ownRoute is what route points to, in the state's allocation.
-	ownRoute Route
+	ownRoute upstream.Route
 	// ownFields are the body's fields as routing reads them, in the
 	// state's allocation (a request is routed once).
 	ownFields reqbody.Fields
 	// ownAttempts holds the first list of candidates (Router.candidates)
 	// when the model has a single usable endpoint; ownAttemptsUsed: taken.
-	ownAttempts     [1]Attempt
+	ownAttempts     [1]upstream.Attempt
 	ownAttemptsUsed bool
 	// ownWriter is the first attempt's meter writer, in the state's
 	// allocation; a fallback's writers are their own.
@@ -408,8 +409,8 @@ func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
 	st.ownModels = st.route.Attempts
 	req := &st.ownPluginReq
 	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels, API: filterAPI(st)}
-	if st.route.parsedFields != nil {
-		req.Rewritten = st.route.body // with the PDFs' text (the file parser)
+	if st.route.ParsedFields != nil {
+		req.Rewritten = st.route.Body // with the PDFs' text (the file parser)
 	}
 	if st.plugins == nil { // else with the runs of fitPrompt
 		st.plugins = st.ownPlugins[:0]

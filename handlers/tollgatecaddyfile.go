@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
 
@@ -100,7 +101,7 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		if len(args) == 0 {
 			return true, fmt.Errorf("%s: expected one or more beta names", name)
 		}
-		if _, err = betaSet(args); err == nil {
+		if _, err = upstream.BetaSet(args); err == nil {
 			t.AnthropicBetas = append(t.AnthropicBetas, args...)
 		}
 	case "load_balancing":

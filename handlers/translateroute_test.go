@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
@@ -18,13 +19,13 @@ func TestRouteTranslatesPerAttempt(t *testing.T) {
 	chatOnly.API = "chat"
 	native := testgw.Provider("native", "https", "resp.test", "resp.test:443", "/api", "r-model", "k2")
 	m := testgw.Model("m", 0, chatOnly, native)
-	newRoute := func(body string, attempts ...Attempt) *Route {
-		return &Route{Kind: "responses", Attempts: attempts, body: []byte(body), uri: "/responses?x=1"}
+	newRoute := func(body string, attempts ...upstream.Attempt) *upstream.Route {
+		return &upstream.Route{Kind: "responses", Attempts: attempts, Body: []byte(body), URI: "/responses?x=1"}
 	}
-	a1, a2 := Attempt{Model: m, Provider: chatOnly, Key: "k1"}, Attempt{Model: m, Provider: native, Key: "k2"}
+	a1, a2 := upstream.Attempt{Model: m, Provider: chatOnly, Key: "k1"}, upstream.Attempt{Model: m, Provider: native, Key: "k2"}
 
 	rt := newRoute(`{"model":"m","input":"Hi","max_output_tokens":5}`, a1, a2)
-	if err := rt.translateFor(); err != nil {
+	if err := rt.TranslateFor(); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := http.NewRequest(http.MethodPost, "/api/v1/responses?x=1", nil)
@@ -32,39 +33,39 @@ func TestRouteTranslatesPerAttempt(t *testing.T) {
 		{"/v1/chat/completions?x=1", `{"model":"c-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":5}`},
 		{"/api/responses?x=1", `{"model":"r-model","input":"Hi","max_output_tokens":5}`},
 	} {
-		if err := rt.apply(r, i); err != nil {
+		if err := rt.Apply(r, i); err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(r.Body)
-		uri, _ := rt.placeholder("tollgate.upstream.uri")
-		if uri != want.uri || rt.translate != (i == 0) || r.ContentLength != int64(len(body)) {
-			t.Errorf("attempt %d: uri %v translate %v length %d", i, uri, rt.translate, r.ContentLength)
+		uri, _ := rt.Placeholder("tollgate.upstream.uri")
+		if uri != want.uri || rt.Translate != (i == 0) || r.ContentLength != int64(len(body)) {
+			t.Errorf("attempt %d: uri %v translate %v length %d", i, uri, rt.Translate, r.ContentLength)
 		}
 		testgw.JSONEqual(t, body, want.body)
 	}
 
 	// No chat form: only providers that speak Responses serve it.
 	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1, a2)
-	if err := rt.translateFor(); err != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider != native {
+	if err := rt.TranslateFor(); err != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider != native {
 		t.Errorf("mixed providers: %v %v", err, rt.Attempts)
 	}
 	rt = newRoute(`{"model":"m","input":"Hi","previous_response_id":"resp_1"}`, a1)
-	if err := rt.translateFor(); err == nil || err.Status != http.StatusBadRequest || !strings.HasPrefix(err.Message, "previous_response_id:") {
+	if err := rt.TranslateFor(); err == nil || err.Status != http.StatusBadRequest || !strings.HasPrefix(err.Message, "previous_response_id:") {
 		t.Errorf("chat-only providers: %v", err)
 	}
 	// Chat completions requests are never translated.
 	rt = newRoute(`{"model":"m","messages":[]}`, a1)
 	rt.Kind = "chat"
-	if err := rt.translateFor(); err != nil || rt.chatBody != nil {
-		t.Errorf("chat request: %v %s", err, rt.chatBody)
+	if err := rt.TranslateFor(); err != nil || rt.ChatBody != nil {
+		t.Errorf("chat request: %v %s", err, rt.ChatBody)
 	}
 }
 
 // The gateway's own response.failed is numbered after the events sent (0
 // when none was) and carries the full Responses object.
 func TestMeterResponsesStreamErrorEvent(t *testing.T) {
-	route := &Route{Model: testgw.Model("m", 0), Provider: testgw.Provider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
-		body: []byte(`{"model":"m","input":"x","instructions":"Be brief.","max_output_tokens":9}`)}
+	route := &upstream.Route{Model: testgw.Model("m", 0), Provider: testgw.Provider("p", "http", "h", "h:80", "", "m", "k"), Kind: "responses",
+		Body: []byte(`{"model":"m","input":"x","instructions":"Be brief.","max_output_tokens":9}`)}
 	for _, tt := range []struct {
 		before string
 		seq    int64

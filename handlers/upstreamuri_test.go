@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // The meter points each attempt at its provider's URI itself
@@ -66,7 +67,7 @@ func checkUpstreamURI(t *testing.T, path, uri, q string) {
 
 	got := httptest.NewRequest(http.MethodPost, target, nil)
 	u := *got.URL
-	rewriteUpstreamURI(&u, uri)
+	upstream.RewriteUpstreamURI(&u, uri)
 	if u != *want.URL || u.RequestURI() != want.RequestURI {
 		t.Errorf("uri %q, query %q: got %#v (%q), Caddy's rewrite %#v (%q)", uri, q, u, u.RequestURI(), *want.URL, want.RequestURI)
 	}

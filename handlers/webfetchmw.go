@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -84,7 +85,7 @@ type fetchRun struct {
 // holdExtra is what the fetches add to the request's hold: the plugin's
 // fetches made, the server tool's worst case; credits is the part a BYOK
 // request pays in credits (the fetches).
-func (f *fetchRun) holdExtra(route *Route) (hold, credits money.Amount, err error) {
+func (f *fetchRun) holdExtra(route *upstream.Route) (hold, credits money.Amount, err error) {
 	hold, credits = f.cost, f.cost
 	if f.tool == nil {
 		return hold, credits, nil
@@ -229,7 +230,7 @@ func (f *fetchRun) serverToolUse() string {
 
 // handler is the attempt's provider handler: next, run in rounds by the
 // server tool's loop when the request has the tool.
-func (f *fetchRun) handler(next caddyhttp.Handler, route *Route) caddyhttp.Handler {
+func (f *fetchRun) handler(next caddyhttp.Handler, route *upstream.Route) caddyhttp.Handler {
 	if f == nil || f.tool == nil {
 		return next
 	}

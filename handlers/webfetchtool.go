@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -137,30 +138,30 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 // restrictAttempts keeps the attempts whose upstream dialect is chat
 // completions, which the loop reads: a chat request's chat providers, a
 // Responses request's chat-only providers. None left is a 400.
-func (ft *fetchTool) restrictAttempts(route *Route, brand string) *apierror.Error {
-	chat := func(a Attempt) bool {
+func (ft *fetchTool) restrictAttempts(route *upstream.Route, brand string) *apierror.Error {
+	chat := func(a upstream.Attempt) bool {
 		switch route.Kind {
 		case dialect.Chat:
 			return a.Provider.D().Native(dialect.Chat)
 		case dialect.Responses:
-			return a.Provider.ChatOnly() && a.Provider.D().Native(dialect.Chat) && route.chatBody != nil
+			return a.Provider.ChatOnly() && a.Provider.D().Native(dialect.Chat) && route.ChatBody != nil
 		}
 		return false
 	}
-	if route.echo != nil {
-		route.echo.Tools = ft.clientTools // the answer shows the client's tools
+	if route.Echo != nil {
+		route.Echo.Tools = ft.clientTools // the answer shows the client's tools
 	}
-	if !slices.ContainsFunc(route.Attempts, func(a Attempt) bool { return !chat(a) }) {
+	if !slices.ContainsFunc(route.Attempts, func(a upstream.Attempt) bool { return !chat(a) }) {
 		return nil
 	}
-	route.Attempts = slices.DeleteFunc(route.Attempts, func(a Attempt) bool { return !chat(a) })
+	route.Attempts = slices.DeleteFunc(route.Attempts, func(a upstream.Attempt) bool { return !chat(a) })
 	if len(route.Attempts) == 0 {
 		return apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool needs a provider that speaks chat completions; the model's providers do not", ft.index, brand))
 	}
-	if err := route.prepare(0); err != nil {
+	if err := route.Prepare(0); err != nil {
 		return apierror.BadRequest("Request body is not valid JSON")
 	}
-	route.InputTokens = billing.EstimateTokens(len(route.sent))
+	route.InputTokens = billing.EstimateTokens(len(route.Sent))
 	return nil
 }
 
@@ -168,7 +169,7 @@ func (ft *fetchTool) restrictAttempts(route *Route, brand string) *apierror.Erro
 // max_uses fetches, and max_uses more rounds of up to the model's context
 // window at its dearer token price. credits is the fetches' part, which
 // a BYOK request pays in credits.
-func (ft *fetchTool) holdExtra(route *Route, price money.Amount) (hold, credits money.Amount, err error) {
+func (ft *fetchTool) holdExtra(route *upstream.Route, price money.Amount) (hold, credits money.Amount, err error) {
 	n := int64(ft.opts.MaxUses)
 	fetches, ok := money.MulAmount(price, n)
 	if !ok {
@@ -204,7 +205,7 @@ type fetchLoop struct {
 	next  caddyhttp.Handler
 	tool  *fetchTool
 	run   *fetchRun
-	route *Route
+	route *upstream.Route
 	used  int // fetches made (or refused) so far, across the attempt's rounds
 }
 
@@ -343,7 +344,7 @@ func (l *fetchLoop) roundUsage(answer []byte) billing.Usage {
 	}
 	prompt := min(max(u[0].Int(), 0), window)
 	completion := max(u[1].Int(), 0)
-	if b := l.route.outputBound(); b > 0 {
+	if b := l.route.OutputBound(); b > 0 {
 		completion = min(completion, b)
 	}
 	return billing.Usage{PromptTokens: prompt, CompletionTokens: completion, CacheReadTokens: min(max(u[2].Int(), 0), prompt)}
@@ -359,7 +360,7 @@ func (l *fetchLoop) addRound(answer []byte, sign int64) {
 	l.run.rounds += int(sign)
 	// The last answer's prompt holds the pages: only the context window
 	// bounds it.
-	l.route.prompt.Unbounded = true
+	l.route.Prompt.Unbounded = true
 }
 
 // fetchAll fetches the calls' URLs concurrently, those beyond max_uses

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -296,7 +297,7 @@ func mustAmount(s string) money.Amount {
 // search max_results posts and profiles. credits is the part a BYOK
 // request still pays in credits: a gateway-side engine's results, which
 // the platform pays for (native searches bill the caller's own key).
-func (p *searchPlan) holdExtra(route *Route) (hold, credits money.Amount, err error) {
+func (p *searchPlan) holdExtra(route *upstream.Route) (hold, credits money.Amount, err error) {
 	for _, a := range route.Attempts {
 		price := a.Model.Pricing.WebSearch
 		if price == 0 {
@@ -373,7 +374,7 @@ func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *stora
 // results to the model by rewriting the route's body (every fallback
 // attempt replays it). Native searches have nothing to do here. The
 // returned error is the client's answer: nothing is charged.
-func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
+func (p *searchPlan) run(r *http.Request, route *upstream.Route) *apierror.Error {
 	if p.engine == "native" || p.ran {
 		return nil
 	}
@@ -419,30 +420,30 @@ func (p *searchPlan) run(r *http.Request, route *Route) *apierror.Error {
 	if route.Kind != dialect.Messages {
 		// A Messages body has no system messages; its providers get the
 		// chat body below.
-		body, ferr := websearch.Insert(route.body, msg)
+		body, ferr := websearch.Insert(route.Body, msg)
 		if ferr != nil {
 			return apierror.BadRequest(ferr.Error())
 		}
-		route.body = body
+		route.Body = body
 	}
 	// A chat-only provider gets the translated chat body (handlers/translate,
 	// messages): the results go into it too.
-	if route.chatBody != nil {
-		cb, ferr := websearch.InsertIntoMessages(route.chatBody, msg)
+	if route.ChatBody != nil {
+		cb, ferr := websearch.InsertIntoMessages(route.ChatBody, msg)
 		if ferr != nil {
 			return apierror.BadRequest(ferr.Error())
 		}
-		route.chatBody = cb
+		route.ChatBody = cb
 	}
 	for i, a := range route.Attempts {
 		if a.Provider == route.Provider && a.Model == route.Model {
-			if err := route.prepare(i); err != nil {
+			if err := route.Prepare(i); err != nil {
 				return apierror.BadRequest("Request body is not valid JSON")
 			}
 			break
 		}
 	}
-	route.InputTokens = billing.EstimateTokens(len(route.sent))
+	route.InputTokens = billing.EstimateTokens(len(route.Sent))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // Web search on the Responses route for providers that speak only Chat
@@ -30,17 +31,17 @@ func (p *searchPlan) chatNative(chat []byte) ([]byte, *apierror.Error) {
 // express (OpenAI's domain filters) leaves the request to the providers
 // that speak Responses, as any untranslatable field does; none left is a
 // 400 naming the field.
-func chatSearch(rt *Route, p *searchPlan) *apierror.Error {
-	if p == nil || p.engine != "native" || p.kind != dialect.Responses || rt.chatBody == nil {
+func chatSearch(rt *upstream.Route, p *searchPlan) *apierror.Error {
+	if p == nil || p.engine != "native" || p.kind != dialect.Responses || rt.ChatBody == nil {
 		return nil
 	}
-	chat, apiErr := p.chatNative(rt.chatBody)
+	chat, apiErr := p.chatNative(rt.ChatBody)
 	if apiErr == nil {
-		rt.chatBody = chat
+		rt.ChatBody = chat
 		return nil
 	}
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() })
-	rt.chatBody = nil
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a upstream.Attempt) bool { return a.Provider.ChatOnly() })
+	rt.ChatBody = nil
 	if len(rt.Attempts) == 0 {
 		return apiErr
 	}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
 // nativeResponsesRoute is a Responses request with a function tool and the
 // family's native search written by the middleware, routed to attempts
 // with the given APIs.
-func nativeResponsesRoute(t *testing.T, family string, spec *websearch.Spec, apis ...string) (*Route, *searchPlan) {
+func nativeResponsesRoute(t *testing.T, family string, spec *websearch.Spec, apis ...string) (*upstream.Route, *searchPlan) {
 	t.Helper()
 	body := []byte(`{"model":"m","input":"Zürich?","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`)
 	out, apiErr := nativeTranslate(body, "responses", family, spec)
@@ -23,11 +24,11 @@ func nativeResponsesRoute(t *testing.T, family string, spec *websearch.Spec, api
 	}
 	plan := &searchPlan{spec: spec, engine: "native", family: family, kind: "responses",
 		nativeTools: gjson.GetBytes(out, "tools.#").Int() - 1}
-	rt := &Route{Kind: "responses", body: out}
+	rt := &upstream.Route{Kind: "responses", Body: out}
 	for _, api := range apis {
-		rt.Attempts = append(rt.Attempts, Attempt{Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: api, API: api}})
+		rt.Attempts = append(rt.Attempts, upstream.Attempt{Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: api, API: api}})
 	}
-	if apiErr := rt.translateFor(); apiErr != nil {
+	if apiErr := rt.TranslateFor(); apiErr != nil {
 		t.Fatal(apiErr.Message)
 	}
 	return rt, plan
@@ -49,18 +50,18 @@ func TestChatSearchNativeChatForm(t *testing.T) {
 		if apiErr := chatSearch(rt, plan); apiErr != nil {
 			t.Fatalf("%s: %s", tc.family, apiErr.Message)
 		}
-		chat := gjson.ParseBytes(rt.chatBody)
+		chat := gjson.ParseBytes(rt.ChatBody)
 		if !chat.Get(tc.check).Exists() || chat.Get("tools.#").Int() != tc.tools || chat.Get("tools.0.function.name").Str != "f" {
-			t.Fatalf("%s: chat body %s", tc.family, rt.chatBody)
+			t.Fatalf("%s: chat body %s", tc.family, rt.ChatBody)
 		}
 		for _, tool := range chat.Get("tools").Array() {
 			if typ := tool.Get("type").Str; typ == "web_search" || typ == "x_search" {
-				t.Fatalf("%s: Responses tool left in %s", tc.family, rt.chatBody)
+				t.Fatalf("%s: Responses tool left in %s", tc.family, rt.ChatBody)
 			}
 		}
 		// The Responses body is untouched for the attempts that speak it.
-		if !gjson.GetBytes(rt.body, `tools.#(type=="web_search")`).Exists() && tc.family != "anthropic" {
-			t.Fatalf("%s: Responses body %s", tc.family, rt.body)
+		if !gjson.GetBytes(rt.Body, `tools.#(type=="web_search")`).Exists() && tc.family != "anthropic" {
+			t.Fatalf("%s: Responses body %s", tc.family, rt.Body)
 		}
 		if len(rt.Attempts) != 2 {
 			t.Fatalf("%s: %d attempts", tc.family, len(rt.Attempts))
@@ -72,7 +73,7 @@ func TestChatSearchWithoutChatForm(t *testing.T) {
 	spec := &websearch.Spec{MaxResults: 5, IncludeDomains: []string{"meteo.example"}}
 	// A provider that speaks Responses serves the request alone.
 	rt, plan := nativeResponsesRoute(t, "openai", spec, dialect.APIChat, "")
-	if apiErr := chatSearch(rt, plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.chatBody != nil {
+	if apiErr := chatSearch(rt, plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.ChatBody != nil {
 		t.Fatalf("attempts %v, error %v", rt.Attempts, apiErr)
 	}
 	// None: 400 naming the field.
@@ -82,10 +83,10 @@ func TestChatSearchWithoutChatForm(t *testing.T) {
 	}
 	// Gateway engines and chat requests are left alone.
 	rt, plan = nativeResponsesRoute(t, "openai", &websearch.Spec{MaxResults: 5}, dialect.APIChat)
-	chat := rt.chatBody
+	chat := rt.ChatBody
 	plan.engine = "exa"
-	if apiErr := chatSearch(rt, plan); apiErr != nil || string(rt.chatBody) != string(chat) {
-		t.Fatalf("gateway engine: %s", rt.chatBody)
+	if apiErr := chatSearch(rt, plan); apiErr != nil || string(rt.ChatBody) != string(chat) {
+		t.Fatalf("gateway engine: %s", rt.ChatBody)
 	}
 	if apiErr := chatSearch(rt, nil); apiErr != nil {
 		t.Fatal(apiErr.Message)

@@ -78,12 +78,12 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 // per event, JSON answers are held.
 func (cw *citeWriter) Decide(status int) sse.Mode {
 	if cw.st != nil && cw.plan != nil {
-		if rt := cw.st.route; rt != nil && rt.translate {
+		if rt := cw.st.route; rt != nil && rt.Translate {
 			// A chat-only provider answered a Responses request: it
 			// annotates its own answer as in chat completions.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
 		}
-		if rt := cw.st.route; rt != nil && rt.viaChat {
+		if rt := cw.st.route; rt != nil && rt.ViaChat {
 			// Anthropic's native search cites its sources itself; the
 			// translation made them url_citation annotations.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "anthropic"

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 import (
 	"context"
@@ -19,12 +19,12 @@ const (
 	formResponses        // a Responses body: the request's own
 )
 
-// countPrompt counts the prompt with the tokenizer of each attempt's
+// CountPrompt counts the prompt with the tokenizer of each attempt's
 // model, on the body as that attempt's provider receives it, and drops
 // the attempts whose model's context window the prompt alone exceeds;
 // none left is a 400 naming the count and the limit. Attempts whose
 // model has no tokenizer keep the byte bound. The counting stops when ctx ends (the client left).
-func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Error {
+func (rt *Route) CountPrompt(ctx context.Context, mediaPart int64) *apierror.Error {
 	type counted struct {
 		enc  *tokenizer.Encoding
 		form int
@@ -34,7 +34,7 @@ func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Err
 	var over *Attempt
 	var overBy int64
 	fits := func(a *Attempt) bool {
-		c, ok := rt.prompt.Of(a.Model)
+		c, ok := rt.Prompt.Of(a.Model)
 		return !ok || c.Unbounded || a.Model.ContextLength <= 0 || c.Tokens <= a.Model.ContextLength
 	}
 	for i := range rt.Attempts {
@@ -57,11 +57,11 @@ func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Err
 				return apierror.New(499, "Client closed the request")
 			}
 			// A previous response, a stored prompt...: as the byte bound.
-			unbounded := c.Unbounded || rt.prompt.Unbounded
-			rt.prompt.Add(prompt.Count{Enc: enc, Tokens: c.Tokens, Unbounded: unbounded, Partial: c.Partial})
+			unbounded := c.Unbounded || rt.Prompt.Unbounded
+			rt.Prompt.Add(prompt.Count{Enc: enc, Tokens: c.Tokens, Unbounded: unbounded, Partial: c.Partial})
 		}
 		if over == nil && !fits(a) {
-			c, _ := rt.prompt.Of(a.Model)
+			c, _ := rt.Prompt.Of(a.Model)
 			over, overBy = a, c.Tokens
 		}
 	}
@@ -75,7 +75,7 @@ func (rt *Route) countPrompt(ctx context.Context, mediaPart int64) *apierror.Err
 			field = "input"
 		}
 		has := strconv.FormatInt(overBy, 10)
-		if c, _ := rt.prompt.Of(over.Model); c.Partial {
+		if c, _ := rt.Prompt.Of(over.Model); c.Partial {
 			has = "over " + has // counted no further than needed
 		}
 		return apierror.BadRequest(fmt.Sprintf("%s: the prompt has %s tokens, more than the %d of model %s's context_length",
@@ -110,24 +110,24 @@ func (rt *Route) windowOf(enc *tokenizer.Encoding, form int) int64 {
 func (rt *Route) countedBody(a *Attempt) (int, []byte) {
 	switch rt.Kind {
 	case dialect.Chat:
-		return formChat, rt.body
+		return formChat, rt.Body
 	case dialect.Responses:
-		if a.Provider.ChatOnly() && rt.chatBody != nil {
-			return formChatBody, rt.chatBody
+		if a.Provider.ChatOnly() && rt.ChatBody != nil {
+			return formChatBody, rt.ChatBody
 		}
-		return formResponses, rt.body
+		return formResponses, rt.Body
 	case dialect.Messages:
-		if !a.Provider.D().Native(dialect.Messages) && rt.chatBody != nil {
-			return formChatBody, rt.chatBody
+		if !a.Provider.D().Native(dialect.Messages) && rt.ChatBody != nil {
+			return formChatBody, rt.ChatBody
 		}
 	}
 	return 0, nil
 }
 
-// promptEstimate is the prompt's tokens charged without a report: one per
+// PromptEstimate is the prompt's tokens charged without a report: one per
 // three bytes of the body the provider received, no more than the context
 // window, as the hold.
-func (rt *Route) promptEstimate() int64 {
+func (rt *Route) PromptEstimate() int64 {
 	prompt := rt.InputTokens
 	if c := rt.Model.ContextLength; c > 0 {
 		prompt = min(prompt, c)
@@ -135,11 +135,11 @@ func (rt *Route) promptEstimate() int64 {
 	return prompt
 }
 
-// outputBound is the most output tokens the current attempt's provider
+// OutputBound is the most output tokens the current attempt's provider
 // may produce: the output limit it was sent (admission's fitted limit,
 // the client's own, or the one an Anthropic-style provider requires), else
 // the model's context window; 0: no bound is known.
-func (rt *Route) outputBound() int64 {
+func (rt *Route) OutputBound() int64 {
 	a := rt.Attempts[rt.current]
 	switch {
 	case a.OutputLimit > 0:
@@ -152,6 +152,6 @@ func (rt *Route) outputBound() int64 {
 	return a.Model.ContextLength
 }
 
-// choices is the request's n (chat completions' number of choices, each
+// NChoices is the request's n (chat completions' number of choices, each
 // up to the output limit), at least 1.
-func (rt *Route) choices() int64 { return max(rt.Choices, 1) }
+func (rt *Route) NChoices() int64 { return max(rt.Choices, 1) }

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 import (
 	"bytes"
@@ -12,42 +12,42 @@ import (
 // API key provided: Bearer sk-...", a truncated "sk-abc123...xyz", a
 // request's signature. Every piece of provider text that reaches a client
 // (an error's message and raw body, a stream's error event) goes through
-// Route.redact first, which knows the current attempt's secrets: its
+// Route.Redact first, which knows the current attempt's secrets: its
 // provider key (the operator's, the account's BYOK key or a private
 // endpoint's) and, for a signed request, the signature it carried.
 
-// redact returns s without the current attempt's secrets (redact.Secrets).
-func (rt *Route) redact(s string) string {
+// Redact returns s without the current attempt's secrets (redact.Secrets).
+func (rt *Route) Redact(s string) string {
 	if rt == nil {
 		return s
 	}
-	return redact.Secrets(s, rt.key, rt.signature)
+	return redact.Secrets(s, rt.Key, rt.Signature)
 }
 
-// redactBytes is redact for an event's bytes: b itself when it holds no
+// RedactBytes is redact for an event's bytes: b itself when it holds no
 // secret.
-func (rt *Route) redactBytes(b []byte) []byte {
-	if rt == nil || (rt.key == "" && rt.signature == "") {
+func (rt *Route) RedactBytes(b []byte) []byte {
+	if rt == nil || (rt.Key == "" && rt.Signature == "") {
 		return b
 	}
 	s := jsonpeek.ViewString(b)
-	if out := rt.redact(s); out != s {
+	if out := rt.Redact(s); out != s {
 		return []byte(out)
 	}
 	return b
 }
 
-// mayCarryProviderError reports whether an event may carry a provider's
+// MayCarryProviderError reports whether an event may carry a provider's
 // error text: the cheap test that keeps the redaction off the others.
-func mayCarryProviderError(b []byte) bool {
+func MayCarryProviderError(b []byte) bool {
 	return bytes.Contains(b, errorWord)
 }
 
 var errorWord = []byte("error")
 
-// signatureOf is the signature of an AWS Signature V4 Authorization
+// SignatureOf is the signature of an AWS Signature V4 Authorization
 // header ("... Signature=<hex>"), "" without one.
-func signatureOf(auth string) string {
+func SignatureOf(auth string) string {
 	_, sig, ok := strings.Cut(auth, "Signature=")
 	if !ok {
 		return ""

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 import (
 	"fmt"
@@ -37,8 +37,8 @@ var defaultAnthropicBetas = []string{
 	"thinking-token-count-2026-05-13",
 }
 
-// betaSet is the allow-list: the defaults and extra, the operator's.
-func betaSet(extra []string) (map[string]bool, error) {
+// BetaSet is the allow-list: the defaults and extra, the operator's.
+func BetaSet(extra []string) (map[string]bool, error) {
 	set := make(map[string]bool, len(defaultAnthropicBetas)+len(extra))
 	for _, b := range defaultAnthropicBetas {
 		set[b] = true
@@ -52,10 +52,10 @@ func betaSet(extra []string) (map[string]bool, error) {
 	return set, nil
 }
 
-// allowedBetas is the anthropic-beta header an Anthropic-style provider
+// AllowedBetas is the anthropic-beta header an Anthropic-style provider
 // gets for a request with header h: its betas on the allow-list, in order,
 // comma separated ("" for none).
-func allowedBetas(allow map[string]bool, h http.Header) string {
+func AllowedBetas(allow map[string]bool, h http.Header) string {
 	values := h["Anthropic-Beta"]
 	if len(values) == 0 {
 		return ""
@@ -80,14 +80,14 @@ const betaMidConversationSystem = "mid-conversation-system-2026-04-07"
 // provider, without the mid-conversation-system beta where the system
 // messages are folded.
 func (rt *Route) betasFor(p *catalog.Provider) string {
-	if rt.betas == "" || !rt.messagesAPI || rt.Kind != dialect.Messages {
+	if rt.Betas == "" || !rt.MessagesAPI || rt.Kind != dialect.Messages {
 		return ""
 	}
-	if !p.FoldsSystem() || !strings.Contains(rt.betas, betaMidConversationSystem) {
-		return rt.betas
+	if !p.FoldsSystem() || !strings.Contains(rt.Betas, betaMidConversationSystem) {
+		return rt.Betas
 	}
 	var kept []string
-	for b := range strings.SplitSeq(rt.betas, ",") {
+	for b := range strings.SplitSeq(rt.Betas, ",") {
 		if b != betaMidConversationSystem {
 			kept = append(kept, b)
 		}
@@ -95,10 +95,10 @@ func (rt *Route) betasFor(p *catalog.Provider) string {
 	return strings.Join(kept, ",")
 }
 
-// dropAnthropicHeaders removes the headers of Anthropic's API
+// DropAnthropicHeaders removes the headers of Anthropic's API
 // (anthropic-version, anthropic-beta, ...) from a Messages request, whose
 // providers get its chat translation.
-func dropAnthropicHeaders(h http.Header) {
+func DropAnthropicHeaders(h http.Header) {
 	for k := range h {
 		if strings.HasPrefix(k, "Anthropic-") {
 			delete(h, k)

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 import (
 	"github.com/tidwall/sjson"
@@ -10,33 +10,33 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-// outputClamp fits a request to what the caps binding it still afford
+// OutputClamp fits a request to what the caps binding it still afford
 // (billing.PlanOutput): a request without an output limit is sent upstream
 // with the limit the tightest cap's room affords, and held for that. It
 // decides in the admission (admit), whose holds are committed only on the
 // figures it read, so that concurrent requests share the room instead of
 // each seeing all of it.
-type outputClamp struct {
+type OutputClamp struct {
 	route  *Route
 	policy billing.InFlightPolicy
 	facts  []billing.RequestFacts  // per attempt
 	one    [1]billing.RequestFacts // facts' first backing array
 	hold   money.Amount            // the hold with every attempt as the client sent it
 	extra  money.Amount            // held besides tokens and fees (a web search)
-	limits []int64                 // per attempt, once fitted; nil: none lowered
+	Limits []int64                 // per attempt, once fitted; nil: none lowered
 }
 
-// init prepares c as the clamp of a request whose admission holds hold,
+// Init prepares c as the clamp of a request whose admission holds hold,
 // of which tokens (estimateAttempts's hold) for the tokens and fees of its
 // costliest attempt. The request state holds its clamp (one allocation
 // less per request).
-func (c *outputClamp) init(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) {
-	*c = outputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
+func (c *OutputClamp) Init(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) {
+	*c = OutputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
 	c.facts = c.one[:0] // most requests have one attempt
 	for _, a := range route.Attempts {
 		c.facts = append(c.facts, billing.RequestFacts{
 			Pricing:       a.Model.Pricing,
-			InputTokens:   route.prompt.TokensFor(a.Model),
+			InputTokens:   route.Prompt.TokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			Choices:       route.Choices,
 			ContextLength: a.Model.ContextLength,
@@ -47,14 +47,15 @@ func (c *outputClamp) init(route *Route, policy billing.InFlightPolicy, hold, to
 	}
 }
 
-// fit returns the request's hold under the caps that bind it in v (the
-// key's cap, guardrail and workspace budgets; byok as for policy.AdmitScopes),
+// Fit returns the request's hold under the caps that bind it in v (the
+// key's cap, key being its facts in v; guardrail and workspace budgets;
+// byok as for policy.AdmitScopes),
 // lowering attempts' output limits when a cap does not cover them; a
 // request that does not fit even so is refused.
-func (c *outputClamp) fit(v storage.LedgerView, rules *storage.Rules, byok bool) (money.Amount, *billing.Rejection) {
-	c.limits = nil
+func (c *OutputClamp) Fit(key billing.KeyFacts, v storage.LedgerView, rules *storage.Rules, byok bool) (money.Amount, *billing.Rejection) {
+	c.Limits = nil
 	var caps billing.Caps
-	if b, ok := keyFacts(v).Cap(byok); ok {
+	if b, ok := key.Cap(byok); ok {
 		caps.Add(b)
 	}
 	policy.ScopeBudgets(v, rules, byok, func(b billing.Budget) bool { caps.Add(b); return true })
@@ -66,20 +67,20 @@ func (c *outputClamp) fit(v storage.LedgerView, rules *storage.Rules, byok bool)
 	if rej != nil {
 		return 0, rej
 	}
-	c.limits = plan.Limits
+	c.Limits = plan.Limits
 	return plan.Hold + c.extra, nil
 }
 
-// apply gives the attempts their fitted output limits and prepares the
+// Apply gives the attempts their fitted output limits and prepares the
 // first attempt again with its own (the meter sends it).
-func (c *outputClamp) apply() error {
-	if c.limits == nil {
+func (c *OutputClamp) Apply() error {
+	if c.Limits == nil {
 		return nil
 	}
-	for i, n := range c.limits {
+	for i, n := range c.Limits {
 		c.route.Attempts[i].OutputLimit = n
 	}
-	return c.route.prepare(0)
+	return c.route.Prepare(0)
 }
 
 // clampable reports whether the route's requests have an output-limit
@@ -89,10 +90,10 @@ func (rt *Route) clampable() bool {
 	return rt.Kind != dialect.Other
 }
 
-// withOutputLimit sets the attempt's fitted output limit in the body it
+// WithOutputLimit sets the attempt's fitted output limit in the body it
 // is sent, when admission lowered it, in the field its dialect reads for
 // the route (native: as the client's API, else as chat completions).
-func (a Attempt) withOutputLimit(body []byte, kind dialect.Kind, native bool) ([]byte, error) {
+func (a Attempt) WithOutputLimit(body []byte, kind dialect.Kind, native bool) ([]byte, error) {
 	if a.OutputLimit <= 0 {
 		return body, nil
 	}

@@ -1,4 +1,11 @@
-package handlers
+// Package upstream is what an inference request is sent upstream: the
+// router's plan (Route), its attempts at the model's provider endpoints
+// (Attempt), and for each the body and header its provider takes, in its
+// API, with the output limit admission fitted (OutputClamp) and the prompt
+// fitted to the context windows (Route.CountPrompt). It changes no
+// request of the client's: the meter applies an attempt to its own copy
+// (Route.Apply).
+package upstream
 
 import (
 	"net/http"
@@ -25,9 +32,9 @@ import (
 
 // Route is the router's plan for one inference request, kept in the
 // request state for the meter: the endpoints to try in order and, for
-// each, the body and the header it is sent (prepare). Routing changes
+// each, the body and the header it is sent (Prepare). Routing changes
 // nothing on the client's request; the meter sends each attempt, once,
-// in its loop (apply).
+// in its loop (Apply).
 type Route struct {
 	// Model, Provider and BYOK describe the current attempt, Attempts[current].
 	Model    *catalog.Model
@@ -49,8 +56,8 @@ type Route struct {
 	// InputTokens is the prompt's tokens charged when the provider reports
 	// no usage: one per three bytes of the body the provider received.
 	InputTokens int64
-	// prompt bounds the prompt's tokens for admission.
-	prompt prompt.Bound
+	// Prompt bounds the prompt's tokens for admission.
+	Prompt prompt.Bound
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 	// Routing says how the attempts were chosen and ranked, for the
@@ -59,76 +66,76 @@ type Route struct {
 
 	current int // the index of the current attempt
 
-	body []byte // as the client sent it, less the gateway's own fields
-	uri  string // path below the provider's base path, with the query
-	// query is the client's query less its credential parameters
+	Body []byte // as the client sent it, less the gateway's own fields
+	URI  string // path below the provider's base path, with the query
+	// Query is the client's query less its credential parameters
 	// (withoutCredentialParams): the one the attempts are sent with.
-	query string
-	// header is the header the attempts are sent with: the client's, less
+	Query string
+	// Header is the header the attempts are sent with: the client's, less
 	// what never reaches a provider (notForwarded), with the current
-	// attempt's dialect headers and length (prepare). It is the route's
+	// attempt's dialect headers and length (Prepare). It is the route's
 	// own map: the client's request keeps its own.
-	header http.Header
+	Header http.Header
 	// length is header's Content-Length value, in the route's allocation
 	// (reverse_proxy copies the values it sends).
 	length [1]string
-	// prepared is 1 + the attempt whose body (sent) and header prepare
+	// prepared is 1 + the attempt whose body (Sent) and header Prepare
 	// computed last; 0: none yet.
 	prepared int
-	// betas is the anthropic-beta header of a Messages request's
+	// Betas is the anthropic-beta header of a Messages request's
 	// Anthropic-style attempts: the client's betas on the allow-list.
-	betas string
-	// parsedFields are body's fields when the file parser turned its PDF
+	Betas string
+	// ParsedFields are body's fields when the file parser turned its PDF
 	// parts into text (the file-parser plugin): the prompt's bound counts the text.
-	parsedFields *reqbody.Fields
+	ParsedFields *reqbody.Fields
 
 	// A Responses request for providers that speak only Chat Completions
 	// (dialect.APIChat), or a Messages request: the translated body, the
 	// fields a Responses answer repeats, and whether the current attempt
 	// is translated.
-	chatBody  []byte
-	echo      *translate.Echo
-	translate bool
-	// impliedEffort: a Messages request's chat body carries the
+	ChatBody  []byte
+	Echo      *translate.Echo
+	Translate bool
+	// ImpliedEffort: a Messages request's chat body carries the
 	// reasoning_effort its thinking or output_config.effort implies,
-	// which reaches only providers that take reasoning (see apply).
-	impliedEffort bool
-	// dialect speaks the current attempt's provider's API.
-	dialect dialect.Dialect
-	// messagesAPI: the current attempt's provider speaks Anthropic's
-	// Messages API natively. viaChat: the request reaches it as a chat
+	// which reaches only providers that take reasoning (see Apply).
+	ImpliedEffort bool
+	// Dialect speaks the current attempt's provider's API.
+	Dialect dialect.Dialect
+	// MessagesAPI: the current attempt's provider speaks Anthropic's
+	// Messages API natively. ViaChat: the request reaches it as a chat
 	// (or Responses) request in the provider's own API (the dialect's
 	// FromChat), and so the answer comes back (its ToChat).
-	messagesAPI, viaChat bool
+	MessagesAPI, ViaChat bool
 	// native: the current attempt's provider takes the request in the
 	// client's API (Dialect.Native).
 	native bool
-	// sent is the body the current attempt sends, which a dialect.Signer
-	// signs (prepare).
-	sent []byte
-	// anthropicExtra are members of the request the chat body cannot
+	// Sent is the body the current attempt sends, which a dialect.Signer
+	// signs (Prepare).
+	Sent []byte
+	// AnthropicExtra are members of the request the chat body cannot
 	// carry (normalize.AnthropicExtra: top_k) that the dialects
 	// translating chat into their own API take: Anthropic's adds them to
 	// the Messages body, the others read them in the chat body.
-	anthropicExtra string
-	// key is the current attempt's provider key. It is never put on the
+	AnthropicExtra string
+	// Key is the current attempt's provider key. It is never put on the
 	// request, which reverse_proxy logs: the provider proxies' transport
 	// adds it to the copy it sends (keyTransport).
-	key string
-	// signature is the signature the current attempt's signed request
+	Key string
+	// Signature is the signature the current attempt's signed request
 	// carried (dialect.Signer), removed like key from provider text
 	// (redact).
-	signature string
-	// keyed is the first attempt's request as its provider receives it
+	Signature string
+	// Keyed is the first attempt's request as its provider receives it
 	// (withProviderKey), in the route's allocation; keyedUsed: taken. A
 	// later attempt's is its own: the transport may still hold the
 	// first's.
-	keyed     http.Request
-	keyedUsed bool
+	Keyed     http.Request
+	KeyedUsed bool
 	// upstream is the URL an attempt's request carries while the provider
-	// proxy handles it (withUpstreamURI).
+	// proxy handles it (WithUpstreamURI).
 	upstream url.URL
-	// firstBody is the body of the first attempt apply sends, in the
+	// firstBody is the body of the first attempt Apply sends, in the
 	// route's allocation (firstBodyUsed once it has).
 	firstBody     reqbody.Buffered
 	firstBodyUsed bool
@@ -144,13 +151,13 @@ type Attempt struct {
 	// provider's catalog facts decide ZDR guardrails).
 	DeclaredZDR *bool
 	// OutputLimit is the output limit admission fitted to the caps of a
-	// request that set none (outputClamp); 0: as the client sent it.
+	// request that set none (OutputClamp); 0: as the client sent it.
 	OutputLimit int64
 }
 
-// placeholder resolves the route's placeholders on lookup, for the current
+// Placeholder resolves the route's placeholders on lookup, for the current
 // attempt.
-func (rt *Route) placeholder(key string) (any, bool) {
+func (rt *Route) Placeholder(key string) (any, bool) {
 	p := rt.Provider
 	switch key {
 	case "tollgate.upstream.dial":
@@ -174,10 +181,10 @@ func (rt *Route) placeholder(key string) (any, bool) {
 // upstreamURI is the current attempt's {tollgate.upstream.uri}: the path
 // under the provider's base path, with the query.
 func (rt *Route) upstreamURI() string {
-	return rt.Provider.Path(rt.dialect.URI(rt.Kind, rt.native, rt.uri, rt.Stream))
+	return rt.Provider.Path(rt.Dialect.URI(rt.Kind, rt.native, rt.URI, rt.Stream))
 }
 
-// withUpstreamURI points r at the current attempt's provider URI
+// WithUpstreamURI points r at the current attempt's provider URI
 // ({tollgate.upstream.uri}) while the provider proxy handles it, and
 // returns r's URL and RequestURI, which the caller puts back. The
 // proxies' rewrite to that placeholder (ConfigureProviderProxy) is
@@ -185,18 +192,18 @@ func (rt *Route) upstreamURI() string {
 // module parsed the URI template, looked the placeholder up through every
 // replacer provider and rebuilt the URL for every request. r's URL ends
 // up as that rewrite left the copy reverse_proxy sends
-// (rewriteUpstreamURI), and its RequestURI, which reverse_proxy logs, as
+// (RewriteUpstreamURI), and its RequestURI, which reverse_proxy logs, as
 // the rewrite set it.
-func (rt *Route) withUpstreamURI(r *http.Request) (*url.URL, string) {
+func (rt *Route) WithUpstreamURI(r *http.Request) (*url.URL, string) {
 	u, uri := r.URL, r.RequestURI
 	rt.upstream = *u
-	rewriteUpstreamURI(&rt.upstream, rt.upstreamURI())
+	RewriteUpstreamURI(&rt.upstream, rt.upstreamURI())
 	r.URL = &rt.upstream
 	r.RequestURI = rt.upstream.RequestURI()
 	return u, uri
 }
 
-// rewriteUpstreamURI sets u's path and query from uri as Caddy's rewrite
+// RewriteUpstreamURI sets u's path and query from uri as Caddy's rewrite
 // handler with the URI "{tollgate.upstream.uri}" does once the placeholder
 // is replaced by uri (rewrite.Rewrite.Rewrite, Caddy 2.11): a fragment is
 // dropped; the path is unescaped (kept as it is when it does not
@@ -204,7 +211,7 @@ func (rt *Route) withUpstreamURI(r *http.Request) (*url.URL, string) {
 // replaces u's (empty components dropped, as buildQueryString does), and
 // without one u's query stays. TestRewriteUpstreamURIAsCaddy compares the
 // two.
-func rewriteUpstreamURI(u *url.URL, uri string) {
+func RewriteUpstreamURI(u *url.URL, uri string) {
 	uri, _, _ = strings.Cut(uri, "#")
 	path, query, hasQuery := strings.Cut(uri, "?")
 	if p, err := url.PathUnescape(path); err == nil {
@@ -263,61 +270,61 @@ func joinQuery(qs string) string {
 	return sb.String()
 }
 
-// apply points r, the request the meter sends for one attempt (never
+// Apply points r, the request the meter sends for one attempt (never
 // the client's own), at attempt i: the route's header, the provider's
 // Host, the attempt's body (replayed from the start) and the query
 // without the client's credentials. The attempt is prepared unless
-// prepare just did; the provider's key is added by the provider
+// Prepare just did; the provider's key is added by the provider
 // proxies' transport (keyTransport), and reverse_proxy's placeholders
 // name the current attempt's provider.
-func (rt *Route) apply(r *http.Request, i int) error {
+func (rt *Route) Apply(r *http.Request, i int) error {
 	if rt.prepared != i+1 {
-		if err := rt.prepare(i); err != nil {
+		if err := rt.Prepare(i); err != nil {
 			return err
 		}
 	}
-	r.Header = rt.header
+	r.Header = rt.Header
 	r.Host = rt.Provider.Host
 	if !rt.firstBodyUsed {
 		// The first attempt's body, in the route's allocation; each
 		// later one is its own (a transport may still read the last).
 		rt.firstBodyUsed = true
-		r.Body = reqbody.InitBuffered(&rt.firstBody, rt.sent)
+		r.Body = reqbody.InitBuffered(&rt.firstBody, rt.Sent)
 	} else {
-		r.Body = reqbody.NewBuffered(rt.sent)
+		r.Body = reqbody.NewBuffered(rt.Sent)
 	}
-	r.ContentLength = int64(len(rt.sent))
-	if r.URL.RawQuery != rt.query {
+	r.ContentLength = int64(len(rt.Sent))
+	if r.URL.RawQuery != rt.Query {
 		// The client's URL is shared with its request: a copy, only
 		// when the query loses a credential.
 		u := *r.URL
-		u.RawQuery = rt.query
+		u.RawQuery = rt.Query
 		r.URL = &u
 	}
 	return nil
 }
 
-// prepare makes attempt i the current one and computes what it is sent,
-// changing no request: the body (sent) carries the provider's model id in
+// Prepare makes attempt i the current one and computes what it is sent,
+// changing no request: the body (Sent) carries the provider's model id in
 // the provider's API and the output limit admission fitted; the header
 // (header) the provider's dialect headers, its anthropic-beta and the
 // body's length.
-func (rt *Route) prepare(i int) error {
+func (rt *Route) Prepare(i int) error {
 	a := rt.Attempts[i]
 	rt.prepared = 0
 	rt.current = i
 	rt.Model, rt.Provider, rt.BYOK = a.Model, a.Provider, a.BYOK
-	body := rt.body
+	body := rt.Body
 	d := a.Provider.D()
-	rt.dialect = d
+	rt.Dialect = d
 	// A Responses or Messages request the provider does not take as it
 	// is goes to it as chat completions.
 	native := d.Native(rt.Kind)
 	rt.native = native
-	rt.translate = !native && (rt.Kind == dialect.Responses || rt.Kind == dialect.Messages)
-	if rt.translate {
-		body = rt.chatBody
-		if rt.impliedEffort && !slices.Contains(a.Provider.Parameters(), "reasoning") {
+	rt.Translate = !native && (rt.Kind == dialect.Responses || rt.Kind == dialect.Messages)
+	if rt.Translate {
+		body = rt.ChatBody
+		if rt.ImpliedEffort && !slices.Contains(a.Provider.Parameters(), "reasoning") {
 			// The client (Claude Code always) sent thinking, not a chat
 			// parameter: a model that takes no reasoning effort (gpt-4o,
 			// gpt-4.1) would refuse it with a 400.
@@ -326,34 +333,34 @@ func (rt *Route) prepare(i int) error {
 	}
 	body, err := withModel(body, a.Provider.Model)
 	if err == nil {
-		body, err = a.withOutputLimit(body, rt.Kind, native)
+		body, err = a.WithOutputLimit(body, rt.Kind, native)
 	}
-	rt.messagesAPI = d.Native(dialect.Messages)
-	rt.viaChat = !native && !d.Native(dialect.Chat)
+	rt.MessagesAPI = d.Native(dialect.Messages)
+	rt.ViaChat = !native && !d.Native(dialect.Chat)
 	switch {
 	case err != nil:
 	case native:
 		body, err = d.Adapt(rt.Kind, body, a.requiredOutputLimit())
-	case rt.viaChat && rt.messagesAPI:
+	case rt.ViaChat && rt.MessagesAPI:
 		body, err = d.FromChat(body, a.requiredOutputLimit())
 		if err == nil {
-			body = anthropic.WithExtra(body, rt.anthropicExtra)
+			body = anthropic.WithExtra(body, rt.AnthropicExtra)
 		}
-	case rt.viaChat:
+	case rt.ViaChat:
 		// The public fields chat cannot carry (top_k) reach the
 		// dialect's translation in the chat body.
-		body, err = d.FromChat(dialect.WithMembers(body, rt.anthropicExtra), a.requiredOutputLimit())
+		body, err = d.FromChat(dialect.WithMembers(body, rt.AnthropicExtra), a.requiredOutputLimit())
 	default:
 		body, err = d.Adapt(dialect.Chat, body, a.requiredOutputLimit())
 	}
 	if err != nil {
 		return err
 	}
-	rt.key, rt.signature = a.Key, ""
-	h := rt.header
+	rt.Key, rt.Signature = a.Key, ""
+	h := rt.Header
 	if h == nil {
 		h = make(http.Header, 4)
-		rt.header = h
+		rt.Header = h
 	}
 	d.SetHeaders(h)
 	if betas := rt.betasFor(a.Provider); betas != "" {
@@ -365,7 +372,7 @@ func (rt *Route) prepare(i int) error {
 	// every request.
 	rt.length[0] = strconv.Itoa(len(body))
 	h["Content-Length"] = rt.length[:1:1]
-	rt.sent = body
+	rt.Sent = body
 	rt.prepared = i + 1
 	return nil
 }
@@ -384,12 +391,12 @@ func (a Attempt) requiredOutputLimit() int64 {
 	return messages.DefaultMaxTokens
 }
 
-// dialectsFor checks that the request can be sent to its providers whose
+// DialectsFor checks that the request can be sent to its providers whose
 // dialect does not take it natively and speaks chat in its own API
 // (FromChat): only the routes they serve, and only requests their
 // translation can express. The others are served by the other providers
 // alone; none left is the translation's 400.
-func (rt *Route) dialectsFor() *apierror.Error {
+func (rt *Route) DialectsFor() *apierror.Error {
 	viaChat := func(a Attempt) bool {
 		d := a.Provider.D()
 		return !d.Native(rt.Kind) && !d.Native(dialect.Chat)
@@ -413,12 +420,12 @@ func (rt *Route) dialectsFor() *apierror.Error {
 			}
 			return true
 		}
-		chat := rt.body
+		chat := rt.Body
 		if rt.Kind != dialect.Chat {
-			chat = rt.chatBody
+			chat = rt.ChatBody
 		}
 		if chat == nil {
-			return false // dropped with the chat-only providers by translateFor
+			return false // dropped with the chat-only providers by TranslateFor
 		}
 		if _, err := d.FromChat(chat, messages.DefaultMaxTokens); err != nil {
 			if refusal == nil {
@@ -436,12 +443,12 @@ func (rt *Route) dialectsFor() *apierror.Error {
 	return nil
 }
 
-// contractsFor leaves out the providers whose API would refuse the
+// ContractsFor leaves out the providers whose API would refuse the
 // request as the gateway would send it (contract.CheckChat): too many
 // stop sequences or tools, a tool name the API does not take, ... A
 // request no provider left can take is a 400 naming the client's field,
 // before anything is held. sub is the client's path below /api/v1.
-func (rt *Route) contractsFor(sub string) *apierror.Error {
+func (rt *Route) ContractsFor(sub string) *apierror.Error {
 	if rt.Kind == dialect.Other && sub == "/embeddings" {
 		return rt.embeddingsFor()
 	}
@@ -456,9 +463,9 @@ func (rt *Route) contractsFor(sub string) *apierror.Error {
 	if !slices.ContainsFunc(rt.Attempts, translated) {
 		return nil
 	}
-	chat := rt.body
+	chat := rt.Body
 	if rt.Kind != dialect.Chat {
-		chat = rt.chatBody
+		chat = rt.ChatBody
 	}
 	if chat == nil {
 		return nil // no provider gets a translation
@@ -492,12 +499,12 @@ func (rt *Route) contractsFor(sub string) *apierror.Error {
 	return nil
 }
 
-// embeddingsFor is contractsFor of an embeddings request, which reaches
+// embeddingsFor is ContractsFor of an embeddings request, which reaches
 // the OpenAI-style providers (the others do not serve it) as it is: their
 // API takes at most 2048 inputs, none empty.
 func (rt *Route) embeddingsFor() *apierror.Error {
 	openAIStyle := func(a Attempt) bool { return a.Provider.D().Native(dialect.Chat) }
-	return rt.leaveOutRefused(openAIStyle, func() *contract.Refusal { return contract.CheckEmbeddings(rt.body) })
+	return rt.leaveOutRefused(openAIStyle, func() *contract.Refusal { return contract.CheckEmbeddings(rt.Body) })
 }
 
 // responsesFor leaves out the providers that take a Responses request as
@@ -505,7 +512,7 @@ func (rt *Route) embeddingsFor() *apierror.Error {
 // max_output_tokens below 16, which a provider translating to chat takes.
 func (rt *Route) responsesFor() *apierror.Error {
 	native := func(a Attempt) bool { return a.Provider.D().Native(dialect.Responses) }
-	return rt.leaveOutRefused(native, func() *contract.Refusal { return contract.CheckResponses(rt.body) })
+	return rt.leaveOutRefused(native, func() *contract.Refusal { return contract.CheckResponses(rt.Body) })
 }
 
 // leaveOutRefused leaves out the attempts that take the body as it is
@@ -542,20 +549,20 @@ func (rt *Route) uriPath() string {
 	return rt.Kind.Path()
 }
 
-// translateFor prepares a Responses request for the chat-only providers
+// TranslateFor prepares a Responses request for the chat-only providers
 // among its attempts. A request that has no chat form is served only by
 // providers that speak Responses: the chat-only ones are dropped, and
 // none left is the translation's 400.
-func (rt *Route) translateFor() *apierror.Error {
+func (rt *Route) TranslateFor() *apierror.Error {
 	if rt.Kind == dialect.Messages {
 		return rt.translateMessages()
 	}
 	if rt.Kind != dialect.Responses || !slices.ContainsFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() }) {
 		return nil
 	}
-	chat, err := translate.ResponsesToChat(rt.body)
+	chat, err := translate.ResponsesToChat(rt.Body)
 	if err == nil {
-		rt.chatBody, rt.echo = chat, translate.NewEcho(rt.body)
+		rt.ChatBody, rt.Echo = chat, translate.NewEcho(rt.Body)
 		return nil
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return a.Provider.ChatOnly() })
@@ -596,7 +603,7 @@ func (rt *Route) translateMessages() *apierror.Error {
 	}
 	// The reasoning_effort thinking implies goes to the providers that
 	// take reasoning: left out when none does (no copy per attempt), else
-	// taken out for those that do not (apply).
+	// taken out for those that do not (Apply).
 	takes, lacks := false, false
 	for _, a := range rt.Attempts {
 		if !a.Provider.D().Native(dialect.Messages) {
@@ -607,9 +614,9 @@ func (rt *Route) translateMessages() *apierror.Error {
 			}
 		}
 	}
-	chat, err := messages.ToChat(rt.body, !takes)
+	chat, err := messages.ToChat(rt.Body, !takes)
 	if err == nil {
-		rt.chatBody, rt.impliedEffort = chat.Body, chat.ImpliedEffort && lacks
+		rt.ChatBody, rt.ImpliedEffort = chat.Body, chat.ImpliedEffort && lacks
 		return nil
 	}
 	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !a.Provider.D().Native(dialect.Messages) })
