@@ -60,7 +60,7 @@ func admitOnce(s *storage.Store, accountID, keyHash string, attempt int, decide 
 // spends no credits and may sit outside the key's limit, is left to
 // admission. Nothing is held or charged here.
 func (m *Meter) precheck(st *requestState) *apierror.Error {
-	id := st.id
+	id := st.ID
 	if id == nil || id.Management || id.Account == nil || id.Key == nil {
 		return nil
 	}
@@ -88,10 +88,10 @@ func (m *Meter) precheck(st *requestState) *apierror.Error {
 // mayUseBYOK reports whether the account holds a provider key of its own
 // that a request could use (one enabled, with the gateway able to open it).
 func (m *Meter) mayUseBYOK(st *requestState) bool {
-	if m.gw == nil || m.gw.BYOKSealer() == nil || st.store == nil {
+	if m.gw == nil || m.gw.BYOKSealer() == nil || st.Store == nil {
 		return false
 	}
-	creds, _ := st.store.ListBYOK(storage.BYOKFilter{AccountID: st.id.AccountID})
+	creds, _ := st.Store.ListBYOK(storage.BYOKFilter{AccountID: st.ID.AccountID})
 	for _, c := range creds {
 		if !c.Disabled {
 			return true

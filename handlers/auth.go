@@ -73,7 +73,7 @@ const msgExpiredOAuth = "OAuth session expired: the key this app holds reached i
 // refuses: 404 for a path the gateway does not serve (it never reaches a
 // provider), 401, 403, and the abuse ceilings' 429.
 func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
-	if st.api.Kind == admin.RouteUnknown {
+	if st.API.Kind == admin.RouteUnknown {
 		return apierror.NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
 	if a.byIP != nil {
@@ -82,7 +82,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 			return apiErr
 		}
 	}
-	if st.api.Kind == admin.RouteKeyless {
+	if st.API.Kind == admin.RouteKeyless {
 		// Its credential is in the body; a key sent along is not checked,
 		// and goes no further than any other.
 		r.Header.Del("Authorization")
@@ -90,19 +90,19 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		return nil
 	}
 	secret, present := bearer(r)
-	if !present && st.api.Dialect() == dialect.Messages {
+	if !present && st.API.Dialect() == dialect.Messages {
 		secret, present = anthropicAPIKey(r)
 	}
 	// A key sent Anthropic's way never reaches a provider either.
 	r.Header.Del("X-Api-Key")
 	if !present {
-		if st.api.Kind == admin.RoutePublic {
+		if st.API.Kind == admin.RoutePublic {
 			r.Header.Del("Authorization") // a malformed header must not reach the provider either
 			return nil
 		}
 		return apierror.New(http.StatusUnauthorized, msgMissingAuth)
 	}
-	id, apiErr := a.identify(st.store, secret, st.api.Kind)
+	id, apiErr := a.identify(st.Store, secret, st.API.Kind)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -112,7 +112,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 		}
 	}
 	delete(r.Header, "Authorization") // Header.Del, without canonicalizing a canonical name
-	st.id = id
+	st.ID = id
 	a.annotate(r, st)
 	return nil
 }
@@ -178,8 +178,8 @@ func (a *Auth) ceiling(c *abuse.Buckets, name, scope string) *apierror.Error {
 // annotate exposes the identity to logs and later handlers as placeholders
 // (requestState.placeholder).
 func (a *Auth) annotate(r *http.Request, st *requestState) {
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.mapped {
-		st.mapped = true
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.Mapped {
+		st.Mapped = true
 		repl.Map(st.placeholder)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // the catalog's lists (GET), else 405 on an inference route's own path and
 // 404 on any other. Only inference POSTs reach providers.
 func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *requestState) error {
-	op := st.api.Op
+	op := st.API.Op
 	if op == admin.OpNone && admin.OpListModels.Takes(r.Method) {
 		op = admin.ResolveOp(r) // a catalog route with path values
 	}

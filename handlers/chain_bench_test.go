@@ -32,6 +32,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -301,7 +302,7 @@ func BenchmarkAuth(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		st := requestState{api: chatRoute, store: s.gw.store}
+		st := requestState{State: pipeline.State{API: chatRoute, Store: s.gw.store}}
 		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 			b.Fatal(apiErr)
 		}
@@ -318,7 +319,7 @@ func BenchmarkAuthParallel(b *testing.B) {
 		r := newBenchRequest(benchChatBody, s.secret)
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			st := requestState{api: chatRoute, store: s.gw.store}
+			st := requestState{State: pipeline.State{API: chatRoute, Store: s.gw.store}}
 			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 				b.Error(apiErr)
 				return
@@ -340,7 +341,7 @@ func BenchmarkRouter(b *testing.B) {
 	for b.Loop() {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
-		st := requestState{api: chatRoute}
+		st := requestState{State: pipeline.State{API: chatRoute}}
 		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
 			apiErr = s.router.plan(r, &st, body)

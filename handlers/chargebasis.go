@@ -79,7 +79,7 @@ const (
 // the figures only; the answer then reports the usage charged (chat and
 // Messages; a Responses answer keeps the provider's, with the cost).
 func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
-	route, seen := st.route, mw.usage
+	route, seen := st.Route, mw.usage
 	u := billing.Usage{PromptTokens: seen.prompt, CompletionTokens: seen.completion,
 		CacheReadTokens: seen.cacheRead, CacheWriteTokens: seen.cacheWrite}
 	report := func(kind string, reported, charged int64) {

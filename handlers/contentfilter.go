@@ -49,14 +49,14 @@ func (rt *Router) filterBody(ctx context.Context, st *requestState, body []byte)
 	if apiErr := stoppedError(&res); apiErr != nil {
 		return nil, apiErr
 	}
-	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
+	st.ContentFlags = appendFlags(st.ContentFlags, res.Flags)
 	return out, nil
 }
 
 // filterAPI is the inbound API whose places of text the filters and
 // moderation read (contentfilter.Fields).
 func filterAPI(st *requestState) contentfilter.API {
-	switch st.api.Dialect() {
+	switch st.API.Dialect() {
 	case dialect.Chat:
 		return contentfilter.Chat
 	case dialect.Responses:
@@ -64,8 +64,8 @@ func filterAPI(st *requestState) contentfilter.API {
 	case dialect.Messages:
 		return contentfilter.Messages
 	}
-	if st.api.Op == admin.OpInfer {
-		switch st.api.Sub {
+	if st.API.Op == admin.OpInfer {
+		switch st.API.Sub {
 		case "/completions":
 			return contentfilter.Completions
 		case "/embeddings":
@@ -96,7 +96,7 @@ func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
 		return apiErr
 	}
 	st.plan.query = q
-	st.contentFlags = appendFlags(st.contentFlags, res.Flags)
+	st.ContentFlags = appendFlags(st.ContentFlags, res.Flags)
 	return nil
 }
 

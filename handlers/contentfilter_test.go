@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -24,7 +25,7 @@ func (storeDown) Store() (*storage.Store, error) { return nil, storage.ErrUnavai
 // none.
 func TestContentFiltersFailClosed(t *testing.T) {
 	rt := Router{gw: storeDown{testgw.New(t)}}
-	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: "h"}}}
+	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: "h"}}}}
 	if _, apiErr := rt.filterBody(context.Background(), st, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("store down: %v, want 503", apiErr)
 	}
@@ -38,7 +39,7 @@ func TestContentFiltersFailClosed(t *testing.T) {
 	if apiErr := rt.filterSearchQuery(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("search query with the store down: %v", apiErr)
 	}
-	mgmt := &requestState{id: &gateway.Identity{Principal: storage.Principal{Management: true}}}
+	mgmt := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Management: true}}}}
 	if b, apiErr := rt.filterBody(context.Background(), mgmt, []byte(`{}`)); apiErr != nil || string(b) != `{}` {
 		t.Fatalf("management key: %s %v", b, apiErr)
 	}
@@ -64,7 +65,7 @@ func TestContentFiltersFromRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := Router{gw: gw}
-	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage}
+	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
 	if _, apiErr := rt.filterBody(context.Background(), st, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("block: %v", apiErr)
 	}
@@ -94,7 +95,7 @@ func TestContentFiltersBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := Router{gw: gw}
-	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage}
+	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
 	long := []byte(`{"input":"` + strings.Repeat("abcdefghij", contentfilter.ScanBudget/10/20) + `"}`)
 	start := time.Now()
 	_, apiErr := rt.filterBody(context.Background(), st, long)
@@ -126,7 +127,7 @@ func TestFilterAPIPerRoute(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: not a route", path)
 		}
-		if got := filterAPI(&requestState{api: api}); got != want {
+		if got := filterAPI(&requestState{State: pipeline.State{API: api}}); got != want {
 			t.Errorf("%s: %d, want %d", path, got, want)
 		}
 	}
@@ -155,7 +156,7 @@ func TestFilterBodyMessagesDocument(t *testing.T) {
 	}
 	api, _ := admin.ClassifyRoute("/api/v1/messages")
 	rt := Router{gw: gw}
-	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage, api: api}
+	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage, API: api}}
 	doc := `{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"see PR\u00adOJ-1234"}}]}]}`
 	if _, apiErr := rt.filterBody(context.Background(), st, []byte(doc)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("document: %v", apiErr)
@@ -190,7 +191,7 @@ func TestFetchedTextBeyondTheScanBudgetIsBlocked(t *testing.T) {
 	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
 		t.Fatal(err)
 	}
-	st := &requestState{id: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, store: gw.Storage}
+	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
 	f, apiErr := newFetchedFilter(st)
 	if apiErr != nil || f == nil {
 		t.Fatalf("filter %v %v", f, apiErr)

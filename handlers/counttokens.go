@@ -57,7 +57,7 @@ func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *a
 		}
 		return b.TokensFor(m), nil
 	}
-	c := prompt.Counter{Enc: m.Tokenizer, MediaPart: rt.MediaPartTokens, Tokens: prompt.ReplyPrimingTokens, Ctx: st.context()}
+	c := prompt.Counter{Enc: m.Tokenizer, MediaPart: rt.MediaPartTokens, Tokens: prompt.ReplyPrimingTokens, Ctx: st.Context()}
 	if len(m.Providers) > 0 && m.Providers[0].ChatOnly() {
 		chat, err := translate.ResponsesToChat(body)
 		if err != nil {
@@ -150,7 +150,7 @@ func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *ap
 		b := prompt.NewBound(f, len(chat), rt.MediaPartTokens)
 		return b.TokensFor(m), nil
 	}
-	c := prompt.Counter{Enc: m.Tokenizer, MediaPart: rt.MediaPartTokens, Tokens: prompt.ReplyPrimingTokens, Ctx: st.context()}
+	c := prompt.Counter{Enc: m.Tokenizer, MediaPart: rt.MediaPartTokens, Tokens: prompt.ReplyPrimingTokens, Ctx: st.Context()}
 	c.ChatBody(chat)
 	if c.Ctx.Err() != nil {
 		return 0, apierror.New(499, "Client closed the request")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -43,7 +44,7 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	add("acme/local", "https://localhost:8443/v1")
 	meta := add("acme/meta", "http://169.254.169.254/v1")
 	id := &gateway.Identity{Principal: storage.Principal{AccountID: acct.ID}}
-	st := &requestState{id: id, store: gw.Storage}
+	st := &requestState{State: pipeline.State{ID: id, Store: gw.Storage}}
 
 	atts, refusal := rt.privateAttempts("acme/local", nil, st)
 	if refusal != nil || len(atts) != 1 {

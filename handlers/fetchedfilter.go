@@ -51,7 +51,7 @@ func (f *fetchedFilter) texts(ts ...*string) *contentfilter.Hit {
 			return &tooCostlyToScan
 		}
 	}
-	f.st.contentFlags = appendFlags(f.st.contentFlags, res.Flags)
+	f.st.ContentFlags = appendFlags(f.st.ContentFlags, res.Flags)
 	return nil
 }
 

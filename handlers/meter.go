@@ -55,7 +55,7 @@ func errInternal() *apierror.Error {
 // search runs, the attempts go to their providers in turn until one
 // answers, and settle charges what the answer used.
 func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
-	if st.id == nil || st.id.Management || st.store == nil {
+	if st.ID == nil || st.ID.Management || st.Store == nil {
 		m.logger.Error("inference request without an authenticated regular key or a store")
 		return apierror.Fail(r, errInternal())
 	}
@@ -65,7 +65,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	held := int64(st.res.Hold + st.res.Credits)
 	telemetry.HoldOpened(held)
 	defer telemetry.HoldClosed(held)
-	for _, run := range st.plugins {
+	for _, run := range st.Plugins {
 		// Only an admitted request is moderated (package plugin's
 		// Admitter), once, before any attempt.
 		if a, ok := run.(plugin.Admitter); ok {
@@ -81,7 +81,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	}
 	if st.plan != nil {
 		// Only an admitted request searches, once, before any attempt.
-		if apiErr := st.plan.run(r, st.route); apiErr != nil {
+		if apiErr := st.plan.run(r, st.Route); apiErr != nil {
 			m.release(st, st.res)
 			return apierror.Fail(r, apiErr)
 		}
@@ -92,13 +92,13 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
 	st.header.take(w.Header())
-	return m.attempt(w, withRoute(r, st.route), st, up)
+	return m.attempt(w, withRoute(r, st.Route), st, up)
 }
 
 // reserve holds the request's worst-case cost against every limit, or
 // refuses with the limit's error.
 func (m *Meter) reserve(st *requestState) *apierror.Error {
-	route, id := st.route, st.id
+	route, id := st.Route, st.ID
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
 	tokenHold := est.Hold
@@ -123,7 +123,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 			}
 		}
 	}
-	for _, run := range st.plugins {
+	for _, run := range st.Plugins {
 		// The plugins' own work, paid in credits even by BYOK (package plugin).
 		if c, ok := run.(plugin.Coster); ok && err == nil {
 			if est.Hold, err = addCost(est.Hold, c.Hold()); err == nil && facts.BYOK {
@@ -138,10 +138,10 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
-	rules := st.store.EffectiveRules(id.Hash)
+	rules := st.Store.EffectiveRules(id.Hash)
 	st.ownClamp.Init(route, inFlightPolicy, est.Hold, tokenHold)
 	st.clamp = &st.ownClamp
-	st.res, err = admit(st.store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
+	st.res, err = admit(st.Store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
 			if rl := limits.Check(v.Account, v.Now); rl != nil {
@@ -195,7 +195,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 // and settles. r is the meter's own copy of the client's request
 // (withRoute): each attempt is applied to it once, here.
 func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
-	route := st.route
+	route := st.Route
 	for i := 0; ; i++ {
 		if i > 0 {
 			st.header.restore(w)
@@ -344,7 +344,7 @@ func costRangeError(route *upstream.Route) *apierror.Error {
 // store, and otherwise stops renewing the hold's lease, which then
 // lapses); it is logged so that an operator sees holds waiting on either.
 func (m *Meter) release(st *requestState, res *storage.Reservation) {
-	if err := st.store.Release(res); err != nil {
+	if err := st.Store.Release(res); err != nil {
 		m.logger.Warn("releasing a hold failed; the ledger retries it or lets its lease lapse",
 			zap.String("generation", st.genID), zap.Error(err))
 	}
@@ -352,7 +352,7 @@ func (m *Meter) release(st *requestState, res *storage.Reservation) {
 
 // settle charges what the request consumed and sends what was held back.
 func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxyErr error) error {
-	store, res, route, id := st.store, st.res, st.route, st.id
+	store, res, route, id := st.Store, st.res, st.Route, st.ID
 	clientGone := mw.clientGone() || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
@@ -408,7 +408,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		}
 		f.charged = err == nil
 	}
-	for _, run := range st.plugins {
+	for _, run := range st.Plugins {
 		if c, ok := run.(plugin.Coster); ok && err == nil {
 			if usage.Extra, err = addCost(usage.Extra, c.Charge()); err == nil && route.BYOK {
 				credits, err = addCost(credits, c.Charge())
@@ -445,7 +445,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
-		ContentFlags: st.contentFlags,
+		ContentFlags: st.ContentFlags,
 		Attempts:     st.attempts, Routing: route.Routing,
 	}
 	gen := &st.gen

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -835,7 +836,7 @@ func TestFailedReleaseIsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &requestState{store: f.store(), genID: "gen-test"}
+	st := &requestState{State: pipeline.State{Store: f.store()}, genID: "gen-test"}
 	f.meter.release(st, r)
 	if n := logs.Len(); n != 0 {
 		t.Fatalf("a release that worked logged %d lines", n)

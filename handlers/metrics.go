@@ -33,7 +33,7 @@ func seriesOf(route *upstream.Route) *telemetry.Series {
 // isInferencePost reports whether a request counts in requests_total: a
 // POST to an inference route (the model lists and token counts are not).
 func isInferencePost(r *http.Request, st *requestState) bool {
-	return r.Method == http.MethodPost && (st.api.Op == admin.OpInfer || st.api.Op == admin.OpInferBelow)
+	return r.Method == http.MethodPost && (st.API.Op == admin.OpInfer || st.API.Op == admin.OpInferBelow)
 }
 
 // observeAnswer counts how the gateway answered a request: its 402s and
@@ -47,10 +47,10 @@ func observeAnswer(r *http.Request, st *requestState, err error) error {
 	if !st.inference {
 		return err
 	}
-	if st.route != nil {
-		seriesOf(st.route).Request(status)
+	if st.Route != nil {
+		seriesOf(st.Route).Request(status)
 	} else {
-		telemetry.For(string(st.api.Dialect()), telemetry.None, telemetry.None).Request(status)
+		telemetry.For(string(st.API.Dialect()), telemetry.None, telemetry.None).Request(status)
 	}
 	return err
 }
@@ -97,7 +97,7 @@ func observeRefusal(e *apierror.Error) {
 // fallback when another attempt follows, and a streamed answer's time to
 // first text.
 func observeAttempt(st *requestState, mw *meterWriter, began time.Time, fallback bool) {
-	s := seriesOf(st.route)
+	s := seriesOf(st.Route)
 	status := mw.Status
 	if mw.Mode == sse.Undecided {
 		status = 0
@@ -124,7 +124,7 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 		credits = min(max(gen.Credits, 0), gen.Cost)
 		byok = gen.Cost - credits
 	}
-	seriesOf(st.route).Charged(gen.PromptTokens, gen.CompletionTokens, int64(credits), int64(byok))
+	seriesOf(st.Route).Charged(gen.PromptTokens, gen.CompletionTokens, int64(credits), int64(byok))
 	telemetry.KeyCharged(gen.AccountID, gen.KeyHash, int64(credits), int64(byok))
 	if st.plan != nil && st.plan.engine == "native" && gen.SearchResults > 0 {
 		telemetry.WebSearch("native", int(gen.SearchResults), false)
@@ -137,7 +137,7 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 // whole answer otherwise), and completion tokens per second from then to
 // the end.
 func recordAttempt(st *requestState, mw *meterWriter, status int, began, end time.Time) {
-	route := st.route
+	route := st.Route
 	if len(route.Attempts) > 1 { // one: the record's provider and latency say it all
 		st.attempts = append(st.attempts, storage.ProviderAttempt{Provider: route.Provider.Name, Model: route.Model.ID,
 			Status: status, LatencyMS: end.Sub(began).Milliseconds(), BYOK: route.BYOK})

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -112,7 +113,7 @@ func TestSeriesOfPrivateEndpoint(t *testing.T) {
 func BenchmarkPipelineMetrics(b *testing.B) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	route := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	st := &requestState{inference: true, api: chatRoute, route: route, start: time.Now()}
+	st := &requestState{State: pipeline.State{API: chatRoute, Route: route}, inference: true, start: time.Now()}
 	mw := &meterWriter{firstText: time.Now()}
 	mw.Mode, mw.Status = sse.Stream, 200
 	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}

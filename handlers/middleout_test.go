@@ -45,19 +45,19 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 		m := &catalog.Model{ID: "openai/m", ContextLength: ctx, Tokenizer: enc}
 		st := &requestState{}
 		route := &upstream.Route{Kind: "chat", MaxTokens: 50, Body: []byte(body), Attempts: []upstream.Attempt{{Model: m, Provider: &catalog.Provider{}}}}
-		if _, apiErr := reqbody.ParseObjectIn(&st.ownFields, []byte(`{"transforms":["middle-out"]}`)); apiErr != nil {
+		if _, apiErr := reqbody.ParseObjectIn(&st.OwnFields, []byte(`{"transforms":["middle-out"]}`)); apiErr != nil {
 			t.Fatal(apiErr)
 		}
 		if apiErr := rt.fitPrompt(st, route); apiErr != nil {
 			t.Fatal(apiErr)
 		}
 		h := http.Header{}
-		for _, run := range st.plugins {
+		for _, run := range st.Plugins {
 			run.(plugin.AnswerHeader).SetAnswerHeader(h)
 		}
 		got, _ := prompt.CountChat(enc, route.Body, prompt.DefaultMediaPartTokens)
 		if ctx > full+50 {
-			if string(route.Body) != body || len(st.plugins) != 0 {
+			if string(route.Body) != body || len(st.Plugins) != 0 {
 				t.Fatalf("context %d: a fitting prompt changed", ctx)
 			}
 			continue

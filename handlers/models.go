@@ -37,7 +37,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *reques
 	}
 
 	var models []*catalog.Model
-	if perUser || filtersCatalog(st.id) {
+	if perUser || filtersCatalog(st.ID) {
 		var apiErr *apierror.Error
 		if models, apiErr = rt.modelsFor(st); apiErr != nil {
 			return apierror.Fail(r, apiErr)

@@ -27,13 +27,13 @@ import (
 // (context-compression) fit the routed request's body, before its prompt
 // is counted; their runs are the first of the request's plugins.
 func (rt *Router) fitPrompt(st *requestState, route *upstream.Route) *apierror.Error {
-	st.ownModels = route.Attempts
-	req := &st.ownPluginReq
-	*req = plugin.Request{Kind: route.Kind, Body: route.Body, Models: &st.ownModels,
+	st.OwnModels = route.Attempts
+	req := &st.OwnPluginReq
+	*req = plugin.Request{Kind: route.Kind, Body: route.Body, Models: &st.OwnModels,
 		MaxTokens: route.MaxTokens, Tokens: (*chatCounter)(&rt.MediaPartTokens)}
 	// The body no longer has them.
-	req.Plugins, _ = st.ownFields.Get("plugins")
-	req.Transforms, _ = st.ownFields.Get("transforms")
+	req.Plugins, _ = st.OwnFields.Get("plugins")
+	req.Transforms, _ = st.OwnFields.Get("transforms")
 	for _, p := range rt.pluginSet() {
 		pf, ok := p.(plugin.PromptFitter)
 		if !ok {
@@ -45,10 +45,10 @@ func (rt *Router) fitPrompt(st *requestState, route *upstream.Route) *apierror.E
 		}
 		req.Body = body
 		if run != nil {
-			if st.plugins == nil {
-				st.plugins = st.ownPlugins[:0]
+			if st.Plugins == nil {
+				st.Plugins = st.OwnPlugins[:0]
 			}
-			st.plugins = append(st.plugins, run)
+			st.Plugins = append(st.Plugins, run)
 		}
 	}
 	route.Body = req.Body
@@ -90,7 +90,7 @@ func (m *Meter) admitRun(r *http.Request, st *requestState, run plugin.Run, a pl
 		m.release(st, st.res)
 		return ref.Err
 	}
-	route, id := st.route, st.id
+	route, id := st.Route, st.ID
 	var credits money.Amount // a BYOK request pays the gateway's work in credits
 	if route.BYOK {
 		credits = price
@@ -99,10 +99,10 @@ func (m *Meter) admitRun(r *http.Request, st *requestState, run plugin.Run, a pl
 		ID: storage.NewGenerationID(began), AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: ref.Model, Provider: ref.Provider, Cost: price, BYOK: route.BYOK, Credits: credits,
 		Status: "error", FinishReason: "content_filter", LatencyMS: now().Sub(began).Milliseconds(), User: route.User,
-		CreatedAt: began.UTC(), ContentFlags: st.contentFlags,
+		CreatedAt: began.UTC(), ContentFlags: st.ContentFlags,
 	}
 	window := m.gw.InFlightPolicy().SettlementWindow
-	if err := st.store.Settle(st.res, storage.Charge{Cost: price, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen}); err != nil {
+	if err := st.Store.Settle(st.res, storage.Charge{Cost: price, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen}); err != nil {
 		// The refusal stands; a shared store lands the charge later.
 		m.logger.Error("refused request's charge not durable", zap.String("generation", gen.ID), zap.Error(err))
 		return ref.Err

@@ -29,7 +29,7 @@ const privateProviderPrefix = policy.PrivateProviderPrefix
 // policy refuses is skipped, and the first refusal returned, for the
 // caller to answer when no other provider serves the request.
 func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, st *requestState) ([]upstream.Attempt, *apierror.Error) {
-	id := st.id
+	id := st.ID
 	if rt.gw == nil || id == nil || id.Management {
 		return nil, nil
 	}
@@ -37,10 +37,10 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 	if sealer == nil {
 		return nil, nil
 	}
-	if st.store == nil {
+	if st.Store == nil {
 		return nil, errStoreUnavailable() // the account's endpoints are unknown
 	}
-	eps := st.store.EnabledEndpointsFor(id.AccountID, modelID)
+	eps := st.Store.EnabledEndpointsFor(id.AccountID, modelID)
 	if len(eps) == 0 {
 		return nil, nil
 	}
@@ -87,14 +87,14 @@ func (rt *Router) checkEndUser(st *requestState, route *upstream.Route) *apierro
 	if storage.ValidEndUser(route.User) != nil {
 		return apierror.BadRequest("user: expected at most 256 characters")
 	}
-	id := st.id
+	id := st.ID
 	if id == nil {
 		return nil
 	}
-	if st.store == nil {
+	if st.Store == nil {
 		return errStoreUnavailable()
 	}
-	if st.store.EndUserDeactivated(id.AccountID, route.User) {
+	if st.Store.EndUserDeactivated(id.AccountID, route.User) {
 		return apierror.New(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
@@ -71,7 +72,7 @@ func routeOf(t *testing.T, rt *Router, members string) (*upstream.Route, int, st
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
-	route, apiErr := rt.route(&requestState{api: chatRoute}, []byte(body), f)
+	route, apiErr := rt.route(&requestState{State: pipeline.State{API: chatRoute}}, []byte(body), f)
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
@@ -447,7 +448,7 @@ func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 	route := func(prefs string) (string, int, string) {
 		body := `{"model":"multi","messages":[],"provider":` + prefs + `}`
 		f, _ := validateInference(dialect.Chat, []byte(body))
-		r, apiErr := rt.route(&requestState{api: chatRoute, id: id, store: gw.Storage}, []byte(body), f)
+		r, apiErr := rt.route(&requestState{State: pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}}, []byte(body), f)
 		if apiErr != nil {
 			return "", apiErr.Status, apiErr.Message
 		}

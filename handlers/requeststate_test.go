@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -132,7 +133,7 @@ func TestRulesFailClosed(t *testing.T) {
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	noStore := &requestState{api: chatRoute, id: id}
+	noStore := &requestState{State: pipeline.State{API: chatRoute, ID: id}}
 	if rules, apiErr := rulesFor(noStore); rules != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor without a store: %v, %v; want the 503", rules, apiErr)
 	}
@@ -146,7 +147,7 @@ func TestRulesFailClosed(t *testing.T) {
 		t.Fatalf("listed %d models without a store: %v", len(ms), apiErr)
 	}
 	// With the store, the same request routes.
-	withStore := &requestState{api: chatRoute, id: id, store: gw.Storage}
+	withStore := &requestState{State: pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}}
 	if _, apiErr := rt.route(withStore, body, f); apiErr != nil {
 		t.Fatalf("with the store: %v", apiErr)
 	}

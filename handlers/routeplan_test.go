@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
@@ -70,11 +71,11 @@ func TestRoutePlanIsPure(t *testing.T) {
 			before := snapshot(r)
 			plan := func() *upstream.Route {
 				api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
-				st := &requestState{api: api}
+				st := &requestState{State: pipeline.State{API: api}}
 				if apiErr := rt.plan(r, st, []byte(c.body)); apiErr != nil {
 					t.Fatal(apiErr)
 				}
-				return st.route
+				return st.Route
 			}
 			first, second := plan(), plan()
 			before.check(t, r, "after routing")
@@ -124,12 +125,12 @@ func TestRouteHeaderIsItsOwn(t *testing.T) {
 	r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body, "Content-Type", "application/json")
 	client := r.Header
 	keys := slices.Sorted(maps.Keys(client))
-	st := &requestState{api: chatRoute}
+	st := &requestState{State: pipeline.State{API: chatRoute}}
 	if apiErr := rt.plan(r, st, []byte(body)); apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	out := withRoute(r, st.route)
-	if err := st.route.Apply(out, 1); err != nil {
+	out := withRoute(r, st.Route)
+	if err := st.Route.Apply(out, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := slices.Sorted(maps.Keys(client)); !slices.Equal(got, keys) {
@@ -194,14 +195,14 @@ func TestRoutingLeavesBodyBytes(t *testing.T) {
 		api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
 		r, _ := testgw.NewRequest("POST", "/api/v1"+c.sub, c.body, "Content-Type", "application/json")
 		body := []byte(c.body)
-		st := &requestState{api: api}
+		st := &requestState{State: pipeline.State{API: api}}
 		if apiErr := rt.plan(r, st, body); apiErr != nil {
 			t.Fatalf("%s: %v", c.sub, apiErr)
 		}
-		for i := range st.route.Attempts {
-			st.route.Attempts[i].OutputLimit = 5 // as admission's clamp sets it
-			out := withRoute(r, st.route)
-			if err := st.route.Apply(out, i); err != nil {
+		for i := range st.Route.Attempts {
+			st.Route.Attempts[i].OutputLimit = 5 // as admission's clamp sets it
+			out := withRoute(r, st.Route)
+			if err := st.Route.Apply(out, i); err != nil {
 				t.Fatalf("%s: attempt %d: %v", c.sub, i, err)
 			}
 			if _, err := io.ReadAll(out.Body); err != nil {

@@ -82,9 +82,9 @@ type Router struct {
 // fields are f: the body and, when rewritten, its fields; nil fields when
 // no plugin changed it.
 func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []upstream.Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
-	st.ownModels = attempts
-	req := &st.ownPluginReq
-	*req = plugin.Request{Kind: kind, Body: body, Models: &st.ownModels}
+	st.OwnModels = attempts
+	req := &st.OwnPluginReq
+	*req = plugin.Request{Kind: kind, Body: body, Models: &st.OwnModels}
 	req.Plugins, _ = f.Get("plugins") // the body no longer has them
 	rewritten := false
 	for _, p := range rt.pluginSet() {
@@ -92,7 +92,7 @@ func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, 
 		if !ok {
 			continue
 		}
-		out, changed, apiErr := bw.RewriteBody(st.context(), req)
+		out, changed, apiErr := bw.RewriteBody(st.Context(), req)
 		if apiErr != nil {
 			return nil, nil, apiErr
 		}
@@ -106,16 +106,6 @@ func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, 
 	parsed, apiErr := reqbody.ParseObject(req.Body)
 	return req.Body, parsed, apiErr
 }
-
-// attemptModels are a route's attempts as the plugins see them: their
-// catalog models.
-type attemptModels []upstream.Attempt
-
-// Len implements plugin.Models.
-func (a *attemptModels) Len() int { return len(*a) }
-
-// At implements plugin.Models.
-func (a *attemptModels) At(i int) *catalog.Model { return (*a)[i].Model }
 
 // pluginSet is the plugins requests may ask for.
 func (rt *Router) pluginSet() plugin.Set {
@@ -181,11 +171,11 @@ func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *request
 }
 
 // plan checks an inference request's body (read by readBody) and routes
-// it: st.route gets the attempts, the header and query they are sent
+// it: st.Route gets the attempts, the header and query they are sent
 // with, and the first attempt prepared (its body is the one the input
 // estimate counts). r is read, never changed.
 func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
-	f, apiErr := validateInferenceIn(&st.ownFields, st.api.Dialect(), body)
+	f, apiErr := validateInferenceIn(&st.OwnFields, st.API.Dialect(), body)
 	var route *upstream.Route
 	if apiErr == nil {
 		route, apiErr = rt.route(st, body, f)
@@ -219,11 +209,11 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
 	route.Query = withoutCredentialParams(r.URL.RawQuery)
-	route.URI = st.api.Sub
+	route.URI = st.API.Sub
 	if route.Query != "" {
 		route.URI += "?" + route.Query
 	}
-	st.route = route
+	st.Route = route
 	// The attempts' header is a copy of the client's: the client's request
 	// (and its header map) is left as it came.
 	h := upstreamHeader(r.Header)
@@ -243,9 +233,9 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 // mapPlaceholders exposes the route's placeholders (Router) to
 // reverse_proxy and the logs; they name the current attempt.
 func mapPlaceholders(r *http.Request, st *requestState) {
-	st.routed = true
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.mapped {
-		st.mapped = true
+	st.Routed = true
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.Mapped {
+		st.Mapped = true
 		repl.Map(st.placeholder)
 	}
 }
@@ -255,13 +245,13 @@ func mapPlaceholders(r *http.Request, st *requestState) {
 // function for both: each Map costs the request a closure, and every
 // lookup a call per function.
 func (st *requestState) placeholder(key string) (any, bool) {
-	if st.routed {
-		if v, ok := st.route.Placeholder(key); ok {
+	if st.Routed {
+		if v, ok := st.Route.Placeholder(key); ok {
 			return v, true
 		}
 	}
-	if st.id != nil {
-		return identityPlaceholder(st.id, key)
+	if st.ID != nil {
+		return identityPlaceholder(st.ID, key)
 	}
 	return nil, false
 }
@@ -301,7 +291,7 @@ func notForwarded(k string) bool {
 // request's `provider` preferences. The body was checked by
 // validateInference.
 func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upstream.Route, *apierror.Error) {
-	kind := st.api.Dialect()
+	kind := st.API.Dialect()
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	var idsBuf [4]string // most requests name one or two models
 	ids, apiErr := requestedModels(idsBuf[:0], field("model"), field("models"))
@@ -410,7 +400,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 		return nil, apiErr
 	}
 	// In the request state's allocation: a request is routed once.
-	route := &st.ownRoute
+	route := &st.OwnRoute
 	*route = upstream.Route{
 		Attempts: attempts,
 		Kind:     kind,
@@ -444,7 +434,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 	if apiErr := route.DialectsFor(); apiErr != nil {
 		return nil, apiErr
 	}
-	if apiErr := route.ContractsFor(st.api.Sub); apiErr != nil {
+	if apiErr := route.ContractsFor(st.API.Sub); apiErr != nil {
 		return nil, apiErr
 	}
 	if slices.ContainsFunc(route.Attempts, func(a upstream.Attempt) bool { return !a.Provider.D().Native(dialect.Chat) }) {
@@ -521,11 +511,11 @@ const linearIDs = 8
 // usable only through BYOK.
 func (rt *Router) candidates(m *catalog.Model, st *requestState) []upstream.Attempt {
 	var out []upstream.Attempt
-	if !st.ownAttemptsUsed {
+	if !st.OwnAttemptsUsed {
 		// The first list in the state's allocation (a request is routed
 		// once): one endpoint fits, more grow it onto the heap.
-		st.ownAttemptsUsed = true
-		out = st.ownAttempts[:0]
+		st.OwnAttemptsUsed = true
+		out = st.OwnAttempts[:0]
 	}
 	// Most requests have no BYOK attempt: no map to build then.
 	var byok map[*catalog.Provider]bool
@@ -552,7 +542,7 @@ func (rt *Router) candidates(m *catalog.Model, st *requestState) []upstream.Atte
 // (another workspace's credentials never serve it), until fn returns
 // false. Memory only; nothing when BYOK is off.
 func (rt *Router) byokCredentials(m *catalog.Model, st *requestState, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
-	id, store := st.id, st.store
+	id, store := st.ID, st.Store
 	if rt.gw == nil || id == nil || id.Management || store == nil {
 		return
 	}

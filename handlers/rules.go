@@ -17,14 +17,14 @@ import (
 // fails closed: without a store the rules are unknown, and a request is
 // never served as if it had none (503).
 func rulesFor(st *requestState) (*storage.Rules, *apierror.Error) {
-	id := st.id
+	id := st.ID
 	if id == nil || id.Management || id.Hash == "" {
 		return nil, nil
 	}
-	if st.store == nil {
+	if st.Store == nil {
 		return nil, errStoreUnavailable()
 	}
-	return st.store.EffectiveRules(id.Hash), nil
+	return st.Store.EffectiveRules(id.Hash), nil
 }
 
 // refusalError is the API error of a policy refusal (nil for none).

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
@@ -35,15 +36,15 @@ func stateOf(r *http.Request) (*requestState, *http.Request) {
 		return st, r
 	}
 	api, _ := admin.ClassifyRoute(r.URL.Path)
-	st := &requestState{api: api}
+	st := &requestState{State: pipeline.State{API: api}}
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
 // useStore resolves the gateway's store into st, as Tollgate.ServeHTTP
 // does, unless an earlier stage did.
 func useStore(st *requestState, gw gateway.Gateway) {
-	if st.store == nil && gw != nil {
-		st.store, _ = gw.Store()
+	if st.Store == nil && gw != nil {
+		st.Store, _ = gw.Store()
 	}
 }
 
@@ -53,19 +54,19 @@ var chatRoute, _ = admin.ClassifyRoute(admin.APIPrefix + "/chat/completions")
 // IdentityFrom is the identity the auth stage found.
 func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
 	st, ok := r.Context().Value(testStateKey{}).(*requestState)
-	if !ok || st.id == nil {
+	if !ok || st.ID == nil {
 		return nil, false
 	}
-	return st.id, true
+	return st.ID, true
 }
 
 // RouteFrom is the route the router stage made.
 func RouteFrom(r *http.Request) (*upstream.Route, bool) {
 	st, ok := r.Context().Value(testStateKey{}).(*requestState)
-	if !ok || st.route == nil {
+	if !ok || st.Route == nil {
 		return nil, false
 	}
-	return st.route, true
+	return st.Route, true
 }
 
 // asSent is r as its provider receives it: with the provider key that the
@@ -104,10 +105,10 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		return a.ServeSCIM(w, r)
 	}
 	st, r := stateOf(r)
-	if st.api.Kind != admin.RouteManagement && st.api.Kind != admin.RouteAnyKey {
+	if st.API.Kind != admin.RouteManagement && st.API.Kind != admin.RouteAnyKey {
 		return next.ServeHTTP(w, r)
 	}
-	return a.Serve(w, r, st.store, st.id, st.api)
+	return a.Serve(w, r, st.Store, st.ID, st.API)
 }
 
 func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -141,10 +142,10 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
 	useStore(st, rt.gw)
-	if st.api.Kind != admin.RouteInference && st.api.Kind != admin.RoutePublic {
+	if st.API.Kind != admin.RouteInference && st.API.Kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
-	if r.Method != http.MethodPost || (st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow) {
+	if r.Method != http.MethodPost || (st.API.Op != admin.OpInfer && st.API.Op != admin.OpInferBelow) {
 		return rt.serveOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
@@ -157,8 +158,8 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// As the pipeline and the meter do: the placeholders, and the first
 	// attempt applied to the meter's copy of the request.
 	mapPlaceholders(r, st)
-	out := withRoute(r, st.route)
-	if err := st.route.Apply(out, 0); err != nil {
+	out := withRoute(r, st.Route)
+	if err := st.Route.Apply(out, 0); err != nil {
 		return err
 	}
 	return next.ServeHTTP(w, out)
@@ -167,7 +168,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
 	useStore(st, m.gw)
-	if st.route == nil {
+	if st.Route == nil {
 		return next.ServeHTTP(w, r)
 	}
 	return m.run(w, r, st, oneUpstream{next})

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,8 +15,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -30,18 +29,15 @@ import (
 //
 //  1. authenticate the bearer key and apply the abuse ceilings (Auth);
 //  2. serve the administrative routes, GET /key and the SCIM service (package admin);
-//  3. plan an inference request: refuse a key that cannot pay before
-//     any work on the body (Meter.precheck), apply the guardrails' content filters
-//     (filterBody), rewrite web search (WebSearch), fetch the
-//     web-fetch plugin's pages and set up the web_fetch server tool
-//     (fetchStage, fetchTool), check the body
-//     and plan its route: the model's providers and what each is sent,
-//     its body normalized (package normalize) and rewritten by the plugins
-//     that rewrite bodies (the file parser), its prompt fitted to the
-//     context windows by those that fit prompts (context-compression),
-//     changing nothing on the request (Router); plan the plugins the
-//     request asks for or its model requires (planPlugins), or serve
-//     the model lists;
+//  3. plan an inference request: the stages pipelineStages lists, in
+//     order, each a pipeline.Stage reading and changing the request's
+//     state (pipeline.State): refuse a key that cannot pay before any
+//     work on the body, read it, apply the guardrails' content filters,
+//     the web-fetch and web search plugins, route it (Router: the
+//     model's providers and what each is sent, its prompt fitted to the
+//     context windows by the plugins that fit prompts, changing nothing
+//     on the request), plan the plugins the request asks for or its
+//     model requires; or serve the model lists;
 //  4. hold its cost and the plugins' (Coster), let the plugins that act
 //     on an admitted request refuse it (Admitter: moderation), run a
 //     gateway-side search, send each attempt in turn
@@ -97,6 +93,8 @@ type Tollgate struct {
 
 	// plugins are the plugins requests may ask for.
 	plugins plugin.Set
+	// stages are the inference pipeline's, in order (pipelineStages).
+	stages []pipeline.Stage
 
 	proxies providers
 	auth    Auth
@@ -165,6 +163,7 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.fetch = newFetchStage(gw, price)
+	t.stages = t.pipelineStages()
 	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
 	return err
@@ -208,26 +207,14 @@ func (t *Tollgate) Cleanup() error {
 	return nil
 }
 
-// requestState is one request's way through the pipeline, made once and
-// handed to each stage.
+// requestState is the pipeline's state of one request (pipeline.State)
+// with the handler's part: what the stages that are not packages of their
+// own keep, in the same allocation.
 type requestState struct {
-	api admin.APIRoute // the route, classified once from the path by the route table
-	// store is the gateway's store, resolved once by ServeHTTP (which
-	// refuses the request when it cannot be had): every stage after it
-	// reads and writes through this one.
-	store *storage.Store
-	// ctx is the request's context: the stages' work on the body stops
-	// when it ends (the client left); nil in tests, never ending.
-	ctx context.Context
+	pipeline.State
 
-	id    *gateway.Identity // the caller; nil on a public route without key
-	plan  *searchPlan       // the request's web search; nil without
-	fetch *fetchRun         // the request's web-fetch plugin; nil without
-	route *upstream.Route   // the model, providers and attempts; nil when not routed
-
-	// mapped: the replacer resolves placeholder; routed: with the
-	// route's placeholders (mapPlaceholders).
-	mapped, routed bool
+	plan  *searchPlan // the request's web search; nil without
+	fetch *fetchRun   // the request's web-fetch plugin; nil without
 
 	// Set by the meter.
 	res    *storage.Reservation
@@ -239,15 +226,6 @@ type requestState struct {
 
 	// ownClamp is what clamp points to, in the state's allocation.
 	ownClamp upstream.OutputClamp
-	// ownRoute is what route points to, in the state's allocation.
-	ownRoute upstream.Route
-	// ownFields are the body's fields as routing reads them, in the
-	// state's allocation (a request is routed once).
-	ownFields reqbody.Fields
-	// ownAttempts holds the first list of candidates (Router.candidates)
-	// when the model has a single usable endpoint; ownAttemptsUsed: taken.
-	ownAttempts     [1]upstream.Attempt
-	ownAttemptsUsed bool
 	// ownWriter is the first attempt's meter writer, in the state's
 	// allocation; a fallback's writers are their own.
 	ownWriter meterWriter
@@ -255,9 +233,6 @@ type requestState struct {
 	// allocation.
 	gen storage.Generation
 
-	// contentFlags are the flagging content filters that matched
-	// (filterBody), for the generation record.
-	contentFlags []storage.ContentFlag
 	// For the metrics (observeAnswer, observeAttempt, observeCharge).
 	inference bool // a POST to an inference route: counted in requests_total
 	status    int  // the last attempt's status; 0 before any
@@ -265,16 +240,6 @@ type requestState struct {
 	// attempts are the provider calls of a request with several
 	// endpoints, for the generation record (recordAttempt).
 	attempts []storage.ProviderAttempt
-
-	// plugins are the runs of the plugins the request asked for (package
-	// plugin), in the order of the gateway's plugins; ownPlugins holds
-	// the first few, in the state's allocation.
-	plugins    []plugin.Run
-	ownPlugins [2]plugin.Run
-	// ownPluginReq is what the plugins see of the request, and ownModels
-	// the route's models in it, in the state's allocation.
-	ownPluginReq plugin.Request
-	ownModels    attemptModels
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -293,11 +258,11 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st := &requestState{api: api, ctx: r.Context()}
+	st := &requestState{State: pipeline.State{API: api, Ctx: r.Context()}}
 	st.inference = isInferencePost(r, st)
 	var apiErr *apierror.Error
-	if st.store, apiErr = t.openStore(); apiErr == nil {
-		apiErr = t.refuseWhileUnavailable(r, st.store, st.api.Kind, false)
+	if st.Store, apiErr = t.openStore(); apiErr == nil {
+		apiErr = t.refuseWhileUnavailable(r, st.Store, st.API.Kind, false)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
@@ -305,74 +270,38 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if apiErr := t.auth.authenticate(r, st); apiErr != nil {
 		return observeAnswer(r, st, apierror.Fail(r, apiErr))
 	}
-	switch st.api.Kind {
+	switch st.API.Kind {
 	case admin.RouteManagement, admin.RouteAnyKey, admin.RouteKeyless:
-		return t.admin.Serve(w, r, st.store, st.id, st.api)
+		return t.admin.Serve(w, r, st.Store, st.ID, st.API)
 	}
 	return observeAnswer(r, st, t.infer(w, r, st))
-}
-
-// context is the request's context (Background without one).
-func (st *requestState) context() context.Context {
-	if st.ctx == nil {
-		return context.Background()
-	}
-	return st.ctx
 }
 
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
 	switch {
-	case !st.api.Op.Takes(r.Method):
+	case !st.API.Op.Takes(r.Method):
 		return t.router.serveOther(w, r, st)
-	case st.api.Op == admin.OpCountTokens:
+	case st.API.Op == admin.OpCountTokens:
 		return t.router.countTokens(w, r, st)
-	case st.api.Op == admin.OpInputTokens:
+	case st.API.Op == admin.OpInputTokens:
 		return t.router.inputTokens(w, r, st)
-	case st.api.Op != admin.OpInfer && st.api.Op != admin.OpInferBelow:
+	case st.API.Op != admin.OpInfer && st.API.Op != admin.OpInferBelow:
 		return t.router.serveOther(w, r, st)
 	}
-	// A key that cannot pay is refused before the body costs any work.
-	if apiErr := t.meter.precheck(st); apiErr != nil {
-		return apierror.Fail(r, apiErr)
+	st.Own = st
+	for _, stage := range t.stages {
+		if apiErr := stage.Serve(&st.State, w, r); apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
 	}
-	body, apiErr := reqbody.Read(w, r, t.router.MaxBodyBytes)
-	if apiErr == nil {
-		body, apiErr = t.router.filterBody(r.Context(), st, body)
-	}
-	if apiErr == nil {
-		// Before the search stage, which reorders tools: the web_fetch
-		// tool's errors name its place as the client sent it.
-		body, apiErr = t.fetch.plan(r, st, body)
-	}
-	if apiErr == nil {
-		body, apiErr = t.search.plan(w, st, body)
-	}
-	if apiErr == nil {
-		apiErr = t.router.filterSearchQuery(st)
-	}
-	if apiErr == nil {
-		apiErr = t.router.plan(r, st, body)
-	}
-	if apiErr == nil {
-		mapPlaceholders(r, st)
-	}
-	if apiErr == nil && st.fetch != nil && st.fetch.tool != nil {
-		apiErr = st.fetch.tool.restrictAttempts(st.route, t.fetch.brand())
-	}
-	if apiErr == nil {
-		apiErr = t.planPlugins(st, body)
-	}
-	if apiErr != nil {
-		return apierror.Fail(r, apiErr)
-	}
-	for _, run := range st.plugins {
+	for _, run := range st.Plugins {
 		if ah, ok := run.(plugin.AnswerHeader); ok {
 			ah.SetAnswerHeader(w.Header())
 		}
 	}
-	if st.plan == nil && st.fetch == nil && len(st.plugins) == 0 {
+	if st.plan == nil && st.fetch == nil && len(st.Plugins) == 0 {
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
@@ -383,14 +312,14 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		cw = newCiteWriter(w, st)
 		out = cw
 	}
-	for _, run := range st.plugins {
+	for _, run := range st.Plugins {
 		if aw, ok := run.(plugin.AnswerWrapper); ok {
 			out = aw.WrapAnswer(out)
 		}
 	}
 	err := t.meter.run(out, r, st, t.proxies)
-	for i := len(st.plugins) - 1; i >= 0; i-- {
-		if aw, ok := st.plugins[i].(plugin.AnswerWrapper); ok {
+	for i := len(st.Plugins) - 1; i >= 0; i-- {
+		if aw, ok := st.Plugins[i].(plugin.AnswerWrapper); ok {
 			aw.FinishAnswer()
 		}
 	}
@@ -401,19 +330,19 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 }
 
 // planPlugins has each plugin plan its part in the routed request (body
-// as the stages before left it): st.plugins gets the runs. Every request
+// as the stages before left it): st.Plugins gets the runs. Every request
 // is planned: a model may require a plugin the request does not name
 // (moderation).
 func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
-	plugins, _ := st.ownFields.Get("plugins")
-	st.ownModels = st.route.Attempts
-	req := &st.ownPluginReq
-	*req = plugin.Request{Kind: st.route.Kind, Body: body, Plugins: plugins, Models: &st.ownModels, API: filterAPI(st)}
-	if st.route.ParsedFields != nil {
-		req.Rewritten = st.route.Body // with the PDFs' text (the file parser)
+	plugins, _ := st.OwnFields.Get("plugins")
+	st.OwnModels = st.Route.Attempts
+	req := &st.OwnPluginReq
+	*req = plugin.Request{Kind: st.Route.Kind, Body: body, Plugins: plugins, Models: &st.OwnModels, API: filterAPI(st)}
+	if st.Route.ParsedFields != nil {
+		req.Rewritten = st.Route.Body // with the PDFs' text (the file parser)
 	}
-	if st.plugins == nil { // else with the runs of fitPrompt
-		st.plugins = st.ownPlugins[:0]
+	if st.Plugins == nil { // else with the runs of fitPrompt
+		st.Plugins = st.OwnPlugins[:0]
 	}
 	for _, p := range t.plugins {
 		run, apiErr := p.Plan(req)
@@ -421,7 +350,7 @@ func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
 			return apiErr
 		}
 		if run != nil {
-			st.plugins = append(st.plugins, run)
+			st.Plugins = append(st.Plugins, run)
 		}
 	}
 	return nil

@@ -114,8 +114,8 @@ func (fs *fetchStage) plan(r *http.Request, st *requestState, body []byte) ([]by
 	if !bytes.Contains(body, webFetchWord) {
 		return body, nil
 	}
-	kind := st.api.Dialect()
-	if st.api.Op != admin.OpInfer || kind == dialect.Other {
+	kind := st.API.Dialect()
+	if st.API.Op != admin.OpInfer || kind == dialect.Other {
 		return body, nil
 	}
 	brand := fs.brand()

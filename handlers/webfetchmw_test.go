@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 )
 
 // A request without the plugin or the tool pays one byte search: no
 // allocation, the body returned as it came.
 func TestFetchPlanWithoutWebFetch(t *testing.T) {
 	fs := newFetchStage(nil, 0)
-	st := &requestState{api: chatRoute}
+	st := &requestState{State: pipeline.State{API: chatRoute}}
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	body := []byte(benchChatBody)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -30,7 +31,7 @@ func TestFetchPlanWithoutWebFetch(t *testing.T) {
 // that does not ask for it.
 func BenchmarkFetchPlanWithoutWebFetch(b *testing.B) {
 	fs := newFetchStage(nil, 0)
-	st := &requestState{api: chatRoute}
+	st := &requestState{State: pipeline.State{API: chatRoute}}
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	body := []byte(benchChatBody)
 	b.ReportAllocs()

@@ -94,10 +94,10 @@ type searchPlan struct {
 // asks for web search, and puts its plan in st.plan; other bodies come
 // back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	if st.api.Op != admin.OpInfer || st.api.Dialect() == dialect.Other {
+	if st.API.Op != admin.OpInfer || st.API.Dialect() == dialect.Other {
 		return body, nil
 	}
-	out, plan, deprecated, apiErr := ws.prepare(body, st.api.Dialect())
+	out, plan, deprecated, apiErr := ws.prepare(body, st.API.Dialect())
 	if apiErr != nil {
 		return nil, apiErr
 	}

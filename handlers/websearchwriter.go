@@ -67,8 +67,8 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 	if plan != nil {
 		cw.kind = plan.kind
 		cw.passAnn = plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == dialect.Responses)
-	} else if st.route != nil {
-		cw.kind = st.route.Kind
+	} else if st.Route != nil {
+		cw.kind = st.Route.Kind
 	}
 	cw.Init(w, cw)
 	return cw
@@ -78,12 +78,12 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
 // per event, JSON answers are held.
 func (cw *citeWriter) Decide(status int) sse.Mode {
 	if cw.st != nil && cw.plan != nil {
-		if rt := cw.st.route; rt != nil && rt.Translate {
+		if rt := cw.st.Route; rt != nil && rt.Translate {
 			// A chat-only provider answered a Responses request: it
 			// annotates its own answer as in chat completions.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
 		}
-		if rt := cw.st.route; rt != nil && rt.ViaChat {
+		if rt := cw.st.Route; rt != nil && rt.ViaChat {
 			// Anthropic's native search cites its sources itself; the
 			// translation made them url_citation annotations.
 			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "anthropic"

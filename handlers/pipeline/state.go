@@ -1,0 +1,99 @@
+// Package pipeline is what the stages of a request share: its State, made
+// once by the tollgate handler and handed down to each Stage in the order
+// the handler lists them.
+package pipeline
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
+)
+
+// Stage is one step of an inference request's way from its body to the
+// provider call: it reads and changes the request's State (never the
+// client's request, r), or refuses the request with the error the client
+// gets.
+type Stage interface {
+	Serve(st *State, w http.ResponseWriter, r *http.Request) *apierror.Error
+}
+
+// State is one request's way through the pipeline, made once and handed
+// to each stage. What a stage owns is in the state's allocation (Own...
+// fields): a request costs one allocation for all of them.
+type State struct {
+	API admin.APIRoute // the route, classified once from the path by the route table
+	// Store is the gateway's store, resolved once by ServeHTTP (which
+	// refuses the request when it cannot be had): every stage after it
+	// reads and writes through this one.
+	Store *storage.Store
+	// Ctx is the request's context: the stages' work on the body stops
+	// when it ends (the client left); nil in tests, never ending.
+	Ctx context.Context
+
+	ID *gateway.Identity // the caller; nil on a public route without key
+	// Body is the request's body as the stages before left it; nil until
+	// read.
+	Body  []byte
+	Route *upstream.Route // the model, providers and attempts; nil when not routed
+
+	// Mapped: the replacer resolves the state's placeholders; Routed:
+	// with the route's.
+	Mapped, Routed bool
+
+	// OwnRoute is what Route points to, in the state's allocation.
+	OwnRoute upstream.Route
+	// OwnFields are the body's fields as routing reads them, in the
+	// state's allocation (a request is routed once).
+	OwnFields reqbody.Fields
+	// OwnAttempts holds the first list of candidates when the model has a
+	// single usable endpoint; OwnAttemptsUsed: taken.
+	OwnAttempts     [1]upstream.Attempt
+	OwnAttemptsUsed bool
+
+	// ContentFlags are the flagging content filters that matched, for the
+	// generation record.
+	ContentFlags []storage.ContentFlag
+
+	// Plugins are the runs of the plugins the request asked for (package
+	// plugin), in the order of the gateway's plugins; OwnPlugins holds
+	// the first few, in the state's allocation.
+	Plugins    []plugin.Run
+	OwnPlugins [2]plugin.Run
+	// OwnPluginReq is what the plugins see of the request, and OwnModels
+	// the route's models in it, in the state's allocation.
+	OwnPluginReq plugin.Request
+	OwnModels    AttemptModels
+
+	// Own is the handler's part of the state, for its stages that are not
+	// packages of their own; set when the state is made.
+	Own any
+}
+
+// Context is the request's context (Background without one).
+func (st *State) Context() context.Context {
+	if st.Ctx == nil {
+		return context.Background()
+	}
+	return st.Ctx
+}
+
+// AttemptModels are a route's attempts as the plugins see them: their
+// catalog models.
+type AttemptModels []upstream.Attempt
+
+// Len implements plugin.Models.
+func (a *AttemptModels) Len() int { return len(*a) }
+
+// At implements plugin.Models.
+func (a *AttemptModels) At(i int) *catalog.Model { return (*a)[i].Model }
+
+// Interface guards
+var _ plugin.Models = (*AttemptModels)(nil)

@@ -1,0 +1,132 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+)
+
+// pipelineStages lists the stages of an inference request, in their
+// order, from its body to the provider call: the one place the pipeline's
+// order is written. Each reads and changes the request's state; the first
+// to refuse the request answers it. The meter then sends the attempts and
+// charges the answer (Tollgate.infer).
+func (t *Tollgate) pipelineStages() []pipeline.Stage {
+	return []pipeline.Stage{
+		// A key that cannot pay is refused before the body costs any work.
+		admissionCheck{&t.meter},
+		bodyReader{&t.router},
+		contentFilter{&t.router},
+		// Before the search stage, which reorders tools: the web_fetch
+		// tool's errors name its place as the client sent it.
+		webFetchPlan{&t.fetch},
+		webSearchPlan{&t.search},
+		searchQueryFilter{&t.router},
+		&t.router,
+		routePlaceholders{},
+		webFetchAttempts{&t.fetch},
+		pluginPlan{t},
+	}
+}
+
+// own is the handler's part of a request's state.
+func own(st *pipeline.State) *requestState { return st.Own.(*requestState) }
+
+// admissionCheck refuses a key that cannot pay (Meter.precheck).
+type admissionCheck struct{ m *Meter }
+
+func (s admissionCheck) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	return s.m.precheck(own(st))
+}
+
+// bodyReader reads the request's body, up to the handler's bound.
+type bodyReader struct{ rt *Router }
+
+func (s bodyReader) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Request) *apierror.Error {
+	var apiErr *apierror.Error
+	st.Body, apiErr = reqbody.Read(w, r, s.rt.MaxBodyBytes)
+	return apiErr
+}
+
+// contentFilter applies the guardrails' content filters to the body
+// (Router.filterBody).
+type contentFilter struct{ rt *Router }
+
+func (s contentFilter) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	var apiErr *apierror.Error
+	st.Body, apiErr = s.rt.filterBody(r.Context(), own(st), st.Body)
+	return apiErr
+}
+
+// webFetchPlan fetches the web-fetch plugin's pages and sets up the
+// web_fetch server tool.
+type webFetchPlan struct{ fs *fetchStage }
+
+func (s webFetchPlan) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	var apiErr *apierror.Error
+	st.Body, apiErr = s.fs.plan(r, own(st), st.Body)
+	return apiErr
+}
+
+// webSearchPlan rewrites the request's web search and plans it.
+type webSearchPlan struct{ ws *WebSearch }
+
+func (s webSearchPlan) Serve(st *pipeline.State, w http.ResponseWriter, _ *http.Request) *apierror.Error {
+	var apiErr *apierror.Error
+	st.Body, apiErr = s.ws.plan(w, own(st), st.Body)
+	return apiErr
+}
+
+// searchQueryFilter applies the content filters to the search's query.
+type searchQueryFilter struct{ rt *Router }
+
+func (s searchQueryFilter) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	return s.rt.filterSearchQuery(own(st))
+}
+
+// routePlaceholders exposes the route's placeholders (mapPlaceholders).
+type routePlaceholders struct{}
+
+func (routePlaceholders) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	mapPlaceholders(r, own(st))
+	return nil
+}
+
+// webFetchAttempts keeps the attempts that can run the web_fetch server
+// tool, when the request has it.
+type webFetchAttempts struct{ fs *fetchStage }
+
+func (s webFetchAttempts) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	if f := own(st).fetch; f != nil && f.tool != nil {
+		return f.tool.restrictAttempts(st.Route, s.fs.brand())
+	}
+	return nil
+}
+
+// pluginPlan has the plugins the request asks for plan their part.
+type pluginPlan struct{ t *Tollgate }
+
+func (s pluginPlan) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	return s.t.planPlugins(own(st), st.Body)
+}
+
+// Serve implements pipeline.Stage: it routes the request (plan).
+func (rt *Router) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	return rt.plan(r, own(st), st.Body)
+}
+
+// Interface guards
+var (
+	_ pipeline.Stage = admissionCheck{}
+	_ pipeline.Stage = bodyReader{}
+	_ pipeline.Stage = contentFilter{}
+	_ pipeline.Stage = webFetchPlan{}
+	_ pipeline.Stage = webSearchPlan{}
+	_ pipeline.Stage = searchQueryFilter{}
+	_ pipeline.Stage = (*Router)(nil)
+	_ pipeline.Stage = routePlaceholders{}
+	_ pipeline.Stage = webFetchAttempts{}
+	_ pipeline.Stage = pluginPlan{}
+)
