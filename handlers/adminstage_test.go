@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -262,7 +263,7 @@ func TestAdminStoreUnavailable(t *testing.T) {
 	acct := c.gw.Account(t, storage.AccountOrganization)
 	_, mgmt := c.gw.ManagementKey(t, acct, nil)
 	c.auth.gw = &brokenGateway{c.gw}
-	c.do(t, "GET", "/api/v1/keys", mgmt, "").WantError(t, http.StatusServiceUnavailable, msgStoreUnavailable)
+	c.do(t, "GET", "/api/v1/keys", mgmt, "").WantError(t, http.StatusServiceUnavailable, pipeline.MsgStoreUnavailable)
 }
 
 // brokenGateway fails to open its store.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -121,7 +121,7 @@ func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
 // may call a route of kind.
 func (a *Auth) identify(store *storage.Store, secret string, kind admin.RouteKind) (*gateway.Identity, *apierror.Error) {
 	if store == nil {
-		return nil, errStoreUnavailable() // no key can be known: none is taken
+		return nil, pipeline.StoreUnavailable() // no key can be known: none is taken
 	}
 	// The identity and the key's record in one allocation.
 	own := new(struct {
@@ -176,36 +176,9 @@ func (a *Auth) ceiling(c *abuse.Buckets, name, scope string) *apierror.Error {
 }
 
 // annotate exposes the identity to logs and later handlers as placeholders
-// (requestState.placeholder).
+// (pipeline.State.Placeholder).
 func (a *Auth) annotate(r *http.Request, st *requestState) {
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.Mapped {
-		st.Mapped = true
-		repl.Map(st.placeholder)
-	}
-}
-
-// identityPlaceholder resolves the identity's placeholders on lookup: most
-// requests never read them (http.auth.user.id is read only by access
-// logs), and setting each would grow the replacer's map and box its value
-// on every request.
-func identityPlaceholder(id *gateway.Identity, key string) (any, bool) {
-	switch key {
-	case "http.auth.user.id", "tollgate.key.hash":
-		return id.Hash, true
-	case "tollgate.key.kind":
-		if id.Management {
-			return "management", true
-		}
-		return "regular", true
-	case "tollgate.account.id":
-		return id.AccountID, true
-	case "tollgate.workspace.id":
-		if id.Management {
-			return "", true
-		}
-		return id.Key.WorkspaceID, true
-	}
-	return nil, false
+	st.ExposePlaceholders(r)
 }
 
 // bearer extracts the key from "Authorization: Bearer <key>".

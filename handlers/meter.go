@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
@@ -180,7 +181,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	case errors.Is(err, money.ErrAmountRange):
 		return costRangeError(route)
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrContended):
-		return errStoreUnavailable()
+		return pipeline.StoreUnavailable()
 	case errors.Is(err, storage.ErrResyncing):
 		return errStoreResyncing()
 	}
@@ -457,7 +458,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
 		if mw.answerHeld() && !clientGone {
 			if errors.Is(err, storage.ErrUnavailable) {
-				return apierror.Fail(r, errStoreUnavailable())
+				return apierror.Fail(r, pipeline.StoreUnavailable())
 			}
 			return apierror.Fail(r, errInternal())
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -38,7 +39,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 		return nil, nil
 	}
 	if st.Store == nil {
-		return nil, errStoreUnavailable() // the account's endpoints are unknown
+		return nil, pipeline.StoreUnavailable() // the account's endpoints are unknown
 	}
 	eps := st.Store.EnabledEndpointsFor(id.AccountID, modelID)
 	if len(eps) == 0 {
@@ -92,7 +93,7 @@ func (rt *Router) checkEndUser(st *requestState, route *upstream.Route) *apierro
 		return nil
 	}
 	if st.Store == nil {
-		return errStoreUnavailable()
+		return pipeline.StoreUnavailable()
 	}
 	if st.Store.EndUserDeactivated(id.AccountID, route.User) {
 		return apierror.New(http.StatusForbidden, "End user "+strconv.Quote(route.User)+" is deactivated")

@@ -105,7 +105,7 @@ func TestStoreUnavailableRefusesOnce(t *testing.T) {
 	f.gw.down = true
 	for _, c := range storeRequests(f) {
 		t.Run(c.name, func(t *testing.T) {
-			f.send(t, c.method, c.target, c.key, c.body).WantError(t, http.StatusServiceUnavailable, msgStoreUnavailable)
+			f.send(t, c.method, c.target, c.key, c.body).WantError(t, http.StatusServiceUnavailable, pipeline.MsgStoreUnavailable)
 			if n := f.gw.calls.Load(); n != 1 {
 				t.Fatalf("store looked up %d times, want 1", n)
 			}

@@ -230,32 +230,6 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	return nil
 }
 
-// mapPlaceholders exposes the route's placeholders (Router) to
-// reverse_proxy and the logs; they name the current attempt.
-func mapPlaceholders(r *http.Request, st *requestState) {
-	st.Routed = true
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && !st.Mapped {
-		st.Mapped = true
-		repl.Map(st.placeholder)
-	}
-}
-
-// placeholder resolves the request's placeholders: the identity's once
-// authenticated, the route's once mapPlaceholders exposed them. One
-// function for both: each Map costs the request a closure, and every
-// lookup a call per function.
-func (st *requestState) placeholder(key string) (any, bool) {
-	if st.Routed {
-		if v, ok := st.Route.Placeholder(key); ok {
-			return v, true
-		}
-	}
-	if st.ID != nil {
-		return identityPlaceholder(st.ID, key)
-	}
-	return nil, false
-}
-
 // upstreamHeader copies the map of a request's header, not its values: the
 // gateway replaces or deletes whole entries of the copy, never edits a value
 // slice, and reverse_proxy deep-copies the header before it changes any.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -22,7 +23,7 @@ func rulesFor(st *requestState) (*storage.Rules, *apierror.Error) {
 		return nil, nil
 	}
 	if st.Store == nil {
-		return nil, errStoreUnavailable()
+		return nil, pipeline.StoreUnavailable()
 	}
 	return st.Store.EffectiveRules(id.Hash), nil
 }

@@ -7,18 +7,10 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"go.uber.org/zap"
 )
-
-// msgStoreUnavailable answers requests that would change state while the
-// shared database (storage redis) cannot be reached: the gateway serves
-// nothing it could not meter and writes nothing it could not keep.
-const msgStoreUnavailable = "The gateway's database is unavailable; retry shortly"
-
-func errStoreUnavailable() *apierror.Error {
-	return apierror.New(http.StatusServiceUnavailable, msgStoreUnavailable)
-}
 
 // msgStoreResyncing answers them while a replica reloads every record
 // from the shared database because its change feed lost continuity (a
@@ -40,7 +32,7 @@ func (t *Tollgate) openStore() (*storage.Store, *apierror.Error) {
 	store, err := t.auth.gw.Store()
 	if err != nil {
 		t.logger.Error("store unavailable", zap.Error(err))
-		return nil, errStoreUnavailable()
+		return nil, pipeline.StoreUnavailable()
 	}
 	return store, nil
 }
@@ -58,7 +50,7 @@ func (t *Tollgate) refuseWhileUnavailable(r *http.Request, store *storage.Store,
 		t.shareCeiling.Do(func() { store.ShareKeyCeiling(sharedCeiling(t.PerKey)) })
 	}
 	if !store.Available() {
-		return errStoreUnavailable()
+		return pipeline.StoreUnavailable()
 	}
 	if !store.Synced() {
 		return errStoreResyncing()

@@ -86,11 +86,11 @@ func (s searchQueryFilter) Serve(st *pipeline.State, _ http.ResponseWriter, _ *h
 	return s.rt.filterSearchQuery(own(st))
 }
 
-// routePlaceholders exposes the route's placeholders (mapPlaceholders).
+// routePlaceholders exposes the route's placeholders (State.MapRoute).
 type routePlaceholders struct{}
 
 func (routePlaceholders) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
-	mapPlaceholders(r, own(st))
+	st.MapRoute(r)
 	return nil
 }
 

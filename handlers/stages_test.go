@@ -157,7 +157,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	// As the pipeline and the meter do: the placeholders, and the first
 	// attempt applied to the meter's copy of the request.
-	mapPlaceholders(r, st)
+	st.MapRoute(r)
 	out := withRoute(r, st.Route)
 	if err := st.Route.Apply(out, 0); err != nil {
 		return err
