@@ -28,7 +28,7 @@ func newBYOKFixture(t *testing.T) *byokFixture {
 	t.Helper()
 	c := newChain(t)
 	f := &byokFixture{c: c, BYOKAccounts: testgw.NewBYOKAccounts(t, c.gw)}
-	c.router.gw = c.gw
+	c.router.Gateway = c.gw
 	return f
 }
 
@@ -90,7 +90,7 @@ func TestRouterPrefersBYOK(t *testing.T) {
 	up := routeRecorder(t, &got)
 	h := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return f.c.auth.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-			return f.c.router.ServeHTTP(w, r, up)
+			return routerMW{f.c.router}.ServeHTTP(w, r, up)
 		}))
 	})
 	chat := func(model, key string) (testgw.Response, *http.Request) {
@@ -160,7 +160,7 @@ func TestRouterPrefersBYOK(t *testing.T) {
 func TestRouterBYOKUnopenable(t *testing.T) {
 	f := newBYOKFixture(t)
 	core, logs := observer.New(zap.DebugLevel)
-	f.c.router.logger = zap.New(core)
+	f.c.router.Logger = zap.New(core)
 	const secret = "sealed-under-the-old-key"
 	f.create(t, f.Mgmt, `{"provider":"openai","key":"`+secret+`"}`)
 	// the operator changed byok_encryption_key: the credential cannot be

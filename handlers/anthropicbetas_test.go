@@ -5,22 +5,23 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 func TestAllowedBetas(t *testing.T) {
-	rt := &Router{AnthropicBetas: []string{"context-1m-2025-08-07"}}
+	rt := &routing.Router{AnthropicBetas: []string{"context-1m-2025-08-07"}}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	h := http.Header{"Anthropic-Beta": {"claude-code-20250219, made-up-2099-01-01,context-1m-2025-08-07", "effort-2025-11-24"}}
-	if got := upstream.AllowedBetas(rt.betas, h); got != "claude-code-20250219,context-1m-2025-08-07,effort-2025-11-24" {
+	if got := upstream.AllowedBetas(rt.BetaList, h); got != "claude-code-20250219,context-1m-2025-08-07,effort-2025-11-24" {
 		t.Errorf("allowed %q", got)
 	}
-	if got := upstream.AllowedBetas(rt.betas, http.Header{}); got != "" {
+	if got := upstream.AllowedBetas(rt.BetaList, http.Header{}); got != "" {
 		t.Errorf("no header: %q", got)
 	}
-	bad := &Router{AnthropicBetas: []string{"a,b"}}
+	bad := &routing.Router{AnthropicBetas: []string{"a,b"}}
 	if err := bad.Provision(caddy.Context{}); err == nil {
 		t.Error("a beta name with a comma was accepted")
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -115,7 +116,7 @@ type benchSetup struct {
 	gw       *benchGateway
 	secret   string
 	auth     *Auth
-	router   *Router
+	router   *routing.Router
 	tollgate *Tollgate
 }
 
@@ -149,7 +150,7 @@ func newBenchSetupAt(b *testing.B, dial string) *benchSetup {
 		Pricing:   billing.Pricing{Prompt: 1_000_000_000, Completion: 2_000_000_000}, // 0.000001, 0.000002 per token
 		Providers: []*catalog.Provider{p}, Public: []byte(`{"id":"bench-model"}`)}
 	gw := &benchGateway{store: s, catalog: catalog.New([]*catalog.Model{m})}
-	rt := &Router{gw: gw}
+	rt := &routing.Router{Gateway: gw}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		b.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func BenchmarkRouter(b *testing.B) {
 		st := requestState{State: pipeline.State{API: chatRoute}}
 		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
-			apiErr = s.router.plan(r, &st, body)
+			apiErr = s.router.Plan(r, &st.State, body)
 		}
 		if apiErr != nil {
 			b.Fatal(apiErr)

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
@@ -24,7 +25,7 @@ func TestWithoutCredentialParams(t *testing.T) {
 		"%6Bey=sk-1&monkey=1&keys=2&key":     "monkey=1&keys=2",
 		"api-version=2024-10-21&debug=1&k=v": "api-version=2024-10-21&debug=1&k=v",
 	} {
-		if got := withoutCredentialParams(q); got != want {
+		if got := routing.WithoutCredentialParams(q); got != want {
 			t.Errorf("withoutCredentialParams(%q) = %q, want %q", q, got, want)
 		}
 	}
@@ -32,14 +33,14 @@ func TestWithoutCredentialParams(t *testing.T) {
 
 func TestUpstreamHeaderDropsClientCredentials(t *testing.T) {
 	h := http.Header{}
-	for _, k := range slices.Concat(clientCredentialHeaders, []string{"Accept-Encoding", "Incremental", "Content-Type", "Api-Version"}) {
+	for _, k := range slices.Concat(routing.ClientCredentialHeaders, []string{"Accept-Encoding", "Incremental", "Content-Type", "Api-Version"}) {
 		h.Set(k, "v")
 	}
-	c := upstreamHeader(h)
+	c := routing.UpstreamHeader(h)
 	if len(c) != 2 || c.Get("Content-Type") == "" || c.Get("Api-Version") == "" {
 		t.Errorf("left %v, want Content-Type and Api-Version only", c)
 	}
-	if len(h) != len(clientCredentialHeaders)+4 {
+	if len(h) != len(routing.ClientCredentialHeaders)+4 {
 		t.Errorf("the client's header changed: %v", h)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -24,23 +25,23 @@ func (storeDown) Store() (*storage.Store, error) { return nil, storage.ErrUnavai
 // serving it unfiltered; and a management key or anonymous caller has
 // none.
 func TestContentFiltersFailClosed(t *testing.T) {
-	rt := Router{gw: storeDown{testgw.New(t)}}
+	rt := routing.Router{Gateway: storeDown{testgw.New(t)}}
 	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: "h"}}}}
-	if _, apiErr := rt.filterBody(context.Background(), st, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("store down: %v, want 503", apiErr)
 	}
-	if _, apiErr := rulesFor(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := routing.RulesFor(&st.State); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor with the store down: %v, want 503", apiErr)
 	}
-	if ms, apiErr := rt.modelsFor(st); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if ms, apiErr := rt.ModelsFor(&st.State); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatal("models listed with unknown guardrails")
 	}
 	st.plan = &searchPlan{query: "q"}
-	if apiErr := rt.filterSearchQuery(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if apiErr := filterSearchQuery(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("search query with the store down: %v", apiErr)
 	}
 	mgmt := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Management: true}}}}
-	if b, apiErr := rt.filterBody(context.Background(), mgmt, []byte(`{}`)); apiErr != nil || string(b) != `{}` {
+	if b, apiErr := rt.FilterBody(context.Background(), &mgmt.State, []byte(`{}`)); apiErr != nil || string(b) != `{}` {
 		t.Fatalf("management key: %s %v", b, apiErr)
 	}
 }
@@ -64,12 +65,12 @@ func TestContentFiltersFromRules(t *testing.T) {
 	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
 		t.Fatal(err)
 	}
-	rt := Router{gw: gw}
+	rt := routing.Router{Gateway: gw}
 	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
-	if _, apiErr := rt.filterBody(context.Background(), st, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("block: %v", apiErr)
 	}
-	if b, apiErr := rt.filterBody(context.Background(), st, []byte(`{"input":"y"}`)); apiErr != nil || string(b) != `{"input":"y"}` {
+	if b, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(`{"input":"y"}`)); apiErr != nil || string(b) != `{"input":"y"}` {
 		t.Fatalf("clean: %s %v", b, apiErr)
 	}
 }
@@ -94,11 +95,11 @@ func TestContentFiltersBounded(t *testing.T) {
 	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
 		t.Fatal(err)
 	}
-	rt := Router{gw: gw}
+	rt := routing.Router{Gateway: gw}
 	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
 	long := []byte(`{"input":"` + strings.Repeat("abcdefghij", contentfilter.ScanBudget/10/20) + `"}`)
 	start := time.Now()
-	_, apiErr := rt.filterBody(context.Background(), st, long)
+	_, apiErr := rt.FilterBody(context.Background(), &st.State, long)
 	if apiErr == nil || apiErr.Status != http.StatusRequestEntityTooLarge || !strings.HasPrefix(apiErr.Message, "content_filters: ") {
 		t.Fatalf("long: %v", apiErr)
 	}
@@ -107,7 +108,7 @@ func TestContentFiltersBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, apiErr := rt.filterBody(ctx, st, []byte(`{"input":"y"}`)); apiErr == nil || apiErr.Status != 499 {
+	if _, apiErr := rt.FilterBody(ctx, &st.State, []byte(`{"input":"y"}`)); apiErr == nil || apiErr.Status != 499 {
 		t.Fatalf("gone: %v", apiErr)
 	}
 }
@@ -127,7 +128,7 @@ func TestFilterAPIPerRoute(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: not a route", path)
 		}
-		if got := filterAPI(&requestState{State: pipeline.State{API: api}}); got != want {
+		if got := routing.FilterAPI(&pipeline.State{API: api}); got != want {
 			t.Errorf("%s: %d, want %d", path, got, want)
 		}
 	}
@@ -155,18 +156,18 @@ func TestFilterBodyMessagesDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	api, _ := admin.ClassifyRoute("/api/v1/messages")
-	rt := Router{gw: gw}
+	rt := routing.Router{Gateway: gw}
 	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage, API: api}}
 	doc := `{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"see PR\u00adOJ-1234"}}]}]}`
-	if _, apiErr := rt.filterBody(context.Background(), st, []byte(doc)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(doc)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("document: %v", apiErr)
 	}
 	tool := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"secret_tool","input_schema":{"type":"object"}}]}`
-	if _, apiErr := rt.filterBody(context.Background(), st, []byte(tool)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(tool)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("redacted tool name: %v", apiErr)
 	}
 	desc := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","description":"uses secret_sauce","input_schema":{"type":"object"}}]}`
-	if b, apiErr := rt.filterBody(context.Background(), st, []byte(desc)); apiErr != nil || !strings.Contains(string(b), `"description":"uses [REDACTED]"`) {
+	if b, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(desc)); apiErr != nil || !strings.Contains(string(b), `"description":"uses [REDACTED]"`) {
 		t.Fatalf("description: %s %v", b, apiErr)
 	}
 }

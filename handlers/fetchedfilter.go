@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
@@ -26,7 +27,7 @@ type fetchedFilter struct {
 // newFetchedFilter is the filter of the caller's guardrails; nil when
 // none is in force.
 func newFetchedFilter(st *requestState) (*fetchedFilter, *apierror.Error) {
-	set, apiErr := filtersFor(st)
+	set, apiErr := routing.FiltersFor(&st.State)
 	if apiErr != nil || set.Empty() {
 		return nil, apiErr
 	}
@@ -51,7 +52,7 @@ func (f *fetchedFilter) texts(ts ...*string) *contentfilter.Hit {
 			return &tooCostlyToScan
 		}
 	}
-	f.st.ContentFlags = appendFlags(f.st.ContentFlags, res.Flags)
+	f.st.ContentFlags = routing.AppendFlags(f.st.ContentFlags, res.Flags)
 	return nil
 }
 

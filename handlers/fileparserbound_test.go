@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/pdftext/pdftest"
 )
@@ -22,7 +24,7 @@ func TestPromptBoundOfParsedFile(t *testing.T) {
 	if b := prompt.NewBound(f, len(body), 1000); !b.Unbounded {
 		t.Fatal("a file part should leave the bound to the context window")
 	}
-	out, parsed, apiErr := new(Router).rewriteBody(new(requestState), dialect.Chat, []byte(body), f, []upstream.Attempt{{}})
+	out, parsed, apiErr := new(routing.Router).RewriteBody(new(pipeline.State), dialect.Chat, []byte(body), f, []upstream.Attempt{{}})
 	if apiErr != nil || parsed == nil || !strings.Contains(string(out), text) {
 		t.Fatalf("rewriteBody = %s, %v, %v", out, parsed, apiErr)
 	}

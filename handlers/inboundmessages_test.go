@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
@@ -186,7 +187,7 @@ func TestWithMessagesFallbacks(t *testing.T) {
 		{`["b"]`, ``, "fallbacks[0].model: required string"},
 	}
 	for _, tt := range tests {
-		ids, apiErr := withMessagesFallbacks([]string{"a"}, gjson.Parse(tt.fallbacks), gjson.Parse(tt.models))
+		ids, apiErr := routing.WithMessagesFallbacks([]string{"a"}, gjson.Parse(tt.fallbacks), gjson.Parse(tt.models))
 		got := strings.Join(ids, " ")
 		if apiErr != nil {
 			got = apiErr.Message

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 )
 
@@ -38,7 +39,7 @@ func FuzzRequestValidators(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, kind := range []dialect.Kind{dialect.Chat, dialect.Responses} {
-			if fl, apiErr := validateInference(kind, b); apiErr == nil {
+			if fl, apiErr := routing.ValidateInference(kind, b); apiErr == nil {
 				checkAccepted(t, b, fl)
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -72,7 +73,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 	k, secret := gw.APIKey(t, f.acct, n)
 	f.key, f.keyHash = secret, k.Hash
 	auth := &Auth{gw: gw, logger: zap.NewNop()}
-	router := &Router{gw: gw}
+	router := &routing.Router{Gateway: gw}
 	if err := router.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 		f.mu.Unlock()
 		return f.provider(w, r)
 	})
-	f.h = errorRoute(handlerOf(auth, handlerOf(router, handlerOf(meter, up))))
+	f.h = errorRoute(handlerOf(auth, handlerOf(routerMW{router}, handlerOf(meter, up))))
 	return f
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
@@ -24,7 +25,7 @@ import (
 // endpoint's model and provider are the customer's names: they count as
 // "private", one series for all.
 func seriesOf(route *upstream.Route) *telemetry.Series {
-	if strings.HasPrefix(route.Provider.Name, privateProviderPrefix) {
+	if strings.HasPrefix(route.Provider.Name, policy.PrivateProviderPrefix) {
 		return telemetry.For(string(route.Kind), telemetry.Private, telemetry.Private)
 	}
 	return telemetry.For(string(route.Kind), route.Model.ID, route.Provider.Name)

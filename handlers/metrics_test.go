@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
+	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
@@ -99,7 +100,7 @@ func TestObserveRefusals(t *testing.T) {
 
 func TestSeriesOfPrivateEndpoint(t *testing.T) {
 	public := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	private := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "customer/model-1"}, Provider: &catalog.Provider{Name: privateProviderPrefix + "ep-123"}}
+	private := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "customer/model-1"}, Provider: &catalog.Provider{Name: policy.PrivateProviderPrefix + "ep-123"}}
 	if seriesOf(public) != telemetry.For("chat", "m", "up") {
 		t.Error("a catalog route is not counted under its model and provider")
 	}

@@ -138,7 +138,7 @@ func TestModelsList(t *testing.T) {
 	cat := testgw.RoutedCatalog()
 	rt := newRoutingRouter(t, cat)
 	r, repl := testgw.NewRequest("GET", "/api/v1/models", "")
-	res := testgw.Serve(t, handlerOf(rt, nil), r, repl).Must(t, 200)
+	res := testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).Must(t, 200)
 	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
@@ -165,12 +165,12 @@ func TestModelsList(t *testing.T) {
 	rich.Public = []byte(`{"id":"openai/gpt-4","canonical_slug":"openai/gpt-4","hugging_face_id":"","name":"GPT-4","created":1692901234,"description":"d","context_length":8192,"architecture":{"modality":"text->text","input_modalities":["text"],"output_modalities":["text"],"tokenizer":"GPT","instruct_type":"chatml"},"pricing":{"prompt":"0.00003","completion":"0.00006","image":"0","request":"0"},"top_provider":{"context_length":8192,"max_completion_tokens":4096,"is_moderated":true},"per_request_limits":null,"supported_parameters":["temperature"],"default_parameters":{"temperature":null},"supported_voices":null,"knowledge_cutoff":null,"expiration_date":null,"links":{"details":"/api/v1/models/openai/gpt-4/endpoints"}}`)
 	rt = newRoutingRouter(t, catalog.New([]*catalog.Model{rich}))
 	r, repl = testgw.NewRequest("GET", "/api/v1/models", "")
-	res = testgw.Serve(t, handlerOf(rt, nil), r, repl).Must(t, 200)
+	res = testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).Must(t, 200)
 	checkSDKModel(t, res.JSON.Get("data.0"))
 
 	// an empty catalog is an empty list, not null
 	r, repl = testgw.NewRequest("GET", "/api/v1/models", "")
-	res = testgw.Serve(t, handlerOf(newRoutingRouter(t, catalog.New(nil)), nil), r, repl).Must(t, 200)
+	res = testgw.Serve(t, handlerOf(routerMW{newRoutingRouter(t, catalog.New(nil))}, nil), r, repl).Must(t, 200)
 	if res.Body != `{"data":[],"total_count":0,"links":{"next":null}}`+"\n" {
 		t.Errorf("empty list = %s", res.Body)
 	}
@@ -197,7 +197,7 @@ func TestModelsPaging(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r, repl := testgw.NewRequest("GET", "/api/v1/models"+tt.query, "")
-		res := testgw.Serve(t, handlerOf(rt, nil), r, repl).Must(t, 200)
+		res := testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).Must(t, 200)
 		next := res.JSON.Get("links.next")
 		if ids(res) != tt.ids || res.JSON.Get("total_count").Int() != 12 || next.Str != tt.next ||
 			tt.next == "" && next.Type != gjson.Null || !res.JSON.Get("data").IsArray() {
@@ -216,14 +216,14 @@ func TestModelsPaging(t *testing.T) {
 		{"?offset=null", "offset: expected a non-negative integer"},
 	} {
 		r, repl := testgw.NewRequest("GET", "/api/v1/models"+tt.query, "")
-		testgw.Serve(t, handlerOf(rt, nil), r, repl).WantError(t, 400, tt.message)
+		testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).WantError(t, 400, tt.message)
 	}
 }
 
 func TestModelsUser(t *testing.T) {
 	f := newAuthFixture(t)
 	f.c.gw.ModelCatalog = manyModels(7)
-	f.c.router.gw = f.c.gw
+	f.c.router.Gateway = f.c.gw
 
 	res := f.c.do(t, "GET", "/api/v1/models/user", f.regular, "").Must(t, 200)
 	if ids(res) != "m00,m01,m03,m04,m06" || res.JSON.Get("total_count").Int() != 5 || res.JSON.Get("links.next").Type != gjson.Null {
@@ -272,7 +272,7 @@ func TestModelsUser(t *testing.T) {
 func TestModelsHead(t *testing.T) {
 	rt := newRoutingRouter(t, manyModels(2))
 	r, repl := testgw.NewRequest("HEAD", "/api/v1/models", "")
-	res := testgw.Serve(t, handlerOf(rt, nil), r, repl)
+	res := testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl)
 	if res.Status != http.StatusOK {
 		t.Errorf("HEAD status %d", res.Status)
 	}

@@ -56,7 +56,7 @@ func TestPluginSeam(t *testing.T) {
 	f := newStoreFixture(t)
 	const price = 7 * money.AmountScale / 100
 	f.tg.plugins = append(plugin.Set{&pricedPlugin{price: price}}, f.tg.plugins...)
-	f.tg.router.plugins = f.tg.plugins
+	f.tg.router.Plugins = f.tg.plugins
 	usage := func() money.Amount {
 		k, _ := f.gw.Storage.APIKey(storage.HashSecret(f.regular))
 		return k.Usage.Total

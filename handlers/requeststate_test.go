@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -124,31 +125,31 @@ func TestRulesFailClosed(t *testing.T) {
 	acct := gw.Account(t, storage.AccountOrganization)
 	key, _ := gw.APIKey(t, acct, storage.NewAPIKey{})
 	id := &gateway.Identity{Principal: storage.Principal{AccountID: acct.ID, Hash: key.Hash, Key: &key}, Account: &acct}
-	rt := &Router{gw: gw}
+	rt := &routing.Router{Gateway: gw}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
-	f, apiErr := validateInference("/chat/completions", body)
+	f, apiErr := routing.ValidateInference("/chat/completions", body)
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
 	noStore := &requestState{State: pipeline.State{API: chatRoute, ID: id}}
-	if rules, apiErr := rulesFor(noStore); rules != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if rules, apiErr := routing.RulesFor(&noStore.State); rules != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor without a store: %v, %v; want the 503", rules, apiErr)
 	}
-	if route, apiErr := rt.route(noStore, body, f); route != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if route, apiErr := rt.Route(&noStore.State, body, f); route != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("routed without a store: %v", apiErr)
 	}
-	if _, apiErr := rt.countedModel(noStore, "m"); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := rt.CountedModel(&noStore.State, "m"); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("counted without a store: %v", apiErr)
 	}
-	if ms, apiErr := rt.modelsFor(noStore); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if ms, apiErr := rt.ModelsFor(&noStore.State); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("listed %d models without a store: %v", len(ms), apiErr)
 	}
 	// With the store, the same request routes.
 	withStore := &requestState{State: pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}}
-	if _, apiErr := rt.route(withStore, body, f); apiErr != nil {
+	if _, apiErr := rt.Route(&withStore.State, body, f); apiErr != nil {
 		t.Fatalf("with the store: %v", apiErr)
 	}
 }

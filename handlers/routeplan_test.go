@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
@@ -58,7 +59,7 @@ func (s requestSnapshot) check(t *testing.T, r *http.Request, when string) {
 // request, points a request at a provider.
 func TestRoutePlanIsPure(t *testing.T) {
 	rt := newRoutingRouter(t, planCatalog())
-	rt.random = func() float64 { return 0.25 }
+	rt.Random = func() float64 { return 0.25 }
 	for _, c := range []struct{ name, sub, body string }{
 		{"chat", "/chat/completions", `{"model":"two","messages":[{"role":"user","content":"hi"}],"max_tokens":7}`},
 		{"messages", "/messages", `{"model":"two","max_tokens":7,"messages":[{"role":"user","content":"hi"}]}`},
@@ -72,7 +73,7 @@ func TestRoutePlanIsPure(t *testing.T) {
 			plan := func() *upstream.Route {
 				api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
 				st := &requestState{State: pipeline.State{API: api}}
-				if apiErr := rt.plan(r, st, []byte(c.body)); apiErr != nil {
+				if apiErr := rt.Plan(r, &st.State, []byte(c.body)); apiErr != nil {
 					t.Fatal(apiErr)
 				}
 				return st.Route
@@ -126,7 +127,7 @@ func TestRouteHeaderIsItsOwn(t *testing.T) {
 	client := r.Header
 	keys := slices.Sorted(maps.Keys(client))
 	st := &requestState{State: pipeline.State{API: chatRoute}}
-	if apiErr := rt.plan(r, st, []byte(body)); apiErr != nil {
+	if apiErr := rt.Plan(r, &st.State, []byte(body)); apiErr != nil {
 		t.Fatal(apiErr)
 	}
 	out := withRoute(r, st.Route)
@@ -149,7 +150,7 @@ func TestPipelineLeavesTheClientRequest(t *testing.T) {
 	a := testgw.Provider("first", "https", "one.test", "one.test:443", "/v1", "up-one", "k1")
 	b := testgw.Provider("second", "http", "two.test:8000", "two.test:8000", "", "up-two", "k2")
 	f.gw.ModelCatalog = catalog.New([]*catalog.Model{testgw.Model("two", 0, a, b)})
-	f.tg.router.LoadBalancing = LoadBalancingOrdered
+	f.tg.router.LoadBalancing = routing.LoadBalancingOrdered
 	var hosts []string
 	f.tg.proxies = oneUpstream{caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		sent, _ := io.ReadAll(r.Body)
@@ -196,7 +197,7 @@ func TestRoutingLeavesBodyBytes(t *testing.T) {
 		r, _ := testgw.NewRequest("POST", "/api/v1"+c.sub, c.body, "Content-Type", "application/json")
 		body := []byte(c.body)
 		st := &requestState{State: pipeline.State{API: api}}
-		if apiErr := rt.plan(r, st, body); apiErr != nil {
+		if apiErr := rt.Plan(r, &st.State, body); apiErr != nil {
 			t.Fatalf("%s: %v", c.sub, apiErr)
 		}
 		for i := range st.Route.Attempts {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
@@ -44,11 +45,11 @@ func routeRecorder(t *testing.T, got **routed) caddyhttp.Handler {
 }
 
 // newRoutingRouter is a provisioned Router over a gateway with cat.
-func newRoutingRouter(t *testing.T, cat *catalog.Catalog) *Router {
+func newRoutingRouter(t *testing.T, cat *catalog.Catalog) *routing.Router {
 	t.Helper()
 	gw := testgw.New(t)
 	gw.ModelCatalog = cat
-	rt := &Router{gw: gw}
+	rt := &routing.Router{Gateway: gw}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestRouterUnknownModel(t *testing.T) {
 	} {
 		var got *routed
 		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
-		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 400, msg)
+		testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl).WantError(t, 400, msg)
 		if got != nil {
 			t.Error("unknown model reached the upstream")
 		}
@@ -73,7 +74,7 @@ func TestRouterUnknownModel(t *testing.T) {
 		}
 	}
 	// a router outside a Caddy config has an empty catalog
-	c := routerOnly(t, new(Router))
+	c := routerOnly(t, new(routing.Router))
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`)
 	c.doRouter(t, r, repl).WantError(t, 400, `model: unknown model "paid"`)
 }
@@ -83,7 +84,7 @@ func TestRouterNoProvider(t *testing.T) {
 	for _, id := range []string{"keyless", "bare"} {
 		var got *routed
 		r, repl := testgw.NewRequest("POST", "/api/v1/responses", `{"model":"`+id+`","input":"hi"}`)
-		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 503, "No provider is available for model "+id)
+		testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl).WantError(t, 503, "No provider is available for model "+id)
 		if got != nil {
 			t.Errorf("%s reached the upstream", id)
 		}
@@ -102,7 +103,7 @@ func TestRouterRefusesBeforeRouting(t *testing.T) {
 	for _, tt := range tests {
 		var got *routed
 		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", tt.body)
-		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 400, tt.message)
+		testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl).WantError(t, 400, tt.message)
 		if got != nil {
 			t.Errorf("%s reached the upstream", tt.body)
 		}
@@ -158,7 +159,7 @@ func TestRouterRoutes(t *testing.T) {
 			var got *routed
 			r, repl := testgw.NewRequest("POST", tt.target, tt.body, "Accept-Encoding", "gzip", "Host", "gateway.test")
 			r.Host = "gateway.test"
-			testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).Must(t, http.StatusTeapot)
+			testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl).Must(t, http.StatusTeapot)
 			want := tt.wantBody
 			if want == "" {
 				want = tt.body
@@ -193,12 +194,12 @@ func TestRouterRoutes(t *testing.T) {
 func TestRouterInChainUsesProviderKey(t *testing.T) {
 	f := newAuthFixture(t)
 	f.c.gw.ModelCatalog = testgw.RoutedCatalog()
-	f.c.router.gw = f.c.gw
+	f.c.router.Gateway = f.c.gw
 	var got *routed
 	up := routeRecorder(t, &got)
 	h := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return f.c.auth.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-			return f.c.router.ServeHTTP(w, r, up)
+			return routerMW{f.c.router}.ServeHTTP(w, r, up)
 		}))
 	})
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"paid","messages":[]}`, "Authorization", "Bearer "+f.regular)
@@ -224,7 +225,7 @@ func TestTokenCountIsExact(t *testing.T) {
 		"0": 0, "0.0": 0, "-1": 0, "-1e3": 0, "1.5": 0, "1.25e1": 0, "9223372036854775808": 0, "9223372036854775808.0": 0, "1e19": 0,
 		"1e999999999": 0, "1e-999999999": 0, "1.0000000000000001": 0, `"5"`: 0, "null": 0,
 	} {
-		n, ok := tokenCount(gjson.Parse(raw))
+		n, ok := routing.TokenCount(gjson.Parse(raw))
 		if ok != (want != 0) || n != want && ok {
 			t.Errorf("tokenCount(%s) = %d, %v; want %d", raw, n, ok, want)
 		}
@@ -265,7 +266,7 @@ func TestRouterOutputLimit(t *testing.T) {
 	} {
 		var got *routed
 		r, repl := testgw.NewRequest("POST", tt.target, tt.body)
-		res := testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl)
+		res := testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl)
 		if tt.status == 400 {
 			res.WantError(t, 400, tt.want)
 			if got != nil {
@@ -295,14 +296,14 @@ func TestRouterEmbeddingsWithinTheProviderAPI(t *testing.T) {
 	} {
 		var got *routed
 		r, repl := testgw.NewRequest("POST", "/api/v1/embeddings", body)
-		testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).WantError(t, 400, msg)
+		testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl).WantError(t, 400, msg)
 		if got != nil {
 			t.Errorf("%.40s... reached the upstream", body)
 		}
 	}
 	var got *routed
 	r, repl := testgw.NewRequest("POST", "/api/v1/embeddings", inputs(2048, "a"))
-	testgw.Serve(t, handlerOf(rt, routeRecorder(t, &got)), r, repl).Must(t, http.StatusTeapot)
+	testgw.Serve(t, handlerOf(routerMW{rt}, routeRecorder(t, &got)), r, repl).Must(t, http.StatusTeapot)
 	if got == nil {
 		t.Fatal("2048 inputs were not sent")
 	}

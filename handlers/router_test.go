@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -82,7 +83,7 @@ func TestValidateInference(t *testing.T) {
 	}
 	for _, tt := range tests {
 		api, _ := admin.ClassifyRoute(admin.APIPrefix + tt.sub)
-		_, got := validateInference(api.Dialect(), []byte(tt.body))
+		_, got := routing.ValidateInference(api.Dialect(), []byte(tt.body))
 		switch {
 		case tt.want == "" && got != nil:
 			t.Errorf("%s %s: unexpected error %v", tt.sub, tt.body, got)
@@ -95,7 +96,7 @@ func TestValidateInference(t *testing.T) {
 }
 
 // routerOnly is a Router, provisioned, in front of the recording upstream.
-func routerOnly(t *testing.T, rt *Router) *chain {
+func routerOnly(t *testing.T, rt *routing.Router) *chain {
 	t.Helper()
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
@@ -106,18 +107,18 @@ func routerOnly(t *testing.T, rt *Router) *chain {
 func (c *chain) doRouter(t *testing.T, r *http.Request, repl *caddy.Replacer) testgw.Response {
 	t.Helper()
 	c.got = nil
-	return testgw.Serve(t, handlerOf(c.router, c.upstream(t)), r, repl)
+	return testgw.Serve(t, handlerOf(routerMW{c.router}, c.upstream(t)), r, repl)
 }
 
 func TestRouterDefaults(t *testing.T) {
-	rt := new(Router)
+	rt := new(routing.Router)
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	if rt.MaxBodyBytes != 16<<20 {
 		t.Errorf("defaults = %d", rt.MaxBodyBytes)
 	}
-	rt = &Router{MaxBodyBytes: 10}
+	rt = &routing.Router{MaxBodyBytes: 10}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +129,11 @@ func TestRouterDefaults(t *testing.T) {
 
 // routerWithCatalog is a Router, provisioned over a gateway whose catalog is
 // cat, in front of the recording upstream.
-func routerWithCatalog(t *testing.T, rt *Router, cat *catalog.Catalog) *chain {
+func routerWithCatalog(t *testing.T, rt *routing.Router, cat *catalog.Catalog) *chain {
 	t.Helper()
 	gw := testgw.New(t)
 	gw.ModelCatalog = cat
-	rt.gw = gw
+	rt.Gateway = gw
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestRouterForwardsBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, &Router{}, testgw.Catalog(tt.provider))
+			c := routerWithCatalog(t, &routing.Router{}, testgw.Catalog(tt.provider))
 			r, repl := testgw.NewRequest("POST", tt.target, body,
 				"Accept-Encoding", "gzip, br", "Incremental", "?1", "Content-Type", "application/json", "Content-Length", "3")
 			r.ContentLength = -1 // as for a chunked request
@@ -233,7 +234,7 @@ func TestRouterAnswersWhatIsNotInference(t *testing.T) {
 		{"POST", "/api/v1/models/user", 404, "Not found: POST /api/v1/models/user"},
 		{"POST", "/api/v1/models/user/x", 404, "Not found: POST /api/v1/models/user/x"},
 	} {
-		c := routerWithCatalog(t, new(Router), testgw.Catalog("/v1"))
+		c := routerWithCatalog(t, new(routing.Router), testgw.Catalog("/v1"))
 		r, repl := testgw.NewRequest(tc.method, tc.target, "")
 		c.doRouter(t, r, repl).WantError(t, tc.status, tc.message)
 		if c.got != nil {
@@ -261,7 +262,7 @@ func TestRouterPassesUntouched(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, new(Router), testgw.Catalog("/v1"))
+			c := routerWithCatalog(t, new(routing.Router), testgw.Catalog("/v1"))
 			r, repl := testgw.NewRequest(tt.method, tt.target, tt.body, "Accept-Encoding", "gzip")
 			c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
 			got := c.got
@@ -293,7 +294,7 @@ func TestRouterAnswersModels(t *testing.T) {
 	want := `{"data":[` + string(cat.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
 	for _, target := range []string{"/api/v1/models?supported_parameters=tools", "/api/v1/models/", "/api/v1/models/user"} {
 		t.Run(target, func(t *testing.T) {
-			c := routerWithCatalog(t, new(Router), cat)
+			c := routerWithCatalog(t, new(routing.Router), cat)
 			r, repl := testgw.NewRequest("GET", target, "", "Accept-Encoding", "gzip")
 			res := c.doRouter(t, r, repl).Must(t, http.StatusOK)
 			if res.Body != want {
@@ -334,7 +335,7 @@ func TestRouterRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := routerWithCatalog(t, &Router{MaxBodyBytes: tt.max}, testgw.Catalog("/v1"))
+			c := routerWithCatalog(t, &routing.Router{MaxBodyBytes: tt.max}, testgw.Catalog("/v1"))
 			r, repl := testgw.NewRequest("POST", tt.target, tt.body)
 			c.doRouter(t, r, repl).WantError(t, tt.status, tt.message)
 			if c.got != nil {
@@ -345,7 +346,7 @@ func TestRouterRefuses(t *testing.T) {
 
 	// exactly at the limit passes (the limit is on the client's body, not
 	// on the body with the provider's model id)
-	c := routerWithCatalog(t, &Router{MaxBodyBytes: int64(len(valid))}, testgw.Catalog("/v1"))
+	c := routerWithCatalog(t, &routing.Router{MaxBodyBytes: int64(len(valid))}, testgw.Catalog("/v1"))
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", valid)
 	c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
 	if c.got == nil || string(c.got.body) != `{"model":"`+testgw.UpstreamModel+`","messages":[]}` {
@@ -388,7 +389,7 @@ type errReader struct{}
 func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 func TestRouterUnreadableBody(t *testing.T) {
-	c := routerOnly(t, new(Router))
+	c := routerOnly(t, new(routing.Router))
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", "")
 	r.Body = io.NopCloser(errReader{})
 	c.doRouter(t, r, repl).WantError(t, 400, "Could not read request body")

@@ -6,6 +6,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // pipelineStages lists the stages of an inference request, in their
@@ -23,7 +25,7 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		// tool's errors name its place as the client sent it.
 		webFetchPlan{&t.fetch},
 		webSearchPlan{&t.search},
-		searchQueryFilter{&t.router},
+		searchQueryFilter{},
 		&t.router,
 		routePlaceholders{},
 		webFetchAttempts{&t.fetch},
@@ -42,7 +44,7 @@ func (s admissionCheck) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http
 }
 
 // bodyReader reads the request's body, up to the handler's bound.
-type bodyReader struct{ rt *Router }
+type bodyReader struct{ rt *routing.Router }
 
 func (s bodyReader) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Request) *apierror.Error {
 	var apiErr *apierror.Error
@@ -51,12 +53,12 @@ func (s bodyReader) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Req
 }
 
 // contentFilter applies the guardrails' content filters to the body
-// (Router.filterBody).
-type contentFilter struct{ rt *Router }
+// (routing.Router.FilterBody).
+type contentFilter struct{ rt *routing.Router }
 
 func (s contentFilter) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
 	var apiErr *apierror.Error
-	st.Body, apiErr = s.rt.filterBody(r.Context(), own(st), st.Body)
+	st.Body, apiErr = s.rt.FilterBody(r.Context(), st, st.Body)
 	return apiErr
 }
 
@@ -80,10 +82,10 @@ func (s webSearchPlan) Serve(st *pipeline.State, w http.ResponseWriter, _ *http.
 }
 
 // searchQueryFilter applies the content filters to the search's query.
-type searchQueryFilter struct{ rt *Router }
+type searchQueryFilter struct{}
 
-func (s searchQueryFilter) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
-	return s.rt.filterSearchQuery(own(st))
+func (searchQueryFilter) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	return filterSearchQuery(own(st))
 }
 
 // routePlaceholders exposes the route's placeholders (State.MapRoute).
@@ -112,9 +114,10 @@ func (s pluginPlan) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Req
 	return s.t.planPlugins(own(st), st.Body)
 }
 
-// Serve implements pipeline.Stage: it routes the request (plan).
-func (rt *Router) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
-	return rt.plan(r, own(st), st.Body)
+// searchChatForm gives a native web search its chat form for the route's
+// chat-only attempts (Router.AdaptRoute).
+func searchChatForm(st *pipeline.State, route *upstream.Route) *apierror.Error {
+	return chatSearch(route, own(st).plan)
 }
 
 // Interface guards
@@ -125,7 +128,7 @@ var (
 	_ pipeline.Stage = webFetchPlan{}
 	_ pipeline.Stage = webSearchPlan{}
 	_ pipeline.Stage = searchQueryFilter{}
-	_ pipeline.Stage = (*Router)(nil)
+	_ pipeline.Stage = (*routing.Router)(nil)
 	_ pipeline.Stage = routePlaceholders{}
 	_ pipeline.Stage = webFetchAttempts{}
 	_ pipeline.Stage = pluginPlan{}

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
@@ -139,18 +140,22 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	return err
 }
 
-func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+// routerMW is the router as a middleware.
+type routerMW struct{ *routing.Router }
+
+func (m routerMW) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	rt := m.Router
 	st, r := stateOf(r)
-	useStore(st, rt.gw)
+	useStore(st, rt.Gateway)
 	if st.API.Kind != admin.RouteInference && st.API.Kind != admin.RoutePublic {
 		return next.ServeHTTP(w, r)
 	}
 	if r.Method != http.MethodPost || (st.API.Op != admin.OpInfer && st.API.Op != admin.OpInferBelow) {
-		return rt.serveOther(w, r, st)
+		return rt.ServeOther(w, r, &st.State)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
-		apiErr = rt.plan(r, st, body)
+		apiErr = rt.Plan(r, &st.State, body)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)

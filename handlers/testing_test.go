@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
@@ -46,14 +47,14 @@ type chain struct {
 	gw     *testgw.Gateway
 	auth   *Auth
 	admin  adminStage
-	router *Router
+	router *routing.Router
 	got    *upstreamRequest // nil until the upstream is reached
 }
 
 func newChain(t *testing.T) *chain {
 	t.Helper()
 	gw := testgw.New(t)
-	rt := &Router{gw: gw}
+	rt := &routing.Router{Gateway: gw}
 	if err := rt.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func (c *chain) handler(t *testing.T) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return c.auth.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return c.admin.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				return c.router.ServeHTTP(w, r, up)
+				return routerMW{c.router}.ServeHTTP(w, r, up)
 			}))
 		}))
 	})

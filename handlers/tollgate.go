@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -101,7 +102,7 @@ type Tollgate struct {
 	admin   *admin.Admin
 	search  WebSearch
 	fetch   fetchStage
-	router  Router
+	router  routing.Router
 	meter   Meter
 	logger  *zap.Logger
 	// shareCeiling hands PerKey to the shared store once (refuseWhileUnavailable);
@@ -149,12 +150,13 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	if t.plugins == nil { // not provisioned by Caddy (unit tests)
 		t.plugins = plugin.Registered()
 	}
-	t.router = Router{MaxBodyBytes: t.MaxBodyBytes, MediaPartTokens: t.MediaPartTokens,
-		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, gw: gw, plugins: t.plugins}
+	t.router = routing.Router{MaxBodyBytes: t.MaxBodyBytes, MediaPartTokens: t.MediaPartTokens,
+		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, Gateway: gw, Plugins: t.plugins}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}
-	t.router.logger = logger
+	t.router.Logger = logger
+	t.router.AdaptRoute = searchChatForm
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
@@ -187,9 +189,9 @@ func (t *Tollgate) Validate() error {
 		return fmt.Errorf("media_part_tokens: must be positive, got %d", t.MediaPartTokens)
 	}
 	switch t.LoadBalancing {
-	case "", LoadBalancingPrice, LoadBalancingOrdered:
+	case "", routing.LoadBalancingPrice, routing.LoadBalancingOrdered:
 	default:
-		return fmt.Errorf("load_balancing: expected %s or %s, got %q", LoadBalancingPrice, LoadBalancingOrdered, t.LoadBalancing)
+		return fmt.Errorf("load_balancing: expected %s or %s, got %q", routing.LoadBalancingPrice, routing.LoadBalancingOrdered, t.LoadBalancing)
 	}
 	if _, err := t.webFetchPrice(); err != nil {
 		return err
@@ -282,13 +284,13 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
 	switch {
 	case !st.API.Op.Takes(r.Method):
-		return t.router.serveOther(w, r, st)
+		return t.router.ServeOther(w, r, &st.State)
 	case st.API.Op == admin.OpCountTokens:
-		return t.router.countTokens(w, r, st)
+		return t.router.ServeCountTokens(w, r, &st.State)
 	case st.API.Op == admin.OpInputTokens:
-		return t.router.inputTokens(w, r, st)
+		return t.router.ServeInputTokens(w, r, &st.State)
 	case st.API.Op != admin.OpInfer && st.API.Op != admin.OpInferBelow:
-		return t.router.serveOther(w, r, st)
+		return t.router.ServeOther(w, r, &st.State)
 	}
 	st.Own = st
 	for _, stage := range t.stages {
@@ -337,7 +339,7 @@ func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
 	plugins, _ := st.OwnFields.Get("plugins")
 	st.OwnModels = st.Route.Attempts
 	req := &st.OwnPluginReq
-	*req = plugin.Request{Kind: st.Route.Kind, Body: body, Plugins: plugins, Models: &st.OwnModels, API: filterAPI(st)}
+	*req = plugin.Request{Kind: st.Route.Kind, Body: body, Plugins: plugins, Models: &st.OwnModels, API: routing.FilterAPI(&st.State)}
 	if st.Route.ParsedFields != nil {
 		req.Rewritten = st.Route.Body // with the PDFs' text (the file parser)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
@@ -105,8 +106,8 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 			t.AnthropicBetas = append(t.AnthropicBetas, args...)
 		}
 	case "load_balancing":
-		if len(args) != 1 || (args[0] != LoadBalancingPrice && args[0] != LoadBalancingOrdered) {
-			return true, fmt.Errorf("%s: expected %s or %s", name, LoadBalancingPrice, LoadBalancingOrdered)
+		if len(args) != 1 || (args[0] != routing.LoadBalancingPrice && args[0] != routing.LoadBalancingOrdered) {
+			return true, fmt.Errorf("%s: expected %s or %s", name, routing.LoadBalancingPrice, routing.LoadBalancingOrdered)
 		}
 		t.LoadBalancing = args[0]
 	case "web_fetch_price":

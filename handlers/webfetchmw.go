@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -175,7 +176,7 @@ func (fs *fetchStage) fetchNamed(r *http.Request, body []byte, kind dialect.Kind
 		// The pages pass the filters as the prompt did: a block refuses
 		// the request, before anything is held or charged.
 		if h := filter.page(&run.pages[i]); h != nil {
-			return nil, nil, blockedError(h)
+			return nil, nil, routing.BlockedError(h)
 		}
 	}
 	for _, p := range run.pages {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -403,7 +404,7 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := &WebSearch{gw: f.gw, settings: s, MaxBodyBytes: 1 << 20}
-	router := &Router{gw: f.gw}
+	router := &routing.Router{Gateway: f.gw}
 	if err := router.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 		f.bodies = append(f.bodies, string(body))
 		return f.provider(w, r)
 	})
-	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(router, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
+	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(routerMW{router}, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
 	res := testgw.Serve(t, h, r, repl)
 	res.Must(t, 200)

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
@@ -413,7 +414,7 @@ func (p *searchPlan) run(r *http.Request, route *upstream.Route) *apierror.Error
 	}
 	for i := range p.sources {
 		if h := p.filter.source(&p.sources[i]); h != nil {
-			return blockedError(h)
+			return routing.BlockedError(h)
 		}
 	}
 	msg := websearch.SystemMessage(p.sources, now(), p.query)

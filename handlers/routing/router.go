@@ -1,4 +1,10 @@
-package handlers
+// Package routing is the pipeline's routing stage (Router): it checks an
+// inference request's body, finds its model and the provider endpoints to
+// try, ranked, and plans what each is sent (an upstream.Route in the
+// request's pipeline.State), changing nothing on the request. It applies
+// the guardrails' content filters (FilterBody, FiltersFor) and answers
+// the routes that reach no provider: the model lists and token counts.
+package routing
 
 import (
 	"fmt"
@@ -7,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/tidwall/gjson"
@@ -18,6 +25,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/normalize"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -48,7 +56,7 @@ import (
 //	{tollgate.provider}              the provider's name
 //
 // which the pipeline maps once the request is planned. It answers
-// the other requests of its routes itself (serveOther): nothing but
+// the other requests of its routes itself (ServeOther): nothing but
 // an inference POST reaches a provider.
 type Router struct {
 	// MaxBodyBytes bounds inference request bodies. Default 16 MiB.
@@ -67,21 +75,29 @@ type Router struct {
 	// catalog's order).
 	LoadBalancing string `json:"load_balancing,omitempty"`
 
-	gw     gateway.Gateway
-	logger *zap.Logger
-	betas  map[string]bool // the allow-list
-	// random draws load balancing's choices, in [0, 1); nil: math/rand.
-	random func() float64
-	// plugins are the plugins requests may ask for; nil: those
+	// Gateway is the catalog, the store and the policies routing reads;
+	// Logger its log.
+	Gateway gateway.Gateway `json:"-"`
+	Logger  *zap.Logger     `json:"-"`
+	// BetaList is the allow-list of anthropic-beta values
+	// (AnthropicBetas and the defaults), made by Provision.
+	BetaList map[string]bool `json:"-"`
+	// Random draws load balancing's choices, in [0, 1); nil: math/rand.
+	Random func() float64 `json:"-"`
+	// Plugins are the plugins requests may ask for; nil: those
 	// registered (a router not provisioned, in unit tests).
-	plugins plugin.Set
+	Plugins plugin.Set `json:"-"`
+	// AdaptRoute is the handler's change to a route before its prompt is
+	// bounded and counted: a native web search's chat form for the
+	// chat-only attempts; nil: none.
+	AdaptRoute func(st *pipeline.State, route *upstream.Route) *apierror.Error `json:"-"`
 }
 
-// rewriteBody has the plugins that rewrite every request's body (the
+// RewriteBody has the plugins that rewrite every request's body (the
 // file parser) rewrite body, of a route of kind tried on attempts, whose
 // fields are f: the body and, when rewritten, its fields; nil fields when
 // no plugin changed it.
-func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []upstream.Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
+func (rt *Router) RewriteBody(st *pipeline.State, kind dialect.Kind, body []byte, f *reqbody.Fields, attempts []upstream.Attempt) ([]byte, *reqbody.Fields, *apierror.Error) {
 	st.OwnModels = attempts
 	req := &st.OwnPluginReq
 	*req = plugin.Request{Kind: kind, Body: body, Models: &st.OwnModels}
@@ -109,10 +125,10 @@ func (rt *Router) rewriteBody(st *requestState, kind dialect.Kind, body []byte, 
 
 // pluginSet is the plugins requests may ask for.
 func (rt *Router) pluginSet() plugin.Set {
-	if rt.plugins == nil {
+	if rt.Plugins == nil {
 		return plugin.Registered()
 	}
-	return rt.plugins
+	return rt.Plugins
 }
 
 // Load balancing modes (Router.LoadBalancing).
@@ -122,7 +138,7 @@ const (
 )
 
 // Provision sets defaults and, given a Caddy context, finds the tollgate
-// app (Tollgate.setup hands it the gateway instead).
+// app (the tollgate handler hands it the gateway instead).
 func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MaxBodyBytes == 0 {
 		rt.MaxBodyBytes = 16 << 20
@@ -142,51 +158,56 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	rt.betas = betas
+	rt.BetaList = betas
 	// A zero Context (unit tests of the body checks) holds no apps; such a
 	// router has an empty catalog.
-	if rt.gw == nil && ctx.Context != nil {
+	if rt.Gateway == nil && ctx.Context != nil {
 		gw, err := gateway.Load(ctx)
 		if err != nil {
 			return err
 		}
-		rt.gw = gw
-		rt.logger = ctx.Logger()
+		rt.Gateway = gw
+		rt.Logger = ctx.Logger()
 	}
 	return nil
 }
 
-// catalog is the current catalog; nil (empty) without a gateway.
-func (rt *Router) catalog() *catalog.Catalog {
-	if rt.gw == nil {
-		return nil
-	}
-	return rt.gw.Catalog()
+// Serve implements pipeline.Stage: it routes the request (Plan).
+func (rt *Router) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	return rt.Plan(r, st, st.Body)
 }
 
-// serveOther answers an inference route's request other than a POST, and
+// catalog is the current catalog; nil (empty) without a gateway.
+func (rt *Router) catalog() *catalog.Catalog {
+	if rt.Gateway == nil {
+		return nil
+	}
+	return rt.Gateway.Catalog()
+}
+
+// ServeOther answers an inference route's request other than a POST, and
 // the public routes, from the catalog (serveGateway).
-func (rt *Router) serveOther(w http.ResponseWriter, r *http.Request, st *requestState) error {
+func (rt *Router) ServeOther(w http.ResponseWriter, r *http.Request, st *pipeline.State) error {
 	return rt.serveGateway(w, r, st)
 }
 
-// plan checks an inference request's body (read by readBody) and routes
+// Plan checks an inference request's body (read by readBody) and routes
 // it: st.Route gets the attempts, the header and query they are sent
 // with, and the first attempt prepared (its body is the one the input
 // estimate counts). r is read, never changed.
-func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror.Error {
+func (rt *Router) Plan(r *http.Request, st *pipeline.State, body []byte) *apierror.Error {
 	f, apiErr := validateInferenceIn(&st.OwnFields, st.API.Dialect(), body)
 	var route *upstream.Route
 	if apiErr == nil {
-		route, apiErr = rt.route(st, body, f)
+		route, apiErr = rt.Route(st, body, f)
 	}
 	if apiErr == nil && route.ParsedFields != nil {
 		// The PDFs' text passes the content filters, as the rest of the
 		// prompt did before routing.
-		route.Body, apiErr = rt.filterBody(r.Context(), st, route.Body)
+		route.Body, apiErr = rt.FilterBody(r.Context(), st, route.Body)
 	}
-	if apiErr == nil {
-		apiErr = chatSearch(route, st.plan)
+	if apiErr == nil && rt.AdaptRoute != nil {
+		apiErr = rt.AdaptRoute(st, route)
 	}
 	if apiErr == nil {
 		apiErr = rt.checkEndUser(st, route)
@@ -208,7 +229,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 		return apiErr
 	}
 	// A key in the query (Google's ?key=) never reaches a provider.
-	route.Query = withoutCredentialParams(r.URL.RawQuery)
+	route.Query = WithoutCredentialParams(r.URL.RawQuery)
 	route.URI = st.API.Sub
 	if route.Query != "" {
 		route.URI += "?" + route.Query
@@ -216,9 +237,9 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	st.Route = route
 	// The attempts' header is a copy of the client's: the client's request
 	// (and its header map) is left as it came.
-	h := upstreamHeader(r.Header)
+	h := UpstreamHeader(r.Header)
 	if route.Kind == dialect.Messages {
-		route.Betas = upstream.AllowedBetas(rt.betas, h)
+		route.Betas = upstream.AllowedBetas(rt.BetaList, h)
 		upstream.DropAnthropicHeaders(h)
 	}
 	route.Header = h
@@ -230,7 +251,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 	return nil
 }
 
-// upstreamHeader copies the map of a request's header, not its values: the
+// UpstreamHeader copies the map of a request's header, not its values: the
 // gateway replaces or deletes whole entries of the copy, never edits a value
 // slice, and reverse_proxy deep-copies the header before it changes any.
 // The provider's key is added only to the copy the transport sends (the
@@ -239,7 +260,7 @@ func (rt *Router) plan(r *http.Request, st *requestState, body []byte) *apierror
 // Header.Clone would also copy every value (one more allocation and a copy
 // of every header, per request). The entries no provider is sent
 // (notForwarded) are left out of the copy rather than deleted from it.
-func upstreamHeader(h http.Header) http.Header {
+func UpstreamHeader(h http.Header) http.Header {
 	c := make(http.Header, len(h)+2) // room for the provider's headers
 	for k, v := range h {
 		if !notForwarded(k) {
@@ -252,25 +273,25 @@ func upstreamHeader(h http.Header) http.Header {
 // notForwarded reports whether the client's header entry named k (a
 // canonical name: none is canonicalized per request) is never sent to a
 // provider: Accept-Encoding, the client's credentials
-// (clientCredentialHeaders) and Incremental (the body was read whole, so
+// (ClientCredentialHeaders) and Incremental (the body was read whole, so
 // it is not forwarded as it arrives; and reverse_proxy with
 // request_buffers, an operator's option, refuses a request that asks for
 // that).
 func notForwarded(k string) bool {
-	return k == "Accept-Encoding" || k == "Incremental" || slices.Contains(clientCredentialHeaders, k)
+	return k == "Accept-Encoding" || k == "Incremental" || slices.Contains(ClientCredentialHeaders, k)
 }
 
-// route finds the request's model (and its `models` fallbacks) in the
+// Route finds the request's model (and its `models` fallbacks) in the
 // catalog and lists the provider endpoints to try, filtered by the
 // request's `provider` preferences. The body was checked by
-// validateInference.
-func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upstream.Route, *apierror.Error) {
+// ValidateInference.
+func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*upstream.Route, *apierror.Error) {
 	kind := st.API.Dialect()
 	field := func(name string) gjson.Result { v, _ := f.Get(name); return v }
 	var idsBuf [4]string // most requests name one or two models
 	ids, apiErr := requestedModels(idsBuf[:0], field("model"), field("models"))
 	if apiErr == nil && kind == dialect.Messages {
-		ids, apiErr = withMessagesFallbacks(ids, field("fallbacks"), field("models"))
+		ids, apiErr = WithMessagesFallbacks(ids, field("fallbacks"), field("models"))
 	}
 	if apiErr != nil {
 		return nil, apiErr
@@ -283,19 +304,19 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 	if prefs.requireParameters {
 		ef.params = requestParameters(kind, field)
 	}
-	rk := ranker{prefs: &prefs, balance: rt.LoadBalancing != LoadBalancingOrdered, rand: rt.random}
+	rk := ranker{prefs: &prefs, balance: rt.LoadBalancing != LoadBalancingOrdered, rand: rt.Random}
 	if rk.rand == nil {
 		rk.rand = rand.Float64
 	}
 	if rk.prefs.maxLatency.set() || rk.prefs.minThroughput.set() || prefs.sort != "" {
-		rk.now = now()
+		rk.now = time.Now()
 	}
 	var attempts []upstream.Attempt
 	var refusal *apierror.Error // a private endpoint the egress policy refused
 	var excluded string         // the preference that excluded the last endpoint
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
 	available := false
-	rules, apiErr := rulesFor(st)
+	rules, apiErr := RulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -307,7 +328,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 				modelID = base
 				if rk.sort == "" {
 					rk.sort = suffixSort
-					rk.now = now()
+					rk.now = time.Now()
 					suffixSorted = suffixSort
 				}
 			}
@@ -329,14 +350,14 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 			return nil, apierror.BadRequest(fmt.Sprintf("%s: unknown model %q", name, modelID))
 		}
 		if denied := policy.CheckModel(rules, modelID); denied != nil {
-			return nil, refusalError(denied)
+			return nil, RefusalError(denied)
 		}
 		if ok {
 			candidates = appendAttempts(candidates, rt.candidates(m, st))
 		}
 		candidates, denied := policy.AllowedEndpoints(rules, candidates, attemptEndpoint)
 		if denied != nil {
-			return nil, refusalError(denied)
+			return nil, RefusalError(denied)
 		}
 		available = available || len(candidates) > 0
 		candidates, why := ef.filter(candidates)
@@ -370,7 +391,7 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 		return nil, apiErr
 	}
 	var parsed *reqbody.Fields
-	if body, parsed, apiErr = rt.rewriteBody(st, kind, body, f, attempts); apiErr != nil {
+	if body, parsed, apiErr = rt.RewriteBody(st, kind, body, f, attempts); apiErr != nil {
 		return nil, apiErr
 	}
 	// In the request state's allocation: a request is routed once.
@@ -388,14 +409,14 @@ func (rt *Router) route(st *requestState, body []byte, f *reqbody.Fields) (*upst
 	// With several of the fields, the provider reads one of them: the hold
 	// and the limit take the largest.
 	for _, name := range maxTokensFields {
-		if n, ok := tokenCount(field(name)); ok && n > route.MaxTokens {
+		if n, ok := TokenCount(field(name)); ok && n > route.MaxTokens {
 			route.MaxTokens, route.MaxTokensField = n, name
 		}
 	}
 	route.Choices = 1
 	if kind == dialect.Chat {
 		// Each of n choices may run to the output limit (validated above).
-		if n, ok := tokenCount(field("n")); ok {
+		if n, ok := TokenCount(field("n")); ok {
 			route.Choices = n
 		}
 	}
@@ -434,14 +455,14 @@ func requestedModels(ids []string, model, models gjson.Result) ([]string, *apier
 	// inserts cost more than the comparisons) only past linearIDs.
 	var seen map[string]bool
 	add := func(id string) {
-		if seen == nil && len(ids) < linearIDs {
+		if seen == nil && len(ids) < LinearIDs {
 			if !slices.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 			return
 		}
 		if seen == nil {
-			seen = make(map[string]bool, 2*linearIDs)
+			seen = make(map[string]bool, 2*LinearIDs)
 			for _, prev := range ids {
 				seen[prev] = true
 			}
@@ -474,8 +495,8 @@ func requestedModels(ids []string, model, models gjson.Result) ([]string, *apier
 	return ids, nil
 }
 
-// linearIDs is how many model ids requestedModels compares one by one.
-const linearIDs = 8
+// LinearIDs is how many model ids requestedModels compares one by one.
+const LinearIDs = 8
 
 // candidates are the endpoints of m the caller can use (each priced as its
 // provider prices m), in order: those the
@@ -483,7 +504,7 @@ const linearIDs = 8
 // credential), then
 // those with the operator's key. A provider without an operator key is
 // usable only through BYOK.
-func (rt *Router) candidates(m *catalog.Model, st *requestState) []upstream.Attempt {
+func (rt *Router) candidates(m *catalog.Model, st *pipeline.State) []upstream.Attempt {
 	var out []upstream.Attempt
 	if !st.OwnAttemptsUsed {
 		// The first list in the state's allocation (a request is routed
@@ -515,12 +536,12 @@ func (rt *Router) candidates(m *catalog.Model, st *requestState) []upstream.Atte
 // the calling key's workspace holds a credential that admits this request
 // (another workspace's credentials never serve it), until fn returns
 // false. Memory only; nothing when BYOK is off.
-func (rt *Router) byokCredentials(m *catalog.Model, st *requestState, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
+func (rt *Router) byokCredentials(m *catalog.Model, st *pipeline.State, fn func(*catalog.Provider, storage.Credential, *storage.Sealer) bool) {
 	id, store := st.ID, st.Store
-	if rt.gw == nil || id == nil || id.Management || store == nil {
+	if rt.Gateway == nil || id == nil || id.Management || store == nil {
 		return
 	}
-	sealer := rt.gw.BYOKSealer()
+	sealer := rt.Gateway.BYOKSealer()
 	if sealer == nil {
 		return
 	}
@@ -540,7 +561,7 @@ func (rt *Router) byokCredentials(m *catalog.Model, st *requestState, fn func(*c
 
 // byokAttempts are the providers of m the caller reaches with its
 // workspace's own keys, the keys opened.
-func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []upstream.Attempt {
+func (rt *Router) byokAttempts(m *catalog.Model, st *pipeline.State) []upstream.Attempt {
 	var out []upstream.Attempt
 	rt.byokCredentials(m, st, func(p *catalog.Provider, c storage.Credential, sealer *storage.Sealer) bool {
 		key, err := c.Open(sealer)
@@ -557,15 +578,15 @@ func (rt *Router) byokAttempts(m *catalog.Model, st *requestState) []upstream.At
 }
 
 func (rt *Router) log() *zap.Logger {
-	if rt.logger == nil {
+	if rt.Logger == nil {
 		return zap.NewNop()
 	}
-	return rt.logger
+	return rt.Logger
 }
 
 // reachableByBYOK reports whether the caller's workspace holds a credential
 // admitting this caller for some provider of m (without opening it).
-func (rt *Router) reachableByBYOK(m *catalog.Model, st *requestState) bool {
+func (rt *Router) reachableByBYOK(m *catalog.Model, st *pipeline.State) bool {
 	found := false
 	rt.byokCredentials(m, st, func(*catalog.Provider, storage.Credential, *storage.Sealer) bool {
 		found = true
@@ -579,13 +600,13 @@ func (rt *Router) reachableByBYOK(m *catalog.Model, st *requestState) bool {
 // through BYOK are found by Router.byokCredentials.)
 func operatorUsable(p *catalog.Provider) bool { return p.Dial != "" && p.APIKey != "" }
 
-// validateInference checks the fields every inference route shares and the
+// ValidateInference checks the fields every inference route shares and the
 // route's own input field.
-func validateInference(kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
+func ValidateInference(kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
 	return validateInferenceIn(new(reqbody.Fields), kind, body)
 }
 
-// validateInferenceIn is validateInference with the fields read into f.
+// validateInferenceIn is ValidateInference with the fields read into f.
 func validateInferenceIn(f *reqbody.Fields, kind dialect.Kind, body []byte) (*reqbody.Fields, *apierror.Error) {
 	f, apiErr := reqbody.ParseObjectIn(f, body)
 	if apiErr != nil {
@@ -603,7 +624,7 @@ func validateInferenceIn(f *reqbody.Fields, kind dialect.Kind, body []byte) (*re
 	f.String("user")
 	for _, name := range maxTokensFields {
 		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
-			if _, ok := tokenCount(v); !ok {
+			if _, ok := TokenCount(v); !ok {
 				f.Fail(name, "a positive integer")
 			}
 		}
@@ -616,7 +637,7 @@ func validateInferenceIn(f *reqbody.Fields, kind dialect.Kind, body []byte) (*re
 		// n choices multiply the output the hold must cover: bounded as
 		// OpenAI bounds it.
 		if v, ok := f.Get("n"); ok && v.Type != gjson.Null {
-			if n, ok := tokenCount(v); !ok || n > maxChoices {
+			if n, ok := TokenCount(v); !ok || n > maxChoices {
 				f.Fail("n", "an integer from 1 to 128")
 			}
 		}
@@ -636,10 +657,10 @@ const maxChoices = 128
 // maxTokensFields bound a request's output, by route and API generation.
 var maxTokensFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
 
-// tokenCount reads a token count from its JSON text exactly: a positive
+// TokenCount reads a token count from its JSON text exactly: a positive
 // integer that fits an int64, also when written 1e3 or 100.0. gjson's Int
 // saturates and its Float rounds, so the text is parsed here instead.
-func tokenCount(v gjson.Result) (int64, bool) {
+func TokenCount(v gjson.Result) (int64, bool) {
 	if v.Type != gjson.Number {
 		return 0, false
 	}

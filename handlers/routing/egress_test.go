@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"net/http"
@@ -21,7 +21,7 @@ import (
 func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	gw := testgw.New(t)
 	gw.Sealer = testgw.NewSealer(t, 3)
-	rt := &Router{gw: gw}
+	rt := &Router{Gateway: gw}
 	acct, err := gw.Storage.CreateAccount(storage.NewAccount{Name: "A", Kind: storage.AccountOrganization})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestPrivateAttemptsPinCheckedAddress(t *testing.T) {
 	add("acme/local", "https://localhost:8443/v1")
 	meta := add("acme/meta", "http://169.254.169.254/v1")
 	id := &gateway.Identity{Principal: storage.Principal{AccountID: acct.ID}}
-	st := &requestState{State: pipeline.State{ID: id, Store: gw.Storage}}
+	st := &pipeline.State{ID: id, Store: gw.Storage}
 
 	atts, refusal := rt.privateAttempts("acme/local", nil, st)
 	if refusal != nil || len(atts) != 1 {

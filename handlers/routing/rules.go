@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
@@ -13,11 +13,11 @@ import (
 // come from the store's cache (storage.Store.EffectiveRules), package
 // policy decides what they admit, and its refusals become API errors here.
 
-// rulesFor returns the caller's effective guardrails from the request's
+// RulesFor returns the caller's effective guardrails from the request's
 // store; nil (no rule) for management keys and anonymous callers. It
 // fails closed: without a store the rules are unknown, and a request is
 // never served as if it had none (503).
-func rulesFor(st *requestState) (*storage.Rules, *apierror.Error) {
+func RulesFor(st *pipeline.State) (*storage.Rules, *apierror.Error) {
 	id := st.ID
 	if id == nil || id.Management || id.Hash == "" {
 		return nil, nil
@@ -28,8 +28,8 @@ func rulesFor(st *requestState) (*storage.Rules, *apierror.Error) {
 	return st.Store.EffectiveRules(id.Hash), nil
 }
 
-// refusalError is the API error of a policy refusal (nil for none).
-func refusalError(r *policy.Refusal) *apierror.Error {
+// RefusalError is the API error of a policy refusal (nil for none).
+func RefusalError(r *policy.Refusal) *apierror.Error {
 	if r == nil {
 		return nil
 	}
@@ -49,7 +49,7 @@ func attemptEndpoint(a upstream.Attempt) policy.Endpoint {
 // usableBy returns whether the caller reaches a provider of m: through one
 // of its workspace's BYOK credentials (which then serves it, with its
 // declared_zdr), or with the operator's key.
-func (rt *Router) usableBy(m *catalog.Model, st *requestState) func(*catalog.Provider) (bool, *bool) {
+func (rt *Router) usableBy(m *catalog.Model, st *pipeline.State) func(*catalog.Provider) (bool, *bool) {
 	byok := map[*catalog.Provider]*storage.Credential{}
 	rt.byokCredentials(m, st, func(p *catalog.Provider, c storage.Credential, _ *storage.Sealer) bool {
 		byok[p] = &c

@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"net/http"
@@ -53,12 +53,12 @@ func TestAttemptEndpointPrivate(t *testing.T) {
 // A policy refusal reaches the client as the same status, message and
 // metadata.
 func TestRefusalError(t *testing.T) {
-	if refusalError(nil) != nil {
+	if RefusalError(nil) != nil {
 		t.Fatal("no refusal made an error")
 	}
 	g := &storage.Guardrail{ID: "g1", Name: "Only b", AllowedModels: []string{"b"}}
 	rules := &storage.Rules{Guardrails: []storage.AppliedGuardrail{{Scope: storage.ScopeAPIKey, Guardrail: g}}}
-	apiErr := refusalError(policy.CheckModel(rules, "m"))
+	apiErr := RefusalError(policy.CheckModel(rules, "m"))
 	if apiErr == nil || apiErr.Status != http.StatusForbidden || apiErr.Message != `Model "m" is not allowed by guardrail "Only b"` ||
 		apiErr.Metadata["guardrail_id"] != "g1" || apiErr.Metadata["guardrail_name"] != "Only b" {
 		t.Fatalf("%+v", apiErr)

@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -17,14 +18,14 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 )
 
-// inputTokens answers POST /responses/input_tokens as OpenAI does,
+// ServeInputTokens answers POST /responses/input_tokens as OpenAI does,
 // {"object":"response.input_tokens","input_tokens":n}, for a Responses
 // body and a model of the catalog: the prompt as admission counts it on
 // the body the model's first provider receives (translated for a
 // chat-only one); for a model without a tokenizer, the byte bound.
 // Content the gateway cannot count (a previous response, a stored
 // prompt, a file) is a 400 naming the field.
-func (rt *Router) inputTokens(w http.ResponseWriter, r *http.Request, st *requestState) error {
+func (rt *Router) ServeInputTokens(w http.ResponseWriter, r *http.Request, st *pipeline.State) error {
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
 		var n int64
@@ -35,13 +36,13 @@ func (rt *Router) inputTokens(w http.ResponseWriter, r *http.Request, st *reques
 	return apierror.Fail(r, apiErr)
 }
 
-func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *apierror.Error) {
-	f, apiErr := validateInference(dialect.Responses, body)
+func (rt *Router) countResponsesTokens(st *pipeline.State, body []byte) (int64, *apierror.Error) {
+	f, apiErr := ValidateInference(dialect.Responses, body)
 	if apiErr != nil {
 		return 0, apiErr
 	}
 	model, _ := f.String("model")
-	m, apiErr := rt.countedModel(st, model)
+	m, apiErr := rt.CountedModel(st, model)
 	if apiErr != nil {
 		return 0, apiErr
 	}
@@ -77,19 +78,19 @@ func (rt *Router) countResponsesTokens(st *requestState, body []byte) (int64, *a
 	return n, nil
 }
 
-// countedModel is the catalog model a counting request names, if the
+// CountedModel is the catalog model a counting request names, if the
 // caller may use it.
-func (rt *Router) countedModel(st *requestState, model string) (*catalog.Model, *apierror.Error) {
+func (rt *Router) CountedModel(st *pipeline.State, model string) (*catalog.Model, *apierror.Error) {
 	m, ok := rt.catalog().Lookup(model)
 	if !ok {
 		return nil, apierror.BadRequest(fmt.Sprintf("model: unknown model %q", model))
 	}
-	rules, apiErr := rulesFor(st)
+	rules, apiErr := RulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	if denied := policy.CheckModel(rules, model); denied != nil {
-		return nil, refusalError(denied)
+		return nil, RefusalError(denied)
 	}
 	return m, nil
 }
@@ -105,13 +106,13 @@ func writeCount(w http.ResponseWriter, prefix string, n int64) error {
 	return err
 }
 
-// countTokens answers POST /messages/count_tokens as Anthropic does,
+// ServeCountTokens answers POST /messages/count_tokens as Anthropic does,
 // {"input_tokens": n}, for a model of the catalog, without calling a
 // provider or charging anything: n is the prompt as admission counts it
 // (prompt.Counter) on the Messages body translated for an OpenAI-style
 // provider, so it equals the prompt_tokens such a provider then reports;
 // for a model without a tokenizer, the byte bound.
-func (rt *Router) countTokens(w http.ResponseWriter, r *http.Request, st *requestState) error {
+func (rt *Router) ServeCountTokens(w http.ResponseWriter, r *http.Request, st *pipeline.State) error {
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
 		var n int64
@@ -123,7 +124,7 @@ func (rt *Router) countTokens(w http.ResponseWriter, r *http.Request, st *reques
 }
 
 // countMessagesTokens checks a count_tokens body and counts its prompt.
-func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *apierror.Error) {
+func (rt *Router) countMessagesTokens(st *pipeline.State, body []byte) (int64, *apierror.Error) {
 	f, apiErr := reqbody.ParseObject(body)
 	if apiErr != nil {
 		return 0, apiErr
@@ -138,7 +139,7 @@ func (rt *Router) countMessagesTokens(st *requestState, body []byte) (int64, *ap
 	if f.Err != nil {
 		return 0, f.Err
 	}
-	m, apiErr := rt.countedModel(st, model)
+	m, apiErr := rt.CountedModel(st, model)
 	if apiErr != nil {
 		return 0, apiErr
 	}

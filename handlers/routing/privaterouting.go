@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"errors"
@@ -29,12 +29,12 @@ const privateProviderPrefix = policy.PrivateProviderPrefix
 // expired (egress.CacheTTL): an endpoint whose host the customer_egress
 // policy refuses is skipped, and the first refusal returned, for the
 // caller to answer when no other provider serves the request.
-func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, st *requestState) ([]upstream.Attempt, *apierror.Error) {
+func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, st *pipeline.State) ([]upstream.Attempt, *apierror.Error) {
 	id := st.ID
-	if rt.gw == nil || id == nil || id.Management {
+	if rt.Gateway == nil || id == nil || id.Management {
 		return nil, nil
 	}
-	sealer := rt.gw.BYOKSealer()
+	sealer := rt.Gateway.BYOKSealer()
 	if sealer == nil {
 		return nil, nil
 	}
@@ -55,7 +55,7 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 				zap.String("endpoint", e.ID), zap.Error(errors.Join(err, perr)))
 			continue
 		}
-		if apiErr := pinEgress(rt.gw.EgressPolicy(), p, e.ID); apiErr != nil {
+		if apiErr := pinEgress(rt.Gateway.EgressPolicy(), p, e.ID); apiErr != nil {
 			rt.log().Warn("private endpoint refused by the egress policy; skipping it",
 				zap.String("endpoint", e.ID), zap.String("error", apiErr.Message))
 			if refusal == nil {
@@ -81,8 +81,8 @@ func (rt *Router) privateAttempts(modelID string, catalogModel *catalog.Model, s
 // checkEndUser refuses, with 403, a request whose `user` names an end user
 // its account deactivated: a memory lookup, before any hold or upstream
 // call. A `user` longer than the public API allows gets 400.
-func (rt *Router) checkEndUser(st *requestState, route *upstream.Route) *apierror.Error {
-	if route.User == "" || rt.gw == nil {
+func (rt *Router) checkEndUser(st *pipeline.State, route *upstream.Route) *apierror.Error {
+	if route.User == "" || rt.Gateway == nil {
 		return nil
 	}
 	if storage.ValidEndUser(route.User) != nil {

@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"net/http"
@@ -68,11 +68,11 @@ func prefsCatalog() *catalog.Catalog {
 func routeOf(t *testing.T, rt *Router, members string) (*upstream.Route, int, string) {
 	t.Helper()
 	body := `{"messages":[{"role":"user","content":"hi"}],` + members + `}`
-	f, apiErr := validateInference(dialect.Chat, []byte(body))
+	f, apiErr := ValidateInference(dialect.Chat, []byte(body))
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
-	route, apiErr := rt.route(&requestState{State: pipeline.State{API: chatRoute}}, []byte(body), f)
+	route, apiErr := rt.Route(&pipeline.State{API: chatRoute}, []byte(body), f)
 	if apiErr != nil {
 		return nil, apiErr.Status, apiErr.Message
 	}
@@ -339,7 +339,7 @@ func TestProviderLoadBalancingByPrice(t *testing.T) {
 		draw  float64
 		first string
 	}{{0, "zdr"}, {0.05, "deny"}, {0.5, "cheap"}, {0.9, "claude"}} {
-		rt.random = func() float64 { return tt.draw }
+		rt.Random = func() float64 { return tt.draw }
 		r, _, _ := routeOf(t, rt, `"model":"multi"`)
 		if r.Attempts[0].Provider.Name != tt.first || len(r.Attempts) != 4 {
 			t.Errorf("draw %v: %s, want %s first", tt.draw, providersOf(r), tt.first)
@@ -358,7 +358,7 @@ func TestProviderLoadBalancingByPrice(t *testing.T) {
 			return float64(x>>11) / (1 << 53)
 		}
 	}()
-	rt.random = rng
+	rt.Random = rng
 	counts := map[string]int{}
 	const n = 4000
 	for range n {
@@ -379,7 +379,7 @@ func TestProviderLoadBalancingByPrice(t *testing.T) {
 	m.Providers[2].Pricing = &billing.Pricing{}
 	cat = catalog.New([]*catalog.Model{testgw.PricedModel("multi", testgw.Pricing, m.Providers...)})
 	rt = newRoutingRouter(t, cat)
-	rt.random = rng
+	rt.Random = rng
 	for range 50 {
 		if r, _, _ := routeOf(t, rt, `"model":"multi"`); r.Attempts[0].Provider.Name != "cheap" {
 			t.Fatalf("free endpoint not first: %s", providersOf(r))
@@ -391,7 +391,7 @@ func TestProviderLoadBalancingByPrice(t *testing.T) {
 // of routing.
 func TestProviderOneEndpointSkipsRanking(t *testing.T) {
 	rt := newRoutingRouter(t, prefsCatalog())
-	rt.random = func() float64 { t.Fatal("one endpoint drew a random number"); return 0 }
+	rt.Random = func() float64 { t.Fatal("one endpoint drew a random number"); return 0 }
 	r, status, _ := routeOf(t, rt, `"model":"solo"`)
 	if status != 200 || providersOf(r) != "solo/cheap" || r.Routing != "" {
 		t.Fatalf("%d %s %q", status, providersOf(r), r.Routing)
@@ -430,7 +430,7 @@ func TestRequestParameters(t *testing.T) {
 // Guardrails and the request's preferences both apply: the stricter wins.
 func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 	rt := orderedRouter(t)
-	gw := rt.gw.(*testgw.Gateway)
+	gw := rt.Gateway.(*testgw.Gateway)
 	acct := gw.Account(t, storage.AccountOrganization)
 	key, _ := gw.APIKey(t, acct, storage.NewAPIKey{})
 	id := &gateway.Identity{Principal: storage.Principal{AccountID: acct.ID, Hash: key.Hash, Key: &key}, Account: &acct}
@@ -447,8 +447,8 @@ func TestProviderPrefsMergeWithGuardrails(t *testing.T) {
 	}
 	route := func(prefs string) (string, int, string) {
 		body := `{"model":"multi","messages":[],"provider":` + prefs + `}`
-		f, _ := validateInference(dialect.Chat, []byte(body))
-		r, apiErr := rt.route(&requestState{State: pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}}, []byte(body), f)
+		f, _ := ValidateInference(dialect.Chat, []byte(body))
+		r, apiErr := rt.Route(&pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}, []byte(body), f)
 		if apiErr != nil {
 			return "", apiErr.Status, apiErr.Message
 		}

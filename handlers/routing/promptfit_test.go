@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/contextcompression"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
@@ -43,7 +44,7 @@ func TestMiddleOutFitsAndKeepsPairs(t *testing.T) {
 	rt := &Router{MediaPartTokens: prompt.DefaultMediaPartTokens}
 	for _, ctx := range []int64{full + 100, full / 2, full / 4, 200} {
 		m := &catalog.Model{ID: "openai/m", ContextLength: ctx, Tokenizer: enc}
-		st := &requestState{}
+		st := &pipeline.State{}
 		route := &upstream.Route{Kind: "chat", MaxTokens: 50, Body: []byte(body), Attempts: []upstream.Attempt{{Model: m, Provider: &catalog.Provider{}}}}
 		if _, apiErr := reqbody.ParseObjectIn(&st.OwnFields, []byte(`{"transforms":["middle-out"]}`)); apiErr != nil {
 			t.Fatal(apiErr)

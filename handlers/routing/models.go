@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -23,7 +24,7 @@ const maxModelsLimit = 1000
 // GET /models/user (the models the calling key can use). With both offset
 // and limit omitted the whole list is returned; otherwise one page and a
 // link to the next.
-func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *requestState, perUser bool) error {
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeline.State, perUser bool) error {
 	q := r.URL.Query()
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
 	if paged {
@@ -39,7 +40,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *reques
 	var models []*catalog.Model
 	if perUser || filtersCatalog(st.ID) {
 		var apiErr *apierror.Error
-		if models, apiErr = rt.modelsFor(st); apiErr != nil {
+		if models, apiErr = rt.ModelsFor(st); apiErr != nil {
 			return apierror.Fail(r, apiErr)
 		}
 	} else {
@@ -84,15 +85,15 @@ func filtersCatalog(id *gateway.Identity) bool {
 		id.Account.Kind == storage.AccountOrganization && id.Account.FilteredModelCatalog
 }
 
-// modelsFor is the per-user catalog: the models the caller can use, in
+// ModelsFor is the per-user catalog: the models the caller can use, in
 // catalog order: those with a provider the gateway can call with the
 // operator's key or with one of the account's BYOK credentials.
 // The caller's guardrails narrow it (package policy): a model they do
 // not admit, or whose usable providers they all exclude, is left out.
-// Guardrails that cannot be read refuse the listing (rulesFor).
-func (rt *Router) modelsFor(st *requestState) ([]*catalog.Model, *apierror.Error) {
+// Guardrails that cannot be read refuse the listing (RulesFor).
+func (rt *Router) ModelsFor(st *pipeline.State) ([]*catalog.Model, *apierror.Error) {
 	var out []*catalog.Model
-	rules, apiErr := rulesFor(st)
+	rules, apiErr := RulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}

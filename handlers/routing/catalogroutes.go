@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"encoding/json"
@@ -11,13 +11,14 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 )
 
 // serveGateway answers a request the router does not send to a provider:
 // the catalog's lists (GET), else 405 on an inference route's own path and
 // 404 on any other. Only inference POSTs reach providers.
-func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *requestState) error {
+func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *pipeline.State) error {
 	op := st.API.Op
 	if op == admin.OpNone && admin.OpListModels.Takes(r.Method) {
 		op = admin.ResolveOp(r) // a catalog route with path values

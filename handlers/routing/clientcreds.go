@@ -1,26 +1,26 @@
-package handlers
+package routing
 
 import (
 	"net/url"
 	"strings"
 )
 
-// clientCredentialHeaders can carry what a client authenticates with in
+// ClientCredentialHeaders can carry what a client authenticates with in
 // the ways other APIs take a key (Google's x-goog-api-key, Azure's
 // api-key), a session cookie or proxy credentials. Auth removes the two
 // the gateway reads (Authorization, X-Api-Key); these are removed from
 // the request a provider receives (upstreamHeader leaves them out), as
 // neither the provider nor reverse_proxy's log of that request should
 // see them.
-var clientCredentialHeaders = []string{"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization"}
+var ClientCredentialHeaders = []string{"X-Goog-Api-Key", "Api-Key", "Cookie", "Proxy-Authorization"}
 
 // credentialParams are the query parameters that carry a key (Google's
 // ?key=, and its spellings elsewhere).
 var credentialParams = []string{"key", "api_key", "api-key"}
 
-// withoutCredentialParams is the raw query q without credentialParams,
+// WithoutCredentialParams is the raw query q without credentialParams,
 // the other parameters kept byte for byte and in order.
-func withoutCredentialParams(q string) string {
+func WithoutCredentialParams(q string) string {
 	if !strings.Contains(q, "key") {
 		return q // the common case: no parameter to look at
 	}

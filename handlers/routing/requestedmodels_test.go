@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"math/rand/v2"
@@ -35,8 +35,8 @@ func requestedModelsByMap(model, models gjson.Result) []string {
 func TestRequestedModelsAsByMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for n := range 2000 {
-		count := r.IntN(3 * linearIDs)
-		pool := 1 + r.IntN(2*linearIDs)
+		count := r.IntN(3 * LinearIDs)
+		pool := 1 + r.IntN(2*LinearIDs)
 		names := make([]string, count)
 		for i := range names {
 			names[i] = strconv.Quote("m" + strconv.Itoa(r.IntN(pool)))

@@ -1,4 +1,4 @@
-package handlers
+package routing
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -17,14 +18,14 @@ import (
 // sent it, before web search, routing and admission, so a blocked request
 // reaches no provider and holds nothing, and every attempt and dialect
 // translation starts from the redacted body. A gateway-side search's
-// query passes them too (filterSearchQuery). A request under no filter
+// query passes them too (the handler's web search). A request under no filter
 // pays one cached rules lookup.
 
-// filtersFor returns the content filters in force for the caller; a
+// FiltersFor returns the content filters in force for the caller; a
 // store that cannot be had refuses the request (503), since its filters
 // are unknown.
-func filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
-	rules, apiErr := rulesFor(st)
+func FiltersFor(st *pipeline.State) (contentfilter.Set, *apierror.Error) {
+	rules, apiErr := RulesFor(st)
 	if apiErr != nil || rules == nil {
 		return nil, apiErr
 	}
@@ -35,27 +36,27 @@ func filtersFor(st *requestState) (contentfilter.Set, *apierror.Error) {
 	return rules.Filters, nil
 }
 
-// filterBody applies the caller's content filters to an inference body:
+// FilterBody applies the caller's content filters to an inference body:
 // a block is a 403 naming the guardrail and the filter; redactions come
 // back in the body; flags go to the request state for the generation
 // record. A text too long for the custom patterns' cost is a 413, before
 // its scan; the scan stops when ctx ends (the client left).
-func (rt *Router) filterBody(ctx context.Context, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	set, apiErr := filtersFor(st)
+func (rt *Router) FilterBody(ctx context.Context, st *pipeline.State, body []byte) ([]byte, *apierror.Error) {
+	set, apiErr := FiltersFor(st)
 	if apiErr != nil || set == nil {
 		return body, apiErr
 	}
-	out, res := set.BodyContext(ctx, filterAPI(st), body)
-	if apiErr := stoppedError(&res); apiErr != nil {
+	out, res := set.BodyContext(ctx, FilterAPI(st), body)
+	if apiErr := StoppedError(&res); apiErr != nil {
 		return nil, apiErr
 	}
-	st.ContentFlags = appendFlags(st.ContentFlags, res.Flags)
+	st.ContentFlags = AppendFlags(st.ContentFlags, res.Flags)
 	return out, nil
 }
 
-// filterAPI is the inbound API whose places of text the filters and
+// FilterAPI is the inbound API whose places of text the filters and
 // moderation read (contentfilter.Fields).
-func filterAPI(st *requestState) contentfilter.API {
+func FilterAPI(st *pipeline.State) contentfilter.API {
 	switch st.API.Dialect() {
 	case dialect.Chat:
 		return contentfilter.Chat
@@ -75,37 +76,12 @@ func filterAPI(st *requestState) contentfilter.API {
 	return contentfilter.AnyAPI
 }
 
-// filterSearchQuery applies the filters to the query a gateway-side
-// engine will receive (a search_prompt is not part of the messages).
-func (rt *Router) filterSearchQuery(st *requestState) *apierror.Error {
-	if st.plan == nil {
-		return nil
-	}
-	set, apiErr := filtersFor(st)
-	if apiErr != nil || set.Empty() {
-		return apiErr
-	}
-	// The results pass them too, once the search has run (fetchedFilter).
-	st.plan.filter = &fetchedFilter{set: set, st: st}
-	if st.plan.query == "" {
-		return nil
-	}
-	var res contentfilter.Result
-	q := set.Text(st.plan.query, true, &res)
-	if apiErr := stoppedError(&res); apiErr != nil {
-		return apiErr
-	}
-	st.plan.query = q
-	st.ContentFlags = appendFlags(st.ContentFlags, res.Flags)
-	return nil
-}
-
-// stoppedError is the answer to a scan that stopped: a block's 403, the
+// StoppedError is the answer to a scan that stopped: a block's 403, the
 // 413 of a text too costly to scan, the client gone; nil when it ran.
-func stoppedError(res *contentfilter.Result) *apierror.Error {
+func StoppedError(res *contentfilter.Result) *apierror.Error {
 	switch {
 	case res.Block != nil:
-		return blockedError(res.Block)
+		return BlockedError(res.Block)
 	case res.TooCostly:
 		return apierror.New(http.StatusRequestEntityTooLarge, "content_filters: the request's text is too long for the custom patterns of its guardrails: "+
 			"its bytes times the patterns' cost exceed the "+strconv.Itoa(contentfilter.ScanBudget>>20)+"M instructions a request's scan may take; send less text or use fewer or cheaper patterns")
@@ -115,9 +91,9 @@ func stoppedError(res *contentfilter.Result) *apierror.Error {
 	return nil
 }
 
-// blockedError is the 403 of a blocking filter: the guardrail and the
+// BlockedError is the 403 of a blocking filter: the guardrail and the
 // filter's label, never the text it matched.
-func blockedError(h *contentfilter.Hit) *apierror.Error {
+func BlockedError(h *contentfilter.Hit) *apierror.Error {
 	if h.GuardrailID == "" {
 		return apierror.New(http.StatusServiceUnavailable, "The request's content filters could not be applied; the request was not sent")
 	}
@@ -130,8 +106,8 @@ func blockedError(h *contentfilter.Hit) *apierror.Error {
 		Metadata: md}
 }
 
-// appendFlags adds flags to the request's, once each.
-func appendFlags(to []storage.ContentFlag, hits []contentfilter.Hit) []storage.ContentFlag {
+// AppendFlags adds flags to the request's, once each.
+func AppendFlags(to []storage.ContentFlag, hits []contentfilter.Hit) []storage.ContentFlag {
 	for _, h := range hits {
 		f := storage.ContentFlag{GuardrailID: h.GuardrailID, Label: h.Label, Builtin: h.Slug}
 		dup := false
