@@ -1,12 +1,11 @@
 package handlers
 
 import (
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/sse"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
@@ -14,34 +13,7 @@ import (
 // dialect (chat, Responses, Messages) and every translation between them:
 // the usage its provider reported, within the bounds the gateway can
 // prove (defendUsage), or, when it reported none, the gateway's estimate
-// (estimateUsage). settle asks nothing else.
-
-// estimateUsage decides the charge of an attempt whose provider reported
-// no usage: a stream the client aborted, one the provider cut, or an
-// answer that carries none. Its output is all the model output the
-// client received or the provider produced (outputlen: text, tool-call
-// arguments, reasoning, refusals, audio, images, function calls), the
-// larger of the two when a translation is between them.
-//
-//   - An attempt the provider accepted (it answered with a stream) and
-//     the client left is charged at least its prompt, output or not.
-//   - Otherwise an attempt without any output is no answer (a stream cut
-//     before its first output, or that ended empty): not charged.
-//   - The prompt counts one token per three bytes of the body the
-//     provider received (at most the model's context window), the output
-//     one token per four bytes (billing.EstimateTextTokens), at most the
-//     output limit the provider was sent for each of the request's choices.
-func (mw *meterWriter) estimateUsage(route *upstream.Route, clientGone bool) (usage billing.Usage, charge bool) {
-	out := max(mw.delivered, mw.produced)
-	if out == 0 && !(clientGone && mw.Mode == sse.Stream) {
-		return billing.Usage{}, false
-	}
-	completion := billing.EstimateTextTokens(out)
-	if bound := route.OutputBound(); bound > 0 {
-		completion = min(completion, bound*route.NChoices())
-	}
-	return billing.Usage{PromptTokens: route.PromptEstimate(), CompletionTokens: completion}, true
-}
+// (answer.Writer.EstimateUsage). settle asks nothing else.
 
 // Provider usage anomalies, as telemetry counts them.
 const (
@@ -58,7 +30,7 @@ const (
 // can prove, so that no cap is exceeded because of a provider's report:
 //
 //   - a count that is missing, negative or not a number is replaced by
-//     the gateway's estimate (estimateUsage's rule);
+//     the gateway's estimate (answer.Writer.EstimateUsage's rule);
 //   - a prompt above admission's prompt bound (an upper bound of any
 //     tokenizer's count of the body) is lowered to that bound;
 //   - a completion above the output limit the provider was sent (times n
@@ -78,49 +50,49 @@ const (
 // (tollgate_provider_usage_anomalies_total) and logged as a warning with
 // the figures only; the answer then reports the usage charged (chat and
 // Messages; a Responses answer keeps the provider's, with the cost).
-func (m *Meter) defendUsage(st *requestState, mw *meterWriter) billing.Usage {
-	route, seen := st.Route, mw.usage
-	u := billing.Usage{PromptTokens: seen.prompt, CompletionTokens: seen.completion,
-		CacheReadTokens: seen.cacheRead, CacheWriteTokens: seen.cacheWrite}
+func (m *Meter) defendUsage(st *requestState, mw *answer.Writer) billing.Usage {
+	route, seen := st.Route, mw.Usage
+	u := billing.Usage{PromptTokens: seen.Prompt, CompletionTokens: seen.Completion,
+		CacheReadTokens: seen.CacheRead, CacheWriteTokens: seen.CacheWrite}
 	report := func(kind string, reported, charged int64) {
-		mw.corrected = true
+		mw.Corrected = true
 		telemetry.UsageAnomaly(route.Provider.Name, kind)
 		m.logger.Warn("provider usage anomaly; charged the gateway's bound",
 			zap.String("anomaly", kind), zap.String("generation", st.genID),
 			zap.String("provider", route.Provider.Name), zap.String("model", route.Model.ID),
 			zap.Int64("reported", reported), zap.Int64("charged", charged))
 	}
-	if seen.promptBad {
+	if seen.PromptBad {
 		u.PromptTokens = route.PromptEstimate()
-		report(anomalyPromptInvalid, seen.prompt, u.PromptTokens)
+		report(anomalyPromptInvalid, seen.Prompt, u.PromptTokens)
 	} else if bound, ok := promptBoundFor(route, st.plan); ok && u.PromptTokens > bound {
 		u.PromptTokens = bound
-		report(anomalyPromptAbove, seen.prompt, bound)
+		report(anomalyPromptAbove, seen.Prompt, bound)
 	} else if u.PromptTokens < 1 {
 		u.PromptTokens = max(route.PromptEstimate(), 1)
-		report(anomalyPromptBelow, seen.prompt, u.PromptTokens)
+		report(anomalyPromptBelow, seen.Prompt, u.PromptTokens)
 	}
-	if !seen.completionBad && u.CompletionTokens < 1 {
-		if mw.answerHeld() {
-			mw.delivered = mw.heldOutput()
+	if !seen.CompletionBad && u.CompletionTokens < 1 {
+		if mw.AnswerHeld() {
+			mw.Delivered = mw.HeldOutput()
 		}
-		if est, _ := mw.estimateUsage(route, true); max(mw.delivered, mw.produced) > 0 {
+		if est, _ := mw.EstimateUsage(route, true); max(mw.Delivered, mw.Produced) > 0 {
 			u.CompletionTokens = max(est.CompletionTokens, 1)
-			report(anomalyCompletionBelow, seen.completion, u.CompletionTokens)
+			report(anomalyCompletionBelow, seen.Completion, u.CompletionTokens)
 		}
 	}
-	if seen.completionBad {
-		if mw.answerHeld() {
+	if seen.CompletionBad {
+		if mw.AnswerHeld() {
 			// Measured only now: an answer with usage is not searched.
-			mw.delivered = mw.heldOutput()
+			mw.Delivered = mw.HeldOutput()
 		}
-		est, _ := mw.estimateUsage(route, true)
+		est, _ := mw.EstimateUsage(route, true)
 		u.CompletionTokens = est.CompletionTokens
-		report(anomalyCompletionInvalid, seen.completion, u.CompletionTokens)
+		report(anomalyCompletionInvalid, seen.Completion, u.CompletionTokens)
 	} else if bound := route.OutputBound(); bound > 0 && u.CompletionTokens > bound {
 		if bound *= route.NChoices(); u.CompletionTokens > bound {
 			u.CompletionTokens = bound
-			report(anomalyCompletionAbove, seen.completion, bound)
+			report(anomalyCompletionAbove, seen.Completion, bound)
 		}
 	}
 	if read, write := u.CacheReadTokens, u.CacheWriteTokens; read < 0 || write < 0 || read+write > u.PromptTokens || read+write < 0 {
@@ -150,31 +122,4 @@ func promptBoundFor(rt *upstream.Route, search *searchPlan) (int64, bool) {
 		return 0, false
 	}
 	return rt.Prompt.Tokens + extra, true
-}
-
-// usageCount reads a token count as written in a usage object: a
-// non-negative integer (a number with a fraction counts its whole part);
-// ok is false for anything else, a missing member included.
-func usageCount(raw string) (n int64, ok bool) {
-	if raw == "" {
-		return 0, false
-	}
-	if len(raw) <= 15 {
-		digits := true
-		for i := 0; i < len(raw); i++ {
-			if raw[i] < '0' || raw[i] > '9' {
-				digits = false
-				break
-			}
-			n = n*10 + int64(raw[i]-'0')
-		}
-		if digits {
-			return n, true
-		}
-	}
-	v := gjson.Parse(raw)
-	if v.Type != gjson.Number || v.Num < 0 {
-		return v.Int(), false
-	}
-	return v.Int(), true
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 )
 
 // TestHeaderSnapshotAsClone compares headerSnapshot with what it stands
@@ -35,8 +37,8 @@ func TestHeaderSnapshotAsClone(t *testing.T) {
 			}
 		}
 		want := h.Clone()
-		var s headerSnapshot
-		s.take(h)
+		var s answer.HeaderSnapshot
+		s.Take(h)
 		// The live header changes after the snapshot.
 		for k, vv := range h {
 			if len(vv) > 0 {
@@ -49,7 +51,7 @@ func TestHeaderSnapshotAsClone(t *testing.T) {
 		w := httptest.NewRecorder()
 		maps.Copy(w.Header(), h)
 		for range 2 {
-			s.restore(w)
+			s.Restore(w)
 			if !reflect.DeepEqual(w.Header(), want) {
 				t.Fatalf("restored %v, want %v", w.Header(), want)
 			}

@@ -2,12 +2,9 @@ package handlers
 
 import (
 	"errors"
-	"maps"
 	"math"
 	"net/http"
 	"strconv"
-	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -16,6 +13,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -40,7 +38,7 @@ import (
 // What is charged, the provider's usage within the gateway's bounds or,
 // without one (a stream the client aborts, or that breaks), the gateway's
 // estimate from all the output of any kind, is decided in one place for
-// every dialect (estimateUsage, defendUsage). A request that fails before any answer
+// every dialect (answer.Writer.EstimateUsage, defendUsage). A request that fails before any answer
 // reaches the client is not charged.
 type Meter struct {
 	gw     gateway.Gateway
@@ -92,7 +90,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	// The response headers before any provider answered: a failed attempt's
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
-	st.header.take(w.Header())
+	st.header.Take(w.Header())
 	return m.attempt(w, withRoute(r, st.Route), st, up)
 }
 
@@ -199,91 +197,35 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 	route := st.Route
 	for i := 0; ; i++ {
 		if i > 0 {
-			st.header.restore(w)
+			st.header.Restore(w)
 		}
 		if err := route.Apply(r, i); err != nil {
 			break
 		}
-		var mw *meterWriter
+		var mw *answer.Writer
 		if i == 0 {
-			mw = initMeterWriter(&st.ownWriter, w, route.Kind) // in the state's allocation
+			mw = answer.InitWriter(&st.ownWriter, w, route.Kind) // in the state's allocation
 		} else {
-			mw = newMeterWriter(w, route.Kind)
+			mw = answer.NewWriter(w, route.Kind)
 		}
-		mw.genID, mw.route = st.genID, route
+		mw.GenID, mw.Route = st.genID, route
 		if route.Kind == dialect.Chat {
-			mw.rewriteIdentity(st.genID, route)
+			mw.RewriteIdentity(st.genID, route)
 		}
 		began := now()
 		proxyErr := proxyAttempt(st.fetch.handler(up.forward(route.Provider), route), mw, r, route, st.genID)
-		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.retryable(proxyErr)
+		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.Retryable(proxyErr)
 		observeAttempt(st, mw, began, fallback)
 		if fallback {
-			st.failed = append(st.failed, mw.failure(route, proxyErr))
+			st.failed = append(st.failed, mw.Failure(route, proxyErr))
 			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
-				zap.String("model", route.Model.ID), zap.Int("status", st.failed[len(st.failed)-1].status))
+				zap.String("model", route.Model.ID), zap.Int("status", st.failed[len(st.failed)-1].Status))
 			continue
 		}
 		return m.settle(r, st, mw, proxyErr)
 	}
 	m.release(st, st.res)
 	return apierror.Fail(r, errInternal())
-}
-
-// headerSnapshot is a copy of a response header, as Header.Clone makes
-// it (each value slice copied, nil ones kept nil, each full so that an
-// append copies it), kept in the request state's allocation when the
-// header is as small as it is before any provider answered (Caddy's
-// Server, maybe Alt-Svc); a larger one is a Header.Clone.
-type headerSnapshot struct {
-	n     int
-	keys  [snapshotEntries]string
-	vals  [snapshotEntries][]string
-	store [snapshotEntries]string // the values' copies
-	large http.Header             // more than fits above, when not nil
-}
-
-// snapshotEntries is how many entries, and values, headerSnapshot holds
-// in place.
-const snapshotEntries = 3
-
-// take snapshots h.
-func (s *headerSnapshot) take(h http.Header) {
-	s.n, s.large = 0, nil
-	used := 0
-	for _, vv := range h {
-		used += len(vv)
-	}
-	if len(h) > snapshotEntries || used > snapshotEntries {
-		s.large = h.Clone()
-		return
-	}
-	used = 0
-	for k, vv := range h {
-		s.keys[s.n] = k
-		if vv == nil {
-			s.vals[s.n] = nil
-		} else {
-			n := copy(s.store[used:], vv)
-			s.vals[s.n] = s.store[used : used+n : used+n]
-			used += n
-		}
-		s.n++
-	}
-}
-
-// restore puts w's response headers back to the snapshot: what
-// clear(w.Header()) and maps.Copy of the Header.Clone did.
-func (s *headerSnapshot) restore(w http.ResponseWriter) {
-	h := w.Header()
-	clear(h)
-	if s.large != nil {
-		maps.Copy(h, s.large)
-		return
-	}
-	for i := range s.n {
-		h[s.keys[i]] = s.vals[i]
-	}
 }
 
 // estimateAttempts holds for the costliest endpoint the request may end up
@@ -352,40 +294,40 @@ func (m *Meter) release(st *requestState, res *storage.Reservation) {
 }
 
 // settle charges what the request consumed and sends what was held back.
-func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxyErr error) error {
+func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, proxyErr error) error {
 	store, res, route, id := st.Store, st.res, st.Route, st.ID
-	clientGone := mw.clientGone() || r.Context().Err() != nil
+	clientGone := mw.ClientGone() || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
 	switch {
-	case mw.Mode == sse.Undecided || mw.upstreamError() || (mw.answerHeld() && !mw.usableJSON()):
+	case mw.Mode == sse.Undecided || mw.UpstreamFailed() || (mw.AnswerHeld() && !mw.UsableJSON()):
 		m.release(st, res)
 		if clientGone {
 			return nil
 		}
-		st.failed = append(st.failed, mw.failure(route, proxyErr))
-		// The provider's headers are not ours to pass on (upstreamError sets
+		st.failed = append(st.failed, mw.Failure(route, proxyErr))
+		// The provider's headers are not ours to pass on (answer.FailuresError sets
 		// Retry-After only when every attempt gave one).
-		st.header.restore(mw)
-		return apierror.Fail(r, upstreamError(st.failed))
+		st.header.Restore(mw)
+		return apierror.Fail(r, answer.FailuresError(st.failed))
 	}
 
 	// What is charged: the provider's usage within the gateway's bounds,
-	// or without one the gateway's estimate (estimateUsage).
+	// or without one the gateway's estimate (answer.Writer.EstimateUsage).
 	var usage billing.Usage
-	estimated := !mw.usage.ok
+	estimated := !mw.Usage.OK
 	if estimated {
 		var charge bool
-		if usage, charge = mw.estimateUsage(route, clientGone); !charge {
+		if usage, charge = mw.EstimateUsage(route, clientGone); !charge {
 			// No output reached the client or came from the provider: a
 			// failed attempt, not charged.
 			m.release(st, res)
 			if !clientGone {
 				msg := "Provider stream ended before any output"
-				if mw.sawDone {
+				if mw.SawDone {
 					msg = "Provider returned an empty answer"
 				}
-				_ = mw.sendStreamError(route, http.StatusBadGateway, msg) // released: a failed write is the client gone, with nothing charged
+				_ = mw.SendStreamError(route, http.StatusBadGateway, msg) // released: a failed write is the client gone, with nothing charged
 			}
 			return nil
 		}
@@ -397,13 +339,13 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 	var err error
 	if search := st.plan; search != nil {
 		var c money.Amount
-		if c, err = search.charge(&pricing, &usage, mw.usageRaw, route.MessagesAPI); route.BYOK {
+		if c, err = search.charge(&pricing, &usage, mw.UsageRaw, route.MessagesAPI); route.BYOK {
 			credits = c
 		}
 	}
 	if f := st.fetch; f != nil && err == nil {
 		f.addPrior(&usage) // the server tool's earlier rounds
-		mw.corrected = mw.corrected || f.rounds > 0
+		mw.Corrected = mw.Corrected || f.rounds > 0
 		if usage.Extra, err = addCost(usage.Extra, f.cost); err == nil && route.BYOK {
 			credits, err = addCost(credits, f.cost)
 		}
@@ -428,23 +370,23 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
-	mw.ownBill = newUsageBill(cost, pricing, usage, route.BYOK)
-	mw.ownBill.responses = route.Kind == dialect.Responses
-	mw.bill = &mw.ownBill
+	mw.OwnBill = answer.NewUsageBill(cost, pricing, usage, route.BYOK)
+	mw.OwnBill.Responses = route.Kind == dialect.Responses
+	mw.Bill = &mw.OwnBill
 	status := "completed"
 	switch {
 	case clientGone:
 		status = "aborted"
-	case mw.Mode == sse.Stream && !mw.sawDone:
+	case mw.Mode == sse.Stream && !mw.SawDone:
 		status = "error"
-	case mw.finish == "length" || mw.finish == "incomplete" || mw.finish == "max_tokens":
+	case mw.Finish == "length" || mw.Finish == "incomplete" || mw.Finish == "max_tokens":
 		status = "incomplete"
 	}
 	st.gen = storage.Generation{
 		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
-		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.upstreamID, UpstreamIDHidden: mw.identity != nil,
+		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.UpstreamID, UpstreamIDHidden: mw.Identity != nil,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
-		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.finish, UsageEstimated: estimated,
+		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.Finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
 		ContentFlags: st.ContentFlags,
 		Attempts:     st.attempts, Routing: route.Routing,
@@ -456,7 +398,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.
 		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
-		if mw.answerHeld() && !clientGone {
+		if mw.AnswerHeld() && !clientGone {
 			if errors.Is(err, storage.ErrUnavailable) {
 				return apierror.Fail(r, pipeline.StoreUnavailable())
 			}
@@ -469,15 +411,15 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *meterWriter, proxy
 		return nil
 	}
 	if mw.Mode == sse.Stream {
-		_ = mw.sendTail(cost) // settled: a failed write is the client gone, and the charge stands
-		if !mw.sawDone {
+		_ = mw.SendTail(cost) // settled: a failed write is the client gone, and the charge stands
+		if !mw.SawDone {
 			// 200 was sent long ago: the status cannot change, so
 			// the error is an event.
-			_ = mw.sendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly") // settled: a failed write is the client gone, and the charge stands
+			_ = mw.SendStreamError(route, http.StatusBadGateway, "Provider stream ended unexpectedly") // settled: a failed write is the client gone, and the charge stands
 		}
 		return nil
 	}
-	_ = mw.sendJSON(cost, st.genID) // settled: a failed write is the client gone, and the charge stands
+	_ = mw.SendJSON(cost, st.genID) // settled: a failed write is the client gone, and the charge stands
 	return nil
 }
 
@@ -508,7 +450,7 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request, route
 // (from a chat-only or an Anthropic-style provider) a Responses answer,
 // and a Messages request's chat answer a Messages answer. A Messages
 // request to an Anthropic-style provider is passed natively.
-func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, route *upstream.Route, genID string) error {
+func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, route *upstream.Route, genID string) error {
 	if route.Kind == dialect.Messages && route.Translate {
 		return proxyMessages(next, mw, r, route, genID)
 	}
@@ -516,23 +458,23 @@ func proxyAttempt(next caddyhttp.Handler, mw *meterWriter, r *http.Request, rout
 	var cw *translate.ChatToResponses
 	if route.Translate {
 		cw = translate.NewChatToResponses(mw, route.Echo, genID, route.Provider.Model)
-		cw.Limit = maxBufferedBody
+		cw.Limit = answer.MaxBufferedBody
 		w = cw
 	}
 	var aw dialect.AnswerReader
 	if route.ViaChat {
-		aw = route.Dialect.ToChat(w, route.Provider.Model, maxBufferedBody)
+		aw = route.Dialect.ToChat(w, route.Provider.Model, answer.MaxBufferedBody)
 		w = aw
 	}
 	err := proxy(next, w, r, route)
 	if aw != nil {
 		aw.Finish()
-		mw.produced = max(mw.produced, aw.OutputProduced())
+		mw.Produced = max(mw.Produced, aw.OutputProduced())
 	}
 	if cw != nil {
 		cw.Finish(err)
-		mw.produced = max(mw.produced, cw.Produced)
-		mw.takeProviderUsage(cw.ProviderUsage())
+		mw.Produced = max(mw.Produced, cw.Produced)
+		mw.TakeProviderUsage(cw.ProviderUsage())
 	}
 	return err
 }
@@ -558,118 +500,6 @@ func (m *Meter) creditError(rej *billing.Rejection) *apierror.Error {
 		e.Header = http.Header{"Retry-After": {strconv.FormatInt(max(secs, 1), 10)}}
 	}
 	return e
-}
-
-// failure is one attempt that got no usable answer.
-type failure struct {
-	status   int    // the provider's status, or the gateway's for transport errors
-	provider string // provider name
-	code     any    // the provider's own error code, when it gave one
-	message  string
-	raw      string
-	retry    time.Duration // the provider's Retry-After; 0: none
-}
-
-// retryable reports whether an attempt failed before anything reached the
-// client in a way another provider may not: rate limited, a server error,
-// a timeout, no connection or an invalid answer.
-func (mw *meterWriter) retryable(proxyErr error) bool {
-	switch {
-	case mw.Mode == sse.Undecided:
-		return proxyErr != nil
-	case mw.upstreamError():
-		return mw.Status == http.StatusTooManyRequests || mw.Status == http.StatusRequestTimeout || mw.Status >= 500
-	case mw.answerHeld():
-		return !mw.usableJSON()
-	}
-	return false
-}
-
-// failure describes a failed attempt.
-func (mw *meterWriter) failure(route *upstream.Route, proxyErr error) failure {
-	f := failure{provider: route.Provider.Name}
-	switch {
-	case mw.upstreamError():
-		f.status, f.message = mw.Status, http.StatusText(mw.Status)
-		if body := mw.Body.Bytes(); len(body) > 0 {
-			code, m := route.Provider.D().Failure(mw.Status, mw.Header(), body)
-			if m != "" {
-				// Bounded as raw is: the redaction's cost grows with it.
-				f.message = route.Redact(truncateText(m, 2000))
-			}
-			f.code = code
-			if s, ok := code.(string); ok {
-				f.code = route.Redact(s)
-			}
-			// Cut, then redacted: a run of a secret cut short is still
-			// one.
-			f.raw = route.Redact(truncate(string(body), 2000))
-		}
-		if f.code == nil {
-			f.code = mw.Status
-		}
-		if secs, err := strconv.Atoi(mw.Header().Get("Retry-After")); err == nil && secs >= 0 {
-			f.retry = time.Duration(max(secs, 1)) * time.Second
-		}
-	case mw.answerHeld() && mw.empty:
-		f.status, f.message = http.StatusBadGateway, "Provider returned an empty answer"
-	case mw.answerHeld():
-		f.status, f.message = http.StatusBadGateway, "Provider returned an invalid response"
-	default:
-		f.status, f.message = http.StatusBadGateway, "Provider is unavailable"
-		var he caddyhttp.HandlerError
-		if errors.As(proxyErr, &he) && he.StatusCode == http.StatusGatewayTimeout {
-			f.status, f.message = http.StatusRequestTimeout, "Provider timed out"
-		}
-	}
-	return f
-}
-
-// upstreamError is the client's answer when every attempt failed: the
-// last attempt's error; a provider's 429 carries its own code and, when
-// every attempted provider gave a retry hint, Retry-After.
-func upstreamError(failed []failure) *apierror.Error {
-	last := failed[len(failed)-1]
-	md := map[string]any{"provider_name": last.provider}
-	if last.raw != "" {
-		md["raw"] = last.raw
-	}
-	e := &apierror.Error{Status: last.status, Message: last.message, Metadata: md}
-	if last.status != http.StatusTooManyRequests {
-		return e
-	}
-	e.Message = "Rate limit exceeded"
-	md["error_type"] = "rate_limit_exceeded"
-	md["provider_code"] = last.code
-	hint := time.Duration(0)
-	for _, f := range failed {
-		if f.retry == 0 {
-			return e
-		}
-		if hint == 0 || f.retry < hint {
-			hint = f.retry
-		}
-	}
-	e.Header = http.Header{"Retry-After": {strconv.Itoa(int(hint.Seconds()))}}
-	return e
-}
-
-// truncateText is truncate, cut at a character's start.
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 func accountFacts(v storage.LedgerView) billing.AccountFacts {

@@ -21,9 +21,12 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -170,21 +173,22 @@ func testCost(u billing.Usage) money.Amount {
 
 // billed is the usage members the gateway adds for u charged at cost.
 func billed(u billing.Usage) string {
-	return newUsageBill(testCost(u), testgw.Pricing, u, false).members()
+	return answer.NewUsageBill(testCost(u), testgw.Pricing, u, false).Members()
 }
 
 // billedResponses is billed for a Responses usage object.
 func billedResponses(u billing.Usage) string {
-	b := newUsageBill(testCost(u), testgw.Pricing, u, false)
-	b.responses = true
-	return b.members()
+	b := answer.NewUsageBill(testCost(u), testgw.Pricing, u, false)
+	b.Responses = true
+	return b.Members()
 }
 
 // asGateway is a provider's chat answer or chunk as the client gets it: with
 // the generation id, the catalog model and the provider.
 func asGateway(doc, genID string) string {
-	id := &answerIdentity{id: []byte(strconv.Quote(genID)), model: []byte(`"m"`), provider: []byte(strconv.Quote(testgw.UpstreamName))}
-	return string(id.rewrite([]byte(doc)))
+	var id answer.Identity
+	id.SetIn(nil, genID, &upstream.Route{Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: testgw.UpstreamName}})
+	return string(id.Rewrite([]byte(doc)))
 }
 
 // asGatewaySSE is asGateway for every chat chunk of a stream.
@@ -847,4 +851,10 @@ func TestFailedReleaseIsLogged(t *testing.T) {
 	if len(entries) != 1 || entries[0].ContextMap()["generation"] != "gen-test" || entries[0].ContextMap()["error"] == nil {
 		t.Fatalf("logged %v", entries)
 	}
+}
+
+// chunk is a chat-completion stream event carrying content.
+func chunk(content string) string {
+	return `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":` +
+		strconv.Quote(content) + `}}]}` + "\n\n"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
@@ -97,7 +98,7 @@ func observeRefusal(e *apierror.Error) {
 // observeAttempt counts one provider call: its outcome and duration, the
 // fallback when another attempt follows, and a streamed answer's time to
 // first text.
-func observeAttempt(st *requestState, mw *meterWriter, began time.Time, fallback bool) {
+func observeAttempt(st *requestState, mw *answer.Writer, began time.Time, fallback bool) {
 	s := seriesOf(st.Route)
 	status := mw.Status
 	if mw.Mode == sse.Undecided {
@@ -111,8 +112,8 @@ func observeAttempt(st *requestState, mw *meterWriter, began time.Time, fallback
 		return
 	}
 	st.status = status
-	if mw.Mode == sse.Stream && !mw.firstText.IsZero() {
-		s.FirstToken(mw.firstText.Sub(st.start))
+	if mw.Mode == sse.Stream && !mw.FirstText.IsZero() {
+		s.FirstToken(mw.FirstText.Sub(st.start))
 	}
 }
 
@@ -137,7 +138,7 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 // the router ranks by: latency to the first text of a stream (to the
 // whole answer otherwise), and completion tokens per second from then to
 // the end.
-func recordAttempt(st *requestState, mw *meterWriter, status int, began, end time.Time) {
+func recordAttempt(st *requestState, mw *answer.Writer, status int, began, end time.Time) {
 	route := st.Route
 	if len(route.Attempts) > 1 { // one: the record's provider and latency say it all
 		st.attempts = append(st.attempts, storage.ProviderAttempt{Provider: route.Provider.Name, Model: route.Model.ID,
@@ -148,13 +149,13 @@ func recordAttempt(st *requestState, mw *meterWriter, status int, began, end tim
 	}
 	stats := route.Provider.Stats
 	first := end
-	if mw.Mode == sse.Stream && !mw.firstText.IsZero() {
-		first = mw.firstText
+	if mw.Mode == sse.Stream && !mw.FirstText.IsZero() {
+		first = mw.FirstText
 	}
 	stats.ObserveLatency(first.Sub(began), end)
-	if gen := end.Sub(first); mw.usage.ok && mw.usage.completion > 0 && first != end && gen > 0 {
-		stats.ObserveThroughput(float64(mw.usage.completion)/gen.Seconds(), end)
-	} else if mw.usage.ok && mw.usage.completion > 0 && mw.Mode != sse.Stream && end.Sub(began) > 0 {
-		stats.ObserveThroughput(float64(mw.usage.completion)/end.Sub(began).Seconds(), end)
+	if gen := end.Sub(first); mw.Usage.OK && mw.Usage.Completion > 0 && first != end && gen > 0 {
+		stats.ObserveThroughput(float64(mw.Usage.Completion)/gen.Seconds(), end)
+	} else if mw.Usage.OK && mw.Usage.Completion > 0 && mw.Mode != sse.Stream && end.Sub(began) > 0 {
+		stats.ObserveThroughput(float64(mw.Usage.Completion)/end.Sub(began).Seconds(), end)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
@@ -88,7 +89,7 @@ func TestObserveRefusals(t *testing.T) {
 	now := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key")
 	provider := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider")
 	observeRefusal(rateLimitError(&gateway.RateLimited{Scope: "abuse_per_key"}, time.Now()))
-	observeRefusal(upstreamError([]failure{{status: 429, provider: "up"}}))
+	observeRefusal(answer.FailuresError([]answer.Failure{{Status: 429, Provider: "up"}}))
 	observeRefusal(&apierror.Error{Status: http.StatusBadRequest})
 	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key"); v != now+1 {
 		t.Errorf("rate_limited_total{origin=abuse_per_key} = %v, want %v", v, now+1)
@@ -115,7 +116,7 @@ func BenchmarkPipelineMetrics(b *testing.B) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	route := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
 	st := &requestState{State: pipeline.State{API: chatRoute, Route: route}, inference: true, start: time.Now()}
-	mw := &meterWriter{firstText: time.Now()}
+	mw := &answer.Writer{FirstText: time.Now()}
 	mw.Mode, mw.Status = sse.Stream, 200
 	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}
 	b.ReportAllocs()

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
@@ -223,14 +224,14 @@ type requestState struct {
 	clamp  *upstream.OutputClamp // the output limit fitted to the caps' room, if any
 	start  time.Time
 	genID  string
-	failed []failure      // attempts that got no usable answer
-	header headerSnapshot // the response headers before any provider answered
+	failed []answer.Failure      // attempts that got no usable answer
+	header answer.HeaderSnapshot // the response headers before any provider answered
 
 	// ownClamp is what clamp points to, in the state's allocation.
 	ownClamp upstream.OutputClamp
 	// ownWriter is the first attempt's meter writer, in the state's
 	// allocation; a fallback's writers are their own.
-	ownWriter meterWriter
+	ownWriter answer.Writer
 	// gen is the generation record settle charges, in the state's
 	// allocation.
 	gen storage.Generation

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
@@ -75,14 +76,14 @@ func TestMeterResponsesStreamErrorEvent(t *testing.T) {
 			"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1}\n\n", 2},
 	} {
 		rec := httptest.NewRecorder()
-		mw := newMeterWriter(rec, "responses")
-		mw.genID = "gen-x"
+		mw := answer.NewWriter(rec, "responses")
+		mw.GenID = "gen-x"
 		mw.Header().Set("Content-Type", "text/event-stream")
 		mw.WriteHeader(http.StatusOK)
 		if _, err := mw.Write([]byte(tt.before)); err != nil {
 			t.Fatal(err)
 		}
-		if err := mw.sendStreamError(route, http.StatusBadGateway, "broke"); err != nil {
+		if err := mw.SendStreamError(route, http.StatusBadGateway, "broke"); err != nil {
 			t.Fatal(err)
 		}
 		events := streamData(rec.Body.String())

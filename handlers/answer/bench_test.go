@@ -1,4 +1,4 @@
-package handlers
+package answer
 
 import (
 	"net/http"
@@ -50,18 +50,18 @@ func BenchmarkMeterAnswerJSON(b *testing.B) {
 			client := &discardClient{h: http.Header{"Content-Type": {"application/json"}}}
 			b.ReportAllocs()
 			for b.Loop() {
-				mw := newMeterWriter(client, "chat")
-				mw.rewriteIdentity("gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T", route)
+				mw := NewWriter(client, "chat")
+				mw.RewriteIdentity("gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T", route)
 				mw.WriteHeader(http.StatusOK)
 				_, _ = mw.Write(c.body)
-				if !mw.usableJSON() {
+				if !mw.UsableJSON() {
 					b.Fatal("not usable")
 				}
-				u := billing.Usage{PromptTokens: mw.usage.prompt, CompletionTokens: mw.usage.completion}
+				u := billing.Usage{PromptTokens: mw.Usage.Prompt, CompletionTokens: mw.Usage.Completion}
 				cost, _ := billing.Cost(pricing, u)
-				bill := newUsageBill(cost, pricing, u, false)
-				mw.bill = &bill
-				_ = mw.sendJSON(cost, "gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T")
+				bill := NewUsageBill(cost, pricing, u, false)
+				mw.Bill = &bill
+				_ = mw.SendJSON(cost, "gen-01JDX4Q3ZK8V7W2N5M6P9R0S1T")
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package handlers
+package answer
 
 import (
 	"bytes"
@@ -76,19 +76,19 @@ func testAmount(s string) money.Amount {
 	return a
 }
 
-// heldChatAnswer is a meterWriter that has held body and read its usage.
-func heldChatAnswer(body string, billed bool) (*meterWriter, bool) {
+// heldChatAnswer is a Writer that has held body and read its usage.
+func heldChatAnswer(body string, billed bool) (*Writer, bool) {
 	route := &upstream.Route{Model: &catalog.Model{ID: "vendor/m"}, Provider: &catalog.Provider{Name: "prov"}}
-	mw := newMeterWriter(newWriteLog(), "chat")
-	mw.rewriteIdentity("gen-1", route)
+	mw := NewWriter(newWriteLog(), "chat")
+	mw.RewriteIdentity("gen-1", route)
 	mw.WriteHeader(http.StatusOK)
 	_, _ = mw.Write([]byte(body))
-	if !mw.usableJSON() {
+	if !mw.UsableJSON() {
 		return mw, false
 	}
 	if billed {
-		bill := newUsageBill(1_500_000_000, billing.Pricing{Prompt: 1_000_000_000}, billing.Usage{PromptTokens: 1}, false)
-		mw.bill = &bill
+		bill := NewUsageBill(1_500_000_000, billing.Pricing{Prompt: 1_000_000_000}, billing.Usage{PromptTokens: 1}, false)
+		mw.Bill = &bill
 	}
 	return mw, true
 }
@@ -153,7 +153,7 @@ func TestSendJSONChatAnswer(t *testing.T) {
 			t.Fatalf("%s: not usable", c.in)
 		}
 		log := mw.ResponseWriter.(*writeLog)
-		if err := mw.sendJSON(testAmount("0.5"), "gen-1"); err != nil {
+		if err := mw.SendJSON(testAmount("0.5"), "gen-1"); err != nil {
 			t.Fatal(err)
 		}
 		if log.body() != c.want {
@@ -249,8 +249,8 @@ func usageOfDiff(raw string) string {
 			in, out = "input_tokens", "output_tokens"
 		}
 		got := usageOf(u, responses)
-		if want := [2]int64{u.Get(in).Int(), u.Get(out).Int()}; [2]int64{got.prompt, got.completion} != want {
-			return fmt.Sprintf("%s (responses %v): %d, %d; lookups %d, %d", raw, responses, got.prompt, got.completion, want[0], want[1])
+		if want := [2]int64{u.Get(in).Int(), u.Get(out).Int()}; [2]int64{got.Prompt, got.Completion} != want {
+			return fmt.Sprintf("%s (responses %v): %d, %d; lookups %d, %d", raw, responses, got.Prompt, got.Completion, want[0], want[1])
 		}
 	}
 	return ""

@@ -1,4 +1,10 @@
-package handlers
+// Package answer is the meter's view of a provider's answer: the Writer
+// that reads its usage, output and finish as it passes to the client,
+// holds what must wait for the charge and rewrites it with the charged
+// cost and the gateway's identity; an attempt's failure (Failure) and the
+// estimate of an answer without usage (Writer.EstimateUsage). It decides
+// no charge: the meter does, with what it read.
+package answer
 
 import (
 	"bytes"
@@ -13,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/jsonpeek"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
@@ -23,7 +30,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
-// meterWriter sits between reverse_proxy and the client and reads usage
+// Writer sits between reverse_proxy and the client and reads usage
 // from the upstream's answer without holding it back:
 //
 //   - Server-sent events pass through event by event as the upstream
@@ -36,83 +43,83 @@ import (
 //     then sent.
 //   - An upstream error status is buffered too, so that the gateway can
 //     answer with its own error shape and charge nothing.
-type meterWriter struct {
+type Writer struct {
 	sse.Writer
 	kind  dialect.Kind
-	genID string // sent as X-Generation-Id with answers that are charged
-	// route is the request's, on this writer's attempt: its secrets are
+	GenID string // sent as X-Generation-Id with answers that are charged
+	// Route is the request's, on this writer's attempt: its secrets are
 	// removed from the provider's error events (redact).
-	route *upstream.Route
+	Route *upstream.Route
 
 	tail [][]byte // stream mode: held events, in order
 
 	// What the client has been sent or will be sent.
-	usage       usageSeen
-	delivered   int       // bytes of model output forwarded to the client (outputlen)
-	produced    int       // bytes of model output the provider sent, when a translation is between (outputlen)
+	Usage       UsageSeen
+	Delivered   int       // bytes of model output forwarded to the client (outputlen)
+	Produced    int       // bytes of model output the provider sent, when a translation is between (outputlen)
 	empty       bool      // a complete answer without usage and without output
-	corrected   bool      // defendUsage corrected the provider's usage: the answer reports the charged one
-	firstText   time.Time // when the first output was forwarded (time to first token)
-	sawDone     bool      // [DONE] or a terminal response event arrived
+	Corrected   bool      // defendUsage corrected the provider's usage: the answer reports the charged one
+	FirstText   time.Time // when the first output was forwarded (time to first token)
+	SawDone     bool      // [DONE] or a terminal response event arrived
 	lastSeq     int64     // Responses events: the last sequence_number seen
 	seqSeen     bool      // a Responses event carried a sequence_number
-	finish      string
+	Finish      string
 	jsonChecked bool // usableJSON ran
 	jsonOK      bool
 	usageJSON   gjson.Result // the JSON answer's usage object
-	usageRaw    string       // the upstream's usage object, as sent
-	startUsage  usageSeen    // Messages streams: the prompt figures message_start reported
+	UsageRaw    string       // the upstream's usage object, as sent
+	startUsage  UsageSeen    // Messages streams: the prompt figures message_start reported
 
-	// identity, for chat completions, rewrites the answer's id, model and
-	// provider (answerIdentity); upstreamID is the provider's id of it.
-	identity    *answerIdentity
-	ownIdentity answerIdentity // what identity points to, in the same allocation
-	identityBuf [96]byte       // ownIdentity's values, when they fit
-	layout      answerLayout   // a held answer's, read with its usage when identity is set
-	upstreamID  string
+	// Identity, for chat completions, rewrites the answer's id, model and
+	// provider (Identity); UpstreamID is the provider's id of it.
+	Identity    *Identity
+	ownIdentity Identity     // what identity points to, in the same allocation
+	identityBuf [96]byte     // ownIdentity's values, when they fit
+	layout      answerLayout // a held answer's, read with its usage when identity is set
+	UpstreamID  string
 	evBuf       []byte // the last event rewritten by ownEvent
-	// bill is what settle charged, added to the usage sent: ownBill,
+	// Bill is what settle charged, added to the usage sent: ownBill,
 	// in the writer's allocation.
-	bill    *usageBill
-	ownBill usageBill
+	Bill    *UsageBill
+	OwnBill UsageBill
 	// headerVals back the answer's X-Generation-Id and Content-Length
 	// (sendJSON), in the writer's allocation.
 	headerVals [2]string
 }
 
-// maxBufferedBody bounds a buffered answer; larger ones are refused.
-const maxBufferedBody = 32 << 20
+// MaxBufferedBody bounds a buffered answer; larger ones are refused.
+const MaxBufferedBody = 32 << 20
 
-// usageSeen is the usage the upstream reported.
-type usageSeen struct {
-	ok         bool
-	prompt     int64
-	completion int64
+// UsageSeen is the usage the upstream reported.
+type UsageSeen struct {
+	OK         bool
+	Prompt     int64
+	Completion int64
 	// Of prompt, the tokens read from and written to the provider's
 	// prompt cache (prompt_tokens_details, or input_tokens_details).
-	cacheRead, cacheWrite int64
+	CacheRead, CacheWrite int64
 	// A count that is missing, negative or not a number (usageCount):
 	// defendUsage replaces it.
-	promptBad, completionBad bool
+	PromptBad, CompletionBad bool
 }
 
 // usageOf reads a usage object: chat's prompt and completion tokens, or
 // Responses' input and output tokens, with their cache details.
-func usageOf(u gjson.Result, responses bool) usageSeen {
+func usageOf(u gjson.Result, responses bool) UsageSeen {
 	in, out, details := "prompt_tokens", "completion_tokens", "prompt_tokens_details"
 	if responses {
 		in, out, details = "input_tokens", "output_tokens", "input_tokens_details"
 	}
-	seen := usageSeen{ok: true}
+	seen := UsageSeen{OK: true}
 	var found, promptOK, completionOK bool
-	if seen.prompt, seen.completion, promptOK, completionOK, found = usageTokens(u.Raw, in, out); !found {
-		seen.prompt, promptOK = usageCount(u.Get(in).Raw)
-		seen.completion, completionOK = usageCount(u.Get(out).Raw)
+	if seen.Prompt, seen.Completion, promptOK, completionOK, found = usageTokens(u.Raw, in, out); !found {
+		seen.Prompt, promptOK = usageCount(u.Get(in).Raw)
+		seen.Completion, completionOK = usageCount(u.Get(out).Raw)
 	}
-	seen.promptBad, seen.completionBad = !promptOK, !completionOK
+	seen.PromptBad, seen.CompletionBad = !promptOK, !completionOK
 	if strings.Contains(u.Raw, "cache") {
 		d := u.Get(details)
-		seen.cacheRead, seen.cacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
+		seen.CacheRead, seen.CacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
 	}
 	return seen
 }
@@ -144,21 +151,21 @@ func usageTokens(raw, in, out string) (prompt, completion int64, promptOK, compl
 	return prompt, completion, promptOK, completionOK, true
 }
 
-func newMeterWriter(w http.ResponseWriter, kind dialect.Kind) *meterWriter {
-	return initMeterWriter(new(meterWriter), w, kind)
+func NewWriter(w http.ResponseWriter, kind dialect.Kind) *Writer {
+	return InitWriter(new(Writer), w, kind)
 }
 
-// initMeterWriter makes mw, a zero meterWriter, newMeterWriter's.
-func initMeterWriter(mw *meterWriter, w http.ResponseWriter, kind dialect.Kind) *meterWriter {
+// InitWriter makes mw, a zero Writer, NewWriter's.
+func InitWriter(mw *Writer, w http.ResponseWriter, kind dialect.Kind) *Writer {
 	mw.kind = kind
 	mw.Init(w, mw)
-	mw.Limit = maxBufferedBody
+	mw.Limit = MaxBufferedBody
 	return mw
 }
 
 // Decide implements sse.Hooks: only streams are sent as they come; answers
 // and upstream errors (status >= 400) are held.
-func (mw *meterWriter) Decide(status int) sse.Mode {
+func (mw *Writer) Decide(status int) sse.Mode {
 	// The provider's own rate-limit headers are not the platform's: only
 	// the gateway's 429 carries X-RateLimit-*.
 	for k := range mw.Header() {
@@ -167,22 +174,22 @@ func (mw *meterWriter) Decide(status int) sse.Mode {
 		}
 	}
 	if ct := mw.Header()["Content-Type"]; status < 400 && len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
-		if mw.genID != "" {
-			mw.Header().Set("X-Generation-Id", mw.genID)
+		if mw.GenID != "" {
+			mw.Header().Set("X-Generation-Id", mw.GenID)
 		}
 		return sse.Stream
 	}
 	return sse.Hold
 }
 
-// upstreamError reports whether the provider answered with an error status.
-func (mw *meterWriter) upstreamError() bool { return mw.Mode == sse.Hold && mw.Status >= 400 }
+// UpstreamFailed reports whether the provider answered with an error status.
+func (mw *Writer) UpstreamFailed() bool { return mw.Mode == sse.Hold && mw.Status >= 400 }
 
-// answerHeld reports whether a (2xx or 3xx) answer is held whole.
-func (mw *meterWriter) answerHeld() bool { return mw.Mode == sse.Hold && mw.Status < 400 }
+// AnswerHeld reports whether a (2xx or 3xx) answer is held whole.
+func (mw *Writer) AnswerHeld() bool { return mw.Mode == sse.Hold && mw.Status < 400 }
 
-// clientGone reports whether a write to the client failed.
-func (mw *meterWriter) clientGone() bool { return mw.SendErr != nil }
+// ClientGone reports whether a write to the client failed.
+func (mw *Writer) ClientGone() bool { return mw.SendErr != nil }
 
 var (
 	finishKey    = []byte(`"finish_reason"`)
@@ -192,16 +199,16 @@ var (
 )
 
 // Event implements sse.Hooks: read what the event says, then pass or hold it.
-func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
-	if mw.route != nil && upstream.MayCarryProviderError(ev) {
-		ev = mw.route.RedactBytes(ev)
+func (mw *Writer) Event(ev []byte) ([]byte, error) {
+	if mw.Route != nil && upstream.MayCarryProviderError(ev) {
+		ev = mw.Route.RedactBytes(ev)
 	}
 	hold := len(mw.tail) > 0 // keep order once holding started
 	data := sse.Data(ev)
 	switch {
 	case data == nil:
 	case sse.IsDone(data):
-		mw.sawDone, hold = true, true
+		mw.SawDone, hold = true, true
 	case mw.kind == dialect.Messages:
 		hold = mw.messagesEvent(data) || hold
 	case mw.kind == dialect.Responses:
@@ -211,46 +218,46 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 			mw.lastSeq, mw.seqSeen = max(mw.lastSeq, seq.Int()), true
 		}
 		if typ == "response.created" {
-			mw.upstreamID = gjson.GetBytes(data, "response.id").Str
+			mw.UpstreamID = gjson.GetBytes(data, "response.id").Str
 		}
 		switch typ {
 		case "response.completed", "response.incomplete", "response.failed":
 			u := gjson.GetBytes(data, "response.usage")
 			if u.IsObject() {
-				mw.usage = usageOf(u, true)
-				mw.usageRaw = u.Raw
+				mw.Usage = usageOf(u, true)
+				mw.UsageRaw = u.Raw
 			}
-			mw.finish = strings.Clone(strings.TrimPrefix(typ, "response."))
-			mw.sawDone, hold = true, true
+			mw.Finish = strings.Clone(strings.TrimPrefix(typ, "response."))
+			mw.SawDone, hold = true, true
 		default:
-			mw.delivered += outputlen.ResponsesEvent(typ, data)
+			mw.Delivered += outputlen.ResponsesEvent(typ, data)
 		}
 	default:
-		if mw.identity != nil {
-			if mw.upstreamID == "" {
-				mw.upstreamID = gjson.GetBytes(data, "id").Str
+		if mw.Identity != nil {
+			if mw.UpstreamID == "" {
+				mw.UpstreamID = gjson.GetBytes(data, "id").Str
 			}
 			ev, data = mw.ownEvent(ev, data)
 		}
 		// One scan for the output, of any kind (measured only: not
 		// copied); the rarer fields only when their bytes say they are
 		// there (most chunks carry "finish_reason":null and no usage).
-		mw.delivered += outputlen.Chat(data)
+		mw.Delivered += outputlen.Chat(data)
 		if bytes.Contains(data, finishKey) && !bytes.Contains(data, finishNull) && !bytes.Contains(data, finishNullSp) {
 			if f := gjson.GetBytes(data, "choices.0.finish_reason").Str; f != "" {
-				mw.finish = f
+				mw.Finish = f
 			}
 		}
 		if bytes.Contains(data, usageKey) {
 			if u := gjson.GetBytes(data, "usage"); u.IsObject() {
-				mw.usage = usageOf(u, false)
-				mw.usageRaw = u.Raw
+				mw.Usage = usageOf(u, false)
+				mw.UsageRaw = u.Raw
 				hold = true
 			}
 		}
 	}
-	if mw.firstText.IsZero() && mw.delivered > 0 {
-		mw.firstText = now()
+	if mw.FirstText.IsZero() && mw.Delivered > 0 {
+		mw.FirstText = time.Now()
 	}
 	if hold {
 		mw.tail = append(mw.tail, bytes.Clone(ev))
@@ -259,35 +266,35 @@ func (mw *meterWriter) Event(ev []byte) ([]byte, error) {
 	return ev, nil
 }
 
-// takeProviderUsage makes u, the chat usage a translation between the
+// TakeProviderUsage makes u, the chat usage a translation between the
 // provider and the client read, the attempt's reported usage when the
 // answer the client got carried none: the translated answer carries it
 // only at its end, which a stream cut short never reaches.
-func (mw *meterWriter) takeProviderUsage(u gjson.Result) {
-	if mw.usage.ok || !u.IsObject() {
+func (mw *Writer) TakeProviderUsage(u gjson.Result) {
+	if mw.Usage.OK || !u.IsObject() {
 		return
 	}
-	mw.usage = usageOf(u, false)
-	mw.usageRaw = u.Raw
+	mw.Usage = usageOf(u, false)
+	mw.UsageRaw = u.Raw
 }
 
-// rewriteIdentity makes the writer rewrite a chat answer's identity to
+// RewriteIdentity makes the writer rewrite a chat answer's identity to
 // the generation's.
-func (mw *meterWriter) rewriteIdentity(genID string, route *upstream.Route) {
-	mw.ownIdentity.setIn(mw.identityBuf[:], genID, route)
-	mw.identity = &mw.ownIdentity
+func (mw *Writer) RewriteIdentity(genID string, route *upstream.Route) {
+	mw.ownIdentity.SetIn(mw.identityBuf[:], genID, route)
+	mw.Identity = &mw.ownIdentity
 }
 
 // ownEvent returns the event ev with the answer's identity rewritten in
 // its payload data, and the new payload. The result is built in mw.evBuf,
 // reused for every event: the sse core sends what Event returns before the
 // next event, and a held event is copied.
-func (mw *meterWriter) ownEvent(ev, data []byte) (newEv, newData []byte) {
+func (mw *Writer) ownEvent(ev, data []byte) (newEv, newData []byte) {
 	at := bytes.Index(ev, data)
 	if at < 0 {
 		return ev, data
 	}
-	buf, ok := mw.identity.appendRewrite(append(mw.evBuf[:0], ev[:at]...), data)
+	buf, ok := mw.Identity.appendRewrite(append(mw.evBuf[:0], ev[:at]...), data)
 	if !ok {
 		return ev, data
 	}
@@ -296,9 +303,9 @@ func (mw *meterWriter) ownEvent(ev, data []byte) (newEv, newData []byte) {
 	return mw.evBuf, mw.evBuf[at:end]
 }
 
-// usableJSON reads the buffered JSON answer once and reports whether it is
+// UsableJSON reads the buffered JSON answer once and reports whether it is
 // a JSON object.
-func (mw *meterWriter) usableJSON() bool {
+func (mw *Writer) UsableJSON() bool {
 	if !mw.jsonChecked {
 		mw.jsonChecked, mw.jsonOK = true, mw.readJSONUsage()
 	}
@@ -309,7 +316,7 @@ func (mw *meterWriter) usableJSON() bool {
 // is false when the body is not a JSON object. An answer that reports usage
 // is taken as well-formed; only one without usage is validated in full and
 // searched for its text, which is then the basis of the charge.
-func (mw *meterWriter) readJSONUsage() (ok bool) {
+func (mw *Writer) readJSONUsage() (ok bool) {
 	body := mw.Body.Bytes()
 	if mw.kind == dialect.Messages {
 		return mw.readMessagesUsage(body)
@@ -319,33 +326,33 @@ func (mw *meterWriter) readJSONUsage() (ok bool) {
 		finishPath = "status"
 	}
 	var layout *answerLayout
-	if mw.identity != nil {
+	if mw.Identity != nil {
 		layout = &mw.layout
 	}
 	top := readAnswerMembers(body, mw.kind == dialect.Responses, layout)
 	// The generation record keeps these: copies, not views of the body.
-	mw.upstreamID = strings.Clone(top.id.Str)
+	mw.UpstreamID = strings.Clone(top.id.Str)
 	u := top.usage
 	if !u.Exists() {
 		u = gjson.GetBytes(body, "usage") // as the lookup always did, for a body the single pass could not walk
 	}
 	if u.IsObject() {
 		mw.usageJSON = u
-		mw.usageRaw = u.Raw
-		mw.usage = usageOf(u, mw.kind == dialect.Responses)
-		mw.finish = internFinish(top.finish.Str)
+		mw.UsageRaw = u.Raw
+		mw.Usage = usageOf(u, mw.kind == dialect.Responses)
+		mw.Finish = internFinish(top.finish.Str)
 		return true
 	}
 	if !jsoncheck.Valid(body) || body[firstNonSpace(body)] != '{' {
 		return false
 	}
-	mw.finish = gjson.GetBytes(body, finishPath).Str
-	mw.delivered = mw.heldOutput()
+	mw.Finish = gjson.GetBytes(body, finishPath).Str
+	mw.Delivered = mw.HeldOutput()
 	return mw.nonEmpty()
 }
 
-// heldOutput is the model output of the held answer (outputlen).
-func (mw *meterWriter) heldOutput() int {
+// HeldOutput is the model output of the held answer (outputlen).
+func (mw *Writer) HeldOutput() int {
 	body := mw.Body.Bytes()
 	switch mw.kind {
 	case dialect.Responses:
@@ -359,8 +366,8 @@ func (mw *meterWriter) heldOutput() int {
 // nonEmpty reports whether an answer without usage has output; one that
 // has neither is no answer (an empty object, no choices, no output
 // items): the attempt failed.
-func (mw *meterWriter) nonEmpty() bool {
-	mw.empty = mw.delivered == 0
+func (mw *Writer) nonEmpty() bool {
+	mw.empty = mw.Delivered == 0
 	return !mw.empty
 }
 
@@ -618,7 +625,7 @@ func firstNonSpace(b []byte) int {
 	return 0
 }
 
-// withCost returns doc with the gateway's usage members (usageBill.members,
+// withCost returns doc with the gateway's usage members (UsageBill.Members,
 // or "cost" alone) added to its usage object u (a result of a gjson lookup
 // on doc at path), splicing bytes rather than rewriting the document. The
 // provider's own members of those names are replaced.
@@ -690,20 +697,20 @@ var gatewayUsageQuoted = func() []string {
 
 // usageMembers are the members settle's bill adds to usage; "cost" alone
 // without one.
-func (mw *meterWriter) usageMembers(cost money.Amount) string {
+func (mw *Writer) usageMembers(cost money.Amount) string {
 	return string(mw.appendUsageMembers(nil, cost))
 }
 
 // appendUsageMembers appends usageMembers(cost) to dst.
-func (mw *meterWriter) appendUsageMembers(dst []byte, cost money.Amount) []byte {
-	if mw.bill != nil {
-		return mw.bill.appendMembers(dst)
+func (mw *Writer) appendUsageMembers(dst []byte, cost money.Amount) []byte {
+	if mw.Bill != nil {
+		return mw.Bill.appendMembers(dst)
 	}
 	return cost.Append(append(dst, `"cost":`...))
 }
 
-// sendJSON writes the buffered answer with usage.cost added.
-func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
+// SendJSON writes the buffered answer with usage.cost added.
+func (mw *Writer) SendJSON(cost money.Amount, genID string) error {
 	body := mw.Body.Bytes()
 	buf := answerBufs.Get().(*[]byte)
 	defer putAnswerBuf(buf)
@@ -725,21 +732,21 @@ func (mw *meterWriter) sendJSON(cost money.Amount, genID string) error {
 
 // rewriteAnswer is the answer the client gets, in two steps: usage.cost
 // added (built in buf), then the identity rewritten (in idBuf).
-func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
-	replace := mw.corrected && (mw.kind == dialect.Chat || mw.kind == dialect.Messages) && mw.bill != nil
+func (mw *Writer) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]byte) []byte {
+	replace := mw.Corrected && (mw.kind == dialect.Chat || mw.kind == dialect.Messages) && mw.Bill != nil
 	if mw.usageJSON.IsObject() && !replace {
 		if out, ok := appendWithCost((*buf)[:0], body, mw.usageJSON, "usage", mw.usageMembers(cost)); ok {
 			body, *buf = out, out
 		}
-	} else if (mw.kind == dialect.Chat || mw.kind == dialect.Messages) && mw.bill != nil {
+	} else if (mw.kind == dialect.Chat || mw.kind == dialect.Messages) && mw.Bill != nil {
 		// The provider reported no usage, or one the gateway corrected:
 		// the answer carries the one charged.
 		if out, err := sjson.SetRawBytes(body, "usage", mw.billUsage()); err == nil {
 			body = out
 		}
 	}
-	if mw.identity != nil {
-		if out, ok := mw.identity.appendRewrite((*idBuf)[:0], body); ok {
+	if mw.Identity != nil {
+		if out, ok := mw.Identity.appendRewrite((*idBuf)[:0], body); ok {
 			body, *idBuf = out, out
 		}
 	}
@@ -751,9 +758,9 @@ func (mw *meterWriter) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf 
 // members spliced in where readJSONUsage found their places. ok is false
 // (dst unchanged) when the layout is not plain or usage may hold a member
 // the gateway writes, which rewriteAnswer then replaces.
-func (mw *meterWriter) appendChatAnswer(dst, body []byte, cost money.Amount) (out []byte, ok bool) {
-	l, u, id := &mw.layout, mw.usageJSON, mw.identity
-	if id == nil || mw.corrected || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
+func (mw *Writer) appendChatAnswer(dst, body []byte, cost money.Amount) (out []byte, ok bool) {
+	l, u, id := &mw.layout, mw.usageJSON, mw.Identity
+	if id == nil || mw.Corrected || !l.plain || !u.IsObject() || !l.usage.found() || u.Index != l.usage.start || len(u.Raw) != l.usage.end-l.usage.start {
 		return dst, false
 	}
 	closing := l.usage.end - 1
@@ -793,26 +800,26 @@ func mayHaveGatewayMember(raw string) bool {
 	return strings.Contains(raw, `"cost`) || strings.Contains(raw, `"is_byok"`) || strings.IndexByte(raw, '\\') >= 0
 }
 
-// sendTail writes the held events, with usage.cost added to the one that
+// SendTail writes the held events, with usage.cost added to the one that
 // reports usage, and flushes.
-func (mw *meterWriter) sendTail(cost money.Amount) error {
+func (mw *Writer) SendTail(cost money.Amount) error {
 	for _, ev := range mw.tail {
 		if data := sse.Data(ev); data != nil && !sse.IsDone(data) {
 			path := "usage"
 			if mw.kind == dialect.Responses {
 				path = "response.usage"
 			}
-			if u := gjson.GetBytes(data, path); u.IsObject() && mw.corrected && mw.kind != dialect.Responses && mw.bill != nil {
+			if u := gjson.GetBytes(data, path); u.IsObject() && mw.Corrected && mw.kind != dialect.Responses && mw.Bill != nil {
 				// A usage the gateway corrected: the one charged instead.
 				if out, err := sjson.SetRawBytes(data, path, mw.billUsage()); err == nil {
 					ev = sse.ReplaceData(ev, data, out)
 				}
 			} else if u.IsObject() {
 				ev = sse.ReplaceData(ev, data, withCost(data, u, path, mw.usageMembers(cost)))
-			} else if mw.kind == dialect.Messages && mw.bill != nil {
+			} else if mw.kind == dialect.Messages && mw.Bill != nil {
 				ev = mw.withBilledUsage(ev, data)
 			}
-		} else if data != nil && mw.kind == dialect.Chat && !mw.usage.ok && mw.bill != nil {
+		} else if data != nil && mw.kind == dialect.Chat && !mw.Usage.OK && mw.Bill != nil {
 			// The provider reported no usage: the stream still ends with
 			// one, the usage charged.
 			if err := mw.Send(mw.usageChunk()); err != nil {
@@ -829,26 +836,26 @@ func (mw *meterWriter) sendTail(cost money.Amount) error {
 
 // usageChunk is the closing chat chunk with the usage charged, for a
 // stream whose provider reported none.
-func (mw *meterWriter) usageChunk() []byte {
-	doc := []byte(`{"object":"chat.completion.chunk","created":` + strconv.FormatInt(now().Unix(), 10) +
+func (mw *Writer) usageChunk() []byte {
+	doc := []byte(`{"object":"chat.completion.chunk","created":` + strconv.FormatInt(time.Now().Unix(), 10) +
 		`,"choices":[],"usage":` + string(mw.billUsage()) + `}`)
-	if mw.identity != nil {
-		doc = mw.identity.rewrite(doc)
+	if mw.Identity != nil {
+		doc = mw.Identity.Rewrite(doc)
 	}
 	return append(append([]byte("data: "), doc...), "\n\n"...)
 }
 
 // billUsage is the usage object of what settle charged, in the route's
 // dialect.
-func (mw *meterWriter) billUsage() []byte {
+func (mw *Writer) billUsage() []byte {
 	if mw.kind == dialect.Messages {
 		return mw.messagesBillUsage()
 	}
-	t := mw.bill.tokens
+	t := mw.Bill.tokens
 	return []byte(`{"prompt_tokens":` + strconv.FormatInt(t.PromptTokens, 10) +
 		`,"completion_tokens":` + strconv.FormatInt(t.CompletionTokens, 10) +
 		`,"total_tokens":` + strconv.FormatInt(t.PromptTokens+t.CompletionTokens, 10) +
-		`,` + mw.bill.members() + `}`)
+		`,` + mw.Bill.Members() + `}`)
 }
 
 // failedResponse is the Responses object of the response.failed event that
@@ -861,11 +868,11 @@ func failedResponse(route *upstream.Route, id string, created int64, msg string)
 	return translate.FailedResponse(echo, id, route.Model.ID, created, msg)
 }
 
-// sendStreamError ends a stream whose upstream failed after the status was
+// SendStreamError ends a stream whose upstream failed after the status was
 // sent: a chat completion chunk with error and finish_reason "error", or a
 // Responses "response.failed" event, then [DONE].
-func (mw *meterWriter) sendStreamError(route *upstream.Route, code int, msg string) error {
-	created := now().Unix()
+func (mw *Writer) SendStreamError(route *upstream.Route, code int, msg string) error {
+	created := time.Now().Unix()
 	var ev []byte
 	if mw.kind == dialect.Messages {
 		// Anthropic's streams end with no [DONE].
@@ -880,12 +887,12 @@ func (mw *meterWriter) sendStreamError(route *upstream.Route, code int, msg stri
 		body, _ := json.Marshal(map[string]any{
 			"type":            "response.failed",
 			"sequence_number": next,
-			"response":        failedResponse(route, mw.genID, created, msg),
+			"response":        failedResponse(route, mw.GenID, created, msg),
 		})
 		ev = append(append([]byte("event: response.failed\ndata: "), body...), "\n\n"...)
 	} else {
 		body, _ := json.Marshal(map[string]any{
-			"id": mw.genID, "object": "chat.completion.chunk", "created": created,
+			"id": mw.GenID, "object": "chat.completion.chunk", "created": created,
 			"model": route.Model.ID, "provider": route.Provider.Name,
 			"error":   map[string]any{"code": code, "message": msg},
 			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": ""}, "finish_reason": "error"}},
@@ -897,4 +904,58 @@ func (mw *meterWriter) sendStreamError(route *upstream.Route, code int, msg stri
 		return err
 	}
 	return mw.Flush()
+}
+
+// EstimateUsage decides the charge of an attempt whose provider reported
+// no usage: a stream the client aborted, one the provider cut, or an
+// answer that carries none. Its output is all the model output the
+// client received or the provider produced (outputlen: text, tool-call
+// arguments, reasoning, refusals, audio, images, function calls), the
+// larger of the two when a translation is between them.
+//
+//   - An attempt the provider accepted (it answered with a stream) and
+//     the client left is charged at least its prompt, output or not.
+//   - Otherwise an attempt without any output is no answer (a stream cut
+//     before its first output, or that ended empty): not charged.
+//   - The prompt counts one token per three bytes of the body the
+//     provider received (at most the model's context window), the output
+//     one token per four bytes (billing.EstimateTextTokens), at most the
+//     output limit the provider was sent for each of the request's choices.
+func (mw *Writer) EstimateUsage(route *upstream.Route, clientGone bool) (usage billing.Usage, charge bool) {
+	out := max(mw.Delivered, mw.Produced)
+	if out == 0 && !(clientGone && mw.Mode == sse.Stream) {
+		return billing.Usage{}, false
+	}
+	completion := billing.EstimateTextTokens(out)
+	if bound := route.OutputBound(); bound > 0 {
+		completion = min(completion, bound*route.NChoices())
+	}
+	return billing.Usage{PromptTokens: route.PromptEstimate(), CompletionTokens: completion}, true
+}
+
+// usageCount reads a token count as written in a usage object: a
+// non-negative integer (a number with a fraction counts its whole part);
+// ok is false for anything else, a missing member included.
+func usageCount(raw string) (n int64, ok bool) {
+	if raw == "" {
+		return 0, false
+	}
+	if len(raw) <= 15 {
+		digits := true
+		for i := 0; i < len(raw); i++ {
+			if raw[i] < '0' || raw[i] > '9' {
+				digits = false
+				break
+			}
+			n = n*10 + int64(raw[i]-'0')
+		}
+		if digits {
+			return n, true
+		}
+	}
+	v := gjson.Parse(raw)
+	if v.Type != gjson.Number || v.Num < 0 {
+		return v.Int(), false
+	}
+	return v.Int(), true
 }

@@ -1,4 +1,4 @@
-package handlers
+package answer
 
 import (
 	"bytes"
@@ -13,18 +13,18 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
-// answerIdentity is what a chat completion answer, and each of its chunks,
+// Identity is what a chat completion answer, and each of its chunks,
 // says about itself: the generation id (so that feedback and GET
 // /generation find it by the answer's id), the catalog model that served
 // (the fallback's when a fallback served) and the provider. The provider's
 // own id and dated model name stay in the generation record.
-type answerIdentity struct {
+type Identity struct {
 	id, model, provider []byte // JSON strings
 }
 
-// setIn quotes the three values into buf's space when they fit it (the
+// SetIn quotes the three values into buf's space when they fit it (the
 // meter writer's own array), else into one allocation.
-func (a *answerIdentity) setIn(buf []byte, genID string, route *upstream.Route) {
+func (a *Identity) SetIn(buf []byte, genID string, route *upstream.Route) {
 	// Sized for the quotes; a value that needs escaping grows it once.
 	b := buf[:0]
 	if n := len(genID) + len(route.Model.ID) + len(route.Provider.Name) + 6; cap(b) < n {
@@ -38,10 +38,10 @@ func (a *answerIdentity) setIn(buf []byte, genID string, route *upstream.Route) 
 	a.id, a.model, a.provider = b[:id:id], b[id:model:model], b[model:]
 }
 
-// rewrite returns the object doc with its top-level id, model and provider
+// Rewrite returns the object doc with its top-level id, model and provider
 // set, splicing the values in place so that the rest stays byte for byte;
 // doc itself is not modified. A member it lacks is added first.
-func (a *answerIdentity) rewrite(doc []byte) []byte {
+func (a *Identity) Rewrite(doc []byte) []byte {
 	out, ok := a.appendRewrite(nil, doc)
 	if !ok {
 		return doc
@@ -52,7 +52,7 @@ func (a *answerIdentity) rewrite(doc []byte) []byte {
 // appendRewrite appends rewrite(doc) to dst, so that a caller can reuse
 // one buffer for every chunk of a stream; ok is false (and dst unchanged)
 // when doc is not an object.
-func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
+func (a *Identity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
 	open := firstNonSpace(doc)
 	if open >= len(doc) || doc[open] != '{' {
 		return dst, false
@@ -79,15 +79,15 @@ func (a *answerIdentity) appendRewrite(dst, doc []byte) (out []byte, ok bool) {
 }
 
 // values are the identity's three values, in the order of identityNames.
-func (a *answerIdentity) values() [3][]byte { return [3][]byte{a.id, a.model, a.provider} }
+func (a *Identity) values() [3][]byte { return [3][]byte{a.id, a.model, a.provider} }
 
-// identityNames are the members an answerIdentity sets, quoted, with their
+// identityNames are the members an Identity sets, quoted, with their
 // colons.
 var identityNames = [3]string{`"id":`, `"model":`, `"provider":`}
 
 // appendMissing appends the members an answer lacks (have[i] false), each
 // followed by a comma; added reports whether there was one.
-func (a *answerIdentity) appendMissing(out []byte, have [3]bool) (_ []byte, added bool) {
+func (a *Identity) appendMissing(out []byte, have [3]bool) (_ []byte, added bool) {
 	for i, v := range a.values() {
 		if !have[i] {
 			out = append(append(append(out, identityNames[i]...), v...), ',')
@@ -134,19 +134,19 @@ func mayHaveKey(doc, quotedKey []byte) bool {
 	return bytes.Contains(doc, quotedKey) || bytes.Contains(doc, []byte(`\u`))
 }
 
-// usageBill is what the gateway adds to an answer's usage object: the
+// UsageBill is what the gateway adds to an answer's usage object: the
 // charged cost, whether the caller's own provider key served it, and the
 // cost's parts.
-type usageBill struct {
+type UsageBill struct {
 	cost               money.Amount
 	prompt, completion money.Amount // the token costs at the model's prices
 	byok               bool
 	tokens             billing.Usage // the tokens charged
-	responses          bool          // a Responses usage object: input and output
+	Responses          bool          // a Responses usage object: input and output
 }
 
-func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) usageBill {
-	b := usageBill{cost: cost, byok: byok, tokens: u}
+func NewUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) UsageBill {
+	b := UsageBill{cost: cost, byok: byok, tokens: u}
 	// The split shown beside the charge: the charge itself was priced
 	// with its errors checked, and a part out of range shows as 0.
 	b.prompt, _ = billing.InputCost(pricing, u)
@@ -154,19 +154,19 @@ func newUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, b
 	return b
 }
 
-// members are the usage members the gateway adds, as JSON text:
+// Members are the usage members the gateway adds, as JSON text:
 // cost, is_byok and cost_details (upstream_inference_cost is what the
 // caller's own provider key paid, null when the gateway's key served; the
 // token parts named as the route's usage names tokens: prompt and
 // completions, or input and output).
-func (b usageBill) members() string {
+func (b UsageBill) Members() string {
 	return string(b.appendMembers(make([]byte, 0, 192)))
 }
 
 // appendMembers appends members() to dst.
-func (b usageBill) appendMembers(dst []byte) []byte {
+func (b UsageBill) appendMembers(dst []byte) []byte {
 	in, out := `,"upstream_inference_prompt_cost":`, `,"upstream_inference_completions_cost":`
-	if b.responses {
+	if b.Responses {
 		in, out = `,"upstream_inference_input_cost":`, `,"upstream_inference_output_cost":`
 	}
 	m := append(dst, `"cost":`...)
