@@ -58,7 +58,7 @@ func (m *Meter) defendUsage(st *requestState, mw *answer.Writer) billing.Usage {
 		mw.Corrected = true
 		telemetry.UsageAnomaly(route.Provider.Name, kind)
 		m.logger.Warn("provider usage anomaly; charged the gateway's bound",
-			zap.String("anomaly", kind), zap.String("generation", st.genID),
+			zap.String("anomaly", kind), zap.String("generation", st.GenID),
 			zap.String("provider", route.Provider.Name), zap.String("model", route.Model.ID),
 			zap.Int64("reported", reported), zap.Int64("charged", charged))
 	}

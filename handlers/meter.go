@@ -61,7 +61,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 	if apiErr := m.reserve(st); apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
-	held := int64(st.res.Hold + st.res.Credits)
+	held := int64(st.Res.Hold + st.Res.Credits)
 	telemetry.HoldOpened(held)
 	defer telemetry.HoldClosed(held)
 	for _, run := range st.Plugins {
@@ -74,23 +74,23 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 		}
 	}
 	// The output limit the reservation fitted reaches the first attempt's body.
-	if err := st.clamp.Apply(); err != nil {
-		m.release(st, st.res)
+	if err := st.Clamp.Apply(); err != nil {
+		m.release(st, st.Res)
 		return apierror.Fail(r, errInternal())
 	}
 	if st.plan != nil {
 		// Only an admitted request searches, once, before any attempt.
 		if apiErr := st.plan.run(r, st.Route); apiErr != nil {
-			m.release(st, st.res)
+			m.release(st, st.Res)
 			return apierror.Fail(r, apiErr)
 		}
 	}
-	st.start = now()
-	st.genID = storage.NewGenerationID(st.start)
+	st.Start = now()
+	st.GenID = storage.NewGenerationID(st.Start)
 	// The response headers before any provider answered: a failed attempt's
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
-	st.header.Take(w.Header())
+	st.Header.Take(w.Header())
 	return m.attempt(w, withRoute(r, st.Route), st, up)
 }
 
@@ -138,9 +138,9 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
 	rules := st.Store.EffectiveRules(id.Hash)
-	st.ownClamp.Init(route, inFlightPolicy, est.Hold, tokenHold)
-	st.clamp = &st.ownClamp
-	st.res, err = admit(st.Store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
+	st.OwnClamp.Init(route, inFlightPolicy, est.Hold, tokenHold)
+	st.Clamp = &st.OwnClamp
+	st.Res, err = admit(st.Store, id.AccountID, id.Hash, func(v storage.LedgerView) (storage.Holds, error) {
 		h := storage.Holds{Hold: est.Hold, InFlight: est.InFlight, CountFree: countFree, KeyOnly: facts.BYOK, Credits: searchCredits}
 		if countFree {
 			if rl := limits.Check(v.Account, v.Now); rl != nil {
@@ -150,7 +150,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 		// Fitted to the caps' room: a request without max_tokens may hold less.
 		var rej *billing.Rejection
 		key := keyFacts(v)
-		if h.Hold, rej = st.clamp.Fit(key, v, rules, facts.BYOK); rej != nil {
+		if h.Hold, rej = st.Clamp.Fit(key, v, rules, facts.BYOK); rej != nil {
 			return h, rejection{rej}
 		}
 		if rej := policy.AdmitScopes(v, rules, h.Hold, facts.BYOK); rej != nil {
@@ -197,34 +197,34 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 	route := st.Route
 	for i := 0; ; i++ {
 		if i > 0 {
-			st.header.Restore(w)
+			st.Header.Restore(w)
 		}
 		if err := route.Apply(r, i); err != nil {
 			break
 		}
 		var mw *answer.Writer
 		if i == 0 {
-			mw = answer.InitWriter(&st.ownWriter, w, route.Kind) // in the state's allocation
+			mw = answer.InitWriter(&st.OwnWriter, w, route.Kind) // in the state's allocation
 		} else {
 			mw = answer.NewWriter(w, route.Kind)
 		}
-		mw.GenID, mw.Route = st.genID, route
+		mw.GenID, mw.Route = st.GenID, route
 		if route.Kind == dialect.Chat {
-			mw.RewriteIdentity(st.genID, route)
+			mw.RewriteIdentity(st.GenID, route)
 		}
 		began := now()
-		proxyErr := proxyAttempt(st.fetch.handler(up.forward(route.Provider), route), mw, r, route, st.genID)
+		proxyErr := proxyAttempt(st.fetch.handler(up.forward(route.Provider), route), mw, r, route, st.GenID)
 		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.Retryable(proxyErr)
 		observeAttempt(st, mw, began, fallback)
 		if fallback {
-			st.failed = append(st.failed, mw.Failure(route, proxyErr))
+			st.Failed = append(st.Failed, mw.Failure(route, proxyErr))
 			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
-				zap.String("model", route.Model.ID), zap.Int("status", st.failed[len(st.failed)-1].Status))
+				zap.String("model", route.Model.ID), zap.Int("status", st.Failed[len(st.Failed)-1].Status))
 			continue
 		}
 		return m.settle(r, st, mw, proxyErr)
 	}
-	m.release(st, st.res)
+	m.release(st, st.Res)
 	return apierror.Fail(r, errInternal())
 }
 
@@ -289,13 +289,13 @@ func costRangeError(route *upstream.Route) *apierror.Error {
 func (m *Meter) release(st *requestState, res *storage.Reservation) {
 	if err := st.Store.Release(res); err != nil {
 		m.logger.Warn("releasing a hold failed; the ledger retries it or lets its lease lapse",
-			zap.String("generation", st.genID), zap.Error(err))
+			zap.String("generation", st.GenID), zap.Error(err))
 	}
 }
 
 // settle charges what the request consumed and sends what was held back.
 func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, proxyErr error) error {
-	store, res, route, id := st.Store, st.res, st.Route, st.ID
+	store, res, route, id := st.Store, st.Res, st.Route, st.ID
 	clientGone := mw.ClientGone() || r.Context().Err() != nil
 
 	// Nothing usable came back: charge nothing, answer with our own error.
@@ -305,11 +305,11 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 		if clientGone {
 			return nil
 		}
-		st.failed = append(st.failed, mw.Failure(route, proxyErr))
+		st.Failed = append(st.Failed, mw.Failure(route, proxyErr))
 		// The provider's headers are not ours to pass on (answer.FailuresError sets
 		// Retry-After only when every attempt gave one).
-		st.header.Restore(mw)
-		return apierror.Fail(r, answer.FailuresError(st.failed))
+		st.Header.Restore(mw)
+		return apierror.Fail(r, answer.FailuresError(st.Failed))
 	}
 
 	// What is charged: the provider's usage within the gateway's bounds,
@@ -366,7 +366,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 		// Only a provider reporting usage beyond any price gets here (the
 		// worst case admission held is within range): rather than wrap or
 		// saturate, the request is charged what admission held for it.
-		m.logger.Error("provider usage beyond any cost; charging the hold", zap.String("generation", st.genID),
+		m.logger.Error("provider usage beyond any cost; charging the hold", zap.String("generation", st.GenID),
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
@@ -382,22 +382,22 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 	case mw.Finish == "length" || mw.Finish == "incomplete" || mw.Finish == "max_tokens":
 		status = "incomplete"
 	}
-	st.gen = storage.Generation{
-		ID: st.genID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
+	st.Gen = storage.Generation{
+		ID: st.GenID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.UpstreamID, UpstreamIDHidden: mw.Identity != nil,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.Finish, UsageEstimated: estimated,
-		LatencyMS: now().Sub(st.start).Milliseconds(), User: route.User, CreatedAt: st.start.UTC(),
+		LatencyMS: now().Sub(st.Start).Milliseconds(), User: route.User, CreatedAt: st.Start.UTC(),
 		ContentFlags: st.ContentFlags,
-		Attempts:     st.attempts, Routing: route.Routing,
+		Attempts:     st.AttemptRecords, Routing: route.Routing,
 	}
-	gen := &st.gen
+	gen := &st.Gen
 	window := m.gw.InFlightPolicy().SettlementWindow
 	err = store.Settle(res, storage.Charge{Cost: cost, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen})
 	if err != nil {
 		// The flusher keeps retrying; the client must not see a finished
 		// answer whose charge is not yet safe.
-		m.logger.Error("charge not durable", zap.String("generation", st.genID), zap.Error(err))
+		m.logger.Error("charge not durable", zap.String("generation", st.GenID), zap.Error(err))
 		if mw.AnswerHeld() && !clientGone {
 			if errors.Is(err, storage.ErrUnavailable) {
 				return apierror.Fail(r, pipeline.StoreUnavailable())
@@ -419,7 +419,7 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 		}
 		return nil
 	}
-	_ = mw.SendJSON(cost, st.genID) // settled: a failed write is the client gone, and the charge stands
+	_ = mw.SendJSON(cost, st.GenID) // settled: a failed write is the client gone, and the charge stands
 	return nil
 }
 

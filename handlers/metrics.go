@@ -46,7 +46,7 @@ func observeAnswer(r *http.Request, st *requestState, err error) error {
 	if apiErr != nil {
 		observeRefusal(apiErr)
 	}
-	if !st.inference {
+	if !st.Inference {
 		return err
 	}
 	if st.Route != nil {
@@ -72,8 +72,8 @@ func answerStatus(r *http.Request, st *requestState, err error) (int, *apierror.
 	switch {
 	case r.Context().Err() != nil:
 		return 499, nil
-	case st.status != 0:
-		return st.status, nil
+	case st.Status != 0:
+		return st.Status, nil
 	}
 	return http.StatusOK, nil
 }
@@ -111,9 +111,9 @@ func observeAttempt(st *requestState, mw *answer.Writer, began time.Time, fallba
 		s.Fallback()
 		return
 	}
-	st.status = status
+	st.Status = status
 	if mw.Mode == sse.Stream && !mw.FirstText.IsZero() {
-		s.FirstToken(mw.FirstText.Sub(st.start))
+		s.FirstToken(mw.FirstText.Sub(st.Start))
 	}
 }
 
@@ -141,7 +141,7 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 func recordAttempt(st *requestState, mw *answer.Writer, status int, began, end time.Time) {
 	route := st.Route
 	if len(route.Attempts) > 1 { // one: the record's provider and latency say it all
-		st.attempts = append(st.attempts, storage.ProviderAttempt{Provider: route.Provider.Name, Model: route.Model.ID,
+		st.AttemptRecords = append(st.AttemptRecords, storage.ProviderAttempt{Provider: route.Provider.Name, Model: route.Model.ID,
 			Status: status, LatencyMS: end.Sub(began).Milliseconds(), BYOK: route.BYOK})
 	}
 	if status < 200 || status > 299 {

@@ -32,7 +32,7 @@ func (m *Meter) admitRun(r *http.Request, st *requestState, run plugin.Run, a pl
 		price = c.Charge()
 	}
 	if price == 0 {
-		m.release(st, st.res)
+		m.release(st, st.Res)
 		return ref.Err
 	}
 	route, id := st.Route, st.ID
@@ -47,7 +47,7 @@ func (m *Meter) admitRun(r *http.Request, st *requestState, run plugin.Run, a pl
 		CreatedAt: began.UTC(), ContentFlags: st.ContentFlags,
 	}
 	window := m.gw.InFlightPolicy().SettlementWindow
-	if err := st.Store.Settle(st.res, storage.Charge{Cost: price, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen}); err != nil {
+	if err := st.Store.Settle(st.Res, storage.Charge{Cost: price, BYOK: route.BYOK, Credits: credits, SettlementWindow: window, Generation: gen}); err != nil {
 		// The refusal stands; a shared store lands the charge later.
 		m.logger.Error("refused request's charge not durable", zap.String("generation", gen.ID), zap.Error(err))
 		return ref.Err

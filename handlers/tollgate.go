@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -15,13 +14,10 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // Tollgate is the gateway's one HTTP handler. It runs the fixed pipeline
@@ -211,38 +207,14 @@ func (t *Tollgate) Cleanup() error {
 }
 
 // requestState is the pipeline's state of one request (pipeline.State)
-// with the handler's part: what the stages that are not packages of their
-// own keep, in the same allocation.
+// with the handler's part: what web search and web-fetch, not yet
+// packages of their own, keep, in the same allocation.
 type requestState struct {
 	pipeline.State
 
 	plan  *searchPlan // the request's web search; nil without
 	fetch *fetchRun   // the request's web-fetch plugin; nil without
 
-	// Set by the meter.
-	res    *storage.Reservation
-	clamp  *upstream.OutputClamp // the output limit fitted to the caps' room, if any
-	start  time.Time
-	genID  string
-	failed []answer.Failure      // attempts that got no usable answer
-	header answer.HeaderSnapshot // the response headers before any provider answered
-
-	// ownClamp is what clamp points to, in the state's allocation.
-	ownClamp upstream.OutputClamp
-	// ownWriter is the first attempt's meter writer, in the state's
-	// allocation; a fallback's writers are their own.
-	ownWriter answer.Writer
-	// gen is the generation record settle charges, in the state's
-	// allocation.
-	gen storage.Generation
-
-	// For the metrics (observeAnswer, observeAttempt, observeCharge).
-	inference bool // a POST to an inference route: counted in requests_total
-	status    int  // the last attempt's status; 0 before any
-
-	// attempts are the provider calls of a request with several
-	// endpoints, for the generation record (recordAttempt).
-	attempts []storage.ProviderAttempt
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -262,7 +234,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		return next.ServeHTTP(w, r)
 	}
 	st := &requestState{State: pipeline.State{API: api, Ctx: r.Context()}}
-	st.inference = isInferencePost(r, st)
+	st.Inference = isInferencePost(r, st)
 	var apiErr *apierror.Error
 	if st.Store, apiErr = t.openStore(); apiErr == nil {
 		apiErr = t.refuseWhileUnavailable(r, st.Store, st.API.Kind, false)

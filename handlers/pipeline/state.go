@@ -6,11 +6,13 @@ package pipeline
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
@@ -71,6 +73,31 @@ type State struct {
 	// the route's models in it, in the state's allocation.
 	OwnPluginReq plugin.Request
 	OwnModels    AttemptModels
+
+	// Set by the meter.
+	Res    *storage.Reservation
+	Clamp  *upstream.OutputClamp // the output limit fitted to the caps' room, if any
+	Start  time.Time
+	GenID  string
+	Failed []answer.Failure      // attempts that got no usable answer
+	Header answer.HeaderSnapshot // the response headers before any provider answered
+
+	// OwnClamp is what Clamp points to, in the state's allocation.
+	OwnClamp upstream.OutputClamp
+	// OwnWriter is the first attempt's meter writer, in the state's
+	// allocation; a fallback's writers are their own.
+	OwnWriter answer.Writer
+	// Gen is the generation record settle charges, in the state's
+	// allocation.
+	Gen storage.Generation
+
+	// For the metrics (the handler's observeAnswer, observeAttempt, observeCharge).
+	Inference bool // a POST to an inference route: counted in requests_total
+	Status    int  // the last attempt's status; 0 before any
+
+	// AttemptRecords are the provider calls of a request with several
+	// endpoints, for the generation record.
+	AttemptRecords []storage.ProviderAttempt
 
 	// Own is the handler's part of the state, for its stages that are not
 	// packages of their own; set when the state is made.
