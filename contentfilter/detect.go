@@ -2,7 +2,6 @@ package contentfilter
 
 import (
 	"maps"
-	"math/bits"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -120,6 +119,9 @@ var tokStart, tokGlue = func() (start, glue [256]uint8) {
 	return start, glue
 }()
 
+// letterGlue is every letter's tokGlue.
+var letterGlue = tokGlue['a']
+
 // scanTokens emits what the detectors of want find in s (number: the
 // kinds of kinds), each detector's finds in order.
 func scanTokens(s string, want, kinds uint8, emit func(det uint8, kind numberKind, a, b int)) {
@@ -183,7 +185,12 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 			next[2] = addressAt(s, i, emitAddress)
 		}
 		if m&(tokName|tokInjection) != 0 {
-			j := wordEnd(s, i+1)
+			// Most words are short: a byte loop finds their end for
+			// less than a call reading eight bytes at a time.
+			j := i + 1
+			for j < len(s) && isLetter(s[j]) {
+				j++
+			}
 			// Most words are no cue, name or trigger: one lookup says
 			// so, and neither detector is asked (each would return j).
 			if cl := wordClass(s[i:j]); cl != 0 {
@@ -194,35 +201,16 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 					next[4] = injectionAt(s, i, j, emitInjection)
 				}
 			}
-			// Within the word no detector starts: on from its last letter.
-			i = j - 1
-			glue = tokGlue[s[i]]
+			// Within the word no detector starts: on from its end, a
+			// letter's glue before it.
+			i, glue = j-1, letterGlue
+			continue
 		}
 		if m&tokTag != 0 && i >= next[4] {
 			next[4] = tagAt(s, i, emitInjection)
 		}
 	}
 	return i, next, colon
-}
-
-// wordEnd is the end of the run of ASCII letters at j, found eight
-// bytes at a time.
-func wordEnd(s string, j int) int {
-	const hi = 0x8080808080808080
-	for ; j+8 <= len(s); j += 8 {
-		v := load64(s, j)
-		x := v&^hi | 0x2020202020202020 // lowercased, if a letter
-		// A byte's high bit: x >= 'a', and not x > 'z' (no byte
-		// carries into the next: each is at most 0x7F).
-		letters := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) &^ v & hi
-		if other := ^letters & hi; other != 0 {
-			return j + bits.TrailingZeros64(other)>>3
-		}
-	}
-	for j < len(s) && isLetter(s[j]) {
-		j++
-	}
-	return j
 }
 
 // What a word may be, by its shape (wordClass): a name or a name's cue
