@@ -202,8 +202,13 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 				}
 			}
 			// Within the word no detector starts: on from its end, a
-			// letter's glue before it.
+			// letter's glue before it; or, at the space most words end
+			// with, which starts nothing and glues to nothing, from
+			// after it.
 			i, glue = j-1, letterGlue
+			if j < len(head) && head[j] == ' ' {
+				i, glue = j, 0
+			}
 			continue
 		}
 		if m&tokTag != 0 && i >= next[4] {
