@@ -419,6 +419,11 @@ func (sp *numberSpan) digits() int {
 // within a word) and emits its parts of kinds; it returns where the scan
 // goes on.
 func numberAt(s string, i int, kinds uint8, emit func(numberKind, int, int)) int {
+	// Most numbers (a year, a count) have fewer digits than any kind:
+	// spanDigits says so without the span's groups.
+	if j, d := spanDigits(s, i); d < fewestDigits {
+		return j
+	}
 	sp := numberSpan{start: i}
 	if i > 0 && s[i-1] == '(' {
 		sp.paren = true
@@ -480,6 +485,48 @@ func numberAt(s string, i int, kinds uint8, emit func(numberKind, int, int)) int
 		}
 	}
 	return j + 1
+}
+
+// spanDigits reads the span numberAt reads at i as numberAt does, and
+// returns where numberAt goes on and the span's digits (0 for a span
+// glued to a word).
+func spanDigits(s string, i int) (int, int) {
+	paren := i > 0 && s[i-1] == '('
+	j, d := i, 0
+	for n := 1; ; n++ {
+		k := j
+		for k < len(s) && isDigit(s[k]) {
+			k++
+		}
+		d += k - j
+		if k >= len(s) {
+			return k + 1, d
+		}
+		next := k
+		switch {
+		case n == 1 && paren && s[k] == ')':
+			next = k + 1
+			if next < len(s) && (s[next] == ' ' || s[next] == '-') {
+				next++
+			}
+		case s[k] == ' ' || s[k] == '-' || s[k] == '.':
+			next = k + 1
+		default:
+			next = len(s)
+		}
+		if next >= len(s) || !isDigit(s[next]) || n == len(numberSpan{}.groups) {
+			j = k
+			break
+		}
+		j = next
+	}
+	if j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
+		for j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
+			j++
+		}
+		return j, 0
+	}
+	return j + 1, d
 }
 
 // classify says what groups [a,b) of a span are.
