@@ -169,10 +169,24 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 		if m == 0 {
 			continue
 		}
+		// At a digit, the byte after its run of digits (0 at the end)
+		// rules out most IP and street addresses without a call.
+		run, after := 0, byte(0)
+		if isDigit(c) {
+			r := i + 1
+			for r < len(s) && isDigit(s[r]) {
+				r++
+			}
+			run = r - i
+			if r < len(s) {
+				after = s[r]
+			}
+		}
 		if m&tokIP != 0 && i >= next[0] {
-			if c > '9' && colon > i+5 {
-				// ipAt's first test: a hex letter starts no IPv6
-				// address that far from the next ':'.
+			if (c > '9' || after != '.') && colon > i+5 {
+				// ipAt's first tests: no IPv4 address without a '.'
+				// after the digits, and no IPv6 address that far from
+				// the next ':'.
 				next[0] = i + 1
 			} else {
 				next[0] = ipAt(s, i, &colon, emitIP)
@@ -182,7 +196,16 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 			next[1] = numberAt(s, i, kinds, emitNumber)
 		}
 		if m&tokAddress != 0 && i >= next[2] {
-			next[2] = addressAt(s, i, emitAddress)
+			// addressAt's first tests: at most seven digits, then a
+			// capital or a space and a capital or digit; or P and O or
+			// '.'.
+			if run > 0 && run <= 7 && (isUpper(after) ||
+				after == ' ' && i+run+1 < len(s) && (isUpper(s[i+run+1]) || isDigit(s[i+run+1]))) ||
+				run == 0 && i+4 < len(s) && (s[i+1]|0x20 == 'o' || s[i+1] == '.') {
+				next[2] = addressAt(s, i, emitAddress)
+			} else {
+				next[2] = i + 1
+			}
 		}
 		if m&(tokName|tokInjection) != 0 {
 			// Most words are short: a byte loop finds their end for
