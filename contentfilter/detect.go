@@ -193,7 +193,22 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 			}
 		}
 		if m&tokNumber != 0 && i >= next[1] {
-			next[1] = numberAt(s, i, kinds, emitNumber)
+			// numberAt's first test: a run of too few digits for any
+			// kind that no separator and digit, ')' or letter goes on
+			// from (a year, a count) is read on from after the byte
+			// that ends it, as numberAt would.
+			short := run < fewestDigits
+			switch {
+			case !short, isLetter(after), after == '_', after == ')':
+				short = false
+			case after == ' ' || after == '-' || after == '.':
+				short = i+run+1 >= len(s) || !isDigit(s[i+run+1])
+			}
+			if short {
+				next[1] = i + run + 1
+			} else {
+				next[1] = numberAt(s, i, kinds, emitNumber)
+			}
 		}
 		if m&tokAddress != 0 && i >= next[2] {
 			// addressAt's first tests: at most seven digits, then a
