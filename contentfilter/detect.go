@@ -1045,12 +1045,15 @@ func injectionAt(s string, i, j int, emit func(int, int)) int {
 	if !maybeTrigger(s[i:j]) {
 		return j
 	}
-	if overrideVerb(s[i:j]) {
+	// One lookup says whether the word is a verb or a trigger.
+	var buf [16]byte
+	info := lookupWord(lowerWord(&buf, s[i:j]))
+	if info.verb {
 		if end := overrideAt(s, j); end > 0 {
 			emit(i, end)
 			return end
 		}
-	} else if re := injectionTrigger(s, i, j); re != nil {
+	} else if re := injectionTrigger(s, i, j, info); re != nil {
 		if loc := re.FindStringIndex(s[i:min(len(s), i+240)]); loc != nil {
 			emit(i, i+loc[1])
 			return i + loc[1]
@@ -1109,14 +1112,6 @@ func maybeTrigger(w string) bool {
 	return triggerShape[len(w)][w[0]|0x20-'a'][w[1]|0x20-'a']
 }
 
-func overrideVerb(w string) bool {
-	if len(w) < 4 || len(w) > 9 {
-		return false
-	}
-	var buf [16]byte
-	return lookupWord(lowerWord(&buf, w)).verb
-}
-
 // overrideAt matches the rest of an override after its verb ending at j:
 // the end of the match, or -1.
 func overrideAt(s string, j int) int {
@@ -1160,15 +1155,13 @@ var nextWords = map[string]map[string]bool{
 }
 
 // injectionTrigger is the phrases' expression when s[i:j] is a trigger
-// word (any case) followed by a word its phrases allow, or nil.
-func injectionTrigger(s string, i, j int) *regexp.Regexp {
+// word (any case; info is its lookupWord) followed by a word its phrases
+// allow, or nil.
+func injectionTrigger(s string, i, j int, info *wordInfo) *regexp.Regexp {
 	w := s[i:j]
 	if len(w) < 2 || len(w) > 12 || j >= len(s) || (s[j] != ' ' && s[j] != '\n' && s[j] != '\t') {
 		return nil
 	}
-	var buf [16]byte
-	lw := lowerWord(&buf, w)
-	info := lookupWord(lw)
 	if info.trigger == nil {
 		return nil
 	}
