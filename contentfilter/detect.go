@@ -169,6 +169,52 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 		if m == 0 {
 			continue
 		}
+		if m&(tokName|tokInjection) != 0 {
+			// A word: of the other detectors only an IP address (at a
+			// hex letter) and a post office box (at P) may start here.
+			if m&tokIP != 0 && i >= next[0] {
+				if colon > i+5 {
+					// ipAt's first test: no IPv6 address that far from
+					// the next ':'.
+					next[0] = i + 1
+				} else {
+					next[0] = ipAt(s, i, &colon, emitIP)
+				}
+			}
+			if m&tokAddress != 0 && i >= next[2] {
+				// addressAt's first test: P, then O or '.'.
+				if i+4 < len(s) && (s[i+1]|0x20 == 'o' || s[i+1] == '.') {
+					next[2] = addressAt(s, i, emitAddress)
+				} else {
+					next[2] = i + 1
+				}
+			}
+			// Most words are short: a byte loop finds their end for
+			// less than a call reading eight bytes at a time.
+			j := i + 1
+			for j < len(s) && isLetter(s[j]) {
+				j++
+			}
+			// Most words are no cue, name or trigger: one lookup says
+			// so, and neither detector is asked (each would return j).
+			if cl := wordClass(s[i:j]); cl != 0 {
+				if m&tokName != 0 && i >= next[3] && cl&wordName != 0 {
+					next[3] = nameAt(s, i, j, emitName)
+				}
+				if m&tokInjection != 0 && i >= next[4] && cl&wordTrigger != 0 {
+					next[4] = injectionAt(s, i, j, emitInjection)
+				}
+			}
+			// Within the word no detector starts: on from its end, a
+			// letter's glue before it; or, at the space most words end
+			// with, which starts nothing and glues to nothing, from
+			// after it.
+			i, glue = j-1, letterGlue
+			if j < len(head) && head[j] == ' ' {
+				i, glue = j, 0
+			}
+			continue
+		}
 		// At a digit, the byte after its run of digits (0 at the end)
 		// rules out most IP and street addresses without a call.
 		run, after := 0, byte(0)
@@ -221,33 +267,6 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 			} else {
 				next[2] = i + 1
 			}
-		}
-		if m&(tokName|tokInjection) != 0 {
-			// Most words are short: a byte loop finds their end for
-			// less than a call reading eight bytes at a time.
-			j := i + 1
-			for j < len(s) && isLetter(s[j]) {
-				j++
-			}
-			// Most words are no cue, name or trigger: one lookup says
-			// so, and neither detector is asked (each would return j).
-			if cl := wordClass(s[i:j]); cl != 0 {
-				if m&tokName != 0 && i >= next[3] && cl&wordName != 0 {
-					next[3] = nameAt(s, i, j, emitName)
-				}
-				if m&tokInjection != 0 && i >= next[4] && cl&wordTrigger != 0 {
-					next[4] = injectionAt(s, i, j, emitInjection)
-				}
-			}
-			// Within the word no detector starts: on from its end, a
-			// letter's glue before it; or, at the space most words end
-			// with, which starts nothing and glues to nothing, from
-			// after it.
-			i, glue = j-1, letterGlue
-			if j < len(head) && head[j] == ' ' {
-				i, glue = j, 0
-			}
-			continue
 		}
 		if m&tokTag != 0 && i >= next[4] {
 			next[4] = tagAt(s, i, emitInjection)
