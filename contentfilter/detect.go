@@ -229,10 +229,10 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 			}
 		}
 		if m&tokIP != 0 && i >= next[0] {
-			if (c > '9' || after != '.') && colon > i+5 {
-				// ipAt's first tests: no IPv4 address without a '.'
-				// after the digits, and no IPv6 address that far from
-				// the next ':'.
+			if (c > '9' || after != '.' || i+run+1 >= len(s) || !isDigit(s[i+run+1])) && colon > i+5 {
+				// ipAt's first tests: no IPv4 address without a '.' and
+				// a digit after the digits, and no IPv6 address that
+				// far from the next ':'.
 				next[0] = i + 1
 			} else {
 				next[0] = ipAt(s, i, &colon, emitIP)
