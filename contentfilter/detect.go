@@ -476,10 +476,19 @@ func (sp *numberSpan) digits() int {
 // within a word) and emits its parts of kinds; it returns where the scan
 // goes on.
 func numberAt(s string, i int, kinds uint8, emit func(numberKind, int, int)) int {
-	// Most numbers (a year, a count) have fewer digits than any kind:
-	// spanDigits says so without the span's groups.
-	if j, d := spanDigits(s, i); d < fewestDigits {
-		return j
+	// Most numbers (a year, a count, a date) have fewer digits than any
+	// kind asked for: spanDigits says so without the span's groups.
+	end, digits := spanDigits(s, i)
+	if digits < fewestDigits {
+		return end
+	}
+	plus := i > 0 && s[i-1] == '+' || i > 1 && s[i-1] == '(' && s[i-2] == '+'
+	enough := false
+	for _, kind := range [...]numberKind{kindPhone, kindSSN, kindCard} {
+		enough = enough || kinds&kind.bit() != 0 && digits >= minDigits(kind, plus)
+	}
+	if !enough {
+		return end
 	}
 	sp := numberSpan{start: i}
 	if i > 0 && s[i-1] == '(' {
