@@ -1074,8 +1074,7 @@ func injectionAt(s string, i, j int, emit func(int, int)) int {
 		return j
 	}
 	// One lookup says whether the word is a verb or a trigger.
-	var buf [16]byte
-	info := lookupWord(lowerWord(&buf, s[i:j]))
+	info := lookupWord(s[i:j])
 	if info.verb {
 		if end := overrideAt(s, j); end > 0 {
 			emit(i, end)
@@ -1102,23 +1101,6 @@ var (
 		"guidelines", "guardrails", "restrictions", "context", "programming", "constraints", "policies")
 )
 
-// lowerWord is w in lower case in buf (ASCII letters), or nil when
-// longer. Map lookups index with string(lowerWord(...)), which Go does
-// without allocating.
-func lowerWord(buf *[16]byte, w string) []byte {
-	if len(w) > len(buf) {
-		return nil
-	}
-	for k := 0; k < len(w); k++ {
-		c := w[k]
-		if isUpper(c) {
-			c += 'a' - 'A'
-		}
-		buf[k] = c
-	}
-	return buf[:len(w)]
-}
-
 // triggerShape holds the (length, first letter, second letter) of every
 // trigger word: a word of another shape is none, without a map lookup.
 var triggerShape = func() (t [17][26][26]bool) {
@@ -1143,7 +1125,6 @@ func maybeTrigger(w string) bool {
 // overrideAt matches the rest of an override after its verb ending at j:
 // the end of the match, or -1.
 func overrideAt(s string, j int) int {
-	var buf [16]byte
 	pos := j
 	for n := 0; n <= 4; n++ {
 		k := pos
@@ -1157,8 +1138,7 @@ func overrideAt(s string, j int) int {
 		for e < len(s) && (isUpper(s[e]) || isLower(s[e])) {
 			e++
 		}
-		w := lowerWord(&buf, s[k:e])
-		info := lookupWord(w)
+		info := lookupWord(s[k:e])
 		if info.object {
 			return e
 		}
@@ -1205,8 +1185,7 @@ func injectionTrigger(s string, i, j int, info *wordInfo) *regexp.Regexp {
 	for e < len(s) && (isUpper(s[e]) || isLower(s[e])) {
 		e++
 	}
-	var nb [16]byte
-	if lookupWord(lowerWord(&nb, s[k:e])).follows&(1<<info.after) != 0 {
+	if lookupWord(s[k:e]).follows&(1<<info.after) != 0 {
 		return re
 	}
 	return nil
@@ -1282,17 +1261,30 @@ func wordFNV(w []byte) uint32 {
 // unknownWord is the info of a word the detector does not know.
 var unknownWord = wordInfo{after: -1}
 
-// lookupWord is the info of w (lowercase; nil: too long to be known).
-func lookupWord(w []byte) *wordInfo {
-	if w == nil {
+// lookupWord is the info of w (ASCII letters, any case): lowered into a
+// buffer and hashed in one pass. The lookup compares string(lowered),
+// which Go does without allocating.
+func lookupWord(w string) *wordInfo {
+	var buf [16]byte
+	if len(w) > len(buf) {
 		return &unknownWord
 	}
-	for h := wordFNV(w); ; h++ {
+	h := uint32(2166136261) // wordFNV, of the lowered bytes
+	for k := 0; k < len(w); k++ {
+		c := w[k]
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		buf[k] = c
+		h = (h ^ uint32(c)) * 16777619
+	}
+	lw := buf[:len(w)]
+	for ; ; h++ {
 		e := &words[h%uint32(len(words))]
 		if e.word == "" {
 			return &unknownWord
 		}
-		if e.word == string(w) {
+		if e.word == string(lw) {
 			return e
 		}
 	}
