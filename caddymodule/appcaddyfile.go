@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
+	"github.com/tollgate-dev/caddy-tollgate/internal/caddyfileopt"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
@@ -164,13 +165,13 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "gc_interval":
-			dur, err := durationArg(d)
+			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
 				return err
 			}
 			a.GCInterval = dur
 		case "generation_retention":
-			dur, err := durationArg(d)
+			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
 				return err
 			}
@@ -179,7 +180,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.GenerationRetention = dur
 		case "connect_code_ttl":
-			dur, err := durationArg(d)
+			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
 				return err
 			}
@@ -289,7 +290,7 @@ func parseModeration(d *caddyfile.Dispenser) (*moderation.Config, error) {
 		case "price":
 			dst = &cfg.Price
 		case "timeout":
-			dur, err := durationArg(d)
+			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
 				return nil, err
 			}
@@ -339,7 +340,7 @@ func parseInFlight(d *caddyfile.Dispenser) (*InFlightConfig, error) {
 		case "established_usage":
 			dst = &cfg.EstablishedUsage
 		case "settlement_window":
-			dur, err := durationArg(d)
+			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
 				return nil, err
 			}
@@ -471,7 +472,7 @@ func parseModel(d *caddyfile.Dispenser) (ModelConfig, error) {
 				case "dial_timeout", "response_header_timeout", "first_byte_timeout":
 					dst := map[string]*caddy.Duration{"dial_timeout": &p.DialTimeout, "response_header_timeout": &p.ResponseHeaderTimeout,
 						"first_byte_timeout": &p.FirstByteTimeout}[d.Val()]
-					dur, err := durationArg(d)
+					dur, err := caddyfileopt.Duration(d)
 					if err != nil {
 						return m, err
 					}

@@ -35,19 +35,6 @@ func init() {
 	// directive and place in the order, after those above.
 }
 
-func durationArg(d *caddyfile.Dispenser) (caddy.Duration, error) {
-	name := d.Val()
-	var s string
-	if !d.AllArgs(&s) {
-		return 0, d.ArgErr()
-	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil || dur <= 0 {
-		return 0, d.Errf("%s: invalid duration %q", name, s)
-	}
-	return caddy.Duration(dur), nil
-}
-
 func positiveIntArg(d *caddyfile.Dispenser) (int64, error) {
 	name := d.Val()
 	var s string

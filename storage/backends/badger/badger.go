@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/caddyfileopt"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/backends"
@@ -110,15 +111,11 @@ func (b *Badger) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "gc_interval":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
+			dur, err := caddyfileopt.Duration(d)
+			if err != nil {
+				return err
 			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("gc_interval: invalid duration %q", v)
-			}
-			b.GCInterval = caddy.Duration(dur)
+			b.GCInterval = dur
 		default:
 			return suggest.UnknownOption(d, "storage badger", []string{"dir", "sync_writes", "gc_interval"})
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/internal/caddyfileopt"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/backends"
@@ -116,7 +117,7 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			r.TLS = true
 		case "hold_lease":
-			dur, err := durationArg(d)
+			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
 				return err
 			}
@@ -133,20 +134,6 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // redisOptions are the options of `storage redis { ... }`.
 var redisOptions = []string{"address", "cluster", "username", "password", "key_prefix", "db", "tls", "hold_lease"}
-
-// durationArg reads an option's one positive duration.
-func durationArg(d *caddyfile.Dispenser) (caddy.Duration, error) {
-	name := d.Val()
-	var s string
-	if !d.AllArgs(&s) {
-		return 0, d.ArgErr()
-	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil || dur <= 0 {
-		return 0, d.Errf("%s: invalid duration %q", name, s)
-	}
-	return caddy.Duration(dur), nil
-}
 
 // Validate refuses what the connection could not use; each error names
 // its field. Placeholders are checked once expanded (options).
