@@ -151,19 +151,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "sync_writes":
-			a.SyncWrites = true
-			if d.NextArg() {
-				switch d.Val() {
-				case "on":
-				case "off":
-					a.SyncWrites = false
-				default:
-					return d.Errf("sync_writes: expected on or off, got %q", d.Val())
-				}
+			on, err := caddyfileopt.Switch(d)
+			if err != nil {
+				return err
 			}
-			if d.NextArg() {
-				return d.ArgErr()
-			}
+			a.SyncWrites = on
 		case "gc_interval":
 			dur, err := caddyfileopt.Duration(d)
 			if err != nil {

@@ -1,6 +1,7 @@
 // Package caddyfileopt reads the values of Caddyfile options that the
-// gateway's modules share a form for, so that each option of a kind
-// refuses bad input with the same message.
+// gateway's modules share a form for (a positive duration, an on/off
+// switch), so that each option of a kind refuses bad input with the same
+// message.
 package caddyfileopt
 
 import (
@@ -21,4 +22,24 @@ func Duration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 		return 0, d.Errf("%s: invalid duration %q", name, s)
 	}
 	return caddy.Duration(dur), nil
+}
+
+// Switch reads the current option as a switch, `name [on|off]`: alone or
+// with on it is on.
+func Switch(d *caddyfile.Dispenser) (bool, error) {
+	name := d.Val()
+	on := true
+	if d.NextArg() {
+		switch d.Val() {
+		case "on":
+		case "off":
+			on = false
+		default:
+			return false, d.Errf("%s: expected on or off, got %q", name, d.Val())
+		}
+	}
+	if d.NextArg() {
+		return false, d.ArgErr()
+	}
+	return on, nil
 }

@@ -34,3 +34,27 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+		err  string
+	}{
+		{in: "sync_writes", want: true},
+		{in: "sync_writes on", want: true},
+		{in: "sync_writes off", want: false},
+		{in: "sync_writes maybe", err: `sync_writes: expected on or off, got "maybe"`},
+		{in: "sync_writes on off", err: "wrong argument count"},
+	} {
+		d := caddyfile.NewTestDispenser(tc.in)
+		d.Next()
+		got, err := Switch(d)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: got %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: got error %v; want one containing %q", tc.in, err, tc.err)
+		}
+	}
+}

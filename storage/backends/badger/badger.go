@@ -97,19 +97,11 @@ func (b *Badger) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "sync_writes":
-			b.SyncWrites = true
-			if d.NextArg() {
-				switch d.Val() {
-				case "on":
-				case "off":
-					b.SyncWrites = false
-				default:
-					return d.Errf("sync_writes: expected on or off, got %q", d.Val())
-				}
+			on, err := caddyfileopt.Switch(d)
+			if err != nil {
+				return err
 			}
-			if d.NextArg() {
-				return d.ArgErr()
-			}
+			b.SyncWrites = on
 		case "gc_interval":
 			dur, err := caddyfileopt.Duration(d)
 			if err != nil {
