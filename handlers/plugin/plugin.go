@@ -37,6 +37,7 @@ import (
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
@@ -300,4 +301,18 @@ func CheckMembers(path, name string, entry gjson.Result, member func(name string
 		return apiErr == nil
 	})
 	return apiErr
+}
+
+// NoOptions reads the directive of a plugin that takes no options, its
+// name alone in the plugins block: an argument or an option is an error
+// naming the plugin (its directive name, dname), with note after it.
+func NoOptions(d *caddyfile.Dispenser, dname, note string) error {
+	d.Next() // the plugin's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		return d.Errf("unknown option %q of the %s plugin%s", d.Val(), dname, note)
+	}
+	return nil
 }

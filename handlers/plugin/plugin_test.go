@@ -111,3 +111,22 @@ func TestSet(t *testing.T) {
 }
 
 var _ plugin.Plugin = (*stamp)(nil)
+
+// A plugin without options takes its name alone; anything more is refused
+// with the plugin's name and the note.
+func TestNoOptions(t *testing.T) {
+	for in, want := range map[string]string{
+		"stamp":                 "",
+		"stamp {\n}":            "",
+		"stamp extra":           "wrong argument count",
+		"stamp {\n\tlevel 2\n}": `unknown option "level" of the stamp plugin (see the global block)`,
+	} {
+		err := plugin.NoOptions(caddyfile.NewTestDispenser(in), "stamp", " (see the global block)")
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q: %v", in, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%q: got %v, want an error containing %s", in, err, want)
+		}
+	}
+}

@@ -58,14 +58,7 @@ func (*Compression) CaddyModule() caddy.ModuleInfo {
 //
 //	context_compression
 func (*Compression) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the plugin's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		return d.Errf("unknown option %q of the context_compression plugin", d.Val())
-	}
-	return nil
+	return plugin.NoOptions(d, "context_compression", "")
 }
 
 // Name implements plugin.Plugin.

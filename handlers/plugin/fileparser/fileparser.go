@@ -117,14 +117,7 @@ func (fp *FileParser) Provision(ctx caddy.Context) error {
 //
 //	file_parser
 func (*FileParser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the plugin's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		return d.Errf("unknown option %q of the file_parser plugin", d.Val())
-	}
-	return nil
+	return plugin.NoOptions(d, "file_parser", "")
 }
 
 // Name implements plugin.Plugin.

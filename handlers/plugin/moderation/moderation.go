@@ -83,14 +83,7 @@ func (p *Moderation) Provision(ctx caddy.Context) error {
 //
 //	moderation
 func (*Moderation) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the plugin's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		return d.Errf("unknown option %q of the moderation plugin (the provider is the global moderation block)", d.Val())
-	}
-	return nil
+	return plugin.NoOptions(d, "moderation", " (the provider is the global moderation block)")
 }
 
 // Name implements plugin.Plugin.

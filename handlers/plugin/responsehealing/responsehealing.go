@@ -57,14 +57,7 @@ func (*Healing) CaddyModule() caddy.ModuleInfo {
 //
 //	response_healing
 func (*Healing) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the plugin's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		return d.Errf("unknown option %q of the response_healing plugin", d.Val())
-	}
-	return nil
+	return plugin.NoOptions(d, "response_healing", "")
 }
 
 // Name implements plugin.Plugin.
