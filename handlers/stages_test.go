@@ -136,7 +136,7 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	cw := newCiteWriter(w, st)
 	err = next.ServeHTTP(cw, r)
-	cw.finish()
+	cw.Finish()
 	return err
 }
 

@@ -11,11 +11,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 )
@@ -282,7 +284,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	// The answer's rewriters, closest to the client first: citations
 	// index the text that the plugins (response-healing) wrote.
 	out := w
-	var cw *citeWriter
+	var cw *citations.Writer
 	if st.plan != nil || st.fetch != nil {
 		cw = newCiteWriter(w, st)
 		out = cw
@@ -299,9 +301,27 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 		}
 	}
 	if cw != nil {
-		cw.finish()
+		cw.Finish()
 	}
 	return err
+}
+
+// newCiteWriter is the citation writer of a request whose search or
+// fetches cite pages: the search's results first, then the pages.
+func newCiteWriter(w http.ResponseWriter, st *requestState) *citations.Writer {
+	var citers []citations.Citer
+	var kind dialect.Kind
+	if st.Route != nil {
+		kind = st.Route.Kind
+	}
+	if st.plan != nil {
+		citers = append(citers, st.plan)
+		kind = st.plan.kind
+	}
+	if st.fetch != nil {
+		citers = append(citers, st.fetch)
+	}
+	return citations.NewWriter(w, kind, st.Route, citers)
 }
 
 // planPlugins has each plugin plan its part in the routed request (body

@@ -33,7 +33,7 @@ import (
 // their text and holds their price; a fetch that fails or is refused is
 // told to the model as its error, never answered as the request's. The
 // answer's links to the pages become url_citation annotations (the
-// citation writer, citeWriter). Each fetch the site answered is
+// citation writer, package citations). Each fetch the site answered is
 // charged the operator's web_fetch_price, once, with the request.
 // A request that does not name the plugin pays one byte search.
 
@@ -227,6 +227,23 @@ func webFetchPlugin(plugins gjson.Result) (webfetch.Options, int, *apierror.Erro
 // serverToolUse is the fetch's part of usage.server_tool_use_details.
 func (f *fetchRun) serverToolUse() string {
 	return `"web_fetch_requests":` + strconv.FormatInt(f.fetched, 10)
+}
+
+// Sources are the pages fetched (citations.Citer).
+func (f *fetchRun) Sources() []websearch.Source { return f.sources }
+
+// ToolUse is the fetches' usage once charged (citations.Citer).
+func (f *fetchRun) ToolUse() (details, anthropic string) {
+	if !f.charged {
+		return "", ""
+	}
+	return f.serverToolUse(), ""
+}
+
+// AdjustResponsesUsage adds the server tool's earlier rounds
+// (citations.ResponsesUsageAdjuster).
+func (f *fetchRun) AdjustResponsesUsage(doc []byte, path string) []byte {
+	return f.withPriorTokens(doc, path)
 }
 
 // handler is the attempt's provider handler: next, run in rounds by the

@@ -193,7 +193,7 @@ func TestWebSearchConfigBuild(t *testing.T) {
 	}
 }
 
-// citeRun writes chunks through a citeWriter over a recorder.
+// citeRun writes chunks through a citation writer over a recorder.
 func citeRun(t *testing.T, plan *searchPlan, contentType string, status int, chunks ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -205,7 +205,7 @@ func citeRun(t *testing.T, plan *searchPlan, contentType string, status int, chu
 			t.Fatal(err)
 		}
 	}
-	cw.finish()
+	cw.Finish()
 	return rec
 }
 

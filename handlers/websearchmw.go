@@ -502,6 +502,38 @@ func (p *searchPlan) serverToolUse() string {
 	return s + "}"
 }
 
+// Sources are the results handed to the model (citations.Citer).
+func (p *searchPlan) Sources() []websearch.Source { return p.sources }
+
+// ToolUse is the search's usage once charged (citations.Citer).
+func (p *searchPlan) ToolUse() (details, anthropic string) {
+	if !p.charged {
+		return "", ""
+	}
+	s := p.serverToolUse()
+	return s[1 : len(s)-1], `"web_search_requests":1`
+}
+
+// ProviderCites reports whether the provider annotates its own answer
+// on route (nil: before any attempt) (citations.ProviderCiter): a native
+// search by OpenAI, or by xAI on the Responses route.
+func (p *searchPlan) ProviderCites(route *upstream.Route) bool {
+	if p.engine != "native" {
+		return false
+	}
+	switch {
+	case route != nil && route.ViaChat:
+		// Anthropic's native search cites its sources itself; the
+		// translation made them url_citation annotations.
+		return p.family == "anthropic"
+	case route != nil && route.Translate:
+		// A chat-only provider answered a Responses request: it
+		// annotates its own answer as in chat completions.
+		return p.family == "openai"
+	}
+	return p.family == "openai" || p.family == "x" && p.kind == dialect.Responses
+}
+
 func cutRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s

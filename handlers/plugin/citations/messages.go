@@ -1,4 +1,4 @@
-package handlers
+package citations
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
-// The citation writer's Messages form: a gateway-side search's sources
+// The writer's Messages form: a gateway-side search's sources
 // cited by the answer's markdown links become Anthropic
 // web_search_result_location citations of the text blocks (in the JSON
 // answer's content, as citations_delta events in a stream, right after
@@ -52,7 +52,7 @@ func messagesCitations(anns []websearch.Annotation) []byte {
 
 // annotateMessages cites the sources in each text block of a Messages
 // answer and reports the search in its usage.
-func (cw *citeWriter) annotateMessages(body []byte) []byte {
+func (cw *Writer) annotateMessages(body []byte) []byte {
 	out := body
 	gjson.GetBytes(body, "content").ForEach(func(i, b gjson.Result) bool {
 		if b.Get("type").Str == "text" {
@@ -65,12 +65,17 @@ func (cw *citeWriter) annotateMessages(body []byte) []byte {
 	return cw.withMessagesUsage(out)
 }
 
-// withMessagesUsage adds the search to the usage once it was charged.
-func (cw *citeWriter) withMessagesUsage(doc []byte) []byte {
-	if !cw.plan.charged || !gjson.GetBytes(doc, "usage").IsObject() {
+// withMessagesUsage adds the runs' tool use to the usage once charged.
+func (cw *Writer) withMessagesUsage(doc []byte) []byte {
+	details, anthropic := cw.toolUse()
+	if details == "" || !gjson.GetBytes(doc, "usage").IsObject() {
 		return doc
 	}
-	out, err := sjson.SetRawBytes(cw.withUsage(doc, "usage"), "usage.server_tool_use", []byte(`{"web_search_requests":1}`))
+	out := cw.withUsage(doc, "usage")
+	if anthropic == "" {
+		return out
+	}
+	out, err := sjson.SetRawBytes(out, "usage.server_tool_use", []byte("{"+anthropic+"}"))
 	if err != nil {
 		return doc
 	}
@@ -80,7 +85,7 @@ func (cw *citeWriter) withMessagesUsage(doc []byte) []byte {
 // messagesEvent rewrites one event of a Messages stream: text deltas feed
 // their block's streamer, whose citations follow them; a block's stop
 // flushes the rest before it; the provider's own citations go.
-func (cw *citeWriter) messagesEvent(ev, data []byte) []byte {
+func (cw *Writer) messagesEvent(ev, data []byte) []byte {
 	r := gjson.GetManyBytes(data, "type", "index", "delta.type", "delta.text", "content_block.type")
 	idx := r[1].Int()
 	switch r[0].Str {

@@ -1,4 +1,8 @@
-package handlers
+// Package citations is the writer that cites, in the client's answer,
+// the pages a request's runs handed the model (a web search's results,
+// web-fetch's pages): one writer for all the runs that cite, which the
+// handler puts around the answer.
+package citations
 
 import (
 	"bytes"
@@ -11,14 +15,43 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
-// citeWriter adds url_citation annotations to the client-facing answer of
-// a web search request (chat completions or Responses, whatever dialect
-// the provider spoke below it):
+// Citer is a plugin's Run whose answer may cite pages: the citation
+// writer turns the answer's links to them into url_citation annotations
+// (web_search_result_location citations in a Messages answer).
+type Citer interface {
+	// Sources are the pages the answer may cite, as the model was told
+	// of them; read as the answer passes.
+	Sources() []websearch.Source
+	// ToolUse is the run's part of the answer's usage once the meter
+	// charged it: members of usage.server_tool_use_details
+	// (`"web_fetch_requests":2`) and of a Messages answer's
+	// usage.server_tool_use (Anthropic's); "" when it charged nothing.
+	ToolUse() (details, anthropic string)
+}
+
+// ProviderCiter is a Citer whose provider may annotate the answer itself
+// (a native search): on the route's attempt that answers, its annotations
+// then pass and the writer adds none.
+type ProviderCiter interface {
+	ProviderCites(route *upstream.Route) bool
+}
+
+// ResponsesUsageAdjuster is a Citer that adjusts a Responses answer's
+// usage object (at path in doc), which the meter leaves as the
+// provider's: the web_fetch tool's earlier rounds' tokens.
+type ResponsesUsageAdjuster interface {
+	AdjustResponsesUsage(doc []byte, path string) []byte
+}
+
+// Writer adds url_citation annotations to the client-facing answer of a
+// request whose runs cite pages (chat completions or Responses, whatever
+// dialect the provider spoke below it):
 //
 //   - a JSON answer is held until complete (the meter sends it in one
 //     piece) and every output text gets its annotations;
@@ -29,18 +62,16 @@ import (
 //     sequence numbers shift every later event; the done events and
 //     response.completed carry the part's whole list.
 //
-// Error answers pass through untouched, as do annotations a provider's
-// native search made itself (OpenAI-style providers); otherwise the
-// gateway's annotations replace any the provider sent, streamed or not.
-// usage.server_tool_use_details reports the search once the meter has
-// charged it.
-type citeWriter struct {
+// Error answers pass through untouched, as do annotations a provider made
+// itself (a ProviderCiter's); otherwise the gateway's annotations replace
+// any the provider sent, streamed or not. usage.server_tool_use_details
+// reports the runs' tool use once the meter has charged it.
+type Writer struct {
 	sse.Writer
-	plan    *searchPlan   // nil: the request fetched pages only
-	fetch   *fetchRun     // the web-fetch plugin's pages; nil: none
-	kind    dialect.Kind  // the route's: chat, responses or messages
-	st      *requestState // for the route's attempt that answered
-	passAnn bool          // the provider annotates its own answer
+	citers  []Citer         // in the order their sources are numbered
+	kind    dialect.Kind    // the route's: chat, responses or messages
+	route   *upstream.Route // whose attempt answers; nil in tests
+	passAnn bool            // the provider annotates its own answer
 
 	chat   map[int64]*websearch.Streamer
 	parts  map[[2]int64]*partState
@@ -55,39 +86,39 @@ type partState struct {
 	flushed  bool
 }
 
-func newCiteWriter(w http.ResponseWriter, st *requestState) *citeWriter {
-	plan := st.plan
-	cw := &citeWriter{
-		plan:  plan,
-		fetch: st.fetch,
-		st:    st,
-		chat:  map[int64]*websearch.Streamer{},
-		parts: map[[2]int64]*partState{},
+// NewWriter is the writer of an answer in the client's dialect kind
+// whose runs citers cite pages, on its way to w; route (nil: none) is the
+// request's, whose answering attempt says whether a provider annotates
+// its own answer.
+func NewWriter(w http.ResponseWriter, kind dialect.Kind, route *upstream.Route, citers []Citer) *Writer {
+	cw := &Writer{
+		citers: citers,
+		kind:   kind,
+		route:  route,
+		chat:   map[int64]*websearch.Streamer{},
+		parts:  map[[2]int64]*partState{},
 	}
-	if plan != nil {
-		cw.kind = plan.kind
-		cw.passAnn = plan.engine == "native" && (plan.family == "openai" || plan.family == "x" && plan.kind == dialect.Responses)
-	} else if st.Route != nil {
-		cw.kind = st.Route.Kind
-	}
+	cw.passAnn = cw.providerCites(nil)
 	cw.Init(w, cw)
 	return cw
 }
 
+// providerCites reports whether a citer's provider annotates the answer
+// on route (nil: before any attempt).
+func (cw *Writer) providerCites(route *upstream.Route) bool {
+	for _, c := range cw.citers {
+		if pc, ok := c.(ProviderCiter); ok && pc.ProviderCites(route) {
+			return true
+		}
+	}
+	return false
+}
+
 // Decide implements sse.Hooks: errors pass through, streams are rewritten
 // per event, JSON answers are held.
-func (cw *citeWriter) Decide(status int) sse.Mode {
-	if cw.st != nil && cw.plan != nil {
-		if rt := cw.st.Route; rt != nil && rt.Translate {
-			// A chat-only provider answered a Responses request: it
-			// annotates its own answer as in chat completions.
-			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "openai"
-		}
-		if rt := cw.st.Route; rt != nil && rt.ViaChat {
-			// Anthropic's native search cites its sources itself; the
-			// translation made them url_citation annotations.
-			cw.passAnn = cw.plan.engine == "native" && cw.plan.family == "anthropic"
-		}
+func (cw *Writer) Decide(status int) sse.Mode {
+	if cw.route != nil {
+		cw.passAnn = cw.providerCites(cw.route)
 	}
 	switch {
 	case status < 200 || status >= 300:
@@ -98,8 +129,8 @@ func (cw *citeWriter) Decide(status int) sse.Mode {
 	return sse.Hold
 }
 
-// finish sends a held JSON answer, annotated; the handler chain is done.
-func (cw *citeWriter) finish() {
+// Finish sends a held JSON answer, annotated; the handler chain is done.
+func (cw *Writer) Finish() {
 	switch cw.Mode {
 	case sse.Hold:
 		body := cw.annotateJSON(cw.Body.Bytes())
@@ -146,7 +177,7 @@ func responsesAnnotations(anns []websearch.Annotation) string {
 
 // annotateJSON adds the annotations and the search usage to a complete
 // answer.
-func (cw *citeWriter) annotateJSON(body []byte) []byte {
+func (cw *Writer) annotateJSON(body []byte) []byte {
 	if !jsoncheck.Valid(body) {
 		return body
 	}
@@ -185,45 +216,54 @@ func (cw *citeWriter) annotateJSON(body []byte) []byte {
 	return cw.withUsage(out, "usage")
 }
 
-// sources are the pages the answer may cite: the search results, then
-// the fetched pages.
-func (cw *citeWriter) sources() []websearch.Source {
-	switch {
-	case cw.fetch == nil:
-		return cw.plan.sources
-	case cw.plan == nil:
-		return cw.fetch.sources
+// sources are the pages the answer may cite: each citer's, in order.
+func (cw *Writer) sources() []websearch.Source {
+	if len(cw.citers) == 1 {
+		return cw.citers[0].Sources()
 	}
-	return append(cw.plan.sources[:len(cw.plan.sources):len(cw.plan.sources)], cw.fetch.sources...)
+	var all []websearch.Source
+	for _, c := range cw.citers {
+		all = append(all, c.Sources()...)
+	}
+	return all
 }
 
-// serverToolUse is usage.server_tool_use_details: the search's and the
-// fetches' counts, of those charged; "" when none was.
-func (cw *citeWriter) serverToolUse() string {
-	search := cw.plan != nil && cw.plan.charged
-	fetch := cw.fetch != nil && cw.fetch.charged
-	switch {
-	case search && fetch:
-		s := cw.plan.serverToolUse()
-		return s[:len(s)-1] + "," + cw.fetch.serverToolUse() + "}"
-	case search:
-		return cw.plan.serverToolUse()
-	case fetch:
-		return "{" + cw.fetch.serverToolUse() + "}"
+// toolUse is the citers' usage.server_tool_use_details members and
+// usage.server_tool_use members, of those charged; "" when none was.
+func (cw *Writer) toolUse() (details, anthropic string) {
+	for _, c := range cw.citers {
+		d, a := c.ToolUse()
+		details = joinMembers(details, d)
+		anthropic = joinMembers(anthropic, a)
 	}
-	return ""
+	return details, anthropic
 }
 
-// withUsage adds usage.server_tool_use_details once the search was charged.
-func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
-	if cw.kind == dialect.Responses && cw.fetch != nil {
-		doc = cw.fetch.withPriorTokens(doc, path)
+// joinMembers joins two lists of JSON object members.
+func joinMembers(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
 	}
-	details := cw.serverToolUse()
+	return a + "," + b
+}
+
+// withUsage adds usage.server_tool_use_details once a citer was charged.
+func (cw *Writer) withUsage(doc []byte, path string) []byte {
+	if cw.kind == dialect.Responses {
+		for _, c := range cw.citers {
+			if ua, ok := c.(ResponsesUsageAdjuster); ok {
+				doc = ua.AdjustResponsesUsage(doc, path)
+			}
+		}
+	}
+	details, _ := cw.toolUse()
 	if details == "" || !gjson.GetBytes(doc, path).IsObject() {
 		return doc
 	}
-	out, err := sjson.SetRawBytes(doc, path+".server_tool_use_details", []byte(details))
+	out, err := sjson.SetRawBytes(doc, path+".server_tool_use_details", []byte("{"+details+"}"))
 	if err != nil {
 		return doc
 	}
@@ -232,7 +272,7 @@ func (cw *citeWriter) withUsage(doc []byte, path string) []byte {
 
 // Event implements sse.Hooks: it rewrites one stream event; the result may
 // hold several events, or none.
-func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
+func (cw *Writer) Event(ev []byte) ([]byte, error) {
 	data := sse.Data(ev)
 	if data == nil || sse.IsDone(data) || !jsoncheck.Valid(data) {
 		return ev, nil
@@ -246,7 +286,7 @@ func (cw *citeWriter) Event(ev []byte) ([]byte, error) {
 	return cw.responsesEvent(ev, data), nil
 }
 
-func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
+func (cw *Writer) chatEvent(ev, data []byte) []byte {
 	out := data
 	if !cw.passAnn {
 		gjson.GetBytes(data, "choices").ForEach(func(k, c gjson.Result) bool {
@@ -284,7 +324,7 @@ func (cw *citeWriter) chatEvent(ev, data []byte) []byte {
 	return sse.ReplaceData(ev, data, out)
 }
 
-func (cw *citeWriter) responsesEvent(ev, data []byte) []byte {
+func (cw *Writer) responsesEvent(ev, data []byte) []byte {
 	res := gjson.GetManyBytes(data, "type", "sequence_number", "output_index", "content_index", "item_id")
 	typ, seq := res[0].Str, res[1]
 	key := [2]int64{res[2].Int(), res[3].Int()}
