@@ -261,9 +261,11 @@ type litScan struct {
 	tri [1 << 12]uint8
 }
 
-// triHash hashes the three bytes of x (the low 24 bits), 0x20 bits set.
+// triHash hashes the three bytes of x (the low 24 bits), whose 0x20
+// bits the caller set: for a text, once for eight bytes rather than
+// once for each position.
 func triHash(x uint64) uint32 {
-	return uint32(x&0xffffff|0x202020) * 0x9E3779B1 >> 20
+	return uint32(x&0xffffff) * 0x9E3779B1 >> 20
 }
 
 // asciiLower maps a byte to its ASCII lowercase.
@@ -307,7 +309,7 @@ func (l *litScan) index() {
 		}
 		p := pairOf(s)
 		l.pairs[p>>6] |= 1 << (p & 63)
-		l.tri[triHash(uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16)] = 1
+		l.tri[triHash(uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16|0x202020)] = 1
 	}
 	n := 0
 	for w := range l.pairs {
@@ -347,7 +349,7 @@ func (l *litScan) scan(text string, found []uint64) {
 	// looked up at once.
 	at := 0
 	for ; at+8 <= len(text); at += 6 {
-		w := load64(text, at)
+		w := load64(text, at) | 0x2020202020202020
 		hit := l.tri[triHash(w)] | l.tri[triHash(w>>8)] | l.tri[triHash(w>>16)] |
 			l.tri[triHash(w>>24)] | l.tri[triHash(w>>32)] | l.tri[triHash(w>>40)]
 		if hit == 0 {
