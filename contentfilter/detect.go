@@ -2,6 +2,7 @@ package contentfilter
 
 import (
 	"maps"
+	"math/bits"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -119,6 +120,18 @@ var tokStart, tokGlue = func() (start, glue [256]uint8) {
 	return start, glue
 }()
 
+// letters8 is how many of w's bytes, from its lowest, are ASCII letters
+// (8: all). Each byte is tested without a carry into the next: its high
+// bit (a byte above 0x7F, no letter) is cleared and the 0x20 bit set
+// (lowercase) before the adds that compare it with 'a' and 'z'.
+func letters8(w uint64) int {
+	const hi = 0x8080808080808080
+	x := w&0x7f7f7f7f7f7f7f7f | 0x2020202020202020
+	ge := x + 0x1f1f1f1f1f1f1f1f // high bit: x >= 'a'
+	gt := x + 0x0505050505050505 // high bit: x > 'z'
+	return bits.TrailingZeros64((^ge|gt|w)&hi) >> 3
+}
+
 // letterGlue is every letter's tokGlue.
 var letterGlue = tokGlue['a']
 
@@ -189,11 +202,20 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 					next[2] = i + 1
 				}
 			}
-			// Most words are short: a byte loop finds their end for
-			// less than a call reading eight bytes at a time.
+			// The word's end, eight bytes at a time (inline: a call
+			// costs more than most words' byte loop).
 			j := i + 1
-			for j < len(s) && isLetter(s[j]) {
-				j++
+			for {
+				if j+8 > len(s) {
+					for j < len(s) && isLetter(s[j]) {
+						j++
+					}
+					break
+				}
+				n := letters8(load64(s, j))
+				if j += n; n < 8 {
+					break
+				}
 			}
 			// Most words are no cue, name or trigger: one lookup says
 			// so, and neither detector is asked (each would return j).

@@ -152,3 +152,21 @@ func FuzzScanTokens(f *testing.F) {
 		}
 	})
 }
+
+// letters8 counts the leading ASCII letters of eight bytes as isLetter
+// does, whatever the bytes after the first other one.
+func TestLetters8(t *testing.T) {
+	for c := range 256 {
+		for k := range 8 {
+			b := []byte("abcdXYZq")
+			b[k] = byte(c)
+			want := 8
+			if !isLetter(byte(c)) {
+				want = k
+			}
+			if got := letters8(load64(string(b), 0)); got != want {
+				t.Fatalf("%q: %d, want %d", b, got, want)
+			}
+		}
+	}
+}
