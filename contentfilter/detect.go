@@ -185,14 +185,12 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 		if m&(tokName|tokInjection) != 0 {
 			// A word: of the other detectors only an IP address (at a
 			// hex letter) and a post office box (at P) may start here.
-			if m&tokIP != 0 && i >= next[0] {
-				if colon > i+5 {
-					// ipAt's first test: no IPv6 address that far from
-					// the next ':'.
-					next[0] = i + 1
-				} else {
-					next[0] = ipAt(s, i, &colon, emitIP)
-				}
+			// ipAt's first test: no IPv6 address that far from the next
+			// ':'. Tested first, as it is nearly always so (whether a
+			// word starts with a hex letter is not). next[0] is left
+			// where it was, at or before i: free to start, as i+1.
+			if colon <= i+5 && m&tokIP != 0 && i >= next[0] {
+				next[0] = ipAt(s, i, &colon, emitIP)
 			}
 			if m&tokAddress != 0 && i >= next[2] {
 				// addressAt's first test: P, then O or '.'.
@@ -292,6 +290,12 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 		}
 		if m&tokTag != 0 && i >= next[4] {
 			next[4] = tagAt(s, i, emitInjection)
+		}
+		// Within the run of digits no detector starts (each digit
+		// glues to the next, and a tag starts at '<' or '['): on from
+		// its last digit.
+		if run > 1 {
+			i, glue = i+run-1, tokGlue['0']
 		}
 	}
 	return i, next, colon
