@@ -355,8 +355,10 @@ func (l *litScan) scan(text string, found []uint64) {
 		if hit == 0 {
 			continue
 		}
-		for k := at; k < at+6; k++ {
-			if l.startsAt(text, k, found, &left) {
+		// Most hits are by chance, at one of the six: each position's
+		// own entry is looked at again before its pairs are.
+		for k := range 6 {
+			if l.tri[triHash(w>>(8*k))] != 0 && l.startsAt(text, at+k, found, &left) {
 				return
 			}
 		}
