@@ -192,13 +192,9 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 			if colon <= i+5 && m&tokIP != 0 && i >= next[0] {
 				next[0] = ipAt(s, i, &colon, emitIP)
 			}
-			if m&tokAddress != 0 && i >= next[2] {
-				// addressAt's first test: P, then O or '.'.
-				if i+4 < len(s) && (s[i+1]|0x20 == 'o' || s[i+1] == '.') {
-					next[2] = addressAt(s, i, emitAddress)
-				} else {
-					next[2] = i + 1
-				}
+			// addressAt's first test: P, then O or '.'.
+			if m&tokAddress != 0 && i >= next[2] && i+4 < len(s) && (s[i+1]|0x20 == 'o' || s[i+1] == '.') {
+				next[2] = addressAt(s, i, emitAddress)
 			}
 			// The word's end, eight bytes at a time (inline: a call
 			// costs more than most words' byte loop).
@@ -248,15 +244,12 @@ func walkTokens(s string, from, to int, want, kinds uint8, next [tokCount]int, c
 				after = s[r]
 			}
 		}
-		if m&tokIP != 0 && i >= next[0] {
-			if (c > '9' || after != '.' || i+run+1 >= len(s) || !isDigit(s[i+run+1])) && colon > i+5 {
-				// ipAt's first tests: no IPv4 address without a '.' and
-				// a digit after the digits, and no IPv6 address that
-				// far from the next ':'.
-				next[0] = i + 1
-			} else {
-				next[0] = ipAt(s, i, &colon, emitIP)
-			}
+		// ipAt's first tests: no IPv4 address without a '.' and a
+		// digit after the digits, and no IPv6 address that far from
+		// the next ':' (next[0] left at or before i, as at a word).
+		if m&tokIP != 0 && i >= next[0] &&
+			(colon <= i+5 || c <= '9' && after == '.' && i+run+1 < len(s) && isDigit(s[i+run+1])) {
+			next[0] = ipAt(s, i, &colon, emitIP)
 		}
 		if m&tokNumber != 0 && i >= next[1] {
 			// numberAt's first test: a run of too few digits for any
