@@ -181,10 +181,7 @@ func TestOutputClampConcurrent(t *testing.T) {
 	check := func(t *testing.T, keys []string, source string, usage func() money.Amount) {
 		t.Helper()
 		tap.take()
-		ok, charged := burst(t, c, keys, n, body, source)
-		if ok != 4 {
-			t.Fatalf("%d requests passed, want 4", ok)
-		}
+		charged := burst(t, c, keys, n, 4, body, source)
 		var fitted []int64
 		for _, b := range tap.take() {
 			if v := gjson.Get(b, "max_tokens"); v.Exists() {

@@ -189,6 +189,9 @@ type response struct {
 	Header http.Header
 	Body   []byte
 	JSON   gjson.Result
+	// At is when the answer came, counted from a burst's release
+	// (postAtOnce); zero otherwise.
+	At time.Duration
 }
 
 func (c *client) do(method, url, key string, body any) response {
@@ -444,10 +447,11 @@ func postAtOnceVia(t *testing.T, cs []*client, n int, keyOf func(i int) string, 
 		hcs[i] = &client{t: t, gateway: c.gateway, admin: c.admin,
 			http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
 	}
-	slow := map[string]string{"X-Mock-Latency": "1500ms"}
+	slow := map[string]string{"X-Mock-Latency": burstLatency.String()}
 	results := make([]response, n)
 	errs := make([]error, n)
 	var ready, done sync.WaitGroup
+	var start time.Time // set before release is closed
 	release := make(chan struct{})
 	for i := range n {
 		key, hc := keyOf(i), hcs[i%len(hcs)]
@@ -456,13 +460,42 @@ func postAtOnceVia(t *testing.T, cs []*client, n int, keyOf func(i int) string, 
 			ready.Done()
 			<-release
 			results[i], errs[i] = hc.post("/chat/completions", key, body, slow)
+			results[i].At = time.Since(start)
 		})
 	}
 	ready.Wait()
-	start := time.Now()
+	start = time.Now()
 	close(release)
 	done.Wait()
 	return results, errs, time.Since(start)
+}
+
+// burstLatency is how long the mock holds each request of a burst.
+const burstLatency = 1500 * time.Millisecond
+
+// checkFit fails unless exactly fit requests of a burst passed. That
+// holds while every admission is decided before any passed request ends
+// (each ends burstLatency after its admission at the earliest): an ended
+// request gives back the part of its hold it did not spend, room another
+// request may take. When the machine was so slow that the last refusal
+// came after burstLatency, more may pass; the money checks that follow
+// (nothing spent beyond the limit) still hold them.
+func checkFit(t *testing.T, results []response, ok, fit int) {
+	t.Helper()
+	var lastRefusal time.Duration
+	for _, r := range results {
+		if r.Status != 200 {
+			lastRefusal = max(lastRefusal, r.At)
+		}
+	}
+	switch {
+	case ok < fit:
+		t.Fatalf("%d requests passed, want %d", ok, fit)
+	case ok > fit && lastRefusal < burstLatency:
+		t.Fatalf("%d requests passed, want exactly %d (the last refusal came %v after the release)", ok, fit, lastRefusal)
+	case ok > fit:
+		t.Logf("%d requests passed for %d that fit: the last refusal came %v after the release, when passed requests may have ended", ok, fit, lastRefusal)
+	}
 }
 
 // tallyCharges counts a burst's answers: the 200s and what they charged,
