@@ -69,8 +69,9 @@ func TestReplicasEnforceEveryRecordAfterRedisRestart(t *testing.T) {
 	}
 
 	// refused polls replica 1 until the request is refused with status and
-	// a body containing what, at most a second after the rule was made at
-	// replica 0.
+	// a body containing what, at most five seconds after the rule was made
+	// at replica 0: milliseconds on an idle machine (logged), seconds on
+	// a loaded one, whose scheduler then decides the delay.
 	refused := func(what string, status int, want, k, body string) {
 		t.Helper()
 		start := time.Now()
@@ -83,8 +84,8 @@ func TestReplicasEnforceEveryRecordAfterRedisRestart(t *testing.T) {
 				t.Logf("%s: enforced at replica 1 after %v", what, time.Since(start))
 				return
 			}
-			if time.Since(start) > time.Second {
-				t.Fatalf("%s is not enforced at replica 1 within 1s: the last answer was %d %s", what, r.Status, r.Body)
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("%s is not enforced at replica 1 within 5s: the last answer was %d %s", what, r.Status, r.Body)
 			}
 			time.Sleep(time.Millisecond)
 		}
