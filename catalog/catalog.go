@@ -265,7 +265,9 @@ func (p *Provider) Path(rest string) string {
 // Catalog is an immutable set of models, in the operator's order.
 type Catalog struct {
 	models []*Model
-	byID   map[string]*Model
+	// byID finds a model by its id, and the newest model of a family by
+	// the family's alias (AliasOf), unless a model has that id.
+	byID map[string]*Model
 }
 
 // New builds a catalog (and each provider's model at its own pricing); later duplicates of an id are an error for the
@@ -303,10 +305,17 @@ func New(models []*Model) *Catalog {
 			}
 		}
 	}
+	for alias, m := range aliases(c.models) {
+		if _, taken := c.byID[alias]; !taken {
+			c.byID[alias] = m
+		}
+	}
 	return c
 }
 
-// Lookup finds a model by id.
+// Lookup finds a model by id, or the newest model of a family by its
+// alias ("~anthropic/claude-sonnet-latest"): the model found has its own
+// id, which the caller names from then on.
 func (c *Catalog) Lookup(id string) (*Model, bool) {
 	if c == nil {
 		return nil, false

@@ -78,8 +78,8 @@ func (rt *Router) countResponsesTokens(st *pipeline.State, body []byte) (int64, 
 	return n, nil
 }
 
-// CountedModel is the catalog model a counting request names, if the
-// caller may use it.
+// CountedModel is the catalog model a counting request names (an alias
+// names its family's newest), if the caller may use it.
 func (rt *Router) CountedModel(st *pipeline.State, model string) (*catalog.Model, *apierror.Error) {
 	m, ok := rt.catalog().Lookup(model)
 	if !ok {
@@ -89,7 +89,7 @@ func (rt *Router) CountedModel(st *pipeline.State, model string) (*catalog.Model
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	if denied := policy.CheckModel(rules, model); denied != nil {
+	if denied := policy.CheckModel(rules, m.ID); denied != nil {
 		return nil, RefusalError(denied)
 	}
 	return m, nil

@@ -325,13 +325,15 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		rk.sort = prefs.sort
 		if base, suffixSort := modelSuffixSort(modelID); !ok && suffixSort != "" {
 			if m, ok = rt.catalog().Lookup(base); ok {
-				modelID = base
 				if rk.sort == "" {
 					rk.sort = suffixSort
 					rk.now = time.Now()
 					suffixSorted = suffixSort
 				}
 			}
+		}
+		if ok {
+			modelID = m.ID // the base of a suffix, an alias's model
 		}
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have.
