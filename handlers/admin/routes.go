@@ -49,6 +49,8 @@ const (
 	OpCountModels    // GET /models/count
 	OpListProviders  // GET /providers
 	OpModelEndpoints // GET /models/{author}/{slug}/endpoints
+	OpGetModel       // GET /model/{author}/{slug}
+	OpZDREndpoints   // GET /endpoints/zdr
 )
 
 // Takes reports whether the op serves method: the catalog's lists GET
@@ -57,7 +59,7 @@ func (o Op) Takes(method string) bool {
 	switch o {
 	case OpNone:
 		return false
-	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints:
+	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints, OpGetModel, OpZDREndpoints:
 		return method == http.MethodGet || method == http.MethodHead
 	}
 	return method == http.MethodPost
@@ -145,6 +147,10 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /models", kind: RoutePublic, op: OpListModels},
 	{pattern: "GET /models/count", kind: RoutePublic, op: OpCountModels},
 	{pattern: "GET /models/{author}/{slug}/endpoints", kind: RoutePublic, op: OpModelEndpoints},
+	{pattern: "/model", kind: RoutePublic},
+	{pattern: "GET /model/{author}/{slug}", kind: RoutePublic, op: OpGetModel},
+	{pattern: "/endpoints", kind: RoutePublic},
+	{pattern: "GET /endpoints/zdr", kind: RoutePublic, op: OpZDREndpoints},
 	{pattern: "/providers", kind: RoutePublic},
 	{pattern: "GET /providers", kind: RoutePublic, op: OpListProviders},
 

@@ -163,6 +163,8 @@ func TestRoutesAgree(t *testing.T) {
 		{"/chat/completions/x/y", RouteInference},
 		{"/models/user/x", RouteInference},
 		{"/models/a/b/endpoints", RoutePublic},
+		{"/model/a/b", RoutePublic},
+		{"/endpoints/x", RoutePublic},
 		{"/key/x", RouteUnknown},
 		{"/keyz", RouteUnknown},
 		{"", RouteUnknown},
@@ -204,6 +206,9 @@ func TestClassifyRouteOps(t *testing.T) {
 		{"/models/count", OpCountModels, ""},
 		{"/models/a/b/endpoints", OpNone, ""}, // ResolveOp
 		{"/providers", OpListProviders, ""},
+		{"/endpoints/zdr", OpZDREndpoints, ""},
+		{"/endpoints/x", OpNone, ""},
+		{"/model/a/b", OpNone, ""}, // ResolveOp
 		{"/keys", OpNone, ""},
 		{"/nope", OpNone, ""},
 	} {
@@ -223,6 +228,10 @@ func TestClassifyRouteOps(t *testing.T) {
 		{"GET", "/models/a/b/c/endpoints", OpNone, "", ""},
 		{"POST", "/models/a/b/endpoints", OpNone, "a", "b"}, // the path, not the method
 		{"GET", "/models/a", OpNone, "", ""},
+		{"GET", "/model/a/b", OpGetModel, "a", "b"},
+		{"GET", "/model/~a/b-latest", OpGetModel, "~a", "b-latest"},
+		{"GET", "/model/a/b:free", OpGetModel, "a", "b:free"},
+		{"GET", "/model/a", OpNone, "", ""},
 	} {
 		r := httptest.NewRequest(tc.method, APIPrefix+tc.path, nil)
 		if op := ResolveOp(r); op != tc.op || r.PathValue("author") != tc.author || r.PathValue("slug") != tc.slug {

@@ -2,7 +2,10 @@ package routing
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -47,10 +50,51 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *pipel
 			return apierror.Fail(r, apierror.NotFound("Model not found: "+id))
 		}
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": endpointList(m)})
+	case admin.OpGetModel:
+		m, apiErr := rt.namedModel(st, r.PathValue("author")+"/"+r.PathValue("slug"))
+		if apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
+		writeRaw(w, `{"data":`, m.Public, "}\n")
+	case admin.OpZDREndpoints:
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": zdrEndpoints(rt.catalog())})
 	default:
 		return apierror.Fail(r, apierror.NotFound("Not found: "+r.Method+" "+r.URL.Path))
 	}
 	return nil
+}
+
+// namedModel is the model GET /model/{author}/{slug} names: by its id, a
+// family alias, or a routing variant (":nitro", ":floor") of its id; 404
+// for any other, and for a model the caller's filtered catalog leaves out.
+func (rt *Router) namedModel(st *pipeline.State, id string) (*catalog.Model, *apierror.Error) {
+	m, ok := rt.catalog().Lookup(id)
+	if base, suffixSort := modelSuffixSort(id); !ok && suffixSort != "" {
+		m, ok = rt.catalog().Lookup(base)
+	}
+	if ok && filtersCatalog(st.ID) {
+		models, apiErr := rt.ModelsFor(st)
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		ok = slices.Contains(models, m)
+	}
+	if !ok {
+		return nil, apierror.NotFound("Model not found: " + id)
+	}
+	return m, nil
+}
+
+// writeRaw answers 200 with a JSON body written by hand: the public
+// objects are already JSON, and encoding/json would re-escape them.
+func writeRaw(w http.ResponseWriter, prefix string, raw []byte, suffix string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(prefix)+len(raw)+len(suffix)))
+	w.WriteHeader(http.StatusOK)
+	// The status is sent: a failed write is a client gone.
+	_, _ = io.WriteString(w, prefix)
+	_, _ = w.Write(raw)
+	_, _ = io.WriteString(w, suffix)
 }
 
 // providerInfo is one entry of GET /providers. The catalog knows providers
@@ -81,10 +125,7 @@ func providerList(c *catalog.Catalog) []providerInfo {
 }
 
 // endpointList is GET /models/{author}/{slug}/endpoints: the model's
-// public fields and one entry per provider, with the provider's own
-// prices, quantization and parameters, and the gateway's measurements of
-// it (routestats: latency in seconds, throughput in tokens per second;
-// null without any). Uptime, which the gateway does not keep, is null.
+// public fields and one entry per provider (endpointView).
 func endpointList(m *catalog.Model) map[string]any {
 	pub := gjson.ParseBytes(m.Public)
 	arch := map[string]any{"instruct_type": nil, "tokenizer": nil, "modality": nil,
@@ -93,41 +134,76 @@ func endpointList(m *catalog.Model) map[string]any {
 		arch[k.Str] = json.RawMessage(v.Raw)
 		return true
 	})
-	pricing := json.RawMessage(`{"prompt":"0","completion":"0"}`)
-	if p := pub.Get("pricing"); p.IsObject() {
-		pricing = json.RawMessage(p.Raw)
-	}
-	var maxCompletion *int64
-	if m.MaxCompletionTokens > 0 {
-		maxCompletion = &m.MaxCompletionTokens
-	}
+	pricing := modelPricing(pub)
 	endpoints := make([]map[string]any, 0, len(m.Providers))
 	now := time.Now()
 	for _, p := range m.Providers {
-		var quantization any
-		if p.Quantization != "" {
-			quantization = p.Quantization
-		}
-		endpointPricing := any(pricing)
-		if p.Pricing != nil {
-			endpointPricing = endpointPriceView(p.Pricing)
-		}
-		endpoints = append(endpoints, map[string]any{
-			"name": p.Name + ": " + m.Name, "model_id": m.ID, "model_name": m.Name,
-			"context_length": m.ContextLength, "max_completion_tokens": maxCompletion, "max_prompt_tokens": nil,
-			"pricing": endpointPricing, "provider_name": p.Name, "tag": p.Name, "quantization": quantization, "status": 0,
-			"supported_parameters":      p.Parameters(),
-			"supports_implicit_caching": false,
-			"supports_tool_choice":      map[string]bool{"auto": true, "function": true, "none": true, "required": true},
-			"latency_last_30m":          percentileView(p.Stats.Latency(now)),
-			"throughput_last_30m":       percentileView(p.Stats.Throughput(now)),
-			"uptime_last_1d":            nil, "uptime_last_30m": nil, "uptime_last_5m": nil,
-		})
+		endpoints = append(endpoints, endpointView(m, p, pricing, now))
 	}
 	return map[string]any{
 		"id": m.ID, "name": m.Name, "created": pub.Get("created").Int(), "description": pub.Get("description").Str,
 		"architecture": arch, "endpoints": endpoints,
 	}
+}
+
+// modelPricing is a model's public pricing, which its endpoints without
+// their own pricing charge.
+func modelPricing(pub gjson.Result) json.RawMessage {
+	if p := pub.Get("pricing"); p.IsObject() {
+		return json.RawMessage(p.Raw)
+	}
+	return json.RawMessage(`{"prompt":"0","completion":"0"}`)
+}
+
+// endpointView is provider p of model m in the public endpoint shape:
+// the provider's own prices (else the model's, pricing), quantization and
+// parameters, and the gateway's measurements of it (routestats: latency
+// in seconds, throughput in tokens per second; null without any). Uptime,
+// which the gateway does not keep, is null.
+func endpointView(m *catalog.Model, p *catalog.Provider, pricing json.RawMessage, now time.Time) map[string]any {
+	var maxCompletion *int64
+	if m.MaxCompletionTokens > 0 {
+		maxCompletion = &m.MaxCompletionTokens
+	}
+	var quantization any
+	if p.Quantization != "" {
+		quantization = p.Quantization
+	}
+	endpointPricing := any(pricing)
+	if p.Pricing != nil {
+		endpointPricing = endpointPriceView(p.Pricing)
+	}
+	return map[string]any{
+		"name": p.Name + ": " + m.Name, "model_id": m.ID, "model_name": m.Name,
+		"context_length": m.ContextLength, "max_completion_tokens": maxCompletion, "max_prompt_tokens": nil,
+		"pricing": endpointPricing, "provider_name": p.Name, "tag": p.Name, "quantization": quantization, "status": 0,
+		"supported_parameters":      p.Parameters(),
+		"supports_implicit_caching": false,
+		"supports_tool_choice":      map[string]bool{"auto": true, "function": true, "none": true, "required": true},
+		"latency_last_30m":          percentileView(p.Stats.Latency(now)),
+		"throughput_last_30m":       percentileView(p.Stats.Throughput(now)),
+		"uptime_last_1d":            nil, "uptime_last_30m": nil, "uptime_last_5m": nil,
+	}
+}
+
+// zdrEndpoints is GET /endpoints/zdr: every endpoint of the catalog that
+// retains nothing (its provider's zdr), in catalog order.
+func zdrEndpoints(c *catalog.Catalog) []map[string]any {
+	out := []map[string]any{}
+	now := time.Now()
+	for _, m := range c.Models() {
+		var pricing json.RawMessage
+		for _, p := range m.Providers {
+			if !p.DataPolicy.ZDR {
+				continue
+			}
+			if pricing == nil {
+				pricing = modelPricing(gjson.ParseBytes(m.Public))
+			}
+			out = append(out, endpointView(m, p, pricing, now))
+		}
+	}
+	return out
 }
 
 // endpointPriceView is a provider's own pricing in the public shape.
