@@ -289,7 +289,7 @@ func TestAuthPassesThrough(t *testing.T) {
 	}{
 		{"public models without key", "GET", "/api/v1/models", "", "", "", "", answered},
 		{"public model endpoints without key", "GET", "/api/v1/models/openai/gpt-4o/endpoints", "", "", "", "", unknownModel},
-		{"public models with regular key", "GET", "/api/v1/models?category=x", "Bearer " + f.regular, f.regHash, "regular", ws, answered},
+		{"public models with regular key", "GET", "/api/v1/models?q=m", "Bearer " + f.regular, f.regHash, "regular", ws, answered},
 		{"public model endpoints with regular key", "GET", "/api/v1/models/a/m/endpoints", "Bearer " + f.regular, f.regHash, "regular", ws, unknownModel},
 		{"public models with basic auth", "GET", "/api/v1/models", "Basic dXNlcjpwdw==", "", "", "", answered},
 		{"public model endpoints with basic auth", "GET", "/api/v1/models/a/m/endpoints", "Basic dXNlcjpwdw==", "", "", "", unknownModel},

@@ -193,7 +193,7 @@ func TestModelsPaging(t *testing.T) {
 		{"?offset=3", "m03,m04,m05,m06,m07,m08,m09,m10,m11", ""}, // limit 500
 		{"?offset=0&limit=1000", "m00,m01,m02,m03,m04,m05,m06,m07,m08,m09,m10,m11", ""},
 		{"?offset=&limit=", "m00,m01,m02,m03,m04,m05,m06,m07,m08,m09,m10,m11", ""},
-		{"?limit=1&supported_parameters=tools", "m00", "/api/v1/models?offset=1&limit=1"},
+		{"?limit=1&supported_parameters=temperature", "m00", "/api/v1/models?offset=1&limit=1&supported_parameters=temperature"},
 	}
 	for _, tt := range tests {
 		r, repl := testgw.NewRequest("GET", "/api/v1/models"+tt.query, "")
@@ -276,4 +276,26 @@ func TestModelsHead(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Errorf("HEAD status %d", res.Status)
 	}
+}
+
+// The list's filters narrow total_count, and the next page's link keeps
+// them; the count takes output_modalities.
+func TestModelsFiltered(t *testing.T) {
+	rt := newRoutingRouter(t, manyModels(12))
+	r, repl := testgw.NewRequest("GET", "/api/v1/models?q=m1&limit=1&sort=newest", "")
+	res := testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).Must(t, 200)
+	if ids(res) != "m10" || res.JSON.Get("total_count").Int() != 2 || res.JSON.Get("links.next").Str != "/api/v1/models?offset=1&limit=1&q=m1&sort=newest" {
+		t.Errorf("filtered page = %s", res.Body)
+	}
+	r, repl = testgw.NewRequest("GET", "/api/v1/models?sort=most-popular", "")
+	testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).WantError(t, 400, `sort: "most-popular": the gateway does not rank models by popularity`)
+
+	for query, want := range map[string]int64{"": 12, "?output_modalities=text": 12, "?output_modalities=image": 0, "?output_modalities=all": 12} {
+		r, repl := testgw.NewRequest("GET", "/api/v1/models/count"+query, "")
+		if res := testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).Must(t, 200); res.JSON.Get("data.count").Int() != want {
+			t.Errorf("count%s = %s, want %d", query, res.Body, want)
+		}
+	}
+	r, repl = testgw.NewRequest("GET", "/api/v1/models/count?output_modalities=video", "")
+	testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).WantError(t, 400, `output_modalities: unknown modality "video" (expected text, image, audio, embeddings)`)
 }

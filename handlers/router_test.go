@@ -292,7 +292,7 @@ func TestRouterPassesUntouched(t *testing.T) {
 func TestRouterAnswersModels(t *testing.T) {
 	cat := testgw.Catalog("/v1")
 	want := `{"data":[` + string(cat.Models()[0].Public) + `],"total_count":1,"links":{"next":null}}` + "\n"
-	for _, target := range []string{"/api/v1/models?supported_parameters=tools", "/api/v1/models/", "/api/v1/models/user"} {
+	for _, target := range []string{"/api/v1/models?supported_parameters=temperature", "/api/v1/models/", "/api/v1/models/user"} {
 		t.Run(target, func(t *testing.T) {
 			c := routerWithCatalog(t, new(routing.Router), cat)
 			r, repl := testgw.NewRequest("GET", target, "", "Accept-Encoding", "gzip")

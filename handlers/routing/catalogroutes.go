@@ -40,7 +40,7 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *pipel
 	case admin.OpListUserModels:
 		return rt.serveModels(w, r, st, true)
 	case admin.OpCountModels:
-		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(rt.catalog().Models())}})
+		return rt.countModels(w, r)
 	case admin.OpListProviders:
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": providerList(rt.catalog())})
 	case admin.OpModelEndpoints:

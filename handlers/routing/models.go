@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
@@ -20,10 +21,11 @@ import (
 // maxModelsLimit is the largest page of the model lists.
 const maxModelsLimit = 1000
 
-// serveModels answers GET /models (the public catalog) and, with perUser,
-// GET /models/user (the models the calling key can use). With both offset
-// and limit omitted the whole list is returned; otherwise one page and a
-// link to the next.
+// serveModels answers GET /models (the public catalog, narrowed and
+// sorted by its query: modelQuery) and, with perUser, GET /models/user
+// (the models the calling key can use). With both offset and limit
+// omitted the whole list is returned; otherwise one page and a link to
+// the next, with the same query.
 func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeline.State, perUser bool) error {
 	q := r.URL.Query()
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
@@ -33,6 +35,13 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeli
 			limit, apiErr = reqbody.IntParam(q.Get("limit"), "limit", 500, 1, maxModelsLimit)
 		}
 		if apiErr != nil {
+			return apierror.Fail(r, apiErr)
+		}
+	}
+	var mq *modelQuery
+	if !perUser {
+		var apiErr *apierror.Error
+		if mq, apiErr = parseModelQuery(q, false); apiErr != nil {
 			return apierror.Fail(r, apiErr)
 		}
 	}
@@ -46,6 +55,9 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeli
 	} else {
 		models = rt.catalog().Models()
 	}
+	if mq != nil {
+		models = mq.filter(models)
+	}
 
 	total, next := len(models), "null"
 	if paged {
@@ -56,7 +68,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeli
 			if perUser {
 				path += "/user"
 			}
-			next = strconv.Quote(path + "?offset=" + strconv.Itoa(end) + "&limit=" + strconv.Itoa(limit))
+			next = strconv.Quote(path + "?offset=" + strconv.Itoa(end) + "&limit=" + strconv.Itoa(limit) + otherParams(r.URL.RawQuery))
 		}
 	}
 	// Written by hand: the public objects are already JSON, and
@@ -74,6 +86,31 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeli
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes()) // the status is sent: a failed write is a client gone
+	return nil
+}
+
+// otherParams is a query's parameters other than offset and limit, as
+// the client wrote them, each after a '&'.
+func otherParams(rawQuery string) string {
+	var b strings.Builder
+	for p := range strings.SplitSeq(rawQuery, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		if p != "" && name != "offset" && name != "limit" {
+			b.WriteByte('&')
+			b.WriteString(p)
+		}
+	}
+	return b.String()
+}
+
+// countModels answers GET /models/count: the catalog's models of the
+// output modalities its query asks for (text by default).
+func (rt *Router) countModels(w http.ResponseWriter, r *http.Request) error {
+	mq, apiErr := parseModelQuery(r.URL.Query(), true)
+	if apiErr != nil {
+		return apierror.Fail(r, apiErr)
+	}
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]int{"count": len(mq.filter(rt.catalog().Models()))}})
 	return nil
 }
 
