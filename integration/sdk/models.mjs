@@ -82,4 +82,45 @@ await step("models.list with a bad limit is 400", async () => {
   assert.equal(err.statusCode, 400);
 });
 
+await step("models.get, by id and by family alias", async () => {
+  const byID = await anonymous.models.get({ author: "mock", slug: "echo" });
+  assert.equal(byID.data.id, "mock/echo");
+  checkModel(byID.data);
+  const byAlias = await anonymous.models.get({ author: "~mock", slug: "echo-latest" });
+  assert.equal(byAlias.data.id, "mock/echo");
+  let err;
+  try {
+    await anonymous.models.get({ author: "mock", slug: "none" });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof errors.NotFoundResponseError, `${err?.name}: ${err?.message}`);
+});
+
+await step("models.list with filters and a sort", async () => {
+  const page = await anonymous.models.list({ q: "mock", sort: "pricing-low-to-high", outputModalities: "text", supportedParameters: "temperature" });
+  assert.deepEqual(page.result.data.map((m) => m.id), ["tollgate-mock:free", "tollgate-mock", "mock/echo"]);
+  assert.equal(page.result.totalCount, 3);
+  const none = await anonymous.models.list({ outputModalities: "image" });
+  assert.deepEqual(none.result.data, []);
+  let err;
+  try {
+    await anonymous.models.list({ sort: "most-popular" });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof errors.BadRequestResponseError, `${err?.name}: ${err?.message}`);
+  assert.match(err.message, /sort/);
+});
+
+await step("models.count", async () => {
+  assert.equal((await anonymous.models.count()).data.count, 3);
+  assert.equal((await anonymous.models.count({ outputModalities: "embeddings" })).data.count, 0);
+});
+
+await step("endpoints.listZdrEndpoints", async () => {
+  const res = await anonymous.endpoints.listZdrEndpoints();
+  assert.deepEqual(res.data, []); // no provider of this catalog states zdr
+});
+
 done();
