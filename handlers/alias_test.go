@@ -33,6 +33,20 @@ func TestRouterResolvesAliases(t *testing.T) {
 		}
 	}
 
+	// An alias and the model it names: the model's endpoints once.
+	for _, body := range []string{
+		`{"model":"~acme/big-latest","models":["acme/big-2.5","acme/big-1"],"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"acme/big-2.5","models":["~acme/big-latest","acme/big-1"],"messages":[{"role":"user","content":"hi"}]}`,
+	} {
+		c := routerWithCatalog(t, new(routing.Router), cat)
+		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
+		c.doRouter(t, r, repl).Must(t, http.StatusTeapot)
+		if c.got == nil || c.got.route == nil || len(c.got.route.Attempts) != 2 ||
+			c.got.route.Attempts[0].Model.ID != "acme/big-2.5" || c.got.route.Attempts[1].Model.ID != "acme/big-1" {
+			t.Errorf("%s: attempts %+v", body, c.got)
+		}
+	}
+
 	c := routerWithCatalog(t, new(routing.Router), cat)
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"~acme/small-latest","messages":[]}`)
 	c.doRouter(t, r, repl).WantError(t, 400, `model: unknown model "~acme/small-latest"`)

@@ -315,6 +315,7 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 	var refusal *apierror.Error // a private endpoint the egress policy refused
 	var excluded string         // the preference that excluded the last endpoint
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
+	viaAlias := false           // a family alias named one of the models
 	available := false
 	rules, apiErr := RulesFor(st)
 	if apiErr != nil {
@@ -332,8 +333,12 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 				}
 			}
 		}
-		if ok {
+		if ok && modelID != m.ID {
+			viaAlias = viaAlias || catalog.IsAlias(modelID)
 			modelID = m.ID // the base of a suffix, an alias's model
+		}
+		if viaAlias && n > 0 && routedModel(attempts, modelID) {
+			continue // an alias and its model both named: its endpoints once
 		}
 		// The account's own enabled private endpoints serve the id first,
 		// also one the catalog does not have.
@@ -442,6 +447,11 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 
 // appendAttempts is append(to, more...) that takes more itself when to is
 // empty: the lists are each request's own, and most requests have one.
+// routedModel reports whether attempts go to the model of id.
+func routedModel(attempts []upstream.Attempt, id string) bool {
+	return slices.ContainsFunc(attempts, func(a upstream.Attempt) bool { return a.Model != nil && a.Model.ID == id })
+}
+
 func appendAttempts(to, more []upstream.Attempt) []upstream.Attempt {
 	if len(to) == 0 {
 		return more
