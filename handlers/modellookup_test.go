@@ -24,6 +24,9 @@ func TestModelGet(t *testing.T) {
 		{"/api/v1/model/acme/big-1/", "acme/big-1"},
 		{"/api/v1/model/acme/big-2:free", "acme/big-2:free"},
 		{"/api/v1/model/acme/big-1:nitro", "acme/big-1"},
+		{"/api/v1/model/acme/big-2:free:online", "acme/big-2:free"},
+		{"/api/v1/model/acme/big-1:online:floor", "acme/big-1"},
+		{"/api/v1/model/~acme/big-latest:online", "acme/big-2"},
 		{"/api/v1/model/~acme/big-latest", "acme/big-2"},
 		{"/api/v1/model/%7Eacme/big-latest", "acme/big-2"},
 	} {
@@ -38,7 +41,8 @@ func TestModelGet(t *testing.T) {
 		}
 		checkSDKModel(t, res.JSON.Get("data"))
 	}
-	for _, path := range []string{"/api/v1/model/acme/none", "/api/v1/model/~acme/small-latest", "/api/v1/model/acme/big-1:free"} {
+	for _, path := range []string{"/api/v1/model/acme/none", "/api/v1/model/~acme/small-latest", "/api/v1/model/acme/big-1:free",
+		"/api/v1/model/acme/big-1:thinking", "/api/v1/model/acme/none:online"} {
 		r, repl := testgw.NewRequest("GET", path, "")
 		testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).WantError(t, 404, "Model not found: "+path[len("/api/v1/model/"):])
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -64,12 +65,22 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *pipel
 	return nil
 }
 
+// routingVariants are the model id suffixes that choose how a model is
+// served (web search, its endpoints' order), not another model.
+var routingVariants = []string{":online", ":nitro", ":floor"}
+
 // namedModel is the model GET /model/{author}/{slug} names: by its id, a
-// family alias, or a routing variant (":nitro", ":floor") of its id; 404
-// for any other, and for a model the caller's filtered catalog leaves out.
+// family alias, or either with routing variants (":online", ":nitro",
+// ":floor"); 404 for any other, and for a model the caller's filtered
+// catalog leaves out.
 func (rt *Router) namedModel(st *pipeline.State, id string) (*catalog.Model, *apierror.Error) {
 	m, ok := rt.catalog().Lookup(id)
-	if base, suffixSort := modelSuffixSort(id); !ok && suffixSort != "" {
+	for base := id; !ok; {
+		i := slices.IndexFunc(routingVariants, func(v string) bool { return strings.HasSuffix(base, v) })
+		if i < 0 {
+			break
+		}
+		base = base[:len(base)-len(routingVariants[i])]
 		m, ok = rt.catalog().Lookup(base)
 	}
 	if ok && filtersCatalog(st.ID) {
