@@ -15,11 +15,10 @@ const (
 	aliasSuffix = "-latest"
 )
 
-// IsAlias reports whether id has the form of a family alias
-// (~author/family-latest), known to the catalog or not.
-func IsAlias(id string) bool {
-	return strings.HasPrefix(id, aliasPrefix) && strings.HasSuffix(id, aliasSuffix) && strings.Contains(id, "/")
-}
+// IsAlias reports whether id names a model by a family alias
+// (~author/family-latest, perhaps with variant suffixes), known to the
+// catalog or not: no model id of the public API starts with '~'.
+func IsAlias(id string) bool { return strings.HasPrefix(id, aliasPrefix) }
 
 // AliasOf is the alias of the family model id belongs to: its author and
 // the words of its slug that are not versions (a word that starts with a

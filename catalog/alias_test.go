@@ -77,7 +77,7 @@ func TestAliasLookup(t *testing.T) {
 	if n := len(c.Models()); n != 12 {
 		t.Errorf("Models() has %d models: an alias is not one", n)
 	}
-	if !IsAlias("~openai/gpt-latest") || IsAlias("openai/gpt-latest") || IsAlias("~gpt-latest") {
+	if !IsAlias("~openai/gpt-latest") || !IsAlias("~openai/gpt-latest:nitro") || IsAlias("openai/gpt-latest") {
 		t.Error("IsAlias")
 	}
 }

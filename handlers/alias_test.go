@@ -37,6 +37,7 @@ func TestRouterResolvesAliases(t *testing.T) {
 	for _, body := range []string{
 		`{"model":"~acme/big-latest","models":["acme/big-2.5","acme/big-1"],"messages":[{"role":"user","content":"hi"}]}`,
 		`{"model":"acme/big-2.5","models":["~acme/big-latest","acme/big-1"],"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"acme/big-2.5","models":["~acme/big-latest:nitro","acme/big-1"],"messages":[{"role":"user","content":"hi"}]}`,
 	} {
 		c := routerWithCatalog(t, new(routing.Router), cat)
 		r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
