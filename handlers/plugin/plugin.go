@@ -10,19 +10,25 @@
 //
 //  1. CheckEntry, when the request's body is checked: the entry's
 //     members, each error a 400 naming its place;
-//  2. an optional body rewrite (BodyRewriter), once the route's models
+//  2. an optional plan before routing (Prerouter), once the guardrails
+//     have filtered the body: its rewrite of the body and a Run; the
+//     Run's optional AttemptFilter keeps, once routed, the attempts that
+//     can serve it;
+//  3. an optional body rewrite (BodyRewriter), once the route's models
 //     are known, before the prompt is counted;
-//  3. an optional prompt fit (PromptFitter), once the route's attempts
+//  4. an optional prompt fit (PromptFitter), once the route's attempts
 //     and output limit are final, just before the prompt is counted
 //     against their context windows;
-//  4. Plan, once every request is routed, whether or not it names the
+//  5. Plan, once every request is routed, whether or not it names the
 //     plugin (a model may require one: Plan sees the route's models):
 //     what the plugin does for this request, a Run, or nil when nothing;
-//  5. the Run's optional parts: Coster adds to the hold admission takes
-//     and to the charge settlement makes, AnswerHeader sets headers of
-//     the answer before any attempt is sent, Admitter acts once the
-//     request is admitted, before any attempt, and may refuse it (a
-//     refusal is charged what the run's Charge then is), and
+//  6. the Run's optional parts: Coster adds to the hold admission takes
+//     and to the charge settlement makes (RouteCoster adds a hold that
+//     depends on the route, Settler corrects the charge), AnswerHeader
+//     sets headers of the answer before any attempt is sent, Admitter
+//     acts once the request is admitted, before any attempt, and may
+//     refuse it (a refusal is charged what the run's Charge then is),
+//     AttemptWrapper wraps each attempt's provider call, and
 //     AnswerWrapper rewrites the answer on its way to the client.
 //
 // A plugin holds no per-request state: Plan's Run does.
@@ -38,12 +44,15 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
@@ -97,6 +106,35 @@ type Request struct {
 	// Tokens counts prompts as admission counts them. Seen by FitPrompt
 	// only.
 	Tokens PromptCounter
+	// Ctx is the request's context: work on its behalf (a fetch, a
+	// search) stops when it ends. Seen by Preroute only.
+	Ctx context.Context
+	// Header is the answer's header, for what it says of the request
+	// before any stage may refuse it (Deprecation). Seen by Preroute
+	// only.
+	Header http.Header
+	// Filters gives the caller's guardrails' filter of text the gateway
+	// brings in for the model. Seen by Preroute only.
+	Filters Guardrails
+}
+
+// Guardrails gives a request's content filter of fetched text.
+type Guardrails interface {
+	// FetchedFilter is the filter of the caller's guardrails for text the
+	// gateway brings in for the model (pages, search results); nil when
+	// none is in force.
+	FetchedFilter() (TextFilter, *apierror.Error)
+}
+
+// TextFilter filters text the gateway brings in for the model as the
+// prompt was filtered. It is not the user's own text: a guardrail that
+// scans the user's text only leaves it alone.
+type TextFilter interface {
+	// Filter filters each text in place; the flags are recorded with the
+	// generation. A block comes back, the texts then not to be used; so
+	// does a scan that stopped before a text's end: text the filters did
+	// not see whole does not reach the model.
+	Filter(texts ...*string) *contentfilter.Hit
 }
 
 // PromptCounter counts a chat body's prompt tokens as the gateway's
@@ -138,9 +176,75 @@ type PromptFitter interface {
 	FitPrompt(req *Request) (body []byte, run Run, apiErr *apierror.Error)
 }
 
+// Prerouter is a Plugin that plans its part before the request is
+// routed (web-fetch): once the guardrails have filtered the body, it may
+// rewrite the body (what routing, admission and every attempt then see)
+// and returns a Run for the rest of the request, nil when the request
+// does not ask for it. Prerouters run in the order of the gateway's
+// plugins, and their runs come first in the request's. A request that
+// does not ask must cost no allocation.
+type Prerouter interface {
+	Preroute(req *Request) (body []byte, run Run, apiErr *apierror.Error)
+}
+
 // Run is a plugin's part in one request; its optional interfaces say
-// what it adds: Coster, AnswerHeader, Admitter and AnswerWrapper.
+// what it adds: AttemptFilter, Coster, RouteCoster, AnswerHeader,
+// Admitter, AttemptWrapper, AnswerWrapper and Settler.
 type Run any
+
+// AttemptFilter is a Run that keeps the route's attempts that can serve
+// it, once routed, before the plugins plan (Plan): a server tool whose
+// loop reads one dialect. It may change the attempts and what they are
+// sent; none left is its error.
+type AttemptFilter interface {
+	FilterAttempts(route *upstream.Route) *apierror.Error
+}
+
+// RouteCoster is a Run whose hold depends on the route: the worst case
+// it adds on the route's costliest attempt (a server tool's further
+// rounds at the model's prices).
+type RouteCoster interface {
+	// HoldFor is the most the run may add to the charge on route, held at
+	// admission; credits is the part of it that a request paying its
+	// provider with its own key pays in credits (the gateway's own work).
+	HoldFor(route *upstream.Route) (hold, credits money.Amount, err error)
+}
+
+// AttemptWrapper is a Run that wraps each attempt's provider call: a
+// server tool's loop, which calls the provider in rounds.
+type AttemptWrapper interface {
+	// WrapAttempt is the handler the attempt on route is sent to; next is
+	// the provider's reverse_proxy, the request's URL already the
+	// provider's, which aborts with panic(http.ErrAbortHandler) when
+	// copying an answer fails.
+	WrapAttempt(next caddyhttp.Handler, route *upstream.Route) caddyhttp.Handler
+}
+
+// Settler is a Run that corrects the charge of the answer at settlement,
+// before the Costers' charges are added.
+type Settler interface {
+	// Settle corrects s for the run's part; an error (a sum beyond any
+	// amount) has the request charged what admission held.
+	Settle(s *Settlement) error
+}
+
+// Settlement is the charge of an answer as settlement computes it.
+type Settlement struct {
+	Route *upstream.Route
+	// Pricing is the answering model's and Usage what the answer used,
+	// as the meter charges them; a run may change both (its price, its
+	// tokens, Usage.Extra).
+	Pricing *billing.Pricing
+	Usage   *billing.Usage
+	// UsageRaw is the provider's usage object as it came.
+	UsageRaw string
+	// Credits is the part paid in credits when the request pays its
+	// provider with its own key: a run adds its own work's.
+	Credits money.Amount
+	// Corrected: the usage is not the provider's report (the answer then
+	// reports the usage charged).
+	Corrected bool
+}
 
 // AnswerHeader is a Run that sets headers of the answer: once routed,
 // before any attempt is sent, so that every attempt's answer carries

@@ -14,11 +14,16 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/tokenizer"
 )
 
@@ -40,6 +45,10 @@ type Case struct {
 	// plugin and whose prompt FitPrompt changes to fit a window of
 	// FitWindow tokens (FitRequest); "" for other plugins.
 	Fits string
+	// Preroutes is, for a Prerouter, a body of Kind that asks for the
+	// plugin and for which Preroute returns a Run without reaching the
+	// network (a server tool the model may call); "" for other plugins.
+	Preroutes string
 }
 
 // Run runs the conformance tests on c.
@@ -176,6 +185,28 @@ func Run(t *testing.T, c Case) {
 			}
 		})
 	}
+	if pr, ok := p.(plugin.Prerouter); ok {
+		t.Run("preroute leaves a body not asking alone", func(t *testing.T) {
+			req := PrerouteRequest(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
+			body, run, apiErr := pr.Preroute(req)
+			if apiErr != nil || run != nil || &body[0] != &req.Body[0] || len(body) != len(req.Body) {
+				t.Fatalf("Preroute of a body not asking = %s, %v, %v; want it as it came", body, run, apiErr)
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _, _ = pr.Preroute(req) }); n != 0 {
+				t.Errorf("Preroute of a body not asking: %v allocations", n)
+			}
+		})
+		t.Run("preroute", func(t *testing.T) {
+			if c.Preroutes == "" {
+				t.Fatal("a Prerouter's case names no body it plans (Preroutes)")
+			}
+			body, run, apiErr := pr.Preroute(PrerouteRequest(c.Kind, c.Preroutes))
+			if apiErr != nil || run == nil || !gjson.ValidBytes(body) {
+				t.Fatalf("Preroute(%s) = %s, %v, %v; want a JSON body and a run", c.Preroutes, body, run, apiErr)
+			}
+			wantRouteParts(t, c.Kind, run)
+		})
+	}
 	if bw, ok := p.(plugin.BodyRewriter); ok {
 		t.Run("rewrite leaves a plain body alone", func(t *testing.T) {
 			req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}]}`)
@@ -194,6 +225,72 @@ func Run(t *testing.T, c Case) {
 // array read from it, tried on one model that reads text only.
 func Request(kind dialect.Kind, body string) *plugin.Request {
 	return &plugin.Request{Kind: kind, Body: []byte(body), Plugins: gjson.Get(body, "plugins"), Models: Models{textOnly}}
+}
+
+// PrerouteRequest is Request as Preroute sees it: with a context, the
+// answer's header and no guardrail in force.
+func PrerouteRequest(kind dialect.Kind, body string) *plugin.Request {
+	return &plugin.Request{Kind: kind, Body: []byte(body), Ctx: context.Background(), Header: http.Header{}, Filters: noGuardrails{}}
+}
+
+// noGuardrails is a request under no guardrail.
+type noGuardrails struct{}
+
+// FetchedFilter implements plugin.Guardrails.
+func (noGuardrails) FetchedFilter() (plugin.TextFilter, *apierror.Error) { return nil, nil }
+
+// Route is a routed request of kind with body, tried on one model of
+// the given context window and prices at an OpenAI-style provider.
+func Route(kind dialect.Kind, body string, window int64, pricing billing.Pricing) *upstream.Route {
+	m := &catalog.Model{ID: "plugintest/priced", ContextLength: window, Pricing: pricing}
+	a := upstream.Attempt{Model: m, Provider: &catalog.Provider{Name: "plugintest"}}
+	return &upstream.Route{Kind: kind, Body: []byte(body), Attempts: []upstream.Attempt{a}, Model: a.Model, Provider: a.Provider, Choices: 1}
+}
+
+// wantRouteParts checks the parts of a run that act on the route: its
+// attempts filtered to a subset, a hold whose credits are within it, a
+// settlement within the hold, an attempt's error answer passed as it
+// came.
+func wantRouteParts(t *testing.T, kind dialect.Kind, run plugin.Run) {
+	t.Helper()
+	pricing := billing.Pricing{Prompt: 1000, Completion: 2000}
+	route := Route(kind, `{"model":"m","messages":[{"role":"user","content":"hello"}]}`, 1000, pricing)
+	if af, ok := run.(plugin.AttemptFilter); ok {
+		apiErr := af.FilterAttempts(route)
+		if apiErr == nil && len(route.Attempts) != 1 || apiErr != nil && apiErr.Status != http.StatusBadRequest {
+			t.Errorf("FilterAttempts of one attempt that speaks every dialect = %v, %d attempts", apiErr, len(route.Attempts))
+		}
+	}
+	var hold money.Amount
+	if rc, ok := run.(plugin.RouteCoster); ok {
+		h, credits, err := rc.HoldFor(route)
+		if err != nil || h < 0 || credits < 0 || credits > h {
+			t.Errorf("HoldFor = %v, %v, %v; want credits within a hold", h, credits, err)
+		}
+		hold = h
+	}
+	if s, ok := run.(plugin.Settler); ok {
+		p, u := pricing, billing.Usage{PromptTokens: 10, CompletionTokens: 5}
+		set := plugin.Settlement{Route: route, Pricing: &p, Usage: &u}
+		if err := s.Settle(&set); err != nil || set.Credits < 0 || set.Credits > hold || u.Extra > hold {
+			t.Errorf("Settle of an answer without the run's work = %v, credits %v, extra %v; want both within the hold %v", err, set.Credits, u.Extra, hold)
+		}
+	}
+	if aw, ok := run.(plugin.AttemptWrapper); ok {
+		const answer = `{"error":{"message":"rate limited","code":429}}`
+		provider := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(answer))
+			return nil
+		})
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(string(route.Body)))
+		err := aw.WrapAttempt(provider, route).ServeHTTP(rec, r)
+		if err != nil || rec.Code != http.StatusTooManyRequests || rec.Body.String() != answer || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("a provider's error answer through the attempt's wrapper: %v, %d %v %s", err, rec.Code, rec.Header(), rec.Body)
+		}
+	}
 }
 
 // FitWindow is the context window of FitRequest's model, in tokens.
