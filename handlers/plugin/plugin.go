@@ -13,7 +13,7 @@
 //  2. an optional plan before routing (Prerouter), once the guardrails
 //     have filtered the body: its rewrite of the body and a Run; the
 //     Run's optional AttemptFilter keeps, once routed, the attempts that
-//     can serve it;
+//     can serve it, and RouteAdapter adapts the route as it is planned;
 //  3. an optional body rewrite (BodyRewriter), once the route's models
 //     are known, before the prompt is counted;
 //  4. an optional prompt fit (PromptFitter), once the route's attempts
@@ -28,8 +28,11 @@
 //     sets headers of the answer before any attempt is sent, Admitter
 //     acts once the request is admitted, before any attempt, and may
 //     refuse it (a refusal is charged what the run's Charge then is),
-//     AttemptWrapper wraps each attempt's provider call, and
-//     AnswerWrapper rewrites the answer on its way to the client.
+//     AttemptPreparer acts after them, before any attempt (a search),
+//     AttemptWrapper wraps each attempt's provider call, AnswerWrapper
+//     rewrites the answer on its way to the client, PromptExtender says
+//     what the run adds to the prompt that settlement bounds, and
+//     ChargeObserver counts the durable charge in the metrics.
 //
 // A plugin holds no per-request state: Plan's Run does.
 package plugin
@@ -135,6 +138,10 @@ type TextFilter interface {
 	// does a scan that stopped before a text's end: text the filters did
 	// not see whole does not reach the model.
 	Filter(texts ...*string) *contentfilter.Hit
+	// FilterQuery filters text the gateway sends out on the user's behalf
+	// (a search query) as the user's own text, in place; its error (a
+	// block, a scan that stopped) is the request's answer.
+	FilterQuery(q *string) *apierror.Error
 }
 
 // PromptCounter counts a chat body's prompt tokens as the gateway's
@@ -188,8 +195,9 @@ type Prerouter interface {
 }
 
 // Run is a plugin's part in one request; its optional interfaces say
-// what it adds: AttemptFilter, Coster, RouteCoster, AnswerHeader,
-// Admitter, AttemptWrapper, AnswerWrapper and Settler.
+// what it adds: AttemptFilter, RouteAdapter, Coster, RouteCoster,
+// AnswerHeader, Admitter, AttemptPreparer, AttemptWrapper, AnswerWrapper,
+// Settler, PromptExtender and ChargeObserver.
 type Run any
 
 // AttemptFilter is a Run that keeps the route's attempts that can serve
@@ -244,6 +252,39 @@ type Settlement struct {
 	// Corrected: the usage is not the provider's report (the answer then
 	// reports the usage charged).
 	Corrected bool
+}
+
+// RouteAdapter is a Run that adapts the route while it is planned,
+// before its prompt is bounded and counted: a native web search's chat
+// form for the route's chat-only attempts.
+type RouteAdapter interface {
+	AdaptRoute(route *upstream.Route) *apierror.Error
+}
+
+// AttemptPreparer is a Run that acts once the request is admitted and
+// its output limit applied (after the Admitters), before any attempt is
+// sent: work the hold paid for whose result every attempt carries (a
+// gateway-side search writes its results into the route's bodies). Its
+// error is the client's answer: the hold is released, nothing charged.
+type AttemptPreparer interface {
+	PrepareAttempts(ctx context.Context, route *upstream.Route) *apierror.Error
+}
+
+// PromptExtender is a Run that adds to the prompt after admission
+// counted it (a gateway-side search's results) or has the provider add
+// to it (a provider's own search): settlement bounds the provider's
+// reported prompt tokens with the route's count plus this.
+type PromptExtender interface {
+	// PromptExtra bounds the tokens the run adds to the prompt;
+	// unbounded: nothing does (the context window then bounds the
+	// prompt).
+	PromptExtra() (tokens int64, unbounded bool)
+}
+
+// ChargeObserver is a Run that counts its part of the request's durable
+// charge in the metrics (a native search's results).
+type ChargeObserver interface {
+	ObserveCharge()
 }
 
 // AnswerHeader is a Run that sets headers of the answer: once routed,

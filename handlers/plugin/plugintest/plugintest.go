@@ -248,9 +248,10 @@ func Route(kind dialect.Kind, body string, window int64, pricing billing.Pricing
 }
 
 // wantRouteParts checks the parts of a run that act on the route: its
-// attempts filtered to a subset, a hold whose credits are within it, a
-// settlement within the hold, an attempt's error answer passed as it
-// came.
+// attempts filtered to a subset, the route adapted with its attempts, no
+// negative prompt extra, a preparation that stops with its context, a
+// hold whose credits are within it, a settlement within the hold, an
+// attempt's error answer passed as it came.
 func wantRouteParts(t *testing.T, kind dialect.Kind, run plugin.Run) {
 	t.Helper()
 	pricing := billing.Pricing{Prompt: 1000, Completion: 2000}
@@ -259,6 +260,26 @@ func wantRouteParts(t *testing.T, kind dialect.Kind, run plugin.Run) {
 		apiErr := af.FilterAttempts(route)
 		if apiErr == nil && len(route.Attempts) != 1 || apiErr != nil && apiErr.Status != http.StatusBadRequest {
 			t.Errorf("FilterAttempts of one attempt that speaks every dialect = %v, %d attempts", apiErr, len(route.Attempts))
+		}
+	}
+	if ra, ok := run.(plugin.RouteAdapter); ok {
+		apiErr := ra.AdaptRoute(route)
+		if apiErr == nil && len(route.Attempts) != 1 || apiErr != nil && apiErr.Status != http.StatusBadRequest {
+			t.Errorf("AdaptRoute of one attempt that speaks every dialect = %v, %d attempts", apiErr, len(route.Attempts))
+		}
+	}
+	if pe, ok := run.(plugin.PromptExtender); ok {
+		if tokens, _ := pe.PromptExtra(); tokens < 0 {
+			t.Errorf("PromptExtra = %d tokens, below zero", tokens)
+		}
+	}
+	if ap, ok := run.(plugin.AttemptPreparer); ok {
+		// A context already ended is an error or nothing to do, never
+		// a panic, and leaves the route's attempts.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if apiErr := ap.PrepareAttempts(ctx, route); apiErr != nil && apiErr.Status < 400 || len(route.Attempts) != 1 {
+			t.Errorf("PrepareAttempts with its context ended = %v, %d attempts", apiErr, len(route.Attempts))
 		}
 	}
 	var hold money.Amount
@@ -275,6 +296,9 @@ func wantRouteParts(t *testing.T, kind dialect.Kind, run plugin.Run) {
 		if err := s.Settle(&set); err != nil || set.Credits < 0 || set.Credits > hold || u.Extra > hold {
 			t.Errorf("Settle of an answer without the run's work = %v, credits %v, extra %v; want both within the hold %v", err, set.Credits, u.Extra, hold)
 		}
+	}
+	if co, ok := run.(plugin.ChargeObserver); ok {
+		co.ObserveCharge() // once settled: counts, never panics
 	}
 	if aw, ok := run.(plugin.AttemptWrapper); ok {
 		const answer = `{"error":{"message":"rate limited","code":429}}`
