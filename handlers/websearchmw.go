@@ -505,6 +505,10 @@ func (p *searchPlan) serverToolUse() string {
 // Sources are the results handed to the model (citations.Citer).
 func (p *searchPlan) Sources() []websearch.Source { return p.sources }
 
+// NumbersSources implements citations.NumberedCiter: the model was told
+// the results by number.
+func (p *searchPlan) NumbersSources() {}
+
 // ToolUse is the search's usage once charged (citations.Citer).
 func (p *searchPlan) ToolUse() (details, anthropic string) {
 	if !p.charged {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,14 @@ type Citer interface {
 	// (`"web_fetch_requests":2`) and of a Messages answer's
 	// usage.server_tool_use (Anthropic's); "" when it charged nothing.
 	ToolUse() (details, anthropic string)
+}
+
+// NumberedCiter is a Citer whose sources the model was told by number
+// (a search's results: [1] cites the first): the writer numbers them
+// before any other citer's, whatever the order of the runs.
+type NumberedCiter interface {
+	Citer
+	NumbersSources()
 }
 
 // ProviderCiter is a Citer whose provider may annotate the answer itself
@@ -86,11 +95,15 @@ type partState struct {
 	flushed  bool
 }
 
-// NewWriter is the writer of an answer in the client's dialect kind
-// whose runs citers cite pages, on its way to w; route (nil: none) is the
-// request's, whose answering attempt says whether a provider annotates
-// its own answer.
+// NewWriter is the writer of an answer in the client's dialect kind,
+// on its way to w, whose runs citers cite pages (sorted: see
+// NumberedCiter); route (nil: none) is the request's, whose answering
+// attempt says whether a provider annotates its own answer.
 func NewWriter(w http.ResponseWriter, kind dialect.Kind, route *upstream.Route, citers []Citer) *Writer {
+	if len(citers) > 1 {
+		// A stable sort: the numbered first, the others in their order.
+		slices.SortStableFunc(citers, func(a, b Citer) int { return numbered(b) - numbered(a) })
+	}
 	cw := &Writer{
 		citers: citers,
 		kind:   kind,
@@ -101,6 +114,14 @@ func NewWriter(w http.ResponseWriter, kind dialect.Kind, route *upstream.Route, 
 	cw.passAnn = cw.providerCites(nil)
 	cw.Init(w, cw)
 	return cw
+}
+
+// numbered is 1 for a NumberedCiter, else 0.
+func numbered(c Citer) int {
+	if _, ok := c.(NumberedCiter); ok {
+		return 1
+	}
+	return 0
 }
 
 // providerCites reports whether a citer's provider annotates the answer
