@@ -138,6 +138,10 @@ type TextFilter interface {
 	// does a scan that stopped before a text's end: text the filters did
 	// not see whole does not reach the model.
 	Filter(texts ...*string) *contentfilter.Hit
+	// Refusal is the client's answer to a request refused for a block
+	// Filter returned: the guardrail and the filter's label, never the
+	// text it matched.
+	Refusal(block *contentfilter.Hit) *apierror.Error
 	// FilterQuery filters text the gateway sends out on the user's behalf
 	// (a search query) as the user's own text, in place; its error (a
 	// block, a scan that stopped) is the request's answer.
@@ -242,8 +246,8 @@ type Settlement struct {
 	// Pricing is the answering model's and Usage what the answer used,
 	// as the meter charges them; a run may change both (its price, its
 	// tokens, Usage.Extra).
-	Pricing *billing.Pricing
-	Usage   *billing.Usage
+	Pricing billing.Pricing
+	Usage   billing.Usage
 	// UsageRaw is the provider's usage object as it came.
 	UsageRaw string
 	// Credits is the part paid in credits when the request pays its

@@ -291,10 +291,9 @@ func wantRouteParts(t *testing.T, kind dialect.Kind, run plugin.Run) {
 		hold = h
 	}
 	if s, ok := run.(plugin.Settler); ok {
-		p, u := pricing, billing.Usage{PromptTokens: 10, CompletionTokens: 5}
-		set := plugin.Settlement{Route: route, Pricing: &p, Usage: &u}
-		if err := s.Settle(&set); err != nil || set.Credits < 0 || set.Credits > hold || u.Extra > hold {
-			t.Errorf("Settle of an answer without the run's work = %v, credits %v, extra %v; want both within the hold %v", err, set.Credits, u.Extra, hold)
+		set := plugin.Settlement{Route: route, Pricing: pricing, Usage: billing.Usage{PromptTokens: 10, CompletionTokens: 5}}
+		if err := s.Settle(&set); err != nil || set.Credits < 0 || set.Credits > hold || set.Usage.Extra > hold {
+			t.Errorf("Settle of an answer without the run's work = %v, credits %v, extra %v; want both within the hold %v", err, set.Credits, set.Usage.Extra, hold)
 		}
 	}
 	if co, ok := run.(plugin.ChargeObserver); ok {
