@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
@@ -65,7 +66,7 @@ func (m *Meter) defendUsage(st *requestState, mw *answer.Writer) billing.Usage {
 	if seen.PromptBad {
 		u.PromptTokens = route.PromptEstimate()
 		report(anomalyPromptInvalid, seen.Prompt, u.PromptTokens)
-	} else if bound, ok := promptBoundFor(route, st.plan); ok && u.PromptTokens > bound {
+	} else if bound, ok := promptBoundFor(route, st.Plugins); ok && u.PromptTokens > bound {
 		u.PromptTokens = bound
 		report(anomalyPromptAbove, seen.Prompt, bound)
 	} else if u.PromptTokens < 1 {
@@ -104,15 +105,18 @@ func (m *Meter) defendUsage(st *requestState, mw *answer.Writer) billing.Usage {
 }
 
 // promptBoundFor is admission's bound of the current attempt's prompt,
-// with the results a gateway-side search added after admission (which the
-// hold covers apart), when there is one. A prompt that holds content the
-// body does not (a previous response, a file by reference, a provider's
-// own search) is bounded by the context window alone.
-func promptBoundFor(rt *upstream.Route, search *searchPlan) (int64, bool) {
+// with what the request's runs added after admission (a gateway-side
+// search's results, which the hold covers apart). A prompt that holds
+// content the body does not (a previous response, a file by reference, a
+// provider's own search) is bounded by the context window alone.
+func promptBoundFor(rt *upstream.Route, runs []plugin.Run) (int64, bool) {
 	unbounded, extra := rt.Prompt.Unbounded, int64(0)
-	if search != nil {
-		unbounded = unbounded || search.engine == "native"
-		extra = search.injectedTokens()
+	for _, run := range runs {
+		if pe, ok := run.(plugin.PromptExtender); ok {
+			tokens, u := pe.PromptExtra()
+			unbounded = unbounded || u
+			extra += tokens
+		}
 	}
 	c := rt.Model.ContextLength
 	switch {

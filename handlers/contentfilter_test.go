@@ -36,8 +36,7 @@ func TestContentFiltersFailClosed(t *testing.T) {
 	if ms, apiErr := rt.ModelsFor(&st.State); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatal("models listed with unknown guardrails")
 	}
-	st.plan = &searchPlan{query: "q"}
-	if apiErr := filterSearchQuery(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if apiErr := filterSearchQuery(st, &searchPlan{query: "q"}); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("search query with the store down: %v", apiErr)
 	}
 	mgmt := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Management: true}}}}

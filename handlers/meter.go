@@ -78,11 +78,14 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 		m.release(st, st.Res)
 		return apierror.Fail(r, errInternal())
 	}
-	if st.plan != nil {
-		// Only an admitted request searches, once, before any attempt.
-		if apiErr := st.plan.run(r, st.Route); apiErr != nil {
-			m.release(st, st.Res)
-			return apierror.Fail(r, apiErr)
+	for _, run := range st.Plugins {
+		// Only an admitted request searches, once, before any attempt
+		// (package plugin's AttemptPreparer).
+		if ap, ok := run.(plugin.AttemptPreparer); ok {
+			if apiErr := ap.PrepareAttempts(r.Context(), st.Route); apiErr != nil {
+				m.release(st, st.Res)
+				return apierror.Fail(r, apiErr)
+			}
 		}
 	}
 	st.Start = now()
@@ -102,14 +105,16 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
 	tokenHold := est.Hold
 	var searchCredits money.Amount // a BYOK request's search and moderation, held against the balance
-	if st.plan != nil && err == nil {
-		// The worst case of the search charge is held too.
-		var extra, credits money.Amount
-		if extra, credits, err = st.plan.holdExtra(route); err == nil {
-			est.Hold, err = addCost(est.Hold, extra)
-		}
-		if facts.BYOK {
-			searchCredits = credits
+	for _, run := range st.Plugins {
+		// A hold by the route (the search's worst case), its credits the
+		// plugin's own work (a gateway-side engine's results).
+		if c, ok := run.(plugin.RouteCoster); ok && err == nil {
+			var extra, credits money.Amount
+			if extra, credits, err = c.HoldFor(route); err == nil {
+				if est.Hold, err = addCost(est.Hold, extra); err == nil && facts.BYOK {
+					searchCredits, err = addCost(searchCredits, credits)
+				}
+			}
 		}
 	}
 	if f := st.fetch; f != nil && err == nil {
@@ -337,10 +342,18 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 	pricing := route.Model.Pricing
 	var credits money.Amount // a BYOK request's part paid in credits
 	var err error
-	if search := st.plan; search != nil {
-		var c money.Amount
-		if c, err = search.charge(&pricing, &usage, mw.UsageRaw, route.MessagesAPI); route.BYOK {
-			credits = c
+	if settles(st.Plugins) {
+		// The runs' corrections (the search's results), on a copy only
+		// such a request allocates.
+		s := &plugin.Settlement{Route: route, Pricing: pricing, Usage: usage, UsageRaw: mw.UsageRaw, Corrected: mw.Corrected}
+		for _, run := range st.Plugins {
+			if c, ok := run.(plugin.Settler); ok && err == nil {
+				err = c.Settle(s)
+			}
+		}
+		pricing, usage, mw.Corrected = s.Pricing, s.Usage, s.Corrected
+		if err == nil && route.BYOK {
+			credits, err = addCost(credits, s.Credits)
 		}
 	}
 	if f := st.fetch; f != nil && err == nil {
@@ -421,6 +434,16 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 	}
 	_ = mw.SendJSON(cost, st.GenID) // settled: a failed write is the client gone, and the charge stands
 	return nil
+}
+
+// settles reports whether a run corrects the charge (plugin.Settler).
+func settles(runs []plugin.Run) bool {
+	for _, run := range runs {
+		if _, ok := run.(plugin.Settler); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // proxy calls reverse_proxy with r pointed at the attempt's provider URI

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
@@ -119,7 +120,8 @@ func observeAttempt(st *requestState, mw *answer.Writer, began time.Time, fallba
 
 // observeCharge counts a durable charge: tokens, credits (the balance's
 // part and the BYOK usage, split as the ledger splits them), the key's
-// series when the operator turned them on, and a native search's results.
+// series when the operator turned them on, and the runs' parts (a native
+// search's results).
 func observeCharge(st *requestState, gen *storage.Generation) {
 	credits, byok := gen.Cost, money.Amount(0)
 	if gen.BYOK {
@@ -128,8 +130,10 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 	}
 	seriesOf(st.Route).Charged(gen.PromptTokens, gen.CompletionTokens, int64(credits), int64(byok))
 	telemetry.KeyCharged(gen.AccountID, gen.KeyHash, int64(credits), int64(byok))
-	if st.plan != nil && st.plan.engine == "native" && gen.SearchResults > 0 {
-		telemetry.WebSearch("native", int(gen.SearchResults), false)
+	for _, run := range st.Plugins {
+		if co, ok := run.(plugin.ChargeObserver); ok {
+			co.ObserveCharge()
+		}
 	}
 }
 

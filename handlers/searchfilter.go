@@ -8,25 +8,22 @@ import (
 
 // filterSearchQuery applies the filters to the query a gateway-side
 // engine will receive (a search_prompt is not part of the messages).
-func filterSearchQuery(st *requestState) *apierror.Error {
-	if st.plan == nil {
-		return nil
-	}
+func filterSearchQuery(st *requestState, plan *searchPlan) *apierror.Error {
 	set, apiErr := routing.FiltersFor(&st.State)
 	if apiErr != nil || set.Empty() {
 		return apiErr
 	}
 	// The results pass them too, once the search has run (fetchedFilter).
-	st.plan.filter = &fetchedFilter{set: set, st: st}
-	if st.plan.query == "" {
+	plan.filter = &fetchedFilter{set: set, st: st}
+	if plan.query == "" {
 		return nil
 	}
 	var res contentfilter.Result
-	q := set.Text(st.plan.query, true, &res)
+	q := set.Text(plan.query, true, &res)
 	if apiErr := routing.StoppedError(&res); apiErr != nil {
 		return apiErr
 	}
-	st.plan.query = q
+	plan.query = q
 	st.ContentFlags = routing.AppendFlags(st.ContentFlags, res.Flags)
 	return nil
 }

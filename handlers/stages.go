@@ -7,7 +7,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
 // pipelineStages lists the stages of an inference request, in their
@@ -25,7 +24,6 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		// tool's errors name its place as the client sent it.
 		webFetchPlan{&t.fetch},
 		webSearchPlan{&t.search},
-		searchQueryFilter{},
 		&t.router,
 		routePlaceholders{},
 		webFetchAttempts{&t.fetch},
@@ -72,20 +70,14 @@ func (s webFetchPlan) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.R
 	return apiErr
 }
 
-// webSearchPlan rewrites the request's web search and plans it.
+// webSearchPlan rewrites the request's web search, plans it and filters
+// its query.
 type webSearchPlan struct{ ws *WebSearch }
 
 func (s webSearchPlan) Serve(st *pipeline.State, w http.ResponseWriter, _ *http.Request) *apierror.Error {
 	var apiErr *apierror.Error
 	st.Body, apiErr = s.ws.plan(w, own(st), st.Body)
 	return apiErr
-}
-
-// searchQueryFilter applies the content filters to the search's query.
-type searchQueryFilter struct{}
-
-func (searchQueryFilter) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
-	return filterSearchQuery(own(st))
 }
 
 // routePlaceholders exposes the route's placeholders (State.MapRoute).
@@ -114,12 +106,6 @@ func (s pluginPlan) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Req
 	return s.t.planPlugins(own(st), st.Body)
 }
 
-// searchChatForm gives a native web search its chat form for the route's
-// chat-only attempts (Router.AdaptRoute).
-func searchChatForm(st *pipeline.State, route *upstream.Route) *apierror.Error {
-	return chatSearch(route, own(st).plan)
-}
-
 // Interface guards
 var (
 	_ pipeline.Stage = admissionCheck{}
@@ -127,7 +113,6 @@ var (
 	_ pipeline.Stage = contentFilter{}
 	_ pipeline.Stage = webFetchPlan{}
 	_ pipeline.Stage = webSearchPlan{}
-	_ pipeline.Stage = searchQueryFilter{}
 	_ pipeline.Stage = (*routing.Router)(nil)
 	_ pipeline.Stage = routePlaceholders{}
 	_ pipeline.Stage = webFetchAttempts{}

@@ -131,10 +131,10 @@ func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		return apierror.Fail(r, apiErr)
 	}
 	setBody(r, out)
-	if st.plan == nil {
+	cw := newCiteWriter(w, st)
+	if cw == nil {
 		return next.ServeHTTP(w, r)
 	}
-	cw := newCiteWriter(w, st)
 	err = next.ServeHTTP(cw, r)
 	cw.Finish()
 	return err

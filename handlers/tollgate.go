@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
@@ -155,7 +154,6 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.router.Logger = logger
-	t.router.AdaptRoute = searchChatForm
 	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
 	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
@@ -209,13 +207,12 @@ func (t *Tollgate) Cleanup() error {
 }
 
 // requestState is the pipeline's state of one request (pipeline.State)
-// with the handler's part: what web search and web-fetch, not yet
-// packages of their own, keep, in the same allocation.
+// with the handler's part: what web-fetch, not yet a package of its
+// own, keeps, in the same allocation.
 type requestState struct {
 	pipeline.State
 
-	plan  *searchPlan // the request's web search; nil without
-	fetch *fetchRun   // the request's web-fetch plugin; nil without
+	fetch *fetchRun // the request's web-fetch plugin; nil without
 
 }
 
@@ -278,15 +275,14 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 			ah.SetAnswerHeader(w.Header())
 		}
 	}
-	if st.plan == nil && st.fetch == nil && len(st.Plugins) == 0 {
+	if st.fetch == nil && len(st.Plugins) == 0 {
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
 	// index the text that the plugins (response-healing) wrote.
 	out := w
 	var cw *citations.Writer
-	if st.plan != nil || st.fetch != nil {
-		cw = newCiteWriter(w, st)
+	if cw = newCiteWriter(w, st); cw != nil {
 		out = cw
 	}
 	for _, run := range st.Plugins {
@@ -306,22 +302,22 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 	return err
 }
 
-// newCiteWriter is the citation writer of a request whose search or
-// fetches cite pages: the search's results first, then the pages.
+// newCiteWriter is the one citation writer of the request's runs that
+// cite pages (citations.Citer), and its fetches; nil: none cites.
 func newCiteWriter(w http.ResponseWriter, st *requestState) *citations.Writer {
 	var citers []citations.Citer
-	var kind dialect.Kind
-	if st.Route != nil {
-		kind = st.Route.Kind
-	}
-	if st.plan != nil {
-		citers = append(citers, st.plan)
-		kind = st.plan.kind
+	for _, run := range st.Plugins {
+		if c, ok := run.(citations.Citer); ok {
+			citers = append(citers, c)
+		}
 	}
 	if st.fetch != nil {
 		citers = append(citers, st.fetch)
 	}
-	return citations.NewWriter(w, kind, st.Route, citers)
+	if citers == nil {
+		return nil
+	}
+	return citations.NewWriter(w, st.API.Dialect(), st.Route, citers)
 }
 
 // planPlugins has each plugin plan its part in the routed request (body

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
@@ -193,11 +194,17 @@ func TestWebSearchConfigBuild(t *testing.T) {
 	}
 }
 
+// planWriter is the citation writer of a request whose only citer is
+// plan.
+func planWriter(w http.ResponseWriter, plan *searchPlan) *citations.Writer {
+	return citations.NewWriter(w, plan.kind, nil, []citations.Citer{plan})
+}
+
 // citeRun writes chunks through a citation writer over a recorder.
 func citeRun(t *testing.T, plan *searchPlan, contentType string, status int, chunks ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	cw := newCiteWriter(rec, &requestState{plan: plan})
+	cw := planWriter(rec, plan)
 	cw.Header().Set("Content-Type", contentType)
 	cw.WriteHeader(status)
 	for _, c := range chunks {

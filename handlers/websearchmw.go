@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,6 +18,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
@@ -92,8 +95,8 @@ type searchPlan struct {
 }
 
 // plan rewrites the body of a chat completions or Responses request that
-// asks for web search, and puts its plan in st.plan; other bodies come
-// back as they are.
+// asks for web search, filters its query and puts its plan in the
+// request's runs; other bodies come back as they are.
 func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
 	if st.API.Op != admin.OpInfer || st.API.Dialect() == dialect.Other {
 		return body, nil
@@ -108,7 +111,16 @@ func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) 
 		// the header's presence.
 		w.Header().Set("Deprecation", "true")
 	}
-	st.plan = plan
+	if plan == nil {
+		return out, nil
+	}
+	if apiErr := filterSearchQuery(st, plan); apiErr != nil {
+		return nil, apiErr
+	}
+	if st.Plugins == nil {
+		st.Plugins = st.OwnPlugins[:0]
+	}
+	st.Plugins = append(st.Plugins, plan)
 	return out, nil
 }
 
@@ -375,19 +387,19 @@ func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *stora
 // results to the model by rewriting the route's body (every fallback
 // attempt replays it). Native searches have nothing to do here. The
 // returned error is the client's answer: nothing is charged.
-func (p *searchPlan) run(r *http.Request, route *upstream.Route) *apierror.Error {
+func (p *searchPlan) run(ctx context.Context, route *upstream.Route) *apierror.Error {
 	if p.engine == "native" || p.ran {
 		return nil
 	}
 	p.ran = true
-	results, err := p.eng.Search(r.Context(), engines.Query{
+	results, err := p.eng.Search(ctx, engines.Query{
 		Text: p.query, MaxResults: p.spec.MaxResults,
 		IncludeDomains: p.spec.IncludeDomains, ExcludeDomains: p.spec.ExcludeDomains,
 	})
 	// A search the client abandoned is not the engine's failure.
-	telemetry.WebSearch(p.eng.Name(), len(results), err != nil && r.Context().Err() == nil)
+	telemetry.WebSearch(p.eng.Name(), len(results), err != nil && ctx.Err() == nil)
 	if err != nil {
-		if r.Context().Err() != nil {
+		if ctx.Err() != nil {
 			return apierror.New(499, "Client closed the request")
 		}
 		status, msg := http.StatusBadGateway, "Web search failed"
@@ -538,6 +550,47 @@ func (p *searchPlan) ProviderCites(route *upstream.Route) bool {
 	return p.family == "openai" || p.family == "x" && p.kind == dialect.Responses
 }
 
+// HoldFor implements plugin.RouteCoster (holdExtra).
+func (p *searchPlan) HoldFor(route *upstream.Route) (hold, credits money.Amount, err error) {
+	return p.holdExtra(route)
+}
+
+// PrepareAttempts implements plugin.AttemptPreparer: only an admitted
+// request searches, once, before any attempt (run).
+func (p *searchPlan) PrepareAttempts(ctx context.Context, route *upstream.Route) *apierror.Error {
+	return p.run(ctx, route)
+}
+
+// Settle implements plugin.Settler: the search's charge (charge), a
+// gateway-side engine's results paid in credits under BYOK.
+func (p *searchPlan) Settle(s *plugin.Settlement) error {
+	c, err := p.charge(&s.Pricing, &s.Usage, s.UsageRaw, s.Route.MessagesAPI)
+	if err == nil {
+		s.Credits, err = addCost(s.Credits, c)
+	}
+	return err
+}
+
+// PromptExtra implements plugin.PromptExtender: a gateway-side engine's
+// results (injectedTokens); a native search's no count bounds.
+func (p *searchPlan) PromptExtra() (tokens int64, unbounded bool) {
+	return p.injectedTokens(), p.engine == "native"
+}
+
+// ObserveCharge implements plugin.ChargeObserver: a native search's
+// results, which no engine of the gateway counted.
+func (p *searchPlan) ObserveCharge() {
+	if p.engine == "native" && p.results > 0 {
+		telemetry.WebSearch("native", int(p.results), false)
+	}
+}
+
+// AdaptRoute implements plugin.RouteAdapter: a native search's chat
+// form for the chat-only attempts (chatSearch).
+func (p *searchPlan) AdaptRoute(route *upstream.Route) *apierror.Error {
+	return chatSearch(route, p)
+}
+
 func cutRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
@@ -551,3 +604,15 @@ func cutBytes(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Interface guards
+var (
+	_ plugin.RouteCoster      = (*searchPlan)(nil)
+	_ plugin.AttemptPreparer  = (*searchPlan)(nil)
+	_ plugin.Settler          = (*searchPlan)(nil)
+	_ plugin.PromptExtender   = (*searchPlan)(nil)
+	_ plugin.ChargeObserver   = (*searchPlan)(nil)
+	_ plugin.RouteAdapter     = (*searchPlan)(nil)
+	_ citations.NumberedCiter = (*searchPlan)(nil)
+	_ citations.ProviderCiter = (*searchPlan)(nil)
+)

@@ -20,7 +20,7 @@ func TestWritersIgnoreInterimResponses(t *testing.T) {
 		for _, ct := range []string{"text/event-stream", "application/json"} {
 			mw := answer.NewWriter(httptest.NewRecorder(), "chat")
 			cw := translate.NewChatToResponses(httptest.NewRecorder(), translate.NewEcho([]byte(`{}`)), "gen", "m")
-			sw := newCiteWriter(httptest.NewRecorder(), &requestState{plan: plan})
+			sw := planWriter(httptest.NewRecorder(), plan)
 			for _, w := range []http.ResponseWriter{mw, cw, sw} {
 				w.Header().Set("Content-Type", ct)
 				w.WriteHeader(http.StatusContinue)

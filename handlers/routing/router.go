@@ -87,10 +87,6 @@ type Router struct {
 	// Plugins are the plugins requests may ask for; nil: those
 	// registered (a router not provisioned, in unit tests).
 	Plugins plugin.Set `json:"-"`
-	// AdaptRoute is the handler's change to a route before its prompt is
-	// bounded and counted: a native web search's chat form for the
-	// chat-only attempts; nil: none.
-	AdaptRoute func(st *pipeline.State, route *upstream.Route) *apierror.Error `json:"-"`
 }
 
 // RewriteBody has the plugins that rewrite every request's body (the
@@ -206,8 +202,12 @@ func (rt *Router) Plan(r *http.Request, st *pipeline.State, body []byte) *apierr
 		// prompt did before routing.
 		route.Body, apiErr = rt.FilterBody(r.Context(), st, route.Body)
 	}
-	if apiErr == nil && rt.AdaptRoute != nil {
-		apiErr = rt.AdaptRoute(st, route)
+	for _, run := range st.Plugins {
+		// The runs planned before routing adapt it (a native web
+		// search's chat form for the chat-only attempts).
+		if ra, ok := run.(plugin.RouteAdapter); ok && apiErr == nil {
+			apiErr = ra.AdaptRoute(route)
+		}
 	}
 	if apiErr == nil {
 		apiErr = rt.checkEndUser(st, route)
