@@ -36,7 +36,7 @@ func TestContentFiltersFailClosed(t *testing.T) {
 	if ms, apiErr := rt.ModelsFor(&st.State); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatal("models listed with unknown guardrails")
 	}
-	if apiErr := filterSearchQuery(st, &searchPlan{query: "q"}); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := st.FetchedFilter(); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("search query with the store down: %v", apiErr)
 	}
 	mgmt := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Management: true}}}}
@@ -197,10 +197,10 @@ func TestFetchedTextBeyondTheScanBudgetIsBlocked(t *testing.T) {
 		t.Fatalf("filter %v %v", f, apiErr)
 	}
 	short, long := "plain words", strings.Repeat("abcdefghij", contentfilter.ScanBudget/10/20)
-	if h := f.texts(&short); h != nil {
+	if h := f.Filter(&short); h != nil {
 		t.Fatalf("short text blocked: %+v", h)
 	}
-	if h := f.texts(&long); h == nil || h.Action != contentfilter.Block {
+	if h := f.Filter(&long); h == nil || h.Action != contentfilter.Block {
 		t.Fatalf("text beyond the budget: %+v", h)
 	}
 }

@@ -5,9 +5,9 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
 // What the gateway brings in for the model (pages of the web-fetch
@@ -34,11 +34,22 @@ func newFetchedFilter(st *requestState) (*fetchedFilter, *apierror.Error) {
 	return &fetchedFilter{set: set, st: st}, nil
 }
 
-// texts filters each text in place; a block comes back, and the texts
-// are then not to be used. A scan that stopped before its end (the text
-// too costly for the custom patterns) blocks too: fetched text the
-// filters did not see whole does not reach the model.
-func (f *fetchedFilter) texts(ts ...*string) *contentfilter.Hit {
+// FetchedFilter implements plugin.Guardrails: the filter of the caller's
+// guardrails for the text a plugin brings in; nil when none is in force.
+func (st *requestState) FetchedFilter() (plugin.TextFilter, *apierror.Error) {
+	f, apiErr := newFetchedFilter(st)
+	if f == nil {
+		return nil, apiErr // no filter: an interface without a value
+	}
+	return f, nil
+}
+
+// Filter implements plugin.TextFilter: it filters each text in place; a
+// block comes back, and the texts are then not to be used. A scan that
+// stopped before its end (the text too costly for the custom patterns)
+// blocks too: fetched text the filters did not see whole does not reach
+// the model.
+func (f *fetchedFilter) Filter(ts ...*string) *contentfilter.Hit {
 	if f == nil {
 		return nil
 	}
@@ -56,6 +67,25 @@ func (f *fetchedFilter) texts(ts ...*string) *contentfilter.Hit {
 	return nil
 }
 
+// Refusal implements plugin.TextFilter.
+func (f *fetchedFilter) Refusal(block *contentfilter.Hit) *apierror.Error {
+	return routing.BlockedError(block)
+}
+
+// FilterQuery implements plugin.TextFilter: the query a gateway-side
+// engine will receive (a search_prompt is not part of the messages)
+// passes the filters as the user's own text.
+func (f *fetchedFilter) FilterQuery(q *string) *apierror.Error {
+	var res contentfilter.Result
+	out := f.set.Text(*q, true, &res)
+	if apiErr := routing.StoppedError(&res); apiErr != nil {
+		return apiErr
+	}
+	*q = out
+	f.st.ContentFlags = routing.AppendFlags(f.st.ContentFlags, res.Flags)
+	return nil
+}
+
 // tooCostlyToScan is the block of fetched text the scan budget did not
 // cover.
 var tooCostlyToScan = contentfilter.Hit{Label: "text too costly to scan", Action: contentfilter.Block}
@@ -65,7 +95,7 @@ func (f *fetchedFilter) page(p *webfetch.Page) *contentfilter.Hit {
 	if p.Err != "" {
 		return nil
 	}
-	return f.texts(&p.Title, &p.Text)
+	return f.Filter(&p.Title, &p.Text)
 }
 
 // withhold makes a blocked page an error the model is told, without its
@@ -76,7 +106,8 @@ func withhold(p *webfetch.Page, h *contentfilter.Hit) {
 		" of guardrail " + strconv.Quote(h.GuardrailName) + "; its content was withheld"
 }
 
-// source filters a search result's title and snippet.
-func (f *fetchedFilter) source(s *websearch.Source) *contentfilter.Hit {
-	return f.texts(&s.Title, &s.Snippet)
-}
+// Interface guards
+var (
+	_ plugin.Guardrails = (*requestState)(nil)
+	_ plugin.TextFilter = (*fetchedFilter)(nil)
+)

@@ -20,7 +20,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
@@ -82,8 +81,9 @@ type searchPlan struct {
 	// Responses body (its chat-only attempts get the chat form instead).
 	nativeTools int64
 
-	// filter is the caller's content filters, which the results pass.
-	filter *fetchedFilter
+	// filter is the caller's content filters, which the results pass;
+	// nil: none.
+	filter plugin.TextFilter
 
 	// After run: the results handed to the model.
 	ran     bool
@@ -114,8 +114,14 @@ func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) 
 	if plan == nil {
 		return out, nil
 	}
-	if apiErr := filterSearchQuery(st, plan); apiErr != nil {
+	// The query and the results pass the caller's content filters.
+	if plan.filter, apiErr = st.FetchedFilter(); apiErr != nil {
 		return nil, apiErr
+	}
+	if plan.filter != nil && plan.query != "" {
+		if apiErr := plan.filter.FilterQuery(&plan.query); apiErr != nil {
+			return nil, apiErr
+		}
 	}
 	if st.Plugins == nil {
 		st.Plugins = st.OwnPlugins[:0]
@@ -425,8 +431,11 @@ func (p *searchPlan) run(ctx context.Context, route *upstream.Route) *apierror.E
 		}
 	}
 	for i := range p.sources {
-		if h := p.filter.source(&p.sources[i]); h != nil {
-			return routing.BlockedError(h)
+		if p.filter == nil {
+			break
+		}
+		if h := p.filter.Filter(&p.sources[i].Title, &p.sources[i].Snippet); h != nil {
+			return p.filter.Refusal(h)
 		}
 	}
 	msg := websearch.SystemMessage(p.sources, now(), p.query)
