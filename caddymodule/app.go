@@ -17,9 +17,9 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/egress"
 	"github.com/tollgate-dev/caddy-tollgate/export"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/backends"
@@ -67,7 +67,7 @@ type App struct {
 	// a placeholder that expands to nothing): BYOK is off.
 	BYOKKey string `json:"byok_encryption_key,omitempty"`
 	// WebSearch configures the gateway-side search engines.
-	WebSearch *handlers.WebSearchConfig `json:"web_search,omitempty"`
+	WebSearch *websearch.Config `json:"web_search,omitempty"`
 	// Moderation is the operator's moderation provider (OpenAI's
 	// /v1/moderations shape); unset: none.
 	Moderation *moderation.Config `json:"moderation,omitempty"`
@@ -93,7 +93,7 @@ type App struct {
 	catalog  *catalog.Catalog
 	inFlight billing.InFlightPolicy
 	sealer   *storage.Sealer
-	search   *handlers.WebSearchSettings
+	search   *websearch.Settings
 	egress   *egress.Policy
 	moderate *moderation.Service
 
@@ -342,7 +342,7 @@ func (a *App) Brand() string { return a.BrandName }
 func (a *App) ConnectCodeTTL() time.Duration { return time.Duration(a.CodeTTL) }
 
 // WebSearchSettings is the provisioned web search setup.
-func (a *App) WebSearchSettings() *handlers.WebSearchSettings { return a.search }
+func (a *App) WebSearchSettings() *websearch.Settings { return a.search }
 
 // ModerationService is the provisioned moderation provider; nil: none.
 func (a *App) ModerationService() *moderation.Service { return a.moderate }
@@ -405,5 +405,5 @@ var (
 	_ gateway.Gateway       = (*App)(nil)
 )
 
-var _ handlers.WebSearchProvider = (*App)(nil)
+var _ websearch.Provider = (*App)(nil)
 var _ moderation.Provider = (*App)(nil)

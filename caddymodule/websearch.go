@@ -5,7 +5,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/tollgate-dev/caddy-tollgate/handlers"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
 )
@@ -24,8 +24,8 @@ import (
 //			timeout          <duration>
 //		}
 //	}
-func parseWebSearchOption(d *caddyfile.Dispenser) (*handlers.WebSearchConfig, error) {
-	cfg := &handlers.WebSearchConfig{}
+func parseWebSearchOption(d *caddyfile.Dispenser) (*websearch.Config, error) {
+	cfg := &websearch.Config{}
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
@@ -98,4 +99,32 @@ func (m *Meter) mayUseBYOK(st *requestState) bool {
 		}
 	}
 	return false
+}
+
+// admitSearchCredits refuses a BYOK request whose gateway-side search does
+// not fit: the rest of the request spends the caller's own provider
+// credits, the search the platform's, which the key's limit, the guardrail
+// and workspace budgets that do not count BYOK spending (those that do
+// judged the whole hold already) and the prepaid balance all cap.
+func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
+	if credits <= 0 {
+		return nil
+	}
+	key := keyFacts(v)
+	key.IncludeBYOK = true // the credits count against the cap whatever the key's setting
+	if rej := billing.Admit(billing.Estimate{Hold: credits}, billing.RequestFacts{BYOK: true}, billing.AccountFacts{}, key, billing.InFlightPolicy{}); rej != nil {
+		return rej
+	}
+	if rej := policy.AdmitScopes(v, rules, credits, false); rej != nil {
+		return rej
+	}
+	acct := accountFacts(v)
+	if !acct.Prepaid {
+		return nil
+	}
+	if available, ok := money.AddAmounts(acct.Balance, -acct.Held); acct.Balance <= 0 || !ok || available < credits {
+		return &billing.Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request's web search",
+			RemedyHint: "Add credits to the account, or lower max_results."}
+	}
+	return nil
 }

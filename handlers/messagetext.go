@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // contentText returns the text of a message content: a string, or the text
@@ -24,4 +26,29 @@ func contentText(content gjson.Result) string {
 		}
 	}
 	return b.String()
+}
+
+// lastUserText is the text of the last user message (chat) or input item
+// (Responses).
+func lastUserText(body []byte, kind dialect.Kind) string {
+	if kind == dialect.Responses {
+		in := gjson.GetBytes(body, "input")
+		if in.Type == gjson.String {
+			return in.Str
+		}
+		text := ""
+		for _, it := range in.Array() {
+			if it.Get("role").Str == "user" {
+				text = contentText(it.Get("content"))
+			}
+		}
+		return strings.TrimSpace(text)
+	}
+	text := ""
+	for _, m := range gjson.GetBytes(body, "messages").Array() {
+		if m.Get("role").Str == "user" {
+			text = contentText(m.Get("content"))
+		}
+	}
+	return strings.TrimSpace(text)
 }

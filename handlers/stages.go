@@ -4,7 +4,10 @@ import (
 	"net/http"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 )
@@ -23,7 +26,7 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		// Before the search stage, which reorders tools: the web_fetch
 		// tool's errors name its place as the client sent it.
 		webFetchPlan{&t.fetch},
-		webSearchPlan{&t.search},
+		prerouted{t},
 		&t.router,
 		routePlaceholders{},
 		webFetchAttempts{&t.fetch},
@@ -70,14 +73,36 @@ func (s webFetchPlan) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.R
 	return apiErr
 }
 
-// webSearchPlan rewrites the request's web search, plans it and filters
-// its query.
-type webSearchPlan struct{ ws *WebSearch }
+// prerouted has the plugins that plan before routing (plugin.Prerouter:
+// web search) plan an inference request: st.Plugins gets their runs.
+type prerouted struct{ t *Tollgate }
 
-func (s webSearchPlan) Serve(st *pipeline.State, w http.ResponseWriter, _ *http.Request) *apierror.Error {
-	var apiErr *apierror.Error
-	st.Body, apiErr = s.ws.plan(w, own(st), st.Body)
-	return apiErr
+func (s prerouted) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Request) *apierror.Error {
+	kind := st.API.Dialect()
+	if st.API.Op != admin.OpInfer || kind == dialect.Other {
+		return nil
+	}
+	req := &st.OwnPluginReq
+	*req = plugin.Request{Kind: kind, Ctx: r.Context(), Header: w.Header(), Filters: own(st)}
+	for _, p := range s.t.plugins {
+		pr, ok := p.(plugin.Prerouter)
+		if !ok {
+			continue
+		}
+		req.Body = st.Body
+		body, run, apiErr := pr.Preroute(req)
+		if apiErr != nil {
+			return apiErr
+		}
+		st.Body = body
+		if run != nil {
+			if st.Plugins == nil {
+				st.Plugins = st.OwnPlugins[:0]
+			}
+			st.Plugins = append(st.Plugins, run)
+		}
+	}
+	return nil
 }
 
 // routePlaceholders exposes the route's placeholders (State.MapRoute).
@@ -112,7 +137,7 @@ var (
 	_ pipeline.Stage = bodyReader{}
 	_ pipeline.Stage = contentFilter{}
 	_ pipeline.Stage = webFetchPlan{}
-	_ pipeline.Stage = webSearchPlan{}
+	_ pipeline.Stage = prerouted{}
 	_ pipeline.Stage = (*routing.Router)(nil)
 	_ pipeline.Stage = routePlaceholders{}
 	_ pipeline.Stage = webFetchAttempts{}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
@@ -112,25 +113,28 @@ func (a adminStage) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	return a.Serve(w, r, st.Store, st.ID, st.API)
 }
 
-func (ws *WebSearch) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+// searchMW is the web search plugin's plan before routing as a
+// middleware, with the citation writer around the rest.
+type searchMW struct{ *websearch.WebSearch }
+
+func (m searchMW) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
 	if r.Method != http.MethodPost {
 		return next.ServeHTTP(w, r)
 	}
-	// Bodies larger than MaxBodyBytes go on untouched, for the router's
-	// limit to answer.
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, ws.MaxBodyBytes+1))
-	body := buf.Bytes()
-	if err != nil || int64(len(body)) > ws.MaxBodyBytes {
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		return next.ServeHTTP(w, r)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
 	}
-	out, apiErr := ws.plan(w, st, body)
+	req := &plugin.Request{Kind: st.API.Dialect(), Body: body, Ctx: r.Context(), Header: w.Header(), Filters: st}
+	out, run, apiErr := m.Preroute(req)
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
 	}
 	setBody(r, out)
+	if run != nil {
+		st.Plugins = append(st.OwnPlugins[:0], run)
+	}
 	cw := newCiteWriter(w, st)
 	if cw == nil {
 		return next.ServeHTTP(w, r)
@@ -210,14 +214,6 @@ func errorRoute(h caddyhttp.Handler) caddyhttp.Handler {
 		return err
 	})
 }
-
-// readCloser reads from r and closes c.
-type readCloser struct {
-	io.Reader
-	c io.Closer
-}
-
-func (rc readCloser) Close() error { return rc.c.Close() }
 
 // setBody replaces the request body with bytes already in memory, which
 // readBody then takes as they are instead of copying them again.

@@ -98,7 +98,6 @@ type Tollgate struct {
 	proxies providers
 	auth    Auth
 	admin   *admin.Admin
-	search  WebSearch
 	fetch   fetchStage
 	router  routing.Router
 	meter   Meter
@@ -154,8 +153,6 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.router.Logger = logger
-	t.search = WebSearch{MaxBodyBytes: t.router.MaxBodyBytes}
-	t.search.setup(gw, logger)
 	t.meter = Meter{gw: gw, logger: logger}
 	price, err := t.webFetchPrice()
 	if err != nil {

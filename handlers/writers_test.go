@@ -6,21 +6,27 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
+// noPages is a run that cites nothing.
+type noPages struct{}
+
+func (noPages) Sources() []websearch.Source          { return nil }
+func (noPages) ToolUse() (details, anthropic string) { return "", "" }
+
 // TestWritersIgnoreInterimResponses: a provider's 100 Continue or 103 Early
 // Hints (which reverse_proxy passes on) fixes no writer's mode; the final
 // status that follows does.
 func TestWritersIgnoreInterimResponses(t *testing.T) {
-	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat"}
 	for _, final := range []int{http.StatusOK, http.StatusBadRequest} {
 		for _, ct := range []string{"text/event-stream", "application/json"} {
 			mw := answer.NewWriter(httptest.NewRecorder(), "chat")
 			cw := translate.NewChatToResponses(httptest.NewRecorder(), translate.NewEcho([]byte(`{}`)), "gen", "m")
-			sw := planWriter(httptest.NewRecorder(), plan)
+			sw := citations.NewWriter(httptest.NewRecorder(), "chat", nil, []citations.Citer{noPages{}})
 			for _, w := range []http.ResponseWriter{mw, cw, sw} {
 				w.Header().Set("Content-Type", ct)
 				w.WriteHeader(http.StatusContinue)

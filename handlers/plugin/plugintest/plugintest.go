@@ -49,6 +49,19 @@ type Case struct {
 	// plugin and for which Preroute returns a Run without reaching the
 	// network (a server tool the model may call); "" for other plugins.
 	Preroutes string
+	// Unasked is a body of Kind that does not ask for the plugin, which
+	// Plan, FitPrompt and Preroute pass over without an allocation; ""
+	// is one with a long prompt that names another plugin (web), for a
+	// plugin that a plugins array alone does not wake.
+	Unasked string
+}
+
+// unasked is c's body that does not ask for the plugin.
+func (c Case) unasked() string {
+	if c.Unasked != "" {
+		return c.Unasked
+	}
+	return `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 100) + `"}],"plugins":[{"id":"web"}]}`
 }
 
 // Run runs the conformance tests on c.
@@ -152,14 +165,14 @@ func Run(t *testing.T, c Case) {
 		}
 	})
 	t.Run("plan allocates nothing unasked", func(t *testing.T) {
-		req := Request(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
+		req := Request(c.Kind, c.unasked())
 		if n := testing.AllocsPerRun(100, func() { _, _ = p.Plan(req) }); n != 0 {
 			t.Errorf("Plan of a body not naming the plugin: %v allocations", n)
 		}
 	})
 	if pf, ok := p.(plugin.PromptFitter); ok {
 		t.Run("fit leaves a body not asking alone", func(t *testing.T) {
-			req := FitRequest(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
+			req := FitRequest(c.Kind, c.unasked())
 			body, run, apiErr := pf.FitPrompt(req)
 			if apiErr != nil || run != nil || &body[0] != &req.Body[0] || len(body) != len(req.Body) {
 				t.Fatalf("FitPrompt of a body not asking = %s, %v, %v; want it as it came", body, run, apiErr)
@@ -187,7 +200,7 @@ func Run(t *testing.T, c Case) {
 	}
 	if pr, ok := p.(plugin.Prerouter); ok {
 		t.Run("preroute leaves a body not asking alone", func(t *testing.T) {
-			req := PrerouteRequest(c.Kind, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("hello ", 100)+`"}],"plugins":[{"id":"web"}]}`)
+			req := PrerouteRequest(c.Kind, c.unasked())
 			body, run, apiErr := pr.Preroute(req)
 			if apiErr != nil || run != nil || &body[0] != &req.Body[0] || len(body) != len(req.Body) {
 				t.Fatalf("Preroute of a body not asking = %s, %v, %v; want it as it came", body, run, apiErr)

@@ -1,9 +1,8 @@
-package handlers
+package websearch
 
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,24 +10,19 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
-	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/plugintest"
+	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
-	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
-func normalized(t *testing.T, body string) ([]byte, *websearch.Spec) {
+func normalized(t *testing.T, body string) ([]byte, *search.Spec) {
 	t.Helper()
-	out, spec, _, ferr := websearch.Normalize([]byte(body), "service")
+	out, spec, _, ferr := search.Normalize([]byte(body), "service")
 	if ferr != nil || spec == nil {
 		t.Fatalf("normalize %s: %v", body, ferr)
 	}
@@ -116,7 +110,7 @@ func TestSearchFamily(t *testing.T) {
 	}
 }
 
-func testWebSearch(t *testing.T, cfg *WebSearchConfig) *WebSearch {
+func testWebSearch(t *testing.T, cfg *Config) *WebSearch {
 	t.Helper()
 	s, err := cfg.Build(caddy.NewReplacer(), nil)
 	if err != nil {
@@ -126,7 +120,7 @@ func testWebSearch(t *testing.T, cfg *WebSearchConfig) *WebSearch {
 }
 
 func TestWebSearchPrepareEngineChoice(t *testing.T) {
-	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{
+	ws := testWebSearch(t, &Config{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*EngineConfig{
 		"exa": {BaseURL: "http://127.0.0.1:1"}, "firecrawl": {MaxResults: 10},
 	})})
 	const msgs = `"messages":[{"role":"user","content":"what is new"}]`
@@ -169,23 +163,23 @@ func TestWebSearchPrepareEngineChoice(t *testing.T) {
 	}
 }
 
-func TestWebSearchConfigBuild(t *testing.T) {
+func TestConfigBuild(t *testing.T) {
 	for _, tc := range []struct {
-		cfg WebSearchConfig
+		cfg Config
 		err string
 	}{
-		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"bing": {}})}, `engine "bing"`},
-		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"searxng": {}})}, "base_url is required"},
-		{WebSearchConfig{DefaultEngine: "exa"}, "default_engine"},
-		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {PricePerResult: "-1"}})}, "price_per_result"},
-		{WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {MaxResults: 26}})}, "max_results"},
-		{WebSearchConfig{NativePrice: "x"}, "native_price"},
+		{Config{EnginesRaw: engineConfigs(map[string]*EngineConfig{"bing": {}})}, `engine "bing"`},
+		{Config{EnginesRaw: engineConfigs(map[string]*EngineConfig{"searxng": {}})}, "base_url is required"},
+		{Config{DefaultEngine: "exa"}, "default_engine"},
+		{Config{EnginesRaw: engineConfigs(map[string]*EngineConfig{"exa": {PricePerResult: "-1"}})}, "price_per_result"},
+		{Config{EnginesRaw: engineConfigs(map[string]*EngineConfig{"exa": {MaxResults: 26}})}, "max_results"},
+		{Config{NativePrice: "x"}, "native_price"},
 	} {
 		if _, err := tc.cfg.Build(caddy.NewReplacer(), nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.err)
 		}
 	}
-	s, err := (&WebSearchConfig{EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {PricePerResult: "0.01", MaxResults: 8}})}).Build(caddy.NewReplacer(), nil)
+	s, err := (&Config{EnginesRaw: engineConfigs(map[string]*EngineConfig{"exa": {PricePerResult: "0.01", MaxResults: 8}})}).Build(caddy.NewReplacer(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +221,8 @@ func splitEvery(s string, n int) []string {
 }
 
 func TestCiteWriterChat(t *testing.T) {
-	sources := []websearch.Source{{Title: "Ä", URL: "https://a.example/1", Snippet: "first"}, {Title: "B", URL: "https://b.example/2"}}
-	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat", sources: sources, charged: true, results: 2}
+	sources := []search.Source{{Title: "Ä", URL: "https://a.example/1", Snippet: "first"}, {Title: "B", URL: "https://b.example/2"}}
+	plan := &searchPlan{spec: &search.Spec{MaxResults: 5}, engine: "exa", kind: "chat", sources: sources, charged: true, results: 2}
 	text := "Zürich 🎉 see [Ä](https://a.example/1) and [B](https://b.example/2) or [1]."
 	plain, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}}},
 		"usage": map[string]any{"prompt_tokens": 1}})
@@ -283,7 +277,7 @@ func TestCiteWriterChat(t *testing.T) {
 // [DONE] at once; providers batch events too).
 func TestCiteWriterSeveralEventsInOneWrite(t *testing.T) {
 	for _, kind := range []string{"chat", "responses"} {
-		plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: dialect.Kind(kind)}
+		plan := &searchPlan{spec: &search.Spec{MaxResults: 5}, engine: "exa", kind: dialect.Kind(kind)}
 		const errEv = `data: {"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"message":"Provider stream ended unexpectedly"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}` + "\n\n"
 		partial := `data: {"choices":[{"index":0,"delta":{"content":"cut`
 		for _, writes := range [][]string{{errEv + "data: [DONE]\n\n"}, {errEv + errEv + "data: [DONE]\n\n" + partial}} {
@@ -296,7 +290,7 @@ func TestCiteWriterSeveralEventsInOneWrite(t *testing.T) {
 }
 
 func TestCiteWriterPassesErrorsThrough(t *testing.T) {
-	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "chat"}
+	plan := &searchPlan{spec: &search.Spec{MaxResults: 5}, engine: "exa", kind: "chat"}
 	const e = `{"error":{"code":402,"message":"[x](https://a.example)"}}`
 	rec := citeRun(t, plan, "application/json", 402, e)
 	if rec.Code != 402 || rec.Body.String() != e {
@@ -305,7 +299,7 @@ func TestCiteWriterPassesErrorsThrough(t *testing.T) {
 }
 
 func TestCiteWriterResponsesStream(t *testing.T) {
-	plan := &searchPlan{spec: &websearch.Spec{MaxResults: 5}, engine: "exa", kind: "responses", charged: true, results: 1}
+	plan := &searchPlan{spec: &search.Spec{MaxResults: 5}, engine: "exa", kind: "responses", charged: true, results: 1}
 	text := "é [one](https://a.example/1) ü [two](https://b.example/2)"
 	var s strings.Builder
 	seq := 0
@@ -378,7 +372,7 @@ func equalJSONDoc(a, b string) bool {
 }
 
 func TestWebSearchFamilyFromCatalog(t *testing.T) {
-	ws := testWebSearch(t, &WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {}})})
+	ws := testWebSearch(t, &Config{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*EngineConfig{"exa": {}})})
 	claude := testgw.UpstreamProvider("/v1")
 	claude.SearchFamily = "anthropic"
 	plainOpenAI := testgw.UpstreamProvider("/v1")
@@ -398,95 +392,23 @@ func TestWebSearchFamilyFromCatalog(t *testing.T) {
 	}
 }
 
-// TestMeterChargesSearchOnce runs Auth → WebSearch → Router → Meter with
-// the exa engine on the engines' test double: the search runs once, after
-// admission, its results reach the provider, and the charge (tokens plus
-// results at the engine's price) lands once with the generation record.
-func TestMeterChargesSearchOnce(t *testing.T) {
-	ts := enginestest.StartTestServer()
-	defer ts.Close()
-	f := newMeterFixture(t, "10", storage.NewAPIKey{Name: "k"})
-	s, err := (&WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {BaseURL: ts.URL, PricePerResult: "0.003"}})}).Build(caddy.NewReplacer(), ts.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := &WebSearch{gw: f.gw, settings: s, MaxBodyBytes: 1 << 20}
-	router := &routing.Router{Gateway: f.gw}
-	if err := router.Provision(caddy.Context{}); err != nil {
-		t.Fatal(err)
-	}
-	f.provider = func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set("Content-Type", "application/json")
-		_, err := io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"see [a](https://x.example/1)"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`)
-		return err
-	}
-	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		f.calls.Add(1)
-		body, _ := io.ReadAll(r.Body)
-		f.bodies = append(f.bodies, string(body))
-		return f.provider(w, r)
-	})
-	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(routerMW{router}, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
-	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
-	res := testgw.Serve(t, h, r, repl)
-	res.Must(t, 200)
-	if n := len(ts.Requests()); n != 1 || f.calls.Load() != 1 || !strings.Contains(f.bodies[0], "A web search was run on") {
-		t.Fatalf("%d searches, %d calls, bodies %q", n, f.calls.Load(), f.bodies)
-	}
-	// 100 × 0.000001 + 10 × 0.000002 + 5 results × 0.003
-	want := money.Amount(100_000 + 20_000 + 15_000_000)
-	f.wantCharged(t, want)
-	g, err := f.store().Generation(res.Header.Get("X-Generation-Id"))
-	if err != nil || g.SearchResults != 5 || g.Cost != want {
-		t.Fatalf("generation %+v %v", g, err)
-	}
-	if res.Header.Get("Deprecation") != "true" || gjson.Get(res.Body, "usage.server_tool_use_details.web_search_results").Int() != 5 {
-		t.Fatalf("answer %s %v", res.Body, res.Header)
-	}
-}
-
-// TestWebSearchLargeBodyPassesOn checks that a body above MaxBodyBytes
-// reaches the next handler whole and untouched.
-func TestWebSearchLargeBodyPassesOn(t *testing.T) {
-	ws := testWebSearch(t, nil)
-	ws.MaxBodyBytes = 16
-	body := `{"model":"m:online","messages":[]}`
-	var got string
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		b, err := io.ReadAll(r.Body)
-		got = string(b)
-		return err
-	})
-	r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
-	if err := ws.ServeHTTP(httptest.NewRecorder(), r, next); err != nil || got != body {
-		t.Fatalf("next got %q, %v", got, err)
-	}
-}
-
-// BenchmarkWebSearchPassThrough is the middleware's cost on a request
-// without web search: one body read and a byte scan, no JSON rewrite and
-// no response writer.
-func BenchmarkWebSearchPassThrough(b *testing.B) {
-	s, err := (*WebSearchConfig)(nil).Build(nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := &WebSearch{gw: &testgw.Gateway{BrandName: "service"}, settings: s, MaxBodyBytes: 16 << 20}
+// BenchmarkPrerouteWithoutSearch is the plugin's cost on a request
+// without web search: a byte scan, no JSON rewrite.
+func BenchmarkPrerouteWithoutSearch(b *testing.B) {
+	ws := &WebSearch{gw: &testgw.Gateway{BrandName: "service"}}
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello world ", 100) + `"}],"max_tokens":100}`
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	w := httptest.NewRecorder()
+	req := plugintest.PrerouteRequest(dialect.Chat, body)
 	b.ReportAllocs()
 	for b.Loop() {
-		r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body)
-		if err := ws.ServeHTTP(w, r, next); err != nil {
-			b.Fatal(err)
+		if _, run, apiErr := ws.Preroute(req); run != nil || apiErr != nil {
+			b.Fatal(run, apiErr)
 		}
 	}
 }
 
 // engineConfigs is the engines' JSON config, each engine's settings
 // under its name.
-func engineConfigs(m map[string]*SearchEngineConfig) caddy.ModuleMap {
+func engineConfigs(m map[string]*EngineConfig) caddy.ModuleMap {
 	out := caddy.ModuleMap{}
 	for name, s := range m {
 		out[name], _ = json.Marshal(s)

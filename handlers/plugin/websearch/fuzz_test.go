@@ -1,4 +1,4 @@
-package handlers
+package websearch
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ func FuzzWebSearchPrepare(f *testing.F) {
 	}
 	ws := &WebSearch{gw: &testgw.Gateway{BrandName: "service"}}
 	var err error
-	if ws.settings, err = (&WebSearchConfig{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*SearchEngineConfig{"exa": {}, "searxng": {BaseURL: "http://127.0.0.1:1"}})}).Build(nil, nil); err != nil {
+	if ws.settings, err = (&Config{DefaultEngine: "exa", EnginesRaw: engineConfigs(map[string]*EngineConfig{"exa": {}, "searxng": {BaseURL: "http://127.0.0.1:1"}})}).Build(nil, nil); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, responses bool) {

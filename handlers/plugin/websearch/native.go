@@ -1,4 +1,4 @@
-package handlers
+package websearch
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
 // nativeTranslate writes the provider family's own web search into a body
@@ -25,7 +25,7 @@ import (
 //   - x: chat completions get the vendor's search_parameters (live search)
 //     with a web source and, only with x_search, an X source; the Responses
 //     API gets its web_search tool and, only with x_search, its x_search tool.
-func nativeTranslate(body []byte, kind dialect.Kind, family string, spec *websearch.Spec) ([]byte, *apierror.Error) {
+func nativeTranslate(body []byte, kind dialect.Kind, family string, spec *search.Spec) ([]byte, *apierror.Error) {
 	switch family {
 	case "openai":
 		if len(spec.ExcludeDomains) > 0 {
@@ -120,7 +120,7 @@ func nativeTranslate(body []byte, kind dialect.Kind, family string, spec *websea
 	return nil, apierror.BadRequest("engine: native web search is not available for this model")
 }
 
-func xFlags(obj string, x *websearch.XSearch) string {
+func xFlags(obj string, x *search.XSearch) string {
 	if x.EnableImageUnderstanding {
 		// sjson fails only on a malformed path, and these are well-formed.
 		obj, _ = sjson.Set(obj, "enable_image_understanding", true)
@@ -132,7 +132,7 @@ func xFlags(obj string, x *websearch.XSearch) string {
 }
 
 // withExtra copies the named pass-through parameters of the request into obj.
-func withExtra(obj string, spec *websearch.Spec, names ...string) string {
+func withExtra(obj string, spec *search.Spec, names ...string) string {
 	for _, n := range names {
 		if raw, ok := spec.Extra[n]; ok && json.Valid(raw) {
 			// sjson fails only on a malformed path, and these are well-formed.

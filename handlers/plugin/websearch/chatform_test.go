@@ -1,4 +1,4 @@
-package handlers
+package websearch
 
 import (
 	"strings"
@@ -9,13 +9,13 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 )
 
 // nativeResponsesRoute is a Responses request with a function tool and the
 // family's native search written by the middleware, routed to attempts
 // with the given APIs.
-func nativeResponsesRoute(t *testing.T, family string, spec *websearch.Spec, apis ...string) (*upstream.Route, *searchPlan) {
+func nativeResponsesRoute(t *testing.T, family string, spec *search.Spec, apis ...string) (*upstream.Route, *searchPlan) {
 	t.Helper()
 	body := []byte(`{"model":"m","input":"Zürich?","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`)
 	out, apiErr := nativeTranslate(body, "responses", family, spec)
@@ -37,14 +37,14 @@ func nativeResponsesRoute(t *testing.T, family string, spec *websearch.Spec, api
 func TestChatSearchNativeChatForm(t *testing.T) {
 	for _, tc := range []struct {
 		family string
-		spec   *websearch.Spec
+		spec   *search.Spec
 		check  string // gjson path that must exist in the chat body
 		tools  int64  // tools left in the chat body
 	}{
-		{"openai", &websearch.Spec{MaxResults: 5}, "web_search_options", 1},
-		{"anthropic", &websearch.Spec{MaxResults: 5, ExcludeDomains: []string{"spam.example"}}, `tools.#(type=="web_search_20250305").blocked_domains`, 2},
-		{"x", &websearch.Spec{MaxResults: 3}, `search_parameters.sources.#(type=="web")`, 1},
-		{"x", &websearch.Spec{MaxResults: 3, XSearch: &websearch.XSearch{AllowedXHandles: []string{"a"}}}, `search_parameters.sources.#(type=="x").included_x_handles`, 1},
+		{"openai", &search.Spec{MaxResults: 5}, "web_search_options", 1},
+		{"anthropic", &search.Spec{MaxResults: 5, ExcludeDomains: []string{"spam.example"}}, `tools.#(type=="web_search_20250305").blocked_domains`, 2},
+		{"x", &search.Spec{MaxResults: 3}, `search_parameters.sources.#(type=="web")`, 1},
+		{"x", &search.Spec{MaxResults: 3, XSearch: &search.XSearch{AllowedXHandles: []string{"a"}}}, `search_parameters.sources.#(type=="x").included_x_handles`, 1},
 	} {
 		rt, plan := nativeResponsesRoute(t, tc.family, tc.spec, dialect.APIChat, "")
 		if apiErr := chatSearch(rt, plan); apiErr != nil {
@@ -70,7 +70,7 @@ func TestChatSearchNativeChatForm(t *testing.T) {
 }
 
 func TestChatSearchWithoutChatForm(t *testing.T) {
-	spec := &websearch.Spec{MaxResults: 5, IncludeDomains: []string{"meteo.example"}}
+	spec := &search.Spec{MaxResults: 5, IncludeDomains: []string{"meteo.example"}}
 	// A provider that speaks Responses serves the request alone.
 	rt, plan := nativeResponsesRoute(t, "openai", spec, dialect.APIChat, "")
 	if apiErr := chatSearch(rt, plan); apiErr != nil || len(rt.Attempts) != 1 || rt.Attempts[0].Provider.ChatOnly() || rt.ChatBody != nil {
@@ -82,7 +82,7 @@ func TestChatSearchWithoutChatForm(t *testing.T) {
 		t.Fatalf("error %v", apiErr)
 	}
 	// Gateway engines and chat requests are left alone.
-	rt, plan = nativeResponsesRoute(t, "openai", &websearch.Spec{MaxResults: 5}, dialect.APIChat)
+	rt, plan = nativeResponsesRoute(t, "openai", &search.Spec{MaxResults: 5}, dialect.APIChat)
 	chat := rt.ChatBody
 	plan.engine = "exa"
 	if apiErr := chatSearch(rt, plan); apiErr != nil || string(rt.ChatBody) != string(chat) {

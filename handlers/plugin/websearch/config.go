@@ -1,4 +1,4 @@
-package handlers
+package websearch
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 )
 
@@ -26,9 +26,9 @@ const (
 	XSearchProfilePrice = "0.01"
 )
 
-// WebSearchConfig is the operator's web search setup, the web_search block
+// Config is the operator's web search setup, the web_search block
 // of the tollgate app.
-type WebSearchConfig struct {
+type Config struct {
 	// DefaultEngine serves requests that name no engine, for models whose
 	// provider family has no native search. Empty: such requests get 400.
 	DefaultEngine string `json:"default_engine,omitempty"`
@@ -45,14 +45,14 @@ type WebSearchConfig struct {
 	engines map[string]engines.Module
 }
 
-// SearchEngineConfig configures one gateway-side engine: the settings
+// EngineConfig configures one gateway-side engine: the settings
 // every engine module takes.
-type SearchEngineConfig = engines.Settings
+type EngineConfig = engines.Settings
 
 // Load loads the engine modules with ctx; a name no module registers is
 // refused with the registered ones, settings their module refuses with
 // the engine's name.
-func (c *WebSearchConfig) Load(ctx caddy.Context) error {
+func (c *Config) Load(ctx caddy.Context) error {
 	if c == nil || len(c.EnginesRaw) == 0 {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (c *WebSearchConfig) Load(ctx caddy.Context) error {
 
 // modules are the engine modules: those Load loaded, else EnginesRaw's,
 // loaded without a context (engines.Load).
-func (c *WebSearchConfig) modules() (map[string]engines.Module, error) {
+func (c *Config) modules() (map[string]engines.Module, error) {
 	if c.engines != nil {
 		return c.engines, nil
 	}
@@ -94,12 +94,12 @@ func (c *WebSearchConfig) modules() (map[string]engines.Module, error) {
 	return mods, nil
 }
 
-// WebSearchSettings is the provisioned WebSearchConfig.
-type WebSearchSettings struct {
+// Settings is the provisioned Config.
+type Settings struct {
 	defaultEngine string
 	nativePrice   billing.Price
 	engines       map[string]searchEngine
-	limits        websearch.Limits
+	limits        search.Limits
 }
 
 type searchEngine struct {
@@ -107,24 +107,24 @@ type searchEngine struct {
 	price  billing.Price
 }
 
-// WebSearchProvider is implemented by a Gateway that offers web search.
-type WebSearchProvider interface {
-	WebSearchSettings() *WebSearchSettings
+// Provider is implemented by a Gateway that offers web search.
+type Provider interface {
+	WebSearchSettings() *Settings
 }
 
 // Build checks the config and builds the engines; repl expands
 // placeholders in keys and URLs. A nil config gives settings with no
 // gateway-side engine.
-func (c *WebSearchConfig) Build(repl *caddy.Replacer, client *http.Client) (*WebSearchSettings, error) {
-	s := &WebSearchSettings{engines: map[string]searchEngine{}}
+func (c *Config) Build(repl *caddy.Replacer, client *http.Client) (*Settings, error) {
+	s := &Settings{engines: map[string]searchEngine{}}
 	var err error
 	if s.nativePrice, err = priceOr(nil, "", DefaultSearchPrice); err != nil {
 		return nil, err
 	}
 	limits := map[string]int{}
-	maps.Copy(limits, websearch.DefaultLimits().MaxResultsByEngine)
+	maps.Copy(limits, search.DefaultLimits().MaxResultsByEngine)
 	if c == nil {
-		s.limits = websearch.Limits{MaxResultsByEngine: limits}
+		s.limits = search.Limits{MaxResultsByEngine: limits}
 		return s, nil
 	}
 	if s.nativePrice, err = priceOr(repl, c.NativePrice, DefaultSearchPrice); err != nil {
@@ -140,8 +140,8 @@ func (c *WebSearchConfig) Build(repl *caddy.Replacer, client *http.Client) (*Web
 		if name == engines.NameSearXNG && base == "" {
 			return nil, fmt.Errorf("web_search: engine searxng: base_url is required")
 		}
-		if ec.MaxResults < 0 || ec.MaxResults > websearch.MaxMaxResults {
-			return nil, fmt.Errorf("web_search: engine %s: max_results: expected 1 to %d", name, websearch.MaxMaxResults)
+		if ec.MaxResults < 0 || ec.MaxResults > search.MaxMaxResults {
+			return nil, fmt.Errorf("web_search: engine %s: max_results: expected 1 to %d", name, search.MaxMaxResults)
 		}
 		if ec.MaxResults > 0 {
 			limits[name] = ec.MaxResults
@@ -162,7 +162,7 @@ func (c *WebSearchConfig) Build(repl *caddy.Replacer, client *http.Client) (*Web
 		}
 		s.engines[name] = searchEngine{engine: eng, price: price}
 	}
-	s.limits = websearch.Limits{MaxResultsByEngine: limits}
+	s.limits = search.Limits{MaxResultsByEngine: limits}
 	if c.DefaultEngine != "" {
 		if _, ok := s.engines[c.DefaultEngine]; !ok {
 			return nil, fmt.Errorf("web_search: default_engine %q is not a configured engine", c.DefaultEngine)

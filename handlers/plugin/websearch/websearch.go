@@ -1,74 +1,192 @@
-package handlers
+package websearch
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
+	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
 	"github.com/tollgate-dev/caddy-tollgate/money"
-	"github.com/tollgate-dev/caddy-tollgate/policy"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 )
 
-// WebSearch is the pipeline's web search stage: it turns every form of web
-// search request into one plan before the request is
-// routed: it validates the parameters (400
-// naming the field), removes the server tool, the deprecated plugin, the
-// ":online" suffix and x_search_filter from the body, picks the engine, and
-// for a native engine writes the provider family's own search tool into the
-// body. A gateway-side engine runs later, after admission, from the meter
-// (searchPlan.run), once per request whatever the fallbacks. The answer
-// passes through a writer that adds the url_citation annotations
-// (Tollgate.infer).
-type WebSearch struct {
-	// MaxBodyBytes bounds the bodies rewritten (in tests of the stage
-	// alone; in the pipeline the body was read within the router's limit).
-	// Default 16 MiB.
-	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-
-	gw       gateway.Gateway
-	settings *WebSearchSettings
-	logger   *zap.Logger
+func init() {
+	caddy.RegisterModule(new(WebSearch))
 }
 
-// setup finds the operator's web search settings.
-func (ws *WebSearch) setup(gw gateway.Gateway, logger *zap.Logger) {
-	if ws.MaxBodyBytes == 0 {
-		ws.MaxBodyBytes = 16 << 20
+// name is the plugin's name. A request asks for web search with the
+// plugins entry {"id":"web"}, the server tool, the :online suffix or
+// x_search_filter, all read before routing (Preroute); "web-search" is
+// no id of the public API.
+const name = "web-search"
+
+// WebSearch is the web search plugin, the Caddy module
+// tollgate.plugins.web_search: before the request is routed it turns
+// every form of web search request into one plan: it validates the
+// parameters (400 naming the field), removes the server tool, the
+// deprecated plugin, the ":online" suffix and x_search_filter from the
+// body, picks the engine, and for a native engine writes the provider
+// family's own search tool into the body. A gateway-side engine runs
+// later, once the request is admitted (the run's PrepareAttempts), once
+// per request whatever the fallbacks. The answer's links to the results
+// become url_citation annotations (the citation writer). Its engines and
+// prices are the tollgate app's web_search block.
+type WebSearch struct {
+	gw       gateway.Gateway // nil: not provisioned (unit tests)
+	settings *Settings
+}
+
+// CaddyModule returns the Caddy module information.
+func (*WebSearch) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "tollgate.plugins.web_search",
+		New: func() caddy.Module { return new(WebSearch) },
 	}
-	ws.gw, ws.logger = gw, logger
-	if p, ok := gw.(WebSearchProvider); ok {
+}
+
+// Provision finds the operator's web search settings, the app's
+// web_search block.
+func (ws *WebSearch) Provision(ctx caddy.Context) error {
+	gw, err := gateway.Load(ctx)
+	if err != nil {
+		return err
+	}
+	ws.setup(gw)
+	return nil
+}
+
+// New is the plugin as Provision makes it on gw (a handler's tests).
+func New(gw gateway.Gateway) *WebSearch {
+	ws := new(WebSearch)
+	ws.setup(gw)
+	return ws
+}
+
+// setup takes the gateway's web search settings; gw nil: a plugin Caddy
+// did not provision (unit tests), whose brand is "service", with no
+// gateway-side engine.
+func (ws *WebSearch) setup(gw gateway.Gateway) {
+	ws.gw = gw
+	if p, ok := gw.(Provider); ok {
 		ws.settings = p.WebSearchSettings()
 	}
 	if ws.settings == nil {
-		ws.settings, _ = (*WebSearchConfig)(nil).Build(nil, nil)
+		ws.settings = noEngines()
 	}
+}
+
+// noEngines are the settings without a gateway-side engine.
+var noEngines = sync.OnceValue(func() *Settings {
+	s, _ := (*Config)(nil).Build(nil, nil) // without a config it cannot fail
+	return s
+})
+
+// UnmarshalCaddyfile reads the plugin's directive, which takes nothing
+// (the engines are the global web_search block):
+//
+//	web_search
+func (*WebSearch) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return plugin.NoOptions(d, "web_search", " (the engines are the global web_search block)")
+}
+
+// Name implements plugin.Plugin.
+func (*WebSearch) Name() string { return name }
+
+// CheckEntry implements plugin.Plugin: id and enabled are an entry's only
+// members.
+func (*WebSearch) CheckEntry(path string, entry gjson.Result) *apierror.Error {
+	return plugin.CheckMembers(path, name, entry, nil)
+}
+
+// Plan implements plugin.Plugin: the search is planned before routing
+// (Preroute). On a route without web search (/completions, /embeddings)
+// an entry naming the plugin is an unknown plugin, as the public API has
+// no such id.
+func (*WebSearch) Plan(req *plugin.Request) (plugin.Run, *apierror.Error) {
+	if req.Kind != dialect.Other {
+		return nil, nil
+	}
+	if _, i := plugin.Entry(req.Plugins, name); i >= 0 {
+		return nil, apierror.BadRequest(fmt.Sprintf("plugins[%d].id: unknown plugin %q", i, name))
+	}
+	return nil, nil
+}
+
+// conf is the web search settings: none for a plugin Caddy did not
+// provision.
+func (ws *WebSearch) conf() *Settings {
+	if ws.settings == nil {
+		return noEngines()
+	}
+	return ws.settings
+}
+
+// brand is the server tools' type prefix.
+func (ws *WebSearch) brand() string {
+	if ws.gw == nil {
+		return "service"
+	}
+	return ws.gw.Brand()
+}
+
+// Preroute implements plugin.Prerouter: it rewrites the body of a
+// request that asks for web search, filters its query and plans the
+// search, the run; other bodies come back as they are.
+func (ws *WebSearch) Preroute(req *plugin.Request) ([]byte, plugin.Run, *apierror.Error) {
+	if req.Kind == dialect.Other {
+		return req.Body, nil, nil
+	}
+	out, plan, deprecated, apiErr := ws.prepare(req.Body, req.Kind)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	if plan == nil {
+		return out, nil, nil
+	}
+	if len(deprecated) > 0 {
+		// The request used a deprecated form (the web plugin, the
+		// :online suffix); clients check the header's presence.
+		req.Header.Set("Deprecation", "true")
+	}
+	// The query and the results pass the caller's content filters.
+	if req.Filters != nil {
+		if plan.filter, apiErr = req.Filters.FetchedFilter(); apiErr != nil {
+			return nil, nil, apiErr
+		}
+	}
+	if plan.filter != nil && plan.query != "" {
+		if apiErr := plan.filter.FilterQuery(&plan.query); apiErr != nil {
+			return nil, nil, apiErr
+		}
+	}
+	return out, plan, nil
 }
 
 // searchPlan is one request's web search, shared by the stages and the
 // citation writer through the request state (all in the request's
 // goroutine).
 type searchPlan struct {
-	spec   *websearch.Spec
+	spec   *search.Spec
 	engine string       // "native" or a gateway-side engine name
 	family string       // provider family of the model: openai, anthropic, x, ""
 	kind   dialect.Kind // chat, responses or messages
@@ -87,47 +205,11 @@ type searchPlan struct {
 
 	// After run: the results handed to the model.
 	ran     bool
-	sources []websearch.Source
+	sources []search.Source
 	// After settle: what was charged.
 	charged         bool
 	results         int64
 	xPosts, xProfil int64
-}
-
-// plan rewrites the body of a chat completions or Responses request that
-// asks for web search, filters its query and puts its plan in the
-// request's runs; other bodies come back as they are.
-func (ws *WebSearch) plan(w http.ResponseWriter, st *requestState, body []byte) ([]byte, *apierror.Error) {
-	if st.API.Op != admin.OpInfer || st.API.Dialect() == dialect.Other {
-		return body, nil
-	}
-	out, plan, deprecated, apiErr := ws.prepare(body, st.API.Dialect())
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if plan != nil && len(deprecated) > 0 {
-		// The request used a deprecated form (the web plugin, the
-		// :online suffix); clients check
-		// the header's presence.
-		w.Header().Set("Deprecation", "true")
-	}
-	if plan == nil {
-		return out, nil
-	}
-	// The query and the results pass the caller's content filters.
-	if plan.filter, apiErr = st.FetchedFilter(); apiErr != nil {
-		return nil, apiErr
-	}
-	if plan.filter != nil && plan.query != "" {
-		if apiErr := plan.filter.FilterQuery(&plan.query); apiErr != nil {
-			return nil, apiErr
-		}
-	}
-	if st.Plugins == nil {
-		st.Plugins = st.OwnPlugins[:0]
-	}
-	st.Plugins = append(st.Plugins, plan)
-	return out, nil
 }
 
 // prepare normalizes the body and plans the search; plan is nil when the
@@ -139,11 +221,11 @@ func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPla
 	}
 	if kind == dialect.Messages {
 		var apiErr *apierror.Error
-		if body, apiErr = anthropicSearchTools(body, ws.gw.Brand()); apiErr != nil {
+		if body, apiErr = anthropicSearchTools(body, ws.brand()); apiErr != nil {
 			return nil, nil, nil, apiErr
 		}
 	}
-	out, spec, deprecated, ferr := websearch.NormalizeWith(body, ws.gw.Brand(), websearch.Options{Limits: ws.settings.limits})
+	out, spec, deprecated, ferr := search.NormalizeWith(body, ws.brand(), search.Options{Limits: ws.conf().limits})
 	if ferr != nil {
 		return nil, nil, nil, apierror.BadRequest(ferr.Error())
 	}
@@ -166,14 +248,14 @@ func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPla
 		}
 		plan.engine = e
 	case e != "":
-		if _, ok := ws.settings.engines[e]; !ok {
+		if _, ok := ws.conf().engines[e]; !ok {
 			return nil, nil, nil, apierror.BadRequest("engine: " + strconv.Quote(e) + " is not configured on this gateway")
 		}
 		plan.engine = e
 	case plan.family != "":
 		plan.engine = "native"
-	case ws.settings.defaultEngine != "":
-		plan.engine = ws.settings.defaultEngine
+	case ws.conf().defaultEngine != "":
+		plan.engine = ws.conf().defaultEngine
 	default:
 		return nil, nil, nil, apierror.BadRequest("engine: no web search engine is available for model " + strconv.Quote(model) + " on this gateway")
 	}
@@ -182,7 +264,7 @@ func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPla
 	}
 	out = removeServerTool(out)
 	if plan.engine == "native" {
-		plan.price = ws.settings.nativePrice
+		plan.price = ws.conf().nativePrice
 		var apiErr *apierror.Error
 		n := gjson.GetBytes(out, "tools.#").Int()
 		if out, apiErr = nativeTranslate(out, kind, plan.family, spec); apiErr != nil {
@@ -191,7 +273,7 @@ func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPla
 		plan.nativeTools = gjson.GetBytes(out, "tools.#").Int() - n
 		return out, plan, deprecated, nil
 	}
-	se := ws.settings.engines[plan.engine]
+	se := ws.conf().engines[plan.engine]
 	plan.eng, plan.price = se.engine, se.price
 	plan.query = spec.SearchPrompt
 	if plan.query == "" {
@@ -215,6 +297,9 @@ func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPla
 // search_family when set, else anthropic for an Anthropic-style provider,
 // else the id's vendor prefix.
 func (ws *WebSearch) family(model string) string {
+	if ws.gw == nil {
+		return searchFamily(model)
+	}
 	if m, ok := ws.gw.Catalog().Lookup(model); ok && len(m.Providers) > 0 {
 		switch f := m.Providers[0].SearchFamily; {
 		case f == "none":
@@ -361,34 +446,6 @@ func xItemsCost(posts, profiles int64) (money.Amount, error) {
 	return addCost(a, b)
 }
 
-// admitSearchCredits refuses a BYOK request whose gateway-side search does
-// not fit: the rest of the request spends the caller's own provider
-// credits, the search the platform's, which the key's limit, the guardrail
-// and workspace budgets that do not count BYOK spending (those that do
-// judged the whole hold already) and the prepaid balance all cap.
-func admitSearchCredits(credits money.Amount, v storage.LedgerView, rules *storage.Rules) *billing.Rejection {
-	if credits <= 0 {
-		return nil
-	}
-	key := keyFacts(v)
-	key.IncludeBYOK = true // the credits count against the cap whatever the key's setting
-	if rej := billing.Admit(billing.Estimate{Hold: credits}, billing.RequestFacts{BYOK: true}, billing.AccountFacts{}, key, billing.InFlightPolicy{}); rej != nil {
-		return rej
-	}
-	if rej := policy.AdmitScopes(v, rules, credits, false); rej != nil {
-		return rej
-	}
-	acct := accountFacts(v)
-	if !acct.Prepaid {
-		return nil
-	}
-	if available, ok := money.AddAmounts(acct.Balance, -acct.Held); acct.Balance <= 0 || !ok || available < credits {
-		return &billing.Rejection{Source: "credits", Message: "Insufficient credits: the balance cannot cover this request's web search",
-			RemedyHint: "Add credits to the account, or lower max_results."}
-	}
-	return nil
-}
-
 // run performs a gateway-side search after admission and hands the
 // results to the model by rewriting the route's body (every fallback
 // attempt replays it). Native searches have nothing to do here. The
@@ -421,9 +478,9 @@ func (p *searchPlan) run(ctx context.Context, route *upstream.Route) *apierror.E
 		}
 		return &apierror.Error{Status: status, Message: msg, Metadata: map[string]any{"engine": p.engine}}
 	}
-	p.sources = make([]websearch.Source, len(results))
+	p.sources = make([]search.Source, len(results))
 	for i, res := range results {
-		p.sources[i] = websearch.Source{
+		p.sources[i] = search.Source{
 			Title:         cutRunes(res.Title, maxTitleRunes),
 			URL:           cutBytes(res.URL, maxURLBytes),
 			Snippet:       cutRunes(res.Snippet, maxSnippetRunes),
@@ -438,11 +495,11 @@ func (p *searchPlan) run(ctx context.Context, route *upstream.Route) *apierror.E
 			return p.filter.Refusal(h)
 		}
 	}
-	msg := websearch.SystemMessage(p.sources, now(), p.query)
+	msg := search.SystemMessage(p.sources, time.Now(), p.query)
 	if route.Kind != dialect.Messages {
 		// A Messages body has no system messages; its providers get the
 		// chat body below.
-		body, ferr := websearch.Insert(route.Body, msg)
+		body, ferr := search.Insert(route.Body, msg)
 		if ferr != nil {
 			return apierror.BadRequest(ferr.Error())
 		}
@@ -451,7 +508,7 @@ func (p *searchPlan) run(ctx context.Context, route *upstream.Route) *apierror.E
 	// A chat-only provider gets the translated chat body (handlers/translate,
 	// messages): the results go into it too.
 	if route.ChatBody != nil {
-		cb, ferr := websearch.InsertIntoMessages(route.ChatBody, msg)
+		cb, ferr := search.InsertIntoMessages(route.ChatBody, msg)
 		if ferr != nil {
 			return apierror.BadRequest(ferr.Error())
 		}
@@ -524,7 +581,7 @@ func (p *searchPlan) serverToolUse() string {
 }
 
 // Sources are the results handed to the model (citations.Citer).
-func (p *searchPlan) Sources() []websearch.Source { return p.sources }
+func (p *searchPlan) Sources() []search.Source { return p.sources }
 
 // NumbersSources implements citations.NumberedCiter: the model was told
 // the results by number.
@@ -600,6 +657,16 @@ func (p *searchPlan) AdaptRoute(route *upstream.Route) *apierror.Error {
 	return chatSearch(route, p)
 }
 
+// addCost sums two costs; a sum beyond any amount is
+// billing.ErrCostRange.
+func addCost(a, b money.Amount) (money.Amount, error) {
+	s, ok := money.AddAmounts(a, b)
+	if !ok {
+		return 0, billing.ErrCostRange
+	}
+	return s, nil
+}
+
 func cutRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
@@ -616,6 +683,10 @@ func cutBytes(s string, n int) string {
 
 // Interface guards
 var (
+	_ caddy.Provisioner       = (*WebSearch)(nil)
+	_ caddyfile.Unmarshaler   = (*WebSearch)(nil)
+	_ plugin.Plugin           = (*WebSearch)(nil)
+	_ plugin.Prerouter        = (*WebSearch)(nil)
 	_ plugin.RouteCoster      = (*searchPlan)(nil)
 	_ plugin.AttemptPreparer  = (*searchPlan)(nil)
 	_ plugin.Settler          = (*searchPlan)(nil)
