@@ -23,8 +23,9 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		admissionCheck{&t.meter},
 		bodyReader{&t.router},
 		contentFilter{&t.router},
-		// Before the search stage, which reorders tools: the web_fetch
-		// tool's errors name its place as the client sent it.
+		// Before the plugins planned before routing (web search
+		// reorders tools): the web_fetch tool's errors name its place as
+		// the client sent it.
 		webFetchPlan{&t.fetch},
 		prerouted{t},
 		&t.router,

@@ -32,14 +32,16 @@ import (
 //     order, each a pipeline.Stage reading and changing the request's
 //     state (pipeline.State): refuse a key that cannot pay before any
 //     work on the body, read it, apply the guardrails' content filters,
-//     the web-fetch and web search plugins, route it (Router: the
+//     the web-fetch plugin and the plugins planned before routing
+//     (Prerouter: web search), route it (Router: the
 //     model's providers and what each is sent, its prompt fitted to the
 //     context windows by the plugins that fit prompts, changing nothing
 //     on the request), plan the plugins the request asks for or its
 //     model requires; or serve the model lists;
 //  4. hold its cost and the plugins' (Coster), let the plugins that act
-//     on an admitted request refuse it (Admitter: moderation), run a
-//     gateway-side search, send each attempt in turn
+//     on an admitted request refuse it (Admitter: moderation), have the
+//     runs prepare the attempts (AttemptPreparer: a gateway-side
+//     search), send each attempt in turn
 //     through reverse_proxy on the meter's own copy of the request, the
 //     answer through the plugins' writers (AnswerWrapper), and charge what
 //     the answer and the plugins used (Meter).

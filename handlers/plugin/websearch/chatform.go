@@ -9,8 +9,8 @@ import (
 )
 
 // Web search on the Responses route for providers that speak only Chat
-// Completions (dialect.APIChat). The middleware wrote a native search in
-// the Responses form (the web_search / x_search tools, Anthropic's tool)
+// Completions (dialect.APIChat). Preroute wrote a native search in the
+// Responses form (the web_search / x_search tools, Anthropic's tool)
 // before routing; the request translation (responsesToChat) passes tools
 // it does not know through untouched, so the chat body of a translated
 // attempt gets the family's chat form here instead: OpenAI's

@@ -182,9 +182,9 @@ func (ws *WebSearch) Preroute(req *plugin.Request) ([]byte, plugin.Run, *apierro
 	return out, plan, nil
 }
 
-// searchPlan is one request's web search, shared by the stages and the
-// citation writer through the request state (all in the request's
-// goroutine).
+// searchPlan is one request's web search, the plugin's run: the meter
+// and the citation writer reach it through the plugin hooks (all in the
+// request's goroutine).
 type searchPlan struct {
 	spec   *search.Spec
 	engine string       // "native" or a gateway-side engine name
