@@ -21,3 +21,18 @@ func TestConformance(t *testing.T) {
 		Unasked: `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 100) + `"}]}`,
 	})
 }
+
+// TestPlanOnRoutesWithoutSearch: on a route without web search an entry
+// naming the plugin is an unknown plugin, as the public API has no such
+// id; elsewhere Plan has nothing to do.
+func TestPlanOnRoutesWithoutSearch(t *testing.T) {
+	ws := new(WebSearch)
+	body := `{"model":"m","prompt":"p","plugins":[{"id":"response-healing"},{"id":"web-search"}]}`
+	run, apiErr := ws.Plan(plugintest.Request(dialect.Other, body))
+	if run != nil || apiErr == nil || apiErr.Status != 400 || apiErr.Message != `plugins[1].id: unknown plugin "web-search"` {
+		t.Fatalf("Plan on /completions = %v, %v", run, apiErr)
+	}
+	if run, apiErr := ws.Plan(plugintest.Request(dialect.Chat, body)); run != nil || apiErr != nil {
+		t.Fatalf("Plan on /chat/completions = %v, %v", run, apiErr)
+	}
+}
