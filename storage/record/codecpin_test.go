@@ -29,7 +29,7 @@ var (
 	fillInts      = []int64{0, 1, -1, 7, 1 << 40, -1 << 40, 1<<53 - 1, math.MaxInt64, math.MinInt64, 999999999999999999}
 	fillFloats    = []float64{0, 1, 0.25, 1e-7, 0.1, -0.5, 1e21, math.SmallestNonzeroFloat64}
 	fillZones     = []*time.Location{time.UTC, time.FixedZone("x", 3600), time.FixedZone("y", -5*3600-1800),
-		time.FixedZone("s", 3600+7), time.Local}
+		time.FixedZone("s", 3600+7), time.FixedZone("z", -12*3600)}
 )
 
 func (f *filler) time() time.Time {
