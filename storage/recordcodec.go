@@ -6,16 +6,15 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
-// The records' snapshot (writeRecordSnapshot) holds accounts, purchases and
-// management keys in a compact binary form (their codecs are package
-// record's, its primitives package codec's): each field in declaration
-// order, strings length-prefixed, integers as varints, times as
-// time.Time's binary form, a pointer as a presence byte and its value.
-// Workspaces too, with a count before a slice's elements (or a map's
-// entries, in no order) and a presence byte before a slice, so that nil
-// and empty stay apart as in their JSON. Decoding it costs a fraction of
-// reading their JSON. TestRecordCodecs fails when a record gains a field
-// these codecs do not know.
+// The records' snapshot (writeRecordSnapshot) holds accounts, purchases,
+// management keys and workspaces in a compact binary form, generated in
+// package record from the records' declarations (its primitives are
+// package codec's): each field in declaration order, strings
+// length-prefixed, integers as varints, times as time.Time's binary
+// form, a pointer as a presence byte and its value, a count before a
+// slice's elements (or a map's entries, in no order) and a presence byte
+// before a slice, so that nil and empty stay apart as in their JSON.
+// Decoding it costs a fraction of reading their JSON.
 
 // snapKinds are the kinds in the records' snapshot, in load order.
 func (s *Store) snapKinds() []snapKind {

@@ -36,6 +36,8 @@ func ParseBilling(s string) (Billing, bool) {
 
 // Account is a customer of the gateway: a person or an organization. Keys,
 // credits and settings all hang off an account.
+//
+//codec:binary
 type Account struct {
 	ID      string      `json:"id"`
 	Name    string      `json:"name"`
@@ -77,6 +79,8 @@ func (a Account) FreeModelRequestsThisMinute(now time.Time) int64 {
 }
 
 // Purchase is one credit purchase recorded by the operator.
+//
+//codec:binary
 type Purchase struct {
 	ID        string       `json:"id"`
 	AccountID string       `json:"account_id"`
@@ -86,6 +90,8 @@ type Purchase struct {
 }
 
 // ManagementKey may call the administrative routes of its account only.
+//
+//codec:binary name=MgmtKey
 type ManagementKey struct {
 	Hash          string     `json:"hash"`
 	AccountID     string     `json:"account_id"`

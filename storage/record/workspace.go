@@ -12,6 +12,8 @@ import (
 // Workspace divides an account's keys. Every account has a default
 // workspace (Account.DefaultWorkspaceID), which cannot be deleted and whose
 // members are implicitly all of the organization's members.
+//
+//codec:binary
 type Workspace struct {
 	ID                              string     `json:"id"`
 	AccountID                       string     `json:"account_id"`
