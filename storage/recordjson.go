@@ -8,10 +8,9 @@ import (
 // Every charge rewrites its account's and key's records in the group
 // commit, where encoding/json's reflection (and the compaction it runs on
 // each Amount's and time's own encoding) was the largest cost. The
-// snapshots hand the kernel these types instead, encoded by hand into
-// exactly what encoding/json writes for the struct tags
-// (TestRecordJSONMatchesEncodingJSON); records are still read back with
-// encoding/json.
+// snapshots hand the kernel these types instead, whose encoders package
+// record generates to write exactly what encoding/json writes for the
+// struct tags (TestRecordJSONMatchesEncodingJSON).
 
 // The records the group commit writes on every charge encode into its one
 // buffer.

@@ -37,7 +37,7 @@ func ParseBilling(s string) (Billing, bool) {
 // Account is a customer of the gateway: a person or an organization. Keys,
 // credits and settings all hang off an account.
 //
-//codec:binary
+//codec:binary json=AccountJSON
 type Account struct {
 	ID      string      `json:"id"`
 	Name    string      `json:"name"`
@@ -108,6 +108,8 @@ func (k ManagementKey) Expired(now time.Time) bool {
 }
 
 // APIKey is a regular key that calls inference routes.
+//
+//codec:json=APIKeyJSON
 type APIKey struct {
 	Hash               string         `json:"hash"`
 	AccountID          string         `json:"account_id"`

@@ -20,3 +20,15 @@ package record
 //   - sums=...: the fast reader of the fields a rollup keeps.
 
 //go:generate go run ./internal/codecgen -o codecs_gen.go
+
+// AccountJSON is an Account as the group commit encodes it.
+type AccountJSON Account
+
+// MarshalJSON implements json.Marshaler.
+func (a AccountJSON) MarshalJSON() ([]byte, error) { return a.AppendJSON(make([]byte, 0, 512)) }
+
+// APIKeyJSON is an APIKey as the group commit encodes it.
+type APIKeyJSON APIKey
+
+// MarshalJSON implements json.Marshaler.
+func (k APIKeyJSON) MarshalJSON() ([]byte, error) { return k.AppendJSON(make([]byte, 0, 768)) }

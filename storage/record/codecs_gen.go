@@ -5,11 +5,80 @@ package record
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
 )
+
+// AppendJSON appends an APIKey's JSON: what encoding/json writes for its
+// fields' tags.
+func (r APIKeyJSON) AppendJSON(b []byte) ([]byte, error) {
+	if !codec.EncodableTime(r.CreatedAt) || !codec.EncodableTime(r.UpdatedAt) || r.ExpiresAt != nil && !codec.EncodableTime(*r.ExpiresAt) {
+		return codec.AppendMarshaled(b, APIKey(r)) // encoding/json's own error
+	}
+	b = append(b, `{"hash":`...)
+	b = jsonstr.Append(b, r.Hash)
+	b = append(b, `,"account_id":`...)
+	b = jsonstr.Append(b, r.AccountID)
+	b = append(b, `,"workspace_id":`...)
+	b = jsonstr.Append(b, r.WorkspaceID)
+	b = append(b, `,"name":`...)
+	b = jsonstr.Append(b, r.Name)
+	b = append(b, `,"label":`...)
+	b = jsonstr.Append(b, r.Label)
+	b = append(b, `,"disabled":`...)
+	b = strconv.AppendBool(b, r.Disabled)
+	b = append(b, `,"limit":`...)
+	if r.Limit == nil {
+		b = append(b, `null`...)
+	} else {
+		b = (*r.Limit).Append(b)
+	}
+	b = append(b, `,"limit_reset":`...)
+	b = jsonstr.Append(b, string(r.LimitReset))
+	b = append(b, `,"include_byok_in_limit":`...)
+	b = strconv.AppendBool(b, r.IncludeBYOKInLimit)
+	b = append(b, `,"creator_user_id":`...)
+	b = codec.AppendNullableString(b, r.CreatorUserID)
+	b = append(b, `,"external_user":`...)
+	b = codec.AppendNullableString(b, r.ExternalUser)
+	b = append(b, `,"created_at":`...)
+	b = codec.AppendTime(b, r.CreatedAt)
+	b = append(b, `,"updated_at":`...)
+	b = codec.AppendTime(b, r.UpdatedAt)
+	b = append(b, `,"expires_at":`...)
+	if r.ExpiresAt == nil {
+		b = append(b, `null`...)
+	} else {
+		b = codec.AppendTime(b, *r.ExpiresAt)
+	}
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = append(b, `,"usage":`...)
+	b = codec.AppendCounters(b, r.Usage)
+	b = append(b, `,"byok_usage":`...)
+	b = codec.AppendCounters(b, r.BYOKUsage)
+	if r.LimitByAdmin {
+		b = append(b, `,"limit_by_admin":true`...)
+	}
+	if r.DisabledByAdmin {
+		b = append(b, `,"disabled_by_admin":true`...)
+	}
+	if r.Connect != nil {
+		b = append(b, `,"connect":{"id":`...)
+		b = strconv.AppendInt(b, r.Connect.ID, 10)
+		b = append(b, `,"name":`...)
+		b = jsonstr.Append(b, r.Connect.Name)
+		b = append(b, `,"origin":`...)
+		b = jsonstr.Append(b, r.Connect.Origin)
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	return b, nil
+}
 
 // EncodeAccount appends an *Account's binary form.
 func EncodeAccount(b []byte, v any) ([]byte, error) {
@@ -57,6 +126,166 @@ func DecodeAccount(v []byte, r *Account, strs *codec.StrArena) error {
 	r.CreatedAt = p.Time()
 	r.UpdatedAt = p.Time()
 	return p.Done(ok)
+}
+
+// AppendJSON appends an Account's JSON: what encoding/json writes for its
+// fields' tags.
+func (r AccountJSON) AppendJSON(b []byte) ([]byte, error) {
+	if !codec.EncodableTime(r.CreatedAt) || !codec.EncodableTime(r.UpdatedAt) {
+		return codec.AppendMarshaled(b, Account(r)) // encoding/json's own error
+	}
+	b = append(b, `{"id":`...)
+	b = jsonstr.Append(b, r.ID)
+	b = append(b, `,"name":`...)
+	b = jsonstr.Append(b, r.Name)
+	b = append(b, `,"kind":`...)
+	b = jsonstr.Append(b, string(r.Kind))
+	b = append(b, `,"billing":`...)
+	b = jsonstr.Append(b, string(r.Billing))
+	if r.OwnerUserID != "" {
+		b = append(b, `,"owner_user_id":`...)
+		b = jsonstr.Append(b, r.OwnerUserID)
+	}
+	b = append(b, `,"default_workspace_id":`...)
+	b = jsonstr.Append(b, r.DefaultWorkspaceID)
+	b = append(b, `,"credits_purchased":`...)
+	b = r.CreditsPurchased.Append(b)
+	b = append(b, `,"purchases":`...)
+	b = strconv.AppendInt(b, int64(r.Purchases), 10)
+	b = append(b, `,"usage":`...)
+	b = r.Usage.Append(b)
+	b = append(b, `,"byok_usage":`...)
+	b = r.BYOKUsage.Append(b)
+	b = append(b, `,"rate_limit_exempt":`...)
+	b = strconv.AppendBool(b, r.RateLimitExempt)
+	b = append(b, `,"filtered_model_catalog":`...)
+	b = strconv.AppendBool(b, r.FilteredModelCatalog)
+	b = append(b, `,"free_model_requests":`...)
+	b = codec.AppendWindowed(b, r.FreeModelRequests)
+	b = append(b, `,"free_model_minute":`...)
+	b = codec.AppendWindowed(b, r.FreeModelMinute)
+	b = append(b, `,"created_at":`...)
+	b = codec.AppendTime(b, r.CreatedAt)
+	b = append(b, `,"updated_at":`...)
+	b = codec.AppendTime(b, r.UpdatedAt)
+	b = append(b, '}')
+	return b, nil
+}
+
+// AppendJSON appends a Generation's JSON: what encoding/json writes for its
+// fields' tags.
+func (r Generation) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = jsonstr.Append(b, r.ID)
+	b = append(b, `,"account_id":`...)
+	b = jsonstr.Append(b, r.AccountID)
+	b = append(b, `,"key_hash":`...)
+	b = jsonstr.Append(b, r.KeyHash)
+	if r.WorkspaceID != "" {
+		b = append(b, `,"workspace_id":`...)
+		b = jsonstr.Append(b, r.WorkspaceID)
+	}
+	b = append(b, `,"model":`...)
+	b = jsonstr.Append(b, r.Model)
+	b = append(b, `,"provider":`...)
+	b = jsonstr.Append(b, r.Provider)
+	if r.UpstreamModel != "" {
+		b = append(b, `,"upstream_model":`...)
+		b = jsonstr.Append(b, r.UpstreamModel)
+	}
+	if r.UpstreamID != "" {
+		b = append(b, `,"upstream_id":`...)
+		b = jsonstr.Append(b, r.UpstreamID)
+	}
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, r.PromptTokens, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, r.CompletionTokens, 10)
+	if r.CacheReadTokens != 0 {
+		b = append(b, `,"cache_read_tokens":`...)
+		b = strconv.AppendInt(b, r.CacheReadTokens, 10)
+	}
+	if r.CacheWriteTokens != 0 {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = strconv.AppendInt(b, r.CacheWriteTokens, 10)
+	}
+	if r.SearchResults != 0 {
+		b = append(b, `,"search_results":`...)
+		b = strconv.AppendInt(b, r.SearchResults, 10)
+	}
+	b = append(b, `,"cost":`...)
+	b = r.Cost.Append(b)
+	if r.BYOK {
+		b = append(b, `,"byok":true`...)
+	}
+	if r.Credits != 0 {
+		b = append(b, `,"credits":`...)
+		b = r.Credits.Append(b)
+	}
+	b = append(b, `,"status":`...)
+	b = jsonstr.Append(b, r.Status)
+	b = append(b, `,"streamed":`...)
+	b = strconv.AppendBool(b, r.Streamed)
+	if r.FinishReason != "" {
+		b = append(b, `,"finish_reason":`...)
+		b = jsonstr.Append(b, r.FinishReason)
+	}
+	if r.UsageEstimated {
+		b = append(b, `,"usage_estimated":true`...)
+	}
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendInt(b, r.LatencyMS, 10)
+	if r.User != "" {
+		b = append(b, `,"user":`...)
+		b = jsonstr.Append(b, r.User)
+	}
+	b = append(b, `,"created_at":`...)
+	b = codec.AppendTime(b, r.CreatedAt)
+	if len(r.ContentFlags) > 0 {
+		b = append(b, `,"content_flags":[`...)
+		for i1, e2 := range r.ContentFlags {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"guardrail_id":`...)
+			b = jsonstr.Append(b, e2.GuardrailID)
+			b = append(b, `,"label":`...)
+			b = jsonstr.Append(b, e2.Label)
+			if e2.Builtin != "" {
+				b = append(b, `,"builtin":`...)
+				b = jsonstr.Append(b, e2.Builtin)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(r.Attempts) > 0 {
+		b = append(b, `,"attempts":[`...)
+		for i3, e4 := range r.Attempts {
+			if i3 > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"provider":`...)
+			b = jsonstr.Append(b, e4.Provider)
+			b = append(b, `,"model":`...)
+			b = jsonstr.Append(b, e4.Model)
+			b = append(b, `,"status":`...)
+			b = strconv.AppendInt(b, int64(e4.Status), 10)
+			b = append(b, `,"latency_ms":`...)
+			b = strconv.AppendInt(b, e4.LatencyMS, 10)
+			if e4.BYOK {
+				b = append(b, `,"byok":true`...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r.Routing != "" {
+		b = append(b, `,"routing":`...)
+		b = jsonstr.Append(b, r.Routing)
+	}
+	b = append(b, '}')
+	return b, nil
 }
 
 // EncodeMgmtKey appends a *ManagementKey's binary form.

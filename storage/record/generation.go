@@ -14,6 +14,8 @@ import (
 
 // Generation is the record of one inference request. Credits is the part
 // of a BYOK generation's Cost paid in credits (a gateway-side web search).
+//
+//codec:json=Generation
 type Generation struct {
 	ID            string `json:"id"`
 	AccountID     string `json:"account_id"`

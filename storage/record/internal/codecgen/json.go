@@ -7,7 +7,8 @@ import (
 
 // json writes the AppendJSON of r.jsonType, a conversion of r.
 func (w *writer) json(r *record) error {
-	w.p("// AppendJSON appends what encoding/json writes for %s.", a(r.name))
+	w.p("// AppendJSON appends %s's JSON: what encoding/json writes for its", a(r.name))
+	w.p("// fields' tags.")
 	w.p("func (r %s) AppendJSON(b []byte) ([]byte, error) {", r.jsonType)
 	if r.jsonType != r.name {
 		var refused []string
