@@ -37,7 +37,7 @@ func ParseBilling(s string) (Billing, bool) {
 // Account is a customer of the gateway: a person or an organization. Keys,
 // credits and settings all hang off an account.
 //
-//codec:binary json=AccountJSON
+//codec:binary json=AccountJSON fast
 type Account struct {
 	ID      string      `json:"id"`
 	Name    string      `json:"name"`
@@ -80,7 +80,7 @@ func (a Account) FreeModelRequestsThisMinute(now time.Time) int64 {
 
 // Purchase is one credit purchase recorded by the operator.
 //
-//codec:binary
+//codec:binary fast
 type Purchase struct {
 	ID        string       `json:"id"`
 	AccountID string       `json:"account_id"`
@@ -91,7 +91,7 @@ type Purchase struct {
 
 // ManagementKey may call the administrative routes of its account only.
 //
-//codec:binary name=MgmtKey
+//codec:binary fast name=MgmtKey
 type ManagementKey struct {
 	Hash          string     `json:"hash"`
 	AccountID     string     `json:"account_id"`
@@ -109,7 +109,7 @@ func (k ManagementKey) Expired(now time.Time) bool {
 
 // APIKey is a regular key that calls inference routes.
 //
-//codec:json=APIKeyJSON
+//codec:json=APIKeyJSON fast
 type APIKey struct {
 	Hash               string         `json:"hash"`
 	AccountID          string         `json:"account_id"`

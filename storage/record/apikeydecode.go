@@ -129,27 +129,5 @@ func DecodeAPIKey(v []byte, k *APIKey) error {
 // encoding/json does.
 func DecodeAPIKeyFast(v []byte, k *APIKey) bool {
 	p := codec.NewParser(v)
-	ok := p.Lit(`{"hash":`) && p.Str(&k.Hash) &&
-		p.Lit(`,"account_id":`) && p.Str(&k.AccountID) &&
-		p.Lit(`,"workspace_id":`) && p.Str(&k.WorkspaceID) &&
-		p.Lit(`,"name":`) && p.Str(&k.Name) &&
-		p.Lit(`,"label":`) && p.Str(&k.Label) &&
-		p.Lit(`,"disabled":`) && p.Bool(&k.Disabled) &&
-		p.Lit(`,"limit":`) && p.NullableAmount(&k.Limit)
-	var reset string
-	ok = ok && p.Lit(`,"limit_reset":`) && p.Str(&reset)
-	k.LimitReset = money.Interval(reset)
-	ok = ok && p.Lit(`,"include_byok_in_limit":`) && p.Bool(&k.IncludeBYOKInLimit) &&
-		p.Lit(`,"creator_user_id":`) && p.NullableStr(&k.CreatorUserID) &&
-		p.Lit(`,"external_user":`) && p.NullableStr(&k.ExternalUser) &&
-		p.Lit(`,"created_at":`) && p.Time(&k.CreatedAt) &&
-		p.Lit(`,"updated_at":`) && p.Time(&k.UpdatedAt) &&
-		p.Lit(`,"expires_at":`) && p.NullableTime(&k.ExpiresAt) &&
-		p.Lit(`,"seq":`) && p.Uint(&k.Seq) &&
-		p.Lit(`,"usage":`) && p.Counters(&k.Usage) &&
-		p.Lit(`,"byok_usage":`) && p.Counters(&k.BYOKUsage)
-	k.LimitByAdmin = ok && p.Lit(`,"limit_by_admin":true`)
-	k.DisabledByAdmin = ok && p.Lit(`,"disabled_by_admin":true`)
-	ok = ok && p.Lit(`}`)
-	return ok && p.Done()
+	return FastAPIKey(&p, k) && p.Done()
 }

@@ -80,6 +80,35 @@ func (r APIKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// FastAPIKey reads an APIKey in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastAPIKey(p *codec.Parser, r *APIKey) bool {
+	ok := true
+	ok = ok && p.Lit(`{"hash":`) && p.Str(&r.Hash)
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"workspace_id":`) && p.Str(&r.WorkspaceID)
+	ok = ok && p.Lit(`,"name":`) && p.Str(&r.Name)
+	ok = ok && p.Lit(`,"label":`) && p.Str(&r.Label)
+	ok = ok && p.Lit(`,"disabled":`) && p.Bool(&r.Disabled)
+	ok = ok && p.Lit(`,"limit":`) && p.NullableAmount(&r.Limit)
+	var s1 string
+	ok = ok && p.Lit(`,"limit_reset":`) && p.Str(&s1)
+	r.LimitReset = money.Interval(s1)
+	ok = ok && p.Lit(`,"include_byok_in_limit":`) && p.Bool(&r.IncludeBYOKInLimit)
+	ok = ok && p.Lit(`,"creator_user_id":`) && p.NullableStr(&r.CreatorUserID)
+	ok = ok && p.Lit(`,"external_user":`) && p.NullableStr(&r.ExternalUser)
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`,"updated_at":`) && p.Time(&r.UpdatedAt)
+	ok = ok && p.Lit(`,"expires_at":`) && p.NullableTime(&r.ExpiresAt)
+	ok = ok && p.Lit(`,"seq":`) && p.Uint(&r.Seq)
+	ok = ok && p.Lit(`,"usage":`) && p.Counters(&r.Usage)
+	ok = ok && p.Lit(`,"byok_usage":`) && p.Counters(&r.BYOKUsage)
+	r.LimitByAdmin = ok && p.Lit(`,"limit_by_admin":true`)
+	r.DisabledByAdmin = ok && p.Lit(`,"disabled_by_admin":true`)
+	ok = ok && p.Lit(`}`)
+	return ok
+}
+
 // EncodeAccount appends an *Account's binary form.
 func EncodeAccount(b []byte, v any) ([]byte, error) {
 	r := v.(*Account)
@@ -170,6 +199,36 @@ func (r AccountJSON) AppendJSON(b []byte) ([]byte, error) {
 	b = codec.AppendTime(b, r.UpdatedAt)
 	b = append(b, '}')
 	return b, nil
+}
+
+// FastAccount reads an Account in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastAccount(p *codec.Parser, r *Account) bool {
+	ok := true
+	ok = ok && p.Lit(`{"id":`) && p.Str(&r.ID)
+	ok = ok && p.Lit(`,"name":`) && p.Str(&r.Name)
+	var s2 string
+	ok = ok && p.Lit(`,"kind":`) && p.Str(&s2)
+	r.Kind = AccountKind(s2)
+	var s3 string
+	ok = ok && p.Lit(`,"billing":`) && p.Str(&s3)
+	r.Billing = Billing(s3)
+	ok = ok && (!p.Lit(`,"owner_user_id":`) || p.Str(&r.OwnerUserID))
+	ok = ok && p.Lit(`,"default_workspace_id":`) && p.Str(&r.DefaultWorkspaceID)
+	ok = ok && p.Lit(`,"credits_purchased":`) && p.Amount(&r.CreditsPurchased)
+	var n4 int64
+	ok = ok && p.Lit(`,"purchases":`) && p.Int(&n4) && n4 == int64(int(n4))
+	r.Purchases = int(n4)
+	ok = ok && p.Lit(`,"usage":`) && p.Amount(&r.Usage)
+	ok = ok && p.Lit(`,"byok_usage":`) && p.Amount(&r.BYOKUsage)
+	ok = ok && p.Lit(`,"rate_limit_exempt":`) && p.Bool(&r.RateLimitExempt)
+	ok = ok && p.Lit(`,"filtered_model_catalog":`) && p.Bool(&r.FilteredModelCatalog)
+	ok = ok && p.Lit(`,"free_model_requests":`) && p.Windowed(&r.FreeModelRequests)
+	ok = ok && p.Lit(`,"free_model_minute":`) && p.Windowed(&r.FreeModelMinute)
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`,"updated_at":`) && p.Time(&r.UpdatedAt)
+	ok = ok && p.Lit(`}`)
+	return ok
 }
 
 // AppendJSON appends a Generation's JSON: what encoding/json writes for its
@@ -288,6 +347,67 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// readGenerationSums reads the fields of a Generation that its sums need, in
+// the form AppendJSON writes, passing over the others' members;
+// false at the first byte it does not expect.
+func readGenerationSums(p *codec.Parser, r *Generation) bool {
+	var skipInt int64
+	var skipBool bool
+	ok := true
+	ok = ok && p.Lit(`{"id":`) && p.SkipStr()
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"key_hash":`) && p.Str(&r.KeyHash)
+	ok = ok && (!p.Lit(`,"workspace_id":`) || p.Str(&r.WorkspaceID))
+	ok = ok && p.Lit(`,"model":`) && p.Str(&r.Model)
+	ok = ok && p.Lit(`,"provider":`) && p.Str(&r.Provider)
+	ok = ok && (!p.Lit(`,"upstream_model":`) || p.SkipStr())
+	ok = ok && (!p.Lit(`,"upstream_id":`) || p.SkipStr())
+	ok = ok && p.Lit(`,"prompt_tokens":`) && p.Int(&r.PromptTokens)
+	ok = ok && p.Lit(`,"completion_tokens":`) && p.Int(&r.CompletionTokens)
+	ok = ok && (!p.Lit(`,"cache_read_tokens":`) || p.Int(&skipInt))
+	ok = ok && (!p.Lit(`,"cache_write_tokens":`) || p.Int(&skipInt))
+	ok = ok && (!p.Lit(`,"search_results":`) || p.Int(&skipInt))
+	ok = ok && p.Lit(`,"cost":`) && p.Amount(&r.Cost)
+	r.BYOK = ok && p.Lit(`,"byok":true`)
+	ok = ok && (!p.Lit(`,"credits":`) || p.Amount(&r.Credits))
+	ok = ok && p.Lit(`,"status":`) && p.Str(&r.Status)
+	ok = ok && p.Lit(`,"streamed":`) && p.Bool(&skipBool)
+	ok = ok && (!p.Lit(`,"finish_reason":`) || p.SkipStr())
+	if ok {
+		p.Lit(`,"usage_estimated":true`) // not kept
+	}
+	ok = ok && p.Lit(`,"latency_ms":`) && p.Int(&r.LatencyMS)
+	ok = ok && (!p.Lit(`,"user":`) || p.Str(&r.User))
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	if ok && p.Lit(`,"content_flags":[`) {
+		for first5 := true; ok && !p.Lit(`]`); first5 = false {
+			var e6 ContentFlag
+			ok = first5 || p.Lit(`,`)
+			ok = ok && p.Lit(`{"guardrail_id":`) && p.Str(&e6.GuardrailID)
+			ok = ok && p.Lit(`,"label":`) && p.Str(&e6.Label)
+			ok = ok && (!p.Lit(`,"builtin":`) || p.Str(&e6.Builtin))
+			ok = ok && p.Lit(`}`)
+			r.ContentFlags = append(r.ContentFlags, e6)
+		}
+	}
+	if ok && p.Lit(`,"attempts":[`) {
+		for first7 := true; ok && !p.Lit(`]`); first7 = false {
+			ok = first7 || p.Lit(`,`)
+			ok = ok && p.Lit(`{"provider":`) && p.SkipStr()
+			ok = ok && p.Lit(`,"model":`) && p.SkipStr()
+			ok = ok && p.Lit(`,"status":`) && p.Int(&skipInt)
+			ok = ok && p.Lit(`,"latency_ms":`) && p.Int(&skipInt)
+			if ok {
+				p.Lit(`,"byok":true`) // not kept
+			}
+			ok = ok && p.Lit(`}`)
+		}
+	}
+	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
+	ok = ok && p.Lit(`}`)
+	return ok
+}
+
 // EncodeMgmtKey appends a *ManagementKey's binary form.
 func EncodeMgmtKey(b []byte, v any) ([]byte, error) {
 	r := v.(*ManagementKey)
@@ -323,6 +443,21 @@ func DecodeMgmtKey(v []byte, r *ManagementKey, strs *codec.StrArena) error {
 	return p.Done(ok)
 }
 
+// FastMgmtKey reads a ManagementKey in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastMgmtKey(p *codec.Parser, r *ManagementKey) bool {
+	ok := true
+	ok = ok && p.Lit(`{"hash":`) && p.Str(&r.Hash)
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"name":`) && p.Str(&r.Name)
+	ok = ok && p.Lit(`,"label":`) && p.Str(&r.Label)
+	ok = ok && p.Lit(`,"creator_user_id":`) && p.NullableStr(&r.CreatorUserID)
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`,"expires_at":`) && p.NullableTime(&r.ExpiresAt)
+	ok = ok && p.Lit(`}`)
+	return ok
+}
+
 // EncodePurchase appends a *Purchase's binary form.
 func EncodePurchase(b []byte, v any) ([]byte, error) {
 	r := v.(*Purchase)
@@ -345,6 +480,19 @@ func DecodePurchase(v []byte, r *Purchase, strs *codec.StrArena) error {
 	r.Note = p.Str()
 	r.CreatedAt = p.Time()
 	return p.Done(ok)
+}
+
+// FastPurchase reads a Purchase in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastPurchase(p *codec.Parser, r *Purchase) bool {
+	ok := true
+	ok = ok && p.Lit(`{"id":`) && p.Str(&r.ID)
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"amount":`) && p.Amount(&r.Amount)
+	ok = ok && (!p.Lit(`,"note":`) || p.Str(&r.Note))
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`}`)
+	return ok
 }
 
 // EncodeWorkspace appends a *Workspace's binary form.
@@ -466,4 +614,31 @@ func DecodeWorkspace(v []byte, r *Workspace, strs *codec.StrArena) error {
 		}
 	}
 	return p.Done(ok)
+}
+
+// FastWorkspace reads a Workspace in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastWorkspace(p *codec.Parser, r *Workspace) bool {
+	ok := true
+	ok = ok && p.Lit(`{"id":`) && p.Str(&r.ID)
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"name":`) && p.Str(&r.Name)
+	ok = ok && p.Lit(`,"slug":`) && p.Str(&r.Slug)
+	ok = ok && p.Lit(`,"description":`) && p.NullableStr(&r.Description)
+	ok = ok && p.Lit(`,"created_by":`) && p.NullableStr(&r.CreatedBy)
+	ok = ok && p.Lit(`,"default_guardrail_id":`) && p.Str(&r.DefaultGuardrailID)
+	ok = ok && p.Lit(`,"default_image_model":`) && p.NullableStr(&r.DefaultImageModel)
+	ok = ok && p.Lit(`,"default_provider_sort":`) && p.NullableStr(&r.DefaultProviderSort)
+	ok = ok && p.Lit(`,"default_text_model":`) && p.NullableStr(&r.DefaultTextModel)
+	ok = ok && p.Lit(`,"disabled_server_tools":`) && p.Strs(&r.DisabledServerTools)
+	ok = ok && p.Lit(`,"io_logging_api_key_ids":`) && p.Ints(&r.IOLoggingAPIKeyIDs)
+	ok = ok && p.Lit(`,"io_logging_sampling_rate":`) && p.Float(&r.IOLoggingSamplingRate)
+	ok = ok && p.Lit(`,"is_data_discount_logging_enabled":`) && p.Bool(&r.IsDataDiscountLoggingEnabled)
+	ok = ok && p.Lit(`,"is_observability_broadcast_enabled":`) && p.Bool(&r.IsObservabilityBroadcastEnabled)
+	ok = ok && p.Lit(`,"is_observability_io_logging_enabled":`) && p.Bool(&r.IsObservabilityIOLoggingEnabled)
+	ok = ok && p.Lit(`,"include_byok_in_budgets":`) && p.Bool(&r.IncludeBYOKInBudgets)
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`,"updated_at":`) && p.NullableTime(&r.UpdatedAt)
+	ok = ok && p.Lit(`}`)
+	return ok
 }

@@ -15,7 +15,7 @@ import (
 // Generation is the record of one inference request. Credits is the part
 // of a BYOK generation's Cost paid in credits (a gateway-side web search).
 //
-//codec:json=Generation
+//codec:json=Generation sums=AccountID,KeyHash,WorkspaceID,Model,Provider,PromptTokens,CompletionTokens,Cost,BYOK,Credits,Status,LatencyMS,User,CreatedAt,ContentFlags
 type Generation struct {
 	ID            string `json:"id"`
 	AccountID     string `json:"account_id"`

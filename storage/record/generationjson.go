@@ -30,53 +30,7 @@ func (g Generation) MarshalJSON() ([]byte, error) {
 // then decodes the record with gjson.
 func fastGenerationSums(v []byte, g *Generation) bool {
 	p := codec.NewParser(v)
-	var n int64
-	var b bool
-	ok := p.Lit(`{"id":`) && p.SkipStr() &&
-		p.Lit(`,"account_id":`) && p.Str(&g.AccountID) &&
-		p.Lit(`,"key_hash":`) && p.Str(&g.KeyHash)
-	ok = ok && (!p.Lit(`,"workspace_id":`) || p.Str(&g.WorkspaceID))
-	ok = ok && p.Lit(`,"model":`) && p.Str(&g.Model) &&
-		p.Lit(`,"provider":`) && p.Str(&g.Provider)
-	ok = ok && (!p.Lit(`,"upstream_model":`) || p.SkipStr())
-	ok = ok && (!p.Lit(`,"upstream_id":`) || p.SkipStr())
-	ok = ok && p.Lit(`,"prompt_tokens":`) && p.Int(&g.PromptTokens) &&
-		p.Lit(`,"completion_tokens":`) && p.Int(&g.CompletionTokens)
-	for _, opt := range []string{`,"cache_read_tokens":`, `,"cache_write_tokens":`, `,"search_results":`} {
-		ok = ok && (!p.Lit(opt) || p.Int(&n))
-	}
-	ok = ok && p.Lit(`,"cost":`) && p.Amount(&g.Cost)
-	g.BYOK = ok && p.Lit(`,"byok":true`)
-	ok = ok && (!p.Lit(`,"credits":`) || p.Amount(&g.Credits))
-	ok = ok && p.Lit(`,"status":`) && p.Str(&g.Status) &&
-		p.Lit(`,"streamed":`) && p.Bool(&b)
-	ok = ok && (!p.Lit(`,"finish_reason":`) || p.SkipStr())
-	if ok {
-		p.Lit(`,"usage_estimated":true`) // optional, not summed
-	}
-	ok = ok && p.Lit(`,"latency_ms":`) && p.Int(&g.LatencyMS)
-	ok = ok && (!p.Lit(`,"user":`) || p.Str(&g.User))
-	ok = ok && p.Lit(`,"created_at":`) && p.Time(&g.CreatedAt)
-	if ok && p.Lit(`,"content_flags":[`) {
-		for first := true; ok && !p.Lit(`]`); first = false {
-			var f ContentFlag
-			ok = (first || p.Lit(`,`)) && p.Lit(`{"guardrail_id":`) && p.Str(&f.GuardrailID) &&
-				p.Lit(`,"label":`) && p.Str(&f.Label)
-			ok = ok && (!p.Lit(`,"builtin":`) || p.Str(&f.Builtin)) && p.Lit(`}`)
-			g.ContentFlags = append(g.ContentFlags, f)
-		}
-	}
-	if ok && p.Lit(`,"attempts":[`) {
-		for first := true; ok && !p.Lit(`]`); first = false {
-			ok = (first || p.Lit(`,`)) && p.Lit(`{"provider":`) && p.SkipStr() &&
-				p.Lit(`,"model":`) && p.SkipStr() &&
-				p.Lit(`,"status":`) && p.Int(&n) &&
-				p.Lit(`,"latency_ms":`) && p.Int(&n)
-			ok = ok && (p.Lit(`,"byok":true}`) || p.Lit(`}`))
-		}
-	}
-	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
-	return ok && p.Lit(`}`) && p.Done()
+	return readGenerationSums(&p, g) && p.Done()
 }
 
 // DecodeGenerationSums decodes what the rollup needs of a stored generation

@@ -13,7 +13,7 @@ import (
 // workspace (Account.DefaultWorkspaceID), which cannot be deleted and whose
 // members are implicitly all of the organization's members.
 //
-//codec:binary
+//codec:binary fast
 type Workspace struct {
 	ID                              string     `json:"id"`
 	AccountID                       string     `json:"account_id"`
