@@ -12,7 +12,7 @@ import (
 // set, as encoding/json does: a field it does not know fails here.
 func TestDecodeAPIKeyKnowsEveryField(t *testing.T) {
 	f := &filler{r: rand.New(rand.NewPCG(5, 6))}
-	for i := range 2000 {
+	for i := range 1000 {
 		f.plain = i%2 == 0
 		k := randomRecord[APIKey](f)
 		rec, err := APIKeyJSON(*k).MarshalJSON()
@@ -34,7 +34,7 @@ func TestDecodeAPIKeyKnowsEveryField(t *testing.T) {
 // one takes every record without escapes or non-ASCII text.
 func TestGenerationSumsPathsAgree(t *testing.T) {
 	f := &filler{r: rand.New(rand.NewPCG(7, 8)), plain: true}
-	for range 2000 {
+	for range 1000 {
 		g := randomRecord[Generation](f)
 		rec, err := g.MarshalJSON()
 		if err != nil {
