@@ -139,7 +139,7 @@ func generate(dir, out string) ([]byte, error) {
 	var structs []decl
 	var pkg string
 	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") || filepath.Base(name) == out {
+		if strings.HasSuffix(name, "_test.go") || filepath.Base(name) == filepath.Base(out) {
 			continue
 		}
 		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
