@@ -109,7 +109,7 @@ func (k ManagementKey) Expired(now time.Time) bool {
 
 // APIKey is a regular key that calls inference routes.
 //
-//codec:json=APIKeyJSON fast
+//codec:json=APIKeyJSON fast gjson
 type APIKey struct {
 	Hash               string         `json:"hash"`
 	AccountID          string         `json:"account_id"`

@@ -17,6 +17,9 @@ package record
 //   - fast: FastX, which reads that exact form in one pass (opening a
 //     database reads every record) and leaves any other to
 //     encoding/json (codec.Decode).
+//   - gjson: the reader of one member of any JSON form (from gjson's
+//     view of the record), as encoding/json reads it: the slower path,
+//     for what the fast reader declines.
 //   - sums=...: the fast reader of the fields a rollup keeps.
 
 //go:generate go run ./internal/codecgen -o codecs_gen.go

@@ -4,9 +4,12 @@ package record
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -107,6 +110,88 @@ func FastAPIKey(p *codec.Parser, r *APIKey) bool {
 	r.DisabledByAdmin = ok && p.Lit(`,"disabled_by_admin":true`)
 	ok = ok && p.Lit(`}`)
 	return ok
+}
+
+// decodeAPIKeyMember decodes the member name of an APIKey's JSON, as
+// encoding/json would, from a gjson view of the record: strings it keeps
+// are copies.
+func decodeAPIKeyMember(name string, x gjson.Result, r *APIKey) (err error) {
+	switch name {
+	case "hash":
+		err = codec.DecodeString(x, &r.Hash)
+	case "account_id":
+		err = codec.DecodeString(x, &r.AccountID)
+	case "workspace_id":
+		err = codec.DecodeString(x, &r.WorkspaceID)
+	case "name":
+		err = codec.DecodeString(x, &r.Name)
+	case "label":
+		err = codec.DecodeString(x, &r.Label)
+	case "disabled":
+		err = codec.DecodeBool(x, &r.Disabled)
+	case "limit":
+		r.Limit = nil
+		if x.Type != gjson.Null {
+			var e2 money.Amount
+			err = codec.DecodeAmount(x, &e2)
+			if err == nil {
+				r.Limit = &e2
+			}
+		}
+	case "limit_reset":
+		var s3 string
+		if err = codec.DecodeString(x, &s3); err == nil && x.Type != gjson.Null {
+			r.LimitReset = money.Interval(s3)
+		}
+	case "include_byok_in_limit":
+		err = codec.DecodeBool(x, &r.IncludeBYOKInLimit)
+	case "creator_user_id":
+		err = codec.DecodeNullableString(x, &r.CreatorUserID)
+	case "external_user":
+		err = codec.DecodeNullableString(x, &r.ExternalUser)
+	case "created_at":
+		err = r.CreatedAt.UnmarshalJSON(codec.RawBytes(x))
+	case "updated_at":
+		err = r.UpdatedAt.UnmarshalJSON(codec.RawBytes(x))
+	case "expires_at":
+		r.ExpiresAt = nil
+		if x.Type != gjson.Null {
+			var e4 time.Time
+			err = e4.UnmarshalJSON(codec.RawBytes(x))
+			if err == nil {
+				r.ExpiresAt = &e4
+			}
+		}
+	case "seq":
+		if x.Type != gjson.Null {
+			r.Seq, err = strconv.ParseUint(x.Raw, 10, 64)
+		}
+	case "usage":
+		err = codec.DecodeCounters(x, &r.Usage)
+	case "byok_usage":
+		err = codec.DecodeCounters(x, &r.BYOKUsage)
+	case "limit_by_admin":
+		err = codec.DecodeBool(x, &r.LimitByAdmin)
+	case "disabled_by_admin":
+		err = codec.DecodeBool(x, &r.DisabledByAdmin)
+	case "connect":
+		r.Connect = nil
+		if x.Type != gjson.Null {
+			var e5 ConnectApp
+			// Rare: encoding/json copies its strings.
+			err = json.Unmarshal([]byte(x.Raw), &e5)
+			if err == nil {
+				r.Connect = &e5
+			}
+		}
+	default:
+		// Any other member is not the record's (encoding/json ignores
+		// it), unless it names a field in another case.
+		if !codec.IsASCIILower(name) {
+			err = codec.ErrCaseFold
+		}
+	}
+	return err
 }
 
 // EncodeAccount appends an *Account's binary form.

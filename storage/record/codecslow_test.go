@@ -52,3 +52,23 @@ func TestGenerationSumsPathsAgree(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeAPIKey: any bytes decode as encoding/json decodes them, or
+// fail where it fails (go test -fuzz FuzzDecodeAPIKey ./storage/record).
+func FuzzDecodeAPIKey(f *testing.F) {
+	fl := &filler{r: rand.New(rand.NewPCG(9, 10))}
+	for i := range 16 {
+		fl.plain = i%2 == 0
+		if rec, err := APIKeyJSON(*randomRecord[APIKey](fl)).MarshalJSON(); err == nil {
+			f.Add(rec)
+		}
+	}
+	f.Add([]byte(`{"Hash":"upper","limit":null,"seq":null,"usage":{"Total":5}}`))
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		var got, want APIKey
+		gerr, werr := DecodeAPIKey(rec, &got), json.Unmarshal(rec, &want)
+		if (gerr == nil) != (werr == nil) || werr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v, %v\nwant %+v, %v", rec, got, gerr, want, werr)
+		}
+	})
+}
