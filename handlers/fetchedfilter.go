@@ -1,13 +1,10 @@
 package handlers
 
 import (
-	"strconv"
-
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 )
 
 // What the gateway brings in for the model (pages of the web-fetch
@@ -89,22 +86,6 @@ func (f *fetchedFilter) FilterQuery(q *string) *apierror.Error {
 // tooCostlyToScan is the block of fetched text the scan budget did not
 // cover.
 var tooCostlyToScan = contentfilter.Hit{Label: "text too costly to scan", Action: contentfilter.Block}
-
-// page filters a fetched page's title and text.
-func (f *fetchedFilter) page(p *webfetch.Page) *contentfilter.Hit {
-	if p.Err != "" {
-		return nil
-	}
-	return f.Filter(&p.Title, &p.Text)
-}
-
-// withhold makes a blocked page an error the model is told, without its
-// content.
-func withhold(p *webfetch.Page, h *contentfilter.Hit) {
-	p.Title, p.Text, p.Truncated = "", "", false
-	p.Err = "blocked_by_content_filter: the page matched content filter " + strconv.Quote(h.Label) +
-		" of guardrail " + strconv.Quote(h.GuardrailName) + "; its content was withheld"
-}
 
 // Interface guards
 var (

@@ -106,8 +106,9 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 	tokenHold := est.Hold
 	var searchCredits money.Amount // a BYOK request's search and moderation, held against the balance
 	for _, run := range st.Plugins {
-		// A hold by the route (the search's worst case), its credits the
-		// plugin's own work (a gateway-side engine's results).
+		// A hold by the route (the search's worst case, a server tool's
+		// further rounds), its credits the plugin's own work (a
+		// gateway-side engine's results, the fetches).
 		if c, ok := run.(plugin.RouteCoster); ok && err == nil {
 			var extra, credits money.Amount
 			if extra, credits, err = c.HoldFor(route); err == nil {
@@ -116,18 +117,6 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 				}
 			}
 		}
-	}
-	if f := st.fetch; f != nil && err == nil {
-		// The fetches (paid in credits even by BYOK: the gateway fetched)
-		// and the server tool's further rounds (fetchStage).
-		var extra, credits money.Amount
-		if extra, credits, err = f.holdExtra(route); err == nil {
-			if est.Hold, err = addCost(est.Hold, extra); err == nil && facts.BYOK {
-				searchCredits, err = addCost(searchCredits, credits)
-			}
-		}
-	}
-	for _, run := range st.Plugins {
 		// The plugins' own work, paid in credits even by BYOK (package plugin).
 		if c, ok := run.(plugin.Coster); ok && err == nil {
 			if est.Hold, err = addCost(est.Hold, c.Hold()); err == nil && facts.BYOK {
@@ -218,7 +207,13 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState
 			mw.RewriteIdentity(st.GenID, route)
 		}
 		began := now()
-		proxyErr := proxyAttempt(st.fetch.handler(up.forward(route.Provider), route), mw, r, route, st.GenID)
+		next := up.forward(route.Provider)
+		for _, run := range st.Plugins {
+			if aw, ok := run.(plugin.AttemptWrapper); ok {
+				next = aw.WrapAttempt(next, route) // a server tool's loop
+			}
+		}
+		proxyErr := proxyAttempt(next, mw, r, route, st.GenID)
 		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.Retryable(proxyErr)
 		observeAttempt(st, mw, began, fallback)
 		if fallback {
@@ -343,8 +338,9 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 	var credits money.Amount // a BYOK request's part paid in credits
 	var err error
 	if settles(st.Plugins) {
-		// The runs' corrections (the search's results), on a copy only
-		// such a request allocates.
+		// The runs' corrections (the search's results, a server tool's
+		// earlier rounds and its fetches), on a copy only such a request
+		// allocates.
 		s := &plugin.Settlement{Route: route, Pricing: pricing, Usage: usage, UsageRaw: mw.UsageRaw, Corrected: mw.Corrected}
 		for _, run := range st.Plugins {
 			if c, ok := run.(plugin.Settler); ok && err == nil {
@@ -355,14 +351,6 @@ func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, pro
 		if err == nil && route.BYOK {
 			credits, err = addCost(credits, s.Credits)
 		}
-	}
-	if f := st.fetch; f != nil && err == nil {
-		f.addPrior(&usage) // the server tool's earlier rounds
-		mw.Corrected = mw.Corrected || f.rounds > 0
-		if usage.Extra, err = addCost(usage.Extra, f.cost); err == nil && route.BYOK {
-			credits, err = addCost(credits, f.cost)
-		}
-		f.charged = err == nil
 	}
 	for _, run := range st.Plugins {
 		if c, ok := run.(plugin.Coster); ok && err == nil {

@@ -15,6 +15,7 @@ import (
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/fileparser"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/responsehealing"
+	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/webfetch"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/websearch"
 )
 

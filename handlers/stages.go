@@ -23,14 +23,14 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		admissionCheck{&t.meter},
 		bodyReader{&t.router},
 		contentFilter{&t.router},
-		// Before the plugins planned before routing (web search
-		// reorders tools): the web_fetch tool's errors name its place as
-		// the client sent it.
-		webFetchPlan{&t.fetch},
+		// The plugins planned before routing, in the order of their
+		// module IDs: web-fetch before web search, which reorders tools,
+		// so that the web_fetch tool's errors name its place as the
+		// client sent it.
 		prerouted{t},
 		&t.router,
 		routePlaceholders{},
-		webFetchAttempts{&t.fetch},
+		attemptFilters{},
 		pluginPlan{t},
 	}
 }
@@ -64,18 +64,8 @@ func (s contentFilter) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.
 	return apiErr
 }
 
-// webFetchPlan fetches the web-fetch plugin's pages and sets up the
-// web_fetch server tool.
-type webFetchPlan struct{ fs *fetchStage }
-
-func (s webFetchPlan) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
-	var apiErr *apierror.Error
-	st.Body, apiErr = s.fs.plan(r, own(st), st.Body)
-	return apiErr
-}
-
 // prerouted has the plugins that plan before routing (plugin.Prerouter:
-// web search) plan an inference request: st.Plugins gets their runs.
+// web-fetch, web search) plan an inference request: st.Plugins gets their runs.
 type prerouted struct{ t *Tollgate }
 
 func (s prerouted) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Request) *apierror.Error {
@@ -114,13 +104,17 @@ func (routePlaceholders) Serve(st *pipeline.State, _ http.ResponseWriter, r *htt
 	return nil
 }
 
-// webFetchAttempts keeps the attempts that can run the web_fetch server
-// tool, when the request has it.
-type webFetchAttempts struct{ fs *fetchStage }
+// attemptFilters keeps the attempts that can serve the runs planned
+// before routing (plugin.AttemptFilter: the web_fetch server tool's).
+type attemptFilters struct{}
 
-func (s webFetchAttempts) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
-	if f := own(st).fetch; f != nil && f.tool != nil {
-		return f.tool.restrictAttempts(st.Route, s.fs.brand())
+func (attemptFilters) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	for _, run := range st.Plugins {
+		if af, ok := run.(plugin.AttemptFilter); ok {
+			if apiErr := af.FilterAttempts(st.Route); apiErr != nil {
+				return apiErr
+			}
+		}
 	}
 	return nil
 }
@@ -137,10 +131,9 @@ var (
 	_ pipeline.Stage = admissionCheck{}
 	_ pipeline.Stage = bodyReader{}
 	_ pipeline.Stage = contentFilter{}
-	_ pipeline.Stage = webFetchPlan{}
 	_ pipeline.Stage = prerouted{}
 	_ pipeline.Stage = (*routing.Router)(nil)
 	_ pipeline.Stage = routePlaceholders{}
-	_ pipeline.Stage = webFetchAttempts{}
+	_ pipeline.Stage = attemptFilters{}
 	_ pipeline.Stage = pluginPlan{}
 )

@@ -75,7 +75,8 @@ type Tollgate struct {
 	// "ordered" (the catalog's order). See Router.LoadBalancing.
 	LoadBalancing string `json:"load_balancing,omitempty"`
 	// WebFetchPrice is the price of one fetch of the web-fetch plugin, in
-	// credits (fetchStage). Default DefaultWebFetchPrice.
+	// credits, handed to the plugin's module (its price). Default the
+	// module's.
 	WebFetchPrice string `json:"web_fetch_price,omitempty"`
 	// FirstByteTimeout bounds the wait for a streamed answer's first byte,
 	// for providers that set no first_byte_timeout of their own. Default
@@ -100,7 +101,6 @@ type Tollgate struct {
 	proxies providers
 	auth    Auth
 	admin   *admin.Admin
-	fetch   fetchStage
 	router  routing.Router
 	meter   Meter
 	logger  *zap.Logger
@@ -125,6 +125,9 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 	}
 	t.shareCeiling = new(sync.Once)
 	if t.proxies, err = t.loadProxies(ctx, gw.Catalog()); err != nil {
+		return err
+	}
+	if err := t.priceWebFetch(); err != nil {
 		return err
 	}
 	if t.plugins, err = plugin.Load(ctx, t, "PluginsRaw", t.PluginsRaw); err != nil {
@@ -156,11 +159,9 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	}
 	t.router.Logger = logger
 	t.meter = Meter{gw: gw, logger: logger}
-	price, err := t.webFetchPrice()
-	if err != nil {
+	if _, err := t.webFetchPrice(); err != nil {
 		return err
 	}
-	t.fetch = newFetchStage(gw, price)
 	t.stages = t.pipelineStages()
 	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
@@ -206,13 +207,10 @@ func (t *Tollgate) Cleanup() error {
 }
 
 // requestState is the pipeline's state of one request (pipeline.State)
-// with the handler's part: what web-fetch, not yet a package of its
-// own, keeps, in the same allocation.
+// with the handler's methods on it (the guardrails' filter of the text a
+// plugin brings in, plugin.Guardrails).
 type requestState struct {
 	pipeline.State
-
-	fetch *fetchRun // the request's web-fetch plugin; nil without
-
 }
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
@@ -274,7 +272,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 			ah.SetAnswerHeader(w.Header())
 		}
 	}
-	if st.fetch == nil && len(st.Plugins) == 0 {
+	if len(st.Plugins) == 0 {
 		return t.meter.run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
@@ -309,9 +307,6 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citations.Writer {
 		if c, ok := run.(citations.Citer); ok {
 			citers = append(citers, c)
 		}
-	}
-	if st.fetch != nil {
-		citers = append(citers, st.fetch)
 	}
 	if citers == nil {
 		return nil

@@ -17,7 +17,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 )
 
 // gatewayOnlyField reports whether name is one of the public API's
@@ -159,10 +158,6 @@ func CheckPlugins(v gjson.Result, plugins plugin.Set) *apierror.Error {
 			apiErr = apierror.BadRequest(path + ".id: required string")
 		case p.Get("enabled").Type == gjson.False:
 			// Asks for nothing.
-		case id.Str == "web-fetch":
-			if ferr := webfetch.CheckEntry(path, p); ferr != nil { // served before routing
-				apiErr = apierror.BadRequest(ferr.Error())
-			}
 		case plugins.Lookup(id.Str) != nil:
 			apiErr = plugins.Lookup(id.Str).CheckEntry(path, p) // a plugin module
 		case referencePlugins[id.Str]:

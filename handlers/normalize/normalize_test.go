@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 
 	// The built-in plugins a request below names.
@@ -143,7 +144,7 @@ func (*strict) Plan(*plugin.Request) (plugin.Run, *apierror.Error) { return nil,
 // that no module takes is one the gateway does not offer, and any other
 // name is unknown.
 func TestCheckPluginsAsksTheModules(t *testing.T) {
-	with := plugin.Set{new(strict), new(moderation.Moderation)}
+	with := plugin.Set{new(strict), new(moderation.Moderation), new(webfetch.WebFetch)}
 	for _, tc := range []struct {
 		set  plugin.Set
 		body string

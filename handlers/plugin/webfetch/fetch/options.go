@@ -1,10 +1,10 @@
-// Package webfetch fetches the web pages and PDFs of the web-fetch plugin
+// Package fetch fetches the web pages and PDFs of the web-fetch plugin
 // and server tool: the request's options (max_uses, max_content_tokens,
 // allowed_domains, blocked_domains), the fetch itself through a client
 // whose connections the customer egress policy checks, and the page as
 // readable text (HTML as markdown, PDFs by their text layer, plain text
 // as it came), cut to the content limit.
-package webfetch
+package fetch
 
 import (
 	"fmt"

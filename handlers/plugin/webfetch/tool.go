@@ -1,4 +1,4 @@
-package handlers
+package webfetch
 
 import (
 	"bytes"
@@ -16,23 +16,23 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/webfetch/fetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/webfetch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
 
 // The web_fetch server tool ({"type":"<brand>:web_fetch","parameters":
 // {...}} in tools): the model gets a function tool web_fetch(url); when
-// its answer calls it, the gateway fetches the URLs (webfetch, under the
-// customer egress policy and the tool's domain lists), appends the call
+// its answer calls it, the gateway fetches the URLs (package fetch, under
+// the customer egress policy and the tool's domain lists), appends the call
 // and the pages (or their errors) to the conversation and calls the model
 // again, within the same attempt, until it answers without the tool. At
 // most max_uses fetches are made; after that the tool is withdrawn, so
 // the model answers with what it has. Only the last answer reaches the
-// client; the earlier rounds' tokens are charged with it (settle adds
-// fetchRun.prior) and the fetches at web_fetch_price, both held at
+// client; the earlier rounds' tokens are charged with it (Run.Settle adds
+// them) and the fetches at the price of one fetch, both held at
 // admission for the worst case (max_uses more rounds, each up to the
 // model's context window).
 //
@@ -42,18 +42,18 @@ import (
 // calls; a streamed request gets the last answer as a stream of chunks
 // once it is complete.
 
-// fetchToolName is the function the model calls.
-const fetchToolName = "web_fetch"
+// toolName is the function the model calls.
+const toolName = "web_fetch"
 
-// fetchToolFunction is the function tool's definition, without its
+// toolFunction is the function tool's definition, without its
 // dialect's wrapping.
-const fetchToolDescription = "Fetch a web page or PDF by its http(s) URL and return its content as text (HTML as markdown). Use it to read pages the user names or that you need to answer."
+const toolDescription = "Fetch a web page or PDF by its http(s) URL and return its content as text (HTML as markdown). Use it to read pages the user names or that you need to answer."
 
-const fetchToolParameters = `{"type":"object","properties":{"url":{"type":"string","description":"The http(s) URL to fetch"}},"required":["url"],"additionalProperties":false}`
+const toolParameters = `{"type":"object","properties":{"url":{"type":"string","description":"The http(s) URL to fetch"}},"required":["url"],"additionalProperties":false}`
 
-// fetchTool is a request's web_fetch server tool.
-type fetchTool struct {
-	opts  webfetch.Options
+// tool is a request's web_fetch server tool.
+type serverTool struct {
+	opts  fetch.Options
 	index int // its place in tools, for messages
 	// clientTools are the request's tools as the client sent them, which
 	// a translated Responses answer echoes.
@@ -64,14 +64,14 @@ type fetchTool struct {
 // window the catalog does not give.
 const defaultRoundContext = 128_000
 
-// planFetchTool finds the server tool in a chat or Responses body and
+// planTool finds the server tool in a chat or Responses body and
 // puts the function tool in its place; tool is nil without one.
-func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetchTool, *apierror.Error) {
+func planTool(body []byte, kind dialect.Kind, brand string) ([]byte, *serverTool, *apierror.Error) {
 	tools := gjson.GetBytes(body, "tools")
 	if !tools.IsArray() {
 		return body, nil, nil
 	}
-	var tool *fetchTool
+	var tool *serverTool
 	var apiErr *apierror.Error
 	clientNamed := -1
 	tools.ForEach(func(i, t gjson.Result) bool {
@@ -80,7 +80,7 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 		if kind == "responses" {
 			name = t.Get("name").Str
 		}
-		if t.Get("type").Str == "function" && name == fetchToolName {
+		if t.Get("type").Str == "function" && name == toolName {
 			clientNamed = int(i.Int())
 		}
 		if t.Get("type").Str != brand+":web_fetch" {
@@ -90,12 +90,12 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 			apiErr = apierror.BadRequest(path + ": only one " + brand + ":web_fetch tool")
 			return false
 		}
-		tool = &fetchTool{index: int(i.Int()), clientTools: json.RawMessage(tools.Raw)}
+		tool = &serverTool{index: int(i.Int()), clientTools: json.RawMessage(tools.Raw)}
 		t.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "type":
 			case "parameters":
-				o, ferr := webfetch.Parse(path+".parameters", v, false, "auto", brand)
+				o, ferr := fetch.Parse(path+".parameters", v, false, "auto", brand)
 				if ferr != nil {
 					apiErr = apierror.BadRequest(ferr.Error())
 				}
@@ -106,7 +106,7 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 			return apiErr == nil
 		})
 		if !t.Get("parameters").Exists() {
-			tool.opts, _ = webfetch.Parse(path+".parameters", gjson.Result{}, false)
+			tool.opts, _ = fetch.Parse(path+".parameters", gjson.Result{}, false)
 		}
 		return apiErr == nil
 	})
@@ -114,7 +114,7 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 		return body, nil, apiErr
 	}
 	if clientNamed >= 0 {
-		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d]: the function name %q is the %s:web_fetch server tool's", clientNamed, fetchToolName, brand))
+		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d]: the function name %q is the %s:web_fetch server tool's", clientNamed, toolName, brand))
 	}
 	if kind == "messages" {
 		return nil, nil, apierror.BadRequest(fmt.Sprintf("tools[%d].type: the %s:web_fetch server tool applies to /chat/completions and /responses", tool.index, brand))
@@ -122,12 +122,12 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() > 1 {
 		return nil, nil, apierror.BadRequest("n: the web_fetch server tool serves one choice")
 	}
-	def := `{"type":"function","function":{"name":"` + fetchToolName + `","parameters":` + fetchToolParameters + `}}`
+	def := `{"type":"function","function":{"name":"` + toolName + `","parameters":` + toolParameters + `}}`
 	// sjson fails only on a malformed path, and these are well-formed.
-	def, _ = sjson.Set(def, "function.description", fetchToolDescription)
+	def, _ = sjson.Set(def, "function.description", toolDescription)
 	if kind == "responses" {
-		def = `{"type":"function","name":"` + fetchToolName + `","parameters":` + fetchToolParameters + `}`
-		def, _ = sjson.Set(def, "description", fetchToolDescription)
+		def = `{"type":"function","name":"` + toolName + `","parameters":` + toolParameters + `}`
+		def, _ = sjson.Set(def, "description", toolDescription)
 	}
 	out, err := sjson.SetRawBytes(body, "tools."+strconv.Itoa(tool.index), []byte(def))
 	if err != nil {
@@ -139,7 +139,7 @@ func planFetchTool(body []byte, kind dialect.Kind, brand string) ([]byte, *fetch
 // restrictAttempts keeps the attempts whose upstream dialect is chat
 // completions, which the loop reads: a chat request's chat providers, a
 // Responses request's chat-only providers. None left is a 400.
-func (ft *fetchTool) restrictAttempts(route *upstream.Route, brand string) *apierror.Error {
+func (ft *serverTool) restrictAttempts(route *upstream.Route, brand string) *apierror.Error {
 	chat := func(a upstream.Attempt) bool {
 		switch route.Kind {
 		case dialect.Chat:
@@ -170,7 +170,7 @@ func (ft *fetchTool) restrictAttempts(route *upstream.Route, brand string) *apie
 // max_uses fetches, and max_uses more rounds of up to the model's context
 // window at its dearer token price. credits is the fetches' part, which
 // a BYOK request pays in credits.
-func (ft *fetchTool) holdExtra(route *upstream.Route, price money.Amount) (hold, credits money.Amount, err error) {
+func (ft *serverTool) holdExtra(route *upstream.Route, price money.Amount) (hold, credits money.Amount, err error) {
 	n := int64(ft.opts.MaxUses)
 	fetches, ok := money.MulAmount(price, n)
 	if !ok {
@@ -200,12 +200,12 @@ func (ft *fetchTool) holdExtra(route *upstream.Route, price money.Amount) (hold,
 	return hold, fetches, err
 }
 
-// fetchLoop is the caddyhttp.Handler of one attempt with the server
+// loop is the caddyhttp.Handler of one attempt with the server
 // tool: it calls next (the provider's reverse_proxy) once per round.
-type fetchLoop struct {
+type loop struct {
 	next  caddyhttp.Handler
-	tool  *fetchTool
-	run   *fetchRun
+	tool  *serverTool
+	run   *Run
 	route *upstream.Route
 	used  int // fetches made (or refused) so far, across the attempt's rounds
 }
@@ -250,7 +250,7 @@ func (c *roundCapture) replay(w http.ResponseWriter, body []byte) {
 // leaving, ends the loop with the last round's answer, its web_fetch
 // calls removed and finish_reason "error", so that the rounds made are
 // charged.
-func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+func (l *loop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	body, err := readAll(r)
 	if err != nil {
 		return err
@@ -272,7 +272,7 @@ func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 		r.Body = reqbody.NewBuffered(body)
 		r.ContentLength = int64(len(body))
 		r.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
-		perr := proxy(l.next, c, r, l.route)
+		perr := callRound(l.next, c, r)
 		ok := perr == nil && c.status == http.StatusOK && !c.over && gjson.ValidBytes(c.body.Bytes())
 		if !ok || r.Context().Err() != nil {
 			if round == 0 {
@@ -286,7 +286,7 @@ func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 		}
 		answer := c.body.Bytes()
 		msg := gjson.GetBytes(answer, "choices.0.message")
-		calls, others := splitFetchCalls(msg.Get("tool_calls"))
+		calls, others := splitCalls(msg.Get("tool_calls"))
 		if len(calls) == 0 || len(others) > 0 || !offered {
 			if len(calls) > 0 {
 				l.deliver(w, c, "", false) // the client's own calls, without the gateway's
@@ -311,6 +311,21 @@ func (l *fetchLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
+// callRound calls the provider for one round. When copying its answer
+// fails, reverse_proxy aborts the handler with panic(http.ErrAbortHandler):
+// the round's failure, which the loop answers, becomes an error here.
+func callRound(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			err = http.ErrAbortHandler
+		}
+	}()
+	return next.ServeHTTP(w, r)
+}
+
 // readAll reads the attempt's upstream body.
 func readAll(r *http.Request) ([]byte, error) {
 	var b bytes.Buffer
@@ -322,22 +337,22 @@ func readAll(r *http.Request) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// splitFetchCalls parts an answer's tool calls into the web_fetch ones
+// splitCalls parts an answer's tool calls into the web_fetch ones
 // and the client's.
-func splitFetchCalls(calls gjson.Result) (fetch, others []gjson.Result) {
+func splitCalls(calls gjson.Result) (ours, others []gjson.Result) {
 	for _, c := range calls.Array() {
-		if c.Get("function.name").Str == fetchToolName {
-			fetch = append(fetch, c)
+		if c.Get("function.name").Str == toolName {
+			ours = append(ours, c)
 		} else {
 			others = append(others, c)
 		}
 	}
-	return fetch, others
+	return ours, others
 }
 
 // roundUsage is a round's usage, each count within the bounds the meter
 // applies to one answer.
-func (l *fetchLoop) roundUsage(answer []byte) billing.Usage {
+func (l *loop) roundUsage(answer []byte) billing.Usage {
 	u := gjson.GetManyBytes(answer, "usage.prompt_tokens", "usage.completion_tokens", "usage.prompt_tokens_details.cached_tokens")
 	window := l.route.Model.ContextLength
 	if window <= 0 {
@@ -353,7 +368,7 @@ func (l *fetchLoop) roundUsage(answer []byte) billing.Usage {
 
 // addRound adds a completed round's usage to the run's (sign -1 takes
 // it out again).
-func (l *fetchLoop) addRound(answer []byte, sign int64) {
+func (l *loop) addRound(answer []byte, sign int64) {
 	u := l.roundUsage(answer)
 	l.run.prior.PromptTokens += sign * u.PromptTokens
 	l.run.prior.CompletionTokens += sign * u.CompletionTokens
@@ -366,22 +381,22 @@ func (l *fetchLoop) addRound(answer []byte, sign int64) {
 
 // fetchAll fetches the calls' URLs concurrently, those beyond max_uses
 // refused, and records the pages for citations and the charge.
-func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
+func (l *loop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 	results := make([]string, len(calls))
-	pages := make([]webfetch.Page, len(calls))
+	pages := make([]fetch.Page, len(calls))
 	var urls []string
 	var at []int
 	for i, c := range calls {
 		u := gjson.Get(c.Get("function.arguments").Str, "url")
 		switch {
 		case l.used >= l.tool.opts.MaxUses:
-			pages[i] = webfetch.Page{URL: u.Str, Err: fmt.Sprintf("max_uses_exceeded: this request may fetch at most %d pages", l.tool.opts.MaxUses)}
+			pages[i] = fetch.Page{URL: u.Str, Err: fmt.Sprintf("max_uses_exceeded: this request may fetch at most %d pages", l.tool.opts.MaxUses)}
 			continue
 		case u.Type != gjson.String || u.Str == "":
 			// A use all the same: every round that continues the loop
 			// spends one at least, so rounds stay within max_uses + 1.
 			l.used++
-			pages[i] = webfetch.Page{Err: "invalid_tool_input: expected arguments {\"url\": \"https://...\"}"}
+			pages[i] = fetch.Page{Err: "invalid_tool_input: expected arguments {\"url\": \"https://...\"}"}
 			continue
 		}
 		l.used++
@@ -392,10 +407,10 @@ func (l *fetchLoop) fetchAll(r *http.Request, calls []gjson.Result) []string {
 	}
 	for i := range pages {
 		p := &pages[i]
-		if h := l.run.filter.page(p); h != nil {
+		if h := filterPage(l.run.filter, p); h != nil {
 			withhold(p, h)
 		}
-		results[i] = webfetch.ToolResult(p)
+		results[i] = fetch.ToolResult(p)
 		if p.URL == "" {
 			continue
 		}
@@ -437,7 +452,7 @@ func nextRoundBody(body []byte, msg gjson.Result, calls []gjson.Result, results 
 	}
 	var kept []string
 	for _, t := range gjson.GetBytes(body, "tools").Array() {
-		if t.Get("function.name").Str != fetchToolName {
+		if t.Get("function.name").Str != toolName {
 			kept = append(kept, t.Raw)
 		}
 	}
@@ -448,7 +463,7 @@ func nextRoundBody(body []byte, msg gjson.Result, calls []gjson.Result, results 
 		}
 		return body, err
 	}
-	if tc := gjson.GetBytes(body, "tool_choice"); tc.IsObject() && tc.Get("function.name").Str == fetchToolName {
+	if tc := gjson.GetBytes(body, "tool_choice"); tc.IsObject() && tc.Get("function.name").Str == toolName {
 		if body, err = sjson.SetBytes(body, "tool_choice", "auto"); err != nil {
 			return nil, err
 		}
@@ -471,10 +486,10 @@ func joinComma(items []string) string {
 // gateway's, not the client's), with finish_reason set when given. The
 // answer's usage is the meter's to read: a round counted among the prior
 // ones (counted) is taken out of them.
-func (l *fetchLoop) deliver(w http.ResponseWriter, c *roundCapture, finish string, counted bool) {
+func (l *loop) deliver(w http.ResponseWriter, c *roundCapture, finish string, counted bool) {
 	answer := c.body.Bytes()
 	msg := gjson.GetBytes(answer, "choices.0.message")
-	_, others := splitFetchCalls(msg.Get("tool_calls"))
+	_, others := splitCalls(msg.Get("tool_calls"))
 	var out []byte
 	var err error
 	if len(others) == 0 {
@@ -504,7 +519,7 @@ func (l *fetchLoop) deliver(w http.ResponseWriter, c *roundCapture, finish strin
 // send delivers the client's answer: as it came, or for a streamed
 // request (whose rounds are plain calls) as the stream of chunks it
 // amounts to.
-func (l *fetchLoop) send(w http.ResponseWriter, c *roundCapture, answer []byte) {
+func (l *loop) send(w http.ResponseWriter, c *roundCapture, answer []byte) {
 	if !l.route.Stream {
 		c.replay(w, answer)
 		return

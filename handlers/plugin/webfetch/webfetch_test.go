@@ -1,60 +1,63 @@
-package handlers
+package webfetch
 
 import (
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/plugintest"
 )
 
-// A request without the plugin or the tool pays one byte search: no
-// allocation, the body returned as it came.
-func TestFetchPlanWithoutWebFetch(t *testing.T) {
-	fs := newFetchStage(nil, 0)
-	st := &requestState{State: pipeline.State{API: chatRoute}}
-	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
-	body := []byte(benchChatBody)
-	allocs := testing.AllocsPerRun(100, func() {
-		out, apiErr := fs.plan(r, st, body)
-		if apiErr != nil || &out[0] != &body[0] || st.fetch != nil {
-			t.Fatal("the body changed")
-		}
+func TestConformance(t *testing.T) {
+	plugintest.Run(t, plugintest.Case{
+		Plugin:    new(WebFetch),
+		Kind:      dialect.Chat,
+		Preroutes: `{"model":"m","messages":[{"role":"user","content":"read https://example.com"}],"tools":[{"type":"service:web_fetch"}]}`,
 	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per request without web fetch", allocs)
+}
+
+// BenchmarkPrerouteWithoutWebFetch is the plugin's step before routing
+// on a request that does not ask for it.
+func BenchmarkPrerouteWithoutWebFetch(b *testing.B) {
+	p := new(WebFetch)
+	req := plugintest.PrerouteRequest(dialect.Chat, `{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":16}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _, _ = p.Preroute(req)
 	}
 }
 
-// BenchmarkFetchPlanWithoutWebFetch is the web-fetch step on a request
-// that does not ask for it.
-func BenchmarkFetchPlanWithoutWebFetch(b *testing.B) {
-	fs := newFetchStage(nil, 0)
-	st := &requestState{State: pipeline.State{API: chatRoute}}
-	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
-	body := []byte(benchChatBody)
-	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = fs.plan(r, st, body)
+func TestPriceOf(t *testing.T) {
+	if p, err := ParsePrice(""); err != nil || p.String() != DefaultPrice {
+		t.Errorf("default %v %v", p, err)
+	}
+	if p, err := ParsePrice("0.002"); err != nil || p.String() != "0.002" {
+		t.Errorf("0.002: %v %v", p, err)
+	}
+	for _, s := range []string{"-1", "cheap"} {
+		if _, err := ParsePrice(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
 	}
 }
 
 func TestPlanFetchTool(t *testing.T) {
-	out, tool, apiErr := planFetchTool([]byte(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}},{"type":"service:web_fetch","parameters":{"max_uses":3,"blocked_domains":["x.com"]}}]}`), "chat", "service")
+	out, tool, apiErr := planTool([]byte(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}},{"type":"service:web_fetch","parameters":{"max_uses":3,"blocked_domains":["x.com"]}}]}`), dialect.Chat, "service")
 	if apiErr != nil || tool.index != 1 || tool.opts.MaxUses != 3 || tool.opts.Blocked[0] != "x.com" ||
 		gjson.GetBytes(out, "tools.1.function.name").Str != "web_fetch" || gjson.GetBytes(out, "tools.0.function.name").Str != "f" {
 		t.Fatalf("%s %+v %v", out, tool, apiErr)
 	}
-	out, tool, apiErr = planFetchTool([]byte(`{"input":"hi","tools":[{"type":"service:web_fetch"}]}`), "responses", "service")
+	out, tool, apiErr = planTool([]byte(`{"input":"hi","tools":[{"type":"service:web_fetch"}]}`), dialect.Responses, "service")
 	if apiErr != nil || tool.opts.MaxUses != 10 || gjson.GetBytes(out, "tools.0.name").Str != "web_fetch" || gjson.GetBytes(out, "tools.0.type").Str != "function" {
 		t.Fatalf("responses: %s %v", out, apiErr)
 	}
-	if _, _, apiErr = planFetchTool([]byte(`{"tools":[{"type":"service:web_fetch","parameters":{"max_content_tokens":0}}]}`), "chat", "service"); apiErr == nil ||
+	if _, _, apiErr = planTool([]byte(`{"tools":[{"type":"service:web_fetch","parameters":{"max_content_tokens":0}}]}`), dialect.Chat, "service"); apiErr == nil ||
 		!strings.HasPrefix(apiErr.Message, "tools[0].parameters.max_content_tokens: expected an integer from 1 to 100000") {
 		t.Fatalf("bad parameter: %v", apiErr)
 	}
-	if _, _, apiErr = planFetchTool([]byte(`{"tools":[{"type":"service:web_fetch","cache_control":{}}]}`), "chat", "service"); apiErr == nil ||
+	if _, _, apiErr = planTool([]byte(`{"tools":[{"type":"service:web_fetch","cache_control":{}}]}`), dialect.Chat, "service"); apiErr == nil ||
 		!strings.HasPrefix(apiErr.Message, "tools[0].cache_control: unknown field") {
 		t.Fatalf("unknown member: %v", apiErr)
 	}
@@ -90,28 +93,5 @@ data: [DONE]
 `
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
-func TestWebFetchPriceOption(t *testing.T) {
-	var tg Tollgate
-	if known, err := tg.SetOption("web_fetch_price", []string{"0.002"}); !known || err != nil || tg.WebFetchPrice != "0.002" {
-		t.Fatalf("%v %v %q", known, err, tg.WebFetchPrice)
-	}
-	if p, err := tg.webFetchPrice(); err != nil || p.String() != "0.002" {
-		t.Fatalf("%v %v", p, err)
-	}
-	for _, args := range [][]string{{"-1"}, {"cheap"}, {}, {"1", "2"}} {
-		var tg Tollgate
-		if _, err := tg.SetOption("web_fetch_price", args); err == nil {
-			t.Errorf("%q accepted", args)
-		}
-	}
-	bad := Tollgate{WebFetchPrice: "x"}
-	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "web_fetch_price:") {
-		t.Errorf("Validate: %v", err)
-	}
-	if p, err := new(Tollgate).webFetchPrice(); err != nil || p.String() != DefaultWebFetchPrice {
-		t.Errorf("default %v %v", p, err)
 	}
 }

@@ -1,4 +1,4 @@
-package webfetch
+package fetch
 
 import (
 	"bytes"
