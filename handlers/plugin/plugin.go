@@ -85,12 +85,14 @@ type Request struct {
 	// Kind is the dialect of the route: the client's API.
 	Kind dialect.Kind
 	// Body is the client's body as the gateway's stages left it. Plan
-	// sees it with its plugins array; RewriteBody without.
+	// and Preroute see it with its plugins array (Preroute before it is
+	// checked: it reads its own entries); RewriteBody without.
 	Body []byte
 	// Plugins is the request's plugins array, checked; its zero value
-	// when the request has none.
+	// when the request has none. Not seen by Preroute.
 	Plugins gjson.Result
-	// Models are the catalog models the route may try.
+	// Models are the catalog models the route may try. Not seen by
+	// Preroute: nil before routing.
 	Models Models
 	// API is the body's API as the content filters read it. Seen by
 	// Plan only.
