@@ -32,8 +32,8 @@ import (
 //     order, each a pipeline.Stage reading and changing the request's
 //     state (pipeline.State): refuse a key that cannot pay before any
 //     work on the body, read it, apply the guardrails' content filters,
-//     the web-fetch plugin and the plugins planned before routing
-//     (Prerouter: web search), route it (Router: the
+//     the plugins planned before routing (Prerouter: web-fetch, web
+//     search), route it (Router: the
 //     model's providers and what each is sent, its prompt fitted to the
 //     context windows by the plugins that fit prompts, changing nothing
 //     on the request), plan the plugins the request asks for or its
@@ -300,7 +300,8 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 }
 
 // newCiteWriter is the one citation writer of the request's runs that
-// cite pages (citations.Citer), and its fetches; nil: none cites.
+// cite pages (citations.Citer: a search's results, fetched pages); nil:
+// none cites.
 func newCiteWriter(w http.ResponseWriter, st *requestState) *citations.Writer {
 	var citers []citations.Citer
 	for _, run := range st.Plugins {
