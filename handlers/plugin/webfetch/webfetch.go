@@ -34,6 +34,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/webfetch/fetch"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 )
@@ -191,7 +192,7 @@ func (p *WebFetch) Preroute(req *plugin.Request) ([]byte, plugin.Run, *apierror.
 // (at index at) and puts the pages into the body; run is nil when the
 // message names none.
 func fetchNamed(req *plugin.Request, body []byte, kind dialect.Kind, at int, opts fetch.Options, fetcher *fetch.Fetcher, filter plugin.TextFilter, price money.Amount) ([]byte, *Run, *apierror.Error) {
-	urls := fetch.URLs(fetch.LastUserText(body, kind))
+	urls := fetch.URLs(reqbody.LastUserText(body, kind == dialect.Responses))
 	if len(urls) == 0 {
 		return body, nil, nil // nothing named: nothing fetched or charged
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 )
 
@@ -58,7 +59,7 @@ func lastMessagesUserText(body []byte) string {
 		if msgs[i].Get("role").Str != "user" {
 			continue
 		}
-		if text := strings.TrimSpace(contentText(msgs[i].Get("content"))); text != "" {
+		if text := strings.TrimSpace(reqbody.ContentText(msgs[i].Get("content"))); text != "" {
 			return text
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/websearch/engines"
@@ -280,7 +281,7 @@ func (ws *WebSearch) prepare(body []byte, kind dialect.Kind) ([]byte, *searchPla
 		if kind == dialect.Messages {
 			plan.query = lastMessagesUserText(out)
 		} else {
-			plan.query = lastUserText(out, kind)
+			plan.query = reqbody.LastUserText(out, kind == dialect.Responses)
 		}
 	}
 	if strings.TrimSpace(plan.query) == "" {
@@ -338,31 +339,6 @@ func removeServerTool(body []byte) []byte {
 	}
 	out, _ := sjson.DeleteBytes(body, "tools."+strconv.FormatInt(n-1, 10))
 	return out
-}
-
-// lastUserText is the text of the last user message (chat) or input item
-// (Responses).
-func lastUserText(body []byte, kind dialect.Kind) string {
-	if kind == dialect.Responses {
-		in := gjson.GetBytes(body, "input")
-		if in.Type == gjson.String {
-			return in.Str
-		}
-		text := ""
-		for _, it := range in.Array() {
-			if it.Get("role").Str == "user" {
-				text = contentText(it.Get("content"))
-			}
-		}
-		return strings.TrimSpace(text)
-	}
-	text := ""
-	for _, m := range gjson.GetBytes(body, "messages").Array() {
-		if m.Get("role").Str == "user" {
-			text = contentText(m.Get("content"))
-		}
-	}
-	return strings.TrimSpace(text)
 }
 
 // Bounds of the text one result adds to the prompt, so that the hold can

@@ -4,10 +4,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
-
-	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
 // urlPattern finds http(s) URLs in a message's text; trailing sentence
@@ -103,48 +99,4 @@ func (p *Page) Snippet() string {
 // linkText is a title as a markdown link's text.
 func linkText(t string) string {
 	return strings.NewReplacer("[", "(", "]", ")").Replace(oneLine(t))
-}
-
-// LastUserText is the text of the last user message (chat) or input item
-// (Responses): the message whose URLs the web-fetch plugin fetches.
-func LastUserText(body []byte, kind dialect.Kind) string {
-	if kind == dialect.Responses {
-		in := gjson.GetBytes(body, "input")
-		if in.Type == gjson.String {
-			return in.Str
-		}
-		text := ""
-		for _, it := range in.Array() {
-			if it.Get("role").Str == "user" {
-				text = contentText(it.Get("content"))
-			}
-		}
-		return strings.TrimSpace(text)
-	}
-	text := ""
-	for _, m := range gjson.GetBytes(body, "messages").Array() {
-		if m.Get("role").Str == "user" {
-			text = contentText(m.Get("content"))
-		}
-	}
-	return strings.TrimSpace(text)
-}
-
-// contentText is the text of a message's content: a string, or the text
-// parts of an array, each followed by a space.
-func contentText(content gjson.Result) string {
-	if content.Type == gjson.String {
-		return content.Str
-	}
-	if !content.IsArray() {
-		return ""
-	}
-	var b strings.Builder
-	for _, part := range content.Array() {
-		if t := part.Get("text"); t.Type == gjson.String {
-			b.WriteString(t.Str)
-			b.WriteByte(' ')
-		}
-	}
-	return b.String()
 }
