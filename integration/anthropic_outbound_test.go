@@ -451,6 +451,19 @@ func TestAnthropicStyleProvider(t *testing.T) {
 			t.Errorf("answer %s", r.Body)
 		}
 		expectClaudeCost(t, r.JSON.Get("usage"), 0)
+
+		// max, the highest effort, is the largest budget below max_tokens
+		// here, and xhigh, OpenAI's highest, at an OpenAI-style provider.
+		c.mustPost("/chat/completions", key, `{"model":"acme/claude-bare","max_tokens":2000,"reasoning":{"effort":"max"},"messages":[{"role":"user","content":"think"}]}`, nil).expect(t, 200)
+		if up := expectAnthropicCall(t, tap.take(), "sk-ant-operator"); up.body.Get("thinking.budget_tokens").Int() != 1960 {
+			t.Errorf("upstream body %s", up.body.Raw)
+		}
+		c.mustPost("/chat/completions", key, `{"model":"anthropic/claude-fallback","max_tokens":2000,"reasoning":{"effort":"max"},"messages":[{"role":"user","content":"think"}]}`, nil).expect(t, 200)
+		if calls := tap.take(); len(calls) != 2 || calls[0].body.Get("thinking.budget_tokens").Int() != 1960 || calls[1].body.Get("reasoning_effort").Str != "xhigh" {
+			t.Errorf("upstream calls %v", calls)
+		}
+		c.mustPost("/chat/completions", key, `{"model":"acme/claude-bare","reasoning":{"effort":"maximal"},"messages":[{"role":"user","content":"think"}]}`, nil).
+			expectError(t, 400, "reasoning.effort: expected one of max, xhigh, high, medium, low, minimal, none")
 	})
 
 	t.Run("fallback to an OpenAI-style provider", func(t *testing.T) {

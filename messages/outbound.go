@@ -53,7 +53,7 @@ const DefaultMaxTokens = 4096
 // web_search_20250305) pass as written, as do Anthropic's own fields
 // (thinking, top_k). reasoning_effort (the public reasoning.effort)
 // enables extended thinking with that share of max_tokens as its budget
-// (xhigh 95%, high 80%, medium 50%, low 20%, minimal 10%; at least 1,024
+// (max 98%, xhigh 95%, high 80%, medium 50%, low 20%, minimal 10%; at least 1,024
 // tokens and below max_tokens, else none), which drops temperature, top_k
 // and a top_p below 0.95, as Anthropic requires. Fields Anthropic does not define and that change no
 // answer's meaning are dropped (penalties, seed, logprobs, stream_options,
@@ -261,8 +261,9 @@ func WithMaxTokens(body []byte, maxTokens int64) ([]byte, error) {
 }
 
 // thinkingEffort is the share of max_tokens each reasoning effort gives
-// extended thinking.
-var thinkingEffort = map[string]float64{"xhigh": 0.95, "high": 0.8, "medium": 0.5, "low": 0.2, "minimal": 0.1}
+// extended thinking; max keeps a little for the answer, as Anthropic's
+// budget must stay below max_tokens.
+var thinkingEffort = map[string]float64{"max": 0.98, "xhigh": 0.95, "high": 0.8, "medium": 0.5, "low": 0.2, "minimal": 0.1}
 
 // minThinkingBudget is the smallest budget_tokens Anthropic takes.
 const minThinkingBudget = 1024

@@ -273,6 +273,13 @@ func TestReasoningEffortEnablesThinking(t *testing.T) {
 		a.Get("temperature").Exists() || a.Get("top_p").Exists() || a.Get("top_k").Exists() || a.Get("reasoning_effort").Exists() {
 		t.Errorf("%s %v", out, err)
 	}
+	// Every effort's budget: its share of max_tokens, below max_tokens.
+	for effort, budget := range map[string]int64{"max": 9800, "xhigh": 9500, "high": 8000, "medium": 5000, "low": 2000, "minimal": 1024} {
+		out, err := ChatToAnthropic([]byte(`{"max_tokens":10000,"reasoning_effort":"`+effort+`","messages":[{"role":"user","content":"x"}]}`), 0)
+		if got := gjson.GetBytes(out, "thinking.budget_tokens").Int(); err != nil || got != budget {
+			t.Errorf("%s: budget %d, want %d (%v)", effort, got, budget, err)
+		}
+	}
 	for _, body := range []string{
 		`{"max_tokens":1000,"reasoning_effort":"high","messages":[{"role":"user","content":"x"}]}`,
 		`{"max_tokens":4000,"reasoning_effort":"none","messages":[{"role":"user","content":"x"}]}`,

@@ -73,6 +73,20 @@ func post(t *testing.T, d dialect.Dialect, contentType, body string) *httptest.R
 	return rec
 }
 
+// Every public effort is a thinking budget; max is Gemini's largest.
+func TestEffortBudgets(t *testing.T) {
+	for effort, want := range map[string]string{
+		"max": `{"thinkingBudget":32768,"includeThoughts":true}`, "xhigh": `{"thinkingBudget":32768,"includeThoughts":true}`,
+		"high": `{"thinkingBudget":24576,"includeThoughts":true}`, "minimal": `{"thinkingBudget":512,"includeThoughts":true}`,
+		"none": `{"thinkingBudget":0}`,
+	} {
+		body, err := fromChat([]byte(`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"`+effort+`"}`), 0)
+		if got := gjson.GetBytes(body, "generationConfig.thinkingConfig").Raw; err != nil || got != want {
+			t.Errorf("%s: %s, want %s (%v)", effort, got, want, err)
+		}
+	}
+}
+
 func TestToChat(t *testing.T) {
 	d, _ := New(dialect.Options{Model: "gemini-x"})
 	rec := post(t, d, "application/json", `{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Hi"},{"functionCall":{"name":"f","args":{"a":1}}}]},"finishReason":"STOP"}],`+

@@ -90,8 +90,9 @@ type thinkingConfig struct {
 // fieldError is a 400 naming the chat request's field.
 func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg) }
 
-// budgets are the thinking budgets of reasoning efforts, in tokens.
-var budgets = map[string]int64{"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+// budgets are the thinking budgets of reasoning efforts, in tokens; max
+// is Gemini's largest budget, as xhigh already is.
+var budgets = map[string]int64{"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768, "max": 32768}
 
 // fromChat translates a chat completions body into a GenerateContentRequest.
 func fromChat(chat []byte, maxTokens int64) ([]byte, error) {

@@ -107,13 +107,39 @@ func (d *Dialect) Native(k dialect.Kind) bool {
 // Serves implements dialect.Dialect.
 func (d *Dialect) Serves(dialect.Kind) bool { return true }
 
-// Adapt implements dialect.Dialect: a chat body's max_tokens becomes
+// Adapt implements dialect.Dialect: the public effort max becomes
+// OpenAI's highest, xhigh, and a chat body's max_tokens becomes
 // max_completion_tokens for a provider that takes only that.
 func (d *Dialect) Adapt(k dialect.Kind, body []byte, _ int64) ([]byte, error) {
+	body = WithOwnEffort(k, body)
 	if k != dialect.Chat || !d.rename {
 		return body, nil
 	}
 	return WithMaxCompletionTokens(body), nil
+}
+
+// WithOwnEffort is body with a reasoning effort of max (chat's
+// reasoning_effort, Responses' reasoning.effort) as xhigh, the highest
+// effort OpenAI takes; other bodies are returned as they are.
+func WithOwnEffort(k dialect.Kind, body []byte) []byte {
+	if !bytes.Contains(body, []byte(`"max"`)) {
+		return body
+	}
+	path := "reasoning_effort"
+	switch k {
+	case dialect.Chat:
+	case dialect.Responses:
+		path = "reasoning.effort"
+	default:
+		return body
+	}
+	if gjson.GetBytes(body, path).Str != "max" {
+		return body
+	}
+	if out, err := sjson.SetBytes(body, path, "xhigh"); err == nil {
+		return out
+	}
+	return body
 }
 
 // FromChat implements dialect.Dialect: chat is native.

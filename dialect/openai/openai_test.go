@@ -48,3 +48,23 @@ func TestOutputLimitField(t *testing.T) {
 		}
 	}
 }
+
+// The public effort max reaches an OpenAI-style provider as xhigh, its
+// highest; other efforts and bodies pass unchanged.
+func TestOwnEffort(t *testing.T) {
+	d := newDialect(dialect.Options{})
+	for _, tc := range []struct {
+		kind     dialect.Kind
+		in, want string
+	}{
+		{dialect.Chat, `{"reasoning_effort":"max","messages":[]}`, `{"reasoning_effort":"xhigh","messages":[]}`},
+		{dialect.Responses, `{"input":"max","reasoning":{"effort":"max","summary":"auto"}}`, `{"input":"max","reasoning":{"effort":"xhigh","summary":"auto"}}`},
+		{dialect.Chat, `{"reasoning_effort":"high","messages":[{"role":"user","content":"max"}]}`, `{"reasoning_effort":"high","messages":[{"role":"user","content":"max"}]}`},
+		{dialect.Responses, `{"reasoning_effort":"max"}`, `{"reasoning_effort":"max"}`},
+		{dialect.Chat, `{"model":"m"}`, `{"model":"m"}`},
+	} {
+		if got, _ := d.Adapt(tc.kind, []byte(tc.in), 0); string(got) != tc.want {
+			t.Errorf("%s %s: got %s, want %s", tc.kind, tc.in, got, tc.want)
+		}
+	}
+}

@@ -63,7 +63,7 @@ var referencePlugins = map[string]bool{
 
 // reasoningEfforts are the public reasoning.effort values.
 var reasoningEfforts = map[string]bool{
-	"xhigh": true, "high": true, "medium": true, "low": true, "minimal": true, "none": true,
+	"max": true, "xhigh": true, "high": true, "medium": true, "low": true, "minimal": true, "none": true,
 }
 
 // Body returns the body a provider of the route kind ("chat",
@@ -183,7 +183,7 @@ func reasoningFor(kind dialect.Kind, r gjson.Result, hasEffort bool) ([]byte, *a
 	}
 	effort := r.Get("effort")
 	if effort.Exists() && effort.Type != gjson.Null && (effort.Type != gjson.String || !reasoningEfforts[effort.Str]) {
-		return nil, apierror.BadRequest("reasoning.effort: expected one of xhigh, high, medium, low, minimal, none")
+		return nil, apierror.BadRequest("reasoning.effort: expected one of max, xhigh, high, medium, low, minimal, none")
 	}
 	if r.Get("enabled").Type == gjson.False && effort.Type != gjson.String {
 		effort = gjson.Parse(`"none"`)

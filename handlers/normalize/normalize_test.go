@@ -44,6 +44,8 @@ func TestNormalizeRequest(t *testing.T) {
 		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"low","max_tokens":100}}`, `{"model":"m","messages":[],"reasoning_effort":"low"}`},
 		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"low"},"reasoning_effort":"high"}`, `{"model":"m","messages":[],"reasoning_effort":"high"}`},
 		{"chat", `{"model":"m","messages":[],"reasoning":{"enabled":false}}`, `{"model":"m","messages":[],"reasoning_effort":"none"}`},
+		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"max"}}`, `{"model":"m","messages":[],"reasoning_effort":"max"}`},
+		{"responses", `{"model":"m","input":"x","reasoning":{"effort":"max"}}`, `{"model":"m","input":"x","reasoning":{"effort":"max"}}`},
 		{"chat", `{"model":"m","messages":[],"reasoning":{"max_tokens":100}}`, `{"model":"m","messages":[]}`},
 		{"responses", `{"model":"m","input":"x","reasoning":{"effort":"high","exclude":true,"summary":"auto"},"presence_penalty":1}`,
 			`{"model":"m","input":"x","reasoning":{"effort":"high","summary":"auto"}}`},
@@ -87,7 +89,8 @@ func TestNormalizeRequestRefuses(t *testing.T) {
 		{`{"plugins":[{}]}`, `plugins[0].id: required string`},
 		{`{"plugins":{}}`, `plugins: expected an array`},
 		{`{"reasoning":"high"}`, `reasoning: expected an object`},
-		{`{"reasoning":{"effort":"max"}}`, `reasoning.effort: expected one of`},
+		{`{"reasoning":{"effort":"maximal"}}`, `reasoning.effort: expected one of max, xhigh`},
+		{`{"reasoning":{"effort":5}}`, `reasoning.effort: expected one of`},
 	} {
 		_, apiErr := normalizeBody(t, "chat", tc.in)
 		if apiErr == nil || apiErr.Status != 400 || !strings.Contains(apiErr.Message, tc.msg) {
