@@ -40,9 +40,32 @@ type Message struct {
 	Content *string `json:"content,omitempty"`
 	// Reasoning is the text of the answer's thinking (the public API's
 	// message.reasoning).
-	Reasoning   string       `json:"reasoning,omitempty"`
-	ToolCalls   []ToolCall   `json:"tool_calls,omitempty"`
-	Annotations []Annotation `json:"annotations,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
+	// ReasoningDetails are the thinking's blocks as the provider gave
+	// them (with their signatures, or encrypted), for the client to send
+	// back with the assistant message; in a chunk, pieces merged by Index.
+	ReasoningDetails []ReasoningDetail `json:"reasoning_details,omitempty"`
+	ToolCalls        []ToolCall        `json:"tool_calls,omitempty"`
+	Annotations      []Annotation      `json:"annotations,omitempty"`
+}
+
+// Reasoning detail types and the format of Anthropic's blocks.
+const (
+	ReasoningText      = "reasoning.text"
+	ReasoningEncrypted = "reasoning.encrypted"
+	FormatAnthropic    = "anthropic-claude-v1"
+)
+
+// ReasoningDetail is one block of an answer's thinking: its text and
+// signature (reasoning.text), or data the provider encrypted
+// (reasoning.encrypted).
+type ReasoningDetail struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+	Format    string `json:"format,omitempty"`
+	Index     int    `json:"index"`
 }
 
 // ToolCall is a call, or in a chunk a piece of one: later pieces carry
@@ -212,6 +235,16 @@ func appendMessage(b []byte, m *Message) []byte {
 		b = member(b, &sep, `"reasoning":`)
 		b = jsonstr.Append(b, m.Reasoning)
 	}
+	if len(m.ReasoningDetails) > 0 {
+		b = member(b, &sep, `"reasoning_details":[`)
+		for i := range m.ReasoningDetails {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendReasoningDetail(b, &m.ReasoningDetails[i])
+		}
+		b = append(b, ']')
+	}
 	if len(m.ToolCalls) > 0 {
 		b = member(b, &sep, `"tool_calls":[`)
 		for i := range m.ToolCalls {
@@ -285,4 +318,20 @@ func member(b []byte, sep *byte, name string) []byte {
 	b = append(b, *sep)
 	*sep = ','
 	return append(b, name...)
+}
+
+func appendReasoningDetail(b []byte, d *ReasoningDetail) []byte {
+	b = append(b, `{"type":`...)
+	b = jsonstr.Append(b, d.Type)
+	for _, m := range [...]struct{ name, v string }{
+		{`,"text":`, d.Text}, {`,"signature":`, d.Signature}, {`,"data":`, d.Data}, {`,"format":`, d.Format},
+	} {
+		if m.v != "" {
+			b = append(b, m.name...)
+			b = jsonstr.Append(b, m.v)
+		}
+	}
+	b = append(b, `,"index":`...)
+	b = strconv.AppendInt(b, int64(d.Index), 10)
+	return append(b, '}')
 }

@@ -24,6 +24,10 @@ func TestCompletionEncoderIsEncodingJSONs(t *testing.T) {
 		{Choices: []Choice{{Message: &Message{Role: "assistant", Content: &s, Reasoning: "r", Annotations: cites,
 			ToolCalls: []ToolCall{{ID: "c", Type: "function", Function: Function{Name: "f", Arguments: "{}"}}}}}}},
 		{Choices: []Choice{{Delta: &Message{Content: &empty, Annotations: cites}}}},
+		{Choices: []Choice{{Message: &Message{Role: "assistant", Content: &s, Reasoning: "r", ReasoningDetails: []ReasoningDetail{
+			{Type: ReasoningText, Text: "r<", Signature: "sig", Format: FormatAnthropic}, {Type: ReasoningEncrypted, Data: "d", Index: 1}},
+			ToolCalls: []ToolCall{{ID: "c", Type: "function", Function: Function{Name: "f", Arguments: "{}"}}}}}}},
+		{Choices: []Choice{{Delta: &Message{ReasoningDetails: []ReasoningDetail{{Type: ReasoningText, Signature: "s", Index: 2}}}}}},
 		{Usage: &Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3, PromptTokensDetails: PromptDetails{CachedTokens: 4}}},
 		{Usage: WithCacheWrites(Usage{PromptTokens: 1, PromptTokensDetails: PromptDetails{CachedTokens: 4}}, 0)},
 		{Usage: WithCacheWrites(Usage{PromptTokens: 1, ServerToolUse: json.RawMessage(` { "web_search_requests" : 2 } `)}, 5)},

@@ -450,7 +450,24 @@ func TestAnthropicStyleProvider(t *testing.T) {
 		if r.JSON.Get("choices.0.message.reasoning").Str == "" || r.JSON.Get("choices.0.message.content").Str != "Mock answer from claude-bare: think" {
 			t.Errorf("answer %s", r.Body)
 		}
+		// The thinking block comes with its signature, to be sent back.
+		if d := r.JSON.Get("choices.0.message.reasoning_details.0"); d.Get("type").Str != "reasoning.text" || d.Get("signature").Str != "mock-signature" ||
+			d.Get("text").Str != r.JSON.Get("choices.0.message.reasoning").Str || d.Get("format").Str != "anthropic-claude-v1" {
+			t.Errorf("reasoning_details %s", r.JSON.Get("choices.0.message.reasoning_details").Raw)
+		}
 		expectClaudeCost(t, r.JSON.Get("usage"), 0)
+		evs := c.streamOf(t, "/chat/completions", key, `{"model":"acme/claude-bare","max_tokens":2000,"stream":true,"reasoning":{"effort":"medium"},"messages":[{"role":"user","content":"think"}]}`)
+		tap.take()
+		var text, sig strings.Builder
+		for _, ev := range evs {
+			for _, d := range gjson.Get(ev.Data, "choices.0.delta.reasoning_details").Array() {
+				text.WriteString(d.Get("text").Str)
+				sig.WriteString(d.Get("signature").Str)
+			}
+		}
+		if text.String() == "" || sig.String() != "mock-signature" {
+			t.Errorf("streamed reasoning_details: text %q signature %q", text.String(), sig.String())
+		}
 
 		// max, the highest effort, is the largest budget below max_tokens
 		// here, and xhigh, OpenAI's highest, at an OpenAI-style provider.

@@ -28,7 +28,9 @@ var now = time.Now
 //   - A stream is converted event by event as the provider flushes it
 //     (message_start, content_block_start/delta/stop, message_delta,
 //     message_stop; ping dropped) into chat chunks: text deltas as
-//     delta.content, tool_use blocks as delta.tool_calls, a text block's
+//     delta.content, thinking as delta.reasoning and, with its signature,
+//     delta.reasoning_details (redacted thinking as reasoning.encrypted
+//     details), tool_use blocks as delta.tool_calls, a text block's
 //     citations as delta.annotations once the block ends, the stop reason
 //     as finish_reason, then a usage chunk and [DONE] at message_stop. An
 //     error event becomes a chunk with error and finish_reason "error";
@@ -52,6 +54,7 @@ type AnthropicToChat struct {
 	finish     string
 	blocks     map[int64]*streamBlock
 	toolCalls  int   // tool calls announced so far (their chat index)
+	details    int   // thinking blocks announced so far (their detail index)
 	textRunes  int64 // code points of text sent so far
 	err        error
 	sawMessage bool
@@ -66,7 +69,7 @@ type AnthropicToChat struct {
 // streamBlock is one content block being streamed.
 type streamBlock struct {
 	typ       string // text, tool_use, server_tool_use, ...
-	toolIndex int    // tool_use: its chat tool call index
+	toolIndex int    // tool_use: its chat tool call index; thinking: its detail index
 	start     int64  // text: its first code point in the message text
 	citations []gjson.Result
 }
@@ -194,13 +197,18 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	var runes int64
 	msg := &chatform.Message{Role: "assistant"}
 	for _, b := range rawjson.Array(content) {
-		var f [7]gjson.Result
+		var f [9]gjson.Result
 		if b.IsObject() {
 			rawjson.Lookup(b.Raw, blockMembers, f[:])
 		}
 		switch f[0].Str {
 		case "thinking":
 			reasoning.WriteString(f[1].Str)
+			msg.ReasoningDetails = append(msg.ReasoningDetails, chatform.ReasoningDetail{Type: chatform.ReasoningText,
+				Text: f[1].Str, Signature: f[7].Str, Format: chatform.FormatAnthropic, Index: len(msg.ReasoningDetails)})
+		case "redacted_thinking":
+			msg.ReasoningDetails = append(msg.ReasoningDetails, chatform.ReasoningDetail{Type: chatform.ReasoningEncrypted,
+				Data: f[8].Str, Format: chatform.FormatAnthropic, Index: len(msg.ReasoningDetails)})
 		case "text":
 			t := f[2].Str
 			start := runes
@@ -252,7 +260,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 // answer and of a content block.
 var (
 	answerMembers = []string{"type", "content", "model", "stop_reason", "usage", "id"}
-	blockMembers  = []string{"type", "thinking", "text", "citations", "input", "id", "name"}
+	blockMembers  = []string{"type", "thinking", "text", "citations", "input", "id", "name", "signature", "data"}
 )
 
 // event converts one stream event.
@@ -325,7 +333,25 @@ func (aw *AnthropicToChat) blockStart(i int64, cb gjson.Result) {
 		idx := b.toolIndex
 		aw.chunk(&chatform.Message{ToolCalls: []chatform.ToolCall{{Index: &idx, ID: cb.Get("id").Str, Type: "function",
 			Function: chatform.Function{Name: cb.Get("name").Str}}}}, nil)
+	case "thinking":
+		b.toolIndex = aw.details
+		aw.details++
+		if t := cb.Get("thinking").Str; t != "" {
+			aw.thinking(b, chatform.ReasoningDetail{Text: t})
+		}
+	case "redacted_thinking":
+		b.toolIndex = aw.details
+		aw.details++
+		aw.chunk(&chatform.Message{ReasoningDetails: []chatform.ReasoningDetail{{Type: chatform.ReasoningEncrypted,
+			Data: cb.Get("data").Str, Format: chatform.FormatAnthropic, Index: b.toolIndex}}}, nil)
 	}
+}
+
+// thinking sends a piece of a thinking block: its text (also as the
+// reasoning) or its signature.
+func (aw *AnthropicToChat) thinking(b *streamBlock, d chatform.ReasoningDetail) {
+	d.Type, d.Format, d.Index = chatform.ReasoningText, chatform.FormatAnthropic, b.toolIndex
+	aw.chunk(&chatform.Message{Reasoning: d.Text, ReasoningDetails: []chatform.ReasoningDetail{d}}, nil)
 }
 
 func (aw *AnthropicToChat) blockDelta(i int64, d gjson.Result) {
@@ -346,7 +372,11 @@ func (aw *AnthropicToChat) blockDelta(i int64, d gjson.Result) {
 		b.citations = append(b.citations, d.Get("citation"))
 	case "thinking_delta":
 		if t := d.Get("thinking").Str; t != "" {
-			aw.chunk(&chatform.Message{Reasoning: t}, nil)
+			aw.thinking(b, chatform.ReasoningDetail{Text: t})
+		}
+	case "signature_delta":
+		if s := d.Get("signature").Str; s != "" && b.typ == "thinking" {
+			aw.thinking(b, chatform.ReasoningDetail{Signature: s})
 		}
 	}
 }

@@ -157,6 +157,11 @@ func (aw *AnthropicToChat) refConvertJSON(body []byte) ([]byte, bool) {
 		switch b.Get("type").Str {
 		case "thinking":
 			reasoning.WriteString(b.Get("thinking").Str)
+			msg.ReasoningDetails = append(msg.ReasoningDetails, chatform.ReasoningDetail{Type: "reasoning.text", Text: b.Get("thinking").Str,
+				Signature: b.Get("signature").Str, Format: "anthropic-claude-v1", Index: len(msg.ReasoningDetails)})
+		case "redacted_thinking":
+			msg.ReasoningDetails = append(msg.ReasoningDetails, chatform.ReasoningDetail{Type: "reasoning.encrypted", Data: b.Get("data").Str,
+				Format: "anthropic-claude-v1", Index: len(msg.ReasoningDetails)})
 		case "text":
 			t := b.Get("text").Str
 			start := runes

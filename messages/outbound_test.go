@@ -248,9 +248,11 @@ func TestThinkingBecomesReasoning(t *testing.T) {
 	aw := NewAnthropicToChat(rec, "claude")
 	aw.Header().Set("Content-Type", "application/json")
 	aw.WriteHeader(200)
-	_, _ = aw.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"thinking","thinking":"Let me think.","signature":"sig"},{"type":"text","text":"Answer."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}`))
+	_, _ = aw.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"thinking","thinking":"Let me think.","signature":"sig"},{"type":"redacted_thinking","data":"enc"},{"type":"text","text":"Answer."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}`))
 	aw.Finish()
-	if m := gjson.Get(rec.Body.String(), "choices.0.message"); m.Get("reasoning").Str != "Let me think." || m.Get("content").Str != "Answer." {
+	if m := gjson.Get(rec.Body.String(), "choices.0.message"); m.Get("reasoning").Str != "Let me think." || m.Get("content").Str != "Answer." ||
+		m.Get("reasoning_details").Raw != `[{"type":"reasoning.text","text":"Let me think.","signature":"sig","format":"anthropic-claude-v1","index":0},`+
+			`{"type":"reasoning.encrypted","data":"enc","format":"anthropic-claude-v1","index":1}]` {
 		t.Errorf("%s", rec.Body)
 	}
 	rec = httptest.NewRecorder()
@@ -260,9 +262,16 @@ func TestThinkingBecomesReasoning(t *testing.T) {
 	_, _ = aw.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude\",\"usage\":{\"input_tokens\":3}}}\n\n" +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n" +
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Hmm.\"}}\n\n" +
-		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}\n\n"))
-	if !strings.Contains(rec.Body.String(), `"delta":{"reasoning":"Hmm."}`) || strings.Contains(rec.Body.String(), "signature") {
-		t.Errorf("%s", rec.Body)
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"enc\"}}\n\n"))
+	for _, want := range []string{
+		`"delta":{"reasoning":"Hmm.","reasoning_details":[{"type":"reasoning.text","text":"Hmm.","format":"anthropic-claude-v1","index":0}]}`,
+		`"delta":{"reasoning_details":[{"type":"reasoning.text","signature":"s","format":"anthropic-claude-v1","index":0}]}`,
+		`"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"enc","format":"anthropic-claude-v1","index":1}]}`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("no %s in %s", want, rec.Body)
+		}
 	}
 }
 
