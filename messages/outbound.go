@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
@@ -315,7 +316,7 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 		i++
 		m := member(raw, true)
 		path := func() string { return "messages[" + strconv.Itoa(i) + "]" }
-		var fields struct{ role, content, cache, toolCalls, toolCallID gjson.Result }
+		var fields struct{ role, content, cache, toolCalls, toolCallID, details gjson.Result }
 		rawjson.ForEach(m, func(k string, v gjson.Result) bool {
 			var f *gjson.Result
 			switch k {
@@ -329,6 +330,8 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 				f = &fields.toolCalls
 			case "tool_call_id":
 				f = &fields.toolCallID
+			case "reasoning_details":
+				f = &fields.details
 			default:
 				return true
 			}
@@ -347,14 +350,23 @@ func translateMessages(messages gjson.Result) (system, msgs []byte, err error) {
 			blocks, err = outContentBlocks(fields.content, path, fields.cache, true)
 			push("user", blocks...)
 		case "assistant":
-			var blocks, calls [][]byte
+			var thinking, blocks, calls [][]byte
+			if thinking, err = thinkingBlocks(fields.details, path); err != nil {
+				return false
+			}
 			if blocks, err = outContentBlocks(fields.content, path, fields.cache, false); err != nil {
 				return false
 			}
 			if calls, err = toolUseBlocks(fields.toolCalls, path); err != nil {
 				return false
 			}
-			push("assistant", append(blocks, calls...)...)
+			blocks = append(blocks, calls...)
+			if len(thinking) > 0 {
+				// Thinking comes first, before the text and tool_use
+				// blocks, as Anthropic requires.
+				blocks = append(thinking, blocks...)
+			}
+			push("assistant", blocks...)
 		case "tool":
 			var block []byte
 			block, err = toolResultBlock(fields.toolCallID, fields.content, fields.cache, path)
@@ -549,6 +561,42 @@ func documentSourceOf(u, path string) (outImageSource, error) {
 		return outImageSource{}, fieldErr(path, "expected a base64 PDF data URL (data:application/pdf;base64,...)")
 	}
 	return outImageSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
+}
+
+// thinkingBlocks turns an assistant's reasoning_details, as a chat answer
+// gave them, back into thinking blocks with their signatures unchanged
+// (redacted_thinking for encrypted ones). Details from other providers'
+// formats and text without a signature, which Anthropic would refuse,
+// are left out, as are summaries.
+func thinkingBlocks(details gjson.Result, path func() string) ([][]byte, error) {
+	if !details.Exists() {
+		return nil, nil
+	}
+	ds, bad := chatform.ReadReasoningDetails(details)
+	if bad != nil {
+		return nil, fieldErr(path()+".reasoning_details"+bad.Field, "%s", bad.Problem)
+	}
+	var out [][]byte
+	for _, d := range ds {
+		if d.Format != "" && d.Format != chatform.FormatAnthropic && d.Format != "unknown" {
+			continue
+		}
+		var b []byte
+		switch {
+		case d.Type == chatform.ReasoningEncrypted:
+			b = append(make([]byte, 0, len(d.Data)+40), `{"type":"redacted_thinking","data":`...)
+			b = jsonstr.Append(b, d.Data)
+		case d.Signature != "":
+			b = append(make([]byte, 0, len(d.Text)+len(d.Signature)+48), `{"type":"thinking","thinking":`...)
+			b = jsonstr.Append(b, d.Text)
+			b = append(b, `,"signature":`...)
+			b = jsonstr.Append(b, d.Signature)
+		default:
+			continue
+		}
+		out = append(out, append(b, '}'))
+	}
+	return out, nil
 }
 
 // toolUseBlocks turns an assistant's tool_calls into tool_use blocks.

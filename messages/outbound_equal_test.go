@@ -31,6 +31,7 @@ var chatBodies = []string{
 	`{"role":"x","messages":[{"role":"user","role":"assistant","content":"first","content":"second"}]}`,
 	`{"model":"m","messages":[{"role":"assistant","content":"a"},{"role":"assistant","content":[{"type":"text","text":"b"}]}],"tool_choice":"required","parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f"}}]}`,
 	`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":"none","parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f"}}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","text":"t<","signature":"s","index":0},{"type":"reasoning.encrypted","data":"d"}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`,
 	// Errors, each naming its field.
 	`[]`,
 	`{"messages":{}}`,

@@ -167,6 +167,10 @@ func refTranslateMessages(messages gjson.Result) (system, msgs []byte, err error
 			}
 			push("user", blocks...)
 		case "assistant":
+			thinking, err := thinkingBlocks(m.Get("reasoning_details"), func() string { return path })
+			if err != nil {
+				return nil, nil, err
+			}
 			blocks, err := refOutContentBlocks(m.Get("content"), path+".content", m.Get("cache_control"), false)
 			if err != nil {
 				return nil, nil, err
@@ -175,7 +179,11 @@ func refTranslateMessages(messages gjson.Result) (system, msgs []byte, err error
 			if err != nil {
 				return nil, nil, err
 			}
-			push("assistant", append(blocks, calls...)...)
+			all := make([]json.RawMessage, 0, len(thinking)+len(blocks)+len(calls))
+			for _, b := range thinking {
+				all = append(all, b)
+			}
+			push("assistant", append(append(all, blocks...), calls...)...)
 		case "tool":
 			block, err := refToolResultBlock(m, path)
 			if err != nil {

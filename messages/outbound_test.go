@@ -304,3 +304,37 @@ func TestReasoningEffortEnablesThinking(t *testing.T) {
 		t.Errorf("%s", res)
 	}
 }
+
+// An assistant message's reasoning_details go back as thinking blocks,
+// signatures unchanged, before its text and tool_use blocks.
+func TestReasoningDetailsBecomeThinking(t *testing.T) {
+	out, err := ChatToAnthropic([]byte(`{"max_tokens":4000,"reasoning_effort":"low","messages":[{"role":"user","content":"x"},`+
+		`{"role":"assistant","content":"calling","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"reasoning_details":[`+
+		`{"type":"reasoning.text","text":"Let me ","format":"anthropic-claude-v1","index":0},{"type":"reasoning.text","text":"think.","index":0},`+
+		`{"type":"reasoning.text","signature":"sig==","index":0},{"type":"reasoning.encrypted","data":"enc","index":1},`+
+		`{"type":"reasoning.summary","summary":"s"},{"type":"reasoning.text","text":"unsigned"},`+
+		`{"type":"reasoning.encrypted","data":"gpt","format":"openai-responses-v1"}]},`+
+		`{"role":"tool","tool_call_id":"c1","content":"r"}]}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"thinking","thinking":"Let me think.","signature":"sig=="},{"type":"redacted_thinking","data":"enc"},` +
+		`{"type":"text","text":"calling"},{"type":"tool_use","id":"c1","name":"f","input":{}}]`
+	if got := gjson.GetBytes(out, "messages.1.content").Raw; got != want {
+		t.Errorf("assistant content %s, want %s", got, want)
+	}
+	for body, msg := range map[string]string{
+		`"reasoning_details":{}`:                                                         "messages[1].reasoning_details: expected an array",
+		`"reasoning_details":[1]`:                                                        "messages[1].reasoning_details[0]: expected an object",
+		`"reasoning_details":[{"type":"reasoning.thought"}]`:                             "messages[1].reasoning_details[0].type: expected reasoning.text",
+		`"reasoning_details":[{"type":"reasoning.text","signature":5}]`:                  "messages[1].reasoning_details[0].signature: expected a string",
+		`"reasoning_details":[{"type":"reasoning.text"},{"type":"reasoning.encrypted"}]`: "messages[1].reasoning_details[1].data: required string",
+		`"reasoning_details":[{"type":"reasoning.text","text":"t","index":-1}]`:          "messages[1].reasoning_details[0].index: expected a non-negative integer",
+		`"reasoning_details":[{"type":"reasoning.summary","summary":["s"]}]`:             "messages[1].reasoning_details[0].summary",
+	} {
+		_, err := ChatToAnthropic([]byte(`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a",`+body+`}]}`), 0)
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %s", body, err, msg)
+		}
+	}
+}
