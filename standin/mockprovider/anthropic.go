@@ -52,7 +52,10 @@ import (
 // Extended thinking (thinking.type enabled) is checked as Anthropic does
 // (budget_tokens at least 1,024 and below max_tokens; no temperature
 // other than 1, no top_k, no forced tool) and starts the answer with a
-// thinking block (streamed as thinking_delta and signature_delta).
+// thinking block (streamed as thinking_delta and signature_delta). As
+// Anthropic, it refuses a thinking block sent back without the signature
+// it gave, and, with thinking on, a tool loop whose final assistant
+// message does not start with its thinking block.
 //
 // Prompt caching: the prompt is counted in order (tools, system, messages,
 // each block); the blocks up to the last one carrying cache_control are
@@ -520,6 +523,18 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 						return invalidRequest("messages.%d.content.%d.document.source: expected a base64 PDF, a url or a text source", i, j)
 					}
 				}
+			case "thinking":
+				// Anthropic checks the signature of the thinking it gave.
+				switch sig := b.Get("signature"); {
+				case !sig.Exists():
+					return invalidRequest("messages.%d.content.%d.thinking.signature: Field required", i, j)
+				case sig.Str != mockSignature:
+					return invalidRequest("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+				}
+			case "redacted_thinking":
+				if b.Get("data").Type != gjson.String {
+					return invalidRequest("messages.%d.content.%d.redacted_thinking.data: Field required", i, j)
+				}
 			case "tool_use":
 				if b.Get("id").Str == "" || b.Get("name").Str == "" || !b.Get("input").IsObject() {
 					return invalidRequest("messages.%d.content.%d.tool_use: id, name and input (an object) are required", i, j)
@@ -563,6 +578,31 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 		// A final assistant message is a prefill the answer continues;
 		// its tool_use blocks would need results first.
 		return invalidRequest("messages: the final assistant message cannot hold tool_use blocks")
+	}
+	if q.thinking && q.lastTools {
+		return checkThinkingKept(list)
+	}
+	return nil
+}
+
+// checkThinkingKept refuses, as Anthropic does with thinking on, a tool
+// loop whose final assistant message (the one whose tool_use blocks the
+// last user message answers) does not start with its thinking block.
+func checkThinkingKept(list []gjson.Result) *anthropicRefusal {
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].Get("role").Str != "assistant" {
+			continue
+		}
+		first := list[i].Get("content.0.type").Str
+		if first == "thinking" || first == "redacted_thinking" || !list[i].Get(`content.#(type=="tool_use")`).Exists() {
+			return nil
+		}
+		if first == "" {
+			first = "text"
+		}
+		return invalidRequest("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, "+
+			"a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). "+
+			"We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", i, first)
 	}
 	return nil
 }
@@ -658,8 +698,20 @@ type anthropicServerToolUse struct {
 }
 
 // newAnthropicMessage builds the answer (usage's input figures are set by
-// the caller).
+// the caller); with extended thinking it starts with a thinking block,
+// tool_use answers too, as Anthropic's do.
 func newAnthropicMessage(q *anthropicRequest) *anthropicMessage {
+	msg := answerBlocks(q)
+	if q.thinking {
+		thought := mockThought
+		msg.Content = append([]anthropicBlock{{Type: "thinking", Thinking: &thought, Signature: mockSignature}}, msg.Content...)
+		msg.Usage.OutputTokens += countWords(thought)
+	}
+	return msg
+}
+
+// answerBlocks is the answer without its thinking.
+func answerBlocks(q *anthropicRequest) *anthropicMessage {
 	msg := &anthropicMessage{ID: newID("msg_"), Type: "message", Role: "assistant", Model: q.model + strictDated}
 	stop := "end_turn"
 	if len(q.calls) > 0 && !q.lastTools {
@@ -742,13 +794,12 @@ func newAnthropicMessage(q *anthropicRequest) *anthropicMessage {
 		}
 	}
 	msg.StopReason, msg.StopSequence = &stop, stopSeq
-	if q.thinking {
-		thought := mockThought
-		msg.Content = append([]anthropicBlock{{Type: "thinking", Thinking: &thought, Signature: "mock-signature"}}, msg.Content...)
-		msg.Usage.OutputTokens += countWords(thought)
-	}
 	return msg
 }
+
+// mockSignature signs the mock's thinking blocks; a thinking block sent
+// back with another is refused.
+const mockSignature = "mock-signature"
 
 // mockThought is the thinking block of an answer with extended thinking.
 const mockThought = "The mock thinks briefly."

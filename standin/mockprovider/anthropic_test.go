@@ -189,8 +189,9 @@ func TestAnthropicBetas(t *testing.T) {
 	}
 	res := post(cc, "claude-code-20250219, mid-conversation-system-2026-04-07,context-management-2025-06-27")
 	j := gjson.Parse(res.Body)
-	if res.Status != http.StatusOK || j.Get("stop_reason").Str != "tool_use" || j.Get("content.0.name").Str != "Read" ||
-		j.Get("content.0.input.file_path").Str != "/a" {
+	call := j.Get(`content.#(type=="tool_use")`)
+	if res.Status != http.StatusOK || j.Get("stop_reason").Str != "tool_use" || j.Get("content.0.type").Str != "thinking" ||
+		call.Get("name").Str != "Read" || call.Get("input.file_path").Str != "/a" {
 		t.Fatalf("%d %s", res.Status, res.Body)
 	}
 }
@@ -213,5 +214,42 @@ func TestAnthropicNoSystemMessages(t *testing.T) {
 	}
 	if res := post(folded, "Anthropic-Beta", "claude-code-20250219"); res.Status != http.StatusOK {
 		t.Errorf("folded: %d %s", res.Status, res.Body)
+	}
+}
+
+// With thinking on, a tool loop's final assistant message must start
+// with the thinking block the mock gave, signature unchanged, as
+// Anthropic requires; without thinking, the same turn passes.
+func TestAnthropicThinkingToolLoop(t *testing.T) {
+	tools := `"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}]`
+	thinking := `"thinking":{"type":"enabled","budget_tokens":1024},`
+	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":2000,`+thinking+tools+`,"messages":[{"role":"user","content":"call get_weather for Paris"}]}`)
+	m := gjson.Parse(res.Body)
+	think, call := m.Get("content.0"), m.Get(`content.#(type=="tool_use")`)
+	if think.Get("type").Str != "thinking" || think.Get("signature").Str != mockSignature || call.Get("name").Str != "get_weather" {
+		t.Fatalf("%s", res.Body)
+	}
+	turn := func(th, assistant string) string {
+		return `{"model":"claude","max_tokens":2000,` + th + tools + `,"messages":[{"role":"user","content":"call get_weather for Paris"},` +
+			`{"role":"assistant","content":[` + assistant + `]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + call.Get("id").Str + `","content":"sunny"}]}]}`
+	}
+	for _, tc := range []struct{ body, want string }{
+		{turn(thinking, call.Raw), "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`"},
+		{turn(thinking, `{"type":"text","text":"calling"},`+call.Raw), "but found `text`"},
+		{turn(thinking, `{"type":"thinking","thinking":"t"},`+call.Raw), "messages.1.content.0.thinking.signature: Field required"},
+		{turn(thinking, `{"type":"thinking","thinking":"t","signature":"forged"},`+call.Raw), "messages.1.content.0: Invalid `signature` in `thinking` block"},
+	} {
+		if res := anthropicPost(t, &Handler{}, tc.body); res.Status != http.StatusBadRequest || !strings.Contains(res.Body, tc.want) {
+			t.Errorf("%s: %d %s", tc.body, res.Status, res.Body)
+		}
+	}
+	for _, body := range []string{
+		turn(thinking, think.Raw+","+call.Raw),
+		turn(thinking, `{"type":"redacted_thinking","data":"enc"},`+call.Raw),
+		turn("", call.Raw),
+	} {
+		if res := anthropicPost(t, &Handler{}, body); res.Status != http.StatusOK || !strings.Contains(res.Body, "tool result sunny") {
+			t.Errorf("%s: %d %s", body, res.Status, res.Body)
+		}
 	}
 }
