@@ -550,7 +550,7 @@ func TestAnthropicStyleSDK(t *testing.T) {
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"claude-sdk"}`)
-	runSDKScript(t, node, "anthropic_style.mjs", "TOLLGATE_API_KEY="+key, "TOLLGATE_MODEL=anthropic/claude-mock")
+	runSDKScript(t, node, "anthropic_style.mjs", "TOLLGATE_API_KEY="+key, "TOLLGATE_MODEL=anthropic/claude-mock", "TOLLGATE_THINKING_MODEL=acme/claude-bare")
 	for _, call := range tap.take() {
 		if call.path != "/v1/messages" || call.header.Get("X-Api-Key") != "sk-ant-operator" {
 			t.Errorf("upstream call %s with x-api-key %q", call.path, call.header.Get("X-Api-Key"))
