@@ -44,6 +44,7 @@ type toChat struct {
 	created  int64
 	calls    map[int64]int // content block index -> tool call index
 	ncalls   int
+	details  map[int64]int // content block index -> reasoning detail index
 	finish   string
 	produced int
 	broken   bool
@@ -201,6 +202,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	}
 	var text, reasoning strings.Builder
 	var calls []chatform.ToolCall
+	var details []chatform.ReasoningDetail
 	for _, b := range rawjson.Array(content) {
 		var m [3]gjson.Result
 		if b.IsObject() {
@@ -214,6 +216,10 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 			rt := br.Get("reasoningText.text")
 			reasoning.WriteString(rt.Str)
 			t.produced += outputlen.StringLen(rt.Raw)
+			if d, ok := reasoningDetail(br.Get("reasoningText"), br.Get("redactedContent")); ok {
+				d.Index = len(details)
+				details = append(details, d)
+			}
 		case bu.Exists():
 			input := bu.Get("input").Raw
 			if input == "" {
@@ -224,7 +230,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 		}
 	}
 	finish := finishReason(stopReason.Str, len(calls) > 0)
-	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning.String(), ReasoningDetails: details, ToolCalls: calls}
 	if s := text.String(); s != "" || len(calls) == 0 {
 		msg.Content = &s
 	}
@@ -290,9 +296,22 @@ func (t *toChat) frame(out []byte, msg eventstream.Message) []byte {
 			s := d.Get("text").Str
 			t.produced += outputlen.StringLen(d.Get("text").Raw)
 			out = t.chunk(out, &chatform.Message{Content: &s}, "", nil)
-		case d.Get("reasoningContent.text").Exists():
-			t.produced += outputlen.StringLen(d.Get("reasoningContent.text").Raw)
-			out = t.chunk(out, &chatform.Message{Reasoning: d.Get("reasoningContent.text").Str}, "", nil)
+		case d.Get("reasoningContent").IsObject():
+			rc := d.Get("reasoningContent")
+			t.produced += outputlen.StringLen(rc.Get("text").Raw)
+			// A delta carries text, a signature or redacted content.
+			detail, _ := reasoningDetail(rc, rc.Get("redactedContent"))
+			if t.details == nil {
+				t.details = map[int64]int{}
+			}
+			bi := p.Get("contentBlockIndex").Int()
+			idx, seen := t.details[bi]
+			if !seen {
+				idx = len(t.details)
+				t.details[bi] = idx
+			}
+			detail.Index = idx
+			out = t.chunk(out, &chatform.Message{Reasoning: rc.Get("text").Str, ReasoningDetails: []chatform.ReasoningDetail{detail}}, "", nil)
 		case d.Get("toolUse.input").Exists():
 			i := t.calls[p.Get("contentBlockIndex").Int()]
 			t.produced += outputlen.StringLen(d.Get("toolUse.input").Raw)
@@ -322,4 +341,18 @@ func (t *toChat) chunk(out []byte, delta *chatform.Message, finish string, usage
 	out = append(out, "data: "...)
 	out, _ = c.AppendJSON(out) // no raw member to fail on
 	return append(out, "\n\n"...)
+}
+
+// reasoningDetail is a Converse reasoningContent block (or a piece of
+// one) as a reasoning detail: its redacted content, else its text with
+// the signature (rt: reasoningText, or a delta's text and signature).
+func reasoningDetail(rt, redacted gjson.Result) (chatform.ReasoningDetail, bool) {
+	if redacted.Type == gjson.String {
+		return chatform.ReasoningDetail{Type: chatform.ReasoningEncrypted, Data: redacted.Str, Format: chatform.FormatAnthropic}, true
+	}
+	if !rt.IsObject() {
+		return chatform.ReasoningDetail{}, false
+	}
+	return chatform.ReasoningDetail{Type: chatform.ReasoningText, Text: rt.Get("text").Str, Signature: rt.Get("signature").Str,
+		Format: chatform.FormatAnthropic}, true
 }

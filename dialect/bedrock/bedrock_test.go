@@ -57,20 +57,26 @@ func TestToChat(t *testing.T) {
 	w := d.ToChat(rec, "m", 1<<20)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, _ = w.Write([]byte(`{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"hmm"}}},{"text":"Hi"}]}},` +
+	_, _ = w.Write([]byte(`{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"hmm","signature":"sig"}}},{"reasoningContent":{"redactedContent":"enc"}},{"text":"Hi"}]}},` +
 		`"stopReason":"guardrail_intervened","usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5,"cacheReadInputTokens":4,"cacheWriteInputTokens":1}}`))
 	w.Finish()
 	a := gjson.Parse(rec.Body.String())
 	if a.Get("choices.0.message.content").Str != "Hi" || a.Get("choices.0.message.reasoning").Str != "hmm" ||
 		a.Get("choices.0.finish_reason").Str != "content_filter" || a.Get("usage.prompt_tokens").Int() != 8 ||
-		a.Get("usage.prompt_tokens_details").Raw != `{"cached_tokens":4,"cache_write_tokens":1}` {
+		a.Get("usage.prompt_tokens_details").Raw != `{"cached_tokens":4,"cache_write_tokens":1}` ||
+		a.Get("choices.0.message.reasoning_details").Raw != `[{"type":"reasoning.text","text":"hmm","signature":"sig","format":"anthropic-claude-v1","index":0},`+
+			`{"type":"reasoning.encrypted","data":"enc","format":"anthropic-claude-v1","index":1}]` {
 		t.Errorf("answer %s", rec.Body)
 	}
 
 	// A stream, its frames split across writes.
 	var frames bytes.Buffer
 	enc := eventstream.NewEncoder()
-	for _, e := range [][2]string{{"messageStart", `{"role":"assistant"}`}, {"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"He"}}`},
+	for _, e := range [][2]string{{"messageStart", `{"role":"assistant"}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hm"}}}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"sig"}}}`},
+		{"contentBlockDelta", `{"contentBlockIndex":1,"delta":{"reasoningContent":{"redactedContent":"enc"}}}`},
+		{"contentBlockDelta", `{"contentBlockIndex":2,"delta":{"text":"He"}}`},
 		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"llo"}}`}, {"messageStop", `{"stopReason":"max_tokens"}`},
 		{"metadata", `{"usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5}}`}} {
 		var h eventstream.Headers
@@ -90,7 +96,10 @@ func TestToChat(t *testing.T) {
 	}
 	out := rec.Body.String()
 	if rec.Header().Get("Content-Type") != "text/event-stream" || !strings.Contains(out, `"content":"He"`) || !strings.Contains(out, `"content":"llo"`) ||
-		!strings.Contains(out, `"finish_reason":"length"`) || !strings.Contains(out, `"completion_tokens":2`) || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		!strings.Contains(out, `"finish_reason":"length"`) || !strings.Contains(out, `"completion_tokens":2`) || !strings.HasSuffix(out, "data: [DONE]\n\n") ||
+		!strings.Contains(out, `"delta":{"reasoning":"hm","reasoning_details":[{"type":"reasoning.text","text":"hm","format":"anthropic-claude-v1","index":0}]}`) ||
+		!strings.Contains(out, `"delta":{"reasoning_details":[{"type":"reasoning.text","signature":"sig","format":"anthropic-claude-v1","index":0}]}`) ||
+		!strings.Contains(out, `"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"enc","format":"anthropic-claude-v1","index":1}]}`) {
 		t.Errorf("stream %s", out)
 	}
 }

@@ -306,6 +306,7 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 	}
 	var text, reasoning strings.Builder
 	var calls []chatform.ToolCall
+	var details []chatform.ReasoningDetail
 	for _, b := range content.Array() {
 		switch {
 		case b.Get("text").Exists():
@@ -314,6 +315,12 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 		case b.Get("reasoningContent").Exists():
 			reasoning.WriteString(b.Get("reasoningContent.reasoningText.text").Str)
 			t.produced += outputlen.StringLen(b.Get("reasoningContent.reasoningText.text").Raw)
+			if r := b.Get("reasoningContent.redactedContent"); r.Type == gjson.String {
+				details = append(details, chatform.ReasoningDetail{Type: "reasoning.encrypted", Data: r.Str, Format: "anthropic-claude-v1", Index: len(details)})
+			} else if rt := b.Get("reasoningContent.reasoningText"); rt.IsObject() {
+				details = append(details, chatform.ReasoningDetail{Type: "reasoning.text", Text: rt.Get("text").Str, Signature: rt.Get("signature").Str,
+					Format: "anthropic-claude-v1", Index: len(details)})
+			}
 		case b.Get("toolUse").Exists():
 			u := b.Get("toolUse")
 			input := u.Get("input").Raw
@@ -325,7 +332,7 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 		}
 	}
 	finish := finishReason(r.Get("stopReason").Str, len(calls) > 0)
-	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning.String(), ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning.String(), ReasoningDetails: details, ToolCalls: calls}
 	if s := text.String(); s != "" || len(calls) == 0 {
 		msg.Content = &s
 	}
