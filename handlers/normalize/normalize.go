@@ -9,11 +9,13 @@ package normalize
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -97,6 +99,10 @@ func Body(kind dialect.Kind, body []byte, f *reqbody.Fields, plugins plugin.Set)
 			drop = append(drop, name)
 		case name == "reasoning_effort":
 			hasEffort = gjson.Parse(raw).Type != gjson.Null
+		case name == "messages" && kind == dialect.Chat && strings.Contains(raw, `"reasoning_details"`):
+			if apiErr := checkReasoningDetails(gjson.Parse(raw)); apiErr != nil {
+				return nil, apiErr
+			}
 		case name == "stream":
 			stream = gjson.Parse(raw).Type == gjson.True
 		case name == "stream_options" && kind == dialect.Chat:
@@ -136,6 +142,20 @@ func Body(kind dialect.Kind, body []byte, f *reqbody.Fields, plugins plugin.Set)
 		return body, nil
 	}
 	return f.Rebuild(drop, extra), nil
+}
+
+// checkReasoningDetails checks the reasoning_details of the messages
+// sent back, whichever provider serves them: one of a wrong shape is a
+// 400 naming it.
+func checkReasoningDetails(msgs gjson.Result) *apierror.Error {
+	var apiErr *apierror.Error
+	msgs.ForEach(func(i, m gjson.Result) bool {
+		if _, bad := chatform.ReadReasoningDetails(m.Get("reasoning_details")); bad != nil {
+			apiErr = apierror.BadRequest("messages[" + strconv.Itoa(int(i.Int())) + "].reasoning_details" + bad.Error())
+		}
+		return apiErr == nil
+	})
+	return apiErr
 }
 
 // CheckPlugins checks every plugin entry that asks for something: the

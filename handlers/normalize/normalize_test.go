@@ -45,6 +45,8 @@ func TestNormalizeRequest(t *testing.T) {
 		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"low"},"reasoning_effort":"high"}`, `{"model":"m","messages":[],"reasoning_effort":"high"}`},
 		{"chat", `{"model":"m","messages":[],"reasoning":{"enabled":false}}`, `{"model":"m","messages":[],"reasoning_effort":"none"}`},
 		{"chat", `{"model":"m","messages":[],"reasoning":{"effort":"max"}}`, `{"model":"m","messages":[],"reasoning_effort":"max"}`},
+		{"chat", `{"model":"m","messages":[{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","text":"t","signature":"s"}]}]}`,
+			`{"model":"m","messages":[{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","text":"t","signature":"s"}]}]}`},
 		{"responses", `{"model":"m","input":"x","reasoning":{"effort":"max"}}`, `{"model":"m","input":"x","reasoning":{"effort":"max"}}`},
 		{"chat", `{"model":"m","messages":[],"reasoning":{"max_tokens":100}}`, `{"model":"m","messages":[]}`},
 		{"responses", `{"model":"m","input":"x","reasoning":{"effort":"high","exclude":true,"summary":"auto"},"presence_penalty":1}`,
@@ -91,6 +93,9 @@ func TestNormalizeRequestRefuses(t *testing.T) {
 		{`{"reasoning":"high"}`, `reasoning: expected an object`},
 		{`{"reasoning":{"effort":"maximal"}}`, `reasoning.effort: expected one of max, xhigh`},
 		{`{"reasoning":{"effort":5}}`, `reasoning.effort: expected one of`},
+		{`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","signature":1}]}]}`,
+			`messages[1].reasoning_details[0].signature: expected a string`},
+		{`{"messages":[{"role":"assistant","content":"a","reasoning_details":"x"}]}`, `messages[0].reasoning_details: expected an array`},
 	} {
 		_, apiErr := normalizeBody(t, "chat", tc.in)
 		if apiErr == nil || apiErr.Status != 400 || !strings.Contains(apiErr.Message, tc.msg) {
