@@ -481,6 +481,11 @@ func TestAnthropicStyleProvider(t *testing.T) {
 		}
 		c.mustPost("/chat/completions", key, `{"model":"acme/claude-bare","reasoning":{"effort":"maximal"},"messages":[{"role":"user","content":"think"}]}`, nil).
 			expectError(t, 400, "reasoning.effort: expected one of max, xhigh, high, medium, low, minimal, none")
+		// reasoning_details of a wrong shape, at an Anthropic-style or an OpenAI-style provider.
+		for _, model := range []string{"acme/claude-bare", "tollgate-mock"} {
+			c.mustPost("/chat/completions", key, `{"model":"`+model+`","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","signature":7}]},{"role":"user","content":"y"}]}`, nil).
+				expectError(t, 400, "messages[1].reasoning_details[0].signature: expected a string")
+		}
 	})
 
 	t.Run("fallback to an OpenAI-style provider", func(t *testing.T) {
