@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -60,7 +61,7 @@ func admitOnce(s *storage.Store, accountID, keyHash string, attempt int, decide 
 // that could run on one of the account's own provider keys (BYOK), which
 // spends no credits and may sit outside the key's limit, is left to
 // admission. Nothing is held or charged here.
-func (m *Meter) precheck(st *requestState) *apierror.Error {
+func (m *Meter) precheck(st *pipeline.State) *apierror.Error {
 	id := st.ID
 	if id == nil || id.Management || id.Account == nil || id.Key == nil {
 		return nil
@@ -88,7 +89,7 @@ func (m *Meter) precheck(st *requestState) *apierror.Error {
 
 // mayUseBYOK reports whether the account holds a provider key of its own
 // that a request could use (one enabled, with the gateway able to open it).
-func (m *Meter) mayUseBYOK(st *requestState) bool {
+func (m *Meter) mayUseBYOK(st *pipeline.State) bool {
 	if m.gw == nil || m.gw.BYOKSealer() == nil || st.Store == nil {
 		return false
 	}

@@ -72,7 +72,7 @@ const msgExpiredOAuth = "OAuth session expired: the key this app holds reached i
 // authenticate identifies the caller of a route under /api/v1 into st, or
 // refuses: 404 for a path the gateway does not serve (it never reaches a
 // provider), 401, 403, and the abuse ceilings' 429.
-func (a *Auth) authenticate(r *http.Request, st *requestState) *apierror.Error {
+func (a *Auth) authenticate(r *http.Request, st *pipeline.State) *apierror.Error {
 	if st.API.Kind == admin.RouteUnknown {
 		return apierror.NotFound("Not found: " + r.Method + " " + r.URL.Path)
 	}
@@ -177,7 +177,7 @@ func (a *Auth) ceiling(c *abuse.Buckets, name, scope string) *apierror.Error {
 
 // annotate exposes the identity to logs and later handlers as placeholders
 // (pipeline.State.Placeholder).
-func (a *Auth) annotate(r *http.Request, st *requestState) {
+func (a *Auth) annotate(r *http.Request, st *pipeline.State) {
 	st.ExposePlaceholders(r)
 }
 

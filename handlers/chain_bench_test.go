@@ -303,7 +303,7 @@ func BenchmarkAuth(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Header.Set("Authorization", auth) // Auth removes it
-		st := requestState{State: pipeline.State{API: chatRoute, Store: s.gw.store}}
+		st := pipeline.State{API: chatRoute, Store: s.gw.store}
 		if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 			b.Fatal(apiErr)
 		}
@@ -320,7 +320,7 @@ func BenchmarkAuthParallel(b *testing.B) {
 		r := newBenchRequest(benchChatBody, s.secret)
 		for pb.Next() {
 			r.Header.Set("Authorization", auth)
-			st := requestState{State: pipeline.State{API: chatRoute, Store: s.gw.store}}
+			st := pipeline.State{API: chatRoute, Store: s.gw.store}
 			if apiErr := s.auth.authenticate(r, &st); apiErr != nil {
 				b.Error(apiErr)
 				return
@@ -342,10 +342,10 @@ func BenchmarkRouter(b *testing.B) {
 	for b.Loop() {
 		rd.Reset(body)
 		r.Body = io.NopCloser(rd)
-		st := requestState{State: pipeline.State{API: chatRoute}}
+		st := pipeline.State{API: chatRoute}
 		body, apiErr := reqbody.Read(w, r, s.router.MaxBodyBytes)
 		if apiErr == nil {
-			apiErr = s.router.Plan(r, &st.State, body)
+			apiErr = s.router.Plan(r, &st, body)
 		}
 		if apiErr != nil {
 			b.Fatal(apiErr)

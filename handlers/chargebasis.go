@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
@@ -51,7 +52,7 @@ const (
 // (tollgate_provider_usage_anomalies_total) and logged as a warning with
 // the figures only; the answer then reports the usage charged (chat and
 // Messages; a Responses answer keeps the provider's, with the cost).
-func (m *Meter) defendUsage(st *requestState, mw *answer.Writer) billing.Usage {
+func (m *Meter) defendUsage(st *pipeline.State, mw *answer.Writer) billing.Usage {
 	route, seen := st.Route, mw.Usage
 	u := billing.Usage{PromptTokens: seen.Prompt, CompletionTokens: seen.Completion,
 		CacheReadTokens: seen.CacheRead, CacheWriteTokens: seen.CacheWrite}

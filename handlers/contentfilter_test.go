@@ -26,21 +26,21 @@ func (storeDown) Store() (*storage.Store, error) { return nil, storage.ErrUnavai
 // none.
 func TestContentFiltersFailClosed(t *testing.T) {
 	rt := routing.Router{Gateway: storeDown{testgw.New(t)}}
-	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: "h"}}}}
-	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	st := &pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: "h"}}}
+	if _, apiErr := rt.FilterBody(context.Background(), st, []byte(`{"model":"m","input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("store down: %v, want 503", apiErr)
 	}
-	if _, apiErr := routing.RulesFor(&st.State); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := routing.RulesFor(st); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor with the store down: %v, want 503", apiErr)
 	}
-	if ms, apiErr := rt.ModelsFor(&st.State); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if ms, apiErr := rt.ModelsFor(st); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatal("models listed with unknown guardrails")
 	}
-	if _, apiErr := st.FetchedFilter(); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := (guardrails{st}).FetchedFilter(); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("search query with the store down: %v", apiErr)
 	}
-	mgmt := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Management: true}}}}
-	if b, apiErr := rt.FilterBody(context.Background(), &mgmt.State, []byte(`{}`)); apiErr != nil || string(b) != `{}` {
+	mgmt := &pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Management: true}}}
+	if b, apiErr := rt.FilterBody(context.Background(), mgmt, []byte(`{}`)); apiErr != nil || string(b) != `{}` {
 		t.Fatalf("management key: %s %v", b, apiErr)
 	}
 }
@@ -65,11 +65,11 @@ func TestContentFiltersFromRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := routing.Router{Gateway: gw}
-	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
-	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+	st := &pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}
+	if _, apiErr := rt.FilterBody(context.Background(), st, []byte(`{"input":"x"}`)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("block: %v", apiErr)
 	}
-	if b, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(`{"input":"y"}`)); apiErr != nil || string(b) != `{"input":"y"}` {
+	if b, apiErr := rt.FilterBody(context.Background(), st, []byte(`{"input":"y"}`)); apiErr != nil || string(b) != `{"input":"y"}` {
 		t.Fatalf("clean: %s %v", b, apiErr)
 	}
 }
@@ -95,10 +95,10 @@ func TestContentFiltersBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := routing.Router{Gateway: gw}
-	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
+	st := &pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}
 	long := []byte(`{"input":"` + strings.Repeat("abcdefghij", contentfilter.ScanBudget/10/20) + `"}`)
 	start := time.Now()
-	_, apiErr := rt.FilterBody(context.Background(), &st.State, long)
+	_, apiErr := rt.FilterBody(context.Background(), st, long)
 	if apiErr == nil || apiErr.Status != http.StatusRequestEntityTooLarge || !strings.HasPrefix(apiErr.Message, "content_filters: ") {
 		t.Fatalf("long: %v", apiErr)
 	}
@@ -107,7 +107,7 @@ func TestContentFiltersBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, apiErr := rt.FilterBody(ctx, &st.State, []byte(`{"input":"y"}`)); apiErr == nil || apiErr.Status != 499 {
+	if _, apiErr := rt.FilterBody(ctx, st, []byte(`{"input":"y"}`)); apiErr == nil || apiErr.Status != 499 {
 		t.Fatalf("gone: %v", apiErr)
 	}
 }
@@ -156,17 +156,17 @@ func TestFilterBodyMessagesDocument(t *testing.T) {
 	}
 	api, _ := admin.ClassifyRoute("/api/v1/messages")
 	rt := routing.Router{Gateway: gw}
-	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage, API: api}}
+	st := &pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage, API: api}
 	doc := `{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"see PR\u00adOJ-1234"}}]}]}`
-	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(doc)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+	if _, apiErr := rt.FilterBody(context.Background(), st, []byte(doc)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("document: %v", apiErr)
 	}
 	tool := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"secret_tool","input_schema":{"type":"object"}}]}`
-	if _, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(tool)); apiErr == nil || apiErr.Status != http.StatusForbidden {
+	if _, apiErr := rt.FilterBody(context.Background(), st, []byte(tool)); apiErr == nil || apiErr.Status != http.StatusForbidden {
 		t.Fatalf("redacted tool name: %v", apiErr)
 	}
 	desc := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","description":"uses secret_sauce","input_schema":{"type":"object"}}]}`
-	if b, apiErr := rt.FilterBody(context.Background(), &st.State, []byte(desc)); apiErr != nil || !strings.Contains(string(b), `"description":"uses [REDACTED]"`) {
+	if b, apiErr := rt.FilterBody(context.Background(), st, []byte(desc)); apiErr != nil || !strings.Contains(string(b), `"description":"uses [REDACTED]"`) {
 		t.Fatalf("description: %s %v", b, apiErr)
 	}
 }
@@ -191,7 +191,7 @@ func TestFetchedTextBeyondTheScanBudgetIsBlocked(t *testing.T) {
 	if _, err := gw.Storage.AssignKeys(acct.ID, g.ID, []string{key.Hash}, nil); err != nil {
 		t.Fatal(err)
 	}
-	st := &requestState{State: pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}}
+	st := &pipeline.State{ID: &gateway.Identity{Principal: storage.Principal{Hash: key.Hash}}, Store: gw.Storage}
 	f, apiErr := newFetchedFilter(st)
 	if apiErr != nil || f == nil {
 		t.Fatalf("filter %v %v", f, apiErr)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/contentfilter"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 )
@@ -18,23 +19,28 @@ import (
 // fetchedFilter is a request's filters for fetched text; nil: none.
 type fetchedFilter struct {
 	set contentfilter.Set
-	st  *requestState
+	st  *pipeline.State
 }
 
 // newFetchedFilter is the filter of the caller's guardrails; nil when
 // none is in force.
-func newFetchedFilter(st *requestState) (*fetchedFilter, *apierror.Error) {
-	set, apiErr := routing.FiltersFor(&st.State)
+func newFetchedFilter(st *pipeline.State) (*fetchedFilter, *apierror.Error) {
+	set, apiErr := routing.FiltersFor(st)
 	if apiErr != nil || set.Empty() {
 		return nil, apiErr
 	}
 	return &fetchedFilter{set: set, st: st}, nil
 }
 
+// guardrails are a request's guardrails as the plugins see them
+// (plugin.Guardrails); one pointer, so that handing them to the plugins
+// allocates nothing for a request that fetches no text.
+type guardrails struct{ st *pipeline.State }
+
 // FetchedFilter implements plugin.Guardrails: the filter of the caller's
 // guardrails for the text a plugin brings in; nil when none is in force.
-func (st *requestState) FetchedFilter() (plugin.TextFilter, *apierror.Error) {
-	f, apiErr := newFetchedFilter(st)
+func (g guardrails) FetchedFilter() (plugin.TextFilter, *apierror.Error) {
+	f, apiErr := newFetchedFilter(g.st)
 	if f == nil {
 		return nil, apiErr // no filter: an interface without a value
 	}
@@ -89,6 +95,6 @@ var tooCostlyToScan = contentfilter.Hit{Label: "text too costly to scan", Action
 
 // Interface guards
 var (
-	_ plugin.Guardrails = (*requestState)(nil)
+	_ plugin.Guardrails = guardrails{}
 	_ plugin.TextFilter = (*fetchedFilter)(nil)
 )

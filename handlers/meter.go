@@ -53,7 +53,7 @@ func errInternal() *apierror.Error {
 // run meters a routed request: admission holds its cost, a gateway-side
 // search runs, the attempts go to their providers in turn until one
 // answers, and settle charges what the answer used.
-func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
+func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *pipeline.State, up providers) error {
 	if st.ID == nil || st.ID.Management || st.Store == nil {
 		m.logger.Error("inference request without an authenticated regular key or a store")
 		return apierror.Fail(r, errInternal())
@@ -99,7 +99,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *requestState, up
 
 // reserve holds the request's worst-case cost against every limit, or
 // refuses with the limit's error.
-func (m *Meter) reserve(st *requestState) *apierror.Error {
+func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 	route, id := st.Route, st.ID
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
@@ -187,7 +187,7 @@ func (m *Meter) reserve(st *requestState) *apierror.Error {
 // until one answers or fails in a way the next provider would not fix,
 // and settles. r is the meter's own copy of the client's request
 // (withRoute): each attempt is applied to it once, here.
-func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *requestState, up providers) error {
+func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.State, up providers) error {
 	route := st.Route
 	for i := 0; ; i++ {
 		if i > 0 {
@@ -286,7 +286,7 @@ func costRangeError(route *upstream.Route) *apierror.Error {
 // the ledger's to finish (it retries one that failed for want of the
 // store, and otherwise stops renewing the hold's lease, which then
 // lapses); it is logged so that an operator sees holds waiting on either.
-func (m *Meter) release(st *requestState, res *storage.Reservation) {
+func (m *Meter) release(st *pipeline.State, res *storage.Reservation) {
 	if err := st.Store.Release(res); err != nil {
 		m.logger.Warn("releasing a hold failed; the ledger retries it or lets its lease lapse",
 			zap.String("generation", st.GenID), zap.Error(err))
@@ -294,7 +294,7 @@ func (m *Meter) release(st *requestState, res *storage.Reservation) {
 }
 
 // settle charges what the request consumed and sends what was held back.
-func (m *Meter) settle(r *http.Request, st *requestState, mw *answer.Writer, proxyErr error) error {
+func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, proxyErr error) error {
 	store, res, route, id := st.Store, st.Res, st.Route, st.ID
 	clientGone := mw.ClientGone() || r.Context().Err() != nil
 

@@ -841,7 +841,7 @@ func TestFailedReleaseIsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &requestState{State: pipeline.State{Store: f.store(), GenID: "gen-test"}}
+	st := &pipeline.State{Store: f.store(), GenID: "gen-test"}
 	f.meter.release(st, r)
 	if n := logs.Len(); n != 0 {
 		t.Fatalf("a release that worked logged %d lines", n)

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -35,14 +36,14 @@ func seriesOf(route *upstream.Route) *telemetry.Series {
 
 // isInferencePost reports whether a request counts in requests_total: a
 // POST to an inference route (the model lists and token counts are not).
-func isInferencePost(r *http.Request, st *requestState) bool {
+func isInferencePost(r *http.Request, st *pipeline.State) bool {
 	return r.Method == http.MethodPost && (st.API.Op == admin.OpInfer || st.API.Op == admin.OpInferBelow)
 }
 
 // observeAnswer counts how the gateway answered a request: its 402s and
 // 429s on any route, and every answer to an inference POST. It returns
 // err, so that callers can wrap their return.
-func observeAnswer(r *http.Request, st *requestState, err error) error {
+func observeAnswer(r *http.Request, st *pipeline.State, err error) error {
 	status, apiErr := answerStatus(r, st, err)
 	if apiErr != nil {
 		observeRefusal(apiErr)
@@ -61,7 +62,7 @@ func observeAnswer(r *http.Request, st *requestState, err error) error {
 // answerStatus is the status a request was answered with: the gateway's
 // error's, 499 when the client left, else the provider's (200 when no
 // provider was called).
-func answerStatus(r *http.Request, st *requestState, err error) (int, *apierror.Error) {
+func answerStatus(r *http.Request, st *pipeline.State, err error) (int, *apierror.Error) {
 	if err != nil {
 		var he caddyhttp.HandlerError
 		if errors.As(err, &he) {
@@ -99,7 +100,7 @@ func observeRefusal(e *apierror.Error) {
 // observeAttempt counts one provider call: its outcome and duration, the
 // fallback when another attempt follows, and a streamed answer's time to
 // first text.
-func observeAttempt(st *requestState, mw *answer.Writer, began time.Time, fallback bool) {
+func observeAttempt(st *pipeline.State, mw *answer.Writer, began time.Time, fallback bool) {
 	s := seriesOf(st.Route)
 	status := mw.Status
 	if mw.Mode == sse.Undecided {
@@ -122,7 +123,7 @@ func observeAttempt(st *requestState, mw *answer.Writer, began time.Time, fallba
 // part and the BYOK usage, split as the ledger splits them), the key's
 // series when the operator turned them on, and the runs' parts (a native
 // search's results).
-func observeCharge(st *requestState, gen *storage.Generation) {
+func observeCharge(st *pipeline.State, gen *storage.Generation) {
 	credits, byok := gen.Cost, money.Amount(0)
 	if gen.BYOK {
 		credits = min(max(gen.Credits, 0), gen.Cost)
@@ -142,7 +143,7 @@ func observeCharge(st *requestState, gen *storage.Generation) {
 // the router ranks by: latency to the first text of a stream (to the
 // whole answer otherwise), and completion tokens per second from then to
 // the end.
-func recordAttempt(st *requestState, mw *answer.Writer, status int, began, end time.Time) {
+func recordAttempt(st *pipeline.State, mw *answer.Writer, status int, began, end time.Time) {
 	route := st.Route
 	if len(route.Attempts) > 1 { // one: the record's provider and latency say it all
 		st.AttemptRecords = append(st.AttemptRecords, storage.ProviderAttempt{Provider: route.Provider.Name, Model: route.Model.ID,

@@ -66,7 +66,7 @@ func TestAnswerStatus(t *testing.T) {
 	cases = append(cases, answerCase{"client gone", r.WithContext(ctx), 200, nil, 499, nil})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, apiErr := answerStatus(c.r, &requestState{State: pipeline.State{Status: c.upstream}}, c.err)
+			got, apiErr := answerStatus(c.r, &pipeline.State{Status: c.upstream}, c.err)
 			if got != c.want || apiErr != c.apiErr {
 				t.Fatalf("answerStatus = %d, %v; want %d, %v", got, apiErr, c.want, c.apiErr)
 			}
@@ -115,7 +115,7 @@ func TestSeriesOfPrivateEndpoint(t *testing.T) {
 func BenchmarkPipelineMetrics(b *testing.B) {
 	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
 	route := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	st := &requestState{State: pipeline.State{API: chatRoute, Route: route, Inference: true, Start: time.Now()}}
+	st := &pipeline.State{API: chatRoute, Route: route, Inference: true, Start: time.Now()}
 	mw := &answer.Writer{FirstText: time.Now()}
 	mw.Mode, mw.Status = sse.Stream, 200
 	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -23,7 +24,7 @@ import (
 // request's plugins hold it). A refusal releases the hold, except that a
 // run that did its work (a moderation verdict) is charged its Charge,
 // recorded as an error generation of the refusal's model and provider.
-func (m *Meter) admitRun(r *http.Request, st *requestState, run plugin.Run, a plugin.Admitter) *apierror.Error {
+func (m *Meter) admitRun(r *http.Request, st *pipeline.State, run plugin.Run, a plugin.Admitter) *apierror.Error {
 	began := now()
 	ref := a.Admit(r.Context())
 	if ref == nil {

@@ -134,22 +134,22 @@ func TestRulesFailClosed(t *testing.T) {
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	noStore := &requestState{State: pipeline.State{API: chatRoute, ID: id}}
-	if rules, apiErr := routing.RulesFor(&noStore.State); rules != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	noStore := &pipeline.State{API: chatRoute, ID: id}
+	if rules, apiErr := routing.RulesFor(noStore); rules != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("rulesFor without a store: %v, %v; want the 503", rules, apiErr)
 	}
-	if route, apiErr := rt.Route(&noStore.State, body, f); route != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if route, apiErr := rt.Route(noStore, body, f); route != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("routed without a store: %v", apiErr)
 	}
-	if _, apiErr := rt.CountedModel(&noStore.State, "m"); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if _, apiErr := rt.CountedModel(noStore, "m"); apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("counted without a store: %v", apiErr)
 	}
-	if ms, apiErr := rt.ModelsFor(&noStore.State); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
+	if ms, apiErr := rt.ModelsFor(noStore); ms != nil || apiErr == nil || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("listed %d models without a store: %v", len(ms), apiErr)
 	}
 	// With the store, the same request routes.
-	withStore := &requestState{State: pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}}
-	if _, apiErr := rt.Route(&withStore.State, body, f); apiErr != nil {
+	withStore := &pipeline.State{API: chatRoute, ID: id, Store: gw.Storage}
+	if _, apiErr := rt.Route(withStore, body, f); apiErr != nil {
 		t.Fatalf("with the store: %v", apiErr)
 	}
 }

@@ -72,8 +72,8 @@ func TestRoutePlanIsPure(t *testing.T) {
 			before := snapshot(r)
 			plan := func() *upstream.Route {
 				api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
-				st := &requestState{State: pipeline.State{API: api}}
-				if apiErr := rt.Plan(r, &st.State, []byte(c.body)); apiErr != nil {
+				st := &pipeline.State{API: api}
+				if apiErr := rt.Plan(r, st, []byte(c.body)); apiErr != nil {
 					t.Fatal(apiErr)
 				}
 				return st.Route
@@ -126,8 +126,8 @@ func TestRouteHeaderIsItsOwn(t *testing.T) {
 	r, _ := testgw.NewRequest("POST", "/api/v1/chat/completions", body, "Content-Type", "application/json")
 	client := r.Header
 	keys := slices.Sorted(maps.Keys(client))
-	st := &requestState{State: pipeline.State{API: chatRoute}}
-	if apiErr := rt.Plan(r, &st.State, []byte(body)); apiErr != nil {
+	st := &pipeline.State{API: chatRoute}
+	if apiErr := rt.Plan(r, st, []byte(body)); apiErr != nil {
 		t.Fatal(apiErr)
 	}
 	out := withRoute(r, st.Route)
@@ -196,8 +196,8 @@ func TestRoutingLeavesBodyBytes(t *testing.T) {
 		api, _ := admin.ClassifyRoute(admin.APIPrefix + c.sub)
 		r, _ := testgw.NewRequest("POST", "/api/v1"+c.sub, c.body, "Content-Type", "application/json")
 		body := []byte(c.body)
-		st := &requestState{State: pipeline.State{API: api}}
-		if apiErr := rt.Plan(r, &st.State, body); apiErr != nil {
+		st := &pipeline.State{API: api}
+		if apiErr := rt.Plan(r, st, body); apiErr != nil {
 			t.Fatalf("%s: %v", c.sub, apiErr)
 		}
 		for i := range st.Route.Attempts {

@@ -35,14 +35,11 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 	}
 }
 
-// own is the handler's part of a request's state.
-func own(st *pipeline.State) *requestState { return st.Own.(*requestState) }
-
 // admissionCheck refuses a key that cannot pay (Meter.precheck).
 type admissionCheck struct{ m *Meter }
 
 func (s admissionCheck) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
-	return s.m.precheck(own(st))
+	return s.m.precheck(st)
 }
 
 // bodyReader reads the request's body, up to the handler's bound.
@@ -74,7 +71,7 @@ func (s prerouted) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Requ
 		return nil
 	}
 	req := &st.OwnPluginReq
-	*req = plugin.Request{Kind: kind, Ctx: r.Context(), Header: w.Header(), Filters: own(st)}
+	*req = plugin.Request{Kind: kind, Ctx: r.Context(), Header: w.Header(), Filters: guardrails{st}}
 	for _, p := range s.t.plugins {
 		pr, ok := p.(plugin.Prerouter)
 		if !ok {
@@ -123,7 +120,7 @@ func (attemptFilters) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.R
 type pluginPlan struct{ t *Tollgate }
 
 func (s pluginPlan) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
-	return s.t.planPlugins(own(st), st.Body)
+	return s.t.planPlugins(st, st.Body)
 }
 
 // Interface guards

@@ -33,18 +33,18 @@ type testStateKey struct{}
 
 // stateOf returns the request state an earlier adapter made, or a new one
 // with the route classified.
-func stateOf(r *http.Request) (*requestState, *http.Request) {
-	if st, ok := r.Context().Value(testStateKey{}).(*requestState); ok {
+func stateOf(r *http.Request) (*pipeline.State, *http.Request) {
+	if st, ok := r.Context().Value(testStateKey{}).(*pipeline.State); ok {
 		return st, r
 	}
 	api, _ := admin.ClassifyRoute(r.URL.Path)
-	st := &requestState{State: pipeline.State{API: api}}
+	st := &pipeline.State{API: api}
 	return st, r.WithContext(context.WithValue(r.Context(), testStateKey{}, st))
 }
 
 // useStore resolves the gateway's store into st, as Tollgate.ServeHTTP
 // does, unless an earlier stage did.
-func useStore(st *requestState, gw gateway.Gateway) {
+func useStore(st *pipeline.State, gw gateway.Gateway) {
 	if st.Store == nil && gw != nil {
 		st.Store, _ = gw.Store()
 	}
@@ -55,7 +55,7 @@ var chatRoute, _ = admin.ClassifyRoute(admin.APIPrefix + "/chat/completions")
 
 // IdentityFrom is the identity the auth stage found.
 func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
-	st, ok := r.Context().Value(testStateKey{}).(*requestState)
+	st, ok := r.Context().Value(testStateKey{}).(*pipeline.State)
 	if !ok || st.ID == nil {
 		return nil, false
 	}
@@ -64,7 +64,7 @@ func IdentityFrom(r *http.Request) (*gateway.Identity, bool) {
 
 // RouteFrom is the route the router stage made.
 func RouteFrom(r *http.Request) (*upstream.Route, bool) {
-	st, ok := r.Context().Value(testStateKey{}).(*requestState)
+	st, ok := r.Context().Value(testStateKey{}).(*pipeline.State)
 	if !ok || st.Route == nil {
 		return nil, false
 	}
@@ -126,7 +126,7 @@ func (m searchMW) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err != nil {
 		return err
 	}
-	req := &plugin.Request{Kind: st.API.Dialect(), Body: body, Ctx: r.Context(), Header: w.Header(), Filters: st}
+	req := &plugin.Request{Kind: st.API.Dialect(), Body: body, Ctx: r.Context(), Header: w.Header(), Filters: guardrails{st}}
 	out, run, apiErr := m.Preroute(req)
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)
@@ -155,11 +155,11 @@ func (m routerMW) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	if r.Method != http.MethodPost || (st.API.Op != admin.OpInfer && st.API.Op != admin.OpInferBelow) {
-		return rt.ServeOther(w, r, &st.State)
+		return rt.ServeOther(w, r, st)
 	}
 	body, apiErr := reqbody.Read(w, r, rt.MaxBodyBytes)
 	if apiErr == nil {
-		apiErr = rt.Plan(r, &st.State, body)
+		apiErr = rt.Plan(r, st, body)
 	}
 	if apiErr != nil {
 		return apierror.Fail(r, apiErr)

@@ -206,13 +206,6 @@ func (t *Tollgate) Cleanup() error {
 	return nil
 }
 
-// requestState is the pipeline's state of one request (pipeline.State)
-// with the handler's methods on it (the guardrails' filter of the text a
-// plugin brings in, plugin.Guardrails).
-type requestState struct {
-	pipeline.State
-}
-
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if isSCIMPath(r.URL.Path) {
@@ -229,7 +222,7 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	st := &requestState{State: pipeline.State{API: api, Ctx: r.Context()}}
+	st := &pipeline.State{API: api, Ctx: r.Context()}
 	st.Inference = isInferencePost(r, st)
 	var apiErr *apierror.Error
 	if st.Store, apiErr = t.openStore(); apiErr == nil {
@@ -250,20 +243,19 @@ func (t *Tollgate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 
 // infer serves an inference route: the model lists and requests not routed
 // by model directly, the others planned, routed and metered.
-func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestState) error {
+func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *pipeline.State) error {
 	switch {
 	case !st.API.Op.Takes(r.Method):
-		return t.router.ServeOther(w, r, &st.State)
+		return t.router.ServeOther(w, r, st)
 	case st.API.Op == admin.OpCountTokens:
-		return t.router.ServeCountTokens(w, r, &st.State)
+		return t.router.ServeCountTokens(w, r, st)
 	case st.API.Op == admin.OpInputTokens:
-		return t.router.ServeInputTokens(w, r, &st.State)
+		return t.router.ServeInputTokens(w, r, st)
 	case st.API.Op != admin.OpInfer && st.API.Op != admin.OpInferBelow:
-		return t.router.ServeOther(w, r, &st.State)
+		return t.router.ServeOther(w, r, st)
 	}
-	st.Own = st
 	for _, stage := range t.stages {
-		if apiErr := stage.Serve(&st.State, w, r); apiErr != nil {
+		if apiErr := stage.Serve(st, w, r); apiErr != nil {
 			return apierror.Fail(r, apiErr)
 		}
 	}
@@ -302,7 +294,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *requestStat
 // newCiteWriter is the one citation writer of the request's runs that
 // cite pages (citations.Citer: a search's results, fetched pages); nil:
 // none cites.
-func newCiteWriter(w http.ResponseWriter, st *requestState) *citations.Writer {
+func newCiteWriter(w http.ResponseWriter, st *pipeline.State) *citations.Writer {
 	var citers []citations.Citer
 	for _, run := range st.Plugins {
 		if c, ok := run.(citations.Citer); ok {
@@ -319,11 +311,11 @@ func newCiteWriter(w http.ResponseWriter, st *requestState) *citations.Writer {
 // as the stages before left it): st.Plugins gets the runs. Every request
 // is planned: a model may require a plugin the request does not name
 // (moderation).
-func (t *Tollgate) planPlugins(st *requestState, body []byte) *apierror.Error {
+func (t *Tollgate) planPlugins(st *pipeline.State, body []byte) *apierror.Error {
 	plugins, _ := st.OwnFields.Get("plugins")
 	st.OwnModels = st.Route.Attempts
 	req := &st.OwnPluginReq
-	*req = plugin.Request{Kind: st.Route.Kind, Body: body, Plugins: plugins, Models: &st.OwnModels, API: routing.FilterAPI(&st.State)}
+	*req = plugin.Request{Kind: st.Route.Kind, Body: body, Plugins: plugins, Models: &st.OwnModels, API: routing.FilterAPI(st)}
 	if st.Route.ParsedFields != nil {
 		req.Rewritten = st.Route.Body // with the PDFs' text (the file parser)
 	}

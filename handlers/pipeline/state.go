@@ -98,10 +98,6 @@ type State struct {
 	// AttemptRecords are the provider calls of a request with several
 	// endpoints, for the generation record.
 	AttemptRecords []storage.ProviderAttempt
-
-	// Own is the handler's part of the state, for its stages that are not
-	// packages of their own; set when the state is made.
-	Own any
 }
 
 // Context is the request's context (Background without one).
