@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -57,7 +58,7 @@ type Auth struct {
 // Messages of the 401 and 403 answers.
 const (
 	msgMissingAuth    = "Missing Authentication header"
-	msgInvalidKey     = "Invalid API key"
+	msgInvalidKey     = metering.MsgInvalidKey
 	msgDisabledKey    = "API key is disabled"
 	msgExpiredKey     = "API key expired"
 	msgManagementOnly = "Only management keys can perform this operation"
@@ -172,7 +173,7 @@ func (a *Auth) ceiling(c *abuse.Buckets, name, scope string) *apierror.Error {
 	if ok {
 		return nil
 	}
-	return rateLimitError(&gateway.RateLimited{Limit: int64(c.Burst()), Reset: next, Scope: "abuse_" + scope}, t)
+	return metering.RateLimitError(&gateway.RateLimited{Limit: int64(c.Burst()), Reset: next, Scope: "abuse_" + scope}, t)
 }
 
 // annotate exposes the identity to logs and later handlers as placeholders

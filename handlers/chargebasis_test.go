@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -16,7 +17,7 @@ import (
 // observeMeter makes the fixture's meter log to an observer.
 func observeMeter(f *meterFixture) *observer.ObservedLogs {
 	core, logs := observer.New(zap.DebugLevel)
-	f.meter.logger = zap.New(core)
+	*f.meter = metering.New(f.gw, zap.New(core))
 	return logs
 }
 
@@ -39,18 +40,18 @@ func TestDefendUsage(t *testing.T) {
 		{"within bounds", chatBody, usage(`"prompt_tokens":20,"completion_tokens":7`),
 			billing.Usage{PromptTokens: 20, CompletionTokens: 7}, nil},
 		{"above the bounds", chatBody, usage(`"prompt_tokens":1000000,"completion_tokens":1000000`),
-			billing.Usage{PromptTokens: promptBoundOf(chatBody), CompletionTokens: 100}, []string{anomalyPromptAbove, anomalyCompletionAbove}},
+			billing.Usage{PromptTokens: promptBoundOf(chatBody), CompletionTokens: 100}, []string{"prompt_above_bound", "completion_above_limit"}},
 		{"n choices", strings.Replace(chatBody, `"max_tokens":100`, `"max_tokens":100,"n":2`, 1), usage(`"prompt_tokens":20,"completion_tokens":180`),
 			billing.Usage{PromptTokens: 20, CompletionTokens: 180}, nil},
 		{"above n choices", strings.Replace(chatBody, `"max_tokens":100`, `"max_tokens":100,"n":2`, 1), usage(`"prompt_tokens":20,"completion_tokens":250`),
-			billing.Usage{PromptTokens: 20, CompletionTokens: 200}, []string{anomalyCompletionAbove}},
-		{"negative", chatBody, usage(`"prompt_tokens":-3,"completion_tokens":-7`), estimate, []string{anomalyPromptInvalid, anomalyCompletionInvalid}},
-		{"strings", chatBody, usage(`"prompt_tokens":"20","completion_tokens":"many"`), estimate, []string{anomalyPromptInvalid, anomalyCompletionInvalid}},
-		{"missing", chatBody, usage(`"total_tokens":9`), estimate, []string{anomalyPromptInvalid, anomalyCompletionInvalid}},
+			billing.Usage{PromptTokens: 20, CompletionTokens: 200}, []string{"completion_above_limit"}},
+		{"negative", chatBody, usage(`"prompt_tokens":-3,"completion_tokens":-7`), estimate, []string{"prompt_invalid", "completion_invalid"}},
+		{"strings", chatBody, usage(`"prompt_tokens":"20","completion_tokens":"many"`), estimate, []string{"prompt_invalid", "completion_invalid"}},
+		{"missing", chatBody, usage(`"total_tokens":9`), estimate, []string{"prompt_invalid", "completion_invalid"}},
 		{"negative cache", chatBody, usage(`"prompt_tokens":20,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":-5}`),
-			billing.Usage{PromptTokens: 20, CompletionTokens: 7}, []string{anomalyCacheInvalid}},
+			billing.Usage{PromptTokens: 20, CompletionTokens: 7}, []string{"cache_invalid"}},
 		{"cache above the prompt", chatBody, usage(`"prompt_tokens":20,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":50}`),
-			billing.Usage{PromptTokens: 20, CompletionTokens: 7, CacheReadTokens: 20}, []string{anomalyCacheInvalid}},
+			billing.Usage{PromptTokens: 20, CompletionTokens: 7, CacheReadTokens: 20}, []string{"cache_invalid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newMeterFixture(t, "1", storage.NewAPIKey{})

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect/anthropic"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
@@ -53,7 +54,7 @@ func TestProviderKeyOnlyOnTheSentCopy(t *testing.T) {
 		r, _ := http.NewRequest("POST", "http://provider.test/v1/chat/completions", nil)
 		r.Header.Set("Content-Type", "application/json")
 		rt := &upstream.Route{Key: "sk-provider-secret", Dialect: testDialect(anthropic)}
-		r = withRoute(r, rt)
+		r = metering.WithRoute(r, rt)
 		sent, _ := withProviderKey(r)
 		name, want := "Authorization", "Bearer sk-provider-secret"
 		if anthropic {
@@ -87,7 +88,7 @@ func TestUnsignableRequestIsNotSent(t *testing.T) {
 	}
 	r, _ := http.NewRequest("POST", "http://bedrock.test/model/m/converse", nil)
 	const key = "not-an-access-key-pair" // no "<id>:<secret>"
-	r = withRoute(r, &upstream.Route{Key: key, Dialect: d, Provider: &catalog.Provider{Name: "aws"}})
+	r = metering.WithRoute(r, &upstream.Route{Key: key, Dialect: d, Provider: &catalog.Provider{Name: "aws"}})
 	res, err := keyTransport{}.RoundTrip(r)
 	if err == nil || res != nil {
 		t.Fatalf("sent: %v %v", res, err)
@@ -95,7 +96,7 @@ func TestUnsignableRequestIsNotSent(t *testing.T) {
 	if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "aws") {
 		t.Errorf("error %q", err)
 	}
-	good := withRoute(r, &upstream.Route{Key: "AKIDEXAMPLE:secret", Dialect: d, Provider: &catalog.Provider{Name: "aws"}})
+	good := metering.WithRoute(r, &upstream.Route{Key: "AKIDEXAMPLE:secret", Dialect: d, Provider: &catalog.Provider{Name: "aws"}})
 	if sent, err := withProviderKey(good); err != nil || !strings.HasPrefix(sent.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 		t.Fatalf("signed: %v %v", sent.Header, err)
 	}

@@ -18,12 +18,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
@@ -40,7 +39,7 @@ type meterFixture struct {
 	key     string
 	keyHash string
 	h       caddyhttp.Handler
-	meter   *Meter // its logger may be replaced before a request
+	meter   *metering.Meter // replaced by one with another logger before a request
 
 	// provider answers the requests that reach the upstream.
 	provider caddyhttp.HandlerFunc
@@ -80,8 +79,8 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 	if err := router.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
 	}
-	meter := &Meter{gw: gw, logger: zap.NewNop()}
-	f.meter = meter
+	meter := metering.New(gw, zap.NewNop())
+	f.meter = &meter
 	up := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		f.calls.Add(1)
 		r = asSent(r)
@@ -97,7 +96,7 @@ func newMeterFixture(t *testing.T, credits string, n storage.NewAPIKey) *meterFi
 		f.mu.Unlock()
 		return f.provider(w, r)
 	})
-	f.h = errorRoute(handlerOf(auth, handlerOf(routerMW{router}, handlerOf(meter, up))))
+	f.h = errorRoute(handlerOf(auth, handlerOf(routerMW{router}, handlerOf(meterMW{f.meter, gw}, up))))
 	return f
 }
 
@@ -828,28 +827,6 @@ func TestMeterConcurrentKeyLimit(t *testing.T) {
 	}
 	if got := f.generations(t); got != fit {
 		t.Errorf("%d generation records", got)
-	}
-}
-
-// A release that fails (here, of a hold already released) is logged,
-// with the generation, for the operator to see holds left to the ledger.
-func TestFailedReleaseIsLogged(t *testing.T) {
-	f := newMeterFixture(t, "1", storage.NewAPIKey{})
-	core, logs := observer.New(zap.WarnLevel)
-	f.meter.logger = zap.New(core)
-	r, err := f.store().Reserve(f.acct.ID, f.keyHash, storage.Holds{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &pipeline.State{Store: f.store(), GenID: "gen-test"}
-	f.meter.release(st, r)
-	if n := logs.Len(); n != 0 {
-		t.Fatalf("a release that worked logged %d lines", n)
-	}
-	f.meter.release(st, r)
-	entries := logs.All()
-	if len(entries) != 1 || entries[0].ContextMap()["generation"] != "gen-test" || entries[0].ContextMap()["error"] == nil {
-		t.Fatalf("logged %v", entries)
 	}
 }
 

@@ -12,14 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/policy"
-	"github.com/tollgate-dev/caddy-tollgate/sse"
-	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry/telemetrytest"
 )
@@ -88,7 +84,7 @@ func TestObserveRefusals(t *testing.T) {
 	// The gateway's 429s carry their limit_type; a provider's has none.
 	now := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key")
 	provider := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider")
-	observeRefusal(rateLimitError(&gateway.RateLimited{Scope: "abuse_per_key"}, time.Now()))
+	observeRefusal(metering.RateLimitError(&gateway.RateLimited{Scope: "abuse_per_key"}, time.Now()))
 	observeRefusal(answer.FailuresError([]answer.Failure{{Status: 429, Provider: "up"}}))
 	observeRefusal(&apierror.Error{Status: http.StatusBadRequest})
 	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key"); v != now+1 {
@@ -96,35 +92,5 @@ func TestObserveRefusals(t *testing.T) {
 	}
 	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider"); v != provider+1 {
 		t.Errorf("rate_limited_total{origin=provider} = %v, want %v", v, provider+1)
-	}
-}
-
-func TestSeriesOfPrivateEndpoint(t *testing.T) {
-	public := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	private := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "customer/model-1"}, Provider: &catalog.Provider{Name: policy.PrivateProviderPrefix + "ep-123"}}
-	if seriesOf(public) != telemetry.For("chat", "m", "up") {
-		t.Error("a catalog route is not counted under its model and provider")
-	}
-	if seriesOf(private) != telemetry.For("chat", telemetry.Private, telemetry.Private) {
-		t.Error("a private endpoint's names became labels")
-	}
-}
-
-// BenchmarkPipelineMetrics is every metrics call one served, streamed
-// request makes through the pipeline (hold, attempt, charge, answer).
-func BenchmarkPipelineMetrics(b *testing.B) {
-	r := httptest.NewRequest("POST", "/api/v1/chat/completions", nil)
-	route := &upstream.Route{Kind: "chat", Model: &catalog.Model{ID: "m"}, Provider: &catalog.Provider{Name: "up"}}
-	st := &pipeline.State{API: chatRoute, Route: route, Inference: true, Start: time.Now()}
-	mw := &answer.Writer{FirstText: time.Now()}
-	mw.Mode, mw.Status = sse.Stream, 200
-	gen := &storage.Generation{AccountID: "acct", KeyHash: "hash", PromptTokens: 1200, CompletionTokens: 300, Cost: 1_800_000}
-	b.ReportAllocs()
-	for b.Loop() {
-		telemetry.HoldOpened(2_000_000)
-		observeAttempt(st, mw, st.Start, false)
-		observeCharge(st, gen)
-		telemetry.HoldClosed(2_000_000)
-		_ = observeAnswer(r, st, nil)
 	}
 }

@@ -9,9 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
-	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
-	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -100,60 +98,4 @@ func responsesAnswer(prompt, completion int64) string {
 	return fmt.Sprintf(`{"id":"resp_1","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":"m-upstream",`+
 		`"output":[{"type":"message","id":"msg_1","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"x","annotations":[]}]}],`+
 		`"usage":{"input_tokens":%d,"output_tokens":%d,"total_tokens":%d}}`, prompt, completion, prompt+completion)
-}
-
-// Each attempt gets the limit its own prices afford, and the hold covers
-// the costliest; a chat-only provider of a Responses request gets
-// max_tokens, OpenAI's chat max_completion_tokens.
-func TestOutputClampPerAttempt(t *testing.T) {
-	cheap := testgw.PricedModel("cheap", testgw.Pricing, testgw.UpstreamProvider("/v1"))
-	pricey := testgw.PricedModel("pricey", billing.Pricing{Prompt: 2 * testgw.Pricing.Prompt, Completion: 4 * testgw.Pricing.Completion},
-		testgw.Provider("openai", "https", "api.openai.com", "api.openai.com:443", "/v1", "gpt", "sk"))
-	route := &upstream.Route{Kind: "chat", Prompt: prompt.Bound{Tokens: 100},
-		Attempts: []upstream.Attempt{{Model: cheap, Provider: cheap.Providers[0]}, {Model: pricey, Provider: pricey.Providers[0]}}}
-	limit := money.Amount(100*2_000 + 1_000*8_000) // pricey: 100 prompt tokens and 1000 output
-	v := storage.LedgerView{Key: storage.APIKey{Limit: &limit}}
-	_, est, err := estimateAttempts(route, defaultPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c upstream.OutputClamp
-	c.Init(route, defaultPolicy, 0, est.Hold)
-	hold, rej := c.Fit(keyFacts(v), v, nil, false)
-	if rej != nil || hold != limit {
-		t.Fatalf("hold %s, %+v", hold, rej)
-	}
-	if c.Limits[0] != 4_050 || c.Limits[1] != 1_000 {
-		t.Fatalf("limits %v", c.Limits)
-	}
-	for i, n := range c.Limits {
-		route.Attempts[i].OutputLimit = n
-	}
-	for _, tc := range []struct {
-		a         upstream.Attempt
-		kind      string
-		field     string
-		chatOnlyP bool
-	}{
-		{route.Attempts[0], "chat", "max_tokens", false},
-		{route.Attempts[1], "chat", "max_completion_tokens", false},
-		{route.Attempts[0], "responses", "max_output_tokens", false},
-		{route.Attempts[0], "responses", "max_tokens", true},
-	} {
-		a := tc.a
-		if tc.chatOnlyP {
-			p := *a.Provider
-			p.API = dialect.APIChat
-			a.Provider = &p
-		}
-		body, err := a.WithOutputLimit([]byte(`{"model":"x"}`), dialect.Kind(tc.kind), tc.kind != "responses" || !tc.chatOnlyP)
-		if err != nil || gjson.GetBytes(body, tc.field).Int() != a.OutputLimit {
-			t.Errorf("%s on %s: %s, %v", tc.kind, a.Provider.Name, body, err)
-		}
-	}
-	// Without a cap nothing is fitted.
-	c.Init(route, defaultPolicy, 12345, est.Hold)
-	if hold, rej := c.Fit(keyFacts(storage.LedgerView{}), storage.LedgerView{}, nil, false); rej != nil || hold != 12345 || c.Limits != nil {
-		t.Fatalf("uncapped: %s %+v %v", hold, rej, c.Limits)
-	}
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
@@ -28,19 +28,13 @@ const (
 	upstreamServerName = "{tollgate.upstream.server_name}"
 )
 
-// providers is where the meter sends each attempt: the handler that
-// carries a request to the attempt's provider.
-type providers interface {
-	forward(p *catalog.Provider) caddyhttp.Handler
-}
-
 // providerProxies are Caddy's own reverse_proxy handlers, one for HTTPS
 // providers and one for plain HTTP, provisioned inside the tollgate
 // handler: no route leads to them, so no request reaches a provider but
 // through the meter, and no matcher runs per request to pick one.
 type providerProxies struct{ https, http caddyhttp.Handler }
 
-func (p *providerProxies) forward(pr *catalog.Provider) caddyhttp.Handler {
+func (p *providerProxies) Forward(pr *catalog.Provider) caddyhttp.Handler {
 	if pr.Scheme == "https" {
 		return p.https
 	}
@@ -251,48 +245,11 @@ func (t keyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := attemptRoute(req)
+	rt := metering.AttemptRoute(req)
 	if rt == nil || t.limits == nil {
 		return t.HTTPTransport.RoundTrip(out)
 	}
 	return t.roundTrip(out, rt.Provider, rt.Stream)
-}
-
-// routeKey is the request context's key of the request's Route, which
-// names the current attempt's provider key, for a request without
-// Caddy's vars.
-type routeKey struct{}
-
-// routeVar is the name of the request's Route in Caddy's vars of the
-// request: set there, the route takes no context and request copy of
-// its own.
-const routeVar = "tollgate.route"
-
-// routeRef is the request's Route in its vars. A placeholder or log that
-// reads the vars shows nothing of it: the route holds the provider key.
-type routeRef struct{ *upstream.Route }
-
-func (routeRef) String() string { return "" }
-
-// withRoute gives the attempts of r the route's provider keys
-// (withProviderKey).
-func withRoute(r *http.Request, rt *upstream.Route) *http.Request {
-	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
-		vars[routeVar] = routeRef{rt}
-		return r
-	}
-	return r.WithContext(context.WithValue(r.Context(), routeKey{}, rt))
-}
-
-// attemptRoute is the Route withRoute gave req, or nil.
-func attemptRoute(req *http.Request) *upstream.Route {
-	if vars, ok := req.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
-		if ref, ok := vars[routeVar].(routeRef); ok {
-			return ref.Route
-		}
-	}
-	rt, _ := req.Context().Value(routeKey{}).(*upstream.Route)
-	return rt
 }
 
 // withProviderKey is req, as its provider receives it: a shallow copy
@@ -302,7 +259,7 @@ func attemptRoute(req *http.Request) *upstream.Route {
 // cannot sign with the key is not sent: unsigned, the provider would
 // answer with a 403 that hides the gateway's own failure.
 func withProviderKey(req *http.Request) (*http.Request, error) {
-	rt := attemptRoute(req)
+	rt := metering.AttemptRoute(req)
 	if rt == nil || rt.Key == "" {
 		return req, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
@@ -92,7 +93,7 @@ func TestRoutePlanIsPure(t *testing.T) {
 
 			// The meter applies each attempt to its own copy.
 			for i, a := range first.Attempts {
-				out := withRoute(r, first)
+				out := metering.WithRoute(r, first)
 				if err := first.Apply(out, i); err != nil {
 					t.Fatal(err)
 				}
@@ -130,7 +131,7 @@ func TestRouteHeaderIsItsOwn(t *testing.T) {
 	if apiErr := rt.Plan(r, st, []byte(body)); apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	out := withRoute(r, st.Route)
+	out := metering.WithRoute(r, st.Route)
 	if err := st.Route.Apply(out, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestRoutingLeavesBodyBytes(t *testing.T) {
 		}
 		for i := range st.Route.Attempts {
 			st.Route.Attempts[i].OutputLimit = 5 // as admission's clamp sets it
-			out := withRoute(r, st.Route)
+			out := metering.WithRoute(r, st.Route)
 			if err := st.Route.Apply(out, i); err != nil {
 				t.Fatalf("%s: attempt %d: %v", c.sub, i, err)
 			}

@@ -59,7 +59,7 @@ func TestMeterChargesSearchOnce(t *testing.T) {
 		f.bodies = append(f.bodies, string(body))
 		return f.provider(w, r)
 	})
-	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(routerMW{router}, handlerOf(&Meter{gw: f.gw, logger: zap.NewNop()}, up))))
+	h := handlerOf(&Auth{gw: f.gw, logger: zap.NewNop()}, handlerOf(ws, handlerOf(routerMW{router}, handlerOf(newMeterMW(f.gw), up))))
 	r, repl := testgw.NewRequest("POST", "/api/v1/chat/completions", `{"model":"m:online","messages":[{"role":"user","content":"find"}]}`, "Authorization", "Bearer "+f.key)
 	res := testgw.Serve(t, h, r, repl)
 	res.Must(t, 200)

@@ -5,22 +5,12 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
-	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"go.uber.org/zap"
 )
-
-// msgStoreResyncing answers them while a replica reloads every record
-// from the shared database because its change feed lost continuity (a
-// Redis restart or failover, a broken connection, a gap): until then its
-// copy of keys, budgets and guardrails may be stale, so it decides nothing.
-const msgStoreResyncing = "The gateway is reloading its records from the shared database; retry shortly"
-
-func errStoreResyncing() *apierror.Error {
-	return apierror.New(http.StatusServiceUnavailable, msgStoreResyncing)
-}
 
 // openStore resolves the gateway's store for a request, once, at its
 // start: the one place that answers a store that cannot be had (the
@@ -53,7 +43,7 @@ func (t *Tollgate) refuseWhileUnavailable(r *http.Request, store *storage.Store,
 		return pipeline.StoreUnavailable()
 	}
 	if !store.Synced() {
-		return errStoreResyncing()
+		return metering.ErrStoreResyncing()
 	}
 	return nil
 }
@@ -70,10 +60,4 @@ func sharedCeiling(c *RateCeiling) *storage.KeyCeiling {
 		burst = int(c.Requests)
 	}
 	return &storage.KeyCeiling{Requests: float64(c.Requests), Window: time.Duration(c.Window), Burst: burst}
-}
-
-// ceilingRefusal is the 429 of the shared per-key ceiling: the same answer
-// as the replica's own per_key bucket gives.
-func ceilingRefusal(e *storage.CeilingError) *apierror.Error {
-	return rateLimitError(&gateway.RateLimited{Limit: int64(e.Burst), Reset: e.Reset, Scope: "abuse_per_key"}, now())
 }

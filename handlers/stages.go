@@ -6,6 +6,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
@@ -35,11 +36,11 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 	}
 }
 
-// admissionCheck refuses a key that cannot pay (Meter.precheck).
-type admissionCheck struct{ m *Meter }
+// admissionCheck refuses a key that cannot pay (metering.Meter.Precheck).
+type admissionCheck struct{ m *metering.Meter }
 
 func (s admissionCheck) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
-	return s.m.precheck(st)
+	return s.m.Precheck(st)
 }
 
 // bodyReader reads the request's body, up to the handler's bound.

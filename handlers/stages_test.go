@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/websearch"
@@ -75,9 +76,9 @@ func RouteFrom(r *http.Request) (*upstream.Route, bool) {
 // proxies' transport adds (keyTransport), also when the router stage
 // hands the request to a test's upstream without the meter.
 func asSent(r *http.Request) *http.Request {
-	if attemptRoute(r) == nil {
+	if metering.AttemptRoute(r) == nil {
 		if rt, ok := RouteFrom(r); ok {
-			r = withRoute(r, rt)
+			r = metering.WithRoute(r, rt)
 		}
 	}
 	sent, err := withProviderKey(r)
@@ -167,20 +168,32 @@ func (m routerMW) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// As the pipeline and the meter do: the placeholders, and the first
 	// attempt applied to the meter's copy of the request.
 	st.MapRoute(r)
-	out := withRoute(r, st.Route)
+	out := metering.WithRoute(r, st.Route)
 	if err := st.Route.Apply(out, 0); err != nil {
 		return err
 	}
 	return next.ServeHTTP(w, out)
 }
 
-func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+// meterMW is the meter as a middleware over gw's store.
+type meterMW struct {
+	m  *metering.Meter
+	gw gateway.Gateway
+}
+
+// newMeterMW is the meter of gw, logging nothing.
+func newMeterMW(gw gateway.Gateway) meterMW {
+	m := metering.New(gw, zap.NewNop())
+	return meterMW{&m, gw}
+}
+
+func (m meterMW) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st, r := stateOf(r)
 	useStore(st, m.gw)
 	if st.Route == nil {
 		return next.ServeHTTP(w, r)
 	}
-	return m.run(w, r, st, oneUpstream{next})
+	return m.m.Run(w, r, st, oneUpstream{next})
 }
 
 // oneUpstream sends every attempt to one handler, the tests' provider (a
@@ -188,7 +201,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 // transport adds it).
 type oneUpstream struct{ caddyhttp.Handler }
 
-func (u oneUpstream) forward(*catalog.Provider) caddyhttp.Handler { return u.Handler }
+func (u oneUpstream) Forward(*catalog.Provider) caddyhttp.Handler { return u.Handler }
 
 // newTestTollgate is the tollgate handler over gw, as Provision makes it.
 func newTestTollgate(t testing.TB, gw gateway.Gateway) *Tollgate {

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
@@ -98,11 +99,11 @@ type Tollgate struct {
 	// stages are the inference pipeline's, in order (pipelineStages).
 	stages []pipeline.Stage
 
-	proxies providers
+	proxies metering.Providers
 	auth    Auth
 	admin   *admin.Admin
 	router  routing.Router
-	meter   Meter
+	meter   metering.Meter
 	logger  *zap.Logger
 	// shareCeiling hands PerKey to the shared store once (refuseWhileUnavailable);
 	// made by Provision.
@@ -158,7 +159,7 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		return err
 	}
 	t.router.Logger = logger
-	t.meter = Meter{gw: gw, logger: logger}
+	t.meter = metering.New(gw, logger)
 	if _, err := t.webFetchPrice(); err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *pipeline.St
 		}
 	}
 	if len(st.Plugins) == 0 {
-		return t.meter.run(w, r, st, t.proxies)
+		return t.meter.Run(w, r, st, t.proxies)
 	}
 	// The answer's rewriters, closest to the client first: citations
 	// index the text that the plugins (response-healing) wrote.
@@ -279,7 +280,7 @@ func (t *Tollgate) infer(w http.ResponseWriter, r *http.Request, st *pipeline.St
 			out = aw.WrapAnswer(out)
 		}
 	}
-	err := t.meter.run(out, r, st, t.proxies)
+	err := t.meter.Run(out, r, st, t.proxies)
 	for i := len(st.Plugins) - 1; i >= 0; i-- {
 		if aw, ok := st.Plugins[i].(plugin.AnswerWrapper); ok {
 			aw.FinishAnswer()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -79,7 +80,7 @@ func TestAbuseBucketsSurviveReload(t *testing.T) {
 // TestErrorWriter: the error route writes a gateway error's JSON body and
 // headers, and passes other errors on.
 func TestErrorWriter(t *testing.T) {
-	apiErr := rateLimitError(&gateway.RateLimited{Limit: 3, Reset: time.Now().Add(30 * time.Second), Scope: "abuse_per_key"}, time.Now())
+	apiErr := metering.RateLimitError(&gateway.RateLimited{Limit: 3, Reset: time.Now().Add(30 * time.Second), Scope: "abuse_per_key"}, time.Now())
 	r := httptest.NewRequest("GET", "/api/v1/key", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.ErrorCtxKey, caddyhttp.Error(apiErr.Status, apiErr)))
 	w := httptest.NewRecorder()

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 )
 
@@ -143,7 +144,7 @@ func TestProviderTimeoutLanes(t *testing.T) {
 	send := func(p *catalog.Provider, path string, stream bool) (*http.Response, error) {
 		req := httptest.NewRequest(http.MethodPost, up.URL+path, nil)
 		req.RequestURI = ""
-		return tr.RoundTrip(withRoute(req, &upstream.Route{Provider: p, Stream: stream}))
+		return tr.RoundTrip(metering.WithRoute(req, &upstream.Route{Provider: p, Stream: stream}))
 	}
 	began := time.Now()
 	if _, err := send(own, "/hang", false); err != (timedOut{"response header", quick.ResponseHeader}) || time.Since(began) > 5*time.Second {

@@ -91,7 +91,7 @@ type State struct {
 	// allocation.
 	Gen storage.Generation
 
-	// For the metrics (the handler's observeAnswer, observeAttempt, observeCharge).
+	// For the metrics (the handler's observeAnswer, the meter's observeAttempt and observeCharge).
 	Inference bool // a POST to an inference route: counted in requests_total
 	Status    int  // the last attempt's status; 0 before any
 

@@ -1,4 +1,4 @@
-package handlers
+package metering
 
 import (
 	"errors"
@@ -48,7 +48,7 @@ func admitOnce(s *storage.Store, accountID, keyHash string, attempt int, decide 
 	return s.Commit(&snap, h)
 }
 
-// precheck refuses, before the request's body is read, a request that
+// Precheck refuses, before the request's body is read, a request that
 // admission would refuse whatever its body and route: the key's credit
 // limit spent, or a prepaid account without balance. The body's work
 // (file parsing, web fetches, content filters, token counting) costs the
@@ -61,7 +61,7 @@ func admitOnce(s *storage.Store, accountID, keyHash string, attempt int, decide 
 // that could run on one of the account's own provider keys (BYOK), which
 // spends no credits and may sit outside the key's limit, is left to
 // admission. Nothing is held or charged here.
-func (m *Meter) precheck(st *pipeline.State) *apierror.Error {
+func (m *Meter) Precheck(st *pipeline.State) *apierror.Error {
 	id := st.ID
 	if id == nil || id.Management || id.Account == nil || id.Key == nil {
 		return nil

@@ -1,10 +1,15 @@
-package handlers
+// Package metering is the meter of an inference request, below the
+// tollgate handler: it holds the request's cost before any provider is
+// called (admission), sends the attempts through the provider proxies in
+// turn, and settles the charge from what the answer used.
+package metering
 
 import (
 	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -45,15 +50,26 @@ type Meter struct {
 	logger *zap.Logger
 }
 
+// New is the meter of the gateway's requests, logging to logger.
+func New(gw gateway.Gateway, logger *zap.Logger) Meter {
+	return Meter{gw: gw, logger: logger}
+}
+
+// now is the meter's clock.
+var now = time.Now
+
+// MsgInvalidKey answers a key that is not (or no longer) in the store.
+const MsgInvalidKey = "Invalid API key"
+
 // errInternal is the answer to a failure the client cannot act on.
 func errInternal() *apierror.Error {
 	return apierror.New(http.StatusInternalServerError, "Internal Server Error")
 }
 
-// run meters a routed request: admission holds its cost, a gateway-side
+// Run meters a routed request: admission holds its cost, a gateway-side
 // search runs, the attempts go to their providers in turn until one
 // answers, and settle charges what the answer used.
-func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *pipeline.State, up providers) error {
+func (m *Meter) Run(w http.ResponseWriter, r *http.Request, st *pipeline.State, up Providers) error {
 	if st.ID == nil || st.ID.Management || st.Store == nil {
 		m.logger.Error("inference request without an authenticated regular key or a store")
 		return apierror.Fail(r, errInternal())
@@ -94,7 +110,7 @@ func (m *Meter) run(w http.ResponseWriter, r *http.Request, st *pipeline.State, 
 	// headers must leak neither into the next attempt nor into the
 	// gateway's own error.
 	st.Header.Take(w.Header())
-	return m.attempt(w, withRoute(r, st.Route), st, up)
+	return m.attempt(w, WithRoute(r, st.Route), st, up)
 }
 
 // reserve holds the request's worst-case cost against every limit, or
@@ -167,7 +183,7 @@ func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 		return m.creditError(rej.Rejection)
 	}
 	if rl, ok := errors.AsType[*gateway.RateLimited](err); ok {
-		return rateLimitError(rl, now())
+		return RateLimitError(rl, now())
 	}
 	switch {
 	case errors.Is(err, money.ErrAmountRange):
@@ -175,19 +191,19 @@ func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrContended):
 		return pipeline.StoreUnavailable()
 	case errors.Is(err, storage.ErrResyncing):
-		return errStoreResyncing()
+		return ErrStoreResyncing()
 	}
 	if ce, ok := errors.AsType[*storage.CeilingError](err); ok {
-		return ceilingRefusal(ce)
+		return CeilingRefusal(ce)
 	}
-	return apierror.New(http.StatusUnauthorized, msgInvalidKey)
+	return apierror.New(http.StatusUnauthorized, MsgInvalidKey)
 }
 
 // attempt sends each of the route's attempts to its provider in turn,
 // until one answers or fails in a way the next provider would not fix,
 // and settles. r is the meter's own copy of the client's request
-// (withRoute): each attempt is applied to it once, here.
-func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.State, up providers) error {
+// (WithRoute): each attempt is applied to it once, here.
+func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.State, up Providers) error {
 	route := st.Route
 	for i := 0; ; i++ {
 		if i > 0 {
@@ -207,7 +223,7 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.Sta
 			mw.RewriteIdentity(st.GenID, route)
 		}
 		began := now()
-		next := up.forward(route.Provider)
+		next := up.Forward(route.Provider)
 		for _, run := range st.Plugins {
 			if aw, ok := run.(plugin.AttemptWrapper); ok {
 				next = aw.WrapAttempt(next, route) // a server tool's loop

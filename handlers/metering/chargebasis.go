@@ -1,4 +1,4 @@
-package handlers
+package metering
 
 import (
 	"go.uber.org/zap"
