@@ -160,9 +160,6 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	}
 	t.router.Logger = logger
 	t.meter = metering.New(gw, logger)
-	if _, err := t.webFetchPrice(); err != nil {
-		return err
-	}
 	t.stages = t.pipelineStages()
 	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
