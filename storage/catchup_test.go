@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,8 +156,11 @@ func TestCrashCatchUpEqualsFullLoad(t *testing.T) {
 func compactBadger(t *testing.T, dir string, gone ...string) {
 	t.Helper()
 	// Level 0 past one table (the store's last memtable, and one of a
-	// write here) is compacted into the level below.
-	opts := badger.DefaultOptions(dir).WithLogger(nil).WithNumLevelZeroTables(1)
+	// write here) is compacted into the level below. No compactor runs in
+	// the background: one that ran before the discard timestamp was set
+	// would consolidate the levels keeping every version, and Flatten
+	// would find nothing left to do.
+	opts := badger.DefaultOptions(dir).WithLogger(nil).WithNumLevelZeroTables(1).WithNumCompactors(0)
 	for range 2 {
 		db, err := badger.Open(opts)
 		if err != nil {
@@ -169,11 +173,16 @@ func compactBadger(t *testing.T, dir string, gone ...string) {
 			t.Fatal(err)
 		}
 	}
-	db, err := badger.Open(opts)
+	// Managed, so that every version may be discarded: unmanaged, the
+	// discard timestamp follows a read watermark updated in the
+	// background, and a compaction that runs before it catches up keeps
+	// the tombstones.
+	db, err := badger.OpenManaged(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	db.SetDiscardTs(math.MaxUint64)
 	if err := db.Flatten(1); err != nil {
 		t.Fatal(err)
 	}
