@@ -20,6 +20,14 @@ type Pricing struct {
 	InputCacheWrite Price
 	CacheReadSet    bool
 	CacheWriteSet   bool
+	// InputCacheWrite1h prices the cache writes a provider keeps for an
+	// hour (Anthropic's extended TTL); unset, they cost InputCacheWrite.
+	InputCacheWrite1h Price
+	CacheWrite1hSet   bool
+
+	// Overrides are the conditional prices (a long prompt, hours of the
+	// day); nil: none. Shared, never changed once loaded.
+	Overrides *Overrides
 }
 
 // cacheRead is the price of a prompt token read from the cache.
@@ -38,10 +46,22 @@ func (p Pricing) cacheWrite() Price {
 	return p.Prompt
 }
 
+// cacheWrite1h is the price of a prompt token written to the cache for
+// an hour.
+func (p Pricing) cacheWrite1h() Price {
+	if p.CacheWrite1hSet {
+		return p.InputCacheWrite1h
+	}
+	return p.cacheWrite()
+}
+
 // InputPrice is the highest price a prompt token may cost (a cache write
-// costs more than a plain prompt token at Anthropic): estimates, which
-// cannot know what the provider caches, price every prompt token at it.
-func (p Pricing) InputPrice() Price { return max(p.Prompt, p.cacheRead(), p.cacheWrite()) }
+// costs more than a plain prompt token at Anthropic, an hour's write more
+// still): estimates, which cannot know what the provider caches, price
+// every prompt token at it.
+func (p Pricing) InputPrice() Price {
+	return max(p.Prompt, p.cacheRead(), p.cacheWrite(), p.cacheWrite1h())
+}
 
 // IsFree reports whether nothing about the endpoint costs money.
 func (p Pricing) IsFree() bool {
@@ -60,8 +80,11 @@ type Usage struct {
 	PromptTokens     int64
 	CacheReadTokens  int64 // of PromptTokens, read from the prompt cache
 	CacheWriteTokens int64 // of PromptTokens, written to the prompt cache
-	CompletionTokens int64
-	SearchResults    int64
+	// CacheWrite1hTokens are, of CacheWriteTokens, those written for an
+	// hour (the rest for the provider's default, Anthropic's 5 minutes).
+	CacheWrite1hTokens int64
+	CompletionTokens   int64
+	SearchResults      int64
 	// Extra is a charge computed elsewhere (X search items), added as is.
 	Extra money.Amount
 }
@@ -96,8 +119,31 @@ func inputCost(p Pricing, u Usage) femto {
 	write := min(max(u.CacheWriteTokens, 0), max(u.PromptTokens, 0)-read)
 	var f femto
 	f = f.add(p.Prompt, u.PromptTokens-read-write)
+	hour := min(max(u.CacheWrite1hTokens, 0), write)
 	f = f.add(p.cacheRead(), read)
-	return f.add(p.cacheWrite(), write)
+	f = f.add(p.cacheWrite(), write-hour)
+	return f.add(p.cacheWrite1h(), hour)
+}
+
+// CacheDiscount is what the prompt cache saved on u: its reads and writes
+// at the prompt price less at their own prices, negative when writes
+// cost more than reads saved (as the public API reports it); ok is false
+// when the provider read and wrote nothing.
+func CacheDiscount(p Pricing, u Usage) (d money.Amount, ok bool, err error) {
+	read := min(max(u.CacheReadTokens, 0), max(u.PromptTokens, 0))
+	write := min(max(u.CacheWriteTokens, 0), max(u.PromptTokens, 0)-read)
+	if read == 0 && write == 0 {
+		return 0, false, nil
+	}
+	plain, err1 := Cost(Pricing{Prompt: p.Prompt}, Usage{PromptTokens: read + write})
+	cached, err2 := Cost(Pricing{Prompt: p.Prompt, InputCacheRead: p.InputCacheRead, CacheReadSet: p.CacheReadSet,
+		InputCacheWrite: p.InputCacheWrite, CacheWriteSet: p.CacheWriteSet, InputCacheWrite1h: p.InputCacheWrite1h,
+		CacheWrite1hSet: p.CacheWrite1hSet}, Usage{PromptTokens: read + write, CacheReadTokens: read,
+		CacheWriteTokens: write, CacheWrite1hTokens: u.CacheWrite1hTokens})
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, false, err
+	}
+	return plain - cached, true, nil
 }
 
 // InputCost prices the prompt tokens of u (cache reads and writes at their

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -523,14 +524,73 @@ func parsePricing(d *caddyfile.Dispenser, pc *PricingConfig) error {
 			dst = &pc.InputCacheRead
 		case "input_cache_write":
 			dst = &pc.InputCacheWrite
+		case "input_cache_write_1h":
+			dst = &pc.InputCacheWrite1h
+		case "override":
+			o, err := parsePricingOverride(d)
+			if err != nil {
+				return err
+			}
+			pc.Overrides = append(pc.Overrides, o)
+			continue
 		default:
-			return suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write"})
+			return suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write", "input_cache_write_1h", "override"})
 		}
 		if !d.AllArgs(dst) {
 			return d.ArgErr()
 		}
 	}
 	return nil
+}
+
+// parsePricingOverride parses an `override { ... }` block of a pricing:
+// its conditions (min_prompt_tokens, utc_start, utc_end) and prices.
+func parsePricingOverride(d *caddyfile.Dispenser) (PricingOverrideConfig, error) {
+	var o PricingOverrideConfig
+	if d.NextArg() {
+		return o, d.ArgErr()
+	}
+	for inner := d.Nesting(); d.NextBlock(inner); {
+		var price *string
+		var cond **float64
+		key := d.Val()
+		switch key {
+		case "min_prompt_tokens":
+			cond = &o.MinPromptTokens
+		case "utc_start":
+			cond = &o.UTCStart
+		case "utc_end":
+			cond = &o.UTCEnd
+		case "prompt":
+			price = &o.Prompt
+		case "completion":
+			price = &o.Completion
+		case "input_cache_read":
+			price = &o.InputCacheRead
+		case "input_cache_write":
+			price = &o.InputCacheWrite
+		case "input_cache_write_1h":
+			price = &o.InputCacheWrite1h
+		default:
+			return o, suggest.UnknownOption(d, "override", []string{"min_prompt_tokens", "utc_start", "utc_end", "prompt", "completion", "input_cache_read", "input_cache_write", "input_cache_write_1h"})
+		}
+		if price != nil {
+			if !d.AllArgs(price) {
+				return o, d.ArgErr()
+			}
+			continue
+		}
+		var v string
+		if !d.AllArgs(&v) {
+			return o, d.ArgErr()
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return o, d.Errf("%s: %q is not a number", key, v)
+		}
+		*cond = &f
+	}
+	return o, nil
 }
 
 // unmarshalDialect sets p's dialect: style's module (openai's when

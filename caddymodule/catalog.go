@@ -300,13 +300,85 @@ func (pc PricingConfig) pricing() (billing.Pricing, error) {
 		{"pricing.web_search", pc.WebSearch, false, &p.WebSearch},
 		{"pricing.input_cache_read", pc.InputCacheRead, false, &p.InputCacheRead},
 		{"pricing.input_cache_write", pc.InputCacheWrite, false, &p.InputCacheWrite},
+		{"pricing.input_cache_write_1h", pc.InputCacheWrite1h, false, &p.InputCacheWrite1h},
 	} {
 		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
 			return p, fmt.Errorf("%s: %v", f.name, err)
 		}
 	}
 	p.CacheReadSet, p.CacheWriteSet = pc.InputCacheRead != "", pc.InputCacheWrite != ""
-	return p, nil
+	p.CacheWrite1hSet = pc.InputCacheWrite1h != ""
+	var err error
+	p.Overrides, err = parseOverrides(pc.Overrides)
+	return p, err
+}
+
+// parseOverrides checks and converts a pricing's overrides; nil without
+// any. An error names the entry and its field.
+func parseOverrides(cfgs []PricingOverrideConfig) (*billing.Overrides, error) {
+	if len(cfgs) == 0 {
+		return nil, nil
+	}
+	ov := &billing.Overrides{Entries: make([]billing.Override, len(cfgs))}
+	for i, c := range cfgs {
+		o := &ov.Entries[i]
+		name := fmt.Sprintf("pricing.overrides[%d]", i)
+		for _, f := range []struct {
+			name, s string
+			key     billing.PriceKeys
+			dst     *billing.Price
+		}{
+			{"prompt", c.Prompt, billing.KeyPrompt, &o.Prompt},
+			{"completion", c.Completion, billing.KeyCompletion, &o.Completion},
+			{"input_cache_read", c.InputCacheRead, billing.KeyInputCacheRead, &o.InputCacheRead},
+			{"input_cache_write", c.InputCacheWrite, billing.KeyInputCacheWrite, &o.InputCacheWrite},
+			{"input_cache_write_1h", c.InputCacheWrite1h, billing.KeyInputCacheWrite1h, &o.InputCacheWrite1h},
+		} {
+			if f.s == "" {
+				continue
+			}
+			if err := parsePriceField(f.s, false, f.dst); err != nil {
+				return nil, fmt.Errorf("%s.%s: %v", name, f.name, err)
+			}
+			o.Sets |= f.key
+		}
+		if c.MinPromptTokens != nil {
+			n, err := billing.ParseMinPrompt(*c.MinPromptTokens)
+			if err != nil {
+				return nil, fmt.Errorf("%s.min_prompt_tokens: %v", name, err)
+			}
+			o.MinPromptTokens, o.HasMinPrompt = n, true
+		}
+		if c.UTCStart != nil || c.UTCEnd != nil {
+			// One bound alone runs the window from midnight or to it.
+			o.HasWindow, o.UTCEnd = true, 24*60
+			for _, b := range []struct {
+				name string
+				v    *float64
+				dst  *int
+			}{{"utc_start", c.UTCStart, &o.UTCStart}, {"utc_end", c.UTCEnd, &o.UTCEnd}} {
+				if b.v == nil {
+					continue
+				}
+				m, err := billing.ParseClock(*b.v)
+				if err != nil {
+					return nil, fmt.Errorf("%s.%s: %v", name, b.name, err)
+				}
+				*b.dst = m
+			}
+			if o.UTCStart == o.UTCEnd {
+				return nil, fmt.Errorf("%s: utc_start and utc_end make an empty window", name)
+			}
+		}
+		switch {
+		case o.Sets == 0:
+			return nil, fmt.Errorf("%s: sets no price (prompt, completion, input_cache_read, input_cache_write, input_cache_write_1h)", name)
+		case !o.HasMinPrompt && !o.HasWindow:
+			// The base prices are those of the default conditions.
+			return nil, fmt.Errorf("%s: has no condition (min_prompt_tokens, utc_start, utc_end)", name)
+		}
+	}
+	return ov, nil
 }
 
 // dataPolicy checks and converts the provider's data-policy facts.
@@ -351,6 +423,27 @@ type PricingConfig struct {
 	// and written to the provider's prompt cache; default the prompt price.
 	InputCacheRead  string `json:"input_cache_read,omitempty"`
 	InputCacheWrite string `json:"input_cache_write,omitempty"`
+	// InputCacheWrite1h prices the cache writes kept for an hour; default
+	// the input_cache_write price.
+	InputCacheWrite1h string `json:"input_cache_write_1h,omitempty"`
+	// Overrides are conditional prices: a long prompt's, hours of the day.
+	Overrides []PricingOverrideConfig `json:"overrides,omitempty"`
+}
+
+// PricingOverrideConfig is one conditional price, in the public API's
+// shape: it applies when every condition it has holds (a prompt of more
+// than min_prompt_tokens tokens; a daily UTC window [utc_start, utc_end)
+// of HHMM clock numbers, which may wrap past midnight), later entries win
+// per price, and a price it does not set is the base price.
+type PricingOverrideConfig struct {
+	MinPromptTokens   *float64 `json:"min_prompt_tokens,omitempty"`
+	UTCStart          *float64 `json:"utc_start,omitempty"`
+	UTCEnd            *float64 `json:"utc_end,omitempty"`
+	Prompt            string   `json:"prompt,omitempty"`
+	Completion        string   `json:"completion,omitempty"`
+	InputCacheRead    string   `json:"input_cache_read,omitempty"`
+	InputCacheWrite   string   `json:"input_cache_write,omitempty"`
+	InputCacheWrite1h string   `json:"input_cache_write_1h,omitempty"`
 }
 
 // defaultCreated is the `created` time of models that do not set one: a
@@ -464,6 +557,12 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	if m.Pricing.CacheWriteSet {
 		pm.Pricing.InputCacheWrite = &m.Pricing.InputCacheWrite
 	}
+	if m.Pricing.CacheWrite1hSet {
+		pm.Pricing.InputCacheWrite1h = &m.Pricing.InputCacheWrite1h
+	}
+	if m.Pricing.Overrides != nil {
+		pm.Pricing.Overrides = m.Pricing.Overrides.Entries
+	}
 	pub, err := marshal(pm)
 	if err != nil {
 		return nil, fail("public object", err)
@@ -522,8 +621,10 @@ type publicPricing struct {
 	Request    billing.Price `json:"request"`
 	WebSearch  billing.Price `json:"web_search"`
 	// The prompt cache's prices, only when the operator set them.
-	InputCacheRead  *billing.Price `json:"input_cache_read,omitempty"`
-	InputCacheWrite *billing.Price `json:"input_cache_write,omitempty"`
+	InputCacheRead    *billing.Price     `json:"input_cache_read,omitempty"`
+	InputCacheWrite   *billing.Price     `json:"input_cache_write,omitempty"`
+	InputCacheWrite1h *billing.Price     `json:"input_cache_write_1h,omitempty"`
+	Overrides         []billing.Override `json:"overrides,omitempty"`
 }
 
 type publicTopProvider struct {
@@ -724,6 +825,7 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 		{"web_search", false, &m.Pricing.WebSearch},
 		{"input_cache_read", false, &m.Pricing.InputCacheRead},
 		{"input_cache_write", false, &m.Pricing.InputCacheWrite},
+		{"input_cache_write_1h", false, &m.Pricing.InputCacheWrite1h},
 	} {
 		p := pub.Get("pricing." + f.name)
 		if p.Exists() && p.Type != gjson.String {
@@ -735,6 +837,16 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 	}
 	m.Pricing.CacheReadSet = pub.Get("pricing.input_cache_read").Str != ""
 	m.Pricing.CacheWriteSet = pub.Get("pricing.input_cache_write").Str != ""
+	m.Pricing.CacheWrite1hSet = pub.Get("pricing.input_cache_write_1h").Str != ""
+	if ov := pub.Get("pricing.overrides"); ov.Exists() {
+		var cfgs []PricingOverrideConfig
+		if err := json.Unmarshal([]byte(ov.Raw), &cfgs); err != nil {
+			return nil, fail("pricing.overrides", "an array of pricing overrides")
+		}
+		if m.Pricing.Overrides, err = parseOverrides(cfgs); err != nil {
+			return nil, fmt.Errorf("model %q: %v", id.Str, err)
+		}
+	}
 	inheritPrices(m, cfg.Providers)
 
 	var compact bytes.Buffer

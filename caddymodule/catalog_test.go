@@ -299,6 +299,12 @@ func TestCatalogErrors(t *testing.T) {
 		{"file extension typo", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"},"tollgate":{"provider":[]}}]}`, `model "f": tollgate: json: unknown field "provider"`},
 		{"file provider bad url", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"},"tollgate":{"providers":[{"name":"p","base_url":"x"}]}}]}`, `model "f": provider "p": base_url:`},
 		{"file missing", nil, "-", "models_file: open"},
+		{"override bad price", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0","overrides":[{"min_prompt_tokens":10,"prompt":"x"}]}}]}`, `model "f": pricing.overrides[0].prompt: "x"`},
+		{"override bad clock", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0","overrides":[{"prompt":"1"},{"utc_start":170,"prompt":"1"}]}}]}`, `model "f": pricing.overrides[0]: has no condition`},
+		{"override bad window", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0","overrides":[{"utc_start":170,"utc_end":300,"prompt":"1"}]}}]}`, `model "f": pricing.overrides[0].utc_start: 170: expected an HHMM clock number`},
+		{"override no price", []ModelConfig{{ID: "m", Pricing: PricingConfig{Prompt: "0", Completion: "0", Overrides: []PricingOverrideConfig{{MinPromptTokens: new(float64(5))}}}}}, "", `model "m": pricing.overrides[0]: sets no price`},
+		{"override not array", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0","overrides":{}}}]}`, `model "f": pricing.overrides: expected an array of pricing overrides`},
+		{"override negative threshold", []ModelConfig{{ID: "m", Pricing: PricingConfig{Prompt: "0", Completion: "0", Overrides: []PricingOverrideConfig{{MinPromptTokens: new(float64(-1)), Prompt: "1"}}}}}, "", `model "m": pricing.overrides[0].min_prompt_tokens: expected a non-negative number`},
 		{"unknown tokenizer", []ModelConfig{{ID: "openai/gpt-x", Pricing: ok, Tokenizer: "gpt2"}}, "", `model "openai/gpt-x": tokenizer: unknown tokenizer "gpt2" (expected o200k_base, cl100k_base or bytes)`},
 		{"file unknown tokenizer", nil, `{"data":[{"id":"f","pricing":{"prompt":"0","completion":"0"},"tollgate":{"tokenizer":"llama9"}}]}`, `model "f": tokenizer: unknown tokenizer "llama9"`},
 	}
@@ -509,6 +515,59 @@ func TestCatalogCachePricesAndAnthropicStyle(t *testing.T) {
 	}
 	if pub := gjson.ParseBytes(models[1].Public); pub.Get("pricing.input_cache_read").Exists() || models[1].Pricing.CacheReadSet {
 		t.Errorf("unset cache prices shown: %s", pub.Get("pricing").Raw)
+	}
+}
+
+// The hour's cache-write price and the conditional prices are read from
+// the Caddyfile and from models_file, and shown as the public API shows
+// them.
+func TestCatalogHourCachePriceAndOverrides(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "models.json")
+	file := `{"data":[{"id":"acme/long","pricing":{"prompt":"0.000003","completion":"0.000015","input_cache_write_1h":"0.000006",
+		"overrides":[{"min_prompt_tokens":200000,"prompt":"0.000006","completion":"0.0000225","audio":"1"}]}}]}`
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app := adaptApp(t, `	tollgate {
+		model anthropic/claude {
+			pricing {
+				prompt 0.000003
+				completion 0.000015
+				input_cache_write 0.00000375
+				input_cache_write_1h 0.000006
+				override {
+					min_prompt_tokens 200000
+					prompt 0.000006
+				}
+				override {
+					utc_start 2300
+					utc_end 600
+					completion 0.00001
+				}
+			}
+		}
+	}`)
+	app.ModelsFile = path
+	models := provisioned(t, app).Catalog().Models()
+	for i, m := range models {
+		ov := m.Pricing.Overrides
+		if !m.Pricing.CacheWrite1hSet || m.Pricing.InputCacheWrite1h != price(t, "0.000006") || ov == nil || !ov.Entries[0].HasMinPrompt || ov.Entries[0].MinPromptTokens != 200000 {
+			t.Fatalf("model %d: pricing %+v", i, m.Pricing)
+		}
+	}
+	file0 := gjson.ParseBytes(models[0].Public)
+	if got := file0.Get("pricing.overrides").Raw; got != `[{"min_prompt_tokens":200000,"prompt":"0.000006","completion":"0.0000225","audio":"1"}]` {
+		t.Errorf("models_file overrides served as %s", got)
+	}
+	pub := gjson.ParseBytes(models[1].Public)
+	if got, want := pub.Get("pricing.overrides").Raw, `[{"prompt":"0.000006","min_prompt_tokens":200000},{"completion":"0.00001","utc_start":2300,"utc_end":600}]`; got != want {
+		t.Errorf("overrides %s, want %s", got, want)
+	}
+	if pub.Get("pricing.input_cache_write_1h").Str != "0.000006" {
+		t.Errorf("public pricing %s", pub.Get("pricing").Raw)
+	}
+	if e := models[1].Pricing.Overrides.Entries[1]; !e.HasWindow || e.UTCStart != 23*60 || e.UTCEnd != 6*60 {
+		t.Errorf("window %+v", e)
 	}
 }
 

@@ -98,6 +98,12 @@ type UsageSeen struct {
 	// Of prompt, the tokens read from and written to the provider's
 	// prompt cache (prompt_tokens_details, or input_tokens_details).
 	CacheRead, CacheWrite int64
+	// CacheWrite1h is, of CacheWrite, the tokens written for an hour
+	// (Anthropic's cache_creation split, Bedrock's cacheDetails).
+	CacheWrite1h int64
+	// CacheUnknown: the usage holds a cache count the meter does not
+	// read (a new TTL, a new field), counted as an anomaly.
+	CacheUnknown bool
 	// A count that is missing, negative or not a number (usageCount):
 	// defendUsage replaces it.
 	PromptBad, CompletionBad bool

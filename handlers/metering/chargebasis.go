@@ -24,6 +24,7 @@ const (
 	anomalyCompletionInvalid = "completion_invalid"
 	anomalyCompletionAbove   = "completion_above_limit"   // above the output limit sent
 	anomalyCacheInvalid      = "cache_invalid"            // negative, or more cached than prompt tokens
+	anomalyCacheUnknown      = "cache_unknown"            // a cache count the meter does not read
 	anomalyPromptBelow       = "prompt_below_visible"     // below the prompt the provider was visibly sent
 	anomalyCompletionBelow   = "completion_below_visible" // below the output the provider visibly produced
 )
@@ -55,7 +56,7 @@ const (
 func (m *Meter) defendUsage(st *pipeline.State, mw *answer.Writer) billing.Usage {
 	route, seen := st.Route, mw.Usage
 	u := billing.Usage{PromptTokens: seen.Prompt, CompletionTokens: seen.Completion,
-		CacheReadTokens: seen.CacheRead, CacheWriteTokens: seen.CacheWrite}
+		CacheReadTokens: seen.CacheRead, CacheWriteTokens: seen.CacheWrite, CacheWrite1hTokens: seen.CacheWrite1h}
 	report := func(kind string, reported, charged int64) {
 		mw.Corrected = true
 		telemetry.UsageAnomaly(route.Provider.Name, kind)
@@ -101,6 +102,15 @@ func (m *Meter) defendUsage(st *pipeline.State, mw *answer.Writer) billing.Usage
 		u.CacheReadTokens = min(max(read, 0), u.PromptTokens)
 		u.CacheWriteTokens = min(max(write, 0), u.PromptTokens-u.CacheReadTokens)
 		report(anomalyCacheInvalid, read+write, u.CacheReadTokens+u.CacheWriteTokens)
+	}
+	if hour := u.CacheWrite1hTokens; hour < 0 || hour > u.CacheWriteTokens {
+		u.CacheWrite1hTokens = min(max(hour, 0), u.CacheWriteTokens)
+		report(anomalyCacheInvalid, hour, u.CacheWrite1hTokens)
+	}
+	if seen.CacheUnknown {
+		// A cache count of a form the meter does not read is charged as
+		// the rest of the prompt; the charge stands, the report is noted.
+		telemetry.UsageAnomaly(route.Provider.Name, anomalyCacheUnknown)
 	}
 	return u
 }

@@ -117,6 +117,10 @@ func (m *Meter) Run(w http.ResponseWriter, r *http.Request, st *pipeline.State, 
 // refuses with the limit's error.
 func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 	route, id := st.Route, st.ID
+	// The prices' time windows are read once: the charge is priced as
+	// the hold was.
+	route.PricedAt = now()
+	route.PromptGrows = extendsPrompt(st.Plugins)
 	inFlightPolicy := m.gw.InFlightPolicy()
 	facts, est, err := estimateAttempts(route, inFlightPolicy)
 	tokenHold := est.Hold
@@ -251,9 +255,10 @@ func estimateAttempts(route *upstream.Route, policy billing.InFlightPolicy) (bil
 	var facts billing.RequestFacts
 	var est billing.Estimate
 	allBYOK := true
-	for i, a := range route.Attempts {
+	for i := range route.Attempts {
+		a := &route.Attempts[i]
 		f := billing.RequestFacts{
-			Pricing:       a.Model.Pricing,
+			Pricing:       route.HoldPricing(a),
 			InputTokens:   route.Prompt.TokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			Choices:       route.Choices,
@@ -350,7 +355,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	} else {
 		usage = m.defendUsage(st, mw)
 	}
-	pricing := route.Model.Pricing
+	// The overrides in force for the answer's prompt, as admission read
+	// them.
+	pricing := route.ChargePricing(usage.PromptTokens)
 	var credits money.Amount // a BYOK request's part paid in credits
 	var err error
 	if settles(st.Plugins) {
@@ -438,6 +445,17 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	}
 	_ = mw.SendJSON(cost, st.GenID) // settled: a failed write is the client gone, and the charge stands
 	return nil
+}
+
+// extendsPrompt reports whether a run adds to the prompt after admission
+// (plugin.PromptExtender).
+func extendsPrompt(runs []plugin.Run) bool {
+	for _, run := range runs {
+		if _, ok := run.(plugin.PromptExtender); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // settles reports whether a run corrects the charge (plugin.Settler).

@@ -226,6 +226,12 @@ func endpointPriceView(p *billing.Pricing) map[string]any {
 	if p.CacheWriteSet {
 		v["input_cache_write"] = p.InputCacheWrite
 	}
+	if p.CacheWrite1hSet {
+		v["input_cache_write_1h"] = p.InputCacheWrite1h
+	}
+	if p.Overrides != nil {
+		v["overrides"] = p.Overrides.Entries
+	}
 	return v
 }
 

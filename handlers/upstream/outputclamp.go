@@ -33,9 +33,10 @@ type OutputClamp struct {
 func (c *OutputClamp) Init(route *Route, policy billing.InFlightPolicy, hold, tokens money.Amount) {
 	*c = OutputClamp{route: route, policy: policy, hold: hold, extra: max(hold-tokens, 0)}
 	c.facts = c.one[:0] // most requests have one attempt
-	for _, a := range route.Attempts {
+	for i := range route.Attempts {
+		a := &route.Attempts[i]
 		c.facts = append(c.facts, billing.RequestFacts{
-			Pricing:       a.Model.Pricing,
+			Pricing:       route.HoldPricing(a),
 			InputTokens:   route.Prompt.TokensFor(a.Model),
 			MaxTokens:     route.MaxTokens,
 			Choices:       route.Choices,

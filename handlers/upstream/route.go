@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -58,6 +59,13 @@ type Route struct {
 	InputTokens int64
 	// Prompt bounds the prompt's tokens for admission.
 	Prompt prompt.Bound
+	// PricedAt is the instant the prices' time windows are read at: the
+	// same for admission's hold and the charge (the meter sets it).
+	PricedAt time.Time
+	// PromptGrows: a run adds to the prompt after admission (a search's
+	// results), which the hold's prices then allow for up to the context
+	// window (the meter sets it).
+	PromptGrows bool
 	// User is the request's end-user id (the body's `user` field), if any.
 	User string
 	// Routing says how the attempts were chosen and ranked, for the

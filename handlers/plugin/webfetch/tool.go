@@ -181,7 +181,7 @@ func (ft *serverTool) holdExtra(route *upstream.Route, price money.Amount) (hold
 		if window <= 0 {
 			window = defaultRoundContext
 		}
-		p := a.Model.Pricing
+		p := a.Model.Pricing.ForHold(window, route.PricedAt)
 		round, err := billing.TokenCost(p, window, 0)
 		if err != nil {
 			return 0, 0, err

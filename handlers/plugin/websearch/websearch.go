@@ -387,7 +387,7 @@ func (p *searchPlan) holdExtra(route *upstream.Route) (hold, credits money.Amoun
 		if err != nil {
 			return 0, 0, err
 		}
-		injected, err := billing.TokenCost(a.Model.Pricing, p.injectedTokens(), 0)
+		injected, err := billing.TokenCost(route.HoldPricing(&a), p.injectedTokens(), 0)
 		if err != nil {
 			return 0, 0, err
 		}
