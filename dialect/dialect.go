@@ -115,6 +115,16 @@ type AnswerReader interface {
 	OutputProduced() int
 }
 
+// CacheTTLReporter is an AnswerReader whose provider says how long its
+// cache writes are kept, which the chat usage does not carry: the meter
+// asks it once the answer has ended.
+type CacheTTLReporter interface {
+	// CacheWrites1h is, of the chat usage's cache_write_tokens, those
+	// kept for an hour; unknown: the usage held a cache count of a form
+	// the reader does not read (metered as an anomaly, never an error).
+	CacheWrites1h() (tokens int64, unknown bool)
+}
+
 // Options are a provider block's settings a dialect reads.
 type Options struct {
 	Name string // the provider's name

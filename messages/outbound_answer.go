@@ -77,8 +77,12 @@ type streamBlock struct {
 // anthropicUsage is what the provider reported, merged across events.
 type anthropicUsage struct {
 	input, output, cacheRead, cacheWrite int64
-	serverToolUse                        string // raw server_tool_use, if any
-	seen                                 bool
+	// cacheWrite1h: of cacheWrite, kept for an hour (cache_creation);
+	// cacheUnknown: cache_creation held a count of a form not read.
+	cacheWrite1h  int64
+	cacheUnknown  bool
+	serverToolUse string // raw server_tool_use, if any
+	seen          bool
 }
 
 func (u *anthropicUsage) merge(v gjson.Result) {
@@ -97,6 +101,42 @@ func (u *anthropicUsage) merge(v gjson.Result) {
 	if s := v.Get("server_tool_use"); s.IsObject() {
 		u.serverToolUse = s.Raw
 	}
+	if c := v.Get("cache_creation"); c.Exists() {
+		var unknown bool
+		u.cacheWrite1h, unknown = CacheCreation(c)
+		u.cacheUnknown = u.cacheUnknown || unknown
+	}
+}
+
+// CacheCreation reads a Messages usage's cache_creation, the split of its
+// cache writes by TTL: hour is ephemeral_1h_input_tokens (the rest,
+// ephemeral_5m_input_tokens, are charged as the default writes); unknown
+// reports a member or a value of a form not read (a new TTL), which
+// leaves those tokens at the default write's price. null is no split.
+func CacheCreation(c gjson.Result) (hour int64, unknown bool) {
+	if c.Type == gjson.Null {
+		return 0, false
+	}
+	if !c.IsObject() {
+		return 0, true
+	}
+	c.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case v.Type != gjson.Number || v.Num < 0 || v.Num != float64(v.Int()):
+			unknown = true
+		case k.Str == "ephemeral_1h_input_tokens":
+			hour = v.Int()
+		case k.Str != "ephemeral_5m_input_tokens":
+			unknown = true
+		}
+		return true
+	})
+	return hour, unknown
+}
+
+// CacheWrites1h implements dialect.CacheTTLReporter.
+func (aw *AnthropicToChat) CacheWrites1h() (int64, bool) {
+	return aw.usage.cacheWrite1h, aw.usage.cacheUnknown
 }
 
 func (u *anthropicUsage) chat() *chatform.Usage {
@@ -242,7 +282,7 @@ func (aw *AnthropicToChat) convertJSON(body []byte) ([]byte, bool) {
 	}
 	msg.Reasoning = reasoning.String()
 	finish := FinishReason(stop.Str)
-	var u anthropicUsage
+	u := &aw.usage
 	u.merge(usage)
 	c := chatform.Completion{ID: id.Str, Object: "chat.completion", Created: now().Unix(), Model: model,
 		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}}

@@ -338,3 +338,36 @@ func TestReasoningDetailsBecomeThinking(t *testing.T) {
 		}
 	}
 }
+
+// The chat usage carries the cache writes whole; the 1h part is told the
+// meter apart, from a whole answer and from a stream.
+func TestAnthropicToChatReportsHourCacheWrites(t *testing.T) {
+	usage := `{"input_tokens":3,"cache_creation_input_tokens":12,"cache_creation":{"ephemeral_5m_input_tokens":4,"ephemeral_1h_input_tokens":8},"cache_read_input_tokens":0,"output_tokens":2}`
+	rec := httptest.NewRecorder()
+	aw := NewAnthropicToChat(rec, "claude")
+	aw.Header().Set("Content-Type", "application/json")
+	aw.WriteHeader(200)
+	_, _ = aw.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":` + usage + `}`))
+	aw.Finish()
+	if hour, unknown := aw.CacheWrites1h(); hour != 8 || unknown || gjson.Get(rec.Body.String(), "usage.prompt_tokens_details.cache_write_tokens").Int() != 12 {
+		t.Errorf("1h = %d %v; answer %s", hour, unknown, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	aw = NewAnthropicToChat(rec, "claude")
+	aw.Header().Set("Content-Type", "text/event-stream")
+	aw.WriteHeader(200)
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[],"usage":` + usage + `}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
+		`{"type":"message_stop"}`,
+	} {
+		_, _ = aw.Write([]byte("data: " + ev + "\n\n"))
+	}
+	aw.Finish()
+	if hour, unknown := aw.CacheWrites1h(); hour != 8 || unknown {
+		t.Errorf("stream: 1h = %d %v; answer %s", hour, unknown, rec.Body)
+	}
+}

@@ -48,6 +48,10 @@ type toChat struct {
 	finish   string
 	produced int
 	broken   bool
+	// The cache writes' split by TTL (cacheDetails), for the meter
+	// (dialect.CacheTTLReporter).
+	cacheWrite1h int64
+	cacheUnknown bool
 }
 
 const (
@@ -182,6 +186,39 @@ func usageOf(u gjson.Result) *chatform.Usage {
 		PromptTokensDetails: chatform.PromptDetails{CachedTokens: read}}, write)
 }
 
+// usageOf is usageOf(u), noting its cache writes' split by TTL.
+func (t *toChat) usageOf(u gjson.Result) *chatform.Usage {
+	if d := u.Get("cacheDetails"); d.Exists() {
+		t.cacheWrite1h, t.cacheUnknown = cacheDetails(d)
+	}
+	return usageOf(u)
+}
+
+// cacheDetails reads a usage's cacheDetails, its cache writes by TTL:
+// hour is the 1h entries' inputTokens (5m entries are the default
+// writes); unknown reports an entry of a form not read (a new TTL).
+func cacheDetails(d gjson.Result) (hour int64, unknown bool) {
+	if !d.IsArray() {
+		return 0, d.Type != gjson.Null
+	}
+	d.ForEach(func(_, e gjson.Result) bool {
+		n := e.Get("inputTokens")
+		switch ttl := e.Get("ttl").Str; {
+		case n.Type != gjson.Number || n.Num < 0 || n.Num != float64(n.Int()):
+			unknown = true
+		case ttl == "1h":
+			hour += n.Int()
+		case ttl != "5m":
+			unknown = true
+		}
+		return true
+	})
+	return hour, unknown
+}
+
+// CacheWrites1h implements dialect.CacheTTLReporter.
+func (t *toChat) CacheWrites1h() (int64, bool) { return t.cacheWrite1h, t.cacheUnknown }
+
 func newID() string { return "bedrock-" + strconv.FormatInt(now().UnixNano(), 36) }
 
 // convertJSON turns a Converse answer into a chat completion.
@@ -235,7 +272,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 		msg.Content = &s
 	}
 	c := chatform.Completion{ID: newID(), Object: "chat.completion", Created: now().Unix(), Model: t.model,
-		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}, Usage: usageOf(usage)}
+		Choices: []chatform.Choice{{Message: msg, FinishReason: &finish}}, Usage: t.usageOf(usage)}
 	out, _ := c.AppendJSON(make([]byte, 0, len(body)+256)) // no raw member to fail on
 	return out, true
 }
@@ -321,7 +358,7 @@ func (t *toChat) frame(out []byte, msg eventstream.Message) []byte {
 		t.finish = finishReason(p.Get("stopReason").Str, t.ncalls > 0)
 		out = t.chunk(out, &chatform.Message{}, t.finish, nil)
 	case "metadata":
-		out = t.chunk(out, nil, "", usageOf(p.Get("usage")))
+		out = t.chunk(out, nil, "", t.usageOf(p.Get("usage")))
 		out = append(out, "data: [DONE]\n\n"...)
 	}
 	return out

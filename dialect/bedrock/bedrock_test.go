@@ -121,3 +121,31 @@ func TestOptions(t *testing.T) {
 		t.Errorf("%+v %v", c, err)
 	}
 }
+
+// cacheDetails splits the cache writes by TTL for the meter; an entry of
+// a form not read is noted.
+func TestToChatReportsHourCacheWrites(t *testing.T) {
+	d, _ := New(dialect.Options{Model: "m", Settings: map[string]string{"aws_region": "eu-west-1"}})
+	for _, c := range []struct {
+		details string
+		hour    int64
+		unknown bool
+	}{
+		{`[{"inputTokens":8,"ttl":"1h"},{"inputTokens":4,"ttl":"5m"}]`, 8, false},
+		{`[{"inputTokens":4,"ttl":"5m"}]`, 0, false},
+		{`[{"inputTokens":4,"ttl":"24h"}]`, 0, true},
+		{`{}`, 0, true},
+	} {
+		rec := httptest.NewRecorder()
+		w := d.ToChat(rec, "m", 1<<20)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte(`{"output":{"message":{"role":"assistant","content":[{"text":"Hi"}]}},"stopReason":"end_turn",` +
+			`"usage":{"inputTokens":3,"outputTokens":2,"totalTokens":17,"cacheWriteInputTokens":12,"cacheDetails":` + c.details + `}}`))
+		w.Finish()
+		hour, unknown := w.(dialect.CacheTTLReporter).CacheWrites1h()
+		if hour != c.hour || unknown != c.unknown || gjson.Get(rec.Body.String(), "usage.prompt_tokens_details.cache_write_tokens").Int() != 12 {
+			t.Errorf("%s: 1h = %d %v; answer %s", c.details, hour, unknown, rec.Body)
+		}
+	}
+}

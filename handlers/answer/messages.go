@@ -63,6 +63,9 @@ func messagesUsage(u gjson.Result, start UsageSeen) UsageSeen {
 		seen.PromptBad = !ok || (c[1].Exists() && c[1].Type != gjson.Null && !readOK) || (c[2].Exists() && c[2].Type != gjson.Null && !writeOK)
 		seen.Prompt = max(input, 0) + max(read, 0) + max(write, 0)
 		seen.CacheRead, seen.CacheWrite = max(read, 0), max(write, 0)
+		if cc := u.Get("cache_creation"); cc.Exists() {
+			seen.CacheWrite1h, seen.CacheUnknown = messages.CacheCreation(cc)
+		}
 	} else if !start.OK {
 		seen.PromptBad = true // neither message_start nor this usage says
 	}

@@ -523,3 +523,27 @@ func FuzzReadAnswerMembersMatchesLookups(f *testing.F) {
 		}
 	})
 }
+
+// A Messages usage's cache_creation splits its writes by TTL, in a whole
+// answer and in a stream's message_start; a member of a form not read is
+// noted, never refused.
+func TestMessagesUsageReadsTheCacheWritesSplitByTTL(t *testing.T) {
+	u := messagesUsage(gjson.Parse(`{"input_tokens":10,"cache_read_input_tokens":20,"cache_creation_input_tokens":70,`+
+		`"cache_creation":{"ephemeral_5m_input_tokens":30,"ephemeral_1h_input_tokens":40},"output_tokens":5}`), UsageSeen{})
+	if u != (UsageSeen{OK: true, Prompt: 100, Completion: 5, CacheRead: 20, CacheWrite: 70, CacheWrite1h: 40}) {
+		t.Errorf("usage %+v", u)
+	}
+	start := messagesUsage(gjson.Parse(`{"input_tokens":10,"cache_creation_input_tokens":70,"cache_creation":{"ephemeral_1h_input_tokens":70},"output_tokens":1}`), UsageSeen{})
+	if end := messagesUsage(gjson.Parse(`{"output_tokens":9}`), start); end.CacheWrite1h != 70 || end.Completion != 9 {
+		t.Errorf("stream end %+v", end)
+	}
+	for _, cc := range []string{`{"ephemeral_24h_input_tokens":5}`, `{"ephemeral_1h_input_tokens":"5"}`, `[]`} {
+		u := messagesUsage(gjson.Parse(`{"input_tokens":1,"cache_creation_input_tokens":5,"cache_creation":`+cc+`,"output_tokens":1}`), UsageSeen{})
+		if !u.CacheUnknown || u.CacheWrite1h != 0 || u.CacheWrite != 5 || u.PromptBad {
+			t.Errorf("cache_creation %s: %+v", cc, u)
+		}
+	}
+	if u := messagesUsage(gjson.Parse(`{"input_tokens":1,"cache_creation":null,"output_tokens":1}`), UsageSeen{}); u.CacheUnknown {
+		t.Errorf("null cache_creation: %+v", u)
+	}
+}

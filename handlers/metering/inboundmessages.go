@@ -40,6 +40,7 @@ func proxyMessages(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, r
 	mw.TakeProviderUsage(cw.ProviderUsage())
 	if aw != nil {
 		mw.Produced = max(mw.Produced, aw.OutputProduced())
+		takeCacheTTLs(mw, aw)
 	}
 	return err
 }

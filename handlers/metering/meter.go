@@ -515,6 +515,7 @@ func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, ro
 	if aw != nil {
 		aw.Finish()
 		mw.Produced = max(mw.Produced, aw.OutputProduced())
+		takeCacheTTLs(mw, aw)
 	}
 	if cw != nil {
 		cw.Finish(err)
@@ -522,6 +523,16 @@ func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, ro
 		mw.TakeProviderUsage(cw.ProviderUsage())
 	}
 	return err
+}
+
+// takeCacheTTLs gives the meter the split of the cache writes by TTL that
+// a provider answering in its own API reported and the chat usage the
+// meter read does not carry.
+func takeCacheTTLs(mw *answer.Writer, aw dialect.AnswerReader) {
+	if c, ok := aw.(dialect.CacheTTLReporter); ok && mw.Usage.OK {
+		hour, unknown := c.CacheWrites1h()
+		mw.Usage.CacheWrite1h, mw.Usage.CacheUnknown = hour, mw.Usage.CacheUnknown || unknown
+	}
 }
 
 // rejection carries an admission refusal through Store.Reserve.
