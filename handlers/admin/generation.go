@@ -52,6 +52,10 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 	if g.BYOK {
 		upstreamCost = cost
 	}
+	var cacheDiscount any // null: the provider read and wrote no cache
+	if g.CacheReadTokens > 0 || g.CacheWriteTokens > 0 {
+		cacheDiscount = g.CacheDiscount.Float64()
+	}
 	region := "global"
 	if m, ok := ar.gw.Catalog().Lookup(g.Model); ok {
 		for _, p := range m.Providers {
@@ -69,7 +73,7 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 	return map[string]any{
 		"id": g.ID, "upstream_id": orNil(g.UpstreamID), "model": g.Model, "provider_name": g.Provider,
 		"created_at": g.CreatedAt.UTC().Format(time.RFC3339Nano), "api_type": "completions",
-		"total_cost": cost, "usage": cost, "upstream_inference_cost": upstreamCost, "cache_discount": nil,
+		"total_cost": cost, "usage": cost, "upstream_inference_cost": upstreamCost, "cache_discount": cacheDiscount,
 		"is_byok": g.BYOK, "streamed": g.Streamed, "cancelled": g.Status == "aborted",
 		"latency": g.LatencyMS, "generation_time": nil, "moderation_latency": nil,
 		"finish_reason": orNil(g.FinishReason), "native_finish_reason": orNil(g.FinishReason),

@@ -394,6 +394,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 			zap.Int64("prompt_tokens", usage.PromptTokens), zap.Int64("completion_tokens", usage.CompletionTokens))
 		cost, credits = res.Hold, res.Credits
 	}
+	// What the cache saved, for GET /generation (nothing without cache
+	// tokens; a sum out of range shows none).
+	discount, _, _ := billing.CacheDiscount(pricing, usage)
 	mw.OwnBill = answer.NewUsageBill(cost, pricing, usage, route.BYOK)
 	mw.OwnBill.Responses = route.Kind == dialect.Responses
 	mw.Bill = &mw.OwnBill
@@ -409,7 +412,8 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	st.Gen = storage.Generation{
 		ID: st.GenID, AccountID: id.AccountID, KeyHash: id.Hash, WorkspaceID: id.Key.WorkspaceID,
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.UpstreamID, UpstreamIDHidden: mw.Identity != nil,
-		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
+		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens,
+		CacheWrite1hTokens: usage.CacheWrite1hTokens, CacheDiscount: discount, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.Finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.Start).Milliseconds(), User: route.User, CreatedAt: st.Start.UTC(),
 		ContentFlags: st.ContentFlags,

@@ -353,6 +353,14 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"cache_write_tokens":`...)
 		b = strconv.AppendInt(b, r.CacheWriteTokens, 10)
 	}
+	if r.CacheWrite1hTokens != 0 {
+		b = append(b, `,"cache_write_1h_tokens":`...)
+		b = strconv.AppendInt(b, r.CacheWrite1hTokens, 10)
+	}
+	if r.CacheDiscount != 0 {
+		b = append(b, `,"cache_discount":`...)
+		b = r.CacheDiscount.Append(b)
+	}
 	if r.SearchResults != 0 {
 		b = append(b, `,"search_results":`...)
 		b = strconv.AppendInt(b, r.SearchResults, 10)
@@ -437,6 +445,7 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 // false at the first byte it does not expect.
 func readGenerationSums(p *codec.Parser, r *Generation) bool {
 	var skipInt int64
+	var skipAmount money.Amount
 	var skipBool bool
 	ok := true
 	ok = ok && p.Lit(`{"id":`) && p.SkipStr()
@@ -451,6 +460,8 @@ func readGenerationSums(p *codec.Parser, r *Generation) bool {
 	ok = ok && p.Lit(`,"completion_tokens":`) && p.Int(&r.CompletionTokens)
 	ok = ok && (!p.Lit(`,"cache_read_tokens":`) || p.Int(&skipInt))
 	ok = ok && (!p.Lit(`,"cache_write_tokens":`) || p.Int(&skipInt))
+	ok = ok && (!p.Lit(`,"cache_write_1h_tokens":`) || p.Int(&skipInt))
+	ok = ok && (!p.Lit(`,"cache_discount":`) || p.Amount(&skipAmount))
 	ok = ok && (!p.Lit(`,"search_results":`) || p.Int(&skipInt))
 	ok = ok && p.Lit(`,"cost":`) && p.Amount(&r.Cost)
 	r.BYOK = ok && p.Lit(`,"byok":true`)

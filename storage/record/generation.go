@@ -34,19 +34,24 @@ type Generation struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 	// Of PromptTokens, those the provider read from or wrote to its
 	// prompt cache, charged at the model's cache prices.
-	CacheReadTokens  int64        `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64        `json:"cache_write_tokens,omitempty"`
-	SearchResults    int64        `json:"search_results,omitempty"`
-	Cost             money.Amount `json:"cost"`
-	BYOK             bool         `json:"byok,omitempty"`
-	Credits          money.Amount `json:"credits,omitempty"`
-	Status           string       `json:"status"` // completed, incomplete, aborted, error
-	Streamed         bool         `json:"streamed"`
-	FinishReason     string       `json:"finish_reason,omitempty"`
-	UsageEstimated   bool         `json:"usage_estimated,omitempty"`
-	LatencyMS        int64        `json:"latency_ms"`
-	User             string       `json:"user,omitempty"`
-	CreatedAt        time.Time    `json:"created_at"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// Of CacheWriteTokens, those kept for an hour (input_cache_write_1h).
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
+	// CacheDiscount is what the cache's reads and writes cost less than
+	// at the prompt price (negative when writes cost more).
+	CacheDiscount  money.Amount `json:"cache_discount,omitempty"`
+	SearchResults  int64        `json:"search_results,omitempty"`
+	Cost           money.Amount `json:"cost"`
+	BYOK           bool         `json:"byok,omitempty"`
+	Credits        money.Amount `json:"credits,omitempty"`
+	Status         string       `json:"status"` // completed, incomplete, aborted, error
+	Streamed       bool         `json:"streamed"`
+	FinishReason   string       `json:"finish_reason,omitempty"`
+	UsageEstimated bool         `json:"usage_estimated,omitempty"`
+	LatencyMS      int64        `json:"latency_ms"`
+	User           string       `json:"user,omitempty"`
+	CreatedAt      time.Time    `json:"created_at"`
 	// ContentFlags are the flagging content filters that matched the
 	// request (never the text they matched).
 	ContentFlags []ContentFlag `json:"content_flags,omitempty"`
