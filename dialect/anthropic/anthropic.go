@@ -5,6 +5,7 @@ package anthropic
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -100,13 +101,20 @@ func (d *Dialect) FromChat(chat []byte, maxTokens int64) ([]byte, error) {
 func (d *Dialect) FoldsSystem() bool { return d.foldSystem }
 
 // WithExtra adds members (JSON text without braces) of the client's
-// request that the chat body cannot carry (top_k) to a Messages body
-// made by FromChat, unless it enables thinking, which refuses them.
+// request that the chat body cannot carry (top_k, a top-level
+// cache_control) to a Messages body made by FromChat; top_k not when it
+// enables thinking, which refuses it.
 func WithExtra(body []byte, members string) []byte {
-	if members == "" || gjson.GetBytes(body, "thinking").Exists() {
+	if members == "" {
 		return body
 	}
-	return dialect.WithMembers(body, members)
+	out := dialect.WithMembers(body, members)
+	if strings.Contains(members, `"top_k":`) && gjson.GetBytes(body, "thinking").Exists() {
+		// Anthropic refuses top_k with extended thinking; the public API
+		// ignores a parameter a provider lacks.
+		out, _ = sjson.DeleteBytes(out, "top_k")
+	}
+	return out
 }
 
 // ToChat implements dialect.Dialect (messages.AnthropicToChat).

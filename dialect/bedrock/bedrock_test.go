@@ -40,6 +40,15 @@ func TestFromChat(t *testing.T) {
 	if b.Get("model").Exists() || b.Get("seed").Exists() || b.Get("response_format").Exists() {
 		t.Errorf("OpenAI fields sent: %s", body)
 	}
+	// Automatic caching: a cache point after the prompt; not an object: none.
+	body, _ = fromChat([]byte(`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral"}}`))
+	if got := gjson.GetBytes(body, "messages.0.content").Raw; got != `[{"text":"a"},{"cachePoint":{"type":"default"}}]` {
+		t.Errorf("cache point: %s", body)
+	}
+	if body, _ = fromChat([]byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":true}`)); strings.Contains(string(body), "cachePoint") {
+		t.Errorf("cache point for a non-object: %s", body)
+	}
+	checkFromChat(t, []byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral"}}`))
 	for in, msg := range map[string]string{
 		`{"messages":[{"role":"user","content":"a"}],"n":3}`:                                                    "n:",
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`: "image_url.url",

@@ -87,6 +87,11 @@ func appendConverse(b []byte, r *converse) ([]byte, bool) {
 				}
 				b = append(b, '}')
 			}
+			if cp := bl.CachePoint; cp != nil {
+				member(`"cachePoint":{"type":`)
+				b = jsonstr.Append(b, cp.Type)
+				b = append(b, '}')
+			}
 			if sep == '{' {
 				b = append(b, '{')
 			}

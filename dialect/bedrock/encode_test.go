@@ -134,8 +134,11 @@ func refFromChat(chat []byte) ([]byte, error) {
 	ic := &inferenceConfig{}
 	var choice gjson.Result
 	var err error
+	var cache bool
 	req.ForEach(func(k, v gjson.Result) bool {
 		switch name := k.Str; name {
+		case "cache_control":
+			cache = v.IsObject()
 		case "messages":
 			out.System, out.Messages, err = refMessagesOf(v)
 		case "tools":
@@ -215,6 +218,10 @@ func refFromChat(chat []byte) ([]byte, error) {
 	}
 	if len(out.Messages) == 0 {
 		return nil, fieldError("messages", "needs a user message")
+	}
+	if cache {
+		last := &out.Messages[len(out.Messages)-1]
+		last.Content = append(last.Content, block{CachePoint: &cachePoint{Type: "default"}})
 	}
 	return json.Marshal(out)
 }

@@ -32,6 +32,12 @@ type block struct {
 	Image      *image      `json:"image,omitempty"`
 	ToolUse    *toolUse    `json:"toolUse,omitempty"`
 	ToolResult *toolResult `json:"toolResult,omitempty"`
+	CachePoint *cachePoint `json:"cachePoint,omitempty"`
+}
+
+// cachePoint ends the prompt's prefix to cache (automatic caching).
+type cachePoint struct {
+	Type string `json:"type"`
 }
 
 type image struct {
@@ -88,8 +94,13 @@ func fromChat(chat []byte) ([]byte, error) {
 	ic := &inferenceConfig{}
 	var choice gjson.Result
 	var err error
+	var cache bool
 	rawjson.ForEach(req, func(name string, v gjson.Result) bool {
 		switch name {
+		case "cache_control":
+			// Automatic caching (the public API's top-level
+			// cache_control): a cache point after the whole prompt.
+			cache = v.IsObject()
 		case "messages":
 			out.System, out.Messages, err = messagesOf(v)
 		case "tools":
@@ -171,6 +182,9 @@ func fromChat(chat []byte) ([]byte, error) {
 	}
 	if len(out.Messages) == 0 {
 		return nil, fieldError("messages", "needs a user message")
+	}
+	if last := &out.Messages[len(out.Messages)-1]; cache {
+		last.Content = append(last.Content, block{CachePoint: &cachePoint{Type: "default"}})
 	}
 	if b, ok := appendConverse(make([]byte, 0, len(chat)+256), &out); ok {
 		return b, nil

@@ -92,6 +92,10 @@ func Body(kind dialect.Kind, body []byte, f *reqbody.Fields, plugins plugin.Set)
 				return nil, apiErr
 			}
 			drop = append(drop, name)
+		case name == "cache_control" && kind == dialect.Messages:
+			// Automatic caching, Anthropic's own member: passed to an
+			// Anthropic-style provider as it is (a translation for
+			// another provider has no place for it).
 		case gatewayOnlyField(name) || openAIUnsupported(kind, name):
 			drop = append(drop, name)
 		case name == "reasoning" && kind != dialect.Other:
@@ -229,21 +233,28 @@ func reasoningFor(kind dialect.Kind, r gjson.Result, hasEffort bool) ([]byte, *a
 }
 
 // anthropicFields are the public API's request fields that the OpenAI
-// dialect drops (openAIUnsupported) but Anthropic's Messages API defines:
-// an Anthropic-style provider receives them (AnthropicExtra).
-var anthropicFields = []string{"top_k"}
+// dialect drops (openAIUnsupported, gatewayOnlyField) but Anthropic's
+// Messages API defines: an Anthropic-style provider receives them
+// (AnthropicExtra), as do the dialects that read them in the chat body
+// (Bedrock's cache point for cache_control). Each with the JSON type it
+// is passed with.
+var anthropicFields = [...]struct {
+	name string
+	typ  gjson.Type
+}{{"top_k", gjson.Number}, {"cache_control", gjson.JSON}}
 
 // AnthropicExtra is the members of the request (f) that the Anthropic
 // dialect adds to the translated Messages body, as JSON text without
-// braces ("" for none).
+// braces ("" for none): top_k, and the top-level cache_control of
+// automatic caching.
 func AnthropicExtra(f *reqbody.Fields) string {
 	var b []byte
-	for _, name := range anthropicFields {
-		if v, ok := f.Get(name); ok && v.Type == gjson.Number {
+	for _, m := range anthropicFields {
+		if v, ok := f.Get(m.name); ok && v.Type == m.typ && (m.typ != gjson.JSON || v.IsObject()) {
 			if len(b) > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `"`+name+`":`...)
+			b = append(b, `"`+m.name+`":`...)
 			b = append(b, v.Raw...)
 		}
 	}

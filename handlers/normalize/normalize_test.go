@@ -136,6 +136,33 @@ func TestAnthropicDialectKeepsTopK(t *testing.T) {
 	}
 }
 
+// Automatic caching: a top-level cache_control object reaches an
+// Anthropic-style provider (thinking or not) and stays on a native
+// Messages request; OpenAI-style providers never see it.
+func TestTopLevelCacheControl(t *testing.T) {
+	body := []byte(`{"model":"m","cache_control":{"type":"ephemeral","ttl":"1h"},"top_k":2,"messages":[]}`)
+	f, apiErr := reqbody.ParseObject(body)
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	extra := AnthropicExtra(f)
+	if extra != `"top_k":2,"cache_control":{"type":"ephemeral","ttl":"1h"}` {
+		t.Fatalf("extra %q", extra)
+	}
+	if got := string(anthropic.WithExtra([]byte(`{"thinking":{}}`), extra)); got != `{"thinking":{},"cache_control":{"type":"ephemeral","ttl":"1h"}}` {
+		t.Errorf("WithExtra with thinking: %s", got)
+	}
+	for kind, kept := range map[dialect.Kind]bool{dialect.Chat: false, dialect.Responses: false, dialect.Messages: true} {
+		out, apiErr := Body(kind, body, f, plugin.Registered())
+		if apiErr != nil || gjson.GetBytes(out, "cache_control").Exists() != kept {
+			t.Errorf("%s: %s %v", kind, out, apiErr)
+		}
+	}
+	if f, _ := reqbody.ParseObject([]byte(`{"cache_control":"x"}`)); AnthropicExtra(f) != "" {
+		t.Error("a cache_control of another type passed")
+	}
+}
+
 // strict is a plugin module that takes no member but id and enabled.
 type strict struct{}
 
