@@ -61,7 +61,12 @@ import (
 // each block); the blocks up to the last one carrying cache_control are
 // the cached prefix. The first request with a prefix (by model and exact
 // content) writes it (cache_creation_input_tokens), later ones read it
-// (cache_read_input_tokens); input_tokens is the rest of the prompt.
+// (cache_read_input_tokens); input_tokens is the rest of the prompt. A
+// top-level cache_control (automatic caching) ends the prefix after the
+// whole prompt. Writes are split by TTL in cache_creation: the tokens up
+// to the last breakpoint with ttl "1h" are ephemeral_1h_input_tokens, the
+// rest ephemeral_5m_input_tokens; as Anthropic, a cache_control of
+// another type or TTL, or a 1h breakpoint after a 5m one, is refused.
 //
 // The model name's faults apply (error-400, error-429, error-500,
 // error-502 in Anthropic's shape; error-garbage, stream-break, slow), and
@@ -169,23 +174,24 @@ func writeAnthropicError(w http.ResponseWriter, status int, typ, msg string) {
 
 // anthropicRequest is what the mock needs from a Messages request.
 type anthropicRequest struct {
-	noSystem  bool // system messages in messages are refused
-	model     string
-	stream    bool
-	maxTokens int64
-	stops     []string
-	lastUser  string
-	toolText  string // the text of the last message's tool results
-	lastTools bool   // the last message holds tool results
-	tools     []string
-	force     string // a tool the tool_choice forces ("" none)
-	search    bool   // the web_search_20250305 tool is offered
-	thinking  bool   // extended thinking: the answer starts with a thinking block
-	betas     map[string]bool
-	calls     []mockToolCall // scripted tool calls
-	prompt    int            // all prompt tokens
-	prefix    int            // of prompt, the cached prefix's
-	prefixKey [32]byte
+	noSystem   bool // system messages in messages are refused
+	model      string
+	stream     bool
+	maxTokens  int64
+	stops      []string
+	lastUser   string
+	toolText   string // the text of the last message's tool results
+	lastTools  bool   // the last message holds tool results
+	tools      []string
+	force      string // a tool the tool_choice forces ("" none)
+	search     bool   // the web_search_20250305 tool is offered
+	thinking   bool   // extended thinking: the answer starts with a thinking block
+	betas      map[string]bool
+	calls      []mockToolCall // scripted tool calls
+	prompt     int            // all prompt tokens
+	prefix     int            // of prompt, the cached prefix's
+	prefixHour int            // of prefix, cached for an hour
+	prefixKey  [32]byte
 }
 
 // serveAnthropic answers POST .../v1/messages.
@@ -247,6 +253,10 @@ func (m *Handler) answerAnthropic(w http.ResponseWriter, r *http.Request, q *ant
 	msg := newAnthropicMessage(q)
 	msg.Usage.InputTokens = q.prompt - q.prefix
 	msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens = read, write
+	if write > 0 {
+		hour := min(q.prefixHour, write)
+		msg.Usage.CacheCreation = &anthropicCacheCreation{FiveMinutes: write - hour, OneHour: hour}
+	}
 	brk := strings.Contains(q.model, "stream-break")
 	if !q.stream {
 		if brk {
@@ -350,8 +360,15 @@ func parseAnthropic(body []byte, betas map[string]bool, noSystem bool) (*anthrop
 		return nil, refusal
 	}
 	q.prompt = c.tokens
+	if cc := req.Get("cache_control"); cc.Exists() {
+		// Automatic caching: the whole prompt is the prefix.
+		c.mark(cc)
+	}
+	if c.refusal != nil {
+		return nil, c.refusal
+	}
 	if c.cachedUpTo >= 0 {
-		q.prefix = c.cachedTokens
+		q.prefix, q.prefixHour = c.cachedTokens, c.hourTokens
 		q.prefixKey = sha256.Sum256([]byte(q.model + "\x00" + c.content.String()[:c.cachedUpTo]))
 	}
 	return q, nil
@@ -363,19 +380,48 @@ type promptCounter struct {
 	content      strings.Builder // what the prefix key hashes
 	cachedUpTo   int             // content length at the last cache_control; -1 none
 	cachedTokens int
-	started      bool
+	// hourTokens: of cachedTokens, those up to the last breakpoint with
+	// ttl "1h"; fiveMinutes: a 5m breakpoint came (1h ones must precede).
+	hourTokens  int
+	fiveMinutes bool
+	refusal     *anthropicRefusal // a cache_control of a wrong shape
+	started     bool
 }
 
-// add counts a piece of the prompt; cache marks the end of a prefix.
-func (c *promptCounter) add(raw string, tokens int, cache bool) {
-	if !c.started {
-		c.started, c.cachedUpTo = true, -1
-	}
+// add counts a piece of the prompt; a cache_control (cc) marks the end
+// of a prefix.
+func (c *promptCounter) add(raw string, tokens int, cc gjson.Result) {
+	c.init()
 	c.tokens += tokens
 	c.content.WriteString(raw)
-	if cache {
-		c.cachedUpTo, c.cachedTokens = c.content.Len(), c.tokens
+	if cc.Exists() {
+		c.mark(cc)
 	}
+}
+
+// mark ends a cached prefix at the prompt counted so far, with cc's TTL
+// (5 minutes unless "1h"); a cache_control Anthropic refuses is noted.
+func (c *promptCounter) mark(cc gjson.Result) {
+	c.init()
+	ttl := cc.Get("ttl")
+	switch {
+	case c.refusal != nil:
+		return
+	case !cc.IsObject() || cc.Get("type").Str != "ephemeral":
+		c.refusal = invalidRequest("cache_control.type: Input should be 'ephemeral'")
+		return
+	case ttl.Exists() && ttl.Str != "5m" && ttl.Str != "1h":
+		c.refusal = invalidRequest("cache_control.ttl: Input should be '5m' or '1h'")
+		return
+	case ttl.Str == "1h" && c.fiveMinutes:
+		c.refusal = invalidRequest("a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block")
+		return
+	case ttl.Str == "1h":
+		c.hourTokens = c.tokens
+	default:
+		c.fiveMinutes = true
+	}
+	c.cachedUpTo, c.cachedTokens = c.content.Len(), c.tokens
 }
 
 func (c *promptCounter) init() {
@@ -384,7 +430,8 @@ func (c *promptCounter) init() {
 	}
 }
 
-func hasCache(v gjson.Result) bool { return v.Get("cache_control").IsObject() }
+// cacheOf is a block's cache_control (absent: none).
+func cacheOf(v gjson.Result) gjson.Result { return v.Get("cache_control") }
 
 // parseTools checks the tool definitions and the tool_choice.
 func (q *anthropicRequest) parseTools(tools, choice gjson.Result, c *promptCounter) *anthropicRefusal {
@@ -410,7 +457,7 @@ func (q *anthropicRequest) parseTools(tools, choice gjson.Result, c *promptCount
 		default:
 			return invalidRequest("tools.%d: Input tag '%s' found using 'type' does not match any of the expected tags", i, typ)
 		}
-		c.add(t.Raw, mockMessageOverhead+countWords(t.Get("name").Str+" "+t.Get("description").Str), hasCache(t))
+		c.add(t.Raw, mockMessageOverhead+countWords(t.Get("name").Str+" "+t.Get("description").Str), cacheOf(t))
 	}
 	if !choice.Exists() {
 		return nil
@@ -441,7 +488,7 @@ func parseSystem(system gjson.Result, c *promptCounter) *anthropicRefusal {
 	switch {
 	case !system.Exists():
 	case system.Type == gjson.String:
-		c.add(system.Raw, mockMessageOverhead+countWords(system.Str), false)
+		c.add(system.Raw, mockMessageOverhead+countWords(system.Str), gjson.Result{})
 	case system.IsArray():
 		for i, b := range system.Array() {
 			if b.Get("type").Str != "text" {
@@ -450,7 +497,7 @@ func parseSystem(system gjson.Result, c *promptCounter) *anthropicRefusal {
 			if b.Get("text").Str == "" {
 				return invalidRequest("system: text content blocks must be non-empty")
 			}
-			c.add(b.Raw, mockMessageOverhead+countWords(b.Get("text").Str), hasCache(b))
+			c.add(b.Raw, mockMessageOverhead+countWords(b.Get("text").Str), cacheOf(b))
 		}
 	default:
 		return invalidRequest("system: Input should be a valid string or list")
@@ -495,7 +542,7 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 		default:
 			return invalidRequest("messages.%d.content: Input should be a valid string or list", i)
 		}
-		c.add(`{"role":"`+role+`"}`, mockMessageOverhead, false)
+		c.add(`{"role":"`+role+`"}`, mockMessageOverhead, gjson.Result{})
 		uses := map[string]bool{}
 		answered := map[string]bool{}
 		text, toolText := "", ""
@@ -553,7 +600,7 @@ func (q *anthropicRequest) parseMessages(msgs gjson.Result, c *promptCounter) *a
 				toolText += t + " "
 				words = countWords(t)
 			}
-			c.add(b.Raw, words, hasCache(b))
+			c.add(b.Raw, words, cacheOf(b))
 		}
 		for id := range pendingUses {
 			if !answered[id] {
@@ -689,8 +736,15 @@ type anthropicUsage struct {
 	InputTokens              int                     `json:"input_tokens"`
 	CacheCreationInputTokens int                     `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int                     `json:"cache_read_input_tokens"`
+	CacheCreation            *anthropicCacheCreation `json:"cache_creation,omitempty"`
 	OutputTokens             int                     `json:"output_tokens"`
 	ServerToolUse            *anthropicServerToolUse `json:"server_tool_use,omitempty"`
+}
+
+// anthropicCacheCreation splits the cache writes by TTL.
+type anthropicCacheCreation struct {
+	FiveMinutes int `json:"ephemeral_5m_input_tokens"`
+	OneHour     int `json:"ephemeral_1h_input_tokens"`
 }
 
 type anthropicServerToolUse struct {

@@ -84,6 +84,37 @@ func TestAnthropicCachesPrefixes(t *testing.T) {
 	}
 }
 
+// Cache writes are split by TTL; a top-level cache_control caches the
+// whole prompt; a cache_control Anthropic refuses is refused.
+func TestAnthropicSplitsCacheWritesByTTL(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	// 5 words + 4 cached for an hour, then 2 words + 4 for 5 minutes.
+	body := `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"a long shared context here","cache_control":{"type":"ephemeral","ttl":"1h"}},` +
+		`{"type":"text","text":"more context","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"question one"}]}`
+	u := gjson.Get(testgw.Post(t, srv, "/v1/messages", body, anthropicHeaders...).Body, "usage")
+	if u.Get("cache_creation_input_tokens").Int() != 15 || u.Get("cache_creation").Raw != `{"ephemeral_5m_input_tokens":6,"ephemeral_1h_input_tokens":9}` {
+		t.Errorf("split: %s", u.Raw)
+	}
+	if u = gjson.Get(testgw.Post(t, srv, "/v1/messages", body, anthropicHeaders...).Body, "usage"); u.Get("cache_read_input_tokens").Int() != 15 || u.Get("cache_creation").Exists() {
+		t.Errorf("read: %s", u.Raw)
+	}
+	auto := `{"model":"claude","max_tokens":100,"cache_control":{"type":"ephemeral","ttl":"1h"},"messages":[{"role":"user","content":"automatic caching here"}]}`
+	if u = gjson.Get(testgw.Post(t, srv, "/v1/messages", auto, anthropicHeaders...).Body, "usage"); u.Get("input_tokens").Int() != 0 ||
+		u.Get("cache_creation.ephemeral_1h_input_tokens").Int() != u.Get("cache_creation_input_tokens").Int() {
+		t.Errorf("automatic: %s", u.Raw)
+	}
+	for _, cc := range []string{`{"type":"persistent"}`, `{"type":"ephemeral","ttl":"2h"}`, `true`} {
+		res := testgw.Post(t, srv, "/v1/messages", `{"model":"claude","max_tokens":100,"cache_control":`+cc+`,"messages":[{"role":"user","content":"x"}]}`, anthropicHeaders...)
+		if res.Status != 400 || !strings.Contains(res.Body, "cache_control") {
+			t.Errorf("%s: %d %s", cc, res.Status, res.Body)
+		}
+	}
+	late := `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"b","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"x"}]}`
+	if res := testgw.Post(t, srv, "/v1/messages", late, anthropicHeaders...); res.Status != 400 {
+		t.Errorf("1h after 5m: %d %s", res.Status, res.Body)
+	}
+}
+
 func TestAnthropicToolUseRoundTrip(t *testing.T) {
 	tools := `"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}]`
 	res := anthropicPost(t, &Handler{}, `{"model":"claude","max_tokens":100,`+tools+`,"messages":[{"role":"user","content":"call get_weather for Paris"}]}`)
