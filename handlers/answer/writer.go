@@ -68,7 +68,11 @@ type Writer struct {
 	jsonOK      bool
 	usageJSON   gjson.Result // the JSON answer's usage object
 	UsageRaw    string       // the upstream's usage object, as sent
-	startUsage  UsageSeen    // Messages streams: the prompt figures message_start reported
+	// CacheTTL is the split of the cache writes by TTL that a provider
+	// answering in its own API reported beside the chat usage read here
+	// (dialect.CacheTTLReporter); it stands for Usage's.
+	CacheTTL   CacheTTL
+	startUsage UsageSeen // Messages streams: the prompt figures message_start reported
 
 	// Identity, for chat completions, rewrites the answer's id, model and
 	// provider (Identity); UpstreamID is the provider's id of it.
@@ -107,6 +111,13 @@ type UsageSeen struct {
 	// A count that is missing, negative or not a number (usageCount):
 	// defendUsage replaces it.
 	PromptBad, CompletionBad bool
+}
+
+// CacheTTL is a provider's split of its cache writes by TTL.
+type CacheTTL struct {
+	Reported bool
+	Hour     int64 // written for an hour
+	Unknown  bool  // a count of a form not read
 }
 
 // usageOf reads a usage object: chat's prompt and completion tokens, or

@@ -55,6 +55,9 @@ const (
 // Messages; a Responses answer keeps the provider's, with the cost).
 func (m *Meter) defendUsage(st *pipeline.State, mw *answer.Writer) billing.Usage {
 	route, seen := st.Route, mw.Usage
+	if ttl := mw.CacheTTL; ttl.Reported {
+		seen.CacheWrite1h, seen.CacheUnknown = ttl.Hour, seen.CacheUnknown || ttl.Unknown
+	}
 	u := billing.Usage{PromptTokens: seen.Prompt, CompletionTokens: seen.Completion,
 		CacheReadTokens: seen.CacheRead, CacheWriteTokens: seen.CacheWrite, CacheWrite1hTokens: seen.CacheWrite1h}
 	report := func(kind string, reported, charged int64) {

@@ -531,11 +531,11 @@ func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, ro
 
 // takeCacheTTLs gives the meter the split of the cache writes by TTL that
 // a provider answering in its own API reported and the chat usage the
-// meter read does not carry.
+// meter reads (a held answer's only at settlement) does not carry.
 func takeCacheTTLs(mw *answer.Writer, aw dialect.AnswerReader) {
-	if c, ok := aw.(dialect.CacheTTLReporter); ok && mw.Usage.OK {
+	if c, ok := aw.(dialect.CacheTTLReporter); ok {
 		hour, unknown := c.CacheWrites1h()
-		mw.Usage.CacheWrite1h, mw.Usage.CacheUnknown = hour, mw.Usage.CacheUnknown || unknown
+		mw.CacheTTL = answer.CacheTTL{Reported: true, Hour: hour, Unknown: unknown}
 	}
 }
 
