@@ -77,3 +77,37 @@ func TestOutputClampPerAttempt(t *testing.T) {
 		t.Fatalf("uncapped: %s %+v %v", hold, rej, c.Limits)
 	}
 }
+
+// The hold and the clamp price at the dearest an override may charge the
+// prompt's bound, at the instant the route is priced: a long-context
+// price above the bound's threshold, a time window's price while it is in
+// force; the charge takes the prices in force for the answer's prompt.
+func TestHoldPricesOverridesThatMayApply(t *testing.T) {
+	p := billing.Pricing{Prompt: 1_000_000, Completion: 2_000_000} // 1 and 2 nano-credits a token
+	p.Overrides = &billing.Overrides{Entries: []billing.Override{
+		{MinPromptTokens: 150, HasMinPrompt: true, Prompt: 3_000_000, Completion: 4_000_000, Sets: billing.KeyPrompt | billing.KeyCompletion},
+		{UTCStart: 0, UTCEnd: 60, HasWindow: true, Completion: 10_000_000, Sets: billing.KeyCompletion},
+	}}
+	m := testgw.PricedModel("long", p, testgw.UpstreamProvider("/v1"))
+	noon := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		bound int64
+		at    time.Time
+		want  money.Amount
+	}{
+		{100, noon, 100*1 + 1_000*2},                                      // below the threshold: the base prices
+		{200, noon, 200*3 + 1_000*4},                                      // a prompt up to 200 tokens may pass it
+		{100, noon.Add(-11*time.Hour - 30*time.Minute), 100*1 + 1_000*10}, // 00:30: the night's completion price
+	} {
+		route := &upstream.Route{Kind: "chat", Prompt: prompt.Bound{Tokens: tc.bound}, MaxTokens: 1_000, PricedAt: tc.at,
+			Attempts: []upstream.Attempt{{Model: m, Provider: m.Providers[0]}}}
+		_, est, err := estimateAttempts(route, defaultPolicy)
+		if err != nil || est.Hold != tc.want {
+			t.Errorf("bound %d at %s: hold %s, want %s (%v)", tc.bound, tc.at.Format("15:04"), est.Hold, tc.want, err)
+		}
+		route.Model = m
+		if got := route.ChargePricing(tc.bound); tc.bound == 200 && got.Prompt != 3_000_000 || tc.bound == 100 && got.Prompt != 1_000_000 {
+			t.Errorf("charge pricing of %d tokens: %+v", tc.bound, got)
+		}
+	}
+}
