@@ -66,6 +66,8 @@ func messagesUsage(u gjson.Result, start UsageSeen) UsageSeen {
 		if cc := u.Get("cache_creation"); cc.Exists() {
 			seen.CacheWrite1h, seen.CacheUnknown = messages.CacheCreation(cc)
 		}
+		seen.CacheUnknown = seen.CacheUnknown ||
+			unknownCacheMember(u.Raw, [3]string{"cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation"})
 	} else if !start.OK {
 		seen.PromptBad = true // neither message_start nor this usage says
 	}

@@ -137,8 +137,25 @@ func usageOf(u gjson.Result, responses bool) UsageSeen {
 	if strings.Contains(u.Raw, "cache") {
 		d := u.Get(details)
 		seen.CacheRead, seen.CacheWrite = d.Get("cached_tokens").Int(), d.Get("cache_write_tokens").Int()
+		// A provider's own cache counts (prompt_cache_hit_tokens, a new
+		// detail) are not read: the prompt's tokens are charged as
+		// reported, and the report is an anomaly.
+		seen.CacheUnknown = unknownCacheMember(u.Raw, [3]string{}) ||
+			d.IsObject() && unknownCacheMember(d.Raw, [3]string{"cached_tokens", "cache_write_tokens"})
 	}
 	return seen
+}
+
+// unknownCacheMember reports whether the JSON object raw has a member
+// whose name holds "cache" and is none of known.
+func unknownCacheMember(raw string, known [3]string) bool {
+	unknown := false
+	jsonpeek.EachTopMember(jsonpeek.ViewBytes(raw), func(keyStart, keyEnd int, _ bool, _, _ int) bool {
+		k := raw[keyStart:keyEnd]
+		unknown = strings.Contains(k, "cache") && k != known[0] && k != known[1] && k != known[2]
+		return !unknown
+	})
+	return unknown
 }
 
 // usageTokens is gjson's Get(in).Int() and Get(out).Int() on the usage

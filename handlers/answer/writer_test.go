@@ -547,3 +547,23 @@ func TestMessagesUsageReadsTheCacheWritesSplitByTTL(t *testing.T) {
 		t.Errorf("null cache_creation: %+v", u)
 	}
 }
+
+// A cache count of a form the meter does not read is noted, whatever the
+// API; the known ones are not.
+func TestUnknownCacheCountsAreNoted(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"prompt_tokens":10,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":2,"cache_write_tokens":1}}`: false,
+		`{"prompt_tokens":10,"completion_tokens":1,"prompt_cache_hit_tokens":4,"prompt_cache_miss_tokens":6}`:           true,
+		`{"prompt_tokens":10,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":2,"cache_1h_tokens":1}}`:    true,
+	} {
+		if got := usageOf(gjson.Parse(raw), false); got.CacheUnknown != want || got.Prompt != 10 {
+			t.Errorf("%s: %+v", raw, got)
+		}
+	}
+	if u := messagesUsage(gjson.Parse(`{"input_tokens":1,"cache_read_input_tokens":2,"cache_storage_tokens":3,"output_tokens":1}`), UsageSeen{}); !u.CacheUnknown || u.Prompt != 3 {
+		t.Errorf("messages: %+v", u)
+	}
+	if u := messagesUsage(gjson.Parse(`{"input_tokens":1,"cache_read_input_tokens":2,"cache_creation_input_tokens":0,"cache_creation":null,"output_tokens":1}`), UsageSeen{}); u.CacheUnknown {
+		t.Errorf("messages known: %+v", u)
+	}
+}
