@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 )
 
@@ -164,6 +165,23 @@ func TestBedrockProvider(t *testing.T) {
 		}
 		expectClaudeCost(t, u, 0)
 		tap.take()
+	})
+
+	t.Run("automatic caching", func(t *testing.T) {
+		tap.take()
+		r := c.mustPost("/chat/completions", key, `{"model":"amazon/claude","cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"cache this bedrock prompt"}]}`, nil).expect(t, 200)
+		b := expectBedrockCall(t, tap.take(), "converse").body
+		if got := b.Get("messages.0.content").Raw; got != `[{"text":"cache this bedrock prompt"},{"cachePoint":{"type":"default"}}]` {
+			t.Errorf("upstream content %s", got)
+		}
+		u := r.JSON.Get("usage")
+		if u.Get("prompt_tokens_details.cache_write_tokens").Int() != u.Get("prompt_tokens").Int() || u.Get("prompt_tokens").Int() == 0 {
+			t.Errorf("usage %s", u.Raw)
+		}
+		// No write price: the writes cost the prompt price.
+		if want := money.Amount(u.Get("prompt_tokens").Int()*3000 + u.Get("completion_tokens").Int()*15000); creditAmount(t, u.Get("cost")) != want {
+			t.Errorf("usage.cost %s, want %s", u.Get("cost").Raw, want)
+		}
 	})
 
 	t.Run("fallback to another dialect", func(t *testing.T) {

@@ -33,7 +33,9 @@ import (
 //   - the answer echoes the last user text, one token a word, cut at
 //     inferenceConfig.maxTokens (stopReason max_tokens), with usage; a
 //     model name with "cached" reports half the prompt as
-//     cacheReadInputTokens, "error-429" is a ThrottlingException,
+//     cacheReadInputTokens (else a request with a cachePoint reports the
+//     whole prompt as cacheWriteInputTokens, in cacheDetails for 5m),
+//     "error-429" is a ThrottlingException,
 //     "error-garbage" an answer that does not parse, "stream-break" a
 //     stream that ends with an exception frame; "mock-tool-call: <name>
 //     <args>" of an offered tool is answered with its toolUse. Streams are
@@ -210,6 +212,7 @@ func parseConverse(body []byte, q *mockRequest) {
 		return strings.Join(t, " ")
 	}
 	q.prompt += countWords(texts(gjson.GetBytes(body, "system")))
+	q.cachePoint = gjson.GetBytes(body, "messages.#.content.#.cachePoint|@flatten|#").Int() > 0
 	msgs := gjson.GetBytes(body, "messages").Array()
 	for _, m := range msgs {
 		q.prompt += countWords(texts(m.Get("content"))) + mockMessageOverhead
@@ -232,9 +235,15 @@ func parseConverse(body []byte, q *mockRequest) {
 // writeConverse answers with a Converse answer or a ConverseStream.
 func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
 	usage := map[string]any{"inputTokens": a.prompt, "outputTokens": a.completion(), "totalTokens": a.total()}
-	if strings.Contains(q.model, "cached") {
+	switch {
+	case strings.Contains(q.model, "cached"):
 		usage["cacheReadInputTokens"] = a.prompt / 2
 		usage["inputTokens"] = a.prompt - a.prompt/2
+	case q.cachePoint:
+		// The prompt up to the cache point, the whole of it, is written
+		// for the default 5 minutes.
+		usage["cacheWriteInputTokens"], usage["inputTokens"] = a.prompt, 0
+		usage["cacheDetails"] = []map[string]any{{"inputTokens": a.prompt, "ttl": "5m"}}
 	}
 	stop := "end_turn"
 	switch {

@@ -222,6 +222,8 @@ type mockRequest struct {
 	prompt   int   // prompt tokens
 	bytes    bool  // count prompt tokens as bytes (Handler.PromptTokens)
 	lastUser string
+	// cachePoint: a Converse request marks a prefix to cache.
+	cachePoint bool
 	// Responses only, echoed back on the response object.
 	instructions    *string
 	maxOutputTokens *int64
