@@ -34,14 +34,14 @@ func TestWithoutCredentialParams(t *testing.T) {
 
 func TestUpstreamHeaderDropsClientCredentials(t *testing.T) {
 	h := http.Header{}
-	for _, k := range slices.Concat(routing.ClientCredentialHeaders, []string{"Accept-Encoding", "Incremental", "Content-Type", "Api-Version"}) {
+	for _, k := range slices.Concat(routing.ClientCredentialHeaders, []string{"Accept-Encoding", "Incremental", "X-Session-Id", "Content-Type", "Api-Version"}) {
 		h.Set(k, "v")
 	}
 	c := routing.UpstreamHeader(h)
 	if len(c) != 2 || c.Get("Content-Type") == "" || c.Get("Api-Version") == "" {
 		t.Errorf("left %v, want Content-Type and Api-Version only", c)
 	}
-	if len(h) != len(routing.ClientCredentialHeaders)+4 {
+	if len(h) != len(routing.ClientCredentialHeaders)+5 {
 		t.Errorf("the client's header changed: %v", h)
 	}
 }

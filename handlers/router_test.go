@@ -80,6 +80,18 @@ func TestValidateInference(t *testing.T) {
 		{"/messages", `{"model":"m","messages":"hi","max_tokens":1024}`, "messages: expected an array of messages"},
 		{"/messages", `{"model":"m","messages":[]}`, "max_tokens: required (a positive integer)"},
 		{"/messages", `{"model":"m","messages":[],"max_tokens":null}`, "max_tokens: required (a positive integer)"},
+
+		// session_id, on every inference route: a string of at most 256
+		// characters.
+		{"/chat/completions", `{"model":"m","messages":[],"session_id":"` + strings.Repeat("é", 256) + `"}`, ""},
+		{"/chat/completions", `{"model":"m","messages":[],"session_id":"` + strings.Repeat("a", 257) + `"}`, "session_id: expected at most 256 characters"},
+		{"/chat/completions", `{"model":"m","messages":[],"session_id":5}`, "session_id: expected a string"},
+		{"/chat/completions", `{"model":"m","messages":[],"session_id":null}`, "session_id: expected a string"},
+		{"/responses", `{"model":"m","input":"x","session_id":{"id":"a"}}`, "session_id: expected a string"},
+		{"/messages", `{"model":"m","messages":[],"max_tokens":1,"session_id":["a"]}`, "session_id: expected a string"},
+		{"/completions", `{"model":"m","prompt":"x","session_id":"` + strings.Repeat("a", 257) + `"}`, "session_id: expected at most 256 characters"},
+		{"/completions", `{"model":"m","prompt":"x","session_id":"s-1"}`, ""},
+		{"/chat/completions", `{"model":"m","messages":[],"session_id":"a\u0000b"}`, "session_id: control characters are not allowed"},
 	}
 	for _, tt := range tests {
 		api, _ := admin.ClassifyRoute(admin.APIPrefix + tt.sub)

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sticky"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
@@ -59,6 +60,9 @@ type State struct {
 	// single usable endpoint; OwnAttemptsUsed: taken.
 	OwnAttempts     [1]upstream.Attempt
 	OwnAttemptsUsed bool
+
+	// Sticky is the request's session id and its sticky routing choice.
+	Sticky sticky.Choice
 
 	// ContentFlags are the flagging content filters that matched, for the
 	// generation record.

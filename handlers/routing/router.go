@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/sticky"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/policy"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -193,6 +194,9 @@ func (rt *Router) ServeOther(w http.ResponseWriter, r *http.Request, st *pipelin
 // estimate counts). r is read, never changed.
 func (rt *Router) Plan(r *http.Request, st *pipeline.State, body []byte) *apierror.Error {
 	f, apiErr := validateInferenceIn(&st.OwnFields, st.API.Dialect(), body)
+	if apiErr == nil {
+		st.Sticky.SessionID, apiErr = sticky.SessionID(f, r.Header)
+	}
 	var route *upstream.Route
 	if apiErr == nil {
 		route, apiErr = rt.Route(st, body, f)
@@ -273,12 +277,13 @@ func UpstreamHeader(h http.Header) http.Header {
 // notForwarded reports whether the client's header entry named k (a
 // canonical name: none is canonicalized per request) is never sent to a
 // provider: Accept-Encoding, the client's credentials
-// (ClientCredentialHeaders) and Incremental (the body was read whole, so
+// (ClientCredentialHeaders), the session id (the gateway's, as the body's
+// session_id is) and Incremental (the body was read whole, so
 // it is not forwarded as it arrives; and reverse_proxy with
 // request_buffers, an operator's option, refuses a request that asks for
 // that).
 func notForwarded(k string) bool {
-	return k == "Accept-Encoding" || k == "Incremental" || slices.Contains(ClientCredentialHeaders, k)
+	return k == "Accept-Encoding" || k == "Incremental" || k == sticky.HeaderName || slices.Contains(ClientCredentialHeaders, k)
 }
 
 // Route finds the request's model (and its `models` fallbacks) in the
@@ -634,6 +639,9 @@ func validateInferenceIn(f *reqbody.Fields, kind dialect.Kind, body []byte) (*re
 	// The end-user id is addressed by path later (/end-users/{user}):
 	// bounded, without control characters or unpaired surrogates.
 	f.String("user")
+	// The session id keys sticky routing and groups generations: bounded
+	// as the user's is.
+	f.String("session_id")
 	for _, name := range maxTokensFields {
 		if v, ok := f.Get(name); ok && v.Type != gjson.Null {
 			if _, ok := TokenCount(v); !ok {
