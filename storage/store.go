@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tollgate-dev/caddy-tollgate/storage/affinity"
 	"github.com/tollgate-dev/caddy-tollgate/storage/analytics"
 	"github.com/tollgate-dev/caddy-tollgate/storage/byok"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
@@ -114,6 +115,8 @@ type Store struct {
 	recordsCurrent  bool
 	// open: counted in openStores, until the first Close.
 	open atomic.Bool
+	// affinity keeps the endpoints conversations stick to.
+	affinity affinity.Table
 }
 
 // bigStore is the number of keys from which Open returns the warm-up's
@@ -531,9 +534,10 @@ func (s *Store) saveSnapshots() {
 // backend, and wires each store to the others it reads.
 func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 	s := &Store{
-		k:    k,
-		feed: k.Feed(),
-		log:  log,
+		k:        k,
+		feed:     k.Feed(),
+		log:      log,
+		affinity: affinityFor(k.Backend()),
 		AccountStore: &AccountStore{
 			k:         k,
 			accounts:  map[string]*Account{},
