@@ -37,6 +37,7 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
+//		sticky_idle        <duration>|off
 //		plugins {
 //			<plugin module name> [...]
 //		}

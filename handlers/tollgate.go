@@ -75,6 +75,10 @@ type Tollgate struct {
 	// (the default: weighted by the inverse square of their price) or
 	// "ordered" (the catalog's order). See Router.LoadBalancing.
 	LoadBalancing string `json:"load_balancing,omitempty"`
+	// StickyIdle is how long a conversation stays on the endpoint that
+	// served it without a request (sticky routing): default
+	// sticky.DefaultIdle; negative: off. See Router.StickyIdle.
+	StickyIdle caddy.Duration `json:"sticky_idle,omitempty"`
 	// WebFetchPrice is the price of one fetch of the web-fetch plugin, in
 	// credits, handed to the plugin's module (its price). Default the
 	// module's.
@@ -154,7 +158,7 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		t.plugins = plugin.Registered()
 	}
 	t.router = routing.Router{MaxBodyBytes: t.MaxBodyBytes, MediaPartTokens: t.MediaPartTokens,
-		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, Gateway: gw, Plugins: t.plugins}
+		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, StickyIdle: t.StickyIdle, Gateway: gw, Plugins: t.plugins}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}

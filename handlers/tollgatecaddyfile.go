@@ -24,6 +24,7 @@ import (
 //		media_part_tokens  <n>
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
+//		sticky_idle        <duration>|off
 //		web_fetch_price    <credits>
 //		first_byte_timeout <duration>
 //		plugins {
@@ -59,7 +60,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "web_fetch_price", "first_byte_timeout", "plugins"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "sticky_idle", "web_fetch_price", "first_byte_timeout", "plugins"}
 
 // UnmarshalPlugins reads the plugins block, d at its name: each line
 // names a plugin module (tollgate.plugins.<name>), whose own
@@ -125,6 +126,18 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 			return true, fmt.Errorf("%s: expected a positive duration", name)
 		}
 		t.FirstByteTimeout = caddy.Duration(d)
+	case "sticky_idle":
+		var d time.Duration
+		switch {
+		case len(args) == 1 && args[0] == "off":
+			d = -1
+		case len(args) == 1:
+			d, err = caddy.ParseDuration(args[0])
+		}
+		if len(args) != 1 || err != nil || d == 0 || d < -1 {
+			return true, fmt.Errorf("%s: expected a positive duration or off", name)
+		}
+		t.StickyIdle = caddy.Duration(d)
 	case "upstream_base_path":
 		// Only requests routed by model reach a provider, each under its
 		// own base_url: the option had nothing left to set.

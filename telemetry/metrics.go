@@ -81,6 +81,9 @@ type metrics struct {
 
 	keyRequests *prometheus.CounterVec // account, key
 	keyCredits  *amountVec             // account, key, byok
+
+	sticky                *prometheus.CounterVec // outcome
+	stickyHit, stickyMiss prometheus.Counter     // its two series, resolved once
 }
 
 var std = newMetrics()
@@ -174,6 +177,11 @@ func newMetrics() *metrics {
 			Help: "Inference requests charged, by account and key hash (only with metrics_per_key; keys past its bound count as \"other\").",
 		}, []string{"account", "key"}),
 	}
+	m.sticky = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "sticky_routing_total",
+		Help: "Requests that could stick to an endpoint (several equally ranked, no provider.order or sort), by outcome: hit (the conversation's endpoint was among them and leads) or miss (none known, expired, or no longer eligible).",
+	}, []string{"outcome"})
+	m.stickyHit, m.stickyMiss = m.sticky.WithLabelValues("hit"), m.sticky.WithLabelValues("miss")
 	keyLabels := []string{"account", "key", "byok"}
 	m.keyCredits = newAmountVec(prometheus.NewDesc(namespace+"_key_credits_total",
 		"Credits charged (byok=false) or BYOK usage (byok=true), by account and key hash (only with metrics_per_key).", keyLabels, nil), keyLabels)
@@ -187,7 +195,7 @@ func (m *metrics) collectors(perKey bool) []prometheus.Collector {
 		m.requests, m.attempts, m.fallbacks, m.tokens, m.credits, m.byokUsage,
 		m.upstreamDuration, m.ttft, m.refusals, m.rateLimited, m.usageAnomalies, m.holds, m.heldCredits,
 		m.commitDuration, m.commitFailures, m.searchCalls, m.searchResults, m.searchFailures,
-		m.exportQueue, m.exportDelivered, m.exportDropped,
+		m.exportQueue, m.exportDelivered, m.exportDropped, m.sticky,
 	}
 	if perKey {
 		cs = append(cs, m.keyRequests, m.keyCredits)
@@ -266,6 +274,15 @@ func WebSearch(engine string, results int, failed bool) {
 		return
 	}
 	std.searchResults.WithLabelValues(engine).Add(float64(results))
+}
+
+// StickyRouting counts a sticky routing lookup: a hit, or a miss.
+func StickyRouting(hit bool) {
+	if hit {
+		std.stickyHit.Inc()
+		return
+	}
+	std.stickyMiss.Inc()
 }
 
 // ExportStats is what the observability exporter reports.

@@ -355,6 +355,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	} else {
 		usage = m.defendUsage(st, mw)
 	}
+	// The conversation sticks to the endpoint that answered: the one it
+	// stuck to, or the fallback that served when that one failed.
+	st.Sticky.Served(route.Provider.Name)
 	// The overrides in force for the answer's prompt, as admission read
 	// them.
 	pricing := route.ChargePricing(usage.PromptTokens)

@@ -25,7 +25,10 @@ import (
 //     (p50, highest first) or latency (p50, lowest first), unmeasured
 //     endpoints last; without a sort, load balancing: equally ranked
 //     endpoints are drawn one after the other, each with a chance
-//     proportional to the inverse square of its price (free ones first).
+//     proportional to the inverse square of its price (free ones first);
+//  5. sticky routing (package sticky): without provider.order and sort,
+//     the endpoint that served the conversation, when it is in the first
+//     model's leading run of equally ranked endpoints, leads it.
 //
 // Measurements are the gateway's own (routestats: the last 64 answers of
 // each endpoint within 30 minutes). With `models` fallbacks, each model's
@@ -40,6 +43,8 @@ type ranker struct {
 	balance bool
 	rand    func() float64 // in [0, 1)
 	now     time.Time
+	// lead is set by order: the leading run sticky routing chooses in.
+	lead int
 }
 
 // rankKey is what an endpoint is ranked by.
@@ -121,11 +126,14 @@ func compareBool(a, b bool) int {
 	return -1
 }
 
-// rank orders one model's endpoints (in place) and applies
-// allow_fallbacks: without fallbacks, only the providers named in order
-// remain, or the first endpoint. One endpoint is not ranked.
-func (rk *ranker) rank(c []upstream.Attempt) []upstream.Attempt {
+// order orders one model's endpoints (in place); fallbacks then applies
+// allow_fallbacks. One endpoint is not ranked. rk.lead is then the
+// length of the leading run of equally ranked endpoints that sticky
+// routing may choose among: load balanced by price, with no
+// provider.order and no sort (else 0).
+func (rk *ranker) order(c []upstream.Attempt) []upstream.Attempt {
 	p := rk.prefs
+	rk.lead = 0
 	if len(c) > 1 && (len(p.order) > 0 || rk.sort != "" || p.maxLatency.set() || p.minThroughput.set() || rk.balance) {
 		keys := make([]rankKey, len(c))
 		idx := make([]int, len(c))
@@ -135,6 +143,10 @@ func (rk *ranker) rank(c []upstream.Attempt) []upstream.Attempt {
 		slices.SortStableFunc(idx, func(i, j int) int { return compareKeys(keys[i], keys[j]) })
 		if rk.sort == "" && rk.balance {
 			rk.balanceRuns(c, keys, idx)
+			if len(p.order) == 0 {
+				for rk.lead = 1; rk.lead < len(idx) && compareKeys(keys[idx[0]], keys[idx[rk.lead]]) == 0; rk.lead++ {
+				}
+			}
 		}
 		ranked := make([]upstream.Attempt, len(c))
 		for i, j := range idx {
@@ -142,6 +154,14 @@ func (rk *ranker) rank(c []upstream.Attempt) []upstream.Attempt {
 		}
 		c = ranked
 	}
+	return c
+}
+
+// fallbacks applies allow_fallbacks to one model's ordered endpoints:
+// without fallbacks, only the providers named in order remain, or the
+// first endpoint.
+func (rk *ranker) fallbacks(c []upstream.Attempt) []upstream.Attempt {
+	p := rk.prefs
 	if !p.allowFallbacks {
 		if len(p.order) > 0 {
 			c = slices.DeleteFunc(c, func(a upstream.Attempt) bool { return !slices.Contains(p.order, strings.ToLower(a.Provider.Name)) })

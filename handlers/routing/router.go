@@ -75,6 +75,10 @@ type Router struct {
 	// inverse square of their price) or LoadBalancingOrdered (the
 	// catalog's order).
 	LoadBalancing string `json:"load_balancing,omitempty"`
+	// StickyIdle is how long a conversation stays on the endpoint that
+	// served it without a request (sticky routing, package sticky):
+	// default sticky.DefaultIdle; negative: no sticky routing.
+	StickyIdle caddy.Duration `json:"sticky_idle,omitempty"`
 
 	// Gateway is the catalog, the store and the policies routing reads;
 	// Logger its log.
@@ -142,6 +146,9 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	}
 	if rt.MediaPartTokens == 0 {
 		rt.MediaPartTokens = prompt.DefaultMediaPartTokens
+	}
+	if rt.StickyIdle == 0 {
+		rt.StickyIdle = caddy.Duration(sticky.DefaultIdle)
 	}
 	switch rt.LoadBalancing {
 	case "", LoadBalancingPrice, LoadBalancingOrdered:
@@ -376,7 +383,11 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		if why != "" {
 			excluded = why
 		}
-		attempts = appendAttempts(attempts, rk.rank(candidates))
+		ranked := rk.order(candidates)
+		if len(attempts) == 0 && rk.lead > 1 {
+			rt.stick(st, kind, f, modelID, ranked[:rk.lead])
+		}
+		attempts = appendAttempts(attempts, rk.fallbacks(ranked))
 	}
 	if len(attempts) == 0 {
 		if refusal != nil {
@@ -448,6 +459,22 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		route.AnthropicExtra = normalize.AnthropicExtra(f)
 	}
 	return route, nil
+}
+
+// stick has the request's conversation keep to the endpoint that served
+// it (package sticky), when it is one of run: the first routed model's
+// leading endpoints, equally ranked, each past every filter and
+// guardrail. A request without a key (no session id, no messages)
+// reads nothing.
+func (rt *Router) stick(st *pipeline.State, kind dialect.Kind, f *reqbody.Fields, model string, run []upstream.Attempt) {
+	if rt.StickyIdle < 0 || st.Store == nil || st.ID == nil {
+		return
+	}
+	key, ok := sticky.KeyOf(st.ID.AccountID, model, st.Sticky.SessionID, kind, f)
+	if !ok {
+		return
+	}
+	st.Sticky.Stick(st.Context(), st.Store.Affinity(), key, time.Duration(rt.StickyIdle), run)
 }
 
 // appendAttempts is append(to, more...) that takes more itself when to is
