@@ -40,6 +40,13 @@ func startClusterReplica(t *testing.T, c *redistest.Cluster, directive ...string
 // (its address or cluster line).
 func startReplicaOn(t *testing.T, server string, directive ...string) *process {
 	t.Helper()
+	return startReplicaEdited(t, server, nil, directive...)
+}
+
+// startReplicaEdited is startReplicaOn with the config changed by edit
+// (nil: none) before the directive lines are added.
+func startReplicaEdited(t *testing.T, server string, edit func(cfg, mock string) string, directive ...string) *process {
+	t.Helper()
 	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(lockedBuffer)}
 	p.config = filepath.Join(t.TempDir(), "Caddyfile")
 	dir := t.TempDir()
@@ -50,6 +57,9 @@ func startReplicaOn(t *testing.T, server string, directive ...string) *process {
 			key_prefix replicas:
 			hold_lease 2s
 		}`, server), 1)
+	if edit != nil {
+		cfg = edit(cfg, p.mock)
+	}
 	if len(directive) > 0 {
 		cfg = withTollgateOptions(t, directive...)(cfg)
 	}
