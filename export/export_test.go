@@ -40,6 +40,22 @@ func TestFilter(t *testing.T) {
 			t.Errorf("%s: Match = %v, want %v", tc.rules, got, tc.want)
 		}
 	}
+	// A generation with a session id: the field filters on it.
+	rec.SessionID = "conv-42"
+	for rules, want := range map[string]bool{
+		`{"groups":[{"rules":[{"field":"session_id","operator":"equals","value":"conv-42"}]}]}`:     true,
+		`{"groups":[{"rules":[{"field":"session_id","operator":"starts_with","value":"conv-"}]}]}`:  true,
+		`{"groups":[{"rules":[{"field":"session_id","operator":"not_equals","value":"conv-42"}]}]}`: false,
+		`{"groups":[{"rules":[{"field":"session_id","operator":"not_exists"}]}]}`:                   false,
+	} {
+		f, err := CompileFilter(json.RawMessage(rules))
+		if err != nil {
+			t.Fatalf("%s: %v", rules, err)
+		}
+		if got := f.Match(rec); got != want {
+			t.Errorf("%s with a session id: Match = %v, want %v", rules, got, want)
+		}
+	}
 	for _, bad := range []string{
 		`{"groups":[{"rules":[{"field":"nope","operator":"equals","value":"x"}]}]}`,
 		`{"groups":[{"rules":[{"field":"prompt_tokens","operator":"contains","value":"x"}]}]}`,

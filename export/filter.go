@@ -155,8 +155,10 @@ func (r Record) text(field string) (string, bool) {
 		return r.KeyName, r.KeyName != ""
 	case "finish_reason":
 		return r.FinishReason, r.FinishReason != ""
+	case "session_id":
+		return r.SessionID, r.SessionID != ""
 	}
-	return "", false // session_id, input, output
+	return "", false // input, output
 }
 
 func (r Record) number(field string) float64 {

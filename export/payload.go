@@ -67,6 +67,9 @@ type recordJSON struct {
 	// The flagging content filters that matched (always sent: a flag is
 	// what an organization watches for).
 	ContentFlags []storage.ContentFlag `json:"content_flags,omitempty"`
+	// SessionID groups a conversation's generations (always sent: the
+	// grouping is what the client asked for).
+	SessionID string `json:"session_id,omitempty"`
 }
 
 func newRecordJSON(r Record, f Flags) recordJSON {
@@ -75,7 +78,7 @@ func newRecordJSON(r Record, f Flags) recordJSON {
 		ID: g.ID, CreatedAt: g.CreatedAt.UTC().Format(time.RFC3339Nano), Model: g.Model, Provider: g.Provider,
 		Status: g.Status, Streamed: g.Streamed, LatencyMS: g.LatencyMS,
 		Usage:        usageJSON{g.PromptTokens, g.CompletionTokens, g.PromptTokens + g.CompletionTokens},
-		ContentFlags: g.ContentFlags,
+		ContentFlags: g.ContentFlags, SessionID: g.SessionID,
 	}
 	if g.FinishReason != "" {
 		fr := g.FinishReason
@@ -225,6 +228,9 @@ func Spans(recs []Record, f Flags) []sdktrace.ReadOnlySpan {
 		}
 		if g.FinishReason != "" {
 			attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{g.FinishReason}))
+		}
+		if g.SessionID != "" {
+			attrs = append(attrs, attribute.String("session.id", g.SessionID))
 		}
 		if f.Cost {
 			attrs = append(attrs, attribute.String("tollgate.cost", g.Cost.String()),

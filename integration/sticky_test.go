@@ -204,7 +204,20 @@ func TestStickyRoutingAcrossReplicas(t *testing.T) {
 			} else {
 				body, _ = sjson.Set(body, "session_id", "sess-"+via)
 			}
-			cs[n%2].mustPost("/chat/completions", key, body, hdr).expect(t, 200)
+			r := cs[n%2].mustPost("/chat/completions", key, body, hdr).expect(t, 200)
+			if n == 0 {
+				// The generation is the session's, in GET /generation.
+				id := r.JSON.Get("id").Str
+				var g gjson.Result
+				within(t, feedBound, "the generation at the other replica", func() bool {
+					res, _ := cs[1-n%2].try("GET", cs[1-n%2].gateway+"/api/v1/generation?id="+id, key, nil)
+					g = res.JSON.Get("data")
+					return res.Status == 200
+				})
+				if got := g.Get("session_id").Str; got != "sess-"+via {
+					t.Errorf("GET /generation: session_id %q, want sess-%s", got, via)
+				}
+			}
 		}
 		if a, b := pa.total()-beforeA, pb.total()-beforeB; a != 6 && b != 6 {
 			t.Errorf("session id in the %s: pa served %d, pb %d of 6 turns", via, a, b)

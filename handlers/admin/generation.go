@@ -84,7 +84,7 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 		"num_search_results": g.SearchResults, "num_fetches": nil, "web_search_engine": nil,
 		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": nil, "router": nil,
 		"provider_responses": providerResponses(g), "routing": orNil(g.Routing), "user_agent": nil, "http_referer": nil, "service_tier": nil,
-		"data_region": region, "workspace_id": orNil(g.WorkspaceID), "session_id": nil, "request_id": nil,
+		"data_region": region, "workspace_id": orNil(g.WorkspaceID), "session_id": orNil(g.SessionID), "request_id": nil,
 		"content_flags": contentFlagsView(g.ContentFlags),
 	}
 }

@@ -436,6 +436,10 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"routing":`...)
 		b = jsonstr.Append(b, r.Routing)
 	}
+	if r.SessionID != "" {
+		b = append(b, `,"session_id":`...)
+		b = jsonstr.Append(b, r.SessionID)
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -500,6 +504,7 @@ func readGenerationSums(p *codec.Parser, r *Generation) bool {
 		}
 	}
 	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
+	ok = ok && (!p.Lit(`,"session_id":`) || p.SkipStr())
 	ok = ok && p.Lit(`}`)
 	return ok
 }

@@ -59,6 +59,9 @@ type Generation struct {
 	// answered; Routing says how the endpoints were ranked.
 	Attempts []ProviderAttempt `json:"attempts,omitempty"`
 	Routing  string            `json:"routing,omitempty"`
+	// SessionID is the request's session_id (or x-session-id header),
+	// which groups a conversation's generations.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // ContentFlag is a flagging content filter that matched a request: its
