@@ -357,7 +357,7 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	}
 	// The conversation sticks to the endpoint that answered: the one it
 	// stuck to, or the fallback that served when that one failed.
-	st.Sticky.Served(route.Provider.Name)
+	st.Sticky.Served(route.Model.ID, route.Provider.Name)
 	// The overrides in force for the answer's prompt, as admission read
 	// them.
 	pricing := route.ChargePricing(usage.PromptTokens)

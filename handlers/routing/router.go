@@ -474,7 +474,7 @@ func (rt *Router) stick(st *pipeline.State, kind dialect.Kind, f *reqbody.Fields
 	if !ok {
 		return
 	}
-	st.Sticky.Stick(st.Context(), st.Store.Affinity(), key, time.Duration(rt.StickyIdle), run)
+	st.Sticky.Stick(st.Context(), st.Store.Affinity(), key, time.Duration(rt.StickyIdle), model, run)
 }
 
 // appendAttempts is append(to, more...) that takes more itself when to is

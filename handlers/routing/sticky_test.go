@@ -43,7 +43,7 @@ func stickyTurn(t *testing.T, rt *Router, gw *testgw.Gateway, id *gateway.Identi
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	st.Sticky.Served(r.Attempts[0].Provider.Name)
+	st.Sticky.Served(r.Attempts[0].Model.ID, r.Attempts[0].Provider.Name)
 	var out []string
 	for _, a := range r.Attempts {
 		out = append(out, a.Provider.Name)

@@ -23,17 +23,18 @@ type Choice struct {
 	table affinity.Table // nil: the request is not sticky
 	key   affinity.Key
 	idle  time.Duration
+	model string // the model the key is of
 	stuck string // the endpoint the table named; "" none
 }
 
 // Stick reads the endpoint the conversation of key sticks to in table
-// and, when it is one of run (the leading run of equally ranked
+// and, when it is one of run (model's leading run of equally ranked
 // endpoints, those that passed every filter and guardrail), moves it to
 // the run's front, the others keeping their order. The stickiness is
 // renewed to idle from now. Counted as a hit when the endpoint was
 // there, else a miss.
-func (c *Choice) Stick(ctx context.Context, table affinity.Table, key affinity.Key, idle time.Duration, run []upstream.Attempt) {
-	c.table, c.key, c.idle = table, key, idle
+func (c *Choice) Stick(ctx context.Context, table affinity.Table, key affinity.Key, idle time.Duration, model string, run []upstream.Attempt) {
+	c.table, c.key, c.idle, c.model = table, key, idle, model
 	name, ok := table.Get(ctx, key, idle)
 	if ok {
 		for i := range run {
@@ -50,12 +51,14 @@ func (c *Choice) Stick(ctx context.Context, table affinity.Table, key affinity.K
 	telemetry.StickyRouting(false)
 }
 
-// Served records that endpoint (a provider's name) answered the request:
-// the conversation sticks to it from now on, whether it was the one
-// stuck to, a fallback after it failed, or the first to serve.
-func (c *Choice) Served(endpoint string) {
-	if c.table == nil || endpoint == c.stuck {
-		return // not sticky, or already stuck to it (Get renewed it)
+// Served records that endpoint (a provider's name) answered the request
+// with model: the conversation sticks to it from now on, whether it was
+// the one stuck to, a fallback after it failed, or the first to serve.
+// A fallback model's endpoint is not the key's model's: it records
+// nothing.
+func (c *Choice) Served(model, endpoint string) {
+	if c.table == nil || endpoint == c.stuck || model != c.model {
+		return // not sticky, already stuck to it (Get renewed it), or another model
 	}
 	c.table.Set(c.key, endpoint, c.idle)
 }
