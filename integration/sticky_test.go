@@ -181,9 +181,14 @@ func TestStickyRoutingAcrossReplicas(t *testing.T) {
 	if first == pa {
 		other = pb
 	}
+	before := stuckKeys(t, srv, other.name)
 	first.failing.Store(true)
 	c0.turn(t, cs[0], key, 12)
 	first.failing.Store(false)
+	// The gateway records the takeover at settlement, which may follow
+	// the answer's last byte: a client's next turn comes later than
+	// this test's.
+	within(t, feedBound, "the takeover is stored", func() bool { return stuckKeys(t, srv, other.name) == before+1 })
 	for n := range 4 {
 		c0.turn(t, cs[n%2], key, 13+n)
 	}
@@ -274,4 +279,22 @@ func TestStickyRoutingAcrossReplicas(t *testing.T) {
 	if spread == 0 {
 		t.Error("without sticky routing every conversation stayed on one provider: the test proves nothing")
 	}
+}
+
+// stuckKeys counts the conversations srv's affinity table sticks to the
+// endpoint name.
+func stuckKeys(t *testing.T, srv *redistest.Server, name string) int {
+	t.Helper()
+	keys, err := srv.Do("KEYS", "*~st/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range keys.([]any) {
+		v, err := srv.Do("GET", k)
+		if err == nil && v == name {
+			n++
+		}
+	}
+	return n
 }
