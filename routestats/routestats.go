@@ -1,8 +1,10 @@
 // Package routestats keeps the gateway's own recent measurements of each
 // provider endpoint: latency (time to the first answer byte of a stream,
-// or to the whole answer) and throughput (completion tokens per second of
-// generation). The router ranks endpoints by them (`provider.sort`,
-// `preferred_max_latency`, `preferred_min_throughput`).
+// or to the whole answer), throughput (completion tokens per second of
+// generation) and uptime (the share of its calls that answered, by the
+// minute for 30 minutes and by the hour for a day). The router ranks
+// endpoints by them (`provider.sort`, `preferred_max_latency`,
+// `preferred_min_throughput`, low uptime behind).
 //
 // Each endpoint keeps its last Samples samples of each in a ring; samples
 // older than Window are ignored. Writers and readers take no lock: a
@@ -29,6 +31,9 @@ const (
 // Stats are one endpoint's recent measurements.
 type Stats struct {
 	latency, throughput ring
+	// uptime is made on the first call's outcome: an endpoint never
+	// called costs no buckets.
+	uptime atomic.Pointer[uptime]
 }
 
 // ring holds the last Samples values; a slot is the value's float32 bits

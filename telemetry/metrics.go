@@ -54,6 +54,7 @@ type metrics struct {
 	requests         *prometheus.CounterVec   // kind, model, provider, status_class
 	attempts         *prometheus.CounterVec   // kind, model, provider, outcome
 	fallbacks        *prometheus.CounterVec   // kind, model, provider
+	retries          *prometheus.CounterVec   // kind, model, provider
 	tokens           *prometheus.CounterVec   // kind, model, provider, type
 	credits          *amountVec               // kind, model, provider
 	byokUsage        *amountVec               // kind, model, provider
@@ -64,6 +65,9 @@ type metrics struct {
 	rateLimited *prometheus.CounterVec // origin
 
 	usageAnomalies *prometheus.CounterVec // provider, anomaly
+
+	breakerState       *prometheus.GaugeVec   // model, provider
+	breakerTransitions *prometheus.CounterVec // model, provider, state
 
 	holds       prometheus.GaugeFunc
 	heldCredits prometheus.GaugeFunc
@@ -104,6 +108,10 @@ func newMetrics() *metrics {
 			Namespace: namespace, Name: "fallbacks_total",
 			Help: "Failed attempts after which the gateway tried the next provider, by the failed attempt's model and provider.",
 		}, routeLabels),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "upstream_retries_total",
+			Help: "Failed attempts the gateway tried again on the same provider before anything reached the client, by the attempt's model and provider.",
+		}, routeLabels),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "tokens_total",
 			Help: "Tokens charged, by type (prompt or completion); OpenTelemetry gen_ai.client.token.usage.",
@@ -132,6 +140,14 @@ func newMetrics() *metrics {
 			Namespace: namespace, Name: "rate_limited_total",
 			Help: "Requests answered 429, by origin: the gateway's limit_type (abuse_per_key, abuse_per_ip, free_model_per_minute, free_model_per_day) or provider.",
 		}, []string{"origin"}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "circuit_breaker_state",
+			Help: "Each endpoint's circuit breaker, once it left closed: 0 closed, 1 half-open (probing), 2 open (out of routing).",
+		}, []string{"model", "provider"}),
+		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "circuit_breaker_transitions_total",
+			Help: "Transitions of the endpoints' circuit breakers, by the state entered: open, half_open or closed.",
+		}, []string{"model", "provider", "state"}),
 		holds: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "holds_in_flight",
 			Help: "Admitted requests whose cost is held and not yet settled.",
@@ -192,8 +208,8 @@ func newMetrics() *metrics {
 // only when the operator turns them on.
 func (m *metrics) collectors(perKey bool) []prometheus.Collector {
 	cs := []prometheus.Collector{
-		m.requests, m.attempts, m.fallbacks, m.tokens, m.credits, m.byokUsage,
-		m.upstreamDuration, m.ttft, m.refusals, m.rateLimited, m.usageAnomalies, m.holds, m.heldCredits,
+		m.requests, m.attempts, m.fallbacks, m.retries, m.tokens, m.credits, m.byokUsage,
+		m.upstreamDuration, m.ttft, m.refusals, m.rateLimited, m.usageAnomalies, m.breakerState, m.breakerTransitions, m.holds, m.heldCredits,
 		m.commitDuration, m.commitFailures, m.searchCalls, m.searchResults, m.searchFailures,
 		m.exportQueue, m.exportDelivered, m.exportDropped, m.sticky,
 	}
@@ -263,6 +279,13 @@ func UsageAnomaly(provider, anomaly string) {
 // RateLimited counts a 429 by its origin.
 func RateLimited(origin string) {
 	std.rateLimited.WithLabelValues(origin).Inc()
+}
+
+// BreakerTransition counts an endpoint's circuit breaker entering state
+// (named name: closed, half_open, open) and sets its state gauge.
+func BreakerTransition(model, provider string, state int, name string) {
+	std.breakerState.WithLabelValues(model, provider).Set(float64(state))
+	std.breakerTransitions.WithLabelValues(model, provider, name).Inc()
 }
 
 // WebSearch counts one gateway-side search by engine: its results, or its

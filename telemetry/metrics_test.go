@@ -87,11 +87,13 @@ func everyFamily(t *testing.T) *prometheus.Registry {
 	s.Request(200)
 	s.Attempt(200, time.Millisecond)
 	s.Fallback()
+	s.Retry()
 	s.FirstToken(time.Millisecond)
 	s.Charged(1, 1, 1, 1)
 	Refused("service_key_limit")
 	RateLimited("provider")
 	UsageAnomaly("p", "completion_above_limit")
+	BreakerTransition("lint/model", "p", 2, "open")
 	WebSearch("lint", 1, true)
 	WebSearch("lint", 1, false)
 	SetKeyBound(10)
@@ -139,7 +141,9 @@ func TestSeriesCountsByClassAndOutcome(t *testing.T) {
 	s.Attempt(429, time.Second)
 	s.Attempt(200, time.Second)
 	s.Fallback()
+	s.Retry()
 	s.Fallback()
+	s.Retry()
 	s.FirstToken(300 * time.Millisecond)
 	labels := func(kv ...string) map[string]string {
 		m := map[string]string{"kind": "responses", "model": model, "provider": "p1"}

@@ -22,6 +22,7 @@ type Series struct {
 	requests   [numClasses]atomic.Pointer[prometheus.Counter] // by status class, made on first use
 	attempts   [numClasses]atomic.Pointer[prometheus.Counter] // by outcome, made on first use
 	fallbacks  prometheus.Counter
+	retries    prometheus.Counter
 	prompt     prometheus.Counter
 	completion prometheus.Counter
 	credits    *amountChild
@@ -96,6 +97,7 @@ func (m *metrics) newSeries(k seriesKey) *Series {
 	return &Series{
 		kind: k.kind, model: k.model, provider: k.provider,
 		fallbacks:  m.fallbacks.WithLabelValues(k.kind, k.model, k.provider),
+		retries:    m.retries.WithLabelValues(k.kind, k.model, k.provider),
 		prompt:     m.tokens.WithLabelValues(k.kind, k.model, k.provider, "prompt"),
 		completion: m.tokens.WithLabelValues(k.kind, k.model, k.provider, "completion"),
 		credits:    m.credits.with(k.kind, k.model, k.provider),
@@ -131,6 +133,9 @@ func (s *Series) Attempt(status int, d time.Duration) {
 
 // Fallback counts a failed attempt after which the next one is tried.
 func (s *Series) Fallback() { s.fallbacks.Inc() }
+
+// Retry counts a failed attempt tried again on the same endpoint.
+func (s *Series) Retry() { s.retries.Inc() }
 
 // FirstToken records a streamed answer's time to its first text.
 func (s *Series) FirstToken(d time.Duration) { s.ttft.Observe(d.Seconds()) }
