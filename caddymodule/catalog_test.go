@@ -108,7 +108,7 @@ func TestCatalogFromCaddyfile(t *testing.T) {
 	}
 	for i, want := range wantProviders {
 		got := *m.Providers[i]
-		got.Stats = nil // the endpoint's measurements, checked by routestats
+		got.Stats, got.Breaker = nil, nil // the endpoint's measurements and breaker, checked by their packages
 		if got.Dialect == nil || got.Dialect.Name() != got.Style {
 			t.Errorf("provider %d: dialect %v for style %s", i, got.Dialect, got.Style)
 		}
@@ -642,7 +642,7 @@ func sameProvider(a, b catalog.Provider) bool {
 // withoutStats is p without its measurements (the catalog's registry).
 func withoutStats(p *catalog.Provider) catalog.Provider {
 	c := *p
-	c.Stats, c.Dialect = nil, nil
+	c.Stats, c.Breaker, c.Dialect = nil, nil, nil
 	return c
 }
 

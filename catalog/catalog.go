@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/breaker"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/dialect/openai"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
@@ -74,6 +75,9 @@ type Provider struct {
 	// Stats are the gateway's recent measurements of this endpoint (nil
 	// for a provider outside a catalog: not measured).
 	Stats *routestats.Stats `json:"-"`
+	// Breaker is the endpoint's circuit breaker (nil for a provider
+	// outside a catalog: never taken out of routing).
+	Breaker *breaker.Breaker `json:"-"`
 
 	priced *Model // the model at Pricing; set by New
 	// dial is Dial as an interface value, set by New: reverse_proxy looks
@@ -283,6 +287,9 @@ func New(models []*Model) *Catalog {
 		for _, p := range m.Providers {
 			if p.Stats == nil {
 				p.Stats = routestats.For(m.ID, p.Name)
+			}
+			if p.Breaker == nil {
+				p.Breaker = breaker.For(m.ID, p.Name)
 			}
 			if p.Dialect == nil {
 				_ = p.Resolve() // the config load resolved and checked it; a test's provider

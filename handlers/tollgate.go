@@ -1,16 +1,19 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/breaker"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/abuse"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
@@ -18,6 +21,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/retry"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
 )
@@ -87,6 +91,24 @@ type Tollgate struct {
 	// for providers that set no first_byte_timeout of their own. Default
 	// DefaultFirstByteTimeout.
 	FirstByteTimeout caddy.Duration `json:"first_byte_timeout,omitempty"`
+	// Retries is how many times in all a request's failed attempts may be
+	// tried again on the same endpoint before the next one is tried (a
+	// failure before anything reached the client: no connection, a
+	// timeout, the provider's 502, 503, or 429 with a short Retry-After);
+	// 0: none. Default retry.DefaultAttempts.
+	Retries *int `json:"retries,omitempty"`
+	// RetryBudget bounds the time retries may add to a request, from its
+	// first failure. Default retry.DefaultBudget.
+	RetryBudget caddy.Duration `json:"retry_budget,omitempty"`
+	// RetryBackoff is the wait before a request's first retry, doubled
+	// for each further one, with jitter. Default retry.DefaultBackoff.
+	RetryBackoff caddy.Duration `json:"retry_backoff,omitempty"`
+	// CircuitBreaker turns on the endpoints' circuit breakers; nil: off.
+	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
+	// MinUptime is the uptime (percent of calls answered in the last 30
+	// minutes) below which an endpoint is ranked behind the others of its
+	// rank; 0 (the default): uptime does not rank.
+	MinUptime float64 `json:"min_uptime,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -112,6 +134,9 @@ type Tollgate struct {
 	// shareCeiling hands PerKey to the shared store once (refuseWhileUnavailable);
 	// made by Provision.
 	shareCeiling *sync.Once
+	// stopBreakerSync ends the sharing of the breakers with the other
+	// replicas (breaker.Sync); nil when breakers are off.
+	stopBreakerSync context.CancelFunc
 }
 
 // CaddyModule returns the Caddy module information.
@@ -138,7 +163,15 @@ func (t *Tollgate) Provision(ctx caddy.Context) error {
 	if t.plugins, err = plugin.Load(ctx, t, "PluginsRaw", t.PluginsRaw); err != nil {
 		return err
 	}
-	return t.setup(gw, ctx.Logger())
+	if err := t.setup(gw, ctx.Logger()); err != nil {
+		return err
+	}
+	if t.router.Breakers.Failures > 0 {
+		sctx, cancel := context.WithCancel(context.Background())
+		t.stopBreakerSync = cancel
+		go breaker.Sync(sctx, sharedBreakers(gw), breakerSyncPeriod, t.logger)
+	}
+	return nil
 }
 
 // setup gives every stage the gateway and the handler's options.
@@ -158,12 +191,15 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 		t.plugins = plugin.Registered()
 	}
 	t.router = routing.Router{MaxBodyBytes: t.MaxBodyBytes, MediaPartTokens: t.MediaPartTokens,
-		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, StickyIdle: t.StickyIdle, Gateway: gw, Plugins: t.plugins}
+		AnthropicBetas: t.AnthropicBetas, LoadBalancing: t.LoadBalancing, StickyIdle: t.StickyIdle, Gateway: gw, Plugins: t.plugins,
+		Breakers: t.breakerSettings(logger), MinUptime: t.MinUptime}
 	if err := t.router.Provision(caddy.Context{}); err != nil {
 		return err
 	}
 	t.router.Logger = logger
 	t.meter = metering.New(gw, logger)
+	t.meter.Retry = t.retryPolicy()
+	t.meter.Breakers = t.router.Breakers
 	t.stages = t.pipelineStages()
 	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
@@ -195,14 +231,68 @@ func (t *Tollgate) Validate() error {
 	if _, err := t.webFetchPrice(); err != nil {
 		return err
 	}
+	if t.Retries != nil && *t.Retries < 0 {
+		return fmt.Errorf("retries: must be 0 or more, got %d", *t.Retries)
+	}
+	if t.RetryBudget < 0 || t.RetryBackoff < 0 {
+		return fmt.Errorf("retry_budget, retry_backoff: must be positive")
+	}
+	if cb := t.CircuitBreaker; cb != nil && (cb.Failures != nil && *cb.Failures < 0 || cb.Cooldown < 0) {
+		return fmt.Errorf("circuit_breaker: failures and cooldown must be positive")
+	}
+	if t.MinUptime < 0 || t.MinUptime > 100 {
+		return fmt.Errorf("min_uptime: expected a percentage from 0 to 100, got %v", t.MinUptime)
+	}
 	return nil
 }
 
-// Cleanup releases the abuse buckets; a new config with the same ceilings
+// CircuitBreaker configures the endpoints' circuit breakers.
+type CircuitBreaker struct {
+	// Failures is how many failed calls in a row take an endpoint out of
+	// routing; 0: breakers are off. Default breaker.DefaultFailures.
+	Failures *int `json:"failures,omitempty"`
+	// Cooldown is how long it stays out before a probe. Default
+	// breaker.DefaultCooldown.
+	Cooldown caddy.Duration `json:"cooldown,omitempty"`
+}
+
+// breakerSettings are the router's and the meter's breaker thresholds.
+func (t *Tollgate) breakerSettings(logger *zap.Logger) breaker.Settings {
+	cb := t.CircuitBreaker
+	if cb == nil {
+		return breaker.Settings{}
+	}
+	s := breaker.Settings{Failures: breaker.DefaultFailures, Cooldown: breaker.DefaultCooldown, Log: logger}
+	if cb.Failures != nil {
+		s.Failures = *cb.Failures
+	}
+	if cb.Cooldown > 0 {
+		s.Cooldown = time.Duration(cb.Cooldown)
+	}
+	return s
+}
+
+// retryPolicy is the meter's policy of retries on the same endpoint.
+func (t *Tollgate) retryPolicy() retry.Policy {
+	p := retry.Policy{Budget: time.Duration(t.RetryBudget), Backoff: time.Duration(t.RetryBackoff)}
+	if t.Retries != nil {
+		p.Attempts = *t.Retries
+		if p.Attempts == 0 {
+			p.Attempts = -1 // none
+		}
+	}
+	return p.WithDefaults()
+}
+
+// Cleanup stops sharing the breakers and releases the abuse buckets; a
+// new config with the same ceilings
 // has taken them over by now, so clients keep their state across reloads.
 // The handler keeps its pointers: requests still draining from the old
 // server during a reload read them, and the buckets are plain memory.
 func (t *Tollgate) Cleanup() error {
+	if t.stopBreakerSync != nil {
+		t.stopBreakerSync()
+	}
 	t.auth.byIP.Release()
 	t.auth.byKey.Release()
 	return nil

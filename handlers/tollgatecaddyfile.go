@@ -27,6 +27,11 @@ import (
 //		sticky_idle        <duration>|off
 //		web_fetch_price    <credits>
 //		first_byte_timeout <duration>
+//		retries            <n>
+//		retry_budget       <duration>
+//		retry_backoff      <duration>
+//		circuit_breaker    [<failures> [<cooldown>]] | off
+//		min_uptime         <percent>
 //		plugins {
 //			<plugin module name> [<its own directive's arguments and block>]
 //		}
@@ -60,7 +65,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "sticky_idle", "web_fetch_price", "first_byte_timeout", "plugins"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "sticky_idle", "web_fetch_price", "first_byte_timeout", "retries", "retry_budget", "retry_backoff", "circuit_breaker", "min_uptime", "plugins"}
 
 // UnmarshalPlugins reads the plugins block, d at its name: each line
 // names a plugin module (tollgate.plugins.<name>), whose own
@@ -138,6 +143,40 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 			return true, fmt.Errorf("%s: expected a positive duration or off", name)
 		}
 		t.StickyIdle = caddy.Duration(d)
+	case "retries":
+		var n int64
+		if len(args) == 1 {
+			n, err = strconv.ParseInt(args[0], 10, 32)
+		}
+		if len(args) != 1 || err != nil || n < 0 {
+			return true, fmt.Errorf("%s: expected a number of retries, 0 or more", name)
+		}
+		r := int(n)
+		t.Retries = &r
+	case "retry_budget", "retry_backoff":
+		var d time.Duration
+		if len(args) == 1 {
+			d, err = caddy.ParseDuration(args[0])
+		}
+		if len(args) != 1 || err != nil || d <= 0 {
+			return true, fmt.Errorf("%s: expected a positive duration", name)
+		}
+		if name == "retry_budget" {
+			t.RetryBudget = caddy.Duration(d)
+		} else {
+			t.RetryBackoff = caddy.Duration(d)
+		}
+	case "circuit_breaker":
+		t.CircuitBreaker, err = parseCircuitBreaker(name, args)
+	case "min_uptime":
+		var v float64
+		if len(args) == 1 {
+			v, err = strconv.ParseFloat(args[0], 64)
+		}
+		if len(args) != 1 || err != nil || v < 0 || v > 100 {
+			return true, fmt.Errorf("%s: expected a percentage from 0 to 100", name)
+		}
+		t.MinUptime = v
 	case "upstream_base_path":
 		// Only requests routed by model reach a provider, each under its
 		// own base_url: the option had nothing left to set.
@@ -146,6 +185,33 @@ func (t *Tollgate) SetOption(name string, args []string) (known bool, err error)
 		return false, nil
 	}
 	return true, err
+}
+
+// parseCircuitBreaker reads `[<failures> [<cooldown>]]` or `off` (nil).
+func parseCircuitBreaker(name string, args []string) (*CircuitBreaker, error) {
+	if len(args) == 1 && args[0] == "off" {
+		return nil, nil
+	}
+	if len(args) > 2 {
+		return nil, fmt.Errorf("%s: expected [<failures> [<cooldown>]] or off", name)
+	}
+	cb := &CircuitBreaker{}
+	if len(args) == 0 {
+		return cb, nil
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("%s: failures must be a positive integer, got %q", name, args[0])
+	}
+	cb.Failures = &n
+	if len(args) == 2 {
+		d, err := caddy.ParseDuration(args[1])
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s: invalid cooldown %q", name, args[1])
+		}
+		cb.Cooldown = caddy.Duration(d)
+	}
+	return cb, nil
 }
 
 // parseRateCeiling reads `<requests> <window> [<burst>]`.

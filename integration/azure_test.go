@@ -96,7 +96,8 @@ func expectAzureCall(t *testing.T, calls []azureCall) azureCall {
 
 func TestAzureProvider(t *testing.T) {
 	tap := newCallTap(t)
-	startInProcessWith(t, withAzureModels(t, tap))
+	// The fallback's calls alone: no retry of the 429 on its endpoint.
+	startInProcessWith(t, chain(withAzureModels(t, tap), withTollgateOptions(t, "retries 0")))
 	c := newClient(t, gatewayAddr, adminAddr)
 	org := c.newTenant("organization", "10")
 	key, _ := c.newKey(org.MgmtKey, `{"name":"azure"}`)

@@ -134,6 +134,9 @@ func TestFallback(t *testing.T) {
 	}
 	startInProcessWith(t, chain(
 		withResponseHeaderTimeout(t, "300ms"),
+		// The order of fallbacks alone: no retry on the same endpoint
+		// (TestRetrySameEndpoint has them).
+		withTollgateOptions(t, "retries 0"),
 		withModels(t,
 			modelBlock("fb/three", "0.000001", "0.000002",
 				p("a", via, "x-error-429"), p("b", via, "x-error-500"), p("c", via, "tollgate-mock")),

@@ -252,7 +252,8 @@ const fullEventList = "response.created response.in_progress response.output_ite
 func TestResponsesTranslated(t *testing.T) {
 	rec := newPathRecorder(t, mockAddr)
 	via := "http://" + rec.addr() + "/v1"
-	startInProcessWith(t, chain(withChunkDelay(t, "40ms"), withModels(t,
+	// The fallback's calls alone: no retry of the 429 on its endpoint.
+	startInProcessWith(t, chain(withChunkDelay(t, "40ms"), withTollgateOptions(t, "retries 0"), withModels(t,
 		apiModel("rt/chat", [4]string{"chatty", via, "tollgate-mock-cite", "chat"}),
 		apiModel("rt/native", [4]string{"native", via, "tollgate-mock-cite", "responses"}),
 		apiModel("rt/fallback",

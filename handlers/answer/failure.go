@@ -39,6 +39,29 @@ func (mw *Writer) Retryable(proxyErr error) bool {
 	return false
 }
 
+// Transient reports whether an attempt that failed before anything
+// reached the client (Retryable) may succeed on the same endpoint a
+// moment later: no connection or a broken one, a timeout, the provider's
+// 502 or 503, or its 429 with a Retry-After in seconds (retryAfter, which
+// a retry must wait). Any other failure goes to the next endpoint at once.
+func (mw *Writer) Transient(proxyErr error) (retryAfter time.Duration, ok bool) {
+	switch {
+	case mw.Mode == sse.Undecided:
+		return 0, proxyErr != nil
+	case !mw.UpstreamFailed():
+		return 0, false
+	case mw.Status == http.StatusBadGateway || mw.Status == http.StatusServiceUnavailable:
+		return 0, true
+	case mw.Status == http.StatusTooManyRequests:
+		secs, err := strconv.Atoi(mw.Header().Get("Retry-After"))
+		if err != nil || secs < 0 {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	return 0, false
+}
+
 // Failure describes a failed attempt.
 func (mw *Writer) Failure(route *upstream.Route, proxyErr error) Failure {
 	f := Failure{Provider: route.Provider.Name}

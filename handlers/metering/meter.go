@@ -16,11 +16,13 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/breaker"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/retry"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/money"
@@ -48,6 +50,12 @@ import (
 type Meter struct {
 	gw     gateway.Gateway
 	logger *zap.Logger
+	// Retry bounds the retries of an attempt on its own endpoint, before
+	// the next endpoint is tried; the zero Policy makes none.
+	Retry retry.Policy
+	// Breakers are the thresholds of the endpoints' circuit breakers,
+	// told each call's outcome. Zero: off.
+	Breakers breaker.Settings
 }
 
 // New is the meter of the gateway's requests, logging to logger.
@@ -209,15 +217,16 @@ func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 // (WithRoute): each attempt is applied to it once, here.
 func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.State, up Providers) error {
 	route := st.Route
-	for i := 0; ; i++ {
-		if i > 0 {
+	var retries retry.State
+	for i, calls := 0, 0; ; i, calls = i+1, calls+1 {
+		if calls > 0 {
 			st.Header.Restore(w)
 		}
 		if err := route.Apply(r, i); err != nil {
 			break
 		}
 		var mw *answer.Writer
-		if i == 0 {
+		if calls == 0 {
 			mw = answer.InitWriter(&st.OwnWriter, w, route.Kind) // in the state's allocation
 		} else {
 			mw = answer.NewWriter(w, route.Kind)
@@ -234,10 +243,36 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.Sta
 			}
 		}
 		proxyErr := proxyAttempt(next, mw, r, route, st.GenID)
-		fallback := i+1 < len(route.Attempts) && r.Context().Err() == nil && mw.Retryable(proxyErr)
-		observeAttempt(st, mw, began, fallback)
-		if fallback {
+		m.observeHealth(route, mw, proxyErr, r.Context().Err() == nil)
+		failed := r.Context().Err() == nil && mw.Retryable(proxyErr)
+		wait, again := time.Duration(0), false
+		if failed {
+			// Nothing reached the client: a transient failure is tried
+			// again on the same endpoint, within the request's budget.
+			if retryAfter, transient := mw.Transient(proxyErr); transient {
+				at := now()
+				wait, again = m.Retry.Next(&retries, at, at.Sub(began), retryAfter)
+			}
+		}
+		fallback := failed && !again && i+1 < len(route.Attempts)
+		observeAttempt(st, mw, began, fallback, again)
+		if again || fallback {
 			st.Failed = append(st.Failed, mw.Failure(route, proxyErr))
+		}
+		if again {
+			m.logger.Debug("provider failed; retrying it", zap.String("provider", route.Provider.Name),
+				zap.String("model", route.Model.ID), zap.Int("status", st.Failed[len(st.Failed)-1].Status), zap.Duration("wait", wait))
+			if retry.Wait(r.Context(), wait) {
+				i-- // the same attempt
+				continue
+			}
+			// The client left during the wait: nothing was sent or charged.
+			st.Failed = st.Failed[:len(st.Failed)-1]
+			st.Header.Restore(w)
+			m.release(st, st.Res)
+			return nil
+		}
+		if fallback {
 			m.logger.Debug("provider failed; trying the next", zap.String("provider", route.Provider.Name),
 				zap.String("model", route.Model.ID), zap.Int("status", st.Failed[len(st.Failed)-1].Status))
 			continue

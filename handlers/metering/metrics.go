@@ -29,9 +29,9 @@ func SeriesOf(route *upstream.Route) *telemetry.Series {
 }
 
 // observeAttempt counts one provider call: its outcome and duration, the
-// fallback when another attempt follows, and a streamed answer's time to
-// first text.
-func observeAttempt(st *pipeline.State, mw *answer.Writer, began time.Time, fallback bool) {
+// retry on the same endpoint or the fallback when another attempt
+// follows, and a streamed answer's time to first text.
+func observeAttempt(st *pipeline.State, mw *answer.Writer, began time.Time, fallback, retried bool) {
 	s := SeriesOf(st.Route)
 	status := mw.Status
 	if mw.Mode == sse.Undecided {
@@ -40,7 +40,11 @@ func observeAttempt(st *pipeline.State, mw *answer.Writer, began time.Time, fall
 	end := now()
 	s.Attempt(status, end.Sub(began))
 	recordAttempt(st, mw, status, began, end)
-	if fallback {
+	switch {
+	case retried:
+		s.Retry()
+		return
+	case fallback:
 		s.Fallback()
 		return
 	}
@@ -94,4 +98,33 @@ func recordAttempt(st *pipeline.State, mw *answer.Writer, status int, began, end
 	} else if mw.Usage.OK && mw.Usage.Completion > 0 && mw.Mode != sse.Stream && end.Sub(began) > 0 {
 		stats.ObserveThroughput(float64(mw.Usage.Completion)/end.Sub(began).Seconds(), end)
 	}
+}
+
+// observeHealth tells the endpoint's uptime and circuit breaker what the
+// call says of it: it answered, or it failed (no answer, a timeout, a
+// server error, an answer that is none). A call the provider refused for
+// the request's sake (a 4xx, a rate limit) or that the client abandoned
+// says nothing of the endpoint.
+func (m *Meter) observeHealth(route *upstream.Route, mw *answer.Writer, proxyErr error, clientHere bool) {
+	if !clientHere {
+		return
+	}
+	var failed bool
+	switch {
+	case mw.Mode == sse.Undecided:
+		if proxyErr == nil {
+			return
+		}
+		failed = true
+	case mw.UpstreamFailed():
+		if mw.Status < 500 {
+			return
+		}
+		failed = true
+	case mw.AnswerHeld():
+		failed = !mw.UsableJSON()
+	}
+	at := now()
+	route.Provider.Stats.ObserveOutcome(!failed, at)
+	route.Provider.Breaker.Observe(failed, at, &m.Breakers)
 }

@@ -37,7 +37,7 @@ func BenchmarkPipelineMetrics(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		telemetry.HoldOpened(2_000_000)
-		observeAttempt(st, mw, st.Start, false)
+		observeAttempt(st, mw, st.Start, false, false)
 		observeCharge(st, gen)
 		telemetry.HoldClosed(2_000_000)
 		SeriesOf(st.Route).Request(200)

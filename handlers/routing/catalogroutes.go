@@ -169,8 +169,8 @@ func modelPricing(pub gjson.Result) json.RawMessage {
 // endpointView is provider p of model m in the public endpoint shape:
 // the provider's own prices (else the model's, pricing), quantization and
 // parameters, and the gateway's measurements of it (routestats: latency
-// in seconds, throughput in tokens per second; null without any). Uptime,
-// which the gateway does not keep, is null.
+// in seconds, throughput in tokens per second, uptime in percent of the
+// calls that answered; null without any).
 func endpointView(m *catalog.Model, p *catalog.Provider, pricing json.RawMessage, now time.Time) map[string]any {
 	var maxCompletion *int64
 	if m.MaxCompletionTokens > 0 {
@@ -193,8 +193,20 @@ func endpointView(m *catalog.Model, p *catalog.Provider, pricing json.RawMessage
 		"supports_tool_choice":      map[string]bool{"auto": true, "function": true, "none": true, "required": true},
 		"latency_last_30m":          percentileView(p.Stats.Latency(now)),
 		"throughput_last_30m":       percentileView(p.Stats.Throughput(now)),
-		"uptime_last_1d":            nil, "uptime_last_30m": nil, "uptime_last_5m": nil,
+		"uptime_last_1d":            uptimeView(p.Stats, routestats.UptimeDay, now),
+		"uptime_last_30m":           uptimeView(p.Stats, routestats.Window, now),
+		"uptime_last_5m":            uptimeView(p.Stats, routestats.UptimeShort, now),
 	}
+}
+
+// uptimeView is the share of the endpoint's calls within window that
+// answered, in percent; nil without any (calls refused for the request's
+// sake, a rate limit among them, do not count).
+func uptimeView(s *routestats.Stats, window time.Duration, now time.Time) any {
+	if p, _, ok := s.Uptime(window, now); ok {
+		return p
+	}
+	return nil
 }
 
 // zdrEndpoints is GET /endpoints/zdr: every endpoint of the catalog that

@@ -19,7 +19,9 @@ import (
 //     credentials, then the operator's keys;
 //  3. endpoints that meet preferred_max_latency and
 //     preferred_min_throughput before those that do not (an endpoint
-//     without measurements meets them);
+//     without measurements meets them), then, among those alike so far,
+//     endpoints whose uptime of the last 30 minutes is below the
+//     gateway's min_uptime behind the others (routestats.LowUptime);
 //  4. by `provider.sort` (or the model id's :floor or :nitro suffix):
 //     price (prompt + completion, then request, lowest first), throughput
 //     (p50, highest first) or latency (p50, lowest first), unmeasured
@@ -45,6 +47,9 @@ type ranker struct {
 	now     time.Time
 	// lead is set by order: the leading run sticky routing chooses in.
 	lead int
+	// minUptime: endpoints below this uptime (percent) rank behind the
+	// others of their rank; 0: off.
+	minUptime float64
 }
 
 // rankKey is what an endpoint is ranked by.
@@ -52,6 +57,7 @@ type rankKey struct {
 	order  int // index in provider.order; len(order) when not named
 	tier   int
 	missed bool    // below a preferred cutoff
+	down   bool    // uptime below min_uptime
 	metric float64 // by sort, lower first; +Inf unmeasured
 	tie    float64
 }
@@ -74,6 +80,12 @@ func (rk *ranker) key(a upstream.Attempt) rankKey {
 	if rk.prefs.maxLatency.set() || rk.prefs.minThroughput.set() {
 		k.missed = misses(rk.prefs.maxLatency, stats.Latency(rk.now), func(v, bound float64) bool { return v > bound }) ||
 			misses(rk.prefs.minThroughput, stats.Throughput(rk.now), func(v, bound float64) bool { return v < bound })
+	}
+	if rk.minUptime > 0 {
+		if rk.now.IsZero() {
+			rk.now = time.Now()
+		}
+		k.down = stats.LowUptime(rk.minUptime, rk.now)
 	}
 	switch rk.sort {
 	case sortPrice:
@@ -113,7 +125,7 @@ func priceOf(m *catalog.Model) float64 {
 
 func compareKeys(a, b rankKey) int {
 	return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.tier, b.tier), compareBool(a.missed, b.missed),
-		cmp.Compare(a.metric, b.metric), cmp.Compare(a.tie, b.tie))
+		compareBool(a.down, b.down), cmp.Compare(a.metric, b.metric), cmp.Compare(a.tie, b.tie))
 }
 
 func compareBool(a, b bool) int {
@@ -134,7 +146,7 @@ func compareBool(a, b bool) int {
 func (rk *ranker) order(c []upstream.Attempt) []upstream.Attempt {
 	p := rk.prefs
 	rk.lead = 0
-	if len(c) > 1 && (len(p.order) > 0 || rk.sort != "" || p.maxLatency.set() || p.minThroughput.set() || rk.balance) {
+	if len(c) > 1 && (len(p.order) > 0 || rk.sort != "" || p.maxLatency.set() || p.minThroughput.set() || rk.balance || rk.anyDown(c)) {
 		keys := make([]rankKey, len(c))
 		idx := make([]int, len(c))
 		for i, a := range c {
@@ -170,6 +182,22 @@ func (rk *ranker) fallbacks(c []upstream.Attempt) []upstream.Attempt {
 		}
 	}
 	return c
+}
+
+// anyDown reports whether an endpoint of c has a low uptime.
+func (rk *ranker) anyDown(c []upstream.Attempt) bool {
+	if rk.minUptime <= 0 {
+		return false
+	}
+	if rk.now.IsZero() {
+		rk.now = time.Now()
+	}
+	for _, a := range c {
+		if a.Provider.Stats.LowUptime(rk.minUptime, rk.now) {
+			return true
+		}
+	}
+	return false
 }
 
 // balanceRuns reorders each run of equally ranked endpoints (not named in

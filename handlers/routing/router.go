@@ -21,6 +21,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/breaker"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
@@ -92,6 +93,13 @@ type Router struct {
 	// Plugins are the plugins requests may ask for; nil: those
 	// registered (a router not provisioned, in unit tests).
 	Plugins plugin.Set `json:"-"`
+	// Breakers are the thresholds of the endpoints' circuit breakers:
+	// an open one keeps its endpoint out of routing. Zero: off.
+	Breakers breaker.Settings `json:"-"`
+	// MinUptime ranks an endpoint that answered less than this share of
+	// its calls of the last 30 minutes (percent) behind the others of its
+	// rank. Zero: off.
+	MinUptime float64 `json:"-"`
 }
 
 // RewriteBody has the plugins that rewrite every request's body (the
@@ -316,7 +324,7 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 	if prefs.requireParameters {
 		ef.params = requestParameters(kind, field)
 	}
-	rk := ranker{prefs: &prefs, balance: rt.LoadBalancing != LoadBalancingOrdered, rand: rt.Random}
+	rk := ranker{prefs: &prefs, balance: rt.LoadBalancing != LoadBalancingOrdered, rand: rt.Random, minUptime: rt.MinUptime}
 	if rk.rand == nil {
 		rk.rand = rand.Float64
 	}
@@ -329,6 +337,7 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
 	viaAlias := false           // a family alias named one of the models
 	available := false
+	allOpen := false // every endpoint left of a model has its breaker open
 	rules, apiErr := RulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
@@ -383,6 +392,8 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		if why != "" {
 			excluded = why
 		}
+		candidates, open := rt.withoutOpen(candidates)
+		allOpen = allOpen || open && len(candidates) == 0
 		ranked := rk.order(candidates)
 		if len(attempts) == 0 && rk.lead > 1 {
 			rt.stick(st, kind, f, modelID, ranked[:rk.lead])
@@ -393,7 +404,7 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		if refusal != nil {
 			return nil, refusal
 		}
-		if available {
+		if available && !allOpen {
 			msg := "No provider satisfies the request's provider preferences"
 			if excluded != "" {
 				msg += ": " + excluded + " (the last endpoint left)"
