@@ -11,16 +11,12 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 )
 
@@ -320,7 +316,8 @@ func TestReplicasShareBreakers(t *testing.T) {
 		withTollgateOptions(t, "retries 0", "circuit_breaker 2 30s"),
 		withModels(t, modelBlock("cbr/dead", "0.000001", "0.000002",
 			testProvider{name: "deadp", baseURL: dead.base(), model: "tollgate-mock", apiKey: "mock"})))
-	ps := []*process{startReplicaEdited(t, srv, edit), startReplicaEdited(t, srv, edit)}
+	onRedis := func(cfg, _ string) string { return edit(cfg) }
+	ps := []*process{startReplicaEdited(t, "address "+srv.Addr, onRedis), startReplicaEdited(t, "address "+srv.Addr, onRedis)}
 	cs := replicaClients(t, ps)
 	org := cs[0].newTenant("organization", "10")
 	key, _ := cs[0].newKey(org.MgmtKey, `{"name":"shared breakers"}`)
@@ -343,24 +340,4 @@ func TestReplicasShareBreakers(t *testing.T) {
 	if n := dead.posts.Load(); n != 2 {
 		t.Fatalf("replica 1 called the open endpoint: %d calls", n)
 	}
-}
-
-// startReplicaEdited is startReplica with the Caddyfile changed by edit.
-func startReplicaEdited(t *testing.T, srv *redistest.Server, edit func(string) string) *process {
-	t.Helper()
-	p := &process{gateway: freeport.Addr(t), admin: freeport.Addr(t), mock: freeport.Addr(t), log: new(lockedBuffer)}
-	p.config = filepath.Join(t.TempDir(), "Caddyfile")
-	dir := t.TempDir()
-	cfg := gatewayCaddyfile(p.admin, dir, p.gateway, p.mock, "1ms")
-	cfg = strings.Replace(cfg, "data_dir "+dir, `storage redis {
-			address `+srv.Addr+`
-			password {env.TOLLGATE_TEST_REDIS_PASSWORD}
-			key_prefix breakers:
-			hold_lease 2s
-		}`, 1)
-	if err := os.WriteFile(p.config, []byte(edit(cfg)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.start(t)
-	return p
 }
