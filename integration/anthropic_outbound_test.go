@@ -486,6 +486,31 @@ func TestAnthropicStyleProvider(t *testing.T) {
 			c.mustPost("/chat/completions", key, `{"model":"`+model+`","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","signature":7}]},{"role":"user","content":"y"}]}`, nil).
 				expectError(t, 400, "messages[1].reasoning_details[0].signature: expected a string")
 		}
+
+		// A conversation that moves on to an OpenAI-style model with the
+		// thinking answer in its history: the strict mock, as OpenAI,
+		// refuses members a message does not define, so they are left out.
+		first := c.mustPost("/chat/completions", key, `{"model":"acme/claude-bare","max_tokens":2000,"reasoning":{"effort":"medium"},"messages":[{"role":"user","content":"think"}]}`, nil).expect(t, 200)
+		tap.take()
+		prev := first.JSON.Get("choices.0.message")
+		if !prev.Get("reasoning").Exists() || !prev.Get("reasoning_details").Exists() {
+			t.Fatalf("answer %s", first.Body)
+		}
+		for _, stream := range []bool{false, true} {
+			body := `{"model":"tollgate-mock","messages":[{"role":"user","content":"think"},` + prev.Raw + `,{"role":"user","content":"again"}]}`
+			if !stream {
+				r := c.mustPost("/chat/completions", key, body, nil).expect(t, 200)
+				if r.JSON.Get("choices.0.message.content").Str != "Mock answer from tollgate-mock: again" {
+					t.Errorf("answer %s", r.Body)
+				}
+				continue
+			}
+			body, _ = sjson.Set(body, "stream", true)
+			if s := parseStream(t, c.streamOf(t, "/chat/completions", key, body)); !s.done || s.text != "Mock answer from tollgate-mock: again" {
+				t.Errorf("streamed answer %q", s.text)
+			}
+		}
+		tap.take()
 	})
 
 	t.Run("fallback to an OpenAI-style provider", func(t *testing.T) {

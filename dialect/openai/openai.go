@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
+	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
 func init() {
@@ -108,14 +109,90 @@ func (d *Dialect) Native(k dialect.Kind) bool {
 func (d *Dialect) Serves(dialect.Kind) bool { return true }
 
 // Adapt implements dialect.Dialect: the public effort max becomes
-// OpenAI's highest, xhigh, and a chat body's max_tokens becomes
-// max_completion_tokens for a provider that takes only that.
+// OpenAI's highest, xhigh, a chat body's assistant messages lose the
+// reasoning another provider's answer gave them, and a chat body's
+// max_tokens becomes max_completion_tokens for a provider that takes only
+// that.
 func (d *Dialect) Adapt(k dialect.Kind, body []byte, _ int64) ([]byte, error) {
 	body = WithOwnEffort(k, body)
-	if k != dialect.Chat || !d.rename {
+	if k != dialect.Chat {
+		return body, nil
+	}
+	body = WithoutReasoning(body)
+	if !d.rename {
 		return body, nil
 	}
 	return WithMaxCompletionTokens(body), nil
+}
+
+// reasoningMembers are the members of a chat answer's message that carry
+// its thinking (the public API's): a client sends them back with the
+// message, and OpenAI's chat API, which defines neither, refuses them.
+var reasoningMembers = [...]string{"reasoning", "reasoning_details"}
+
+// WithoutReasoning is a chat body whose messages have no reasoning or
+// reasoning_details member; a body without any is returned as it is.
+func WithoutReasoning(body []byte) []byte {
+	if !bytes.Contains(body, []byte(`"reasoning"`)) && !bytes.Contains(body, []byte(`"reasoning_details"`)) {
+		return body
+	}
+	msgs := gjson.GetBytes(body, "messages")
+	if !msgs.IsArray() {
+		return body
+	}
+	changed := false
+	out := make([]byte, 0, len(msgs.Raw))
+	out = append(out, '[')
+	first := true
+	rawjson.EachElem(msgs.Raw, func(m string) bool {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		if !hasReasoning(m) {
+			out = append(out, m...)
+			return true
+		}
+		changed = true
+		out = append(out, '{')
+		sep := false
+		rawjson.EachMember(m, func(key, val string) bool {
+			if key == reasoningMembers[0] || key == reasoningMembers[1] {
+				return true
+			}
+			if sep {
+				out = append(out, ',')
+			}
+			sep = true
+			out = append(out, '"')
+			out = append(out, key...)
+			out = append(out, `":`...)
+			out = append(out, val...)
+			return true
+		})
+		out = append(out, '}')
+		return true
+	})
+	if !changed {
+		return body
+	}
+	out = append(out, ']')
+	b, err := sjson.SetRawBytes(body, "messages", out)
+	if err != nil {
+		return body
+	}
+	return b
+}
+
+// hasReasoning reports whether the message m (JSON text) has a member of
+// reasoningMembers.
+func hasReasoning(m string) bool {
+	found := false
+	rawjson.EachMember(m, func(key, _ string) bool {
+		found = key == reasoningMembers[0] || key == reasoningMembers[1]
+		return !found
+	})
+	return found
 }
 
 // WithOwnEffort is body with a reasoning effort of max (chat's

@@ -68,3 +68,26 @@ func TestOwnEffort(t *testing.T) {
 		}
 	}
 }
+
+// An assistant message sent back with another provider's thinking
+// (reasoning, reasoning_details) reaches an OpenAI-style provider without
+// it: OpenAI's chat API refuses members it does not define.
+func TestWithoutReasoning(t *testing.T) {
+	d := newDialect(dialect.Options{})
+	for _, tc := range []struct{ in, want string }{
+		{`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a","reasoning":"r","reasoning_details":[{"type":"reasoning.text","text":"r","signature":"s"}],"tool_calls":[]},{"role":"user","content":"y"}],"reasoning_effort":"low"}`,
+			`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a","tool_calls":[]},{"role":"user","content":"y"}],"reasoning_effort":"low"}`},
+		{`{"messages":[{"role":"assistant","reasoning_details":[], "content" : "a"}]}`, `{"messages":[{"role":"assistant","content":"a"}]}`},
+		{`{"messages":[{"role":"user","content":"\"reasoning\""}]}`, `{"messages":[{"role":"user","content":"\"reasoning\""}]}`},
+		{`{"messages":[{"role":"user","content":"reasoning"}]}`, `{"messages":[{"role":"user","content":"reasoning"}]}`},
+	} {
+		if got, _ := d.Adapt(dialect.Chat, []byte(tc.in), 0); string(got) != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	// A Responses body's reasoning is its own parameter.
+	body := `{"input":"x","reasoning":{"effort":"low"}}`
+	if got, _ := d.Adapt(dialect.Responses, []byte(body), 0); string(got) != body {
+		t.Errorf("responses: got %s", got)
+	}
+}
