@@ -39,7 +39,16 @@ import (
 //     "error-garbage" an answer that does not parse, "stream-break" a
 //     stream that ends with an exception frame; "mock-tool-call: <name>
 //     <args>" of an offered tool is answered with its toolUse. Streams are
-//     application/vnd.amazon.eventstream frames.
+//     application/vnd.amazon.eventstream frames;
+//   - an Anthropic model's extended thinking
+//     (additionalModelRequestFields.thinking enabled) is checked as
+//     Bedrock passes on Anthropic's checks (budget_tokens at least 1,024
+//     and below maxTokens, no temperature or top_p, no forced tool) and
+//     starts the answer with a signed reasoningContent block (streamed as
+//     its text, then its signature); a reasoningContent block sent back
+//     with another signature is refused, and, with thinking on, so is a
+//     tool loop whose final assistant message does not start with its
+//     reasoningContent.
 
 // The key pair the mock's Bedrock accepts.
 const (
@@ -82,6 +91,11 @@ func (m *Handler) serveBedrock(w http.ResponseWriter, r *http.Request, path stri
 		bedrockError(w, http.StatusBadRequest, "ValidationException", msg)
 		return nil
 	}
+	thinking, msg := checkBedrockThinking(body)
+	if msg != "" {
+		bedrockError(w, http.StatusBadRequest, "ValidationException", "The model returned the following errors: "+msg)
+		return nil
+	}
 	if apiErr := checkContract(r, body); apiErr != nil {
 		bedrockError(w, apiErr.Code, "ValidationException", apiErr.Message)
 		return nil
@@ -89,6 +103,9 @@ func (m *Handler) serveBedrock(w http.ResponseWriter, r *http.Request, path stri
 	rest := strings.TrimPrefix(path, "/model/")
 	model := rest[:strings.LastIndex(rest, "/")]
 	q := &mockRequest{model: model, stream: strings.HasSuffix(path, "-stream"), limit: gjson.GetBytes(body, "inferenceConfig.maxTokens").Int()}
+	if thinking {
+		q.limit -= int64(countWords(mockThought)) // the thinking is output too
+	}
 	parseConverse(body, q)
 	switch {
 	case strings.Contains(model, "error-429"):
@@ -99,8 +116,75 @@ func (m *Handler) serveBedrock(w http.ResponseWriter, r *http.Request, path stri
 		_, _ = w.Write([]byte(`{"output":{"message":`))
 		return nil
 	}
-	m.writeConverse(r.Context(), w, q, newMockAnswer(q), strings.Contains(model, "stream-break"))
+	m.writeConverse(r.Context(), w, q, newMockAnswer(q), strings.Contains(model, "stream-break"), thinking)
 	return nil
+}
+
+// checkBedrockThinking checks an Anthropic model's extended thinking and
+// the reasoningContent blocks sent back, as Anthropic checks them behind
+// Bedrock: thinking reports whether it is on; msg is the model's refusal
+// ("" for none).
+func checkBedrockThinking(body []byte) (thinking bool, msg string) {
+	req := gjson.ParseBytes(body)
+	msgs := req.Get("messages").Array()
+	for i, m := range msgs {
+		for j, b := range m.Get("content").Array() {
+			rc := b.Get("reasoningContent")
+			if !rc.Exists() {
+				continue
+			}
+			rt, red := rc.Get("reasoningText"), rc.Get("redactedContent")
+			switch {
+			case m.Get("role").Str != "assistant":
+				return false, fmt.Sprintf("messages.%d.content.%d: thinking blocks are only allowed in assistant messages", i, j)
+			case red.Exists() == rt.Exists():
+				return false, fmt.Sprintf("messages.%d.content.%d.reasoningContent: exactly one of reasoningText and redactedContent", i, j)
+			case red.Exists() && (red.Type != gjson.String || red.Str == ""):
+				return false, fmt.Sprintf("messages.%d.content.%d.redacted_thinking.data: Field required", i, j)
+			case rt.Exists() && !rt.Get("signature").Exists():
+				return false, fmt.Sprintf("messages.%d.content.%d.thinking.signature: Field required", i, j)
+			case rt.Exists() && rt.Get("signature").Str != mockSignature:
+				return false, fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+			}
+		}
+	}
+	t := req.Get("additionalModelRequestFields.thinking")
+	if t.Get("type").Str != "enabled" {
+		return false, ""
+	}
+	budget, limit := t.Get("budget_tokens").Int(), req.Get("inferenceConfig.maxTokens").Int()
+	switch {
+	case budget < 1024:
+		return false, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+	case limit <= budget:
+		return false, "`max_tokens` must be greater than `thinking.budget_tokens`"
+	case req.Get("inferenceConfig.temperature").Exists() || req.Get("inferenceConfig.topP").Exists():
+		return false, "temperature and top_p may not be set when thinking is enabled"
+	case req.Get("toolConfig.toolChoice.any").Exists() || req.Get("toolConfig.toolChoice.tool").Exists():
+		return false, "Thinking may not be enabled when tool_choice forces tool use."
+	}
+	// The final assistant message, whose toolUse blocks the last user
+	// message answers, starts with its thinking.
+	if n := len(msgs); n > 0 && msgs[n-1].Get("content.#.toolResult").IsArray() && len(msgs[n-1].Get("content.#.toolResult").Array()) > 0 {
+		for i := n - 1; i >= 0; i-- {
+			m := msgs[i]
+			if m.Get("role").Str != "assistant" {
+				continue
+			}
+			first := m.Get("content.0")
+			found := "text"
+			switch {
+			case first.Get("reasoningContent").Exists() || !m.Get("content.#.toolUse").IsArray() || len(m.Get("content.#.toolUse").Array()) == 0:
+				return true, ""
+			case first.Get("toolUse").Exists():
+				found = "tool_use"
+			}
+			return true, fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, "+
+				"a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). "+
+				"We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", i, found)
+		}
+	}
+	return true, ""
 }
 
 // checkSigV4 verifies the request's AWS Signature V4 by signing the
@@ -233,8 +317,12 @@ func parseConverse(body []byte, q *mockRequest) {
 }
 
 // writeConverse answers with a Converse answer or a ConverseStream.
-func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
-	usage := map[string]any{"inputTokens": a.prompt, "outputTokens": a.completion(), "totalTokens": a.total()}
+func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk, thinking bool) {
+	out := a.completion()
+	if thinking {
+		out += countWords(mockThought)
+	}
+	usage := map[string]any{"inputTokens": a.prompt, "outputTokens": out, "totalTokens": a.prompt + out}
 	switch {
 	case strings.Contains(q.model, "cached"):
 		usage["cacheReadInputTokens"] = a.prompt / 2
@@ -254,6 +342,9 @@ func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *m
 	}
 	if !q.stream {
 		var content []any
+		if thinking {
+			content = append(content, map[string]any{"reasoningContent": map[string]any{"reasoningText": map[string]any{"text": mockThought, "signature": mockSignature}}})
+		}
 		for _, c := range a.calls {
 			content = append(content, map[string]any{"toolUse": map[string]any{"toolUseId": "tooluse_" + c.ID, "name": c.Name, "input": json.RawMessage(c.Arguments)}})
 		}
@@ -285,7 +376,15 @@ func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *m
 		return true
 	}
 	send("event", "messageStart", map[string]any{"role": "assistant"})
+	first := 0 // the index of the first block after the thinking
+	if thinking {
+		send("event", "contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"reasoningContent": map[string]any{"text": mockThought}}})
+		send("event", "contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"reasoningContent": map[string]any{"signature": mockSignature}}})
+		send("event", "contentBlockStop", map[string]any{"contentBlockIndex": 0})
+		first = 1
+	}
 	for i, c := range a.calls {
+		i += first
 		send("event", "contentBlockStart", map[string]any{"contentBlockIndex": i, "start": map[string]any{"toolUse": map[string]any{"toolUseId": "tooluse_" + c.ID, "name": c.Name}}})
 		send("event", "contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"toolUse": map[string]any{"input": c.Arguments}}})
 		send("event", "contentBlockStop", map[string]any{"contentBlockIndex": i})
@@ -301,12 +400,12 @@ func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *m
 		if i > 0 && !sleepCtx(ctx, time.Duration(m.ChunkDelay)) {
 			return
 		}
-		if !send("event", "contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": a.delta(i)}}) {
+		if !send("event", "contentBlockDelta", map[string]any{"contentBlockIndex": first, "delta": map[string]any{"text": a.delta(i)}}) {
 			return
 		}
 	}
 	if len(a.calls) == 0 {
-		send("event", "contentBlockStop", map[string]any{"contentBlockIndex": 0})
+		send("event", "contentBlockStop", map[string]any{"contentBlockIndex": first})
 	}
 	send("event", "messageStop", map[string]any{"stopReason": stop})
 	send("event", "metadata", map[string]any{"usage": usage, "metrics": map[string]any{"latencyMs": 1}})

@@ -89,3 +89,64 @@ func TestBedrockRefusesWhatAWSRefuses(t *testing.T) {
 		t.Errorf("events %v", types)
 	}
 }
+
+// With an Anthropic model's extended thinking, the answer starts with a
+// signed reasoningContent block, and a tool loop must send it back first
+// in the final assistant message, signature unchanged, as Bedrock
+// requires.
+func TestBedrockThinking(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	key := BedrockAccessKeyID + ":" + BedrockSecretKey
+	const on = `"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}},"inferenceConfig":{"maxTokens":2000}`
+	tools := `"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}}]}`
+	res, body := bedrockPost(t, srv, "converse", `{"messages":[{"role":"user","content":[{"text":"mock-tool-call: f {}"}]}],`+on+`,`+tools+`}`, key, false)
+	content := gjson.GetBytes(body, "output.message.content")
+	if res.StatusCode != 200 || content.Get("0.reasoningContent.reasoningText.signature").Str != mockSignature || !content.Get("1.toolUse").Exists() {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	thought := `{"reasoningContent":{"reasoningText":{"text":"t","signature":"` + mockSignature + `"}}}`
+	call := `{"toolUse":{"toolUseId":"x","name":"f","input":{}}}`
+	loop := func(assistant string) string {
+		return `{"messages":[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[` + assistant + `]},` +
+			`{"role":"user","content":[{"toolResult":{"toolUseId":"x","content":[{"text":"ok"}]}}]}],` + on + `,` + tools + `}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		msg        string
+	}{
+		{"kept", loop(thought + `,` + call), 200, ""},
+		{"redacted kept", loop(`{"reasoningContent":{"redactedContent":"ZGF0YQ=="}},` + call), 200, ""},
+		{"lost", loop(call), 400, "Expected `thinking` or `redacted_thinking`, but found `tool_use`"},
+		{"no signature", loop(`{"reasoningContent":{"reasoningText":{"text":"t"}}},` + call), 400, "thinking.signature: Field required"},
+		{"another signature", loop(`{"reasoningContent":{"reasoningText":{"text":"t","signature":"forged"}}},` + call), 400, "Invalid `signature`"},
+		{"small budget", `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":10}},"inferenceConfig":{"maxTokens":2000}}`, 400, "budget_tokens"},
+		{"temperature", `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}},"inferenceConfig":{"maxTokens":2000,"temperature":0.5}}`, 400, "temperature"},
+	} {
+		res, body := bedrockPost(t, srv, "converse", tc.body, key, false)
+		if res.StatusCode != tc.status || !strings.Contains(gjson.GetBytes(body, "message").Str, tc.msg) {
+			t.Errorf("%s: %d %s", tc.name, res.StatusCode, body)
+		}
+	}
+	// Streamed: the thinking's text, then its signature, as block 0.
+	res, body = bedrockPost(t, srv, "converse-stream", `{"messages":[{"role":"user","content":[{"text":"hello"}]}],`+on+`}`, key, false)
+	dec, r := eventstream.NewDecoder(), bytes.NewReader(body)
+	var reasoning []string
+	texts := 0
+	for r.Len() > 0 {
+		m, err := dec.Decode(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := gjson.ParseBytes(m.Payload)
+		if rc := p.Get("delta.reasoningContent"); rc.Exists() && p.Get("contentBlockIndex").Int() == 0 {
+			reasoning = append(reasoning, rc.Raw)
+		}
+		if p.Get("delta.text").Exists() && p.Get("contentBlockIndex").Int() == 1 {
+			texts++
+		}
+	}
+	if res.StatusCode != 200 || len(reasoning) != 2 || !strings.Contains(reasoning[1], mockSignature) || texts == 0 {
+		t.Errorf("stream %d reasoning %v texts %d", res.StatusCode, reasoning, texts)
+	}
+}
