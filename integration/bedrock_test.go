@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
@@ -17,8 +18,8 @@ import (
 // members refused, streams as AWS event-stream frames) behind a proxy
 // that records what reaches it.
 
-// withBedrockModels adds amazon/claude (Bedrock), its cached variant, a
-// broken stream, an answer that does not parse, a forged key, and a
+// withBedrockModels adds amazon/claude (Bedrock), its cached variant, the
+// same with room for extended thinking (amazon/thinker), a broken stream, an answer that does not parse, a forged key, and a
 // throttled model that falls back to a Gemini provider.
 func withBedrockModels(t *testing.T, tap *callTap) func(string) string {
 	pricing := "\t\t\tpricing {\n\t\t\t\tprompt 0.000003\n\t\t\t\tcompletion 0.000015\n\t\t\t\tinput_cache_read 0.0000003\n\t\t\t}\n"
@@ -33,6 +34,7 @@ func withBedrockModels(t *testing.T, tap *callTap) func(string) string {
 		model("amazon/cached", bedrock("claude-cached", key)) +
 		model("amazon/break", bedrock("claude-stream-break", key)) +
 		model("amazon/garbage", bedrock("claude-error-garbage", key)) +
+		strings.Replace(model("amazon/thinker", bedrock("claude-mock", key)), "max_completion_tokens 1000", "max_completion_tokens 4000", 1) +
 		model("amazon/forged", bedrock("claude-mock", mockprovider.BedrockAccessKeyID+":not-the-secret")) +
 		model("amazon/fallback", bedrock("claude-error-429", key)+
 			fmt.Sprintf("\t\t\tprovider google %s/v1beta {\n\t\t\t\tstyle gemini\n\t\t\t\tmodel gemini-mock\n\t\t\t\tapi_key goog-operator-key\n\t\t\t}\n", tap.srv.URL))
@@ -155,6 +157,52 @@ func TestBedrockProvider(t *testing.T) {
 			t.Errorf("stream args %q finish %q", args, finish)
 		}
 		tap.take()
+	})
+
+	t.Run("thinking tool loop", func(t *testing.T) {
+		tap.take()
+		tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+		ask := `{"role":"user","content":"mock-tool-call: get_weather {\"city\":\"Oslo\"}"}`
+		first := c.mustPost("/chat/completions", key, `{"model":"amazon/thinker","max_tokens":2000,"reasoning":{"effort":"medium"},`+tools+`,"messages":[`+ask+`]}`, nil).expect(t, 200)
+		if b := expectBedrockCall(t, tap.take(), "converse").body; b.Get("additionalModelRequestFields.thinking.budget_tokens").Int() != 1024 {
+			t.Errorf("upstream body %s", b.Raw)
+		}
+		msg := first.JSON.Get("choices.0.message")
+		call := msg.Get("tool_calls.0")
+		if d := msg.Get("reasoning_details.0"); d.Get("type").Str != "reasoning.text" || d.Get("signature").Str != "mock-signature" || !call.Exists() {
+			t.Fatalf("answer %s", first.Body)
+		}
+		result := `{"role":"tool","tool_call_id":"` + call.Get("id").Str + `","content":"rain, 9C"}`
+		// The message as the answer gave it: its reasoning_details go back
+		// as the signed reasoningContent block, first.
+		r := c.mustPost("/chat/completions", key, `{"model":"amazon/thinker","max_tokens":2000,"reasoning":{"effort":"medium"},`+tools+`,"messages":[`+ask+`,`+msg.Raw+`,`+result+`]}`, nil).expect(t, 200)
+		b := expectBedrockCall(t, tap.take(), "converse").body
+		if b.Get("messages.1.content.0.reasoningContent.reasoningText.signature").Str != "mock-signature" || !b.Get("messages.1.content.1.toolUse").Exists() {
+			t.Errorf("upstream messages %s", b.Get("messages").Raw)
+		}
+		if got := r.JSON.Get("choices.0.message.content").Str; got != "Mock answer from claude-mock: tool result rain, 9C" {
+			t.Errorf("answer %s", r.Body)
+		}
+		// Streamed, reasoning_details pieces merged by index give it too.
+		evs := c.streamOf(t, "/chat/completions", key, `{"model":"amazon/thinker","max_tokens":2000,"stream":true,"reasoning":{"effort":"medium"},`+tools+`,"messages":[`+ask+`]}`)
+		tap.take()
+		var text, sig strings.Builder
+		for _, ev := range evs {
+			for _, d := range gjson.Get(ev.Data, "choices.0.delta.reasoning_details").Array() {
+				text.WriteString(d.Get("text").Str)
+				sig.WriteString(d.Get("signature").Str)
+			}
+		}
+		if text.String() == "" || sig.String() != "mock-signature" {
+			t.Errorf("streamed reasoning_details: text %q signature %q", text.String(), sig.String())
+		}
+		// Without them, Bedrock refuses the loop.
+		bare, _ := sjson.Delete(msg.Raw, "reasoning_details")
+		res := c.mustPost("/chat/completions", key, `{"model":"amazon/thinker","max_tokens":2000,"reasoning":{"effort":"medium"},`+tools+`,"messages":[`+ask+`,`+bare+`,`+result+`]}`, nil)
+		tap.take()
+		if res.Status != 400 || !strings.Contains(string(res.Body), "Expected `thinking` or `redacted_thinking`") {
+			t.Errorf("without reasoning_details: %d %s", res.Status, res.Body)
+		}
 	})
 
 	t.Run("cache reads priced", func(t *testing.T) {

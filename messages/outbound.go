@@ -192,7 +192,7 @@ func ChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		}
 		add("max_tokens", strconv.FormatInt(maxTokens, 10))
 	}
-	thinking := thinkingFor(f.reasoningEffort.Str, maxTokens, f.toolChoice)
+	thinking := ThinkingFor(f.reasoningEffort.Str, maxTokens, f.toolChoice)
 	if thinking != nil && !f.thinking.Exists() {
 		addBytes("thinking", thinking)
 	} else {
@@ -269,11 +269,11 @@ var thinkingEffort = map[string]float64{"max": 0.98, "xhigh": 0.95, "high": 0.8,
 // minThinkingBudget is the smallest budget_tokens Anthropic takes.
 const minThinkingBudget = 1024
 
-// thinkingFor is the thinking object for a reasoning effort: a budget of
+// ThinkingFor is the thinking object for a reasoning effort: a budget of
 // the effort's share of maxTokens, at least minThinkingBudget and below
 // maxTokens; nil for none, an unknown effort, a max_tokens too small for
 // a budget, or a forced tool (which thinking does not allow).
-func thinkingFor(effort string, maxTokens int64, toolChoice gjson.Result) []byte {
+func ThinkingFor(effort string, maxTokens int64, toolChoice gjson.Result) []byte {
 	share, ok := thinkingEffort[effort]
 	if !ok || toolChoice.Str == "required" || toolChoice.IsObject() {
 		return nil

@@ -63,7 +63,7 @@ func refChatToAnthropic(chat []byte, maxTokens int64) ([]byte, error) {
 		}
 		add("max_tokens", fmt.Appendf(nil, "%d", maxTokens))
 	}
-	thinking := thinkingFor(req.Get("reasoning_effort").Str, maxTokens, req.Get("tool_choice"))
+	thinking := ThinkingFor(req.Get("reasoning_effort").Str, maxTokens, req.Get("tool_choice"))
 	if thinking != nil && !req.Get("thinking").Exists() {
 		add("thinking", thinking)
 	} else {

@@ -41,6 +41,9 @@ type Dialect struct {
 	region           string
 	converse, stream string // URIs
 	signer           *v4.Signer
+	// thinks: the model is Anthropic's (Claude), whose extended thinking
+	// a reasoning effort enables.
+	thinks bool
 }
 
 // New is the dialect of one provider block: aws_region (o.Settings) is
@@ -83,7 +86,8 @@ func (m *Module) Validate() error {
 // New implements dialect.Module.
 func (m *Module) New(o dialect.Options) (dialect.Dialect, error) {
 	p := url.PathEscape(o.Model)
-	return &Dialect{region: m.AWSRegion, converse: "/model/" + p + "/converse", stream: "/model/" + p + "/converse-stream", signer: v4.NewSigner()}, nil
+	return &Dialect{region: m.AWSRegion, converse: "/model/" + p + "/converse", stream: "/model/" + p + "/converse-stream", signer: v4.NewSigner(),
+		thinks: strings.Contains(o.Model, "claude")}, nil
 }
 
 var (
@@ -105,7 +109,7 @@ func (d *Dialect) Serves(k dialect.Kind) bool { return k != dialect.Other }
 func (d *Dialect) Adapt(_ dialect.Kind, body []byte, _ int64) ([]byte, error) { return body, nil }
 
 // FromChat implements dialect.Dialect.
-func (d *Dialect) FromChat(chat []byte, _ int64) ([]byte, error) { return fromChat(chat) }
+func (d *Dialect) FromChat(chat []byte, _ int64) ([]byte, error) { return fromChat(chat, d.thinks) }
 
 // ToChat implements dialect.Dialect.
 func (d *Dialect) ToChat(w http.ResponseWriter, model string, limit int) dialect.AnswerReader {

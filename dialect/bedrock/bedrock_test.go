@@ -14,10 +14,10 @@ import (
 )
 
 func TestFromChat(t *testing.T) {
-	body, err := fromChat([]byte(`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},` +
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},` +
-		`{"role":"tool","tool_call_id":"t1","content":"{\"ok\":true}"}],"max_tokens":9,"top_k":4,"stop":["X"],"seed":1,"response_format":{"type":"json_object"},` +
-		`"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`))
+	body, err := fromChat([]byte(`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},`+
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},`+
+		`{"role":"tool","tool_call_id":"t1","content":"{\"ok\":true}"}],"max_tokens":9,"top_k":4,"stop":["X"],"seed":1,"response_format":{"type":"json_object"},`+
+		`"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func TestFromChat(t *testing.T) {
 		t.Errorf("OpenAI fields sent: %s", body)
 	}
 	// Automatic caching: a cache point after the prompt; not an object: none.
-	body, _ = fromChat([]byte(`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral"}}`))
+	body, _ = fromChat([]byte(`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral"}}`), false)
 	if got := gjson.GetBytes(body, "messages.0.content").Raw; got != `[{"text":"a"},{"cachePoint":{"type":"default"}}]` {
 		t.Errorf("cache point: %s", body)
 	}
-	if body, _ = fromChat([]byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":true}`)); strings.Contains(string(body), "cachePoint") {
+	if body, _ = fromChat([]byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":true}`), false); strings.Contains(string(body), "cachePoint") {
 		t.Errorf("cache point for a non-object: %s", body)
 	}
 	checkFromChat(t, []byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral"}}`))
@@ -54,7 +54,7 @@ func TestFromChat(t *testing.T) {
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`: "image_url.url",
 		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"web_search"}]}`:                          "tools[0].type",
 	} {
-		if _, err := fromChat([]byte(in)); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := fromChat([]byte(in), false); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", in, err, msg)
 		}
 	}
@@ -156,5 +156,42 @@ func TestToChatReportsHourCacheWrites(t *testing.T) {
 		if hour != c.hour || unknown != c.unknown || gjson.Get(rec.Body.String(), "usage.prompt_tokens_details.cache_write_tokens").Int() != 12 {
 			t.Errorf("%s: 1h = %d %v; answer %s", c.details, hour, unknown, rec.Body)
 		}
+	}
+}
+
+// An assistant message's reasoning_details go back as reasoningContent
+// blocks, first in its content and unchanged; a reasoning effort is a
+// Claude model's extended thinking, which takes no temperature or top_k.
+func TestReasoningRoundTrip(t *testing.T) {
+	chat := `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"let me look","reasoning":"r",` +
+		`"reasoning_details":[{"type":"reasoning.text","text":"r","signature":"sig-1","format":"anthropic-claude-v1","index":0},{"type":"reasoning.encrypted","data":"ZGF0YQ==","format":"anthropic-claude-v1","index":1}],` +
+		`"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}],` +
+		`"tools":[{"type":"function","function":{"name":"f"}}],"max_tokens":4000,"reasoning_effort":"medium","temperature":0.3,"top_k":4}`
+	body, err := fromChat([]byte(chat), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gjson.ParseBytes(body)
+	for path, want := range map[string]string{
+		"messages.1.content.0":                   `{"reasoningContent":{"reasoningText":{"text":"r","signature":"sig-1"}}}`,
+		"messages.1.content.1":                   `{"reasoningContent":{"redactedContent":"ZGF0YQ=="}}`,
+		"messages.1.content.2.text":              `"let me look"`,
+		"messages.1.content.3.toolUse.toolUseId": `"t1"`,
+		"additionalModelRequestFields":           `{"thinking":{"type":"enabled","budget_tokens":2000}}`,
+		"inferenceConfig":                        `{"maxTokens":4000}`,
+	} {
+		if got := b.Get(path).Raw; got != want {
+			t.Errorf("%s = %s, want %s", path, got, want)
+		}
+	}
+	// Another model on Bedrock has no extended thinking: its top_k and
+	// temperature stay.
+	body, _ = fromChat([]byte(chat), false)
+	if b := gjson.ParseBytes(body); b.Get("additionalModelRequestFields").Raw != `{"top_k":4}` || b.Get("inferenceConfig.temperature").Float() != 0.3 {
+		t.Errorf("no thinking: %s", body)
+	}
+	if _, err := fromChat([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_details":[{"type":"other"}]}]}`), true); err == nil ||
+		err.Error() != "messages[1].reasoning_details[0].type: expected reasoning.text, reasoning.encrypted, reasoning.summary or reasoning.server_tool_call" {
+		t.Errorf("wrong shape: %v", err)
 	}
 }

@@ -92,6 +92,28 @@ func appendConverse(b []byte, r *converse) ([]byte, bool) {
 				b = jsonstr.Append(b, cp.Type)
 				b = append(b, '}')
 			}
+			if rc := bl.ReasoningContent; rc != nil {
+				member(`"reasoningContent":`)
+				inner := byte('{')
+				if rt := rc.ReasoningText; rt != nil {
+					b = append(b, `{"reasoningText":{"text":`...)
+					b = jsonstr.Append(b, rt.Text)
+					b = append(b, `,"signature":`...)
+					b = jsonstr.Append(b, rt.Signature)
+					b = append(b, '}')
+					inner = ','
+				}
+				if rc.RedactedContent != "" {
+					b = append(b, inner)
+					b = append(b, `"redactedContent":`...)
+					b = jsonstr.Append(b, rc.RedactedContent)
+					inner = ','
+				}
+				if inner == '{' {
+					b = append(b, '{')
+				}
+				b = append(b, '}')
+			}
 			if sep == '{' {
 				b = append(b, '{')
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/messages"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 )
 
@@ -33,6 +34,11 @@ var chatBodies = []string{
 	`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web"}]}`,
 	`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"sometimes"}`,
 	`{"messages":[],"n":2}`, `[]`, `{"functions":[]}`,
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"","reasoning":"r","reasoning_details":[{"type":"reasoning.text","text":"r <1>","signature":"s\u0041","format":"anthropic-claude-v1","index":0},{"type":"reasoning.encrypted","data":"ZGF0YQ==","index":1},{"type":"reasoning.text","text":"no signature"},{"type":"reasoning.text","text":"other","signature":"x","format":"google-gemini-v1"},{"type":"reasoning.summary","summary":"s"}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}],"max_tokens":4000,"reasoning_effort":"high","temperature":0.5,"top_p":0.9,"top_k":3}`,
+	`{"messages":[{"role":"user","content":"q"}],"max_tokens":500,"reasoning_effort":"low","top_k":3}`,
+	`{"messages":[{"role":"user","content":"q"}],"max_tokens":5000,"reasoning_effort":"max","tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}]}`,
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.text","signature":7}]}]}`,
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_details":"x"}]}`,
 }
 
 // TestFromChatEqualsTheReference checks the request translation against
@@ -56,10 +62,12 @@ func FuzzFromChatEqualsTheReference(f *testing.F) {
 
 func checkFromChat(t *testing.T, body []byte) {
 	t.Helper()
-	want, wantErr := refFromChat(body)
-	got, gotErr := fromChat(body)
-	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
-		t.Fatalf("%s:\n got %s (%v)\nwant %s (%v)", body, got, gotErr, want, wantErr)
+	for _, thinks := range []bool{false, true} {
+		want, wantErr := refFromChat(body, thinks)
+		got, gotErr := fromChat(body, thinks)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
+			t.Fatalf("%s (thinks %v):\n got %s (%v)\nwant %s (%v)", body, thinks, got, gotErr, want, wantErr)
+		}
 	}
 }
 
@@ -125,20 +133,22 @@ func TestCompletionEncoderIsEncodingJSONs(t *testing.T) {
 }
 
 // refFromChat is fromChat as it was, with encoding/json: it translates a chat completions body into a Converse request.
-func refFromChat(chat []byte) ([]byte, error) {
+func refFromChat(chat []byte, thinks bool) ([]byte, error) {
 	req := gjson.ParseBytes(chat)
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
 	}
 	var out converse
 	ic := &inferenceConfig{}
-	var choice gjson.Result
+	var choice, effort, topK gjson.Result
 	var err error
 	var cache bool
 	req.ForEach(func(k, v gjson.Result) bool {
 		switch name := k.Str; name {
 		case "cache_control":
 			cache = v.IsObject()
+		case "reasoning_effort":
+			effort = v
 		case "messages":
 			out.System, out.Messages, err = refMessagesOf(v)
 		case "tools":
@@ -178,8 +188,7 @@ func refFromChat(chat []byte) ([]byte, error) {
 				}
 			}
 		case "top_k":
-			// The model's own field, passed through Converse.
-			out.AdditionalModelRequestFields = json.RawMessage(`{"top_k":` + v.Raw + `}`)
+			topK = v
 		case "n":
 			if v.Int() > 1 {
 				err = fieldError("n", "Bedrock providers answer one choice")
@@ -212,6 +221,17 @@ func refFromChat(chat []byte) ([]byte, error) {
 		default:
 			return nil, fieldError("tool_choice", "expected auto, none, required or a function")
 		}
+	}
+	var thinking []byte
+	if thinks && effort.Type == gjson.String {
+		thinking = messages.ThinkingFor(effort.Str, ic.MaxTokens, choice)
+	}
+	switch {
+	case thinking != nil:
+		out.AdditionalModelRequestFields = json.RawMessage(`{"thinking":` + string(thinking) + `}`)
+		ic.Temperature, ic.TopP = nil, nil
+	case topK.Exists():
+		out.AdditionalModelRequestFields = json.RawMessage(`{"top_k":` + topK.Raw + `}`)
 	}
 	if ic.MaxTokens > 0 || ic.Temperature != nil || ic.TopP != nil || ic.StopSequences != nil {
 		out.InferenceConfig = ic
@@ -255,13 +275,16 @@ func refMessagesOf(msgs gjson.Result) ([]block, []message, error) {
 			}
 			add("user", b...)
 		case "assistant":
-			var blocks []block
+			blocks, err := reasoningBlocks(m.Get("reasoning_details"), path)
+			if err != nil {
+				return nil, nil, err
+			}
 			if c := m.Get("content"); c.Exists() && c.Type != gjson.Null {
 				b, err := textBlocks(c, path, false)
 				if err != nil {
 					return nil, nil, err
 				}
-				blocks = nonBlank(b)
+				blocks = append(blocks, nonBlank(b)...)
 			}
 			for j, call := range m.Get("tool_calls").Array() {
 				args := call.Get("function.arguments").Str

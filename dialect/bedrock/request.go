@@ -8,7 +8,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/messages"
 	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
 
@@ -28,16 +30,29 @@ type message struct {
 }
 
 type block struct {
-	Text       *string     `json:"text,omitempty"`
-	Image      *image      `json:"image,omitempty"`
-	ToolUse    *toolUse    `json:"toolUse,omitempty"`
-	ToolResult *toolResult `json:"toolResult,omitempty"`
-	CachePoint *cachePoint `json:"cachePoint,omitempty"`
+	Text             *string           `json:"text,omitempty"`
+	Image            *image            `json:"image,omitempty"`
+	ToolUse          *toolUse          `json:"toolUse,omitempty"`
+	ToolResult       *toolResult       `json:"toolResult,omitempty"`
+	CachePoint       *cachePoint       `json:"cachePoint,omitempty"`
+	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
 }
 
 // cachePoint ends the prompt's prefix to cache (automatic caching).
 type cachePoint struct {
 	Type string `json:"type"`
+}
+
+// reasoningContent is a thinking block an answer gave, sent back as it
+// was: its text with the signature, or its redacted content.
+type reasoningContent struct {
+	ReasoningText   *reasoningText `json:"reasoningText,omitempty"`
+	RedactedContent string         `json:"redactedContent,omitempty"`
+}
+
+type reasoningText struct {
+	Text      string `json:"text"`
+	Signature string `json:"signature"`
 }
 
 type image struct {
@@ -84,15 +99,17 @@ type toolSpec struct {
 
 func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg) }
 
-// fromChat translates a chat completions body into a Converse request.
-func fromChat(chat []byte) ([]byte, error) {
+// fromChat translates a chat completions body into a Converse request;
+// thinks: the model is Anthropic's, which takes a reasoning effort as
+// extended thinking.
+func fromChat(chat []byte, thinks bool) ([]byte, error) {
 	req := gjson.Parse(rawjson.View(chat)) // nothing kept: out is copied
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
 	}
 	var out converse
 	ic := &inferenceConfig{}
-	var choice gjson.Result
+	var choice, effort, topK gjson.Result
 	var err error
 	var cache bool
 	rawjson.ForEach(req, func(name string, v gjson.Result) bool {
@@ -101,6 +118,8 @@ func fromChat(chat []byte) ([]byte, error) {
 			// Automatic caching (the public API's top-level
 			// cache_control): a cache point after the whole prompt.
 			cache = v.IsObject()
+		case "reasoning_effort":
+			effort = v
 		case "messages":
 			out.System, out.Messages, err = messagesOf(v)
 		case "tools":
@@ -142,8 +161,7 @@ func fromChat(chat []byte) ([]byte, error) {
 				}
 			}
 		case "top_k":
-			// The model's own field, passed through Converse.
-			out.AdditionalModelRequestFields = json.RawMessage(`{"top_k":` + v.Raw + `}`)
+			topK = v
 		case "n":
 			if v.Int() > 1 {
 				err = fieldError("n", "Bedrock providers answer one choice")
@@ -177,6 +195,20 @@ func fromChat(chat []byte) ([]byte, error) {
 			return nil, fieldError("tool_choice", "expected auto, none, required or a function")
 		}
 	}
+	// The model's own fields, passed through Converse: top_k, and an
+	// Anthropic model's extended thinking, which (as Anthropic's API)
+	// takes neither top_k nor a temperature or top_p.
+	var thinking []byte
+	if thinks && effort.Type == gjson.String {
+		thinking = messages.ThinkingFor(effort.Str, ic.MaxTokens, choice)
+	}
+	switch {
+	case thinking != nil:
+		out.AdditionalModelRequestFields = json.RawMessage(`{"thinking":` + string(thinking) + `}`)
+		ic.Temperature, ic.TopP = nil, nil
+	case topK.Exists():
+		out.AdditionalModelRequestFields = json.RawMessage(`{"top_k":` + topK.Raw + `}`)
+	}
 	if ic.MaxTokens > 0 || ic.Temperature != nil || ic.TopP != nil || ic.StopSequences != nil {
 		out.InferenceConfig = ic
 	}
@@ -193,7 +225,7 @@ func fromChat(chat []byte) ([]byte, error) {
 }
 
 // messageMembers are the members of a message messagesOf reads.
-var messageMembers = []string{"role", "content", "tool_calls", "tool_call_id"}
+var messageMembers = []string{"role", "content", "tool_calls", "tool_call_id", "reasoning_details"}
 
 // messagesOf translates the messages: system and developer messages into
 // system blocks, tool results into toolResult blocks of a user message,
@@ -210,11 +242,11 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 	}
 	for i, m := range rawjson.Array(msgs) {
 		path := "messages[" + strconv.Itoa(i) + "]"
-		var f [4]gjson.Result // one walk of the message for its members
+		var f [5]gjson.Result // one walk of the message for its members
 		if m.IsObject() {
 			rawjson.Lookup(m.Raw, messageMembers, f[:])
 		}
-		mrole, mcontent, mcalls, mid := f[0], f[1], f[2], f[3]
+		mrole, mcontent, mcalls, mid, mdetails := f[0], f[1], f[2], f[3], f[4]
 		switch role := mrole.Str; role {
 		case "system", "developer":
 			b, err := textBlocks(mcontent, path, false)
@@ -229,7 +261,10 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 			}
 			add("user", b...)
 		case "assistant":
-			var blocks []block
+			blocks, err := reasoningBlocks(mdetails, path)
+			if err != nil {
+				return nil, nil, err
+			}
 			if c := mcontent; c.Exists() && c.Type != gjson.Null {
 				b, err := textBlocks(c, path, false)
 				if err != nil {
@@ -237,7 +272,7 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 				}
 				// Converse refuses a blank text block, which chat
 				// clients send beside tool calls ("content": "").
-				blocks = nonBlank(b)
+				blocks = append(blocks, nonBlank(b)...)
 			}
 			for j, call := range mcalls.Array() {
 				args := call.Get("function.arguments").Str
@@ -274,6 +309,34 @@ func messagesOf(msgs gjson.Result) ([]block, []message, error) {
 		}
 	}
 	return system, out, nil
+}
+
+// reasoningBlocks turns an assistant's reasoning_details, as a chat answer
+// gave them, back into reasoningContent blocks, signatures and redacted
+// content unchanged, to come first in its message as Converse wants
+// them. Details of other providers' formats and text without a
+// signature, which Bedrock would refuse, are left out, as are summaries.
+func reasoningBlocks(details gjson.Result, path string) ([]block, error) {
+	if !details.Exists() {
+		return nil, nil
+	}
+	ds, bad := chatform.ReadReasoningDetails(details)
+	if bad != nil {
+		return nil, fieldError(path+".reasoning_details"+bad.Field, bad.Problem)
+	}
+	var out []block
+	for _, d := range ds {
+		if d.Format != "" && d.Format != chatform.FormatAnthropic && d.Format != "unknown" {
+			continue
+		}
+		switch {
+		case d.Type == chatform.ReasoningEncrypted:
+			out = append(out, block{ReasoningContent: &reasoningContent{RedactedContent: d.Data}})
+		case d.Signature != "":
+			out = append(out, block{ReasoningContent: &reasoningContent{ReasoningText: &reasoningText{Text: d.Text, Signature: d.Signature}}})
+		}
+	}
+	return out, nil
 }
 
 // hasToolBlocks reports whether a conversation has toolUse or toolResult
