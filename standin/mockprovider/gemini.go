@@ -35,7 +35,13 @@ import (
 //     prompt as cachedContentTokenCount; "error-429", "error-500",
 //     "error-garbage" and "stream-break" inject those faults; a user text
 //     "mock-tool-call: <name> <args>" of an offered function is answered
-//     with its functionCall.
+//     with its functionCall;
+//   - a thinking model ("thinking" in its name, or a thinkingConfig that
+//     asks for thought) signs its functionCall parts (thoughtSignature),
+//     and, as Gemini 3 does, refuses a turn of a tool loop whose function
+//     call parts come back without their signature, or with another; a
+//     thinkingConfig with both a budget and a level, or an unknown level,
+//     is refused.
 //
 // POST /token is an OAuth token endpoint for service accounts (the JWT
 // bearer grant): it checks the assertion's form and claims and issues an
@@ -93,6 +99,11 @@ func (m *Handler) serveGemini(w http.ResponseWriter, r *http.Request, path strin
 		geminiError(w, apiErr.Code, "INVALID_ARGUMENT", apiErr.Message)
 		return nil
 	}
+	thinking := geminiThinks(model, body)
+	if msg := checkThoughtSignatures(body, thinking); msg != "" {
+		geminiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", msg)
+		return nil
+	}
 	q := &mockRequest{model: model, stream: method == "streamGenerateContent", limit: gjson.GetBytes(body, "generationConfig.maxOutputTokens").Int()}
 	parseGeminiRequest(body, q)
 	switch {
@@ -107,7 +118,7 @@ func (m *Handler) serveGemini(w http.ResponseWriter, r *http.Request, path strin
 		_, _ = w.Write([]byte(`{"candidates":[{"content":`))
 		return nil
 	}
-	m.writeGemini(r.Context(), w, q, newMockAnswer(q), strings.Contains(model, "stream-break"))
+	m.writeGemini(r.Context(), w, q, newMockAnswer(q), strings.Contains(model, "stream-break"), thinking)
 	return nil
 }
 
@@ -164,6 +175,64 @@ func checkGemini(body []byte) string {
 	return ""
 }
 
+// mockThoughtSignature signs the mock's function calls when it thinks.
+const mockThoughtSignature = "bW9jay10aG91Z2h0LXNpZ25hdHVyZQ=="
+
+// geminiThinks reports whether the model thinks: a thinking model, or a
+// thinkingConfig asking for thought.
+func geminiThinks(model string, body []byte) bool {
+	tc := gjson.GetBytes(body, "generationConfig.thinkingConfig")
+	return strings.Contains(model, "thinking") || tc.Get("thinkingBudget").Int() != 0 || tc.Get("thinkingLevel").Exists()
+}
+
+// checkThoughtSignatures refuses what Gemini refuses of thinking: a
+// budget and a level together, an unknown level, a signature it did not
+// give, and, when the model thinks, a function call of the current turn
+// (the contents since the last user text) whose first functionCall part
+// comes back without its signature. "" when none.
+func checkThoughtSignatures(body []byte, thinking bool) string {
+	tc := gjson.GetBytes(body, "generationConfig.thinkingConfig")
+	if tc.Get("thinkingBudget").Exists() && tc.Get("thinkingLevel").Exists() {
+		return "You can only set one of thinking budget and thinking level."
+	}
+	if l := tc.Get("thinkingLevel"); l.Exists() && !slices.Contains([]string{"minimal", "low", "medium", "high"}, l.Str) {
+		return fmt.Sprintf("Invalid value at 'generation_config.thinking_config.thinking_level' (type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig.ThinkingLevel), %q", l.Str)
+	}
+	contents := gjson.GetBytes(body, "contents").Array()
+	turn := 0
+	for i, c := range contents {
+		for _, p := range c.Get("parts").Array() {
+			if sig := p.Get("thoughtSignature"); sig.Exists() && sig.Str != mockThoughtSignature {
+				return fmt.Sprintf("Corrupted thought signature. (contents[%d])", i)
+			}
+		}
+		if c.Get("role").Str == "user" && c.Get("parts.#.text").IsArray() && len(c.Get("parts.#.text").Array()) > 0 {
+			turn = i
+		}
+	}
+	if !thinking {
+		return ""
+	}
+	for i := turn; i < len(contents); i++ {
+		c := contents[i]
+		if c.Get("role").Str != "model" {
+			continue
+		}
+		for j, p := range c.Get("parts").Array() {
+			if !p.Get("functionCall").Exists() {
+				continue
+			}
+			if !p.Get("thoughtSignature").Exists() {
+				return fmt.Sprintf("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, "+
+					"and missing thought_signature may lead to degraded model performance. Additional data, function call `%s` , position %d. "+
+					"Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", p.Get("functionCall.name").Str, j+1)
+			}
+			break // only a step's first call is signed
+		}
+	}
+	return ""
+}
+
 // parseGeminiRequest reads the prompt, the last user text, and the tool
 // calls a user text scripts.
 func parseGeminiRequest(body []byte, q *mockRequest) {
@@ -206,7 +275,7 @@ func parseGeminiRequest(body []byte, q *mockRequest) {
 }
 
 // writeGemini answers with a GenerateContentResponse, or its SSE events.
-func (m *Handler) writeGemini(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk bool) {
+func (m *Handler) writeGemini(ctx context.Context, w http.ResponseWriter, q *mockRequest, a *mockAnswer, brk, signs bool) {
 	blocked := strings.Contains(q.model, "safety")
 	thinking := strings.Contains(q.model, "thinking")
 	usage := map[string]any{"promptTokenCount": a.prompt, "candidatesTokenCount": a.completion(), "totalTokenCount": a.total()}
@@ -224,8 +293,12 @@ func (m *Handler) writeGemini(ctx context.Context, w http.ResponseWriter, q *moc
 		finish = "MAX_TOKENS"
 	}
 	var calls []map[string]any
-	for _, c := range a.calls {
-		calls = append(calls, map[string]any{"functionCall": map[string]any{"name": c.Name, "args": json.RawMessage(c.Arguments)}})
+	for i, c := range a.calls {
+		call := map[string]any{"functionCall": map[string]any{"name": c.Name, "args": json.RawMessage(c.Arguments)}}
+		if signs && i == 0 {
+			call["thoughtSignature"] = mockThoughtSignature
+		}
+		calls = append(calls, call)
 	}
 	answer := func(parts []map[string]any, finish string, usage map[string]any) map[string]any {
 		cand := map[string]any{"index": 0}

@@ -41,3 +41,38 @@ func TestGeminiRefusesWhatGoogleRefuses(t *testing.T) {
 		t.Errorf("limited answer %s", res.Body)
 	}
 }
+
+// A thinking model signs its function calls and, as Gemini 3, refuses a
+// tool loop turn whose calls come back without their signature.
+func TestGeminiThoughtSignatures(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	const path = "/v1beta/models/gemini-thinking:generateContent"
+	key := []string{"X-Goog-Api-Key", "AIza-test"}
+	tools := `"tools":[{"functionDeclarations":[{"name":"f"}]}]`
+	res := testgw.Post(t, srv, path, `{"contents":[{"role":"user","parts":[{"text":"mock-tool-call: f {}"}]}],`+tools+`}`, key...)
+	call := gjson.Get(res.Body, `candidates.0.content.parts.#(functionCall)`)
+	if call.Get("thoughtSignature").Str != mockThoughtSignature {
+		t.Fatalf("answer %s", res.Body)
+	}
+	loop := func(part string) string {
+		return `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[` + part + `]},` +
+			`{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"ok":true}}}]}],` + tools + `}`
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		msg              string
+	}{
+		{"kept", path, loop(call.Raw), 200, ""},
+		{"lost", path, loop(`{"functionCall":{"name":"f","args":{}}}`), 400, "missing a thought_signature"},
+		{"forged", path, loop(`{"functionCall":{"name":"f","args":{}},"thoughtSignature":"Zm9yZ2Vk"}`), 400, "Corrupted thought signature"},
+		{"a model that does not think", "/v1beta/models/gemini-x:generateContent", loop(`{"functionCall":{"name":"f","args":{}}}`), 200, ""},
+		{"budget and level", "/v1beta/models/gemini-x:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"thinkingConfig":{"thinkingBudget":512,"thinkingLevel":"low"}}}`, 400, "only set one"},
+		{"unknown level", "/v1beta/models/gemini-x:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"thinkingConfig":{"thinkingLevel":"max"}}}`, 400, "thinking_level"},
+	} {
+		res := testgw.Post(t, srv, tc.path, tc.body, key...)
+		if res.Status != tc.status || !strings.Contains(gjson.Get(res.Body, "error.message").Str, tc.msg) {
+			t.Errorf("%s: %d %s", tc.name, res.Status, res.Body)
+		}
+	}
+}
