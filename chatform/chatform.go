@@ -49,11 +49,13 @@ type Message struct {
 	Annotations      []Annotation      `json:"annotations,omitempty"`
 }
 
-// Reasoning detail types and the format of Anthropic's blocks.
+// Reasoning detail types and the formats of Anthropic's blocks and
+// Gemini's thought signatures.
 const (
 	ReasoningText      = "reasoning.text"
 	ReasoningEncrypted = "reasoning.encrypted"
 	FormatAnthropic    = "anthropic-claude-v1"
+	FormatGemini       = "google-gemini-v1"
 )
 
 // ReasoningDetail is one block of an answer's thinking: its text and
@@ -64,8 +66,11 @@ type ReasoningDetail struct {
 	Text      string `json:"text,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Data      string `json:"data,omitempty"`
-	Format    string `json:"format,omitempty"`
-	Index     int    `json:"index"`
+	// ID is the id of the tool call whose part carried the detail
+	// (Gemini's thought signature of a function call).
+	ID     string `json:"id,omitempty"`
+	Format string `json:"format,omitempty"`
+	Index  int    `json:"index"`
 }
 
 // ToolCall is a call, or in a chunk a piece of one: later pieces carry
@@ -324,7 +329,7 @@ func appendReasoningDetail(b []byte, d *ReasoningDetail) []byte {
 	b = append(b, `{"type":`...)
 	b = jsonstr.Append(b, d.Type)
 	for _, m := range [...]struct{ name, v string }{
-		{`,"text":`, d.Text}, {`,"signature":`, d.Signature}, {`,"data":`, d.Data}, {`,"format":`, d.Format},
+		{`,"text":`, d.Text}, {`,"signature":`, d.Signature}, {`,"data":`, d.Data}, {`,"id":`, d.ID}, {`,"format":`, d.Format},
 	} {
 		if m.v != "" {
 			b = append(b, m.name...)

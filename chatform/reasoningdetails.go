@@ -41,12 +41,12 @@ func ReadReasoningDetails(v gjson.Result) ([]ReasoningDetail, *DetailError) {
 			bad = &DetailError{at(""), "expected an object"}
 			return false
 		}
-		var f [7]gjson.Result
-		for k, name := range [...]string{"type", "text", "signature", "data", "summary", "format", "index"} {
+		var f [8]gjson.Result
+		for k, name := range [...]string{"type", "text", "signature", "data", "summary", "format", "id", "index"} {
 			f[k] = e.Get(name)
 		}
-		typ, text, sig, data, summary, format, index := f[0], f[1], f[2], f[3], f[4], f[5], f[6]
-		for k, name := range [...]string{".text", ".signature", ".data", ".summary", ".format"} {
+		typ, text, sig, data, summary, format, id, index := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]
+		for k, name := range [...]string{".text", ".signature", ".data", ".summary", ".format", ".id"} {
 			if x := f[k+1]; x.Exists() && x.Type != gjson.Null && x.Type != gjson.String {
 				bad = &DetailError{at(name), "expected a string"}
 				return false
@@ -60,7 +60,7 @@ func ReadReasoningDetails(v gjson.Result) ([]ReasoningDetail, *DetailError) {
 			}
 			i = int(index.Int())
 		}
-		d := ReasoningDetail{Type: typ.Str, Format: format.Str, Index: max(i, 0)}
+		d := ReasoningDetail{Type: typ.Str, Format: format.Str, ID: id.Str, Index: max(i, 0)}
 		switch typ.Str {
 		case ReasoningText:
 			if n := len(out); i >= 0 && i == last && out[n-1].Type == ReasoningText {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // Gemini providers (style gemini) through a real Caddy: the mock's Gemini
@@ -194,6 +195,55 @@ func TestGeminiProvider(t *testing.T) {
 		}
 		if got := r.JSON.Get("choices.0.message.content").Str; got != "Mock answer from gemini-mock: tool result sunny, 21C" {
 			t.Errorf("answer %q", got)
+		}
+	})
+
+	t.Run("thinking tool loop", func(t *testing.T) {
+		tap.take()
+		tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+		ask := `{"role":"user","content":"mock-tool-call: get_weather {\"city\":\"Paris\"}"}`
+		first := c.mustPost("/chat/completions", key, `{"model":"google/gemini-thinking",`+tools+`,"messages":[`+ask+`]}`, nil).expect(t, 200)
+		tap.take()
+		msg := first.JSON.Get("choices.0.message")
+		call := msg.Get("tool_calls.0")
+		sig := msg.Get(`reasoning_details.#(type=="reasoning.encrypted")`)
+		if sig.Get("format").Str != "google-gemini-v1" || sig.Get("id").Str != call.Get("id").Str || sig.Get("data").Str == "" {
+			t.Fatalf("answer %s", first.Body)
+		}
+		result := `{"role":"tool","tool_call_id":"` + call.Get("id").Str + `","content":"sunny, 21C"}`
+		// The message as the answer gave it: the signature goes back on
+		// its function call's part.
+		r := c.mustPost("/chat/completions", key, `{"model":"google/gemini-thinking",`+tools+`,"messages":[`+ask+`,`+msg.Raw+`,`+result+`]}`, nil).expect(t, 200)
+		calls := tap.take()
+		if len(calls) != 1 {
+			t.Fatalf("%d upstream calls", len(calls))
+		}
+		if p := calls[0].body.Get("contents.1.parts.0"); p.Get("thoughtSignature").Str != sig.Get("data").Str || !p.Get("functionCall").Exists() {
+			t.Errorf("upstream contents %s", calls[0].body.Get("contents").Raw)
+		}
+		if got := r.JSON.Get("choices.0.message.content").Str; got != "Mock answer from gemini-thinking-cached: tool result sunny, 21C" {
+			t.Errorf("answer %s", r.Body)
+		}
+		// Streamed, the signature is a delta's reasoning_details entry.
+		evs := c.streamOf(t, "/chat/completions", key, `{"model":"google/gemini-thinking","stream":true,`+tools+`,"messages":[`+ask+`]}`)
+		tap.take()
+		streamed := ""
+		for _, ev := range evs {
+			for _, d := range gjson.Get(ev.Data, "choices.0.delta.reasoning_details").Array() {
+				if d.Get("type").Str == "reasoning.encrypted" && d.Get("id").Str == call.Get("id").Str {
+					streamed = d.Get("data").Str
+				}
+			}
+		}
+		if streamed != sig.Get("data").Str {
+			t.Errorf("streamed signature %q", streamed)
+		}
+		// Without it, the thinking model refuses the turn.
+		bare, _ := sjson.Delete(msg.Raw, "reasoning_details")
+		res := c.mustPost("/chat/completions", key, `{"model":"google/gemini-thinking",`+tools+`,"messages":[`+ask+`,`+bare+`,`+result+`]}`, nil)
+		tap.take()
+		if res.Status != 400 || !strings.Contains(string(res.Body), "missing a thought_signature") {
+			t.Errorf("without reasoning_details: %d %s", res.Status, res.Body)
 		}
 	})
 

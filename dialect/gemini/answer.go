@@ -21,7 +21,10 @@ var now = time.Now
 // streamGenerateContent?alt=sse) into a chat completion or its chunks:
 //
 //   - text parts are the content, thought parts the reasoning, function
-//     calls tool_calls (ids call_<n>);
+//     calls tool_calls (ids call_<n>); thought parts are reasoning.text
+//     entries of reasoning_details too, and a part's thoughtSignature a
+//     reasoning.encrypted entry (with the id of the call whose part
+//     carried it), for the client to send back (Gemini's format);
 //   - finishReason STOP is stop (tool_calls when the answer calls a
 //     function), MAX_TOKENS length, and a safety block (SAFETY,
 //     RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, IMAGE_SAFETY, or a
@@ -42,13 +45,15 @@ type toChat struct {
 	created   int64
 	out       []byte
 	calls     int // tool calls sent
+	details   int // reasoning details sent
+	lastText  int // index of the reasoning.text detail the stream is in, -1 for none
 	finished  bool
 	produced  int
 	lastUsage gjson.Result
 }
 
 func newToChat(w http.ResponseWriter, model string, limit int) *toChat {
-	t := &toChat{model: model}
+	t := &toChat{model: model, lastText: -1}
 	t.Init(w, t)
 	t.Limit = limit
 	return t
@@ -79,20 +84,20 @@ func outputOf(parts []partView) int {
 }
 
 // partView is a part's members the translation reads.
-type partView struct{ text, thought, call gjson.Result }
+type partView struct{ text, thought, call, sig gjson.Result }
 
-var partMembers = []string{"text", "thought", "functionCall"}
+var partMembers = []string{"text", "thought", "functionCall", "thoughtSignature"}
 
 // partsView reads a candidate's parts, each in one walk.
 func partsView(parts gjson.Result) []partView {
 	ps := rawjson.Array(parts)
 	out := make([]partView, len(ps))
 	for i, p := range ps {
-		var m [3]gjson.Result
+		var m [4]gjson.Result
 		if p.IsObject() {
 			rawjson.Lookup(p.Raw, partMembers, m[:])
 		}
-		out[i] = partView{text: m[0], thought: m[1], call: m[2]}
+		out[i] = partView{text: m[0], thought: m[1], call: m[2], sig: m[3]}
 	}
 	return out
 }
@@ -153,16 +158,25 @@ func usageOf(u gjson.Result) *chatform.Usage {
 		PromptTokensDetails: chatform.PromptDetails{CachedTokens: u.Get("cachedContentTokenCount").Int()}}, thoughts)
 }
 
-// partsOf splits a candidate's parts into text, reasoning and calls.
-func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []chatform.ToolCall) {
-	if len(parts) == 1 && !parts[0].thought.Bool() && !parts[0].call.Exists() {
-		return parts[0].text.Str, "", nil // the common answer: one text
+// partsOf splits a candidate's parts into text, reasoning, calls and
+// reasoning details (their Index unset).
+func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []chatform.ToolCall, details []chatform.ReasoningDetail) {
+	if len(parts) == 1 && !parts[0].thought.Bool() && !parts[0].call.Exists() && parts[0].sig.Str == "" {
+		return parts[0].text.Str, "", nil, nil // the common answer: one text
 	}
 	var tb, rb strings.Builder
 	for _, p := range parts {
+		id := ""
 		switch {
 		case p.thought.Bool():
 			rb.WriteString(p.text.Str)
+			if p.text.Str != "" {
+				if n := len(details); n > 0 && details[n-1].Type == chatform.ReasoningText {
+					details[n-1].Text += p.text.Str
+				} else {
+					details = append(details, chatform.ReasoningDetail{Type: chatform.ReasoningText, Text: p.text.Str, Format: chatform.FormatGemini})
+				}
+			}
 		case p.call.Exists():
 			c := p.call
 			args := c.Get("args").Raw
@@ -171,13 +185,35 @@ func (t *toChat) partsOf(parts []partView) (text, reasoning string, calls []chat
 			}
 			i := t.calls
 			t.calls++
-			calls = append(calls, chatform.ToolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
+			id = "call_" + strconv.Itoa(i)
+			calls = append(calls, chatform.ToolCall{Index: &i, ID: id, Type: "function",
 				Function: chatform.Function{Name: c.Get("name").Str, Arguments: args}})
 		default:
 			tb.WriteString(p.text.Str)
 		}
+		if p.sig.Str != "" {
+			details = append(details, chatform.ReasoningDetail{Type: chatform.ReasoningEncrypted, Data: p.sig.Str, ID: id, Format: chatform.FormatGemini})
+		}
 	}
-	return tb.String(), rb.String(), calls
+	return tb.String(), rb.String(), calls, details
+}
+
+// indexDetails numbers a stream event's details after those sent, a
+// reasoning text continued from the last event keeping its index.
+func (t *toChat) indexDetails(details []chatform.ReasoningDetail) {
+	for i := range details {
+		d := &details[i]
+		if d.Type == chatform.ReasoningText && t.lastText >= 0 {
+			d.Index = t.lastText
+			continue
+		}
+		d.Index = t.details
+		t.details++
+		t.lastText = -1
+		if d.Type == chatform.ReasoningText {
+			t.lastText = d.Index
+		}
+	}
 }
 
 // convertJSON turns a GenerateContentResponse into a chat completion.
@@ -198,9 +234,12 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	}
 	parts, reason := candidateParts(firstCandidate(candidates))
 	t.produced = outputOf(parts)
-	text, reasoning, calls := t.partsOf(parts)
+	text, reasoning, calls, details := t.partsOf(parts)
 	for i := range calls {
 		calls[i].Index = nil
+	}
+	for i := range details {
+		details[i].Index = i
 	}
 	finish := finishReason(reason, len(calls) > 0)
 	if feedback.Get("blockReason").Str != "" {
@@ -208,7 +247,7 @@ func (t *toChat) convertJSON(body []byte) ([]byte, bool) {
 	} else if finish == "" {
 		finish = "stop"
 	}
-	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning, ReasoningDetails: details, ToolCalls: calls}
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
@@ -259,9 +298,12 @@ func (t *toChat) Event(ev []byte) ([]byte, error) {
 	}
 	parts, reason := candidateParts(r.Get("candidates.0"))
 	t.produced += outputOf(parts)
-	text, reasoning, calls := t.partsOf(parts)
-	if text != "" || reasoning != "" || len(calls) > 0 {
-		d := &chatform.Message{Reasoning: reasoning, ToolCalls: calls}
+	text, reasoning, calls, details := t.partsOf(parts)
+	if len(details) > 0 {
+		t.indexDetails(details)
+	}
+	if text != "" || reasoning != "" || len(calls) > 0 || len(details) > 0 {
+		d := &chatform.Message{Reasoning: reasoning, ReasoningDetails: details, ToolCalls: calls}
 		if text != "" {
 			d.Content = &text
 		}

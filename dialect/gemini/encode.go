@@ -171,6 +171,10 @@ func (e *encoder) part(p *part) {
 		e.rawOrNull(r.Response)
 		e.raw("}")
 	}
+	if p.ThoughtSignature != "" {
+		member(`"thoughtSignature":`)
+		e.str(p.ThoughtSignature)
+	}
 	if sep == "{" {
 		e.raw("{")
 	}
@@ -240,6 +244,12 @@ func (e *encoder) generationConfig(g *generationConfig) {
 		if t.ThinkingBudget != nil {
 			e.raw(`{"thinkingBudget":`)
 			e.int(*t.ThinkingBudget)
+			tsep = ","
+		}
+		if t.ThinkingLevel != "" {
+			e.raw(tsep)
+			e.raw(`"thinkingLevel":`)
+			e.str(t.ThinkingLevel)
 			tsep = ","
 		}
 		if t.IncludeThoughts {

@@ -33,6 +33,9 @@ var chatBodies = []string{
 	`{"messages":{"role":"user","content":"one message, not in an array"}}`,
 	`{"messages":[{"role":"user","role":"model","content":"a","content":"b","\u0072ole":"x"},"odd",{"role":"tool","tool_call_id":"nope"}]}`,
 	`{"messages":[{"role":"user","content":"esc \u0041 \n"},{"role":"assistant","tool_calls":{"id":"c","function":{"name":"f"}}},{"role":"tool","tool_call_id":"c","content":5}]}`,
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a <b>","reasoning":"r","reasoning_details":[{"type":"reasoning.text","text":"r","format":"google-gemini-v1","index":0},{"type":"reasoning.encrypted","data":"c2ln\u0041","id":"c1","format":"google-gemini-v1","index":1},{"type":"reasoning.encrypted","data":"bG9vc2U=","format":"google-gemini-v1","index":2},{"type":"reasoning.encrypted","data":"YW50","format":"anthropic-claude-v1","index":3}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"x"},{"role":"tool","tool_call_id":"c2","content":"y"}],"reasoning_effort":"medium"}`,
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"reasoning_details":[{"type":"reasoning.encrypted","data":"bG9vc2U=","format":"google-gemini-v1"}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}],"reasoning_effort":"max"}`,
+	`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.encrypted","data":5}]}],"reasoning_effort":"minimal"}`,
 }
 
 // TestRequestEncoderIsEncodingJSONs checks the hand-written request
@@ -75,16 +78,18 @@ func checkRequestEncoder(t *testing.T, body []byte, max int64) {
 	if fmt.Sprint(err) != fmt.Sprint(refErr) || !reflect.DeepEqual(sys, refSys) || !reflect.DeepEqual(contents, refContents) {
 		t.Fatalf("%s: contentsOf differs from the reference: %v / %v", body, err, refErr)
 	}
-	want, wantErr := refFromChat(body, max)
-	got, gotErr := fromChat(body, max)
-	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
-		t.Fatalf("%s:\n got %s (%v)\nwant %s (%v)", body, got, gotErr, want, wantErr)
+	for _, level := range []bool{false, true} {
+		want, wantErr := refFromChat(body, max, level)
+		got, gotErr := fromChat(body, max, level)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
+			t.Fatalf("%s (level %v):\n got %s (%v)\nwant %s (%v)", body, level, got, gotErr, want, wantErr)
+		}
+		r, err := buildRequest(body, max, level)
+		if err != nil {
+			return
+		}
+		checkEncoded(t, r)
 	}
-	r, err := buildRequest(body, max)
-	if err != nil {
-		return
-	}
-	checkEncoded(t, r)
 }
 
 func checkEncoded(t *testing.T, r *request) {
@@ -107,9 +112,12 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 	}
 	cand := r.Get("candidates.0")
 	t.produced = refOutputOf(cand.Get("content.parts"))
-	text, reasoning, calls := t.refPartsOf(cand.Get("content.parts"))
+	text, reasoning, calls, details := t.refPartsOf(cand.Get("content.parts"))
 	for i := range calls {
 		calls[i].Index = nil
+	}
+	for i := range details {
+		details[i].Index = i
 	}
 	finish := finishReason(cand.Get("finishReason").Str, len(calls) > 0)
 	if r.Get("promptFeedback.blockReason").Str != "" {
@@ -117,7 +125,7 @@ func (t *toChat) refConvertJSON(body []byte) ([]byte, bool) {
 	} else if finish == "" {
 		finish = "stop"
 	}
-	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning, ToolCalls: calls}
+	msg := &chatform.Message{Role: "assistant", Reasoning: reasoning, ReasoningDetails: details, ToolCalls: calls}
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
@@ -143,6 +151,9 @@ var answers = []string{
 	`{"candidates":{"0":{"content":{"parts":[{"text":"keyed"}]},"finishReason":"STOP"}},"promptFeedback":{"blockReason":""}}`,
 	`{"candidates":[{"content":{"parts":[{"text":"esc \u0041\n","text":"dup"}],"parts":[]},"finishReason":"STOP","finishReason":"SAFETY"}]}`,
 	`{"candidates":{}}`, `{"other":1}`, `[]`, `{"candidates":[1]}`,
+	`{"candidates":[{"content":{"parts":[{"text":"a","thought":true},{"text":"b","thought":true,"thoughtSignature":"c2ln"},{"functionCall":{"name":"f","args":{}},"thoughtSignature":"Zg=="},{"functionCall":{"name":"g","args":{}}}]},"finishReason":"STOP"}]}`,
+	`{"candidates":[{"content":{"parts":[{"text":"only","thoughtSignature":"bG9vc2U\u003d"}]},"finishReason":"STOP"}]}`,
+	`{"candidates":[{"content":{"parts":[{"text":"x","thoughtSignature":5},{"text":"","thought":true}]}}]}`,
 }
 
 // TestConvertJSONEqualsTheReference checks the plain answer's
@@ -210,12 +221,20 @@ func refOutputOf(parts gjson.Result) int {
 }
 
 // refPartsOf is the old partsOf: it splits a candidate's parts into text, reasoning and calls.
-func (t *toChat) refPartsOf(parts gjson.Result) (text, reasoning string, calls []chatform.ToolCall) {
+func (t *toChat) refPartsOf(parts gjson.Result) (text, reasoning string, calls []chatform.ToolCall, details []chatform.ReasoningDetail) {
 	var tb, rb strings.Builder
 	for _, p := range parts.Array() {
+		id := ""
 		switch {
 		case p.Get("thought").Bool():
 			rb.WriteString(p.Get("text").Str)
+			if s := p.Get("text").Str; s != "" {
+				if n := len(details); n > 0 && details[n-1].Type == "reasoning.text" {
+					details[n-1].Text += s
+				} else {
+					details = append(details, chatform.ReasoningDetail{Type: "reasoning.text", Text: s, Format: "google-gemini-v1"})
+				}
+			}
 		case p.Get("functionCall").Exists():
 			c := p.Get("functionCall")
 			args := c.Get("args").Raw
@@ -224,13 +243,17 @@ func (t *toChat) refPartsOf(parts gjson.Result) (text, reasoning string, calls [
 			}
 			i := t.calls
 			t.calls++
-			calls = append(calls, chatform.ToolCall{Index: &i, ID: "call_" + strconv.Itoa(i), Type: "function",
+			id = "call_" + strconv.Itoa(i)
+			calls = append(calls, chatform.ToolCall{Index: &i, ID: id, Type: "function",
 				Function: chatform.Function{Name: c.Get("name").Str, Arguments: args}})
 		default:
 			tb.WriteString(p.Get("text").Str)
 		}
+		if sig := p.Get("thoughtSignature").Str; sig != "" {
+			details = append(details, chatform.ReasoningDetail{Type: "reasoning.encrypted", Data: sig, ID: id, Format: "google-gemini-v1"})
+		}
 	}
-	return tb.String(), rb.String(), calls
+	return tb.String(), rb.String(), calls, details
 }
 
 // refContentsOf is the old contentsOf: it translates the messages: system and developer messages
@@ -267,6 +290,10 @@ func refContentsOf(msgs gjson.Result) (*content, []content, error) {
 			}
 			add("user", parts...)
 		case "assistant":
+			sigs, err := signaturesOf(m.Get("reasoning_details"), path)
+			if err != nil {
+				return nil, nil, err
+			}
 			var parts []part
 			if c := m.Get("content"); c.Exists() && c.Type != gjson.Null {
 				p, err := textParts(c, path)
@@ -285,8 +312,9 @@ func refContentsOf(msgs gjson.Result) (*content, []content, error) {
 				}
 				name := call.Get("function.name").Str
 				names[call.Get("id").Str] = name
-				parts = append(parts, part{FunctionCall: &functionCall{Name: name, Args: json.RawMessage(args)}})
+				parts = append(parts, part{FunctionCall: &functionCall{Name: name, Args: json.RawMessage(args)}, ThoughtSignature: sigs.byCall[call.Get("id").Str]})
 			}
+			sigs.sign(parts)
 			if len(parts) > 0 {
 				add("model", parts...)
 			}
@@ -320,7 +348,7 @@ func refContentsOf(msgs gjson.Result) (*content, []content, error) {
 }
 
 // refFromChat is fromChat as it was, with encoding/json: it translates a chat completions body into a GenerateContentRequest.
-func refFromChat(chat []byte, maxTokens int64) ([]byte, error) {
+func refFromChat(chat []byte, maxTokens int64, level bool) ([]byte, error) {
 	req := gjson.ParseBytes(chat)
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
@@ -379,7 +407,11 @@ func refFromChat(chat []byte, maxTokens int64) ([]byte, error) {
 				}
 			}
 		case "reasoning_effort":
-			if b, ok := budgets[v.Str]; ok {
+			if level {
+				if l, ok := levels[v.Str]; ok {
+					gc.ThinkingConfig = &thinkingConfig{ThinkingLevel: l, IncludeThoughts: true}
+				}
+			} else if b, ok := budgets[v.Str]; ok {
 				gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: &b, IncludeThoughts: b > 0}
 			}
 		case "functions", "function_call":

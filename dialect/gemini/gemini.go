@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
@@ -47,7 +48,10 @@ type Dialect struct {
 	vertex    bool
 	generate  string // URI of generateContent
 	streamGen string // URI of streamGenerateContent?alt=sse
-	tokens    sync.Map
+	// levels: the model (Gemini 3) takes a thinking level rather than
+	// a budget.
+	levels bool
+	tokens sync.Map
 }
 
 // New is the dialect of one provider block, its auth in o.Settings.
@@ -88,7 +92,7 @@ func (m *Module) Validate() error {
 
 // New implements dialect.Module.
 func (m *Module) New(o dialect.Options) (dialect.Dialect, error) {
-	d := &Dialect{model: o.Model, vertex: m.Auth == AuthServiceAccount}
+	d := &Dialect{model: o.Model, vertex: m.Auth == AuthServiceAccount, levels: strings.HasPrefix(o.Model, "gemini-3")}
 	if o.Model != "" {
 		m := url.PathEscape(o.Model)
 		d.generate = "/models/" + m + ":generateContent"
@@ -117,7 +121,9 @@ func (d *Dialect) Serves(k dialect.Kind) bool { return k != dialect.Other }
 func (d *Dialect) Adapt(_ dialect.Kind, body []byte, _ int64) ([]byte, error) { return body, nil }
 
 // FromChat implements dialect.Dialect.
-func (d *Dialect) FromChat(chat []byte, maxTokens int64) ([]byte, error) { return fromChat(chat, 0) }
+func (d *Dialect) FromChat(chat []byte, maxTokens int64) ([]byte, error) {
+	return fromChat(chat, 0, d.levels)
+}
 
 // ToChat implements dialect.Dialect.
 func (d *Dialect) ToChat(w http.ResponseWriter, model string, limit int) dialect.AnswerReader {

@@ -18,7 +18,7 @@ func TestFromChat(t *testing.T) {
 		`{"role":"tool","tool_call_id":"c1","content":"{\"t\":2}"},{"role":"tool","tool_call_id":"c1","content":"plain"}],`+
 		`"max_tokens":7,"temperature":0.2,"stop":"END","seed":3,"user":"u","logprobs":true,"reasoning_effort":"high",`+
 		`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}},`+
-		`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`), 0)
+		`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestFromChat(t *testing.T) {
 		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"web_search"}]}`:                                           "tools[0].type",
 		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","function":{"name":"f","arguments":"[1]"}}]}]}`: "arguments",
 	} {
-		if _, err := fromChat([]byte(in), 0); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := fromChat([]byte(in), 0, false); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", in, err, msg)
 		}
 	}
@@ -80,7 +80,7 @@ func TestEffortBudgets(t *testing.T) {
 		"high": `{"thinkingBudget":24576,"includeThoughts":true}`, "minimal": `{"thinkingBudget":512,"includeThoughts":true}`,
 		"none": `{"thinkingBudget":0}`,
 	} {
-		body, err := fromChat([]byte(`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"`+effort+`"}`), 0)
+		body, err := fromChat([]byte(`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"`+effort+`"}`), 0, false)
 		if got := gjson.GetBytes(body, "generationConfig.thinkingConfig").Raw; err != nil || got != want {
 			t.Errorf("%s: %s, want %s (%v)", effort, got, want, err)
 		}
@@ -165,5 +165,61 @@ func TestURIAndKey(t *testing.T) {
 	code, msg := d.Failure(429, nil, []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`))
 	if code != "RESOURCE_EXHAUSTED" || msg != "quota" {
 		t.Errorf("failure %v %q", code, msg)
+	}
+}
+
+// Thought signatures round trip: an answer's thoughtSignature is a
+// reasoning.encrypted entry of reasoning_details (with its call's id),
+// whole and streamed; sent back with the assistant message, each goes on
+// the part that carried it.
+func TestThoughtSignatures(t *testing.T) {
+	d, _ := New(dialect.Options{Model: "gemini-x"})
+	rec := post(t, d, "application/json", `{"candidates":[{"content":{"role":"model","parts":[{"text":"plan","thought":true},`+
+		`{"functionCall":{"name":"f","args":{}},"thoughtSignature":"c2lnLWY="},{"functionCall":{"name":"g","args":{}}}]},"finishReason":"STOP"}]}`)
+	msg := gjson.Get(rec.Body.String(), "choices.0.message")
+	if got := msg.Get("reasoning_details").Raw; got != `[{"type":"reasoning.text","text":"plan","format":"google-gemini-v1","index":0},`+
+		`{"type":"reasoning.encrypted","data":"c2lnLWY=","id":"call_0","format":"google-gemini-v1","index":1}]` {
+		t.Errorf("reasoning_details %s", got)
+	}
+	chat := `{"messages":[{"role":"user","content":"q"},` + msg.Raw + `,{"role":"tool","tool_call_id":"call_0","content":"a"},{"role":"tool","tool_call_id":"call_1","content":"b"}]}`
+	body, err := fromChat([]byte(chat), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gjson.GetBytes(body, "contents.1").Raw; got != `{"role":"model","parts":[{"functionCall":{"name":"f","args":{}},"thoughtSignature":"c2lnLWY="},{"functionCall":{"name":"g","args":{}}}]}` {
+		t.Errorf("model content %s", got)
+	}
+	// A text answer's signature goes back on its last text part.
+	body, _ = fromChat([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"hi","reasoning_details":[{"type":"reasoning.encrypted","data":"dA==","format":"google-gemini-v1","index":0}]},{"role":"user","content":"r"}]}`), 0, false)
+	if got := gjson.GetBytes(body, "contents.1.parts").Raw; got != `[{"text":"hi","thoughtSignature":"dA=="}]` {
+		t.Errorf("text part %s", got)
+	}
+
+	stream := "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"pl\",\"thought\":true}]}}]}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"an\",\"thought\":true}]}}]}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{}},\"thoughtSignature\":\"c2ln\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":5,\"candidatesTokenCount\":2}}\r\n\r\n"
+	out := post(t, d, "text/event-stream", stream).Body.String()
+	var got []string
+	for ev := range strings.SplitSeq(out, "\n\n") {
+		data, _ := strings.CutPrefix(ev, "data: ")
+		for _, det := range gjson.Get(data, "choices.0.delta.reasoning_details").Array() {
+			got = append(got, det.Raw)
+		}
+	}
+	if strings.Join(got, ",") != `{"type":"reasoning.text","text":"pl","format":"google-gemini-v1","index":0},{"type":"reasoning.text","text":"an","format":"google-gemini-v1","index":0},`+
+		`{"type":"reasoning.encrypted","data":"c2ln","id":"call_0","format":"google-gemini-v1","index":1}` {
+		t.Errorf("streamed details %v", got)
+	}
+}
+
+// Gemini 3 takes a thinking level: every public effort maps to one it
+// takes.
+func TestEffortLevels(t *testing.T) {
+	d, _ := New(dialect.Options{Model: "gemini-3-pro-preview"})
+	for effort, want := range map[string]string{"max": "high", "xhigh": "high", "high": "high", "medium": "high", "low": "low", "minimal": "low", "none": "low"} {
+		body, err := d.FromChat([]byte(`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"`+effort+`"}`), 0)
+		if got := gjson.GetBytes(body, "generationConfig.thinkingConfig").Raw; err != nil || got != `{"thinkingLevel":"`+want+`","includeThoughts":true}` {
+			t.Errorf("%s: %s (%v)", effort, got, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 )
@@ -32,6 +33,9 @@ type part struct {
 	InlineData       *blob             `json:"inlineData,omitempty"`
 	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
+	// ThoughtSignature is the signature the model gave the part, sent
+	// back on it unchanged.
+	ThoughtSignature string `json:"thoughtSignature,omitempty"`
 }
 
 type blob struct {
@@ -84,6 +88,7 @@ type generationConfig struct {
 
 type thinkingConfig struct {
 	ThinkingBudget  *int64 `json:"thinkingBudget,omitempty"`
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
 	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
 }
 
@@ -94,9 +99,30 @@ func fieldError(path, msg string) error { return fmt.Errorf("%s: %s", path, msg)
 // is Gemini's largest budget, as xhigh already is.
 var budgets = map[string]int64{"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768, "max": 32768}
 
-// fromChat translates a chat completions body into a GenerateContentRequest.
-func fromChat(chat []byte, maxTokens int64) ([]byte, error) {
-	out, err := buildRequest(chat, maxTokens)
+// levels are the thinking levels of reasoning efforts, for the models
+// that take a level (Gemini 3): low and high, the two every one of them
+// takes; they cannot stop thinking, so none is the lowest.
+var levels = map[string]string{"none": "low", "minimal": "low", "low": "low", "medium": "high", "high": "high", "xhigh": "high", "max": "high"}
+
+// thinkingOf is the thinking config of a reasoning effort: a level for a
+// model that takes levels, else a budget; nil for an unknown effort.
+func thinkingOf(effort string, level bool) *thinkingConfig {
+	if level {
+		if l, ok := levels[effort]; ok {
+			return &thinkingConfig{ThinkingLevel: l, IncludeThoughts: true}
+		}
+		return nil
+	}
+	if b, ok := budgets[effort]; ok {
+		return &thinkingConfig{ThinkingBudget: &b, IncludeThoughts: b > 0}
+	}
+	return nil
+}
+
+// fromChat translates a chat completions body into a GenerateContentRequest;
+// level: the model takes a thinking level rather than a budget.
+func fromChat(chat []byte, maxTokens int64, level bool) ([]byte, error) {
+	out, err := buildRequest(chat, maxTokens, level)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +133,7 @@ func fromChat(chat []byte, maxTokens int64) ([]byte, error) {
 }
 
 // buildRequest is the GenerateContentRequest of a chat completions body.
-func buildRequest(chat []byte, maxTokens int64) (*request, error) {
+func buildRequest(chat []byte, maxTokens int64, level bool) (*request, error) {
 	req := gjson.Parse(rawjson.View(chat)) // fromChat copies what it keeps
 	if !req.IsObject() {
 		return nil, fieldError("body", "expected a JSON object")
@@ -166,8 +192,8 @@ func buildRequest(chat []byte, maxTokens int64) (*request, error) {
 				}
 			}
 		case "reasoning_effort":
-			if b, ok := budgets[v.Str]; ok {
-				gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: &b, IncludeThoughts: b > 0}
+			if tc := thinkingOf(v.Str, level); tc != nil {
+				gc.ThinkingConfig = tc
 			}
 		case "functions", "function_call":
 			err = fieldError(name, "not served by Gemini providers; send tools")
@@ -194,7 +220,7 @@ func buildRequest(chat []byte, maxTokens int64) (*request, error) {
 }
 
 // messageMembers are the members of a message contentsOf reads.
-var messageMembers = []string{"role", "content", "tool_calls", "tool_call_id"}
+var messageMembers = []string{"role", "content", "tool_calls", "tool_call_id", "reasoning_details"}
 
 // contentsOf translates the messages: system and developer messages
 // become the system instruction; the others contents of role user or
@@ -213,11 +239,11 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 	}
 	for i, m := range rawjson.Array(msgs) {
 		path := "messages[" + strconv.Itoa(i) + "]"
-		var f [4]gjson.Result // one walk of the message for its members
+		var f [5]gjson.Result // one walk of the message for its members
 		if m.IsObject() {
 			rawjson.Lookup(m.Raw, messageMembers, f[:])
 		}
-		mrole, mcontent, mcalls, mid := f[0], f[1], f[2], f[3]
+		mrole, mcontent, mcalls, mid, mdetails := f[0], f[1], f[2], f[3], f[4]
 		switch role := mrole.Str; role {
 		case "system", "developer":
 			parts, err := textParts(mcontent, path)
@@ -235,6 +261,10 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 			}
 			add("user", parts...)
 		case "assistant":
+			sigs, err := signaturesOf(mdetails, path)
+			if err != nil {
+				return nil, nil, err
+			}
 			var parts []part
 			if c := mcontent; c.Exists() && c.Type != gjson.Null {
 				p, err := textParts(c, path)
@@ -253,8 +283,9 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 				}
 				name := call.Get("function.name").Str
 				names[call.Get("id").Str] = name
-				parts = append(parts, part{FunctionCall: &functionCall{Name: name, Args: json.RawMessage(args)}})
+				parts = append(parts, part{FunctionCall: &functionCall{Name: name, Args: json.RawMessage(args)}, ThoughtSignature: sigs.byCall[call.Get("id").Str]})
 			}
+			sigs.sign(parts)
 			if len(parts) > 0 {
 				add("model", parts...)
 			}
@@ -285,6 +316,59 @@ func contentsOf(msgs gjson.Result) (*content, []content, error) {
 		}
 	}
 	return system, contents, nil
+}
+
+// signatures are the thought signatures of an assistant message, from
+// its reasoning_details as an answer gave them (reasoning.encrypted
+// entries of Gemini's format): by the id of the tool call whose part
+// carried one, and the one of a part that is no call.
+type signatures struct {
+	byCall map[string]string
+	loose  string
+}
+
+// signaturesOf reads an assistant message's thought signatures; an entry
+// of a wrong shape is the 400 naming it.
+func signaturesOf(details gjson.Result, path string) (signatures, error) {
+	var s signatures
+	if !details.Exists() {
+		return s, nil
+	}
+	ds, bad := chatform.ReadReasoningDetails(details)
+	if bad != nil {
+		return s, fieldError(path+".reasoning_details"+bad.Field, bad.Problem)
+	}
+	for _, d := range ds {
+		if d.Type != chatform.ReasoningEncrypted || d.Format != chatform.FormatGemini {
+			continue
+		}
+		if d.ID == "" {
+			s.loose = d.Data
+			continue
+		}
+		if s.byCall == nil {
+			s.byCall = map[string]string{}
+		}
+		s.byCall[d.ID] = d.Data
+	}
+	return s, nil
+}
+
+// sign puts the loose signature on the message's last text part, where
+// Gemini gave it, or on its first part.
+func (s signatures) sign(parts []part) {
+	if s.loose == "" || len(parts) == 0 {
+		return
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i].Text != nil && parts[i].FunctionCall == nil {
+			parts[i].ThoughtSignature = s.loose
+			return
+		}
+	}
+	if parts[0].ThoughtSignature == "" {
+		parts[0].ThoughtSignature = s.loose
+	}
 }
 
 // textParts are a string content's or text parts' text.
