@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
@@ -298,4 +299,34 @@ func TestModelsFiltered(t *testing.T) {
 	}
 	r, repl = testgw.NewRequest("GET", "/api/v1/models/count?output_modalities=video", "")
 	testgw.Serve(t, handlerOf(routerMW{rt}, nil), r, repl).WantError(t, 400, `output_modalities: unknown modality "video" (expected text, image, audio, embeddings)`)
+}
+
+// GET /embeddings/models is the models whose output is embeddings, paged
+// as GET /models is, for a regular key.
+func TestEmbeddingsModels(t *testing.T) {
+	f := newAuthFixture(t)
+	cat := manyModels(5)
+	for _, m := range cat.Models() {
+		if m.ID == "m01" || m.ID == "m03" || m.ID == "m04" {
+			m.Public, _ = sjson.SetRawBytes(m.Public, "architecture.output_modalities", []byte(`["embeddings"]`))
+		}
+	}
+	f.c.gw.ModelCatalog = cat
+	f.c.router.Gateway = f.c.gw
+	res := f.c.do(t, "GET", "/api/v1/embeddings/models", f.regular, "").Must(t, 200)
+	if ids(res) != "m01,m03,m04" || res.JSON.Get("total_count").Int() != 3 || res.JSON.Get("links.next").Type != gjson.Null {
+		t.Errorf("list = %s", res.Body)
+	}
+	for _, m := range res.JSON.Get("data").Array() {
+		checkSDKModel(t, m)
+	}
+	res = f.c.do(t, "GET", "/api/v1/embeddings/models?limit=2", f.regular, "").Must(t, 200)
+	if ids(res) != "m01,m03" || res.JSON.Get("links.next").Str != "/api/v1/embeddings/models?offset=2&limit=2" {
+		t.Errorf("page = %s", res.Body)
+	}
+	f.c.do(t, "GET", "/api/v1/embeddings/models?limit=1001", f.regular, "").WantError(t, 400, "limit: expected an integer from 1 to 1000")
+	f.c.do(t, "GET", "/api/v1/embeddings/models", "", "").WantError(t, 401, msgMissingAuth)
+	if f.c.got != nil {
+		t.Error("the model list reached the upstream")
+	}
 }

@@ -51,6 +51,9 @@ const (
 	OpModelEndpoints // GET /models/{author}/{slug}/endpoints
 	OpGetModel       // GET /model/{author}/{slug}
 	OpZDREndpoints   // GET /endpoints/zdr
+	// OpListEmbeddingsModels is GET /embeddings/models: the models whose
+	// output is embeddings.
+	OpListEmbeddingsModels
 )
 
 // Takes reports whether the op serves method: the catalog's lists GET
@@ -59,7 +62,7 @@ func (o Op) Takes(method string) bool {
 	switch o {
 	case OpNone:
 		return false
-	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints, OpGetModel, OpZDREndpoints:
+	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints, OpGetModel, OpZDREndpoints, OpListEmbeddingsModels:
 		return method == http.MethodGet || method == http.MethodHead
 	}
 	return method == http.MethodPost
@@ -138,6 +141,7 @@ var apiRoutes = []apiRoute{
 	{pattern: "/responses", kind: RouteInference, op: OpInfer, dialect: dialect.Responses},
 	{pattern: "POST /responses/input_tokens", kind: RouteInference, op: OpInputTokens, dialect: dialect.Responses},
 	{pattern: "/embeddings", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
+	{pattern: "GET /embeddings/models", kind: RouteInference, op: OpListEmbeddingsModels},
 	{pattern: "/messages", kind: RouteInference, op: OpInfer, dialect: dialect.Messages},
 	{pattern: "POST /messages/count_tokens", kind: RouteInference, op: OpCountTokens, dialect: dialect.Messages},
 

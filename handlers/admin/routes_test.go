@@ -200,6 +200,8 @@ func TestClassifyRouteOps(t *testing.T) {
 		{"/messages/batches", OpInferBelow, dialect.Other},
 		{"/completions", OpInfer, dialect.Other},
 		{"/embeddings", OpInfer, dialect.Other},
+		{"/embeddings/models", OpListEmbeddingsModels, ""},
+		{"/embeddings/x", OpInferBelow, dialect.Other},
 		{"/models", OpListModels, ""},
 		{"/models/user", OpListUserModels, ""},
 		{"/models/user/x", OpNone, ""},

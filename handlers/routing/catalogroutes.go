@@ -37,9 +37,11 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *pipel
 	}
 	switch op {
 	case admin.OpListModels:
-		return rt.serveModels(w, r, st, false)
+		return rt.serveModels(w, r, st, publicModels)
 	case admin.OpListUserModels:
-		return rt.serveModels(w, r, st, true)
+		return rt.serveModels(w, r, st, userModels)
+	case admin.OpListEmbeddingsModels:
+		return rt.serveModels(w, r, st, embeddingModels)
 	case admin.OpCountModels:
 		return rt.countModels(w, r)
 	case admin.OpListProviders:

@@ -21,12 +21,23 @@ import (
 // maxModelsLimit is the largest page of the model lists.
 const maxModelsLimit = 1000
 
+// modelList is one of the model lists serveModels answers.
+type modelList uint8
+
+const (
+	publicModels    modelList = iota // GET /models
+	userModels                       // GET /models/user
+	embeddingModels                  // GET /embeddings/models
+)
+
 // serveModels answers GET /models (the public catalog, narrowed and
-// sorted by its query: modelQuery) and, with perUser, GET /models/user
-// (the models the calling key can use). With both offset and limit
-// omitted the whole list is returned; otherwise one page and a link to
-// the next, with the same query.
-func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeline.State, perUser bool) error {
+// sorted by its query: modelQuery), GET /models/user (the models the
+// calling key can use) and GET /embeddings/models (the models whose
+// output is embeddings). With both offset and limit omitted the whole
+// list is returned; otherwise one page and a link to the next, with the
+// same query.
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeline.State, list modelList) error {
+	perUser := list == userModels
 	q := r.URL.Query()
 	offset, limit, paged := 0, 0, q.Has("offset") || q.Has("limit")
 	if paged {
@@ -39,11 +50,15 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeli
 		}
 	}
 	var mq *modelQuery
-	if !perUser {
+	switch list {
+	case publicModels:
 		var apiErr *apierror.Error
 		if mq, apiErr = parseModelQuery(q, false); apiErr != nil {
 			return apierror.Fail(r, apiErr)
 		}
+	case embeddingModels:
+		// Its only parameters are the page's.
+		mq = &modelQuery{output: []string{"embeddings"}, minAge: -1, maxAge: -1}
 	}
 
 	var models []*catalog.Model
@@ -65,8 +80,11 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request, st *pipeli
 		models = models[min(offset, total):end]
 		if end < total {
 			path := admin.APIPrefix + "/models"
-			if perUser {
+			switch list {
+			case userModels:
 				path += "/user"
+			case embeddingModels:
+				path = admin.APIPrefix + "/embeddings/models"
 			}
 			next = strconv.Quote(path + "?offset=" + strconv.Itoa(end) + "&limit=" + strconv.Itoa(limit) + otherParams(r.URL.RawQuery))
 		}
