@@ -62,7 +62,8 @@ func geminiError(w http.ResponseWriter, code int, status, msg string) {
 // isGeminiPath reports whether path is a model method of the Gemini API.
 func isGeminiPath(path string) bool {
 	i := strings.LastIndex(path, "/models/")
-	return i >= 0 && (strings.HasSuffix(path, ":generateContent") || strings.HasSuffix(path, ":streamGenerateContent"))
+	return i >= 0 && (strings.HasSuffix(path, ":generateContent") || strings.HasSuffix(path, ":streamGenerateContent") ||
+		strings.HasSuffix(path, ":batchEmbedContents"))
 }
 
 func (m *Handler) serveGemini(w http.ResponseWriter, r *http.Request, path string) error {
@@ -89,6 +90,10 @@ func (m *Handler) serveGemini(w http.ResponseWriter, r *http.Request, path strin
 	body, apiErr := readMockBody(w, r)
 	if apiErr != nil {
 		geminiError(w, apiErr.Code, "INVALID_ARGUMENT", apiErr.Message)
+		return nil
+	}
+	if method == "batchEmbedContents" {
+		serveGeminiEmbeddings(w, model, body)
 		return nil
 	}
 	if msg := checkGemini(body); msg != "" {
@@ -173,6 +178,80 @@ func checkGemini(body []byte) string {
 		return check("system_instruction", s)
 	}
 	return ""
+}
+
+// serveGeminiEmbeddings answers batchEmbedContents as strictly as Google:
+// requests (at most 100) each naming this model, a content of text
+// parts, and only the members the API defines; each embedding is 8
+// values (outputDimensionality when set) derived from its text.
+func serveGeminiEmbeddings(w http.ResponseWriter, model string, body []byte) {
+	req := gjson.ParseBytes(body)
+	fail := func(msg string) { geminiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", msg) }
+	var unknown string
+	req.ForEach(func(k, _ gjson.Result) bool {
+		if k.Str != "requests" {
+			unknown = k.Str
+		}
+		return unknown == ""
+	})
+	if unknown != "" {
+		fail(fmt.Sprintf("Invalid JSON payload received. Unknown name %q: Cannot find field.", unknown))
+		return
+	}
+	reqs := req.Get("requests").Array()
+	if len(reqs) == 0 || len(reqs) > 100 {
+		fail("* BatchEmbedContentsRequest.requests: between 1 and 100 requests")
+		return
+	}
+	var out []map[string]any
+	for i, r := range reqs {
+		bad := ""
+		r.ForEach(func(k, _ gjson.Result) bool {
+			if !slices.Contains([]string{"model", "content", "taskType", "title", "outputDimensionality"}, k.Str) {
+				bad = k.Str
+			}
+			return bad == ""
+		})
+		switch {
+		case bad != "":
+			fail(fmt.Sprintf("Invalid JSON payload received. Unknown name %q at 'requests[%d]': Cannot find field.", bad, i))
+			return
+		case r.Get("model").Str != "models/"+model:
+			fail(fmt.Sprintf("Model names should be the same in BatchEmbedContentsRequest and EmbedContentRequest. (requests[%d].model %q)", i, r.Get("model").Str))
+			return
+		case len(r.Get("content.parts").Array()) == 0:
+			fail(fmt.Sprintf("* BatchEmbedContentsRequest.requests[%d].content.parts: contents.parts must not be empty.", i))
+			return
+		}
+		var text strings.Builder
+		for j, p := range r.Get("content.parts").Array() {
+			if !p.Get("text").Exists() || len(p.Map()) != 1 {
+				fail(fmt.Sprintf("* BatchEmbedContentsRequest.requests[%d].content.parts[%d]: only text parts are supported by this model", i, j))
+				return
+			}
+			text.WriteString(p.Get("text").Str)
+		}
+		if t := r.Get("taskType"); t.Exists() && !slices.Contains([]string{"RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT", "SEMANTIC_SIMILARITY",
+			"CLASSIFICATION", "CLUSTERING", "QUESTION_ANSWERING", "FACT_VERIFICATION", "CODE_RETRIEVAL_QUERY"}, t.Str) {
+			fail(fmt.Sprintf("Invalid value at 'requests[%d].task_type' (type.googleapis.com/google.ai.generativelanguage.v1beta.TaskType), %q", i, t.Str))
+			return
+		}
+		n := 8
+		if d := r.Get("outputDimensionality"); d.Exists() {
+			if d.Int() < 1 || d.Int() > 3072 {
+				fail(fmt.Sprintf("* BatchEmbedContentsRequest.requests[%d].output_dimensionality: must be between 1 and 3072", i))
+				return
+			}
+			n = int(d.Int())
+		}
+		sum := sha256.Sum256([]byte(text.String()))
+		values := make([]float64, n)
+		for k := range values {
+			values[k] = float64(int(sum[k%len(sum)])-128) / 128
+		}
+		out = append(out, map[string]any{"values": values})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"embeddings": out})
 }
 
 // mockThoughtSignature signs the mock's function calls when it thinks.

@@ -76,3 +76,28 @@ func TestGeminiThoughtSignatures(t *testing.T) {
 		}
 	}
 }
+
+// batchEmbedContents: one embedding per request, refused as Google
+// refuses a member it does not define, another model or a part that is
+// not text.
+func TestGeminiEmbeddings(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	const path = "/v1beta/models/gemini-embedding:batchEmbedContents"
+	key := []string{"X-Goog-Api-Key", "AIza-test"}
+	res := testgw.Post(t, srv, path, `{"requests":[{"model":"models/gemini-embedding","content":{"parts":[{"text":"a"}]},"taskType":"RETRIEVAL_QUERY"},`+
+		`{"model":"models/gemini-embedding","content":{"parts":[{"text":"b"}]},"outputDimensionality":3}]}`, key...)
+	if e := gjson.Get(res.Body, "embeddings"); res.Status != 200 || len(e.Get("0.values").Array()) != 8 || len(e.Get("1.values").Array()) != 3 {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+	for body, msg := range map[string]string{
+		`{"requests":[{"model":"models/other","content":{"parts":[{"text":"a"}]}}]}`:                  "Model names should be the same",
+		`{"requests":[{"model":"models/gemini-embedding","content":{"parts":[{"inlineData":{}}]}}]}`:  "only text parts",
+		`{"requests":[{"model":"models/gemini-embedding","content":{"parts":[{"text":"a"}]},"x":1}]}`: `Unknown name "x"`,
+		`{"requests":[],"model":"m"}`: `Unknown name "model"`,
+		`{"requests":[{"model":"models/gemini-embedding","content":{"parts":[{"text":"a"}]},"taskType":"QUERY"}]}`: "task_type",
+	} {
+		if res := testgw.Post(t, srv, path, body, key...); res.Status != 400 || !strings.Contains(gjson.Get(res.Body, "error.message").Str, msg) {
+			t.Errorf("%s: %d %s", body, res.Status, res.Body)
+		}
+	}
+}
