@@ -378,3 +378,21 @@ type KeyEntry interface {
 type Signer interface {
 	Sign(req *http.Request, body []byte, key string) error
 }
+
+// Embedder is implemented by a dialect that serves POST /embeddings in
+// its provider's own API: the public embeddings request translated into
+// it, and the answer back in the public form, which the meter reads as
+// an OpenAI-style provider's.
+type Embedder interface {
+	// EmbeddingsURI is the request URI below the provider's base path.
+	EmbeddingsURI() string
+	// FromEmbeddings builds the provider's request from the public
+	// embeddings body; an input the provider does not take is an error
+	// naming the client's field (its 400).
+	FromEmbeddings(body []byte) ([]byte, error)
+	// ToEmbeddings returns a writer that hands w the provider's answer to
+	// the client's request (its encoding_format) as the public embeddings
+	// answer for model; promptTokens is the gateway's count of the input,
+	// the usage of a provider whose answer has no token count.
+	ToEmbeddings(w http.ResponseWriter, request []byte, model string, promptTokens int64, limit int) AnswerReader
+}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/billing"
 )
 
 // Gemini providers (style gemini) through a real Caddy: the mock's Gemini
@@ -49,7 +51,7 @@ func serviceAccountFile(t *testing.T) string {
 }
 
 // withGeminiModels adds google/gemini-mock (AI Studio), its thinking and
-// cached variant, a safety-blocked one, a rate-limited one that falls
+// cached variant, an embedding model, a safety-blocked one, a rate-limited one that falls
 // back to an Azure deployment, a broken stream, and google/vertex (Vertex
 // AI), all through tap.
 func withGeminiModels(t *testing.T, tap *callTap, saFile string) func(string) string {
@@ -63,6 +65,7 @@ func withGeminiModels(t *testing.T, tap *callTap, saFile string) func(string) st
 	block := model("google/gemini-mock", studio("gemini-mock")) +
 		model("google/gemini-thinking", studio("gemini-thinking-cached")) +
 		model("google/gemini-safety", studio("gemini-safety")) +
+		model("google/gemini-embed", studio("gemini-embedding")) +
 		model("google/gemini-break", studio("gemini-stream-break")) +
 		model("google/gemini-garbage", studio("gemini-error-garbage")) +
 		model("google/gemini-fallback", studio("gemini-error-429")+fmt.Sprintf("\t\t\tprovider azure %s {\n\t\t\t\tstyle azure\n\t\t\t\tmodel gpt-mock\n"+
@@ -245,6 +248,47 @@ func TestGeminiProvider(t *testing.T) {
 		if res.Status != 400 || !strings.Contains(string(res.Body), "missing a thought_signature") {
 			t.Errorf("without reasoning_details: %d %s", res.Status, res.Body)
 		}
+	})
+
+	t.Run("embeddings", func(t *testing.T) {
+		tap.take()
+		ekey, _ := c.newKey(org.MgmtKey, `{"name":"embeddings"}`)
+		before := c.snapshot(ekey, org.MgmtKey)
+		r := c.mustPost("/embeddings", ekey, `{"model":"google/gemini-embed","input":["hello gemini","second text"],"dimensions":4,"input_type":"search_query"}`, nil).expect(t, 200)
+		calls := tap.take()
+		if len(calls) != 1 || calls[0].path != "/v1beta/models/gemini-embedding:batchEmbedContents" || calls[0].header.Get("X-Goog-Api-Key") != "goog-operator-key" ||
+			calls[0].body.Get("requests.1.content.parts.0.text").Str != "second text" || calls[0].body.Get("requests.0.taskType").Str != "RETRIEVAL_QUERY" ||
+			calls[0].body.Get("requests.0.outputDimensionality").Int() != 4 {
+			t.Fatalf("upstream calls %+v", calls)
+		}
+		a := r.JSON
+		if a.Get("object").Str != "list" || len(a.Get("data").Array()) != 2 || len(a.Get("data.1.embedding").Array()) != 4 ||
+			a.Get("data.1.index").Int() != 1 || a.Get("data.0.object").Str != "embedding" {
+			t.Errorf("answer %s", r.Body)
+		}
+		// Gemini reports no token count: the gateway's count is the usage,
+		// charged at the prompt price.
+		prompt := a.Get("usage.prompt_tokens").Int()
+		want, _ := billing.Cost(billing.Pricing{Prompt: mustParsePrice("0.000003")}, billing.Usage{PromptTokens: prompt})
+		if prompt < 1 || a.Get("usage.total_tokens").Int() != prompt || creditAmount(t, a.Get("usage.cost")) != want {
+			t.Errorf("usage %s, want cost %s", a.Get("usage").Raw, want)
+		}
+		expectCharged(t, before, c.snapshot(ekey, org.MgmtKey), want, "gemini embeddings")
+
+		// Inputs Gemini's embedding models do not take: 400 naming them,
+		// nothing sent.
+		for body, msg := range map[string]string{
+			`{"model":"google/gemini-embed","input":[{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`: `input[0].content[0].type: "image_url" is not taken by Gemini providers' embeddings`,
+			`{"model":"google/gemini-embed","input":[[1,2,3]]}`:                                                                             "input[0]: token ids are not taken by Gemini providers",
+		} {
+			c.mustPost("/embeddings", ekey, body, nil).expectError(t, 400, msg)
+		}
+		if calls := tap.take(); len(calls) != 0 {
+			t.Errorf("refused inputs reached the provider: %+v", calls)
+		}
+		// A chat model of the same provider still answers chat.
+		c.mustPost("/chat/completions", ekey, `{"model":"google/gemini-mock","messages":[{"role":"user","content":"hello"}]}`, nil).expect(t, 200)
+		tap.take()
 	})
 
 	t.Run("safety block", func(t *testing.T) {

@@ -48,6 +48,7 @@ type Dialect struct {
 	vertex    bool
 	generate  string // URI of generateContent
 	streamGen string // URI of streamGenerateContent?alt=sse
+	embed     string // URI of batchEmbedContents
 	// levels: the model (Gemini 3) takes a thinking level rather than
 	// a budget.
 	levels bool
@@ -97,6 +98,7 @@ func (m *Module) New(o dialect.Options) (dialect.Dialect, error) {
 		m := url.PathEscape(o.Model)
 		d.generate = "/models/" + m + ":generateContent"
 		d.streamGen = "/models/" + m + ":streamGenerateContent?alt=sse"
+		d.embed = "/models/" + m + ":batchEmbedContents"
 	}
 	return d, nil
 }

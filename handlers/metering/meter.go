@@ -549,8 +549,12 @@ func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, ro
 		w = cw
 	}
 	var aw dialect.AnswerReader
-	if route.ViaChat {
+	switch {
+	case route.ViaChat:
 		aw = route.Dialect.ToChat(w, route.Provider.Model, answer.MaxBufferedBody)
+		w = aw
+	case route.Embed:
+		aw = route.Dialect.(dialect.Embedder).ToEmbeddings(w, route.Body, route.Provider.Model, route.PromptEstimate(), answer.MaxBufferedBody)
 		w = aw
 	}
 	err := proxy(next, w, r, route)

@@ -438,6 +438,7 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		Routing:  routing,
 		Body:     body,
 
+		Embeddings:   kind == dialect.Other && st.API.Sub == "/embeddings",
 		ParsedFields: parsed,
 	}
 	// With several of the fields, the provider reads one of them: the hold

@@ -115,6 +115,10 @@ type Route struct {
 	// (or Responses) request in the provider's own API (the dialect's
 	// FromChat), and so the answer comes back (its ToChat).
 	MessagesAPI, ViaChat bool
+	// Embeddings: the request is POST /embeddings. Embed: the current
+	// attempt's provider takes it in its own API (dialect.Embedder), and
+	// so the answer comes back.
+	Embeddings, Embed bool
 	// native: the current attempt's provider takes the request in the
 	// client's API (Dialect.Native).
 	native bool
@@ -189,6 +193,9 @@ func (rt *Route) Placeholder(key string) (any, bool) {
 // upstreamURI is the current attempt's {tollgate.upstream.uri}: the path
 // under the provider's base path, with the query.
 func (rt *Route) upstreamURI() string {
+	if rt.Embed {
+		return rt.Provider.Path(rt.Dialect.(dialect.Embedder).EmbeddingsURI())
+	}
 	return rt.Provider.Path(rt.Dialect.URI(rt.Kind, rt.native, rt.URI, rt.Stream))
 }
 
@@ -345,8 +352,14 @@ func (rt *Route) Prepare(i int) error {
 	}
 	rt.MessagesAPI = d.Native(dialect.Messages)
 	rt.ViaChat = !native && !d.Native(dialect.Chat)
+	rt.Embed = false
 	switch {
 	case err != nil:
+	case rt.ViaChat && rt.Embeddings:
+		// A dialect that serves embeddings in its own API (DialectsFor
+		// kept no other).
+		rt.ViaChat, rt.Embed = false, true
+		body, err = d.(dialect.Embedder).FromEmbeddings(rt.Body)
 	case native:
 		body, err = d.Adapt(rt.Kind, body, a.requiredOutputLimit())
 	case rt.ViaChat && rt.MessagesAPI:
@@ -420,6 +433,17 @@ func (rt *Route) DialectsFor() *apierror.Error {
 		}
 		d := a.Provider.D()
 		if checked[d.Name()] {
+			return false
+		}
+		if e, ok := d.(dialect.Embedder); ok && rt.Embeddings {
+			// Served in the provider's own API, when it takes the input.
+			if _, err := e.FromEmbeddings(rt.Body); err != nil {
+				if refusal == nil {
+					refusal = apierror.BadRequest(err.Error())
+				}
+				return true
+			}
+			checked[d.Name()] = true
 			return false
 		}
 		if !d.Serves(rt.Kind) {
