@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -65,7 +66,8 @@ var (
 
 // isBedrockPath reports whether path is a Converse route.
 func isBedrockPath(path string) bool {
-	return strings.HasPrefix(path, "/model/") && (strings.HasSuffix(path, "/converse") || strings.HasSuffix(path, "/converse-stream"))
+	return strings.HasPrefix(path, "/model/") && (strings.HasSuffix(path, "/converse") || strings.HasSuffix(path, "/converse-stream") ||
+		strings.HasSuffix(path, "/invoke"))
 }
 
 func bedrockError(w http.ResponseWriter, status int, typ, msg string) {
@@ -85,6 +87,10 @@ func (m *Handler) serveBedrock(w http.ResponseWriter, r *http.Request, path stri
 	}
 	if status, typ, msg := checkSigV4(r, body); status != 0 {
 		bedrockError(w, status, typ, msg)
+		return nil
+	}
+	if model, ok := strings.CutSuffix(strings.TrimPrefix(path, "/model/"), "/invoke"); ok {
+		serveBedrockEmbeddings(w, model, body)
 		return nil
 	}
 	if msg := checkConverse(body); msg != "" {
@@ -118,6 +124,110 @@ func (m *Handler) serveBedrock(w http.ResponseWriter, r *http.Request, path stri
 	}
 	m.writeConverse(r.Context(), w, q, newMockAnswer(q), strings.Contains(model, "stream-break"), thinking)
 	return nil
+}
+
+// serveBedrockEmbeddings answers InvokeModel of an embedding model in its
+// own body, as strictly as Bedrock passes it on: Titan's (inputText,
+// dimensions 256, 512 or 1024; the multimodal model inputText and/or a
+// base64 inputImage, embeddingConfig.outputEmbeddingLength 256, 384 or
+// 1024) with inputTextTokenCount, or Cohere's (texts, at most 96, a
+// required input_type, embedding_types) with the
+// X-Amzn-Bedrock-Input-Token-Count header. Embeddings are 8 values
+// (Titan: 1024, or the dimensions asked) derived from the text.
+func serveBedrockEmbeddings(w http.ResponseWriter, model string, body []byte) {
+	req := gjson.ParseBytes(body)
+	fail := func(msg string) { bedrockError(w, http.StatusBadRequest, "ValidationException", msg) }
+	extraneous := func(known ...string) bool {
+		bad := ""
+		req.ForEach(func(k, _ gjson.Result) bool {
+			if !slices.Contains(known, k.Str) {
+				bad = k.Str
+			}
+			return bad == ""
+		})
+		if bad != "" {
+			fail(fmt.Sprintf("Malformed input request: #: extraneous key [%s] is not permitted, please reformat your input and try again.", bad))
+		}
+		return bad != ""
+	}
+	vector := func(text string, n int) []float64 {
+		sum := sha256.Sum256([]byte(text))
+		v := make([]float64, n)
+		for k := range v {
+			v[k] = float64(int(sum[k%len(sum)])-128) / 128
+		}
+		return v
+	}
+	switch {
+	case strings.Contains(model, "cohere.embed"):
+		if extraneous("texts", "images", "input_type", "truncate", "embedding_types") {
+			return
+		}
+		texts := req.Get("texts").Array()
+		switch {
+		case len(texts) == 0 || len(texts) > 96:
+			fail("Malformed input request: #/texts: expected between 1 and 96 texts")
+			return
+		case !slices.Contains([]string{"search_document", "search_query", "classification", "clustering"}, req.Get("input_type").Str):
+			fail("Malformed input request: #: required key [input_type] not found or not one of search_document, search_query, classification, clustering")
+			return
+		}
+		var out [][]float64
+		words := 0
+		for _, t := range texts {
+			out = append(out, vector(t.Str, 8))
+			words += countWords(t.Str)
+		}
+		w.Header().Set("X-Amzn-Bedrock-Input-Token-Count", fmt.Sprint(words))
+		var embeddings any = out
+		if req.Get("embedding_types").Exists() {
+			embeddings = map[string]any{"float": out}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": newID(""), "response_type": "embeddings_floats", "embeddings": embeddings, "texts": req.Get("texts").Value()})
+	case strings.Contains(model, "titan-embed-image"):
+		if extraneous("inputText", "inputImage", "embeddingConfig") {
+			return
+		}
+		text, image := req.Get("inputText"), req.Get("inputImage")
+		n := 1024
+		if l := req.Get("embeddingConfig.outputEmbeddingLength"); l.Exists() {
+			if !slices.Contains([]int64{256, 384, 1024}, l.Int()) {
+				fail("Malformed input request: #/embeddingConfig/outputEmbeddingLength: must be 256, 384 or 1024")
+				return
+			}
+			n = int(l.Int())
+		}
+		if !text.Exists() && !image.Exists() {
+			fail("Malformed input request: #: one of inputText and inputImage is required")
+			return
+		}
+		if image.Exists() {
+			if _, err := base64.StdEncoding.DecodeString(image.Str); err != nil || image.Str == "" {
+				fail("Malformed input request: #/inputImage: expected a base64 image")
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"embedding": vector(text.Str+image.Str, n), "inputTextTokenCount": countWords(text.Str)})
+	case strings.Contains(model, "titan-embed"):
+		if extraneous("inputText", "dimensions", "normalize", "embeddingTypes") {
+			return
+		}
+		n := 1024
+		if d := req.Get("dimensions"); d.Exists() {
+			if !slices.Contains([]int64{256, 512, 1024}, d.Int()) {
+				fail("Malformed input request: #/dimensions: must be 256, 512 or 1024")
+				return
+			}
+			n = int(d.Int())
+		}
+		if req.Get("inputText").Type != gjson.String || req.Get("inputText").Str == "" {
+			fail("Malformed input request: #: required key [inputText] not found")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"embedding": vector(req.Get("inputText").Str, n), "inputTextTokenCount": countWords(req.Get("inputText").Str)})
+	default:
+		fail("The provided model doesn't support embeddings.")
+	}
 }
 
 // checkBedrockThinking checks an Anthropic model's extended thinking and

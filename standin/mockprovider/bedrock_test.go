@@ -27,7 +27,11 @@ func bedrockPost(t *testing.T, srv *httptest.Server, route, body, key string, ta
 	if tamper {
 		sent = strings.Replace(body, "hello", "HELLO", 1)
 	}
-	req, _ := http.NewRequest("POST", srv.URL+"/model/claude-mock/"+route, strings.NewReader(sent))
+	path := "/model/claude-mock/" + route
+	if strings.HasPrefix(route, "/") {
+		path = route // another model's
+	}
+	req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(sent))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		if err := d.(dialect.Signer).Sign(req, []byte(body), key); err != nil {
@@ -148,5 +152,33 @@ func TestBedrockThinking(t *testing.T) {
 	}
 	if res.StatusCode != 200 || len(reasoning) != 2 || !strings.Contains(reasoning[1], mockSignature) || texts == 0 {
 		t.Errorf("stream %d reasoning %v texts %d", res.StatusCode, reasoning, texts)
+	}
+}
+
+// InvokeModel of an embedding model in its own body, signed as every
+// Bedrock call: Titan's one input, Cohere's batch with its token count
+// header; what the model's schema does not define is refused.
+func TestBedrockEmbeddings(t *testing.T) {
+	srv := mockServer(t, &Handler{})
+	key := BedrockAccessKeyID + ":" + BedrockSecretKey
+	res, body := bedrockPost(t, srv, "/model/amazon.titan-embed-text-v2:0/invoke", `{"inputText":"hello there","dimensions":256}`, key, false)
+	if res.StatusCode != 200 || len(gjson.GetBytes(body, "embedding").Array()) != 256 || gjson.GetBytes(body, "inputTextTokenCount").Int() != 2 {
+		t.Errorf("titan %d %s", res.StatusCode, body)
+	}
+	res, body = bedrockPost(t, srv, "/model/cohere.embed-english-v3/invoke", `{"texts":["a b","c"],"input_type":"search_query","embedding_types":["float"]}`, key, false)
+	if res.StatusCode != 200 || len(gjson.GetBytes(body, "embeddings.float").Array()) != 2 || res.Header.Get("X-Amzn-Bedrock-Input-Token-Count") != "3" {
+		t.Errorf("cohere %d %s %v", res.StatusCode, body, res.Header)
+	}
+	for _, tc := range []struct{ path, body, key, typ string }{
+		{"/model/amazon.titan-embed-text-v2:0/invoke", `{"inputText":"a","dimensions":300}`, key, "ValidationException"},
+		{"/model/amazon.titan-embed-text-v2:0/invoke", `{"texts":["a"]}`, key, "ValidationException"},
+		{"/model/amazon.titan-embed-image-v1/invoke", `{"inputImage":"not base64!"}`, key, "ValidationException"},
+		{"/model/cohere.embed-english-v3/invoke", `{"texts":["a"]}`, key, "ValidationException"},
+		{"/model/cohere.embed-english-v3/invoke", `{"texts":["a"],"input_type":"search_query"}`, "", "MissingAuthenticationTokenException"},
+	} {
+		res, body := bedrockPost(t, srv, tc.path, tc.body, tc.key, false)
+		if res.StatusCode < 400 || !strings.HasPrefix(res.Header.Get("X-Amzn-Errortype"), tc.typ) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, res.StatusCode, body)
+		}
 	}
 }
