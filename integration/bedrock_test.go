@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
 )
@@ -19,7 +20,8 @@ import (
 // that records what reaches it.
 
 // withBedrockModels adds amazon/claude (Bedrock), its cached variant, the
-// same with room for extended thinking (amazon/thinker), a broken stream, an answer that does not parse, a forged key, and a
+// same with room for extended thinking (amazon/thinker), Titan's and
+// Cohere's embedding models, a broken stream, an answer that does not parse, a forged key, and a
 // throttled model that falls back to a Gemini provider.
 func withBedrockModels(t *testing.T, tap *callTap) func(string) string {
 	pricing := "\t\t\tpricing {\n\t\t\t\tprompt 0.000003\n\t\t\t\tcompletion 0.000015\n\t\t\t\tinput_cache_read 0.0000003\n\t\t\t}\n"
@@ -35,6 +37,9 @@ func withBedrockModels(t *testing.T, tap *callTap) func(string) string {
 		model("amazon/break", bedrock("claude-stream-break", key)) +
 		model("amazon/garbage", bedrock("claude-error-garbage", key)) +
 		strings.Replace(model("amazon/thinker", bedrock("claude-mock", key)), "max_completion_tokens 1000", "max_completion_tokens 4000", 1) +
+		model("amazon/titan-embed", bedrock("amazon.titan-embed-text-v2", key)) +
+		model("amazon/titan-image", bedrock("amazon.titan-embed-image-v1", key)) +
+		model("cohere/embed", bedrock("cohere.embed-english-v3", key)) +
 		model("amazon/forged", bedrock("claude-mock", mockprovider.BedrockAccessKeyID+":not-the-secret")) +
 		model("amazon/fallback", bedrock("claude-error-429", key)+
 			fmt.Sprintf("\t\t\tprovider google %s/v1beta {\n\t\t\t\tstyle gemini\n\t\t\t\tmodel gemini-mock\n\t\t\t\tapi_key goog-operator-key\n\t\t\t}\n", tap.srv.URL))
@@ -202,6 +207,54 @@ func TestBedrockProvider(t *testing.T) {
 		tap.take()
 		if res.Status != 400 || !strings.Contains(string(res.Body), "Expected `thinking` or `redacted_thinking`") {
 			t.Errorf("without reasoning_details: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("embeddings", func(t *testing.T) {
+		tap.take()
+		ekey, _ := c.newKey(org.MgmtKey, `{"name":"embeddings"}`)
+		prompt := mustParsePrice("0.000003")
+		before := c.snapshot(ekey, org.MgmtKey)
+		var total money.Amount
+		for _, tc := range []struct {
+			model, body, path, upstream string
+			vectors, dims               int
+			tokens                      int64
+		}{
+			{"amazon/titan-embed", `"input":"hello bedrock embeddings","dimensions":256`, "/model/amazon.titan-embed-text-v2/invoke", `{"inputText":"hello bedrock embeddings","dimensions":256}`, 1, 256, 3},
+			{"amazon/titan-image", `"input":[{"content":[{"type":"text","text":"a cat"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]`,
+				"/model/amazon.titan-embed-image-v1/invoke", `{"inputText":"a cat","inputImage":"iVBORw0KGgo="}`, 1, 1024, 2},
+			{"cohere/embed", `"input":["one two","three"],"input_type":"search_query"`, "/model/cohere.embed-english-v3/invoke",
+				`{"texts":["one two","three"],"input_type":"search_query","embedding_types":["float"]}`, 2, 8, 3},
+		} {
+			r := c.mustPost("/embeddings", ekey, `{"model":"`+tc.model+`",`+tc.body+`}`, nil).expect(t, 200)
+			calls := tap.take()
+			if len(calls) != 1 || calls[0].path != tc.path || calls[0].body.Raw != tc.upstream ||
+				!strings.HasPrefix(calls[0].header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential="+mockprovider.BedrockAccessKeyID+"/") {
+				t.Fatalf("%s: upstream calls %+v", tc.model, calls)
+			}
+			a := r.JSON
+			if len(a.Get("data").Array()) != tc.vectors || len(a.Get("data.0.embedding").Array()) != tc.dims || a.Get("usage.prompt_tokens").Int() != tc.tokens {
+				t.Errorf("%s: answer %s", tc.model, r.Body)
+			}
+			// The model's own token count, charged at the prompt price.
+			want, _ := billing.Cost(billing.Pricing{Prompt: prompt}, billing.Usage{PromptTokens: tc.tokens})
+			if got := creditAmount(t, a.Get("usage.cost")); got != want {
+				t.Errorf("%s: cost %s, want %s", tc.model, got, want)
+			}
+			total += want
+		}
+		expectCharged(t, before, c.snapshot(ekey, org.MgmtKey), total, "bedrock embeddings")
+		for body, msg := range map[string]string{
+			`{"model":"amazon/titan-embed","input":["a","b"]}`:      "input: Titan embedding models take one input a request; 2 sent",
+			`{"model":"cohere/embed","input":"a","dimensions":256}`: "dimensions: not taken by Cohere models on Bedrock",
+			`{"model":"amazon/claude","input":"a"}`:                 "model: this Bedrock model is not a Titan or Cohere embedding model",
+			`{"model":"amazon/titan-embed","input":[{"content":[{"type":"input_audio","input_audio":{"data":"AA","format":"wav"}}]}]}`: `input[0].content[0].type: "input_audio" is not taken by this Bedrock embedding model`,
+		} {
+			c.mustPost("/embeddings", ekey, body, nil).expectError(t, 400, msg)
+		}
+		if calls := tap.take(); len(calls) != 0 {
+			t.Errorf("refused inputs reached the provider: %+v", calls)
 		}
 	})
 

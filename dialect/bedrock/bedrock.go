@@ -44,6 +44,10 @@ type Dialect struct {
 	// thinks: the model is Anthropic's (Claude), whose extended thinking
 	// a reasoning effort enables.
 	thinks bool
+	// embed is the model's InvokeModel URI; family its embedding API
+	// (embedTitan, embedTitanImage, embedCohere), "" for a model that
+	// does not embed.
+	embed, family string
 }
 
 // New is the dialect of one provider block: aws_region (o.Settings) is
@@ -87,7 +91,7 @@ func (m *Module) Validate() error {
 func (m *Module) New(o dialect.Options) (dialect.Dialect, error) {
 	p := url.PathEscape(o.Model)
 	return &Dialect{region: m.AWSRegion, converse: "/model/" + p + "/converse", stream: "/model/" + p + "/converse-stream", signer: v4.NewSigner(),
-		thinks: strings.Contains(o.Model, "claude")}, nil
+		thinks: strings.Contains(o.Model, "claude"), embed: "/model/" + p + "/invoke", family: embeddingFamily(o.Model)}, nil
 }
 
 var (
