@@ -13,6 +13,12 @@ type Pricing struct {
 	Request    Price // per request
 	WebSearch  Price // per search result
 
+	// The prices per item of the routes that are not priced by the token
+	// alone (rerank, images).
+	SearchUnit  Price // per rerank search unit
+	Document    Price // per document reranked
+	ImageOutput Price // per image returned
+
 	// InputCacheRead and InputCacheWrite price the prompt tokens a
 	// provider read from or wrote to its prompt cache; unset (the Set
 	// flags false), those tokens cost the prompt price.
@@ -65,7 +71,8 @@ func (p Pricing) InputPrice() Price {
 
 // IsFree reports whether nothing about the endpoint costs money.
 func (p Pricing) IsFree() bool {
-	return p.InputPrice() == 0 && p.Completion == 0 && p.Request == 0 && p.WebSearch == 0
+	return p.InputPrice() == 0 && p.Completion == 0 && p.Request == 0 && p.WebSearch == 0 &&
+		p.SearchUnit == 0 && p.Document == 0 && p.ImageOutput == 0
 }
 
 // HasTokenPrice reports whether the endpoint prices tokens; a request with
@@ -85,6 +92,11 @@ type Usage struct {
 	CacheWrite1hTokens int64
 	CompletionTokens   int64
 	SearchResults      int64
+	// SearchUnits, Documents and Images are the items a rerank or an
+	// image request used, priced per item.
+	SearchUnits int64
+	Documents   int64
+	Images      int64
 	// Extra is a charge computed elsewhere (X search items), added as is.
 	Extra money.Amount
 }
@@ -95,12 +107,14 @@ type Usage struct {
 var ErrCostRange = errors.New("cost out of range")
 
 // Cost prices a request exactly: tokens × prices + the per-request fee +
-// search results, rounded once to the nano-credit.
+// search results and the items priced per item, rounded once to the
+// nano-credit.
 func Cost(p Pricing, u Usage) (money.Amount, error) {
 	f := inputCost(p, u)
 	f = f.add(p.Completion, u.CompletionTokens)
 	f = f.add(p.Request, 1)
 	f = f.add(p.WebSearch, u.SearchResults)
+	f = f.addItems(p, u)
 	a, ok := f.amount()
 	if ok {
 		a, ok = money.AddAmounts(a, u.Extra)
@@ -109,6 +123,19 @@ func Cost(p Pricing, u Usage) (money.Amount, error) {
 		return 0, ErrCostRange
 	}
 	return a, nil
+}
+
+// addItems adds the items priced per item (rerank, images).
+func (f femto) addItems(p Pricing, u Usage) femto {
+	f = f.add(p.SearchUnit, u.SearchUnits)
+	f = f.add(p.Document, u.Documents)
+	return f.add(p.ImageOutput, u.Images)
+}
+
+// ItemsCost prices the items of u priced per item alone (rerank's
+// search units and documents, images), rounded up as TokenCost.
+func ItemsCost(p Pricing, u Usage) (money.Amount, error) {
+	return ceilAmount((femto{}).addItems(p, u))
 }
 
 // inputCost prices the prompt: cache reads and writes at their prices,

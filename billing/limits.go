@@ -82,6 +82,12 @@ type RequestFacts struct {
 	OutputLimit int64
 	Free        bool // a ":free" model
 	BYOK        bool // served by the caller's own provider key
+	// NoOutput: the route produces no output tokens (rerank, images):
+	// the hold is the prompt's tokens, not the context window's.
+	NoOutput bool
+	// Units are the most items the request may use of those priced per
+	// item (search units, documents, images): held at their prices.
+	Units Usage
 }
 
 // EstimateRequest computes the hold of a request. Balance and key caps hold
@@ -103,7 +109,20 @@ func EstimateRequest(f RequestFacts, p InFlightPolicy) (Estimate, error) {
 		return Estimate{}, err
 	}
 	var tokens money.Amount
-	if f.MaxTokens > 0 {
+	if f.NoOutput {
+		if tokens, err = TokenCost(f.Pricing, f.InputTokens, 0); err != nil {
+			return Estimate{}, err
+		}
+		var items money.Amount
+		if items, err = ItemsCost(f.Pricing, f.Units); err != nil {
+			return Estimate{}, err
+		}
+		e.InFlight = min(tokens, p.PerRequestCap)
+		var ok bool
+		if tokens, ok = money.AddAmounts(tokens, items); !ok {
+			return Estimate{}, ErrCostRange
+		}
+	} else if f.MaxTokens > 0 {
 		// Refused when out of range: the client asked for the tokens.
 		out, ok := f.outputTokens(f.MaxTokens)
 		if !ok {

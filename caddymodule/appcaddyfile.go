@@ -533,8 +533,15 @@ func parsePricing(d *caddyfile.Dispenser, pc *PricingConfig) error {
 			}
 			pc.Overrides = append(pc.Overrides, o)
 			continue
+		case "search_unit":
+			dst = &pc.SearchUnit
+		case "document":
+			dst = &pc.Document
+		case "image_output":
+			dst = &pc.ImageOutput
 		default:
-			return suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write", "input_cache_write_1h", "override"})
+			return suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write", "input_cache_write_1h", "override",
+				"search_unit", "document", "image_output"})
 		}
 		if !d.AllArgs(dst) {
 			return d.ArgErr()

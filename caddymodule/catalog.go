@@ -278,6 +278,15 @@ func inheritPrices(m *catalog.Model, providers []ProviderConfig) {
 		if pc.Pricing.WebSearch == "" {
 			p.Pricing.WebSearch = m.Pricing.WebSearch
 		}
+		if pc.Pricing.SearchUnit == "" {
+			p.Pricing.SearchUnit = m.Pricing.SearchUnit
+		}
+		if pc.Pricing.Document == "" {
+			p.Pricing.Document = m.Pricing.Document
+		}
+		if pc.Pricing.ImageOutput == "" {
+			p.Pricing.ImageOutput = m.Pricing.ImageOutput
+		}
 	}
 }
 
@@ -301,6 +310,9 @@ func (pc PricingConfig) pricing() (billing.Pricing, error) {
 		{"pricing.input_cache_read", pc.InputCacheRead, false, &p.InputCacheRead},
 		{"pricing.input_cache_write", pc.InputCacheWrite, false, &p.InputCacheWrite},
 		{"pricing.input_cache_write_1h", pc.InputCacheWrite1h, false, &p.InputCacheWrite1h},
+		{"pricing.search_unit", pc.SearchUnit, false, &p.SearchUnit},
+		{"pricing.document", pc.Document, false, &p.Document},
+		{"pricing.image_output", pc.ImageOutput, false, &p.ImageOutput},
 	} {
 		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
 			return p, fmt.Errorf("%s: %v", f.name, err)
@@ -428,6 +440,11 @@ type PricingConfig struct {
 	InputCacheWrite1h string `json:"input_cache_write_1h,omitempty"`
 	// Overrides are conditional prices: a long prompt's, hours of the day.
 	Overrides []PricingOverrideConfig `json:"overrides,omitempty"`
+	// The prices per item: a rerank search unit, a reranked document, an
+	// image returned; default 0.
+	SearchUnit  string `json:"search_unit,omitempty"`
+	Document    string `json:"document,omitempty"`
+	ImageOutput string `json:"image_output,omitempty"`
 }
 
 // PricingOverrideConfig is one conditional price, in the public API's
@@ -563,6 +580,18 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	if m.Pricing.Overrides != nil {
 		pm.Pricing.Overrides = m.Pricing.Overrides.Entries
 	}
+	for _, f := range []struct {
+		price billing.Price
+		dst   **billing.Price
+	}{{m.Pricing.SearchUnit, &pm.Pricing.SearchUnit}, {m.Pricing.Document, &pm.Pricing.Document}, {m.Pricing.ImageOutput, &pm.Pricing.ImageOutput}} {
+		if f.price > 0 {
+			*f.dst = &f.price
+		}
+	}
+	if m.Pricing.ImageOutput > 0 {
+		// Priced per image: an image generation model.
+		pm.Architecture.Modality, pm.Architecture.OutputModalities = "text->image", []string{"image"}
+	}
 	pub, err := marshal(pm)
 	if err != nil {
 		return nil, fail("public object", err)
@@ -625,6 +654,10 @@ type publicPricing struct {
 	InputCacheWrite   *billing.Price     `json:"input_cache_write,omitempty"`
 	InputCacheWrite1h *billing.Price     `json:"input_cache_write_1h,omitempty"`
 	Overrides         []billing.Override `json:"overrides,omitempty"`
+	// The prices per item, only when the operator set them.
+	SearchUnit  *billing.Price `json:"search_unit,omitempty"`
+	Document    *billing.Price `json:"document,omitempty"`
+	ImageOutput *billing.Price `json:"image_output,omitempty"`
 }
 
 type publicTopProvider struct {
@@ -826,6 +859,9 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 		{"input_cache_read", false, &m.Pricing.InputCacheRead},
 		{"input_cache_write", false, &m.Pricing.InputCacheWrite},
 		{"input_cache_write_1h", false, &m.Pricing.InputCacheWrite1h},
+		{"search_unit", false, &m.Pricing.SearchUnit},
+		{"document", false, &m.Pricing.Document},
+		{"image_output", false, &m.Pricing.ImageOutput},
 	} {
 		p := pub.Get("pricing." + f.name)
 		if p.Exists() && p.Type != gjson.String {

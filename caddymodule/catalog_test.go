@@ -654,3 +654,50 @@ func appContext(t *testing.T) caddy.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// The prices per item (a rerank search unit or document, an image) are
+// read from a model block and a provider's pricing, which inherits
+// them, and shown in the public pricing; a model priced per image lists
+// image output.
+func TestCatalogItemPrices(t *testing.T) {
+	app := provisioned(t, adaptApp(t, `	tollgate {
+		model cohere/rerank-v3.5 {
+			pricing {
+				prompt 0
+				completion 0
+				search_unit 0.002
+			}
+			provider cohere https://api.cohere.com/v2 {
+				api_key k
+				pricing {
+					prompt 0
+					completion 0
+					document 0.0001
+				}
+			}
+		}
+		model openai/gpt-image-1 {
+			pricing {
+				prompt 0
+				completion 0
+				image_output 0.04
+			}
+		}
+	}`))
+	models := app.Catalog().Models()
+	rr, img := models[0], models[1]
+	if rr.Pricing.SearchUnit != price(t, "0.002") || rr.Pricing.Document != 0 {
+		t.Errorf("rerank pricing %+v", rr.Pricing)
+	}
+	if p := rr.Providers[0].Pricing; p == nil || p.SearchUnit != price(t, "0.002") || p.Document != price(t, "0.0001") {
+		t.Errorf("provider pricing %+v", p)
+	}
+	pub := gjson.ParseBytes(rr.Public)
+	if pub.Get("pricing.search_unit").Str != "0.002" || pub.Get("pricing.image_output").Exists() {
+		t.Errorf("public rerank pricing %s", pub.Get("pricing").Raw)
+	}
+	pub = gjson.ParseBytes(img.Public)
+	if pub.Get("pricing.image_output").Str != "0.04" || pub.Get("architecture.output_modalities").Raw != `["image"]` {
+		t.Errorf("public image model %s", pub.Raw)
+	}
+}
