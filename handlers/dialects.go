@@ -8,4 +8,5 @@ import (
 	_ "github.com/tollgate-dev/caddy-tollgate/dialect/bedrock"
 	_ "github.com/tollgate-dev/caddy-tollgate/dialect/gemini"
 	_ "github.com/tollgate-dev/caddy-tollgate/dialect/openai"
+	_ "github.com/tollgate-dev/caddy-tollgate/dialect/rerank"
 )
