@@ -21,6 +21,11 @@ const (
 	Responses
 	Messages
 	Embeddings
+	// Rerank is POST /rerank: the query and the documents are the
+	// user's text.
+	Rerank
+	// Images is POST /images: the prompt is the user's text.
+	Images
 )
 
 // Field is one piece of what a provider shows the model, found by Fields.
@@ -169,6 +174,8 @@ var apiRoots = [...]map[string]rootKind{
 	Messages: {"system": rootOther, "messages": rootItems, "tools": rootOther, "tool_choice": rootIdent,
 		"output_config": rootFormat},
 	Embeddings: {"input": rootTokens},
+	Rerank:     {"query": rootUser, "documents": rootUser},
+	Images:     {"prompt": rootUser},
 	AnyAPI: {"messages": rootItems, "input": rootItems, "instructions": rootOther, "system": rootOther,
 		"prompt": rootTokens, "suffix": rootUser, "tools": rootOther, "functions": rootOther,
 		"tool_choice": rootIdent, "function_call": rootIdent, "response_format": rootOther,

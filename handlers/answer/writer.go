@@ -73,6 +73,10 @@ type Writer struct {
 	// (dialect.CacheTTLReporter); it stands for Usage's.
 	CacheTTL   CacheTTL
 	startUsage UsageSeen // Messages streams: the prompt figures message_start reported
+	// Items is what a route's service (rerank, images) read of the
+	// answer it wrote (ItemsOK), the charge's basis.
+	Items   billing.Usage
+	ItemsOK bool
 
 	// Identity, for chat completions, rewrites the answer's id, model and
 	// provider (Identity); UpstreamID is the provider's id of it.

@@ -301,6 +301,7 @@ func estimateAttempts(route *upstream.Route, policy billing.InFlightPolicy) (bil
 			Free:          a.Model.IsFree(),
 			BYOK:          a.BYOK,
 		}
+		route.ServiceFacts(&f)
 		e, err := billing.EstimateRequest(f, policy)
 		if err != nil {
 			return facts, est, err
@@ -372,7 +373,10 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	// or without one the gateway's estimate (answer.Writer.EstimateUsage).
 	var usage billing.Usage
 	estimated := !mw.Usage.OK
-	if estimated {
+	if route.Service != nil {
+		// The service's answer: what it used, within its bound.
+		usage, estimated = mw.Items, false
+	} else if estimated {
 		var charge bool
 		if usage, charge = mw.EstimateUsage(route, clientGone); !charge {
 			// No output reached the client or came from the provider: a
@@ -540,6 +544,13 @@ func proxy(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request, route
 func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, route *upstream.Route, genID string) error {
 	if route.Kind == dialect.Messages && route.Translate {
 		return proxyMessages(next, mw, r, route, genID)
+	}
+	if route.Service != nil {
+		sw := route.Service.Answer(mw, route, genID)
+		err := proxy(next, sw, r, route)
+		sw.Finish()
+		mw.Items, mw.ItemsOK = sw.Usage()
+		return err
 	}
 	var w http.ResponseWriter = mw
 	var cw *translate.ChatToResponses

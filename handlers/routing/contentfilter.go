@@ -71,6 +71,10 @@ func FilterAPI(st *pipeline.State) contentfilter.API {
 			return contentfilter.Completions
 		case "/embeddings":
 			return contentfilter.Embeddings
+		case "/rerank":
+			return contentfilter.Rerank
+		case "/images":
+			return contentfilter.Images
 		}
 	}
 	return contentfilter.AnyAPI

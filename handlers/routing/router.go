@@ -316,6 +316,12 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	var svc upstream.Service
+	if kind == dialect.Other {
+		if svc, apiErr = serviceFor(st.API.Sub, f); apiErr != nil {
+			return nil, apiErr
+		}
+	}
 	prefs, apiErr := parseProviderPrefs(field("provider"))
 	if apiErr != nil {
 		return nil, apiErr
@@ -457,6 +463,13 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 	}
 	if route.Attempts, apiErr = withinOutputLimit(attempts, route.MaxTokens, route.MaxTokensField); apiErr != nil {
 		return nil, apiErr
+	}
+	if svc != nil {
+		route.Service = svc
+		if apiErr := route.ServiceFor(); apiErr != nil {
+			return nil, apiErr
+		}
+		return route, nil
 	}
 	if apiErr := route.TranslateFor(); apiErr != nil {
 		return nil, apiErr

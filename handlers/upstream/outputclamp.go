@@ -45,6 +45,7 @@ func (c *OutputClamp) Init(route *Route, policy billing.InFlightPolicy, hold, to
 			Free:          a.Model.IsFree(),
 			BYOK:          a.BYOK,
 		})
+		route.ServiceFacts(&c.facts[len(c.facts)-1])
 	}
 }
 

@@ -71,6 +71,9 @@ type Route struct {
 	// Routing says how the attempts were chosen and ranked, for the
 	// generation record (routingOf).
 	Routing string
+	// Service is the route's API when it is no chat one (rerank,
+	// images); nil otherwise.
+	Service Service
 
 	current int // the index of the current attempt
 
@@ -195,6 +198,9 @@ func (rt *Route) Placeholder(key string) (any, bool) {
 func (rt *Route) upstreamURI() string {
 	if rt.Embed {
 		return rt.Provider.Path(rt.Dialect.(dialect.Embedder).EmbeddingsURI())
+	}
+	if rt.Service != nil {
+		return rt.Provider.Path(rt.Service.URI(rt.Dialect))
 	}
 	return rt.Provider.Path(rt.Dialect.URI(rt.Kind, rt.native, rt.URI, rt.Stream))
 }
@@ -336,6 +342,9 @@ func (rt *Route) Prepare(i int) error {
 	// is goes to it as chat completions.
 	native := d.Native(rt.Kind)
 	rt.native = native
+	if rt.Service != nil {
+		return rt.prepareService(i, a, d)
+	}
 	rt.Translate = !native && (rt.Kind == dialect.Responses || rt.Kind == dialect.Messages)
 	if rt.Translate {
 		body = rt.ChatBody
@@ -377,13 +386,32 @@ func (rt *Route) Prepare(i int) error {
 	if err != nil {
 		return err
 	}
+	rt.setHeader(i, a, body)
+	return nil
+}
+
+// prepareService is Prepare of a route with a service: the body is the
+// service's for the provider.
+func (rt *Route) prepareService(i int, a Attempt, d dialect.Dialect) error {
+	rt.Translate, rt.ViaChat, rt.MessagesAPI = false, false, false
+	body, err := rt.Service.Body(d, a.modelFor())
+	if err != nil {
+		return err
+	}
+	rt.setHeader(i, a, body)
+	return nil
+}
+
+// setHeader finishes Prepare of attempt i, a, whose body is body: the
+// header and the body sent.
+func (rt *Route) setHeader(i int, a Attempt, body []byte) {
 	rt.Key, rt.Signature = a.Key, ""
 	h := rt.Header
 	if h == nil {
 		h = make(http.Header, 4)
 		rt.Header = h
 	}
-	d.SetHeaders(h)
+	rt.Dialect.SetHeaders(h)
 	if betas := rt.betasFor(a.Provider); betas != "" {
 		h["Anthropic-Beta"] = []string{betas}
 	} else {
@@ -395,7 +423,6 @@ func (rt *Route) Prepare(i int) error {
 	h["Content-Length"] = rt.length[:1:1]
 	rt.Sent = body
 	rt.prepared = i + 1
-	return nil
 }
 
 // requiredOutputLimit is the output limit a provider that requires one

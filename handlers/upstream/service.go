@@ -1,0 +1,73 @@
+package upstream
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/billing"
+	"github.com/tollgate-dev/caddy-tollgate/dialect"
+)
+
+// Service is the API of a route that is no chat one (rerank, images),
+// checked once: it keeps the attempts whose provider serves it, builds
+// what each attempt is sent and reads the answer back in the public
+// form with the items it used. A chat, Responses, Messages or
+// embeddings route has none.
+type Service interface {
+	// Serves reports whether d's provider serves the route.
+	Serves(d dialect.Dialect) bool
+	// URI is the request URI below d's provider's base path.
+	URI(d dialect.Dialect) string
+	// Body is the body d's provider is sent for model, its model id.
+	Body(d dialect.Dialect, model string) ([]byte, error)
+	// Bound is the most the request may use: its prompt tokens and its
+	// items (search units, documents, images). The hold prices it, and
+	// no charge exceeds it.
+	Bound() billing.Usage
+	// Answer returns the writer that hands w the provider's answer on
+	// route's current attempt in the public form; an error status passes
+	// as it is. genID is the answer's id.
+	Answer(w http.ResponseWriter, route *Route, genID string) ServiceAnswer
+	// Name names the route in messages ("rerank").
+	Name() string
+}
+
+// ServiceAnswer is the writer Service.Answer returns.
+type ServiceAnswer interface {
+	http.ResponseWriter
+	// Finish writes the public answer once the provider's has ended.
+	Finish()
+	// Usage is what the answer used, within Bound; ok is false when no
+	// answer was written (nothing to charge).
+	Usage() (u billing.Usage, ok bool)
+}
+
+// ServiceFor keeps the attempts whose provider serves the route's
+// service; none left is a 400 naming the model.
+func (rt *Route) ServiceFor() *apierror.Error {
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !rt.Service.Serves(a.Provider.D()) })
+	if len(rt.Attempts) == 0 {
+		return apierror.BadRequest("model: its providers do not serve " + rt.Service.Name())
+	}
+	return nil
+}
+
+// modelFor is the model id attempt a's provider is sent: the provider's
+// own, else the catalog's.
+func (a Attempt) modelFor() string {
+	if a.Provider.Model != "" {
+		return a.Provider.Model
+	}
+	return a.Model.ID
+}
+
+// ServiceFacts sets f, an attempt's admission facts, for the route's
+// service, if any: no output, the prompt and the items it may use.
+func (rt *Route) ServiceFacts(f *billing.RequestFacts) {
+	if rt.Service == nil {
+		return
+	}
+	f.NoOutput, f.Units = true, rt.Service.Bound()
+	f.InputTokens = f.Units.PromptTokens
+}
