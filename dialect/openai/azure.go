@@ -124,3 +124,7 @@ func (a *Azure) SetKey(h http.Header, key string) {
 
 // KeyEntry implements dialect.KeyEntry: Azure's api-key header.
 func (a *Azure) KeyEntry(key string) (string, string) { return "Api-Key", key }
+
+// ImagesURI implements dialect.ImageGenerator: the deployment's images
+// path, with the API version.
+func (a *Azure) ImagesURI() string { return a.prefix + "/images/generations" + a.query }

@@ -196,6 +196,8 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return m.serveToken(w, r)
 	case strings.HasSuffix(path, "/v2/rerank"):
 		return m.serveCohereRerank(w, r)
+	case strings.HasSuffix(path, "/images/generations"):
+		return m.serveOpenAIImages(w, r)
 	case strings.HasSuffix(path, "/chat/completions"):
 		return m.serveGeneration(w, r, "chat", parseChatRequest, m.writeChat)
 	case strings.HasSuffix(path, "/responses"):
