@@ -143,6 +143,7 @@ var apiRoutes = []apiRoute{
 	{pattern: "/embeddings", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
 	{pattern: "GET /embeddings/models", kind: RouteInference, op: OpListEmbeddingsModels},
 	{pattern: "/rerank", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
+	{pattern: "POST /images", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
 	{pattern: "/messages", kind: RouteInference, op: OpInfer, dialect: dialect.Messages},
 	{pattern: "POST /messages/count_tokens", kind: RouteInference, op: OpCountTokens, dialect: dialect.Messages},
 

@@ -127,10 +127,13 @@ func (s *Service) computeBound() billing.Usage {
 // Name implements upstream.Service.
 func (s *Service) Name() string { return "rerank" }
 
-// Serves implements upstream.Service.
-func (s *Service) Serves(d dialect.Dialect) bool {
-	_, ok := d.(dialect.Reranker)
-	return ok
+// Check implements upstream.Service: a provider with a rerank API
+// serves every checked request.
+func (s *Service) Check(a upstream.Attempt) *apierror.Error {
+	if _, ok := a.Provider.D().(dialect.Reranker); !ok {
+		return apierror.BadRequest("model: its providers do not serve rerank")
+	}
+	return nil
 }
 
 // URI implements upstream.Service.

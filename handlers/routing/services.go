@@ -2,6 +2,7 @@ package routing
 
 import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/images"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/rerank"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
@@ -11,6 +12,7 @@ import (
 // below /api/v1: each checks its request into an upstream.Service.
 var services = map[string]func(*reqbody.Fields) (upstream.Service, *apierror.Error){
 	"/rerank": rerank.New,
+	"/images": images.New,
 }
 
 // serviceFor is the service of the route at sub, with f its request's

@@ -394,7 +394,7 @@ func (rt *Route) Prepare(i int) error {
 // service's for the provider.
 func (rt *Route) prepareService(i int, a Attempt, d dialect.Dialect) error {
 	rt.Translate, rt.ViaChat, rt.MessagesAPI = false, false, false
-	body, err := rt.Service.Body(d, a.modelFor())
+	body, err := rt.Service.Body(d, a.ModelFor())
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,9 @@ import (
 // form with the items it used. A chat, Responses, Messages or
 // embeddings route has none.
 type Service interface {
-	// Serves reports whether d's provider serves the route.
-	Serves(d dialect.Dialect) bool
+	// Check is nil when attempt a's provider and model serve the
+	// request, else the 400 naming what they do not offer.
+	Check(a Attempt) *apierror.Error
 	// URI is the request URI below d's provider's base path.
 	URI(d dialect.Dialect) string
 	// Body is the body d's provider is sent for model, its model id.
@@ -43,19 +44,26 @@ type ServiceAnswer interface {
 	Usage() (u billing.Usage, ok bool)
 }
 
-// ServiceFor keeps the attempts whose provider serves the route's
-// service; none left is a 400 naming the model.
+// ServiceFor keeps the attempts whose provider serves the request of the
+// route's service; none left is the first one's refusal.
 func (rt *Route) ServiceFor() *apierror.Error {
-	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool { return !rt.Service.Serves(a.Provider.D()) })
+	var first *apierror.Error
+	rt.Attempts = slices.DeleteFunc(rt.Attempts, func(a Attempt) bool {
+		apiErr := rt.Service.Check(a)
+		if first == nil {
+			first = apiErr
+		}
+		return apiErr != nil
+	})
 	if len(rt.Attempts) == 0 {
-		return apierror.BadRequest("model: its providers do not serve " + rt.Service.Name())
+		return first
 	}
 	return nil
 }
 
-// modelFor is the model id attempt a's provider is sent: the provider's
+// ModelFor is the model id attempt a's provider is sent: the provider's
 // own, else the catalog's.
-func (a Attempt) modelFor() string {
+func (a Attempt) ModelFor() string {
 	if a.Provider.Model != "" {
 		return a.Provider.Model
 	}
