@@ -73,7 +73,7 @@ func FilterAPI(st *pipeline.State) contentfilter.API {
 			return contentfilter.Embeddings
 		case "/rerank":
 			return contentfilter.Rerank
-		case "/images":
+		case "/images", "/images/generations":
 			return contentfilter.Images
 		}
 	}

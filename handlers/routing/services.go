@@ -13,6 +13,8 @@ import (
 var services = map[string]func(*reqbody.Fields) (upstream.Service, *apierror.Error){
 	"/rerank": rerank.New,
 	"/images": images.New,
+	// OpenAI's path of the same call (its SDK's images.generate).
+	"/images/generations": images.New,
 }
 
 // serviceFor is the service of the route at sub, with f its request's
