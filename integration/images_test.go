@@ -82,6 +82,21 @@ func TestImages(t *testing.T) {
 		}
 	})
 
+	t.Run("image models and their endpoints", func(t *testing.T) {
+		list := c.api("GET", "/images/models", "", nil).expect(t, 200).JSON.Get("data")
+		if list.Get("#").Int() != 3 || list.Get("0.id").Str != "openai/gpt-image-1" || list.Get("0.supports_streaming").Bool() ||
+			list.Get("0.endpoints").Str != "/api/v1/images/models/openai/gpt-image-1/endpoints" ||
+			list.Get("0.architecture.output_modalities").Raw != `["image"]` || list.Get("0.supported_parameters.quality.type").Str != "enum" {
+			t.Fatalf("image models %s", list.Raw)
+		}
+		eps := c.api("GET", "/images/models/openai/gpt-image-1/endpoints", "", nil).expect(t, 200).JSON
+		if eps.Get("id").Str != "openai/gpt-image-1" || eps.Get("endpoints.0.provider_name").Str != "openai" ||
+			eps.Get("endpoints.0.pricing.0.billable").Str != "output_image" || eps.Get("endpoints.0.pricing.0.cost_usd").Num != 0.04 {
+			t.Fatalf("endpoints %s", eps.Raw)
+		}
+		c.api("GET", "/images/models/tollgate-mock/x/endpoints", "", nil).expectError(t, 404, "Model not found")
+	})
+
 	t.Run("a key cap that fits one image refuses the second", func(t *testing.T) {
 		capped, _ := c.newKey(tn.MgmtKey, fmt.Sprintf(`{"name":"one image","limit":%s}`, image+image/2))
 		one := imagesBody("openai/gpt-image-1", 1, "")

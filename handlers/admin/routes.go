@@ -42,15 +42,17 @@ const (
 	// OpInferBelow is a path below an inference route: a POST reaches a
 	// provider as it is (dialect.Other).
 	OpInferBelow
-	OpCountTokens    // POST /messages/count_tokens, answered by the gateway
-	OpInputTokens    // POST /responses/input_tokens, likewise
-	OpListModels     // GET /models
-	OpListUserModels // GET /models/user
-	OpCountModels    // GET /models/count
-	OpListProviders  // GET /providers
-	OpModelEndpoints // GET /models/{author}/{slug}/endpoints
-	OpGetModel       // GET /model/{author}/{slug}
-	OpZDREndpoints   // GET /endpoints/zdr
+	OpCountTokens         // POST /messages/count_tokens, answered by the gateway
+	OpInputTokens         // POST /responses/input_tokens, likewise
+	OpListModels          // GET /models
+	OpListUserModels      // GET /models/user
+	OpCountModels         // GET /models/count
+	OpListProviders       // GET /providers
+	OpModelEndpoints      // GET /models/{author}/{slug}/endpoints
+	OpGetModel            // GET /model/{author}/{slug}
+	OpZDREndpoints        // GET /endpoints/zdr
+	OpListImageModels     // GET /images/models
+	OpImageModelEndpoints // GET /images/models/{author}/{slug}/endpoints
 	// OpListEmbeddingsModels is GET /embeddings/models: the models whose
 	// output is embeddings.
 	OpListEmbeddingsModels
@@ -62,7 +64,8 @@ func (o Op) Takes(method string) bool {
 	switch o {
 	case OpNone:
 		return false
-	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints, OpGetModel, OpZDREndpoints, OpListEmbeddingsModels:
+	case OpListModels, OpListUserModels, OpCountModels, OpListProviders, OpModelEndpoints, OpGetModel, OpZDREndpoints,
+		OpListImageModels, OpImageModelEndpoints, OpListEmbeddingsModels:
 		return method == http.MethodGet || method == http.MethodHead
 	}
 	return method == http.MethodPost
@@ -159,6 +162,9 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /model/{author}/{slug}", kind: RoutePublic, op: OpGetModel},
 	{pattern: "/endpoints", kind: RoutePublic},
 	{pattern: "GET /endpoints/zdr", kind: RoutePublic, op: OpZDREndpoints},
+	{pattern: "/images/models", kind: RoutePublic},
+	{pattern: "GET /images/models", kind: RoutePublic, op: OpListImageModels},
+	{pattern: "GET /images/models/{author}/{slug}/endpoints", kind: RoutePublic, op: OpImageModelEndpoints},
 	{pattern: "/providers", kind: RoutePublic},
 	{pattern: "GET /providers", kind: RoutePublic, op: OpListProviders},
 

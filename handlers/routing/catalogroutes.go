@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/images"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/routestats"
 )
@@ -59,6 +60,15 @@ func (rt *Router) serveGateway(w http.ResponseWriter, r *http.Request, st *pipel
 			return apierror.Fail(r, apiErr)
 		}
 		writeRaw(w, `{"data":`, m.Public, "}\n")
+	case admin.OpListImageModels:
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": imageModelList(rt.catalog())})
+	case admin.OpImageModelEndpoints:
+		id := r.PathValue("author") + "/" + r.PathValue("slug")
+		m, ok := rt.catalog().Lookup(id)
+		if !ok || !images.OutputsImages(m) {
+			return apierror.Fail(r, apierror.NotFound("Model not found: "+id))
+		}
+		apierror.WriteJSON(w, http.StatusOK, imageEndpoints(m))
 	case admin.OpZDREndpoints:
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"data": zdrEndpoints(rt.catalog())})
 	default:

@@ -37,6 +37,13 @@ await step("images.generate (@openrouter/sdk)", async () => {
   assert.equal(res.usage.cost, 0.08);
 });
 
+await step("images.listModels, images.listModelEndpoints", async () => {
+  const list = await or.images.listModels();
+  assert.deepEqual(list.data.map((m) => m.id), ["openai/gpt-image-1", "openai/dall-e-3", "openai/gpt-image-1-images-fewer"]);
+  const eps = await or.images.listModelEndpoints({ author: "openai", slug: "gpt-image-1" });
+  assert.equal(eps.endpoints[0].pricing[0].costUsd, 0.04);
+});
+
 await step("images.generate (openai)", async () => {
   const openai = new OpenAI({ apiKey, baseURL, maxRetries: 0 });
   const res = await openai.images.generate({ model: "openai/gpt-image-1", prompt: "a red panda astronaut" });
