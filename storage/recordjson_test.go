@@ -23,7 +23,7 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			DefaultWorkspaceID: "ws", CreditsPurchased: 100 * money.AmountScale, Purchases: 3, Usage: 12_500_000_000,
 			BYOKUsage: -1, RateLimitExempt: true, FilteredModelCatalog: true,
 			FreeModelRequests: money.Windowed{Period: 20261121, Value: 7}, FreeModelMinute: money.Windowed{Period: 1, Value: 2},
-			CreatedAt: at, UpdatedAt: zoned},
+			CreatedAt: at, UpdatedAt: zoned, RateLimits: &record.RateLimits{RequestsPerMinute: 1, RequestsPerDay: 1 << 40, PromptTokensPerMinute: 3, CompletionTokensPerMinute: 4, ConcurrentRequests: 5}},
 	}
 	everyFieldSet(t, accounts[1])
 	for _, a := range accounts {
@@ -35,7 +35,7 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			LimitReset: money.IntervalMonthly, IncludeBYOKInLimit: true, CreatorUserID: &weird, ExternalUser: new(string),
 			CreatedAt: at, UpdatedAt: zoned, ExpiresAt: &zoned, Seq: 1 << 63, Usage: counters, BYOKUsage: counters,
 			Connect:      &ConnectApp{ID: 1<<53 - 1, Name: weird, Origin: "https://app.example:8443"},
-			LimitByAdmin: true, DisabledByAdmin: true},
+			LimitByAdmin: true, DisabledByAdmin: true, RateLimits: &record.RateLimits{RequestsPerMinute: 7}},
 		{Hash: "def", LimitByAdmin: true},
 		{Hash: "ghi", DisabledByAdmin: true},
 	}

@@ -42,9 +42,10 @@ import (
 // the database, as before.
 
 // v3: written by a build that logs deletions (as the key table's).
+// v4: accounts and workspaces carry their rate limits.
 const (
 	recordSnapshotFile  = "records.snapshot"
-	recordSnapshotMagic = "tollgate records v3\n"
+	recordSnapshotMagic = "tollgate records v4\n"
 )
 
 // snapKind is one kind of record in the snapshot. collect returns every

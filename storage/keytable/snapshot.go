@@ -46,9 +46,10 @@ import (
 // v3: written by a build that logs deletions. A v2 file's catch-up by
 // this build would miss the deletions its own build made after it,
 // which left no entry in the log: it is another layout, all read.
+// v5: a key's cold part carries its rate limits.
 const (
 	SnapshotFile     = "keytable.snapshot"
-	keySnapshotMagic = "tollgate key table v4\n"
+	keySnapshotMagic = "tollgate key table v5\n"
 )
 
 // DefaultChunk is how many slots (or counters) one step of a snapshot

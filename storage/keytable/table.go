@@ -226,6 +226,7 @@ type keyPtrs struct {
 	creator  string
 	external string
 	connect  record.ConnectApp
+	rate     record.RateLimits
 }
 
 // read fills k from slot s; hash is the key's hash (empty: decoded from the
@@ -242,6 +243,13 @@ func (t *Table) Read(s uint32, hash string, k *record.APIKey) {
 		connect.ID = int64(c.u64())
 		connect.Name, connect.Origin = c.str(), c.str()
 	}
+	var rate record.RateLimits
+	hasRate := c.byte() == 1
+	if hasRate {
+		rate.RequestsPerMinute, rate.RequestsPerDay = int64(c.u64()), int64(c.u64())
+		rate.PromptTokensPerMinute, rate.CompletionTokensPerMinute = int64(c.u64()), int64(c.u64())
+		rate.ConcurrentRequests = int64(c.u64())
+	}
 	if sl.flags&slotOddHash != 0 {
 		hash = c.str()
 	} else if hash == "" {
@@ -255,7 +263,7 @@ func (t *Table) Read(s uint32, hash string, k *record.APIKey) {
 		LimitByAdmin: sl.flags&slotLimitByAdmin != 0, DisabledByAdmin: sl.flags&slotDisabledByAdmin != 0,
 	}
 	k.Usage, k.BYOKUsage = t.SlotCounters(s)
-	if sl.flags&(slotLimit|slotExpires|slotCreator) == 0 && !hasExternal && !hasConnect {
+	if sl.flags&(slotLimit|slotExpires|slotCreator) == 0 && !hasExternal && !hasConnect && !hasRate {
 		return
 	}
 	p := new(keyPtrs)
@@ -278,6 +286,10 @@ func (t *Table) Read(s uint32, hash string, k *record.APIKey) {
 	if hasConnect {
 		p.connect = connect
 		k.Connect = &p.connect
+	}
+	if hasRate {
+		p.rate = rate
+		k.RateLimits = &p.rate
 	}
 }
 
@@ -362,6 +374,14 @@ func (t *Table) writeCold(k *record.APIKey, odd bool) (at, n uint32) {
 		b = append(b, 1)
 		b = binary.LittleEndian.AppendUint64(b, uint64(k.Connect.ID))
 		b = putStr(putStr(b, k.Connect.Name), k.Connect.Origin)
+	} else {
+		b = append(b, 0)
+	}
+	if r := k.RateLimits; r != nil {
+		b = append(b, 1)
+		for _, v := range [...]int64{r.RequestsPerMinute, r.RequestsPerDay, r.PromptTokensPerMinute, r.CompletionTokensPerMinute, r.ConcurrentRequests} {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
 	} else {
 		b = append(b, 0)
 	}

@@ -56,6 +56,9 @@ func tableKey(r *rand.Rand, i int) record.APIKey {
 		k.ExternalUser = &x
 		k.Connect = &record.ConnectApp{ID: int64(i), Name: "app", Origin: "https://app.example"}
 	}
+	if i%4 == 0 {
+		k.RateLimits = &record.RateLimits{RequestsPerMinute: int64(i) + 1, RequestsPerDay: 2, PromptTokensPerMinute: 3, CompletionTokensPerMinute: 4, ConcurrentRequests: 5}
+	}
 	return k
 }
 

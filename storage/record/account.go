@@ -62,6 +62,9 @@ type Account struct {
 	FreeModelMinute   money.Windowed `json:"free_model_minute"`
 	CreatedAt         time.Time      `json:"created_at"`
 	UpdatedAt         time.Time      `json:"updated_at"`
+	// RateLimits cap the rates of every request of the account; nil: the
+	// gateway's defaults.
+	RateLimits *RateLimits `json:"rate_limits,omitempty"`
 }
 
 // Balance is what the account can still spend.
@@ -138,6 +141,8 @@ type APIKey struct {
 	// flow; nil for keys created otherwise. Such a key is
 	// its member's: management keys cannot change or delete it.
 	Connect *ConnectApp `json:"connect,omitempty"`
+	// RateLimits cap the key's request and token rates; nil: none.
+	RateLimits *RateLimits `json:"rate_limits,omitempty"`
 }
 
 // Expired reports whether the key's expiration has passed at now.

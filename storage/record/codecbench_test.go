@@ -17,7 +17,8 @@ func BenchmarkCodecs(b *testing.B) {
 	benchBinary(b, "Workspace", randomRecord[Workspace](f), EncodeWorkspace, DecodeWorkspace)
 
 	a, k := randomRecord[Account](f), randomRecord[APIKey](f)
-	k.Connect = nil // left to the slower path
+	k.Connect, k.RateLimits = nil, nil // left to the slower path
+	a.RateLimits = nil
 	g := &Generation{ID: NewGenerationID(f.time()), AccountID: "org_808cc4c0d04ecdb75b674815", KeyHash: "abababababababababababababababababababababababababababababababab",
 		WorkspaceID: "7a790f82-32e0-4eb6-a591-3d10728c44e2", Model: "tollgate-mock", Provider: "mock", UpstreamID: "chatcmpl-123",
 		PromptTokens: 12, CompletionTokens: 34, Cost: 56789, Status: "completed", FinishReason: "stop", LatencyMS: 3,
@@ -31,7 +32,7 @@ func BenchmarkCodecs(b *testing.B) {
 	kj, _ := APIKeyJSON(*k).MarshalJSON()
 	benchRead(b, "FastAPIKey", kj, DecodeAPIKeyFast)
 	w := randomRecord[Workspace](f)
-	w.Budgets, w.Members = nil, nil
+	w.Budgets, w.Members, w.RateLimits = nil, nil, nil
 	wj, _ := marshal(w)
 	benchRead(b, "FastWorkspace", wj, parserRead(FastWorkspace))
 	gj, _ := g.MarshalJSON()

@@ -79,6 +79,19 @@ func (r APIKeyJSON) AppendJSON(b []byte) ([]byte, error) {
 		b = jsonstr.Append(b, r.Connect.Origin)
 		b = append(b, '}')
 	}
+	if r.RateLimits != nil {
+		b = append(b, `,"rate_limits":{"requests_per_minute":`...)
+		b = strconv.AppendInt(b, r.RateLimits.RequestsPerMinute, 10)
+		b = append(b, `,"requests_per_day":`...)
+		b = strconv.AppendInt(b, r.RateLimits.RequestsPerDay, 10)
+		b = append(b, `,"prompt_tokens_per_minute":`...)
+		b = strconv.AppendInt(b, r.RateLimits.PromptTokensPerMinute, 10)
+		b = append(b, `,"completion_tokens_per_minute":`...)
+		b = strconv.AppendInt(b, r.RateLimits.CompletionTokensPerMinute, 10)
+		b = append(b, `,"concurrent_requests":`...)
+		b = strconv.AppendInt(b, r.RateLimits.ConcurrentRequests, 10)
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -184,6 +197,16 @@ func decodeAPIKeyMember(name string, x gjson.Result, r *APIKey) (err error) {
 				r.Connect = &e5
 			}
 		}
+	case "rate_limits":
+		r.RateLimits = nil
+		if x.Type != gjson.Null {
+			var e6 RateLimits
+			// Rare: encoding/json copies its strings.
+			err = json.Unmarshal([]byte(x.Raw), &e6)
+			if err == nil {
+				r.RateLimits = &e6
+			}
+		}
 	default:
 		// Any other member is not the record's (encoding/json ignores
 		// it), unless it names a field in another case.
@@ -214,6 +237,14 @@ func EncodeAccount(b []byte, v any) ([]byte, error) {
 	b = codec.AppendBinWindowed(b, r.FreeModelMinute)
 	b = codec.AppendBinTime(b, r.CreatedAt, &err)
 	b = codec.AppendBinTime(b, r.UpdatedAt, &err)
+	b = codec.AppendBool(b, r.RateLimits != nil)
+	if r.RateLimits != nil {
+		b = binary.AppendVarint(b, r.RateLimits.RequestsPerMinute)
+		b = binary.AppendVarint(b, r.RateLimits.RequestsPerDay)
+		b = binary.AppendVarint(b, r.RateLimits.PromptTokensPerMinute)
+		b = binary.AppendVarint(b, r.RateLimits.CompletionTokensPerMinute)
+		b = binary.AppendVarint(b, r.RateLimits.ConcurrentRequests)
+	}
 	return b, err
 }
 
@@ -239,6 +270,15 @@ func DecodeAccount(v []byte, r *Account, strs *codec.StrArena) error {
 	r.FreeModelMinute = p.Windowed()
 	r.CreatedAt = p.Time()
 	r.UpdatedAt = p.Time()
+	if p.Bool() {
+		e2 := new(RateLimits)
+		e2.RequestsPerMinute = p.Varint()
+		e2.RequestsPerDay = p.Varint()
+		e2.PromptTokensPerMinute = p.Varint()
+		e2.CompletionTokensPerMinute = p.Varint()
+		e2.ConcurrentRequests = p.Varint()
+		r.RateLimits = e2
+	}
 	return p.Done(ok)
 }
 
@@ -282,6 +322,19 @@ func (r AccountJSON) AppendJSON(b []byte) ([]byte, error) {
 	b = codec.AppendTime(b, r.CreatedAt)
 	b = append(b, `,"updated_at":`...)
 	b = codec.AppendTime(b, r.UpdatedAt)
+	if r.RateLimits != nil {
+		b = append(b, `,"rate_limits":{"requests_per_minute":`...)
+		b = strconv.AppendInt(b, r.RateLimits.RequestsPerMinute, 10)
+		b = append(b, `,"requests_per_day":`...)
+		b = strconv.AppendInt(b, r.RateLimits.RequestsPerDay, 10)
+		b = append(b, `,"prompt_tokens_per_minute":`...)
+		b = strconv.AppendInt(b, r.RateLimits.PromptTokensPerMinute, 10)
+		b = append(b, `,"completion_tokens_per_minute":`...)
+		b = strconv.AppendInt(b, r.RateLimits.CompletionTokensPerMinute, 10)
+		b = append(b, `,"concurrent_requests":`...)
+		b = strconv.AppendInt(b, r.RateLimits.ConcurrentRequests, 10)
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -292,18 +345,18 @@ func FastAccount(p *codec.Parser, r *Account) bool {
 	ok := true
 	ok = ok && p.Lit(`{"id":`) && p.Str(&r.ID)
 	ok = ok && p.Lit(`,"name":`) && p.Str(&r.Name)
-	var s2 string
-	ok = ok && p.Lit(`,"kind":`) && p.Str(&s2)
-	r.Kind = AccountKind(s2)
 	var s3 string
-	ok = ok && p.Lit(`,"billing":`) && p.Str(&s3)
-	r.Billing = Billing(s3)
+	ok = ok && p.Lit(`,"kind":`) && p.Str(&s3)
+	r.Kind = AccountKind(s3)
+	var s4 string
+	ok = ok && p.Lit(`,"billing":`) && p.Str(&s4)
+	r.Billing = Billing(s4)
 	ok = ok && (!p.Lit(`,"owner_user_id":`) || p.Str(&r.OwnerUserID))
 	ok = ok && p.Lit(`,"default_workspace_id":`) && p.Str(&r.DefaultWorkspaceID)
 	ok = ok && p.Lit(`,"credits_purchased":`) && p.Amount(&r.CreditsPurchased)
-	var n4 int64
-	ok = ok && p.Lit(`,"purchases":`) && p.Int(&n4) && n4 == int64(int(n4))
-	r.Purchases = int(n4)
+	var n5 int64
+	ok = ok && p.Lit(`,"purchases":`) && p.Int(&n5) && n5 == int64(int(n5))
+	r.Purchases = int(n5)
 	ok = ok && p.Lit(`,"usage":`) && p.Amount(&r.Usage)
 	ok = ok && p.Lit(`,"byok_usage":`) && p.Amount(&r.BYOKUsage)
 	ok = ok && p.Lit(`,"rate_limit_exempt":`) && p.Bool(&r.RateLimitExempt)
@@ -646,6 +699,14 @@ func EncodeWorkspace(b []byte, v any) ([]byte, error) {
 		b = codec.AppendBytes(b, string(e6.Role))
 		b = codec.AppendBinTime(b, e6.CreatedAt, &err)
 	}
+	b = codec.AppendBool(b, r.RateLimits != nil)
+	if r.RateLimits != nil {
+		b = binary.AppendVarint(b, r.RateLimits.RequestsPerMinute)
+		b = binary.AppendVarint(b, r.RateLimits.RequestsPerDay)
+		b = binary.AppendVarint(b, r.RateLimits.PromptTokensPerMinute)
+		b = binary.AppendVarint(b, r.RateLimits.CompletionTokensPerMinute)
+		b = binary.AppendVarint(b, r.RateLimits.ConcurrentRequests)
+	}
 	return b, err
 }
 
@@ -713,6 +774,15 @@ func DecodeWorkspace(v []byte, r *Workspace, strs *codec.StrArena) error {
 			e15.CreatedAt = p.Time()
 			r.Members[k14] = e15
 		}
+	}
+	if p.Bool() {
+		e16 := new(RateLimits)
+		e16.RequestsPerMinute = p.Varint()
+		e16.RequestsPerDay = p.Varint()
+		e16.PromptTokensPerMinute = p.Varint()
+		e16.CompletionTokensPerMinute = p.Varint()
+		e16.ConcurrentRequests = p.Varint()
+		r.RateLimits = e16
 	}
 	return p.Done(ok)
 }

@@ -39,6 +39,9 @@ type Workspace struct {
 	// Members by user id (explicit memberships; the default workspace's
 	// are implicit).
 	Members map[string]*WorkspaceMember `json:"members,omitempty"`
+	// RateLimits cap the pooled rates of every key of the workspace; nil:
+	// none.
+	RateLimits *RateLimits `json:"rate_limits,omitempty"`
 	// Usage is the spending of every key of the workspace (persisted in
 	// its own record by the store).
 	Usage     money.UsageCounters `json:"-"`
