@@ -76,6 +76,9 @@ type NewAccount struct {
 	Kind            AccountKind
 	Billing         Billing // default prepaid
 	RateLimitExempt bool
+	// RateLimits are the account's own rate limits; nil: the gateway's
+	// defaults.
+	RateLimits *RateLimits
 }
 
 // CreateAccount creates an account with its default workspace.
@@ -95,6 +98,7 @@ func (s *AccountStore) CreateAccount(na NewAccount) (Account, error) {
 		Kind:               na.Kind,
 		Billing:            na.Billing,
 		RateLimitExempt:    na.RateLimitExempt,
+		RateLimits:         na.RateLimits,
 		DefaultWorkspaceID: record.NewUUID(),
 		CreatedAt:          t,
 		UpdatedAt:          t,

@@ -107,6 +107,8 @@ type NewAPIKey struct {
 	// Connect: the app of a key provisioned through the connect flow,
 	// which needs CreatorUserID.
 	Connect *ConnectApp
+	// RateLimits are the key's rate limits; nil: none.
+	RateLimits *RateLimits
 }
 
 // CreateAPIKey creates a regular key and returns it with the key string,
@@ -153,7 +155,7 @@ func (s *AccountStore) CreateAPIKey(n NewAPIKey) (APIKey, string, error) {
 		Name: n.Name, Label: label, Limit: n.Limit, LimitReset: n.LimitReset,
 		IncludeBYOKInLimit: n.IncludeBYOKInLimit, CreatorUserID: creator,
 		ExternalUser: n.ExternalUser, CreatedAt: t, UpdatedAt: t,
-		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(), Connect: n.Connect,
+		ExpiresAt: utcPtr(n.ExpiresAt), Seq: s.k.NextSeq(), Connect: n.Connect, RateLimits: n.RateLimits,
 		LimitByAdmin: n.ByAdmin && n.Limit != nil,
 	}
 	s.putKey(&k)

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
@@ -180,6 +181,10 @@ type (
 	KeyCeiling  = ledger.KeyCeiling
 	// CeilingError is a refusal of the shared per-key abuse ceiling.
 	CeilingError = ledger.CeilingError
+	// RateUse is a scope's use of its rate limits, RateHold what a
+	// request takes from them.
+	RateUse  = levels.Rate
+	RateHold = levels.RateHold
 )
 
 // Generation is the record of one inference request (package record).

@@ -115,6 +115,7 @@ func (l *localLedger) read(v *LedgerView, st *Stamp, t time.Time) error {
 			}
 		}
 	}
+	v.AccountRate, v.KeyRate, v.WorkspaceRate = l.rates.get(l.rates.account, accountID), l.rates.get(l.rates.key, keyHash), l.rates.get(l.rates.workspace, st.Workspace)
 	running, settled, next := l.inFlightAt(accountID, t)
 	v.InFlightHeld, v.NextRelease = running+settled, next
 	st.InFlightHeld = v.InFlightHeld
@@ -197,6 +198,11 @@ func (l *localLedger) heldLevels(res *Reservation, st *inFlightState, sc *heldSc
 		sc.member.Held = l.memberHeld.get(res.Member)
 		lv.Member = &sc.member
 	}
+	if res.Holds.Rate.On|res.Placed.Rate.On != 0 {
+		lv.Account.Rate = l.rates.get(l.rates.account, res.AccountID)
+		sc.key.Rate = l.rates.get(l.rates.key, res.KeyHash)
+		sc.ws.Rate = l.rates.get(l.rates.workspace, res.Workspace)
+	}
 	return lv
 }
 
@@ -216,6 +222,17 @@ func (l *localLedger) storeHeld(res *Reservation, lv levels.Levels, st *inFlight
 	if st.running != lv.Account.Running {
 		st.running = lv.Account.Running
 		l.keepState(res.AccountID, st)
+	}
+	if on := res.Holds.Rate.On | res.Placed.Rate.On; on != 0 {
+		if on&levels.RateOnAccount != 0 {
+			l.rates.set(l.rates.account, res.AccountID, lv.Account.Rate)
+		}
+		if on&levels.RateOnKey != 0 && lv.Key != nil {
+			l.rates.set(l.rates.key, res.KeyHash, lv.Key.Rate)
+		}
+		if on&levels.RateOnWorkspace != 0 && lv.Workspace != nil {
+			l.rates.set(l.rates.workspace, res.Workspace, lv.Workspace.Rate)
+		}
 	}
 }
 
@@ -242,10 +259,13 @@ func (l *localLedger) Release(res *Reservation) error {
 	}
 	res.Done = true
 	sp.version++
-	st := l.state(res.AccountID, now())
+	t := now()
+	st := l.state(res.AccountID, t)
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
 	lv.Unhold(res.Placed)
+	// Nothing was charged: neither were the tokens.
+	lv.SettleRate(res.Placed.Rate, 0, 0, t)
 	l.storeHeld(res, lv, st)
 	return nil
 }
@@ -286,6 +306,9 @@ func (l *localLedger) settle(res *Reservation, c Charge) (*kernel.Batch, error) 
 	var sc heldScopes
 	lv := l.heldLevels(res, st, &sc)
 	lv.Unhold(res.Placed)
+	if g := c.Generation; g != nil {
+		lv.SettleRate(res.Placed.Rate, g.PromptTokens, g.CompletionTokens, t)
+	}
 	acct := l.acct.ledgerAccount(res.AccountID)
 	if acct != nil {
 		lv.Account.Usage, lv.Account.BYOKUsage = acct.Usage, acct.BYOKUsage
@@ -378,6 +401,32 @@ type runningHolds struct {
 	// workspaceHeld and memberHeld are by "<account id>/<id>".
 	workspaceHeld held
 	memberHeld    held
+	// rates are the rate limits' use, in memory only: after a restart
+	// the windows start again.
+	rates rateUse
+}
+
+// rateUse is the rate limits' use of accounts (by id), keys (by hash) and
+// workspaces (by "<account id>/<id>"); only scopes with a limit have one.
+type rateUse struct {
+	account, key, workspace map[string]*levels.Rate
+}
+
+func (rateUse) get(m map[string]*levels.Rate, k string) levels.Rate {
+	if p := m[k]; p != nil {
+		return *p
+	}
+	return levels.Rate{}
+}
+
+func (rateUse) set(m map[string]*levels.Rate, k string, r levels.Rate) {
+	if p := m[k]; p != nil {
+		*p = r
+	} else if r != (levels.Rate{}) {
+		p = new(levels.Rate)
+		*p = r
+		m[k] = p
+	}
 }
 
 // held sums the holds of running requests by account, key, workspace or
@@ -451,7 +500,8 @@ type settling struct {
 }
 
 func newRunningHolds() runningHolds {
-	return runningHolds{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld()}
+	return runningHolds{accountHeld: newHeld(), keyHeld: newHeld(), inFlight: map[string]*inFlightState{}, workspaceHeld: newHeld(), memberHeld: newHeld(),
+		rates: rateUse{account: map[string]*levels.Rate{}, key: map[string]*levels.Rate{}, workspace: map[string]*levels.Rate{}}}
 }
 
 // state returns the account's in-flight state with expired settlements

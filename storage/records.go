@@ -18,6 +18,7 @@ type (
 	ManagementKey = record.ManagementKey
 	APIKey        = record.APIKey
 	ConnectApp    = record.ConnectApp
+	RateLimits    = record.RateLimits
 )
 
 // Account kinds and billing modes.
@@ -72,3 +73,9 @@ func newID(prefix string) string {
 	}
 	return prefix + hex.EncodeToString(b[:])
 }
+
+// RateLimitNames are the rate limits' JSON names, in order.
+var RateLimitNames = record.RateLimitNames
+
+// MaxRateLimit bounds every rate limit.
+const MaxRateLimit = record.MaxRateLimit

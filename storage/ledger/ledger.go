@@ -225,6 +225,9 @@ type View struct {
 	// member's running requests.
 	Member     *record.Member
 	MemberHeld money.Amount
+	// AccountRate, KeyRate and WorkspaceRate are their use of their rate
+	// limits; zero for a scope without any.
+	AccountRate, KeyRate, WorkspaceRate levels.Rate
 }
 
 // Holds are the amounts a request reserves at admission (see

@@ -23,6 +23,7 @@ type Account struct {
 	FreeMinute money.Windowed // and this UTC minute
 	Held       money.Amount   // against the balance
 	Running    money.Amount   // against the in-flight budget
+	Rate       Rate           // against the account's rate limits
 }
 
 // Scope is a key's, workspace's or member's spending counters and what its
@@ -31,6 +32,7 @@ type Scope struct {
 	Usage     money.UsageCounters
 	BYOKUsage money.UsageCounters
 	Held      money.Amount
+	Rate      Rate // against the scope's rate limits
 }
 
 // Levels are the levels one request touches. A nil scope is one the
@@ -60,6 +62,8 @@ type Holds struct {
 	// what a BYOK request costs the platform itself (a gateway-side web
 	// search).
 	Credits money.Amount
+	// Rate counts the request on the rate limits of the scopes it names.
+	Rate RateHold
 }
 
 // Placed is what Place put on each level: Unhold takes exactly that off,
@@ -72,6 +76,8 @@ type Placed struct {
 	InFlight  money.Amount
 	// OnKey, OnWorkspace and OnMember: which scopes it was placed on.
 	OnKey, OnWorkspace, OnMember bool
+	// Rate is what it counted on the rate limits.
+	Rate RatePlaced
 }
 
 // OnAccount is what h holds against the account's balance.
@@ -139,6 +145,7 @@ func (l *Levels) Place(h Holds, t time.Time) Placed {
 		l.Account.FreeDay = l.Account.FreeDay.Add(money.IntervalDaily, t, 1)
 		l.Account.FreeMinute = l.Account.FreeMinute.Add(money.IntervalMinute, t, 1)
 	}
+	p.Rate = l.placeRate(h.Rate, t)
 	return p
 }
 
@@ -156,6 +163,7 @@ func (l *Levels) Unhold(p Placed) {
 		l.Member.Held -= p.Member
 	}
 	l.Account.Running -= p.InFlight
+	l.unholdRate(p.Rate)
 }
 
 // Charge is a settled request's cost. A BYOK charge lands in the BYOK

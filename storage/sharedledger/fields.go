@@ -4,7 +4,9 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
+	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/codec"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 )
 
 // The shared ledger's money fields, encoded by hand: every script encodes
@@ -43,6 +45,9 @@ func appendAcct(b []byte, am *acctMoney) []byte {
 		}
 		b = append(b, ']')
 	}
+	if am.Rate != (levels.Rate{}) {
+		b = appendRate(append(b, `,"rl":`...), &am.Rate)
+	}
 	return append(b, '}')
 }
 
@@ -54,6 +59,39 @@ func appendScope(b []byte, sm *scopeMoney) []byte {
 	b = codec.AppendCounters(b, sm.BYOKUsage)
 	b = append(b, `,"h":`...)
 	b = sm.Held.Append(b)
+	if sm.Rate != (levels.Rate{}) {
+		b = appendRate(append(b, `,"rl":`...), &sm.Rate)
+	}
+	return append(b, '}')
+}
+
+// appendRate appends a scope's rate limit use ("rl" member): its zero
+// members left out, as omitzero does.
+func appendRate(b []byte, r *levels.Rate) []byte {
+	b = append(b, '{')
+	sep := false
+	win := func(name string, w money.Windowed) {
+		if w == (money.Windowed{}) {
+			return
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":`...)
+		b, sep = codec.AppendWindowed(b, w), true
+	}
+	win("m", r.Minute)
+	win("d", r.Day)
+	win("p", r.Prompt)
+	win("c", r.Completion)
+	if r.Running != 0 {
+		if sep {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(append(b, `"r":`...), r.Running, 10)
+	}
 	return append(b, '}')
 }
 
@@ -91,6 +129,17 @@ func appendHold(b []byte, h *holdRecord) []byte {
 	if h.WSHold != 0 {
 		b = append(b, `,"wh":`...)
 		b = h.WSHold.Append(b)
+	}
+	if r := h.Rate; r != (levels.RatePlaced{}) {
+		b = strconv.AppendUint(append(b, `,"rl":{"o":`...), uint64(r.On), 10)
+		b = strconv.AppendInt(append(b, `,"t":`...), r.Minute, 10)
+		if r.Prompt != 0 {
+			b = strconv.AppendInt(append(b, `,"p":`...), r.Prompt, 10)
+		}
+		if r.Completion != 0 {
+			b = strconv.AppendInt(append(b, `,"c":`...), r.Completion, 10)
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 )
 
 func TestSharedFieldEncodersMatchJSON(t *testing.T) {
@@ -41,13 +42,32 @@ func TestSharedFieldEncodersMatchJSON(t *testing.T) {
 		if i%7 == 0 {
 			am.Settling = am.Settling[:0] // empty, not nil: omitted alike
 		}
+		rate := func() levels.Rate {
+			var r levels.Rate
+			if rnd.IntN(3) == 0 {
+				return r
+			}
+			for _, w := range []*money.Windowed{&r.Minute, &r.Day, &r.Prompt, &r.Completion} {
+				if rnd.IntN(2) == 0 {
+					*w = windowed()
+				}
+			}
+			if rnd.IntN(2) == 0 {
+				r.Running = rnd.Int64N(100)
+			}
+			return r
+		}
+		am.Rate = rate()
 		same("acctMoney", appendAcct(nil, &am), am)
-		sm := scopeMoney{Usage: counters(), BYOKUsage: counters(), Held: amount()}
+		sm := scopeMoney{Usage: counters(), BYOKUsage: counters(), Held: amount(), Rate: rate()}
 		same("scopeMoney", appendScope(nil, &sm), sm)
 		h := holdRecord{Key: strs[rnd.IntN(len(strs))], Workspace: strs[rnd.IntN(len(strs))], Member: strs[rnd.IntN(len(strs))],
 			Hold: amount(), KeyOnly: rnd.IntN(2) == 0}
 		if rnd.IntN(2) == 0 {
 			h.InFlight, h.Credits, h.WSHold = amount(), amount(), amount()
+		}
+		if rnd.IntN(2) == 0 {
+			h.Rate = levels.RatePlaced{On: uint8(rnd.IntN(8)), Minute: rnd.Int64N(1 << 40), Prompt: rnd.Int64N(3), Completion: rnd.Int64N(3)}
 		}
 		same("holdRecord", appendHold(nil, &h), h)
 	}

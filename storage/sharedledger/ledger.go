@@ -150,6 +150,7 @@ type acctMoney struct {
 	Held       money.Amount   `json:"h"`
 	Running    money.Amount   `json:"r"`
 	Settling   []settleEntry  `json:"s,omitempty"`
+	Rate       levels.Rate    `json:"rl,omitzero"`
 }
 
 type settleEntry struct {
@@ -162,6 +163,7 @@ type scopeMoney struct {
 	Usage     money.UsageCounters `json:"u"`
 	BYOKUsage money.UsageCounters `json:"b"`
 	Held      money.Amount        `json:"h"`
+	Rate      levels.Rate         `json:"rl,omitzero"`
 }
 
 // holdRecord is one running request's holds (field h:<reservation id>).
@@ -174,6 +176,9 @@ type holdRecord struct {
 	Credits   money.Amount `json:"c,omitempty"`
 	KeyOnly   bool         `json:"o,omitempty"`
 	WSHold    money.Amount `json:"wh,omitempty"`
+	// Rate is what the request counted on the rate limits: its running
+	// count ends with the hold, its tokens are corrected at settlement.
+	Rate levels.RatePlaced `json:"rl,omitzero"`
 }
 
 // placed is what the hold record says was placed on each level.
@@ -184,6 +189,7 @@ func (r *holdRecord) placed() levels.Placed {
 		OnWorkspace: r.Workspace != "", Workspace: r.WSHold,
 		OnMember: r.Member != "", Member: r.Hold,
 		InFlight: max(r.InFlight, 0),
+		Rate:     r.Rate,
 	}
 }
 
@@ -473,7 +479,7 @@ func holdOf(name string, f moneyField) (*holdRecord, error) {
 
 // level is the account's figures as the levels' arithmetic takes them.
 func (am *acctMoney) level() levels.Account {
-	return levels.Account{Usage: am.Usage, BYOKUsage: am.BYOKUsage, FreeDay: am.FreeDay, FreeMinute: am.FreeMinute, Held: am.Held, Running: am.Running}
+	return levels.Account{Usage: am.Usage, BYOKUsage: am.BYOKUsage, FreeDay: am.FreeDay, FreeMinute: am.FreeMinute, Held: am.Held, Running: am.Running, Rate: am.Rate}
 }
 
 // fieldLevels is one request's money fields, decoded into its levels,
@@ -592,7 +598,7 @@ func (lv *fieldLevels) writes() (triples []string, values []any) {
 	buf := make([]byte, 0, size)
 	a := lv.figures.Account
 	am := &acctMoney{Usage: a.Usage, BYOKUsage: a.BYOKUsage, FreeDay: a.FreeDay, FreeMinute: a.FreeMinute,
-		Held: a.Held, Running: a.Running, Settling: lv.settling}
+		Held: a.Held, Running: a.Running, Settling: lv.settling, Rate: a.Rate}
 	buf = appendAcct(buf, am)
 	encs[n], n = encoded{lv.acctField, len(buf), am}, n+1
 	if lv.holdField.name != "" {
@@ -853,16 +859,16 @@ func (lv *fieldLevels) view(t time.Time) ledger.View {
 	fa := lv.figures.Account
 	a := *lv.acct
 	a.Usage, a.BYOKUsage, a.FreeModelRequests, a.FreeModelMinute = fa.Usage, fa.BYOKUsage, fa.FreeDay, fa.FreeMinute
-	v := ledger.View{Now: t, Account: a, AccountHeld: fa.Held}
+	v := ledger.View{Now: t, Account: a, AccountHeld: fa.Held, AccountRate: fa.Rate}
 	if lv.key != nil {
 		v.Key = *lv.key
 		v.Key.Usage, v.Key.BYOKUsage = lv.ks.Usage, lv.ks.BYOKUsage
-		v.KeyHeld = lv.ks.Held
+		v.KeyHeld, v.KeyRate = lv.ks.Held, lv.ks.Rate
 	}
 	if lv.ws != nil {
 		w := *lv.ws
 		w.Usage, w.BYOKUsage = lv.wm.Usage, lv.wm.BYOKUsage
-		v.Workspace, v.WorkspaceHeld = &w, lv.wm.Held
+		v.Workspace, v.WorkspaceHeld, v.WorkspaceRate = &w, lv.wm.Held, lv.wm.Rate
 	}
 	if lv.member != nil {
 		m := *lv.member
@@ -879,7 +885,7 @@ func (lv *fieldLevels) place(res *ledger.Reservation, t time.Time) *holdRecord {
 	h := res.Holds
 	p := lv.figures.Place(h, t)
 	res.Placed = p
-	rec := &holdRecord{Hold: h.Hold, InFlight: h.InFlight, Credits: h.Credits, KeyOnly: h.KeyOnly}
+	rec := &holdRecord{Hold: h.Hold, InFlight: h.InFlight, Credits: h.Credits, KeyOnly: h.KeyOnly, Rate: p.Rate}
 	if p.OnKey {
 		rec.Key = res.KeyHash
 	}
@@ -965,6 +971,9 @@ func (l *Ledger) queueSettle(q *acctQueue, res *ledger.Reservation, c ledger.Cha
 	}
 	if lv.hold != nil {
 		lv.unhold(lv.hold)
+		if g := c.Generation; g != nil {
+			lv.figures.SettleRate(lv.hold.Rate, g.PromptTokens, g.CompletionTokens, t)
+		}
 		lv.hold = nil
 	}
 	ch := c.Within(lv.figures.Account.Usage, lv.figures.Account.BYOKUsage)
@@ -1058,6 +1067,8 @@ func (l *Ledger) queueRelease(q *acctQueue, res *ledger.Reservation) (*queued, b
 		return nil, false, nil
 	}
 	lv.unhold(lv.hold)
+	// Nothing was charged: neither were the tokens.
+	lv.figures.SettleRate(lv.hold.Rate, 0, 0, l.now())
 	lv.hold = nil
 	sc := script{accountID: res.AccountID, leaseOp: "del", leaseMember: l.member(res)}
 	sc.triples, sc.values = lv.writes()
