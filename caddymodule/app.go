@@ -53,6 +53,9 @@ type App struct {
 	SyncWrites bool `json:"sync_writes,omitempty"`
 	// FreeModel sets the request caps on ":free" models.
 	FreeModel gateway.FreeModelLimits `json:"free_model,omitempty"`
+	// RateLimits are the rate limits of every account that sets none of
+	// its own.
+	RateLimits *storage.RateLimits `json:"rate_limits,omitempty"`
 	// InFlight configures the in-flight spending budget: how much of a
 	// prepaid account's balance its running requests may hold at once.
 	InFlight *InFlightConfig `json:"in_flight,omitempty"`
@@ -220,6 +223,9 @@ func (a *App) Validate() error {
 	if err := validateFreeModel(a.FreeModel); err != nil {
 		return err
 	}
+	if err := a.RateLimits.Validate("rate_limits"); err != nil {
+		return err
+	}
 	if a.MetricsPerKey < 0 || a.MetricsPerKey > MaxMetricsPerKey {
 		return fmt.Errorf("metrics_per_key: expected 1 to %d keys, got %d", MaxMetricsPerKey, a.MetricsPerKey)
 	}
@@ -328,6 +334,9 @@ func (a *App) Store() (*storage.Store, error) {
 
 // FreeModelLimits are the caps on ":free" models.
 func (a *App) FreeModelLimits() gateway.FreeModelLimits { return a.FreeModel }
+
+// DefaultRateLimits are the rate limits of an account without its own.
+func (a *App) DefaultRateLimits() *storage.RateLimits { return a.RateLimits }
 
 // Catalog is the operator's model catalog.
 func (a *App) Catalog() *catalog.Catalog { return a.catalog }

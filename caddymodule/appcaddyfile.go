@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/internal/caddyfileopt"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
+	"github.com/tollgate-dev/caddy-tollgate/storage"
 )
 
 // parseGlobalOption makes the tollgate app of the global option (see
@@ -198,6 +199,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					return err
 				}
 			}
+		case "rate_limits":
+			if a.RateLimits == nil {
+				a.RateLimits = new(storage.RateLimits)
+			}
+			for inner := d.Nesting(); d.NextBlock(inner); {
+				opt := d.Val()
+				n, err := positiveIntArg(d)
+				if err != nil {
+					return err
+				}
+				if !a.RateLimits.Set(opt, n) {
+					return suggest.UnknownOption(d, "rate_limits", storage.RateLimitNames)
+				}
+			}
 		case "in_flight":
 			cfg, err := parseInFlight(d)
 			if err != nil {
@@ -253,7 +268,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // tollgateOptions are the tollgate global option's options, for suggestions.
-var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "generation_retention", "free_model", "in_flight",
+var tollgateOptions = []string{"data_dir", "storage", "brand", "sync_writes", "gc_interval", "generation_retention", "free_model", "rate_limits", "in_flight",
 	"models_file", "byok_encryption_key", "web_search", "customer_egress", "metrics_per_key", "model", "moderation",
 	"connect_code_ttl"}
 

@@ -60,7 +60,7 @@ func accountCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "account", Short: "Creates, lists, shows and updates accounts"}
 
 	create := &cobra.Command{
-		Use:   "create --name <name> --type personal|organization [--billing <billing>] [--exempt]",
+		Use:   "create --name <name> --type personal|organization [--billing <billing>] [--exempt] [--rate-limits <json>]",
 		Short: "Creates an account",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -72,6 +72,9 @@ func accountCommand() *cobra.Command {
 			if fl.Changed("exempt") {
 				body["rate_limit_exempt"] = fl.Bool("exempt")
 			}
+			if fl.Changed("rate-limits") {
+				body["rate_limits"] = json.RawMessage(fl.String("rate-limits"))
+			}
 			return operatorRequest(c, http.MethodPost, "/tollgate/accounts", body)
 		},
 	}
@@ -79,6 +82,7 @@ func accountCommand() *cobra.Command {
 	create.Flags().String("type", "", "Account type: personal or organization (required)")
 	create.Flags().String("billing", "", "Billing: prepaid (default), enterprise, subscription or invoiced")
 	create.Flags().Bool("exempt", false, "Exempt the account from the free-model rate limits")
+	create.Flags().String("rate-limits", "", `The account's rate limits, as JSON: {"requests_per_minute":60,"concurrent_requests":5,...}`)
 	mustMarkRequired(create, "name", "type")
 
 	list := &cobra.Command{
@@ -109,8 +113,8 @@ func accountCommand() *cobra.Command {
 	}
 
 	update := &cobra.Command{
-		Use:   "update <account-id> [--name <name>] [--billing <billing>] [--exempt=true|false]",
-		Short: "Changes an account's name, billing or rate-limit exemption",
+		Use:   "update <account-id> [--name <name>] [--billing <billing>] [--exempt=true|false] [--rate-limits <json>]",
+		Short: "Changes an account's name, billing, rate-limit exemption or rate limits",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			fl := caddycmd.Flags{FlagSet: c.Flags()}
@@ -124,12 +128,16 @@ func accountCommand() *cobra.Command {
 			if fl.Changed("exempt") {
 				body["rate_limit_exempt"] = fl.Bool("exempt")
 			}
+			if fl.Changed("rate-limits") {
+				body["rate_limits"] = json.RawMessage(fl.String("rate-limits"))
+			}
 			return operatorRequest(c, http.MethodPatch, accountPath(args[0]), body)
 		},
 	}
 	update.Flags().String("name", "", "New account name")
 	update.Flags().String("billing", "", "New billing: prepaid, enterprise, subscription or invoiced")
 	update.Flags().Bool("exempt", false, "Whether the account is exempt from the free-model rate limits")
+	update.Flags().String("rate-limits", "", `Rate limits to set, as JSON (a limit null: none; null: the gateway's defaults)`)
 
 	cmd.AddCommand(create, list, get, update)
 	return cmd

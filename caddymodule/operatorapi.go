@@ -189,7 +189,7 @@ func (c *operatorCall) listAccounts() (int, any, *apierror.Error) {
 }
 
 func (c *operatorCall) createAccount() (int, any, *apierror.Error) {
-	body, e := c.readBody("name", "type", "billing", "rate_limit_exempt")
+	body, e := c.readBody("name", "type", "billing", "rate_limit_exempt", "rate_limits")
 	if e != nil {
 		return 0, nil, e
 	}
@@ -211,6 +211,9 @@ func (c *operatorCall) createAccount() (int, any, *apierror.Error) {
 	if na.RateLimitExempt, _, e = boolField(body, "rate_limit_exempt"); e != nil {
 		return 0, nil, e
 	}
+	if na.RateLimits, e = reqbody.RateLimits(body.Get("rate_limits"), nil); e != nil {
+		return 0, nil, e
+	}
 	a, err := c.store.CreateAccount(na)
 	if err != nil {
 		return 0, nil, c.storeError(err)
@@ -223,7 +226,7 @@ func (c *operatorCall) createAccount() (int, any, *apierror.Error) {
 }
 
 func (c *operatorCall) updateAccount(id string) (int, any, *apierror.Error) {
-	body, e := c.readBody("name", "billing", "rate_limit_exempt")
+	body, e := c.readBody("name", "billing", "rate_limit_exempt", "rate_limits")
 	if e != nil {
 		return 0, nil, e
 	}
@@ -242,6 +245,12 @@ func (c *operatorCall) updateAccount(id string) (int, any, *apierror.Error) {
 	if e != nil {
 		return 0, nil, e
 	}
+	rates := body.Get("rate_limits")
+	if rates.Exists() {
+		if _, e := reqbody.RateLimits(rates, nil); e != nil {
+			return 0, nil, e
+		}
+	}
 	a, err := c.store.UpdateAccount(id, func(a *storage.Account) error {
 		if hasName {
 			a.Name = name
@@ -251,6 +260,9 @@ func (c *operatorCall) updateAccount(id string) (int, any, *apierror.Error) {
 		}
 		if hasExempt {
 			a.RateLimitExempt = exempt
+		}
+		if rates.Exists() {
+			a.RateLimits, _ = reqbody.RateLimits(rates, a.RateLimits)
 		}
 		return nil
 	})
@@ -556,8 +568,11 @@ type operatorAccount struct {
 	Balance                       money.Amount `json:"balance"`
 	RateLimitExempt               bool         `json:"rate_limit_exempt"`
 	IsFilteredModelCatalogEnabled bool         `json:"is_filtered_model_catalog_enabled"`
-	CreatedAt                     time.Time    `json:"created_at"`
-	UpdatedAt                     time.Time    `json:"updated_at"`
+	// RateLimits are the account's own rate limits; absent: the gateway's
+	// defaults.
+	RateLimits *storage.RateLimits `json:"rate_limits,omitempty"`
+	CreatedAt  time.Time           `json:"created_at"`
+	UpdatedAt  time.Time           `json:"updated_at"`
 }
 
 func newOperatorAccount(a storage.Account) operatorAccount {
@@ -572,6 +587,7 @@ func newOperatorAccount(a storage.Account) operatorAccount {
 		Balance:                       a.Balance(),
 		RateLimitExempt:               a.RateLimitExempt,
 		IsFilteredModelCatalogEnabled: a.FilteredModelCatalog,
+		RateLimits:                    a.RateLimits,
 		CreatedAt:                     a.CreatedAt.UTC(),
 		UpdatedAt:                     a.UpdatedAt.UTC(),
 	}

@@ -28,6 +28,7 @@ func (fakeGateway) FreeModelLimits() gateway.FreeModelLimits {
 func (fakeGateway) Catalog() *catalog.Catalog              { return &catalog.Catalog{} }
 func (fakeGateway) InFlightPolicy() billing.InFlightPolicy { return billing.InFlightPolicy{} }
 func (fakeGateway) BYOKSealer() *storage.Sealer            { return nil }
+func (fakeGateway) DefaultRateLimits() *storage.RateLimits { return nil }
 func (fakeGateway) EgressPolicy() *egress.Policy           { return nil }
 
 // testDashboard is a provisioned dashboard over a fresh store.

@@ -27,6 +27,9 @@ type Gateway interface {
 	Brand() string
 	// FreeModelLimits are the caps on ":free" models, defaults filled in.
 	FreeModelLimits() FreeModelLimits
+	// RateLimits are the rate limits of an account that sets none of its
+	// own; nil: none.
+	DefaultRateLimits() *storage.RateLimits
 	// Catalog is the operator's model catalog.
 	Catalog() *catalog.Catalog
 	// InFlightPolicy configures the in-flight spending budget.

@@ -55,8 +55,9 @@ func (g *benchGateway) Brand() string                  { return "service" }
 func (g *benchGateway) FreeModelLimits() gateway.FreeModelLimits {
 	return gateway.FreeModelLimits{}.WithDefaults()
 }
-func (g *benchGateway) Catalog() *catalog.Catalog   { return g.catalog }
-func (g *benchGateway) BYOKSealer() *storage.Sealer { return nil } // no BYOK configured
+func (g *benchGateway) Catalog() *catalog.Catalog              { return g.catalog }
+func (g *benchGateway) BYOKSealer() *storage.Sealer            { return nil } // no BYOK configured
+func (g *benchGateway) DefaultRateLimits() *storage.RateLimits { return nil }
 
 // InFlightPolicy is the tollgate app's default policy.
 func (g *benchGateway) InFlightPolicy() billing.InFlightPolicy {

@@ -180,6 +180,7 @@ func (ar *adminRequest) createKey() *apierror.Error {
 	n.ExpiresAt, _ = f.NullableTime("expires_at", true)
 	n.CreatorUserID, _ = f.NullableString("creator_user_id")
 	n.WorkspaceID, _ = f.String("workspace_id")
+	n.RateLimits, _ = rateLimits(f, nil)
 	n.ByAdmin = ar.member == ""
 	if ext, ok := f.Get("external"); ok && ext.Type != gjson.Null {
 		user := ext.Get("user")
@@ -256,6 +257,10 @@ func (ar *adminRequest) updateKey(hash string) *apierror.Error {
 	limit, hasLimit := f.NullableAmount("limit")
 	_, hasReset := f.Get("limit_reset")
 	reset := ar.limitReset(f)
+	_, hasRates := f.Get("rate_limits")
+	if hasRates {
+		rateLimits(f, nil) // checked here; applied to the key as it is
+	}
 	if f.Err != nil {
 		return f.Err
 	}
@@ -272,6 +277,9 @@ func (ar *adminRequest) updateKey(hash string) *apierror.Error {
 		reqbody.SetIf(&k.IncludeBYOKInLimit, incl, hasIncl)
 		reqbody.SetIf(&k.Limit, limit, hasLimit)
 		reqbody.SetIf(&k.LimitReset, reset, hasReset)
+		if hasRates {
+			k.RateLimits, _ = rateLimits(f, k.RateLimits)
+		}
 		return storage.CheckKeyChange(cur, k, ar.member == "")
 	})
 	if err != nil {
@@ -325,6 +333,13 @@ func (ar *adminRequest) currentKey() *apierror.Error {
 		v.IncludeBYOKInLimit, v.counterView = k.IncludeBYOKInLimit, countersAt(k, t)
 		v.CreatorUserID, v.ExpiresAt, v.WorkspaceID = k.CreatorUserID, apiTimePtr(k.ExpiresAt), &k.WorkspaceID
 		rules = ar.store.EffectiveRules(k.Hash)
+		if k.RateLimits.Any() {
+			var snap storage.Snapshot
+			if err := ar.store.Snapshot(&snap, k.AccountID, k.Hash, 0); err == nil {
+				ar.store.Abandon(&snap)
+				v.RateLimits = rateLeft(k.RateLimits, snap.View.KeyRate, snap.View.Now)
+			}
+		}
 	}
 	v.AllowedDataRegions = policy.AllowedDataRegions(rules)
 	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": v})

@@ -48,6 +48,8 @@ type keyView struct {
 	// Connect is the app a key was provisioned for through the connect
 	// flow (its member is creator_user_id); absent for other keys.
 	Connect *connectAppView `json:"connect,omitempty"`
+	// RateLimits are the key's rate limits; absent when it sets none.
+	RateLimits *rateLimitsView `json:"rate_limits,omitempty"`
 }
 
 // connectAppView is the app of a key provisioned through the connect flow.
@@ -91,7 +93,7 @@ func newKeyView(k storage.APIKey, t time.Time) keyView {
 		counterView:        countersAt(k, t),
 		CreatedAt:          apiTime(k.CreatedAt), UpdatedAt: &updated, ExpiresAt: apiTimePtr(k.ExpiresAt),
 		CreatorUserID: k.CreatorUserID, ExternalUser: k.ExternalUser, WorkspaceID: k.WorkspaceID,
-		Connect: connectView(k.Connect),
+		Connect: connectView(k.Connect), RateLimits: newRateLimitsView(k.RateLimits),
 	}
 }
 
@@ -135,6 +137,9 @@ type currentKeyView struct {
 	OrganizationID         *string            `json:"organization_id"`
 	WorkspaceID            *string            `json:"workspace_id"`
 	AllowedDataRegions     []string           `json:"allowed_data_regions"`
+	// RateLimits are the key's rate limits, each with what is left of it;
+	// absent when the key sets none.
+	RateLimits map[string]rateLeftView `json:"rate_limits,omitempty"`
 }
 
 // orgSettingsView is the organization settings record of GET and PATCH

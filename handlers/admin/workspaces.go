@@ -33,6 +33,9 @@ type workspaceView struct {
 	IsObservabilityIOLoggingEnabled bool     `json:"is_observability_io_logging_enabled"`
 	CreatedAt                       string   `json:"created_at"`
 	UpdatedAt                       *string  `json:"updated_at"`
+	// RateLimits are the pooled rate limits of the workspace's keys;
+	// absent when it sets none.
+	RateLimits *rateLimitsView `json:"rate_limits,omitempty"`
 }
 
 func newWorkspaceView(w storage.Workspace) workspaceView {
@@ -46,6 +49,7 @@ func newWorkspaceView(w storage.Workspace) workspaceView {
 		IsObservabilityBroadcastEnabled: w.IsObservabilityBroadcastEnabled,
 		IsObservabilityIOLoggingEnabled: w.IsObservabilityIOLoggingEnabled,
 		CreatedAt:                       apiTime(w.CreatedAt), UpdatedAt: apiTimePtr(w.UpdatedAt),
+		RateLimits: newRateLimitsView(w.RateLimits),
 	}
 }
 
@@ -111,9 +115,11 @@ func workspaceSettings(f *reqbody.Fields, w *storage.Workspace, create bool) *ap
 	dd, hasDD := f.Bool("is_data_discount_logging_enabled")
 	ob, hasOB := f.Bool("is_observability_broadcast_enabled")
 	oio, hasOIO := f.Bool("is_observability_io_logging_enabled")
+	limits, _ := rateLimits(f, w.RateLimits)
 	if f.Err != nil {
 		return f.Err
 	}
+	w.RateLimits = limits
 	if create && (!hasName || strings.TrimSpace(name) == "") {
 		return apierror.BadRequest("name: required non-empty string")
 	}

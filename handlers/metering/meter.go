@@ -159,6 +159,7 @@ func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 	// the account is exempt or the request uses the caller's own key.
 	countFree := route.Attempts[0].Model.IsFree() && !route.Attempts[0].BYOK && !id.Account.RateLimitExempt
 	limits := m.gw.FreeModelLimits()
+	rates, want := m.gw.DefaultRateLimits(), rateWant(route)
 	rules := st.Store.EffectiveRules(id.Hash)
 	st.OwnClamp.Init(route, inFlightPolicy, est.Hold, tokenHold)
 	st.Clamp = &st.OwnClamp
@@ -168,6 +169,12 @@ func (m *Meter) reserve(st *pipeline.State) *apierror.Error {
 			if rl := limits.Check(v.Account, v.Now); rl != nil {
 				return h, rl
 			}
+		}
+		// The operator's rate limits, counted in the same commit as the
+		// holds: one more counter on each limited scope.
+		var rl *gateway.RateLimited
+		if h.Rate, rl = gateway.CheckRateLimits(&v, rates, want); rl != nil {
+			return h, rl
 		}
 		// Fitted to the caps' room: a request without max_tokens may hold less.
 		var rej *billing.Rejection
@@ -314,6 +321,31 @@ func estimateAttempts(route *upstream.Route, policy billing.InFlightPolicy) (bil
 	}
 	facts.BYOK = allBYOK
 	return facts, est, nil
+}
+
+// rateWant is the most tokens a request may take from a rate limit: its
+// prompt's count and the output it may produce, on its largest attempt
+// (without max_tokens, the model's output limit, else the rest of its
+// context window).
+func rateWant(route *upstream.Route) gateway.RateWant {
+	var w gateway.RateWant
+	for _, a := range route.Attempts {
+		in := route.Prompt.TokensFor(a.Model)
+		out := route.MaxTokens
+		if out <= 0 {
+			out = a.Model.MaxCompletionTokens
+			if out <= 0 {
+				out = max(a.Model.ContextLength-in, 0)
+			}
+		}
+		if n := max(route.Choices, 1); out > 0 && out <= math.MaxInt64/n {
+			out *= n
+		} else if out > 0 {
+			out = math.MaxInt64
+		}
+		w.Prompt, w.Completion = max(w.Prompt, in), max(w.Completion, out)
+	}
+	return w
 }
 
 // addCost adds two costs, refusing a sum beyond any Amount.

@@ -23,6 +23,8 @@ type Gateway struct {
 	InFlight     billing.InFlightPolicy
 	Sealer       *storage.Sealer
 	Egress       *egress.Policy
+	// Rates are the accounts' default rate limits; nil: none.
+	Rates *storage.RateLimits
 }
 
 func (g *Gateway) Store() (*storage.Store, error)           { return g.Storage, nil }
@@ -32,6 +34,7 @@ func (g *Gateway) Catalog() *catalog.Catalog                { return g.ModelCata
 func (g *Gateway) InFlightPolicy() billing.InFlightPolicy   { return g.InFlight }
 func (g *Gateway) BYOKSealer() *storage.Sealer              { return g.Sealer }
 func (g *Gateway) EgressPolicy() *egress.Policy             { return g.Egress }
+func (g *Gateway) DefaultRateLimits() *storage.RateLimits   { return g.Rates }
 
 var _ gateway.Gateway = (*Gateway)(nil)
 
