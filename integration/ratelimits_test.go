@@ -61,8 +61,9 @@ func noRateHeaders(t *testing.T, r response) {
 }
 
 // 200 requests released at once over three replicas on one redis-server,
-// against a key allowing 20 requests a minute and 300 completion tokens a
-// minute: neither limit is ever passed, the refusals are the spec's 429.
+// against a key allowing 20 requests a minute, then 300 completion tokens
+// a minute, then 2,000 prompt tokens a minute: no limit is ever passed,
+// the refusals are the spec's 429.
 func TestReplicasKeyRateLimitsAreExact(t *testing.T) {
 	srv := redistest.Start(t)
 	ps := []*process{startReplica(t, srv), startReplica(t, srv), startReplica(t, srv)}
@@ -74,6 +75,7 @@ func TestReplicasKeyRateLimitsAreExact(t *testing.T) {
 	}{
 		{`{"requests_per_minute":20}`, "key_requests_per_minute", 20},
 		{`{"completion_tokens_per_minute":300}`, "key_completion_tokens_per_minute", 300},
+		{`{"prompt_tokens_per_minute":2000}`, "key_prompt_tokens_per_minute", 2000},
 	} {
 		const n = 200
 		body := `{"model":"tollgate-mock","max_tokens":20,"messages":[{"role":"user","content":"one of many concurrent requests"}]}`
@@ -87,7 +89,7 @@ func TestReplicasKeyRateLimitsAreExact(t *testing.T) {
 		clearOfMinuteEnd(10 * time.Second)
 		results, errs, _ := postAtOnceVia(t, cs, n, func(int) string { return key }, body)
 		var ok, refused int
-		var completion int64
+		var completion, prompt int64
 		for i, r := range results {
 			if errs[i] != nil {
 				t.Fatalf("request %d: %v", i, errs[i])
@@ -97,6 +99,7 @@ func TestReplicasKeyRateLimitsAreExact(t *testing.T) {
 				ok++
 				noRateHeaders(t, r)
 				completion += r.JSON.Get("usage.completion_tokens").Int()
+				prompt += r.JSON.Get("usage.prompt_tokens").Int()
 			default:
 				refused++
 				expectRate429(t, r, tc.limitType, tc.limit)
@@ -107,6 +110,11 @@ func TestReplicasKeyRateLimitsAreExact(t *testing.T) {
 		case "key_requests_per_minute":
 			if ok != 20 {
 				t.Fatalf("%d requests passed a limit of 20 a minute over three replicas", ok)
+			}
+		case "key_prompt_tokens_per_minute":
+			// Each request holds its prompt's bound until it settles.
+			if ok == 0 || prompt > tc.limit {
+				t.Fatalf("%d passed using %d prompt tokens; the limit is %d a minute", ok, prompt, tc.limit)
 			}
 		default:
 			// Each request holds its max_tokens (20) until it settles
