@@ -152,7 +152,50 @@ func (d *Dashboard) workspacesOf(st *storage.Store, s Session, acct storage.Acco
 }
 
 // keyFields are the key form's fields, as the API names them.
-var keyFields = []string{"name", "limit", "limit_reset", "include_byok_in_limit", "workspace_id", "expires_at", "disabled"}
+var keyFields = append([]string{"name", "limit", "limit_reset", "include_byok_in_limit", "workspace_id", "expires_at", "disabled"}, rateFieldNames()...)
+
+// rateField is one of a key's rate limits in its form: the API's name and
+// what the form calls it.
+type rateField struct{ Name, Label string }
+
+var rateFields = []rateField{
+	{"requests_per_minute", "Requests a minute"},
+	{"requests_per_day", "Requests a day"},
+	{"prompt_tokens_per_minute", "Prompt tokens a minute"},
+	{"completion_tokens_per_minute", "Completion tokens a minute"},
+	{"concurrent_requests", "Requests at once"},
+}
+
+// rateFieldNames are the rate limits' form fields, as the API's errors
+// name them (rate_limits.<name>).
+func rateFieldNames() []string {
+	out := make([]string, len(rateFields))
+	for i, f := range rateFields {
+		out[i] = "rate_limits." + f.Name
+	}
+	return out
+}
+
+// rateLimitsBody is the rate_limits member of a form that has the rate
+// limits' fields (an empty one: none); nil when it has none of them.
+func rateLimitsBody(f url.Values) map[string]any {
+	var out map[string]any
+	for _, rf := range rateFields {
+		name := "rate_limits." + rf.Name
+		if !f.Has(name) {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		if v := strings.TrimSpace(f.Get(name)); v != "" {
+			out[rf.Name] = jsonNumber(v)
+		} else {
+			out[rf.Name] = nil
+		}
+	}
+	return out
+}
 
 // keyBody is the API body of the key form; with all, every field (an
 // update), else only those filled in (a creation).
@@ -174,6 +217,9 @@ func keyBody(f url.Values, all bool) map[string]any {
 		body["limit_reset"] = nil
 	}
 	body["include_byok_in_limit"] = f.Get("include_byok_in_limit") == "on"
+	if rl := rateLimitsBody(f); rl != nil {
+		body["rate_limits"] = rl
+	}
 	if v := f.Get("workspace_id"); v != "" && !all {
 		body["workspace_id"] = v
 	}
@@ -250,6 +296,7 @@ type keyPageData struct {
 	Saved     bool
 	Workspace string
 	Resets    []string
+	Rates     []rateField
 }
 
 // keyPage shows one key with its edit form.
@@ -275,9 +322,20 @@ func (d *Dashboard) renderKey(w http.ResponseWriter, r *http.Request, s Session,
 		if k.IncludeBYOKInLimit {
 			form.Set("include_byok_in_limit", "on")
 		}
+		var rl storage.RateLimits
+		if k.RateLimits != nil {
+			rl = *k.RateLimits
+		}
+		for i, v := range [...]int64{rl.RequestsPerMinute, rl.RequestsPerDay, rl.PromptTokensPerMinute, rl.CompletionTokensPerMinute, rl.ConcurrentRequests} {
+			s := ""
+			if v > 0 {
+				s = strconv.FormatInt(v, 10)
+			}
+			form.Set("rate_limits."+rateFields[i].Name, s)
+		}
 	}
 	data := keyPageData{Prefix: d.Prefix, CanManage: s.CanManageAccount(), Key: useOf(k, now()), Form: form, Errors: errs, Saved: r.URL.Query().Get("saved") != "",
-		Resets: []string{"daily", "weekly", "monthly"}}
+		Resets: []string{"daily", "weekly", "monthly"}, Rates: rateFields}
 	if ws, ok := st.Workspace(acct.ID, k.WorkspaceID); ok {
 		data.Workspace = ws.Name
 	}

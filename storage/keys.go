@@ -255,6 +255,9 @@ func CheckKeyChange(cur APIKey, next *APIKey, byAdmin bool) error {
 		if cur.LimitByAdmin && limitChanged {
 			return fmt.Errorf("%w: limit: an organization admin set this key's limit; only an admin can change or remove it", ErrForbidden)
 		}
+		if !sameRateLimits(cur.RateLimits, next.RateLimits) {
+			return fmt.Errorf("%w: rate_limits: only an organization admin can change a key's rate limits", ErrForbidden)
+		}
 		if cur.DisabledByAdmin && cur.Disabled && !next.Disabled {
 			return fmt.Errorf("%w: disabled: an organization admin disabled this key; only an admin can enable it", ErrForbidden)
 		}
@@ -266,6 +269,10 @@ func CheckKeyChange(cur APIKey, next *APIKey, byAdmin bool) error {
 		next.DisabledByAdmin = byAdmin && next.Disabled
 	}
 	return nil
+}
+
+func sameRateLimits(a, b *RateLimits) bool {
+	return !a.Any() && !b.Any() || a != nil && b != nil && *a == *b
 }
 
 func sameAmount(a, b *money.Amount) bool {

@@ -46,6 +46,16 @@ func TestAdminSetLimitAndDisableAreTheAdmins(t *testing.T) {
 	if err := change(true, func(k *APIKey) { k.Disabled = true }); err != nil {
 		t.Fatal(err)
 	}
+	// Rate limits are an admin's; the member's same limits pass.
+	if err := change(true, func(k *APIKey) { k.RateLimits = &RateLimits{ConcurrentRequests: 2} }); err != nil {
+		t.Fatal(err)
+	}
+	if err := change(false, func(k *APIKey) { k.RateLimits = &RateLimits{ConcurrentRequests: 2} }); err != nil {
+		t.Fatal(err)
+	}
+	if err := change(true, func(k *APIKey) { k.RateLimits = nil }); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +75,7 @@ func TestAdminSetLimitAndDisableAreTheAdmins(t *testing.T) {
 		"change the reset": {func(k *APIKey) { k.LimitReset = money.IntervalDaily }, "limit"},
 		"count BYOK":       {func(k *APIKey) { k.IncludeBYOKInLimit = true }, "limit"},
 		"enable the key":   {func(k *APIKey) { k.Disabled = false }, "disabled"},
+		"set rate limits":  {func(k *APIKey) { k.RateLimits = &RateLimits{RequestsPerMinute: 1} }, "rate_limits"},
 	} {
 		err := change(false, c.fn)
 		if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), c.field+": ") {
