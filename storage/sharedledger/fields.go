@@ -69,25 +69,19 @@ func appendScope(b []byte, sm *scopeMoney) []byte {
 // members left out, as omitzero does.
 func appendRate(b []byte, r *levels.Rate) []byte {
 	b = append(b, '{')
-	sep := false
-	win := func(name string, w money.Windowed) {
+	n := len(b)
+	for i, w := range [...]money.Windowed{r.Minute, r.Day, r.Prompt, r.Completion} {
 		if w == (money.Windowed{}) {
-			return
+			continue
 		}
-		if sep {
+		if len(b) > n {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":`...)
-		b, sep = codec.AppendWindowed(b, w), true
+		b = append(b, '"', "mdpc"[i], '"', ':')
+		b = codec.AppendWindowed(b, w)
 	}
-	win("m", r.Minute)
-	win("d", r.Day)
-	win("p", r.Prompt)
-	win("c", r.Completion)
 	if r.Running != 0 {
-		if sep {
+		if len(b) > n {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(append(b, `"r":`...), r.Running, 10)
