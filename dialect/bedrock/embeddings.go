@@ -1,10 +1,7 @@
 package bedrock
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,7 +12,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
-	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
@@ -257,30 +253,12 @@ func (e *toEmbeddings) convert(body []byte) ([]byte, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"object":"embedding","index":`...)
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `,"embedding":`...)
-		if e.base64 {
-			raw := make([]byte, 0, 4*len(v.Array()))
-			for _, f := range v.Array() {
-				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(float32(f.Float())))
-			}
-			b = jsonstr.Append(b, base64.StdEncoding.EncodeToString(raw))
-		} else {
-			var err error
-			if b, err = rawjson.AppendRaw(b, v.Raw); err != nil {
-				return nil, false
-			}
+		var err error
+		if b, err = dialect.AppendEmbedding(b, i, v, e.base64); err != nil {
+			return nil, false
 		}
-		b = append(b, '}')
 	}
-	b = append(b, `],"model":`...)
-	b = jsonstr.Append(b, e.model)
-	b = append(b, `,"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, prompt, 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, prompt, 10)
-	return append(b, "}}"...), true
+	return dialect.AppendEmbeddingsEnd(b, e.model, prompt), true
 }
 
 var _ dialect.Embedder = (*Dialect)(nil)

@@ -1,10 +1,7 @@
 package gemini
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 
@@ -13,7 +10,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
-	"github.com/tollgate-dev/caddy-tollgate/rawjson"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
@@ -155,40 +151,20 @@ func (e *toEmbeddings) convert(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	b := append(make([]byte, 0, len(body)+128), `{"object":"list","data":[`...)
-	ok := true
 	for i, em := range embs.Array() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"object":"embedding","index":`...)
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `,"embedding":`...)
 		values := em.Get("values")
 		if !values.IsArray() {
 			return nil, false
 		}
-		if e.base64 {
-			raw := make([]byte, 0, 4*len(values.Array()))
-			for _, v := range values.Array() {
-				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(float32(v.Float())))
-			}
-			b = jsonstr.Append(b, base64.StdEncoding.EncodeToString(raw))
-		} else {
-			var err error
-			if b, err = rawjson.AppendRaw(b, values.Raw); err != nil {
-				ok = false
-			}
+		var err error
+		if b, err = dialect.AppendEmbedding(b, i, values, e.base64); err != nil {
+			return nil, false
 		}
-		b = append(b, '}')
 	}
-	b = append(b, `],"model":`...)
-	b = jsonstr.Append(b, e.model)
-	b = append(b, `,"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, e.prompt, 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, e.prompt, 10)
-	b = append(b, "}}"...)
-	return b, ok
+	return dialect.AppendEmbeddingsEnd(b, e.model, e.prompt), true
 }
 
 var _ dialect.Embedder = (*Dialect)(nil)
