@@ -19,7 +19,9 @@ func TestDashboardKeyRateLimitsInBrowser(t *testing.T) {
 	ctx := headless(t)
 	base := "http://" + gatewayAddr + "/dashboard"
 	_, link := c.signInLink(`{"account_id":"` + org.AccountID + `","member_id":"` + admin + `","base_url":"http://` + gatewayAddr + `"}`)
-	run(t, ctx, "sign in", chromedp.Navigate(link), chromedp.WaitVisible(`button.primary`), chromedp.Click(`button.primary`), chromedp.WaitVisible(`h1`))
+	// The sign-in page has an h1 too: wait for the overview's chart, or the
+	// next navigation aborts the sign-in still under way.
+	run(t, ctx, "sign in", chromedp.Navigate(link), chromedp.WaitVisible(`button.primary`), chromedp.Click(`button.primary`), chromedp.WaitVisible(`.chart svg`))
 
 	var day string
 	run(t, ctx, "key page", chromedp.Navigate(base+"/keys/"+hash), chromedp.WaitVisible(`#e-rl-requests_per_minute`),
