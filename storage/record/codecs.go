@@ -3,7 +3,7 @@ package record
 // The records' codecs are generated from their struct declarations: a
 // field is added to a record, with its json tag, in its struct alone, and
 // go generate writes it into every codec the record's //codec: directive
-// names (codecs_gen.go; a test fails when that file is stale):
+// names (a test fails when the generated code is stale):
 //
 //   - binary: EncodeX and DecodeX, the record's form in the records'
 //     snapshot: each field in declaration order, strings

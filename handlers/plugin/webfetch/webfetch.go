@@ -13,7 +13,7 @@
 // one fetch (the tollgate handler's web_fetch_price), once, with the
 // request. A request that does not name the plugin pays one byte search.
 //
-// The same module serves the web_fetch server tool (tool.go), a loop
+// The same module serves the web_fetch server tool, a loop
 // around each attempt's provider call.
 package webfetch
 
