@@ -262,6 +262,7 @@ func (c *operatorCall) updateAccount(id string) (int, any, *apierror.Error) {
 			a.RateLimitExempt = exempt
 		}
 		if rates.Exists() {
+			// Checked above: merging a valid object cannot fail.
 			a.RateLimits, _ = reqbody.RateLimits(rates, a.RateLimits)
 		}
 		return nil
