@@ -798,16 +798,18 @@ func (l *Ledger) Commit(st ledger.Stamp, h ledger.Holds) (*ledger.Reservation, e
 		return nil, err
 	}
 	status, err := l.await(q, p, lead)
-	if err != nil {
-		return nil, err
-	}
-	if status != 1 {
+	l.liveMu.Lock()
+	defer l.liveMu.Unlock()
+	if err != nil || status != 1 {
+		// Not placed, or not known to be: a hold that landed all the
+		// same is reaped once its lease lapses.
+		delete(l.live, p.sc.leaseMember)
+		if err != nil {
+			return nil, err
+		}
 		return nil, ledger.ErrStale // the current fields are adopted: decide again
 	}
-	l.liveMu.Lock()
-	l.live[p.sc.leaseMember] = res.AccountID
 	l.ids[res] = p.sc.leaseMember[len(res.AccountID)+1:]
-	l.liveMu.Unlock()
 	return res, nil
 }
 
@@ -837,6 +839,10 @@ func (l *Ledger) queueCommit(st ledger.Stamp, h ledger.Holds) (*ledger.Reservati
 		sc.ceiling, sc.ceilingKey = c, l.lay.AccountKey(st.AccountID, "~ab/"+st.KeyHash)
 	}
 	p, lead := q.enqueue(sc)
+	// Renewed from now on: the lease may land at any renewal's tick.
+	l.liveMu.Lock()
+	l.live[sc.leaseMember] = st.AccountID
+	l.liveMu.Unlock()
 	return res, p, lead, nil
 }
 
@@ -1084,9 +1090,21 @@ func (l *Ledger) forget(res *ledger.Reservation, member string) {
 }
 
 // Start runs the lease keeper until ctx ends: it renews this replica's
-// leases and releases the expired leases of any replica.
+// leases and releases the expired leases of any replica. Each on its own
+// ticker: reaping waits for busy accounts' locks and may take many round
+// trips, and a renewal behind it could let a live request's lease lapse.
 func (l *Ledger) Start(ctx context.Context) {
 	l.ctx = ctx
+	l.every(ctx, l.renew)
+	l.every(ctx, func() {
+		if _, err := l.ReapExpired(); err != nil && !errors.Is(err, kernel.ErrUnavailable) {
+			l.log.Error("releasing expired holds failed", zap.Error(err))
+		}
+	})
+}
+
+// every runs do every third of a lease until ctx ends.
+func (l *Ledger) every(ctx context.Context, do func()) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -1098,10 +1116,7 @@ func (l *Ledger) Start(ctx context.Context) {
 				return
 			case <-t.C:
 			}
-			l.renew()
-			if _, err := l.ReapExpired(); err != nil && !errors.Is(err, kernel.ErrUnavailable) {
-				l.log.Error("releasing expired holds failed", zap.Error(err))
-			}
+			do()
 		}
 	}()
 }

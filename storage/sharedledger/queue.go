@@ -344,6 +344,14 @@ return out
 // always, answers it once it is on disk: one round trip and one fsync
 // for every request of the batch, each acknowledged only when durable.
 func (l *Ledger) runBatch(batch []*queued, out []queueEvent) {
+	// A hold's lease runs from now, not from its snapshot: the decision
+	// and the wait for this turn must not use up a live request's lease.
+	expiry := l.now().Add(l.lease).UnixMilli()
+	for _, p := range batch {
+		if p.sc.leaseOp == "add" {
+			p.sc.leaseScore = expiry
+		}
+	}
 	if len(batch) == 1 {
 		out[0].status, out[0].err = l.run(&batch[0].sc)
 		return

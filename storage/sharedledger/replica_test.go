@@ -85,6 +85,14 @@ type replica struct {
 // default), following the feed until the test ends.
 func openReplica(t *testing.T, srv *redistest.Server, prefix string, lease time.Duration) *replica {
 	t.Helper()
+	return openReplicaKeeping(t, srv, prefix, lease, true)
+}
+
+// openReplicaKeeping is openReplica with or without its lease keeper: a
+// replica without one renews no lease, as a hung one would, and reaps only
+// when the test calls ReapExpired.
+func openReplicaKeeping(t *testing.T, srv *redistest.Server, prefix string, lease time.Duration, keeper bool) *replica {
+	t.Helper()
 	rb, err := kernel.OpenRedis(kernel.RedisOptions{Address: srv.Addr, KeyPrefix: prefix, HoldLease: lease}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +120,11 @@ func openReplica(t *testing.T, srv *redistest.Server, prefix string, lease time.
 			return nil
 		}})
 	})
-	r.l.Start(ctx)
+	if keeper {
+		r.l.Start(ctx)
+	} else {
+		r.l.ctx = ctx
+	}
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
