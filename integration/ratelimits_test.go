@@ -1,10 +1,12 @@
 package integration
 
 // Rate limits operators set on keys, workspaces and accounts, through a
-// real Caddy: on Badger, and over three replicas on one redis-server.
+// real Caddy: on Badger, and over three replicas on one redis-server or on
+// a Redis Cluster.
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 )
 
 // clearOfMinuteEnd waits, when fewer than need are left of the current UTC
@@ -234,4 +237,120 @@ func TestRateLimitConcurrencyReleasedOnAbort(t *testing.T) {
 		r, err := c.post("/chat/completions", key, body, nil)
 		return err == nil && r.Status == 200
 	})
+}
+
+// Three replicas on a 3-master Redis Cluster, one organization per master:
+// a burst of requests at once over the three replicas, against a key's
+// requests per minute (on one shard), a workspace's pooled over two keys
+// (on another) and an account's (on the third), then a key's concurrent
+// requests: exactly the limit passes, each refusal is the spec's 429 naming
+// the limit, and every replica's GET /key reads the same count.
+func TestReplicasOnClusterRateLimitsAreExact(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ps := []*process{startClusterReplica(t, c), startClusterReplica(t, c), startClusterReplica(t, c)}
+	cs := replicaClients(t, ps)
+	var orgs []tenant
+	seen := map[*redistest.Server]bool{}
+	for range 60 {
+		org := cs[0].newTenant("organization", "1000")
+		if m := c.MasterOf(kernel.ClusterAccountSlot(org.AccountID)); !seen[m] {
+			seen[m] = true
+			orgs = append(orgs, org)
+		}
+		if len(orgs) == 3 {
+			break
+		}
+	}
+	if len(orgs) != 3 {
+		t.Fatalf("organizations on %d masters, want 3", len(orgs))
+	}
+	reaches := func(key string) {
+		for _, c := range cs[1:] {
+			within(t, feedBound, "the key reaches every replica", func() bool {
+				r, _ := c.try("GET", c.gateway+"/api/v1/key", key, nil)
+				return r.Status == 200
+			})
+		}
+	}
+	const n, limit = 60, 12
+	body := `{"model":"tollgate-mock","max_tokens":5,"messages":[{"role":"user","content":"one of many concurrent requests"}]}`
+
+	// The key's own limit, on the first shard.
+	keyLimited, _ := cs[0].newKey(orgs[0].MgmtKey, fmt.Sprintf(`{"name":"key","rate_limits":{"requests_per_minute":%d}}`, limit))
+	reaches(keyLimited)
+	// Two keys of a workspace limited as a whole, on the second.
+	cs[0].api("POST", "/workspaces", orgs[1].MgmtKey, fmt.Sprintf(`{"name":"team","slug":"team","rate_limits":{"requests_per_minute":%d}}`, limit)).expect(t, 201)
+	w1, _ := cs[0].newKey(orgs[1].MgmtKey, `{"name":"a","workspace_id":"team"}`)
+	w2, _ := cs[0].newKey(orgs[1].MgmtKey, `{"name":"b","workspace_id":"team"}`)
+	reaches(w1)
+	reaches(w2)
+	// The account's, on the third.
+	cs[0].operator("PATCH", "/accounts/"+orgs[2].AccountID, fmt.Sprintf(`{"rate_limits":{"requests_per_minute":%d}}`, limit)).expect(t, 200)
+	acctKey, _ := cs[0].newKey(orgs[2].MgmtKey, `{"name":"account"}`)
+	reaches(acctKey)
+	for i, c := range cs {
+		within(t, feedBound, fmt.Sprintf("the account's limits reach replica %d", i), func() bool {
+			return c.operator("GET", "/accounts/"+orgs[2].AccountID, nil).JSON.Get("data.rate_limits.requests_per_minute").Int() == limit
+		})
+	}
+
+	for _, tc := range []struct {
+		limitType string
+		keyOf     func(i int) string
+	}{
+		{"key_requests_per_minute", func(int) string { return keyLimited }},
+		{"workspace_requests_per_minute", func(i int) string { return []string{w1, w2}[i%2] }},
+		{"account_requests_per_minute", func(int) string { return acctKey }},
+	} {
+		clearOfMinuteEnd(15 * time.Second)
+		results, errs, _ := postAtOnceVia(t, cs, n, tc.keyOf, body)
+		ok := 0
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("request %d: %v", i, errs[i])
+			}
+			if r.Status == 200 {
+				ok++
+				noRateHeaders(t, r)
+				continue
+			}
+			expectRate429(t, r, tc.limitType, limit)
+		}
+		t.Logf("%s: %d of %d passed", tc.limitType, ok, n)
+		if ok != limit {
+			t.Fatalf("%s: %d requests passed a limit of %d a minute over three replicas on a cluster", tc.limitType, ok, limit)
+		}
+	}
+	for i, c := range cs {
+		within(t, feedBound, fmt.Sprintf("replica %d reads the key's count", i), func() bool {
+			r, _ := c.try("GET", c.gateway+"/api/v1/key", keyLimited, nil)
+			return r.Status == 200 && r.JSON.Get("data.rate_limits.requests_per_minute.remaining").Exists() &&
+				r.JSON.Get("data.rate_limits.requests_per_minute.remaining").Int() == 0
+		})
+	}
+
+	// Concurrent requests: every admission is decided before any passed
+	// request ends (checkFit), so exactly the limit runs at once.
+	const running = 5
+	conc, _ := cs[0].newKey(orgs[0].MgmtKey, fmt.Sprintf(`{"name":"concurrent","rate_limits":{"concurrent_requests":%d}}`, running))
+	reaches(conc)
+	results, errs, _ := postAtOnceVia(t, cs, n, func(int) string { return conc }, body)
+	ok := 0
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if r.Status == 200 {
+			ok++
+			continue
+		}
+		expectRate429(t, r, "key_concurrent_requests", running)
+	}
+	checkFit(t, results, ok, running)
+	for i, c := range cs {
+		within(t, feedBound, fmt.Sprintf("replica %d reads every slot free again", i), func() bool {
+			r, _ := c.try("GET", c.gateway+"/api/v1/key", conc, nil)
+			return r.Status == 200 && r.JSON.Get("data.rate_limits.concurrent_requests.remaining").Int() == running
+		})
+	}
 }
