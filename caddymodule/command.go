@@ -72,8 +72,8 @@ func accountCommand() *cobra.Command {
 			if fl.Changed("exempt") {
 				body["rate_limit_exempt"] = fl.Bool("exempt")
 			}
-			if fl.Changed("rate-limits") {
-				body["rate_limits"] = json.RawMessage(fl.String("rate-limits"))
+			if err := rateLimitsFlag(c, body); err != nil {
+				return err
 			}
 			return operatorRequest(c, http.MethodPost, "/tollgate/accounts", body)
 		},
@@ -128,8 +128,8 @@ func accountCommand() *cobra.Command {
 			if fl.Changed("exempt") {
 				body["rate_limit_exempt"] = fl.Bool("exempt")
 			}
-			if fl.Changed("rate-limits") {
-				body["rate_limits"] = json.RawMessage(fl.String("rate-limits"))
+			if err := rateLimitsFlag(c, body); err != nil {
+				return err
 			}
 			return operatorRequest(c, http.MethodPatch, accountPath(args[0]), body)
 		},

@@ -72,6 +72,7 @@ printed once, by 'keys create'.`,
 		Example: `  caddy tollgate keys list --account org_123
   caddy tollgate keys create --account org_123 --name ci --limit 10 --limit-reset monthly
   caddy tollgate keys update <hash> --account org_123 --limit none
+  caddy tollgate keys update <hash> --account org_123 --rate-limits '{"requests_per_minute":60}'
   caddy tollgate keys disable <hash> --account org_123
   caddy tollgate keys delete <hash> --account org_123`,
 	}
@@ -107,7 +108,7 @@ printed once, by 'keys create'.`,
 	addJSONFlag(list)
 
 	create := &cobra.Command{
-		Use:   "create --account <id> --name <name> [--limit <credits>] [--limit-reset daily|weekly|monthly] [--include-byok-in-limit] [--expires-at <RFC 3339>]",
+		Use:   "create --account <id> --name <name> [--limit <credits>] [--limit-reset daily|weekly|monthly] [--include-byok-in-limit] [--rate-limits <json>] [--expires-at <RFC 3339>]",
 		Short: "Creates an API key and prints it, with its key string (shown once)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -126,8 +127,8 @@ printed once, by 'keys create'.`,
 	keySettingFlags(create)
 
 	update := &cobra.Command{
-		Use:   "update <hash> --account <id> [--name <name>] [--limit <credits>|none] [--limit-reset daily|weekly|monthly|none] [--include-byok-in-limit=true|false] [--disabled=true|false]",
-		Short: "Changes an API key's name, limit or state",
+		Use:   "update <hash> --account <id> [--name <name>] [--limit <credits>|none] [--limit-reset daily|weekly|monthly|none] [--include-byok-in-limit=true|false] [--rate-limits <json>] [--disabled=true|false]",
+		Short: "Changes an API key's name, limit, rate limits or state",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			body := map[string]any{}
@@ -141,7 +142,7 @@ printed once, by 'keys create'.`,
 				return err
 			}
 			if len(body) == 0 {
-				return errors.New("nothing to update: give at least one of --name, --limit, --limit-reset, --include-byok-in-limit, --disabled")
+				return errors.New("nothing to update: give at least one of --name, --limit, --limit-reset, --include-byok-in-limit, --rate-limits, --disabled")
 			}
 			return operatorRequest(c, http.MethodPatch, path(c, args[0]), body)
 		},
@@ -180,6 +181,7 @@ func keySettingFlags(c *cobra.Command) {
 	c.Flags().String("limit", "", "Spending cap in credits, such as 10.5 (none: no cap)")
 	c.Flags().String("limit-reset", "", "Period of the cap: daily, weekly or monthly (none: never resets)")
 	c.Flags().Bool("include-byok-in-limit", false, "Count BYOK usage against the cap")
+	c.Flags().String("rate-limits", "", `Rate limits, as JSON: {"requests_per_minute":60,"concurrent_requests":5,...} (on update: the limits named change, a limit null: none; null: no limits)`)
 }
 
 // keySettings puts the key settings given as flags into body.
@@ -206,6 +208,20 @@ func keySettings(c *cobra.Command, body map[string]any) error {
 	if fl.Changed("include-byok-in-limit") {
 		body["include_byok_in_limit"], _ = fl.GetBool("include-byok-in-limit") // declared just above: cannot fail
 	}
+	return rateLimitsFlag(c, body)
+}
+
+// rateLimitsFlag puts --rate-limits, when given, into body as the JSON it
+// is; the API checks each limit and names the one it refuses.
+func rateLimitsFlag(c *cobra.Command, body map[string]any) error {
+	if !c.Flags().Changed("rate-limits") {
+		return nil
+	}
+	v := flagString(c, "rate-limits")
+	if !json.Valid([]byte(v)) {
+		return fmt.Errorf(`--rate-limits: expected a JSON object such as {"requests_per_minute":60}, or null, got %q`, v)
+	}
+	body["rate_limits"] = json.RawMessage(v)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -134,6 +135,26 @@ func TestOperatorCLIDaily(t *testing.T) {
 	if got := cli(t, p, "keys", "update", hash, "--account", acct, "--limit", "none", "--name", "ci-2"); got.Get("data.limit").Type != gjson.Null || got.Get("data.name").String() != "ci-2" {
 		t.Errorf("keys update: %s", got.Raw)
 	}
+	// Rate limits: an update changes the limits it names and keeps the
+	// others; the key's calls are then counted against them.
+	limited := cli(t, p, "keys", "create", "--account", acct, "--name", "limited", "--rate-limits", `{"requests_per_minute":2}`)
+	if limited.Get("data.rate_limits.requests_per_minute").Int() != 2 {
+		t.Errorf("keys create --rate-limits: %s", limited.Raw)
+	}
+	lhash := limited.Get("data.hash").String()
+	got := cli(t, p, "keys", "update", lhash, "--account", acct, "--rate-limits", `{"concurrent_requests":3}`).Get("data.rate_limits")
+	if got.Get("requests_per_minute").Int() != 2 || got.Get("concurrent_requests").Int() != 3 {
+		t.Errorf("keys update --rate-limits: %s", got.Raw)
+	}
+	clearOfMinuteEnd(5 * time.Second)
+	for range 2 {
+		c.api("POST", "/chat/completions", limited.Get("key").String(), `{"model":"tollgate-mock","max_tokens":5,"messages":[{"role":"user","content":"Hi"}]}`).expect(t, 200)
+	}
+	r, _ := c.post("/chat/completions", limited.Get("key").String(), `{"model":"tollgate-mock","max_tokens":5,"messages":[{"role":"user","content":"Hi"}]}`, nil)
+	expectRate429(t, r, "key_requests_per_minute", 2)
+	if got := cli(t, p, "keys", "update", lhash, "--account", acct, "--rate-limits", "null"); got.Get("data.rate_limits").Type != gjson.Null {
+		t.Errorf("keys update --rate-limits null: %s", got.Raw)
+	}
 	if !cli(t, p, "keys", "disable", hash, "--account", acct).Get("data.disabled").Bool() {
 		t.Error("keys disable")
 	}
@@ -153,6 +174,9 @@ func TestOperatorCLIDaily(t *testing.T) {
 		{[]string{"keys", "create", "--account", acct, "--name", "x", "--limit", "ten", addr}, `--limit: expected a number of credits or none, got "ten"`},
 		{[]string{"keys", "create", "--account", acct, "--name", "x", "--limit-reset", "hourly", addr}, "HTTP 400: limit_reset: expected daily, weekly, monthly or null"},
 		{[]string{"keys", "update", hash, "--account", acct, addr}, "nothing to update"},
+		{[]string{"keys", "create", "--account", acct, "--name", "x", "--rate-limits", `{"requests_per_minute":-1}`, addr}, "HTTP 400: rate_limits.requests_per_minute: expected an integer from 1 to 1000000000000, or null"},
+		{[]string{"keys", "create", "--account", acct, "--name", "x", "--rate-limits", "rpm=5", addr}, `--rate-limits: expected a JSON object such as {"requests_per_minute":60}, or null, got "rpm=5"`},
+		{[]string{"account", "update", acct, "--rate-limits", "{", addr}, `--rate-limits: expected a JSON object`},
 		{[]string{"keys", "delete", hash, "--account", acct, addr}, "HTTP 404: API key not found"},
 		{[]string{"usage", "--account", "org_nope", addr}, "HTTP 404: account org_nope not found"},
 		{[]string{"usage", "--account", acct, "--from", "yesterday", addr}, `--from: expected YYYY-MM-DD or an RFC 3339 time, got "yesterday"`},
