@@ -176,6 +176,21 @@ func rateFieldNames() []string {
 	return out
 }
 
+// rateValues are the limits of rl in rateFields' order, as a form shows
+// them ("": none).
+func rateValues(rl *storage.RateLimits) [5]string {
+	var out [5]string
+	if rl == nil {
+		return out
+	}
+	for i, v := range [...]int64{rl.RequestsPerMinute, rl.RequestsPerDay, rl.PromptTokensPerMinute, rl.CompletionTokensPerMinute, rl.ConcurrentRequests} {
+		if v > 0 {
+			out[i] = strconv.FormatInt(v, 10)
+		}
+	}
+	return out
+}
+
 // rateLimitsBody is the rate_limits member of a form that has the rate
 // limits' fields (an empty one: none); nil when it has none of them.
 func rateLimitsBody(f url.Values) map[string]any {
@@ -322,16 +337,8 @@ func (d *Dashboard) renderKey(w http.ResponseWriter, r *http.Request, s Session,
 		if k.IncludeBYOKInLimit {
 			form.Set("include_byok_in_limit", "on")
 		}
-		var rl storage.RateLimits
-		if k.RateLimits != nil {
-			rl = *k.RateLimits
-		}
-		for i, v := range [...]int64{rl.RequestsPerMinute, rl.RequestsPerDay, rl.PromptTokensPerMinute, rl.CompletionTokensPerMinute, rl.ConcurrentRequests} {
-			s := ""
-			if v > 0 {
-				s = strconv.FormatInt(v, 10)
-			}
-			form.Set("rate_limits."+rateFields[i].Name, s)
+		for i, v := range rateValues(k.RateLimits) {
+			form.Set("rate_limits."+rateFields[i].Name, v)
 		}
 	}
 	data := keyPageData{Prefix: d.Prefix, CanManage: s.CanManageAccount(), Key: useOf(k, now()), Form: form, Errors: errs, Saved: r.URL.Query().Get("saved") != "",

@@ -12,7 +12,7 @@ import (
 )
 
 // The settings pages: the organization's settings, workspaces with their
-// budgets and members, guardrails, BYOK keys and observability
+// budgets, rate limits and members, guardrails, BYOK keys and observability
 // destinations. Owners and admins change everything; a member sees the
 // workspaces they belong to and, where they are a workspace admin, adds
 // members to it (as the public API lets a workspace admin).
@@ -23,6 +23,7 @@ func (d *Dashboard) settingsRoutes(page pageFunc) {
 	page("POST /settings/workspaces", d.createWorkspace)
 	page("POST /settings/workspaces/{ref}/budgets", d.setBudget)
 	page("POST /settings/workspaces/{ref}/members", d.addWorkspaceMembers)
+	page("POST /settings/workspaces/{ref}/rate-limits", d.setWorkspaceRateLimits)
 	page("POST /settings/guardrails", d.createGuardrail)
 	page("POST /settings/guardrails/{id}/delete", d.deleteResource("/guardrails/", "delete guardrail"))
 	page("POST /settings/byok", d.createBYOK)
@@ -39,9 +40,18 @@ type budgetView struct {
 type wsView struct {
 	storage.Workspace
 	Budgets      []budgetView
+	Rates        []wsRate
+	HasRates     bool
 	Members      []storage.Member
 	CanAddMember bool
 	Candidates   []storage.Member
+}
+
+// wsRate is one of a workspace's rate limits in its form: its value ("":
+// none), or what was posted with the error the API gave it.
+type wsRate struct {
+	rateField
+	Value, Err string
 }
 
 type settingsData struct {
@@ -92,7 +102,16 @@ func (d *Dashboard) renderSettings(w http.ResponseWriter, r *http.Request, s Ses
 		if !s.CanManageAccount() && role == nil && ws.ID != acct.DefaultWorkspaceID {
 			continue
 		}
-		v := wsView{Workspace: ws}
+		v := wsView{Workspace: ws, HasRates: ws.RateLimits.Any()}
+		posted := data.Section == "ws-"+ws.ID && data.Form.Has("rate_limits."+rateFields[0].Name)
+		for i, val := range rateValues(ws.RateLimits) {
+			rr := wsRate{rateField: rateFields[i], Value: val}
+			if posted {
+				name := "rate_limits." + rr.Name
+				rr.Value, rr.Err = data.Form.Get(name), data.Errors[name]
+			}
+			v.Rates = append(v.Rates, rr)
+		}
 		for _, b := range ws.SortedBudgets() {
 			v.Budgets = append(v.Budgets, budgetView{Interval: b.Interval, Limit: b.Limit, Spent: ws.BudgetUsage(b.Interval, now())})
 		}
@@ -185,6 +204,22 @@ func (d *Dashboard) setBudget(w http.ResponseWriter, r *http.Request, s Session)
 	d.settingsAction(w, r, s, section, "set workspace budget", http.MethodPut, "/workspaces/"+ref+"/budgets/"+iv,
 		map[string]any{"limit_usd": jsonNumber(r.PostFormValue("limit_usd")), "include_byok_in_budgets": r.PostFormValue("include_byok_in_budgets") == "on"},
 		"limit_usd", "include_byok_in_budgets", "interval")
+}
+
+// setWorkspaceRateLimits sets a workspace's rate limits (an empty field:
+// none), as only an owner or admin may.
+func (d *Dashboard) setWorkspaceRateLimits(w http.ResponseWriter, r *http.Request, s Session) {
+	if !d.requireManage(w, r, s, "set workspace rate limits") {
+		return
+	}
+	_ = r.ParseForm() // a bad body leaves the form empty: every limit removed is not what was meant
+	rl := rateLimitsBody(r.PostForm)
+	if rl == nil {
+		d.renderSettings(w, r, s, http.StatusBadRequest, "ws-"+r.PathValue("ref"), r.PostForm, formErrors{"": "No rate limit was posted. Nothing was changed."})
+		return
+	}
+	d.settingsAction(w, r, s, "ws-"+r.PathValue("ref"), "set workspace rate limits", http.MethodPatch, "/workspaces/"+url.PathEscape(r.PathValue("ref")),
+		map[string]any{"rate_limits": rl}, rateFieldNames()...)
 }
 
 // addWorkspaceMembers adds organization members to a workspace: an owner
