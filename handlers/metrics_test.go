@@ -84,11 +84,16 @@ func TestObserveRefusals(t *testing.T) {
 	// The gateway's 429s carry their limit_type; a provider's has none.
 	now := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key")
 	provider := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider")
+	operator := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "workspace_requests_per_minute")
 	observeRefusal(metering.RateLimitError(&gateway.RateLimited{Scope: "abuse_per_key"}, time.Now()))
+	observeRefusal(metering.RateLimitError(&gateway.RateLimited{Limit: 3, Scope: "workspace_requests_per_minute"}, time.Now()))
 	observeRefusal(answer.FailuresError([]answer.Failure{{Status: 429, Provider: "up"}}))
 	observeRefusal(&apierror.Error{Status: http.StatusBadRequest})
 	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "abuse_per_key"); v != now+1 {
 		t.Errorf("rate_limited_total{origin=abuse_per_key} = %v, want %v", v, now+1)
+	}
+	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "workspace_requests_per_minute"); v != operator+1 {
+		t.Errorf("rate_limited_total{origin=workspace_requests_per_minute} = %v, want %v", v, operator+1)
 	}
 	if v := counterValue(t, reg, "tollgate_rate_limited_total", "origin", "provider"); v != provider+1 {
 		t.Errorf("rate_limited_total{origin=provider} = %v, want %v", v, provider+1)

@@ -138,7 +138,7 @@ func newMetrics() *metrics {
 		}, []string{"provider", "anomaly"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "rate_limited_total",
-			Help: "Requests answered 429, by origin: the gateway's limit_type (abuse_per_key, abuse_per_ip, free_model_per_minute, free_model_per_day) or provider.",
+			Help: "Requests answered 429, by origin: the gateway's limit_type (abuse_per_key, abuse_per_ip, free_model_per_minute, free_model_per_day, or an operator's rate limit such as key_requests_per_minute) or provider.",
 		}, []string{"origin"}),
 		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "circuit_breaker_state",
