@@ -112,7 +112,9 @@ func Ensure(s *EndUserStore, accountID, user string, t time.Time) {
 	}
 	t = t.UTC()
 	s.endUsers.Put(&EndUser{AccountID: accountID, User: user, Active: true, CreatedAt: t, UpdatedAt: t})
-	s.k.MarkDirty(endUserKey(accountID, user))
+	// Only if absent: another replica may have made it and changed it (an
+	// account deactivating it) before this one read that.
+	s.k.MarkCreated(endUserKey(accountID, user))
 }
 
 // Has reports whether the end user is known. Callers hold the kernel's

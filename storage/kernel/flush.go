@@ -70,11 +70,35 @@ type Write struct {
 	// milliseconds (a chunk's, set by the checkpoint); otherwise the
 	// backend asks the record's kind (Kind.Expires).
 	ExpiresAt int64
+	// IfAbsent writes the record only where the backend has none under
+	// Key (MarkCreated); a shared backend then has every replica,
+	// this one too, read back the record it kept.
+	IfAbsent bool
 }
 
 // MarkDirty records that the record under key must be written (or
 // deleted, if its kind's Snapshot no longer finds it). Callers hold Lock.
 func (k *Kernel) MarkDirty(key string) *Batch {
+	k.dirty[key] = struct{}{}
+	if len(k.creates) > 0 {
+		delete(k.creates, key) // a change of the record is written whole
+	}
+	return k.Pending()
+}
+
+// MarkCreated records that the record under key, new in this replica's
+// memory, must be written unless the backend has one already: a record
+// a request creates on first use (an end user) must not overwrite the
+// one another replica made and changed meanwhile, which this replica has
+// not yet read. A later MarkDirty of the key writes it whole. Callers
+// hold Lock.
+func (k *Kernel) MarkCreated(key string) *Batch {
+	if _, ok := k.dirty[key]; !ok {
+		if k.creates == nil {
+			k.creates = map[string]struct{}{}
+		}
+		k.creates[key] = struct{}{}
+	}
 	k.dirty[key] = struct{}{}
 	return k.Pending()
 }
@@ -94,6 +118,9 @@ func (k *Kernel) MarkDirtyAt(prefix, id string) *Batch {
 			name = string(key)
 		}
 		k.dirty[name] = struct{}{}
+	}
+	if len(k.creates) > 0 {
+		delete(k.creates, string(key))
 	}
 	return k.Pending()
 }
@@ -206,12 +233,14 @@ func (k *Kernel) flushOnce() error {
 		for _, t := range k.trackers {
 			t.add(key)
 		}
-		writes = append(writes, Write{Key: key, Value: k.snapshot(key)})
+		_, create := k.creates[key]
+		writes = append(writes, Write{Key: key, Value: k.snapshot(key), IfAbsent: create})
 		if small {
 			k.names[key] = key
 		}
 	}
 	writes = append(writes, k.appends...)
+	clear(k.creates)
 	b := k.open
 	if small {
 		clear(k.dirty) // its buckets serve the next commit
@@ -236,8 +265,14 @@ func (k *Kernel) flushOnce() error {
 		for _, w := range writes {
 			if kind, _ := k.kind(w.Key); kind.Append {
 				k.appends = append(k.appends, w)
-			} else {
+			} else if _, again := k.dirty[w.Key]; !again {
 				k.dirty[w.Key] = struct{}{}
+				if w.IfAbsent {
+					if k.creates == nil {
+						k.creates = map[string]struct{}{}
+					}
+					k.creates[w.Key] = struct{}{}
+				}
 			}
 		}
 		// Waiters of b and of the batch opened meanwhile are now waiting

@@ -99,8 +99,10 @@ type Kernel struct {
 	seq     uint64
 
 	// group commit (Batch, flushLoop)
-	dirty     map[string]struct{}
-	names     map[string]string // the last commit's dirty keys (MarkDirtyAt)
+	dirty map[string]struct{}
+	names map[string]string // the last commit's dirty keys (MarkDirtyAt)
+	// creates are the dirty keys written only if absent (MarkCreated).
+	creates   map[string]struct{}
 	appends   []Write
 	open      *Batch
 	wake      chan struct{}

@@ -325,6 +325,7 @@ func (b *RedisBackend) Commit(writes []Write) error {
 		key, full string
 		value     []byte // nil: delete
 		at        int64
+		ifAbsent  bool
 	}
 	byBucket := map[int][]cmd{}
 	for _, w := range writes {
@@ -342,22 +343,30 @@ func (b *RedisBackend) Commit(writes []Write) error {
 			return err
 		}
 		bk, _ := b.bucketOf(w.Key, v)
-		byBucket[bk] = append(byBucket[bk], cmd{w.Key, b.layout.key(bk, w.Key), v, b.exp.at(w.Key, v)})
+		byBucket[bk] = append(byBucket[bk], cmd{w.Key, b.layout.key(bk, w.Key), v, b.exp.at(w.Key, v), w.IfAbsent})
 	}
 	ctx, cancel := b.ctx()
 	defer cancel()
 	for bk, cmds := range byBucket {
 		keys := make([]string, len(cmds))
+		var created []*redis.BoolCmd // of the IfAbsent writes, in order
 		_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			for i, c := range cmds {
 				keys[i] = c.key
-				if c.value == nil {
+				switch {
+				case c.value == nil:
 					p.Del(ctx, c.full)
-					continue
-				}
-				p.Set(ctx, c.full, c.value, 0)
-				if c.at > 0 {
-					p.PExpireAt(ctx, c.full, time.UnixMilli(c.at))
+				case c.ifAbsent:
+					var ttl time.Duration
+					if c.at > 0 {
+						ttl = max(time.Until(time.UnixMilli(c.at)), time.Millisecond)
+					}
+					created = append(created, p.SetNX(ctx, c.full, c.value, ttl))
+				default:
+					p.Set(ctx, c.full, c.value, 0)
+					if c.at > 0 {
+						p.PExpireAt(ctx, c.full, time.UnixMilli(c.at))
+					}
 				}
 			}
 			p.XAdd(ctx, &redis.XAddArgs{
@@ -366,6 +375,32 @@ func (b *RedisBackend) Commit(writes []Write) error {
 			})
 			return nil
 		})
+		if err := b.Observe(err); err != nil {
+			return err
+		}
+		if len(created) == 0 {
+			continue
+		}
+		// A record an IfAbsent write found stored (another replica's) is
+		// announced in an entry of no replica, so that this replica too
+		// reads it back in place of its own copy.
+		var kept []string
+		i := 0
+		for _, c := range cmds {
+			if c.ifAbsent && c.value != nil {
+				if !created[i].Val() {
+					kept = append(kept, c.key)
+				}
+				i++
+			}
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		err = b.c.XAdd(ctx, &redis.XAddArgs{
+			Stream: b.layout.feedKey(bk), MaxLen: feedMaxLen, Approx: true,
+			Values: []string{"r", "", "k", strings.Join(kept, "\n")},
+		}).Err()
 		if err := b.Observe(err); err != nil {
 			return err
 		}
