@@ -335,13 +335,47 @@ type AnswerWrapper interface {
 	FinishAnswer()
 }
 
+// ModelChooser is a Plugin that serves model ids of its own (the auto
+// router's): the routing stage asks it which catalog model serves a
+// request naming one, before that model is looked up, so that the answer,
+// the hold and the generation name the model chosen.
+type ModelChooser interface {
+	// Chooses reports whether id is one of the plugin's model ids.
+	Chooses(id string) bool
+	// ChooseModel is the catalog id of the model that serves req (its
+	// Kind, Body and Plugins), among what cands says the calling key may
+	// use; its error is the request's answer.
+	ChooseModel(req *Request, cands Candidates) (string, *apierror.Error)
+}
+
+// Candidates is what the routing stage knows of the catalog's models for
+// one request.
+type Candidates interface {
+	// Usable is the catalog model of id when the calling key may use it
+	// (the guardrails allow it and one of its endpoints is the key's to
+	// call); nil otherwise.
+	Usable(id string) *catalog.Model
+	// PromptTokens is the request's prompt counted with m's tokenizer
+	// as admission counts it, else bounded by the body's bytes.
+	PromptTokens(m *catalog.Model) int64
+}
+
+// Aliased is a Plugin a request may also name by other ids (the public
+// API's older name for the same plugin).
+type Aliased interface {
+	Aliases() []string
+}
+
 // Set is the plugins a gateway offers.
 type Set []Plugin
 
-// Lookup is the plugin of the name; nil: none.
+// Lookup is the plugin of the name (or one of its Aliases); nil: none.
 func (s Set) Lookup(name string) Plugin {
 	for _, p := range s {
 		if p.Name() == name {
+			return p
+		}
+		if a, ok := p.(Aliased); ok && slices.Contains(a.Aliases(), name) {
 			return p
 		}
 	}
