@@ -3,6 +3,7 @@ package handlers
 import (
 
 	// The built-in plugins: each registers its module.
+	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/autorouter"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/contextcompression"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/fileparser"
 	_ "github.com/tollgate-dev/caddy-tollgate/handlers/plugin/moderation"

@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/translate"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
+	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
@@ -86,6 +87,9 @@ type Writer struct {
 	layout      answerLayout // a held answer's, read with its usage when identity is set
 	UpstreamID  string
 	evBuf       []byte // the last event rewritten by ownEvent
+	// Renamed names the model in a Responses or Messages answer whose
+	// provider names its own (RenameModel); "" leaves it.
+	Renamed string
 	// Bill is what settle charged, added to the usage sent: ownBill,
 	// in the writer's allocation.
 	Bill    *UsageBill
@@ -243,6 +247,9 @@ func (mw *Writer) Event(ev []byte) ([]byte, error) {
 	}
 	hold := len(mw.tail) > 0 // keep order once holding started
 	data := sse.Data(ev)
+	if mw.Renamed != "" && data != nil {
+		ev, data = mw.renamedEvent(ev, data)
+	}
 	switch {
 	case data == nil:
 	case sse.IsDone(data):
@@ -788,7 +795,45 @@ func (mw *Writer) rewriteAnswer(body []byte, cost money.Amount, buf, idBuf *[]by
 			body, *idBuf = out, out
 		}
 	}
+	if mw.Renamed != "" {
+		body = withModel(body, "model", mw.Renamed)
+	}
 	return body
+}
+
+// RenameModel makes the writer name model in a Responses or Messages
+// answer, passed through from a provider that names its own: the auto
+// router's choice, which the client did not name.
+func (mw *Writer) RenameModel(model string) { mw.Renamed = model }
+
+// renamedEvent is ev with the model of the object its payload data
+// starts or ends (response.model, message.model) renamed, and the new
+// payload.
+func (mw *Writer) renamedEvent(ev, data []byte) (newEv, newData []byte) {
+	path := "response.model"
+	if mw.kind == dialect.Messages {
+		path = "message.model"
+	}
+	at := bytes.Index(ev, data)
+	out := withModel(data, path, mw.Renamed)
+	if at < 0 || len(out) == len(data) && bytes.Equal(out, data) {
+		return ev, data
+	}
+	newEv = append(append(append(make([]byte, 0, len(ev)-len(data)+len(out)), ev[:at]...), out...), ev[at+len(data):]...)
+	return newEv, newEv[at : at+len(out)]
+}
+
+// withModel is doc with the string at path set to model; doc itself
+// when it has none there.
+func withModel(doc []byte, path, model string) []byte {
+	v := gjson.GetBytes(doc, path)
+	if v.Type != gjson.String || v.Str == model || v.Index <= 0 {
+		return doc
+	}
+	out := make([]byte, 0, len(doc)+len(model))
+	out = append(out, doc[:v.Index]...)
+	out = jsonstr.Append(out, model)
+	return append(out, doc[v.Index+len(v.Raw):]...)
 }
 
 // appendChatAnswer appends what rewriteAnswer makes of a chat answer with

@@ -241,6 +241,10 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.Sta
 		mw.GenID, mw.Route = st.GenID, route
 		if route.Kind == dialect.Chat {
 			mw.RewriteIdentity(st.GenID, route)
+		} else if route.Router != "" {
+			// The client named the auto model: the answer names the one
+			// chosen, not the provider's.
+			mw.RenameModel(route.Model.ID)
 		}
 		began := now()
 		next := up.Forward(route.Provider)
@@ -491,7 +495,7 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.Finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.Start).Milliseconds(), User: route.User, CreatedAt: st.Start.UTC(),
 		ContentFlags: st.ContentFlags,
-		Attempts:     st.AttemptRecords, Routing: route.Routing, SessionID: st.Sticky.SessionID,
+		Attempts:     st.AttemptRecords, Routing: route.Routing, SessionID: st.Sticky.SessionID, Router: route.Router,
 	}
 	gen := &st.Gen
 	window := m.gw.InFlightPolicy().SettlementWindow

@@ -341,14 +341,25 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 	var refusal *apierror.Error // a private endpoint the egress policy refused
 	var excluded string         // the preference that excluded the last endpoint
 	var suffixSorted string     // the sort a model suffix (:nitro, :floor) asked for
-	viaAlias := false           // a family alias named one of the models
+	viaAlias := false           // a family alias (or the auto model) named one of the models
 	available := false
 	allOpen := false // every endpoint left of a model has its breaker open
 	rules, apiErr := RulesFor(st)
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	router := "" // the auto model the request named
 	for n, modelID := range ids {
+		if c := rt.chooserFor(modelID); c != nil {
+			requested := modelID
+			if modelID, apiErr = rt.chooseModel(c, st, kind, body, f, rules); apiErr != nil {
+				return nil, apiErr
+			}
+			if router == "" {
+				router = requested
+			}
+			viaAlias = true // chosen and named both: its endpoints once
+		}
 		m, ok := rt.catalog().Lookup(modelID)
 		rk.sort = prefs.sort
 		if base, suffixSort := modelSuffixSort(modelID); !ok && suffixSort != "" {
@@ -442,6 +453,7 @@ func (rt *Router) Route(st *pipeline.State, body []byte, f *reqbody.Fields) (*up
 		Stream:   field("stream").Bool(),
 		User:     field("user").Str,
 		Routing:  routing,
+		Router:   router,
 		Body:     body,
 
 		Embeddings:   kind == dialect.Other && st.API.Sub == "/embeddings",

@@ -71,6 +71,9 @@ type Route struct {
 	// Routing says how the attempts were chosen and ranked, for the
 	// generation record (routingOf).
 	Routing string
+	// Router is the auto model the request named, whose choice the
+	// attempts serve ("" when it named a catalog model).
+	Router string
 	// Service is the route's API when it is no chat one (rerank,
 	// images); nil otherwise.
 	Service Service

@@ -493,6 +493,10 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"session_id":`...)
 		b = jsonstr.Append(b, r.SessionID)
 	}
+	if r.Router != "" {
+		b = append(b, `,"router":`...)
+		b = jsonstr.Append(b, r.Router)
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -558,6 +562,7 @@ func readGenerationSums(p *codec.Parser, r *Generation) bool {
 	}
 	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
 	ok = ok && (!p.Lit(`,"session_id":`) || p.SkipStr())
+	ok = ok && (!p.Lit(`,"router":`) || p.SkipStr())
 	ok = ok && p.Lit(`}`)
 	return ok
 }

@@ -62,6 +62,8 @@ type Generation struct {
 	// SessionID is the request's session_id (or x-session-id header),
 	// which groups a conversation's generations.
 	SessionID string `json:"session_id,omitempty"`
+	// Router is the auto model the request named, which chose Model.
+	Router string `json:"router,omitempty"`
 }
 
 // ContentFlag is a flagging content filter that matched a request: its
