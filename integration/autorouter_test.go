@@ -100,13 +100,34 @@ func TestAutoRouter(t *testing.T) {
 		t.Errorf("messages with tools: model %q", got)
 	}
 
+	// Only the candidates the key may use: a guardrail that allows the
+	// wide model alone has it serve a prompt the tiny one fits; one that
+	// allows neither leaves none.
+	narrow, narrowHash := c.newKey(org.MgmtKey, `{"name":"auto-narrow"}`)
+	g := c.api("POST", "/guardrails", org.MgmtKey, `{"name":"Wide only","allowed_models":["auto/wide"]}`).expect(t, 201).JSON.Get("data.id").Str
+	c.api("POST", "/guardrails/"+g+"/assignments/keys", org.MgmtKey, `{"key_hashes":["`+narrowHash+`"]}`).expect(t, 200)
+	r = c.mustPost("/chat/completions", narrow, `{"model":"service/auto",`+hi+`}`, nil).expect(t, 200)
+	if got := r.JSON.Get("model").Str; got != "auto/wide" {
+		t.Errorf("guardrail allowing auto/wide: model %q", got)
+	}
+	c.api("PATCH", "/guardrails/"+g, org.MgmtKey, `{"allowed_models":["tollgate-mock"]}`).expect(t, 200)
+	c.mustPost("/chat/completions", narrow, `{"model":"service/auto",`+hi+`}`, nil).
+		expectError(t, 400, "model: the auto router has no candidate this key may use")
+
 	// Nothing fits; a plugin option refused: 400s naming why, nothing charged.
+	usage := func() string {
+		return c.api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data.total_usage").Raw
+	}
+	before := usage()
 	c.mustPost("/chat/completions", key, `{"model":"service/auto",`+hi+`,"max_tokens":200000}`, nil).
 		expectError(t, 400, "model: no candidate of the auto router fits the request (auto/tiny: the prompt's")
 	c.mustPost("/chat/completions", key, `{"model":"service/auto",`+hi+`,"plugins":[{"id":"auto-router","allowed_models":["other/*"]}]}`, nil).
 		expectError(t, 400, "plugins[0].allowed_models: no candidate of the auto router is left")
 	c.mustPost("/chat/completions", key, `{"model":"service/auto",`+hi+`,"plugins":[{"id":"auto-router","pin_model":true}]}`, nil).
 		expectError(t, 400, "plugins[0].pin_model: not offered by this gateway")
+	if after := usage(); after != before {
+		t.Errorf("the refusals were charged: usage %s, then %s", before, after)
+	}
 }
 
 // TestAutoRouterSDK asks the openai SDK for the auto model
