@@ -262,11 +262,14 @@ type litScan struct {
 }
 
 // triHash hashes the three bytes of x (the low 24 bits), whose 0x20
-// bits the caller set: for a text, once for eight bytes rather than
-// once for each position.
+// bits the caller set: their low twelve bits xor their high twelve.
+// Without a multiply, it is computed for a text's eight bytes at once
+// (x ^ x>>12, then each position's twelve bits).
 func triHash(x uint64) uint32 {
-	return uint32(x&0xffffff) * 0x9E3779B1 >> 20
+	return uint32(x^x>>12) & triMask
 }
+
+const triMask = 1<<12 - 1
 
 // asciiLower maps a byte to its ASCII lowercase.
 var asciiLower = func() (t [256]byte) {
@@ -350,15 +353,16 @@ func (l *litScan) scan(text string, found []uint64) {
 	at := 0
 	for ; at+8 <= len(text); at += 6 {
 		w := load64(text, at) | 0x2020202020202020
-		hit := l.tri[triHash(w)] | l.tri[triHash(w>>8)] | l.tri[triHash(w>>16)] |
-			l.tri[triHash(w>>24)] | l.tri[triHash(w>>32)] | l.tri[triHash(w>>40)]
+		u := w ^ w>>12 // each position's triHash, in its twelve bits
+		hit := l.tri[u&triMask] | l.tri[u>>8&triMask] | l.tri[u>>16&triMask] |
+			l.tri[u>>24&triMask] | l.tri[u>>32&triMask] | l.tri[u>>40&triMask]
 		if hit == 0 {
 			continue
 		}
 		// Most hits are by chance, at one of the six: each position's
 		// own entry is looked at again before its pairs are.
 		for k := range 6 {
-			if l.tri[triHash(w>>(8*k))] != 0 && l.startsAt(text, at+k, found, &left) {
+			if l.tri[u>>(8*k)&triMask] != 0 && l.startsAt(text, at+k, found, &left) {
 				return
 			}
 		}
