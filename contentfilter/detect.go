@@ -121,15 +121,17 @@ var tokStart, tokGlue = func() (start, glue [256]uint8) {
 }()
 
 // letters8 is how many of w's bytes, from its lowest, are ASCII letters
-// (8: all). Each byte is tested without a carry into the next: its high
-// bit (a byte above 0x7F, no letter) is cleared and the 0x20 bit set
-// (lowercase) before the adds that compare it with 'a' and 'z'.
+// (8: all). Each byte, its 0x20 bit set (lowercase), is compared with
+// 'a' and 'z' by adds whose high bits say x >= 'a' and x > 'z'. A byte
+// above 0x7F carries into the next or reads as no letter (above 'z', or
+// below 'a' once its add wrapped): only the bytes after the first that
+// is no letter take a carry, and they do not count.
 func letters8(w uint64) int {
 	const hi = 0x8080808080808080
-	x := w&0x7f7f7f7f7f7f7f7f | 0x2020202020202020
+	x := w | 0x2020202020202020
 	ge := x + 0x1f1f1f1f1f1f1f1f // high bit: x >= 'a'
 	gt := x + 0x0505050505050505 // high bit: x > 'z'
-	return bits.TrailingZeros64((^ge|gt|w)&hi) >> 3
+	return bits.TrailingZeros64((^ge|gt)&hi) >> 3
 }
 
 // letterGlue is every letter's tokGlue.

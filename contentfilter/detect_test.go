@@ -3,6 +3,7 @@ package contentfilter
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -167,6 +168,25 @@ func TestLetters8(t *testing.T) {
 			if got := letters8(load64(string(b), 0)); got != want {
 				t.Fatalf("%q: %d, want %d", b, got, want)
 			}
+		}
+	}
+	// Any bytes: letters of either case, then any byte, then anything.
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var b [8]byte
+		for k := range b {
+			b[k] = byte(rng.Uint32())
+			if rng.IntN(3) > 0 {
+				b[k] = letters[rng.IntN(len(letters))]
+			}
+		}
+		want := 0
+		for want < 8 && isLetter(b[want]) {
+			want++
+		}
+		if got := letters8(load64(string(b[:]), 0)); got != want {
+			t.Fatalf("%q: %d, want %d", b, got, want)
 		}
 	}
 }
