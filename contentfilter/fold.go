@@ -161,39 +161,56 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	}
 	fl := folder{text: text, builtin: builtin,
 		buf: slices.Grow(bufs.buf[:0], len(text)), pieces: bufs.pieces[:0]}
+	// text[from:i] is ASCII and kept runes, not copied yet: copied in
+	// one piece when a rune that folding changes (or may) comes, not a
+	// stretch at a time.
+	from := 0
 	for i := 0; i < len(text); {
 		j := i + asciiPrefix(text[i:])
-		if j < len(text) {
-			// Most often the non-ASCII runes are each stable (nothing
-			// composes with them), and kept: copied as they are, with
-			// the ASCII before them, or folded one by one; else
-			// undone, and folded below.
-			np, nb, changed, lookalike := len(fl.pieces), len(fl.buf), fl.changed, fl.lookalike
-			if j > i {
-				fl.ascii(i, j)
+		m := j
+		for m < len(text) && text[m] >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(text[m:])
+			if r >= rune(len(inert)) || inert[r] != kept|stable {
+				break
 			}
-			if m, ok := fl.stableRun(j); ok {
-				i = m
-				continue
-			}
-			fl.pieces, fl.buf, fl.changed, fl.lookalike = fl.pieces[:np], fl.buf[:nb], changed, lookalike
+			m += n
 		}
+		if m == len(text) || text[m] < utf8.RuneSelf {
+			i = m
+			continue
+		}
+		if i > from {
+			fl.ascii(from, i)
+		}
+		// A rune at m folding changes (or may): the run of non-ASCII
+		// runes at j is, most often, each stable (nothing composes
+		// with them): copied as they are, with the ASCII before them,
+		// or folded one by one; else undone, and folded below.
+		np, nb, changed, lookalike := len(fl.pieces), len(fl.buf), fl.changed, fl.lookalike
+		if j > i {
+			fl.ascii(i, j)
+		}
+		if m, ok := fl.stableRun(j); ok {
+			i, from = m, m
+			continue
+		}
+		fl.pieces, fl.buf, fl.changed, fl.lookalike = fl.pieces[:np], fl.buf[:nb], changed, lookalike
 		k := j
-		if j < len(text) && j > i {
+		if j > i {
 			k = j - 1 // it may compose with the mark that follows
 		}
 		if k > i {
 			fl.ascii(i, k)
 		}
-		if k == len(text) {
-			break
-		}
-		m := j
+		m = j
 		for m < len(text) && text[m] >= utf8.RuneSelf {
 			m++
 		}
 		fl.normalize(k, m)
-		i = m
+		i, from = m, m
+	}
+	if from < len(text) {
+		fl.ascii(from, len(text))
 	}
 	if len(fl.pieces) == 0 {
 		fl.pieces = append(fl.pieces, piece{})
