@@ -1098,7 +1098,7 @@ func injectionAt(s string, i, j int, emit func(int, int)) int {
 		return j
 	}
 	// One lookup says whether the word is a verb or a trigger.
-	info := lookupWord(s[i:j])
+	info := lookupWord(s, i, j)
 	if info.verb {
 		if end := overrideAt(s, j); end > 0 {
 			emit(i, end)
@@ -1162,7 +1162,7 @@ func overrideAt(s string, j int) int {
 		for e < len(s) && (isUpper(s[e]) || isLower(s[e])) {
 			e++
 		}
-		info := lookupWord(s[k:e])
+		info := lookupWord(s, k, e)
 		if info.object {
 			return e
 		}
@@ -1209,7 +1209,7 @@ func injectionTrigger(s string, i, j int, info *wordInfo) *regexp.Regexp {
 	for e < len(s) && (isUpper(s[e]) || isLower(s[e])) {
 		e++
 	}
-	if lookupWord(s[k:e]).follows&(1<<info.after) != 0 {
+	if lookupWord(s, k, e).follows&(1<<info.after) != 0 {
 		return re
 	}
 	return nil
@@ -1222,21 +1222,24 @@ func injectionTrigger(s string, i, j int, info *wordInfo) *regexp.Regexp {
 // set).
 type wordInfo struct {
 	word                 string
+	lo, hi               uint64 // word, packed (packWord)
 	verb, filler, object bool
 	trigger              *regexp.Regexp
 	after                int
 	follows              uint32
 }
 
-// words holds the injection detector's words by an FNV hash, open
-// addressing: a lookup hashes a few bytes and compares one or two
-// strings, where a map of each set cost a lookup each.
+// words holds the injection detector's words by a hash of their packed
+// bytes, open addressing: a lookup loads, lowers and hashes a word in a
+// few instructions and compares two words of memory, where a map of
+// each set cost a lookup each.
 var words = func() (t [256]wordInfo) {
 	at := func(w string) *wordInfo {
-		for h := wordFNV([]byte(w)); ; h++ {
+		lo, hi := packWord(w, 0, len(w))
+		for h := wordSlot(lo, hi); ; h++ {
 			e := &t[h%uint32(len(t))]
 			if e.word == "" {
-				e.word, e.after = w, -1
+				e.word, e.lo, e.hi, e.after = w, lo, hi, -1
 			}
 			if e.word == w {
 				return e
@@ -1274,41 +1277,50 @@ var words = func() (t [256]wordInfo) {
 	return t
 }()
 
-func wordFNV(w []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range w {
-		h = (h ^ uint32(c)) * 16777619
+// packWord is s[i:j] (ASCII letters, at most 16), lowered, as two
+// little-endian words, the bytes past its end zero: a word's bytes are
+// none zero, so the two words are the word. Two loads where s has
+// sixteen bytes from i, else byte by byte.
+func packWord(s string, i, j int) (lo, hi uint64) {
+	n := j - i
+	if i+16 <= len(s) {
+		lo, hi = load64(s, i)|0x2020202020202020, load64(s, i+8)|0x2020202020202020
+		if n < 8 {
+			return lo & (1<<(8*n) - 1), 0
+		}
+		return lo, hi & (1<<(8*(n-8)) - 1) // n 16: all of hi (a shift by 64 is 0)
 	}
-	return h
+	for k := n - 1; k >= 0; k-- {
+		c := uint64(s[i+k] | 0x20)
+		if k < 8 {
+			lo = lo<<8 | c
+		} else {
+			hi = hi<<8 | c
+		}
+	}
+	return lo, hi
+}
+
+// wordSlot is a packed word's place in words.
+func wordSlot(lo, hi uint64) uint32 {
+	return uint32((lo*0x9E3779B97F4A7C15 ^ hi*0xC2B2AE3D27D4EB4F) >> 56)
 }
 
 // unknownWord is the info of a word the detector does not know.
 var unknownWord = wordInfo{after: -1}
 
-// lookupWord is the info of w (ASCII letters, any case): lowered into a
-// buffer and hashed in one pass. The lookup compares string(lowered),
-// which Go does without allocating.
-func lookupWord(w string) *wordInfo {
-	var buf [16]byte
-	if len(w) > len(buf) {
+// lookupWord is the info of the word s[i:j] (ASCII letters, any case).
+func lookupWord(s string, i, j int) *wordInfo {
+	if j-i > 16 {
 		return &unknownWord
 	}
-	h := uint32(2166136261) // wordFNV, of the lowered bytes
-	for k := 0; k < len(w); k++ {
-		c := w[k]
-		if isUpper(c) {
-			c += 'a' - 'A'
-		}
-		buf[k] = c
-		h = (h ^ uint32(c)) * 16777619
-	}
-	lw := buf[:len(w)]
-	for ; ; h++ {
+	lo, hi := packWord(s, i, j)
+	for h := wordSlot(lo, hi); ; h++ {
 		e := &words[h%uint32(len(words))]
 		if e.word == "" {
 			return &unknownWord
 		}
-		if e.word == string(lw) {
+		if e.lo == lo && e.hi == hi {
 			return e
 		}
 	}

@@ -190,3 +190,27 @@ func TestLetters7(t *testing.T) {
 		}
 	}
 }
+
+// lookupWord finds each of the injection detector's words in any case,
+// whether sixteen bytes follow it or it ends the text, and no word that
+// only starts or ends like one.
+func TestLookupWord(t *testing.T) {
+	for k := range words {
+		e := &words[k]
+		if e.word == "" {
+			continue
+		}
+		for _, w := range []string{e.word, strings.ToUpper(e.word), strings.ToUpper(e.word[:1]) + e.word[1:]} {
+			for _, s := range []string{" " + w, " " + w + " and more text after it"} {
+				if got := lookupWord(s, 1, 1+len(w)); got != e {
+					t.Errorf("%q in %q: %q", w, s, got.word)
+				}
+			}
+			for _, s := range []string{" " + w + "s", " x" + w, " " + w[:len(w)-1]} {
+				if got := lookupWord(s, 1, len(s)); got.word != "" && got.word != strings.ToLower(s[1:]) {
+					t.Errorf("%q: %q", s[1:], got.word)
+				}
+			}
+		}
+	}
+}
