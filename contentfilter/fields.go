@@ -221,7 +221,21 @@ func (w *walker) items(v gjson.Result) bool {
 		if !el.IsObject() {
 			return w.prompt(el) // a list of inputs (embeddings under AnyAPI)
 		}
-		return w.walk(el, ctx{user: w.get(el, "role").Str == "user"})
+		// Its members read once for its role and its walk: a second
+		// reading would scan a long text again.
+		base, top, ok := w.read(el)
+		if !ok {
+			return w.walk(el, ctx{user: el.Get("role").Str == "user"})
+		}
+		defer func() { w.members = w.members[:base] }()
+		role := ""
+		for m := base; m < top; m++ {
+			if w.members[m].key == "role" {
+				role = w.members[m].val.Str
+				break
+			}
+		}
+		return w.objectMembers(base, top, ctx{user: role == "user"})
 	})
 }
 
@@ -282,6 +296,14 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 	// The members are read once: the type (its first "type", as Get
 	// finds it) decides how the others are walked, and a second reading
 	// would scan a long text again.
+	base, top := w.readAll(v)
+	defer func() { w.members = w.members[:base] }()
+	return w.objectMembers(base, top, c)
+}
+
+// readAll puts v's members on w.members[base:top], read by gjson when
+// v is malformed.
+func (w *walker) readAll(v gjson.Result) (base, top int) {
 	base, top, read := w.read(v)
 	if !read {
 		v.ForEach(func(k, el gjson.Result) bool {
@@ -290,7 +312,11 @@ func (w *walker) object(v gjson.Result, c ctx) bool {
 		})
 		top = len(w.members)
 	}
-	defer func() { w.members = w.members[:base] }()
+	return base, top
+}
+
+// objectMembers walks the members w.members[base:top] of an object.
+func (w *walker) objectMembers(base, top int, c ctx) bool {
 	typ := ""
 	for m := base; m < top; m++ {
 		if w.members[m].key == "type" {
