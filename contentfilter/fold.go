@@ -169,8 +169,8 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 		j := i + asciiPrefix(text[i:])
 		m := j
 		for m < len(text) && text[m] >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(text[m:])
-			if r >= rune(len(inert)) || inert[r] != kept|stable {
+			r, n := decodeInert(text, m)
+			if n == 0 || inert[r] != kept|stable {
 				break
 			}
 			m += n
@@ -219,6 +219,27 @@ func foldText(text string, builtin bool) (f folded, changed, lookalike bool) {
 	// s is buf's bytes, not a copy: nothing writes them before release.
 	s := unsafe.String(unsafe.SliceData(fl.buf), len(fl.buf))
 	return folded{s: s, pieces: fl.pieces, bufs: bufs, changeList: bufs.changes[:0]}, fl.changed, fl.lookalike
+}
+
+// decodeInert decodes the rune at text[m], a byte above 0x7F, when it
+// is a valid rune below U+2100 (inert's), in its two or three bytes;
+// else n is 0. A call of utf8.DecodeRuneInString costs more than the
+// few tests these forms need.
+func decodeInert(text string, m int) (r rune, n int) {
+	c := text[m]
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		if m+1 < len(text) && text[m+1]&0xC0 == 0x80 {
+			return rune(c&0x1F)<<6 | rune(text[m+1]&0x3F), 2
+		}
+	case c >= 0xE0 && c <= 0xE2:
+		if m+2 < len(text) && text[m+1]&0xC0 == 0x80 && text[m+2]&0xC0 == 0x80 && (c != 0xE0 || text[m+1] >= 0xA0) {
+			if r = rune(c&0x0F)<<12 | rune(text[m+1]&0x3F)<<6 | rune(text[m+2]&0x3F); r < rune(len(inert)) {
+				return r, 3
+			}
+		}
+	}
+	return 0, 0
 }
 
 // folder builds a folded copy.
@@ -288,8 +309,11 @@ func (fl *folder) stableRun(j int) (end int, ok bool) {
 	text := fl.text
 	m := j
 	for m < len(text) && text[m] >= utf8.RuneSelf {
-		r, n := utf8.DecodeRuneInString(text[m:])
-		if r >= rune(len(inert)) || inert[r]&stable == 0 {
+		r, n := decodeInert(text, m)
+		if n == 0 {
+			return m, false // invalid, or no rune inert knows
+		}
+		if inert[r]&stable == 0 {
 			return m, false
 		}
 		if inert[r]&kept != 0 {

@@ -3,6 +3,7 @@ package contentfilter
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -207,4 +208,28 @@ func runeEdge(s string, i int) bool {
 		}
 	}
 	return false
+}
+
+// decodeInert decodes as utf8.DecodeRuneInString does every valid rune
+// below U+2100 in two or three bytes, and nothing else.
+func TestDecodeInert(t *testing.T) {
+	var b [4]byte
+	for _, n := range []int{2, 3, 4} {
+		for x := range 1 << 16 {
+			b = [4]byte{0xC0 | byte(x>>8)&0x3F, byte(x), byte(x >> 3), byte(x >> 5)}
+			if n > 2 {
+				b[0] = 0xE0 | byte(x>>8)&0x1F
+			}
+			s := string(b[:n])
+			r, size := utf8.DecodeRuneInString(s)
+			wantOK := size >= 2 && r != utf8.RuneError && r < rune(len(inert))
+			got, gotN := decodeInert(s, 0)
+			if b[0] < 0x80 {
+				continue
+			}
+			if wantOK != (gotN != 0) || wantOK && (got != r || gotN != size) {
+				t.Fatalf("% x: %U %d, want %U %d (%v)", b[:n], got, gotN, r, size, wantOK)
+			}
+		}
+	}
 }
