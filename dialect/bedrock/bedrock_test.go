@@ -49,6 +49,15 @@ func TestFromChat(t *testing.T) {
 		t.Errorf("cache point for a non-object: %s", body)
 	}
 	checkFromChat(t, []byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral"}}`))
+	// An hour's TTL is the cache point's; five minutes is Bedrock's
+	// default, sent as none.
+	for ttl, want := range map[string]string{`"1h"`: `{"type":"default","ttl":"1h"}`, `"5m"`: `{"type":"default"}`, `7`: `{"type":"default"}`} {
+		chat := []byte(`{"messages":[{"role":"user","content":"a"}],"cache_control":{"type":"ephemeral","ttl":` + ttl + `}}`)
+		if body, _ = fromChat(chat, false); gjson.GetBytes(body, "messages.0.content.1.cachePoint").Raw != want {
+			t.Errorf("ttl %s: %s", ttl, body)
+		}
+		checkFromChat(t, chat)
+	}
 	for in, msg := range map[string]string{
 		`{"messages":[{"role":"user","content":"a"}],"n":3}`:                                                    "n:",
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`: "image_url.url",

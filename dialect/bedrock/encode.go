@@ -90,6 +90,10 @@ func appendConverse(b []byte, r *converse) ([]byte, bool) {
 			if cp := bl.CachePoint; cp != nil {
 				member(`"cachePoint":{"type":`)
 				b = jsonstr.Append(b, cp.Type)
+				if cp.TTL != "" {
+					b = append(b, `,"ttl":`...)
+					b = jsonstr.Append(b, cp.TTL)
+				}
 				b = append(b, '}')
 			}
 			if rc := bl.ReasoningContent; rc != nil {

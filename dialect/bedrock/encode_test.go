@@ -143,10 +143,14 @@ func refFromChat(chat []byte, thinks bool) ([]byte, error) {
 	var choice, effort, topK gjson.Result
 	var err error
 	var cache bool
+	var ttl string
 	req.ForEach(func(k, v gjson.Result) bool {
 		switch name := k.Str; name {
 		case "cache_control":
 			cache = v.IsObject()
+			if v.Get("ttl").Str == "1h" {
+				ttl = "1h"
+			}
 		case "reasoning_effort":
 			effort = v
 		case "messages":
@@ -241,7 +245,7 @@ func refFromChat(chat []byte, thinks bool) ([]byte, error) {
 	}
 	if cache {
 		last := &out.Messages[len(out.Messages)-1]
-		last.Content = append(last.Content, block{CachePoint: &cachePoint{Type: "default"}})
+		last.Content = append(last.Content, block{CachePoint: &cachePoint{Type: "default", TTL: ttl}})
 	}
 	return json.Marshal(out)
 }

@@ -38,9 +38,11 @@ type block struct {
 	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
 }
 
-// cachePoint ends the prompt's prefix to cache (automatic caching).
+// cachePoint ends the prompt's prefix to cache (automatic caching): for
+// Bedrock's default five minutes, or (TTL "1h") for an hour.
 type cachePoint struct {
 	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
 }
 
 // reasoningContent is a thinking block an answer gave, sent back as it
@@ -111,13 +113,20 @@ func fromChat(chat []byte, thinks bool) ([]byte, error) {
 	ic := &inferenceConfig{}
 	var choice, effort, topK gjson.Result
 	var err error
-	var cache bool
+	var cache *cachePoint
 	rawjson.ForEach(req, func(name string, v gjson.Result) bool {
 		switch name {
 		case "cache_control":
 			// Automatic caching (the public API's top-level
-			// cache_control): a cache point after the whole prompt.
-			cache = v.IsObject()
+			// cache_control): a cache point after the whole prompt, with
+			// the hour's TTL when it asks for one (the default, and any
+			// other value, Bedrock's five minutes).
+			if v.IsObject() {
+				cache = &cachePoint{Type: "default"}
+				if v.Get("ttl").Str == "1h" {
+					cache.TTL = "1h"
+				}
+			}
 		case "reasoning_effort":
 			effort = v
 		case "messages":
@@ -215,8 +224,8 @@ func fromChat(chat []byte, thinks bool) ([]byte, error) {
 	if len(out.Messages) == 0 {
 		return nil, fieldError("messages", "needs a user message")
 	}
-	if last := &out.Messages[len(out.Messages)-1]; cache {
-		last.Content = append(last.Content, block{CachePoint: &cachePoint{Type: "default"}})
+	if last := &out.Messages[len(out.Messages)-1]; cache != nil {
+		last.Content = append(last.Content, block{CachePoint: cache})
 	}
 	if b, ok := appendConverse(make([]byte, 0, len(chat)+256), &out); ok {
 		return b, nil

@@ -2,6 +2,7 @@ package mockprovider
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -35,7 +36,10 @@ import (
 //     inferenceConfig.maxTokens (stopReason max_tokens), with usage; a
 //     model name with "cached" reports half the prompt as
 //     cacheReadInputTokens (else a request with a cachePoint reports the
-//     whole prompt as cacheWriteInputTokens, in cacheDetails for 5m),
+//     whole prompt as cacheWriteInputTokens, in cacheDetails for its
+//     TTL: 5m, or 1h); a cache point's type is default and its ttl 5m
+//     or 1h, and a later cache point's TTL is not longer than an
+//     earlier one's,
 //     "error-429" is a ThrottlingException,
 //     "error-garbage" an answer that does not parse, "stream-break" a
 //     stream that ends with an exception frame; "mock-tool-call: <name>
@@ -362,6 +366,36 @@ func checkConverse(body []byte) string {
 	if msg := unknown("/inferenceConfig", req.Get("inferenceConfig"), bedrockInference); msg != "" {
 		return msg
 	}
+	// Cache points: type default, an optional ttl of 5m or 1h, and TTLs
+	// that do not grow from one cache point to the next (the system's,
+	// then the messages').
+	last := ""
+	cachePoint := func(where string, cp gjson.Result) string {
+		if !cp.Exists() {
+			return ""
+		}
+		if msg := unknown(where, cp, []string{"type", "ttl"}); msg != "" {
+			return msg
+		}
+		if cp.Get("type").Str != "default" {
+			return fmt.Sprintf("1 validation error detected: Value at '%s/type' failed to satisfy constraint: Member must satisfy enum value set: [default]", where)
+		}
+		ttl := cp.Get("ttl")
+		if ttl.Exists() && ttl.Str != "5m" && ttl.Str != "1h" {
+			return fmt.Sprintf("1 validation error detected: Value '%s' at '%s/ttl' failed to satisfy constraint: Member must satisfy enum value set: [5m, 1h]", ttl.Raw, where)
+		}
+		t := cmp.Or(ttl.Str, "5m")
+		if last == "5m" && t == "1h" {
+			return "A cache point with a 1h TTL cannot come after a cache point with a 5m TTL. Cache point TTLs must not increase from one cache point to the next."
+		}
+		last = t
+		return ""
+	}
+	for j, b := range req.Get("system").Array() {
+		if msg := cachePoint(fmt.Sprintf("/system/%d/cachePoint", j), b.Get("cachePoint")); msg != "" {
+			return msg
+		}
+	}
 	msgs := req.Get("messages").Array()
 	if len(msgs) == 0 {
 		return "A conversation must start with a user message. Try again with a conversation that starts with a user message."
@@ -379,6 +413,9 @@ func checkConverse(body []byte) string {
 		}
 		for j, b := range m.Get("content").Array() {
 			if msg := unknown(fmt.Sprintf("/messages/%d/content/%d", i, j), b, bedrockBlock); msg != "" {
+				return msg
+			}
+			if msg := cachePoint(fmt.Sprintf("/messages/%d/content/%d/cachePoint", i, j), b.Get("cachePoint")); msg != "" {
 				return msg
 			}
 		}
@@ -406,7 +443,10 @@ func parseConverse(body []byte, q *mockRequest) {
 		return strings.Join(t, " ")
 	}
 	q.prompt += countWords(texts(gjson.GetBytes(body, "system")))
-	q.cachePoint = gjson.GetBytes(body, "messages.#.content.#.cachePoint|@flatten|#").Int() > 0
+	points := gjson.GetBytes(body, "messages.#.content.#.cachePoint|@flatten").Array()
+	if q.cachePoint = len(points) > 0; q.cachePoint {
+		q.cacheTTL = cmp.Or(points[len(points)-1].Get("ttl").Str, "5m")
+	}
 	msgs := gjson.GetBytes(body, "messages").Array()
 	for _, m := range msgs {
 		q.prompt += countWords(texts(m.Get("content"))) + mockMessageOverhead
@@ -439,9 +479,9 @@ func (m *Handler) writeConverse(ctx context.Context, w http.ResponseWriter, q *m
 		usage["inputTokens"] = a.prompt - a.prompt/2
 	case q.cachePoint:
 		// The prompt up to the cache point, the whole of it, is written
-		// for the default 5 minutes.
+		// for the cache point's TTL (the default 5 minutes, or 1 hour).
 		usage["cacheWriteInputTokens"], usage["inputTokens"] = a.prompt, 0
-		usage["cacheDetails"] = []map[string]any{{"inputTokens": a.prompt, "ttl": "5m"}}
+		usage["cacheDetails"] = []map[string]any{{"inputTokens": a.prompt, "ttl": q.cacheTTL}}
 	}
 	stop := "end_turn"
 	switch {

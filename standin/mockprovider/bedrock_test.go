@@ -65,11 +65,24 @@ func TestBedrockRefusesWhatAWSRefuses(t *testing.T) {
 		{"unknown block", `{"messages":[{"role":"user","content":[{"type":"text","text":"hello"}]}]}`, key, false, http.StatusBadRequest, "ValidationException"},
 		{"unknown inference member", `{"messages":[{"role":"user","content":[{"text":"hello"}]}],"inferenceConfig":{"max_tokens":3}}`, key, false, http.StatusBadRequest, "ValidationException"},
 		{"assistant first", `{"messages":[{"role":"assistant","content":[{"text":"hello"}]}]}`, key, false, http.StatusBadRequest, "ValidationException"},
+		{"cache point of another type", `{"messages":[{"role":"user","content":[{"text":"hello"},{"cachePoint":{"type":"ephemeral"}}]}]}`, key, false, http.StatusBadRequest, "ValidationException"},
+		{"cache point TTL not 5m or 1h", `{"messages":[{"role":"user","content":[{"text":"hello"},{"cachePoint":{"type":"default","ttl":"2h"}}]}]}`, key, false, http.StatusBadRequest, "ValidationException"},
+		{"unknown cache point member", `{"messages":[{"role":"user","content":[{"text":"hello"},{"cachePoint":{"type":"default","scope":"x"}}]}]}`, key, false, http.StatusBadRequest, "ValidationException"},
+		{"cache point TTL growing", `{"system":[{"text":"s"},{"cachePoint":{"type":"default"}}],"messages":[{"role":"user","content":[{"text":"hello"},{"cachePoint":{"type":"default","ttl":"1h"}}]}]}`, key, false, http.StatusBadRequest, "ValidationException"},
+		{"cache points of 1h then 5m", `{"system":[{"text":"s"},{"cachePoint":{"type":"default","ttl":"1h"}}],"messages":[{"role":"user","content":[{"text":"hello"},{"cachePoint":{"type":"default","ttl":"5m"}}]}]}`, key, false, http.StatusOK, ""},
 		{"ok", ok, key, false, http.StatusOK, ""},
 	} {
 		res, body := bedrockPost(t, srv, "converse", tc.body, tc.key, tc.tamper)
 		if res.StatusCode != tc.status || !strings.HasPrefix(res.Header.Get("X-Amzn-Errortype"), tc.typ) {
 			t.Errorf("%s: %d %s %s", tc.name, res.StatusCode, res.Header.Get("X-Amzn-Errortype"), body)
+		}
+	}
+	// The cache writes are reported for the last cache point's TTL.
+	for ttl, want := range map[string]string{``: "5m", `,"ttl":"5m"`: "5m", `,"ttl":"1h"`: "1h"} {
+		res, body := bedrockPost(t, srv, "converse", `{"messages":[{"role":"user","content":[{"text":"hello"},{"cachePoint":{"type":"default"`+ttl+`}}]}]}`, key, false)
+		u := gjson.GetBytes(body, "usage")
+		if res.StatusCode != 200 || u.Get("cacheDetails.0.ttl").Str != want || u.Get("cacheDetails.0.inputTokens").Int() != u.Get("cacheWriteInputTokens").Int() {
+			t.Errorf("ttl %q: %d %s", ttl, res.StatusCode, body)
 		}
 	}
 	// A stream is event-stream frames, decoded by the SDK's decoder.

@@ -226,8 +226,10 @@ type mockRequest struct {
 	prompt   int   // prompt tokens
 	bytes    bool  // count prompt tokens as bytes (Handler.PromptTokens)
 	lastUser string
-	// cachePoint: a Converse request marks a prefix to cache.
+	// cachePoint: a Converse request marks a prefix to cache, for
+	// cacheTTL (5m or 1h: its last cache point's).
 	cachePoint bool
+	cacheTTL   string
 	// Responses only, echoed back on the response object.
 	instructions    *string
 	maxOutputTokens *int64
