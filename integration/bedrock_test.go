@@ -40,6 +40,8 @@ func withBedrockModels(t *testing.T, tap *callTap) func(string) string {
 		model("amazon/titan-embed", bedrock("amazon.titan-embed-text-v2", key)) +
 		model("amazon/titan-image", bedrock("amazon.titan-embed-image-v1", key)) +
 		model("cohere/embed", bedrock("cohere.embed-english-v3", key)) +
+		strings.Replace(model("amazon/hour-cache", bedrock("claude-mock", key)), "input_cache_read 0.0000003\n",
+			"input_cache_read 0.0000003\n\t\t\t\tinput_cache_write 0.00000375\n\t\t\t\tinput_cache_write_1h 0.000006\n", 1) +
 		model("amazon/forged", bedrock("claude-mock", mockprovider.BedrockAccessKeyID+":not-the-secret")) +
 		model("amazon/fallback", bedrock("claude-error-429", key)+
 			fmt.Sprintf("\t\t\tprovider google %s/v1beta {\n\t\t\t\tstyle gemini\n\t\t\t\tmodel gemini-mock\n\t\t\t\tapi_key goog-operator-key\n\t\t\t}\n", tap.srv.URL))
@@ -282,6 +284,32 @@ func TestBedrockProvider(t *testing.T) {
 		// No write price: the writes cost the prompt price.
 		if want := money.Amount(u.Get("prompt_tokens").Int()*3000 + u.Get("completion_tokens").Int()*15000); creditAmount(t, u.Get("cost")) != want {
 			t.Errorf("usage.cost %s, want %s", u.Get("cost").Raw, want)
+		}
+	})
+
+	t.Run("automatic caching for an hour", func(t *testing.T) {
+		// cache_control's ttl 1h is the cache point's; the writes Bedrock
+		// reports for the hour are charged at input_cache_write_1h, and
+		// 5m (Bedrock's default, no ttl sent) at input_cache_write.
+		for _, tc := range []struct{ ttl, point string }{{"1h", `{"type":"default","ttl":"1h"}`}, {"5m", `{"type":"default"}`}} {
+			tap.take()
+			r := c.mustPost("/chat/completions", key, `{"model":"amazon/hour-cache","cache_control":{"type":"ephemeral","ttl":"`+tc.ttl+`"},"messages":[{"role":"user","content":"cache this bedrock prompt"}]}`, nil).expect(t, 200)
+			b := expectBedrockCall(t, tap.take(), "converse").body
+			if got := b.Get("messages.0.content.1.cachePoint").Raw; got != tc.point {
+				t.Errorf("ttl %s: upstream cache point %s", tc.ttl, got)
+			}
+			u := r.JSON.Get("usage")
+			write := u.Get("prompt_tokens_details.cache_write_tokens").Int()
+			if write == 0 || write != u.Get("prompt_tokens").Int() {
+				t.Errorf("ttl %s: usage %s", tc.ttl, u.Raw)
+			}
+			price := int64(3750)
+			if tc.ttl == "1h" {
+				price = 6000
+			}
+			if want := money.Amount(write*price + u.Get("completion_tokens").Int()*15000); creditAmount(t, u.Get("cost")) != want {
+				t.Errorf("ttl %s: usage.cost %s, want %s", tc.ttl, u.Get("cost").Raw, want)
+			}
 		}
 	})
 
