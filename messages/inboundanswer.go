@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-dev/caddy-tollgate/chatform"
 	"github.com/tollgate-dev/caddy-tollgate/jsoncheck"
 	"github.com/tollgate-dev/caddy-tollgate/outputlen"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
@@ -164,8 +165,8 @@ func (cw *ChatToMessages) ConvertJSON(body []byte) ([]byte, bool) {
 	}
 	choice := c.Get("choices.0")
 	msg := choice.Get("message")
-	content := []any{}
-	if r := reasoning(msg); r != "" {
+	content := thinkingContent(msg.Get("reasoning_details"))
+	if r := reasoning(msg); r != "" && len(content) == 0 {
 		content = append(content, map[string]any{"type": "thinking", "thinking": r, "signature": ""})
 	}
 	if text := msg.Get("content").Str; text != "" {
@@ -184,6 +185,29 @@ func (cw *ChatToMessages) ConvertJSON(body []byte) ([]byte, bool) {
 	}
 	out, err := json.Marshal(m)
 	return out, err == nil
+}
+
+// thinkingContent is the thinking blocks of a chat message's
+// reasoning_details in Anthropic's format (a provider of Anthropic's
+// models through chat: Bedrock): each signed text a thinking block with
+// its signature, each encrypted entry a redacted_thinking block, so that
+// a client sends them back unchanged; empty (not nil) when there is none.
+func thinkingContent(details gjson.Result) []any {
+	content := []any{}
+	ds, bad := chatform.ReadReasoningDetails(details)
+	if bad != nil {
+		return content
+	}
+	for _, d := range ds {
+		switch {
+		case d.Format != chatform.FormatAnthropic:
+		case d.Type == chatform.ReasoningText && d.Signature != "":
+			content = append(content, map[string]any{"type": "thinking", "thinking": d.Text, "signature": d.Signature})
+		case d.Type == chatform.ReasoningEncrypted:
+			content = append(content, map[string]any{"type": "redacted_thinking", "data": d.Data})
+		}
+	}
+	return content
 }
 
 // textContent is a text block; citations nil when it has none.
@@ -269,6 +293,21 @@ func (cw *ChatToMessages) Chunk(data []byte) {
 	if r := reasoning(delta); r != "" {
 		cw.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": cw.thinkingBlock(),
 			"delta": map[string]any{"type": "thinking_delta", "thinking": r}})
+	}
+	// Anthropic-format reasoning_details pieces: a signature ends the
+	// thinking block (signature_delta), encrypted content is a
+	// redacted_thinking block.
+	for _, d := range delta.Get("reasoning_details").Array() {
+		if d.Get("format").Str != chatform.FormatAnthropic {
+			continue
+		}
+		switch typ := d.Get("type").Str; {
+		case typ == chatform.ReasoningText && d.Get("signature").Str != "":
+			cw.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": cw.thinkingBlock(),
+				"delta": map[string]any{"type": "signature_delta", "signature": d.Get("signature").Str}})
+		case typ == chatform.ReasoningEncrypted && d.Get("data").Str != "":
+			cw.startBlock(map[string]any{"type": "redacted_thinking", "data": d.Get("data").Str})
+		}
 	}
 	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
 		b := cw.textBlock()

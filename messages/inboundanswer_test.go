@@ -301,3 +301,31 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+// Anthropic-format reasoning_details (Bedrock's Claude through chat)
+// are thinking blocks with their signatures and redacted_thinking
+// blocks, whole and streamed, so that the client can send them back.
+func TestChatToMessagesReasoningDetails(t *testing.T) {
+	rec := translate(t, 200, "application/json", `{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"42","reasoning":"think",`+
+		`"reasoning_details":[{"type":"reasoning.text","text":"think","signature":"sig","format":"anthropic-claude-v1"},`+
+		`{"type":"reasoning.encrypted","data":"ENC","format":"anthropic-claude-v1"}]},"finish_reason":"stop"}]}`)
+	c := gjson.Get(rec.Body.String(), "content")
+	if c.Get("0").Raw != `{"signature":"sig","thinking":"think","type":"thinking"}` || c.Get("1").Raw != `{"data":"ENC","type":"redacted_thinking"}` ||
+		c.Get("2.text").Str != "42" {
+		t.Fatalf("content %s", c.Raw)
+	}
+	rec = translate(t, 200, "text/event-stream", chunks(
+		`{"choices":[{"index":0,"delta":{"role":"assistant","reasoning":"think","reasoning_details":[{"type":"reasoning.text","text":"think","format":"anthropic-claude-v1","index":0}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","signature":"sig","format":"anthropic-claude-v1","index":0}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}`,
+		`[DONE]`)...)
+	evs := events(t, rec.Body.String())
+	want := "message_start ping content_block_start content_block_delta content_block_delta content_block_stop " +
+		"content_block_start content_block_delta content_block_stop message_delta message_stop"
+	if got := names(evs); got != want {
+		t.Fatalf("events %s\nwant %s", got, want)
+	}
+	if d := evs[4].data; d.Get("index").Int() != 0 || d.Get("delta.type").Str != "signature_delta" || d.Get("delta.signature").Str != "sig" {
+		t.Fatalf("signature delta %s", d.Raw)
+	}
+}

@@ -37,9 +37,11 @@ import (
 // output_config.format (response_format), stream (with
 // stream_options.include_usage, so that the answer reports usage).
 // Dropped, having no chat form and changing nothing the answer means:
-// cache_control, context_management, top_k, service_tier, speed, the
-// thinking blocks of earlier turns (chat providers take no signed
-// thinking), earlier server tool records (server_tool_use,
+// cache_control, context_management, top_k, service_tier, speed,
+// unsigned thinking blocks of earlier turns (a signed one, or a
+// redacted one, is the assistant message's reasoning_details, which
+// Bedrock's Claude models take back and other chat providers leave
+// out), earlier server tool records (server_tool_use,
 // web_search_tool_result), a tool's defer_loading and the gateway's own
 // fields. What cannot be expressed (an Anthropic-defined tool such as
 // bash_20250124, an unknown block type or top-level field, a tool_result
@@ -827,11 +829,18 @@ func (t *turns) assistantTurn(i int, content gjson.Result) error {
 	calls := 0
 	j := 0
 	var err error
+	var details []byte // the signed thinking, as reasoning_details entries
 	eachElem(content.Raw, func(raw string) bool {
 		b := gjson.Result{Type: gjson.JSON, Raw: raw}
 		name := ""
 		k := readBlock(b)
 		switch typ := k.typ.Str; typ {
+		case "thinking", "redacted_thinking":
+			// Signed thinking goes back as reasoning_details, which a
+			// provider of Anthropic's models through chat (Bedrock) sends
+			// back as its own thinking blocks, unchanged, and the others
+			// leave out; unsigned thinking has no chat form.
+			details = appendThinkingDetail(details, typ, b)
 		case "text":
 			var raw string
 			if raw, err = rawText(blockPath(i, j), k.text); err == nil {
@@ -860,9 +869,9 @@ func (t *turns) assistantTurn(i int, content gjson.Result) error {
 			}
 			t.out = jsonstr.Append(t.out, args)
 			t.out = append(t.out, '}', '}')
-		case "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result":
-			// No chat form; the model's earlier reasoning and the
-			// gateway's or Anthropic's search records are left out.
+		case "server_tool_use", "web_search_tool_result":
+			// No chat form; the gateway's or Anthropic's search records
+			// are left out.
 		case "":
 			name = blockPath(i, j) + ".type"
 			err = fieldErr(name, "required")
@@ -878,6 +887,9 @@ func (t *turns) assistantTurn(i int, content gjson.Result) error {
 	if calls > 0 {
 		t.out = append(t.out, ']')
 	}
+	if len(details) > 0 {
+		t.out = append(append(append(t.out, `,"reasoning_details":[`...), details...), ']')
+	}
 	t.out = append(t.out, `,"content":`...)
 	switch {
 	case len(t.texts) > 0:
@@ -889,6 +901,37 @@ func (t *turns) assistantTurn(i int, content gjson.Result) error {
 	}
 	t.out = append(t.out, '}')
 	return nil
+}
+
+// appendThinkingDetail appends to details (a reasoning_details array's
+// entries) an assistant's thinking block b of type typ: a thinking
+// block with its signature as reasoning.text, a redacted_thinking block's
+// data as reasoning.encrypted, each in Anthropic's format; a block
+// without them is left out.
+func appendThinkingDetail(details []byte, typ string, b gjson.Result) []byte {
+	sep := func() {
+		if len(details) > 0 {
+			details = append(details, ',')
+		}
+	}
+	if typ == "redacted_thinking" {
+		if data := b.Get("data"); data.Type == gjson.String && data.Str != "" {
+			sep()
+			details = append(details, `{"type":"reasoning.encrypted","data":`...)
+			details = jsonstr.Append(details, data.Str)
+			details = append(details, `,"format":"anthropic-claude-v1"}`...)
+		}
+		return details
+	}
+	if sig := b.Get("signature"); sig.Type == gjson.String && sig.Str != "" {
+		sep()
+		details = append(details, `{"type":"reasoning.text","text":`...)
+		details = jsonstr.Append(details, b.Get("thinking").Str)
+		details = append(details, `,"signature":`...)
+		details = jsonstr.Append(details, sig.Str)
+		details = append(details, `,"format":"anthropic-claude-v1"}`...)
+	}
+	return details
 }
 
 // appendChatTools translates client tools into function tools; n is how

@@ -56,7 +56,7 @@ func TestMessagesToChat(t *testing.T) {
 			"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`,
 			`{"model":"m","max_tokens":5,"messages":[
 			{"role":"user","content":"Weather in Paris and Rome?"},
-			{"role":"assistant","content":"Checking.","tool_calls":[
+			{"role":"assistant","content":"Checking.","reasoning_details":[{"type":"reasoning.text","text":"hm","signature":"s","format":"anthropic-claude-v1"}],"tool_calls":[
 				{"id":"toolu_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},
 				{"id":"toolu_2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Rome\"}"}}]},
 			{"role":"tool","tool_call_id":"toolu_1","content":"18C"},
@@ -85,7 +85,8 @@ func TestMessagesToChat(t *testing.T) {
 				{"role":"system","content":"x-billing\n\nYou are an agent."},
 				{"role":"user","content":[{"type":"text","text":"<reminder>"},{"type":"text","text":"Say \"hi\""}]},
 				{"role":"system","content":"# Environment\nlinux"},
-				{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"Read","arguments":"{\"file_path\":\"/a\"}"}}]},
+				{"role":"assistant","content":null,"reasoning_details":[{"type":"reasoning.text","text":"","signature":"sig","format":"anthropic-claude-v1"}],
+					"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"Read","arguments":"{\"file_path\":\"/a\"}"}}]},
 				{"role":"tool","tool_call_id":"toolu_1","content":"     1\tline"},
 				{"role":"user","content":"<reminder 2>"},
 				{"role":"system","content":"Later note"}],
@@ -202,5 +203,26 @@ func TestMessagesToChatClaudeCode(t *testing.T) {
 	}
 	if n := len(gjson.GetBytes(got, "tools").Array()); n != 12 {
 		t.Errorf("%d tools", n)
+	}
+}
+
+// An assistant's signed and redacted thinking is its reasoning_details,
+// in order, in Anthropic's format; unsigned thinking has no chat form.
+func TestMessagesThinkingToReasoningDetails(t *testing.T) {
+	body := `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[` +
+		`{"type":"thinking","thinking":"a \"b\"","signature":"s1"},{"type":"redacted_thinking","data":"ENC"},{"type":"thinking","thinking":"unsigned"},` +
+		`{"type":"text","text":"ok"}]},{"role":"user","content":"more"}]}`
+	out, err := MessagesToChat([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"reasoning.text","text":"a \"b\"","signature":"s1","format":"anthropic-claude-v1"},{"type":"reasoning.encrypted","data":"ENC","format":"anthropic-claude-v1"}]`
+	if got := gjson.GetBytes(out, "messages.1.reasoning_details").Raw; got != want {
+		t.Errorf("reasoning_details %s, want %s", got, want)
+	}
+	// Without signed thinking, no reasoning_details.
+	out, _ = MessagesToChat([]byte(`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":""},{"type":"text","text":"ok"}]}]}`))
+	if gjson.GetBytes(out, "messages.1.reasoning_details").Exists() {
+		t.Errorf("unsigned thinking: %s", out)
 	}
 }
