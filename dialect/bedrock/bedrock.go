@@ -34,6 +34,11 @@ func init() { caddy.RegisterModule(Module{}) }
 // Parameters are the chat parameters Converse takes.
 var Parameters = []string{"max_tokens", "temperature", "top_p", "top_k", "stop", "tools", "tool_choice"}
 
+// ThinkingParameters are those an Anthropic model takes: Parameters, and
+// a reasoning effort as its extended thinking (a Messages request's
+// thinking reaches it so), its reasoning answered.
+var ThinkingParameters = append(Parameters[:len(Parameters):len(Parameters)], "reasoning", "include_reasoning")
+
 var region = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-\d$`)
 
 // Dialect is one Bedrock provider: a model in a region.
@@ -185,7 +190,12 @@ func (d *Dialect) OutputLimitField(dialect.Kind, bool) string { return "max_toke
 func (d *Dialect) RequiresOutputLimit() bool { return false }
 
 // Parameters implements dialect.Dialect.
-func (d *Dialect) Parameters() []string { return Parameters }
+func (d *Dialect) Parameters() []string {
+	if d.thinks {
+		return ThinkingParameters
+	}
+	return Parameters
+}
 
 // SearchFamily implements dialect.Dialect.
 func (d *Dialect) SearchFamily() string { return "" }

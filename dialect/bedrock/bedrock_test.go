@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,5 +203,22 @@ func TestReasoningRoundTrip(t *testing.T) {
 	if _, err := fromChat([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_details":[{"type":"other"}]}]}`), true); err == nil ||
 		err.Error() != "messages[1].reasoning_details[0].type: expected reasoning.text, reasoning.encrypted, reasoning.summary or reasoning.server_tool_call" {
 		t.Errorf("wrong shape: %v", err)
+	}
+}
+
+// An Anthropic model takes a reasoning effort (a Messages request's
+// thinking reaches it); the others do not.
+func TestParametersOfThinkingModels(t *testing.T) {
+	for model, want := range map[string]bool{"anthropic.claude-sonnet-4-20250514-v1:0": true, "meta.llama3-70b-instruct-v1:0": false} {
+		d, err := New(dialect.Options{Model: model, Settings: map[string]string{"aws_region": "us-east-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(d.Parameters(), "reasoning"); got != want {
+			t.Errorf("%s: reasoning %v, want %v", model, got, want)
+		}
+	}
+	if slices.Contains(Parameters, "reasoning") {
+		t.Error("Parameters changed")
 	}
 }
