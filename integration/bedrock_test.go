@@ -212,6 +212,47 @@ func TestBedrockProvider(t *testing.T) {
 		}
 	})
 
+	t.Run("messages thinking tool loop", func(t *testing.T) {
+		// A Messages request's thinking is the Claude model's extended
+		// thinking on Bedrock; the answer's thinking block carries its
+		// signature, and sent back in the tool loop's next turn it is the
+		// reasoningContent block Bedrock requires first.
+		tap.take()
+		tools := `"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+		ask := `{"role":"user","content":"mock-tool-call: get_weather {\"city\":\"Oslo\"}"}`
+		thinking := `"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},`
+		first := c.mustPost("/messages", key, `{"model":"amazon/thinker",`+thinking+tools+`,"messages":[`+ask+`]}`, nil).expect(t, 200)
+		if b := expectBedrockCall(t, tap.take(), "converse").body; b.Get("additionalModelRequestFields.thinking.budget_tokens").Int() != 1024 {
+			t.Errorf("upstream body %s", b.Raw)
+		}
+		content := first.JSON.Get("content")
+		use := content.Get(`#(type=="tool_use")`)
+		if th := content.Get("0"); th.Get("type").Str != "thinking" || th.Get("signature").Str != "mock-signature" || th.Get("thinking").Str == "" || !use.Exists() {
+			t.Fatalf("answer %s", first.Body)
+		}
+		result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + use.Get("id").Str + `","content":"rain, 9C"}]}`
+		r := c.mustPost("/messages", key, `{"model":"amazon/thinker",`+thinking+tools+`,"messages":[`+ask+`,{"role":"assistant","content":`+content.Raw+`},`+result+`]}`, nil).expect(t, 200)
+		b := expectBedrockCall(t, tap.take(), "converse").body
+		if b.Get("messages.1.content.0.reasoningContent.reasoningText.signature").Str != "mock-signature" || !b.Get("messages.1.content.1.toolUse").Exists() {
+			t.Errorf("upstream messages %s", b.Get("messages").Raw)
+		}
+		if got := r.JSON.Get(`content.#(type=="text").text`).Str; got != "Mock answer from claude-mock: tool result rain, 9C" {
+			t.Errorf("answer %s", r.Body)
+		}
+		// Streamed, the thinking block ends with its signature.
+		res, err := c.send("/messages", key, `{"model":"amazon/thinker","stream":true,`+thinking+tools+`,"messages":[`+ask+`]}`, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		tap.take()
+		if res.StatusCode != 200 || !strings.Contains(string(stream), `"type":"signature_delta","signature":"mock-signature"`) &&
+			!strings.Contains(string(stream), `"signature":"mock-signature","type":"signature_delta"`) {
+			t.Errorf("messages stream %d %s", res.StatusCode, stream)
+		}
+	})
+
 	t.Run("embeddings", func(t *testing.T) {
 		tap.take()
 		ekey, _ := c.newKey(org.MgmtKey, `{"name":"embeddings"}`)
