@@ -617,6 +617,44 @@ func FastMgmtKey(p *codec.Parser, r *ManagementKey) bool {
 	return ok
 }
 
+// FastPreset reads a Preset in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastPreset(p *codec.Parser, r *Preset) bool {
+	ok := true
+	ok = ok && p.Lit(`{"id":`) && p.Str(&r.ID)
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"workspace_id":`) && p.Str(&r.WorkspaceID)
+	ok = ok && p.Lit(`,"slug":`) && p.Str(&r.Slug)
+	ok = ok && p.Lit(`,"name":`) && p.Str(&r.Name)
+	ok = ok && p.Lit(`,"description":`) && p.NullableStr(&r.Description)
+	ok = ok && p.Lit(`,"status":`) && p.Str(&r.Status)
+	ok = ok && p.Lit(`,"status_updated_at":`) && p.NullableTime(&r.StatusUpdatedAt)
+	ok = ok && p.Lit(`,"creator_user_id":`) && p.NullableStr(&r.CreatorUserID)
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`,"updated_at":`) && p.Time(&r.UpdatedAt)
+	ok = ok && p.Lit(`}`)
+	return ok
+}
+
+// FastPresetVersion reads a PresetVersion in the form AppendJSON or encoding/json
+// writes, false at the first byte it does not expect.
+func FastPresetVersion(p *codec.Parser, r *PresetVersion) bool {
+	ok := true
+	ok = ok && p.Lit(`{"id":`) && p.Str(&r.ID)
+	ok = ok && p.Lit(`,"preset_id":`) && p.Str(&r.PresetID)
+	ok = ok && p.Lit(`,"account_id":`) && p.Str(&r.AccountID)
+	ok = ok && p.Lit(`,"slug":`) && p.Str(&r.Slug)
+	var n1 int64
+	ok = ok && p.Lit(`,"version":`) && p.Int(&n1) && n1 == int64(int(n1))
+	r.Version = int(n1)
+	ok = ok && p.Lit(`,"creator_id":`) && p.Str(&r.CreatorID)
+	ok = ok && p.Lit(`,"system_prompt":`) && p.NullableStr(&r.SystemPrompt)
+	ok = ok && p.Lit(`,"config":`) && p.Str(&r.Config)
+	ok = ok && p.Lit(`,"created_at":`) && p.Time(&r.CreatedAt)
+	ok = ok && p.Lit(`}`)
+	return ok
+}
+
 // EncodePurchase appends a *Purchase's binary form.
 func EncodePurchase(b []byte, v any) ([]byte, error) {
 	r := v.(*Purchase)

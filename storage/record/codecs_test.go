@@ -269,6 +269,8 @@ func TestCodecsRandom(t *testing.T) {
 		w.Budgets, w.Members, w.RateLimits = nil, nil, nil // left to encoding/json
 		return json.Marshal(w)
 	}, parserRead(FastWorkspace), unmarshal[Workspace])
+	readerCase(t, n, marshal[Preset], parserRead(FastPreset), unmarshal[Preset])
+	readerCase(t, n, marshal[PresetVersion], parserRead(FastPresetVersion), unmarshal[PresetVersion])
 	readerCase(t, n, func(k *APIKey) ([]byte, error) {
 		k.Connect, k.RateLimits = nil, nil // left to the slower path
 		return APIKeyJSON(*k).MarshalJSON()
