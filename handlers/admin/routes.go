@@ -263,6 +263,17 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /guardrails/assignments/keys", kind: RouteManagement, serve: (*adminRequest).listAllKeyAssignments},
 	{pattern: "GET /guardrails/assignments/members", kind: RouteManagement, serve: (*adminRequest).listAllMemberAssignments},
 
+	// Presets are read with any key of their account and made with a
+	// management key only (putPreset: the reference's 403).
+	{pattern: "/presets", kind: RouteAnyKey},
+	{pattern: "GET /presets", kind: RouteAnyKey, serve: (*adminRequest).listPresets},
+	{pattern: "GET /presets/{slug}", kind: RouteAnyKey, serve: (*adminRequest).getPreset},
+	{pattern: "GET /presets/{slug}/versions", kind: RouteAnyKey, serve: (*adminRequest).listPresetVersions},
+	{pattern: "GET /presets/{slug}/versions/{version}", kind: RouteAnyKey, serve: (*adminRequest).getPresetVersion},
+	{pattern: "POST /presets/{slug}/chat/completions", kind: RouteAnyKey, serve: (*adminRequest).putPresetChat},
+	{pattern: "POST /presets/{slug}/messages", kind: RouteAnyKey, serve: (*adminRequest).putPresetMessages},
+	{pattern: "POST /presets/{slug}/responses", kind: RouteAnyKey, serve: (*adminRequest).putPresetResponses},
+
 	// SCIM configuration exists for organizations only: a personal
 	// account's management key gets 404 on any of these paths.
 	{pattern: "/scim", kind: RouteManagement, guard: requireOrganization},
