@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
@@ -11,6 +12,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
+	"github.com/tollgate-dev/caddy-tollgate/presets"
+	"github.com/tollgate-dev/caddy-tollgate/storage/record"
 )
 
 // pipelineStages lists the stages of an inference request, in their
@@ -23,6 +26,9 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		// A key that cannot pay is refused before the body costs any work.
 		admissionCheck{&t.meter},
 		bodyReader{&t.router},
+		// The preset a request names is merged before anything reads its
+		// body: the guardrails scan the preset's system prompt too.
+		presetBody{},
 		contentFilter{&t.router},
 		// The plugins planned before routing, in the order of their
 		// module IDs: web-fetch before web search, which reorders tools,
@@ -50,6 +56,39 @@ func (s bodyReader) Serve(st *pipeline.State, w http.ResponseWriter, r *http.Req
 	var apiErr *apierror.Error
 	st.Body, apiErr = reqbody.Read(w, r, s.rt.MaxBodyBytes)
 	return apiErr
+}
+
+// presetBody merges the preset an inference request names (its model
+// "@preset/<slug>", or its preset member) into its body, by the rules of
+// presets.Apply, and notes the preset for the generation record. An
+// unknown or inactive preset is a 400 naming the member that names it.
+type presetBody struct{}
+
+func (presetBody) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Request) *apierror.Error {
+	kind := st.API.Dialect()
+	if st.API.Op != admin.OpInfer || kind != dialect.Chat && kind != dialect.Messages && kind != dialect.Responses {
+		return nil
+	}
+	slug, field, err := presets.Named(st.Body)
+	if err != nil {
+		return apierror.BadRequest(err.Error())
+	}
+	if slug == "" || st.ID == nil {
+		return nil
+	}
+	v, id, status, ok := presets.StoreOf(st.Store).Designated(st.ID.AccountID, slug)
+	switch {
+	case !ok || v == nil:
+		return apierror.BadRequest(fmt.Sprintf("%s: preset %q not found", field, slug))
+	case status != record.PresetActive:
+		return apierror.BadRequest(fmt.Sprintf("%s: preset %q is %s", field, slug, status))
+	}
+	body, err := presets.Apply(kind, st.Body, v)
+	if err != nil {
+		return apierror.BadRequest(err.Error())
+	}
+	st.Body, st.PresetID = body, id
+	return nil
 }
 
 // contentFilter applies the guardrails' content filters to the body

@@ -82,7 +82,7 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 		"native_tokens_completion_images": nil, "native_tokens_reasoning": nil, "native_tokens_cached": g.CacheReadTokens,
 		"num_media_prompt": nil, "num_input_audio_prompt": nil, "num_media_completion": nil,
 		"num_search_results": g.SearchResults, "num_fetches": nil, "web_search_engine": nil,
-		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": nil, "router": orNil(g.Router),
+		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": orNil(g.PresetID), "router": orNil(g.Router),
 		"provider_responses": providerResponses(g), "routing": orNil(g.Routing), "user_agent": nil, "http_referer": nil, "service_tier": nil,
 		"data_region": region, "workspace_id": orNil(g.WorkspaceID), "session_id": orNil(g.SessionID), "request_id": nil,
 		"content_flags": contentFlagsView(g.ContentFlags),

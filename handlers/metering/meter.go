@@ -495,7 +495,7 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.Finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.Start).Milliseconds(), User: route.User, CreatedAt: st.Start.UTC(),
 		ContentFlags: st.ContentFlags,
-		Attempts:     st.AttemptRecords, Routing: route.Routing, SessionID: st.Sticky.SessionID, Router: route.Router,
+		Attempts:     st.AttemptRecords, Routing: route.Routing, SessionID: st.Sticky.SessionID, Router: route.Router, PresetID: st.PresetID,
 	}
 	gen := &st.Gen
 	window := m.gw.InFlightPolicy().SettlementWindow

@@ -64,6 +64,10 @@ type State struct {
 	// Sticky is the request's session id and its sticky routing choice.
 	Sticky sticky.Choice
 
+	// PresetID is the preset the request named, merged into Body, for
+	// the generation record; "" for none.
+	PresetID string
+
 	// ContentFlags are the flagging content filters that matched, for the
 	// generation record.
 	ContentFlags []storage.ContentFlag

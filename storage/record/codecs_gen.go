@@ -497,6 +497,10 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"router":`...)
 		b = jsonstr.Append(b, r.Router)
 	}
+	if r.PresetID != "" {
+		b = append(b, `,"preset_id":`...)
+		b = jsonstr.Append(b, r.PresetID)
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -563,6 +567,7 @@ func readGenerationSums(p *codec.Parser, r *Generation) bool {
 	ok = ok && (!p.Lit(`,"routing":`) || p.SkipStr())
 	ok = ok && (!p.Lit(`,"session_id":`) || p.SkipStr())
 	ok = ok && (!p.Lit(`,"router":`) || p.SkipStr())
+	ok = ok && (!p.Lit(`,"preset_id":`) || p.SkipStr())
 	ok = ok && p.Lit(`}`)
 	return ok
 }

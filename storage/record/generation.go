@@ -64,6 +64,8 @@ type Generation struct {
 	SessionID string `json:"session_id,omitempty"`
 	// Router is the auto model the request named, which chose Model.
 	Router string `json:"router,omitempty"`
+	// PresetID is the id of the preset the request named, if any.
+	PresetID string `json:"preset_id,omitempty"`
 }
 
 // ContentFlag is a flagging content filter that matched a request: its
