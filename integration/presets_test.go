@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 )
 
 // Presets through Caddy: made with the management API, named as a model
@@ -112,4 +116,82 @@ func TestPresets(t *testing.T) {
 			t.Errorf("usage %s -> %s", before, after)
 		}
 	})
+}
+
+// TestReplicasPresets: replicas on one Redis see each other's presets and
+// versions; versions posted at once to both get distinct numbers (or a
+// 409), none lost; a preset made at one replica serves requests at the
+// other, charged once.
+func TestReplicasPresets(t *testing.T) {
+	srv := redistest.Start(t)
+	ps := []*process{startReplica(t, srv), startReplica(t, srv)}
+	cs := replicaClients(t, ps)
+	org := cs[0].newTenant("organization", "10")
+	key, _ := cs[0].newKey(org.MgmtKey, `{"name":"presets"}`)
+	cs[0].api("POST", "/presets/shared/chat/completions", org.MgmtKey,
+		`{"model":"tollgate-mock","max_tokens":7,"messages":[{"role":"system","content":"Be brief."}]}`).expect(t, 200)
+	within(t, feedBound, "the preset reaches the other replica", func() bool {
+		return cs[1].api("GET", "/presets/shared", org.MgmtKey, nil).Status == 200
+	})
+
+	var mu sync.Mutex
+	versions := map[int64]string{}
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			c := cs[i%2]
+			r, err := c.try("POST", c.gateway+"/api/v1/presets/shared/chat/completions", org.MgmtKey, `{"model":"tollgate-mock","max_tokens":7}`)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			switch r.Status {
+			case 200:
+				v := r.JSON.Get("data.designated_version")
+				mu.Lock()
+				defer mu.Unlock()
+				if prev, dup := versions[v.Get("version").Int()]; dup {
+					t.Errorf("version %d made twice (%s, %s)", v.Get("version").Int(), prev, v.Get("id").Str)
+				}
+				versions[v.Get("version").Int()] = v.Get("id").Str
+			case 409:
+			default:
+				t.Errorf("status %d: %s", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	if len(versions) == 0 {
+		t.Fatal("no version was made")
+	}
+	for _, c := range cs {
+		within(t, feedBound, "every version reaches every replica", func() bool {
+			vs := c.api("GET", "/presets/shared/versions?limit=100", org.MgmtKey, nil).JSON
+			if vs.Get("total_count").Int() != int64(len(versions))+1 {
+				return false
+			}
+			for _, v := range vs.Get("data").Array() {
+				if id, ok := versions[v.Get("version").Int()]; ok && id != v.Get("id").Str {
+					t.Fatalf("version %d is %s, its writer got %s", v.Get("version").Int(), v.Get("id").Str, id)
+				}
+			}
+			return true
+		})
+	}
+
+	before := cs[0].api("GET", "/credits", org.MgmtKey, nil).expect(t, 200).JSON.Get("data.total_usage").Float()
+	r := cs[1].mustPost("/chat/completions", key, `{"model":"@preset/shared","messages":[{"role":"user","content":"hi"}]}`, nil)
+	r.expect(t, 200)
+	if r.JSON.Get("model").Str != "tollgate-mock" {
+		t.Errorf("answer: %s", r.Body)
+	}
+	cost := r.JSON.Get("usage.cost").Float()
+	within(t, feedBound, "the charge reaches the first replica", func() bool {
+		after := cs[0].api("GET", "/credits", org.MgmtKey, nil).JSON.Get("data.total_usage").Float()
+		return cost > 0 && after > before && math.Abs(after-before-cost) < 1e-9
+	})
+	g := cs[0].api("GET", "/generation?id="+r.JSON.Get("id").Str, key, nil).expect(t, 200).JSON.Get("data")
+	if p := cs[0].api("GET", "/presets/shared", org.MgmtKey, nil).JSON.Get("data.id").Str; g.Get("preset_id").Str != p {
+		t.Errorf("generation: %s; preset %s", g.Raw, p)
+	}
 }
