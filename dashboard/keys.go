@@ -33,6 +33,7 @@ func (d *Dashboard) accountRoutes(page pageFunc) {
 	page("POST /management-keys", d.createMgmtKey)
 	d.activityRoutes(page)
 	d.settingsRoutes(page)
+	d.presetsRoutes(page)
 }
 
 // jsonNumber is a form's number for a JSON body: the number itself when

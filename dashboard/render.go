@@ -165,6 +165,7 @@ func navFor(p Principal, prefix, current string) []navItem {
 		add("keys", "API keys", "/keys")
 		add("apps", "Connected apps", "/apps") // package consent
 		add("activity", "Activity", "/activity")
+		add("presets", "Presets", "/presets")
 		add("settings", "Settings", "/settings")
 	}
 	if p.Operator {

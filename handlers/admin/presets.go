@@ -224,8 +224,13 @@ func (ar *adminRequest) putPreset(slug string, kind dialect.Kind) *apierror.Erro
 	}
 	nv := presets.NewVersion{SystemPrompt: system, Config: config, CreatorID: ar.id.Hash,
 		WorkspaceID: ar.r.URL.Query().Get("workspace_id")}
-	if u := ar.id.MgmtKey.CreatorUserID; u != nil {
+	switch u := ar.id.MgmtKey.CreatorUserID; {
+	case u != nil:
 		nv.CreatorUserID, nv.CreatorID = u, *u
+	case ar.member != "":
+		nv.CreatorUserID, nv.CreatorID = &ar.member, ar.member
+	case nv.CreatorID == "":
+		nv.CreatorID = ar.id.AccountID // the operator, or the dashboard's owner
 	}
 	p, _, err := s.Put(ar.id.AccountID, slug, nv)
 	if err != nil {
