@@ -20,6 +20,7 @@ func (d *Dashboard) presetsRoutes(page pageFunc) {
 	page("POST /presets", d.createPreset)
 	page("GET /presets/{slug}", d.presetPage)
 	page("POST /presets/{slug}", d.updatePreset)
+	page("POST /presets/{slug}/details", d.updatePresetDetails)
 }
 
 type presetsData struct {
@@ -152,6 +153,27 @@ func (d *Dashboard) updatePreset(w http.ResponseWriter, r *http.Request, s Sessi
 	d.logAction(r, s, "new preset version", a)
 	if !a.ok() {
 		d.renderPreset(w, r, s, a.Status, r.PostForm, fieldError(a.Err, "model", "provider", "config"))
+		return
+	}
+	http.Redirect(w, r, d.Prefix+"/presets/"+url.PathEscape(slug)+"?saved=1", http.StatusSeeOther)
+}
+
+// updatePresetDetails changes a preset's name and status (PATCH
+// /presets/{slug}).
+func (d *Dashboard) updatePresetDetails(w http.ResponseWriter, r *http.Request, s Session) {
+	if !d.requireManage(w, r, s, "change presets") {
+		return
+	}
+	slug := r.PathValue("slug")
+	a := d.callAccount(r, s, http.MethodPatch, "/presets/"+url.PathEscape(slug), "",
+		map[string]any{"name": r.PostFormValue("name"), "status": r.PostFormValue("status")})
+	d.logAction(r, s, "update preset", a)
+	if !a.ok() {
+		if a.Status == http.StatusNotFound {
+			d.errorPage(w, r, http.StatusNotFound, "Preset not found", "There is no preset "+slug+" in this account. Nothing was changed.")
+			return
+		}
+		d.renderPreset(w, r, s, a.Status, nil, fieldError(a.Err, "name", "status"))
 		return
 	}
 	http.Redirect(w, r, d.Prefix+"/presets/"+url.PathEscape(slug)+"?saved=1", http.StatusSeeOther)

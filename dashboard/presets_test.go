@@ -46,6 +46,16 @@ func TestPresetsPages(t *testing.T) {
 	if v, _ := presets.StoreOf(st).Get(a.ID, "triage"); v.Versions != 2 || v.Designated.Config != `{"model":"m/y"}` {
 		t.Fatalf("after the edit: %+v", v)
 	}
+	w = c.do("POST", "/dashboard/presets/triage/details", c.form("name", "Triage", "status", "paused"))
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "is not one of active, disabled, archived") {
+		t.Fatalf("a bad status: %d %s", w.Code, w.Body)
+	}
+	if w = c.do("POST", "/dashboard/presets/triage/details", c.form("name", "Triage", "status", "archived")); w.Code != http.StatusSeeOther {
+		t.Fatalf("details: %d %s", w.Code, w.Body)
+	}
+	if v, _ := presets.StoreOf(st).Get(a.ID, "triage"); v.Name != "Triage" || v.Status != "archived" {
+		t.Fatalf("after the details: %+v", v.Preset)
+	}
 	if w = c.do("GET", "/dashboard/presets/nope", nil); w.Code != http.StatusNotFound {
 		t.Fatalf("unknown preset: %d", w.Code)
 	}

@@ -116,6 +116,17 @@ func TestPresets(t *testing.T) {
 			t.Errorf("usage %s -> %s", before, after)
 		}
 	})
+
+	t.Run("disabled", func(t *testing.T) {
+		c.api("PATCH", "/presets/pirate", e.org.Mgmt, `{"status":"disabled"}`).expect(t, 200)
+		r, seen := e.send(t, "/chat/completions", `{"model":"@preset/pirate","messages":[{"role":"user","content":"hi"}]}`)
+		r.expectError(t, 400, `model: preset "pirate" is disabled`)
+		if seen != "" {
+			t.Errorf("the provider received %s", seen)
+		}
+		c.api("PATCH", "/presets/pirate", e.org.Mgmt, `{"status":"active"}`).expect(t, 200)
+		e.send(t, "/chat/completions", `{"model":"@preset/pirate","messages":[{"role":"user","content":"hi"}]}`)
+	})
 }
 
 // TestReplicasPresets: replicas on one Redis see each other's presets and

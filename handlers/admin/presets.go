@@ -240,6 +240,43 @@ func (ar *adminRequest) putPreset(slug string, kind dialect.Kind) *apierror.Erro
 	return nil
 }
 
+// updatePreset changes a preset's name, description or status (active,
+// disabled, archived: only an active preset serves requests), with a
+// management key; its versions do not change. The public API has no
+// route for this; the gateway adds it in the shape of its other PATCHes.
+func (ar *adminRequest) updatePreset(slug string) *apierror.Error {
+	if !ar.id.Management {
+		return apierror.New(http.StatusForbidden, "Only management keys can perform this operation")
+	}
+	s, _, apiErr := ar.ownPreset(slug)
+	if apiErr != nil {
+		return apiErr
+	}
+	f, apiErr := ar.object()
+	if apiErr != nil {
+		return apiErr
+	}
+	var d presets.Details
+	if v, ok := f.String("name"); ok {
+		d.Name = &v
+	}
+	if v, ok := f.NullableString("description"); ok {
+		d.Description = &v
+	}
+	if v, ok := f.String("status"); ok {
+		d.Status = &v
+	}
+	if f.Err != nil {
+		return f.Err
+	}
+	p, err := s.Update(ar.id.AccountID, slug, d)
+	if err != nil {
+		return presetError(err)
+	}
+	apierror.WriteJSON(ar.w, http.StatusOK, map[string]any{"data": newPresetWithVersion(p)})
+	return nil
+}
+
 func (ar *adminRequest) putPresetChat(slug string) *apierror.Error {
 	return ar.putPreset(slug, dialect.Chat)
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 )
 
@@ -70,6 +72,18 @@ func TestPresetRoutes(t *testing.T) {
 	do("GET", "/presets/nope", "").WantError(t, 404, "Preset not found")
 	do("GET", "/presets/nope/versions", "").WantError(t, 404, "Preset not found")
 	do("GET", "/presets?limit=0", "").WantError(t, 400, "limit: expected an integer from 1 to 100")
+	// Name, description and status change with a management key; the
+	// versions stay.
+	u := do("PATCH", "/presets/triage", `{"name":"Ticket triage","description":"Sorts tickets","status":"disabled"}`).Must(t, 200).JSON.Get("data")
+	if u.Get("name").Str != "Ticket triage" || u.Get("description").Str != "Sorts tickets" || u.Get("status").Str != "disabled" ||
+		!u.Get("status_updated_at").Exists() || u.Get("status_updated_at").Type == gjson.Null || u.Get("designated_version.version").Int() != 2 {
+		t.Errorf("patched: %s", u.Raw)
+	}
+	do("PATCH", "/presets/triage", `{"status":"gone"}`).WantError(t, 400, `status: "gone" is not one of active, disabled, archived`)
+	do("PATCH", "/presets/triage", `{"name":""}`).WantError(t, 400, "name: required non-empty string")
+	do("PATCH", "/presets/triage", `{"name":3}`).WantError(t, 400, "name: expected a string")
+	do("PATCH", "/presets/nope", `{"name":"x"}`).WantError(t, 404, "Preset not found")
+	f.c.do(t, "PATCH", "/api/v1/presets/triage", f.OrgKey, `{"status":"active"}`, ct...).WantError(t, 403, "Only management keys can perform this operation")
 	// A regular key reads its account's presets and makes none.
 	if got := f.c.do(t, "GET", "/api/v1/presets/triage", f.OrgKey, "").Must(t, 200).JSON; got.Get("data.slug").Str != "triage" {
 		t.Errorf("read with a regular key: %s", got.Raw)

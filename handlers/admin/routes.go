@@ -268,6 +268,7 @@ var apiRoutes = []apiRoute{
 	{pattern: "/presets", kind: RouteAnyKey},
 	{pattern: "GET /presets", kind: RouteAnyKey, serve: (*adminRequest).listPresets},
 	{pattern: "GET /presets/{slug}", kind: RouteAnyKey, serve: (*adminRequest).getPreset},
+	{pattern: "PATCH /presets/{slug}", kind: RouteAnyKey, serve: (*adminRequest).updatePreset},
 	{pattern: "GET /presets/{slug}/versions", kind: RouteAnyKey, serve: (*adminRequest).listPresetVersions},
 	{pattern: "GET /presets/{slug}/versions/{version}", kind: RouteAnyKey, serve: (*adminRequest).getPresetVersion},
 	{pattern: "POST /presets/{slug}/chat/completions", kind: RouteAnyKey, serve: (*adminRequest).putPresetChat},
