@@ -52,7 +52,7 @@ func buildTollgateCommand(cmd *cobra.Command) {
 	pf.String("address", "", "The address to use to reach the admin API endpoint, if not the default")
 	pf.StringP("config", "c", "", "Configuration file to use to parse the admin address, if --address is not used")
 	pf.StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
-	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), keysCommand(), usageCommand(), activityCommand(),
+	cmd.AddCommand(accountCommand(), creditsCommand(), mgmtKeyCommand(), keysCommand(), presetsCommand(), usageCommand(), activityCommand(),
 		generationCommand(), memberCommand(), scimTokenCommand(), migrateCommand(), signInLinkCommand(), oidcCommand())
 }
 

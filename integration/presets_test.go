@@ -206,3 +206,37 @@ func TestReplicasPresets(t *testing.T) {
 		t.Errorf("generation: %s; preset %s", g.Raw, p)
 	}
 }
+
+// The operator's presets commands through the built binary: put makes a
+// preset and its next version, list and show print them, status
+// disables one, which then refuses requests.
+func TestOperatorCLIPresets(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	addr := "--address=" + p.admin
+	acct := cli(t, p, "account", "create", "--name", "Acme", "--type", "organization").Get("data.id").String()
+	cli(t, p, "credits", "add", "--account", acct, "--amount", "5")
+	put := cli(t, p, "presets", "put", "triage", "--account", acct, "--body",
+		`{"model":"tollgate-mock","temperature":0.2,"messages":[{"role":"system","content":"Sort the ticket."}]}`)
+	if put.Get("data.designated_version.version").Int() != 1 || put.Get("data.designated_version.system_prompt").Str != "Sort the ticket." {
+		t.Fatalf("presets put: %s", put.Raw)
+	}
+	cli(t, p, "presets", "put", "triage", "--account", acct, "--body", `{"model":"tollgate-mock","temperature":0.1}`)
+	if got := cli(t, p, "presets", "show", "triage", "--account", acct).Get("data.designated_version.config.temperature").Float(); got != 0.1 {
+		t.Fatalf("presets show: temperature %v", got)
+	}
+	table, _, code := cliText(t, "presets", "list", "--account", acct, addr)
+	if code != 0 || !strings.Contains(table, "SLUG") || !strings.Contains(table, "triage") || !strings.Contains(table, "active") {
+		t.Fatalf("presets list (%d):\n%s", code, table)
+	}
+	c := newClient(t, p.gateway, p.admin)
+	key := cli(t, p, "keys", "create", "--account", acct, "--name", "app").Get("key").String()
+	c.api("POST", "/chat/completions", key, `{"model":"@preset/triage","messages":[{"role":"user","content":"hi"}]}`).expect(t, 200)
+	if got := cli(t, p, "presets", "status", "triage", "--account", acct, "--status", "disabled").Get("data.status").Str; got != "disabled" {
+		t.Fatalf("presets status: %s", got)
+	}
+	c.api("POST", "/chat/completions", key, `{"model":"@preset/triage","messages":[{"role":"user","content":"hi"}]}`).
+		expectError(t, 400, `model: preset "triage" is disabled`)
+	if _, stderr, code := cliText(t, "presets", "put", "Bad Slug", "--account", acct, "--body", `{"model":"m"}`, addr); code != 1 || !strings.Contains(stderr, "slug:") {
+		t.Fatalf("a bad slug: exit %d, %s", code, stderr)
+	}
+}
