@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/keytable"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
+	"github.com/tollgate-dev/caddy-tollgate/storage/respcache"
 )
 
 // Errors returned by the store; handlers map them to HTTP statuses.
@@ -117,6 +118,8 @@ type Store struct {
 	open atomic.Bool
 	// affinity keeps the endpoints conversations stick to.
 	affinity affinity.Table
+	// respCache is the response cache's shared table; nil on one node.
+	respCache respcache.Table
 }
 
 // bigStore is the number of keys from which Open returns the warm-up's
@@ -534,10 +537,11 @@ func (s *Store) saveSnapshots() {
 // backend, and wires each store to the others it reads.
 func newStore(k *kernel.Kernel, ledger openLedger, log *zap.Logger) *Store {
 	s := &Store{
-		k:        k,
-		feed:     k.Feed(),
-		log:      log,
-		affinity: affinityFor(k.Backend()),
+		k:         k,
+		feed:      k.Feed(),
+		log:       log,
+		affinity:  affinityFor(k.Backend()),
+		respCache: sharedResponseCache(k.Backend()),
 		AccountStore: &AccountStore{
 			k:         k,
 			accounts:  map[string]*Account{},

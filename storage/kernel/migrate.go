@@ -108,12 +108,13 @@ func (b *RedisBackend) deleteAll(ctx context.Context) error {
 
 // oldLayoutKey reports a key name (after the prefix) the previous layout
 // wrote: the backend's own ("~...", but the one-use claims of connect
-// codes, "~cc/", and sticky routing's table, "~st/") and the records ("<kind>/...", a kind being one to three
+// codes, "~cc/", sticky routing's table, "~st/", and the response
+// cache's, "~rc/") and the records ("<kind>/...", a kind being one to three
 // lowercase letters). A longer prefix of another gateway sharing the
 // server ("tollgate:eu:" beside "tollgate:") never matches.
 func oldLayoutKey(rest string) bool {
 	if strings.HasPrefix(rest, "~") {
-		return !strings.HasPrefix(rest, "~cc/") && !strings.HasPrefix(rest, "~st/")
+		return !strings.HasPrefix(rest, "~cc/") && !strings.HasPrefix(rest, "~st/") && !strings.HasPrefix(rest, "~rc/")
 	}
 	i := strings.IndexByte(rest, '/')
 	if i < 1 || i > 3 {

@@ -6,7 +6,7 @@ func TestOldLayoutKey(t *testing.T) {
 	for rest, want := range map[string]bool{
 		"~m/acct": true, "~leases": true, "~feed": true, "~ab/h": true,
 		"a/acct": true, "gu/acct/resp": true, "pe/acct/x": true, "g/gen-1": true,
-		"~cc/hash": false, "~st/0a1b": false, "dashboard-link-used/h": false, "{tg}a/acct": false,
+		"~cc/hash": false, "~st/0a1b": false, "~rc/ab/cd/ef": false, "dashboard-link-used/h": false, "{tg}a/acct": false,
 		"eu:{tg}a/acct": false, "eu:a/acct": false, "abcd/x": false,
 	} {
 		if got := oldLayoutKey(rest); got != want {
