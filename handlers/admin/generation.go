@@ -85,7 +85,8 @@ func (ar *adminRequest) generationView(g storage.Generation) map[string]any {
 		"origin": "", "app_id": nil, "external_user": orNil(g.User), "preset_id": orNil(g.PresetID), "router": orNil(g.Router),
 		"provider_responses": providerResponses(g), "routing": orNil(g.Routing), "user_agent": nil, "http_referer": nil, "service_tier": nil,
 		"data_region": region, "workspace_id": orNil(g.WorkspaceID), "session_id": orNil(g.SessionID), "request_id": nil,
-		"content_flags": contentFlagsView(g.ContentFlags),
+		"response_cache_source_id": orNil(g.ResponseCacheSourceID),
+		"content_flags":            contentFlagsView(g.ContentFlags),
 	}
 }
 

@@ -501,6 +501,10 @@ func (r Generation) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"preset_id":`...)
 		b = jsonstr.Append(b, r.PresetID)
 	}
+	if r.ResponseCacheSourceID != "" {
+		b = append(b, `,"response_cache_source_id":`...)
+		b = jsonstr.Append(b, r.ResponseCacheSourceID)
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -568,6 +572,7 @@ func readGenerationSums(p *codec.Parser, r *Generation) bool {
 	ok = ok && (!p.Lit(`,"session_id":`) || p.SkipStr())
 	ok = ok && (!p.Lit(`,"router":`) || p.SkipStr())
 	ok = ok && (!p.Lit(`,"preset_id":`) || p.SkipStr())
+	ok = ok && (!p.Lit(`,"response_cache_source_id":`) || p.SkipStr())
 	ok = ok && p.Lit(`}`)
 	return ok
 }

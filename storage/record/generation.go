@@ -66,6 +66,9 @@ type Generation struct {
 	Router string `json:"router,omitempty"`
 	// PresetID is the id of the preset the request named, if any.
 	PresetID string `json:"preset_id,omitempty"`
+	// ResponseCacheSourceID is, for an answer served from the response
+	// cache, the generation whose answer it replayed.
+	ResponseCacheSourceID string `json:"response_cache_source_id,omitempty"`
 }
 
 // ContentFlag is a flagging content filter that matched a request: its
