@@ -88,6 +88,8 @@ type metrics struct {
 
 	sticky                *prometheus.CounterVec // outcome
 	stickyHit, stickyMiss prometheus.Counter     // its two series, resolved once
+
+	cache responseCacheMetrics
 }
 
 var std = newMetrics()
@@ -198,6 +200,7 @@ func newMetrics() *metrics {
 		Help: "Requests that could stick to an endpoint (several equally ranked, no provider.order or sort), by outcome: hit (the conversation's endpoint was among them and leads) or miss (none known, expired, or no longer eligible).",
 	}, []string{"outcome"})
 	m.stickyHit, m.stickyMiss = m.sticky.WithLabelValues("hit"), m.sticky.WithLabelValues("miss")
+	m.cache = newResponseCacheMetrics()
 	keyLabels := []string{"account", "key", "byok"}
 	m.keyCredits = newAmountVec(prometheus.NewDesc(namespace+"_key_credits_total",
 		"Credits charged (byok=false) or BYOK usage (byok=true), by account and key hash (only with metrics_per_key).", keyLabels, nil), keyLabels)
@@ -213,6 +216,7 @@ func (m *metrics) collectors(perKey bool) []prometheus.Collector {
 		m.commitDuration, m.commitFailures, m.searchCalls, m.searchResults, m.searchFailures,
 		m.exportQueue, m.exportDelivered, m.exportDropped, m.sticky,
 	}
+	cs = append(cs, m.cache.collectors()...)
 	if perKey {
 		cs = append(cs, m.keyRequests, m.keyCredits)
 	}
