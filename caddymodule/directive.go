@@ -38,6 +38,9 @@ func replacedDirective(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, err
 //		anthropic_betas    <beta>...
 //		load_balancing     price|ordered
 //		sticky_idle        <duration>|off
+//		response_cache {
+//			<the response cache's options>
+//		}
 //		plugins {
 //			<plugin module name> [...]
 //		}
@@ -71,12 +74,16 @@ func parseTollgate(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) 
 				continue
 			}
 			name := d.Val()
-			if name == "plugins" {
+			if name == "plugins" || name == "response_cache" {
 				// The handler's; reverse_proxy never sees the block.
 				seg := d.NextSegment()
 				pd := caddyfile.NewDispenser(seg)
 				pd.Next()
-				if err := tg.UnmarshalPlugins(pd); err != nil {
+				unmarshal := tg.UnmarshalPlugins
+				if name == "response_cache" {
+					unmarshal = tg.UnmarshalResponseCache
+				}
+				if err := unmarshal(pd); err != nil {
 					return nil, err
 				}
 				d.DeleteN(len(seg))

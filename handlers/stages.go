@@ -39,6 +39,9 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		routePlaceholders{},
 		attemptFilters{},
 		pluginPlan{t},
+		// Once every part of the request is known: a hit still passes
+		// admission and is charged by the meter.
+		responseCache{t},
 	}
 }
 
@@ -163,6 +166,18 @@ func (s pluginPlan) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Req
 	return s.t.planPlugins(st, st.Body)
 }
 
+// responseCache plans the response cache's part in the request
+// (responsecache.Request.Plan): whether its model is cached, what the
+// client's Cache-Control asks, the request's key.
+type responseCache struct{ t *Tollgate }
+
+func (s responseCache) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	if s.t.cache == nil {
+		return nil
+	}
+	return st.Cache.Plan(s.t.cache, r.Context(), st.Store, r.Header, st.ID, st.Route, st.Body, len(st.Plugins) > 0)
+}
+
 // Interface guards
 var (
 	_ pipeline.Stage = admissionCheck{}
@@ -173,4 +188,5 @@ var (
 	_ pipeline.Stage = routePlaceholders{}
 	_ pipeline.Stage = attemptFilters{}
 	_ pipeline.Stage = pluginPlan{}
+	_ pipeline.Stage = responseCache{}
 )

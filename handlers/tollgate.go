@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/responsecache"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/retry"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/scimapi"
@@ -109,6 +110,9 @@ type Tollgate struct {
 	// minutes) below which an endpoint is ranked behind the others of its
 	// rank; 0 (the default): uptime does not rank.
 	MinUptime float64 `json:"min_uptime,omitempty"`
+	// ResponseCache turns on the response cache for the models it names;
+	// nil: off.
+	ResponseCache *responsecache.Config `json:"response_cache,omitempty"`
 	// HTTPSProxyRaw and HTTPProxyRaw are the reverse_proxy handlers that
 	// carry attempts to HTTPS and to plain-HTTP providers; the tollgate
 	// directive fills them with the block's reverse_proxy subdirectives.
@@ -124,6 +128,8 @@ type Tollgate struct {
 	plugins plugin.Set
 	// stages are the inference pipeline's, in order (pipelineStages).
 	stages []pipeline.Stage
+	// cache is the response cache; nil: off.
+	cache *responsecache.Cache
 
 	proxies metering.Providers
 	auth    Auth
@@ -198,6 +204,9 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	}
 	t.router.Logger = logger
 	t.meter = metering.New(gw, logger)
+	if t.cache, err = responsecache.New(t.ResponseCache, gw.BYOKSealer(), logger); err != nil {
+		return err
+	}
 	t.meter.Retry = t.retryPolicy()
 	t.meter.Breakers = t.router.Breakers
 	t.stages = t.pipelineStages()
@@ -243,7 +252,7 @@ func (t *Tollgate) Validate() error {
 	if t.MinUptime < 0 || t.MinUptime > 100 {
 		return fmt.Errorf("min_uptime: expected a percentage from 0 to 100, got %v", t.MinUptime)
 	}
-	return nil
+	return t.ResponseCache.Validate()
 }
 
 // CircuitBreaker configures the endpoints' circuit breakers.

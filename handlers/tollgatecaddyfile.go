@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/responsecache"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/internal/suggest"
@@ -32,6 +33,9 @@ import (
 //		retry_backoff      <duration>
 //		circuit_breaker    [<failures> [<cooldown>]] | off
 //		min_uptime         <percent>
+//		response_cache {
+//			<responsecache.Config's options>
+//		}
 //		plugins {
 //			<plugin module name> [<its own directive's arguments and block>]
 //		}
@@ -52,6 +56,12 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			continue
 		}
+		if name == "response_cache" {
+			if err := t.UnmarshalResponseCache(d); err != nil {
+				return err
+			}
+			continue
+		}
 		known, err := t.SetOption(name, d.RemainingArgs())
 		if !known {
 			return suggest.UnknownOption(d, "tollgate", TollgateOptions)
@@ -65,7 +75,7 @@ func (t *Tollgate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // TollgateOptions are the names SetOption knows, for the suggestions of
 // configuration errors.
-var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "sticky_idle", "web_fetch_price", "first_byte_timeout", "retries", "retry_budget", "retry_backoff", "circuit_breaker", "min_uptime", "plugins"}
+var TollgateOptions = []string{"per_ip", "per_key", "max_body_bytes", "media_part_tokens", "anthropic_betas", "load_balancing", "sticky_idle", "web_fetch_price", "first_byte_timeout", "retries", "retry_budget", "retry_backoff", "circuit_breaker", "min_uptime", "response_cache", "plugins"}
 
 // UnmarshalPlugins reads the plugins block, d at its name: each line
 // names a plugin module (tollgate.plugins.<name>), whose own
@@ -89,6 +99,20 @@ func (t *Tollgate) UnmarshalPlugins(d *caddyfile.Dispenser) error {
 		}
 		t.PluginsRaw[name] = caddyconfig.JSON(unm, nil)
 	}
+	return nil
+}
+
+// UnmarshalResponseCache reads the response_cache block, d at its name
+// (responsecache.Config's UnmarshalCaddyfile).
+func (t *Tollgate) UnmarshalResponseCache(d *caddyfile.Dispenser) error {
+	if t.ResponseCache != nil {
+		return d.Err("response_cache: configured twice")
+	}
+	c := new(responsecache.Config)
+	if err := c.UnmarshalCaddyfile(d); err != nil {
+		return err
+	}
+	t.ResponseCache = c
 	return nil
 }
 

@@ -143,6 +143,10 @@ type UsageBill struct {
 	byok               bool
 	tokens             billing.Usage // the tokens charged
 	Responses          bool          // a Responses usage object: input and output
+	// CacheSource is, on an answer the response cache replayed, the
+	// generation whose answer it was: its tokens are those the provider
+	// counted then.
+	CacheSource string
 }
 
 func NewUsageBill(cost money.Amount, pricing billing.Pricing, u billing.Usage, byok bool) UsageBill {
@@ -183,5 +187,10 @@ func (b UsageBill) appendMembers(dst []byte) []byte {
 	m = b.prompt.Append(m)
 	m = append(m, out...)
 	m = b.completion.Append(m)
-	return append(m, '}')
+	m = append(m, '}')
+	if b.CacheSource != "" {
+		m = append(m, `,"response_cache_source_id":`...)
+		m = jsonstr.Append(m, b.CacheSource)
+	}
+	return m
 }

@@ -247,14 +247,18 @@ func (m *Meter) attempt(w http.ResponseWriter, r *http.Request, st *pipeline.Sta
 			mw.RenameModel(route.Model.ID)
 		}
 		began := now()
-		next := up.Forward(route.Provider)
+		// The first attempt is answered from the response cache when it
+		// holds the answer (no provider call), else its answer may be kept.
+		next := st.Cache.Attempt(up.Forward(route.Provider), route, calls == 0)
 		for _, run := range st.Plugins {
 			if aw, ok := run.(plugin.AttemptWrapper); ok {
 				next = aw.WrapAttempt(next, route) // a server tool's loop
 			}
 		}
 		proxyErr := proxyAttempt(next, mw, r, route, st.GenID)
-		m.observeHealth(route, mw, proxyErr, r.Context().Err() == nil)
+		if !st.Cache.Hit() { // the provider was not called
+			m.observeHealth(route, mw, proxyErr, r.Context().Err() == nil)
+		}
 		failed := r.Context().Err() == nil && mw.Retryable(proxyErr)
 		wait, again := time.Duration(0), false
 		if failed {
@@ -460,6 +464,16 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 			}
 		}
 	}
+	byok := route.BYOK
+	if st.Cache.Hit() {
+		// No provider was called: the hit is charged the cache's price
+		// alone, the gateway's own work, paid in credits even by BYOK.
+		m.observeCacheHit(pricing, usage, st.Cache.Price())
+		pricing, usage.Extra, byok = billing.Pricing{}, st.Cache.Price(), false
+		if route.BYOK {
+			credits = usage.Extra
+		}
+	}
 	var cost money.Amount
 	if err == nil {
 		cost, err = billing.Cost(pricing, usage)
@@ -475,8 +489,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	// What the cache saved, for GET /generation (nothing without cache
 	// tokens; a sum out of range shows none).
 	discount, _, _ := billing.CacheDiscount(pricing, usage)
-	mw.OwnBill = answer.NewUsageBill(cost, pricing, usage, route.BYOK)
+	mw.OwnBill = answer.NewUsageBill(cost, pricing, usage, byok)
 	mw.OwnBill.Responses = route.Kind == dialect.Responses
+	mw.OwnBill.CacheSource = st.Cache.SourceID()
 	mw.Bill = &mw.OwnBill
 	status := "completed"
 	switch {
@@ -496,6 +511,7 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 		LatencyMS: now().Sub(st.Start).Milliseconds(), User: route.User, CreatedAt: st.Start.UTC(),
 		ContentFlags: st.ContentFlags,
 		Attempts:     st.AttemptRecords, Routing: route.Routing, SessionID: st.Sticky.SessionID, Router: route.Router, PresetID: st.PresetID,
+		ResponseCacheSourceID: st.Cache.SourceID(),
 	}
 	gen := &st.Gen
 	window := m.gw.InFlightPolicy().SettlementWindow
@@ -513,6 +529,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 		return nil
 	}
 	observeCharge(st, gen)
+	// A whole answer whose charge is durable may answer the same request
+	// again (the response cache).
+	st.Cache.Keep(st.GenID, !clientGone && !estimated && (status == "completed" || status == "incomplete"))
 	if clientGone {
 		return nil
 	}

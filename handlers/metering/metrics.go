@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
@@ -36,6 +37,12 @@ func observeAttempt(st *pipeline.State, mw *answer.Writer, began time.Time, fall
 	status := mw.Status
 	if mw.Mode == sse.Undecided {
 		status = 0
+	}
+	if st.Cache.Hit() {
+		// The response cache answered: no provider call to count or
+		// measure.
+		st.Status = status
+		return
 	}
 	end := now()
 	s.Attempt(status, end.Sub(began))
@@ -97,6 +104,14 @@ func recordAttempt(st *pipeline.State, mw *answer.Writer, status int, began, end
 		stats.ObserveThroughput(float64(mw.Usage.Completion)/gen.Seconds(), end)
 	} else if mw.Usage.OK && mw.Usage.Completion > 0 && mw.Mode != sse.Stream && end.Sub(began) > 0 {
 		stats.ObserveThroughput(float64(mw.Usage.Completion)/end.Sub(began).Seconds(), end)
+	}
+}
+
+// observeCacheHit counts what a response cache hit saved: the answer's
+// cost at the model's prices, less the cache's price.
+func (m *Meter) observeCacheHit(pricing billing.Pricing, usage billing.Usage, price money.Amount) {
+	if full, err := billing.Cost(pricing, usage); err == nil {
+		telemetry.ResponseCacheSaved(int64(full - price))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/responsecache"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/sticky"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
@@ -67,6 +68,10 @@ type State struct {
 	// PresetID is the preset the request named, merged into Body, for
 	// the generation record; "" for none.
 	PresetID string
+
+	// Cache is the response cache's part in the request: its zero value
+	// when the cache does not apply.
+	Cache responsecache.Request
 
 	// ContentFlags are the flagging content filters that matched, for the
 	// generation record.
