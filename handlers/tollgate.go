@@ -212,6 +212,9 @@ func (t *Tollgate) setup(gw gateway.Gateway, logger *zap.Logger) error {
 	t.stages = t.pipelineStages()
 	srv, err := scimapi.NewService(gw.Store, logger)
 	t.admin = admin.New(gw, logger, srv)
+	if t.cache != nil {
+		t.admin.PurgeWith(t.cache)
+	}
 	return err
 }
 

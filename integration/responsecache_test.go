@@ -88,6 +88,17 @@ func TestResponseCache(t *testing.T) {
 	if r := c.mustPost("/chat/completions", k1, body, map[string]string{"Cache-Control": "max-age=600"}).expect(t, 200); xCache(r) != "HIT" {
 		t.Fatalf("max-age=600: X-Cache %q, want HIT", xCache(r))
 	}
+	// A purge by the account's management key removes its entries, not
+	// another account's.
+	if r := c.api("DELETE", "/response-cache?model=tollgate-mock", org.MgmtKey, nil).expect(t, 200); r.JSON.Get("data.deleted").Int() != 1 {
+		t.Fatalf("purge: %s, want one entry deleted", r.Body)
+	}
+	if r := c.mustPost("/chat/completions", k1, body, nil).expect(t, 200); xCache(r) != "MISS" {
+		t.Fatalf("after a purge: X-Cache %q, want MISS", xCache(r))
+	}
+	if r := c.mustPost("/chat/completions", kOther, body, nil).expect(t, 200); xCache(r) != "HIT" {
+		t.Fatalf("another account's entry after the purge: X-Cache %q, want HIT", xCache(r))
+	}
 	// Sampling without a seed is not cached; with one it is.
 	sampled := `{"model":"tollgate-mock","max_tokens":16,"temperature":0.8,"messages":[{"role":"user","content":"what is cached?"}]}`
 	if r := c.mustPost("/chat/completions", k1, sampled, nil).expect(t, 200); xCache(r) != "" {
@@ -163,6 +174,15 @@ func TestResponseCacheAcrossReplicas(t *testing.T) {
 		t.Fatalf("replica B's hit %s, A's miss %s", hit.Body, miss.Body)
 	}
 	// Sealed at rest: the answer's text is nowhere in Redis's values.
+	defer func() {
+		// A purge at replica B removes the entry A stored.
+		if r := cs[1].api("DELETE", "/response-cache", org.MgmtKey, nil).expect(t, 200); r.JSON.Get("data.deleted").Int() != 1 {
+			t.Fatalf("purge at replica B: %s", r.Body)
+		}
+		if r := cs[0].mustPost("/chat/completions", key, body, nil).expect(t, 200); xCache(r) != "MISS" {
+			t.Fatalf("replica A after the purge: X-Cache %q, want MISS", xCache(r))
+		}
+	}()
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rc.Close()
 	keys, err := rc.Keys(t.Context(), "*~rc/*").Result()

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -27,7 +28,20 @@ type Admin struct {
 	gw     gateway.Gateway
 	logger *zap.Logger
 	scim   *scimapi.Service // the SCIM 2.0 service under scimapi.Prefix
+	// cache purges the response cache's entries; nil: the cache is off.
+	cache ResponsePurger
 }
+
+// ResponsePurger removes an account's entries from the response cache.
+type ResponsePurger interface {
+	// PurgeResponses removes the account's entries of model ("": of
+	// every model) and counts them.
+	PurgeResponses(ctx context.Context, store *storage.Store, account, model string) (int, error)
+}
+
+// PurgeWith has the purge route remove the response cache's entries
+// through p.
+func (a *Admin) PurgeWith(p ResponsePurger) { a.cache = p }
 
 // New is the administrative stage over gw; scimService serves the SCIM
 // 2.0 protocol.
@@ -66,6 +80,7 @@ type adminRequest struct {
 	// not theirs to change.
 	member string
 	logger *zap.Logger
+	cache  ResponsePurger // nil: the response cache is off
 }
 
 // Serve serves an administrative route (or GET /key), as ClassifyRoute
@@ -77,7 +92,7 @@ func (a *Admin) Serve(w http.ResponseWriter, r *http.Request, store *storage.Sto
 		a.logger.Error("administrative route without an identity or a store", zap.String("path", r.URL.Path))
 		return apierror.Fail(r, errInternal())
 	}
-	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw, logger: a.logger}
+	ar := &adminRequest{w: w, r: r, id: id, store: store, limits: a.gw.FreeModelLimits(), gw: a.gw, logger: a.logger, cache: a.cache}
 	apiErr := resolveRoute(r, api).serve(ar)
 	if apiErr != nil {
 		if apiErr.Status >= 500 {

@@ -192,6 +192,9 @@ var apiRoutes = []apiRoute{
 	{pattern: "/credits", kind: RouteManagement},
 	{pattern: "GET /credits", kind: RouteManagement, serve: (*adminRequest).credits},
 
+	{pattern: "/response-cache", kind: RouteManagement},
+	{pattern: "DELETE /response-cache", kind: RouteManagement, serve: (*adminRequest).purgeResponseCache},
+
 	{pattern: "/byok", kind: RouteManagement},
 	{pattern: "GET /byok", kind: RouteManagement, serve: with(openBYOK, (*byokRequest).list)},
 	{pattern: "POST /byok", kind: RouteManagement, serve: with(openBYOK, (*byokRequest).create)},

@@ -16,7 +16,7 @@ var spec45 = []string{
 	"GET /activity", "GET /analytics/meta", "POST /analytics/query",
 	"GET /keys", "POST /keys", "GET /keys/{hash}", "PATCH /keys/{hash}", "DELETE /keys/{hash}",
 	"GET /byok", "POST /byok", "GET /byok/{id}", "PATCH /byok/{id}", "DELETE /byok/{id}",
-	"GET /credits",
+	"GET /credits", "DELETE /response-cache",
 	"GET /end-users", "POST /end-users", "GET /end-users/{user}", "PATCH /end-users/{user}", "DELETE /end-users/{user}",
 	"POST /generation/feedback",
 	"GET /guardrails", "POST /guardrails", "GET /guardrails/{id}", "PATCH /guardrails/{id}", "DELETE /guardrails/{id}",
