@@ -196,3 +196,14 @@ func TestResponseCacheAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// The openai SDK reads a streamed hit as the stream of its miss
+// (sdk/responsecache.mjs).
+func TestResponseCacheSDK(t *testing.T) {
+	node := requireNode(t)
+	startInProcessWith(t, withResponseCache(t))
+	c := newClient(t, gatewayAddr, adminAddr)
+	org := c.newTenant("organization", "10")
+	key, _ := c.newKey(org.MgmtKey, `{"name":"sdk-cache"}`)
+	runSDKScript(t, node, "responsecache.mjs", "TOLLGATE_API_KEY="+key, "TOLLGATE_CACHE_PRICE="+cachePrice)
+}
