@@ -144,7 +144,8 @@ func TestResponseCacheStream(t *testing.T) {
 }
 
 // A miss stored at one replica is a hit at the other, over one
-// redis-server; the entry is sealed at rest.
+// redis-server; the entry is sealed at rest, a corrupt one is a miss, and
+// a purge at either replica removes it for both.
 func TestResponseCacheAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	edit := func(cfg, mock string) string {
@@ -174,26 +175,33 @@ func TestResponseCacheAcrossReplicas(t *testing.T) {
 		t.Fatalf("replica B's hit %s, A's miss %s", hit.Body, miss.Body)
 	}
 	// Sealed at rest: the answer's text is nowhere in Redis's values.
-	defer func() {
-		// A purge at replica B removes the entry A stored.
-		if r := cs[1].api("DELETE", "/response-cache", org.MgmtKey, nil).expect(t, 200); r.JSON.Get("data.deleted").Int() != 1 {
-			t.Fatalf("purge at replica B: %s", r.Body)
-		}
-		if r := cs[0].mustPost("/chat/completions", key, body, nil).expect(t, 200); xCache(r) != "MISS" {
-			t.Fatalf("replica A after the purge: X-Cache %q, want MISS", xCache(r))
-		}
-	}()
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rc.Close()
 	keys, err := rc.Keys(t.Context(), "*~rc/*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("no cache entry in Redis: %v", err)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("cache entries in Redis: %v, %v; want one", keys, err)
 	}
-	for _, k := range keys {
-		v, _ := rc.Get(t.Context(), k).Result()
-		if strings.Contains(v, miss.JSON.Get("choices.0.message.content").Str) || strings.Contains(v, "shared secret") {
-			t.Fatalf("entry %s is not sealed", k)
-		}
+	v, err := rc.Get(t.Context(), keys[0]).Bytes()
+	if err != nil || strings.Contains(string(v), miss.JSON.Get("choices.0.message.content").Str) || strings.Contains(string(v), "shared secret") {
+		t.Fatalf("entry %s is not sealed (%v)", keys[0], err)
+	}
+	// A corrupt entry is a miss, then stored anew.
+	v[len(v)-1] ^= 1
+	if err := rc.Set(t.Context(), keys[0], v, redis.KeepTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := cs[1].mustPost("/chat/completions", key, body, nil).expect(t, 200); xCache(r) != "MISS" {
+		t.Fatalf("a corrupt entry: X-Cache %q, want MISS", xCache(r))
+	}
+	within(t, 5*time.Second, "the entry is stored anew", func() bool {
+		return xCache(cs[0].mustPost("/chat/completions", key, body, nil).expect(t, 200)) == "HIT"
+	})
+	// A purge at replica B removes the entry.
+	if r := cs[1].api("DELETE", "/response-cache", org.MgmtKey, nil).expect(t, 200); r.JSON.Get("data.deleted").Int() != 1 {
+		t.Fatalf("purge at replica B: %s", r.Body)
+	}
+	if r := cs[0].mustPost("/chat/completions", key, body, nil).expect(t, 200); xCache(r) != "MISS" {
+		t.Fatalf("replica A after the purge: X-Cache %q, want MISS", xCache(r))
 	}
 }
 
