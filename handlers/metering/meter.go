@@ -530,8 +530,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	}
 	observeCharge(st, gen)
 	// A whole answer whose charge is durable may answer the same request
-	// again (the response cache).
-	st.Cache.Keep(st.GenID, !clientGone && !estimated && (status == "completed" || status == "incomplete"))
+	// again (the response cache); not one whose output the caps' room
+	// clamped, which the request as sent would not have got.
+	st.Cache.Keep(st.GenID, !clientGone && !estimated && (status == "completed" || status == "incomplete") && st.Clamp.Limits == nil)
 	if clientGone {
 		return nil
 	}
