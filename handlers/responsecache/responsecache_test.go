@@ -231,3 +231,35 @@ func handlerOf(h http.Handler) caddyhttp.Handler {
 		return nil
 	})
 }
+
+// Only a whole 200 within max_entry_bytes, not encoded, is kept.
+func TestRecorderKeepsOnlyWholeAnswers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		status   int
+		encoding string
+		body     string
+		want     bool
+	}{
+		"ok":        {200, "", "0123456789", true},
+		"error":     {500, "", "{}", false},
+		"over":      {200, "", "0123456789ab", false},
+		"encoded":   {200, "gzip", "0123456789", false},
+		"empty 200": {200, "", "", false},
+	} {
+		w := httptest.NewRecorder()
+		r := recorder{ResponseWriter: w, max: 10}
+		if tc.encoding != "" {
+			r.Header().Set("Content-Encoding", tc.encoding)
+		}
+		r.WriteHeader(tc.status)
+		for i := 0; i < len(tc.body); i += 4 {
+			_, _ = r.Write([]byte(tc.body[i:min(i+4, len(tc.body))]))
+		}
+		if got := r.storable(); got != tc.want {
+			t.Errorf("%s: storable %v", name, got)
+		}
+		if w.Body.String() != tc.body || w.Code != tc.status {
+			t.Errorf("%s: the client got %d %q", name, w.Code, w.Body)
+		}
+	}
+}
