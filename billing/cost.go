@@ -18,6 +18,8 @@ type Pricing struct {
 	SearchUnit  Price // per rerank search unit
 	Document    Price // per document reranked
 	ImageOutput Price // per image returned
+	Character   Price // per character of text spoken (text to speech)
+	AudioSecond Price // per second of audio transcribed
 
 	// InputCacheRead and InputCacheWrite price the prompt tokens a
 	// provider read from or wrote to its prompt cache; unset (the Set
@@ -72,7 +74,7 @@ func (p Pricing) InputPrice() Price {
 // IsFree reports whether nothing about the endpoint costs money.
 func (p Pricing) IsFree() bool {
 	return p.InputPrice() == 0 && p.Completion == 0 && p.Request == 0 && p.WebSearch == 0 &&
-		p.SearchUnit == 0 && p.Document == 0 && p.ImageOutput == 0
+		p.SearchUnit == 0 && p.Document == 0 && p.ImageOutput == 0 && p.Character == 0 && p.AudioSecond == 0
 }
 
 // HasTokenPrice reports whether the endpoint prices tokens; a request with
@@ -97,6 +99,10 @@ type Usage struct {
 	SearchUnits int64
 	Documents   int64
 	Images      int64
+	// Characters and AudioSeconds are an audio request's: the text it
+	// had spoken, the seconds of audio it had transcribed.
+	Characters   int64
+	AudioSeconds int64
 	// Extra is a charge computed elsewhere (X search items), added as is.
 	Extra money.Amount
 }
@@ -125,11 +131,13 @@ func Cost(p Pricing, u Usage) (money.Amount, error) {
 	return a, nil
 }
 
-// addItems adds the items priced per item (rerank, images).
+// addItems adds the items priced per item (rerank, images, audio).
 func (f femto) addItems(p Pricing, u Usage) femto {
 	f = f.add(p.SearchUnit, u.SearchUnits)
 	f = f.add(p.Document, u.Documents)
-	return f.add(p.ImageOutput, u.Images)
+	f = f.add(p.ImageOutput, u.Images)
+	f = f.add(p.Character, u.Characters)
+	return f.add(p.AudioSecond, u.AudioSeconds)
 }
 
 // ItemsCost prices the items of u priced per item alone (rerank's

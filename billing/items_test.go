@@ -31,3 +31,19 @@ func TestEstimateRequestNoOutput(t *testing.T) {
 		t.Fatalf("search units alone: %+v", e)
 	}
 }
+
+// The audio routes' characters spoken and seconds transcribed are priced
+// per item, and held by a route without output.
+func TestAudioItemsCost(t *testing.T) {
+	p := Pricing{Character: price(t, "0.000015"), AudioSecond: price(t, "0.0001")}
+	if c := mustCost(t, p, Usage{Characters: 1000, AudioSeconds: 60}); c.String() != "0.021" {
+		t.Fatalf("audio cost %s", c)
+	}
+	if (Pricing{Character: 1}).IsFree() || (Pricing{AudioSecond: 1}).IsFree() {
+		t.Fatal("an audio price is not free")
+	}
+	e := mustEstimate(t, RequestFacts{Pricing: p, NoOutput: true, Units: Usage{Characters: 2000}}, policy)
+	if e.Hold != credits("0.03") {
+		t.Fatalf("characters held: %+v", e)
+	}
+}

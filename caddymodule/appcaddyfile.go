@@ -554,9 +554,13 @@ func parsePricing(d *caddyfile.Dispenser, pc *PricingConfig) error {
 			dst = &pc.Document
 		case "image_output":
 			dst = &pc.ImageOutput
+		case "character":
+			dst = &pc.Character
+		case "audio_second":
+			dst = &pc.AudioSecond
 		default:
 			return suggest.UnknownOption(d, "pricing", []string{"prompt", "completion", "request", "web_search", "input_cache_read", "input_cache_write", "input_cache_write_1h", "override",
-				"search_unit", "document", "image_output"})
+				"search_unit", "document", "image_output", "character", "audio_second"})
 		}
 		if !d.AllArgs(dst) {
 			return d.ArgErr()

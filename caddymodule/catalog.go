@@ -287,6 +287,12 @@ func inheritPrices(m *catalog.Model, providers []ProviderConfig) {
 		if pc.Pricing.ImageOutput == "" {
 			p.Pricing.ImageOutput = m.Pricing.ImageOutput
 		}
+		if pc.Pricing.Character == "" {
+			p.Pricing.Character = m.Pricing.Character
+		}
+		if pc.Pricing.AudioSecond == "" {
+			p.Pricing.AudioSecond = m.Pricing.AudioSecond
+		}
 	}
 }
 
@@ -313,6 +319,8 @@ func (pc PricingConfig) pricing() (billing.Pricing, error) {
 		{"pricing.search_unit", pc.SearchUnit, false, &p.SearchUnit},
 		{"pricing.document", pc.Document, false, &p.Document},
 		{"pricing.image_output", pc.ImageOutput, false, &p.ImageOutput},
+		{"pricing.character", pc.Character, false, &p.Character},
+		{"pricing.audio_second", pc.AudioSecond, false, &p.AudioSecond},
 	} {
 		if err := parsePriceField(f.s, f.required, f.dst); err != nil {
 			return p, fmt.Errorf("%s: %v", f.name, err)
@@ -445,6 +453,10 @@ type PricingConfig struct {
 	SearchUnit  string `json:"search_unit,omitempty"`
 	Document    string `json:"document,omitempty"`
 	ImageOutput string `json:"image_output,omitempty"`
+	// The audio routes' prices: a character of text spoken, a second of
+	// audio transcribed; default 0.
+	Character   string `json:"character,omitempty"`
+	AudioSecond string `json:"audio_second,omitempty"`
 }
 
 // PricingOverrideConfig is one conditional price, in the public API's
@@ -583,7 +595,8 @@ func (mc *ModelConfig) model() (*catalog.Model, error) {
 	for _, f := range []struct {
 		price billing.Price
 		dst   **billing.Price
-	}{{m.Pricing.SearchUnit, &pm.Pricing.SearchUnit}, {m.Pricing.Document, &pm.Pricing.Document}, {m.Pricing.ImageOutput, &pm.Pricing.ImageOutput}} {
+	}{{m.Pricing.SearchUnit, &pm.Pricing.SearchUnit}, {m.Pricing.Document, &pm.Pricing.Document}, {m.Pricing.ImageOutput, &pm.Pricing.ImageOutput},
+		{m.Pricing.Character, &pm.Pricing.Character}, {m.Pricing.AudioSecond, &pm.Pricing.AudioSecond}} {
 		if f.price > 0 {
 			*f.dst = &f.price
 		}
@@ -658,6 +671,8 @@ type publicPricing struct {
 	SearchUnit  *billing.Price `json:"search_unit,omitempty"`
 	Document    *billing.Price `json:"document,omitempty"`
 	ImageOutput *billing.Price `json:"image_output,omitempty"`
+	Character   *billing.Price `json:"character,omitempty"`
+	AudioSecond *billing.Price `json:"audio_second,omitempty"`
 }
 
 type publicTopProvider struct {
@@ -862,6 +877,8 @@ func parseFileModel(index int, v gjson.Result) (*catalog.Model, error) {
 		{"search_unit", false, &m.Pricing.SearchUnit},
 		{"document", false, &m.Pricing.Document},
 		{"image_output", false, &m.Pricing.ImageOutput},
+		{"character", false, &m.Pricing.Character},
+		{"audio_second", false, &m.Pricing.AudioSecond},
 	} {
 		p := pub.Get("pricing." + f.name)
 		if p.Exists() && p.Type != gjson.String {

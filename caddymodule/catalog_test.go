@@ -701,3 +701,37 @@ func TestCatalogItemPrices(t *testing.T) {
 		t.Errorf("public image model %s", pub.Raw)
 	}
 }
+
+// The audio routes' prices (a character spoken, a second transcribed)
+// are read from a model block, inherited by a provider's pricing and
+// shown in the public pricing.
+func TestCatalogAudioPrices(t *testing.T) {
+	app := provisioned(t, adaptApp(t, `	tollgate {
+		model openai/tts-1 {
+			pricing {
+				prompt 0
+				completion 0
+				character 0.000015
+			}
+			provider openai https://api.openai.com/v1 {
+				api_key k
+				pricing {
+					prompt 0
+					completion 0
+					audio_second 0.0001
+				}
+			}
+		}
+	}`))
+	m := app.Catalog().Models()[0]
+	if m.Pricing.Character != price(t, "0.000015") || m.Pricing.AudioSecond != 0 {
+		t.Errorf("model pricing %+v", m.Pricing)
+	}
+	if p := m.Providers[0].Pricing; p == nil || p.Character != price(t, "0.000015") || p.AudioSecond != price(t, "0.0001") {
+		t.Errorf("provider pricing %+v", p)
+	}
+	pub := gjson.ParseBytes(m.Public)
+	if pub.Get("pricing.character").Str != "0.000015" || pub.Get("pricing.audio_second").Exists() {
+		t.Errorf("public pricing %s", pub.Get("pricing").Raw)
+	}
+}
