@@ -128,3 +128,11 @@ func (a *Azure) KeyEntry(key string) (string, string) { return "Api-Key", key }
 // ImagesURI implements dialect.ImageGenerator: the deployment's images
 // path, with the API version.
 func (a *Azure) ImagesURI() string { return a.prefix + "/images/generations" + a.query }
+
+// SpeechURI implements dialect.Speaker: the deployment's speech path,
+// with the API version.
+func (a *Azure) SpeechURI() string { return a.prefix + "/audio/speech" + a.query }
+
+// TranscriptionsURI implements dialect.Transcriber: the deployment's
+// transcriptions path, with the API version.
+func (a *Azure) TranscriptionsURI() string { return a.prefix + "/audio/transcriptions" + a.query }

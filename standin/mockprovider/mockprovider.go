@@ -198,6 +198,10 @@ func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return m.serveCohereRerank(w, r)
 	case strings.HasSuffix(path, "/images/generations"):
 		return m.serveOpenAIImages(w, r)
+	case strings.HasSuffix(path, "/audio/speech"):
+		return m.serveOpenAISpeech(w, r)
+	case strings.HasSuffix(path, "/audio/transcriptions"):
+		return m.serveOpenAITranscriptions(w, r)
 	case strings.HasSuffix(path, "/chat/completions"):
 		return m.serveGeneration(w, r, "chat", parseChatRequest, m.writeChat)
 	case strings.HasSuffix(path, "/responses"):
