@@ -1,6 +1,7 @@
 package audiolen
 
 import (
+	"bytes"
 	"errors"
 	"time"
 )
@@ -32,11 +33,21 @@ func flacLength(b []byte) (time.Duration, error) {
 		return 0, errors.New("FLAC file without its sample rate")
 	}
 	var framed uint64
-	for ; i+6 <= len(b); i++ {
-		if b[i] != 0xFF || b[i+1]&0xFE != 0xF8 {
+	for i+6 <= len(b) {
+		if b[i] != 0xFF {
+			j := bytes.IndexByte(b[i+1:], 0xFF)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
 			continue
 		}
-		if n, ok := flacFrame(b[i:]); ok {
+		i++
+		// A frame header's fixed bits, before its CRC is computed.
+		if b[i]&0xFE != 0xF8 || b[i+1] < 0x10 || b[i+1]&0x0F == 0x0F || b[i+2]&1 != 0 || b[i+3] == 0xFF {
+			continue
+		}
+		if n, ok := flacFrame(b[i-1:]); ok {
 			framed += n
 		}
 	}

@@ -1,6 +1,9 @@
 package audiolen
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // mp3Bitrates are the bitrates in kbit/s by bitrate index: MPEG-1 layers
 // I, II and III, then MPEG-2 and 2.5 layer I, then their layers II and III.
@@ -65,6 +68,19 @@ func mp3Length(b []byte) (time.Duration, error) {
 	frames := 0
 	paired := false // a frame was followed by another
 	for i+4 <= len(b) {
+		// Most bytes start no frame: stepped over without a call.
+		if b[i] != 0xFF {
+			j := bytes.IndexByte(b[i+1:], 0xFF)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+			continue
+		}
+		if b[i+1]&0xE0 != 0xE0 || b[i+2] >= 0xF0 || b[i+2] < 0x10 {
+			i++
+			continue
+		}
 		length, n, rate, ok := mp3Frame(b[i : i+4])
 		if !ok || length < 4 {
 			i++
