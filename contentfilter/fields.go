@@ -26,6 +26,11 @@ const (
 	Rerank
 	// Images is POST /images: the prompt is the user's text.
 	Images
+	// Speech is POST /audio/speech: the input is the user's text.
+	Speech
+	// Transcriptions is POST /audio/transcriptions: no text, the audio
+	// is not read.
+	Transcriptions
 )
 
 // Field is one piece of what a provider shows the model, found by Fields.
@@ -176,10 +181,13 @@ var apiRoots = [...]map[string]rootKind{
 	Embeddings: {"input": rootTokens},
 	Rerank:     {"query": rootUser, "documents": rootUser},
 	Images:     {"prompt": rootUser},
+	Speech:     {"input": rootUser},
 	AnyAPI: {"messages": rootItems, "input": rootItems, "instructions": rootOther, "system": rootOther,
 		"prompt": rootTokens, "suffix": rootUser, "tools": rootOther, "functions": rootOther,
 		"tool_choice": rootIdent, "function_call": rootIdent, "response_format": rootOther,
 		"prediction": rootOther, "text": rootFormat, "output_config": rootFormat},
+	// The audio is not read.
+	Transcriptions: {},
 }
 
 // ctx is what a value's place says about it.

@@ -7,6 +7,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/audio"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/metering"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/pipeline"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
@@ -29,6 +30,7 @@ func (t *Tollgate) pipelineStages() []pipeline.Stage {
 		// The preset a request names is merged before anything reads its
 		// body: the guardrails scan the preset's system prompt too.
 		presetBody{},
+		uploadForm{},
 		contentFilter{&t.router},
 		// The plugins planned before routing, in the order of their
 		// module IDs: web-fetch before web search, which reorders tools,
@@ -92,6 +94,19 @@ func (presetBody) Serve(st *pipeline.State, _ http.ResponseWriter, _ *http.Reque
 	}
 	st.Body, st.PresetID = body, id
 	return nil
+}
+
+// uploadForm reads a transcription's multipart upload into its JSON form
+// (audio.FormBody), which the later stages read as any request's body.
+type uploadForm struct{}
+
+func (uploadForm) Serve(st *pipeline.State, _ http.ResponseWriter, r *http.Request) *apierror.Error {
+	if st.API.Sub != "/audio/transcriptions" || !audio.IsForm(r.Header.Get("Content-Type")) {
+		return nil
+	}
+	var apiErr *apierror.Error
+	st.Body, apiErr = audio.FormBody(st.Body, r.Header.Get("Content-Type"))
+	return apiErr
 }
 
 // contentFilter applies the guardrails' content filters to the body

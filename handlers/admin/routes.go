@@ -149,6 +149,8 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /images", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
 	// OpenAI's path of the same call, which its SDK's images.generate posts to.
 	{pattern: "POST /images/generations", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
+	{pattern: "POST /audio/speech", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
+	{pattern: "POST /audio/transcriptions", kind: RouteInference, op: OpInfer, dialect: dialect.Other},
 	{pattern: "/messages", kind: RouteInference, op: OpInfer, dialect: dialect.Messages},
 	{pattern: "POST /messages/count_tokens", kind: RouteInference, op: OpCountTokens, dialect: dialect.Messages},
 

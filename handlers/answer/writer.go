@@ -78,6 +78,9 @@ type Writer struct {
 	// answer it wrote (ItemsOK), the charge's basis.
 	Items   billing.Usage
 	ItemsOK bool
+	// Passes: a success answer passes to the client as it comes (a
+	// service's, upstream.Passer), charged once it has ended.
+	Passes bool
 
 	// Identity, for chat completions, rewrites the answer's id, model and
 	// provider (Identity); UpstreamID is the provider's id of it.
@@ -214,6 +217,12 @@ func (mw *Writer) Decide(status int) sse.Mode {
 		if strings.HasPrefix(k, "X-Ratelimit-") {
 			mw.Header().Del(k)
 		}
+	}
+	if mw.Passes && status < 400 {
+		if mw.GenID != "" {
+			mw.Header().Set("X-Generation-Id", mw.GenID)
+		}
+		return sse.Pass
 	}
 	if ct := mw.Header()["Content-Type"]; status < 400 && len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
 		if mw.GenID != "" {

@@ -395,6 +395,12 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	store, res, route, id := st.Store, st.Res, st.Route, st.ID
 	clientGone := mw.ClientGone() || r.Context().Err() != nil
 
+	if mw.Mode == sse.Pass && !mw.ItemsOK {
+		// A passed answer (audio) the provider sent nothing of: charged
+		// nothing, and its status is sent.
+		m.release(st, res)
+		return nil
+	}
 	// Nothing usable came back: charge nothing, answer with our own error.
 	switch {
 	case mw.Mode == sse.Undecided || mw.UpstreamFailed() || (mw.AnswerHeld() && !mw.UsableJSON()):
@@ -497,7 +503,7 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	switch {
 	case clientGone:
 		status = "aborted"
-	case mw.Mode == sse.Stream && !mw.SawDone:
+	case mw.Mode == sse.Stream && !mw.SawDone, mw.Mode == sse.Pass && proxyErr != nil:
 		status = "error"
 	case mw.Finish == "length" || mw.Finish == "incomplete" || mw.Finish == "max_tokens":
 		status = "incomplete"
@@ -507,7 +513,7 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 		Model: route.Model.ID, Provider: route.Provider.Name, UpstreamModel: route.Provider.Model, UpstreamID: mw.UpstreamID, UpstreamIDHidden: mw.Identity != nil,
 		PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, CacheReadTokens: usage.CacheReadTokens, CacheWriteTokens: usage.CacheWriteTokens,
 		CacheWrite1hTokens: usage.CacheWrite1hTokens, CacheDiscount: discount, SearchResults: usage.SearchResults, Cost: cost, BYOK: route.BYOK, Credits: credits,
-		Status: status, Streamed: mw.Mode == sse.Stream, FinishReason: mw.Finish, UsageEstimated: estimated,
+		Status: status, Streamed: mw.Mode == sse.Stream || mw.Mode == sse.Pass, FinishReason: mw.Finish, UsageEstimated: estimated,
 		LatencyMS: now().Sub(st.Start).Milliseconds(), User: route.User, CreatedAt: st.Start.UTC(),
 		ContentFlags: st.ContentFlags,
 		Attempts:     st.AttemptRecords, Routing: route.Routing, SessionID: st.Sticky.SessionID, Router: route.Router, PresetID: st.PresetID,
@@ -535,6 +541,9 @@ func (m *Meter) settle(r *http.Request, st *pipeline.State, mw *answer.Writer, p
 	st.Cache.Keep(st.GenID, !clientGone && !estimated && (status == "completed" || status == "incomplete") && st.Clamp.Limits == nil)
 	if clientGone {
 		return nil
+	}
+	if mw.Mode == sse.Pass {
+		return nil // the answer was sent as it came
 	}
 	if mw.Mode == sse.Stream {
 		_ = mw.SendTail(cost) // settled: a failed write is the client gone, and the charge stands
@@ -602,6 +611,7 @@ func proxyAttempt(next caddyhttp.Handler, mw *answer.Writer, r *http.Request, ro
 		return proxyMessages(next, mw, r, route, genID)
 	}
 	if route.Service != nil {
+		mw.Passes = route.Passes()
 		sw := route.Service.Answer(mw, route, genID)
 		err := proxy(next, sw, r, route)
 		sw.Finish()

@@ -75,6 +75,10 @@ func FilterAPI(st *pipeline.State) contentfilter.API {
 			return contentfilter.Rerank
 		case "/images", "/images/generations":
 			return contentfilter.Images
+		case "/audio/speech":
+			return contentfilter.Speech
+		case "/audio/transcriptions":
+			return contentfilter.Transcriptions
 		}
 	}
 	return contentfilter.AnyAPI

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"github.com/tollgate-dev/caddy-tollgate/apierror"
+	"github.com/tollgate-dev/caddy-tollgate/handlers/audio"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/images"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/rerank"
@@ -15,6 +16,9 @@ var services = map[string]func(*reqbody.Fields) (upstream.Service, *apierror.Err
 	"/images": images.New,
 	// OpenAI's path of the same call (its SDK's images.generate).
 	"/images/generations": images.New,
+
+	"/audio/speech":         audio.NewSpeech,
+	"/audio/transcriptions": audio.NewTranscription,
 }
 
 // serviceFor is the service of the route at sub, with f its request's

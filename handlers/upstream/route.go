@@ -397,11 +397,23 @@ func (rt *Route) Prepare(i int) error {
 // service's for the provider.
 func (rt *Route) prepareService(i int, a Attempt, d dialect.Dialect) error {
 	rt.Translate, rt.ViaChat, rt.MessagesAPI = false, false, false
-	body, err := rt.Service.Body(d, a.ModelFor())
+	var body []byte
+	var err error
+	tb, typed := rt.Service.(TypedBody)
+	contentType := ""
+	if typed {
+		body, contentType, err = tb.TypedBody(d, a.ModelFor())
+	} else {
+		body, err = rt.Service.Body(d, a.ModelFor())
+	}
 	if err != nil {
 		return err
 	}
 	rt.setHeader(i, a, body)
+	if typed {
+		// The client's content type was its own upload's (its boundary).
+		rt.Header["Content-Type"] = []string{contentType}
+	}
 	return nil
 }
 

@@ -44,6 +44,25 @@ type ServiceAnswer interface {
 	Usage() (u billing.Usage, ok bool)
 }
 
+// Passer is a Service whose answer passes to the client as it comes (a
+// speech's audio), never held: it is charged once it has ended.
+type Passer interface {
+	Passes() bool
+}
+
+// TypedBody is a Service whose provider body is no JSON (a multipart
+// upload): the body comes with its content type.
+type TypedBody interface {
+	TypedBody(d dialect.Dialect, model string) (body []byte, contentType string, err error)
+}
+
+// Passes reports whether the route's answer passes to the client as it
+// comes (Passer).
+func (rt *Route) Passes() bool {
+	p, ok := rt.Service.(Passer)
+	return ok && p.Passes()
+}
+
 // ServiceFor keeps the attempts whose provider serves the request of the
 // route's service; none left is the first one's refusal.
 func (rt *Route) ServiceFor() *apierror.Error {
