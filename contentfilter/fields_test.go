@@ -44,6 +44,7 @@ var everyField = []struct {
 		`{"model":"m","input":[{"content":[{"type":"text","text":"§"},{"type":"image_url","image_url":{"url":"https://example.com/i.png"}}]}]}`}},
 	{Rerank, []string{`{"model":"m","query":"§","documents":["§",{"text":"§"}],"top_n":1}`}},
 	{Images, []string{`{"model":"m","prompt":"§","n":2,"size":"1024x1024"}`}},
+	{Speech, []string{`{"model":"m","input":"§","voice":"alloy","response_format":"mp3"}`}},
 	{Responses, []string{`{"model":"m","instructions":"§","input":[
  {"role":"user","content":"§"},
  {"type":"message","role":"user","content":[{"type":"input_text","text":"§"},{"type":"input_image","image_url":"https://example.com/i.png"},

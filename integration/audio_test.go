@@ -84,6 +84,21 @@ func TestAudioSpeech(t *testing.T) {
 		}
 	})
 
+	t.Run("guardrails scan the input", func(t *testing.T) {
+		guarded, hash := c.newKey(tn.MgmtKey, `{"name":"guarded speech"}`)
+		g := c.api("POST", "/guardrails", tn.MgmtKey, `{"name":"Speech rules","content_filters":[{"pattern":"\\bPROJ-[0-9]{4}\\b","action":"block","label":"project code"}]}`).
+			expect(t, 201).JSON.Get("data.id").Str
+		c.api("POST", "/guardrails/"+g+"/assignments/keys", tn.MgmtKey, `{"key_hashes":["`+hash+`"]}`).expect(t, 200)
+		before := c.snapshot(guarded, tn.MgmtKey)
+		calls := proxy.calls.Load()
+		c.mustPost("/audio/speech", guarded, speechBody("openai/tts-1", "read PROJ-1234 aloud", ""), nil).expectError(t, 403, "project code")
+		if proxy.calls.Load() != calls {
+			t.Fatal("a blocked input reached the provider")
+		}
+		expectCharged(t, before, c.snapshot(guarded, tn.MgmtKey), 0, "blocked input")
+		c.mustPost("/audio/speech", guarded, speechBody("openai/tts-1", "read this aloud", ""), nil).expect(t, 200)
+	})
+
 	t.Run("the audio streams as it comes, and a client that leaves stops the provider", func(t *testing.T) {
 		before := c.snapshot(key, tn.MgmtKey)
 		res, err := c.send("/audio/speech", key, speechBody("openai/tts-1-speech-stall", "stall here", ""), nil)
