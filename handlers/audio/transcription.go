@@ -18,7 +18,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
-	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // MaxAudioBytes is the largest audio file a transcription takes, as the
@@ -164,62 +163,32 @@ func (s *Transcription) TypedBody(d dialect.Dialect, model string) ([]byte, stri
 func (s *Transcription) Bound() billing.Usage { return s.bound }
 
 // Answer implements upstream.Service.
-func (s *Transcription) Answer(w http.ResponseWriter, route *upstream.Route, _ string) upstream.ServiceAnswer {
-	a := &transcriptAnswer{s: s, route: route}
-	a.Init(w, a)
-	a.Limit = maxTranscript
-	return a
+func (s *Transcription) Answer(w http.ResponseWriter, route *upstream.Route, genID string) upstream.ServiceAnswer {
+	return upstream.NewWholeAnswer(w, s, route, genID, maxTranscript)
 }
 
-// transcriptAnswer turns the provider's answer into the public one.
-type transcriptAnswer struct {
-	sse.Writer
-	s     *Transcription
-	route *upstream.Route
-	usage billing.Usage
-	ok    bool
-}
-
-// Decide implements sse.Hooks: an error status passes as it is; an
-// answer is held whole.
-func (a *transcriptAnswer) Decide(status int) sse.Mode {
-	a.Header().Del("Content-Length")
-	if status >= 400 {
-		return sse.Pass
-	}
-	return sse.Hold
-}
-
-// Event implements sse.Hooks: never called (no stream).
-func (a *transcriptAnswer) Event(ev []byte) ([]byte, error) { return ev, nil }
-
-// Finish implements upstream.ServiceAnswer: an answer the gateway cannot
-// read is the provider's failure, 502, charged nothing.
-func (a *transcriptAnswer) Finish() {
-	if a.Mode != sse.Hold {
-		return
-	}
-	ta, err := a.route.Dialect.(dialect.Transcriber).TranscriptionsAnswer(a.Body.Bytes())
-	var out []byte
-	a.Header().Set("Content-Type", "application/json")
+// ReadAnswer implements upstream.WholeReader.
+func (s *Transcription) ReadAnswer(route *upstream.Route, _ string, body []byte) ([]byte, billing.Usage, error) {
+	ta, err := route.Dialect.(dialect.Transcriber).TranscriptionsAnswer(body)
 	if err != nil {
-		a.Status = http.StatusBadGateway
-		out = []byte(`{"error":{"message":` + string(jsonstr.Quote("Provider returned a transcription the gateway cannot read: "+err.Error())) + `}}`)
-	} else {
-		out, a.ok = a.public(ta), true
+		return nil, billing.Usage{}, err
 	}
-	a.ResponseWriter.WriteHeader(a.Status)
-	_ = a.Send(out) // a failed write is the client gone
+	out, used := s.public(ta)
+	return out, used, nil
 }
 
-// public is the public answer of ta; its usage, the seconds the provider
-// reported (at most the measured length; not reported: the measured
-// length), is what is charged.
-func (a *transcriptAnswer) public(ta dialect.TranscriptionAnswer) []byte {
-	b := a.s.bound
-	a.usage = b
+// FailureBody implements upstream.WholeReader.
+func (s *Transcription) FailureBody(err error) []byte {
+	return []byte(`{"error":{"message":` + string(jsonstr.Quote("Provider returned a transcription the gateway cannot read: "+err.Error())) + `}}`)
+}
+
+// public is the public answer of ta and its usage, the seconds the
+// provider reported (at most the measured length; not reported: the
+// measured length), which is what is charged.
+func (s *Transcription) public(ta dialect.TranscriptionAnswer) ([]byte, billing.Usage) {
+	usage := s.bound
 	if ta.Seconds >= 0 {
-		a.usage.AudioSeconds = min(int64(math.Ceil(ta.Seconds)), b.AudioSeconds)
+		usage.AudioSeconds = min(int64(math.Ceil(ta.Seconds)), s.bound.AudioSeconds)
 	}
 	out := make([]byte, 0, len(ta.Text)+len(ta.Verbose)+64)
 	out = append(out, `{"text":`...)
@@ -229,16 +198,13 @@ func (a *transcriptAnswer) public(ta dialect.TranscriptionAnswer) []byte {
 		out = append(out, ta.Verbose...)
 	}
 	out = append(out, `,"usage":{"seconds":`...)
-	out = strconv.AppendInt(out, a.usage.AudioSeconds, 10)
-	return append(out, "}}"...)
+	out = strconv.AppendInt(out, usage.AudioSeconds, 10)
+	return append(out, "}}"...), usage
 }
-
-// Usage implements upstream.ServiceAnswer.
-func (a *transcriptAnswer) Usage() (billing.Usage, bool) { return a.usage, a.ok }
 
 // Interface guards
 var (
-	_ upstream.Service       = (*Transcription)(nil)
-	_ upstream.TypedBody     = (*Transcription)(nil)
-	_ upstream.ServiceAnswer = (*transcriptAnswer)(nil)
+	_ upstream.Service     = (*Transcription)(nil)
+	_ upstream.TypedBody   = (*Transcription)(nil)
+	_ upstream.WholeReader = (*Transcription)(nil)
 )

@@ -20,7 +20,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
-	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // MaxImages is the most images one request may ask for (n).
@@ -195,67 +194,38 @@ func (s *Service) Body(d dialect.Dialect, model string) ([]byte, error) {
 func (s *Service) Bound() billing.Usage { return s.bound }
 
 // Answer implements upstream.Service.
-func (s *Service) Answer(w http.ResponseWriter, route *upstream.Route, _ string) upstream.ServiceAnswer {
-	a := &answer{s: s, route: route}
-	a.Init(w, a)
-	a.Limit = maxAnswer
-	return a
+func (s *Service) Answer(w http.ResponseWriter, route *upstream.Route, genID string) upstream.ServiceAnswer {
+	return upstream.NewWholeAnswer(w, s, route, genID, maxAnswer)
 }
 
-// answer turns the provider's answer into the public one.
-type answer struct {
-	sse.Writer
-	s     *Service
-	route *upstream.Route
-	usage billing.Usage
-	ok    bool
-}
-
-// Decide implements sse.Hooks: an error status passes as it is; an
-// answer is held whole.
-func (a *answer) Decide(status int) sse.Mode {
-	a.Header().Del("Content-Length")
-	if status >= 400 {
-		return sse.Pass
-	}
-	return sse.Hold
-}
-
-// Event implements sse.Hooks: never called (no stream).
-func (a *answer) Event(ev []byte) ([]byte, error) { return ev, nil }
-
-// Finish implements upstream.ServiceAnswer: an answer the gateway cannot
-// read, or with no image, is the provider's failure, 502, charged
-// nothing.
-func (a *answer) Finish() {
-	if a.Mode != sse.Hold {
-		return
-	}
-	ia, err := a.route.Dialect.(dialect.ImageGenerator).ImagesAnswer(a.Body.Bytes())
+// ReadAnswer implements upstream.WholeReader: an answer without an image
+// is not read.
+func (s *Service) ReadAnswer(route *upstream.Route, _ string, body []byte) ([]byte, billing.Usage, error) {
+	ia, err := route.Dialect.(dialect.ImageGenerator).ImagesAnswer(body)
 	if err == nil && len(ia.Images) == 0 {
 		err = errors.New("no image")
 	}
-	var out []byte
-	a.Header().Set("Content-Type", "application/json")
 	if err != nil {
-		a.Status = http.StatusBadGateway
-		out = []byte(`{"error":{"message":` + string(jsonstr.Quote("Provider returned an image answer the gateway cannot read: "+err.Error())) + `}}`)
-	} else {
-		out, a.ok = a.public(ia), true
+		return nil, billing.Usage{}, err
 	}
-	a.ResponseWriter.WriteHeader(a.Status)
-	_ = a.Send(out) // a failed write is the client gone
+	out, used := s.public(ia)
+	return out, used, nil
 }
 
-// public is the public answer of ia; its usage, the images returned (at
-// most n) and the prompt tokens reported (at most the bound; not
-// reported: the bound), is what is charged.
-func (a *answer) public(ia dialect.ImagesAnswer) []byte {
-	b := a.s.bound
+// FailureBody implements upstream.WholeReader.
+func (s *Service) FailureBody(err error) []byte {
+	return []byte(`{"error":{"message":` + string(jsonstr.Quote("Provider returned an image answer the gateway cannot read: "+err.Error())) + `}}`)
+}
+
+// public is the public answer of ia and its usage, the images returned
+// (at most n) and the prompt tokens reported (at most the bound; not
+// reported: the bound), which is what is charged.
+func (s *Service) public(ia dialect.ImagesAnswer) ([]byte, billing.Usage) {
+	b := s.bound
 	imgs := ia.Images[:min(int64(len(ia.Images)), b.Images)]
-	a.usage = billing.Usage{Images: int64(len(imgs)), PromptTokens: b.PromptTokens}
+	usage := billing.Usage{Images: int64(len(imgs)), PromptTokens: b.PromptTokens}
 	if ia.PromptTokens >= 0 {
-		a.usage.PromptTokens = min(ia.PromptTokens, b.PromptTokens)
+		usage.PromptTokens = min(ia.PromptTokens, b.PromptTokens)
 	}
 	n := 128
 	for _, img := range imgs {
@@ -278,20 +248,17 @@ func (a *answer) public(ia dialect.ImagesAnswer) []byte {
 		out = append(out, '}')
 	}
 	out = append(out, `],"usage":{"prompt_tokens":`...)
-	out = strconv.AppendInt(out, a.usage.PromptTokens, 10)
+	out = strconv.AppendInt(out, usage.PromptTokens, 10)
 	completion := max(ia.CompletionTokens, 0)
 	out = append(out, `,"completion_tokens":`...)
 	out = strconv.AppendInt(out, completion, 10)
 	out = append(out, `,"total_tokens":`...)
-	out = strconv.AppendInt(out, a.usage.PromptTokens+completion, 10)
-	return append(out, "}}"...)
+	out = strconv.AppendInt(out, usage.PromptTokens+completion, 10)
+	return append(out, "}}"...), usage
 }
-
-// Usage implements upstream.ServiceAnswer.
-func (a *answer) Usage() (billing.Usage, bool) { return a.usage, a.ok }
 
 // Interface guards
 var (
-	_ upstream.Service       = (*Service)(nil)
-	_ upstream.ServiceAnswer = (*answer)(nil)
+	_ upstream.Service     = (*Service)(nil)
+	_ upstream.WholeReader = (*Service)(nil)
 )

@@ -18,7 +18,6 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/reqbody"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
 	"github.com/tollgate-dev/caddy-tollgate/jsonstr"
-	"github.com/tollgate-dev/caddy-tollgate/sse"
 )
 
 // MaxDocuments is the most documents one request may rerank, as
@@ -149,55 +148,21 @@ func (s *Service) Bound() billing.Usage { return s.bound }
 
 // Answer implements upstream.Service.
 func (s *Service) Answer(w http.ResponseWriter, route *upstream.Route, genID string) upstream.ServiceAnswer {
-	a := &answer{s: s, route: route, genID: genID}
-	a.Init(w, a)
-	a.Limit = maxAnswer
-	return a
+	return upstream.NewWholeAnswer(w, s, route, genID, maxAnswer)
 }
 
-// answer turns the provider's answer into the public one.
-type answer struct {
-	sse.Writer
-	s     *Service
-	route *upstream.Route
-	genID string
-	usage billing.Usage
-	ok    bool
-}
-
-// Decide implements sse.Hooks: an error status passes as it is; an
-// answer is held whole.
-func (a *answer) Decide(status int) sse.Mode {
-	a.Header().Del("Content-Length")
-	if status >= 400 {
-		return sse.Pass
-	}
-	return sse.Hold
-}
-
-// Event implements sse.Hooks: never called (no stream).
-func (a *answer) Event(ev []byte) ([]byte, error) { return ev, nil }
-
-// Finish implements upstream.ServiceAnswer: an answer the gateway cannot
-// read is the provider's failure, 502, charged nothing.
-func (a *answer) Finish() {
-	if a.Mode != sse.Hold {
-		return
-	}
-	ra, err := a.route.Dialect.(dialect.Reranker).RerankAnswer(a.Body.Bytes())
-	var out []byte
-	if err == nil {
-		out, err = a.public(ra)
-	}
-	a.Header().Set("Content-Type", "application/json")
+// ReadAnswer implements upstream.WholeReader.
+func (s *Service) ReadAnswer(route *upstream.Route, genID string, body []byte) ([]byte, billing.Usage, error) {
+	ra, err := route.Dialect.(dialect.Reranker).RerankAnswer(body)
 	if err != nil {
-		a.Status = http.StatusBadGateway
-		out = []byte(`{"message":` + string(jsonstr.Quote("Provider returned a rerank answer the gateway cannot read: "+err.Error())) + `}`)
-	} else {
-		a.ok = true
+		return nil, billing.Usage{}, err
 	}
-	a.ResponseWriter.WriteHeader(a.Status)
-	_ = a.Send(out) // a failed write is the client gone
+	return s.public(route, genID, ra)
+}
+
+// FailureBody implements upstream.WholeReader.
+func (s *Service) FailureBody(err error) []byte {
+	return []byte(`{"message":` + string(jsonstr.Quote("Provider returned a rerank answer the gateway cannot read: "+err.Error())) + `}`)
 }
 
 // errIndex is a result naming no document of the request.
@@ -210,27 +175,27 @@ func (e errIndex) Error() string {
 // public is the public answer of ra, its usage within the bound: the
 // search units and tokens the provider reported (a count it did not
 // report is the bound's estimate), every document once.
-func (a *answer) public(ra dialect.RerankAnswer) ([]byte, error) {
-	s, b := a.s, a.s.bound
-	a.usage = billing.Usage{Documents: b.Documents, PromptTokens: b.PromptTokens,
+func (s *Service) public(route *upstream.Route, genID string, ra dialect.RerankAnswer) ([]byte, billing.Usage, error) {
+	b := s.bound
+	usage := billing.Usage{Documents: b.Documents, PromptTokens: b.PromptTokens,
 		SearchUnits: (b.Documents + docsPerSearchUnit - 1) / docsPerSearchUnit}
 	if ra.SearchUnits >= 0 {
-		a.usage.SearchUnits = min(ra.SearchUnits, b.SearchUnits)
+		usage.SearchUnits = min(ra.SearchUnits, b.SearchUnits)
 	}
 	if ra.Tokens >= 0 {
-		a.usage.PromptTokens = min(ra.Tokens, b.PromptTokens)
+		usage.PromptTokens = min(ra.Tokens, b.PromptTokens)
 	}
 	out := make([]byte, 0, 256+64*len(ra.Results))
 	out = append(out, `{"id":`...)
-	out = append(out, jsonstr.Quote(a.genID)...)
+	out = append(out, jsonstr.Quote(genID)...)
 	out = append(out, `,"model":`...)
-	out = append(out, jsonstr.Quote(a.route.Model.ID)...)
+	out = append(out, jsonstr.Quote(route.Model.ID)...)
 	out = append(out, `,"provider":`...)
-	out = append(out, jsonstr.Quote(a.route.Provider.Name)...)
+	out = append(out, jsonstr.Quote(route.Provider.Name)...)
 	out = append(out, `,"results":[`...)
 	for i, r := range ra.Results {
 		if r.Index >= int64(len(s.docs)) {
-			return nil, errIndex(r.Index)
+			return nil, billing.Usage{}, errIndex(r.Index)
 		}
 		if i > 0 {
 			out = append(out, ',')
@@ -253,21 +218,18 @@ func (a *answer) public(ra dialect.RerankAnswer) ([]byte, error) {
 	sep := ""
 	if ra.SearchUnits >= 0 {
 		out = append(out, `"search_units":`...)
-		out = strconv.AppendInt(out, a.usage.SearchUnits, 10)
+		out = strconv.AppendInt(out, usage.SearchUnits, 10)
 		sep = ","
 	}
 	if ra.Tokens >= 0 {
 		out = append(out, sep+`"total_tokens":`...)
-		out = strconv.AppendInt(out, a.usage.PromptTokens, 10)
+		out = strconv.AppendInt(out, usage.PromptTokens, 10)
 	}
-	return append(out, "}}"...), nil
+	return append(out, "}}"...), usage, nil
 }
-
-// Usage implements upstream.ServiceAnswer.
-func (a *answer) Usage() (billing.Usage, bool) { return a.usage, a.ok }
 
 // Interface guards
 var (
-	_ upstream.Service       = (*Service)(nil)
-	_ upstream.ServiceAnswer = (*answer)(nil)
+	_ upstream.Service     = (*Service)(nil)
+	_ upstream.WholeReader = (*Service)(nil)
 )

@@ -9,7 +9,8 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
 )
 
-// Service is the API of a route that is no chat one (rerank, images),
+// Service is the API of a route that is no chat one (rerank, images,
+// audio),
 // checked once: it keeps the attempts whose provider serves it, builds
 // what each attempt is sent and reads the answer back in the public
 // form with the items it used. A chat, Responses, Messages or
@@ -28,7 +29,8 @@ type Service interface {
 	Bound() billing.Usage
 	// Answer returns the writer that hands w the provider's answer on
 	// route's current attempt in the public form; an error status passes
-	// as it is. genID is the answer's id.
+	// as it is. genID is the answer's id. A service whose provider
+	// answers one body returns NewWholeAnswer's.
 	Answer(w http.ResponseWriter, route *Route, genID string) ServiceAnswer
 	// Name names the route in messages ("rerank").
 	Name() string
