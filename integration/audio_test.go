@@ -236,6 +236,14 @@ func TestAudioTranscriptions(t *testing.T) {
 		}
 	})
 
+	t.Run("a key's token rate limits count no audio bytes", func(t *testing.T) {
+		limited, _ := c.newKey(tn.MgmtKey, `{"name":"token limited","rate_limits":{"prompt_tokens_per_minute":1000,"completion_tokens_per_minute":1000}}`)
+		body, hdr := uploadForm(testWAV(2), "model", "openai/whisper-1")
+		for range 2 {
+			c.mustPost("/audio/transcriptions", limited, body, hdr).expect(t, 200)
+		}
+	})
+
 	t.Run("a key cap that fits one transcription refuses the second", func(t *testing.T) {
 		capped, _ := c.newKey(tn.MgmtKey, fmt.Sprintf(`{"name":"one transcription","limit":%s}`, 5*second))
 		one := transcriptionJSON("openai/whisper-1", testWAV(3))

@@ -337,6 +337,12 @@ func estimateAttempts(route *upstream.Route, policy billing.InFlightPolicy) (bil
 // context window).
 func rateWant(route *upstream.Route) gateway.RateWant {
 	var w gateway.RateWant
+	if route.Service != nil {
+		// A service's prompt is its bound's (not its body, which may be
+		// an audio file), and it has no output tokens.
+		w.Prompt = route.Service.Bound().PromptTokens
+		return w
+	}
 	for _, a := range route.Attempts {
 		in := route.Prompt.TokensFor(a.Model)
 		out := route.MaxTokens
