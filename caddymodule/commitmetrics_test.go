@@ -7,10 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry"
 	"github.com/tollgate-dev/caddy-tollgate/telemetry/telemetrytest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // Under `storage redis` the group commits are timed and counted as on

@@ -8,8 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // A cluster the gateway could not use is refused when the config loads,

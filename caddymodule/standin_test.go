@@ -30,12 +30,12 @@ func TestProductionPathImportsNoStandIn(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	isStandIn := func(p string) bool { return p == module+"/standin" || strings.HasPrefix(p, module+"/standin/") }
-	// testOnly: the fixtures under internal/testkit, and the packages
+	// testOnly: the fixtures under testkit, and the packages
 	// named as Go names its own test helpers (httptest, fstest): the
 	// seams' conformance suites. pdftest, which writes PDFs, also serves
 	// the demo's mock provider.
 	testOnly := func(p string) bool {
-		if p == module+"/internal/testkit" || strings.HasPrefix(p, module+"/internal/testkit/") {
+		if p == module+"/testkit" || strings.HasPrefix(p, module+"/testkit/") {
 			return true
 		}
 		return strings.HasPrefix(p, module+"/") && strings.HasSuffix(path.Base(p), "test") && p != module+"/pdftext/pdftest"

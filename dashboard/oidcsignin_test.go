@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/dashboard/oidc"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testissuer"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testissuer"
 )
 
 // sealingGateway is fakeGateway with a byok_encryption_key.

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/admin"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 func TestClassifyRoute(t *testing.T) {

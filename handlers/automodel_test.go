@@ -8,7 +8,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/autorouter"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // The auto model routes to the candidate the auto router chooses, which

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // A Messages request's thinking reaches, as reasoning_effort, only the

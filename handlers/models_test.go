@@ -10,8 +10,8 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // fieldKind is a JSON type as the SDK's zod schemas state it.

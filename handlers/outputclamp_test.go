@@ -10,9 +10,9 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/prompt"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // msgAfford is the refusal of a request whose max_tokens does not fit in

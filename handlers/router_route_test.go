@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/catalog"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // routed is what the handler after the router saw.

@@ -15,10 +15,10 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/gateway"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/websearch"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/routing"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // searchGateway is a gateway that offers web search with settings s.

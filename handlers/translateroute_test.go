@@ -11,8 +11,8 @@ import (
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/answer"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/upstream"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/sse"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 func TestRouteTranslatesPerAttempt(t *testing.T) {

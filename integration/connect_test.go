@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/caddy-tollgate/handlers/connect"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // RFC 7636 Appendix B: a verifier and its S256 challenge.

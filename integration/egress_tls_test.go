@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // TestEgressHTTPSPrivateEndpoint: an https private endpoint named by a

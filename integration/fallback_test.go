@@ -16,8 +16,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // recordingProxy stands in front of the mock provider and records the body

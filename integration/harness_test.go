@@ -27,8 +27,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	_ "github.com/tollgate-dev/caddy-tollgate"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 	// The tests' Caddyfiles call the demo provider.
 	_ "github.com/tollgate-dev/caddy-tollgate/standin"
 )

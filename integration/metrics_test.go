@@ -18,8 +18,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // sample is one line of the Prometheus text format.

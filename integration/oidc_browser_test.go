@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testissuer"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testissuer"
 )
 
 // The identity provider sign-in in a real headless Chromium: the sign-in

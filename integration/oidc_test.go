@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testissuer"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testissuer"
 )
 
 const oidcSecret = "oidc-client-secret-never-logged-7f3a"

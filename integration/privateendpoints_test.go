@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // Prices of the test's private endpoint in nano-credits: 0.00001 and

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // withFreeModel sets the tollgate app's free_model caps.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // clearOfMinuteEnd waits, when fewer than need are left of the current UTC

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // TestReadme runs the examples of README.md and of every page under docs/,

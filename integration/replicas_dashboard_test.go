@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // startDashboardReplica is startReplica with the dashboard at /dashboard

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // The documented two-replica example (examples/replicas) runs as

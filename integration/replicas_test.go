@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // Several replicas of the gateway (the built binary) on one redis-server

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // TestNoSecretInLogsAnswersOrDisk runs the built gateway with debug logs

@@ -15,7 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // stickyTap is one provider of the model st/duo, in front of a mock

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // withTokenizedModels makes the mock bill prompt tokens as an OpenAI

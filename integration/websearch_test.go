@@ -12,9 +12,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/standin/enginestest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // webSearchEnv is a gateway with the four gateway-side

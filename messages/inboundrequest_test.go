@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 func TestMessagesToChat(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/storage/affinity"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // TestAffinityInMemoryOnOneNode: the embedded backend keeps sticky

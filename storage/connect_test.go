@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 func openConnectTest(t *testing.T) *Store {

@@ -3,10 +3,10 @@ package storage_test
 import (
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/ledgertest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // Every backend's ledger passes the ledger's conformance suite.

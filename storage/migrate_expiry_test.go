@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // TestMigrateGivesGenerationsTheirExpiry: the migration copies a fresh

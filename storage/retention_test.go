@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // setClock makes the store's clock read t until the test ends.

@@ -2,16 +2,16 @@ package storage
 
 import (
 	"fmt"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/wait"
+	"github.com/tollgate-dev/caddy-tollgate/internal/wait"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/sharedledger"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // openSharedReplica opens a replica on srv under prefix.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // A settlement or release that failed because other replicas changed the

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // A store written before the hash-tagged key layout ("<prefix><name>") is

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // everyKind is one record of every loaded kind of the built-in domain

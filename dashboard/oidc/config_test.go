@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testissuer"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testissuer"
 )
 
 func TestSettingsCheck(t *testing.T) {

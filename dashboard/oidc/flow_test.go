@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testissuer"
 	"github.com/tollgate-dev/caddy-tollgate/scim"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testissuer"
 )
 
 const (

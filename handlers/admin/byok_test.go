@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/storage"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // byokFields is every field of the public BYOK credential schema (the

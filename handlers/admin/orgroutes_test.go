@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 // The workspace and guardrail routes check their input with a 400 naming

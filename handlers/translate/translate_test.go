@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
 	"github.com/tollgate-dev/caddy-tollgate/standin/mockprovider"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 func TestResponsesToChat(t *testing.T) {

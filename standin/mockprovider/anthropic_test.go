@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 var anthropicHeaders = []string{"X-Api-Key", "sk-ant-test", "Anthropic-Version", "2023-06-01"}

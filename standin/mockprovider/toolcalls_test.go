@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 const scriptTools = `"tools":[{"type":"function","function":{"name":"Read","parameters":{"type":"object"}}},

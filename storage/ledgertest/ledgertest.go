@@ -7,7 +7,7 @@ package ledgertest
 
 import (
 	"errors"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/wait"
+	"github.com/tollgate-dev/caddy-tollgate/internal/wait"
 	"runtime"
 	"sync"
 	"sync/atomic"

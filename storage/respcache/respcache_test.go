@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 type watch struct {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // checkDecodedFields fails unless every decoded value the replica keeps is

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 const testLease = 300 * time.Millisecond

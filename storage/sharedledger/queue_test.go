@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // queueScripts queues scripts on an account as requests do and sends them

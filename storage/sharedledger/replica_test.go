@@ -9,13 +9,13 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/redistest"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/wait"
+	"github.com/tollgate-dev/caddy-tollgate/internal/wait"
 	"github.com/tollgate-dev/caddy-tollgate/money"
 	"github.com/tollgate-dev/caddy-tollgate/storage/kernel"
 	"github.com/tollgate-dev/caddy-tollgate/storage/ledger"
 	"github.com/tollgate-dev/caddy-tollgate/storage/levels"
 	"github.com/tollgate-dev/caddy-tollgate/storage/record"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/redistest"
 )
 
 // The package's tests run the ledger as a store does, without one: its

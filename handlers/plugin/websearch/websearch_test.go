@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/citations"
 	"github.com/tollgate-dev/caddy-tollgate/handlers/plugin/plugintest"
 	search "github.com/tollgate-dev/caddy-tollgate/handlers/websearch"
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/testgw"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/testgw"
 )
 
 func normalized(t *testing.T, body string) ([]byte, *search.Spec) {

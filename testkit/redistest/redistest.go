@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // Server is one redis-server process started by a test.

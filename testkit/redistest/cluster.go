@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-dev/caddy-tollgate/internal/testkit/freeport"
+	"github.com/tollgate-dev/caddy-tollgate/testkit/freeport"
 )
 
 // Cluster is a real Redis Cluster started by a test: masters, each with
