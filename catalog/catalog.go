@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-dev/caddy-tollgate/billing"
 	"github.com/tollgate-dev/caddy-tollgate/breaker"
 	"github.com/tollgate-dev/caddy-tollgate/dialect"
@@ -353,4 +355,15 @@ type Timeouts struct {
 	// FirstByte bounds the wait, once the request is sent, for the first
 	// byte of a streamed answer (its headers included).
 	FirstByte time.Duration `json:"first_byte,omitempty"`
+}
+
+// Outputs reports whether m's catalog entry lists modality ("image",
+// "audio") among its output modalities.
+func (m *Model) Outputs(modality string) bool {
+	for _, v := range gjson.GetBytes(m.Public, "architecture.output_modalities").Array() {
+		if v.Str == modality {
+			return true
+		}
+	}
+	return false
 }

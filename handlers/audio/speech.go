@@ -6,7 +6,6 @@
 package audio
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -83,18 +82,7 @@ func contains(values []string, v string) bool {
 // SpeaksText reports whether m is a text to speech model: priced per
 // character, or listing audio among its output modalities.
 func SpeaksText(m *catalog.Model) bool {
-	return m != nil && (m.Pricing.Character > 0 || outputs(m, "audio"))
-}
-
-// outputs reports whether m's catalog entry lists modality among its
-// output modalities.
-func outputs(m *catalog.Model, modality string) bool {
-	for _, v := range gjson.GetBytes(m.Public, "architecture.output_modalities").Array() {
-		if v.Str == modality {
-			return true
-		}
-	}
-	return false
+	return m != nil && (m.Pricing.Character > 0 || m.Outputs("audio"))
 }
 
 // Name implements upstream.Service.
@@ -109,10 +97,7 @@ func (s *Speech) Check(a upstream.Attempt) *apierror.Error {
 		return apierror.BadRequest("model: not a text to speech model")
 	}
 	if _, err := s.Body(d, a.ModelFor()); err != nil {
-		if fe, ok := errors.AsType[*dialect.FieldError](err); ok {
-			return apierror.BadRequest(fe.Error())
-		}
-		return apierror.BadRequest(err.Error())
+		return upstream.BodyRefusal(err)
 	}
 	return nil
 }

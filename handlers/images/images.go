@@ -148,15 +148,7 @@ func OutputsImages(m *catalog.Model) bool {
 	if m == nil {
 		return false
 	}
-	if m.Pricing.ImageOutput > 0 {
-		return true
-	}
-	for _, v := range gjson.GetBytes(m.Public, "architecture.output_modalities").Array() {
-		if v.Str == "image" {
-			return true
-		}
-	}
-	return false
+	return m.Pricing.ImageOutput > 0 || m.Outputs("image")
 }
 
 // Name implements upstream.Service.
@@ -172,10 +164,7 @@ func (s *Service) Check(a upstream.Attempt) *apierror.Error {
 		return apierror.BadRequest("model: not an image generation model")
 	}
 	if _, err := s.Body(d, a.ModelFor()); err != nil {
-		if fe, ok := errors.AsType[*dialect.FieldError](err); ok {
-			return apierror.BadRequest(fe.Error())
-		}
-		return apierror.BadRequest(err.Error())
+		return upstream.BodyRefusal(err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 
@@ -99,4 +100,14 @@ func (rt *Route) ServiceFacts(f *billing.RequestFacts) {
 	}
 	f.NoOutput, f.Units = true, rt.Service.Bound()
 	f.InputTokens = f.Units.PromptTokens
+}
+
+// BodyRefusal is the 400 for a request the provider's dialect would not
+// build a body from (Service.Body's error): it names the field when the
+// dialect did.
+func BodyRefusal(err error) *apierror.Error {
+	if fe, ok := errors.AsType[*dialect.FieldError](err); ok {
+		return apierror.BadRequest(fe.Error())
+	}
+	return apierror.BadRequest(err.Error())
 }
