@@ -101,3 +101,14 @@ func wavLength(b []byte) (time.Duration, error) {
 	}
 	return 0, errors.New("WAV file without data")
 }
+
+// nextSync is the index of the next 0xFF byte after b[i], where an MP3
+// or FLAC frame may start, or -1: the bytes between start no frame and
+// are stepped over at once.
+func nextSync(b []byte, i int) int {
+	j := bytes.IndexByte(b[i+1:], 0xFF)
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}

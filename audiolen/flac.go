@@ -1,7 +1,6 @@
 package audiolen
 
 import (
-	"bytes"
 	"errors"
 	"time"
 )
@@ -35,11 +34,9 @@ func flacLength(b []byte) (time.Duration, error) {
 	var framed uint64
 	for i+6 <= len(b) {
 		if b[i] != 0xFF {
-			j := bytes.IndexByte(b[i+1:], 0xFF)
-			if j < 0 {
+			if i = nextSync(b, i); i < 0 {
 				break
 			}
-			i += 1 + j
 			continue
 		}
 		i++

@@ -1,7 +1,6 @@
 package audiolen
 
 import (
-	"bytes"
 	"time"
 )
 
@@ -70,11 +69,9 @@ func mp3Length(b []byte) (time.Duration, error) {
 	for i+4 <= len(b) {
 		// Most bytes start no frame: stepped over without a call.
 		if b[i] != 0xFF {
-			j := bytes.IndexByte(b[i+1:], 0xFF)
-			if j < 0 {
+			if i = nextSync(b, i); i < 0 {
 				break
 			}
-			i += 1 + j
 			continue
 		}
 		if b[i+1]&0xE0 != 0xE0 || b[i+2] >= 0xF0 || b[i+2] < 0x10 {
